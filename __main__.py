@@ -1,0 +1,61 @@
+"""GPU platform: GPU node pools, the NVIDIA GPU Operator, monitoring and tenant namespaces.
+
+Composition only: every decision lives in `components/`, every default in the config model.
+"""
+
+import pulumi
+
+from components.cloud import GpuCloud
+from components.config import Cloud, load_stack_config, read_pulumi_config
+from components.eks import EksCloud
+from components.gke import GkeCloud
+from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
+from components.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
+
+config = load_stack_config(read_pulumi_config())
+cloud: GpuCloud = EksCloud(config) if config.cloud is Cloud.AWS else GkeCloud(config)
+pools = cloud.resolve_pools()
+
+connection = cloud.connect()
+node_pools = cloud.create_pools(pools, connection)
+on_cluster = pulumi.ResourceOptions(provider=connection.provider)
+
+monitoring = GpuMonitoring(
+    "gpu-monitoring",
+    GpuMonitoringArgs(config.monitoring, config.platform),
+    on_cluster,
+)
+operator = GpuOperator(
+    "gpu-operator",
+    GpuOperatorArgs(config.operator, config.platform, pools, config.monitoring),
+    pulumi.ResourceOptions.merge(
+        on_cluster,
+        pulumi.ResourceOptions(depends_on=[*node_pools, *monitoring.prometheus_operator]),
+    ),
+)
+tenants = [
+    GpuTenantNamespace(
+        namespace.name,
+        GpuTenantNamespaceArgs(namespace, pools),
+        pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[operator])),
+    )
+    for namespace in config.namespaces
+]
+
+if connection.kubeconfig is not None:
+    pulumi.export("kubeconfig", pulumi.Output.secret(connection.kubeconfig))
+pulumi.export("gpuOperatorVersion", operator.chart_version)
+pulumi.export("gpuOperatorNamespace", operator.namespace)
+pulumi.export("prometheusRuleNames", monitoring.rule_names)
+pulumi.export(
+    "pools",
+    {
+        pool.spec.name: {
+            "labels": dict(pool.identity.labels),
+            "taints": [vars(t) for t in pool.identity.taints],
+            "resources": dict(pool.identity.resources),
+        }
+        for pool in pools
+    },
+)

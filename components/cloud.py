@@ -1,0 +1,60 @@
+"""What each cloud provides to the rest of the platform.
+
+`__main__.py` asks the stack's cloud, in this order, to: resolve the pools (lookups only, so a
+pool that cannot work is a config error before anything is created), connect to the cluster
+(a Kubernetes provider and a secret kubeconfig), and create its GPU pools. The Kubernetes side
+(`components.kubernetes`) is then the same on every cloud.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.config import ConfigError, ConfigProblem, StackConfig, key_path
+from components.node_identity import GpuShape, ResolvedPool, resolve_pool
+
+
+@dataclass(frozen=True)
+class ClusterConnection:
+    """How the program reaches the cluster's API."""
+
+    provider: k8s.Provider
+    kubeconfig: pulumi.Output[str] | None
+    """A secret output (it grants access to the cluster); None where the deployer's own
+    kubeconfig is used."""
+
+
+class GpuCloud(Protocol):
+    def resolve_pools(self) -> list[ResolvedPool]:
+        """Each pool with its GPUs; raises ConfigError for a pool that cannot work."""
+        ...
+
+    def connect(self) -> ClusterConnection: ...
+
+    def create_pools(
+        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+    ) -> list[pulumi.Resource]:
+        """The cloud's GPU node pools; the Kubernetes side waits for them."""
+        ...
+
+
+def pools_as_declared(config: StackConfig) -> list[ResolvedPool]:
+    """Pools whose accelerator and GPU count the stack file states, as GKE requires."""
+    problems: list[ConfigProblem] = []
+    resolved = []
+    for i, pool in enumerate(config.pools):
+        for field, alias in (("accelerator", "accelerator"), ("gpus_per_node", "gpusPerNode")):
+            if getattr(pool, field) is None:
+                problems.append(
+                    ConfigProblem(
+                        key_path("pools", i, alias), None, f"a value on {config.cloud}"
+                    )
+                )
+        if pool.accelerator is not None and pool.gpus_per_node is not None:
+            resolved.append(resolve_pool(pool, i, GpuShape(pool.accelerator, pool.gpus_per_node)))
+    if problems:
+        raise ConfigError(problems)
+    return resolved

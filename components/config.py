@@ -1,0 +1,528 @@
+"""The stack's configuration: one validated model, the only place defaults live.
+
+`Pulumi.<stack>.yaml` holds keys in the `gpu-platform:` namespace (`gpu-platform:pools`,
+`gpu-platform:operator`, ...). `load_stack_config` validates all of them at once and raises one
+`ConfigError` that lists every problem by its key path (`gpu-platform:pools[1].max`), the value
+it found and what is allowed, before the program registers a single resource.
+
+Field names are snake_case here and camelCase in the stack file (`gpusPerNode`), like every
+other Pulumi configuration.
+"""
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from enum import StrEnum
+from typing import Annotated, Any, Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic.alias_generators import to_camel
+
+from components.accelerators import ACCELERATORS
+from components.versions import GPU_OPERATOR_CHART
+
+CONFIG_NAMESPACE = "gpu-platform"
+
+# RFC 1123 label: what Kubernetes accepts as a namespace name and what node group, node pool and
+# Helm release names can safely be derived from. Pools are capped lower because GKE limits node
+# pool names to 40 characters and the cloud components add suffixes.
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DnsLabel = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
+PoolName = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=32)]
+_LABEL_KEY = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+_LABEL_VALUE = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
+# An exact chart version: Helm would accept a range or nothing at all and silently upgrade.
+_EXACT_VERSION = r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"
+_HTTPS_URL = r"^(https|oci)://[^\s]+$"
+_MIG_PROFILE = r"^all-\d+g\.\d+gb$"
+_CLUSTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
+LabelKey = Annotated[str, StringConstraints(pattern=_LABEL_KEY, max_length=317)]
+LabelValue = Annotated[str, StringConstraints(pattern=_LABEL_VALUE)]
+ExactChartVersion = Annotated[str, StringConstraints(pattern=_EXACT_VERSION)]
+HttpsUrl = Annotated[str, StringConstraints(pattern=_HTTPS_URL)]
+
+# What each pattern means, for error messages people can act on.
+_PATTERN_MEANINGS = {
+    _DNS_LABEL: "lowercase letters, digits and '-', starting and ending with a letter or digit",
+    _LABEL_KEY: "a Kubernetes label key: an optional DNS prefix and '/', then a name of up to"
+    " 63 letters, digits, '-', '_' or '.'",
+    _LABEL_VALUE: "a Kubernetes label value: up to 63 letters, digits, '-', '_' or '.'",
+    _EXACT_VERSION: "an exact version such as v26.7.0 (no ranges, no 'latest')",
+    _HTTPS_URL: "an https:// or oci:// URL",
+    _MIG_PROFILE: "a uniform MIG profile such as all-1g.10gb",
+    _CLUSTER_NAME: "letters, digits, '-' and '_', up to 100 characters",
+}
+AcceleratorName = Literal[tuple(ACCELERATORS)]  # type: ignore[valid-type]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, extra="forbid", frozen=True, validate_default=True
+    )
+
+
+class Cloud(StrEnum):
+    AWS = "aws"
+    GCP = "gcp"
+
+
+class Platform(StrEnum):
+    """Cloud and node operating system together: they decide how drivers reach the GPUs."""
+
+    EKS_AL2023 = "eks-al2023"
+    EKS_BOTTLEROCKET = "eks-bottlerocket"
+    GKE_COS = "gke-cos"
+    GKE_UBUNTU = "gke-ubuntu"
+
+
+_NODE_IMAGES: Mapping[Cloud, tuple[str, ...]] = {
+    Cloud.AWS: ("al2023", "bottlerocket"),
+    Cloud.GCP: ("cos", "ubuntu"),
+}
+
+
+# --- GPU sharing ---------------------------------------------------------------------------
+
+
+class ExclusiveSharing(_Model):
+    """One container owns each GPU."""
+
+    mode: Literal["exclusive"] = "exclusive"
+
+
+class TimeSlicingSharing(_Model):
+    """`replicas` containers take turns on each GPU, with no memory isolation between them."""
+
+    mode: Literal["time-slicing"]
+    replicas: int = Field(ge=2, le=64)
+
+
+class MpsSharing(_Model):
+    """`replicas` containers share each GPU through CUDA MPS, with a memory limit each."""
+
+    mode: Literal["mps"]
+    # CUDA MPS serves at most 48 clients per GPU on Volta and newer.
+    replicas: int = Field(ge=2, le=48)
+
+
+class MigSharing(_Model):
+    """Each GPU is partitioned into hardware-isolated MIG instances by the MIG manager."""
+
+    mode: Literal["mig"]
+    strategy: Literal["single", "mixed"]
+    """`single` advertises slices as `nvidia.com/gpu`; `mixed` as `nvidia.com/mig-<slice>`."""
+    profile: Annotated[str, StringConstraints(pattern=_MIG_PROFILE)]
+    """A uniform MIG manager profile such as `all-1g.10gb`."""
+
+
+Sharing = Annotated[
+    ExclusiveSharing | TimeSlicingSharing | MpsSharing | MigSharing,
+    Field(discriminator="mode"),
+]
+SHARING_MODES = ("exclusive", "time-slicing", "mps", "mig")
+
+
+# --- GPU pools -----------------------------------------------------------------------------
+
+
+class TaintSpec(_Model):
+    """An extra Kubernetes taint, spelled as Kubernetes spells it."""
+
+    key: LabelKey
+    value: LabelValue = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class EksPoolOptions(_Model):
+    """Settings that only an EKS managed node group has."""
+
+    ami_release_version: str | None = None
+    """EKS-optimized AMI release (`1.33.4-20251016`); None keeps EKS's latest at creation."""
+    ami_release_from_ssm: bool = False
+    """Resolve the release from the SSM recommended-release parameter at plan time instead."""
+    node_role_arn: str | None = None
+    """An existing node IAM role to use instead of creating one for the pool."""
+    metadata_hop_limit: Literal[1, 2] = 1
+    """IMDSv2 hop limit: 1 keeps pods from reaching the node's credentials; 2 only for
+    workloads that must call IMDS through an extra network hop (no IRSA or Pod Identity)."""
+
+
+class GkePoolOptions(_Model):
+    """Settings that only a GKE node pool has."""
+
+    service_account: str | None = None
+    """An existing node service account e-mail instead of the one created for the pool."""
+    autoscaling_scope: Literal["total", "per-zone"] = "total"
+    """Whether `min`/`max` count nodes across all zones of the pool or in each zone."""
+
+
+class GpuPoolSpec(_Model):
+    """One pool of GPU nodes, described once for every cloud."""
+
+    name: PoolName
+    instance_types: list[Annotated[str, StringConstraints(min_length=1)]] = Field(min_length=1)
+    """EC2 instance types (several allowed) or one GCE machine type."""
+    accelerator: AcceleratorName | None = None
+    """The GPU model; on EKS it is read from the instance type when left out."""
+    gpus_per_node: int | None = Field(default=None, ge=1, le=16)
+    """GPUs per node; on EKS it is read from the instance type when left out."""
+    min: int = Field(default=0, ge=0)
+    """Nodes kept when idle. Every node above zero bills around the clock."""
+    max: int = Field(ge=1, le=1000)
+    capacity: Literal["on-demand", "spot", "capacity-block"] = "on-demand"
+    zones: list[Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
+    """Zones to place nodes in; empty means every zone of the cluster's subnets or region."""
+    disk_size_gib: int = Field(default=200, ge=100, le=16384)
+    """Root disk; CUDA and framework images run to tens of GiB before any model weights."""
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    taints: list[TaintSpec] = Field(default_factory=list)
+    sharing: Sharing = Field(default_factory=ExclusiveSharing)
+    aws: EksPoolOptions = Field(default_factory=EksPoolOptions)
+    gcp: GkePoolOptions = Field(default_factory=GkePoolOptions)
+
+
+# --- Cluster, operator, monitoring, tenants ------------------------------------------------
+
+
+class ClusterSpec(_Model):
+    """The existing cluster the stack attaches to."""
+
+    name: Annotated[str, StringConstraints(pattern=_CLUSTER_NAME)]
+    region: str | None = None
+    """AWS region of the EKS cluster."""
+    project: str | None = None
+    """GCP project of the GKE cluster."""
+    location: str | None = None
+    """GKE cluster location: a region or a zone."""
+    node_image: Literal["al2023", "bottlerocket", "cos", "ubuntu"] | None = None
+    """GPU node OS: `al2023` (default) or `bottlerocket` on EKS; `cos` (default) or `ubuntu`
+    on GKE. It decides who installs the driver, so it holds for every pool of the stack."""
+    kubeconfig_context: str | None = None
+    """Use this context of the local kubeconfig instead of building access from the cluster."""
+
+
+class OperatorSpec(_Model):
+    """The NVIDIA GPU Operator release."""
+
+    chart_version: ExactChartVersion = GPU_OPERATOR_CHART.version
+    repository: HttpsUrl = GPU_OPERATOR_CHART.repository
+    namespace: DnsLabel = "gpu-operator"
+    timeout_seconds: int = Field(default=900, ge=300, le=3600)
+    """How long Helm waits for the operator's pods; driver builds on first boot are slow."""
+    overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Chart values per top-level component (`dcgmExporter`, `driver`, ...), merged last."""
+
+
+class MonitoringSpec(_Model):
+    """GPU metrics, alerts and dashboards."""
+
+    namespace: DnsLabel = "monitoring"
+    install_prometheus_stack: bool = False
+    """Install a pinned kube-prometheus-stack; leave off where the cluster already runs the
+    Prometheus Operator."""
+    service_monitor_labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=lambda: {"release": "kube-prometheus-stack"}
+    )
+    """Labels the cluster's Prometheus selects ServiceMonitors and PrometheusRules by."""
+    idle_gpu_minutes: int = Field(default=30, ge=5, le=1440)
+    """How long an allocated GPU may sit idle before the alert fires."""
+    idle_gpu_utilization_percent: int = Field(default=5, ge=1, le=50)
+    framebuffer_full_percent: int = Field(default=90, ge=50, le=99)
+
+
+class TenantNamespaceSpec(_Model):
+    """A namespace where teams run GPU workloads."""
+
+    name: DnsLabel
+    gpu_quota: int = Field(ge=0, le=10000)
+    """GPUs (or GPU slices) the namespace may request at once."""
+    pod_security: Literal["restricted", "baseline"] = "restricted"
+    """Pod Security level enforced; `privileged` is reserved for the GPU Operator."""
+    smoke_test_pool: PoolName | None = None
+    """Run a `nvidia-smi` Job on this pool after deployment to prove the GPU path works."""
+
+
+class StackConfig(_Model):
+    """Everything one stack (environment) is configured with."""
+
+    cloud: Cloud
+    cluster: ClusterSpec
+    pools: list[GpuPoolSpec] = Field(min_length=1)
+    operator: OperatorSpec = Field(default_factory=OperatorSpec)
+    monitoring: MonitoringSpec = Field(default_factory=MonitoringSpec)
+    namespaces: list[TenantNamespaceSpec] = Field(default_factory=list)
+
+    @property
+    def platform(self) -> Platform:
+        image = self.cluster.node_image or _NODE_IMAGES[self.cloud][0]
+        prefix = "eks" if self.cloud is Cloud.AWS else "gke"
+        return Platform(f"{prefix}-{image}")
+
+    def pool(self, name: str) -> GpuPoolSpec:
+        return next(p for p in self.pools if p.name == name)
+
+
+# --- Errors --------------------------------------------------------------------------------
+
+
+class ConfigProblem(NamedTuple):
+    """One thing wrong with the stack configuration."""
+
+    path: str
+    """The key path as the user writes it: `gpu-platform:pools[1].max`."""
+    value: Any
+    expected: str
+
+
+class ConfigError(Exception):
+    """The stack configuration is invalid; lists every problem found."""
+
+    def __init__(self, problems: Iterable[ConfigProblem]):
+        self.problems = list(problems)
+        super().__init__(self.report())
+
+    def report(self) -> str:
+        lines = [f"Invalid stack configuration ({len(self.problems)} problem(s)):"]
+        lines += [
+            f"  {p.path}: got {_render(p.value)}; expected {p.expected}" for p in self.problems
+        ]
+        return "\n".join(lines)
+
+
+_MISSING = object()
+
+
+def _render(value: Any) -> str:
+    if value is _MISSING:
+        return "nothing (the key is required)"
+    return json.dumps(value, default=str)
+
+
+def key_path(*loc: str | int) -> str:
+    """`("pools", 1, "max")` -> `gpu-platform:pools[1].max`."""
+    path = CONFIG_NAMESPACE + ":"
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += part if i == 0 else f".{part}"
+    return path
+
+
+# --- Loading -------------------------------------------------------------------------------
+
+
+def read_pulumi_config() -> dict[str, Any]:
+    """The stack's `gpu-platform:` keys, without the namespace, values parsed from JSON.
+
+    Every key is read, not only the known ones, so that a misspelt key is reported rather than
+    silently ignored.
+    """
+    import pulumi.runtime.config as runtime_config
+
+    prefix = CONFIG_NAMESPACE + ":"
+    keys = {**(runtime_config.get_config_env() or {}), **runtime_config.CONFIG.get()}
+    raw: dict[str, Any] = {}
+    for key in keys:
+        if key.startswith(prefix):
+            value = runtime_config.get_config(key)
+            try:
+                raw[key.removeprefix(prefix)] = json.loads(value)
+            except (TypeError, ValueError):
+                raw[key.removeprefix(prefix)] = value
+    return raw
+
+
+def load_stack_config(raw: Mapping[str, Any]) -> StackConfig:
+    """Validate the stack's `gpu-platform:` keys (given without the namespace).
+
+    Field rules run first; rules across fields run once every field is valid, so each reported
+    problem is about a value the user can fix as it stands.
+    """
+    try:
+        config = StackConfig.model_validate(raw)
+    except ValidationError as error:
+        raise ConfigError(_problems_from(error)) from None
+    problems = list(_cross_field_problems(config))
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+_EXPECTATION_PREFIXES = ("Input should be ", "Value should ", "String should ")
+
+
+def _problems_from(error: ValidationError) -> Iterator[ConfigProblem]:
+    for e in error.errors(include_url=False):
+        # A discriminated union puts the chosen tag in the location: drop it.
+        loc = [
+            part
+            for i, part in enumerate(e["loc"])
+            if not (i > 0 and e["loc"][i - 1] == "sharing" and part in SHARING_MODES)
+        ]
+        value = _MISSING if e["type"] == "missing" else e["input"]
+        yield ConfigProblem(
+            key_path(*loc), value, _expectation(e["type"], e["msg"], e.get("ctx", {}))
+        )
+
+
+def _expectation(kind: str, message: str, ctx: Mapping[str, Any]) -> str:
+    if kind == "extra_forbidden":
+        return "no such key (check its spelling against the config reference)"
+    if kind == "missing":
+        return "a value"
+    if kind == "string_pattern_mismatch":
+        return _PATTERN_MEANINGS[ctx["pattern"]]
+    if kind == "union_tag_invalid":
+        return f"one of {ctx['expected_tags']}"
+    for prefix in _EXPECTATION_PREFIXES:
+        if message.startswith(prefix):
+            return message.removeprefix(prefix)
+    return message[0].lower() + message[1:]
+
+
+# --- Rules across fields -------------------------------------------------------------------
+
+
+def _cross_field_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    yield from _cluster_problems(config)
+    yield from _pool_problems(config)
+    yield from _namespace_problems(config)
+
+
+def _cluster_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    cluster = config.cluster
+    required = ("region",) if config.cloud is Cloud.AWS else ("project", "location")
+    for field in required:
+        if getattr(cluster, field) is None:
+            yield ConfigProblem(
+                key_path("cluster", field), _MISSING, f"a value when cloud is {config.cloud}"
+            )
+    images = _NODE_IMAGES[config.cloud]
+    if cluster.node_image is not None and cluster.node_image not in images:
+        yield ConfigProblem(
+            key_path("cluster", "nodeImage"),
+            cluster.node_image,
+            f"one of {list(images)} when cloud is {config.cloud}",
+        )
+
+
+# Labels the platform sets from the pool's description; a pool overriding one would break
+# scheduling or the operator's per-node configuration.
+_RESERVED_LABEL_PREFIXES = ("nvidia.com/", "gpu-platform.io/", "k8s.amazonaws.com/")
+
+
+def _pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    seen: dict[str, int] = {}
+    mig_strategies: dict[str, int] = {}
+    for i, pool in enumerate(config.pools):
+        if pool.name in seen:
+            yield ConfigProblem(
+                key_path("pools", i, "name"),
+                pool.name,
+                f"a name not already used by pools[{seen[pool.name]}]",
+            )
+        seen.setdefault(pool.name, i)
+        if pool.min > pool.max:
+            yield ConfigProblem(
+                key_path("pools", i, "min"), pool.min, f"at most max ({pool.max})"
+            )
+        for key in pool.labels:
+            if key.startswith(_RESERVED_LABEL_PREFIXES):
+                yield ConfigProblem(
+                    key_path("pools", i, "labels", key),
+                    pool.labels[key],
+                    f"no label under {', '.join(_RESERVED_LABEL_PREFIXES)} (the platform sets those)",
+                )
+        if pool.capacity == "capacity-block":
+            if config.cloud is not Cloud.AWS:
+                yield ConfigProblem(
+                    key_path("pools", i, "capacity"),
+                    pool.capacity,
+                    "on-demand or spot on GKE (capacity blocks are EC2's)",
+                )
+            elif len(pool.instance_types) != 1:
+                yield ConfigProblem(
+                    key_path("pools", i, "instanceTypes"),
+                    pool.instance_types,
+                    "exactly one instance type with capacity-block (a block reserves one type)",
+                )
+        if config.cloud is Cloud.GCP and len(pool.instance_types) != 1:
+            yield ConfigProblem(
+                key_path("pools", i, "instanceTypes"),
+                pool.instance_types,
+                "exactly one machine type (a GKE node pool has one)",
+            )
+        if isinstance(pool.sharing, MigSharing):
+            mig_strategies.setdefault(pool.sharing.strategy, i)
+            yield from _mig_problems(pool, i)
+    if len(mig_strategies) > 1:
+        first = min(mig_strategies.values())
+        later = max(mig_strategies.values())
+        yield ConfigProblem(
+            key_path("pools", later, "sharing", "strategy"),
+            config.pools[later].sharing.strategy,  # type: ignore[union-attr]
+            f"the same MIG strategy as pools[{first}] (the operator applies one per cluster)",
+        )
+
+
+def mig_problem(pool: GpuPoolSpec, accelerator: str, index: int) -> ConfigProblem | None:
+    """Why a MIG pool cannot run on this accelerator, if it cannot.
+
+    Also used by the EKS node group once the accelerator is read from the instance type.
+    """
+    assert isinstance(pool.sharing, MigSharing)
+    profiles = ACCELERATORS[accelerator].mig_profiles
+    if not profiles:
+        capable = [name for name, a in ACCELERATORS.items() if a.mig_capable]
+        return ConfigProblem(
+            key_path("pools", index, "sharing", "mode"),
+            "mig",
+            f"a MIG-capable accelerator ({', '.join(capable)}); {accelerator} has no MIG",
+        )
+    if pool.sharing.profile.removeprefix("all-") not in profiles:
+        return ConfigProblem(
+            key_path("pools", index, "sharing", "profile"),
+            pool.sharing.profile,
+            f"a profile of {accelerator}: {', '.join('all-' + p for p in profiles)}",
+        )
+    return None
+
+
+def _mig_problems(pool: GpuPoolSpec, index: int) -> Iterator[ConfigProblem]:
+    if pool.accelerator is not None:
+        problem = mig_problem(pool, pool.accelerator, index)
+        if problem:
+            yield problem
+
+
+def _namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    reserved = {
+        config.operator.namespace: "the GPU Operator",
+        config.monitoring.namespace: "monitoring",
+        "kube-system": "Kubernetes",
+        "default": "Kubernetes",
+    }
+    pool_names = {p.name for p in config.pools}
+    seen: set[str] = set()
+    for i, ns in enumerate(config.namespaces):
+        if ns.name in reserved:
+            yield ConfigProblem(
+                key_path("namespaces", i, "name"),
+                ns.name,
+                f"a namespace of its own (this one belongs to {reserved[ns.name]})",
+            )
+        if ns.name in seen:
+            yield ConfigProblem(
+                key_path("namespaces", i, "name"), ns.name, "a name not already used"
+            )
+        seen.add(ns.name)
+        if ns.smoke_test_pool is not None and ns.smoke_test_pool not in pool_names:
+            yield ConfigProblem(
+                key_path("namespaces", i, "smokeTestPool"),
+                ns.smoke_test_pool,
+                f"one of the pools: {sorted(pool_names)}",
+            )
+

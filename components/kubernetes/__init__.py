@@ -1,0 +1,1 @@
+"""The Kubernetes half of the GPU platform, the same on every cloud."""

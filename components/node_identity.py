@@ -1,0 +1,122 @@
+"""What a GPU node of a pool looks like to Kubernetes: its labels, taints and GPU resources.
+
+Derived once from the pool's description. The cloud components put it on the nodes, the
+autoscaler hints advertise it so a pool can scale up from zero, the GPU Operator's per-node
+sharing configs are selected by it, and workloads are placed with it. One derivation keeps all of
+them in agreement.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from components.accelerators import mig_instances_per_gpu
+from components.config import (
+    ExclusiveSharing,
+    GpuPoolSpec,
+    MigSharing,
+    MpsSharing,
+    Sharing,
+    TimeSlicingSharing,
+)
+
+GPU_RESOURCE = "nvidia.com/gpu"
+POOL_LABEL = "gpu-platform.io/pool"
+ACCELERATOR_LABEL = "gpu-platform.io/accelerator"
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+# The GPU Operator's device plugin reads its sharing config name from this node label, and the
+# MIG manager its partition layout from the other one.
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A Kubernetes taint, spelled as Kubernetes spells it (`NoSchedule`)."""
+
+    key: str
+    value: str
+    effect: str
+
+
+# Every GPU node carries it, so only pods that tolerate it (GPU workloads and the operator's
+# DaemonSets, whose default toleration is `nvidia.com/gpu` Exists) are scheduled there.
+GPU_TAINT = Taint(key=GPU_RESOURCE, value="present", effect="NoSchedule")
+
+
+@dataclass(frozen=True)
+class GpuShape:
+    """The GPUs on one node: which model and how many."""
+
+    accelerator: str
+    count: int
+
+
+@dataclass(frozen=True)
+class NodeIdentity:
+    """Labels, taints and extended resources of every node in a pool."""
+
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    resources: Mapping[str, int] = field(default_factory=dict)
+    """Extended resources one node advertises once the device plugin runs."""
+
+
+def sharing_config_name(sharing: Sharing) -> str:
+    """The name of the device plugin config a pool with this sharing mode selects."""
+    match sharing:
+        case TimeSlicingSharing(replicas=replicas) | MpsSharing(replicas=replicas):
+            return f"{sharing.mode}-{replicas}"
+        case MigSharing(strategy=strategy):
+            return f"mig-{strategy}"
+        case _:
+            return "exclusive"
+
+
+def advertised_resources(sharing: Sharing, gpu: GpuShape) -> dict[str, int]:
+    """What the device plugin on one node will advertise, for the scheduler and autoscaler."""
+    match sharing:
+        case TimeSlicingSharing(replicas=replicas) | MpsSharing(replicas=replicas):
+            return {GPU_RESOURCE: gpu.count * replicas}
+        case MigSharing(strategy="single", profile=profile):
+            return {GPU_RESOURCE: gpu.count * mig_instances_per_gpu(gpu.accelerator, profile)}
+        case MigSharing(profile=profile):
+            slice_name = profile.removeprefix("all-")
+            per_gpu = mig_instances_per_gpu(gpu.accelerator, profile)
+            return {f"nvidia.com/mig-{slice_name}": gpu.count * per_gpu}
+        case ExclusiveSharing():
+            return {GPU_RESOURCE: gpu.count}
+    raise AssertionError(f"unhandled sharing mode {sharing!r}")
+
+
+def node_identity_for(pool: GpuPoolSpec, gpu: GpuShape) -> NodeIdentity:
+    """The identity every node of `pool` has, extra labels and taints from config included."""
+    labels = {
+        **pool.labels,
+        POOL_LABEL: pool.name,
+        ACCELERATOR_LABEL: gpu.accelerator,
+        GPU_PRESENT_LABEL: "true",
+        DEVICE_PLUGIN_CONFIG_LABEL: sharing_config_name(pool.sharing),
+    }
+    if isinstance(pool.sharing, MigSharing):
+        labels[MIG_CONFIG_LABEL] = pool.sharing.profile
+    extra_taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
+    return NodeIdentity(
+        labels=labels,
+        taints=(GPU_TAINT, *extra_taints),
+        resources=advertised_resources(pool.sharing, gpu),
+    )
+
+
+@dataclass(frozen=True)
+class ResolvedPool:
+    """A pool whose GPUs are known: its description, position in config, GPUs and identity."""
+
+    spec: GpuPoolSpec
+    index: int
+    """Position in `gpu-platform:pools`, for error messages that name the key."""
+    gpu: GpuShape
+    identity: NodeIdentity
+
+
+def resolve_pool(spec: GpuPoolSpec, index: int, gpu: GpuShape) -> ResolvedPool:
+    return ResolvedPool(spec, index, gpu, node_identity_for(spec, gpu))

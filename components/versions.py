@@ -1,0 +1,33 @@
+"""Every pinned upstream version the platform deploys, in one place.
+
+Code reads these constants; `tests/components/test_versions.py` checks that each is an exact
+pin (no ranges, no `latest`, manifests at a commit) so that an upgrade is always a reviewed
+change to this file.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class HelmChart:
+    """A chart pinned to an exact version in a Helm repository."""
+
+    name: str
+    version: str
+    repository: str
+
+
+# NVIDIA GPU Operator. Its values file has no schema, so every key path the code sets is
+# checked against the pinned chart's values (tests/components/kubernetes/chart_keys/).
+GPU_OPERATOR_CHART = HelmChart(
+    name="gpu-operator",
+    version="v26.7.0",
+    repository="https://helm.ngc.nvidia.com/nvidia",
+)
+
+# Pod Security Standards version stamped on every namespace's `<mode>-version` label, so a
+# cluster upgrade never tightens or loosens a namespace's policy without a reviewed change.
+POD_SECURITY_VERSION = "v1.35"
+
+# The Kubernetes version whose OpenAPI schema the generated objects are validated against.
+KUBERNETES_SCHEMA_VERSION = "1.35.0"

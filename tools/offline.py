@@ -1,0 +1,207 @@
+"""Run the real Pulumi program offline, under the SDK's mock monitor, and record what it declares.
+
+Nothing here talks to a cloud or to the Pulumi service. Each resource the program registers is
+recorded with the inputs it would be created with (engine, camelCase names), its parent, its
+dependencies and its resource options; each invoke (a cluster or instance-type lookup) is
+answered by a stand-in from `tools.stand_ins` and recorded as such. The offline plan command
+and the tests drive the program through this one runner.
+"""
+
+import json
+import runpy
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from pulumi.runtime import mocks, rpc, settings
+from pulumi.runtime.config import set_all_config
+from pulumi.runtime.sync_await import _sync_await
+
+from components.config import CONFIG_NAMESPACE
+from tools import stand_ins
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+PROJECT_NAME = CONFIG_NAMESPACE
+# `secure:` values in a stack file are encrypted for the stack's secrets provider, which the
+# offline plan does not have; they are replaced by this, and still marked secret.
+SECRET_STAND_IN = "offline-plan-secret"
+
+
+@dataclass(frozen=True)
+class PlannedResource:
+    """One resource as the program would ask the engine to create it."""
+
+    urn: str
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    parent: str | None
+    custom: bool
+    provider: str | None
+    dependencies: tuple[str, ...]
+    property_dependencies: dict[str, tuple[str, ...]]
+    protect: bool
+    ignore_changes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class InvokeRecord:
+    """A function call the program made (`aws:eks/getCluster:getCluster`), and the stand-in
+    answer it got."""
+
+    token: str
+    args: dict[str, Any]
+    result: dict[str, Any]
+
+
+@dataclass
+class Plan:
+    """What one run of the program declared."""
+
+    stack: str
+    resources: list[PlannedResource] = field(default_factory=list)
+    invokes: list[InvokeRecord] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    secret_outputs: frozenset[str] = frozenset()
+    error: BaseException | None = None
+
+    def of_type(self, type_: str) -> list[PlannedResource]:
+        return [r for r in self.resources if r.type == type_]
+
+    def named(self, name: str, type_: str | None = None) -> PlannedResource:
+        matches = [r for r in self.resources if r.name == name and type_ in (None, r.type)]
+        if len(matches) != 1:
+            raise LookupError(f"{len(matches)} resources named {name!r} of type {type_}")
+        return matches[0]
+
+    def children_of(self, parent: PlannedResource) -> list[PlannedResource]:
+        return [r for r in self.resources if r.parent == parent.urn]
+
+
+def stack_config(stack: str, project_dir: Path = PROJECT_DIR) -> dict[str, Any]:
+    """The `config:` block of `Pulumi.<stack>.yaml`, with secure values replaced by stand-ins."""
+    path = project_dir / f"Pulumi.{stack}.yaml"
+    if not path.exists():
+        stacks = sorted(p.name for p in project_dir.glob("Pulumi.*.yaml"))
+        raise FileNotFoundError(f"no stack file {path.name}; stack files here: {stacks}")
+    document = yaml.safe_load(path.read_text()) or {}
+    return dict(document.get("config") or {})
+
+
+def run_program(
+    stack: str = "dev",
+    config: Mapping[str, Any] | None = None,
+    project_dir: Path = PROJECT_DIR,
+    raise_errors: bool = True,
+) -> Plan:
+    """Run `__main__.py` once for `stack` (or for `config`, fully qualified keys) and record it.
+
+    With `raise_errors=False` an exception from the program is kept in `Plan.error`, beside
+    whatever it registered before failing.
+    """
+    values = stack_config(stack, project_dir) if config is None else dict(config)
+    plan = Plan(stack=stack)
+    monitor = _RecordingMonitor(_StandInMocks(plan), plan)
+    settings.reset_options(project=PROJECT_NAME, stack=stack, preview=False)
+    _set_config(values)
+    mocks.set_mocks(monitor.mocks, project=PROJECT_NAME, stack=stack, preview=False, monitor=monitor)
+    if str(project_dir) not in sys.path:
+        sys.path.insert(0, str(project_dir))
+    try:
+        _sync_await(
+            mocks.run_pulumi_func(
+                lambda: runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")
+            )
+        )
+        plan.outputs, plan.secret_outputs = _stack_outputs()
+    except Exception as error:
+        if raise_errors:
+            raise
+        plan.error = error
+    return plan
+
+
+def _set_config(values: Mapping[str, Any]) -> None:
+    flat: dict[str, str] = {}
+    secret_keys: list[str] = []
+    for key, value in values.items():
+        if isinstance(value, Mapping) and set(value) == {"secure"}:
+            value = SECRET_STAND_IN
+            secret_keys.append(key)
+        flat[key] = value if isinstance(value, str) else json.dumps(value)
+    set_all_config(flat, secret_keys)
+
+
+def _stack_outputs() -> tuple[dict[str, Any], frozenset[str]]:
+    root = settings.get_root_resource()
+    outputs: dict[str, Any] = {}
+    secrets: set[str] = set()
+    for name, value in getattr(root, "outputs", {}).items():
+        output = pulumi.Output.from_input(value)
+        outputs[name] = _sync_await(output.future())
+        if _sync_await(output.is_secret()):
+            secrets.add(name)
+    return outputs, frozenset(secrets)
+
+
+class _StandInMocks(mocks.Mocks):
+    """Answers invokes and computed outputs with the stand-ins, recording every invoke."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+
+    def call(self, args: mocks.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
+        result = stand_ins.invoke(args.token, dict(args.args))
+        self.plan.invokes.append(InvokeRecord(args.token, dict(args.args), result))
+        return result, None
+
+    def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict]:
+        outputs = stand_ins.computed_outputs(args.typ, args.name, dict(args.inputs))
+        return f"{args.name}-id", {**args.inputs, **outputs}
+
+
+class _RecordingMonitor(mocks.MockMonitor):
+    """The SDK's mock monitor, also keeping what `Mocks.new_resource` is not told: the parent,
+    dependencies and resource options of each registration."""
+
+    def __init__(self, stand_in_mocks: _StandInMocks, plan: Plan):
+        super().__init__(stand_in_mocks)
+        self.plan = plan
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            self.plan.resources.append(
+                PlannedResource(
+                    urn=response.urn,
+                    type=request.type,
+                    name=request.name,
+                    inputs=_plain(rpc.deserialize_properties(request.object)),
+                    parent=request.parent or None,
+                    custom=request.custom,
+                    provider=request.provider or None,
+                    dependencies=tuple(request.dependencies),
+                    property_dependencies={
+                        key: tuple(deps.urns)
+                        for key, deps in request.propertyDependencies.items()
+                    },
+                    protect=request.protect,
+                    ignore_changes=tuple(request.ignoreChanges),
+                )
+            )
+        return response
+
+
+def _plain(value: Any) -> Any:
+    """Resource inputs as JSON-able values: unknowns dropped, secrets unwrapped."""
+    if isinstance(value, Mapping):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return _plain(value["value"])
+        return {k: _plain(v) for k, v in value.items() if v != rpc.UNKNOWN}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value if v != rpc.UNKNOWN]
+    return value
