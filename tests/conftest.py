@@ -1,0 +1,75 @@
+"""Shared fixtures: the real program, run under the recording mock runner.
+
+Each test gets its own run (`preview=False`, so every apply callback runs), from the dev stack's
+config or from a config the test builds on top of it.
+"""
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tools.offline import Plan, run_program, stack_config
+
+Config = dict[str, Any]
+
+
+@pytest.fixture
+def dev_config() -> Config:
+    """The dev stack's config, fully qualified keys, safe to change in the test."""
+    return copy.deepcopy(stack_config("dev"))
+
+
+@pytest.fixture
+def gke_config(dev_config: Config) -> Config:
+    """A GKE stack on COS with one L4 pool, for tests of the GKE side."""
+    config = {k: v for k, v in dev_config.items() if not k.startswith("aws:")}
+    config["gpu-platform:cloud"] = "gcp"
+    config["gpu-platform:cluster"] = {
+        "name": "ml-dev",
+        "project": "ml-platform-dev",
+        "location": "us-central1",
+    }
+    config["gpu-platform:pools"] = [
+        {
+            "name": "l4-shared",
+            "instanceTypes": ["g2-standard-8"],
+            "accelerator": "l4",
+            "gpusPerNode": 1,
+            "max": 3,
+            "capacity": "spot",
+            "sharing": {"mode": "time-slicing", "replicas": 4},
+        }
+    ]
+    config["gpu-platform:namespaces"] = [
+        {"name": "ml-sandbox", "gpuQuota": 8, "smokeTestPool": "l4-shared"}
+    ]
+    return config
+
+
+@pytest.fixture
+def plan_for() -> Callable[[Config], Plan]:
+    """Run the program for a config and return what it declared."""
+
+    def run(config: Config) -> Plan:
+        return run_program("dev", config=config)
+
+    return run
+
+
+@pytest.fixture
+def failed_plan_for() -> Callable[[Config], Plan]:
+    """Run the program for a config expected to fail; the error is in `Plan.error`."""
+
+    def run(config: Config) -> Plan:
+        plan = run_program("dev", config=config, raise_errors=False)
+        assert plan.error is not None, "the program was expected to fail"
+        return plan
+
+    return run
+
+
+@pytest.fixture
+def dev_plan() -> Plan:
+    return run_program("dev")
