@@ -1,0 +1,16 @@
+"""`python -m tools <command>`: the offline plan, pre-flight and fit checks."""
+
+import typer
+
+from tools import plan
+
+app = typer.Typer(
+    help="Plan, check and inspect the GPU platform stacks without touching a cluster.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("plan")(plan.main)
+
+if __name__ == "__main__":
+    app()
