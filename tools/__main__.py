@@ -12,5 +12,10 @@ app = typer.Typer(
 )
 app.command("plan")(plan.main)
 
+
+@app.callback()
+def tools() -> None:
+    """Plan, check and inspect the GPU platform stacks without touching a cluster."""
+
 if __name__ == "__main__":
     app()
