@@ -49,9 +49,7 @@ def pools_as_declared(config: StackConfig) -> list[ResolvedPool]:
         for field, alias in (("accelerator", "accelerator"), ("gpus_per_node", "gpusPerNode")):
             if getattr(pool, field) is None:
                 problems.append(
-                    ConfigProblem(
-                        key_path("pools", i, alias), None, f"a value on {config.cloud}"
-                    )
+                    ConfigProblem(key_path("pools", i, alias), None, f"a value on {config.cloud}")
                 )
         if pool.accelerator is not None and pool.gpus_per_node is not None:
             resolved.append(resolve_pool(pool, i, GpuShape(pool.accelerator, pool.gpus_per_node)))

@@ -59,7 +59,12 @@ AcceleratorName = Literal[tuple(ACCELERATORS)]  # type: ignore[valid-type]
 
 class _Model(BaseModel):
     model_config = ConfigDict(
-        alias_generator=to_camel, extra="forbid", frozen=True, validate_default=True
+        alias_generator=to_camel,
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
+        # Field docstrings become descriptions, from which the config reference is generated.
+        use_attribute_docstrings=True,
     )
 
 
@@ -90,27 +95,33 @@ class ExclusiveSharing(_Model):
     """One container owns each GPU."""
 
     mode: Literal["exclusive"] = "exclusive"
+    """`exclusive`."""
 
 
 class TimeSlicingSharing(_Model):
     """`replicas` containers take turns on each GPU, with no memory isolation between them."""
 
     mode: Literal["time-slicing"]
+    """`time-slicing`."""
     replicas: int = Field(ge=2, le=64)
+    """Containers per GPU; each node advertises GPUs x replicas `nvidia.com/gpu`."""
 
 
 class MpsSharing(_Model):
     """`replicas` containers share each GPU through CUDA MPS, with a memory limit each."""
 
     mode: Literal["mps"]
+    """`mps`."""
     # CUDA MPS serves at most 48 clients per GPU on Volta and newer.
     replicas: int = Field(ge=2, le=48)
+    """Containers per GPU, each with an equal share of its memory."""
 
 
 class MigSharing(_Model):
     """Each GPU is partitioned into hardware-isolated MIG instances by the MIG manager."""
 
     mode: Literal["mig"]
+    """`mig`."""
     strategy: Literal["single", "mixed"]
     """`single` advertises slices as `nvidia.com/gpu`; `mixed` as `nvidia.com/mig-<slice>`."""
     profile: Annotated[str, StringConstraints(pattern=_MIG_PROFILE)]
@@ -133,6 +144,7 @@ class TaintSpec(_Model):
     key: LabelKey
     value: LabelValue = ""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    """Kubernetes spelling; each cloud component translates it."""
 
 
 class EksPoolOptions(_Model):
@@ -162,6 +174,7 @@ class GpuPoolSpec(_Model):
     """One pool of GPU nodes, described once for every cloud."""
 
     name: PoolName
+    """Names the pool's node group or node pool and its `gpu-platform.io/pool` node label."""
     instance_types: list[Annotated[str, StringConstraints(min_length=1)]] = Field(min_length=1)
     """EC2 instance types (several allowed) or one GCE machine type."""
     accelerator: AcceleratorName | None = None
@@ -171,16 +184,23 @@ class GpuPoolSpec(_Model):
     min: int = Field(default=0, ge=0)
     """Nodes kept when idle. Every node above zero bills around the clock."""
     max: int = Field(ge=1, le=1000)
+    """The most nodes the autoscaler may start: the pool's cost ceiling."""
     capacity: Literal["on-demand", "spot", "capacity-block"] = "on-demand"
+    """How the nodes are bought; `capacity-block` is an EC2 Capacity Block reservation."""
     zones: list[Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
     """Zones to place nodes in; empty means every zone of the cluster's subnets or region."""
     disk_size_gib: int = Field(default=200, ge=100, le=16384)
     """Root disk; CUDA and framework images run to tens of GiB before any model weights."""
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    """Extra node labels; the platform's own (`nvidia.com/`, `gpu-platform.io/`) are reserved."""
     taints: list[TaintSpec] = Field(default_factory=list)
+    """Extra taints, on top of `nvidia.com/gpu=present:NoSchedule` that every pool has."""
     sharing: Sharing = Field(default_factory=ExclusiveSharing)
+    """How workloads share a GPU: `exclusive`, `time-slicing`, `mps` or `mig`."""
     aws: EksPoolOptions = Field(default_factory=EksPoolOptions)
+    """EKS-only settings."""
     gcp: GkePoolOptions = Field(default_factory=GkePoolOptions)
+    """GKE-only settings."""
 
 
 # --- Cluster, operator, monitoring, tenants ------------------------------------------------
@@ -248,11 +268,17 @@ class StackConfig(_Model):
     """Everything one stack (environment) is configured with."""
 
     cloud: Cloud
+    """Where the cluster runs: `aws` (EKS) or `gcp` (GKE)."""
     cluster: ClusterSpec
+    """The existing cluster to attach to."""
     pools: list[GpuPoolSpec] = Field(min_length=1)
+    """The GPU node pools."""
     operator: OperatorSpec = Field(default_factory=OperatorSpec)
+    """The NVIDIA GPU Operator release."""
     monitoring: MonitoringSpec = Field(default_factory=MonitoringSpec)
+    """GPU metrics, alerts and dashboards."""
     namespaces: list[TenantNamespaceSpec] = Field(default_factory=list)
+    """Namespaces for teams' GPU workloads."""
 
     @property
     def platform(self) -> Platform:
@@ -426,15 +452,14 @@ def _pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             )
         seen.setdefault(pool.name, i)
         if pool.min > pool.max:
-            yield ConfigProblem(
-                key_path("pools", i, "min"), pool.min, f"at most max ({pool.max})"
-            )
+            yield ConfigProblem(key_path("pools", i, "min"), pool.min, f"at most max ({pool.max})")
         for key in pool.labels:
             if key.startswith(_RESERVED_LABEL_PREFIXES):
                 yield ConfigProblem(
                     key_path("pools", i, "labels", key),
                     pool.labels[key],
-                    f"no label under {', '.join(_RESERVED_LABEL_PREFIXES)} (the platform sets those)",
+                    f"no label under {', '.join(_RESERVED_LABEL_PREFIXES)}"
+                    " (the platform sets those)",
                 )
         if pool.capacity == "capacity-block":
             if config.cloud is not Cloud.AWS:
@@ -525,4 +550,3 @@ def _namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 ns.smoke_test_pool,
                 f"one of the pools: {sorted(pool_names)}",
             )
-

@@ -2,7 +2,7 @@
 
 import typer
 
-from tools import plan
+from tools import config_reference, plan
 
 app = typer.Typer(
     help="Plan, check and inspect the GPU platform stacks without touching a cluster.",
@@ -11,11 +11,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("plan")(plan.main)
+app.command("config-reference")(config_reference.main)
 
 
 @app.callback()
 def tools() -> None:
     """Plan, check and inspect the GPU platform stacks without touching a cluster."""
+
 
 if __name__ == "__main__":
     app()

@@ -108,7 +108,9 @@ def run_program(
     monitor = _RecordingMonitor(_StandInMocks(plan), plan)
     settings.reset_options(project=PROJECT_NAME, stack=stack, preview=False)
     _set_config(values)
-    mocks.set_mocks(monitor.mocks, project=PROJECT_NAME, stack=stack, preview=False, monitor=monitor)
+    mocks.set_mocks(
+        monitor.mocks, project=PROJECT_NAME, stack=stack, preview=False, monitor=monitor
+    )
     if str(project_dir) not in sys.path:
         sys.path.insert(0, str(project_dir))
     try:
@@ -172,7 +174,7 @@ class _RecordingMonitor(mocks.MockMonitor):
         super().__init__(stand_in_mocks)
         self.plan = plan
 
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
+    def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
             self.plan.resources.append(
@@ -186,8 +188,7 @@ class _RecordingMonitor(mocks.MockMonitor):
                     provider=request.provider or None,
                     dependencies=tuple(request.dependencies),
                     property_dependencies={
-                        key: tuple(deps.urns)
-                        for key, deps in request.propertyDependencies.items()
+                        key: tuple(deps.urns) for key, deps in request.propertyDependencies.items()
                     },
                     protect=request.protect,
                     ignore_changes=tuple(request.ignoreChanges),

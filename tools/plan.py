@@ -113,7 +113,9 @@ def print_plan(plan: Plan, console: Console) -> None:
     _add_children(tree, None, by_parent)
     console.print(tree)
     if plan.invokes:
-        console.print("\n[bold]Lookups answered by offline stand-ins[/bold] (not read from an account):")
+        console.print(
+            "\n[bold]Lookups answered by offline stand-ins[/bold] (not read from an account):"
+        )
         for token, count in _invoke_counts(plan.invokes).items():
             console.print(f"  {token}" + (f" x{count}" if count > 1 else ""), highlight=False)
     console.print("\n[bold]Outputs[/bold]")

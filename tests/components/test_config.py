@@ -56,17 +56,45 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
     ("no pools", lambda c: c.update({POOLS: []}), "gpu-platform:pools"),
     ("upper-case pool name", lambda c: pool(c).update(name="T4"), "gpu-platform:pools[0].name"),
     ("pool name too long", lambda c: pool(c).update(name="a" * 33), "gpu-platform:pools[0].name"),
-    ("duplicate pool name", lambda c: second_pool(c, name=pool(c)["name"]), "gpu-platform:pools[1].name"),
+    (
+        "duplicate pool name",
+        lambda c: second_pool(c, name=pool(c)["name"]),
+        "gpu-platform:pools[1].name",
+    ),
     ("min above max", lambda c: pool(c).update(min=5, max=2), "gpu-platform:pools[0].min"),
     ("max of zero", lambda c: pool(c).update(max=0), "gpu-platform:pools[0].max"),
     ("no max", lambda c: pool(c).pop("max"), "gpu-platform:pools[0].max"),
     ("negative min", lambda c: pool(c).update(min=-1), "gpu-platform:pools[0].min"),
-    ("no instance types", lambda c: pool(c).update(instanceTypes=[]), "gpu-platform:pools[0].instanceTypes"),
-    ("unknown accelerator", lambda c: pool(c).update(accelerator="k80"), "gpu-platform:pools[0].accelerator"),
-    ("zero GPUs per node", lambda c: pool(c).update(gpusPerNode=0), "gpu-platform:pools[0].gpusPerNode"),
-    ("unknown capacity", lambda c: pool(c).update(capacity="preemptible"), "gpu-platform:pools[0].capacity"),
-    ("root disk too small for GPU images", lambda c: pool(c).update(diskSizeGib=20), "gpu-platform:pools[0].diskSizeGib"),
-    ("unknown sharing mode", lambda c: pool(c).update(sharing={"mode": "vgpu"}), "gpu-platform:pools[0].sharing"),
+    (
+        "no instance types",
+        lambda c: pool(c).update(instanceTypes=[]),
+        "gpu-platform:pools[0].instanceTypes",
+    ),
+    (
+        "unknown accelerator",
+        lambda c: pool(c).update(accelerator="k80"),
+        "gpu-platform:pools[0].accelerator",
+    ),
+    (
+        "zero GPUs per node",
+        lambda c: pool(c).update(gpusPerNode=0),
+        "gpu-platform:pools[0].gpusPerNode",
+    ),
+    (
+        "unknown capacity",
+        lambda c: pool(c).update(capacity="preemptible"),
+        "gpu-platform:pools[0].capacity",
+    ),
+    (
+        "root disk too small for GPU images",
+        lambda c: pool(c).update(diskSizeGib=20),
+        "gpu-platform:pools[0].diskSizeGib",
+    ),
+    (
+        "unknown sharing mode",
+        lambda c: pool(c).update(sharing={"mode": "vgpu"}),
+        "gpu-platform:pools[0].sharing",
+    ),
     (
         "time-slicing with one replica",
         lambda c: pool(c).update(sharing={"mode": "time-slicing", "replicas": 1}),
@@ -79,12 +107,20 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
     ),
     (
         "MIG on a T4",
-        lambda c: pool(c).update(sharing={"mode": "mig", "strategy": "single", "profile": "all-1g.10gb"}),
+        lambda c: pool(c).update(
+            sharing={"mode": "mig", "strategy": "single", "profile": "all-1g.10gb"}
+        ),
         "gpu-platform:pools[0].sharing.mode",
     ),
     (
         "MIG profile the GPU does not have",
-        lambda c: c.update({POOLS: [mig_pool(sharing={"mode": "mig", "strategy": "single", "profile": "all-1g.5gb"})]}),
+        lambda c: c.update(
+            {
+                POOLS: [
+                    mig_pool(sharing={"mode": "mig", "strategy": "single", "profile": "all-1g.5gb"})
+                ]
+            }
+        ),
         "gpu-platform:pools[0].sharing.profile",
     ),
     (
@@ -98,7 +134,10 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
             {
                 POOLS: [
                     mig_pool(),
-                    mig_pool(name="a100-single", sharing={"mode": "mig", "strategy": "single", "profile": "all-3g.40gb"}),
+                    mig_pool(
+                        name="a100-single",
+                        sharing={"mode": "mig", "strategy": "single", "profile": "all-3g.40gb"},
+                    ),
                 ]
             }
         ),
@@ -137,7 +176,9 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
     ),
     (
         "chart repository over plain http",
-        lambda c: c.update({"gpu-platform:operator": {"repository": "http://helm.ngc.nvidia.com/nvidia"}}),
+        lambda c: c.update(
+            {"gpu-platform:operator": {"repository": "http://helm.ngc.nvidia.com/nvidia"}}
+        ),
         "gpu-platform:operator.repository",
     ),
     (
@@ -207,7 +248,9 @@ def test_every_problem_is_reported_at_once(dev_config: Config, failed_plan_for) 
 def test_report_names_the_value_found_and_what_is_allowed() -> None:
     error = ConfigError([ConfigProblem("gpu-platform:pools[1].max", 0, "at least 1")])
 
-    assert error.report().splitlines()[1] == "  gpu-platform:pools[1].max: got 0; expected at least 1"
+    assert (
+        error.report().splitlines()[1] == "  gpu-platform:pools[1].max: got 0; expected at least 1"
+    )
 
 
 def test_pattern_errors_are_explained_in_words(dev_config: Config, failed_plan_for) -> None:

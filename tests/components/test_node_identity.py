@@ -27,7 +27,9 @@ A100S = GpuShape("a100-80gb", 8)
 
 
 def test_every_pool_is_tainted_for_gpu_workloads_only() -> None:
-    assert node_identity_for(spec(), A100S).taints[0] == Taint("nvidia.com/gpu", "present", "NoSchedule")
+    assert node_identity_for(spec(), A100S).taints[0] == Taint(
+        "nvidia.com/gpu", "present", "NoSchedule"
+    )
 
 
 def test_extra_taints_follow_the_gpu_taint() -> None:
