@@ -1,0 +1,72 @@
+"""Every pin in components/versions.py is exact: charts at a version, images at a tag or digest,
+manifests at a commit. Pins added later are checked without changing this test."""
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from components import versions
+from components.versions import HelmChart
+
+EXACT_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")
+COMMIT_URL = re.compile(r"^https://[^\s]+/[0-9a-f]{40}/[^\s]+$")
+IMAGE = re.compile(r"^[a-z0-9.-]+(:\d+)?/[a-z0-9._/-]+(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$")
+
+
+def pins() -> Iterator[tuple[str, Any]]:
+    for name, value in vars(versions).items():
+        if name.isupper():
+            if isinstance(value, Mapping):
+                yield from ((f"{name}[{k}]", v) for k, v in value.items())
+            else:
+                yield name, value
+
+
+def charts() -> list[tuple[str, HelmChart]]:
+    return [(n, v) for n, v in pins() if isinstance(v, HelmChart)]
+
+
+def urls() -> list[tuple[str, str]]:
+    return [(n, v) for n, v in pins() if isinstance(v, str) and v.startswith("https://")]
+
+
+def images() -> list[tuple[str, str]]:
+    return [
+        (n, v)
+        for n, v in pins()
+        if isinstance(v, str) and not v.startswith("https://") and IMAGE.match(v)
+    ]
+
+
+@pytest.mark.parametrize(("name", "chart"), charts())
+def test_chart_is_pinned_to_an_exact_version(name: str, chart: HelmChart) -> None:
+    assert EXACT_VERSION.match(chart.version), f"{name}: {chart.version}"
+
+
+@pytest.mark.parametrize(("name", "chart"), charts())
+def test_chart_comes_from_an_https_or_oci_repository(name: str, chart: HelmChart) -> None:
+    assert chart.repository.startswith(("https://", "oci://")), f"{name}: {chart.repository}"
+
+
+@pytest.mark.parametrize(("name", "url"), urls() or [pytest.param("", "", marks=pytest.mark.skip)])
+def test_manifest_url_is_pinned_to_a_commit(name: str, url: str) -> None:
+    assert COMMIT_URL.match(url), f"{name}: {url} is not at a 40-character commit"
+
+
+@pytest.mark.parametrize(("name", "image"), images() or [pytest.param("", "", marks=pytest.mark.skip)])
+def test_image_is_pinned_to_a_tag_other_than_latest_or_a_digest(name: str, image: str) -> None:
+    tag = image.split("@")[0].rsplit("/", 1)[-1].partition(":")[2]
+    assert "@sha256:" in image or (tag and tag != "latest"), f"{name}: {image}"
+
+
+def test_the_gpu_operator_chart_is_the_one_the_platform_is_built_for() -> None:
+    assert (versions.GPU_OPERATOR_CHART.name, versions.GPU_OPERATOR_CHART.version) == (
+        "gpu-operator",
+        "v26.7.0",
+    )
+
+
+def test_pod_security_version_is_a_kubernetes_minor() -> None:
+    assert re.fullmatch(r"v1\.\d+", versions.POD_SECURITY_VERSION)
