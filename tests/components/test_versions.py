@@ -55,7 +55,9 @@ def test_manifest_url_is_pinned_to_a_commit(name: str, url: str) -> None:
     assert COMMIT_URL.match(url), f"{name}: {url} is not at a 40-character commit"
 
 
-@pytest.mark.parametrize(("name", "image"), images() or [pytest.param("", "", marks=pytest.mark.skip)])
+@pytest.mark.parametrize(
+    ("name", "image"), images() or [pytest.param("", "", marks=pytest.mark.skip)]
+)
 def test_image_is_pinned_to_a_tag_other_than_latest_or_a_digest(name: str, image: str) -> None:
     tag = image.split("@")[0].rsplit("/", 1)[-1].partition(":")[2]
     assert "@sha256:" in image or (tag and tag != "latest"), f"{name}: {image}"

@@ -1,0 +1,76 @@
+"""The offline plan command, as a user runs it: `python -m tools plan <stack>`."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tools import offline
+from tools.__main__ import app
+from tools.plan import EXIT_CONFIG_ERROR, plan_as_json
+
+
+@pytest.fixture
+def invoke():
+    runner = CliRunner()
+
+    def run(*args: str):
+        return runner.invoke(app, ["plan", *args])
+
+    return run
+
+
+@pytest.fixture
+def stack_file_says(monkeypatch):
+    """Make the dev stack file read as the given config."""
+
+    def replace(config):
+        monkeypatch.setattr(offline, "stack_config", lambda stack, project_dir=None: config)
+
+    return replace
+
+
+def test_plan_prints_every_resource_under_the_stack(invoke, dev_plan) -> None:
+    result = invoke("dev")
+
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"stack dev: {len(dev_plan.resources)} resources")
+    for resource in dev_plan.resources:
+        assert f"{resource.type} {resource.name}" in result.output
+
+
+def test_plan_as_json_lists_resources_with_their_inputs(invoke, dev_plan) -> None:
+    result = invoke("dev", "--json")
+
+    document = json.loads(result.output)
+    assert sorted(r["urn"] for r in document["resources"]) == sorted(
+        r.urn for r in dev_plan.resources
+    )
+    assert all("inputs" in r for r in document["resources"])
+
+
+def test_plan_as_json_hides_secret_outputs() -> None:
+    plan = offline.Plan(
+        stack="dev",
+        outputs={"kubeconfig": "apiVersion: v1"},
+        secret_outputs=frozenset({"kubeconfig"}),
+    )
+
+    assert plan_as_json(plan)["outputs"] == {"kubeconfig": "[secret]"}
+
+
+def test_config_error_exits_2_with_the_problems(invoke, dev_config, stack_file_says) -> None:
+    dev_config["gpu-platform:pools"][0]["max"] = 0
+    stack_file_says(dev_config)
+
+    result = invoke("dev")
+
+    assert result.exit_code == EXIT_CONFIG_ERROR
+    assert "gpu-platform:pools[0].max: got 0" in result.output
+
+
+def test_unknown_stack_exits_2_listing_the_stack_files(invoke) -> None:
+    result = invoke("nope")
+
+    assert result.exit_code == EXIT_CONFIG_ERROR
+    assert "Pulumi.dev.yaml" in result.output
