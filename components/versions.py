@@ -25,6 +25,17 @@ GPU_OPERATOR_CHART = HelmChart(
     repository="https://helm.ngc.nvidia.com/nvidia",
 )
 
+# kube-prometheus-stack (Prometheus Operator, Prometheus, Alertmanager, Grafana, node-exporter,
+# kube-state-metrics), installed only when `gpu-platform:monitoring.installPrometheusStack` is on.
+# Versions carry no leading `v`. Helm installs the chart's CRDs on first install only: when this
+# pin moves to a release with a newer Prometheus Operator, apply that release's CRDs first (the
+# chart README's "Upgrading chart" section lists them).
+KUBE_PROMETHEUS_STACK_CHART = HelmChart(
+    name="kube-prometheus-stack",
+    version="93.4.1",
+    repository="https://prometheus-community.github.io/helm-charts",
+)
+
 # Pod Security Standards version stamped on every namespace's `<mode>-version` label, so a
 # cluster upgrade never tightens or loosens a namespace's policy without a reviewed change.
 POD_SECURITY_VERSION = "v1.35"
