@@ -44,7 +44,7 @@ class GpuCloud(Protocol):
 def pools_as_declared(config: StackConfig) -> list[ResolvedPool]:
     """Pools whose accelerator and GPU count the stack file states, as GKE requires."""
     problems: list[ConfigProblem] = []
-    resolved = []
+    resolved: list[ResolvedPool] = []
     for i, pool in enumerate(config.pools):
         for field, alias in (("accelerator", "accelerator"), ("gpus_per_node", "gpusPerNode")):
             if getattr(pool, field) is None:

@@ -113,12 +113,12 @@ def run_program(
     )
     if str(project_dir) not in sys.path:
         sys.path.insert(0, str(project_dir))
+
+    def program() -> None:
+        runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")
+
     try:
-        _sync_await(
-            mocks.run_pulumi_func(
-                lambda: runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")
-            )
-        )
+        _sync_await(mocks.run_pulumi_func(program))
         plan.outputs, plan.secret_outputs = _stack_outputs()
     except Exception as error:
         if raise_errors:
