@@ -1,0 +1,35 @@
+"""The README's promises: its commands are the ones CI runs, its config reference is current."""
+
+import re
+from pathlib import Path
+
+from tools.config_reference import END_MARKER, START_MARKER, render_reference
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def commands_in_readme() -> list[str]:
+    block = re.search(r"## Try it: two commands.*?```sh\n(.*?)```", README, re.S)
+    assert block, "the README has lost its two commands"
+    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_readme_has_two_commands_plan_then_tests() -> None:
+    plan, tests = commands_in_readme()
+
+    assert " plan dev" in plan and tests.endswith("pytest")
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+
+    assert commands_in_readme()[1] in ci
+
+
+def test_config_reference_in_readme_matches_the_model() -> None:
+    section = README.split(START_MARKER)[1].split(END_MARKER)[0]
+
+    assert section.strip() == render_reference().strip(), (
+        "the config model changed: run `python -m tools config-reference --update-readme`"
+    )
