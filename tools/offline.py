@@ -156,10 +156,11 @@ class _StandInMocks(mocks.Mocks):
     def __init__(self, plan: Plan):
         self.plan = plan
 
-    def call(self, args: mocks.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
+    def call(self, args: mocks.MockCallArgs) -> tuple[dict, list[tuple[str, str]]]:
         result = stand_ins.invoke(args.token, dict(args.args))
         self.plan.invokes.append(InvokeRecord(args.token, dict(args.args), result))
-        return result, None
+        # No check failures; the mock monitor iterates this list, so it cannot be None.
+        return result, []
 
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict]:
         outputs = stand_ins.computed_outputs(args.typ, args.name, dict(args.inputs))
