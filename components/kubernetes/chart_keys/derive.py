@@ -1,0 +1,39 @@
+"""Write the key paths of a GPU Operator chart's values.yaml to `gpu-operator-<version>.txt`.
+
+    uv run python -m components.kubernetes.chart_keys.derive values.yaml --version v26.7.0
+
+Run it on the chart's own values file (`helm show values nvidia/gpu-operator --version
+<version>` prints it) whenever `GPU_OPERATOR_CHART` in components/versions.py changes, commit the
+list it writes, and delete the previous version's list.
+"""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+
+from components.kubernetes.chart_keys import key_list_file, key_paths
+from components.versions import GPU_OPERATOR_CHART
+
+
+def derive(values_yaml: str) -> list[str]:
+    """The sorted leaf key paths of a chart's values file."""
+    return sorted(key_paths(yaml.safe_load(values_yaml) or {}))
+
+
+def main(
+    values: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The values.yaml")],
+    version: Annotated[
+        str, typer.Option(help="The chart version the values file belongs to")
+    ] = GPU_OPERATOR_CHART.version,
+) -> None:
+    """Write the chart's key paths, one per line, beside this script."""
+    paths = derive(values.read_text())
+    target = key_list_file(version)
+    target.write_text("\n".join(paths) + "\n")
+    typer.echo(f"wrote {len(paths)} key paths to {target}")
+
+
+if __name__ == "__main__":
+    typer.run(main)

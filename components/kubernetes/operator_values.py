@@ -1,0 +1,245 @@
+"""The GPU Operator chart values for a stack: pure functions of its config and pools.
+
+The chart has no values schema and ignores a misspelt key without a word, so every key path set
+here is checked against the pinned chart's key list (components/kubernetes/chart_keys/) by
+tests/components/kubernetes/test_chart_keys.py.
+"""
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from components.config import (
+    ExclusiveSharing,
+    MigSharing,
+    MonitoringSpec,
+    MpsSharing,
+    OperatorSpec,
+    Platform,
+    Sharing,
+    TimeSlicingSharing,
+)
+from components.node_identity import (
+    GPU_RESOURCE,
+    GPU_TAINT,
+    ResolvedPool,
+    Taint,
+    sharing_config_name,
+)
+
+Values = dict[str, Any]
+
+DEVICE_PLUGIN_CONFIG_MAP = "device-plugin-sharing"
+"""The ConfigMap the chart creates with one device plugin config per sharing mode in use."""
+DEFAULT_SHARING_CONFIG = sharing_config_name(ExclusiveSharing())
+"""What a GPU node without the `nvidia.com/device-plugin.config` label gets."""
+
+GKE_COS_DRIVER_DIR = "/home/kubernetes/bin/nvidia"
+"""Where Google's driver installer puts the driver on COS, and the toolkit goes beside it."""
+
+DCGM_SCRAPE_INTERVAL = "15s"
+"""The chart's own interval; the idle and memory alerts look at windows of minutes."""
+
+# The platform's own settings per platform: who installs the driver, the container toolkit and
+# the device plugin on the node (platform facts sections 1 to 3).
+_NODE_SOFTWARE: Mapping[Platform, Values] = {
+    # The EKS AL2023 NVIDIA AMI carries the driver and the toolkit; the operator builds no
+    # driver for Amazon Linux (gpu-operator#686).
+    Platform.EKS_AL2023: {"driver": {"enabled": False}, "toolkit": {"enabled": False}},
+    # Bottlerocket's NVIDIA variant also runs its own device plugin.
+    Platform.EKS_BOTTLEROCKET: {
+        "driver": {"enabled": False},
+        "toolkit": {"enabled": False},
+        "devicePlugin": {"enabled": False},
+    },
+    # Google's driver installer DaemonSet owns the driver on COS; the toolkit installs next to
+    # it and, from GKE 1.33, must read containerd's config from its file.
+    Platform.GKE_COS: {
+        "driver": {"enabled": False},
+        "hostPaths": {"driverInstallDir": GKE_COS_DRIVER_DIR},
+        "toolkit": {
+            "installDir": GKE_COS_DRIVER_DIR,
+            "env": [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}],
+        },
+        "cdi": {"enabled": True},
+    },
+    # On Ubuntu the operator builds and loads the driver itself, at the chart's default paths.
+    Platform.GKE_UBUNTU: {"driver": {"enabled": True}},
+}
+
+# Every platform runs its GPUs in cloud VMs, where the MIG manager cannot reset a GPU in place
+# to switch MIG mode on or off and has to reboot the node instead. GKE documents it; EC2's GPU
+# instances are VMs as well, so EKS gets the same.
+_MIG_MANAGER_REBOOTS = {"name": "WITH_REBOOT", "value": "true"}
+
+# The chart's default `daemonsets.tolerations`: any value of the GPU taint, so also ours.
+_GPU_TAINT_TOLERATION = {"key": GPU_TAINT.key, "operator": "Exists", "effect": GPU_TAINT.effect}
+# The node-feature-discovery worker's default tolerations add the control plane's taint.
+_CONTROL_PLANE_TOLERATION = {
+    "key": "node-role.kubernetes.io/control-plane",
+    "operator": "Equal",
+    "value": "",
+    "effect": "NoSchedule",
+}
+
+
+def operator_values_for(
+    operator: OperatorSpec,
+    platform: Platform,
+    pools: Sequence[ResolvedPool],
+    monitoring: MonitoringSpec,
+) -> Values:
+    """The chart values for a stack: the platform's own, then `operator.overrides` over them."""
+    values: Values = {
+        # Upgrades apply the new chart's CRDs from a pre-upgrade hook Job: Helm never updates
+        # `crds/` itself, and a stale ClusterPolicy CRD drops or rejects new fields
+        # (gpu-operator#431, #435).
+        "operator": {"upgradeCRD": True},
+        # The platform owns the namespace and its Pod Security labels; with `psa.enabled` the
+        # operator would label it too, and the two would fight over the same labels.
+        "psa": {"enabled": False},
+    }
+    for part in (
+        _NODE_SOFTWARE[platform],
+        sharing_values_for(platform, pools),
+        toleration_values_for(pools),
+        dcgm_exporter_values_for(monitoring),
+    ):
+        values = deep_merge(values, part)
+    return deep_merge(values, operator.overrides)
+
+
+def sharing_values_for(platform: Platform, pools: Sequence[ResolvedPool]) -> Values:
+    """The device plugin's sharing configs and the MIG settings for the pools' sharing modes."""
+    if platform is Platform.EKS_BOTTLEROCKET:
+        # The operator's device plugin is off, so its configs would reach no node; config
+        # validation admits only exclusive pools on Bottlerocket.
+        return {"migManager": {"enabled": False}}
+    return {
+        "devicePlugin": {
+            "config": {
+                "create": True,
+                "name": DEVICE_PLUGIN_CONFIG_MAP,
+                "default": DEFAULT_SHARING_CONFIG,
+                "data": sharing_configs_for(pools),
+            }
+        },
+        **mig_values_for(pools),
+    }
+
+
+def sharing_configs_for(pools: Sequence[ResolvedPool]) -> dict[str, str]:
+    """One device plugin config (YAML) per sharing mode in use, under the name that the pools'
+    `nvidia.com/device-plugin.config` node label selects; `exclusive` always among them."""
+    sharings = [ExclusiveSharing(), *(pool.spec.sharing for pool in pools)]
+    configs = {sharing_config_name(s): device_plugin_config(s) for s in sharings}
+    return {name: yaml.safe_dump(configs[name], sort_keys=False) for name in sorted(configs)}
+
+
+def device_plugin_config(sharing: Sharing) -> Values:
+    """The NVIDIA device plugin config (version v1) for a node of this sharing mode."""
+    match sharing:
+        case TimeSlicingSharing(replicas=replicas):
+            return _shared_gpu_config("timeSlicing", replicas)
+        case MpsSharing(replicas=replicas):
+            return _shared_gpu_config("mps", replicas)
+        case MigSharing(strategy=strategy):
+            return {"version": "v1", "flags": {"migStrategy": strategy}}
+        case _:
+            return {"version": "v1", "flags": {"migStrategy": "none"}}
+
+
+def _shared_gpu_config(how: str, replicas: int) -> Values:
+    return {
+        "version": "v1",
+        "flags": {"migStrategy": "none"},
+        "sharing": {
+            how: {
+                # Keep advertising `nvidia.com/gpu`, which the node identity, the autoscaler's
+                # scale-from-zero hints and the tenants' quotas count.
+                "renameByDefault": False,
+                # Two replicas may be slices of one GPU: a pod asking for more than one would
+                # get no more GPU than with one, so it is refused instead of misled.
+                "failRequestsGreaterThanOne": True,
+                "resources": [{"name": GPU_RESOURCE, "replicas": replicas}],
+            }
+        },
+    }
+
+
+def mig_values_for(pools: Sequence[ResolvedPool]) -> Values:
+    """The cluster's MIG strategy and the MIG manager, when a pool partitions its GPUs."""
+    sharings = (pool.spec.sharing for pool in pools)
+    strategies = {sharing.strategy for sharing in sharings if isinstance(sharing, MigSharing)}
+    if not strategies:
+        return {"migManager": {"enabled": False}}
+    (strategy,) = strategies  # config validation admits one strategy per stack
+    return {
+        "mig": {"strategy": strategy},
+        "migManager": {
+            "enabled": True,
+            # Nodes are partitioned by their pool's `nvidia.com/mig.config` label; any other
+            # MIG-capable GPU has MIG turned off.
+            "config": {"default": "all-disabled"},
+            "env": [_MIG_MANAGER_REBOOTS],
+        },
+    }
+
+
+def toleration_values_for(pools: Sequence[ResolvedPool]) -> Values:
+    """Tolerations that let the operator's DaemonSets, and the node-feature-discovery worker
+    that tells the operator which nodes have GPUs, onto every GPU node, extra taints included."""
+    extra = [_toleration(taint) for taint in _extra_taints(pools)]
+    return {
+        "daemonsets": {"tolerations": [_GPU_TAINT_TOLERATION, *extra]},
+        "node-feature-discovery": {
+            "worker": {"tolerations": [_CONTROL_PLANE_TOLERATION, _GPU_TAINT_TOLERATION, *extra]}
+        },
+    }
+
+
+def _extra_taints(pools: Iterable[ResolvedPool]) -> list[Taint]:
+    taints = (t for pool in pools for t in pool.identity.taints if t != GPU_TAINT)
+    return list(dict.fromkeys(taints))
+
+
+def _toleration(taint: Taint) -> Values:
+    return {"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect}
+
+
+def dcgm_exporter_values_for(monitoring: MonitoringSpec) -> Values:
+    """The DCGM exporter with a ServiceMonitor that the cluster's Prometheus selects."""
+    return {
+        "dcgmExporter": {
+            "enabled": True,
+            "serviceMonitor": {
+                "enabled": True,
+                "interval": DCGM_SCRAPE_INTERVAL,
+                "additionalLabels": dict(monitoring.service_monitor_labels),
+                # The exporter labels a GPU's series with the `pod`, `namespace` and `container`
+                # of the workload holding it. Honouring them keeps those names, where Prometheus
+                # would otherwise rename them `exported_pod` and so on (dcgm-exporter#85); the
+                # alert rules and dashboards select GPU series by `pod` and `namespace`.
+                "honorLabels": True,
+                # A GPU no pod holds has no such labels, and under honorLabels Prometheus would
+                # fill them in with the exporter's own pod and namespace, making every free GPU
+                # look allocated to the exporter. Dropping the target's labels keeps free GPUs
+                # without `pod`. Exporter health is `up{job="nvidia-dcgm-exporter"}` by
+                # `instance`, which also loses `namespace` and `pod`.
+                "relabelings": [{"action": "labeldrop", "regex": "pod|namespace|container"}],
+            },
+        }
+    }
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> Values:
+    """`base` with `override` merged in: maps merge key by key, anything else is replaced."""
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
