@@ -9,6 +9,7 @@ Field names are snake_case here and camelCase in the stack file (`gpusPerNode`),
 other Pulumi configuration.
 """
 
+import difflib
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from enum import StrEnum
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from pydantic.alias_generators import to_camel
 
 from components.accelerators import ACCELERATORS
+from components.kubernetes.chart_keys import chart_components
 from components.versions import GPU_OPERATOR_CHART
 
 CONFIG_NAMESPACE = "gpu-platform"
@@ -227,12 +229,23 @@ class OperatorSpec(_Model):
     """The NVIDIA GPU Operator release."""
 
     chart_version: ExactChartVersion = GPU_OPERATOR_CHART.version
+    """The `gpu-operator` chart version. The values the platform sets are checked against the
+    pinned version's keys only: another version is for trying an upgrade in one environment."""
     repository: HttpsUrl = GPU_OPERATOR_CHART.repository
+    """The Helm repository serving the chart, for a mirror of NVIDIA's."""
     namespace: DnsLabel = "gpu-operator"
+    """The operator's own namespace, the only one the platform runs as Pod Security
+    `privileged`."""
     timeout_seconds: int = Field(default=900, ge=300, le=3600)
     """How long Helm waits for the operator's pods; driver builds on first boot are slow."""
+    critical_pod_quota: int = Field(default=1000, ge=100, le=100000)
+    """GKE only: how many `system-node-critical`/`system-cluster-critical` pods the operator's
+    namespace may hold. GKE admits them outside kube-system only under a quota, and the chart's
+    node-feature-discovery worker runs on every node of the cluster, GPU or not, beside about
+    eight operator pods on each GPU node: keep it above all of those together."""
     overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Chart values per top-level component (`dcgmExporter`, `driver`, ...), merged last."""
+    """Chart values per top-level component (`dcgmExporter`, `driver`, ...), deep-merged over
+    the platform's own values last. Component names are checked against the chart's."""
 
 
 class MonitoringSpec(_Model):
@@ -415,6 +428,8 @@ def _expectation(kind: str, message: str, ctx: Mapping[str, Any]) -> str:
 def _cross_field_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _cluster_problems(config)
     yield from _pool_problems(config)
+    yield from _bottlerocket_sharing_problems(config)
+    yield from _operator_override_problems(config)
     yield from _namespace_problems(config)
 
 
@@ -491,6 +506,36 @@ def _pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             config.pools[later].sharing.strategy,  # type: ignore[union-attr]
             f"the same MIG strategy as pools[{first}] (the operator applies one per cluster)",
         )
+
+
+def _bottlerocket_sharing_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    # Bottlerocket's NVIDIA variant runs its own device plugin, so the GPU Operator's is off
+    # there and its per-node sharing configs and MIG manager reach no node: a shared pool would
+    # advertise whole GPUs while the autoscaler expects slices.
+    if config.cloud is not Cloud.AWS or config.cluster.node_image != "bottlerocket":
+        return
+    for i, pool in enumerate(config.pools):
+        if not isinstance(pool.sharing, ExclusiveSharing):
+            yield ConfigProblem(
+                key_path("pools", i, "sharing", "mode"),
+                pool.sharing.mode,
+                "exclusive on Bottlerocket nodes (its own NVIDIA device plugin serves the GPUs,"
+                " not the GPU Operator's); use nodeImage al2023 to share GPUs",
+            )
+
+
+def _operator_override_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    chart = GPU_OPERATOR_CHART
+    components = chart_components(chart.version)
+    for name, values in config.operator.overrides.items():
+        if name not in components:
+            guess = difflib.get_close_matches(name, components, n=1)
+            hint = f"did you mean {guess[0]}?" if guess else ", ".join(sorted(components))
+            yield ConfigProblem(
+                key_path("operator", "overrides", name),
+                values,
+                f"a top-level component of the {chart.name} {chart.version} chart ({hint})",
+            )
 
 
 def mig_problem(pool: GpuPoolSpec, accelerator: str, index: int) -> ConfigProblem | None:
