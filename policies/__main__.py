@@ -1,0 +1,33 @@
+"""The gpu-platform policy pack: Pod Security Standards and the GPU platform's rules.
+
+The engine runs this file as `python -m pulumi.policy <engine-address> <pack-dir>`; the pack is
+built only then, because constructing a `PolicyPack` starts its server and blocks. Importing
+this file (as tests and tools do) only collects the policies.
+"""
+
+import gpu_pools
+import gpu_stack
+import gpu_workloads
+import helm
+import namespaces
+import pod_security
+from pulumi_policy import PolicyPack
+
+NAME = "gpu-platform"
+
+POLICIES = [
+    *pod_security.POLICIES,
+    *namespaces.POLICIES,
+    *gpu_workloads.POLICIES,
+    *gpu_pools.POLICIES,
+    *helm.POLICIES,
+    *gpu_stack.POLICIES,
+]
+
+if __name__ == "__main__":
+    PolicyPack(
+        name=NAME,
+        description="Pod Security Standards as the built-in admission checks them, and the rules "
+        "that keep GPU pools, GPU workloads and the NVIDIA GPU Operator safe and affordable.",
+        policies=POLICIES,
+    )

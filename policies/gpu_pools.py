@@ -1,0 +1,405 @@
+"""GPU node pools: tainted and labelled for GPU work only, able to scale to zero, bounded, and
+hardened.
+
+An EKS managed node group is a GPU pool when its AMI type is an NVIDIA (or legacy GPU) one, or
+its instance types are of a GPU family (g*, gr*, p*); a GKE node pool when it attaches guest
+accelerators. Other pools are left alone.
+"""
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
+from typing import Any
+
+from checks import Findings, resource_policy
+from props import (
+    elements,
+    field_path,
+    flag,
+    keys,
+    mapping,
+    number,
+    shown,
+    text,
+    value_at,
+)
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyResource,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from settings import Setting
+
+NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
+LAUNCH_TEMPLATE_TYPE = "aws:ec2/launchTemplate:LaunchTemplate"
+NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
+POOL_TYPES = (NODE_GROUP_TYPE, NODE_POOL_TYPE)
+EKS_LAUNCH_TEMPLATE = "eks-gpu-launch-template"
+
+GPU_INSTANCE_FAMILY = re.compile(r"(g|gr|p)\d")
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
+EKS_ACCELERATOR_LABELS = ("gpu-platform.io/accelerator", "k8s.amazonaws.com/accelerator")
+
+
+def is_gpu_node_group(props: Mapping[str, Any]) -> bool:
+    ami_type = text(props, "amiType") or ""
+    if "NVIDIA" in ami_type or "GPU" in ami_type:
+        return True
+    instance_types = elements(props, "instanceTypes")
+    return any(isinstance(t, str) and GPU_INSTANCE_FAMILY.match(t) for t in instance_types)
+
+
+def is_gpu_pool(resource_type: str, props: Mapping[str, Any]) -> bool:
+    if resource_type == NODE_GROUP_TYPE:
+        return is_gpu_node_group(props)
+    if resource_type == NODE_POOL_TYPE:
+        return bool(elements(props, "nodeConfig", "guestAccelerators"))
+    return False
+
+
+def _pool_noun(resource_type: str) -> str:
+    return "GPU node group" if resource_type == NODE_GROUP_TYPE else "GPU node pool"
+
+
+# --- scheduling: taint and label -----------------------------------------------------------
+
+
+def scheduling_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    resource_type, props = args.resource_type, args.props
+    noun = _pool_noun(resource_type)
+    taints_path = ("taints",) if resource_type == NODE_GROUP_TYPE else ("nodeConfig", "taints")
+    taints = elements(props, *taints_path)
+    wanted = f"{GPU_TAINT['key']}={GPU_TAINT['value']}:{GPU_TAINT['effect']}"
+    if not any(all(value_at(t, k) == v for k, v in GPU_TAINT.items()) for t in taints):
+        yield (
+            f"the {noun} has no {wanted} taint in {field_path(*taints_path)}, so pods that "
+            "need no GPU can land on its nodes and keep them from scaling to zero. Fix: add "
+            '{key: "nvidia.com/gpu", value: "present", effect: "NO_SCHEDULE"}.'
+        )
+    # GKE labels every GPU node with cloud.google.com/gke-accelerator itself, and its
+    # autoscaler knows the label of a pool at zero; EKS labels nothing.
+    if resource_type == NODE_GROUP_TYPE and not set(EKS_ACCELERATOR_LABELS) & set(
+        keys(props, "labels")
+    ):
+        yield (
+            f"the {noun} sets neither accelerator label ({' nor '.join(EKS_ACCELERATOR_LABELS)})"
+            " in labels, so GPU pods cannot select it, and the cluster autoscaler does not treat "
+            "a new node as a GPU node while its device plugin starts. Fix: set "
+            'labels["gpu-platform.io/accelerator"] to the GPU model, e.g. "a10g".'
+        )
+
+
+# --- scaling: from zero, up to a bound -----------------------------------------------------
+
+POOLS_ALLOWED_MIN_ABOVE_ZERO = Setting(
+    "poolsAllowedMinAboveZero",
+    {
+        "type": "array",
+        "items": {"type": "string"},
+        "default": [],
+        "description": "Resource names of the GPU pools allowed a minimum size above zero "
+        "(kept warm, and paid for, while idle).",
+    },
+)
+MAX_NODES_PER_POOL = Setting(
+    "maxNodesPerPool",
+    {
+        "type": "integer",
+        "minimum": 1,
+        "default": 64,
+        "description": "The most nodes one GPU pool may grow to.",
+    },
+)
+
+
+def _size_problems(
+    noun: str,
+    name: str,
+    minimum: tuple[str, float] | None,
+    maximum: tuple[str, float] | None,
+    config: Mapping[str, Any],
+) -> Iterator[str]:
+    """`minimum` and `maximum` are (how the pool sets it, total nodes), None when unset."""
+    floor_allowed = name in POOLS_ALLOWED_MIN_ABOVE_ZERO.read(config)
+    if minimum is not None and minimum[1] > 0 and not floor_allowed:
+        yield (
+            f"the {noun} keeps nodes running while idle ({minimum[0]}). Fix: set it to 0, or list "
+            f'"{name}" in {POOLS_ALLOWED_MIN_ABOVE_ZERO.key} if it must stay warm.'
+        )
+    limit = MAX_NODES_PER_POOL.read(config)
+    if maximum is not None and maximum[1] > limit:
+        yield (
+            f"the {noun} can grow to {shown(maximum[1])} nodes ({maximum[0]}), more than "
+            f"{MAX_NODES_PER_POOL.key} ({limit}). Fix: lower it, or raise {MAX_NODES_PER_POOL.key}."
+        )
+
+
+def _setting(field: str, value: float) -> str:
+    return f"{field}={shown(value)}"
+
+
+def scaling_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    if args.resource_type == NODE_GROUP_TYPE:
+        return node_group_scaling_problems(args.name, args.props, args.get_config())
+    return node_pool_scaling_problems(args.name, args.props, args.get_config())
+
+
+def node_group_scaling_problems(
+    name: str, props: Mapping[str, Any], config: Mapping[str, Any]
+) -> Iterator[str]:
+    noun = _pool_noun(NODE_GROUP_TYPE)
+    low = number(props, "scalingConfig", "minSize")
+    high = number(props, "scalingConfig", "maxSize")
+    yield from _size_problems(
+        noun,
+        name,
+        None if low is None else (_setting("scalingConfig.minSize", low), low),
+        None if high is None else (_setting("scalingConfig.maxSize", high), high),
+        config,
+    )
+
+
+def node_pool_scaling_problems(
+    name: str, props: Mapping[str, Any], config: Mapping[str, Any]
+) -> Iterator[str]:
+    noun = _pool_noun(NODE_POOL_TYPE)
+    autoscaling = mapping(props, "autoscaling")
+    if autoscaling is None:
+        yield (
+            f"the {noun} does not autoscale (autoscaling is unset), so it can neither scale to "
+            "zero nor grow with demand. Fix: set autoscaling.totalMinNodeCount to 0 and "
+            "autoscaling.totalMaxNodeCount to its largest size."
+        )
+        return
+    # The total_* limits count nodes across zones; the others count them in each zone.
+    zones = len(elements(props, "nodeLocations"))
+    minimum = maximum = None
+    for per_zone, total, is_max in (
+        ("minNodeCount", "totalMinNodeCount", False),
+        ("maxNodeCount", "totalMaxNodeCount", True),
+    ):
+        count = number(autoscaling, total)
+        found = None if count is None else (_setting(f"autoscaling.{total}", count), count)
+        zone_count = number(autoscaling, per_zone)
+        if found is None and zone_count is not None:
+            zones_shown = f" x {zones} zones" if zones else ""
+            described = _setting(f"autoscaling.{per_zone}", zone_count) + " per zone" + zones_shown
+            found = (described, zone_count * max(zones, 1))
+        if is_max:
+            maximum = found
+        else:
+            minimum = found
+    if maximum is None:
+        yield (f"the {noun} sets no autoscaling maximum. Fix: set autoscaling.totalMaxNodeCount.")
+    elif number(autoscaling, "totalMaxNodeCount") is None and zones == 0:
+        yield (
+            f"the {noun} bounds its size per zone ({maximum[0]}) without nodeLocations, so its "
+            "total size depends on the cluster's zones. Fix: set autoscaling.totalMaxNodeCount "
+            "instead, or list nodeLocations."
+        )
+    yield from _size_problems(noun, name, minimum, maximum, config)
+
+
+# --- node hardening ------------------------------------------------------------------------
+
+
+def node_group_access_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    props = args.props
+    noun = _pool_noun(NODE_GROUP_TYPE)
+    if value_at(props, "remoteAccess") is not None:
+        yield (
+            f"the {noun} opens SSH to its nodes (remoteAccess). Fix: remove remoteAccess; reach "
+            "nodes through SSM Session Manager if you must."
+        )
+    if mapping(props, "launchTemplate") is None:
+        yield (
+            f"the {noun} has no launchTemplate, so IMDSv2 and the encryption of its root volume "
+            "are not set by this stack. Fix: give it a launch template that sets "
+            'metadataOptions.httpTokens "required" and encrypts its EBS volumes.'
+        )
+
+
+def _operator_built_driver(props: Mapping[str, Any]) -> bool:
+    """An Ubuntu pool where GKE installs no driver: the GPU Operator builds and loads its own,
+    an unsigned kernel module that secure boot would refuse."""
+    image_type = text(props, "nodeConfig", "imageType") or ""
+    accelerators = elements(props, "nodeConfig", "guestAccelerators")
+    driver = ("gpuDriverInstallationConfig", "gpuDriverVersion")
+    return image_type.upper().startswith("UBUNTU") and all(
+        value_at(a, *driver) in (None, "INSTALLATION_DISABLED") for a in accelerators
+    )
+
+
+def node_pool_security_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    props = args.props
+    noun = _pool_noun(NODE_POOL_TYPE)
+    secure_boot = ("nodeConfig", "shieldedInstanceConfig", "enableSecureBoot")
+    if flag(props, *secure_boot) is not True and not _operator_built_driver(props):
+        yield (
+            f"the {noun} does not turn on secure boot ({field_path(*secure_boot)}), so its nodes "
+            "can boot a tampered kernel or unsigned modules. Fix: set it to true."
+        )
+    mode = value_at(props, "nodeConfig", "workloadMetadataConfig", "mode")
+    if mode != "GKE_METADATA":
+        yield (
+            f"the {noun} does not set nodeConfig.workloadMetadataConfig.mode to GKE_METADATA "
+            f"(it is {shown(mode)}), so pods can read the node's service account credentials. "
+            'Fix: set it to "GKE_METADATA".'
+        )
+    legacy = value_at(props, "nodeConfig", "metadata", "disable-legacy-endpoints")
+    if legacy != "true":
+        yield (
+            f'the {noun} does not set nodeConfig.metadata["disable-legacy-endpoints"] to "true" '
+            f"(it is {shown(legacy)}), leaving the metadata server's legacy endpoints open. "
+            'Fix: set it to "true".'
+        )
+
+
+# --- EKS launch templates: linked to their node groups, so a stack policy -------------------
+
+
+def _name(resource: PolicyResource) -> Any:
+    return value_at(resource.props, "name")
+
+
+def linked_launch_template(
+    node_group: PolicyResource, launch_templates: Sequence[PolicyResource]
+) -> PolicyResource | None:
+    """The launch template a node group uses: the one its `launchTemplate` input is computed
+    from, else the one whose name it gives."""
+    for dependency in node_group.property_dependencies.get("launchTemplate", []):
+        if dependency.resource_type == LAUNCH_TEMPLATE_TYPE:
+            return dependency
+    name = text(node_group.props, "launchTemplate", "name")
+    named = [t for t in launch_templates if name is not None and _name(t) == name]
+    return named[0] if named else None
+
+
+def launch_template_problems(
+    node_group: PolicyResource, template: PolicyResource | None
+) -> Iterator[str]:
+    subject = f'GPU node group "{node_group.name}"'
+    if template is None:
+        reference = mapping(node_group.props, "launchTemplate") or {}
+        named = value_at(reference, "name") or value_at(reference, "id")
+        yield (
+            f"the launch template {shown(named)} of {subject} is not declared in this stack, so "
+            "its IMDSv2 and volume encryption cannot be checked. Fix: declare it in this stack."
+        )
+        return
+    subject = f'launch template "{template.name}" of {subject}'
+    tokens = value_at(template.props, "metadataOptions", "httpTokens")
+    if tokens != "required":
+        yield (
+            f"the {subject} does not require IMDSv2 (metadataOptions.httpTokens={shown(tokens)}), "
+            "so any process on the node can read its instance credentials without a session "
+            'token. Fix: set metadataOptions.httpTokens to "required".'
+        )
+    mappings = elements(template.props, "blockDeviceMappings")
+    volumes = [(i, m) for i, m in enumerate(mappings) if mapping(m, "ebs") is not None]
+    if not volumes:
+        yield (
+            f"the {subject} maps no EBS volume, so the root volume is encrypted only if the "
+            'account encrypts by default. Fix: map the root device (e.g. "/dev/xvda") with '
+            'ebs.encrypted "true".'
+        )
+    for index, volume in volumes:
+        encrypted = value_at(volume, "ebs", "encrypted")
+        if encrypted not in ("true", True):
+            yield (
+                f"the {subject} does not encrypt blockDeviceMappings[{index}] "
+                f"({shown(value_at(volume, 'deviceName'))}, ebs.encrypted={shown(encrypted)}). "
+                'Fix: set ebs.encrypted to "true".'
+            )
+
+
+def validate_launch_templates(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    templates = [r for r in args.resources if r.resource_type == LAUNCH_TEMPLATE_TYPE]
+    with Findings(EKS_LAUNCH_TEMPLATE, "the stack", report_violation) as findings:
+        for node_group in args.resources:
+            if node_group.resource_type != NODE_GROUP_TYPE:
+                continue
+            uses_template = findings.known(
+                f"the launch template of {node_group.urn}",
+                partial(_gpu_node_group_with_template, node_group.props),
+            )
+            if not uses_template:
+                continue
+            template = findings.known(
+                f"the launch template of {node_group.urn}",
+                partial(linked_launch_template, node_group, templates),
+            )
+            findings.check(
+                f"the launch template of {node_group.urn}",
+                partial(launch_template_problems, node_group, template),
+                urn=(template or node_group).urn,
+            )
+
+
+def _gpu_node_group_with_template(props: Mapping[str, Any]) -> bool:
+    # A GPU node group without a launch template is reported by eks-gpu-node-access.
+    return is_gpu_node_group(props) and mapping(props, "launchTemplate") is not None
+
+
+# --- the policies --------------------------------------------------------------------------
+
+
+def gpu_pool_policy(
+    name: str,
+    description: str,
+    resource_types: tuple[str, ...],
+    problems: Callable[[ResourceValidationArgs], Iterator[str]],
+    *settings: Setting,
+) -> ResourceValidationPolicy:
+    """A policy checking the node pools of `resource_types` that have GPUs."""
+
+    def pool_problems(args: ResourceValidationArgs) -> Iterator[str]:
+        if is_gpu_pool(args.resource_type, args.props):
+            yield from problems(args)
+
+    return resource_policy(
+        name, description, pool_problems, *settings, resource_types=resource_types
+    )
+
+
+POLICIES = [
+    gpu_pool_policy(
+        "gpu-pool-scheduling",
+        "GPU node pools carry the nvidia.com/gpu=present:NO_SCHEDULE taint and an accelerator "
+        "label.",
+        POOL_TYPES,
+        scheduling_problems,
+    ),
+    gpu_pool_policy(
+        "gpu-pool-scaling",
+        "GPU node pools scale from zero (unless allowed a floor) up to a bounded size.",
+        POOL_TYPES,
+        scaling_problems,
+        POOLS_ALLOWED_MIN_ABOVE_ZERO,
+        MAX_NODES_PER_POOL,
+    ),
+    gpu_pool_policy(
+        "eks-gpu-node-access",
+        "EKS GPU node groups allow no SSH and use a launch template.",
+        (NODE_GROUP_TYPE,),
+        node_group_access_problems,
+    ),
+    StackValidationPolicy(
+        name=EKS_LAUNCH_TEMPLATE,
+        description="The launch templates of EKS GPU node groups require IMDSv2 and encrypt "
+        "their EBS volumes.",
+        validate=validate_launch_templates,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+    gpu_pool_policy(
+        "gke-gpu-node-security",
+        "GKE GPU node pools use secure boot (except on the GPU Operator's own driver), the GKE "
+        "metadata server, and no legacy metadata endpoints.",
+        (NODE_POOL_TYPE,),
+        node_pool_security_problems,
+    ),
+]

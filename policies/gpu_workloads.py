@@ -1,0 +1,279 @@
+"""GPU workloads ask for GPUs the way the scheduler, the autoscaler and the nodes expect.
+
+A GPU is an extended resource: Kubernetes takes its request from the limit, never overcommits
+it and counts it in whole devices. GPU nodes carry the `nvidia.com/gpu=present:NoSchedule`
+taint, so a GPU pod must tolerate it; and it must select GPU nodes by a label the node pool
+declares, because that is all the cluster autoscaler knows of a pool scaled to zero. The
+operator's node labels (`nvidia.com/gpu.product`, ...) appear only once a node runs, so they
+cannot bring a pool up from zero.
+"""
+
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from decimal import Decimal
+from typing import Any
+
+from checks import resource_policy
+from pods import Container, Pod, pod_of
+from props import elements, entries, keys, shown, text, value_at
+from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
+from settings import Setting
+
+GPU_TAINT = "nvidia.com/gpu=present:NoSchedule"
+GPU_NODE_LABELS = (
+    "gpu-platform.io/accelerator",
+    "gpu-platform.io/pool",
+    "nvidia.com/gpu.present",
+    "k8s.amazonaws.com/accelerator",
+    "cloud.google.com/gke-accelerator",
+)
+# Ephemeral containers cannot ask for resources.
+RESOURCE_CONTAINERS = ("initContainers", "containers")
+
+
+def is_gpu_resource(name: str) -> bool:
+    return name in ("nvidia.com/gpu", "nvidia.com/gpu.shared") or name.startswith("nvidia.com/mig-")
+
+
+_QUANTITY = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))([eE][+-]?\d+|[KMGTPE]i|[numkMGTPE])?")
+_SUFFIXES = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+    **{f"{prefix}i": Decimal(1024**power) for power, prefix in enumerate("KMGTPE", start=1)},
+}
+
+
+def quantity(value: Any) -> Decimal | None:
+    """A Kubernetes resource quantity (`2`, `"2"`, `"500m"`, `"1Ki"`, `"1e3"`), or None."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return Decimal(str(value)) if math.isfinite(value) else None
+    if not isinstance(value, str):
+        return None
+    match = _QUANTITY.fullmatch(value)
+    if match is None:
+        return None
+    number, suffix = match[1], match[2] or ""
+    try:
+        if suffix[:1] in ("e", "E"):
+            return Decimal(number) * Decimal(10) ** int(suffix[1:])
+        return Decimal(number) * _SUFFIXES.get(suffix, Decimal(1))
+    except ArithmeticError:  # an exponent too large for a Decimal
+        return None
+
+
+def _gpu_entries(container: Container, section: str) -> dict[str, Any]:
+    return {
+        name: value
+        for name, value in entries(container.props, "resources", section)
+        if is_gpu_resource(name)
+    }
+
+
+def is_gpu_pod(pod: Pod) -> bool:
+    return any(
+        quantity(value) != 0
+        for container in pod.containers(RESOURCE_CONTAINERS)
+        for section in ("limits", "requests")
+        for value in _gpu_entries(container, section).values()
+    )
+
+
+def gpus_of(container: Container) -> Decimal:
+    asked = _gpu_entries(container, "requests") | _gpu_entries(container, "limits")
+    return sum((quantity(value) or Decimal(0) for value in asked.values()), Decimal(0))
+
+
+def pod_gpus(pod: Pod) -> Decimal:
+    """The GPUs the scheduler reserves for the pod: the larger of the init phase's peak and the
+    app containers plus sidecars (init containers with `restartPolicy: Always`, KEP-753)."""
+    peak = sidecars = Decimal(0)
+    for container in pod.containers(("initContainers",)):
+        if text(container.props, "restartPolicy") == "Always":
+            sidecars += gpus_of(container)
+            peak = max(peak, sidecars)
+        else:
+            peak = max(peak, sidecars + gpus_of(container))
+    app = sum((gpus_of(c) for c in pod.containers(("containers",))), Decimal(0))
+    return max(peak, sidecars + app)
+
+
+def limit_problems(pod: Pod, config: Mapping[str, Any]) -> Iterator[str]:
+    for container in pod.containers(RESOURCE_CONTAINERS):
+        limits = _gpu_entries(container, "limits")
+        for name, asked in _gpu_entries(container, "requests").items():
+            field = pod.container_field(container, "resources", "requests", name)
+            if name not in limits:
+                yield (
+                    f"{container.label} asks for {name} in {field} but sets no limit for it. "
+                    f'Fix: set resources.limits["{name}"] to {shown(asked)}; Kubernetes takes '
+                    "a GPU request from its limit."
+                )
+            elif quantity(limits[name]) != quantity(asked):
+                yield (
+                    f"{container.label} sets {field}={shown(asked)} but "
+                    f'resources.limits["{name}"]={shown(limits[name])}. Fix: set only the limit, '
+                    "or make the request equal to it: GPUs cannot be overcommitted."
+                )
+        for name, limit in limits.items():
+            count = quantity(limit)
+            if count is None or count < 0 or count != count.to_integral_value():
+                field = pod.container_field(container, "resources", "limits", name)
+                yield (
+                    f"{container.label} sets {field}={shown(limit)}, not a whole number of "
+                    "devices. Fix: ask for a whole number of GPUs (or GPU slices)."
+                )
+
+
+def _tolerates_gpu_taint(toleration: Any) -> bool:
+    key = value_at(toleration, "key")
+    operator = value_at(toleration, "operator") or "Equal"
+    if value_at(toleration, "effect") not in (None, "", "NoSchedule"):
+        return False
+    if key in (None, ""):
+        # An empty key with Exists tolerates every taint.
+        return operator == "Exists"
+    return key == "nvidia.com/gpu" and (
+        operator == "Exists" or (operator == "Equal" and value_at(toleration, "value") == "present")
+    )
+
+
+def toleration_problems(pod: Pod, config: Mapping[str, Any]) -> Iterator[str]:
+    if not is_gpu_pod(pod):
+        return
+    if not any(_tolerates_gpu_taint(t) for t in elements(pod.spec, "tolerations")):
+        yield (
+            f"the GPU pod does not tolerate the GPU nodes' taint {GPU_TAINT} "
+            f"({pod.spec_field('tolerations')}), so it can never be scheduled on them. Fix: add "
+            'the toleration {key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule"}.'
+        )
+
+
+def _term_selects_gpu_nodes(term: Any) -> bool:
+    return any(
+        value_at(expression, "key") in GPU_NODE_LABELS
+        and value_at(expression, "operator") in ("In", "Exists")
+        for expression in elements(term, "matchExpressions")
+    )
+
+
+def selects_gpu_nodes(spec: Mapping[str, Any]) -> bool:
+    # Keys only: a selector value computed during preview still selects by that label.
+    if any(key in GPU_NODE_LABELS for key in keys(spec, "nodeSelector")):
+        return True
+    affinity = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+    terms = elements(spec, *affinity, "nodeSelectorTerms")
+    # Terms are alternatives: each of them must lead to GPU nodes.
+    return bool(terms) and all(_term_selects_gpu_nodes(term) for term in terms)
+
+
+def node_selection_problems(pod: Pod, config: Mapping[str, Any]) -> Iterator[str]:
+    if is_gpu_pod(pod) and not selects_gpu_nodes(pod.spec):
+        yield (
+            f"the GPU pod selects no GPU nodes: neither {pod.spec_field('nodeSelector')} nor a "
+            f"required node affinity names one of the labels {', '.join(GPU_NODE_LABELS)}. "
+            'Fix: select its pool, e.g. nodeSelector: {"gpu-platform.io/accelerator": "l4"}, '
+            "so the autoscaler knows which pool to scale up from zero."
+        )
+
+
+MAX_GPUS_PER_POD = Setting(
+    "maxGpusPerPod",
+    {
+        "type": "integer",
+        "minimum": 1,
+        "default": 8,
+        "description": "The most GPUs (devices, shared replicas or MIG slices) one pod may ask "
+        "for: more than any node has leaves the pod pending and the autoscaler idle.",
+    },
+)
+
+
+def gpu_count_problems(pod: Pod, config: Mapping[str, Any]) -> Iterator[str]:
+    allowed = MAX_GPUS_PER_POD.read(config)
+    asked = pod_gpus(pod)
+    if asked > allowed:
+        yield (
+            f"the pod asks for {shown(float(asked))} GPUs, more than the {allowed} allowed per pod "
+            f"({MAX_GPUS_PER_POD.key}). Fix: ask for at most {allowed}, or raise "
+            f"{MAX_GPUS_PER_POD.key} if a node really has that many."
+        )
+
+
+def image_problem(image: str) -> str | None:
+    """What keeps an image reference from being pinned, or None when it is pinned."""
+    name, _, digest = image.partition("@")
+    if digest:
+        return None
+    last_part = name.rsplit("/", 1)[-1]
+    tag = last_part.partition(":")[2]
+    if not tag:
+        return "has no tag, so it means latest"
+    return "uses the latest tag" if tag == "latest" else None
+
+
+def image_problems(pod: Pod, config: Mapping[str, Any]) -> Iterator[str]:
+    if not is_gpu_pod(pod):
+        return
+    for container in pod.containers():
+        image = value_at(container.props, "image")
+        problem = image_problem(image) if isinstance(image, str) else None
+        if problem:
+            yield (
+                f"{container.label} image {shown(image)} "
+                f"({pod.container_field(container, 'image')}) {problem}. Fix: pin a version tag "
+                "or a digest (image@sha256:...), so every node runs the same image."
+            )
+
+
+def pod_policy(
+    name: str,
+    description: str,
+    problems: Callable[[Pod, Mapping[str, Any]], Iterator[str]],
+    *settings: Setting,
+) -> ResourceValidationPolicy:
+    """A policy checking the pod of every kind that carries one."""
+
+    def pod_problems(args: ResourceValidationArgs) -> Iterator[str]:
+        pod = pod_of(args.resource_type, args.props)
+        if pod is not None:
+            yield from problems(pod, args.get_config())
+
+    return resource_policy(name, description, pod_problems, *settings)
+
+
+POLICIES = [
+    pod_policy(
+        "gpu-resources-in-limits",
+        "Containers ask for GPUs in whole numbers in resources.limits, with any request equal.",
+        limit_problems,
+    ),
+    pod_policy(
+        "gpu-pods-tolerate-gpu-taint",
+        f"GPU pods tolerate the GPU nodes' taint {GPU_TAINT}.",
+        toleration_problems,
+    ),
+    pod_policy(
+        "gpu-pods-select-gpu-nodes",
+        "GPU pods select GPU nodes by a label their node pool declares.",
+        node_selection_problems,
+    ),
+    pod_policy(
+        "gpu-pods-max-gpus",
+        "A pod asks for no more GPUs than configured.",
+        gpu_count_problems,
+        MAX_GPUS_PER_POD,
+    ),
+    pod_policy(
+        "gpu-pods-pinned-images",
+        "GPU pods run images pinned to a version tag or a digest.",
+        image_problems,
+    ),
+]

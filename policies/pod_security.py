@@ -1,0 +1,723 @@
+"""The Pod Security Standards, baseline and restricted, as the built-in admission checks them.
+
+Each check mirrors a `check_<id>.go` of Kubernetes' pod-security-admission (policy versions up to
+v1.37): the same fields, the same allowed values, the same version in which a rule changed.
+The level a workload must meet is its namespace's `pod-security.kubernetes.io/enforce` label
+when that Namespace is declared in the same stack, which is why this is a stack policy; a
+namespace the stack does not declare gets a configured default.
+
+The admission enforces on Pods only and warns on the pod templates of workload controllers;
+the pack checks both, so a bad template fails in preview rather than as pods that never start.
+"""
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property, partial
+
+from checks import Findings
+from pods import Container, Pod, namespace_or_default, pod_of
+from props import (
+    elements,
+    entries,
+    flag,
+    mapping,
+    number,
+    shown,
+    text,
+    value_at,
+)
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyResource,
+    ReportViolation,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.proxy import UnknownValueError
+from settings import Setting, config_schema
+
+NAME = "pod-security-standards"
+NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
+LABEL_PREFIX = "pod-security.kubernetes.io/"
+MODES = ("enforce", "audit", "warn")
+LEVELS = ("privileged", "baseline", "restricted")
+
+Version = tuple[int, int]
+# `latest` means the newest policy version the admission knows, the highest version in which
+# any check changed (net.ipv4.tcp_slow_start_after_idle and tcp_notsent_lowat became safe
+# sysctls in v1.37).
+LATEST_VERSION: Version = (1, 37)
+# Older policy versions judge seccomp by annotations the pack does not model; they are
+# evaluated as v1.25, the first version with the Windows exemptions.
+OLDEST_VERSION: Version = (1, 25)
+_VERSION_LABEL = re.compile(r"v(\d+)\.(\d+)")
+
+
+def parse_version(label: str) -> Version | None:
+    """(1, 35) from `v1.35`, the latest version from `latest`, None when malformed."""
+    if label == "latest":
+        return LATEST_VERSION
+    match = _VERSION_LABEL.fullmatch(label)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def version_name(version: Version) -> str:
+    return f"v{version[0]}.{version[1]}"
+
+
+DEFAULT_LEVEL = Setting(
+    "defaultLevel",
+    {
+        "type": "string",
+        "enum": list(LEVELS),
+        "default": "restricted",
+        "description": "The level for workloads whose namespace is not declared in the stack, or "
+        "is declared without an enforce label.",
+    },
+)
+PRIVILEGED_NAMESPACES = Setting(
+    "privilegedNamespaces",
+    {
+        "type": "array",
+        "items": {"type": "string"},
+        "default": ["kube-system"],
+        "description": "Namespaces not declared in the stack whose workloads are not checked "
+        "(cluster add-ons in kube-system). A namespace the stack declares follows its label.",
+    },
+)
+
+
+@dataclass(frozen=True)
+class Standard:
+    """The level and policy version a workload is held to, and why."""
+
+    level: str
+    version: Version
+    reason: str
+
+    def describe(self) -> str:
+        return f"Pod Security {self.level} {version_name(self.version)}, {self.reason}"
+
+
+@dataclass(frozen=True)
+class PodUnderCheck:
+    pod: Pod
+    version: Version
+
+    @cached_property
+    def containers(self) -> list[Container]:
+        return self.pod.containers()
+
+    @cached_property
+    def windows(self) -> bool:
+        return text(self.pod.spec, "os", "name") == "windows"
+
+    @cached_property
+    def user_namespaced(self) -> bool:
+        """`hostUsers: false`: the pod runs in its own user namespace (KEP-127)."""
+        return flag(self.pod.spec, "hostUsers") is False
+
+
+def _problem(reason: str, subject: str, what: str, fix: str) -> str:
+    return f"{reason}: {subject} {what}. Fix: {fix}."
+
+
+def _quoted(values: Sequence[object]) -> str:
+    return ", ".join(f'"{v}"' if isinstance(v, str) else shown(v) for v in values)
+
+
+def _sets(field: str, value: object) -> str:
+    return f"sets {field}={shown(value)}"
+
+
+# --- baseline ------------------------------------------------------------------------------
+
+
+def host_namespaces(c: PodUnderCheck) -> Iterator[str]:
+    for name in ("hostNetwork", "hostPID", "hostIPC"):
+        if flag(c.pod.spec, name) is True:
+            yield _problem(
+                "host namespaces",
+                "pod",
+                _sets(c.pod.spec_field(name), True),
+                f"remove {name} or set it to false",
+            )
+
+
+def privileged(c: PodUnderCheck) -> Iterator[str]:
+    for container in c.containers:
+        if flag(container.props, "securityContext", "privileged") is True:
+            yield _problem(
+                "privileged",
+                container.label,
+                _sets(c.pod.container_field(container, "securityContext", "privileged"), True),
+                "remove privileged or set it to false",
+            )
+
+
+BASELINE_CAPABILITIES = (
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+)
+
+
+def capabilities_baseline(c: PodUnderCheck) -> Iterator[str]:
+    for container in c.containers:
+        added = elements(container.props, "securityContext", "capabilities", "add")
+        forbidden = [cap for cap in added if cap not in BASELINE_CAPABILITIES]
+        if forbidden:
+            yield _problem(
+                "non-default capabilities",
+                container.label,
+                f"adds {_quoted(forbidden)} in "
+                + c.pod.container_field(container, "securityContext", "capabilities", "add"),
+                f"add only capabilities from {', '.join(BASELINE_CAPABILITIES)}",
+            )
+
+
+def host_path_volumes(c: PodUnderCheck) -> Iterator[str]:
+    for index, volume in enumerate(elements(c.pod.spec, "volumes")):
+        if value_at(volume, "hostPath") is not None:
+            yield _problem(
+                "hostPath volumes",
+                f'volume "{text(volume, "name")}"',
+                f"mounts the node's filesystem ({c.pod.spec_field('volumes', index, 'hostPath')})",
+                "use a persistentVolumeClaim, emptyDir or another volume type instead of hostPath",
+            )
+
+
+def host_ports(c: PodUnderCheck) -> Iterator[str]:
+    for container in c.containers:
+        for index, port in enumerate(elements(container.props, "ports")):
+            host_port = number(port, "hostPort")
+            if host_port is not None and host_port != 0:
+                yield _problem(
+                    "hostPort",
+                    container.label,
+                    _sets(c.pod.container_field(container, "ports", index, "hostPort"), host_port),
+                    "remove hostPort and reach the container through a Service",
+                )
+
+
+_APPARMOR_TYPES = ("RuntimeDefault", "Localhost")
+_APPARMOR_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
+
+
+def app_armor(c: PodUnderCheck) -> Iterator[str]:
+    fix = "use the RuntimeDefault or a Localhost AppArmor profile"
+    profiles = [("pod", c.pod.spec_field("securityContext", "appArmorProfile"), c.pod.spec)]
+    profiles += [
+        (
+            container.label,
+            c.pod.container_field(container, "securityContext", "appArmorProfile"),
+            container.props,
+        )
+        for container in c.containers
+    ]
+    for subject, field, owner in profiles:
+        profile = mapping(owner, "securityContext", "appArmorProfile")
+        if profile is not None and value_at(profile, "type") not in _APPARMOR_TYPES:
+            yield _problem(
+                "forbidden AppArmor profile",
+                subject,
+                _sets(f"{field}.type", value_at(profile, "type")),
+                fix,
+            )
+    for key, value in entries(c.pod.metadata, "annotations"):
+        allowed = isinstance(value, str) and (
+            value in ("", "runtime/default") or value.startswith("localhost/")
+        )
+        if key.startswith(_APPARMOR_ANNOTATION_PREFIX) and not allowed:
+            yield _problem(
+                "forbidden AppArmor profile",
+                "pod",
+                _sets(c.pod.metadata_field("annotations", key), value),
+                'use "runtime/default" or "localhost/<profile>"',
+            )
+
+
+def se_linux_options(c: PodUnderCheck) -> Iterator[str]:
+    allowed = ["", "container_t", "container_init_t", "container_kvm_t"]
+    if c.version >= (1, 31):
+        allowed.append("container_engine_t")
+    owners = [("pod", ("securityContext",), c.pod.spec, c.pod.spec_field)]
+    owners += [
+        (
+            container.label,
+            ("securityContext",),
+            container.props,
+            partial(c.pod.container_field, container),
+        )
+        for container in c.containers
+    ]
+    for subject, steps, owner, field in owners:
+        options = mapping(owner, *steps, "seLinuxOptions")
+        if options is None:
+            continue
+        selinux_type = value_at(options, "type")
+        if selinux_type is not None and selinux_type not in allowed:
+            yield _problem(
+                "seLinuxOptions",
+                subject,
+                _sets(field(*steps, "seLinuxOptions", "type"), selinux_type),
+                f"leave type unset or use one of {', '.join(allowed[1:])}",
+            )
+        for name in ("user", "role"):
+            if text(options, name):
+                yield _problem(
+                    "seLinuxOptions",
+                    subject,
+                    _sets(field(*steps, "seLinuxOptions", name), text(options, name)),
+                    f"remove seLinuxOptions.{name}",
+                )
+
+
+def _proc_mount(c: PodUnderCheck) -> Iterator[str]:
+    for container in c.containers:
+        proc_mount = value_at(container.props, "securityContext", "procMount")
+        if proc_mount is not None and proc_mount != "Default":
+            yield _problem(
+                "procMount",
+                container.label,
+                _sets(c.pod.container_field(container, "securityContext", "procMount"), proc_mount),
+                "remove procMount or set it to Default",
+            )
+
+
+def proc_mount_baseline(c: PodUnderCheck) -> Iterator[str]:
+    # From policy v1.35 baseline lets a pod in its own user namespace choose its /proc mount;
+    # before, that relaxation sat behind a feature gate that was never on by default.
+    if c.version >= (1, 35) and c.user_namespaced:
+        return
+    yield from _proc_mount(c)
+
+
+_SECCOMP_TYPES = ("RuntimeDefault", "Localhost")
+
+
+def seccomp_baseline(c: PodUnderCheck) -> Iterator[str]:
+    owners = [("pod", c.pod.spec_field("securityContext", "seccompProfile"), c.pod.spec)]
+    owners += [
+        (
+            container.label,
+            c.pod.container_field(container, "securityContext", "seccompProfile"),
+            container.props,
+        )
+        for container in c.containers
+    ]
+    for subject, field, owner in owners:
+        profile = mapping(owner, "securityContext", "seccompProfile")
+        if profile is not None and value_at(profile, "type") not in _SECCOMP_TYPES:
+            yield _problem(
+                "seccompProfile",
+                subject,
+                _sets(f"{field}.type", value_at(profile, "type")),
+                "set seccompProfile.type to RuntimeDefault or Localhost",
+            )
+
+
+_SYSCTLS_BY_VERSION: Sequence[tuple[Version, tuple[str, ...]]] = (
+    (
+        (1, 0),
+        (
+            "kernel.shm_rmid_forced",
+            "net.ipv4.ip_local_port_range",
+            "net.ipv4.tcp_syncookies",
+            "net.ipv4.ping_group_range",
+            "net.ipv4.ip_unprivileged_port_start",
+        ),
+    ),
+    ((1, 27), ("net.ipv4.ip_local_reserved_ports",)),
+    (
+        (1, 29),
+        (
+            "net.ipv4.tcp_keepalive_time",
+            "net.ipv4.tcp_fin_timeout",
+            "net.ipv4.tcp_keepalive_intvl",
+            "net.ipv4.tcp_keepalive_probes",
+        ),
+    ),
+    ((1, 32), ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem")),
+    ((1, 37), ("net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_notsent_lowat")),
+)
+
+
+def safe_sysctls(version: Version) -> tuple[str, ...]:
+    return tuple(name for since, names in _SYSCTLS_BY_VERSION if version >= since for name in names)
+
+
+def sysctls(c: PodUnderCheck) -> Iterator[str]:
+    allowed = safe_sysctls(c.version)
+    for index, sysctl in enumerate(elements(c.pod.spec, "securityContext", "sysctls")):
+        name = value_at(sysctl, "name")
+        if name not in allowed:
+            yield _problem(
+                "forbidden sysctls",
+                "pod",
+                _sets(c.pod.spec_field("securityContext", "sysctls", index, "name"), name),
+                f"remove it; policy {version_name(c.version)} allows only {', '.join(allowed)}",
+            )
+
+
+def windows_host_process(c: PodUnderCheck) -> Iterator[str]:
+    owners = [("pod", c.pod.spec_field("securityContext"), c.pod.spec)]
+    owners += [
+        (container.label, c.pod.container_field(container, "securityContext"), container.props)
+        for container in c.containers
+    ]
+    for subject, field, owner in owners:
+        if flag(owner, "securityContext", "windowsOptions", "hostProcess") is True:
+            yield _problem(
+                "hostProcess",
+                subject,
+                _sets(f"{field}.windowsOptions.hostProcess", True),
+                "remove hostProcess or set it to false",
+            )
+
+
+def probe_and_lifecycle_hosts(c: PodUnderCheck) -> Iterator[str]:
+    handlers: list[tuple[str, ...]] = [
+        (p,) for p in ("livenessProbe", "readinessProbe", "startupProbe")
+    ]
+    handlers += [("lifecycle", hook) for hook in ("postStart", "preStop")]
+    for container in c.containers:
+        for handler in handlers:
+            for action in ("httpGet", "tcpSocket"):
+                host = text(container.props, *handler, action, "host")
+                if host:
+                    yield _problem(
+                        "probe or lifecycle host",
+                        container.label,
+                        _sets(c.pod.container_field(container, *handler, action, "host"), host),
+                        "remove host, so the kubelet connects to the pod's own IP",
+                    )
+
+
+# --- restricted ----------------------------------------------------------------------------
+
+RESTRICTED_VOLUME_TYPES = (
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "image",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+)
+# The volume sources restricted forbids, in the order the admission names them.
+_FORBIDDEN_VOLUME_TYPES = (
+    "hostPath",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "gitRepo",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "rbd",
+    "flexVolume",
+    "cinder",
+    "cephfs",
+    "flocker",
+    "fc",
+    "azureFile",
+    "vsphereVolume",
+    "quobyte",
+    "azureDisk",
+    "portworxVolume",
+    "photonPersistentDisk",
+    "scaleIO",
+    "storageos",
+)
+
+
+def restricted_volumes(c: PodUnderCheck) -> Iterator[str]:
+    for index, volume in enumerate(elements(c.pod.spec, "volumes")):
+        if any(value_at(volume, t) is not None for t in RESTRICTED_VOLUME_TYPES):
+            continue
+        # A volume with no source at all is defaulted to emptyDir by the API server.
+        for volume_type in _FORBIDDEN_VOLUME_TYPES:
+            if value_at(volume, volume_type) is not None:
+                yield _problem(
+                    "restricted volume types",
+                    f'volume "{text(volume, "name")}"',
+                    f"uses {volume_type} ({c.pod.spec_field('volumes', index, volume_type)})",
+                    f"use only {', '.join(RESTRICTED_VOLUME_TYPES)} volumes",
+                )
+                break
+
+
+def allow_privilege_escalation(c: PodUnderCheck) -> Iterator[str]:
+    if c.windows:
+        return
+    for container in c.containers:
+        field = c.pod.container_field(container, "securityContext", "allowPrivilegeEscalation")
+        value = flag(container.props, "securityContext", "allowPrivilegeEscalation")
+        if value is not False:
+            yield _problem(
+                "allowPrivilegeEscalation != false",
+                container.label,
+                _sets(field, True) if value else f"does not set {field}=false",
+                "set securityContext.allowPrivilegeEscalation: false on the container",
+            )
+
+
+def run_as_non_root(c: PodUnderCheck) -> Iterator[str]:
+    if c.version >= (1, 35) and c.user_namespaced:
+        return
+    reason = "runAsNonRoot != true"
+    fix = "set securityContext.runAsNonRoot: true on the pod or on every container"
+    pod_field = c.pod.spec_field("securityContext", "runAsNonRoot")
+    pod_value = flag(c.pod.spec, "securityContext", "runAsNonRoot")
+    if pod_value is False:
+        yield _problem(reason, "pod", _sets(pod_field, False), fix)
+    for container in c.containers:
+        field = c.pod.container_field(container, "securityContext", "runAsNonRoot")
+        value = flag(container.props, "securityContext", "runAsNonRoot")
+        if value is False:
+            yield _problem(reason, container.label, _sets(field, False), fix)
+        elif value is None and pod_value is not True:
+            yield _problem(
+                reason, container.label, f"does not set {field}=true, nor does {pod_field}", fix
+            )
+
+
+def run_as_user(c: PodUnderCheck) -> Iterator[str]:
+    if c.version >= (1, 35) and c.user_namespaced:
+        return
+    fix = "remove runAsUser or set a non-zero user ID"
+    owners = [("pod", c.pod.spec_field("securityContext", "runAsUser"), c.pod.spec)]
+    owners += [
+        (
+            container.label,
+            c.pod.container_field(container, "securityContext", "runAsUser"),
+            container.props,
+        )
+        for container in c.containers
+    ]
+    for subject, field, owner in owners:
+        if number(owner, "securityContext", "runAsUser") == 0:
+            yield _problem("runAsUser=0", subject, _sets(field, 0), fix)
+
+
+def seccomp_restricted(c: PodUnderCheck) -> Iterator[str]:
+    if c.windows:
+        return
+    fix = "set securityContext.seccompProfile.type: RuntimeDefault (or Localhost) on the pod"
+    pod_field = c.pod.spec_field("securityContext", "seccompProfile")
+    pod_profile = mapping(c.pod.spec, "securityContext", "seccompProfile")
+    pod_valid = pod_profile is not None and value_at(pod_profile, "type") in _SECCOMP_TYPES
+    if pod_profile is not None and not pod_valid:
+        yield _problem(
+            "seccompProfile", "pod", _sets(f"{pod_field}.type", value_at(pod_profile, "type")), fix
+        )
+    for container in c.containers:
+        field = c.pod.container_field(container, "securityContext", "seccompProfile")
+        profile = mapping(container.props, "securityContext", "seccompProfile")
+        if profile is not None and value_at(profile, "type") not in _SECCOMP_TYPES:
+            yield _problem(
+                "seccompProfile",
+                container.label,
+                _sets(f"{field}.type", value_at(profile, "type")),
+                fix,
+            )
+        elif profile is None and not pod_valid:
+            yield _problem(
+                "seccompProfile",
+                container.label,
+                f"does not set {field}.type, nor does {pod_field}.type",
+                fix,
+            )
+
+
+def capabilities_restricted(c: PodUnderCheck) -> Iterator[str]:
+    if c.windows:
+        return
+    for container in c.containers:
+        capabilities = ("securityContext", "capabilities")
+        if "ALL" not in elements(container.props, *capabilities, "drop"):
+            yield _problem(
+                "unrestricted capabilities",
+                container.label,
+                f"does not drop ALL in {c.pod.container_field(container, *capabilities, 'drop')}",
+                'set securityContext.capabilities.drop: ["ALL"]',
+            )
+        added = elements(container.props, *capabilities, "add")
+        forbidden = [cap for cap in added if cap != "NET_BIND_SERVICE"]
+        if forbidden:
+            yield _problem(
+                "unrestricted capabilities",
+                container.label,
+                f"adds {_quoted(forbidden)} in "
+                + c.pod.container_field(container, *capabilities, "add"),
+                "add at most NET_BIND_SERVICE",
+            )
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    level: str
+    problems: Callable[[PodUnderCheck], Iterator[str]]
+    since: Version = (1, 0)
+    replaced_in_restricted: bool = False
+    """A baseline check whose rule a stricter restricted check takes over."""
+
+
+CHECKS = (
+    Check("hostNamespaces", "baseline", host_namespaces),
+    Check("privileged", "baseline", privileged),
+    Check("capabilities_baseline", "baseline", capabilities_baseline, replaced_in_restricted=True),
+    Check("hostPathVolumes", "baseline", host_path_volumes, replaced_in_restricted=True),
+    Check("hostPorts", "baseline", host_ports),
+    Check("appArmorProfile", "baseline", app_armor),
+    Check("seLinuxOptions", "baseline", se_linux_options),
+    Check("procMount", "baseline", proc_mount_baseline, replaced_in_restricted=True),
+    Check("seccompProfile_baseline", "baseline", seccomp_baseline, replaced_in_restricted=True),
+    Check("sysctls", "baseline", sysctls),
+    Check("windowsHostProcess", "baseline", windows_host_process),
+    Check("hostProbesAndHostLifecycle", "baseline", probe_and_lifecycle_hosts, since=(1, 34)),
+    Check("restrictedVolumes", "restricted", restricted_volumes),
+    Check("allowPrivilegeEscalation", "restricted", allow_privilege_escalation),
+    Check("runAsNonRoot", "restricted", run_as_non_root),
+    Check("runAsUser", "restricted", run_as_user, since=(1, 23)),
+    Check("seccompProfile_restricted", "restricted", seccomp_restricted),
+    Check("capabilities_restricted", "restricted", capabilities_restricted),
+    Check("procMount_restricted", "restricted", _proc_mount),
+)
+
+
+def checks_for(standard: Standard) -> list[Check]:
+    if standard.level == "privileged":
+        return []
+    restricted = standard.level == "restricted"
+    return [
+        check
+        for check in CHECKS
+        if (restricted or check.level == "baseline")
+        and standard.version >= check.since
+        and not (restricted and check.replaced_in_restricted)
+    ]
+
+
+def problems_of(pod: Pod, standard: Standard, check: Check) -> Iterator[str]:
+    for problem in check.problems(PodUnderCheck(pod, standard.version)):
+        yield f"{problem} [{standard.describe()}]"
+
+
+# --- which standard applies ----------------------------------------------------------------
+
+
+def _name(resource: PolicyResource) -> str | None:
+    try:
+        return text(resource.props, "metadata", "name")
+    except UnknownValueError:
+        return None
+
+
+def _namespace_resource(
+    workload: PolicyResource, namespaces: Sequence[PolicyResource]
+) -> tuple[str, PolicyResource | None]:
+    """The workload's namespace name, and the Namespace resource declaring it in the stack.
+
+    A Namespace whose name is not known (computed, or generated by the provider) is matched
+    through the workload's dependency on it for its `metadata`, the usual `metadata.namespace`
+    taken from the Namespace's output."""
+    linked = [
+        dependency
+        for dependency in workload.property_dependencies.get("metadata", [])
+        if dependency.resource_type == NAMESPACE_TYPE
+    ]
+    try:
+        name = namespace_or_default(
+            text(workload.props, "metadata", "namespace"), workload.provider
+        )
+    except UnknownValueError:
+        if len(linked) != 1:
+            raise
+        return _name(linked[0]) or linked[0].name, linked[0]
+    for namespace in namespaces:
+        if _name(namespace) == name:
+            return name, namespace
+    unnamed = [namespace for namespace in linked if _name(namespace) is None]
+    if len(unnamed) == 1:
+        return name, unnamed[0]
+    return name, None
+
+
+def standard_for(
+    workload: PolicyResource,
+    namespaces: Sequence[PolicyResource],
+    config: Mapping[str, object],
+) -> Standard:
+    name, namespace = _namespace_resource(workload, namespaces)
+    default_level = DEFAULT_LEVEL.read(config)
+    if namespace is None:
+        if name in PRIVILEGED_NAMESPACES.read(config):
+            return Standard(
+                "privileged", LATEST_VERSION, f'namespace "{name}" is configured privileged'
+            )
+        return Standard(
+            default_level,
+            LATEST_VERSION,
+            f'the default, as namespace "{name}" is not in this stack',
+        )
+    labels = mapping(namespace.props, "metadata", "labels") or {}
+    level_label = value_at(labels, LABEL_PREFIX + "enforce")
+    version_label = value_at(labels, LABEL_PREFIX + "enforce-version")
+    # As the admission does: a malformed label means restricted, a malformed version latest.
+    version = parse_version(version_label) if isinstance(version_label, str) else None
+    version = min(max(version or LATEST_VERSION, OLDEST_VERSION), LATEST_VERSION)
+    if level_label is None:
+        reason = f'the default, as namespace "{name}" has no enforce label'
+        return Standard(default_level, version, reason)
+    if level_label not in LEVELS:
+        reason = f'as namespace "{name}" has a malformed enforce label {shown(level_label)}'
+        return Standard("restricted", version, reason)
+    return Standard(str(level_label), version, f'from namespace "{name}"')
+
+
+def validate_stack(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    config = args.get_config()
+    namespaces = [r for r in args.resources if r.resource_type == NAMESPACE_TYPE]
+    with Findings(NAME, "the stack", report_violation) as findings:
+        for resource in args.resources:
+            pod = pod_of(resource.resource_type, resource.props)
+            if pod is None:
+                continue
+            standard = findings.known(
+                f"the namespace of {resource.urn}",
+                partial(standard_for, resource, namespaces, config),
+            )
+            if standard is None:
+                continue
+            for check in checks_for(standard):
+                findings.check(
+                    f"{check.id} on {resource.urn}",
+                    partial(problems_of, pod, standard, check),
+                    urn=resource.urn,
+                )
+
+
+POD_SECURITY = StackValidationPolicy(
+    name=NAME,
+    description="Pods and pod templates meet the Pod Security Standard their namespace enforces.",
+    validate=validate_stack,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=config_schema(DEFAULT_LEVEL, PRIVILEGED_NAMESPACES),
+)
+
+POLICIES = [POD_SECURITY]
