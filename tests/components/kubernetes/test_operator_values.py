@@ -1,0 +1,350 @@
+"""The GPU Operator chart values: what each platform, sharing mode, taint and monitoring setting
+makes of them. Pure functions, tested without the program."""
+
+from typing import Any
+
+import pytest
+import yaml
+
+from components.config import GpuPoolSpec, MonitoringSpec, OperatorSpec, Platform
+from components.kubernetes.operator_values import (
+    DEFAULT_SHARING_CONFIG,
+    DEVICE_PLUGIN_CONFIG_MAP,
+    deep_merge,
+    device_plugin_config,
+    operator_values_for,
+    sharing_configs_for,
+)
+from components.node_identity import (
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    GpuShape,
+    ResolvedPool,
+    resolve_pool,
+)
+
+Sharing = dict[str, Any]
+EXCLUSIVE: Sharing = {"mode": "exclusive"}
+TIME_SLICING: Sharing = {"mode": "time-slicing", "replicas": 4}
+MPS: Sharing = {"mode": "mps", "replicas": 2}
+MIG_SINGLE: Sharing = {"mode": "mig", "strategy": "single", "profile": "all-1g.10gb"}
+MIG_MIXED: Sharing = {"mode": "mig", "strategy": "mixed", "profile": "all-3g.40gb"}
+
+# The chart's default `daemonsets.tolerations` (values.yaml of the pinned chart).
+CHART_DEFAULT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def pool(index: int = 0, sharing: dict[str, Any] = EXCLUSIVE, **fields: Any) -> ResolvedPool:
+    mig = sharing["mode"] == "mig"
+    spec = GpuPoolSpec.model_validate(
+        {
+            "name": f"pool-{index}",
+            "instanceTypes": ["p4de.24xlarge" if mig else "g4dn.xlarge"],
+            "max": 2,
+            "sharing": sharing,
+            **fields,
+        }
+    )
+    return resolve_pool(spec, index, GpuShape("a100-80gb" if mig else "t4", 1))
+
+
+def values_for(
+    *pools: ResolvedPool,
+    platform: Platform = Platform.EKS_AL2023,
+    operator: OperatorSpec | None = None,
+    monitoring: MonitoringSpec | None = None,
+) -> dict[str, Any]:
+    return operator_values_for(
+        operator or OperatorSpec(),
+        platform,
+        list(pools) or [pool()],
+        monitoring or MonitoringSpec(),
+    )
+
+
+def parsed_configs(*pools: ResolvedPool) -> dict[str, Any]:
+    return {name: yaml.safe_load(text) for name, text in sharing_configs_for(pools).items()}
+
+
+# --- every platform --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("platform", list(Platform))
+def test_crd_upgrade_hook_is_on(platform: Platform) -> None:
+    assert values_for(platform=platform)["operator"]["upgradeCRD"] is True
+
+
+@pytest.mark.parametrize("platform", list(Platform))
+def test_operator_leaves_its_namespace_labels_to_the_platform(platform: Platform) -> None:
+    assert values_for(platform=platform)["psa"] == {"enabled": False}
+
+
+# --- who installs what, per platform ---------------------------------------------------------
+
+
+def test_eks_al2023_leaves_driver_and_toolkit_to_the_ami() -> None:
+    values = values_for(platform=Platform.EKS_AL2023)
+
+    assert (values["driver"], values["toolkit"]) == ({"enabled": False}, {"enabled": False})
+    assert "enabled" not in values["devicePlugin"]
+
+
+def test_eks_bottlerocket_also_leaves_the_device_plugin_to_the_os() -> None:
+    values = values_for(platform=Platform.EKS_BOTTLEROCKET)
+
+    assert values["driver"] == values["toolkit"] == values["devicePlugin"] == {"enabled": False}
+
+
+def test_eks_bottlerocket_gets_no_sharing_configs_or_mig_manager() -> None:
+    values = values_for(platform=Platform.EKS_BOTTLEROCKET)
+
+    assert "config" not in values["devicePlugin"]
+    assert values["migManager"] == {"enabled": False}
+
+
+def test_gke_cos_uses_googles_driver_and_its_paths() -> None:
+    values = values_for(platform=Platform.GKE_COS)
+
+    assert values["driver"] == {"enabled": False}
+    assert values["hostPaths"] == {"driverInstallDir": "/home/kubernetes/bin/nvidia"}
+    assert values["toolkit"] == {
+        "installDir": "/home/kubernetes/bin/nvidia",
+        "env": [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}],
+    }
+    assert values["cdi"] == {"enabled": True}
+
+
+def test_gke_ubuntu_has_the_operator_install_the_driver_at_default_paths() -> None:
+    values = values_for(platform=Platform.GKE_UBUNTU)
+
+    assert values["driver"] == {"enabled": True}
+    assert not {"hostPaths", "toolkit", "cdi"} & values.keys()
+
+
+# --- device plugin sharing configs -----------------------------------------------------------
+
+
+def test_device_plugin_creates_the_configs_with_exclusive_by_default() -> None:
+    config = values_for(pool(sharing=TIME_SLICING))["devicePlugin"]["config"]
+
+    assert (config["create"], config["name"], config["default"]) == (
+        True,
+        DEVICE_PLUGIN_CONFIG_MAP,
+        "exclusive",
+    )
+    assert DEFAULT_SHARING_CONFIG in config["data"]
+
+
+def test_exclusive_config_is_present_without_an_exclusive_pool() -> None:
+    assert parsed_configs(pool(sharing=MPS))["exclusive"] == {
+        "version": "v1",
+        "flags": {"migStrategy": "none"},
+    }
+
+
+def test_time_slicing_config_advertises_replicas_of_each_gpu_as_nvidia_com_gpu() -> None:
+    assert parsed_configs(pool(sharing=TIME_SLICING))["time-slicing-4"] == {
+        "version": "v1",
+        "flags": {"migStrategy": "none"},
+        "sharing": {
+            "timeSlicing": {
+                "renameByDefault": False,
+                "failRequestsGreaterThanOne": True,
+                "resources": [{"name": "nvidia.com/gpu", "replicas": 4}],
+            }
+        },
+    }
+
+
+def test_mps_config_advertises_replicas_of_each_gpu_as_nvidia_com_gpu() -> None:
+    assert parsed_configs(pool(sharing=MPS))["mps-2"]["sharing"] == {
+        "mps": {
+            "renameByDefault": False,
+            "failRequestsGreaterThanOne": True,
+            "resources": [{"name": "nvidia.com/gpu", "replicas": 2}],
+        }
+    }
+
+
+@pytest.mark.parametrize("sharing", [MIG_SINGLE, MIG_MIXED], ids=["single", "mixed"])
+def test_mig_config_sets_the_pools_strategy(sharing: dict[str, Any]) -> None:
+    config = parsed_configs(pool(sharing=sharing))[f"mig-{sharing['strategy']}"]
+
+    assert config == {"version": "v1", "flags": {"migStrategy": sharing["strategy"]}}
+
+
+def test_pools_of_one_sharing_mode_share_one_config() -> None:
+    configs = sharing_configs_for([pool(0, TIME_SLICING), pool(1, TIME_SLICING)])
+
+    assert list(configs) == ["exclusive", "time-slicing-4"]
+
+
+def test_pools_of_one_mode_with_different_replicas_get_a_config_each() -> None:
+    other = {"mode": "time-slicing", "replicas": 8}
+
+    assert list(sharing_configs_for([pool(0, TIME_SLICING), pool(1, other)])) == [
+        "exclusive",
+        "time-slicing-4",
+        "time-slicing-8",
+    ]
+
+
+def test_every_pools_node_label_selects_a_config_that_exists() -> None:
+    pools = [pool(i, s) for i, s in enumerate([EXCLUSIVE, TIME_SLICING, MPS, MIG_MIXED])]
+
+    data = values_for(*pools)["devicePlugin"]["config"]["data"]
+
+    assert {p.identity.labels[DEVICE_PLUGIN_CONFIG_LABEL] for p in pools} == set(data)
+
+
+def test_configs_do_not_depend_on_the_order_of_pools() -> None:
+    pools = [pool(0, MPS), pool(1, TIME_SLICING)]
+
+    assert list(sharing_configs_for(pools)) == list(sharing_configs_for(pools[::-1]))
+
+
+def test_device_plugin_config_is_the_one_the_yaml_carries() -> None:
+    text = sharing_configs_for([pool(sharing=MPS)])["mps-2"]
+
+    assert yaml.safe_load(text) == device_plugin_config(pool(sharing=MPS).spec.sharing)
+
+
+# --- MIG -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sharing", [MIG_SINGLE, MIG_MIXED], ids=["single", "mixed"])
+def test_mig_pool_sets_the_clusters_mig_strategy(sharing: dict[str, Any]) -> None:
+    values = values_for(pool(0, TIME_SLICING), pool(1, sharing))
+
+    assert values["mig"] == {"strategy": sharing["strategy"]}
+
+
+@pytest.mark.parametrize("platform", [p for p in Platform if p is not Platform.EKS_BOTTLEROCKET])
+def test_mig_pool_runs_the_mig_manager_rebooting_nodes_to_switch_mode(platform: Platform) -> None:
+    values = values_for(pool(sharing=MIG_MIXED), platform=platform)
+
+    assert values["migManager"] == {
+        "enabled": True,
+        "config": {"default": "all-disabled"},
+        "env": [{"name": "WITH_REBOOT", "value": "true"}],
+    }
+
+
+def test_without_mig_pools_the_mig_manager_is_off_and_the_strategy_untouched() -> None:
+    values = values_for(pool(0, TIME_SLICING), pool(1, EXCLUSIVE))
+
+    assert values["migManager"] == {"enabled": False}
+    assert "mig" not in values
+
+
+# --- tolerations -----------------------------------------------------------------------------
+
+
+def test_daemonsets_tolerate_the_gpu_taint_as_the_chart_does_by_default() -> None:
+    assert values_for(pool())["daemonsets"]["tolerations"] == [CHART_DEFAULT_TOLERATION]
+
+
+def test_daemonsets_tolerate_a_pools_extra_taints() -> None:
+    taint = {"key": "team", "value": "ml", "effect": "NoExecute"}
+
+    tolerations = values_for(pool(taints=[taint]))["daemonsets"]["tolerations"]
+
+    assert tolerations == [CHART_DEFAULT_TOLERATION, {**taint, "operator": "Equal"}]
+
+
+def test_node_feature_discovery_worker_tolerates_a_pools_extra_taints() -> None:
+    taint = {"key": "dedicated", "value": "", "effect": "NoSchedule"}
+
+    tolerations = values_for(pool(taints=[taint]))["node-feature-discovery"]["worker"][
+        "tolerations"
+    ]
+
+    assert {**taint, "operator": "Equal"} in tolerations
+    assert CHART_DEFAULT_TOLERATION in tolerations
+
+
+def test_node_feature_discovery_worker_keeps_its_control_plane_toleration() -> None:
+    tolerations = values_for(pool())["node-feature-discovery"]["worker"]["tolerations"]
+
+    assert tolerations[0] == {
+        "key": "node-role.kubernetes.io/control-plane",
+        "operator": "Equal",
+        "value": "",
+        "effect": "NoSchedule",
+    }
+
+
+def test_a_taint_on_several_pools_is_tolerated_once() -> None:
+    taint = {"key": "team", "value": "ml", "effect": "NoSchedule"}
+
+    tolerations = values_for(pool(0, taints=[taint]), pool(1, taints=[taint]))["daemonsets"][
+        "tolerations"
+    ]
+
+    assert len(tolerations) == 2
+
+
+# --- DCGM exporter ---------------------------------------------------------------------------
+
+
+def test_dcgm_exporter_is_on_with_its_service_monitor() -> None:
+    exporter = values_for()["dcgmExporter"]
+
+    assert (exporter["enabled"], exporter["serviceMonitor"]["enabled"]) == (True, True)
+
+
+def test_service_monitor_carries_the_labels_prometheus_selects_by() -> None:
+    monitoring = MonitoringSpec.model_validate({"serviceMonitorLabels": {"release": "prom"}})
+
+    monitor = values_for(monitoring=monitoring)["dcgmExporter"]["serviceMonitor"]
+
+    assert monitor["additionalLabels"] == {"release": "prom"}
+
+
+def test_service_monitor_keeps_the_workloads_pod_and_namespace_labels() -> None:
+    assert values_for()["dcgmExporter"]["serviceMonitor"]["honorLabels"] is True
+
+
+def test_service_monitor_drops_the_exporters_own_pod_labels_so_free_gpus_have_none() -> None:
+    relabelings = values_for()["dcgmExporter"]["serviceMonitor"]["relabelings"]
+
+    assert relabelings == [{"action": "labeldrop", "regex": "pod|namespace|container"}]
+
+
+def test_service_monitor_scrapes_every_fifteen_seconds() -> None:
+    assert values_for()["dcgmExporter"]["serviceMonitor"]["interval"] == "15s"
+
+
+# --- overrides -------------------------------------------------------------------------------
+
+
+def test_overrides_merge_into_the_platforms_values_key_by_key() -> None:
+    operator = OperatorSpec(overrides={"dcgmExporter": {"serviceMonitor": {"interval": "30s"}}})
+
+    monitor = values_for(operator=operator)["dcgmExporter"]["serviceMonitor"]
+
+    assert (monitor["interval"], monitor["honorLabels"]) == ("30s", True)
+
+
+def test_overrides_win_over_the_platforms_values() -> None:
+    operator = OperatorSpec(overrides={"toolkit": {"enabled": True}})
+
+    assert values_for(operator=operator, platform=Platform.EKS_AL2023)["toolkit"] == {
+        "enabled": True
+    }
+
+
+def test_overrides_replace_lists_whole() -> None:
+    toleration = {"key": "x", "operator": "Exists"}
+    operator = OperatorSpec(overrides={"daemonsets": {"tolerations": [toleration]}})
+
+    assert values_for(operator=operator)["daemonsets"]["tolerations"] == [toleration]
+
+
+def test_deep_merge_changes_neither_input() -> None:
+    base = {"a": {"b": [1]}}
+    override = {"a": {"c": 2}}
+
+    merged = deep_merge(base, override)
+    merged["a"]["b"].append(3)
+
+    assert (base, override) == ({"a": {"b": [1]}}, {"a": {"c": 2}})
