@@ -20,7 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from components.accelerators import ACCELERATORS
 from components.kubernetes.chart_keys import chart_components
-from components.versions import GPU_OPERATOR_CHART
+from components.versions import GPU_OPERATOR_CHART, KUBE_PROMETHEUS_STACK_CHART
 
 CONFIG_NAMESPACE = "gpu-platform"
 
@@ -252,17 +252,28 @@ class MonitoringSpec(_Model):
     """GPU metrics, alerts and dashboards."""
 
     namespace: DnsLabel = "monitoring"
+    """Where the GPU alert rules and dashboard go, and the Prometheus stack when installed. The
+    platform creates it only with `installPrometheusStack`; otherwise it must already exist and be
+    one the cluster's Prometheus reads rules from and its Grafana reads dashboards from."""
     install_prometheus_stack: bool = False
     """Install a pinned kube-prometheus-stack; leave off where the cluster already runs the
     Prometheus Operator."""
     service_monitor_labels: dict[LabelKey, LabelValue] = Field(
-        default_factory=lambda: {"release": "kube-prometheus-stack"}
+        default_factory=lambda: {"release": KUBE_PROMETHEUS_STACK_CHART.name}
     )
-    """Labels the cluster's Prometheus selects ServiceMonitors and PrometheusRules by."""
+    """Labels the cluster's Prometheus selects ServiceMonitors and PrometheusRules by. With
+    `installPrometheusStack` they must include `release: kube-prometheus-stack`, the installed
+    stack's selector."""
     idle_gpu_minutes: int = Field(default=30, ge=5, le=1440)
-    """How long an allocated GPU may sit idle before the alert fires."""
+    """How long a GPU held by a pod may stay idle before the alert fires."""
     idle_gpu_utilization_percent: int = Field(default=5, ge=1, le=50)
+    """GPU utilisation, in percent, below which a GPU held by a pod counts as idle."""
     framebuffer_full_percent: int = Field(default=90, ge=50, le=99)
+    """GPU memory use, in percent of used plus free, above which a pod's GPU counts as nearly
+    full."""
+    google_managed_prometheus: bool = False
+    """GKE only: also have Google Cloud Managed Service for Prometheus scrape the DCGM exporter.
+    The alert rules and the dashboard remain Prometheus Operator and Grafana objects."""
 
 
 class TenantNamespaceSpec(_Model):
@@ -431,6 +442,7 @@ def _cross_field_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _bottlerocket_sharing_problems(config)
     yield from _operator_override_problems(config)
     yield from _namespace_problems(config)
+    yield from _monitoring_problems(config)
 
 
 def _cluster_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -595,3 +607,24 @@ def _namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 ns.smoke_test_pool,
                 f"one of the pools: {sorted(pool_names)}",
             )
+
+
+def _monitoring_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    monitoring = config.monitoring
+    if monitoring.google_managed_prometheus and config.cloud is not Cloud.GCP:
+        yield ConfigProblem(
+            key_path("monitoring", "googleManagedPrometheus"),
+            True,
+            f"false when cloud is {config.cloud} (Managed Service for Prometheus is GKE's)",
+        )
+    release = KUBE_PROMETHEUS_STACK_CHART.name
+    if (
+        monitoring.install_prometheus_stack
+        and monitoring.service_monitor_labels.get("release") != release
+    ):
+        yield ConfigProblem(
+            key_path("monitoring", "serviceMonitorLabels"),
+            monitoring.service_monitor_labels,
+            f"labels including release: {release} with installPrometheusStack (the installed"
+            " Prometheus selects ServiceMonitors and PrometheusRules by its release name)",
+        )
