@@ -43,6 +43,7 @@ EKS_LAUNCH_TEMPLATE = "eks-gpu-launch-template"
 GPU_INSTANCE_FAMILY = re.compile(r"(g|gr|p)\d")
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
 EKS_ACCELERATOR_LABELS = ("gpu-platform.io/accelerator", "k8s.amazonaws.com/accelerator")
+DRIVER_LABEL = "gpu-platform.io/driver"
 
 
 def is_gpu_node_group(props: Mapping[str, Any]) -> bool:
@@ -224,14 +225,12 @@ def node_group_access_problems(args: ResourceValidationArgs) -> Iterator[str]:
 
 
 def _operator_built_driver(props: Mapping[str, Any]) -> bool:
-    """An Ubuntu pool where GKE installs no driver: the GPU Operator builds and loads its own,
-    an unsigned kernel module that secure boot would refuse."""
+    """An Ubuntu pool labelled `gpu-platform.io/driver: operator`: the GPU Operator compiles its
+    driver on the node, an unsigned kernel module that secure boot would refuse to load. (On
+    COS the driver is Google's, signed, so the label exempts nothing there.)"""
     image_type = text(props, "nodeConfig", "imageType") or ""
-    accelerators = elements(props, "nodeConfig", "guestAccelerators")
-    driver = ("gpuDriverInstallationConfig", "gpuDriverVersion")
-    return image_type.upper().startswith("UBUNTU") and all(
-        value_at(a, *driver) in (None, "INSTALLATION_DISABLED") for a in accelerators
-    )
+    driver = value_at(props, "nodeConfig", "labels", DRIVER_LABEL)
+    return image_type.upper().startswith("UBUNTU") and driver == "operator"
 
 
 def node_pool_security_problems(args: ResourceValidationArgs) -> Iterator[str]:
@@ -241,7 +240,9 @@ def node_pool_security_problems(args: ResourceValidationArgs) -> Iterator[str]:
     if flag(props, *secure_boot) is not True and not _operator_built_driver(props):
         yield (
             f"the {noun} does not turn on secure boot ({field_path(*secure_boot)}), so its nodes "
-            "can boot a tampered kernel or unsigned modules. Fix: set it to true."
+            "can boot a tampered kernel or unsigned modules. Fix: set it to true; only an "
+            f'Ubuntu pool labelled {DRIVER_LABEL}: "operator", whose driver the GPU Operator '
+            "builds, may leave it off."
         )
     mode = value_at(props, "nodeConfig", "workloadMetadataConfig", "mode")
     if mode != "GKE_METADATA":

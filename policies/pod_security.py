@@ -489,7 +489,8 @@ def run_as_non_root(c: PodUnderCheck) -> Iterator[str]:
         value = flag(container.props, "securityContext", "runAsNonRoot")
         if value is False:
             yield _problem(reason, container.label, _sets(field, False), fix)
-        elif value is None and pod_value is not True:
+        elif value is None and pod_value is None:
+            # With the pod's own setting false, that one violation is the one to fix.
             yield _problem(
                 reason, container.label, f"does not set {field}=true, nor does {pod_field}", fix
             )
@@ -519,8 +520,7 @@ def seccomp_restricted(c: PodUnderCheck) -> Iterator[str]:
     fix = "set securityContext.seccompProfile.type: RuntimeDefault (or Localhost) on the pod"
     pod_field = c.pod.spec_field("securityContext", "seccompProfile")
     pod_profile = mapping(c.pod.spec, "securityContext", "seccompProfile")
-    pod_valid = pod_profile is not None and value_at(pod_profile, "type") in _SECCOMP_TYPES
-    if pod_profile is not None and not pod_valid:
+    if pod_profile is not None and value_at(pod_profile, "type") not in _SECCOMP_TYPES:
         yield _problem(
             "seccompProfile", "pod", _sets(f"{pod_field}.type", value_at(pod_profile, "type")), fix
         )
@@ -534,7 +534,8 @@ def seccomp_restricted(c: PodUnderCheck) -> Iterator[str]:
                 _sets(f"{field}.type", value_at(profile, "type")),
                 fix,
             )
-        elif profile is None and not pod_valid:
+        elif profile is None and pod_profile is None:
+            # A pod-level profile, valid or not, is the one place to fix for such containers.
             yield _problem(
                 "seccompProfile",
                 container.label,

@@ -1,0 +1,154 @@
+"""Builders for the resources policy tests hand the pack, shaped as the recording mock runner
+records them (`tools.offline.PlannedResource`: engine, camelCase input names)."""
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tools.analyzer import Verdict
+from tools.offline import PlannedResource
+
+Analyze = Callable[..., list[Verdict]]
+
+STACK_URN_PREFIX = "urn:pulumi:dev::gpu-platform::"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+KIND_TYPES = {
+    "Pod": "kubernetes:core/v1:Pod",
+    "PodTemplate": "kubernetes:core/v1:PodTemplate",
+    "ReplicationController": "kubernetes:core/v1:ReplicationController",
+    "Deployment": "kubernetes:apps/v1:Deployment",
+    "ReplicaSet": "kubernetes:apps/v1:ReplicaSet",
+    "StatefulSet": "kubernetes:apps/v1:StatefulSet",
+    "DaemonSet": "kubernetes:apps/v1:DaemonSet",
+    "Job": "kubernetes:batch/v1:Job",
+    "CronJob": "kubernetes:batch/v1:CronJob",
+}
+# Where each kind keeps its pod spec, as messages name it.
+SPEC_PATHS = {
+    "Pod": "spec",
+    "PodTemplate": "template.spec",
+    "CronJob": "spec.jobTemplate.spec.template.spec",
+    **{
+        kind: "spec.template.spec"
+        for kind in (
+            "ReplicationController",
+            "Deployment",
+            "ReplicaSet",
+            "StatefulSet",
+            "DaemonSet",
+            "Job",
+        )
+    },
+}
+
+
+def messages(verdicts: Sequence[Verdict], policy: str) -> list[str]:
+    return [v.message for v in verdicts if v.policy_name == policy]
+
+
+def violations(verdicts: Sequence[Verdict]) -> list[Verdict]:
+    return [v for v in verdicts if v.enforcement_level in ("advisory", "mandatory")]
+
+
+def resource(
+    type_: str,
+    name: str,
+    inputs: Mapping[str, Any],
+    *,
+    provider: str | None = None,
+    parent: str | None = None,
+    dependencies: Sequence[str] = (),
+    property_dependencies: Mapping[str, Sequence[str]] | None = None,
+) -> PlannedResource:
+    return PlannedResource(
+        urn=urn(type_, name),
+        type=type_,
+        name=name,
+        inputs=copy.deepcopy(dict(inputs)),
+        parent=parent,
+        custom=True,
+        provider=provider,
+        dependencies=tuple(dependencies),
+        property_dependencies={k: tuple(v) for k, v in (property_dependencies or {}).items()},
+        protect=False,
+        ignore_changes=(),
+    )
+
+
+def urn(type_: str, name: str) -> str:
+    return f"{STACK_URN_PREFIX}{type_}::{name}"
+
+
+def pod_security_labels(level: str = "restricted", version: str = "v1.35") -> dict[str, str]:
+    labels = {}
+    for mode in ("enforce", "audit", "warn"):
+        labels[f"pod-security.kubernetes.io/{mode}"] = level
+        labels[f"pod-security.kubernetes.io/{mode}-version"] = version
+    return labels
+
+
+def namespace(
+    name: str = "team-a", level: str = "restricted", version: str = "v1.35"
+) -> PlannedResource:
+    return resource(
+        NAMESPACE,
+        name,
+        {"metadata": {"name": name, "labels": pod_security_labels(level, version)}},
+    )
+
+
+def restricted_pod_spec() -> dict[str, Any]:
+    """A pod spec that meets `restricted`, with one container named `app`."""
+    return {
+        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [
+            {
+                "name": "app",
+                "image": "registry.example.com/app:1.4.2",
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+            }
+        ],
+    }
+
+
+def gpu_pod_spec(gpus: str = "1") -> dict[str, Any]:
+    """A restricted pod spec for a GPU workload done right."""
+    spec = restricted_pod_spec()
+    spec["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": gpus}}
+    spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    spec["nodeSelector"] = {"gpu-platform.io/accelerator": "l4"}
+    return spec
+
+
+def workload(
+    kind: str,
+    spec: Mapping[str, Any],
+    *,
+    name: str = "app",
+    namespace: str | None = "team-a",
+    pod_metadata: Mapping[str, Any] | None = None,
+    provider: str | None = None,
+    property_dependencies: Mapping[str, Sequence[str]] | None = None,
+) -> PlannedResource:
+    """A resource of `kind` whose pod has `spec`."""
+    template = {"metadata": dict(pod_metadata or {}), "spec": copy.deepcopy(dict(spec))}
+    metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
+    if kind == "Pod":
+        inputs: dict[str, Any] = {**template, "metadata": {**template["metadata"], **metadata}}
+    elif kind == "PodTemplate":
+        inputs = {"metadata": metadata, "template": template}
+    elif kind == "CronJob":
+        job = {"spec": {"template": template}}
+        inputs = {"metadata": metadata, "spec": {"schedule": "0 * * * *", "jobTemplate": job}}
+    else:
+        inputs = {"metadata": metadata, "spec": {"template": template}}
+    return resource(
+        KIND_TYPES[kind],
+        name,
+        inputs,
+        provider=provider,
+        property_dependencies=property_dependencies,
+    )
