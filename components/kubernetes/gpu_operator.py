@@ -4,26 +4,127 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from components.config import MonitoringSpec, OperatorSpec, Platform
+from components.kubernetes.operator_values import operator_values_for
 from components.node_identity import ResolvedPool
+from components.versions import GPU_OPERATOR_CHART, POD_SECURITY_VERSION
 
 
 @dataclass
 class GpuOperatorArgs:
     operator: OperatorSpec
+    """The chart version and repository, namespace, timeout and value overrides."""
     platform: Platform
+    """Decides who installs the driver, the container toolkit and the device plugin."""
     pools: Sequence[ResolvedPool]
+    """Their sharing modes and taints shape the device plugin configs and the tolerations."""
     monitoring: MonitoringSpec
+    """The labels the cluster's Prometheus selects the DCGM exporter's ServiceMonitor by."""
+
+
+RELEASE_NAME = "gpu-operator"
+"""The Helm release name, fixed so that a release is never renamed (and so reinstalled)."""
+RELEASE_HISTORY = 10
+"""Helm revisions kept as Secrets in the namespace, for `helm rollback`."""
+CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+"""The priority classes of the operator's pods and the node-feature-discovery pods."""
+
+# GKE admits pods of the critical priority classes outside kube-system only under a
+# ResourceQuota that names them; without one the operator's pods are never created and the
+# install times out (gpu-operator#660).
+_NEEDS_CRITICAL_POD_QUOTA = frozenset({Platform.GKE_COS, Platform.GKE_UBUNTU})
 
 
 class GpuOperator(pulumi.ComponentResource):
+    """The operator's namespace (Pod Security `privileged`: its DaemonSets load kernel modules
+    and reach the host's devices), GKE's quota for its critical pods, and the chart release."""
+
+    namespace: pulumi.Output[str]
+    release_name: pulumi.Output[str | None]
+    chart_version: pulumi.Output[str | None]
+    status: pulumi.Output[k8s.helm.v3.outputs.ReleaseStatus]
+
     def __init__(
         self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None
     ):
         super().__init__("gpu-platform:kubernetes:GpuOperator", name, None, opts)
-        self.namespace = pulumi.Output.from_input(args.operator.namespace)
-        self.chart_version = pulumi.Output.from_input(args.operator.chart_version)
-        self.register_outputs(
-            {"namespace": self.namespace, "chart_version": self.chart_version}
+        namespace = k8s.core.v1.Namespace(
+            name,
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=args.operator.namespace, labels=pod_security_labels("privileged")
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
         )
+        # The name is set above; taking it from the Namespace makes what uses it wait for it.
+        self.namespace = namespace.metadata.apply(lambda _: args.operator.namespace)
+        admission: list[pulumi.Resource] = []
+        if args.platform in _NEEDS_CRITICAL_POD_QUOTA:
+            admission.append(self._critical_pod_quota(name, args.operator.critical_pod_quota))
+        release = k8s.helm.v3.Release(
+            name,
+            k8s.helm.v3.ReleaseArgs(
+                name=RELEASE_NAME,
+                chart=GPU_OPERATOR_CHART.name,
+                version=args.operator.chart_version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.operator.repository),
+                namespace=self.namespace,
+                create_namespace=False,
+                values=operator_values_for(
+                    args.operator, args.platform, args.pools, args.monitoring
+                ),
+                # A failed install or upgrade is rolled back rather than left half applied.
+                atomic=True,
+                cleanup_on_fail=True,
+                timeout=args.operator.timeout_seconds,
+                max_history=RELEASE_HISTORY,
+                # The chart requires it with `operator.upgradeCRD`: Helm validates the new
+                # ClusterPolicy against the old CRD before the hook has upgraded it, and fails
+                # on every field the new version added (the chart's values.yaml; gpu-operator#435).
+                disable_openapi_validation=True,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=admission),
+        )
+        self.release_name = release.name
+        self.chart_version = release.version
+        self.status = release.status
+        self.register_outputs(
+            {
+                "namespace": self.namespace,
+                "release_name": self.release_name,
+                "chart_version": self.chart_version,
+                "status": self.status,
+            }
+        )
+
+    def _critical_pod_quota(self, name: str, pods: int) -> k8s.core.v1.ResourceQuota:
+        return k8s.core.v1.ResourceQuota(
+            f"{name}-critical-pods",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name="gpu-operator-critical-pods", namespace=self.namespace
+            ),
+            spec=k8s.core.v1.ResourceQuotaSpecArgs(
+                hard={"pods": str(pods)},
+                scope_selector=k8s.core.v1.ScopeSelectorArgs(
+                    match_expressions=[
+                        k8s.core.v1.ScopedResourceSelectorRequirementArgs(
+                            scope_name="PriorityClass",
+                            operator="In",
+                            values=list(CRITICAL_PRIORITY_CLASSES),
+                        )
+                    ]
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+
+def pod_security_labels(level: str) -> dict[str, str]:
+    """Pod Security admission labels enforcing, auditing and warning at `level`, each pinned to
+    POD_SECURITY_VERSION so that a cluster upgrade cannot change what the namespace admits."""
+    return {
+        f"pod-security.kubernetes.io/{mode}{suffix}": value
+        for mode in ("enforce", "audit", "warn")
+        for suffix, value in (("", level), ("-version", POD_SECURITY_VERSION))
+    }
