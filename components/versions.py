@@ -18,7 +18,8 @@ class HelmChart:
 
 
 # NVIDIA GPU Operator. Its values file has no schema, so every key path the code sets is
-# checked against the pinned chart's values (tests/components/kubernetes/chart_keys/).
+# checked against the pinned chart's key list (components/kubernetes/chart_keys/, derived from
+# the chart's values.yaml by derive.py there): re-derive it with every change of version.
 GPU_OPERATOR_CHART = HelmChart(
     name="gpu-operator",
     version="v26.7.0",
