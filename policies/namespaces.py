@@ -65,9 +65,9 @@ def label_problems(props: Mapping[str, Any]) -> Iterator[str]:
         version_field = field_path("metadata", "labels", f"{key}-version")
         version = value_at(labels, f"{key}-version")
         if not _pinned(version):
-            problem = "is missing" if version is None else f"={shown(version)} is not pinned"
+            problem = " is missing" if version is None else f"={shown(version)} is not pinned"
             yield (
-                f"{version_field} {problem}, so the policy would change with the cluster's "
+                f"{version_field}{problem}, so the policy would change with the cluster's "
                 f'Kubernetes version. Fix: pin it to a policy version such as "{example}".'
             )
 

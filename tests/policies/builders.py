@@ -152,3 +152,97 @@ def workload(
         provider=provider,
         property_dependencies=property_dependencies,
     )
+
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+
+
+def launch_template(name: str = "l4-launch-template") -> PlannedResource:
+    """A GPU node group's launch template: IMDSv2 only, encrypted gp3 root volume."""
+    return resource(
+        LAUNCH_TEMPLATE,
+        name,
+        {
+            "metadataOptions": {
+                "httpEndpoint": "enabled",
+                "httpTokens": "required",
+                "httpPutResponseHopLimit": 1,
+            },
+            "blockDeviceMappings": [
+                {
+                    "deviceName": "/dev/xvda",
+                    "ebs": {
+                        "volumeType": "gp3",
+                        "volumeSize": 200,
+                        "encrypted": "true",
+                        "deleteOnTermination": "true",
+                    },
+                }
+            ],
+        },
+    )
+
+
+def eks_node_group(
+    template: PlannedResource | None = None, name: str = "l4-nodes"
+) -> PlannedResource:
+    """A GPU node group as the platform declares one, using `template` (linked as the engine
+    links it: the node group's `launchTemplate` is computed from the template's outputs).
+    Tests change its `inputs` in place."""
+    inputs: dict[str, Any] = {
+        "clusterName": "ml-dev",
+        "nodeGroupNamePrefix": "l4-",
+        "nodeRoleArn": "arn:aws:iam::123456789012:role/l4-nodes",
+        "subnetIds": ["subnet-0a", "subnet-0b"],
+        "amiType": "AL2023_x86_64_NVIDIA",
+        "instanceTypes": ["g6.xlarge"],
+        "capacityType": "SPOT",
+        "scalingConfig": {"minSize": 0, "desiredSize": 0, "maxSize": 8},
+        "labels": {
+            "gpu-platform.io/pool": "l4",
+            "gpu-platform.io/accelerator": "l4",
+            "nvidia.com/gpu.present": "true",
+        },
+        "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}],
+        "launchTemplate": {"id": "lt-0123456789abcdef0", "version": "1"},
+    }
+    links = {"launchTemplate": [template.urn]} if template is not None else {}
+    return resource(NODE_GROUP, name, inputs, property_dependencies=links)
+
+
+def gke_node_pool(name: str = "l4-shared") -> PlannedResource:
+    """A GKE GPU node pool as the platform declares one, on COS. Tests change its `inputs` in
+    place."""
+    config: dict[str, Any] = {
+        "machineType": "g2-standard-8",
+        "imageType": "COS_CONTAINERD",
+        "guestAccelerators": [
+            {
+                "type": "nvidia-l4",
+                "count": 1,
+                "gpuDriverInstallationConfig": {"gpuDriverVersion": "INSTALLATION_DISABLED"},
+            }
+        ],
+        "labels": {
+            "gpu-platform.io/pool": "l4-shared",
+            "gpu-platform.io/accelerator": "l4",
+            "gke-no-default-nvidia-gpu-device-plugin": "true",
+        },
+        "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}],
+        "spot": True,
+        "metadata": {"disable-legacy-endpoints": "true"},
+        "workloadMetadataConfig": {"mode": "GKE_METADATA"},
+        "shieldedInstanceConfig": {"enableSecureBoot": True, "enableIntegrityMonitoring": True},
+    }
+    inputs = {
+        "project": "ml-platform-dev",
+        "location": "us-central1",
+        "cluster": "ml-dev",
+        "nodeLocations": ["us-central1-a", "us-central1-b"],
+        "initialNodeCount": 0,
+        "autoscaling": {"totalMinNodeCount": 0, "totalMaxNodeCount": 3, "locationPolicy": "ANY"},
+        "nodeConfig": config,
+    }
+    return resource(NODE_POOL, name, inputs)
