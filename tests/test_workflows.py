@@ -1,0 +1,301 @@
+"""The GitHub workflows (`.github/`): actionlint accepts them, every action is pinned to a
+commit, every stack is planned, previewed and deployed with its policy config, and credentials
+reach only the jobs that use them."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tools.offline import PROJECT_DIR
+
+GITHUB_DIR = PROJECT_DIR / ".github"
+WORKFLOW_DIR = GITHUB_DIR / "workflows"
+WORKFLOWS = sorted(WORKFLOW_DIR.glob("*.yml"))
+LOCAL_ACTIONS = sorted((GITHUB_DIR / "actions").glob("*/action.yml"))
+STACK_WORKFLOW = "./.github/workflows/pulumi-stack.yml"
+# The actionlint binary ships in the dev dependency group, beside the interpreter.
+ACTIONLINT = Path(sys.executable).with_name("actionlint")
+
+# `uses: owner/repo[/path]@<40 hex> # vX.Y.Z`
+_PINNED = re.compile(r"^[\w.-]+/[\w.-]+(?:/[\w./-]+)?@[0-9a-f]{40}$")
+_VERSION_COMMENT = re.compile(r"^#\s*v\d+\.\d+\.\d+$")
+_USES_LINE = re.compile(r"^\s*(?:-\s+)?uses:\s*(?P<ref>\S+)\s*(?P<comment>#.*)?$")
+
+Document = dict[str, Any]
+
+
+def load(path: Path) -> Document:
+    document = yaml.safe_load(path.read_text())
+    # YAML 1.1 reads the bare key `on` as the boolean true.
+    if True in document:
+        document["on"] = document.pop(True)
+    return dict(document)
+
+
+def workflow(name: str) -> Document:
+    return load(WORKFLOW_DIR / name)
+
+
+def actionlint(*paths: Path, cwd: Path = PROJECT_DIR) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(ACTIONLINT), "-no-color", *map(str, paths)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def stack_files() -> list[str]:
+    return sorted(
+        p.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        for p in PROJECT_DIR.glob("Pulumi.*.yaml")
+    )
+
+
+def stack_jobs(document: Document) -> Iterator[tuple[str, Document]]:
+    """The jobs that run `pulumi` through the stack workflow."""
+    for name, job in document["jobs"].items():
+        if job.get("uses") == STACK_WORKFLOW:
+            yield name, job
+
+
+def uses_lines() -> Iterator[tuple[Path, str, str]]:
+    """Every action used from another repository: the file, the reference and its comment."""
+    for path in [*WORKFLOWS, *LOCAL_ACTIONS]:
+        for line in path.read_text().splitlines():
+            match = _USES_LINE.match(line)
+            if match and not match["ref"].startswith("./"):
+                yield path, match["ref"], (match["comment"] or "").strip()
+
+
+def needs_of(job: Document) -> list[str]:
+    needs = job.get("needs", [])
+    return [needs] if isinstance(needs, str) else list(needs)
+
+
+# --- actionlint ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=[p.name for p in WORKFLOWS])
+def test_actionlint_accepts_the_workflow(path: Path) -> None:
+    result = actionlint(path)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_actionlint_reports_a_job_that_needs_a_missing_job(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yml"
+    broken.write_text(
+        "on: push\n"
+        "jobs:\n"
+        "  deploy:\n"
+        "    needs: build\n"
+        "    runs-on: ubuntu-24.04\n"
+        "    steps:\n"
+        "      - run: echo deploying\n"
+    )
+
+    result = actionlint(broken, cwd=tmp_path)
+
+    assert result.returncode != 0
+    assert 'needs job "build" which does not exist' in result.stdout
+
+
+def test_actionlint_reports_a_stack_workflow_call_without_its_environment(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / ".git").mkdir()
+    workflows = tmp_path / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    (workflows / "pulumi-stack.yml").write_text((WORKFLOW_DIR / "pulumi-stack.yml").read_text())
+    caller = workflows / "caller.yml"
+    caller.write_text(
+        "on: push\n"
+        "jobs:\n"
+        "  dev:\n"
+        f"    uses: {STACK_WORKFLOW}\n"
+        "    with:\n"
+        "      stack: dev\n"
+        "      command: up\n"
+    )
+
+    result = actionlint(caller, cwd=tmp_path)
+
+    assert result.returncode != 0
+    assert '"environment" is required' in result.stdout
+
+
+# --- pinned actions -----------------------------------------------------------------------
+
+
+def test_every_action_is_pinned_to_a_commit_with_its_version() -> None:
+    unpinned = [
+        f"{path.relative_to(PROJECT_DIR)}: {ref} {comment}"
+        for path, ref, comment in uses_lines()
+        if not (_PINNED.match(ref) and _VERSION_COMMENT.match(comment))
+    ]
+
+    assert unpinned == []
+
+
+def test_each_action_is_pinned_to_one_commit_everywhere() -> None:
+    pins: dict[str, set[str]] = {}
+    for _, ref, comment in uses_lines():
+        action, _, sha = ref.partition("@")
+        pins.setdefault(action, set()).add(f"{sha} {comment}")
+
+    assert {action: pin for action, pin in pins.items() if len(pin) > 1} == {}
+
+
+def test_the_pulumi_cli_is_at_least_the_locked_sdk() -> None:
+    lock = tomllib.loads((PROJECT_DIR / "uv.lock").read_text())
+    sdk = next(p["version"] for p in lock["package"] if p["name"] == "pulumi")
+    cli = workflow("pulumi-stack.yml")["env"]["PULUMI_CLI_VERSION"]
+
+    def version(text: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in text.split("."))
+
+    assert version(cli) >= version(sdk), f"Pulumi CLI {cli} is older than the SDK {sdk}"
+
+
+def test_dependabot_updates_every_pinned_action_and_the_lock_file() -> None:
+    updates = yaml.safe_load((GITHUB_DIR / "dependabot.yml").read_text())["updates"]
+    actions = next(u for u in updates if u["package-ecosystem"] == "github-actions")
+    files_with_uses = {path for path, _, _ in uses_lines()}
+    action_dirs = {"/"} | {
+        "/" + str(p.parent.relative_to(PROJECT_DIR)) for p in LOCAL_ACTIONS if p in files_with_uses
+    }
+
+    assert all(any(fnmatch(d, pattern) for pattern in actions["directories"]) for d in action_dirs)
+    assert any(u["package-ecosystem"] == "uv" and u["directory"] == "/" for u in updates)
+
+
+# --- stacks -------------------------------------------------------------------------------
+
+
+def test_the_checks_list_every_stack_file(tmp_path: Path) -> None:
+    step = next(s for s in workflow("checks.yml")["jobs"]["stacks"]["steps"] if "run" in s)
+    output = tmp_path / "github-output"
+
+    subprocess.run(
+        ["bash", "-e", "-c", step["run"]],
+        cwd=PROJECT_DIR,
+        env={**os.environ, "GITHUB_OUTPUT": str(output)},
+        check=True,
+    )
+
+    assert output.read_text() == f"stacks={json.dumps(stack_files())}\n"
+
+
+def test_the_offline_plan_runs_with_the_stack_policy_config() -> None:
+    plan = workflow("checks.yml")["jobs"]["plan"]
+    run = next(s["run"] for s in plan["steps"] if "run" in s)
+
+    assert plan["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.stacks) }}"
+    assert run.startswith("./uvw run --locked python -m tools plan ")
+    assert '--policy-config "policies/config/$STACK.json"' in run
+
+
+def test_every_stack_has_the_policy_config_the_workflows_pass() -> None:
+    missing = [
+        stack
+        for stack in stack_files()
+        if not (PROJECT_DIR / "policies" / "config" / f"{stack}.json").is_file()
+    ]
+
+    assert missing == []
+
+
+def test_pulumi_runs_with_the_policy_pack_and_the_stack_policy_config() -> None:
+    steps = workflow("pulumi-stack.yml")["jobs"]["pulumi"]["steps"]
+    command = next(s for s in steps if "command" in s.get("with", {}))
+
+    assert command["with"]["policyPacks"] == "policies"
+    assert command["with"]["policyPackConfigs"] == "policies/config/${{ inputs.stack }}.json"
+
+
+def test_every_stack_file_is_deployed_behind_its_own_environment() -> None:
+    deploys = {
+        job["with"]["stack"]: job["with"]["environment"]
+        for _, job in stack_jobs(workflow("deploy.yml"))
+        if job["with"]["command"] == "up"
+    }
+
+    assert sorted(deploys) == stack_files()
+    assert all(stack == environment for stack, environment in deploys.items())
+
+
+def test_prod_is_deployed_only_after_every_other_stack() -> None:
+    jobs = dict(stack_jobs(workflow("deploy.yml")))
+    prod = next(name for name, job in jobs.items() if job["with"]["stack"] == "prod")
+
+    assert set(needs_of(jobs[prod])) == set(jobs) - {prod}
+
+
+def test_every_deploy_waits_for_the_checks() -> None:
+    deploy = workflow("deploy.yml")
+
+    def after_checks(name: str) -> bool:
+        needs = needs_of(deploy["jobs"][name])
+        return "checks" in needs or any(after_checks(n) for n in needs)
+
+    assert all(after_checks(name) for name, _ in stack_jobs(deploy))
+
+
+def test_two_updates_of_one_stack_never_overlap() -> None:
+    concurrency = workflow("pulumi-stack.yml")["jobs"]["pulumi"]["concurrency"]
+
+    assert "${{ inputs.stack }}" in concurrency["group"]
+    assert concurrency["cancel-in-progress"] == "${{ inputs.command == 'preview' }}"
+
+
+# --- credentials and permissions ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["pull-request.yml", "deploy.yml", "checks.yml"])
+def test_workflows_default_to_reading_the_repository_only(name: str) -> None:
+    assert workflow(name)["permissions"] == {"contents": "read"}
+
+
+@pytest.mark.parametrize("name", ["pull-request.yml", "deploy.yml"])
+def test_only_jobs_that_run_pulumi_get_an_oidc_token(name: str) -> None:
+    jobs = workflow(name)["jobs"]
+    with_token = {n for n, job in jobs.items() if job.get("permissions", {}).get("id-token")}
+
+    assert with_token == {n for n, _ in stack_jobs(workflow(name))}
+
+
+def test_only_the_preview_may_comment_on_the_pull_request() -> None:
+    writers = {
+        (workflow_path.name, name)
+        for workflow_path in WORKFLOWS
+        for name, job in load(workflow_path)["jobs"].items()
+        if job.get("permissions", {}).get("pull-requests") == "write"
+    }
+
+    assert writers == {("pull-request.yml", "preview")}
+
+
+def test_the_preview_runs_only_for_branches_of_this_repository() -> None:
+    preview = workflow("pull-request.yml")["jobs"]["preview"]
+
+    assert "github.event.pull_request.head.repo.full_name == github.repository" in preview["if"]
+    assert "vars.PULUMI_PREVIEW_ENABLED == 'true'" in preview["if"]
+    assert preview["with"]["environment"] == "${{ matrix.stack }}-preview"
+
+
+def test_no_workflow_runs_a_fork_with_the_repository_credentials() -> None:
+    triggers = {path.name: load(path)["on"] for path in WORKFLOWS}
+
+    assert [name for name, on in triggers.items() if "pull_request_target" in on] == []
