@@ -246,3 +246,47 @@ def gke_node_pool(name: str = "l4-shared") -> PlannedResource:
         "nodeConfig": config,
     }
     return resource(NODE_POOL, name, inputs)
+
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+CHART = "kubernetes:helm.sh/v4:Chart"
+PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
+
+
+def gpu_operator_release(name: str = "gpu-operator") -> PlannedResource:
+    """The GPU Operator as the platform installs it: a pinned chart in its own namespace."""
+    return resource(
+        RELEASE,
+        name,
+        {
+            "chart": "gpu-operator",
+            "version": "v26.7.0",
+            "repositoryOpts": {"repo": "https://helm.ngc.nvidia.com/nvidia"},
+            "namespace": "gpu-operator",
+            "values": {
+                "operator": {"upgradeCRD": True},
+                "driver": {"enabled": False},
+                "dcgmExporter": {"serviceMonitor": {"enabled": True}},
+            },
+        },
+    )
+
+
+def gpu_alert_rules(name: str = "gpu-alerts") -> PlannedResource:
+    """A PrometheusRule alerting on DCGM metrics."""
+    rule = {
+        "alert": "GpuXidErrors",
+        "expr": "increase(DCGM_FI_DEV_XID_ERRORS[5m]) > 0",
+        "for": "1m",
+        "labels": {"severity": "critical"},
+    }
+    return resource(
+        PROMETHEUS_RULE,
+        name,
+        {
+            "apiVersion": "monitoring.coreos.com/v1",
+            "kind": "PrometheusRule",
+            "metadata": {"name": name, "namespace": "monitoring"},
+            "spec": {"groups": [{"name": "gpu", "rules": [rule]}]},
+        },
+    )
