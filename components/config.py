@@ -40,6 +40,8 @@ _EXACT_VERSION = r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"
 _HTTPS_URL = r"^(https|oci)://[^\s]+$"
 _MIG_PROFILE = r"^all-\d+g\.\d+gb$"
 _CLUSTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
+_GCP_LOCATION = r"^[a-z]+-[a-z]+[0-9]+(-[a-z])?$"
+_GCP_SERVICE_ACCOUNT = r"^[a-z0-9][-a-z0-9]*@[-a-z0-9.]+\.gserviceaccount\.com$"
 LabelKey = Annotated[str, StringConstraints(pattern=_LABEL_KEY, max_length=317)]
 LabelValue = Annotated[str, StringConstraints(pattern=_LABEL_VALUE)]
 ExactChartVersion = Annotated[str, StringConstraints(pattern=_EXACT_VERSION)]
@@ -55,6 +57,9 @@ _PATTERN_MEANINGS = {
     _HTTPS_URL: "an https:// or oci:// URL",
     _MIG_PROFILE: "a uniform MIG profile such as all-1g.10gb",
     _CLUSTER_NAME: "letters, digits, '-' and '_', up to 100 characters",
+    _GCP_LOCATION: "a GCP region such as us-central1 or a zone such as us-central1-a",
+    _GCP_SERVICE_ACCOUNT: "a service account e-mail such as"
+    " gpu-nodes@my-project.iam.gserviceaccount.com",
 }
 AcceleratorName = Literal[tuple(ACCELERATORS)]  # type: ignore[valid-type]
 
@@ -166,10 +171,20 @@ class EksPoolOptions(_Model):
 class GkePoolOptions(_Model):
     """Settings that only a GKE node pool has."""
 
-    service_account: str | None = None
-    """An existing node service account e-mail instead of the one created for the pool."""
+    service_account: Annotated[str, StringConstraints(pattern=_GCP_SERVICE_ACCOUNT)] | None = None
+    """An existing node service account e-mail instead of the one created for the pool (which
+    holds only `roles/container.defaultNodeServiceAccount`)."""
     autoscaling_scope: Literal["total", "per-zone"] = "total"
     """Whether `min`/`max` count nodes across all zones of the pool or in each zone."""
+    disk_type: Literal["pd-balanced", "pd-ssd", "hyperdisk-balanced"] | None = None
+    """Boot disk type; unset is `pd-balanced`, or `hyperdisk-balanced` on A3 Ultra and A4
+    machine types, which take no Persistent Disk. N1, A2 and G2 take no Hyperdisk."""
+    max_surge: int = Field(default=1, ge=0, le=100)
+    """Extra nodes GKE adds while it upgrades the pool: each is another GPU machine that must be
+    available to start."""
+    max_unavailable: int = Field(default=0, ge=0, le=100)
+    """Nodes GKE takes out of service at once to upgrade them in place; with `maxSurge: 0`, for
+    GPUs too scarce to surge. One of the two must be above 0."""
 
 
 class GpuPoolSpec(_Model):
@@ -216,8 +231,8 @@ class ClusterSpec(_Model):
     """AWS region of the EKS cluster."""
     project: str | None = None
     """GCP project of the GKE cluster."""
-    location: str | None = None
-    """GKE cluster location: a region or a zone."""
+    location: Annotated[str, StringConstraints(pattern=_GCP_LOCATION)] | None = None
+    """GKE cluster location: a region (regional cluster) or a zone (zonal cluster)."""
     node_image: Literal["al2023", "bottlerocket", "cos", "ubuntu"] | None = None
     """GPU node OS: `al2023` (default) or `bottlerocket` on EKS; `cos` (default) or `ubuntu`
     on GKE. It decides who installs the driver, so it holds for every pool of the stack."""
@@ -440,6 +455,7 @@ def _cross_field_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _cluster_problems(config)
     yield from _pool_problems(config)
     yield from _bottlerocket_sharing_problems(config)
+    yield from _gke_pool_problems(config)
     yield from _operator_override_problems(config)
     yield from _namespace_problems(config)
     yield from _monitoring_problems(config)
@@ -533,6 +549,28 @@ def _bottlerocket_sharing_problems(config: StackConfig) -> Iterator[ConfigProble
                 pool.sharing.mode,
                 "exclusive on Bottlerocket nodes (its own NVIDIA device plugin serves the GPUs,"
                 " not the GPU Operator's); use nodeImage al2023 to share GPUs",
+            )
+
+
+def _gke_pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    if config.cloud is not Cloud.GCP:
+        return
+    # On COS, Google's driver installer loads COS's signed driver; a driver the operator built
+    # as well would fight it for the same GPUs.
+    driver = config.operator.overrides.get("driver", {})
+    if config.platform is Platform.GKE_COS and driver.get("enabled") is True:
+        yield ConfigProblem(
+            key_path("operator", "overrides", "driver", "enabled"),
+            True,
+            "false or no value with nodeImage cos (Google's driver installer owns the driver"
+            " there); for the operator's own driver, use nodeImage ubuntu",
+        )
+    for i, pool in enumerate(config.pools):
+        if pool.gcp.max_surge == 0 and pool.gcp.max_unavailable == 0:
+            yield ConfigProblem(
+                key_path("pools", i, "gcp", "maxSurge"),
+                0,
+                "at least 1 when maxUnavailable is 0 (GKE could upgrade no node)",
             )
 
 

@@ -43,3 +43,12 @@ POD_SECURITY_VERSION = "v1.35"
 
 # The Kubernetes version whose OpenAPI schema the generated objects are validated against.
 KUBERNETES_SCHEMA_VERSION = "1.35.0"
+
+# Google's NVIDIA driver installer DaemonSet for Container-Optimized OS nodes, the `preloaded`
+# variant (GKE ships the installer image on the node, matched to its COS release). GKE COS pools
+# use it instead of the GPU Operator's driver. Pinned to a commit of
+# GoogleCloudPlatform/container-engine-accelerators: the branch changes under the same URL.
+GKE_COS_DRIVER_INSTALLER_MANIFEST = (
+    "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/"
+    "068b15a980977bdaab46eb73e1ac8fba47e41f60/nvidia-driver-installer/cos/daemonset-preloaded.yaml"
+)

@@ -1,31 +1,112 @@
-"""The GKE side of the platform (first cut: pools as declared, the deployer's kubeconfig)."""
+"""The GKE side of the platform: an existing Standard cluster, GPU node pools for the GPU
+Operator, and on Container-Optimized OS Google's driver installer."""
 
 from collections.abc import Sequence
 
 import pulumi
 
-from components.cloud import ClusterConnection, pools_as_declared
-from components.config import ConfigError, ConfigProblem, StackConfig, key_path
+from components.cloud import ClusterConnection
+from components.config import (
+    ConfigError,
+    ConfigProblem,
+    GpuPoolSpec,
+    MigSharing,
+    Platform,
+    StackConfig,
+    key_path,
+    mig_problem,
+)
+from components.gke.cluster import GkeCluster, cluster_problems, connect_to, lookup_cluster
+from components.gke.driver_installer import CosDriverInstaller
+from components.gke.machine_types import boot_disk_types, gpu_shape
+from components.gke.node_pool import GkeGpuNodePool, GkeGpuNodePoolArgs
+from components.gke.zones import ZoneOfferings
 from components.kubernetes.provider import connect_with_kubeconfig_context
-from components.node_identity import ResolvedPool
+from components.node_identity import ResolvedPool, resolve_pool
 
 
 class GkeCloud:
     def __init__(self, config: StackConfig):
         self.config = config
+        self._cluster: GkeCluster | None = None
+        self._zones: dict[str, list[str]] = {}
+
+    @property
+    def cluster(self) -> GkeCluster:
+        """The stack's cluster, looked up once; ConfigError when the platform cannot use it."""
+        if self._cluster is None:
+            cluster = lookup_cluster(self.config.cluster)
+            problems = list(cluster_problems(cluster))
+            if problems:
+                raise ConfigError(problems)
+            self._cluster = cluster
+        return self._cluster
 
     def resolve_pools(self) -> list[ResolvedPool]:
-        return pools_as_declared(self.config)
+        problems: list[ConfigProblem] = []
+        resolved = []
+        for i, spec in enumerate(self.config.pools):
+            try:
+                resolved.append(_resolve(spec, i))
+            except ConfigError as error:
+                problems += error.problems
+        if problems:
+            raise ConfigError(problems)
+        zones = ZoneOfferings(self.cluster)
+        for pool in resolved:
+            try:
+                self._zones[pool.spec.name] = zones.zones_for(pool)
+            except ConfigError as error:
+                problems += error.problems
+        if problems:
+            raise ConfigError(problems)
+        return resolved
 
     def connect(self) -> ClusterConnection:
         context = self.config.cluster.kubeconfig_context
-        if context is None:
-            raise ConfigError(
-                [ConfigProblem(key_path("cluster", "kubeconfigContext"), None, "a context")]
-            )
-        return connect_with_kubeconfig_context(context)
+        if context is not None:
+            return connect_with_kubeconfig_context(context)
+        return connect_to(self.cluster)
 
     def create_pools(
         self, pools: Sequence[ResolvedPool], connection: ClusterConnection
     ) -> list[pulumi.Resource]:
-        return []
+        platform = self.config.platform
+        created: list[pulumi.Resource] = [
+            GkeGpuNodePool(
+                pool.spec.name,
+                GkeGpuNodePoolArgs(pool, self.cluster, platform, self._zones[pool.spec.name]),
+            )
+            for pool in pools
+        ]
+        if platform is Platform.GKE_COS:
+            created.append(
+                CosDriverInstaller(
+                    "nvidia-driver-installer",
+                    pulumi.ResourceOptions(provider=connection.provider),
+                )
+            )
+        return created
+
+
+def _resolve(spec: GpuPoolSpec, index: int) -> ResolvedPool:
+    shape = gpu_shape(spec, index)
+    problems = []
+    # A MIG pool that states its accelerator was checked with the rest of the config.
+    if isinstance(spec.sharing, MigSharing) and spec.accelerator is None:
+        problem = mig_problem(spec, shape.accelerator, index)
+        if problem:
+            problems.append(problem)
+    machine_type = spec.instance_types[0]
+    disk_types = boot_disk_types(machine_type)
+    if spec.gcp.disk_type not in (None, *disk_types):
+        problems.append(
+            ConfigProblem(
+                key_path("pools", index, "gcp", "diskType"),
+                spec.gcp.disk_type,
+                f"one of {list(disk_types)} or no value (the boot disks {machine_type} takes)",
+            )
+        )
+    if problems:
+        raise ConfigError(problems)
+    return resolve_pool(spec, index, shape)

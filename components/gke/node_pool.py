@@ -1,0 +1,189 @@
+"""A GKE node pool of GPU nodes, set up for the NVIDIA GPU Operator.
+
+GKE would install its own driver and device plugin on GPU nodes, and both collide with the
+operator's: the pool turns GKE's driver installation off (`INSTALLATION_DISABLED`) and its
+device plugin off (the `gke-no-default-nvidia-gpu-device-plugin=true` node label), so GPU
+sharing and MIG come from the operator through the node labels of `components.node_identity`,
+never from GKE's `gpu_sharing_config` or `gpu_partition_size`. The GPU taint is declared
+explicitly: GKE adds it itself only when the cluster also has a pool without GPUs
+(terraform-google-kubernetes-engine#703).
+"""
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.accelerators import ACCELERATORS
+from components.config import Platform
+from components.gke.cluster import GkeCluster
+from components.gke.machine_types import boot_disk_types
+from components.node_identity import NodeIdentity, ResolvedPool
+
+NODE_SERVICE_ACCOUNT_ROLE = "roles/container.defaultNodeServiceAccount"
+"""What a GKE node needs: write logs and metrics, read its cluster's configuration."""
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+"""Access is decided by the node service account's roles, not by OAuth scopes."""
+GKE_DEVICE_PLUGIN_OFF_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
+DRIVER_LABEL = "gpu-platform.io/driver"
+"""`operator` on nodes whose driver the GPU Operator builds (Ubuntu): the policy pack exempts
+them from its secure-boot rule, as that driver is an unsigned kernel module."""
+POOL_RESOURCE_LABEL = "gpu-platform-pool"
+"""Compute Engine label on the pool's VMs and disks, for billing reports per pool."""
+GKE_IMAGE_TYPES: Mapping[Platform, str] = {
+    Platform.GKE_COS: "COS_CONTAINERD",
+    Platform.GKE_UBUNTU: "UBUNTU_CONTAINERD",
+}
+GKE_TAINT_EFFECTS: Mapping[str, str] = {
+    "NoSchedule": "NO_SCHEDULE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+}
+# The cluster autoscaler sets the node count; an update must not put it back (and a changed
+# `initialNodeCount` would replace the pool).
+NODE_COUNT_PROPERTIES = ["initialNodeCount", "nodeCount"]
+
+
+@dataclass
+class GkeGpuNodePoolArgs:
+    pool: ResolvedPool
+    cluster: GkeCluster
+    platform: Platform
+    """`gke-cos` or `gke-ubuntu`: the node image, and with it who installs the driver."""
+    zones: Sequence[str]
+    """Zones that offer the pool's machine type (`components.gke.zones`)."""
+
+
+class GkeGpuNodePool(pulumi.ComponentResource):
+    """A GPU node pool, its node service account and that account's one role."""
+
+    def __init__(
+        self, name: str, args: GkeGpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("gpu-platform:gke:GpuNodePool", name, None, opts)
+        spec = args.pool.spec
+        depends_on: list[pulumi.Resource] = []
+        if spec.gcp.service_account is not None:
+            service_account = pulumi.Output.from_input(spec.gcp.service_account)
+        else:
+            account = gcp.serviceaccount.Account(
+                f"{name}-nodes",
+                project=args.cluster.project,
+                account_id=node_service_account_id(args.cluster, spec.name),
+                display_name=f"GPU nodes of pool {spec.name} in {args.cluster.name}",
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            role = gcp.projects.IAMMember(
+                f"{name}-nodes",
+                project=args.cluster.project,
+                role=NODE_SERVICE_ACCOUNT_ROLE,
+                member=account.member,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            # Nodes that start before their account holds the role cannot report their logs.
+            depends_on.append(role)
+            service_account = account.email
+        self.node_pool = gcp.container.NodePool(
+            name,
+            args=node_pool_args(args, service_account),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=depends_on, ignore_changes=NODE_COUNT_PROPERTIES
+            ),
+        )
+        self.node_pool_name = self.node_pool.name
+        self.service_account = service_account
+        self.register_outputs(
+            {"node_pool_name": self.node_pool_name, "service_account": self.service_account}
+        )
+
+
+def node_pool_args(
+    args: GkeGpuNodePoolArgs, service_account: pulumi.Input[str]
+) -> gcp.container.NodePoolArgs:
+    pool = args.pool
+    spec = pool.spec
+    gke_type = ACCELERATORS[pool.gpu.accelerator].gke_type
+    assert gke_type is not None, f"{pool.gpu.accelerator} resolved for GKE without a GKE type"
+    machine_type = spec.instance_types[0]
+    per_zone = spec.gcp.autoscaling_scope == "per-zone"
+    return gcp.container.NodePoolArgs(
+        project=args.cluster.project,
+        location=args.cluster.location,
+        cluster=args.cluster.name,
+        node_locations=list(args.zones),
+        initial_node_count=spec.min if per_zone else math.ceil(spec.min / len(args.zones)),
+        ignore_node_count_changes=True,
+        autoscaling=gcp.container.NodePoolAutoscalingArgs(
+            min_node_count=spec.min if per_zone else None,
+            max_node_count=spec.max if per_zone else None,
+            total_min_node_count=None if per_zone else spec.min,
+            total_max_node_count=None if per_zone else spec.max,
+            # ANY scales up wherever Spot capacity is, instead of keeping zones balanced.
+            location_policy="ANY" if spec.capacity == "spot" else "BALANCED",
+        ),
+        management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+        upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
+            strategy="SURGE",
+            max_surge=spec.gcp.max_surge,
+            max_unavailable=spec.gcp.max_unavailable,
+        ),
+        node_config=gcp.container.NodePoolNodeConfigArgs(
+            machine_type=machine_type,
+            guest_accelerators=[
+                gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
+                    type=gke_type,
+                    count=pool.gpu.count,
+                    gpu_driver_installation_config=gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
+                        gpu_driver_version="INSTALLATION_DISABLED"
+                    ),
+                )
+            ],
+            image_type=GKE_IMAGE_TYPES[args.platform],
+            labels=node_labels(pool.identity, args.platform),
+            taints=[
+                gcp.container.NodePoolNodeConfigTaintArgs(
+                    key=taint.key, value=taint.value, effect=GKE_TAINT_EFFECTS[taint.effect]
+                )
+                for taint in pool.identity.taints
+            ],
+            spot=spec.capacity == "spot",
+            disk_size_gb=spec.disk_size_gib,
+            disk_type=spec.gcp.disk_type or boot_disk_types(machine_type)[0],
+            service_account=service_account,
+            oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+            metadata={"disable-legacy-endpoints": "true"},
+            # Pods see the GKE metadata server (Workload Identity), never the node's own
+            # credentials.
+            workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+                mode="GKE_METADATA"
+            ),
+            shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+                # COS's NVIDIA modules are signed and load under secure boot. On Ubuntu the
+                # operator compiles the driver on the node, and secure boot would refuse to
+                # load that unsigned module: the GPUs would never come up.
+                enable_secure_boot=args.platform is Platform.GKE_COS,
+                enable_integrity_monitoring=True,
+            ),
+            resource_labels={POOL_RESOURCE_LABEL: spec.name},
+        ),
+    )
+
+
+def node_labels(identity: NodeIdentity, platform: Platform) -> dict[str, str]:
+    """The pool's node identity labels, and the GKE ones that hand the GPUs to the operator."""
+    labels = {**identity.labels, GKE_DEVICE_PLUGIN_OFF_LABEL: "true"}
+    if platform is Platform.GKE_UBUNTU:
+        labels[DRIVER_LABEL] = "operator"
+    return labels
+
+
+def node_service_account_id(cluster: GkeCluster, pool_name: str) -> str:
+    """A service account ID (6 to 30 characters) unique to the pool of this cluster, so that
+    stacks of two clusters in one project do not claim the same account."""
+    digest = hashlib.sha256(
+        f"{cluster.project}/{cluster.location}/{cluster.name}/{pool_name}".encode()
+    ).hexdigest()[:6]
+    return f"gpu-{pool_name[:19]}-{digest}"
