@@ -296,11 +296,17 @@ class TenantNamespaceSpec(_Model):
 
     name: DnsLabel
     gpu_quota: int = Field(ge=0, le=10000)
-    """GPUs (or GPU slices) the namespace may request at once."""
+    """GPUs (or GPU slices) the namespace may request at once, for each GPU resource the pools
+    advertise (`nvidia.com/gpu`, and `nvidia.com/mig-<slice>` on MIG `mixed` pools)."""
     pod_security: Literal["restricted", "baseline"] = "restricted"
-    """Pod Security level enforced; `privileged` is reserved for the GPU Operator."""
+    """Pod Security level enforced, audited and warned about; `privileged` is reserved for the
+    GPU Operator. `baseline` is for images that cannot run as a non-root user."""
     smoke_test_pool: PoolName | None = None
-    """Run a `nvidia-smi` Job on this pool after deployment to prove the GPU path works."""
+    """Run a `nvidia-smi` Job on this pool after deployment to prove the GPU path works; when
+    the Job fails, so does `pulumi up`."""
+    smoke_test_deadline_seconds: int = Field(default=900, ge=120, le=3600)
+    """How long the smoke test may take, scaling its pool up from zero and the GPU Operator
+    preparing the new node included; past it the Job fails, and `pulumi up` with it."""
 
 
 class StackConfig(_Model):

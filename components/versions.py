@@ -44,6 +44,11 @@ POD_SECURITY_VERSION = "v1.35"
 # The Kubernetes version whose OpenAPI schema the generated objects are validated against.
 KUBERNETES_SCHEMA_VERSION = "1.35.0"
 
+# The tenant namespaces' smoke test runs `nvidia-smi`, which the NVIDIA Container Toolkit mounts
+# from the node's driver: the image only supplies a filesystem, so the smallest CUDA image will
+# do. Moving it to a newer CUDA release changes nothing the test checks.
+GPU_SMOKE_TEST_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
+
 # Google's NVIDIA driver installer DaemonSet for Container-Optimized OS nodes, the `preloaded`
 # variant (GKE ships the installer image on the node, matched to its COS release). GKE COS pools
 # use it instead of the GPU Operator's driver. Pinned to a commit of

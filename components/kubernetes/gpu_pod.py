@@ -1,0 +1,137 @@
+"""How a pod lands on a GPU pool and passes Pod Security `restricted`: the public recipe.
+
+GPU nodes are tainted, so a pod needs a toleration to be allowed there and node affinity to be
+sent there; it asks for its GPU in `limits` (Kubernetes copies the limit into the request of an
+extended resource), under the name the pool's device plugin advertises; and in a `restricted`
+namespace it must run as a non-root user with every capability dropped, no privilege
+escalation and the runtime's default seccomp profile, like any other pod. Most CUDA images
+default to root, which `restricted` rejects: the spec below sets the user explicitly.
+
+Everything is derived from the pool's node identity, so a workload built here follows the pool
+when its sharing mode or taints change. The dictionaries use Kubernetes' own camelCase field
+names: pass them to `pulumi_kubernetes` resources as they are, or dump them as YAML.
+
+    from components.kubernetes.gpu_pod import gpu_pod_spec
+
+    k8s.batch.v1.Job(
+        "train",
+        metadata={"namespace": "ml-sandbox"},
+        spec={
+            "template": {
+                "spec": gpu_pod_spec(
+                    pool, "registry.example.com/train:1.4", ["python", "train.py"],
+                    gpus=2, restart_policy="Never",
+                )
+            }
+        },
+    )
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from components.node_identity import POOL_LABEL, ResolvedPool
+
+# Any non-zero id passes `restricted`; 1000 is the first ordinary account on most base images
+# (`ubuntu` on Ubuntu 24.04 ones), so tools that look up the current user find one.
+DEFAULT_USER_ID = 1000
+
+
+def gpu_pod_spec(
+    pool: ResolvedPool,
+    image: str,
+    command: Sequence[str],
+    gpus: int = 1,
+    *,
+    container_name: str = "main",
+    env: Mapping[str, str] | None = None,
+    requests: Mapping[str, str] | None = None,
+    limits: Mapping[str, str] | None = None,
+    user_id: int = DEFAULT_USER_ID,
+    restart_policy: Literal["Always", "OnFailure", "Never"] | None = None,
+) -> dict[str, Any]:
+    """A PodSpec with one container that gets `gpus` of the pool's GPUs (or GPU slices).
+
+    `gpus` counts what the pool advertises: whole GPUs, time-sliced or MPS replicas, or MIG
+    instances; it cannot exceed what one node of the pool has. `requests` and `limits` add
+    other resources (`cpu`, `memory`). The container runs as `user_id` (group too), which must
+    not be 0. `restart_policy` is left to the Kubernetes default (`Always`, as Deployments
+    need) unless given; Jobs need `Never` or `OnFailure`.
+    """
+    resource = gpu_resource(pool)
+    per_node = pool.identity.resources[resource]
+    if not 1 <= gpus <= per_node:
+        raise ValueError(
+            f"gpus={gpus}: a pod on pool {pool.spec.name!r} can get 1 to {per_node} "
+            f"{resource} (what one of its nodes advertises)"
+        )
+    if user_id == 0:
+        raise ValueError("user_id=0: Pod Security `restricted` rejects pods that run as root")
+    container: dict[str, Any] = {
+        "name": container_name,
+        "image": image,
+        "command": list(command),
+        "resources": {
+            **({"requests": dict(requests)} if requests else {}),
+            "limits": {**(limits or {}), resource: str(gpus)},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+    if env:
+        container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    spec: dict[str, Any] = {
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": user_id,
+            "runAsGroup": user_id,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [container],
+        "tolerations": gpu_tolerations(pool),
+        "affinity": gpu_node_affinity(pool),
+    }
+    if restart_policy is not None:
+        spec["restartPolicy"] = restart_policy
+    return spec
+
+
+def gpu_resource(pool: ResolvedPool) -> str:
+    """The extended resource the pool's device plugin advertises: `nvidia.com/gpu`, or
+    `nvidia.com/mig-<slice>` on a MIG `mixed` pool."""
+    (resource,) = pool.identity.resources
+    return resource
+
+
+def gpu_tolerations(pool: ResolvedPool) -> list[dict[str, str]]:
+    """Tolerations for every taint on the pool's nodes: the GPU taint and the pool's own."""
+    return [
+        {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
+        if t.value
+        else {"key": t.key, "operator": "Exists", "effect": t.effect}
+        for t in pool.identity.taints
+    ]
+
+
+def gpu_node_affinity(pool: ResolvedPool) -> dict[str, Any]:
+    """Node affinity that only the pool's nodes satisfy.
+
+    Required rather than preferred: every GPU pool carries the same GPU taint, so without it a
+    pod could land on another pool's GPUs; and the autoscaler reads the requirement to choose
+    which pool to scale up from zero.
+    """
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": POOL_LABEL, "operator": "In", "values": [pool.spec.name]}
+                        ]
+                    }
+                ]
+            }
+        }
+    }
