@@ -1,18 +1,48 @@
-"""A namespace where a team runs GPU workloads under Pod Security `restricted`."""
+"""A namespace where a team runs GPU workloads under Pod Security `restricted`.
+
+The Namespace enforces, audits and warns at the configured Pod Security level, pinned to
+`POD_SECURITY_VERSION`. A ResourceQuota caps the GPUs its pods may request, under every GPU
+resource name the stack's pools advertise. Optionally a smoke-test Job runs `nvidia-smi` on one
+pool, built like any tenant workload (`gpu_pod_spec`), so that `pulumi up` only succeeds once a
+restricted pod in the namespace has really reached a GPU.
+
+How `pulumi up` waits for the smoke test: pulumi-kubernetes waits for a Job to complete and
+fails at once when the Job reports `Failed` with reason `BackoffLimitExceeded` or
+`DeadlineExceeded` (other reasons are not reported: the wait would run into its timeout). So
+the Job does not retry a failed `nvidia-smi` (`backoffLimit: 0`), except when the pod was
+disrupted (a spot node reclaimed); it gives up after `smokeTestDeadlineSeconds`, which must
+cover scaling the pool up from zero; and Pulumi's own timeout is set past that deadline, so the
+error shown is the Job's, with its pods' events. A failed Job is replaced, and so re-run, on the
+next `pulumi up` (`pulumi.com/replaceUnready`). A finished Job is kept, not deleted after a TTL:
+`pulumi refresh` would find it gone and the next `pulumi up` would re-create it, scaling a GPU
+node up from zero every time. It is re-run whenever its pod changes (a new image pin, another
+pool): Kubernetes cannot change a Job's pod template, so Pulumi replaces the Job.
+"""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from components.config import TenantNamespaceSpec
-from components.node_identity import ResolvedPool
+from components.kubernetes.gpu_pod import gpu_pod_spec
+from components.node_identity import GPU_RESOURCE, ResolvedPool
+from components.versions import GPU_SMOKE_TEST_IMAGE, POD_SECURITY_VERSION
+
+POD_SECURITY_MODES = ("enforce", "audit", "warn")
+QUOTA_NAME = "gpu-quota"
+SMOKE_TEST_NAME = "gpu-smoke-test"
+# Room for Pulumi's wait beyond the Job's own deadline, so the Job's failure is the one reported.
+SMOKE_TEST_AWAIT_MARGIN_SECONDS = 120
 
 
 @dataclass
 class GpuTenantNamespaceArgs:
     namespace: TenantNamespaceSpec
     pools: Sequence[ResolvedPool]
+    """Every pool of the stack: the quota covers the GPU resources of all of them."""
 
 
 class GpuTenantNamespace(pulumi.ComponentResource):
@@ -23,4 +53,101 @@ class GpuTenantNamespace(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("gpu-platform:kubernetes:GpuTenantNamespace", name, None, opts)
-        self.register_outputs({})
+        spec = args.namespace
+        child = pulumi.ResourceOptions(parent=self)
+
+        namespace = k8s.core.v1.Namespace(
+            name,
+            metadata={"name": spec.name, "labels": pod_security_labels(spec.pod_security)},
+            opts=child,
+        )
+        quota = k8s.core.v1.ResourceQuota(
+            f"{name}-{QUOTA_NAME}",
+            metadata={"name": QUOTA_NAME, "namespace": namespace.metadata.name},
+            spec={"hard": gpu_quota(spec, args.pools)},
+            opts=child,
+        )
+        self.namespace_name: pulumi.Output[str] = namespace.metadata.name
+        self.quota_name: pulumi.Output[str] = quota.metadata.name
+        self.smoke_test_job_name: pulumi.Output[str] | None = None
+        if spec.smoke_test_pool is not None:
+            pool = next(p for p in args.pools if p.spec.name == spec.smoke_test_pool)
+            job = k8s.batch.v1.Job(
+                f"{name}-{SMOKE_TEST_NAME}",
+                metadata={
+                    "name": SMOKE_TEST_NAME,
+                    "namespace": namespace.metadata.name,
+                    "labels": _smoke_test_labels(),
+                    "annotations": {
+                        "pulumi.com/timeoutSeconds": str(
+                            spec.smoke_test_deadline_seconds + SMOKE_TEST_AWAIT_MARGIN_SECONDS
+                        ),
+                        "pulumi.com/replaceUnready": "true",
+                    },
+                },
+                # The provider takes Kubernetes' camelCase field names as they are; the SDK's
+                # TypedDicts only know their snake_case spelling.
+                spec=cast(Any, smoke_test_job_spec(pool, spec.smoke_test_deadline_seconds)),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[quota]),
+            )
+            self.smoke_test_job_name = job.metadata.name
+        self.register_outputs(
+            {
+                "namespace_name": self.namespace_name,
+                "quota_name": self.quota_name,
+                "smoke_test_job_name": self.smoke_test_job_name,
+            }
+        )
+
+
+def pod_security_labels(level: str) -> dict[str, str]:
+    """Pod Security admission labels for `level`, in every mode, at the pinned version."""
+    labels = {}
+    for mode in POD_SECURITY_MODES:
+        labels[f"pod-security.kubernetes.io/{mode}"] = level
+        labels[f"pod-security.kubernetes.io/{mode}-version"] = POD_SECURITY_VERSION
+    return labels
+
+
+def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[str, str]:
+    """`requests.<resource>` = the namespace's quota for each GPU resource the pools advertise.
+
+    Extended resources can only be capped on requests; pods set GPUs as limits and Kubernetes
+    copies them into requests, so the cap holds. `nvidia.com/gpu` is always capped, so that a
+    pool added later is never uncapped in the meantime.
+    """
+    resources = {GPU_RESOURCE, *(r for pool in pools for r in pool.identity.resources)}
+    return {f"requests.{r}": str(spec.gpu_quota) for r in sorted(resources)}
+
+
+def smoke_test_job_spec(pool: ResolvedPool, deadline_seconds: int) -> dict[str, Any]:
+    """A Job that runs `nvidia-smi` once in a restricted pod on `pool` (see the module doc)."""
+    pod = gpu_pod_spec(
+        pool,
+        GPU_SMOKE_TEST_IMAGE,
+        ["nvidia-smi"],
+        container_name="nvidia-smi",
+        env={
+            # The toolkit mounts `nvidia-smi` for the `utility` capability, whatever the
+            # image declares.
+            "NVIDIA_DRIVER_CAPABILITIES": "utility",
+            # `nvidia-smi` comes from the node's driver, so the image's CUDA requirement is
+            # moot; checked, it would fail the test on nodes whose driver predates the image.
+            "NVIDIA_DISABLE_REQUIRE": "true",
+        },
+        requests={"cpu": "100m", "memory": "128Mi"},
+        limits={"memory": "128Mi"},
+        restart_policy="Never",
+    )
+    return {
+        "backoffLimit": 0,
+        "activeDeadlineSeconds": deadline_seconds,
+        "podFailurePolicy": {
+            "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+        },
+        "template": {"metadata": {"labels": _smoke_test_labels()}, "spec": pod},
+    }
+
+
+def _smoke_test_labels() -> dict[str, str]:
+    return {"app.kubernetes.io/name": SMOKE_TEST_NAME, "app.kubernetes.io/part-of": "gpu-platform"}

@@ -1,0 +1,34 @@
+"""Stack configs, built on the dev stack's, that tests of several components share."""
+
+import copy
+from typing import Any
+
+Config = dict[str, Any]
+
+MIG_POOL = "a100-mig"
+MIG_SLICE_RESOURCE = "nvidia.com/mig-1g.10gb"
+
+
+def with_mig_mixed_pool(config: Config) -> Config:
+    """`config` plus an A100 80GB pool partitioned into 1g.10gb MIG slices, advertised under their
+    own resource name (`mixed`), which the tenant namespace's smoke test runs on."""
+    config = copy.deepcopy(config)
+    config["gpu-platform:pools"].append(
+        {
+            "name": MIG_POOL,
+            "instanceTypes": ["p4de.24xlarge"],
+            "accelerator": "a100-80gb",
+            "gpusPerNode": 8,
+            "max": 2,
+            "sharing": {"mode": "mig", "strategy": "mixed", "profile": "all-1g.10gb"},
+        }
+    )
+    config["gpu-platform:namespaces"][0]["smokeTestPool"] = MIG_POOL
+    return config
+
+
+def reachable_gke(gke_config: Config) -> Config:
+    """The GKE fixture's config, reaching its cluster through a kubeconfig context."""
+    config = copy.deepcopy(gke_config)
+    config["gpu-platform:cluster"]["kubeconfigContext"] = "ml-dev"
+    return config
