@@ -103,14 +103,19 @@ def add_audit_and_warn_labels(props: Mapping[str, Any]) -> Mapping[str, Any] | N
     labels = mapping(props, "metadata", "labels")
     if labels is None:
         return None
-    level = value_at(labels, f"{LABEL_PREFIX}enforce")
-    version = value_at(labels, f"{LABEL_PREFIX}enforce-version")
+
+    def label(key: str) -> Any:
+        # Read from the top, so that a value not known yet is named by its full path.
+        return value_at(props, "metadata", "labels", key)
+
+    level = label(f"{LABEL_PREFIX}enforce")
+    version = label(f"{LABEL_PREFIX}enforce-version")
     additions: dict[str, str] = {}
     for mode in ("audit", "warn"):
         key = f"{LABEL_PREFIX}{mode}"
-        if level in LEVELS and value_at(labels, key) is None:
+        if level in LEVELS and label(key) is None:
             additions[key] = str(level)
-        if _pinned(version) and value_at(labels, f"{key}-version") is None:
+        if _pinned(version) and label(f"{key}-version") is None:
             additions[f"{key}-version"] = str(version)
     if not additions:
         return None

@@ -5,7 +5,7 @@ configures the pack (levels and parameters reconciled as the engine does), then 
 analyzes each resource and analyzes the stack, and returns the verdicts.
 """
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -28,3 +28,10 @@ def analyze(policy_pack: PolicyPack) -> Analyze:
         return policy_pack.analyze(resources)
 
     return run
+
+
+@pytest.fixture
+def new_notes(policy_pack: PolicyPack) -> Callable[[], list[str]]:
+    """The notes the pack logs from now on (the pack's log spans the whole session)."""
+    start = len(policy_pack.notes)
+    return lambda: policy_pack.notes[start:]

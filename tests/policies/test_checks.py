@@ -1,0 +1,95 @@
+"""Values not known during preview: the checks that need them are skipped with a note, never
+reported as violations, and the checks that do not still run."""
+
+from collections.abc import Callable
+
+from tests.policies.builders import (
+    NAMESPACE,
+    Analyze,
+    eks_node_group,
+    messages,
+    namespace,
+    resource,
+    restricted_pod_spec,
+    violations,
+    workload,
+)
+
+# What the engine sends for an output not known yet, whatever its type.
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+Notes = Callable[[], list[str]]
+
+
+def test_an_unknown_security_context_skips_only_the_checks_that_read_it(
+    analyze: Analyze, new_notes: Notes
+) -> None:
+    spec = restricted_pod_spec()
+    spec["containers"][0]["securityContext"] = UNKNOWN
+    spec["hostNetwork"] = True
+    deployment = workload("Deployment", spec)
+
+    verdicts = analyze(namespace(), deployment)
+
+    assert messages(verdicts, "pod-security-standards") == [
+        "host namespaces: pod sets spec.template.spec.hostNetwork=true. Fix: remove hostNetwork "
+        'or set it to false. [Pod Security restricted v1.35, from namespace "team-a"]'
+    ]
+    (note,) = [n for n in new_notes() if "pod-security-standards" in n]
+    assert note.startswith(
+        'policy "pod-security-standards" skipped checks on the stack until values are known: '
+        f"privileged on {deployment.urn}: string value at "
+        ".spec.template.spec.containers.0.securityContext can't be known during preview; "
+    )
+
+
+def test_an_unknown_namespace_name_skips_the_exemption_check_only(
+    analyze: Analyze, new_notes: Notes
+) -> None:
+    computed = namespace("team-a", "baseline")
+    computed.inputs["metadata"]["name"] = UNKNOWN
+    del computed.inputs["metadata"]["labels"]["pod-security.kubernetes.io/warn-version"]
+
+    verdicts = analyze(computed, config={"namespace-pod-security": "mandatory"})
+
+    assert messages(verdicts, "namespace-pod-security") == [
+        'metadata.labels["pod-security.kubernetes.io/warn-version"] is missing, so the policy '
+        "would change with the cluster's Kubernetes version. Fix: pin it to a policy version "
+        'such as "v1.35".'
+    ]
+    assert new_notes() == [
+        f'policy "namespace-pod-security" skipped checks on {computed.urn} until values are '
+        "known: namespace-pod-security: string value at .metadata.name can't be known during "
+        "preview"
+    ]
+
+
+def test_a_pool_whose_gpus_are_unknown_is_not_judged(analyze: Analyze, new_notes: Notes) -> None:
+    group = eks_node_group()
+    group.inputs.update(amiType=UNKNOWN, taints=[], scalingConfig={"minSize": 3, "maxSize": 500})
+
+    verdicts = analyze(group)
+
+    assert [v for v in verdicts if v.urn == group.urn] == []
+    assert (
+        f'policy "gpu-pool-scaling" skipped checks on {group.urn} until values are known: '
+        "gpu-pool-scaling: string value at .amiType can't be known during preview"
+    ) in new_notes()
+
+
+def test_remediation_waits_for_an_unknown_enforce_label(analyze: Analyze, new_notes: Notes) -> None:
+    labels = {"pod-security.kubernetes.io/enforce": UNKNOWN}
+    computed = resource(NAMESPACE, "team-a", {"metadata": {"name": "team-a", "labels": labels}})
+
+    verdicts = analyze(computed)
+
+    assert [v for v in verdicts if v.enforcement_level == "remediate"] == []
+    assert violations(verdicts) == []
+    assert new_notes() == [
+        f'policy "namespace-pod-security" skipped checks on {computed.urn} until values are '
+        "known: adding the audit and warn labels: string value at "
+        ".metadata.labels.pod-security.kubernetes.io/enforce can't be known during preview",
+        f'policy "namespace-pod-security" skipped checks on {computed.urn} until values are '
+        "known: namespace-pod-security: string value at "
+        ".metadata.labels.pod-security.kubernetes.io/enforce can't be known during preview",
+    ]
