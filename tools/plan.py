@@ -1,24 +1,32 @@
 """The offline plan: what the program would create for a stack, without credentials.
 
-Runs the real program under the Pulumi SDK's mock monitor (`tools.offline`) and prints the
-resources as a tree of parents and children with the inputs that matter, the lookups that were
-answered by offline stand-ins, and the stack outputs. `--json` prints the same for machines.
-A configuration error is printed as the list of problems, and the command exits 2.
+Runs the real program under the Pulumi SDK's mock monitor (`tools.offline`), then the policy
+pack over what it declared through the analyzer protocol, as `pulumi preview --policy-pack
+policies` would (`tools.analyzer`). Prints the resources as a tree of parents and children with
+the inputs that matter, the lookups answered by offline stand-ins, the stack outputs and the
+policy verdicts; `--json` prints the same for machines.
+
+Exit codes: 0 planned; 1 the program failed; 2 a configuration error (the stack's or the policy
+pack's); 3 a mandatory policy violation.
 """
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.tree import Tree
 
 from components.config import ConfigError
+from tools.analyzer import PACK_DIR, PolicyConfigError, Verdict, analyze_plan
 from tools.offline import InvokeRecord, Plan, PlannedResource, run_program
 
-EXIT_CONFIG_ERROR = 2
 EXIT_PROGRAM_ERROR = 1
+EXIT_CONFIG_ERROR = 2
+EXIT_MANDATORY_VIOLATION = 3
+POLICY_CONFIG_DIR = PACK_DIR / "config"
 
 # The inputs worth reading in a plan, per resource type; other types show their scalars.
 KEY_INPUTS: Mapping[str, Sequence[str]] = {
@@ -56,16 +64,24 @@ _MAX_VALUE_CHARS = 160
 
 
 def main(
-    stack: str = typer.Argument("dev", help="The stack to plan: Pulumi.<stack>.yaml."),
-    as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    stack: Annotated[str, typer.Argument(help="The stack to plan: Pulumi.<stack>.yaml.")] = "dev",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    policy_config: Annotated[
+        Path | None,
+        typer.Option(
+            help="Policy pack config (the --policy-pack-config file of `pulumi preview`);"
+            " default: policies/config/<stack>.json where it exists."
+        ),
+    ] = None,
 ) -> None:
-    """Plan a stack offline: no credentials, no Pulumi CLI, no cluster."""
+    """Plan a stack offline, with the policy pack's verdicts: no credentials, no Pulumi CLI."""
     console = Console()
     errors = Console(stderr=True)
     try:
         plan = run_program(stack, raise_errors=False)
-    except FileNotFoundError as missing:
-        errors.print(f"[red]{missing}[/red]")
+        pack_config = _policy_config(stack, policy_config)
+    except (FileNotFoundError, ValueError) as error:
+        errors.print(f"[red]{error}[/red]", highlight=False)
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
     if isinstance(plan.error, ConfigError):
         errors.print(f"[red]{plan.error.report()}[/red]", highlight=False)
@@ -73,13 +89,60 @@ def main(
     if plan.error is not None:
         errors.print(f"[red]The program failed: {plan.error}[/red]", highlight=False)
         raise typer.Exit(EXIT_PROGRAM_ERROR)
+    try:
+        verdicts = analyze_plan(plan.resources, config=pack_config)
+    except PolicyConfigError as error:
+        errors.print(f"[red]{error}[/red]", highlight=False)
+        raise typer.Exit(EXIT_CONFIG_ERROR) from None
     if as_json:
-        console.print_json(json.dumps(plan_as_json(plan)))
+        console.print_json(json.dumps(plan_as_json(plan, verdicts)))
     else:
         print_plan(plan, console)
+        print_verdicts(verdicts, plan, console)
+    if any(v.mandatory for v in verdicts):
+        raise typer.Exit(EXIT_MANDATORY_VIOLATION)
 
 
-def plan_as_json(plan: Plan) -> dict[str, Any]:
+def _policy_config(stack: str, path: Path | None) -> dict[str, Any] | None:
+    """The policy pack's config for a stack: the given file, else the stack's own if any."""
+    if path is None:
+        path = POLICY_CONFIG_DIR / f"{stack}.json"
+        if not path.exists():
+            return None
+    if not path.exists():
+        raise FileNotFoundError(f"no policy config file {path}")
+    try:
+        config = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON: {error}") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{path} must hold a JSON object of policy names")
+    return config
+
+
+def print_verdicts(verdicts: Sequence[Verdict], plan: Plan, console: Console) -> None:
+    names = {r.urn: f"{r.type} {r.name}" for r in plan.resources}
+    violations = [v for v in verdicts if v.enforcement_level in ("mandatory", "advisory")]
+    remediations = [v for v in verdicts if v.enforcement_level == "remediate"]
+    mandatory = sum(v.mandatory for v in violations)
+    console.print(
+        f"\n[bold]Policy pack[/bold] (policies/): {mandatory} mandatory,"
+        f" {len(violations) - mandatory} advisory violation(s), {len(remediations)} remediation(s)"
+    )
+    for verdict in sorted(violations, key=lambda v: (not v.mandatory, v.policy_name)):
+        colour = "red" if verdict.mandatory else "yellow"
+        where = names.get(verdict.urn, "the stack")
+        console.print(
+            f"  [{colour}]{verdict.enforcement_level}[/{colour}] {verdict.policy_name}"
+            f" on {where}: {verdict.message}",
+            highlight=False,
+        )
+    for verdict in remediations:
+        where = names.get(verdict.urn, "the stack")
+        console.print(f"  remediated by {verdict.policy_name} on {where}", highlight=False)
+
+
+def plan_as_json(plan: Plan, verdicts: Sequence[Verdict] = ()) -> dict[str, Any]:
     return {
         "stack": plan.stack,
         "resources": [
@@ -100,6 +163,15 @@ def plan_as_json(plan: Plan) -> dict[str, Any]:
             {"token": i.token, "args": i.args, "result": i.result} for i in plan.invokes
         ],
         "outputs": _shown_outputs(plan),
+        "policyVerdicts": [
+            {
+                "policy": v.policy_name,
+                "enforcementLevel": v.enforcement_level,
+                "urn": v.urn or None,
+                "message": v.message,
+            }
+            for v in verdicts
+        ],
     }
 
 

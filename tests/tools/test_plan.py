@@ -15,7 +15,8 @@ def invoke():
     runner = CliRunner()
 
     def run(*args: str):
-        return runner.invoke(app, ["plan", *args])
+        # Wide enough that the tree does not wrap resource names.
+        return runner.invoke(app, ["plan", *args], env={"COLUMNS": "300"})
 
     return run
 
@@ -47,6 +48,12 @@ def test_plan_as_json_lists_resources_with_their_inputs(invoke, dev_plan) -> Non
         r.urn for r in dev_plan.resources
     )
     assert all("inputs" in r for r in document["resources"])
+
+
+def test_plan_shows_the_policy_packs_verdicts(invoke) -> None:
+    result = invoke("dev")
+
+    assert "Policy pack (policies/): 0 mandatory" in result.output
 
 
 def test_plan_as_json_hides_secret_outputs() -> None:
