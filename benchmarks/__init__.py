@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that measure, run by hand (`python -m benchmarks.<name>`), not tests."""

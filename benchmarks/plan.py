@@ -1,0 +1,238 @@
+"""How long the offline plan takes, beside its floor.
+
+    ./uvw run --locked python -m benchmarks.plan
+    ./uvw run --locked python -m benchmarks.plan --repeats 9 --pools 1 --pools 256
+
+The floor is a bare Pulumi program that registers the same number of resources under the same
+mock monitor and stand-ins (`tools.offline.run_program`), measured in the same run: what any
+program of that size costs, whatever it does. The gap between the two is this program's own work:
+validating the config, deriving pools, building the operator's values, and the provider SDKs'
+resource classes.
+
+Two measurements, each the median of several runs:
+- in process: the program run again in an interpreter that has already imported everything,
+  for every stack file and for the dev stack's first pool repeated 1, 4, 16 and 64 times;
+- fresh process: `python -m tools plan <stack>` as a user types it, for every stack file, beside
+  a fresh interpreter that runs the floor. This adds interpreter start-up and importing the
+  provider SDKs. A first, unmeasured run fills a bytecode cache (in a temporary directory) so
+  the numbers are those of every run after a user's first.
+"""
+
+import copy
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from tools.offline import PROJECT_DIR, run_program, stack_config
+
+FLOOR_PROGRAM = '''\
+"""A bare Pulumi program: `floor:resources` custom resources and nothing else."""
+
+import pulumi
+
+for index in range(pulumi.Config("floor").require_int("resources")):
+    pulumi.CustomResource("floor:index:Resource", f"resource-{index}", {"index": index})
+'''
+FLOOR_STACK = "floor"
+POOL_COUNTS = (1, 4, 16, 64)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One program input to time: a stack file, or a config built from the dev stack's."""
+
+    label: str
+    stack: str
+    config: Mapping[str, Any] | None = None
+
+    def run(self) -> int:
+        """Run the real program once; the number of resources it registered."""
+        return len(run_program(self.stack, config=self.config).resources)
+
+
+@dataclass(frozen=True)
+class Timing:
+    label: str
+    resources: int
+    plan: float
+    floor: float
+
+
+def main(
+    repeats: Annotated[
+        int, typer.Option(min=1, help="Runs per case in process; the median is shown.")
+    ] = 5,
+    fresh_repeats: Annotated[
+        int, typer.Option(min=1, help="Fresh-process runs per stack file; the median is shown.")
+    ] = 3,
+    pools: Annotated[
+        list[int] | None,
+        typer.Option(min=1, help="A pool count to build from the dev stack (repeatable)."),
+    ] = None,
+) -> None:
+    """Time the offline plan of every stack file and of growing pool counts, beside the floor."""
+    console = Console()
+    console.print(machine_description(), highlight=False)
+    with tempfile.TemporaryDirectory(prefix="plan-benchmark-") as scratch:
+        floor_dir = Path(scratch) / "floor"
+        floor_dir.mkdir()
+        (floor_dir / "__main__.py").write_text(FLOOR_PROGRAM)
+
+        cases = [*stack_file_cases(), *pool_count_cases(pools or POOL_COUNTS)]
+        in_process = [time_in_process(case, floor_dir, repeats) for case in cases]
+        console.print(
+            timing_table(f"In process: median of {repeats} runs after a warm-up", in_process)
+        )
+
+        fresh = [
+            time_fresh_process(case, floor_dir, Path(scratch) / "pycache", fresh_repeats)
+            for case in stack_file_cases()
+        ]
+        console.print(
+            timing_table(
+                f"Fresh process, `python -m tools plan <stack>`: median of {fresh_repeats} runs",
+                fresh,
+            )
+        )
+
+
+def stack_file_cases() -> list[Case]:
+    stacks = sorted(
+        p.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        for p in PROJECT_DIR.glob("Pulumi.*.yaml")
+    )
+    return [Case(f"stack {stack}", stack) for stack in stacks]
+
+
+def pool_count_cases(counts: Sequence[int]) -> list[Case]:
+    dev = stack_config("dev")
+    return [Case(f"dev, {count} pools", "dev", with_pools(dev, count)) for count in counts]
+
+
+def with_pools(config: Mapping[str, Any], count: int) -> dict[str, Any]:
+    """`config` with its first pool repeated `count` times under numbered names; namespaces that
+    smoke-tested that pool test the first copy."""
+    grown = copy.deepcopy(dict(config))
+    template = grown["gpu-platform:pools"][0]
+    names = [f"{template['name']}-{index}" for index in range(count)]
+    grown["gpu-platform:pools"] = [{**copy.deepcopy(template), "name": name} for name in names]
+    for namespace in grown.get("gpu-platform:namespaces", []):
+        if namespace.get("smokeTestPool") == template["name"]:
+            namespace["smokeTestPool"] = names[0]
+    return grown
+
+
+def run_floor(floor_dir: Path, resources: int) -> None:
+    """The floor program once, under the offline plan's runner."""
+    plan = run_program(FLOOR_STACK, config={"floor:resources": resources}, project_dir=floor_dir)
+    if len(plan.resources) != resources:
+        raise RuntimeError(f"the floor registered {len(plan.resources)} of {resources} resources")
+
+
+def time_in_process(case: Case, floor_dir: Path, repeats: int) -> Timing:
+    resources = case.run()
+    return timed(case.label, resources, case.run, lambda: run_floor(floor_dir, resources), repeats)
+
+
+def time_fresh_process(case: Case, floor_dir: Path, pycache: Path, repeats: int) -> Timing:
+    resources = case.run()
+    plan = [sys.executable, "-m", "tools", "plan", case.stack, "--json"]
+    floor = [
+        sys.executable,
+        "-c",
+        "import sys; from pathlib import Path; from benchmarks.plan import run_floor; "
+        "run_floor(Path(sys.argv[1]), int(sys.argv[2]))",
+        str(floor_dir),
+        str(resources),
+    ]
+    environment = {**os.environ, "PYTHONPYCACHEPREFIX": str(pycache)}
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
+
+    def run(argv: list[str]) -> None:
+        subprocess.run(
+            argv, cwd=PROJECT_DIR, env=environment, stdout=subprocess.DEVNULL, check=True
+        )
+
+    return timed(case.label, resources, lambda: run(plan), lambda: run(floor), repeats)
+
+
+def timed(
+    label: str,
+    resources: int,
+    plan: Callable[[], object],
+    floor: Callable[[], object],
+    repeats: int,
+) -> Timing:
+    """Medians of `repeats` runs of each, after one unmeasured run of each."""
+    plan()
+    floor()
+    plan_times: list[float] = []
+    floor_times: list[float] = []
+    # Interleaved, so that a machine slowing down mid-run weighs on both alike.
+    for _ in range(repeats):
+        plan_times.append(seconds(plan))
+        floor_times.append(seconds(floor))
+    return Timing(label, resources, statistics.median(plan_times), statistics.median(floor_times))
+
+
+def seconds(run: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def timing_table(title: str, timings: Sequence[Timing]) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("case")
+    table.add_column("resources", justify="right")
+    table.add_column("plan (s)", justify="right")
+    table.add_column("floor (s)", justify="right")
+    table.add_column("plan / floor", justify="right")
+    table.add_column("plan per resource (ms)", justify="right")
+    for t in timings:
+        table.add_row(
+            t.label,
+            str(t.resources),
+            f"{t.plan:.3f}",
+            f"{t.floor:.3f}",
+            f"{t.plan / t.floor:.1f}x",
+            f"{1000 * t.plan / t.resources:.1f}",
+        )
+    return table
+
+
+def machine_description() -> str:
+    return (
+        f"CPU: {cpu_model()}, {os.cpu_count()} logical cores"
+        f" ({len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'} usable)\n"
+        f"Python {platform.python_version()} ({platform.python_implementation()}),"
+        f" {platform.system()} {platform.release()}, pulumi SDK {version('pulumi')}\n"
+        f"Load average at start: {', '.join(f'{load:.1f}' for load in os.getloadavg())}"
+    )
+
+
+def cpu_model() -> str:
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                return value.strip()
+    return platform.processor() or platform.machine()
+
+
+if __name__ == "__main__":
+    typer.run(main)
