@@ -124,7 +124,7 @@ def _problem(reason: str, subject: str, what: str, fix: str) -> str:
 
 
 def _quoted(values: Sequence[object]) -> str:
-    return ", ".join(f'"{v}"' if isinstance(v, str) else shown(v) for v in values)
+    return ", ".join(shown(v) for v in values)
 
 
 def _sets(field: str, value: object) -> str:
