@@ -20,7 +20,11 @@ from pydantic.alias_generators import to_camel
 
 from components.accelerators import ACCELERATORS
 from components.kubernetes.chart_keys import chart_components
-from components.versions import GPU_OPERATOR_CHART, KUBE_PROMETHEUS_STACK_CHART
+from components.versions import (
+    CLUSTER_AUTOSCALER_CHART,
+    GPU_OPERATOR_CHART,
+    KUBE_PROMETHEUS_STACK_CHART,
+)
 
 CONFIG_NAMESPACE = "gpu-platform"
 
@@ -166,6 +170,12 @@ class EksPoolOptions(_Model):
     metadata_hop_limit: Literal[1, 2] = 1
     """IMDSv2 hop limit: 1 keeps pods from reaching the node's credentials; 2 only for
     workloads that must call IMDS through an extra network hop (no IRSA or Pod Identity)."""
+    capacity_reservation_id: str | None = None
+    """The EC2 Capacity Block (`cr-...`) a `capacity-block` pool launches into; required there.
+    Name the block's zone in `zones`."""
+    max_unavailable_percent: int | None = Field(default=None, ge=1, le=100)
+    """Replace up to this share of the pool's nodes at once on an update; unset replaces one
+    node at a time."""
 
 
 class GkePoolOptions(_Model):
@@ -238,6 +248,14 @@ class ClusterSpec(_Model):
     on GKE. It decides who installs the driver, so it holds for every pool of the stack."""
     kubeconfig_context: str | None = None
     """Use this context of the local kubeconfig instead of building access from the cluster."""
+    node_subnet_ids: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
+        default_factory=list
+    )
+    """EKS: subnets for the GPU nodes; empty means the cluster's own subnets that do not assign
+    public IP addresses."""
+    cni_policy_on_node_role: bool = True
+    """EKS: attach `AmazonEKS_CNI_Policy` to the node roles the stack creates, as EKS does by
+    default. Turn it off where the VPC CNI gets its permissions through IRSA or Pod Identity."""
 
 
 class OperatorSpec(_Model):
@@ -309,6 +327,29 @@ class TenantNamespaceSpec(_Model):
     preparing the new node included; past it the Job fails, and `pulumi up` with it."""
 
 
+class ClusterAutoscalerSpec(_Model):
+    """EKS: the Kubernetes cluster autoscaler, which scales the GPU node groups (from zero too)."""
+
+    install: bool = True
+    """Install it; turn off where the cluster already runs one (two would fight over the same
+    node groups). The node groups carry its discovery and scale-from-zero tags either way."""
+    namespace: DnsLabel = "kube-system"
+    """Where it runs; `kube-system` keeps the autoscaler from evicting itself."""
+    chart_version: ExactChartVersion = CLUSTER_AUTOSCALER_CHART.version
+    """The `cluster-autoscaler` chart version."""
+    image_tag: Annotated[str, StringConstraints(pattern=_EXACT_VERSION)] | None = None
+    """The autoscaler image tag; by default the pinned release for the cluster's Kubernetes
+    minor version, which it must match."""
+    gpu_node_idle_minutes: int = Field(default=10, ge=1, le=1440)
+    """How long a GPU node may sit unneeded before it is removed. Shorter saves idle GPU time;
+    longer keeps a node warm between jobs instead of paying its startup again."""
+    balance_similar_node_groups: bool = True
+    """Spread scale-ups evenly over node groups that offer the same nodes."""
+    expander: Literal["least-waste", "most-pods", "random"] = "least-waste"
+    """Which node group to grow when several fit: `least-waste` picks the one left with the
+    least idle CPU and memory."""
+
+
 class StackConfig(_Model):
     """Everything one stack (environment) is configured with."""
 
@@ -324,6 +365,8 @@ class StackConfig(_Model):
     """GPU metrics, alerts and dashboards."""
     namespaces: list[TenantNamespaceSpec] = Field(default_factory=list)
     """Namespaces for teams' GPU workloads."""
+    autoscaler: ClusterAutoscalerSpec = Field(default_factory=ClusterAutoscalerSpec)
+    """EKS: the cluster autoscaler."""
 
     @property
     def platform(self) -> Platform:

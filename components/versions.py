@@ -57,3 +57,20 @@ GKE_COS_DRIVER_INSTALLER_MANIFEST = (
     "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/"
     "068b15a980977bdaab46eb73e1ac8fba47e41f60/nvidia-driver-installer/cos/daemonset-preloaded.yaml"
 )
+
+# Kubernetes cluster autoscaler (EKS). The chart's default image follows the chart's release,
+# not the cluster, so the image is chosen separately: the autoscaler simulates the scheduler of
+# its own minor version and must match the cluster's.
+CLUSTER_AUTOSCALER_CHART = HelmChart(
+    name="cluster-autoscaler",
+    version="9.59.0",
+    repository="https://kubernetes.github.io/autoscaler",
+)
+CLUSTER_AUTOSCALER_IMAGES = {
+    "1.32": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.32.7",
+    "1.33": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.6",
+    "1.34": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.34.5",
+    "1.35": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.2",
+    "1.36": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.36.1",
+}
+"""Kubernetes minor -> the autoscaler release for it; also the minors the EKS side supports."""

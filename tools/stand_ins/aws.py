@@ -1,7 +1,234 @@
-"""Stand-in answers for this cloud's lookups in the offline plan."""
+"""Stand-in answers for the EKS side's lookups in the offline plan.
 
-from collections.abc import Callable
+The program looks up its cluster (`aws:eks/getCluster`), the cluster's subnets
+(`aws:ec2/getSubnet`), where EC2 offers each pool's instance types
+(`aws:ec2/getInstanceTypeOfferings`), what they are (`aws:ec2/getInstanceType`) and, when a pool
+asks for it, the recommended AMI release in SSM (`aws:ssm/getParameter`).
+
+Instance types and their zone offerings are EC2's real data as the installed `moto` package
+ships it (its `ec2/resources` files), so GPU models, counts, vCPUs and the zones that lack an
+instance type are those of a real region. The rest is plausible and made up: a cluster on
+Kubernetes 1.35 in account 123456789012 with a private subnet in every zone of its region and
+one public subnet, an endpoint in a documentation address range and a CA that is not one.
+None of it comes from an account.
+"""
+
+import base64
+import gzip
+import hashlib
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from functools import cache
+from importlib import resources
 from typing import Any
 
-INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
-OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {}
+STAND_IN_ACCOUNT = "123456789012"
+STAND_IN_KUBERNETES_VERSION = "1.35"
+STAND_IN_CA = base64.b64encode(
+    b"-----BEGIN CERTIFICATE-----\nstand-in, not a certificate\n-----END CERTIFICATE-----\n"
+).decode()
+STAND_IN_AL2023_RELEASE = "1.35.4-20261104"
+STAND_IN_BOTTLEROCKET_RELEASE = "1.52.0-0d4a7f31"
+
+_MOTO_EC2_RESOURCES = "moto.ec2.resources"
+
+
+class UnknownInstanceType(LookupError):
+    """What EC2 answers for an instance type it does not have (`InvalidInstanceType`)."""
+
+
+# --- EC2's own data, from moto ---------------------------------------------------------------
+
+
+@cache
+def ec2_instance_types() -> Mapping[str, Mapping[str, Any]]:
+    """`DescribeInstanceTypes` entries by instance type name."""
+    data = resources.files(_MOTO_EC2_RESOURCES).joinpath("instance_types.json.gz").read_bytes()
+    return json.loads(gzip.decompress(data))
+
+
+@cache
+def ec2_zone_offerings(region: str) -> tuple[tuple[str, str], ...]:
+    """`(instance type, zone)` for every offering in the region's zones."""
+    path = (
+        resources.files(_MOTO_EC2_RESOURCES)
+        .joinpath("instance_type_offerings")
+        .joinpath("availability-zone")
+        .joinpath(f"{region}.json.gz")
+    )
+    if not path.is_file():
+        return ()
+    offerings = json.loads(gzip.decompress(path.read_bytes()))
+    return tuple((o["InstanceType"], o["Location"]) for o in offerings)
+
+
+def region_zones(region: str) -> list[str]:
+    return sorted({zone for _, zone in ec2_zone_offerings(region)}) or [f"{region}a"]
+
+
+# --- The stand-in network --------------------------------------------------------------------
+
+
+def _subnet_id(*parts: str) -> str:
+    return "subnet-" + hashlib.sha256("/".join(parts).encode()).hexdigest()[:17]
+
+
+def cluster_subnets(region: str) -> dict[str, tuple[str, bool]]:
+    """Subnet id -> (zone, assigns public IPs): a private subnet per zone, one public subnet."""
+    zones = region_zones(region)
+    subnets = {_subnet_id(region, zone, "private"): (zone, False) for zone in zones}
+    subnets[_subnet_id(region, zones[0], "public")] = (zones[0], True)
+    return subnets
+
+
+# --- Invokes ---------------------------------------------------------------------------------
+
+
+def get_cluster(args: dict[str, Any]) -> dict[str, Any]:
+    name = args["name"]
+    region = args.get("region") or "us-east-1"
+    digest = hashlib.sha256(f"{region}/{name}".encode()).hexdigest()
+    return {
+        "id": name,
+        "name": name,
+        "arn": f"arn:aws:eks:{region}:{STAND_IN_ACCOUNT}:cluster/{name}",
+        "endpoint": f"https://{digest[:32].upper()}.gr7.{region}.eks.amazonaws.com",
+        "certificateAuthorities": [{"data": STAND_IN_CA}],
+        "version": STAND_IN_KUBERNETES_VERSION,
+        "platformVersion": "eks.12",
+        "status": "ACTIVE",
+        "roleArn": f"arn:aws:iam::{STAND_IN_ACCOUNT}:role/{name}-cluster",
+        "vpcConfig": {
+            "vpcId": f"vpc-{digest[32:49]}",
+            "subnetIds": list(cluster_subnets(region)),
+            "securityGroupIds": [],
+            "clusterSecurityGroupId": f"sg-{digest[49:64]}",
+            "endpointPrivateAccess": True,
+            "endpointPublicAccess": False,
+            "publicAccessCidrs": [],
+        },
+        "tags": {},
+    }
+
+
+def get_subnet(args: dict[str, Any]) -> dict[str, Any]:
+    subnet_id = args["id"]
+    region = args.get("region") or "us-east-1"
+    known = cluster_subnets(region)
+    if subnet_id in known:
+        zone, public = known[subnet_id]
+    else:
+        # A subnet the stack names itself: some zone of the region, private.
+        zones = region_zones(region)
+        zone, public = (
+            zones[int(hashlib.sha256(subnet_id.encode()).hexdigest(), 16) % len(zones)],
+            False,
+        )
+    return {
+        "id": subnet_id,
+        "availabilityZone": zone,
+        "mapPublicIpOnLaunch": public,
+        "region": region,
+        "vpcId": "vpc-" + hashlib.sha256(region.encode()).hexdigest()[:17],
+    }
+
+
+def get_instance_type(args: dict[str, Any]) -> dict[str, Any]:
+    name = args["instanceType"]
+    described = ec2_instance_types().get(name)
+    if described is None:
+        raise UnknownInstanceType(f"InvalidInstanceType: {name} does not exist")
+    gpu_info = described.get("GpuInfo") or {}
+    return {
+        "id": name,
+        "instanceType": name,
+        "defaultVcpus": described["VCpuInfo"]["DefaultVCpus"],
+        "memorySize": described["MemoryInfo"]["SizeInMiB"],
+        "supportedArchitectures": described["ProcessorInfo"]["SupportedArchitectures"],
+        "gpuses": [
+            {
+                "count": gpu["Count"],
+                "manufacturer": gpu["Manufacturer"],
+                "memorySize": gpu["MemoryInfo"]["SizeInMiB"],
+                "name": gpu["Name"],
+            }
+            for gpu in gpu_info.get("Gpus", [])
+        ],
+        "totalGpuMemory": gpu_info.get("TotalGpuMemoryInMiB", 0),
+    }
+
+
+def get_instance_type_offerings(args: dict[str, Any]) -> dict[str, Any]:
+    region = args.get("region") or "us-east-1"
+    filters = {f["name"]: set(f["values"]) for f in args.get("filters") or []}
+    wanted_types = filters.get("instance-type")
+    wanted_zones = filters.get("location")
+    found = [
+        (name, zone)
+        for name, zone in ec2_zone_offerings(region)
+        if (wanted_types is None or name in wanted_types)
+        and (wanted_zones is None or zone in wanted_zones)
+    ]
+    return {
+        "id": region,
+        "instanceTypes": [name for name, _ in found],
+        "locations": [zone for _, zone in found],
+        "locationTypes": ["availability-zone"] * len(found),
+    }
+
+
+def get_parameter(args: dict[str, Any]) -> dict[str, Any]:
+    name = args["name"]
+    value = STAND_IN_BOTTLEROCKET_RELEASE if "/bottlerocket/" in name else STAND_IN_AL2023_RELEASE
+    return {"id": name, "name": name, "type": "String", "value": value, "insecureValue": value}
+
+
+INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "aws:eks/getCluster:getCluster": get_cluster,
+    "aws:ec2/getSubnet:getSubnet": get_subnet,
+    "aws:ec2/getInstanceType:getInstanceType": get_instance_type,
+    "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": get_instance_type_offerings,
+    "aws:ssm/getParameter:getParameter": get_parameter,
+}
+
+
+# --- Computed outputs of created resources ---------------------------------------------------
+
+
+def _node_group(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    group = inputs.get("nodeGroupName") or f"{inputs.get('nodeGroupNamePrefix', '')}{name}"
+    # EKS names a managed node group's Auto Scaling group `eks-<node group>-<uuid>`.
+    asg = f"eks-{group}-{uuid.uuid5(uuid.NAMESPACE_URL, group)}"
+    return {
+        "nodeGroupName": group,
+        "arn": f"arn:aws:eks:{inputs.get('region', 'us-east-1')}:{STAND_IN_ACCOUNT}:nodegroup/"
+        f"{inputs.get('clusterName')}/{group}/{uuid.uuid5(uuid.NAMESPACE_DNS, group)}",
+        "status": "ACTIVE",
+        "resources": [{"autoscalingGroups": [{"name": asg}], "remoteAccessSecurityGroupId": ""}],
+    }
+
+
+def _launch_template(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "latestVersion": 1,
+        "defaultVersion": 1,
+    }
+
+
+def _role(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    return {"arn": f"arn:aws:iam::{STAND_IN_ACCOUNT}:role/{name}", "name": name}
+
+
+def _pod_identity_association(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    association = "a-" + hashlib.sha256(name.encode()).hexdigest()[:17]
+    return {"associationId": association, "associationArn": f"arn:aws:eks::{association}"}
+
+
+OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
+    "aws:eks/nodeGroup:NodeGroup": _node_group,
+    "aws:ec2/launchTemplate:LaunchTemplate": _launch_template,
+    "aws:iam/role:Role": _role,
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": _pod_identity_association,
+}

@@ -1,0 +1,75 @@
+"""The Auto Scaling group tags that let the cluster autoscaler scale a GPU node group from zero.
+
+With no node running, the autoscaler can only tell what a node of the group would look like from
+the group's tags: its labels, taints and extended resources (`node-template` hints). Without
+them a GPU pod that selects the pool, tolerates the GPU taint and asks for `nvidia.com/gpu` fits
+no group it knows, and the group stays at zero. EKS does not copy a managed node group's labels
+or taints to its Auto Scaling group (aws/containers-roadmap#608), so the platform tags the group
+itself.
+"""
+
+from collections.abc import Iterator, Mapping
+
+from components.config import ConfigProblem, key_path
+from components.node_identity import GPU_TAINT, NodeIdentity, ResolvedPool
+
+AUTOSCALER_PREFIX = "k8s.io/cluster-autoscaler/"
+NODE_TEMPLATE_PREFIX = AUTOSCALER_PREFIX + "node-template/"
+LABEL_TAG_PREFIX = NODE_TEMPLATE_PREFIX + "label/"
+TAINT_TAG_PREFIX = NODE_TEMPLATE_PREFIX + "taint/"
+RESOURCE_TAG_PREFIX = NODE_TEMPLATE_PREFIX + "resources/"
+OPTION_TAG_PREFIX = NODE_TEMPLATE_PREFIX + "autoscaling-options/"
+DISCOVERY_TAG = AUTOSCALER_PREFIX + "enabled"
+
+# EC2 Auto Scaling holds 50 tags per group. EKS puts three tags of its own on the group besides
+# the two discovery tags it shares with these.
+ASG_TAG_LIMIT = 50
+_EKS_OWN_TAGS = 3
+
+
+def cluster_discovery_tag(cluster_name: str) -> str:
+    """The tag that tells this cluster's autoscaler the group is one of its own."""
+    return AUTOSCALER_PREFIX + cluster_name
+
+
+def autoscaler_tags(identity: NodeIdentity, cluster_name: str, idle_minutes: int) -> dict[str, str]:
+    """The discovery tags and every node-template hint for a group of nodes with `identity`.
+
+    EKS tags a managed node group's Auto Scaling group for discovery itself; these use the same
+    values, so neither overwrites the other, and discovery no longer hangs on it.
+    """
+    tags = {DISCOVERY_TAG: "true", cluster_discovery_tag(cluster_name): "owned"}
+    tags.update({LABEL_TAG_PREFIX + key: value for key, value in identity.labels.items()})
+    tags.update(
+        {TAINT_TAG_PREFIX + taint.key: f"{taint.value}:{taint.effect}" for taint in identity.taints}
+    )
+    tags.update({RESOURCE_TAG_PREFIX + name: str(n) for name, n in identity.resources.items()})
+    # Per-group override of `--scale-down-unneeded-time`, so GPU nodes get their own idle time
+    # without changing it for every other node group of the cluster.
+    tags[OPTION_TAG_PREFIX + "scaledownunneededtime"] = f"{idle_minutes}m0s"
+    return tags
+
+
+def autoscaler_tag_problems(pool: ResolvedPool, tags: Mapping[str, str]) -> Iterator[ConfigProblem]:
+    """Taints and labels of the pool's own that its Auto Scaling group cannot carry as hints.
+
+    (Keys fit: EKS's 63-character limit on label and taint keys keeps every hint key within
+    the 128 characters of a tag key.)
+    """
+    i = pool.index
+    seen = {GPU_TAINT.key}
+    for j, taint in enumerate(pool.spec.taints):
+        if taint.key in seen:
+            yield ConfigProblem(
+                key_path("pools", i, "taints", j, "key"),
+                taint.key,
+                "a key no other taint of the pool has (the autoscaler hints one taint per key)",
+            )
+        seen.add(taint.key)
+    if len(tags) + _EKS_OWN_TAGS > ASG_TAG_LIMIT:
+        yield ConfigProblem(
+            key_path("pools", i, "labels"),
+            pool.spec.labels,
+            f"fewer labels and taints: their autoscaler hints come to {len(tags)} tags, and an"
+            f" Auto Scaling group holds {ASG_TAG_LIMIT - _EKS_OWN_TAGS} besides EKS's own",
+        )

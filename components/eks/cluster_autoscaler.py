@@ -1,0 +1,187 @@
+"""The Kubernetes cluster autoscaler on EKS: pinned chart, Pod Identity, least privilege.
+
+It finds the node groups by their discovery tags, reads their scale-from-zero hints, and only
+changes the size of Auto Scaling groups tagged as this cluster's. Its AWS identity comes from an
+EKS Pod Identity association, which needs the cluster's EKS Pod Identity Agent add-on (the
+pre-flight check looks for it).
+"""
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.config import ClusterAutoscalerSpec
+from components.eks.autoscaler_tags import cluster_discovery_tag
+from components.eks.cluster import EksCluster
+from components.versions import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGES
+
+SERVICE_ACCOUNT = "cluster-autoscaler"
+
+# What the autoscaler reads to discover groups and plan nodes: Auto Scaling groups and their
+# tags, the instance types and launch templates behind them, and managed node groups' labels
+# and taints (which it also reads for a group at zero).
+_READ_ACTIONS = [
+    "autoscaling:DescribeAutoScalingGroups",
+    "autoscaling:DescribeAutoScalingInstances",
+    "autoscaling:DescribeLaunchConfigurations",
+    "autoscaling:DescribeScalingActivities",
+    "autoscaling:DescribeTags",
+    "ec2:DescribeImages",
+    "ec2:DescribeInstanceTypes",
+    "ec2:DescribeLaunchTemplateVersions",
+    "ec2:GetInstanceTypesFromInstanceRequirements",
+]
+_SCALE_ACTIONS = [
+    "autoscaling:SetDesiredCapacity",
+    "autoscaling:TerminateInstanceInAutoScalingGroup",
+]
+
+
+@dataclass
+class ClusterAutoscalerArgs:
+    spec: ClusterAutoscalerSpec
+    cluster: EksCluster
+    image: str
+    """Matches the cluster's Kubernetes minor version (`autoscaler_image`)."""
+
+
+class ClusterAutoscaler(pulumi.ComponentResource):
+    """The cluster autoscaler release, its IAM role and Pod Identity association."""
+
+    def __init__(
+        self, name: str, args: ClusterAutoscalerArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("gpu-platform:eks:ClusterAutoscaler", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        cluster = args.cluster
+        role = aws.iam.Role(
+            f"{name}-role",
+            description=f"Cluster autoscaler of EKS cluster {cluster.name}",
+            assume_role_policy=json.dumps(pod_identity_trust_policy(cluster)),
+            opts=child,
+        )
+        policy = aws.iam.RolePolicy(
+            f"{name}-policy",
+            role=role.id,
+            policy=json.dumps(autoscaler_policy(cluster)),
+            opts=child,
+        )
+        association = aws.eks.PodIdentityAssociation(
+            f"{name}-pod-identity",
+            cluster_name=cluster.name,
+            namespace=args.spec.namespace,
+            service_account=SERVICE_ACCOUNT,
+            role_arn=role.arn,
+            region=cluster.region,
+            opts=child,
+        )
+        self.release = k8s.helm.v3.Release(
+            name,
+            name="cluster-autoscaler",
+            chart=CLUSTER_AUTOSCALER_CHART.name,
+            version=args.spec.chart_version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(
+                repo=CLUSTER_AUTOSCALER_CHART.repository
+            ),
+            namespace=args.spec.namespace,
+            values=autoscaler_values(args.spec, cluster, args.image),
+            # Credentials must exist before the first pod asks for them, or it starts without.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[association, policy]),
+        )
+        self.register_outputs({"release": self.release.name, "role_arn": role.arn})
+
+
+def pod_identity_trust_policy(cluster: EksCluster) -> dict[str, Any]:
+    """EKS Pod Identity may assume the role, for this cluster only."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "pods.eks.amazonaws.com"},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+                "Condition": {
+                    "StringEquals": {"aws:SourceAccount": cluster.account_id},
+                    "ArnEquals": {"aws:SourceArn": cluster.arn},
+                },
+            }
+        ],
+    }
+
+
+def autoscaler_policy(cluster: EksCluster) -> dict[str, Any]:
+    """Read what it plans with; resize and shrink only this cluster's tagged groups."""
+    nodegroups = (
+        f"arn:{cluster.partition}:eks:{cluster.region}:{cluster.account_id}"
+        f":nodegroup/{cluster.name}/*/*"
+    )
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Sid": "Discover", "Effect": "Allow", "Action": _READ_ACTIONS, "Resource": "*"},
+            {
+                "Sid": "ReadNodeGroups",
+                "Effect": "Allow",
+                "Action": "eks:DescribeNodegroup",
+                "Resource": nodegroups,
+            },
+            {
+                "Sid": "ScaleOwnGroups",
+                "Effect": "Allow",
+                "Action": _SCALE_ACTIONS,
+                "Resource": "*",
+                "Condition": {
+                    "StringEquals": {
+                        f"aws:ResourceTag/{cluster_discovery_tag(cluster.name)}": "owned"
+                    }
+                },
+            },
+        ],
+    }
+
+
+def autoscaler_image(spec: ClusterAutoscalerSpec, kubernetes_version: str) -> str | None:
+    """The pinned image for the cluster's Kubernetes minor version, or the configured tag of the
+    same repository; None if neither exists."""
+    if spec.image_tag is None:
+        return CLUSTER_AUTOSCALER_IMAGES.get(kubernetes_version)
+    repository = next(iter(CLUSTER_AUTOSCALER_IMAGES.values())).rpartition(":")[0]
+    return f"{repository}:{spec.image_tag}"
+
+
+def autoscaler_values(spec: ClusterAutoscalerSpec, cluster: EksCluster, image: str) -> dict:
+    """Chart values: auto-discovery by the cluster's tags, GPU-aware scale-down, restricted pod."""
+    repository, _, tag = image.rpartition(":")
+    return {
+        "cloudProvider": "aws",
+        "awsRegion": cluster.region,
+        # Discovers groups tagged `k8s.io/cluster-autoscaler/enabled` and
+        # `k8s.io/cluster-autoscaler/<cluster>` (the chart's default `autoDiscovery.tags`).
+        "autoDiscovery": {"clusterName": cluster.name},
+        "image": {"repository": repository, "tag": tag},
+        "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
+        "extraArgs": {
+            "balance-similar-node-groups": spec.balance_similar_node_groups,
+            "expander": spec.expander,
+        },
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "600Mi"},
+            "limits": {"memory": "600Mi"},
+        },
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65534,
+            "runAsGroup": 65534,
+            "fsGroup": 65534,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containerSecurityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }

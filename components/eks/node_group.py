@@ -1,0 +1,256 @@
+"""`EksGpuNodeGroup`: one GPU pool as an EKS managed node group that scales from zero.
+
+Children: the node IAM role (unless the pool names one), a launch template (IMDSv2, encrypted
+gp3 disk, no SSH key), the managed node group with the pool's labels and taints, and one tag per
+scale-from-zero hint on the node group's Auto Scaling group.
+"""
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from components.eks.autoscaler_tags import autoscaler_tags
+from components.eks.cluster import EksCluster
+from components.eks.node_labels import eks_node_identity
+from components.eks.placement import NodeGroupPlacement
+from components.node_identity import POOL_LABEL, ResolvedPool
+
+# The autoscaler owns the group's size between min and max: a `pulumi up` that set it back
+# would drain nodes from under running jobs. Engine (camelCase) property path.
+DESIRED_SIZE = "scalingConfig.desiredSize"
+
+CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-block": "CAPACITY_BLOCK"}
+TAINT_EFFECTS = {
+    "NoSchedule": "NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+}
+
+# What a node needs: join the cluster and pull images. The VPC CNI's policy is added unless the
+# cluster gives the CNI its own identity (`cluster.cniPolicyOnNodeRole`).
+NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
+CNI_POLICY = "AmazonEKS_CNI_Policy"
+
+# Root devices of the EKS NVIDIA AMIs. Bottlerocket boots from a small OS volume and keeps
+# images and container state on a second, data volume: that one is sized for GPU images.
+_AL2023_ROOT = "/dev/xvda"
+_BOTTLEROCKET_OS = "/dev/xvda"
+_BOTTLEROCKET_DATA = "/dev/xvdb"
+
+
+@dataclass
+class EksGpuNodeGroupArgs:
+    pool: ResolvedPool
+    placement: NodeGroupPlacement
+    cluster: EksCluster
+    node_image: str
+    """`al2023` or `bottlerocket`."""
+    cni_policy_on_node_role: bool
+    idle_minutes: int
+    """How long a node may sit unneeded before the autoscaler removes it."""
+
+
+class EksGpuNodeGroup(pulumi.ComponentResource):
+    """A managed node group for one GPU pool, tagged so the autoscaler scales it from zero."""
+
+    node_group: aws.eks.NodeGroup
+    autoscaling_group_name: pulumi.Output[str]
+    autoscaler_hints: Mapping[str, str]
+    """The Auto Scaling group tags, as the autoscaler reads them."""
+
+    def __init__(
+        self, name: str, args: EksGpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("gpu-platform:eks:GpuNodeGroup", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        spec = args.pool.spec
+        role_arn, attachments = _node_role(name, args, child)
+        launch_template = aws.ec2.LaunchTemplate(
+            f"{name}-launch-template",
+            description=f"GPU pool {spec.name} of EKS cluster {args.cluster.name}",
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled",
+                # IMDSv2 only. A hop limit of 1 means the token response cannot cross the extra
+                # network hop into a pod's network namespace, so pods cannot take the node
+                # role's credentials; `metadataHopLimit: 2` is for workloads that need IMDS.
+                http_tokens="required",
+                http_put_response_hop_limit=spec.aws.metadata_hop_limit,
+                instance_metadata_tags="disabled",
+            ),
+            block_device_mappings=block_device_mappings(args.node_image, spec.disk_size_gib),
+            tag_specifications=[
+                aws.ec2.LaunchTemplateTagSpecificationArgs(
+                    resource_type=resource_type, tags=_resource_tags(args)
+                )
+                for resource_type in ("instance", "volume")
+            ],
+            **_capacity_block_options(args),
+            region=args.cluster.region,
+            tags=_resource_tags(args),
+            opts=child,
+        )
+        identity = eks_node_identity(args.pool)
+        self.node_group = aws.eks.NodeGroup(
+            f"{name}-nodes",
+            cluster_name=args.cluster.name,
+            node_group_name_prefix=f"{spec.name}-",
+            node_role_arn=role_arn,
+            subnet_ids=list(args.placement.subnet_ids),
+            ami_type=args.placement.ami_type,
+            release_version=args.placement.release_version,
+            instance_types=[t.name for t in args.placement.instance_types],
+            capacity_type=CAPACITY_TYPES[spec.capacity],
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=spec.min, desired_size=spec.min, max_size=spec.max
+            ),
+            update_config=_update_config(args),
+            labels=dict(identity.labels),
+            taints=[
+                aws.eks.NodeGroupTaintArgs(
+                    key=t.key, value=t.value or None, effect=TAINT_EFFECTS[t.effect]
+                )
+                for t in identity.taints
+            ],
+            # Disk size and instance profile come from the launch template; setting the node
+            # group's `disk_size` as well makes EKS refuse the group.
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=launch_template.id, version=launch_template.latest_version.apply(str)
+            ),
+            region=args.cluster.region,
+            tags=_resource_tags(args),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=attachments, ignore_changes=[DESIRED_SIZE]
+            ),
+        )
+        self.autoscaling_group_name = self.node_group.resources.apply(_autoscaling_group_name)
+        self.autoscaler_hints = autoscaler_tags(identity, args.cluster.name, args.idle_minutes)
+        for key, value in self.autoscaler_hints.items():
+            aws.autoscaling.Tag(
+                f"{name}-{key}",
+                autoscaling_group_name=self.autoscaling_group_name,
+                tag=aws.autoscaling.TagTagArgs(
+                    key=key,
+                    value=value,
+                    # Hints describe the group to the autoscaler, not the instances: copied to
+                    # every instance they would use up EC2's 50 tags per instance for nothing.
+                    propagate_at_launch=False,
+                ),
+                region=args.cluster.region,
+                opts=child,
+            )
+        self.register_outputs(
+            {
+                "node_group_name": self.node_group.node_group_name,
+                "autoscaling_group_name": self.autoscaling_group_name,
+            }
+        )
+
+
+def _autoscaling_group_name(resources: Sequence[aws.eks.outputs.NodeGroupResource]) -> str:
+    """The Auto Scaling group EKS made for the node group (a managed node group has one)."""
+    groups = resources[0].autoscaling_groups or []
+    return str(groups[0].name)
+
+
+def block_device_mappings(
+    node_image: str, disk_size_gib: int
+) -> list[aws.ec2.LaunchTemplateBlockDeviceMappingArgs]:
+    """Encrypted gp3 volumes, the one holding container images sized `disk_size_gib`."""
+    if node_image == "bottlerocket":
+        # The OS volume keeps the AMI's size; it only needs encrypting.
+        return [_ebs(_BOTTLEROCKET_OS, None), _ebs(_BOTTLEROCKET_DATA, disk_size_gib)]
+    return [_ebs(_AL2023_ROOT, disk_size_gib)]
+
+
+def _ebs(device: str, size_gib: int | None) -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
+    return aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+        device_name=device,
+        ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+            volume_type="gp3",
+            volume_size=size_gib,
+            # The provider takes these two as strings (tri-state "true"/"false"/unset).
+            encrypted="true",
+            delete_on_termination="true",
+        ),
+    )
+
+
+def _node_role(
+    name: str, args: EksGpuNodeGroupArgs, child: pulumi.ResourceOptions
+) -> tuple[pulumi.Input[str], Sequence[pulumi.Resource]]:
+    """The pool's node role ARN and the policy attachments the node group must wait for.
+
+    No EKS access entry or aws-auth mapping is created for the role: EKS adds one itself for a
+    managed node group's role, and a second one for the same role makes either creation fail.
+    """
+    if args.pool.spec.aws.node_role_arn is not None:
+        return args.pool.spec.aws.node_role_arn, []
+    role = aws.iam.Role(
+        f"{name}-node-role",
+        description=f"Nodes of GPU pool {args.pool.spec.name} in EKS cluster {args.cluster.name}",
+        assume_role_policy=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": "ec2.amazonaws.com"},
+                        "Action": "sts:AssumeRole",
+                    }
+                ],
+            }
+        ),
+        tags=_resource_tags(args),
+        opts=child,
+    )
+    policies = [*NODE_POLICIES, *([CNI_POLICY] if args.cni_policy_on_node_role else [])]
+    attachments = [
+        aws.iam.RolePolicyAttachment(
+            f"{name}-{policy}",
+            role=role.name,
+            policy_arn=f"arn:{args.cluster.partition}:iam::aws:policy/{policy}",
+            opts=child,
+        )
+        for policy in policies
+    ]
+    return role.arn, attachments
+
+
+def _update_config(args: EksGpuNodeGroupArgs) -> aws.eks.NodeGroupUpdateConfigArgs:
+    # One node at a time by default: GPU jobs rarely survive a drain, so updates go slowly.
+    percent = args.pool.spec.aws.max_unavailable_percent
+    if percent is not None:
+        return aws.eks.NodeGroupUpdateConfigArgs(max_unavailable_percentage=percent)
+    return aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1)
+
+
+def _capacity_block_options(args: EksGpuNodeGroupArgs) -> dict[str, Any]:
+    """A Capacity Block is launched into through the launch template, not the node group."""
+    reservation = args.pool.spec.aws.capacity_reservation_id
+    if args.pool.spec.capacity != "capacity-block" or reservation is None:
+        return {}
+    return {
+        "instance_market_options": aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(
+            market_type="capacity-block"
+        ),
+        "capacity_reservation_specification": (
+            aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                capacity_reservation_target=(
+                    aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                        capacity_reservation_id=reservation
+                    )
+                )
+            )
+        ),
+    }
+
+
+def _resource_tags(args: EksGpuNodeGroupArgs) -> dict[str, str]:
+    return {
+        "Name": f"{args.cluster.name}-{args.pool.spec.name}",
+        POOL_LABEL: args.pool.spec.name,
+    }

@@ -1,0 +1,256 @@
+"""Where and on what a pool's node group runs, settled by lookups before anything is created.
+
+For each pool: the instance types EC2 offers in the region and their GPUs, the zones where every
+one of them is offered (a node group spread over a zone without its instance type fails to
+launch there), the subnets in those zones, the NVIDIA AMI type for the CPU architecture and the
+AMI release. Whatever makes a pool unable to work is a `ConfigError` naming the pool's key.
+"""
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import pulumi_aws as aws
+
+from components.accelerators import ACCELERATORS
+from components.config import (
+    ConfigError,
+    ConfigProblem,
+    GpuPoolSpec,
+    MigSharing,
+    key_path,
+    mig_problem,
+)
+from components.eks.autoscaler_tags import autoscaler_tag_problems, autoscaler_tags
+from components.eks.cluster import EksCluster, Subnet
+from components.eks.instance_types import (
+    InstanceType,
+    look_up_instance_type,
+    offered_zones,
+    zones_offering_all,
+)
+from components.eks.node_labels import eks_node_identity
+from components.node_identity import ResolvedPool, resolve_pool
+
+# EKS's NVIDIA AMI types (botocore EKS model, enum AMITypes) per node image and architecture.
+AMI_TYPES = {
+    ("al2023", "x86_64"): "AL2023_x86_64_NVIDIA",
+    ("al2023", "arm64"): "AL2023_ARM_64_NVIDIA",
+    ("bottlerocket", "x86_64"): "BOTTLEROCKET_x86_64_NVIDIA",
+    ("bottlerocket", "arm64"): "BOTTLEROCKET_ARM_64_NVIDIA",
+}
+
+# EKS node group labels and taints (botocore EKS model: labelKey, labelValue, taintKey).
+_EKS_LABEL_LIMIT = 63
+
+
+@dataclass(frozen=True)
+class NodeGroupPlacement:
+    """What the lookups settled for one pool's node group."""
+
+    instance_types: tuple[InstanceType, ...]
+    zones: tuple[str, ...]
+    subnet_ids: tuple[str, ...]
+    ami_type: str
+    release_version: str | None
+    """The AMI release to pin; None lets EKS take its latest when the group is created."""
+
+
+def release_parameter(node_image: str, kubernetes_version: str, architecture: str) -> str:
+    """The public SSM parameter holding the recommended NVIDIA AMI release for a cluster version."""
+    if node_image == "bottlerocket":
+        return (
+            f"/aws/service/bottlerocket/aws-k8s-{kubernetes_version}-nvidia/{architecture}"
+            "/latest/image_version"
+        )
+    return (
+        f"/aws/service/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/{architecture}"
+        "/nvidia/recommended/release_version"
+    )
+
+
+def resolve_placement(
+    spec: GpuPoolSpec,
+    index: int,
+    cluster: EksCluster,
+    subnets: Sequence[Subnet],
+    node_image: str,
+    idle_minutes: int,
+) -> tuple[ResolvedPool, NodeGroupPlacement]:
+    """The pool with its GPUs and its node group's placement; ConfigError if it cannot work."""
+    _raise_if_any(_option_problems(spec, index))
+    offered = offered_zones(spec.instance_types, cluster.region)
+    not_offered = [name for name in spec.instance_types if not offered[name]]
+    if not_offered:
+        raise ConfigError(
+            [
+                ConfigProblem(
+                    key_path("pools", index, "instanceTypes"),
+                    spec.instance_types,
+                    f"instance types EC2 offers in {cluster.region}; not offered there:"
+                    f" {', '.join(not_offered)}",
+                )
+            ]
+        )
+    instance_types = tuple(look_up_instance_type(n, cluster.region) for n in spec.instance_types)
+    _raise_if_any(_instance_type_problems(spec, index, instance_types))
+    first = instance_types[0]
+    assert first.gpu is not None and first.architecture is not None
+    zones, subnet_ids = _zones_and_subnets(spec, index, offered, subnets)
+    pool = resolve_pool(spec, index, first.gpu)
+    _raise_if_any(_node_group_problems(pool, cluster.name, idle_minutes))
+    placement = NodeGroupPlacement(
+        instance_types=instance_types,
+        zones=zones,
+        subnet_ids=subnet_ids,
+        ami_type=AMI_TYPES[(node_image, first.architecture)],
+        release_version=_release_version(spec, cluster, node_image, first.architecture),
+    )
+    return pool, placement
+
+
+def _raise_if_any(problems: Iterator[ConfigProblem]) -> None:
+    found = list(problems)
+    if found:
+        raise ConfigError(found)
+
+
+def _option_problems(spec: GpuPoolSpec, i: int) -> Iterator[ConfigProblem]:
+    options = spec.aws
+    if options.ami_release_version is not None and options.ami_release_from_ssm:
+        yield ConfigProblem(
+            key_path("pools", i, "aws", "amiReleaseFromSsm"),
+            True,
+            "false when amiReleaseVersion is set (one source for the AMI release)",
+        )
+    if spec.capacity == "capacity-block" and options.capacity_reservation_id is None:
+        yield ConfigProblem(
+            key_path("pools", i, "aws", "capacityReservationId"),
+            None,
+            "the Capacity Block's reservation id (cr-...) when capacity is capacity-block",
+        )
+    if spec.capacity != "capacity-block" and options.capacity_reservation_id is not None:
+        yield ConfigProblem(
+            key_path("pools", i, "aws", "capacityReservationId"),
+            options.capacity_reservation_id,
+            "no value unless capacity is capacity-block",
+        )
+
+
+def _instance_type_problems(
+    spec: GpuPoolSpec, i: int, instance_types: Sequence[InstanceType]
+) -> Iterator[ConfigProblem]:
+    path = key_path("pools", i, "instanceTypes")
+    unusable = [t for t in instance_types if t.gpu is None or t.architecture is None]
+    if unusable:
+        known = ", ".join(ACCELERATORS)
+        described = "; ".join(f"{t.name} has {t.describe_gpus()}" for t in unusable)
+        yield ConfigProblem(
+            path,
+            spec.instance_types,
+            f"instance types with whole NVIDIA GPUs of a known model ({known}); {described}",
+        )
+        return
+    shapes = {(t.gpu, t.architecture) for t in instance_types}
+    if len(shapes) > 1:
+        described = "; ".join(
+            f"{t.name}: {t.describe_gpus()}, {t.architecture}" for t in instance_types
+        )
+        yield ConfigProblem(
+            path,
+            spec.instance_types,
+            "instance types with the same GPU model, GPU count and CPU architecture (the"
+            f" autoscaler plans every node of a group alike); {described}",
+        )
+        return
+    first = instance_types[0]
+    assert first.gpu is not None
+    if spec.accelerator is not None and spec.accelerator != first.gpu.accelerator:
+        yield ConfigProblem(
+            key_path("pools", i, "accelerator"),
+            spec.accelerator,
+            f"{first.gpu.accelerator}, the GPU of {first.name} (or leave it out)",
+        )
+    if spec.gpus_per_node is not None and spec.gpus_per_node != first.gpu.count:
+        yield ConfigProblem(
+            key_path("pools", i, "gpusPerNode"),
+            spec.gpus_per_node,
+            f"{first.gpu.count}, the GPUs of {first.name} (or leave it out)",
+        )
+    if isinstance(spec.sharing, MigSharing):
+        problem = mig_problem(spec, first.gpu.accelerator, i)
+        if problem is not None:
+            yield problem
+
+
+def _zones_and_subnets(
+    spec: GpuPoolSpec, i: int, offered: dict[str, set[str]], subnets: Sequence[Subnet]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    subnet_zones = {s.zone for s in subnets}
+    unknown = sorted(set(spec.zones) - subnet_zones)
+    if unknown:
+        raise ConfigError(
+            [
+                ConfigProblem(
+                    key_path("pools", i, "zones"),
+                    spec.zones,
+                    f"zones of the node subnets ({', '.join(sorted(subnet_zones))});"
+                    f" no node subnet in {', '.join(unknown)}",
+                )
+            ]
+        )
+    wanted = set(spec.zones) or subnet_zones
+    usable = zones_offering_all(offered, spec.instance_types) & wanted
+    if not usable:
+        where = {name: sorted(offered[name] & wanted) for name in spec.instance_types}
+        described = "; ".join(
+            f"{name} in {', '.join(zones) or 'none of them'}" for name, zones in where.items()
+        )
+        field = "zones" if spec.zones else "instanceTypes"
+        value = spec.zones if spec.zones else spec.instance_types
+        raise ConfigError(
+            [
+                ConfigProblem(
+                    key_path("pools", i, field),
+                    value,
+                    f"a zone among {', '.join(sorted(wanted))} where every instance type of"
+                    f" the pool is offered; EC2 offers {described}",
+                )
+            ]
+        )
+    subnet_ids = tuple(s.id for s in subnets if s.zone in usable)
+    return tuple(sorted(usable)), subnet_ids
+
+
+def _node_group_problems(
+    pool: ResolvedPool, cluster_name: str, idle_minutes: int
+) -> Iterator[ConfigProblem]:
+    """Labels and taints EKS or the Auto Scaling group would refuse."""
+    i = pool.index
+    for key, value in pool.spec.labels.items():
+        if len(key) > _EKS_LABEL_LIMIT or not value:
+            yield ConfigProblem(
+                key_path("pools", i, "labels", key),
+                value,
+                f"a key of at most {_EKS_LABEL_LIMIT} characters and a value that is not empty"
+                " (EKS node group labels)",
+            )
+    for j, taint in enumerate(pool.spec.taints):
+        if len(taint.key) > _EKS_LABEL_LIMIT:
+            yield ConfigProblem(
+                key_path("pools", i, "taints", j, "key"),
+                taint.key,
+                f"a key of at most {_EKS_LABEL_LIMIT} characters (EKS node group taints)",
+            )
+    tags = autoscaler_tags(eks_node_identity(pool), cluster_name, idle_minutes)
+    yield from autoscaler_tag_problems(pool, tags)
+
+
+def _release_version(
+    spec: GpuPoolSpec, cluster: EksCluster, node_image: str, architecture: str
+) -> str | None:
+    if spec.aws.ami_release_version is not None:
+        return spec.aws.ami_release_version
+    if not spec.aws.ami_release_from_ssm:
+        return None
+    parameter = release_parameter(node_image, cluster.version, architecture)
+    return aws.ssm.get_parameter(name=parameter, region=cluster.region).value
