@@ -211,6 +211,10 @@ class PolicyPack:
         self._wake_read = self._wake_write = -1
 
     @property
+    def running(self) -> bool:
+        return self._process.poll() is None
+
+    @property
     def notes(self) -> list[str]:
         """What the policies logged, such as checks skipped for values not known yet."""
         return [line.removeprefix("info: ") for line in self.log_lines if line.startswith("info: ")]

@@ -51,7 +51,7 @@ def app_security(spec: dict[str, Any]) -> dict[str, Any]:
     return security
 
 
-Mutation = Callable[[dict[str, Any]], None]
+Mutation = Callable[[dict[str, Any]], object]
 
 BASELINE_FIXES_CAPABILITIES = (
     "AUDIT_WRITE, CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, MKNOD, NET_BIND_SERVICE, SETFCAP, "
