@@ -4,19 +4,22 @@ The Namespace enforces, audits and warns at the configured Pod Security level, p
 `POD_SECURITY_VERSION`. A ResourceQuota caps the GPUs its pods may request, under every GPU
 resource name the stack's pools advertise. Optionally a smoke-test Job runs `nvidia-smi` on one
 pool, built like any tenant workload (`gpu_pod_spec`), so that `pulumi up` only succeeds once a
-restricted pod in the namespace has really reached a GPU.
+restricted pod in the namespace has really reached a GPU. Children are registered once the
+component is, and the component once what it depends on (the GPU Operator) exists, so the
+smoke test never starts before the operator is installed.
 
 How `pulumi up` waits for the smoke test: pulumi-kubernetes waits for a Job to complete and
 fails at once when the Job reports `Failed` with reason `BackoffLimitExceeded` or
-`DeadlineExceeded` (other reasons are not reported: the wait would run into its timeout). So
-the Job does not retry a failed `nvidia-smi` (`backoffLimit: 0`), except when the pod was
-disrupted (a spot node reclaimed); it gives up after `smokeTestDeadlineSeconds`, which must
-cover scaling the pool up from zero; and Pulumi's own timeout is set past that deadline, so the
-error shown is the Job's, with its pods' events. A failed Job is replaced, and so re-run, on the
-next `pulumi up` (`pulumi.com/replaceUnready`). A finished Job is kept, not deleted after a TTL:
-`pulumi refresh` would find it gone and the next `pulumi up` would re-create it, scaling a GPU
-node up from zero every time. It is re-run whenever its pod changes (a new image pin, another
-pool): Kubernetes cannot change a Job's pod template, so Pulumi replaces the Job.
+`DeadlineExceeded`; any other reason (a `podFailurePolicy` rule's `FailJob`) goes unnoticed
+until the wait times out. So the Job does not retry a failed `nvidia-smi` (`backoffLimit: 0`),
+except when the pod was disrupted (a spot node reclaimed); it gives up after
+`smokeTestDeadlineSeconds`, which must cover scaling the pool up from zero; and Pulumi's own
+timeout is set past that deadline, so the error shown is the Job's, with its pods' warnings. A
+failed Job is replaced, and so re-run, on the next `pulumi up` (`pulumi.com/replaceUnready`). A
+finished Job is kept, not deleted after a TTL: `pulumi refresh` would find it gone and the next
+`pulumi up` would re-create it, scaling a GPU node up from zero every time. It is re-run
+whenever its pod changes (a new image pin, another pool): Kubernetes cannot change a Job's pod
+template, so Pulumi replaces the Job.
 """
 
 from collections.abc import Sequence
@@ -139,6 +142,8 @@ def smoke_test_job_spec(pool: ResolvedPool, deadline_seconds: int) -> dict[str, 
         limits={"memory": "128Mi"},
         restart_policy="Never",
     )
+    # `nvidia-smi` never calls the Kubernetes API.
+    pod["automountServiceAccountToken"] = False
     return {
         "backoffLimit": 0,
         "activeDeadlineSeconds": deadline_seconds,

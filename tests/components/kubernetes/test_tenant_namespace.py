@@ -151,6 +151,10 @@ def test_smoke_test_pod_runs_as_a_non_root_user_without_privileges(dev_plan) -> 
     }
 
 
+def test_smoke_test_pod_gets_no_service_account_token(dev_plan) -> None:
+    assert pod(dev_plan)["automountServiceAccountToken"] is False
+
+
 def test_smoke_test_takes_one_gpu_as_a_limit(dev_plan) -> None:
     assert pod(dev_plan)["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
 
