@@ -2,7 +2,7 @@
 
 import typer
 
-from tools import config_reference, plan
+from tools import config_reference, fit, plan, preflight
 
 app = typer.Typer(
     help="Plan, check and inspect the GPU platform stacks without touching a cluster.",
@@ -12,6 +12,8 @@ app = typer.Typer(
 )
 app.command("plan")(plan.main)
 app.command("config-reference")(config_reference.main)
+app.command("preflight")(preflight.main)
+app.command("fit")(fit.main)
 
 
 @app.callback()

@@ -6,7 +6,7 @@ as soon as EC2 knows it. Only the GPU *name* is translated, from EC2's spelling 
 platform's accelerator names (`a100-80gb`).
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi_aws as aws
@@ -79,21 +79,43 @@ class InstanceType:
         return f"{self.gpu_count} x {model} ({self.gpu_memory_mib} MiB)"
 
 
-def look_up_instance_type(name: str, region: str) -> InstanceType:
-    """The instance type as EC2 describes it in `region`."""
-    found = aws.ec2.get_instance_type(instance_type=name, region=region)
-    gpus = found.gpuses or []
-    architectures = set(found.supported_architectures or [])
+@dataclass(frozen=True)
+class Gpus:
+    """One entry of an instance type's GPU list (`GpuInfo.Gpus`)."""
+
+    manufacturer: str
+    name: str
+    count: int
+    memory_mib: int
+
+
+def instance_type(
+    name: str, vcpus: int, memory_mib: int, architectures: Iterable[str], gpus: Sequence[Gpus]
+) -> InstanceType:
+    """An instance type from EC2's description of it."""
+    supported = set(architectures)
     return InstanceType(
         name=name,
-        vcpus=found.default_vcpus,
-        memory_mib=found.memory_size,
-        architecture=next((a for a in ARCHITECTURES if a in architectures), None),
+        vcpus=vcpus,
+        memory_mib=memory_mib,
+        architecture=next((a for a in ARCHITECTURES if a in supported), None),
         gpu_manufacturer=gpus[0].manufacturer if gpus else None,
         gpu_name=gpus[0].name if gpus else None,
         # An instance type lists one entry per GPU model; none of EC2's has two models.
         gpu_count=sum(g.count for g in gpus),
-        gpu_memory_mib=gpus[0].memory_size if gpus else 0,
+        gpu_memory_mib=gpus[0].memory_mib if gpus else 0,
+    )
+
+
+def look_up_instance_type(name: str, region: str) -> InstanceType:
+    """The instance type as EC2 describes it in `region`."""
+    found = aws.ec2.get_instance_type(instance_type=name, region=region)
+    return instance_type(
+        name,
+        found.default_vcpus,
+        found.memory_size,
+        found.supported_architectures or [],
+        [Gpus(g.manufacturer, g.name, g.count, g.memory_size) for g in found.gpuses or []],
     )
 
 

@@ -1,0 +1,216 @@
+"""Which GPU pools a pod fits, judged the way the cluster autoscaler judges a pool at zero.
+
+With no node of a pool running, the autoscaler plans with a node template: the labels, taints
+and allocatable resources it expects a new node to have. A pod that fits no template stays
+Pending and no pool scales up for it. `NodeTemplate` is that template, cloud-neutral; each cloud
+derives its own (`eks_node_template` from the hints on an EKS node group's Auto Scaling group).
+`fits` checks a pod spec against templates with the scheduler's rules that decide it: node
+selector, required node affinity, untolerated `NoSchedule`/`NoExecute` taints and resources.
+"""
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from components.eks.autoscaler_tags import (
+    LABEL_TAG_PREFIX,
+    RESOURCE_TAG_PREFIX,
+    TAINT_TAG_PREFIX,
+)
+from components.eks.instance_types import InstanceType
+from components.node_identity import POOL_LABEL, Taint
+
+PodSpec = Mapping[str, Any]
+
+# Effects that keep a pod off a node; `PreferNoSchedule` only makes the scheduler reluctant.
+_REPELLING_EFFECTS = ("NoSchedule", "NoExecute")
+# Resources the template may not know (EKS hints advertise extended resources only); a pod's
+# request for them is not held against a pool whose template is silent about them.
+_BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
+# Kubernetes' architecture names for EC2's.
+_KUBERNETES_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+
+
+@dataclass(frozen=True)
+class NodeTemplate:
+    """A node of a pool as the autoscaler imagines it before one exists."""
+
+    pool: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    resources: Mapping[str, Decimal] = field(default_factory=dict)
+    """Allocatable quantities by resource name."""
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Whether a pod fits a pool, and if not, every reason why."""
+
+    pool: str
+    reasons: tuple[str, ...]
+
+    @property
+    def fits(self) -> bool:
+        return not self.reasons
+
+
+def fits(pod_spec: PodSpec, templates: Iterable[NodeTemplate]) -> list[Fit]:
+    """The pod against each pool's template, in the templates' order."""
+    return [Fit(t.pool, tuple(_why_not(pod_spec, t))) for t in templates]
+
+
+def fitting_pools(pod_spec: PodSpec, templates: Iterable[NodeTemplate]) -> list[str]:
+    return [f.pool for f in fits(pod_spec, templates) if f.fits]
+
+
+def pod_spec_of(document: Mapping[str, Any]) -> PodSpec:
+    """The pod spec inside a Pod, or the pod template of a workload (Deployment, Job, ...)."""
+    kind = document.get("kind")
+    spec = document.get("spec") or {}
+    if kind == "Pod":
+        return spec
+    if kind == "CronJob":
+        return spec["jobTemplate"]["spec"]["template"]["spec"]
+    if kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
+        return spec["template"]["spec"]
+    raise ValueError(f"{kind!r} has no pod spec: expected a Pod, Deployment, Job or the like")
+
+
+def eks_node_template(
+    asg_tags: Mapping[str, str], instance_type: InstanceType, region: str
+) -> NodeTemplate:
+    """The template the autoscaler builds for an EKS node group at zero: labels, taints and
+    extended resources from its Auto Scaling group's hints; CPU, memory and the well-known
+    node labels from its instance type (the first of the group's, as the autoscaler takes it).
+    """
+    labels = {
+        "kubernetes.io/os": "linux",
+        "node.kubernetes.io/instance-type": instance_type.name,
+        "topology.kubernetes.io/region": region,
+    }
+    if instance_type.architecture is not None:
+        labels["kubernetes.io/arch"] = _KUBERNETES_ARCH[instance_type.architecture]
+    taints = []
+    resources = {
+        "cpu": Decimal(instance_type.vcpus),
+        "memory": Decimal(instance_type.memory_mib) * 2**20,
+    }
+    for key, value in asg_tags.items():
+        if key.startswith(LABEL_TAG_PREFIX):
+            labels[key.removeprefix(LABEL_TAG_PREFIX)] = value
+        elif key.startswith(TAINT_TAG_PREFIX):
+            taint_value, _, effect = value.rpartition(":")
+            taints.append(Taint(key.removeprefix(TAINT_TAG_PREFIX), taint_value, effect))
+        elif key.startswith(RESOURCE_TAG_PREFIX):
+            resources[key.removeprefix(RESOURCE_TAG_PREFIX)] = quantity(value)
+    return NodeTemplate(labels.get(POOL_LABEL, "?"), labels, tuple(taints), resources)
+
+
+# --- The scheduler's rules -------------------------------------------------------------------
+
+
+def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
+    for key, value in (pod.get("nodeSelector") or {}).items():
+        if template.labels.get(key) != value:
+            yield f"nodeSelector {key}={value}: its nodes have {_label(template, key)}"
+    terms = (
+        ((pod.get("affinity") or {}).get("nodeAffinity") or {})
+        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+        .get("nodeSelectorTerms")
+    )
+    if terms and not any(_term_matches(term, template.labels) for term in terms):
+        yield "required node affinity: no term matches its nodes' labels"
+    tolerations = pod.get("tolerations") or []
+    for taint in template.taints:
+        if taint.effect in _REPELLING_EFFECTS and not any(
+            _tolerates(t, taint) for t in tolerations
+        ):
+            yield f"taint {taint.key}={taint.value}:{taint.effect} is not tolerated"
+    for name, wanted in pod_requests(pod).items():
+        available = template.resources.get(name)
+        if available is None:
+            if name not in _BASE_RESOURCES and not name.startswith("hugepages-"):
+                yield f"asks for {wanted} {name}; its nodes advertise none"
+        elif wanted > available:
+            yield f"asks for {wanted} {name}; a node has {available}"
+
+
+def _label(template: NodeTemplate, key: str) -> str:
+    value = template.labels.get(key)
+    return "no such label" if value is None else f"{key}={value}"
+
+
+def _term_matches(term: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    expressions = term.get("matchExpressions") or []
+    return bool(expressions) and all(_expression_matches(e, labels) for e in expressions)
+
+
+def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, operator = expression["key"], expression["operator"]
+    values = expression.get("values") or []
+    value = labels.get(key)
+    match operator:
+        case "In":
+            return value in values
+        case "NotIn":
+            return value not in values
+        case "Exists":
+            return value is not None
+        case "DoesNotExist":
+            return value is None
+        case "Gt" | "Lt":
+            if value is None or not value.lstrip("-").isdigit():
+                return False
+            bound = int(values[0])
+            return int(value) > bound if operator == "Gt" else int(value) < bound
+    raise ValueError(f"unknown node selector operator {operator!r}")
+
+
+def _tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
+    if toleration.get("effect") and toleration["effect"] != taint.effect:
+        return False
+    key = toleration.get("key", "")
+    if toleration.get("operator", "Equal") == "Exists":
+        return key in ("", taint.key)
+    return key == taint.key and toleration.get("value", "") == taint.value
+
+
+def pod_requests(pod: PodSpec) -> dict[str, Decimal]:
+    """What the scheduler reserves for the pod: the containers' requests summed, or the largest
+    init container's where that is more. A limit without a request counts as the request."""
+    total: dict[str, Decimal] = {}
+    for container in pod.get("containers") or []:
+        for name, amount in _container_requests(container).items():
+            total[name] = total.get(name, Decimal(0)) + amount
+    for container in pod.get("initContainers") or []:
+        for name, amount in _container_requests(container).items():
+            total[name] = max(total.get(name, Decimal(0)), amount)
+    return total
+
+
+def _container_requests(container: Mapping[str, Any]) -> dict[str, Decimal]:
+    resources = container.get("resources") or {}
+    merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+    return {name: quantity(value) for name, value in merged.items()}
+
+
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+_MULTIPLIERS: Mapping[str, Decimal] = {
+    **{s: Decimal(2) ** (10 * (i + 1)) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    **{s: Decimal(10) ** (3 * (i + 1)) for i, s in enumerate(("k", "M", "G", "T", "P", "E"))},
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+}
+
+
+def quantity(value: str | int | float) -> Decimal:
+    """A Kubernetes resource quantity (`500m`, `16Gi`, `4`) as a number."""
+    match = _QUANTITY.match(str(value).strip())
+    if match is None:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity")
+    number, exponent, suffix = match.groups()
+    return Decimal(number + (exponent or "")) * _MULTIPLIERS[suffix or ""]

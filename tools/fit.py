@@ -1,0 +1,112 @@
+"""Which of a stack's GPU pools a pod would land on, before anything is deployed.
+
+Plans the stack offline (`tools.offline`), builds each pool's node template as the cluster
+autoscaler would see it at zero (from what the plan declares: an EKS node group's Auto Scaling
+group hints and instance type), and checks every pod spec in a YAML file (Pods, Deployments,
+Jobs, ...) against them. Exits 1 if some pod fits no pool, 2 for a bad stack or pod file.
+"""
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from components.config import ConfigError
+from components.eks.instance_types import Gpus, InstanceType, instance_type
+from components.fit import NodeTemplate, eks_node_template, fits, pod_spec_of
+from tools.offline import Plan, run_program
+
+EXIT_NO_FIT = 1
+EXIT_BAD_INPUT = 2
+
+
+def main(
+    stack: Annotated[
+        str, typer.Argument(help="The stack whose pools to check: Pulumi.<stack>.yaml.")
+    ],
+    pod_file: Annotated[
+        Path, typer.Argument(help="YAML with Pods or workloads (Deployment, Job...).")
+    ],
+) -> None:
+    """Show which GPU pools each pod in POD_FILE fits, and why not the others."""
+    console = Console()
+    errors = Console(stderr=True)
+    try:
+        documents = [d for d in yaml.safe_load_all(pod_file.read_text()) if d]
+        specs = [(_title(d), pod_spec_of(d)) for d in documents]
+        plan = run_program(stack, raise_errors=False)
+    except (OSError, yaml.YAMLError, ValueError, KeyError) as error:
+        errors.print(f"[red]{error}[/red]", highlight=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    if isinstance(plan.error, ConfigError):
+        errors.print(f"[red]{plan.error.report()}[/red]", highlight=False)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if plan.error is not None:
+        errors.print(f"[red]The program failed: {plan.error}[/red]", highlight=False)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    templates = node_templates(plan)
+    homeless = 0
+    for title, spec in specs:
+        table = Table(title=title, title_justify="left")
+        table.add_column("pool")
+        table.add_column("fits")
+        table.add_column("why not")
+        results = fits(spec, templates)
+        for result in results:
+            table.add_row(
+                result.pool,
+                "[green]yes[/green]" if result.fits else "[red]no[/red]",
+                "\n".join(result.reasons),
+            )
+        console.print(table)
+        homeless += not any(r.fits for r in results)
+    if homeless:
+        raise typer.Exit(EXIT_NO_FIT)
+
+
+def node_templates(plan: Plan) -> list[NodeTemplate]:
+    """Every GPU pool's node template, from what the plan declares for it."""
+    instance_types = {
+        i.args["instanceType"]: i.result
+        for i in plan.invokes
+        if i.token == "aws:ec2/getInstanceType:getInstanceType"
+    }
+    templates = []
+    for group in plan.of_type("gpu-platform:eks:GpuNodeGroup"):
+        children = plan.children_of(group)
+        (node_group,) = (c for c in children if c.type == "aws:eks/nodeGroup:NodeGroup")
+        tags = {
+            c.inputs["tag"]["key"]: c.inputs["tag"]["value"]
+            for c in children
+            if c.type == "aws:autoscaling/tag:Tag"
+        }
+        first = node_group.inputs["instanceTypes"][0]
+        templates.append(
+            eks_node_template(
+                tags, _instance_type(first, instance_types[first]), node_group.inputs["region"]
+            )
+        )
+    return templates
+
+
+def _instance_type(name: str, described: Mapping[str, Any]) -> InstanceType:
+    """An instance type from the plan's record of `aws:ec2/getInstanceType`."""
+    return instance_type(
+        name,
+        int(described["defaultVcpus"]),
+        int(described["memorySize"]),
+        described.get("supportedArchitectures") or [],
+        [
+            Gpus(g["manufacturer"], g["name"], int(g["count"]), int(g["memorySize"]))
+            for g in described.get("gpuses") or []
+        ],
+    )
+
+
+def _title(document: Mapping[str, Any]) -> str:
+    metadata = document.get("metadata") or {}
+    return f"{document.get('kind')} {metadata.get('name', '(unnamed)')}"

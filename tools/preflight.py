@@ -1,0 +1,397 @@
+"""Pre-flight check of an EKS stack against the AWS account, before `pulumi up`.
+
+Read-only AWS calls (credentials from the usual AWS environment or profile) answer what would
+otherwise surface half-way through a deployment or, worse, as a GPU pool that never scales up:
+
+- the cluster exists, is ACTIVE and runs a Kubernetes version the platform supports, and has
+  the EKS Pod Identity Agent add-on the cluster autoscaler gets its credentials through;
+- every pool's instance types are offered in the zones its nodes go to;
+- the account's EC2 vCPU quotas for G/VT and P instances, on-demand and spot, cover every pool
+  of that quota at its `max` together.
+
+Each finding says what to do. Exits 1 if any finding blocks the deployment, 2 for a bad stack.
+"""
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import boto3
+import typer
+from botocore.exceptions import ClientError
+from rich.console import Console
+from rich.table import Table
+
+from components.config import (
+    CONFIG_NAMESPACE,
+    Cloud,
+    ConfigError,
+    GpuPoolSpec,
+    StackConfig,
+    key_path,
+    load_stack_config,
+)
+from components.versions import CLUSTER_AUTOSCALER_IMAGES
+from tools.offline import stack_config
+
+EXIT_BLOCKED = 1
+EXIT_BAD_STACK = 2
+
+POD_IDENTITY_AGENT = "eks-pod-identity-agent"
+SUPPORTED_KUBERNETES = tuple(CLUSTER_AUTOSCALER_IMAGES)
+
+Severity = Literal["blocking", "warning", "ok"]
+
+
+@dataclass(frozen=True)
+class Quota:
+    """An EC2 vCPU quota in Service Quotas."""
+
+    code: str
+    name: str
+
+
+# Service Quotas codes of the EC2 vCPU quotas GPU instances count against.
+QUOTAS: Mapping[tuple[str, str], Quota] = {
+    ("G and VT", "on-demand"): Quota("L-DB2E81BA", "Running On-Demand G and VT instances"),
+    ("P", "on-demand"): Quota("L-417A185B", "Running On-Demand P instances"),
+    ("G and VT", "spot"): Quota("L-3819A6DF", "All G and VT Spot Instance Requests"),
+    ("P", "spot"): Quota("L-7212CCBC", "All P Spot Instance Requests"),
+}
+_QUOTA_FAMILIES = (("G and VT", re.compile(r"^(g|gr|vt)\d")), ("P", re.compile(r"^p\d")))
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: Severity
+    subject: str
+    message: str
+    action: str
+    """What to do about it; for an `ok` finding, nothing."""
+
+    @property
+    def blocking(self) -> bool:
+        return self.severity == "blocking"
+
+
+@dataclass(frozen=True)
+class AwsClients:
+    """The read-only clients the check uses, all in the cluster's region."""
+
+    eks: Any
+    ec2: Any
+    service_quotas: Any
+
+    @classmethod
+    def for_region(cls, region: str) -> "AwsClients":
+        session = boto3.Session(region_name=region)
+        return cls(session.client("eks"), session.client("ec2"), session.client("service-quotas"))
+
+
+def main(
+    stack: Annotated[str, typer.Argument(help="The stack to check: Pulumi.<stack>.yaml.")],
+) -> None:
+    """Check an EKS stack against its AWS account: cluster, instance type offerings, quotas."""
+    console = Console()
+    errors = Console(stderr=True)
+    try:
+        config = load_stack_config(_gpu_platform_keys(stack_config(stack)))
+    except FileNotFoundError as missing:
+        errors.print(f"[red]{missing}[/red]", highlight=False)
+        raise typer.Exit(EXIT_BAD_STACK) from None
+    except ConfigError as error:
+        errors.print(f"[red]{error.report()}[/red]", highlight=False)
+        raise typer.Exit(EXIT_BAD_STACK) from None
+    if config.cloud is not Cloud.AWS:
+        errors.print(
+            f"[red]Stack {stack} is on {config.cloud}: pre-flight checks EKS stacks.[/red]"
+        )
+        raise typer.Exit(EXIT_BAD_STACK)
+    assert config.cluster.region is not None  # config validation requires it on AWS
+    findings = preflight(config, AwsClients.for_region(config.cluster.region))
+    print_findings(findings, console)
+    if any(f.blocking for f in findings):
+        raise typer.Exit(EXIT_BLOCKED)
+
+
+def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
+    """Every finding for the stack, in the order: cluster, pools' zones, quotas."""
+    cluster, findings = _cluster_findings(config, clients)
+    findings += _zone_findings(config, clients, cluster)
+    findings += _quota_findings(config, clients)
+    return findings
+
+
+def print_findings(findings: Sequence[Finding], console: Console) -> None:
+    colours = {"blocking": "red", "warning": "yellow", "ok": "green"}
+    table = Table(title="Pre-flight", title_justify="left")
+    for column in ("", "subject", "finding", "what to do"):
+        table.add_column(column)
+    for f in findings:
+        colour = colours[f.severity]
+        table.add_row(f"[{colour}]{f.severity}[/{colour}]", f.subject, f.message, f.action)
+    console.print(table)
+    blocking = sum(f.blocking for f in findings)
+    console.print(f"{blocking} blocking finding(s)." if blocking else "Nothing blocks `pulumi up`.")
+
+
+# --- The cluster -----------------------------------------------------------------------------
+
+
+def _cluster_findings(
+    config: StackConfig, clients: AwsClients
+) -> tuple[Mapping[str, Any] | None, list[Finding]]:
+    name, region = config.cluster.name, config.cluster.region
+    subject = f"cluster {name}"
+    try:
+        cluster = clients.eks.describe_cluster(name=name)["cluster"]
+    except ClientError as error:
+        if _error_code(error) != "ResourceNotFoundException":
+            raise
+        return None, [
+            Finding(
+                "blocking",
+                subject,
+                f"No EKS cluster {name} in {region}.",
+                f"Check {key_path('cluster', 'name')} and {key_path('cluster', 'region')},"
+                " or create the cluster first.",
+            )
+        ]
+    findings = [_status_finding(subject, cluster)]
+    if config.autoscaler.install:
+        findings.append(_pod_identity_agent_finding(subject, name, clients))
+    return cluster, findings
+
+
+def _status_finding(subject: str, cluster: Mapping[str, Any]) -> Finding:
+    status, version = cluster["status"], cluster["version"]
+    if status != "ACTIVE":
+        return Finding(
+            "blocking",
+            subject,
+            f"The cluster is {status}, not ACTIVE.",
+            "Wait until it is ACTIVE (aws eks wait cluster-active), or fix it if it FAILED.",
+        )
+    if version not in SUPPORTED_KUBERNETES:
+        return Finding(
+            "blocking",
+            subject,
+            f"Kubernetes {version} is not one the platform supports"
+            f" ({', '.join(SUPPORTED_KUBERNETES)}).",
+            "Upgrade the cluster to a supported version.",
+        )
+    return Finding("ok", subject, f"ACTIVE, Kubernetes {version}.", "Nothing.")
+
+
+def _pod_identity_agent_finding(subject: str, name: str, clients: AwsClients) -> Finding:
+    try:
+        clients.eks.describe_addon(clusterName=name, addonName=POD_IDENTITY_AGENT)
+    except ClientError as error:
+        if _error_code(error) != "ResourceNotFoundException":
+            raise
+        return Finding(
+            "blocking",
+            subject,
+            f"No {POD_IDENTITY_AGENT} add-on: the cluster autoscaler would get no AWS"
+            " credentials and never scale a GPU pool up.",
+            f"aws eks create-addon --cluster-name {name} --addon-name {POD_IDENTITY_AGENT}",
+        )
+    return Finding("ok", subject, f"The {POD_IDENTITY_AGENT} add-on is installed.", "Nothing.")
+
+
+# --- Where the pools' instance types are offered ---------------------------------------------
+
+
+def _zone_findings(
+    config: StackConfig, clients: AwsClients, cluster: Mapping[str, Any] | None
+) -> list[Finding]:
+    subnet_zones = _node_subnet_zones(config, clients, cluster)
+    if subnet_zones == set():
+        return [
+            Finding(
+                "blocking",
+                f"cluster {config.cluster.name}",
+                "Every subnet of the cluster assigns public IP addresses: no place for GPU nodes.",
+                f"Name private subnets for them in {key_path('cluster', 'nodeSubnetIds')}.",
+            )
+        ]
+    findings = []
+    for i, pool in enumerate(config.pools):
+        offered = _offered_zones(clients, pool.instance_types)
+        wanted = set(pool.zones) or subnet_zones
+        findings.append(_pool_zone_finding(i, pool, offered, wanted))
+    return findings
+
+
+def _node_subnet_zones(
+    config: StackConfig, clients: AwsClients, cluster: Mapping[str, Any] | None
+) -> set[str] | None:
+    """Zones of the subnets the node groups would use; None if the cluster is unknown."""
+    if config.cluster.node_subnet_ids:
+        ids = config.cluster.node_subnet_ids
+    elif cluster is not None:
+        ids = cluster["resourcesVpcConfig"]["subnetIds"]
+    else:
+        return None
+    subnets = clients.ec2.describe_subnets(SubnetIds=list(ids))["Subnets"]
+    if not config.cluster.node_subnet_ids:
+        subnets = [s for s in subnets if not s.get("MapPublicIpOnLaunch")]
+    return {s["AvailabilityZone"] for s in subnets}
+
+
+def _offered_zones(clients: AwsClients, instance_types: Sequence[str]) -> dict[str, set[str]]:
+    zones: dict[str, set[str]] = {name: set() for name in instance_types}
+    paginator = clients.ec2.get_paginator("describe_instance_type_offerings")
+    for page in paginator.paginate(
+        LocationType="availability-zone",
+        Filters=[{"Name": "instance-type", "Values": list(instance_types)}],
+    ):
+        for offering in page["InstanceTypeOfferings"]:
+            zones[offering["InstanceType"]].add(offering["Location"])
+    return zones
+
+
+def _pool_zone_finding(
+    i: int, pool: GpuPoolSpec, offered: Mapping[str, set[str]], wanted: set[str] | None
+) -> Finding:
+    subject = f"pool {pool.name}"
+    not_offered = [name for name, zones in offered.items() if not zones]
+    if not_offered:
+        return Finding(
+            "blocking",
+            subject,
+            f"Not offered in this region at all: {', '.join(not_offered)}.",
+            f"Choose instance types EC2 offers here in {key_path('pools', i, 'instanceTypes')}.",
+        )
+    if wanted is None:
+        return Finding(
+            "warning",
+            subject,
+            "Zones not checked: the cluster was not found.",
+            "Fix the cluster finding and check again.",
+        )
+    usable = set.intersection(*offered.values()) & wanted
+    where = "; ".join(
+        f"{n} in {', '.join(sorted(z & wanted)) or 'none'}" for n, z in offered.items()
+    )
+    if not usable:
+        field = "zones" if pool.zones else "instanceTypes"
+        return Finding(
+            "blocking",
+            subject,
+            f"No zone of {', '.join(sorted(wanted))} offers every instance type: {where}.",
+            f"Change {key_path('pools', i, field)} so that one zone offers them all.",
+        )
+    skipped = sorted(wanted - usable)
+    if skipped:
+        return Finding(
+            "warning",
+            subject,
+            f"Nodes can only launch in {', '.join(sorted(usable))}; {', '.join(skipped)} lack"
+            f" some instance type ({where}).",
+            "Nothing, unless the pool needs those zones: then choose instance types they offer.",
+        )
+    return Finding(
+        "ok", subject, f"Every instance type is offered in {', '.join(sorted(usable))}.", "Nothing."
+    )
+
+
+# --- vCPU quotas -----------------------------------------------------------------------------
+
+
+def quota_family(instance_type: str) -> str | None:
+    """`G and VT`, `P`, or None for instance types outside the GPU vCPU quotas."""
+    for family, pattern in _QUOTA_FAMILIES:
+        if pattern.match(instance_type):
+            return family
+    return None
+
+
+def _quota_findings(config: StackConfig, clients: AwsClients) -> list[Finding]:
+    names = sorted({name for pool in config.pools for name in pool.instance_types})
+    vcpus = _vcpus(clients, names)
+    needs: dict[Quota, list[tuple[GpuPoolSpec, int]]] = {}
+    findings = []
+    for pool in config.pools:
+        if pool.capacity == "capacity-block":
+            findings.append(
+                Finding(
+                    "warning",
+                    f"pool {pool.name}",
+                    "A Capacity Block's own size, not a vCPU quota, limits this pool.",
+                    f"Make sure max ({pool.max}) does not exceed the block's instance count.",
+                )
+            )
+            continue
+        largest = max(pool.instance_types, key=lambda n: vcpus.get(n, 0))
+        family = quota_family(largest)
+        if family is None or largest not in vcpus:
+            continue
+        quota = QUOTAS[(family, pool.capacity)]
+        needs.setdefault(quota, []).append((pool, vcpus[largest]))
+    for quota, pools in needs.items():
+        findings.append(_quota_finding(quota, pools, clients))
+    return findings
+
+
+def _vcpus(clients: AwsClients, names: Sequence[str]) -> dict[str, int]:
+    vcpus = {}
+    for name in names:
+        # One at a time: EC2 refuses the whole request if one type in it does not exist.
+        try:
+            described = clients.ec2.describe_instance_types(InstanceTypes=[name])
+        except ClientError as error:
+            if _error_code(error) != "InvalidInstanceType":
+                raise
+            continue
+        for instance in described["InstanceTypes"]:
+            vcpus[instance["InstanceType"]] = instance["VCpuInfo"]["DefaultVCpus"]
+    return vcpus
+
+
+def _quota_finding(
+    quota: Quota, pools: Sequence[tuple[GpuPoolSpec, int]], clients: AwsClients
+) -> Finding:
+    needed = sum(pool.max * vcpus for pool, vcpus in pools)
+    value = _quota_value(clients, quota)
+    subject = f"quota {quota.code}"
+    used_by = ", ".join(f"{pool.name} {pool.max} x {vcpus} vCPUs" for pool, vcpus in pools)
+    if needed > value:
+        return Finding(
+            "blocking",
+            subject,
+            f"{quota.name}: {value:g} vCPUs, but the pools need {needed} at their max ({used_by}).",
+            "Request an increase to at least"
+            f" {needed}: aws service-quotas request-service-quota-increase --service-code ec2"
+            f" --quota-code {quota.code} --desired-value {needed}",
+        )
+    return Finding(
+        "ok",
+        subject,
+        f"{quota.name}: {value:g} vCPUs cover the {needed} the pools need at their max"
+        f" ({used_by}), unless other instances in the account use them.",
+        "Nothing.",
+    )
+
+
+def _quota_value(clients: AwsClients, quota: Quota) -> float:
+    """The account's applied quota, or AWS's default where the account has never changed it."""
+    try:
+        answer = clients.service_quotas.get_service_quota(ServiceCode="ec2", QuotaCode=quota.code)
+    except ClientError as error:
+        if _error_code(error) != "NoSuchResourceException":
+            raise
+        answer = clients.service_quotas.get_aws_default_service_quota(
+            ServiceCode="ec2", QuotaCode=quota.code
+        )
+    return float(answer["Quota"]["Value"])
+
+
+def _error_code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def _gpu_platform_keys(values: Mapping[str, Any]) -> dict[str, Any]:
+    prefix = CONFIG_NAMESPACE + ":"
+    return {k.removeprefix(prefix): v for k, v in values.items() if k.startswith(prefix)}
