@@ -1,0 +1,31 @@
+"""Reading the GKE side out of a plan, and changing the GKE test config."""
+
+from typing import Any
+
+from components.config import ConfigError
+from tools.offline import Plan, PlannedResource
+
+Config = dict[str, Any]
+NODE_POOL = "gcp:container/nodePool:NodePool"
+
+
+def node_pool(plan: Plan, pool: str = "l4-shared") -> PlannedResource:
+    """The GKE node pool the program declares for a pool of the stack config."""
+    return plan.named(pool, NODE_POOL)
+
+
+def with_pool(config: Config, **changes: Any) -> Config:
+    """The config with its first pool changed (keys as in the stack file)."""
+    config["gpu-platform:pools"][0].update(changes)
+    return config
+
+
+def with_cluster(config: Config, **changes: Any) -> Config:
+    config["gpu-platform:cluster"].update(changes)
+    return config
+
+
+def problems_of(plan: Plan) -> dict[str, str]:
+    """The failed plan's config problems: key path -> what was expected."""
+    assert isinstance(plan.error, ConfigError), plan.error
+    return {p.path: p.expected for p in plan.error.problems}
