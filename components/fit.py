@@ -3,7 +3,8 @@
 With no node of a pool running, the autoscaler plans with a node template: the labels, taints
 and allocatable resources it expects a new node to have. A pod that fits no template stays
 Pending and no pool scales up for it. `NodeTemplate` is that template, cloud-neutral; each cloud
-derives its own (`eks_node_template` from the hints on an EKS node group's Auto Scaling group).
+derives its own (`eks_node_template` from the hints on an EKS node group's Auto Scaling group,
+`gke_node_template` from a GKE node pool's own configuration).
 `fits` checks a pod spec against templates with the scheduler's rules that decide it: node
 selector, required node affinity, untolerated `NoSchedule`/`NoExecute` taints and resources.
 """
@@ -20,7 +21,9 @@ from components.eks.autoscaler_tags import (
     TAINT_TAG_PREFIX,
 )
 from components.eks.instance_types import InstanceType
-from components.node_identity import POOL_LABEL, Taint
+from components.gke.cluster import zone_region
+from components.gke.node_pool import GKE_TAINT_EFFECTS
+from components.node_identity import GPU_RESOURCE, POOL_LABEL, Taint
 
 PodSpec = Mapping[str, Any]
 
@@ -106,6 +109,38 @@ def eks_node_template(
         elif key.startswith(RESOURCE_TAG_PREFIX):
             resources[key.removeprefix(RESOURCE_TAG_PREFIX)] = quantity(value)
     return NodeTemplate(labels.get(POOL_LABEL, "?"), labels, tuple(taints), resources)
+
+
+def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
+    """The template GKE's cluster autoscaler builds for a node pool at zero, from the pool's own
+    configuration (a `gcp:container/nodePool:NodePool`'s inputs): its labels and taints, the
+    labels GKE gives every node, and one `nvidia.com/gpu` per GPU of the machine.
+
+    GKE counts physical GPUs: a pool whose GPUs the operator shares by time-slicing or MPS is
+    planned with whole GPUs, and MIG `mixed` slices (`nvidia.com/mig-<slice>`) not at all, so
+    a pod that asks only for those scales no pool up from zero. CPU and memory are left out
+    (the machine type's allocatable is not known offline), so requests for them are not judged.
+    """
+    config = node_pool["nodeConfig"]
+    (accelerator,) = config["guestAccelerators"]
+    location = node_pool["location"]
+    labels = {
+        "kubernetes.io/os": "linux",
+        # Every machine type that takes NVIDIA GPUs on GKE the platform knows is x86.
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": config["machineType"],
+        "topology.kubernetes.io/region": zone_region(location) or location,
+        "cloud.google.com/gke-accelerator": accelerator["type"],
+        **({"cloud.google.com/gke-spot": "true"} if config.get("spot") else {}),
+        **(config.get("labels") or {}),
+    }
+    kubernetes_effects = {gke: kubernetes for kubernetes, gke in GKE_TAINT_EFFECTS.items()}
+    taints = tuple(
+        Taint(t["key"], t.get("value", ""), kubernetes_effects[t["effect"]])
+        for t in config.get("taints") or []
+    )
+    gpus = {GPU_RESOURCE: Decimal(int(accelerator["count"]))}
+    return NodeTemplate(labels.get(POOL_LABEL, "?"), labels, taints, gpus)
 
 
 # --- The scheduler's rules -------------------------------------------------------------------

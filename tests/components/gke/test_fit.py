@@ -1,0 +1,87 @@
+"""The fit check for GKE pools: the node template GKE's autoscaler plans with at zero, built
+from the node pool the program declares, against pods built by the public recipe."""
+
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from components.config import load_stack_config
+from components.fit import NodeTemplate, fits, gke_node_template
+from components.gke.machine_types import gpu_shape
+from components.kubernetes.gpu_pod import gpu_pod_spec
+from components.node_identity import ResolvedPool, Taint, resolve_pool
+from tools.offline import Plan
+
+from .plans import NODE_POOL
+
+Config = dict[str, Any]
+MIG_MIXED_POOL = {
+    "name": "a100-slices",
+    "instanceTypes": ["a2-highgpu-1g"],
+    "max": 2,
+    "sharing": {"mode": "mig", "strategy": "mixed", "profile": "all-1g.5gb"},
+}
+
+
+def resolved(config: Config, name: str) -> ResolvedPool:
+    stack = load_stack_config({k.split(":", 1)[1]: v for k, v in config.items()})
+    index = next(i for i, p in enumerate(stack.pools) if p.name == name)
+    spec = stack.pools[index]
+    return resolve_pool(spec, index, gpu_shape(spec, index))
+
+
+def templates(plan: Plan) -> list[NodeTemplate]:
+    return [gke_node_template(pool.inputs) for pool in plan.of_type(NODE_POOL)]
+
+
+def test_template_has_the_pools_labels_and_taints_and_what_gke_adds(gke_plan: Plan) -> None:
+    (template,) = templates(gke_plan)
+    identity = gke_plan.outputs["pools"]["l4-shared"]
+    assert template.pool == "l4-shared"
+    assert identity["labels"].items() <= template.labels.items()
+    assert {
+        "cloud.google.com/gke-accelerator": "nvidia-l4",
+        "cloud.google.com/gke-spot": "true",
+        "node.kubernetes.io/instance-type": "g2-standard-8",
+        "topology.kubernetes.io/region": "us-central1",
+    }.items() <= template.labels.items()
+    assert template.taints == tuple(Taint(**t) for t in identity["taints"])
+
+
+def test_template_counts_the_machines_physical_gpus(gke_plan: Plan) -> None:
+    (template,) = templates(gke_plan)
+    assert template.resources == {"nvidia.com/gpu": Decimal(1)}
+
+
+def test_pod_from_the_public_recipe_fits_its_pool_at_zero(
+    gke_config: Config, gke_plan: Plan
+) -> None:
+    pod = gpu_pod_spec(resolved(gke_config, "l4-shared"), "cuda:12", ["nvidia-smi"])
+    (fit,) = fits(pod, templates(gke_plan))
+    assert (fit.pool, fit.reasons) == ("l4-shared", ())
+
+
+def test_pod_without_the_gpu_toleration_fits_no_pool(gke_config: Config, gke_plan: Plan) -> None:
+    pod = gpu_pod_spec(resolved(gke_config, "l4-shared"), "cuda:12", ["nvidia-smi"])
+    del pod["tolerations"]
+    (fit,) = fits(pod, templates(gke_plan))
+    assert fit.reasons == ("taint nvidia.com/gpu=present:NoSchedule is not tolerated",)
+
+
+def test_more_time_slices_than_physical_gpus_fit_no_pool_at_zero(
+    gke_config: Config, gke_plan: Plan
+) -> None:
+    # A node advertises four slices once the operator runs, but GKE plans with one GPU.
+    pod = gpu_pod_spec(resolved(gke_config, "l4-shared"), "cuda:12", ["nvidia-smi"], gpus=2)
+    (fit,) = fits(pod, templates(gke_plan))
+    assert fit.reasons == ("asks for 2 nvidia.com/gpu; a node has 1",)
+
+
+def test_mig_mixed_slices_scale_no_pool_up_from_zero(
+    gke_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    gke_config["gpu-platform:pools"].append(MIG_MIXED_POOL)
+    pool = resolved(gke_config, "a100-slices")
+    pod = gpu_pod_spec(pool, "cuda:12", ["nvidia-smi"])
+    by_pool = {f.pool: f.reasons for f in fits(pod, templates(plan_for(gke_config)))}
+    assert by_pool["a100-slices"] == ("asks for 1 nvidia.com/mig-1g.5gb; its nodes advertise none",)
