@@ -118,6 +118,30 @@ class PodUnderCheck:
         """`hostUsers: false`: the pod runs in its own user namespace (KEP-127)."""
         return flag(self.pod.spec, "hostUsers") is False
 
+    def security_contexts(self) -> list["SecurityContext"]:
+        """The pod's security context, then each container's."""
+        pod = SecurityContext("pod", mapping(self.pod.spec, "securityContext"), self.pod.spec_field)
+        return [pod] + [
+            SecurityContext(
+                container.label,
+                mapping(container.props, "securityContext"),
+                partial(self.pod.container_field, container),
+            )
+            for container in self.containers
+        ]
+
+
+@dataclass(frozen=True)
+class SecurityContext:
+    subject: str
+    """`pod`, or `container "app"`."""
+    props: Mapping[str, object] | None
+    owner_field: Callable[..., str]
+    """The path of a field of the pod spec or container that holds the security context."""
+
+    def field(self, *steps: str) -> str:
+        return self.owner_field("securityContext", *steps)
+
 
 def _problem(reason: str, subject: str, what: str, fix: str) -> str:
     return f"{reason}: {subject} {what}. Fix: {fix}."
@@ -216,25 +240,13 @@ _APPARMOR_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
 
 
 def app_armor(c: PodUnderCheck) -> Iterator[str]:
-    fix = "use the RuntimeDefault or a Localhost AppArmor profile"
-    profiles = [("pod", c.pod.spec_field("securityContext", "appArmorProfile"), c.pod.spec)]
-    profiles += [
-        (
-            container.label,
-            c.pod.container_field(container, "securityContext", "appArmorProfile"),
-            container.props,
-        )
-        for container in c.containers
-    ]
-    for subject, field, owner in profiles:
-        profile = mapping(owner, "securityContext", "appArmorProfile")
-        if profile is not None and value_at(profile, "type") not in _APPARMOR_TYPES:
-            yield _problem(
-                "forbidden AppArmor profile",
-                subject,
-                _sets(f"{field}.type", value_at(profile, "type")),
-                fix,
-            )
+    yield from _profile_types(
+        c,
+        "appArmorProfile",
+        _APPARMOR_TYPES,
+        "forbidden AppArmor profile",
+        "use the RuntimeDefault or a Localhost AppArmor profile",
+    )
     for key, value in entries(c.pod.metadata, "annotations"):
         allowed = isinstance(value, str) and (
             value in ("", "runtime/default") or value.startswith("localhost/")
@@ -252,34 +264,24 @@ def se_linux_options(c: PodUnderCheck) -> Iterator[str]:
     allowed = ["", "container_t", "container_init_t", "container_kvm_t"]
     if c.version >= (1, 31):
         allowed.append("container_engine_t")
-    owners = [("pod", ("securityContext",), c.pod.spec, c.pod.spec_field)]
-    owners += [
-        (
-            container.label,
-            ("securityContext",),
-            container.props,
-            partial(c.pod.container_field, container),
-        )
-        for container in c.containers
-    ]
-    for subject, steps, owner, field in owners:
-        options = mapping(owner, *steps, "seLinuxOptions")
+    for context in c.security_contexts():
+        options = mapping(context.props, "seLinuxOptions")
         if options is None:
             continue
         selinux_type = value_at(options, "type")
         if selinux_type is not None and selinux_type not in allowed:
             yield _problem(
                 "seLinuxOptions",
-                subject,
-                _sets(field(*steps, "seLinuxOptions", "type"), selinux_type),
+                context.subject,
+                _sets(context.field("seLinuxOptions", "type"), selinux_type),
                 f"leave type unset or use one of {', '.join(allowed[1:])}",
             )
         for name in ("user", "role"):
             if text(options, name):
                 yield _problem(
                     "seLinuxOptions",
-                    subject,
-                    _sets(field(*steps, "seLinuxOptions", name), text(options, name)),
+                    context.subject,
+                    _sets(context.field("seLinuxOptions", name), text(options, name)),
                     f"remove seLinuxOptions.{name}",
                 )
 
@@ -308,24 +310,24 @@ _SECCOMP_TYPES = ("RuntimeDefault", "Localhost")
 
 
 def seccomp_baseline(c: PodUnderCheck) -> Iterator[str]:
-    owners = [("pod", c.pod.spec_field("securityContext", "seccompProfile"), c.pod.spec)]
-    owners += [
-        (
-            container.label,
-            c.pod.container_field(container, "securityContext", "seccompProfile"),
-            container.props,
-        )
-        for container in c.containers
-    ]
-    for subject, field, owner in owners:
-        profile = mapping(owner, "securityContext", "seccompProfile")
-        if profile is not None and value_at(profile, "type") not in _SECCOMP_TYPES:
-            yield _problem(
-                "seccompProfile",
-                subject,
-                _sets(f"{field}.type", value_at(profile, "type")),
-                "set seccompProfile.type to RuntimeDefault or Localhost",
-            )
+    yield from _profile_types(
+        c,
+        "seccompProfile",
+        _SECCOMP_TYPES,
+        "seccompProfile",
+        "set seccompProfile.type to RuntimeDefault or Localhost",
+    )
+
+
+def _profile_types(
+    c: PodUnderCheck, profile: str, allowed: tuple[str, ...], reason: str, fix: str
+) -> Iterator[str]:
+    """A profile (AppArmor, seccomp) set on the pod or a container is of an allowed type."""
+    for context in c.security_contexts():
+        settings = mapping(context.props, profile)
+        if settings is not None and value_at(settings, "type") not in allowed:
+            field = context.field(profile, "type")
+            yield _problem(reason, context.subject, _sets(field, value_at(settings, "type")), fix)
 
 
 _SYSCTLS_BY_VERSION: Sequence[tuple[Version, tuple[str, ...]]] = (
@@ -372,17 +374,12 @@ def sysctls(c: PodUnderCheck) -> Iterator[str]:
 
 
 def windows_host_process(c: PodUnderCheck) -> Iterator[str]:
-    owners = [("pod", c.pod.spec_field("securityContext"), c.pod.spec)]
-    owners += [
-        (container.label, c.pod.container_field(container, "securityContext"), container.props)
-        for container in c.containers
-    ]
-    for subject, field, owner in owners:
-        if flag(owner, "securityContext", "windowsOptions", "hostProcess") is True:
+    for context in c.security_contexts():
+        if flag(context.props, "windowsOptions", "hostProcess") is True:
             yield _problem(
                 "hostProcess",
-                subject,
-                _sets(f"{field}.windowsOptions.hostProcess", True),
+                context.subject,
+                _sets(context.field("windowsOptions", "hostProcess"), True),
                 "remove hostProcess or set it to false",
             )
 
@@ -499,19 +496,14 @@ def run_as_non_root(c: PodUnderCheck) -> Iterator[str]:
 def run_as_user(c: PodUnderCheck) -> Iterator[str]:
     if c.version >= (1, 35) and c.user_namespaced:
         return
-    fix = "remove runAsUser or set a non-zero user ID"
-    owners = [("pod", c.pod.spec_field("securityContext", "runAsUser"), c.pod.spec)]
-    owners += [
-        (
-            container.label,
-            c.pod.container_field(container, "securityContext", "runAsUser"),
-            container.props,
-        )
-        for container in c.containers
-    ]
-    for subject, field, owner in owners:
-        if number(owner, "securityContext", "runAsUser") == 0:
-            yield _problem("runAsUser=0", subject, _sets(field, 0), fix)
+    for context in c.security_contexts():
+        if number(context.props, "runAsUser") == 0:
+            yield _problem(
+                "runAsUser=0",
+                context.subject,
+                _sets(context.field("runAsUser"), 0),
+                "remove runAsUser or set a non-zero user ID",
+            )
 
 
 def seccomp_restricted(c: PodUnderCheck) -> Iterator[str]:
