@@ -23,7 +23,7 @@ on_cluster = pulumi.ResourceOptions(provider=connection.provider)
 
 monitoring = GpuMonitoring(
     "gpu-monitoring",
-    GpuMonitoringArgs(config.monitoring, config.platform),
+    GpuMonitoringArgs(config.monitoring, config.platform, config.operator.namespace),
     on_cluster,
 )
 operator = GpuOperator(

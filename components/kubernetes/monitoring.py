@@ -28,7 +28,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.config import MonitoringSpec, OperatorSpec, Platform
+from components.config import MonitoringSpec, Platform
 from components.kubernetes.gpu_operator import pod_security_labels
 from components.versions import KUBE_PROMETHEUS_STACK_CHART
 
@@ -56,7 +56,7 @@ sample, so scraping more often would cost more for repeated values."""
 class GpuMonitoringArgs:
     monitoring: MonitoringSpec
     platform: Platform
-    operator_namespace: str = OperatorSpec.model_fields["namespace"].default
+    operator_namespace: str
     """The GPU Operator's namespace, where the DCGM exporter runs: the stack's
     `gpu-platform:operator.namespace`."""
 

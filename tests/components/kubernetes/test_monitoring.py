@@ -109,10 +109,6 @@ def test_the_alert_names_are_exported(dev_plan: Plan) -> None:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="__main__.py does not yet pass config.operator.namespace to GpuMonitoringArgs",
-)
 def test_the_operator_namespace_from_the_config_reaches_the_rules(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
