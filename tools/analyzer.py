@@ -236,7 +236,7 @@ class PolicyPack:
             self.configure(None)
         by_urn = {resource.urn: resource for resource in resources}
         verdicts: list[Verdict] = []
-        analyzed: list[tuple[PlannedResource, struct_pb2.Struct]] = []
+        analyzed: list[tuple[PlannedResource, analyzer_pb2.AnalyzeRequest]] = []
         for resource in resources:
             properties = _struct(resource.inputs)
             request = analyzer_pb2.AnalyzeRequest(
@@ -253,9 +253,9 @@ class PolicyPack:
             for remediation in remediated.remediations:
                 verdicts.extend(self._remediation_verdicts(resource, request, remediation))
             verdicts += self._verdicts(self._call(self._stub.Analyze, request), resource.urn)
-            analyzed.append((resource, request.properties))
+            analyzed.append((resource, request))
         stack_request = analyzer_pb2.AnalyzeStackRequest(
-            resources=[_stack_resource(r, properties, by_urn) for r, properties in analyzed]
+            resources=[_stack_resource(r, request) for r, request in analyzed]
         )
         verdicts += self._verdicts(self._call(self._stub.AnalyzeStack, stack_request), "")
         return verdicts
@@ -469,25 +469,23 @@ def _provider(
 
 
 def _stack_resource(
-    resource: PlannedResource,
-    properties: struct_pb2.Struct,
-    by_urn: Mapping[str, PlannedResource],
+    resource: PlannedResource, request: analyzer_pb2.AnalyzeRequest
 ) -> analyzer_pb2.AnalyzerResource:
+    """The resource as `AnalyzeStack` sees it: as `Analyze` saw it (remediated), with its links."""
     stack_resource = analyzer_pb2.AnalyzerResource(
-        urn=resource.urn,
-        type=resource.type,
-        name=resource.name,
-        properties=properties,
-        options=_options(resource),
+        urn=request.urn,
+        type=request.type,
+        name=request.name,
+        properties=request.properties,
+        options=request.options,
         parent=resource.parent or "",
         dependencies=list(resource.dependencies),
     )
+    if request.HasField("provider"):
+        stack_resource.provider.CopyFrom(request.provider)
     for key, urns in resource.property_dependencies.items():
         if urns:  # as the engine does, properties without dependencies are left out
             stack_resource.propertyDependencies[key].urns.extend(urns)
-    provider = _provider(resource, by_urn)
-    if provider is not None:
-        stack_resource.provider.CopyFrom(provider)
     return stack_resource
 
 
