@@ -5,11 +5,13 @@ sent there; it asks for its GPU in `limits` (Kubernetes copies the limit into th
 extended resource), under the name the pool's device plugin advertises; and in a `restricted`
 namespace it must run as a non-root user with every capability dropped, no privilege
 escalation and the runtime's default seccomp profile, like any other pod. Most CUDA images
-default to root, which `restricted` rejects: the spec below sets the user explicitly.
+run as root: with `runAsNonRoot` alone the kubelet refuses to start them, so the spec below also
+names a non-root user.
 
 Everything is derived from the pool's node identity, so a workload built here follows the pool
 when its sharing mode or taints change. The dictionaries use Kubernetes' own camelCase field
-names: pass them to `pulumi_kubernetes` resources as they are, or dump them as YAML.
+names: pass them to `pulumi_kubernetes` resources as they are (the SDK's TypedDicts spell
+fields in snake_case, so a type checker wants a `cast` there), or dump them as YAML.
 
     from components.kubernetes.gpu_pod import gpu_pod_spec
 
