@@ -324,18 +324,13 @@ def validate_launch_templates(args: StackValidationArgs, report_violation: Repor
         for node_group in args.resources:
             if node_group.resource_type != NODE_GROUP_TYPE:
                 continue
-            uses_template = findings.known(
-                f"the launch template of {node_group.urn}",
-                partial(_gpu_node_group_with_template, node_group.props),
-            )
-            if not uses_template:
+            what = f"the launch template of {node_group.urn}"
+            uses_template = partial(_gpu_node_group_with_template, node_group.props)
+            if not findings.known(what, uses_template):
                 continue
-            template = findings.known(
-                f"the launch template of {node_group.urn}",
-                partial(linked_launch_template, node_group, templates),
-            )
+            template = findings.known(what, partial(linked_launch_template, node_group, templates))
             findings.check(
-                f"the launch template of {node_group.urn}",
+                what,
                 partial(launch_template_problems, node_group, template),
                 urn=(template or node_group).urn,
             )
