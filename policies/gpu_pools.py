@@ -328,12 +328,22 @@ def validate_launch_templates(args: StackValidationArgs, report_violation: Repor
             uses_template = partial(_gpu_node_group_with_template, node_group.props)
             if not findings.known(what, uses_template):
                 continue
-            template = findings.known(what, partial(linked_launch_template, node_group, templates))
+            found = findings.known(what, partial(_link, node_group, templates))
+            if found is None:
+                continue
+            (template,) = found
             findings.check(
                 what,
                 partial(launch_template_problems, node_group, template),
                 urn=(template or node_group).urn,
             )
+
+
+def _link(
+    node_group: PolicyResource, templates: Sequence[PolicyResource]
+) -> tuple[PolicyResource | None]:
+    # In a tuple, so that a template not found (None) differs from one not known yet.
+    return (linked_launch_template(node_group, templates),)
 
 
 def _gpu_node_group_with_template(props: Mapping[str, Any]) -> bool:

@@ -93,3 +93,17 @@ def test_remediation_waits_for_an_unknown_enforce_label(analyze: Analyze, new_no
         "known: namespace-pod-security: string value at "
         ".metadata.labels.pod-security.kubernetes.io/enforce can't be known during preview",
     ]
+
+
+def test_a_launch_template_whose_name_is_unknown_is_not_called_missing(
+    analyze: Analyze, new_notes: Notes
+) -> None:
+    group = eks_node_group()
+    group.inputs["launchTemplate"] = {"name": UNKNOWN, "version": UNKNOWN}
+
+    assert messages(analyze(group), "eks-gpu-launch-template") == []
+    assert (
+        'policy "eks-gpu-launch-template" skipped checks on the stack until values are known: '
+        f"the launch template of {group.urn}: string value at .launchTemplate.name can't be "
+        "known during preview"
+    ) in new_notes()
