@@ -15,8 +15,17 @@ from collections.abc import Iterable, Iterator, Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    WithJsonSchema,
+)
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from components.accelerators import ACCELERATORS
 from components.kubernetes.chart_keys import chart_components
@@ -65,7 +74,21 @@ _PATTERN_MEANINGS = {
     _GCP_SERVICE_ACCOUNT: "a service account e-mail such as"
     " gpu-nodes@my-project.iam.gserviceaccount.com",
 }
-AcceleratorName = Literal[tuple(ACCELERATORS)]  # type: ignore[valid-type]
+
+
+def _known_accelerator(name: str) -> str:
+    if name not in ACCELERATORS:
+        raise PydanticCustomError(
+            "unknown_accelerator", "one of {allowed}", {"allowed": ", ".join(ACCELERATORS)}
+        )
+    return name
+
+
+AcceleratorName = Annotated[
+    str,
+    AfterValidator(_known_accelerator),
+    WithJsonSchema({"type": "string", "enum": list(ACCELERATORS)}),
+]
 
 
 class _Model(BaseModel):
@@ -693,6 +716,14 @@ def _namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 key_path("namespaces", i, "smokeTestPool"),
                 ns.smoke_test_pool,
                 f"one of the pools: {sorted(pool_names)}",
+            )
+        if ns.smoke_test_pool is not None and ns.gpu_quota == 0:
+            # The quota would refuse the smoke test's pod, and `pulumi up` would wait out the
+            # Job's deadline before saying so.
+            yield ConfigProblem(
+                key_path("namespaces", i, "gpuQuota"),
+                ns.gpu_quota,
+                "at least 1 when the namespace runs a smoke test",
             )
 
 

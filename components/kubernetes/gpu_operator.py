@@ -8,8 +8,9 @@ import pulumi_kubernetes as k8s
 
 from components.config import MonitoringSpec, OperatorSpec, Platform
 from components.kubernetes.operator_values import operator_values_for
+from components.kubernetes.pod_security import pod_security_labels
 from components.node_identity import ResolvedPool
-from components.versions import GPU_OPERATOR_CHART, POD_SECURITY_VERSION
+from components.versions import GPU_OPERATOR_CHART
 
 
 @dataclass
@@ -118,13 +119,3 @@ class GpuOperator(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
-
-
-def pod_security_labels(level: str) -> dict[str, str]:
-    """Pod Security admission labels enforcing, auditing and warning at `level`, each pinned to
-    POD_SECURITY_VERSION so that a cluster upgrade cannot change what the namespace admits."""
-    return {
-        f"pod-security.kubernetes.io/{mode}{suffix}": value
-        for mode in ("enforce", "audit", "warn")
-        for suffix, value in (("", level), ("-version", POD_SECURITY_VERSION))
-    }

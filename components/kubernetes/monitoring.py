@@ -29,7 +29,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.config import MonitoringSpec, Platform
-from components.kubernetes.gpu_operator import pod_security_labels
+from components.kubernetes.pod_security import pod_security_labels
 from components.versions import KUBE_PROMETHEUS_STACK_CHART
 
 ALERT_RULES_FILE = Path(__file__).parent / "alerts" / "gpu-alerts.yaml"

@@ -31,10 +31,10 @@ import pulumi_kubernetes as k8s
 
 from components.config import TenantNamespaceSpec
 from components.kubernetes.gpu_pod import gpu_pod_spec
+from components.kubernetes.pod_security import pod_security_labels
 from components.node_identity import GPU_RESOURCE, ResolvedPool
-from components.versions import GPU_SMOKE_TEST_IMAGE, POD_SECURITY_VERSION
+from components.versions import GPU_SMOKE_TEST_IMAGE
 
-POD_SECURITY_MODES = ("enforce", "audit", "warn")
 QUOTA_NAME = "gpu-quota"
 SMOKE_TEST_NAME = "gpu-smoke-test"
 # Room for Pulumi's wait beyond the Job's own deadline, so the Job's failure is the one reported.
@@ -101,15 +101,6 @@ class GpuTenantNamespace(pulumi.ComponentResource):
                 "smoke_test_job_name": self.smoke_test_job_name,
             }
         )
-
-
-def pod_security_labels(level: str) -> dict[str, str]:
-    """Pod Security admission labels for `level`, in every mode, at the pinned version."""
-    labels = {}
-    for mode in POD_SECURITY_MODES:
-        labels[f"pod-security.kubernetes.io/{mode}"] = level
-        labels[f"pod-security.kubernetes.io/{mode}-version"] = POD_SECURITY_VERSION
-    return labels
 
 
 def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[str, str]:

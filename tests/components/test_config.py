@@ -202,6 +202,11 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
         "gpu-platform:namespaces[0].smokeTestPool",
     ),
     (
+        "smoke test in a namespace allowed no GPU",
+        lambda c: c["gpu-platform:namespaces"][0].update(gpuQuota=0),
+        "gpu-platform:namespaces[0].gpuQuota",
+    ),
+    (
         "negative GPU quota",
         lambda c: c["gpu-platform:namespaces"][0].update(gpuQuota=-1),
         "gpu-platform:namespaces[0].gpuQuota",
