@@ -6,8 +6,8 @@ policies` would (`tools.analyzer`). Prints the resources as a tree of parents an
 the inputs that matter, the lookups answered by offline stand-ins, the stack outputs and the
 policy verdicts; `--json` prints the same for machines.
 
-Exit codes: 0 planned; 1 the program failed; 2 a configuration error (the stack's or the policy
-pack's); 3 a mandatory policy violation.
+Exit codes: 0 planned; 1 the program or the policy pack failed; 2 a configuration error (the
+stack's or the policy pack's); 3 a mandatory policy violation.
 """
 
 import json
@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.tree import Tree
 
 from components.config import ConfigError
-from tools.analyzer import PACK_DIR, PolicyConfigError, Verdict, analyze_plan
+from tools.analyzer import PACK_DIR, PolicyConfigError, PolicyPackError, Verdict, analyze_plan
 from tools.offline import InvokeRecord, Plan, PlannedResource, run_program
 
 EXIT_PROGRAM_ERROR = 1
@@ -94,6 +94,9 @@ def main(
     except PolicyConfigError as error:
         errors.print(f"[red]{error}[/red]", highlight=False)
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    except PolicyPackError as error:
+        errors.print(f"[red]{error}[/red]", highlight=False)
+        raise typer.Exit(EXIT_PROGRAM_ERROR) from None
     if as_json:
         console.print_json(json.dumps(plan_as_json(plan, verdicts)))
     else:
