@@ -196,12 +196,12 @@ def seconds(run: Callable[[], object]) -> float:
 
 def timing_table(title: str, timings: Sequence[Timing]) -> Table:
     table = Table(title=title, title_justify="left")
-    table.add_column("case")
+    table.add_column("case", no_wrap=True)
     table.add_column("resources", justify="right")
     table.add_column("plan (s)", justify="right")
     table.add_column("floor (s)", justify="right")
-    table.add_column("plan / floor", justify="right")
-    table.add_column("plan per resource (ms)", justify="right")
+    table.add_column("plan/floor", justify="right")
+    table.add_column("ms/resource", justify="right")
     for t in timings:
         table.add_row(
             t.label,
