@@ -13,9 +13,10 @@ Two measurements, each the median of several runs:
 - in process: the program run again in an interpreter that has already imported everything,
   for every stack file and for the dev stack's first pool repeated 1, 4, 16 and 64 times;
 - fresh process: `python -m tools plan <stack>` as a user types it, for every stack file, beside
-  a fresh interpreter that runs the floor. This adds interpreter start-up and importing the
-  provider SDKs. A first, unmeasured run fills a bytecode cache (in a temporary directory) so
-  the numbers are those of every run after a user's first.
+  a fresh interpreter that runs the floor. This adds interpreter start-up, importing the
+  provider SDKs, and the policy pack's verdicts on the plan. A first, unmeasured run fills a
+  bytecode cache (in a temporary directory) so the numbers are those of every run after a
+  user's first.
 """
 
 import copy
