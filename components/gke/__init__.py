@@ -1,4 +1,4 @@
-"""GKE: attach to an existing cluster and create its GPU node groups."""
+"""GKE: attach to an existing Standard cluster and create its GPU node pools."""
 
 from components.gke.cloud import GkeCloud
 
