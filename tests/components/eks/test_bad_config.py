@@ -1,0 +1,213 @@
+"""Pools that cannot work on EKS fail before any resource is registered, with the key path, the
+value and what is allowed: found by the lookups (instance types, zones, GPUs) or by the rules
+EKS and the autoscaler impose."""
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from components.config import ConfigError
+from tools.offline import Plan
+
+from .plans import mig_pool, with_aws_options, with_cluster, with_extra_pool, with_pool
+
+Config = dict[str, Any]
+PlanFor = Callable[[Config], Plan]
+
+
+def unset(config: Config, *keys: str) -> Config:
+    for key in keys:
+        config["gpu-platform:pools"][0].pop(key, None)
+    return config
+
+
+# (what is wrong, how to break the dev config, the key path the error must name, words the
+# expectation must contain)
+BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str, str]] = [
+    (
+        "unknown instance type",
+        lambda c: with_pool(c, instanceTypes=["g4dn.xlarge", "g9x.huge"]),
+        "gpu-platform:pools[0].instanceTypes",
+        "not offered there: g9x.huge",
+    ),
+    (
+        "instance type not offered in the region",
+        lambda c: with_pool(c, instanceTypes=["p3.2xlarge"]),
+        "gpu-platform:pools[0].instanceTypes",
+        "offers in us-east-1",
+    ),
+    (
+        "instance type without a GPU",
+        lambda c: unset(with_pool(c, instanceTypes=["m5.large"]), "accelerator", "gpusPerNode"),
+        "gpu-platform:pools[0].instanceTypes",
+        "m5.large has no GPU",
+    ),
+    (
+        "fraction of a GPU",
+        lambda c: unset(with_pool(c, instanceTypes=["g6f.xlarge"]), "accelerator", "gpusPerNode"),
+        "gpu-platform:pools[0].instanceTypes",
+        "whole NVIDIA GPUs",
+    ),
+    (
+        "instance types with different GPU counts",
+        lambda c: with_pool(c, instanceTypes=["g4dn.xlarge", "g4dn.12xlarge"]),
+        "gpu-platform:pools[0].instanceTypes",
+        "same GPU model, GPU count",
+    ),
+    (
+        "instance types of different architectures",
+        lambda c: with_pool(c, instanceTypes=["g4dn.xlarge", "g5g.xlarge"]),
+        "gpu-platform:pools[0].instanceTypes",
+        "CPU architecture",
+    ),
+    (
+        "stated accelerator is not the instance type's",
+        lambda c: with_pool(c, accelerator="l4"),
+        "gpu-platform:pools[0].accelerator",
+        "t4, the GPU of g4dn.xlarge",
+    ),
+    (
+        "stated GPU count is not the instance type's",
+        lambda c: with_pool(c, gpusPerNode=2),
+        "gpu-platform:pools[0].gpusPerNode",
+        "1, the GPUs of g4dn.xlarge",
+    ),
+    (
+        "MIG on a GPU without MIG, read from the instance type",
+        lambda c: unset(
+            with_pool(c, sharing={"mode": "mig", "strategy": "single", "profile": "all-1g.10gb"}),
+            "accelerator",
+            "gpusPerNode",
+        ),
+        "gpu-platform:pools[0].sharing.mode",
+        "t4 has no MIG",
+    ),
+    (
+        "MIG profile of another GPU",
+        lambda c: with_extra_pool(
+            c,
+            **mig_pool(
+                instanceTypes=["p4d.24xlarge"],
+                sharing={"mode": "mig", "strategy": "mixed", "profile": "all-1g.20gb"},
+            ),
+        ),
+        "gpu-platform:pools[1].sharing.profile",
+        "a profile of a100-40gb",
+    ),
+    (
+        "zones where the instance type is not offered",
+        lambda c: with_pool(c, zones=["us-east-1e"]),
+        "gpu-platform:pools[0].zones",
+        "EC2 offers g4dn.xlarge in none of them",
+    ),
+    (
+        "zone without a node subnet",
+        lambda c: with_pool(c, zones=["us-west-2a"]),
+        "gpu-platform:pools[0].zones",
+        "no node subnet in us-west-2a",
+    ),
+    (
+        "capacity block with several instance types",
+        lambda c: with_aws_options(
+            with_pool(c, capacity="capacity-block"), capacityReservationId="cr-0123456789abcdef0"
+        ),
+        "gpu-platform:pools[0].instanceTypes",
+        "exactly one instance type",
+    ),
+    (
+        "capacity block without its reservation",
+        lambda c: with_pool(c, capacity="capacity-block", instanceTypes=["g4dn.xlarge"]),
+        "gpu-platform:pools[0].aws.capacityReservationId",
+        "reservation id",
+    ),
+    (
+        "reservation without a capacity block",
+        lambda c: with_aws_options(c, capacityReservationId="cr-0123456789abcdef0"),
+        "gpu-platform:pools[0].aws.capacityReservationId",
+        "unless capacity is capacity-block",
+    ),
+    (
+        "AMI release pinned and resolved at once",
+        lambda c: with_aws_options(c, amiReleaseVersion="1.35.2-20261002", amiReleaseFromSsm=True),
+        "gpu-platform:pools[0].aws.amiReleaseFromSsm",
+        "one source for the AMI release",
+    ),
+    (
+        "label key longer than EKS takes",
+        lambda c: with_pool(c, labels={"example.com/" + "k" * 60: "x"}),
+        "gpu-platform:pools[0].labels.example.com/" + "k" * 60,
+        "at most 63 characters",
+    ),
+    (
+        "empty label value",
+        lambda c: with_pool(c, labels={"team": ""}),
+        "gpu-platform:pools[0].labels.team",
+        "not empty",
+    ),
+    (
+        "update percentage out of range",
+        lambda c: with_aws_options(c, maxUnavailablePercent=0),
+        "gpu-platform:pools[0].aws.maxUnavailablePercent",
+        "greater than or equal to 1",
+    ),
+    (
+        "autoscaler idle time of zero",
+        lambda c: c.update({"gpu-platform:autoscaler": {"gpuNodeIdleMinutes": 0}}),
+        "gpu-platform:autoscaler.gpuNodeIdleMinutes",
+        "greater than or equal to 1",
+    ),
+    (
+        "unknown expander",
+        lambda c: c.update({"gpu-platform:autoscaler": {"expander": "price"}}),
+        "gpu-platform:autoscaler.expander",
+        "least-waste",
+    ),
+    (
+        "autoscaler image tag that is not a version",
+        lambda c: c.update({"gpu-platform:autoscaler": {"imageTag": "latest"}}),
+        "gpu-platform:autoscaler.imageTag",
+        "exact version",
+    ),
+    (
+        "misspelt cluster key",
+        lambda c: with_cluster(c, nodeSubnets=["subnet-1"]),
+        "gpu-platform:cluster.nodeSubnets",
+        "no such key",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("break_config", "path", "words"),
+    [pytest.param(b, p, w, id=what) for what, b, p, w in BAD_CONFIGS],
+)
+def test_bad_config_names_the_key_and_registers_nothing(
+    dev_config: Config,
+    failed_plan_for: PlanFor,
+    break_config: Callable[[Config], Any],
+    path: str,
+    words: str,
+) -> None:
+    break_config(dev_config)
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    problems = {p.path: p for p in plan.error.problems}
+    assert path in problems, plan.error.report()
+    assert words in problems[path].expected
+    assert plan.resources == []
+
+
+def test_every_bad_pool_is_reported_at_once(dev_config: Config, failed_plan_for: PlanFor) -> None:
+    with_pool(dev_config, zones=["us-east-1e"])
+    with_extra_pool(dev_config, name="cpu", instanceTypes=["m5.large"], max=1)
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError)
+    assert {p.path for p in plan.error.problems} == {
+        "gpu-platform:pools[0].zones",
+        "gpu-platform:pools[1].instanceTypes",
+    }
