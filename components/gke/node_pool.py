@@ -44,7 +44,7 @@ GKE_TAINT_EFFECTS: Mapping[str, str] = {
 }
 # The cluster autoscaler sets the node count; an update must not put it back (and a changed
 # `initialNodeCount` would replace the pool).
-NODE_COUNT_PROPERTIES = ["initialNodeCount", "nodeCount"]
+NODE_COUNT_PROPERTIES = ("initialNodeCount", "nodeCount")
 
 
 @dataclass
@@ -90,7 +90,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             name,
             args=node_pool_args(args, service_account),
             opts=pulumi.ResourceOptions(
-                parent=self, depends_on=depends_on, ignore_changes=NODE_COUNT_PROPERTIES
+                parent=self, depends_on=depends_on, ignore_changes=list(NODE_COUNT_PROPERTIES)
             ),
         )
         self.node_pool_name = self.node_pool.name
