@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.tree import Tree
 
 from components.config import ConfigError
@@ -124,7 +125,7 @@ def _policy_config(stack: str, path: Path | None) -> dict[str, Any] | None:
 
 
 def print_verdicts(verdicts: Sequence[Verdict], plan: Plan, console: Console) -> None:
-    names = {r.urn: f"{r.type} {r.name}" for r in plan.resources}
+    names = {r.urn: escape(f"{r.type} {r.name}") for r in plan.resources}
     violations = [v for v in verdicts if v.enforcement_level in ("mandatory", "advisory")]
     remediations = [v for v in verdicts if v.enforcement_level == "remediate"]
     mandatory = sum(v.mandatory for v in violations)
@@ -137,7 +138,7 @@ def print_verdicts(verdicts: Sequence[Verdict], plan: Plan, console: Console) ->
         where = names.get(verdict.urn, "the stack")
         console.print(
             f"  [{colour}]{verdict.enforcement_level}[/{colour}] {verdict.policy_name}"
-            f" on {where}: {verdict.message}",
+            f" on {where}: {escape(verdict.message)}",
             highlight=False,
         )
     for verdict in remediations:
@@ -202,7 +203,7 @@ def _add_children(
     node: Tree, parent: str | None, by_parent: Mapping[str | None, list[PlannedResource]]
 ) -> None:
     for resource in by_parent.get(parent, []):
-        label = f"[cyan]{resource.type}[/cyan] [bold]{resource.name}[/bold]"
+        label = f"[cyan]{escape(resource.type)}[/cyan] [bold]{escape(resource.name)}[/bold]"
         flags = [f for f, on in (("protected", resource.protect),) if on]
         if resource.ignore_changes:
             flags.append("ignores changes to " + ", ".join(resource.ignore_changes))
@@ -241,5 +242,7 @@ def _shown_outputs(plan: Plan) -> dict[str, Any]:
 
 
 def _short(value: Any) -> str:
+    """A value as printed in the plan: at most one line's worth, never read as rich markup."""
     text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
+    text = text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
+    return escape(text)

@@ -56,6 +56,10 @@ def test_plan_shows_the_policy_packs_verdicts(invoke) -> None:
     assert "Policy pack (policies/): 0 mandatory" in result.output
 
 
+def test_plan_shows_secret_outputs_as_secret(invoke) -> None:
+    assert "kubeconfig: [secret]" in invoke("dev").output
+
+
 def test_plan_as_json_hides_secret_outputs() -> None:
     plan = offline.Plan(
         stack="dev",

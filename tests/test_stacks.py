@@ -1,0 +1,93 @@
+"""Every stack file in the repository plans offline with its own policy config, and a change
+that breaks a platform rule makes the plan fail with the violation."""
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from components.versions import HelmChart
+from tools.__main__ import app
+from tools.analyzer import analyze_plan
+from tools.offline import PROJECT_DIR, run_program
+from tools.plan import EXIT_MANDATORY_VIOLATION, POLICY_CONFIG_DIR, _policy_config
+
+STACKS = sorted(
+    p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PROJECT_DIR.glob("Pulumi.*.yaml")
+)
+
+
+def test_the_repository_has_dev_prod_and_a_gke_stack() -> None:
+    assert {"dev", "prod"} <= set(STACKS) and any(s.startswith("gke") for s in STACKS)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_has_its_own_policy_config(stack: str) -> None:
+    assert (POLICY_CONFIG_DIR / f"{stack}.json").is_file()
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_stack_plans_with_no_mandatory_violation(stack: str) -> None:
+    plan = run_program(stack)
+
+    verdicts = analyze_plan(plan.resources, config=_policy_config(stack, None))
+
+    assert [v for v in verdicts if v.mandatory] == []
+
+
+def plan_dev() -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["plan", "dev"], env={"COLUMNS": "300"})
+    return result.exit_code, result.output
+
+
+def test_an_untainted_gpu_pool_fails_the_plan(monkeypatch) -> None:
+    from components import node_identity
+
+    monkeypatch.setattr(node_identity, "GPU_TAINT", node_identity.Taint("team", "ml", "NoSchedule"))
+
+    exit_code, output = plan_dev()
+
+    assert exit_code == EXIT_MANDATORY_VIOLATION
+    assert "mandatory gpu-pool-scheduling" in output
+
+
+def test_an_unpinned_chart_fails_the_plan(monkeypatch, dev_config) -> None:
+    from components.kubernetes import monitoring
+    from tools import offline
+
+    dev_config["gpu-platform:monitoring"] = {"installPrometheusStack": True}
+    monkeypatch.setattr(offline, "stack_config", lambda stack, project_dir=None: dev_config)
+    chart = monitoring.KUBE_PROMETHEUS_STACK_CHART
+    monkeypatch.setattr(
+        monitoring,
+        "KUBE_PROMETHEUS_STACK_CHART",
+        HelmChart(chart.name, ">=93.0.0", chart.repository),
+    )
+
+    exit_code, output = plan_dev()
+
+    assert exit_code == EXIT_MANDATORY_VIOLATION
+    assert "mandatory helm-chart-pinned" in output
+
+
+def test_a_root_gpu_pod_fails_the_plan(monkeypatch) -> None:
+    from components.kubernetes import tenant_namespace
+
+    build = tenant_namespace.gpu_pod_spec
+
+    def as_root(*args, **kwargs):
+        spec = build(*args, **kwargs)
+        spec["securityContext"] = {**spec["securityContext"], "runAsNonRoot": False, "runAsUser": 0}
+        return spec
+
+    monkeypatch.setattr(tenant_namespace, "gpu_pod_spec", as_root)
+
+    exit_code, output = plan_dev()
+
+    assert exit_code == EXIT_MANDATORY_VIOLATION
+    assert "mandatory pod-security-standards" in output and "runAsUser" in output
+
+
+def test_policy_config_files_are_json_objects_of_known_policies() -> None:
+    for path in Path(POLICY_CONFIG_DIR).glob("*.json"):
+        analyze_plan([], config=_policy_config(path.stem, path))
