@@ -271,7 +271,9 @@ def test_workflows_default_to_reading_the_repository_only(name: str) -> None:
 @pytest.mark.parametrize("name", ["pull-request.yml", "deploy.yml"])
 def test_only_jobs_that_run_pulumi_get_an_oidc_token(name: str) -> None:
     jobs = workflow(name)["jobs"]
-    with_token = {n for n, job in jobs.items() if job.get("permissions", {}).get("id-token")}
+    with_token = {
+        n for n, job in jobs.items() if job.get("permissions", {}).get("id-token") == "write"
+    }
 
     assert with_token == {n for n, _ in stack_jobs(workflow(name))}
 
