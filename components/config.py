@@ -228,9 +228,10 @@ class GpuPoolSpec(_Model):
     instance_types: list[Annotated[str, StringConstraints(min_length=1)]] = Field(min_length=1)
     """EC2 instance types (several allowed) or one GCE machine type."""
     accelerator: AcceleratorName | None = None
-    """The GPU model; on EKS it is read from the instance type when left out."""
+    """The GPU model. Read from the machine when left out: on EKS from the instance type, on GKE
+    from accelerator-optimized machine types (A2, A3, A4, G2); N1 pools must state it."""
     gpus_per_node: int | None = Field(default=None, ge=1, le=16)
-    """GPUs per node; on EKS it is read from the instance type when left out."""
+    """GPUs per node, read from the machine like `accelerator` when left out."""
     min: int = Field(default=0, ge=0)
     """Nodes kept when idle. Every node above zero bills around the clock."""
     max: int = Field(ge=1, le=1000)
@@ -238,7 +239,9 @@ class GpuPoolSpec(_Model):
     capacity: Literal["on-demand", "spot", "capacity-block"] = "on-demand"
     """How the nodes are bought; `capacity-block` is an EC2 Capacity Block reservation."""
     zones: list[Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
-    """Zones to place nodes in; empty means every zone of the cluster's subnets or region."""
+    """Zones to place nodes in, kept only where every instance type is offered. Empty means
+    every zone of the cluster's node subnets (EKS) or of its region that offers the machine
+    type (GKE); GKE N1 pools with attached GPUs must list theirs."""
     disk_size_gib: int = Field(default=200, ge=100, le=16384)
     """Root disk; CUDA and framework images run to tens of GiB before any model weights."""
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
