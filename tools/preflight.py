@@ -364,7 +364,8 @@ def _quota_finding(
             f"{quota.name}: {value:g} vCPUs, but the pools need {needed} at their max ({used_by}).",
             "Request an increase to at least"
             f" {needed}: aws service-quotas request-service-quota-increase --service-code ec2"
-            f" --quota-code {quota.code} --desired-value {needed}",
+            f" --quota-code {quota.code} --desired-value {needed}"
+            f" --region {clients.service_quotas.meta.region_name}",
         )
     return Finding(
         "ok",

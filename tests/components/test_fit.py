@@ -1,0 +1,309 @@
+"""The fit check: which pools a pod fits, judged against the node templates the autoscaler
+builds for pools at zero (EKS: from the plan's Auto Scaling group hints and instance types)."""
+
+import copy
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from components.config import load_stack_config
+from components.fit import (
+    NodeTemplate,
+    fits,
+    fitting_pools,
+    pod_requests,
+    pod_spec_of,
+    quantity,
+)
+from components.kubernetes.gpu_pod import gpu_pod_spec
+from components.node_identity import GPU_TAINT, GpuShape, ResolvedPool, Taint, resolve_pool
+from tools.fit import node_templates
+from tools.offline import run_program, stack_config
+
+IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
+# Pools of three kinds beside the dev stack's time-sliced T4s: whole L4s, and A100 80GB
+# partitioned into 1g.10gb MIG slices.
+EXTRA_POOLS = [
+    {"name": "l4", "instanceTypes": ["g6.xlarge"], "max": 2},
+    {
+        "name": "a100-mig",
+        "instanceTypes": ["p4de.24xlarge"],
+        "max": 1,
+        "sharing": {"mode": "mig", "strategy": "mixed", "profile": "all-1g.10gb"},
+    },
+]
+GPU_SHAPES = {
+    "t4-shared": GpuShape("t4", 1),
+    "l4": GpuShape("l4", 1),
+    "a100-mig": GpuShape("a100-80gb", 8),
+}
+
+
+@pytest.fixture(scope="module")
+def stack() -> dict[str, Any]:
+    config = copy.deepcopy(stack_config("dev"))
+    config["gpu-platform:pools"] += EXTRA_POOLS
+    return config
+
+
+@pytest.fixture(scope="module")
+def templates(stack: dict[str, Any]) -> list[NodeTemplate]:
+    return node_templates(run_program("dev", config=stack))
+
+
+@pytest.fixture(scope="module")
+def pools(stack: dict[str, Any]) -> dict[str, ResolvedPool]:
+    raw = {k.removeprefix("gpu-platform:"): v for k, v in stack.items() if "gpu-platform:" in k}
+    config = load_stack_config(raw)
+    return {
+        spec.name: resolve_pool(spec, i, GPU_SHAPES[spec.name])
+        for i, spec in enumerate(config.pools)
+    }
+
+
+def gpu_tolerating_pod(**resources: str) -> dict[str, Any]:
+    return {
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "containers": [{"name": "main", "image": IMAGE, "resources": {"limits": resources}}],
+    }
+
+
+# --- The three cases the platform promises ---------------------------------------------------
+
+
+@pytest.mark.parametrize("pool", list(GPU_SHAPES))
+def test_the_restricted_smoke_test_pod_fits_exactly_its_pool(
+    templates: list[NodeTemplate], pools: dict[str, ResolvedPool], pool: str
+) -> None:
+    pod = gpu_pod_spec(pools[pool], IMAGE, ["nvidia-smi"], restart_policy="Never")
+
+    assert fitting_pools(pod, templates) == [pool]
+
+
+def test_a_pod_asking_for_a_mig_slice_fits_only_the_mig_pool(
+    templates: list[NodeTemplate],
+) -> None:
+    pod = gpu_tolerating_pod(**{"nvidia.com/mig-1g.10gb": "1"})
+
+    assert fitting_pools(pod, templates) == ["a100-mig"]
+
+
+def test_an_ordinary_pod_without_the_toleration_fits_no_gpu_pool(
+    templates: list[NodeTemplate],
+) -> None:
+    pod = {
+        "containers": [{"name": "web", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}]
+    }
+
+    results = fits(pod, templates)
+
+    assert [r.pool for r in results] == ["t4-shared", "l4", "a100-mig"]
+    assert all(
+        r.reasons == ("taint nvidia.com/gpu=present:NoSchedule is not tolerated",) for r in results
+    )
+
+
+# --- What the templates hold -------------------------------------------------------------------
+
+
+def test_templates_carry_the_pools_node_identity(
+    templates: list[NodeTemplate], pools: dict[str, ResolvedPool]
+) -> None:
+    by_pool = {t.pool: t for t in templates}
+
+    for name, pool in pools.items():
+        template = by_pool[name]
+        assert pool.identity.labels.items() <= template.labels.items()
+        assert template.taints == pool.identity.taints
+        assert {k: template.resources[k] for k in pool.identity.resources} == {
+            k: Decimal(v) for k, v in pool.identity.resources.items()
+        }
+
+
+def test_templates_know_the_first_instance_types_cpu_memory_and_architecture(
+    templates: list[NodeTemplate],
+) -> None:
+    t4 = next(t for t in templates if t.pool == "t4-shared")
+
+    # g4dn.xlarge: 4 vCPUs, 16 GiB.
+    assert (t4.resources["cpu"], t4.resources["memory"]) == (Decimal(4), Decimal(16 * 2**30))
+    assert t4.labels["kubernetes.io/arch"] == "amd64"
+    assert t4.labels["node.kubernetes.io/instance-type"] == "g4dn.xlarge"
+
+
+def test_a_pod_asking_for_more_than_a_node_has_fits_nowhere_and_says_why(
+    templates: list[NodeTemplate],
+) -> None:
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "5", "cpu": "8"})
+
+    t4 = next(f for f in fits(pod, templates) if f.pool == "t4-shared")
+
+    assert fitting_pools(pod, templates) == []
+    assert t4.reasons == (
+        "asks for 5 nvidia.com/gpu; a node has 4",
+        "asks for 8 cpu; a node has 4",
+    )
+
+
+def test_a_node_selector_for_another_pool_is_reported(templates: list[NodeTemplate]) -> None:
+    pod = {**gpu_tolerating_pod(), "nodeSelector": {"gpu-platform.io/pool": "l4"}}
+
+    t4 = next(f for f in fits(pod, templates) if f.pool == "t4-shared")
+
+    assert t4.reasons == (
+        "nodeSelector gpu-platform.io/pool=l4: its nodes have gpu-platform.io/pool=t4-shared",
+    )
+
+
+# --- The scheduler's rules, on a hand-made template ---------------------------------------------
+
+TEMPLATE = NodeTemplate(
+    pool="p",
+    labels={"zone": "a", "gen": "5"},
+    taints=(GPU_TAINT, Taint("soft", "", "PreferNoSchedule"), Taint("evict", "yes", "NoExecute")),
+    resources={"nvidia.com/gpu": Decimal(2), "cpu": Decimal(8)},
+)
+TOLERATE_ALL = [{"operator": "Exists"}]
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "fits_"),
+    [
+        (TOLERATE_ALL, True),
+        ([{"key": "nvidia.com/gpu", "operator": "Exists"}], False),
+        (
+            [
+                {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+                {"key": "evict", "operator": "Equal", "value": "yes"},
+            ],
+            True,
+        ),
+        (
+            [
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"},
+                {"key": "evict", "operator": "Exists"},
+            ],
+            False,
+        ),
+        (
+            [
+                {"key": "nvidia.com/gpu", "value": "absent", "effect": "NoSchedule"},
+                {"key": "evict", "operator": "Exists"},
+            ],
+            False,
+        ),
+    ],
+)
+def test_tolerations_must_cover_every_repelling_taint(
+    tolerations: list[dict[str, str]], fits_: bool
+) -> None:
+    pod = {"tolerations": tolerations, "containers": [{"name": "c"}]}
+
+    assert bool(fitting_pools(pod, [TEMPLATE])) is fits_
+
+
+@pytest.mark.parametrize(
+    ("expressions", "fits_"),
+    [
+        ([{"key": "zone", "operator": "In", "values": ["a", "b"]}], True),
+        ([{"key": "zone", "operator": "NotIn", "values": ["a"]}], False),
+        ([{"key": "gen", "operator": "Gt", "values": ["4"]}], True),
+        ([{"key": "gen", "operator": "Lt", "values": ["5"]}], False),
+        ([{"key": "spot", "operator": "DoesNotExist"}], True),
+        ([{"key": "spot", "operator": "Exists"}], False),
+    ],
+)
+def test_required_node_affinity_must_match(expressions: list[dict[str, Any]], fits_: bool) -> None:
+    pod = {
+        "tolerations": TOLERATE_ALL,
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": expressions}]
+                }
+            }
+        },
+        "containers": [{"name": "c"}],
+    }
+
+    assert bool(fitting_pools(pod, [TEMPLATE])) is fits_
+
+
+def test_any_of_several_affinity_terms_may_match() -> None:
+    terms = [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]},
+        {"matchExpressions": [{"key": "gen", "operator": "In", "values": ["5"]}]},
+    ]
+    required = {"nodeSelectorTerms": terms}
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+    pod = {"tolerations": TOLERATE_ALL, "affinity": affinity, "containers": [{"name": "c"}]}
+
+    assert fitting_pools(pod, [TEMPLATE]) == ["p"]
+
+
+def pod_with(resources: dict[str, Any]) -> dict[str, Any]:
+    return {"tolerations": TOLERATE_ALL, "containers": [{"name": "c", "resources": resources}]}
+
+
+def test_resources_a_template_does_not_know_only_fail_when_extended() -> None:
+    memory_only = pod_with({"requests": {"memory": "1Ti"}})
+    fpga = pod_with({"limits": {"example.com/fpga": "1"}})
+
+    assert fitting_pools(memory_only, [TEMPLATE]) == ["p"]
+    assert fits(fpga, [TEMPLATE])[0].reasons == (
+        "asks for 1 example.com/fpga; its nodes advertise none",
+    )
+
+
+def test_pod_requests_sum_containers_and_take_the_largest_init_container() -> None:
+    pod = {
+        "initContainers": [{"resources": {"requests": {"cpu": "3"}}}],
+        "containers": [
+            {"resources": {"requests": {"cpu": "500m"}, "limits": {"nvidia.com/gpu": "1"}}},
+            {"resources": {"limits": {"cpu": "1", "nvidia.com/gpu": "1"}}},
+        ],
+    }
+
+    assert pod_requests(pod) == {"cpu": Decimal(3), "nvidia.com/gpu": Decimal(2)}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("4", Decimal(4)),
+        ("500m", Decimal("0.5")),
+        ("16Gi", Decimal(16 * 2**30)),
+        ("1k", Decimal(1000)),
+        ("1e3", Decimal(1000)),
+        (2, Decimal(2)),
+    ],
+)
+def test_quantities_read_as_kubernetes_reads_them(text: str | int, value: Decimal) -> None:
+    assert quantity(text) == value
+
+
+def test_a_quantity_that_is_not_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a Kubernetes quantity"):
+        quantity("lots")
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"kind": "Pod", "spec": {"containers": []}},
+        {"kind": "Job", "spec": {"template": {"spec": {"containers": []}}}},
+        {"kind": "Deployment", "spec": {"template": {"spec": {"containers": []}}}},
+        {
+            "kind": "CronJob",
+            "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": []}}}}},
+        },
+    ],
+)
+def test_the_pod_spec_is_found_in_pods_and_workloads(document: dict[str, Any]) -> None:
+    assert pod_spec_of(document) == {"containers": []}
+
+
+def test_a_document_without_a_pod_spec_is_refused() -> None:
+    with pytest.raises(ValueError, match="'Service' has no pod spec"):
+        pod_spec_of({"kind": "Service", "spec": {}})

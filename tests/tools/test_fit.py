@@ -1,0 +1,59 @@
+"""`python -m tools fit`: which of a stack's pools each pod in a YAML file fits, with exit codes
+a pipeline can act on."""
+
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from tools.__main__ import app
+
+SMOKE_TEST_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "smoke"},
+    "spec": {
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "nodeSelector": {"gpu-platform.io/pool": "t4-shared"},
+        "containers": [
+            {"name": "main", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+        ],
+    },
+}
+WEB_DEPLOYMENT = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web"},
+    "spec": {"template": {"spec": {"containers": [{"name": "web", "image": "nginx"}]}}},
+}
+
+
+def run_fit(tmp_path: Path, *documents: dict) -> tuple[int, str]:
+    pod_file = tmp_path / "pods.yaml"
+    pod_file.write_text(yaml.safe_dump_all(documents))
+    result = CliRunner().invoke(app, ["fit", "dev", str(pod_file)], terminal_width=200)
+    return result.exit_code, result.output
+
+
+def test_a_pod_that_fits_a_pool_exits_0(tmp_path: Path) -> None:
+    code, output = run_fit(tmp_path, SMOKE_TEST_POD)
+
+    assert code == 0, output
+    assert "Pod smoke" in output
+    assert "t4-shared" in output
+    assert "yes" in output
+
+
+def test_a_workload_that_fits_no_pool_exits_1_and_says_why(tmp_path: Path) -> None:
+    code, output = run_fit(tmp_path, SMOKE_TEST_POD, WEB_DEPLOYMENT)
+
+    assert code == 1
+    assert "Deployment web" in output
+    assert "taint nvidia.com/gpu=present:NoSchedule is not tolerated" in output
+
+
+def test_a_document_without_a_pod_spec_exits_2(tmp_path: Path) -> None:
+    code, output = run_fit(tmp_path, {"kind": "Service", "metadata": {"name": "x"}, "spec": {}})
+
+    assert code == 2
+    assert "'Service' has no pod spec" in output

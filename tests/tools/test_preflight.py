@@ -1,0 +1,432 @@
+"""The EKS pre-flight check against moto's EKS and EC2 (instance types and zone offerings from
+EC2's real data), with Service Quotas and the add-on lookup, which moto lacks, answered by
+botocore's Stubber and a `before-call` hook. Findings are asserted exactly."""
+
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
+from botocore.stub import Stubber
+from moto import mock_aws
+from typer.testing import CliRunner
+
+from components.config import StackConfig, load_stack_config
+from tools import preflight
+from tools.__main__ import app
+from tools.offline import stack_config
+from tools.preflight import AwsClients, Finding
+
+REGION = "us-east-1"
+Config = dict[str, Any]
+SPOT_G = "L-3819A6DF"
+ON_DEMAND_P = "L-417A185B"
+
+
+@pytest.fixture
+def aws() -> Iterator[AwsClients]:
+    """Clients on a fresh moto account."""
+    with mock_aws():
+        yield AwsClients(
+            boto3.client("eks", region_name=REGION),
+            boto3.client("ec2", region_name=REGION),
+            boto3.client("service-quotas", region_name=REGION),
+        )
+
+
+@pytest.fixture
+def quotas(aws: AwsClients) -> Iterator[Stubber]:
+    """Service Quotas answered by the Stubber: every answer added must be asked for."""
+    with Stubber(aws.service_quotas) as stubber:
+        yield stubber
+        stubber.assert_no_pending_responses()
+
+
+def quota(quotas: Stubber, code: str, value: float) -> None:
+    quotas.add_response(
+        "get_service_quota",
+        {"Quota": {"ServiceCode": "ec2", "QuotaCode": code, "Value": value}},
+        {"ServiceCode": "ec2", "QuotaCode": code},
+    )
+
+
+def answer(client: Any, operation: str, status: int, parsed: dict[str, Any]) -> None:
+    """Answer one operation moto does not implement, on every call."""
+
+    def respond(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        return AWSResponse(f"https://{operation}", status, HTTPHeaders(), None), parsed
+
+    client.meta.events.register(f"before-call.eks.{operation}", respond)
+
+
+def pod_identity_agent(clients: AwsClients, installed: bool = True) -> None:
+    if installed:
+        answer(
+            clients.eks, "DescribeAddon", 200, {"addon": {"addonName": "eks-pod-identity-agent"}}
+        )
+    else:
+        error = {"Code": "ResourceNotFoundException", "Message": "No addon"}
+        answer(clients.eks, "DescribeAddon", 404, {"Error": error})
+
+
+def cluster(clients: AwsClients, version: str = "1.35", name: str = "ml-dev") -> None:
+    """A cluster with private subnets in us-east-1a, b and e, and a public one in a."""
+    ec2 = clients.ec2
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnets = []
+    for i, (zone, public) in enumerate(
+        [("us-east-1a", False), ("us-east-1b", False), ("us-east-1e", False), ("us-east-1a", True)]
+    ):
+        subnet = ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=zone)
+        subnet_id = subnet["Subnet"]["SubnetId"]
+        ec2.modify_subnet_attribute(SubnetId=subnet_id, MapPublicIpOnLaunch={"Value": public})
+        subnets.append(subnet_id)
+    clients.eks.create_cluster(
+        name=name,
+        version=version,
+        roleArn="arn:aws:iam::123456789012:role/ml-dev-cluster",
+        resourcesVpcConfig={"subnetIds": subnets},
+    )
+
+
+def stack(change: Callable[[Config], Any] = lambda c: None) -> StackConfig:
+    """The dev stack's config, changed by `change` (keys as in the stack file)."""
+    values = copy.deepcopy(stack_config("dev"))
+    change(values)
+    return load_stack_config(
+        {k.removeprefix("gpu-platform:"): v for k, v in values.items() if k.startswith("gpu-")}
+    )
+
+
+def pools(config: Config) -> list[dict[str, Any]]:
+    return config["gpu-platform:pools"]
+
+
+CLUSTER_OK = Finding("ok", "cluster ml-dev", "ACTIVE, Kubernetes 1.35.", "Nothing.")
+AGENT_OK = Finding(
+    "ok", "cluster ml-dev", "The eks-pod-identity-agent add-on is installed.", "Nothing."
+)
+# The dev pool's g4dn types are offered in us-east-1a and b, not in us-east-1e.
+DEV_POOL_ZONES = Finding(
+    "warning",
+    "pool t4-shared",
+    "Nodes can only launch in us-east-1a, us-east-1b; us-east-1e lack some instance type"
+    " (g4dn.xlarge in us-east-1a, us-east-1b; g4dn.2xlarge in us-east-1a, us-east-1b).",
+    "Nothing, unless the pool needs those zones: then choose instance types they offer.",
+)
+
+
+def test_a_ready_account_blocks_nothing(aws: AwsClients, quotas: Stubber) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+
+    findings = preflight.preflight(stack(), aws)
+
+    assert findings == [
+        CLUSTER_OK,
+        AGENT_OK,
+        DEV_POOL_ZONES,
+        Finding(
+            "ok",
+            f"quota {SPOT_G}",
+            "All G and VT Spot Instance Requests: 32 vCPUs cover the 24 the pools need at their"
+            " max (t4-shared 3 x 8 vCPUs), unless other instances in the account use them.",
+            "Nothing.",
+        ),
+    ]
+
+
+def test_max_above_the_quota_is_a_blocking_finding_not_a_crash(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 16)
+
+    findings = preflight.preflight(stack(), aws)
+
+    assert findings[-1] == Finding(
+        "blocking",
+        f"quota {SPOT_G}",
+        "All G and VT Spot Instance Requests: 16 vCPUs, but the pools need 24 at their max"
+        " (t4-shared 3 x 8 vCPUs).",
+        "Request an increase to at least 24: aws service-quotas request-service-quota-increase"
+        f" --service-code ec2 --quota-code {SPOT_G} --desired-value 24 --region us-east-1",
+    )
+
+
+def test_pools_of_one_quota_are_counted_together_and_each_quota_once(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 64)
+    quota(quotas, ON_DEMAND_P, 96)
+
+    def more_pools(c: Config) -> None:
+        pools(c).append(
+            {"name": "l4", "instanceTypes": ["g6.xlarge"], "max": 4, "capacity": "spot"}
+        )
+        pools(c).append({"name": "h100", "instanceTypes": ["p5.48xlarge"], "max": 1})
+
+    findings = preflight.preflight(stack(more_pools), aws)
+
+    quota_findings = [f for f in findings if f.subject.startswith("quota ")]
+    assert [(f.severity, f.subject) for f in quota_findings] == [
+        ("ok", f"quota {SPOT_G}"),
+        ("blocking", f"quota {ON_DEMAND_P}"),
+    ]
+    assert "the 40 the pools need at their max (t4-shared 3 x 8 vCPUs, l4 4 x 4 vCPUs)" in (
+        quota_findings[0].message
+    )
+    assert "96 vCPUs, but the pools need 192" in quota_findings[1].message
+
+
+def test_a_quota_the_account_never_changed_is_read_from_the_aws_default(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quotas.add_client_error(
+        "get_service_quota", service_error_code="NoSuchResourceException", http_status_code=404
+    )
+    quotas.add_response(
+        "get_aws_default_service_quota",
+        {"Quota": {"ServiceCode": "ec2", "QuotaCode": SPOT_G, "Value": 0.0}},
+        {"ServiceCode": "ec2", "QuotaCode": SPOT_G},
+    )
+
+    findings = preflight.preflight(stack(), aws)
+
+    assert findings[-1].severity == "blocking"
+    assert findings[-1].message.startswith("All G and VT Spot Instance Requests: 0 vCPUs")
+
+
+def test_a_missing_cluster_blocks_and_its_zones_go_unchecked(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    quota(quotas, SPOT_G, 32)
+
+    findings = preflight.preflight(stack(), aws)
+
+    assert findings[:2] == [
+        Finding(
+            "blocking",
+            "cluster ml-dev",
+            "No EKS cluster ml-dev in us-east-1.",
+            "Check gpu-platform:cluster.name and gpu-platform:cluster.region, or create the"
+            " cluster first.",
+        ),
+        Finding(
+            "warning",
+            "pool t4-shared",
+            "Zones not checked: the cluster was not found.",
+            "Fix the cluster finding and check again.",
+        ),
+    ]
+
+
+def test_an_unsupported_kubernetes_version_blocks(aws: AwsClients, quotas: Stubber) -> None:
+    cluster(aws, version="1.29")
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+
+    findings = preflight.preflight(stack(), aws)
+
+    assert findings[0] == Finding(
+        "blocking",
+        "cluster ml-dev",
+        "Kubernetes 1.29 is not one the platform supports (1.32, 1.33, 1.34, 1.35, 1.36).",
+        "Upgrade the cluster to a supported version.",
+    )
+
+
+def test_a_cluster_that_is_not_active_blocks(aws: AwsClients, quotas: Stubber) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    described = aws.eks.describe_cluster(name="ml-dev")["cluster"]
+    answer(aws.eks, "DescribeCluster", 200, {"cluster": {**described, "status": "UPDATING"}})
+
+    findings = preflight.preflight(stack(), aws)
+
+    assert findings[0] == Finding(
+        "blocking",
+        "cluster ml-dev",
+        "The cluster is UPDATING, not ACTIVE.",
+        "Wait until it is ACTIVE (aws eks wait cluster-active), or fix it if it FAILED.",
+    )
+
+
+def test_without_the_pod_identity_agent_the_autoscaler_would_be_stuck(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws, installed=False)
+    quota(quotas, SPOT_G, 32)
+
+    findings = preflight.preflight(stack(), aws)
+
+    assert findings[1] == Finding(
+        "blocking",
+        "cluster ml-dev",
+        "No eks-pod-identity-agent add-on: the cluster autoscaler would get no AWS credentials"
+        " and never scale a GPU pool up.",
+        "aws eks create-addon --cluster-name ml-dev --addon-name eks-pod-identity-agent",
+    )
+
+
+def test_the_agent_is_not_required_where_the_stack_installs_no_autoscaler(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    quota(quotas, SPOT_G, 32)
+
+    config = stack(lambda c: c.update({"gpu-platform:autoscaler": {"install": False}}))
+    findings = preflight.preflight(config, aws)
+
+    assert "eks-pod-identity-agent" not in " ".join(f.message for f in findings)
+
+
+def test_zones_that_offer_none_of_the_instance_types_block(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+
+    findings = preflight.preflight(stack(lambda c: pools(c)[0].update(zones=["us-east-1e"])), aws)
+
+    assert findings[2] == Finding(
+        "blocking",
+        "pool t4-shared",
+        "No zone of us-east-1e offers every instance type: g4dn.xlarge in none;"
+        " g4dn.2xlarge in none.",
+        "Change gpu-platform:pools[0].zones so that one zone offers them all.",
+    )
+
+
+def test_an_instance_type_the_region_does_not_offer_blocks(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+
+    def p3(c: Config) -> None:
+        pools(c)[0].update(instanceTypes=["p3.2xlarge"], accelerator="v100", gpusPerNode=1)
+
+    findings = preflight.preflight(stack(p3), aws)
+
+    assert findings[2] == Finding(
+        "blocking",
+        "pool t4-shared",
+        "Not offered in this region at all: p3.2xlarge.",
+        "Choose instance types EC2 offers here in gpu-platform:pools[0].instanceTypes.",
+    )
+
+
+def test_a_capacity_block_pool_is_not_held_against_a_vcpu_quota(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+
+    def block(c: Config) -> None:
+        pools(c)[0].update(
+            capacity="capacity-block",
+            instanceTypes=["p5.48xlarge"],
+            accelerator="h100-80gb",
+            gpusPerNode=8,
+            aws={"capacityReservationId": "cr-0123456789abcdef0"},
+        )
+
+    findings = preflight.preflight(stack(block), aws)
+
+    assert findings[-1] == Finding(
+        "warning",
+        "pool t4-shared",
+        "A Capacity Block's own size, not a vCPU quota, limits this pool.",
+        "Make sure max (3) does not exceed the block's instance count.",
+    )
+
+
+def test_preflight_makes_read_only_calls_only(aws: AwsClients, quotas: Stubber) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    calls: list[str] = []
+    for client in (aws.eks, aws.ec2, aws.service_quotas):
+        client.meta.events.register(
+            "before-call", lambda model, **_: calls.append(model.name), unique_id=id(client)
+        )
+
+    preflight.preflight(stack(), aws)
+
+    assert calls
+    assert all(call.startswith(("Describe", "Get", "List")) for call in calls), calls
+
+
+# --- The command ---------------------------------------------------------------------------------
+
+
+def test_the_command_exits_1_on_a_blocking_finding(
+    aws: AwsClients, quotas: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 16)
+    monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, region: aws))
+
+    result = CliRunner().invoke(app, ["preflight", "dev"])
+
+    assert result.exit_code == 1, result.output
+    assert "1 blocking finding(s)." in result.output
+
+
+def test_the_command_exits_0_when_nothing_blocks(
+    aws: AwsClients, quotas: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, region: aws))
+
+    result = CliRunner().invoke(app, ["preflight", "dev"])
+
+    assert result.exit_code == 0, result.output
+    assert "Nothing blocks `pulumi up`." in result.output
+
+
+def test_the_command_refuses_a_stack_that_is_not_on_eks(monkeypatch: pytest.MonkeyPatch) -> None:
+    gke = {
+        "gpu-platform:cloud": "gcp",
+        "gpu-platform:cluster": {"name": "ml", "project": "p", "location": "us-central1"},
+        "gpu-platform:pools": [
+            {
+                "name": "l4",
+                "instanceTypes": ["g2-standard-8"],
+                "accelerator": "l4",
+                "gpusPerNode": 1,
+                "max": 1,
+            }
+        ],
+    }
+    monkeypatch.setattr(preflight, "stack_config", lambda stack: gke)
+
+    result = CliRunner().invoke(app, ["preflight", "gke"])
+
+    assert result.exit_code == 2
+    assert "pre-flight checks EKS stacks" in result.output
+
+
+def test_the_command_reports_a_bad_stack_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preflight, "stack_config", lambda stack: {"gpu-platform:cloud": "aws"})
+
+    result = CliRunner().invoke(app, ["preflight", "broken"])
+
+    assert result.exit_code == 2
+    assert "gpu-platform:cluster" in result.output
