@@ -373,32 +373,27 @@ def test_preflight_makes_read_only_calls_only(aws: AwsClients, quotas: Stubber) 
 # --- The command ---------------------------------------------------------------------------------
 
 
-def test_the_command_exits_1_on_a_blocking_finding(
-    aws: AwsClients, quotas: Stubber, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("spot_g_quota", "exit_code", "last_line"),
+    [(16, 1, "1 blocking finding(s)."), (32, 0, "Nothing blocks `pulumi up`.")],
+)
+def test_the_command_exits_non_zero_on_a_blocking_finding(
+    aws: AwsClients,
+    quotas: Stubber,
+    monkeypatch: pytest.MonkeyPatch,
+    spot_g_quota: int,
+    exit_code: int,
+    last_line: str,
 ) -> None:
     cluster(aws)
     pod_identity_agent(aws)
-    quota(quotas, SPOT_G, 16)
+    quota(quotas, SPOT_G, spot_g_quota)
     monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, region: aws))
 
     result = CliRunner().invoke(app, ["preflight", "dev"])
 
-    assert result.exit_code == 1, result.output
-    assert "1 blocking finding(s)." in result.output
-
-
-def test_the_command_exits_0_when_nothing_blocks(
-    aws: AwsClients, quotas: Stubber, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    cluster(aws)
-    pod_identity_agent(aws)
-    quota(quotas, SPOT_G, 32)
-    monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, region: aws))
-
-    result = CliRunner().invoke(app, ["preflight", "dev"])
-
-    assert result.exit_code == 0, result.output
-    assert "Nothing blocks `pulumi up`." in result.output
+    assert result.exit_code == exit_code, result.output
+    assert result.output.rstrip().endswith(last_line)
 
 
 def test_the_command_refuses_a_stack_that_is_not_on_eks(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -87,28 +87,24 @@ def moto_eks() -> Iterator[tuple[Any, Any, list[str]]]:
         yield eks, ec2, subnets
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_node_groups_are_valid_create_nodegroup_requests(
-    plans: dict[str, Plan], variant: str
-) -> None:
-    groups = plans[variant].of_type(NODE_GROUP)
-    assert groups
-
-    for group in groups:
-        request = create_nodegroup_request(group.name, group.inputs)
-        assert request_problems("eks", "CreateNodegroup", request) == [], group.name
+REQUESTS = {
+    NODE_GROUP: ("eks", "CreateNodegroup", create_nodegroup_request),
+    LAUNCH_TEMPLATE: ("ec2", "CreateLaunchTemplate", create_launch_template_request),
+}
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_launch_templates_are_valid_create_launch_template_requests(
-    plans: dict[str, Plan], variant: str
+@pytest.mark.parametrize("type_", REQUESTS)
+def test_declared_resources_are_requests_the_api_accepts(
+    plans: dict[str, Plan], variant: str, type_: str
 ) -> None:
-    templates = plans[variant].of_type(LAUNCH_TEMPLATE)
-    assert templates
+    service, operation, translate = REQUESTS[type_]
+    resources = plans[variant].of_type(type_)
+    assert resources
 
-    for template in templates:
-        request = create_launch_template_request(template.name, template.inputs)
-        assert request_problems("ec2", "CreateLaunchTemplate", request) == [], template.name
+    for resource in resources:
+        request = translate(resource.name, resource.inputs)
+        assert request_problems(service, operation, request) == [], resource.name
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
