@@ -10,6 +10,7 @@ from components.config import Cloud, load_stack_config, read_pulumi_config
 from components.eks import EksCloud
 from components.gke import GkeCloud
 from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.kubernetes.gpu_pod import pool_placement
 from components.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from components.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
 
@@ -48,14 +49,4 @@ if connection.kubeconfig is not None:
 pulumi.export("gpuOperatorVersion", operator.chart_version)
 pulumi.export("gpuOperatorNamespace", operator.namespace)
 pulumi.export("prometheusRuleNames", monitoring.rule_names)
-pulumi.export(
-    "pools",
-    {
-        pool.spec.name: {
-            "labels": dict(pool.identity.labels),
-            "taints": [vars(t) for t in pool.identity.taints],
-            "resources": dict(pool.identity.resources),
-        }
-        for pool in pools
-    },
-)
+pulumi.export("pools", {pool.spec.name: pool_placement(pool) for pool in pools})

@@ -137,3 +137,19 @@ def gpu_node_affinity(pool: ResolvedPool) -> dict[str, Any]:
             }
         }
     }
+
+
+def pool_placement(pool: ResolvedPool) -> dict[str, Any]:
+    """What a workload needs to land on the pool, as the stack exports it for other teams:
+    the resource to put in `limits`, the tolerations and the affinity, beside the node labels,
+    taints and per-node resources they follow from."""
+    return {
+        "labels": dict(pool.identity.labels),
+        "taints": [vars(t) for t in pool.identity.taints],
+        "resources": dict(pool.identity.resources),
+        "workload": {
+            "resource": gpu_resource(pool),
+            "tolerations": gpu_tolerations(pool),
+            "affinity": gpu_node_affinity(pool),
+        },
+    }

@@ -1,0 +1,41 @@
+"""What a stack exports for the teams that use it."""
+
+POOL = "t4-shared"
+
+
+def smoke_test_pod(plan) -> dict:
+    (job,) = plan.of_type("kubernetes:batch/v1:Job")
+    return job.inputs["spec"]["template"]["spec"]
+
+
+def test_kubeconfig_is_exported_only_as_a_secret(dev_plan) -> None:
+    assert "kubeconfig" in dev_plan.outputs and "kubeconfig" in dev_plan.secret_outputs
+
+
+def test_gpu_operator_version_is_the_pinned_chart(dev_plan) -> None:
+    release = dev_plan.named("gpu-operator", "kubernetes:helm.sh/v3:Release")
+
+    assert dev_plan.outputs["gpuOperatorVersion"] == release.inputs["version"]
+
+
+def test_prometheus_rule_names_are_the_alerts_deployed(dev_plan) -> None:
+    (rule,) = dev_plan.of_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule")
+    deployed = [r["alert"] for g in rule.inputs["spec"]["groups"] for r in g["rules"]]
+
+    assert dev_plan.outputs["prometheusRuleNames"] == deployed
+
+
+def test_each_pool_exports_its_labels_and_taints(dev_plan) -> None:
+    pool = dev_plan.outputs["pools"][POOL]
+
+    assert pool["labels"]["gpu-platform.io/pool"] == POOL
+    assert pool["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+
+
+def test_exported_placement_is_what_the_smoke_test_pod_uses(dev_plan) -> None:
+    workload = dev_plan.outputs["pools"][POOL]["workload"]
+    pod = smoke_test_pod(dev_plan)
+
+    assert workload["tolerations"] == pod["tolerations"]
+    assert workload["affinity"] == pod["affinity"]
+    assert workload["resource"] in pod["containers"][0]["resources"]["limits"]
