@@ -6,7 +6,7 @@ scale-from-zero hint on the node group's Auto Scaling group.
 """
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,8 +59,6 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
 
     node_group: aws.eks.NodeGroup
     autoscaling_group_name: pulumi.Output[str]
-    autoscaler_hints: Mapping[str, str]
-    """The Auto Scaling group tags, as the autoscaler reads them."""
 
     def __init__(
         self, name: str, args: EksGpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None
@@ -127,8 +125,8 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
             ),
         )
         self.autoscaling_group_name = self.node_group.resources.apply(_autoscaling_group_name)
-        self.autoscaler_hints = autoscaler_tags(identity, args.cluster.name, args.idle_minutes)
-        for key, value in self.autoscaler_hints.items():
+        hints = autoscaler_tags(identity, args.cluster.name, args.idle_minutes)
+        for key, value in hints.items():
             aws.autoscaling.Tag(
                 f"{name}-{key}",
                 autoscaling_group_name=self.autoscaling_group_name,
