@@ -46,6 +46,9 @@ class PlannedResource:
     property_dependencies: dict[str, tuple[str, ...]]
     protect: bool
     ignore_changes: tuple[str, ...]
+    secret_inputs: frozenset[str] = frozenset()
+    """Top-level inputs that are, or hold, a secret: shown masked, given to the policy pack in
+    plain text as the engine does."""
 
 
 @dataclass(frozen=True)
@@ -178,12 +181,13 @@ class _RecordingMonitor(mocks.MockMonitor):
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
+            inputs = rpc.deserialize_properties(request.object)
             self.plan.resources.append(
                 PlannedResource(
                     urn=response.urn,
                     type=request.type,
                     name=request.name,
-                    inputs=_plain(rpc.deserialize_properties(request.object)),
+                    inputs=_plain(inputs),
                     parent=request.parent or None,
                     custom=request.custom,
                     provider=request.provider or None,
@@ -193,16 +197,31 @@ class _RecordingMonitor(mocks.MockMonitor):
                     },
                     protect=request.protect,
                     ignore_changes=tuple(request.ignoreChanges),
+                    secret_inputs=frozenset(k for k, v in inputs.items() if _holds_secret(v)),
                 )
             )
         return response
 
 
+def _is_secret(value: Any) -> bool:
+    return isinstance(value, Mapping) and value.get(rpc._special_sig_key) == rpc._special_secret_sig
+
+
+def _holds_secret(value: Any) -> bool:
+    if _is_secret(value):
+        return True
+    if isinstance(value, Mapping):
+        return any(_holds_secret(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_holds_secret(v) for v in value)
+    return False
+
+
 def _plain(value: Any) -> Any:
     """Resource inputs as JSON-able values: unknowns dropped, secrets unwrapped."""
+    if _is_secret(value):
+        return _plain(value["value"])
     if isinstance(value, Mapping):
-        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
-            return _plain(value["value"])
         return {k: _plain(v) for k, v in value.items() if v != rpc.UNKNOWN}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value if v != rpc.UNKNOWN]

@@ -28,11 +28,12 @@ EXIT_PROGRAM_ERROR = 1
 EXIT_CONFIG_ERROR = 2
 EXIT_MANDATORY_VIOLATION = 3
 POLICY_CONFIG_DIR = PACK_DIR / "config"
+SECRET = "[secret]"
 
 # The inputs worth reading in a plan, per resource type; other types show their scalars.
 KEY_INPUTS: Mapping[str, Sequence[str]] = {
     "aws:eks/nodeGroup:NodeGroup": (
-        "nodegroupName",
+        "nodeGroupNamePrefix",
         "amiType",
         "releaseVersion",
         "capacityType",
@@ -159,7 +160,7 @@ def plan_as_json(plan: Plan, verdicts: Sequence[Verdict] = ()) -> dict[str, Any]
                 "dependencies": list(r.dependencies),
                 "protect": r.protect,
                 "ignoreChanges": list(r.ignore_changes),
-                "inputs": r.inputs,
+                "inputs": {k: SECRET if k in r.secret_inputs else v for k, v in r.inputs.items()},
             }
             for r in plan.resources
         ],
@@ -211,7 +212,8 @@ def _add_children(
             label += f" [yellow]({'; '.join(flags)})[/yellow]"
         child = node.add(label)
         for key, value in _key_inputs(resource):
-            child.add(f"[dim]{key}[/dim] = {_short(value)}", highlight=False)
+            shown = escape(SECRET) if key.split(".")[0] in resource.secret_inputs else _short(value)
+            child.add(f"[dim]{key}[/dim] = {shown}", highlight=False)
         _add_children(child, resource.urn, by_parent)
 
 
@@ -236,7 +238,7 @@ def _invoke_counts(invokes: Iterable[InvokeRecord]) -> dict[str, int]:
 
 def _shown_outputs(plan: Plan) -> dict[str, Any]:
     return {
-        name: "[secret]" if name in plan.secret_outputs else value
+        name: SECRET if name in plan.secret_outputs else value
         for name, value in plan.outputs.items()
     }
 

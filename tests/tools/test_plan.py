@@ -60,6 +60,19 @@ def test_plan_shows_secret_outputs_as_secret(invoke) -> None:
     assert "kubeconfig: [secret]" in invoke("dev").output
 
 
+def test_plan_masks_secret_inputs(invoke) -> None:
+    output = invoke("dev").output
+
+    assert "kubeconfig = [secret]" in output and "certificate-authority-data" not in output
+
+
+def test_plan_as_json_masks_secret_inputs(invoke) -> None:
+    document = json.loads(invoke("dev", "--json").output)
+
+    (provider,) = [r for r in document["resources"] if r["type"] == "pulumi:providers:kubernetes"]
+    assert provider["inputs"]["kubeconfig"] == "[secret]"
+
+
 def test_plan_as_json_hides_secret_outputs() -> None:
     plan = offline.Plan(
         stack="dev",
