@@ -32,7 +32,9 @@ operator = GpuOperator(
     GpuOperatorArgs(config.operator, config.platform, pools, config.monitoring),
     pulumi.ResourceOptions.merge(
         on_cluster,
-        pulumi.ResourceOptions(depends_on=[*node_pools, *monitoring.prometheus_operator]),
+        pulumi.ResourceOptions(
+            depends_on=[*node_pools, *monitoring.prometheus_operator], protect=config.protect
+        ),
     ),
 )
 tenants = [

@@ -391,6 +391,10 @@ class StackConfig(_Model):
     """GPU metrics, alerts and dashboards."""
     namespaces: list[TenantNamespaceSpec] = Field(default_factory=list)
     """Namespaces for teams' GPU workloads."""
+    protect: bool = False
+    """Protect the GPU pools and the GPU Operator (its namespace and release) from deletion:
+    `pulumi destroy`, or a change that would replace them, fails until they are unprotected.
+    Turn it on where losing them means an outage or lost work."""
     autoscaler: ClusterAutoscalerSpec = Field(default_factory=ClusterAutoscalerSpec)
     """EKS: the cluster autoscaler."""
 

@@ -106,6 +106,7 @@ class EksCloud:
                     cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
                     idle_minutes=self.config.autoscaler.gpu_node_idle_minutes,
                 ),
+                pulumi.ResourceOptions(protect=self.config.protect),
             )
             for pool in pools
         ]

@@ -76,6 +76,7 @@ class GkeCloud:
             GkeGpuNodePool(
                 pool.spec.name,
                 GkeGpuNodePoolArgs(pool, self.cluster, platform, self._zones[pool.spec.name]),
+                pulumi.ResourceOptions(protect=self.config.protect),
             )
             for pool in pools
         ]
