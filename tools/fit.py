@@ -17,7 +17,7 @@ from rich.table import Table
 
 from components.config import ConfigError
 from components.eks.instance_types import Gpus, InstanceType, instance_type
-from components.fit import NodeTemplate, eks_node_template, fits, pod_spec_of
+from components.fit import NodeTemplate, eks_node_template, fits, gke_node_template, pod_spec_of
 from tools.offline import Plan, run_program
 
 EXIT_NO_FIT = 1
@@ -90,6 +90,9 @@ def node_templates(plan: Plan) -> list[NodeTemplate]:
                 tags, _instance_type(first, instance_types[first]), node_group.inputs["region"]
             )
         )
+    templates += [
+        gke_node_template(pool.inputs) for pool in plan.of_type("gcp:container/nodePool:NodePool")
+    ]
     return templates
 
 

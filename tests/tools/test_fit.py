@@ -28,11 +28,22 @@ WEB_DEPLOYMENT = {
 }
 
 
-def run_fit(tmp_path: Path, *documents: dict) -> tuple[int, str]:
+def run_fit(tmp_path: Path, *documents: dict, stack: str = "dev") -> tuple[int, str]:
     pod_file = tmp_path / "pods.yaml"
     pod_file.write_text(yaml.safe_dump_all(documents))
-    result = CliRunner().invoke(app, ["fit", "dev", str(pod_file)], terminal_width=200)
+    result = CliRunner().invoke(app, ["fit", stack, str(pod_file)], terminal_width=200)
     return result.exit_code, result.output
+
+
+def test_gke_pools_are_judged_from_their_node_pools(tmp_path: Path) -> None:
+    pod = {
+        **SMOKE_TEST_POD,
+        "spec": {**SMOKE_TEST_POD["spec"], "nodeSelector": {"gpu-platform.io/pool": "l4-shared"}},
+    }
+
+    code, output = run_fit(tmp_path, pod, stack="gke-dev")
+
+    assert code == 0 and "l4-shared" in output
 
 
 def test_a_pod_that_fits_a_pool_exits_0(tmp_path: Path) -> None:
