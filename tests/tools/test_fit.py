@@ -1,14 +1,16 @@
 """`python -m tools fit`: which of a stack's pools each pod in a YAML file fits, with exit codes
 a pipeline can act on."""
 
+import copy
 from pathlib import Path
+from typing import Any
 
 import yaml
 from typer.testing import CliRunner
 
 from tools.__main__ import app
 
-SMOKE_TEST_POD = {
+SMOKE_TEST_POD: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Pod",
     "metadata": {"name": "smoke"},
