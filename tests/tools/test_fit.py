@@ -38,10 +38,8 @@ def run_fit(tmp_path: Path, *documents: dict, stack: str = "dev") -> tuple[int, 
 
 
 def test_gke_pools_are_judged_from_their_node_pools(tmp_path: Path) -> None:
-    pod = {
-        **SMOKE_TEST_POD,
-        "spec": {**SMOKE_TEST_POD["spec"], "nodeSelector": {"gpu-platform.io/pool": "l4-shared"}},
-    }
+    pod = copy.deepcopy(SMOKE_TEST_POD)
+    pod["spec"]["nodeSelector"] = {"gpu-platform.io/pool": "l4-shared"}
 
     code, output = run_fit(tmp_path, pod, stack="gke-dev")
 
