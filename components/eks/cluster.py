@@ -9,17 +9,17 @@ do. It is still exported only as a secret, since it tells where the API server i
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import pulumi
 import pulumi_aws as aws
-import pulumi_kubernetes as k8s
-import yaml
 
 from components.cloud import ClusterConnection
 from components.config import ClusterSpec
-from components.kubernetes.provider import connect_with_kubeconfig_context
+from components.kubernetes.provider import (
+    connect_with_kubeconfig,
+    connect_with_kubeconfig_context,
+    exec_kubeconfig,
+)
 
 # The version the AWS CLI and client-go agree on for exec credentials.
-_EXEC_API_VERSION = "client.authentication.k8s.io/v1beta1"
 
 
 @dataclass(frozen=True)
@@ -85,9 +85,11 @@ def private_subnets(subnets: Sequence[Subnet]) -> list[Subnet]:
 
 def kubeconfig_for(cluster: EksCluster) -> str:
     """A kubeconfig for the cluster that gets its token from `aws eks get-token`."""
-    user = {
-        "exec": {
-            "apiVersion": _EXEC_API_VERSION,
+    return exec_kubeconfig(
+        cluster.arn,
+        cluster.endpoint,
+        cluster.certificate_authority,
+        {
             "command": "aws",
             "args": [
                 "eks",
@@ -101,27 +103,8 @@ def kubeconfig_for(cluster: EksCluster) -> str:
                 "json",
             ],
             "interactiveMode": "Never",
-        }
-    }
-    document = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": cluster.arn,
-                "cluster": {
-                    "server": cluster.endpoint,
-                    "certificate-authority-data": cluster.certificate_authority,
-                },
-            }
-        ],
-        "users": [{"name": cluster.arn, "user": user}],
-        "contexts": [
-            {"name": cluster.arn, "context": {"cluster": cluster.arn, "user": cluster.arn}}
-        ],
-        "current-context": cluster.arn,
-    }
-    return yaml.safe_dump(document, sort_keys=False)
+        },
+    )
 
 
 def connect(cluster: EksCluster, spec: ClusterSpec) -> ClusterConnection:
@@ -129,11 +112,4 @@ def connect(cluster: EksCluster, spec: ClusterSpec) -> ClusterConnection:
     deployer's own kubeconfig instead (for clusters reached through a bastion or proxy)."""
     if spec.kubeconfig_context is not None:
         return connect_with_kubeconfig_context(spec.kubeconfig_context)
-    kubeconfig = pulumi.Output.secret(kubeconfig_for(cluster))
-    provider = k8s.Provider(
-        "eks",
-        kubeconfig=kubeconfig,
-        # Server-side apply lets the GPU Operator and Helm share fields without conflicts.
-        enable_server_side_apply=True,
-    )
-    return ClusterConnection(provider, kubeconfig)
+    return connect_with_kubeconfig("eks", kubeconfig_for(cluster))

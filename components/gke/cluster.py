@@ -9,13 +9,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import pulumi
 import pulumi_gcp as gcp
-import pulumi_kubernetes as k8s
-import yaml
 
 from components.cloud import ClusterConnection
 from components.config import ClusterSpec, ConfigProblem, key_path
+from components.kubernetes.provider import connect_with_kubeconfig, exec_kubeconfig
 
 _ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+\d+)-[a-z]$")
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"
@@ -108,45 +106,18 @@ def cluster_problems(cluster: GkeCluster) -> Iterator[ConfigProblem]:
 
 def kubeconfig_for(cluster: GkeCluster) -> str:
     """A kubeconfig for the cluster that authenticates with the deployer's Google credentials."""
-    context = cluster.context_name
-    document = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": context,
-                "cluster": {
-                    "server": f"https://{cluster.endpoint}",
-                    "certificate-authority-data": cluster.ca_certificate,
-                },
-            }
-        ],
-        "users": [
-            {
-                "name": context,
-                "user": {
-                    "exec": {
-                        "apiVersion": "client.authentication.k8s.io/v1beta1",
-                        "command": AUTH_PLUGIN,
-                        "installHint": _AUTH_PLUGIN_INSTALL_HINT,
-                        "provideClusterInfo": True,
-                    }
-                },
-            }
-        ],
-        "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
-        "current-context": context,
-    }
-    return yaml.safe_dump(document, sort_keys=False)
+    return exec_kubeconfig(
+        cluster.context_name,
+        f"https://{cluster.endpoint}",
+        cluster.ca_certificate,
+        {
+            "command": AUTH_PLUGIN,
+            "installHint": _AUTH_PLUGIN_INSTALL_HINT,
+            "provideClusterInfo": True,
+        },
+    )
 
 
 def connect_to(cluster: GkeCluster) -> ClusterConnection:
     """A Kubernetes provider for the cluster, and its kubeconfig as a secret."""
-    kubeconfig = pulumi.Output.secret(kubeconfig_for(cluster))
-    provider = k8s.Provider(
-        "kubernetes",
-        kubeconfig=kubeconfig,
-        # Server-side apply lets the GPU Operator and Helm share fields without conflicts.
-        enable_server_side_apply=True,
-    )
-    return ClusterConnection(provider, kubeconfig=kubeconfig)
+    return connect_with_kubeconfig("kubernetes", kubeconfig_for(cluster))
