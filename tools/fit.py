@@ -15,10 +15,10 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from components.config import ConfigError
 from components.eks.instance_types import Gpus, InstanceType, instance_type
 from components.fit import NodeTemplate, eks_node_template, fits, gke_node_template, pod_spec_of
-from tools.offline import Plan, run_program
+from tools.cli import fail, plan_or_fail
+from tools.offline import Plan
 
 EXIT_NO_FIT = 1
 EXIT_BAD_INPUT = 2
@@ -34,20 +34,12 @@ def main(
 ) -> None:
     """Show which GPU pools each pod in POD_FILE fits, and why not the others."""
     console = Console()
-    errors = Console(stderr=True)
     try:
         documents = [d for d in yaml.safe_load_all(pod_file.read_text()) if d]
         specs = [(_title(d), pod_spec_of(d)) for d in documents]
-        plan = run_program(stack, raise_errors=False)
     except (OSError, yaml.YAMLError, ValueError, KeyError) as error:
-        errors.print(f"[red]{error}[/red]", highlight=False)
-        raise typer.Exit(EXIT_BAD_INPUT) from None
-    if isinstance(plan.error, ConfigError):
-        errors.print(f"[red]{plan.error.report()}[/red]", highlight=False)
-        raise typer.Exit(EXIT_BAD_INPUT)
-    if plan.error is not None:
-        errors.print(f"[red]The program failed: {plan.error}[/red]", highlight=False)
-        raise typer.Exit(EXIT_BAD_INPUT)
+        fail(str(error), EXIT_BAD_INPUT)
+    plan = plan_or_fail(stack, EXIT_BAD_INPUT, EXIT_BAD_INPUT)
     templates = node_templates(plan)
     homeless = 0
     for title, spec in specs:

@@ -20,9 +20,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
-from components.config import ConfigError
-from tools.analyzer import PACK_DIR, PolicyConfigError, PolicyPackError, Verdict, analyze_plan
-from tools.offline import InvokeRecord, Plan, PlannedResource, run_program
+from tools.analyzer import PACK_DIR, PolicyPackError, Verdict, analyze_plan
+from tools.cli import fail, plan_or_fail
+from tools.offline import InvokeRecord, Plan, PlannedResource
 
 EXIT_PROGRAM_ERROR = 1
 EXIT_CONFIG_ERROR = 2
@@ -78,27 +78,13 @@ def main(
 ) -> None:
     """Plan a stack offline, with the policy pack's verdicts: no credentials, no Pulumi CLI."""
     console = Console()
-    errors = Console(stderr=True)
+    plan = plan_or_fail(stack, EXIT_CONFIG_ERROR, EXIT_PROGRAM_ERROR)
     try:
-        plan = run_program(stack, raise_errors=False)
-        pack_config = _policy_config(stack, policy_config)
-    except (FileNotFoundError, ValueError) as error:
-        errors.print(f"[red]{error}[/red]", highlight=False)
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
-    if isinstance(plan.error, ConfigError):
-        errors.print(f"[red]{plan.error.report()}[/red]", highlight=False)
-        raise typer.Exit(EXIT_CONFIG_ERROR)
-    if plan.error is not None:
-        errors.print(f"[red]The program failed: {plan.error}[/red]", highlight=False)
-        raise typer.Exit(EXIT_PROGRAM_ERROR)
-    try:
-        verdicts = analyze_plan(plan.resources, config=pack_config)
-    except PolicyConfigError as error:
-        errors.print(f"[red]{error}[/red]", highlight=False)
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        verdicts = analyze_plan(plan.resources, config=_policy_config(stack, policy_config))
+    except (FileNotFoundError, ValueError) as error:  # PolicyConfigError is a ValueError
+        fail(str(error), EXIT_CONFIG_ERROR)
     except PolicyPackError as error:
-        errors.print(f"[red]{error}[/red]", highlight=False)
-        raise typer.Exit(EXIT_PROGRAM_ERROR) from None
+        fail(str(error), EXIT_PROGRAM_ERROR)
     if as_json:
         console.print_json(json.dumps(plan_as_json(plan, verdicts)))
     else:

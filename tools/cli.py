@@ -1,0 +1,31 @@
+"""What the commands share: running the program for a stack and stopping with a clear message."""
+
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from components.config import ConfigError
+from tools.offline import Plan, run_program
+
+errors = Console(stderr=True)
+
+
+def fail(message: str, exit_code: int) -> NoReturn:
+    """Print `message` to stderr, as written (no markup), and exit with `exit_code`."""
+    errors.print(f"[red]{escape(message)}[/red]", highlight=False)
+    raise typer.Exit(exit_code)
+
+
+def plan_or_fail(stack: str, config_error_exit: int, program_error_exit: int) -> Plan:
+    """The stack's plan; a config error or a failing program ends the command."""
+    try:
+        plan = run_program(stack, raise_errors=False)
+    except FileNotFoundError as missing:
+        fail(str(missing), config_error_exit)
+    if isinstance(plan.error, ConfigError):
+        fail(plan.error.report(), config_error_exit)
+    if plan.error is not None:
+        fail(f"The program failed: {plan.error}", program_error_exit)
+    return plan
