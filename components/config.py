@@ -332,7 +332,8 @@ class MonitoringSpec(_Model):
     full."""
     google_managed_prometheus: bool = False
     """GKE only: also have Google Cloud Managed Service for Prometheus scrape the DCGM exporter.
-    The alert rules and the dashboard remain Prometheus Operator and Grafana objects."""
+    The alert rules and the dashboard remain Prometheus Operator and Grafana objects, so the
+    cluster still needs the Prometheus Operator's CRDs (or `installPrometheusStack`)."""
 
 
 class TenantNamespaceSpec(_Model):
