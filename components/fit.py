@@ -22,8 +22,7 @@ from components.eks.autoscaler_tags import (
 )
 from components.eks.instance_types import InstanceType
 from components.gke.cluster import zone_region
-from components.gke.node_pool import GKE_TAINT_EFFECTS
-from components.node_identity import GPU_RESOURCE, POOL_LABEL, Taint
+from components.node_identity import CLOUD_TAINT_EFFECTS, GPU_RESOURCE, POOL_LABEL, Taint
 
 PodSpec = Mapping[str, Any]
 
@@ -134,7 +133,7 @@ def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
         **({"cloud.google.com/gke-spot": "true"} if config.get("spot") else {}),
         **(config.get("labels") or {}),
     }
-    kubernetes_effects = {gke: kubernetes for kubernetes, gke in GKE_TAINT_EFFECTS.items()}
+    kubernetes_effects = {gke: kubernetes for kubernetes, gke in CLOUD_TAINT_EFFECTS.items()}
     taints = tuple(
         Taint(t["key"], t.get("value", ""), kubernetes_effects[t["effect"]])
         for t in config.get("taints") or []

@@ -38,6 +38,13 @@ class Taint:
     effect: str
 
 
+# Kubernetes spells taint effects `NoSchedule`; the EKS and GKE APIs both spell them `NO_SCHEDULE`.
+CLOUD_TAINT_EFFECTS: Mapping[str, str] = {
+    "NoSchedule": "NO_SCHEDULE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+}
+
 # Every GPU node carries it, so only pods that tolerate it (GPU workloads and the operator's
 # DaemonSets, whose default toleration is `nvidia.com/gpu` Exists) are scheduled there.
 GPU_TAINT = Taint(key=GPU_RESOURCE, value="present", effect="NoSchedule")

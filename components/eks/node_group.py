@@ -17,18 +17,13 @@ from components.eks.autoscaler_tags import autoscaler_tags
 from components.eks.cluster import EksCluster
 from components.eks.node_labels import eks_node_identity
 from components.eks.placement import NodeGroupPlacement
-from components.node_identity import POOL_LABEL, ResolvedPool
+from components.node_identity import CLOUD_TAINT_EFFECTS, POOL_LABEL, ResolvedPool
 
 # The autoscaler owns the group's size between min and max: a `pulumi up` that set it back
 # would drain nodes from under running jobs. Engine (camelCase) property path.
 DESIRED_SIZE = "scalingConfig.desiredSize"
 
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-block": "CAPACITY_BLOCK"}
-TAINT_EFFECTS = {
-    "NoSchedule": "NO_SCHEDULE",
-    "NoExecute": "NO_EXECUTE",
-    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
-}
 
 # What a node needs: join the cluster and pull images. The VPC CNI's policy is added unless the
 # cluster gives the CNI its own identity (`cluster.cniPolicyOnNodeRole`).
@@ -109,7 +104,7 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
             labels=dict(identity.labels),
             taints=[
                 aws.eks.NodeGroupTaintArgs(
-                    key=t.key, value=t.value or None, effect=TAINT_EFFECTS[t.effect]
+                    key=t.key, value=t.value or None, effect=CLOUD_TAINT_EFFECTS[t.effect]
                 )
                 for t in identity.taints
             ],

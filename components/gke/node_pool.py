@@ -21,7 +21,7 @@ from components.accelerators import ACCELERATORS
 from components.config import Platform
 from components.gke.cluster import GkeCluster
 from components.gke.machine_types import boot_disk_types
-from components.node_identity import NodeIdentity, ResolvedPool
+from components.node_identity import CLOUD_TAINT_EFFECTS, NodeIdentity, ResolvedPool
 
 NODE_SERVICE_ACCOUNT_ROLE = "roles/container.defaultNodeServiceAccount"
 """What a GKE node needs: write logs and metrics, read its cluster's configuration."""
@@ -36,11 +36,6 @@ POOL_RESOURCE_LABEL = "gpu-platform-pool"
 GKE_IMAGE_TYPES: Mapping[Platform, str] = {
     Platform.GKE_COS: "COS_CONTAINERD",
     Platform.GKE_UBUNTU: "UBUNTU_CONTAINERD",
-}
-GKE_TAINT_EFFECTS: Mapping[str, str] = {
-    "NoSchedule": "NO_SCHEDULE",
-    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
-    "NoExecute": "NO_EXECUTE",
 }
 # The cluster autoscaler sets the node count; an update must not put it back (and a changed
 # `initialNodeCount` would replace the pool).
@@ -145,7 +140,7 @@ def node_pool_args(
             labels=node_labels(pool.identity, args.platform),
             taints=[
                 gcp.container.NodePoolNodeConfigTaintArgs(
-                    key=taint.key, value=taint.value, effect=GKE_TAINT_EFFECTS[taint.effect]
+                    key=taint.key, value=taint.value, effect=CLOUD_TAINT_EFFECTS[taint.effect]
                 )
                 for taint in pool.identity.taints
             ],
