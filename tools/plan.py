@@ -11,6 +11,7 @@ stack's or the policy pack's); 3 a mandatory policy violation.
 """
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,7 +23,7 @@ from rich.tree import Tree
 
 from tools.analyzer import PACK_DIR, PolicyPackError, Verdict, analyze_plan
 from tools.cli import fail, plan_or_fail
-from tools.offline import InvokeRecord, Plan, PlannedResource
+from tools.offline import Plan, PlannedResource
 
 EXIT_PROGRAM_ERROR = 1
 EXIT_CONFIG_ERROR = 2
@@ -179,7 +180,7 @@ def print_plan(plan: Plan, console: Console) -> None:
         console.print(
             "\n[bold]Lookups answered by offline stand-ins[/bold] (not read from an account):"
         )
-        for token, count in _invoke_counts(plan.invokes).items():
+        for token, count in Counter(i.token for i in plan.invokes).items():
             console.print(f"  {token}" + (f" x{count}" if count > 1 else ""), highlight=False)
     console.print("\n[bold]Outputs[/bold]")
     for name, value in _shown_outputs(plan).items():
@@ -213,13 +214,6 @@ def _key_inputs(resource: PlannedResource) -> Iterable[tuple[str, Any]]:
             value = value.get(part) if isinstance(value, Mapping) else None
         if value not in (None, "", [], {}):
             yield path, value
-
-
-def _invoke_counts(invokes: Iterable[InvokeRecord]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for invoke in invokes:
-        counts[invoke.token] = counts.get(invoke.token, 0) + 1
-    return counts
 
 
 def _shown_outputs(plan: Plan) -> dict[str, Any]:
