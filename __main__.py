@@ -5,17 +5,15 @@ Composition only: every decision lives in `components/`, every default in the co
 
 import pulumi
 
-from components.cloud import GpuCloud
-from components.config import Cloud, load_stack_config, read_pulumi_config
-from components.eks import EksCloud
-from components.gke import GkeCloud
+from components.cloud import cloud_for
+from components.config import load_stack_config, read_pulumi_config
 from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.kubernetes.gpu_pod import pool_placement
 from components.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from components.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
 
 config = load_stack_config(read_pulumi_config())
-cloud: GpuCloud = EksCloud(config) if config.cloud is Cloud.AWS else GkeCloud(config)
+cloud = cloud_for(config)
 pools = cloud.resolve_pools()
 
 connection = cloud.connect()

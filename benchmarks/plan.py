@@ -3,8 +3,8 @@
     ./uvw run --locked python -m benchmarks.plan
     ./uvw run --locked python -m benchmarks.plan --repeats 9 --pools 1 --pools 256
 
-The floor is a bare Pulumi program that registers the same number of resources under the same
-mock monitor and stand-ins (`tools.offline.run_program`), measured in the same run: what any
+The floor is a bare Pulumi program that registers the same number of resources under the same mock
+monitor and stand-ins (`gpu_platform_cli.offline.run_program`), measured in the same run: what any
 program of that size costs, whatever it does. The gap between the two is this program's own work:
 validating the config, deriving pools, building the operator's values, and the provider SDKs'
 resource classes.
@@ -12,11 +12,11 @@ resource classes.
 Two measurements, each the median of several runs:
 - in process: the program run again in an interpreter that has already imported everything,
   for every stack file and for the dev stack's first pool repeated 1, 4, 16 and 64 times;
-- fresh process: `python -m tools plan <stack>` as a user types it, for every stack file, beside
-  a fresh interpreter that runs the floor. This adds interpreter start-up, importing the
-  provider SDKs, and the policy pack's verdicts on the plan. A first, unmeasured run fills a
-  bytecode cache (in a temporary directory) so the numbers are those of every run after a
-  user's first.
+- fresh process: `gpu-platform plan <stack>` as a user types it, for every stack file, beside
+  the same command on a project whose program is the floor, with the same policy pack. This
+  adds interpreter start-up, importing the provider SDKs, and the policy pack's verdicts on the
+  plan. A third column times the floor program alone in a fresh interpreter, without the
+  command or the pack. The environment is byte-compiled as `./uvw` installs it.
 """
 
 import copy
@@ -37,7 +37,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tools.offline import PROJECT_DIR, run_program, stack_config
+from gpu_platform_cli.offline import run_program, stack_config
+from gpu_platform_cli.project import Project
 
 FLOOR_PROGRAM = '''\
 """A bare Pulumi program: `floor:resources` custom resources and nothing else."""
@@ -48,6 +49,8 @@ for index in range(pulumi.Config("floor").require_int("resources")):
     pulumi.CustomResource("floor:index:Resource", f"resource-{index}", {"index": index})
 '''
 FLOOR_STACK = "floor"
+PROJECT = Project.find(Path(__file__).resolve().parent.parent)
+COMMAND = str(Path(sys.executable).parent / "gpu-platform")
 POOL_COUNTS = (1, 4, 16, 64)
 
 
@@ -70,6 +73,8 @@ class Timing:
     resources: int
     plan: float
     floor: float
+    bare: float | None = None
+    """The floor program alone in a fresh interpreter (fresh-process timings only)."""
 
 
 def main(
@@ -88,38 +93,37 @@ def main(
     console = Console()
     console.print(machine_description(), highlight=False)
     with tempfile.TemporaryDirectory(prefix="plan-benchmark-") as scratch:
-        floor_dir = Path(scratch) / "floor"
-        floor_dir.mkdir()
-        (floor_dir / "__main__.py").write_text(FLOOR_PROGRAM)
+        floor = floor_project(Path(scratch) / "floor")
 
         cases = [*stack_file_cases(), *pool_count_cases(pools or POOL_COUNTS)]
-        in_process = [time_in_process(case, floor_dir, repeats) for case in cases]
+        in_process = [time_in_process(case, floor, repeats) for case in cases]
         console.print(
             timing_table(f"In process: median of {repeats} runs after a warm-up", in_process)
         )
 
-        fresh = [
-            time_fresh_process(case, floor_dir, Path(scratch) / "pycache", fresh_repeats)
-            for case in stack_file_cases()
-        ]
+        fresh = [time_fresh_process(case, floor, fresh_repeats) for case in stack_file_cases()]
         console.print(
             timing_table(
-                f"Fresh process, `python -m tools plan <stack>`: median of {fresh_repeats} runs",
+                f"Fresh process, `gpu-platform plan <stack>`: median of {fresh_repeats} runs",
                 fresh,
             )
         )
 
 
+def floor_project(directory: Path) -> Project:
+    """A Pulumi project whose program is the floor, with a stack file for `--resources`."""
+    directory.mkdir()
+    (directory / "Pulumi.yaml").write_text("name: floor\nruntime: python\n")
+    (directory / "__main__.py").write_text(FLOOR_PROGRAM)
+    return Project.find(directory)
+
+
 def stack_file_cases() -> list[Case]:
-    stacks = sorted(
-        p.name.removeprefix("Pulumi.").removesuffix(".yaml")
-        for p in PROJECT_DIR.glob("Pulumi.*.yaml")
-    )
-    return [Case(f"stack {stack}", stack) for stack in stacks]
+    return [Case(f"stack {stack}", stack) for stack in PROJECT.stacks()]
 
 
 def pool_count_cases(counts: Sequence[int]) -> list[Case]:
-    dev = stack_config("dev")
+    dev = stack_config("dev", PROJECT)
     return [Case(f"dev, {count} pools", "dev", with_pools(dev, count)) for count in counts]
 
 
@@ -136,39 +140,51 @@ def with_pools(config: Mapping[str, Any], count: int) -> dict[str, Any]:
     return grown
 
 
-def run_floor(floor_dir: Path, resources: int) -> None:
+def run_floor(floor: Project, resources: int) -> None:
     """The floor program once, under the offline plan's runner."""
-    plan = run_program(FLOOR_STACK, config={"floor:resources": resources}, project_dir=floor_dir)
+    plan = run_program(FLOOR_STACK, config={"floor:resources": resources}, project=floor)
     if len(plan.resources) != resources:
         raise RuntimeError(f"the floor registered {len(plan.resources)} of {resources} resources")
 
 
-def time_in_process(case: Case, floor_dir: Path, repeats: int) -> Timing:
+def time_in_process(case: Case, floor: Project, repeats: int) -> Timing:
     resources = case.run()
-    return timed(case.label, resources, case.run, lambda: run_floor(floor_dir, resources), repeats)
+    return timed(case.label, resources, [case.run, lambda: run_floor(floor, resources)], repeats)
 
 
-def time_fresh_process(case: Case, floor_dir: Path, pycache: Path, repeats: int) -> Timing:
+def time_fresh_process(case: Case, floor: Project, repeats: int) -> Timing:
     resources = case.run()
-    plan = [sys.executable, "-m", "tools", "plan", case.stack, "--json"]
-    floor = [
+    (floor.directory / f"Pulumi.{FLOOR_STACK}.yaml").write_text(
+        f"config:\n  floor:resources: {resources}\n"
+    )
+    plan = [COMMAND, "--cwd", str(PROJECT.directory), "plan", case.stack, "--json"]
+    # The same command on the floor program, with this project's policy pack over it.
+    command_floor = [
+        COMMAND,
+        "--cwd",
+        str(floor.directory),
+        "plan",
+        FLOOR_STACK,
+        "--json",
+        "--policy-pack",
+        str(PROJECT.directory / "policies"),
+    ]
+    bare_floor = [
         sys.executable,
         "-c",
         "import sys; from pathlib import Path; from benchmarks.plan import run_floor; "
-        "run_floor(Path(sys.argv[1]), int(sys.argv[2]))",
-        str(floor_dir),
+        "from gpu_platform_cli.project import Project; "
+        "run_floor(Project.find(Path(sys.argv[1])), int(sys.argv[2]))",
+        str(floor.directory),
         str(resources),
     ]
-    environment = {**os.environ, "PYTHONPYCACHEPREFIX": str(pycache)}
-    environment.pop("PYTHONDONTWRITEBYTECODE", None)
 
     def run(argv: list[str]) -> None:
         # The bare floor program leaves asyncio loops that complain on stderr as the interpreter
         # exits; only a failing run's stderr is worth showing.
         done = subprocess.run(
             argv,
-            cwd=PROJECT_DIR,
-            env=environment,
+            cwd=PROJECT.directory,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -177,26 +193,26 @@ def time_fresh_process(case: Case, floor_dir: Path, pycache: Path, repeats: int)
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stderr}")
 
-    return timed(case.label, resources, lambda: run(plan), lambda: run(floor), repeats)
+    return timed(
+        case.label,
+        resources,
+        [lambda: run(plan), lambda: run(command_floor), lambda: run(bare_floor)],
+        repeats,
+    )
 
 
-def timed(
-    label: str,
-    resources: int,
-    plan: Callable[[], object],
-    floor: Callable[[], object],
-    repeats: int,
-) -> Timing:
-    """Medians of `repeats` runs of each, after one unmeasured run of each."""
-    plan()
-    floor()
-    plan_times: list[float] = []
-    floor_times: list[float] = []
-    # Interleaved, so that a machine slowing down mid-run weighs on both alike.
+def timed(label: str, resources: int, runs: Sequence[Callable[[], object]], repeats: int) -> Timing:
+    """Medians of `repeats` runs of the plan, its floor and (optionally) the bare floor, after one
+    unmeasured run of each."""
+    for run in runs:
+        run()
+    times: list[list[float]] = [[] for _ in runs]
+    # Interleaved, so that a machine slowing down mid-run weighs on all alike.
     for _ in range(repeats):
-        plan_times.append(seconds(plan))
-        floor_times.append(seconds(floor))
-    return Timing(label, resources, statistics.median(plan_times), statistics.median(floor_times))
+        for run, measured in zip(runs, times, strict=True):
+            measured.append(seconds(run))
+    medians = [statistics.median(measured) for measured in times]
+    return Timing(label, resources, *medians)
 
 
 def seconds(run: Callable[[], object]) -> float:
@@ -212,16 +228,17 @@ def timing_table(title: str, timings: Sequence[Timing]) -> Table:
     table.add_column("plan (s)", justify="right")
     table.add_column("floor (s)", justify="right")
     table.add_column("plan/floor", justify="right")
+    bare = any(t.bare is not None for t in timings)
+    if bare:
+        table.add_column("bare program (s)", justify="right")
     table.add_column("ms/resource", justify="right")
     for t in timings:
-        table.add_row(
-            t.label,
-            str(t.resources),
-            f"{t.plan:.3f}",
-            f"{t.floor:.3f}",
-            f"{t.plan / t.floor:.1f}x",
-            f"{1000 * t.plan / t.resources:.1f}",
-        )
+        row = [t.label, str(t.resources), f"{t.plan:.3f}", f"{t.floor:.3f}"]
+        row.append(f"{t.plan / t.floor:.2f}x")
+        if bare:
+            row.append(f"{t.bare:.3f}" if t.bare is not None else "")
+        row.append(f"{1000 * t.plan / t.resources:.1f}")
+        table.add_row(*row)
     return table
 
 

@@ -3,12 +3,12 @@
     ./uvw run --locked python -m benchmarks.policy_pack
     ./uvw run --locked python -m benchmarks.policy_pack --stack gke-dev --copies 1 --copies 32
 
-Both packs run as the engine runs them (`tools.analyzer`): one `Remediate` and one `Analyze`
-call per resource, then one `AnalyzeStack`. The no-op pack has the same number of resource and
-stack policies, so the gRPC round trips, the property conversions and the policy SDK's own work
-are the same in both: the gap is what the policies themselves cost. The resources are the
-stack's offline plan, repeated to show how the cost grows with the stack. Each figure is the
-median of several runs, measured in the same run for both packs. Prints numbers; never fails.
+Both packs run as the engine runs them (`gpu_platform_cli.analyzer`): one `Remediate` and one
+`Analyze` call per resource, then one `AnalyzeStack`. The no-op pack has the same number of resource
+and stack policies, so the gRPC round trips, the property conversions and the policy SDK's own work
+are the same in both: the gap is what the policies themselves cost. The resources are the stack's
+offline plan, repeated to show how the cost grows with the stack. Each figure is the median of
+several runs, measured in the same run for both packs. Prints numbers; never fails.
 """
 
 import statistics
@@ -23,8 +23,8 @@ from typing import Annotated
 
 import typer
 
-from tools.analyzer import PACK_DIR, PolicyInfo, PolicyPack
-from tools.offline import PlannedResource, run_program
+from gpu_platform_cli.analyzer import PACK_DIR, PolicyInfo, PolicyPack
+from gpu_platform_cli.offline import PlannedResource, run_program
 
 COPIES = (1, 4, 16)
 

@@ -13,7 +13,7 @@ from typing import Protocol
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import ConfigError, ConfigProblem, StackConfig, key_path
+from components.config import Cloud, ConfigError, ConfigProblem, StackConfig, key_path
 from components.node_identity import GpuShape, ResolvedPool, resolve_pool
 
 
@@ -39,6 +39,18 @@ class GpuCloud(Protocol):
     ) -> list[pulumi.Resource]:
         """The cloud's GPU node pools; the Kubernetes side waits for them."""
         ...
+
+
+def cloud_for(config: StackConfig) -> GpuCloud:
+    """The stack's cloud. Only its own components, and so its own provider SDK, are imported:
+    each SDK takes a good part of a second to import, and a stack runs on one cloud."""
+    if config.cloud is Cloud.AWS:
+        from components.eks import EksCloud
+
+        return EksCloud(config)
+    from components.gke import GkeCloud
+
+    return GkeCloud(config)
 
 
 def pools_as_declared(config: StackConfig) -> list[ResolvedPool]:

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tools.offline import Plan, run_program, stack_config
+from gpu_platform_cli.offline import Plan, run_program, stack_config
+from tests.repository import PROJECT
 
 Config = dict[str, Any]
 
@@ -18,7 +19,7 @@ Config = dict[str, Any]
 @pytest.fixture
 def dev_config() -> Config:
     """The dev stack's config, fully qualified keys, safe to change in the test."""
-    return copy.deepcopy(stack_config("dev"))
+    return copy.deepcopy(stack_config("dev", PROJECT))
 
 
 @pytest.fixture
@@ -53,7 +54,7 @@ def plan_for() -> Callable[[Config], Plan]:
     """Run the program for a config and return what it declared."""
 
     def run(config: Config) -> Plan:
-        return run_program("dev", config=config)
+        return run_program("dev", config=config, project=PROJECT)
 
     return run
 
@@ -63,7 +64,7 @@ def failed_plan_for() -> Callable[[Config], Plan]:
     """Run the program for a config expected to fail; the error is in `Plan.error`."""
 
     def run(config: Config) -> Plan:
-        plan = run_program("dev", config=config, raise_errors=False)
+        plan = run_program("dev", config=config, project=PROJECT, raise_errors=False)
         assert plan.error is not None, "the program was expected to fail"
         return plan
 
@@ -72,4 +73,4 @@ def failed_plan_for() -> Callable[[Config], Plan]:
 
 @pytest.fixture
 def dev_plan() -> Plan:
-    return run_program("dev")
+    return run_program("dev", project=PROJECT)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TYPE_CHECKED = ["components", "tools", "policies", "tests", "benchmarks"]
+TYPE_CHECKED = ["components", "gpu_platform_cli", "policies", "tests", "benchmarks"]
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:

@@ -21,8 +21,8 @@ import kubernetes_validate
 import pytest
 
 from components.versions import KUBERNETES_SCHEMA_VERSION
+from gpu_platform_cli.offline import Plan, PlannedResource
 from tests.stack_variants import reachable_gke, with_mig_mixed_pool
-from tools.offline import Plan, PlannedResource
 
 Config = dict[str, Any]
 NOT_OBJECTS = frozenset({"kubernetes:helm.sh/v3:Release"})

@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from tools.config_reference import END_MARKER, START_MARKER, render_reference
+from gpu_platform_cli.config_reference import END_MARKER, START_MARKER, render_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -21,15 +21,15 @@ def test_readme_has_two_commands_plan_then_tests() -> None:
     assert " plan dev" in plan and tests.endswith("pytest")
 
 
-def test_ci_runs_the_readmes_test_command() -> None:
+def test_ci_runs_the_readmes_test_command_with_the_alert_tests_required() -> None:
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
 
-    assert commands_in_readme()[1] in ci
+    assert f"GPU_PLATFORM_REQUIRE_PROMTOOL=1 {commands_in_readme()[1]}" in ci
 
 
 def test_config_reference_in_readme_matches_the_model() -> None:
     section = README.split(START_MARKER)[1].split(END_MARKER)[0]
 
     assert section.strip() == render_reference().strip(), (
-        "the config model changed: run `python -m tools config-reference --update-readme`"
+        "the config model changed: run `gpu-platform config-reference --update-readme`"
     )

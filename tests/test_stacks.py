@@ -7,14 +7,13 @@ import pytest
 from typer.testing import CliRunner
 
 from components.versions import HelmChart
-from tools.__main__ import app
-from tools.analyzer import analyze_plan
-from tools.offline import PROJECT_DIR, run_program
-from tools.plan import EXIT_MANDATORY_VIOLATION, POLICY_CONFIG_DIR, _policy_config
+from gpu_platform_cli.analyzer import analyze_plan
+from gpu_platform_cli.app import app
+from gpu_platform_cli.offline import run_program
+from gpu_platform_cli.plan import EXIT_MANDATORY_VIOLATION, _policy_config
+from tests.repository import POLICY_PACK, STACKS
 
-STACKS = sorted(
-    p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PROJECT_DIR.glob("Pulumi.*.yaml")
-)
+POLICY_CONFIG_DIR = POLICY_PACK / "config"
 
 
 def test_the_repository_has_dev_prod_and_a_gke_stack() -> None:
@@ -30,7 +29,7 @@ def test_every_stack_has_its_own_policy_config(stack: str) -> None:
 def test_stack_plans_with_no_mandatory_violation(stack: str) -> None:
     plan = run_program(stack)
 
-    verdicts = analyze_plan(plan.resources, config=_policy_config(stack, None))
+    verdicts = analyze_plan(plan.resources, config=_policy_config(POLICY_PACK, stack, None))
 
     assert [v for v in verdicts if v.mandatory] == []
 
@@ -53,10 +52,10 @@ def test_an_untainted_gpu_pool_fails_the_plan(monkeypatch) -> None:
 
 def test_an_unpinned_chart_fails_the_plan(monkeypatch, dev_config) -> None:
     from components.kubernetes import monitoring
-    from tools import offline
+    from gpu_platform_cli import offline
 
     dev_config["gpu-platform:monitoring"] = {"installPrometheusStack": True}
-    monkeypatch.setattr(offline, "stack_config", lambda stack, project_dir=None: dev_config)
+    monkeypatch.setattr(offline, "stack_config", lambda stack, project=None: dev_config)
     chart = monitoring.KUBE_PROMETHEUS_STACK_CHART
     monkeypatch.setattr(
         monitoring,
@@ -90,4 +89,4 @@ def test_a_root_gpu_pod_fails_the_plan(monkeypatch) -> None:
 
 def test_policy_config_files_are_json_objects_of_known_policies() -> None:
     for path in Path(POLICY_CONFIG_DIR).glob("*.json"):
-        analyze_plan([], config=_policy_config(path.stem, path))
+        analyze_plan([], config=_policy_config(POLICY_PACK, path.stem, path))

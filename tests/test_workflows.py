@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tools.offline import PROJECT_DIR
+from tests.repository import ROOT as PROJECT_DIR
 
 GITHUB_DIR = PROJECT_DIR / ".github"
 WORKFLOW_DIR = GITHUB_DIR / "workflows"
@@ -203,7 +203,7 @@ def test_the_offline_plan_runs_with_the_stack_policy_config() -> None:
     run = next(s["run"] for s in plan["steps"] if "run" in s)
 
     assert plan["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.stacks) }}"
-    assert run.startswith("./uvw run --locked python -m tools plan ")
+    assert run.startswith("./uvw run --locked gpu-platform plan ")
     assert '--policy-config "policies/config/$STACK.json"' in run
 
 

@@ -18,8 +18,8 @@ from components.fit import (
 )
 from components.kubernetes.gpu_pod import gpu_pod_spec
 from components.node_identity import GPU_TAINT, GpuShape, ResolvedPool, Taint, resolve_pool
-from tools.fit import node_templates
-from tools.offline import run_program, stack_config
+from gpu_platform_cli.fit import node_templates
+from gpu_platform_cli.offline import run_program, stack_config
 
 IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 # Pools of three kinds beside the dev stack's time-sliced T4s: whole L4s, and A100 80GB

@@ -1,12 +1,12 @@
 """Builders for the resources policy tests hand the pack, shaped as the recording mock runner
-records them (`tools.offline.PlannedResource`: engine, camelCase input names)."""
+records them (`gpu_platform_cli.offline.PlannedResource`: engine, camelCase input names)."""
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tools.analyzer import Verdict
-from tools.offline import PlannedResource
+from gpu_platform_cli.analyzer import Verdict
+from gpu_platform_cli.offline import PlannedResource
 
 Analyze = Callable[..., list[Verdict]]
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from gpu_platform_cli.analyzer import PACK_DIR, PolicyPack, Verdict
+from gpu_platform_cli.offline import PlannedResource
 from tests.policies.builders import Analyze
-from tools.analyzer import PACK_DIR, PolicyPack, Verdict
-from tools.offline import PlannedResource
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import tomllib
 
 import yaml
 
-from tools.analyzer import PACK_DIR, PolicyPack
+from gpu_platform_cli.analyzer import PACK_DIR, PolicyPack
 
 ROOT = PACK_DIR.parent
 README = (PACK_DIR / "README.md").read_text()

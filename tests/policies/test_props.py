@@ -10,6 +10,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpu_platform_cli.analyzer import Verdict
+from gpu_platform_cli.offline import PlannedResource
 from tests.policies.builders import (
     CHART,
     KIND_TYPES,
@@ -32,8 +34,6 @@ from tests.policies.builders import (
     restricted_pod_spec,
     workload,
 )
-from tools.analyzer import Verdict
-from tools.offline import PlannedResource
 
 UNKNOWN_SENTINELS = (
     "04da6b54-80e4-46f7-96ec-b56ff0331ba9",  # string

@@ -7,7 +7,7 @@ from typing import Any
 from components.config import GpuPoolSpec
 from components.eks.autoscaler_tags import autoscaler_tags
 from components.node_identity import GpuShape, NodeIdentity, Taint, resolve_pool
-from tools.offline import Plan
+from gpu_platform_cli.offline import Plan
 
 from .plans import (
     ASG_TAG,

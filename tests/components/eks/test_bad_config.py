@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from components.config import ConfigError
-from tools.offline import Plan
+from gpu_platform_cli.offline import Plan
 
 from .plans import mig_pool, with_aws_options, with_cluster, with_extra_pool, with_pool
 

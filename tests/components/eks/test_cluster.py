@@ -8,9 +8,8 @@ import pytest
 import yaml
 
 from components.eks.cluster import EksCluster, Subnet, kubeconfig_for, private_subnets
-from tools import stand_ins
-from tools.offline import Plan
-from tools.stand_ins import aws as stand_in
+from gpu_platform_cli.offline import Plan
+from gpu_platform_cli.stand_ins import aws as stand_in
 
 from .plans import problems_of, with_cluster
 
@@ -119,7 +118,7 @@ def test_a_cluster_with_only_public_subnets_needs_node_subnets(
         return {**stand_in.get_subnet(args), "mapPublicIpOnLaunch": True}
 
     token = "aws:ec2/getSubnet:getSubnet"
-    monkeypatch.setattr(stand_ins, "_INVOKES", {**stand_ins._INVOKES, token: public_subnet})
+    monkeypatch.setitem(stand_in.INVOKES, token, public_subnet)
 
     plan = failed_plan_for(dev_config)
 

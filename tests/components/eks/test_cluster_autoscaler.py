@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from components.versions import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGES
-from tools import stand_ins
-from tools.offline import Plan, PlannedResource
-from tools.stand_ins import aws as stand_in
+from gpu_platform_cli.offline import Plan, PlannedResource
+from gpu_platform_cli.stand_ins import aws as stand_in
 
 from .plans import RELEASE, asg_tags, problems_of
 
@@ -87,7 +86,7 @@ def with_cluster_version(monkeypatch: pytest.MonkeyPatch, version: str) -> None:
         return {**stand_in.get_cluster(args), "version": version}
 
     token = "aws:eks/getCluster:getCluster"
-    monkeypatch.setattr(stand_ins, "_INVOKES", {**stand_ins._INVOKES, token: cluster})
+    monkeypatch.setitem(stand_in.INVOKES, token, cluster)
 
 
 # --- The release -------------------------------------------------------------------------------

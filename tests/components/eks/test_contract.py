@@ -10,7 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from tools.offline import Plan, run_program, stack_config
+from gpu_platform_cli.offline import Plan, run_program, stack_config
 
 from .aws_api import create_launch_template_request, create_nodegroup_request, request_problems
 from .plans import LAUNCH_TEMPLATE, NODE_GROUP, mig_pool, with_aws_options, with_cluster, with_pool

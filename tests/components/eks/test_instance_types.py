@@ -5,7 +5,7 @@ import pytest
 
 from components.eks.instance_types import Gpus, InstanceType, instance_type, zones_offering_all
 from components.node_identity import GpuShape
-from tools.stand_ins.aws import ec2_instance_types
+from gpu_platform_cli.stand_ins.aws import ec2_instance_types
 
 
 def described(name: str) -> InstanceType:

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from components.eks.node_group import CNI_POLICY, DESIRED_SIZE, NODE_POLICIES
-from tools.offline import Plan
-from tools.stand_ins import aws as stand_in
+from gpu_platform_cli.offline import Plan
+from gpu_platform_cli.stand_ins import aws as stand_in
 
 from .plans import (
     COMPONENT,

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from tools.offline import Plan
+from gpu_platform_cli.offline import Plan
 
 Config = dict[str, Any]
 

@@ -3,7 +3,7 @@
 from typing import Any
 
 from components.config import ConfigError
-from tools.offline import Plan, PlannedResource
+from gpu_platform_cli.offline import Plan, PlannedResource
 
 Config = dict[str, Any]
 NODE_POOL = "gcp:container/nodePool:NodePool"

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tools import stand_ins
-from tools.offline import Plan
+from gpu_platform_cli.offline import Plan
+from gpu_platform_cli.stand_ins import gcp as stand_in
 
 from .plans import problems_of, with_cluster, with_pool
 
@@ -21,8 +21,8 @@ GET_CLUSTER = "gcp:container/getCluster:getCluster"
 def cluster_answer(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     """Changes to make to the stand-in cluster lookup's answer."""
     changes: dict[str, Any] = {}
-    answer = stand_ins._INVOKES[GET_CLUSTER]
-    monkeypatch.setitem(stand_ins._INVOKES, GET_CLUSTER, lambda args: answer(args) | changes)
+    answer = stand_in.INVOKES[GET_CLUSTER]
+    monkeypatch.setitem(stand_in.INVOKES, GET_CLUSTER, lambda args: answer(args) | changes)
     yield changes
 
 

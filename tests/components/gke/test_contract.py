@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tools.offline import Plan, run_program
+from gpu_platform_cli.offline import Plan, run_program
 
 from .gke_api import api_problems, discovery_document, to_api_node_pool
 from .plans import NODE_POOL, with_cluster, with_pool

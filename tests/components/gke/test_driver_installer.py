@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from components import versions
-from tools.offline import Plan
+from gpu_platform_cli.offline import Plan
 
 from .plans import with_cluster
 

@@ -10,7 +10,7 @@ from components.fit import NodeTemplate, fits, gke_node_template
 from components.gke.machine_types import gpu_shape
 from components.kubernetes.gpu_pod import gpu_pod_spec
 from components.node_identity import ResolvedPool, Taint, resolve_pool
-from tools.offline import Plan
+from gpu_platform_cli.offline import Plan
 
 from .plans import NODE_POOL
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tools.offline import Plan, run_program
+from gpu_platform_cli.offline import Plan, run_program
 
 
 @pytest.fixture(scope="module")

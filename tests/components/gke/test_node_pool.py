@@ -10,7 +10,7 @@ from pulumi import _types
 
 from components.gke.cluster import GkeCluster
 from components.gke.node_pool import NODE_SERVICE_ACCOUNT_ROLE, node_service_account_id
-from tools.offline import Plan
+from gpu_platform_cli.offline import Plan
 
 from .plans import node_pool, with_cluster, with_pool
 

@@ -10,7 +10,7 @@ from components.cloud import pools_as_declared
 from components.config import ConfigError, load_stack_config
 from components.kubernetes.operator_values import operator_values_for
 from components.versions import GPU_OPERATOR_CHART, KUBERNETES_SCHEMA_VERSION, POD_SECURITY_VERSION
-from tools.offline import Plan, PlannedResource
+from gpu_platform_cli.offline import Plan, PlannedResource
 
 Config = dict[str, Any]
 COMPONENT = "gpu-platform:kubernetes:GpuOperator"

@@ -17,7 +17,7 @@ from components.kubernetes.monitoring import (
     gpu_dashboard,
 )
 from components.versions import KUBE_PROMETHEUS_STACK_CHART, POD_SECURITY_VERSION
-from tools.offline import Plan, PlannedResource
+from gpu_platform_cli.offline import Plan, PlannedResource
 
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]

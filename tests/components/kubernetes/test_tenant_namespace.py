@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 
 from components.versions import GPU_SMOKE_TEST_IMAGE, POD_SECURITY_VERSION
+from gpu_platform_cli.offline import Plan, PlannedResource
 from tests.components.kubernetes.restricted_pod_security import restricted_violations
 from tests.stack_variants import MIG_POOL, MIG_SLICE_RESOURCE, with_mig_mixed_pool
-from tools.offline import Plan, PlannedResource
 
 COMPONENT = "gpu-platform:kubernetes:GpuTenantNamespace"
 NAMESPACE = "kubernetes:core/v1:Namespace"

@@ -1,13 +1,14 @@
-"""The offline plan command, as a user runs it: `python -m tools plan <stack>`."""
+"""The offline plan command, as a user runs it: `python -m gpu_platform_cli plan <stack>`."""
 
 import json
 
 import pytest
 from typer.testing import CliRunner
 
-from tools import offline
-from tools.__main__ import app
-from tools.plan import EXIT_CONFIG_ERROR, plan_as_json
+from gpu_platform_cli import offline
+from gpu_platform_cli.app import app
+from gpu_platform_cli.plan import EXIT_CONFIG_ERROR, plan_as_json
+from tests.repository import POLICY_PACK
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ def stack_file_says(monkeypatch):
     """Make the dev stack file read as the given config."""
 
     def replace(config):
-        monkeypatch.setattr(offline, "stack_config", lambda stack, project_dir=None: config)
+        monkeypatch.setattr(offline, "stack_config", lambda stack, project=None: config)
 
     return replace
 
@@ -53,7 +54,7 @@ def test_plan_as_json_lists_resources_with_their_inputs(invoke, dev_plan) -> Non
 def test_plan_shows_the_policy_packs_verdicts(invoke) -> None:
     result = invoke("dev")
 
-    assert "Policy pack (policies/): 0 mandatory" in result.output
+    assert f"Policy pack ({POLICY_PACK}): 0 mandatory" in result.output
 
 
 def test_plan_shows_secret_outputs_as_secret(invoke) -> None:
@@ -97,4 +98,5 @@ def test_unknown_stack_exits_2_listing_the_stack_files(invoke) -> None:
     result = invoke("nope")
 
     assert result.exit_code == EXIT_CONFIG_ERROR
-    assert "Pulumi.dev.yaml" in result.output
+    assert "Pulumi.nope.yaml" in result.output
+    assert "the stacks there: dev, gke-dev, prod" in result.output

@@ -1,14 +1,14 @@
 """Which of a stack's GPU pools a pod would land on, before anything is deployed.
 
-Plans the stack offline (`tools.offline`), builds each pool's node template as the cluster
-autoscaler would see it at zero (from what the plan declares: an EKS node group's Auto Scaling
-group hints and instance type), and checks every pod spec in a YAML file (Pods, Deployments,
+Plans the stack offline (`gpu_platform_cli.offline`), builds each pool's node template as the
+cluster autoscaler would see it at zero (from what the plan declares: an EKS node group's Auto
+Scaling group hints and instance type), and checks every pod spec in a YAML file (Pods, Deployments,
 Jobs, ...) against them. Exits 1 if some pod fits no pool, 2 for a bad stack or pod file.
 """
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 import yaml
@@ -17,22 +17,15 @@ from rich.table import Table
 
 from components.eks.instance_types import Gpus, InstanceType, instance_type
 from components.fit import NodeTemplate, eks_node_template, fits, gke_node_template, pod_spec_of
-from tools.cli import fail, plan_or_fail
-from tools.offline import Plan
+from gpu_platform_cli.cli import fail, plan_or_fail
+from gpu_platform_cli.offline import Plan
 
 EXIT_NO_FIT = 1
 EXIT_BAD_INPUT = 2
 
 
-def main(
-    stack: Annotated[
-        str, typer.Argument(help="The stack whose pools to check: Pulumi.<stack>.yaml.")
-    ],
-    pod_file: Annotated[
-        Path, typer.Argument(help="YAML with Pods or workloads (Deployment, Job...).")
-    ],
-) -> None:
-    """Show which GPU pools each pod in POD_FILE fits, and why not the others."""
+def run(stack: str, pod_file: Path) -> None:
+    """Show which GPU pools each pod in `pod_file` fits, and why not the others."""
     console = Console()
     try:
         documents = [d for d in yaml.safe_load_all(pod_file.read_text()) if d]

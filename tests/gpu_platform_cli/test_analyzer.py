@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tools.analyzer import (
+from gpu_platform_cli.analyzer import (
     PolicyConfigError,
     PolicyInfo,
     PolicyPack,
@@ -18,7 +18,7 @@ from tools.analyzer import (
     analyze_plan,
     reconcile_config,
 )
-from tools.offline import PlannedResource
+from gpu_platform_cli.offline import PlannedResource
 
 PREFIX = "urn:pulumi:dev::gpu-platform::"
 

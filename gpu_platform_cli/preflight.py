@@ -15,7 +15,7 @@ Each finding says what to do. Exits 1 if any finding blocks the deployment, 2 fo
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import boto3
 import typer
@@ -33,7 +33,7 @@ from components.config import (
     load_stack_config,
 )
 from components.versions import CLUSTER_AUTOSCALER_IMAGES
-from tools.offline import stack_config
+from gpu_platform_cli.offline import stack_config
 
 EXIT_BLOCKED = 1
 EXIT_BAD_STACK = 2
@@ -89,9 +89,7 @@ class AwsClients:
         return cls(session.client("eks"), session.client("ec2"), session.client("service-quotas"))
 
 
-def main(
-    stack: Annotated[str, typer.Argument(help="The stack to check: Pulumi.<stack>.yaml.")],
-) -> None:
+def run(stack: str) -> None:
     """Check an EKS stack against its AWS account: cluster, instance type offerings, quotas."""
     console = Console()
     errors = Console(stderr=True)

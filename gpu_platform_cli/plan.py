@@ -1,9 +1,10 @@
 """The offline plan: what the program would create for a stack, without credentials.
 
-Runs the real program under the Pulumi SDK's mock monitor (`tools.offline`), then the policy
-pack over what it declared through the analyzer protocol, as `pulumi preview --policy-pack
-policies` would (`tools.analyzer`). Prints the resources as a tree of parents and children with
-the inputs that matter, the lookups answered by offline stand-ins, the stack outputs and the
+Runs the real program under the Pulumi SDK's mock monitor (`gpu_platform_cli.offline`), then the
+policy pack over what it declared through the analyzer protocol, as `pulumi preview --policy-pack
+policies` would (`gpu_platform_cli.analyzer`). Prints the resources as a tree of parents and
+children with the inputs that matter, the lookups answered by offline stand-ins, the stack outputs
+and the
 policy verdicts; `--json` prints the same for machines.
 
 Exit codes: 0 planned; 1 the program or the policy pack failed; 2 a configuration error (the
@@ -12,23 +13,26 @@ stack's or the policy pack's); 3 a mandatory policy violation.
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
-from tools.analyzer import PACK_DIR, PolicyPackError, Verdict, analyze_plan
-from tools.cli import fail, plan_or_fail
-from tools.offline import Plan, PlannedResource
+from gpu_platform_cli.analyzer import PolicyPack, PolicyPackError, Verdict
+from gpu_platform_cli.cli import fail, plan_or_fail
+from gpu_platform_cli.offline import Plan, PlannedResource
+from gpu_platform_cli.project import Project, ProjectNotFound
 
 EXIT_PROGRAM_ERROR = 1
 EXIT_CONFIG_ERROR = 2
 EXIT_MANDATORY_VIOLATION = 3
-POLICY_CONFIG_DIR = PACK_DIR / "config"
+POLICY_PACK_DIR = "policies"
 SECRET = "[secret]"
 
 # The inputs worth reading in a plan, per resource type; other types show their scalars.
@@ -66,41 +70,81 @@ KEY_INPUTS: Mapping[str, Sequence[str]] = {
 _MAX_VALUE_CHARS = 160
 
 
-def main(
-    stack: Annotated[str, typer.Argument(help="The stack to plan: Pulumi.<stack>.yaml.")] = "dev",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
-    policy_config: Annotated[
-        Path | None,
-        typer.Option(
-            help="Policy pack config (the --policy-pack-config file of `pulumi preview`);"
-            " default: policies/config/<stack>.json where it exists."
-        ),
-    ] = None,
+def run(
+    stack: str,
+    as_json: bool = False,
+    policy_pack: Path | None = None,
+    policy_config: Path | None = None,
 ) -> None:
-    """Plan a stack offline, with the policy pack's verdicts: no credentials, no Pulumi CLI."""
+    """Plan `stack` of the project in the current directory and run the policy pack over it."""
     console = Console()
-    plan = plan_or_fail(stack, EXIT_CONFIG_ERROR, EXIT_PROGRAM_ERROR)
     try:
-        verdicts = analyze_plan(plan.resources, config=_policy_config(stack, policy_config))
-    except (FileNotFoundError, ValueError) as error:  # PolicyConfigError is a ValueError
+        project = Project.find()
+    except ProjectNotFound as error:
         fail(str(error), EXIT_CONFIG_ERROR)
-    except PolicyPackError as error:
-        fail(str(error), EXIT_PROGRAM_ERROR)
+    pack_dir = policy_pack or _project_pack(project)
+    with _pack_started_meanwhile(pack_dir, project.name, stack) as started_pack:
+        plan = plan_or_fail(stack, EXIT_CONFIG_ERROR, EXIT_PROGRAM_ERROR, project)
+        try:
+            pack = started_pack()
+            verdicts = _verdicts(pack, plan, _policy_config(pack_dir, stack, policy_config))
+        except (FileNotFoundError, ValueError) as error:  # PolicyConfigError is a ValueError
+            fail(str(error), EXIT_CONFIG_ERROR)
+        except PolicyPackError as error:
+            fail(str(error), EXIT_PROGRAM_ERROR)
     if as_json:
         console.print_json(json.dumps(plan_as_json(plan, verdicts)))
     else:
         print_plan(plan, console)
-        print_verdicts(verdicts, plan, console)
+        print_verdicts(verdicts, plan, console, pack_dir)
     if any(v.mandatory for v in verdicts):
         raise typer.Exit(EXIT_MANDATORY_VIOLATION)
 
 
-def _policy_config(stack: str, path: Path | None) -> dict[str, Any] | None:
-    """The policy pack's config for a stack: the given file, else the stack's own if any."""
+def _project_pack(project: Project) -> Path | None:
+    """The project's own policy pack (`policies/`, as `pulumi policy new` lays it out), if any."""
+    pack = project.directory / POLICY_PACK_DIR
+    return pack if (pack / "PulumiPolicy.yaml").is_file() else None
+
+
+@contextmanager
+def _pack_started_meanwhile(
+    pack_dir: Path | None, project: str, stack: str
+) -> Iterator[Callable[[], PolicyPack | None]]:
+    """Starts the policy pack while the program runs, and stops it on leaving.
+
+    Starting the pack is a Python process of its own importing the policy SDK (over half a
+    second); the program's run is another. On a machine with two cores they overlap, so the
+    plan costs the longer of the two, not their sum.
+    """
+    if pack_dir is None:
+        yield lambda: None
+        return
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        starting = executor.submit(PolicyPack, pack_dir, project=project, stack=stack)
+        try:
+            yield starting.result
+        finally:
+            if starting.exception() is None:
+                starting.result().close()
+
+
+def _verdicts(
+    pack: PolicyPack | None, plan: Plan, config: Mapping[str, Any] | None
+) -> list[Verdict]:
+    if pack is None:
+        return []
+    pack.configure(config)
+    return pack.analyze(plan.resources)
+
+
+def _policy_config(pack_dir: Path | None, stack: str, path: Path | None) -> dict[str, Any] | None:
+    """The policy pack's config for a stack: the given file, else the pack's own for the stack
+    (`config/<stack>.json`) if any."""
     if path is None:
-        path = POLICY_CONFIG_DIR / f"{stack}.json"
-        if not path.exists():
+        if pack_dir is None or not (pack_dir / "config" / f"{stack}.json").exists():
             return None
+        path = pack_dir / "config" / f"{stack}.json"
     if not path.exists():
         raise FileNotFoundError(f"no policy config file {path}")
     try:
@@ -112,13 +156,20 @@ def _policy_config(stack: str, path: Path | None) -> dict[str, Any] | None:
     return config
 
 
-def print_verdicts(verdicts: Sequence[Verdict], plan: Plan, console: Console) -> None:
+def print_verdicts(
+    verdicts: Sequence[Verdict], plan: Plan, console: Console, pack_dir: Path | None
+) -> None:
+    if pack_dir is None:
+        console.print(
+            "\n[bold]Policy pack[/bold]: none run (the project has no policies/; see --policy-pack)"
+        )
+        return
     names = {r.urn: escape(f"{r.type} {r.name}") for r in plan.resources}
     violations = [v for v in verdicts if v.enforcement_level in ("mandatory", "advisory")]
     remediations = [v for v in verdicts if v.enforcement_level == "remediate"]
     mandatory = sum(v.mandatory for v in violations)
     console.print(
-        f"\n[bold]Policy pack[/bold] (policies/): {mandatory} mandatory,"
+        f"\n[bold]Policy pack[/bold] ({escape(str(pack_dir))}): {mandatory} mandatory,"
         f" {len(violations) - mandatory} advisory violation(s), {len(remediations)} remediation(s)"
     )
     for verdict in sorted(violations, key=lambda v: (not v.mandatory, v.policy_name)):

@@ -40,7 +40,7 @@ _MAX_MESSAGE_BYTES = 400 * 1024 * 1024  # as the engine and the pack allow
 
 
 class PlannedResource(Protocol):
-    """What the analysis reads of a resource the program registered (`tools.offline`)."""
+    """What the analysis reads of a resource the program registered (`gpu_platform_cli.offline`)."""
 
     @property
     def urn(self) -> str: ...

@@ -15,10 +15,10 @@ from moto import mock_aws
 from typer.testing import CliRunner
 
 from components.config import StackConfig, load_stack_config
-from tools import preflight
-from tools.__main__ import app
-from tools.offline import stack_config
-from tools.preflight import AwsClients, Finding
+from gpu_platform_cli import preflight
+from gpu_platform_cli.app import app
+from gpu_platform_cli.offline import stack_config
+from gpu_platform_cli.preflight import AwsClients, Finding
 
 REGION = "us-east-1"
 Config = dict[str, Any]

@@ -7,21 +7,25 @@ from rich.console import Console
 from rich.markup import escape
 
 from components.config import ConfigError
-from tools.offline import Plan, run_program
+from gpu_platform_cli.offline import Plan, run_program
+from gpu_platform_cli.project import Project
 
 errors = Console(stderr=True)
 
 
 def fail(message: str, exit_code: int) -> NoReturn:
     """Print `message` to stderr, as written (no markup), and exit with `exit_code`."""
-    errors.print(f"[red]{escape(message)}[/red]", highlight=False)
+    errors.print(f"[red]{escape(message)}[/red]", highlight=False, soft_wrap=True)
     raise typer.Exit(exit_code)
 
 
-def plan_or_fail(stack: str, config_error_exit: int, program_error_exit: int) -> Plan:
-    """The stack's plan; a config error or a failing program ends the command."""
+def plan_or_fail(
+    stack: str, config_error_exit: int, program_error_exit: int, project: Project | None = None
+) -> Plan:
+    """The stack's plan; a missing project or stack file, a config error or a failing program
+    ends the command."""
     try:
-        plan = run_program(stack, raise_errors=False)
+        plan = run_program(stack, project=project, raise_errors=False)
     except FileNotFoundError as missing:
         fail(str(missing), config_error_exit)
     if isinstance(plan.error, ConfigError):

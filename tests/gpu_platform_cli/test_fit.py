@@ -1,4 +1,4 @@
-"""`python -m tools fit`: which of a stack's pools each pod in a YAML file fits, with exit codes
+"""`gpu-platform fit`: which of a stack's pools each pod in a YAML file fits, with exit codes
 a pipeline can act on."""
 
 import copy
@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 from typer.testing import CliRunner
 
-from tools.__main__ import app
+from gpu_platform_cli.app import app
 
 SMOKE_TEST_POD: dict[str, Any] = {
     "apiVersion": "v1",

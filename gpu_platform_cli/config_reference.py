@@ -1,12 +1,11 @@
 """The config reference, generated from the config model so that it cannot drift from it.
 
-`python -m tools config-reference` prints it as Markdown; the README carries a copy between
+`gpu-platform config-reference` prints it as Markdown; the README carries a copy between
 markers, which a test compares with a fresh rendering, and `--update-readme` rewrites.
 """
 
 import json
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -14,24 +13,21 @@ from pydantic import BaseModel
 
 from components import config as config_model
 from components.config import CONFIG_NAMESPACE, StackConfig
+from gpu_platform_cli.project import Project
 
-START_MARKER = "<!-- config-reference:start (python -m tools config-reference --update-readme) -->"
+START_MARKER = "<!-- config-reference:start (gpu-platform config-reference --update-readme) -->"
 END_MARKER = "<!-- config-reference:end -->"
-README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-def main(
-    update_readme: bool = typer.Option(
-        False, "--update-readme", help="Rewrite the reference section of README.md."
-    ),
-) -> None:
-    """Print the stack config reference as Markdown."""
+def run(update_readme: bool = False) -> None:
+    """Print the stack config reference as Markdown, or rewrite the README's copy of it."""
     if not update_readme:
         typer.echo(render_reference())
         return
-    head, rest = README.read_text().split(START_MARKER)
+    readme = Project.find().directory / "README.md"
+    head, rest = readme.read_text().split(START_MARKER)
     tail = rest.split(END_MARKER)[1]
-    README.write_text(f"{head}{START_MARKER}\n{render_reference()}\n{END_MARKER}{tail}")
+    readme.write_text(f"{head}{START_MARKER}\n{render_reference()}\n{END_MARKER}{tail}")
 
 
 def render_reference() -> str:

@@ -5,8 +5,8 @@ The program looks up its cluster (`aws:eks/getCluster`), the cluster's subnets
 (`aws:ec2/getInstanceTypeOfferings`), what they are (`aws:ec2/getInstanceType`) and, when a pool
 asks for it, the recommended AMI release in SSM (`aws:ssm/getParameter`).
 
-Instance types and their zone offerings are EC2's real data as the installed `moto` package
-ships it (its `ec2/resources` files), so GPU models, counts, vCPUs and the zones that lack an
+Instance types and the zones offering GPU instance types are EC2's real data, as moto ships it,
+kept in `ec2_data/` by its `derive.py`: GPU models, counts, vCPUs and the zones that lack an
 instance type are those of a real region. The rest is plausible and made up: a cluster on
 Kubernetes 1.35 in account 123456789012 with a private subnet in every zone of its region and
 one public subnet, an endpoint in a documentation address range and a CA that is not one.
@@ -14,7 +14,6 @@ None of it comes from an account.
 """
 
 import base64
-import gzip
 import hashlib
 import json
 import uuid
@@ -31,36 +30,34 @@ STAND_IN_CA = base64.b64encode(
 STAND_IN_AL2023_RELEASE = "1.35.4-20261104"
 STAND_IN_BOTTLEROCKET_RELEASE = "1.52.0-0d4a7f31"
 
-_MOTO_EC2_RESOURCES = "moto.ec2.resources"
+_EC2_DATA = resources.files("gpu_platform_cli.stand_ins.ec2_data")
 
 
 class UnknownInstanceType(LookupError):
     """What EC2 answers for an instance type it does not have (`InvalidInstanceType`)."""
 
 
-# --- EC2's own data, from moto ---------------------------------------------------------------
+# --- EC2's own data, derived from moto's copy (ec2_data/derive.py) ----------------------------
 
 
 @cache
 def ec2_instance_types() -> Mapping[str, Mapping[str, Any]]:
-    """`DescribeInstanceTypes` entries by instance type name."""
-    data = resources.files(_MOTO_EC2_RESOURCES).joinpath("instance_types.json.gz").read_bytes()
-    return json.loads(gzip.decompress(data))
+    """`DescribeInstanceTypes` entries by instance type name (the fields the stand-ins read)."""
+    return json.loads(_EC2_DATA.joinpath("instance_types.json").read_text())["instanceTypes"]
 
 
 @cache
 def ec2_zone_offerings(region: str) -> tuple[tuple[str, str], ...]:
     """`(instance type, zone)` for every offering in the region's zones."""
-    path = (
-        resources.files(_MOTO_EC2_RESOURCES)
-        .joinpath("instance_type_offerings")
-        .joinpath("availability-zone")
-        .joinpath(f"{region}.json.gz")
+    groups = _zone_offerings().get(region, {})
+    return tuple(
+        (name, zone) for zones, names in groups.items() for zone in zones.split() for name in names
     )
-    if not path.is_file():
-        return ()
-    offerings = json.loads(gzip.decompress(path.read_bytes()))
-    return tuple((o["InstanceType"], o["Location"]) for o in offerings)
+
+
+@cache
+def _zone_offerings() -> Mapping[str, Mapping[str, list[str]]]:
+    return json.loads(_EC2_DATA.joinpath("zone_offerings.json").read_text())
 
 
 def region_zones(region: str) -> list[str]:

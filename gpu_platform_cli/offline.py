@@ -3,8 +3,8 @@
 Nothing here talks to a cloud or to the Pulumi service. Each resource the program registers is
 recorded with the inputs it would be created with (engine, camelCase names), its parent, its
 dependencies and its resource options; each invoke (a cluster or instance-type lookup) is
-answered by a stand-in from `tools.stand_ins` and recorded as such. The offline plan command
-and the tests drive the program through this one runner.
+answered by a stand-in from `gpu_platform_cli.stand_ins` and recorded as such. The offline plan
+command and the tests drive the program through this one runner.
 """
 
 import json
@@ -12,7 +12,6 @@ import runpy
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -21,11 +20,9 @@ from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.config import set_all_config
 from pulumi.runtime.sync_await import _sync_await
 
-from components.config import CONFIG_NAMESPACE
-from tools import stand_ins
+from gpu_platform_cli import stand_ins
+from gpu_platform_cli.project import Project
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
-PROJECT_NAME = CONFIG_NAMESPACE
 # `secure:` values in a stack file are encrypted for the stack's secrets provider, which the
 # offline plan does not have; they are replaced by this, and still marked secret.
 SECRET_STAND_IN = "offline-plan-secret"
@@ -63,7 +60,8 @@ class InvokeRecord:
 
 @dataclass
 class Plan:
-    """What one run of the program declared."""
+    """What one run of the program declared, resources in the order the program constructed
+    them."""
 
     stack: str
     resources: list[PlannedResource] = field(default_factory=list)
@@ -85,12 +83,16 @@ class Plan:
         return [r for r in self.resources if r.parent == parent.urn]
 
 
-def stack_config(stack: str, project_dir: Path = PROJECT_DIR) -> dict[str, Any]:
-    """The `config:` block of `Pulumi.<stack>.yaml`, with secure values replaced by stand-ins."""
-    path = project_dir / f"Pulumi.{stack}.yaml"
+def stack_config(stack: str, project: Project | None = None) -> dict[str, Any]:
+    """The `config:` block of `Pulumi.<stack>.yaml` of `project` (default: the one the current
+    directory is in)."""
+    project = project or Project.find()
+    path = project.stack_file(stack)
     if not path.exists():
-        stacks = sorted(p.name for p in project_dir.glob("Pulumi.*.yaml"))
-        raise FileNotFoundError(f"no stack file {path.name}; stack files here: {stacks}")
+        raise FileNotFoundError(
+            f"no stack file {path.name} in {path.parent}; the stacks there:"
+            f" {', '.join(project.stacks()) or 'none'}"
+        )
     document = yaml.safe_load(path.read_text()) or {}
     return dict(document.get("config") or {})
 
@@ -98,27 +100,41 @@ def stack_config(stack: str, project_dir: Path = PROJECT_DIR) -> dict[str, Any]:
 def run_program(
     stack: str = "dev",
     config: Mapping[str, Any] | None = None,
-    project_dir: Path = PROJECT_DIR,
+    project: Project | None = None,
     raise_errors: bool = True,
 ) -> Plan:
-    """Run `__main__.py` once for `stack` (or for `config`, fully qualified keys) and record it.
+    """Run the project's program once for `stack` (or for `config`, fully qualified keys) and
+    record it. `project` defaults to the one the current directory is in.
 
     With `raise_errors=False` an exception from the program is kept in `Plan.error`, beside
     whatever it registered before failing.
     """
-    values = stack_config(stack, project_dir) if config is None else dict(config)
+    project = project or Project.find()
+    values = stack_config(stack, project) if config is None else dict(config)
     plan = Plan(stack=stack)
     monitor = _RecordingMonitor(_StandInMocks(plan), plan)
-    settings.reset_options(project=PROJECT_NAME, stack=stack, preview=False)
+    settings.reset_options(project=project.name, stack=stack, preview=False)
     _set_config(values)
     mocks.set_mocks(
-        monitor.mocks, project=PROJECT_NAME, stack=stack, preview=False, monitor=monitor
+        monitor.mocks, project=project.name, stack=stack, preview=False, monitor=monitor
     )
-    if str(project_dir) not in sys.path:
-        sys.path.insert(0, str(project_dir))
+    # Pulumi runs a Python program with its directory first on the module path, so that the
+    # program imports its own packages (here `components`).
+    program_dir = str(project.program.parent)
+    if program_dir not in sys.path:
+        sys.path.insert(0, program_dir)
+
+    constructed: dict[tuple[str, str], int] = {}
+
+    def record_construction(
+        args: pulumi.ResourceTransformationArgs,
+    ) -> pulumi.ResourceTransformationResult | None:
+        constructed.setdefault((args.type_, args.name), len(constructed))
+        return None
 
     def program() -> None:
-        runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")
+        pulumi.runtime.register_stack_transformation(record_construction)
+        runpy.run_path(str(project.program), run_name="__main__")
 
     try:
         _sync_await(mocks.run_pulumi_func(program))
@@ -127,6 +143,9 @@ def run_program(
         if raise_errors:
             raise
         plan.error = error
+    # The engine is told of resources as their inputs resolve, in an order that changes from run
+    # to run; the order the program constructs them in does not: pools in the stack file's order.
+    plan.resources.sort(key=lambda r: constructed.get((r.type, r.name), len(constructed)))
     return plan
 
 

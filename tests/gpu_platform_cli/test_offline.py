@@ -2,7 +2,7 @@
 
 import pulumi.runtime.config as runtime_config
 
-from tools.offline import SECRET_STAND_IN, run_program
+from gpu_platform_cli.offline import SECRET_STAND_IN, run_program
 
 
 def test_each_run_starts_from_an_empty_stack(dev_config) -> None:

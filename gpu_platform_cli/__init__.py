@@ -1,0 +1,1 @@
+"""The `gpu-platform` command line: the offline plan, the pre-flight and fit checks."""

@@ -1,0 +1,134 @@
+"""`gpu-platform`: plan, check and inspect the GPU platform's stacks without touching a cluster.
+
+Every command and option is declared here; each command imports its own module only when it
+runs, so that `gpu-platform plan` does not pay for boto3 (`preflight`), the fit check's node
+templates or the config reference, and `--help` answers at once.
+"""
+
+import os
+from importlib.metadata import version
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    name="gpu-platform",
+    help="Plan, check and inspect the GPU platform's stacks without touching a cluster.\n\n"
+    "Works on the Pulumi project in the current directory (or --cwd), like `pulumi`.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+Stack = Annotated[str, typer.Argument(help="The stack: Pulumi.<stack>.yaml.", show_default=False)]
+
+
+def _print_version(show: bool) -> None:
+    if show:
+        typer.echo(f"gpu-platform {version('gpu-platform')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def gpu_platform(
+    cwd: Annotated[
+        Path | None,
+        typer.Option(
+            "--cwd",
+            "-C",
+            help="Run as if started in this directory.",
+            exists=True,
+            file_okay=False,
+            show_default=False,
+        ),
+    ] = None,
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """Plan, check and inspect the GPU platform's stacks without touching a cluster."""
+    if cwd is not None:
+        os.chdir(cwd)
+
+
+@app.command()
+def plan(
+    stack: Stack = "dev",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    policy_pack: Annotated[
+        Path | None,
+        typer.Option(
+            help="The policy pack to run over the plan, as `pulumi preview --policy-pack`;"
+            " default: the project's policies/ where it has one.",
+            show_default=False,
+        ),
+    ] = None,
+    policy_config: Annotated[
+        Path | None,
+        typer.Option(
+            help="Policy pack config (the --policy-pack-config of `pulumi preview`);"
+            " default: config/<stack>.json in the pack where it exists.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Plan a stack offline, with the policy pack's verdicts: no credentials, no Pulumi CLI.
+
+    Exit codes: 0 planned; 1 the program or the policy pack failed; 2 a configuration error;
+    3 a mandatory policy violation.
+    """
+    from gpu_platform_cli import plan as command
+
+    command.run(stack, as_json=as_json, policy_pack=policy_pack, policy_config=policy_config)
+
+
+@app.command()
+def preflight(stack: Stack) -> None:
+    """Check an EKS stack against its AWS account: cluster, instance type offerings, quotas.
+
+    Read-only. Exit codes: 0 nothing blocks; 1 a blocking finding; 2 a bad stack.
+    """
+    from gpu_platform_cli import preflight as command
+
+    command.run(stack)
+
+
+@app.command()
+def fit(
+    stack: Stack,
+    pod_file: Annotated[
+        Path,
+        typer.Argument(
+            help="YAML with Pods or workloads (Deployment, Job...).", show_default=False
+        ),
+    ],
+) -> None:
+    """Show which GPU pools each pod in POD_FILE fits from zero nodes, and why not the others.
+
+    Exit codes: 0 every pod fits a pool; 1 some pod fits none; 2 a bad stack or pod file.
+    """
+    from gpu_platform_cli import fit as command
+
+    command.run(stack, pod_file)
+
+
+@app.command("config-reference")
+def config_reference(
+    update_readme: Annotated[
+        bool,
+        typer.Option("--update-readme", help="Rewrite the reference section of README.md."),
+    ] = False,
+) -> None:
+    """Print the stack config reference as Markdown."""
+    from gpu_platform_cli import config_reference as command
+
+    command.run(update_readme)
+
+
+def main() -> None:
+    """The `gpu-platform` console command."""
+    app()

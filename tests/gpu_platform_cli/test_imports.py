@@ -1,0 +1,84 @@
+"""Each command imports only what it uses: the offline plan starts in about two seconds because
+it does not load moto's EC2 models, boto3, the other cloud's provider SDK or the other commands.
+Checked on the real command in a fresh interpreter with `-X importtime`, which lists every module
+the process imported."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.repository import ROOT
+
+OTHER_COMMANDS = (
+    "gpu_platform_cli.fit",
+    "gpu_platform_cli.preflight",
+    "gpu_platform_cli.config_reference",
+    "components.fit",
+)
+
+
+def imported_by(*args: str) -> set[str]:
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "gpu_platform_cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode in (0, 1, 2, 3), result.stderr
+    # Lines read `import time: self | cumulative | <indent>module`.
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+def top_level(modules: set[str]) -> set[str]:
+    return {module.split(".")[0] for module in modules}
+
+
+@pytest.fixture(scope="module")
+def eks_plan_imports() -> set[str]:
+    return imported_by("plan", "dev", "--json")
+
+
+@pytest.fixture(scope="module")
+def gke_plan_imports() -> set[str]:
+    return imported_by("plan", "gke-dev", "--json")
+
+
+def test_the_check_sees_what_the_plan_imports(eks_plan_imports: set[str]) -> None:
+    assert {"pulumi_aws", "pulumi_kubernetes", "components"} <= top_level(eks_plan_imports)
+
+
+def test_an_eks_plan_imports_neither_moto_nor_boto3(eks_plan_imports: set[str]) -> None:
+    assert top_level(eks_plan_imports) & {"moto", "boto3", "botocore"} == set()
+
+
+def test_an_eks_plan_does_not_import_the_gke_side(eks_plan_imports: set[str]) -> None:
+    assert "pulumi_gcp" not in top_level(eks_plan_imports)
+    assert not any(m.startswith("components.gke") for m in eks_plan_imports)
+
+
+def test_a_gke_plan_does_not_import_the_eks_side(gke_plan_imports: set[str]) -> None:
+    assert top_level(gke_plan_imports) & {"pulumi_aws", "boto3", "moto"} == set()
+    assert not any(m.startswith("components.eks") for m in gke_plan_imports)
+
+
+@pytest.mark.parametrize("module", OTHER_COMMANDS)
+def test_the_plan_does_not_import_another_commands_modules(
+    eks_plan_imports: set[str], module: str
+) -> None:
+    assert module not in eks_plan_imports
+
+
+def test_help_imports_no_command_and_no_pulumi() -> None:
+    imported = imported_by("--help")
+
+    assert top_level(imported) & {"pulumi", "components", "boto3", "moto"} == set()
+    assert not any(
+        m.startswith("gpu_platform_cli.") and m != "gpu_platform_cli.app" for m in imported
+    )
