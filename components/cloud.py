@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import pulumi
-import pulumi_kubernetes as k8s
+from pulumi_kubernetes.provider import Provider
 
 from components.config import Cloud, ConfigError, ConfigProblem, StackConfig, key_path
 from components.node_identity import GpuShape, ResolvedPool, resolve_pool
@@ -21,7 +21,7 @@ from components.node_identity import GpuShape, ResolvedPool, resolve_pool
 class ClusterConnection:
     """How the program reaches the cluster's API."""
 
-    provider: k8s.Provider
+    provider: Provider
     kubeconfig: pulumi.Output[str] | None
     """A secret output (it grants access to the cluster); None where the deployer's own
     kubeconfig is used."""

@@ -9,7 +9,7 @@ do. It is still exported only as a secret, since it tells where the API server i
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import pulumi_aws as aws
+from pulumi_aws import ec2, eks
 
 from components.cloud import ClusterConnection
 from components.config import ClusterSpec
@@ -57,7 +57,7 @@ class Subnet:
 def look_up_cluster(spec: ClusterSpec) -> EksCluster:
     """The cluster named in the stack config; EKS answers with an error if it does not exist."""
     assert spec.region is not None  # config validation requires it on AWS
-    found = aws.eks.get_cluster(name=spec.name, region=spec.region)
+    found = eks.get_cluster(name=spec.name, region=spec.region)
     return EksCluster(
         name=found.name,
         region=spec.region,
@@ -73,7 +73,7 @@ def look_up_cluster(spec: ClusterSpec) -> EksCluster:
 def look_up_subnets(ids: Iterable[str], region: str) -> list[Subnet]:
     subnets = []
     for subnet_id in ids:
-        found = aws.ec2.get_subnet(id=subnet_id, region=region)
+        found = ec2.get_subnet(id=subnet_id, region=region)
         subnets.append(Subnet(subnet_id, found.availability_zone, found.map_public_ip_on_launch))
     return subnets
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_aws as aws
-import pulumi_kubernetes as k8s
+from pulumi_aws import eks, iam
+from pulumi_kubernetes import helm
 
 from components.config import ClusterAutoscalerSpec
 from components.eks.autoscaler_tags import cluster_discovery_tag
@@ -58,19 +58,19 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         super().__init__("gpu-platform:eks:ClusterAutoscaler", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         cluster = args.cluster
-        role = aws.iam.Role(
+        role = iam.Role(
             f"{name}-role",
             description=f"Cluster autoscaler of EKS cluster {cluster.name}",
             assume_role_policy=json.dumps(pod_identity_trust_policy(cluster)),
             opts=child,
         )
-        policy = aws.iam.RolePolicy(
+        policy = iam.RolePolicy(
             f"{name}-policy",
             role=role.id,
             policy=json.dumps(autoscaler_policy(cluster)),
             opts=child,
         )
-        association = aws.eks.PodIdentityAssociation(
+        association = eks.PodIdentityAssociation(
             f"{name}-pod-identity",
             cluster_name=cluster.name,
             namespace=args.spec.namespace,
@@ -79,14 +79,12 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             region=cluster.region,
             opts=child,
         )
-        self.release = k8s.helm.v3.Release(
+        self.release = helm.v3.Release(
             name,
             name="cluster-autoscaler",
             chart=CLUSTER_AUTOSCALER_CHART.name,
             version=args.spec.chart_version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(
-                repo=CLUSTER_AUTOSCALER_CHART.repository
-            ),
+            repository_opts=helm.v3.RepositoryOptsArgs(repo=CLUSTER_AUTOSCALER_CHART.repository),
             namespace=args.spec.namespace,
             values=autoscaler_values(args.spec, cluster, args.image),
             # Credentials must exist before the first pod asks for them, or it starts without.

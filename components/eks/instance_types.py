@@ -1,7 +1,7 @@
 """What EC2 says about a pool's instance types: their GPUs, CPUs and where they are offered.
 
 The GPU model, count and memory come from EC2's own instance type data (`DescribeInstanceTypes`
-through `aws.ec2.get_instance_type`), not from a table kept here, so a new instance type works
+through `ec2.get_instance_type`), not from a table kept here, so a new instance type works
 as soon as EC2 knows it. Only the GPU *name* is translated, from EC2's spelling (`A100`) to the
 platform's accelerator names (`a100-80gb`).
 """
@@ -9,7 +9,7 @@ platform's accelerator names (`a100-80gb`).
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-import pulumi_aws as aws
+from pulumi_aws import ec2
 
 from components.accelerators import ACCELERATORS
 from components.node_identity import GpuShape
@@ -109,7 +109,7 @@ def instance_type(
 
 def look_up_instance_type(name: str, region: str) -> InstanceType:
     """The instance type as EC2 describes it in `region`."""
-    found = aws.ec2.get_instance_type(instance_type=name, region=region)
+    found = ec2.get_instance_type(instance_type=name, region=region)
     return instance_type(
         name,
         found.default_vcpus,
@@ -123,8 +123,8 @@ def offered_zones(instance_types: Iterable[str], region: str) -> dict[str, set[s
     """Availability zones of `region` where EC2 offers each instance type; a type EC2 does not
     know, or does not offer in the region, maps to no zone."""
     names = sorted(set(instance_types))
-    found = aws.ec2.get_instance_type_offerings(
-        filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=names)],
+    found = ec2.get_instance_type_offerings(
+        filters=[ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=names)],
         location_type="availability-zone",
         region=region,
     )

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_aws as aws
+from pulumi_aws import autoscaling, ec2, eks, iam
 
 from components.eks.autoscaler_tags import autoscaler_tags
 from components.eks.cluster import EksCluster
@@ -52,7 +52,7 @@ class EksGpuNodeGroupArgs:
 class EksGpuNodeGroup(pulumi.ComponentResource):
     """A managed node group for one GPU pool, tagged so the autoscaler scales it from zero."""
 
-    node_group: aws.eks.NodeGroup
+    node_group: eks.NodeGroup
     autoscaling_group_name: pulumi.Output[str]
 
     def __init__(
@@ -62,10 +62,10 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         spec = args.pool.spec
         role_arn, attachments = _node_role(name, args, child)
-        launch_template = aws.ec2.LaunchTemplate(
+        launch_template = ec2.LaunchTemplate(
             f"{name}-launch-template",
             description=f"GPU pool {spec.name} of EKS cluster {args.cluster.name}",
-            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+            metadata_options=ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled",
                 # IMDSv2 only. A hop limit of 1 means the token response cannot cross the extra
                 # network hop into a pod's network namespace, so pods cannot take the node
@@ -76,7 +76,7 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
             ),
             block_device_mappings=block_device_mappings(args.node_image, spec.disk_size_gib),
             tag_specifications=[
-                aws.ec2.LaunchTemplateTagSpecificationArgs(
+                ec2.LaunchTemplateTagSpecificationArgs(
                     resource_type=resource_type, tags=_resource_tags(args)
                 )
                 for resource_type in ("instance", "volume")
@@ -87,7 +87,7 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
             opts=child,
         )
         identity = eks_node_identity(args.pool)
-        self.node_group = aws.eks.NodeGroup(
+        self.node_group = eks.NodeGroup(
             f"{name}-nodes",
             cluster_name=args.cluster.name,
             node_group_name_prefix=f"{spec.name}-",
@@ -97,20 +97,20 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
             release_version=args.placement.release_version,
             instance_types=[t.name for t in args.placement.instance_types],
             capacity_type=CAPACITY_TYPES[spec.capacity],
-            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+            scaling_config=eks.NodeGroupScalingConfigArgs(
                 min_size=spec.min, desired_size=spec.min, max_size=spec.max
             ),
             update_config=_update_config(args),
             labels=dict(identity.labels),
             taints=[
-                aws.eks.NodeGroupTaintArgs(
+                eks.NodeGroupTaintArgs(
                     key=t.key, value=t.value or None, effect=CLOUD_TAINT_EFFECTS[t.effect]
                 )
                 for t in identity.taints
             ],
             # Disk size and instance profile come from the launch template; setting the node
             # group's `disk_size` as well makes EKS refuse the group.
-            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+            launch_template=eks.NodeGroupLaunchTemplateArgs(
                 id=launch_template.id, version=launch_template.latest_version.apply(str)
             ),
             region=args.cluster.region,
@@ -122,10 +122,10 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
         self.autoscaling_group_name = self.node_group.resources.apply(_autoscaling_group_name)
         hints = autoscaler_tags(identity, args.cluster.name, args.idle_minutes)
         for key, value in hints.items():
-            aws.autoscaling.Tag(
+            autoscaling.Tag(
                 f"{name}-{key}",
                 autoscaling_group_name=self.autoscaling_group_name,
-                tag=aws.autoscaling.TagTagArgs(
+                tag=autoscaling.TagTagArgs(
                     key=key,
                     value=value,
                     # Hints describe the group to the autoscaler, not the instances: copied to
@@ -143,7 +143,7 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
         )
 
 
-def _autoscaling_group_name(resources: Sequence[aws.eks.outputs.NodeGroupResource]) -> str:
+def _autoscaling_group_name(resources: Sequence[eks.outputs.NodeGroupResource]) -> str:
     """The Auto Scaling group EKS made for the node group (a managed node group has one)."""
     groups = resources[0].autoscaling_groups or []
     return str(groups[0].name)
@@ -151,7 +151,7 @@ def _autoscaling_group_name(resources: Sequence[aws.eks.outputs.NodeGroupResourc
 
 def block_device_mappings(
     node_image: str, disk_size_gib: int
-) -> list[aws.ec2.LaunchTemplateBlockDeviceMappingArgs]:
+) -> list[ec2.LaunchTemplateBlockDeviceMappingArgs]:
     """Encrypted gp3 volumes, the one holding container images sized `disk_size_gib`."""
     if node_image == "bottlerocket":
         # The OS volume keeps the AMI's size; it only needs encrypting.
@@ -159,10 +159,10 @@ def block_device_mappings(
     return [_ebs(_AL2023_ROOT, disk_size_gib)]
 
 
-def _ebs(device: str, size_gib: int | None) -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
-    return aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+def _ebs(device: str, size_gib: int | None) -> ec2.LaunchTemplateBlockDeviceMappingArgs:
+    return ec2.LaunchTemplateBlockDeviceMappingArgs(
         device_name=device,
-        ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+        ebs=ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
             volume_type="gp3",
             volume_size=size_gib,
             # The provider takes these two as strings (tri-state "true"/"false"/unset).
@@ -182,7 +182,7 @@ def _node_role(
     """
     if args.pool.spec.aws.node_role_arn is not None:
         return args.pool.spec.aws.node_role_arn, []
-    role = aws.iam.Role(
+    role = iam.Role(
         f"{name}-node-role",
         description=f"Nodes of GPU pool {args.pool.spec.name} in EKS cluster {args.cluster.name}",
         assume_role_policy=json.dumps(
@@ -202,7 +202,7 @@ def _node_role(
     )
     policies = [*NODE_POLICIES, *([CNI_POLICY] if args.cni_policy_on_node_role else [])]
     attachments = [
-        aws.iam.RolePolicyAttachment(
+        iam.RolePolicyAttachment(
             f"{name}-{policy}",
             role=role.name,
             policy_arn=f"arn:{args.cluster.partition}:iam::aws:policy/{policy}",
@@ -213,12 +213,12 @@ def _node_role(
     return role.arn, attachments
 
 
-def _update_config(args: EksGpuNodeGroupArgs) -> aws.eks.NodeGroupUpdateConfigArgs:
+def _update_config(args: EksGpuNodeGroupArgs) -> eks.NodeGroupUpdateConfigArgs:
     # One node at a time by default: GPU jobs rarely survive a drain, so updates go slowly.
     percent = args.pool.spec.aws.max_unavailable_percent
     if percent is not None:
-        return aws.eks.NodeGroupUpdateConfigArgs(max_unavailable_percentage=percent)
-    return aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1)
+        return eks.NodeGroupUpdateConfigArgs(max_unavailable_percentage=percent)
+    return eks.NodeGroupUpdateConfigArgs(max_unavailable=1)
 
 
 def _capacity_block_options(args: EksGpuNodeGroupArgs) -> dict[str, Any]:
@@ -227,13 +227,13 @@ def _capacity_block_options(args: EksGpuNodeGroupArgs) -> dict[str, Any]:
     if args.pool.spec.capacity != "capacity-block" or reservation is None:
         return {}
     return {
-        "instance_market_options": aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(
+        "instance_market_options": ec2.LaunchTemplateInstanceMarketOptionsArgs(
             market_type="capacity-block"
         ),
         "capacity_reservation_specification": (
-            aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+            ec2.LaunchTemplateCapacityReservationSpecificationArgs(
                 capacity_reservation_target=(
-                    aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                    ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
                         capacity_reservation_id=reservation
                     )
                 )

@@ -9,7 +9,7 @@ AMI release. Whatever makes a pool unable to work is a `ConfigError` naming the 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-import pulumi_aws as aws
+from pulumi_aws import ssm
 
 from components.accelerators import ACCELERATORS
 from components.config import (
@@ -253,4 +253,4 @@ def _release_version(
     if not spec.aws.ami_release_from_ssm:
         return None
     parameter = release_parameter(node_image, cluster.version, architecture)
-    return aws.ssm.get_parameter(name=parameter, region=cluster.region).value
+    return ssm.get_parameter(name=parameter, region=cluster.region).value

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import pulumi_gcp as gcp
+from pulumi_gcp import container
 
 from components.cloud import ClusterConnection
 from components.config import ClusterSpec, ConfigProblem, key_path
@@ -63,7 +63,7 @@ def zone_region(name: str) -> str | None:
 def lookup_cluster(spec: ClusterSpec) -> GkeCluster:
     """The cluster named in the stack config (`gpu-platform:cluster`)."""
     assert spec.project is not None and spec.location is not None
-    found = gcp.container.get_cluster(
+    found = container.get_cluster(
         project=spec.project,
         location=spec.location,
         name=spec.name,

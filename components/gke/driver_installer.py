@@ -13,7 +13,7 @@ tolerates every taint, the GPU taint included.
 """
 
 import pulumi
-import pulumi_kubernetes as k8s
+from pulumi_kubernetes.yaml.v2 import ConfigFile
 
 from components.versions import GKE_COS_DRIVER_INSTALLER_MANIFEST
 
@@ -24,7 +24,7 @@ class CosDriverInstaller(pulumi.ComponentResource):
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:gke:CosDriverInstaller", name, None, opts)
         self.manifest = GKE_COS_DRIVER_INSTALLER_MANIFEST
-        k8s.yaml.v2.ConfigFile(
+        ConfigFile(
             name,
             file=self.manifest,
             opts=pulumi.ResourceOptions(parent=self),

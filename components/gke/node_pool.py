@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_gcp as gcp
+from pulumi_gcp import container, projects, serviceaccount
 
 from components.accelerators import ACCELERATORS
 from components.config import Platform
@@ -64,14 +64,14 @@ class GkeGpuNodePool(pulumi.ComponentResource):
         if spec.gcp.service_account is not None:
             service_account = pulumi.Output.from_input(spec.gcp.service_account)
         else:
-            account = gcp.serviceaccount.Account(
+            account = serviceaccount.Account(
                 f"{name}-nodes",
                 project=args.cluster.project,
                 account_id=node_service_account_id(args.cluster, spec.name),
                 display_name=f"GPU nodes of pool {spec.name} in {args.cluster.name}",
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            role = gcp.projects.IAMMember(
+            role = projects.IAMMember(
                 f"{name}-nodes",
                 project=args.cluster.project,
                 role=NODE_SERVICE_ACCOUNT_ROLE,
@@ -81,7 +81,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             # Nodes that start before their account holds the role cannot report their logs.
             depends_on.append(role)
             service_account = account.email
-        self.node_pool = gcp.container.NodePool(
+        self.node_pool = container.NodePool(
             name,
             args=node_pool_args(args, service_account),
             opts=pulumi.ResourceOptions(
@@ -97,21 +97,21 @@ class GkeGpuNodePool(pulumi.ComponentResource):
 
 def node_pool_args(
     args: GkeGpuNodePoolArgs, service_account: pulumi.Input[str]
-) -> gcp.container.NodePoolArgs:
+) -> container.NodePoolArgs:
     pool = args.pool
     spec = pool.spec
     gke_type = ACCELERATORS[pool.gpu.accelerator].gke_type
     assert gke_type is not None, f"{pool.gpu.accelerator} resolved for GKE without a GKE type"
     machine_type = spec.instance_types[0]
     per_zone = spec.gcp.autoscaling_scope == "per-zone"
-    return gcp.container.NodePoolArgs(
+    return container.NodePoolArgs(
         project=args.cluster.project,
         location=args.cluster.location,
         cluster=args.cluster.name,
         node_locations=list(args.zones),
         initial_node_count=spec.min if per_zone else math.ceil(spec.min / len(args.zones)),
         ignore_node_count_changes=True,
-        autoscaling=gcp.container.NodePoolAutoscalingArgs(
+        autoscaling=container.NodePoolAutoscalingArgs(
             min_node_count=spec.min if per_zone else None,
             max_node_count=spec.max if per_zone else None,
             total_min_node_count=None if per_zone else spec.min,
@@ -119,19 +119,19 @@ def node_pool_args(
             # ANY scales up wherever Spot capacity is, instead of keeping zones balanced.
             location_policy="ANY" if spec.capacity == "spot" else "BALANCED",
         ),
-        management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
-        upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
+        management=container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+        upgrade_settings=container.NodePoolUpgradeSettingsArgs(
             strategy="SURGE",
             max_surge=spec.gcp.max_surge,
             max_unavailable=spec.gcp.max_unavailable,
         ),
-        node_config=gcp.container.NodePoolNodeConfigArgs(
+        node_config=container.NodePoolNodeConfigArgs(
             machine_type=machine_type,
             guest_accelerators=[
-                gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
+                container.NodePoolNodeConfigGuestAcceleratorArgs(
                     type=gke_type,
                     count=pool.gpu.count,
-                    gpu_driver_installation_config=gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
+                    gpu_driver_installation_config=container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
                         gpu_driver_version="INSTALLATION_DISABLED"
                     ),
                 )
@@ -139,7 +139,7 @@ def node_pool_args(
             image_type=GKE_IMAGE_TYPES[args.platform],
             labels=node_labels(pool.identity, args.platform),
             taints=[
-                gcp.container.NodePoolNodeConfigTaintArgs(
+                container.NodePoolNodeConfigTaintArgs(
                     key=taint.key, value=taint.value, effect=CLOUD_TAINT_EFFECTS[taint.effect]
                 )
                 for taint in pool.identity.taints
@@ -152,10 +152,10 @@ def node_pool_args(
             metadata={"disable-legacy-endpoints": "true"},
             # Pods see the GKE metadata server (Workload Identity), never the node's own
             # credentials.
-            workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+            workload_metadata_config=container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
                 mode="GKE_METADATA"
             ),
-            shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+            shielded_instance_config=container.NodePoolNodeConfigShieldedInstanceConfigArgs(
                 # COS's NVIDIA modules are signed and load under secure boot. On Ubuntu the
                 # operator compiles the driver on the node, and secure boot would refuse to
                 # load that unsigned module: the GPUs would never come up.

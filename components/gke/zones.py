@@ -1,13 +1,13 @@
 """The zones a GPU pool's nodes may go to: zones of the cluster's region that offer its machine
 type, and with it the machine type's GPUs.
 
-Compute Engine lists a zone's machine types (`gcp.compute.get_machine_types`); an
+Compute Engine lists a zone's machine types (`compute.get_machine_types`); an
 accelerator-optimized machine type is listed only where its GPUs are. Which zones offer a GPU
 attached to an N1 machine type is not something the provider can look up, so an N1 pool names
 its zones and only the machine type is checked there.
 """
 
-import pulumi_gcp as gcp
+from pulumi_gcp import compute
 
 from components.accelerators import ACCELERATORS
 from components.config import ConfigError, ConfigProblem, key_path
@@ -29,7 +29,7 @@ class ZoneOfferings:
     def region_zones(self) -> list[str]:
         """The zones of the cluster's region that are up."""
         if self._region_zones is None:
-            found = gcp.compute.get_zones(
+            found = compute.get_zones(
                 project=self.cluster.project, region=self.cluster.region, status="UP"
             )
             self._region_zones = sorted(found.names)
@@ -38,7 +38,7 @@ class ZoneOfferings:
     def offers(self, zone: str, machine_type: str) -> bool:
         key = (zone, machine_type)
         if key not in self._offered:
-            found = gcp.compute.get_machine_types(
+            found = compute.get_machine_types(
                 project=self.cluster.project, zone=zone, filter=f'name = "{machine_type}"'
             )
             self._offered[key] = any(m.name == machine_type for m in found.machine_types)

@@ -4,7 +4,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
+from pulumi_kubernetes import core, helm, meta
 
 from components.config import MonitoringSpec, OperatorSpec, Platform
 from components.kubernetes.operator_values import operator_values_for
@@ -45,15 +45,15 @@ class GpuOperator(pulumi.ComponentResource):
     namespace: pulumi.Output[str]
     release_name: pulumi.Output[str | None]
     chart_version: pulumi.Output[str | None]
-    status: pulumi.Output[k8s.helm.v3.outputs.ReleaseStatus]
+    status: pulumi.Output[helm.v3.outputs.ReleaseStatus]
 
     def __init__(
         self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None
     ):
         super().__init__("gpu-platform:kubernetes:GpuOperator", name, None, opts)
-        namespace = k8s.core.v1.Namespace(
+        namespace = core.v1.Namespace(
             name,
-            metadata=k8s.meta.v1.ObjectMetaArgs(
+            metadata=meta.v1.ObjectMetaArgs(
                 name=args.operator.namespace, labels=pod_security_labels("privileged")
             ),
             opts=pulumi.ResourceOptions(parent=self),
@@ -63,13 +63,13 @@ class GpuOperator(pulumi.ComponentResource):
         admission: list[pulumi.Resource] = []
         if args.platform in _NEEDS_CRITICAL_POD_QUOTA:
             admission.append(self._critical_pod_quota(name, args.operator.critical_pod_quota))
-        release = k8s.helm.v3.Release(
+        release = helm.v3.Release(
             name,
-            k8s.helm.v3.ReleaseArgs(
+            helm.v3.ReleaseArgs(
                 name=RELEASE_NAME,
                 chart=GPU_OPERATOR_CHART.name,
                 version=args.operator.chart_version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.operator.repository),
+                repository_opts=helm.v3.RepositoryOptsArgs(repo=args.operator.repository),
                 namespace=self.namespace,
                 create_namespace=False,
                 values=operator_values_for(
@@ -99,17 +99,17 @@ class GpuOperator(pulumi.ComponentResource):
             }
         )
 
-    def _critical_pod_quota(self, name: str, pods: int) -> k8s.core.v1.ResourceQuota:
-        return k8s.core.v1.ResourceQuota(
+    def _critical_pod_quota(self, name: str, pods: int) -> core.v1.ResourceQuota:
+        return core.v1.ResourceQuota(
             f"{name}-critical-pods",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
+            metadata=meta.v1.ObjectMetaArgs(
                 name="gpu-operator-critical-pods", namespace=self.namespace
             ),
-            spec=k8s.core.v1.ResourceQuotaSpecArgs(
+            spec=core.v1.ResourceQuotaSpecArgs(
                 hard={"pods": str(pods)},
-                scope_selector=k8s.core.v1.ScopeSelectorArgs(
+                scope_selector=core.v1.ScopeSelectorArgs(
                     match_expressions=[
-                        k8s.core.v1.ScopedResourceSelectorRequirementArgs(
+                        core.v1.ScopedResourceSelectorRequirementArgs(
                             scope_name="PriorityClass",
                             operator="In",
                             values=list(CRITICAL_PRIORITY_CLASSES),

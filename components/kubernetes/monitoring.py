@@ -25,8 +25,8 @@ from string import Template
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 import yaml
+from pulumi_kubernetes import apiextensions, core, helm, meta
 
 from components.config import MonitoringSpec, Platform
 from components.kubernetes.pod_security import pod_security_labels
@@ -82,11 +82,11 @@ class GpuMonitoring(pulumi.ComponentResource):
             self.prometheus_operator = [self._prometheus_stack(name, namespace)]
 
         rules = gpu_alert_rules(monitoring, args.operator_namespace)
-        k8s.apiextensions.CustomResource(
+        apiextensions.CustomResource(
             f"{name}-alerts",
             api_version="monitoring.coreos.com/v1",
             kind="PrometheusRule",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
+            metadata=meta.v1.ObjectMetaArgs(
                 name=PROMETHEUS_RULE_NAME,
                 namespace=namespace,
                 labels=dict(monitoring.service_monitor_labels),
@@ -95,9 +95,9 @@ class GpuMonitoring(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=self.prometheus_operator),
         )
         dashboard = gpu_dashboard(monitoring, args.operator_namespace)
-        k8s.core.v1.ConfigMap(
+        core.v1.ConfigMap(
             f"{name}-dashboard",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
+            metadata=meta.v1.ObjectMetaArgs(
                 name=DASHBOARD_CONFIG_MAP_NAME,
                 namespace=namespace,
                 labels=dict([DASHBOARD_SIDECAR_LABEL]),
@@ -114,9 +114,9 @@ class GpuMonitoring(pulumi.ComponentResource):
     def _stack_namespace(self, name: str, namespace_name: str) -> pulumi.Output[str]:
         # node-exporter, part of the stack, runs with the host's network and PID namespaces and
         # mounts its filesystem to read the node's metrics: only `privileged` admits it.
-        namespace = k8s.core.v1.Namespace(
+        namespace = core.v1.Namespace(
             f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
+            metadata=meta.v1.ObjectMetaArgs(
                 name=namespace_name, labels=pod_security_labels("privileged")
             ),
             opts=pulumi.ResourceOptions(parent=self),
@@ -126,15 +126,15 @@ class GpuMonitoring(pulumi.ComponentResource):
 
     def _prometheus_stack(self, name: str, namespace: pulumi.Input[str]) -> pulumi.Resource:
         chart = KUBE_PROMETHEUS_STACK_CHART
-        return k8s.helm.v3.Release(
+        return helm.v3.Release(
             f"{name}-prometheus-stack",
-            k8s.helm.v3.ReleaseArgs(
+            helm.v3.ReleaseArgs(
                 # The stack's Prometheus selects ServiceMonitors and PrometheusRules labelled
                 # `release: <release name>`, which the config requires of serviceMonitorLabels.
                 name=chart.name,
                 chart=chart.name,
                 version=chart.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+                repository_opts=helm.v3.RepositoryOptsArgs(repo=chart.repository),
                 namespace=namespace,
                 create_namespace=False,
                 values=prometheus_stack_values(),
@@ -149,11 +149,11 @@ class GpuMonitoring(pulumi.ComponentResource):
     def _managed_prometheus_scrape(self, name: str) -> None:
         # Cluster-scoped so that it does not wait for the operator's namespace, which the GPU
         # Operator component creates after this one.
-        k8s.apiextensions.CustomResource(
+        apiextensions.CustomResource(
             f"{name}-dcgm-exporter-scrape",
             api_version="monitoring.googleapis.com/v1",
             kind="ClusterPodMonitoring",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"gpu-platform-{DCGM_EXPORTER}"),
+            metadata=meta.v1.ObjectMetaArgs(name=f"gpu-platform-{DCGM_EXPORTER}"),
             spec={
                 "selector": {"matchLabels": {"app": DCGM_EXPORTER}},
                 "endpoints": [{"port": DCGM_EXPORTER_PORT, "interval": GMP_SCRAPE_INTERVAL}],

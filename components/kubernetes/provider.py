@@ -5,8 +5,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 import yaml
+from pulumi_kubernetes.provider import Provider
 
 from components.cloud import ClusterConnection
 
@@ -35,7 +35,7 @@ def exec_kubeconfig(name: str, server: str, ca_data: str, exec_: Mapping[str, An
 def connect_with_kubeconfig(provider_name: str, kubeconfig: str) -> ClusterConnection:
     """A provider for the cluster `kubeconfig` describes; the kubeconfig is kept as a secret."""
     secret = pulumi.Output.secret(kubeconfig)
-    provider = k8s.Provider(
+    provider = Provider(
         provider_name,
         kubeconfig=secret,
         # Server-side apply lets the GPU Operator and Helm share fields without conflicts.
@@ -49,5 +49,5 @@ def connect_with_kubeconfig_context(context: str) -> ClusterConnection:
 
     The kubeconfig stays on the deployer's machine, so there is none to export.
     """
-    provider = k8s.Provider("kubernetes", context=context, enable_server_side_apply=True)
+    provider = Provider("kubernetes", context=context, enable_server_side_apply=True)
     return ClusterConnection(provider, kubeconfig=None)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import pulumi
-import pulumi_kubernetes as k8s
+from pulumi_kubernetes import batch, core
 
 from components.config import TenantNamespaceSpec
 from components.kubernetes.gpu_pod import gpu_pod_spec
@@ -59,12 +59,12 @@ class GpuTenantNamespace(pulumi.ComponentResource):
         spec = args.namespace
         child = pulumi.ResourceOptions(parent=self)
 
-        namespace = k8s.core.v1.Namespace(
+        namespace = core.v1.Namespace(
             name,
             metadata={"name": spec.name, "labels": pod_security_labels(spec.pod_security)},
             opts=child,
         )
-        quota = k8s.core.v1.ResourceQuota(
+        quota = core.v1.ResourceQuota(
             f"{name}-{QUOTA_NAME}",
             metadata={"name": QUOTA_NAME, "namespace": namespace.metadata.name},
             spec={"hard": gpu_quota(spec, args.pools)},
@@ -75,7 +75,7 @@ class GpuTenantNamespace(pulumi.ComponentResource):
         self.smoke_test_job_name: pulumi.Output[str] | None = None
         if spec.smoke_test_pool is not None:
             pool = next(p for p in args.pools if p.spec.name == spec.smoke_test_pool)
-            job = k8s.batch.v1.Job(
+            job = batch.v1.Job(
                 f"{name}-{SMOKE_TEST_NAME}",
                 metadata={
                     "name": SMOKE_TEST_NAME,

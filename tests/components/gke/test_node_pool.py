@@ -4,9 +4,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import pulumi_gcp as gcp
 import pytest
 from pulumi import _types
+from pulumi_gcp import container
 
 from components.gke.cluster import GkeCluster
 from components.gke.node_pool import NODE_SERVICE_ACCOUNT_ROLE, node_service_account_id
@@ -155,7 +155,7 @@ def test_node_counts_are_left_to_the_autoscaler_on_updates(gke_plan: Plan) -> No
 
 
 def test_ignored_node_counts_are_node_pool_properties() -> None:
-    engine_names = set(_types.input_type_py_to_pulumi_names(gcp.container.NodePoolArgs).values())
+    engine_names = set(_types.input_type_py_to_pulumi_names(container.NodePoolArgs).values())
     assert {"initialNodeCount", "nodeCount"} <= engine_names
 
 
