@@ -9,24 +9,35 @@ and stack policies, so the gRPC round trips, the property conversions and the po
 are the same in both: the gap is what the policies themselves cost. The resources are the stack's
 offline plan, repeated to show how the cost grows with the stack. Each figure is the median of
 several runs, measured in the same run for both packs. Prints numbers; never fails.
+
+Then the same Kubernetes objects (the plan's, less Helm releases, written out as manifests) are
+checked by checkov's Kubernetes checks, in checkov's own environment (`uvx`, never a project
+dependency), beside the pack started afresh for each run: start-up, configuration, analysis of
+every object, stop. Both include their own start-up, which is most of either's time.
 """
 
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import yaml
 
 from gpu_platform_cli.analyzer import PACK_DIR, PolicyInfo, PolicyPack
 from gpu_platform_cli.offline import PlannedResource, run_program
 
 COPIES = (1, 4, 16)
+MANIFEST_COPIES = (1, 16, 64)
+CHECKOV = "3.3.30"
 
 
 def main(
@@ -61,6 +72,63 @@ def report(stack: str, copies: Sequence[int], repeats: int) -> None:
                     floor = median_seconds(noop, resources, repeats) / len(resources) * 1000
                     print_row(len(resources), f"{ours:.2f}", f"{floor:.2f}", f"{ours - floor:.2f}")
     print(f"python {sys.version.split()[0]}; medians of {repeats} runs")
+    against_checkov(plan.resources, repeats)
+
+
+def against_checkov(resources: Sequence[PlannedResource], repeats: int) -> None:
+    uvx = shutil.which("uvx") or str(Path(__file__).resolve().parent.parent / ".uv" / "bin" / "uvx")
+    objects = [r for r in resources if _manifest(r) is not None]
+    print(f"\nagainst checkov {CHECKOV} --framework kubernetes (fresh processes, seconds):")
+    print_row("objects", "checkov", "pack", "checkov/pack")
+    with tempfile.TemporaryDirectory(prefix="checkov-benchmark-") as scratch:
+        for count in MANIFEST_COPIES:
+            copies = replicated(objects, count)
+            folder = Path(scratch) / str(count)
+            folder.mkdir()
+            for index, resource in enumerate(copies):
+                (folder / f"{index:04}.yaml").write_text(yaml.safe_dump(_manifest(resource)))
+            checkov = [uvx, "--from", f"checkov=={CHECKOV}", "checkov", "-d", str(folder)]
+            checkov += ["--framework", "kubernetes", "--quiet", "--compact", "-o", "json"]
+            _run_checkov(checkov)  # installs it the first time
+            theirs = statistics.median(
+                _seconds(partial(_run_checkov, checkov)) for _ in range(repeats)
+            )
+            ours = statistics.median(
+                _seconds(partial(_analyze_afresh, copies)) for _ in range(repeats)
+            )
+            print_row(len(copies), f"{theirs:.2f}", f"{ours:.2f}", f"{theirs / ours:.1f}x")
+
+
+def _manifest(resource: PlannedResource) -> dict[str, Any] | None:
+    """A Kubernetes object as a manifest, from its Pulumi type token and inputs; None for what is
+    not one (Helm releases, cloud resources, components)."""
+    provider, _, rest = resource.type.partition(":")
+    module, _, kind = rest.partition(":")
+    if provider != "kubernetes" or module in ("helm.sh/v3", "yaml/v2") or not resource.custom:
+        return None
+    group, _, version = module.rpartition("/")
+    manifest: dict[str, Any] = {"kind": kind}
+    manifest["apiVersion"] = version if group == "core" else f"{group}/{version}"
+    manifest |= {k: v for k, v in resource.inputs.items() if k not in ("apiVersion", "kind")}
+    manifest["metadata"] = {**(manifest.get("metadata") or {}), "name": resource.name}
+    return manifest
+
+
+def _run_checkov(command: list[str]) -> None:
+    # checkov exits 1 when a check fails, which is what it is run for.
+    subprocess.run(command, capture_output=True, check=False)
+
+
+def _analyze_afresh(resources: Sequence[PlannedResource]) -> None:
+    with PolicyPack(PACK_DIR) as pack:
+        pack.configure(None)
+        pack.analyze(resources)
+
+
+def _seconds(run: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
 
 
 def print_row(*cells: object) -> None:
