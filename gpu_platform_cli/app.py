@@ -6,9 +6,9 @@ templates or the config reference, and `--help` answers at once.
 """
 
 import os
-from importlib.metadata import version
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -26,6 +26,8 @@ Stack = Annotated[str, typer.Argument(help="The stack: Pulumi.<stack>.yaml.", sh
 
 def _print_version(show: bool) -> None:
     if show:
+        from importlib.metadata import version
+
         typer.echo(f"gpu-platform {version('gpu-platform')}")
         raise typer.Exit()
 
@@ -129,6 +131,17 @@ def config_reference(
     command.run(update_readme)
 
 
-def main() -> None:
+def main() -> NoReturn:
     """The `gpu-platform` console command."""
-    app()
+    try:
+        app()
+        code: object = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Everything the command does is done: skip the interpreter's teardown, which frees the
+    # provider SDKs' tens of thousands of classes one by one (0.7 s of a 3 s plan).
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)
