@@ -22,17 +22,19 @@ on_cluster = pulumi.ResourceOptions(provider=connection.provider)
 
 monitoring = GpuMonitoring(
     "gpu-monitoring",
-    GpuMonitoringArgs(config.monitoring, config.platform, config.operator.namespace),
+    GpuMonitoringArgs(
+        config.monitoring, config.platform, config.operator.namespace, protect=config.protect
+    ),
     on_cluster,
 )
 operator = GpuOperator(
     "gpu-operator",
-    GpuOperatorArgs(config.operator, config.platform, pools, config.monitoring),
+    GpuOperatorArgs(
+        config.operator, config.platform, pools, config.monitoring, protect=config.protect
+    ),
     pulumi.ResourceOptions.merge(
         on_cluster,
-        pulumi.ResourceOptions(
-            depends_on=[*node_pools, *monitoring.prometheus_operator], protect=config.protect
-        ),
+        pulumi.ResourceOptions(depends_on=[*node_pools, *monitoring.prometheus_operator]),
     ),
 )
 tenants = [

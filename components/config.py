@@ -393,9 +393,11 @@ class StackConfig(_Model):
     namespaces: list[TenantNamespaceSpec] = Field(default_factory=list)
     """Namespaces for teams' GPU workloads."""
     protect: bool = False
-    """Protect the GPU pools and the GPU Operator (its namespace and release) from deletion:
-    `pulumi destroy`, or a change that would replace them, fails until they are unprotected.
-    Turn it on where losing them means an outage or lost work."""
+    """Protect the node groups or node pools, the GPU Operator's namespace and release, and the
+    Prometheus stack the platform installs, from deletion: `pulumi destroy`, or a change that
+    would replace them, fails until they are unprotected. What ordinary changes replace (node
+    roles, policy attachments, launch templates, Auto Scaling group tags, service accounts)
+    stays unprotected. Turn it on where losing them means an outage or lost work."""
     autoscaler: ClusterAutoscalerSpec = Field(default_factory=ClusterAutoscalerSpec)
     """EKS: the cluster autoscaler."""
 

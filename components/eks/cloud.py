@@ -105,8 +105,8 @@ class EksCloud:
                     node_image=self._node_image,
                     cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
                     idle_minutes=self.config.autoscaler.gpu_node_idle_minutes,
+                    protect=self.config.protect,
                 ),
-                pulumi.ResourceOptions(protect=self.config.protect),
             )
             for pool in pools
         ]

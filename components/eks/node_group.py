@@ -47,6 +47,10 @@ class EksGpuNodeGroupArgs:
     cni_policy_on_node_role: bool
     idle_minutes: int
     """How long a node may sit unneeded before the autoscaler removes it."""
+    protect: bool = False
+    """Protect the node group itself from deletion and replacement. Only the node group: its
+    role, policy attachments, launch template and Auto Scaling group tags change or are replaced
+    by ordinary updates, which protection would refuse."""
 
 
 class EksGpuNodeGroup(pulumi.ComponentResource):
@@ -116,7 +120,10 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
             region=args.cluster.region,
             tags=_resource_tags(args),
             opts=pulumi.ResourceOptions(
-                parent=self, depends_on=attachments, ignore_changes=[DESIRED_SIZE]
+                parent=self,
+                depends_on=attachments,
+                ignore_changes=[DESIRED_SIZE],
+                protect=args.protect,
             ),
         )
         self.autoscaling_group_name = self.node_group.resources.apply(_autoscaling_group_name)

@@ -75,8 +75,13 @@ class GkeCloud:
         created: list[pulumi.Resource] = [
             GkeGpuNodePool(
                 pool.spec.name,
-                GkeGpuNodePoolArgs(pool, self.cluster, platform, self._zones[pool.spec.name]),
-                pulumi.ResourceOptions(protect=self.config.protect),
+                GkeGpuNodePoolArgs(
+                    pool,
+                    self.cluster,
+                    platform,
+                    self._zones[pool.spec.name],
+                    protect=self.config.protect,
+                ),
             )
             for pool in pools
         ]

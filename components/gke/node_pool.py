@@ -50,6 +50,9 @@ class GkeGpuNodePoolArgs:
     """`gke-cos` or `gke-ubuntu`: the node image, and with it who installs the driver."""
     zones: Sequence[str]
     """Zones that offer the pool's machine type (`components.gke.zones`)."""
+    protect: bool = False
+    """Protect the node pool itself from deletion and replacement, not its service account or
+    that account's role binding."""
 
 
 class GkeGpuNodePool(pulumi.ComponentResource):
@@ -85,7 +88,10 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             name,
             args=node_pool_args(args, service_account),
             opts=pulumi.ResourceOptions(
-                parent=self, depends_on=depends_on, ignore_changes=list(NODE_COUNT_PROPERTIES)
+                parent=self,
+                depends_on=depends_on,
+                ignore_changes=list(NODE_COUNT_PROPERTIES),
+                protect=args.protect,
             ),
         )
         self.node_pool_name = self.node_pool.name

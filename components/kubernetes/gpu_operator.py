@@ -23,6 +23,9 @@ class GpuOperatorArgs:
     """Their sharing modes and taints shape the device plugin configs and the tolerations."""
     monitoring: MonitoringSpec
     """The labels the cluster's Prometheus selects the DCGM exporter's ServiceMonitor by."""
+    protect: bool = False
+    """Protect the operator's namespace and Helm release from deletion and replacement; value
+    changes still upgrade the release in place."""
 
 
 RELEASE_NAME = "gpu-operator"
@@ -56,7 +59,7 @@ class GpuOperator(pulumi.ComponentResource):
             metadata=meta.v1.ObjectMetaArgs(
                 name=args.operator.namespace, labels=pod_security_labels("privileged")
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
         )
         # The name is set above; taking it from the Namespace makes what uses it wait for it.
         self.namespace = namespace.metadata.apply(lambda _: args.operator.namespace)
@@ -85,7 +88,7 @@ class GpuOperator(pulumi.ComponentResource):
                 # on every field the new version added (the chart's values.yaml; gpu-operator#435).
                 disable_openapi_validation=True,
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=admission),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=admission, protect=args.protect),
         )
         self.release_name = release.name
         self.chart_version = release.version

@@ -59,6 +59,10 @@ class GpuMonitoringArgs:
     operator_namespace: str
     """The GPU Operator's namespace, where the DCGM exporter runs: the stack's
     `gpu-platform:operator.namespace`."""
+    protect: bool = False
+    """Protect the Prometheus stack's namespace and release, where this installs them: deleting
+    them loses the metrics Prometheus holds and the Prometheus Operator's CRDs, and with the
+    CRDs every rule and monitor of the cluster."""
 
 
 class GpuMonitoring(pulumi.ComponentResource):
@@ -78,8 +82,8 @@ class GpuMonitoring(pulumi.ComponentResource):
         self.prometheus_operator = []
         namespace: pulumi.Input[str] = monitoring.namespace
         if monitoring.install_prometheus_stack:
-            namespace = self._stack_namespace(name, monitoring.namespace)
-            self.prometheus_operator = [self._prometheus_stack(name, namespace)]
+            namespace = self._stack_namespace(name, monitoring.namespace, args.protect)
+            self.prometheus_operator = [self._prometheus_stack(name, namespace, args.protect)]
 
         rules = gpu_alert_rules(monitoring, args.operator_namespace)
         apiextensions.CustomResource(
@@ -111,7 +115,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         self.rule_names = pulumi.Output.from_input(alert_names(rules))
         self.register_outputs({"rule_names": self.rule_names})
 
-    def _stack_namespace(self, name: str, namespace_name: str) -> pulumi.Output[str]:
+    def _stack_namespace(self, name: str, namespace_name: str, protect: bool) -> pulumi.Output[str]:
         # node-exporter, part of the stack, runs with the host's network and PID namespaces and
         # mounts its filesystem to read the node's metrics: only `privileged` admits it.
         namespace = core.v1.Namespace(
@@ -119,12 +123,14 @@ class GpuMonitoring(pulumi.ComponentResource):
             metadata=meta.v1.ObjectMetaArgs(
                 name=namespace_name, labels=pod_security_labels("privileged")
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, protect=protect),
         )
         # Taking the name from the Namespace makes what goes into it wait for it.
         return namespace.metadata.apply(lambda _: namespace_name)
 
-    def _prometheus_stack(self, name: str, namespace: pulumi.Input[str]) -> pulumi.Resource:
+    def _prometheus_stack(
+        self, name: str, namespace: pulumi.Input[str], protect: bool
+    ) -> pulumi.Resource:
         chart = KUBE_PROMETHEUS_STACK_CHART
         return helm.v3.Release(
             f"{name}-prometheus-stack",
@@ -143,7 +149,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 timeout=STACK_TIMEOUT_SECONDS,
                 max_history=STACK_RELEASE_HISTORY,
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, protect=protect),
         )
 
     def _managed_prometheus_scrape(self, name: str) -> None:
