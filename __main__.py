@@ -6,13 +6,14 @@ Composition only: every decision lives in `components/`, every default in the co
 import pulumi
 
 from components.cloud import cloud_for
-from components.config import load_stack_config, read_pulumi_config
+from components.config import load_stack_config, read_pulumi_config, secret_config_keys
 from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.kubernetes.gpu_pod import pool_placement
 from components.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from components.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
+from components.secrets import secret_if
 
-config = load_stack_config(read_pulumi_config())
+config = load_stack_config(read_pulumi_config(), secret_config_keys())
 cloud = cloud_for(config)
 pools = cloud.resolve_pools()
 
@@ -23,14 +24,23 @@ on_cluster = pulumi.ResourceOptions(provider=connection.provider)
 monitoring = GpuMonitoring(
     "gpu-monitoring",
     GpuMonitoringArgs(
-        config.monitoring, config.platform, config.operator.namespace, protect=config.protect
+        config.monitoring,
+        config.platform,
+        config.operator.namespace,
+        secret_labels=config.is_secret("monitoring"),
+        protect=config.protect,
     ),
     on_cluster,
 )
 operator = GpuOperator(
     "gpu-operator",
     GpuOperatorArgs(
-        config.operator, config.platform, pools, config.monitoring, protect=config.protect
+        config.operator,
+        config.platform,
+        pools,
+        config.monitoring,
+        secret_values=config.is_secret("operator", "pools", "monitoring"),
+        protect=config.protect,
     ),
     pulumi.ResourceOptions.merge(
         on_cluster,
@@ -51,4 +61,7 @@ if connection.kubeconfig is not None:
 pulumi.export("gpuOperatorVersion", operator.chart_version)
 pulumi.export("gpuOperatorNamespace", operator.namespace)
 pulumi.export("prometheusRuleNames", monitoring.rule_names)
-pulumi.export("pools", {pool.spec.name: pool_placement(pool) for pool in pools})
+pulumi.export(
+    "pools",
+    secret_if(config.is_secret("pools"), {pool.spec.name: pool_placement(pool) for pool in pools}),
+)

@@ -20,6 +20,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     StringConstraints,
     ValidationError,
     WithJsonSchema,
@@ -401,6 +402,14 @@ class StackConfig(_Model):
     autoscaler: ClusterAutoscalerSpec = Field(default_factory=ClusterAutoscalerSpec)
     """EKS: the cluster autoscaler."""
 
+    _secret_keys: frozenset[str] = PrivateAttr(default=frozenset())
+
+    def is_secret(self, *keys: str) -> bool:
+        """Whether any of these keys (`operator`, `pools`...) was set as a secret. Pulumi marks a
+        whole key secret when any part of its value is, so every value taken from it is to be
+        handled as one."""
+        return not self._secret_keys.isdisjoint(keys)
+
     @property
     def platform(self) -> Platform:
         image = self.cluster.node_image or _NODE_IMAGES[self.cloud][0]
@@ -430,6 +439,16 @@ class ConfigError(Exception):
         self.problems = list(problems)
         super().__init__(self.report())
 
+    def hiding_secrets(self, secret_keys: Iterable[str]) -> "ConfigError":
+        """The same problems, with the values of secret keys replaced by a mention of them."""
+        prefixes = tuple(key_path(key) for key in secret_keys)
+        return ConfigError(
+            p._replace(value=_SECRET)
+            if p.path.startswith(prefixes) and p.value is not _MISSING
+            else p
+            for p in self.problems
+        )
+
     def report(self) -> str:
         lines = [f"Invalid stack configuration ({len(self.problems)} problem(s)):"]
         lines += [
@@ -439,11 +458,14 @@ class ConfigError(Exception):
 
 
 _MISSING = object()
+_SECRET = object()
 
 
 def _render(value: Any) -> str:
     if value is _MISSING:
         return "nothing (the key is required)"
+    if value is _SECRET:
+        return "a value of a secret key (not shown)"
     return json.dumps(value, default=str)
 
 
@@ -482,8 +504,24 @@ def read_pulumi_config() -> dict[str, Any]:
     return raw
 
 
-def load_stack_config(raw: Mapping[str, Any]) -> StackConfig:
-    """Validate the stack's `gpu-platform:` keys (given without the namespace).
+def secret_config_keys() -> frozenset[str]:
+    """The stack's `gpu-platform:` keys (without the namespace) that Pulumi holds as secrets."""
+    import pulumi.runtime.config as runtime_config
+
+    prefix = CONFIG_NAMESPACE + ":"
+    keys = {**(runtime_config.get_config_env() or {}), **runtime_config.CONFIG.get()}
+    return frozenset(
+        key.removeprefix(prefix)
+        for key in keys
+        if key.startswith(prefix) and runtime_config.is_config_secret(key)
+    )
+
+
+def load_stack_config(
+    raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()
+) -> StackConfig:
+    """Validate the stack's `gpu-platform:` keys (given without the namespace); `secret_keys`
+    are those set as secrets, whose values no error shows and the components keep secret.
 
     Field rules run first; rules across fields run once every field is valid, so each reported
     problem is about a value the user can fix as it stands.
@@ -491,10 +529,11 @@ def load_stack_config(raw: Mapping[str, Any]) -> StackConfig:
     try:
         config = StackConfig.model_validate(raw)
     except ValidationError as error:
-        raise ConfigError(_problems_from(error)) from None
+        raise ConfigError(_problems_from(error)).hiding_secrets(secret_keys) from None
     problems = list(_cross_field_problems(config))
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(problems).hiding_secrets(secret_keys)
+    config._secret_keys = secret_keys
     return config
 
 

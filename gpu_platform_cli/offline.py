@@ -150,14 +150,39 @@ def run_program(
 
 
 def _set_config(values: Mapping[str, Any]) -> None:
-    flat: dict[str, str] = {}
-    secret_keys: list[str] = []
+    """Hand the program its config as the Pulumi CLI does: each key's value as a string (JSON for
+    structured values), and the keys that hold a secret, anywhere in their value, as secret."""
+    plain, secret_keys = plain_config(values)
+    flat = {
+        key: value if isinstance(value, str) else json.dumps(value) for key, value in plain.items()
+    }
+    set_all_config(flat, sorted(secret_keys))
+
+
+def plain_config(values: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
+    """Stack config with every `secure:` value replaced by the stand-in, and the keys that had
+    one (Pulumi holds such a key as a secret as a whole)."""
+    plain: dict[str, Any] = {}
+    secret_keys: set[str] = set()
     for key, value in values.items():
-        if isinstance(value, Mapping) and set(value) == {"secure"}:
-            value = SECRET_STAND_IN
-            secret_keys.append(key)
-        flat[key] = value if isinstance(value, str) else json.dumps(value)
-    set_all_config(flat, secret_keys)
+        plain[key], secret = _without_secure_values(value)
+        if secret:
+            secret_keys.add(key)
+    return plain, frozenset(secret_keys)
+
+
+def _without_secure_values(value: Any) -> tuple[Any, bool]:
+    """`value` with each `{secure: ...}` in it replaced by the stand-in, and whether it had one.
+    `pulumi config set --secret --path` writes them at any depth of a structured value."""
+    if isinstance(value, Mapping) and set(value) == {"secure"}:
+        return SECRET_STAND_IN, True
+    if isinstance(value, Mapping):
+        items = {k: _without_secure_values(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in items.items()}, any(s for _, s in items.values())
+    if isinstance(value, list):
+        elements = [_without_secure_values(v) for v in value]
+        return [v for v, _ in elements], any(s for _, s in elements)
+    return value, False
 
 
 def _stack_outputs() -> tuple[dict[str, Any], frozenset[str]]:

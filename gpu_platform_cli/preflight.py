@@ -33,7 +33,8 @@ from components.config import (
     load_stack_config,
 )
 from components.versions import CLUSTER_AUTOSCALER_IMAGES
-from gpu_platform_cli.offline import stack_config
+from gpu_platform_cli.cli import fail
+from gpu_platform_cli.offline import plain_config, stack_config
 
 EXIT_BLOCKED = 1
 EXIT_BAD_STACK = 2
@@ -92,20 +93,14 @@ class AwsClients:
 def run(stack: str) -> None:
     """Check an EKS stack against its AWS account: cluster, instance type offerings, quotas."""
     console = Console()
-    errors = Console(stderr=True)
     try:
-        config = load_stack_config(_gpu_platform_keys(stack_config(stack)))
+        config = load_stack_config(*_gpu_platform_config(stack_config(stack)))
     except FileNotFoundError as missing:
-        errors.print(f"[red]{missing}[/red]", highlight=False)
-        raise typer.Exit(EXIT_BAD_STACK) from None
+        fail(str(missing), EXIT_BAD_STACK)
     except ConfigError as error:
-        errors.print(f"[red]{error.report()}[/red]", highlight=False)
-        raise typer.Exit(EXIT_BAD_STACK) from None
+        fail(error.report(), EXIT_BAD_STACK)
     if config.cloud is not Cloud.AWS:
-        errors.print(
-            f"[red]Stack {stack} is on {config.cloud}: pre-flight checks EKS stacks.[/red]"
-        )
-        raise typer.Exit(EXIT_BAD_STACK)
+        fail(f"Stack {stack} is on {config.cloud}: pre-flight checks EKS stacks.", EXIT_BAD_STACK)
     assert config.cluster.region is not None  # config validation requires it on AWS
     findings = preflight(config, AwsClients.for_region(config.cluster.region))
     print_findings(findings, console)
@@ -391,6 +386,12 @@ def _error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
-def _gpu_platform_keys(values: Mapping[str, Any]) -> dict[str, Any]:
+def _gpu_platform_config(values: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
+    """The stack file's `gpu-platform:` keys without the prefix, secure values replaced, and
+    those of them set as secrets."""
+    plain, secret_keys = plain_config(values)
     prefix = CONFIG_NAMESPACE + ":"
-    return {k.removeprefix(prefix): v for k, v in values.items() if k.startswith(prefix)}
+    return (
+        {k.removeprefix(prefix): v for k, v in plain.items() if k.startswith(prefix)},
+        frozenset(k.removeprefix(prefix) for k in secret_keys if k.startswith(prefix)),
+    )

@@ -26,11 +26,11 @@ def eks_node_group_inputs_updated_in_place() -> frozenset[str]:
     """What EKS changes on a live node group: UpdateNodegroupConfig and UpdateNodegroupVersion
     (botocore's EKS model), and its tags (TagResource). Any other input makes a new group."""
     eks = botocore.session.get_session().get_service_model("eks")
-    members = {
-        member
-        for operation in ("UpdateNodegroupConfig", "UpdateNodegroupVersion")
-        for member in eks.operation_model(operation).input_shape.members
-    }
+    members: set[str] = set()
+    for operation in ("UpdateNodegroupConfig", "UpdateNodegroupVersion"):
+        shape = eks.operation_model(operation).input_shape
+        assert shape is not None
+        members |= set(shape.members)
     # The provider's names for the same members.
     renamed = {"force": "forceUpdateVersion"}
     return frozenset({renamed.get(m, m) for m in members} | {"tags", "tagsAll"})

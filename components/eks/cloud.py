@@ -105,6 +105,7 @@ class EksCloud:
                     node_image=self._node_image,
                     cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
                     idle_minutes=self.config.autoscaler.gpu_node_idle_minutes,
+                    secret_labels=self.config.is_secret("pools"),
                     protect=self.config.protect,
                 ),
             )

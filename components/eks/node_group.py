@@ -18,6 +18,7 @@ from components.eks.cluster import EksCluster
 from components.eks.node_labels import eks_node_identity
 from components.eks.placement import NodeGroupPlacement
 from components.node_identity import CLOUD_TAINT_EFFECTS, POOL_LABEL, ResolvedPool
+from components.secrets import secret_if
 
 # The autoscaler owns the group's size between min and max: a `pulumi up` that set it back
 # would drain nodes from under running jobs. Engine (camelCase) property path.
@@ -47,6 +48,8 @@ class EksGpuNodeGroupArgs:
     cni_policy_on_node_role: bool
     idle_minutes: int
     """How long a node may sit unneeded before the autoscaler removes it."""
+    secret_labels: bool = False
+    """The pool's labels came from a config key set as a secret: keep them secret."""
     protect: bool = False
     """Protect the node group itself from deletion and replacement. Only the node group: its
     role, policy attachments, launch template and Auto Scaling group tags change or are replaced
@@ -105,7 +108,7 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
                 min_size=spec.min, desired_size=spec.min, max_size=spec.max
             ),
             update_config=_update_config(args),
-            labels=dict(identity.labels),
+            labels=secret_if(args.secret_labels, dict(identity.labels)),
             taints=[
                 eks.NodeGroupTaintArgs(
                     key=t.key, value=t.value or None, effect=CLOUD_TAINT_EFFECTS[t.effect]
@@ -134,7 +137,7 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
                 autoscaling_group_name=self.autoscaling_group_name,
                 tag=autoscaling.TagTagArgs(
                     key=key,
-                    value=value,
+                    value=secret_if(args.secret_labels, value),
                     # Hints describe the group to the autoscaler, not the instances: copied to
                     # every instance they would use up EC2's 50 tags per instance for nothing.
                     propagate_at_launch=False,

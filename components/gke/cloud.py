@@ -80,6 +80,7 @@ class GkeCloud:
                     self.cluster,
                     platform,
                     self._zones[pool.spec.name],
+                    secret_labels=self.config.is_secret("pools"),
                     protect=self.config.protect,
                 ),
             )

@@ -22,6 +22,7 @@ from components.config import Platform
 from components.gke.cluster import GkeCluster
 from components.gke.machine_types import boot_disk_types
 from components.node_identity import CLOUD_TAINT_EFFECTS, NodeIdentity, ResolvedPool
+from components.secrets import secret_if
 
 NODE_SERVICE_ACCOUNT_ROLE = "roles/container.defaultNodeServiceAccount"
 """What a GKE node needs: write logs and metrics, read its cluster's configuration."""
@@ -50,6 +51,8 @@ class GkeGpuNodePoolArgs:
     """`gke-cos` or `gke-ubuntu`: the node image, and with it who installs the driver."""
     zones: Sequence[str]
     """Zones that offer the pool's machine type (`components.gke.zones`)."""
+    secret_labels: bool = False
+    """The pool's labels came from a config key set as a secret: keep them secret."""
     protect: bool = False
     """Protect the node pool itself from deletion and replacement, not its service account or
     that account's role binding."""
@@ -143,7 +146,7 @@ def node_pool_args(
                 )
             ],
             image_type=GKE_IMAGE_TYPES[args.platform],
-            labels=node_labels(pool.identity, args.platform),
+            labels=secret_if(args.secret_labels, node_labels(pool.identity, args.platform)),
             taints=[
                 container.NodePoolNodeConfigTaintArgs(
                     key=taint.key, value=taint.value, effect=CLOUD_TAINT_EFFECTS[taint.effect]

@@ -10,6 +10,7 @@ from components.config import MonitoringSpec, OperatorSpec, Platform
 from components.kubernetes.operator_values import operator_values_for
 from components.kubernetes.pod_security import pod_security_labels
 from components.node_identity import ResolvedPool
+from components.secrets import secret_if
 from components.versions import GPU_OPERATOR_CHART
 
 
@@ -23,6 +24,9 @@ class GpuOperatorArgs:
     """Their sharing modes and taints shape the device plugin configs and the tolerations."""
     monitoring: MonitoringSpec
     """The labels the cluster's Prometheus selects the DCGM exporter's ServiceMonitor by."""
+    secret_values: bool = False
+    """Config the chart values take from (chart overrides, pools, monitoring labels) was set as a
+    secret: keep the release's values secret."""
     protect: bool = False
     """Protect the operator's namespace and Helm release from deletion and replacement; value
     changes still upgrade the release in place."""
@@ -75,8 +79,9 @@ class GpuOperator(pulumi.ComponentResource):
                 repository_opts=helm.v3.RepositoryOptsArgs(repo=args.operator.repository),
                 namespace=self.namespace,
                 create_namespace=False,
-                values=operator_values_for(
-                    args.operator, args.platform, args.pools, args.monitoring
+                values=secret_if(
+                    args.secret_values,
+                    operator_values_for(args.operator, args.platform, args.pools, args.monitoring),
                 ),
                 # A failed install or upgrade is rolled back rather than left half applied.
                 atomic=True,

@@ -30,6 +30,7 @@ from pulumi_kubernetes import apiextensions, core, helm, meta
 
 from components.config import MonitoringSpec, Platform
 from components.kubernetes.pod_security import pod_security_labels
+from components.secrets import secret_if
 from components.versions import KUBE_PROMETHEUS_STACK_CHART
 
 ALERT_RULES_FILE = Path(__file__).parent / "alerts" / "gpu-alerts.yaml"
@@ -59,6 +60,8 @@ class GpuMonitoringArgs:
     operator_namespace: str
     """The GPU Operator's namespace, where the DCGM exporter runs: the stack's
     `gpu-platform:operator.namespace`."""
+    secret_labels: bool = False
+    """`serviceMonitorLabels` came from a config key set as a secret: keep them secret."""
     protect: bool = False
     """Protect the Prometheus stack's namespace and release, where this installs them: deleting
     them loses the metrics Prometheus holds and the Prometheus Operator's CRDs, and with the
@@ -93,7 +96,7 @@ class GpuMonitoring(pulumi.ComponentResource):
             metadata=meta.v1.ObjectMetaArgs(
                 name=PROMETHEUS_RULE_NAME,
                 namespace=namespace,
-                labels=dict(monitoring.service_monitor_labels),
+                labels=secret_if(args.secret_labels, dict(monitoring.service_monitor_labels)),
             ),
             spec=rules,
             opts=pulumi.ResourceOptions(parent=self, depends_on=self.prometheus_operator),

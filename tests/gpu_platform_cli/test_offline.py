@@ -1,5 +1,7 @@
 """The recording runner: the real program, re-run per call, with everything it declared."""
 
+import json
+
 import pulumi.runtime.config as runtime_config
 
 from gpu_platform_cli.offline import SECRET_STAND_IN, run_program
@@ -40,3 +42,17 @@ def test_secure_stack_values_become_secret_stand_ins(dev_config) -> None:
 
     assert runtime_config.get_config("aws:secretKey") == SECRET_STAND_IN
     assert runtime_config.is_config_secret("aws:secretKey")
+
+
+def test_a_secure_value_inside_structured_config_makes_the_whole_key_secret(dev_config) -> None:
+    dev_config["gpu-platform:operator"] = {
+        "overrides": {"driver": {"env": [{"name": "NGC_API_KEY", "value": {"secure": "v1:x"}}]}}
+    }
+
+    run_program("dev", config=dev_config)
+
+    assert runtime_config.is_config_secret("gpu-platform:operator")
+    assert json.loads(runtime_config.get_config("gpu-platform:operator")) == {
+        "overrides": {"driver": {"env": [{"name": "NGC_API_KEY", "value": SECRET_STAND_IN}]}}
+    }
+    assert not runtime_config.is_config_secret("gpu-platform:pools")

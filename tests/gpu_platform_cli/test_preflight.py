@@ -425,3 +425,29 @@ def test_the_command_reports_a_bad_stack_config(monkeypatch: pytest.MonkeyPatch)
 
     assert result.exit_code == 2
     assert "gpu-platform:cluster" in result.output
+
+
+def test_a_bad_value_that_looks_like_markup_is_printed_as_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stack = {"gpu-platform:cloud": "aws", "gpu-platform:cluster": {"name": "ml", "regio": "[/red]"}}
+    monkeypatch.setattr(preflight, "stack_config", lambda stack_name: stack)
+
+    result = CliRunner().invoke(app, ["preflight", "dev"])
+
+    assert result.exit_code == 2
+    assert 'gpu-platform:cluster.regio: got "[/red]"' in result.output
+
+
+def test_a_secret_keys_bad_value_is_not_printed(monkeypatch: pytest.MonkeyPatch) -> None:
+    stack = {
+        "gpu-platform:cloud": "aws",
+        "gpu-platform:cluster": {"name": "ml", "region": {"secure": "v1:ciphertext"}, "x": 1},
+    }
+    monkeypatch.setattr(preflight, "stack_config", lambda stack_name: stack)
+
+    result = CliRunner().invoke(app, ["preflight", "dev"])
+
+    assert result.exit_code == 2
+    assert "gpu-platform:cluster.x" in result.output
+    assert "offline-plan-secret" not in result.output and "ciphertext" not in result.output
