@@ -8,6 +8,8 @@ templates or the config reference, and `--help` answers at once.
 import gc
 import os
 import sys
+import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -23,6 +25,19 @@ app = typer.Typer(
 )
 
 _GC_THRESHOLD = 700_000
+EXIT_INTERNAL_ERROR = 70
+"""A failure the commands did not expect (BSD's EX_SOFTWARE): a bug, not a problem with the
+stack or the account."""
+
+
+@dataclass
+class _Options:
+    """The global options of the command in progress that outlive it."""
+
+    debug: bool = False
+
+
+_options = _Options()
 
 Stack = Annotated[str, typer.Argument(help="The stack: Pulumi.<stack>.yaml.", show_default=False)]
 
@@ -48,6 +63,9 @@ def gpu_platform(
             show_default=False,
         ),
     ] = None,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show the traceback of an internal error.")
+    ] = False,
     show_version: Annotated[
         bool,
         typer.Option(
@@ -56,6 +74,7 @@ def gpu_platform(
     ] = False,
 ) -> None:
     """Plan, check and inspect the GPU platform's stacks without touching a cluster."""
+    _options.debug = debug
     if cwd is not None:
         os.chdir(cwd)
 
@@ -140,15 +159,33 @@ def main() -> NoReturn:
     # type hints), which the collector's default threshold has it walk again and again: a
     # quarter of a plan's time. It still collects, a thousand times less often.
     gc.set_threshold(_GC_THRESHOLD, *gc.get_threshold()[1:])
-    try:
-        app()
-        code: object = 0
-    except SystemExit as exit_:
-        code = exit_.code
-    if isinstance(code, str):
-        print(code, file=sys.stderr)
+    code = run(sys.argv[1:])
     sys.stdout.flush()
     sys.stderr.flush()
     # Everything the command does is done: skip the interpreter's teardown, which frees the
     # provider SDKs' tens of thousands of classes one by one (0.7 s of a 3 s plan).
-    os._exit(code if isinstance(code, int) else 0 if code is None else 1)
+    os._exit(code)
+
+
+def run(args: list[str]) -> int:
+    """Run the command line `args`; its exit code. A failure the commands do not expect is an
+    internal error: one line saying so, the traceback only with `--debug`."""
+    _options.debug = False
+    try:
+        app(args, prog_name="gpu-platform")
+    except SystemExit as exit_:
+        if isinstance(exit_.code, str):
+            print(exit_.code, file=sys.stderr)
+            return 1
+        return exit_.code or 0
+    except Exception as error:
+        if _options.debug:
+            traceback.print_exc()
+        print(
+            f"gpu-platform: internal error: {type(error).__name__}: {error}\n"
+            "This is a bug in gpu-platform, not in your stack. Run the command again with"
+            " --debug for the traceback, and report it with that.",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL_ERROR
+    return 0

@@ -16,10 +16,19 @@ from rich.console import Console
 from rich.table import Table
 
 from components.eks.instance_types import Gpus, InstanceType, instance_type
-from components.fit import NodeTemplate, eks_node_template, fits, gke_node_template, pod_spec_of
+from components.fit import (
+    NodeTemplate,
+    PodSpec,
+    eks_node_template,
+    fits,
+    gke_node_template,
+    pod_requests,
+    pod_spec_of,
+)
 from gpu_platform_cli.cli import fail, plan_or_fail
 from gpu_platform_cli.offline import Plan
 
+_YAML_KINDS = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}
 EXIT_NO_FIT = 1
 EXIT_BAD_INPUT = 2
 
@@ -28,9 +37,8 @@ def run(stack: str, pod_file: Path) -> None:
     """Show which GPU pools each pod in `pod_file` fits, and why not the others."""
     console = Console()
     try:
-        documents = [d for d in yaml.safe_load_all(pod_file.read_text()) if d]
-        specs = [(_title(d), pod_spec_of(d)) for d in documents]
-    except (OSError, yaml.YAMLError, ValueError, KeyError) as error:
+        specs = pods_in(pod_file)
+    except (OSError, yaml.YAMLError, ValueError) as error:
         fail(str(error), EXIT_BAD_INPUT)
     plan = plan_or_fail(stack, EXIT_BAD_INPUT, EXIT_BAD_INPUT)
     templates = node_templates(plan)
@@ -51,6 +59,33 @@ def run(stack: str, pod_file: Path) -> None:
         homeless += not any(r.fits for r in results)
     if homeless:
         raise typer.Exit(EXIT_NO_FIT)
+
+
+def pods_in(pod_file: Path) -> list[tuple[str, PodSpec]]:
+    """Each object's title and pod spec; a ValueError naming the file, the document and what is
+    wrong where one is not a workload the check can read."""
+    documents = [d for d in yaml.safe_load_all(pod_file.read_text()) if d is not None]
+    if not documents:
+        raise ValueError(f"{pod_file}: no Kubernetes objects in it")
+    specs = []
+    for number, document in enumerate(documents, start=1):
+        where = f"{pod_file}, document {number}"
+        if not isinstance(document, Mapping):
+            kind = _YAML_KINDS.get(type(document), type(document).__name__)
+            raise ValueError(f"{where}: a YAML {kind}, not a Kubernetes object")
+        where += f" ({_title(document)})"
+        try:
+            spec = pod_spec_of(document)
+            requests = pod_requests(spec)
+        except (KeyError, TypeError, AttributeError) as error:
+            raise ValueError(f"{where}: no pod spec where its kind has one ({error})") from None
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+        negative = sorted(name for name, amount in requests.items() if amount < 0)
+        if negative:
+            raise ValueError(f"{where}: negative requests for {', '.join(negative)}")
+        specs.append((_title(document), spec))
+    return specs
 
 
 def node_templates(plan: Plan) -> list[NodeTemplate]:

@@ -9,7 +9,8 @@ otherwise surface half-way through a deployment or, worse, as a GPU pool that ne
 - the account's EC2 vCPU quotas for G/VT and P instances, on-demand and spot, cover every pool
   of that quota at its `max` together.
 
-Each finding says what to do. Exits 1 if any finding blocks the deployment, 2 for a bad stack.
+Each finding says what to do. Exits 1 if any finding blocks the deployment, 2 for a bad stack,
+4 when it cannot check (no credentials, no way to AWS, a permission missing).
 """
 
 import re
@@ -19,7 +20,16 @@ from typing import Any, Literal
 
 import boto3
 import typer
-from botocore.exceptions import ClientError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectTimeoutError,
+    CredentialRetrievalError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    PartialCredentialsError,
+    ReadTimeoutError,
+)
 from rich.console import Console
 from rich.table import Table
 
@@ -38,6 +48,31 @@ from gpu_platform_cli.offline import plain_config, stack_config
 
 EXIT_BLOCKED = 1
 EXIT_BAD_STACK = 2
+EXIT_CANNOT_CHECK = 4
+"""No usable credentials, no way to AWS, or a permission the check needs is missing."""
+
+READ_ONLY_PERMISSIONS = (
+    "eks:DescribeCluster",
+    "eks:DescribeAddon",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeInstanceTypeOfferings",
+    "ec2:DescribeInstanceTypes",
+    "servicequotas:GetServiceQuota",
+    "servicequotas:GetAWSDefaultServiceQuota",
+)
+# What AWS answers for a caller it does not know, or does not let do something.
+_REFUSALS = frozenset(
+    {
+        "AccessDenied",
+        "AccessDeniedException",
+        "UnauthorizedOperation",
+        "UnrecognizedClientException",
+        "InvalidClientTokenId",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "AuthFailure",
+    }
+)
 
 POD_IDENTITY_AGENT = "eks-pod-identity-agent"
 SUPPORTED_KUBERNETES = tuple(CLUSTER_AUTOSCALER_IMAGES)
@@ -102,7 +137,10 @@ def run(stack: str) -> None:
     if config.cloud is not Cloud.AWS:
         fail(f"Stack {stack} is on {config.cloud}: pre-flight checks EKS stacks.", EXIT_BAD_STACK)
     assert config.cluster.region is not None  # config validation requires it on AWS
-    findings = preflight(config, AwsClients.for_region(config.cluster.region))
+    try:
+        findings = preflight(config, AwsClients.for_region(config.cluster.region))
+    except (BotoCoreError, ClientError) as error:
+        fail(f"Cannot check stack {stack}: {why_it_cannot_check(error)}", EXIT_CANNOT_CHECK)
     print_findings(findings, console)
     if any(f.blocking for f in findings):
         raise typer.Exit(EXIT_BLOCKED)
@@ -380,6 +418,32 @@ def _quota_value(clients: AwsClients, quota: Quota) -> float:
             ServiceCode="ec2", QuotaCode=quota.code
         )
     return float(answer["Quota"]["Value"])
+
+
+def why_it_cannot_check(error: BotoCoreError | ClientError) -> str:
+    """What stopped the check, and what to do about it."""
+    if isinstance(error, NoCredentialsError | PartialCredentialsError | CredentialRetrievalError):
+        return (
+            f"no usable AWS credentials ({error}). Set AWS_PROFILE (after `aws sso login` where"
+            " the profile uses SSO), or the AWS_ACCESS_KEY_ID family, and run it again."
+        )
+    if isinstance(error, EndpointConnectionError | ConnectTimeoutError | ReadTimeoutError):
+        return (
+            f"AWS could not be reached ({error}). Check the network and any proxy"
+            " (HTTPS_PROXY), then run it again."
+        )
+    if isinstance(error, ClientError):
+        operation = error.operation_name
+        message = error.response.get("Error", {}).get("Message", "")
+        code = _error_code(error)
+        if code in _REFUSALS:
+            return (
+                f"AWS refused {operation} ({code}: {message}). The check needs, read-only: "
+                + ", ".join(READ_ONLY_PERMISSIONS)
+                + "."
+            )
+        return f"AWS answered {operation} with {code}: {message}. Run it again later."
+    return f"{error}. Run it again later."
 
 
 def _error_code(error: ClientError) -> str:

@@ -182,3 +182,41 @@ def test_a_policy_pack_can_be_given_for_the_users_project(own_project: Path) -> 
 
     assert result.returncode == 0, result.stderr
     assert "0 mandatory" in result.stdout
+
+
+# --- Internal errors ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def broken_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpu_platform_cli import plan
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the plan broke")
+
+    monkeypatch.setattr(plan, "run", crash)
+
+
+@pytest.mark.usefixtures("broken_plan")
+def test_an_internal_error_is_one_message_and_exit_70_without_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gpu_platform_cli import app
+
+    code = app.run(["plan", "dev"])
+
+    err = capsys.readouterr().err
+    assert code == app.EXIT_INTERNAL_ERROR == 70
+    assert "gpu-platform: internal error: RuntimeError: the plan broke" in err
+    assert "--debug" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.usefixtures("broken_plan")
+def test_debug_shows_an_internal_errors_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    from gpu_platform_cli import app
+
+    code = app.run(["--debug", "plan", "dev"])
+
+    assert code == 70
+    assert "Traceback (most recent call last)" in capsys.readouterr().err

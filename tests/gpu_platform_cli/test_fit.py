@@ -5,6 +5,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -68,3 +69,45 @@ def test_a_document_without_a_pod_spec_exits_2(tmp_path: Path) -> None:
 
     assert code == 2
     assert "'Service' has no pod spec" in output
+
+
+def pod_asking_for(gpus: Any) -> dict[str, Any]:
+    pod = copy.deepcopy(SMOKE_TEST_POD)
+    pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = gpus
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("", "no Kubernetes objects in it"),
+        ("- a\n- b\n", "document 1: a YAML list, not a Kubernetes object"),
+        ("42\n", "document 1: a YAML number, not a Kubernetes object"),
+        (yaml.safe_dump(pod_asking_for("1x")), "(Pod smoke): '1x' is not a Kubernetes quantity"),
+        (yaml.safe_dump(pod_asking_for(-1)), "(Pod smoke): negative requests for nvidia.com/gpu"),
+        ("kind: Deployment\nmetadata: {name: web}\nspec: {}\n", "(Deployment web): no pod spec"),
+        ("kind: ConfigMap\nmetadata: {name: c}\n", "'ConfigMap' has no pod spec"),
+        ("kind: Pod\nspec: [\n", "while parsing"),
+    ],
+    ids=[
+        "empty",
+        "a list",
+        "a number",
+        "bad quantity",
+        "negative",
+        "no template",
+        "not a workload",
+        "bad YAML",
+    ],
+)
+def test_a_bad_pod_file_exits_2_naming_the_document_without_a_traceback(
+    tmp_path: Path, text: str, words: str
+) -> None:
+    pod_file = tmp_path / "pods.yaml"
+    pod_file.write_text(text)
+
+    result = CliRunner().invoke(app, ["fit", "dev", str(pod_file)], terminal_width=300)
+
+    assert result.exit_code == 2, result.output
+    assert words in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)

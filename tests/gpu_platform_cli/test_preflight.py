@@ -451,3 +451,69 @@ def test_a_secret_keys_bad_value_is_not_printed(monkeypatch: pytest.MonkeyPatch)
     assert result.exit_code == 2
     assert "gpu-platform:cluster.x" in result.output
     assert "offline-plan-secret" not in result.output and "ciphertext" not in result.output
+
+
+# --- When it cannot check --------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_aws_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> pytest.MonkeyPatch:
+    """No credentials, profile or endpoint from this machine's environment or files."""
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ENDPOINT_URL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    return monkeypatch
+
+
+def test_without_credentials_it_says_it_cannot_check_and_how_to_fix_it(
+    no_aws_settings: pytest.MonkeyPatch,
+) -> None:
+    result = CliRunner().invoke(app, ["preflight", "dev"])
+
+    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert "Cannot check stack dev: no usable AWS credentials" in result.output
+    assert "AWS_PROFILE" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_without_a_way_to_aws_it_says_it_cannot_check(no_aws_settings: pytest.MonkeyPatch) -> None:
+    no_aws_settings.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+    no_aws_settings.setenv("AWS_SECRET_ACCESS_KEY", "example")
+    # Nothing listens on the discard port of this machine's loopback.
+    no_aws_settings.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    no_aws_settings.setenv("AWS_MAX_ATTEMPTS", "1")
+
+    result = CliRunner().invoke(app, ["preflight", "dev"])
+
+    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert "AWS could not be reached" in result.output
+
+
+def test_a_refused_permission_is_named_with_what_the_check_needs(
+    aws: AwsClients, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, region: aws))
+
+    with Stubber(aws.eks) as eks:
+        eks.add_client_error(
+            "describe_cluster",
+            service_error_code="AccessDeniedException",
+            service_message="User is not authorized to perform: eks:DescribeCluster",
+        )
+        result = CliRunner().invoke(app, ["preflight", "dev"])
+
+    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert "AWS refused DescribeCluster (AccessDeniedException" in result.output
+    assert "eks:DescribeCluster, eks:DescribeAddon" in result.output
