@@ -489,19 +489,29 @@ def read_pulumi_config() -> dict[str, Any]:
     Every key is read, not only the known ones, so that a misspelt key is reported rather than
     silently ignored.
     """
+    import pulumi
     import pulumi.runtime.config as runtime_config
 
     prefix = CONFIG_NAMESPACE + ":"
     keys = {**(runtime_config.get_config_env() or {}), **runtime_config.CONFIG.get()}
-    raw: dict[str, Any] = {}
-    for key in keys:
-        if key.startswith(prefix):
-            value = runtime_config.get_config(key)
-            try:
-                raw[key.removeprefix(prefix)] = json.loads(value)
-            except (TypeError, ValueError):
-                raw[key.removeprefix(prefix)] = value
-    return raw
+
+    def value(key: str) -> Any:
+        text = runtime_config.get_config(key)
+        try:
+            return json.loads(text) if text is not None else None
+        except ValueError:
+            return text
+
+    misspelt = [
+        ConfigProblem(
+            key, _SECRET if runtime_config.is_config_secret(key) else value(key), _NEAR_MISS
+        )
+        for key in keys
+        if _near_miss(key, project=pulumi.get_project())
+    ]
+    if misspelt:
+        raise ConfigError(misspelt)
+    return {key.removeprefix(prefix): value(key) for key in keys if key.startswith(prefix)}
 
 
 def secret_config_keys() -> frozenset[str]:
@@ -514,6 +524,22 @@ def secret_config_keys() -> frozenset[str]:
         key.removeprefix(prefix)
         for key in keys
         if key.startswith(prefix) and runtime_config.is_config_secret(key)
+    )
+
+
+_NEAR_MISS_RATIO = 0.85
+_NEAR_MISS = (
+    f"a key in the `{CONFIG_NAMESPACE}` namespace: this one looks misspelt, and Pulumi hands a"
+    " key in a namespace no program reads to no one"
+)
+
+
+def _near_miss(key: str, project: str) -> bool:
+    """Whether `key`'s namespace is a likely misspelling of the platform's (and not the
+    project's own, which may well be named like it)."""
+    namespace = key.split(":", 1)[0]
+    return namespace not in (CONFIG_NAMESPACE, project) and (
+        difflib.SequenceMatcher(None, namespace, CONFIG_NAMESPACE).ratio() >= _NEAR_MISS_RATIO
     )
 
 

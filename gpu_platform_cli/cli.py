@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from components.config import ConfigError
-from gpu_platform_cli.offline import Plan, run_program
+from gpu_platform_cli.offline import Plan, StackFileError, run_program
 from gpu_platform_cli.project import Project
 
 errors = Console(stderr=True)
@@ -26,8 +26,8 @@ def plan_or_fail(
     ends the command."""
     try:
         plan = run_program(stack, project=project, raise_errors=False)
-    except FileNotFoundError as missing:
-        fail(str(missing), config_error_exit)
+    except (FileNotFoundError, StackFileError) as unreadable:
+        fail(str(unreadable), config_error_exit)
     if isinstance(plan.error, ConfigError):
         fail(plan.error.report(), config_error_exit)
     if plan.error is not None:

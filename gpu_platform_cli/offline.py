@@ -8,6 +8,7 @@ command and the tests drive the program through this one runner.
 """
 
 import json
+import re
 import runpy
 import sys
 from collections.abc import Mapping
@@ -26,6 +27,8 @@ from gpu_platform_cli.project import Project
 # `secure:` values in a stack file are encrypted for the stack's secrets provider, which the
 # offline plan does not have; they are replaced by this, and still marked secret.
 SECRET_STAND_IN = "offline-plan-secret"
+# `<namespace>:<name>`, or the older `<namespace>:config:<name>` (Pulumi's config.ParseKey).
+_NAMESPACED_KEY = re.compile(r"^[^:]+:(config:)?[^:]+$")
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,30 @@ def stack_config(stack: str, project: Project | None = None) -> dict[str, Any]:
             f"no stack file {path.name} in {path.parent}; the stacks there:"
             f" {', '.join(project.stacks()) or 'none'}"
         )
-    document = yaml.safe_load(path.read_text()) or {}
-    return dict(document.get("config") or {})
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise StackFileError(f"{path} is not valid YAML: {error}") from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise StackFileError(f"{path} must be a YAML mapping (with a `config:` block)")
+    config = document.get("config") or {}
+    if not isinstance(config, dict):
+        raise StackFileError(f"{path}: `config:` must be a mapping of `<namespace>:<name>` keys")
+    # Pulumi's config key parser refuses the stack file over any other key.
+    malformed = [key for key in config if not _NAMESPACED_KEY.match(str(key))]
+    if malformed:
+        raise StackFileError(
+            f"{path}: {', '.join(map(repr, malformed))}: could not parse as a configuration key"
+            " (configuration keys should be of the form `<namespace>:<name>`, as in"
+            " `gpu-platform:pools`)"
+        )
+    return config
+
+
+class StackFileError(ValueError):
+    """A stack file Pulumi would refuse to read."""
 
 
 def run_program(

@@ -44,7 +44,7 @@ from components.config import (
 )
 from components.versions import CLUSTER_AUTOSCALER_IMAGES
 from gpu_platform_cli.cli import fail
-from gpu_platform_cli.offline import plain_config, stack_config
+from gpu_platform_cli.offline import StackFileError, plain_config, stack_config
 
 EXIT_BLOCKED = 1
 EXIT_BAD_STACK = 2
@@ -130,8 +130,8 @@ def run(stack: str) -> None:
     console = Console()
     try:
         config = load_stack_config(*_gpu_platform_config(stack_config(stack)))
-    except FileNotFoundError as missing:
-        fail(str(missing), EXIT_BAD_STACK)
+    except (FileNotFoundError, StackFileError) as unreadable:
+        fail(str(unreadable), EXIT_BAD_STACK)
     except ConfigError as error:
         fail(error.report(), EXIT_BAD_STACK)
     if config.cloud is not Cloud.AWS:

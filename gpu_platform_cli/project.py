@@ -50,6 +50,14 @@ class Project:
         name = document.get("name")
         if not isinstance(name, str) or not name:
             raise ProjectNotFound(f"{project_file} has no project `name`")
+        runtime = document.get("runtime")
+        runtime_name = runtime.get("name") if isinstance(runtime, dict) else runtime
+        if not runtime_name:
+            raise ProjectNotFound(f"{project_file}: project is missing a 'runtime' attribute")
+        if runtime_name != "python":
+            raise ProjectNotFound(
+                f"{project_file}: runtime {runtime_name!r}: the offline plan runs Python programs"
+            )
         main = directory / str(document.get("main") or ".")
         program = main if main.suffix == ".py" else main / "__main__.py"
         if not program.is_file():
