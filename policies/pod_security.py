@@ -48,9 +48,10 @@ Version = tuple[int, int]
 # any check changed (net.ipv4.tcp_slow_start_after_idle and tcp_notsent_lowat became safe
 # sysctls in v1.37).
 LATEST_VERSION: Version = (1, 37)
-# Older policy versions judge seccomp by annotations the pack does not model; they are
-# evaluated as v1.25, the first version with the Windows exemptions.
-OLDEST_VERSION: Version = (1, 25)
+OLDEST_VERSION: Version = (1, 0)
+# From v1.25 the restricted checks that Windows pods cannot meet (seccomp, capabilities,
+# privilege escalation) exempt pods with `spec.os.name: windows`.
+WINDOWS_EXEMPT_SINCE: Version = (1, 25)
 _VERSION_LABEL = re.compile(r"v(\d+)\.(\d+)")
 
 
@@ -309,7 +310,22 @@ def proc_mount_baseline(c: PodUnderCheck) -> Iterator[str]:
 _SECCOMP_TYPES = ("RuntimeDefault", "Localhost")
 
 
+# Before policy v1.19 seccomp was set by alpha annotations (check_seccompProfile_baseline.go,
+# seccompProfileBaseline_1_0): allowed values, on the pod's key or a container's.
+_SECCOMP_POD_ANNOTATION = "seccomp.security.alpha.kubernetes.io/pod"
+_SECCOMP_CONTAINER_ANNOTATION_PREFIX = "container.seccomp.security.alpha.kubernetes.io/"
+
+
+def _seccomp_annotation_allowed(value: object) -> bool:
+    return isinstance(value, str) and (
+        value in ("runtime/default", "docker/default") or value.startswith("localhost/")
+    )
+
+
 def seccomp_baseline(c: PodUnderCheck) -> Iterator[str]:
+    if c.version < (1, 19):
+        yield from _seccomp_annotations(c)
+        return
     yield from _profile_types(
         c,
         "seccompProfile",
@@ -317,6 +333,20 @@ def seccomp_baseline(c: PodUnderCheck) -> Iterator[str]:
         "seccompProfile",
         "set seccompProfile.type to RuntimeDefault or Localhost",
     )
+
+
+def _seccomp_annotations(c: PodUnderCheck) -> Iterator[str]:
+    keys = [_SECCOMP_POD_ANNOTATION]
+    keys += [_SECCOMP_CONTAINER_ANNOTATION_PREFIX + container.name for container in c.containers]
+    annotations = dict(entries(c.pod.metadata, "annotations"))
+    for key in keys:
+        if key in annotations and not _seccomp_annotation_allowed(annotations[key]):
+            yield _problem(
+                "seccompProfile",
+                "pod",
+                _sets(c.pod.metadata_field("annotations", key), annotations[key]),
+                'use "runtime/default" or "localhost/<profile>"',
+            )
 
 
 def _profile_types(
@@ -458,7 +488,7 @@ def restricted_volumes(c: PodUnderCheck) -> Iterator[str]:
 
 
 def allow_privilege_escalation(c: PodUnderCheck) -> Iterator[str]:
-    if c.windows:
+    if c.windows and c.version >= WINDOWS_EXEMPT_SINCE:
         return
     for container in c.containers:
         field = c.pod.container_field(container, "securityContext", "allowPrivilegeEscalation")
@@ -507,7 +537,7 @@ def run_as_user(c: PodUnderCheck) -> Iterator[str]:
 
 
 def seccomp_restricted(c: PodUnderCheck) -> Iterator[str]:
-    if c.windows:
+    if c.windows and c.version >= WINDOWS_EXEMPT_SINCE:
         return
     fix = "set securityContext.seccompProfile.type: RuntimeDefault (or Localhost) on the pod"
     pod_field = c.pod.spec_field("securityContext", "seccompProfile")
@@ -537,7 +567,7 @@ def seccomp_restricted(c: PodUnderCheck) -> Iterator[str]:
 
 
 def capabilities_restricted(c: PodUnderCheck) -> Iterator[str]:
-    if c.windows:
+    if c.windows and c.version >= WINDOWS_EXEMPT_SINCE:
         return
     for container in c.containers:
         capabilities = ("securityContext", "capabilities")
@@ -566,44 +596,54 @@ class Check:
     level: str
     problems: Callable[[PodUnderCheck], Iterator[str]]
     since: Version = (1, 0)
-    replaced_in_restricted: bool = False
-    """A baseline check whose rule a stricter restricted check takes over."""
+    overrides: str | None = None
+    """The baseline check this restricted check takes over from its `since` version on
+    (`OverrideCheckIDs` upstream): before it, the baseline check applies at restricted too."""
 
 
 CHECKS = (
     Check("hostNamespaces", "baseline", host_namespaces),
     Check("privileged", "baseline", privileged),
-    Check("capabilities_baseline", "baseline", capabilities_baseline, replaced_in_restricted=True),
-    Check("hostPathVolumes", "baseline", host_path_volumes, replaced_in_restricted=True),
+    Check("capabilities_baseline", "baseline", capabilities_baseline),
+    Check("hostPathVolumes", "baseline", host_path_volumes),
     Check("hostPorts", "baseline", host_ports),
     Check("appArmorProfile", "baseline", app_armor),
     Check("seLinuxOptions", "baseline", se_linux_options),
-    Check("procMount", "baseline", proc_mount_baseline, replaced_in_restricted=True),
-    Check("seccompProfile_baseline", "baseline", seccomp_baseline, replaced_in_restricted=True),
+    Check("procMount", "baseline", proc_mount_baseline),
+    Check("seccompProfile_baseline", "baseline", seccomp_baseline),
     Check("sysctls", "baseline", sysctls),
     Check("windowsHostProcess", "baseline", windows_host_process),
     Check("hostProbesAndHostLifecycle", "baseline", probe_and_lifecycle_hosts, since=(1, 34)),
-    Check("restrictedVolumes", "restricted", restricted_volumes),
-    Check("allowPrivilegeEscalation", "restricted", allow_privilege_escalation),
+    Check("restrictedVolumes", "restricted", restricted_volumes, overrides="hostPathVolumes"),
+    Check("allowPrivilegeEscalation", "restricted", allow_privilege_escalation, since=(1, 8)),
     Check("runAsNonRoot", "restricted", run_as_non_root),
     Check("runAsUser", "restricted", run_as_user, since=(1, 23)),
-    Check("seccompProfile_restricted", "restricted", seccomp_restricted),
-    Check("capabilities_restricted", "restricted", capabilities_restricted),
-    Check("procMount_restricted", "restricted", _proc_mount),
+    Check(
+        "seccompProfile_restricted",
+        "restricted",
+        seccomp_restricted,
+        since=(1, 19),
+        overrides="seccompProfile_baseline",
+    ),
+    Check(
+        "capabilities_restricted",
+        "restricted",
+        capabilities_restricted,
+        since=(1, 22),
+        overrides="capabilities_baseline",
+    ),
+    Check("procMount_restricted", "restricted", _proc_mount, since=(1, 35), overrides="procMount"),
 )
 
 
 def checks_for(standard: Standard) -> list[Check]:
+    """The checks of a level at a version, as the admission's check registry assembles them."""
     if standard.level == "privileged":
         return []
-    restricted = standard.level == "restricted"
-    return [
-        check
-        for check in CHECKS
-        if (restricted or check.level == "baseline")
-        and standard.version >= check.since
-        and not (restricted and check.replaced_in_restricted)
-    ]
+    levels = ("baseline", "restricted") if standard.level == "restricted" else ("baseline",)
+    applicable = [c for c in CHECKS if c.level in levels and standard.version >= c.since]
+    overridden = {c.overrides for c in applicable}
+    return [c for c in applicable if c.id not in overridden]
 
 
 def problems_of(pod: Pod, standard: Standard, check: Check) -> Iterator[str]:
