@@ -10,7 +10,15 @@ from components.config import ConfigError
 from gpu_platform_cli.offline import Plan, StackFileError, run_program
 from gpu_platform_cli.project import Project
 
-errors = Console(stderr=True)
+
+def plain_console(stderr: bool = False) -> Console:
+    """A console for the commands' output. Text from stack files, pod files and clouds is shown
+    as written: markup in it is escaped where it is printed, and `:name:` is never an emoji
+    (`gpu-platform:cloud:` would otherwise end in a cloud)."""
+    return Console(stderr=stderr, emoji=False)
+
+
+errors = plain_console(stderr=True)
 
 
 def fail(message: str, exit_code: int) -> NoReturn:

@@ -12,7 +12,6 @@ from typing import Any
 
 import typer
 import yaml
-from rich.console import Console
 from rich.table import Table
 
 from components.eks.instance_types import Gpus, InstanceType, instance_type
@@ -25,7 +24,7 @@ from components.fit import (
     pod_requests,
     pod_spec_of,
 )
-from gpu_platform_cli.cli import fail, plan_or_fail
+from gpu_platform_cli.cli import fail, plain_console, plan_or_fail
 from gpu_platform_cli.offline import Plan
 
 _YAML_KINDS = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}
@@ -35,7 +34,7 @@ EXIT_BAD_INPUT = 2
 
 def run(stack: str, pod_file: Path) -> None:
     """Show which GPU pools each pod in `pod_file` fits, and why not the others."""
-    console = Console()
+    console = plain_console()
     try:
         specs = pods_in(pod_file)
     except (OSError, yaml.YAMLError, ValueError) as error:

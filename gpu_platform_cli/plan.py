@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from gpu_platform_cli.analyzer import PolicyPack, PolicyPackError, Verdict
-from gpu_platform_cli.cli import fail, plan_or_fail
+from gpu_platform_cli.cli import fail, plain_console, plan_or_fail
 from gpu_platform_cli.offline import Plan, PlannedResource
 from gpu_platform_cli.project import Project, ProjectNotFound
 
@@ -77,7 +77,7 @@ def run(
     policy_config: Path | None = None,
 ) -> None:
     """Plan `stack` of the project in the current directory and run the policy pack over it."""
-    console = Console()
+    console = plain_console()
     try:
         project = Project.find()
     except ProjectNotFound as error:

@@ -43,7 +43,7 @@ from components.config import (
     load_stack_config,
 )
 from components.versions import CLUSTER_AUTOSCALER_IMAGES
-from gpu_platform_cli.cli import fail
+from gpu_platform_cli.cli import fail, plain_console
 from gpu_platform_cli.offline import StackFileError, plain_config, stack_config
 
 EXIT_BLOCKED = 1
@@ -127,7 +127,7 @@ class AwsClients:
 
 def run(stack: str) -> None:
     """Check an EKS stack against its AWS account: cluster, instance type offerings, quotas."""
-    console = Console()
+    console = plain_console()
     try:
         config = load_stack_config(*_gpu_platform_config(stack_config(stack)))
     except (FileNotFoundError, StackFileError) as unreadable:

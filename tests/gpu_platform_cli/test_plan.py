@@ -100,3 +100,17 @@ def test_unknown_stack_exits_2_listing_the_stack_files(invoke) -> None:
     assert result.exit_code == EXIT_CONFIG_ERROR
     assert "Pulumi.nope.yaml" in result.output
     assert "the stacks there: dev, gke-dev, prod" in result.output
+
+
+def test_config_text_is_printed_as_written_never_as_markup_or_emoji(
+    invoke, stack_file_says, dev_config
+) -> None:
+    dev_config["gpu-platform:cloud"] = "azure"
+    dev_config["gpu-platform:pools"][0]["name"] = "[/red]"
+    stack_file_says(dev_config)
+
+    result = invoke("dev")
+
+    assert result.exit_code == EXIT_CONFIG_ERROR
+    assert "gpu-platform:cloud: got" in result.output
+    assert '"[/red]"' in result.output
