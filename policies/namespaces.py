@@ -32,7 +32,7 @@ EXEMPT_NAMESPACES = Setting(
     {
         "type": "array",
         "items": {"type": "string"},
-        "default": ["gpu-operator", "monitoring", "kube-system"],
+        "default": ["gpu-operator", "monitoring", "monitoring-node-exporter", "kube-system"],
         "description": "Namespaces that may enforce a level below restricted: those whose pods "
         "need host access (the GPU Operator's drivers and device plugin, node exporters).",
     },

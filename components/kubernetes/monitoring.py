@@ -49,6 +49,7 @@ STACK_RELEASE_HISTORY = 10
 """Helm revisions kept as Secrets in the namespace, for `helm rollback`."""
 STACK_TIMEOUT_SECONDS = 600
 GMP_SCRAPE_INTERVAL = "30s"
+NODE_EXPORTER_NAMESPACE_SUFFIX = "-node-exporter"
 """The exporter refreshes its readings every 30 seconds; Managed Service for Prometheus bills by
 sample, so scraping more often would cost more for repeated values."""
 
@@ -85,8 +86,18 @@ class GpuMonitoring(pulumi.ComponentResource):
         self.prometheus_operator = []
         namespace: pulumi.Input[str] = monitoring.namespace
         if monitoring.install_prometheus_stack:
-            namespace = self._stack_namespace(name, monitoring.namespace, args.protect)
-            self.prometheus_operator = [self._prometheus_stack(name, namespace, args.protect)]
+            namespace = self._stack_namespace(
+                f"{name}-namespace", monitoring.namespace, "baseline", args.protect
+            )
+            node_exporter_namespace = self._stack_namespace(
+                f"{name}-node-exporter-namespace",
+                node_exporter_namespace_for(monitoring),
+                "privileged",
+                args.protect,
+            )
+            self.prometheus_operator = [
+                self._prometheus_stack(name, namespace, node_exporter_namespace, args.protect)
+            ]
 
         rules = gpu_alert_rules(monitoring, args.operator_namespace)
         apiextensions.CustomResource(
@@ -118,21 +129,23 @@ class GpuMonitoring(pulumi.ComponentResource):
         self.rule_names = pulumi.Output.from_input(alert_names(rules))
         self.register_outputs({"rule_names": self.rule_names})
 
-    def _stack_namespace(self, name: str, namespace_name: str, protect: bool) -> pulumi.Output[str]:
-        # node-exporter, part of the stack, runs with the host's network and PID namespaces and
-        # mounts its filesystem to read the node's metrics: only `privileged` admits it.
+    def _stack_namespace(
+        self, name: str, namespace_name: str, level: str, protect: bool
+    ) -> pulumi.Output[str]:
         namespace = core.v1.Namespace(
-            f"{name}-namespace",
-            metadata=meta.v1.ObjectMetaArgs(
-                name=namespace_name, labels=pod_security_labels("privileged")
-            ),
+            name,
+            metadata=meta.v1.ObjectMetaArgs(name=namespace_name, labels=pod_security_labels(level)),
             opts=pulumi.ResourceOptions(parent=self, protect=protect),
         )
         # Taking the name from the Namespace makes what goes into it wait for it.
         return namespace.metadata.apply(lambda _: namespace_name)
 
     def _prometheus_stack(
-        self, name: str, namespace: pulumi.Input[str], protect: bool
+        self,
+        name: str,
+        namespace: pulumi.Input[str],
+        node_exporter_namespace: pulumi.Input[str],
+        protect: bool,
     ) -> pulumi.Resource:
         chart = KUBE_PROMETHEUS_STACK_CHART
         return helm.v3.Release(
@@ -146,7 +159,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 repository_opts=helm.v3.RepositoryOptsArgs(repo=chart.repository),
                 namespace=namespace,
                 create_namespace=False,
-                values=prometheus_stack_values(),
+                values=prometheus_stack_values(node_exporter_namespace),
                 atomic=True,
                 cleanup_on_fail=True,
                 timeout=STACK_TIMEOUT_SECONDS,
@@ -171,11 +184,24 @@ class GpuMonitoring(pulumi.ComponentResource):
         )
 
 
-def prometheus_stack_values() -> dict[str, Any]:
-    """kube-prometheus-stack values: the chart's defaults but for Grafana's admin password and
-    the dashboard sidecar's label, stated so that the dashboard ConfigMap keeps matching it."""
+def node_exporter_namespace_for(monitoring: MonitoringSpec) -> str:
+    """Where the installed stack's node-exporter runs: a namespace of its own, the only one of
+    the stack that is `privileged`."""
+    return f"{monitoring.namespace}{NODE_EXPORTER_NAMESPACE_SUFFIX}"
+
+
+def prometheus_stack_values(node_exporter_namespace: pulumi.Input[str]) -> dict[str, Any]:
+    """kube-prometheus-stack values: the chart's defaults but for Grafana's admin password, the
+    dashboard sidecar's label (stated so that the dashboard ConfigMap keeps matching it) and
+    node-exporter's namespace."""
     label, value = DASHBOARD_SIDECAR_LABEL
     return {
+        # node-exporter runs with the host's network and PID namespaces and mounts its root
+        # filesystem to read the node's metrics: only `privileged` admits it. Every other pod of
+        # the stack (operator, Prometheus, Alertmanager, Grafana, kube-state-metrics) needs no
+        # host access, and stays under `baseline` in the stack's own namespace. The subchart's
+        # `namespaceOverride` (kube-prometheus-stack's values.yaml) moves only the DaemonSet.
+        "prometheus-node-exporter": {"namespaceOverride": node_exporter_namespace},
         "grafana": {
             # The chart's default password is published in its values file; left empty, the
             # Grafana chart generates one into its Secret (`kube-prometheus-stack-grafana`).

@@ -204,17 +204,41 @@ def test_the_stack_release_name_is_the_label_its_prometheus_selects(
     assert labels["release"] == stack_release(plan).inputs["name"]
 
 
-def test_the_stack_namespace_is_privileged_for_node_exporter(
+def pod_security(level: str) -> dict[str, str]:
+    return {
+        f"pod-security.kubernetes.io/{mode}{suffix}": value
+        for mode in ("enforce", "audit", "warn")
+        for suffix, value in (("", level), ("-version", POD_SECURITY_VERSION))
+    }
+
+
+def stack_namespaces(plan: Plan) -> dict[str, PlannedResource]:
+    return {
+        r.inputs["metadata"]["name"]: r
+        for r in plan.children_of(component(plan))
+        if r.type == NAMESPACE
+    }
+
+
+def test_the_stack_namespace_is_baseline_as_none_of_its_pods_needs_the_host(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
     plan = plan_for(with_monitoring(dev_config, installPrometheusStack=True))
-    namespace = child(plan, NAMESPACE)
-    assert namespace.inputs["metadata"]["name"] == "monitoring"
-    assert namespace.inputs["metadata"]["labels"] == {
-        f"pod-security.kubernetes.io/{mode}{suffix}": value
-        for mode in ("enforce", "audit", "warn")
-        for suffix, value in (("", "privileged"), ("-version", POD_SECURITY_VERSION))
-    }
+
+    namespace = stack_namespaces(plan)["monitoring"]
+    assert namespace.inputs["metadata"]["labels"] == pod_security("baseline")
+    assert namespace.urn in stack_release(plan).dependencies
+
+
+def test_node_exporter_alone_runs_in_a_privileged_namespace(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_monitoring(dev_config, installPrometheusStack=True))
+
+    namespace = stack_namespaces(plan)["monitoring-node-exporter"]
+    assert namespace.inputs["metadata"]["labels"] == pod_security("privileged")
+    values = stack_release(plan).inputs["values"]
+    assert values["prometheus-node-exporter"] == {"namespaceOverride": "monitoring-node-exporter"}
     assert namespace.urn in stack_release(plan).dependencies
 
 
