@@ -11,6 +11,7 @@ other Pulumi configuration.
 
 import difflib
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal, NamedTuple
@@ -56,9 +57,26 @@ _MIG_PROFILE = r"^all-\d+g\.\d+gb$"
 _CLUSTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
 _GCP_LOCATION = r"^[a-z]+-[a-z]+[0-9]+(-[a-z])?$"
 _GCP_SERVICE_ACCOUNT = r"^[a-z0-9][-a-z0-9]*@[-a-z0-9.]+\.gserviceaccount\.com$"
+# NVIDIA tags every gpu-operator chart `v<major>.<minor>.<patch>`; anything else is a typo, a
+# range or another chart's version, and Helm would only say so at `pulumi up`.
+_OPERATOR_CHART_VERSION = r"^v[0-9]+\.[0-9]+\.[0-9]+$"
+# Something other than whitespace: an empty or blank name would silently mean "none" (the
+# current kubeconfig context, the provider's default region) instead of being refused.
+_NOT_BLANK = r"^\s*\S"
+_IAM_ROLE_ARN = (
+    r"^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:role/([!-~]+/)?[A-Za-z0-9_+=,.@-]{1,64}$"
+)
+# The release of an EKS-optimized AMI: the Kubernetes version, then the build date on AL2023
+# (`1.33.4-20251016`) or the Bottlerocket build's commit (`1.52.0-0d4a7f31`). A date is also
+# eight hex digits, so the field takes either; `_ami_release_problems` checks AL2023's.
+_AMI_RELEASE = r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9a-f]{8}$"
+_AL2023_AMI_RELEASE = r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]{8}$"
+_SUBNET_ID = r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$"
+_CAPACITY_RESERVATION_ID = r"^cr-[0-9a-f]{17}$"
 LabelKey = Annotated[str, StringConstraints(pattern=_LABEL_KEY, max_length=317)]
 LabelValue = Annotated[str, StringConstraints(pattern=_LABEL_VALUE)]
 ExactChartVersion = Annotated[str, StringConstraints(pattern=_EXACT_VERSION)]
+NotBlank = Annotated[str, StringConstraints(pattern=_NOT_BLANK)]
 HttpsUrl = Annotated[str, StringConstraints(pattern=_HTTPS_URL)]
 
 # What each pattern means, for error messages people can act on.
@@ -74,6 +92,16 @@ _PATTERN_MEANINGS = {
     _GCP_LOCATION: "a GCP region such as us-central1 or a zone such as us-central1-a",
     _GCP_SERVICE_ACCOUNT: "a service account e-mail such as"
     " gpu-nodes@my-project.iam.gserviceaccount.com",
+    _OPERATOR_CHART_VERSION: "a gpu-operator chart version such as v26.7.0: 'v', then"
+    " major.minor.patch (no ranges, no 'latest')",
+    _NOT_BLANK: "a value that is not empty or blank",
+    _IAM_ROLE_ARN: "an IAM role ARN such as arn:aws:iam::123456789012:role/gpu-nodes (partition"
+    " aws, aws-cn or aws-us-gov, a 12-digit account id)",
+    _AMI_RELEASE: "an EKS-optimized AMI release: 1.33.4-20251016 on AL2023 (Kubernetes version,"
+    " build date) or 1.52.0-0d4a7f31 on Bottlerocket (version, build commit)",
+    _SUBNET_ID: "a subnet id: 'subnet-' and 8 or 17 hex digits, such as subnet-0123456789abcdef0",
+    _CAPACITY_RESERVATION_ID: "a Capacity Block's reservation id: 'cr-' and 17 hex digits,"
+    " such as cr-0123456789abcdef0",
 }
 
 
@@ -185,16 +213,19 @@ class TaintSpec(_Model):
 class EksPoolOptions(_Model):
     """Settings that only an EKS managed node group has."""
 
-    ami_release_version: str | None = None
-    """EKS-optimized AMI release (`1.33.4-20251016`); None keeps EKS's latest at creation."""
+    ami_release_version: Annotated[str, StringConstraints(pattern=_AMI_RELEASE)] | None = None
+    """EKS-optimized AMI release: `1.33.4-20251016` on AL2023, `1.52.0-0d4a7f31` on
+    Bottlerocket. None keeps EKS's latest at creation."""
     ami_release_from_ssm: bool = False
     """Resolve the release from the SSM recommended-release parameter at plan time instead."""
-    node_role_arn: str | None = None
+    node_role_arn: Annotated[str, StringConstraints(pattern=_IAM_ROLE_ARN)] | None = None
     """An existing node IAM role to use instead of creating one for the pool."""
     metadata_hop_limit: Literal[1, 2] = 1
     """IMDSv2 hop limit: 1 keeps pods from reaching the node's credentials; 2 only for
     workloads that must call IMDS through an extra network hop (no IRSA or Pod Identity)."""
-    capacity_reservation_id: str | None = None
+    capacity_reservation_id: (
+        Annotated[str, StringConstraints(pattern=_CAPACITY_RESERVATION_ID)] | None
+    ) = None
     """The EC2 Capacity Block (`cr-...`) a `capacity-block` pool launches into; required there.
     Name the block's zone in `zones`."""
     max_unavailable_percent: int | None = Field(default=None, ge=1, le=100)
@@ -264,18 +295,18 @@ class ClusterSpec(_Model):
     """The existing cluster the stack attaches to."""
 
     name: Annotated[str, StringConstraints(pattern=_CLUSTER_NAME)]
-    region: str | None = None
+    region: NotBlank | None = None
     """AWS region of the EKS cluster."""
-    project: str | None = None
+    project: NotBlank | None = None
     """GCP project of the GKE cluster."""
     location: Annotated[str, StringConstraints(pattern=_GCP_LOCATION)] | None = None
     """GKE cluster location: a region (regional cluster) or a zone (zonal cluster)."""
     node_image: Literal["al2023", "bottlerocket", "cos", "ubuntu"] | None = None
     """GPU node OS: `al2023` (default) or `bottlerocket` on EKS; `cos` (default) or `ubuntu`
     on GKE. It decides who installs the driver, so it holds for every pool of the stack."""
-    kubeconfig_context: str | None = None
+    kubeconfig_context: NotBlank | None = None
     """Use this context of the local kubeconfig instead of building access from the cluster."""
-    node_subnet_ids: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
+    node_subnet_ids: list[Annotated[str, StringConstraints(pattern=_SUBNET_ID)]] = Field(
         default_factory=list
     )
     """EKS: subnets for the GPU nodes; empty means the cluster's own subnets that do not assign
@@ -288,14 +319,17 @@ class ClusterSpec(_Model):
 class OperatorSpec(_Model):
     """The NVIDIA GPU Operator release."""
 
-    chart_version: ExactChartVersion = GPU_OPERATOR_CHART.version
+    chart_version: Annotated[str, StringConstraints(pattern=_OPERATOR_CHART_VERSION)] = (
+        GPU_OPERATOR_CHART.version
+    )
     """The `gpu-operator` chart version. The values the platform sets are checked against the
     pinned version's keys only: another version is for trying an upgrade in one environment."""
     repository: HttpsUrl = GPU_OPERATOR_CHART.repository
     """The Helm repository serving the chart, for a mirror of NVIDIA's."""
     namespace: DnsLabel = "gpu-operator"
-    """The operator's own namespace, the only one the platform runs as Pod Security
-    `privileged`."""
+    """The operator's own namespace, which the platform runs as Pod Security `privileged`: the
+    drivers, toolkit and device plugin need the host. The only other is node-exporter's, where
+    the platform installs the Prometheus stack."""
     timeout_seconds: int = Field(default=900, ge=300, le=3600)
     """How long Helm waits for the operator's pods; driver builds on first boot are slow."""
     critical_pod_quota: int = Field(default=1000, ge=100, le=100000)
@@ -312,12 +346,14 @@ class MonitoringSpec(_Model):
     """GPU metrics, alerts and dashboards."""
 
     namespace: DnsLabel = "monitoring"
-    """Where the GPU alert rules and dashboard go, and the Prometheus stack when installed. The
-    platform creates it only with `installPrometheusStack`; otherwise it must already exist and be
-    one the cluster's Prometheus reads rules from and its Grafana reads dashboards from."""
+    """Where the GPU alert rules and dashboard go, and the Prometheus stack when installed; not
+    the operator's namespace. The platform creates it only with `installPrometheusStack`;
+    otherwise it must already exist and be one the cluster's Prometheus reads rules from and its
+    Grafana reads dashboards from."""
     install_prometheus_stack: bool = False
     """Install a pinned kube-prometheus-stack; leave off where the cluster already runs the
-    Prometheus Operator."""
+    Prometheus Operator. Its namespace enforces Pod Security `baseline`; its node-exporter, which
+    needs the host, runs in `<namespace>-node-exporter`, `privileged`."""
     service_monitor_labels: dict[LabelKey, LabelValue] = Field(
         default_factory=lambda: {"release": KUBE_PROMETHEUS_STACK_CHART.name}
     )
@@ -336,11 +372,19 @@ class MonitoringSpec(_Model):
     The alert rules and the dashboard remain Prometheus Operator and Grafana objects, so the
     cluster still needs the Prometheus Operator's CRDs (or `installPrometheusStack`)."""
 
+    @property
+    def node_exporter_namespace(self) -> str:
+        """Where the installed stack's node-exporter runs: a namespace of its own, the only one
+        of the stack that is `privileged`."""
+        return f"{self.namespace}-node-exporter"
+
 
 class TenantNamespaceSpec(_Model):
     """A namespace where teams run GPU workloads."""
 
     name: DnsLabel
+    """A namespace of the team's own: none of Kubernetes' (`kube-system`, `kube-public`,
+    `kube-node-lease`, `default`) and none the operator, monitoring or autoscaler run in."""
     gpu_quota: int = Field(ge=0, le=10000)
     """GPUs (or GPU slices) the namespace may request at once, for each GPU resource the pools
     advertise (`nvidia.com/gpu`, and `nvidia.com/mig-<slice>` on MIG `mixed` pools)."""
@@ -574,6 +618,12 @@ def _problems_from(error: ValidationError) -> Iterator[ConfigProblem]:
             for i, part in enumerate(e["loc"])
             if not (i > 0 and e["loc"][i - 1] == "sharing" and part in SHARING_MODES)
         ]
+        if e["type"] == "union_tag_not_found" and loc[-1] == "sharing":
+            # `sharing: {replicas: 4}`: the key missing is the mode, which decides what the
+            # others mean; pydantic would only say it found no tag in the whole object.
+            modes = ", ".join(f"'{mode}'" for mode in SHARING_MODES)
+            yield ConfigProblem(key_path(*loc, "mode"), _MISSING, f"one of {modes}")
+            continue
         value = _MISSING if e["type"] == "missing" else e["input"]
         yield ConfigProblem(
             key_path(*loc), value, _expectation(e["type"], e["msg"], e.get("ctx", {}))
@@ -600,7 +650,9 @@ def _expectation(kind: str, message: str, ctx: Mapping[str, Any]) -> str:
 
 def _cross_field_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _cluster_problems(config)
+    yield from _other_cloud_problems(config)
     yield from _pool_problems(config)
+    yield from _ami_release_problems(config)
     yield from _bottlerocket_sharing_problems(config)
     yield from _gke_pool_problems(config)
     yield from _operator_override_problems(config)
@@ -623,6 +675,64 @@ def _cluster_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             cluster.node_image,
             f"one of {list(images)} when cloud is {config.cloud}",
         )
+
+
+def _platform(config: StackConfig) -> Platform | None:
+    """The stack's platform; None while its node image is another cloud's (`_cluster_problems`
+    reports that), so that rules about one platform do not fail on it."""
+    image = config.cluster.node_image
+    return config.platform if image in (None, *_NODE_IMAGES[config.cloud]) else None
+
+
+# Settings only one cloud's components read, by field name, with what each is. The other cloud
+# would silently ignore them, so a stack carrying one reads as if it did something; only what
+# the user set counts (`model_fields_set`), as every stack has the defaults.
+_CLUSTER_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
+    "region": (Cloud.AWS, "the EKS cluster's region"),
+    "node_subnet_ids": (Cloud.AWS, "the EKS node groups' subnets"),
+    "cni_policy_on_node_role": (Cloud.AWS, "the VPC CNI's policy on the EKS node roles"),
+    "project": (Cloud.GCP, "the GKE cluster's project"),
+    "location": (Cloud.GCP, "the GKE cluster's location"),
+}
+_OPERATOR_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
+    "critical_pod_quota": (Cloud.GCP, "GKE admits critical pods outside kube-system by quota"),
+}
+_MONITORING_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
+    "google_managed_prometheus": (Cloud.GCP, "Managed Service for Prometheus is GKE's"),
+}
+_STACK_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
+    "autoscaler": (Cloud.AWS, "GKE scales its node pools itself"),
+}
+_POOL_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
+    "aws": (Cloud.AWS, "EKS node group settings"),
+    "gcp": (Cloud.GCP, "GKE node pool settings"),
+}
+
+
+def _other_cloud_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    sections: list[tuple[tuple[str | int, ...], BaseModel, Mapping[str, tuple[Cloud, str]]]] = [
+        ((), config, _STACK_OPTIONS),
+        (("cluster",), config.cluster, _CLUSTER_OPTIONS),
+        (("operator",), config.operator, _OPERATOR_OPTIONS),
+        (("monitoring",), config.monitoring, _MONITORING_OPTIONS),
+    ]
+    sections += [(("pools", i), pool, _POOL_OPTIONS) for i, pool in enumerate(config.pools)]
+    for loc, model, options in sections:
+        for field, (cloud, what) in options.items():
+            if cloud is config.cloud or field not in model.model_fields_set:
+                continue
+            value = getattr(model, field)
+            if isinstance(value, BaseModel):
+                # A block counts by what is set in it: `aws: {}` sets nothing.
+                value = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+                if not value:
+                    continue
+            yield ConfigProblem(
+                key_path(*loc, type(model).model_fields[field].alias or field),
+                value,
+                f"no value when cloud is {config.cloud}: it applies to {cloud} stacks only"
+                f" ({what})",
+            )
 
 
 # Labels the platform sets from the pool's description; a pool overriding one would break
@@ -683,6 +793,23 @@ def _pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         )
 
 
+def _ami_release_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    # An AL2023 release ends in its build date; one ending in a Bottlerocket commit names no
+    # AL2023 AMI, and EKS would refuse it only at `pulumi up`. The other way round cannot be
+    # told apart: a commit may be all digits.
+    if _platform(config) is not Platform.EKS_AL2023:
+        return
+    for i, pool in enumerate(config.pools):
+        release = pool.aws.ami_release_version
+        if release is not None and not re.match(_AL2023_AMI_RELEASE, release):
+            yield ConfigProblem(
+                key_path("pools", i, "aws", "amiReleaseVersion"),
+                release,
+                "an AL2023 release with nodeImage al2023: the Kubernetes version and the build"
+                " date, such as 1.33.4-20251016 (1.52.0-0d4a7f31 is Bottlerocket's form)",
+            )
+
+
 def _bottlerocket_sharing_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     # Bottlerocket's NVIDIA variant runs its own device plugin, so the GPU Operator's is off
     # there and its per-node sharing configs and MIG manager reach no node: a shared pool would
@@ -705,7 +832,7 @@ def _gke_pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     # On COS, Google's driver installer loads COS's signed driver; a driver the operator built
     # as well would fight it for the same GPUs.
     driver = config.operator.overrides.get("driver", {})
-    if config.platform is Platform.GKE_COS and driver.get("enabled") is True:
+    if _platform(config) is Platform.GKE_COS and driver.get("enabled") is True:
         yield ConfigProblem(
             key_path("operator", "overrides", "driver", "enabled"),
             True,
@@ -765,12 +892,32 @@ def _mig_problems(pool: GpuPoolSpec, index: int) -> Iterator[ConfigProblem]:
             yield problem
 
 
+_SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", "default")
+
+
+def _autoscaler_installed(config: StackConfig) -> bool:
+    return config.cloud is Cloud.AWS and config.autoscaler.install
+
+
 def _namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    # The platform declares each tenant namespace with its Pod Security level and GPU quota: in
+    # a namespace Kubernetes or the platform itself runs in, it would be declared twice or put
+    # restricted Pod Security and a GPU quota on the pods already there. Later entries win, so
+    # a system namespace is named as such even where a component runs in it.
     reserved = {
-        config.operator.namespace: "the GPU Operator",
-        config.monitoring.namespace: "monitoring",
-        "kube-system": "Kubernetes",
-        "default": "Kubernetes",
+        **(
+            {config.autoscaler.namespace: "the cluster autoscaler's (autoscaler.namespace)"}
+            if _autoscaler_installed(config)
+            else {}
+        ),
+        config.monitoring.namespace: "the monitoring namespace (monitoring.namespace)",
+        **(
+            {config.monitoring.node_exporter_namespace: "the installed Prometheus stack's"}
+            if config.monitoring.install_prometheus_stack
+            else {}
+        ),
+        config.operator.namespace: "the GPU Operator's (operator.namespace)",
+        **{name: "a Kubernetes system namespace" for name in _SYSTEM_NAMESPACES},
     }
     pool_names = {p.name for p in config.pools}
     seen: set[str] = set()
@@ -779,7 +926,8 @@ def _namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             yield ConfigProblem(
                 key_path("namespaces", i, "name"),
                 ns.name,
-                f"a namespace of its own (this one belongs to {reserved[ns.name]})",
+                f"a namespace of its own, none of {', '.join(reserved)}:"
+                f" {ns.name} is {reserved[ns.name]}",
             )
         if ns.name in seen:
             yield ConfigProblem(
@@ -800,15 +948,35 @@ def _namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 ns.gpu_quota,
                 "at least 1 when the namespace runs a smoke test",
             )
+    tenants = [ns.name for ns in config.namespaces]
+    autoscaler = config.autoscaler.namespace
+    # Any pod of a tenant's namespace may run as the autoscaler's service account there, whose
+    # AWS role resizes the cluster's node groups. In a system namespace the tenant is the one to
+    # move, reported above.
+    if (
+        _autoscaler_installed(config)
+        and autoscaler in tenants
+        and autoscaler not in _SYSTEM_NAMESPACES
+    ):
+        yield ConfigProblem(
+            key_path("autoscaler", "namespace"),
+            autoscaler,
+            f"a namespace that is not a tenant's (namespaces[{tenants.index(autoscaler)}] is"
+            f" {autoscaler}); the default is kube-system",
+        )
 
 
 def _monitoring_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     monitoring = config.monitoring
-    if monitoring.google_managed_prometheus and config.cloud is not Cloud.GCP:
+    operator_namespace = config.operator.namespace
+    if monitoring.namespace == operator_namespace:
+        # The GPU Operator's namespace is declared (privileged) for the operator and goes with
+        # it; the Prometheus stack would declare it a second time.
         yield ConfigProblem(
-            key_path("monitoring", "googleManagedPrometheus"),
-            True,
-            f"false when cloud is {config.cloud} (Managed Service for Prometheus is GKE's)",
+            key_path("monitoring", "namespace"),
+            monitoring.namespace,
+            f"a namespace other than the GPU Operator's ({operator_namespace},"
+            " operator.namespace): the platform declares that one for the operator alone",
         )
     release = KUBE_PROMETHEUS_STACK_CHART.name
     if (

@@ -49,7 +49,6 @@ STACK_RELEASE_HISTORY = 10
 """Helm revisions kept as Secrets in the namespace, for `helm rollback`."""
 STACK_TIMEOUT_SECONDS = 600
 GMP_SCRAPE_INTERVAL = "30s"
-NODE_EXPORTER_NAMESPACE_SUFFIX = "-node-exporter"
 """The exporter refreshes its readings every 30 seconds; Managed Service for Prometheus bills by
 sample, so scraping more often would cost more for repeated values."""
 
@@ -91,7 +90,7 @@ class GpuMonitoring(pulumi.ComponentResource):
             )
             node_exporter_namespace = self._stack_namespace(
                 f"{name}-node-exporter-namespace",
-                node_exporter_namespace_for(monitoring),
+                monitoring.node_exporter_namespace,
                 "privileged",
                 args.protect,
             )
@@ -182,12 +181,6 @@ class GpuMonitoring(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self),
         )
-
-
-def node_exporter_namespace_for(monitoring: MonitoringSpec) -> str:
-    """Where the installed stack's node-exporter runs: a namespace of its own, the only one of
-    the stack that is `privileged`."""
-    return f"{monitoring.namespace}{NODE_EXPORTER_NAMESPACE_SUFFIX}"
 
 
 def prometheus_stack_values(node_exporter_namespace: pulumi.Input[str]) -> dict[str, Any]:

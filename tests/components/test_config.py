@@ -27,6 +27,28 @@ def second_pool(config: Config, **fields: Any) -> None:
     config[POOLS].append({**pool(config), "name": "second", **fields})
 
 
+def cluster(config: Config, **fields: Any) -> Config:
+    config["gpu-platform:cluster"].update(fields)
+    return config
+
+
+def tenant(config: Config, **fields: Any) -> Config:
+    config["gpu-platform:namespaces"][0].update(fields)
+    return config
+
+
+def section(config: Config, key: str, **fields: Any) -> Config:
+    """The config with keys of a top-level object (`operator`, `autoscaler`...) set."""
+    config.setdefault(f"gpu-platform:{key}", {}).update(fields)
+    return config
+
+
+def pool_options(config: Config, cloud: str, **options: Any) -> Config:
+    """The config with `aws` or `gcp` options of its first pool set."""
+    pool(config).setdefault(cloud, {}).update(options)
+    return config
+
+
 def mig_pool(**fields: Any) -> dict[str, Any]:
     return {
         "name": "a100-mig",
@@ -236,6 +258,391 @@ def test_bad_config_names_its_key_and_registers_nothing(
     assert plan.resources == []
 
 
+DEV = "dev_config"
+GKE = "gke_config"
+DNS_LABEL = "lowercase letters, digits and '-'"
+NOT_BLANK = "a value that is not empty or blank"
+FOR_GCP = "no value when cloud is aws: it applies to gcp stacks only"
+FOR_AWS = "no value when cloud is gcp: it applies to aws stacks only"
+SYSTEM_NAMESPACE = "is a Kubernetes system namespace"
+
+# (what is wrong, the stack fixture it breaks, how, the key path the error must name, words the
+# expectation must contain)
+BAD_VALUES: list[tuple[str, str, Callable[[Config], Any], str, str]] = [
+    # Empty names: each would otherwise mean "none" or reach the cloud as a blank name.
+    (
+        "empty cluster name",
+        DEV,
+        lambda c: cluster(c, name=""),
+        "gpu-platform:cluster.name",
+        "letters, digits, '-' and '_'",
+    ),
+    (
+        "empty region",
+        DEV,
+        lambda c: cluster(c, region=""),
+        "gpu-platform:cluster.region",
+        NOT_BLANK,
+    ),
+    (
+        "empty kubeconfig context",
+        DEV,
+        lambda c: cluster(c, kubeconfigContext=""),
+        "gpu-platform:cluster.kubeconfigContext",
+        NOT_BLANK,
+    ),
+    (
+        "blank kubeconfig context",
+        DEV,
+        lambda c: cluster(c, kubeconfigContext="  "),
+        "gpu-platform:cluster.kubeconfigContext",
+        NOT_BLANK,
+    ),
+    (
+        "empty GCP project",
+        GKE,
+        lambda c: cluster(c, project=""),
+        "gpu-platform:cluster.project",
+        NOT_BLANK,
+    ),
+    (
+        "empty pool name",
+        DEV,
+        lambda c: pool(c).update(name=""),
+        "gpu-platform:pools[0].name",
+        DNS_LABEL,
+    ),
+    (
+        "empty tenant namespace",
+        DEV,
+        lambda c: tenant(c, name=""),
+        "gpu-platform:namespaces[0].name",
+        DNS_LABEL,
+    ),
+    (
+        "empty node service account",
+        GKE,
+        lambda c: pool_options(c, "gcp", serviceAccount=""),
+        "gpu-platform:pools[0].gcp.serviceAccount",
+        "a service account e-mail",
+    ),
+    (
+        "empty node role",
+        DEV,
+        lambda c: pool_options(c, "aws", nodeRoleArn=""),
+        "gpu-platform:pools[0].aws.nodeRoleArn",
+        "an IAM role ARN",
+    ),
+    (
+        "empty capacity reservation",
+        DEV,
+        lambda c: pool_options(c, "aws", capacityReservationId=""),
+        "gpu-platform:pools[0].aws.capacityReservationId",
+        "'cr-' and 17 hex digits",
+    ),
+    (
+        "empty AMI release",
+        DEV,
+        lambda c: pool_options(c, "aws", amiReleaseVersion=""),
+        "gpu-platform:pools[0].aws.amiReleaseVersion",
+        "an EKS-optimized AMI release",
+    ),
+    (
+        "empty operator repository",
+        DEV,
+        lambda c: section(c, "operator", repository=""),
+        "gpu-platform:operator.repository",
+        "an https:// or oci:// URL",
+    ),
+    (
+        "empty operator chart version",
+        DEV,
+        lambda c: section(c, "operator", chartVersion=""),
+        "gpu-platform:operator.chartVersion",
+        "such as v26.7.0",
+    ),
+    (
+        "empty operator namespace",
+        DEV,
+        lambda c: section(c, "operator", namespace=""),
+        "gpu-platform:operator.namespace",
+        DNS_LABEL,
+    ),
+    (
+        "empty autoscaler namespace",
+        DEV,
+        lambda c: section(c, "autoscaler", namespace=""),
+        "gpu-platform:autoscaler.namespace",
+        DNS_LABEL,
+    ),
+    (
+        "empty autoscaler image tag",
+        DEV,
+        lambda c: section(c, "autoscaler", imageTag=""),
+        "gpu-platform:autoscaler.imageTag",
+        "an exact version",
+    ),
+    (
+        "empty monitoring namespace",
+        DEV,
+        lambda c: section(c, "monitoring", namespace=""),
+        "gpu-platform:monitoring.namespace",
+        DNS_LABEL,
+    ),
+    # Namespaces declared twice, or a tenant's Pod Security and quota over pods already there.
+    (
+        "monitoring in the operator's namespace",
+        DEV,
+        lambda c: section(c, "monitoring", namespace="gpu-operator"),
+        "gpu-platform:monitoring.namespace",
+        "other than the GPU Operator's (gpu-operator, operator.namespace)",
+    ),
+    (
+        "operator in the monitoring namespace",
+        DEV,
+        lambda c: section(c, "operator", namespace="monitoring"),
+        "gpu-platform:monitoring.namespace",
+        "other than the GPU Operator's (monitoring, operator.namespace)",
+    ),
+    (
+        "tenant in kube-system",
+        DEV,
+        lambda c: tenant(c, name="kube-system"),
+        "gpu-platform:namespaces[0].name",
+        SYSTEM_NAMESPACE,
+    ),
+    (
+        "tenant in kube-public",
+        DEV,
+        lambda c: tenant(c, name="kube-public"),
+        "gpu-platform:namespaces[0].name",
+        SYSTEM_NAMESPACE,
+    ),
+    (
+        "tenant in kube-node-lease",
+        DEV,
+        lambda c: tenant(c, name="kube-node-lease"),
+        "gpu-platform:namespaces[0].name",
+        SYSTEM_NAMESPACE,
+    ),
+    (
+        "tenant in default",
+        DEV,
+        lambda c: tenant(c, name="default"),
+        "gpu-platform:namespaces[0].name",
+        SYSTEM_NAMESPACE,
+    ),
+    (
+        "tenant in the monitoring namespace",
+        DEV,
+        lambda c: tenant(c, name="monitoring"),
+        "gpu-platform:namespaces[0].name",
+        "monitoring is the monitoring namespace (monitoring.namespace)",
+    ),
+    (
+        "tenant in the installed Prometheus stack's node-exporter namespace",
+        DEV,
+        lambda c: tenant(
+            section(c, "monitoring", installPrometheusStack=True), name="monitoring-node-exporter"
+        ),
+        "gpu-platform:namespaces[0].name",
+        "monitoring-node-exporter is the installed Prometheus stack's",
+    ),
+    (
+        "tenant in the operator's namespace, named by the operator",
+        DEV,
+        lambda c: tenant(section(c, "operator", namespace="nvidia"), name="nvidia"),
+        "gpu-platform:namespaces[0].name",
+        "nvidia is the GPU Operator's (operator.namespace)",
+    ),
+    (
+        "tenant in the autoscaler's namespace",
+        DEV,
+        lambda c: tenant(section(c, "autoscaler", namespace="scaling"), name="scaling"),
+        "gpu-platform:namespaces[0].name",
+        "scaling is the cluster autoscaler's (autoscaler.namespace)",
+    ),
+    (
+        "autoscaler in a tenant's namespace",
+        DEV,
+        lambda c: section(c, "autoscaler", namespace="ml-sandbox"),
+        "gpu-platform:autoscaler.namespace",
+        "not a tenant's (namespaces[0] is ml-sandbox)",
+    ),
+    # Options of the other cloud, which this stack's components would silently ignore.
+    (
+        "GKE pool options on EKS",
+        DEV,
+        lambda c: pool_options(c, "gcp", maxSurge=2),
+        "gpu-platform:pools[0].gcp",
+        FOR_GCP,
+    ),
+    (
+        "GCP project on EKS",
+        DEV,
+        lambda c: cluster(c, project="acme-ml"),
+        "gpu-platform:cluster.project",
+        FOR_GCP,
+    ),
+    (
+        "GKE location on EKS",
+        DEV,
+        lambda c: cluster(c, location="us-central1"),
+        "gpu-platform:cluster.location",
+        FOR_GCP,
+    ),
+    (
+        "critical pod quota on EKS",
+        DEV,
+        lambda c: section(c, "operator", criticalPodQuota=500),
+        "gpu-platform:operator.criticalPodQuota",
+        FOR_GCP,
+    ),
+    (
+        "Managed Prometheus turned off on EKS",
+        DEV,
+        lambda c: section(c, "monitoring", googleManagedPrometheus=False),
+        "gpu-platform:monitoring.googleManagedPrometheus",
+        FOR_GCP,
+    ),
+    (
+        "EKS pool options on GKE",
+        GKE,
+        lambda c: pool_options(c, "aws", metadataHopLimit=2),
+        "gpu-platform:pools[0].aws",
+        FOR_AWS,
+    ),
+    (
+        "cluster autoscaler on GKE",
+        GKE,
+        lambda c: section(c, "autoscaler", expander="random"),
+        "gpu-platform:autoscaler",
+        FOR_AWS,
+    ),
+    (
+        "AWS region on GKE",
+        GKE,
+        lambda c: cluster(c, region="us-east-1"),
+        "gpu-platform:cluster.region",
+        FOR_AWS,
+    ),
+    (
+        "node subnets on GKE",
+        GKE,
+        lambda c: cluster(c, nodeSubnetIds=["subnet-0123456789abcdef0"]),
+        "gpu-platform:cluster.nodeSubnetIds",
+        FOR_AWS,
+    ),
+    (
+        "CNI policy setting on GKE",
+        GKE,
+        lambda c: cluster(c, cniPolicyOnNodeRole=False),
+        "gpu-platform:cluster.cniPolicyOnNodeRole",
+        FOR_AWS,
+    ),
+    # Shapes of free strings, which would otherwise fail only at `pulumi up`.
+    (
+        "service account that is not an e-mail",
+        GKE,
+        lambda c: pool_options(c, "gcp", serviceAccount="gpu-nodes"),
+        "gpu-platform:pools[0].gcp.serviceAccount",
+        "a service account e-mail",
+    ),
+    (
+        "chart version without its v",
+        DEV,
+        lambda c: section(c, "operator", chartVersion="26.7.0"),
+        "gpu-platform:operator.chartVersion",
+        "'v', then major.minor.patch",
+    ),
+    (
+        "chart version without its patch",
+        DEV,
+        lambda c: section(c, "operator", chartVersion="v26.7"),
+        "gpu-platform:operator.chartVersion",
+        "'v', then major.minor.patch",
+    ),
+    (
+        "chart version of a pre-release",
+        DEV,
+        lambda c: section(c, "operator", chartVersion="v26.7.0-rc.1"),
+        "gpu-platform:operator.chartVersion",
+        "'v', then major.minor.patch",
+    ),
+    # A sharing mode is what says how the other sharing keys are read.
+    (
+        "sharing without a mode",
+        DEV,
+        lambda c: pool(c).update(sharing={"replicas": 4}),
+        "gpu-platform:pools[0].sharing.mode",
+        "one of 'exclusive', 'time-slicing', 'mps', 'mig'",
+    ),
+    (
+        "empty sharing",
+        DEV,
+        lambda c: pool(c).update(sharing={}),
+        "gpu-platform:pools[0].sharing.mode",
+        "one of 'exclusive', 'time-slicing', 'mps', 'mig'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("stack", "breakage", "expected_path", "words"),
+    [pytest.param(s, b, p, w, id=name) for name, s, b, p, w in BAD_VALUES],
+)
+def test_bad_value_names_its_key_says_what_is_allowed_and_registers_nothing(
+    request: pytest.FixtureRequest,
+    failed_plan_for,
+    stack: str,
+    breakage: Callable[[Config], Any],
+    expected_path: str,
+    words: str,
+) -> None:
+    config = request.getfixturevalue(stack)
+    breakage(config)
+
+    plan = failed_plan_for(config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    problems = {p.path: p.expected for p in plan.error.problems}
+    assert expected_path in problems, plan.error.report()
+    assert words in problems[expected_path]
+    assert plan.resources == []
+
+
+def test_sharing_without_a_mode_says_the_mode_is_required(
+    dev_config: Config, failed_plan_for
+) -> None:
+    pool(dev_config).update(sharing={"replicas": 4})
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError)
+    assert plan.error.report().splitlines()[1:] == [
+        "  gpu-platform:pools[0].sharing.mode: got nothing (the key is required); expected one"
+        " of 'exclusive', 'time-slicing', 'mps', 'mig'"
+    ]
+
+
+def test_a_tenant_may_use_the_autoscaler_namespace_when_the_platform_installs_none(
+    dev_config: Config, plan_for
+) -> None:
+    dev_config["gpu-platform:autoscaler"] = {"install": False, "namespace": "ml-sandbox"}
+
+    plan = plan_for(dev_config)
+
+    assert plan.error is None
+
+
+def test_an_empty_block_for_the_other_cloud_sets_nothing(gke_config: Config, plan_for) -> None:
+    pool(gke_config)["aws"] = {}
+
+    plan = plan_for(gke_config)
+
+    assert plan.error is None
+
+
 def test_every_problem_is_reported_at_once(dev_config: Config, failed_plan_for) -> None:
     pool(dev_config).update(max=0, capacity="preemptible")
     dev_config["gpu-platform:operator"] = {"chartVersion": "latest"}
@@ -275,7 +682,7 @@ def test_missing_key_says_it_is_required(dev_config: Config, failed_plan_for) ->
     assert "the key is required" in plan.error.report()  # type: ignore[union-attr]
 
 
-MINIMAL = {
+MINIMAL: Config = {
     "cloud": "aws",
     "cluster": {"name": "ml", "region": "us-east-1"},
     "pools": [{"name": "gpu", "instanceTypes": ["g5.xlarge"], "max": 2}],
@@ -294,6 +701,38 @@ def test_pools_default_to_exclusive_on_demand_gpus() -> None:
 
 def test_root_disk_defaults_to_room_for_gpu_images() -> None:
     assert load_stack_config(MINIMAL).pools[0].disk_size_gib >= 100
+
+
+@pytest.mark.parametrize(
+    "arn",
+    [
+        "arn:aws:iam::123456789012:role/gpu-nodes",
+        "arn:aws-cn:iam::123456789012:role/gpu-nodes",
+        "arn:aws-us-gov:iam::123456789012:role/platform/gpu/gpu-nodes",
+    ],
+    ids=["aws", "aws-cn", "aws-us-gov with a path"],
+)
+def test_node_roles_of_every_partition_are_accepted(arn: str) -> None:
+    raw = {**MINIMAL, "pools": [{**MINIMAL["pools"][0], "aws": {"nodeRoleArn": arn}}]}
+
+    assert load_stack_config(raw).pools[0].aws.node_role_arn == arn
+
+
+@pytest.mark.parametrize("subnet", ["subnet-0a1b2c3d", "subnet-0123456789abcdef0"])
+def test_subnet_ids_of_both_lengths_are_accepted(subnet: str) -> None:
+    raw = {**MINIMAL, "cluster": {**MINIMAL["cluster"], "nodeSubnetIds": [subnet]}}
+
+    assert load_stack_config(raw).cluster.node_subnet_ids == [subnet]
+
+
+def test_bottlerocket_takes_its_own_ami_release_form() -> None:
+    raw = {
+        **MINIMAL,
+        "cluster": {**MINIMAL["cluster"], "nodeImage": "bottlerocket"},
+        "pools": [{**MINIMAL["pools"][0], "aws": {"amiReleaseVersion": "1.52.0-0d4a7f31"}}],
+    }
+
+    assert load_stack_config(raw).pools[0].aws.ami_release_version == "1.52.0-0d4a7f31"
 
 
 def test_operator_defaults_to_the_pinned_chart() -> None:

@@ -170,6 +170,59 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str, str]] = [
         "exact version",
     ),
     (
+        "node role named by its instance profile",
+        lambda c: with_aws_options(
+            c, nodeRoleArn="arn:aws:iam::123456789012:instance-profile/gpu-nodes"
+        ),
+        "gpu-platform:pools[0].aws.nodeRoleArn",
+        "an IAM role ARN",
+    ),
+    (
+        "node role in an account id one digit short",
+        lambda c: with_aws_options(c, nodeRoleArn="arn:aws:iam::12345678901:role/gpu-nodes"),
+        "gpu-platform:pools[0].aws.nodeRoleArn",
+        "a 12-digit account id",
+    ),
+    (
+        "node role in a partition AWS does not have",
+        lambda c: with_aws_options(c, nodeRoleArn="arn:aws-eu:iam::123456789012:role/gpu-nodes"),
+        "gpu-platform:pools[0].aws.nodeRoleArn",
+        "partition aws, aws-cn or aws-us-gov",
+    ),
+    (
+        "AMI release without its build",
+        lambda c: with_aws_options(c, amiReleaseVersion="1.33.4"),
+        "gpu-platform:pools[0].aws.amiReleaseVersion",
+        "1.33.4-20251016 on AL2023",
+    ),
+    (
+        "Bottlerocket AMI release on AL2023 nodes",
+        lambda c: with_aws_options(c, amiReleaseVersion="1.52.0-0d4a7f31"),
+        "gpu-platform:pools[0].aws.amiReleaseVersion",
+        "1.52.0-0d4a7f31 is Bottlerocket's form",
+    ),
+    (
+        "capacity reservation id one digit short",
+        lambda c: with_aws_options(
+            with_pool(c, capacity="capacity-block", instanceTypes=["g4dn.xlarge"]),
+            capacityReservationId="cr-0123456789abcdef",
+        ),
+        "gpu-platform:pools[0].aws.capacityReservationId",
+        "'cr-' and 17 hex digits",
+    ),
+    (
+        "node subnet id of another length",
+        lambda c: with_cluster(c, nodeSubnetIds=["subnet-0123456789abcdef0", "subnet-12345"]),
+        "gpu-platform:cluster.nodeSubnetIds[1]",
+        "'subnet-' and 8 or 17 hex digits",
+    ),
+    (
+        "node subnets named by their VPC",
+        lambda c: with_cluster(c, nodeSubnetIds=["vpc-0123456789abcdef0"]),
+        "gpu-platform:cluster.nodeSubnetIds[0]",
+        "'subnet-' and 8 or 17 hex digits",
+    ),
+    (
         "misspelt cluster key",
         lambda c: with_cluster(c, nodeSubnets=["subnet-1"]),
         "gpu-platform:cluster.nodeSubnets",

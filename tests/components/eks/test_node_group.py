@@ -222,11 +222,11 @@ def test_pool_zones_narrow_the_subnets(dev_config: Config, plan_for: PlanFor) ->
 def test_node_subnets_named_in_config_are_used_instead_of_the_clusters(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
-    with_cluster(dev_config, nodeSubnetIds=["subnet-0aaa", "subnet-0bbb"])
+    with_cluster(dev_config, nodeSubnetIds=["subnet-0aaa0000aaaa0000a", "subnet-0bbb0000bbbb0000b"])
 
     subnets = node_group(plan_for(dev_config)).inputs["subnetIds"]
 
-    assert set(subnets) <= {"subnet-0aaa", "subnet-0bbb"}
+    assert set(subnets) <= {"subnet-0aaa0000aaaa0000a", "subnet-0bbb0000bbbb0000b"}
     assert subnets
 
 
