@@ -15,15 +15,15 @@ pulumi-policy parses the engine address but never connects to it, so none is ser
 import contextlib
 import json
 import os
-import queue
+import select
 import subprocess
 import sys
-import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 import grpc
 import jsonschema
@@ -37,8 +37,6 @@ CALL_TIMEOUT_SECONDS = 120.0
 # The pack never dials the engine address (see the module docstring); any address will do.
 _ENGINE_ADDRESS = "127.0.0.1:0"
 _MAX_MESSAGE_BYTES = 400 * 1024 * 1024  # as the engine and the pack allow
-_LAST_WORDS_SECONDS = 2.0
-_EXIT_GRACE_SECONDS = 0.2
 
 
 class PlannedResource(Protocol):
@@ -148,20 +146,21 @@ class PolicyPack:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        # The port, or what went wrong instead.
-        self._port: queue.Queue[int | str] = queue.Queue(maxsize=1)
+        self._partial: dict[int, bytes] = {}
+        self._open_streams: set[int] = set()
+        self._port_read = False
+        self._wake_read, self._wake_write = os.pipe()
         self._channel: grpc.Channel | None = None
         self._levels: dict[str, str] = {}
-        assert self._process.stdout is not None and self._process.stderr is not None
-        # The pack's output is read as it comes, so that a pack that logs much never blocks on a
-        # full pipe while it answers a call.
-        self._readers = [
-            threading.Thread(target=self._read_lines, args=(stream, first), daemon=True)
-            for stream, first in ((self._process.stdout, True), (self._process.stderr, False))
-        ]
-        for reader in self._readers:
-            reader.start()
         try:
+            assert self._process.stdout is not None and self._process.stderr is not None
+            self._stdout_fd = self._process.stdout.fileno()
+            for stream in (self._process.stdout, self._process.stderr):
+                os.set_blocking(stream.fileno(), False)
+                self._open_streams.add(stream.fileno())
+                self._partial[stream.fileno()] = b""
+            os.set_blocking(self._wake_read, False)
+            os.set_blocking(self._wake_write, False)
             port = self._read_port()
             self._channel = grpc.insecure_channel(
                 f"127.0.0.1:{port}",
@@ -203,11 +202,13 @@ class PolicyPack:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
-        for reader in self._readers:
-            reader.join()
         for stream in (self._process.stdout, self._process.stderr):
             if stream is not None:
                 stream.close()
+        for fd in (self._wake_read, self._wake_write):
+            with contextlib.suppress(OSError):  # already closed by an earlier close()
+                os.close(fd)
+        self._wake_read = self._wake_write = -1
 
     @property
     def running(self) -> bool:
@@ -293,42 +294,68 @@ class PolicyPack:
     # --- the process and its output ------------------------------------------------------
 
     def _read_port(self) -> int:
-        try:
-            port = self._port.get(timeout=STARTUP_TIMEOUT_SECONDS)
-        except queue.Empty:
-            raise self._failure(f"printed no port in {STARTUP_TIMEOUT_SECONDS:.0f}s") from None
-        if isinstance(port, str):
-            raise self._failure(port)
-        return port
+        deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+        stdout = self._stdout_fd
+        while True:
+            first_line, newline, rest = self._partial[stdout].partition(b"\n")
+            if newline:
+                self._partial[stdout] = rest
+                self._port_read = True
+                try:
+                    return int(first_line)
+                except ValueError:
+                    raise self._failure(f"printed {first_line!r} instead of its port") from None
+            if stdout not in self._open_streams:
+                raise self._failure("exited before printing its port")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._failure(f"printed no port in {STARTUP_TIMEOUT_SECONDS:.0f}s")
+            self._wait_for_output(remaining)
 
     def _call(self, method: Any, request: Any) -> Any:
+        """Call `method`, collecting the pack's output while it runs: a pack blocks once a full
+        pipe stops taking its log lines."""
+        future = method.future(request, timeout=CALL_TIMEOUT_SECONDS)
+        future.add_done_callback(self._wake)
+        while not future.done():
+            self._wait_for_output(None)
+        self._read_output()
         try:
-            return method(request, timeout=CALL_TIMEOUT_SECONDS)
+            return future.result()
         except grpc.RpcError as error:
             raise self._failure(f"failed {type(request).__name__}: {error.details()}") from None
 
-    def _read_lines(self, stream: IO[bytes], port_first: bool) -> None:
-        """Collect `stream`'s lines until the pack closes it; on stdout the first is the port."""
-        for raw in stream:
-            line = raw.decode(errors="replace").rstrip("\n")
-            if port_first:
-                port_first = False
+    def _wake(self, _future: Any) -> None:
+        # A full pipe means a wake-up is pending already; a closed one, that we are closing.
+        with contextlib.suppress(OSError):
+            os.write(self._wake_write, b".")
+
+    def _wait_for_output(self, timeout: float | None) -> None:
+        readable, _, _ = select.select([*self._open_streams, self._wake_read], [], [], timeout)
+        if self._wake_read in readable:
+            os.read(self._wake_read, 4096)
+        self._read_output()
+
+    def _read_output(self) -> None:
+        for fd in list(self._open_streams):
+            while True:
                 try:
-                    self._port.put(int(line))
-                    continue
-                except ValueError:
-                    self._port.put(f"printed {line!r} instead of its port")
-            self.log_lines.append(line)
-        if port_first:
-            self._port.put("exited before printing its port")
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    self._open_streams.discard(fd)
+                    break
+                self._partial[fd] += chunk
+        for fd, pending in self._partial.items():
+            # The first line on stdout is the port, not a log line.
+            if fd == self._stdout_fd and not self._port_read:
+                continue
+            *lines, self._partial[fd] = pending.split(b"\n")
+            self.log_lines += [line.decode(errors="replace") for line in lines]
 
     def _failure(self, what: str) -> PolicyPackError:
-        # A pack that is exiting has its last words still on their way through the pipes.
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self._process.wait(timeout=_EXIT_GRACE_SECONDS)
-        if self._process.poll() is not None:
-            for reader in self._readers:
-                reader.join(timeout=_LAST_WORDS_SECONDS)
+        self._read_output()
         output = "\n".join(self.log_lines[-40:]) or "(no output)"
         return PolicyPackError(f"policy pack {self.pack_dir} {what}. Its output:\n{output}")
 
