@@ -44,6 +44,8 @@ class NodeTemplate:
     taints: tuple[Taint, ...]
     resources: Mapping[str, Decimal] = field(default_factory=dict)
     """Allocatable quantities by resource name."""
+    secret_labels: bool = False
+    """The pool's labels came from config set as a secret: reasons name them, not their values."""
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,9 @@ def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
 
 def _label(template: NodeTemplate, key: str) -> str:
     value = template.labels.get(key)
-    return "no such label" if value is None else f"{key}={value}"
+    if value is None:
+        return "no such label"
+    return f"{key}=[secret]" if template.secret_labels else f"{key}={value}"
 
 
 def _term_matches(term: Mapping[str, Any], labels: Mapping[str, str]) -> bool:

@@ -7,11 +7,13 @@ Jobs, ...) against them. Exits 1 if some pod fits no pool, 2 for a bad stack or 
 """
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import typer
 import yaml
+from rich.markup import escape
 from rich.table import Table
 
 from components.eks.instance_types import Gpus, InstanceType, instance_type
@@ -43,16 +45,16 @@ def run(stack: str, pod_file: Path) -> None:
     templates = node_templates(plan)
     homeless = 0
     for title, spec in specs:
-        table = Table(title=title, title_justify="left")
+        table = Table(title=escape(title), title_justify="left")
         table.add_column("pool")
         table.add_column("fits")
         table.add_column("why not")
         results = fits(spec, templates)
         for result in results:
             table.add_row(
-                result.pool,
+                escape(result.pool),
                 "[green]yes[/green]" if result.fits else "[red]no[/red]",
-                "\n".join(result.reasons),
+                escape("\n".join(result.reasons)),
             )
         console.print(table)
         homeless += not any(r.fits for r in results)
@@ -104,13 +106,13 @@ def node_templates(plan: Plan) -> list[NodeTemplate]:
             if c.type == "aws:autoscaling/tag:Tag"
         }
         first = node_group.inputs["instanceTypes"][0]
-        templates.append(
-            eks_node_template(
-                tags, _instance_type(first, instance_types[first]), node_group.inputs["region"]
-            )
+        template = eks_node_template(
+            tags, _instance_type(first, instance_types[first]), node_group.inputs["region"]
         )
+        templates.append(replace(template, secret_labels="labels" in node_group.secret_inputs))
     templates += [
-        gke_node_template(pool.inputs) for pool in plan.of_type("gcp:container/nodePool:NodePool")
+        replace(gke_node_template(pool.inputs), secret_labels="nodeConfig" in pool.secret_inputs)
+        for pool in plan.of_type("gcp:container/nodePool:NodePool")
     ]
     return templates
 

@@ -31,6 +31,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from components.config import (
@@ -161,7 +162,12 @@ def print_findings(findings: Sequence[Finding], console: Console) -> None:
         table.add_column(column)
     for f in findings:
         colour = colours[f.severity]
-        table.add_row(f"[{colour}]{f.severity}[/{colour}]", f.subject, f.message, f.action)
+        table.add_row(
+            f"[{colour}]{f.severity}[/{colour}]",
+            escape(f.subject),
+            escape(f.message),
+            escape(f.action),
+        )
     console.print(table)
     blocking = sum(f.blocking for f in findings)
     console.print(f"{blocking} blocking finding(s)." if blocking else "Nothing blocks `pulumi up`.")

@@ -120,3 +120,33 @@ def test_the_plan_command_prints_no_secret_from_a_bad_secret_key(
     assert result.exit_code == 2
     assert "gpu-platform:pools" in result.output
     assert SECRET_STAND_IN not in result.output
+
+
+def test_fit_names_a_secret_label_but_not_its_value(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+    from typer.testing import CliRunner
+
+    from gpu_platform_cli import offline
+    from gpu_platform_cli.app import app
+
+    config = copy.deepcopy(stack_config("dev", PROJECT))
+    node_label(config)
+    monkeypatch.setattr(offline, "stack_config", lambda stack, project=None: config)
+    pod = {
+        "kind": "Pod",
+        "metadata": {"name": "picky"},
+        "spec": {
+            "nodeSelector": {"cost-centre": "research"},
+            "containers": [{"name": "main", "image": "cuda"}],
+        },
+    }
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(pod))
+
+    result = CliRunner().invoke(
+        app, ["fit", "dev", str(tmp_path / "pod.yaml")], env={"COLUMNS": "300"}
+    )
+
+    assert "its nodes have cost-centre=[secret]" in result.output
+    assert SECRET_STAND_IN not in result.output
