@@ -13,10 +13,12 @@ from pydantic import BaseModel
 
 from components import config as config_model
 from components.config import CONFIG_NAMESPACE, StackConfig
-from gpu_platform_cli.project import Project
+from gpu_platform_cli.cli import fail
+from gpu_platform_cli.project import Project, ProjectNotFound
 
 START_MARKER = "<!-- config-reference:start (gpu-platform config-reference --update-readme) -->"
 END_MARKER = "<!-- config-reference:end -->"
+EXIT_NO_README = 2
 
 
 def run(update_readme: bool = False) -> None:
@@ -24,8 +26,18 @@ def run(update_readme: bool = False) -> None:
     if not update_readme:
         typer.echo(render_reference())
         return
-    readme = Project.find().directory / "README.md"
-    head, rest = readme.read_text().split(START_MARKER)
+    try:
+        readme = Project.find().directory / "README.md"
+        text = readme.read_text()
+    except (ProjectNotFound, OSError) as error:
+        fail(str(error), EXIT_NO_README)
+    if text.count(START_MARKER) != 1 or text.count(END_MARKER) != 1:
+        fail(
+            f"{readme} needs the reference's markers, once each, to rewrite what is between"
+            f" them:\n{START_MARKER}\n{END_MARKER}",
+            EXIT_NO_README,
+        )
+    head, rest = text.split(START_MARKER)
     tail = rest.split(END_MARKER)[1]
     readme.write_text(f"{head}{START_MARKER}\n{render_reference()}\n{END_MARKER}{tail}")
 

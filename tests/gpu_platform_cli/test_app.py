@@ -220,3 +220,23 @@ def test_debug_shows_an_internal_errors_traceback(capsys: pytest.CaptureFixture[
 
     assert code == 70
     assert "Traceback (most recent call last)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("readme", "words"),
+    [(None, "README.md"), ("# Our GPUs\n", "needs the reference's markers")],
+    ids=["no README", "no markers"],
+)
+def test_updating_a_readme_without_its_reference_markers_exits_2(
+    own_project: Path, readme: str | None, words: str
+) -> None:
+    if readme is not None:
+        (own_project / "README.md").write_text(readme)
+
+    result = gpu_platform("config-reference", "--update-readme", cwd=own_project)
+
+    assert result.returncode == 2
+    assert words in result.stderr
+    assert "Traceback" not in result.stderr
+    if readme is not None:
+        assert (own_project / "README.md").read_text() == readme
