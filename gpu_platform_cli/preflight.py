@@ -7,19 +7,23 @@ otherwise surface half-way through a deployment or, worse, as a GPU pool that ne
   the EKS Pod Identity Agent add-on the cluster autoscaler gets its credentials through;
 - every pool's instance types are offered in the zones its nodes go to;
 - the account's EC2 vCPU quotas for G/VT and P instances, on-demand and spot, cover every pool
-  of that quota at its `max` together.
+  of that quota at its `max` together;
+- and, from the chart repository's index rather than AWS, that the GPU Operator chart version
+  exists.
 
 Each finding says what to do. Exits 1 if any finding blocks the deployment, 2 for a bad stack,
 4 when it cannot check (no credentials, no way to AWS, a permission missing).
 """
 
 import re
+import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import boto3
 import typer
+import yaml
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -43,12 +47,15 @@ from components.config import (
     key_path,
     load_stack_config,
 )
-from components.versions import CLUSTER_AUTOSCALER_IMAGES
+from components.versions import CLUSTER_AUTOSCALER_IMAGES, GPU_OPERATOR_CHART
 from gpu_platform_cli.cli import fail, plain_console
 from gpu_platform_cli.offline import StackFileError, plain_config, stack_config
 
 EXIT_BLOCKED = 1
 EXIT_BAD_STACK = 2
+CHART_INDEX_TIMEOUT_SECONDS = 60
+# NVIDIA's index lists every chart of its registry: parsed in C where PyYAML has it.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 EXIT_CANNOT_CHECK = 4
 """No usable credentials, no way to AWS, or a permission the check needs is missing."""
 
@@ -140,6 +147,7 @@ def run(stack: str) -> None:
     assert config.cluster.region is not None  # config validation requires it on AWS
     try:
         findings = preflight(config, AwsClients.for_region(config.cluster.region))
+        findings += chart_findings(config)
     except (BotoCoreError, ClientError) as error:
         fail(f"Cannot check stack {stack}: {why_it_cannot_check(error)}", EXIT_CANNOT_CHECK)
     print_findings(findings, console)
@@ -153,6 +161,50 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
     findings += _zone_findings(config, clients, cluster)
     findings += _quota_findings(config, clients)
     return findings
+
+
+# --- The GPU Operator chart ------------------------------------------------------------------
+
+
+def read_chart_index(repository: str) -> bytes:
+    """The Helm repository's `index.yaml`, which Helm reads the chart's versions from."""
+    url = f"{repository.rstrip('/')}/index.yaml"
+    with urllib.request.urlopen(url, timeout=CHART_INDEX_TIMEOUT_SECONDS) as response:
+        return bytes(response.read())
+
+
+def chart_findings(config: StackConfig) -> list[Finding]:
+    """Whether the repository serves the configured GPU Operator chart version: a version that
+    does not exist is found by Helm only in the middle of `pulumi up`."""
+    operator = config.operator
+    chart = GPU_OPERATOR_CHART.name
+    subject = f"chart {chart} {operator.chart_version}"
+    where = f"{key_path('operator', 'chartVersion')} in {key_path('operator', 'repository')}"
+    try:
+        index = yaml.load(read_chart_index(operator.repository), Loader=_YAML_LOADER)
+        entries = (index.get("entries") or {}).get(chart) or []
+        versions = {str(entry.get("version")) for entry in entries}
+    except (OSError, yaml.YAMLError, AttributeError) as error:  # URLError is an OSError
+        return [
+            Finding(
+                "warning",
+                subject,
+                f"Could not read {operator.repository}/index.yaml: {error}.",
+                f"Check that {where} exists before `pulumi up`.",
+            )
+        ]
+    if operator.chart_version in versions:
+        return [Finding("ok", subject, f"{operator.repository} serves it.", "")]
+    return [
+        Finding(
+            "blocking",
+            subject,
+            f"{operator.repository} serves no {chart} {operator.chart_version}"
+            f" ({len(versions)} other versions).",
+            f"Set {key_path('operator', 'chartVersion')} to a version it serves, such as"
+            f" {GPU_OPERATOR_CHART.version}, the one the platform's values are checked against.",
+        )
+    ]
 
 
 def print_findings(findings: Sequence[Finding], console: Console) -> None:

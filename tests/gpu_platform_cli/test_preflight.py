@@ -3,6 +3,8 @@ EC2's real data), with Service Quotas and the add-on lookup, which moto lacks, a
 botocore's Stubber and a `before-call` hook. Findings are asserted exactly."""
 
 import copy
+import http.server
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -517,3 +519,95 @@ def test_a_refused_permission_is_named_with_what_the_check_needs(
     assert result.exit_code == preflight.EXIT_CANNOT_CHECK
     assert "AWS refused DescribeCluster (AccessDeniedException" in result.output
     assert "eks:DescribeCluster, eks:DescribeAddon" in result.output
+
+
+# --- The GPU Operator chart ------------------------------------------------------------------
+
+# The real reader, kept before the fixture below replaces it in every test.
+READ_CHART_INDEX = preflight.read_chart_index
+# An excerpt of a Helm repository index (`helm repo index` writes this shape).
+CHART_INDEX = b"""apiVersion: v1
+entries:
+  gpu-operator:
+  - name: gpu-operator
+    version: v26.7.0
+    urls: [https://helm.ngc.nvidia.com/nvidia/charts/gpu-operator-v26.7.0.tgz]
+  - name: gpu-operator
+    version: v25.10.1
+    urls: [https://helm.ngc.nvidia.com/nvidia/charts/gpu-operator-v25.10.1.tgz]
+  network-operator:
+  - name: network-operator
+    version: v26.1.0
+generated: "2026-11-01T00:00:00Z"
+"""
+
+
+@pytest.fixture(autouse=True)
+def chart_repository(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The chart index as the repository would serve it; no test reaches a real repository.
+    Lists the repositories read."""
+    read: list[str] = []
+
+    def index(repository: str) -> bytes:
+        read.append(repository)
+        return CHART_INDEX
+
+    monkeypatch.setattr(preflight, "read_chart_index", index)
+    return read
+
+
+def operator_chart(version: str) -> StackConfig:
+    values = copy.deepcopy(stack_config("dev"))
+    values["gpu-platform:operator"] = {"chartVersion": version}
+    prefix = "gpu-platform:"
+    return load_stack_config(
+        {k.removeprefix(prefix): v for k, v in values.items() if k.startswith(prefix)}
+    )
+
+
+def test_a_chart_version_the_repository_serves_is_fine(chart_repository: list[str]) -> None:
+    (finding,) = preflight.chart_findings(operator_chart("v25.10.1"))
+
+    assert finding.severity == "ok"
+    assert chart_repository == ["https://helm.ngc.nvidia.com/nvidia"]
+
+
+def test_a_chart_version_the_repository_does_not_serve_blocks() -> None:
+    (finding,) = preflight.chart_findings(operator_chart("v26.9.0"))
+
+    assert finding.blocking
+    assert "serves no gpu-operator v26.9.0 (2 other versions)" in finding.message
+    assert "gpu-platform:operator.chartVersion" in finding.action
+
+
+def test_an_unreadable_index_is_a_warning_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unreachable(repository: str) -> bytes:
+        raise OSError("Connection refused")
+
+    monkeypatch.setattr(preflight, "read_chart_index", unreachable)
+
+    (finding,) = preflight.chart_findings(operator_chart("v26.7.0"))
+
+    assert finding.severity == "warning"
+    assert "Connection refused" in finding.message
+
+
+def test_the_index_is_read_from_the_repository_as_helm_reads_it() -> None:
+    class Index(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = CHART_INDEX if self.path == "/charts/index.yaml" else b""
+            self.send_response(200 if body else 404)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Index)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        served = READ_CHART_INDEX(f"http://127.0.0.1:{server.server_port}/charts/")
+    finally:
+        server.shutdown()
+
+    assert served == CHART_INDEX
