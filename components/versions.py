@@ -41,8 +41,11 @@ KUBE_PROMETHEUS_STACK_CHART = HelmChart(
 # cluster upgrade never tightens or loosens a namespace's policy without a reviewed change.
 POD_SECURITY_VERSION = "v1.35"
 
-# The Kubernetes version whose OpenAPI schema the generated objects are validated against.
-KUBERNETES_SCHEMA_VERSION = "1.35.0"
+# The Kubernetes minor versions the platform supports: those NVIDIA supports GPU Operator v26.7.0
+# on, on both EKS and GKE (the cloud providers table of its platform-support page; EKS 1.32 is
+# not listed). The autoscaler images below, preflight's version check and the tests that validate
+# every object the program creates against each minor's OpenAPI schema all follow it.
+SUPPORTED_KUBERNETES_VERSIONS = ("1.33", "1.34", "1.35", "1.36")
 
 # The tenant namespaces' smoke test runs `nvidia-smi`, which the NVIDIA Container Toolkit mounts
 # from the node's driver: the image only supplies a filesystem, so the smallest CUDA image will
@@ -67,10 +70,9 @@ CLUSTER_AUTOSCALER_CHART = HelmChart(
     repository="https://kubernetes.github.io/autoscaler",
 )
 CLUSTER_AUTOSCALER_IMAGES = {
-    "1.32": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.32.7",
     "1.33": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.6",
     "1.34": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.34.5",
     "1.35": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.2",
     "1.36": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.36.1",
 }
-"""Kubernetes minor -> the autoscaler release for it; also the minors the EKS side supports."""
+"""Kubernetes minor -> the autoscaler release for it, for every supported minor."""

@@ -47,7 +47,7 @@ from components.config import (
     key_path,
     load_stack_config,
 )
-from components.versions import CLUSTER_AUTOSCALER_IMAGES, GPU_OPERATOR_CHART
+from components.versions import GPU_OPERATOR_CHART, SUPPORTED_KUBERNETES_VERSIONS
 from gpu_platform_cli.cli import fail, plain_console
 from gpu_platform_cli.offline import StackFileError, plain_config, stack_config
 
@@ -83,7 +83,7 @@ _REFUSALS = frozenset(
 )
 
 POD_IDENTITY_AGENT = "eks-pod-identity-agent"
-SUPPORTED_KUBERNETES = tuple(CLUSTER_AUTOSCALER_IMAGES)
+SUPPORTED_KUBERNETES = SUPPORTED_KUBERNETES_VERSIONS
 
 Severity = Literal["blocking", "warning", "ok"]
 

@@ -1,11 +1,11 @@
-"""Every Kubernetes object the program creates is valid for the pinned Kubernetes version.
+"""Every Kubernetes object the program creates is valid at every supported Kubernetes version.
 
-Each built-in object is checked against the OpenAPI schema of `KUBERNETES_SCHEMA_VERSION` with
-kubernetes-validate in strict mode, which rejects a field Kubernetes does not know: the API
-server would drop it silently on apply. Custom resources (the Prometheus Operator's) have no
-schema there: their apiVersion, kind and metadata are checked. Helm releases are not objects
-(their charts are checked against the charts' own values), and component resources, such as a
-YAML file applied through `yaml/v2`, have no children under the mock runner.
+Each built-in object is checked against the OpenAPI schema of each minor version in
+`SUPPORTED_KUBERNETES_VERSIONS` with kubernetes-validate in strict mode, which rejects a field
+Kubernetes does not know: the API server would drop it silently on apply. Custom resources (the
+Prometheus Operator's) have no schema there: their apiVersion, kind and metadata are checked. Helm
+releases are not objects (their charts are checked against the charts' own values), and component
+resources, such as a YAML file applied through `yaml/v2`, have no children under the mock runner.
 
 pulumi-kubernetes sends an object's apiVersion and kind as inputs beside its fields, so a
 resource's recorded inputs are the object it applies.
@@ -20,13 +20,13 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.versions import KUBERNETES_SCHEMA_VERSION
+from components.versions import SUPPORTED_KUBERNETES_VERSIONS
 from gpu_platform_cli.offline import Plan, PlannedResource
 from tests.stack_variants import reachable_gke, with_mig_mixed_pool
 
 Config = dict[str, Any]
 NOT_OBJECTS = frozenset({"kubernetes:helm.sh/v3:Release"})
-SCHEMA_MINOR = ".".join(KUBERNETES_SCHEMA_VERSION.split(".")[:2])
+NEWEST = SUPPORTED_KUBERNETES_VERSIONS[-1]
 CUSTOM_API_VERSION = re.compile(r"^[a-z0-9-]+(\.[a-z0-9-]+)+/v\d+((alpha|beta)\d+)?$")
 KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 
@@ -65,30 +65,30 @@ def is_custom_resource(api_version: str) -> bool:
     return "." in group and not group.endswith("k8s.io")
 
 
-def validate(obj: dict[str, Any]) -> None:
-    """Raise if Kubernetes `KUBERNETES_SCHEMA_VERSION` would not accept the object as it is."""
+def validate(obj: dict[str, Any], minor: str = NEWEST) -> None:
+    """Raise if Kubernetes `minor` (`1.35`) would not accept the object as it is."""
     if is_custom_resource(obj["apiVersion"]):
-        validate_custom_resource(obj)
+        validate_custom_resource(obj, minor)
         return
-    validated = kubernetes_validate.validate(obj, KUBERNETES_SCHEMA_VERSION, strict=True)
-    assert validated == SCHEMA_MINOR, f"validated against {validated}, not {SCHEMA_MINOR}"
+    validated = kubernetes_validate.validate(obj, f"{minor}.0", strict=True)
+    assert validated == minor, f"validated against {validated}, not {minor}"
 
 
-def validate_custom_resource(obj: dict[str, Any]) -> None:
+def validate_custom_resource(obj: dict[str, Any], minor: str) -> None:
     if not CUSTOM_API_VERSION.match(obj["apiVersion"]):
         raise ValueError(f"apiVersion {obj['apiVersion']!r} is not <group>/<version>")
     if not KIND.match(obj["kind"]):
         raise ValueError(f"kind {obj['kind']!r} is not a Kubernetes kind")
     # ObjectMeta is the same for every kind: check it as a ConfigMap's.
     stand_in = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": obj.get("metadata", {})}
-    kubernetes_validate.validate(stand_in, KUBERNETES_SCHEMA_VERSION, strict=True)
+    kubernetes_validate.validate(stand_in, f"{minor}.0", strict=True)
 
 
-def problems(plan: Plan) -> list[str]:
+def problems(plan: Plan, minor: str) -> list[str]:
     found = []
     for resource in kubernetes_objects(plan):
         try:
-            validate(manifest(resource))
+            validate(manifest(resource), minor)
         except (AssertionError, ValueError, kubernetes_validate.ValidationError) as error:
             found.append(f"{resource.type} {resource.name}: {getattr(error, 'message', error)}")
         except kubernetes_validate.SchemaNotFoundError as error:
@@ -101,8 +101,9 @@ def plan(request, dev_config, gke_config, plan_for) -> Plan:
     return plan_for(STACKS[request.param](dev_config, gke_config))
 
 
-def test_every_kubernetes_object_validates_against_the_pinned_schema(plan) -> None:
-    assert problems(plan) == []
+@pytest.mark.parametrize("minor", SUPPORTED_KUBERNETES_VERSIONS)
+def test_every_kubernetes_object_validates_at_every_supported_version(plan, minor: str) -> None:
+    assert problems(plan, minor) == []
 
 
 def test_the_core_platform_objects_are_among_those_validated(plan) -> None:

@@ -139,7 +139,14 @@ def smoke_test_job_spec(pool: ResolvedPool, deadline_seconds: int) -> dict[str, 
         "backoffLimit": 0,
         "activeDeadlineSeconds": deadline_seconds,
         "podFailurePolicy": {
-            "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+            "rules": [
+                {
+                    "action": "Ignore",
+                    # Kubernetes 1.33 and 1.34 require the condition's status; 1.35 defaults it
+                    # to True, the status of a pod disrupted.
+                    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+                }
+            ]
         },
         "template": {"metadata": {"labels": _smoke_test_labels()}, "spec": pod},
     }

@@ -72,8 +72,21 @@ def test_pod_security_version_is_a_kubernetes_minor() -> None:
     assert re.fullmatch(r"v1\.\d+", versions.POD_SECURITY_VERSION)
 
 
+def test_the_supported_kubernetes_versions_are_those_nvidia_lists_for_the_pinned_operator() -> None:
+    # NVIDIA's platform-support page, cloud providers table, for GPU Operator v26.7.0: EKS and
+    # GKE, Kubernetes 1.33 to 1.36.
+    assert versions.GPU_OPERATOR_CHART.version == "v26.7.0"
+    assert versions.SUPPORTED_KUBERNETES_VERSIONS == ("1.33", "1.34", "1.35", "1.36")
+
+
+def test_every_supported_kubernetes_version_has_its_autoscaler_release_and_no_other() -> None:
+    assert tuple(versions.CLUSTER_AUTOSCALER_IMAGES) == versions.SUPPORTED_KUBERNETES_VERSIONS
+    for minor, image in versions.CLUSTER_AUTOSCALER_IMAGES.items():
+        assert image.rpartition(":")[2].startswith(f"v{minor}.")
+
+
 def test_every_pin_is_checked_by_one_of_the_rules_above() -> None:
     checked = {n for n, _ in charts()} | {n for n, _ in urls()} | {n for n, _ in images()}
-    versions_only = {"POD_SECURITY_VERSION", "KUBERNETES_SCHEMA_VERSION"}
+    versions_only = {"POD_SECURITY_VERSION", "SUPPORTED_KUBERNETES_VERSIONS"}
 
     assert {n for n, _ in pins()} - checked == versions_only

@@ -242,7 +242,7 @@ def test_an_unsupported_kubernetes_version_blocks(aws: AwsClients, quotas: Stubb
     assert findings[0] == Finding(
         "blocking",
         "cluster ml-dev",
-        "Kubernetes 1.29 is not one the platform supports (1.32, 1.33, 1.34, 1.35, 1.36).",
+        "Kubernetes 1.29 is not one the platform supports (1.33, 1.34, 1.35, 1.36).",
         "Upgrade the cluster to a supported version.",
     )
 

@@ -9,7 +9,11 @@ import pytest
 from components.cloud import pools_as_declared
 from components.config import ConfigError, load_stack_config
 from components.kubernetes.operator_values import operator_values_for
-from components.versions import GPU_OPERATOR_CHART, KUBERNETES_SCHEMA_VERSION, POD_SECURITY_VERSION
+from components.versions import (
+    GPU_OPERATOR_CHART,
+    POD_SECURITY_VERSION,
+    SUPPORTED_KUBERNETES_VERSIONS,
+)
 from gpu_platform_cli.offline import Plan, PlannedResource
 
 Config = dict[str, Any]
@@ -247,11 +251,14 @@ def test_every_resource_is_a_child_of_the_component(
     assert {(r.type, r.name) for r in plan.children_of(component)} == children
 
 
-def test_namespace_and_quota_are_valid_kubernetes_objects(gke_stack: Config, plan_for) -> None:
+@pytest.mark.parametrize("minor", SUPPORTED_KUBERNETES_VERSIONS)
+def test_namespace_and_quota_are_valid_kubernetes_objects(
+    gke_stack: Config, plan_for, minor: str
+) -> None:
     plan = plan_for(gke_stack)
 
     for resource in [namespace(plan), *critical_pod_quotas(plan)]:
-        kubernetes_validate.validate(resource.inputs, KUBERNETES_SCHEMA_VERSION, strict=True)
+        kubernetes_validate.validate(resource.inputs, f"{minor}.0", strict=True)
 
 
 def test_stack_outputs_name_the_operator_namespace_and_chart_version(

@@ -15,7 +15,7 @@ from components.kubernetes.gpu_pod import (
     gpu_tolerations,
 )
 from components.node_identity import GpuShape, ResolvedPool, resolve_pool
-from components.versions import KUBERNETES_SCHEMA_VERSION
+from components.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.components.kubernetes.restricted_pod_security import (
     RESTRICTED_RULES,
     restricted_violations,
@@ -110,10 +110,11 @@ def test_each_rule_catches_its_breakage(spec, rule: str) -> None:
     assert rule in restricted_violations(broken)
 
 
-def test_spec_validates_as_a_pod_against_the_kubernetes_schema(spec) -> None:
+@pytest.mark.parametrize("minor", SUPPORTED_KUBERNETES_VERSIONS)
+def test_spec_validates_as_a_pod_against_the_kubernetes_schema(spec, minor: str) -> None:
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train"}, "spec": spec}
 
-    kubernetes_validate.validate(pod, KUBERNETES_SCHEMA_VERSION, strict=True)
+    kubernetes_validate.validate(pod, f"{minor}.0", strict=True)
 
 
 def test_container_runs_the_image_and_command(spec) -> None:

@@ -191,7 +191,12 @@ def test_failed_nvidia_smi_fails_the_job_without_retrying(dev_plan) -> None:
 
 def test_disrupted_pod_is_retried_rather_than_counted_as_a_failure(dev_plan) -> None:
     assert job(dev_plan).inputs["spec"]["podFailurePolicy"] == {
-        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+        "rules": [
+            {
+                "action": "Ignore",
+                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            }
+        ]
     }
 
 
