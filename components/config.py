@@ -258,7 +258,9 @@ class GpuPoolSpec(_Model):
     name: PoolName
     """Names the pool's node group or node pool and its `gpu-platform.io/pool` node label."""
     instance_types: list[Annotated[str, StringConstraints(min_length=1)]] = Field(min_length=1)
-    """EC2 instance types (several allowed) or one GCE machine type."""
+    """EC2 instance types, or one GCE machine type. Several EC2 types must share one shape (GPUs,
+    vCPUs, memory, architecture): the cluster autoscaler plans a node group's nodes from zero as
+    its first type."""
     accelerator: AcceleratorName | None = None
     """The GPU model. Read from the machine when left out: on EKS from the instance type, on GKE
     from accelerator-optimized machine types (A2, A3, A4, G2); N1 pools must state it."""

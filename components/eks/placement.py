@@ -150,16 +150,21 @@ def _instance_type_problems(
             f"instance types with whole NVIDIA GPUs of a known model ({known}); {described}",
         )
         return
-    shapes = {(t.gpu, t.architecture) for t in instance_types}
+    # The cluster autoscaler builds a group's scale-from-zero node from its first instance type
+    # only ("always use first instance", AwsManager.buildInstanceType in
+    # cloudprovider/aws/aws_manager.go): every type of a pool must have that node's shape, or
+    # pods are planned onto nodes that are larger or smaller than the ones that start.
+    shapes = {(t.gpu, t.architecture, t.vcpus, t.memory_mib) for t in instance_types}
     if len(shapes) > 1:
         described = "; ".join(
-            f"{t.name}: {t.describe_gpus()}, {t.architecture}" for t in instance_types
+            f"{t.name}: {t.describe_gpus()}, {t.vcpus} vCPUs, {t.memory_mib} MiB, {t.architecture}"
+            for t in instance_types
         )
         yield ConfigProblem(
             path,
             spec.instance_types,
-            "instance types with the same GPU model, GPU count and CPU architecture (the"
-            f" autoscaler plans every node of a group alike); {described}",
+            "instance types of one shape: the same GPUs, vCPUs, memory and CPU architecture (the"
+            f" autoscaler plans a scale-up from zero with the first type's); {described}",
         )
         return
     first = instance_types[0]

@@ -167,7 +167,9 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
     ),
     (
         "capacity block over two instance types",
-        lambda c: pool(c).update(capacity="capacity-block"),
+        lambda c: pool(c).update(
+            capacity="capacity-block", instanceTypes=["g5g.16xlarge", "g5g.metal"]
+        ),
         "gpu-platform:pools[0].instanceTypes",
     ),
     (

@@ -95,8 +95,11 @@ def cluster(clients: AwsClients, version: str = "1.35", name: str = "ml-dev") ->
 
 
 def stack(change: Callable[[Config], Any] = lambda c: None) -> StackConfig:
-    """The dev stack's config, changed by `change` (keys as in the stack file)."""
+    """The dev stack's config with a second instance type on its pool, so that every check sees
+    more than one (preflight checks each type; the program refuses types of different shapes,
+    which is not preflight's to repeat), changed by `change` (keys as in the stack file)."""
     values = copy.deepcopy(stack_config("dev"))
+    values["gpu-platform:pools"][0]["instanceTypes"] = ["g4dn.xlarge", "g4dn.2xlarge"]
     change(values)
     return load_stack_config(
         {k.removeprefix("gpu-platform:"): v for k, v in values.items() if k.startswith("gpu-")}
@@ -377,7 +380,8 @@ def test_preflight_makes_read_only_calls_only(aws: AwsClients, quotas: Stubber) 
 
 @pytest.mark.parametrize(
     ("spot_g_quota", "exit_code", "last_line"),
-    [(16, 1, "1 blocking finding(s)."), (32, 0, "Nothing blocks `pulumi up`.")],
+    # The dev stack needs 12 spot G vCPUs: 3 g4dn.xlarge of 4 each.
+    [(8, 1, "1 blocking finding(s)."), (16, 0, "Nothing blocks `pulumi up`.")],
 )
 def test_the_command_exits_non_zero_on_a_blocking_finding(
     aws: AwsClients,

@@ -53,7 +53,15 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str, str]] = [
         "instance types with different GPU counts",
         lambda c: with_pool(c, instanceTypes=["g4dn.xlarge", "g4dn.12xlarge"]),
         "gpu-platform:pools[0].instanceTypes",
-        "same GPU model, GPU count",
+        "the same GPUs, vCPUs, memory",
+    ),
+    (
+        # The autoscaler would plan every node as a g4dn.xlarge (aws_manager.go,
+        # buildInstanceType: "always use first instance").
+        "instance types of the same GPU but different sizes",
+        lambda c: with_pool(c, instanceTypes=["g4dn.xlarge", "g4dn.2xlarge"]),
+        "gpu-platform:pools[0].instanceTypes",
+        "plans a scale-up from zero with the first type's",
     ),
     (
         "instance types of different architectures",
@@ -110,7 +118,13 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str, str]] = [
     (
         "capacity block with several instance types",
         lambda c: with_aws_options(
-            with_pool(c, capacity="capacity-block"), capacityReservationId="cr-0123456789abcdef0"
+            with_pool(
+                c,
+                capacity="capacity-block",
+                instanceTypes=["g5g.16xlarge", "g5g.metal"],
+                gpusPerNode=2,
+            ),
+            capacityReservationId="cr-0123456789abcdef0",
         ),
         "gpu-platform:pools[0].instanceTypes",
         "exactly one instance type",

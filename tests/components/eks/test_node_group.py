@@ -66,8 +66,16 @@ def test_node_group_joins_the_looked_up_cluster(dev_plan: Plan) -> None:
     assert inputs["nodeGroupNamePrefix"] == "t4-shared-"
 
 
-def test_node_group_takes_the_pools_instance_types_in_order(dev_plan: Plan) -> None:
-    assert node_group(dev_plan).inputs["instanceTypes"] == ["g4dn.xlarge", "g4dn.2xlarge"]
+def test_node_group_takes_the_pools_instance_types_in_order(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    # Two types of one shape (2 T4g GPUs, 64 vCPUs, 128 GiB), not in alphabetical order.
+    pool = dev_config["gpu-platform:pools"][0]
+    pool.update(instanceTypes=["g5g.metal", "g5g.16xlarge"], gpusPerNode=2)
+
+    plan = plan_for(dev_config)
+
+    assert node_group(plan).inputs["instanceTypes"] == ["g5g.metal", "g5g.16xlarge"]
 
 
 @pytest.mark.parametrize(
