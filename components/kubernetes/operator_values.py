@@ -42,6 +42,11 @@ GKE_COS_DRIVER_DIR = "/home/kubernetes/bin/nvidia"
 DCGM_SCRAPE_INTERVAL = "15s"
 """The chart's own interval; the idle and memory alerts look at windows of minutes."""
 
+# On GKE 1.33+ the toolkit must read containerd's config from its file, on COS and Ubuntu
+# alike: from `containerd config dump` it writes a CNI bin_dir that breaks every pod sandbox
+# (NVIDIA's GKE page, Prerequisites; gpu-operator#1577).
+_TOOLKIT_READS_CONTAINERD_FILE = {"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}
+
 # The platform's own settings per platform: who installs the driver, the container toolkit and
 # the device plugin on the node (platform facts sections 1 to 3).
 _NODE_SOFTWARE: Mapping[Platform, Values] = {
@@ -55,18 +60,18 @@ _NODE_SOFTWARE: Mapping[Platform, Values] = {
         "devicePlugin": {"enabled": False},
     },
     # Google's driver installer DaemonSet owns the driver on COS; the toolkit installs next to
-    # it and, from GKE 1.33, must read containerd's config from its file.
+    # it.
     Platform.GKE_COS: {
         "driver": {"enabled": False},
         "hostPaths": {"driverInstallDir": GKE_COS_DRIVER_DIR},
-        "toolkit": {
-            "installDir": GKE_COS_DRIVER_DIR,
-            "env": [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}],
-        },
+        "toolkit": {"installDir": GKE_COS_DRIVER_DIR, "env": [_TOOLKIT_READS_CONTAINERD_FILE]},
         "cdi": {"enabled": True},
     },
     # On Ubuntu the operator builds and loads the driver itself, at the chart's default paths.
-    Platform.GKE_UBUNTU: {"driver": {"enabled": True}},
+    Platform.GKE_UBUNTU: {
+        "driver": {"enabled": True},
+        "toolkit": {"env": [_TOOLKIT_READS_CONTAINERD_FILE]},
+    },
 }
 
 # Every platform runs its GPUs in cloud VMs, where the MIG manager cannot reset a GPU in place

@@ -117,7 +117,14 @@ def test_gke_ubuntu_has_the_operator_install_the_driver_at_default_paths() -> No
     values = values_for(platform=Platform.GKE_UBUNTU)
 
     assert values["driver"] == {"enabled": True}
-    assert not {"hostPaths", "toolkit", "cdi"} & values.keys()
+    assert not {"hostPaths", "cdi"} & values.keys()
+
+
+def test_gke_ubuntu_toolkit_reads_containerds_config_from_its_file_too() -> None:
+    # NVIDIA's GKE page asks for it on GKE 1.33+ whichever node image (gpu-operator#1577).
+    values = values_for(platform=Platform.GKE_UBUNTU)
+
+    assert values["toolkit"] == {"env": [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}]}
 
 
 # --- device plugin sharing configs -----------------------------------------------------------
