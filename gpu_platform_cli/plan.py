@@ -82,6 +82,8 @@ def run(
         project = Project.find()
     except ProjectNotFound as error:
         fail(str(error), EXIT_CONFIG_ERROR)
+    if policy_pack is not None and not (policy_pack / "PulumiPolicy.yaml").is_file():
+        fail(f"no policy pack at {policy_pack}: it has no PulumiPolicy.yaml", EXIT_CONFIG_ERROR)
     pack_dir = policy_pack or _project_pack(project)
     with _pack_started_meanwhile(pack_dir, project.name, stack) as started_pack:
         plan = plan_or_fail(stack, EXIT_CONFIG_ERROR, EXIT_PROGRAM_ERROR, project)
@@ -145,12 +147,14 @@ def _policy_config(pack_dir: Path | None, stack: str, path: Path | None) -> dict
         if pack_dir is None or not (pack_dir / "config" / f"{stack}.json").exists():
             return None
         path = pack_dir / "config" / f"{stack}.json"
-    if not path.exists():
+    if not path.is_file():
         raise FileNotFoundError(f"no policy config file {path}")
     try:
         config = json.loads(path.read_text())
     except json.JSONDecodeError as error:
         raise ValueError(f"{path} is not valid JSON: {error}") from None
+    except OSError as error:
+        raise ValueError(f"cannot read the policy config {path}: {error.strerror}") from None
     if not isinstance(config, dict):
         raise ValueError(f"{path} must hold a JSON object of policy names")
     return config

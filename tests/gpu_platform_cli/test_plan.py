@@ -114,3 +114,18 @@ def test_config_text_is_printed_as_written_never_as_markup_or_emoji(
     assert result.exit_code == EXIT_CONFIG_ERROR
     assert "gpu-platform:cloud: got" in result.output
     assert '"[/red]"' in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--policy-config", "/"], "no policy config file /"),
+        (["--policy-pack", "/nonexistent-pack"], "no policy pack at /nonexistent-pack"),
+    ],
+    ids=["config is a folder", "no such pack"],
+)
+def test_a_policy_option_naming_the_wrong_thing_exits_2(invoke, args, words) -> None:
+    result = invoke("dev", *args)
+
+    assert result.exit_code == EXIT_CONFIG_ERROR
+    assert words in result.output
