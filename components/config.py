@@ -539,7 +539,7 @@ def read_pulumi_config() -> dict[str, Any]:
     import pulumi.runtime.config as runtime_config
 
     prefix = CONFIG_NAMESPACE + ":"
-    keys = {**(runtime_config.get_config_env() or {}), **runtime_config.CONFIG.get()}
+    keys = _stack_config_keys()
 
     def value(key: str) -> Any:
         text = runtime_config.get_config(key)
@@ -565,12 +565,18 @@ def secret_config_keys() -> frozenset[str]:
     import pulumi.runtime.config as runtime_config
 
     prefix = CONFIG_NAMESPACE + ":"
-    keys = {**(runtime_config.get_config_env() or {}), **runtime_config.CONFIG.get()}
     return frozenset(
         key.removeprefix(prefix)
-        for key in keys
+        for key in _stack_config_keys()
         if key.startswith(prefix) and runtime_config.is_config_secret(key)
     )
+
+
+def _stack_config_keys() -> set[str]:
+    """Every config key of the stack, of every namespace, as the Pulumi CLI hands them over."""
+    import pulumi.runtime.config as runtime_config
+
+    return {*(runtime_config.get_config_env() or {}), *runtime_config.CONFIG.get()}
 
 
 _NEAR_MISS_RATIO = 0.85

@@ -74,7 +74,8 @@ def pods_in(pod_file: Path) -> list[tuple[str, PodSpec]]:
         if not isinstance(document, Mapping):
             kind = _YAML_KINDS.get(type(document), type(document).__name__)
             raise ValueError(f"{where}: a YAML {kind}, not a Kubernetes object")
-        where += f" ({_title(document)})"
+        title = _title(document)
+        where += f" ({title})"
         try:
             spec = pod_spec_of(document)
             requests = pod_requests(spec)
@@ -85,7 +86,7 @@ def pods_in(pod_file: Path) -> list[tuple[str, PodSpec]]:
         negative = sorted(name for name, amount in requests.items() if amount < 0)
         if negative:
             raise ValueError(f"{where}: negative requests for {', '.join(negative)}")
-        specs.append((_title(document), spec))
+        specs.append((title, spec))
     return specs
 
 

@@ -4,8 +4,7 @@ Runs the real program under the Pulumi SDK's mock monitor (`gpu_platform_cli.off
 policy pack over what it declared through the analyzer protocol, as `pulumi preview --policy-pack
 policies` would (`gpu_platform_cli.analyzer`). Prints the resources as a tree of parents and
 children with the inputs that matter, the lookups answered by offline stand-ins, the stack outputs
-and the
-policy verdicts; `--json` prints the same for machines.
+and the policy verdicts; `--json` prints the same for machines.
 
 Exit codes: 0 planned; 1 the program or the policy pack failed; 2 a configuration error (the
 stack's or the policy pack's); 3 a mandatory policy violation.
@@ -82,7 +81,7 @@ def run(
         project = Project.find()
     except ProjectNotFound as error:
         fail(str(error), EXIT_CONFIG_ERROR)
-    if policy_pack is not None and not (policy_pack / "PulumiPolicy.yaml").is_file():
+    if policy_pack is not None and not _is_policy_pack(policy_pack):
         fail(f"no policy pack at {policy_pack}: it has no PulumiPolicy.yaml", EXIT_CONFIG_ERROR)
     pack_dir = policy_pack or _project_pack(project)
     with _pack_started_meanwhile(pack_dir, project.name, stack) as started_pack:
@@ -106,7 +105,11 @@ def run(
 def _project_pack(project: Project) -> Path | None:
     """The project's own policy pack (`policies/`, as `pulumi policy new` lays it out), if any."""
     pack = project.directory / POLICY_PACK_DIR
-    return pack if (pack / "PulumiPolicy.yaml").is_file() else None
+    return pack if _is_policy_pack(pack) else None
+
+
+def _is_policy_pack(path: Path) -> bool:
+    return (path / "PulumiPolicy.yaml").is_file()
 
 
 @contextmanager
@@ -144,9 +147,9 @@ def _policy_config(pack_dir: Path | None, stack: str, path: Path | None) -> dict
     """The policy pack's config for a stack: the given file, else the pack's own for the stack
     (`config/<stack>.json`) if any."""
     if path is None:
-        if pack_dir is None or not (pack_dir / "config" / f"{stack}.json").exists():
+        path = pack_dir / "config" / f"{stack}.json" if pack_dir is not None else None
+        if path is None or not path.exists():
             return None
-        path = pack_dir / "config" / f"{stack}.json"
     if not path.is_file():
         raise FileNotFoundError(f"no policy config file {path}")
     try:

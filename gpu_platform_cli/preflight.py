@@ -83,7 +83,6 @@ _REFUSALS = frozenset(
 )
 
 POD_IDENTITY_AGENT = "eks-pod-identity-agent"
-SUPPORTED_KUBERNETES = SUPPORTED_KUBERNETES_VERSIONS
 
 Severity = Literal["blocking", "warning", "ok"]
 
@@ -262,12 +261,12 @@ def _status_finding(subject: str, cluster: Mapping[str, Any]) -> Finding:
             f"The cluster is {status}, not ACTIVE.",
             "Wait until it is ACTIVE (aws eks wait cluster-active), or fix it if it FAILED.",
         )
-    if version not in SUPPORTED_KUBERNETES:
+    if version not in SUPPORTED_KUBERNETES_VERSIONS:
         return Finding(
             "blocking",
             subject,
             f"Kubernetes {version} is not one the platform supports"
-            f" ({', '.join(SUPPORTED_KUBERNETES)}).",
+            f" ({', '.join(SUPPORTED_KUBERNETES_VERSIONS)}).",
             "Upgrade the cluster to a supported version.",
         )
     return Finding("ok", subject, f"ACTIVE, Kubernetes {version}.", "Nothing.")
