@@ -110,7 +110,7 @@ def operator_values_for(
         _NODE_SOFTWARE[platform],
         sharing_values_for(platform, pools),
         toleration_values_for(pools),
-        dcgm_exporter_values_for(monitoring),
+        dcgm_exporter_values_for(monitoring, pools),
     ):
         values = deep_merge(values, part)
     return deep_merge(values, operator.overrides)
@@ -214,11 +214,13 @@ def _toleration(taint: Taint) -> Values:
     return {"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect}
 
 
-def dcgm_exporter_values_for(monitoring: MonitoringSpec) -> Values:
-    """The DCGM exporter with a ServiceMonitor that the cluster's Prometheus selects."""
+def dcgm_exporter_values_for(monitoring: MonitoringSpec, pools: Sequence[ResolvedPool]) -> Values:
+    """The DCGM exporter with a ServiceMonitor that the cluster's Prometheus selects, attributing
+    shared GPUs to the pods that share them when a pool time-slices or shares through MPS."""
     return {
         "dcgmExporter": {
             "enabled": True,
+            **(_PER_POD_SHARED_GPU_METRICS if any(_replicates_gpus(p) for p in pools) else {}),
             "serviceMonitor": {
                 "enabled": True,
                 "interval": DCGM_SCRAPE_INTERVAL,
@@ -237,6 +239,22 @@ def dcgm_exporter_values_for(monitoring: MonitoringSpec) -> Values:
             },
         }
     }
+
+
+# By default the exporter labels a shared GPU's series with one of the pods sharing it, at
+# random from scrape to scrape (dcgm-exporter#307; NVIDIA's GPU-sharing page lists it as a
+# limitation). With KUBERNETES_VIRTUAL_GPUS it emits a copy per pod, labelled with the pod and
+# the replica (`vgpu`), and since 4.5.3-4.8.2 fills DCGM_FI_DEV_GPU_UTIL and DCGM_FI_DEV_FB_USED
+# of each copy from that pod's own processes (PR #594). It finds a process's pod from
+# /proc/<pid>/cgroup, so it needs the host's PID namespace: only stacks that share GPUs get it.
+_PER_POD_SHARED_GPU_METRICS: Values = {
+    "env": [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}],
+    "hostPID": True,
+}
+
+
+def _replicates_gpus(pool: ResolvedPool) -> bool:
+    return isinstance(pool.spec.sharing, TimeSlicingSharing | MpsSharing)
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> Values:

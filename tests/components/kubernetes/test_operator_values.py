@@ -321,6 +321,27 @@ def test_service_monitor_scrapes_every_fifteen_seconds() -> None:
     assert values_for()["dcgmExporter"]["serviceMonitor"]["interval"] == "15s"
 
 
+@pytest.mark.parametrize("sharing", [TIME_SLICING, MPS], ids=["time-slicing", "mps"])
+def test_a_pool_sharing_gpus_has_the_exporter_attribute_each_replica_to_its_pod(
+    sharing: dict[str, Any],
+) -> None:
+    # dcgm-exporter pkg/cmd/app.go reads the env var KUBERNETES_VIRTUAL_GPUS (no DCGM_EXPORTER_
+    # prefix); its pidmapper.go reads /proc/<pid>/cgroup of the host's processes.
+    exporter = values_for(pool(0, EXCLUSIVE), pool(1, sharing))["dcgmExporter"]
+
+    assert exporter["env"] == [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
+    assert exporter["hostPID"] is True
+
+
+@pytest.mark.parametrize("sharing", [EXCLUSIVE, MIG_MIXED], ids=["exclusive", "mig"])
+def test_without_shared_replicas_the_exporter_keeps_to_its_own_pid_namespace(
+    sharing: dict[str, Any],
+) -> None:
+    exporter = values_for(pool(sharing=sharing))["dcgmExporter"]
+
+    assert ("env" in exporter, "hostPID" in exporter) == (False, False)
+
+
 # --- overrides -------------------------------------------------------------------------------
 
 
