@@ -185,8 +185,10 @@ class MigSharing(_Model):
 
     mode: Literal["mig"]
     """`mig`."""
-    strategy: Literal["single", "mixed"]
-    """`single` advertises slices as `nvidia.com/gpu`; `mixed` as `nvidia.com/mig-<slice>`."""
+    strategy: Literal["single", "mixed"] = "mixed"
+    """`mixed`, which advertises slices as `nvidia.com/mig-<slice>`. `single` is refused: it
+    advertises slices as `nvidia.com/gpu`, the name a new node's whole GPUs carry until the MIG
+    manager has partitioned them, so a pod can get a whole GPU (gpu-operator#2670)."""
     profile: Annotated[str, StringConstraints(pattern=_MIG_PROFILE)]
     """A uniform MIG manager profile such as `all-1g.10gb`."""
 
@@ -750,7 +752,6 @@ _RESERVED_LABEL_PREFIXES = ("nvidia.com/", "gpu-platform.io/", "k8s.amazonaws.co
 
 def _pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     seen: dict[str, int] = {}
-    mig_strategies: dict[str, int] = {}
     for i, pool in enumerate(config.pools):
         if pool.name in seen:
             yield ConfigProblem(
@@ -789,16 +790,7 @@ def _pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 "exactly one machine type (a GKE node pool has one)",
             )
         if isinstance(pool.sharing, MigSharing):
-            mig_strategies.setdefault(pool.sharing.strategy, i)
             yield from _mig_problems(pool, i)
-    if len(mig_strategies) > 1:
-        first = min(mig_strategies.values())
-        later = max(mig_strategies.values())
-        yield ConfigProblem(
-            key_path("pools", later, "sharing", "strategy"),
-            config.pools[later].sharing.strategy,  # type: ignore[union-attr]
-            f"the same MIG strategy as pools[{first}] (the operator applies one per cluster)",
-        )
 
 
 def _ami_release_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -894,6 +886,15 @@ def mig_problem(pool: GpuPoolSpec, accelerator: str, index: int) -> ConfigProble
 
 
 def _mig_problems(pool: GpuPoolSpec, index: int) -> Iterator[ConfigProblem]:
+    assert isinstance(pool.sharing, MigSharing)
+    if pool.sharing.strategy == "single":
+        yield ConfigProblem(
+            key_path("pools", index, "sharing", "strategy"),
+            "single",
+            "mixed, or no value: with single, MIG slices are advertised as nvidia.com/gpu, the"
+            " name a new node's whole GPUs carry until the MIG manager partitions them, so a pod"
+            " could get a whole GPU (gpu-operator#2670)",
+        )
     if pool.accelerator is not None:
         problem = mig_problem(pool, pool.accelerator, index)
         if problem:

@@ -86,8 +86,13 @@ def eks_node_template(
     asg_tags: Mapping[str, str], instance_type: InstanceType, region: str
 ) -> NodeTemplate:
     """The template the autoscaler builds for an EKS node group at zero: labels, taints and
-    extended resources from its Auto Scaling group's hints; CPU, memory and the well-known
-    node labels from its instance type (the first of the group's, as the autoscaler takes it).
+    extended resources from its Auto Scaling group's hints; CPU, memory, `nvidia.com/gpu` and
+    the well-known node labels from its instance type (the first of the group's, as the
+    autoscaler takes it).
+
+    As in the autoscaler's `buildNodeFromTemplate` (`cloudprovider/aws/aws_manager.go`, 1.35.2
+    lines 285-297), the instance type's physical GPU count comes first and a resource hint
+    overrides it: a MIG pool's `nvidia.com/gpu: 0` hint is what keeps whole-GPU pods off it.
     """
     labels = {
         "kubernetes.io/os": "linux",
@@ -100,6 +105,7 @@ def eks_node_template(
     resources = {
         "cpu": Decimal(instance_type.vcpus),
         "memory": Decimal(instance_type.memory_mib) * 2**20,
+        GPU_RESOURCE: Decimal(instance_type.gpu_count),
     }
     for key, value in asg_tags.items():
         if key.startswith(LABEL_TAG_PREFIX):

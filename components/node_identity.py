@@ -84,12 +84,13 @@ def advertised_resources(sharing: Sharing, gpu: GpuShape) -> dict[str, int]:
     match sharing:
         case TimeSlicingSharing(replicas=replicas) | MpsSharing(replicas=replicas):
             return {GPU_RESOURCE: gpu.count * replicas}
-        case MigSharing(strategy="single", profile=profile):
-            return {GPU_RESOURCE: gpu.count * mig_instances_per_gpu(gpu.accelerator, profile)}
         case MigSharing(profile=profile):
+            # `mixed`: once every GPU is partitioned, none is left to advertise whole, and the
+            # device plugin reports `nvidia.com/gpu: 0`. Saying so keeps the autoscaler from
+            # planning a node at zero with the machine's physical GPUs.
             slice_name = profile.removeprefix("all-")
             per_gpu = mig_instances_per_gpu(gpu.accelerator, profile)
-            return {f"nvidia.com/mig-{slice_name}": gpu.count * per_gpu}
+            return {GPU_RESOURCE: 0, f"nvidia.com/mig-{slice_name}": gpu.count * per_gpu}
         case ExclusiveSharing():
             return {GPU_RESOURCE: gpu.count}
     raise AssertionError(f"unhandled sharing mode {sharing!r}")

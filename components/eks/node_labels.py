@@ -6,11 +6,22 @@ The cluster autoscaler's AWS provider treats a node as a GPU node by the label
 advertised yet, that label keeps the autoscaler from deciding the node was useless and
 starting another. The node group sets it with the rest of the labels, the scale-from-zero hints
 advertise it, and the fit check sees it.
+
+MIG pools go without it. The autoscaler holds a node with the label and no non-zero allocatable
+`nvidia.com/gpu` (or another vendor's GPU resource) unready, however old the node is
+(`processors/customresources/gpu_processor.go`, cluster-autoscaler 1.33 to 1.36;
+kubernetes/autoscaler#8095, fix unmerged). A partitioned node advertises `nvidia.com/mig-*` and
+`nvidia.com/gpu: 0`, so with the label it would count as unready for good once its 15 minutes of
+start-up are over, and past 3 such nodes (and 45% of the cluster) the autoscaler stops scaling
+the whole cluster. Without it, a new MIG node is Ready to the autoscaler as soon as its kubelet
+is, before the MIG manager has partitioned it: a pod waiting for a slice in that window can have
+the autoscaler start one more node, which scales away after the pool's idle time.
 """
 
 from dataclasses import replace
 
 from components.accelerators import ACCELERATORS
+from components.config import MigSharing
 from components.node_identity import NodeIdentity, ResolvedPool
 
 AWS_ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
@@ -24,7 +35,9 @@ def aws_accelerator_label_value(accelerator: str) -> str:
 
 
 def eks_node_identity(pool: ResolvedPool) -> NodeIdentity:
-    """The pool's node identity with the AWS GPU label added."""
+    """The pool's node identity with the AWS GPU label added, unless its GPUs are MIG slices."""
+    if isinstance(pool.spec.sharing, MigSharing):
+        return pool.identity
     labels = {
         **pool.identity.labels,
         AWS_ACCELERATOR_LABEL: aws_accelerator_label_value(pool.gpu.accelerator),

@@ -101,9 +101,9 @@ def gpu_pod_spec(
 
 
 def gpu_resource(pool: ResolvedPool) -> str:
-    """The extended resource the pool's device plugin advertises: `nvidia.com/gpu`, or
-    `nvidia.com/mig-<slice>` on a MIG `mixed` pool."""
-    (resource,) = pool.identity.resources
+    """The extended resource a pod asks for on the pool: `nvidia.com/gpu`, or
+    `nvidia.com/mig-<slice>` on a MIG pool (whose nodes advertise `nvidia.com/gpu: 0`)."""
+    (resource,) = (name for name, count in pool.identity.resources.items() if count)
     return resource
 
 

@@ -129,41 +129,26 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
     ),
     (
         "MIG on a T4",
-        lambda c: pool(c).update(
-            sharing={"mode": "mig", "strategy": "single", "profile": "all-1g.10gb"}
-        ),
+        lambda c: pool(c).update(sharing={"mode": "mig", "profile": "all-1g.10gb"}),
         "gpu-platform:pools[0].sharing.mode",
     ),
     (
         "MIG profile the GPU does not have",
-        lambda c: c.update(
-            {
-                POOLS: [
-                    mig_pool(sharing={"mode": "mig", "strategy": "single", "profile": "all-1g.5gb"})
-                ]
-            }
-        ),
+        lambda c: c.update({POOLS: [mig_pool(sharing={"mode": "mig", "profile": "all-1g.5gb"})]}),
         "gpu-platform:pools[0].sharing.profile",
     ),
     (
-        "MIG without a strategy",
-        lambda c: c.update({POOLS: [mig_pool(sharing={"mode": "mig", "profile": "all-1g.10gb"})]}),
-        "gpu-platform:pools[0].sharing.strategy",
-    ),
-    (
-        "two MIG strategies in one cluster",
+        "MIG with the single strategy",
         lambda c: c.update(
             {
                 POOLS: [
-                    mig_pool(),
                     mig_pool(
-                        name="a100-single",
-                        sharing={"mode": "mig", "strategy": "single", "profile": "all-3g.40gb"},
-                    ),
+                        sharing={"mode": "mig", "strategy": "single", "profile": "all-3g.40gb"}
+                    )
                 ]
             }
         ),
-        "gpu-platform:pools[1].sharing.strategy",
+        "gpu-platform:pools[0].sharing.strategy",
     ),
     (
         "capacity block over two instance types",

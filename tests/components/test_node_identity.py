@@ -65,17 +65,21 @@ def test_shared_pool_advertises_replicas_per_gpu(mode: str) -> None:
     assert identity.resources == {"nvidia.com/gpu": 32}
 
 
-def test_mig_single_advertises_slices_as_gpus() -> None:
-    sharing = {"mode": "mig", "strategy": "single", "profile": "all-3g.40gb"}
-
-    assert node_identity_for(spec(sharing=sharing), A100S).resources == {"nvidia.com/gpu": 16}
-
-
-def test_mig_mixed_advertises_slices_by_profile_name() -> None:
+def test_mig_advertises_slices_by_profile_name_and_no_whole_gpu() -> None:
     sharing = {"mode": "mig", "strategy": "mixed", "profile": "all-1g.10gb"}
 
     assert node_identity_for(spec(sharing=sharing), A100S).resources == {
-        "nvidia.com/mig-1g.10gb": 56
+        "nvidia.com/gpu": 0,
+        "nvidia.com/mig-1g.10gb": 56,
+    }
+
+
+def test_mig_strategy_defaults_to_mixed() -> None:
+    sharing = {"mode": "mig", "profile": "all-3g.40gb"}
+
+    assert node_identity_for(spec(sharing=sharing), A100S).resources == {
+        "nvidia.com/gpu": 0,
+        "nvidia.com/mig-3g.40gb": 16,
     }
 
 

@@ -54,7 +54,17 @@ def test_a_mixed_mig_pool_hints_its_slices_per_node() -> None:
 
     # 7 instances of 1g.10gb per A100 80GB, 8 GPUs.
     assert tags["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/mig-1g.10gb"] == "56"
-    assert "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu" not in tags
+
+
+def test_a_mixed_mig_pool_hints_that_no_whole_gpu_is_left() -> None:
+    # The autoscaler's template starts from the instance type's 8 physical GPUs
+    # (aws_manager.go:285 at cluster-autoscaler 1.35.2) and only a hint overrides them.
+    spec = GpuPoolSpec.model_validate(mig_pool())
+    pool = resolve_pool(spec, 0, GpuShape("a100-80gb", 8))
+
+    tags = autoscaler_tags(pool.identity, "ml-dev", idle_minutes=10)
+
+    assert tags["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] == "0"
 
 
 def test_program_tags_the_node_groups_auto_scaling_group(dev_plan: Plan) -> None:

@@ -84,7 +84,7 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str, str]] = [
     (
         "MIG on a GPU without MIG, read from the instance type",
         lambda c: unset(
-            with_pool(c, sharing={"mode": "mig", "strategy": "single", "profile": "all-1g.10gb"}),
+            with_pool(c, sharing={"mode": "mig", "profile": "all-1g.10gb"}),
             "accelerator",
             "gpusPerNode",
         ),

@@ -185,7 +185,18 @@ def test_a_mig_pool_selects_its_mig_layout_by_label(dev_config: Config, plan_for
 
     assert labels["nvidia.com/mig.config"] == "all-1g.10gb"
     assert labels["nvidia.com/device-plugin.config"] == "mig-mixed"
-    assert labels["k8s.amazonaws.com/accelerator"] == "nvidia-a100-80gb"
+
+
+def test_a_mig_pools_nodes_go_without_the_aws_gpu_label(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    # Why: tests/components/eks/test_autoscaler_readiness.py.
+    with_extra_pool(dev_config, **mig_pool())
+
+    labels = node_group(plan_for(dev_config), "a100-mig").inputs["labels"]
+
+    assert "k8s.amazonaws.com/accelerator" not in labels
+    assert labels["gpu-platform.io/accelerator"] == "a100-80gb"
 
 
 def test_gpu_model_and_count_come_from_ec2_when_config_leaves_them_out(

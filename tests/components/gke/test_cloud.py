@@ -101,7 +101,7 @@ def test_cluster_without_workload_identity_is_refused_before_any_resource(
         ),
         # MIG on an L4.
         (
-            {"sharing": {"mode": "mig", "strategy": "single", "profile": "all-1g.10gb"}},
+            {"sharing": {"mode": "mig", "profile": "all-1g.10gb"}},
             "gpu-platform:pools[0].sharing.mode",
         ),
         # A pool with no GPU.
@@ -133,7 +133,7 @@ def test_bad_pool_is_refused_at_its_key_before_any_resource(
 def test_mig_on_a_gpu_read_from_the_machine_type_is_checked_too(
     gke_config: Config, failed_plan_for: PlanFor
 ) -> None:
-    mig = {"mode": "mig", "strategy": "single", "profile": "all-1g.10gb"}
+    mig = {"mode": "mig", "profile": "all-1g.10gb"}
     with_pool(gke_config, accelerator=None, gpusPerNode=None, sharing=mig)
     plan = failed_plan_for(gke_config)
     assert "l4 has no MIG" in problems_of(plan)["gpu-platform:pools[0].sharing.mode"]

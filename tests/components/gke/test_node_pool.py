@@ -20,7 +20,7 @@ MIG_POOL = {
     "name": "a100-mig",
     "instanceTypes": ["a2-highgpu-1g"],
     "max": 2,
-    "sharing": {"mode": "mig", "strategy": "single", "profile": "all-1g.5gb"},
+    "sharing": {"mode": "mig", "profile": "all-1g.5gb"},
 }
 
 

@@ -99,7 +99,7 @@ def test_chart_components_are_the_top_level_maps() -> None:
     assert "extraObjects" not in components  # a list, not a component's values
 
 
-def stack(cloud: str, node_image: str, mig_strategy: str) -> dict[str, Any]:
+def stack(cloud: str, node_image: str) -> dict[str, Any]:
     """A stack with a pool of every sharing mode the node image allows, and extra taints."""
     gcp = cloud == "gcp"
     location = {"project": "p", "location": "us-central1"} if gcp else {"region": "us-east-1"}
@@ -108,7 +108,7 @@ def stack(cloud: str, node_image: str, mig_strategy: str) -> dict[str, Any]:
     shared: list[dict[str, Any]] = [
         {"mode": "time-slicing", "replicas": 4},
         {"mode": "mps", "replicas": 2},
-        {"mode": "mig", "strategy": mig_strategy, "profile": "all-1g.5gb"},
+        {"mode": "mig", "profile": "all-1g.5gb"},
     ]
     sharings = [{"mode": "exclusive"}] + ([] if node_image == "bottlerocket" else shared)
     return {
@@ -130,15 +130,14 @@ def stack(cloud: str, node_image: str, mig_strategy: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("mig_strategy", ["single", "mixed"])
 @pytest.mark.parametrize(
     ("cloud", "node_image"),
     [("aws", "al2023"), ("aws", "bottlerocket"), ("gcp", "cos"), ("gcp", "ubuntu")],
 )
 def test_every_key_path_the_platform_sets_exists_in_the_pinned_chart(
-    cloud: str, node_image: str, mig_strategy: str
+    cloud: str, node_image: str
 ) -> None:
-    config = load_stack_config(stack(cloud, node_image, mig_strategy))
+    config = load_stack_config(stack(cloud, node_image))
 
     values = operator_values_for(
         config.operator, config.platform, pools_as_declared(config), config.monitoring

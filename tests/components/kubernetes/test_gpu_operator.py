@@ -313,7 +313,7 @@ def test_mig_on_bottlerocket_is_a_config_error(dev_config: Config, failed_plan_f
         instanceTypes=["p4de.24xlarge"],
         accelerator="a100-80gb",
         gpusPerNode=8,
-        sharing={"mode": "mig", "strategy": "single", "profile": "all-1g.10gb"},
+        sharing={"mode": "mig", "profile": "all-1g.10gb"},
     )
 
     plan = failed_plan_for(dev_config)

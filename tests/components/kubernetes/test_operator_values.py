@@ -26,7 +26,6 @@ Sharing = dict[str, Any]
 EXCLUSIVE: Sharing = {"mode": "exclusive"}
 TIME_SLICING: Sharing = {"mode": "time-slicing", "replicas": 4}
 MPS: Sharing = {"mode": "mps", "replicas": 2}
-MIG_SINGLE: Sharing = {"mode": "mig", "strategy": "single", "profile": "all-1g.10gb"}
 MIG_MIXED: Sharing = {"mode": "mig", "strategy": "mixed", "profile": "all-3g.40gb"}
 
 # The chart's default `daemonsets.tolerations` (values.yaml of the pinned chart).
@@ -172,11 +171,10 @@ def test_mps_config_advertises_replicas_of_each_gpu_as_nvidia_com_gpu() -> None:
     }
 
 
-@pytest.mark.parametrize("sharing", [MIG_SINGLE, MIG_MIXED], ids=["single", "mixed"])
-def test_mig_config_sets_the_pools_strategy(sharing: dict[str, Any]) -> None:
-    config = parsed_configs(pool(sharing=sharing))[f"mig-{sharing['strategy']}"]
+def test_mig_config_sets_the_mixed_strategy() -> None:
+    config = parsed_configs(pool(sharing=MIG_MIXED))["mig-mixed"]
 
-    assert config == {"version": "v1", "flags": {"migStrategy": sharing["strategy"]}}
+    assert config == {"version": "v1", "flags": {"migStrategy": "mixed"}}
 
 
 def test_pools_of_one_sharing_mode_share_one_config() -> None:
@@ -218,11 +216,10 @@ def test_device_plugin_config_is_the_one_the_yaml_carries() -> None:
 # --- MIG -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sharing", [MIG_SINGLE, MIG_MIXED], ids=["single", "mixed"])
-def test_mig_pool_sets_the_clusters_mig_strategy(sharing: dict[str, Any]) -> None:
-    values = values_for(pool(0, TIME_SLICING), pool(1, sharing))
+def test_mig_pool_sets_the_clusters_mig_strategy() -> None:
+    values = values_for(pool(0, TIME_SLICING), pool(1, MIG_MIXED))
 
-    assert values["mig"] == {"strategy": sharing["strategy"]}
+    assert values["mig"] == {"strategy": "mixed"}
 
 
 @pytest.mark.parametrize("platform", [p for p in Platform if p is not Platform.EKS_BOTTLEROCKET])
