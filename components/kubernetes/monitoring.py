@@ -217,7 +217,9 @@ def gpu_dashboard(monitoring: MonitoringSpec, operator_namespace: str) -> str:
 
 
 def alert_names(rules: Mapping[str, Any]) -> list[str]:
-    return [rule["alert"] for group in rules["groups"] for rule in group["rules"]]
+    return [
+        rule["alert"] for group in rules["groups"] for rule in group["rules"] if "alert" in rule
+    ]
 
 
 class _Placeholder(Template):

@@ -246,10 +246,14 @@ def dcgm_exporter_values_for(monitoring: MonitoringSpec, pools: Sequence[Resolve
 # limitation). With KUBERNETES_VIRTUAL_GPUS it emits a copy per pod, labelled with the pod and
 # the replica (`vgpu`), and since 4.5.3-4.8.2 fills DCGM_FI_DEV_GPU_UTIL and DCGM_FI_DEV_FB_USED
 # of each copy from that pod's own processes (PR #594). It finds a process's pod from
-# /proc/<pid>/cgroup, so it needs the host's PID namespace: only stacks that share GPUs get it.
+# /proc/<pid>/cgroup, so it needs the host's PID namespace, and matches processes only to pods
+# whose UID it read from the API server (`pidmapper.go`), which `enablePodUID` grants it (a
+# ClusterRole that reads pods; chart 26.3.2 and later). Only stacks that share GPUs get these.
+# Every metric but those two is the device's value, copied to each pod.
 _PER_POD_SHARED_GPU_METRICS: Values = {
     "env": [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}],
     "hostPID": True,
+    "enablePodUID": True,
 }
 
 

@@ -98,12 +98,13 @@ def test_thresholds_and_namespace_come_from_the_settings() -> None:
         {"idleGpuMinutes": 10, "idleGpuUtilizationPercent": 20, "framebufferFullPercent": 75}
     )
     rules = {
-        rule["alert"]: rule for rule in gpu_alert_rules(settings, "nvidia")["groups"][0]["rules"]
+        rule.get("alert", rule.get("record")): rule
+        for rule in gpu_alert_rules(settings, "nvidia")["groups"][0]["rules"]
     }
     idle = rules["GpuAllocatedButIdle"]
     assert idle["for"] == "10m"
-    assert re.search(r"\} < 20$", idle["expr"].strip())
-    assert 'namespace!="nvidia"' in idle["expr"]
+    assert idle["expr"].strip().endswith(" < 20")
+    assert 'namespace!="nvidia"' in rules["gpu_platform:allocated_gpu_activity:percent"]["expr"]
     assert "below 20% utilisation for 10 minutes" in idle["annotations"]["description"]
     assert rules["GpuFramebufferNearlyFull"]["expr"].strip().endswith("> 75")
     assert 'namespace="nvidia"' in rules["DcgmExporterMissing"]["expr"]

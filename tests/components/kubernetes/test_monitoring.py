@@ -91,7 +91,7 @@ def test_thresholds_from_the_config_reach_the_rules(dev_config: Config, plan_for
     (idle,) = [
         rule
         for rule in child(plan, PROMETHEUS_RULE).inputs["spec"]["groups"][0]["rules"]
-        if rule["alert"] == "GpuAllocatedButIdle"
+        if rule.get("alert") == "GpuAllocatedButIdle"
     ]
     assert idle["for"] == "45m"
     assert idle["expr"].strip().endswith("< 10")
@@ -152,15 +152,27 @@ def test_the_dashboard_shows_gpu_utilisation_and_memory_per(
         for panel in dashboard_json(dev_plan)["panels"]
         for target in panel.get("targets", [])
     ]
-    assert any(aggregation in q and "DCGM_FI_DEV_GPU_UTIL" in q for q in queries), view
+    assert any(aggregation in q and "gpu_activity:percent" in q for q in queries), view
     assert any(aggregation in q and "DCGM_FI_DEV_FB_USED" in q for q in queries), view
 
 
 def test_the_dashboard_lists_gpus_held_by_pods_but_idle(dev_plan: Plan) -> None:
     (idle_table,) = [p for p in dashboard_json(dev_plan)["panels"] if p["type"] == "table"]
     (query,) = [target["expr"] for target in idle_table["targets"]]
-    assert 'pod!=""' in query
+    assert query.startswith("gpu_platform:allocated_gpu_activity:percent{")
     assert query.endswith(f"< {MonitoringSpec().idle_gpu_utilization_percent}")
+
+
+def test_every_rule_the_dashboard_reads_is_one_the_stack_records(dev_plan: Plan) -> None:
+    recorded = {
+        rule["record"]
+        for group in child(dev_plan, PROMETHEUS_RULE).inputs["spec"]["groups"]
+        for rule in group["rules"]
+        if "record" in rule
+    }
+    read = set(re.findall(r"gpu_platform:[a-z_:]+", json.dumps(dashboard_json(dev_plan))))
+
+    assert read and read <= recorded
 
 
 def test_every_dcgm_metric_used_is_one_the_exporter_collects_by_default(dev_plan: Plan) -> None:

@@ -328,6 +328,8 @@ def test_a_pool_sharing_gpus_has_the_exporter_attribute_each_replica_to_its_pod(
 
     assert exporter["env"] == [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
     assert exporter["hostPID"] is True
+    # pidmapper.go maps processes only to pods with a UID, read from the API server.
+    assert exporter["enablePodUID"] is True
 
 
 @pytest.mark.parametrize("sharing", [EXCLUSIVE, MIG_MIXED], ids=["exclusive", "mig"])
@@ -336,7 +338,7 @@ def test_without_shared_replicas_the_exporter_keeps_to_its_own_pid_namespace(
 ) -> None:
     exporter = values_for(pool(sharing=sharing))["dcgmExporter"]
 
-    assert ("env" in exporter, "hostPID" in exporter) == (False, False)
+    assert {"env", "hostPID", "enablePodUID"}.isdisjoint(exporter)
 
 
 # --- overrides -------------------------------------------------------------------------------
