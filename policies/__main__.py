@@ -6,6 +6,7 @@ this file (as tests and tools do) only collects the policies.
 """
 
 import gpu_pools
+import gpu_sharing
 import gpu_stack
 import gpu_workloads
 import helm
@@ -19,6 +20,7 @@ POLICIES = [
     *pod_security.POLICIES,
     *namespaces.POLICIES,
     *gpu_workloads.POLICIES,
+    *gpu_sharing.POLICIES,
     *gpu_pools.POLICIES,
     *helm.POLICIES,
     *gpu_stack.POLICIES,

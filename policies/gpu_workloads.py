@@ -77,6 +77,11 @@ def _gpu_entries(container: Container, section: str) -> dict[str, Any]:
     }
 
 
+def gpu_limits(container: Container) -> dict[str, Any]:
+    """The GPU resources the container gets, by name: its limits, which its requests equal."""
+    return _gpu_entries(container, "limits")
+
+
 def is_gpu_pod(pod: Pod) -> bool:
     return any(
         quantity(value) != 0

@@ -32,6 +32,7 @@ fields in snake_case, so a type checker wants a `cast` there), or dump them as Y
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from components.config import MpsSharing, TimeSlicingSharing
 from components.node_identity import POOL_LABEL, ResolvedPool
 
 # Any non-zero id passes `restricted`; 1000 is the first ordinary account on most base images
@@ -61,11 +62,20 @@ def gpu_pod_spec(
     need) unless given; Jobs need `Never` or `OnFailure`.
     """
     resource = gpu_resource(pool)
-    per_node = pool.identity.resources[resource]
+    # Time-sliced and MPS replicas may be slices of one GPU: the device plugin refuses more
+    # than one per container (`failRequestsGreaterThanOne`), and only at kubelet admission.
+    most = 1 if isinstance(pool.spec.sharing, TimeSlicingSharing | MpsSharing) else None
+    per_node = most or pool.identity.resources[resource]
     if not 1 <= gpus <= per_node:
+        why = (
+            f"its GPUs are shared ({pool.spec.sharing.mode}): more than one replica buys no more"
+            " GPU, and the device plugin refuses it"
+            if most
+            else "what one of its nodes advertises"
+        )
         raise ValueError(
             f"gpus={gpus}: a pod on pool {pool.spec.name!r} can get 1 to {per_node} "
-            f"{resource} (what one of its nodes advertises)"
+            f"{resource} ({why})"
         )
     if user_id == 0:
         raise ValueError("user_id=0: Pod Security `restricted` rejects pods that run as root")

@@ -224,6 +224,7 @@ POLICY_NAMES = {
     "gpu-pods-select-gpu-nodes",
     "gpu-pods-max-gpus",
     "gpu-pods-pinned-images",
+    "gpu-pods-match-pool-sharing",
     "gpu-pool-scheduling",
     "gpu-pool-scaling",
     "eks-gpu-node-access",

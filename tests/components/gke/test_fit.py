@@ -71,8 +71,10 @@ def test_pod_without_the_gpu_toleration_fits_no_pool(gke_config: Config, gke_pla
 def test_more_time_slices_than_physical_gpus_fit_no_pool_at_zero(
     gke_config: Config, gke_plan: Plan
 ) -> None:
-    # A node advertises four slices once the operator runs, but GKE plans with one GPU.
-    pod = gpu_pod_spec(resolved(gke_config, "l4-shared"), "cuda:12", ["nvidia-smi"], gpus=2)
+    # A node advertises four slices once the operator runs, but GKE plans with one GPU. (The
+    # pod helper refuses two slices per container; a hand-written pod can still ask.)
+    pod = gpu_pod_spec(resolved(gke_config, "l4-shared"), "cuda:12", ["nvidia-smi"])
+    pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "2"
     (fit,) = fits(pod, templates(gke_plan))
     assert fit.reasons == ("asks for 2 nvidia.com/gpu; a node has 1",)
 

@@ -135,12 +135,24 @@ def test_mig_mixed_pool_gets_its_slice_resource() -> None:
     assert spec["containers"][0]["resources"]["limits"] == {"nvidia.com/mig-1g.10gb": "1"}
 
 
-def test_time_sliced_pool_counts_replicas_as_gpus() -> None:
-    shared = pool(sharing={"mode": "time-slicing", "replicas": 4})
+@pytest.mark.parametrize(
+    "sharing",
+    [{"mode": "time-slicing", "replicas": 4}, {"mode": "mps", "replicas": 4}],
+    ids=["time-slicing", "mps"],
+)
+def test_a_shared_pool_gives_a_container_one_replica_at_most(sharing: dict[str, Any]) -> None:
+    # k8s-device-plugin README: more than one shared GPU buys no more compute, and with
+    # failRequestsGreaterThanOne (internal/rm/rm.go) the kubelet refuses the pod at admission.
+    with pytest.raises(
+        ValueError, match=r"gpus=2: .* can get 1 to 1 nvidia\.com/gpu \(its GPUs are shared"
+    ):
+        gpu_pod_spec(pool(gpus=4, sharing=sharing), IMAGE, ["x"], gpus=2)
 
-    spec = gpu_pod_spec(shared, IMAGE, ["x"], gpus=4)
 
-    assert spec["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "4"}
+def test_a_mig_pool_gives_a_container_several_slices() -> None:
+    spec = gpu_pod_spec(mig_mixed_pool(), IMAGE, ["x"], gpus=2)
+
+    assert spec["containers"][0]["resources"]["limits"] == {"nvidia.com/mig-1g.10gb": "2"}
 
 
 def test_other_requests_and_limits_are_kept_beside_the_gpus() -> None:
