@@ -56,9 +56,13 @@ GPU_SMOKE_TEST_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 # variant (GKE ships the installer image on the node, matched to its COS release). GKE COS pools
 # use it instead of the GPU Operator's driver. Pinned to a commit of
 # GoogleCloudPlatform/container-engine-accelerators: the branch changes under the same URL.
+# f2cf4197 (2025-07-02) is the newest commit to touch the file. Since the previous pin
+# (068b15a9, 2023-01) it skips installing when a driver is already loaded, fails the pod when
+# the install fails, stays off confidential nodes, updates the `partition-gpus` init container
+# (H100 and H200 partitions) and moves the pause image to gke.gcr.io/pause:3.8 by digest.
 GKE_COS_DRIVER_INSTALLER_MANIFEST = (
     "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/"
-    "068b15a980977bdaab46eb73e1ac8fba47e41f60/nvidia-driver-installer/cos/daemonset-preloaded.yaml"
+    "f2cf4197a5c3f0f20133be15d5fad8b7453beed5/nvidia-driver-installer/cos/daemonset-preloaded.yaml"
 )
 
 # Kubernetes cluster autoscaler (EKS). The chart's default image follows the chart's release,

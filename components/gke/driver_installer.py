@@ -8,8 +8,9 @@ The manifest is applied as published, from a pinned commit (`components/versions
 It runs on GPU nodes only: the manifest's node affinity requires the
 `cloud.google.com/gke-accelerator` label, which GKE puts on every node with a GPU, and the
 absence of `cloud.google.com/gke-gpu-driver-version`, which GKE puts only on nodes whose driver
-it installs itself (the platform's pools set `gpu_driver_version=INSTALLATION_DISABLED`). It
-tolerates every taint, the GPU taint included.
+it installs itself (the platform's pools set `gpu_driver_version=INSTALLATION_DISABLED`), and of
+`cloud.google.com/gke-confidential-nodes-instance-type`. It tolerates every taint, the GPU taint
+included.
 """
 
 import pulumi
