@@ -14,7 +14,7 @@ import pulumi
 from pulumi_kubernetes.provider import Provider
 
 from components.config import Cloud, ConfigError, ConfigProblem, StackConfig, key_path
-from components.node_identity import GpuShape, ResolvedPool, resolve_pool
+from components.node_identity import GpuShape, ResolvedPool, resolve_pool, sharer_for
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,9 @@ def pools_as_declared(config: StackConfig) -> list[ResolvedPool]:
                     ConfigProblem(key_path("pools", i, alias), None, f"a value on {config.cloud}")
                 )
         if pool.accelerator is not None and pool.gpus_per_node is not None:
-            resolved.append(resolve_pool(pool, i, GpuShape(pool.accelerator, pool.gpus_per_node)))
+            shape = GpuShape(pool.accelerator, pool.gpus_per_node)
+            sharer = sharer_for(config.platform, pool.sharing)
+            resolved.append(resolve_pool(pool, i, shape, sharer))
     if problems:
         raise ConfigError(problems)
     return resolved

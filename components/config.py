@@ -840,12 +840,42 @@ def _gke_pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             " there); for the operator's own driver, use nodeImage ubuntu",
         )
     for i, pool in enumerate(config.pools):
+        yield from _gke_sharing_problems(config, pool, i)
         if pool.gcp.max_surge == 0 and pool.gcp.max_unavailable == 0:
             yield ConfigProblem(
                 key_path("pools", i, "gcp", "maxSurge"),
                 0,
                 "at least 1 when maxUnavailable is 0 (GKE could upgrade no node)",
             )
+
+
+# GKE's API takes 2 to 48 clients per GPU, for time-sharing and MPS alike.
+_GKE_MAX_SHARED_CLIENTS = 48
+
+
+def _gke_sharing_problems(
+    config: StackConfig, pool: GpuPoolSpec, i: int
+) -> Iterator[ConfigProblem]:
+    # On GKE, GKE itself shares and partitions GPUs, so that its autoscaler counts what the
+    # nodes advertise (components.node_identity.sharer_for); it does so on COS only.
+    if isinstance(pool.sharing, ExclusiveSharing):
+        return
+    if _platform(config) is Platform.GKE_UBUNTU:
+        yield ConfigProblem(
+            key_path("pools", i, "sharing", "mode"),
+            pool.sharing.mode,
+            "exclusive with nodeImage ubuntu, where the operator builds the driver and GKE's"
+            " autoscaler would plan the pool with whole GPUs; use nodeImage cos to share GPUs",
+        )
+    elif (
+        isinstance(pool.sharing, TimeSlicingSharing)
+        and pool.sharing.replicas > _GKE_MAX_SHARED_CLIENTS
+    ):
+        yield ConfigProblem(
+            key_path("pools", i, "sharing", "replicas"),
+            pool.sharing.replicas,
+            f"at most {_GKE_MAX_SHARED_CLIENTS} on GKE (its maxSharedClientsPerGpu)",
+        )
 
 
 def _operator_override_problems(config: StackConfig) -> Iterator[ConfigProblem]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from components.accelerators import ACCELERATORS
 from components.eks.autoscaler_tags import (
     LABEL_TAG_PREFIX,
     RESOURCE_TAG_PREFIX,
@@ -121,12 +122,15 @@ def eks_node_template(
 def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
     """The template GKE's cluster autoscaler builds for a node pool at zero, from the pool's own
     configuration (a `gcp:container/nodePool:NodePool`'s inputs): its labels and taints, the
-    labels GKE gives every node, and one `nvidia.com/gpu` per GPU of the machine.
+    labels GKE gives every node, and the `nvidia.com/gpu` that GKE's device plugin advertises.
 
-    GKE counts physical GPUs: a pool whose GPUs the operator shares by time-slicing or MPS is
-    planned with whole GPUs, and MIG `mixed` slices (`nvidia.com/mig-<slice>`) not at all, so
-    a pod that asks only for those scales no pool up from zero. CPU and memory are left out
-    (the machine type's allocatable is not known offline), so requests for them are not judged.
+    GKE's autoscaler is not open source; the count is what GKE's device plugin advertises for the
+    accelerator's settings (container-engine-accelerators `pkg/gpu/nvidia/manager.go`): one per
+    GPU, one per MIG partition with `gpuPartitionSize`, times `maxSharedClientsPerGpu` with
+    `gpuSharingConfig`, which GKE's GPU-sharing page says its autoscaler scales pools by. The
+    operator's own replicas and MIG slices are invisible to it, which is why the platform lets
+    GKE share GPUs. CPU and memory are left out (the machine type's allocatable is not known
+    offline), so requests for them are not judged.
     """
     config = node_pool["nodeConfig"]
     (accelerator,) = config["guestAccelerators"]
@@ -139,6 +143,7 @@ def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
         "topology.kubernetes.io/region": zone_region(location) or location,
         "cloud.google.com/gke-accelerator": accelerator["type"],
         **({"cloud.google.com/gke-spot": "true"} if config.get("spot") else {}),
+        **_gke_gpu_sharing_labels(accelerator),
         **(config.get("labels") or {}),
     }
     kubernetes_effects = {gke: kubernetes for kubernetes, gke in CLOUD_TAINT_EFFECTS.items()}
@@ -146,8 +151,32 @@ def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
         Taint(t["key"], t.get("value", ""), kubernetes_effects[t["effect"]])
         for t in config.get("taints") or []
     )
-    gpus = {GPU_RESOURCE: Decimal(int(accelerator["count"]))}
+    gpus = {GPU_RESOURCE: Decimal(_gke_gpus_advertised(accelerator))}
     return NodeTemplate(labels.get(POOL_LABEL, "?"), labels, taints, gpus)
+
+
+def _gke_gpus_advertised(accelerator: Mapping[str, Any]) -> int:
+    devices = int(accelerator["count"])
+    partition = accelerator.get("gpuPartitionSize")
+    if partition:
+        (model,) = (a for a in ACCELERATORS.values() if a.gke_type == accelerator["type"])
+        devices *= model.mig_profiles[partition]
+    clients = (accelerator.get("gpuSharingConfig") or {}).get("maxSharedClientsPerGpu")
+    return devices * int(clients or 1)
+
+
+def _gke_gpu_sharing_labels(accelerator: Mapping[str, Any]) -> dict[str, str]:
+    # The node labels GKE sets for its GPU sharing (GKE's "About GPU sharing strategies" page).
+    labels = {}
+    if accelerator.get("gpuPartitionSize"):
+        labels["cloud.google.com/gke-gpu-partition-size"] = accelerator["gpuPartitionSize"]
+    sharing = accelerator.get("gpuSharingConfig")
+    if sharing:
+        strategy = {"TIME_SHARING": "time-sharing", "MPS": "mps"}[sharing["gpuSharingStrategy"]]
+        labels["cloud.google.com/gke-gpu-sharing-strategy"] = strategy
+        clients = str(int(sharing["maxSharedClientsPerGpu"]))
+        labels["cloud.google.com/gke-max-shared-clients-per-gpu"] = clients
+    return labels
 
 
 # --- The scheduler's rules -------------------------------------------------------------------

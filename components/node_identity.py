@@ -8,6 +8,7 @@ them in agreement.
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 
 from components.accelerators import mig_instances_per_gpu
 from components.config import (
@@ -15,6 +16,7 @@ from components.config import (
     GpuPoolSpec,
     MigSharing,
     MpsSharing,
+    Platform,
     Sharing,
     TimeSlicingSharing,
 )
@@ -50,6 +52,32 @@ CLOUD_TAINT_EFFECTS: Mapping[str, str] = {
 GPU_TAINT = Taint(key=GPU_RESOURCE, value="present", effect="NoSchedule")
 
 
+class GpuSharer(Enum):
+    """Who turns a node's GPUs into what its pods ask for."""
+
+    OPERATOR = "operator"
+    """The GPU Operator's device plugin (and MIG manager), selected by node labels."""
+    GKE = "gke"
+    """GKE's own device plugin, from the node pool's GPU sharing or partition settings."""
+
+
+def sharer_for(platform: Platform, sharing: Sharing) -> GpuSharer:
+    """GKE shares the GPUs of a shared or partitioned pool on Container-Optimized OS.
+
+    GKE's autoscaler plans a pool from the node pool's own GPU settings, so it counts only the
+    replicas and partitions GKE makes itself (`gpu_sharing_config`, `gpu_partition_size`); with
+    the operator's device plugin it plans with whole GPUs, and a MIG pool could never scale up
+    from zero. GKE's device plugin reads those settings from the node (`/etc/nvidia/
+    gpu_config.json`), and Google's COS driver installer creates the partitions in its
+    `partition-gpus` init container before the plugin advertises them (container-engine-
+    accelerators `partition_gpu/`, `pkg/gpu/nvidia/mig/mig.go`). On Ubuntu the operator builds
+    the driver and nothing of GKE's shares it: config validation refuses shared pools there.
+    """
+    if platform is Platform.GKE_COS and not isinstance(sharing, ExclusiveSharing):
+        return GpuSharer.GKE
+    return GpuSharer.OPERATOR
+
+
 @dataclass(frozen=True)
 class GpuShape:
     """The GPUs on one node: which model and how many."""
@@ -79,11 +107,17 @@ def sharing_config_name(sharing: Sharing) -> str:
             return "exclusive"
 
 
-def advertised_resources(sharing: Sharing, gpu: GpuShape) -> dict[str, int]:
+def advertised_resources(
+    sharing: Sharing, gpu: GpuShape, sharer: GpuSharer = GpuSharer.OPERATOR
+) -> dict[str, int]:
     """What the device plugin on one node will advertise, for the scheduler and autoscaler."""
     match sharing:
         case TimeSlicingSharing(replicas=replicas) | MpsSharing(replicas=replicas):
             return {GPU_RESOURCE: gpu.count * replicas}
+        case MigSharing(profile=profile) if sharer is GpuSharer.GKE:
+            # GKE's device plugin advertises each partition as one `nvidia.com/gpu`
+            # (`pkg/gpu/nvidia/manager.go`, ListGPUPartitionDevices).
+            return {GPU_RESOURCE: gpu.count * mig_instances_per_gpu(gpu.accelerator, profile)}
         case MigSharing(profile=profile):
             # `mixed`: once every GPU is partitioned, none is left to advertise whole, and the
             # device plugin reports `nvidia.com/gpu: 0`. Saying so keeps the autoscaler from
@@ -96,22 +130,25 @@ def advertised_resources(sharing: Sharing, gpu: GpuShape) -> dict[str, int]:
     raise AssertionError(f"unhandled sharing mode {sharing!r}")
 
 
-def node_identity_for(pool: GpuPoolSpec, gpu: GpuShape) -> NodeIdentity:
+def node_identity_for(
+    pool: GpuPoolSpec, gpu: GpuShape, sharer: GpuSharer = GpuSharer.OPERATOR
+) -> NodeIdentity:
     """The identity every node of `pool` has, extra labels and taints from config included."""
     labels = {
         **pool.labels,
         POOL_LABEL: pool.name,
         ACCELERATOR_LABEL: gpu.accelerator,
         GPU_PRESENT_LABEL: "true",
-        DEVICE_PLUGIN_CONFIG_LABEL: sharing_config_name(pool.sharing),
     }
-    if isinstance(pool.sharing, MigSharing):
-        labels[MIG_CONFIG_LABEL] = pool.sharing.profile
+    if sharer is GpuSharer.OPERATOR:
+        labels[DEVICE_PLUGIN_CONFIG_LABEL] = sharing_config_name(pool.sharing)
+        if isinstance(pool.sharing, MigSharing):
+            labels[MIG_CONFIG_LABEL] = pool.sharing.profile
     extra_taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
     return NodeIdentity(
         labels=labels,
         taints=(GPU_TAINT, *extra_taints),
-        resources=advertised_resources(pool.sharing, gpu),
+        resources=advertised_resources(pool.sharing, gpu, sharer),
     )
 
 
@@ -124,7 +161,10 @@ class ResolvedPool:
     """Position in `gpu-platform:pools`, for error messages that name the key."""
     gpu: GpuShape
     identity: NodeIdentity
+    sharer: GpuSharer = GpuSharer.OPERATOR
 
 
-def resolve_pool(spec: GpuPoolSpec, index: int, gpu: GpuShape) -> ResolvedPool:
-    return ResolvedPool(spec, index, gpu, node_identity_for(spec, gpu))
+def resolve_pool(
+    spec: GpuPoolSpec, index: int, gpu: GpuShape, sharer: GpuSharer = GpuSharer.OPERATOR
+) -> ResolvedPool:
+    return ResolvedPool(spec, index, gpu, node_identity_for(spec, gpu, sharer), sharer)

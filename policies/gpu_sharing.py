@@ -1,9 +1,10 @@
 """GPU pods ask a pool for what its nodes advertise in its sharing mode.
 
-The stack's own pools say how they share their GPUs, in the node labels the GPU Operator reads:
+The stack's own pools say how they share their GPUs: in the node labels the GPU Operator reads,
 `nvidia.com/device-plugin.config` (`time-slicing-4`, `mps-2`, `mig-mixed`, `exclusive`) and, on
-MIG pools, `nvidia.com/mig.config` (`all-1g.10gb`). A pod that selects one of them by its
-`gpu-platform.io/pool` label is held to it:
+MIG pools, `nvidia.com/mig.config` (`all-1g.10gb`); or, where GKE shares them, in the GKE node
+pool's accelerator (`gpuSharingConfig`, `gpuPartitionSize`). A pod that selects one of them by
+its `gpu-platform.io/pool` label is held to it:
 
 - On a time-sliced or MPS pool, a container gets at most one `nvidia.com/gpu`. Two replicas
   may be two slices of one GPU and buy no more compute (k8s-device-plugin README, "With
@@ -11,9 +12,12 @@ MIG pools, `nvidia.com/mig.config` (`all-1g.10gb`). A pod that selects one of th
   (`failRequestsGreaterThanOne`), but only at kubelet admission, after the pod was scheduled and
   a node possibly started for it: the pod then fails with `UnexpectedAdmissionError` and has to
   be deleted by hand.
+  GKE's device plugin refuses them the same way (container-engine-accelerators
+  `pkg/gpu/nvidia/gpusharing/gpusharing.go`).
 - On a MIG pool, a container asks for the pool's own slice, `nvidia.com/mig-<profile>`. Its
   nodes advertise no whole GPU (`nvidia.com/gpu: 0`) and no other slice, so any other GPU
-  resource leaves the pod pending for good, with no pool to scale up for it.
+  resource leaves the pod pending for good, with no pool to scale up for it. GKE advertises
+  its partitions as `nvidia.com/gpu`, and nothing else.
 
 Pods in other stacks are not seen here; the pod helper (`components.kubernetes.gpu_pod`)
 refuses the same requests when it builds a pod spec.
@@ -46,27 +50,38 @@ _LABELS_PATH = {NODE_GROUP_TYPE: ("labels",), NODE_POOL_TYPE: ("nodeConfig", "la
 
 @dataclass(frozen=True)
 class PoolSharing:
-    """How one pool of the stack shares its GPUs, as its node labels say."""
+    """How one pool of the stack shares its GPUs."""
 
     name: str
     config: str
-    """The device plugin config its nodes select (`time-slicing-4`, `mig-mixed`, ...)."""
-    mig_resource: str | None
-    """`nvidia.com/mig-1g.10gb` on a MIG pool."""
-
-    @property
-    def shared(self) -> bool:
-        return self.config.startswith(SHARED_CONFIG_PREFIXES)
+    """How, in words: the device plugin config its nodes select (`time-slicing-4`,
+    `mig-mixed`, ...), or GKE's setting."""
+    shared: bool
+    """Time-sliced or MPS: more than one per container is refused."""
+    only_resource: str | None = None
+    """The one GPU resource its nodes advertise, on a MIG pool."""
 
 
 def pool_sharing(resource: PolicyResource) -> PoolSharing | None:
     labels = mapping(resource.props, *_LABELS_PATH[resource.resource_type]) or {}
-    name, config = text(labels, POOL_LABEL), text(labels, DEVICE_PLUGIN_CONFIG_LABEL)
-    if name is None or config is None:
+    name = text(labels, POOL_LABEL)
+    if name is None:
         return None
-    profile = text(labels, MIG_CONFIG_LABEL)
-    mig_resource = f"nvidia.com/mig-{profile.removeprefix('all-')}" if profile else None
-    return PoolSharing(name, config, mig_resource)
+    config = text(labels, DEVICE_PLUGIN_CONFIG_LABEL)
+    if config is not None:
+        profile = text(labels, MIG_CONFIG_LABEL)
+        mig = f"nvidia.com/mig-{profile.removeprefix('all-')}" if profile else None
+        return PoolSharing(name, config, config.startswith(SHARED_CONFIG_PREFIXES), mig)
+    if resource.resource_type != NODE_POOL_TYPE:
+        return None
+    accelerator = value_at(resource.props, "nodeConfig", "guestAccelerators", 0)
+    strategy = text(accelerator, "gpuSharingConfig", "gpuSharingStrategy")
+    if strategy is not None:
+        return PoolSharing(name, f"GKE {strategy}", shared=True)
+    partition = text(accelerator, "gpuPartitionSize")
+    if partition is not None:
+        return PoolSharing(name, f"GKE partitions of {partition}", False, "nvidia.com/gpu")
+    return None
 
 
 def selected_pool(pod: Pod) -> str | None:
@@ -106,11 +121,11 @@ def sharing_problems(pod: Pod, pool: PoolSharing) -> Iterator[str]:
                     "scheduled, as two replicas may be slices of one GPU. Fix: ask for 1, or "
                     "use a pool with whole GPUs."
                 )
-            elif pool.mig_resource is not None and name != pool.mig_resource:
+            elif pool.only_resource is not None and name != pool.only_resource:
                 yield (
                     f'{container.label} asks for {name} ({field}) on pool "{pool.name}", whose '
-                    f"nodes advertise only {pool.mig_resource} (and no whole nvidia.com/gpu), so "
-                    f"it would stay pending. Fix: ask for {pool.mig_resource}."
+                    f"nodes advertise no GPU resource but {pool.only_resource} ({pool.config}), "
+                    f"so it would stay pending. Fix: ask for {pool.only_resource}."
                 )
 
 

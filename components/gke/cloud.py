@@ -22,7 +22,7 @@ from components.gke.machine_types import boot_disk_types, gpu_shape
 from components.gke.node_pool import GkeGpuNodePool, GkeGpuNodePoolArgs
 from components.gke.zones import ZoneOfferings
 from components.kubernetes.provider import connect_with_kubeconfig_context
-from components.node_identity import ResolvedPool, resolve_pool
+from components.node_identity import ResolvedPool, resolve_pool, sharer_for
 
 
 class GkeCloud:
@@ -47,7 +47,7 @@ class GkeCloud:
         resolved = []
         for i, spec in enumerate(self.config.pools):
             try:
-                resolved.append(_resolve(spec, i))
+                resolved.append(_resolve(spec, i, self.config.platform))
             except ConfigError as error:
                 problems += error.problems
         if problems:
@@ -96,7 +96,7 @@ class GkeCloud:
         return created
 
 
-def _resolve(spec: GpuPoolSpec, index: int) -> ResolvedPool:
+def _resolve(spec: GpuPoolSpec, index: int, platform: Platform) -> ResolvedPool:
     shape = gpu_shape(spec, index)
     problems = []
     # A MIG pool that states its accelerator was checked with the rest of the config.
@@ -116,4 +116,4 @@ def _resolve(spec: GpuPoolSpec, index: int) -> ResolvedPool:
         )
     if problems:
         raise ConfigError(problems)
-    return resolve_pool(spec, index, shape)
+    return resolve_pool(spec, index, shape, sharer_for(platform, spec.sharing))

@@ -1,12 +1,21 @@
 """A GKE node pool of GPU nodes, set up for the NVIDIA GPU Operator.
 
-GKE would install its own driver and device plugin on GPU nodes, and both collide with the
-operator's: the pool turns GKE's driver installation off (`INSTALLATION_DISABLED`) and its
-device plugin off (the `gke-no-default-nvidia-gpu-device-plugin=true` node label), so GPU
-sharing and MIG come from the operator through the node labels of `components.node_identity`,
-never from GKE's `gpu_sharing_config` or `gpu_partition_size`. The GPU taint is declared
-explicitly: GKE adds it itself only when the cluster also has a pool without GPUs
-(terraform-google-kubernetes-engine#703).
+GKE would install its own driver on GPU nodes, which collides with the operator's: the pool
+turns GKE's driver installation off (`INSTALLATION_DISABLED`); on COS Google's installer
+DaemonSet loads the driver instead (`components.gke.driver_installer`).
+
+Who advertises the GPUs depends on the pool (`components.node_identity.sharer_for`):
+- whole GPUs, and every pool on Ubuntu: the operator's device plugin. GKE's is turned off by
+  the `gke-no-default-nvidia-gpu-device-plugin=true` node label, as NVIDIA's GKE guide says.
+- time-sliced, MPS and MIG pools on COS: GKE's own device plugin, from the accelerator's
+  `gpu_sharing_config` or `gpu_partition_size`, because GKE's autoscaler plans a pool from
+  those settings and knows nothing of the operator's replicas or MIG slices. The operator's
+  device plugin and MIG manager stay off those nodes (`nvidia.com/gpu.deploy.device-plugin`
+  and `...mig-manager` set to `false`, which the operator leaves as they are:
+  `controllers/state_manager.go` at v26.7.0); its toolkit and DCGM exporter still run there.
+
+The GPU taint is declared explicitly: GKE adds it itself only when the cluster also has a pool
+without GPUs (terraform-google-kubernetes-engine#703).
 """
 
 import hashlib
@@ -18,10 +27,10 @@ import pulumi
 from pulumi_gcp import container, projects, serviceaccount
 
 from components.accelerators import ACCELERATORS
-from components.config import Platform
+from components.config import MigSharing, MpsSharing, Platform, TimeSlicingSharing
 from components.gke.cluster import GkeCluster
 from components.gke.machine_types import boot_disk_types
-from components.node_identity import CLOUD_TAINT_EFFECTS, NodeIdentity, ResolvedPool
+from components.node_identity import CLOUD_TAINT_EFFECTS, GpuSharer, ResolvedPool
 from components.secrets import secret_if
 
 NODE_SERVICE_ACCOUNT_ROLE = "roles/container.defaultNodeServiceAccount"
@@ -29,6 +38,12 @@ NODE_SERVICE_ACCOUNT_ROLE = "roles/container.defaultNodeServiceAccount"
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 """Access is decided by the node service account's roles, not by OAuth scopes."""
 GKE_DEVICE_PLUGIN_OFF_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
+OPERATOR_OPERANDS_OFF_LABELS = {
+    "nvidia.com/gpu.deploy.device-plugin": "false",
+    "nvidia.com/gpu.deploy.mig-manager": "false",
+}
+"""On nodes whose GPUs GKE shares, the operator's device plugin and MIG manager stay away."""
+GKE_SHARING_STRATEGIES = {TimeSlicingSharing: "TIME_SHARING", MpsSharing: "MPS"}
 DRIVER_LABEL = "gpu-platform.io/driver"
 """`operator` on nodes whose driver the GPU Operator builds (Ubuntu): the policy pack exempts
 them from its secure-boot rule, as that driver is an unsigned kernel module."""
@@ -143,10 +158,12 @@ def node_pool_args(
                     gpu_driver_installation_config=container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
                         gpu_driver_version="INSTALLATION_DISABLED"
                     ),
+                    gpu_sharing_config=gke_gpu_sharing_config(pool),
+                    gpu_partition_size=gke_gpu_partition_size(pool),
                 )
             ],
             image_type=GKE_IMAGE_TYPES[args.platform],
-            labels=secret_if(args.secret_labels, node_labels(pool.identity, args.platform)),
+            labels=secret_if(args.secret_labels, node_labels(pool, args.platform)),
             taints=[
                 container.NodePoolNodeConfigTaintArgs(
                     key=taint.key, value=taint.value, effect=CLOUD_TAINT_EFFECTS[taint.effect]
@@ -176,9 +193,34 @@ def node_pool_args(
     )
 
 
-def node_labels(identity: NodeIdentity, platform: Platform) -> dict[str, str]:
-    """The pool's node identity labels, and the GKE ones that hand the GPUs to the operator."""
-    labels = {**identity.labels, GKE_DEVICE_PLUGIN_OFF_LABEL: "true"}
+def gke_gpu_sharing_config(
+    pool: ResolvedPool,
+) -> container.NodePoolNodeConfigGuestAcceleratorGpuSharingConfigArgs | None:
+    """How GKE's device plugin shares each GPU of a time-sliced or MPS pool it serves."""
+    sharing = pool.spec.sharing
+    if pool.sharer is not GpuSharer.GKE or not isinstance(sharing, TimeSlicingSharing | MpsSharing):
+        return None
+    return container.NodePoolNodeConfigGuestAcceleratorGpuSharingConfigArgs(
+        gpu_sharing_strategy=GKE_SHARING_STRATEGIES[type(sharing)],
+        max_shared_clients_per_gpu=sharing.replicas,
+    )
+
+
+def gke_gpu_partition_size(pool: ResolvedPool) -> str | None:
+    """The MIG partition (`1g.10gb`) GKE cuts each GPU of a MIG pool it serves into."""
+    sharing = pool.spec.sharing
+    if pool.sharer is not GpuSharer.GKE or not isinstance(sharing, MigSharing):
+        return None
+    return sharing.profile.removeprefix("all-")
+
+
+def node_labels(pool: ResolvedPool, platform: Platform) -> dict[str, str]:
+    """The pool's node identity labels, and the ones that say who serves its GPUs."""
+    labels = dict(pool.identity.labels)
+    if pool.sharer is GpuSharer.GKE:
+        labels.update(OPERATOR_OPERANDS_OFF_LABELS)
+    else:
+        labels[GKE_DEVICE_PLUGIN_OFF_LABEL] = "true"
     if platform is Platform.GKE_UBUNTU:
         labels[DRIVER_LABEL] = "operator"
     return labels

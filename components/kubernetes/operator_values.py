@@ -24,6 +24,7 @@ from components.config import (
 from components.node_identity import (
     GPU_RESOURCE,
     GPU_TAINT,
+    GpuSharer,
     ResolvedPool,
     Taint,
     sharing_config_name,
@@ -138,7 +139,7 @@ def sharing_values_for(platform: Platform, pools: Sequence[ResolvedPool]) -> Val
 def sharing_configs_for(pools: Sequence[ResolvedPool]) -> dict[str, str]:
     """One device plugin config (YAML) per sharing mode in use, under the name that the pools'
     `nvidia.com/device-plugin.config` node label selects; `exclusive` always among them."""
-    sharings = [ExclusiveSharing(), *(pool.spec.sharing for pool in pools)]
+    sharings = [ExclusiveSharing(), *(pool.spec.sharing for pool in _served_by_operator(pools))]
     configs = {sharing_config_name(s): device_plugin_config(s) for s in sharings}
     return {name: yaml.safe_dump(configs[name], sort_keys=False) for name in sorted(configs)}
 
@@ -176,7 +177,7 @@ def _shared_gpu_config(how: str, replicas: int) -> Values:
 
 def mig_values_for(pools: Sequence[ResolvedPool]) -> Values:
     """The cluster's MIG strategy and the MIG manager, when a pool partitions its GPUs."""
-    sharings = (pool.spec.sharing for pool in pools)
+    sharings = (pool.spec.sharing for pool in _served_by_operator(pools))
     strategies = {sharing.strategy for sharing in sharings if isinstance(sharing, MigSharing)}
     if not strategies:
         return {"migManager": {"enabled": False}}
@@ -191,6 +192,11 @@ def mig_values_for(pools: Sequence[ResolvedPool]) -> Values:
             "env": [_MIG_MANAGER_REBOOTS],
         },
     }
+
+
+def _served_by_operator(pools: Sequence[ResolvedPool]) -> list[ResolvedPool]:
+    # Pools whose GPUs GKE shares get neither the operator's device plugin nor its MIG manager.
+    return [pool for pool in pools if pool.sharer is GpuSharer.OPERATOR]
 
 
 def toleration_values_for(pools: Sequence[ResolvedPool]) -> Values:

@@ -83,6 +83,31 @@ def test_a_gke_pool_is_read_from_its_node_config(analyze: Analyze) -> None:
     assert len(messages(verdicts, POLICY)) == 1
 
 
+def gke_shared_pool(**accelerator: Any) -> Any:
+    pool = gke_node_pool()
+    pool.inputs["nodeConfig"]["labels"]["gpu-platform.io/pool"] = "l4"
+    pool.inputs["nodeConfig"]["guestAccelerators"][0].update(accelerator)
+    return pool
+
+
+def test_two_clients_of_a_gpu_gke_time_shares_are_refused(analyze: Analyze) -> None:
+    # GKE's device plugin: "at most 1 nvidia.com/gpu can be requested on GPU nodes"
+    # (container-engine-accelerators pkg/gpu/nvidia/gpusharing/gpusharing.go).
+    sharing = {"gpuSharingStrategy": "TIME_SHARING", "maxSharedClientsPerGpu": 4}
+
+    verdicts = analyze(gke_shared_pool(gpuSharingConfig=sharing), on_pool({"nvidia.com/gpu": "2"}))
+
+    (message,) = messages(verdicts, POLICY)
+    assert 'on pool "l4", whose GPUs are shared (GKE TIME_SHARING)' in message
+
+
+def test_a_gke_partition_is_asked_for_as_a_gpu(analyze: Analyze) -> None:
+    pool = gke_shared_pool(gpuPartitionSize="1g.5gb")
+
+    assert messages(analyze(pool, on_pool({"nvidia.com/gpu": "2"})), POLICY) == []
+    assert len(messages(analyze(pool, on_pool({"nvidia.com/mig-1g.5gb": "1"})), POLICY)) == 1
+
+
 def test_whole_gpus_of_an_exclusive_pool_may_be_several(analyze: Analyze) -> None:
     exclusive = {"gpu-platform.io/pool": "l4", "nvidia.com/device-plugin.config": "exclusive"}
 
@@ -97,7 +122,7 @@ def test_a_whole_gpu_on_a_mig_pool_is_refused(analyze: Analyze) -> None:
     assert messages(verdicts, POLICY) == [
         'container "app" asks for nvidia.com/gpu '
         '(spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]) on pool "l4", '
-        "whose nodes advertise only nvidia.com/mig-1g.10gb (and no whole nvidia.com/gpu), so it "
+        "whose nodes advertise no GPU resource but nvidia.com/mig-1g.10gb (mig-mixed), so it "
         "would stay pending. Fix: ask for nvidia.com/mig-1g.10gb."
     ]
 

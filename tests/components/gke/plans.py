@@ -25,6 +25,14 @@ def with_cluster(config: Config, **changes: Any) -> Config:
     return config
 
 
+def on_ubuntu(config: Config) -> Config:
+    """The config on Ubuntu nodes, with whole GPUs: GKE shares GPUs on COS only."""
+    with_cluster(config, nodeImage="ubuntu")
+    for pool in config["gpu-platform:pools"]:
+        pool["sharing"] = {"mode": "exclusive"}
+    return config
+
+
 def problems_of(plan: Plan) -> dict[str, str]:
     """The failed plan's config problems: key path -> what was expected."""
     assert isinstance(plan.error, ConfigError), plan.error

@@ -10,7 +10,7 @@ import yaml
 from gpu_platform_cli.offline import Plan
 from gpu_platform_cli.stand_ins import gcp as stand_in
 
-from .plans import problems_of, with_cluster, with_pool
+from .plans import on_ubuntu, problems_of, with_cluster, with_pool
 
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
@@ -152,7 +152,7 @@ def test_cos_with_the_operators_driver_is_refused_before_any_resource(
 def test_ubuntu_with_the_operators_driver_is_accepted(
     gke_config: Config, plan_for: PlanFor
 ) -> None:
-    with_cluster(gke_config, nodeImage="ubuntu")
+    on_ubuntu(gke_config)
     gke_config["gpu-platform:operator"] = {"overrides": {"driver": {"enabled": True}}}
     assert plan_for(gke_config).of_type("gcp:container/nodePool:NodePool")
 

@@ -10,7 +10,7 @@ import pytest
 from gpu_platform_cli.offline import Plan, run_program
 
 from .gke_api import api_problems, discovery_document, to_api_node_pool
-from .plans import NODE_POOL, with_cluster, with_pool
+from .plans import NODE_POOL, on_ubuntu, with_cluster, with_pool
 
 Config = dict[str, Any]
 
@@ -27,7 +27,7 @@ def test_gke_dev_stack_node_pools_fit_the_api() -> None:
 
 
 VARIANTS: dict[str, Callable[[Config], Config]] = {
-    "ubuntu": lambda c: with_cluster(c, nodeImage="ubuntu"),
+    "ubuntu": on_ubuntu,
     "per-zone on-demand with a floor": lambda c: with_pool(
         c, capacity="on-demand", min=1, gcp={"autoscalingScope": "per-zone"}
     ),

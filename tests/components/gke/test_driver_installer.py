@@ -9,7 +9,7 @@ from typing import Any
 from components import versions
 from gpu_platform_cli.offline import Plan
 
-from .plans import with_cluster
+from .plans import on_ubuntu
 
 Config = dict[str, Any]
 CONFIG_FILE = "kubernetes:yaml/v2:ConfigFile"
@@ -45,6 +45,6 @@ def test_operator_waits_for_the_driver_installer(gke_plan: Plan) -> None:
 def test_ubuntu_stack_has_no_installer(
     gke_config: Config, plan_for: Callable[[Config], Plan]
 ) -> None:
-    plan = plan_for(with_cluster(gke_config, nodeImage="ubuntu"))
+    plan = plan_for(on_ubuntu(gke_config))
     assert plan.of_type(CONFIG_FILE) == []
     assert plan.of_type("gpu-platform:gke:CosDriverInstaller") == []

@@ -9,17 +9,17 @@ from components.config import load_stack_config
 from components.fit import NodeTemplate, fits, gke_node_template
 from components.gke.machine_types import gpu_shape
 from components.kubernetes.gpu_pod import gpu_pod_spec
-from components.node_identity import ResolvedPool, Taint, resolve_pool
+from components.node_identity import ResolvedPool, Taint, resolve_pool, sharer_for
 from gpu_platform_cli.offline import Plan
 
 from .plans import NODE_POOL
 
 Config = dict[str, Any]
-MIG_MIXED_POOL = {
+MIG_POOL = {
     "name": "a100-slices",
     "instanceTypes": ["a2-highgpu-1g"],
     "max": 2,
-    "sharing": {"mode": "mig", "strategy": "mixed", "profile": "all-1g.5gb"},
+    "sharing": {"mode": "mig", "profile": "all-1g.5gb"},
 }
 
 
@@ -27,7 +27,9 @@ def resolved(config: Config, name: str) -> ResolvedPool:
     stack = load_stack_config({k.split(":", 1)[1]: v for k, v in config.items()})
     index = next(i for i, p in enumerate(stack.pools) if p.name == name)
     spec = stack.pools[index]
-    return resolve_pool(spec, index, gpu_shape(spec, index))
+    return resolve_pool(
+        spec, index, gpu_shape(spec, index), sharer_for(stack.platform, spec.sharing)
+    )
 
 
 def templates(plan: Plan) -> list[NodeTemplate]:
@@ -48,8 +50,23 @@ def test_template_has_the_pools_labels_and_taints_and_what_gke_adds(gke_plan: Pl
     assert template.taints == tuple(Taint(**t) for t in identity["taints"])
 
 
-def test_template_counts_the_machines_physical_gpus(gke_plan: Plan) -> None:
+def test_a_time_shared_template_counts_each_gpus_clients_as_gke_labels_them(
+    gke_plan: Plan,
+) -> None:
+    # GKE's device plugin advertises maxSharedClientsPerGpu devices per GPU (manager.go).
     (template,) = templates(gke_plan)
+    assert template.resources == {"nvidia.com/gpu": Decimal(4)}
+    assert {
+        "cloud.google.com/gke-gpu-sharing-strategy": "time-sharing",
+        "cloud.google.com/gke-max-shared-clients-per-gpu": "4",
+    }.items() <= template.labels.items()
+
+
+def test_an_exclusive_template_counts_the_machines_physical_gpus(
+    gke_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    gke_config["gpu-platform:pools"][0]["sharing"] = {"mode": "exclusive"}
+    (template,) = templates(plan_for(gke_config))
     assert template.resources == {"nvidia.com/gpu": Decimal(1)}
 
 
@@ -68,22 +85,17 @@ def test_pod_without_the_gpu_toleration_fits_no_pool(gke_config: Config, gke_pla
     assert fit.reasons == ("taint nvidia.com/gpu=present:NoSchedule is not tolerated",)
 
 
-def test_more_time_slices_than_physical_gpus_fit_no_pool_at_zero(
-    gke_config: Config, gke_plan: Plan
-) -> None:
-    # A node advertises four slices once the operator runs, but GKE plans with one GPU. (The
-    # pod helper refuses two slices per container; a hand-written pod can still ask.)
-    pod = gpu_pod_spec(resolved(gke_config, "l4-shared"), "cuda:12", ["nvidia-smi"])
-    pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "2"
-    (fit,) = fits(pod, templates(gke_plan))
-    assert fit.reasons == ("asks for 2 nvidia.com/gpu; a node has 1",)
-
-
-def test_mig_mixed_slices_scale_no_pool_up_from_zero(
+def test_a_mig_pool_scales_up_from_zero_for_a_partition(
     gke_config: Config, plan_for: Callable[[Config], Plan]
 ) -> None:
-    gke_config["gpu-platform:pools"].append(MIG_MIXED_POOL)
-    pool = resolved(gke_config, "a100-slices")
-    pod = gpu_pod_spec(pool, "cuda:12", ["nvidia-smi"])
-    by_pool = {f.pool: f.reasons for f in fits(pod, templates(plan_for(gke_config)))}
-    assert by_pool["a100-slices"] == ("asks for 1 nvidia.com/mig-1g.5gb; its nodes advertise none",)
+    # GKE partitions each A100 40GB into seven 1g.5gb devices, each one nvidia.com/gpu.
+    gke_config["gpu-platform:pools"].append(MIG_POOL)
+    plan = plan_for(gke_config)
+    pod = gpu_pod_spec(resolved(gke_config, "a100-slices"), "cuda:12", ["nvidia-smi"])
+
+    by_pool = {f.pool: f.reasons for f in fits(pod, templates(plan))}
+    (template,) = [t for t in templates(plan) if t.pool == "a100-slices"]
+
+    assert by_pool["a100-slices"] == ()
+    assert template.resources == {"nvidia.com/gpu": Decimal(7)}
+    assert template.labels["cloud.google.com/gke-gpu-partition-size"] == "1g.5gb"

@@ -12,7 +12,7 @@ from components.gke.cluster import GkeCluster
 from components.gke.node_pool import NODE_SERVICE_ACCOUNT_ROLE, node_service_account_id
 from gpu_platform_cli.offline import Plan
 
-from .plans import node_pool, with_cluster, with_pool
+from .plans import node_pool, on_ubuntu, with_cluster, with_pool
 
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
@@ -70,33 +70,79 @@ def test_accelerator_count_is_read_from_the_machine_type_when_left_out(
     assert (accelerator["type"], accelerator["count"]) == ("nvidia-l4", 4)
 
 
-def test_gke_sharing_and_partitioning_are_never_set_even_for_shared_and_mig_pools(
+def accelerator_of(plan: Plan, pool: str = "l4-shared") -> dict[str, Any]:
+    (accelerator,) = node_config(plan, pool)["guestAccelerators"]
+    return accelerator
+
+
+@pytest.mark.parametrize(
+    ("sharing", "strategy"),
+    [
+        ({"mode": "time-slicing", "replicas": 4}, "TIME_SHARING"),
+        ({"mode": "mps", "replicas": 3}, "MPS"),
+    ],
+)
+def test_a_shared_pool_has_gke_share_each_gpu_between_its_replicas(
+    gke_config: Config, plan_for: PlanFor, sharing: Config, strategy: str
+) -> None:
+    accelerator = accelerator_of(plan_for(with_pool(gke_config, sharing=sharing)))
+
+    assert accelerator["gpuSharingConfig"] == {
+        "gpuSharingStrategy": strategy,
+        "maxSharedClientsPerGpu": sharing["replicas"],
+    }
+    assert "gpuPartitionSize" not in accelerator
+
+
+def test_a_mig_pool_has_gke_partition_its_gpus(gke_config: Config, plan_for: PlanFor) -> None:
+    gke_config["gpu-platform:pools"].append(MIG_POOL)
+
+    accelerator = accelerator_of(plan_for(gke_config), "a100-mig")
+
+    assert accelerator["gpuPartitionSize"] == "1g.5gb"
+    assert "gpuSharingConfig" not in accelerator
+
+
+def test_an_exclusive_pool_leaves_gke_sharing_unset(gke_config: Config, plan_for: PlanFor) -> None:
+    accelerator = accelerator_of(plan_for(with_pool(gke_config, sharing={"mode": "exclusive"})))
+
+    assert set(accelerator) == {"type", "count", "gpuDriverInstallationConfig"}
+
+
+def test_an_exclusive_pools_gpus_go_to_the_operators_device_plugin(
     gke_config: Config, plan_for: PlanFor
 ) -> None:
-    gke_config["gpu-platform:pools"].append(MIG_POOL)
-    plan = plan_for(gke_config)
-    for pool in ("l4-shared", "a100-mig"):
-        (accelerator,) = node_config(plan, pool)["guestAccelerators"]
-        assert set(accelerator) == {"type", "count", "gpuDriverInstallationConfig"}
+    plan = plan_for(with_pool(gke_config, sharing={"mode": "exclusive"}))
+    identity = plan.outputs["pools"]["l4-shared"]["labels"]
 
-
-def test_gke_device_plugin_is_turned_off_by_node_label(gke_plan: Plan) -> None:
-    assert node_config(gke_plan)["labels"]["gke-no-default-nvidia-gpu-device-plugin"] == "true"
-
-
-def test_node_labels_are_the_pools_identity_and_the_gke_label(gke_plan: Plan) -> None:
-    identity = gke_plan.outputs["pools"]["l4-shared"]["labels"]
-    assert node_config(gke_plan)["labels"] == {
+    assert node_config(plan)["labels"] == {
         **identity,
         "gke-no-default-nvidia-gpu-device-plugin": "true",
     }
-    assert identity["nvidia.com/device-plugin.config"] == "time-slicing-4"
+    assert identity["nvidia.com/device-plugin.config"] == "exclusive"
 
 
-def test_mig_pool_carries_its_mig_config_label(gke_config: Config, plan_for: PlanFor) -> None:
+def test_a_shared_pools_gpus_go_to_gkes_device_plugin_and_not_the_operators(
+    gke_plan: Plan,
+) -> None:
+    identity = gke_plan.outputs["pools"]["l4-shared"]["labels"]
+
+    # The operator deploys its device plugin and MIG manager only where these labels are
+    # "true", and leaves a value already set (controllers/state_manager.go at v26.7.0).
+    assert node_config(gke_plan)["labels"] == {
+        **identity,
+        "nvidia.com/gpu.deploy.device-plugin": "false",
+        "nvidia.com/gpu.deploy.mig-manager": "false",
+    }
+    assert "nvidia.com/device-plugin.config" not in identity
+
+
+def test_a_mig_pool_has_no_mig_manager_layout_label(gke_config: Config, plan_for: PlanFor) -> None:
     gke_config["gpu-platform:pools"].append(MIG_POOL)
+
     labels = node_config(plan_for(gke_config), "a100-mig")["labels"]
-    assert labels["nvidia.com/mig.config"] == "all-1g.5gb"
+
+    assert "nvidia.com/mig.config" not in labels
 
 
 def test_gpu_taint_is_declared_explicitly_in_gke_spelling(gke_plan: Plan) -> None:
@@ -180,7 +226,7 @@ def test_cos_nodes_use_cos_containerd_with_secure_boot(gke_plan: Plan) -> None:
 def test_ubuntu_nodes_turn_secure_boot_off_for_the_operators_driver_and_say_so_by_label(
     gke_config: Config, plan_for: PlanFor
 ) -> None:
-    with_cluster(gke_config, nodeImage="ubuntu")
+    on_ubuntu(gke_config)
     config = node_config(plan_for(gke_config))
     assert config["imageType"] == "UBUNTU_CONTAINERD"
     assert config["shieldedInstanceConfig"] == {

@@ -110,7 +110,9 @@ def stack(cloud: str, node_image: str) -> dict[str, Any]:
         {"mode": "mps", "replicas": 2},
         {"mode": "mig", "profile": "all-1g.5gb"},
     ]
-    sharings = [{"mode": "exclusive"}] + ([] if node_image == "bottlerocket" else shared)
+    # Bottlerocket's own device plugin and Ubuntu on GKE share no GPUs.
+    shares = node_image not in ("bottlerocket", "ubuntu")
+    sharings = [{"mode": "exclusive"}] + (shared if shares else [])
     return {
         "cloud": cloud,
         "cluster": {"name": "ml", "nodeImage": node_image, **location},

@@ -139,6 +139,8 @@ def test_release_values_follow_the_gke_node_image(
     gke_stack: Config, plan_for, node_image: str, driver: bool
 ) -> None:
     gke_stack["gpu-platform:cluster"]["nodeImage"] = node_image
+    for pool in gke_stack["gpu-platform:pools"]:
+        pool["sharing"] = {"mode": "exclusive"}  # GKE shares GPUs on COS only
 
     values = release(plan_for(gke_stack)).inputs["values"]
 
