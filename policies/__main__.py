@@ -12,6 +12,7 @@ import gpu_workloads
 import helm
 import namespaces
 import pod_security
+import preview
 from pulumi_policy import PolicyPack
 
 NAME = "gpu-platform"
@@ -24,6 +25,8 @@ POLICIES = [
     *gpu_pools.POLICIES,
     *helm.POLICIES,
     *gpu_stack.POLICIES,
+    # Last: it reports the checks the policies before it could not make.
+    *preview.POLICIES,
 ]
 
 if __name__ == "__main__":

@@ -1,10 +1,16 @@
 """Running a policy's checks: what a check reports is a violation; a check that meets a value
 not known yet (during preview) is skipped with a note, never reported as a violation.
 
-The note goes to the pack's log, which the engine shows as information.
+The pack has no connection to the engine's log, so a note written to its log reaches only the
+plugin's output. Each note is also kept in `DEFERRED`, and the advisory stack policy
+`checks-deferred-at-preview` (policies/preview.py) reports them once the engine analyzes the
+stack, each against its resource: the preview's Policies section shows which rule could not
+check which field. At `pulumi up` the engine analyzes each resource again with its inputs
+resolved, and the skipped checks run.
 """
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
 from typing import Any, TypeVar, cast
@@ -21,7 +27,22 @@ from pulumi_policy.proxy import UnknownValueError
 from settings import Setting, config_schema
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A check a policy could not make yet: which policy, on which resource (None: the stack),
+    and what it needed."""
+
+    policy: str
+    urn: str | None
+    note: str
+
+
+DEFERRED: list[Deferred] = []
+"""The checks skipped since the stack was last analyzed; one pack process serves one update."""
 Problems = Callable[[ResourceValidationArgs], Iterable[str]]
+Applies = Callable[[ResourceValidationArgs], bool]
 Remediation = Callable[[ResourceValidationArgs], Mapping[str, Any] | None]
 
 
@@ -46,6 +67,8 @@ class Findings:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        urn = self.subject if self.subject.startswith("urn:") else None
+        DEFERRED.extend(Deferred(self.policy, urn, note) for note in self._notes)
         if self._notes:
             pulumi.log.info(
                 f'policy "{self.policy}" skipped checks on {self.subject} until values are '
@@ -76,31 +99,41 @@ class Findings:
 def _validate(
     name: str,
     resource_types: tuple[str, ...] | None,
-    problems: Problems,
+    applies: Applies | None,
+    problems: Sequence[Problems],
     args: ResourceValidationArgs,
     report_violation: ReportViolation,
 ) -> None:
     if resource_types is not None and args.resource_type not in resource_types:
         return
     with Findings(name, args.urn, report_violation) as findings:
-        findings.check(name, partial(problems, args))
+        if applies is not None and not findings.known(name, partial(applies, args)):
+            return
+        for check in problems:
+            findings.check(name, partial(check, args))
 
 
 def resource_policy(
     name: str,
     description: str,
-    problems: Problems,
+    problems: Problems | Sequence[Problems],
     *settings: Setting,
     resource_types: tuple[str, ...] | None = None,
+    applies: Applies | None = None,
     enforcement_level: EnforcementLevel = EnforcementLevel.MANDATORY,
     remediate: Remediation | None = None,
 ) -> ResourceValidationPolicy:
     """A policy reporting what `problems(args)` yields for each resource of `resource_types`
-    (every resource when None), configured by `settings`."""
+    (every resource when None) for which `applies(args)`, configured by `settings`.
+
+    `problems` may be several checks that read different fields: each runs on its own, so a
+    value not known yet in one field skips only the checks that read it.
+    """
+    checks = [problems] if callable(problems) else list(problems)
     return ResourceValidationPolicy(
         name=name,
         description=description,
-        validate=partial(_validate, name, resource_types, problems),
+        validate=partial(_validate, name, resource_types, applies, checks),
         enforcement_level=enforcement_level,
         config_schema=config_schema(*settings) if settings else None,
         # The SDK types a remediation as returning an awaitable, but takes plain properties too.

@@ -32,6 +32,7 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from pulumi_policy.proxy import UnknownValueError
 from settings import Setting
 
 NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
@@ -46,12 +47,29 @@ EKS_ACCELERATOR_LABELS = ("gpu-platform.io/accelerator", "k8s.amazonaws.com/acce
 DRIVER_LABEL = "gpu-platform.io/driver"
 
 
-def is_gpu_node_group(props: Mapping[str, Any]) -> bool:
+def _gpu_ami_type(props: Mapping[str, Any]) -> bool:
     ami_type = text(props, "amiType") or ""
-    if "NVIDIA" in ami_type or "GPU" in ami_type:
-        return True
+    return "NVIDIA" in ami_type or "GPU" in ami_type
+
+
+def _gpu_instance_types(props: Mapping[str, Any]) -> bool:
     instance_types = elements(props, "instanceTypes")
     return any(isinstance(t, str) and GPU_INSTANCE_FAMILY.match(t) for t in instance_types)
+
+
+def is_gpu_node_group(props: Mapping[str, Any]) -> bool:
+    """Either sign is enough, so one of them not known yet does not hide the other; with
+    neither known and neither found, the `UnknownValueError` stands."""
+    unknown: UnknownValueError | None = None
+    for sign in (_gpu_ami_type, _gpu_instance_types):
+        try:
+            if sign(props):
+                return True
+        except UnknownValueError as error:
+            unknown = error
+    if unknown is not None:
+        raise unknown
+    return False
 
 
 def is_gpu_pool(resource_type: str, props: Mapping[str, Any]) -> bool:
@@ -69,7 +87,7 @@ def _pool_noun(resource_type: str) -> str:
 # --- scheduling: taint and label -----------------------------------------------------------
 
 
-def scheduling_problems(args: ResourceValidationArgs) -> Iterator[str]:
+def taint_problems(args: ResourceValidationArgs) -> Iterator[str]:
     resource_type, props = args.resource_type, args.props
     noun = _pool_noun(resource_type)
     taints_path = ("taints",) if resource_type == NODE_GROUP_TYPE else ("nodeConfig", "taints")
@@ -81,6 +99,11 @@ def scheduling_problems(args: ResourceValidationArgs) -> Iterator[str]:
             "need no GPU can land on its nodes and keep them from scaling to zero. Fix: add "
             '{key: "nvidia.com/gpu", value: "present", effect: "NO_SCHEDULE"}.'
         )
+
+
+def accelerator_label_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    resource_type, props = args.resource_type, args.props
+    noun = _pool_noun(resource_type)
     # GKE labels every GPU node with cloud.google.com/gke-accelerator itself, and its
     # autoscaler knows the label of a pool at zero; EKS labels nothing.
     if resource_type == NODE_GROUP_TYPE and not set(EKS_ACCELERATOR_LABELS) & set(
@@ -117,21 +140,52 @@ MAX_NODES_PER_POOL = Setting(
 )
 
 
-def _size_problems(
-    noun: str,
-    name: str,
-    minimum: tuple[str, float] | None,
-    maximum: tuple[str, float] | None,
-    config: Mapping[str, Any],
-) -> Iterator[str]:
-    """`minimum` and `maximum` are (how the pool sets it, total nodes), None when unset."""
-    floor_allowed = name in POOLS_ALLOWED_MIN_ABOVE_ZERO.read(config)
-    if minimum is not None and minimum[1] > 0 and not floor_allowed:
+def floor_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    """A pool kept above zero while idle, unless allowed."""
+    noun = _pool_noun(args.resource_type)
+    if args.resource_type == NODE_GROUP_TYPE:
+        low = number(args.props, "scalingConfig", "minSize")
+        minimum = None if low is None else (_setting("scalingConfig.minSize", low), low)
+    else:
+        autoscaling = mapping(args.props, "autoscaling")
+        if autoscaling is None:
+            yield (
+                f"the {noun} does not autoscale (autoscaling is unset), so it can neither scale "
+                "to zero nor grow with demand. Fix: set autoscaling.totalMinNodeCount to 0 and "
+                "autoscaling.totalMaxNodeCount to its largest size."
+            )
+            return
+        minimum = _node_pool_bound(args.props, autoscaling, "minNodeCount", "totalMinNodeCount")
+    allowed = args.name in POOLS_ALLOWED_MIN_ABOVE_ZERO.read(args.get_config())
+    if minimum is not None and minimum[1] > 0 and not allowed:
         yield (
             f"the {noun} keeps nodes running while idle ({minimum[0]}). Fix: set it to 0, or list "
-            f'"{name}" in {POOLS_ALLOWED_MIN_ABOVE_ZERO.key} if it must stay warm.'
+            f'"{args.name}" in {POOLS_ALLOWED_MIN_ABOVE_ZERO.key} if it must stay warm.'
         )
-    limit = MAX_NODES_PER_POOL.read(config)
+
+
+def ceiling_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    """A pool without a bound on its size, or bounded above the limit."""
+    noun = _pool_noun(args.resource_type)
+    if args.resource_type == NODE_GROUP_TYPE:
+        high = number(args.props, "scalingConfig", "maxSize")
+        maximum = None if high is None else (_setting("scalingConfig.maxSize", high), high)
+    else:
+        autoscaling = mapping(args.props, "autoscaling")
+        if autoscaling is None:
+            return  # floor_problems says so
+        maximum = _node_pool_bound(args.props, autoscaling, "maxNodeCount", "totalMaxNodeCount")
+        if maximum is None:
+            yield f"the {noun} sets no autoscaling maximum. Fix: set autoscaling.totalMaxNodeCount."
+        elif number(autoscaling, "totalMaxNodeCount") is None and not elements(
+            args.props, "nodeLocations"
+        ):
+            yield (
+                f"the {noun} bounds its size per zone ({maximum[0]}) without nodeLocations, so "
+                "its total size depends on the cluster's zones. Fix: set "
+                "autoscaling.totalMaxNodeCount instead, or list nodeLocations."
+            )
+    limit = MAX_NODES_PER_POOL.read(args.get_config())
     if maximum is not None and maximum[1] > limit:
         yield (
             f"the {noun} can grow to {shown(maximum[1])} nodes ({maximum[0]}), more than "
@@ -143,80 +197,37 @@ def _setting(field: str, value: float) -> str:
     return f"{field}={shown(value)}"
 
 
-def scaling_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    if args.resource_type == NODE_GROUP_TYPE:
-        return node_group_scaling_problems(args.name, args.props, args.get_config())
-    return node_pool_scaling_problems(args.name, args.props, args.get_config())
-
-
-def node_group_scaling_problems(
-    name: str, props: Mapping[str, Any], config: Mapping[str, Any]
-) -> Iterator[str]:
-    noun = _pool_noun(NODE_GROUP_TYPE)
-    low = number(props, "scalingConfig", "minSize")
-    high = number(props, "scalingConfig", "maxSize")
-    yield from _size_problems(
-        noun,
-        name,
-        None if low is None else (_setting("scalingConfig.minSize", low), low),
-        None if high is None else (_setting("scalingConfig.maxSize", high), high),
-        config,
-    )
-
-
-def node_pool_scaling_problems(
-    name: str, props: Mapping[str, Any], config: Mapping[str, Any]
-) -> Iterator[str]:
-    noun = _pool_noun(NODE_POOL_TYPE)
-    autoscaling = mapping(props, "autoscaling")
-    if autoscaling is None:
-        yield (
-            f"the {noun} does not autoscale (autoscaling is unset), so it can neither scale to "
-            "zero nor grow with demand. Fix: set autoscaling.totalMinNodeCount to 0 and "
-            "autoscaling.totalMaxNodeCount to its largest size."
-        )
-        return
-    # The total_* limits count nodes across zones; the others count them in each zone.
+def _node_pool_bound(
+    props: Mapping[str, Any], autoscaling: Mapping[str, Any], per_zone: str, total: str
+) -> tuple[str, float] | None:
+    """(how the node pool sets the bound, total nodes), None when unset. The total_* limits
+    count nodes across zones; the others count them in each zone."""
+    count = number(autoscaling, total)
+    if count is not None:
+        return _setting(f"autoscaling.{total}", count), count
+    zone_count = number(autoscaling, per_zone)
+    if zone_count is None:
+        return None
     zones = len(elements(props, "nodeLocations"))
-    minimum = maximum = None
-    for per_zone, total, is_max in (
-        ("minNodeCount", "totalMinNodeCount", False),
-        ("maxNodeCount", "totalMaxNodeCount", True),
-    ):
-        count = number(autoscaling, total)
-        found = None if count is None else (_setting(f"autoscaling.{total}", count), count)
-        zone_count = number(autoscaling, per_zone)
-        if found is None and zone_count is not None:
-            zones_shown = f" x {zones} zones" if zones else ""
-            described = _setting(f"autoscaling.{per_zone}", zone_count) + " per zone" + zones_shown
-            found = (described, zone_count * max(zones, 1))
-        if is_max:
-            maximum = found
-        else:
-            minimum = found
-    if maximum is None:
-        yield (f"the {noun} sets no autoscaling maximum. Fix: set autoscaling.totalMaxNodeCount.")
-    elif number(autoscaling, "totalMaxNodeCount") is None and zones == 0:
-        yield (
-            f"the {noun} bounds its size per zone ({maximum[0]}) without nodeLocations, so its "
-            "total size depends on the cluster's zones. Fix: set autoscaling.totalMaxNodeCount "
-            "instead, or list nodeLocations."
-        )
-    yield from _size_problems(noun, name, minimum, maximum, config)
+    zones_shown = f" x {zones} zones" if zones else ""
+    described = _setting(f"autoscaling.{per_zone}", zone_count) + " per zone" + zones_shown
+    return described, zone_count * max(zones, 1)
 
 
 # --- node hardening ------------------------------------------------------------------------
 
 
-def node_group_access_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    props = args.props
-    noun = _pool_noun(NODE_GROUP_TYPE)
-    if value_at(props, "remoteAccess") is not None:
+def remote_access_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    if value_at(args.props, "remoteAccess") is not None:
         yield (
-            f"the {noun} opens SSH to its nodes (remoteAccess). Fix: remove remoteAccess; reach "
-            "nodes through SSM Session Manager if you must."
+            f"the {_pool_noun(NODE_GROUP_TYPE)} opens SSH to its nodes (remoteAccess). Fix: "
+            "remove remoteAccess; reach nodes through SSM Session Manager if you must."
         )
-    if mapping(props, "launchTemplate") is None:
+
+
+def launch_template_presence_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    noun = _pool_noun(NODE_GROUP_TYPE)
+    if mapping(args.props, "launchTemplate") is None:
         yield (
             f"the {noun} has no launchTemplate, so IMDSv2 and the encryption of its root volume "
             "are not set by this stack. Fix: give it a launch template that sets "
@@ -233,17 +244,21 @@ def _operator_built_driver(props: Mapping[str, Any]) -> bool:
     return image_type.upper().startswith("UBUNTU") and driver == "operator"
 
 
-def node_pool_security_problems(args: ResourceValidationArgs) -> Iterator[str]:
+def secure_boot_problems(args: ResourceValidationArgs) -> Iterator[str]:
     props = args.props
-    noun = _pool_noun(NODE_POOL_TYPE)
     secure_boot = ("nodeConfig", "shieldedInstanceConfig", "enableSecureBoot")
     if flag(props, *secure_boot) is not True and not _operator_built_driver(props):
         yield (
-            f"the {noun} does not turn on secure boot ({field_path(*secure_boot)}), so its nodes "
-            "can boot a tampered kernel or unsigned modules. Fix: set it to true; only an "
-            f'Ubuntu pool labelled {DRIVER_LABEL}: "operator", whose driver the GPU Operator '
-            "builds, may leave it off."
+            f"the {_pool_noun(NODE_POOL_TYPE)} does not turn on secure boot "
+            f"({field_path(*secure_boot)}), so its nodes can boot a tampered kernel or unsigned "
+            "modules. Fix: set it to true; only an Ubuntu pool labelled "
+            f'{DRIVER_LABEL}: "operator", whose driver the GPU Operator builds, may leave it off.'
         )
+
+
+def metadata_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    props = args.props
+    noun = _pool_noun(NODE_POOL_TYPE)
     mode = value_at(props, "nodeConfig", "workloadMetadataConfig", "mode")
     if mode != "GKE_METADATA":
         yield (
@@ -251,7 +266,11 @@ def node_pool_security_problems(args: ResourceValidationArgs) -> Iterator[str]:
             f"(it is {shown(mode)}), so pods can read the node's service account credentials. "
             'Fix: set it to "GKE_METADATA".'
         )
-    legacy = value_at(props, "nodeConfig", "metadata", "disable-legacy-endpoints")
+
+
+def legacy_endpoint_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    noun = _pool_noun(NODE_POOL_TYPE)
+    legacy = value_at(args.props, "nodeConfig", "metadata", "disable-legacy-endpoints")
     if legacy != "true":
         yield (
             f'the {noun} does not set nodeConfig.metadata["disable-legacy-endpoints"] to "true" '
@@ -358,17 +377,17 @@ def gpu_pool_policy(
     name: str,
     description: str,
     resource_types: tuple[str, ...],
-    problems: Callable[[ResourceValidationArgs], Iterator[str]],
+    problems: Sequence[Callable[[ResourceValidationArgs], Iterator[str]]],
     *settings: Setting,
 ) -> ResourceValidationPolicy:
     """A policy checking the node pools of `resource_types` that have GPUs."""
-
-    def pool_problems(args: ResourceValidationArgs) -> Iterator[str]:
-        if is_gpu_pool(args.resource_type, args.props):
-            yield from problems(args)
-
     return resource_policy(
-        name, description, pool_problems, *settings, resource_types=resource_types
+        name,
+        description,
+        problems,
+        *settings,
+        resource_types=resource_types,
+        applies=lambda args: is_gpu_pool(args.resource_type, args.props),
     )
 
 
@@ -378,13 +397,13 @@ POLICIES = [
         "GPU node pools carry the nvidia.com/gpu=present:NO_SCHEDULE taint and an accelerator "
         "label.",
         POOL_TYPES,
-        scheduling_problems,
+        (taint_problems, accelerator_label_problems),
     ),
     gpu_pool_policy(
         "gpu-pool-scaling",
         "GPU node pools scale from zero (unless allowed a floor) up to a bounded size.",
         POOL_TYPES,
-        scaling_problems,
+        (floor_problems, ceiling_problems),
         POOLS_ALLOWED_MIN_ABOVE_ZERO,
         MAX_NODES_PER_POOL,
     ),
@@ -392,7 +411,7 @@ POLICIES = [
         "eks-gpu-node-access",
         "EKS GPU node groups allow no SSH and use a launch template.",
         (NODE_GROUP_TYPE,),
-        node_group_access_problems,
+        (remote_access_problems, launch_template_presence_problems),
     ),
     StackValidationPolicy(
         name=EKS_LAUNCH_TEMPLATE,
@@ -406,6 +425,6 @@ POLICIES = [
         "GKE GPU node pools use secure boot (except on the GPU Operator's own driver), the GKE "
         "metadata server, and no legacy metadata endpoints.",
         (NODE_POOL_TYPE,),
-        node_pool_security_problems,
+        (secure_boot_problems, metadata_problems, legacy_endpoint_problems),
     ),
 ]

@@ -16,7 +16,7 @@ from typing import Any
 
 from checks import resource_policy
 from pods import Container, Pod, pod_of
-from props import elements, entries, keys, shown, text, value_at
+from props import elements, keys, shown, text, value_at
 from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
 from settings import Setting
 
@@ -70,11 +70,11 @@ def quantity(value: Any) -> Decimal | None:
 
 
 def _gpu_entries(container: Container, section: str) -> dict[str, Any]:
-    return {
-        name: value
-        for name, value in entries(container.props, "resources", section)
-        if is_gpu_resource(name)
-    }
+    # Only the GPU entries are read: a memory limit not known yet during preview must not hide
+    # what the GPU rules find.
+    path = ("resources", section)
+    names = [name for name in keys(container.props, *path) if is_gpu_resource(name)]
+    return {name: value_at(container.props, *path, name) for name in names}
 
 
 def gpu_limits(container: Container) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from tests.policies.builders import (
     NAMESPACE,
     Analyze,
     eks_node_group,
+    gke_node_pool,
+    launch_template,
     messages,
     namespace,
     resource,
@@ -66,15 +68,85 @@ def test_an_unknown_namespace_name_skips_the_exemption_check_only(
 
 def test_a_pool_whose_gpus_are_unknown_is_not_judged(analyze: Analyze, new_notes: Notes) -> None:
     group = eks_node_group()
-    group.inputs.update(amiType=UNKNOWN, taints=[], scalingConfig={"minSize": 3, "maxSize": 500})
+    group.inputs.update(
+        amiType=UNKNOWN,
+        instanceTypes=UNKNOWN,
+        taints=[],
+        scalingConfig={"minSize": 3, "maxSize": 500},
+    )
 
-    verdicts = analyze(group)
+    verdicts = [v for v in analyze(group) if v.urn == group.urn]
 
-    assert [v for v in verdicts if v.urn == group.urn] == []
+    # No verdict of a pool policy; each says, advisory, what it could not check.
+    assert {(v.policy_name, v.enforcement_level) for v in verdicts} == {
+        ("checks-deferred-at-preview", "advisory")
+    }
+    assert (
+        'policy "gpu-pool-scaling" could not check this at preview (gpu-pool-scaling: string '
+        "value at .instanceTypes can't be known during preview); it runs when the value is "
+        "known, at pulumi up."
+    ) in [v.message for v in verdicts]
     assert (
         f'policy "gpu-pool-scaling" skipped checks on {group.urn} until values are known: '
-        "gpu-pool-scaling: string value at .amiType can't be known during preview"
+        "gpu-pool-scaling: string value at .instanceTypes can't be known during preview"
     ) in new_notes()
+
+
+def test_an_unknown_ami_type_does_not_hide_a_gpu_instance_type(analyze: Analyze) -> None:
+    # The issue's example: a p5 node group with no taint, SSH open and 500 nodes.
+    template = launch_template()
+    group = eks_node_group(template)
+    group.inputs.update(
+        amiType=UNKNOWN,
+        instanceTypes=["p5.48xlarge"],
+        taints=[],
+        remoteAccess={"ec2SshKey": "ops"},
+        scalingConfig={"minSize": 0, "maxSize": 500},
+    )
+
+    verdicts = [v for v in analyze(template, group) if v.urn == group.urn]
+
+    assert sorted(v.policy_name for v in verdicts) == [
+        "eks-gpu-node-access",
+        "gpu-pool-scaling",
+        "gpu-pool-scheduling",
+    ]
+
+
+def test_an_unknown_maximum_does_not_hide_a_known_minimum(analyze: Analyze) -> None:
+    group = eks_node_group()
+    group.inputs["scalingConfig"] = {"minSize": 2, "desiredSize": 2, "maxSize": UNKNOWN}
+
+    assert messages(analyze(group), "gpu-pool-scaling") == [
+        "the GPU node group keeps nodes running while idle (scalingConfig.minSize=2). Fix: set "
+        'it to 0, or list "l4-nodes" in poolsAllowedMinAboveZero if it must stay warm.'
+    ]
+
+
+def test_an_unknown_shielded_config_does_not_hide_the_metadata_mode(analyze: Analyze) -> None:
+    pool = gke_node_pool()
+    pool.inputs["nodeConfig"]["shieldedInstanceConfig"] = UNKNOWN
+    pool.inputs["nodeConfig"]["workloadMetadataConfig"] = {"mode": "GCE_METADATA"}
+
+    (message,) = messages(analyze(pool), "gke-gpu-node-security")
+    assert message.startswith(
+        "the GPU node pool does not set nodeConfig.workloadMetadataConfig.mode to GKE_METADATA"
+    )
+
+
+def test_an_unknown_memory_limit_does_not_hide_the_gpu_rules(analyze: Analyze) -> None:
+    # A GPU Deployment with a floating image tag, no GPU node selector and no toleration.
+    spec = restricted_pod_spec()
+    spec["containers"][0]["image"] = "registry.example.com/train:latest"
+    spec["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 1, "memory": UNKNOWN}}
+
+    verdicts = analyze(namespace(), workload("Deployment", spec))
+
+    assert {v.policy_name for v in violations(verdicts)} >= {
+        "gpu-pods-tolerate-gpu-taint",
+        "gpu-pods-select-gpu-nodes",
+        "gpu-pods-pinned-images",
+    }
 
 
 def test_remediation_waits_for_an_unknown_enforce_label(analyze: Analyze, new_notes: Notes) -> None:
@@ -84,7 +156,7 @@ def test_remediation_waits_for_an_unknown_enforce_label(analyze: Analyze, new_no
     verdicts = analyze(computed)
 
     assert [v for v in verdicts if v.enforcement_level == "remediate"] == []
-    assert violations(verdicts) == []
+    assert {v.policy_name for v in violations(verdicts)} == {"checks-deferred-at-preview"}
     assert new_notes() == [
         f'policy "namespace-pod-security" skipped checks on {computed.urn} until values are '
         "known: adding the audit and warn labels: string value at "

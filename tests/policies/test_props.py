@@ -233,6 +233,7 @@ POLICY_NAMES = {
     "helm-chart-pinned",
     "gpu-operator-release",
     "gpu-stack-complete",
+    "checks-deferred-at-preview",
 }
 GENERATED = settings(
     max_examples=60,
