@@ -150,14 +150,31 @@ def _tolerates_gpu_taint(toleration: Any) -> bool:
     )
 
 
+def _asks_for_whole_gpus(pod: Pod) -> bool:
+    return any(
+        quantity(value) != 0
+        for container in pod.containers(RESOURCE_CONTAINERS)
+        for section in ("limits", "requests")
+        for name, value in _gpu_entries(container, section).items()
+        if name == "nvidia.com/gpu"
+    )
+
+
 def toleration_problems(pod: Pod, config: Mapping[str, Any]) -> Iterator[str]:
-    if not is_gpu_pod(pod):
+    # EKS (every platform version) and GKE run the ExtendedResourceToleration admission plugin,
+    # which gives a pod that requests an extended resource the toleration `<resource>:Exists:
+    # NoSchedule` (kubernetes plugin/pkg/admission/extendedresourcetoleration). A pod asking for
+    # nvidia.com/gpu so tolerates the GPU taint; one asking only for a MIG slice or a renamed
+    # shared resource gets a toleration for that name, not for nvidia.com/gpu.
+    if not is_gpu_pod(pod) or _asks_for_whole_gpus(pod):
         return
     if not any(_tolerates_gpu_taint(t) for t in elements(pod.spec, "tolerations")):
         yield (
             f"the GPU pod does not tolerate the GPU nodes' taint {GPU_TAINT} "
-            f"({pod.spec_field('tolerations')}), so it can never be scheduled on them. Fix: add "
-            'the toleration {key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule"}.'
+            f"({pod.spec_field('tolerations')}), and asks only for GPU slices, for whose names "
+            "the ExtendedResourceToleration admission plugin adds tolerations instead, so it "
+            'cannot be scheduled on them. Fix: add the toleration {key: "nvidia.com/gpu", '
+            'operator: "Exists", effect: "NoSchedule"}.'
         )
 
 
@@ -262,7 +279,7 @@ POLICIES = [
     ),
     pod_policy(
         "gpu-pods-tolerate-gpu-taint",
-        f"GPU pods tolerate the GPU nodes' taint {GPU_TAINT}.",
+        f"GPU pods that ask only for GPU slices tolerate the GPU nodes' taint {GPU_TAINT}.",
         toleration_problems,
     ),
     pod_policy(

@@ -138,7 +138,9 @@ def test_an_unknown_memory_limit_does_not_hide_the_gpu_rules(analyze: Analyze) -
     # A GPU Deployment with a floating image tag, no GPU node selector and no toleration.
     spec = restricted_pod_spec()
     spec["containers"][0]["image"] = "registry.example.com/train:latest"
-    spec["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 1, "memory": UNKNOWN}}
+    spec["containers"][0]["resources"] = {
+        "limits": {"nvidia.com/mig-1g.10gb": 1, "memory": UNKNOWN}
+    }
 
     verdicts = analyze(namespace(), workload("Deployment", spec))
 

@@ -90,15 +90,32 @@ def test_a_fraction_of_a_mig_slice_is_reported(analyze: Analyze) -> None:
     ]
 
 
-def test_a_gpu_pod_must_tolerate_the_gpu_taint(analyze: Analyze) -> None:
+def mig_pod_spec() -> dict[str, Any]:
     spec = gpu_pod_spec()
+    spec["containers"][0]["resources"] = {"limits": {"nvidia.com/mig-1g.10gb": "1"}}
+    return spec
+
+
+def test_a_pod_asking_only_for_gpu_slices_must_tolerate_the_gpu_taint(analyze: Analyze) -> None:
+    spec = mig_pod_spec()
     spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true"}]
 
     assert found(analyze, "gpu-pods-tolerate-gpu-taint", spec) == [
         "the GPU pod does not tolerate the GPU nodes' taint nvidia.com/gpu=present:NoSchedule "
-        "(spec.template.spec.tolerations), so it can never be scheduled on them. Fix: add the "
-        'toleration {key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule"}.'
+        "(spec.template.spec.tolerations), and asks only for GPU slices, for whose names the "
+        "ExtendedResourceToleration admission plugin adds tolerations instead, so it cannot be "
+        'scheduled on them. Fix: add the toleration {key: "nvidia.com/gpu", operator: "Exists", '
+        'effect: "NoSchedule"}.'
     ]
+
+
+def test_a_pod_asking_for_whole_gpus_gets_the_toleration_from_admission(analyze: Analyze) -> None:
+    # EKS enables ExtendedResourceToleration on every platform version (EKS user guide,
+    # "platform versions"); it adds nvidia.com/gpu:Exists:NoSchedule to a pod requesting it.
+    spec = gpu_pod_spec()
+    del spec["tolerations"]
+
+    assert found(analyze, "gpu-pods-tolerate-gpu-taint", spec) == []
 
 
 @pytest.mark.parametrize(
@@ -114,7 +131,7 @@ def test_a_gpu_pod_must_tolerate_the_gpu_taint(analyze: Analyze) -> None:
 def test_tolerations_that_match_the_taint_pass(
     analyze: Analyze, toleration: dict[str, str]
 ) -> None:
-    spec = gpu_pod_spec()
+    spec = mig_pod_spec()
     spec["tolerations"] = [toleration]
 
     assert found(analyze, "gpu-pods-tolerate-gpu-taint", spec) == []
