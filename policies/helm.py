@@ -36,8 +36,50 @@ def is_gpu_operator(props: Mapping[str, Any]) -> bool:
     return chart_name(text(props, "chart") or "") == GPU_OPERATOR_CHART
 
 
+LOCAL_CHART_PREFIXES = ("./", "../", "/", "~/")
+CHART_ARCHIVE_SUFFIXES = (".tgz", ".tar.gz")
+
+
+def is_local_chart(chart: str) -> bool:
+    """A chart directory or archive on the deploying machine, as Helm reads a path: fixed by
+    what the repository holds."""
+    return chart.startswith(LOCAL_CHART_PREFIXES) or (
+        "://" not in chart and chart.endswith(CHART_ARCHIVE_SUFFIXES)
+    )
+
+
+def archive_url_problems(chart: str) -> Iterator[str]:
+    """A chart archive fetched by URL is pinned by its name (`app-1.2.3.tgz`), not `version`."""
+    if not chart.startswith("https://"):
+        yield (
+            f"chart {shown(chart)} is fetched over plain http, so it can be altered on the way. "
+            "Fix: fetch it over https."
+        )
+    archive = chart.rsplit("/", 1)[-1]
+    stem = next(
+        (archive.removesuffix(s) for s in CHART_ARCHIVE_SUFFIXES if archive.endswith(s)), ""
+    )
+    if not any(EXACT_VERSION.fullmatch(part) for part in _version_candidates(stem)):
+        yield (
+            f"chart {shown(chart)} is not a versioned chart archive (name-1.2.3.tgz), so the same "
+            "address may serve a different chart tomorrow. Fix: point it at one release's archive."
+        )
+
+
+def _version_candidates(stem: str) -> Iterator[str]:
+    # `ingress-nginx-4.11.3` -> `4.11.3`, `nginx-4.11.3`, ...: chart names contain dashes too.
+    parts = stem.split("-")
+    for i in range(1, len(parts)):
+        yield "-".join(parts[i:])
+
+
 def pinning_problems(args: ResourceValidationArgs) -> Iterator[str]:
     chart = value_at(args.props, "chart")
+    if isinstance(chart, str) and is_local_chart(chart):
+        return
+    if isinstance(chart, str) and chart.startswith(("https://", "http://")):
+        yield from archive_url_problems(chart)
+        return
     version = value_at(args.props, "version")
     if not (isinstance(version, str) and EXACT_VERSION.fullmatch(version)):
         yield (
@@ -81,16 +123,18 @@ def gpu_operator_problems(args: ResourceValidationArgs) -> Iterator[str]:
         )
     if args.resource_type == CHART_TYPE:
         yield (
-            "the GPU Operator is installed with helm.v4.Chart, which skips Helm hooks, so the "
-            "operator's CRD upgrade hook (operator.upgradeCRD) never runs and its CRDs go stale "
-            "on upgrade. Fix: install it with helm.v3.Release."
+            "the GPU Operator is installed with helm.v4.Chart, which creates a chart's hook "
+            "resources as ordinary resources and does not run them as Helm hooks, so the "
+            "operator's CRD upgrade Job (operator.upgradeCRD), a pre-upgrade hook, is not run "
+            "before the upgrade it is for. Fix: install it with helm.v3.Release."
         )
 
 
 POLICIES = [
     resource_policy(
         "helm-chart-pinned",
-        "Helm charts are pinned to an exact version from an https or oci repository.",
+        "Helm charts are pinned: an exact version from an https or oci repository, a versioned "
+        "https archive, or a chart in the repository itself.",
         pinning_problems,
         resource_types=HELM_TYPES,
     ),

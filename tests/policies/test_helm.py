@@ -71,6 +71,38 @@ def test_the_repository_must_be_https_or_oci(analyze: Analyze) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "./charts/inference",
+        "../shared-charts/inference",
+        "/opt/charts/inference",
+        "charts/inference-0.3.1.tgz",
+        "https://charts.example.com/releases/ingress-nginx-4.11.3.tgz",
+    ],
+)
+def test_charts_fixed_by_the_repository_or_a_versioned_url_pass(
+    analyze: Analyze, source: str
+) -> None:
+    local = chart(CHART, chart=source, repositoryOpts={})
+    del local.inputs["version"]
+
+    assert messages(analyze(local), "helm-chart-pinned") == []
+
+
+def test_an_unversioned_or_plain_http_archive_is_reported(analyze: Analyze) -> None:
+    latest = chart(chart="https://charts.example.com/inference-latest.tgz", repositoryOpts={})
+    plain = chart(chart="http://charts.example.com/inference-1.0.0.tgz", repositoryOpts={})
+
+    assert messages(analyze(latest, plain), "helm-chart-pinned") == [
+        'chart "https://charts.example.com/inference-latest.tgz" is not a versioned chart '
+        "archive (name-1.2.3.tgz), so the same address may serve a different chart tomorrow. "
+        "Fix: point it at one release's archive.",
+        'chart "http://charts.example.com/inference-1.0.0.tgz" is fetched over plain http, so it '
+        "can be altered on the way. Fix: fetch it over https.",
+    ]
+
+
 def test_an_oci_chart_needs_no_repository(analyze: Analyze) -> None:
     oci = chart(CHART, chart="oci://registry.example.com/charts/app", repositoryOpts={})
 
@@ -108,9 +140,10 @@ def test_the_gpu_operator_is_not_installed_as_a_v4_chart(analyze: Analyze) -> No
     v4_chart = resource(CHART, "gpu-operator", dict(release.inputs))
 
     assert messages(analyze(v4_chart), "gpu-operator-release") == [
-        "the GPU Operator is installed with helm.v4.Chart, which skips Helm hooks, so the "
-        "operator's CRD upgrade hook (operator.upgradeCRD) never runs and its CRDs go stale on "
-        "upgrade. Fix: install it with helm.v3.Release."
+        "the GPU Operator is installed with helm.v4.Chart, which creates a chart's hook "
+        "resources as ordinary resources and does not run them as Helm hooks, so the operator's "
+        "CRD upgrade Job (operator.upgradeCRD), a pre-upgrade hook, is not run before the "
+        "upgrade it is for. Fix: install it with helm.v3.Release."
     ]
 
 
