@@ -22,16 +22,43 @@ def test_the_pack_is_a_python_policy_project() -> None:
     assert project["description"]
 
 
-def test_requirements_pin_the_versions_the_project_locks() -> None:
+def requirement_pins() -> dict[str, tuple[str, int]]:
+    """requirements.txt as name -> (version, number of hashes)."""
+    pins: dict[str, tuple[str, int]] = {}
+    name = ""
+    for line in (PACK_DIR / "requirements.txt").read_text().splitlines():
+        if "==" in line and not line.startswith((" ", "#")):
+            name, version = line.split(" ", 1)[0].split(";", 1)[0].split("==")
+            pins[name] = (version, 0)
+        elif line.strip().startswith("--hash=sha256:"):
+            pins[name] = (pins[name][0], pins[name][1] + 1)
+    return pins
+
+
+def test_requirements_pin_every_package_at_the_version_the_project_locks() -> None:
     locked = {
         package["name"]: package["version"]
         for package in tomllib.loads((ROOT / "uv.lock").read_text())["package"]
     }
-    lines = (PACK_DIR / "requirements.txt").read_text().splitlines()
-    pins = dict(line.split("==") for line in lines if line and not line.startswith("#"))
+    pins = requirement_pins()
 
-    assert "pulumi-policy" in pins
-    assert pins == {name: locked[name] for name in pins}
+    assert {name: version for name, (version, _) in pins.items()} == {
+        name: locked[name] for name in pins
+    }, "run policies/lock.sh"
+
+
+def test_requirements_carry_hashes_so_pip_installs_only_what_was_locked() -> None:
+    # With a hash on every requirement pip turns on --require-hashes, and refuses any package
+    # that is not pinned here, transitive ones included.
+    pins = requirement_pins()
+    direct = [
+        line.strip()
+        for line in (PACK_DIR / "requirements.in").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+
+    assert set(direct) <= set(pins)
+    assert all(hashes for _, hashes in pins.values())
 
 
 def test_importing_the_pack_collects_its_policies_without_starting_it() -> None:
