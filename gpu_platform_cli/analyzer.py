@@ -393,9 +393,33 @@ def reconcile_config(
         else:
             level = _level(entry, name, problems) or level
         reconciled[name] = (level, properties)
+    problems += _shared_setting_problems(policies, reconciled)
     if problems:
         raise PolicyConfigError(problems)
     return reconciled
+
+
+def _shared_setting_problems(
+    policies: Sequence[PolicyInfo], reconciled: Mapping[str, tuple[str, dict[str, Any]]]
+) -> list[str]:
+    """A parameter several policies declare is one setting (the pack's `exemptNamespaces`); the
+    engine configures each policy on its own, so a config can give them different values."""
+    sharing: dict[str, list[str]] = {}
+    for policy in policies:
+        for key in policy.config_schema:
+            sharing.setdefault(key, []).append(policy.name)
+    problems = []
+    for key, names in sharing.items():
+        values = {json.dumps(reconciled[name][1].get(key), sort_keys=True) for name in names}
+        if len(names) > 1 and len(values) > 1:
+            given = "; ".join(
+                f"{name}: {json.dumps(reconciled[name][1].get(key))}" for name in names
+            )
+            problems.append(
+                f"{key}: one setting for {', '.join(names)}, which the config gives different "
+                f"values ({given}); give each the same"
+            )
+    return problems
 
 
 def _level(value: Any, name: str, problems: list[str]) -> str | None:

@@ -23,20 +23,9 @@ from pod_security import (
 )
 from props import field_path, mapping, shown, text, value_at
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs
-from settings import Setting
+from settings import EXEMPT_NAMESPACES
 
 NAME = "namespace-pod-security"
-
-EXEMPT_NAMESPACES = Setting(
-    "exemptNamespaces",
-    {
-        "type": "array",
-        "items": {"type": "string"},
-        "default": ["gpu-operator", "monitoring", "monitoring-node-exporter", "kube-system"],
-        "description": "Namespaces that may enforce a level below restricted: those whose pods "
-        "need host access (the GPU Operator's drivers and device plugin, node exporters).",
-    },
-)
 
 
 def _labels(props: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -35,7 +35,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from pulumi_policy.proxy import UnknownValueError
-from settings import Setting, config_schema
+from settings import EXEMPT_NAMESPACES, Setting, config_schema
 
 NAME = "pod-security-standards"
 NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
@@ -73,18 +73,8 @@ DEFAULT_LEVEL = Setting(
         "type": "string",
         "enum": list(LEVELS),
         "default": "restricted",
-        "description": "The level for workloads whose namespace is not declared in the stack, or "
-        "is declared without an enforce label.",
-    },
-)
-PRIVILEGED_NAMESPACES = Setting(
-    "privilegedNamespaces",
-    {
-        "type": "array",
-        "items": {"type": "string"},
-        "default": ["kube-system"],
-        "description": "Namespaces not declared in the stack whose workloads are not checked "
-        "(cluster add-ons in kube-system). A namespace the stack declares follows its label.",
+        "description": "The level for workloads whose namespace is not declared in the stack, is "
+        "declared without an enforce label, or is not known yet at preview.",
     },
 )
 
@@ -696,12 +686,23 @@ def standard_for(
     namespaces: Sequence[PolicyResource],
     config: Mapping[str, object],
 ) -> Standard:
-    name, namespace = _namespace_resource(workload, namespaces)
+    """The level and version a workload is held to: the one place that decides it.
+
+    - a namespace the stack declares: its enforce label (the default without one);
+    - one it does not declare: not checked when exempt (`exemptNamespaces`), else the default;
+    - one not known yet at preview: the default, until `pulumi up` knows the name.
+    """
     default_level = DEFAULT_LEVEL.read(config)
+    try:
+        name, namespace = _namespace_resource(workload, namespaces)
+    except UnknownValueError:
+        return Standard(default_level, LATEST_VERSION, "the default, as the namespace is not known")
     if namespace is None:
-        if name in PRIVILEGED_NAMESPACES.read(config):
+        if name in EXEMPT_NAMESPACES.read(config):
             return Standard(
-                "privileged", LATEST_VERSION, f'namespace "{name}" is configured privileged'
+                "privileged",
+                LATEST_VERSION,
+                f'namespace "{name}" is exempt and not in this stack',
             )
         return Standard(
             default_level,
@@ -750,7 +751,7 @@ POD_SECURITY = StackValidationPolicy(
     description="Pods and pod templates meet the Pod Security Standard their namespace enforces.",
     validate=validate_stack,
     enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=config_schema(DEFAULT_LEVEL, PRIVILEGED_NAMESPACES),
+    config_schema=config_schema(DEFAULT_LEVEL, EXEMPT_NAMESPACES),
 )
 
 POLICIES = [POD_SECURITY]

@@ -35,5 +35,22 @@ class Setting:
                 return value if valid else default
 
 
+EXEMPT_NAMESPACES = Setting(
+    "exemptNamespaces",
+    {
+        "type": "array",
+        "items": {"type": "string"},
+        "default": ["gpu-operator", "monitoring", "monitoring-node-exporter", "kube-system"],
+        "description": "Namespaces whose pods may need host access (the GPU Operator's drivers "
+        "and device plugin, node exporters, cluster add-ons): a Namespace the stack declares may "
+        "enforce a level below restricted there, and workloads in one the stack does not declare "
+        "are not checked. Both Pod Security policies read it: give them the same list.",
+    },
+)
+"""One setting for both Pod Security policies (`namespace-pod-security` and
+`pod-security-standards`). The engine configures each policy on its own, so a stack's policy
+config repeats the list under each; `gpu-platform plan` refuses a config where they differ."""
+
+
 def config_schema(*settings: Setting) -> PolicyConfigSchema:
     return PolicyConfigSchema(properties={s.key: dict(s.schema) for s in settings})

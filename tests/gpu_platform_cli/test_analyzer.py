@@ -276,3 +276,23 @@ def test_bad_configuration_is_refused_naming_the_key(config: Any, problem: str) 
         reconcile_config(POLICIES, config)
 
     assert error.value.problems[0].startswith(problem)
+
+
+def test_a_setting_two_policies_share_must_have_one_value() -> None:
+    exempt = {"exempt": {"type": "array", "default": ["kube-system"]}}
+    policies = [
+        PolicyInfo("x", "X.", "mandatory", exempt, False),
+        PolicyInfo("y", "Y.", "mandatory", exempt, False),
+    ]
+
+    with pytest.raises(PolicyConfigError) as error:
+        reconcile_config(policies, {"x": {"exempt": ["kube-system", "monitoring"]}})
+
+    assert list(error.value.problems) == [
+        'exempt: one setting for x, y, which the config gives different values (x: ["kube-system",'
+        ' "monitoring"]; y: ["kube-system"]); give each the same'
+    ]
+    assert reconcile_config(policies, {"x": {"exempt": []}, "y": {"exempt": []}})["y"] == (
+        "mandatory",
+        {"exempt": []},
+    )

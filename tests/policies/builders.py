@@ -42,6 +42,10 @@ SPEC_PATHS = {
 }
 
 
+# What the engine sends for an output not known yet, whatever its type.
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+
 def messages(verdicts: Sequence[Verdict], policy: str) -> list[str]:
     return [v.message for v in verdicts if v.policy_name == policy]
 

@@ -5,6 +5,7 @@ from collections.abc import Callable
 
 from tests.policies.builders import (
     NAMESPACE,
+    UNKNOWN,
     Analyze,
     eks_node_group,
     gke_node_pool,
@@ -16,9 +17,6 @@ from tests.policies.builders import (
     violations,
     workload,
 )
-
-# What the engine sends for an output not known yet, whatever its type.
-UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
 Notes = Callable[[], list[str]]
 

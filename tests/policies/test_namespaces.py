@@ -43,7 +43,8 @@ def test_exempt_namespaces_may_be_privileged(analyze: Analyze) -> None:
 
 
 def test_the_exemption_list_is_configurable(analyze: Analyze) -> None:
-    config = {POLICY: {"exemptNamespaces": ["ray-system"]}}
+    exempt = {"exemptNamespaces": ["ray-system"]}
+    config = {POLICY: exempt, "pod-security-standards": exempt}
 
     assert messages(analyze(namespace("ray-system", "baseline"), config=config), POLICY) == []
     assert (

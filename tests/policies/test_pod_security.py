@@ -10,6 +10,7 @@ from tests.policies.builders import (
     KIND_TYPES,
     NAMESPACE,
     SPEC_PATHS,
+    UNKNOWN,
     Analyze,
     messages,
     namespace,
@@ -431,15 +432,30 @@ def test_a_namespace_not_in_the_stack_gets_the_configured_default(analyze: Analy
     assert messages(privileged_default, POLICY) == []
 
 
-def test_kube_system_workloads_are_not_checked_unless_its_namespace_is_declared(
-    analyze: Analyze,
+@pytest.mark.parametrize("exempt", ["kube-system", "monitoring", "gpu-operator"])
+def test_workloads_in_an_exempt_namespace_of_another_stack_are_not_checked(
+    analyze: Analyze, exempt: str
 ) -> None:
-    assert messages(analyze(_privileged_deployment(namespace="kube-system")), POLICY) == []
+    # A node-exporter DaemonSet in a monitoring namespace that another stack owns needs host
+    # access; exemptNamespaces is the one list both Pod Security policies read.
+    assert messages(analyze(_privileged_deployment(namespace=exempt)), POLICY) == []
     configured = analyze(
-        _privileged_deployment(namespace="kube-system"),
-        config={POLICY: {"privilegedNamespaces": []}},
+        _privileged_deployment(namespace=exempt),
+        config={
+            POLICY: {"exemptNamespaces": []},
+            "namespace-pod-security": {"exemptNamespaces": []},
+        },
     )
     assert len(messages(configured, POLICY)) == 1
+
+
+def test_a_workload_whose_namespace_is_unknown_is_held_to_the_default(analyze: Analyze) -> None:
+    deployment = _privileged_deployment()
+    deployment.inputs["metadata"]["namespace"] = UNKNOWN
+
+    assert messages(analyze(deployment), POLICY) == [
+        PRIVILEGED + " [Pod Security restricted v1.37, the default, as the namespace is not known]"
+    ]
 
 
 def test_a_namespace_without_an_enforce_label_gets_the_default(analyze: Analyze) -> None:
