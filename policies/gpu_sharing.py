@@ -30,7 +30,7 @@ from functools import partial
 from checks import Findings
 from gpu_pools import NODE_GROUP_TYPE, NODE_POOL_TYPE
 from gpu_workloads import RESOURCE_CONTAINERS, gpu_limits, quantity
-from pods import Pod, pod_of
+from pods import Pod, pods_of
 from props import elements, mapping, shown, text, value_at
 from pulumi_policy import (
     EnforcementLevel,
@@ -140,17 +140,16 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
                 if found is not None:
                     pools[found.name] = found
         for resource in args.resources:
-            pod = pod_of(resource.resource_type, resource.props)
-            if pod is None:
-                continue
-            name = findings.known(f"the pool {resource.urn} selects", partial(selected_pool, pod))
-            pool = pools.get(name) if name is not None else None
-            if pool is not None:
-                findings.check(
-                    f"{resource.urn} against pool {pool.name}",
-                    partial(sharing_problems, pod, pool),
-                    resource.urn,
-                )
+            for pod in pods_of(resource.resource_type, resource.props):
+                what = f"the pool {resource.urn} selects"
+                name = findings.known(what, partial(selected_pool, pod))
+                pool = pools.get(name) if name is not None else None
+                if pool is not None:
+                    findings.check(
+                        f"{resource.urn} against pool {pool.name}",
+                        partial(sharing_problems, pod, pool),
+                        resource.urn,
+                    )
 
 
 POLICIES = [

@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from checks import resource_policy
-from pods import Container, Pod, pod_of
+from pods import Container, Pod, pods_of
 from props import elements, keys, shown, text, value_at
 from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
 from settings import Setting
@@ -261,11 +261,10 @@ def pod_policy(
     problems: Callable[[Pod, Mapping[str, Any]], Iterator[str]],
     *settings: Setting,
 ) -> ResourceValidationPolicy:
-    """A policy checking the pod of every kind that carries one."""
+    """A policy checking every pod of every kind that carries one."""
 
     def pod_problems(args: ResourceValidationArgs) -> Iterator[str]:
-        pod = pod_of(args.resource_type, args.props)
-        if pod is not None:
+        for pod in pods_of(args.resource_type, args.props):
             yield from problems(pod, args.get_config())
 
     return resource_policy(name, description, pod_problems, *settings)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property, partial
 
 from checks import Findings
-from pods import Container, Pod, namespace_or_default, pod_of
+from pods import Container, Pod, namespace_or_default, pods_of
 from props import (
     elements,
     entries,
@@ -729,8 +729,8 @@ def validate_stack(args: StackValidationArgs, report_violation: ReportViolation)
     namespaces = [r for r in args.resources if r.resource_type == NAMESPACE_TYPE]
     with Findings(NAME, "the stack", report_violation) as findings:
         for resource in args.resources:
-            pod = pod_of(resource.resource_type, resource.props)
-            if pod is None:
+            pods = pods_of(resource.resource_type, resource.props)
+            if not pods:
                 continue
             standard = findings.known(
                 f"the namespace of {resource.urn}",
@@ -738,12 +738,13 @@ def validate_stack(args: StackValidationArgs, report_violation: ReportViolation)
             )
             if standard is None:
                 continue
-            for check in checks_for(standard):
-                findings.check(
-                    f"{check.id} on {resource.urn}",
-                    partial(problems_of, pod, standard, check),
-                    urn=resource.urn,
-                )
+            for pod in pods:
+                for check in checks_for(standard):
+                    findings.check(
+                        f"{check.id} on {resource.urn}",
+                        partial(problems_of, pod, standard, check),
+                        urn=resource.urn,
+                    )
 
 
 POD_SECURITY = StackValidationPolicy(

@@ -1,9 +1,14 @@
-"""Kubernetes objects as the policies read them: where the pod is in each kind that carries one,
-the containers of a pod, and the namespace an object lands in.
+"""Kubernetes objects as the policies read them: where the pods are in each kind that carries
+them, the containers of a pod, and the namespace an object lands in.
 
 A Pod is itself the pod; the workload controllers carry a pod template, a CronJob one level
 deeper. Every API version of these kinds is recognised (`kubernetes:apps/v1:Deployment`,
 `kubernetes:apps/v1beta2:Deployment`, ...); `...Patch` kinds describe partial objects and are not.
+
+GPU jobs mostly arrive as custom resources of the batch and serving operators (KubeRay,
+Kubeflow, JobSet, LeaderWorkerSet), which carry several pod templates each: `GPU_WORKLOAD_CRDS`
+says where, by API group and kind, as their CRDs define them. A `*` step is every element of a
+list or every value of a map there.
 """
 
 from collections.abc import Mapping
@@ -22,6 +27,32 @@ POD_TEMPLATE_PATHS: Mapping[str, tuple[str, ...]] = {
     "Job": ("spec", "template"),
     "ReplicationController": ("spec", "template"),
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
+}
+
+_RAY_CLUSTER = (("headGroupSpec", "template"), ("workerGroupSpecs", "*", "template"))
+GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[tuple[str, ...], ...]] = {
+    # KubeRay (ray.io/v1): RayCluster, and the cluster a RayJob or RayService starts.
+    ("ray.io", "RayCluster"): tuple(("spec", *path) for path in _RAY_CLUSTER),
+    ("ray.io", "RayJob"): (
+        *(("spec", "rayClusterSpec", *path) for path in _RAY_CLUSTER),
+        ("spec", "submitterPodTemplate"),
+    ),
+    ("ray.io", "RayService"): tuple(("spec", "rayClusterConfig", *path) for path in _RAY_CLUSTER),
+    # Kubeflow training operator (kubeflow.org/v1): a pod template per replica type.
+    ("kubeflow.org", "PyTorchJob"): (("spec", "pytorchReplicaSpecs", "*", "template"),),
+    ("kubeflow.org", "TFJob"): (("spec", "tfReplicaSpecs", "*", "template"),),
+    ("kubeflow.org", "MPIJob"): (("spec", "mpiReplicaSpecs", "*", "template"),),
+    ("kubeflow.org", "XGBoostJob"): (("spec", "xgbReplicaSpecs", "*", "template"),),
+    ("kubeflow.org", "JAXJob"): (("spec", "jaxReplicaSpecs", "*", "template"),),
+    # JobSet (jobset.x-k8s.io): each replicated Job's pod template.
+    ("jobset.x-k8s.io", "JobSet"): (
+        ("spec", "replicatedJobs", "*", "template", "spec", "template"),
+    ),
+    # LeaderWorkerSet (leaderworkerset.x-k8s.io): multi-node inference.
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (
+        ("spec", "leaderWorkerTemplate", "leaderTemplate"),
+        ("spec", "leaderWorkerTemplate", "workerTemplate"),
+    ),
 }
 
 # In the order the built-in admission visits them, which is the order violations are listed.
@@ -61,7 +92,7 @@ class Pod:
 
     kind: str
     props: Mapping[str, Any]
-    path: tuple[str, ...]
+    path: tuple[Step, ...]
 
     @property
     def metadata(self) -> Mapping[str, Any]:
@@ -91,13 +122,42 @@ class Pod:
         ]
 
 
-def pod_of(resource_type: str, props: Mapping[str, Any]) -> Pod | None:
-    """The pod a resource of this type carries, or None for kinds that carry none."""
+def pods_of(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
+    """The pods a resource of this type carries: one for the built-in kinds, one per pod
+    template for the GPU workload CRDs, none for other kinds."""
     kind = kubernetes_kind(resource_type)
-    path = POD_TEMPLATE_PATHS.get(kind or "")
-    if kind is None or path is None:
-        return None
-    return Pod(kind, props, path)
+    if kind is None:
+        return []
+    path = POD_TEMPLATE_PATHS.get(kind)
+    if path is not None and _api_group(resource_type) in _CORE_GROUPS:
+        return [Pod(kind, props, path)]
+    patterns = GPU_WORKLOAD_CRDS.get((_api_group(resource_type), kind), ())
+    return [Pod(kind, props, found) for pattern in patterns for found in _expand(props, pattern)]
+
+
+# The API groups of the built-in pod kinds (`core` for Pod and PodTemplate).
+_CORE_GROUPS = ("core", "apps", "batch", "extensions")
+
+
+def _api_group(resource_type: str) -> str:
+    """`ray.io` from `kubernetes:ray.io/v1:RayCluster`, `apps` from `kubernetes:apps/v1:...`."""
+    return resource_type.split(":")[1].rsplit("/", 1)[0]
+
+
+def _expand(props: Mapping[str, Any], pattern: tuple[str, ...]) -> list[tuple[Step, ...]]:
+    """The concrete paths `pattern` names in `props` that lead to a pod template (a mapping)."""
+    found: list[tuple[Step, ...]] = [()]
+    for step in pattern:
+        next_found: list[tuple[Step, ...]] = []
+        for path in found:
+            if step != "*":
+                next_found.append((*path, step))
+            elif (items := mapping(props, *path)) is not None:
+                next_found += [(*path, key) for key in items]
+            else:
+                next_found += [(*path, i) for i in range(len(elements(props, *path)))]
+        found = next_found
+    return [path for path in found if mapping(props, *path) is not None]
 
 
 def namespace_or_default(namespace: str | None, provider: Any) -> str:
