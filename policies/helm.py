@@ -13,7 +13,8 @@ from typing import Any
 from checks import resource_policy
 from pods import namespace_or_default
 from props import flag, shown, text, value_at
-from pulumi_policy import ResourceValidationArgs
+from pulumi_policy import EnforcementLevel, ResourceValidationArgs
+from settings import Setting
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
@@ -130,6 +131,31 @@ def gpu_operator_problems(args: ResourceValidationArgs) -> Iterator[str]:
         )
 
 
+REVIEWED_RELEASES = Setting(
+    "reviewedCharts",
+    {
+        "type": "array",
+        "items": {"type": "string"},
+        "default": ["gpu-operator", "kube-prometheus-stack", "cluster-autoscaler"],
+        "description": "Charts installed as helm.v3.Release whose workloads are reviewed "
+        "elsewhere (the platform's own), by chart name.",
+    },
+)
+
+
+def opaque_release_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    chart = text(args.props, "chart") or ""
+    if chart_name(chart) in REVIEWED_RELEASES.read(args.get_config()):
+        return
+    yield (
+        f"chart {shown(chart)} is installed as a helm.v3.Release, whose workloads the policies "
+        "never see: Helm creates them, not Pulumi, so no Pod Security or GPU rule checks them. "
+        "Fix: install it with helm.v4.Chart, which registers every object it renders as a "
+        f"resource the policies check, or add its name to {REVIEWED_RELEASES.key} once its "
+        "workloads are reviewed another way."
+    )
+
+
 POLICIES = [
     resource_policy(
         "helm-chart-pinned",
@@ -143,5 +169,13 @@ POLICIES = [
         "The GPU Operator is a helm.v3.Release in its own namespace, with the DCGM exporter on.",
         gpu_operator_problems,
         resource_types=HELM_TYPES,
+    ),
+    resource_policy(
+        "helm-release-workloads-visible",
+        "A helm.v3.Release, whose workloads no policy sees, is one of the reviewed charts.",
+        opaque_release_problems,
+        REVIEWED_RELEASES,
+        resource_types=(RELEASE_TYPE,),
+        enforcement_level=EnforcementLevel.ADVISORY,
     ),
 ]

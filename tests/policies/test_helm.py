@@ -149,3 +149,24 @@ def test_the_gpu_operator_is_not_installed_as_a_v4_chart(analyze: Analyze) -> No
 
 def test_other_charts_are_not_held_to_the_operators_rules(analyze: Analyze) -> None:
     assert messages(analyze(chart(namespace="default")), "gpu-operator-release") == []
+
+
+def test_a_tenants_release_is_said_to_be_invisible_to_the_policies(analyze: Analyze) -> None:
+    verdicts = [v for v in analyze(chart()) if v.policy_name == "helm-release-workloads-visible"]
+
+    assert [(v.enforcement_level, v.message) for v in verdicts] == [
+        (
+            "advisory",
+            'chart "ingress-nginx" is installed as a helm.v3.Release, whose workloads the '
+            "policies never see: Helm creates them, not Pulumi, so no Pod Security or GPU rule "
+            "checks them. Fix: install it with helm.v4.Chart, which registers every object it "
+            "renders as a resource the policies check, or add its name to reviewedCharts once "
+            "its workloads are reviewed another way.",
+        )
+    ]
+
+
+def test_the_platforms_own_releases_and_v4_charts_are_not_flagged(analyze: Analyze) -> None:
+    verdicts = analyze(gpu_operator_release(), chart(CHART))
+
+    assert messages(verdicts, "helm-release-workloads-visible") == []

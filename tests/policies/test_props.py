@@ -232,6 +232,7 @@ POLICY_NAMES = {
     "gke-gpu-node-security",
     "helm-chart-pinned",
     "gpu-operator-release",
+    "helm-release-workloads-visible",
     "gpu-stack-complete",
     "checks-deferred-at-preview",
 }
