@@ -219,9 +219,12 @@ class PolicyPack:
         """What the policies logged, such as checks skipped for values not known yet."""
         return [line.removeprefix("info: ") for line in self.log_lines if line.startswith("info: ")]
 
-    def configure(self, config: Mapping[str, Any] | None = None) -> None:
-        """Configure every policy: its level and parameters from `config` over its defaults."""
-        reconciled = reconcile_config(self.policies, config)
+    def configure(self, config: Mapping[str, Any] | None = None, *, strict: bool = True) -> None:
+        """Configure every policy: its level and parameters from `config` over its defaults.
+
+        `strict=False` passes on parameters a policy does not declare, as the engine does: the
+        schema the analyzer protocol carries cannot forbid them."""
+        reconciled = reconcile_config(self.policies, config, strict=strict)
         self._levels = {name: level for name, (level, _) in reconciled.items()}
         request = analyzer_pb2.ConfigureAnalyzerRequest()
         for name, (level, properties) in reconciled.items():
@@ -361,10 +364,11 @@ class PolicyPack:
 
 
 def reconcile_config(
-    policies: Sequence[PolicyInfo], config: Mapping[str, Any] | None
+    policies: Sequence[PolicyInfo], config: Mapping[str, Any] | None, *, strict: bool = True
 ) -> dict[str, tuple[str, dict[str, Any]]]:
     """Each policy's level and parameters, as the engine reconciles them: the schema's defaults,
-    then `all`'s level, then each policy's own entry; checked against the schemas."""
+    then `all`'s level, then each policy's own entry; checked against the schemas, and, when
+    `strict`, refusing parameters a policy does not declare."""
     by_name = {policy.name: policy for policy in policies}
     reconciled = {
         policy.name: (
@@ -388,7 +392,7 @@ def reconcile_config(
             parameters = {k: v for k, v in entry.items() if k != "enforcementLevel"}
             if "enforcementLevel" in entry:
                 level = _level(entry["enforcementLevel"], name, problems) or level
-            problems += _schema_problems(by_name[name], parameters)
+            problems += _schema_problems(by_name[name], parameters, strict)
             properties = {**properties, **parameters}
         else:
             level = _level(entry, name, problems) or level
@@ -431,11 +435,13 @@ def _level(value: Any, name: str, problems: list[str]) -> str | None:
     return None
 
 
-def _schema_problems(policy: PolicyInfo, parameters: Mapping[str, Any]) -> list[str]:
+def _schema_problems(
+    policy: PolicyInfo, parameters: Mapping[str, Any], strict: bool = True
+) -> list[str]:
     schema = {
         "type": "object",
         "properties": dict(policy.config_schema),
-        "additionalProperties": False,
+        "additionalProperties": not strict,
     }
     problems = []
     for error in jsonschema.Draft7Validator(schema).iter_errors(dict(parameters)):

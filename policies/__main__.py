@@ -11,6 +11,7 @@ import gpu_stack
 import gpu_workloads
 import helm
 import namespaces
+import pack_config
 import pod_security
 import preview
 from pulumi_policy import PolicyPack
@@ -18,14 +19,20 @@ from pulumi_policy import PolicyPack
 NAME = "gpu-platform"
 
 POLICIES = [
-    *pod_security.POLICIES,
-    *namespaces.POLICIES,
-    *gpu_workloads.POLICIES,
-    *gpu_sharing.POLICIES,
-    *gpu_pools.POLICIES,
-    *helm.POLICIES,
-    *gpu_stack.POLICIES,
-    # Last: it reports the checks the policies before it could not make.
+    *map(
+        pack_config.watch_config,
+        [
+            *pod_security.POLICIES,
+            *namespaces.POLICIES,
+            *gpu_workloads.POLICIES,
+            *gpu_sharing.POLICIES,
+            *gpu_pools.POLICIES,
+            *helm.POLICIES,
+            *gpu_stack.POLICIES,
+        ],
+    ),
+    # Last: they report what the policies before them met.
+    pack_config.POLICY,
     *preview.POLICIES,
 ]
 

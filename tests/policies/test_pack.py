@@ -9,6 +9,7 @@ import tomllib
 import yaml
 
 from gpu_platform_cli.analyzer import PACK_DIR, PolicyPack
+from tests.policies.builders import eks_node_group
 
 ROOT = PACK_DIR.parent
 README = (PACK_DIR / "README.md").read_text()
@@ -76,13 +77,13 @@ def test_importing_the_pack_collects_its_policies_without_starting_it() -> None:
         check=True,
     )
 
-    assert len(json.loads(done.stdout)) == 18
+    assert len(json.loads(done.stdout)) == 19
 
 
 def test_the_running_pack_names_itself_and_its_policies(policy_pack: PolicyPack) -> None:
     assert policy_pack.name == "gpu-platform"
     assert all(policy.description for policy in policy_pack.policies)
-    assert len({policy.name for policy in policy_pack.policies}) == 18
+    assert len({policy.name for policy in policy_pack.policies}) == 19
 
 
 def test_the_readme_documents_each_policy_its_level_and_parameters(
@@ -107,3 +108,23 @@ def as_written(value: object) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return json.dumps(value)
+
+
+def test_the_pack_reports_config_keys_a_policy_does_not_take(policy_pack: PolicyPack) -> None:
+    # The engine passes such keys on (its schema cannot forbid them); the pack says so.
+    policy_pack.configure({"gpu-pool-scaling": {"maxNodesPerPol": 8}}, strict=False)
+    try:
+        verdicts = policy_pack.analyze([eks_node_group()])
+    finally:
+        policy_pack.configure(None)
+
+    assert [
+        (v.enforcement_level, v.message) for v in verdicts if v.policy_name == "policy-config-known"
+    ] == [
+        (
+            "mandatory",
+            'the policy config gives policy "gpu-pool-scaling" the key "maxNodesPerPol", which '
+            "it does not take, so the setting meant has its default. Fix: correct the name (the "
+            "pack's README lists each policy's parameters) or remove it.",
+        )
+    ]

@@ -234,6 +234,7 @@ POLICY_NAMES = {
     "gpu-operator-release",
     "helm-release-workloads-visible",
     "gpu-stack-complete",
+    "policy-config-known",
     "checks-deferred-at-preview",
 }
 GENERATED = settings(
