@@ -140,7 +140,8 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
                 if found is not None:
                     pools[found.name] = found
         for resource in args.resources:
-            for pod in pods_of(resource.resource_type, resource.props):
+            complete = (p for p in pods_of(resource.resource_type, resource.props) if not p.partial)
+            for pod in complete:
                 what = f"the pool {resource.urn} selects"
                 name = findings.known(what, partial(selected_pool, pod))
                 pool = pools.get(name) if name is not None else None

@@ -265,7 +265,9 @@ def pod_policy(
 
     def pod_problems(args: ResourceValidationArgs) -> Iterator[str]:
         for pod in pods_of(args.resource_type, args.props):
-            yield from problems(pod, args.get_config())
+            # A patch's pod lacks what the object it patches already has.
+            if not pod.partial:
+                yield from problems(pod, args.get_config())
 
     return resource_policy(name, description, pod_problems, *settings)
 

@@ -626,12 +626,31 @@ CHECKS = (
 )
 
 
-def checks_for(standard: Standard) -> list[Check]:
-    """The checks of a level at a version, as the admission's check registry assembles them."""
+# Restricted checks that fail on a field left unset: a patch leaves most fields unset, and the
+# object it patches may well set them. On a patch only the checks of values it sets apply (the
+# baseline checks these override come back in their place).
+REQUIRED_VALUE_CHECKS = (
+    "allowPrivilegeEscalation",
+    "runAsNonRoot",
+    "seccompProfile_restricted",
+    "capabilities_restricted",
+    "procMount_restricted",
+)
+
+
+def checks_for(standard: Standard, partial: bool = False) -> list[Check]:
+    """The checks of a level at a version, as the admission's check registry assembles them;
+    for a patch's `partial` pod, those of the values it sets."""
     if standard.level == "privileged":
         return []
     levels = ("baseline", "restricted") if standard.level == "restricted" else ("baseline",)
-    applicable = [c for c in CHECKS if c.level in levels and standard.version >= c.since]
+    applicable = [
+        c
+        for c in CHECKS
+        if c.level in levels
+        and standard.version >= c.since
+        and not (partial and c.id in REQUIRED_VALUE_CHECKS)
+    ]
     overridden = {c.overrides for c in applicable}
     return [c for c in applicable if c.id not in overridden]
 
@@ -739,7 +758,7 @@ def validate_stack(args: StackValidationArgs, report_violation: ReportViolation)
             if standard is None:
                 continue
             for pod in pods:
-                for check in checks_for(standard):
+                for check in checks_for(standard, pod.partial):
                     findings.check(
                         f"{check.id} on {resource.urn}",
                         partial(problems_of, pod, standard, check),

@@ -3,7 +3,9 @@ them, the containers of a pod, and the namespace an object lands in.
 
 A Pod is itself the pod; the workload controllers carry a pod template, a CronJob one level
 deeper. Every API version of these kinds is recognised (`kubernetes:apps/v1:Deployment`,
-`kubernetes:apps/v1beta2:Deployment`, ...); `...Patch` kinds describe partial objects and are not.
+`kubernetes:apps/v1beta2:Deployment`, ...). Their `...Patch` kinds (server-side apply patches of
+an existing object) carry a partial pod: `Pod.partial` tells the policies to judge only the
+values it sets.
 
 GPU jobs mostly arrive as custom resources of the batch and serving operators (KubeRay,
 Kubeflow, JobSet, LeaderWorkerSet), which carry several pod templates each: `GPU_WORKLOAD_CRDS`
@@ -93,6 +95,8 @@ class Pod:
     kind: str
     props: Mapping[str, Any]
     path: tuple[Step, ...]
+    partial: bool = False
+    """A patch's pod: only the fields it changes, the rest of the object unseen."""
 
     @property
     def metadata(self) -> Mapping[str, Any]:
@@ -128,9 +132,10 @@ def pods_of(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
     kind = kubernetes_kind(resource_type)
     if kind is None:
         return []
-    path = POD_TEMPLATE_PATHS.get(kind)
+    patched = kind.removesuffix("Patch")
+    path = POD_TEMPLATE_PATHS.get(patched)
     if path is not None and _api_group(resource_type) in _CORE_GROUPS:
-        return [Pod(kind, props, path)]
+        return [Pod(patched, props, path, partial=patched != kind)]
     patterns = GPU_WORKLOAD_CRDS.get((_api_group(resource_type), kind), ())
     return [Pod(kind, props, found) for pattern in patterns for found in _expand(props, pattern)]
 
