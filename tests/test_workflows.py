@@ -236,11 +236,60 @@ def test_every_stack_file_is_deployed_behind_its_own_environment() -> None:
     assert all(stack == environment for stack, environment in deploys.items())
 
 
-def test_prod_is_deployed_only_after_every_other_stack() -> None:
+def test_prod_is_previewed_and_deployed_only_after_every_other_stack_is_up() -> None:
     jobs = dict(stack_jobs(workflow("deploy.yml")))
-    prod = next(name for name, job in jobs.items() if job["with"]["stack"] == "prod")
+    updates = {name for name, job in jobs.items() if job["with"]["command"] == "up"}
+    (prod_preview,) = needs_of(jobs["prod"])
 
-    assert set(needs_of(jobs[prod])) == set(jobs) - {prod}
+    assert set(needs_of(jobs[prod_preview])) == updates - {"prod"}
+
+
+def test_every_update_is_previewed_at_its_commit_first_with_preview_credentials() -> None:
+    jobs = dict(stack_jobs(workflow("deploy.yml")))
+    for name, job in jobs.items():
+        if job["with"]["command"] != "up":
+            continue
+        stack = job["with"]["stack"]
+        (before,) = needs_of(job)
+        assert jobs[before]["with"] == {
+            "stack": stack,
+            "command": "preview",
+            "environment": f"{stack}-preview",
+        }, name
+
+
+def pulumi_steps() -> list[Document]:
+    return list(workflow("pulumi-stack.yml")["jobs"]["pulumi"]["steps"])
+
+
+def test_an_update_refuses_a_commit_that_is_no_longer_the_head_of_main() -> None:
+    steps = pulumi_steps()
+    names = [step.get("name", "") for step in steps]
+    guard = names.index("Refuse a commit that is no longer the head of main")
+    command = names.index("pulumi ${{ inputs.command }}")
+
+    assert guard < command
+    assert steps[guard]["if"] == "inputs.command == 'up'"
+    assert 'if [ "$head" != "$GITHUB_SHA" ]' in steps[guard]["run"]
+
+
+def test_drift_is_checked_every_day_for_every_stack() -> None:
+    drift = workflow("drift.yml")
+    ((_, job),) = stack_jobs(drift)
+    command = next(s for s in pulumi_steps() if s.get("name") == "pulumi ${{ inputs.command }}")
+
+    assert drift["on"]["schedule"]
+    assert job["with"]["command"] == "drift"
+    assert job["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.checks.outputs.stacks) }}"
+    assert command["with"]["refresh"] == "${{ inputs.command == 'drift' }}"
+    assert command["with"]["expect-no-changes"] == "${{ inputs.command == 'drift' }}"
+
+
+def test_credentials_last_as_long_as_the_job_may_run() -> None:
+    job = workflow("pulumi-stack.yml")["jobs"]["pulumi"]
+    aws = next(s for s in job["steps"] if s.get("name") == "AWS credentials (OIDC)")
+
+    assert aws["with"]["role-duration-seconds"] == job["timeout-minutes"] * 60
 
 
 def test_every_deploy_waits_for_the_checks() -> None:
@@ -263,12 +312,12 @@ def test_two_updates_of_one_stack_never_overlap() -> None:
 # --- credentials and permissions ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["pull-request.yml", "deploy.yml", "checks.yml"])
+@pytest.mark.parametrize("name", ["pull-request.yml", "deploy.yml", "checks.yml", "drift.yml"])
 def test_workflows_default_to_reading_the_repository_only(name: str) -> None:
     assert workflow(name)["permissions"] == {"contents": "read"}
 
 
-@pytest.mark.parametrize("name", ["pull-request.yml", "deploy.yml"])
+@pytest.mark.parametrize("name", ["pull-request.yml", "deploy.yml", "drift.yml"])
 def test_only_jobs_that_run_pulumi_get_an_oidc_token(name: str) -> None:
     jobs = workflow(name)["jobs"]
     with_token = {
