@@ -143,19 +143,14 @@ MAX_NODES_PER_POOL = Setting(
 def floor_problems(args: ResourceValidationArgs) -> Iterator[str]:
     """A pool kept above zero while idle, unless allowed."""
     noun = _pool_noun(args.resource_type)
-    if args.resource_type == NODE_GROUP_TYPE:
-        low = number(args.props, "scalingConfig", "minSize")
-        minimum = None if low is None else (_setting("scalingConfig.minSize", low), low)
-    else:
-        autoscaling = mapping(args.props, "autoscaling")
-        if autoscaling is None:
-            yield (
-                f"the {noun} does not autoscale (autoscaling is unset), so it can neither scale "
-                "to zero nor grow with demand. Fix: set autoscaling.totalMinNodeCount to 0 and "
-                "autoscaling.totalMaxNodeCount to its largest size."
-            )
-            return
-        minimum = _node_pool_bound(args.props, autoscaling, "minNodeCount", "totalMinNodeCount")
+    if args.resource_type == NODE_POOL_TYPE and mapping(args.props, "autoscaling") is None:
+        yield (
+            f"the {noun} does not autoscale (autoscaling is unset), so it can neither scale to "
+            "zero nor grow with demand. Fix: set autoscaling.totalMinNodeCount to 0 and "
+            "autoscaling.totalMaxNodeCount to its largest size."
+        )
+        return
+    minimum = _bound(args, "minSize", "minNodeCount", "totalMinNodeCount")
     allowed = args.name in POOLS_ALLOWED_MIN_ABOVE_ZERO.read(args.get_config())
     if minimum is not None and minimum[1] > 0 and not allowed:
         yield (
@@ -167,14 +162,11 @@ def floor_problems(args: ResourceValidationArgs) -> Iterator[str]:
 def ceiling_problems(args: ResourceValidationArgs) -> Iterator[str]:
     """A pool without a bound on its size, or bounded above the limit."""
     noun = _pool_noun(args.resource_type)
-    if args.resource_type == NODE_GROUP_TYPE:
-        high = number(args.props, "scalingConfig", "maxSize")
-        maximum = None if high is None else (_setting("scalingConfig.maxSize", high), high)
-    else:
-        autoscaling = mapping(args.props, "autoscaling")
-        if autoscaling is None:
-            return  # floor_problems says so
-        maximum = _node_pool_bound(args.props, autoscaling, "maxNodeCount", "totalMaxNodeCount")
+    autoscaling = mapping(args.props, "autoscaling")
+    if args.resource_type == NODE_POOL_TYPE and autoscaling is None:
+        return  # floor_problems says so
+    maximum = _bound(args, "maxSize", "maxNodeCount", "totalMaxNodeCount")
+    if args.resource_type == NODE_POOL_TYPE:
         if maximum is None:
             yield f"the {noun} sets no autoscaling maximum. Fix: set autoscaling.totalMaxNodeCount."
         elif number(autoscaling, "totalMaxNodeCount") is None and not elements(
@@ -191,6 +183,20 @@ def ceiling_problems(args: ResourceValidationArgs) -> Iterator[str]:
             f"the {noun} can grow to {shown(maximum[1])} nodes ({maximum[0]}), more than "
             f"{MAX_NODES_PER_POOL.key} ({limit}). Fix: lower it, or raise {MAX_NODES_PER_POOL.key}."
         )
+
+
+def _bound(
+    args: ResourceValidationArgs, group_key: str, per_zone: str, total: str
+) -> tuple[str, float] | None:
+    """(how the pool sets a size bound, total nodes), None when unset: a node group's
+    `scalingConfig.<group_key>`, or a node pool's autoscaling limit."""
+    if args.resource_type == NODE_GROUP_TYPE:
+        value = number(args.props, "scalingConfig", group_key)
+        return None if value is None else (_setting(f"scalingConfig.{group_key}", value), value)
+    autoscaling = mapping(args.props, "autoscaling")
+    return (
+        None if autoscaling is None else _node_pool_bound(args.props, autoscaling, per_zone, total)
+    )
 
 
 def _setting(field: str, value: float) -> str:
