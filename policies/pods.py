@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from props import Step, elements, field_path, mapping, text
+from pulumi_policy.proxy import UnknownValueError
 
 POD_TEMPLATE_PATHS: Mapping[str, tuple[str, ...]] = {
     "Pod": (),
@@ -80,7 +81,11 @@ class Container:
 
     @property
     def name(self) -> str:
-        return text(self.props, "name") or f"#{self.index}"
+        """Its name, or its place in the list while the name is not known (at preview)."""
+        try:
+            return text(self.props, "name") or f"#{self.index}"
+        except UnknownValueError:
+            return f"#{self.index}"
 
     @property
     def label(self) -> str:

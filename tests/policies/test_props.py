@@ -5,8 +5,10 @@ The properties travel as the engine sends them: a protobuf Struct in which a val
 yet is the unknown sentinel string and a secret is an object tagged with the secret signature
 (the policy SDK unwraps secrets before a policy sees them, and proxies unknowns)."""
 
+from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +23,7 @@ from tests.policies.builders import (
     NODE_POOL,
     PROMETHEUS_RULE,
     RELEASE,
+    UNKNOWN,
     Analyze,
     eks_node_group,
     gke_node_pool,
@@ -325,3 +328,97 @@ def test_a_secret_is_judged_by_its_value(analyze: Analyze) -> None:
         'privileged or set it to false. [Pod Security restricted v1.35, from namespace "team-a"]'
     ]
     assert messages(verdicts, "namespace-pod-security") == []
+
+
+# --- an unknown value hides only the verdicts that read it ---------------------------------
+
+MIG = "nvidia.com/mig-1g.10gb"
+CONTAINER = ("spec", "template", "spec", "containers", 0)
+
+
+def unschedulable_gpu_deployment() -> PlannedResource:
+    """A GPU Deployment with a floating image tag, no GPU node selector and no toleration."""
+    spec = restricted_pod_spec()
+    spec["containers"][0].update(
+        image="registry.example.com/train:latest",
+        env=[{"name": "EPOCHS", "value": "3"}],
+        resources={"limits": {MIG: "1", "memory": "16Gi"}, "requests": {"cpu": "4"}},
+    )
+    return workload("Deployment", spec, pod_metadata={"labels": {"app": "train"}})
+
+
+def open_p5_node_group(template: PlannedResource) -> PlannedResource:
+    """A p5 node group with no taint, SSH open and up to 500 nodes."""
+    group = eks_node_group(template)
+    group.inputs.update(
+        instanceTypes=["p5.48xlarge"],
+        taints=[],
+        remoteAccess={"ec2SshKey": "ops"},
+        scalingConfig={"minSize": 0, "desiredSize": 0, "maxSize": 500},
+    )
+    return group
+
+
+def node_pool_exposing_metadata() -> PlannedResource:
+    pool = gke_node_pool()
+    config = pool.inputs["nodeConfig"]
+    config["workloadMetadataConfig"] = {"mode": "GCE_METADATA"}
+    config["shieldedInstanceConfig"]["enableSecureBoot"] = False
+    return pool
+
+
+# Each case: the resource, and the fields its mandatory verdicts read: with any other field
+# unknown, every one of them must still be reported.
+DIFFERENTIAL_CASES = {
+    "gpu deployment": (
+        unschedulable_gpu_deployment,
+        [
+            (*CONTAINER, "resources", "limits", MIG),
+            # Whether it also asks for nvidia.com/gpu, which admission would tolerate.
+            (*CONTAINER, "resources", "requests"),
+            (*CONTAINER, "image"),
+        ],
+    ),
+    "p5 node group": (
+        lambda: open_p5_node_group(launch_template()),
+        [("taints",), ("scalingConfig", "maxSize"), ("remoteAccess",), ("launchTemplate",)],
+    ),
+    "gke node pool": (
+        node_pool_exposing_metadata,
+        [
+            ("nodeConfig", "shieldedInstanceConfig", "enableSecureBoot"),
+            ("nodeConfig", "workloadMetadataConfig", "mode"),
+            ("nodeConfig", "imageType"),
+            ("nodeConfig", "labels", "gpu-platform.io/driver"),
+            ("nodeConfig", "guestAccelerators"),
+        ],
+    ),
+}
+
+
+def mandatory(verdicts: list[Verdict], urn: str) -> Counter[str]:
+    """The mandatory verdicts on `urn`, by policy (a message may name an unknown field
+    differently, say a container by its place instead of its name)."""
+    return Counter(v.policy_name for v in verdicts if v.mandatory and v.urn == urn)
+
+
+@pytest.mark.parametrize("case", DIFFERENTIAL_CASES)
+def test_an_unknown_field_never_hides_a_verdict_that_does_not_read_it(
+    analyze: Analyze, case: str
+) -> None:
+    build, read = DIFFERENTIAL_CASES[case]
+    subject = build()
+    baseline = mandatory(analyze(subject), subject.urn)
+    assert baseline.total() >= 2, "the case must have verdicts to lose"
+
+    hidden = {}
+    for path in paths(subject.inputs):
+        if not path or any(path[: len(f)] == f or f[: len(path)] == path for f in read):
+            continue  # a field a verdict reads, in it or holding it: that verdict may wait
+        changed = build()
+        replaced(changed.inputs, path, UNKNOWN)
+        lost = baseline - mandatory(analyze(changed), changed.urn)
+        if lost:
+            hidden[path] = sorted(lost.elements())
+
+    assert hidden == {}
