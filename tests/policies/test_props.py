@@ -6,6 +6,7 @@ yet is the unknown sentinel string and a secret is an object tagged with the sec
 (the policy SDK unwraps secrets before a policy sees them, and proxies unknowns)."""
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -369,7 +370,8 @@ def node_pool_exposing_metadata() -> PlannedResource:
 
 # Each case: the resource, and the fields its mandatory verdicts read: with any other field
 # unknown, every one of them must still be reported.
-DIFFERENTIAL_CASES = {
+Case = tuple[Callable[[], PlannedResource], list[tuple[Any, ...]]]
+DIFFERENTIAL_CASES: dict[str, Case] = {
     "gpu deployment": (
         unschedulable_gpu_deployment,
         [
