@@ -167,7 +167,8 @@ class TimeSlicingSharing(_Model):
     mode: Literal["time-slicing"]
     """`time-slicing`."""
     replicas: int = Field(ge=2, le=64)
-    """Containers per GPU; each node advertises GPUs x replicas `nvidia.com/gpu`."""
+    """Containers per GPU; each node advertises GPUs x replicas `nvidia.com/gpu`. At most 48 on
+    GKE, whose own device plugin shares the GPUs there."""
 
 
 class MpsSharing(_Model):
