@@ -350,3 +350,12 @@ def test_no_workflow_runs_a_fork_with_the_repository_credentials() -> None:
     triggers = {path.name: load(path)["on"] for path in WORKFLOWS}
 
     assert [name for name, on in triggers.items() if "pull_request_target" in on] == []
+
+
+def test_a_dependabot_pull_request_is_held_until_a_maintainer_previews_it() -> None:
+    jobs = workflow("pull-request.yml")["jobs"]
+    held = jobs["preview-held"]
+
+    assert "github.actor != 'dependabot[bot]'" in jobs["preview"]["if"]
+    assert held["if"] == "github.actor == 'dependabot[bot]'"
+    assert held["steps"][-1]["run"].rstrip().endswith("exit 1")
