@@ -11,6 +11,7 @@ itself.
 from collections.abc import Iterator, Mapping
 
 from components.config import ConfigProblem, key_path
+from components.eks.node_labels import AWS_ACCELERATOR_LABEL
 from components.node_identity import GPU_TAINT, NodeIdentity, ResolvedPool
 
 AUTOSCALER_PREFIX = "k8s.io/cluster-autoscaler/"
@@ -32,8 +33,11 @@ def cluster_discovery_tag(cluster_name: str) -> str:
     return AUTOSCALER_PREFIX + cluster_name
 
 
-def autoscaler_tags(identity: NodeIdentity, cluster_name: str, idle_minutes: int) -> dict[str, str]:
-    """The discovery tags and every node-template hint for a group of nodes with `identity`.
+def autoscaler_tags(
+    identity: NodeIdentity, cluster_name: str, idle_minutes: int, disk_size_gib: int
+) -> dict[str, str]:
+    """The discovery tags, every node-template hint and the scale-down options for a group of
+    nodes with `identity` and a `disk_size_gib` root (or data) volume.
 
     EKS tags a managed node group's Auto Scaling group for discovery itself; these use the same
     values, so neither overwrites the other, and discovery no longer hangs on it.
@@ -44,10 +48,45 @@ def autoscaler_tags(identity: NodeIdentity, cluster_name: str, idle_minutes: int
         {TAINT_TAG_PREFIX + taint.key: f"{taint.value}:{taint.effect}" for taint in identity.taints}
     )
     tags.update({RESOURCE_TAG_PREFIX + name: str(n) for name, n in identity.resources.items()})
+    tags[RESOURCE_TAG_PREFIX + "ephemeral-storage"] = f"{ephemeral_storage_gib(disk_size_gib)}Gi"
     # Per-group override of `--scale-down-unneeded-time`, so GPU nodes get their own idle time
     # without changing it for every other node group of the cluster.
     tags[OPTION_TAG_PREFIX + "scaledownunneededtime"] = f"{idle_minutes}m0s"
+    tags.update(_never_drain_a_running_job(identity))
     return tags
+
+
+def ephemeral_storage_gib(disk_size_gib: int) -> int:
+    """What a node's kubelet will offer pods of its volume, rounded down: the template holds no
+    ephemeral storage otherwise, so a pod that requests any would never scale the group up from
+    zero (kubernetes/autoscaler#1650; `buildNodeFromTemplate` in cloudprovider/aws/aws_manager.go
+    sets CPU, memory, pods and GPUs only).
+
+    The kubelet keeps back the 10% `nodefs.available` eviction threshold and 1Gi of
+    kube-reserved ephemeral storage (amazon-eks-ami nodeadm/internal/kubelet/config.go, the
+    AL2023 defaults; Bottlerocket's are the same, inferred); a further 1Gi allows for the
+    filesystem being a little smaller than its volume."""
+    return int(disk_size_gib * 0.9) - 2
+
+
+def _never_drain_a_running_job(identity: NodeIdentity) -> dict[str, str]:
+    """Scale-down thresholds that leave a node alone while any GPU workload runs on it.
+
+    The autoscaler removes a node whose utilization is at or below the group's threshold and
+    whose pods fit elsewhere (core/scaledown/eligibility/eligibility.go, 1.35.2 line 188), and
+    for a GPU node it counts only the GPU: requested over allocatable (simulator/utilization/
+    info.go). The default threshold of 0.5 has it evict a 4-GPU job from a half-used 8-GPU
+    node to pack it onto another; at 0 only a node no GPU pod holds is removed. A node is a GPU
+    node by the AWS GPU label, which MIG nodes go without (components/eks/node_labels.py): on
+    those the autoscaler counts CPU and memory requests instead, so their threshold is 0 too,
+    with the DaemonSets (the GPU Operator's, on every GPU node) left out of the count.
+    """
+    if AWS_ACCELERATOR_LABEL in identity.labels:
+        return {OPTION_TAG_PREFIX + "scaledowngpuutilizationthreshold": "0"}
+    return {
+        OPTION_TAG_PREFIX + "scaledownutilizationthreshold": "0",
+        OPTION_TAG_PREFIX + "ignoredaemonsetsutilization": "true",
+    }
 
 
 def autoscaler_tag_problems(pool: ResolvedPool, tags: Mapping[str, str]) -> Iterator[ConfigProblem]:

@@ -130,7 +130,9 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
             ),
         )
         self.autoscaling_group_name = self.node_group.resources.apply(_autoscaling_group_name)
-        hints = autoscaler_tags(identity, args.cluster.name, args.idle_minutes)
+        hints = autoscaler_tags(
+            identity, args.cluster.name, args.idle_minutes, args.pool.spec.disk_size_gib
+        )
         for key, value in hints.items():
             autoscaling.Tag(
                 f"{name}-{key}",

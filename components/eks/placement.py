@@ -246,7 +246,9 @@ def _node_group_problems(
                 taint.key,
                 f"a key of at most {_EKS_LABEL_LIMIT} characters (EKS node group taints)",
             )
-    tags = autoscaler_tags(eks_node_identity(pool), cluster_name, idle_minutes)
+    tags = autoscaler_tags(
+        eks_node_identity(pool), cluster_name, idle_minutes, pool.spec.disk_size_gib
+    )
     yield from autoscaler_tag_problems(pool, tags)
 
 

@@ -146,6 +146,20 @@ def test_a_pod_asking_for_more_than_a_node_has_fits_nowhere_and_says_why(
     )
 
 
+def test_ephemeral_storage_fits_within_what_a_nodes_kubelet_offers(
+    templates: list[NodeTemplate], pools: dict[str, ResolvedPool]
+) -> None:
+    # 200 GiB volumes: 178Gi after the kubelet's reserve and eviction threshold. Without the
+    # hint the autoscaler's template has none, and such a pod never scales a pool up
+    # (kubernetes/autoscaler#1650).
+    pod = gpu_pod_spec(pools["l4"], IMAGE, ["x"], requests={"ephemeral-storage": "100Gi"})
+    too_big = gpu_pod_spec(pools["l4"], IMAGE, ["x"], requests={"ephemeral-storage": "190Gi"})
+
+    assert fitting_pools(pod, templates) == ["l4"]
+    (l4,) = [f for f in fits(too_big, templates) if f.pool == "l4"]
+    assert l4.reasons == ("asks for 204010946560 ephemeral-storage; a node has 191126044672",)
+
+
 def test_a_node_selector_for_another_pool_is_reported(templates: list[NodeTemplate]) -> None:
     pod = {**gpu_tolerating_pod(), "nodeSelector": {"gpu-platform.io/pool": "l4"}}
 

@@ -111,7 +111,8 @@ def test_eks(mode: str, dev_config: Config, plan_for: PlanFor) -> None:
         for r in plan.of_type("aws:autoscaling/tag:Tag")
     }
     prefix = "k8s.io/cluster-autoscaler/node-template/resources/"
-    hints = {k.removeprefix(prefix): int(v) for k, v in tags.items() if k.startswith(prefix)}
+    gpu_hints = prefix + "nvidia.com/"
+    hints = {k.removeprefix(prefix): int(v) for k, v in tags.items() if k.startswith(gpu_hints)}
     assert hints == row.advertised
 
 

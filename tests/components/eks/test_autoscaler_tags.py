@@ -5,7 +5,7 @@ from collections.abc import Callable
 from typing import Any
 
 from components.config import GpuPoolSpec
-from components.eks.autoscaler_tags import autoscaler_tags
+from components.eks.autoscaler_tags import autoscaler_tags, ephemeral_storage_gib
 from components.node_identity import GpuShape, NodeIdentity, Taint, resolve_pool
 from gpu_platform_cli.offline import Plan
 
@@ -26,31 +26,55 @@ PlanFor = Callable[[Config], Plan]
 
 def test_tags_hint_every_label_taint_and_resource_and_mark_the_group_for_discovery() -> None:
     identity = NodeIdentity(
-        labels={"gpu-platform.io/pool": "t4", "nvidia.com/gpu.present": "true"},
+        labels={"gpu-platform.io/pool": "t4", "k8s.amazonaws.com/accelerator": "nvidia-tesla-t4"},
         taints=(Taint("nvidia.com/gpu", "present", "NoSchedule"), Taint("spot", "", "NoExecute")),
         resources={"nvidia.com/gpu": 4},
     )
 
-    tags = autoscaler_tags(identity, "ml-dev", idle_minutes=15)
+    tags = autoscaler_tags(identity, "ml-dev", idle_minutes=15, disk_size_gib=100)
 
     options = "k8s.io/cluster-autoscaler/node-template/autoscaling-options/"
     assert tags == {
         "k8s.io/cluster-autoscaler/enabled": "true",
         "k8s.io/cluster-autoscaler/ml-dev": "owned",
         "k8s.io/cluster-autoscaler/node-template/label/gpu-platform.io/pool": "t4",
-        "k8s.io/cluster-autoscaler/node-template/label/nvidia.com/gpu.present": "true",
+        "k8s.io/cluster-autoscaler/node-template/label/k8s.amazonaws.com/accelerator": (
+            "nvidia-tesla-t4"
+        ),
         "k8s.io/cluster-autoscaler/node-template/taint/nvidia.com/gpu": "present:NoSchedule",
         "k8s.io/cluster-autoscaler/node-template/taint/spot": ":NoExecute",
         "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu": "4",
+        "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage": "88Gi",
         options + "scaledownunneededtime": "15m0s",
+        options + "scaledowngpuutilizationthreshold": "0",
     }
+
+
+def test_ephemeral_storage_is_the_volume_less_the_kubelets_reserve_and_eviction_threshold() -> None:
+    # 200 GiB: 10% nodefs.available eviction threshold and 1Gi kube-reserved (amazon-eks-ami
+    # nodeadm kubelet defaults), 1Gi for the filesystem's own overhead.
+    assert ephemeral_storage_gib(200) == 178
+
+
+def test_a_mig_pool_is_drained_only_when_no_pod_requests_cpu_or_memory_there() -> None:
+    # Without the AWS GPU label the autoscaler judges the node by CPU and memory
+    # (eligibility.go: GetNodeGpuConfig is nil), DaemonSets included unless told otherwise.
+    spec = GpuPoolSpec.model_validate(mig_pool())
+    pool = resolve_pool(spec, 0, GpuShape("a100-80gb", 8))
+
+    tags = autoscaler_tags(pool.identity, "ml-dev", idle_minutes=10, disk_size_gib=200)
+
+    options = "k8s.io/cluster-autoscaler/node-template/autoscaling-options/"
+    assert tags[options + "scaledownutilizationthreshold"] == "0"
+    assert tags[options + "ignoredaemonsetsutilization"] == "true"
+    assert options + "scaledowngpuutilizationthreshold" not in tags
 
 
 def test_a_mixed_mig_pool_hints_its_slices_per_node() -> None:
     spec = GpuPoolSpec.model_validate(mig_pool())
     pool = resolve_pool(spec, 0, GpuShape("a100-80gb", 8))
 
-    tags = autoscaler_tags(pool.identity, "ml-dev", idle_minutes=10)
+    tags = autoscaler_tags(pool.identity, "ml-dev", idle_minutes=10, disk_size_gib=200)
 
     # 7 instances of 1g.10gb per A100 80GB, 8 GPUs.
     assert tags["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/mig-1g.10gb"] == "56"
@@ -62,7 +86,7 @@ def test_a_mixed_mig_pool_hints_that_no_whole_gpu_is_left() -> None:
     spec = GpuPoolSpec.model_validate(mig_pool())
     pool = resolve_pool(spec, 0, GpuShape("a100-80gb", 8))
 
-    tags = autoscaler_tags(pool.identity, "ml-dev", idle_minutes=10)
+    tags = autoscaler_tags(pool.identity, "ml-dev", idle_minutes=10, disk_size_gib=200)
 
     assert tags["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] == "0"
 
