@@ -749,6 +749,34 @@ def _other_cloud_problems(config: StackConfig) -> Iterator[ConfigProblem]:
 # Labels the platform sets from the pool's description; a pool overriding one would break
 # scheduling or the operator's per-node configuration.
 _RESERVED_LABEL_PREFIXES = ("nvidia.com/", "gpu-platform.io/", "k8s.amazonaws.com/")
+# A node's labels come from its kubelet (`--node-labels`), which refuses any in the kubernetes.io
+# and k8s.io namespaces but those under kubelet.kubernetes.io/ and node.kubernetes.io/ and a few
+# it sets itself (the kubelet's --node-labels reference), so the node would never register.
+GPU_TAINT_KEY = "nvidia.com/gpu"
+_KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+# GKE keeps the cloud.google.com/ labels for itself.
+_GKE_LABEL_NAMESPACE = "cloud.google.com"
+
+
+def _label_problem(key: str, cloud: Cloud) -> str | None:
+    """Why a pool cannot carry the label `key`, or None."""
+    if key.startswith(_RESERVED_LABEL_PREFIXES):
+        return f"no label under {', '.join(_RESERVED_LABEL_PREFIXES)} (the platform sets those)"
+    namespace = key.rpartition("/")[0]
+    kubernetes = namespace in ("kubernetes.io", "k8s.io") or namespace.endswith(
+        (".kubernetes.io", ".k8s.io")
+    )
+    if kubernetes and namespace not in _KUBELET_LABEL_NAMESPACES:
+        allowed = " or ".join(f"{n}/" for n in _KUBELET_LABEL_NAMESPACES)
+        return (
+            f"no label in the kubernetes.io or k8s.io namespaces but under {allowed}: the"
+            " kubelet refuses the others, and the node would not register"
+        )
+    if cloud is Cloud.GCP and (
+        namespace == _GKE_LABEL_NAMESPACE or namespace.endswith("." + _GKE_LABEL_NAMESPACE)
+    ):
+        return "no label under cloud.google.com/ (GKE sets those)"
+    return None
 
 
 def _pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -764,12 +792,18 @@ def _pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         if pool.min > pool.max:
             yield ConfigProblem(key_path("pools", i, "min"), pool.min, f"at most max ({pool.max})")
         for key in pool.labels:
-            if key.startswith(_RESERVED_LABEL_PREFIXES):
+            problem = _label_problem(key, config.cloud)
+            if problem is not None:
+                yield ConfigProblem(key_path("pools", i, "labels", key), pool.labels[key], problem)
+        for j, taint in enumerate(pool.taints):
+            # Kubernetes keeps one taint per key and effect; the platform's GPU taint is set on
+            # every pool already.
+            if taint.key == GPU_TAINT_KEY:
                 yield ConfigProblem(
-                    key_path("pools", i, "labels", key),
-                    pool.labels[key],
-                    f"no label under {', '.join(_RESERVED_LABEL_PREFIXES)}"
-                    " (the platform sets those)",
+                    key_path("pools", i, "taints", j, "key"),
+                    taint.key,
+                    f"a key other than {GPU_TAINT_KEY} (the platform taints every GPU node with"
+                    " it)",
                 )
         if pool.capacity == "capacity-block":
             if config.cloud is not Cloud.AWS:

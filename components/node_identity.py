@@ -12,6 +12,7 @@ from enum import Enum
 
 from components.accelerators import mig_instances_per_gpu
 from components.config import (
+    GPU_TAINT_KEY,
     ExclusiveSharing,
     GpuPoolSpec,
     MigSharing,
@@ -49,7 +50,7 @@ CLOUD_TAINT_EFFECTS: Mapping[str, str] = {
 
 # Every GPU node carries it, so only pods that tolerate it (GPU workloads and the operator's
 # DaemonSets, whose default toleration is `nvidia.com/gpu` Exists) are scheduled there.
-GPU_TAINT = Taint(key=GPU_RESOURCE, value="present", effect="NoSchedule")
+GPU_TAINT = Taint(key=GPU_TAINT_KEY, value="present", effect="NoSchedule")
 
 
 class GpuSharer(Enum):

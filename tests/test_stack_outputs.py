@@ -41,3 +41,9 @@ def test_exported_placement_is_what_the_smoke_test_pod_uses(dev_plan) -> None:
     assert workload["tolerations"] == pod["tolerations"]
     assert workload["affinity"] == pod["affinity"]
     assert workload["resource"] in pod["containers"][0]["resources"]["limits"]
+
+
+def test_each_pool_exports_the_annotation_that_keeps_its_jobs_from_eviction(dev_plan) -> None:
+    workload = dev_plan.outputs["pools"][POOL]["workload"]
+
+    assert workload["annotations"] == {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 
 from components.config import ConfigProblem, key_path
 from components.eks.node_labels import AWS_ACCELERATOR_LABEL
-from components.node_identity import GPU_TAINT, NodeIdentity, ResolvedPool
+from components.node_identity import NodeIdentity, ResolvedPool
 
 AUTOSCALER_PREFIX = "k8s.io/cluster-autoscaler/"
 NODE_TEMPLATE_PREFIX = AUTOSCALER_PREFIX + "node-template/"
@@ -96,7 +96,8 @@ def autoscaler_tag_problems(pool: ResolvedPool, tags: Mapping[str, str]) -> Iter
     the 128 characters of a tag key.)
     """
     i = pool.index
-    seen = {GPU_TAINT.key}
+    # (One keyed like the GPU taint is refused with the rest of the config.)
+    seen: set[str] = set()
     for j, taint in enumerate(pool.spec.taints):
         if taint.key in seen:
             yield ConfigProblem(

@@ -58,6 +58,8 @@ class GkeCloud:
                 self._zones[pool.spec.name] = zones.zones_for(pool)
             except ConfigError as error:
                 problems += error.problems
+                continue
+            problems += initial_size_problems(pool, self._zones[pool.spec.name])
         if problems:
             raise ConfigError(problems)
         return resolved
@@ -94,6 +96,24 @@ class GkeCloud:
                 )
             )
         return created
+
+
+def initial_size_problems(pool: ResolvedPool, zones: Sequence[str]) -> list[ConfigProblem]:
+    """A total `min` GKE cannot start: it creates a node pool with `initial_node_count` nodes in
+    each of its zones (pulumi-gcp's NodePool docs), all obtained before the pool exists, so a
+    total that is not a whole number per zone would start more nodes than `min`, or than `max`."""
+    spec = pool.spec
+    if spec.gcp.autoscaling_scope == "per-zone" or spec.min % len(zones) == 0:
+        return []
+    return [
+        ConfigProblem(
+            key_path("pools", pool.index, "min"),
+            spec.min,
+            f"0 or a multiple of the pool's {len(zones)} zones ({', '.join(zones)}): GKE starts"
+            " the same number of nodes in each zone; or name fewer zones, or set"
+            " gcp.autoscalingScope per-zone",
+        )
+    ]
 
 
 def _resolve(spec: GpuPoolSpec, index: int, platform: Platform) -> ResolvedPool:

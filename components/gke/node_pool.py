@@ -19,7 +19,6 @@ without GPUs (terraform-google-kubernetes-engine#703).
 """
 
 import hashlib
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -133,7 +132,8 @@ def node_pool_args(
         location=args.cluster.location,
         cluster=args.cluster.name,
         node_locations=list(args.zones),
-        initial_node_count=spec.min if per_zone else math.ceil(spec.min / len(args.zones)),
+        # Per zone: the cloud component refuses a total `min` that the zones do not divide.
+        initial_node_count=spec.min if per_zone else spec.min // len(args.zones),
         ignore_node_count_changes=True,
         autoscaling=container.NodePoolAutoscalingArgs(
             min_node_count=spec.min if per_zone else None,

@@ -35,6 +35,12 @@ from typing import Any, Literal
 from components.config import MpsSharing, TimeSlicingSharing
 from components.node_identity import POOL_LABEL, ResolvedPool
 
+GPU_POD_ANNOTATIONS = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+"""For a GPU pod's metadata: the cluster autoscaler never drains the node it runs on to pack
+pods tighter (cluster-autoscaler 1.35.2 `simulator/drainability/rules/notsafetoevict/rule.go`
+blocks the drain: "pod annotated as not safe to evict present"), so a job is not killed
+mid-run. Empty GPU nodes still scale away."""
+
 # Any non-zero id passes `restricted`; 1000 is the first ordinary account on most base images
 # (`ubuntu` on Ubuntu 24.04 ones), so tools that look up the current user find one.
 DEFAULT_USER_ID = 1000
@@ -151,8 +157,8 @@ def gpu_node_affinity(pool: ResolvedPool) -> dict[str, Any]:
 
 def pool_placement(pool: ResolvedPool) -> dict[str, Any]:
     """What a workload needs to land on the pool, as the stack exports it for other teams:
-    the resource to put in `limits`, the tolerations and the affinity, beside the node labels,
-    taints and per-node resources they follow from."""
+    the resource to put in `limits`, the tolerations, the affinity and the pod annotations,
+    beside the node labels, taints and per-node resources they follow from."""
     return {
         "labels": dict(pool.identity.labels),
         "taints": [vars(t) for t in pool.identity.taints],
@@ -161,5 +167,6 @@ def pool_placement(pool: ResolvedPool) -> dict[str, Any]:
             "resource": gpu_resource(pool),
             "tolerations": gpu_tolerations(pool),
             "affinity": gpu_node_affinity(pool),
+            "annotations": dict(GPU_POD_ANNOTATIONS),
         },
     }

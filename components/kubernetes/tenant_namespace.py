@@ -30,7 +30,7 @@ import pulumi
 from pulumi_kubernetes import batch, core
 
 from components.config import TenantNamespaceSpec
-from components.kubernetes.gpu_pod import gpu_pod_spec
+from components.kubernetes.gpu_pod import GPU_POD_ANNOTATIONS, gpu_pod_spec
 from components.kubernetes.pod_security import pod_security_labels
 from components.node_identity import GPU_RESOURCE, ResolvedPool
 from components.versions import GPU_SMOKE_TEST_IMAGE
@@ -148,7 +148,10 @@ def smoke_test_job_spec(pool: ResolvedPool, deadline_seconds: int) -> dict[str, 
                 }
             ]
         },
-        "template": {"metadata": {"labels": _smoke_test_labels()}, "spec": pod},
+        "template": {
+            "metadata": {"labels": _smoke_test_labels(), "annotations": dict(GPU_POD_ANNOTATIONS)},
+            "spec": pod,
+        },
     }
 
 

@@ -163,6 +163,23 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
         "gpu-platform:pools[0].labels.nvidia.com/gpu.present",
     ),
     (
+        "label the kubelet refuses to register (NodeRestriction's namespaces)",
+        lambda c: pool(c).update(labels={"node-role.kubernetes.io/gpu": "true"}),
+        "gpu-platform:pools[0].labels.node-role.kubernetes.io/gpu",
+    ),
+    (
+        "label in the k8s.io namespace",
+        lambda c: pool(c).update(labels={"k8s.io/team": "ml"}),
+        "gpu-platform:pools[0].labels.k8s.io/team",
+    ),
+    (
+        "extra taint keyed like the GPU taint",
+        lambda c: pool(c).update(
+            taints=[{"key": "nvidia.com/gpu", "value": "h100", "effect": "NoSchedule"}]
+        ),
+        "gpu-platform:pools[0].taints[0].key",
+    ),
+    (
         "label value with a space",
         lambda c: pool(c).update(labels={"team": "ml research"}),
         "gpu-platform:pools[0].labels.team",
@@ -749,3 +766,27 @@ def test_platform_follows_cloud_and_node_image(cloud, cluster, node_image, platf
     }
 
     assert load_stack_config(raw).platform is platform
+
+
+@pytest.mark.parametrize(
+    "key", ["node.kubernetes.io/lifecycle", "kubelet.kubernetes.io/team", "example.com/team"]
+)
+def test_labels_the_kubelet_may_set_are_accepted(dev_config: Config, plan_for, key: str) -> None:
+    # The kubelet's --node-labels accepts the kubelet.kubernetes.io/ and node.kubernetes.io/
+    # namespaces, and any namespace outside kubernetes.io and k8s.io.
+    dev_config["gpu-platform:pools"][0]["labels"] = {key: "x"}
+
+    assert plan_for(dev_config).error is None
+
+
+def test_a_cloud_google_com_label_is_refused_on_gke(gke_config: Config, failed_plan_for) -> None:
+    gke_config["gpu-platform:pools"][0]["labels"] = {"cloud.google.com/gke-nodepool": "mine"}
+
+    plan = failed_plan_for(gke_config)
+
+    assert isinstance(plan.error, ConfigError)
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.expected) == (
+        "gpu-platform:pools[0].labels.cloud.google.com/gke-nodepool",
+        "no label under cloud.google.com/ (GKE sets those)",
+    )

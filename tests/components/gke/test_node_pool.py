@@ -12,7 +12,7 @@ from components.gke.cluster import GkeCluster
 from components.gke.node_pool import NODE_SERVICE_ACCOUNT_ROLE, node_service_account_id
 from gpu_platform_cli.offline import Plan
 
-from .plans import node_pool, on_ubuntu, with_cluster, with_pool
+from .plans import node_pool, on_ubuntu, problems_of, with_cluster, with_pool
 
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
@@ -184,14 +184,50 @@ def test_initial_node_count_is_zero_for_a_pool_scaled_to_zero(gke_plan: Plan) ->
 
 
 @pytest.mark.parametrize(("scope", "initial"), [("per-zone", 2), ("total", 1)])
-def test_initial_node_count_per_zone_covers_the_minimum(
+def test_initial_node_count_per_zone_starts_exactly_the_minimum(
     gke_config: Config, plan_for: PlanFor, scope: str, initial: int
 ) -> None:
-    # Three zones offer g2-standard-8 in the stand-in us-central1: two nodes in total take one
-    # per zone to start with.
-    with_pool(gke_config, min=2, gcp={"autoscalingScope": scope})
+    # Three zones offer g2-standard-8 in the stand-in us-central1. initialNodeCount is per zone
+    # (pulumi-gcp NodePool docs): a total minimum of 3 is one per zone.
+    min_nodes = 2 if scope == "per-zone" else 3
+    with_pool(gke_config, min=min_nodes, max=6, gcp={"autoscalingScope": scope})
     pool = node_pool(plan_for(gke_config))
     assert (len(pool.inputs["nodeLocations"]), pool.inputs["initialNodeCount"]) == (3, initial)
+
+
+@pytest.mark.parametrize("min_nodes", [1, 2, 4, 5])
+def test_a_total_minimum_the_zones_do_not_divide_is_refused_before_anything_starts(
+    gke_config: Config, failed_plan_for: PlanFor, min_nodes: int
+) -> None:
+    # With `min: 1, max: 1` over three zones the pool would otherwise start three nodes.
+    with_pool(gke_config, min=min_nodes, max=6)
+
+    plan = failed_plan_for(gke_config)
+
+    assert plan.resources == []
+    assert problems_of(plan)["gpu-platform:pools[0].min"].startswith(
+        "0 or a multiple of the pool's 3 zones (us-central1-a, us-central1-b, us-central1-c)"
+    )
+
+
+@pytest.mark.parametrize("zones", [1, 2, 4])
+def test_a_minimum_the_named_zones_divide_starts_that_many(
+    gke_config: Config, plan_for: PlanFor, zones: int
+) -> None:
+    named = ["us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f"][:zones]
+    with_pool(
+        gke_config,
+        min=zones,
+        max=8,
+        zones=named,
+        instanceTypes=["n1-standard-8"],
+        gpusPerNode=1,
+        accelerator="t4",
+    )
+
+    pool = node_pool(plan_for(gke_config))
+
+    assert pool.inputs["initialNodeCount"] * len(pool.inputs["nodeLocations"]) == zones
 
 
 def test_node_counts_are_left_to_the_autoscaler_on_updates(gke_plan: Plan) -> None:

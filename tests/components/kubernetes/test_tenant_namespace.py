@@ -183,6 +183,13 @@ def test_smoke_test_requires_a_node_of_its_pool(mig_plan) -> None:
     ]
 
 
+def test_the_autoscaler_never_drains_a_node_mid_smoke_test(dev_plan) -> None:
+    # cluster-autoscaler simulator/drainability/rules/notsafetoevict/rule.go blocks the drain.
+    metadata = job(dev_plan).inputs["spec"]["template"]["metadata"]
+
+    assert metadata["annotations"] == {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+
+
 def test_failed_nvidia_smi_fails_the_job_without_retrying(dev_plan) -> None:
     spec = job(dev_plan).inputs["spec"]
 
