@@ -422,9 +422,11 @@ class ClusterAutoscalerSpec(_Model):
     longer keeps a node warm between jobs instead of paying its startup again."""
     balance_similar_node_groups: bool = True
     """Spread scale-ups evenly over node groups that offer the same nodes."""
-    expander: Literal["least-waste", "most-pods", "random"] = "least-waste"
-    """Which node group to grow when several fit: `least-waste` picks the one left with the
-    least idle CPU and memory."""
+    expander: Literal["priority", "least-waste", "most-pods", "random"] = "priority"
+    """Which node group to grow when several fit: `priority` prefers capacity-block pools, then
+    on-demand, then spot (capacity already paid for first, capacity that can be taken back
+    last), and among those `least-waste`; `least-waste` alone picks the one left with the least
+    idle CPU and memory."""
 
 
 class StackConfig(_Model):

@@ -115,7 +115,9 @@ class EksCloud:
             return node_groups
         autoscaler = ClusterAutoscaler(
             "cluster-autoscaler",
-            ClusterAutoscalerArgs(self.config.autoscaler, self.cluster, self._autoscaler_image),
+            ClusterAutoscalerArgs(
+                self.config.autoscaler, self.cluster, self._autoscaler_image, pools
+            ),
             pulumi.ResourceOptions(provider=connection.provider),
         )
         return [*node_groups, autoscaler]

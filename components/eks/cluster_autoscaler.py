@@ -7,6 +7,8 @@ pre-flight check looks for it).
 """
 
 import json
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +19,7 @@ from pulumi_kubernetes import helm
 from components.config import ClusterAutoscalerSpec
 from components.eks.autoscaler_tags import cluster_discovery_tag
 from components.eks.cluster import EksCluster
+from components.node_identity import ResolvedPool
 from components.versions import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGES
 
 SERVICE_ACCOUNT = "cluster-autoscaler"
@@ -47,6 +50,8 @@ class ClusterAutoscalerArgs:
     cluster: EksCluster
     image: str
     """Matches the cluster's Kubernetes minor version (`autoscaler_image`)."""
+    pools: Sequence[ResolvedPool] = ()
+    """The stack's GPU pools, ranked for the `priority` expander by what their capacity is."""
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
@@ -86,7 +91,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             version=args.spec.chart_version,
             repository_opts=helm.v3.RepositoryOptsArgs(repo=CLUSTER_AUTOSCALER_CHART.repository),
             namespace=args.spec.namespace,
-            values=autoscaler_values(args.spec, cluster, args.image),
+            values=autoscaler_values(args.spec, cluster, args.image, args.pools),
             # Credentials must exist before the first pod asks for them, or it starts without.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[association, policy]),
         )
@@ -142,6 +147,27 @@ def autoscaler_policy(cluster: EksCluster) -> dict[str, Any]:
     }
 
 
+# Higher wins. A group no expression matches is left to the next expander.
+CAPACITY_PRIORITIES = {"capacity-block": 30, "on-demand": 20, "spot": 10}
+
+
+def expander_priorities(pools: Sequence[ResolvedPool]) -> dict[str, list[str]]:
+    """The `priority` expander's map (priority -> node group name expressions), which the chart
+    renders as the `cluster-autoscaler-priority-expander` ConfigMap.
+
+    On AWS the autoscaler names a node group by its Auto Scaling group. EKS names a managed node
+    group's group `eks-<node group name>-<uuid>`, and the pools' node groups are named from a
+    prefix, `<pool>-`, and a unique suffix of 26 characters (18 digits of time and 8 hex of a
+    counter, Terraform's `UniqueId`, which the AWS provider uses for `name_prefix`): anchored
+    on it, one pool's expression never matches another pool whose name it begins."""
+    priorities: dict[int, list[str]] = {}
+    for pool in pools:
+        expression = f"^eks-{re.escape(pool.spec.name)}-[0-9]{{18}}[0-9a-f]{{8}}-"
+        priorities.setdefault(CAPACITY_PRIORITIES[pool.spec.capacity], []).append(expression)
+    # Keys as strings: Helm values travel as JSON objects; the chart reads them with `int`.
+    return {str(level): priorities[level] for level in sorted(priorities, reverse=True)}
+
+
 def autoscaler_image(spec: ClusterAutoscalerSpec, kubernetes_version: str) -> str | None:
     """The pinned image for the cluster's Kubernetes minor version, or the configured tag of the
     same repository; None if neither exists."""
@@ -151,9 +177,15 @@ def autoscaler_image(spec: ClusterAutoscalerSpec, kubernetes_version: str) -> st
     return f"{repository}:{spec.image_tag}"
 
 
-def autoscaler_values(spec: ClusterAutoscalerSpec, cluster: EksCluster, image: str) -> dict:
-    """Chart values: auto-discovery by the cluster's tags, GPU-aware scale-down, restricted pod."""
+def autoscaler_values(
+    spec: ClusterAutoscalerSpec,
+    cluster: EksCluster,
+    image: str,
+    pools: Sequence[ResolvedPool] = (),
+) -> dict:
+    """Chart values: auto-discovery by the cluster's tags, the expander, restricted pod."""
     repository, _, tag = image.rpartition(":")
+    priority = spec.expander == "priority"
     return {
         "cloudProvider": "aws",
         "awsRegion": cluster.region,
@@ -164,8 +196,10 @@ def autoscaler_values(spec: ClusterAutoscalerSpec, cluster: EksCluster, image: s
         "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
         "extraArgs": {
             "balance-similar-node-groups": spec.balance_similar_node_groups,
-            "expander": spec.expander,
+            # Groups of one priority are compared by the next expander of the list.
+            "expander": "priority,least-waste" if priority else spec.expander,
         },
+        **({"expanderPriorities": expander_priorities(pools)} if priority else {}),
         "resources": {
             "requests": {"cpu": "100m", "memory": "600Mi"},
             "limits": {"memory": "600Mi"},

@@ -193,8 +193,18 @@ INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 # --- Computed outputs of created resources ---------------------------------------------------
 
 
+def _prefixed_unique_name(prefix: str, name: str) -> str:
+    """A name made from `prefix` the way the AWS provider makes one (Terraform's
+    `PrefixedUniqueId`: 18 digits of the time, to the ten-thousandth of a second, and a counter
+    in 8 hex digits), stable for `name`."""
+    digest = hashlib.sha256(name.encode()).hexdigest()
+    return f"{prefix}{int(digest[:16], 16) % 10**18:018d}{int(digest[16:24], 16) % 2**32:08x}"
+
+
 def _node_group(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
-    group = inputs.get("nodeGroupName") or f"{inputs.get('nodeGroupNamePrefix', '')}{name}"
+    group = inputs.get("nodeGroupName") or _prefixed_unique_name(
+        inputs.get("nodeGroupNamePrefix", ""), name
+    )
     # EKS names a managed node group's Auto Scaling group `eks-<node group>-<uuid>`.
     asg = f"eks-{group}-{uuid.uuid5(uuid.NAMESPACE_URL, group)}"
     return {

@@ -1,6 +1,7 @@
 """Scale from zero: the node-template hints and discovery tags on each node group's Auto Scaling
 group, as pure tags and as the `aws.autoscaling.Tag` resources the program declares."""
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -94,10 +95,11 @@ def test_a_mixed_mig_pool_hints_that_no_whole_gpu_is_left() -> None:
 def test_program_tags_the_node_groups_auto_scaling_group(dev_plan: Plan) -> None:
     tags = [r for r in dev_plan.children_of(component(dev_plan)) if r.type == ASG_TAG]
 
-    # The stand-in node group's Auto Scaling group, named the way EKS names them.
-    assert {t.inputs["autoscalingGroupName"] for t in tags} == {
-        "eks-t4-shared-t4-shared-nodes-084fdd07-c602-56f0-8b6e-5db637765ef3"
-    }
+    # The stand-in node group's Auto Scaling group, named the way EKS names them
+    # (`eks-<node group>-<uuid>`), the node group the way the AWS provider names one from its
+    # prefix (18 digits and 8 hex).
+    (name,) = {t.inputs["autoscalingGroupName"] for t in tags}
+    assert re.fullmatch(r"eks-t4-shared-[0-9]{18}[0-9a-f]{8}-[0-9a-f-]{36}", name)
     assert all(node_group(dev_plan).urn in t.dependencies for t in tags)
 
 

@@ -2,6 +2,7 @@
 version, Pod Identity with a least-privilege policy, GPU-aware settings, and leaving it out."""
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -180,10 +181,65 @@ def test_gpu_aware_settings_come_from_config(dev_config: Config, plan_for: PlanF
     assert args == {"balance-similar-node-groups": False, "expander": "most-pods"}
 
 
-def test_defaults_balance_similar_groups_and_waste_least(dev_plan: Plan) -> None:
+def test_defaults_balance_similar_groups_and_rank_by_capacity_then_waste(dev_plan: Plan) -> None:
     args = release(dev_plan).inputs["values"]["extraArgs"]
 
-    assert args == {"balance-similar-node-groups": True, "expander": "least-waste"}
+    assert args == {"balance-similar-node-groups": True, "expander": "priority,least-waste"}
+
+
+def with_pools_of_every_capacity(config: Config) -> Config:
+    config["gpu-platform:pools"] += [
+        {"name": "l4", "instanceTypes": ["g6.xlarge"], "max": 2, "capacity": "on-demand"},
+        {"name": "l4-2", "instanceTypes": ["g6.xlarge"], "max": 2, "capacity": "spot"},
+        {
+            "name": "h100",
+            "instanceTypes": ["p5.48xlarge"],
+            "max": 1,
+            "capacity": "capacity-block",
+            "aws": {"capacityReservationId": "cr-0123456789abcdef0"},
+        },
+    ]
+    return config
+
+
+def test_the_priority_expander_ranks_reserved_then_on_demand_then_spot(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    values = release(plan_for(with_pools_of_every_capacity(dev_config))).inputs["values"]
+    suffix = "-[0-9]{18}[0-9a-f]{8}-"
+
+    # The chart renders these as the cluster-autoscaler-priority-expander ConfigMap
+    # (templates/priority-expander-configmap.yaml, chart 9.59.0); higher wins.
+    assert values["expanderPriorities"] == {
+        "30": [f"^eks-h100{suffix}"],
+        "20": [f"^eks-l4{suffix}"],
+        "10": [f"^eks-t4\\-shared{suffix}", f"^eks-l4\\-2{suffix}"],
+    }
+
+
+def test_each_pools_expression_matches_its_own_group_and_no_other(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_pools_of_every_capacity(dev_config))
+    priorities = release(plan).inputs["values"]["expanderPriorities"]
+    expressions = [e for level in priorities.values() for e in level]
+    groups = {pool: asg_name(plan, pool) for pool in ("t4-shared", "l4", "l4-2", "h100")}
+
+    matches = {
+        pool: [e for e in expressions if re.search(e, group)] for pool, group in groups.items()
+    }
+
+    assert all(len(found) == 1 for found in matches.values()), matches
+    assert len({found[0] for found in matches.values()}) == len(groups)
+
+
+def asg_name(plan: Plan, pool: str) -> str:
+    (name,) = {
+        tag.inputs["autoscalingGroupName"]
+        for tag in plan.of_type("aws:autoscaling/tag:Tag")
+        if tag.parent == plan.named(pool, "gpu-platform:eks:GpuNodeGroup").urn
+    }
+    return str(name)
 
 
 def test_autoscaler_pod_runs_as_non_root_without_privileges(dev_plan: Plan) -> None:
