@@ -29,8 +29,8 @@ PodSpec = Mapping[str, Any]
 
 # Effects that keep a pod off a node; `PreferNoSchedule` only makes the scheduler reluctant.
 _REPELLING_EFFECTS = ("NoSchedule", "NoExecute")
-# Resources the template may not know (EKS hints advertise extended resources only); a pod's
-# request for them is not held against a pool whose template is silent about them.
+# Resources a GKE template is not told offline (the machine type's allocatable); a pod's request
+# for them is not held against a template that says it does not know them.
 _BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 # Kubernetes' architecture names for EC2's.
 _KUBERNETES_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
@@ -47,6 +47,10 @@ class NodeTemplate:
     """Allocatable quantities by resource name."""
     secret_labels: bool = False
     """The pool's labels came from config set as a secret: reasons name them, not their values."""
+    complete: bool = True
+    """Holds every resource the autoscaler's template would: one it lacks counts as none, as
+    the autoscaler counts it. False where CPU, memory, ephemeral storage and pods are not
+    known offline."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,8 @@ def eks_node_template(
         "cpu": Decimal(instance_type.vcpus),
         "memory": Decimal(instance_type.memory_mib) * 2**20,
         GPU_RESOURCE: Decimal(instance_type.gpu_count),
+        # The autoscaler's fixed guess at a node's pods (aws_manager.go, "TODO: get a real value").
+        "pods": Decimal(110),
     }
     for key, value in asg_tags.items():
         if key.startswith(LABEL_TAG_PREFIX):
@@ -152,7 +158,7 @@ def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
         for t in config.get("taints") or []
     )
     gpus = {GPU_RESOURCE: Decimal(_gke_gpus_advertised(accelerator))}
-    return NodeTemplate(labels.get(POOL_LABEL, "?"), labels, taints, gpus)
+    return NodeTemplate(labels.get(POOL_LABEL, "?"), labels, taints, gpus, complete=False)
 
 
 def _gke_gpus_advertised(accelerator: Mapping[str, Any]) -> int:
@@ -202,7 +208,10 @@ def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
     for name, wanted in pod_requests(pod).items():
         available = template.resources.get(name)
         if available is None:
-            if name not in _BASE_RESOURCES and not name.startswith("hugepages-"):
+            unknown = not template.complete and (
+                name in _BASE_RESOURCES or name.startswith("hugepages-")
+            )
+            if not unknown and wanted > 0:
                 yield f"asks for {wanted} {name}; its nodes advertise none"
         elif wanted > available:
             yield f"asks for {wanted} {name}; a node has {available}"

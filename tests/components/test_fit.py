@@ -2,6 +2,7 @@
 builds for pools at zero (EKS: from the plan's Auto Scaling group hints and instance types)."""
 
 import copy
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -260,12 +261,27 @@ def pod_with(resources: dict[str, Any]) -> dict[str, Any]:
     return {"tolerations": TOLERATE_ALL, "containers": [{"name": "c", "resources": resources}]}
 
 
-def test_resources_a_template_does_not_know_only_fail_when_extended() -> None:
+def test_a_resource_a_complete_template_lacks_counts_as_none() -> None:
+    # As in the autoscaler's simulation: a template node without the resource has none of it.
+    memory = pod_with({"requests": {"memory": "1Gi"}})
+    fpga = pod_with({"limits": {"example.com/fpga": "1"}})
+
+    assert fits(memory, [TEMPLATE])[0].reasons == (
+        "asks for 1073741824 memory; its nodes advertise none",
+    )
+    assert fits(fpga, [TEMPLATE])[0].reasons == (
+        "asks for 1 example.com/fpga; its nodes advertise none",
+    )
+
+
+def test_a_template_that_does_not_know_the_machines_allocatable_judges_only_the_rest() -> None:
+    # A GKE template built offline: the machine type's CPU and memory are not known.
+    unknowing = replace(TEMPLATE, complete=False)
     memory_only = pod_with({"requests": {"memory": "1Ti"}})
     fpga = pod_with({"limits": {"example.com/fpga": "1"}})
 
-    assert fitting_pools(memory_only, [TEMPLATE]) == ["p"]
-    assert fits(fpga, [TEMPLATE])[0].reasons == (
+    assert fitting_pools(memory_only, [unknowing]) == ["p"]
+    assert fits(fpga, [unknowing])[0].reasons == (
         "asks for 1 example.com/fpga; its nodes advertise none",
     )
 
