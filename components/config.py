@@ -820,6 +820,13 @@ def _pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     pool.instance_types,
                     "exactly one instance type with capacity-block (a block reserves one type)",
                 )
+            if config.cloud is Cloud.AWS and len(pool.zones) != 1:
+                yield ConfigProblem(
+                    key_path("pools", i, "zones"),
+                    pool.zones,
+                    "exactly one zone with capacity-block, the block's: its instances launch"
+                    " only there, and a node group over other zones would try them in vain",
+                )
         if config.cloud is Cloud.GCP and len(pool.instance_types) != 1:
             yield ConfigProblem(
                 key_path("pools", i, "instanceTypes"),

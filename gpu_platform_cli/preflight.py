@@ -19,6 +19,7 @@ import re
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import boto3
@@ -155,11 +156,87 @@ def run(stack: str) -> None:
 
 
 def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
-    """Every finding for the stack, in the order: cluster, pools' zones, quotas."""
+    """Every finding for the stack, in the order: cluster, pools' zones, Capacity Blocks,
+    quotas."""
     cluster, findings = _cluster_findings(config, clients)
     findings += _zone_findings(config, clients, cluster)
+    findings += capacity_block_findings(config, clients.ec2, datetime.now(UTC))
     findings += _quota_findings(config, clients)
     return findings
+
+
+# --- Capacity Blocks -------------------------------------------------------------------------
+
+
+def capacity_block_findings(config: StackConfig, ec2: Any, now: datetime) -> list[Finding]:
+    """Each capacity-block pool against its reservation: the block's zone, instance type and
+    count, and its window (instances in a block are terminated when it ends)."""
+    findings = []
+    for i, pool in enumerate(config.pools):
+        reservation_id = pool.aws.capacity_reservation_id
+        if pool.capacity != "capacity-block" or reservation_id is None:
+            continue
+        found = ec2.describe_capacity_reservations(CapacityReservationIds=[reservation_id])
+        (block,) = found["CapacityReservations"]
+        findings.append(_capacity_block_finding(i, pool, block, now))
+    return findings
+
+
+def _capacity_block_finding(
+    i: int, pool: GpuPoolSpec, block: Mapping[str, Any], now: datetime
+) -> Finding:
+    subject = f"pool {pool.name}"
+    reservation = block["CapacityReservationId"]
+    mismatches = [
+        (key_path("pools", i, field), ours, theirs)
+        for field, ours, theirs in (
+            ("zones", pool.zones[:1], [block["AvailabilityZone"]]),
+            ("instanceTypes", pool.instance_types, [block["InstanceType"]]),
+        )
+        if ours != theirs
+    ]
+    if mismatches:
+        said = "; ".join(
+            f"{key} is {ours}, the block's {theirs}" for key, ours, theirs in mismatches
+        )
+        return Finding(
+            "blocking",
+            subject,
+            f"Capacity Block {reservation} does not match the pool: {said}.",
+            "Set the pool's zones and instance type to the block's.",
+        )
+    if block["State"] in ("expired", "cancelled", "failed") or block["EndDate"] <= now:
+        return Finding(
+            "blocking",
+            subject,
+            f"Capacity Block {reservation} is {block['State']}"
+            f" (it ends {block['EndDate']:%Y-%m-%d %H:%M} UTC).",
+            "Buy a new block and set it in"
+            f" {key_path('pools', i, 'aws', 'capacityReservationId')}.",
+        )
+    count = block["TotalInstanceCount"]
+    if pool.max > count:
+        return Finding(
+            "blocking",
+            subject,
+            f"max ({pool.max}) is more than Capacity Block {reservation} holds ({count}).",
+            f"Lower {key_path('pools', i, 'max')} to {count}.",
+        )
+    window = f"{block['StartDate']:%Y-%m-%d %H:%M} to {block['EndDate']:%Y-%m-%d %H:%M} UTC"
+    if block["StartDate"] > now:
+        return Finding(
+            "warning",
+            subject,
+            f"Capacity Block {reservation} starts later ({window}): until then no node starts.",
+            "Nothing, unless jobs are due before it starts.",
+        )
+    return Finding(
+        "ok",
+        subject,
+        f"Capacity Block {reservation}: {count} x {block['InstanceType']} in"
+        f" {block['AvailabilityZone']}, {window}; its instances end with it.",
+        "Nothing; drain the pool before the block ends.",
+    )
 
 
 # --- The GPU Operator chart ------------------------------------------------------------------
@@ -403,15 +480,7 @@ def _quota_findings(config: StackConfig, clients: AwsClients) -> list[Finding]:
     findings = []
     for pool in config.pools:
         if pool.capacity == "capacity-block":
-            findings.append(
-                Finding(
-                    "warning",
-                    f"pool {pool.name}",
-                    "A Capacity Block's own size, not a vCPU quota, limits this pool.",
-                    f"Make sure max ({pool.max}) does not exceed the block's instance count.",
-                )
-            )
-            continue
+            continue  # its block's size, checked above, limits it
         largest = max(pool.instance_types, key=lambda n: vcpus.get(n, 0))
         family = quota_family(largest)
         if family is None or largest not in vcpus:

@@ -6,6 +6,7 @@ import copy
 import http.server
 import threading
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -61,7 +62,8 @@ def answer(client: Any, operation: str, status: int, parsed: dict[str, Any]) -> 
     def respond(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
         return AWSResponse(f"https://{operation}", status, HTTPHeaders(), None), parsed
 
-    client.meta.events.register(f"before-call.eks.{operation}", respond)
+    service = client.meta.service_model.service_id.hyphenize()
+    client.meta.events.register(f"before-call.{service}.{operation}", respond)
 
 
 def pod_identity_agent(clients: AwsClients, installed: bool = True) -> None:
@@ -334,29 +336,125 @@ def test_an_instance_type_the_region_does_not_offer_blocks(
     )
 
 
-def test_a_capacity_block_pool_is_not_held_against_a_vcpu_quota(
+NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)
+
+
+def capacity_block(**changes: Any) -> dict[str, Any]:
+    """A Capacity Block of 2 p5.48xlarge in us-east-1a for a day, begun an hour ago."""
+    return {
+        "CapacityReservationId": "cr-0123456789abcdef0",
+        "InstanceType": "p5.48xlarge",
+        "AvailabilityZone": "us-east-1a",
+        "TotalInstanceCount": 2,
+        "State": "active",
+        "ReservationType": "capacity-block",
+        "StartDate": NOW - timedelta(hours=1),
+        "EndDate": NOW + timedelta(days=1),
+        **changes,
+    }
+
+
+def block_pool(c: Config, **changes: Any) -> None:
+    pools(c)[0].update(
+        capacity="capacity-block",
+        instanceTypes=["p5.48xlarge"],
+        accelerator="h100-80gb",
+        gpusPerNode=8,
+        zones=["us-east-1a"],
+        max=2,
+        aws={"capacityReservationId": "cr-0123456789abcdef0"},
+        **changes,
+    )
+
+
+def block_findings(block: dict[str, Any], **pool_changes: Any) -> list[Finding]:
+    """The findings for a capacity-block pool, EC2 answering with `block` through botocore's
+    Stubber, which checks the request and the answer against EC2's service model."""
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    with Stubber(ec2) as stubber:
+        stubber.add_response(
+            "describe_capacity_reservations",
+            {"CapacityReservations": [block]},
+            {"CapacityReservationIds": ["cr-0123456789abcdef0"]},
+        )
+        config = stack(lambda c: block_pool(c, **pool_changes))
+        found = preflight.capacity_block_findings(config, ec2, NOW)
+        stubber.assert_no_pending_responses()
+    return found
+
+
+def test_a_capacity_block_that_matches_its_pool_is_reported_with_its_window() -> None:
+    assert block_findings(capacity_block()) == [
+        Finding(
+            "ok",
+            "pool t4-shared",
+            "Capacity Block cr-0123456789abcdef0: 2 x p5.48xlarge in us-east-1a, 2026-11-23 11:00"
+            " to 2026-11-24 12:00 UTC; its instances end with it.",
+            "Nothing; drain the pool before the block ends.",
+        )
+    ]
+
+
+def test_a_capacity_block_in_another_zone_or_of_another_type_blocks() -> None:
+    (finding,) = block_findings(capacity_block(AvailabilityZone="us-east-1b"))
+
+    assert finding == Finding(
+        "blocking",
+        "pool t4-shared",
+        "Capacity Block cr-0123456789abcdef0 does not match the pool: gpu-platform:pools[0].zones"
+        " is ['us-east-1a'], the block's ['us-east-1b'].",
+        "Set the pool's zones and instance type to the block's.",
+    )
+
+
+def test_a_pool_larger_than_its_capacity_block_blocks() -> None:
+    (finding,) = block_findings(capacity_block(TotalInstanceCount=1))
+
+    assert (finding.severity, finding.message) == (
+        "blocking",
+        "max (2) is more than Capacity Block cr-0123456789abcdef0 holds (1).",
+    )
+
+
+def test_an_ended_capacity_block_blocks() -> None:
+    ended = capacity_block(State="expired", EndDate=NOW - timedelta(hours=2))
+
+    (finding,) = block_findings(ended)
+
+    assert (finding.severity, finding.message) == (
+        "blocking",
+        "Capacity Block cr-0123456789abcdef0 is expired (it ends 2026-11-23 10:00 UTC).",
+    )
+
+
+def test_a_capacity_block_yet_to_start_is_a_warning() -> None:
+    later = capacity_block(StartDate=NOW + timedelta(days=2), EndDate=NOW + timedelta(days=3))
+
+    (finding,) = block_findings(later)
+
+    assert (finding.severity, finding.message) == (
+        "warning",
+        "Capacity Block cr-0123456789abcdef0 starts later (2026-11-25 12:00 to 2026-11-26 12:00"
+        " UTC): until then no node starts.",
+    )
+
+
+def test_a_capacity_block_pool_is_checked_against_its_block_not_a_vcpu_quota(
     aws: AwsClients, quotas: Stubber
 ) -> None:
     cluster(aws)
     pod_identity_agent(aws)
-
-    def block(c: Config) -> None:
-        pools(c)[0].update(
-            capacity="capacity-block",
-            instanceTypes=["p5.48xlarge"],
-            accelerator="h100-80gb",
-            gpusPerNode=8,
-            aws={"capacityReservationId": "cr-0123456789abcdef0"},
-        )
-
-    findings = preflight.preflight(stack(block), aws)
-
-    assert findings[-1] == Finding(
-        "warning",
-        "pool t4-shared",
-        "A Capacity Block's own size, not a vCPU quota, limits this pool.",
-        "Make sure max (3) does not exceed the block's instance count.",
+    answer(
+        aws.ec2,
+        "DescribeCapacityReservations",
+        200,
+        {"CapacityReservations": [capacity_block(EndDate=datetime(2099, 1, 1, tzinfo=UTC))]},
     )
+
+    findings = preflight.preflight(stack(block_pool), aws)
+
+    assert [f.subject for f in findings].count("pool t4-shared") == 2  # its zones, its block
+    assert "Capacity Block cr-0123456789abcdef0: 2 x p5.48xlarge" in findings[-1].message
 
 
 def test_preflight_makes_read_only_calls_only(aws: AwsClients, quotas: Stubber) -> None:

@@ -131,9 +131,20 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str, str]] = [
     ),
     (
         "capacity block without its reservation",
-        lambda c: with_pool(c, capacity="capacity-block", instanceTypes=["g4dn.xlarge"]),
+        lambda c: with_pool(
+            c, capacity="capacity-block", instanceTypes=["g4dn.xlarge"], zones=["us-east-1a"]
+        ),
         "gpu-platform:pools[0].aws.capacityReservationId",
         "reservation id",
+    ),
+    (
+        "capacity block over several zones",
+        lambda c: with_aws_options(
+            with_pool(c, capacity="capacity-block", instanceTypes=["g4dn.xlarge"]),
+            capacityReservationId="cr-0123456789abcdef0",
+        ),
+        "gpu-platform:pools[0].zones",
+        "exactly one zone with capacity-block, the block's",
     ),
     (
         "reservation without a capacity block",

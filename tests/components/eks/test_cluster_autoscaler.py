@@ -196,6 +196,7 @@ def with_pools_of_every_capacity(config: Config) -> Config:
             "instanceTypes": ["p5.48xlarge"],
             "max": 1,
             "capacity": "capacity-block",
+            "zones": ["us-east-1a"],
             "aws": {"capacityReservationId": "cr-0123456789abcdef0"},
         },
     ]

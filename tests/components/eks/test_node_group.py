@@ -106,6 +106,7 @@ def test_capacity_maps_to_the_eks_capacity_type(
 ) -> None:
     with_pool(dev_config, capacity=capacity, instanceTypes=["g4dn.xlarge"])
     if capacity == "capacity-block":
+        with_pool(dev_config, zones=["us-east-1a"])
         with_aws_options(dev_config, capacityReservationId="cr-0123456789abcdef0")
 
     assert node_group(plan_for(dev_config)).inputs["capacityType"] == capacity_type
@@ -455,6 +456,25 @@ def test_a_capacity_block_pool_launches_into_its_reservation(
     assert inputs["capacityReservationSpecification"] == {
         "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}
     }
+
+
+def test_a_capacity_block_pool_launches_only_in_the_blocks_zone(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    # Instances of a Capacity Block launch only in its zone; config asks for that one zone.
+    with_pool(
+        dev_config,
+        capacity="capacity-block",
+        instanceTypes=["p5.48xlarge"],
+        accelerator="h100-80gb",
+        gpusPerNode=8,
+        zones=["us-east-1a"],
+    )
+    with_aws_options(dev_config, capacityReservationId="cr-0123456789abcdef0")
+
+    subnets = node_group(plan_for(dev_config)).inputs["subnetIds"]
+
+    assert sorted(subnets) == sorted(private_subnets_in("us-east-1a"))
 
 
 def test_other_pools_launch_without_reservation_or_market_options(dev_plan: Plan) -> None:
