@@ -13,6 +13,7 @@ from typing import Any
 import pulumi
 from pulumi_aws import autoscaling, ec2, eks, iam
 
+from components.config import GpuPoolSpec
 from components.eks.autoscaler_tags import autoscaler_tags
 from components.eks.cluster import EksCluster
 from components.eks.node_labels import eks_node_identity
@@ -81,7 +82,7 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
                 http_put_response_hop_limit=spec.aws.metadata_hop_limit,
                 instance_metadata_tags="disabled",
             ),
-            block_device_mappings=block_device_mappings(args.node_image, spec.disk_size_gib),
+            block_device_mappings=block_device_mappings(args.node_image, spec),
             tag_specifications=[
                 ec2.LaunchTemplateTagSpecificationArgs(
                     resource_type=resource_type, tags=_resource_tags(args)
@@ -162,25 +163,31 @@ def _autoscaling_group_name(resources: Sequence[eks.outputs.NodeGroupResource]) 
 
 
 def block_device_mappings(
-    node_image: str, disk_size_gib: int
+    node_image: str, spec: GpuPoolSpec
 ) -> list[ec2.LaunchTemplateBlockDeviceMappingArgs]:
-    """Encrypted gp3 volumes, the one holding container images sized `disk_size_gib`."""
+    """Encrypted gp3 volumes; the one holding container images sized `disk_size_gib`, with the
+    pool's throughput and IOPS."""
+    images = _gp3(spec.disk_size_gib, spec.aws.volume_throughput_mibps, spec.aws.volume_iops)
     if node_image == "bottlerocket":
-        # The OS volume keeps the AMI's size; it only needs encrypting.
-        return [_ebs(_BOTTLEROCKET_OS, None), _ebs(_BOTTLEROCKET_DATA, disk_size_gib)]
-    return [_ebs(_AL2023_ROOT, disk_size_gib)]
+        # The OS volume keeps the AMI's size and speed; it only needs encrypting.
+        return [
+            ec2.LaunchTemplateBlockDeviceMappingArgs(device_name=_BOTTLEROCKET_OS, ebs=_gp3()),
+            ec2.LaunchTemplateBlockDeviceMappingArgs(device_name=_BOTTLEROCKET_DATA, ebs=images),
+        ]
+    return [ec2.LaunchTemplateBlockDeviceMappingArgs(device_name=_AL2023_ROOT, ebs=images)]
 
 
-def _ebs(device: str, size_gib: int | None) -> ec2.LaunchTemplateBlockDeviceMappingArgs:
-    return ec2.LaunchTemplateBlockDeviceMappingArgs(
-        device_name=device,
-        ebs=ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-            volume_type="gp3",
-            volume_size=size_gib,
-            # The provider takes these two as strings (tri-state "true"/"false"/unset).
-            encrypted="true",
-            delete_on_termination="true",
-        ),
+def _gp3(
+    size_gib: int | None = None, throughput: int | None = None, iops: int | None = None
+) -> ec2.LaunchTemplateBlockDeviceMappingEbsArgs:
+    return ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+        volume_type="gp3",
+        volume_size=size_gib,
+        throughput=throughput,
+        iops=iops,
+        # The provider takes these two as strings (tri-state "true"/"false"/unset).
+        encrypted="true",
+        delete_on_termination="true",
     )
 
 

@@ -19,6 +19,7 @@ from .plans import (
     launch_template,
     mig_pool,
     node_group,
+    problems_of,
     with_aws_options,
     with_cluster,
     with_extra_pool,
@@ -399,11 +400,34 @@ def test_al2023_root_volume_is_encrypted_gp3_of_the_pools_disk_size(
             "ebs": {
                 "volumeType": "gp3",
                 "volumeSize": 300,
+                "throughput": 500,
+                "iops": 6000,
                 "encrypted": "true",
                 "deleteOnTermination": "true",
             },
         }
     ]
+
+
+def test_the_image_volumes_speed_comes_from_config(dev_config: Config, plan_for: PlanFor) -> None:
+    with_aws_options(dev_config, volumeThroughputMibps=1000, volumeIops=16000)
+
+    (mapping,) = launch_template(plan_for(dev_config)).inputs["blockDeviceMappings"]
+
+    assert (mapping["ebs"]["throughput"], mapping["ebs"]["iops"]) == (1000, 16000)
+
+
+def test_throughput_beyond_a_quarter_of_the_iops_is_refused(
+    dev_config: Config, failed_plan_for: PlanFor
+) -> None:
+    # EC2: a gp3 volume gets at most 0.25 MiB/s per provisioned IOPS.
+    with_aws_options(dev_config, volumeThroughputMibps=1000, volumeIops=3000)
+
+    plan = failed_plan_for(dev_config)
+
+    assert problems_of(plan)["gpu-platform:pools[0].aws.volumeThroughputMibps"] == (
+        "at most a quarter of volumeIops (750), or more volumeIops"
+    )
 
 
 def test_bottlerocket_data_volume_takes_the_disk_size_and_both_are_encrypted(
@@ -417,7 +441,10 @@ def test_bottlerocket_data_volume_takes_the_disk_size_and_both_are_encrypted(
     encrypted = {"volumeType": "gp3", "encrypted": "true", "deleteOnTermination": "true"}
     assert mappings == [
         {"deviceName": "/dev/xvda", "ebs": encrypted},
-        {"deviceName": "/dev/xvdb", "ebs": {**encrypted, "volumeSize": 200}},
+        {
+            "deviceName": "/dev/xvdb",
+            "ebs": {**encrypted, "volumeSize": 200, "throughput": 500, "iops": 6000},
+        },
     ]
 
 
