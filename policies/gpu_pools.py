@@ -39,6 +39,7 @@ NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE_TYPE = "aws:ec2/launchTemplate:LaunchTemplate"
 NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
 POOL_TYPES = (NODE_GROUP_TYPE, NODE_POOL_TYPE)
+CLUSTER_TYPE = "gcp:container/cluster:Cluster"
 EKS_LAUNCH_TEMPLATE = "eks-gpu-launch-template"
 
 GPU_INSTANCE_FAMILY = re.compile(r"(g|gr|p)\d")
@@ -379,22 +380,57 @@ def _gpu_node_group_with_template(props: Mapping[str, Any]) -> bool:
 # --- the policies --------------------------------------------------------------------------
 
 
+PoolCheck = Callable[[ResourceValidationArgs], Iterator[str]]
+
+
 def gpu_pool_policy(
     name: str,
     description: str,
     resource_types: tuple[str, ...],
-    problems: Sequence[Callable[[ResourceValidationArgs], Iterator[str]]],
+    problems: Sequence[PoolCheck],
     *settings: Setting,
 ) -> ResourceValidationPolicy:
-    """A policy checking the node pools of `resource_types` that have GPUs."""
+    """A policy checking the node pools of `resource_types` that have GPUs; GKE node pools also
+    where a cluster declares them inline (`Cluster.nodePools`)."""
+    if NODE_POOL_TYPE in resource_types:
+        resource_types = (*resource_types, CLUSTER_TYPE)
+        problems = [_with_inline_node_pools(check) for check in problems]
     return resource_policy(
         name,
         description,
         problems,
         *settings,
         resource_types=resource_types,
-        applies=lambda args: is_gpu_pool(args.resource_type, args.props),
+        applies=lambda args: (
+            args.resource_type == CLUSTER_TYPE or is_gpu_pool(args.resource_type, args.props)
+        ),
     )
+
+
+def _with_inline_node_pools(check: PoolCheck) -> PoolCheck:
+    """`check`, which also judges each GPU node pool a GKE cluster declares inline, as if it
+    were a NodePool of its own (the two share their fields), naming it in each problem."""
+
+    def each(args: ResourceValidationArgs) -> Iterator[str]:
+        if args.resource_type != CLUSTER_TYPE:
+            yield from check(args)
+            return
+        for index, props in enumerate(elements(args.props, "nodePools")):
+            if not isinstance(props, Mapping) or not is_gpu_pool(NODE_POOL_TYPE, props):
+                continue
+            inline = ResourceValidationArgs(
+                NODE_POOL_TYPE,
+                props,
+                args.urn,
+                text(props, "name") or f"{args.name}/nodePools[{index}]",
+                args.opts,
+                args.provider,
+                args.get_config(),
+                args.stack_tags,
+            )
+            yield from (f"nodePools[{index}]: {problem}" for problem in check(inline))
+
+    return each
 
 
 POLICIES = [

@@ -1,5 +1,6 @@
 """The GPU pool policies on EKS node groups (and their launch templates) and GKE node pools."""
 
+import copy
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from tests.policies.builders import (
     messages,
     resource,
     urn,
+    violations,
 )
 
 POOL_POLICIES = ("gpu-pool-scheduling", "gpu-pool-scaling")
@@ -245,3 +247,31 @@ def test_a_pool_is_matched_by_its_resource_name_for_a_floor(analyze: Analyze) ->
         "the GPU node pool keeps nodes running while idle (autoscaling.totalMinNodeCount=1). "
         'Fix: set it to 0, or list "warm-l4" in poolsAllowedMinAboveZero if it must stay warm.'
     ]
+
+
+def gke_cluster_with_inline_pools(*pools: dict[str, Any]) -> Any:
+    inputs = {"name": "ml-dev", "location": "us-central1", "nodePools": list(pools)}
+    return resource("gcp:container/cluster:Cluster", "ml-dev", inputs)
+
+
+def test_a_gpu_node_pool_declared_inside_a_gke_cluster_is_held_to_the_pool_rules(
+    analyze: Analyze,
+) -> None:
+    inline = copy.deepcopy(gke_node_pool().inputs)
+    inline["name"] = "l4-inline"
+    inline["nodeConfig"]["taints"] = []
+    inline["nodeConfig"]["workloadMetadataConfig"] = {"mode": "GCE_METADATA"}
+    cpu_only = {"name": "system", "nodeConfig": {"machineType": "e2-standard-4"}}
+
+    verdicts = analyze(gke_cluster_with_inline_pools(cpu_only, inline))
+
+    assert sorted((v.policy_name, v.message.split(":")[0]) for v in violations(verdicts)) == [
+        ("gke-gpu-node-security", "nodePools[1]"),
+        ("gpu-pool-scheduling", "nodePools[1]"),
+    ]
+
+
+def test_a_gke_cluster_without_gpu_node_pools_is_not_judged(analyze: Analyze) -> None:
+    cpu_only = {"name": "system", "nodeConfig": {"machineType": "e2-standard-4"}}
+
+    assert violations(analyze(gke_cluster_with_inline_pools(cpu_only))) == []
