@@ -464,20 +464,23 @@ def test_launch_template_has_no_ssh_key_image_or_user_data(dev_plan: Plan) -> No
     assert not {"keyName", "imageId", "userData", "instanceType"} & set(inputs)
 
 
-def test_a_capacity_block_pool_launches_into_its_reservation(
-    dev_config: Config, plan_for: PlanFor
-) -> None:
+def with_capacity_block_pool(config: Config) -> Config:
+    """The dev stack's pool on a Capacity Block of p5.48xlarge in us-east-1a."""
     with_pool(
-        dev_config,
+        config,
         capacity="capacity-block",
         instanceTypes=["p5.48xlarge"],
         accelerator="h100-80gb",
         gpusPerNode=8,
         zones=["us-east-1a"],
     )
-    with_aws_options(dev_config, capacityReservationId="cr-0123456789abcdef0")
+    return with_aws_options(config, capacityReservationId="cr-0123456789abcdef0")
 
-    inputs = launch_template(plan_for(dev_config)).inputs
+
+def test_a_capacity_block_pool_launches_into_its_reservation(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    inputs = launch_template(plan_for(with_capacity_block_pool(dev_config))).inputs
 
     assert inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
     assert inputs["capacityReservationSpecification"] == {
@@ -489,17 +492,7 @@ def test_a_capacity_block_pool_launches_only_in_the_blocks_zone(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
     # Instances of a Capacity Block launch only in its zone; config asks for that one zone.
-    with_pool(
-        dev_config,
-        capacity="capacity-block",
-        instanceTypes=["p5.48xlarge"],
-        accelerator="h100-80gb",
-        gpusPerNode=8,
-        zones=["us-east-1a"],
-    )
-    with_aws_options(dev_config, capacityReservationId="cr-0123456789abcdef0")
-
-    subnets = node_group(plan_for(dev_config)).inputs["subnetIds"]
+    subnets = node_group(plan_for(with_capacity_block_pool(dev_config))).inputs["subnetIds"]
 
     assert sorted(subnets) == sorted(private_subnets_in("us-east-1a"))
 
