@@ -37,7 +37,8 @@ def autoscaler_tags(
     identity: NodeIdentity, cluster_name: str, idle_minutes: int, disk_size_gib: int
 ) -> dict[str, str]:
     """The discovery tags, every node-template hint and the scale-down options for a group of
-    nodes with `identity` and a `disk_size_gib` root (or data) volume.
+    nodes with `identity` whose kubelet keeps pods' data on a `disk_size_gib` filesystem
+    (`components.eks.local_storage.kubelet_disk_gib`).
 
     EKS tags a managed node group's Auto Scaling group for discovery itself; these use the same
     values, so neither overwrites the other, and discovery no longer hangs on it.

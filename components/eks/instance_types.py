@@ -52,6 +52,8 @@ class InstanceType:
     gpu_count: int
     gpu_memory_mib: int
     """Memory of one GPU."""
+    instance_store_gb: int = 0
+    """Total size of the instance's local SSDs (NVMe on every GPU type EC2 offers), in GB."""
 
     @property
     def accelerator(self) -> str | None:
@@ -90,7 +92,12 @@ class Gpus:
 
 
 def instance_type(
-    name: str, vcpus: int, memory_mib: int, architectures: Iterable[str], gpus: Sequence[Gpus]
+    name: str,
+    vcpus: int,
+    memory_mib: int,
+    architectures: Iterable[str],
+    gpus: Sequence[Gpus],
+    instance_store_gb: int = 0,
 ) -> InstanceType:
     """An instance type from EC2's description of it."""
     supported = set(architectures)
@@ -104,6 +111,7 @@ def instance_type(
         # An instance type lists one entry per GPU model; none of EC2's has two models.
         gpu_count=sum(g.count for g in gpus),
         gpu_memory_mib=gpus[0].memory_mib if gpus else 0,
+        instance_store_gb=instance_store_gb,
     )
 
 
@@ -116,6 +124,7 @@ def look_up_instance_type(name: str, region: str) -> InstanceType:
         found.memory_size,
         found.supported_architectures or [],
         [Gpus(g.manufacturer, g.name, g.count, g.memory_size) for g in found.gpuses or []],
+        sum(d.count * d.size for d in found.instance_disks or [] if d.type == "ssd"),
     )
 
 

@@ -16,6 +16,7 @@ from pulumi_aws import autoscaling, ec2, eks, iam
 from components.config import GpuPoolSpec
 from components.eks.autoscaler_tags import autoscaler_tags
 from components.eks.cluster import EksCluster
+from components.eks.local_storage import kubelet_disk_gib, node_config_user_data
 from components.eks.node_labels import eks_node_identity
 from components.eks.placement import NodeGroupPlacement
 from components.node_identity import CLOUD_TAINT_EFFECTS, POOL_LABEL, ResolvedPool
@@ -83,6 +84,7 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
                 instance_metadata_tags="disabled",
             ),
             block_device_mappings=block_device_mappings(args.node_image, spec),
+            user_data=node_config_user_data(spec, args.placement.instance_types, args.node_image),
             tag_specifications=[
                 ec2.LaunchTemplateTagSpecificationArgs(
                     resource_type=resource_type, tags=_resource_tags(args)
@@ -131,9 +133,8 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
             ),
         )
         self.autoscaling_group_name = self.node_group.resources.apply(_autoscaling_group_name)
-        hints = autoscaler_tags(
-            identity, args.cluster.name, args.idle_minutes, args.pool.spec.disk_size_gib
-        )
+        disk_gib = kubelet_disk_gib(spec, args.placement.instance_types, args.node_image)
+        hints = autoscaler_tags(identity, args.cluster.name, args.idle_minutes, disk_gib)
         for key, value in hints.items():
             autoscaling.Tag(
                 f"{name}-{key}",

@@ -137,6 +137,7 @@ def get_instance_type(args: dict[str, Any]) -> dict[str, Any]:
     if described is None:
         raise UnknownInstanceType(f"InvalidInstanceType: {name} does not exist")
     gpu_info = described.get("GpuInfo") or {}
+    storage = described.get("InstanceStorageInfo")
     return {
         "id": name,
         "instanceType": name,
@@ -153,6 +154,12 @@ def get_instance_type(args: dict[str, Any]) -> dict[str, Any]:
             for gpu in gpu_info.get("Gpus", [])
         ],
         "totalGpuMemory": gpu_info.get("TotalGpuMemoryInMiB", 0),
+        "instanceStorageSupported": storage is not None,
+        "totalInstanceStorage": storage["TotalSizeInGB"] if storage else 0,
+        "instanceDisks": [
+            {"count": disk["Count"], "size": disk["SizeInGB"], "type": disk["Type"]}
+            for disk in (storage or {}).get("Disks", [])
+        ],
     }
 
 

@@ -150,15 +150,30 @@ def test_a_pod_asking_for_more_than_a_node_has_fits_nowhere_and_says_why(
 def test_ephemeral_storage_fits_within_what_a_nodes_kubelet_offers(
     templates: list[NodeTemplate], pools: dict[str, ResolvedPool]
 ) -> None:
-    # 200 GiB volumes: 178Gi after the kubelet's reserve and eviction threshold. Without the
-    # hint the autoscaler's template has none, and such a pod never scales a pool up
-    # (kubernetes/autoscaler#1650).
-    pod = gpu_pod_spec(pools["l4"], IMAGE, ["x"], requests={"ephemeral-storage": "100Gi"})
-    too_big = gpu_pod_spec(pools["l4"], IMAGE, ["x"], requests={"ephemeral-storage": "190Gi"})
+    # g4dn.xlarge keeps pods' data on its 200 GiB volume: 178Gi after the kubelet's reserve and
+    # eviction threshold. Without the hint the autoscaler's template has none, and such a pod
+    # never scales a pool up (kubernetes/autoscaler#1650).
+    pod = gpu_pod_spec(pools["t4-shared"], IMAGE, ["x"], requests={"ephemeral-storage": "100Gi"})
+    too_big = gpu_pod_spec(
+        pools["t4-shared"], IMAGE, ["x"], requests={"ephemeral-storage": "180Gi"}
+    )
 
-    assert fitting_pools(pod, templates) == ["l4"]
+    assert fitting_pools(pod, templates) == ["t4-shared"]
+    (t4,) = [f for f in fits(too_big, templates) if f.pool == "t4-shared"]
+    assert t4.reasons == ("asks for 193273528320 ephemeral-storage; a node has 191126044672",)
+
+
+def test_ephemeral_storage_on_local_nvme_is_the_drives_size_less_the_kubelets_share(
+    templates: list[NodeTemplate], pools: dict[str, ResolvedPool]
+) -> None:
+    # g6.xlarge has a 250 GB NVMe drive (232 GiB), at least the 200 GiB asked for: the kubelet
+    # keeps pods' data there, and 206Gi of it is offered.
+    fits_nvme = gpu_pod_spec(pools["l4"], IMAGE, ["x"], requests={"ephemeral-storage": "200Gi"})
+    too_big = gpu_pod_spec(pools["l4"], IMAGE, ["x"], requests={"ephemeral-storage": "210Gi"})
+
+    assert fitting_pools(fits_nvme, templates) == ["l4"]
     (l4,) = [f for f in fits(too_big, templates) if f.pool == "l4"]
-    assert l4.reasons == ("asks for 204010946560 ephemeral-storage; a node has 191126044672",)
+    assert l4.reasons == ("asks for 225485783040 ephemeral-storage; a node has 221190815744",)
 
 
 def test_a_node_selector_for_another_pool_is_reported(templates: list[NodeTemplate]) -> None:

@@ -46,9 +46,18 @@ def instance_types(resources: Path) -> dict[str, dict[str, Any]]:
                 "SupportedArchitectures": entry["ProcessorInfo"]["SupportedArchitectures"]
             },
             **({"GpuInfo": entry["GpuInfo"]} if entry.get("GpuInfo") else {}),
+            **_instance_storage(entry),
         }
         for name, entry in sorted(described.items())
     }
+
+
+def _instance_storage(entry: Mapping[str, Any]) -> dict[str, Any]:
+    storage = entry.get("InstanceStorageInfo")
+    if not entry.get("InstanceStorageSupported") or not storage:
+        return {}
+    disks = [{k: d[k] for k in ("Count", "SizeInGB", "Type")} for d in storage["Disks"]]
+    return {"InstanceStorageInfo": {"TotalSizeInGB": storage["TotalSizeInGB"], "Disks": disks}}
 
 
 def zone_offerings(resources: Path) -> dict[str, dict[str, list[str]]]:

@@ -44,6 +44,7 @@ _LAUNCH_TEMPLATE_DATA = {
     "tagSpecifications": "TagSpecifications",
     "instanceMarketOptions": "InstanceMarketOptions",
     "capacityReservationSpecification": "CapacityReservationSpecification",
+    "userData": "UserData",
 }
 # The provider's tri-state strings for EBS flags become booleans on the wire.
 _EBS_FLAGS = {"encrypted", "deleteOnTermination"}

@@ -1,0 +1,66 @@
+"""Where a GPU node keeps container images and pod scratch space: on the instance's local NVMe
+drives when they are large enough, else on the node group's gp3 volume.
+
+GPU instances come with local NVMe drives (a p5.48xlarge has 8 of 3.8 TB) that are faster than
+any EBS volume and cost nothing more, yet the AL2023 AMI leaves them unused unless told. Its
+nodeadm formats them as one RAID0 array and mounts the kubelet's and containerd's directories
+(and pod logs) on it when the launch template's user data holds a NodeConfig with
+`instance.localStorage.strategy: RAID0` (amazon-eks-ami nodeadm/api/v1alpha1/nodeconfig_types.go;
+EKS merges a managed node group's launch template user data, given as MIME multipart, with its
+own). The platform does so where every instance type of the pool has at least `diskSizeGib` of
+them, so that no node has less room for images than the volume would give. Bottlerocket keeps
+its data volume: it sets up local storage differently, and the platform does not yet.
+"""
+
+import base64
+from collections.abc import Sequence
+
+from components.config import GpuPoolSpec
+from components.eks.instance_types import InstanceType
+
+_GIB = 2**30
+_GB = 10**9
+_BOUNDARY = "==GPU-PLATFORM=="
+_RAID0_NODE_CONFIG = f"""MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="{_BOUNDARY}"
+
+--{_BOUNDARY}
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  instance:
+    localStorage:
+      strategy: RAID0
+
+--{_BOUNDARY}--
+"""
+
+
+def uses_instance_store(
+    spec: GpuPoolSpec, instance_types: Sequence[InstanceType], node_image: str
+) -> bool:
+    """Whether the pool's nodes keep images and scratch space on their local NVMe drives."""
+    if node_image != "al2023" or not spec.aws.local_nvme or not instance_types:
+        return False
+    smallest = min(t.instance_store_gb for t in instance_types)
+    return smallest * _GB >= spec.disk_size_gib * _GIB
+
+
+def kubelet_disk_gib(
+    spec: GpuPoolSpec, instance_types: Sequence[InstanceType], node_image: str
+) -> int:
+    """The size of the filesystem the kubelet offers pods ephemeral storage from, in GiB."""
+    if uses_instance_store(spec, instance_types, node_image):
+        return min(t.instance_store_gb for t in instance_types) * _GB // _GIB
+    return spec.disk_size_gib
+
+
+def node_config_user_data(
+    spec: GpuPoolSpec, instance_types: Sequence[InstanceType], node_image: str
+) -> str | None:
+    """The launch template's user data (base64), or None where the nodes need none."""
+    if not uses_instance_store(spec, instance_types, node_image):
+        return None
+    return base64.b64encode(_RAID0_NODE_CONFIG.encode()).decode()
