@@ -156,13 +156,68 @@ def run(stack: str) -> None:
 
 
 def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
-    """Every finding for the stack, in the order: cluster, pools' zones, Capacity Blocks,
-    quotas."""
+    """Every finding for the stack, in the order: cluster, pools' zones, live node group sizes,
+    Capacity Blocks, quotas."""
     cluster, findings = _cluster_findings(config, clients)
     findings += _zone_findings(config, clients, cluster)
+    if cluster is not None:
+        findings += size_change_findings(config, clients.eks)
     findings += capacity_block_findings(config, clients.ec2, datetime.now(UTC))
     findings += _quota_findings(config, clients)
     return findings
+
+
+# --- Size changes on live node groups --------------------------------------------------------
+
+# The AWS provider names a node group from its prefix, `<pool>-`, with Terraform's unique
+# suffix: 18 digits of time and a counter in 8 hex digits.
+_NODE_GROUP_SUFFIX = r"[0-9]{18}[0-9a-f]{8}"
+
+
+def size_change_findings(config: StackConfig, eks: Any) -> list[Finding]:
+    """Pools whose new size EKS would refuse on the next update.
+
+    The program leaves a node group's desired size to the autoscaler (it ignores later
+    changes), so EKS checks a new `min` and `max` against the live desired size, and refuses
+    `min` above it ("Minimum capacity N can't be greater than desired size M") or `max` below
+    it, in the middle of `pulumi up`."""
+    names = _paginate(eks, "list_nodegroups", "nodegroups", clusterName=config.cluster.name)
+    findings = []
+    for i, pool in enumerate(config.pools):
+        pattern = re.compile(f"{re.escape(pool.name)}-{_NODE_GROUP_SUFFIX}")
+        for name in (n for n in names if pattern.fullmatch(n)):
+            group = eks.describe_nodegroup(clusterName=config.cluster.name, nodegroupName=name)
+            scaling = group["nodegroup"]["scalingConfig"]
+            finding = _size_change_finding(i, pool, name, scaling, config.cluster.name)
+            if finding is not None:
+                findings.append(finding)
+    return findings
+
+
+def _size_change_finding(
+    i: int, pool: GpuPoolSpec, group: str, scaling: Mapping[str, int], cluster: str
+) -> Finding | None:
+    desired = scaling["desiredSize"]
+    if pool.min <= desired <= pool.max:
+        return None
+    key = key_path("pools", i, "min" if pool.min > desired else "max")
+    bound = pool.min if pool.min > desired else pool.max
+    return Finding(
+        "blocking",
+        f"pool {pool.name}",
+        f"{key} ({bound}) does not admit node group {group}'s live desired size ({desired}),"
+        " and EKS refuses the update: the program leaves the desired size to the autoscaler.",
+        f"Move the desired size within the new bounds first: aws eks update-nodegroup-config"
+        f" --cluster-name {cluster} --nodegroup-name {group} --scaling-config"
+        f" minSize={min(pool.min, desired)},maxSize={max(pool.max, desired)},"
+        f"desiredSize={min(max(desired, pool.min), pool.max)}; then pulumi up.",
+    )
+
+
+def _paginate(client: Any, operation: str, key: str, **kwargs: Any) -> list[Any]:
+    return [
+        item for page in client.get_paginator(operation).paginate(**kwargs) for item in page[key]
+    ]
 
 
 # --- Capacity Blocks -------------------------------------------------------------------------

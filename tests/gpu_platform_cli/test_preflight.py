@@ -713,3 +713,64 @@ def test_the_index_is_read_from_the_repository_as_helm_reads_it() -> None:
         server.shutdown()
 
     assert served == CHART_INDEX
+
+
+# --- Size changes on live node groups ------------------------------------------------------------
+
+# As the AWS provider names the pool's node group from its prefix (Terraform's unique suffix).
+LIVE_GROUP = "t4-shared-2026112312000000000000000a"
+
+
+def live_node_group(aws: AwsClients, desired: int, name: str = LIVE_GROUP) -> None:
+    aws.eks.create_nodegroup(
+        clusterName="ml-dev",
+        nodegroupName=name,
+        nodeRole="arn:aws:iam::123456789012:role/t4-shared-nodes",
+        subnets=aws.eks.describe_cluster(name="ml-dev")["cluster"]["resourcesVpcConfig"][
+            "subnetIds"
+        ][:1],
+        scalingConfig={"minSize": 0, "maxSize": 3, "desiredSize": desired},
+    )
+
+
+def test_raising_min_above_the_live_desired_size_blocks_with_the_command_that_unblocks_it(
+    aws: AwsClients,
+) -> None:
+    # EKS: "Minimum capacity 2 can't be greater than desired size 0"; the program ignores
+    # changes to the desired size, which the autoscaler owns.
+    cluster(aws)
+    live_node_group(aws, desired=0)
+
+    findings = preflight.size_change_findings(stack(lambda c: pools(c)[0].update(min=2)), aws.eks)
+
+    assert findings == [
+        Finding(
+            "blocking",
+            "pool t4-shared",
+            f"gpu-platform:pools[0].min (2) does not admit node group {LIVE_GROUP}'s live desired"
+            " size (0), and EKS refuses the update: the program leaves the desired size to the"
+            " autoscaler.",
+            "Move the desired size within the new bounds first: aws eks update-nodegroup-config"
+            f" --cluster-name ml-dev --nodegroup-name {LIVE_GROUP} --scaling-config"
+            " minSize=0,maxSize=3,desiredSize=2; then pulumi up.",
+        )
+    ]
+
+
+def test_lowering_max_below_the_live_desired_size_blocks(aws: AwsClients) -> None:
+    cluster(aws)
+    live_node_group(aws, desired=3)
+
+    (finding,) = preflight.size_change_findings(stack(lambda c: pools(c)[0].update(max=2)), aws.eks)
+
+    assert finding.action.endswith(
+        "--scaling-config minSize=0,maxSize=3,desiredSize=2; then pulumi up."
+    )
+
+
+def test_sizes_the_live_group_admits_and_other_groups_are_left_alone(aws: AwsClients) -> None:
+    cluster(aws)
+    live_node_group(aws, desired=1)
+    live_node_group(aws, desired=0, name="t4-shared-by-hand")
+
+    assert preflight.size_change_findings(stack(), aws.eks) == []
