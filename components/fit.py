@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from components.accelerators import ACCELERATORS
+from components.accelerators import ACCELERATORS, mig_instances_per_gpu
 from components.eks.autoscaler_tags import (
     LABEL_TAG_PREFIX,
     RESOURCE_TAG_PREFIX,
@@ -166,7 +166,7 @@ def _gke_gpus_advertised(accelerator: Mapping[str, Any]) -> int:
     partition = accelerator.get("gpuPartitionSize")
     if partition:
         (model,) = (a for a in ACCELERATORS.values() if a.gke_type == accelerator["type"])
-        devices *= model.mig_profiles[partition]
+        devices *= mig_instances_per_gpu(model.name, partition)
     clients = (accelerator.get("gpuSharingConfig") or {}).get("maxSharedClientsPerGpu")
     return devices * int(clients or 1)
 

@@ -82,13 +82,16 @@ def gpu_limits(container: Container) -> dict[str, Any]:
     return _gpu_entries(container, "limits")
 
 
+def _gpu_asks(pod: Pod) -> Iterator[tuple[str, Decimal | None]]:
+    """Each GPU resource entry of the pod's containers, by name, read one at a time."""
+    for container in pod.containers(RESOURCE_CONTAINERS):
+        for section in ("limits", "requests"):
+            for name, value in _gpu_entries(container, section).items():
+                yield name, quantity(value)
+
+
 def is_gpu_pod(pod: Pod) -> bool:
-    return any(
-        quantity(value) != 0
-        for container in pod.containers(RESOURCE_CONTAINERS)
-        for section in ("limits", "requests")
-        for value in _gpu_entries(container, section).values()
-    )
+    return any(count != 0 for _, count in _gpu_asks(pod))
 
 
 def gpus_of(container: Container) -> Decimal:
@@ -151,13 +154,7 @@ def _tolerates_gpu_taint(toleration: Any) -> bool:
 
 
 def _asks_for_whole_gpus(pod: Pod) -> bool:
-    return any(
-        quantity(value) != 0
-        for container in pod.containers(RESOURCE_CONTAINERS)
-        for section in ("limits", "requests")
-        for name, value in _gpu_entries(container, section).items()
-        if name == "nvidia.com/gpu"
-    )
+    return any(name == "nvidia.com/gpu" and count != 0 for name, count in _gpu_asks(pod))
 
 
 def toleration_problems(pod: Pod, config: Mapping[str, Any]) -> Iterator[str]:

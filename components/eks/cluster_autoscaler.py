@@ -50,7 +50,7 @@ class ClusterAutoscalerArgs:
     cluster: EksCluster
     image: str
     """Matches the cluster's Kubernetes minor version (`autoscaler_image`)."""
-    pools: Sequence[ResolvedPool] = ()
+    pools: Sequence[ResolvedPool]
     """The stack's GPU pools, ranked for the `priority` expander by what their capacity is."""
 
 
@@ -181,7 +181,7 @@ def autoscaler_values(
     spec: ClusterAutoscalerSpec,
     cluster: EksCluster,
     image: str,
-    pools: Sequence[ResolvedPool] = (),
+    pools: Sequence[ResolvedPool],
 ) -> dict:
     """Chart values: auto-discovery by the cluster's tags, the expander, restricted pod."""
     repository, _, tag = image.rpartition(":")
