@@ -372,8 +372,13 @@ def reconcile_config(
     policies: Sequence[PolicyInfo], config: Mapping[str, Any] | None, *, strict: bool = True
 ) -> dict[str, tuple[str, dict[str, Any]]]:
     """Each policy's level and parameters, as the engine reconciles them: the schema's defaults,
-    then `all`'s level, then each policy's own entry; checked against the schemas, and, when
-    `strict`, refusing parameters a policy does not declare."""
+    then `all`'s level, then each policy's own entry; checked against the schemas.
+
+    When `strict`, parameters a policy does not declare and names the pack has no policy for are
+    refused. Otherwise they pass as the engine passes them (pulumi `pkg/resource/analyzer/
+    config.go`, `applyConfig`): every entry, `all` and unknown names included, reaches the pack,
+    and an entry without a valid level fails the whole configuration (`analyzer_plugin.go`,
+    `Configure`: "invalid enforcement level")."""
     by_name = {policy.name: policy for policy in policies}
     reconciled = {
         policy.name: (
@@ -388,9 +393,16 @@ def reconcile_config(
         level = _level(given.pop("all"), "all", problems)
         if level is not None:
             reconciled = {name: (level, props) for name, (_, props) in reconciled.items()}
+            if not strict:
+                reconciled["all"] = (level, {})
     for name, entry in given.items():
         if name not in by_name:
-            problems.append(f"{name}: no such policy; the pack has {', '.join(sorted(by_name))}")
+            if strict:
+                problems.append(
+                    f"{name}: no such policy; the pack has {', '.join(sorted(by_name))}"
+                )
+            elif entry != {}:  # the engine drops an empty entry
+                reconciled[name] = _unknown_policy_entry(name, entry, problems)
             continue
         level, properties = reconciled[name]
         if isinstance(entry, Mapping):
@@ -406,6 +418,18 @@ def reconcile_config(
     if problems:
         raise PolicyConfigError(problems)
     return reconciled
+
+
+def _unknown_policy_entry(name: str, entry: Any, problems: list[str]) -> tuple[str, dict[str, Any]]:
+    """The engine's entry for a policy the pack lacks, or a problem where it would fail."""
+    if isinstance(entry, Mapping):
+        parameters = {k: v for k, v in entry.items() if k != "enforcementLevel"}
+        level = entry.get("enforcementLevel", "")
+    else:
+        parameters, level = {}, entry
+    if level not in LEVELS:
+        problems.append(f"{name}: invalid enforcement level {json.dumps(level)}")
+    return str(level), parameters
 
 
 def _shared_setting_problems(

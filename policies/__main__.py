@@ -37,6 +37,7 @@ POLICIES = [
 ]
 
 if __name__ == "__main__":
+    pack_config.watch_pack_config(policy.name for policy in POLICIES)
     PolicyPack(
         name=NAME,
         description="Pod Security Standards as the built-in admission checks them, and the rules "

@@ -6,9 +6,15 @@ required ones), so `maxNodesPerPol: 8` passes and the policy keeps its default o
 policy of the pack is watched (`watch_config`): the keys its config holds that its schema does
 not declare are kept, and the stack policy `policy-config-known` reports them, once per policy,
 at the end of the preview or update.
+
+A misspelt policy name is worse: the engine passes the entry on as it is (pulumi
+`pkg/resource/analyzer/config.go`, `applyConfig`), and pulumi-policy keeps it under a name no
+policy asks for, so `"gpu-pool-scalling": "disabled"` changes nothing and says nothing. The pack's
+configuration is read as it arrives (`watch_pack_config`) and the names it has no policy for are
+reported by the same stack policy.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from pulumi_policy import (
@@ -18,12 +24,17 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from pulumi_policy import policy as policy_sdk
 
 NAME = "policy-config-known"
 P = TypeVar("P", bound=ResourceValidationPolicy | StackValidationPolicy)
 
 UNKNOWN_KEYS: dict[str, set[str]] = {}
 """Policy name -> the config keys it was given and does not take."""
+UNKNOWN_POLICIES: set[str] = set()
+"""The names the pack's configuration holds that are no policy of the pack."""
+# `all` reaches the pack as an entry of its own too: it sets every policy's level.
+_EVERY_POLICY = "all"
 
 
 def watch_config(policy: P) -> P:
@@ -42,7 +53,32 @@ def watch_config(policy: P) -> P:
     return policy
 
 
+def watch_pack_config(policy_names: Iterable[str]) -> None:
+    """Note the names in each configuration the pack receives that none of its policies has.
+
+    pulumi-policy offers no public view of the whole configuration, only each policy's own
+    part (`args.get_config()`), so the servicer's `Configure` is wrapped; the tests drive it over
+    gRPC as the engine does, and fail if the SDK stops calling it."""
+    known = {*policy_names, _EVERY_POLICY}
+    servicer = policy_sdk._PolicyAnalyzerServicer
+    configure = servicer.Configure
+
+    def watched(self: Any, request: Any, context: Any) -> Any:
+        UNKNOWN_POLICIES.clear()
+        UNKNOWN_POLICIES.update(set(request.policyConfig) - known)
+        return configure(self, request, context)
+
+    servicer.Configure = watched  # type: ignore[method-assign]
+
+
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    for name in sorted(UNKNOWN_POLICIES):
+        report_violation(
+            f'the policy config names "{name}", which is no policy of this pack, so what it sets '
+            "applies to nothing. Fix: correct the name (the pack's README lists its policies) or "
+            "remove it.",
+            None,
+        )
     found = dict(UNKNOWN_KEYS)
     UNKNOWN_KEYS.clear()
     for policy, keys in sorted(found.items()):
@@ -61,7 +97,8 @@ def _listed(keys: Sequence[str]) -> str:
 
 POLICY = StackValidationPolicy(
     name=NAME,
-    description="The stack's policy config sets only parameters the policies take.",
+    description="The stack's policy config names only the pack's policies and sets only "
+    "parameters they take.",
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
 )

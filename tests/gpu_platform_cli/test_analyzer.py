@@ -278,6 +278,27 @@ def test_bad_configuration_is_refused_naming_the_key(config: Any, problem: str) 
     assert error.value.problems[0].startswith(problem)
 
 
+def test_as_the_engine_every_entry_reaches_the_pack_all_and_unknown_names_included() -> None:
+    # pulumi pkg/resource/analyzer/config.go, applyConfig: entries are applied by name, known or
+    # not; an empty one is dropped when the file is parsed.
+    config = {"all": "advisory", "c": {"enforcementLevel": "disabled", "x": 1}, "d": {}}
+
+    assert reconcile_config(POLICIES, config, strict=False) == {
+        "a": ("advisory", {"limit": 8}),
+        "b": ("advisory", {}),
+        "all": ("advisory", {}),
+        "c": ("disabled", {"x": 1}),
+    }
+
+
+def test_as_the_engine_an_unknown_name_without_a_level_fails_the_configuration() -> None:
+    # pulumi analyzer_plugin.go, Configure: "invalid enforcement level %q".
+    with pytest.raises(PolicyConfigError) as error:
+        reconcile_config(POLICIES, {"c": {"limit": 4}}, strict=False)
+
+    assert list(error.value.problems) == ['c: invalid enforcement level ""']
+
+
 def test_a_setting_two_policies_share_must_have_one_value() -> None:
     exempt = {"exempt": {"type": "array", "default": ["kube-system"]}}
     policies = [

@@ -128,3 +128,29 @@ def test_the_pack_reports_config_keys_a_policy_does_not_take(policy_pack: Policy
             "pack's README lists each policy's parameters) or remove it.",
         )
     ]
+
+
+def test_the_pack_reports_a_policy_name_it_does_not_have(policy_pack: PolicyPack) -> None:
+    # The engine passes an entry for any name on to the pack (pulumi
+    # pkg/resource/analyzer/config.go, applyConfig), where no policy reads it.
+    policy_pack.configure({"gpu-pool-scalling": "disabled"}, strict=False)
+    try:
+        verdicts = policy_pack.analyze([eks_node_group()])
+    finally:
+        policy_pack.configure(None)
+
+    assert [v.message for v in verdicts if v.policy_name == "policy-config-known"] == [
+        'the policy config names "gpu-pool-scalling", which is no policy of this pack, so what '
+        "it sets applies to nothing. Fix: correct the name (the pack's README lists its "
+        "policies) or remove it."
+    ]
+
+
+def test_the_pack_takes_all_as_every_policy_not_as_a_policy_name(policy_pack: PolicyPack) -> None:
+    policy_pack.configure({"all": "advisory"}, strict=False)
+    try:
+        verdicts = policy_pack.analyze([eks_node_group()])
+    finally:
+        policy_pack.configure(None)
+
+    assert [v for v in verdicts if v.policy_name == "policy-config-known"] == []
