@@ -14,6 +14,7 @@ import namespaces
 import pack_config
 import pod_security
 import preview
+import workload_kinds
 from pulumi_policy import PolicyPack
 
 NAME = "gpu-platform"
@@ -29,6 +30,7 @@ POLICIES = [
             *gpu_pools.POLICIES,
             *helm.POLICIES,
             *gpu_stack.POLICIES,
+            workload_kinds.POLICY,
         ],
     ),
     # Last: they report what the policies before them met.
@@ -37,7 +39,10 @@ POLICIES = [
 ]
 
 if __name__ == "__main__":
-    pack_config.watch_pack_config(policy.name for policy in POLICIES)
+    pack_config.watch_pack_config(
+        (policy.name for policy in POLICIES),
+        {workload_kinds.NAME: workload_kinds.configure},
+    )
     PolicyPack(
         name=NAME,
         description="Pod Security Standards as the built-in admission checks them, and the rules "

@@ -14,9 +14,10 @@ configuration is read as it arrives (`watch_pack_config`) and the names it has n
 reported by the same stack policy.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from google.protobuf import json_format
 from pulumi_policy import (
     EnforcementLevel,
     ReportViolation,
@@ -53,12 +54,16 @@ def watch_config(policy: P) -> P:
     return policy
 
 
-def watch_pack_config(policy_names: Iterable[str]) -> None:
-    """Note the names in each configuration the pack receives that none of its policies has.
+def watch_pack_config(
+    policy_names: Iterable[str],
+    listeners: Mapping[str, Callable[[Mapping[str, Any]], None]],
+) -> None:
+    """Note the names in each configuration the pack receives that none of its policies has,
+    and give `listeners` (policy name -> callback) their policy's config as it arrives.
 
     pulumi-policy offers no public view of the whole configuration, only each policy's own
-    part (`args.get_config()`), so the servicer's `Configure` is wrapped; the tests drive it over
-    gRPC as the engine does, and fail if the SDK stops calling it."""
+    part (`args.get_config()`) while it validates, so the servicer's `Configure` is wrapped; the
+    tests drive it over gRPC as the engine does, and fail if the SDK stops calling it."""
     known = {*policy_names, _EVERY_POLICY}
     servicer = policy_sdk._PolicyAnalyzerServicer
     configure = servicer.Configure
@@ -66,6 +71,9 @@ def watch_pack_config(policy_names: Iterable[str]) -> None:
     def watched(self: Any, request: Any, context: Any) -> Any:
         UNKNOWN_POLICIES.clear()
         UNKNOWN_POLICIES.update(set(request.policyConfig) - known)
+        for name, listener in listeners.items():
+            given = request.policyConfig.get(name)
+            listener(json_format.MessageToDict(given.properties) if given is not None else {})
         return configure(self, request, context)
 
     servicer.Configure = watched  # type: ignore[method-assign]

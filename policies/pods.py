@@ -10,9 +10,11 @@ values it sets.
 GPU jobs mostly arrive as custom resources of the batch and serving operators (KubeRay,
 Kubeflow, JobSet, LeaderWorkerSet), which carry several pod templates each: `GPU_WORKLOAD_CRDS`
 says where, by API group and kind, as their CRDs define them. A `*` step is every element of a
-list or every value of a map there.
+list or every value of a map there. A stack's policy config adds its own kinds, or replaces an
+entry of the table, through the policy `gpu-workload-kinds` (`custom_kinds_from`).
 """
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -141,12 +143,45 @@ def pods_of(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
     path = POD_TEMPLATE_PATHS.get(patched)
     if path is not None and _api_group(resource_type) in _CORE_GROUPS:
         return [Pod(patched, props, path, partial=patched != kind)]
-    patterns = GPU_WORKLOAD_CRDS.get((_api_group(resource_type), kind), ())
+    key = (_api_group(resource_type), kind)
+    patterns = CUSTOM_KINDS.get(key) or GPU_WORKLOAD_CRDS.get(key, ())
     return [Pod(kind, props, found) for pattern in patterns for found in _expand(props, pattern)]
 
 
 # The API groups of the built-in pod kinds (`core` for Pod and PodTemplate).
 _CORE_GROUPS = ("core", "apps", "batch", "extensions")
+
+CUSTOM_KINDS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {}
+"""The stack's own (API group, kind) -> pod template paths, from `gpu-workload-kinds`' config."""
+
+
+def custom_kinds_from(
+    pod_templates: Mapping[str, Any],
+) -> tuple[dict[tuple[str, str], tuple[tuple[str, ...], ...]], list[str]]:
+    """(API group, kind) -> pod template paths, from `{"<group>/<Kind>": ["<dotted path>"]}`,
+    and a problem for each entry that cannot be read."""
+    kinds: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {}
+    problems = []
+    for name, paths in pod_templates.items():
+        group, slash, kind = str(name).rpartition("/")
+        valid_paths = (
+            isinstance(paths, list)
+            and paths
+            and all(isinstance(p, str) and p and "" not in p.split(".") for p in paths)
+        )
+        if not slash or not group or not kind or group in _CORE_GROUPS:
+            problems.append(
+                f'"{name}" is not an API group and kind of a custom resource, such as '
+                '"example.com/TrainingRun"'
+            )
+        elif not valid_paths:
+            problems.append(
+                f'"{name}" needs a list of dotted paths to its pod templates, such as '
+                '["spec.workers.*.template"], not ' + json.dumps(paths)
+            )
+        else:
+            kinds[(group, kind)] = tuple(tuple(p.split(".")) for p in paths)
+    return kinds, problems
 
 
 def _api_group(resource_type: str) -> str:

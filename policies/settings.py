@@ -26,6 +26,8 @@ class Setting:
                 # Configuration arrives through a protobuf Struct, so integers are floats.
                 valid = isinstance(value, int | float) and not isinstance(value, bool)
                 return int(value) if valid and float(value).is_integer() else default
+            case "object":
+                return dict(value) if isinstance(value, dict) else dict(default)
             case "array":
                 valid = isinstance(value, list) and all(isinstance(v, str) for v in value)
                 return tuple(value) if valid else tuple(default)

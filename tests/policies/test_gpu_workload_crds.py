@@ -120,3 +120,80 @@ def test_a_kind_of_the_same_name_in_another_group_is_not_read_as_one(analyze: An
     )
 
     assert messages(analyze(namespace(), lookalike), "pod-security-standards") == []
+
+
+def training_run(pod: dict[str, Any]) -> Any:
+    inputs = {
+        "metadata": {"name": "train", "namespace": "team-a"},
+        "spec": {"workers": [{"replicas": 2, "template": template(pod)}]},
+    }
+    return resource("kubernetes:example.com/v1:TrainingRun", "train", inputs)
+
+
+OWN_KIND = {
+    "gpu-workload-kinds": {"podTemplates": {"example.com/TrainingRun": ["spec.workers.*.template"]}}
+}
+
+
+def test_a_stack_names_its_own_gpu_workload_kind_in_the_pack_config(analyze: Analyze) -> None:
+    run = training_run(privileged_spec())
+
+    assert messages(analyze(namespace(), run), "pod-security-standards") == []
+    (message,) = messages(analyze(namespace(), run, config=OWN_KIND), "pod-security-standards")
+    assert message.startswith(
+        'privileged: container "app" sets '
+        "spec.workers[0].template.spec.containers[0].securityContext.privileged=true."
+    )
+    assert messages(analyze(namespace(), run), "pod-security-standards") == []
+
+
+def test_the_gpu_rules_read_a_stacks_own_gpu_workload_kind(analyze: Analyze) -> None:
+    spec = gpu_pod_spec()
+    spec["containers"][0]["image"] = "registry.example.com/train:latest"
+
+    verdicts = analyze(namespace(), training_run(spec), config=OWN_KIND)
+
+    (message,) = messages(verdicts, "gpu-pods-pinned-images")
+    assert "(spec.workers[0].template.spec.containers[0].image)" in message
+
+
+def test_a_stacks_entry_replaces_the_built_in_one_for_its_kind(analyze: Analyze) -> None:
+    config = {
+        "gpu-workload-kinds": {
+            "podTemplates": {"ray.io/RayCluster": ["spec.headGroupSpec.template"]}
+        }
+    }
+
+    verdicts = analyze(namespace(), carrier("RayCluster", privileged_spec()), config=config)
+
+    assert messages(verdicts, "pod-security-standards") == []
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        (
+            {"TrainingRun": ["spec.template"]},
+            '"TrainingRun" is not an API group and kind of a custom resource, such as '
+            '"example.com/TrainingRun"',
+        ),
+        (
+            {"apps/Deployment": ["spec.template"]},
+            '"apps/Deployment" is not an API group and kind of a custom resource, such as '
+            '"example.com/TrainingRun"',
+        ),
+        (
+            {"example.com/TrainingRun": ["spec..template"]},
+            '"example.com/TrainingRun" needs a list of dotted paths to its pod templates, such as '
+            '["spec.workers.*.template"], not ["spec..template"]',
+        ),
+    ],
+)
+def test_an_unreadable_gpu_workload_kind_is_reported(
+    analyze: Analyze, entry: dict[str, Any], problem: str
+) -> None:
+    verdicts = analyze(config={"gpu-workload-kinds": {"podTemplates": entry}})
+
+    assert messages(verdicts, "gpu-workload-kinds") == [
+        f"podTemplates: {problem}. Until it is fixed, no policy reads that kind's pods."
+    ]
