@@ -41,7 +41,10 @@ POLICIES = [
 if __name__ == "__main__":
     pack_config.watch_pack_config(
         (policy.name for policy in POLICIES),
-        {workload_kinds.NAME: workload_kinds.configure},
+        {
+            workload_kinds.NAME: workload_kinds.configure,
+            gpu_pools.SCALING: gpu_pools.take_scaling_config,
+        },
     )
     PolicyPack(
         name=NAME,

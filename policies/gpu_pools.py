@@ -4,6 +4,10 @@ hardened.
 An EKS managed node group is a GPU pool when its AMI type is an NVIDIA (or legacy GPU) one, or
 its instance types are of a GPU family (g*, gr*, p*); a GKE node pool when it attaches guest
 accelerators. Other pools are left alone.
+
+A node group on a custom AMI (`amiType: CUSTOM`) usually names its instance type only in its
+launch template, out of sight of a policy that sees one resource. `eks-gpu-launch-template-pools`
+finds those, once the stack is known, and holds them to the same pool rules.
 """
 
 import re
@@ -46,6 +50,8 @@ GPU_INSTANCE_FAMILY = re.compile(r"(g|gr|p)\d")
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
 EKS_ACCELERATOR_LABELS = ("gpu-platform.io/accelerator", "k8s.amazonaws.com/accelerator")
 DRIVER_LABEL = "gpu-platform.io/driver"
+
+PoolCheck = Callable[[ResourceValidationArgs], Iterator[str]]
 
 
 def _gpu_ami_type(props: Mapping[str, Any]) -> bool:
@@ -351,7 +357,7 @@ def validate_launch_templates(args: StackValidationArgs, report_violation: Repor
             if node_group.resource_type != NODE_GROUP_TYPE:
                 continue
             what = f"the launch template of {node_group.urn}"
-            uses_template = partial(_gpu_node_group_with_template, node_group.props)
+            uses_template = partial(_gpu_node_group_with_template, node_group, templates)
             if not findings.known(what, uses_template):
                 continue
             found = findings.known(what, partial(_link, node_group, templates))
@@ -372,15 +378,94 @@ def _link(
     return (linked_launch_template(node_group, templates),)
 
 
-def _gpu_node_group_with_template(props: Mapping[str, Any]) -> bool:
+def _gpu_node_group_with_template(
+    node_group: PolicyResource, templates: Sequence[PolicyResource]
+) -> bool:
     # A GPU node group without a launch template is reported by eks-gpu-node-access.
-    return is_gpu_node_group(props) and mapping(props, "launchTemplate") is not None
+    if mapping(node_group.props, "launchTemplate") is None:
+        return False
+    return (
+        is_gpu_node_group(node_group.props)
+        or _gpu_only_by_template(node_group, templates) is not None
+    )
+
+
+# --- EKS node groups whose GPU instance type is in their launch template -------------------
+
+EKS_LAUNCH_TEMPLATE_POOLS = "eks-gpu-launch-template-pools"
+SCALING = "gpu-pool-scaling"
+SCALING_CONFIG: dict[str, Any] = {}
+"""`gpu-pool-scaling`'s config, as the pack was last configured: the pools found by their launch
+template are held to the same bounds, set in one place."""
+
+
+def take_scaling_config(config: Mapping[str, Any]) -> None:
+    SCALING_CONFIG.clear()
+    SCALING_CONFIG.update(config)
+
+
+def is_gpu_launch_template(template: PolicyResource) -> bool:
+    instance_type = text(template.props, "instanceType") or ""
+    return bool(GPU_INSTANCE_FAMILY.match(instance_type))
+
+
+def _gpu_only_by_template(
+    node_group: PolicyResource, templates: Sequence[PolicyResource]
+) -> PolicyResource | None:
+    """The GPU launch template of a node group that shows no GPU sign of its own."""
+    if is_gpu_node_group(node_group.props) or mapping(node_group.props, "launchTemplate") is None:
+        return None
+    template = linked_launch_template(node_group, templates)
+    return template if template is not None and is_gpu_launch_template(template) else None
+
+
+# The rules the resource policies apply to a GPU node group, by the policy that applies them.
+_POOL_RULES: Sequence[tuple[str, PoolCheck]] = (
+    ("gpu-pool-scheduling", taint_problems),
+    ("gpu-pool-scheduling", accelerator_label_problems),
+    (SCALING, floor_problems),
+    (SCALING, ceiling_problems),
+    ("eks-gpu-node-access", remote_access_problems),
+)
+
+
+def validate_launch_template_pools(
+    args: StackValidationArgs, report_violation: ReportViolation
+) -> None:
+    templates = [r for r in args.resources if r.resource_type == LAUNCH_TEMPLATE_TYPE]
+    with Findings(EKS_LAUNCH_TEMPLATE_POOLS, "the stack", report_violation) as findings:
+        for node_group in args.resources:
+            if node_group.resource_type != NODE_GROUP_TYPE:
+                continue
+            what = f"the instance type of {node_group.urn}"
+            template = findings.known(what, partial(_gpu_only_by_template, node_group, templates))
+            if template is None:
+                continue
+            as_pool = ResourceValidationArgs(
+                NODE_GROUP_TYPE,
+                node_group.props,
+                node_group.urn,
+                node_group.name,
+                node_group.opts,
+                node_group.provider,
+                SCALING_CONFIG,
+                args.stack_tags,
+            )
+            instance_type = text(template.props, "instanceType")
+            for rule, check in _POOL_RULES:
+                findings.check(
+                    f"{rule} on {node_group.urn}",
+                    partial(_as_rule, rule, instance_type, check, as_pool),
+                    urn=node_group.urn,
+                )
+
+
+def _as_rule(rule: str, instance_type: str | None, check: PoolCheck, args: Any) -> Iterator[str]:
+    for problem in check(args):
+        yield f"{rule} (a {instance_type} node group by its launch template): {problem}"
 
 
 # --- the policies --------------------------------------------------------------------------
-
-
-PoolCheck = Callable[[ResourceValidationArgs], Iterator[str]]
 
 
 def gpu_pool_policy(
@@ -442,7 +527,7 @@ POLICIES = [
         (taint_problems, accelerator_label_problems),
     ),
     gpu_pool_policy(
-        "gpu-pool-scaling",
+        SCALING,
         "GPU node pools scale from zero (unless allowed a floor) up to a bounded size.",
         POOL_TYPES,
         (floor_problems, ceiling_problems),
@@ -460,6 +545,13 @@ POLICIES = [
         description="The launch templates of EKS GPU node groups require IMDSv2 and encrypt "
         "their EBS volumes.",
         validate=validate_launch_templates,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+    StackValidationPolicy(
+        name=EKS_LAUNCH_TEMPLATE_POOLS,
+        description="EKS node groups whose launch template gives them a GPU instance type (as "
+        "on a custom AMI) meet the GPU pool rules.",
+        validate=validate_launch_template_pools,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),
     gpu_pool_policy(

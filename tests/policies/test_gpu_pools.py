@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from gpu_platform_cli.offline import PlannedResource
 from tests.policies.builders import (
     LAUNCH_TEMPLATE,
     NODE_GROUP,
@@ -275,3 +276,83 @@ def test_a_gke_cluster_without_gpu_node_pools_is_not_judged(analyze: Analyze) ->
     cpu_only = {"name": "system", "nodeConfig": {"machineType": "e2-standard-4"}}
 
     assert violations(analyze(gke_cluster_with_inline_pools(cpu_only))) == []
+
+
+def custom_ami_node_group(template: PlannedResource) -> PlannedResource:
+    """A node group on a custom AMI: its instance type is in its launch template only."""
+    template.inputs["instanceType"] = "p5.48xlarge"
+    template.inputs["imageId"] = "ami-0123456789abcdef0"
+    group = eks_node_group(template, name="h100-nodes")
+    group.inputs["amiType"] = "CUSTOM"
+    del group.inputs["instanceTypes"]
+    return group
+
+
+def test_a_custom_ami_node_group_is_a_gpu_pool_by_its_launch_template(analyze: Analyze) -> None:
+    template = launch_template()
+    group = custom_ami_node_group(template)
+    group.inputs["taints"] = []
+    group.inputs["scalingConfig"] = {"minSize": 0, "desiredSize": 0, "maxSize": 500}
+    group.inputs["remoteAccess"] = {"ec2SshKey": "ops"}
+
+    verdicts = analyze(template, group)
+
+    found = messages(verdicts, "eks-gpu-launch-template-pools")
+    assert [m.split(":", 1)[0] for m in found] == [
+        "gpu-pool-scheduling (a p5.48xlarge node group by its launch template)",
+        "gpu-pool-scaling (a p5.48xlarge node group by its launch template)",
+        "eks-gpu-node-access (a p5.48xlarge node group by its launch template)",
+    ]
+    assert "has no nvidia.com/gpu=present:NO_SCHEDULE taint in taints" in found[0]
+    assert "maxSize" in found[1] and "500" in found[1]
+    assert "opens SSH" in found[2]
+    assert {v.urn for v in verdicts if v.policy_name == "eks-gpu-launch-template-pools"} == {
+        urn(NODE_GROUP, "h100-nodes")
+    }
+    # The resource policies see no GPU in the node group alone.
+    assert messages(verdicts, "gpu-pool-scheduling") == []
+
+
+def test_a_custom_ami_gpu_node_group_that_meets_the_pool_rules_passes(analyze: Analyze) -> None:
+    template = launch_template()
+
+    verdicts = analyze(template, custom_ami_node_group(template))
+
+    assert messages(verdicts, "eks-gpu-launch-template-pools") == []
+
+
+def test_a_custom_ami_gpu_node_groups_launch_template_must_require_imdsv2(
+    analyze: Analyze,
+) -> None:
+    template = launch_template()
+    group = custom_ami_node_group(template)
+    template.inputs["metadataOptions"]["httpTokens"] = "optional"
+
+    (message,) = messages(analyze(template, group), "eks-gpu-launch-template")
+    assert message.startswith(
+        'the launch template "l4-launch-template" of GPU node group "h100-nodes" does not '
+        "require IMDSv2"
+    )
+
+
+def test_a_node_group_on_a_cpu_launch_template_is_no_gpu_pool(analyze: Analyze) -> None:
+    template = launch_template()
+    group = custom_ami_node_group(template)
+    template.inputs["instanceType"] = "m7i.2xlarge"
+    group.inputs["taints"] = []
+
+    verdicts = analyze(template, group)
+
+    assert messages(verdicts, "eks-gpu-launch-template-pools") == []
+
+
+def test_a_custom_ami_gpu_node_group_takes_the_scaling_policys_settings(
+    analyze: Analyze,
+) -> None:
+    template = launch_template()
+    group = custom_ami_node_group(template)
+    group.inputs["scalingConfig"] = {"minSize": 1, "desiredSize": 1, "maxSize": 8}
+    config = {"gpu-pool-scaling": {"poolsAllowedMinAboveZero": ["h100-nodes"]}}
+
+    assert len(messages(analyze(template, group), "eks-gpu-launch-template-pools")) == 1
+    assert messages(analyze(template, group, config=config), "eks-gpu-launch-template-pools") == []
