@@ -4,8 +4,12 @@ The engine starts a Python pack as `python -u -m pulumi.policy <engine-address> 
 reads the port the pack prints, and talks to it over the analyzer gRPC protocol:
 `GetAnalyzerInfo`, `ConfigureStack`, `Configure` (the pack's configuration reconciled with each
 policy's schema defaults), then for every resource `Remediate` and `Analyze` (on the remediated
-properties), and `AnalyzeStack` over them all. `PolicyPack` does the same, so the offline plan
-and the tests see the verdicts `pulumi preview --policy-pack policies` would show.
+properties), and `AnalyzeStack` over them all. AnalyzeStack sees each resource's outputs
+(pulumi `pkg/resource/deploy/step_generator.go`: "AnalyzeStack is called on the final
+outputs"): the remediated inputs and what the provider computes on creating it, which a
+preview does not know yet (`preview=True`) and an update does. `PolicyPack` does the same, so
+the offline plan and the tests see the verdicts `pulumi preview --policy-pack policies` would
+show.
 
 The pack's log lines (notes on checks skipped for values not known yet) reach the engine on the
 pack's stdout and stderr, which it shows as information; `PolicyPack.notes` collects them.
@@ -38,6 +42,8 @@ CALL_TIMEOUT_SECONDS = 120.0
 # The pack never dials the engine address (see the module docstring); any address will do.
 _ENGINE_ADDRESS = "127.0.0.1:0"
 _MAX_MESSAGE_BYTES = 400 * 1024 * 1024  # as the engine and the pack allow
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+"""How the engine sends a value not known yet (pulumi `plugin.UnknownStringValue`)."""
 
 
 class PlannedResource(Protocol):
@@ -63,6 +69,8 @@ class PlannedResource(Protocol):
     def protect(self) -> bool: ...
     @property
     def ignore_changes(self) -> Sequence[str]: ...
+    @property
+    def computed_outputs(self) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -130,14 +138,16 @@ class PolicyPack:
         python: str = sys.executable,
         project: str = "gpu-platform",
         stack: str = "dev",
+        preview: bool = True,
     ):
         self.pack_dir = pack_dir.resolve()
+        self.preview = preview
         self.log_lines: list[str] = []
         env = {
             **os.environ,
             "PULUMI_PROJECT": project,
             "PULUMI_STACK": stack,
-            "PULUMI_DRY_RUN": "true",
+            "PULUMI_DRY_RUN": str(preview).lower(),
         }
         self._process = subprocess.Popen(
             [python, "-u", "-m", "pulumi.policy", _ENGINE_ADDRESS, str(self.pack_dir)],
@@ -177,7 +187,7 @@ class PolicyPack:
             self._call(
                 self._stub.ConfigureStack,
                 analyzer_pb2.AnalyzerStackConfigureRequest(
-                    stack=stack, project=project, dry_run=True
+                    stack=stack, project=project, dry_run=preview
                 ),
             )
         except BaseException:
@@ -263,7 +273,7 @@ class PolicyPack:
             verdicts += self._verdicts(self._call(self._stub.Analyze, request), resource.urn)
             analyzed.append((resource, request))
         stack_request = analyzer_pb2.AnalyzeStackRequest(
-            resources=[_stack_resource(r, request) for r, request in analyzed]
+            resources=[_stack_resource(r, request, self.preview) for r, request in analyzed]
         )
         verdicts += self._verdicts(self._call(self._stub.AnalyzeStack, stack_request), "")
         return verdicts
@@ -528,14 +538,18 @@ def _provider(
 
 
 def _stack_resource(
-    resource: PlannedResource, request: analyzer_pb2.AnalyzeRequest
+    resource: PlannedResource, request: analyzer_pb2.AnalyzeRequest, preview: bool
 ) -> analyzer_pb2.AnalyzerResource:
-    """The resource as `AnalyzeStack` sees it: as `Analyze` saw it (remediated), with its links."""
+    """The resource as `AnalyzeStack` sees it: its outputs (as `Analyze` saw it, remediated, and
+    what the provider computes, unknown at a preview), with its links."""
+    outputs = struct_pb2.Struct()
+    outputs.CopyFrom(request.properties)
+    outputs.update({k: UNKNOWN if preview else v for k, v in resource.computed_outputs.items()})
     stack_resource = analyzer_pb2.AnalyzerResource(
         urn=request.urn,
         type=request.type,
         name=request.name,
-        properties=request.properties,
+        properties=outputs,
         options=request.options,
         parent=resource.parent or "",
         dependencies=list(resource.dependencies),

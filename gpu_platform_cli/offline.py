@@ -49,6 +49,9 @@ class PlannedResource:
     secret_inputs: frozenset[str] = frozenset()
     """Top-level inputs that are, or hold, a secret: shown masked, given to the policy pack in
     plain text as the engine does."""
+    computed_outputs: dict[str, Any] = field(default_factory=dict)
+    """The outputs the provider adds to the inputs on creating it (stand-ins: ids, ARNs,
+    generated names): not known until `pulumi up` creates it."""
 
 
 @dataclass(frozen=True)
@@ -267,9 +270,14 @@ class _RecordingMonitor(mocks.MockMonitor):
                     protect=request.protect,
                     ignore_changes=tuple(request.ignoreChanges),
                     secret_inputs=frozenset(k for k, v in inputs.items() if _holds_secret(v)),
+                    computed_outputs=_computed(inputs, rpc.deserialize_properties(response.object)),
                 )
             )
         return response
+
+
+def _computed(inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in _plain(outputs).items() if k not in inputs or _plain(inputs[k]) != v}
 
 
 def _is_secret(value: Any) -> bool:

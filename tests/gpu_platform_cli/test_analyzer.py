@@ -33,6 +33,7 @@ from pulumi_policy import (
     ResourceValidationPolicy,
     StackValidationPolicy,
 )
+from pulumi_policy.proxy import UnknownValueError
 
 
 def plain(value):
@@ -74,10 +75,22 @@ def echo_stack(args, report_violation):
         }), resource.urn)
 
 
+def echo_outputs(args, report_violation):
+    for resource in args.resources:
+        shown = {}
+        for key in resource.props:
+            try:
+                shown[key] = plain(resource.props[key])
+            except UnknownValueError:
+                shown[key] = "(unknown)"
+        report_violation(json.dumps(shown), resource.urn)
+
+
 if __name__ == "__main__":
     PolicyPack("probe", [
         ResourceValidationPolicy("echo", "Reports what it was given.", echo),
         StackValidationPolicy("echo-stack", "Reports the stack's links.", echo_stack),
+        StackValidationPolicy("echo-outputs", "Reports the stack's outputs.", echo_outputs),
     ])
 """
 
@@ -175,6 +188,34 @@ def test_a_stack_policy_sees_parents_and_dependencies(probe: PolicyPack) -> None
         "dependencies": [template.urn],
         "propertyDependencies": {"launchTemplate": [template.urn]},
     }
+
+
+def node_group_to_create() -> PlannedResource:
+    return planned(
+        "aws:eks/nodeGroup:NodeGroup",
+        "nodes",
+        inputs={"clusterName": "ml-dev", "nodeGroupNamePrefix": "l4-"},
+        computed_outputs={"arn": "arn:aws:eks:us-east-1:123456789012:nodegroup/ml-dev/l4-1"},
+    )
+
+
+def test_at_a_preview_the_stack_policies_see_computed_outputs_not_known_yet(
+    probe: PolicyPack,
+) -> None:
+    # pulumi step_generator.go: "AnalyzeStack is called on the final outputs", which a preview
+    # of a new resource does not know.
+    (seen,) = reported(probe, node_group_to_create(), policy="echo-outputs")
+
+    assert seen == {"clusterName": "ml-dev", "nodeGroupNamePrefix": "l4-", "arn": "(unknown)"}
+
+
+def test_at_an_update_the_stack_policies_see_computed_outputs(tmp_path: Path) -> None:
+    pack_dir = write_pack(tmp_path / "probe", PROBE_PACK)
+    with PolicyPack(pack_dir, preview=False) as pack:
+        pack.configure({"all": "mandatory"})
+        (seen,) = reported(pack, node_group_to_create(), policy="echo-outputs")
+
+    assert seen["arn"] == "arn:aws:eks:us-east-1:123456789012:nodegroup/ml-dev/l4-1"
 
 
 def test_the_packs_log_is_collected_however_much_it_writes(probe: PolicyPack) -> None:

@@ -56,3 +56,11 @@ def test_a_secure_value_inside_structured_config_makes_the_whole_key_secret(dev_
         "overrides": {"driver": {"env": [{"name": "NGC_API_KEY", "value": SECRET_STAND_IN}]}}
     }
     assert not runtime_config.is_config_secret("gpu-platform:pools")
+
+
+def test_resources_record_the_outputs_their_provider_computes(dev_plan) -> None:
+    group = next(r for r in dev_plan.resources if r.type == "aws:eks/nodeGroup:NodeGroup")
+
+    assert group.computed_outputs["arn"].startswith("arn:aws:eks:")
+    assert group.computed_outputs["status"] == "ACTIVE"
+    assert not set(group.computed_outputs) & {"clusterName", "amiType", "scalingConfig"}
