@@ -60,6 +60,7 @@ if connection.kubeconfig is not None:
     pulumi.export("kubeconfig", pulumi.Output.secret(connection.kubeconfig))
 pulumi.export("gpuOperatorVersion", operator.chart_version)
 pulumi.export("gpuOperatorNamespace", operator.namespace)
+pulumi.export("helmReleaseNamespaces", config.helm_release_namespaces)
 pulumi.export("prometheusRuleNames", monitoring.rule_names)
 pulumi.export(
     "pools",

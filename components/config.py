@@ -465,6 +465,17 @@ class StackConfig(_Model):
 
     _secret_keys: frozenset[str] = PrivateAttr(default=frozenset())
 
+    @property
+    def helm_release_namespaces(self) -> list[str]:
+        """Where the platform installs Helm releases, and so where Helm keeps their records as
+        Secrets: the only namespaces in which a preview has to read Secrets."""
+        found = {self.operator.namespace}
+        if self.monitoring.install_prometheus_stack:
+            found.add(self.monitoring.namespace)
+        if self.cloud == Cloud.AWS and self.autoscaler.install:
+            found.add(self.autoscaler.namespace)
+        return sorted(found)
+
     def is_secret(self, *keys: str) -> bool:
         """Whether any of these keys (`operator`, `pools`...) was set as a secret. Pulumi marks a
         whole key secret when any part of its value is, so every value taken from it is to be

@@ -1,5 +1,10 @@
 """What a stack exports for the teams that use it."""
 
+import pytest
+
+from gpu_platform_cli.offline import run_program
+from tests.repository import PROJECT
+
 POOL = "t4-shared"
 
 
@@ -47,3 +52,15 @@ def test_each_pool_exports_the_annotation_that_keeps_its_jobs_from_eviction(dev_
     workload = dev_plan.outputs["pools"][POOL]["workload"]
 
     assert workload["annotations"] == {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+
+
+@pytest.mark.parametrize("stack", ["dev", "gke-dev", "prod"])
+def test_helm_release_namespaces_are_where_the_stack_installs_releases(stack: str) -> None:
+    # The namespaces in which a preview must read Secrets (Helm's release records); docs/ci.md
+    # scopes the preview identity's Secret reads to them.
+    plan = run_program(stack, project=PROJECT)
+    releases = plan.of_type("kubernetes:helm.sh/v3:Release")
+
+    assert plan.outputs["helmReleaseNamespaces"] == sorted(
+        {r.inputs["namespace"] for r in releases}
+    )

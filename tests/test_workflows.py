@@ -5,6 +5,7 @@ reach only the jobs that use them."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -359,3 +360,94 @@ def test_a_dependabot_pull_request_is_held_until_a_maintainer_previews_it() -> N
     assert "github.actor != 'dependabot[bot]'" in jobs["preview"]["if"]
     assert held["if"] == "github.actor == 'dependabot[bot]'"
     assert held["steps"][-1]["run"].rstrip().endswith("exit 1")
+
+
+# --- the preview comment on a failure --------------------------------------------------------
+
+FAKE_GH = """\
+#!/usr/bin/env python3
+import json, os, sys
+with open(os.environ["GH_LOG"], "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+if "--paginate" in sys.argv:
+    print(os.environ.get("GH_FOUND", ""))
+"""
+
+
+def failed_preview_step() -> Document:
+    steps = workflow("pulumi-stack.yml")["jobs"]["pulumi"]["steps"]
+    (step,) = [s for s in steps if str(s.get("if", "")).startswith("failure()")]
+    return step
+
+
+def run_failed_preview_step(tmp_path: Path, found: str) -> list[list[str]]:
+    """The step's script, with `gh` standing in for GitHub's API: the calls it made."""
+    fake = tmp_path / "bin" / "gh"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_GH)
+    fake.chmod(0o755)
+    shutil.copy(PROJECT_DIR / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    log = tmp_path / "gh.log"
+    step = failed_preview_step()
+    env = {
+        "PATH": f"{fake.parent}:{os.environ['PATH']}",
+        "GH_LOG": str(log),
+        "GH_FOUND": found,
+        "STACK_NAME": "acme/dev",
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "acme/gpu-platform",
+        "GITHUB_RUN_ID": "77",
+        "PR_NUMBER": "12",
+        "HEAD_SHA": "0123abc",
+    }
+    subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env, check=True, timeout=30)
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def test_a_failed_preview_runs_only_for_a_pull_requests_preview() -> None:
+    assert failed_preview_step()["if"] == (
+        "failure() && inputs.command == 'preview' && github.event_name == 'pull_request'"
+    )
+
+
+def test_a_failed_preview_replaces_the_comment_pulumi_actions_made(tmp_path: Path) -> None:
+    (listing, update) = run_failed_preview_step(tmp_path, found="4242")
+
+    assert listing[:3] == ["api", "--paginate", "repos/acme/gpu-platform/issues/12/comments"]
+    assert update[:4] == [
+        "api",
+        "--method",
+        "PATCH",
+        "repos/acme/gpu-platform/issues/comments/4242",
+    ]
+    body = update[-1].removeprefix("body=")
+    # The comment pulumi/actions v7 finds again (src/libs/pr.ts): it starts with
+    # "#### :tropical_drink: `<command>` on <project>/<stack>" and holds its summary tag.
+    assert body.startswith("#### :tropical_drink: `preview` on gpu-platform/acme/dev\n")
+    assert "<summary>Pulumi report</summary>" in body
+    assert "The preview of 0123abc failed" in body
+    assert "https://github.com/acme/gpu-platform/actions/runs/77" in body
+
+
+def test_a_failed_preview_comments_when_no_preview_commented_before(tmp_path: Path) -> None:
+    (_, create) = run_failed_preview_step(tmp_path, found="")
+
+    assert create[:4] == [
+        "api",
+        "--method",
+        "POST",
+        "repos/acme/gpu-platform/issues/12/comments",
+    ]
+
+
+def test_the_pulumi_token_comes_from_oidc_where_the_environment_asks_for_it() -> None:
+    steps = workflow("pulumi-stack.yml")["jobs"]["pulumi"]["steps"]
+    (exchange,) = [s for s in steps if s.get("id") == "pulumi-token"]
+    (pulumi,) = [s for s in steps if s.get("name") == "pulumi ${{ inputs.command }}"]
+
+    assert exchange["uses"].startswith("pulumi/auth-actions@")
+    assert exchange["if"] == "vars.PULUMI_TOKEN_TYPE != ''"
+    assert exchange["with"]["token-expiration"] == 10800
+    assert pulumi["env"]["PULUMI_ACCESS_TOKEN"] == (
+        "${{ steps.pulumi-token.outputs.pulumi-access-token || secrets.PULUMI_ACCESS_TOKEN }}"
+    )
