@@ -384,8 +384,10 @@ class MonitoringSpec(_Model):
     full."""
     google_managed_prometheus: bool = False
     """GKE only: also have Google Cloud Managed Service for Prometheus scrape the DCGM exporter.
-    The alert rules and the dashboard remain Prometheus Operator and Grafana objects, so the
-    cluster still needs the Prometheus Operator's CRDs (or `installPrometheusStack`)."""
+    Its GPU series keep the `pod`, `namespace` and `container` of the workload holding each GPU,
+    as on Prometheus (not `exported_pod`). The alert rules and the dashboard remain Prometheus
+    Operator and Grafana objects, so the cluster still needs the Prometheus Operator's CRDs (or
+    `installPrometheusStack`)."""
 
     @property
     def node_exporter_namespace(self) -> str:

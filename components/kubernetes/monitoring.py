@@ -178,6 +178,15 @@ class GpuMonitoring(pulumi.ComponentResource):
             spec={
                 "selector": {"matchLabels": {"app": DCGM_EXPORTER}},
                 "endpoints": [{"port": DCGM_EXPORTER_PORT, "interval": GMP_SCRAPE_INTERVAL}],
+                # The exporter labels a GPU's series with the `pod`, `namespace` and `container`
+                # of the workload holding it. By default the scrape sets those labels to the
+                # exporter's own pod, and Prometheus renames the workload's to `exported_pod`
+                # and so on; Managed Prometheus has no honorLabels. An empty list attaches none
+                # of the scrape's pod labels (prometheus-engine pod_config.go,
+                # ClusterPodMonitoring.endpointScrapeConfig; left out, the CRD's default lists
+                # them all), so the alerts and dashboards read `pod` and `namespace` as they do
+                # on the Prometheus stack.
+                "targetLabels": {"metadata": []},
             },
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -292,6 +292,18 @@ def test_managed_prometheus_scrapes_the_dcgm_exporter_on_gke(
     assert [e["port"] for e in scrape.inputs["spec"]["endpoints"]] == [9400]
 
 
+def test_managed_prometheus_keeps_the_workloads_pod_and_namespace_labels(
+    gke: Config, plan_for: PlanFor
+) -> None:
+    # prometheus-engine (pkg/operator/apis/monitoring/v1): ClusterPodMonitoring attaches the
+    # scraped pod's container, namespace and pod labels unless targetLabels.metadata is an
+    # explicit empty list (pod_types.go ClusterTargetLabels; pod_config.go
+    # endpointScrapeConfig), and the exporter's own labels would then become exported_*.
+    plan = plan_for(with_monitoring(gke, googleManagedPrometheus=True))
+
+    assert child(plan, GMP_SCRAPE).inputs["spec"]["targetLabels"] == {"metadata": []}
+
+
 def test_managed_prometheus_is_off_by_default(gke: Config, plan_for: PlanFor) -> None:
     assert plan_for(gke).of_type(GMP_SCRAPE) == []
 
