@@ -242,8 +242,9 @@ class EksPoolOptions(_Model):
     volume_iops: int = Field(default=6000, ge=3000, le=16000)
     """IOPS of that volume (gp3: 3000 to 16000)."""
     local_nvme: bool = True
-    """On AL2023, keep container images and pod scratch space on the instance's local NVMe
-    drives (one RAID0 array) where every instance type has at least `diskSizeGib` of them."""
+    """Keep container images and pod scratch space on the instance's local NVMe drives (one
+    RAID0 array) where every instance type has at least `diskSizeGib` of them: on AL2023, and
+    on Bottlerocket from release 1.22.0."""
 
 
 class GkePoolOptions(_Model):

@@ -7,9 +7,13 @@ nodeadm formats them as one RAID0 array and mounts the kubelet's and containerd'
 (and pod logs) on it when the launch template's user data holds a NodeConfig with
 `instance.localStorage.strategy: RAID0` (amazon-eks-ami nodeadm/api/v1alpha1/nodeconfig_types.go;
 EKS merges a managed node group's launch template user data, given as MIME multipart, with its
-own). The platform does so where every instance type of the pool has at least `diskSizeGib` of
-them, so that no node has less room for images than the volume would give. Bottlerocket keeps
-its data volume: it sets up local storage differently, and the platform does not yet.
+own). Bottlerocket does the same with two bootstrap commands in its TOML user data, which EKS
+merges with its own settings: `apiclient ephemeral-storage init` (one RAID0 array of the local
+drives) and `bind` of the same directories (bottlerocket.dev, "Bootstrap Commands: Configure
+ephemeral disks", Bottlerocket 1.22.0 and later).
+
+The platform does so where every instance type of the pool has at least `diskSizeGib` of them,
+so that no node has less room for images than the volume would give.
 """
 
 import base64
@@ -18,6 +22,9 @@ from collections.abc import Sequence
 from components.config import GpuPoolSpec
 from components.eks.instance_types import InstanceType
 
+# What nodeadm's RAID0 strategy mounts on the array (amazon-eks-ami
+# templates/al2023/runtime/bin/setup-local-disks); Bottlerocket binds the same.
+_DIRECTORIES = ("/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
 _GIB = 2**30
 _GB = 10**9
 _BOUNDARY = "==GPU-PLATFORM=="
@@ -38,14 +45,41 @@ spec:
 """
 
 
+_BIND = ", ".join(
+    f'"{d}"' for d in ("apiclient", "ephemeral-storage", "bind", "--dirs", *_DIRECTORIES)
+)
+_BOTTLEROCKET_EPHEMERAL_STORAGE = f"""[settings.bootstrap-commands.k8s-ephemeral-storage]
+commands = [
+    ["apiclient", "ephemeral-storage", "init"],
+    [{_BIND}],
+]
+essential = true
+mode = "always"
+"""
+# The first Bottlerocket release with bootstrap commands and `apiclient ephemeral-storage`.
+_BOTTLEROCKET_FIRST = (1, 22)
+
+
 def uses_instance_store(
     spec: GpuPoolSpec, instance_types: Sequence[InstanceType], node_image: str
 ) -> bool:
     """Whether the pool's nodes keep images and scratch space on their local NVMe drives."""
-    if node_image != "al2023" or not spec.aws.local_nvme or not instance_types:
+    if not spec.aws.local_nvme or not instance_types:
+        return False
+    if node_image == "bottlerocket" and not _bottlerocket_sets_up_local_drives(spec):
         return False
     smallest = min(t.instance_store_gb for t in instance_types)
     return smallest * _GB >= spec.disk_size_gib * _GIB
+
+
+def _bottlerocket_sets_up_local_drives(spec: GpuPoolSpec) -> bool:
+    """A release pinned before 1.22.0 would halt at boot on the bootstrap commands; an unpinned
+    one is EKS's current release."""
+    release = spec.aws.ami_release_version
+    if release is None:
+        return True
+    major, minor = (int(part) for part in release.split(".")[:2])
+    return (major, minor) >= _BOTTLEROCKET_FIRST
 
 
 def kubelet_disk_gib(
@@ -63,4 +97,7 @@ def node_config_user_data(
     """The launch template's user data (base64), or None where the nodes need none."""
     if not uses_instance_store(spec, instance_types, node_image):
         return None
-    return base64.b64encode(_RAID0_NODE_CONFIG.encode()).decode()
+    user_data = (
+        _BOTTLEROCKET_EPHEMERAL_STORAGE if node_image == "bottlerocket" else _RAID0_NODE_CONFIG
+    )
+    return base64.b64encode(user_data.encode()).decode()

@@ -3,6 +3,7 @@ NodeConfig nodeadm reads, and the ephemeral storage the autoscaler is told of.""
 
 import base64
 import email
+import tomllib
 from collections.abc import Callable
 from typing import Any
 
@@ -71,7 +72,43 @@ def test_local_drives_can_be_turned_off(dev_config: Config, plan_for: PlanFor) -
     assert "userData" not in launch_template(plan_for(config)).inputs
 
 
-def test_bottlerocket_keeps_its_data_volume(dev_config: Config, plan_for: PlanFor) -> None:
+def test_bottlerocket_binds_its_data_directories_on_a_raid0_of_the_drives(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_cluster(with_p5_pool(dev_config), nodeImage="bottlerocket"))
+
+    user_data = tomllib.loads(base64.b64decode(launch_template(plan).inputs["userData"]).decode())
+    # bottlerocket.dev, Bootstrap Commands, "Configure ephemeral disks: In a Kubernetes host".
+    assert user_data == {
+        "settings": {
+            "bootstrap-commands": {
+                "k8s-ephemeral-storage": {
+                    "commands": [
+                        ["apiclient", "ephemeral-storage", "init"],
+                        [
+                            "apiclient",
+                            "ephemeral-storage",
+                            "bind",
+                            "--dirs",
+                            "/var/lib/containerd",
+                            "/var/lib/kubelet",
+                            "/var/log/pods",
+                        ],
+                    ],
+                    "essential": True,
+                    "mode": "always",
+                }
+            }
+        }
+    }
+    assert asg_tags(plan)[EPHEMERAL] == "25478Gi"
+
+
+def test_bottlerocket_before_1_22_keeps_its_data_volume(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    # An essential bootstrap command that its apiclient does not know would halt the boot.
     config = with_cluster(with_p5_pool(dev_config), nodeImage="bottlerocket")
+    config = with_aws_options(config, amiReleaseVersion="1.21.1-82691b51")
 
     assert "userData" not in launch_template(plan_for(config)).inputs
