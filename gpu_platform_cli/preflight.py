@@ -48,6 +48,7 @@ from components.config import (
     key_path,
     load_stack_config,
 )
+from components.eks.node_group_names import is_node_group_of
 from components.versions import GPU_OPERATOR_CHART, SUPPORTED_KUBERNETES_VERSIONS
 from gpu_platform_cli.cli import fail, plain_console
 from gpu_platform_cli.offline import StackFileError, plain_config, stack_config
@@ -171,46 +172,46 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
 
 # The AWS provider names a node group from its prefix, `<pool>-`, with Terraform's unique
 # suffix: 18 digits of time and a counter in 8 hex digits.
-_NODE_GROUP_SUFFIX = r"[0-9]{18}[0-9a-f]{8}"
 
 
 def size_change_findings(config: StackConfig, eks: Any) -> list[Finding]:
-    """Pools whose new size EKS would refuse on the next update.
+    """Pools whose new bounds move their running node group's size on the next update.
 
-    The program leaves a node group's desired size to the autoscaler (it ignores later
-    changes), so EKS checks a new `min` and `max` against the live desired size, and refuses
-    `min` above it ("Minimum capacity N can't be greater than desired size M") or `max` below
-    it, in the middle of `pulumi up`."""
+    The program sends the live desired size moved within the new bounds
+    (`components.eks.live_scaling`): raising `min` above it starts nodes, lowering `max` below
+    it removes running ones, jobs and all."""
     names = _paginate(eks, "list_nodegroups", "nodegroups", clusterName=config.cluster.name)
     findings = []
     for i, pool in enumerate(config.pools):
-        pattern = re.compile(f"{re.escape(pool.name)}-{_NODE_GROUP_SUFFIX}")
-        for name in (n for n in names if pattern.fullmatch(n)):
+        for name in (n for n in names if is_node_group_of(pool.name, n)):
             group = eks.describe_nodegroup(clusterName=config.cluster.name, nodegroupName=name)
             scaling = group["nodegroup"]["scalingConfig"]
-            finding = _size_change_finding(i, pool, name, scaling, config.cluster.name)
+            finding = _size_change_finding(i, pool, name, scaling["desiredSize"])
             if finding is not None:
                 findings.append(finding)
     return findings
 
 
-def _size_change_finding(
-    i: int, pool: GpuPoolSpec, group: str, scaling: Mapping[str, int], cluster: str
-) -> Finding | None:
-    desired = scaling["desiredSize"]
+def _size_change_finding(i: int, pool: GpuPoolSpec, group: str, desired: int) -> Finding | None:
     if pool.min <= desired <= pool.max:
         return None
-    key = key_path("pools", i, "min" if pool.min > desired else "max")
-    bound = pool.min if pool.min > desired else pool.max
+    if pool.min > desired:
+        return Finding(
+            "warning",
+            f"pool {pool.name}",
+            f"{key_path('pools', i, 'min')} ({pool.min}) is above node group {group}'s running"
+            f" size ({desired}): pulumi up starts {pool.min - desired} more node(s), paid for"
+            " while idle.",
+            "Nothing to do if that is meant.",
+        )
     return Finding(
-        "blocking",
+        "warning",
         f"pool {pool.name}",
-        f"{key} ({bound}) does not admit node group {group}'s live desired size ({desired}),"
-        " and EKS refuses the update: the program leaves the desired size to the autoscaler.",
-        f"Move the desired size within the new bounds first: aws eks update-nodegroup-config"
-        f" --cluster-name {cluster} --nodegroup-name {group} --scaling-config"
-        f" minSize={min(pool.min, desired)},maxSize={max(pool.max, desired)},"
-        f"desiredSize={min(max(desired, pool.min), pool.max)}; then pulumi up.",
+        f"{key_path('pools', i, 'max')} ({pool.max}) is below node group {group}'s running size"
+        f" ({desired}): pulumi up removes {desired - pool.max} running node(s), with the jobs"
+        " on them.",
+        "Update when the pool's jobs can be stopped, or keep max at the running size until"
+        " they end.",
     )
 
 

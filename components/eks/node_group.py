@@ -16,14 +16,17 @@ from pulumi_aws import autoscaling, ec2, eks, iam
 from components.config import GpuPoolSpec
 from components.eks.autoscaler_tags import autoscaler_tags
 from components.eks.cluster import EksCluster
+from components.eks.live_scaling import desired_size_to_send
 from components.eks.local_storage import kubelet_disk_gib, node_config_user_data
+from components.eks.node_group_names import node_group_name_prefix
 from components.eks.node_labels import eks_node_identity
 from components.eks.placement import NodeGroupPlacement
 from components.node_identity import CLOUD_TAINT_EFFECTS, POOL_LABEL, ResolvedPool
 from components.secrets import secret_if
 
 # The autoscaler owns the group's size between min and max: a `pulumi up` that set it back
-# would drain nodes from under running jobs. Engine (camelCase) property path.
+# would drain nodes from under running jobs. Engine (camelCase) property path. A change of the
+# bounds sends it, as the live size moved within them (`live_scaling`).
 DESIRED_SIZE = "scalingConfig.desiredSize"
 
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-block": "CAPACITY_BLOCK"}
@@ -97,10 +100,11 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
             opts=child,
         )
         identity = eks_node_identity(args.pool)
+        desired = desired_size_to_send(spec, args.placement.live_scaling)
         self.node_group = eks.NodeGroup(
             f"{name}-nodes",
             cluster_name=args.cluster.name,
-            node_group_name_prefix=f"{spec.name}-",
+            node_group_name_prefix=node_group_name_prefix(spec.name),
             node_role_arn=role_arn,
             subnet_ids=list(args.placement.subnet_ids),
             ami_type=args.placement.ami_type,
@@ -108,7 +112,9 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
             instance_types=[t.name for t in args.placement.instance_types],
             capacity_type=CAPACITY_TYPES[spec.capacity],
             scaling_config=eks.NodeGroupScalingConfigArgs(
-                min_size=spec.min, desired_size=spec.min, max_size=spec.max
+                min_size=spec.min,
+                desired_size=spec.min if desired is None else desired,
+                max_size=spec.max,
             ),
             update_config=_update_config(args),
             labels=secret_if(args.secret_labels, dict(identity.labels)),
@@ -128,7 +134,7 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=attachments,
-                ignore_changes=[DESIRED_SIZE],
+                ignore_changes=[DESIRED_SIZE] if desired is None else [],
                 protect=args.protect,
             ),
         )

@@ -28,6 +28,7 @@ from components.eks.instance_types import (
     offered_zones,
     zones_offering_all,
 )
+from components.eks.live_scaling import LiveScaling, live_scaling
 from components.eks.node_labels import eks_node_identity
 from components.node_identity import ResolvedPool, resolve_pool
 
@@ -53,6 +54,8 @@ class NodeGroupPlacement:
     ami_type: str
     release_version: str | None
     """The AMI release to pin; None lets EKS take its latest when the group is created."""
+    live_scaling: LiveScaling | None = None
+    """The sizes of the pool's node group as it runs now; None before it exists."""
 
 
 def release_parameter(node_image: str, kubernetes_version: str, architecture: str) -> str:
@@ -104,6 +107,7 @@ def resolve_placement(
         subnet_ids=subnet_ids,
         ami_type=AMI_TYPES[(node_image, first.architecture)],
         release_version=_release_version(spec, cluster, node_image, first.architecture),
+        live_scaling=live_scaling(cluster, spec.name),
     )
     return pool, placement
 

@@ -188,7 +188,32 @@ def get_parameter(args: dict[str, Any]) -> dict[str, Any]:
     return {"id": name, "name": name, "type": "String", "value": value, "insecureValue": value}
 
 
+LIVE_NODE_GROUPS: dict[str, dict[str, int]] = {}
+"""Node group name -> its `scalingConfig` (`minSize`, `maxSize`, `desiredSize`): the node groups
+the offline plan finds running. None, as for a stack not yet deployed; tests add some."""
+
+
+def get_node_groups(args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": args["clusterName"],
+        "clusterName": args["clusterName"],
+        "names": sorted(LIVE_NODE_GROUPS),
+    }
+
+
+def get_node_group(args: dict[str, Any]) -> dict[str, Any]:
+    name = args["nodeGroupName"]
+    return {
+        "id": f"{args['clusterName']}:{name}",
+        "clusterName": args["clusterName"],
+        "nodeGroupName": name,
+        "scalingConfigs": [LIVE_NODE_GROUPS[name]],
+    }
+
+
 INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "aws:eks/getNodeGroups:getNodeGroups": get_node_groups,
+    "aws:eks/getNodeGroup:getNodeGroup": get_node_group,
     "aws:eks/getCluster:getCluster": get_cluster,
     "aws:ec2/getSubnet:getSubnet": get_subnet,
     "aws:ec2/getInstanceType:getInstanceType": get_instance_type,
