@@ -170,9 +170,6 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
 
 # --- Size changes on live node groups --------------------------------------------------------
 
-# The AWS provider names a node group from its prefix, `<pool>-`, with Terraform's unique
-# suffix: 18 digits of time and a counter in 8 hex digits.
-
 
 def size_change_findings(config: StackConfig, eks: Any) -> list[Finding]:
     """Pools whose new bounds move their running node group's size on the next update.
@@ -533,7 +530,6 @@ def _quota_findings(config: StackConfig, clients: AwsClients) -> list[Finding]:
     names = sorted({name for pool in config.pools for name in pool.instance_types})
     vcpus = _vcpus(clients, names)
     needs: dict[Quota, list[tuple[GpuPoolSpec, int]]] = {}
-    findings = []
     for pool in config.pools:
         if pool.capacity == "capacity-block":
             continue  # its block's size, checked above, limits it
@@ -543,9 +539,53 @@ def _quota_findings(config: StackConfig, clients: AwsClients) -> list[Finding]:
             continue
         quota = QUOTAS[(family, pool.capacity)]
         needs.setdefault(quota, []).append((pool, vcpus[largest]))
-    for quota, pools in needs.items():
-        findings.append(_quota_finding(quota, pools, clients))
-    return findings
+    in_use = _vcpus_in_use_elsewhere(config, clients) if needs else {}
+    return [
+        _quota_finding(quota, pools, in_use.get(quota, 0), clients)
+        for quota, pools in needs.items()
+    ]
+
+
+def _vcpus_in_use_elsewhere(config: StackConfig, clients: AwsClients) -> dict[Quota, int]:
+    """The vCPUs of the region's pending and running GPU instances, per quota, but for the nodes
+    of the stack's own node groups, which count within their pool's `max`. EKS tags a managed
+    node group's instances with `eks:cluster-name` and `eks:nodegroup-name`."""
+    instances = [
+        instance
+        for page in clients.ec2.get_paginator("describe_instances").paginate(
+            Filters=[{"Name": "instance-state-name", "Values": ["pending", "running"]}]
+        )
+        for reservation in page["Reservations"]
+        for instance in reservation["Instances"]
+    ]
+    counted = [
+        (instance["InstanceType"], family, capacity)
+        for instance in instances
+        if (family := quota_family(instance["InstanceType"])) is not None
+        # Spot requests and on-demand instances have quotas of their own; Capacity Blocks and
+        # other reserved launches count against none of them.
+        and (capacity := _QUOTA_LIFECYCLES.get(instance.get("InstanceLifecycle"))) is not None
+        and not _is_stack_node(config, instance)
+    ]
+    vcpus = _vcpus(clients, sorted({name for name, _, _ in counted}))
+    in_use: dict[Quota, int] = {}
+    for name, family, capacity in counted:
+        quota = QUOTAS[(family, capacity)]
+        in_use[quota] = in_use.get(quota, 0) + vcpus.get(name, 0)
+    return in_use
+
+
+# `InstanceLifecycle` as DescribeInstances gives it (absent for on-demand) -> the pool capacity
+# whose quota the instance counts against.
+_QUOTA_LIFECYCLES: Mapping[str | None, str] = {None: "on-demand", "spot": "spot"}
+
+
+def _is_stack_node(config: StackConfig, instance: Mapping[str, Any]) -> bool:
+    tags = {tag["Key"]: tag["Value"] for tag in instance.get("Tags", [])}
+    group = tags.get("eks:nodegroup-name", "")
+    return tags.get("eks:cluster-name") == config.cluster.name and any(
+        is_node_group_of(pool.name, group) for pool in config.pools
+    )
 
 
 def _vcpus(clients: AwsClients, names: Sequence[str]) -> dict[str, int]:
@@ -564,27 +604,29 @@ def _vcpus(clients: AwsClients, names: Sequence[str]) -> dict[str, int]:
 
 
 def _quota_finding(
-    quota: Quota, pools: Sequence[tuple[GpuPoolSpec, int]], clients: AwsClients
+    quota: Quota, pools: Sequence[tuple[GpuPoolSpec, int]], in_use: int, clients: AwsClients
 ) -> Finding:
     needed = sum(pool.max * vcpus for pool, vcpus in pools)
     value = _quota_value(clients, quota)
     subject = f"quota {quota.code}"
     used_by = ", ".join(f"{pool.name} {pool.max} x {vcpus} vCPUs" for pool, vcpus in pools)
-    if needed > value:
+    others = f", and other instances use {in_use} now" if in_use else ""
+    if needed + in_use > value:
         return Finding(
             "blocking",
             subject,
-            f"{quota.name}: {value:g} vCPUs, but the pools need {needed} at their max ({used_by}).",
+            f"{quota.name}: {value:g} vCPUs, but the pools need {needed} at their max"
+            f" ({used_by}){others}.",
             "Request an increase to at least"
-            f" {needed}: aws service-quotas request-service-quota-increase --service-code ec2"
-            f" --quota-code {quota.code} --desired-value {needed}"
+            f" {needed + in_use}: aws service-quotas request-service-quota-increase"
+            f" --service-code ec2 --quota-code {quota.code} --desired-value {needed + in_use}"
             f" --region {clients.service_quotas.meta.region_name}",
         )
     return Finding(
         "ok",
         subject,
         f"{quota.name}: {value:g} vCPUs cover the {needed} the pools need at their max"
-        f" ({used_by}), unless other instances in the account use them.",
+        f" ({used_by}){others or ', with no other instance using them now'}.",
         "Nothing.",
     )
 

@@ -4,6 +4,7 @@ botocore's Stubber and a `before-call` hook. Findings are asserted exactly."""
 
 import copy
 import http.server
+import re
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -22,6 +23,7 @@ from gpu_platform_cli import preflight
 from gpu_platform_cli.app import app
 from gpu_platform_cli.offline import stack_config
 from gpu_platform_cli.preflight import AwsClients, Finding
+from tests.repository import ROOT
 
 REGION = "us-east-1"
 Config = dict[str, Any]
@@ -141,7 +143,7 @@ def test_a_ready_account_blocks_nothing(aws: AwsClients, quotas: Stubber) -> Non
             "ok",
             f"quota {SPOT_G}",
             "All G and VT Spot Instance Requests: 32 vCPUs cover the 24 the pools need at their"
-            " max (t4-shared 3 x 8 vCPUs), unless other instances in the account use them.",
+            " max (t4-shared 3 x 8 vCPUs), with no other instance using them now.",
             "Nothing.",
         ),
     ]
@@ -164,6 +166,55 @@ def test_max_above_the_quota_is_a_blocking_finding_not_a_crash(
         "Request an increase to at least 24: aws service-quotas request-service-quota-increase"
         f" --service-code ec2 --quota-code {SPOT_G} --desired-value 24 --region us-east-1",
     )
+
+
+def run_spot_instance(aws: AwsClients, instance_type: str, tags: dict[str, str]) -> None:
+    image = aws.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    aws.ec2.run_instances(
+        ImageId=image,
+        InstanceType=instance_type,
+        MinCount=1,
+        MaxCount=1,
+        InstanceMarketOptions={"MarketType": "spot"},
+        TagSpecifications=[
+            {"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
+        ],
+    )
+
+
+def test_gpu_instances_running_outside_the_stack_count_against_the_quota(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    run_spot_instance(aws, "g4dn.4xlarge", {"team": "research"})  # 16 vCPUs
+
+    findings = preflight.preflight(stack(), aws)
+
+    assert findings[-1] == Finding(
+        "blocking",
+        f"quota {SPOT_G}",
+        "All G and VT Spot Instance Requests: 32 vCPUs, but the pools need 24 at their max"
+        " (t4-shared 3 x 8 vCPUs), and other instances use 16 now.",
+        "Request an increase to at least 40: aws service-quotas request-service-quota-increase"
+        f" --service-code ec2 --quota-code {SPOT_G} --desired-value 40 --region us-east-1",
+    )
+
+
+def test_the_stacks_own_nodes_count_within_their_pools_max(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    node_tags = {"eks:cluster-name": "ml-dev", "eks:nodegroup-name": LIVE_GROUP}
+    run_spot_instance(aws, "g4dn.2xlarge", node_tags)
+
+    findings = preflight.preflight(stack(), aws)
+
+    assert findings[-1].severity == "ok"
+    assert findings[-1].message.endswith("with no other instance using them now.")
 
 
 def test_pools_of_one_quota_are_counted_together_and_each_quota_once(
@@ -471,6 +522,56 @@ def test_preflight_makes_read_only_calls_only(aws: AwsClients, quotas: Stubber) 
 
     assert calls
     assert all(call.startswith(("Describe", "Get", "List")) for call in calls), calls
+
+
+def documented_permissions() -> set[str]:
+    """The IAM actions the README says preflight needs."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("**Pre-flight (EKS).**", 1)[1].split("from your usual", 1)[0]
+    return set(re.findall(r"`([a-z0-9]+:[A-Za-z]+)`", section))
+
+
+def test_the_readme_names_exactly_the_actions_preflight_calls(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    # Every branch that reaches AWS: a live node group, a Capacity Block pool, a spot pool whose
+    # quota the account never changed (read from the AWS default), instances in use.
+    cluster(aws)
+    pod_identity_agent(aws)
+    live_node_group(aws, desired=0)
+    run_spot_instance(aws, "g4dn.xlarge", {"team": "research"})
+    answer(
+        aws.ec2,
+        "DescribeCapacityReservations",
+        200,
+        {"CapacityReservations": [capacity_block(EndDate=datetime(2099, 1, 1, tzinfo=UTC))]},
+    )
+    quotas.add_client_error(
+        "get_service_quota", service_error_code="NoSuchResourceException", http_status_code=404
+    )
+    quotas.add_response(
+        "get_aws_default_service_quota",
+        {"Quota": {"ServiceCode": "ec2", "QuotaCode": SPOT_G, "Value": 64.0}},
+        {"ServiceCode": "ec2", "QuotaCode": SPOT_G},
+    )
+    calls: set[str] = set()
+    for client in (aws.eks, aws.ec2, aws.service_quotas):
+        # Emitted for every call, before a stand-in answer or the Stubber takes it.
+        client.meta.events.register(
+            "before-parameter-build",
+            lambda model, **_: calls.add(f"{model.service_model.signing_name}:{model.name}"),
+            unique_id=f"record-{id(client)}",
+        )
+
+    def pools_of_both_kinds(c: Config) -> None:
+        block_pool(c)
+        pools(c).append(
+            {"name": "l4", "instanceTypes": ["g6.xlarge"], "max": 4, "capacity": "spot"}
+        )
+
+    preflight.preflight(stack(pools_of_both_kinds), aws)
+
+    assert calls == documented_permissions()
 
 
 # --- The command ---------------------------------------------------------------------------------
