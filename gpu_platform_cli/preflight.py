@@ -6,8 +6,12 @@ otherwise surface half-way through a deployment or, worse, as a GPU pool that ne
 - the cluster exists, is ACTIVE and runs a Kubernetes version the platform supports, and has
   the EKS Pod Identity Agent add-on the cluster autoscaler gets its credentials through;
 - every pool's instance types are offered in the zones its nodes go to;
+- the node subnets reach the internet, or have a VPC endpoint for every AWS API the nodes and
+  the cluster autoscaler call (`gpu_platform_cli.reachability`);
+- raising or lowering a pool's bounds past its running node group's size, which moves it;
+- each Capacity Block pool against its reservation;
 - the account's EC2 vCPU quotas for G/VT and P instances, on-demand and spot, cover every pool
-  of that quota at its `max` together;
+  of that quota at its `max` together, beside the GPU instances running outside the stack;
 - and, from the chart repository's index rather than AWS, that the GPU Operator chart version
   exists.
 
@@ -20,7 +24,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 import boto3
 import typer
@@ -51,7 +55,9 @@ from components.config import (
 from components.eks.node_group_names import is_node_group_of
 from components.versions import GPU_OPERATOR_CHART, SUPPORTED_KUBERNETES_VERSIONS
 from gpu_platform_cli.cli import fail, plain_console
+from gpu_platform_cli.findings import Finding
 from gpu_platform_cli.offline import StackFileError, plain_config, stack_config
+from gpu_platform_cli.reachability import reachability_findings
 
 EXIT_BLOCKED = 1
 EXIT_BAD_STACK = 2
@@ -86,8 +92,6 @@ _REFUSALS = frozenset(
 
 POD_IDENTITY_AGENT = "eks-pod-identity-agent"
 
-Severity = Literal["blocking", "warning", "ok"]
-
 
 @dataclass(frozen=True)
 class Quota:
@@ -105,19 +109,6 @@ QUOTAS: Mapping[tuple[str, str], Quota] = {
     ("P", "spot"): Quota("L-7212CCBC", "All P Spot Instance Requests"),
 }
 _QUOTA_FAMILIES = (("G and VT", re.compile(r"^(g|gr|vt)\d")), ("P", re.compile(r"^p\d")))
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: Severity
-    subject: str
-    message: str
-    action: str
-    """What to do about it; for an `ok` finding, nothing."""
-
-    @property
-    def blocking(self) -> bool:
-        return self.severity == "blocking"
 
 
 @dataclass(frozen=True)
@@ -157,10 +148,13 @@ def run(stack: str) -> None:
 
 
 def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
-    """Every finding for the stack, in the order: cluster, pools' zones, live node group sizes,
-    Capacity Blocks, quotas."""
+    """Every finding for the stack, in the order: cluster, pools' zones, what the node subnets
+    reach, live node group sizes, Capacity Blocks, quotas."""
     cluster, findings = _cluster_findings(config, clients)
-    findings += _zone_findings(config, clients, cluster)
+    subnets = node_subnets(config, clients.ec2, cluster)
+    findings += _zone_findings(config, clients, subnets)
+    if subnets:
+        findings += reachability_findings(config, clients.ec2, subnets)
     if cluster is not None:
         findings += size_change_findings(config, clients.eks)
     findings += capacity_block_findings(config, clients.ec2, datetime.now(UTC))
@@ -422,9 +416,9 @@ def _pod_identity_agent_finding(subject: str, name: str, clients: AwsClients) ->
 
 
 def _zone_findings(
-    config: StackConfig, clients: AwsClients, cluster: Mapping[str, Any] | None
+    config: StackConfig, clients: AwsClients, subnets: Sequence[Mapping[str, Any]] | None
 ) -> list[Finding]:
-    subnet_zones = _node_subnet_zones(config, clients, cluster)
+    subnet_zones = None if subnets is None else {s["AvailabilityZone"] for s in subnets}
     if subnet_zones == set():
         return [
             Finding(
@@ -442,20 +436,21 @@ def _zone_findings(
     return findings
 
 
-def _node_subnet_zones(
-    config: StackConfig, clients: AwsClients, cluster: Mapping[str, Any] | None
-) -> set[str] | None:
-    """Zones of the subnets the node groups would use; None if the cluster is unknown."""
+def node_subnets(
+    config: StackConfig, ec2: Any, cluster: Mapping[str, Any] | None
+) -> list[dict[str, Any]] | None:
+    """The subnets the node groups would use, as EC2 describes them; None if the cluster is
+    unknown."""
     if config.cluster.node_subnet_ids:
         ids = config.cluster.node_subnet_ids
     elif cluster is not None:
         ids = cluster["resourcesVpcConfig"]["subnetIds"]
     else:
         return None
-    subnets = clients.ec2.describe_subnets(SubnetIds=list(ids))["Subnets"]
+    subnets: list[dict[str, Any]] = ec2.describe_subnets(SubnetIds=list(ids))["Subnets"]
     if not config.cluster.node_subnet_ids:
         subnets = [s for s in subnets if not s.get("MapPublicIpOnLaunch")]
-    return {s["AvailabilityZone"] for s in subnets}
+    return subnets
 
 
 def _offered_zones(clients: AwsClients, instance_types: Sequence[str]) -> dict[str, set[str]]:

@@ -78,8 +78,12 @@ def pod_identity_agent(clients: AwsClients, installed: bool = True) -> None:
         answer(clients.eks, "DescribeAddon", 404, {"Error": error})
 
 
-def cluster(clients: AwsClients, version: str = "1.35", name: str = "ml-dev") -> None:
-    """A cluster with private subnets in us-east-1a, b and e, and a public one in a."""
+def cluster(
+    clients: AwsClients, version: str = "1.35", name: str = "ml-dev", nat: bool = True
+) -> None:
+    """A cluster with private subnets in us-east-1a, b and e, and a public one in a, routed to
+    an internet gateway; the private ones reach the internet through a NAT gateway there (or,
+    without `nat`, not at all)."""
     ec2 = clients.ec2
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     subnets = []
@@ -90,6 +94,23 @@ def cluster(clients: AwsClients, version: str = "1.35", name: str = "ml-dev") ->
         subnet_id = subnet["Subnet"]["SubnetId"]
         ec2.modify_subnet_attribute(SubnetId=subnet_id, MapPublicIpOnLaunch={"Value": public})
         subnets.append(subnet_id)
+    *private, public_subnet = subnets
+    gateway = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+    ec2.attach_internet_gateway(InternetGatewayId=gateway, VpcId=vpc)
+    public_table = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+    ec2.create_route(RouteTableId=public_table, DestinationCidrBlock="0.0.0.0/0", GatewayId=gateway)
+    ec2.associate_route_table(RouteTableId=public_table, SubnetId=public_subnet)
+    private_table = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+    if nat:
+        address = ec2.allocate_address(Domain="vpc")["AllocationId"]
+        nat_gateway = ec2.create_nat_gateway(SubnetId=public_subnet, AllocationId=address)
+        ec2.create_route(
+            RouteTableId=private_table,
+            DestinationCidrBlock="0.0.0.0/0",
+            NatGatewayId=nat_gateway["NatGateway"]["NatGatewayId"],
+        )
+    for subnet_id in private:
+        ec2.associate_route_table(RouteTableId=private_table, SubnetId=subnet_id)
     clients.eks.create_cluster(
         name=name,
         version=version,
@@ -139,6 +160,7 @@ def test_a_ready_account_blocks_nothing(aws: AwsClients, quotas: Stubber) -> Non
         CLUSTER_OK,
         AGENT_OK,
         DEV_POOL_ZONES,
+        NODE_SUBNETS_REACH_OUT,
         Finding(
             "ok",
             f"quota {SPOT_G}",
@@ -524,6 +546,89 @@ def test_preflight_makes_read_only_calls_only(aws: AwsClients, quotas: Stubber) 
     assert all(call.startswith(("Describe", "Get", "List")) for call in calls), calls
 
 
+NODE_SUBNETS_REACH_OUT = Finding(
+    "ok",
+    "cluster ml-dev node subnets",
+    "Every node subnet reaches the internet through a default route.",
+    "Nothing.",
+)
+
+
+def private_subnet_ids(aws: AwsClients) -> list[str]:
+    subnets = aws.ec2.describe_subnets()["Subnets"]
+    return sorted(s["SubnetId"] for s in subnets if not s["MapPublicIpOnLaunch"])
+
+
+def reachability(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.subject == "cluster ml-dev node subnets"]
+
+
+def test_node_subnets_without_a_way_out_need_an_endpoint_for_every_aws_api(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    # Their only 0.0.0.0/0 route would be the public subnet's internet gateway, which does
+    # nothing for nodes without public addresses.
+    cluster(aws, nat=False)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+
+    blocking, registries = reachability(preflight.preflight(stack(), aws))
+
+    assert blocking.severity == "blocking"
+    for service in ("ec2", "ecr.api", "ecr.dkr", "s3", "sts", "eks-auth", "eks", "autoscaling"):
+        assert f"{service} (" in blocking.message
+        assert f"--service-name com.amazonaws.us-east-1.{service} " in blocking.action
+    assert registries.severity == "warning"
+    assert "images from nvcr.io, registry.k8s.io" in registries.message
+
+
+def test_endpoints_for_every_aws_api_leave_only_the_public_images(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws, nat=False)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    subnets = private_subnet_ids(aws)
+    vpc = aws.ec2.describe_subnets(SubnetIds=subnets)["Subnets"][0]["VpcId"]
+    for service in ("ec2", "ecr.api", "ecr.dkr", "sts", "eks-auth", "eks", "autoscaling"):
+        aws.ec2.create_vpc_endpoint(
+            VpcId=vpc,
+            ServiceName=f"com.amazonaws.us-east-1.{service}",
+            VpcEndpointType="Interface",
+            SubnetIds=subnets,
+            PrivateDnsEnabled=True,
+        )
+    aws.ec2.create_vpc_endpoint(
+        VpcId=vpc, ServiceName="com.amazonaws.us-east-1.s3", VpcEndpointType="Gateway"
+    )
+
+    endpoints, registries = reachability(preflight.preflight(stack(), aws))
+
+    assert endpoints.severity == "ok"
+    assert registries.severity == "warning"
+
+
+def test_an_interface_endpoint_without_private_dns_does_not_count(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws, nat=False)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    subnets = private_subnet_ids(aws)
+    vpc = aws.ec2.describe_subnets(SubnetIds=subnets)["Subnets"][0]["VpcId"]
+    aws.ec2.create_vpc_endpoint(
+        VpcId=vpc,
+        ServiceName="com.amazonaws.us-east-1.eks",
+        VpcEndpointType="Interface",
+        SubnetIds=subnets,
+        PrivateDnsEnabled=False,
+    )
+
+    blocking, _ = reachability(preflight.preflight(stack(), aws))
+
+    assert "eks (the nodes joining" in blocking.message
+
+
 def documented_permissions() -> set[str]:
     """The IAM actions the README says preflight needs."""
     text = (ROOT / "README.md").read_text()
@@ -534,9 +639,10 @@ def documented_permissions() -> set[str]:
 def test_the_readme_names_exactly_the_actions_preflight_calls(
     aws: AwsClients, quotas: Stubber
 ) -> None:
-    # Every branch that reaches AWS: a live node group, a Capacity Block pool, a spot pool whose
-    # quota the account never changed (read from the AWS default), instances in use.
-    cluster(aws)
+    # Every branch that reaches AWS: node subnets without a way out, a live node group, a
+    # Capacity Block pool, a spot pool whose quota the account never changed (read from the AWS
+    # default), instances in use.
+    cluster(aws, nat=False)
     pod_identity_agent(aws)
     live_node_group(aws, desired=0)
     run_spot_instance(aws, "g4dn.xlarge", {"team": "research"})

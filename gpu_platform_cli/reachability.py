@@ -1,0 +1,167 @@
+"""Whether GPU nodes in the node subnets reach what they need: AWS's APIs and the image
+registries of what the platform installs.
+
+Nodes get no public address (their launch template assigns none), so a node subnet reaches the
+internet only through a default route (0.0.0.0/0) to a NAT gateway, a transit gateway or an
+appliance; a route to an internet gateway does nothing for them. Without one, every AWS API the
+nodes and the cluster autoscaler call needs a VPC endpoint in the VPC (with private DNS for the
+interface ones, so that the usual host names resolve to it), and images from public registries
+cannot be pulled at all.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from components.config import StackConfig
+from gpu_platform_cli.findings import Finding
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    service: str
+    """The last part of `com.amazonaws.<region>.<service>`."""
+    kind: str
+    """`Interface` or `Gateway`."""
+    needed_by: str
+
+
+# What a GPU node and the cluster autoscaler call, as EKS documents for private clusters.
+ENDPOINTS = (
+    Endpoint("ec2", "Interface", "the nodes' VPC CNI and the cluster autoscaler"),
+    Endpoint("ecr.api", "Interface", "the nodes, pulling EKS's own images"),
+    Endpoint("ecr.dkr", "Interface", "the nodes, pulling EKS's own images"),
+    Endpoint("s3", "Gateway", "the nodes, pulling image layers from ECR"),
+    Endpoint("sts", "Interface", "the cluster autoscaler's AWS credentials"),
+    Endpoint("eks-auth", "Interface", "EKS Pod Identity, where the autoscaler gets them"),
+    Endpoint("eks", "Interface", "the nodes joining, and the cluster autoscaler"),
+    Endpoint("autoscaling", "Interface", "the cluster autoscaler"),
+)
+# Images the platform installs from public registries: the GPU Operator's from NVIDIA's, the
+# cluster autoscaler's from Kubernetes'.
+PUBLIC_REGISTRIES = ("nvcr.io", "registry.k8s.io")
+# Route targets that carry a node's traffic to the internet without a public address.
+_EGRESS_TARGETS = (
+    "NatGatewayId",
+    "TransitGatewayId",
+    "NetworkInterfaceId",
+    "InstanceId",
+    "LocalGatewayId",
+)
+
+
+def reachability_findings(
+    config: StackConfig, ec2: Any, subnets: Sequence[Mapping[str, Any]]
+) -> list[Finding]:
+    """One finding for the node subnets' way out, and, where they have none, one for the VPC
+    endpoints and one for the public images."""
+    closed = [s["SubnetId"] for s in subnets if not _has_egress(ec2, s)]
+    subject = f"cluster {config.cluster.name} node subnets"
+    if not closed:
+        return [
+            Finding(
+                "ok",
+                subject,
+                "Every node subnet reaches the internet through a default route.",
+                "Nothing.",
+            )
+        ]
+    region = config.cluster.region
+    vpc = subnets[0]["VpcId"]
+    present = _endpoint_services(ec2, vpc, region)
+    missing = [e for e in ENDPOINTS if e.service not in present]
+    listed = ", ".join(closed)
+    findings = []
+    if missing:
+        findings.append(
+            Finding(
+                "blocking",
+                subject,
+                f"{listed} have no route to the internet, and VPC {vpc} has no endpoint for "
+                + "; ".join(f"{e.service} ({e.needed_by})" for e in missing)
+                + ".",
+                "Create them: "
+                + "; ".join(_create_command(e, vpc, region, closed) for e in missing)
+                + ". Or route the subnets' 0.0.0.0/0 through a NAT gateway.",
+            )
+        )
+    else:
+        findings.append(
+            Finding(
+                "ok",
+                subject,
+                f"{listed} have no route to the internet; VPC {vpc} has an endpoint for every"
+                " AWS API the nodes and the cluster autoscaler call.",
+                "Nothing.",
+            )
+        )
+    findings.append(
+        Finding(
+            "warning",
+            subject,
+            f"{listed} have no route to the internet: images from {', '.join(PUBLIC_REGISTRIES)}"
+            " (the GPU Operator's and the cluster autoscaler's) cannot be pulled.",
+            "Mirror them into ECR (a pull-through cache rule for each registry) and point the"
+            " charts at the mirror through gpu-platform:operator's values; or give the subnets a"
+            " NAT gateway.",
+        )
+    )
+    return findings
+
+
+def _has_egress(ec2: Any, subnet: Mapping[str, Any]) -> bool:
+    table = _route_table(ec2, subnet)
+    return any(
+        route.get("DestinationCidrBlock") == "0.0.0.0/0"
+        and route.get("State", "active") == "active"
+        and any(route.get(target) for target in _EGRESS_TARGETS)
+        for route in (table or {}).get("Routes", [])
+    )
+
+
+def _route_table(ec2: Any, subnet: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The subnet's own route table, else its VPC's main one."""
+    own = ec2.describe_route_tables(
+        Filters=[{"Name": "association.subnet-id", "Values": [subnet["SubnetId"]]}]
+    )["RouteTables"]
+    if own:
+        return dict(own[0])
+    main = ec2.describe_route_tables(
+        Filters=[
+            {"Name": "vpc-id", "Values": [subnet["VpcId"]]},
+            {"Name": "association.main", "Values": ["true"]},
+        ]
+    )["RouteTables"]
+    return dict(main[0]) if main else None
+
+
+def _endpoint_services(ec2: Any, vpc: str, region: str | None) -> set[str]:
+    """The services of the VPC's usable endpoints: available, and for interface endpoints with
+    private DNS, without which the usual host names do not reach them."""
+    prefix = f"com.amazonaws.{region}."
+    found = set()
+    for page in ec2.get_paginator("describe_vpc_endpoints").paginate(
+        Filters=[{"Name": "vpc-id", "Values": [vpc]}]
+    ):
+        for endpoint in page["VpcEndpoints"]:
+            usable = endpoint.get("State", "").lower() == "available" and (
+                endpoint.get("VpcEndpointType") == "Gateway" or endpoint.get("PrivateDnsEnabled")
+            )
+            if usable and endpoint["ServiceName"].startswith(prefix):
+                found.add(endpoint["ServiceName"].removeprefix(prefix))
+    return found
+
+
+def _create_command(
+    endpoint: Endpoint, vpc: str, region: str | None, subnets: Sequence[str]
+) -> str:
+    service = f"com.amazonaws.{region}.{endpoint.service}"
+    if endpoint.kind == "Gateway":
+        return (
+            f"aws ec2 create-vpc-endpoint --vpc-id {vpc} --vpc-endpoint-type Gateway"
+            f" --service-name {service} --route-table-ids <the subnets' route tables>"
+        )
+    return (
+        f"aws ec2 create-vpc-endpoint --vpc-id {vpc} --vpc-endpoint-type Interface"
+        f" --service-name {service} --subnet-ids {' '.join(subnets)} --private-dns-enabled"
+    )
