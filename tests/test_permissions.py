@@ -1,0 +1,193 @@
+"""The permissions docs/ci.md gives the deploy identities are exactly what the program needs:
+every resource it creates and every lookup it makes, on each cloud.
+
+What each resource type and lookup calls is written out here, from the providers' resources
+(the AWS provider's `aws_eks_node_group`, `aws_launch_template`, `aws_autoscaling_group_tag`,
+`aws_iam_role`...; the Google provider's `google_container_node_pool`...) and AWS's and Google
+Cloud's permission references. A new resource type or lookup fails the test until it is
+written here and granted in docs/iam/.
+"""
+
+import json
+from collections.abc import Callable, Iterable
+from fnmatch import fnmatchcase
+from typing import Any
+
+import pytest
+
+from gpu_platform_cli.offline import Plan, run_program
+from gpu_platform_cli.stand_ins import aws as stand_in
+from tests.repository import PROJECT, ROOT
+
+Config = dict[str, Any]
+
+AWS_RESOURCE_ACTIONS: dict[str, set[str]] = {
+    "aws:eks/nodeGroup:NodeGroup": {
+        "eks:CreateNodegroup",
+        "eks:DescribeNodegroup",
+        "eks:UpdateNodegroupConfig",
+        "eks:UpdateNodegroupVersion",
+        "eks:DeleteNodegroup",
+        "eks:TagResource",
+        "eks:UntagResource",
+        "iam:PassRole",
+        # EKS creates its node group service-linked role on the account's first node group.
+        "iam:CreateServiceLinkedRole",
+        # EKS reads the launch template version as the caller ("You are not authorized to
+        # describe the launch template version").
+        "ec2:DescribeLaunchTemplateVersions",
+    },
+    "aws:ec2/launchTemplate:LaunchTemplate": {
+        "ec2:CreateLaunchTemplate",
+        "ec2:CreateLaunchTemplateVersion",
+        "ec2:ModifyLaunchTemplate",
+        "ec2:DeleteLaunchTemplate",
+        "ec2:DescribeLaunchTemplates",
+        "ec2:DescribeLaunchTemplateVersions",
+        "ec2:CreateTags",
+        "ec2:DeleteTags",
+    },
+    "aws:autoscaling/tag:Tag": {
+        "autoscaling:CreateOrUpdateTags",
+        "autoscaling:DeleteTags",
+        "autoscaling:DescribeTags",
+    },
+    "aws:iam/role:Role": {
+        "iam:CreateRole",
+        "iam:GetRole",
+        "iam:DeleteRole",
+        "iam:TagRole",
+        "iam:UntagRole",
+        "iam:UpdateRoleDescription",
+        "iam:UpdateAssumeRolePolicy",
+        "iam:ListRolePolicies",
+        "iam:ListAttachedRolePolicies",
+        "iam:ListInstanceProfilesForRole",
+    },
+    "aws:iam/rolePolicy:RolePolicy": {
+        "iam:PutRolePolicy",
+        "iam:GetRolePolicy",
+        "iam:DeleteRolePolicy",
+    },
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": {
+        "iam:AttachRolePolicy",
+        "iam:DetachRolePolicy",
+        "iam:ListAttachedRolePolicies",
+    },
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": {
+        "eks:CreatePodIdentityAssociation",
+        "eks:DescribePodIdentityAssociation",
+        "eks:UpdatePodIdentityAssociation",
+        "eks:DeletePodIdentityAssociation",
+        "eks:TagResource",
+        "eks:UntagResource",
+        "iam:PassRole",
+    },
+}
+AWS_LOOKUP_ACTIONS: dict[str, str] = {
+    "aws:eks/getCluster:getCluster": "eks:DescribeCluster",
+    "aws:eks/getNodeGroups:getNodeGroups": "eks:ListNodegroups",
+    "aws:eks/getNodeGroup:getNodeGroup": "eks:DescribeNodegroup",
+    "aws:ec2/getSubnet:getSubnet": "ec2:DescribeSubnets",
+    "aws:ec2/getInstanceType:getInstanceType": "ec2:DescribeInstanceTypes",
+    "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": (
+        "ec2:DescribeInstanceTypeOfferings"
+    ),
+    "aws:ssm/getParameter:getParameter": "ssm:GetParameter",
+}
+# The AWS provider checks its credentials when it starts.
+AWS_PROVIDER_ACTIONS = {"sts:GetCallerIdentity"}
+
+GCP_RESOURCE_ROLES: dict[str, set[str]] = {
+    # Node pools, and `actAs` on the service account the nodes run as.
+    "gcp:container/nodePool:NodePool": {"roles/container.admin", "roles/iam.serviceAccountUser"},
+    "gcp:serviceaccount/account:Account": {"roles/iam.serviceAccountAdmin"},
+    "gcp:projects/iAMMember:IAMMember": {"roles/resourcemanager.projectIamAdmin"},
+}
+GCP_LOOKUP_ROLES: dict[str, str] = {
+    "gcp:container/getCluster:getCluster": "roles/container.admin",
+    "gcp:compute/getZones:getZones": "roles/compute.viewer",
+    "gcp:compute/getMachineTypes:getMachineTypes": "roles/compute.viewer",
+}
+# A running node group, so that its sizes are read (`components/eks/live_scaling.py`).
+RUNNING_GROUP = "t4-shared-20261123120000000000000a1b"
+
+
+def cloud_calls(plans: Iterable[Plan], provider: str) -> tuple[set[str], set[str]]:
+    """The resource types and lookups of `provider` the plans declare and make."""
+    types = {r.type for p in plans for r in p.resources if r.type.startswith(f"{provider}:")}
+    lookups = {i.token for p in plans for i in p.invokes if i.token.startswith(f"{provider}:")}
+    return types, lookups
+
+
+@pytest.fixture
+def eks_plans(dev_config: Config, plan_for: Callable[[Config], Plan]) -> list[Plan]:
+    """Every EKS stack, and the dev stack with AMI releases from SSM and a running node group."""
+    from_ssm = dev_config
+    for pool in from_ssm["gpu-platform:pools"]:
+        pool["aws"] = {**pool.get("aws", {}), "amiReleaseFromSsm": True}
+    stand_in.LIVE_NODE_GROUPS[RUNNING_GROUP] = {"minSize": 0, "maxSize": 3, "desiredSize": 1}
+    try:
+        running = plan_for(from_ssm)
+    finally:
+        stand_in.LIVE_NODE_GROUPS.clear()
+    return [run_program(stack, project=PROJECT) for stack in ("dev", "prod")] + [running]
+
+
+def granted_aws_actions() -> set[str]:
+    policy = json.loads((ROOT / "docs" / "iam" / "eks-deploy-policy.json").read_text())
+    return {action for statement in policy["Statement"] for action in statement["Action"]}
+
+
+def test_the_eks_deploy_policy_grants_exactly_what_the_program_calls(
+    eks_plans: list[Plan],
+) -> None:
+    types, lookups = cloud_calls(eks_plans, "aws")
+    assert lookups >= {"aws:eks/getNodeGroup:getNodeGroup", "aws:ssm/getParameter:getParameter"}
+    assert types <= set(AWS_RESOURCE_ACTIONS), "write the new type's actions here"
+    assert lookups <= set(AWS_LOOKUP_ACTIONS), "write the new lookup's action here"
+
+    needed = set().union(*(AWS_RESOURCE_ACTIONS[t] for t in types))
+    needed |= {AWS_LOOKUP_ACTIONS[token] for token in lookups} | AWS_PROVIDER_ACTIONS
+
+    assert granted_aws_actions() == needed
+
+
+def test_the_eks_deploy_policy_manages_only_the_roles_the_stack_names(
+    eks_plans: list[Plan],
+) -> None:
+    # Pulumi names a role after its resource, with a random suffix: `<resource name>-<7 hex>`.
+    policy = json.loads((ROOT / "docs" / "iam" / "eks-deploy-policy.json").read_text())
+    (roles,) = [s for s in policy["Statement"] if "iam:CreateRole" in s["Action"]]
+    patterns = [arn.removeprefix("arn:aws:iam::*:role/") for arn in roles["Resource"]]
+    names = {r.name for p in eks_plans for r in p.resources if r.type == "aws:iam/role:Role"}
+
+    assert names
+    assert all(any(_matches(pattern, f"{name}-0a1b2c3") for pattern in patterns) for name in names)
+
+
+def _matches(pattern: str, name: str) -> bool:
+    return fnmatchcase(name, pattern)
+
+
+def test_the_gke_deploy_roles_are_exactly_what_the_program_needs() -> None:
+    plans = [run_program("gke-dev", project=PROJECT)]
+    types, lookups = cloud_calls(plans, "gcp")
+    assert types <= set(GCP_RESOURCE_ROLES), "write the new type's roles here"
+    assert lookups <= set(GCP_LOOKUP_ROLES), "write the new lookup's role here"
+
+    needed = set().union(*(GCP_RESOURCE_ROLES[t] for t in types))
+    needed |= {GCP_LOOKUP_ROLES[token] for token in lookups}
+    granted = json.loads((ROOT / "docs" / "iam" / "gke-deploy-roles.json").read_text())
+
+    assert set(granted["roles"]) == needed
+
+
+def test_the_gke_deploy_account_may_grant_only_the_node_service_accounts_role() -> None:
+    plan = run_program("gke-dev", project=PROJECT)
+    granted_roles = {r.inputs["role"] for r in plan.of_type("gcp:projects/iAMMember:IAMMember")}
+    roles = json.loads((ROOT / "docs" / "iam" / "gke-deploy-roles.json").read_text())
+    condition = roles["conditions"]["roles/resourcemanager.projectIamAdmin"]["expression"]
+
+    assert granted_roles == {"roles/container.defaultNodeServiceAccount"}
+    assert f"hasOnly({sorted(granted_roles)})" in condition
