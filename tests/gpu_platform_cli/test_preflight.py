@@ -563,14 +563,21 @@ def reachability(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.subject == "cluster ml-dev node subnets"]
 
 
-def test_node_subnets_without_a_way_out_need_an_endpoint_for_every_aws_api(
-    aws: AwsClients, quotas: Stubber
-) -> None:
-    # Their only 0.0.0.0/0 route would be the public subnet's internet gateway, which does
-    # nothing for nodes without public addresses.
+@pytest.fixture
+def closed_account(aws: AwsClients, quotas: Stubber) -> AwsClients:
+    """A ready account whose node subnets have no route to the internet."""
     cluster(aws, nat=False)
     pod_identity_agent(aws)
     quota(quotas, SPOT_G, 32)
+    return aws
+
+
+def test_node_subnets_without_a_way_out_need_an_endpoint_for_every_aws_api(
+    closed_account: AwsClients,
+) -> None:
+    # Their only 0.0.0.0/0 route would be the public subnet's internet gateway, which does
+    # nothing for nodes without public addresses.
+    aws = closed_account
 
     blocking, registries = reachability(preflight.preflight(stack(), aws))
 
@@ -583,11 +590,9 @@ def test_node_subnets_without_a_way_out_need_an_endpoint_for_every_aws_api(
 
 
 def test_endpoints_for_every_aws_api_leave_only_the_public_images(
-    aws: AwsClients, quotas: Stubber
+    closed_account: AwsClients,
 ) -> None:
-    cluster(aws, nat=False)
-    pod_identity_agent(aws)
-    quota(quotas, SPOT_G, 32)
+    aws = closed_account
     subnets = private_subnet_ids(aws)
     vpc = aws.ec2.describe_subnets(SubnetIds=subnets)["Subnets"][0]["VpcId"]
     for service in ("ec2", "ecr.api", "ecr.dkr", "sts", "eks-auth", "eks", "autoscaling"):
@@ -609,11 +614,9 @@ def test_endpoints_for_every_aws_api_leave_only_the_public_images(
 
 
 def test_an_interface_endpoint_without_private_dns_does_not_count(
-    aws: AwsClients, quotas: Stubber
+    closed_account: AwsClients,
 ) -> None:
-    cluster(aws, nat=False)
-    pod_identity_agent(aws)
-    quota(quotas, SPOT_G, 32)
+    aws = closed_account
     subnets = private_subnet_ids(aws)
     vpc = aws.ec2.describe_subnets(SubnetIds=subnets)["Subnets"][0]["VpcId"]
     aws.ec2.create_vpc_endpoint(
