@@ -241,6 +241,14 @@ class EksPoolOptions(_Model):
     1000, at most a quarter of the IOPS)."""
     volume_iops: int = Field(default=6000, ge=3000, le=16000)
     """IOPS of that volume (gp3: 3000 to 16000)."""
+    node_group_per_zone: bool = False
+    """One node group per zone of the pool instead of one across them. The cluster autoscaler
+    gives a group's scale-from-zero template one zone, its Auto Scaling group's first, so a pod bound
+    to another zone (a zonal volume, a zone selector) never scales a multi-zone group up, and
+    EC2's AZ rebalancing moves nodes between zones without draining them. Per zone, each group
+    has its own zone in its template, and `balance-similar-node-groups` spreads scale-ups over
+    them; `min` and `max` are shared out over the zones (the pool's `max` stays its total, so
+    each zone can grow only to its share). Changing it replaces the pool's node groups."""
     local_nvme: bool = True
     """Keep container images and pod scratch space on the instance's local NVMe drives (one
     RAID0 array) where every instance type has at least `diskSizeGib` of them: on AL2023, and

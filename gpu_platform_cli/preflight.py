@@ -52,7 +52,7 @@ from components.config import (
     key_path,
     load_stack_config,
 )
-from components.eks.node_group_names import is_node_group_of
+from components.eks.node_group_names import is_node_group_of, zone_of, zone_share
 from components.versions import GPU_OPERATOR_CHART, SUPPORTED_KUBERNETES_VERSIONS
 from gpu_platform_cli.cli import fail, plain_console
 from gpu_platform_cli.findings import Finding
@@ -166,41 +166,56 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
 
 
 def size_change_findings(config: StackConfig, eks: Any) -> list[Finding]:
-    """Pools whose new bounds move their running node group's size on the next update.
+    """Pools whose new bounds move their running node groups' sizes on the next update.
 
-    The program sends the live desired size moved within the new bounds
+    The program sends a group's live desired size moved within its new bounds
     (`components.eks.live_scaling`): raising `min` above it starts nodes, lowering `max` below
-    it removes running ones, jobs and all."""
+    it removes running ones, jobs and all. A pool with a node group per zone shares its bounds
+    out over the zones its groups run in."""
     names = _paginate(eks, "list_nodegroups", "nodegroups", clusterName=config.cluster.name)
     findings = []
     for i, pool in enumerate(config.pools):
-        for name in (n for n in names if is_node_group_of(pool.name, n)):
+        groups = sorted(n for n in names if is_node_group_of(pool.name, n))
+        zonal = sorted((zone, n) for n in groups if (zone := zone_of(pool.name, n)))
+        bounds = {n: (pool.min, pool.max, "") for n in groups}
+        bounds |= {
+            n: (
+                zone_share(pool.min, len(zonal), k),
+                zone_share(pool.max, len(zonal), k),
+                f", {zone}'s share",
+            )
+            for k, (zone, n) in enumerate(zonal)
+        }
+        for name in groups:
             group = eks.describe_nodegroup(clusterName=config.cluster.name, nodegroupName=name)
-            scaling = group["nodegroup"]["scalingConfig"]
-            finding = _size_change_finding(i, pool, name, scaling["desiredSize"])
+            desired = group["nodegroup"]["scalingConfig"]["desiredSize"]
+            finding = _size_change_finding(i, pool, name, desired, bounds[name])
             if finding is not None:
                 findings.append(finding)
     return findings
 
 
-def _size_change_finding(i: int, pool: GpuPoolSpec, group: str, desired: int) -> Finding | None:
-    if pool.min <= desired <= pool.max:
+def _size_change_finding(
+    i: int, pool: GpuPoolSpec, group: str, desired: int, bounds: tuple[int, int, str]
+) -> Finding | None:
+    low, high, share = bounds
+    if low <= desired <= high:
         return None
-    if pool.min > desired:
+    if low > desired:
         return Finding(
             "warning",
             f"pool {pool.name}",
-            f"{key_path('pools', i, 'min')} ({pool.min}) is above node group {group}'s running"
-            f" size ({desired}): pulumi up starts {pool.min - desired} more node(s), paid for"
-            " while idle.",
+            f"{key_path('pools', i, 'min')} ({low}{share}) is above node group"
+            f" {group}'s running size ({desired}): pulumi up starts {low - desired} more"
+            " node(s), paid for while idle.",
             "Nothing to do if that is meant.",
         )
     return Finding(
         "warning",
         f"pool {pool.name}",
-        f"{key_path('pools', i, 'max')} ({pool.max}) is below node group {group}'s running size"
-        f" ({desired}): pulumi up removes {desired - pool.max} running node(s), with the jobs"
-        " on them.",
+        f"{key_path('pools', i, 'max')} ({high}{share}) is below node group {group}'s"
+        f" running size ({desired}): pulumi up removes {desired - high} running node(s), with"
+        " the jobs on them.",
         "Update when the pool's jobs can be stopped, or keep max at the running size until"
         " they end.",
     )

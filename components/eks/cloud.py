@@ -5,7 +5,7 @@ offers them) and raises one `ConfigError` for every pool that cannot work, befor
 exists. `create_pools` then creates a node group per pool and the autoscaler that scales them.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pulumi
 
@@ -25,6 +25,7 @@ from components.eks.cluster_autoscaler import (
     autoscaler_image,
 )
 from components.eks.node_group import EksGpuNodeGroup, EksGpuNodeGroupArgs
+from components.eks.node_group_names import SAMPLE_SUFFIX, is_node_group_of
 from components.eks.placement import NodeGroupPlacement, resolve_placement
 from components.node_identity import ResolvedPool
 from components.versions import CLUSTER_AUTOSCALER_IMAGES
@@ -56,7 +57,7 @@ class EksCloud:
                     )
                 ]
             )
-        problems: list[ConfigProblem] = []
+        problems = list(_pool_name_problems(self.config))
         pools = []
         for i, spec in enumerate(self.config.pools):
             try:
@@ -130,3 +131,17 @@ class EksCloud:
         chosen = self.config.cluster.node_subnet_ids
         subnets = look_up_subnets(chosen or self.cluster.subnet_ids, self.cluster.region)
         return subnets if chosen else private_subnets(subnets)
+
+
+def _pool_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """A pool named as another's per-zone node groups are (`<pool>-<zone>`) would have its node
+    group taken for the other's when the program and `preflight` find them by name."""
+    for i, pool in enumerate(config.pools):
+        for other in config.pools:
+            if other is not pool and is_node_group_of(other.name, f"{pool.name}-{SAMPLE_SUFFIX}"):
+                yield ConfigProblem(
+                    key_path("pools", i, "name"),
+                    pool.name,
+                    f"a name other than pool {other.name}'s followed by a zone, which names"
+                    f" {other.name}'s node group in that zone",
+                )

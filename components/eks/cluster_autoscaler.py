@@ -7,7 +7,6 @@ pre-flight check looks for it).
 """
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ from pulumi_kubernetes import helm
 from components.config import ClusterAutoscalerSpec
 from components.eks.autoscaler_tags import cluster_discovery_tag
 from components.eks.cluster import EksCluster
+from components.eks.node_group_names import node_group_pattern
 from components.node_identity import ResolvedPool
 from components.versions import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGES
 
@@ -157,12 +157,13 @@ def expander_priorities(pools: Sequence[ResolvedPool]) -> dict[str, list[str]]:
 
     On AWS the autoscaler names a node group by its Auto Scaling group. EKS names a managed node
     group's group `eks-<node group name>-<uuid>`, and the pools' node groups are named from a
-    prefix, `<pool>-`, and a unique suffix of 26 characters (18 digits of time and 8 hex of a
-    counter, Terraform's `UniqueId`, which the AWS provider uses for `name_prefix`): anchored
-    on it, one pool's expression never matches another pool whose name it begins."""
+    prefix, `<pool>-` (or `<pool>-<zone>-` per zone), and a unique suffix of 26 characters (18
+    digits of time and 8 hex of a counter, Terraform's `UniqueId`, which the AWS provider uses
+    for `name_prefix`): anchored on it, one pool's expression never matches another pool whose
+    name it begins (`node_group_names`)."""
     priorities: dict[int, list[str]] = {}
     for pool in pools:
-        expression = f"^eks-{re.escape(pool.spec.name)}-[0-9]{{18}}[0-9a-f]{{8}}-"
+        expression = f"^eks-{node_group_pattern(pool.spec.name)}-"
         priorities.setdefault(CAPACITY_PRIORITIES[pool.spec.capacity], []).append(expression)
     # Keys as strings: Helm values travel as JSON objects; the chart reads them with `int`.
     return {str(level): priorities[level] for level in sorted(priorities, reverse=True)}

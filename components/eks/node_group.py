@@ -1,8 +1,9 @@
-"""`EksGpuNodeGroup`: one GPU pool as an EKS managed node group that scales from zero.
+"""`EksGpuNodeGroup`: one GPU pool as an EKS managed node group that scales from zero, or one
+per zone (`aws.nodeGroupPerZone`).
 
 Children: the node IAM role (unless the pool names one), a launch template (IMDSv2, encrypted
-gp3 disk, no SSH key), the managed node group with the pool's labels and taints, and one tag per
-scale-from-zero hint on the node group's Auto Scaling group.
+gp3 disk, no SSH key), the managed node groups with the pool's labels and taints, and one tag
+per scale-from-zero hint on each node group's Auto Scaling group.
 """
 
 import json
@@ -18,7 +19,7 @@ from components.eks.autoscaler_tags import autoscaler_tags
 from components.eks.cluster import EksCluster
 from components.eks.live_scaling import desired_size_to_send
 from components.eks.local_storage import kubelet_disk_gib, node_config_user_data
-from components.eks.node_group_names import node_group_name_prefix
+from components.eks.node_group_names import node_group_name_prefix, zone_share
 from components.eks.node_labels import eks_node_identity
 from components.eks.placement import NodeGroupPlacement
 from components.node_identity import CLOUD_TAINT_EFFECTS, POOL_LABEL, ResolvedPool
@@ -64,9 +65,6 @@ class EksGpuNodeGroupArgs:
 class EksGpuNodeGroup(pulumi.ComponentResource):
     """A managed node group for one GPU pool, tagged so the autoscaler scales it from zero."""
 
-    node_group: eks.NodeGroup
-    autoscaling_group_name: pulumi.Output[str]
-
     def __init__(
         self, name: str, args: EksGpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None
     ):
@@ -100,67 +98,100 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
             opts=child,
         )
         identity = eks_node_identity(args.pool)
-        desired = desired_size_to_send(spec, args.placement.live_scaling)
-        self.node_group = eks.NodeGroup(
-            f"{name}-nodes",
-            cluster_name=args.cluster.name,
-            node_group_name_prefix=node_group_name_prefix(spec.name),
-            node_role_arn=role_arn,
-            subnet_ids=list(args.placement.subnet_ids),
-            ami_type=args.placement.ami_type,
-            release_version=args.placement.release_version,
-            instance_types=[t.name for t in args.placement.instance_types],
-            capacity_type=CAPACITY_TYPES[spec.capacity],
-            scaling_config=eks.NodeGroupScalingConfigArgs(
-                min_size=spec.min,
-                desired_size=spec.min if desired is None else desired,
-                max_size=spec.max,
-            ),
-            update_config=_update_config(args),
-            labels=secret_if(args.secret_labels, dict(identity.labels)),
-            taints=[
-                eks.NodeGroupTaintArgs(
-                    key=t.key, value=t.value or None, effect=CLOUD_TAINT_EFFECTS[t.effect]
-                )
-                for t in identity.taints
-            ],
-            # Disk size and instance profile come from the launch template; setting the node
-            # group's `disk_size` as well makes EKS refuse the group.
-            launch_template=eks.NodeGroupLaunchTemplateArgs(
-                id=launch_template.id, version=launch_template.latest_version.apply(str)
-            ),
-            region=args.cluster.region,
-            tags=_resource_tags(args),
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                depends_on=attachments,
-                ignore_changes=[DESIRED_SIZE] if desired is None else [],
-                protect=args.protect,
-            ),
-        )
-        self.autoscaling_group_name = self.node_group.resources.apply(_autoscaling_group_name)
         disk_gib = kubelet_disk_gib(spec, args.placement.instance_types, args.node_image)
         hints = autoscaler_tags(identity, args.cluster.name, args.idle_minutes, disk_gib)
-        for key, value in hints.items():
-            autoscaling.Tag(
-                f"{name}-{key}",
-                autoscaling_group_name=self.autoscaling_group_name,
-                tag=autoscaling.TagTagArgs(
-                    key=key,
-                    value=secret_if(args.secret_labels, value),
-                    # Hints describe the group to the autoscaler, not the instances: copied to
-                    # every instance they would use up EC2's 50 tags per instance for nothing.
-                    propagate_at_launch=False,
+        self.node_groups: list[eks.NodeGroup] = []
+        autoscaling_group_names = []
+        for group in node_groups_of(spec, args.placement):
+            # A pool's only group keeps the names it has always had, so that no stack that
+            # has one replaces it.
+            suffix = "" if group.zone is None else f"-{group.zone}"
+            desired = desired_size_to_send(
+                group.min_size, group.max_size, args.placement.live_scalings.get(group.zone)
+            )
+            node_group = eks.NodeGroup(
+                f"{name}-nodes{suffix}",
+                cluster_name=args.cluster.name,
+                node_group_name_prefix=node_group_name_prefix(spec.name, group.zone),
+                node_role_arn=role_arn,
+                subnet_ids=list(group.subnet_ids),
+                ami_type=args.placement.ami_type,
+                release_version=args.placement.release_version,
+                instance_types=[t.name for t in args.placement.instance_types],
+                capacity_type=CAPACITY_TYPES[spec.capacity],
+                scaling_config=eks.NodeGroupScalingConfigArgs(
+                    min_size=group.min_size,
+                    desired_size=group.min_size if desired is None else desired,
+                    max_size=group.max_size,
+                ),
+                update_config=_update_config(args),
+                labels=secret_if(args.secret_labels, dict(identity.labels)),
+                taints=[
+                    eks.NodeGroupTaintArgs(
+                        key=t.key, value=t.value or None, effect=CLOUD_TAINT_EFFECTS[t.effect]
+                    )
+                    for t in identity.taints
+                ],
+                # Disk size and instance profile come from the launch template; setting the
+                # node group's `disk_size` as well makes EKS refuse the group.
+                launch_template=eks.NodeGroupLaunchTemplateArgs(
+                    id=launch_template.id, version=launch_template.latest_version.apply(str)
                 ),
                 region=args.cluster.region,
-                opts=child,
+                tags=_resource_tags(args),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    depends_on=attachments,
+                    ignore_changes=[DESIRED_SIZE] if desired is None else [],
+                    protect=args.protect,
+                ),
             )
+            autoscaling_group_name = node_group.resources.apply(_autoscaling_group_name)
+            for key, value in hints.items():
+                autoscaling.Tag(
+                    f"{name}{suffix}-{key}",
+                    autoscaling_group_name=autoscaling_group_name,
+                    tag=autoscaling.TagTagArgs(
+                        key=key,
+                        value=secret_if(args.secret_labels, value),
+                        # Hints describe the group to the autoscaler, not the instances: copied
+                        # to every instance they would use up EC2's 50 tags per instance for
+                        # nothing.
+                        propagate_at_launch=False,
+                    ),
+                    region=args.cluster.region,
+                    opts=child,
+                )
+            self.node_groups.append(node_group)
+            autoscaling_group_names.append(autoscaling_group_name)
         self.register_outputs(
             {
-                "node_group_name": self.node_group.node_group_name,
-                "autoscaling_group_name": self.autoscaling_group_name,
+                "node_group_names": [g.node_group_name for g in self.node_groups],
+                "autoscaling_group_names": autoscaling_group_names,
             }
         )
+
+
+@dataclass(frozen=True)
+class NodeGroupShape:
+    """One of a pool's node groups: where it goes and its share of the pool's size."""
+
+    zone: str | None
+    """None for a pool's only node group, across its zones."""
+    subnet_ids: tuple[str, ...]
+    min_size: int
+    max_size: int
+
+
+def node_groups_of(spec: GpuPoolSpec, placement: NodeGroupPlacement) -> list[NodeGroupShape]:
+    """The pool's node group, or one per zone with `min` and `max` shared out over them."""
+    if not spec.aws.node_group_per_zone:
+        return [NodeGroupShape(None, placement.subnet_ids, spec.min, spec.max)]
+    zones = len(placement.subnets_by_zone)
+    return [
+        NodeGroupShape(zone, ids, zone_share(spec.min, zones, i), zone_share(spec.max, zones, i))
+        for i, (zone, ids) in enumerate(placement.subnets_by_zone)
+    ]
 
 
 def _autoscaling_group_name(resources: Sequence[eks.outputs.NodeGroupResource]) -> str:

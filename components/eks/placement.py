@@ -6,8 +6,8 @@ launch there), the subnets in those zones, the NVIDIA AMI type for the CPU archi
 AMI release. Whatever makes a pool unable to work is a `ConfigError` naming the pool's key.
 """
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from pulumi_aws import ssm
 
@@ -28,7 +28,12 @@ from components.eks.instance_types import (
     offered_zones,
     zones_offering_all,
 )
-from components.eks.live_scaling import LiveScaling, live_scaling
+from components.eks.live_scaling import LiveScaling, live_scalings
+from components.eks.node_group_names import (
+    NODE_GROUP_NAME_LIMIT,
+    NODE_GROUP_SUFFIX_LENGTH,
+    node_group_name_prefix,
+)
 from components.eks.node_labels import eks_node_identity
 from components.node_identity import ResolvedPool, resolve_pool
 
@@ -54,8 +59,11 @@ class NodeGroupPlacement:
     ami_type: str
     release_version: str | None
     """The AMI release to pin; None lets EKS take its latest when the group is created."""
-    live_scaling: LiveScaling | None = None
-    """The sizes of the pool's node group as it runs now; None before it exists."""
+    subnets_by_zone: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """`subnet_ids` by zone, in zone order: where each per-zone node group goes."""
+    live_scalings: Mapping[str | None, LiveScaling] = field(default_factory=dict)
+    """The sizes of the pool's node groups as they run now, by zone (None for a pool's only
+    group); none before they exist."""
 
 
 def release_parameter(node_image: str, kubernetes_version: str, architecture: str) -> str:
@@ -99,6 +107,7 @@ def resolve_placement(
     first = instance_types[0]
     assert first.gpu is not None and first.architecture is not None
     zones, subnet_ids = _zones_and_subnets(spec, index, offered, subnets)
+    _raise_if_any(_per_zone_problems(spec, index, zones))
     pool = resolve_pool(spec, index, first.gpu)
     _raise_if_any(_node_group_problems(pool, cluster.name, idle_minutes))
     placement = NodeGroupPlacement(
@@ -107,7 +116,11 @@ def resolve_placement(
         subnet_ids=subnet_ids,
         ami_type=AMI_TYPES[(node_image, first.architecture)],
         release_version=_release_version(spec, cluster, node_image, first.architecture),
-        live_scaling=live_scaling(cluster, spec.name),
+        subnets_by_zone=tuple(
+            (zone, tuple(s.id for s in subnets if s.zone == zone and s.id in subnet_ids))
+            for zone in zones
+        ),
+        live_scalings=live_scalings(cluster, spec.name),
     )
     return pool, placement
 
@@ -235,6 +248,30 @@ def _zones_and_subnets(
         )
     subnet_ids = tuple(s.id for s in subnets if s.zone in usable)
     return tuple(sorted(usable)), subnet_ids
+
+
+def _per_zone_problems(spec: GpuPoolSpec, i: int, zones: Sequence[str]) -> Iterator[ConfigProblem]:
+    if not spec.aws.node_group_per_zone:
+        return
+    if spec.max < len(zones):
+        yield ConfigProblem(
+            key_path("pools", i, "max"),
+            spec.max,
+            f"at least {len(zones)} with aws.nodeGroupPerZone: each of the pool's zones"
+            f" ({', '.join(zones)}) gets a node group with a share of max, and a node group"
+            " needs a max of 1 or more; or name fewer zones in zones",
+        )
+    longest = max(len(node_group_name_prefix(spec.name, zone)) for zone in zones)
+    too_long = longest + NODE_GROUP_SUFFIX_LENGTH - NODE_GROUP_NAME_LIMIT
+    if too_long > 0:
+        yield ConfigProblem(
+            key_path("pools", i, "name"),
+            spec.name,
+            f"a name of at most {len(spec.name) - too_long} characters with"
+            " aws.nodeGroupPerZone: EKS node group names, made of the pool's name, its zone"
+            f" and a suffix of {NODE_GROUP_SUFFIX_LENGTH}, are at most {NODE_GROUP_NAME_LIMIT}"
+            " characters",
+        )
 
 
 def _node_group_problems(

@@ -976,6 +976,19 @@ def test_lowering_max_below_the_running_size_warns_of_the_nodes_it_removes(
     assert finding.message.endswith("pulumi up removes 1 running node(s), with the jobs on them.")
 
 
+def test_per_zone_groups_are_held_to_their_zones_share_of_the_bounds(aws: AwsClients) -> None:
+    cluster(aws)
+    for zone in ("us-east-1a", "us-east-1b"):
+        live_node_group(aws, desired=0, name=f"t4-shared-{zone}-2026112312000000000000000a")
+
+    findings = preflight.size_change_findings(stack(lambda c: pools(c)[0].update(min=3)), aws.eks)
+
+    assert [f.message.split(" is above")[0] for f in findings] == [
+        "gpu-platform:pools[0].min (2, us-east-1a's share)",
+        "gpu-platform:pools[0].min (1, us-east-1b's share)",
+    ]
+
+
 def test_sizes_the_live_group_admits_and_other_groups_are_left_alone(aws: AwsClients) -> None:
     cluster(aws)
     live_node_group(aws, desired=1)

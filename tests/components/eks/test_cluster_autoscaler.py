@@ -207,7 +207,9 @@ def test_the_priority_expander_ranks_reserved_then_on_demand_then_spot(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
     values = release(plan_for(with_pools_of_every_capacity(dev_config))).inputs["values"]
-    suffix = "-[0-9]{18}[0-9a-f]{8}-"
+    # An optional zone, for pools with a node group per zone, then the unique suffix.
+    zone = "[a-z]{2}(?:-[a-z]+)+-[0-9]+(?:[a-z]|-[a-z]+-[0-9]+[a-z])"
+    suffix = f"-(?:(?P<zone>{zone})-)?[0-9]{{18}}[0-9a-f]{{8}}-"
 
     # The chart renders these as the cluster-autoscaler-priority-expander ConfigMap
     # (templates/priority-expander-configmap.yaml, chart 9.59.0); higher wins.
@@ -232,6 +234,27 @@ def test_each_pools_expression_matches_its_own_group_and_no_other(
 
     assert all(len(found) == 1 for found in matches.values()), matches
     assert len({found[0] for found in matches.values()}) == len(groups)
+
+
+def test_per_zone_groups_match_their_pools_expression_and_no_other(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    config = with_pools_of_every_capacity(dev_config)
+    config["gpu-platform:pools"][0].update(
+        zones=["us-east-1a", "us-east-1b", "us-east-1c"], aws={"nodeGroupPerZone": True}
+    )
+    plan = plan_for(config)
+    priorities = release(plan).inputs["values"]["expanderPriorities"]
+    expressions = [e for level in priorities.values() for e in level]
+    zonal = {
+        str(tag.inputs["autoscalingGroupName"])
+        for tag in plan.of_type("aws:autoscaling/tag:Tag")
+        if tag.parent == plan.named("t4-shared", "gpu-platform:eks:GpuNodeGroup").urn
+    }
+
+    assert len(zonal) == 3
+    for group in zonal:
+        assert [e for e in expressions if re.search(e, group)] == priorities["10"][:1]
 
 
 def asg_name(plan: Plan, pool: str) -> str:
