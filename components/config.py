@@ -243,8 +243,8 @@ class EksPoolOptions(_Model):
     """IOPS of that volume (gp3: 3000 to 16000)."""
     node_group_per_zone: bool = False
     """One node group per zone of the pool instead of one across them. The cluster autoscaler
-    gives a group's scale-from-zero template one zone, its Auto Scaling group's first, so a pod bound
-    to another zone (a zonal volume, a zone selector) never scales a multi-zone group up, and
+    gives a group's scale-from-zero template one zone, its Auto Scaling group's first, so a pod
+    bound to another zone (a zonal volume, a zone selector) never scales a multi-zone group up, and
     EC2's AZ rebalancing moves nodes between zones without draining them. Per zone, each group
     has its own zone in its template, and `balance-similar-node-groups` spreads scale-ups over
     them; `min` and `max` are shared out over the zones (the pool's `max` stays its total, so
