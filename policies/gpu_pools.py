@@ -465,6 +465,46 @@ def _as_rule(rule: str, instance_type: str | None, check: PoolCheck, args: Any) 
         yield f"{rule} (a {instance_type} node group by its launch template): {problem}"
 
 
+# --- a pool over several node groups (one per zone) ----------------------------------------
+
+POOL_TOTAL_SIZE = "gpu-pool-total-size"
+POOL_LABEL = "gpu-platform.io/pool"
+
+
+def validate_pool_totals(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    limit = MAX_NODES_PER_POOL.read(SCALING_CONFIG)
+    by_pool: dict[str, list[tuple[PolicyResource, float]]] = {}
+    with Findings(POOL_TOTAL_SIZE, "the stack", report_violation) as findings:
+        for node_group in args.resources:
+            if node_group.resource_type != NODE_GROUP_TYPE:
+                continue
+            what = f"the pool and maximum of {node_group.urn}"
+            found = findings.known(what, partial(_pool_and_maximum, node_group.props))
+            if found is not None:
+                pool, maximum = found
+                by_pool.setdefault(pool, []).append((node_group, maximum))
+        for pool, groups in by_pool.items():
+            total = sum(maximum for _, maximum in groups)
+            # A pool's only node group is judged by gpu-pool-scaling on its own.
+            if len(groups) > 1 and total > limit:
+                sizes = ", ".join(f"{group.name} {shown(maximum)}" for group, maximum in groups)
+                report_violation(
+                    f'GPU pool "{pool}" can grow to {shown(total)} nodes over its {len(groups)} '
+                    f"node groups ({sizes}), more than {MAX_NODES_PER_POOL.key} ({limit}). Fix: "
+                    f"lower the pool's max, or raise {MAX_NODES_PER_POOL.key} in the config of "
+                    f"{SCALING}.",
+                    groups[0][0].urn,
+                )
+
+
+def _pool_and_maximum(props: Mapping[str, Any]) -> tuple[str, float] | None:
+    pool = text(props, "labels", POOL_LABEL)
+    maximum = number(props, "scalingConfig", "maxSize")
+    if pool is None or maximum is None or not is_gpu_node_group(props):
+        return None
+    return pool, maximum
+
+
 # --- the policies --------------------------------------------------------------------------
 
 
@@ -552,6 +592,13 @@ POLICIES = [
         description="EKS node groups whose launch template gives them a GPU instance type (as "
         "on a custom AMI) meet the GPU pool rules.",
         validate=validate_launch_template_pools,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+    StackValidationPolicy(
+        name=POOL_TOTAL_SIZE,
+        description="GPU pools of several node groups (one per zone) grow to at most "
+        "maxNodesPerPool nodes in all.",
+        validate=validate_pool_totals,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),
     gpu_pool_policy(

@@ -356,3 +356,33 @@ def test_a_custom_ami_gpu_node_group_takes_the_scaling_policys_settings(
 
     assert len(messages(analyze(template, group), "eks-gpu-launch-template-pools")) == 1
     assert messages(analyze(template, group, config=config), "eks-gpu-launch-template-pools") == []
+
+
+def zone_groups(*maxima: int) -> list[PlannedResource]:
+    """The dev pool as one node group per zone, with these maxima."""
+    groups = []
+    for zone, maximum in zip(("us-east-1a", "us-east-1b", "us-east-1c"), maxima, strict=False):
+        group = eks_node_group(name=f"l4-nodes-{zone}")
+        group.inputs["scalingConfig"] = {"minSize": 0, "desiredSize": 0, "maxSize": maximum}
+        groups.append(group)
+    return groups
+
+
+def test_a_pool_over_several_node_groups_is_bounded_in_all(analyze: Analyze) -> None:
+    verdicts = analyze(*zone_groups(30, 30, 30))
+
+    assert messages(verdicts, "gpu-pool-total-size") == [
+        'GPU pool "l4" can grow to 90 nodes over its 3 node groups (l4-nodes-us-east-1a 30, '
+        "l4-nodes-us-east-1b 30, l4-nodes-us-east-1c 30), more than maxNodesPerPool (64). "
+        "Fix: lower the pool's max, or raise maxNodesPerPool in the config of gpu-pool-scaling."
+    ]
+    # Each group alone is within the limit.
+    assert messages(verdicts, "gpu-pool-scaling") == []
+
+
+def test_a_pool_over_several_node_groups_takes_the_scaling_policys_limit(
+    analyze: Analyze,
+) -> None:
+    config = {"gpu-pool-scaling": {"maxNodesPerPool": 96}}
+
+    assert messages(analyze(*zone_groups(30, 30, 30), config=config), "gpu-pool-total-size") == []
