@@ -100,7 +100,9 @@ def node_templates(plan: Plan) -> list[NodeTemplate]:
     templates = []
     for group in plan.of_type("gpu-platform:eks:GpuNodeGroup"):
         children = plan.children_of(group)
-        (node_group,) = (c for c in children if c.type == "aws:eks/nodeGroup:NodeGroup")
+        # A pool with a node group per zone has one template per group, the same but for the
+        # zone, which `fit` does not read: the first stands for them all.
+        node_group = next(c for c in children if c.type == "aws:eks/nodeGroup:NodeGroup")
         tags = {
             c.inputs["tag"]["key"]: c.inputs["tag"]["value"]
             for c in children

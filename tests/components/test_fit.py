@@ -352,3 +352,16 @@ def test_the_pod_spec_is_found_in_pods_and_workloads(document: dict[str, Any]) -
 def test_a_document_without_a_pod_spec_is_refused() -> None:
     with pytest.raises(ValueError, match="'Service' has no pod spec"):
         pod_spec_of({"kind": "Service", "spec": {}})
+
+
+def test_a_pool_with_a_node_group_per_zone_is_one_template(stack: dict[str, Any]) -> None:
+    zonal = copy.deepcopy(stack)
+    zonal["gpu-platform:pools"][0].update(
+        zones=["us-east-1a", "us-east-1b"], max=2, aws={"nodeGroupPerZone": True}
+    )
+
+    found = node_templates(run_program("dev", config=zonal))
+
+    assert [t.pool for t in found] == [
+        t.pool for t in node_templates(run_program("dev", config=stack))
+    ]
