@@ -241,6 +241,14 @@ class EksPoolOptions(_Model):
     1000, at most a quarter of the IOPS)."""
     volume_iops: int = Field(default=6000, ge=3000, le=16000)
     """IOPS of that volume (gp3: 3000 to 16000)."""
+    efa: bool = False
+    """A pool for training across nodes: its nodes get one Elastic Fabric Adapter per network
+    card (the first also carrying the node's ordinary traffic, the others EFA-only), a security
+    group that lets EFA traffic flow between them, and a `cluster` placement group, so that they
+    start close together in the pool's one zone (`zones` must name exactly one). Pods ask for
+    `vpc.amazonaws.com/efa`, which the EFA device plugin (installed with the first such pool)
+    advertises. Every instance type must support EFA. Changing it replaces the launch template
+    and rolls the pool's nodes."""
     node_group_per_zone: bool = False
     """One node group per zone of the pool instead of one across them. The cluster autoscaler
     gives a group's scale-from-zero template one zone, its Auto Scaling group's first, so a pod
@@ -859,6 +867,13 @@ def _pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     "exactly one zone with capacity-block, the block's: its instances launch"
                     " only there, and a node group over other zones would try them in vain",
                 )
+        if config.cloud is Cloud.AWS and pool.aws.efa and len(pool.zones) != 1:
+            yield ConfigProblem(
+                key_path("pools", i, "zones"),
+                pool.zones,
+                "exactly one zone with aws.efa: a cluster placement group keeps its instances in"
+                " one zone, where EFA reaches between them",
+            )
         if config.cloud is Cloud.GCP and len(pool.instance_types) != 1:
             yield ConfigProblem(
                 key_path("pools", i, "instanceTypes"),

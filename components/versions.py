@@ -37,6 +37,16 @@ KUBE_PROMETHEUS_STACK_CHART = HelmChart(
     repository="https://prometheus-community.github.io/helm-charts",
 )
 
+# AWS's EFA device plugin, which advertises a node's Elastic Fabric Adapters as
+# `vpc.amazonaws.com/efa`; installed in kube-system once a pool asks for EFA (`aws.efa`). The
+# DRA driver EKS recommends from Kubernetes 1.34 needs DRA-aware workloads and does not work
+# with Karpenter; the device plugin works on every supported version.
+EFA_DEVICE_PLUGIN_CHART = HelmChart(
+    name="aws-efa-k8s-device-plugin",
+    version="v0.5.30",
+    repository="https://aws.github.io/eks-charts",
+)
+
 # Pod Security Standards version stamped on every namespace's `<mode>-version` label, so a
 # cluster upgrade never tightens or loosens a namespace's policy without a reviewed change.
 POD_SECURITY_VERSION = "v1.35"

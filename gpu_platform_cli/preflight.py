@@ -5,7 +5,8 @@ otherwise surface half-way through a deployment or, worse, as a GPU pool that ne
 
 - the cluster exists, is ACTIVE and runs a Kubernetes version the platform supports, and has
   the EKS Pod Identity Agent add-on the cluster autoscaler gets its credentials through;
-- every pool's instance types are offered in the zones its nodes go to;
+- every pool's instance types are offered in the zones its nodes go to, and have EFA where the
+  pool asks for it;
 - the node subnets reach the internet, or have a VPC endpoint for every AWS API the nodes and
   the cluster autoscaler call (`gpu_platform_cli.reachability`);
 - raising or lowering a pool's bounds past its running node group's size, which moves it;
@@ -153,6 +154,7 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
     cluster, findings = _cluster_findings(config, clients)
     subnets = node_subnets(config, clients.ec2, cluster)
     findings += _zone_findings(config, clients, subnets)
+    findings += efa_findings(config, clients.ec2)
     if subnets:
         findings += reachability_findings(config, clients.ec2, subnets)
     if cluster is not None:
@@ -522,6 +524,52 @@ def _pool_zone_finding(
         )
     return Finding(
         "ok", subject, f"Every instance type is offered in {', '.join(sorted(usable))}.", "Nothing."
+    )
+
+
+# --- EFA pools -------------------------------------------------------------------------------
+
+
+def efa_findings(config: StackConfig, ec2: Any) -> list[Finding]:
+    """Each EFA pool's instance types against EC2's own description of their EFA support."""
+    findings = []
+    for i, pool in enumerate(config.pools):
+        if not pool.aws.efa:
+            continue
+        interfaces = {}
+        for name in pool.instance_types:
+            try:
+                described = ec2.describe_instance_types(InstanceTypes=[name])["InstanceTypes"]
+            except ClientError as error:
+                if _error_code(error) != "InvalidInstanceType":
+                    raise
+                continue  # the zone check says so
+            network = described[0].get("NetworkInfo", {})
+            efa = network.get("EfaInfo", {}) if network.get("EfaSupported") else {}
+            interfaces[name] = efa.get("MaximumEfaInterfaces", 0)
+        findings.append(_efa_finding(i, pool, interfaces))
+    return findings
+
+
+def _efa_finding(i: int, pool: GpuPoolSpec, interfaces: Mapping[str, int]) -> Finding:
+    subject = f"pool {pool.name}"
+    without = sorted(name for name, count in interfaces.items() if not count)
+    if without:
+        return Finding(
+            "blocking",
+            subject,
+            f"aws.efa is on, but EC2 gives {', '.join(without)} no EFA.",
+            f"Choose instance types with EFA in {key_path('pools', i, 'instanceTypes')}, or turn"
+            " aws.efa off.",
+        )
+    fewest = min(interfaces.values(), default=0)
+    return Finding(
+        "ok",
+        subject,
+        f"{fewest} EFA interface(s) a node, in one zone ({', '.join(pool.zones)}) and a cluster"
+        " placement group, which may not find every node at once when capacity is short: a"
+        " capacity reservation or Capacity Block secures them.",
+        "Nothing.",
     )
 
 

@@ -136,7 +136,12 @@ REVIEWED_RELEASES = Setting(
     {
         "type": "array",
         "items": {"type": "string"},
-        "default": ["gpu-operator", "kube-prometheus-stack", "cluster-autoscaler"],
+        "default": [
+            "gpu-operator",
+            "kube-prometheus-stack",
+            "cluster-autoscaler",
+            "aws-efa-k8s-device-plugin",
+        ],
         "description": "Charts installed as helm.v3.Release whose workloads are reviewed "
         "elsewhere (the platform's own), by chart name.",
     },

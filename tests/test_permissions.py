@@ -47,6 +47,26 @@ AWS_RESOURCE_ACTIONS: dict[str, set[str]] = {
         "ec2:CreateTags",
         "ec2:DeleteTags",
     },
+    "aws:ec2/securityGroup:SecurityGroup": {
+        "ec2:CreateSecurityGroup",
+        "ec2:DescribeSecurityGroups",
+        "ec2:DeleteSecurityGroup",
+        "ec2:AuthorizeSecurityGroupIngress",
+        "ec2:AuthorizeSecurityGroupEgress",
+        "ec2:RevokeSecurityGroupIngress",
+        "ec2:RevokeSecurityGroupEgress",
+        # The provider waits for the group's network interfaces to go before deleting it.
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:CreateTags",
+        "ec2:DeleteTags",
+    },
+    "aws:ec2/placementGroup:PlacementGroup": {
+        "ec2:CreatePlacementGroup",
+        "ec2:DescribePlacementGroups",
+        "ec2:DeletePlacementGroup",
+        "ec2:CreateTags",
+        "ec2:DeleteTags",
+    },
     "aws:autoscaling/tag:Tag": {
         "autoscaling:CreateOrUpdateTags",
         "autoscaling:DeleteTags",

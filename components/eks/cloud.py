@@ -2,7 +2,8 @@
 
 `resolve_pools` only looks things up (the cluster, its subnets, the instance types and where EC2
 offers them) and raises one `ConfigError` for every pool that cannot work, before any resource
-exists. `create_pools` then creates a node group per pool and the autoscaler that scales them.
+exists. `create_pools` then creates the node groups of each pool, the EFA device plugin where a
+pool asks for EFA, and the autoscaler that scales them.
 """
 
 from collections.abc import Iterator, Sequence
@@ -24,6 +25,7 @@ from components.eks.cluster_autoscaler import (
     ClusterAutoscalerArgs,
     autoscaler_image,
 )
+from components.eks.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks.node_group import EksGpuNodeGroup, EksGpuNodeGroupArgs
 from components.eks.node_group_names import SAMPLE_SUFFIX, is_node_group_of
 from components.eks.placement import NodeGroupPlacement, resolve_placement
@@ -112,6 +114,14 @@ class EksCloud:
             )
             for pool in pools
         ]
+        if any(pool.spec.aws.efa for pool in pools):
+            node_groups.append(
+                EfaDevicePlugin(
+                    "efa-device-plugin",
+                    EfaDevicePluginArgs(),
+                    pulumi.ResourceOptions(provider=connection.provider),
+                )
+            )
         if self._autoscaler_image is None:
             return node_groups
         autoscaler = ClusterAutoscaler(

@@ -36,6 +36,9 @@ class EksCluster:
     """Kubernetes `major.minor`, such as `1.35`."""
     status: str
     subnet_ids: tuple[str, ...]
+    vpc_id: str = ""
+    security_group_id: str = ""
+    """The cluster security group EKS creates, which lets nodes and control plane talk."""
 
     @property
     def partition(self) -> str:
@@ -67,6 +70,8 @@ def look_up_cluster(spec: ClusterSpec) -> EksCluster:
         version=found.version,
         status=found.status,
         subnet_ids=tuple(found.vpc_config.subnet_ids),
+        vpc_id=found.vpc_config.vpc_id,
+        security_group_id=found.vpc_config.cluster_security_group_id,
     )
 
 

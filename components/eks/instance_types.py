@@ -54,6 +54,9 @@ class InstanceType:
     """Memory of one GPU."""
     instance_store_gb: int = 0
     """Total size of the instance's local SSDs (NVMe on every GPU type EC2 offers), in GB."""
+    efa_interfaces: int = 0
+    """How many Elastic Fabric Adapter interfaces it takes, one per network card; 0 without
+    EFA."""
 
     @property
     def accelerator(self) -> str | None:
@@ -98,6 +101,7 @@ def instance_type(
     architectures: Iterable[str],
     gpus: Sequence[Gpus],
     instance_store_gb: int = 0,
+    efa_interfaces: int = 0,
 ) -> InstanceType:
     """An instance type from EC2's description of it."""
     supported = set(architectures)
@@ -112,6 +116,7 @@ def instance_type(
         gpu_count=sum(g.count for g in gpus),
         gpu_memory_mib=gpus[0].memory_mib if gpus else 0,
         instance_store_gb=instance_store_gb,
+        efa_interfaces=efa_interfaces,
     )
 
 
@@ -125,6 +130,7 @@ def look_up_instance_type(name: str, region: str) -> InstanceType:
         found.supported_architectures or [],
         [Gpus(g.manufacturer, g.name, g.count, g.memory_size) for g in found.gpuses or []],
         sum(d.count * d.size for d in found.instance_disks or [] if d.type == "ssd"),
+        (found.efa_maximum_interfaces or 0) if found.efa_supported else 0,
     )
 
 

@@ -17,6 +17,7 @@ from pulumi_aws import autoscaling, ec2, eks, iam
 from components.config import GpuPoolSpec
 from components.eks.autoscaler_tags import autoscaler_tags
 from components.eks.cluster import EksCluster
+from components.eks.efa import efa_launch_template_options
 from components.eks.live_scaling import desired_size_to_send
 from components.eks.local_storage import kubelet_disk_gib, node_config_user_data
 from components.eks.node_group_names import node_group_name_prefix, zone_share
@@ -93,11 +94,19 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
                 for resource_type in ("instance", "volume")
             ],
             **_capacity_block_options(args),
+            **efa_launch_template_options(
+                name,
+                args.cluster,
+                args.placement.efa_interfaces,
+                spec.capacity == "capacity-block",
+                _resource_tags(args),
+                child,
+            ),
             region=args.cluster.region,
             tags=_resource_tags(args),
             opts=child,
         )
-        identity = eks_node_identity(args.pool)
+        identity = eks_node_identity(args.pool, args.placement.efa_interfaces)
         disk_gib = kubelet_disk_gib(spec, args.placement.instance_types, args.node_image)
         hints = autoscaler_tags(identity, args.cluster.name, args.idle_minutes, disk_gib)
         self.node_groups: list[eks.NodeGroup] = []

@@ -1,5 +1,5 @@
 """What an EKS GPU node looks like to Kubernetes: the platform's node identity plus AWS's
-GPU label.
+GPU label, and on EFA pools their EFA label and resource.
 
 The cluster autoscaler's AWS provider treats a node as a GPU node by the label
 `k8s.amazonaws.com/accelerator`: while a new node's device plugin is still starting and no GPU is
@@ -25,6 +25,8 @@ from components.config import MigSharing
 from components.node_identity import NodeIdentity, ResolvedPool
 
 AWS_ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
+EFA_LABEL = "gpu-platform.io/efa"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
 
 
 def aws_accelerator_label_value(accelerator: str) -> str:
@@ -34,12 +36,16 @@ def aws_accelerator_label_value(accelerator: str) -> str:
     return ACCELERATORS[accelerator].gke_type or f"nvidia-{accelerator}"
 
 
-def eks_node_identity(pool: ResolvedPool) -> NodeIdentity:
-    """The pool's node identity with the AWS GPU label added, unless its GPUs are MIG slices."""
-    if isinstance(pool.spec.sharing, MigSharing):
-        return pool.identity
-    labels = {
-        **pool.identity.labels,
-        AWS_ACCELERATOR_LABEL: aws_accelerator_label_value(pool.gpu.accelerator),
-    }
-    return replace(pool.identity, labels=labels)
+def eks_node_identity(pool: ResolvedPool, efa_interfaces: int = 0) -> NodeIdentity:
+    """The pool's node identity with the AWS GPU label added, unless its GPUs are MIG slices;
+    on an EFA pool, with the label the EFA device plugin selects its nodes by and the
+    `vpc.amazonaws.com/efa` devices it advertises (one per interface), which the cluster
+    autoscaler's template needs to scale the pool up from zero for a pod that asks for them."""
+    labels = dict(pool.identity.labels)
+    resources = dict(pool.identity.resources)
+    if not isinstance(pool.spec.sharing, MigSharing):
+        labels[AWS_ACCELERATOR_LABEL] = aws_accelerator_label_value(pool.gpu.accelerator)
+    if pool.spec.aws.efa and efa_interfaces:
+        labels[EFA_LABEL] = "true"
+        resources[EFA_RESOURCE] = efa_interfaces
+    return replace(pool.identity, labels=labels, resources=resources)

@@ -59,6 +59,9 @@ class NodeGroupPlacement:
     ami_type: str
     release_version: str | None
     """The AMI release to pin; None lets EKS take its latest when the group is created."""
+    efa_interfaces: int = 0
+    """EFA interfaces each node gets: the fewest any of the pool's instance types takes; 0
+    unless the pool asks for EFA."""
     subnets_by_zone: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """`subnet_ids` by zone, in zone order: where each per-zone node group goes."""
     live_scalings: Mapping[str | None, LiveScaling] = field(default_factory=dict)
@@ -104,18 +107,21 @@ def resolve_placement(
         )
     instance_types = tuple(look_up_instance_type(n, cluster.region) for n in spec.instance_types)
     _raise_if_any(_instance_type_problems(spec, index, instance_types))
+    _raise_if_any(_efa_problems(spec, index, instance_types))
     first = instance_types[0]
     assert first.gpu is not None and first.architecture is not None
     zones, subnet_ids = _zones_and_subnets(spec, index, offered, subnets)
     _raise_if_any(_per_zone_problems(spec, index, zones))
     pool = resolve_pool(spec, index, first.gpu)
-    _raise_if_any(_node_group_problems(pool, cluster.name, idle_minutes))
+    efa_interfaces = min(t.efa_interfaces for t in instance_types) if spec.aws.efa else 0
+    _raise_if_any(_node_group_problems(pool, cluster.name, idle_minutes, efa_interfaces))
     placement = NodeGroupPlacement(
         instance_types=instance_types,
         zones=zones,
         subnet_ids=subnet_ids,
         ami_type=AMI_TYPES[(node_image, first.architecture)],
         release_version=_release_version(spec, cluster, node_image, first.architecture),
+        efa_interfaces=efa_interfaces,
         subnets_by_zone=tuple(
             (zone, tuple(s.id for s in subnets if s.zone == zone and s.id in subnet_ids))
             for zone in zones
@@ -250,6 +256,18 @@ def _zones_and_subnets(
     return tuple(sorted(usable)), subnet_ids
 
 
+def _efa_problems(
+    spec: GpuPoolSpec, i: int, instance_types: Sequence[InstanceType]
+) -> Iterator[ConfigProblem]:
+    without = [t.name for t in instance_types if not t.efa_interfaces]
+    if spec.aws.efa and without:
+        yield ConfigProblem(
+            key_path("pools", i, "instanceTypes"),
+            spec.instance_types,
+            f"instance types with EFA when aws.efa is on; without: {', '.join(without)}",
+        )
+
+
 def _per_zone_problems(spec: GpuPoolSpec, i: int, zones: Sequence[str]) -> Iterator[ConfigProblem]:
     if not spec.aws.node_group_per_zone:
         return
@@ -275,7 +293,7 @@ def _per_zone_problems(spec: GpuPoolSpec, i: int, zones: Sequence[str]) -> Itera
 
 
 def _node_group_problems(
-    pool: ResolvedPool, cluster_name: str, idle_minutes: int
+    pool: ResolvedPool, cluster_name: str, idle_minutes: int, efa_interfaces: int
 ) -> Iterator[ConfigProblem]:
     """Labels and taints EKS or the Auto Scaling group would refuse."""
     i = pool.index
@@ -295,7 +313,10 @@ def _node_group_problems(
                 f"a key of at most {_EKS_LABEL_LIMIT} characters (EKS node group taints)",
             )
     tags = autoscaler_tags(
-        eks_node_identity(pool), cluster_name, idle_minutes, pool.spec.disk_size_gib
+        eks_node_identity(pool, efa_interfaces),
+        cluster_name,
+        idle_minutes,
+        pool.spec.disk_size_gib,
     )
     yield from autoscaler_tag_problems(pool, tags)
 

@@ -138,7 +138,10 @@ def get_instance_type(args: dict[str, Any]) -> dict[str, Any]:
         raise UnknownInstanceType(f"InvalidInstanceType: {name} does not exist")
     gpu_info = described.get("GpuInfo") or {}
     storage = described.get("InstanceStorageInfo")
+    efa = (described.get("NetworkInfo") or {}).get("EfaInfo")
     return {
+        "efaSupported": efa is not None,
+        "efaMaximumInterfaces": efa["MaximumEfaInterfaces"] if efa else 0,
         "id": name,
         "instanceType": name,
         "defaultVcpus": described["VCpuInfo"]["DefaultVCpus"],

@@ -365,3 +365,12 @@ def test_a_pool_with_a_node_group_per_zone_is_one_template(stack: dict[str, Any]
     assert [t.pool for t in found] == [
         t.pool for t in node_templates(run_program("dev", config=stack))
     ]
+
+
+def test_a_pod_asking_for_efa_fits_only_the_efa_pool() -> None:
+    # prod's h100-training has 32 EFA interfaces a node; a100-inference has none, which the
+    # autoscaler's template (and so `fit`) counts as 0.
+    templates = node_templates(run_program("prod"))
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"})
+
+    assert fitting_pools(pod, templates) == ["h100-training"]

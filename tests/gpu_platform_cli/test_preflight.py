@@ -995,3 +995,31 @@ def test_sizes_the_live_group_admits_and_other_groups_are_left_alone(aws: AwsCli
     live_node_group(aws, desired=0, name="t4-shared-by-hand")
 
     assert preflight.size_change_findings(stack(), aws.eks) == []
+
+
+def efa_pool(c: Config, instance_type: str = "p5.48xlarge") -> None:
+    pools(c)[0].update(
+        instanceTypes=[instance_type],
+        accelerator=None,
+        gpusPerNode=None,
+        zones=["us-east-1a"],
+        aws={"efa": True},
+    )
+
+
+def test_an_efa_pool_is_told_its_adapters_from_ec2s_own_description(aws: AwsClients) -> None:
+    (finding,) = preflight.efa_findings(stack(efa_pool), aws.ec2)
+
+    assert finding.severity == "ok"
+    assert finding.message.startswith("32 EFA interface(s) a node, in one zone (us-east-1a)")
+
+
+def test_an_efa_pool_of_an_instance_type_without_efa_blocks(aws: AwsClients) -> None:
+    config = stack(lambda c: efa_pool(c, "g4dn.xlarge"))
+
+    (finding,) = preflight.efa_findings(config, aws.ec2)
+
+    assert (finding.severity, finding.message) == (
+        "blocking",
+        "aws.efa is on, but EC2 gives g4dn.xlarge no EFA.",
+    )

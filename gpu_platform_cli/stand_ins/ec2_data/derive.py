@@ -4,7 +4,8 @@
 
 moto ships EC2's `DescribeInstanceTypes` answer and, per region, its
 `DescribeInstanceTypeOfferings` by zone (the `moto/ec2/resources` files). This keeps of them
-what the stand-ins read: every instance type's vCPUs, memory, architectures and GPUs, and the
+what the stand-ins read: every instance type's vCPUs, memory, architectures, GPUs, local
+storage and EFA interfaces, and the
 zones of every region that offer each instance type. Reading this small file is
 what lets the offline plan start without importing moto (about a second) or needing it
 installed. Run it after upgrading moto and commit what it writes; a test checks that the
@@ -47,6 +48,7 @@ def instance_types(resources: Path) -> dict[str, dict[str, Any]]:
             },
             **({"GpuInfo": entry["GpuInfo"]} if entry.get("GpuInfo") else {}),
             **_instance_storage(entry),
+            **_efa(entry),
         }
         for name, entry in sorted(described.items())
     }
@@ -58,6 +60,14 @@ def _instance_storage(entry: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     disks = [{k: d[k] for k in ("Count", "SizeInGB", "Type")} for d in storage["Disks"]]
     return {"InstanceStorageInfo": {"TotalSizeInGB": storage["TotalSizeInGB"], "Disks": disks}}
+
+
+def _efa(entry: Mapping[str, Any]) -> dict[str, Any]:
+    network = entry.get("NetworkInfo") or {}
+    if not network.get("EfaSupported"):
+        return {}
+    interfaces = network["EfaInfo"]["MaximumEfaInterfaces"]
+    return {"NetworkInfo": {"EfaSupported": True, "EfaInfo": {"MaximumEfaInterfaces": interfaces}}}
 
 
 def zone_offerings(resources: Path) -> dict[str, dict[str, list[str]]]:

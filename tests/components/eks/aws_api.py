@@ -45,7 +45,11 @@ _LAUNCH_TEMPLATE_DATA = {
     "instanceMarketOptions": "InstanceMarketOptions",
     "capacityReservationSpecification": "CapacityReservationSpecification",
     "userData": "UserData",
+    "networkInterfaces": "NetworkInterfaces",
+    "placement": "Placement",
 }
+# Where the provider's name for a member differs from EC2's, not only in its first letter.
+_EC2_NAMES = {"securityGroups": "Groups"}
 # The provider's tri-state strings for EBS flags become booleans on the wire.
 _EBS_FLAGS = {"encrypted", "deleteOnTermination"}
 
@@ -113,7 +117,7 @@ def _ec2_member(value: Any) -> Any:
         elif key in _EBS_FLAGS:
             member[key[0].upper() + key[1:]] = {"true": True, "false": False}[item]
         else:
-            member[key[0].upper() + key[1:]] = _ec2_member(item)
+            member[_EC2_NAMES.get(key, key[0].upper() + key[1:])] = _ec2_member(item)
     return member
 
 

@@ -45,6 +45,18 @@ VARIANTS: dict[str, Callable[[Config], Any]] = {
             aws={"amiReleaseVersion": "1.35.2-20261002", "maxUnavailablePercent": 50},
         )
     ),
+    "efa training pool": lambda c: with_pool(
+        c,
+        instanceTypes=["p5.48xlarge"],
+        accelerator=None,
+        gpusPerNode=None,
+        sharing={"mode": "exclusive"},
+        zones=["us-east-1a"],
+        aws={"efa": True},
+    ),
+    "per-zone node groups": lambda c: with_pool(
+        c, zones=["us-east-1a", "us-east-1b"], aws={"nodeGroupPerZone": True}
+    ),
     "release from ssm, second hop, own node role": lambda c: with_aws_options(
         c,
         amiReleaseFromSsm=True,
@@ -112,15 +124,18 @@ def test_node_groups_keep_taints_labels_and_scaling_in_moto_eks(
     plans: dict[str, Plan], moto_eks: tuple[Any, Any, list[str]], variant: str
 ) -> None:
     eks, ec2, subnets = moto_eks
-    for template, group in zip(
-        plans[variant].of_type(LAUNCH_TEMPLATE), plans[variant].of_type(NODE_GROUP), strict=True
-    ):
-        created_template = ec2.create_launch_template(
+    # A pool's node groups (one, or one per zone) share its launch template.
+    created_templates = {
+        template.parent: ec2.create_launch_template(
             **{
                 **create_launch_template_request(template.name, template.inputs),
                 "LaunchTemplateName": f"v{list(VARIANTS).index(variant)}-{template.name}",
             }
         )["LaunchTemplate"]
+        for template in plans[variant].of_type(LAUNCH_TEMPLATE)
+    }
+    for group in plans[variant].of_type(NODE_GROUP):
+        created_template = created_templates[group.parent]
         request = create_nodegroup_request(group.name, group.inputs)
         request.update(
             nodegroupName=f"v{list(VARIANTS).index(variant)}-{group.name}",
