@@ -350,12 +350,20 @@ def launch_template_problems(
             )
 
 
+def node_groups_and_templates(
+    args: StackValidationArgs,
+) -> tuple[list[PolicyResource], list[PolicyResource]]:
+    """The stack's EKS node groups, and its launch templates."""
+    return (
+        [r for r in args.resources if r.resource_type == NODE_GROUP_TYPE],
+        [r for r in args.resources if r.resource_type == LAUNCH_TEMPLATE_TYPE],
+    )
+
+
 def validate_launch_templates(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    templates = [r for r in args.resources if r.resource_type == LAUNCH_TEMPLATE_TYPE]
+    node_groups, templates = node_groups_and_templates(args)
     with Findings(EKS_LAUNCH_TEMPLATE, "the stack", report_violation) as findings:
-        for node_group in args.resources:
-            if node_group.resource_type != NODE_GROUP_TYPE:
-                continue
+        for node_group in node_groups:
             what = f"the launch template of {node_group.urn}"
             uses_template = partial(_gpu_node_group_with_template, node_group, templates)
             if not findings.known(what, uses_template):
@@ -432,11 +440,9 @@ _POOL_RULES: Sequence[tuple[str, PoolCheck]] = (
 def validate_launch_template_pools(
     args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
-    templates = [r for r in args.resources if r.resource_type == LAUNCH_TEMPLATE_TYPE]
+    node_groups, templates = node_groups_and_templates(args)
     with Findings(EKS_LAUNCH_TEMPLATE_POOLS, "the stack", report_violation) as findings:
-        for node_group in args.resources:
-            if node_group.resource_type != NODE_GROUP_TYPE:
-                continue
+        for node_group in node_groups:
             what = f"the instance type of {node_group.urn}"
             template = findings.known(what, partial(_gpu_only_by_template, node_group, templates))
             if template is None:
@@ -474,10 +480,9 @@ POOL_LABEL = "gpu-platform.io/pool"
 def validate_pool_totals(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     limit = MAX_NODES_PER_POOL.read(SCALING_CONFIG)
     by_pool: dict[str, list[tuple[PolicyResource, float]]] = {}
+    node_groups, _ = node_groups_and_templates(args)
     with Findings(POOL_TOTAL_SIZE, "the stack", report_violation) as findings:
-        for node_group in args.resources:
-            if node_group.resource_type != NODE_GROUP_TYPE:
-                continue
+        for node_group in node_groups:
             what = f"the pool and maximum of {node_group.urn}"
             found = findings.known(what, partial(_pool_and_maximum, node_group.props))
             if found is not None:
