@@ -71,12 +71,19 @@ EXIT_CANNOT_CHECK = 4
 READ_ONLY_PERMISSIONS = (
     "eks:DescribeCluster",
     "eks:DescribeAddon",
+    "eks:ListNodegroups",
+    "eks:DescribeNodegroup",
     "ec2:DescribeSubnets",
     "ec2:DescribeInstanceTypeOfferings",
     "ec2:DescribeInstanceTypes",
+    "ec2:DescribeCapacityReservations",
+    "ec2:DescribeInstances",
+    "ec2:DescribeRouteTables",
+    "ec2:DescribeVpcEndpoints",
     "servicequotas:GetServiceQuota",
     "servicequotas:GetAWSDefaultServiceQuota",
 )
+"""Every AWS action the check calls; a test keeps it, and the README's list, equal to them."""
 # What AWS answers for a caller it does not know, or does not let do something.
 _REFUSALS = frozenset(
     {
@@ -153,14 +160,17 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
     reach, live node group sizes, Capacity Blocks, quotas."""
     cluster, findings = _cluster_findings(config, clients)
     subnets = node_subnets(config, clients.ec2, cluster)
+    described = describe_instance_types(
+        clients.ec2, sorted({name for pool in config.pools for name in pool.instance_types})
+    )
     findings += _zone_findings(config, clients, subnets)
-    findings += efa_findings(config, clients.ec2)
+    findings += efa_findings(config, described)
     if subnets:
         findings += reachability_findings(config, clients.ec2, subnets)
     if cluster is not None:
         findings += size_change_findings(config, clients.eks)
     findings += capacity_block_findings(config, clients.ec2, datetime.now(UTC))
-    findings += _quota_findings(config, clients)
+    findings += _quota_findings(config, clients, described)
     return findings
 
 
@@ -530,21 +540,17 @@ def _pool_zone_finding(
 # --- EFA pools -------------------------------------------------------------------------------
 
 
-def efa_findings(config: StackConfig, ec2: Any) -> list[Finding]:
-    """Each EFA pool's instance types against EC2's own description of their EFA support."""
+def efa_findings(config: StackConfig, described: Mapping[str, Mapping[str, Any]]) -> list[Finding]:
+    """Each EFA pool's instance types against EC2's own description of their EFA support
+    (`described`, from `describe_instance_types`; a type EC2 does not know is the zone
+    check's to report)."""
     findings = []
     for i, pool in enumerate(config.pools):
         if not pool.aws.efa:
             continue
         interfaces = {}
-        for name in pool.instance_types:
-            try:
-                described = ec2.describe_instance_types(InstanceTypes=[name])["InstanceTypes"]
-            except ClientError as error:
-                if _error_code(error) != "InvalidInstanceType":
-                    raise
-                continue  # the zone check says so
-            network = described[0].get("NetworkInfo", {})
+        for name in (n for n in pool.instance_types if n in described):
+            network = described[name].get("NetworkInfo", {})
             efa = network.get("EfaInfo", {}) if network.get("EfaSupported") else {}
             interfaces[name] = efa.get("MaximumEfaInterfaces", 0)
         findings.append(_efa_finding(i, pool, interfaces))
@@ -584,9 +590,10 @@ def quota_family(instance_type: str) -> str | None:
     return None
 
 
-def _quota_findings(config: StackConfig, clients: AwsClients) -> list[Finding]:
-    names = sorted({name for pool in config.pools for name in pool.instance_types})
-    vcpus = _vcpus(clients, names)
+def _quota_findings(
+    config: StackConfig, clients: AwsClients, described: Mapping[str, Mapping[str, Any]]
+) -> list[Finding]:
+    vcpus = _vcpus(described)
     needs: dict[Quota, list[tuple[GpuPoolSpec, int]]] = {}
     for pool in config.pools:
         if pool.capacity == "capacity-block":
@@ -597,14 +604,16 @@ def _quota_findings(config: StackConfig, clients: AwsClients) -> list[Finding]:
             continue
         quota = QUOTAS[(family, pool.capacity)]
         needs.setdefault(quota, []).append((pool, vcpus[largest]))
-    in_use = _vcpus_in_use_elsewhere(config, clients) if needs else {}
+    in_use = _vcpus_in_use_elsewhere(config, clients, described) if needs else {}
     return [
         _quota_finding(quota, pools, in_use.get(quota, 0), clients)
         for quota, pools in needs.items()
     ]
 
 
-def _vcpus_in_use_elsewhere(config: StackConfig, clients: AwsClients) -> dict[Quota, int]:
+def _vcpus_in_use_elsewhere(
+    config: StackConfig, clients: AwsClients, described: Mapping[str, Mapping[str, Any]]
+) -> dict[Quota, int]:
     """The vCPUs of the region's pending and running GPU instances, per quota, but for the nodes
     of the stack's own node groups, which count within their pool's `max`. EKS tags a managed
     node group's instances with `eks:cluster-name` and `eks:nodegroup-name`."""
@@ -625,7 +634,8 @@ def _vcpus_in_use_elsewhere(config: StackConfig, clients: AwsClients) -> dict[Qu
         and (capacity := _QUOTA_LIFECYCLES.get(instance.get("InstanceLifecycle"))) is not None
         and not _is_stack_node(config, instance)
     ]
-    vcpus = _vcpus(clients, sorted({name for name, _, _ in counted}))
+    others = sorted({name for name, _, _ in counted} - set(described))
+    vcpus = _vcpus({**described, **describe_instance_types(clients.ec2, others)})
     in_use: dict[Quota, int] = {}
     for name, family, capacity in counted:
         quota = QUOTAS[(family, capacity)]
@@ -646,19 +656,24 @@ def _is_stack_node(config: StackConfig, instance: Mapping[str, Any]) -> bool:
     )
 
 
-def _vcpus(clients: AwsClients, names: Sequence[str]) -> dict[str, int]:
-    vcpus = {}
+def describe_instance_types(ec2: Any, names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """EC2's description of each instance type it knows among `names`."""
+    described = {}
     for name in names:
         # One at a time: EC2 refuses the whole request if one type in it does not exist.
         try:
-            described = clients.ec2.describe_instance_types(InstanceTypes=[name])
+            found = ec2.describe_instance_types(InstanceTypes=[name])
         except ClientError as error:
             if _error_code(error) != "InvalidInstanceType":
                 raise
             continue
-        for instance in described["InstanceTypes"]:
-            vcpus[instance["InstanceType"]] = instance["VCpuInfo"]["DefaultVCpus"]
-    return vcpus
+        for instance in found["InstanceTypes"]:
+            described[instance["InstanceType"]] = instance
+    return described
+
+
+def _vcpus(described: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    return {name: int(d["VCpuInfo"]["DefaultVCpus"]) for name, d in described.items()}
 
 
 def _quota_finding(

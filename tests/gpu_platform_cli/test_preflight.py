@@ -681,6 +681,8 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
     preflight.preflight(stack(pools_of_both_kinds), aws)
 
     assert calls == documented_permissions()
+    # The refusal message names the same actions.
+    assert set(preflight.READ_ONLY_PERMISSIONS) == calls
 
 
 # --- The command ---------------------------------------------------------------------------------
@@ -1008,7 +1010,9 @@ def efa_pool(c: Config, instance_type: str = "p5.48xlarge") -> None:
 
 
 def test_an_efa_pool_is_told_its_adapters_from_ec2s_own_description(aws: AwsClients) -> None:
-    (finding,) = preflight.efa_findings(stack(efa_pool), aws.ec2)
+    described = preflight.describe_instance_types(aws.ec2, ["p5.48xlarge"])
+
+    (finding,) = preflight.efa_findings(stack(efa_pool), described)
 
     assert finding.severity == "ok"
     assert finding.message.startswith("32 EFA interface(s) a node, in one zone (us-east-1a)")
@@ -1017,7 +1021,9 @@ def test_an_efa_pool_is_told_its_adapters_from_ec2s_own_description(aws: AwsClie
 def test_an_efa_pool_of_an_instance_type_without_efa_blocks(aws: AwsClients) -> None:
     config = stack(lambda c: efa_pool(c, "g4dn.xlarge"))
 
-    (finding,) = preflight.efa_findings(config, aws.ec2)
+    described = preflight.describe_instance_types(aws.ec2, ["g4dn.xlarge"])
+
+    (finding,) = preflight.efa_findings(config, described)
 
     assert (finding.severity, finding.message) == (
         "blocking",
