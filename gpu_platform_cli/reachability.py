@@ -55,7 +55,8 @@ def reachability_findings(
 ) -> list[Finding]:
     """One finding for the node subnets' way out, and, where they have none, one for the VPC
     endpoints and one for the public images."""
-    closed = [s["SubnetId"] for s in subnets if not _has_egress(ec2, s)]
+    tables = _route_tables(ec2, subnets)
+    closed = [s["SubnetId"] for s in subnets if not _has_egress(tables.get(s["SubnetId"]))]
     subject = f"cluster {config.cluster.name} node subnets"
     if not closed:
         return [
@@ -109,8 +110,7 @@ def reachability_findings(
     return findings
 
 
-def _has_egress(ec2: Any, subnet: Mapping[str, Any]) -> bool:
-    table = _route_table(ec2, subnet)
+def _has_egress(table: Mapping[str, Any] | None) -> bool:
     return any(
         route.get("DestinationCidrBlock") == "0.0.0.0/0"
         and route.get("State", "active") == "active"
@@ -119,20 +119,26 @@ def _has_egress(ec2: Any, subnet: Mapping[str, Any]) -> bool:
     )
 
 
-def _route_table(ec2: Any, subnet: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The subnet's own route table, else its VPC's main one."""
-    own = ec2.describe_route_tables(
-        Filters=[{"Name": "association.subnet-id", "Values": [subnet["SubnetId"]]}]
-    )["RouteTables"]
-    if own:
-        return dict(own[0])
-    main = ec2.describe_route_tables(
-        Filters=[
-            {"Name": "vpc-id", "Values": [subnet["VpcId"]]},
-            {"Name": "association.main", "Values": ["true"]},
-        ]
-    )["RouteTables"]
-    return dict(main[0]) if main else None
+def _route_tables(ec2: Any, subnets: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Subnet id -> its own route table, else its VPC's main one; read in one pass over the
+    subnets' VPCs."""
+    vpcs = sorted({s["VpcId"] for s in subnets})
+    own: dict[str, Mapping[str, Any]] = {}
+    main: dict[str, Mapping[str, Any]] = {}
+    for page in ec2.get_paginator("describe_route_tables").paginate(
+        Filters=[{"Name": "vpc-id", "Values": vpcs}]
+    ):
+        for table in page["RouteTables"]:
+            for association in table.get("Associations", []):
+                if association.get("Main"):
+                    main[table["VpcId"]] = table
+                elif association.get("SubnetId"):
+                    own[association["SubnetId"]] = table
+    return {
+        s["SubnetId"]: table
+        for s in subnets
+        if (table := own.get(s["SubnetId"]) or main.get(s["VpcId"])) is not None
+    }
 
 
 def _endpoint_services(ec2: Any, vpc: str, region: str | None) -> set[str]:
