@@ -27,7 +27,7 @@ from components.eks.cluster_autoscaler import (
 )
 from components.eks.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks.node_group import EksGpuNodeGroup, EksGpuNodeGroupArgs
-from components.eks.node_group_names import SAMPLE_SUFFIX, is_node_group_of
+from components.eks.node_group_names import names_a_zone_of
 from components.eks.placement import NodeGroupPlacement, resolve_placement
 from components.node_identity import ResolvedPool
 from components.versions import CLUSTER_AUTOSCALER_IMAGES
@@ -148,7 +148,7 @@ def _pool_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     group taken for the other's when the program and `preflight` find them by name."""
     for i, pool in enumerate(config.pools):
         for other in config.pools:
-            if other is not pool and is_node_group_of(other.name, f"{pool.name}-{SAMPLE_SUFFIX}"):
+            if other is not pool and names_a_zone_of(other.name, pool.name):
                 yield ConfigProblem(
                     key_path("pools", i, "name"),
                     pool.name,

@@ -10,8 +10,6 @@ import re
 
 NODE_GROUP_SUFFIX = r"[0-9]{18}[0-9a-f]{8}"
 NODE_GROUP_SUFFIX_LENGTH = 26
-SAMPLE_SUFFIX = "2026112312000000000000000a"
-"""A suffix of the provider's form, to try a name against the patterns."""
 # An availability zone's name (`us-east-1a`, `ap-southeast-2b`) or a Local Zone's
 # (`us-west-2-lax-1a`).
 ZONE = r"[a-z]{2}(?:-[a-z]+)+-[0-9]+(?:[a-z]|-[a-z]+-[0-9]+[a-z])"
@@ -31,6 +29,11 @@ def node_group_pattern(pool_name: str) -> str:
 def is_node_group_of(pool_name: str, node_group: str) -> bool:
     """Whether `node_group` is a name the provider gives one of the pool's node groups."""
     return re.fullmatch(node_group_pattern(pool_name), node_group) is not None
+
+
+def names_a_zone_of(pool_name: str, name: str) -> bool:
+    """Whether `name` is `<pool>-<zone>`: the prefix of the pool's node group in that zone."""
+    return re.fullmatch(f"{re.escape(pool_name)}-{ZONE}", name) is not None
 
 
 def zone_of(pool_name: str, node_group: str) -> str | None:
