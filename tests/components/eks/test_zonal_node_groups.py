@@ -37,8 +37,9 @@ def test_each_zone_gets_a_node_group_in_its_own_subnet(
     assert sorted(groups) == [f"t4-shared-nodes-{zone}" for zone in ZONES]
     for zone in ZONES:
         group = groups[f"t4-shared-nodes-{zone}"]
-        # aws_manager.go (1.35.2, buildNodeFromTemplate): the template's zone is the group's
-        # first availability zone; each group has only its own.
+        # aws_manager.go buildNodeFromTemplate, `az := asg.AvailabilityZones[0]` (line 184 at
+        # 1.33.6 and 1.34.5, 189 at 1.35.2 and 1.36.1, the pinned releases): the template's zone
+        # is the group's first; each group has only its own.
         assert group.inputs["subnetIds"] == private_subnets_in(zone)
         assert group.inputs["nodeGroupNamePrefix"] == f"t4-shared-{zone}-"
 
