@@ -4,7 +4,10 @@ The DCGM exporter that the GPU Operator runs on every GPU node is what everythin
 The operator's own ServiceMonitor gets it scraped; this component adds:
 
 - the alert rules (`alerts/gpu-alerts.yaml`) as a PrometheusRule: a GPU a pod holds but does not
-  use, new XID errors, GPU memory nearly full, and the exporter down or missing;
+  use, GPU memory nearly full, the exporter down, missing or without the health metrics, and GPU
+  health: XIDs by the action NVIDIA's XID catalog gives them (`alerts/xid-classes.json`),
+  uncorrectable ECC errors, memory awaiting repair or out of spare rows, NVLink errors and
+  throttling while busy, each with its section of the runbook, docs/gpu-health.md;
 - the Grafana dashboard (`dashboards/gpus.json`) as a ConfigMap that Grafana's dashboard sidecar
   loads;
 - with `installPrometheusStack`, a pinned kube-prometheus-stack (Prometheus Operator, Prometheus,
@@ -29,12 +32,20 @@ import yaml
 from pulumi_kubernetes import apiextensions, core, helm, meta
 
 from components.config import MonitoringSpec, Platform
+from components.kubernetes.alerts import ALERTED_CLASSES, xid_classes
 from components.kubernetes.pod_security import pod_security_labels
 from components.secrets import secret_if
 from components.versions import KUBE_PROMETHEUS_STACK_CHART
 
 ALERT_RULES_FILE = Path(__file__).parent / "alerts" / "gpu-alerts.yaml"
 DASHBOARD_FILE = Path(__file__).parent / "dashboards" / "gpus.json"
+RUNBOOKS = "docs/gpu-health.md"
+"""Where the alerts' `runbook_url` points, with a section per alert (`#<alert name in lower
+case>`): the runbook's path in this repository, since the platform does not know where its users
+publish it. Alertmanager and Grafana show it as it is."""
+PER_GPU_LABELS = ("Hostname", "hostname", "gpu", "UUID", "modelName", "pci_bus_id")
+"""The exporter's labels that name one GPU: the node (`Hostname` up to exporter 4.5.3-4.8.2,
+`hostname` after, dcgm-exporter#655), its index there, its UUID, model and PCI address."""
 
 DCGM_EXPORTER = "nvidia-dcgm-exporter"
 """The name the GPU Operator gives the exporter's DaemonSet, Service and ServiceMonitor, the
@@ -244,7 +255,24 @@ def _placeholders(monitoring: MonitoringSpec, operator_namespace: str) -> dict[s
         "idle_gpu_minutes": str(monitoring.idle_gpu_minutes),
         "idle_gpu_utilization_percent": str(monitoring.idle_gpu_utilization_percent),
         "framebuffer_full_percent": str(monitoring.framebuffer_full_percent),
+        "per_gpu": ", ".join(PER_GPU_LABELS),
+        "runbooks": RUNBOOKS,
+        **_xid_placeholders(),
     }
+
+
+def _xid_placeholders() -> dict[str, str]:
+    """`xid_<class>`: a regex of the codes of each alerted class, and `xid_classified`: of every
+    code with a class (`ignore` too) and 0, which is no XID."""
+    classes = xid_classes()
+    placeholders = {f"xid_{name}": _alternatives(classes[name]) for name in ALERTED_CLASSES}
+    classified = [0, *(code for codes in classes.values() for code in codes)]
+    placeholders["xid_classified"] = _alternatives(sorted(classified))
+    return placeholders
+
+
+def _alternatives(codes: list[int]) -> str:
+    return "|".join(map(str, codes))
 
 
 def _fill(document: Any, values: Mapping[str, str]) -> Any:

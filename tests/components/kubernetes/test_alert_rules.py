@@ -1,4 +1,6 @@
-"""The GPU alert rules and dashboard queries, checked by Prometheus's own promtool.
+"""The GPU alert rules and dashboard queries, checked by Prometheus's own promtool, against the
+exporter's metric set (components/kubernetes/alerts/dcgm-metrics.csv) and NVIDIA's XID catalog
+as derived into xid-classes.json.
 
 The rules are rendered exactly as the GpuMonitoring component ships them, from the default
 settings, into a directory beside the promtool unit tests of `alert_tests/` (which load them as
@@ -8,6 +10,7 @@ fresh machine; CI sets GPU_PLATFORM_REQUIRE_PROMTOOL=1 and they fail instead, so
 with alerts nobody has run.
 """
 
+import csv
 import os
 import re
 import shutil
@@ -19,7 +22,9 @@ import pytest
 import yaml
 
 from components.config import MonitoringSpec, OperatorSpec
+from components.kubernetes.alerts import DCGM_METRICS_FILE, XidClass, xid_classes
 from components.kubernetes.monitoring import alert_names, gpu_alert_rules, gpu_dashboard
+from tests.repository import ROOT
 
 ALERT_TESTS = Path(__file__).parent / "alert_tests"
 UNIT_TESTS = sorted(ALERT_TESTS.glob("*.test.yaml"))
@@ -126,3 +131,272 @@ def test_dashboard_queries_are_valid_promql(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
     result = promtool("check", "rules", path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# --- The exporter's metric set --------------------------------------------------------------
+
+KNOWN_FIELDS = ALERT_TESTS / "dcgm-known-fields.txt"
+DEFAULT_METRICS = ALERT_TESTS / "dcgm-default-metrics.txt"
+# The Prometheus types both exporter versions accept in the CSV: 4.5.3-4.8.2 takes gauge,
+# counter, histogram, summary and label (internal/pkg/counters/variables.go); newer releases
+# counter, gauge, untyped and label.
+ACCEPTED_TYPES = {"gauge", "counter", "label"}
+
+
+def metric_set_rows(text: str) -> list[list[str]]:
+    """The CSV's rows as the exporter reads them: Go's encoding/csv with `#` comments and blank
+    lines skipped, then every field trimmed of spaces (counter_config.go, `ExtractCounters`)."""
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return [[field.strip(" ") for field in row] for row in csv.reader(lines, strict=True)]
+
+
+def text_rows(rows: list[list[str]]) -> list[str]:
+    return [row[0] for row in rows if row[1] != "label"]
+
+
+def listed(path: Path) -> set[str]:
+    return {line for line in path.read_text().splitlines() if not line.startswith("#")}
+
+
+CSV_ROWS = metric_set_rows(DCGM_METRICS_FILE.read_text())
+COLLECTED = set(text_rows(CSV_ROWS))
+
+
+def test_the_csv_reader_skips_comments_and_trims_fields_as_the_exporter_does() -> None:
+    text = "# Clocks, in MHz\n\nDCGM_FI_DEV_SM_CLOCK,  gauge, SM clock frequency (in MHz).\n"
+
+    assert metric_set_rows(text) == [
+        ["DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."]
+    ]
+
+
+def test_every_row_of_the_metric_set_is_a_field_a_type_and_a_help_text() -> None:
+    # A fourth field (a comma in the help text) stops the exporter; so does a bare quote.
+    assert [row for row in CSV_ROWS if len(row) != 3 or not all(row)] == []
+    assert '"' not in DCGM_METRICS_FILE.read_text()
+
+
+def test_every_row_has_a_type_every_exporter_version_accepts() -> None:
+    assert {row[0]: row[1] for row in CSV_ROWS if row[1] not in ACCEPTED_TYPES} == {}
+
+
+def test_every_field_of_the_metric_set_is_one_the_exporter_knows() -> None:
+    # An unknown name makes the exporter exit (pkg/cmd/app.go, getCounters): no GPU metrics.
+    names = [row[0] for row in CSV_ROWS]
+
+    assert len(names) == len(set(names)), "a field listed twice"
+    assert set(names) - listed(KNOWN_FIELDS) == set()
+
+
+def test_the_metric_set_keeps_every_metric_the_exporter_collects_by_default() -> None:
+    assert listed(DEFAULT_METRICS) - COLLECTED == set()
+
+
+def test_the_metric_set_adds_the_health_fields() -> None:
+    assert COLLECTED - listed(DEFAULT_METRICS) == {
+        "DCGM_EXP_XID_ERRORS_COUNT",
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",
+        "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_POWER_VIOLATION",
+        "DCGM_FI_DEV_RETIRED_PENDING",
+        "DCGM_FI_DEV_ROW_REMAP_PENDING",
+        "DCGM_FI_DEV_THERMAL_VIOLATION",
+    }
+
+
+def test_the_metric_set_holds_no_helm_template() -> None:
+    # The chart renders `extraObjects`, the ConfigMap that carries the set, through `tpl`.
+    assert "{{" not in DCGM_METRICS_FILE.read_text()
+
+
+# --- Which metrics the rules read --------------------------------------------------------------
+
+_STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`[^`]*`")
+_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
+_MATCHERS = re.compile(r"\{[^}]*\}")
+_RANGE = re.compile(r"\[[^\]]*\]")
+_NAME = re.compile(r"(?<![\w:.])[A-Za-z_:][\w:]*")
+_KEYWORDS = {"and", "or", "unless", "offset", "bool", "atan2", "inf", "nan"}
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression selects: names outside strings, label matchers,
+    ranges and grouping label lists that are neither keywords nor called (functions and
+    aggregations). Enough for the platform's rules; not a PromQL parser."""
+    text = _STRING.sub('""', expr)
+    for pattern in (_MATCHERS, _RANGE, _GROUPING):
+        text = pattern.sub(" ", text)
+    return {
+        match[0]
+        for match in _NAME.finditer(text)
+        if match[0] not in _KEYWORDS and not text[match.end() :].lstrip().startswith("(")
+    }
+
+
+def test_metric_names_are_the_selectors_not_their_label_names_or_values() -> None:
+    expr = 'DCGM_FI_DEV_GPU_UTIL{job="nvidia-dcgm-exporter", gpu=~"1|2", pod!=""} > 0'
+
+    assert metric_names(expr) == {"DCGM_FI_DEV_GPU_UTIL"}
+
+
+def test_metric_names_leave_out_functions_aggregations_and_their_label_lists() -> None:
+    expr = "max by (Hostname, gpu) (rate(DCGM_FI_DEV_POWER_VIOLATION[10m])) / 1e9 >= 0.25"
+
+    assert metric_names(expr) == {"DCGM_FI_DEV_POWER_VIOLATION"}
+
+
+def test_metric_names_take_recorded_names_and_leave_out_keywords_and_durations() -> None:
+    expr = "gpu_platform:gpu_activity:percent >= 50 and on (gpu) up offset 1h unless absent_x"
+
+    assert metric_names(expr) == {"gpu_platform:gpu_activity:percent", "up", "absent_x"}
+
+
+def test_metric_names_leave_out_strings() -> None:
+    expr = 'label_replace(DCGM_FI_DEV_GPU_TEMP, "cause", "DCGM_FI_DEV_FAKE", "", "")'
+
+    assert metric_names(expr) == {"DCGM_FI_DEV_GPU_TEMP"}
+
+
+def rule_expressions() -> list[str]:
+    return [rule["expr"] for group in default_rules()["groups"] for rule in group["rules"]]
+
+
+def test_the_rules_read_these_dcgm_metrics() -> None:
+    read = set().union(*map(metric_names, rule_expressions()))
+
+    assert {name for name in read if name.startswith("DCGM_")} == {
+        "DCGM_EXP_XID_ERRORS_COUNT",
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",
+        "DCGM_FI_DEV_FB_FREE",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_GPU_TEMP",
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_DEV_POWER_VIOLATION",
+        "DCGM_FI_DEV_RETIRED_PENDING",
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        "DCGM_FI_DEV_ROW_REMAP_PENDING",
+        "DCGM_FI_DEV_THERMAL_VIOLATION",
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+    }
+
+
+def test_every_dcgm_metric_a_rule_reads_is_in_the_metric_set() -> None:
+    read = set().union(*map(metric_names, rule_expressions()))
+
+    assert {name for name in read if name.startswith("DCGM_")} - COLLECTED == set()
+
+
+def test_every_dcgm_metric_the_dashboard_reads_is_in_the_metric_set() -> None:
+    dashboard = yaml.safe_load(gpu_dashboard(MonitoringSpec(), DEFAULT_OPERATOR_NAMESPACE))
+    queries = [t["expr"] for panel in dashboard["panels"] for t in panel.get("targets", [])]
+    read = set().union(*map(metric_names, queries))
+
+    assert {name for name in read if name.startswith("DCGM_")} - COLLECTED == set()
+
+
+# --- XIDs by class ---------------------------------------------------------------------------
+
+XID_ALERTS: dict[XidClass, str] = {
+    "application": "GpuXidApplicationError",
+    "reset": "GpuXidNeedsReset",
+    "replace": "GpuXidNeedsReplacement",
+}
+
+
+def alert_expr(name: str) -> str:
+    (expr,) = [
+        rule["expr"]
+        for group in default_rules()["groups"]
+        for rule in group["rules"]
+        if rule.get("alert") == name
+    ]
+    return str(expr)
+
+
+def xid_matcher(expr: str, operator: str) -> list[int]:
+    (codes,) = re.findall(rf'xid{re.escape(operator)}"([0-9|]+)"', expr)
+    return [int(code) for code in codes.split("|")]
+
+
+@pytest.mark.parametrize(("xid_class", "alert"), XID_ALERTS.items())
+def test_each_xid_alert_matches_the_codes_of_its_class_in_the_derived_table(
+    xid_class: XidClass, alert: str
+) -> None:
+    table = xid_classes()
+
+    assert xid_matcher(alert_expr(alert), "=~") == table[xid_class]
+
+
+def test_the_unclassified_xid_alert_leaves_out_every_classified_code_and_no_xid() -> None:
+    table = xid_classes()
+    classified = sorted([0, *(code for codes in table.values() for code in codes)])
+
+    assert xid_matcher(alert_expr("GpuXidUnclassified"), "!~") == classified
+
+
+def test_a_contained_ecc_error_is_the_applications_and_not_a_hardware_fault() -> None:
+    # XID 94: "these errors are contained to one application, and the application that
+    # encountered this error must be restarted" (NVIDIA's XID catalog, RESTART_APP).
+    assert 94 in xid_matcher(alert_expr("GpuXidApplicationError"), "=~")
+    assert 94 not in xid_matcher(alert_expr("GpuXidNeedsReset"), "=~")
+    assert 94 not in xid_matcher(alert_expr("GpuXidNeedsReplacement"), "=~")
+
+
+@pytest.mark.parametrize(
+    ("code", "alert"),
+    [
+        (13, "GpuXidApplicationError"),
+        (31, "GpuXidApplicationError"),
+        (48, "GpuXidNeedsReset"),
+        (79, "GpuXidNeedsReset"),
+        (95, "GpuXidNeedsReset"),
+        (119, "GpuXidNeedsReset"),
+        (54, "GpuXidNeedsReplacement"),
+    ],
+)
+def test_well_known_xids_alert_as_the_catalog_classes_them(code: int, alert: str) -> None:
+    assert code in xid_matcher(alert_expr(alert), "=~")
+
+
+@pytest.mark.parametrize("code", [43, 45, 63, 92])
+def test_codes_the_catalog_says_to_ignore_raise_no_alert(code: int) -> None:
+    for alert in XID_ALERTS.values():
+        assert code not in xid_matcher(alert_expr(alert), "=~")
+    assert code in xid_matcher(alert_expr("GpuXidUnclassified"), "!~")
+
+
+def runbook_urls() -> dict[str, str]:
+    return {
+        rule["alert"]: rule["annotations"]["runbook_url"]
+        for group in default_rules()["groups"]
+        for rule in group["rules"]
+        if "runbook_url" in rule.get("annotations", {})
+    }
+
+
+def test_every_health_alert_links_to_its_own_section_of_the_runbook() -> None:
+    health = alert_names({"groups": default_rules()["groups"][1:]})
+
+    assert runbook_urls() == {
+        name: f"docs/gpu-health.md#{name.lower()}"
+        for name in [*health, "DcgmExporterHealthMetricsMissing"]
+    }
+
+
+def test_the_runbook_has_the_section_every_runbook_url_links_to() -> None:
+    runbook = (ROOT / "docs" / "gpu-health.md").read_text()
+    # GitHub's anchor of a heading that is one word: the word in lower case.
+    sections = {line[3:].strip().lower() for line in runbook.splitlines() if line[:3] == "## "}
+
+    assert {url.partition("#")[2] for url in runbook_urls().values()} - sections == set()

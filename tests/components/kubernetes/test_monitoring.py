@@ -4,7 +4,6 @@ Prometheus stack and Managed Service for Prometheus scrape, and the config rules
 import json
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ from components.kubernetes.monitoring import (
 )
 from components.versions import KUBE_PROMETHEUS_STACK_CHART, POD_SECURITY_VERSION
 from gpu_platform_cli.offline import Plan, PlannedResource
+from tests.components.kubernetes.test_alert_rules import metric_names, metric_set_rows, text_rows
 
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
@@ -28,7 +28,6 @@ CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 GMP_SCRAPE = "kubernetes:monitoring.googleapis.com/v1:ClusterPodMonitoring"
-DEFAULT_METRICS = Path(__file__).parent / "alert_tests" / "dcgm-default-metrics.txt"
 
 
 def with_monitoring(config: Config, **settings: Any) -> Config:
@@ -102,10 +101,19 @@ def test_the_alert_names_are_exported(dev_plan: Plan) -> None:
     assert names == alert_names(gpu_alert_rules(MonitoringSpec(), OperatorSpec().namespace))
     assert names == [
         "GpuAllocatedButIdle",
-        "GpuXidError",
         "GpuFramebufferNearlyFull",
         "DcgmExporterDown",
         "DcgmExporterMissing",
+        "DcgmExporterHealthMetricsMissing",
+        "GpuXidApplicationError",
+        "GpuXidNeedsReset",
+        "GpuXidNeedsReplacement",
+        "GpuXidUnclassified",
+        "GpuDoubleBitEccError",
+        "GpuMemoryRepairPending",
+        "GpuRowRemapFailure",
+        "GpuNvlinkErrors",
+        "GpuThrottledWhileBusy",
     ]
 
 
@@ -175,16 +183,25 @@ def test_every_rule_the_dashboard_reads_is_one_the_stack_records(dev_plan: Plan)
     assert read and read <= recorded
 
 
-def test_every_dcgm_metric_used_is_one_the_exporter_collects_by_default(dev_plan: Plan) -> None:
-    collected = {
-        line for line in DEFAULT_METRICS.read_text().splitlines() if not line.startswith("#")
-    }
-    shipped = json.dumps(child(dev_plan, PROMETHEUS_RULE).inputs) + json.dumps(
-        dashboard_json(dev_plan)
-    )
-    used = set(re.findall(r"DCGM_FI_[A-Z0-9_]+", shipped))
-    assert used >= {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_FB_USED"}
-    assert used - collected == set()
+def test_every_dcgm_metric_the_rules_and_dashboard_read_is_in_the_exporters_metric_set(
+    dev_plan: Plan,
+) -> None:
+    # The metric set as the same program ships it to the exporter, in the GPU Operator's values.
+    (metric_set,) = plan_operator_values(dev_plan)["extraObjects"]
+    collected = set(text_rows(metric_set_rows(metric_set["data"]["metrics"])))
+    rules = child(dev_plan, PROMETHEUS_RULE).inputs["spec"]["groups"]
+    dashboard = dashboard_json(dev_plan)["panels"]
+    queries = [rule["expr"] for group in rules for rule in group["rules"]] + [
+        target["expr"] for panel in dashboard for target in panel.get("targets", [])
+    ]
+    read = {name for q in queries for name in metric_names(q) if name.startswith("DCGM_")}
+
+    assert {"DCGM_FI_DEV_GPU_UTIL", "DCGM_EXP_XID_ERRORS_COUNT", "DCGM_FI_DEV_FB_USED"} <= read
+    assert read - collected == set()
+
+
+def plan_operator_values(plan: Plan) -> dict[str, Any]:
+    return dict(plan.named("gpu-operator", RELEASE).inputs["values"])
 
 
 # --- The Prometheus stack ----------------------------------------------------------------------
