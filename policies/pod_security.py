@@ -670,7 +670,7 @@ def _name(resource: PolicyResource) -> str | None:
         return None
 
 
-def _namespace_resource(
+def namespace_resource(
     workload: PolicyResource, namespaces: Sequence[PolicyResource]
 ) -> tuple[str, PolicyResource | None]:
     """The workload's namespace name, and the Namespace resource declaring it in the stack.
@@ -713,7 +713,7 @@ def standard_for(
     """
     default_level = DEFAULT_LEVEL.read(config)
     try:
-        name, namespace = _namespace_resource(workload, namespaces)
+        name, namespace = namespace_resource(workload, namespaces)
     except UnknownValueError:
         return Standard(default_level, LATEST_VERSION, "the default, as the namespace is not known")
     if namespace is None:

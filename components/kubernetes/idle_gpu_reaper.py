@@ -1,0 +1,490 @@
+"""End the GPU pods of one namespace that have held idle GPUs for longer than they may.
+
+The platform ships this file as it is, in a ConfigMap of each tenant namespace that opts in
+(`gpuIdleMinutes`), and a CronJob runs it there every 10 minutes with the standard library alone
+(`idle_gpu_pods.py` beside it declares those objects). Each run:
+
+1. lists the namespace's pods that hold or wait for GPUs (`nvidia.com/gpu`,
+   `nvidia.com/gpu.shared`, `nvidia.com/mig-*` in limits or requests);
+2. gives each running one its limit: the annotation `gpu-platform.io/max-idle-minutes` when it
+   is a whole number of minutes from 15 to the namespace's limit, else the namespace's limit;
+3. asks Prometheus which of them held only GPUs below the idle threshold throughout that many
+   minutes (the platform's recording rule `gpu_platform:allocated_gpu_activity:percent`), with
+   readings at both ends of the window, so that a gap in the metrics never counts as idle;
+4. ends each such pod that is older than its limit. A bare pod is deleted. A pod of a
+   Deployment, a StatefulSet or a bare ReplicaSet would only be replaced, so that owner is
+   scaled to zero instead, once every one of its GPU pods is idle. A Job's pod is left to end
+   with its Job, and a pod whose owner is run by something else (an operator's custom
+   resource) is left to it: that one would start it again.
+
+Every decision is one line on stdout (the Job's log) and an Event on the object acted on. A pod
+that fails does not stop the others; the run exits 1 when anything failed, so that its Job
+shows as failed.
+"""
+
+import json
+import os
+import re
+import ssl
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+MAX_IDLE_ANNOTATION = "gpu-platform.io/max-idle-minutes"
+ACTIVITY_SERIES = "gpu_platform:allocated_gpu_activity:percent"
+MIN_IDLE_MINUTES = 15
+EDGE_MINUTES = 10
+"""How much of each end of the window must hold readings of the pod's GPUs."""
+GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+EVENT_REASON = "IdleGpu"
+COMPONENT = "gpu-idle-reaper"
+# The workload kinds whose `scale` subresource the reaper may set, by their ownerReference.
+SCALABLE = {
+    ("apps/v1", "Deployment"): "deployments",
+    ("apps/v1", "StatefulSet"): "statefulsets",
+    ("apps/v1", "ReplicaSet"): "replicasets",
+}
+Object = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Settings:
+    namespace: str
+    prometheus_url: str
+    idle_minutes: int
+    """The namespace's limit, and the most a pod may ask for."""
+    idle_percent: float
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "Settings":
+        return cls(
+            namespace=env["NAMESPACE"],
+            prometheus_url=env["PROMETHEUS_URL"],
+            idle_minutes=int(env["GPU_IDLE_MINUTES"]),
+            idle_percent=float(env["IDLE_GPU_UTILIZATION_PERCENT"]),
+        )
+
+
+class Api:
+    """JSON over HTTP to one server."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        context: ssl.SSLContext | None = None,
+        timeout: float = 30,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        # In-cluster addresses only: a proxy from the environment must not see the token.
+        self._opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
+        )
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        headers = {"Accept": "application/json"}
+        if self.token is not None:
+            headers["Authorization"] = f"Bearer {self.token}"
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = content_type
+        request = urllib.request.Request(
+            self.base_url + path, data=data, method=method, headers=headers
+        )
+        with self._opener.open(request, timeout=self.timeout) as response:
+            return json.loads(response.read() or b"null")
+
+
+class Kubernetes:
+    """The few calls the reaper makes, in its own namespace."""
+
+    def __init__(self, api: Api, namespace: str) -> None:
+        self.api = api
+        self.namespace = namespace
+
+    @classmethod
+    def in_cluster(cls, namespace: str) -> "Kubernetes":
+        """The API server as a pod reaches it, with its service account's token and CA."""
+        host = os.environ["KUBERNETES_SERVICE_HOST"]
+        port = os.environ["KUBERNETES_SERVICE_PORT"]
+        if ":" in host:
+            host = f"[{host}]"
+        token = (SERVICE_ACCOUNT_DIR / "token").read_text().strip()
+        context = ssl.create_default_context(cafile=str(SERVICE_ACCOUNT_DIR / "ca.crt"))
+        return cls(Api(f"https://{host}:{port}", token, context), namespace)
+
+    def _path(self, group_version: str, resource: str, name: str = "") -> str:
+        prefix = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+        path = f"{prefix}/namespaces/{self.namespace}/{resource}"
+        return f"{path}/{urllib.parse.quote(name)}" if name else path
+
+    def pods(self) -> list[Object]:
+        found: list[Object] = []
+        query: dict[str, str] = {"limit": "250"}
+        while True:
+            page = self.api.call(
+                "GET", f"{self._path('v1', 'pods')}?{urllib.parse.urlencode(query)}"
+            )
+            found += page.get("items") or []
+            next_page = (page.get("metadata") or {}).get("continue")
+            if not next_page:
+                return found
+            query["continue"] = next_page
+
+    def get(self, resource: str, name: str) -> Object:
+        result: Object = self.api.call("GET", self._path("apps/v1", resource, name))
+        return result
+
+    def delete_pod(self, name: str, uid: str) -> None:
+        # The precondition keeps a pod of the same name, started since, from being deleted.
+        options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
+        self.api.call("DELETE", self._path("v1", "pods", name), options)
+
+    def scale_to_zero(self, resource: str, name: str) -> None:
+        self.api.call(
+            "PATCH",
+            self._path("apps/v1", resource, name) + "/scale",
+            {"spec": {"replicas": 0}},
+            content_type="application/merge-patch+json",
+        )
+
+    def record_event(self, target: "Target", message: str, now: datetime) -> None:
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{target.name}.", "namespace": self.namespace},
+            "involvedObject": {
+                "apiVersion": target.api_version,
+                "kind": target.kind,
+                "name": target.name,
+                "namespace": self.namespace,
+                "uid": target.uid,
+            },
+            "reason": EVENT_REASON,
+            "message": message,
+            "type": "Normal",
+            "source": {"component": COMPONENT},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        self.api.call("POST", self._path("v1", "events"), event)
+
+
+# --- Which pods -----------------------------------------------------------------------------
+
+
+def is_gpu_resource(name: str) -> bool:
+    return name in GPU_RESOURCES or name.startswith(MIG_RESOURCE_PREFIX)
+
+
+def asks_for_gpus(pod: Object) -> bool:
+    spec = pod.get("spec") or {}
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        resources = container.get("resources") or {}
+        for section in ("limits", "requests"):
+            for name, value in (resources.get(section) or {}).items():
+                if is_gpu_resource(name) and str(value).strip() not in ("0", ""):
+                    return True
+    return False
+
+
+def holds_or_awaits_gpus(pod: Object) -> bool:
+    """A GPU pod that is neither finished nor on its way out."""
+    live = (pod.get("status") or {}).get("phase") in ("Pending", "Running")
+    return live and not pod["metadata"].get("deletionTimestamp") and asks_for_gpus(pod)
+
+
+def is_running(pod: Object) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running"
+
+
+def max_idle_minutes(pod: Object, settings: Settings) -> tuple[int, str | None]:
+    """The pod's limit, and why its annotation was not taken (None when it was, or is unset)."""
+    value = (pod["metadata"].get("annotations") or {}).get(MAX_IDLE_ANNOTATION)
+    if value is None:
+        return settings.idle_minutes, None
+    if re.fullmatch(r"[0-9]+", value.strip()) and (
+        MIN_IDLE_MINUTES <= int(value) <= settings.idle_minutes
+    ):
+        return int(value), None
+    return settings.idle_minutes, (
+        f"{MAX_IDLE_ANNOTATION}={value!r} is not a whole number of minutes from"
+        f" {MIN_IDLE_MINUTES} to {settings.idle_minutes}: the namespace's"
+        f" {settings.idle_minutes} minutes apply"
+    )
+
+
+def started_at(pod: Object) -> datetime:
+    stamp = (pod.get("status") or {}).get("startTime") or pod["metadata"]["creationTimestamp"]
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def idle_query(namespace: str, minutes: int, percent: float) -> str:
+    """The pods whose GPUs were all below `percent` busy throughout the last `minutes`, with
+    readings in the first and the last `EDGE_MINUTES` of that window."""
+    series = f'{ACTIVITY_SERIES}{{namespace="{namespace}"}}'
+    return (
+        f"max by (pod) (max_over_time({series}[{minutes}m])) < {percent:g}"
+        " and on (pod) max by (pod) ("
+        f"present_over_time({series}[{EDGE_MINUTES}m] offset {minutes - EDGE_MINUTES}m))"
+        f" and on (pod) max by (pod) (present_over_time({series}[{EDGE_MINUTES}m]))"
+    )
+
+
+def idle_pods(prometheus: Api, namespace: str, minutes: int, percent: float) -> set[str]:
+    query = urllib.parse.urlencode({"query": idle_query(namespace, minutes, percent)})
+    answer = prometheus.call("GET", f"/api/v1/query?{query}")
+    if answer.get("status") != "success":
+        raise RuntimeError(f"Prometheus answered {answer.get('status')}: {answer.get('error')}")
+    return {item["metric"]["pod"] for item in answer["data"]["result"]}
+
+
+# --- What ends them ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a pod's end is asked of: the pod itself, or the owner to scale to zero."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    resource: str | None = None
+    """The owner's resource, to scale to zero; None for the pod itself."""
+    left_alone: str | None = None
+    """Why nothing is done, when nothing is."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.name}"
+
+
+def controller_of(obj: Object) -> Object | None:
+    refs = obj["metadata"].get("ownerReferences") or []
+    return next((ref for ref in refs if ref.get("controller")), None)
+
+
+@dataclass
+class Owners:
+    """Each pod's target, reading each owner once per run."""
+
+    kubernetes: Kubernetes
+    _read: dict[tuple[str, str], Object] = field(default_factory=dict)
+
+    def target_of(self, pod: Object) -> Target:
+        ref = controller_of(pod)
+        if ref is None:
+            metadata = pod["metadata"]
+            return Target("v1", "Pod", metadata["name"], metadata["uid"])
+        return self._owner_target(ref)
+
+    def _owner_target(self, ref: Object) -> Target:
+        api_version, kind, name, uid = ref["apiVersion"], ref["kind"], ref["name"], ref["uid"]
+        if (api_version, kind) == ("batch/v1", "Job"):
+            return Target(api_version, kind, name, uid, left_alone=f"Job {name} ends it when done")
+        resource = SCALABLE.get((api_version, kind))
+        if resource is None:
+            return Target(
+                api_version,
+                kind,
+                name,
+                uid,
+                left_alone=f"{kind} {name} would start it again: stop that instead",
+            )
+        owner = self._get(resource, name)
+        parent = controller_of(owner)
+        if parent is None:
+            return Target(api_version, kind, name, uid, resource=resource)
+        if kind == "ReplicaSet" and (parent["apiVersion"], parent["kind"]) == (
+            "apps/v1",
+            "Deployment",
+        ):
+            return self._owner_target(parent)
+        return Target(
+            api_version,
+            kind,
+            name,
+            uid,
+            left_alone=f"{kind} {name} is run by {parent['kind']} {parent['name']}, which would"
+            " scale it back up: stop that instead",
+        )
+
+    def _get(self, resource: str, name: str) -> Object:
+        key = (resource, name)
+        if key not in self._read:
+            self._read[key] = self.kubernetes.get(resource, name)
+        return self._read[key]
+
+
+# --- A run -------------------------------------------------------------------------------------
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def judge_idle(
+    settings: Settings, prometheus: Api, pods: Iterable[Object], now: datetime
+) -> tuple[dict[str, int], int]:
+    """The running pods idle past their limit, by name with their limit, and how many
+    Prometheus queries failed."""
+    limits: dict[str, int] = {}
+    for pod in pods:
+        if not is_running(pod):
+            continue
+        name = pod["metadata"]["name"]
+        limits[name], ignored = max_idle_minutes(pod, settings)
+        if ignored:
+            log(f"{settings.namespace}/{name}: {ignored}")
+        if now - started_at(pod) < timedelta(minutes=limits[name]):
+            del limits[name]
+    idle: dict[str, int] = {}
+    failures = 0
+    for minutes in sorted(set(limits.values())):
+        try:
+            found = idle_pods(prometheus, settings.namespace, minutes, settings.idle_percent)
+        except (OSError, ValueError, KeyError, RuntimeError) as error:
+            failures += 1
+            log(f"{settings.namespace}: could not ask Prometheus about {minutes} minutes: {error}")
+            continue
+        idle |= {name: m for name, m in limits.items() if m == minutes and name in found}
+    return idle, failures
+
+
+def run(settings: Settings, kubernetes: Kubernetes, prometheus: Api, now: datetime) -> int:
+    """One pass over the namespace; the number of things that failed."""
+    namespace = settings.namespace
+    pods = [pod for pod in kubernetes.pods() if holds_or_awaits_gpus(pod)]
+    idle, failures = judge_idle(settings, prometheus, pods, now)
+    log(
+        f"{namespace}: {len(pods)} GPU pod(s), {len(idle)} idle past their limit (below"
+        f" {settings.idle_percent:g}% busy)"
+    )
+    if not idle:
+        return failures
+    owners = Owners(kubernetes)
+    targets: dict[str, Target] = {}
+    unresolved: list[str] = []
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        try:
+            targets[name] = owners.target_of(pod)
+        except Exception as error:
+            unresolved.append(name)
+            if name in idle:
+                failures += 1
+                log(f"{namespace}/{name}: could not read what runs it: {error}")
+    ended: set[str] = set()
+    for name, minutes in idle.items():
+        target = targets.get(name)
+        if target is None or target.uid in ended:
+            continue
+        judged = Judged(name, minutes, target)
+        siblings = [p for p, t in targets.items() if t.uid == target.uid and p != name]
+        try:
+            if end(settings, kubernetes, judged, siblings, idle, unresolved, now):
+                ended.add(target.uid)
+        except Exception as error:
+            failures += 1
+            log(f"{judged.what(namespace)}; could not end it: {error}")
+    return failures
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A pod found idle past its limit."""
+
+    name: str
+    minutes: int
+    target: Target
+
+    def what(self, namespace: str) -> str:
+        return f"{namespace}/{self.name}: GPUs idle for {self.minutes} minutes"
+
+
+def end(
+    settings: Settings,
+    kubernetes: Kubernetes,
+    pod: Judged,
+    siblings: list[str],
+    idle: Mapping[str, int],
+    unresolved: list[str],
+    now: datetime,
+) -> bool:
+    """End the pod through its target, logging what was done; whether it was. Raises when
+    the API refuses."""
+    target = pod.target
+    what = pod.what(settings.namespace)
+    if target.left_alone is not None:
+        log(f"{what}; left alone: {target.left_alone}")
+        return False
+    if target.resource is not None:
+        busy = [sibling for sibling in siblings if sibling not in idle]
+        if busy:
+            log(f"{what}; {target.label} left alone: {', '.join(busy)} not idle")
+            return False
+        if unresolved:
+            log(
+                f"{what}; {target.label} left alone: could not tell whether"
+                f" {', '.join(unresolved)} belong to it"
+            )
+            return False
+    try:
+        if target.resource is None:
+            kubernetes.delete_pod(target.name, target.uid)
+            action = "deleted the pod"
+        else:
+            kubernetes.scale_to_zero(target.resource, target.name)
+            action = f"scaled {target.label} to 0 replicas"
+    except urllib.error.HTTPError as error:
+        # Gone, or (the delete's uid precondition) replaced by a new pod since it was listed.
+        if error.code in (404, 409):
+            log(f"{what}; gone or replaced since it was listed")
+            return False
+        raise
+    log(f"{what}; {action}")
+    message = (
+        f"Pod {pod.name} held GPUs below {settings.idle_percent:g}% busy for {pod.minutes}"
+        f" minutes, its limit ({MAX_IDLE_ANNOTATION}); {action}."
+    )
+    try:
+        kubernetes.record_event(target, message, now)
+    except Exception as error:
+        log(f"{what}; could not record an Event: {error}")
+    return True
+
+
+def main() -> int:
+    settings = Settings.from_env(os.environ)
+    kubernetes = Kubernetes.in_cluster(settings.namespace)
+    prometheus = Api(settings.prometheus_url)
+    try:
+        failures = run(settings, kubernetes, prometheus, datetime.now(UTC))
+    except (OSError, ValueError) as error:
+        log(f"{settings.namespace}: could not list its pods: {error}")
+        return 1
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
