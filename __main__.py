@@ -11,6 +11,7 @@ from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.kubernetes.gpu_pod import pool_placement
 from components.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from components.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
+from components.node_identity import pool_software
 from components.secrets import secret_if
 
 config = load_stack_config(read_pulumi_config(), secret_config_keys())
@@ -50,7 +51,12 @@ operator = GpuOperator(
 tenants = [
     GpuTenantNamespace(
         namespace.name,
-        GpuTenantNamespaceArgs(namespace, pools),
+        GpuTenantNamespaceArgs(
+            namespace,
+            pools,
+            config.monitoring,
+            secret_monitoring=config.is_secret("monitoring"),
+        ),
         pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[operator])),
     )
     for namespace in config.namespaces
@@ -65,4 +71,8 @@ pulumi.export("prometheusRuleNames", monitoring.rule_names)
 pulumi.export(
     "pools",
     secret_if(config.is_secret("pools"), {pool.spec.name: pool_placement(pool) for pool in pools}),
+)
+pulumi.export(
+    "gpuPools",
+    secret_if(config.is_secret("pools"), {pool.spec.name: pool_software(pool) for pool in pools}),
 )

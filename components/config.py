@@ -30,10 +30,13 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from components.accelerators import ACCELERATORS
+from components.drivers import known_releases
 from components.kubernetes.chart_keys import chart_components
+from components.kubernetes.idle_gpu_reaper import MIN_IDLE_MINUTES
 from components.versions import (
     CLUSTER_AUTOSCALER_CHART,
     GPU_OPERATOR_CHART,
+    GPU_OPERATOR_DRIVER_VERSION,
     KUBE_PROMETHEUS_STACK_CHART,
 )
 
@@ -53,6 +56,7 @@ _LABEL_VALUE = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
 # An exact chart version: Helm would accept a range or nothing at all and silently upgrade.
 _EXACT_VERSION = r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"
 _HTTPS_URL = r"^(https|oci)://[^\s]+$"
+_HTTP_URL = r"^https?://[^\s/?#]+(/[^\s?#]*)?$"
 _MIG_PROFILE = r"^all-\d+g\.\d+gb$"
 _CLUSTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
 _GCP_LOCATION = r"^[a-z]+-[a-z]+[0-9]+(-[a-z])?$"
@@ -73,11 +77,15 @@ _AMI_RELEASE = r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9a-f]{8}$"
 _AL2023_AMI_RELEASE = r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]{8}$"
 _SUBNET_ID = r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$"
 _CAPACITY_RESERVATION_ID = r"^cr-[0-9a-f]{17}$"
+_GKE_NODE_VERSION = r"^[0-9]+\.[0-9]+\.[0-9]+-gke\.[0-9]+$"
+_EKS_ADDON_VERSION = r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$"
+_DRIVER_VERSION = r"^[0-9]{3}\.[0-9]+(\.[0-9]+)?$"
 LabelKey = Annotated[str, StringConstraints(pattern=_LABEL_KEY, max_length=317)]
 LabelValue = Annotated[str, StringConstraints(pattern=_LABEL_VALUE)]
 ExactChartVersion = Annotated[str, StringConstraints(pattern=_EXACT_VERSION)]
 NotBlank = Annotated[str, StringConstraints(pattern=_NOT_BLANK)]
 HttpsUrl = Annotated[str, StringConstraints(pattern=_HTTPS_URL)]
+HttpUrl = Annotated[str, StringConstraints(pattern=_HTTP_URL)]
 
 # What each pattern means, for error messages people can act on.
 _PATTERN_MEANINGS = {
@@ -87,6 +95,8 @@ _PATTERN_MEANINGS = {
     _LABEL_VALUE: "a Kubernetes label value: up to 63 letters, digits, '-', '_' or '.'",
     _EXACT_VERSION: "an exact version such as v26.7.0 (no ranges, no 'latest')",
     _HTTPS_URL: "an https:// or oci:// URL",
+    _HTTP_URL: "an http:// or https:// URL with no query or fragment, such as"
+    " http://prometheus-operated.monitoring.svc:9090",
     _MIG_PROFILE: "a uniform MIG profile such as all-1g.10gb",
     _CLUSTER_NAME: "letters, digits, '-' and '_', up to 100 characters",
     _GCP_LOCATION: "a GCP region such as us-central1 or a zone such as us-central1-a",
@@ -102,6 +112,9 @@ _PATTERN_MEANINGS = {
     _SUBNET_ID: "a subnet id: 'subnet-' and 8 or 17 hex digits, such as subnet-0123456789abcdef0",
     _CAPACITY_RESERVATION_ID: "a Capacity Block's reservation id: 'cr-' and 17 hex digits,"
     " such as cr-0123456789abcdef0",
+    _GKE_NODE_VERSION: "a GKE version such as 1.34.1-gke.1829001",
+    _EKS_ADDON_VERSION: "an EKS add-on version such as v1.7.0-eksbuild.1",
+    _DRIVER_VERSION: "an NVIDIA driver version such as 595.91.07",
 }
 
 
@@ -217,10 +230,12 @@ class EksPoolOptions(_Model):
     """Settings that only an EKS managed node group has."""
 
     ami_release_version: Annotated[str, StringConstraints(pattern=_AMI_RELEASE)] | None = None
-    """EKS-optimized AMI release: `1.33.4-20251016` on AL2023, `1.52.0-0d4a7f31` on
-    Bottlerocket. None keeps EKS's latest at creation."""
-    ami_release_from_ssm: bool = False
-    """Resolve the release from the SSM recommended-release parameter at plan time instead."""
+    """The EKS-optimized NVIDIA AMI release the pool's nodes run, required on EKS:
+    `1.35.6-20260714` on AL2023 (the cluster's Kubernetes version, then the build date),
+    `1.54.0-0d4a7f31` on Bottlerocket. It decides the NVIDIA driver, and so the newest CUDA the
+    pool's pods may use: the platform knows the driver of every release in its tables
+    (components/eks/ami_drivers/). Moving it replaces the pool's nodes within
+    `maxUnavailablePercent`; move a pool's `canaryOf` pool first."""
     node_role_arn: Annotated[str, StringConstraints(pattern=_IAM_ROLE_ARN)] | None = None
     """An existing node IAM role to use instead of creating one for the pool."""
     metadata_hop_limit: Literal[1, 2] = 1
@@ -232,8 +247,14 @@ class EksPoolOptions(_Model):
     """The EC2 Capacity Block (`cr-...`) a `capacity-block` pool launches into; required there.
     Name the block's zone in `zones`."""
     max_unavailable_percent: int | None = Field(default=None, ge=1, le=100)
-    """Replace up to this share of the pool's nodes at once on an update; unset replaces one
-    node at a time."""
+    """Replace up to this share of the pool's nodes at once on an update (a new AMI release,
+    launch template or labels); unset replaces one node at a time. EKS drains each node first,
+    waiting up to 15 minutes for its pods' disruption budgets before it fails the update."""
+    node_repair: bool = True
+    """Have EKS replace or reboot the pool's nodes that turn unhealthy (kubelet `NotReady`, and
+    with the node monitoring agent, `AcceleratedHardwareReady=False`: GPU XIDs, double-bit ECC
+    and NVLink errors), one node at a time and never while more than a fifth of the pool is
+    unhealthy, which points at a cause no replacement fixes."""
     # gp3 gives every volume 3000 IOPS and 125 MiB/s whatever its size, and bills what is asked
     # above that; a new GPU node pulls images of many GiB before its first job starts.
     volume_throughput_mibps: int = Field(default=500, ge=125, le=1000)
@@ -280,6 +301,16 @@ class GkePoolOptions(_Model):
     max_unavailable: int = Field(default=0, ge=0, le=100)
     """Nodes GKE takes out of service at once to upgrade them in place; with `maxSurge: 0`, for
     GPUs too scarce to surge. One of the two must be above 0."""
+    node_version: Annotated[str, StringConstraints(pattern=_GKE_NODE_VERSION)] | None = None
+    """The GKE version of the pool's nodes (`1.34.1-gke.1829001`), and with it, on COS, the
+    NVIDIA driver GKE's installer loads; unset follows the cluster's version. Pin it on a
+    `canaryOf` pool to try a new version there first. GKE still upgrades a pinned pool when its
+    version leaves support, and clusters on a release channel when auto-upgrade runs, unless a
+    maintenance exclusion holds it."""
+    cos_driver_branch: int | None = Field(default=None, ge=450, le=999)
+    """COS only: the NVIDIA driver branch (`580`) of the nodes' GKE version, where the platform
+    does not know it (components/gke/cos_drivers.py lists what GKE documents). The smoke test
+    checks it on the pool it runs on."""
 
 
 class GpuPoolSpec(_Model):
@@ -314,6 +345,11 @@ class GpuPoolSpec(_Model):
     """Extra taints, on top of `nvidia.com/gpu=present:NoSchedule` that every pool has."""
     sharing: Sharing = Field(default_factory=ExclusiveSharing)
     """How workloads share a GPU: `exclusive`, `time-slicing`, `mps` or `mig`."""
+    canary_of: PoolName | None = None
+    """Makes this pool the canary of another pool of the same GPUs and sharing mode: a new AMI
+    release (EKS) or node version (GKE) goes here first, and the other pool may not run one newer
+    than its canary. Its nodes carry `gpu-platform.io/canary-of`, and only pods that select the
+    canary by its pool label (a smoke test, a team's canary job) run there."""
     aws: EksPoolOptions = Field(default_factory=EksPoolOptions)
     """EKS-only settings."""
     gcp: GkePoolOptions = Field(default_factory=GkePoolOptions)
@@ -346,6 +382,14 @@ class ClusterSpec(_Model):
     cni_policy_on_node_role: bool = True
     """EKS: attach `AmazonEKS_CNI_Policy` to the node roles the stack creates, as EKS does by
     default. Turn it off where the VPC CNI gets its permissions through IRSA or Pod Identity."""
+    node_monitoring_agent_version: (
+        Annotated[str, StringConstraints(pattern=_EKS_ADDON_VERSION)] | None
+    ) = None
+    """EKS: install the `eks-node-monitoring-agent` add-on at this version (`aws eks
+    describe-addon-versions --addon-name eks-node-monitoring-agent` lists them), with its DCGM
+    server tolerating the GPU taint, so that node repair also replaces nodes whose GPUs fail
+    while the kubelet stays Ready. Off by default: the agent runs its own DCGM host engine beside
+    the GPU Operator's exporter, which AWS does not support reusing (docs/gpu-health.md)."""
 
 
 class OperatorSpec(_Model):
@@ -369,6 +413,18 @@ class OperatorSpec(_Model):
     namespace may hold. GKE admits them outside kube-system only under a quota, and the chart's
     node-feature-discovery worker runs on every node of the cluster, GPU or not, beside about
     eight operator pods on each GPU node: keep it above all of those together."""
+    driver_version: Annotated[str, StringConstraints(pattern=_DRIVER_VERSION)] = (
+        GPU_OPERATOR_DRIVER_VERSION
+    )
+    """GKE Ubuntu: the NVIDIA driver the operator builds on every GPU node, pinned so that a
+    chart upgrade does not move it. A new one rolls out through the operator's upgrade
+    controller, `driverUpgradeMaxUnavailablePercent` of the GPU nodes at a time."""
+    driver_upgrade_max_unavailable_percent: int = Field(default=25, ge=1, le=100)
+    """GKE Ubuntu: the most GPU nodes the operator takes out of service at once to load a new
+    driver (at most one node at a time is upgraded, whatever the share)."""
+    driver_upgrade_job_wait_minutes: int = Field(default=1440, ge=0, le=10080)
+    """GKE Ubuntu: how long the operator waits for the Jobs' pods on a node to finish before it
+    deletes the GPU pods left and loads the new driver there; 0 waits for ever."""
     overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Chart values per top-level component (`dcgmExporter`, `driver`, ...), deep-merged over
     the platform's own values last. Component names are checked against the chart's."""
@@ -405,6 +461,24 @@ class MonitoringSpec(_Model):
     as on Prometheus (not `exported_pod`). The alert rules and the dashboard remain Prometheus
     Operator and Grafana objects, so the cluster still needs the Prometheus Operator's CRDs (or
     `installPrometheusStack`)."""
+    prometheus_url: HttpUrl | None = None
+    """Where the enforcer of `namespaces[].gpuIdleMinutes` queries Prometheus's HTTP API, with
+    no credentials: a Service of the cluster's Prometheus, such as
+    `http://prometheus-operated.monitoring.svc:9090` (the Prometheus Operator's), or a query
+    frontend of a managed one. By default, the Prometheus of `installPrometheusStack`."""
+
+    @property
+    def query_url(self) -> str | None:
+        """The Prometheus the platform's own jobs query: `prometheusUrl`, else the installed
+        stack's, else None (none known)."""
+        if self.prometheus_url is not None:
+            return self.prometheus_url
+        if not self.install_prometheus_stack:
+            return None
+        # The stack's release is named after its chart, and so its Prometheus Service; 9090 is
+        # the chart's `prometheus.service.port`.
+        release = KUBE_PROMETHEUS_STACK_CHART.name
+        return f"http://{release}-prometheus.{self.namespace}.svc:9090"
 
     @property
     def node_exporter_namespace(self) -> str:
@@ -431,6 +505,15 @@ class TenantNamespaceSpec(_Model):
     smoke_test_deadline_seconds: int = Field(default=900, ge=120, le=3600)
     """How long the smoke test may take, scaling its pool up from zero and the GPU Operator
     preparing the new node included; past it the Job fails, and `pulumi up` with it."""
+    # The enforcer runs every 10 minutes and wants readings from the first and the last 10
+    # minutes of the window (idle_gpu_reaper.py): a shorter limit would hardly be a window, and
+    # a run's wait could nearly double it.
+    gpu_idle_minutes: int | None = Field(default=None, ge=MIN_IDLE_MINUTES, le=10080)
+    """Opt in to ending idle GPU pods: the longest a GPU pod here may hold GPUs that do no work
+    (below `monitoring.idleGpuUtilizationPercent`), in minutes. A pod may ask for less with the
+    annotation `gpu-platform.io/max-idle-minutes`. Past it, a bare pod is deleted and a
+    Deployment or StatefulSet scaled to zero; Jobs are left to end on their own. Needs
+    `monitoring.prometheusUrl` or `installPrometheusStack` (docs/idle-gpu-pods.md)."""
 
 
 class ClusterAutoscalerSpec(_Model):
@@ -706,6 +789,7 @@ def _cross_field_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _other_cloud_problems(config)
     yield from _pool_problems(config)
     yield from _ami_release_problems(config)
+    yield from _canary_problems(config)
     yield from _bottlerocket_sharing_problems(config)
     yield from _gke_pool_problems(config)
     yield from _operator_override_problems(config)
@@ -737,6 +821,14 @@ def _platform(config: StackConfig) -> Platform | None:
     return config.platform if image in (None, *_NODE_IMAGES[config.cloud]) else None
 
 
+# The operator's driver settings: they only act where it builds the driver (GKE Ubuntu).
+_OPERATOR_DRIVER_OPTIONS = (
+    "driver_version",
+    "driver_upgrade_max_unavailable_percent",
+    "driver_upgrade_job_wait_minutes",
+)
+
+
 # Settings only one cloud's components read, by field name, with what each is. The other cloud
 # would silently ignore them, so a stack carrying one reads as if it did something; only what
 # the user set counts (`model_fields_set`), as every stack has the defaults.
@@ -744,11 +836,16 @@ _CLUSTER_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
     "region": (Cloud.AWS, "the EKS cluster's region"),
     "node_subnet_ids": (Cloud.AWS, "the EKS node groups' subnets"),
     "cni_policy_on_node_role": (Cloud.AWS, "the VPC CNI's policy on the EKS node roles"),
+    "node_monitoring_agent_version": (Cloud.AWS, "an EKS add-on"),
     "project": (Cloud.GCP, "the GKE cluster's project"),
     "location": (Cloud.GCP, "the GKE cluster's location"),
 }
 _OPERATOR_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
     "critical_pod_quota": (Cloud.GCP, "GKE admits critical pods outside kube-system by quota"),
+    **dict.fromkeys(
+        _OPERATOR_DRIVER_OPTIONS,
+        (Cloud.GCP, "the operator builds the driver on GKE Ubuntu nodes only"),
+    ),
 }
 _MONITORING_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
     "google_managed_prometheus": (Cloud.GCP, "Managed Service for Prometheus is GKE's"),
@@ -885,20 +982,87 @@ def _pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
 
 
 def _ami_release_problems(config: StackConfig) -> Iterator[ConfigProblem]:
-    # An AL2023 release ends in its build date; one ending in a Bottlerocket commit names no
-    # AL2023 AMI, and EKS would refuse it only at `pulumi up`. The other way round cannot be
-    # told apart: a commit may be all digits.
-    if _platform(config) is not Platform.EKS_AL2023:
+    platform = _platform(config)
+    if platform not in (Platform.EKS_AL2023, Platform.EKS_BOTTLEROCKET):
         return
     for i, pool in enumerate(config.pools):
         release = pool.aws.ami_release_version
-        if release is not None and not re.match(_AL2023_AMI_RELEASE, release):
+        path = key_path("pools", i, "aws", "amiReleaseVersion")
+        if release is None:
+            # EKS would take its latest release when the node group is created, so that pools
+            # created a month apart run different drivers, and the driver is known to nobody.
+            image = config.cluster.node_image or "al2023"
+            yield ConfigProblem(path, _MISSING, f"a pinned AMI release; {known_releases(image)}")
+        # An AL2023 release ends in its build date; one ending in a Bottlerocket commit names no
+        # AL2023 AMI, and EKS would refuse it only at `pulumi up`. The other way round cannot be
+        # told apart: a commit may be all digits.
+        elif platform is Platform.EKS_AL2023 and not re.match(_AL2023_AMI_RELEASE, release):
             yield ConfigProblem(
-                key_path("pools", i, "aws", "amiReleaseVersion"),
+                path,
                 release,
                 "an AL2023 release with nodeImage al2023: the Kubernetes version and the build"
                 " date, such as 1.33.4-20251016 (1.52.0-0d4a7f31 is Bottlerocket's form)",
             )
+
+
+def _canary_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    by_name = {pool.name: pool for pool in config.pools}
+    for i, pool in enumerate(config.pools):
+        if pool.canary_of is None:
+            continue
+        path = key_path("pools", i, "canaryOf")
+        target = by_name.get(pool.canary_of)
+        others = sorted(set(by_name) - {pool.name})
+        if target is None or target is pool:
+            yield ConfigProblem(path, pool.canary_of, f"another pool's name: {others}")
+        elif target.canary_of is not None:
+            yield ConfigProblem(
+                path,
+                pool.canary_of,
+                f"a pool that is not itself a canary ({target.name} is {target.canary_of}'s)",
+            )
+        elif (target.instance_types, target.sharing) != (pool.instance_types, pool.sharing):
+            yield ConfigProblem(
+                path,
+                pool.canary_of,
+                f"a pool with the canary's instance types and sharing mode: {target.name} has"
+                f" {target.instance_types}, {target.sharing.mode}; this pool"
+                f" {pool.instance_types}, {pool.sharing.mode}. A canary on other GPUs proves"
+                " nothing for them",
+            )
+        else:
+            yield from _canary_lead_problems(config, i, pool, target)
+
+
+def _canary_lead_problems(
+    config: StackConfig, i: int, canary: GpuPoolSpec, target: GpuPoolSpec
+) -> Iterator[ConfigProblem]:
+    """A pool runs nothing newer than its canary: what reaches it was tried there first."""
+    j = config.pools.index(target)
+    if config.cloud is Cloud.AWS:
+        ours, theirs = canary.aws.ami_release_version, target.aws.ami_release_version
+        ahead = (
+            ours is not None and theirs is not None and _release_key(theirs) > _release_key(ours)
+        )
+        where = ("aws", "amiReleaseVersion")
+    else:
+        ours, theirs = canary.gcp.node_version, target.gcp.node_version
+        ahead = theirs is not None and (ours is None or _release_key(theirs) > _release_key(ours))
+        where = ("gcp", "nodeVersion")
+    if ahead:
+        yield ConfigProblem(
+            key_path("pools", j, *where),
+            theirs,
+            f"at most {ours or 'the cluster version'}, the version of its canary pools[{i}]"
+            f" ({canary.name}): move the canary first, watch it, then promote",
+        )
+
+
+def _release_key(release: str) -> tuple[Any, ...]:
+    """`1.35.6-20260714` and `1.34.1-gke.1829001` ordered by version, then build."""
+    version, _, build = release.partition("-")
+    numbers = tuple(int(part) for part in version.split("."))
+    return numbers, tuple(int(p) if p.isdigit() else p for p in re.split(r"[.-]", build))
 
 
 def _bottlerocket_sharing_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -923,14 +1087,28 @@ def _gke_pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     # On COS, Google's driver installer loads COS's signed driver; a driver the operator built
     # as well would fight it for the same GPUs.
     driver = config.operator.overrides.get("driver", {})
-    if _platform(config) is Platform.GKE_COS and driver.get("enabled") is True:
+    platform = _platform(config)
+    if platform is Platform.GKE_COS and driver.get("enabled") is True:
         yield ConfigProblem(
             key_path("operator", "overrides", "driver", "enabled"),
             True,
             "false or no value with nodeImage cos (Google's driver installer owns the driver"
             " there); for the operator's own driver, use nodeImage ubuntu",
         )
+    if platform is Platform.GKE_COS:
+        for field in sorted(config.operator.model_fields_set & set(_OPERATOR_DRIVER_OPTIONS)):
+            yield ConfigProblem(
+                key_path("operator", OperatorSpec.model_fields[field].alias or field),
+                getattr(config.operator, field),
+                "no value with nodeImage cos, where Google's installer loads COS's driver",
+            )
     for i, pool in enumerate(config.pools):
+        if pool.gcp.cos_driver_branch is not None and platform is not Platform.GKE_COS:
+            yield ConfigProblem(
+                key_path("pools", i, "gcp", "cosDriverBranch"),
+                pool.gcp.cos_driver_branch,
+                "no value unless nodeImage is cos (the operator's driverVersion holds on ubuntu)",
+            )
         yield from _gke_sharing_problems(config, pool, i)
         if pool.gcp.max_surge == 0 and pool.gcp.max_unavailable == 0:
             yield ConfigProblem(
@@ -970,6 +1148,12 @@ def _gke_sharing_problems(
 
 
 def _operator_override_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    if "version" in config.operator.overrides.get("driver", {}):
+        yield ConfigProblem(
+            key_path("operator", "overrides", "driver", "version"),
+            config.operator.overrides["driver"]["version"],
+            "no value: set operator.driverVersion, which the pools' CUDA ceiling follows",
+        )
     chart = GPU_OPERATOR_CHART
     components = chart_components(chart.version)
     for name, values in config.operator.overrides.items():
@@ -1118,4 +1302,14 @@ def _monitoring_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             monitoring.service_monitor_labels,
             f"labels including release: {release} with installPrometheusStack (the installed"
             " Prometheus selects ServiceMonitors and PrometheusRules by its release name)",
+        )
+    enforced = [i for i, ns in enumerate(config.namespaces) if ns.gpu_idle_minutes is not None]
+    if enforced and monitoring.query_url is None:
+        tenants = ", ".join(f"namespaces[{i}]" for i in enforced)
+        yield ConfigProblem(
+            key_path("monitoring", "prometheusUrl"),
+            _MISSING,
+            f"the URL of the cluster's Prometheus, which {tenants} (gpuIdleMinutes) need to tell"
+            " idle GPUs, such as http://prometheus-operated.monitoring.svc:9090; or"
+            " installPrometheusStack: true, whose Prometheus is then queried",
         )

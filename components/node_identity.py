@@ -21,11 +21,14 @@ from components.config import (
     Sharing,
     TimeSlicingSharing,
 )
+from components.drivers import CUDA_LABEL, DRIVER_LABEL, NvidiaDriver
 
 GPU_RESOURCE = "nvidia.com/gpu"
 POOL_LABEL = "gpu-platform.io/pool"
 ACCELERATOR_LABEL = "gpu-platform.io/accelerator"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+CANARY_LABEL = "gpu-platform.io/canary-of"
+"""On a canary pool's nodes: the pool whose new versions it tries first."""
 # The GPU Operator's device plugin reads its sharing config name from this node label, and the
 # MIG manager its partition layout from the other one.
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
@@ -132,7 +135,10 @@ def advertised_resources(
 
 
 def node_identity_for(
-    pool: GpuPoolSpec, gpu: GpuShape, sharer: GpuSharer = GpuSharer.OPERATOR
+    pool: GpuPoolSpec,
+    gpu: GpuShape,
+    sharer: GpuSharer = GpuSharer.OPERATOR,
+    driver: NvidiaDriver | None = None,
 ) -> NodeIdentity:
     """The identity every node of `pool` has, extra labels and taints from config included."""
     labels = {
@@ -141,6 +147,13 @@ def node_identity_for(
         ACCELERATOR_LABEL: gpu.accelerator,
         GPU_PRESENT_LABEL: "true",
     }
+    # On the node group's own labels rather than left to the operator's feature discovery, so
+    # that a pool scaled to zero shows them too: the policy pack reads them from the node group.
+    if driver is not None:
+        labels[DRIVER_LABEL] = driver.version
+        labels[CUDA_LABEL] = driver.cuda
+    if pool.canary_of is not None:
+        labels[CANARY_LABEL] = pool.canary_of
     if sharer is GpuSharer.OPERATOR:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = sharing_config_name(pool.sharing)
         if isinstance(pool.sharing, MigSharing):
@@ -163,9 +176,29 @@ class ResolvedPool:
     gpu: GpuShape
     identity: NodeIdentity
     sharer: GpuSharer = GpuSharer.OPERATOR
+    driver: NvidiaDriver | None = None
+    """The NVIDIA driver its nodes run; every pool of a stack has one, and only tests of other
+    concerns leave it out."""
 
 
 def resolve_pool(
-    spec: GpuPoolSpec, index: int, gpu: GpuShape, sharer: GpuSharer = GpuSharer.OPERATOR
+    spec: GpuPoolSpec,
+    index: int,
+    gpu: GpuShape,
+    sharer: GpuSharer = GpuSharer.OPERATOR,
+    driver: NvidiaDriver | None = None,
 ) -> ResolvedPool:
-    return ResolvedPool(spec, index, gpu, node_identity_for(spec, gpu, sharer), sharer)
+    identity = node_identity_for(spec, gpu, sharer, driver)
+    return ResolvedPool(spec, index, gpu, identity, sharer, driver)
+
+
+def pool_software(pool: ResolvedPool) -> dict[str, str | None]:
+    """What the stack exports and the plan shows of a pool's driver: its version, the newest
+    CUDA its pods may use, what pins it, and the pool it is the canary of."""
+    driver = pool.driver
+    return {
+        "nvidiaDriver": driver.version if driver else None,
+        "cuda": driver.cuda if driver else None,
+        "pinnedBy": driver.source if driver else None,
+        "canaryOf": pool.spec.canary_of,
+    }

@@ -59,8 +59,48 @@ SUPPORTED_KUBERNETES_VERSIONS = ("1.33", "1.34", "1.35", "1.36")
 
 # The tenant namespaces' smoke test runs `nvidia-smi`, which the NVIDIA Container Toolkit mounts
 # from the node's driver: the image only supplies a filesystem, so the smallest CUDA image will
-# do. Moving it to a newer CUDA release changes nothing the test checks.
-GPU_SMOKE_TEST_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
+# do. Its CUDA release stays at or below the oldest driver branch a pool may run (R535 runs CUDA
+# 12.2, see CUDA_BY_DRIVER_BRANCH), so that the image itself never fails the CUDA check it is
+# there to prove: CUDA images declare `NVIDIA_REQUIRE_CUDA`, which the toolkit enforces when the
+# container starts.
+GPU_SMOKE_TEST_IMAGE = "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04"
+
+# The newest CUDA release each NVIDIA driver branch runs natively: what `nvidia-smi` prints as
+# "CUDA Version", and the ceiling a pool's pods are held to. From the CUDA Toolkit release notes'
+# "CUDA Toolkit and Corresponding Driver Versions" table (the minimum Linux driver of every
+# toolkit release): a branch runs every toolkit whose minimum driver is of that branch or older.
+# R565 drivers report 12.7, a release with no toolkit of its own. CUDA's minor version
+# compatibility lets a 12.x application run on any R525+ driver with a limited feature set
+# (docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); the platform
+# holds pods to the native version, as NVIDIA's own images do with `NVIDIA_REQUIRE_CUDA`.
+CUDA_BY_DRIVER_BRANCH = {
+    450: "11.0",
+    470: "11.4",
+    525: "12.0",
+    535: "12.2",
+    550: "12.4",
+    560: "12.6",
+    565: "12.7",
+    570: "12.8",
+    575: "12.9",
+    580: "13.0",
+    590: "13.1",
+    595: "13.2",
+    610: "13.3",
+}
+"""NVIDIA driver branch -> the newest CUDA `major.minor` it runs."""
+
+# The driver the GPU Operator builds where it owns the driver (GKE Ubuntu): the pinned chart's
+# default (`driver.version` in its values.yaml), set explicitly so that a chart upgrade never
+# moves every GPU node to a new driver unnoticed. Changing it rolls the new driver through the
+# operator's upgrade controller (`gpu-platform:operator.driverUpgrade...` settings).
+GPU_OPERATOR_DRIVER_VERSION = "595.91.07"
+
+# The idle GPU pod enforcer of opted-in tenant namespaces runs one script of the standard
+# library (components/kubernetes/idle_gpu_reaper.py) from a ConfigMap: an official Python image,
+# the slim variant (no compilers, a smaller attack surface), needs no image of the platform's own
+# to build, sign and patch. Debian trixie named, so the tag cannot move to another release.
+IDLE_GPU_REAPER_IMAGE = "docker.io/library/python:3.13.9-slim-trixie"
 
 # Google's NVIDIA driver installer DaemonSet for Container-Optimized OS nodes, the `preloaded`
 # variant (GKE ships the installer image on the node, matched to its COS release). GKE COS pools

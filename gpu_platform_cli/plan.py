@@ -53,6 +53,7 @@ KEY_INPUTS: Mapping[str, Sequence[str]] = {
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": ("policyArn",),
     "gcp:container/nodePool:NodePool": (
         "name",
+        "version",
         "nodeLocations",
         "autoscaling",
         "nodeConfig.machineType",
@@ -240,9 +241,36 @@ def print_plan(plan: Plan, console: Console) -> None:
         )
         for token, count in Counter(i.token for i in plan.invokes).items():
             console.print(f"  {token}" + (f" x{count}" if count > 1 else ""), highlight=False)
+    print_pool_software(plan, console)
     console.print("\n[bold]Outputs[/bold]")
     for name, value in _shown_outputs(plan).items():
         console.print(f"  {name}: {_short(value)}", highlight=False)
+
+
+def print_pool_software(plan: Plan, console: Console) -> None:
+    """Each pool's driver and CUDA ceiling, and where a canary stands against its pool: ahead
+    while it tries a new version, in step once the version is promoted."""
+    if "gpuPools" not in plan.outputs:
+        return
+    console.print("\n[bold]GPU pools[/bold]")
+    if "gpuPools" in plan.secret_outputs:
+        console.print(f"  {SECRET}", highlight=False)
+        return
+    pools: Mapping[str, Mapping[str, Any]] = plan.outputs["gpuPools"]
+    for name, pool in pools.items():
+        line = (
+            f"  {name}: NVIDIA driver {pool['nvidiaDriver']} (CUDA {pool['cuda']}), pinned by"
+            f" {pool['pinnedBy']}"
+        )
+        target = pools.get(pool["canaryOf"] or "")
+        if target is not None:
+            line += f"; canary of {pool['canaryOf']}, " + (
+                "in step with it"
+                if target["pinnedBy"] == pool["pinnedBy"]
+                else f"ahead of it ({target['pinnedBy']}): promote by giving {pool['canaryOf']}"
+                " the canary's version"
+            )
+        console.print(escape(line), highlight=False)
 
 
 def _add_children(

@@ -5,11 +5,13 @@ built only then, because constructing a `PolicyPack` starts its server and block
 this file (as tests and tools do) only collects the policies.
 """
 
+import gpu_cuda
 import gpu_pools
 import gpu_sharing
 import gpu_stack
 import gpu_workloads
 import helm
+import idle_gpu_pods
 import namespaces
 import pack_config
 import pod_security
@@ -27,6 +29,8 @@ POLICIES = [
             *namespaces.POLICIES,
             *gpu_workloads.POLICIES,
             *gpu_sharing.POLICIES,
+            *gpu_cuda.POLICIES,
+            *idle_gpu_pods.POLICIES,
             *gpu_pools.POLICIES,
             *helm.POLICIES,
             *gpu_stack.POLICIES,

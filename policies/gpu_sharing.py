@@ -45,7 +45,7 @@ POOL_LABEL = "gpu-platform.io/pool"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 SHARED_CONFIG_PREFIXES = ("time-slicing-", "mps-")
-_LABELS_PATH = {NODE_GROUP_TYPE: ("labels",), NODE_POOL_TYPE: ("nodeConfig", "labels")}
+POOL_LABELS_PATH = {NODE_GROUP_TYPE: ("labels",), NODE_POOL_TYPE: ("nodeConfig", "labels")}
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class PoolSharing:
 
 
 def pool_sharing(resource: PolicyResource) -> PoolSharing | None:
-    labels = mapping(resource.props, *_LABELS_PATH[resource.resource_type]) or {}
+    labels = mapping(resource.props, *POOL_LABELS_PATH[resource.resource_type]) or {}
     name = text(labels, POOL_LABEL)
     if name is None:
         return None
@@ -133,7 +133,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     with Findings(NAME, "the stack", report_violation) as findings:
         pools: dict[str, PoolSharing] = {}
         for resource in args.resources:
-            if resource.resource_type in _LABELS_PATH:
+            if resource.resource_type in POOL_LABELS_PATH:
                 found = findings.known(
                     f"how {resource.urn} shares its GPUs", partial(pool_sharing, resource)
                 )

@@ -86,6 +86,7 @@ def test_prod_protects_exactly_its_node_groups_and_the_gpu_operator(prod_plan: P
     protected = sorted((r.type, r.name) for r in prod_plan.resources if r.protect)
 
     assert protected == [
+        ("aws:eks/nodeGroup:NodeGroup", "a100-canary-nodes"),
         ("aws:eks/nodeGroup:NodeGroup", "a100-inference-nodes"),
         ("aws:eks/nodeGroup:NodeGroup", "h100-training-nodes"),
         ("kubernetes:core/v1:Namespace", "gpu-operator"),
@@ -119,7 +120,10 @@ def test_the_node_groups_own_roles_and_tags_are_not_protected(prod_plan: Plan) -
 
 
 def new_mig_profile(config: Config) -> None:
-    config["gpu-platform:pools"][1]["sharing"]["profile"] = "all-3g.40gb"
+    # On a100-inference and on its canary, whose sharing must stay that of the pool it tries.
+    for pool in config["gpu-platform:pools"]:
+        if pool["name"] in ("a100-inference", "a100-canary"):
+            pool["sharing"]["profile"] = "all-3g.40gb"
 
 
 def node_role_without_cni_policy(config: Config) -> None:

@@ -28,6 +28,7 @@ from components.eks.cluster_autoscaler import (
 from components.eks.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks.node_group import EksGpuNodeGroup, EksGpuNodeGroupArgs
 from components.eks.node_group_names import names_a_zone_of
+from components.eks.node_monitoring_agent import NodeMonitoringAgent, NodeMonitoringAgentArgs
 from components.eks.placement import NodeGroupPlacement, resolve_placement
 from components.node_identity import ResolvedPool
 from components.versions import CLUSTER_AUTOSCALER_IMAGES
@@ -120,6 +121,14 @@ class EksCloud:
                     "efa-device-plugin",
                     EfaDevicePluginArgs(),
                     pulumi.ResourceOptions(provider=connection.provider),
+                )
+            )
+        agent_version = self.config.cluster.node_monitoring_agent_version
+        if agent_version is not None:
+            node_groups.append(
+                NodeMonitoringAgent(
+                    "node-monitoring-agent",
+                    NodeMonitoringAgentArgs(self.cluster, agent_version),
                 )
             )
         if self._autoscaler_image is None:

@@ -56,37 +56,23 @@ commands = [
 essential = true
 mode = "always"
 """
-# The first Bottlerocket release with bootstrap commands and `apiclient ephemeral-storage`.
-_BOTTLEROCKET_FIRST = (1, 22)
 
 
-def uses_instance_store(
-    spec: GpuPoolSpec, instance_types: Sequence[InstanceType], node_image: str
-) -> bool:
+def uses_instance_store(spec: GpuPoolSpec, instance_types: Sequence[InstanceType]) -> bool:
     """Whether the pool's nodes keep images and scratch space on their local NVMe drives."""
+    # Bottlerocket has had bootstrap commands and `apiclient ephemeral-storage` since 1.22.0, and
+    # only releases from 1.40 are accepted (their drivers are known, components/drivers.py).
     if not spec.aws.local_nvme or not instance_types:
-        return False
-    if node_image == "bottlerocket" and not _bottlerocket_sets_up_local_drives(spec):
         return False
     smallest = min(t.instance_store_gb for t in instance_types)
     return smallest * _GB >= spec.disk_size_gib * _GIB
-
-
-def _bottlerocket_sets_up_local_drives(spec: GpuPoolSpec) -> bool:
-    """A release pinned before 1.22.0 would halt at boot on the bootstrap commands; an unpinned
-    one is EKS's current release."""
-    release = spec.aws.ami_release_version
-    if release is None:
-        return True
-    major, minor = (int(part) for part in release.split(".")[:2])
-    return (major, minor) >= _BOTTLEROCKET_FIRST
 
 
 def kubelet_disk_gib(
     spec: GpuPoolSpec, instance_types: Sequence[InstanceType], node_image: str
 ) -> int:
     """The size of the filesystem the kubelet offers pods ephemeral storage from, in GiB."""
-    if uses_instance_store(spec, instance_types, node_image):
+    if uses_instance_store(spec, instance_types):
         return min(t.instance_store_gb for t in instance_types) * _GB // _GIB
     return spec.disk_size_gib
 
@@ -95,7 +81,7 @@ def node_config_user_data(
     spec: GpuPoolSpec, instance_types: Sequence[InstanceType], node_image: str
 ) -> str | None:
     """The launch template's user data (base64), or None where the nodes need none."""
-    if not uses_instance_store(spec, instance_types, node_image):
+    if not uses_instance_store(spec, instance_types):
         return None
     user_data = (
         _BOTTLEROCKET_EPHEMERAL_STORAGE if node_image == "bottlerocket" else _RAID0_NODE_CONFIG

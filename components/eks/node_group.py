@@ -134,6 +134,7 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
                     max_size=group.max_size,
                 ),
                 update_config=_update_config(args),
+                node_repair_config=node_repair_config_for(spec),
                 labels=secret_if(args.secret_labels, dict(identity.labels)),
                 taints=[
                     eks.NodeGroupTaintArgs(
@@ -277,6 +278,22 @@ def _node_role(
         for policy in policies
     ]
     return role.arn, attachments
+
+
+# EKS skips repairs on its own once more than a fifth of a group of over five nodes is unhealthy
+# (node-repair.html); the platform says so explicitly, and repairs one node at a time, as many
+# nodes failing at once point at a cause (a driver, the network) no replacement fixes.
+MAX_UNHEALTHY_PERCENT = 20
+
+
+def node_repair_config_for(spec: GpuPoolSpec) -> eks.NodeGroupNodeRepairConfigArgs:
+    if not spec.aws.node_repair:
+        return eks.NodeGroupNodeRepairConfigArgs(enabled=False)
+    return eks.NodeGroupNodeRepairConfigArgs(
+        enabled=True,
+        max_parallel_nodes_repaired_count=1,
+        max_unhealthy_node_threshold_percentage=MAX_UNHEALTHY_PERCENT,
+    )
 
 
 def _update_config(args: EksGpuNodeGroupArgs) -> eks.NodeGroupUpdateConfigArgs:

@@ -9,8 +9,6 @@ AMI release. Whatever makes a pool unable to work is a `ConfigError` naming the 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pulumi_aws import ssm
-
 from components.accelerators import ACCELERATORS
 from components.config import (
     ConfigError,
@@ -20,6 +18,7 @@ from components.config import (
     key_path,
     mig_problem,
 )
+from components.drivers import NvidiaDriver, eks_driver, known_releases
 from components.eks.autoscaler_tags import autoscaler_tag_problems, autoscaler_tags
 from components.eks.cluster import EksCluster, Subnet
 from components.eks.instance_types import (
@@ -57,8 +56,8 @@ class NodeGroupPlacement:
     zones: tuple[str, ...]
     subnet_ids: tuple[str, ...]
     ami_type: str
-    release_version: str | None
-    """The AMI release to pin; None lets EKS take its latest when the group is created."""
+    release_version: str
+    """The pinned AMI release, which decides the pool's driver."""
     efa_interfaces: int = 0
     """EFA interfaces each node gets: the fewest any of the pool's instance types takes; 0
     unless the pool asks for EFA."""
@@ -67,19 +66,6 @@ class NodeGroupPlacement:
     live_scalings: Mapping[str | None, LiveScaling] = field(default_factory=dict)
     """The sizes of the pool's node groups as they run now, by zone (None for a pool's only
     group); none before they exist."""
-
-
-def release_parameter(node_image: str, kubernetes_version: str, architecture: str) -> str:
-    """The public SSM parameter holding the recommended NVIDIA AMI release for a cluster version."""
-    if node_image == "bottlerocket":
-        return (
-            f"/aws/service/bottlerocket/aws-k8s-{kubernetes_version}-nvidia/{architecture}"
-            "/latest/image_version"
-        )
-    return (
-        f"/aws/service/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/{architecture}"
-        "/nvidia/recommended/release_version"
-    )
 
 
 def resolve_placement(
@@ -112,7 +98,8 @@ def resolve_placement(
     assert first.gpu is not None and first.architecture is not None
     zones, subnet_ids = _zones_and_subnets(spec, index, offered, subnets)
     _raise_if_any(_per_zone_problems(spec, index, zones))
-    pool = resolve_pool(spec, index, first.gpu)
+    driver = _driver(spec, index, cluster, node_image, first.architecture)
+    pool = resolve_pool(spec, index, first.gpu, driver=driver)
     efa_interfaces = min(t.efa_interfaces for t in instance_types) if spec.aws.efa else 0
     _raise_if_any(_node_group_problems(pool, cluster.name, idle_minutes, efa_interfaces))
     placement = NodeGroupPlacement(
@@ -120,7 +107,7 @@ def resolve_placement(
         zones=zones,
         subnet_ids=subnet_ids,
         ami_type=AMI_TYPES[(node_image, first.architecture)],
-        release_version=_release_version(spec, cluster, node_image, first.architecture),
+        release_version=driver.source.removeprefix("AMI release "),
         efa_interfaces=efa_interfaces,
         subnets_by_zone=tuple(
             (zone, tuple(s.id for s in subnets if s.zone == zone and s.id in subnet_ids))
@@ -139,12 +126,6 @@ def _raise_if_any(problems: Iterator[ConfigProblem]) -> None:
 
 def _option_problems(spec: GpuPoolSpec, i: int) -> Iterator[ConfigProblem]:
     options = spec.aws
-    if options.ami_release_version is not None and options.ami_release_from_ssm:
-        yield ConfigProblem(
-            key_path("pools", i, "aws", "amiReleaseFromSsm"),
-            True,
-            "false when amiReleaseVersion is set (one source for the AMI release)",
-        )
     if spec.capacity == "capacity-block" and options.capacity_reservation_id is None:
         yield ConfigProblem(
             key_path("pools", i, "aws", "capacityReservationId"),
@@ -321,12 +302,36 @@ def _node_group_problems(
     yield from autoscaler_tag_problems(pool, tags)
 
 
-def _release_version(
-    spec: GpuPoolSpec, cluster: EksCluster, node_image: str, architecture: str
-) -> str | None:
-    if spec.aws.ami_release_version is not None:
-        return spec.aws.ami_release_version
-    if not spec.aws.ami_release_from_ssm:
-        return None
-    parameter = release_parameter(node_image, cluster.version, architecture)
-    return ssm.get_parameter(name=parameter, region=cluster.region).value
+def _driver(
+    spec: GpuPoolSpec, i: int, cluster: EksCluster, node_image: str, architecture: str
+) -> NvidiaDriver:
+    """The driver of the pool's pinned AMI release, which config validation made sure it has."""
+    release = spec.aws.ami_release_version
+    assert release is not None
+    path = key_path("pools", i, "aws", "amiReleaseVersion")
+    # An AL2023 release is built for one Kubernetes version, and EKS refuses a node group whose
+    # kubelet is not the cluster's; Bottlerocket's release numbers are its own.
+    if node_image == "al2023" and not release.startswith(f"{cluster.version}."):
+        raise ConfigError(
+            [
+                ConfigProblem(
+                    path,
+                    release,
+                    f"a release for Kubernetes {cluster.version}, the version of cluster"
+                    f" {cluster.name}; {known_releases(node_image)}",
+                )
+            ]
+        )
+    driver = eks_driver(node_image, release, architecture, cluster.version)
+    if driver is None:
+        raise ConfigError(
+            [
+                ConfigProblem(
+                    path,
+                    release,
+                    f"a release whose NVIDIA driver the platform knows, for {architecture} and"
+                    f" Kubernetes {cluster.version}; {known_releases(node_image)}",
+                )
+            ]
+        )
+    return driver

@@ -16,6 +16,7 @@ from components.config import (
     key_path,
     mig_problem,
 )
+from components.drivers import COS_DEFAULT_DRIVER_BRANCH, NvidiaDriver, gke_driver
 from components.gke.cluster import GkeCluster, cluster_problems, connect_to, lookup_cluster
 from components.gke.driver_installer import CosDriverInstaller
 from components.gke.machine_types import boot_disk_types, gpu_shape
@@ -47,7 +48,7 @@ class GkeCloud:
         resolved = []
         for i, spec in enumerate(self.config.pools):
             try:
-                resolved.append(_resolve(spec, i, self.config.platform))
+                resolved.append(_resolve(spec, i, self.config.platform, self._driver(spec, i)))
             except ConfigError as error:
                 problems += error.problems
         if problems:
@@ -63,6 +64,27 @@ class GkeCloud:
         if problems:
             raise ConfigError(problems)
         return resolved
+
+    def _driver(self, spec: GpuPoolSpec, index: int) -> NvidiaDriver:
+        version = spec.gcp.node_version or self.cluster.master_version
+        image = self.config.cluster.node_image or "cos"
+        driver = gke_driver(
+            image, version, spec.gcp.cos_driver_branch, self.config.operator.driver_version
+        )
+        if driver is None:
+            documented = ", ".join(COS_DEFAULT_DRIVER_BRANCH)
+            raise ConfigError(
+                [
+                    ConfigProblem(
+                        key_path("pools", index, "gcp", "cosDriverBranch"),
+                        None,
+                        f"the NVIDIA driver branch COS loads on GKE {version} (such as 580), which"
+                        f" GKE documents for {documented} only: `nvidia-smi` on a node of that"
+                        " version shows it, and the smoke test checks it",
+                    )
+                ]
+            )
+        return driver
 
     def connect(self) -> ClusterConnection:
         context = self.config.cluster.kubeconfig_context
@@ -116,7 +138,9 @@ def initial_size_problems(pool: ResolvedPool, zones: Sequence[str]) -> list[Conf
     ]
 
 
-def _resolve(spec: GpuPoolSpec, index: int, platform: Platform) -> ResolvedPool:
+def _resolve(
+    spec: GpuPoolSpec, index: int, platform: Platform, driver: NvidiaDriver
+) -> ResolvedPool:
     shape = gpu_shape(spec, index)
     problems = []
     # A MIG pool that states its accelerator was checked with the rest of the config.
@@ -136,4 +160,4 @@ def _resolve(spec: GpuPoolSpec, index: int, platform: Platform) -> ResolvedPool:
         )
     if problems:
         raise ConfigError(problems)
-    return resolve_pool(spec, index, shape, sharer_for(platform, spec.sharing))
+    return resolve_pool(spec, index, shape, sharer_for(platform, spec.sharing), driver)

@@ -143,6 +143,9 @@ def node_pool_args(
             # ANY scales up wherever Spot capacity is, instead of keeping zones balanced.
             location_policy="ANY" if spec.capacity == "spot" else "BALANCED",
         ),
+        # A pinned node version is how a canary pool runs a new GKE version (and on COS, a new
+        # driver) before the others; unset, the pool follows the cluster's version.
+        version=spec.gcp.node_version,
         management=container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
         upgrade_settings=container.NodePoolUpgradeSettingsArgs(
             strategy="SURGE",

@@ -29,10 +29,12 @@ fields in snake_case, so a type checker wants a `cast` there), or dump them as Y
     )
 """
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from components.config import MpsSharing, TimeSlicingSharing
+from components.drivers import cuda_tuple
 from components.node_identity import POOL_LABEL, ResolvedPool
 
 GPU_POD_ANNOTATIONS = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
@@ -58,6 +60,7 @@ def gpu_pod_spec(
     limits: Mapping[str, str] | None = None,
     user_id: int = DEFAULT_USER_ID,
     restart_policy: Literal["Always", "OnFailure", "Never"] | None = None,
+    cuda: str | None = None,
 ) -> dict[str, Any]:
     """A PodSpec with one container that gets `gpus` of the pool's GPUs (or GPU slices).
 
@@ -65,7 +68,10 @@ def gpu_pod_spec(
     instances; it cannot exceed what one node of the pool has. `requests` and `limits` add
     other resources (`cpu`, `memory`). The container runs as `user_id` (group too), which must
     not be 0. `restart_policy` is left to the Kubernetes default (`Always`, as Deployments
-    need) unless given; Jobs need `Never` or `OnFailure`.
+    need) unless given; Jobs need `Never` or `OnFailure`. `cuda` is the CUDA release the image
+    was built for (`12.4`): it must not be newer than the pool's driver runs, and it is set as
+    the container's `NVIDIA_REQUIRE_CUDA`, which the policy pack reads and the NVIDIA Container
+    Toolkit enforces when the container starts.
     """
     resource = gpu_resource(pool)
     # Time-sliced and MPS replicas may be slices of one GPU: the device plugin refuses more
@@ -85,6 +91,8 @@ def gpu_pod_spec(
         )
     if user_id == 0:
         raise ValueError("user_id=0: Pod Security `restricted` rejects pods that run as root")
+    if cuda is not None:
+        env = {**(env or {}), REQUIRE_CUDA_ENV: f"cuda>={_checked_cuda(pool, cuda)}"}
     container: dict[str, Any] = {
         "name": container_name,
         "image": image,
@@ -114,6 +122,22 @@ def gpu_pod_spec(
     if restart_policy is not None:
         spec["restartPolicy"] = restart_policy
     return spec
+
+
+REQUIRE_CUDA_ENV = "NVIDIA_REQUIRE_CUDA"
+
+
+def _checked_cuda(pool: ResolvedPool, cuda: str) -> str:
+    if re.fullmatch(r"\d+\.\d+", cuda) is None:
+        raise ValueError(f"cuda={cuda!r}: a CUDA release as major.minor, such as 12.4")
+    driver = pool.driver
+    if driver is not None and cuda_tuple(cuda) > cuda_tuple(driver.cuda):
+        raise ValueError(
+            f"cuda={cuda!r}: pool {pool.spec.name!r} runs {driver.describe()}, which runs CUDA"
+            f" {driver.cuda} and older; a CUDA {cuda} application fails at its first CUDA call"
+            " there. Use an image built for an older CUDA, or a pool with a newer driver"
+        )
+    return cuda
 
 
 def gpu_resource(pool: ResolvedPool) -> str:

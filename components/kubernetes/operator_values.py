@@ -6,6 +6,7 @@ tests/components/kubernetes/test_chart_keys.py.
 """
 
 import copy
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -21,6 +22,7 @@ from components.config import (
     Sharing,
     TimeSlicingSharing,
 )
+from components.kubernetes.alerts import DCGM_METRICS_FILE
 from components.node_identity import (
     GPU_RESOURCE,
     GPU_TAINT,
@@ -109,12 +111,42 @@ def operator_values_for(
     }
     for part in (
         _NODE_SOFTWARE[platform],
+        driver_upgrade_values_for(operator, platform),
         sharing_values_for(platform, pools),
         toleration_values_for(pools),
-        dcgm_exporter_values_for(monitoring, pools),
+        dcgm_exporter_values_for(monitoring, pools, operator.namespace),
     ):
         values = deep_merge(values, part)
     return deep_merge(values, operator.overrides)
+
+
+def driver_upgrade_values_for(operator: OperatorSpec, platform: Platform) -> Values:
+    """Where the operator builds the driver: the pinned version, and how a new one rolls out.
+
+    The operator's upgrade controller moves one node at a time (`maxParallelUpgrades`) and never
+    more than the configured share of GPU nodes; on each node it waits for running Jobs' pods to
+    finish (`waitForCompletion`, selecting the `batch.kubernetes.io/job-name` label the Job
+    controller puts on its pods), then deletes the GPU pods left, without force, before it
+    reloads the driver (chart values.yaml `driver.upgradePolicy`; the states a node passes
+    through are on its `nvidia.com/gpu-driver-upgrade-state` label).
+    """
+    if platform is not Platform.GKE_UBUNTU:
+        return {}
+    return {
+        "driver": {
+            "version": operator.driver_version,
+            "upgradePolicy": {
+                "autoUpgrade": True,
+                "maxParallelUpgrades": 1,
+                "maxUnavailable": f"{operator.driver_upgrade_max_unavailable_percent}%",
+                "waitForCompletion": {
+                    "podSelector": "batch.kubernetes.io/job-name",
+                    "timeoutSeconds": operator.driver_upgrade_job_wait_minutes * 60,
+                },
+                "gpuPodDeletion": {"force": False, "timeoutSeconds": 300},
+            },
+        }
+    }
 
 
 def sharing_values_for(platform: Platform, pools: Sequence[ResolvedPool]) -> Values:
@@ -220,13 +252,31 @@ def _toleration(taint: Taint) -> Values:
     return {"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect}
 
 
-def dcgm_exporter_values_for(monitoring: MonitoringSpec, pools: Sequence[ResolvedPool]) -> Values:
-    """The DCGM exporter with a ServiceMonitor that the cluster's Prometheus selects, attributing
-    shared GPUs to the pods that share them when a pool time-slices or shares through MPS."""
+def dcgm_exporter_values_for(
+    monitoring: MonitoringSpec, pools: Sequence[ResolvedPool], operator_namespace: str
+) -> Values:
+    """The DCGM exporter with the platform's metric set and a ServiceMonitor that the cluster's
+    Prometheus selects, attributing shared GPUs to the pods that share them when a pool
+    time-slices or shares through MPS."""
+    shares = any(_replicates_gpus(p) for p in pools)
+    metrics = dcgm_metrics_config_map(operator_namespace)
     return {
         "dcgmExporter": {
             "enabled": True,
-            **(_PER_POD_SHARED_GPU_METRICS if any(_replicates_gpus(p) for p in pools) else {}),
+            "env": [
+                # The exporter reads its metric set from this ConfigMap through the API server
+                # at start (dcgm-exporter internal/pkg/counters/counter_config.go,
+                # GetCounterSet). The operator then mounts the service account token, and its
+                # Role lets the exporter read ConfigMaps of the operator's namespace
+                # (gpu-operator v26.7.0 controllers/object_controls.go,
+                # dcgmExporterEnvRequiresAPIAccess; assets/state-dcgm-exporter/0200_role.yaml).
+                {
+                    "name": "DCGM_EXPORTER_CONFIGMAP_DATA",
+                    "value": f"{operator_namespace}:{metrics['metadata']['name']}",
+                },
+                *(_PER_POD_SHARED_GPU_ENV if shares else []),
+            ],
+            **(_PER_POD_SHARED_GPU_METRICS if shares else {}),
             "serviceMonitor": {
                 "enabled": True,
                 "interval": DCGM_SCRAPE_INTERVAL,
@@ -243,7 +293,34 @@ def dcgm_exporter_values_for(monitoring: MonitoringSpec, pools: Sequence[Resolve
                 # `instance`, which also loses `namespace` and `pod`.
                 "relabelings": [{"action": "labeldrop", "regex": "pod|namespace|container"}],
             },
-        }
+        },
+        # The chart's own `dcgmExporter.config` (a ConfigMap it creates and mounts as the
+        # exporter's metrics file) is commented out in the pinned chart's values.yaml, so it is
+        # not among the key paths the platform may set (chart_keys/); the exporter's own
+        # ConfigMap option, through `dcgmExporter.env`, is. The chart renders `extraObjects`
+        # with the release, so the ConfigMap exists before the operator starts any exporter.
+        "extraObjects": [metrics],
+    }
+
+
+DCGM_METRICS_CONFIG_MAP = "gpu-platform-dcgm-metrics"
+"""The prefix of the name of the ConfigMap holding the exporter's metric set, which ends in a
+hash of the set: a new set is a new name in the exporter's env, so the operator rolls the
+exporter pods, which read the set only when they start."""
+DCGM_METRICS_KEY = "metrics"
+"""The key the exporter reads a ConfigMap's CSV from (dcgm-exporter `DefaultConfigMapKey`;
+`readConfigMap` in 4.5.3-4.8.2)."""
+
+
+def dcgm_metrics_config_map(namespace: str) -> Values:
+    """The ConfigMap with the exporter's metric set, `alerts/dcgm-metrics.csv`."""
+    csv = DCGM_METRICS_FILE.read_text()
+    digest = hashlib.sha256(csv.encode()).hexdigest()[:10]
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"{DCGM_METRICS_CONFIG_MAP}-{digest}", "namespace": namespace},
+        "data": {DCGM_METRICS_KEY: csv},
     }
 
 
@@ -256,11 +333,8 @@ def dcgm_exporter_values_for(monitoring: MonitoringSpec, pools: Sequence[Resolve
 # whose UID it read from the API server (`pidmapper.go`), which `enablePodUID` grants it (a
 # ClusterRole that reads pods; chart 26.3.2 and later). Only stacks that share GPUs get these.
 # Every metric but those two is the device's value, copied to each pod.
-_PER_POD_SHARED_GPU_METRICS: Values = {
-    "env": [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}],
-    "hostPID": True,
-    "enablePodUID": True,
-}
+_PER_POD_SHARED_GPU_ENV = [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
+_PER_POD_SHARED_GPU_METRICS: Values = {"hostPID": True, "enablePodUID": True}
 
 
 def _replicates_gpus(pool: ResolvedPool) -> bool:

@@ -20,19 +20,24 @@ finished Job is kept, not deleted after a TTL: `pulumi refresh` would find it go
 `pulumi up` would re-create it, scaling a GPU node up from zero every time. It is re-run
 whenever its pod changes (a new image pin, another pool): Kubernetes cannot change a Job's pod
 template, so Pulumi replaces the Job.
+
+A namespace that sets `gpuIdleMinutes` carries it as the label `gpu-platform.io/gpu-idle-minutes`
+and gets the job that ends its GPU pods once idle that long (`idle_gpu_pods.py`).
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import pulumi
 from pulumi_kubernetes import batch, core
 
-from components.config import TenantNamespaceSpec
+from components.config import MonitoringSpec, TenantNamespaceSpec
 from components.kubernetes.gpu_pod import GPU_POD_ANNOTATIONS, gpu_pod_spec
+from components.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL, declare_idle_gpu_reaper
 from components.kubernetes.pod_security import pod_security_labels
 from components.node_identity import GPU_RESOURCE, ResolvedPool
+from components.secrets import secret_if
 from components.versions import GPU_SMOKE_TEST_IMAGE
 
 QUOTA_NAME = "gpu-quota"
@@ -46,6 +51,11 @@ class GpuTenantNamespaceArgs:
     namespace: TenantNamespaceSpec
     pools: Sequence[ResolvedPool]
     """Every pool of the stack: the quota covers the GPU resources of all of them."""
+    monitoring: MonitoringSpec = field(default_factory=MonitoringSpec)
+    """Where the idle GPU pod enforcer asks Prometheus (`query_url`) and what counts as idle:
+    the stack's `gpu-platform:monitoring`, read only when the namespace sets `gpuIdleMinutes`."""
+    secret_monitoring: bool = False
+    """`monitoring` came from a config key set as a secret: keep the Prometheus URL secret."""
 
 
 class GpuTenantNamespace(pulumi.ComponentResource):
@@ -61,7 +71,7 @@ class GpuTenantNamespace(pulumi.ComponentResource):
 
         namespace = core.v1.Namespace(
             name,
-            metadata={"name": spec.name, "labels": pod_security_labels(spec.pod_security)},
+            metadata={"name": spec.name, "labels": namespace_labels(spec)},
             opts=child,
         )
         quota = core.v1.ResourceQuota(
@@ -94,13 +104,39 @@ class GpuTenantNamespace(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[quota]),
             )
             self.smoke_test_job_name = job.metadata.name
+        self.idle_gpu_reaper_name: pulumi.Output[str] | None = None
+        if spec.gpu_idle_minutes is not None:
+            url = args.monitoring.query_url
+            if url is None:
+                raise ValueError(
+                    f"namespace {spec.name} sets gpuIdleMinutes, but no Prometheus is known to"
+                    " ask: set monitoring.prometheusUrl or installPrometheusStack"
+                )
+            reaper = declare_idle_gpu_reaper(
+                name,
+                namespace.metadata.name,
+                spec.gpu_idle_minutes,
+                args.monitoring.idle_gpu_utilization_percent,
+                secret_if(args.secret_monitoring, url),
+                parent=self,
+            )
+            self.idle_gpu_reaper_name = reaper.metadata.name
         self.register_outputs(
             {
                 "namespace_name": self.namespace_name,
                 "quota_name": self.quota_name,
                 "smoke_test_job_name": self.smoke_test_job_name,
+                "idle_gpu_reaper_name": self.idle_gpu_reaper_name,
             }
         )
+
+
+def namespace_labels(spec: TenantNamespaceSpec) -> dict[str, str]:
+    """Its Pod Security labels, and its idle GPU limit when it sets one (for the policy pack)."""
+    labels = pod_security_labels(spec.pod_security)
+    if spec.gpu_idle_minutes is not None:
+        labels[IDLE_MINUTES_LABEL] = str(spec.gpu_idle_minutes)
+    return labels
 
 
 def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[str, str]:
@@ -114,14 +150,32 @@ def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[
     return {f"requests.{r}": str(spec.gpu_quota) for r in sorted(resources)}
 
 
+EXPECTED_DRIVER_ENV = "EXPECTED_NVIDIA_DRIVER"
+# `nvidia-smi`, then every GPU's driver held to the pool's: the exact version where the platform
+# knows it, else its branch. A node that runs another driver than the one the pool's CUDA ceiling
+# was computed from (a table out of date, a branch stated wrongly) fails the smoke test, and with
+# it `pulumi up`, instead of letting workloads find out.
+SMOKE_TEST_SCRIPT = f"""nvidia-smi || exit 1
+drivers=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader) || exit 1
+for driver in $drivers; do
+  case "$driver" in
+    "${EXPECTED_DRIVER_ENV}"|"${EXPECTED_DRIVER_ENV}".*) ;;
+    *) echo "NVIDIA driver $driver, not the pool's ${EXPECTED_DRIVER_ENV}"; exit 1 ;;
+  esac
+done
+echo "NVIDIA driver $drivers, as expected"
+"""
+
+
 def smoke_test_job_spec(pool: ResolvedPool, deadline_seconds: int) -> dict[str, Any]:
     """A Job that runs `nvidia-smi` once in a restricted pod on `pool` (see the module doc)."""
     pod = gpu_pod_spec(
         pool,
         GPU_SMOKE_TEST_IMAGE,
-        ["nvidia-smi"],
+        ["sh", "-c", SMOKE_TEST_SCRIPT] if pool.driver else ["nvidia-smi"],
         container_name="nvidia-smi",
         env={
+            **({EXPECTED_DRIVER_ENV: pool.driver.version} if pool.driver else {}),
             # The toolkit mounts `nvidia-smi` for the `utility` capability, whatever the
             # image declares.
             "NVIDIA_DRIVER_CAPABILITIES": "utility",

@@ -2,8 +2,7 @@
 
 The program looks up its cluster (`aws:eks/getCluster`), the cluster's subnets
 (`aws:ec2/getSubnet`), where EC2 offers each pool's instance types
-(`aws:ec2/getInstanceTypeOfferings`), what they are (`aws:ec2/getInstanceType`) and, when a pool
-asks for it, the recommended AMI release in SSM (`aws:ssm/getParameter`).
+(`aws:ec2/getInstanceTypeOfferings`) and what they are (`aws:ec2/getInstanceType`).
 
 Instance types and the zones offering GPU instance types are EC2's real data, as moto ships it,
 kept in `ec2_data/` by its `derive.py`: GPU models, counts, vCPUs and the zones that lack an
@@ -27,8 +26,6 @@ STAND_IN_KUBERNETES_VERSION = "1.35"
 STAND_IN_CA = base64.b64encode(
     b"-----BEGIN CERTIFICATE-----\nstand-in, not a certificate\n-----END CERTIFICATE-----\n"
 ).decode()
-STAND_IN_AL2023_RELEASE = "1.35.4-20261104"
-STAND_IN_BOTTLEROCKET_RELEASE = "1.52.0-0d4a7f31"
 
 _EC2_DATA = resources.files("gpu_platform_cli.stand_ins.ec2_data")
 
@@ -185,12 +182,6 @@ def get_instance_type_offerings(args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def get_parameter(args: dict[str, Any]) -> dict[str, Any]:
-    name = args["name"]
-    value = STAND_IN_BOTTLEROCKET_RELEASE if "/bottlerocket/" in name else STAND_IN_AL2023_RELEASE
-    return {"id": name, "name": name, "type": "String", "value": value, "insecureValue": value}
-
-
 LIVE_NODE_GROUPS: dict[str, dict[str, int]] = {}
 """Node group name -> its `scalingConfig` (`minSize`, `maxSize`, `desiredSize`): the node groups
 the offline plan finds running. None, as for a stack not yet deployed; tests add some."""
@@ -221,7 +212,6 @@ INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "aws:ec2/getSubnet:getSubnet": get_subnet,
     "aws:ec2/getInstanceType:getInstanceType": get_instance_type,
     "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": get_instance_type_offerings,
-    "aws:ssm/getParameter:getParameter": get_parameter,
 }
 
 

@@ -10,10 +10,12 @@ from components.config import (
     ConfigError,
     ConfigProblem,
     ExclusiveSharing,
+    MonitoringSpec,
     Platform,
     load_stack_config,
 )
 from components.versions import GPU_OPERATOR_CHART
+from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
 
 Config = dict[str, Any]
 POOLS = "gpu-platform:pools"
@@ -689,7 +691,14 @@ def test_missing_key_says_it_is_required(dev_config: Config, failed_plan_for) ->
 MINIMAL: Config = {
     "cloud": "aws",
     "cluster": {"name": "ml", "region": "us-east-1"},
-    "pools": [{"name": "gpu", "instanceTypes": ["g5.xlarge"], "max": 2}],
+    "pools": [
+        {
+            "name": "gpu",
+            "instanceTypes": ["g5.xlarge"],
+            "max": 2,
+            "aws": {"amiReleaseVersion": AL2023_RELEASE},
+        }
+    ],
 }
 
 
@@ -717,7 +726,8 @@ def test_root_disk_defaults_to_room_for_gpu_images() -> None:
     ids=["aws", "aws-cn", "aws-us-gov with a path"],
 )
 def test_node_roles_of_every_partition_are_accepted(arn: str) -> None:
-    raw = {**MINIMAL, "pools": [{**MINIMAL["pools"][0], "aws": {"nodeRoleArn": arn}}]}
+    gpu_pool = MINIMAL["pools"][0]
+    raw = {**MINIMAL, "pools": [{**gpu_pool, "aws": {**gpu_pool["aws"], "nodeRoleArn": arn}}]}
 
     assert load_stack_config(raw).pools[0].aws.node_role_arn == arn
 
@@ -749,20 +759,34 @@ def test_operator_defaults_to_the_pinned_chart() -> None:
 
 
 @pytest.mark.parametrize(
-    ("cloud", "cluster", "node_image", "platform"),
+    ("cloud", "cluster", "node_image", "pool_fields", "platform"),
     [
-        ("aws", {"region": "us-east-1"}, None, Platform.EKS_AL2023),
-        ("aws", {"region": "us-east-1"}, "bottlerocket", Platform.EKS_BOTTLEROCKET),
-        ("gcp", {"project": "p", "location": "us-central1"}, None, Platform.GKE_COS),
-        ("gcp", {"project": "p", "location": "us-central1"}, "ubuntu", Platform.GKE_UBUNTU),
+        (
+            "aws",
+            {"region": "us-east-1"},
+            None,
+            {"aws": {"amiReleaseVersion": AL2023_RELEASE}},
+            Platform.EKS_AL2023,
+        ),
+        (
+            "aws",
+            {"region": "us-east-1"},
+            "bottlerocket",
+            {"aws": {"amiReleaseVersion": BOTTLEROCKET_RELEASE}},
+            Platform.EKS_BOTTLEROCKET,
+        ),
+        ("gcp", {"project": "p", "location": "us-central1"}, None, {}, Platform.GKE_COS),
+        ("gcp", {"project": "p", "location": "us-central1"}, "ubuntu", {}, Platform.GKE_UBUNTU),
     ],
 )
-def test_platform_follows_cloud_and_node_image(cloud, cluster, node_image, platform) -> None:
+def test_platform_follows_cloud_and_node_image(
+    cloud, cluster, node_image, pool_fields, platform
+) -> None:
     raw = {
         **MINIMAL,
         "cloud": cloud,
         "cluster": {"name": "ml", **cluster, **({"nodeImage": node_image} if node_image else {})},
-        "pools": [{"name": "gpu", "instanceTypes": ["g2-standard-8"], "max": 2}],
+        "pools": [{"name": "gpu", "instanceTypes": ["g2-standard-8"], "max": 2, **pool_fields}],
     }
 
     assert load_stack_config(raw).platform is platform
@@ -790,3 +814,114 @@ def test_a_cloud_google_com_label_is_refused_on_gke(gke_config: Config, failed_p
         "gpu-platform:pools[0].labels.cloud.google.com/gke-nodepool",
         "no label under cloud.google.com/ (GKE sets those)",
     )
+
+
+# --- Ending idle GPU pods ------------------------------------------------------------------
+
+
+@pytest.fixture
+def idle_config(dev_config: Config) -> Callable[..., Config]:
+    """The dev stack's keys, without their namespace, with its tenant ending idle GPU pods."""
+
+    def build(minutes: int = 60, **monitoring: Any) -> Config:
+        raw = {
+            key.removeprefix("gpu-platform:"): value
+            for key, value in dev_config.items()
+            if key.startswith("gpu-platform:")
+        }
+        raw["namespaces"][0]["gpuIdleMinutes"] = minutes
+        raw["monitoring"] = monitoring
+        return raw
+
+    return build
+
+
+def problems_of(raw: Config) -> list[ConfigProblem]:
+    with pytest.raises(ConfigError) as error:
+        load_stack_config(raw)
+    return error.value.problems
+
+
+def test_ending_idle_gpu_pods_needs_a_prometheus_to_ask(idle_config) -> None:
+    (problem,) = problems_of(idle_config())
+
+    assert (problem.path, problem.expected) == (
+        "gpu-platform:monitoring.prometheusUrl",
+        "the URL of the cluster's Prometheus, which namespaces[0] (gpuIdleMinutes) need to tell"
+        " idle GPUs, such as http://prometheus-operated.monitoring.svc:9090; or"
+        " installPrometheusStack: true, whose Prometheus is then queried",
+    )
+
+
+def test_the_installed_prometheus_stack_is_asked_by_default(idle_config) -> None:
+    config = load_stack_config(idle_config(installPrometheusStack=True))
+
+    # kube-prometheus-stack names its Prometheus Service `<fullname>-prometheus`, the fullname
+    # being the release name when it contains the chart's, on `prometheus.service.port` 9090
+    # (templates/prometheus/service.yaml, values.yaml).
+    assert config.monitoring.query_url == (
+        "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
+    )
+
+
+def test_a_prometheus_url_given_is_the_one_asked() -> None:
+    url = "http://prometheus-operated.observability.svc:9090"
+
+    monitoring = MonitoringSpec.model_validate(
+        {"prometheusUrl": url, "installPrometheusStack": True}
+    )
+
+    assert monitoring.query_url == url
+
+
+def test_no_prometheus_is_asked_without_one_given_or_installed() -> None:
+    assert MonitoringSpec().query_url is None
+
+
+def test_an_idle_limit_under_fifteen_minutes_is_refused(idle_config) -> None:
+    (problem,) = problems_of(idle_config(10, installPrometheusStack=True))
+
+    assert (problem.path, problem.value, problem.expected) == (
+        "gpu-platform:namespaces[0].gpuIdleMinutes",
+        10,
+        "greater than or equal to 15",
+    )
+
+
+def test_an_idle_limit_over_a_week_is_refused(idle_config) -> None:
+    (problem,) = problems_of(idle_config(10081, installPrometheusStack=True))
+
+    assert (problem.path, problem.expected) == (
+        "gpu-platform:namespaces[0].gpuIdleMinutes",
+        "less than or equal to 10080",
+    )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "prometheus-operated.monitoring.svc:9090",
+        "ftp://prometheus.example.com",
+        "http://prometheus.example.com/?tenant=ml",
+        "http://prometheus.example.com/#graph",
+        "http://",
+    ],
+)
+def test_a_prometheus_url_other_than_an_http_one_without_query_is_refused(
+    idle_config, url: str
+) -> None:
+    (problem,) = problems_of(idle_config(prometheusUrl=url))
+
+    assert (problem.path, problem.value, problem.expected) == (
+        "gpu-platform:monitoring.prometheusUrl",
+        url,
+        "an http:// or https:// URL with no query or fragment, such as"
+        " http://prometheus-operated.monitoring.svc:9090",
+    )
+
+
+@pytest.mark.parametrize(
+    "url", ["https://prometheus.example.com", "http://thanos-query.monitoring.svc:9090/prom/"]
+)
+def test_an_http_prometheus_url_with_a_path_is_accepted(url: str) -> None:
+    assert MonitoringSpec.model_validate({"prometheusUrl": url}).prometheus_url == url

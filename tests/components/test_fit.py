@@ -21,17 +21,24 @@ from components.kubernetes.gpu_pod import gpu_pod_spec
 from components.node_identity import GPU_TAINT, GpuShape, ResolvedPool, Taint, resolve_pool
 from gpu_platform_cli.fit import node_templates
 from gpu_platform_cli.offline import run_program, stack_config
+from tests.stack_variants import AL2023_RELEASE
 
 IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 # Pools of three kinds beside the dev stack's time-sliced T4s: whole L4s, and A100 80GB
 # partitioned into 1g.10gb MIG slices.
 EXTRA_POOLS = [
-    {"name": "l4", "instanceTypes": ["g6.xlarge"], "max": 2},
+    {
+        "name": "l4",
+        "instanceTypes": ["g6.xlarge"],
+        "max": 2,
+        "aws": {"amiReleaseVersion": AL2023_RELEASE},
+    },
     {
         "name": "a100-mig",
         "instanceTypes": ["p4de.24xlarge"],
         "max": 1,
         "sharing": {"mode": "mig", "strategy": "mixed", "profile": "all-1g.10gb"},
+        "aws": {"amiReleaseVersion": AL2023_RELEASE},
     },
 ]
 GPU_SHAPES = {
@@ -356,9 +363,8 @@ def test_a_document_without_a_pod_spec_is_refused() -> None:
 
 def test_a_pool_with_a_node_group_per_zone_is_one_template(stack: dict[str, Any]) -> None:
     zonal = copy.deepcopy(stack)
-    zonal["gpu-platform:pools"][0].update(
-        zones=["us-east-1a", "us-east-1b"], max=2, aws={"nodeGroupPerZone": True}
-    )
+    zonal["gpu-platform:pools"][0].update(zones=["us-east-1a", "us-east-1b"], max=2)
+    zonal["gpu-platform:pools"][0]["aws"]["nodeGroupPerZone"] = True
 
     found = node_templates(run_program("dev", config=zonal))
 

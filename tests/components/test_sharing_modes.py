@@ -12,6 +12,7 @@ import pytest
 
 from components.config import ConfigError
 from gpu_platform_cli.offline import Plan
+from tests.stack_variants import AL2023_RELEASE
 
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
@@ -67,9 +68,12 @@ def with_only_pool(config: Config, pool: Config) -> Config:
 
 
 def eks_plan(mode: str, config: Config, plan_for: PlanFor) -> Plan:
-    return plan_for(
-        with_only_pool(config, {"instanceTypes": ["p4de.24xlarge"], "sharing": MODES[mode]})
-    )
+    pool = {
+        "instanceTypes": ["p4de.24xlarge"],
+        "sharing": MODES[mode],
+        "aws": {"amiReleaseVersion": AL2023_RELEASE},
+    }
+    return plan_for(with_only_pool(config, pool))
 
 
 def gke_plan(mode: str, config: Config, plan_for: PlanFor) -> Plan:
@@ -94,7 +98,9 @@ def check_kubernetes_side(plan: Plan, row: Row) -> None:
     configs = set(values["devicePlugin"]["config"]["data"])
     assert configs == {"exclusive"} | ({row.plugin_config} if row.plugin_config else set())
     assert values["migManager"]["enabled"] is row.mig_manager
-    assert values["dcgmExporter"].get("env") == row.exporter_env
+    # Beside the platform's metric set (DCGM_EXPORTER_CONFIGMAP_DATA), which every mode gets.
+    env = values["dcgmExporter"]["env"]
+    assert [e for e in env if e["name"] == "KUBERNETES_VIRTUAL_GPUS"] == (row.exporter_env or [])
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -85,8 +85,23 @@ def test_every_supported_kubernetes_version_has_its_autoscaler_release_and_no_ot
         assert image.rpartition(":")[2].startswith(f"v{minor}.")
 
 
+def test_the_operators_driver_is_the_pinned_charts_default() -> None:
+    # gpu-operator v26.7.0, deployments/gpu-operator/values.yaml: `driver.version: 595.91.07`.
+    assert (versions.GPU_OPERATOR_CHART.version, versions.GPU_OPERATOR_DRIVER_VERSION) == (
+        "v26.7.0",
+        "595.91.07",
+    )
+
+
 def test_every_pin_is_checked_by_one_of_the_rules_above() -> None:
     checked = {n for n, _ in charts()} | {n for n, _ in urls()} | {n for n, _ in images()}
-    versions_only = {"POD_SECURITY_VERSION", "SUPPORTED_KUBERNETES_VERSIONS"}
+    # The CUDA table is checked against its source in tests/components/test_drivers.py.
+    cuda_table = {f"CUDA_BY_DRIVER_BRANCH[{branch}]" for branch in versions.CUDA_BY_DRIVER_BRANCH}
+    versions_only = {
+        "POD_SECURITY_VERSION",
+        "SUPPORTED_KUBERNETES_VERSIONS",
+        "GPU_OPERATOR_DRIVER_VERSION",
+        *cuda_table,
+    }
 
     assert {n for n, _ in pins()} - checked == versions_only

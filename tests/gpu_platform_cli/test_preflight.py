@@ -24,6 +24,7 @@ from gpu_platform_cli.app import app
 from gpu_platform_cli.offline import stack_config
 from gpu_platform_cli.preflight import AwsClients, Finding
 from tests.repository import ROOT
+from tests.stack_variants import AL2023_RELEASE
 
 REGION = "us-east-1"
 Config = dict[str, Any]
@@ -249,9 +250,22 @@ def test_pools_of_one_quota_are_counted_together_and_each_quota_once(
 
     def more_pools(c: Config) -> None:
         pools(c).append(
-            {"name": "l4", "instanceTypes": ["g6.xlarge"], "max": 4, "capacity": "spot"}
+            {
+                "name": "l4",
+                "instanceTypes": ["g6.xlarge"],
+                "max": 4,
+                "capacity": "spot",
+                "aws": {"amiReleaseVersion": AL2023_RELEASE},
+            }
         )
-        pools(c).append({"name": "h100", "instanceTypes": ["p5.48xlarge"], "max": 1})
+        pools(c).append(
+            {
+                "name": "h100",
+                "instanceTypes": ["p5.48xlarge"],
+                "max": 1,
+                "aws": {"amiReleaseVersion": AL2023_RELEASE},
+            }
+        )
 
     findings = preflight.preflight(stack(more_pools), aws)
 
@@ -435,9 +449,9 @@ def block_pool(c: Config, **changes: Any) -> None:
         gpusPerNode=8,
         zones=["us-east-1a"],
         max=2,
-        aws={"capacityReservationId": "cr-0123456789abcdef0"},
         **changes,
     )
+    pools(c)[0]["aws"]["capacityReservationId"] = "cr-0123456789abcdef0"
 
 
 def block_findings(block: dict[str, Any], **pool_changes: Any) -> list[Finding]:
@@ -675,7 +689,13 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
     def pools_of_both_kinds(c: Config) -> None:
         block_pool(c)
         pools(c).append(
-            {"name": "l4", "instanceTypes": ["g6.xlarge"], "max": 4, "capacity": "spot"}
+            {
+                "name": "l4",
+                "instanceTypes": ["g6.xlarge"],
+                "max": 4,
+                "capacity": "spot",
+                "aws": {"amiReleaseVersion": AL2023_RELEASE},
+            }
         )
 
     preflight.preflight(stack(pools_of_both_kinds), aws)
@@ -1005,8 +1025,8 @@ def efa_pool(c: Config, instance_type: str = "p5.48xlarge") -> None:
         accelerator=None,
         gpusPerNode=None,
         zones=["us-east-1a"],
-        aws={"efa": True},
     )
+    pools(c)[0]["aws"]["efa"] = True
 
 
 def test_an_efa_pool_is_told_its_adapters_from_ec2s_own_description(aws: AwsClients) -> None:

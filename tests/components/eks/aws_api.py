@@ -29,13 +29,22 @@ _NODE_GROUP_PARAMS = {
     "capacityType": "capacityType",
     "scalingConfig": "scalingConfig",
     "updateConfig": "updateConfig",
+    "nodeRepairConfig": "nodeRepairConfig",
     "labels": "labels",
     "taints": "taints",
     "launchTemplate": "launchTemplate",
     "tags": "tags",
     "diskSize": "diskSize",
 }
-_INTEGERS = {"minSize", "maxSize", "desiredSize", "maxUnavailable", "maxUnavailablePercentage"}
+_INTEGERS = {
+    "minSize",
+    "maxSize",
+    "desiredSize",
+    "maxUnavailable",
+    "maxUnavailablePercentage",
+    "maxParallelNodesRepairedCount",
+    "maxUnhealthyNodeThresholdPercentage",
+}
 
 # Engine input -> CreateLaunchTemplate LaunchTemplateData member.
 _LAUNCH_TEMPLATE_DATA = {

@@ -4,6 +4,7 @@ from typing import Any
 
 from components.config import ConfigError
 from gpu_platform_cli.offline import Plan, PlannedResource
+from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
 
 Config = dict[str, Any]
 POOLS = "gpu-platform:pools"
@@ -52,7 +53,17 @@ def with_cluster(config: Config, **changes: Any) -> Config:
 
 
 def with_extra_pool(config: Config, **fields: Any) -> Config:
-    config[POOLS].append(fields)
+    """The config with another pool, on AL2023_RELEASE unless `fields` pin another release."""
+    aws = {"amiReleaseVersion": AL2023_RELEASE, **fields.get("aws", {})}
+    config[POOLS].append({**fields, "aws": aws})
+    return config
+
+
+def on_bottlerocket(config: Config) -> Config:
+    """The config on Bottlerocket nodes, every pool pinned to BOTTLEROCKET_RELEASE."""
+    with_cluster(config, nodeImage="bottlerocket")
+    for pool in config[POOLS]:
+        pool.setdefault("aws", {})["amiReleaseVersion"] = BOTTLEROCKET_RELEASE
     return config
 
 

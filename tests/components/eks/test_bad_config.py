@@ -153,12 +153,6 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str, str]] = [
         "unless capacity is capacity-block",
     ),
     (
-        "AMI release pinned and resolved at once",
-        lambda c: with_aws_options(c, amiReleaseVersion="1.35.2-20261002", amiReleaseFromSsm=True),
-        "gpu-platform:pools[0].aws.amiReleaseFromSsm",
-        "one source for the AMI release",
-    ),
-    (
         "label key longer than EKS takes",
         lambda c: with_pool(c, labels={"example.com/" + "k" * 60: "x"}),
         "gpu-platform:pools[0].labels.example.com/" + "k" * 60,

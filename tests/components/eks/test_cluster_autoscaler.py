@@ -12,7 +12,7 @@ from components.versions import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMA
 from gpu_platform_cli.offline import Plan, PlannedResource
 from gpu_platform_cli.stand_ins import aws as stand_in
 
-from .plans import RELEASE, asg_tags, problems_of
+from .plans import RELEASE, asg_tags, problems_of, with_aws_options, with_extra_pool, with_pool
 
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
@@ -25,6 +25,15 @@ ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 # kubernetes/autoscaler); the entries of object-typed ones (`extraArgs`, `resources`, the
 # security contexts) are free-form. A misspelt key is silently ignored by Helm, so every key
 # the program sets must be one of these.
+# A release of the AL2023 NVIDIA AMI whose driver the platform knows, per Kubernetes minor: a
+# pool's release must be built for its cluster's version.
+AL2023_RELEASES = {
+    "1.33": "1.33.13-20260714",
+    "1.34": "1.34.9-20260714",
+    "1.35": "1.35.6-20260714",
+    "1.36": "1.36.2-20260714",
+}
+
 CHART_VALUE_KEYS = frozenset(
     {
         "additionalLabels",
@@ -126,6 +135,7 @@ def test_every_supported_version_gets_its_own_autoscaler_minor(
     version: str,
 ) -> None:
     with_cluster_version(monkeypatch, version)
+    with_aws_options(dev_config, amiReleaseVersion=AL2023_RELEASES[version])
 
     tag = release(plan_for(dev_config)).inputs["values"]["image"]["tag"]
 
@@ -188,19 +198,17 @@ def test_defaults_balance_similar_groups_and_rank_by_capacity_then_waste(dev_pla
 
 
 def with_pools_of_every_capacity(config: Config) -> Config:
-    config["gpu-platform:pools"] += [
-        {"name": "l4", "instanceTypes": ["g6.xlarge"], "max": 2, "capacity": "on-demand"},
-        {"name": "l4-2", "instanceTypes": ["g6.xlarge"], "max": 2, "capacity": "spot"},
-        {
-            "name": "h100",
-            "instanceTypes": ["p5.48xlarge"],
-            "max": 1,
-            "capacity": "capacity-block",
-            "zones": ["us-east-1a"],
-            "aws": {"capacityReservationId": "cr-0123456789abcdef0"},
-        },
-    ]
-    return config
+    with_extra_pool(config, name="l4", instanceTypes=["g6.xlarge"], max=2, capacity="on-demand")
+    with_extra_pool(config, name="l4-2", instanceTypes=["g6.xlarge"], max=2, capacity="spot")
+    return with_extra_pool(
+        config,
+        name="h100",
+        instanceTypes=["p5.48xlarge"],
+        max=1,
+        capacity="capacity-block",
+        zones=["us-east-1a"],
+        aws={"capacityReservationId": "cr-0123456789abcdef0"},
+    )
 
 
 def test_the_priority_expander_ranks_reserved_then_on_demand_then_spot(
@@ -240,9 +248,8 @@ def test_per_zone_groups_match_their_pools_expression_and_no_other(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
     config = with_pools_of_every_capacity(dev_config)
-    config["gpu-platform:pools"][0].update(
-        zones=["us-east-1a", "us-east-1b", "us-east-1c"], aws={"nodeGroupPerZone": True}
-    )
+    with_pool(config, zones=["us-east-1a", "us-east-1b", "us-east-1c"])
+    with_aws_options(config, nodeGroupPerZone=True)
     plan = plan_for(config)
     priorities = release(plan).inputs["values"]["expanderPriorities"]
     expressions = [e for level in priorities.values() for e in level]
@@ -374,12 +381,3 @@ def test_clusters_running_their_own_autoscaler_get_none_but_keep_the_hints(
     assert plan.of_type(RELEASE) == [plan.named("gpu-operator", RELEASE)]
     assert plan.of_type(ASSOCIATION) == []
     assert "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu" in asg_tags(plan)
-
-
-def test_without_the_autoscaler_any_cluster_version_is_accepted(
-    dev_config: Config, plan_for: PlanFor, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with_cluster_version(monkeypatch, "1.29")
-    dev_config["gpu-platform:autoscaler"] = {"install": False}
-
-    assert plan_for(dev_config).of_type("gpu-platform:eks:GpuNodeGroup")

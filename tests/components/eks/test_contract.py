@@ -13,7 +13,15 @@ from moto import mock_aws
 from gpu_platform_cli.offline import Plan, run_program, stack_config
 
 from .aws_api import create_launch_template_request, create_nodegroup_request, request_problems
-from .plans import LAUNCH_TEMPLATE, NODE_GROUP, mig_pool, with_aws_options, with_cluster, with_pool
+from .plans import (
+    LAUNCH_TEMPLATE,
+    NODE_GROUP,
+    mig_pool,
+    on_bottlerocket,
+    with_aws_options,
+    with_extra_pool,
+    with_pool,
+)
 
 Config = dict[str, Any]
 REGION = "us-east-1"
@@ -21,7 +29,7 @@ REGION = "us-east-1"
 VARIANTS: dict[str, Callable[[Config], Any]] = {
     "dev": lambda c: c,
     "bottlerocket on arm": lambda c: (
-        with_cluster(c, nodeImage="bottlerocket"),
+        on_bottlerocket(c),
         with_pool(c, instanceTypes=["g5g.xlarge"], sharing={"mode": "exclusive"}),
     ),
     "capacity block": lambda c: (
@@ -35,31 +43,32 @@ VARIANTS: dict[str, Callable[[Config], Any]] = {
         ),
         with_aws_options(c, capacityReservationId="cr-0123456789abcdef0"),
     ),
-    "mig, pinned release, extra labels and taints, percentage updates": lambda c: c[
-        "gpu-platform:pools"
-    ].append(
-        mig_pool(
+    "mig, pinned release, extra labels and taints, percentage updates": lambda c: with_extra_pool(
+        c,
+        **mig_pool(
             min=1,
             labels={"team": "vision"},
             taints=[{"key": "team", "value": "vision", "effect": "PreferNoSchedule"}],
-            aws={"amiReleaseVersion": "1.35.2-20261002", "maxUnavailablePercent": 50},
-        )
+            aws={"amiReleaseVersion": "1.35.6-20260625", "maxUnavailablePercent": 50},
+        ),
     ),
-    "efa training pool": lambda c: with_pool(
+    "efa training pool": lambda c: (
+        with_pool(
+            c,
+            instanceTypes=["p5.48xlarge"],
+            accelerator=None,
+            gpusPerNode=None,
+            sharing={"mode": "exclusive"},
+            zones=["us-east-1a"],
+        ),
+        with_aws_options(c, efa=True),
+    ),
+    "per-zone node groups": lambda c: (
+        with_pool(c, zones=["us-east-1a", "us-east-1b"]),
+        with_aws_options(c, nodeGroupPerZone=True),
+    ),
+    "second hop, own node role": lambda c: with_aws_options(
         c,
-        instanceTypes=["p5.48xlarge"],
-        accelerator=None,
-        gpusPerNode=None,
-        sharing={"mode": "exclusive"},
-        zones=["us-east-1a"],
-        aws={"efa": True},
-    ),
-    "per-zone node groups": lambda c: with_pool(
-        c, zones=["us-east-1a", "us-east-1b"], aws={"nodeGroupPerZone": True}
-    ),
-    "release from ssm, second hop, own node role": lambda c: with_aws_options(
-        c,
-        amiReleaseFromSsm=True,
         metadataHopLimit=2,
         nodeRoleArn="arn:aws:iam::123456789012:role/gpu-nodes",
     ),

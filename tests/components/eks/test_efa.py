@@ -13,7 +13,7 @@ from components.versions import EFA_DEVICE_PLUGIN_CHART
 from gpu_platform_cli.offline import Plan
 from gpu_platform_cli.stand_ins import aws as stand_in
 
-from .plans import asg_tags, launch_template, node_group, with_pool
+from .plans import asg_tags, launch_template, node_group, with_aws_options, with_pool
 
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
@@ -30,9 +30,9 @@ def efa_pool(config: Config, **changes: Any) -> Config:
         "gpusPerNode": None,
         "sharing": {"mode": "exclusive"},
         "zones": ["us-east-1a"],
-        "aws": {"efa": True},
     }
-    return with_pool(config, **{**pool, **changes})
+    with_pool(config, **{**pool, **changes})
+    return with_aws_options(config, efa=True)
 
 
 def cluster_security_group() -> str:
@@ -150,7 +150,7 @@ def test_an_efa_pool_in_several_zones_fails_naming_zones(
 def test_an_efa_pool_of_an_instance_type_without_efa_fails_naming_it(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
-    config = with_pool(dev_config, zones=["us-east-1a"], aws={"efa": True})
+    config = with_aws_options(with_pool(dev_config, zones=["us-east-1a"]), efa=True)
 
     with pytest.raises(ConfigError) as error:
         plan_for(config)

@@ -11,7 +11,7 @@ import yaml
 
 from gpu_platform_cli.offline import Plan
 
-from .plans import asg_tags, launch_template, with_aws_options, with_cluster, with_pool
+from .plans import asg_tags, launch_template, on_bottlerocket, with_aws_options, with_pool
 
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
@@ -75,7 +75,7 @@ def test_local_drives_can_be_turned_off(dev_config: Config, plan_for: PlanFor) -
 def test_bottlerocket_binds_its_data_directories_on_a_raid0_of_the_drives(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
-    plan = plan_for(with_cluster(with_p5_pool(dev_config), nodeImage="bottlerocket"))
+    plan = plan_for(on_bottlerocket(with_p5_pool(dev_config)))
 
     user_data = tomllib.loads(base64.b64decode(launch_template(plan).inputs["userData"]).decode())
     # bottlerocket.dev, Bootstrap Commands, "Configure ephemeral disks: In a Kubernetes host".
@@ -102,13 +102,3 @@ def test_bottlerocket_binds_its_data_directories_on_a_raid0_of_the_drives(
         }
     }
     assert asg_tags(plan)[EPHEMERAL] == "25478Gi"
-
-
-def test_bottlerocket_before_1_22_keeps_its_data_volume(
-    dev_config: Config, plan_for: PlanFor
-) -> None:
-    # An essential bootstrap command that its apiclient does not know would halt the boot.
-    config = with_cluster(with_p5_pool(dev_config), nodeImage="bottlerocket")
-    config = with_aws_options(config, amiReleaseVersion="1.21.1-82691b51")
-
-    assert "userData" not in launch_template(plan_for(config)).inputs

@@ -19,6 +19,7 @@ from .plans import (
     launch_template,
     mig_pool,
     node_group,
+    on_bottlerocket,
     problems_of,
     with_aws_options,
     with_cluster,
@@ -91,8 +92,10 @@ def test_node_group_takes_the_pools_instance_types_in_order(
 def test_ami_type_is_the_nvidia_one_for_the_node_image_and_architecture(
     dev_config: Config, plan_for: PlanFor, node_image: str | None, instance_type: str, ami_type: str
 ) -> None:
-    if node_image is not None:
+    if node_image == "al2023":
         with_cluster(dev_config, nodeImage=node_image)
+    elif node_image == "bottlerocket":
+        on_bottlerocket(dev_config)
     with_pool(dev_config, instanceTypes=[instance_type], sharing={"mode": "exclusive"})
 
     assert node_group(plan_for(dev_config)).inputs["amiType"] == ami_type
@@ -251,45 +254,10 @@ def test_node_subnets_named_in_config_are_used_instead_of_the_clusters(
     assert subnets
 
 
-def test_ami_release_is_left_to_eks_by_default(dev_plan: Plan) -> None:
-    assert "releaseVersion" not in node_group(dev_plan).inputs
-
-
 def test_ami_release_is_pinned_from_config(dev_config: Config, plan_for: PlanFor) -> None:
-    with_aws_options(dev_config, amiReleaseVersion="1.35.2-20261002")
+    with_aws_options(dev_config, amiReleaseVersion="1.35.6-20260625")
 
-    assert node_group(plan_for(dev_config)).inputs["releaseVersion"] == "1.35.2-20261002"
-
-
-@pytest.mark.parametrize(
-    ("node_image", "parameter", "release"),
-    [
-        (
-            "al2023",
-            "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/nvidia/recommended/release_version",
-            stand_in.STAND_IN_AL2023_RELEASE,
-        ),
-        (
-            "bottlerocket",
-            "/aws/service/bottlerocket/aws-k8s-1.35-nvidia/x86_64/latest/image_version",
-            stand_in.STAND_IN_BOTTLEROCKET_RELEASE,
-        ),
-    ],
-)
-def test_ami_release_is_resolved_from_ssm_when_config_asks(
-    dev_config: Config, plan_for: PlanFor, node_image: str, parameter: str, release: str
-) -> None:
-    with_cluster(dev_config, nodeImage=node_image)
-    with_pool(dev_config, sharing={"mode": "exclusive"})
-    with_aws_options(dev_config, amiReleaseFromSsm=True)
-
-    plan = plan_for(dev_config)
-
-    lookups = [
-        i.args["name"] for i in plan.invokes if i.token == "aws:ssm/getParameter:getParameter"
-    ]
-    assert lookups == [parameter]
-    assert node_group(plan).inputs["releaseVersion"] == release
+    assert node_group(plan_for(dev_config)).inputs["releaseVersion"] == "1.35.6-20260625"
 
 
 def test_node_group_sets_no_disk_size_beside_its_launch_template(dev_plan: Plan) -> None:
@@ -433,7 +401,7 @@ def test_throughput_beyond_a_quarter_of_the_iops_is_refused(
 def test_bottlerocket_data_volume_takes_the_disk_size_and_both_are_encrypted(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
-    with_cluster(dev_config, nodeImage="bottlerocket")
+    on_bottlerocket(dev_config)
     with_pool(dev_config, sharing={"mode": "exclusive"})
 
     mappings = launch_template(plan_for(dev_config)).inputs["blockDeviceMappings"]

@@ -12,7 +12,7 @@ from components.eks.node_group import DESIRED_SIZE
 from gpu_platform_cli.offline import Plan, PlannedResource
 from gpu_platform_cli.stand_ins import aws as stand_in
 
-from .plans import ASG_TAG, NODE_GROUP, component, with_pool
+from .plans import ASG_TAG, NODE_GROUP, component, with_aws_options, with_extra_pool, with_pool
 from .test_node_group import private_subnets_in
 
 Config = dict[str, Any]
@@ -21,7 +21,8 @@ ZONES = ["us-east-1a", "us-east-1b", "us-east-1c"]
 
 
 def zonal(config: Config, **changes: Any) -> Config:
-    return with_pool(config, zones=ZONES, aws={"nodeGroupPerZone": True}, **changes)
+    with_pool(config, zones=ZONES, **changes)
+    return with_aws_options(config, nodeGroupPerZone=True)
 
 
 def node_groups(plan: Plan) -> dict[str, PlannedResource]:
@@ -65,7 +66,7 @@ def test_each_zones_group_gets_the_scale_from_zero_hints(
 
 
 def plan_for_single(config: Config, plan_for: PlanFor) -> list[PlannedResource]:
-    config["gpu-platform:pools"][0].pop("aws", None)
+    config["gpu-platform:pools"][0]["aws"].pop("nodeGroupPerZone", None)
     plan = plan_for(config)
     return plan.children_of(component(plan))
 
@@ -118,9 +119,7 @@ def test_a_zones_running_group_is_read_for_its_own_bounds(
 def test_a_pool_named_as_another_pools_zone_group_fails(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
-    dev_config["gpu-platform:pools"].append(
-        {"name": "t4-shared-us-east-1a", "instanceTypes": ["g4dn.xlarge"], "max": 1}
-    )
+    with_extra_pool(dev_config, name="t4-shared-us-east-1a", instanceTypes=["g4dn.xlarge"], max=1)
 
     with pytest.raises(ConfigError) as error:
         plan_for(dev_config)

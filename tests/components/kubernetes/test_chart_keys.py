@@ -18,6 +18,7 @@ from components.kubernetes.chart_keys import (
 )
 from components.kubernetes.operator_values import operator_values_for
 from components.versions import GPU_OPERATOR_CHART
+from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
 
 PINNED = GPU_OPERATOR_CHART.version
 
@@ -113,6 +114,9 @@ def stack(cloud: str, node_image: str) -> dict[str, Any]:
     # Bottlerocket's own device plugin and Ubuntu on GKE share no GPUs.
     shares = node_image not in ("bottlerocket", "ubuntu")
     sharings = [{"mode": "exclusive"}] + (shared if shares else [])
+    # EKS pools pin an AMI release of the node image.
+    releases = {"al2023": AL2023_RELEASE, "bottlerocket": BOTTLEROCKET_RELEASE}
+    aws = {} if gcp else {"aws": {"amiReleaseVersion": releases[node_image]}}
     return {
         "cloud": cloud,
         "cluster": {"name": "ml", "nodeImage": node_image, **location},
@@ -125,6 +129,7 @@ def stack(cloud: str, node_image: str) -> dict[str, Any]:
                 "max": 2,
                 "taints": [{"key": "team", "value": f"t{i}", "effect": "NoSchedule"}],
                 "sharing": sharing,
+                **aws,
             }
             for i, sharing in enumerate(sharings)
         ],

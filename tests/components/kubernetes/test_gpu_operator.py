@@ -15,6 +15,7 @@ from components.versions import (
     SUPPORTED_KUBERNETES_VERSIONS,
 )
 from gpu_platform_cli.offline import Plan, PlannedResource
+from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
 
 Config = dict[str, Any]
 COMPONENT = "gpu-platform:kubernetes:GpuOperator"
@@ -119,14 +120,20 @@ def test_release_values_are_the_values_builders(dev_config: Config, plan_for) ->
 
 
 @pytest.mark.parametrize(
-    ("node_image", "driver", "device_plugin_on"),
-    [("al2023", False, True), ("bottlerocket", False, False)],
+    ("node_image", "ami_release", "driver", "device_plugin_on"),
+    [("al2023", AL2023_RELEASE, False, True), ("bottlerocket", BOTTLEROCKET_RELEASE, False, False)],
 )
 def test_release_values_follow_the_eks_node_image(
-    dev_config: Config, plan_for, node_image: str, driver: bool, device_plugin_on: bool
+    dev_config: Config,
+    plan_for,
+    node_image: str,
+    ami_release: str,
+    driver: bool,
+    device_plugin_on: bool,
 ) -> None:
     dev_config["gpu-platform:cluster"]["nodeImage"] = node_image
     dev_config["gpu-platform:pools"][0]["sharing"] = {"mode": "exclusive"}
+    dev_config["gpu-platform:pools"][0]["aws"]["amiReleaseVersion"] = ami_release
 
     values = release(plan_for(dev_config)).inputs["values"]
 

@@ -1,12 +1,15 @@
 """The GPU Operator chart values: what each platform, sharing mode, taint and monitoring setting
 makes of them. Pure functions, tested without the program."""
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from components.config import GpuPoolSpec, MonitoringSpec, OperatorSpec, Platform
+from components.kubernetes import operator_values
+from components.kubernetes.alerts import DCGM_METRICS_FILE
 from components.kubernetes.operator_values import (
     DEFAULT_SHARING_CONFIG,
     DEVICE_PLUGIN_CONFIG_MAP,
@@ -115,8 +118,40 @@ def test_gke_cos_uses_googles_driver_and_its_paths() -> None:
 def test_gke_ubuntu_has_the_operator_install_the_driver_at_default_paths() -> None:
     values = values_for(platform=Platform.GKE_UBUNTU)
 
-    assert values["driver"] == {"enabled": True}
+    assert values["driver"]["enabled"] is True
     assert not {"hostPaths", "cdi"} & values.keys()
+
+
+def test_gke_ubuntu_pins_the_operators_driver_version() -> None:
+    values = values_for(
+        platform=Platform.GKE_UBUNTU, operator=OperatorSpec(driverVersion="580.95.05")
+    )
+
+    assert values["driver"]["version"] == "580.95.05"
+
+
+def test_a_new_operator_driver_rolls_a_share_of_nodes_at_a_time_after_running_jobs() -> None:
+    operator = OperatorSpec(driverUpgradeMaxUnavailablePercent=10, driverUpgradeJobWaitMinutes=120)
+
+    values = values_for(platform=Platform.GKE_UBUNTU, operator=operator)
+
+    assert values["driver"]["upgradePolicy"] == {
+        "autoUpgrade": True,
+        "maxParallelUpgrades": 1,
+        "maxUnavailable": "10%",
+        "waitForCompletion": {
+            "podSelector": "batch.kubernetes.io/job-name",
+            "timeoutSeconds": 7200,
+        },
+        "gpuPodDeletion": {"force": False, "timeoutSeconds": 300},
+    }
+
+
+@pytest.mark.parametrize("platform", [p for p in Platform if p is not Platform.GKE_UBUNTU])
+def test_where_the_node_image_carries_the_driver_no_version_is_set(platform: Platform) -> None:
+    driver = values_for(platform=platform)["driver"]
+
+    assert "version" not in driver and "upgradePolicy" not in driver
 
 
 def test_gke_ubuntu_toolkit_reads_containerds_config_from_its_file_too() -> None:
@@ -326,7 +361,7 @@ def test_a_pool_sharing_gpus_has_the_exporter_attribute_each_replica_to_its_pod(
     # prefix); its pidmapper.go reads /proc/<pid>/cgroup of the host's processes.
     exporter = values_for(pool(0, EXCLUSIVE), pool(1, sharing))["dcgmExporter"]
 
-    assert exporter["env"] == [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
+    assert {"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"} in exporter["env"]
     assert exporter["hostPID"] is True
     # pidmapper.go maps processes only to pods with a UID, read from the API server.
     assert exporter["enablePodUID"] is True
@@ -338,7 +373,8 @@ def test_without_shared_replicas_the_exporter_keeps_to_its_own_pid_namespace(
 ) -> None:
     exporter = values_for(pool(sharing=sharing))["dcgmExporter"]
 
-    assert {"env", "hostPID", "enablePodUID"}.isdisjoint(exporter)
+    assert {"hostPID", "enablePodUID"}.isdisjoint(exporter)
+    assert [env["name"] for env in exporter["env"]] == ["DCGM_EXPORTER_CONFIGMAP_DATA"]
 
 
 # --- overrides -------------------------------------------------------------------------------
@@ -375,3 +411,61 @@ def test_deep_merge_changes_neither_input() -> None:
     merged["a"]["b"].append(3)
 
     assert (base, override) == ({"a": {"b": [1]}}, {"a": {"c": 2}})
+
+
+# --- the exporter's metric set ----------------------------------------------------------------
+
+
+def metrics_config_map(values: dict[str, Any]) -> dict[str, Any]:
+    (config_map,) = values["extraObjects"]
+    return dict(config_map)
+
+
+def exporter_env(values: dict[str, Any]) -> dict[str, str]:
+    return {env["name"]: env["value"] for env in values["dcgmExporter"]["env"]}
+
+
+def test_the_chart_creates_the_metric_set_as_a_config_map_in_the_operators_namespace() -> None:
+    config_map = metrics_config_map(values_for())
+
+    assert (config_map["apiVersion"], config_map["kind"]) == ("v1", "ConfigMap")
+    assert config_map["metadata"]["namespace"] == "gpu-operator"
+    assert config_map["metadata"]["name"].startswith("gpu-platform-dcgm-metrics-")
+
+
+def test_the_config_map_holds_the_committed_csv_under_the_key_the_exporter_reads() -> None:
+    # dcgm-exporter reads the CSV from the key `metrics` (appconfig.DefaultConfigMapKey).
+    assert metrics_config_map(values_for())["data"] == {"metrics": DCGM_METRICS_FILE.read_text()}
+
+
+@pytest.mark.parametrize("platform", list(Platform))
+def test_the_exporter_reads_its_metric_set_from_that_config_map(platform: Platform) -> None:
+    values = values_for(platform=platform)
+
+    name = metrics_config_map(values)["metadata"]["name"]
+    assert exporter_env(values)["DCGM_EXPORTER_CONFIGMAP_DATA"] == f"gpu-operator:{name}"
+
+
+def test_the_operators_namespace_from_the_config_holds_the_metric_set() -> None:
+    values = values_for(operator=OperatorSpec(namespace="nvidia-gpu"))
+
+    assert metrics_config_map(values)["metadata"]["namespace"] == "nvidia-gpu"
+    assert exporter_env(values)["DCGM_EXPORTER_CONFIGMAP_DATA"].startswith("nvidia-gpu:")
+
+
+def test_the_config_map_is_named_after_its_content_so_a_new_set_restarts_the_exporter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    csv = tmp_path / "dcgm-metrics.csv"
+    csv.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n")
+    monkeypatch.setattr(operator_values, "DCGM_METRICS_FILE", csv)
+
+    config_map = metrics_config_map(values_for())
+
+    assert config_map["metadata"]["name"] == "gpu-platform-dcgm-metrics-7cbcef3633"
+
+
+def test_a_pool_sharing_gpus_keeps_the_metric_set_beside_the_per_pod_attribution() -> None:
+    env = exporter_env(values_for(pool(0, TIME_SLICING)))
+
+    assert set(env) == {"DCGM_EXPORTER_CONFIGMAP_DATA", "KUBERNETES_VIRTUAL_GPUS"}

@@ -1,10 +1,14 @@
 """Tenant namespaces as the program declares them: Pod Security labels, the GPU quota and the
 restricted `nvidia-smi` smoke test."""
 
+import subprocess
+from pathlib import Path
+from subprocess import CompletedProcess
 from typing import Any
 
 import pytest
 
+from components.kubernetes.tenant_namespace import SMOKE_TEST_SCRIPT
 from components.versions import GPU_SMOKE_TEST_IMAGE, POD_SECURITY_VERSION
 from gpu_platform_cli.offline import Plan, PlannedResource
 from tests.components.kubernetes.restricted_pod_security import restricted_violations
@@ -122,10 +126,66 @@ def test_no_smoke_test_without_a_pool(dev_config, plan_for) -> None:
     assert plan_for(dev_config).of_type(JOB) == []
 
 
-def test_smoke_test_runs_nvidia_smi_from_the_pinned_image(dev_plan) -> None:
+def test_smoke_test_runs_its_driver_check_from_the_pinned_image(dev_plan) -> None:
     (container,) = pod(dev_plan)["containers"]
 
-    assert (container["image"], container["command"]) == (GPU_SMOKE_TEST_IMAGE, ["nvidia-smi"])
+    assert (container["image"], container["command"]) == (
+        GPU_SMOKE_TEST_IMAGE,
+        ["sh", "-c", SMOKE_TEST_SCRIPT],
+    )
+
+
+def test_smoke_test_expects_the_pools_driver(dev_plan) -> None:
+    (container,) = pod(dev_plan)["containers"]
+
+    assert {"name": "EXPECTED_NVIDIA_DRIVER", "value": "580.159.03"} in container["env"]
+
+
+def run_smoke_script(tmp_path: Path, expected: str, drivers: list[str]) -> "CompletedProcess[str]":
+    """The smoke test's script under `sh`, with an `nvidia-smi` that reports `drivers`."""
+    fake = tmp_path / "nvidia-smi"
+    listing = "\n".join(drivers)
+    fake.write_text(
+        f'#!/bin/sh\nif [ "$1" = --query-gpu=driver_version ]; then printf "{listing}\\n"; fi\n'
+    )
+    fake.chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "EXPECTED_NVIDIA_DRIVER": expected}
+    return subprocess.run(
+        ["sh", "-c", SMOKE_TEST_SCRIPT], env=env, capture_output=True, text=True, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("expected", "drivers"),
+    [("580.159.03", ["580.159.03"]), ("580", ["580.95.05", "580.95.05"])],
+    ids=["exact version", "branch"],
+)
+def test_the_smoke_script_passes_on_the_expected_driver(
+    tmp_path: Path, expected: str, drivers: list[str]
+) -> None:
+    assert run_smoke_script(tmp_path, expected, drivers).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("expected", "drivers"),
+    [("580.159.03", ["580.159.031"]), ("580", ["580.95.05", "570.195.03"]), ("58", ["580.1"])],
+    ids=["another patch", "one gpu on another branch", "a prefix of the branch"],
+)
+def test_the_smoke_script_fails_on_another_driver(
+    tmp_path: Path, expected: str, drivers: list[str]
+) -> None:
+    result = run_smoke_script(tmp_path, expected, drivers)
+
+    assert result.returncode == 1
+    assert "not the pool's" in result.stdout
+
+
+def test_the_smoke_image_runs_on_every_driver_a_pool_may_have() -> None:
+    # nvcr.io/nvidia/cuda:<major>.<minor>.<patch>-base-...: CUDA 12.2, which R535 runs (the
+    # oldest default driver a pool gets, GKE COS 1.31-1.33).
+    release = GPU_SMOKE_TEST_IMAGE.rpartition(":")[2].split("-")[0]
+
+    assert tuple(map(int, release.split(".")[:2])) <= (12, 2)
 
 
 def test_smoke_test_runs_in_the_tenant_namespace(dev_plan) -> None:
