@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from functools import partial
 
 from checks import Findings
-from gpu_sharing import POOL_LABEL, POOL_LABELS_PATH, selected_pool
+from gpu_sharing import POOL_LABEL, POOL_LABELS_PATH, check_pods_on_pools
 from gpu_workloads import RESOURCE_CONTAINERS, gpu_limits, quantity
-from pods import Container, Pod, pods_of
+from pods import Container, Pod
 from props import elements, mapping, text
 from pulumi_policy import (
     EnforcementLevel,
@@ -145,29 +145,7 @@ def _validate(
     name: str, check: CudaCheck, args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
     with Findings(name, "the stack", report_violation) as findings:
-        pools: dict[str, PoolDriver] = {}
-        for resource in args.resources:
-            if resource.resource_type in POOL_LABELS_PATH:
-                found = findings.known(
-                    f"the driver of {resource.urn}", partial(pool_driver, resource)
-                )
-                if found is not None:
-                    pools[found.name] = found
-        if not pools:
-            return
-        for resource in args.resources:
-            complete = (p for p in pods_of(resource.resource_type, resource.props) if not p.partial)
-            for pod in complete:
-                selected = findings.known(
-                    f"the pool {resource.urn} selects", partial(selected_pool, pod)
-                )
-                pool = pools.get(selected) if selected is not None else None
-                if pool is not None:
-                    findings.check(
-                        f"{resource.urn} against pool {pool.name}",
-                        partial(check, pod, pool),
-                        resource.urn,
-                    )
+        check_pods_on_pools(args, findings, pool_driver, check)
 
 
 POLICIES: list[StackValidationPolicy] = [

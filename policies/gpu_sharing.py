@@ -23,9 +23,10 @@ Pods in other stacks are not seen here; the pod helper (`components.kubernetes.g
 refuses the same requests when it builds a pod spec.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
+from typing import Protocol, TypeVar
 
 from checks import Findings
 from gpu_pools import NODE_GROUP_TYPE, NODE_POOL_TYPE
@@ -129,28 +130,46 @@ def sharing_problems(pod: Pod, pool: PoolSharing) -> Iterator[str]:
                 )
 
 
+class NamedPool(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+P = TypeVar("P", bound=NamedPool)
+
+
+def check_pods_on_pools(
+    args: StackValidationArgs,
+    findings: Findings,
+    read_pool: Callable[[PolicyResource], P | None],
+    problems: Callable[[Pod, P], Iterator[str]],
+) -> None:
+    """Read each of the stack's pools with `read_pool`, then report `problems(pod, pool)` for
+    every complete pod of the stack that selects one of them."""
+    pools: dict[str, P] = {}
+    for resource in args.resources:
+        if resource.resource_type in POOL_LABELS_PATH:
+            found = findings.known(f"the pool of {resource.urn}", partial(read_pool, resource))
+            if found is not None:
+                pools[found.name] = found
+    if not pools:
+        return
+    for resource in args.resources:
+        complete = (p for p in pods_of(resource.resource_type, resource.props) if not p.partial)
+        for pod in complete:
+            name = findings.known(f"the pool {resource.urn} selects", partial(selected_pool, pod))
+            pool = pools.get(name) if name is not None else None
+            if pool is not None:
+                findings.check(
+                    f"{resource.urn} against pool {pool.name}",
+                    partial(problems, pod, pool),
+                    resource.urn,
+                )
+
+
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     with Findings(NAME, "the stack", report_violation) as findings:
-        pools: dict[str, PoolSharing] = {}
-        for resource in args.resources:
-            if resource.resource_type in POOL_LABELS_PATH:
-                found = findings.known(
-                    f"how {resource.urn} shares its GPUs", partial(pool_sharing, resource)
-                )
-                if found is not None:
-                    pools[found.name] = found
-        for resource in args.resources:
-            complete = (p for p in pods_of(resource.resource_type, resource.props) if not p.partial)
-            for pod in complete:
-                what = f"the pool {resource.urn} selects"
-                name = findings.known(what, partial(selected_pool, pod))
-                pool = pools.get(name) if name is not None else None
-                if pool is not None:
-                    findings.check(
-                        f"{resource.urn} against pool {pool.name}",
-                        partial(sharing_problems, pod, pool),
-                        resource.urn,
-                    )
+        check_pods_on_pools(args, findings, pool_sharing, sharing_problems)
 
 
 POLICIES = [
