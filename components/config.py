@@ -234,7 +234,7 @@ class EksPoolOptions(_Model):
     `1.35.6-20260714` on AL2023 (the cluster's Kubernetes version, then the build date),
     `1.54.0-0d4a7f31` on Bottlerocket. It decides the NVIDIA driver, and so the newest CUDA the
     pool's pods may use: the platform knows the driver of every release in its tables
-    (components/eks/ami_drivers/). Moving it replaces the pool's nodes within
+    (components/drivers.py). Moving it replaces the pool's nodes within
     `maxUnavailablePercent`; move a pool's `canaryOf` pool first."""
     node_role_arn: Annotated[str, StringConstraints(pattern=_IAM_ROLE_ARN)] | None = None
     """An existing node IAM role to use instead of creating one for the pool."""
@@ -309,7 +309,7 @@ class GkePoolOptions(_Model):
     maintenance exclusion holds it."""
     cos_driver_branch: int | None = Field(default=None, ge=450, le=999)
     """COS only: the NVIDIA driver branch (`580`) of the nodes' GKE version, where the platform
-    does not know it (components/gke/cos_drivers.py lists what GKE documents). The smoke test
+    does not know it (components/drivers.py lists what GKE documents). The smoke test
     checks it on the pool it runs on."""
 
 

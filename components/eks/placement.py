@@ -98,7 +98,7 @@ def resolve_placement(
     assert first.gpu is not None and first.architecture is not None
     zones, subnet_ids = _zones_and_subnets(spec, index, offered, subnets)
     _raise_if_any(_per_zone_problems(spec, index, zones))
-    driver = _driver(spec, index, cluster, node_image, first.architecture)
+    release, driver = _release_and_driver(spec, index, cluster, node_image, first.architecture)
     pool = resolve_pool(spec, index, first.gpu, driver=driver)
     efa_interfaces = min(t.efa_interfaces for t in instance_types) if spec.aws.efa else 0
     _raise_if_any(_node_group_problems(pool, cluster.name, idle_minutes, efa_interfaces))
@@ -107,7 +107,7 @@ def resolve_placement(
         zones=zones,
         subnet_ids=subnet_ids,
         ami_type=AMI_TYPES[(node_image, first.architecture)],
-        release_version=driver.source.removeprefix("AMI release "),
+        release_version=release,
         efa_interfaces=efa_interfaces,
         subnets_by_zone=tuple(
             (zone, tuple(s.id for s in subnets if s.zone == zone and s.id in subnet_ids))
@@ -302,10 +302,10 @@ def _node_group_problems(
     yield from autoscaler_tag_problems(pool, tags)
 
 
-def _driver(
+def _release_and_driver(
     spec: GpuPoolSpec, i: int, cluster: EksCluster, node_image: str, architecture: str
-) -> NvidiaDriver:
-    """The driver of the pool's pinned AMI release, which config validation made sure it has."""
+) -> tuple[str, NvidiaDriver]:
+    """The pool's pinned AMI release, which config validation made sure it has, and its driver."""
     release = spec.aws.ami_release_version
     assert release is not None
     path = key_path("pools", i, "aws", "amiReleaseVersion")
@@ -334,4 +334,4 @@ def _driver(
                 )
             ]
         )
-    return driver
+    return release, driver

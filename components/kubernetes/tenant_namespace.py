@@ -107,11 +107,8 @@ class GpuTenantNamespace(pulumi.ComponentResource):
         self.idle_gpu_reaper_name: pulumi.Output[str] | None = None
         if spec.gpu_idle_minutes is not None:
             url = args.monitoring.query_url
-            if url is None:
-                raise ValueError(
-                    f"namespace {spec.name} sets gpuIdleMinutes, but no Prometheus is known to"
-                    " ask: set monitoring.prometheusUrl or installPrometheusStack"
-                )
+            # Config validation refuses gpuIdleMinutes without a Prometheus to ask.
+            assert url is not None, f"namespace {spec.name} has no Prometheus to ask"
             reaper = declare_idle_gpu_reaper(
                 name,
                 namespace.metadata.name,
