@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import (
     AfterValidator,
+    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -37,6 +38,7 @@ from components.versions import (
     CLUSTER_AUTOSCALER_CHART,
     GPU_OPERATOR_CHART,
     GPU_OPERATOR_DRIVER_VERSION,
+    KARPENTER_CHART,
     KUBE_PROMETHEUS_STACK_CHART,
 )
 
@@ -77,6 +79,10 @@ _AMI_RELEASE = r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9a-f]{8}$"
 _AL2023_AMI_RELEASE = r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]{8}$"
 _SUBNET_ID = r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$"
 _CAPACITY_RESERVATION_ID = r"^cr-[0-9a-f]{17}$"
+_RESOURCE_GROUP_ARN = (
+    r"^arn:aws(-cn|-us-gov)?:resource-groups:[a-z0-9-]+:[0-9]{12}:group/[A-Za-z0-9_.-]{1,128}$"
+)
+_GCE_RESERVATION_NAME = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
 _GKE_NODE_VERSION = r"^[0-9]+\.[0-9]+\.[0-9]+-gke\.[0-9]+$"
 _EKS_ADDON_VERSION = r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$"
 _DRIVER_VERSION = r"^[0-9]{3}\.[0-9]+(\.[0-9]+)?$"
@@ -110,8 +116,12 @@ _PATTERN_MEANINGS = {
     _AMI_RELEASE: "an EKS-optimized AMI release: 1.33.4-20251016 on AL2023 (Kubernetes version,"
     " build date) or 1.52.0-0d4a7f31 on Bottlerocket (version, build commit)",
     _SUBNET_ID: "a subnet id: 'subnet-' and 8 or 17 hex digits, such as subnet-0123456789abcdef0",
-    _CAPACITY_RESERVATION_ID: "a Capacity Block's reservation id: 'cr-' and 17 hex digits,"
+    _CAPACITY_RESERVATION_ID: "a capacity reservation id: 'cr-' and 17 hex digits,"
     " such as cr-0123456789abcdef0",
+    _RESOURCE_GROUP_ARN: "a resource group ARN such as"
+    " arn:aws:resource-groups:us-east-1:123456789012:group/gpu-reservations",
+    _GCE_RESERVATION_NAME: "a Compute Engine reservation name: lowercase letters, digits and"
+    " '-', starting with a letter, up to 63 characters",
     _GKE_NODE_VERSION: "a GKE version such as 1.34.1-gke.1829001",
     _EKS_ADDON_VERSION: "an EKS add-on version such as v1.7.0-eksbuild.1",
     _DRIVER_VERSION: "an NVIDIA driver version such as 595.91.07",
@@ -244,8 +254,21 @@ class EksPoolOptions(_Model):
     capacity_reservation_id: (
         Annotated[str, StringConstraints(pattern=_CAPACITY_RESERVATION_ID)] | None
     ) = None
-    """The EC2 Capacity Block (`cr-...`) a `capacity-block` pool launches into; required there.
-    Name the block's zone in `zones`."""
+    """The EC2 capacity reservation (`cr-...`) the pool launches into: the Capacity Block of a
+    `capacity-block` pool, or the on-demand capacity reservation of a `reserved` pool (or
+    `capacityReservationResourceGroupArn`). Name its zone in `zones`."""
+    capacity_reservation_resource_group_arn: (
+        Annotated[str, StringConstraints(pattern=_RESOURCE_GROUP_ARN)] | None
+    ) = None
+    """A `reserved` pool on managed node groups: the resource group of on-demand capacity
+    reservations it launches into, instead of one `capacityReservationId`."""
+    capacity_block_start: AwareDatetime | None = None
+    """A `capacity-block` pool: when the block starts (ISO 8601 with its offset, as EC2 reports
+    it), so that the node group scales up then; `preflight` checks it against the block."""
+    on_demand_fallback: bool = False
+    """A `spot` or `reserved` pool: launch on-demand nodes when no spot or reserved capacity is
+    to be had, instead of leaving pods pending. Off by default, so that a pool never costs more
+    than was planned for it."""
     max_unavailable_percent: int | None = Field(default=None, ge=1, le=100)
     """Replace up to this share of the pool's nodes at once on an update (a new AMI release,
     launch template or labels); unset replaces one node at a time. EKS drains each node first,
@@ -311,6 +334,19 @@ class GkePoolOptions(_Model):
     """COS only: the NVIDIA driver branch (`580`) of the nodes' GKE version, where the platform
     does not know it (components/drivers.py lists what GKE documents). The smoke test
     checks it on the pool it runs on."""
+    reservation: Literal["none", "any", "specific"] = "none"
+    """Which Compute Engine reservations the pool's nodes consume: `none`; `any` matching
+    reservation, on-demand when none has room; or the one named in `reservationName`."""
+    reservation_name: Annotated[str, StringConstraints(pattern=_GCE_RESERVATION_NAME)] | None = None
+    """The reservation of a `reservation: specific` pool."""
+    flex_start: bool = False
+    """Obtain the nodes through Dynamic Workload Scheduler's flex-start: GPUs at a discount,
+    when capacity is found, for at most `maxRunHours`."""
+    queued_provisioning: bool = False
+    """Nodes come only through a ProvisioningRequest, all of a request's nodes at once
+    (docs/gke-capacity.md)."""
+    max_run_hours: int | None = Field(default=None, ge=1, le=168)
+    """How long a flex-start or queued node may run before GKE removes it (at most 7 days)."""
 
 
 class GpuPoolSpec(_Model):
@@ -331,8 +367,10 @@ class GpuPoolSpec(_Model):
     """Nodes kept when idle. Every node above zero bills around the clock."""
     max: int = Field(ge=1, le=1000)
     """The most nodes the autoscaler may start: the pool's cost ceiling."""
-    capacity: Literal["on-demand", "spot", "capacity-block"] = "on-demand"
-    """How the nodes are bought; `capacity-block` is an EC2 Capacity Block reservation."""
+    capacity: Literal["on-demand", "spot", "reserved", "capacity-block"] = "on-demand"
+    """How the nodes are bought: `reserved` consumes EC2 on-demand capacity reservations
+    (`aws.capacityReservationId`), `capacity-block` an EC2 Capacity Block; GKE reservations are
+    `gcp.reservation`."""
     zones: list[Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
     """Zones to place nodes in, kept only where every instance type is offered. Empty means
     every zone of the cluster's node subnets (EKS) or of its region that offers the machine
@@ -541,6 +579,18 @@ class ClusterAutoscalerSpec(_Model):
     idle CPU and memory."""
 
 
+class KarpenterSpec(_Model):
+    """EKS with `provisioner: karpenter`: the Karpenter controller that launches the GPU nodes."""
+
+    namespace: DnsLabel = "kube-system"
+    """Where the controller runs."""
+    chart_version: ExactChartVersion = KARPENTER_CHART.version
+    """The `karpenter` and `karpenter-crd` chart version (the two move together)."""
+    consolidate_after_minutes: int = Field(default=10, ge=1, le=1440)
+    """How long a GPU node must have been empty before Karpenter removes it. Karpenter never
+    consolidates a GPU node that still runs a pod."""
+
+
 class StackConfig(_Model):
     """Everything one stack (environment) is configured with."""
 
@@ -564,6 +614,11 @@ class StackConfig(_Model):
     stays unprotected. Turn it on where losing them means an outage or lost work."""
     autoscaler: ClusterAutoscalerSpec = Field(default_factory=ClusterAutoscalerSpec)
     """EKS: the cluster autoscaler."""
+    provisioner: Literal["cluster-autoscaler", "karpenter"] = "cluster-autoscaler"
+    """EKS: what launches GPU nodes: managed node groups scaled by the cluster autoscaler, or
+    Karpenter NodePools (one per pool)."""
+    karpenter: KarpenterSpec = Field(default_factory=KarpenterSpec)
+    """EKS with `provisioner: karpenter`: the Karpenter controller."""
 
     _secret_keys: frozenset[str] = PrivateAttr(default=frozenset())
 

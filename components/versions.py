@@ -130,3 +130,20 @@ CLUSTER_AUTOSCALER_IMAGES = {
     "1.36": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.36.1",
 }
 """Kubernetes minor -> the autoscaler release for it, for every supported minor."""
+
+# Karpenter (EKS, `provisioner: karpenter`), from AWS's OCI registry; versions carry no leading
+# `v`. Helm installs a chart's `crds/` on first install only, so the CRDs come from their own
+# chart at the same version: an upgrade of this pin upgrades them too. 1.14.1 supports
+# Kubernetes up to 1.36 (Karpenter's compatibility matrix: 1.36 needs 1.13 or newer). The
+# NodePool and EC2NodeClass shapes the platform renders are checked against this version's CRDs
+# (components/eks/karpenter/crd_schemas/).
+KARPENTER_CHART = HelmChart(
+    name="karpenter",
+    version="1.14.1",
+    repository="oci://public.ecr.aws/karpenter",
+)
+KARPENTER_CRD_CHART = HelmChart(
+    name="karpenter-crd",
+    version=KARPENTER_CHART.version,
+    repository=KARPENTER_CHART.repository,
+)
