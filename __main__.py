@@ -76,3 +76,5 @@ pulumi.export(
     "gpuPools",
     secret_if(config.is_secret("pools"), {pool.spec.name: pool_software(pool) for pool in pools}),
 )
+for name, value in cloud.stack_outputs().items():
+    pulumi.export(name, value)

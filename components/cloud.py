@@ -2,13 +2,14 @@
 
 `__main__.py` asks the stack's cloud, in this order, to: resolve the pools (lookups only, so a
 pool that cannot work is a config error before anything is created), connect to the cluster
-(a Kubernetes provider and a secret kubeconfig), and create its GPU pools. The Kubernetes side
-(`components.kubernetes`) is then the same on every cloud.
+(a Kubernetes provider and a secret kubeconfig), and create its GPU pools; and exports the
+cloud's own stack outputs. The Kubernetes side (`components.kubernetes`) is then the same on
+every cloud.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import pulumi
 from pulumi_kubernetes.provider import Provider
@@ -38,6 +39,10 @@ class GpuCloud(Protocol):
         self, pools: Sequence[ResolvedPool], connection: ClusterConnection
     ) -> list[pulumi.Resource]:
         """The cloud's GPU node pools; the Kubernetes side waits for them."""
+        ...
+
+    def stack_outputs(self) -> dict[str, Any]:
+        """The stack outputs only this cloud has, from what `resolve_pools` looked up."""
         ...
 
 

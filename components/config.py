@@ -264,11 +264,13 @@ class EksPoolOptions(_Model):
     reservations it launches into, instead of one `capacityReservationId`."""
     capacity_block_start: AwareDatetime | None = None
     """A `capacity-block` pool: when the block starts (ISO 8601 with its offset, as EC2 reports
-    it), so that the node group scales up then; `preflight` checks it against the block."""
+    it), so that its node group grows to `max` then, while the block is still ahead; `preflight`
+    checks it against the block."""
     on_demand_fallback: bool = False
     """A `spot` or `reserved` pool: launch on-demand nodes when no spot or reserved capacity is
     to be had, instead of leaving pods pending. Off by default, so that a pool never costs more
-    than was planned for it."""
+    than was planned for it. Managed node groups can do so only for a `reserved` pool on a
+    resource group (docs/capacity-reservations.md)."""
     max_unavailable_percent: int | None = Field(default=None, ge=1, le=100)
     """Replace up to this share of the pool's nodes at once on an update (a new AMI release,
     launch template or labels); unset replaces one node at a time. EKS drains each node first,
@@ -334,19 +336,37 @@ class GkePoolOptions(_Model):
     """COS only: the NVIDIA driver branch (`580`) of the nodes' GKE version, where the platform
     does not know it (components/drivers.py lists what GKE documents). The smoke test
     checks it on the pool it runs on."""
-    reservation: Literal["none", "any", "specific"] = "none"
-    """Which Compute Engine reservations the pool's nodes consume: `none`; `any` matching
-    reservation, on-demand when none has room; or the one named in `reservationName`."""
+    driver_version: Annotated[str, StringConstraints(pattern=_DRIVER_VERSION)] | None = None
+    """Ubuntu only: the NVIDIA driver the GPU Operator builds on this pool's nodes (its own
+    NVIDIADriver resource), instead of `operator.driverVersion`. Set it on a `canaryOf` pool
+    to try a new driver there first; the other pool may not run one newer than its canary.
+    Changing it reloads the driver on the pool's nodes within the `operator.driverUpgrade...`
+    settings."""
+    reservation: Literal["none", "any", "specific"] | None = None
+    """Which Compute Engine reservations the pool's nodes consume. Unset leaves it to Compute
+    Engine, whose default consumes any matching reservation open to all VMs of the project
+    (GKE marks the setting as replacing the pool, so a pool is never replaced for not stating
+    it); flex-start and queued pools consume none. `none` takes no reservation meant for other
+    workloads; `any` matching reservation, and on-demand
+    capacity once none has room; or only the one named in `reservationName`, with no on-demand
+    fallback: while it is full, no node starts. Not with Spot, flex-start or queued
+    provisioning. Changing it replaces the node pool (docs/gke-capacity.md)."""
     reservation_name: Annotated[str, StringConstraints(pattern=_GCE_RESERVATION_NAME)] | None = None
-    """The reservation of a `reservation: specific` pool."""
+    """The reservation of a `reservation: specific` pool, in the cluster's project. Reservations
+    are zonal: name its zone, and only that one, in `zones`."""
     flex_start: bool = False
-    """Obtain the nodes through Dynamic Workload Scheduler's flex-start: GPUs at a discount,
-    when capacity is found, for at most `maxRunHours`."""
+    """Obtain the nodes as flex-start VMs (Dynamic Workload Scheduler): GPUs at its discounted
+    prices, started when capacity is found, each removed after `maxRunHours`. Needs a cluster
+    and nodes on GKE 1.32.2-gke.1652000 or later, on-demand capacity, no reservation and `min`
+    0; their node auto-repair is off, as in GKE's guides."""
     queued_provisioning: bool = False
-    """Nodes come only through a ProvisioningRequest, all of a request's nodes at once
-    (docs/gke-capacity.md)."""
+    """Nodes come only through a ProvisioningRequest, all of a request's nodes at once, and
+    carry the `cloud.google.com/gke-queued` taint (docs/gke-capacity.md). Needs `min` 0 and no
+    reservation; GKE's guide pairs it with `flexStart`."""
     max_run_hours: int | None = Field(default=None, ge=1, le=168)
-    """How long a flex-start or queued node may run before GKE removes it (at most 7 days)."""
+    """A `flexStart` pool: how long each node may run before GKE removes it, at most 168 hours
+    (7 days, also GKE's default). A queued pool's requests set theirs with the
+    ProvisioningRequest's `maxRunDurationSeconds`."""
 
 
 class GpuPoolSpec(_Model):
@@ -369,7 +389,8 @@ class GpuPoolSpec(_Model):
     """The most nodes the autoscaler may start: the pool's cost ceiling."""
     capacity: Literal["on-demand", "spot", "reserved", "capacity-block"] = "on-demand"
     """How the nodes are bought: `reserved` consumes EC2 on-demand capacity reservations
-    (`aws.capacityReservationId`), `capacity-block` an EC2 Capacity Block; GKE reservations are
+    (`aws.capacityReservationId` or `aws.capacityReservationResourceGroupArn`), `capacity-block`
+    an EC2 Capacity Block (docs/capacity-reservations.md); GKE reservations are
     `gcp.reservation`."""
     zones: list[Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
     """Zones to place nodes in, kept only where every instance type is offered. Empty means
@@ -385,9 +406,10 @@ class GpuPoolSpec(_Model):
     """How workloads share a GPU: `exclusive`, `time-slicing`, `mps` or `mig`."""
     canary_of: PoolName | None = None
     """Makes this pool the canary of another pool of the same GPUs and sharing mode: a new AMI
-    release (EKS) or node version (GKE) goes here first, and the other pool may not run one newer
-    than its canary. Its nodes carry `gpu-platform.io/canary-of`, and only pods that select the
-    canary by its pool label (a smoke test, a team's canary job) run there."""
+    release (EKS), node version (GKE) or, on GKE Ubuntu, driver (`gcp.driverVersion`) goes here
+    first, and the other pool may not run one newer than its canary. Its nodes carry
+    `gpu-platform.io/canary-of`, and only pods that select the canary by its pool label (a smoke
+    test, a team's canary job) run there."""
     aws: EksPoolOptions = Field(default_factory=EksPoolOptions)
     """EKS-only settings."""
     gcp: GkePoolOptions = Field(default_factory=GkePoolOptions)
@@ -415,8 +437,8 @@ class ClusterSpec(_Model):
     node_subnet_ids: list[Annotated[str, StringConstraints(pattern=_SUBNET_ID)]] = Field(
         default_factory=list
     )
-    """EKS: subnets for the GPU nodes; empty means the cluster's own subnets that do not assign
-    public IP addresses."""
+    """EKS: subnets for the GPU nodes, used as given; each must be private, its route table
+    sending nothing to an internet gateway. Empty means the cluster's own private subnets."""
     cni_policy_on_node_role: bool = True
     """EKS: attach `AmazonEKS_CNI_Policy` to the node roles the stack creates, as EKS does by
     default. Turn it off where the VPC CNI gets its permissions through IRSA or Pod Identity."""
@@ -454,12 +476,13 @@ class OperatorSpec(_Model):
     driver_version: Annotated[str, StringConstraints(pattern=_DRIVER_VERSION)] = (
         GPU_OPERATOR_DRIVER_VERSION
     )
-    """GKE Ubuntu: the NVIDIA driver the operator builds on every GPU node, pinned so that a
-    chart upgrade does not move it. A new one rolls out through the operator's upgrade
-    controller, `driverUpgradeMaxUnavailablePercent` of the GPU nodes at a time."""
+    """GKE Ubuntu: the NVIDIA driver the operator builds on the nodes of every pool that sets
+    no `gcp.driverVersion`, pinned so that a chart upgrade does not move it. A new one rolls out
+    through the operator's upgrade controller, pool by pool within
+    `driverUpgradeMaxUnavailablePercent`."""
     driver_upgrade_max_unavailable_percent: int = Field(default=25, ge=1, le=100)
-    """GKE Ubuntu: the most GPU nodes the operator takes out of service at once to load a new
-    driver (at most one node at a time is upgraded, whatever the share)."""
+    """GKE Ubuntu: the most nodes of a pool the operator takes out of service at once to load a
+    new driver (at most one node of a pool at a time is upgraded, whatever the share)."""
     driver_upgrade_job_wait_minutes: int = Field(default=1440, ge=0, le=10080)
     """GKE Ubuntu: how long the operator waits for the Jobs' pods on a node to finish before it
     deletes the GPU pods left and loads the new driver there; 0 waits for ever."""
@@ -574,16 +597,19 @@ class ClusterAutoscalerSpec(_Model):
     """Spread scale-ups evenly over node groups that offer the same nodes."""
     expander: Literal["priority", "least-waste", "most-pods", "random"] = "priority"
     """Which node group to grow when several fit: `priority` prefers capacity-block pools, then
-    on-demand, then spot (capacity already paid for first, capacity that can be taken back
-    last), and among those `least-waste`; `least-waste` alone picks the one left with the least
-    idle CPU and memory."""
+    reserved, then on-demand, then spot (capacity already paid for first, capacity that can be
+    taken back last), and among those `least-waste`; a group whose launches fail is backed off
+    and the next one grown. `least-waste` alone picks the one left with the least idle CPU and
+    memory."""
 
 
 class KarpenterSpec(_Model):
     """EKS with `provisioner: karpenter`: the Karpenter controller that launches the GPU nodes."""
 
     namespace: DnsLabel = "kube-system"
-    """Where the controller runs."""
+    """Where the controller runs: a namespace that exists, and no tenant's. In `kube-system`, as
+    upstream installs it, the API server's default FlowSchemas give its calls the priority of
+    the cluster's own controllers; elsewhere, give it a FlowSchema of its own."""
     chart_version: ExactChartVersion = KARPENTER_CHART.version
     """The `karpenter` and `karpenter-crd` chart version (the two move together)."""
     consolidate_after_minutes: int = Field(default=10, ge=1, le=1440)
@@ -607,16 +633,22 @@ class StackConfig(_Model):
     namespaces: list[TenantNamespaceSpec] = Field(default_factory=list)
     """Namespaces for teams' GPU workloads."""
     protect: bool = False
-    """Protect the node groups or node pools, the GPU Operator's namespace and release, and the
-    Prometheus stack the platform installs, from deletion: `pulumi destroy`, or a change that
-    would replace them, fails until they are unprotected. What ordinary changes replace (node
-    roles, policy attachments, launch templates, Auto Scaling group tags, service accounts)
-    stays unprotected. Turn it on where losing them means an outage or lost work."""
+    """Protect the node groups or node pools, Karpenter's two releases (uninstalling its CRDs
+    would remove every NodePool and the nodes with them), the GPU Operator's namespace and
+    release (and on GKE Ubuntu the pools' NVIDIADriver resources, without which their nodes
+    lose the driver), and the Prometheus stack the platform installs, from deletion: `pulumi
+    destroy`, or a change that would replace them, fails until they are unprotected. What
+    ordinary changes replace (node roles, policy attachments, launch templates, Auto Scaling
+    group tags, service accounts) stays unprotected. Turn it on where losing them means an
+    outage or lost work."""
     autoscaler: ClusterAutoscalerSpec = Field(default_factory=ClusterAutoscalerSpec)
     """EKS: the cluster autoscaler."""
     provisioner: Literal["cluster-autoscaler", "karpenter"] = "cluster-autoscaler"
     """EKS: what launches GPU nodes: managed node groups scaled by the cluster autoscaler, or
-    Karpenter NodePools (one per pool)."""
+    Karpenter NodePools (one per pool). With `karpenter`, every pool is `exclusive` with `min`
+    0, and `autoscaler` and the node-group-only pool settings (`aws.efa`,
+    `aws.nodeGroupPerZone`, `aws.nodeRoleArn`, `aws.capacityReservationResourceGroupArn`,
+    `aws.capacityBlockStart`) take no value."""
     karpenter: KarpenterSpec = Field(default_factory=KarpenterSpec)
     """EKS with `provisioner: karpenter`: the Karpenter controller."""
 
@@ -629,8 +661,10 @@ class StackConfig(_Model):
         found = {self.operator.namespace}
         if self.monitoring.install_prometheus_stack:
             found.add(self.monitoring.namespace)
-        if self.cloud == Cloud.AWS and self.autoscaler.install:
+        if _autoscaler_installed(self):
             found.add(self.autoscaler.namespace)
+        if _karpenter_installed(self):
+            found.add(self.karpenter.namespace)
         return sorted(found)
 
     def is_secret(self, *keys: str) -> bool:
@@ -843,13 +877,16 @@ def _cross_field_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _cluster_problems(config)
     yield from _other_cloud_problems(config)
     yield from _pool_problems(config)
+    yield from _reservation_problems(config)
     yield from _ami_release_problems(config)
     yield from _canary_problems(config)
     yield from _bottlerocket_sharing_problems(config)
     yield from _gke_pool_problems(config)
+    yield from _gke_capacity_problems(config)
     yield from _operator_override_problems(config)
     yield from _namespace_problems(config)
     yield from _monitoring_problems(config)
+    yield from _karpenter_problems(config)
 
 
 def _cluster_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -907,6 +944,8 @@ _MONITORING_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
 }
 _STACK_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
     "autoscaler": (Cloud.AWS, "GKE scales its node pools itself"),
+    "provisioner": (Cloud.AWS, "GKE scales its node pools itself"),
+    "karpenter": (Cloud.AWS, "Karpenter launches EC2 instances"),
 }
 _POOL_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
     "aws": (Cloud.AWS, "EKS node group settings"),
@@ -999,26 +1038,6 @@ def _pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     f"a key other than {GPU_TAINT_KEY} (the platform taints every GPU node with"
                     " it)",
                 )
-        if pool.capacity == "capacity-block":
-            if config.cloud is not Cloud.AWS:
-                yield ConfigProblem(
-                    key_path("pools", i, "capacity"),
-                    pool.capacity,
-                    "on-demand or spot on GKE (capacity blocks are EC2's)",
-                )
-            elif len(pool.instance_types) != 1:
-                yield ConfigProblem(
-                    key_path("pools", i, "instanceTypes"),
-                    pool.instance_types,
-                    "exactly one instance type with capacity-block (a block reserves one type)",
-                )
-            if config.cloud is Cloud.AWS and len(pool.zones) != 1:
-                yield ConfigProblem(
-                    key_path("pools", i, "zones"),
-                    pool.zones,
-                    "exactly one zone with capacity-block, the block's: its instances launch"
-                    " only there, and a node group over other zones would try them in vain",
-                )
         if config.cloud is Cloud.AWS and pool.aws.efa and len(pool.zones) != 1:
             yield ConfigProblem(
                 key_path("pools", i, "zones"),
@@ -1034,6 +1053,139 @@ def _pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             )
         if isinstance(pool.sharing, MigSharing):
             yield from _mig_problems(pool, i)
+
+
+EC2_RESERVED_CAPACITIES = ("reserved", "capacity-block")
+"""Capacities bought from EC2 ahead of time; GKE pools consume reservations through
+`gcp.reservation` instead."""
+# The capacities each reservation setting acts on; on any other it would do nothing.
+_RESERVATION_OPTIONS: Mapping[str, tuple[str, ...]] = {
+    "capacity_reservation_id": EC2_RESERVED_CAPACITIES,
+    "capacity_reservation_resource_group_arn": ("reserved",),
+    "capacity_block_start": ("capacity-block",),
+    "on_demand_fallback": ("spot", "reserved"),
+}
+
+
+def _reservation_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    for i, pool in enumerate(config.pools):
+        if config.cloud is Cloud.AWS:
+            yield from _ec2_reservation_problems(config, pool, i)
+        elif pool.capacity in EC2_RESERVED_CAPACITIES:
+            yield ConfigProblem(
+                key_path("pools", i, "capacity"),
+                pool.capacity,
+                "on-demand or spot on GKE (reserved and capacity-block buy EC2 capacity; a GKE"
+                " pool consumes Compute Engine reservations through gcp.reservation)",
+            )
+
+
+def _ec2_reservation_problems(
+    config: StackConfig, pool: GpuPoolSpec, i: int
+) -> Iterator[ConfigProblem]:
+    options = pool.aws
+    for field, capacities in _RESERVATION_OPTIONS.items():
+        value = getattr(options, field)
+        if value not in (None, False) and pool.capacity not in capacities:
+            yield ConfigProblem(
+                key_path("pools", i, "aws", EksPoolOptions.model_fields[field].alias or field),
+                value,
+                f"no value unless capacity is {' or '.join(capacities)} (this pool's is"
+                f" {pool.capacity})",
+            )
+    reservation = options.capacity_reservation_id
+    group = options.capacity_reservation_resource_group_arn
+    if pool.capacity == "capacity-block":
+        if reservation is None:
+            yield ConfigProblem(
+                key_path("pools", i, "aws", "capacityReservationId"),
+                _MISSING,
+                "the Capacity Block's reservation id (cr-...) when capacity is capacity-block",
+            )
+        yield from _one_placement_problems(
+            pool,
+            i,
+            "exactly one instance type with capacity-block (a block reserves one type)",
+            "exactly one zone with capacity-block, the block's: its instances launch only there,"
+            " and a node group over other zones would try them in vain",
+        )
+    elif pool.capacity == "reserved" and reservation is None and group is None:
+        yield ConfigProblem(
+            key_path("pools", i, "aws", "capacityReservationId"),
+            _MISSING,
+            "the id (cr-...) of the capacity reservation the pool launches into, or a resource"
+            " group of reservations in aws.capacityReservationResourceGroupArn, when capacity is"
+            " reserved",
+        )
+    elif pool.capacity == "reserved" and reservation is not None and group is not None:
+        yield ConfigProblem(
+            key_path("pools", i, "aws", "capacityReservationResourceGroupArn"),
+            group,
+            "no value beside aws.capacityReservationId: the pool launches into one reservation,"
+            " or into one resource group of them",
+        )
+    if config.provisioner == "cluster-autoscaler":
+        yield from _node_group_reservation_problems(pool, i)
+
+
+# What EC2 does when the reservation a launch asks for has no room (EC2 user guide, "Launch
+# instances into an existing Capacity Reservation"): a launch that targets one reservation by id
+# fails; one that targets a resource group of them runs on-demand, unless the launch template's
+# preference is `capacity-reservations-only` (EC2 API reference,
+# LaunchTemplateCapacityReservationSpecificationRequest).
+_TARGETED_RESERVATION = (
+    "a launch that targets one capacity reservation fails unless it matches the reservation's"
+    " instance type and zone"
+)
+
+
+def _node_group_reservation_problems(pool: GpuPoolSpec, i: int) -> Iterator[ConfigProblem]:
+    """What a managed node group cannot do with a reservation."""
+    if pool.capacity == "reserved" and pool.aws.capacity_reservation_id is not None:
+        yield from _one_placement_problems(
+            pool,
+            i,
+            f"exactly one instance type with aws.capacityReservationId, the reservation's:"
+            f" {_TARGETED_RESERVATION} (a resource group, aws.capacityReservationResourceGroupArn,"
+            " may hold reservations of several)",
+            f"exactly one zone with aws.capacityReservationId, the reservation's:"
+            f" {_TARGETED_RESERVATION}, and a node group over other zones would try them in vain",
+        )
+    if not pool.aws.on_demand_fallback:
+        return
+    path = key_path("pools", i, "aws", "onDemandFallback")
+    # One capacity type per node group: the EKS user guide, "Create a managed node group" ("You
+    # can't mix different capacity types within the same node group").
+    if pool.capacity == "spot":
+        yield ConfigProblem(
+            path,
+            True,
+            "false or no value on a spot pool with managed node groups: a node group has one"
+            " capacity type, and the cluster autoscaler's priority expander grows on-demand pools"
+            " before spot ones, so an on-demand pool beside this one would come first, not after"
+            " it; use provisioner karpenter, whose NodePool falls back from spot to on-demand",
+        )
+    elif pool.aws.capacity_reservation_id is not None:
+        yield ConfigProblem(
+            path,
+            True,
+            "false or no value with aws.capacityReservationId on managed node groups: a launch"
+            " that targets one reservation fails while it is full, never falling back to"
+            " on-demand. Put the reservation in a resource group and name that in"
+            " aws.capacityReservationResourceGroupArn instead (EC2 launches on-demand when no"
+            " reservation of the group has room), or add an on-demand pool of the same instance"
+            " type, which the autoscaler grows once this pool's launches fail",
+        )
+
+
+def _one_placement_problems(
+    pool: GpuPoolSpec, i: int, one_type: str, one_zone: str
+) -> Iterator[ConfigProblem]:
+    """A pool that must launch one instance type in one zone: `one_type` and `one_zone` say why."""
+    if len(pool.instance_types) != 1:
+        yield ConfigProblem(key_path("pools", i, "instanceTypes"), pool.instance_types, one_type)
+    if len(pool.zones) != 1:
+        yield ConfigProblem(key_path("pools", i, "zones"), pool.zones, one_zone)
 
 
 def _ami_release_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -1111,6 +1263,26 @@ def _canary_lead_problems(
             f"at most {ours or 'the cluster version'}, the version of its canary pools[{i}]"
             f" ({canary.name}): move the canary first, watch it, then promote",
         )
+    if _platform(config) is Platform.GKE_UBUNTU:
+        ours, theirs = (pool_driver_version(config.operator, p) for p in (canary, target))
+        if _version_key(theirs) > _version_key(ours):
+            set_by = (
+                ("pools", j, "gcp", "driverVersion")
+                if target.gcp.driver_version is not None
+                else ("operator", "driverVersion")
+            )
+            yield ConfigProblem(
+                key_path(*set_by),
+                theirs,
+                f"at most {ours}, the NVIDIA driver of pools[{j}] ({target.name})'s canary"
+                f" pools[{i}] ({canary.name}): give the canary the new driver first"
+                " (gcp.driverVersion), watch it, then promote",
+            )
+
+
+def pool_driver_version(operator: OperatorSpec, pool: GpuPoolSpec) -> str:
+    """The NVIDIA driver the GPU Operator builds on a GKE Ubuntu pool's nodes."""
+    return pool.gcp.driver_version or operator.driver_version
 
 
 def _release_key(release: str) -> tuple[Any, ...]:
@@ -1157,12 +1329,22 @@ def _gke_pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 getattr(config.operator, field),
                 "no value with nodeImage cos, where Google's installer loads COS's driver",
             )
+    if platform is Platform.GKE_UBUNTU:
+        yield from _nvidia_driver_problems(config)
     for i, pool in enumerate(config.pools):
         if pool.gcp.cos_driver_branch is not None and platform is not Platform.GKE_COS:
             yield ConfigProblem(
                 key_path("pools", i, "gcp", "cosDriverBranch"),
                 pool.gcp.cos_driver_branch,
-                "no value unless nodeImage is cos (the operator's driverVersion holds on ubuntu)",
+                "no value unless nodeImage is cos (on ubuntu the pool's gcp.driverVersion, else"
+                " operator.driverVersion, holds)",
+            )
+        if pool.gcp.driver_version is not None and platform is Platform.GKE_COS:
+            yield ConfigProblem(
+                key_path("pools", i, "gcp", "driverVersion"),
+                pool.gcp.driver_version,
+                "no value unless nodeImage is ubuntu, where the GPU Operator builds the driver;"
+                " on cos the pool's GKE version decides it (gcp.nodeVersion, gcp.cosDriverBranch)",
             )
         yield from _gke_sharing_problems(config, pool, i)
         if pool.gcp.max_surge == 0 and pool.gcp.max_unavailable == 0:
@@ -1171,6 +1353,50 @@ def _gke_pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 0,
                 "at least 1 when maxUnavailable is 0 (GKE could upgrade no node)",
             )
+
+
+# On GKE Ubuntu each pool's nodes get their driver from an NVIDIADriver resource of their own
+# (components/kubernetes/nvidia_driver.py). From v26.7.0 the operator routes every GPU node to
+# the one NVIDIADriver selecting it, hands nodes over from ClusterPolicy's driver through its
+# upgrade controller, and applies each NVIDIADriver's own upgrade policy to its nodes
+# (gpu-operator v26.7.0 internal/nvidiadriver/nvidiadriver.go AssignOwners,
+# controllers/upgrade_controller.go reconcileNVIDIADriverUpgrades); up to v26.3.3 one
+# ClusterPolicy policy covered every driver pod.
+NVIDIA_DRIVER_MIN_CHART_VERSION = "v26.7.0"
+NVIDIA_DRIVER_OVERRIDES = ("repository", "image", "imagePullSecrets")
+"""The `operator.overrides.driver` values the platform's NVIDIADriver resources take over."""
+# With the NVIDIADriver CRD on, the chart renders ClusterPolicy's other driver values no more,
+# and the operator reads its own upgrade policy from each NVIDIADriver: only `enabled` and the
+# driver manager's image (the operator's DRIVER_MANAGER_IMAGE) still act (v26.7.0
+# templates/clusterpolicy.yaml, templates/operator.yaml). `version` has a rule of its own.
+_CHART_DRIVER_OVERRIDES = ("enabled", "manager", "version")
+
+
+def _nvidia_driver_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    chart = config.operator.chart_version
+    if _version_key(chart) < _version_key(NVIDIA_DRIVER_MIN_CHART_VERSION):
+        yield ConfigProblem(
+            key_path("operator", "chartVersion"),
+            chart,
+            f"{NVIDIA_DRIVER_MIN_CHART_VERSION} or newer with nodeImage ubuntu, where each pool"
+            " has an NVIDIADriver resource of its own: older operators neither hand nodes over"
+            " to it nor roll it out with its own upgrade policy",
+        )
+    taken = (*NVIDIA_DRIVER_OVERRIDES, *_CHART_DRIVER_OVERRIDES)
+    for key, value in config.operator.overrides.get("driver", {}).items():
+        if key not in taken:
+            yield ConfigProblem(
+                key_path("operator", "overrides", "driver", key),
+                value,
+                f"no value with nodeImage ubuntu, where only {', '.join(taken[:-1])} act on the"
+                " driver: the platform's NVIDIADriver resources build it (per pool with"
+                " gcp.driverVersion, rolled out within operator.driverUpgrade... settings)",
+            )
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    """`595.91.07` or `v26.7.0` as numbers, so that 595.100.01 comes after 595.91.07."""
+    return tuple(int(part) for part in version.removeprefix("v").split("."))
 
 
 # GKE's API takes 2 to 48 clients per GPU, for time-sharing and MPS alike.
@@ -1199,6 +1425,121 @@ def _gke_sharing_problems(
             key_path("pools", i, "sharing", "replicas"),
             pool.sharing.replicas,
             f"at most {_GKE_MAX_SHARED_CLIENTS} on GKE (its maxSharedClientsPerGpu)",
+        )
+
+
+# The oldest GKE version whose clusters and nodes take each capacity mode: flex-start from
+# 1.32.2-gke.1652000 (GKE's "About flex-start provisioning mode" and provisioningrequest pages),
+# queued provisioning from 1.28.3-gke.1098000 (the provisioningrequest page before flex-start).
+GKE_CAPACITY_MINIMUM_VERSIONS: Mapping[str, str] = {
+    "flexStart": "1.32.2-gke.1652000",
+    "queuedProvisioning": "1.28.3-gke.1098000",
+}
+
+
+def dynamic_workload_scheduler_modes(pool: GpuPoolSpec) -> list[str]:
+    """The pool's settings (keys under `gcp`) that have Dynamic Workload Scheduler find its
+    nodes."""
+    enabled = {"flexStart": pool.gcp.flex_start, "queuedProvisioning": pool.gcp.queued_provisioning}
+    return [key for key, on in enabled.items() if on]
+
+
+def gke_capacity_too_new(pool: GpuPoolSpec, gke_version: str) -> dict[str, str]:
+    """The pool's capacity settings (keys under `gcp`) that GKE `gke_version` does not have
+    yet, each with the oldest version that has it."""
+    return {
+        key: GKE_CAPACITY_MINIMUM_VERSIONS[key]
+        for key in dynamic_workload_scheduler_modes(pool)
+        if _release_key(gke_version) < _release_key(GKE_CAPACITY_MINIMUM_VERSIONS[key])
+    }
+
+
+def _gke_capacity_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    # On AWS, `_other_cloud_problems` refuses the whole `gcp` block.
+    if config.cloud is not Cloud.GCP:
+        return
+    for i, pool in enumerate(config.pools):
+        gcp = pool.gcp
+        modes = " and ".join(f"gcp.{key}" for key in dynamic_workload_scheduler_modes(pool))
+        yield from _gke_reservation_problems(pool, i, bool(modes))
+        # Spot VMs are a provisioning model of their own, as flex-start VMs are: Google's
+        # cluster-toolkit refuses the two together (modules/compute/gke-node-pool/main.tf at
+        # 01a7a3e, its preconditions, as for the rules below).
+        if gcp.flex_start and pool.capacity == "spot":
+            yield ConfigProblem(
+                key_path("pools", i, "capacity"),
+                pool.capacity,
+                "on-demand with gcp.flexStart: flex-start VMs are a provisioning model of their"
+                " own, not Spot VMs",
+            )
+        # GKE's guides create these pools with `--num-nodes 0` and a minimum of 0: a flex-start
+        # node ends after its run time, and a queued pool gets nodes only for a
+        # ProvisioningRequest (cluster-toolkit: "autoscaling_total_min_nodes should be 0").
+        if modes and pool.min != 0:
+            yield ConfigProblem(
+                key_path("pools", i, "min"),
+                pool.min,
+                f"0 with {modes}: GKE starts such nodes only when they are asked for, never to"
+                " keep a floor",
+            )
+        if gcp.max_run_hours is not None and not gcp.flex_start:
+            yield ConfigProblem(
+                key_path("pools", i, "gcp", "maxRunHours"),
+                gcp.max_run_hours,
+                "no value unless gcp.flexStart is true (a queued pool's ProvisioningRequests"
+                " set their own maxRunDurationSeconds)",
+            )
+        if gcp.node_version is not None:
+            for key, minimum in gke_capacity_too_new(pool, gcp.node_version).items():
+                yield ConfigProblem(
+                    key_path("pools", i, "gcp", "nodeVersion"),
+                    gcp.node_version,
+                    f"{minimum} or later with gcp.{key}, the oldest GKE version with it",
+                )
+
+
+def _gke_reservation_problems(
+    pool: GpuPoolSpec, i: int, dynamic_workload_scheduler: bool
+) -> Iterator[ConfigProblem]:
+    gcp = pool.gcp
+    if gcp.reservation == "specific":
+        if gcp.reservation_name is None:
+            yield ConfigProblem(
+                key_path("pools", i, "gcp", "reservationName"),
+                _MISSING,
+                "the name of the Compute Engine reservation to consume, with reservation specific",
+            )
+        if len(pool.zones) != 1:
+            yield ConfigProblem(
+                key_path("pools", i, "zones"),
+                pool.zones,
+                "exactly one zone with reservation specific, the reservation's: reservations"
+                " are zonal, and the pool's nodes in any other zone could never start",
+            )
+    elif gcp.reservation_name is not None:
+        yield ConfigProblem(
+            key_path("pools", i, "gcp", "reservationName"),
+            gcp.reservation_name,
+            "no value unless gcp.reservation is specific",
+        )
+    if gcp.reservation in (None, "none"):
+        return
+    path = key_path("pools", i, "gcp", "reservation")
+    # Compute Engine's "Choose a reservation type" page: reserved capacity cannot create Spot VMs.
+    if pool.capacity == "spot":
+        yield ConfigProblem(
+            path,
+            gcp.reservation,
+            "none, or no value, with capacity spot: Spot VMs cannot consume reservations",
+        )
+    # GKE creates flex-start and queued pools with `--reservation-affinity=none` (its
+    # provisioningrequest and flex-start pages); cluster-toolkit refuses any other affinity.
+    if dynamic_workload_scheduler:
+        yield ConfigProblem(
+            path,
+            gcp.reservation,
+            "none, or no value, with gcp.flexStart or gcp.queuedProvisioning: Dynamic Workload"
+            " Scheduler finds their capacity, outside any reservation",
         )
 
 
@@ -1265,7 +1606,91 @@ _SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", "default"
 
 
 def _autoscaler_installed(config: StackConfig) -> bool:
-    return config.cloud is Cloud.AWS and config.autoscaler.install
+    return (
+        config.cloud is Cloud.AWS
+        and config.provisioner == "cluster-autoscaler"
+        and config.autoscaler.install
+    )
+
+
+def _karpenter_installed(config: StackConfig) -> bool:
+    return config.cloud is Cloud.AWS and config.provisioner == "karpenter"
+
+
+# Pool settings only a managed node group acts on, with what Karpenter does instead: set on a
+# Karpenter stack they would read as if they did something. Karpenter lists only active
+# reservations (pkg/providers/capacityreservation/types.go at v1.14.1) and drains a Capacity
+# Block's nodes 10 minutes before EC2 reclaims them (docs tasks/odcrs.md).
+_NODE_GROUP_ONLY_OPTIONS: Mapping[str, str] = {
+    "efa": "EFA interfaces and a cluster placement group come with managed node groups only;"
+    " run EFA pools with provisioner cluster-autoscaler",
+    "node_group_per_zone": "there are no node groups; Karpenter picks each node's zone among the"
+    " pool's zones itself",
+    "node_role_arn": "every Karpenter node runs as the node role the platform creates with the"
+    " controller, the only role it may pass and the one its access entry admits",
+    "capacity_reservation_resource_group_arn": "Karpenter selects reservations by id, not by"
+    " resource group: name the reservation in aws.capacityReservationId",
+    "capacity_block_start": "Karpenter launches into a Capacity Block once it is active and"
+    " drains its nodes before it ends, by itself",
+}
+# Karpenter plans a node's `nvidia.com/gpu` from EC2's instance data, one per physical GPU
+# (pkg/providers/instancetype/types.go `nvidiaGPUs` at v1.14.1), and knows no `nvidia.com/mig-*`
+# resource: pods asking for time-sliced, MPS or MIG shares would never get a node planned for
+# them (kubernetes-sigs/karpenter#729, aws/karpenter-provider-aws#3376).
+_KARPENTER_SHARING = (
+    "exclusive with provisioner karpenter: Karpenter plans nodes with one nvidia.com/gpu per"
+    " physical GPU and knows no MIG slices, so pods asking for shares would never get a node"
+    " (kubernetes-sigs/karpenter#729); use provisioner cluster-autoscaler to share GPUs"
+)
+
+
+def _karpenter_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    if config.cloud is not Cloud.AWS:
+        return  # `_other_cloud_problems` reports provisioner and karpenter there
+    if not _karpenter_installed(config):
+        for field in sorted(config.karpenter.model_fields_set):
+            yield ConfigProblem(
+                key_path("karpenter", KarpenterSpec.model_fields[field].alias or field),
+                getattr(config.karpenter, field),
+                "no value unless provisioner is karpenter",
+            )
+        return
+    for field in sorted(config.autoscaler.model_fields_set):
+        yield ConfigProblem(
+            key_path("autoscaler", ClusterAutoscalerSpec.model_fields[field].alias or field),
+            getattr(config.autoscaler, field),
+            "no value with provisioner karpenter, which installs Karpenter instead of the"
+            " cluster autoscaler (karpenter configures it)",
+        )
+    for i, pool in enumerate(config.pools):
+        if pool.min != 0:
+            yield ConfigProblem(
+                key_path("pools", i, "min"),
+                pool.min,
+                "0 with provisioner karpenter: a NodePool has no minimum size, Karpenter starts"
+                " nodes for pending pods only",
+            )
+        if not isinstance(pool.sharing, ExclusiveSharing):
+            yield ConfigProblem(
+                key_path("pools", i, "sharing", "mode"), pool.sharing.mode, _KARPENTER_SHARING
+            )
+        for field, why in _NODE_GROUP_ONLY_OPTIONS.items():
+            if field in pool.aws.model_fields_set:
+                yield ConfigProblem(
+                    key_path("pools", i, "aws", EksPoolOptions.model_fields[field].alias or field),
+                    getattr(pool.aws, field),
+                    f"no value with provisioner karpenter: {why}",
+                )
+    # Any pod of a tenant's namespace may run as the controller's service account there, whose
+    # AWS role launches and terminates the cluster's instances. A system namespace is reported
+    # by `_namespace_problems` already.
+    for i, ns in enumerate(config.namespaces):
+        if ns.name == config.karpenter.namespace and ns.name not in _SYSTEM_NAMESPACES:
+            yield ConfigProblem(
+                key_path("namespaces", i, "name"),
+                ns.name,
+                f"a namespace of its own, not Karpenter's ({ns.name}, karpenter.namespace)",
+            )
 
 
 def _namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:

@@ -137,9 +137,14 @@ def known_releases(node_image: str) -> str:
 def gke_driver(
     node_image: str, gke_version: str, cos_branch: int | None, operator: str
 ) -> NvidiaDriver | None:
-    """The driver of a GKE pool's nodes; None on COS where neither GKE's docs nor the pool say."""
+    """The driver of a GKE pool's nodes; None on COS where neither GKE's docs nor the pool say.
+
+    `operator` is the driver the GPU Operator builds for the pool on Ubuntu (its
+    `gcp.driverVersion`, else `operator.driverVersion`). What pins it is named by the version
+    alone, so that a canary that pins the same version as its pool is in step with it.
+    """
     if node_image == "ubuntu":
-        return NvidiaDriver(operator, "the GPU Operator (operator.driverVersion)")
+        return NvidiaDriver(operator, f"the GPU Operator at {operator}")
     if cos_branch is not None:
         return NvidiaDriver(str(cos_branch), f"gcp.cosDriverBranch, on GKE {gke_version}")
     branch = COS_DEFAULT_DRIVER_BRANCH.get(_minor(gke_version))

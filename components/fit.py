@@ -4,13 +4,17 @@ With no node of a pool running, the autoscaler plans with a node template: the l
 and allocatable resources it expects a new node to have. A pod that fits no template stays
 Pending and no pool scales up for it. `NodeTemplate` is that template, cloud-neutral; each cloud
 derives its own (`eks_node_template` from the hints on an EKS node group's Auto Scaling group,
-`gke_node_template` from a GKE node pool's own configuration).
+`gke_node_template` from a GKE node pool's own configuration). Karpenter decides the same way
+for each instance type a NodePool allows (`karpenter_node_templates`), and a pod fits the pool
+where it fits one of them.
 `fits` checks a pod spec against templates with the scheduler's rules that decide it: node
 selector, required node affinity, untolerated `NoSchedule`/`NoExecute` taints and resources.
 """
 
+import itertools
+import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -22,6 +26,7 @@ from components.eks.autoscaler_tags import (
     TAINT_TAG_PREFIX,
 )
 from components.eks.instance_types import InstanceType
+from components.eks.node_labels import EFA_RESOURCE
 from components.gke.cluster import zone_region
 from components.node_identity import CLOUD_TAINT_EFFECTS, GPU_RESOURCE, POOL_LABEL, Taint
 
@@ -34,6 +39,9 @@ _REPELLING_EFFECTS = ("NoSchedule", "NoExecute")
 _BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 # Kubernetes' architecture names for EC2's.
 _KUBERNETES_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+GKE_QUEUED_TAINT = Taint("cloud.google.com/gke-queued", "true", "NoSchedule")
+"""On every node of a queued-provisioning pool, so that only pods that tolerate it run there."""
+GKE_FLEX_START_LABEL = "cloud.google.com/gke-flex-start"
 
 
 @dataclass(frozen=True)
@@ -49,8 +57,11 @@ class NodeTemplate:
     """The pool's labels came from config set as a secret: reasons name them, not their values."""
     complete: bool = True
     """Holds every resource the autoscaler's template would: one it lacks counts as none, as
-    the autoscaler counts it. False where CPU, memory, ephemeral storage and pods are not
-    known offline."""
+    the autoscaler counts it. False where some of CPU, memory, ephemeral storage and pods are
+    not known offline: those it lacks are not judged."""
+    choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Labels whose value is chosen for each new node among these (a Karpenter NodePool's zones
+    and capacity types): a pod that selects any of them fits."""
 
 
 @dataclass(frozen=True)
@@ -66,8 +77,28 @@ class Fit:
 
 
 def fits(pod_spec: PodSpec, templates: Iterable[NodeTemplate]) -> list[Fit]:
-    """The pod against each pool's template, in the templates' order."""
-    return [Fit(t.pool, tuple(_why_not(pod_spec, t))) for t in templates]
+    """The pod against each pool, in the order of the pools' first templates. A pool of several
+    templates (a Karpenter NodePool's, one per instance type) fits where one of them does."""
+    by_pool: dict[str, list[NodeTemplate]] = {}
+    for template in templates:
+        by_pool.setdefault(template.pool, []).append(template)
+    return [_pool_fit(pod_spec, pool, found) for pool, found in by_pool.items()]
+
+
+def _pool_fit(pod_spec: PodSpec, pool: str, templates: Sequence[NodeTemplate]) -> Fit:
+    """Why the pod fits none of a pool's templates: what holds for all of them, then what holds
+    for some, named by their instance type."""
+    reasons = [tuple(_why_not(pod_spec, t)) for t in templates]
+    if len(reasons) == 1 or not all(reasons):
+        return Fit(pool, reasons[0] if all(reasons) else ())
+    common = [r for r in reasons[0] if all(r in others for others in reasons[1:])]
+    own = [
+        f"{template.labels.get(_INSTANCE_TYPE_LABEL, '?')}: {reason}"
+        for template, found in zip(templates, reasons, strict=True)
+        for reason in found
+        if reason not in common
+    ]
+    return Fit(pool, (*common, *own))
 
 
 def fitting_pools(pod_spec: PodSpec, templates: Iterable[NodeTemplate]) -> list[str]:
@@ -125,6 +156,245 @@ def eks_node_template(
     return NodeTemplate(labels.get(POOL_LABEL, "?"), labels, tuple(taints), resources)
 
 
+# Karpenter's sources: kubernetes-sigs/karpenter and aws/karpenter-provider-aws, both v1.14.1.
+_INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+_ZONE_LABEL = "topology.kubernetes.io/zone"
+_CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+_AWS_LABEL = "karpenter.k8s.aws/"
+_TENANCY_LABEL = f"{_AWS_LABEL}instance-tenancy"
+# Labels Karpenter knows (its pkg/apis/v1/labels.go `WellKnownLabels`, and the provider's, all
+# under karpenter.k8s.aws/ but for the zone ID): EC2's data or the offering Karpenter launches
+# give their values. A NodePool's requirement on any other label becomes a label of its nodes.
+_KARPENTER_WELL_KNOWN = frozenset(
+    {
+        "karpenter.sh/nodepool",
+        _ZONE_LABEL,
+        "topology.kubernetes.io/region",
+        _INSTANCE_TYPE_LABEL,
+        "kubernetes.io/arch",
+        "kubernetes.io/os",
+        _CAPACITY_TYPE_LABEL,
+        "node.kubernetes.io/windows-build",
+        "topology.k8s.aws/zone-id",
+    }
+)
+# The provider's pattern for an instance type's category and generation (`g`, `6` of
+# `g6e.xlarge`): pkg/providers/instancetype/types.go line 49.
+_INSTANCE_TYPE_SCHEME = re.compile(r"(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.")
+# kube-reserved CPU, by range of the node's millicores (types.go `kubeReservedResources`).
+_KUBE_RESERVED_CPU = (
+    (0, 1000, Decimal("0.06")),
+    (1000, 2000, Decimal("0.01")),
+    (2000, 4000, Decimal("0.005")),
+    (4000, 2**31, Decimal("0.0025")),
+)
+# Where an AMI family keeps pods' data (amifamily/al2023.go, al2.go, bottlerocket.go
+# `EphemeralBlockDevice`), and the size of the volume Karpenter maps there by default
+# (amifamily/resolver.go `DefaultEBS`).
+_EPHEMERAL_DEVICES = {"al2": "/dev/xvda", "al2023": "/dev/xvda", "bottlerocket": "/dev/xvdb"}
+_DEFAULT_VOLUME = "20Gi"
+
+
+def karpenter_node_templates(
+    node_pool: Mapping[str, Any],
+    node_class: Mapping[str, Any],
+    instance_types: Mapping[str, InstanceType],
+    region: str,
+) -> list[NodeTemplate]:
+    """The nodes Karpenter may start for a NodePool (a `karpenter.sh/v1` NodePool and its
+    `karpenter.k8s.aws/v1` EC2NodeClass, as objects) with none of them running: one template per
+    instance type its `node.kubernetes.io/instance-type` requirement lists (`instance_types`
+    describes them), each with
+
+    - the NodePool's template labels, `karpenter.sh/nodepool` and `karpenter.k8s.aws/
+      ec2nodeclass` (`NewNodeClaimTemplate`, scheduling/nodeclaimtemplate.go), and the labels
+      EC2's data gives an instance type (`computeRequirements`, instancetype/types.go lines
+      163-311) as far as the instance data here holds them: not the hypervisor, CPU
+      manufacturer and clock speed, bandwidths, encryption in transit or zone ID;
+    - as choices, the zones and capacity types the NodePool allows (capacity type `reserved`
+      only where its EC2NodeClass selects capacity reservations, types.go lines 171-179; no zone
+      label where it allows every zone), and a tenancy of `default` or `dedicated`;
+    - its `taints`, and not its `startupTaints`: Karpenter holds only the first against a pod
+      (scheduling/nodeclaim.go line 126, `CanAdd`), and expects the others gone once the node is
+      up (the NodePool CRD's description of `startupTaints`). It holds `PreferNoSchedule` ones
+      against a pod too, until nothing else fits it (scheduling/preferences.go), so, as here,
+      they keep no pod out;
+    - allocatable CPU, ephemeral storage, `nvidia.com/gpu` (the instance type's NVIDIA GPUs, one
+      per physical GPU) and `vpc.amazonaws.com/efa`, as types.go computes them with the
+      EC2NodeClass's default kubelet settings: capacity less kube-reserved and the eviction
+      threshold. Memory and pods are left out, not judged: Karpenter reserves memory by the
+      node's ENI-limited pod count, which the instance data here does not hold.
+
+    Requirements on labels the instance data gives rule out the instance types that do not
+    meet them. DaemonSets' requests are not subtracted, as in `eks_node_template`.
+    """
+    template = node_pool["spec"]["template"]
+    labels = dict((template.get("metadata") or {}).get("labels") or {})
+    # Karpenter adds the template's labels to its requirements, `In` their value.
+    requirements = [
+        *(template["spec"].get("requirements") or []),
+        *({"key": key, "operator": "In", "values": [value]} for key, value in labels.items()),
+    ]
+    node_class_spec = node_class["spec"]
+    chosen = _karpenter_choices(requirements, node_class_spec)
+    own = {
+        **{key: values[0] for key, values in chosen.items() if len(values) == 1},
+        "karpenter.sh/nodepool": node_pool["metadata"]["name"],
+        f"{_AWS_LABEL}ec2nodeclass": template["spec"]["nodeClassRef"]["name"],
+    }
+    taints = tuple(
+        Taint(t["key"], t.get("value", ""), t["effect"])
+        for t in template["spec"].get("taints") or []
+    )
+    templates = []
+    for name in _karpenter_instance_type_names(node_pool, requirements):
+        instance_type = instance_types[name]
+        described = _karpenter_instance_labels(instance_type, region)
+        if not all(
+            _expression_matches(r, described) for r in requirements if r["key"] in described
+        ):
+            continue
+        templates.append(
+            NodeTemplate(
+                labels.get(POOL_LABEL, node_pool["metadata"]["name"]),
+                {**described, **own},
+                taints,
+                _karpenter_allocatable(instance_type, node_class_spec),
+                complete=False,
+                choices={key: values for key, values in chosen.items() if len(values) != 1},
+            )
+        )
+    return templates
+
+
+def _karpenter_instance_type_names(
+    node_pool: Mapping[str, Any], requirements: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    listed = [
+        r["values"]
+        for r in requirements
+        if r["key"] == _INSTANCE_TYPE_LABEL and r["operator"] == "In"
+    ]
+    if not listed:
+        raise ValueError(
+            f"NodePool {node_pool['metadata']['name']!r} lists no instance types "
+            f"({_INSTANCE_TYPE_LABEL} In ...), which its templates are built from"
+        )
+    return [name for name in listed[0] if all(name in values for values in listed[1:])]
+
+
+def _karpenter_choices(
+    requirements: Sequence[Mapping[str, Any]], node_class_spec: Mapping[str, Any]
+) -> dict[str, tuple[str, ...]]:
+    """The values the NodePool's requirements allow for each label Karpenter chooses per node
+    (zone, capacity type, tenancy) or copies from them (labels it does not know)."""
+    reserved = ("reserved",) if node_class_spec.get("capacityReservationSelectorTerms") else ()
+    found: dict[str, tuple[str, ...] | None] = {
+        _ZONE_LABEL: None,
+        # In Karpenter's order of preference (concepts/nodepools.md, "Capacity Type").
+        _CAPACITY_TYPE_LABEL: (*reserved, "spot", "on-demand"),
+        _TENANCY_LABEL: ("default", "dedicated"),
+    }
+    for requirement in requirements:
+        key, operator = requirement["key"], requirement["operator"]
+        if key not in found and (key in _KARPENTER_WELL_KNOWN or key.startswith(_AWS_LABEL)):
+            continue
+        values = tuple(requirement.get("values") or ())
+        current = found.get(key)
+        if operator == "In":
+            found[key] = values if current is None else tuple(v for v in current if v in values)
+        elif operator == "NotIn" and current is not None:
+            found[key] = tuple(v for v in current if v not in values)
+    return {key: values for key, values in found.items() if values is not None}
+
+
+def _karpenter_instance_labels(instance_type: InstanceType, region: str) -> dict[str, str]:
+    name = instance_type.name
+    family, _, size = name.partition(".")
+    labels = {
+        _INSTANCE_TYPE_LABEL: name,
+        "kubernetes.io/os": "linux",
+        "topology.kubernetes.io/region": region,
+        f"{_AWS_LABEL}instance-cpu": str(instance_type.vcpus),
+        f"{_AWS_LABEL}instance-memory": str(instance_type.memory_mib),
+        f"{_AWS_LABEL}instance-family": family,
+        f"{_AWS_LABEL}instance-size": size,
+        f"{_AWS_LABEL}instance-capability-flex": "true" if "-flex" in family else "false",
+    }
+    if instance_type.architecture is not None:
+        labels["kubernetes.io/arch"] = _KUBERNETES_ARCH[instance_type.architecture]
+    scheme = _INSTANCE_TYPE_SCHEME.match(name)
+    if scheme is not None:
+        labels[f"{_AWS_LABEL}instance-category"] = scheme[1]
+        labels[f"{_AWS_LABEL}instance-generation"] = scheme[3]
+    if instance_type.instance_store_gb:
+        labels[f"{_AWS_LABEL}instance-local-nvme"] = str(instance_type.instance_store_gb)
+    if instance_type.gpu_name is not None:
+        labels |= {
+            f"{_AWS_LABEL}instance-gpu-name": _kebab(instance_type.gpu_name),
+            f"{_AWS_LABEL}instance-gpu-manufacturer": _kebab(instance_type.gpu_manufacturer or ""),
+            f"{_AWS_LABEL}instance-gpu-count": str(instance_type.gpu_count),
+            f"{_AWS_LABEL}instance-gpu-memory": str(instance_type.gpu_memory_mib),
+        }
+    return labels
+
+
+def _kebab(text: str) -> str:
+    # types.go `lowerKabobCase`.
+    return text.lower().replace(" ", "-")
+
+
+def _karpenter_allocatable(
+    instance_type: InstanceType, node_class_spec: Mapping[str, Any]
+) -> dict[str, Decimal]:
+    millicores = instance_type.vcpus * 1000
+    reserved_cpu = sum(
+        int((min(millicores, end) - start) * share)
+        for start, end, share in _KUBE_RESERVED_CPU
+        if millicores >= start
+    )
+    storage = _karpenter_ephemeral_storage(instance_type, node_class_spec)
+    interfaces = node_class_spec.get("networkInterfaces")
+    efas = (
+        instance_type.efa_interfaces
+        if interfaces is None
+        else sum(i.get("interfaceType") == "efa-only" for i in interfaces)
+    )
+    nvidia = instance_type.gpu_manufacturer == "NVIDIA"
+    return {
+        "cpu": Decimal(millicores - reserved_cpu) / 1000,
+        # kube-reserved 1Gi, and the 10% hard eviction threshold (`evictionThreshold`).
+        "ephemeral-storage": storage - 2**30 - math.ceil(storage / 10),
+        GPU_RESOURCE: Decimal(instance_type.gpu_count if nvidia else 0),
+        EFA_RESOURCE: Decimal(efas),
+    }
+
+
+def _karpenter_ephemeral_storage(
+    instance_type: InstanceType, node_class_spec: Mapping[str, Any]
+) -> Decimal:
+    """Where the kubelet keeps pods' data (types.go `ephemeralStorage`): the instance's NVMe
+    drives with `instanceStorePolicy: RAID0`, else the volume mapped as the root volume or at
+    the AMI family's device, else Karpenter's default volume."""
+    if node_class_spec.get("instanceStorePolicy") == "RAID0" and instance_type.instance_store_gb:
+        return Decimal(instance_type.instance_store_gb) * 10**9
+    mappings = node_class_spec.get("blockDeviceMappings") or []
+    alias = (node_class_spec.get("amiSelectorTerms") or [{}])[0].get("alias") or ""
+    family = (node_class_spec.get("amiFamily") or alias.partition("@")[0]).lower()
+    root = _volume_size(next((m for m in mappings if m.get("rootVolume")), None))
+    if root is not None:
+        return quantity(root)
+    if mappings and family == "custom":
+        return quantity(_volume_size(mappings[-1]) or _DEFAULT_VOLUME)
+    device = _EPHEMERAL_DEVICES.get(family)
+    mapped = next((m for m in mappings if m.get("deviceName") == device), None)
+    return quantity(_volume_size(mapped) or _DEFAULT_VOLUME)
+
+
+def _volume_size(mapping: Mapping[str, Any] | None) -> str | None:
+    return ((mapping or {}).get("ebs") or {}).get("volumeSize")
+
+
 def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
     """The template GKE's cluster autoscaler builds for a node pool at zero, from the pool's own
     configuration (a `gcp:container/nodePool:NodePool`'s inputs): its labels and taints, the
@@ -137,6 +407,11 @@ def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
     operator's own replicas and MIG slices are invisible to it, which is why the platform lets
     GKE share GPUs. CPU and memory are left out (the machine type's allocatable is not known
     offline), so requests for them are not judged.
+
+    A queued-provisioning pool's nodes carry the `cloud.google.com/gke-queued` taint, which GKE
+    adds to the pool itself, and flex-start nodes the `cloud.google.com/gke-flex-start: "true"`
+    label that GKE's flex-start guides select them by (the provisioningrequest page and "Run a
+    small batch workload with GPUs and Flex-start VMs").
     """
     config = node_pool["nodeConfig"]
     (accelerator,) = config["guestAccelerators"]
@@ -149,6 +424,7 @@ def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
         "topology.kubernetes.io/region": zone_region(location) or location,
         "cloud.google.com/gke-accelerator": accelerator["type"],
         **({"cloud.google.com/gke-spot": "true"} if config.get("spot") else {}),
+        **({GKE_FLEX_START_LABEL: "true"} if config.get("flexStart") else {}),
         **_gke_gpu_sharing_labels(accelerator),
         **(config.get("labels") or {}),
     }
@@ -157,6 +433,8 @@ def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
         Taint(t["key"], t.get("value", ""), kubernetes_effects[t["effect"]])
         for t in config.get("taints") or []
     )
+    if (node_pool.get("queuedProvisioning") or {}).get("enabled"):
+        taints += (GKE_QUEUED_TAINT,)
     gpus = {GPU_RESOURCE: Decimal(_gke_gpus_advertised(accelerator))}
     return NodeTemplate(labels.get(POOL_LABEL, "?"), labels, taints, gpus, complete=False)
 
@@ -189,16 +467,7 @@ def _gke_gpu_sharing_labels(accelerator: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
-    for key, value in (pod.get("nodeSelector") or {}).items():
-        if template.labels.get(key) != value:
-            yield f"nodeSelector {key}={value}: its nodes have {_label(template, key)}"
-    terms = (
-        ((pod.get("affinity") or {}).get("nodeAffinity") or {})
-        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
-        .get("nodeSelectorTerms")
-    )
-    if terms and not any(_term_matches(term, template.labels) for term in terms):
-        yield "required node affinity: no term matches its nodes' labels"
+    yield from _label_problems(pod, template)
     tolerations = pod.get("tolerations") or []
     for taint in template.taints:
         if taint.effect in _REPELLING_EFFECTS and not any(
@@ -217,11 +486,44 @@ def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
             yield f"asks for {wanted} {name}; a node has {available}"
 
 
+def _label_problems(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
+    """Node selector and required node affinity against the labels a new node may have: one
+    choice of value for each label with choices, the same for both."""
+    for key, values in template.choices.items():
+        if not values:
+            yield f"the pool allows its nodes no {key}, so it starts none"
+    selector = pod.get("nodeSelector") or {}
+    for key, value in selector.items():
+        if value not in _label_values(template, key):
+            yield f"nodeSelector {key}={value}: its nodes have {_label(template, key)}"
+    terms = (
+        ((pod.get("affinity") or {}).get("nodeAffinity") or {})
+        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+        .get("nodeSelectorTerms")
+    )
+    if terms:
+        nodes = list(_label_sets(template))
+        selected = [n for n in nodes if all(n.get(k) == v for k, v in selector.items())]
+        if not any(_term_matches(term, n) for n in selected or nodes for term in terms):
+            yield "required node affinity: no term matches its nodes' labels"
+
+
+def _label_values(template: NodeTemplate, key: str) -> tuple[str | None, ...]:
+    return template.choices.get(key, (template.labels.get(key),))
+
+
+def _label_sets(template: NodeTemplate) -> Iterable[dict[str, str]]:
+    """The labels of each node the template may become, one per combination of choices."""
+    keys = list(template.choices)
+    for values in itertools.product(*template.choices.values()):
+        yield {**template.labels, **dict(zip(keys, values, strict=True))}
+
+
 def _label(template: NodeTemplate, key: str) -> str:
-    value = template.labels.get(key)
-    if value is None:
+    values = _label_values(template, key)
+    if values == (None,):
         return "no such label"
-    return f"{key}=[secret]" if template.secret_labels else f"{key}={value}"
+    return f"{key}=[secret]" if template.secret_labels else f"{key}={' or '.join(map(str, values))}"
 
 
 def _term_matches(term: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
@@ -242,11 +544,17 @@ def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]
             return value is not None
         case "DoesNotExist":
             return value is None
-        case "Gt" | "Lt":
+        # Gte and Lte: in a Karpenter NodePool's requirements only (its CRD).
+        case "Gt" | "Lt" | "Gte" | "Lte":
             if value is None or not value.lstrip("-").isdigit():
                 return False
-            bound = int(values[0])
-            return int(value) > bound if operator == "Gt" else int(value) < bound
+            number, bound = int(value), int(values[0])
+            return {
+                "Gt": number > bound,
+                "Lt": number < bound,
+                "Gte": number >= bound,
+                "Lte": number <= bound,
+            }[operator]
     raise ValueError(f"unknown node selector operator {operator!r}")
 
 

@@ -2,7 +2,8 @@
 
 Plans the stack offline (`gpu_platform_cli.offline`), builds each pool's node template as the
 cluster autoscaler would see it at zero (from what the plan declares: an EKS node group's Auto
-Scaling group hints and instance type), and checks every pod spec in a YAML file (Pods, Deployments,
+Scaling group hints and instance type), or Karpenter would (a NodePool's, one per instance type),
+and checks every pod spec in a YAML file (Pods, Deployments,
 Jobs, ...) against them. Exits 1 if some pod fits no pool, 2 for a bad stack or pod file.
 """
 
@@ -23,11 +24,12 @@ from components.fit import (
     eks_node_template,
     fits,
     gke_node_template,
+    karpenter_node_templates,
     pod_requests,
     pod_spec_of,
 )
 from gpu_platform_cli.cli import fail, plain_console, plan_or_fail
-from gpu_platform_cli.offline import Plan
+from gpu_platform_cli.offline import Plan, PlannedResource
 
 _YAML_KINDS = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}
 EXIT_NO_FIT = 1
@@ -91,33 +93,58 @@ def pods_in(pod_file: Path) -> list[tuple[str, PodSpec]]:
 
 
 def node_templates(plan: Plan) -> list[NodeTemplate]:
-    """Every GPU pool's node template, from what the plan declares for it."""
+    """Every GPU pool's node templates, from what the plan declares for it, in the order the
+    program declares the pools."""
+    looked_up = [i for i in plan.invokes if i.token == "aws:ec2/getInstanceType:getInstanceType"]
     instance_types = {
-        i.args["instanceType"]: i.result
-        for i in plan.invokes
-        if i.token == "aws:ec2/getInstanceType:getInstanceType"
+        i.args["instanceType"]: _instance_type(i.args["instanceType"], i.result) for i in looked_up
     }
     templates = []
-    for group in plan.of_type("gpu-platform:eks:GpuNodeGroup"):
-        children = plan.children_of(group)
-        # A pool with a node group per zone has one template per group, the same but for the
-        # zone, which `fit` does not read: the first stands for them all.
-        node_group = next(c for c in children if c.type == "aws:eks/nodeGroup:NodeGroup")
-        tags = {
-            c.inputs["tag"]["key"]: c.inputs["tag"]["value"]
-            for c in children
-            if c.type == "aws:autoscaling/tag:Tag"
-        }
-        first = node_group.inputs["instanceTypes"][0]
-        template = eks_node_template(
-            tags, _instance_type(first, instance_types[first]), node_group.inputs["region"]
-        )
-        templates.append(replace(template, secret_labels="labels" in node_group.secret_inputs))
+    for pool in plan.resources:
+        if pool.type == "gpu-platform:eks:GpuNodeGroup":
+            templates.append(_node_group_template(plan, pool, instance_types))
+        elif pool.type == "gpu-platform:eks:KarpenterGpuNodePool":
+            # One cluster, so one region: every lookup's.
+            (region,) = {i.args["region"] for i in looked_up}
+            templates += _node_pool_templates(plan, pool, instance_types, region)
     templates += [
         replace(gke_node_template(pool.inputs), secret_labels="nodeConfig" in pool.secret_inputs)
         for pool in plan.of_type("gcp:container/nodePool:NodePool")
     ]
     return templates
+
+
+def _node_group_template(
+    plan: Plan, group: PlannedResource, instance_types: Mapping[str, InstanceType]
+) -> NodeTemplate:
+    children = plan.children_of(group)
+    # A pool with a node group per zone has one template per group, the same but for the zone,
+    # which `fit` does not read: the first stands for them all.
+    node_group = next(c for c in children if c.type == "aws:eks/nodeGroup:NodeGroup")
+    tags = {
+        c.inputs["tag"]["key"]: c.inputs["tag"]["value"]
+        for c in children
+        if c.type == "aws:autoscaling/tag:Tag"
+    }
+    first = instance_types[node_group.inputs["instanceTypes"][0]]
+    template = eks_node_template(tags, first, node_group.inputs["region"])
+    return replace(template, secret_labels="labels" in node_group.secret_inputs)
+
+
+def _node_pool_templates(
+    plan: Plan,
+    pool: PlannedResource,
+    instance_types: Mapping[str, InstanceType],
+    region: str,
+) -> list[NodeTemplate]:
+    children = {c.type: c for c in plan.children_of(pool)}
+    node_pool = children["kubernetes:karpenter.sh/v1:NodePool"]
+    node_class = children["kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"]
+    templates = karpenter_node_templates(
+        node_pool.inputs, node_class.inputs, instance_types, region
+    )
+    # With secret labels Pulumi holds the NodePool's whole `spec` secret.
+    return [replace(t, secret_labels="spec" in node_pool.secret_inputs) for t in templates]
 
 
 def _instance_type(name: str, described: Mapping[str, Any]) -> InstanceType:
@@ -131,6 +158,13 @@ def _instance_type(name: str, described: Mapping[str, Any]) -> InstanceType:
             Gpus(g["manufacturer"], g["name"], int(g["count"]), int(g["memorySize"]))
             for g in described.get("gpuses") or []
         ],
+        # As `look_up_instance_type` reads them.
+        sum(
+            int(d["count"]) * int(d["size"])
+            for d in described.get("instanceDisks") or []
+            if d["type"] == "ssd"
+        ),
+        int(described.get("efaMaximumInterfaces") or 0) if described.get("efaSupported") else 0,
     )
 
 

@@ -3,7 +3,8 @@
 Runs the real program under the Pulumi SDK's mock monitor (`gpu_platform_cli.offline`), then the
 policy pack over what it declared through the analyzer protocol, as `pulumi preview --policy-pack
 policies` would (`gpu_platform_cli.analyzer`). Prints the resources as a tree of parents and
-children with the inputs that matter, the lookups answered by offline stand-ins, the stack outputs
+children with the inputs that matter, the lookups answered by offline stand-ins, each pool's
+driver, the subnets the GPU nodes use and why the others are left out (EKS), the stack outputs
 and the policy verdicts; `--json` prints the same for machines.
 
 Exit codes: 0 planned; 1 the program or the policy pack failed; 2 a configuration error (the
@@ -48,6 +49,22 @@ KEY_INPUTS: Mapping[str, Sequence[str]] = {
         "labels",
     ),
     "aws:ec2/launchTemplate:LaunchTemplate": ("metadataOptions", "blockDeviceMappings"),
+    "kubernetes:karpenter.sh/v1:NodePool": (
+        "metadata.annotations",
+        # One line each, so that a long list of zones hides no capacity type.
+        "spec.template.spec.requirements.*",
+        "spec.limits",
+        "spec.template.spec.taints",
+        "spec.template.metadata.labels",
+        "spec.disruption",
+    ),
+    "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass": (
+        "spec.amiSelectorTerms",
+        "spec.capacityReservationSelectorTerms",
+        "spec.metadataOptions",
+        "spec.blockDeviceMappings",
+        "spec.instanceStorePolicy",
+    ),
     "aws:autoscaling/tag:Tag": ("autoscalingGroupName", "tag"),
     "aws:iam/role:Role": ("name",),
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": ("policyArn",),
@@ -242,6 +259,7 @@ def print_plan(plan: Plan, console: Console) -> None:
         for token, count in Counter(i.token for i in plan.invokes).items():
             console.print(f"  {token}" + (f" x{count}" if count > 1 else ""), highlight=False)
     print_pool_software(plan, console)
+    print_node_subnets(plan, console)
     console.print("\n[bold]Outputs[/bold]")
     for name, value in _shown_outputs(plan).items():
         console.print(f"  {name}: {_short(value)}", highlight=False)
@@ -250,13 +268,11 @@ def print_plan(plan: Plan, console: Console) -> None:
 def print_pool_software(plan: Plan, console: Console) -> None:
     """Each pool's driver and CUDA ceiling, and where a canary stands against its pool: ahead
     while it tries a new version, in step once the version is promoted."""
-    if "gpuPools" not in plan.outputs:
+    pools: Mapping[str, Mapping[str, Any]] | None = _output_section(
+        plan, console, "gpuPools", "GPU pools"
+    )
+    if pools is None:
         return
-    console.print("\n[bold]GPU pools[/bold]")
-    if "gpuPools" in plan.secret_outputs:
-        console.print(f"  {SECRET}", highlight=False)
-        return
-    pools: Mapping[str, Mapping[str, Any]] = plan.outputs["gpuPools"]
     for name, pool in pools.items():
         line = (
             f"  {name}: NVIDIA driver {pool['nvidiaDriver']} (CUDA {pool['cuda']}), pinned by"
@@ -271,6 +287,32 @@ def print_pool_software(plan: Plan, console: Console) -> None:
                 " the canary's version"
             )
         console.print(escape(line), highlight=False)
+
+
+def print_node_subnets(plan: Plan, console: Console) -> None:
+    """The subnets the GPU node groups use and those left out, each with what its route table
+    makes it (EKS), in the stack output's order: used first, then left out, each by zone and id."""
+    subnets: Mapping[str, Sequence[Mapping[str, str]]] | None = _output_section(
+        plan, console, "nodeSubnets", "GPU node subnets"
+    )
+    if subnets is None:
+        return
+    for heading, key in (("used", "used"), ("left out", "leftOut")):
+        for subnet in subnets[key]:
+            line = f"  {heading} {subnet['id']} ({subnet['zone']}): {subnet['why']}"
+            console.print(escape(line), highlight=False)
+
+
+def _output_section(plan: Plan, console: Console, name: str, title: str) -> Any:
+    """The stack output `name` under a heading; None where the stack has none, or it is secret
+    (then shown as such)."""
+    if name not in plan.outputs:
+        return None
+    console.print(f"\n[bold]{title}[/bold]")
+    if name in plan.secret_outputs:
+        console.print(f"  {escape(SECRET)}", highlight=False)
+        return None
+    return plan.outputs[name]
 
 
 def _add_children(
@@ -295,11 +337,22 @@ def _key_inputs(resource: PlannedResource) -> Iterable[tuple[str, Any]]:
     if paths is None:
         paths = [k for k, v in resource.inputs.items() if isinstance(v, str | int | float | bool)]
     for path in paths:
-        value: Any = resource.inputs
-        for part in path.split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
+        yield from _values_at(resource.inputs, path.split("."), "")
+
+
+def _values_at(value: Any, parts: Sequence[str], shown: str) -> Iterable[tuple[str, Any]]:
+    """The values at a dotted path, a `*` standing for each element of a list, one line each."""
+    if not parts:
         if value not in (None, "", [], {}):
-            yield path, value
+            yield shown, value
+        return
+    part, rest = parts[0], parts[1:]
+    if part == "*":
+        for index, element in enumerate(value if isinstance(value, list) else []):
+            yield from _values_at(element, rest, f"{shown}[{index}]")
+        return
+    found = value.get(part) if isinstance(value, Mapping) else None
+    yield from _values_at(found, rest, f"{shown}.{part}" if shown else part)
 
 
 def _shown_outputs(plan: Plan) -> dict[str, Any]:

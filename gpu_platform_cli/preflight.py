@@ -7,10 +7,12 @@ otherwise surface half-way through a deployment or, worse, as a GPU pool that ne
   the EKS Pod Identity Agent add-on the cluster autoscaler gets its credentials through;
 - every pool's instance types are offered in the zones its nodes go to, and have EFA where the
   pool asks for it;
+- which subnets the GPU nodes use, private by their route tables, and why the others are left
+  out (`components.eks.subnets`);
 - the node subnets reach the internet, or have a VPC endpoint for every AWS API the nodes and
   the cluster autoscaler call (`gpu_platform_cli.reachability`);
 - raising or lowering a pool's bounds past its running node group's size, which moves it;
-- each Capacity Block pool against its reservation;
+- each reserved or Capacity Block pool against its reservations;
 - the account's EC2 vCPU quotas for G/VT and P instances, on-demand and spot, cover every pool
   of that quota at its `max` together, beside the GPU instances running outside the stack;
 - and, from the chart repository's index rather than AWS, that the GPU Operator chart version
@@ -46,6 +48,7 @@ from rich.table import Table
 
 from components.config import (
     CONFIG_NAMESPACE,
+    EC2_RESERVED_CAPACITIES,
     Cloud,
     ConfigError,
     GpuPoolSpec,
@@ -54,6 +57,7 @@ from components.config import (
     load_stack_config,
 )
 from components.eks.node_group_names import is_node_group_of, zone_of, zone_share
+from components.eks.subnets import Route, RouteTable, SubnetRouting, routing_of
 from components.versions import GPU_OPERATOR_CHART, SUPPORTED_KUBERNETES_VERSIONS
 from gpu_platform_cli.cli import fail, plain_console
 from gpu_platform_cli.findings import Finding
@@ -82,6 +86,7 @@ READ_ONLY_PERMISSIONS = (
     "ec2:DescribeVpcEndpoints",
     "servicequotas:GetServiceQuota",
     "servicequotas:GetAWSDefaultServiceQuota",
+    "resource-groups:ListGroupResources",
 )
 """Every AWS action the check calls; a test keeps it, and the README's list, equal to them."""
 # What AWS answers for a caller it does not know, or does not let do something.
@@ -95,6 +100,8 @@ _REFUSALS = frozenset(
         "ExpiredToken",
         "ExpiredTokenException",
         "AuthFailure",
+        # AWS Resource Groups' own (its API reference, "Errors": "Check permissions").
+        "ForbiddenException",
     }
 )
 
@@ -126,11 +133,17 @@ class AwsClients:
     eks: Any
     ec2: Any
     service_quotas: Any
+    resource_groups: Any
 
     @classmethod
     def for_region(cls, region: str) -> "AwsClients":
         session = boto3.Session(region_name=region)
-        return cls(session.client("eks"), session.client("ec2"), session.client("service-quotas"))
+        return cls(
+            session.client("eks"),
+            session.client("ec2"),
+            session.client("service-quotas"),
+            session.client("resource-groups"),
+        )
 
 
 def run(stack: str) -> None:
@@ -156,20 +169,24 @@ def run(stack: str) -> None:
 
 
 def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
-    """Every finding for the stack, in the order: cluster, pools' zones, what the node subnets
-    reach, live node group sizes, Capacity Blocks, quotas."""
+    """Every finding for the stack, in the order: cluster, pools' zones, which subnets the GPU
+    nodes use and why, what those subnets reach, live node group sizes, reservations,
+    quotas."""
     cluster, findings = _cluster_findings(config, clients)
-    subnets = node_subnets(config, clients.ec2, cluster)
+    candidates = node_subnets(config, clients.ec2, cluster)
+    subnets = None if candidates is None else [s for s, r in candidates if not r.public]
     described = describe_instance_types(
         clients.ec2, sorted({name for pool in config.pools for name in pool.instance_types})
     )
     findings += _zone_findings(config, clients, subnets)
     findings += efa_findings(config, described)
+    if candidates is not None:
+        findings.append(node_subnet_finding(config, candidates))
     if subnets:
         findings += reachability_findings(config, clients.ec2, subnets)
     if cluster is not None:
         findings += size_change_findings(config, clients.eks)
-    findings += capacity_block_findings(config, clients.ec2, datetime.now(UTC))
+    findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)
     return findings
 
@@ -239,78 +256,258 @@ def _paginate(client: Any, operation: str, key: str, **kwargs: Any) -> list[Any]
     ]
 
 
-# --- Capacity Blocks -------------------------------------------------------------------------
+# --- Capacity reservations and Capacity Blocks -----------------------------------------------
+
+# Reservation states (`CapacityReservation.State`, botocore's EC2 model): instances launch into
+# an `active` one; these others may become active later. Any other state is over, or failed.
+_LATER_STATES = frozenset({"scheduled", "pending", "payment-pending", "assessing", "delayed"})
+_RESERVATION = "AWS::EC2::CapacityReservation"
+# What EKS's AL2023 and Bottlerocket AMIs run as, for a reservation's matching (EC2 user guide,
+# "Launch instances into an existing Capacity Reservation": instance type, platform, zone and
+# tenancy must match).
+_NODE_PLATFORM = "Linux/UNIX"
+_NODE_TENANCY = "default"
+_GROUP_MEMBER_UNUSABLE = (
+    "Nothing for the pool, which launches into the group's other reservations (the group's"
+    " finding says how many); remove it from the group if it is of no use."
+)
 
 
-def capacity_block_findings(config: StackConfig, ec2: Any, now: datetime) -> list[Finding]:
-    """Each capacity-block pool against its reservation: the block's zone, instance type and
-    count, and its window (instances in a block are terminated when it ends)."""
+def reservation_findings(config: StackConfig, clients: AwsClients, now: datetime) -> list[Finding]:
+    """Each reserved and capacity-block pool against its reservations: that they exist, match
+    the pool (zone, instance type, platform, tenancy, no placement group), are or will be
+    active, and hold the pool's `max`, with how many instances are free; for a Capacity Block,
+    its start against `aws.capacityBlockStart`. A pool on a resource group gets one finding per
+    reservation in it and one for the group."""
     findings = []
     for i, pool in enumerate(config.pools):
-        reservation_id = pool.aws.capacity_reservation_id
-        if pool.capacity != "capacity-block" or reservation_id is None:
+        if pool.capacity not in EC2_RESERVED_CAPACITIES:
             continue
-        found = ec2.describe_capacity_reservations(CapacityReservationIds=[reservation_id])
-        (block,) = found["CapacityReservations"]
-        findings.append(_capacity_block_finding(i, pool, block, now))
+        group = pool.aws.capacity_reservation_resource_group_arn
+        if group is not None:
+            findings += _group_findings(i, pool, clients, group, now)
+            continue
+        reservation_id = pool.aws.capacity_reservation_id
+        assert reservation_id is not None  # config validation requires it without a group
+        found = _describe_reservation(clients.ec2, reservation_id)
+        findings.append(_reservation_finding(i, pool, reservation_id, found, now, in_group=False))
     return findings
 
 
-def _capacity_block_finding(
-    i: int, pool: GpuPoolSpec, block: Mapping[str, Any], now: datetime
+def _describe_reservation(ec2: Any, reservation_id: str) -> Mapping[str, Any] | None:
+    try:
+        found = ec2.describe_capacity_reservations(CapacityReservationIds=[reservation_id])
+    except ClientError as error:
+        if _error_code(error) != "InvalidCapacityReservationId.NotFound":
+            raise
+        return None
+    (reservation,) = found["CapacityReservations"]
+    return dict(reservation)
+
+
+def _reservation_finding(
+    i: int,
+    pool: GpuPoolSpec,
+    reservation_id: str,
+    reservation: Mapping[str, Any] | None,
+    now: datetime,
+    in_group: bool,
 ) -> Finding:
+    """One reservation against the pool. In a resource group, what would block a pool on this
+    reservation alone is a warning: the pool launches into the group's others."""
     subject = f"pool {pool.name}"
-    reservation = block["CapacityReservationId"]
-    mismatches = [
-        (key_path("pools", i, field), ours, theirs)
-        for field, ours, theirs in (
-            ("zones", pool.zones[:1], [block["AvailabilityZone"]]),
-            ("instanceTypes", pool.instance_types, [block["InstanceType"]]),
+    where = key_path("pools", i, "aws", "capacityReservationId")
+    noun = "Capacity Block" if pool.capacity == "capacity-block" else "Capacity reservation"
+    name = f"{noun} {reservation_id}"
+
+    def unusable(message: str, action: str) -> Finding:
+        if in_group:
+            return Finding("warning", subject, message, _GROUP_MEMBER_UNUSABLE)
+        return Finding("blocking", subject, message, action)
+
+    if reservation is None:
+        return unusable(
+            f"EC2 knows no {noun.lower()} {reservation_id} in this account and region.",
+            f"Check {where}.",
         )
-        if ours != theirs
-    ]
+    mismatches = _mismatches(i, pool, reservation, noun)
     if mismatches:
-        said = "; ".join(
-            f"{key} is {ours}, the block's {theirs}" for key, ours, theirs in mismatches
+        return unusable(
+            f"{name} does not match the pool: {'; '.join(mismatches)}.",
+            f"Set the pool's zones and instance type to the {noun.lower()}'s, or name another"
+            f" in {where}.",
         )
+    state, start, end = (
+        reservation["State"],
+        reservation.get("StartDate"),
+        reservation.get("EndDate"),
+    )
+    if (state != "active" and state not in _LATER_STATES) or (end is not None and end <= now):
+        return unusable(
+            f"{name} is {state}{f' (it ends {end:%Y-%m-%d %H:%M} UTC)' if end else ''}.",
+            f"Get a new one and set it in {where}.",
+        )
+    block_start = pool.aws.capacity_block_start
+    if block_start is not None and start is not None and block_start != start:
         return Finding(
             "blocking",
             subject,
-            f"Capacity Block {reservation} does not match the pool: {said}.",
-            "Set the pool's zones and instance type to the block's.",
+            f"{key_path('pools', i, 'aws', 'capacityBlockStart')} is"
+            f" {block_start.isoformat()}, but {name} starts {start.isoformat()}: the node group"
+            " would grow at another time.",
+            f"Set {key_path('pools', i, 'aws', 'capacityBlockStart')} to {start.isoformat()}.",
         )
-    if block["State"] in ("expired", "cancelled", "failed") or block["EndDate"] <= now:
+    total = reservation["TotalInstanceCount"]
+    if not in_group and pool.max > total and not pool.aws.on_demand_fallback:
         return Finding(
             "blocking",
             subject,
-            f"Capacity Block {reservation} is {block['State']}"
-            f" (it ends {block['EndDate']:%Y-%m-%d %H:%M} UTC).",
-            "Buy a new block and set it in"
-            f" {key_path('pools', i, 'aws', 'capacityReservationId')}.",
+            f"max ({pool.max}) is more than {name} holds ({total}).",
+            f"Lower {key_path('pools', i, 'max')} to {total}.",
         )
-    count = block["TotalInstanceCount"]
-    if pool.max > count:
-        return Finding(
-            "blocking",
-            subject,
-            f"max ({pool.max}) is more than Capacity Block {reservation} holds ({count}).",
-            f"Lower {key_path('pools', i, 'max')} to {count}.",
-        )
-    window = f"{block['StartDate']:%Y-%m-%d %H:%M} to {block['EndDate']:%Y-%m-%d %H:%M} UTC"
-    if block["StartDate"] > now:
+    held = (
+        f"{total} x {reservation['InstanceType']} in {reservation['AvailabilityZone']}"
+        f" ({reservation.get('AvailableInstanceCount', 0)} free)"
+    )
+    if start is not None and start > now:
         return Finding(
             "warning",
             subject,
-            f"Capacity Block {reservation} starts later ({window}): until then no node starts.",
-            "Nothing, unless jobs are due before it starts.",
+            f"{name} starts later ({held}, {_window(start, end)}): until then no node starts"
+            " in it.",
+            _before_start_action(i, pool, start),
         )
-    return Finding(
-        "ok",
-        subject,
-        f"Capacity Block {reservation}: {count} x {block['InstanceType']} in"
-        f" {block['AvailabilityZone']}, {window}; its instances end with it.",
-        "Nothing; drain the pool before the block ends.",
-    )
+    if state != "active":
+        return Finding(
+            "warning",
+            subject,
+            f"{name} is {state} ({held}): no node starts in it until it is active.",
+            "Nothing, unless jobs are due before it is.",
+        )
+    if pool.capacity == "capacity-block":
+        return Finding(
+            "ok",
+            subject,
+            f"{name}: {held}, {_window(start, end)}; its instances end with it.",
+            "Nothing; drain the pool before the block ends.",
+        )
+    return Finding("ok", subject, f"{name}: {held}, active {_window(None, end)}.", "Nothing.")
+
+
+def _mismatches(i: int, pool: GpuPoolSpec, reservation: Mapping[str, Any], noun: str) -> list[str]:
+    """How the reservation differs from the instances the pool launches, which it does not
+    take then."""
+    theirs = f"the {noun.lower()}'s"
+    found = []
+    zone, instance_type = reservation["AvailabilityZone"], reservation["InstanceType"]
+    if pool.zones and zone not in pool.zones:
+        found.append(f"{key_path('pools', i, 'zones')} is {pool.zones}, {theirs} [{zone!r}]")
+    if instance_type not in pool.instance_types:
+        found.append(
+            f"{key_path('pools', i, 'instanceTypes')} is {pool.instance_types}, {theirs}"
+            f" [{instance_type!r}]"
+        )
+    platform = reservation.get("InstancePlatform", _NODE_PLATFORM)
+    if platform != _NODE_PLATFORM:
+        found.append(f"{theirs} platform is {platform}, the nodes' {_NODE_PLATFORM}")
+    tenancy = reservation.get("Tenancy", _NODE_TENANCY)
+    if tenancy != _NODE_TENANCY:
+        found.append(f"{theirs} tenancy is {tenancy}, the nodes' {_NODE_TENANCY}")
+    # An instance matches a reservation made in a cluster placement group only when it launches
+    # into that group (EC2 user guide, "Capacity Reservations in cluster placement groups"),
+    # which no pool's nodes do.
+    if reservation.get("PlacementGroupArn"):
+        found.append(f"it is in placement group {reservation['PlacementGroupArn']}")
+    return found
+
+
+def _window(start: datetime | None, end: datetime | None) -> str:
+    begins = f"{start:%Y-%m-%d %H:%M} " if start is not None else ""
+    return f"{begins}to {end:%Y-%m-%d %H:%M} UTC" if end is not None else f"{begins}with no end"
+
+
+def _before_start_action(i: int, pool: GpuPoolSpec, start: datetime | None) -> str:
+    block_start = key_path("pools", i, "aws", "capacityBlockStart")
+    if (
+        pool.capacity == "capacity-block"
+        and pool.aws.capacity_block_start is None
+        and start is not None
+    ):
+        return (
+            f"Set {block_start} to {start.isoformat()} to grow the node group then (managed node"
+            " groups), or leave it to the autoscaler to start nodes for pending pods."
+        )
+    return "Nothing, unless jobs are due before it starts."
+
+
+def _group_findings(
+    i: int, pool: GpuPoolSpec, clients: AwsClients, group: str, now: datetime
+) -> list[Finding]:
+    """A finding for each reservation of the resource group, then one for the group: how much
+    of it the pool can launch into now, and whether past it nodes launch on-demand or fail."""
+    subject = f"pool {pool.name}"
+    where = key_path("pools", i, "aws", "capacityReservationResourceGroupArn")
+    try:
+        members = _paginate(
+            clients.resource_groups,
+            "list_group_resources",
+            "Resources",
+            Group=group,
+            Filters=[{"Name": "resource-type", "Values": [_RESERVATION]}],
+        )
+    except ClientError as error:
+        if _error_code(error) != "NotFoundException":
+            raise
+        return [Finding("blocking", subject, f"No resource group {group}.", f"Check {where}.")]
+    ids = [member["Identifier"]["ResourceArn"].rpartition("/")[2] for member in members]
+    reservations = {rid: _describe_reservation(clients.ec2, rid) for rid in ids}
+    findings = [
+        _reservation_finding(i, pool, rid, reservation, now, in_group=True)
+        for rid, reservation in reservations.items()
+    ]
+    usable = [
+        r
+        for r in reservations.values()
+        if r is not None
+        and not _mismatches(i, pool, r, "reservation")
+        and r["State"] == "active"
+        and (r.get("EndDate") is None or r["EndDate"] > now)
+    ]
+    held = sum(r["TotalInstanceCount"] for r in usable)
+    free = sum(r.get("AvailableInstanceCount", 0) for r in usable)
+    fallback = pool.aws.on_demand_fallback
+    past = "on-demand" if fallback else "not at all (aws.onDemandFallback is off)"
+    if not usable:
+        findings.append(
+            Finding(
+                "warning" if fallback else "blocking",
+                subject,
+                f"Resource group {group} holds no active reservation the pool's nodes match"
+                f" ({len(ids)} reservation(s)): they launch {past}.",
+                f"Add a matching reservation to the group, or name another in {where}.",
+            )
+        )
+    elif held < pool.max and not fallback:
+        findings.append(
+            Finding(
+                "warning",
+                subject,
+                f"Resource group {group}: the reservations the pool's nodes match hold {held},"
+                f" fewer than max ({pool.max}), {free} free; past them nodes fail to launch.",
+                f"Lower {key_path('pools', i, 'max')} to {held}, or add reservations to the group.",
+            )
+        )
+    else:
+        findings.append(
+            Finding(
+                "ok",
+                subject,
+                f"Resource group {group}: {len(usable)} reservation(s) the pool's nodes match,"
+                f" {free} of {held} instances free; past them nodes launch {past}.",
+                "Nothing.",
+            )
+        )
+    return findings
 
 
 # --- The GPU Operator chart ------------------------------------------------------------------
@@ -447,14 +644,7 @@ def _zone_findings(
 ) -> list[Finding]:
     subnet_zones = None if subnets is None else {s["AvailabilityZone"] for s in subnets}
     if subnet_zones == set():
-        return [
-            Finding(
-                "blocking",
-                f"cluster {config.cluster.name}",
-                "Every subnet of the cluster assigns public IP addresses: no place for GPU nodes.",
-                f"Name private subnets for them in {key_path('cluster', 'nodeSubnetIds')}.",
-            )
-        ]
+        return []  # no private subnet: the node subnet finding blocks
     findings = []
     for i, pool in enumerate(config.pools):
         offered = _offered_zones(clients, pool.instance_types)
@@ -465,9 +655,10 @@ def _zone_findings(
 
 def node_subnets(
     config: StackConfig, ec2: Any, cluster: Mapping[str, Any] | None
-) -> list[dict[str, Any]] | None:
-    """The subnets the node groups would use, as EC2 describes them; None if the cluster is
-    unknown."""
+) -> list[tuple[dict[str, Any], SubnetRouting]] | None:
+    """`cluster.nodeSubnetIds`, else the cluster's subnets, as EC2 describes them, each with the
+    route table that makes it public or private, as the program decides
+    (`components.eks.subnets`); None if the cluster is unknown."""
     if config.cluster.node_subnet_ids:
         ids = config.cluster.node_subnet_ids
     elif cluster is not None:
@@ -475,9 +666,96 @@ def node_subnets(
     else:
         return None
     subnets: list[dict[str, Any]] = ec2.describe_subnets(SubnetIds=list(ids))["Subnets"]
-    if not config.cluster.node_subnet_ids:
-        subnets = [s for s in subnets if not s.get("MapPublicIpOnLaunch")]
-    return subnets
+    tables = _route_tables(ec2, {s["VpcId"] for s in subnets})
+    return [(s, routing_of(s["SubnetId"], s["VpcId"], tables)) for s in subnets]
+
+
+def node_subnet_finding(
+    config: StackConfig, subnets: Sequence[tuple[Mapping[str, Any], SubnetRouting]]
+) -> Finding:
+    """Which subnets the GPU nodes use and which are left out, each with why: blocking where
+    `cluster.nodeSubnetIds` names a public subnet (the program refuses it), or where none is
+    private. Subnets by zone, then id."""
+    subject = f"cluster {config.cluster.name} subnets"
+    setting = key_path("cluster", "nodeSubnetIds")
+    ordered = sorted(subnets, key=lambda sr: (sr[0]["AvailabilityZone"], sr[0]["SubnetId"]))
+    private = [(s, r) for s, r in ordered if not r.public]
+    public = [(s, r) for s, r in ordered if r.public]
+    if config.cluster.node_subnet_ids and public:
+        return Finding(
+            "blocking",
+            subject,
+            f"{setting} names public subnets, where GPU nodes must not sit: {_listed(public)}.",
+            f"Name only private subnets in {setting}: ones whose route table sends nothing to"
+            " an internet gateway.",
+        )
+    if not private:
+        return Finding(
+            "blocking",
+            subject,
+            f"Every subnet of the cluster is public: no place for GPU nodes. {_listed(public)}.",
+            f"Name private subnets for them in {setting}.",
+        )
+    source = setting if config.cluster.node_subnet_ids else "the cluster's subnets"
+    left_out = f" Left out: {_listed(public)}." if public else ""
+    return Finding(
+        "ok",
+        subject,
+        f"GPU nodes use the private ones of {source}: {_listed(private)}.{left_out}",
+        "Nothing.",
+    )
+
+
+def _listed(subnets: Sequence[tuple[Mapping[str, Any], SubnetRouting]]) -> str:
+    return "; ".join(
+        f"{s['SubnetId']} ({s['AvailabilityZone']}), {r.explanation()}" for s, r in subnets
+    )
+
+
+def _route_tables(ec2: Any, vpcs: set[str]) -> list[RouteTable]:
+    """Every route table of the VPCs: the subnets' own and the main ones."""
+    return [
+        _route_table(table)
+        for page in ec2.get_paginator("describe_route_tables").paginate(
+            Filters=[{"Name": "vpc-id", "Values": sorted(vpcs)}]
+        )
+        for table in page["RouteTables"]
+    ]
+
+
+# Where EC2 puts a route's target, one member for each kind (`Route`, EC2 API Reference).
+_ROUTE_TARGETS = (
+    "GatewayId",
+    "NatGatewayId",
+    "EgressOnlyInternetGatewayId",
+    "TransitGatewayId",
+    "NetworkInterfaceId",
+    "InstanceId",
+    "VpcPeeringConnectionId",
+    "LocalGatewayId",
+    "CarrierGatewayId",
+    "CoreNetworkArn",
+    "OdbNetworkArn",
+)
+
+
+def _route_table(table: Mapping[str, Any]) -> RouteTable:
+    associations = table.get("Associations", [])
+    return RouteTable(
+        id=table["RouteTableId"],
+        vpc_id=table["VpcId"],
+        main=any(a.get("Main") for a in associations),
+        subnet_ids=tuple(a["SubnetId"] for a in associations if a.get("SubnetId")),
+        routes=tuple(
+            Route(
+                route.get("DestinationCidrBlock")
+                or route.get("DestinationIpv6CidrBlock")
+                or route.get("DestinationPrefixListId", ""),
+                next((route[t] for t in _ROUTE_TARGETS if route.get(t)), ""),
+            )
+            for route in table.get("Routes", [])
+        ),
+    )
 
 
 def _offered_zones(clients: AwsClients, instance_types: Sequence[str]) -> dict[str, set[str]]:
@@ -596,19 +874,36 @@ def _quota_findings(
     vcpus = _vcpus(described)
     needs: dict[Quota, list[tuple[GpuPoolSpec, int]]] = {}
     for pool in config.pools:
-        if pool.capacity == "capacity-block":
-            continue  # its block's size, checked above, limits it
         largest = max(pool.instance_types, key=lambda n: vcpus.get(n, 0))
         family = quota_family(largest)
         if family is None or largest not in vcpus:
             continue
-        quota = QUOTAS[(family, pool.capacity)]
-        needs.setdefault(quota, []).append((pool, vcpus[largest]))
+        for capacity in quota_capacities(pool):
+            needs.setdefault(QUOTAS[(family, capacity)], []).append((pool, vcpus[largest]))
     in_use = _vcpus_in_use_elsewhere(config, clients, described) if needs else {}
     return [
         _quota_finding(quota, pools, in_use.get(quota, 0), clients)
         for quota, pools in needs.items()
     ]
+
+
+def quota_capacities(pool: GpuPoolSpec) -> tuple[str, ...]:
+    """The vCPU quotas (`on-demand`, `spot`) the pool's nodes count against at its `max`.
+
+    A Capacity Block's size, checked with the block, limits its pool. A capacity reservation
+    counts toward the on-demand quota while it is active, used or not (EC2 user guide, "On-Demand
+    Capacity Reservations", Limitations), and was within it when it was made; only the nodes
+    that fall back to on-demand need more. Counting such a pool at its `max` counts its
+    reservation, which no running instance stands for while it is unused, and the nodes past it.
+    """
+    fallback = ("on-demand",) if pool.aws.on_demand_fallback else ()
+    if pool.capacity == "capacity-block":
+        return ()
+    if pool.capacity == "reserved":
+        return fallback
+    if pool.capacity == "spot":
+        return ("spot", *fallback)
+    return ("on-demand",)
 
 
 def _vcpus_in_use_elsewhere(

@@ -12,6 +12,7 @@ import gpu_stack
 import gpu_workloads
 import helm
 import idle_gpu_pods
+import karpenter_pools
 import namespaces
 import pack_config
 import pod_security
@@ -32,6 +33,7 @@ POLICIES = [
             *gpu_cuda.POLICIES,
             *idle_gpu_pods.POLICIES,
             *gpu_pools.POLICIES,
+            *karpenter_pools.POLICIES,
             *helm.POLICIES,
             *gpu_stack.POLICIES,
             workload_kinds.POLICY,

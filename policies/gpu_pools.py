@@ -17,6 +17,7 @@ from typing import Any
 
 from checks import Findings, resource_policy
 from props import (
+    Step,
     elements,
     field_path,
     flag,
@@ -96,15 +97,24 @@ def _pool_noun(resource_type: str) -> str:
 
 def taint_problems(args: ResourceValidationArgs) -> Iterator[str]:
     resource_type, props = args.resource_type, args.props
-    noun = _pool_noun(resource_type)
     taints_path = ("taints",) if resource_type == NODE_GROUP_TYPE else ("nodeConfig", "taints")
-    taints = elements(props, *taints_path)
-    wanted = f"{GPU_TAINT['key']}={GPU_TAINT['value']}:{GPU_TAINT['effect']}"
-    if not any(all(value_at(t, k) == v for k, v in GPU_TAINT.items()) for t in taints):
+    yield from missing_taint_problems(
+        _pool_noun(resource_type), elements(props, *taints_path), taints_path, GPU_TAINT["effect"]
+    )
+
+
+def missing_taint_problems(
+    noun: str, taints: Sequence[Any], taints_path: Sequence[Step], effect: str
+) -> Iterator[str]:
+    """The GPU taint missing from a pool's `taints` (at `taints_path`), its effect spelt as the
+    pool's API spells it: `NO_SCHEDULE` in EKS and GKE, `NoSchedule` in Kubernetes objects."""
+    wanted = {**GPU_TAINT, "effect": effect}
+    key, value = wanted["key"], wanted["value"]
+    if not any(all(value_at(t, k) == v for k, v in wanted.items()) for t in taints):
         yield (
-            f"the {noun} has no {wanted} taint in {field_path(*taints_path)}, so pods that "
-            "need no GPU can land on its nodes and keep them from scaling to zero. Fix: add "
-            '{key: "nvidia.com/gpu", value: "present", effect: "NO_SCHEDULE"}.'
+            f"the {noun} has no {key}={value}:{effect} taint in {field_path(*taints_path)}, so "
+            "pods that need no GPU can land on its nodes and keep them from scaling to zero. "
+            f'Fix: add {{key: "{key}", value: "{value}", effect: "{effect}"}}.'
         )
 
 
@@ -326,27 +336,52 @@ def launch_template_problems(
         return
     subject = f'launch template "{template.name}" of {subject}'
     tokens = value_at(template.props, "metadataOptions", "httpTokens")
-    if tokens != "required":
-        yield (
-            f"the {subject} does not require IMDSv2 (metadataOptions.httpTokens={shown(tokens)}), "
-            "so any process on the node can read its instance credentials without a session "
-            'token. Fix: set metadataOptions.httpTokens to "required".'
-        )
+    yield from imdsv2_problems(subject, tokens, ("metadataOptions", "httpTokens"))
     mappings = elements(template.props, "blockDeviceMappings")
+    yield from volume_encryption_problems(
+        subject, mappings, ("blockDeviceMappings",), "true", unmapped_is_a_problem=True
+    )
+
+
+def imdsv2_problems(subject: str, tokens: Any, tokens_path: Sequence[Step]) -> Iterator[str]:
+    """IMDSv2 not required by the node settings of `subject`, whose `httpTokens` (at
+    `tokens_path`) is `tokens`."""
+    if tokens != "required":
+        field = field_path(*tokens_path)
+        yield (
+            f"the {subject} does not require IMDSv2 ({field}={shown(tokens)}), so any process on "
+            "the node can read its instance credentials without a session token. Fix: set "
+            f'{field} to "required".'
+        )
+
+
+def volume_encryption_problems(
+    subject: str,
+    mappings: Sequence[Any],
+    mappings_path: Sequence[Step],
+    encrypted: str | bool,
+    *,
+    unmapped_is_a_problem: bool,
+) -> Iterator[str]:
+    """The EBS volumes of `subject`'s block device `mappings` (at `mappings_path`) not
+    encrypted; `encrypted` is how its API spells it (`"true"` in a launch template).
+    `unmapped_is_a_problem`: where no mapping leaves the root volume's encryption to the account's
+    default."""
     volumes = [(i, m) for i, m in enumerate(mappings) if mapping(m, "ebs") is not None]
-    if not volumes:
+    if not volumes and unmapped_is_a_problem:
         yield (
             f"the {subject} maps no EBS volume, so the root volume is encrypted only if the "
             'account encrypts by default. Fix: map the root device (e.g. "/dev/xvda") with '
-            'ebs.encrypted "true".'
+            f"ebs.encrypted {shown(encrypted)}."
         )
     for index, volume in volumes:
-        encrypted = value_at(volume, "ebs", "encrypted")
-        if encrypted not in ("true", True):
+        value = value_at(volume, "ebs", "encrypted")
+        if value not in ("true", True):
+            device = field_path(*mappings_path, index)
             yield (
-                f"the {subject} does not encrypt blockDeviceMappings[{index}] "
-                f"({shown(value_at(volume, 'deviceName'))}, ebs.encrypted={shown(encrypted)}). "
-                'Fix: set ebs.encrypted to "true".'
+                f"the {subject} does not encrypt {device} "
+                f"({shown(value_at(volume, 'deviceName'))}, ebs.encrypted={shown(value)}). "
+                f"Fix: set ebs.encrypted to {shown(encrypted)}."
             )
 
 

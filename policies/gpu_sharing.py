@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, TypeVar
 
+import karpenter_pools
 from checks import Findings
 from gpu_pools import NODE_GROUP_TYPE, NODE_POOL_TYPE
 from gpu_workloads import RESOURCE_CONTAINERS, gpu_limits, quantity
@@ -46,7 +47,11 @@ POOL_LABEL = "gpu-platform.io/pool"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 SHARED_CONFIG_PREFIXES = ("time-slicing-", "mps-")
-POOL_LABELS_PATH = {NODE_GROUP_TYPE: ("labels",), NODE_POOL_TYPE: ("nodeConfig", "labels")}
+POOL_LABELS_PATH = {
+    NODE_GROUP_TYPE: ("labels",),
+    NODE_POOL_TYPE: ("nodeConfig", "labels"),
+    karpenter_pools.NODE_POOL_TYPE: karpenter_pools.TEMPLATE_LABELS,
+}
 
 
 @dataclass(frozen=True)

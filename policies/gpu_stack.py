@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator, Sequence
 from functools import partial
 
+import karpenter_pools
 from checks import Findings
 from gpu_pools import POOL_TYPES, is_gpu_pool
 from helm import HELM_TYPES, is_gpu_operator
@@ -61,16 +62,20 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
         pools = [
             pool
             for pool in args.resources
-            if pool.resource_type in POOL_TYPES
-            and findings.known(
-                f"whether {pool.urn} has GPUs", partial(is_gpu_pool, pool.resource_type, pool.props)
-            )
+            if pool.resource_type in (*POOL_TYPES, karpenter_pools.NODE_POOL_TYPE)
+            and findings.known(f"whether {pool.urn} has GPUs", partial(_has_gpus, pool))
         ]
         if pools:
             findings.check(
                 "the GPU Operator and GPU alerts",
                 partial(completeness_problems, args.resources, pools),
             )
+
+
+def _has_gpus(pool: PolicyResource) -> bool:
+    if pool.resource_type == karpenter_pools.NODE_POOL_TYPE:
+        return karpenter_pools.is_gpu_node_pool(pool.props)
+    return is_gpu_pool(pool.resource_type, pool.props)
 
 
 POLICIES = [

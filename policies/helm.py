@@ -141,6 +141,12 @@ REVIEWED_RELEASES = Setting(
             "kube-prometheus-stack",
             "cluster-autoscaler",
             "aws-efa-k8s-device-plugin",
+            # Karpenter 1.14.1: the controller runs as 65532, non-root, without privilege
+            # escalation or capabilities, on a read-only root filesystem with the RuntimeDefault
+            # seccomp profile (charts/karpenter/templates/deployment.yaml, values.yaml
+            # podSecurityContext); karpenter-crd renders CRDs only.
+            "karpenter",
+            "karpenter-crd",
         ],
         "description": "Charts installed as helm.v3.Release whose workloads are reviewed "
         "elsewhere (the platform's own), by chart name.",

@@ -39,3 +39,78 @@ def reachable_gke(gke_config: Config) -> Config:
     config = copy.deepcopy(gke_config)
     config["gpu-platform:cluster"]["kubeconfigContext"] = "ml-dev"
     return config
+
+
+GKE_RESERVED_POOL = "h100-specific"
+FLEX_START_POOL = "l4-flex"
+QUEUED_POOL = "h100-queued"
+"""The pool docs/examples/queued-provisioning-job.yaml runs on."""
+
+
+def with_gke_capacity_pools(gke_config: Config) -> Config:
+    """The GKE fixture's config plus a pool on a specific Compute Engine reservation (in its one
+    zone), a flex-start pool whose nodes run for at most a day, and a flex-start pool with
+    queued provisioning, as GKE's guide creates them."""
+    config = copy.deepcopy(gke_config)
+    config["gpu-platform:pools"] += [
+        {
+            "name": GKE_RESERVED_POOL,
+            "instanceTypes": ["a3-highgpu-8g"],
+            "max": 2,
+            "zones": ["us-central1-a"],
+            "gcp": {"reservation": "specific", "reservationName": "h100-ml-dev"},
+        },
+        {
+            "name": FLEX_START_POOL,
+            "instanceTypes": ["g2-standard-24"],
+            "max": 4,
+            "gcp": {"flexStart": True, "maxRunHours": 24},
+        },
+        {
+            "name": QUEUED_POOL,
+            "instanceTypes": ["a3-highgpu-8g"],
+            "max": 4,
+            "gcp": {"flexStart": True, "queuedProvisioning": True},
+        },
+    ]
+    return config
+
+
+ODCR_POOL = "h100-odcr"
+ODCR = "cr-0a1b2c3d4e5f60718"
+"""The on-demand capacity reservation of ODCR_POOL: p5.48xlarge in us-east-1a."""
+ODCR_GROUP = "arn:aws:resource-groups:us-east-1:123456789012:group/gpu-reservations"
+"""A resource group of capacity reservations, for ODCR_POOL to launch into instead."""
+BLOCK_POOL = "h100-block"
+BLOCK = "cr-0123456789abcdef0"
+"""The Capacity Block of BLOCK_POOL: p5.48xlarge in us-east-1a."""
+BLOCK_START = "2026-12-01T11:30:00+00:00"
+"""When BLOCK starts, as EC2 reports a block's `StartDate`."""
+
+
+def with_ec2_reserved_pools(config: Config) -> Config:
+    """`config` plus two pools of p5.48xlarge in us-east-1a, at most 2 nodes each, whose
+    capacity is bought ahead: ODCR_POOL in the on-demand capacity reservation ODCR,
+    and BLOCK_POOL on the Capacity Block BLOCK, which starts at BLOCK_START."""
+    config = copy.deepcopy(config)
+    config["gpu-platform:pools"] += [
+        _h100_pool(ODCR_POOL, "reserved", capacityReservationId=ODCR),
+        _h100_pool(
+            BLOCK_POOL,
+            "capacity-block",
+            capacityReservationId=BLOCK,
+            capacityBlockStart=BLOCK_START,
+        ),
+    ]
+    return config
+
+
+def _h100_pool(name: str, capacity: str, **aws: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "instanceTypes": ["p5.48xlarge"],
+        "max": 2,
+        "zones": ["us-east-1a"],
+        "capacity": capacity,
+        "aws": {"amiReleaseVersion": AL2023_RELEASE, **aws},
+    }

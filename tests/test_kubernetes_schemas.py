@@ -21,7 +21,8 @@ import kubernetes_validate
 import pytest
 
 from components.versions import SUPPORTED_KUBERNETES_VERSIONS
-from gpu_platform_cli.offline import Plan, PlannedResource
+from gpu_platform_cli.offline import Plan, PlannedResource, stack_config
+from tests.repository import PROJECT
 from tests.stack_variants import reachable_gke, with_mig_mixed_pool
 
 Config = dict[str, Any]
@@ -34,6 +35,7 @@ STACKS: dict[str, Callable[[Config, Config], Config]] = {
     "dev": lambda dev, gke: dev,
     "gke": lambda dev, gke: reachable_gke(gke),
     "eks-mig-mixed": lambda dev, gke: with_mig_mixed_pool(dev),
+    "karpenter-dev": lambda dev, gke: stack_config("karpenter-dev", PROJECT),
 }
 
 

@@ -10,14 +10,17 @@ written here and granted in docs/iam/.
 
 import json
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from typing import Any
 
 import pytest
 
+from components.eks import node_group
 from gpu_platform_cli.offline import Plan, run_program
 from gpu_platform_cli.stand_ins import aws as stand_in
 from tests.repository import PROJECT, ROOT
+from tests.stack_variants import with_ec2_reserved_pools
 
 Config = dict[str, Any]
 
@@ -78,6 +81,13 @@ AWS_RESOURCE_ACTIONS: dict[str, set[str]] = {
         "autoscaling:DeleteTags",
         "autoscaling:DescribeTags",
     },
+    # resourceSchedulePut, resourceScheduleRead and resourceScheduleDelete
+    # (internal/service/autoscaling/schedule.go).
+    "aws:autoscaling/schedule:Schedule": {
+        "autoscaling:PutScheduledUpdateGroupAction",
+        "autoscaling:DescribeScheduledActions",
+        "autoscaling:DeleteScheduledAction",
+    },
     "aws:iam/role:Role": {
         "iam:CreateRole",
         "iam:GetRole",
@@ -109,12 +119,47 @@ AWS_RESOURCE_ACTIONS: dict[str, set[str]] = {
         "eks:UntagResource",
         "iam:PassRole",
     },
+    # An `EC2_LINUX` entry takes `iam:PassRole` on its role (EKS user guide, access entries).
+    "aws:eks/accessEntry:AccessEntry": {
+        "eks:CreateAccessEntry",
+        "eks:DescribeAccessEntry",
+        "eks:UpdateAccessEntry",
+        "eks:DeleteAccessEntry",
+        "eks:TagResource",
+        "eks:UntagResource",
+        "iam:PassRole",
+    },
+    "aws:sqs/queue:Queue": {
+        "sqs:CreateQueue",
+        "sqs:GetQueueAttributes",
+        "sqs:SetQueueAttributes",
+        "sqs:DeleteQueue",
+        "sqs:ListQueueTags",
+        "sqs:TagQueue",
+        "sqs:UntagQueue",
+    },
+    "aws:sqs/queuePolicy:QueuePolicy": {"sqs:SetQueueAttributes", "sqs:GetQueueAttributes"},
+    "aws:cloudwatch/eventRule:EventRule": {
+        "events:PutRule",
+        "events:DescribeRule",
+        "events:DeleteRule",
+        "events:ListTagsForResource",
+        "events:TagResource",
+        "events:UntagResource",
+    },
+    "aws:cloudwatch/eventTarget:EventTarget": {
+        "events:PutTargets",
+        "events:ListTargetsByRule",
+        "events:RemoveTargets",
+    },
 }
 AWS_LOOKUP_ACTIONS: dict[str, str] = {
     "aws:eks/getCluster:getCluster": "eks:DescribeCluster",
     "aws:eks/getNodeGroups:getNodeGroups": "eks:ListNodegroups",
     "aws:eks/getNodeGroup:getNodeGroup": "eks:DescribeNodegroup",
     "aws:ec2/getSubnet:getSubnet": "ec2:DescribeSubnets",
+    "aws:ec2/getRouteTables:getRouteTables": "ec2:DescribeRouteTables",
+    "aws:ec2/getRouteTable:getRouteTable": "ec2:DescribeRouteTables",
     "aws:ec2/getInstanceType:getInstanceType": "ec2:DescribeInstanceTypes",
     "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": (
         "ec2:DescribeInstanceTypeOfferings"
@@ -134,6 +179,8 @@ GCP_LOOKUP_ROLES: dict[str, str] = {
     "gcp:compute/getZones:getZones": "roles/compute.viewer",
     "gcp:compute/getMachineTypes:getMachineTypes": "roles/compute.viewer",
 }
+# A week before the block of `with_ec2_reserved_pools` starts, so that its start is scheduled.
+BEFORE_THE_BLOCK = datetime(2026, 11, 23, tzinfo=UTC)
 # A running node group, so that its sizes are read (`components/eks/live_scaling.py`).
 RUNNING_GROUP = "t4-shared-20261123120000000000000a1b"
 
@@ -146,16 +193,22 @@ def cloud_calls(plans: Iterable[Plan], provider: str) -> tuple[set[str], set[str
 
 
 @pytest.fixture
-def eks_plans(dev_config: Config, plan_for: Callable[[Config], Plan]) -> list[Plan]:
-    """Every EKS stack, and the dev stack with a running node group and the node monitoring
-    agent."""
+def eks_plans(
+    dev_config: Config, plan_for: Callable[[Config], Plan], monkeypatch: pytest.MonkeyPatch
+) -> list[Plan]:
+    """Every EKS stack, the dev stack with a running node group and the node monitoring
+    agent, and the dev stack with a pool in a capacity reservation and one on a Capacity Block
+    yet to start."""
     dev_config["gpu-platform:cluster"]["nodeMonitoringAgentVersion"] = "v1.7.0-eksbuild.1"
     stand_in.LIVE_NODE_GROUPS[RUNNING_GROUP] = {"minSize": 0, "maxSize": 3, "desiredSize": 1}
     try:
         running = plan_for(dev_config)
     finally:
         stand_in.LIVE_NODE_GROUPS.clear()
-    return [run_program(stack, project=PROJECT) for stack in ("dev", "prod")] + [running]
+    monkeypatch.setattr(node_group, "now", lambda: BEFORE_THE_BLOCK)
+    reserved = plan_for(with_ec2_reserved_pools(dev_config))
+    stacks = ("dev", "prod", "karpenter-dev")
+    return [run_program(stack, project=PROJECT) for stack in stacks] + [running, reserved]
 
 
 def granted_aws_actions() -> set[str]:

@@ -173,7 +173,7 @@ def test_a_change_of_instance_type_would_replace_a_protected_node_group(
     assert list(losses.values()) == [["instanceTypes"]]
 
 
-@pytest.mark.parametrize("stack", ["dev", "gke-dev"])
+@pytest.mark.parametrize("stack", ["dev", "gke-dev", "karpenter-dev"])
 def test_other_stacks_protect_nothing(stack: str) -> None:
     assert not any(r.protect for r in run_program(stack, project=PROJECT).resources)
 

@@ -1,8 +1,11 @@
 """What a stack exports for the teams that use it."""
 
+import re
+
 import pytest
 
 from gpu_platform_cli.offline import run_program
+from gpu_platform_cli.stand_ins import aws as stand_in
 from tests.repository import PROJECT
 
 POOL = "t4-shared"
@@ -54,7 +57,7 @@ def test_each_pool_exports_the_annotation_that_keeps_its_jobs_from_eviction(dev_
     assert workload["annotations"] == {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
 
 
-@pytest.mark.parametrize("stack", ["dev", "gke-dev", "prod"])
+@pytest.mark.parametrize("stack", ["dev", "gke-dev", "prod", "karpenter-dev"])
 def test_helm_release_namespaces_are_where_the_stack_installs_releases(stack: str) -> None:
     # The namespaces in which a preview must read Secrets (Helm's release records); docs/ci.md
     # scopes the preview identity's Secret reads to them.
@@ -64,3 +67,46 @@ def test_helm_release_namespaces_are_where_the_stack_installs_releases(stack: st
     assert plan.outputs["helmReleaseNamespaces"] == sorted(
         {r.inputs["namespace"] for r in releases}
     )
+
+
+def test_node_subnets_are_the_used_ones_then_those_left_out_each_by_zone(dev_plan) -> None:
+    subnets = dev_plan.outputs["nodeSubnets"]
+    private = sorted(
+        (zone, s)
+        for s, (zone, public) in stand_in.cluster_subnets("us-east-1").items()
+        if not public
+    )
+    (public,) = [s for s, (_, public) in stand_in.cluster_subnets("us-east-1").items() if public]
+
+    assert [(s["zone"], s["id"]) for s in subnets["used"]] == private
+    assert [(s["zone"], s["id"]) for s in subnets["leftOut"]] == [("us-east-1a", public)]
+
+
+def test_node_subnets_say_why_each_is_used_or_left_out(dev_plan) -> None:
+    subnets = dev_plan.outputs["nodeSubnets"]
+
+    assert re.fullmatch(
+        r"private: route table rtb-[0-9a-f]{17} \(the VPC's main\) sends 0\.0\.0\.0/0 to"
+        r" nat-[0-9a-f]{17}",
+        subnets["used"][0]["why"],
+    )
+    assert re.fullmatch(
+        r"private: route table rtb-[0-9a-f]{17} sends 0\.0\.0\.0/0 to nat-[0-9a-f]{17}",
+        subnets["used"][1]["why"],
+    )
+    assert re.fullmatch(
+        r"public: route table rtb-[0-9a-f]{17} sends 0\.0\.0\.0/0 to igw-[0-9a-f]{17}",
+        subnets["leftOut"][0]["why"],
+    )
+
+
+def test_node_subnets_are_secret_where_the_cluster_config_is(dev_config, plan_for) -> None:
+    dev_config["gpu-platform:cluster"]["kubeconfigContext"] = {"secure": "v1:ciphertext"}
+
+    plan = plan_for(dev_config)
+
+    assert "nodeSubnets" in plan.secret_outputs
+
+
+def test_a_gke_stack_exports_no_node_subnets() -> None:
+    assert "nodeSubnets" not in run_program("gke-dev", project=PROJECT).outputs

@@ -9,15 +9,19 @@ from typer.testing import CliRunner
 from components.versions import HelmChart
 from gpu_platform_cli.analyzer import analyze_plan
 from gpu_platform_cli.app import app
-from gpu_platform_cli.offline import run_program
+from gpu_platform_cli.offline import run_program, stack_config
 from gpu_platform_cli.plan import EXIT_MANDATORY_VIOLATION, _policy_config
-from tests.repository import POLICY_PACK, STACKS
+from tests.repository import POLICY_PACK, PROJECT, STACKS
 
 POLICY_CONFIG_DIR = POLICY_PACK / "config"
 
 
 def test_the_repository_has_dev_prod_and_a_gke_stack() -> None:
     assert {"dev", "prod"} <= set(STACKS) and any(s.startswith("gke") for s in STACKS)
+
+
+def test_the_repository_has_a_stack_whose_gpu_nodes_karpenter_launches() -> None:
+    assert stack_config("karpenter-dev", PROJECT)["gpu-platform:provisioner"] == "karpenter"
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -1,12 +1,15 @@
-"""The EKS side of the platform: an existing cluster, GPU node groups and the cluster autoscaler.
+"""The EKS side of the platform: an existing cluster, GPU node groups and the cluster autoscaler,
+or Karpenter and its NodePools (`provisioner: karpenter`).
 
 `resolve_pools` only looks things up (the cluster, its subnets, the instance types and where EC2
 offers them) and raises one `ConfigError` for every pool that cannot work, before any resource
 exists. `create_pools` then creates the node groups of each pool, the EFA device plugin where a
-pool asks for EFA, and the autoscaler that scales them.
+pool asks for EFA, and the autoscaler that scales them; or, with Karpenter, the controller and a
+NodePool for each pool.
 """
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pulumi
 
@@ -18,6 +21,7 @@ from components.eks.cluster import (
     connect,
     look_up_cluster,
     look_up_subnets,
+    node_subnets_output,
     private_subnets,
 )
 from components.eks.cluster_autoscaler import (
@@ -26,11 +30,14 @@ from components.eks.cluster_autoscaler import (
     autoscaler_image,
 )
 from components.eks.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
+from components.eks.karpenter.controller import KarpenterController, KarpenterControllerArgs
+from components.eks.karpenter.node_pool import KarpenterGpuNodePool, KarpenterGpuNodePoolArgs
 from components.eks.node_group import EksGpuNodeGroup, EksGpuNodeGroupArgs
 from components.eks.node_group_names import names_a_zone_of
 from components.eks.node_monitoring_agent import NodeMonitoringAgent, NodeMonitoringAgentArgs
 from components.eks.placement import NodeGroupPlacement, resolve_placement
 from components.node_identity import ResolvedPool
+from components.secrets import secret_if
 from components.versions import CLUSTER_AUTOSCALER_IMAGES
 
 
@@ -40,6 +47,7 @@ class EksCloud:
         self._cluster: EksCluster | None = None
         self._placements: dict[str, NodeGroupPlacement] = {}
         self._autoscaler_image: str | None = None
+        self._subnets: list[Subnet] = []
 
     @property
     def cluster(self) -> EksCluster:
@@ -49,17 +57,6 @@ class EksCloud:
 
     def resolve_pools(self) -> list[ResolvedPool]:
         subnets = self._node_subnets()
-        if not subnets:
-            raise ConfigError(
-                [
-                    ConfigProblem(
-                        key_path("cluster", "nodeSubnetIds"),
-                        [],
-                        f"subnets for the GPU nodes: every subnet of cluster {self.cluster.name}"
-                        " assigns public IP addresses",
-                    )
-                ]
-            )
         problems = list(_pool_name_problems(self.config))
         pools = []
         for i, spec in enumerate(self.config.pools):
@@ -77,7 +74,7 @@ class EksCloud:
                 continue
             pools.append(pool)
             self._placements[spec.name] = placement
-        if self.config.autoscaler.install:
+        if self.config.provisioner == "cluster-autoscaler" and self.config.autoscaler.install:
             self._autoscaler_image = autoscaler_image(self.config.autoscaler, self.cluster.version)
             if self._autoscaler_image is None:
                 problems.append(
@@ -99,6 +96,33 @@ class EksCloud:
     def create_pools(
         self, pools: Sequence[ResolvedPool], connection: ClusterConnection
     ) -> list[pulumi.Resource]:
+        if self.config.provisioner == "karpenter":
+            created = self._karpenter_node_pools(pools, connection)
+        else:
+            created = self._node_groups(pools, connection)
+        agent_version = self.config.cluster.node_monitoring_agent_version
+        if agent_version is not None:
+            created.append(
+                NodeMonitoringAgent(
+                    "node-monitoring-agent",
+                    NodeMonitoringAgentArgs(self.cluster, agent_version),
+                )
+            )
+        if self._autoscaler_image is None:
+            return created
+        autoscaler = ClusterAutoscaler(
+            "cluster-autoscaler",
+            ClusterAutoscalerArgs(
+                self.config.autoscaler, self.cluster, self._autoscaler_image, pools
+            ),
+            pulumi.ResourceOptions(provider=connection.provider),
+        )
+        return [*created, autoscaler]
+
+    def _node_groups(
+        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+    ) -> list[pulumi.Resource]:
+        """A managed node group for each pool, and the EFA device plugin where one asks for EFA."""
         node_groups: list[pulumi.Resource] = [
             EksGpuNodeGroup(
                 pool.spec.name,
@@ -123,33 +147,98 @@ class EksCloud:
                     pulumi.ResourceOptions(provider=connection.provider),
                 )
             )
-        agent_version = self.config.cluster.node_monitoring_agent_version
-        if agent_version is not None:
-            node_groups.append(
-                NodeMonitoringAgent(
-                    "node-monitoring-agent",
-                    NodeMonitoringAgentArgs(self.cluster, agent_version),
-                )
-            )
-        if self._autoscaler_image is None:
-            return node_groups
-        autoscaler = ClusterAutoscaler(
-            "cluster-autoscaler",
-            ClusterAutoscalerArgs(
-                self.config.autoscaler, self.cluster, self._autoscaler_image, pools
+        return node_groups
+
+    def _karpenter_node_pools(
+        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+    ) -> list[pulumi.Resource]:
+        """The Karpenter controller, and a NodePool for each pool once the controller is in."""
+        controller = KarpenterController(
+            "karpenter",
+            KarpenterControllerArgs(
+                self.config.karpenter,
+                self.cluster,
+                cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
+                protect=self.config.protect,
             ),
             pulumi.ResourceOptions(provider=connection.provider),
         )
-        return [*node_groups, autoscaler]
+        after_controller = pulumi.ResourceOptions(
+            provider=connection.provider, depends_on=[controller.release]
+        )
+        return [
+            controller,
+            *(
+                KarpenterGpuNodePool(
+                    pool.spec.name,
+                    KarpenterGpuNodePoolArgs(
+                        pool=pool,
+                        placement=self._placements[pool.spec.name],
+                        cluster=self.cluster,
+                        node_image=self._node_image,
+                        node_role_name=controller.node_role_name,
+                        consolidate_after_minutes=self.config.karpenter.consolidate_after_minutes,
+                        secret_labels=self.config.is_secret("pools"),
+                    ),
+                    after_controller,
+                )
+                for pool in pools
+            ),
+        ]
 
     @property
     def _node_image(self) -> str:
         return self.config.cluster.node_image or "al2023"
 
+    def stack_outputs(self) -> dict[str, Any]:
+        """`nodeSubnets` (`components.eks.cluster.node_subnets_output`)."""
+        return {
+            "nodeSubnets": secret_if(
+                self.config.is_secret("cluster"), node_subnets_output(self._subnets)
+            )
+        }
+
     def _node_subnets(self) -> list[Subnet]:
+        """The private ones of `cluster.nodeSubnetIds`, else of the cluster's subnets; a
+        ConfigError for a public one named there, or for a cluster without a private one."""
         chosen = self.config.cluster.node_subnet_ids
-        subnets = look_up_subnets(chosen or self.cluster.subnet_ids, self.cluster.region)
-        return subnets if chosen else private_subnets(subnets)
+        self._subnets = look_up_subnets(chosen or self.cluster.subnet_ids, self.cluster.region)
+        problems = (
+            _public_node_subnet_problems(self._subnets)
+            if chosen
+            else _no_private_subnet_problems(self.cluster.name, self._subnets)
+        )
+        if problems:
+            raise ConfigError(problems)
+        return private_subnets(self._subnets)
+
+
+def _public_node_subnet_problems(named: Sequence[Subnet]) -> list[ConfigProblem]:
+    return [
+        ConfigProblem(
+            key_path("cluster", "nodeSubnetIds", i),
+            subnet.id,
+            "a private subnet (GPU nodes must not sit in a public one), but its"
+            f" {subnet.routing.reason}",
+        )
+        for i, subnet in enumerate(named)
+        if subnet.routing.public
+    ]
+
+
+def _no_private_subnet_problems(cluster: str, subnets: Sequence[Subnet]) -> list[ConfigProblem]:
+    if private_subnets(subnets):
+        return []
+    return [
+        ConfigProblem(
+            key_path("cluster", "nodeSubnetIds"),
+            [],
+            f"private subnets for the GPU nodes: every subnet of cluster {cluster} is public, its"
+            " route table sending traffic to an internet gateway ("
+            + "; ".join(f"{s.id}: {s.routing.reason}" for s in subnets)
+            + ")",
+        )
+    ]
 
 
 def _pool_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:

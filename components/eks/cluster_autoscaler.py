@@ -147,8 +147,13 @@ def autoscaler_policy(cluster: EksCluster) -> dict[str, Any]:
     }
 
 
-# Higher wins. A group no expression matches is left to the next expander.
-CAPACITY_PRIORITIES = {"capacity-block": 30, "on-demand": 20, "spot": 10}
+# Higher wins. A group no expression matches is left to the next expander. Capacity already paid
+# for comes first, capacity that can be taken back last. A group whose new nodes fail to start (a
+# full reservation) is backed off and another one grown: at the latest after
+# `max-node-provision-time` (cluster-autoscaler FAQ, "How does scale-up work?"), sooner where the
+# AWS provider sees the Auto Scaling group's scaling activity fail (isNodeGroupAvailable,
+# cloudprovider/aws/auto_scaling_groups.go).
+CAPACITY_PRIORITIES = {"capacity-block": 40, "reserved": 30, "on-demand": 20, "spot": 10}
 
 
 def expander_priorities(pools: Sequence[ResolvedPool]) -> dict[str, list[str]]:

@@ -10,7 +10,10 @@ that NCCL reaches the other nodes over EFA, not over one ordinary interface.
   A launch template that lists network interfaces names their security groups itself, so the
   first interface also carries the cluster security group, which EKS would otherwise add.
 - A `cluster` placement group, which starts the instances close together in the pool's zone.
-  A Capacity Block's instances are placed together already, so its pool goes without one.
+  A pool launching into a reservation goes without one: a Capacity Block's instances are
+  placed together already, and an instance launched into a placement group matches only
+  capacity reservations made in that group (EC2 user guide, "Capacity Reservations in cluster
+  placement groups"), which one the stack creates cannot have.
 
 The nodes' EFA host software comes with the EKS NVIDIA AMIs; the EFA device plugin
 (`EFA_DEVICE_PLUGIN_CHART`) advertises the devices to pods as `vpc.amazonaws.com/efa`.
@@ -29,7 +32,7 @@ def efa_launch_template_options(
     name: str,
     cluster: EksCluster,
     interfaces: int,
-    capacity_block: bool,
+    reserved: bool,
     tags: Mapping[str, str],
     opts: pulumi.ResourceOptions,
 ) -> dict[str, Any]:
@@ -57,7 +60,7 @@ def efa_launch_template_options(
         )
         for card in range(interfaces)
     ]
-    if capacity_block:
+    if reserved:
         return {"network_interfaces": network_interfaces}
     placement = ec2.PlacementGroup(
         f"{name}-placement",

@@ -2,19 +2,22 @@
 per zone (`aws.nodeGroupPerZone`).
 
 Children: the node IAM role (unless the pool names one), a launch template (IMDSv2, encrypted
-gp3 disk, no SSH key), the managed node groups with the pool's labels and taints, and one tag
-per scale-from-zero hint on each node group's Auto Scaling group.
+gp3 disk, no SSH key, and the pool's capacity reservation), the managed node groups with the
+pool's labels and taints, one tag per scale-from-zero hint on each node group's Auto Scaling
+group, and, for a Capacity Block that has yet to start, the scheduled action that grows each
+group when it does.
 """
 
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pulumi
 from pulumi_aws import autoscaling, ec2, eks, iam
 
-from components.config import GpuPoolSpec
+from components.config import EC2_RESERVED_CAPACITIES, GpuPoolSpec
 from components.eks.autoscaler_tags import autoscaler_tags
 from components.eks.cluster import EksCluster
 from components.eks.efa import efa_launch_template_options
@@ -31,7 +34,14 @@ from components.secrets import secret_if
 # bounds sends it, as the live size moved within them (`live_scaling`).
 DESIRED_SIZE = "scalingConfig.desiredSize"
 
-CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-block": "CAPACITY_BLOCK"}
+# A reserved pool's nodes are on-demand instances launched into the reservation: the launch
+# template targets it (`capacity_reservation_options`).
+CAPACITY_TYPES = {
+    "on-demand": "ON_DEMAND",
+    "spot": "SPOT",
+    "reserved": "ON_DEMAND",
+    "capacity-block": "CAPACITY_BLOCK",
+}
 
 # What a node needs: join the cluster and pull images. The VPC CNI's policy is added unless the
 # cluster gives the CNI its own identity (`cluster.cniPolicyOnNodeRole`).
@@ -93,12 +103,12 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
                 )
                 for resource_type in ("instance", "volume")
             ],
-            **_capacity_block_options(args),
+            **capacity_reservation_options(spec),
             **efa_launch_template_options(
                 name,
                 args.cluster,
                 args.placement.efa_interfaces,
-                spec.capacity == "capacity-block",
+                spec.capacity in EC2_RESERVED_CAPACITIES,
                 _resource_tags(args),
                 child,
             ),
@@ -172,6 +182,25 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
                     region=args.cluster.region,
                     opts=child,
                 )
+            scale_up = capacity_block_scale_up(spec, now())
+            if scale_up is not None:
+                # Only the scale-up: EKS itself schedules the scale-down ("Amazon EKS Node Group
+                # Capacity Scaledown Before Reservation End") 40 minutes before the block ends, and
+                # asks that it be left alone (EKS user guide, capacity-blocks-mng).
+                autoscaling.Schedule(
+                    f"{name}{suffix}-capacity-block-start",
+                    autoscaling_group_name=autoscaling_group_name,
+                    scheduled_action_name=(
+                        f"gpu-platform scale-up at start of Capacity Block"
+                        f" {spec.aws.capacity_reservation_id}"
+                    ),
+                    start_time=scale_up,
+                    desired_capacity=group.max_size,
+                    min_size=UNCHANGED,
+                    max_size=UNCHANGED,
+                    region=args.cluster.region,
+                    opts=child,
+                )
             self.node_groups.append(node_group)
             autoscaling_group_names.append(autoscaling_group_name)
         self.register_outputs(
@@ -210,33 +239,45 @@ def _autoscaling_group_name(resources: Sequence[eks.outputs.NodeGroupResource]) 
     return str(groups[0].name)
 
 
+@dataclass(frozen=True)
+class NodeVolume:
+    """One of a node's EBS volumes: gp3, encrypted, deleted with the instance."""
+
+    device_name: str
+    size_gib: int | None = None
+    """None keeps the size of the AMI's snapshot."""
+    throughput_mibps: int | None = None
+    iops: int | None = None
+
+
+def node_volumes(node_image: str, spec: GpuPoolSpec) -> list[NodeVolume]:
+    """The node's volumes; the one holding container images sized `disk_size_gib`, with the
+    pool's throughput and IOPS."""
+    images = (spec.disk_size_gib, spec.aws.volume_throughput_mibps, spec.aws.volume_iops)
+    if node_image == "bottlerocket":
+        # The OS volume keeps the AMI's size and speed; it only needs encrypting.
+        return [NodeVolume(_BOTTLEROCKET_OS), NodeVolume(_BOTTLEROCKET_DATA, *images)]
+    return [NodeVolume(_AL2023_ROOT, *images)]
+
+
 def block_device_mappings(
     node_image: str, spec: GpuPoolSpec
 ) -> list[ec2.LaunchTemplateBlockDeviceMappingArgs]:
-    """Encrypted gp3 volumes; the one holding container images sized `disk_size_gib`, with the
-    pool's throughput and IOPS."""
-    images = _gp3(spec.disk_size_gib, spec.aws.volume_throughput_mibps, spec.aws.volume_iops)
-    if node_image == "bottlerocket":
-        # The OS volume keeps the AMI's size and speed; it only needs encrypting.
-        return [
-            ec2.LaunchTemplateBlockDeviceMappingArgs(device_name=_BOTTLEROCKET_OS, ebs=_gp3()),
-            ec2.LaunchTemplateBlockDeviceMappingArgs(device_name=_BOTTLEROCKET_DATA, ebs=images),
-        ]
-    return [ec2.LaunchTemplateBlockDeviceMappingArgs(device_name=_AL2023_ROOT, ebs=images)]
-
-
-def _gp3(
-    size_gib: int | None = None, throughput: int | None = None, iops: int | None = None
-) -> ec2.LaunchTemplateBlockDeviceMappingEbsArgs:
-    return ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-        volume_type="gp3",
-        volume_size=size_gib,
-        throughput=throughput,
-        iops=iops,
-        # The provider takes these two as strings (tri-state "true"/"false"/unset).
-        encrypted="true",
-        delete_on_termination="true",
-    )
+    return [
+        ec2.LaunchTemplateBlockDeviceMappingArgs(
+            device_name=volume.device_name,
+            ebs=ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                volume_type="gp3",
+                volume_size=volume.size_gib,
+                throughput=volume.throughput_mibps,
+                iops=volume.iops,
+                # The provider takes these two as strings (tri-state "true"/"false"/unset).
+                encrypted="true",
+                delete_on_termination="true",
+            ),
+        )
+        for volume in node_volumes(node_image, spec)
+    ]
 
 
 def _node_role(
@@ -304,29 +345,83 @@ def _update_config(args: EksGpuNodeGroupArgs) -> eks.NodeGroupUpdateConfigArgs:
     return eks.NodeGroupUpdateConfigArgs(max_unavailable=1)
 
 
-def _capacity_block_options(args: EksGpuNodeGroupArgs) -> dict[str, Any]:
-    """A Capacity Block is launched into through the launch template, not the node group."""
-    reservation = args.pool.spec.aws.capacity_reservation_id
-    if args.pool.spec.capacity != "capacity-block" or reservation is None:
+def capacity_reservation_options(spec: GpuPoolSpec) -> dict[str, Any]:
+    """A reservation is launched into through the launch template, not the node group: a
+    Capacity Block's in its market, a reserved pool's by the reservation's id or its resource
+    group's ARN.
+
+    A launch that targets one reservation fails while it is full; one that targets a resource
+    group runs on-demand when no reservation of the group has room, unless the preference is
+    `capacity-reservations-only` (EC2 user guide, "Launch instances into an existing Capacity
+    Reservation"; EC2 API reference, LaunchTemplateCapacityReservationSpecificationRequest).
+    `aws.onDemandFallback` decides between the two on a resource group; config validation
+    refuses it on a single reservation, which has no fallback.
+    """
+    options = spec.aws
+    target = ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+        capacity_reservation_id=options.capacity_reservation_id,
+        capacity_reservation_resource_group_arn=options.capacity_reservation_resource_group_arn,
+    )
+    if spec.capacity == "capacity-block":
+        return {
+            "instance_market_options": ec2.LaunchTemplateInstanceMarketOptionsArgs(
+                market_type="capacity-block"
+            ),
+            "capacity_reservation_specification": (
+                ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                    capacity_reservation_target=target
+                )
+            ),
+        }
+    if spec.capacity != "reserved":
         return {}
+    only_reserved = (
+        options.capacity_reservation_resource_group_arn is not None
+        and not options.on_demand_fallback
+    )
     return {
-        "instance_market_options": ec2.LaunchTemplateInstanceMarketOptionsArgs(
-            market_type="capacity-block"
-        ),
         "capacity_reservation_specification": (
             ec2.LaunchTemplateCapacityReservationSpecificationArgs(
-                capacity_reservation_target=(
-                    ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
-                        capacity_reservation_id=reservation
-                    )
-                )
+                capacity_reservation_preference=(
+                    "capacity-reservations-only" if only_reserved else None
+                ),
+                capacity_reservation_target=target,
             )
-        ),
+        )
     }
+
+
+def now() -> datetime:
+    """The time the program plans at: the one clock it reads, which tests set."""
+    return datetime.now(UTC)
+
+
+# The AWS provider sends each size of a scheduled action but -1, which leaves that size as it
+# is; unset, it would send 0 (resourceSchedulePut, internal/service/autoscaling/schedule.go).
+UNCHANGED = -1
+# EC2 Auto Scaling refuses an action that starts in the past (PutScheduledUpdateGroupAction,
+# botocore's autoscaling model), and the action is created only once its node group exists,
+# which EKS takes minutes to create. A block that starts sooner gets none: the autoscaler grows
+# the pool for pending pods once the block is active.
+SCHEDULE_LEAD = timedelta(minutes=15)
+# How EC2 Auto Scaling takes a start time, in UTC (PutScheduledUpdateGroupAction).
+_SCHEDULE_TIME = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def capacity_block_scale_up(spec: GpuPoolSpec, at: datetime) -> str | None:
+    """When a Capacity Block pool's node groups grow to their `max`: the start of its block, as
+    EC2 Auto Scaling takes it; None for other pools, and for a block that starts within
+    `SCHEDULE_LEAD` of `at` or has started already."""
+    start = spec.aws.capacity_block_start
+    if spec.capacity != "capacity-block" or start is None or start <= at + SCHEDULE_LEAD:
+        return None
+    return start.astimezone(UTC).strftime(_SCHEDULE_TIME)
 
 
 def _resource_tags(args: EksGpuNodeGroupArgs) -> dict[str, str]:
-    return {
-        "Name": f"{args.cluster.name}-{args.pool.spec.name}",
-        POOL_LABEL: args.pool.spec.name,
-    }
+    return pool_resource_tags(args.cluster, args.pool.spec)
+
+
+def pool_resource_tags(cluster: EksCluster, spec: GpuPoolSpec) -> dict[str, str]:
+    """The tags of a pool's AWS resources and of its instances and volumes."""
+    return {"Name": f"{cluster.name}-{spec.name}", POOL_LABEL: spec.name}

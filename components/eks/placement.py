@@ -126,24 +126,12 @@ def _raise_if_any(problems: Iterator[ConfigProblem]) -> None:
 
 def _option_problems(spec: GpuPoolSpec, i: int) -> Iterator[ConfigProblem]:
     options = spec.aws
-    if spec.capacity == "capacity-block" and options.capacity_reservation_id is None:
-        yield ConfigProblem(
-            key_path("pools", i, "aws", "capacityReservationId"),
-            None,
-            "the Capacity Block's reservation id (cr-...) when capacity is capacity-block",
-        )
     # EC2 gives a gp3 volume at most 0.25 MiB/s of throughput per provisioned IOPS.
     if options.volume_throughput_mibps * 4 > options.volume_iops:
         yield ConfigProblem(
             key_path("pools", i, "aws", "volumeThroughputMibps"),
             options.volume_throughput_mibps,
             f"at most a quarter of volumeIops ({options.volume_iops // 4}), or more volumeIops",
-        )
-    if spec.capacity != "capacity-block" and options.capacity_reservation_id is not None:
-        yield ConfigProblem(
-            key_path("pools", i, "aws", "capacityReservationId"),
-            options.capacity_reservation_id,
-            "no value unless capacity is capacity-block",
         )
 
 

@@ -2,6 +2,7 @@
 Operator, and on Container-Optimized OS Google's driver installer."""
 
 from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 
@@ -15,12 +16,17 @@ from components.config import (
     StackConfig,
     key_path,
     mig_problem,
+    pool_driver_version,
 )
 from components.drivers import COS_DEFAULT_DRIVER_BRANCH, NvidiaDriver, gke_driver
 from components.gke.cluster import GkeCluster, cluster_problems, connect_to, lookup_cluster
 from components.gke.driver_installer import CosDriverInstaller
 from components.gke.machine_types import boot_disk_types, gpu_shape
-from components.gke.node_pool import GkeGpuNodePool, GkeGpuNodePoolArgs
+from components.gke.node_pool import (
+    GkeGpuNodePool,
+    GkeGpuNodePoolArgs,
+    cluster_version_problems,
+)
 from components.gke.zones import ZoneOfferings
 from components.kubernetes.provider import connect_with_kubeconfig_context
 from components.node_identity import ResolvedPool, resolve_pool, sharer_for
@@ -61,6 +67,7 @@ class GkeCloud:
                 problems += error.problems
                 continue
             problems += initial_size_problems(pool, self._zones[pool.spec.name])
+            problems += cluster_version_problems(pool, self.cluster)
         if problems:
             raise ConfigError(problems)
         return resolved
@@ -69,7 +76,10 @@ class GkeCloud:
         version = spec.gcp.node_version or self.cluster.master_version
         image = self.config.cluster.node_image or "cos"
         driver = gke_driver(
-            image, version, spec.gcp.cos_driver_branch, self.config.operator.driver_version
+            image,
+            version,
+            spec.gcp.cos_driver_branch,
+            pool_driver_version(self.config.operator, spec),
         )
         if driver is None:
             documented = ", ".join(COS_DEFAULT_DRIVER_BRANCH)
@@ -118,6 +128,9 @@ class GkeCloud:
                 )
             )
         return created
+
+    def stack_outputs(self) -> dict[str, Any]:
+        return {}
 
 
 def initial_size_problems(pool: ResolvedPool, zones: Sequence[str]) -> list[ConfigProblem]:

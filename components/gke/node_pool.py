@@ -16,6 +16,11 @@ Who advertises the GPUs depends on the pool (`components.node_identity.sharer_fo
 
 The GPU taint is declared explicitly: GKE adds it itself only when the cluster also has a pool
 without GPUs (terraform-google-kubernetes-engine#703).
+
+How a pool gets its capacity (docs/gke-capacity.md): on demand, Spot, from Compute Engine
+reservations (`gcp.reservation`), or through Dynamic Workload Scheduler as flex-start VMs
+(`gcp.flexStart`) or for ProvisioningRequests only (`gcp.queuedProvisioning`). GKE adds the
+`cloud.google.com/gke-queued` taint to a queued pool itself, so the pool does not declare it.
 """
 
 import hashlib
@@ -26,7 +31,17 @@ import pulumi
 from pulumi_gcp import container, projects, serviceaccount
 
 from components.accelerators import ACCELERATORS
-from components.config import MigSharing, MpsSharing, Platform, TimeSlicingSharing
+from components.config import (
+    ConfigProblem,
+    GpuPoolSpec,
+    MigSharing,
+    MpsSharing,
+    Platform,
+    TimeSlicingSharing,
+    dynamic_workload_scheduler_modes,
+    gke_capacity_too_new,
+    key_path,
+)
 from components.gke.cluster import GkeCluster
 from components.gke.machine_types import boot_disk_types
 from components.node_identity import CLOUD_TAINT_EFFECTS, GpuSharer, ResolvedPool
@@ -55,6 +70,15 @@ GKE_IMAGE_TYPES: Mapping[Platform, str] = {
 # The cluster autoscaler sets the node count; an update must not put it back (and a changed
 # `initialNodeCount` would replace the pool).
 NODE_COUNT_PROPERTIES = ("initialNodeCount", "nodeCount")
+RESERVATION_AFFINITIES: Mapping[str, str] = {
+    "none": "NO_RESERVATION",
+    "any": "ANY_RESERVATION",
+    "specific": "SPECIFIC_RESERVATION",
+}
+"""`gcp.reservation` -> the API's `consumeReservationType`. `ANY_RESERVATION` falls back to
+on-demand capacity when no reservation has room; `SPECIFIC_RESERVATION` never does."""
+RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
+"""The key that targets a specific reservation by name (the API's `ReservationAffinity.key`)."""
 
 
 @dataclass
@@ -140,13 +164,22 @@ def node_pool_args(
             max_node_count=spec.max if per_zone else None,
             total_min_node_count=None if per_zone else spec.min,
             total_max_node_count=None if per_zone else spec.max,
-            # ANY scales up wherever Spot capacity is, instead of keeping zones balanced.
-            location_policy="ANY" if spec.capacity == "spot" else "BALANCED",
+            location_policy=location_policy(spec),
         ),
         # A pinned node version is how a canary pool runs a new GKE version (and on COS, a new
         # driver) before the others; unset, the pool follows the cluster's version.
         version=spec.gcp.node_version,
-        management=container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+        # GKE's guides create flex-start and queued pools with `--no-enable-autorepair`, as
+        # repairs "could disrupt workloads that run on repaired nodes" (the provisioningrequest
+        # page).
+        management=container.NodePoolManagementArgs(
+            auto_repair=not dynamic_workload_scheduler_modes(spec), auto_upgrade=True
+        ),
+        queued_provisioning=(
+            container.NodePoolQueuedProvisioningArgs(enabled=True)
+            if spec.gcp.queued_provisioning
+            else None
+        ),
         upgrade_settings=container.NodePoolUpgradeSettingsArgs(
             strategy="SURGE",
             max_surge=spec.gcp.max_surge,
@@ -174,6 +207,12 @@ def node_pool_args(
                 for taint in pool.identity.taints
             ],
             spot=spec.capacity == "spot",
+            # Sent only when set, so that a pool created before they existed sees no change.
+            flex_start=spec.gcp.flex_start or None,
+            max_run_duration=(
+                f"{spec.gcp.max_run_hours * 3600}s" if spec.gcp.max_run_hours else None
+            ),
+            reservation_affinity=reservation_affinity(spec),
             disk_size_gb=spec.disk_size_gib,
             disk_type=spec.gcp.disk_type or boot_disk_types(machine_type)[0],
             service_account=service_account,
@@ -194,6 +233,60 @@ def node_pool_args(
             resource_labels={POOL_RESOURCE_LABEL: spec.name},
         ),
     )
+
+
+def location_policy(spec: GpuPoolSpec) -> str:
+    """How the autoscaler picks a zone to scale up in: `ANY` where capacity is where it is
+    (Spot, reservations, Dynamic Workload Scheduler), `BALANCED` for plain on-demand pools.
+
+    `ANY` "prioritize[s] utilization of unused reservations, and reduces preemption risk for
+    Spot VMs" (pulumi-gcp's `NodePoolAutoscaling.location_policy`); GKE's guides create
+    flex-start and queued pools with `--location-policy=ANY`.
+    """
+    anywhere = (
+        spec.capacity == "spot"
+        or spec.gcp.reservation in ("any", "specific")
+        or bool(dynamic_workload_scheduler_modes(spec))
+    )
+    return "ANY" if anywhere else "BALANCED"
+
+
+def reservation_affinity(
+    spec: GpuPoolSpec,
+) -> container.NodePoolNodeConfigReservationAffinityArgs | None:
+    """Which Compute Engine reservations the nodes consume, where the pool says. GKE's guides
+    create flex-start and queued pools with `--reservation-affinity=none`. Otherwise an unset
+    `gcp.reservation` sends nothing: the provider replaces a node pool whose affinity changes
+    (terraform-provider-google `node_config.go`, `reservation_affinity` ForceNew), so stating a
+    default would replace every pool created without one."""
+    gcp = spec.gcp
+    if gcp.reservation is None:
+        if not dynamic_workload_scheduler_modes(spec):
+            return None
+        return container.NodePoolNodeConfigReservationAffinityArgs(
+            consume_reservation_type=RESERVATION_AFFINITIES["none"]
+        )
+    specific = gcp.reservation == "specific"
+    return container.NodePoolNodeConfigReservationAffinityArgs(
+        consume_reservation_type=RESERVATION_AFFINITIES[gcp.reservation],
+        key=RESERVATION_NAME_KEY if specific else None,
+        values=[gcp.reservation_name] if specific and gcp.reservation_name else None,
+    )
+
+
+def cluster_version_problems(pool: ResolvedPool, cluster: GkeCluster) -> list[ConfigProblem]:
+    """The pool's capacity settings that the cluster's GKE version does not have yet: GKE asks
+    the cluster itself to be on that version, whatever the nodes run (config validation checks
+    a pinned `gcp.nodeVersion`)."""
+    return [
+        ConfigProblem(
+            key_path("pools", pool.index, "gcp", key),
+            True,
+            f"false, or a cluster on GKE {minimum} or later ({cluster.name} runs"
+            f" {cluster.master_version}): upgrade the cluster first",
+        )
+        for key, minimum in gke_capacity_too_new(pool.spec, cluster.master_version).items()
+    ]
 
 
 def gke_gpu_sharing_config(

@@ -4,9 +4,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
-from pulumi_kubernetes import core, helm, meta
+from pulumi_kubernetes import apiextensions, core, helm, meta
 
 from components.config import MonitoringSpec, OperatorSpec, Platform
+from components.kubernetes.nvidia_driver import nvidia_drivers_for
 from components.kubernetes.operator_values import operator_values_for
 from components.kubernetes.pod_security import pod_security_labels
 from components.node_identity import ResolvedPool
@@ -21,15 +22,16 @@ class GpuOperatorArgs:
     platform: Platform
     """Decides who installs the driver, the container toolkit and the device plugin."""
     pools: Sequence[ResolvedPool]
-    """Their sharing modes and taints shape the device plugin configs and the tolerations."""
+    """Their sharing modes and taints shape the device plugin configs and the tolerations; on GKE
+    Ubuntu each gets an NVIDIADriver with its driver version."""
     monitoring: MonitoringSpec
     """The labels the cluster's Prometheus selects the DCGM exporter's ServiceMonitor by."""
     secret_values: bool = False
     """Config the chart values take from (chart overrides, pools, monitoring labels) was set as a
-    secret: keep the release's values secret."""
+    secret: keep the release's values, and the NVIDIADrivers' specs, secret."""
     protect: bool = False
-    """Protect the operator's namespace and Helm release from deletion and replacement; value
-    changes still upgrade the release in place."""
+    """Protect the operator's namespace, Helm release and NVIDIADriver resources from deletion
+    and replacement; value changes still upgrade the release in place."""
 
 
 RELEASE_NAME = "gpu-operator"
@@ -47,7 +49,8 @@ _NEEDS_CRITICAL_POD_QUOTA = frozenset({Platform.GKE_COS, Platform.GKE_UBUNTU})
 
 class GpuOperator(pulumi.ComponentResource):
     """The operator's namespace (Pod Security `privileged`: its DaemonSets load kernel modules
-    and reach the host's devices), GKE's quota for its critical pods, and the chart release."""
+    and reach the host's devices), GKE's quota for its critical pods, the chart release, and on
+    GKE Ubuntu each pool's NVIDIADriver."""
 
     namespace: pulumi.Output[str]
     release_name: pulumi.Output[str | None]
@@ -95,6 +98,20 @@ class GpuOperator(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=admission, protect=args.protect),
         )
+        for driver in nvidia_drivers_for(args.platform, args.operator, args.pools):
+            # The chart installs the NVIDIADriver CRD (from crds/ on install, and from its
+            # `operator.upgradeCRD` hook on upgrades: templates/upgrade_crd.yaml), so the
+            # resources wait for the release.
+            apiextensions.CustomResource(
+                f"{name}-driver-{driver['metadata']['name']}",
+                api_version=driver["apiVersion"],
+                kind=driver["kind"],
+                metadata=driver["metadata"],
+                spec=secret_if(args.secret_values, driver["spec"]),
+                opts=pulumi.ResourceOptions(
+                    parent=self, depends_on=[release], protect=args.protect
+                ),
+            )
         self.release_name = release.name
         self.chart_version = release.version
         self.status = release.status

@@ -111,7 +111,7 @@ def operator_values_for(
     }
     for part in (
         _NODE_SOFTWARE[platform],
-        driver_upgrade_values_for(operator, platform),
+        driver_values_for(platform),
         sharing_values_for(platform, pools),
         toleration_values_for(pools),
         dcgm_exporter_values_for(monitoring, pools, operator.namespace),
@@ -120,33 +120,23 @@ def operator_values_for(
     return deep_merge(values, operator.overrides)
 
 
-def driver_upgrade_values_for(operator: OperatorSpec, platform: Platform) -> Values:
-    """Where the operator builds the driver: the pinned version, and how a new one rolls out.
+def driver_values_for(platform: Platform) -> Values:
+    """Where the operator builds the driver (GKE Ubuntu): from the platform's NVIDIADriver
+    resources, one per pool with the pool's driver and upgrade policy
+    (components/kubernetes/nvidia_driver.py), instead of ClusterPolicy's one driver for every
+    node.
 
-    The operator's upgrade controller moves one node at a time (`maxParallelUpgrades`) and never
-    more than the configured share of GPU nodes; on each node it waits for running Jobs' pods to
-    finish (`waitForCompletion`, selecting the `batch.kubernetes.io/job-name` label the Job
-    controller puts on its pods), then deletes the GPU pods left, without force, before it
-    reloads the driver (chart values.yaml `driver.upgradePolicy`; the states a node passes
-    through are on its `nvidia.com/gpu-driver-upgrade-state` label).
+    With the CRD on, the chart renders ClusterPolicy's driver version no more, and the operator
+    rolls each NVIDIADriver out under its own upgrade policy (gpu-operator v26.7.0
+    templates/clusterpolicy.yaml; controllers/upgrade_controller.go,
+    reconcileNVIDIADriverUpgrades), so neither is set here. The chart's default NVIDIADriver
+    stays off: it would be the fallback for GPU nodes that no other NVIDIADriver selects
+    (templates/nvidiadriver.yaml, `default: true`), and every node of the stack's pools is
+    selected by its pool's.
     """
     if platform is not Platform.GKE_UBUNTU:
         return {}
-    return {
-        "driver": {
-            "version": operator.driver_version,
-            "upgradePolicy": {
-                "autoUpgrade": True,
-                "maxParallelUpgrades": 1,
-                "maxUnavailable": f"{operator.driver_upgrade_max_unavailable_percent}%",
-                "waitForCompletion": {
-                    "podSelector": "batch.kubernetes.io/job-name",
-                    "timeoutSeconds": operator.driver_upgrade_job_wait_minutes * 60,
-                },
-                "gpuPodDeletion": {"force": False, "timeoutSeconds": 300},
-            },
-        }
-    }
+    return {"driver": {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False}}}
 
 
 def sharing_values_for(platform: Platform, pools: Sequence[ResolvedPool]) -> Values:
@@ -234,7 +224,7 @@ def _served_by_operator(pools: Sequence[ResolvedPool]) -> list[ResolvedPool]:
 def toleration_values_for(pools: Sequence[ResolvedPool]) -> Values:
     """Tolerations that let the operator's DaemonSets, and the node-feature-discovery worker
     that tells the operator which nodes have GPUs, onto every GPU node, extra taints included."""
-    extra = [_toleration(taint) for taint in _extra_taints(pools)]
+    extra = [taint_toleration(taint) for taint in extra_taints(pools)]
     return {
         "daemonsets": {"tolerations": [_GPU_TAINT_TOLERATION, *extra]},
         "node-feature-discovery": {
@@ -243,12 +233,14 @@ def toleration_values_for(pools: Sequence[ResolvedPool]) -> Values:
     }
 
 
-def _extra_taints(pools: Iterable[ResolvedPool]) -> list[Taint]:
+def extra_taints(pools: Iterable[ResolvedPool]) -> list[Taint]:
+    """The pools' taints besides the GPU taint, each once."""
     taints = (t for pool in pools for t in pool.identity.taints if t != GPU_TAINT)
     return list(dict.fromkeys(taints))
 
 
-def _toleration(taint: Taint) -> Values:
+def taint_toleration(taint: Taint) -> Values:
+    """A toleration of exactly this taint."""
     return {"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect}
 
 

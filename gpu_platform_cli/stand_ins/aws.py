@@ -1,14 +1,16 @@
 """Stand-in answers for the EKS side's lookups in the offline plan.
 
 The program looks up its cluster (`aws:eks/getCluster`), the cluster's subnets
-(`aws:ec2/getSubnet`), where EC2 offers each pool's instance types
+(`aws:ec2/getSubnet`) and their route tables (`aws:ec2/getRouteTables`,
+`aws:ec2/getRouteTable`), where EC2 offers each pool's instance types
 (`aws:ec2/getInstanceTypeOfferings`) and what they are (`aws:ec2/getInstanceType`).
 
 Instance types and the zones offering GPU instance types are EC2's real data, as moto ships it,
 kept in `ec2_data/` by its `derive.py`: GPU models, counts, vCPUs and the zones that lack an
 instance type are those of a real region. The rest is plausible and made up: a cluster on
-Kubernetes 1.35 in account 123456789012 with a private subnet in every zone of its region and
-one public subnet, an endpoint in a documentation address range and a CA that is not one.
+Kubernetes 1.35 in account 123456789012 with a private subnet in every zone of its region, routed
+to a NAT gateway, and one public subnet, routed to an internet gateway (`route_tables`), an
+endpoint in a documentation address range and a CA that is not one.
 None of it comes from an account.
 """
 
@@ -64,16 +66,105 @@ def region_zones(region: str) -> list[str]:
 # --- The stand-in network --------------------------------------------------------------------
 
 
+def _ec2_id(kind: str, *parts: str) -> str:
+    """An EC2 id (`subnet-`, `rtb-`... and 17 hex digits), stable for `parts`."""
+    return f"{kind}-" + hashlib.sha256("/".join(parts).encode()).hexdigest()[:17]
+
+
 def _subnet_id(*parts: str) -> str:
-    return "subnet-" + hashlib.sha256("/".join(parts).encode()).hexdigest()[:17]
+    return _ec2_id("subnet", *parts)
 
 
 def cluster_subnets(region: str) -> dict[str, tuple[str, bool]]:
-    """Subnet id -> (zone, assigns public IPs): a private subnet per zone, one public subnet."""
+    """Subnet id -> (zone, public): a private subnet per zone, one public subnet, which routes
+    to the internet gateway and assigns public IPs."""
     zones = region_zones(region)
     subnets = {_subnet_id(region, zone, "private"): (zone, False) for zone in zones}
     subnets[_subnet_id(region, zones[0], "public")] = (zones[0], True)
     return subnets
+
+
+def route_tables(region: str) -> list[dict[str, Any]]:
+    """The VPC's route tables, as `ec2.get_route_table` gives each: the public subnet's, which
+    sends 0.0.0.0/0 to the internet gateway; one for each private subnet but the first zone's,
+    which sends it to a NAT gateway in its zone; and the main table, which sends it to the NAT
+    gateway of the first zone, for that zone's private subnet and the subnets a stack names
+    itself, none of which has a table of its own."""
+    first, *others = region_zones(region)
+    return [
+        _route_table(region, "main", [], "natGatewayId", _ec2_id("nat", region, first)),
+        _route_table(
+            region,
+            "public",
+            [_subnet_id(region, first, "public")],
+            "gatewayId",
+            _ec2_id("igw", region, "internet"),
+        ),
+        *(
+            _route_table(
+                region,
+                zone,
+                [_subnet_id(region, zone, "private")],
+                "natGatewayId",
+                _ec2_id("nat", region, zone),
+            )
+            for zone in others
+        ),
+    ]
+
+
+# The fields of a route as `ec2.get_route_table` gives it: its destination, and its target in the
+# field of the target's kind; the provider leaves the others empty.
+_ROUTE_FIELDS = (
+    "cidrBlock",
+    "ipv6CidrBlock",
+    "destinationPrefixListId",
+    "carrierGatewayId",
+    "coreNetworkArn",
+    "egressOnlyGatewayId",
+    "gatewayId",
+    "instanceId",
+    "localGatewayId",
+    "natGatewayId",
+    "networkInterfaceId",
+    "odbNetworkArn",
+    "transitGatewayId",
+    "vpcEndpointId",
+    "vpcPeeringConnectionId",
+)
+
+
+def _route_table(
+    region: str, name: str, subnets: list[str], target_field: str, target: str
+) -> dict[str, Any]:
+    """A table sending 0.0.0.0/0 to `target`, associated with `subnets`, or the VPC's main table
+    (`name` `main`), whose one association says so and names no subnet."""
+    table_id = _ec2_id("rtb", region, name, "routes")
+    associated = [("", True)] if name == "main" else [(subnet, False) for subnet in subnets]
+    return {
+        "routeTableId": table_id,
+        "vpcId": _vpc_id(region),
+        "ownerId": STAND_IN_ACCOUNT,
+        "arn": f"arn:aws:ec2:{region}:{STAND_IN_ACCOUNT}:route-table/{table_id}",
+        "routes": [
+            {**dict.fromkeys(_ROUTE_FIELDS, ""), "cidrBlock": "0.0.0.0/0", target_field: target}
+        ],
+        "associations": [
+            {
+                "routeTableAssociationId": _ec2_id("rtbassoc", table_id, subnet),
+                "routeTableId": table_id,
+                "subnetId": subnet,
+                "gatewayId": "",
+                "main": main,
+            }
+            for subnet, main in associated
+        ],
+        "tags": {},
+    }
+
+
+def _vpc_id(region: str) -> str:
+    return _ec2_id("vpc", region)
 
 
 # --- Invokes ---------------------------------------------------------------------------------
@@ -124,8 +215,69 @@ def get_subnet(args: dict[str, Any]) -> dict[str, Any]:
         "availabilityZone": zone,
         "mapPublicIpOnLaunch": public,
         "region": region,
-        "vpcId": "vpc-" + hashlib.sha256(region.encode()).hexdigest()[:17],
+        "vpcId": _vpc_id(region),
     }
+
+
+def get_route_tables(args: dict[str, Any]) -> dict[str, Any]:
+    region = args.get("region") or "us-east-1"
+    return {
+        "id": region,
+        "ids": [t["routeTableId"] for t in _route_tables_matching(args, region)],
+        "filters": args.get("filters"),
+        "region": region,
+        "tags": {},
+        "vpcId": args.get("vpcId"),
+    }
+
+
+def get_route_table(args: dict[str, Any]) -> dict[str, Any]:
+    region = args.get("region") or "us-east-1"
+    found = _route_tables_matching(args, region)
+    # The provider's data source fails unless exactly one table matches.
+    if len(found) != 1:
+        raise LookupError(f"{len(found)} route tables match {args}: the lookup needs one")
+    (table,) = found
+    return {
+        **table,
+        "id": table["routeTableId"],
+        "filters": args.get("filters"),
+        "gatewayId": args.get("gatewayId", ""),
+        "region": region,
+        "subnetId": args.get("subnetId", ""),
+    }
+
+
+# The lookups' arguments that filter, as the `DescribeRouteTables` filter each stands for.
+_ROUTE_TABLE_ARGUMENTS = {
+    "vpcId": "vpc-id",
+    "routeTableId": "route-table-id",
+    "subnetId": "association.subnet-id",
+}
+
+
+def _route_tables_matching(args: dict[str, Any], region: str) -> list[dict[str, Any]]:
+    """The tables every filter matches, a filter any of its values (as `DescribeRouteTables`)."""
+    wanted = [(f["name"], set(f["values"])) for f in args.get("filters") or []]
+    wanted += [(name, {args[key]}) for key, name in _ROUTE_TABLE_ARGUMENTS.items() if args.get(key)]
+    return [
+        table
+        for table in route_tables(region)
+        if all(_filtered_by(table, name) & values for name, values in wanted)
+    ]
+
+
+def _filtered_by(table: dict[str, Any], name: str) -> set[str]:
+    associations = table["associations"]
+    values = {
+        "vpc-id": {table["vpcId"]},
+        "route-table-id": {table["routeTableId"]},
+        "association.subnet-id": {a["subnetId"] for a in associations if a["subnetId"]},
+        "association.main": {str(a["main"]).lower() for a in associations},
+    }
+    if name not in values:
+        raise ValueError(f"the stand-in route tables are not filtered by {name}")
+    return values[name]
 
 
 def get_instance_type(args: dict[str, Any]) -> dict[str, Any]:
@@ -210,6 +362,8 @@ INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "aws:eks/getNodeGroup:getNodeGroup": get_node_group,
     "aws:eks/getCluster:getCluster": get_cluster,
     "aws:ec2/getSubnet:getSubnet": get_subnet,
+    "aws:ec2/getRouteTables:getRouteTables": get_route_tables,
+    "aws:ec2/getRouteTable:getRouteTable": get_route_table,
     "aws:ec2/getInstanceType:getInstanceType": get_instance_type,
     "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": get_instance_type_offerings,
 }
@@ -258,9 +412,28 @@ def _pod_identity_association(name: str, inputs: dict[str, Any]) -> dict[str, An
     return {"associationId": association, "associationArn": f"arn:aws:eks::{association}"}
 
 
+def _queue(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """An SQS queue's ARN and URL (which is also its id), from the name the program gives it."""
+    region, queue = inputs.get("region", "us-east-1"), inputs.get("name", name)
+    return {
+        "arn": f"arn:aws:sqs:{region}:{STAND_IN_ACCOUNT}:{queue}",
+        "url": f"https://sqs.{region}.amazonaws.com/{STAND_IN_ACCOUNT}/{queue}",
+    }
+
+
+def _event_rule(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """An EventBridge rule on the default bus, named as Pulumi names one it is given no name for
+    (`<resource name>-` and 7 random hex digits; stable for the resource's name here)."""
+    rule = inputs.get("name") or f"{name}-{hashlib.sha256(name.encode()).hexdigest()[:7]}"
+    region = inputs.get("region", "us-east-1")
+    return {"name": rule, "arn": f"arn:aws:events:{region}:{STAND_IN_ACCOUNT}:rule/{rule}"}
+
+
 OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
     "aws:eks/nodeGroup:NodeGroup": _node_group,
     "aws:ec2/launchTemplate:LaunchTemplate": _launch_template,
     "aws:iam/role:Role": _role,
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": _pod_identity_association,
+    "aws:sqs/queue:Queue": _queue,
+    "aws:cloudwatch/eventRule:EventRule": _event_rule,
 }

@@ -170,3 +170,125 @@ def test_the_plan_shows_a_promoted_canary_in_step(dev_config: Config, plan_for: 
     shown = printed_pools(plan_for(dev_config))
 
     assert "canary of t4-shared, in step with it" in shown
+
+
+# --- GKE Ubuntu: the driver the GPU Operator builds, per pool ---------------------------------
+
+NVIDIA_DRIVER = "kubernetes:nvidia.com/v1alpha1:NVIDIADriver"
+
+
+def on_ubuntu_with_a_canary(gke_config: Config, **canary: Any) -> Config:
+    """The GKE stack on Ubuntu (whole GPUs: GKE shares GPUs on COS only) with a canary of its
+    pool."""
+    gke_config["gpu-platform:cluster"]["nodeImage"] = "ubuntu"
+    gke_config["gpu-platform:pools"][0]["sharing"] = {"mode": "exclusive"}
+    canary_of(gke_config, **canary)
+    return gke_config
+
+
+def test_an_ubuntu_canary_builds_its_own_driver(gke_config: Config, plan_for: PlanFor) -> None:
+    on_ubuntu_with_a_canary(gke_config, gcp={"driverVersion": "610.43.02"})
+
+    plan = plan_for(gke_config)
+
+    versions = {
+        d.inputs["metadata"]["name"]: d.inputs["spec"]["version"]
+        for d in plan.of_type(NVIDIA_DRIVER)
+    }
+    labels = plan.named("canary", NODE_POOL).inputs["nodeConfig"]["labels"]
+    assert versions == {"l4-shared": "595.91.07", "canary": "610.43.02"}
+    assert (labels["gpu-platform.io/nvidia-driver"], labels["gpu-platform.io/cuda"]) == (
+        "610.43.02",
+        "13.3",
+    )
+
+
+def test_an_ubuntu_pool_on_the_operators_driver_may_not_pass_its_canary(
+    gke_config: Config, failed_plan_for: PlanFor
+) -> None:
+    on_ubuntu_with_a_canary(gke_config, gcp={"driverVersion": "580.126.09"})
+
+    found = problems(failed_plan_for(gke_config))
+
+    assert found == {
+        "gpu-platform:operator.driverVersion": "at most 580.126.09, the NVIDIA driver of pools[0]"
+        " (l4-shared)'s canary pools[1] (canary): give the canary the new driver first"
+        " (gcp.driverVersion), watch it, then promote"
+    }
+
+
+def test_an_ubuntu_pool_pinning_its_own_driver_may_not_pass_its_canary(
+    gke_config: Config, failed_plan_for: PlanFor
+) -> None:
+    gke_config["gpu-platform:pools"][0]["gcp"] = {"driverVersion": "610.43.02"}
+    on_ubuntu_with_a_canary(gke_config, gcp={})
+
+    found = problems(failed_plan_for(gke_config))
+
+    assert found == {
+        "gpu-platform:pools[0].gcp.driverVersion": "at most 595.91.07, the NVIDIA driver of"
+        " pools[0] (l4-shared)'s canary pools[1] (canary): give the canary the new driver first"
+        " (gcp.driverVersion), watch it, then promote"
+    }
+
+
+@pytest.mark.parametrize(
+    ("canary", "refused"),
+    [("595.100.01", set()), ("595.9.99", {"gpu-platform:operator.driverVersion"})],
+    ids=["ahead", "behind"],
+)
+def test_ubuntu_drivers_are_compared_as_numbers(
+    gke_config: Config, canary: str, refused: set[str]
+) -> None:
+    # As text, 595.100.01 sorts before the pool's 595.91.07, and 595.9.99 after it.
+    on_ubuntu_with_a_canary(gke_config, gcp={"driverVersion": canary})
+
+    plan = run_program("dev", config=gke_config, project=PROJECT, raise_errors=False)
+
+    assert (set(problems(plan)) if plan.error else set()) == refused
+
+
+def test_changing_the_ubuntu_canarys_driver_leaves_every_other_pool_unchanged(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    on_ubuntu_with_a_canary(gke_config, gcp={"driverVersion": "595.91.07"})
+    before = plan_for(gke_config)
+    gke_config["gpu-platform:pools"][1]["gcp"]["driverVersion"] = "610.43.02"
+
+    after = plan_for(gke_config)
+
+    def outside_the_canary(plan: Plan) -> dict[str, Any]:
+        return {r.urn: r.inputs for r in plan.resources if "canary" not in r.urn}
+
+    def canary_changes(plan: Plan) -> dict[str, Any]:
+        driver = plan.named("gpu-operator-driver-canary", NVIDIA_DRIVER).inputs["spec"]
+        labels = plan.named("canary", NODE_POOL).inputs["nodeConfig"]["labels"]
+        return {"version": driver["version"], "label": labels["gpu-platform.io/nvidia-driver"]}
+
+    assert outside_the_canary(after) == outside_the_canary(before)
+    assert canary_changes(before) == {"version": "595.91.07", "label": "595.91.07"}
+    assert canary_changes(after) == {"version": "610.43.02", "label": "610.43.02"}
+
+
+def test_the_plan_shows_an_ubuntu_canarys_driver_ahead_of_its_pool(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    on_ubuntu_with_a_canary(gke_config, gcp={"driverVersion": "610.43.02"})
+
+    shown = printed_pools(plan_for(gke_config))
+
+    assert (
+        "canary: NVIDIA driver 610.43.02 (CUDA 13.3), pinned by the GPU Operator at 610.43.02;"
+        " canary of l4-shared, ahead of it (the GPU Operator at 595.91.07): promote by giving"
+        " l4-shared the canary's version"
+    ) in shown
+
+
+def test_an_ubuntu_canary_pinning_its_pools_driver_is_in_step(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    on_ubuntu_with_a_canary(gke_config, gcp={"driverVersion": "595.91.07"})
+
+    shown = printed_pools(plan_for(gke_config))
+
+    assert "canary of l4-shared, in step with it" in shown

@@ -590,6 +590,65 @@ BAD_VALUES: list[tuple[str, str, Callable[[Config], Any], str, str]] = [
         "gpu-platform:pools[0].sharing.mode",
         "one of 'exclusive', 'time-slicing', 'mps', 'mig'",
     ),
+    # EC2 reservations: each setting only where it acts, and only on EC2.
+    (
+        "EC2 reservation capacity on GKE",
+        GKE,
+        lambda c: pool(c).update(capacity="reserved"),
+        "gpu-platform:pools[0].capacity",
+        "on-demand or spot on GKE (reserved and capacity-block buy EC2 capacity; a GKE pool"
+        " consumes Compute Engine reservations through gcp.reservation)",
+    ),
+    (
+        "Capacity Block on GKE",
+        GKE,
+        lambda c: pool(c).update(capacity="capacity-block"),
+        "gpu-platform:pools[0].capacity",
+        "on-demand or spot on GKE",
+    ),
+    (
+        "resource group of reservations on a spot pool",
+        DEV,
+        lambda c: pool_options(
+            c,
+            "aws",
+            capacityReservationResourceGroupArn="arn:aws:resource-groups:us-east-1:123456789012"
+            ":group/gpu-reservations",
+        ),
+        "gpu-platform:pools[0].aws.capacityReservationResourceGroupArn",
+        "no value unless capacity is reserved (this pool's is spot)",
+    ),
+    (
+        "Capacity Block start on a spot pool",
+        DEV,
+        lambda c: pool_options(c, "aws", capacityBlockStart="2026-12-01T11:30:00Z"),
+        "gpu-platform:pools[0].aws.capacityBlockStart",
+        "no value unless capacity is capacity-block (this pool's is spot)",
+    ),
+    (
+        "Capacity Block start without its offset",
+        DEV,
+        lambda c: pool_options(c, "aws", capacityBlockStart="2026-12-01T11:30:00"),
+        "gpu-platform:pools[0].aws.capacityBlockStart",
+        "timezone",
+    ),
+    (
+        "on-demand fallback on an on-demand pool",
+        DEV,
+        lambda c: (
+            pool(c).update(capacity="on-demand"),
+            pool_options(c, "aws", onDemandFallback=True),
+        ),
+        "gpu-platform:pools[0].aws.onDemandFallback",
+        "no value unless capacity is spot or reserved (this pool's is on-demand)",
+    ),
+    (
+        "reserved pool with no reservation",
+        DEV,
+        lambda c: pool(c).update(capacity="reserved"),
+        "gpu-platform:pools[0].aws.capacityReservationId",
+        "the id (cr-...) of the capacity reservation the pool launches into",
+    ),
 ]
 
 

@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 
 from components.config import load_stack_config
+from components.eks.instance_types import Gpus, instance_type
 from components.fit import (
     NodeTemplate,
     fits,
     fitting_pools,
+    karpenter_node_templates,
     pod_requests,
     pod_spec_of,
     quantity,
@@ -24,6 +26,7 @@ from gpu_platform_cli.offline import run_program, stack_config
 from tests.stack_variants import AL2023_RELEASE
 
 IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
+ZONE = "topology.kubernetes.io/zone"
 # Pools of three kinds beside the dev stack's time-sliced T4s: whole L4s, and A100 80GB
 # partitioned into 1g.10gb MIG slices.
 EXTRA_POOLS = [
@@ -380,3 +383,275 @@ def test_a_pod_asking_for_efa_fits_only_the_efa_pool() -> None:
     pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"})
 
     assert fitting_pools(pod, templates) == ["h100-training"]
+
+
+# --- Karpenter: as it decides whether a pending pod fits a NodePool -----------------------------
+
+
+@pytest.fixture(scope="module")
+def karpenter_templates() -> list[NodeTemplate]:
+    """The karpenter-dev stack's NodePools, its spot T4s allowed two zones only."""
+    config = copy.deepcopy(stack_config("karpenter-dev"))
+    config["gpu-platform:pools"][0]["zones"] = ["us-east-1a", "us-east-1b"]
+    return node_templates(run_program("karpenter-dev", config=config))
+
+
+def on_pool(pod: dict[str, Any], pool: str) -> dict[str, Any]:
+    return {**pod, "nodeSelector": {**pod.get("nodeSelector", {}), "gpu-platform.io/pool": pool}}
+
+
+def test_a_gpu_pod_with_the_toleration_fits_the_karpenter_pool(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "1"})
+
+    assert fitting_pools(pod, karpenter_templates) == ["t4-spot", "l4-on-demand"]
+    assert fitting_pools(on_pool(pod, "l4-on-demand"), karpenter_templates) == ["l4-on-demand"]
+
+
+def test_an_ordinary_pod_without_the_toleration_fits_no_karpenter_pool(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    pod = {
+        "containers": [{"name": "web", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}]
+    }
+
+    results = fits(pod, karpenter_templates)
+
+    assert [r.pool for r in results] == ["t4-spot", "l4-on-demand"]
+    assert all(
+        r.reasons == ("taint nvidia.com/gpu=present:NoSchedule is not tolerated",) for r in results
+    )
+
+
+def test_a_pod_bound_to_a_zone_the_nodepool_does_not_allow_does_not_fit(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    pod = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1"}), "t4-spot")
+    elsewhere = {**pod, "nodeSelector": {**pod["nodeSelector"], ZONE: "us-east-1c"}}
+    allowed = {**pod, "nodeSelector": {**pod["nodeSelector"], ZONE: "us-east-1b"}}
+
+    (t4,) = [f for f in fits(elsewhere, karpenter_templates) if f.pool == "t4-spot"]
+
+    assert t4.reasons == (
+        f"nodeSelector {ZONE}=us-east-1c: its nodes have {ZONE}=us-east-1a or us-east-1b",
+    )
+    assert fitting_pools(allowed, karpenter_templates) == ["t4-spot"]
+
+
+def test_a_pod_asking_for_a_capacity_type_the_nodepool_does_not_allow_does_not_fit(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "1"})
+    pod["nodeSelector"] = {"karpenter.sh/capacity-type": "on-demand"}
+
+    (t4,) = [f for f in fits(pod, karpenter_templates) if f.pool == "t4-spot"]
+
+    assert fitting_pools(pod, karpenter_templates) == ["l4-on-demand"]
+    assert t4.reasons == (
+        "nodeSelector karpenter.sh/capacity-type=on-demand: its nodes have "
+        "karpenter.sh/capacity-type=spot",
+    )
+
+
+def zone_affinity(*zones: str) -> dict[str, Any]:
+    expression = {"key": ZONE, "operator": "In", "values": list(zones)}
+    terms = [{"matchExpressions": [expression]}]
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+        }
+    }
+
+
+def test_node_selector_and_node_affinity_must_agree_on_one_node(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    pod = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1"}), "t4-spot")
+    pod["nodeSelector"][ZONE] = "us-east-1a"
+    apart = {**pod, "affinity": zone_affinity("us-east-1b")}
+    together = {**pod, "affinity": zone_affinity("us-east-1a", "us-east-1c")}
+
+    (t4,) = [f for f in fits(apart, karpenter_templates) if f.pool == "t4-spot"]
+
+    assert t4.reasons == ("required node affinity: no term matches its nodes' labels",)
+    assert fitting_pools(together, karpenter_templates) == ["t4-spot"]
+
+
+def test_a_pod_asking_for_more_gpus_than_any_allowed_type_has_does_not_fit(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "2"})
+
+    results = fits(pod, karpenter_templates)
+
+    assert [r.reasons for r in results] == [("asks for 2 nvidia.com/gpu; a node has 1",)] * 2
+
+
+def test_karpenter_templates_carry_the_labels_karpenter_gives_an_instance_type(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    # g4dn.xlarge in EC2's data: 4 vCPUs, 16384 MiB, one NVIDIA T4 of 16384 MiB, a 125 GB NVMe
+    # drive; labels as karpenter-provider-aws v1.14.1 instancetype/types.go computes them.
+    t4 = next(t for t in karpenter_templates if t.pool == "t4-spot")
+
+    assert {
+        "node.kubernetes.io/instance-type": "g4dn.xlarge",
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/os": "linux",
+        "topology.kubernetes.io/region": "us-east-1",
+        "karpenter.sh/capacity-type": "spot",
+        "karpenter.sh/nodepool": "t4-spot",
+        "karpenter.k8s.aws/ec2nodeclass": "t4-spot",
+        "karpenter.k8s.aws/instance-category": "g",
+        "karpenter.k8s.aws/instance-family": "g4dn",
+        "karpenter.k8s.aws/instance-generation": "4",
+        "karpenter.k8s.aws/instance-size": "xlarge",
+        "karpenter.k8s.aws/instance-cpu": "4",
+        "karpenter.k8s.aws/instance-memory": "16384",
+        "karpenter.k8s.aws/instance-local-nvme": "125",
+        "karpenter.k8s.aws/instance-capability-flex": "false",
+        "karpenter.k8s.aws/instance-gpu-name": "t4",
+        "karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia",
+        "karpenter.k8s.aws/instance-gpu-count": "1",
+        "karpenter.k8s.aws/instance-gpu-memory": "16384",
+        "gpu-platform.io/pool": "t4-spot",
+        "gpu-platform.io/accelerator": "t4",
+    }.items() <= t4.labels.items()
+    assert t4.taints == (GPU_TAINT,)
+
+
+def test_cpu_is_what_karpenter_leaves_after_kube_reserved(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    # 4 vCPUs: kube-reserved 6% of the first core, 1% of the second, 0.5% of the next two:
+    # 60m + 10m + 10m (types.go kubeReservedResources).
+    pod = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1", "cpu": "4"}), "t4-spot")
+    smaller = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1", "cpu": "3920m"}), "t4-spot")
+
+    (t4,) = [f for f in fits(pod, karpenter_templates) if f.pool == "t4-spot"]
+
+    assert t4.reasons == ("asks for 4 cpu; a node has 3.92",)
+    assert fitting_pools(smaller, karpenter_templates) == ["t4-spot"]
+
+
+def test_ephemeral_storage_is_what_karpenter_leaves_of_the_volume_or_the_nvme_array(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    # Less kube-reserved 1Gi and the 10% eviction threshold (types.go). g4dn.xlarge's 125 GB
+    # drive is smaller than the pool's 200 GiB volume, which keeps pods' data:
+    # 214748364800 - 1073741824 - 21474836480. g6.xlarge's 250 GB drive is a RAID0 array
+    # (instanceStorePolicy): 250000000000 - 1073741824 - 25000000000.
+    by_pool = {t.pool: t.resources["ephemeral-storage"] for t in karpenter_templates}
+
+    assert by_pool == {"t4-spot": 192199786496, "l4-on-demand": 223926258176}
+
+
+def test_memory_is_not_judged_on_karpenter_pools(karpenter_templates: list[NodeTemplate]) -> None:
+    # Karpenter reserves memory by the node's ENI-limited pod count, which the instance data
+    # here does not hold.
+    pod = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1", "memory": "1Ti"}), "t4-spot")
+
+    assert fitting_pools(pod, karpenter_templates) == ["t4-spot"]
+
+
+# --- Karpenter, on NodePools built here -----------------------------------------------------------
+
+# As EC2 describes them: vCPUs, MiB, GPUs, GB of NVMe, EFA interfaces.
+G6 = instance_type("g6.xlarge", 4, 16384, ["x86_64"], [Gpus("NVIDIA", "L4", 1, 22888)], 250)
+G6_12X = instance_type(
+    "g6.12xlarge", 48, 196608, ["x86_64"], [Gpus("NVIDIA", "L4", 4, 22888)], 3760, 1
+)
+
+
+def node_pool(*requirements: dict[str, Any], **template_spec: Any) -> dict[str, Any]:
+    """A NodePool of the agreed shape for g6.xlarge and g6.12xlarge, with more requirements."""
+    return {
+        "metadata": {"name": "l4"},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"gpu-platform.io/pool": "l4"}},
+                "spec": {
+                    "nodeClassRef": {
+                        "group": "karpenter.k8s.aws",
+                        "kind": "EC2NodeClass",
+                        "name": "l4",
+                    },
+                    "taints": [
+                        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+                    ],
+                    "requirements": [
+                        {
+                            "key": "node.kubernetes.io/instance-type",
+                            "operator": "In",
+                            "values": ["g6.xlarge", "g6.12xlarge"],
+                        },
+                        {"key": ZONE, "operator": "In", "values": ["us-east-1a"]},
+                        *requirements,
+                    ],
+                    **template_spec,
+                },
+            },
+            "limits": {"nvidia.com/gpu": "8"},
+        },
+    }
+
+
+NODE_CLASS = {"spec": {"amiSelectorTerms": [{"alias": "al2023@v20260714"}]}}
+
+
+def templates_of(
+    pool: dict[str, Any], node_class: dict[str, Any] = NODE_CLASS
+) -> list[NodeTemplate]:
+    instance_types = {t.name: t for t in (G6, G6_12X)}
+    return karpenter_node_templates(pool, node_class, instance_types, "us-east-1")
+
+
+def test_a_pod_fits_a_nodepool_where_it_fits_one_of_its_instance_types() -> None:
+    four = gpu_tolerating_pod(**{"nvidia.com/gpu": "4"})
+    eight = gpu_tolerating_pod(**{"nvidia.com/gpu": "8"})
+
+    assert fitting_pools(four, templates_of(node_pool())) == ["l4"]
+    assert [f.reasons for f in fits(eight, templates_of(node_pool()))] == [
+        (
+            "g6.xlarge: asks for 8 nvidia.com/gpu; a node has 1",
+            "g6.12xlarge: asks for 8 nvidia.com/gpu; a node has 4",
+        )
+    ]
+
+
+def test_requirements_on_what_ec2_says_of_an_instance_type_rule_it_out() -> None:
+    four_gpus = {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gte", "values": ["4"]}
+
+    found = templates_of(node_pool(four_gpus))
+
+    assert [t.labels["node.kubernetes.io/instance-type"] for t in found] == ["g6.12xlarge"]
+
+
+def test_startup_taints_are_not_held_against_a_pod() -> None:
+    # Karpenter checks a pod against the NodePool's taints only (kubernetes-sigs/karpenter
+    # v1.14.1 pkg/controllers/provisioning/scheduling/nodeclaim.go line 126).
+    startup = [{"key": "example.com/agent-not-ready", "value": "true", "effect": "NoSchedule"}]
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "1"})
+
+    assert fitting_pools(pod, templates_of(node_pool(startupTaints=startup))) == ["l4"]
+
+
+def test_a_nodepool_of_reserved_capacity_needs_its_node_class_to_select_reservations() -> None:
+    # Karpenter offers capacity type `reserved` only for the capacity reservations an
+    # EC2NodeClass selects (karpenter-provider-aws v1.14.1 instancetype/types.go lines 171-179).
+    reserved = {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]}
+    with_reservation = {
+        "spec": {
+            **NODE_CLASS["spec"],
+            "capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}],
+        }
+    }
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "1"})
+
+    (without,) = fits(pod, templates_of(node_pool(reserved)))
+
+    assert without.reasons == (
+        "the pool allows its nodes no karpenter.sh/capacity-type, so it starts none",
+    )
+    assert fitting_pools(pod, templates_of(node_pool(reserved), with_reservation)) == ["l4"]

@@ -111,3 +111,16 @@ def test_a_bad_pod_file_exits_2_naming_the_document_without_a_traceback(
     assert result.exit_code == 2, result.output
     assert words in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_karpenter_pools_are_judged_from_their_nodepools(tmp_path: Path) -> None:
+    pod = copy.deepcopy(SMOKE_TEST_POD)
+    pod["spec"]["nodeSelector"] = {
+        "gpu-platform.io/pool": "l4-on-demand",
+        "karpenter.k8s.aws/instance-gpu-name": "l4",
+    }
+
+    code, output = run_fit(tmp_path, pod, stack="karpenter-dev")
+
+    assert code == 0, output
+    assert "l4-on-demand" in output and "t4-spot" in output

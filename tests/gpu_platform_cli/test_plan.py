@@ -1,13 +1,16 @@
 """The offline plan command, as a user runs it: `python -m gpu_platform_cli plan <stack>`."""
 
+import io
 import json
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from gpu_platform_cli import offline
 from gpu_platform_cli.app import app
-from gpu_platform_cli.plan import EXIT_CONFIG_ERROR, plan_as_json
+from gpu_platform_cli.plan import EXIT_CONFIG_ERROR, plan_as_json, print_node_subnets
+from gpu_platform_cli.stand_ins import aws as stand_in
 from tests.repository import POLICY_PACK
 
 
@@ -57,6 +60,18 @@ def test_plan_shows_the_policy_packs_verdicts(invoke) -> None:
     assert f"Policy pack ({POLICY_PACK}): 0 mandatory" in result.output
 
 
+def test_plan_shows_what_each_karpenter_nodepool_may_launch(invoke) -> None:
+    output = invoke("karpenter-dev").output
+
+    # t4-spot: at most 3 nodes of one T4 each, on spot only.
+    assert 'spec.limits = {"nvidia.com/gpu": "3"}' in output
+    assert (
+        'spec.template.spec.requirements[2] = {"key": "karpenter.sh/capacity-type", "operator": '
+        '"In", "values": ["spot"]}'
+    ) in output
+    assert 'spec.amiSelectorTerms = [{"alias": "al2023@v20260714"}]' in output
+
+
 def test_plan_shows_secret_outputs_as_secret(invoke) -> None:
     assert "kubeconfig: [secret]" in invoke("dev").output
 
@@ -84,6 +99,80 @@ def test_plan_as_json_hides_secret_outputs() -> None:
     assert plan_as_json(plan)["outputs"] == {"kubeconfig": "[secret]"}
 
 
+NODE_SUBNETS = {
+    "used": [
+        {
+            "id": "subnet-0aaa0000aaaa0000a",
+            "zone": "us-east-1a",
+            "why": "private: route table rtb-0aaa0000aaaa0000a (the VPC's main) sends 0.0.0.0/0 to"
+            " nat-0aaa0000aaaa0000a",
+        },
+        {
+            "id": "subnet-0bbb0000bbbb0000b",
+            "zone": "us-east-1b",
+            "why": "private: route table rtb-0bbb0000bbbb0000b sends ::/0 to"
+            " eigw-0bbb0000bbbb0000b",
+        },
+    ],
+    "leftOut": [
+        {
+            "id": "subnet-0ccc0000cccc0000c",
+            "zone": "us-east-1a",
+            "why": "public: route table rtb-0ccc0000cccc0000c sends 0.0.0.0/0 to"
+            " igw-0ccc0000cccc0000c",
+        }
+    ],
+}
+
+
+def printed_node_subnets(plan: offline.Plan) -> list[str]:
+    printed = io.StringIO()
+    print_node_subnets(plan, Console(file=printed, width=300))
+    return printed.getvalue().splitlines()
+
+
+def test_plan_shows_the_subnets_gpu_nodes_use_then_those_left_out_with_why() -> None:
+    plan = offline.Plan(stack="dev", outputs={"nodeSubnets": NODE_SUBNETS})
+
+    assert printed_node_subnets(plan) == [
+        "",
+        "GPU node subnets",
+        "  used subnet-0aaa0000aaaa0000a (us-east-1a): private: route table rtb-0aaa0000aaaa0000a"
+        " (the VPC's main) sends 0.0.0.0/0 to nat-0aaa0000aaaa0000a",
+        "  used subnet-0bbb0000bbbb0000b (us-east-1b): private: route table rtb-0bbb0000bbbb0000b"
+        " sends ::/0 to eigw-0bbb0000bbbb0000b",
+        "  left out subnet-0ccc0000cccc0000c (us-east-1a): public: route table"
+        " rtb-0ccc0000cccc0000c sends 0.0.0.0/0 to igw-0ccc0000cccc0000c",
+    ]
+
+
+def test_plan_shows_secret_node_subnets_as_secret() -> None:
+    plan = offline.Plan(
+        stack="dev",
+        outputs={"nodeSubnets": NODE_SUBNETS},
+        secret_outputs=frozenset({"nodeSubnets"}),
+    )
+
+    assert printed_node_subnets(plan) == ["", "GPU node subnets", "  [secret]"]
+
+
+def test_the_dev_plan_leaves_the_public_subnet_out_saying_why(invoke) -> None:
+    # The stand-in cluster's public subnet, in us-east-1a, routes to the internet gateway.
+    public = next(s for s, (_, public) in stand_in.cluster_subnets("us-east-1").items() if public)
+    (table,) = [
+        t
+        for t in stand_in.route_tables("us-east-1")
+        if [a["subnetId"] for a in t["associations"]] == [public]
+    ]
+
+    output = invoke("dev").output
+
+    assert (
+        f"  left out {public} (us-east-1a): public: route table {table['routeTableId']} sends"
+        f" 0.0.0.0/0 to {table['routes'][0]['gatewayId']}"
+    ) in output.splitlines()
+
+
 def test_config_error_exits_2_with_the_problems(invoke, dev_config, stack_file_says) -> None:
     dev_config["gpu-platform:pools"][0]["max"] = 0
     stack_file_says(dev_config)
@@ -99,7 +188,7 @@ def test_unknown_stack_exits_2_listing_the_stack_files(invoke) -> None:
 
     assert result.exit_code == EXIT_CONFIG_ERROR
     assert "Pulumi.nope.yaml" in result.output
-    assert "the stacks there: dev, gke-dev, prod" in result.output
+    assert "the stacks there: dev, gke-dev, karpenter-dev, prod" in result.output
 
 
 def test_config_text_is_printed_as_written_never_as_markup_or_emoji(
@@ -129,3 +218,25 @@ def test_a_policy_option_naming_the_wrong_thing_exits_2(invoke, args, words) -> 
 
     assert result.exit_code == EXIT_CONFIG_ERROR
     assert words in result.output
+
+
+def test_plan_shows_each_gke_ubuntu_pools_own_driver(invoke, gke_config, stack_file_says) -> None:
+    gke_config["gpu-platform:cluster"]["nodeImage"] = "ubuntu"
+    pool = {**gke_config["gpu-platform:pools"][0], "sharing": {"mode": "exclusive"}}
+    canary = {**pool, "name": "l4-canary", "canaryOf": pool["name"]}
+    gke_config["gpu-platform:pools"] = [pool, {**canary, "gcp": {"driverVersion": "610.43.02"}}]
+    stack_file_says(gke_config)
+
+    result = invoke("dev")
+
+    assert result.exit_code == 0, result.output
+    assert (
+        "  l4-shared: NVIDIA driver 595.91.07 (CUDA 13.2), pinned by the GPU Operator at"
+        " 595.91.07\n"
+        "  l4-canary: NVIDIA driver 610.43.02 (CUDA 13.3), pinned by the GPU Operator at"
+        " 610.43.02; canary of l4-shared, ahead of it (the GPU Operator at 595.91.07): promote"
+        " by giving l4-shared the canary's version"
+    ) in result.output
+    assert "kubernetes:nvidia.com/v1alpha1:NVIDIADriver gpu-operator-driver-l4-canary" in (
+        result.output
+    )

@@ -8,7 +8,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import boto3
 import pytest
@@ -18,13 +18,13 @@ from botocore.stub import Stubber
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from components.config import StackConfig, load_stack_config
+from components.config import GpuPoolSpec, StackConfig, load_stack_config
 from gpu_platform_cli import preflight
 from gpu_platform_cli.app import app
 from gpu_platform_cli.offline import stack_config
 from gpu_platform_cli.preflight import AwsClients, Finding
 from tests.repository import ROOT
-from tests.stack_variants import AL2023_RELEASE
+from tests.stack_variants import AL2023_RELEASE, ODCR, ODCR_GROUP
 
 REGION = "us-east-1"
 Config = dict[str, Any]
@@ -40,6 +40,7 @@ def aws() -> Iterator[AwsClients]:
             boto3.client("eks", region_name=REGION),
             boto3.client("ec2", region_name=REGION),
             boto3.client("service-quotas", region_name=REGION),
+            boto3.client("resource-groups", region_name=REGION),
         )
 
 
@@ -79,9 +80,22 @@ def pod_identity_agent(clients: AwsClients, installed: bool = True) -> None:
         answer(clients.eks, "DescribeAddon", 404, {"Error": error})
 
 
+class Network(NamedTuple):
+    """The ids of what `cluster` creates."""
+
+    vpc: str
+    private: list[str]
+    """The private subnets in us-east-1a, b and e."""
+    public: str
+    private_table: str
+    public_table: str
+    gateway: str
+    nat: str | None
+
+
 def cluster(
     clients: AwsClients, version: str = "1.35", name: str = "ml-dev", nat: bool = True
-) -> None:
+) -> Network:
     """A cluster with private subnets in us-east-1a, b and e, and a public one in a, routed to
     an internet gateway; the private ones reach the internet through a NAT gateway there (or,
     without `nat`, not at all)."""
@@ -102,13 +116,13 @@ def cluster(
     ec2.create_route(RouteTableId=public_table, DestinationCidrBlock="0.0.0.0/0", GatewayId=gateway)
     ec2.associate_route_table(RouteTableId=public_table, SubnetId=public_subnet)
     private_table = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+    nat_gateway = None
     if nat:
         address = ec2.allocate_address(Domain="vpc")["AllocationId"]
-        nat_gateway = ec2.create_nat_gateway(SubnetId=public_subnet, AllocationId=address)
+        created = ec2.create_nat_gateway(SubnetId=public_subnet, AllocationId=address)
+        nat_gateway = created["NatGateway"]["NatGatewayId"]
         ec2.create_route(
-            RouteTableId=private_table,
-            DestinationCidrBlock="0.0.0.0/0",
-            NatGatewayId=nat_gateway["NatGateway"]["NatGatewayId"],
+            RouteTableId=private_table, DestinationCidrBlock="0.0.0.0/0", NatGatewayId=nat_gateway
         )
     for subnet_id in private:
         ec2.associate_route_table(RouteTableId=private_table, SubnetId=subnet_id)
@@ -118,6 +132,7 @@ def cluster(
         roleArn="arn:aws:iam::123456789012:role/ml-dev-cluster",
         resourcesVpcConfig={"subnetIds": subnets},
     )
+    return Network(vpc, private, public_subnet, private_table, public_table, gateway, nat_gateway)
 
 
 def stack(change: Callable[[Config], Any] = lambda c: None) -> StackConfig:
@@ -150,8 +165,24 @@ DEV_POOL_ZONES = Finding(
 )
 
 
+def node_subnets_ok(network: Network) -> Finding:
+    """The subnet finding for `cluster`'s network: its private subnets used, its public one
+    left out."""
+    a, b, e = network.private
+    private = f"private: route table {network.private_table} sends 0.0.0.0/0 to {network.nat}"
+    return Finding(
+        "ok",
+        "cluster ml-dev subnets",
+        f"GPU nodes use the private ones of the cluster's subnets: {a} (us-east-1a), {private};"
+        f" {b} (us-east-1b), {private}; {e} (us-east-1e), {private}. Left out: {network.public}"
+        f" (us-east-1a), public: route table {network.public_table} sends 0.0.0.0/0 to"
+        f" {network.gateway}.",
+        "Nothing.",
+    )
+
+
 def test_a_ready_account_blocks_nothing(aws: AwsClients, quotas: Stubber) -> None:
-    cluster(aws)
+    network = cluster(aws)
     pod_identity_agent(aws)
     quota(quotas, SPOT_G, 32)
 
@@ -161,6 +192,7 @@ def test_a_ready_account_blocks_nothing(aws: AwsClients, quotas: Stubber) -> Non
         CLUSTER_OK,
         AGENT_OK,
         DEV_POOL_ZONES,
+        node_subnets_ok(network),
         NODE_SUBNETS_REACH_OUT,
         Finding(
             "ok",
@@ -427,12 +459,16 @@ NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)
 
 
 def capacity_block(**changes: Any) -> dict[str, Any]:
-    """A Capacity Block of 2 p5.48xlarge in us-east-1a for a day, begun an hour ago."""
+    """A Capacity Block of 2 p5.48xlarge in us-east-1a for a day, begun an hour ago, as EC2's
+    DescribeCapacityReservations describes it."""
     return {
         "CapacityReservationId": "cr-0123456789abcdef0",
         "InstanceType": "p5.48xlarge",
+        "InstancePlatform": "Linux/UNIX",
         "AvailabilityZone": "us-east-1a",
+        "Tenancy": "default",
         "TotalInstanceCount": 2,
+        "AvailableInstanceCount": 2,
         "State": "active",
         "ReservationType": "capacity-block",
         "StartDate": NOW - timedelta(hours=1),
@@ -441,42 +477,120 @@ def capacity_block(**changes: Any) -> dict[str, Any]:
     }
 
 
+def on_demand_reservation(reservation_id: str = ODCR, **changes: Any) -> dict[str, Any]:
+    """An active on-demand capacity reservation of 2 p5.48xlarge in us-east-1a, with no end, one
+    instance of it in use."""
+    block = capacity_block(
+        CapacityReservationId=reservation_id,
+        ReservationType="default",
+        InstanceMatchCriteria="targeted",
+        EndDateType="unlimited",
+        AvailableInstanceCount=1,
+    )
+    del block["EndDate"]
+    return {**block, **changes}
+
+
 def block_pool(c: Config, **changes: Any) -> None:
     pools(c)[0].update(
-        capacity="capacity-block",
-        instanceTypes=["p5.48xlarge"],
-        accelerator="h100-80gb",
-        gpusPerNode=8,
-        zones=["us-east-1a"],
-        max=2,
-        **changes,
+        {
+            "capacity": "capacity-block",
+            "instanceTypes": ["p5.48xlarge"],
+            "accelerator": "h100-80gb",
+            "gpusPerNode": 8,
+            "zones": ["us-east-1a"],
+            "max": 2,
+            **changes,
+        }
     )
     pools(c)[0]["aws"]["capacityReservationId"] = "cr-0123456789abcdef0"
 
 
-def block_findings(block: dict[str, Any], **pool_changes: Any) -> list[Finding]:
-    """The findings for a capacity-block pool, EC2 answering with `block` through botocore's
-    Stubber, which checks the request and the answer against EC2's service model."""
-    ec2 = boto3.client("ec2", region_name="us-east-1")
-    with Stubber(ec2) as stubber:
-        stubber.add_response(
-            "describe_capacity_reservations",
-            {"CapacityReservations": [block]},
-            {"CapacityReservationIds": ["cr-0123456789abcdef0"]},
-        )
-        config = stack(lambda c: block_pool(c, **pool_changes))
-        found = preflight.capacity_block_findings(config, ec2, NOW)
-        stubber.assert_no_pending_responses()
+def reserved_pool(c: Config, **aws: Any) -> None:
+    """The dev stack's pool on p5.48xlarge in us-east-1a in capacity reservation ODCR, or in
+    what `aws` says instead."""
+    block_pool(c, capacity="reserved")
+    pools(c)[0]["aws"].update(capacityReservationId=ODCR, **aws)
+
+
+def on_group(c: Config, **aws: Any) -> None:
+    """The reserved pool on the resource group ODCR_GROUP instead."""
+    reserved_pool(c, capacityReservationResourceGroupArn=ODCR_GROUP, **aws)
+    del pools(c)[0]["aws"]["capacityReservationId"]
+
+
+def stubbed() -> AwsClients:
+    """Clients whose answers the tests give through botocore's Stubber, which checks each
+    request and answer against the service's model (moto has neither EC2's capacity
+    reservations nor Resource Groups' ListGroupResources)."""
+    return AwsClients(
+        boto3.client("eks", region_name=REGION),
+        boto3.client("ec2", region_name=REGION),
+        boto3.client("service-quotas", region_name=REGION),
+        boto3.client("resource-groups", region_name=REGION),
+    )
+
+
+def described(ec2: Stubber, reservation: dict[str, Any]) -> None:
+    ec2.add_response(
+        "describe_capacity_reservations",
+        {"CapacityReservations": [reservation]},
+        {"CapacityReservationIds": [reservation["CapacityReservationId"]]},
+    )
+
+
+def group_holds(groups: Stubber, *reservation_ids: str) -> None:
+    arns = [
+        f"arn:aws:ec2:us-east-1:123456789012:capacity-reservation/{rid}" for rid in reservation_ids
+    ]
+    groups.add_response(
+        "list_group_resources",
+        {
+            "Resources": [
+                {
+                    "Identifier": {
+                        "ResourceArn": arn,
+                        "ResourceType": "AWS::EC2::CapacityReservation",
+                    }
+                }
+                for arn in arns
+            ]
+        },
+        {
+            "Group": ODCR_GROUP,
+            "Filters": [{"Name": "resource-type", "Values": ["AWS::EC2::CapacityReservation"]}],
+        },
+    )
+
+
+def reservation_findings(
+    change: Callable[[Config], Any], answer: Callable[[Stubber, Stubber], Any]
+) -> list[Finding]:
+    """The findings for the dev stack changed by `change`, EC2 and Resource Groups answering as
+    `answer` has them answer, every answer asked for."""
+    clients = stubbed()
+    with Stubber(clients.ec2) as ec2, Stubber(clients.resource_groups) as groups:
+        answer(ec2, groups)
+        found = preflight.reservation_findings(stack(change), clients, NOW)
+        ec2.assert_no_pending_responses()
+        groups.assert_no_pending_responses()
     return found
 
 
+def block_findings(block: dict[str, Any], **pool_changes: Any) -> list[Finding]:
+    """The findings for a capacity-block pool, EC2 answering with `block`."""
+    return reservation_findings(
+        lambda c: block_pool(c, **pool_changes), lambda ec2, _: described(ec2, block)
+    )
+
+
 def test_a_capacity_block_that_matches_its_pool_is_reported_with_its_window() -> None:
-    assert block_findings(capacity_block()) == [
+    assert block_findings(capacity_block(AvailableInstanceCount=1)) == [
         Finding(
             "ok",
             "pool t4-shared",
-            "Capacity Block cr-0123456789abcdef0: 2 x p5.48xlarge in us-east-1a, 2026-11-23 11:00"
-            " to 2026-11-24 12:00 UTC; its instances end with it.",
+            "Capacity Block cr-0123456789abcdef0: 2 x p5.48xlarge in us-east-1a (1 free),"
+            " 2026-11-23 11:00 to 2026-11-24 12:00 UTC; its instances end with it.",
             "Nothing; drain the pool before the block ends.",
         )
     ]
@@ -489,8 +603,9 @@ def test_a_capacity_block_in_another_zone_or_of_another_type_blocks() -> None:
         "blocking",
         "pool t4-shared",
         "Capacity Block cr-0123456789abcdef0 does not match the pool: gpu-platform:pools[0].zones"
-        " is ['us-east-1a'], the block's ['us-east-1b'].",
-        "Set the pool's zones and instance type to the block's.",
+        " is ['us-east-1a'], the capacity block's ['us-east-1b'].",
+        "Set the pool's zones and instance type to the capacity block's, or name another in"
+        " gpu-platform:pools[0].aws.capacityReservationId.",
     )
 
 
@@ -514,15 +629,63 @@ def test_an_ended_capacity_block_blocks() -> None:
     )
 
 
-def test_a_capacity_block_yet_to_start_is_a_warning() -> None:
-    later = capacity_block(StartDate=NOW + timedelta(days=2), EndDate=NOW + timedelta(days=3))
+def test_a_capacity_block_yet_to_start_asks_for_its_start_in_config() -> None:
+    later = capacity_block(
+        State="scheduled", StartDate=NOW + timedelta(days=2), EndDate=NOW + timedelta(days=3)
+    )
 
     (finding,) = block_findings(later)
 
-    assert (finding.severity, finding.message) == (
+    assert finding == Finding(
         "warning",
-        "Capacity Block cr-0123456789abcdef0 starts later (2026-11-25 12:00 to 2026-11-26 12:00"
-        " UTC): until then no node starts.",
+        "pool t4-shared",
+        "Capacity Block cr-0123456789abcdef0 starts later (2 x p5.48xlarge in us-east-1a (2 free),"
+        " 2026-11-25 12:00 to 2026-11-26 12:00 UTC): until then no node starts in it.",
+        "Set gpu-platform:pools[0].aws.capacityBlockStart to 2026-11-25T12:00:00+00:00 to grow"
+        " the node group then (managed node groups), or leave it to the autoscaler to start nodes"
+        " for pending pods.",
+    )
+
+
+def with_block_start(c: Config, start: str) -> None:
+    block_pool(c)
+    pools(c)[0]["aws"]["capacityBlockStart"] = start
+
+
+def test_a_capacity_block_starting_when_config_says_is_a_warning_until_it_starts() -> None:
+    later = capacity_block(
+        State="scheduled", StartDate=NOW + timedelta(days=2), EndDate=NOW + timedelta(days=3)
+    )
+
+    (finding,) = reservation_findings(
+        # The same instant, written with another offset.
+        lambda c: with_block_start(c, "2026-11-25T13:00:00+01:00"),
+        lambda ec2, _: described(ec2, later),
+    )
+
+    assert (finding.severity, finding.action) == (
+        "warning",
+        "Nothing, unless jobs are due before it starts.",
+    )
+
+
+def test_a_capacity_block_starting_at_another_time_than_config_says_blocks() -> None:
+    later = capacity_block(
+        State="scheduled", StartDate=NOW + timedelta(days=2), EndDate=NOW + timedelta(days=3)
+    )
+
+    (finding,) = reservation_findings(
+        lambda c: with_block_start(c, "2026-11-25T11:30:00+00:00"),
+        lambda ec2, _: described(ec2, later),
+    )
+
+    assert finding == Finding(
+        "blocking",
+        "pool t4-shared",
+        "gpu-platform:pools[0].aws.capacityBlockStart is 2026-11-25T11:30:00+00:00, but Capacity"
+        " Block cr-0123456789abcdef0 starts 2026-11-25T12:00:00+00:00: the node group would grow"
+        " at another time.",
+        "Set gpu-platform:pools[0].aws.capacityBlockStart to 2026-11-25T12:00:00+00:00.",
     )
 
 
@@ -544,6 +707,177 @@ def test_a_capacity_block_pool_is_checked_against_its_block_not_a_vcpu_quota(
     assert "Capacity Block cr-0123456789abcdef0: 2 x p5.48xlarge" in findings[-1].message
 
 
+def test_a_reservation_that_matches_its_pool_is_reported_with_what_is_free() -> None:
+    findings = reservation_findings(
+        reserved_pool, lambda ec2, _: described(ec2, on_demand_reservation())
+    )
+
+    assert findings == [
+        Finding(
+            "ok",
+            "pool t4-shared",
+            f"Capacity reservation {ODCR}: 2 x p5.48xlarge in us-east-1a (1 free), active with no"
+            " end.",
+            "Nothing.",
+        )
+    ]
+
+
+def test_a_reservation_ec2_does_not_know_blocks() -> None:
+    def unknown(ec2: Stubber, _: Stubber) -> None:
+        ec2.add_client_error(
+            "describe_capacity_reservations",
+            service_error_code="InvalidCapacityReservationId.NotFound",
+            expected_params={"CapacityReservationIds": [ODCR]},
+        )
+
+    (finding,) = reservation_findings(reserved_pool, unknown)
+
+    assert finding == Finding(
+        "blocking",
+        "pool t4-shared",
+        f"EC2 knows no capacity reservation {ODCR} in this account and region.",
+        "Check gpu-platform:pools[0].aws.capacityReservationId.",
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "mismatch"),
+    [
+        (
+            {"InstancePlatform": "Red Hat Enterprise Linux"},
+            "the capacity reservation's platform is Red Hat Enterprise Linux, the nodes'"
+            " Linux/UNIX",
+        ),
+        (
+            {"Tenancy": "dedicated"},
+            "the capacity reservation's tenancy is dedicated, the nodes' default",
+        ),
+        (
+            {"PlacementGroupArn": "arn:aws:ec2:us-east-1:123456789012:placement-group/train"},
+            "it is in placement group arn:aws:ec2:us-east-1:123456789012:placement-group/train",
+        ),
+    ],
+)
+def test_a_reservation_the_nodes_cannot_match_blocks(
+    changes: dict[str, str], mismatch: str
+) -> None:
+    # EC2 launches an instance into a reservation only where instance type, platform, zone and
+    # tenancy match, and into one made in a placement group only from that group.
+    (finding,) = reservation_findings(
+        reserved_pool, lambda ec2, _: described(ec2, on_demand_reservation(**changes))
+    )
+
+    assert finding.severity == "blocking"
+    assert finding.message == f"Capacity reservation {ODCR} does not match the pool: {mismatch}."
+
+
+OTHER = "cr-0f1e2d3c4b5a69788"
+
+
+def test_each_reservation_of_a_resource_group_is_checked_and_the_group_summed_up() -> None:
+    def answer(ec2: Stubber, groups: Stubber) -> None:
+        group_holds(groups, ODCR, OTHER)
+        described(ec2, on_demand_reservation())
+        described(ec2, on_demand_reservation(OTHER, InstanceType="p4d.24xlarge"))
+
+    findings = reservation_findings(on_group, answer)
+
+    assert findings == [
+        Finding(
+            "ok",
+            "pool t4-shared",
+            f"Capacity reservation {ODCR}: 2 x p5.48xlarge in us-east-1a (1 free), active with no"
+            " end.",
+            "Nothing.",
+        ),
+        Finding(
+            "warning",
+            "pool t4-shared",
+            f"Capacity reservation {OTHER} does not match the pool:"
+            " gpu-platform:pools[0].instanceTypes is ['p5.48xlarge'], the capacity reservation's"
+            " ['p4d.24xlarge'].",
+            "Nothing for the pool, which launches into the group's other reservations (the"
+            " group's finding says how many); remove it from the group if it is of no use.",
+        ),
+        Finding(
+            "ok",
+            "pool t4-shared",
+            f"Resource group {ODCR_GROUP}: 1 reservation(s) the pool's nodes match, 1 of 2"
+            " instances free; past them nodes launch not at all (aws.onDemandFallback is off).",
+            "Nothing.",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fallback", "severity", "past"),
+    [
+        (False, "blocking", "not at all (aws.onDemandFallback is off)"),
+        (True, "warning", "on-demand"),
+    ],
+)
+def test_a_resource_group_with_nothing_the_pool_can_use_blocks_unless_it_falls_back(
+    fallback: bool, severity: str, past: str
+) -> None:
+    def answer(ec2: Stubber, groups: Stubber) -> None:
+        group_holds(groups, ODCR)
+        described(ec2, on_demand_reservation(State="cancelled"))
+
+    *_, group = reservation_findings(lambda c: on_group(c, onDemandFallback=fallback), answer)
+
+    assert (group.severity, group.message) == (
+        severity,
+        f"Resource group {ODCR_GROUP} holds no active reservation the pool's nodes match"
+        f" (1 reservation(s)): they launch {past}.",
+    )
+
+
+def test_a_resource_group_that_does_not_exist_blocks() -> None:
+    def answer(ec2: Stubber, groups: Stubber) -> None:
+        groups.add_client_error(
+            "list_group_resources", service_error_code="NotFoundException", http_status_code=404
+        )
+
+    assert reservation_findings(on_group, answer) == [
+        Finding(
+            "blocking",
+            "pool t4-shared",
+            f"No resource group {ODCR_GROUP}.",
+            "Check gpu-platform:pools[0].aws.capacityReservationResourceGroupArn.",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("capacity", "fallback", "quotas"),
+    [
+        ("on-demand", False, ("on-demand",)),
+        ("spot", False, ("spot",)),
+        # Karpenter's NodePool may start every node on either.
+        ("spot", True, ("spot", "on-demand")),
+        # A reservation counts toward the on-demand quota from when it is made, used or not.
+        ("reserved", False, ()),
+        ("reserved", True, ("on-demand",)),
+        ("capacity-block", False, ()),
+    ],
+)
+def test_a_pool_counts_against_the_vcpu_quotas_of_what_it_may_launch(
+    capacity: str, fallback: bool, quotas: tuple[str, ...]
+) -> None:
+    pool = GpuPoolSpec.model_validate(
+        {
+            "name": "h100",
+            "instanceTypes": ["p5.48xlarge"],
+            "max": 2,
+            "capacity": capacity,
+            "aws": {"onDemandFallback": fallback},
+        }
+    )
+
+    assert preflight.quota_capacities(pool) == quotas
+
+
 def test_preflight_makes_read_only_calls_only(aws: AwsClients, quotas: Stubber) -> None:
     cluster(aws)
     pod_identity_agent(aws)
@@ -558,6 +892,149 @@ def test_preflight_makes_read_only_calls_only(aws: AwsClients, quotas: Stubber) 
 
     assert calls
     assert all(call.startswith(("Describe", "Get", "List")) for call in calls), calls
+
+
+# --- Which subnets the GPU nodes use: private by their route tables -----------------------------
+
+
+def routing(aws: AwsClients, config: StackConfig | None = None) -> dict[str, str]:
+    """Subnet id -> why preflight finds it public or private."""
+    described = aws.eks.describe_cluster(name="ml-dev")["cluster"]
+    found = preflight.node_subnets(config or stack(), aws.ec2, described)
+    assert found is not None
+    return {s["SubnetId"]: r.explanation() for s, r in found}
+
+
+def main_table(aws: AwsClients, vpc: str) -> str:
+    found = aws.ec2.describe_route_tables(
+        Filters=[
+            {"Name": "vpc-id", "Values": [vpc]},
+            {"Name": "association.main", "Values": ["true"]},
+        ]
+    )
+    (table,) = found["RouteTables"]
+    return str(table["RouteTableId"])
+
+
+def test_a_subnet_without_a_table_of_its_own_follows_the_vpcs_main_table(
+    aws: AwsClients,
+) -> None:
+    network = cluster(aws)
+    _, b, _ = network.private
+    (association,) = [
+        a["RouteTableAssociationId"]
+        for t in aws.ec2.describe_route_tables(RouteTableIds=[network.private_table])["RouteTables"]
+        for a in t["Associations"]
+        if a.get("SubnetId") == b
+    ]
+    aws.ec2.disassociate_route_table(AssociationId=association)
+    main = main_table(aws, network.vpc)
+    aws.ec2.create_route(
+        RouteTableId=main, DestinationCidrBlock="0.0.0.0/0", GatewayId=network.gateway
+    )
+
+    assert routing(aws)[b] == (
+        f"public: route table {main} (the VPC's main) sends 0.0.0.0/0 to {network.gateway}"
+    )
+
+
+def test_a_subnet_that_assigns_public_ips_is_private_where_its_routes_reach_no_gateway(
+    aws: AwsClients,
+) -> None:
+    network = cluster(aws)
+    a, _, _ = network.private
+    aws.ec2.modify_subnet_attribute(SubnetId=a, MapPublicIpOnLaunch={"Value": True})
+
+    assert routing(aws)[a] == (
+        f"private: route table {network.private_table} sends 0.0.0.0/0 to {network.nat}"
+    )
+
+
+def test_ipv6_through_an_egress_only_gateway_keeps_a_subnet_private(aws: AwsClients) -> None:
+    network = cluster(aws)
+    created = aws.ec2.create_egress_only_internet_gateway(VpcId=network.vpc)
+    egress_only = created["EgressOnlyInternetGateway"]["EgressOnlyInternetGatewayId"]
+    aws.ec2.create_route(
+        RouteTableId=network.private_table,
+        DestinationIpv6CidrBlock="::/0",
+        EgressOnlyInternetGatewayId=egress_only,
+    )
+
+    assert routing(aws)[network.private[0]] == (
+        f"private: route table {network.private_table} sends 0.0.0.0/0 to {network.nat},"
+        f" ::/0 to {egress_only}"
+    )
+
+
+def test_route_tables_are_read_page_by_page(aws: AwsClients) -> None:
+    network = cluster(aws)
+    tables = aws.ec2.describe_route_tables()["RouteTables"]
+    public = [t for t in tables if t["RouteTableId"] == network.public_table]
+    pages = [
+        {"RouteTables": [t for t in tables if t not in public], "NextToken": "2"},
+        {"RouteTables": public},
+    ]
+    aws.ec2.meta.events.register_first(
+        "before-call.ec2.DescribeRouteTables",
+        lambda **_: (AWSResponse("https://page", 200, HTTPHeaders(), None), pages.pop(0)),
+    )
+
+    found = routing(aws)
+
+    assert pages == []
+    assert found[network.public].startswith("public: ")
+
+
+def test_a_public_subnet_named_in_node_subnet_ids_blocks(aws: AwsClients) -> None:
+    network = cluster(aws)
+    a, _, _ = network.private
+    config = stack(lambda c: c["gpu-platform:cluster"].update(nodeSubnetIds=[a, network.public]))
+    described = aws.eks.describe_cluster(name="ml-dev")["cluster"]
+    found = preflight.node_subnets(config, aws.ec2, described)
+    assert found is not None
+
+    assert preflight.node_subnet_finding(config, found) == Finding(
+        "blocking",
+        "cluster ml-dev subnets",
+        f"gpu-platform:cluster.nodeSubnetIds names public subnets, where GPU nodes must not sit:"
+        f" {network.public} (us-east-1a), public: route table {network.public_table} sends"
+        f" 0.0.0.0/0 to {network.gateway}.",
+        "Name only private subnets in gpu-platform:cluster.nodeSubnetIds: ones whose route"
+        " table sends nothing to an internet gateway.",
+    )
+
+
+def test_a_cluster_whose_every_subnet_is_public_blocks_and_leaves_its_zones_unchecked(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    network = cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    aws.ec2.replace_route(
+        RouteTableId=network.private_table,
+        DestinationCidrBlock="0.0.0.0/0",
+        GatewayId=network.gateway,
+    )
+
+    findings = preflight.preflight(stack(), aws)
+
+    (finding,) = [f for f in findings if f.subject == "cluster ml-dev subnets"]
+    assert (finding.severity, finding.action) == (
+        "blocking",
+        "Name private subnets for them in gpu-platform:cluster.nodeSubnetIds.",
+    )
+    assert finding.message.startswith(
+        "Every subnet of the cluster is public: no place for GPU nodes. "
+    )
+    for subnet, zone in zip(
+        network.private, ("us-east-1a", "us-east-1b", "us-east-1e"), strict=True
+    ):
+        assert (
+            f"{subnet} ({zone}), public: route table {network.private_table} sends 0.0.0.0/0 to"
+            f" {network.gateway}"
+        ) in finding.message
+    assert [f.subject for f in findings if f.subject.startswith("pool ")] == []
+    assert reachability(findings) == []
 
 
 NODE_SUBNETS_REACH_OUT = Finding(
@@ -650,15 +1127,15 @@ def documented_permissions() -> set[str]:
     """The IAM actions the README says preflight needs."""
     text = (ROOT / "README.md").read_text()
     section = text.split("**Pre-flight (EKS).**", 1)[1].split("from your usual", 1)[0]
-    return set(re.findall(r"`([a-z0-9]+:[A-Za-z]+)`", section))
+    return set(re.findall(r"`([a-z0-9-]+:[A-Za-z]+)`", section))
 
 
 def test_the_readme_names_exactly_the_actions_preflight_calls(
     aws: AwsClients, quotas: Stubber
 ) -> None:
     # Every branch that reaches AWS: node subnets without a way out, a live node group, a
-    # Capacity Block pool, a spot pool whose quota the account never changed (read from the AWS
-    # default), instances in use.
+    # Capacity Block pool, a pool on a resource group of reservations, a spot pool whose quota
+    # the account never changed (read from the AWS default), instances in use.
     cluster(aws, nat=False)
     pod_identity_agent(aws)
     live_node_group(aws, desired=0)
@@ -669,6 +1146,13 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
         200,
         {"CapacityReservations": [capacity_block(EndDate=datetime(2099, 1, 1, tzinfo=UTC))]},
     )
+    arn = f"arn:aws:ec2:us-east-1:123456789012:capacity-reservation/{ODCR}"
+    answer(
+        aws.resource_groups,
+        "ListGroupResources",
+        200,
+        {"Resources": [{"Identifier": {"ResourceArn": arn}}]},
+    )
     quotas.add_client_error(
         "get_service_quota", service_error_code="NoSuchResourceException", http_status_code=404
     )
@@ -678,7 +1162,7 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
         {"ServiceCode": "ec2", "QuotaCode": SPOT_G},
     )
     calls: set[str] = set()
-    for client in (aws.eks, aws.ec2, aws.service_quotas):
+    for client in (aws.eks, aws.ec2, aws.service_quotas, aws.resource_groups):
         # Emitted for every call, before a stand-in answer or the Stubber takes it.
         client.meta.events.register(
             "before-parameter-build",
@@ -686,7 +1170,7 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
             unique_id=f"record-{id(client)}",
         )
 
-    def pools_of_both_kinds(c: Config) -> None:
+    def pools_of_every_kind(c: Config) -> None:
         block_pool(c)
         pools(c).append(
             {
@@ -697,8 +1181,20 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
                 "aws": {"amiReleaseVersion": AL2023_RELEASE},
             }
         )
+        pools(c).append(
+            {
+                "name": "h100-reserved",
+                "instanceTypes": ["p5.48xlarge"],
+                "max": 2,
+                "capacity": "reserved",
+                "aws": {
+                    "amiReleaseVersion": AL2023_RELEASE,
+                    "capacityReservationResourceGroupArn": ODCR_GROUP,
+                },
+            }
+        )
 
-    preflight.preflight(stack(pools_of_both_kinds), aws)
+    preflight.preflight(stack(pools_of_every_kind), aws)
 
     assert calls == documented_permissions()
     # The refusal message names the same actions.

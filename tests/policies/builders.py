@@ -294,3 +294,101 @@ def gpu_alert_rules(name: str = "gpu-alerts") -> PlannedResource:
             "spec": {"groups": [{"name": "gpu", "rules": [rule]}]},
         },
     )
+
+
+KARPENTER_NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+EC2_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+
+
+def karpenter_node_pool(name: str = "l4") -> PlannedResource:
+    """A Karpenter GPU NodePool as the platform declares one, for a spot pool of L4s that may
+    fall back to on-demand. Tests change its `inputs` in place."""
+    spec = {
+        "template": {
+            "metadata": {
+                "labels": {
+                    "gpu-platform.io/pool": name,
+                    "gpu-platform.io/accelerator": "l4",
+                    "nvidia.com/gpu.present": "true",
+                }
+            },
+            "spec": {
+                "nodeClassRef": {
+                    "group": "karpenter.k8s.aws",
+                    "kind": "EC2NodeClass",
+                    "name": name,
+                },
+                "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+                "requirements": [
+                    {
+                        "key": "node.kubernetes.io/instance-type",
+                        "operator": "In",
+                        "values": ["g6.xlarge", "g6.2xlarge"],
+                    },
+                    {
+                        "key": "topology.kubernetes.io/zone",
+                        "operator": "In",
+                        "values": ["us-east-1a", "us-east-1b"],
+                    },
+                    {
+                        "key": "karpenter.sh/capacity-type",
+                        "operator": "In",
+                        "values": ["spot", "on-demand"],
+                    },
+                ],
+                "expireAfter": "Never",
+            },
+        },
+        "limits": {"nvidia.com/gpu": "8"},
+        "disruption": {
+            "consolidationPolicy": "WhenEmpty",
+            "consolidateAfter": "10m",
+            "budgets": [{"nodes": "1"}],
+        },
+    }
+    metadata = {"name": name, "annotations": {"gpu-platform.io/on-demand-fallback": "true"}}
+    inputs = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": metadata,
+        "spec": spec,
+    }
+    return resource(KARPENTER_NODE_POOL, name, inputs)
+
+
+def ec2_node_class(name: str = "l4") -> PlannedResource:
+    """The EC2NodeClass of `karpenter_node_pool(name)`: a pinned AL2023 release, IMDSv2 only,
+    an encrypted gp3 root volume. Tests change its `inputs` in place."""
+    spec = {
+        "role": "ml-dev-karpenter-node",
+        "amiSelectorTerms": [{"alias": "al2023@v20260714"}],
+        "subnetSelectorTerms": [{"id": "subnet-0a"}, {"id": "subnet-0b"}],
+        "securityGroupSelectorTerms": [{"id": "sg-0123456789abcdef0"}],
+        "metadataOptions": {
+            "httpEndpoint": "enabled",
+            "httpTokens": "required",
+            "httpPutResponseHopLimit": 1,
+            "httpProtocolIPv6": "disabled",
+        },
+        "blockDeviceMappings": [
+            {
+                "deviceName": "/dev/xvda",
+                "ebs": {
+                    "volumeSize": "200Gi",
+                    "volumeType": "gp3",
+                    "iops": 6000,
+                    "throughput": 500,
+                    "encrypted": True,
+                    "deleteOnTermination": True,
+                },
+            }
+        ],
+        "tags": {"Name": f"ml-dev-{name}", "gpu-platform.io/pool": name},
+    }
+    inputs = {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    return resource(EC2_NODE_CLASS, name, inputs)

@@ -1,9 +1,11 @@
-"""The key paths of the GPU Operator chart's values, one dotted path per line, per chart version.
+"""The key paths of a chart's values, one dotted path per line, per chart and version: the GPU
+Operator's and Karpenter's.
 
-The chart ships no values schema, so Helm takes a misspelt key without a word and the setting
+Neither chart ships a values schema, so Helm takes a misspelt key without a word and the setting
 silently does nothing. `derive.py` reads a chart version's values.yaml and writes its key paths
-to `gpu-operator-<version>.txt` beside this file; the tests check every path the platform sets
-against that list, and config validation checks `operator.overrides` names against it.
+to `<chart>-<version>.txt` beside this file; the tests check every path the platform sets
+against that list, and config validation checks `operator.overrides` names against the GPU
+Operator's.
 """
 
 from collections.abc import Collection, Iterator, Mapping
@@ -11,18 +13,20 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from components.versions import GPU_OPERATOR_CHART
+
 KEY_LISTS_DIR = Path(__file__).parent
 
 
-def key_list_file(version: str) -> Path:
-    """Where the key list of chart `version` is committed."""
-    return KEY_LISTS_DIR / f"gpu-operator-{version}.txt"
+def key_list_file(version: str, chart: str = GPU_OPERATOR_CHART.name) -> Path:
+    """Where the key list of `chart` at `version` is committed."""
+    return KEY_LISTS_DIR / f"{chart}-{version}.txt"
 
 
 @cache
-def chart_key_paths(version: str) -> frozenset[str]:
-    """Every leaf key path of chart `version`'s values (`dcgmExporter.serviceMonitor.enabled`)."""
-    return frozenset(key_list_file(version).read_text().split())
+def chart_key_paths(version: str, chart: str = GPU_OPERATOR_CHART.name) -> frozenset[str]:
+    """Every leaf key path of `chart` `version`'s values (`dcgmExporter.serviceMonitor.enabled`)."""
+    return frozenset(key_list_file(version, chart).read_text().split())
 
 
 def chart_components(version: str) -> frozenset[str]:

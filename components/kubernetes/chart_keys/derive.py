@@ -1,9 +1,12 @@
-"""Write the key paths of a GPU Operator chart's values.yaml to `gpu-operator-<version>.txt`.
+"""Write the key paths of a chart's values.yaml to `<chart>-<version>.txt`.
 
     uv run python -m components.kubernetes.chart_keys.derive values.yaml --version v26.7.0
+    uv run python -m components.kubernetes.chart_keys.derive values.yaml --chart karpenter \
+        --version 1.14.1
 
 Run it on the chart's own values file (`helm show values nvidia/gpu-operator --version
-<version>` prints it) whenever `GPU_OPERATOR_CHART` in components/versions.py changes, commit the
+<version>`, `helm show values oci://public.ecr.aws/karpenter/karpenter --version <version>`)
+whenever `GPU_OPERATOR_CHART` or `KARPENTER_CHART` in components/versions.py changes, commit the
 list it writes, and delete the previous version's list.
 """
 
@@ -27,10 +30,13 @@ def main(
     version: Annotated[
         str, typer.Option(help="The chart version the values file belongs to")
     ] = GPU_OPERATOR_CHART.version,
+    chart: Annotated[
+        str, typer.Option(help="The chart the values file belongs to")
+    ] = GPU_OPERATOR_CHART.name,
 ) -> None:
     """Write the chart's key paths, one per line, beside this script."""
     paths = derive(values.read_text())
-    target = key_list_file(version)
+    target = key_list_file(version, chart)
     target.write_text("\n".join(paths) + "\n")
     typer.echo(f"wrote {len(paths)} key paths to {target}")
 

@@ -147,10 +147,10 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str, str]] = [
         "exactly one zone with capacity-block, the block's",
     ),
     (
-        "reservation without a capacity block",
+        "reservation on a spot pool",
         lambda c: with_aws_options(c, capacityReservationId="cr-0123456789abcdef0"),
         "gpu-platform:pools[0].aws.capacityReservationId",
-        "unless capacity is capacity-block",
+        "no value unless capacity is reserved or capacity-block (this pool's is spot)",
     ),
     (
         "label key longer than EKS takes",

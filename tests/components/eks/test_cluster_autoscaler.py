@@ -200,6 +200,15 @@ def test_defaults_balance_similar_groups_and_rank_by_capacity_then_waste(dev_pla
 def with_pools_of_every_capacity(config: Config) -> Config:
     with_extra_pool(config, name="l4", instanceTypes=["g6.xlarge"], max=2, capacity="on-demand")
     with_extra_pool(config, name="l4-2", instanceTypes=["g6.xlarge"], max=2, capacity="spot")
+    with_extra_pool(
+        config,
+        name="a10g",
+        instanceTypes=["g5.xlarge"],
+        max=2,
+        capacity="reserved",
+        zones=["us-east-1a"],
+        aws={"capacityReservationId": "cr-0fedcba9876543210"},
+    )
     return with_extra_pool(
         config,
         name="h100",
@@ -211,7 +220,7 @@ def with_pools_of_every_capacity(config: Config) -> Config:
     )
 
 
-def test_the_priority_expander_ranks_reserved_then_on_demand_then_spot(
+def test_the_priority_expander_ranks_blocks_then_reservations_then_on_demand_then_spot(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
     values = release(plan_for(with_pools_of_every_capacity(dev_config))).inputs["values"]
@@ -222,7 +231,8 @@ def test_the_priority_expander_ranks_reserved_then_on_demand_then_spot(
     # The chart renders these as the cluster-autoscaler-priority-expander ConfigMap
     # (templates/priority-expander-configmap.yaml, chart 9.59.0); higher wins.
     assert values["expanderPriorities"] == {
-        "30": [f"^eks-h100{suffix}"],
+        "40": [f"^eks-h100{suffix}"],
+        "30": [f"^eks-a10g{suffix}"],
         "20": [f"^eks-l4{suffix}"],
         "10": [f"^eks-t4\\-shared{suffix}", f"^eks-l4\\-2{suffix}"],
     }
@@ -234,7 +244,7 @@ def test_each_pools_expression_matches_its_own_group_and_no_other(
     plan = plan_for(with_pools_of_every_capacity(dev_config))
     priorities = release(plan).inputs["values"]["expanderPriorities"]
     expressions = [e for level in priorities.values() for e in level]
-    groups = {pool: asg_name(plan, pool) for pool in ("t4-shared", "l4", "l4-2", "h100")}
+    groups = {pool: asg_name(plan, pool) for pool in ("t4-shared", "l4", "l4-2", "a10g", "h100")}
 
     matches = {
         pool: [e for e in expressions if re.search(e, group)] for pool, group in groups.items()

@@ -89,10 +89,14 @@ def test_the_nodes_start_in_a_cluster_placement_group(
     assert "placement" in launch_template(plan).property_dependencies
 
 
-def test_a_capacity_block_pool_has_no_placement_group_of_its_own(
-    dev_config: Config, plan_for: PlanFor
+@pytest.mark.parametrize("capacity", ["capacity-block", "reserved"])
+def test_a_pool_in_a_reservation_has_no_placement_group_of_its_own(
+    dev_config: Config, plan_for: PlanFor, capacity: str
 ) -> None:
-    config = efa_pool(dev_config, capacity="capacity-block")
+    # A block's instances are placed together already; an instance launched into a placement
+    # group matches only reservations made in that group (EC2 user guide, "Capacity
+    # Reservations in cluster placement groups"), which one the stack creates cannot have.
+    config = efa_pool(dev_config, capacity=capacity)
     config["gpu-platform:pools"][0]["aws"]["capacityReservationId"] = "cr-0123456789abcdef0"
 
     plan = plan_for(config)

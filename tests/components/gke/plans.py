@@ -7,6 +7,7 @@ from gpu_platform_cli.offline import Plan, PlannedResource
 
 Config = dict[str, Any]
 NODE_POOL = "gcp:container/nodePool:NodePool"
+GET_CLUSTER = "gcp:container/getCluster:getCluster"
 
 
 def node_pool(plan: Plan, pool: str = "l4-shared") -> PlannedResource:

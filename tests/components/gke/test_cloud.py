@@ -1,29 +1,18 @@
 """The GKE side of the program: attaching to the cluster, and bad input refused before any
 resource is registered (mocked program)."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import yaml
 
 from gpu_platform_cli.offline import Plan
-from gpu_platform_cli.stand_ins import gcp as stand_in
 
-from .plans import on_ubuntu, problems_of, with_cluster, with_pool
+from .plans import GET_CLUSTER, on_ubuntu, problems_of, with_cluster, with_pool
 
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
-GET_CLUSTER = "gcp:container/getCluster:getCluster"
-
-
-@pytest.fixture
-def cluster_answer(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    """Changes to make to the stand-in cluster lookup's answer."""
-    changes: dict[str, Any] = {}
-    answer = stand_in.INVOKES[GET_CLUSTER]
-    monkeypatch.setitem(stand_in.INVOKES, GET_CLUSTER, lambda args: answer(args) | changes)
-    yield changes
 
 
 def test_cluster_is_looked_up_by_the_configured_project_location_and_name(

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from gpu_platform_cli.offline import Plan, run_program
+from tests.stack_variants import with_gke_capacity_pools
 
 from .gke_api import api_problems, discovery_document, to_api_node_pool
 from .plans import NODE_POOL, on_ubuntu, with_cluster, with_pool
@@ -65,6 +66,7 @@ VARIANTS: dict[str, Callable[[Config], Config]] = {
         accelerator=None,
         gpusPerNode=None,
     ),
+    "specific reservation, flex-start and queued provisioning": with_gke_capacity_pools,
 }
 
 

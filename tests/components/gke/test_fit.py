@@ -6,11 +6,12 @@ from decimal import Decimal
 from typing import Any
 
 from components.config import load_stack_config
-from components.fit import NodeTemplate, fits, gke_node_template
+from components.fit import NodeTemplate, fits, fitting_pools, gke_node_template
 from components.gke.machine_types import gpu_shape
 from components.kubernetes.gpu_pod import gpu_pod_spec
 from components.node_identity import ResolvedPool, Taint, resolve_pool, sharer_for
 from gpu_platform_cli.offline import Plan
+from tests.stack_variants import FLEX_START_POOL, QUEUED_POOL, with_gke_capacity_pools
 
 from .plans import NODE_POOL
 
@@ -99,3 +100,44 @@ def test_a_mig_pool_scales_up_from_zero_for_a_partition(
     assert by_pool["a100-slices"] == ()
     assert template.resources == {"nvidia.com/gpu": Decimal(7)}
     assert template.labels["cloud.google.com/gke-gpu-partition-size"] == "1g.5gb"
+
+
+def test_a_queued_pools_template_has_the_taint_gke_adds_to_its_nodes(
+    gke_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    # GKE adds "the cloud.google.com/gke-queued taint to the node pool" (its provisioningrequest
+    # page); the pool itself declares only the GPU taint.
+    plan = plan_for(with_gke_capacity_pools(gke_config))
+    (template,) = [t for t in templates(plan) if t.pool == QUEUED_POOL]
+
+    assert template.taints == (
+        Taint("nvidia.com/gpu", "present", "NoSchedule"),
+        Taint("cloud.google.com/gke-queued", "true", "NoSchedule"),
+    )
+
+
+def test_a_pod_that_does_not_tolerate_the_queued_taint_fits_no_queued_pool(
+    gke_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    config = with_gke_capacity_pools(gke_config)
+    pod = gpu_pod_spec(resolved(config, QUEUED_POOL), "cuda:12", ["nvidia-smi"])
+
+    by_pool = {f.pool: f.reasons for f in fits(pod, templates(plan_for(config)))}
+
+    assert by_pool[QUEUED_POOL] == (
+        "taint cloud.google.com/gke-queued=true:NoSchedule is not tolerated",
+    )
+
+
+def test_flex_start_templates_have_the_label_gkes_guides_select_flex_start_nodes_by(
+    gke_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    # Jobs select flex-start nodes by `cloud.google.com/gke-flex-start: "true"` in GKE's
+    # flex-start and provisioningrequest guides.
+    plan = plan_for(with_gke_capacity_pools(gke_config))
+    pod = {
+        "nodeSelector": {"cloud.google.com/gke-flex-start": "true"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+    }
+
+    assert fitting_pools(pod, templates(plan)) == [FLEX_START_POOL]

@@ -68,11 +68,15 @@ def test_derive_writes_the_list_for_the_version_given(
 ) -> None:
     values = tmp_path / "values.yaml"
     values.write_text(SAMPLE_VALUES)
-    monkeypatch.setattr(derive, "key_list_file", lambda version: tmp_path / f"{version}.txt")
+    monkeypatch.setattr(
+        derive, "key_list_file", lambda version, chart: tmp_path / f"{chart}-{version}.txt"
+    )
 
-    derive.main(values, version="v1.2.3")
+    derive.main(values, version="v1.2.3", chart="some-chart")
 
-    assert (tmp_path / "v1.2.3.txt").read_text().splitlines() == derive.derive(SAMPLE_VALUES)
+    assert (tmp_path / "some-chart-v1.2.3.txt").read_text().splitlines() == derive.derive(
+        SAMPLE_VALUES
+    )
 
 
 def test_the_committed_key_list_is_the_pinned_chart_versions() -> None:

@@ -122,36 +122,25 @@ def test_gke_ubuntu_has_the_operator_install_the_driver_at_default_paths() -> No
     assert not {"hostPaths", "cdi"} & values.keys()
 
 
-def test_gke_ubuntu_pins_the_operators_driver_version() -> None:
+def test_gke_ubuntu_leaves_the_driver_to_the_platforms_nvidiadriver_resources() -> None:
+    # The chart's default NVIDIADriver would be the fallback for nodes no other selects; with
+    # the CRD on, ClusterPolicy carries no driver version and each NVIDIADriver its own upgrade
+    # policy (gpu-operator v26.7.0 templates/nvidiadriver.yaml, templates/clusterpolicy.yaml).
     values = values_for(
         platform=Platform.GKE_UBUNTU, operator=OperatorSpec(driverVersion="580.95.05")
     )
 
-    assert values["driver"]["version"] == "580.95.05"
-
-
-def test_a_new_operator_driver_rolls_a_share_of_nodes_at_a_time_after_running_jobs() -> None:
-    operator = OperatorSpec(driverUpgradeMaxUnavailablePercent=10, driverUpgradeJobWaitMinutes=120)
-
-    values = values_for(platform=Platform.GKE_UBUNTU, operator=operator)
-
-    assert values["driver"]["upgradePolicy"] == {
-        "autoUpgrade": True,
-        "maxParallelUpgrades": 1,
-        "maxUnavailable": "10%",
-        "waitForCompletion": {
-            "podSelector": "batch.kubernetes.io/job-name",
-            "timeoutSeconds": 7200,
-        },
-        "gpuPodDeletion": {"force": False, "timeoutSeconds": 300},
+    assert values["driver"] == {
+        "enabled": True,
+        "nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False},
     }
 
 
 @pytest.mark.parametrize("platform", [p for p in Platform if p is not Platform.GKE_UBUNTU])
-def test_where_the_node_image_carries_the_driver_no_version_is_set(platform: Platform) -> None:
-    driver = values_for(platform=platform)["driver"]
-
-    assert "version" not in driver and "upgradePolicy" not in driver
+def test_where_the_node_image_carries_the_driver_the_operator_builds_none(
+    platform: Platform,
+) -> None:
+    assert values_for(platform=platform)["driver"] == {"enabled": False}
 
 
 def test_gke_ubuntu_toolkit_reads_containerds_config_from_its_file_too() -> None:
