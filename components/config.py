@@ -375,9 +375,10 @@ class GpuPoolSpec(_Model):
     name: PoolName
     """Names the pool's node group or node pool and its `gpu-platform.io/pool` node label."""
     instance_types: list[Annotated[str, StringConstraints(min_length=1)]] = Field(min_length=1)
-    """EC2 instance types, or one GCE machine type. Several EC2 types must share one shape (GPUs,
-    vCPUs, memory, architecture): the cluster autoscaler plans a node group's nodes from zero as
-    its first type."""
+    """EC2 instance types, or one GCE machine type. On managed node groups several EC2 types must
+    share one shape (GPUs, vCPUs, memory, architecture): the cluster autoscaler plans a node
+    group's nodes from zero as its first type. Under Karpenter they may be sizes of one GPU model
+    and architecture (`g6.xlarge`, `g6.12xlarge`): Karpenter picks one per pending pod."""
     accelerator: AcceleratorName | None = None
     """The GPU model. Read from the machine when left out: on EKS from the instance type, on GKE
     from accelerator-optimized machine types (A2, A3, A4, G2); N1 pools must state it."""
@@ -386,7 +387,8 @@ class GpuPoolSpec(_Model):
     min: int = Field(default=0, ge=0)
     """Nodes kept when idle. Every node above zero bills around the clock."""
     max: int = Field(ge=1, le=1000)
-    """The most nodes the autoscaler may start: the pool's cost ceiling."""
+    """The most nodes the autoscaler may start: the pool's cost ceiling. Under Karpenter, a limit
+    of `max` times the GPUs of the pool's largest instance type."""
     capacity: Literal["on-demand", "spot", "reserved", "capacity-block"] = "on-demand"
     """How the nodes are bought: `reserved` consumes EC2 on-demand capacity reservations
     (`aws.capacityReservationId` or `aws.capacityReservationResourceGroupArn`), `capacity-block`

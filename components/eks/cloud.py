@@ -68,6 +68,7 @@ class EksCloud:
                     subnets,
                     self._node_image,
                     self.config.autoscaler.gpu_node_idle_minutes,
+                    karpenter=self.config.provisioner == "karpenter",
                 )
             except ConfigError as error:
                 problems.extend(error.problems)

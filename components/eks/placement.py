@@ -75,8 +75,13 @@ def resolve_placement(
     subnets: Sequence[Subnet],
     node_image: str,
     idle_minutes: int,
+    karpenter: bool = False,
 ) -> tuple[ResolvedPool, NodeGroupPlacement]:
-    """The pool with its GPUs and its node group's placement; ConfigError if it cannot work."""
+    """The pool with its GPUs and its node group's placement; ConfigError if it cannot work.
+
+    With `karpenter`, the pool becomes a NodePool rather than a node group: its instance types
+    may be of several sizes, and the node group's own limits (label lengths, autoscaler tags,
+    live sizes) do not apply."""
     _raise_if_any(_option_problems(spec, index))
     offered = offered_zones(spec.instance_types, cluster.region)
     not_offered = [name for name in spec.instance_types if not offered[name]]
@@ -92,28 +97,31 @@ def resolve_placement(
             ]
         )
     instance_types = tuple(look_up_instance_type(n, cluster.region) for n in spec.instance_types)
-    _raise_if_any(_instance_type_problems(spec, index, instance_types))
+    _raise_if_any(_instance_type_problems(spec, index, instance_types, karpenter))
     _raise_if_any(_efa_problems(spec, index, instance_types))
-    first = instance_types[0]
-    assert first.gpu is not None and first.architecture is not None
+    # The pool's GPUs per node are its largest type's: under Karpenter its GPU limit is `max`
+    # nodes of that size; on a node group every type has the same.
+    largest = max(instance_types, key=lambda t: t.gpu.count if t.gpu else 0)
+    assert largest.gpu is not None and largest.architecture is not None
     zones, subnet_ids = _zones_and_subnets(spec, index, offered, subnets)
     _raise_if_any(_per_zone_problems(spec, index, zones))
-    release, driver = _release_and_driver(spec, index, cluster, node_image, first.architecture)
-    pool = resolve_pool(spec, index, first.gpu, driver=driver)
+    release, driver = _release_and_driver(spec, index, cluster, node_image, largest.architecture)
+    pool = resolve_pool(spec, index, largest.gpu, driver=driver)
     efa_interfaces = min(t.efa_interfaces for t in instance_types) if spec.aws.efa else 0
-    _raise_if_any(_node_group_problems(pool, cluster.name, idle_minutes, efa_interfaces))
+    if not karpenter:
+        _raise_if_any(_node_group_problems(pool, cluster.name, idle_minutes, efa_interfaces))
     placement = NodeGroupPlacement(
         instance_types=instance_types,
         zones=zones,
         subnet_ids=subnet_ids,
-        ami_type=AMI_TYPES[(node_image, first.architecture)],
+        ami_type=AMI_TYPES[(node_image, largest.architecture)],
         release_version=release,
         efa_interfaces=efa_interfaces,
         subnets_by_zone=tuple(
             (zone, tuple(s.id for s in subnets if s.zone == zone and s.id in subnet_ids))
             for zone in zones
         ),
-        live_scalings=live_scalings(cluster, spec.name),
+        live_scalings={} if karpenter else live_scalings(cluster, spec.name),
     )
     return pool, placement
 
@@ -136,7 +144,7 @@ def _option_problems(spec: GpuPoolSpec, i: int) -> Iterator[ConfigProblem]:
 
 
 def _instance_type_problems(
-    spec: GpuPoolSpec, i: int, instance_types: Sequence[InstanceType]
+    spec: GpuPoolSpec, i: int, instance_types: Sequence[InstanceType], karpenter: bool
 ) -> Iterator[ConfigProblem]:
     path = key_path("pools", i, "instanceTypes")
     unusable = [t for t in instance_types if t.gpu is None or t.architecture is None]
@@ -153,8 +161,23 @@ def _instance_type_problems(
     # only ("always use first instance", AwsManager.buildInstanceType in
     # cloudprovider/aws/aws_manager.go): every type of a pool must have that node's shape, or
     # pods are planned onto nodes that are larger or smaller than the ones that start.
+    # Karpenter plans each pending pod against every allowed type's own capacity, so one NodePool
+    # may offer several sizes; they share one GPU model, driver and CPU architecture, as the
+    # pool's node labels, AMI alias and driver tables are the pool's.
+    if karpenter:
+        models = {(t.gpu.accelerator, t.architecture) for t in instance_types if t.gpu}
+        if len(models) > 1:
+            described = "; ".join(
+                f"{t.name}: {t.describe_gpus()}, {t.architecture}" for t in instance_types
+            )
+            yield ConfigProblem(
+                path,
+                spec.instance_types,
+                f"instance types of one GPU model and CPU architecture; {described}",
+            )
+            return
     shapes = {(t.gpu, t.architecture, t.vcpus, t.memory_mib) for t in instance_types}
-    if len(shapes) > 1:
+    if not karpenter and len(shapes) > 1:
         described = "; ".join(
             f"{t.name}: {t.describe_gpus()}, {t.vcpus} vCPUs, {t.memory_mib} MiB, {t.architecture}"
             for t in instance_types
@@ -174,11 +197,16 @@ def _instance_type_problems(
             spec.accelerator,
             f"{first.gpu.accelerator}, the GPU of {first.name} (or leave it out)",
         )
-    if spec.gpus_per_node is not None and spec.gpus_per_node != first.gpu.count:
+    other_count = next(
+        (t for t in instance_types if t.gpu is not None and t.gpu.count != spec.gpus_per_node),
+        None,
+    )
+    if spec.gpus_per_node is not None and other_count is not None:
+        assert other_count.gpu is not None
         yield ConfigProblem(
             key_path("pools", i, "gpusPerNode"),
             spec.gpus_per_node,
-            f"{first.gpu.count}, the GPUs of {first.name} (or leave it out)",
+            f"{other_count.gpu.count}, the GPUs of {other_count.name} (or leave it out)",
         )
     if isinstance(spec.sharing, MigSharing):
         problem = mig_problem(spec, first.gpu.accelerator, i)

@@ -390,10 +390,22 @@ def test_a_pod_asking_for_efa_fits_only_the_efa_pool() -> None:
 
 @pytest.fixture(scope="module")
 def karpenter_templates() -> list[NodeTemplate]:
-    """The karpenter-dev stack's NodePools, its spot T4s allowed two zones only."""
+    """The karpenter-dev stack's NodePools, its spot T4s allowed two zones only and its L4s one
+    size, g6.xlarge."""
     config = copy.deepcopy(stack_config("karpenter-dev"))
     config["gpu-platform:pools"][0]["zones"] = ["us-east-1a", "us-east-1b"]
+    config["gpu-platform:pools"][1]["instanceTypes"] = ["g6.xlarge"]
     return node_templates(run_program("karpenter-dev", config=config))
+
+
+def test_a_pod_fits_a_karpenter_pool_that_offers_a_size_large_enough() -> None:
+    # karpenter-dev's L4 pool allows g6.xlarge (1 L4) and g6.12xlarge (4 L4s).
+    templates = node_templates(run_program("karpenter-dev"))
+    four = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "4"}), "l4-on-demand")
+    five = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "5"}), "l4-on-demand")
+
+    assert fitting_pools(four, templates) == ["l4-on-demand"]
+    assert fitting_pools(five, templates) == []
 
 
 def on_pool(pod: dict[str, Any], pool: str) -> dict[str, Any]:
