@@ -595,9 +595,17 @@ def _cluster_findings(
             )
         ]
     findings = [_status_finding(subject, cluster)]
-    if config.autoscaler.install:
-        findings.append(_pod_identity_agent_finding(subject, name, clients))
+    credentialed = _pod_identity_user(config)
+    if credentialed is not None:
+        findings.append(_pod_identity_agent_finding(subject, name, credentialed, clients))
     return cluster, findings
+
+
+def _pod_identity_user(config: StackConfig) -> str | None:
+    """What the stack installs that gets its AWS credentials through EKS Pod Identity."""
+    if config.provisioner == "karpenter":
+        return "Karpenter"
+    return "the cluster autoscaler" if config.autoscaler.install else None
 
 
 def _status_finding(subject: str, cluster: Mapping[str, Any]) -> Finding:
@@ -620,7 +628,7 @@ def _status_finding(subject: str, cluster: Mapping[str, Any]) -> Finding:
     return Finding("ok", subject, f"ACTIVE, Kubernetes {version}.", "Nothing.")
 
 
-def _pod_identity_agent_finding(subject: str, name: str, clients: AwsClients) -> Finding:
+def _pod_identity_agent_finding(subject: str, name: str, user: str, clients: AwsClients) -> Finding:
     try:
         clients.eks.describe_addon(clusterName=name, addonName=POD_IDENTITY_AGENT)
     except ClientError as error:
@@ -629,8 +637,8 @@ def _pod_identity_agent_finding(subject: str, name: str, clients: AwsClients) ->
         return Finding(
             "blocking",
             subject,
-            f"No {POD_IDENTITY_AGENT} add-on: the cluster autoscaler would get no AWS"
-            " credentials and never scale a GPU pool up.",
+            f"No {POD_IDENTITY_AGENT} add-on: {user} would get no AWS credentials and never"
+            " scale a GPU pool up.",
             f"aws eks create-addon --cluster-name {name} --addon-name {POD_IDENTITY_AGENT}",
         )
     return Finding("ok", subject, f"The {POD_IDENTITY_AGENT} add-on is installed.", "Nothing.")
@@ -945,6 +953,13 @@ _QUOTA_LIFECYCLES: Mapping[str | None, str] = {None: "on-demand", "spot": "spot"
 
 def _is_stack_node(config: StackConfig, instance: Mapping[str, Any]) -> bool:
     tags = {tag["Key"]: tag["Value"] for tag in instance.get("Tags", [])}
+    if config.provisioner == "karpenter":
+        # Karpenter tags every instance with its NodePool and cluster
+        # (karpenter-provider-aws v1.14.1, pkg/utils/utils.go GetTags); a pool's NodePool is
+        # named after it.
+        return tags.get("eks:eks-cluster-name") == config.cluster.name and tags.get(
+            "karpenter.sh/nodepool"
+        ) in {pool.name for pool in config.pools}
     group = tags.get("eks:nodegroup-name", "")
     return tags.get("eks:cluster-name") == config.cluster.name and any(
         is_node_group_of(pool.name, group) for pool in config.pools

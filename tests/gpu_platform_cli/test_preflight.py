@@ -406,6 +406,53 @@ def test_without_the_pod_identity_agent_the_autoscaler_would_be_stuck(
     )
 
 
+def on_karpenter(config: Config) -> None:
+    """The dev stack's pools under Karpenter, which takes whole GPUs and no minimum."""
+    config["gpu-platform:provisioner"] = "karpenter"
+    config.pop("gpu-platform:autoscaler", None)
+    for pool in pools(config):
+        pool.pop("sharing", None)
+        pool["min"] = 0
+
+
+def test_without_the_pod_identity_agent_karpenter_would_be_stuck(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws, installed=False)
+    quota(quotas, SPOT_G, 32)
+
+    findings = preflight.preflight(stack(on_karpenter), aws)
+
+    assert findings[1] == Finding(
+        "blocking",
+        "cluster ml-dev",
+        "No eks-pod-identity-agent add-on: Karpenter would get no AWS credentials and never"
+        " scale a GPU pool up.",
+        "aws eks create-addon --cluster-name ml-dev --addon-name eks-pod-identity-agent",
+    )
+
+
+def test_karpenters_own_nodes_count_within_their_pools_max(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    # The tags Karpenter puts on every instance it launches (karpenter-provider-aws v1.14.1,
+    # pkg/utils/utils.go GetTags).
+    run_spot_instance(
+        aws,
+        "g4dn.2xlarge",
+        {"eks:eks-cluster-name": "ml-dev", "karpenter.sh/nodepool": "t4-shared"},
+    )
+
+    findings = preflight.preflight(stack(on_karpenter), aws)
+
+    assert findings[-1].severity == "ok"
+    assert findings[-1].message.endswith("with no other instance using them now.")
+
+
 def test_the_agent_is_not_required_where_the_stack_installs_no_autoscaler(
     aws: AwsClients, quotas: Stubber
 ) -> None:
