@@ -6,7 +6,8 @@ errors that need a reset or a new node (docs.aws.amazon.com/eks/latest/userguide
 It reads them through its own DCGM host engine, the `dcgm-server` DaemonSet, which tolerates no
 taint as shipped (aws/eks-node-monitoring-agent chart values, `dcgmAgent.tolerations: []`), so
 on tainted GPU nodes it would not run and no GPU fault would reach the condition. The agent's
-own DaemonSet tolerates every taint already.
+own DaemonSet tolerates every taint already. The add-on's configuration schema, which EKS checks
+`configurationValues` against, has the key (components/eks/addon_schemas/).
 
 AWS does not support pointing the agent at an existing DCGM, such as the GPU Operator's exporter:
 both run on each GPU node. The add-on is therefore opt-in, at a version the stack pins

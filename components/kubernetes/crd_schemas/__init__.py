@@ -85,7 +85,7 @@ def _without_descriptions(schema: Mapping[str, Any]) -> Iterator[tuple[str, Any]
     for key, value in schema.items():
         if key == "description":
             continue
-        if key == "properties":
+        if key in ("properties", "definitions", "$defs"):
             yield key, {name: without_descriptions(s) for name, s in value.items()}
         elif key in ("items", "additionalProperties", "not") and isinstance(value, Mapping):
             yield key, without_descriptions(value)

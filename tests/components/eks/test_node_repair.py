@@ -3,6 +3,9 @@
 import json
 from collections.abc import Callable
 
+from jsonschema import Draft7Validator
+
+from components.eks.addon_schemas import addon_schema
 from gpu_platform_cli.offline import Plan
 from tests.conftest import Config
 
@@ -49,3 +52,17 @@ def test_the_node_monitoring_agent_runs_its_dcgm_server_on_the_tainted_gpu_nodes
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
         }
     }
+
+
+def test_the_agents_configuration_is_one_its_add_on_accepts(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    # EKS checks `configurationValues` against the add-on's schema
+    # (aws/eks-node-monitoring-agent v1.7.0, charts/configuration.schema.json, derived into
+    # components/eks/addon_schemas/): every level refuses keys it does not name.
+    dev_config["gpu-platform:cluster"]["nodeMonitoringAgentVersion"] = "v1.7.0-eksbuild.1"
+    (addon,) = plan_for(dev_config).of_type(ADDON)
+    validator = Draft7Validator(addon_schema("eks-node-monitoring-agent", "v1.7.0"))
+
+    assert list(validator.iter_errors(json.loads(addon.inputs["configurationValues"]))) == []
+    assert not validator.is_valid({"dcgmAgent": {"toleration": []}})
