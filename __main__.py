@@ -56,6 +56,7 @@ tenants = [
             pools,
             config.monitoring,
             secret_monitoring=config.is_secret("monitoring"),
+            provisioner=config.provisioner,
         ),
         pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[operator])),
     )
@@ -70,7 +71,10 @@ pulumi.export("helmReleaseNamespaces", config.helm_release_namespaces)
 pulumi.export("prometheusRuleNames", monitoring.rule_names)
 pulumi.export(
     "pools",
-    secret_if(config.is_secret("pools"), {pool.spec.name: pool_placement(pool) for pool in pools}),
+    secret_if(
+        config.is_secret("pools"),
+        {pool.spec.name: pool_placement(pool, config.provisioner) for pool in pools},
+    ),
 )
 pulumi.export(
     "gpuPools",

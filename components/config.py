@@ -1386,6 +1386,19 @@ def _nvidia_driver_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         )
     taken = (*NVIDIA_DRIVER_OVERRIDES, *_CHART_DRIVER_OVERRIDES)
     for key, value in config.operator.overrides.get("driver", {}).items():
+        # The operator reconciles NVIDIADriver resources whenever ClusterPolicy's
+        # useNvidiaDriverCRD is on, whatever its driver.enabled (v26.7.0
+        # controllers/nvidiadriver_controller.go:120-131): `false` would install the pools'
+        # drivers all the same.
+        if key == "enabled" and value is not True:
+            yield ConfigProblem(
+                key_path("operator", "overrides", "driver", key),
+                value,
+                "true or no value with nodeImage ubuntu, where the platform's NVIDIADriver"
+                " resources install each pool's driver whatever it says, and nothing else"
+                " installs one; for a driver the GPU Operator does not build, use nodeImage cos"
+                " (Google's installer loads COS's driver)",
+            )
         if key not in taken:
             yield ConfigProblem(
                 key_path("operator", "overrides", "driver", key),
@@ -1634,6 +1647,8 @@ _NODE_GROUP_ONLY_OPTIONS: Mapping[str, str] = {
     " resource group: name the reservation in aws.capacityReservationId",
     "capacity_block_start": "Karpenter launches into a Capacity Block once it is active and"
     " drains its nodes before it ends, by itself",
+    "node_repair": "EKS node repair acts on managed node groups; Karpenter's own is an alpha"
+    " feature the platform leaves off (docs/karpenter.md, Node repair and GPU health)",
 }
 # Karpenter plans a node's `nvidia.com/gpu` from EC2's instance data, one per physical GPU
 # (pkg/providers/instancetype/types.go `nvidiaGPUs` at v1.14.1), and knows no `nvidia.com/mig-*`

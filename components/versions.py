@@ -136,7 +136,7 @@ CLUSTER_AUTOSCALER_IMAGES = {
 # chart at the same version: an upgrade of this pin upgrades them too. 1.14.1 supports
 # Kubernetes up to 1.36 (Karpenter's compatibility matrix: 1.36 needs 1.13 or newer). The
 # NodePool and EC2NodeClass shapes the platform renders are checked against this version's CRDs
-# (components/eks/karpenter/crd_schemas/).
+# (components/kubernetes/crd_schemas/).
 KARPENTER_CHART = HelmChart(
     name="karpenter",
     version="1.14.1",

@@ -1,8 +1,8 @@
 """`gpu-platform`: plan, check and inspect the GPU platform's stacks without touching a cluster.
 
 Every command and option is declared here; each command imports its own module only when it
-runs, so that `gpu-platform plan` does not pay for boto3 (`preflight`), the fit check's node
-templates or the config reference, and `--help` answers at once.
+runs, so that `gpu-platform plan` does not pay for boto3 or google-auth (`preflight`), the fit
+check's node templates or the config reference, and `--help` answers at once.
 """
 
 import gc
@@ -112,9 +112,11 @@ def plan(
 
 @app.command()
 def preflight(stack: Stack) -> None:
-    """Check an EKS stack against its AWS account: cluster, instance type offerings, quotas.
+    """Check a stack against its cloud: EKS cluster, offerings and quotas; GKE cluster and
+    reservations.
 
-    Read-only. Exit codes: 0 nothing blocks; 1 a blocking finding; 2 a bad stack.
+    Read-only. Exit codes: 0 nothing blocks; 1 a blocking finding; 2 a bad stack; 4 it cannot
+    check (credentials, network, permissions).
     """
     from gpu_platform_cli import preflight as command
 

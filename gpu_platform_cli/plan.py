@@ -79,6 +79,17 @@ KEY_INPUTS: Mapping[str, Sequence[str]] = {
         "nodeConfig.spot",
         "nodeConfig.taints",
         "nodeConfig.labels",
+        # Capacity, shown where the pool sets it; Dynamic Workload Scheduler pools repair no node.
+        "nodeConfig.reservationAffinity",
+        "nodeConfig.flexStart",
+        "nodeConfig.maxRunDuration",
+        "queuedProvisioning",
+        "management",
+    ),
+    "kubernetes:nvidia.com/v1alpha1:NVIDIADriver": (
+        "metadata.name",
+        "spec.version",
+        "spec.nodeSelector",
     ),
     "kubernetes:helm.sh/v3:Release": ("chart", "version", "repositoryOpts.repo", "namespace"),
     "kubernetes:core/v1:Namespace": ("metadata.name", "metadata.labels"),

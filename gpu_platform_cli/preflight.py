@@ -19,7 +19,9 @@ otherwise surface half-way through a deployment or, worse, as a GPU pool that ne
   exists.
 
 Each finding says what to do. Exits 1 if any finding blocks the deployment, 2 for a bad stack,
-4 when it cannot check (no credentials, no way to AWS, a permission missing).
+4 when it cannot check (no credentials, no way to AWS, a permission missing). GKE stacks are
+checked against their Google Cloud project by `gpu_platform_cli.preflight_gke`, with the same
+findings and exit codes.
 """
 
 import re
@@ -147,7 +149,8 @@ class AwsClients:
 
 
 def run(stack: str) -> None:
-    """Check an EKS stack against its AWS account: cluster, instance type offerings, quotas."""
+    """Check a stack against its cloud: an EKS stack against its AWS account (cluster, instance
+    type offerings, quotas), a GKE stack against its Google Cloud project (`preflight_gke`)."""
     console = plain_console()
     try:
         config = load_stack_config(*_gpu_platform_config(stack_config(stack)))
@@ -155,14 +158,18 @@ def run(stack: str) -> None:
         fail(str(unreadable), EXIT_BAD_STACK)
     except ConfigError as error:
         fail(error.report(), EXIT_BAD_STACK)
-    if config.cloud is not Cloud.AWS:
-        fail(f"Stack {stack} is on {config.cloud}: pre-flight checks EKS stacks.", EXIT_BAD_STACK)
-    assert config.cluster.region is not None  # config validation requires it on AWS
-    try:
-        findings = preflight(config, AwsClients.for_region(config.cluster.region))
-        findings += chart_findings(config)
-    except (BotoCoreError, ClientError) as error:
-        fail(f"Cannot check stack {stack}: {why_it_cannot_check(error)}", EXIT_CANNOT_CHECK)
+    if config.cloud is Cloud.GCP:
+        # Google's auth library is loaded for GKE stacks only.
+        from gpu_platform_cli import preflight_gke
+
+        findings = preflight_gke.check(stack, config)
+    else:
+        assert config.cluster.region is not None  # config validation requires it on AWS
+        try:
+            findings = preflight(config, AwsClients.for_region(config.cluster.region))
+            findings += chart_findings(config)
+        except (BotoCoreError, ClientError) as error:
+            fail(f"Cannot check stack {stack}: {why_it_cannot_check(error)}", EXIT_CANNOT_CHECK)
     print_findings(findings, console)
     if any(f.blocking for f in findings):
         raise typer.Exit(EXIT_BLOCKED)
@@ -174,7 +181,8 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
     quotas."""
     cluster, findings = _cluster_findings(config, clients)
     candidates = node_subnets(config, clients.ec2, cluster)
-    subnets = None if candidates is None else [s for s, r in candidates if not r.public]
+    private = None if candidates is None else [(s, r) for s, r in candidates if not r.public]
+    subnets = None if private is None else [s for s, _ in private]
     described = describe_instance_types(
         clients.ec2, sorted({name for pool in config.pools for name in pool.instance_types})
     )
@@ -182,8 +190,8 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
     findings += efa_findings(config, described)
     if candidates is not None:
         findings.append(node_subnet_finding(config, candidates))
-    if subnets:
-        findings += reachability_findings(config, clients.ec2, subnets)
+    if private:
+        findings += reachability_findings(config, clients.ec2, private)
     if cluster is not None:
         findings += size_change_findings(config, clients.eks)
     findings += reservation_findings(config, clients, datetime.now(UTC))
@@ -760,6 +768,7 @@ def _route_table(table: Mapping[str, Any]) -> RouteTable:
                 or route.get("DestinationIpv6CidrBlock")
                 or route.get("DestinationPrefixListId", ""),
                 next((route[t] for t in _ROUTE_TARGETS if route.get(t)), ""),
+                active=route.get("State", "active") == "active",
             )
             for route in table.get("Routes", [])
         ),

@@ -1,9 +1,12 @@
 """Whether GPU nodes in the node subnets reach what they need: AWS's APIs and the image
 registries of what the platform installs.
 
-Nodes get no public address (their launch template assigns none), so a node subnet reaches the
-internet only through a default route (0.0.0.0/0) to a NAT gateway, a transit gateway or an
-appliance; a route to an internet gateway does nothing for them. Without one, every AWS API the
+The node subnets are private ones, whose route table sends nothing to an internet gateway
+(`components.eks.subnets` decides, for the program and preflight alike). Whether a node gets a
+public IPv4 address is its subnet's choice, as the launch template sets no network interface
+(an EFA pool's lists its interfaces and asks for no address), but in a private subnet such an
+address reaches nothing. So a node subnet reaches the internet only through a default route
+(0.0.0.0/0) to a NAT gateway, a transit gateway or an appliance. Without one, every AWS API the
 nodes and the cluster autoscaler call needs a VPC endpoint in the VPC (with private DNS for the
 interface ones, so that the usual host names resolve to it), and images from public registries
 cannot be pulled at all.
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.config import StackConfig
+from components.eks.subnets import SubnetRouting
 from gpu_platform_cli.findings import Finding
 
 
@@ -40,23 +44,20 @@ ENDPOINTS = (
 # Images the platform installs from public registries: the GPU Operator's from NVIDIA's, the
 # cluster autoscaler's from Kubernetes'.
 PUBLIC_REGISTRIES = ("nvcr.io", "registry.k8s.io")
-# Route targets that carry a node's traffic to the internet without a public address.
-_EGRESS_TARGETS = (
-    "NatGatewayId",
-    "TransitGatewayId",
-    "NetworkInterfaceId",
-    "InstanceId",
-    "LocalGatewayId",
-)
+# Route targets that carry a node's traffic to the internet without a public address, by the
+# prefix of their ids: NAT gateways, transit gateways, network interfaces and instances (an
+# appliance's), local gateways.
+_EGRESS_TARGETS = ("nat-", "tgw-", "eni-", "i-", "lgw-")
+_IPV4_DEFAULT_ROUTE = "0.0.0.0/0"
 
 
 def reachability_findings(
-    config: StackConfig, ec2: Any, subnets: Sequence[Mapping[str, Any]]
+    config: StackConfig, ec2: Any, subnets: Sequence[tuple[Mapping[str, Any], SubnetRouting]]
 ) -> list[Finding]:
     """One finding for the node subnets' way out, and, where they have none, one for the VPC
-    endpoints and one for the public images."""
-    tables = _route_tables(ec2, subnets)
-    closed = [s["SubnetId"] for s in subnets if not _has_egress(tables.get(s["SubnetId"]))]
+    endpoints and one for the public images. `subnets` are the node subnets as EC2 describes
+    them, each with the routing its route table gives it (`components.eks.subnets.routing_of`)."""
+    closed = [s["SubnetId"] for s, routing in subnets if not _has_egress(routing)]
     subject = f"cluster {config.cluster.name} node subnets"
     if not closed:
         return [
@@ -68,7 +69,7 @@ def reachability_findings(
             )
         ]
     region = config.cluster.region
-    vpc = subnets[0]["VpcId"]
+    vpc = subnets[0][0]["VpcId"]
     present = _endpoint_services(ec2, vpc, region)
     missing = [e for e in ENDPOINTS if e.service not in present]
     listed = ", ".join(closed)
@@ -110,35 +111,13 @@ def reachability_findings(
     return findings
 
 
-def _has_egress(table: Mapping[str, Any] | None) -> bool:
+def _has_egress(routing: SubnetRouting) -> bool:
     return any(
-        route.get("DestinationCidrBlock") == "0.0.0.0/0"
-        and route.get("State", "active") == "active"
-        and any(route.get(target) for target in _EGRESS_TARGETS)
-        for route in (table or {}).get("Routes", [])
+        route.destination == _IPV4_DEFAULT_ROUTE
+        and route.active
+        and route.target.startswith(_EGRESS_TARGETS)
+        for route in routing.default_routes
     )
-
-
-def _route_tables(ec2: Any, subnets: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """Subnet id -> its own route table, else its VPC's main one; read in one pass over the
-    subnets' VPCs."""
-    vpcs = sorted({s["VpcId"] for s in subnets})
-    own: dict[str, Mapping[str, Any]] = {}
-    main: dict[str, Mapping[str, Any]] = {}
-    for page in ec2.get_paginator("describe_route_tables").paginate(
-        Filters=[{"Name": "vpc-id", "Values": vpcs}]
-    ):
-        for table in page["RouteTables"]:
-            for association in table.get("Associations", []):
-                if association.get("Main"):
-                    main[table["VpcId"]] = table
-                elif association.get("SubnetId"):
-                    own[association["SubnetId"]] = table
-    return {
-        s["SubnetId"]: table
-        for s in subnets
-        if (table := own.get(s["SubnetId"]) or main.get(s["VpcId"])) is not None
-    }
 
 
 def _endpoint_services(ec2: Any, vpc: str, region: str | None) -> set[str]:

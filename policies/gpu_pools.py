@@ -18,6 +18,7 @@ from typing import Any
 from checks import Findings, resource_policy
 from props import (
     Step,
+    any_holds,
     elements,
     field_path,
     flag,
@@ -37,7 +38,6 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-from pulumi_policy.proxy import UnknownValueError
 from settings import Setting
 
 NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
@@ -66,18 +66,7 @@ def _gpu_instance_types(props: Mapping[str, Any]) -> bool:
 
 
 def is_gpu_node_group(props: Mapping[str, Any]) -> bool:
-    """Either sign is enough, so one of them not known yet does not hide the other; with
-    neither known and neither found, the `UnknownValueError` stands."""
-    unknown: UnknownValueError | None = None
-    for sign in (_gpu_ami_type, _gpu_instance_types):
-        try:
-            if sign(props):
-                return True
-        except UnknownValueError as error:
-            unknown = error
-    if unknown is not None:
-        raise unknown
-    return False
+    return any_holds((_gpu_ami_type, _gpu_instance_types), props)
 
 
 def is_gpu_pool(resource_type: str, props: Mapping[str, Any]) -> bool:

@@ -26,7 +26,7 @@ from gpu_pools import (
     missing_taint_problems,
     volume_encryption_problems,
 )
-from props import elements, field_path, keys, mapping, shown, text, value_at
+from props import any_holds, elements, field_path, keys, mapping, shown, text, value_at
 from pulumi_policy import (
     EnforcementLevel,
     PolicyResource,
@@ -36,7 +36,6 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-from pulumi_policy.proxy import UnknownValueError
 
 NODE_POOL_TYPE = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS_TYPE = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
@@ -100,18 +99,7 @@ def _limits_gpus(props: Mapping[str, Any]) -> bool:
 
 
 def is_gpu_node_pool(props: Mapping[str, Any]) -> bool:
-    """Either sign is enough, so one of them not known yet does not hide the other; with
-    neither known and neither found, the `UnknownValueError` stands."""
-    unknown: UnknownValueError | None = None
-    for sign in (_allows_gpu_instances, _limits_gpus):
-        try:
-            if sign(props):
-                return True
-        except UnknownValueError as error:
-            unknown = error
-    if unknown is not None:
-        raise unknown
-    return False
+    return any_holds((_allows_gpu_instances, _limits_gpus), props)
 
 
 # --- the NodePool --------------------------------------------------------------------------

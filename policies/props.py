@@ -9,7 +9,7 @@ So every reader here returns None (or an empty list) for a value that is absent 
 type, raises `UnknownValueError` for one that is unknown, and raises nothing else.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pulumi_policy.proxy import (
@@ -36,6 +36,22 @@ UNKNOWN_SENTINELS = frozenset(
 )
 
 Step = str | int
+
+
+def any_holds(signs: Sequence[Callable[[Any], bool]], value: Any) -> bool:
+    """Whether any of `signs` holds for `value`. Any one is enough, so one not known yet does not
+    hide another that holds; with none holding and some not known, the `UnknownValueError`
+    stands."""
+    unknown: UnknownValueError | None = None
+    for sign in signs:
+        try:
+            if sign(value):
+                return True
+        except UnknownValueError as error:
+            unknown = error
+    if unknown is not None:
+        raise unknown
+    return False
 
 
 def value_at(value: Any, *path: Step) -> Any:

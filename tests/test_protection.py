@@ -20,6 +20,7 @@ from gpu_platform_cli.offline import Plan, PlannedResource, run_program, stack_c
 from tests.repository import PROJECT
 
 Config = dict[str, Any]
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 
 
 def eks_node_group_inputs_updated_in_place() -> frozenset[str]:
@@ -48,7 +49,7 @@ def replacing_changes(resource: PlannedResource, after: PlannedResource) -> set[
     if resource.type == "kubernetes:helm.sh/v3:Release":
         # Helm upgrades a release in place; it cannot rename or move one.
         return changed & {"name", "namespace"}
-    if resource.type == "kubernetes:core/v1:Namespace":
+    if resource.type in ("kubernetes:core/v1:Namespace", NODE_POOL):
         # A Kubernetes object's name is its identity.
         return {"metadata"} & changed if _name(resource) != _name(after) else set()
     raise AssertionError(f"no replacement rule for protected {resource.type}")
@@ -171,6 +172,92 @@ def test_a_change_of_instance_type_would_replace_a_protected_node_group(
     losses = protected_losses(prod_plan, run_program("prod", config=changed, project=PROJECT))
 
     assert list(losses.values()) == [["instanceTypes"]]
+
+
+@pytest.fixture(scope="module")
+def protected_karpenter_config() -> Config:
+    config = copy.deepcopy(stack_config("karpenter-dev", PROJECT))
+    config["gpu-platform:protect"] = True
+    return config
+
+
+@pytest.fixture(scope="module")
+def protected_karpenter_plan(protected_karpenter_config: Config) -> Plan:
+    return run_program("karpenter-dev", config=protected_karpenter_config, project=PROJECT)
+
+
+def test_a_protected_karpenter_stack_protects_its_node_pools_and_karpenters_releases(
+    protected_karpenter_plan: Plan,
+) -> None:
+    protected = sorted((r.type, r.name) for r in protected_karpenter_plan.resources if r.protect)
+
+    assert protected == [
+        ("kubernetes:core/v1:Namespace", "gpu-operator"),
+        ("kubernetes:helm.sh/v3:Release", "gpu-operator"),
+        ("kubernetes:helm.sh/v3:Release", "karpenter"),
+        ("kubernetes:helm.sh/v3:Release", "karpenter-crd"),
+        (NODE_POOL, "l4-on-demand"),
+        (NODE_POOL, "t4-spot"),
+    ]
+
+
+def test_the_node_classes_are_not_protected(protected_karpenter_plan: Plan) -> None:
+    # Deleting an EC2NodeClass takes no node down: its finalizer waits for the NodeClaims that
+    # use it to go (karpenter-provider-aws v1.14.1 pkg/controllers/nodeclass/controller.go).
+    node_classes = protected_karpenter_plan.of_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+
+    assert node_classes and not any(r.protect for r in node_classes)
+
+
+def longer_consolidation_wait(config: Config) -> None:
+    config["gpu-platform:karpenter"] = {"consolidateAfterMinutes": 30}
+
+
+def larger_pool(config: Config) -> None:
+    config["gpu-platform:pools"][0]["max"] = 6
+
+
+ORDINARY_KARPENTER_CHANGES: dict[str, Callable[[Config], None]] = {
+    "a new node label": relabelled_pool,
+    "a longer consolidation wait": longer_consolidation_wait,
+    "a larger pool": larger_pool,
+}
+
+
+@pytest.mark.parametrize(
+    "change", ORDINARY_KARPENTER_CHANGES.values(), ids=ORDINARY_KARPENTER_CHANGES.keys()
+)
+def test_an_ordinary_change_deletes_or_replaces_no_protected_node_pool(
+    protected_karpenter_config: Config,
+    protected_karpenter_plan: Plan,
+    change: Callable[[Config], None],
+) -> None:
+    changed = copy.deepcopy(protected_karpenter_config)
+    change(changed)
+
+    after = run_program("karpenter-dev", config=changed, project=PROJECT)
+
+    assert after.error is None
+    assert [(r.urn, r.inputs) for r in after.resources] != [
+        (r.urn, r.inputs) for r in protected_karpenter_plan.resources
+    ], "the change changed nothing"
+    assert protected_losses(protected_karpenter_plan, after) == {}
+
+
+def test_removing_a_pool_would_delete_its_protected_node_pool(
+    protected_karpenter_config: Config, protected_karpenter_plan: Plan
+) -> None:
+    changed = copy.deepcopy(protected_karpenter_config)
+    # t4-spot; the smoke test runs on l4-on-demand.
+    changed["gpu-platform:pools"] = changed["gpu-platform:pools"][1:]
+
+    after = run_program("karpenter-dev", config=changed, project=PROJECT)
+
+    assert after.error is None
+    assert protected_losses(protected_karpenter_plan, after) == {
+        "urn:pulumi:karpenter-dev::gpu-platform::gpu-platform:eks:KarpenterGpuNodePool"
+        f"${NODE_POOL}::t4-spot": "deleted"
+    }
 
 
 @pytest.mark.parametrize("stack", ["dev", "gke-dev", "karpenter-dev"])

@@ -57,6 +57,23 @@ def test_each_pool_exports_the_annotation_that_keeps_its_jobs_from_eviction(dev_
     assert workload["annotations"] == {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
 
 
+def test_a_gke_pool_exports_the_annotation_gkes_autoscaler_reads() -> None:
+    (workload,) = [
+        p["workload"] for p in run_program("gke-dev", project=PROJECT).outputs["pools"].values()
+    ]
+
+    assert workload["annotations"] == {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+
+
+def test_a_karpenter_stacks_pools_export_the_annotation_karpenter_reads() -> None:
+    pools = run_program("karpenter-dev", project=PROJECT).outputs["pools"]
+
+    assert {name: p["workload"]["annotations"] for name, p in pools.items()} == {
+        "t4-spot": {"karpenter.sh/do-not-disrupt": "true"},
+        "l4-on-demand": {"karpenter.sh/do-not-disrupt": "true"},
+    }
+
+
 @pytest.mark.parametrize("stack", ["dev", "gke-dev", "prod", "karpenter-dev"])
 def test_helm_release_namespaces_are_where_the_stack_installs_releases(stack: str) -> None:
     # The namespaces in which a preview must read Secrets (Helm's release records); docs/ci.md

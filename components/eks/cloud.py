@@ -9,7 +9,7 @@ NodePool for each pool.
 """
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import pulumi
 
@@ -39,6 +39,18 @@ from components.eks.placement import NodeGroupPlacement, resolve_placement
 from components.node_identity import ResolvedPool
 from components.secrets import secret_if
 from components.versions import CLUSTER_AUTOSCALER_IMAGES
+
+
+class _PoolNodes(TypedDict):
+    """A pool's nodes, whichever provisioner launches them: what `EksGpuNodeGroupArgs` and
+    `KarpenterGpuNodePoolArgs` both take."""
+
+    pool: ResolvedPool
+    placement: NodeGroupPlacement
+    cluster: EksCluster
+    node_image: str
+    secret_labels: bool
+    protect: bool
 
 
 class EksCloud:
@@ -128,14 +140,9 @@ class EksCloud:
             EksGpuNodeGroup(
                 pool.spec.name,
                 EksGpuNodeGroupArgs(
-                    pool=pool,
-                    placement=self._placements[pool.spec.name],
-                    cluster=self.cluster,
-                    node_image=self._node_image,
+                    **self._pool_nodes(pool),
                     cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
                     idle_minutes=self.config.autoscaler.gpu_node_idle_minutes,
-                    secret_labels=self.config.is_secret("pools"),
-                    protect=self.config.protect,
                 ),
             )
             for pool in pools
@@ -173,19 +180,25 @@ class EksCloud:
                 KarpenterGpuNodePool(
                     pool.spec.name,
                     KarpenterGpuNodePoolArgs(
-                        pool=pool,
-                        placement=self._placements[pool.spec.name],
-                        cluster=self.cluster,
-                        node_image=self._node_image,
+                        **self._pool_nodes(pool),
                         node_role_name=controller.node_role_name,
                         consolidate_after_minutes=self.config.karpenter.consolidate_after_minutes,
-                        secret_labels=self.config.is_secret("pools"),
                     ),
                     after_controller,
                 )
                 for pool in pools
             ),
         ]
+
+    def _pool_nodes(self, pool: ResolvedPool) -> _PoolNodes:
+        return _PoolNodes(
+            pool=pool,
+            placement=self._placements[pool.spec.name],
+            cluster=self.cluster,
+            node_image=self._node_image,
+            secret_labels=self.config.is_secret("pools"),
+            protect=self.config.protect,
+        )
 
     @property
     def _node_image(self) -> str:

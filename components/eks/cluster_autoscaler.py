@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-from pulumi_aws import eks, iam
+from pulumi_aws import iam
 from pulumi_kubernetes import helm
 
 from components.config import ClusterAutoscalerSpec
 from components.eks.autoscaler_tags import cluster_discovery_tag
 from components.eks.cluster import EksCluster
 from components.eks.node_group_names import node_group_pattern
+from components.eks.pod_identity import pod_identity
 from components.node_identity import ResolvedPool
 from components.versions import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGES
 
@@ -63,25 +64,18 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         super().__init__("gpu-platform:eks:ClusterAutoscaler", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         cluster = args.cluster
-        role = iam.Role(
-            f"{name}-role",
+        identity = pod_identity(
+            name,
             description=f"Cluster autoscaler of EKS cluster {cluster.name}",
-            assume_role_policy=json.dumps(pod_identity_trust_policy(cluster)),
+            cluster=cluster,
+            namespace=args.spec.namespace,
+            service_account=SERVICE_ACCOUNT,
             opts=child,
         )
         policy = iam.RolePolicy(
             f"{name}-policy",
-            role=role.id,
+            role=identity.role.id,
             policy=json.dumps(autoscaler_policy(cluster)),
-            opts=child,
-        )
-        association = eks.PodIdentityAssociation(
-            f"{name}-pod-identity",
-            cluster_name=cluster.name,
-            namespace=args.spec.namespace,
-            service_account=SERVICE_ACCOUNT,
-            role_arn=role.arn,
-            region=cluster.region,
             opts=child,
         )
         self.release = helm.v3.Release(
@@ -93,27 +87,9 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             namespace=args.spec.namespace,
             values=autoscaler_values(args.spec, cluster, args.image, args.pools),
             # Credentials must exist before the first pod asks for them, or it starts without.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[association, policy]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[identity.association, policy]),
         )
-        self.register_outputs({"release": self.release.name, "role_arn": role.arn})
-
-
-def pod_identity_trust_policy(cluster: EksCluster) -> dict[str, Any]:
-    """EKS Pod Identity may assume the role, for this cluster only."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "pods.eks.amazonaws.com"},
-                "Action": ["sts:AssumeRole", "sts:TagSession"],
-                "Condition": {
-                    "StringEquals": {"aws:SourceAccount": cluster.account_id},
-                    "ArnEquals": {"aws:SourceArn": cluster.arn},
-                },
-            }
-        ],
-    }
+        self.register_outputs({"release": self.release.name, "role_arn": identity.role.arn})
 
 
 def autoscaler_policy(cluster: EksCluster) -> dict[str, Any]:

@@ -9,7 +9,7 @@ group when it does.
 """
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -47,6 +47,17 @@ CAPACITY_TYPES = {
 # cluster gives the CNI its own identity (`cluster.cniPolicyOnNodeRole`).
 NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
 CNI_POLICY = "AmazonEKS_CNI_Policy"
+# Instances may take a node role (the EKS user guide's node IAM role, create-node-role.adoc).
+EC2_TRUST_POLICY: Mapping[str, Any] = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "ec2.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+        }
+    ],
+}
 
 # Root devices of the EKS NVIDIA AMIs. Bottlerocket boots from a small OS volume and keeps
 # images and container state on a second, data volume: that one is sized for GPU images.
@@ -82,7 +93,7 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
         super().__init__("gpu-platform:eks:GpuNodeGroup", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         spec = args.pool.spec
-        role_arn, attachments = _node_role(name, args, child)
+        role_arn, attachments = _pool_node_role(name, args, child)
         launch_template = ec2.LaunchTemplate(
             f"{name}-launch-template",
             description=f"GPU pool {spec.name} of EKS cluster {args.cluster.name}",
@@ -280,7 +291,7 @@ def block_device_mappings(
     ]
 
 
-def _node_role(
+def _pool_node_role(
     name: str, args: EksGpuNodeGroupArgs, child: pulumi.ResourceOptions
 ) -> tuple[pulumi.Input[str], Sequence[pulumi.Resource]]:
     """The pool's node role ARN and the policy attachments the node group must wait for.
@@ -290,35 +301,47 @@ def _node_role(
     """
     if args.pool.spec.aws.node_role_arn is not None:
         return args.pool.spec.aws.node_role_arn, []
-    role = iam.Role(
+    role, attachments = node_role(
         f"{name}-node-role",
+        attachment_prefix=name,
         description=f"Nodes of GPU pool {args.pool.spec.name} in EKS cluster {args.cluster.name}",
-        assume_role_policy=json.dumps(
-            {
-                "Version": "2012-10-17",
-                "Statement": [
-                    {
-                        "Effect": "Allow",
-                        "Principal": {"Service": "ec2.amazonaws.com"},
-                        "Action": "sts:AssumeRole",
-                    }
-                ],
-            }
-        ),
-        tags=_resource_tags(args),
+        cluster=args.cluster,
+        cni_policy_on_node_role=args.cni_policy_on_node_role,
         opts=child,
+        tags=_resource_tags(args),
     )
-    policies = [*NODE_POLICIES, *([CNI_POLICY] if args.cni_policy_on_node_role else [])]
+    return role.arn, attachments
+
+
+def node_role(
+    name: str,
+    attachment_prefix: str,
+    description: str,
+    cluster: EksCluster,
+    cni_policy_on_node_role: bool,
+    opts: pulumi.ResourceOptions,
+    tags: Mapping[str, str] | None = None,
+) -> tuple[iam.Role, list[iam.RolePolicyAttachment]]:
+    """A role `name` for nodes, with what a node needs attached (`NODE_POLICIES`, and
+    `CNI_POLICY` where `cni_policy_on_node_role`), each as `<attachment_prefix>-<policy>`."""
+    role = iam.Role(
+        name,
+        description=description,
+        assume_role_policy=json.dumps(EC2_TRUST_POLICY),
+        tags=tags,
+        opts=opts,
+    )
+    policies = [*NODE_POLICIES, *([CNI_POLICY] if cni_policy_on_node_role else [])]
     attachments = [
         iam.RolePolicyAttachment(
-            f"{name}-{policy}",
+            f"{attachment_prefix}-{policy}",
             role=role.name,
-            policy_arn=f"arn:{args.cluster.partition}:iam::aws:policy/{policy}",
-            opts=child,
+            policy_arn=f"arn:{cluster.partition}:iam::aws:policy/{policy}",
+            opts=opts,
         )
         for policy in policies
     ]
-    return role.arn, attachments
+    return role, attachments
 
 
 # EKS skips repairs on its own once more than a fifth of a group of over five nodes is unhealthy

@@ -41,6 +41,10 @@ class Route:
     """An IPv4 or IPv6 CIDR block (`0.0.0.0/0`, `::/0`) or a prefix list id."""
     target: str
     """The id of where the route sends traffic: `igw-...`, `nat-...`, `eigw-...`, `tgw-...`."""
+    active: bool = True
+    """False for a route EC2 calls a `blackhole`, whose target is gone (EC2 API Reference,
+    `Route`: "the route's target isn't available"); it sends nothing. Only preflight sees route
+    states: whether a subnet is public does not depend on them."""
 
 
 @dataclass(frozen=True)

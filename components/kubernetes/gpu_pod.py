@@ -42,6 +42,21 @@ GPU_POD_ANNOTATIONS = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"
 pods tighter (cluster-autoscaler 1.35.2 `simulator/drainability/rules/notsafetoevict/rule.go`
 blocks the drain: "pod annotated as not safe to evict present"), so a job is not killed
 mid-run. Empty GPU nodes still scale away."""
+KARPENTER_GPU_POD_ANNOTATIONS = {"karpenter.sh/do-not-disrupt": "true"}
+"""The same under `provisioner: karpenter`, which reads no cluster autoscaler annotation:
+Karpenter neither consolidates nor drifts the node while the pod runs, nor evicts it
+(concepts/disruption.md at v1.14.1, "Pod-Level Controls"). Empty GPU nodes still go."""
+Provisioner = Literal["cluster-autoscaler", "karpenter"]
+_POD_ANNOTATIONS: Mapping[Provisioner, Mapping[str, str]] = {
+    "cluster-autoscaler": GPU_POD_ANNOTATIONS,
+    "karpenter": KARPENTER_GPU_POD_ANNOTATIONS,
+}
+
+
+def gpu_pod_annotations(provisioner: Provisioner) -> dict[str, str]:
+    """What keeps the stack's node provisioner from disrupting a running GPU pod's node."""
+    return dict(_POD_ANNOTATIONS[provisioner])
+
 
 # Any non-zero id passes `restricted`; 1000 is the first ordinary account on most base images
 # (`ubuntu` on Ubuntu 24.04 ones), so tools that look up the current user find one.
@@ -179,10 +194,12 @@ def gpu_node_affinity(pool: ResolvedPool) -> dict[str, Any]:
     }
 
 
-def pool_placement(pool: ResolvedPool) -> dict[str, Any]:
+def pool_placement(pool: ResolvedPool, provisioner: Provisioner) -> dict[str, Any]:
     """What a workload needs to land on the pool, as the stack exports it for other teams:
-    the resource to put in `limits`, the tolerations, the affinity and the pod annotations,
-    beside the node labels, taints and per-node resources they follow from."""
+    the resource to put in `limits`, the tolerations, the affinity and the pod annotations
+    that keep what launches the stack's GPU nodes (`provisioner`; GKE's autoscaler reads the
+    cluster autoscaler's) from draining a node under a running job, beside the node labels,
+    taints and per-node resources they follow from."""
     return {
         "labels": dict(pool.identity.labels),
         "taints": [vars(t) for t in pool.identity.taints],
@@ -191,6 +208,6 @@ def pool_placement(pool: ResolvedPool) -> dict[str, Any]:
             "resource": gpu_resource(pool),
             "tolerations": gpu_tolerations(pool),
             "affinity": gpu_node_affinity(pool),
-            "annotations": dict(GPU_POD_ANNOTATIONS),
+            "annotations": gpu_pod_annotations(provisioner),
         },
     }

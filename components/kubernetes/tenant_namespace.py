@@ -33,7 +33,7 @@ import pulumi
 from pulumi_kubernetes import batch, core
 
 from components.config import MonitoringSpec, TenantNamespaceSpec
-from components.kubernetes.gpu_pod import GPU_POD_ANNOTATIONS, gpu_pod_spec
+from components.kubernetes.gpu_pod import Provisioner, gpu_pod_annotations, gpu_pod_spec
 from components.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL, declare_idle_gpu_reaper
 from components.kubernetes.pod_security import pod_security_labels
 from components.node_identity import GPU_RESOURCE, ResolvedPool
@@ -56,6 +56,8 @@ class GpuTenantNamespaceArgs:
     the stack's `gpu-platform:monitoring`, read only when the namespace sets `gpuIdleMinutes`."""
     secret_monitoring: bool = False
     """`monitoring` came from a config key set as a secret: keep the Prometheus URL secret."""
+    provisioner: Provisioner = "cluster-autoscaler"
+    """What starts the stack's GPU nodes: the smoke test asks it not to disrupt the node."""
 
 
 class GpuTenantNamespace(pulumi.ComponentResource):
@@ -100,7 +102,10 @@ class GpuTenantNamespace(pulumi.ComponentResource):
                 },
                 # The provider takes Kubernetes' camelCase field names as they are; the SDK's
                 # TypedDicts only know their snake_case spelling.
-                spec=cast(Any, smoke_test_job_spec(pool, spec.smoke_test_deadline_seconds)),
+                spec=cast(
+                    Any,
+                    smoke_test_job_spec(pool, spec.smoke_test_deadline_seconds, args.provisioner),
+                ),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[quota]),
             )
             self.smoke_test_job_name = job.metadata.name
@@ -164,7 +169,9 @@ echo "NVIDIA driver $drivers, as expected"
 """
 
 
-def smoke_test_job_spec(pool: ResolvedPool, deadline_seconds: int) -> dict[str, Any]:
+def smoke_test_job_spec(
+    pool: ResolvedPool, deadline_seconds: int, provisioner: Provisioner = "cluster-autoscaler"
+) -> dict[str, Any]:
     """A Job that runs `nvidia-smi` once in a restricted pod on `pool` (see the module doc)."""
     pod = gpu_pod_spec(
         pool,
@@ -200,7 +207,10 @@ def smoke_test_job_spec(pool: ResolvedPool, deadline_seconds: int) -> dict[str, 
             ]
         },
         "template": {
-            "metadata": {"labels": _smoke_test_labels(), "annotations": dict(GPU_POD_ANNOTATIONS)},
+            "metadata": {
+                "labels": _smoke_test_labels(),
+                "annotations": gpu_pod_annotations(provisioner),
+            },
             "spec": pod,
         },
     }

@@ -109,6 +109,12 @@ BAD: list[tuple[str, Callable[[], Config], str, str]] = [
         REFUSED_WITH_KARPENTER,
     ),
     (
+        "node repair, which EKS gives managed node groups",
+        lambda: with_aws(nodeRepair=True),
+        "gpu-platform:pools[0].aws.nodeRepair",
+        "Karpenter's own is an alpha feature the platform leaves off",
+    ),
+    (
         "a node group per zone",
         lambda: with_aws(nodeGroupPerZone=True),
         "gpu-platform:pools[0].aws.nodeGroupPerZone",

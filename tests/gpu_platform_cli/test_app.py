@@ -111,13 +111,6 @@ def test_fit_exits_1_when_a_pod_fits_no_pool(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stderr
 
 
-def test_preflight_refuses_a_gke_stack_with_exit_2() -> None:
-    result = gpu_platform("preflight", "gke-dev")
-
-    assert result.returncode == 2
-    assert "pre-flight checks EKS stacks" in result.stderr
-
-
 def test_config_reference_prints_markdown() -> None:
     result = gpu_platform("config-reference")
 

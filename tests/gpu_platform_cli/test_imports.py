@@ -13,6 +13,7 @@ from tests.repository import ROOT
 OTHER_COMMANDS = (
     "gpu_platform_cli.fit",
     "gpu_platform_cli.preflight",
+    "gpu_platform_cli.preflight_gke",
     "gpu_platform_cli.config_reference",
     "components.fit",
 )
@@ -56,6 +57,10 @@ def test_the_check_sees_what_the_plan_imports(eks_plan_imports: set[str]) -> Non
 
 def test_an_eks_plan_imports_neither_moto_nor_boto3(eks_plan_imports: set[str]) -> None:
     assert top_level(eks_plan_imports) & {"moto", "boto3", "botocore"} == set()
+
+
+def test_a_gke_plan_does_not_import_googles_auth_library(gke_plan_imports: set[str]) -> None:
+    assert not any(m.startswith("google.auth") for m in gke_plan_imports)
 
 
 def test_an_eks_plan_does_not_import_the_gke_side(eks_plan_imports: set[str]) -> None:

@@ -2,6 +2,7 @@
 
 import io
 import json
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -240,3 +241,120 @@ def test_plan_shows_each_gke_ubuntu_pools_own_driver(invoke, gke_config, stack_f
     assert "kubernetes:nvidia.com/v1alpha1:NVIDIADriver gpu-operator-driver-l4-canary" in (
         result.output
     )
+
+
+def shown_inputs(output: str, resource: str) -> list[str]:
+    """The `key = value` lines the plan's tree shows under a resource (`<type> <name>`)."""
+    lines = output.splitlines()
+    (start,) = [i for i, line in enumerate(lines) if f"── {resource}" in line]
+    column = lines[start].index(resource)
+    shown = []
+    for line in lines[start + 1 :]:
+        if not line[column:].startswith(("├── ", "└── ")):
+            break
+        shown.append(line[column + 4 :])
+    return shown
+
+
+def test_plan_shows_what_driver_each_nvidiadriver_installs_and_on_which_nodes(
+    invoke, gke_config, stack_file_says
+) -> None:
+    gke_config["gpu-platform:cluster"]["nodeImage"] = "ubuntu"
+    pool = {**gke_config["gpu-platform:pools"][0], "sharing": {"mode": "exclusive"}}
+    gke_config["gpu-platform:pools"] = [{**pool, "gcp": {"driverVersion": "610.43.02"}}]
+    stack_file_says(gke_config)
+
+    output = invoke("dev").output
+
+    assert shown_inputs(
+        output, "kubernetes:nvidia.com/v1alpha1:NVIDIADriver gpu-operator-driver-l4-shared"
+    ) == [
+        "metadata.name = l4-shared",
+        "spec.version = 610.43.02",
+        'spec.nodeSelector = {"gpu-platform.io/pool": "l4-shared"}',
+    ]
+
+
+GKE_NODE_POOL = "gcp:container/nodePool:NodePool l4-shared"
+CAPACITY_INPUTS = (
+    "nodeConfig.reservationAffinity",
+    "nodeConfig.flexStart",
+    "nodeConfig.maxRunDuration",
+    "queuedProvisioning",
+    "management",
+)
+
+
+def capacity_inputs(output: str) -> dict[str, Any]:
+    """The GKE node pool's capacity inputs the plan shows, their values read back as JSON."""
+    shown = dict(line.split(" = ", 1) for line in shown_inputs(output, GKE_NODE_POOL))
+    return {key: _parsed(shown[key]) for key in CAPACITY_INPUTS if key in shown}
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def test_plan_shows_a_flex_start_pools_capacity_settings(
+    invoke, gke_config, stack_file_says
+) -> None:
+    gke_config["gpu-platform:pools"][0].update(
+        capacity="on-demand", gcp={"flexStart": True, "maxRunHours": 24}
+    )
+    stack_file_says(gke_config)
+
+    output = invoke("dev").output
+
+    assert capacity_inputs(output) == {
+        "nodeConfig.reservationAffinity": {"consumeReservationType": "NO_RESERVATION"},
+        "nodeConfig.flexStart": True,
+        "nodeConfig.maxRunDuration": "86400s",
+        "management": {"autoRepair": False, "autoUpgrade": True},
+    }
+
+
+def test_plan_shows_a_queued_pools_capacity_settings(invoke, gke_config, stack_file_says) -> None:
+    gke_config["gpu-platform:pools"][0].update(
+        capacity="on-demand", gcp={"queuedProvisioning": True}
+    )
+    stack_file_says(gke_config)
+
+    output = invoke("dev").output
+
+    assert capacity_inputs(output) == {
+        "nodeConfig.reservationAffinity": {"consumeReservationType": "NO_RESERVATION"},
+        "queuedProvisioning": {"enabled": True},
+        "management": {"autoRepair": False, "autoUpgrade": True},
+    }
+
+
+def test_plan_shows_the_specific_reservation_a_pool_consumes(
+    invoke, gke_config, stack_file_says
+) -> None:
+    gke_config["gpu-platform:pools"][0].update(
+        capacity="on-demand",
+        zones=["us-central1-a"],
+        gcp={"reservation": "specific", "reservationName": "l4-ml-dev"},
+    )
+    stack_file_says(gke_config)
+
+    output = invoke("dev").output
+
+    assert capacity_inputs(output)["nodeConfig.reservationAffinity"] == {
+        "consumeReservationType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": ["l4-ml-dev"],
+    }
+
+
+def test_plan_shows_no_capacity_settings_a_pool_leaves_unset(
+    invoke, gke_config, stack_file_says
+) -> None:
+    stack_file_says(gke_config)
+
+    output = invoke("dev").output
+
+    assert capacity_inputs(output) == {"management": {"autoRepair": True, "autoUpgrade": True}}

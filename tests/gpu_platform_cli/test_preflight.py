@@ -1113,8 +1113,8 @@ def closed_account(aws: AwsClients, quotas: Stubber) -> AwsClients:
 def test_node_subnets_without_a_way_out_need_an_endpoint_for_every_aws_api(
     closed_account: AwsClients,
 ) -> None:
-    # Their only 0.0.0.0/0 route would be the public subnet's internet gateway, which does
-    # nothing for nodes without public addresses.
+    # Their route table has no 0.0.0.0/0 route: only the public subnet's reaches the internet
+    # gateway.
     aws = closed_account
 
     blocking, registries = reachability(preflight.preflight(stack(), aws))
@@ -1168,6 +1168,39 @@ def test_an_interface_endpoint_without_private_dns_does_not_count(
     blocking, _ = reachability(preflight.preflight(stack(), aws))
 
     assert "eks (the nodes joining" in blocking.message
+
+
+def test_a_default_route_to_a_deleted_nat_gateway_is_no_way_out(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    # EC2 keeps the route as a `blackhole` (EC2 API Reference, `Route`); moto keeps it active.
+    network = cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    tables = aws.ec2.describe_route_tables()["RouteTables"]
+    for route in (r for t in tables for r in t["Routes"] if r.get("NatGatewayId")):
+        route["State"] = "blackhole"
+    answer(aws.ec2, "DescribeRouteTables", 200, {"RouteTables": tables})
+
+    blocking, _ = reachability(preflight.preflight(stack(), aws))
+
+    assert blocking.severity == "blocking"
+    assert all(subnet in blocking.message for subnet in network.private)
+
+
+def test_preflight_reads_the_route_tables_once(aws: AwsClients, quotas: Stubber) -> None:
+    cluster(aws, nat=False)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    reads: list[str] = []
+    aws.ec2.meta.events.register(
+        "before-call.ec2.DescribeRouteTables", lambda **_: reads.append("DescribeRouteTables")
+    )
+
+    findings = preflight.preflight(stack(), aws)
+
+    assert [f.severity for f in reachability(findings)] == ["blocking", "warning"]
+    assert reads == ["DescribeRouteTables"]
 
 
 def documented_permissions() -> set[str]:
@@ -1273,28 +1306,6 @@ def test_the_command_exits_non_zero_on_a_blocking_finding(
 
     assert result.exit_code == exit_code, result.output
     assert result.output.rstrip().endswith(last_line)
-
-
-def test_the_command_refuses_a_stack_that_is_not_on_eks(monkeypatch: pytest.MonkeyPatch) -> None:
-    gke = {
-        "gpu-platform:cloud": "gcp",
-        "gpu-platform:cluster": {"name": "ml", "project": "p", "location": "us-central1"},
-        "gpu-platform:pools": [
-            {
-                "name": "l4",
-                "instanceTypes": ["g2-standard-8"],
-                "accelerator": "l4",
-                "gpusPerNode": 1,
-                "max": 1,
-            }
-        ],
-    }
-    monkeypatch.setattr(preflight, "stack_config", lambda stack: gke)
-
-    result = CliRunner().invoke(app, ["preflight", "gke"])
-
-    assert result.exit_code == 2
-    assert "pre-flight checks EKS stacks" in result.output
 
 
 def test_the_command_reports_a_bad_stack_config(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,6 +9,7 @@ from gpu_platform_cli.offline import PlannedResource
 from tests.policies.builders import (
     LAUNCH_TEMPLATE,
     NODE_GROUP,
+    UNKNOWN,
     Analyze,
     eks_node_group,
     gke_node_pool,
@@ -55,6 +56,13 @@ def test_pools_without_gpus_are_left_alone(analyze: Analyze) -> None:
 def test_a_gpu_instance_type_makes_a_gpu_node_group(analyze: Analyze) -> None:
     group = eks_node_group()
     group.inputs.update(amiType="CUSTOM", instanceTypes=["p5.48xlarge"], taints=[])
+
+    assert len(found(analyze, "gpu-pool-scheduling", group)) == 1
+
+
+def test_an_unknown_ami_type_does_not_hide_gpu_instance_types(analyze: Analyze) -> None:
+    group = eks_node_group()
+    group.inputs.update(amiType=UNKNOWN, taints=[])
 
     assert len(found(analyze, "gpu-pool-scheduling", group)) == 1
 

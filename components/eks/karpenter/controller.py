@@ -29,8 +29,8 @@ from pulumi_kubernetes import helm
 
 from components.config import KarpenterSpec
 from components.eks.cluster import EksCluster
-from components.eks.cluster_autoscaler import pod_identity_trust_policy
-from components.eks.node_group import CNI_POLICY, NODE_POLICIES
+from components.eks.node_group import node_role
+from components.eks.pod_identity import pod_identity
 from components.node_identity import POOL_LABEL
 from components.versions import KARPENTER_CHART, KARPENTER_CRD_CHART
 
@@ -108,56 +108,47 @@ class KarpenterController(pulumi.ComponentResource):
             _queue_target(f"{name}-{event}", source, detail_type, queue, cluster, child)
             for event, (source, detail_type) in INTERRUPTION_EVENTS.items()
         ]
-        node_role = iam.Role(
+        # The template's KarpenterNodeRole with the policies of the managed node groups' roles
+        # (the EKS user guide's node IAM role, create-node-role.adoc). The template also
+        # attaches `AmazonSSMManagedInstanceCore`, which no node needs to join the cluster or
+        # pull images: it lets whoever may use SSM's Run Command or Session Manager on an
+        # instance run commands as root on the GPU nodes.
+        node_iam_role, attachments = node_role(
             f"{name}-node-role",
+            attachment_prefix=f"{name}-node",
             description=f"Nodes Karpenter launches for the GPU pools of EKS cluster {cluster.name}",
-            assume_role_policy=json.dumps(EC2_TRUST_POLICY),
+            cluster=cluster,
+            cni_policy_on_node_role=args.cni_policy_on_node_role,
             opts=child,
         )
-        attachments = [
-            iam.RolePolicyAttachment(
-                f"{name}-node-{policy}",
-                role=node_role.name,
-                policy_arn=f"arn:{cluster.partition}:iam::aws:policy/{policy}",
-                opts=child,
-            )
-            for policy in node_policies(args.cni_policy_on_node_role)
-        ]
         access_entry = eks.AccessEntry(
             f"{name}-node-access-entry",
             cluster_name=cluster.name,
-            principal_arn=node_role.arn,
+            principal_arn=node_iam_role.arn,
             type=ACCESS_ENTRY_TYPE,
             region=cluster.region,
             opts=child,
         )
-        role = iam.Role(
-            f"{name}-role",
+        identity = pod_identity(
+            name,
             description=f"Karpenter controller of EKS cluster {cluster.name}",
-            assume_role_policy=json.dumps(pod_identity_trust_policy(cluster)),
+            cluster=cluster,
+            namespace=args.spec.namespace,
+            service_account=SERVICE_ACCOUNT,
             opts=child,
         )
-        documents = pulumi.Output.all(node_role.arn, queue.arn).apply(
+        documents = pulumi.Output.all(node_iam_role.arn, queue.arn).apply(
             lambda arns: controller_policies(cluster, arns[0], arns[1])
         )
         policies = [
             iam.RolePolicy(
                 f"{name}-{policy}",
-                role=role.id,
+                role=identity.role.id,
                 policy=documents.apply(partial(_policy_json, policy)),
                 opts=child,
             )
             for policy in CONTROLLER_POLICIES
         ]
-        association = eks.PodIdentityAssociation(
-            f"{name}-pod-identity",
-            cluster_name=cluster.name,
-            namespace=args.spec.namespace,
-            service_account=SERVICE_ACCOUNT,
-            role_arn=role.arn,
-            region=cluster.region,
-            opts=child,
-        )
         self.crd_release = helm.v3.Release(
             f"{name}-crd",
             name=KARPENTER_CRD_CHART.name,
@@ -184,7 +175,7 @@ class KarpenterController(pulumi.ComponentResource):
                 protect=args.protect,
                 depends_on=[
                     self.crd_release,
-                    association,
+                    identity.association,
                     *policies,
                     queue_policy,
                     *targets,
@@ -193,12 +184,12 @@ class KarpenterController(pulumi.ComponentResource):
                 ],
             ),
         )
-        self.node_role_name: pulumi.Output[str] = node_role.name
+        self.node_role_name: pulumi.Output[str] = node_iam_role.name
         self.register_outputs(
             {
                 "release": self.release.name,
-                "role_arn": role.arn,
-                "node_role_name": node_role.name,
+                "role_arn": identity.role.arn,
+                "node_role_name": node_iam_role.name,
                 "interruption_queue": queue.name,
             }
         )
@@ -268,31 +259,6 @@ def _queue_target(
         region=cluster.region,
         opts=child,
     )
-
-
-EC2_TRUST_POLICY: Mapping[str, Any] = {
-    "Version": "2012-10-17",
-    "Statement": [
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": "ec2.amazonaws.com"},
-            "Action": "sts:AssumeRole",
-        }
-    ],
-}
-"""Instances may take the node role (the template's KarpenterNodeRole)."""
-
-
-def node_policies(cni_policy_on_node_role: bool) -> list[str]:
-    """The AWS managed policies of the node role: what the managed node groups' roles get.
-
-    The template also attaches `AmazonSSMManagedInstanceCore`, which no node needs to join the
-    cluster or pull images (the EKS user guide's node IAM role, create-node-role.adoc, lists
-    `AmazonEKSWorkerNodePolicy` and `AmazonEC2ContainerRegistryPullOnly`, and the CNI's policy
-    where the VPC CNI has no identity of its own): it lets whoever may use SSM's Run Command or
-    Session Manager on an instance run commands as root on the GPU nodes.
-    """
-    return [*NODE_POLICIES, *([CNI_POLICY] if cni_policy_on_node_role else [])]
 
 
 CONTROLLER_POLICIES = (

@@ -10,7 +10,7 @@ never a node that runs one, and never because of its age.
 
 Upstream sources are aws/karpenter-provider-aws at the pinned tag (v1.14.1): its code under
 `pkg/`, its documentation (`concepts/...`, `tasks/...`) under `website/content/en/docs/`, and
-its CRDs (`crd_schemas/`).
+its CRDs (`pkg/apis/crds/`, their schemas in components/kubernetes/crd_schemas/).
 """
 
 from dataclasses import dataclass
@@ -69,6 +69,13 @@ class KarpenterGpuNodePoolArgs:
     """How long a node must have run no pod before Karpenter removes it."""
     secret_labels: bool = False
     """The pool's labels came from a config key set as a secret: keep them secret."""
+    protect: bool = False
+    """Protect the NodePool from deletion and replacement: it owns its NodeClaims, so deleting it
+    deletes them, and Karpenter drains and terminates every node of the pool
+    (concepts/disruption.md, "Manual Methods"). Only the NodePool: deleting the EC2NodeClass
+    takes no node down (its finalizer waits until no NodeClaim uses it,
+    pkg/controllers/nodeclass/controller.go:216-228), and it goes after its NodePool, which
+    protection stops first."""
 
 
 class KarpenterGpuNodePool(pulumi.ComponentResource):
@@ -87,7 +94,7 @@ class KarpenterGpuNodePool(pulumi.ComponentResource):
         self.node_pool = _custom_resource(
             name,
             node_pool_for(args),
-            pulumi.ResourceOptions(parent=self, depends_on=[self.node_class]),
+            pulumi.ResourceOptions(parent=self, depends_on=[self.node_class], protect=args.protect),
         )
         self.register_outputs({"node_pool_name": name, "node_class_name": name})
 

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 import yaml
 
+from components.kubernetes.chart_files import ChartName, ChartVersion, write_derived
 from components.kubernetes.chart_keys import key_list_file, key_paths
 from components.versions import GPU_OPERATOR_CHART
 
@@ -27,18 +28,12 @@ def derive(values_yaml: str) -> list[str]:
 
 def main(
     values: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The values.yaml")],
-    version: Annotated[
-        str, typer.Option(help="The chart version the values file belongs to")
-    ] = GPU_OPERATOR_CHART.version,
-    chart: Annotated[
-        str, typer.Option(help="The chart the values file belongs to")
-    ] = GPU_OPERATOR_CHART.name,
+    version: ChartVersion = GPU_OPERATOR_CHART.version,
+    chart: ChartName = GPU_OPERATOR_CHART.name,
 ) -> None:
     """Write the chart's key paths, one per line, beside this script."""
     paths = derive(values.read_text())
-    target = key_list_file(version, chart)
-    target.write_text("\n".join(paths) + "\n")
-    typer.echo(f"wrote {len(paths)} key paths to {target}")
+    write_derived(key_list_file(version, chart), "\n".join(paths) + "\n", f"{len(paths)} key paths")
 
 
 if __name__ == "__main__":

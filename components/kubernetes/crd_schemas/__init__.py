@@ -1,9 +1,11 @@
-"""The schemas of the custom resources the platform creates, from the CRDs of the pinned charts.
+"""The schemas of the custom resources the platform creates, from the CRDs of the pinned charts:
+the GPU Operator's NVIDIADriver, Karpenter's NodePool and EC2NodeClass.
 
 The API server checks a custom resource against its CRD's `openAPIV3Schema` and drops the fields
-the schema does not know, so a misspelt field does nothing. `derive.py` reads the CRDs a chart
+the schema does not know, so a misspelt field does nothing; no Kubernetes release's OpenAPI
+document knows these kinds, so nothing else checks them. `derive.py` reads the CRDs a chart
 version installs and writes one JSON file per CRD beside this file
-(`<chart>-<version>-<crd name>.json`: group, kind, scope and each version's schema);
+(`<chart>-<version>-<crd name>.json`: group, kind, scope and each served version's schema);
 `validation_errors` checks an object against them, refusing unknown fields as well.
 """
 

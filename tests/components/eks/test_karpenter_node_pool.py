@@ -1,7 +1,7 @@
 """A GPU pool under Karpenter: its NodePool and EC2NodeClass, checked against the pinned
 Karpenter CRDs and against the managed node group the same pool gets.
 
-The CRDs' OpenAPI schemas (`components/eks/karpenter/crd_schemas/`) are checked with jsonschema,
+The CRDs' OpenAPI schemas (`components/kubernetes/crd_schemas/`) are checked with jsonschema,
 strictly: a field the schema does not name fails, where the API server would drop it. What
 jsonschema cannot run are the CRDs' CEL rules (`x-kubernetes-validations`); every rule the
 rendered objects reach is checked by a Python reading of it (`CEL_READINGS`), which is the rule
@@ -17,10 +17,8 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from google.protobuf import json_format
 from pulumi.runtime import mocks
@@ -31,8 +29,6 @@ from components.drivers import eks_driver
 from components.eks import cloud as eks_cloud
 from components.eks.cluster import EksCluster
 from components.eks.instance_types import InstanceType
-from components.eks.karpenter import crd_schemas
-from components.eks.karpenter.crd_schemas import KINDS, crd_schema, derive, schema_file
 from components.eks.karpenter.node_pool import (
     KarpenterGpuNodePool,
     KarpenterGpuNodePoolArgs,
@@ -41,6 +37,7 @@ from components.eks.karpenter.node_pool import (
 )
 from components.eks.node_group import EksGpuNodeGroupArgs
 from components.eks.placement import AMI_TYPES, NodeGroupPlacement
+from components.kubernetes.crd_schemas import SCHEMAS_DIR, chart_crds, validation_errors
 from components.node_identity import CLOUD_TAINT_EFFECTS, resolve_pool
 from components.versions import KARPENTER_CHART
 from gpu_platform_cli.offline import Plan, run_program, stack_config
@@ -50,7 +47,8 @@ from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
 from .plans import asg_tags, node_group
 
 Config = dict[str, Any]
-PINNED = KARPENTER_CHART.version
+CHART, PINNED = KARPENTER_CHART.name, KARPENTER_CHART.version
+KINDS = ("NodePool", "EC2NodeClass")
 RESERVATION = "cr-0123456789abcdef0"
 ROLE = "KarpenterNodeRole-ml-dev"
 CLUSTER = EksCluster(
@@ -173,40 +171,25 @@ def rendered(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
 # --- The objects against the pinned CRDs' schemas ---------------------------------------------
 
 
-def strict(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema refusing the fields it does not name, which the API server would drop."""
-    result = dict(schema)
-    if "properties" in schema:
-        result["properties"] = {k: strict(v) for k, v in schema["properties"].items()}
-        if "additionalProperties" not in schema and not schema.get(
-            "x-kubernetes-preserve-unknown-fields"
-        ):
-            result["additionalProperties"] = False
-    for key in ("items", "additionalProperties"):
-        if isinstance(schema.get(key), dict):
-            result[key] = strict(schema[key])
-    return result
-
-
-def schema_errors(obj: dict[str, Any]) -> list[str]:
-    validator = jsonschema.Draft7Validator(strict(crd_schema(obj["kind"], PINNED)))
-    return [
-        f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)
-    ]
+def crd_schema(kind: str) -> dict[str, Any]:
+    """The `v1` schema of the pinned Karpenter's CRD of `kind`."""
+    (crd,) = [c for c in chart_crds(CHART, PINNED) if c["kind"] == kind]
+    schema: dict[str, Any] = crd["versions"]["v1"]
+    return schema
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_rendered_object_validates_against_the_pinned_crd_schema(
     rendered: dict[str, dict[str, Any]], kind: str
 ) -> None:
-    assert schema_errors(rendered[kind]) == []
+    assert validation_errors(rendered[kind], CHART, PINNED) == []
 
 
 def test_the_schema_check_refuses_a_field_the_crd_does_not_name() -> None:
     pool = node_pool_for(karpenter_args())
     pool["spec"]["disruption"]["consolidateAfterMinutes"] = 10
 
-    assert schema_errors(pool) == [
+    assert validation_errors(pool, CHART, PINNED) == [
         "spec.disruption: Additional properties are not allowed ('consolidateAfterMinutes' was"
         " unexpected)"
     ]
@@ -216,7 +199,7 @@ def test_the_schema_check_refuses_a_value_the_crd_does_not_allow() -> None:
     node_class = ec2_node_class_for(karpenter_args())
     node_class["spec"]["blockDeviceMappings"][0]["ebs"]["volumeSize"] = "200"
 
-    (error,) = schema_errors(node_class)
+    (error,) = validation_errors(node_class, CHART, PINNED)
     assert error.startswith("spec.blockDeviceMappings.0.ebs.volumeSize: '200' does not match")
 
 
@@ -389,7 +372,7 @@ def cel_rules_reached(
 
 def cel_failures(obj: dict[str, Any]) -> list[str]:
     failures = []
-    for path, message, value in cel_rules_reached(crd_schema(obj["kind"], PINNED), obj):
+    for path, message, value in cel_rules_reached(crd_schema(obj["kind"]), obj):
         reading = CEL_READINGS.get(message)
         if reading is None:
             failures.append(f"{path}: no reading of the rule {message!r}")
@@ -415,7 +398,7 @@ def test_every_cel_reading_is_of_a_rule_of_the_pinned_crds() -> None:
             for value in schema:
                 yield from messages(value)
 
-    in_crds = {m for kind in KINDS for m in messages(crd_schema(kind, PINNED))}
+    in_crds = {m for kind in KINDS for m in messages(crd_schema(kind))}
 
     assert set(CEL_READINGS) - in_crds == set()
 
@@ -458,10 +441,12 @@ def test_the_cel_readings_refuse_what_the_rules_refuse(
 
 
 def test_the_committed_schemas_are_the_pinned_karpenter_versions() -> None:
-    committed = sorted(p.name for p in crd_schemas.SCHEMAS_DIR.glob("*.json"))
+    committed = sorted(p.name for p in SCHEMAS_DIR.glob(f"{CHART}-*.json"))
 
-    assert committed == sorted(f"{kind.lower()}-v{PINNED}.json" for kind in KINDS)
-    assert all(schema_file(kind, PINNED).exists() for kind in KINDS)
+    assert committed == [
+        f"karpenter-{PINNED}-ec2nodeclasses.karpenter.k8s.aws.json",
+        f"karpenter-{PINNED}-nodepools.karpenter.sh.json",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -472,78 +457,10 @@ def test_the_committed_schemas_are_the_pinned_karpenter_versions() -> None:
     ],
 )
 def test_the_committed_schemas_are_of_the_whole_objects(kind: str, required: list[str]) -> None:
-    schema = crd_schema(kind, PINNED)
+    schema = crd_schema(kind)
 
     assert set(schema["properties"]) == {"apiVersion", "kind", "metadata", "spec", "status"}
     assert schema["properties"]["spec"]["required"] == required
-
-
-SAMPLE_CRD = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-spec:
-  group: karpenter.sh
-  names: {kind: NodePool}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          description: NodePool is the Schema for the NodePools API
-          properties:
-            spec:
-              description: the spec
-              properties:
-                description: {type: string, description: a field named description}
-                limits:
-                  additionalProperties:
-                    anyOf: [{type: integer}, {type: string, description: a quantity}]
-                  type: object
-              type: object
-          type: object
-"""
-
-
-def test_derive_keeps_the_v1_schema_without_its_descriptions() -> None:
-    kind, schema = derive.derive(SAMPLE_CRD)
-
-    assert kind == "NodePool"
-    assert schema == {
-        "properties": {
-            "spec": {
-                "properties": {
-                    "description": {"type": "string"},
-                    "limits": {
-                        "additionalProperties": {
-                            "anyOf": [{"type": "integer"}, {"type": "string"}]
-                        },
-                        "type": "object",
-                    },
-                },
-                "type": "object",
-            }
-        },
-        "type": "object",
-    }
-
-
-def test_derive_refuses_a_crd_whose_v1_is_not_served() -> None:
-    with pytest.raises(ValueError, match="no v1 version that is both served and stored"):
-        derive.derive(SAMPLE_CRD.replace("served: true", "served: false"))
-
-
-def test_derive_writes_one_schema_per_kind_for_the_version_given(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(derive, "schema_file", lambda kind, v: tmp_path / f"{kind}-{v}.json")
-    node_class_crd = SAMPLE_CRD.replace("kind: NodePool", "kind: EC2NodeClass")
-
-    derive.write_schemas([SAMPLE_CRD, node_class_crd], "1.2.3")
-
-    written = json.loads((tmp_path / "NodePool-1.2.3.json").read_text())
-    assert written == derive.derive(SAMPLE_CRD)[1]
-    assert (tmp_path / "EC2NodeClass-1.2.3.json").exists()
 
 
 # --- The AMI: the pinned release, as the node group runs it -------------------------------------

@@ -13,6 +13,7 @@ from components.kubernetes.gpu_pod import (
     gpu_pod_spec,
     gpu_resource,
     gpu_tolerations,
+    pool_placement,
 )
 from components.node_identity import GpuShape, ResolvedPool, resolve_pool
 from components.versions import SUPPORTED_KUBERNETES_VERSIONS
@@ -234,3 +235,19 @@ def test_spec_carries_the_pools_tolerations_and_affinity(spec) -> None:
 
 def test_gpu_resource_is_what_the_pool_advertises() -> None:
     assert gpu_resource(mig_mixed_pool()) == "nvidia.com/mig-1g.10gb"
+
+
+def test_placement_under_the_cluster_autoscaler_keeps_it_from_draining_the_node() -> None:
+    placement = pool_placement(pool(), "cluster-autoscaler")
+
+    assert placement["workload"]["annotations"] == {
+        "cluster-autoscaler.kubernetes.io/safe-to-evict": "false"
+    }
+
+
+def test_placement_under_karpenter_keeps_it_from_disrupting_the_node() -> None:
+    # Karpenter v1.14.1 concepts/disruption.md, "Pod-Level Controls"; it reads no cluster
+    # autoscaler annotation.
+    placement = pool_placement(pool(), "karpenter")
+
+    assert placement["workload"]["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}

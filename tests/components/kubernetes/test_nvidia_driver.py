@@ -4,21 +4,12 @@ CRD, which nodes it selects, and the config rules around per-pool drivers."""
 import copy
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from components.config import ConfigError, load_stack_config
-from components.kubernetes import crd_schemas
-from components.kubernetes.crd_schemas import (
-    SCHEMAS_DIR,
-    chart_crds,
-    closed,
-    derive,
-    validation_errors,
-    without_descriptions,
-)
+from components.kubernetes.crd_schemas import SCHEMAS_DIR, chart_crds, validation_errors
 from components.versions import GPU_OPERATOR_CHART
 from gpu_platform_cli.offline import SECRET_STAND_IN, Plan, PlannedResource
 from tests.components.gke.plans import NODE_POOL, on_ubuntu
@@ -294,110 +285,6 @@ def test_the_committed_crd_requires_what_the_resources_set() -> None:
     )
 
 
-SAMPLE_CRD = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  names: {kind: Widget, plural: widgets}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    schema:
-      openAPIV3Schema:
-        description: A widget.
-        properties:
-          spec:
-            description: Its spec.
-            properties:
-              description: {type: string, description: A field named description.}
-              size: {anyOf: [{type: integer}, {type: string}], x-kubernetes-int-or-string: true}
-            type: object
-        type: object
-  - name: v0
-    served: false
-    schema: {openAPIV3Schema: {type: object}}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: not-a-crd}
-"""
-
-
-def test_derive_keeps_each_served_versions_schema_without_descriptions() -> None:
-    assert derive.derive(SAMPLE_CRD) == [
-        {
-            "name": "widgets.example.com",
-            "group": "example.com",
-            "kind": "Widget",
-            "scope": "Namespaced",
-            "versions": {
-                "v1": {
-                    "properties": {
-                        "spec": {
-                            "properties": {
-                                "description": {"type": "string"},
-                                "size": {
-                                    "anyOf": [{"type": "integer"}, {"type": "string"}],
-                                    "x-kubernetes-int-or-string": True,
-                                },
-                            },
-                            "type": "object",
-                        }
-                    },
-                    "type": "object",
-                }
-            },
-        }
-    ]
-
-
-def test_derive_writes_each_crd_under_its_chart_version_and_name(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    crds = tmp_path / "crds.yaml"
-    crds.write_text(SAMPLE_CRD)
-    monkeypatch.setattr(crd_schemas, "SCHEMAS_DIR", tmp_path)
-
-    derive.main([crds], chart="widgets", version="v1.2.3")
-
-    written = tmp_path / "widgets-v1.2.3-widgets.example.com.json"
-    assert [json.loads(written.read_text())] == derive.derive(SAMPLE_CRD)
-
-
-def test_a_schema_without_descriptions_keeps_a_property_named_description() -> None:
-    schema = {"description": "x", "properties": {"description": {"description": "y"}}}
-
-    assert without_descriptions(schema) == {"properties": {"description": {}}}
-
-
-def test_closed_schemas_keep_open_maps_and_preserved_fields_open() -> None:
-    schema = {
-        "properties": {
-            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-            "raw": {
-                "type": "object",
-                "x-kubernetes-preserve-unknown-fields": True,
-                "properties": {},
-            },
-        }
-    }
-
-    assert closed(schema) == {
-        "properties": {
-            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-            "raw": {
-                "type": "object",
-                "x-kubernetes-preserve-unknown-fields": True,
-                "properties": {},
-            },
-        },
-        "additionalProperties": False,
-    }
-
-
 # --- config --------------------------------------------------------------------------------------
 
 
@@ -458,6 +345,19 @@ def test_driver_overrides_the_nvidiadrivers_do_not_take_are_refused_on_ubuntu(
         " ubuntu, where only repository, image, imagePullSecrets, enabled, manager act on the"
         " driver: the platform's NVIDIADriver resources build it (per pool with"
         " gcp.driverVersion, rolled out within operator.driverUpgrade... settings)"
+    }
+
+
+def test_turning_the_driver_off_is_refused_on_ubuntu(ubuntu: Config) -> None:
+    # gpu-operator v26.7.0 controllers/nvidiadriver_controller.go reconciles the NVIDIADriver
+    # resources while ClusterPolicy's useNvidiaDriverCRD is on, driver.enabled or not.
+    ubuntu["gpu-platform:operator"] = {"overrides": {"driver": {"enabled": False}}}
+
+    assert problems(ubuntu) == {
+        "gpu-platform:operator.overrides.driver.enabled": "true or no value with nodeImage"
+        " ubuntu, where the platform's NVIDIADriver resources install each pool's driver"
+        " whatever it says, and nothing else installs one; for a driver the GPU Operator does"
+        " not build, use nodeImage cos (Google's installer loads COS's driver)"
     }
 
 

@@ -10,8 +10,9 @@ import pytest
 
 from components.kubernetes.tenant_namespace import SMOKE_TEST_SCRIPT
 from components.versions import GPU_SMOKE_TEST_IMAGE, POD_SECURITY_VERSION
-from gpu_platform_cli.offline import Plan, PlannedResource
+from gpu_platform_cli.offline import Plan, PlannedResource, run_program
 from tests.components.kubernetes.restricted_pod_security import restricted_violations
+from tests.repository import PROJECT
 from tests.stack_variants import MIG_POOL, MIG_SLICE_RESOURCE, with_mig_mixed_pool
 
 COMPONENT = "gpu-platform:kubernetes:GpuTenantNamespace"
@@ -248,6 +249,16 @@ def test_the_autoscaler_never_drains_a_node_mid_smoke_test(dev_plan) -> None:
     metadata = job(dev_plan).inputs["spec"]["template"]["metadata"]
 
     assert metadata["annotations"] == {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+
+
+def test_karpenter_never_disrupts_a_node_mid_smoke_test() -> None:
+    # Karpenter reads no cluster autoscaler annotation; `karpenter.sh/do-not-disrupt` keeps it
+    # from consolidating, drifting or evicting (concepts/disruption.md at v1.14.1).
+    metadata = job(run_program("karpenter-dev", project=PROJECT)).inputs["spec"]["template"][
+        "metadata"
+    ]
+
+    assert metadata["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
 
 
 def test_failed_nvidia_smi_fails_the_job_without_retrying(dev_plan) -> None:
