@@ -20,10 +20,17 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.versions import SUPPORTED_KUBERNETES_VERSIONS
+from components.kubernetes.crd_schemas import chart_crds, validation_errors
+from components.versions import (
+    GPU_OPERATOR_CHART,
+    KARPENTER_CHART,
+    SUPPORTED_KUBERNETES_VERSIONS,
+    HelmChart,
+)
 from gpu_platform_cli.offline import Plan, PlannedResource, stack_config
+from tests.components.gke.plans import on_ubuntu
 from tests.repository import PROJECT
-from tests.stack_variants import reachable_gke, with_mig_mixed_pool
+from tests.stack_variants import reachable_gke, with_gke_capacity_pools, with_mig_mixed_pool
 
 Config = dict[str, Any]
 NOT_OBJECTS = frozenset({"kubernetes:helm.sh/v3:Release"})
@@ -36,7 +43,11 @@ STACKS: dict[str, Callable[[Config, Config], Config]] = {
     "gke": lambda dev, gke: reachable_gke(gke),
     "eks-mig-mixed": lambda dev, gke: with_mig_mixed_pool(dev),
     "karpenter-dev": lambda dev, gke: stack_config("karpenter-dev", PROJECT),
+    "gke-ubuntu": lambda dev, gke: on_ubuntu(reachable_gke(gke)),
+    "gke-capacity": lambda dev, gke: with_gke_capacity_pools(reachable_gke(gke)),
 }
+# The charts whose CRDs the platform's custom resources are checked against, at their pins.
+CRD_CHARTS: tuple[HelmChart, ...] = (KARPENTER_CHART, GPU_OPERATOR_CHART)
 
 
 def kubernetes_objects(plan: Plan) -> list[PlannedResource]:
@@ -77,6 +88,13 @@ def validate(obj: dict[str, Any], minor: str = NEWEST) -> None:
 
 
 def validate_custom_resource(obj: dict[str, Any], minor: str) -> None:
+    """Against the CRD of the pinned chart that installs the kind, where the platform keeps its
+    schema (components/kubernetes/crd_schemas/); otherwise its apiVersion, kind and metadata."""
+    chart = crd_chart(obj)
+    if chart is not None:
+        errors = validation_errors(obj, chart.name, chart.version)
+        if errors:
+            raise ValueError("; ".join(errors))
     if not CUSTOM_API_VERSION.match(obj["apiVersion"]):
         raise ValueError(f"apiVersion {obj['apiVersion']!r} is not <group>/<version>")
     if not KIND.match(obj["kind"]):
@@ -84,6 +102,19 @@ def validate_custom_resource(obj: dict[str, Any], minor: str) -> None:
     # ObjectMeta is the same for every kind: check it as a ConfigMap's.
     stand_in = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": obj.get("metadata", {})}
     kubernetes_validate.validate(stand_in, f"{minor}.0", strict=True)
+
+
+def crd_chart(obj: dict[str, Any]) -> HelmChart | None:
+    group = obj["apiVersion"].rpartition("/")[0]
+    return next(
+        (
+            chart
+            for chart in CRD_CHARTS
+            for crd in chart_crds(chart.name, chart.version)
+            if (crd["group"], crd["kind"]) == (group, obj["kind"])
+        ),
+        None,
+    )
 
 
 def problems(plan: Plan, minor: str) -> list[str]:
@@ -112,6 +143,21 @@ def test_the_core_platform_objects_are_among_those_validated(plan) -> None:
     kinds = {manifest(r)["kind"] for r in kubernetes_objects(plan)}
 
     assert {"Namespace", "ResourceQuota", "Job"} <= kinds
+
+
+@pytest.mark.parametrize(
+    ("stack", "kinds"),
+    [("karpenter-dev", {"NodePool", "EC2NodeClass"}), ("gke-ubuntu", {"NVIDIADriver"})],
+)
+def test_custom_resources_are_validated_against_their_pinned_crds(
+    stack: str, kinds: set[str], dev_config, gke_config, plan_for
+) -> None:
+    plan = plan_for(STACKS[stack](dev_config, gke_config))
+    checked = {
+        manifest(r)["kind"] for r in kubernetes_objects(plan) if crd_chart(manifest(r)) is not None
+    }
+
+    assert checked == kinds
 
 
 # --- The checks can fail -------------------------------------------------------------------
@@ -161,3 +207,15 @@ def test_a_resource_whose_inputs_disagree_with_its_type_is_rejected(dev_plan) ->
 
     with pytest.raises(AssertionError, match="do not match its type"):
         manifest(mislabelled)
+
+
+def test_a_field_a_pinned_crd_does_not_have_is_rejected() -> None:
+    node_pool = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "l4"},
+        "spec": {"template": {"spec": {"nodeClassRef": {}}}, "limit": {"nvidia.com/gpu": "8"}},
+    }
+
+    with pytest.raises(ValueError, match="limit"):
+        validate(node_pool)

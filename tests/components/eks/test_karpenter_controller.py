@@ -731,3 +731,78 @@ def test_protect_guards_both_releases_and_nothing_of_their_aws_side(
     (controller,) = plan.of_type(COMPONENT)
     protected = {r.name for r in plan.children_of(controller) if r.protect}
     assert protected == {"karpenter-crd", "karpenter"}
+
+
+# --- The AWS side as the APIs take it ---------------------------------------------------------
+
+
+def test_the_interruption_queue_and_its_policy_are_requests_sqs_takes(plan: Plan) -> None:
+    queue = plan.named("karpenter-interruption-queue", QUEUE).inputs
+    policy = plan.of_type(QUEUE_POLICY)[0].inputs
+    create = {
+        "QueueName": queue["name"],
+        "Attributes": {
+            "MessageRetentionPeriod": str(int(queue["messageRetentionSeconds"])),
+            "SqsManagedSseEnabled": str(queue["sqsManagedSseEnabled"]).lower(),
+        },
+    }
+
+    assert request_problems("sqs", "CreateQueue", create) == []
+    assert (
+        request_problems(
+            "sqs",
+            "SetQueueAttributes",
+            {"QueueUrl": policy["queueUrl"], "Attributes": {"Policy": policy["policy"]}},
+        )
+        == []
+    )
+
+
+def test_each_event_rule_and_target_is_a_request_eventbridge_takes(plan: Plan) -> None:
+    targets = plan.of_type(TARGET)
+
+    assert len(targets) == len(plan.of_type(RULE)) == 5
+    for rule, target in zip(plan.of_type(RULE), targets, strict=True):
+        put_rule = {
+            "Name": target.inputs["rule"],
+            "EventPattern": rule.inputs["eventPattern"],
+            "Description": rule.inputs["description"],
+        }
+        put_targets = {
+            "Rule": target.inputs["rule"],
+            "Targets": [{"Id": target.inputs["targetId"], "Arn": target.inputs["arn"]}],
+        }
+        assert request_problems("events", "PutRule", put_rule) == []
+        assert request_problems("events", "PutTargets", put_targets) == []
+
+
+def test_the_roles_and_their_policies_are_requests_iam_takes(plan: Plan) -> None:
+    for role in plan.of_type(ROLE):
+        create = {
+            "RoleName": role.name,
+            "AssumeRolePolicyDocument": role.inputs["assumeRolePolicy"],
+            "Description": role.inputs["description"],
+        }
+        assert request_problems("iam", "CreateRole", create) == []
+    for policy in plan.of_type(POLICY):
+        put = {
+            "RoleName": policy.inputs["role"],
+            "PolicyName": policy.name,
+            "PolicyDocument": policy.inputs["policy"],
+        }
+        assert request_problems("iam", "PutRolePolicy", put) == []
+
+
+def test_the_controllers_inline_policies_fit_iams_limit_for_the_longest_cluster_name(
+    karpenter_config: Config,
+) -> None:
+    # IAM quotas: a role's inline policies together take at most 10,240 characters, whitespace
+    # not counted. The policies name the cluster, whose name EKS allows up to 100 characters.
+    karpenter_config["gpu-platform:cluster"]["name"] = "c" * 100
+    plan = run_program(STACK, config=karpenter_config, project=PROJECT)
+    sizes = Counter[str]()
+    for policy in plan.of_type(POLICY):
+        compact = json.dumps(json.loads(policy.inputs["policy"]), separators=(",", ":"))
+        sizes[policy.inputs["role"]] += len(compact)
+
+    assert sizes and max(sizes.values()) <= 10_240
