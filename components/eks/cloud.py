@@ -30,8 +30,6 @@ from components.eks.cluster_autoscaler import (
     autoscaler_image,
 )
 from components.eks.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
-from components.eks.karpenter.controller import KarpenterController, KarpenterControllerArgs
-from components.eks.karpenter.node_pool import KarpenterGpuNodePool, KarpenterGpuNodePoolArgs
 from components.eks.node_group import EksGpuNodeGroup, EksGpuNodeGroupArgs
 from components.eks.node_group_names import names_a_zone_of
 from components.eks.node_monitoring_agent import NodeMonitoringAgent, NodeMonitoringAgentArgs
@@ -160,7 +158,18 @@ class EksCloud:
     def _karpenter_node_pools(
         self, pools: Sequence[ResolvedPool], connection: ClusterConnection
     ) -> list[pulumi.Resource]:
-        """The Karpenter controller, and a NodePool for each pool once the controller is in."""
+        """The Karpenter controller, and a NodePool for each pool once the controller is in.
+        Imported here, as `cloud_for` imports a cloud: only Karpenter stacks load its SDK modules
+        (SQS, EventBridge)."""
+        from components.eks.karpenter.controller import (
+            KarpenterController,
+            KarpenterControllerArgs,
+        )
+        from components.eks.karpenter.node_pool import (
+            KarpenterGpuNodePool,
+            KarpenterGpuNodePoolArgs,
+        )
+
         controller = KarpenterController(
             "karpenter",
             KarpenterControllerArgs(

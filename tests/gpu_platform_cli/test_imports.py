@@ -68,6 +68,11 @@ def test_an_eks_plan_does_not_import_the_gke_side(eks_plan_imports: set[str]) ->
     assert not any(m.startswith("components.gke") for m in eks_plan_imports)
 
 
+def test_a_node_group_plan_does_not_import_the_karpenter_side(eks_plan_imports: set[str]) -> None:
+    assert not any(m.startswith("components.eks.karpenter") for m in eks_plan_imports)
+    assert not any(m.startswith("pulumi_aws.cloudwatch") for m in eks_plan_imports)
+
+
 def test_a_gke_plan_does_not_import_the_eks_side(gke_plan_imports: set[str]) -> None:
     assert top_level(gke_plan_imports) & {"pulumi_aws", "boto3", "moto"} == set()
     assert not any(m.startswith("components.eks") for m in gke_plan_imports)
