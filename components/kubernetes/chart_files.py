@@ -1,6 +1,7 @@
 """What the scripts deriving committed files from a chart version's own files share
 (`chart_keys/derive.py`, `crd_schemas/derive.py`): naming the chart and version on the command
-line, and writing the derived file beside the script."""
+line, and writing the derived file beside the script, which the EKS add-on schemas'
+`derive.py` does too."""
 
 from pathlib import Path
 from typing import Annotated

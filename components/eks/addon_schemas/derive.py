@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from components.eks.addon_schemas import schema_file_name
+from components.kubernetes.chart_files import write_derived
 from components.kubernetes.crd_schemas import without_descriptions
 
 
@@ -25,10 +26,12 @@ def main(
     version: Annotated[str, typer.Option(help="The upstream tag the schema is from")],
 ) -> None:
     """Write the schema beside this script."""
-    target = Path(__file__).with_name(schema_file_name(addon, version))
     derived = without_descriptions(json.loads(schema.read_text()))
-    target.write_text(json.dumps(derived, indent=1, sort_keys=True) + "\n")
-    typer.echo(f"wrote {target}")
+    write_derived(
+        Path(__file__).with_name(schema_file_name(addon, version)),
+        json.dumps(derived, indent=1, sort_keys=True) + "\n",
+        f"{addon}'s configuration schema",
+    )
 
 
 if __name__ == "__main__":
