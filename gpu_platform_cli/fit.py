@@ -17,6 +17,7 @@ import yaml
 from rich.markup import escape
 from rich.table import Table
 
+from components import yaml_documents
 from components.eks.instance_types import Gpus, InstanceType, instance_type
 from components.fit import (
     NodeTemplate,
@@ -67,7 +68,7 @@ def run(stack: str, pod_file: Path) -> None:
 def pods_in(pod_file: Path) -> list[tuple[str, PodSpec]]:
     """Each object's title and pod spec; a ValueError naming the file, the document and what is
     wrong where one is not a workload the check can read."""
-    documents = [d for d in yaml.safe_load_all(pod_file.read_text()) if d is not None]
+    documents = [d for d in yaml_documents.load_all(pod_file.read_text()) if d is not None]
     if not documents:
         raise ValueError(f"{pod_file}: no Kubernetes objects in it")
     specs = []

@@ -21,6 +21,7 @@ from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.config import set_all_config
 from pulumi.runtime.sync_await import _sync_await
 
+from components import yaml_documents
 from gpu_platform_cli import stand_ins
 from gpu_platform_cli.project import Project
 
@@ -100,7 +101,7 @@ def stack_config(stack: str, project: Project | None = None) -> dict[str, Any]:
             f" {', '.join(project.stacks()) or 'none'}"
         )
     try:
-        document = yaml.safe_load(path.read_text())
+        document = yaml_documents.load(path.read_text())
     except yaml.YAMLError as error:
         raise StackFileError(f"{path} is not valid YAML: {error}") from None
     if document is None:

@@ -48,6 +48,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from components import yaml_documents
 from components.config import (
     CONFIG_NAMESPACE,
     EC2_RESERVED_CAPACITIES,
@@ -69,8 +70,6 @@ from gpu_platform_cli.reachability import reachability_findings
 EXIT_BLOCKED = 1
 EXIT_BAD_STACK = 2
 CHART_INDEX_TIMEOUT_SECONDS = 60
-# NVIDIA's index lists every chart of its registry: parsed in C where PyYAML has it.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 EXIT_CANNOT_CHECK = 4
 """No usable credentials, no way to AWS, or a permission the check needs is missing."""
 
@@ -536,7 +535,7 @@ def chart_findings(config: StackConfig) -> list[Finding]:
     subject = f"chart {chart} {operator.chart_version}"
     where = f"{key_path('operator', 'chartVersion')} in {key_path('operator', 'repository')}"
     try:
-        index = yaml.load(read_chart_index(operator.repository), Loader=_YAML_LOADER)
+        index = yaml_documents.load(read_chart_index(operator.repository))
         entries = (index.get("entries") or {}).get(chart) or []
         versions = {str(entry.get("version")) for entry in entries}
     except (OSError, yaml.YAMLError, AttributeError) as error:  # URLError is an OSError

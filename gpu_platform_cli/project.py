@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from components import yaml_documents
+
 PROJECT_FILES = ("Pulumi.yaml", "Pulumi.yml")
 
 
@@ -82,7 +84,7 @@ class Project:
 
 def _mapping(path: Path) -> dict[str, Any]:
     try:
-        document = yaml.safe_load(path.read_text())
+        document = yaml_documents.load(path.read_text())
     except yaml.YAMLError as error:
         raise ProjectNotFound(f"{path} is not valid YAML: {error}") from None
     if not isinstance(document, dict):

@@ -28,9 +28,9 @@ from string import Template
 from typing import Any
 
 import pulumi
-import yaml
 from pulumi_kubernetes import apiextensions, core, helm, meta
 
+from components import yaml_documents
 from components.config import MonitoringSpec, Platform
 from components.kubernetes.alerts import ALERTED_CLASSES, xid_classes
 from components.kubernetes.pod_security import pod_security_labels
@@ -226,7 +226,7 @@ def prometheus_stack_values(node_exporter_namespace: pulumi.Input[str]) -> dict[
 
 def gpu_alert_rules(monitoring: MonitoringSpec, operator_namespace: str) -> dict[str, Any]:
     """The alert rules file (`groups:`) with the stack's thresholds filled in."""
-    rules = yaml.safe_load(ALERT_RULES_FILE.read_text())
+    rules = yaml_documents.load(ALERT_RULES_FILE.read_text())
     return _fill(rules, _placeholders(monitoring, operator_namespace))
 
 
