@@ -13,11 +13,11 @@ import yaml
 SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def load(text: str) -> Any:
+def load(text: str | bytes) -> Any:
     """The one YAML document in `text`, as `yaml.safe_load` reads it."""
     return yaml.load(text, Loader=SAFE_LOADER)
 
 
-def load_all(text: str) -> Iterator[Any]:
+def load_all(text: str | bytes) -> Iterator[Any]:
     """Each YAML document in `text`, as `yaml.safe_load_all` reads them."""
     return yaml.load_all(text, Loader=SAFE_LOADER)

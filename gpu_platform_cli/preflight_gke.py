@@ -1,4 +1,4 @@
-"""Pre-flight check of a GKE stack against its Google Cloud project, before `pulumi up`.
+"""The GKE side of `gpu-platform preflight`: a GKE stack against its Google Cloud project.
 
 Read-only calls to the GKE and Compute Engine REST APIs (v1), with Application Default
 Credentials, answer what would otherwise surface as a node pool that never gets a node:
@@ -10,8 +10,7 @@ Credentials, answer what would otherwise surface as a node pool that never gets 
   machine type and GPUs, consumed only by VMs that name it, and holds the pool's `min` and
   `max`, with how many of its VMs are free;
 - each `reservation: any` pool has READY reservations open to any VM in its zones, of its machine
-  type and GPUs, with how many of their VMs are free;
-- and, as on EKS, that the GPU Operator chart version exists (`preflight.chart_findings`).
+  type and GPUs, with how many of their VMs are free.
 
 Fields and shapes are those of the APIs' discovery documents as google-api-python-client ships
 them (`googleapiclient/discovery_cache/documents/container.v1.json` and `compute.v1.json`): the
@@ -46,7 +45,7 @@ from components.node_identity import GpuShape
 from components.versions import SUPPORTED_KUBERNETES_VERSIONS
 from gpu_platform_cli.cli import fail
 from gpu_platform_cli.findings import Finding
-from gpu_platform_cli.preflight import EXIT_BAD_STACK, EXIT_CANNOT_CHECK, chart_findings
+from gpu_platform_cli.preflight import EXIT_BAD_STACK, EXIT_CANNOT_CHECK
 
 # Each discovery document's `rootUrl` and `servicePath`.
 CONTAINER_API = "https://container.googleapis.com/v1/"
@@ -160,8 +159,8 @@ class GoogleApis:
 
 
 def check(stack: str, config: StackConfig) -> list[Finding]:
-    """Every finding for a GKE stack, the chart's last. A pool the program would refuse ends the
-    command with exit 2; a project it cannot check, with exit 4."""
+    """Every finding for a GKE stack. A pool the program would refuse ends the command with
+    exit 2; a project it cannot check, with exit 4."""
     assert config.cluster.project is not None  # config validation requires it on GCP
     try:
         findings = preflight(config, GoogleApis.with_default_credentials(config.cluster.project))
@@ -170,7 +169,7 @@ def check(stack: str, config: StackConfig) -> list[Finding]:
         fail(error.hiding_secrets(secret).report(), EXIT_BAD_STACK)
     except (GoogleAuthError, GoogleApiError, urllib3.exceptions.HTTPError) as error:
         fail(f"Cannot check stack {stack}: {why_it_cannot_check(error)}", EXIT_CANNOT_CHECK)
-    return findings + chart_findings(config)
+    return findings
 
 
 def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:

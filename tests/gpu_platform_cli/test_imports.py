@@ -1,8 +1,9 @@
 """Each command imports only what it uses: the offline plan starts in about two seconds because
-it does not load moto's EC2 models, boto3, the other cloud's provider SDK or the other commands.
-Checked on the real command in a fresh interpreter with `-X importtime`, which lists every module
-the process imported."""
+it does not load moto's EC2 models, boto3, the other cloud's provider SDK or the other commands,
+and a pre-flight check loads its own cloud's client library only. Checked on the real command in
+a fresh interpreter with `-X importtime`, which lists every module the process imported."""
 
+import os
 import subprocess
 import sys
 
@@ -13,13 +14,14 @@ from tests.repository import ROOT
 OTHER_COMMANDS = (
     "gpu_platform_cli.fit",
     "gpu_platform_cli.preflight",
+    "gpu_platform_cli.preflight_eks",
     "gpu_platform_cli.preflight_gke",
     "gpu_platform_cli.config_reference",
     "components.fit",
 )
 
 
-def imported_by(*args: str) -> set[str]:
+def imported_by(*args: str, env: dict[str, str] | None = None) -> set[str]:
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "gpu_platform_cli", *args],
         cwd=ROOT,
@@ -27,8 +29,10 @@ def imported_by(*args: str) -> set[str]:
         text=True,
         timeout=120,
         check=False,
+        env=env,
     )
-    assert result.returncode in (0, 1, 2, 3), result.stderr
+    # 4: a pre-flight check that found no credentials, which these runs are not given.
+    assert result.returncode in (0, 1, 2, 3, 4), result.stderr
     # Lines read `import time: self | cumulative | <indent>module`.
     return {
         line.rsplit("|", 1)[1].strip()
@@ -92,3 +96,39 @@ def test_help_imports_no_command_and_no_pulumi() -> None:
     assert not any(
         m.startswith("gpu_platform_cli.") and m != "gpu_platform_cli.app" for m in imported
     )
+
+
+@pytest.fixture(scope="module")
+def without_credentials(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """An environment where neither cloud's client finds credentials, or probes a metadata
+    server for them (botocore's AWS_EC2_METADATA_DISABLED, google-auth's NO_GCE_CHECK)."""
+    home = tmp_path_factory.mktemp("home")
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "AWS_SHARED_CREDENTIALS_FILE": str(home / "no-credentials"),
+        "AWS_CONFIG_FILE": str(home / "no-config"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "CLOUDSDK_CONFIG": str(home / "gcloud"),
+        "NO_GCE_CHECK": "true",
+    }
+
+
+def test_a_gke_preflight_does_not_import_the_eks_check_or_boto3(
+    without_credentials: dict[str, str],
+) -> None:
+    imported = imported_by("preflight", "gke-dev", env=without_credentials)
+
+    assert "gpu_platform_cli.preflight_gke" in imported
+    assert "gpu_platform_cli.preflight_eks" not in imported
+    assert top_level(imported) & {"boto3", "botocore", "moto"} == set()
+
+
+def test_an_eks_preflight_does_not_import_the_gke_check_or_googles_auth_library(
+    without_credentials: dict[str, str],
+) -> None:
+    imported = imported_by("preflight", "dev", env=without_credentials)
+
+    assert "gpu_platform_cli.preflight_eks" in imported
+    assert "gpu_platform_cli.preflight_gke" not in imported
+    assert not any(m.startswith("google.auth") for m in imported)

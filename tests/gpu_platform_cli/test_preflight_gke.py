@@ -674,19 +674,6 @@ def test_a_cluster_gke_is_working_on_is_a_warning(google: FakeGoogle) -> None:
 
 # --- The command -------------------------------------------------------------------------------
 
-# An excerpt of the chart repository's index: every test here reads this, none the network.
-CHART_INDEX = b"""apiVersion: v1
-entries:
-  gpu-operator:
-  - name: gpu-operator
-    version: v26.7.0
-"""
-
-
-@pytest.fixture(autouse=True)
-def chart_repository(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(preflight, "read_chart_index", lambda repository: CHART_INDEX)
-
 
 @pytest.fixture
 def command(monkeypatch: pytest.MonkeyPatch, google: FakeGoogle) -> Callable[..., Any]:
