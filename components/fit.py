@@ -26,6 +26,13 @@ from components.eks.autoscaler_tags import (
     TAINT_TAG_PREFIX,
 )
 from components.eks.instance_types import InstanceType
+from components.eks.karpenter.labels import (
+    AWS_LABEL_PREFIX,
+    CAPACITY_TYPE_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NODE_POOL_LABEL,
+    ZONE_LABEL,
+)
 from components.eks.node_labels import EFA_RESOURCE
 from components.gke.cluster import zone_region
 from components.node_identity import CLOUD_TAINT_EFFECTS, GPU_RESOURCE, POOL_LABEL, Taint
@@ -93,7 +100,7 @@ def _pool_fit(pod_spec: PodSpec, pool: str, templates: Sequence[NodeTemplate]) -
         return Fit(pool, reasons[0] if all(reasons) else ())
     common = [r for r in reasons[0] if all(r in others for others in reasons[1:])]
     own = [
-        f"{template.labels.get(_INSTANCE_TYPE_LABEL, '?')}: {reason}"
+        f"{template.labels.get(INSTANCE_TYPE_LABEL, '?')}: {reason}"
         for template, found in zip(templates, reasons, strict=True)
         for reason in found
         if reason not in common
@@ -132,7 +139,7 @@ def eks_node_template(
     """
     labels = {
         "kubernetes.io/os": "linux",
-        "node.kubernetes.io/instance-type": instance_type.name,
+        INSTANCE_TYPE_LABEL: instance_type.name,
         "topology.kubernetes.io/region": region,
     }
     if instance_type.architecture is not None:
@@ -157,23 +164,19 @@ def eks_node_template(
 
 
 # Karpenter's sources: kubernetes-sigs/karpenter and aws/karpenter-provider-aws, both v1.14.1.
-_INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-_ZONE_LABEL = "topology.kubernetes.io/zone"
-_CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
-_AWS_LABEL = "karpenter.k8s.aws/"
-_TENANCY_LABEL = f"{_AWS_LABEL}instance-tenancy"
+_TENANCY_LABEL = f"{AWS_LABEL_PREFIX}instance-tenancy"
 # Labels Karpenter knows (its pkg/apis/v1/labels.go `WellKnownLabels`, and the provider's, all
 # under karpenter.k8s.aws/ but for the zone ID): EC2's data or the offering Karpenter launches
 # give their values. A NodePool's requirement on any other label becomes a label of its nodes.
 _KARPENTER_WELL_KNOWN = frozenset(
     {
-        "karpenter.sh/nodepool",
-        _ZONE_LABEL,
+        NODE_POOL_LABEL,
+        ZONE_LABEL,
         "topology.kubernetes.io/region",
-        _INSTANCE_TYPE_LABEL,
+        INSTANCE_TYPE_LABEL,
         "kubernetes.io/arch",
         "kubernetes.io/os",
-        _CAPACITY_TYPE_LABEL,
+        CAPACITY_TYPE_LABEL,
         "node.kubernetes.io/windows-build",
         "topology.k8s.aws/zone-id",
     }
@@ -239,8 +242,8 @@ def karpenter_node_templates(
     chosen = _karpenter_choices(requirements, node_class_spec)
     own = {
         **{key: values[0] for key, values in chosen.items() if len(values) == 1},
-        "karpenter.sh/nodepool": node_pool["metadata"]["name"],
-        f"{_AWS_LABEL}ec2nodeclass": template["spec"]["nodeClassRef"]["name"],
+        NODE_POOL_LABEL: node_pool["metadata"]["name"],
+        f"{AWS_LABEL_PREFIX}ec2nodeclass": template["spec"]["nodeClassRef"]["name"],
     }
     taints = tuple(
         Taint(t["key"], t.get("value", ""), t["effect"])
@@ -273,12 +276,12 @@ def _karpenter_instance_type_names(
     listed = [
         r["values"]
         for r in requirements
-        if r["key"] == _INSTANCE_TYPE_LABEL and r["operator"] == "In"
+        if r["key"] == INSTANCE_TYPE_LABEL and r["operator"] == "In"
     ]
     if not listed:
         raise ValueError(
             f"NodePool {node_pool['metadata']['name']!r} lists no instance types "
-            f"({_INSTANCE_TYPE_LABEL} In ...), which its templates are built from"
+            f"({INSTANCE_TYPE_LABEL} In ...), which its templates are built from"
         )
     return [name for name in listed[0] if all(name in values for values in listed[1:])]
 
@@ -290,14 +293,14 @@ def _karpenter_choices(
     (zone, capacity type, tenancy) or copies from them (labels it does not know)."""
     reserved = ("reserved",) if node_class_spec.get("capacityReservationSelectorTerms") else ()
     found: dict[str, tuple[str, ...] | None] = {
-        _ZONE_LABEL: None,
+        ZONE_LABEL: None,
         # In Karpenter's order of preference (concepts/nodepools.md, "Capacity Type").
-        _CAPACITY_TYPE_LABEL: (*reserved, "spot", "on-demand"),
+        CAPACITY_TYPE_LABEL: (*reserved, "spot", "on-demand"),
         _TENANCY_LABEL: ("default", "dedicated"),
     }
     for requirement in requirements:
         key, operator = requirement["key"], requirement["operator"]
-        if key not in found and (key in _KARPENTER_WELL_KNOWN or key.startswith(_AWS_LABEL)):
+        if key not in found and (key in _KARPENTER_WELL_KNOWN or key.startswith(AWS_LABEL_PREFIX)):
             continue
         values = tuple(requirement.get("values") or ())
         current = found.get(key)
@@ -312,29 +315,31 @@ def _karpenter_instance_labels(instance_type: InstanceType, region: str) -> dict
     name = instance_type.name
     family, _, size = name.partition(".")
     labels = {
-        _INSTANCE_TYPE_LABEL: name,
+        INSTANCE_TYPE_LABEL: name,
         "kubernetes.io/os": "linux",
         "topology.kubernetes.io/region": region,
-        f"{_AWS_LABEL}instance-cpu": str(instance_type.vcpus),
-        f"{_AWS_LABEL}instance-memory": str(instance_type.memory_mib),
-        f"{_AWS_LABEL}instance-family": family,
-        f"{_AWS_LABEL}instance-size": size,
-        f"{_AWS_LABEL}instance-capability-flex": "true" if "-flex" in family else "false",
+        f"{AWS_LABEL_PREFIX}instance-cpu": str(instance_type.vcpus),
+        f"{AWS_LABEL_PREFIX}instance-memory": str(instance_type.memory_mib),
+        f"{AWS_LABEL_PREFIX}instance-family": family,
+        f"{AWS_LABEL_PREFIX}instance-size": size,
+        f"{AWS_LABEL_PREFIX}instance-capability-flex": "true" if "-flex" in family else "false",
     }
     if instance_type.architecture is not None:
         labels["kubernetes.io/arch"] = _KUBERNETES_ARCH[instance_type.architecture]
     scheme = _INSTANCE_TYPE_SCHEME.match(name)
     if scheme is not None:
-        labels[f"{_AWS_LABEL}instance-category"] = scheme[1]
-        labels[f"{_AWS_LABEL}instance-generation"] = scheme[3]
+        labels[f"{AWS_LABEL_PREFIX}instance-category"] = scheme[1]
+        labels[f"{AWS_LABEL_PREFIX}instance-generation"] = scheme[3]
     if instance_type.instance_store_gb:
-        labels[f"{_AWS_LABEL}instance-local-nvme"] = str(instance_type.instance_store_gb)
+        labels[f"{AWS_LABEL_PREFIX}instance-local-nvme"] = str(instance_type.instance_store_gb)
     if instance_type.gpu_name is not None:
         labels |= {
-            f"{_AWS_LABEL}instance-gpu-name": _kebab(instance_type.gpu_name),
-            f"{_AWS_LABEL}instance-gpu-manufacturer": _kebab(instance_type.gpu_manufacturer or ""),
-            f"{_AWS_LABEL}instance-gpu-count": str(instance_type.gpu_count),
-            f"{_AWS_LABEL}instance-gpu-memory": str(instance_type.gpu_memory_mib),
+            f"{AWS_LABEL_PREFIX}instance-gpu-name": _kebab(instance_type.gpu_name),
+            f"{AWS_LABEL_PREFIX}instance-gpu-manufacturer": _kebab(
+                instance_type.gpu_manufacturer or ""
+            ),
+            f"{AWS_LABEL_PREFIX}instance-gpu-count": str(instance_type.gpu_count),
+            f"{AWS_LABEL_PREFIX}instance-gpu-memory": str(instance_type.gpu_memory_mib),
         }
     return labels
 
@@ -420,7 +425,7 @@ def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
         "kubernetes.io/os": "linux",
         # Every machine type that takes NVIDIA GPUs on GKE the platform knows is x86.
         "kubernetes.io/arch": "amd64",
-        "node.kubernetes.io/instance-type": config["machineType"],
+        INSTANCE_TYPE_LABEL: config["machineType"],
         "topology.kubernetes.io/region": zone_region(location) or location,
         "cloud.google.com/gke-accelerator": accelerator["type"],
         **({"cloud.google.com/gke-spot": "true"} if config.get("spot") else {}),

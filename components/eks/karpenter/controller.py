@@ -29,6 +29,7 @@ from pulumi_kubernetes import helm
 
 from components.config import KarpenterSpec
 from components.eks.cluster import EksCluster
+from components.eks.karpenter.labels import NODE_POOL_LABEL
 from components.eks.node_group import node_role
 from components.eks.pod_identity import pod_identity
 from components.node_identity import POOL_LABEL
@@ -57,9 +58,6 @@ INTERRUPTION_EVENTS: Mapping[str, tuple[str, str]] = {
     ),
 }
 _QUEUE_TARGET_ID = "KarpenterInterruptionQueueTarget"
-
-# The label Karpenter puts on every node it launches (pkg/apis/v1/labels.go, NodePoolLabelKey).
-NODE_POOL_LABEL = "karpenter.sh/nodepool"
 
 # The node role's EKS access entry: `EC2_LINUX` is the type for the role of self-managed Linux
 # nodes, which Karpenter's are to EKS; EKS maps it to `system:node:{{EC2PrivateDNSName}}` in

@@ -21,6 +21,7 @@ from pulumi_kubernetes.apiextensions import CustomResource
 
 from components.config import GpuPoolSpec
 from components.eks.cluster import EksCluster
+from components.eks.karpenter.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL
 from components.eks.local_storage import uses_instance_store
 from components.eks.node_group import node_volumes, pool_resource_tags
 from components.eks.node_labels import eks_node_identity
@@ -34,10 +35,6 @@ NODE_CLASS_API_VERSION = f"{NODE_CLASS_GROUP}/v1"
 NODE_CLASS_KIND = "EC2NodeClass"
 ON_DEMAND_FALLBACK_ANNOTATION = "gpu-platform.io/on-demand-fallback"
 """On the NodePool of a pool that falls back to on-demand capacity, for people and policies."""
-
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-ZONE_LABEL = "topology.kubernetes.io/zone"
-CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 
 # Karpenter buys EC2 capacity reservations, Capacity Blocks included, as capacity type
 # `reserved` (tasks/odcrs.md, "Selecting Capacity Reservations").
