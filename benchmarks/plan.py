@@ -16,10 +16,14 @@ Two measurements, each the median of several runs:
   the same command on a project whose program is the floor, with the same policy pack. This
   adds interpreter start-up, importing the provider SDKs, and the policy pack's verdicts on the
   plan. A third column times the floor program alone in a fresh interpreter, without the
-  command or the pack. The environment is byte-compiled as `./uvw` installs it.
+  command or the pack; a fourth, how long a fresh interpreter that has imported `pulumi` takes
+  to import the provider SDK modules the stack's program loads, which any program declaring
+  those resources with the SDKs' classes pays. The environment is byte-compiled as `./uvw`
+  installs it.
 """
 
 import copy
+import json
 import os
 import platform
 import statistics
@@ -28,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any
@@ -37,6 +41,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gpu_platform_cli.app import GC_THRESHOLD
 from gpu_platform_cli.offline import run_program, stack_config
 from gpu_platform_cli.project import Project
 
@@ -49,6 +54,25 @@ for index in range(pulumi.Config("floor").require_int("resources")):
     pulumi.CustomResource("floor:index:Resource", f"resource-{index}", {"index": index})
 '''
 FLOOR_STACK = "floor"
+PROVIDER_SDKS = ("pulumi_aws", "pulumi_gcp", "pulumi_kubernetes")
+# Run in a fresh interpreter: prints the seconds importing the modules named on its command line
+# takes once `pulumi` is imported, with the collector tuned as the command tunes it.
+SDK_IMPORTS = """\
+import gc, importlib, sys, time
+gc.set_threshold(int(sys.argv[1]), *gc.get_threshold()[1:])
+import pulumi
+start = time.perf_counter()
+for module in sys.argv[2:]:
+    importlib.import_module(module)
+print(time.perf_counter() - start)
+"""
+# Run in a fresh interpreter: the stack's program, then the provider SDK modules it loaded.
+SDK_MODULES = f"""\
+import json, sys
+from gpu_platform_cli.offline import run_program
+run_program(sys.argv[1])
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {PROVIDER_SDKS!r})))
+"""
 PROJECT = Project.find(Path(__file__).resolve().parent.parent)
 COMMAND = str(Path(sys.executable).parent / "gpu-platform")
 POOL_COUNTS = (1, 4, 16, 64)
@@ -75,6 +99,8 @@ class Timing:
     floor: float
     bare: float | None = None
     """The floor program alone in a fresh interpreter (fresh-process timings only)."""
+    sdk_imports: float | None = None
+    """Importing the provider SDK modules the program loads (fresh-process timings only)."""
 
 
 def main(
@@ -193,11 +219,30 @@ def time_fresh_process(case: Case, floor: Project, repeats: int) -> Timing:
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stderr}")
 
-    return timed(
+    timing = timed(
         case.label,
         resources,
         [lambda: run(plan), lambda: run(command_floor), lambda: run(bare_floor)],
         repeats,
+    )
+    return replace(timing, sdk_imports=sdk_import_seconds(case.stack, repeats))
+
+
+def sdk_import_seconds(stack: str, repeats: int) -> float:
+    """The median time a fresh interpreter takes to import the provider SDK modules that the
+    program of `stack` loads, `pulumi` already imported."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", SDK_MODULES, stack],
+        cwd=PROJECT.directory,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    modules = json.loads(loaded.stdout.splitlines()[-1])
+    command = [sys.executable, "-c", SDK_IMPORTS, str(GC_THRESHOLD), *modules]
+    return statistics.median(
+        float(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+        for _ in range(repeats)
     )
 
 
@@ -231,12 +276,14 @@ def timing_table(title: str, timings: Sequence[Timing]) -> Table:
     bare = any(t.bare is not None for t in timings)
     if bare:
         table.add_column("bare program (s)", justify="right")
+        table.add_column("provider SDK imports (s)", justify="right")
     table.add_column("ms/resource", justify="right")
     for t in timings:
         row = [t.label, str(t.resources), f"{t.plan:.3f}", f"{t.floor:.3f}"]
         row.append(f"{t.plan / t.floor:.2f}x")
         if bare:
             row.append(f"{t.bare:.3f}" if t.bare is not None else "")
+            row.append(f"{t.sdk_imports:.3f}" if t.sdk_imports is not None else "")
         row.append(f"{1000 * t.plan / t.resources:.1f}")
         table.add_row(*row)
     return table

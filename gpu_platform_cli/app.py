@@ -24,7 +24,8 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-_GC_THRESHOLD = 700_000
+GC_THRESHOLD = 700_000
+"""The collector's first threshold while a command runs (see `main`)."""
 EXIT_INTERNAL_ERROR = 70
 """A failure the commands did not expect (BSD's EX_SOFTWARE): a bug, not a problem with the
 stack or the account."""
@@ -160,7 +161,7 @@ def main() -> NoReturn:
     # Importing the provider SDKs creates hundreds of thousands of objects (their classes and
     # type hints), which the collector's default threshold has it walk again and again: a
     # quarter of a plan's time. It still collects, a thousand times less often.
-    gc.set_threshold(_GC_THRESHOLD, *gc.get_threshold()[1:])
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     code = run(sys.argv[1:])
     sys.stdout.flush()
     sys.stderr.flush()
