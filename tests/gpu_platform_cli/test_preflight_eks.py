@@ -271,6 +271,19 @@ def test_the_stacks_own_nodes_count_within_their_pools_max(
     assert findings[-1].message.endswith("with no other instance using them now.")
 
 
+def add_spot_l4_pool(c: Config) -> None:
+    """A second pool of the spot G quota: 4 g6.xlarge of 4 vCPUs."""
+    pools(c).append(
+        {
+            "name": "l4",
+            "instanceTypes": ["g6.xlarge"],
+            "max": 4,
+            "capacity": "spot",
+            "aws": {"amiReleaseVersion": AL2023_RELEASE},
+        }
+    )
+
+
 def test_pools_of_one_quota_are_counted_together_and_each_quota_once(
     aws: AwsClients, quotas: Stubber
 ) -> None:
@@ -280,15 +293,7 @@ def test_pools_of_one_quota_are_counted_together_and_each_quota_once(
     quota(quotas, ON_DEMAND_P, 96)
 
     def more_pools(c: Config) -> None:
-        pools(c).append(
-            {
-                "name": "l4",
-                "instanceTypes": ["g6.xlarge"],
-                "max": 4,
-                "capacity": "spot",
-                "aws": {"amiReleaseVersion": AL2023_RELEASE},
-            }
-        )
+        add_spot_l4_pool(c)
         pools(c).append(
             {
                 "name": "h100",
@@ -666,6 +671,13 @@ def test_a_pool_larger_than_its_capacity_block_blocks() -> None:
     )
 
 
+def scheduled_block() -> dict[str, Any]:
+    """The Capacity Block, bought for a day that starts in two days."""
+    return capacity_block(
+        State="scheduled", StartDate=NOW + timedelta(days=2), EndDate=NOW + timedelta(days=3)
+    )
+
+
 def test_an_ended_capacity_block_blocks() -> None:
     ended = capacity_block(State="expired", EndDate=NOW - timedelta(hours=2))
 
@@ -678,9 +690,7 @@ def test_an_ended_capacity_block_blocks() -> None:
 
 
 def test_a_capacity_block_yet_to_start_asks_for_its_start_in_config() -> None:
-    later = capacity_block(
-        State="scheduled", StartDate=NOW + timedelta(days=2), EndDate=NOW + timedelta(days=3)
-    )
+    later = scheduled_block()
 
     (finding,) = block_findings(later)
 
@@ -701,9 +711,7 @@ def with_block_start(c: Config, start: str) -> None:
 
 
 def test_a_capacity_block_starting_when_config_says_is_a_warning_until_it_starts() -> None:
-    later = capacity_block(
-        State="scheduled", StartDate=NOW + timedelta(days=2), EndDate=NOW + timedelta(days=3)
-    )
+    later = scheduled_block()
 
     (finding,) = reservation_findings(
         # The same instant, written with another offset.
@@ -718,9 +726,7 @@ def test_a_capacity_block_starting_when_config_says_is_a_warning_until_it_starts
 
 
 def test_a_capacity_block_starting_at_another_time_than_config_says_blocks() -> None:
-    later = capacity_block(
-        State="scheduled", StartDate=NOW + timedelta(days=2), EndDate=NOW + timedelta(days=3)
-    )
+    later = scheduled_block()
 
     (finding,) = reservation_findings(
         lambda c: with_block_start(c, "2026-11-25T11:30:00+00:00"),
@@ -1253,15 +1259,7 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
 
     def pools_of_every_kind(c: Config) -> None:
         block_pool(c)
-        pools(c).append(
-            {
-                "name": "l4",
-                "instanceTypes": ["g6.xlarge"],
-                "max": 4,
-                "capacity": "spot",
-                "aws": {"amiReleaseVersion": AL2023_RELEASE},
-            }
-        )
+        add_spot_l4_pool(c)
         pools(c).append(
             {
                 "name": "h100-reserved",
