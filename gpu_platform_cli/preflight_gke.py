@@ -25,9 +25,9 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import google.auth
-import urllib3
+import requests
 from google.auth.exceptions import DefaultCredentialsError, GoogleAuthError, RefreshError
-from google.auth.transport.urllib3 import AuthorizedHttp, Request
+from google.auth.transport.requests import AuthorizedSession
 
 from components.accelerators import ACCELERATORS
 from components.config import (
@@ -88,22 +88,20 @@ class GoogleApiError(Exception):
 
 
 class GoogleApis:
-    """The check's read-only calls for one project, through `http`: urllib3's `urlopen`, with
-    the credentials added (google-auth's `AuthorizedHttp`)."""
+    """The check's read-only calls for one project, through `session`: a requests session with
+    the credentials added (google-auth's `AuthorizedSession`)."""
 
-    def __init__(self, http: Any, project: str):
-        self.http = http
+    def __init__(self, session: requests.Session, project: str):
+        self.session = session
         self.project = project
 
     @classmethod
     def with_default_credentials(cls, project: str) -> "GoogleApis":
-        # Not retried: google-auth's probe of the metadata server, off Google Cloud, allows each
-        # of its own attempts 3 seconds, which urllib3's retries would multiply.
-        http = urllib3.PoolManager(retries=False)
-        # google-auth looks for the metadata server and, for workload identity federation, the
-        # project through `request`, over urllib3 here too (without it, through `requests`).
-        credentials, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE], request=Request(http))
-        return cls(AuthorizedHttp(credentials, http=http), project)
+        # Over requests, as gcloud's and Google's client libraries go: it takes a proxy from
+        # HTTPS_PROXY and NO_PROXY, and CA certificates from REQUESTS_CA_BUNDLE, for the
+        # credentials' own calls (token refresh, the metadata server) and for the APIs alike.
+        credentials, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
+        return cls(AuthorizedSession(credentials), project)
 
     def cluster(self, location: str, name: str) -> dict[str, Any] | None:
         """`container.projects.locations.clusters.get`; None where GKE has no such cluster."""
@@ -151,10 +149,10 @@ class GoogleApis:
     ) -> dict[str, Any]:
         resource = "/".join(quote(part, safe="") for part in path)
         url = f"{api}{resource}" + (f"?{urlencode(query)}" if query else "")
-        response = self.http.urlopen("GET", url, timeout=TIMEOUT_SECONDS)
-        if response.status != 200:
-            raise GoogleApiError(permission, resource, response.status, response.data)
-        found: dict[str, Any] = json.loads(response.data)
+        response = self.session.get(url, timeout=TIMEOUT_SECONDS)
+        if response.status_code != 200:
+            raise GoogleApiError(permission, resource, response.status_code, response.content)
+        found: dict[str, Any] = json.loads(response.content)
         return found
 
 
@@ -167,7 +165,7 @@ def check(stack: str, config: StackConfig) -> list[Finding]:
     except ConfigError as error:
         secret = ["pools"] if config.is_secret("pools") else []
         fail(error.hiding_secrets(secret).report(), EXIT_BAD_STACK)
-    except (GoogleAuthError, GoogleApiError, urllib3.exceptions.HTTPError) as error:
+    except (GoogleAuthError, GoogleApiError, requests.RequestException) as error:
         fail(f"Cannot check stack {stack}: {why_it_cannot_check(error)}", EXIT_CANNOT_CHECK)
     return findings
 
@@ -527,7 +525,7 @@ def _zone_of(reservation: Mapping[str, Any]) -> str:
 
 
 def why_it_cannot_check(
-    error: GoogleAuthError | GoogleApiError | urllib3.exceptions.HTTPError,
+    error: GoogleAuthError | GoogleApiError | requests.RequestException,
 ) -> str:
     """What stopped the check, and what to do about it."""
     login = "gcloud auth application-default login"

@@ -7,8 +7,10 @@ of another type, fails the test. Findings are asserted exactly."""
 import copy
 import json
 import re
+import socketserver
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -19,9 +21,10 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import jsonschema
 import pytest
-import urllib3
-from google.auth.transport.urllib3 import AuthorizedHttp
+import requests
+from google.auth.transport.requests import AuthorizedSession
 from google.oauth2.credentials import Credentials
+from requests.adapters import BaseAdapter
 from typer.testing import CliRunner
 
 from components.config import StackConfig, load_stack_config
@@ -153,15 +156,16 @@ def forbidden(message: str, compute: bool) -> Json:
     return {"error": {"code": 403, "message": message, "status": "PERMISSION_DENIED"}}
 
 
-class FakeGoogle:
-    """urllib3's `urlopen` for the GKE and Compute Engine APIs: each call must be a GET method of
-    their discovery documents, with its query parameters; it gets the answer given for that
+class FakeGoogle(BaseAdapter):
+    """A requests transport for the GKE and Compute Engine APIs: each call must be a GET method
+    of their discovery documents, with its query parameters; it gets the answer given for that
     method and those parameters, else 404 as Google answers it."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.answers: dict[tuple[str, frozenset[tuple[str, str]]], tuple[int, Json]] = {}
         self.calls: list[str] = []
-        self.sent_headers: list[Mapping[str, str]] = []
+        self.sent_headers: list[Mapping[str, str | bytes]] = []
 
     def answer(self, method_id: str, body: Json, status: int = 200, **params: str) -> None:
         """What the method answers for these parameters (path and query); a success must fit
@@ -172,9 +176,22 @@ class FakeGoogle:
             validator(api_.name, method.response).validate(body)
         self.answers[(method_id, frozenset(params.items()))] = (status, body)
 
-    def urlopen(
-        self, method: str, url: str, headers: Mapping[str, str] | None = None, **_: Any
-    ) -> urllib3.HTTPResponse:
+    def session(self, session: requests.Session | None = None) -> requests.Session:
+        """`session` (a plain one by default) with its HTTPS calls sent here."""
+        session = session or requests.Session()
+        session.mount("https://", self)
+        return session
+
+    def send(  # the arguments requests passes every transport
+        self,
+        request: requests.PreparedRequest,
+        stream: bool = False,
+        timeout: float | tuple[float | None, float | None] | None = None,
+        verify: bool | str = True,
+        cert: str | tuple[str, str] | None = None,
+        proxies: dict[str, str] | None = None,
+    ) -> requests.Response:
+        method, url = request.method, str(request.url)
         assert method == "GET", f"a read-only check sent {method} {url}"
         parts = urlsplit(url)
         address = f"{parts.scheme}://{parts.netloc}{parts.path}"
@@ -190,11 +207,17 @@ class FakeGoogle:
         assert set(query) <= found.query, f"{found.id} takes no {set(query) - found.query}"
         params = {k: unquote(v) for k, v in match.groupdict().items()} | query
         self.calls.append(found.id)
-        self.sent_headers.append(dict(headers or {}))
+        self.sent_headers.append(request.headers)
         status, body = self.answers.get(
             (found.id, frozenset(params.items())), (404, not_found(url))
         )
-        return urllib3.HTTPResponse(body=json.dumps(body).encode(), status=status)
+        response = requests.Response()
+        response.status_code, response.url, response.request = status, url, request
+        response._content = json.dumps(body).encode()
+        return response
+
+    def close(self) -> None:
+        pass
 
     def cluster(self, **fields: Any) -> None:
         self.answer(
@@ -291,7 +314,7 @@ def pool(config: Config, name: str) -> dict[str, Any]:
 
 
 def findings(google: FakeGoogle, change: Callable[[Config], Any] = lambda c: None) -> list[Finding]:
-    return preflight_gke.preflight(stack(change), GoogleApis(google, PROJECT))
+    return preflight_gke.preflight(stack(change), GoogleApis(google.session(), PROJECT))
 
 
 def of_pool(found: list[Finding], name: str) -> list[Finding]:
@@ -681,7 +704,7 @@ def command(monkeypatch: pytest.MonkeyPatch, google: FakeGoogle) -> Callable[...
     monkeypatch.setattr(
         GoogleApis,
         "with_default_credentials",
-        classmethod(lambda cls, project: GoogleApis(google, project)),
+        classmethod(lambda cls, project: GoogleApis(google.session(), project)),
     )
 
     def run(change: Callable[[Config], Any] = lambda c: None) -> Any:
@@ -782,7 +805,7 @@ def test_without_a_way_to_google_it_says_it_cannot_check(
     monkeypatch.setattr(
         GoogleApis,
         "with_default_credentials",
-        classmethod(lambda cls, project: GoogleApis(urllib3.PoolManager(retries=False), project)),
+        classmethod(lambda cls, project: GoogleApis(requests.Session(), project)),
     )
 
     result = command()
@@ -817,11 +840,60 @@ def test_without_credentials_the_installed_command_says_it_cannot_check(tmp_path
 
 
 def test_calls_go_through_google_auth_with_the_credentials_token(google: FakeGoogle) -> None:
-    http = AuthorizedHttp(Credentials(token="ya29.token"), http=google)
+    session = google.session(AuthorizedSession(Credentials(token="ya29.token")))
 
-    GoogleApis(http, PROJECT).cluster("us-central1", "ml-dev")
+    GoogleApis(session, PROJECT).cluster("us-central1", "ml-dev")
 
     assert google.sent_headers[0]["authorization"] == "Bearer ya29.token"
+
+
+@pytest.fixture
+def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """A proxy on this machine's loopback, named by HTTPS_PROXY and HTTP_PROXY, that refuses
+    every request; lists the request lines it was sent. The check runs with a token that needs
+    no refresh, so that only its own calls reach the network."""
+    seen: list[str] = []
+
+    class Refusing(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            seen.append(self.rfile.readline().decode().strip())
+            self.wfile.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"http://127.0.0.1:{server.server_address[1]}"
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(name, address)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("google.auth.default", lambda scopes: (Credentials(token="t"), None))
+    try:
+        yield seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_apis_are_called_through_the_proxy_https_proxy_names(proxy: list[str]) -> None:
+    with pytest.raises(requests.exceptions.ProxyError):
+        GoogleApis.with_default_credentials(PROJECT).cluster("us-central1", "ml-dev")
+
+    # The request line less its HTTP version, which Python's http.client chooses.
+    assert [line.rsplit(" ", 1)[0] for line in proxy] == ["CONNECT container.googleapis.com:443"]
+
+
+def test_a_host_no_proxy_names_is_called_directly(
+    proxy: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nothing listens on the discard port of this machine's loopback.
+    monkeypatch.setattr(preflight_gke, "CONTAINER_API", "http://127.0.0.1:9/v1/")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+
+    with pytest.raises(requests.exceptions.ConnectionError) as refused:
+        GoogleApis.with_default_credentials(PROJECT).cluster("us-central1", "ml-dev")
+
+    assert not isinstance(refused.value, requests.exceptions.ProxyError)
+    assert proxy == []
 
 
 # --- What the check calls --------------------------------------------------------------------
@@ -886,4 +958,4 @@ def test_the_schemas_the_fake_checks_answers_against_are_json_schema(name: str) 
 
 def test_the_fake_refuses_a_call_the_api_does_not_have() -> None:
     with pytest.raises(AssertionError, match="not one GET method"):
-        FakeGoogle().urlopen("GET", f"https://compute.googleapis.com/compute/v1/{PROJECT}/nothing")
+        FakeGoogle().session().get(f"https://compute.googleapis.com/compute/v1/{PROJECT}/nothing")
