@@ -50,10 +50,10 @@ def cloud_for(config: StackConfig) -> GpuCloud:
     """The stack's cloud. Only its own components, and so its own provider SDK, are imported:
     each SDK takes a good part of a second to import, and a stack runs on one cloud."""
     if config.cloud is Cloud.AWS:
-        from components.eks import EksCloud
+        from components.eks.cloud import EksCloud
 
         return EksCloud(config)
-    from components.gke import GkeCloud
+    from components.gke.cloud import GkeCloud
 
     return GkeCloud(config)
 

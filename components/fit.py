@@ -34,7 +34,7 @@ from components.eks.karpenter.labels import (
     ZONE_LABEL,
 )
 from components.eks.node_labels import EFA_RESOURCE
-from components.gke.cluster import zone_region
+from components.gke.locations import zone_region
 from components.node_identity import CLOUD_TAINT_EFFECTS, GPU_RESOURCE, POOL_LABEL, Taint
 
 PodSpec = Mapping[str, Any]

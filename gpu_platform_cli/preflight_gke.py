@@ -38,9 +38,8 @@ from components.config import (
     gke_capacity_too_new,
     key_path,
 )
-from components.gke.cluster import zone_region
+from components.gke.locations import zone_region
 from components.gke.machine_types import fixed_series_of, gpu_shape
-from components.gke.node_pool import CLOUD_PLATFORM_SCOPE
 from components.node_identity import GpuShape
 from components.versions import SUPPORTED_KUBERNETES_VERSIONS
 from gpu_platform_cli.cli import fail
@@ -52,6 +51,9 @@ CONTAINER_API = "https://container.googleapis.com/v1/"
 COMPUTE_API = "https://compute.googleapis.com/compute/v1/"
 TIMEOUT_SECONDS = 60
 
+API_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+"""The OAuth scope the check asks its credentials for: the one `gcloud auth application-default
+login` grants, which the APIs' read methods accept."""
 CLUSTER_PERMISSION = "container.clusters.get"
 RESERVATION_PERMISSION = "compute.reservations.get"
 RESERVATIONS_PERMISSION = "compute.reservations.list"
@@ -100,7 +102,7 @@ class GoogleApis:
         # Over requests, as gcloud's and Google's client libraries go: it takes a proxy from
         # HTTPS_PROXY and NO_PROXY, and CA certificates from REQUESTS_CA_BUNDLE, for the
         # credentials' own calls (token refresh, the metadata server) and for the APIs alike.
-        credentials, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
+        credentials, _ = google.auth.default(scopes=[API_SCOPE])
         return cls(AuthorizedSession(credentials), project)
 
     def cluster(self, location: str, name: str) -> dict[str, Any] | None:

@@ -5,7 +5,6 @@ authenticates with `gke-gcloud-auth-plugin`, the deployer's own Google credentia
 kubeconfig holds no token. It is still exported only as a secret.
 """
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -13,9 +12,9 @@ from pulumi_gcp import container
 
 from components.cloud import ClusterConnection
 from components.config import ClusterSpec, ConfigProblem, key_path
+from components.gke.locations import zone_region
 from components.kubernetes.provider import connect_with_kubeconfig, exec_kubeconfig
 
-_ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+\d+)-[a-z]$")
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"
 _AUTH_PLUGIN_INSTALL_HINT = (
     "Install gke-gcloud-auth-plugin (`gcloud components install gke-gcloud-auth-plugin`): "
@@ -52,12 +51,6 @@ class GkeCluster:
         # The name `gcloud container clusters get-credentials` gives it, so that the exported
         # kubeconfig and the deployer's own name the cluster alike.
         return f"gke_{self.project}_{self.location}_{self.name}"
-
-
-def zone_region(name: str) -> str | None:
-    """The region of a zone (`us-central1` for `us-central1-a`); None for a region's name."""
-    zone = _ZONE.match(name)
-    return zone.group("region") if zone else None
 
 
 def lookup_cluster(spec: ClusterSpec) -> GkeCluster:

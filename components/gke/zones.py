@@ -11,7 +11,8 @@ from pulumi_gcp import compute
 
 from components.accelerators import ACCELERATORS
 from components.config import ConfigError, ConfigProblem, key_path
-from components.gke.cluster import GkeCluster, zone_region
+from components.gke.cluster import GkeCluster
+from components.gke.locations import zone_region
 from components.gke.machine_types import is_n1
 from components.node_identity import ResolvedPool
 

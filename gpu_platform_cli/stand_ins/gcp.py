@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from components.accelerators import ACCELERATORS
-from components.gke.cluster import zone_region
+from components.gke.locations import zone_region
 from components.gke.machine_types import fixed_series_of
 
 STAND_IN_ENDPOINT = "203.0.113.10"

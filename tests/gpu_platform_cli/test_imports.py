@@ -1,7 +1,8 @@
 """Each command imports only what it uses: the offline plan starts in about two seconds because
 it does not load moto's EC2 models, boto3, the other cloud's provider SDK or the other commands,
-and a pre-flight check loads its own cloud's client library only. Checked on the real command in
-a fresh interpreter with `-X importtime`, which lists every module the process imported."""
+and a pre-flight check loads its own cloud's client library and no provider SDK. Checked on the
+real command in a fresh interpreter with `-X importtime`, which lists every module the process
+imported."""
 
 import os
 import subprocess
@@ -11,6 +12,8 @@ import pytest
 
 from tests.repository import ROOT
 
+PROVIDER_SDKS = {"pulumi_aws", "pulumi_gcp", "pulumi_kubernetes"}
+"""What a pre-flight check, which reads the cloud's APIs and not the program's, does not load."""
 OTHER_COMMANDS = (
     "gpu_platform_cli.fit",
     "gpu_platform_cli.preflight",
@@ -122,6 +125,7 @@ def test_a_gke_preflight_does_not_import_the_eks_check_or_boto3(
     assert "gpu_platform_cli.preflight_gke" in imported
     assert "gpu_platform_cli.preflight_eks" not in imported
     assert top_level(imported) & {"boto3", "botocore", "moto"} == set()
+    assert top_level(imported) & PROVIDER_SDKS == set()
 
 
 def test_an_eks_preflight_does_not_import_the_gke_check_or_googles_auth_library(
@@ -132,3 +136,4 @@ def test_an_eks_preflight_does_not_import_the_gke_check_or_googles_auth_library(
     assert "gpu_platform_cli.preflight_eks" in imported
     assert "gpu_platform_cli.preflight_gke" not in imported
     assert not any(m.startswith("google.auth") for m in imported)
+    assert top_level(imported) & PROVIDER_SDKS == set()
