@@ -42,8 +42,9 @@ from rich.console import Console
 from rich.table import Table
 
 from gpu_platform_cli.app import GC_THRESHOLD
-from gpu_platform_cli.offline import run_program, stack_config
+from gpu_platform_cli.offline import run_program
 from gpu_platform_cli.project import Project
+from gpu_platform_cli.stack_files import stack_config
 
 FLOOR_PROGRAM = '''\
 """A bare Pulumi program: `floor:resources` custom resources and nothing else."""

@@ -1,14 +1,17 @@
 """What the commands share: running the program for a stack and stopping with a clear message."""
 
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from components.config import ConfigError
-from gpu_platform_cli.offline import Plan, StackFileError, run_program
 from gpu_platform_cli.project import Project
+from gpu_platform_cli.stack_files import StackFileError
+
+if TYPE_CHECKING:
+    from gpu_platform_cli.offline import Plan
 
 
 def plain_console(stderr: bool = False) -> Console:
@@ -29,9 +32,13 @@ def fail(message: str, exit_code: int) -> NoReturn:
 
 def plan_or_fail(
     stack: str, config_error_exit: int, program_error_exit: int, project: Project | None = None
-) -> Plan:
+) -> "Plan":
     """The stack's plan; a missing project or stack file, a config error or a failing program
     ends the command."""
+    # Imported here: the commands that run no program (`preflight`, `config-reference`) share
+    # this module without loading the Pulumi SDK.
+    from gpu_platform_cli.offline import run_program
+
     try:
         plan = run_program(stack, project=project, raise_errors=False)
     except (FileNotFoundError, StackFileError) as unreadable:

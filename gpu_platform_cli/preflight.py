@@ -35,7 +35,7 @@ from components.config import (
 from components.versions import GPU_OPERATOR_CHART
 from gpu_platform_cli.cli import fail, plain_console
 from gpu_platform_cli.findings import Finding
-from gpu_platform_cli.offline import StackFileError, plain_config, stack_config
+from gpu_platform_cli.stack_files import StackFileError, plain_config, stack_config
 
 EXIT_BLOCKED = 1
 EXIT_BAD_STACK = 2

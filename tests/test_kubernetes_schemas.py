@@ -27,7 +27,8 @@ from components.versions import (
     SUPPORTED_KUBERNETES_VERSIONS,
     HelmChart,
 )
-from gpu_platform_cli.offline import Plan, PlannedResource, stack_config
+from gpu_platform_cli.offline import Plan, PlannedResource
+from gpu_platform_cli.stack_files import stack_config
 from tests.components.gke.plans import on_ubuntu
 from tests.repository import PROJECT
 from tests.stack_variants import reachable_gke, with_gke_capacity_pools, with_mig_mixed_pool

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform_cli.offline import SECRET_STAND_IN, Plan, run_program, stack_config
+from gpu_platform_cli.offline import Plan, run_program
+from gpu_platform_cli.stack_files import SECRET_STAND_IN, stack_config
 from tests.repository import PROJECT, STACKS
 
 Config = dict[str, Any]

@@ -9,8 +9,9 @@ from typer.testing import CliRunner
 from components.versions import HelmChart
 from gpu_platform_cli.analyzer import analyze_plan
 from gpu_platform_cli.app import app
-from gpu_platform_cli.offline import run_program, stack_config
+from gpu_platform_cli.offline import run_program
 from gpu_platform_cli.plan import EXIT_MANDATORY_VIOLATION, _policy_config
+from gpu_platform_cli.stack_files import stack_config
 from tests.repository import POLICY_PACK, PROJECT, STACKS
 
 POLICY_CONFIG_DIR = POLICY_PACK / "config"

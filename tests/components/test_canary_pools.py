@@ -8,8 +8,9 @@ import pytest
 from rich.console import Console
 
 from components.config import ConfigError
-from gpu_platform_cli.offline import Plan, run_program, stack_config
+from gpu_platform_cli.offline import Plan, run_program
 from gpu_platform_cli.plan import print_pool_software
+from gpu_platform_cli.stack_files import stack_config
 from tests.conftest import Config
 from tests.repository import PROJECT
 

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components.config import ConfigError, StackConfig
-from gpu_platform_cli.offline import run_program, stack_config
+from gpu_platform_cli.offline import run_program
+from gpu_platform_cli.stack_files import stack_config
 from tests.repository import PROJECT
 
 DEV = stack_config("dev", PROJECT)

@@ -22,7 +22,8 @@ from components.fit import (
 from components.kubernetes.gpu_pod import gpu_pod_spec
 from components.node_identity import GPU_TAINT, GpuShape, ResolvedPool, Taint, resolve_pool
 from gpu_platform_cli.fit import node_templates
-from gpu_platform_cli.offline import run_program, stack_config
+from gpu_platform_cli.offline import run_program
+from gpu_platform_cli.stack_files import stack_config
 from tests.stack_variants import AL2023_RELEASE
 
 IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"

@@ -1,8 +1,8 @@
 """Each command imports only what it uses: the offline plan starts in about two seconds because
 it does not load moto's EC2 models, boto3, the other cloud's provider SDK or the other commands,
-and a pre-flight check loads its own cloud's client library and no provider SDK. Checked on the
-real command in a fresh interpreter with `-X importtime`, which lists every module the process
-imported."""
+a pre-flight check loads its own cloud's client library, and no command that runs no program
+loads Pulumi's SDKs. Checked on the real command in a fresh interpreter with `-X importtime`,
+which lists every module the process imported."""
 
 import os
 import subprocess
@@ -12,8 +12,8 @@ import pytest
 
 from tests.repository import ROOT
 
-PROVIDER_SDKS = {"pulumi_aws", "pulumi_gcp", "pulumi_kubernetes"}
-"""What a pre-flight check, which reads the cloud's APIs and not the program's, does not load."""
+PULUMI_SDKS = {"pulumi", "pulumi_aws", "pulumi_gcp", "pulumi_kubernetes"}
+"""What a command that runs no program (pre-flight checks, the config reference) does not load."""
 OTHER_COMMANDS = (
     "gpu_platform_cli.fit",
     "gpu_platform_cli.preflight",
@@ -125,7 +125,7 @@ def test_a_gke_preflight_does_not_import_the_eks_check_or_boto3(
     assert "gpu_platform_cli.preflight_gke" in imported
     assert "gpu_platform_cli.preflight_eks" not in imported
     assert top_level(imported) & {"boto3", "botocore", "moto"} == set()
-    assert top_level(imported) & PROVIDER_SDKS == set()
+    assert top_level(imported) & PULUMI_SDKS == set()
 
 
 def test_an_eks_preflight_does_not_import_the_gke_check_or_googles_auth_library(
@@ -136,4 +136,11 @@ def test_an_eks_preflight_does_not_import_the_gke_check_or_googles_auth_library(
     assert "gpu_platform_cli.preflight_eks" in imported
     assert "gpu_platform_cli.preflight_gke" not in imported
     assert not any(m.startswith("google.auth") for m in imported)
-    assert top_level(imported) & PROVIDER_SDKS == set()
+    assert top_level(imported) & PULUMI_SDKS == set()
+
+
+def test_the_config_reference_does_not_import_pulumi() -> None:
+    imported = imported_by("config-reference")
+
+    assert "gpu_platform_cli.config_reference" in imported
+    assert top_level(imported) & PULUMI_SDKS == set()

@@ -4,7 +4,8 @@ import json
 
 import pulumi.runtime.config as runtime_config
 
-from gpu_platform_cli.offline import SECRET_STAND_IN, run_program
+from gpu_platform_cli.offline import run_program
+from gpu_platform_cli.stack_files import SECRET_STAND_IN
 
 
 def test_each_run_starts_from_an_empty_stack(dev_config) -> None:

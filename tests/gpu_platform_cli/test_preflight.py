@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from components.config import StackConfig, load_stack_config
 from gpu_platform_cli import preflight
 from gpu_platform_cli.app import app
-from gpu_platform_cli.offline import stack_config
+from gpu_platform_cli.stack_files import stack_config
 
 # The real reader, kept before the `chart_repository` fixture (conftest.py) replaces it.
 READ_CHART_INDEX = preflight.read_chart_index

@@ -20,8 +20,8 @@ from components.config import GpuPoolSpec, StackConfig, load_stack_config
 from gpu_platform_cli import preflight, preflight_eks
 from gpu_platform_cli.app import app
 from gpu_platform_cli.findings import Finding
-from gpu_platform_cli.offline import stack_config
 from gpu_platform_cli.preflight_eks import AwsClients
+from gpu_platform_cli.stack_files import stack_config
 from tests.repository import ROOT
 from tests.stack_variants import AL2023_RELEASE, ODCR, ODCR_GROUP
 

@@ -31,8 +31,8 @@ from components.config import StackConfig, load_stack_config
 from gpu_platform_cli import preflight, preflight_gke
 from gpu_platform_cli.app import app
 from gpu_platform_cli.findings import Finding
-from gpu_platform_cli.offline import stack_config
 from gpu_platform_cli.preflight_gke import GoogleApis
+from gpu_platform_cli.stack_files import stack_config
 from tests.repository import ROOT
 from tests.stack_variants import GKE_RESERVED_POOL, with_gke_capacity_pools
 

@@ -10,7 +10,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from gpu_platform_cli.offline import Plan, run_program, stack_config
+from gpu_platform_cli.offline import Plan, run_program
+from gpu_platform_cli.stack_files import stack_config
 
 from .aws_api import create_launch_template_request, create_nodegroup_request, request_problems
 from .plans import (

@@ -20,7 +20,8 @@ import pytest
 from components.eks.karpenter.controller import interruption_queue_name
 from components.kubernetes.chart_keys import KEY_LISTS_DIR, chart_key_paths, key_paths
 from components.versions import KARPENTER_CHART
-from gpu_platform_cli.offline import Plan, PlannedResource, run_program, stack_config
+from gpu_platform_cli.offline import Plan, PlannedResource, run_program
+from gpu_platform_cli.stack_files import stack_config
 from tests.repository import PROJECT
 
 from .aws_api import request_problems, service_model

@@ -40,7 +40,8 @@ from components.eks.placement import AMI_TYPES, NodeGroupPlacement
 from components.kubernetes.crd_schemas import SCHEMAS_DIR, chart_crds, validation_errors
 from components.node_identity import CLOUD_TAINT_EFFECTS, resolve_pool
 from components.versions import KARPENTER_CHART
-from gpu_platform_cli.offline import Plan, run_program, stack_config
+from gpu_platform_cli.offline import Plan, run_program
+from gpu_platform_cli.stack_files import stack_config
 from tests.repository import PROJECT
 from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
 

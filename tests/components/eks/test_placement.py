@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from components.config import ConfigError
-from gpu_platform_cli.offline import Plan, stack_config
+from gpu_platform_cli.offline import Plan
+from gpu_platform_cli.stack_files import stack_config
 from tests.repository import PROJECT
 
 Config = dict[str, Any]

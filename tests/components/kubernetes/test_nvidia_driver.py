@@ -11,7 +11,8 @@ import pytest
 from components.config import ConfigError, load_stack_config
 from components.kubernetes.crd_schemas import SCHEMAS_DIR, chart_crds, validation_errors
 from components.versions import GPU_OPERATOR_CHART
-from gpu_platform_cli.offline import SECRET_STAND_IN, Plan, PlannedResource
+from gpu_platform_cli.offline import Plan, PlannedResource
+from gpu_platform_cli.stack_files import SECRET_STAND_IN
 from tests.components.gke.plans import NODE_POOL, on_ubuntu
 from tests.conftest import Config
 
