@@ -26,16 +26,17 @@ from components.eks.autoscaler_tags import (
     TAINT_TAG_PREFIX,
 )
 from components.eks.instance_types import InstanceType
-from components.eks.karpenter.labels import (
-    AWS_LABEL_PREFIX,
-    CAPACITY_TYPE_LABEL,
-    INSTANCE_TYPE_LABEL,
-    NODE_POOL_LABEL,
-    ZONE_LABEL,
-)
+from components.eks.karpenter.labels import AWS_LABEL_PREFIX, CAPACITY_TYPE_LABEL, NODE_POOL_LABEL
 from components.eks.node_labels import EFA_RESOURCE
 from components.gke.locations import zone_region
-from components.node_identity import CLOUD_TAINT_EFFECTS, GPU_RESOURCE, POOL_LABEL, Taint
+from components.node_identity import (
+    CLOUD_TAINT_EFFECTS,
+    GPU_RESOURCE,
+    INSTANCE_TYPE_LABEL,
+    POOL_LABEL,
+    ZONE_LABEL,
+    Taint,
+)
 
 PodSpec = Mapping[str, Any]
 

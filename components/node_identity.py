@@ -33,6 +33,10 @@ CANARY_LABEL = "gpu-platform.io/canary-of"
 # MIG manager its partition layout from the other one.
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+# Kubernetes' well-known labels, which the kubelet sets from what the cloud tells it; `fit` and
+# Karpenter's NodePools read them like any other node label.
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+ZONE_LABEL = "topology.kubernetes.io/zone"
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,18 @@ from pulumi_kubernetes.apiextensions import CustomResource
 
 from components.config import GpuPoolSpec
 from components.eks.cluster import EksCluster
-from components.eks.karpenter.labels import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL
+from components.eks.karpenter.labels import CAPACITY_TYPE_LABEL
 from components.eks.local_storage import uses_instance_store
 from components.eks.node_group import node_volumes, pool_resource_tags
 from components.eks.node_labels import eks_node_identity
 from components.eks.placement import NodeGroupPlacement
-from components.node_identity import GPU_RESOURCE, ResolvedPool, Taint
+from components.node_identity import (
+    GPU_RESOURCE,
+    INSTANCE_TYPE_LABEL,
+    ZONE_LABEL,
+    ResolvedPool,
+    Taint,
+)
 from components.secrets import secret_if
 
 NODE_POOL_API_VERSION = "karpenter.sh/v1"
