@@ -173,6 +173,9 @@ _NODE_IMAGES: Mapping[Cloud, tuple[str, ...]] = {
     Cloud.GCP: ("cos", "ubuntu"),
 }
 
+Provisioner = Literal["cluster-autoscaler", "karpenter"]
+"""What launches an EKS stack's GPU nodes (`provisioner`)."""
+
 
 # --- GPU sharing ---------------------------------------------------------------------------
 
@@ -645,7 +648,7 @@ class StackConfig(_Model):
     outage or lost work."""
     autoscaler: ClusterAutoscalerSpec = Field(default_factory=ClusterAutoscalerSpec)
     """EKS: the cluster autoscaler."""
-    provisioner: Literal["cluster-autoscaler", "karpenter"] = "cluster-autoscaler"
+    provisioner: Provisioner = "cluster-autoscaler"
     """EKS: what launches GPU nodes: managed node groups scaled by the cluster autoscaler, or
     Karpenter NodePools (one per pool). With `karpenter`, every pool is `exclusive` with `min`
     0, and `autoscaler` and the node-group-only pool settings (`aws.efa`,
@@ -744,6 +747,20 @@ def key_path(*loc: str | int) -> str:
         else:
             path += part if i == 0 else f".{part}"
     return path
+
+
+def _key_of(model: type[BaseModel], field: str) -> str:
+    """How the stack file spells a model's field: its camelCase alias."""
+    return model.model_fields[field].alias or field
+
+
+def _set_field_problems(
+    model: BaseModel, fields: Iterable[str], loc: tuple[str | int, ...], why: str
+) -> Iterator[ConfigProblem]:
+    """A problem, saying `why`, for each of `fields` that the stack file sets in `model` (at
+    `loc`), in name order."""
+    for field in sorted(model.model_fields_set & set(fields)):
+        yield ConfigProblem(key_path(*loc, _key_of(type(model), field)), getattr(model, field), why)
 
 
 # --- Loading -------------------------------------------------------------------------------
@@ -975,7 +992,7 @@ def _other_cloud_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 if not value:
                     continue
             yield ConfigProblem(
-                key_path(*loc, type(model).model_fields[field].alias or field),
+                key_path(*loc, _key_of(type(model), field)),
                 value,
                 f"no value when cloud is {config.cloud}: it applies to {cloud} stacks only"
                 f" ({what})",
@@ -1091,7 +1108,7 @@ def _ec2_reservation_problems(
         value = getattr(options, field)
         if value not in (None, False) and pool.capacity not in capacities:
             yield ConfigProblem(
-                key_path("pools", i, "aws", EksPoolOptions.model_fields[field].alias or field),
+                key_path("pools", i, "aws", _key_of(EksPoolOptions, field)),
                 value,
                 f"no value unless capacity is {' or '.join(capacities)} (this pool's is"
                 f" {pool.capacity})",
@@ -1326,12 +1343,12 @@ def _gke_pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             " there); for the operator's own driver, use nodeImage ubuntu",
         )
     if platform is Platform.GKE_COS:
-        for field in sorted(config.operator.model_fields_set & set(_OPERATOR_DRIVER_OPTIONS)):
-            yield ConfigProblem(
-                key_path("operator", OperatorSpec.model_fields[field].alias or field),
-                getattr(config.operator, field),
-                "no value with nodeImage cos, where Google's installer loads COS's driver",
-            )
+        yield from _set_field_problems(
+            config.operator,
+            _OPERATOR_DRIVER_OPTIONS,
+            ("operator",),
+            "no value with nodeImage cos, where Google's installer loads COS's driver",
+        )
     if platform is Platform.GKE_UBUNTU:
         yield from _nvidia_driver_problems(config)
     for i, pool in enumerate(config.pools):
@@ -1666,20 +1683,20 @@ def _karpenter_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     if config.cloud is not Cloud.AWS:
         return  # `_other_cloud_problems` reports provisioner and karpenter there
     if not _karpenter_installed(config):
-        for field in sorted(config.karpenter.model_fields_set):
-            yield ConfigProblem(
-                key_path("karpenter", KarpenterSpec.model_fields[field].alias or field),
-                getattr(config.karpenter, field),
-                "no value unless provisioner is karpenter",
-            )
-        return
-    for field in sorted(config.autoscaler.model_fields_set):
-        yield ConfigProblem(
-            key_path("autoscaler", ClusterAutoscalerSpec.model_fields[field].alias or field),
-            getattr(config.autoscaler, field),
-            "no value with provisioner karpenter, which installs Karpenter instead of the"
-            " cluster autoscaler (karpenter configures it)",
+        yield from _set_field_problems(
+            config.karpenter,
+            config.karpenter.model_fields_set,
+            ("karpenter",),
+            "no value unless provisioner is karpenter",
         )
+        return
+    yield from _set_field_problems(
+        config.autoscaler,
+        config.autoscaler.model_fields_set,
+        ("autoscaler",),
+        "no value with provisioner karpenter, which installs Karpenter instead of the"
+        " cluster autoscaler (karpenter configures it)",
+    )
     for i, pool in enumerate(config.pools):
         if pool.min != 0:
             yield ConfigProblem(
@@ -1695,7 +1712,7 @@ def _karpenter_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         for field, why in _NODE_GROUP_ONLY_OPTIONS.items():
             if field in pool.aws.model_fields_set:
                 yield ConfigProblem(
-                    key_path("pools", i, "aws", EksPoolOptions.model_fields[field].alias or field),
+                    key_path("pools", i, "aws", _key_of(EksPoolOptions, field)),
                     getattr(pool.aws, field),
                     f"no value with provisioner karpenter: {why}",
                 )

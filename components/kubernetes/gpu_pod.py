@@ -33,7 +33,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from components.config import MpsSharing, TimeSlicingSharing
+from components.config import MpsSharing, Provisioner, TimeSlicingSharing
 from components.drivers import cuda_tuple
 from components.node_identity import POOL_LABEL, ResolvedPool
 
@@ -46,7 +46,6 @@ KARPENTER_GPU_POD_ANNOTATIONS = {"karpenter.sh/do-not-disrupt": "true"}
 """The same under `provisioner: karpenter`, which reads no cluster autoscaler annotation:
 Karpenter neither consolidates nor drifts the node while the pod runs, nor evicts it
 (concepts/disruption.md at v1.14.1, "Pod-Level Controls"). Empty GPU nodes still go."""
-Provisioner = Literal["cluster-autoscaler", "karpenter"]
 _POD_ANNOTATIONS: Mapping[Provisioner, Mapping[str, str]] = {
     "cluster-autoscaler": GPU_POD_ANNOTATIONS,
     "karpenter": KARPENTER_GPU_POD_ANNOTATIONS,

@@ -29,7 +29,6 @@ from typing import Any, cast
 import pulumi
 from pulumi_kubernetes import batch, core, rbac
 
-from components.kubernetes.idle_gpu_reaper import MAX_IDLE_ANNOTATION
 from components.versions import IDLE_GPU_REAPER_IMAGE
 
 REAPER_NAME = "gpu-idle-reaper"
@@ -37,8 +36,6 @@ SCRIPT_FILE = Path(__file__).with_name("idle_gpu_reaper.py")
 SCRIPT_DIR = "/opt/gpu-platform"
 IDLE_MINUTES_LABEL = "gpu-platform.io/gpu-idle-minutes"
 """On a tenant namespace: its limit, in minutes, on how long a GPU pod may sit idle."""
-MAX_IDLE_MINUTES_ANNOTATION = MAX_IDLE_ANNOTATION
-"""On a GPU pod: its own, lower limit."""
 SCHEDULE = "*/10 * * * *"
 # Each run takes seconds; a run that has not started within 5 minutes of its time is dropped for
 # the next, rather than two running back to back.

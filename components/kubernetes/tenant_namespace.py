@@ -32,8 +32,8 @@ from typing import Any, cast
 import pulumi
 from pulumi_kubernetes import batch, core
 
-from components.config import MonitoringSpec, TenantNamespaceSpec
-from components.kubernetes.gpu_pod import Provisioner, gpu_pod_annotations, gpu_pod_spec
+from components.config import MonitoringSpec, Provisioner, TenantNamespaceSpec
+from components.kubernetes.gpu_pod import gpu_pod_annotations, gpu_pod_spec
 from components.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL, declare_idle_gpu_reaper
 from components.kubernetes.pod_security import pod_security_labels
 from components.node_identity import GPU_RESOURCE, ResolvedPool
