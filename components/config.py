@@ -680,10 +680,14 @@ class StackConfig(_Model):
         return not self._secret_keys.isdisjoint(keys)
 
     @property
+    def node_image(self) -> str:
+        """The GPU nodes' image: `cluster.nodeImage`, else the cloud's default."""
+        return self.cluster.node_image or _NODE_IMAGES[self.cloud][0]
+
+    @property
     def platform(self) -> Platform:
-        image = self.cluster.node_image or _NODE_IMAGES[self.cloud][0]
         prefix = "eks" if self.cloud is Cloud.AWS else "gke"
-        return Platform(f"{prefix}-{image}")
+        return Platform(f"{prefix}-{self.node_image}")
 
     def pool(self, name: str) -> GpuPoolSpec:
         return next(p for p in self.pools if p.name == name)
@@ -1218,8 +1222,9 @@ def _ami_release_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         if release is None:
             # EKS would take its latest release when the node group is created, so that pools
             # created a month apart run different drivers, and the driver is known to nobody.
-            image = config.cluster.node_image or "al2023"
-            yield ConfigProblem(path, _MISSING, f"a pinned AMI release; {known_releases(image)}")
+            yield ConfigProblem(
+                path, _MISSING, f"a pinned AMI release; {known_releases(config.node_image)}"
+            )
         # An AL2023 release ends in its build date; one ending in a Bottlerocket commit names no
         # AL2023 AMI, and EKS would refuse it only at `pulumi up`. The other way round cannot be
         # told apart: a commit may be all digits.

@@ -76,7 +76,7 @@ class EksCloud:
                     i,
                     self.cluster,
                     subnets,
-                    self._node_image,
+                    self.config.node_image,
                     self.config.autoscaler.gpu_node_idle_minutes,
                     karpenter=self.config.provisioner == "karpenter",
                 )
@@ -204,14 +204,10 @@ class EksCloud:
             pool=pool,
             placement=self._placements[pool.spec.name],
             cluster=self.cluster,
-            node_image=self._node_image,
+            node_image=self.config.node_image,
             secret_labels=self.config.is_secret("pools"),
             protect=self.config.protect,
         )
-
-    @property
-    def _node_image(self) -> str:
-        return self.config.cluster.node_image or "al2023"
 
     def stack_outputs(self) -> dict[str, Any]:
         """`nodeSubnets` (`components.eks.cluster.node_subnets_output`)."""

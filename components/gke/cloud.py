@@ -74,9 +74,8 @@ class GkeCloud:
 
     def _driver(self, spec: GpuPoolSpec, index: int) -> NvidiaDriver:
         version = spec.gcp.node_version or self.cluster.master_version
-        image = self.config.cluster.node_image or "cos"
         driver = gke_driver(
-            image,
+            self.config.node_image,
             version,
             spec.gcp.cos_driver_branch,
             pool_driver_version(self.config.operator, spec),
