@@ -97,8 +97,8 @@ def _pool_fit(pod_spec: PodSpec, pool: str, templates: Sequence[NodeTemplate]) -
     """Why the pod fits none of a pool's templates: what holds for all of them, then what holds
     for some, named by their instance type."""
     reasons = [tuple(_why_not(pod_spec, t)) for t in templates]
-    if len(reasons) == 1 or not all(reasons):
-        return Fit(pool, reasons[0] if all(reasons) else ())
+    if not all(reasons):
+        return Fit(pool, ())
     common = [r for r in reasons[0] if all(r in others for others in reasons[1:])]
     own = [
         f"{template.labels.get(INSTANCE_TYPE_LABEL, '?')}: {reason}"
@@ -138,13 +138,7 @@ def eks_node_template(
     lines 285-297), the instance type's physical GPU count comes first and a resource hint
     overrides it: a MIG pool's `nvidia.com/gpu: 0` hint is what keeps whole-GPU pods off it.
     """
-    labels = {
-        "kubernetes.io/os": "linux",
-        INSTANCE_TYPE_LABEL: instance_type.name,
-        "topology.kubernetes.io/region": region,
-    }
-    if instance_type.architecture is not None:
-        labels["kubernetes.io/arch"] = _KUBERNETES_ARCH[instance_type.architecture]
+    labels = _ec2_node_labels(instance_type, region)
     taints = []
     resources = {
         "cpu": Decimal(instance_type.vcpus),
@@ -162,6 +156,18 @@ def eks_node_template(
         elif key.startswith(RESOURCE_TAG_PREFIX):
             resources[key.removeprefix(RESOURCE_TAG_PREFIX)] = quantity(value)
     return NodeTemplate(labels.get(POOL_LABEL, "?"), labels, tuple(taints), resources)
+
+
+def _ec2_node_labels(instance_type: InstanceType, region: str) -> dict[str, str]:
+    """The well-known labels a node of an EC2 instance type has, from the instance type."""
+    labels = {
+        "kubernetes.io/os": "linux",
+        INSTANCE_TYPE_LABEL: instance_type.name,
+        "topology.kubernetes.io/region": region,
+    }
+    if instance_type.architecture is not None:
+        labels["kubernetes.io/arch"] = _KUBERNETES_ARCH[instance_type.architecture]
+    return labels
 
 
 # Karpenter's sources: kubernetes-sigs/karpenter and aws/karpenter-provider-aws, both v1.14.1.
@@ -315,18 +321,13 @@ def _karpenter_choices(
 def _karpenter_instance_labels(instance_type: InstanceType, region: str) -> dict[str, str]:
     name = instance_type.name
     family, _, size = name.partition(".")
-    labels = {
-        INSTANCE_TYPE_LABEL: name,
-        "kubernetes.io/os": "linux",
-        "topology.kubernetes.io/region": region,
+    labels = _ec2_node_labels(instance_type, region) | {
         f"{AWS_LABEL_PREFIX}instance-cpu": str(instance_type.vcpus),
         f"{AWS_LABEL_PREFIX}instance-memory": str(instance_type.memory_mib),
         f"{AWS_LABEL_PREFIX}instance-family": family,
         f"{AWS_LABEL_PREFIX}instance-size": size,
         f"{AWS_LABEL_PREFIX}instance-capability-flex": "true" if "-flex" in family else "false",
     }
-    if instance_type.architecture is not None:
-        labels["kubernetes.io/arch"] = _KUBERNETES_ARCH[instance_type.architecture]
     scheme = _INSTANCE_TYPE_SCHEME.match(name)
     if scheme is not None:
         labels[f"{AWS_LABEL_PREFIX}instance-category"] = scheme[1]

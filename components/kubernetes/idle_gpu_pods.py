@@ -156,10 +156,11 @@ def declare_idle_gpu_reaper(
     child = pulumi.ResourceOptions(parent=parent)
     resource_name = f"{name}-{REAPER_NAME}"
     script = reaper_script()
+    script_config_map = script_config_map_name(script)
     config_map = core.v1.ConfigMap(
         resource_name,
         metadata={
-            "name": script_config_map_name(script),
+            "name": script_config_map,
             "namespace": namespace,
             "labels": reaper_labels(),
         },
@@ -190,9 +191,7 @@ def declare_idle_gpu_reaper(
         ),
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[account, role]),
     )
-    pod = reaper_pod_spec(
-        script_config_map_name(script), prometheus_url, idle_minutes, idle_percent
-    )
+    pod = reaper_pod_spec(script_config_map, prometheus_url, idle_minutes, idle_percent)
     return batch.v1.CronJob(
         resource_name,
         metadata={"name": REAPER_NAME, "namespace": namespace, "labels": reaper_labels()},
