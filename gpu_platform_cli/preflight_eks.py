@@ -39,6 +39,7 @@ from components.config import (
     StackConfig,
     key_path,
 )
+from components.eks.karpenter.labels import NODE_POOL_LABEL
 from components.eks.node_group_names import is_node_group_of, zone_of, zone_share
 from components.eks.subnets import Route, RouteTable, SubnetRouting, routing_of
 from components.versions import SUPPORTED_KUBERNETES_VERSIONS
@@ -623,13 +624,9 @@ def _listed(subnets: Sequence[tuple[Mapping[str, Any], SubnetRouting]]) -> str:
 
 def _route_tables(ec2: Any, vpcs: set[str]) -> list[RouteTable]:
     """Every route table of the VPCs: the subnets' own and the main ones."""
-    return [
-        _route_table(table)
-        for page in ec2.get_paginator("describe_route_tables").paginate(
-            Filters=[{"Name": "vpc-id", "Values": sorted(vpcs)}]
-        )
-        for table in page["RouteTables"]
-    ]
+    filters = [{"Name": "vpc-id", "Values": sorted(vpcs)}]
+    tables = _paginate(ec2, "describe_route_tables", "RouteTables", Filters=filters)
+    return [_route_table(table) for table in tables]
 
 
 # Where EC2 puts a route's target, one member for each kind (`Route`, EC2 API Reference).
@@ -822,14 +819,9 @@ def _vcpus_in_use_elsewhere(
     """The vCPUs of the region's pending and running GPU instances, per quota, but for the nodes
     of the stack's own node groups, which count within their pool's `max`. EKS tags a managed
     node group's instances with `eks:cluster-name` and `eks:nodegroup-name`."""
-    instances = [
-        instance
-        for page in clients.ec2.get_paginator("describe_instances").paginate(
-            Filters=[{"Name": "instance-state-name", "Values": ["pending", "running"]}]
-        )
-        for reservation in page["Reservations"]
-        for instance in reservation["Instances"]
-    ]
+    filters = [{"Name": "instance-state-name", "Values": ["pending", "running"]}]
+    reservations = _paginate(clients.ec2, "describe_instances", "Reservations", Filters=filters)
+    instances = [instance for reservation in reservations for instance in reservation["Instances"]]
     counted = [
         (instance["InstanceType"], family, capacity)
         for instance in instances
@@ -856,11 +848,11 @@ _QUOTA_LIFECYCLES: Mapping[str | None, str] = {None: "on-demand", "spot": "spot"
 def _is_stack_node(config: StackConfig, instance: Mapping[str, Any]) -> bool:
     tags = {tag["Key"]: tag["Value"] for tag in instance.get("Tags", [])}
     if config.provisioner == "karpenter":
-        # Karpenter tags every instance with its NodePool and cluster
-        # (karpenter-provider-aws v1.14.1, pkg/utils/utils.go GetTags); a pool's NodePool is
-        # named after it.
+        # Karpenter tags every instance with its NodePool, under its node label's key, and its
+        # cluster (karpenter-provider-aws v1.14.1, pkg/utils/utils.go GetTags); a pool's
+        # NodePool is named after it.
         return tags.get("eks:eks-cluster-name") == config.cluster.name and tags.get(
-            "karpenter.sh/nodepool"
+            NODE_POOL_LABEL
         ) in {pool.name for pool in config.pools}
     group = tags.get("eks:nodegroup-name", "")
     return tags.get("eks:cluster-name") == config.cluster.name and any(

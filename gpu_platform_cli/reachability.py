@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.config import StackConfig
-from components.eks.subnets import SubnetRouting
+from components.eks.subnets import IPV4_DEFAULT_ROUTE, SubnetRouting
 from gpu_platform_cli.findings import Finding
 
 
@@ -48,7 +48,6 @@ PUBLIC_REGISTRIES = ("nvcr.io", "registry.k8s.io")
 # prefix of their ids: NAT gateways, transit gateways, network interfaces and instances (an
 # appliance's), local gateways.
 _EGRESS_TARGETS = ("nat-", "tgw-", "eni-", "i-", "lgw-")
-_IPV4_DEFAULT_ROUTE = "0.0.0.0/0"
 
 
 def reachability_findings(
@@ -113,7 +112,7 @@ def reachability_findings(
 
 def _has_egress(routing: SubnetRouting) -> bool:
     return any(
-        route.destination == _IPV4_DEFAULT_ROUTE
+        route.destination == IPV4_DEFAULT_ROUTE
         and route.active
         and route.target.startswith(_EGRESS_TARGETS)
         for route in routing.default_routes

@@ -31,7 +31,8 @@ Both the program's lookup (`components.eks.cluster`) and `gpu-platform preflight
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-DEFAULT_ROUTES = ("0.0.0.0/0", "::/0")
+IPV4_DEFAULT_ROUTE = "0.0.0.0/0"
+DEFAULT_ROUTES = (IPV4_DEFAULT_ROUTE, "::/0")
 _INTERNET_GATEWAY = "igw-"
 
 
