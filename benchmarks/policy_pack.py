@@ -35,7 +35,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from gpu_platform_cli.analyzer import PACK_DIR, PolicyInfo, PolicyPack
+from gpu_platform_cli.analyzer import PACK_DIR, PolicyInfo, PolicyPack, analyze_plan
 from gpu_platform_cli.offline import PlannedResource, run_program
 
 COPIES = (1, 4, 16)
@@ -100,7 +100,7 @@ def against_checkov(resources: Sequence[PlannedResource], repeats: int, noop: Pa
             )
             ours, floor = (
                 statistics.median(
-                    _seconds(partial(_analyze_afresh, copies, pack)) for _ in range(repeats)
+                    _seconds(partial(analyze_plan, copies, pack)) for _ in range(repeats)
                 )
                 for pack in (PACK_DIR, noop)
             )
@@ -127,12 +127,6 @@ def _manifest(resource: PlannedResource) -> dict[str, Any] | None:
 def _run_checkov(command: list[str]) -> None:
     # checkov exits 1 when a check fails, which is what it is run for.
     subprocess.run(command, capture_output=True, check=False)
-
-
-def _analyze_afresh(resources: Sequence[PlannedResource], pack_dir: Path) -> None:
-    with PolicyPack(pack_dir) as pack:
-        pack.configure(None)
-        pack.analyze(resources)
 
 
 def _seconds(run: Callable[[], object]) -> float:
