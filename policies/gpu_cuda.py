@@ -81,7 +81,7 @@ def cuda_need(pod: Pod, container: Container) -> CudaNeed | None:
         return CudaNeed(_release(found), f"annotation {CUDA_ANNOTATION}={annotation}")
     env = {text(entry, "name"): entry for entry in elements(container.props, "env")}
     for name, pattern in (("NVIDIA_REQUIRE_CUDA", _REQUIRE_CUDA), ("CUDA_VERSION", _CUDA_VERSION)):
-        value = text(env.get(name), "value") if name in env else None
+        value = text(env.get(name), "value")
         if value is not None and (found := pattern.search(value)):
             return CudaNeed(_release(found), f"env {name}={value}")
     image = text(container.props, "image")

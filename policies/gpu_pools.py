@@ -294,8 +294,22 @@ def legacy_endpoint_problems(args: ResourceValidationArgs) -> Iterator[str]:
 # --- EKS launch templates: linked to their node groups, so a stack policy -------------------
 
 
-def _name(resource: PolicyResource) -> Any:
-    return value_at(resource.props, "name")
+def linked_resource(
+    resource: PolicyResource,
+    reference: tuple[str, ...],
+    linked_type: str,
+    candidates: Sequence[PolicyResource],
+    name_path: tuple[str, ...],
+) -> PolicyResource | None:
+    """The resource of `linked_type` that `resource` uses: the one its input holding
+    `reference` (a path to a name) is computed from, else the candidate whose name (at
+    `name_path`) that reference gives."""
+    for dependency in resource.property_dependencies.get(reference[0], []):
+        if dependency.resource_type == linked_type:
+            return dependency
+    name = text(resource.props, *reference)
+    named = [c for c in candidates if name is not None and value_at(c.props, *name_path) == name]
+    return named[0] if named else None
 
 
 def linked_launch_template(
@@ -303,12 +317,9 @@ def linked_launch_template(
 ) -> PolicyResource | None:
     """The launch template a node group uses: the one its `launchTemplate` input is computed
     from, else the one whose name it gives."""
-    for dependency in node_group.property_dependencies.get("launchTemplate", []):
-        if dependency.resource_type == LAUNCH_TEMPLATE_TYPE:
-            return dependency
-    name = text(node_group.props, "launchTemplate", "name")
-    named = [t for t in launch_templates if name is not None and _name(t) == name]
-    return named[0] if named else None
+    return linked_resource(
+        node_group, ("launchTemplate", "name"), LAUNCH_TEMPLATE_TYPE, launch_templates, ("name",)
+    )
 
 
 def launch_template_problems(

@@ -23,6 +23,7 @@ from gpu_pools import (
     GPU_INSTANCE_FAMILY,
     PoolCheck,
     imdsv2_problems,
+    linked_resource,
     missing_taint_problems,
     volume_encryption_problems,
 )
@@ -77,7 +78,7 @@ def requirements(props: Mapping[str, Any]) -> list[Requirement]:
         for r in elements(props, *REQUIREMENTS)
     ]
     labels = mapping(props, *TEMPLATE_LABELS) or {}
-    return found + [(key, "In", [text(labels, key)]) for key in keys(props, *TEMPLATE_LABELS)]
+    return found + [(key, "In", [text(labels, key)]) for key in keys(labels)]
 
 
 def _allows_gpu_instances(props: Mapping[str, Any]) -> bool:
@@ -123,14 +124,13 @@ def limit_problems(args: ResourceValidationArgs) -> Iterator[str]:
         )
 
 
-def allowed_capacity_types(props: Mapping[str, Any]) -> list[str]:
-    """The capacity types the NodePool's requirements leave Karpenter, in its order of
-    preference (reserved, spot, on-demand: karpenter.sh docs, concepts/nodepools.md "Capacity
-    Type"); all of them when none is required."""
+def allowed_capacity_types(capacity: Sequence[tuple[str, list[Any]]]) -> list[str]:
+    """The capacity types a NodePool's requirements on its capacity type (operator, values)
+    leave Karpenter, in its order of preference (reserved, spot, on-demand: karpenter.sh docs,
+    concepts/nodepools.md "Capacity Type"); all of them when there is none."""
     allowed = list(CAPACITY_TYPES)
-    for key, operator, values in requirements(props):
-        if key == CAPACITY_TYPE:
-            allowed = [t for t in allowed if _meets(operator, values, t)]
+    for operator, values in capacity:
+        allowed = [t for t in allowed if _meets(operator, values, t)]
     return allowed
 
 
@@ -145,16 +145,16 @@ def _meets(operator: str, values: Sequence[Any], value: str) -> bool:
 
 
 def capacity_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    allowed = allowed_capacity_types(args.props)
+    capacity = [(op, vals) for key, op, vals in requirements(args.props) if key == CAPACITY_TYPE]
+    allowed = allowed_capacity_types(capacity)
     others = [t for t in allowed if t != ON_DEMAND]
     if ON_DEMAND not in allowed or not others:
         return
     if text(args.props, "metadata", "annotations", ON_DEMAND_FALLBACK) == "true":
         return
-    required = any(key == CAPACITY_TYPE for key, _, _ in requirements(args.props))
     how = (
         f"{CAPACITY_TYPE} allows {', '.join(allowed)}"
-        if required
+        if capacity
         else f"no {CAPACITY_TYPE} requirement, which allows {', '.join(allowed)}"
     )
     cheaper = " or ".join(others)
@@ -174,16 +174,9 @@ def linked_node_class(
 ) -> PolicyResource | None:
     """The EC2NodeClass a NodePool uses: the one its `spec` is computed from, else the one
     its `nodeClassRef` names."""
-    for dependency in node_pool.property_dependencies.get("spec", []):
-        if dependency.resource_type == NODE_CLASS_TYPE:
-            return dependency
-    name = text(node_pool.props, *NODE_CLASS_REF, "name")
-    named = [c for c in node_classes if name is not None and _name(c) == name]
-    return named[0] if named else None
-
-
-def _name(resource: PolicyResource) -> Any:
-    return value_at(resource.props, "metadata", "name")
+    return linked_resource(
+        node_pool, (*NODE_CLASS_REF, "name"), NODE_CLASS_TYPE, node_classes, ("metadata", "name")
+    )
 
 
 def missing_node_class_problems(node_pool: PolicyResource) -> Iterator[str]:
