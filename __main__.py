@@ -1,18 +1,18 @@
 """GPU platform: GPU node pools, the NVIDIA GPU Operator, monitoring and tenant namespaces.
 
-Composition only: every decision lives in `components/`, every default in the config model.
+Composition only: every decision lives in `gpu_platform/`, every default in the config model.
 """
 
 import pulumi
 
-from components.cloud import cloud_for
-from components.config import load_stack_config, read_pulumi_config, secret_config_keys
-from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
-from components.kubernetes.gpu_pod import pool_placement
-from components.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
-from components.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
-from components.node_identity import pool_software
-from components.secrets import secret_if
+from gpu_platform.cloud import cloud_for
+from gpu_platform.config import load_stack_config, read_pulumi_config, secret_config_keys
+from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
+from gpu_platform.kubernetes.gpu_pod import pool_placement
+from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
+from gpu_platform.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
+from gpu_platform.node_identity import pool_software
+from gpu_platform.secrets import secret_if
 
 config = load_stack_config(read_pulumi_config(), secret_config_keys())
 cloud = cloud_for(config)

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform_cli.offline import Plan, run_program
-from gpu_platform_cli.stack_files import stack_config
+from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.stack_files import stack_config
 from tests.repository import PROJECT
 
 Config = dict[str, Any]

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from gpu_platform_cli.project import Project
+from gpu_platform.cli.project import Project
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = Project.find(ROOT)
 STACKS = PROJECT.stacks()
-POLICY_PACK = ROOT / "policies"
+POLICY_PACK = ROOT / "gpu_platform" / "policy_pack"

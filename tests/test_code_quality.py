@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TYPE_CHECKED = ["components", "gpu_platform_cli", "policies", "tests", "benchmarks"]
+TYPE_CHECKED = ["gpu_platform", "tests", "benchmarks"]
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:

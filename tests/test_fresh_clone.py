@@ -19,7 +19,7 @@ import pytest
 from tests.repository import ROOT
 
 UV = ROOT / ".uv" / "bin" / "uv"
-ALERT_TESTS = "tests/components/kubernetes/test_alert_rules.py"
+ALERT_TESTS = "tests/gpu_platform/kubernetes/test_alert_rules.py"
 
 
 @pytest.fixture(scope="module")

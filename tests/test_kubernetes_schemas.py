@@ -20,16 +20,16 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.kubernetes.crd_schemas import chart_crds, validation_errors
-from components.versions import (
+from gpu_platform.cli.offline import Plan, PlannedResource
+from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.kubernetes.crd_schemas import chart_crds, validation_errors
+from gpu_platform.versions import (
     GPU_OPERATOR_CHART,
     KARPENTER_CHART,
     SUPPORTED_KUBERNETES_VERSIONS,
     HelmChart,
 )
-from gpu_platform_cli.offline import Plan, PlannedResource
-from gpu_platform_cli.stack_files import stack_config
-from tests.components.gke.plans import on_ubuntu
+from tests.gpu_platform.gke.plans import on_ubuntu
 from tests.repository import PROJECT
 from tests.stack_variants import reachable_gke, with_gke_capacity_pools, with_mig_mixed_pool
 
@@ -90,7 +90,7 @@ def validate(obj: dict[str, Any], minor: str = NEWEST) -> None:
 
 def validate_custom_resource(obj: dict[str, Any], minor: str) -> None:
     """Against the CRD of the pinned chart that installs the kind, where the platform keeps its
-    schema (components/kubernetes/crd_schemas/); otherwise its apiVersion, kind and metadata."""
+    schema (gpu_platform/kubernetes/crd_schemas/); otherwise its apiVersion, kind and metadata."""
     chart = crd_chart(obj)
     if chart is not None:
         errors = validation_errors(obj, chart.name, chart.version)

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from components.eks import node_group
-from gpu_platform_cli.offline import Plan, run_program
-from gpu_platform_cli.stand_ins import aws as stand_in
+from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.stand_ins import aws as stand_in
+from gpu_platform.eks import node_group
 from tests.repository import PROJECT, ROOT
 from tests.stack_variants import with_ec2_reserved_pools
 
@@ -181,7 +181,7 @@ GCP_LOOKUP_ROLES: dict[str, str] = {
 }
 # A week before the block of `with_ec2_reserved_pools` starts, so that its start is scheduled.
 BEFORE_THE_BLOCK = datetime(2026, 11, 23, tzinfo=UTC)
-# A running node group, so that its sizes are read (`components/eks/live_scaling.py`).
+# A running node group, so that its sizes are read (`gpu_platform/eks/live_scaling.py`).
 RUNNING_GROUP = "t4-shared-20261123120000000000000a1b"
 
 

@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from gpu_platform_cli.config_reference import END_MARKER, START_MARKER, render_reference
+from gpu_platform.cli.config_reference import END_MARKER, START_MARKER, render_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from gpu_platform_cli.offline import run_program
-from gpu_platform_cli.stand_ins import aws as stand_in
+from gpu_platform.cli.offline import run_program
+from gpu_platform.cli.stand_ins import aws as stand_in
 from tests.repository import PROJECT
 
 POOL = "t4-shared"

@@ -6,15 +6,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from components.versions import HelmChart
-from gpu_platform_cli.analyzer import analyze_plan
-from gpu_platform_cli.app import app
-from gpu_platform_cli.offline import run_program
-from gpu_platform_cli.plan import EXIT_MANDATORY_VIOLATION, _policy_config
-from gpu_platform_cli.stack_files import stack_config
-from tests.repository import POLICY_PACK, PROJECT, STACKS
+from gpu_platform.cli.analyzer import analyze_plan
+from gpu_platform.cli.app import app
+from gpu_platform.cli.offline import run_program
+from gpu_platform.cli.plan import EXIT_MANDATORY_VIOLATION, _policy_config
+from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.versions import HelmChart
+from tests.repository import PROJECT, STACKS
 
-POLICY_CONFIG_DIR = POLICY_PACK / "config"
+POLICY_CONFIG_DIR = PROJECT.directory / "policy-config"
 
 
 def test_the_repository_has_dev_prod_and_a_gke_stack() -> None:
@@ -34,7 +34,7 @@ def test_every_stack_has_its_own_policy_config(stack: str) -> None:
 def test_stack_plans_with_no_mandatory_violation(stack: str) -> None:
     plan = run_program(stack)
 
-    verdicts = analyze_plan(plan.resources, config=_policy_config(POLICY_PACK, stack, None))
+    verdicts = analyze_plan(plan.resources, config=_policy_config(POLICY_CONFIG_DIR, stack, None))
 
     assert [v for v in verdicts if v.mandatory] == []
 
@@ -45,7 +45,7 @@ def plan_dev() -> tuple[int, str]:
 
 
 def test_an_untainted_gpu_pool_fails_the_plan(monkeypatch) -> None:
-    from components import node_identity
+    from gpu_platform import node_identity
 
     monkeypatch.setattr(node_identity, "GPU_TAINT", node_identity.Taint("team", "ml", "NoSchedule"))
 
@@ -56,8 +56,8 @@ def test_an_untainted_gpu_pool_fails_the_plan(monkeypatch) -> None:
 
 
 def test_an_unpinned_chart_fails_the_plan(monkeypatch, dev_config) -> None:
-    from components.kubernetes import monitoring
-    from gpu_platform_cli import offline
+    from gpu_platform.cli import offline
+    from gpu_platform.kubernetes import monitoring
 
     dev_config["gpu-platform:monitoring"] = {"installPrometheusStack": True}
     monkeypatch.setattr(offline, "stack_config", lambda stack, project=None: dev_config)
@@ -75,7 +75,7 @@ def test_an_unpinned_chart_fails_the_plan(monkeypatch, dev_config) -> None:
 
 
 def test_a_root_gpu_pod_fails_the_plan(monkeypatch) -> None:
-    from components.kubernetes import tenant_namespace
+    from gpu_platform.kubernetes import tenant_namespace
 
     build = tenant_namespace.gpu_pod_spec
 
@@ -94,4 +94,4 @@ def test_a_root_gpu_pod_fails_the_plan(monkeypatch) -> None:
 
 def test_policy_config_files_are_json_objects_of_known_policies() -> None:
     for path in Path(POLICY_CONFIG_DIR).glob("*.json"):
-        analyze_plan([], config=_policy_config(POLICY_PACK, path.stem, path))
+        analyze_plan([], config=_policy_config(POLICY_CONFIG_DIR, path.stem, path))

@@ -205,14 +205,14 @@ def test_the_offline_plan_runs_with_the_stack_policy_config() -> None:
 
     assert plan["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.stacks) }}"
     assert run.startswith("./uvw run --locked gpu-platform plan ")
-    assert '--policy-config "policies/config/$STACK.json"' in run
+    assert '--policy-config "policy-config/$STACK.json"' in run
 
 
 def test_every_stack_has_the_policy_config_the_workflows_pass() -> None:
     missing = [
         stack
         for stack in stack_files()
-        if not (PROJECT_DIR / "policies" / "config" / f"{stack}.json").is_file()
+        if not (PROJECT_DIR / "policy-config" / f"{stack}.json").is_file()
     ]
 
     assert missing == []
@@ -222,8 +222,8 @@ def test_pulumi_runs_with_the_policy_pack_and_the_stack_policy_config() -> None:
     steps = workflow("pulumi-stack.yml")["jobs"]["pulumi"]["steps"]
     command = next(s for s in steps if "command" in s.get("with", {}))
 
-    assert command["with"]["policyPacks"] == "policies"
-    assert command["with"]["policyPackConfigs"] == "policies/config/${{ inputs.stack }}.json"
+    assert command["with"]["policyPacks"] == "gpu_platform/policy_pack"
+    assert command["with"]["policyPackConfigs"] == "policy-config/${{ inputs.stack }}.json"
 
 
 def test_every_stack_file_is_deployed_behind_its_own_environment() -> None:

@@ -1,0 +1,364 @@
+"""The offline plan: what the program would create for a stack, without credentials.
+
+Runs the real program under the Pulumi SDK's mock monitor (`gpu_platform.cli.offline`), then the
+policy pack over what it declared through the analyzer protocol, as `pulumi preview --policy-pack
+policies` would (`gpu_platform.cli.analyzer`). Prints the resources as a tree of parents and
+children with the inputs that matter, the lookups answered by offline stand-ins, each pool's
+driver, the subnets the GPU nodes use and why the others are left out (EKS), the stack outputs
+and the policy verdicts; `--json` prints the same for machines.
+
+Exit codes: 0 planned; 1 the program or the policy pack failed; 2 a configuration error (the
+stack's or the policy pack's); 3 a mandatory policy violation.
+"""
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.tree import Tree
+
+from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack, PolicyPackError, Verdict
+from gpu_platform.cli.cli import fail, plain_console, plan_or_fail
+from gpu_platform.cli.offline import Plan, PlannedResource
+from gpu_platform.cli.project import Project, ProjectNotFound
+
+EXIT_PROGRAM_ERROR = 1
+EXIT_CONFIG_ERROR = 2
+EXIT_MANDATORY_VIOLATION = 3
+# Policy pack config per stack, beside the stack files: `<project>/policy-config/<stack>.json`.
+POLICY_CONFIG_DIR = "policy-config"
+SECRET = "[secret]"
+
+# The inputs worth reading in a plan, per resource type; other types show their scalars.
+KEY_INPUTS: Mapping[str, Sequence[str]] = {
+    "aws:eks/nodeGroup:NodeGroup": (
+        "nodeGroupNamePrefix",
+        "amiType",
+        "releaseVersion",
+        "capacityType",
+        "instanceTypes",
+        "scalingConfig",
+        "subnetIds",
+        "taints",
+        "labels",
+    ),
+    "aws:ec2/launchTemplate:LaunchTemplate": ("metadataOptions", "blockDeviceMappings"),
+    "kubernetes:karpenter.sh/v1:NodePool": (
+        "metadata.annotations",
+        # One line each, so that a long list of zones hides no capacity type.
+        "spec.template.spec.requirements.*",
+        "spec.limits",
+        "spec.template.spec.taints",
+        "spec.template.metadata.labels",
+        "spec.disruption",
+    ),
+    "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass": (
+        "spec.amiSelectorTerms",
+        "spec.capacityReservationSelectorTerms",
+        "spec.metadataOptions",
+        "spec.blockDeviceMappings",
+        "spec.instanceStorePolicy",
+    ),
+    "aws:autoscaling/tag:Tag": ("autoscalingGroupName", "tag"),
+    "aws:iam/role:Role": ("name",),
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": ("policyArn",),
+    "gcp:container/nodePool:NodePool": (
+        "name",
+        "version",
+        "nodeLocations",
+        "autoscaling",
+        "nodeConfig.machineType",
+        "nodeConfig.imageType",
+        "nodeConfig.guestAccelerators",
+        "nodeConfig.spot",
+        "nodeConfig.taints",
+        "nodeConfig.labels",
+        # Capacity, shown where the pool sets it; Dynamic Workload Scheduler pools repair no node.
+        "nodeConfig.reservationAffinity",
+        "nodeConfig.flexStart",
+        "nodeConfig.maxRunDuration",
+        "queuedProvisioning",
+        "management",
+    ),
+    "kubernetes:nvidia.com/v1alpha1:NVIDIADriver": (
+        "metadata.name",
+        "spec.version",
+        "spec.nodeSelector",
+    ),
+    "kubernetes:helm.sh/v3:Release": ("chart", "version", "repositoryOpts.repo", "namespace"),
+    "kubernetes:core/v1:Namespace": ("metadata.name", "metadata.labels"),
+    "kubernetes:core/v1:ResourceQuota": ("metadata.namespace", "spec.hard"),
+}
+_MAX_VALUE_CHARS = 160
+
+
+def run(
+    stack: str,
+    as_json: bool = False,
+    policy_pack: Path | None = None,
+    policy_config: Path | None = None,
+) -> None:
+    """Plan `stack` of the project in the current directory and run the policy pack over it."""
+    console = plain_console()
+    try:
+        project = Project.find()
+    except ProjectNotFound as error:
+        fail(str(error), EXIT_CONFIG_ERROR)
+    if policy_pack is not None and not _is_policy_pack(policy_pack):
+        fail(f"no policy pack at {policy_pack}: it has no PulumiPolicy.yaml", EXIT_CONFIG_ERROR)
+    pack_dir = policy_pack or PACK_DIR
+    with _pack_started_meanwhile(pack_dir, project.name, stack) as started_pack:
+        plan = plan_or_fail(stack, EXIT_CONFIG_ERROR, EXIT_PROGRAM_ERROR, project)
+        try:
+            pack = started_pack()
+            config = _policy_config(project.directory / POLICY_CONFIG_DIR, stack, policy_config)
+            verdicts = _verdicts(pack, plan, config)
+        except (FileNotFoundError, ValueError) as error:  # PolicyConfigError is a ValueError
+            fail(str(error), EXIT_CONFIG_ERROR)
+        except PolicyPackError as error:
+            fail(str(error), EXIT_PROGRAM_ERROR)
+    if as_json:
+        console.print_json(json.dumps(plan_as_json(plan, verdicts)))
+    else:
+        print_plan(plan, console)
+        print_verdicts(verdicts, plan, console, pack_dir)
+    if any(v.mandatory for v in verdicts):
+        raise typer.Exit(EXIT_MANDATORY_VIOLATION)
+
+
+def _is_policy_pack(path: Path) -> bool:
+    return (path / "PulumiPolicy.yaml").is_file()
+
+
+@contextmanager
+def _pack_started_meanwhile(
+    pack_dir: Path, project: str, stack: str
+) -> Iterator[Callable[[], PolicyPack]]:
+    """Starts the policy pack while the program runs, and stops it on leaving.
+
+    Starting the pack is a Python process of its own importing the policy SDK (over half a
+    second); the program's run is another. On a machine with two cores they overlap, so the
+    plan costs the longer of the two, not their sum.
+    """
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        starting = executor.submit(PolicyPack, pack_dir, project=project, stack=stack)
+        try:
+            yield starting.result
+        finally:
+            if starting.exception() is None:
+                starting.result().close()
+
+
+def _verdicts(pack: PolicyPack, plan: Plan, config: Mapping[str, Any] | None) -> list[Verdict]:
+    pack.configure(config)
+    return pack.analyze(plan.resources)
+
+
+def _policy_config(config_dir: Path, stack: str, path: Path | None) -> dict[str, Any] | None:
+    """The policy pack's config for a stack: the given file, else the project's own for the
+    stack (`policy-config/<stack>.json`) if any."""
+    if path is None:
+        path = config_dir / f"{stack}.json"
+        if not path.exists():
+            return None
+    if not path.is_file():
+        raise FileNotFoundError(f"no policy config file {path}")
+    try:
+        config = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON: {error}") from None
+    except OSError as error:
+        raise ValueError(f"cannot read the policy config {path}: {error.strerror}") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{path} must hold a JSON object of policy names")
+    return config
+
+
+def print_verdicts(
+    verdicts: Sequence[Verdict], plan: Plan, console: Console, pack_dir: Path
+) -> None:
+    names = {r.urn: escape(f"{r.type} {r.name}") for r in plan.resources}
+    violations = [v for v in verdicts if v.enforcement_level in ("mandatory", "advisory")]
+    remediations = [v for v in verdicts if v.enforcement_level == "remediate"]
+    mandatory = sum(v.mandatory for v in violations)
+    console.print(
+        f"\n[bold]Policy pack[/bold] ({escape(str(pack_dir))}): {mandatory} mandatory,"
+        f" {len(violations) - mandatory} advisory violation(s), {len(remediations)} remediation(s)"
+    )
+    for verdict in sorted(violations, key=lambda v: (not v.mandatory, v.policy_name)):
+        colour = "red" if verdict.mandatory else "yellow"
+        where = names.get(verdict.urn, "the stack")
+        console.print(
+            f"  [{colour}]{verdict.enforcement_level}[/{colour}] {verdict.policy_name}"
+            f" on {where}: {escape(verdict.message)}",
+            highlight=False,
+        )
+    for verdict in remediations:
+        where = names.get(verdict.urn, "the stack")
+        console.print(f"  remediated by {verdict.policy_name} on {where}", highlight=False)
+
+
+def plan_as_json(plan: Plan, verdicts: Sequence[Verdict] = ()) -> dict[str, Any]:
+    return {
+        "stack": plan.stack,
+        "resources": [
+            {
+                "urn": r.urn,
+                "type": r.type,
+                "name": r.name,
+                "parent": r.parent,
+                "provider": r.provider,
+                "dependencies": list(r.dependencies),
+                "protect": r.protect,
+                "ignoreChanges": list(r.ignore_changes),
+                "inputs": {k: SECRET if k in r.secret_inputs else v for k, v in r.inputs.items()},
+            }
+            for r in plan.resources
+        ],
+        "standInLookups": [
+            {"token": i.token, "args": i.args, "result": i.result} for i in plan.invokes
+        ],
+        "outputs": _shown_outputs(plan),
+        "policyVerdicts": [
+            {
+                "policy": v.policy_name,
+                "enforcementLevel": v.enforcement_level,
+                "urn": v.urn or None,
+                "message": v.message,
+            }
+            for v in verdicts
+        ],
+    }
+
+
+def print_plan(plan: Plan, console: Console) -> None:
+    tree = Tree(f"[bold]stack {plan.stack}[/bold]: {len(plan.resources)} resources")
+    by_parent: dict[str | None, list[PlannedResource]] = {}
+    urns = {r.urn for r in plan.resources}
+    for resource in plan.resources:
+        parent = resource.parent if resource.parent in urns else None
+        by_parent.setdefault(parent, []).append(resource)
+    _add_children(tree, None, by_parent)
+    console.print(tree)
+    if plan.invokes:
+        console.print(
+            "\n[bold]Lookups answered by offline stand-ins[/bold] (not read from an account):"
+        )
+        for token, count in Counter(i.token for i in plan.invokes).items():
+            console.print(f"  {token}" + (f" x{count}" if count > 1 else ""), highlight=False)
+    print_pool_software(plan, console)
+    print_node_subnets(plan, console)
+    console.print("\n[bold]Outputs[/bold]")
+    for name, value in _shown_outputs(plan).items():
+        console.print(f"  {name}: {_short(value)}", highlight=False)
+
+
+def print_pool_software(plan: Plan, console: Console) -> None:
+    """Each pool's driver and CUDA ceiling, and where a canary stands against its pool: ahead
+    while it tries a new version, in step once the version is promoted."""
+    pools: Mapping[str, Mapping[str, Any]] | None = _output_section(
+        plan, console, "gpuPools", "GPU pools"
+    )
+    if pools is None:
+        return
+    for name, pool in pools.items():
+        line = (
+            f"  {name}: NVIDIA driver {pool['nvidiaDriver']} (CUDA {pool['cuda']}), pinned by"
+            f" {pool['pinnedBy']}"
+        )
+        target = pools.get(pool["canaryOf"] or "")
+        if target is not None:
+            line += f"; canary of {pool['canaryOf']}, " + (
+                "in step with it"
+                if target["pinnedBy"] == pool["pinnedBy"]
+                else f"ahead of it ({target['pinnedBy']}): promote by giving {pool['canaryOf']}"
+                " the canary's version"
+            )
+        console.print(escape(line), highlight=False)
+
+
+def print_node_subnets(plan: Plan, console: Console) -> None:
+    """The subnets the GPU node groups use and those left out, each with what its route table
+    makes it (EKS), in the stack output's order: used first, then left out, each by zone and id."""
+    subnets: Mapping[str, Sequence[Mapping[str, str]]] | None = _output_section(
+        plan, console, "nodeSubnets", "GPU node subnets"
+    )
+    if subnets is None:
+        return
+    for heading, key in (("used", "used"), ("left out", "leftOut")):
+        for subnet in subnets[key]:
+            line = f"  {heading} {subnet['id']} ({subnet['zone']}): {subnet['why']}"
+            console.print(escape(line), highlight=False)
+
+
+def _output_section(plan: Plan, console: Console, name: str, title: str) -> Any:
+    """The stack output `name` under a heading; None where the stack has none, or it is secret
+    (then shown as such)."""
+    if name not in plan.outputs:
+        return None
+    console.print(f"\n[bold]{title}[/bold]")
+    if name in plan.secret_outputs:
+        console.print(f"  {escape(SECRET)}", highlight=False)
+        return None
+    return plan.outputs[name]
+
+
+def _add_children(
+    node: Tree, parent: str | None, by_parent: Mapping[str | None, list[PlannedResource]]
+) -> None:
+    for resource in by_parent.get(parent, []):
+        label = f"[cyan]{escape(resource.type)}[/cyan] [bold]{escape(resource.name)}[/bold]"
+        flags = [f for f, on in (("protected", resource.protect),) if on]
+        if resource.ignore_changes:
+            flags.append("ignores changes to " + ", ".join(resource.ignore_changes))
+        if flags:
+            label += f" [yellow]({'; '.join(flags)})[/yellow]"
+        child = node.add(label)
+        for key, value in _key_inputs(resource):
+            shown = escape(SECRET) if key.split(".")[0] in resource.secret_inputs else _short(value)
+            child.add(f"[dim]{key}[/dim] = {shown}", highlight=False)
+        _add_children(child, resource.urn, by_parent)
+
+
+def _key_inputs(resource: PlannedResource) -> Iterable[tuple[str, Any]]:
+    paths = KEY_INPUTS.get(resource.type)
+    if paths is None:
+        paths = [k for k, v in resource.inputs.items() if isinstance(v, str | int | float | bool)]
+    for path in paths:
+        yield from _values_at(resource.inputs, path.split("."), "")
+
+
+def _values_at(value: Any, parts: Sequence[str], shown: str) -> Iterable[tuple[str, Any]]:
+    """The values at a dotted path, a `*` standing for each element of a list, one line each."""
+    if not parts:
+        if value not in (None, "", [], {}):
+            yield shown, value
+        return
+    part, rest = parts[0], parts[1:]
+    if part == "*":
+        for index, element in enumerate(value if isinstance(value, list) else []):
+            yield from _values_at(element, rest, f"{shown}[{index}]")
+        return
+    found = value.get(part) if isinstance(value, Mapping) else None
+    yield from _values_at(found, rest, f"{shown}.{part}" if shown else part)
+
+
+def _shown_outputs(plan: Plan) -> dict[str, Any]:
+    return {
+        name: SECRET if name in plan.secret_outputs else value
+        for name, value in plan.outputs.items()
+    }
+
+
+def _short(value: Any) -> str:
+    """A value as printed in the plan: at most one line's worth, never read as rich markup."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
+    return escape(text)

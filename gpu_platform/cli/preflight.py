@@ -1,0 +1,144 @@
+"""`gpu-platform preflight`: check a stack against its cloud before `pulumi up`.
+
+Read-only calls answer what would otherwise surface half-way through a deployment or, worse, as
+a GPU pool that never scales up. Each cloud has its own checks, loaded for its stacks only (an
+EKS check does not load Google's auth library, a GKE check not boto3):
+- `gpu_platform.cli.preflight_eks`: the EKS cluster, instance type offerings, subnets and what
+  they reach, live node group sizes, reservations and EC2 quotas;
+- `gpu_platform.cli.preflight_gke`: the GKE cluster and reservations.
+Both are followed by one check made from the chart repository's index rather than the cloud: that
+the GPU Operator chart version exists.
+
+Each finding says what to do. Exits 1 if any finding blocks the deployment, 2 for a bad stack,
+4 when it cannot check (no credentials, no way to the cloud, a permission missing).
+"""
+
+import urllib.request
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import typer
+import yaml
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from gpu_platform import yaml_documents
+from gpu_platform.cli.cli import fail, plain_console
+from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.stack_files import StackFileError, plain_config, stack_config
+from gpu_platform.config import (
+    CONFIG_NAMESPACE,
+    Cloud,
+    ConfigError,
+    StackConfig,
+    key_path,
+    load_stack_config,
+)
+from gpu_platform.versions import GPU_OPERATOR_CHART
+
+EXIT_BLOCKED = 1
+EXIT_BAD_STACK = 2
+EXIT_CANNOT_CHECK = 4
+"""No usable credentials, no way to the cloud, or a permission the check needs is missing."""
+CHART_INDEX_TIMEOUT_SECONDS = 60
+
+
+def run(stack: str) -> None:
+    """Check a stack against its cloud: an EKS stack against its AWS account, a GKE stack
+    against its Google Cloud project; then the chart version against the chart repository."""
+    console = plain_console()
+    try:
+        config = load_stack_config(*_gpu_platform_config(stack_config(stack)))
+    except (FileNotFoundError, StackFileError) as unreadable:
+        fail(str(unreadable), EXIT_BAD_STACK)
+    except ConfigError as error:
+        fail(error.report(), EXIT_BAD_STACK)
+    findings = _cloud_findings(stack, config) + chart_findings(config)
+    print_findings(findings, console)
+    if any(f.blocking for f in findings):
+        raise typer.Exit(EXIT_BLOCKED)
+
+
+def _cloud_findings(stack: str, config: StackConfig) -> list[Finding]:
+    # Each cloud's checks load its own client library (boto3, Google's auth) for its stacks only.
+    if config.cloud is Cloud.GCP:
+        from gpu_platform.cli import preflight_gke
+
+        return preflight_gke.check(stack, config)
+    from gpu_platform.cli import preflight_eks
+
+    return preflight_eks.check(stack, config)
+
+
+def print_findings(findings: Sequence[Finding], console: Console) -> None:
+    colours = {"blocking": "red", "warning": "yellow", "ok": "green"}
+    table = Table(title="Pre-flight", title_justify="left")
+    for column in ("", "subject", "finding", "what to do"):
+        table.add_column(column)
+    for f in findings:
+        colour = colours[f.severity]
+        table.add_row(
+            f"[{colour}]{f.severity}[/{colour}]",
+            escape(f.subject),
+            escape(f.message),
+            escape(f.action),
+        )
+    console.print(table)
+    blocking = sum(f.blocking for f in findings)
+    console.print(f"{blocking} blocking finding(s)." if blocking else "Nothing blocks `pulumi up`.")
+
+
+# --- The GPU Operator chart ------------------------------------------------------------------
+
+
+def read_chart_index(repository: str) -> bytes:
+    """The Helm repository's `index.yaml`, which Helm reads the chart's versions from."""
+    url = f"{repository.rstrip('/')}/index.yaml"
+    with urllib.request.urlopen(url, timeout=CHART_INDEX_TIMEOUT_SECONDS) as response:
+        return bytes(response.read())
+
+
+def chart_findings(config: StackConfig) -> list[Finding]:
+    """Whether the repository serves the configured GPU Operator chart version: a version that
+    does not exist is found by Helm only in the middle of `pulumi up`."""
+    operator = config.operator
+    chart = GPU_OPERATOR_CHART.name
+    subject = f"chart {chart} {operator.chart_version}"
+    where = f"{key_path('operator', 'chartVersion')} in {key_path('operator', 'repository')}"
+    try:
+        index = yaml_documents.load(read_chart_index(operator.repository))
+        entries = (index.get("entries") or {}).get(chart) or []
+        versions = {str(entry.get("version")) for entry in entries}
+    except (OSError, yaml.YAMLError, AttributeError) as error:  # URLError is an OSError
+        return [
+            Finding(
+                "warning",
+                subject,
+                f"Could not read {operator.repository}/index.yaml: {error}.",
+                f"Check that {where} exists before `pulumi up`.",
+            )
+        ]
+    if operator.chart_version in versions:
+        return [Finding("ok", subject, f"{operator.repository} serves it.", "")]
+    return [
+        Finding(
+            "blocking",
+            subject,
+            f"{operator.repository} serves no {chart} {operator.chart_version}"
+            f" ({len(versions)} other versions).",
+            f"Set {key_path('operator', 'chartVersion')} to a version it serves, such as"
+            f" {GPU_OPERATOR_CHART.version}, the one the platform's values are checked against.",
+        )
+    ]
+
+
+def _gpu_platform_config(values: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
+    """The stack file's `gpu-platform:` keys without the prefix, secure values replaced, and
+    those of them set as secrets."""
+    plain, secret_keys = plain_config(values)
+    prefix = CONFIG_NAMESPACE + ":"
+    return (
+        {k.removeprefix(prefix): v for k, v in plain.items() if k.startswith(prefix)},
+        frozenset(k.removeprefix(prefix) for k in secret_keys if k.startswith(prefix)),
+    )

@@ -1,0 +1,558 @@
+"""The GKE side of `gpu-platform preflight`: a GKE stack against its Google Cloud project.
+
+Read-only calls to the GKE and Compute Engine REST APIs (v1), with Application Default
+Credentials, answer what would otherwise surface as a node pool that never gets a node:
+
+- the cluster exists and is RUNNING on a Kubernetes version the platform supports, and its GKE
+  version has each flex-start and queued pool's mode (`gke_capacity_too_new`), which GKE asks of
+  the cluster itself;
+- each `reservation: specific` pool's reservation is in the pool's zone, READY, of the pool's
+  machine type and GPUs, consumed only by VMs that name it, and holds the pool's `min` and
+  `max`, with how many of its VMs are free;
+- each `reservation: any` pool has READY reservations open to any VM in its zones, of its machine
+  type and GPUs, with how many of their VMs are free.
+
+Fields and shapes are those of the APIs' discovery documents as google-api-python-client ships
+them (`googleapiclient/discovery_cache/documents/container.v1.json` and `compute.v1.json`): the
+`Cluster`, `Reservation` and `ReservationAggregatedList` schemas. The tests check every answer
+they fake against those schemas.
+"""
+
+import json
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import google.auth
+import requests
+from google.auth.exceptions import DefaultCredentialsError, GoogleAuthError, RefreshError
+from google.auth.transport.requests import AuthorizedSession
+
+from gpu_platform.accelerators import ACCELERATORS
+from gpu_platform.cli.cli import fail
+from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.preflight import EXIT_BAD_STACK, EXIT_CANNOT_CHECK
+from gpu_platform.config import (
+    ConfigError,
+    GpuPoolSpec,
+    StackConfig,
+    dynamic_workload_scheduler_modes,
+    gke_capacity_too_new,
+    key_path,
+)
+from gpu_platform.gke.locations import zone_region
+from gpu_platform.gke.machine_types import fixed_series_of, gpu_shape
+from gpu_platform.node_identity import GpuShape
+from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
+
+# Each discovery document's `rootUrl` and `servicePath`.
+CONTAINER_API = "https://container.googleapis.com/v1/"
+COMPUTE_API = "https://compute.googleapis.com/compute/v1/"
+TIMEOUT_SECONDS = 60
+
+API_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+"""The OAuth scope the check asks its credentials for: the one `gcloud auth application-default
+login` grants, which the APIs' read methods accept."""
+CLUSTER_PERMISSION = "container.clusters.get"
+RESERVATION_PERMISSION = "compute.reservations.get"
+RESERVATIONS_PERMISSION = "compute.reservations.list"
+"""What `compute.reservations.aggregatedList` asks of the caller."""
+READ_ONLY_PERMISSIONS = (CLUSTER_PERMISSION, RESERVATION_PERMISSION, RESERVATIONS_PERMISSION)
+"""Every permission the check's calls need; a test keeps it, and the README's list, equal to
+them."""
+_VIEWER_ROLES = "roles/container.clusterViewer and roles/compute.viewer"
+
+# `Reservation.status` (compute.v1.json): READY is "ready for use"; a reservation CREATING
+# ("resources are being allocated") or UPDATING is on its way there, one DELETING or INVALID
+# holds nothing a node can consume.
+_READY = "READY"
+_UNUSABLE_STATUSES = frozenset({"DELETING", "INVALID"})
+
+
+class GoogleApiError(Exception):
+    """A Google API's answer other than success, in the APIs' error shape
+    (https://cloud.google.com/apis/design/errors: `{"error": {"code", "message", "status"}}`;
+    Compute Engine gives `errors[].reason` instead of `status`)."""
+
+    def __init__(self, permission: str, resource: str, status: int, body: bytes):
+        try:
+            error = json.loads(body).get("error", {})
+        except (ValueError, AttributeError):
+            error = {}
+        reasons = [e.get("reason", "") for e in error.get("errors", [])]
+        self.permission = permission
+        self.resource = resource
+        self.status = status
+        self.reason = str(error.get("status") or next(iter(reasons), ""))
+        self.message = str(error.get("message") or body[:200].decode(errors="replace"))
+        super().__init__(f"{status} {self.reason}: {self.message}")
+
+
+class GoogleApis:
+    """The check's read-only calls for one project, through `session`: a requests session with
+    the credentials added (google-auth's `AuthorizedSession`)."""
+
+    def __init__(self, session: requests.Session, project: str):
+        self.session = session
+        self.project = project
+
+    @classmethod
+    def with_default_credentials(cls, project: str) -> "GoogleApis":
+        # Over requests, as gcloud's and Google's client libraries go: it takes a proxy from
+        # HTTPS_PROXY and NO_PROXY, and CA certificates from REQUESTS_CA_BUNDLE, for the
+        # credentials' own calls (token refresh, the metadata server) and for the APIs alike.
+        credentials, _ = google.auth.default(scopes=[API_SCOPE])
+        return cls(AuthorizedSession(credentials), project)
+
+    def cluster(self, location: str, name: str) -> dict[str, Any] | None:
+        """`container.projects.locations.clusters.get`; None where GKE has no such cluster."""
+        path = ("projects", self.project, "locations", location, "clusters", name)
+        return self._find(CONTAINER_API, path, CLUSTER_PERMISSION)
+
+    def reservation(self, zone: str, name: str) -> dict[str, Any] | None:
+        """`compute.reservations.get`; None where the zone has no such reservation."""
+        path = ("projects", self.project, "zones", zone, "reservations", name)
+        return self._find(COMPUTE_API, path, RESERVATION_PERMISSION)
+
+    @cached_property
+    def reservations(self) -> list[dict[str, Any]]:
+        """The project's reservations in every zone: `compute.reservations.aggregatedList`, page
+        by page (`nextPageToken`), each page's `items` keyed by zone."""
+        found: list[dict[str, Any]] = []
+        query: dict[str, str] = {}
+        while True:
+            page = self._get(
+                COMPUTE_API,
+                ("projects", self.project, "aggregated", "reservations"),
+                RESERVATIONS_PERMISSION,
+                query,
+            )
+            for scope in page.get("items", {}).values():
+                found += scope.get("reservations", [])
+            if not page.get("nextPageToken"):
+                return found
+            query = {"pageToken": page["nextPageToken"]}
+
+    def _find(self, api: str, path: Sequence[str], permission: str) -> dict[str, Any] | None:
+        try:
+            return self._get(api, path, permission)
+        except GoogleApiError as error:
+            if error.status != 404:
+                raise
+            return None
+
+    def _get(
+        self,
+        api: str,
+        path: Sequence[str],
+        permission: str,
+        query: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        resource = "/".join(quote(part, safe="") for part in path)
+        url = f"{api}{resource}" + (f"?{urlencode(query)}" if query else "")
+        response = self.session.get(url, timeout=TIMEOUT_SECONDS)
+        if response.status_code != 200:
+            raise GoogleApiError(permission, resource, response.status_code, response.content)
+        found: dict[str, Any] = json.loads(response.content)
+        return found
+
+
+def check(stack: str, config: StackConfig) -> list[Finding]:
+    """Every finding for a GKE stack. A pool the program would refuse ends the command with
+    exit 2; a project it cannot check, with exit 4."""
+    assert config.cluster.project is not None  # config validation requires it on GCP
+    try:
+        findings = preflight(config, GoogleApis.with_default_credentials(config.cluster.project))
+    except ConfigError as error:
+        secret = ["pools"] if config.is_secret("pools") else []
+        fail(error.hiding_secrets(secret).report(), EXIT_BAD_STACK)
+    except (GoogleAuthError, GoogleApiError, requests.RequestException) as error:
+        fail(f"Cannot check stack {stack}: {why_it_cannot_check(error)}", EXIT_CANNOT_CHECK)
+    return findings
+
+
+def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
+    """Every finding for the stack, in the order: the cluster, then each pool in the stack file's
+    order (its Dynamic Workload Scheduler modes against the cluster's version, or its
+    reservations). ConfigError, before any call, where a pool that consumes reservations has a
+    machine type the program would refuse."""
+    gpus = _gpus_of_reserving_pools(config)
+    version, findings = _cluster_findings(config, apis)
+    for i, pool in enumerate(config.pools):
+        if version is not None and dynamic_workload_scheduler_modes(pool):
+            findings.append(_capacity_version_finding(config, i, pool, version))
+        if pool.gcp.reservation == "specific":
+            findings += _specific_findings(i, pool, gpus[i], apis)
+        elif pool.gcp.reservation == "any":
+            findings.append(_any_finding(config, i, pool, gpus[i], apis))
+    return findings
+
+
+def _gpus_of_reserving_pools(config: StackConfig) -> dict[int, GpuShape]:
+    """The GPUs of a node of each pool that consumes reservations, by the pool's index."""
+    problems = []
+    found = {}
+    for i, pool in enumerate(config.pools):
+        if pool.gcp.reservation not in ("any", "specific"):
+            continue
+        try:
+            found[i] = gpu_shape(pool, i)
+        except ConfigError as error:
+            problems += error.problems
+    if problems:
+        raise ConfigError(problems)
+    return found
+
+
+# --- The cluster -----------------------------------------------------------------------------
+
+
+def _cluster_findings(config: StackConfig, apis: GoogleApis) -> tuple[str | None, list[Finding]]:
+    """The cluster's finding, and its GKE version where it exists."""
+    spec = config.cluster
+    assert spec.location is not None  # config validation requires it on GCP
+    subject = f"cluster {spec.name}"
+    cluster = apis.cluster(spec.location, spec.name)
+    if cluster is None:
+        return None, [
+            Finding(
+                "blocking",
+                subject,
+                f"No GKE cluster {spec.name} in {spec.location} of project {spec.project}.",
+                f"Check {key_path('cluster', 'name')}, {key_path('cluster', 'location')} and"
+                f" {key_path('cluster', 'project')}, or create the cluster first.",
+            )
+        ]
+    status, version = cluster["status"], cluster["currentMasterVersion"]
+    minor = ".".join(version.split(".")[:2])
+    describe = f"gcloud container clusters describe {spec.name} --location {spec.location}"
+    # `Cluster.status`: RECONCILING is "some work is actively being done on the cluster, such
+    # as upgrading the master or node software"; every state but it and RUNNING is being
+    # created, deleted, unusable or in need of repair.
+    if status not in ("RUNNING", "RECONCILING"):
+        conditions = "; ".join(
+            c["message"] for c in cluster.get("conditions", []) if "message" in c
+        )
+        return version, [
+            Finding(
+                "blocking",
+                subject,
+                f"The cluster is {status}, not RUNNING{f' ({conditions})' if conditions else ''}.",
+                f"Wait until it is RUNNING; where it is DEGRADED or in ERROR, act on what its"
+                f" conditions say ({describe}).",
+            )
+        ]
+    if minor not in SUPPORTED_KUBERNETES_VERSIONS:
+        return version, [
+            Finding(
+                "blocking",
+                subject,
+                f"GKE {version} is Kubernetes {minor}, not one the platform supports"
+                f" ({', '.join(SUPPORTED_KUBERNETES_VERSIONS)}).",
+                "Upgrade the cluster to a supported version.",
+            )
+        ]
+    if status == "RECONCILING":
+        return version, [
+            Finding(
+                "warning",
+                subject,
+                f"GKE is working on the cluster (RECONCILING, GKE {version}), such as an upgrade:"
+                " node pool changes may have to wait until it is done.",
+                f"Nothing, unless it stays so ({describe}).",
+            )
+        ]
+    return version, [Finding("ok", subject, f"RUNNING, GKE {version}.", "Nothing.")]
+
+
+def _capacity_version_finding(
+    config: StackConfig, i: int, pool: GpuPoolSpec, version: str
+) -> Finding:
+    """Whether the cluster's GKE version has the pool's Dynamic Workload Scheduler modes: GKE
+    asks it of the cluster, whatever version the pool's nodes run (config validation checks a
+    pinned `gcp.nodeVersion`)."""
+    subject = f"pool {pool.name}"
+    too_new = gke_capacity_too_new(pool, version)
+    if not too_new:
+        modes = " and ".join(f"gcp.{key}" for key in dynamic_workload_scheduler_modes(pool))
+        return Finding("ok", subject, f"The cluster's GKE {version} has {modes}.", "Nothing.")
+    needs = "; ".join(
+        f"{key_path('pools', i, 'gcp', key)} needs {minimum} or later"
+        for key, minimum in too_new.items()
+    )
+    spec = config.cluster
+    return Finding(
+        "blocking",
+        subject,
+        f"The cluster runs GKE {version}: {needs}.",
+        f"Upgrade the cluster first (gcloud container clusters upgrade {spec.name} --location"
+        f" {spec.location} --master --cluster-version VERSION), or turn"
+        f" {' and '.join(f'gcp.{key}' for key in too_new)} off.",
+    )
+
+
+# --- Reservations ----------------------------------------------------------------------------
+
+
+def _specific_findings(
+    i: int, pool: GpuPoolSpec, gpus: GpuShape, apis: GoogleApis
+) -> list[Finding]:
+    """The reservation a `reservation: specific` pool names, in its one zone (config validation
+    holds it to one): whether its nodes can consume it, how much of it they can, and whether
+    other VMs can too."""
+    subject = f"pool {pool.name}"
+    where = key_path("pools", i, "gcp", "reservationName")
+    name, (zone,) = pool.gcp.reservation_name, pool.zones
+    assert name is not None  # config validation requires it with reservation specific
+    reservation = apis.reservation(zone, name)
+    if reservation is None:
+        return [_missing_reservation_finding(i, pool, name, zone, apis)]
+    mismatches = _mismatches(i, pool, gpus, reservation)
+    if mismatches:
+        return [
+            Finding(
+                "blocking",
+                subject,
+                f"Reservation {name} does not match the pool's nodes, which cannot consume it:"
+                f" {'; '.join(mismatches)}.",
+                f"Set the pool's machine type and GPUs to the reservation's, or name another in"
+                f" {where}.",
+            )
+        ]
+    status = reservation["status"]
+    if status in _UNUSABLE_STATUSES:
+        return [
+            Finding(
+                "blocking",
+                subject,
+                f"Reservation {name} is {status}: no node can consume it.",
+                f"Name a READY reservation in {where}.",
+            )
+        ]
+    findings = []
+    if status != _READY:
+        findings.append(
+            Finding(
+                "warning",
+                subject,
+                f"Reservation {name} is {status}, not yet READY (ready for use).",
+                f"Nothing, unless it stays so (gcloud compute reservations describe {name}"
+                f" --zone {zone}).",
+            )
+        )
+    findings.append(_held_finding(i, pool, name, reservation))
+    # `Reservation.specificReservationRequired` (compute.v1.json): "If the field is set, then
+    # only VMs that target the reservation by name can consume from this reservation"; unset,
+    # VMs with affinity for any reservation consume it as well.
+    if not reservation.get("specificReservationRequired"):
+        findings.append(
+            Finding(
+                "warning",
+                subject,
+                f"Reservation {name} is open to any VM of the project with its properties"
+                " (specificReservationRequired is false): other VMs, and node pools that consume"
+                " any reservation, may take its capacity before the pool's nodes do.",
+                "Nothing, if it is meant to be shared; otherwise reserve the capacity"
+                " specifically targeted (gcloud compute reservations create"
+                f" --require-specific-reservation) and name that reservation in {where}.",
+            )
+        )
+    return findings
+
+
+def _missing_reservation_finding(
+    i: int, pool: GpuPoolSpec, name: str, zone: str, apis: GoogleApis
+) -> Finding:
+    """Where the zone has no reservation of that name: the project's other zones may."""
+    subject = f"pool {pool.name}"
+    elsewhere = sorted(_zone_of(r) for r in apis.reservations if r["name"] == name)
+    if elsewhere:
+        return Finding(
+            "blocking",
+            subject,
+            f"Reservation {name} is in {', '.join(elsewhere)}, not in the pool's zone {zone}:"
+            " reservations are zonal, and the pool's nodes would never consume it.",
+            f"Set {key_path('pools', i, 'zones')} to the reservation's zone.",
+        )
+    return Finding(
+        "blocking",
+        subject,
+        f"Compute Engine knows no reservation {name} in project {apis.project}.",
+        f"Check {key_path('pools', i, 'gcp', 'reservationName')}, or create the reservation"
+        " before `pulumi up`.",
+    )
+
+
+def _held_finding(i: int, pool: GpuPoolSpec, name: str, reservation: Mapping[str, Any]) -> Finding:
+    """How many VMs the reservation holds, and how many are free, against the pool's bounds.
+
+    Past what the reservation holds, a `specific` pool's scale-ups fail, with no on-demand
+    fallback, and are retried while pods wait: nothing breaks at `pulumi up`, and a `max` above
+    the reservation may be meant for a reservation about to grow, so that is a warning. Its
+    `min` is different: GKE starts those nodes with the pool and keeps them, which a reservation
+    smaller than `min` never lets it do."""
+    subject = f"pool {pool.name}"
+    held, in_use = _counts(reservation)
+    machine_type = reservation["specificReservation"]["instanceProperties"]["machineType"]
+    what = (
+        f"{held} x {machine_type} in {_zone_of(reservation)}, {held - in_use} free ({in_use} in"
+        " use, by the pool's running nodes or other VMs)"
+    )
+    if pool.min > held:
+        return Finding(
+            "blocking",
+            subject,
+            f"min ({pool.min}) is more than reservation {name} holds: {what}. GKE starts and"
+            " keeps min nodes, all from the reservation.",
+            f"Lower {key_path('pools', i, 'min')} to at most {held}, or grow the reservation.",
+        )
+    if pool.max > held:
+        return Finding(
+            "warning",
+            subject,
+            f"max ({pool.max}) is more than reservation {name} holds: {what}. Past it the pool"
+            " does not grow: with reservation specific there is no on-demand fallback, and pods"
+            " wait Pending.",
+            f"Lower {key_path('pools', i, 'max')} to {held}, unless the reservation is to grow.",
+        )
+    return Finding("ok", subject, f"Reservation {name}: {what}.", "Nothing.")
+
+
+def _any_finding(
+    config: StackConfig, i: int, pool: GpuPoolSpec, gpus: GpuShape, apis: GoogleApis
+) -> Finding:
+    """The READY reservations a `reservation: any` pool's nodes may consume in its zones: those
+    open to any VM, of the pool's machine type and GPUs. Reservations other projects share with
+    this one are not listed in it: a shared reservation is seen in its owner project only
+    (Compute Engine, "View reservations")."""
+    subject = f"pool {pool.name}"
+    location = config.cluster.location
+    assert location is not None  # config validation requires it on GCP
+    # Where the nodes go (`gpu_platform.gke.zones`): the pool's zones, else a zonal cluster's
+    # zone, else the region's zones that offer the machine type, which are the only ones with
+    # reservations of it.
+    zones = pool.zones or ([location] if zone_region(location) else [])
+    region = zone_region(location) or location
+    where = ", ".join(zones) or f"the zones of {region}"
+    matching = [
+        r
+        for r in apis.reservations
+        if (_zone_of(r) in zones if zones else zone_region(_zone_of(r)) == region)
+        and r.get("status") == _READY
+        and not _mismatches(i, pool, gpus, r)
+    ]
+    open_to_any = [r for r in matching if not r.get("specificReservationRequired")]
+    shape = f"{pool.instance_types[0]} with {_gpus_text({_gke_gpus(gpus)})}"
+    if not open_to_any:
+        by_name = ", ".join(sorted(r["name"] for r in matching))
+        also = (
+            f" {by_name} match(es), but only VMs that name it consume it: reservation specific"
+            " with its reservationName does."
+            if by_name
+            else ""
+        )
+        return Finding(
+            "warning",
+            subject,
+            f"No READY reservation of {shape} in {where} is open to any VM: the pool's nodes start"
+            f" on demand, at on-demand prices.{also}",
+            "Nothing, if that is meant; otherwise reserve the machine type in one of those zones,"
+            " without --require-specific-reservation.",
+        )
+    counted = [(r, *_counts(r)) for r in open_to_any]
+    listed = "; ".join(
+        f"{r['name']} in {_zone_of(r)}, {held - in_use} of {held} free"
+        for r, held, in_use in counted
+    )
+    free = sum(held - in_use for _, held, in_use in counted)
+    return Finding(
+        "ok",
+        subject,
+        f"Reservations of {shape} open to its nodes in {where}: {listed}. {free} VM(s) free,"
+        " for any matching VM of the project; past them nodes start on demand.",
+        "Nothing.",
+    )
+
+
+def _mismatches(
+    i: int, pool: GpuPoolSpec, gpus: GpuShape, reservation: Mapping[str, Any]
+) -> list[str]:
+    """How the reservation's VMs differ from the pool's nodes: a VM consumes a reservation only
+    where its properties match the reservation's exactly (Compute Engine, "Create a reservation
+    for a single project")."""
+    properties = reservation.get("specificReservation", {}).get("instanceProperties", {})
+    machine_type = properties.get("machineType")
+    found = []
+    if machine_type != pool.instance_types[0]:
+        found.append(
+            f"{key_path('pools', i, 'instanceTypes')} is {pool.instance_types}, the"
+            f" reservation's {[machine_type] if machine_type else 'none'}"
+        )
+    theirs = {
+        (a["acceleratorType"].rpartition("/")[2], a["acceleratorCount"])
+        for a in properties.get("guestAccelerators", [])
+    }
+    ours = _gke_gpus(gpus)
+    # `AcceleratorConfig.acceleratorType` is the accelerator's name or its URL. An
+    # accelerator-optimized machine type comes with its GPUs (`gpu_platform.gke.machine_types`),
+    # which a reservation of it may leave unlisted; an N1 VM has the GPUs attached to it.
+    if theirs != {ours} and (theirs or machine_type is None or not fixed_series_of(machine_type)):
+        found.append(f"its VMs have {_gpus_text(theirs)}, the pool's nodes {_gpus_text({ours})}")
+    return found
+
+
+def _gke_gpus(gpus: GpuShape) -> tuple[str, int]:
+    gke_type = ACCELERATORS[gpus.accelerator].gke_type
+    assert gke_type is not None  # gpu_shape gives GKE's accelerators only
+    return gke_type, gpus.count
+
+
+def _gpus_text(gpus: set[tuple[str, int]]) -> str:
+    return " and ".join(f"{count} x {name}" for name, count in sorted(gpus)) or "no GPU"
+
+
+def _counts(reservation: Mapping[str, Any]) -> tuple[int, int]:
+    """VMs the reservation holds, and how many are in use (int64 values: JSON strings)."""
+    held = reservation["specificReservation"]
+    return int(held["count"]), int(held.get("inUseCount", 0))
+
+
+def _zone_of(reservation: Mapping[str, Any]) -> str:
+    """`Reservation.zone` is the zone's URL."""
+    return str(reservation["zone"]).rpartition("/")[2]
+
+
+# --- When it cannot check --------------------------------------------------------------------
+
+
+def why_it_cannot_check(
+    error: GoogleAuthError | GoogleApiError | requests.RequestException,
+) -> str:
+    """What stopped the check, and what to do about it."""
+    login = "gcloud auth application-default login"
+    if isinstance(error, DefaultCredentialsError):
+        return (
+            f"no Application Default Credentials ({error}). Run `{login}`, or set"
+            " GOOGLE_APPLICATION_CREDENTIALS to a credentials file, and run it again."
+        )
+    if isinstance(error, RefreshError):
+        return (
+            f"Google did not renew the Application Default Credentials ({error}). Run `{login}`"
+            " again, or check GOOGLE_APPLICATION_CREDENTIALS, and run it again."
+        )
+    if not isinstance(error, GoogleApiError):
+        return f"Google Cloud could not be reached ({error}). Check the network, then run it again."
+    answer = f"{error.status} {error.reason}: {error.message}"
+    if error.status == 401:
+        return (
+            f"Google Cloud did not accept the credentials ({answer}). Run `{login}` again, or"
+            " check GOOGLE_APPLICATION_CREDENTIALS, and run it again."
+        )
+    if error.status == 403:
+        return (
+            f"Google Cloud refused {error.permission} on {error.resource} ({answer}). The check"
+            f" needs, read-only: {', '.join(READ_ONLY_PERMISSIONS)} ({_VIEWER_ROLES} grant"
+            " them)."
+        )
+    return f"Google Cloud answered {error.resource} with {answer}. Run it again later."

@@ -1,0 +1,84 @@
+"""Stack files read as Pulumi reads them: the `config:` block of `Pulumi.<stack>.yaml`, refused
+where Pulumi would refuse it, and its `secure:` values, which need the stack's secrets provider,
+replaced by a stand-in that stays marked secret.
+
+Apart from running the program (`gpu_platform.cli.offline`), so that the commands that only
+read stack files (`preflight`) do not import the Pulumi SDK.
+"""
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from gpu_platform import yaml_documents
+from gpu_platform.cli.project import Project
+
+# `secure:` values in a stack file are encrypted for the stack's secrets provider, which the
+# offline plan does not have; they are replaced by this, and still marked secret.
+SECRET_STAND_IN = "offline-plan-secret"
+# `<namespace>:<name>`, or the older `<namespace>:config:<name>` (Pulumi's config.ParseKey).
+_NAMESPACED_KEY = re.compile(r"^[^:]+:(config:)?[^:]+$")
+
+
+def stack_config(stack: str, project: Project | None = None) -> dict[str, Any]:
+    """The `config:` block of `Pulumi.<stack>.yaml` of `project` (default: the one the current
+    directory is in)."""
+    project = project or Project.find()
+    path = project.stack_file(stack)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no stack file {path.name} in {path.parent}; the stacks there:"
+            f" {', '.join(project.stacks()) or 'none'}"
+        )
+    try:
+        document = yaml_documents.load(path.read_text())
+    except yaml.YAMLError as error:
+        raise StackFileError(f"{path} is not valid YAML: {error}") from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise StackFileError(f"{path} must be a YAML mapping (with a `config:` block)")
+    config = document.get("config") or {}
+    if not isinstance(config, dict):
+        raise StackFileError(f"{path}: `config:` must be a mapping of `<namespace>:<name>` keys")
+    # Pulumi's config key parser refuses the stack file over any other key.
+    malformed = [key for key in config if not _NAMESPACED_KEY.match(str(key))]
+    if malformed:
+        raise StackFileError(
+            f"{path}: {', '.join(map(repr, malformed))}: could not parse as a configuration key"
+            " (configuration keys should be of the form `<namespace>:<name>`, as in"
+            " `gpu-platform:pools`)"
+        )
+    return config
+
+
+class StackFileError(ValueError):
+    """A stack file Pulumi would refuse to read."""
+
+
+def plain_config(values: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
+    """Stack config with every `secure:` value replaced by the stand-in, and the keys that had
+    one (Pulumi holds such a key as a secret as a whole)."""
+    plain: dict[str, Any] = {}
+    secret_keys: set[str] = set()
+    for key, value in values.items():
+        plain[key], secret = _without_secure_values(value)
+        if secret:
+            secret_keys.add(key)
+    return plain, frozenset(secret_keys)
+
+
+def _without_secure_values(value: Any) -> tuple[Any, bool]:
+    """`value` with each `{secure: ...}` in it replaced by the stand-in, and whether it had one.
+    `pulumi config set --secret --path` writes them at any depth of a structured value."""
+    if isinstance(value, Mapping) and set(value) == {"secure"}:
+        return SECRET_STAND_IN, True
+    if isinstance(value, Mapping):
+        items = {k: _without_secure_values(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in items.items()}, any(s for _, s in items.values())
+    if isinstance(value, list):
+        elements = [_without_secure_values(v) for v in value]
+        return [v for v, _ in elements], any(s for _, s in elements)
+    return value, False

@@ -1,0 +1,129 @@
+"""Stand-in answers for the GKE side's lookups in the offline plan.
+
+The program looks up its cluster (`gcp:container/getCluster`), the zones of the cluster's region
+(`gcp:compute/getZones`) and, per zone, whether it offers a pool's machine type
+(`gcp:compute/getMachineTypes`). The answers here have the API's shape and plausible values:
+an endpoint in a documentation address range, a CA that is not one, and a few regions whose
+zones offer GPU machine types the way Compute Engine's GPU zone table shows them (one zone of
+us-central1-f without G2, for instance). Any other region answers with three zones offering
+every GPU machine type. None of it comes from an account.
+"""
+
+import base64
+import hashlib
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gpu_platform.accelerators import ACCELERATORS
+from gpu_platform.gke.locations import zone_region
+from gpu_platform.gke.machine_types import fixed_series_of
+
+STAND_IN_ENDPOINT = "203.0.113.10"
+STAND_IN_CA = base64.b64encode(
+    b"-----BEGIN CERTIFICATE-----\nstand-in, not a certificate\n-----END CERTIFICATE-----\n"
+).decode()
+STAND_IN_MASTER_VERSION = "1.33.5-gke.1201000"
+
+_EVERY_SERIES = ("n1-", "a2-", "a3-", "a4-", "g2-")
+# Zone -> the machine type prefixes it offers.
+ZONE_OFFERINGS: Mapping[str, tuple[str, ...]] = {
+    "us-central1-a": ("n1-", "a2-highgpu-", "a2-ultragpu-", "a3-highgpu-", "a3-megagpu-", "g2-"),
+    "us-central1-b": ("n1-", "a2-highgpu-", "a3-highgpu-", "g2-"),
+    "us-central1-c": ("n1-", "a2-highgpu-", "a2-ultragpu-", "a3-highgpu-", "g2-"),
+    "us-central1-f": ("n1-", "a2-highgpu-"),
+    "us-east4-a": ("n1-", "a2-ultragpu-", "a3-highgpu-", "a3-megagpu-", "g2-"),
+    "us-east4-b": ("n1-", "a3-ultragpu-", "g2-"),
+    "us-east4-c": ("n1-", "a2-ultragpu-", "a3-highgpu-", "a3-megagpu-"),
+    "europe-west4-a": ("n1-", "a2-highgpu-", "a2-ultragpu-", "a3-highgpu-", "g2-"),
+    "europe-west4-b": ("n1-", "a2-highgpu-", "a3-highgpu-", "a3-megagpu-", "g2-"),
+    "europe-west4-c": ("n1-", "a2-highgpu-", "a3-highgpu-", "g2-"),
+}
+_NAME_FILTER = re.compile(r'^name = "(?P<name>[^"]+)"$')
+
+
+def region_zones(region: str) -> list[str]:
+    known = sorted(zone for zone in ZONE_OFFERINGS if zone_region(zone) == region)
+    return known or [f"{region}-{letter}" for letter in "abc"]
+
+
+def get_cluster(args: dict[str, Any]) -> dict[str, Any]:
+    project, location, name = args["project"], args["location"], args["name"]
+    region = zone_region(location) or location
+    return {
+        "id": f"projects/{project}/locations/{location}/clusters/{name}",
+        "project": project,
+        "location": location,
+        "name": name,
+        "endpoint": STAND_IN_ENDPOINT,
+        "masterAuths": [{"clusterCaCertificate": STAND_IN_CA}],
+        "masterVersion": STAND_IN_MASTER_VERSION,
+        "enableAutopilot": False,
+        "workloadIdentityConfigs": [{"workloadPool": f"{project}.svc.id.goog"}],
+        "nodeLocations": region_zones(region)[:3] if region == location else [location],
+    }
+
+
+def get_zones(args: dict[str, Any]) -> dict[str, Any]:
+    region = args["region"]
+    return {
+        "id": f"projects/{args['project']}/regions/{region}",
+        "project": args["project"],
+        "region": region,
+        "status": args.get("status"),
+        "names": region_zones(region),
+    }
+
+
+def get_machine_types(args: dict[str, Any]) -> dict[str, Any]:
+    zone = args["zone"]
+    wanted = _NAME_FILTER.match(args.get("filter") or "")
+    if wanted is None:
+        raise ValueError(f'the stand-in answers only `name = "..."` filters, not {args}')
+    machine_type = wanted.group("name")
+    offered = ZONE_OFFERINGS.get(zone, _EVERY_SERIES)
+    found = [_machine_type(machine_type)] if machine_type.startswith(offered) else []
+    return {
+        "id": f"projects/{args['project']}/zones/{zone}/machineTypes",
+        "project": args["project"],
+        "zone": zone,
+        "filter": args["filter"],
+        "machineTypes": found,
+    }
+
+
+def _machine_type(name: str) -> dict[str, Any]:
+    series = fixed_series_of(name)
+    accelerators = []
+    if series is not None:
+        gke_type = ACCELERATORS[series.accelerator].gke_type
+        accelerators = [
+            {"guestAcceleratorType": gke_type, "guestAcceleratorCount": series.gpus[name]}
+        ]
+    return {"name": name, "accelerators": accelerators}
+
+
+def service_account_outputs(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    email = f"{inputs['accountId']}@{inputs['project']}.iam.gserviceaccount.com"
+    return {
+        "email": email,
+        "member": f"serviceAccount:{email}",
+        "name": f"projects/{inputs['project']}/serviceAccounts/{email}",
+    }
+
+
+def node_pool_outputs(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    # Pulumi names an unnamed node pool after the resource, with a random suffix.
+    suffix = hashlib.sha256(name.encode()).hexdigest()[:7]
+    return {"name": inputs.get("name") or f"{name}-{suffix}", "version": STAND_IN_MASTER_VERSION}
+
+
+INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "gcp:container/getCluster:getCluster": get_cluster,
+    "gcp:compute/getZones:getZones": get_zones,
+    "gcp:compute/getMachineTypes:getMachineTypes": get_machine_types,
+}
+OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
+    "gcp:serviceaccount/account:Account": service_account_outputs,
+    "gcp:container/nodePool:NodePool": node_pool_outputs,
+}

@@ -1,0 +1,77 @@
+"""What each cloud provides to the rest of the platform.
+
+`__main__.py` asks the stack's cloud, in this order, to: resolve the pools (lookups only, so a
+pool that cannot work is a config error before anything is created), connect to the cluster
+(a Kubernetes provider and a secret kubeconfig), and create its GPU pools; and exports the
+cloud's own stack outputs. The Kubernetes side (`gpu_platform.kubernetes`) is then the same on
+every cloud.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pulumi
+from pulumi_kubernetes.provider import Provider
+
+from gpu_platform.config import Cloud, ConfigError, ConfigProblem, StackConfig, key_path
+from gpu_platform.node_identity import GpuShape, ResolvedPool, resolve_pool, sharer_for
+
+
+@dataclass(frozen=True)
+class ClusterConnection:
+    """How the program reaches the cluster's API."""
+
+    provider: Provider
+    kubeconfig: pulumi.Output[str] | None
+    """A secret output (it grants access to the cluster); None where the deployer's own
+    kubeconfig is used."""
+
+
+class GpuCloud(Protocol):
+    def resolve_pools(self) -> list[ResolvedPool]:
+        """Each pool with its GPUs; raises ConfigError for a pool that cannot work."""
+        ...
+
+    def connect(self) -> ClusterConnection: ...
+
+    def create_pools(
+        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+    ) -> list[pulumi.Resource]:
+        """The cloud's GPU node pools; the Kubernetes side waits for them."""
+        ...
+
+    def stack_outputs(self) -> dict[str, Any]:
+        """The stack outputs only this cloud has, from what `resolve_pools` looked up."""
+        ...
+
+
+def cloud_for(config: StackConfig) -> GpuCloud:
+    """The stack's cloud. Only its own components, and so its own provider SDK, are imported:
+    each SDK takes a good part of a second to import, and a stack runs on one cloud."""
+    if config.cloud is Cloud.AWS:
+        from gpu_platform.eks.cloud import EksCloud
+
+        return EksCloud(config)
+    from gpu_platform.gke.cloud import GkeCloud
+
+    return GkeCloud(config)
+
+
+def pools_as_declared(config: StackConfig) -> list[ResolvedPool]:
+    """Pools whose accelerator and GPU count the stack file states, as GKE requires."""
+    problems: list[ConfigProblem] = []
+    resolved: list[ResolvedPool] = []
+    for i, pool in enumerate(config.pools):
+        for field, alias in (("accelerator", "accelerator"), ("gpus_per_node", "gpusPerNode")):
+            if getattr(pool, field) is None:
+                problems.append(
+                    ConfigProblem(key_path("pools", i, alias), None, f"a value on {config.cloud}")
+                )
+        if pool.accelerator is not None and pool.gpus_per_node is not None:
+            shape = GpuShape(pool.accelerator, pool.gpus_per_node)
+            sharer = sharer_for(config.platform, pool.sharing)
+            resolved.append(resolve_pool(pool, i, shape, sharer))
+    if problems:
+        raise ConfigError(problems)
+    return resolved

@@ -1,0 +1,156 @@
+"""The NVIDIA driver a pool's nodes run, and the newest CUDA release its pods may use.
+
+CUDA applications fail at their first CUDA call on a driver older than the CUDA release they
+were built for: the pod schedules and starts, and dies. So each pool's driver is settled before
+its nodes exist, from what pins it on each platform (the EKS AMI release, the GPU Operator's
+driver version, GKE's node version), and its CUDA ceiling is read from one table
+(`CUDA_BY_DRIVER_BRANCH` in gpu_platform/versions.py). The ceiling goes on the nodes as a label,
+into the plan and the stack outputs, and the policy pack holds GPU workloads to it.
+"""
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpu_platform.versions import CUDA_BY_DRIVER_BRANCH, SUPPORTED_KUBERNETES_VERSIONS
+
+DRIVER_LABEL = "gpu-platform.io/nvidia-driver"
+"""The driver version (`580.159.03`), or its branch (`580`) where only that is known."""
+CUDA_LABEL = "gpu-platform.io/cuda"
+"""The newest CUDA `major.minor` the node's driver runs: what the pack holds pods to."""
+
+
+@dataclass(frozen=True)
+class NvidiaDriver:
+    """A pool's NVIDIA driver, as far as the program knows it."""
+
+    version: str
+    """`580.159.03`, or the branch alone (`580`) where nothing pins the exact version."""
+    source: str
+    """What decides it, in words: `AMI release 1.35.6-20260714`, `GPU Operator`..."""
+
+    @property
+    def branch(self) -> int:
+        return int(self.version.split(".", 1)[0])
+
+    @property
+    def cuda(self) -> str:
+        """The newest CUDA release the driver runs natively."""
+        return cuda_for_branch(self.branch)
+
+    def describe(self) -> str:
+        return f"NVIDIA driver {self.version} (CUDA {self.cuda}), from {self.source}"
+
+
+def cuda_for_branch(branch: int) -> str:
+    """The ceiling of the newest known branch at or below `branch`: a branch the table does not
+    list yet (a new feature branch) runs at least what the one before it runs."""
+    known = [b for b in CUDA_BY_DRIVER_BRANCH if b <= branch]
+    if not known:
+        raise ValueError(
+            f"NVIDIA driver branch {branch} is older than any the platform knows"
+            f" ({min(CUDA_BY_DRIVER_BRANCH)} and newer)"
+        )
+    return CUDA_BY_DRIVER_BRANCH[max(known)]
+
+
+def cuda_tuple(version: str) -> tuple[int, int]:
+    """`12.4` or `12.4.1` -> (12, 4), for comparing CUDA releases."""
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+# --- What pins the driver, per platform --------------------------------------------------------
+
+AL2023_DRIVERS: dict[str, dict[str, str]] = json.loads(
+    (Path(__file__).parent / "driver_tables" / "al2023-nvidia.json").read_text()
+)
+"""EKS AL2023 NVIDIA AMI release -> CPU architecture -> driver, derived from amazon-eks-ami's
+changelog by gpu_platform/driver_tables/derive_al2023.py."""
+
+# Bottlerocket release (major.minor) -> its `aws-k8s-<minor>-nvidia` variant's driver, from
+# Bottlerocket's variant definitions (the `kmod-6.12-nvidia-r570-tesla` or `-r580-tesla` package
+# each variant includes) and the kernel kit each release pins (bottlerocket-kernel-kit's
+# kmod-6.12-nvidia-r5x0 specs). A variant's branch can change between releases: 1.33's moved
+# from R570 to R580 in 1.53.0.
+_BOTTLEROCKET_RELEASE_DRIVERS: dict[tuple[str, ...], dict[str, str]] = {
+    ("1.40",): {"1.33": "570.133.20"},
+    ("1.41", "1.42"): {"1.33": "570.148.08"},
+    ("1.43", "1.44", "1.45", "1.46"): {"1.33": "570.172.08"},
+    ("1.47", "1.48"): {"1.33": "570.172.08", "1.34": "580.65.06"},
+    ("1.49", "1.50", "1.51", "1.52"): {"1.33": "570.195.03", "1.34": "580.95.05"},
+    ("1.53",): {"1.33": "580.95.05", "1.34": "580.95.05", "1.35": "580.95.05"},
+    ("1.54", "1.55", "1.56", "1.57"): {
+        "1.33": "580.126.09",
+        "1.34": "580.126.09",
+        "1.35": "580.126.09",
+    },
+}
+BOTTLEROCKET_DRIVERS = {
+    release: drivers
+    for releases, drivers in _BOTTLEROCKET_RELEASE_DRIVERS.items()
+    for release in releases
+}
+"""Bottlerocket release (`1.54`) -> Kubernetes minor of the variant -> driver."""
+
+# GKE minor -> the branch of the default driver GKE's COS installer loads, where GKE documents it
+# (cloud.google.com/kubernetes-engine/docs/how-to/gpus, "Install NVIDIA GPU drivers": the COS
+# table lists R535 as the default for 1.31 to 1.33, and no rows for later versions). The
+# installer the platform deploys (`daemonset-preloaded.yaml`) passes no `--version`, so it loads
+# that default (container-engine-accelerators b6265f22 removed the pinned version).
+COS_DEFAULT_DRIVER_BRANCH = {"1.31": 535, "1.32": 535, "1.33": 535}
+
+
+def eks_driver(
+    node_image: str, release: str, architecture: str, kubernetes_version: str
+) -> NvidiaDriver | None:
+    """The driver of an EKS NVIDIA AMI release; None where the tables do not list it."""
+    if node_image == "bottlerocket":
+        version = BOTTLEROCKET_DRIVERS.get(_minor(release), {}).get(kubernetes_version)
+    else:
+        version = AL2023_DRIVERS.get(release, {}).get(architecture)
+    return NvidiaDriver(version, f"AMI release {release}") if version else None
+
+
+def known_releases(node_image: str) -> str:
+    """The newest EKS releases the tables know, for error messages."""
+    if node_image == "bottlerocket":
+        releases = sorted(BOTTLEROCKET_DRIVERS, key=lambda r: tuple(map(int, r.split("."))))
+        return (
+            f"the platform knows the driver of Bottlerocket releases {releases[0]} to"
+            f" {releases[-1]} (gpu_platform/drivers.py)"
+        )
+    # The table lists releases newest first.
+    newest_per_minor = [
+        next(r for r in AL2023_DRIVERS if r.startswith(f"{minor}."))
+        for minor in SUPPORTED_KUBERNETES_VERSIONS
+        if any(r.startswith(f"{minor}.") for r in AL2023_DRIVERS)
+    ]
+    listed = ", ".join(f"{r} (driver {AL2023_DRIVERS[r]['x86_64']})" for r in newest_per_minor)
+    return (
+        f"the newest the platform knows per Kubernetes version are {listed}; newer ones are"
+        " added by gpu_platform/driver_tables/derive_al2023.py"
+    )
+
+
+def gke_driver(
+    node_image: str, gke_version: str, cos_branch: int | None, operator: str
+) -> NvidiaDriver | None:
+    """The driver of a GKE pool's nodes; None on COS where neither GKE's docs nor the pool say.
+
+    `operator` is the driver the GPU Operator builds for the pool on Ubuntu (its
+    `gcp.driverVersion`, else `operator.driverVersion`). What pins it is named by the version
+    alone, so that a canary that pins the same version as its pool is in step with it.
+    """
+    if node_image == "ubuntu":
+        return NvidiaDriver(operator, f"the GPU Operator at {operator}")
+    if cos_branch is not None:
+        return NvidiaDriver(str(cos_branch), f"gcp.cosDriverBranch, on GKE {gke_version}")
+    branch = COS_DEFAULT_DRIVER_BRANCH.get(_minor(gke_version))
+    return NvidiaDriver(str(branch), f"COS's default on GKE {gke_version}") if branch else None
+
+
+def _minor(version: str) -> str:
+    match = re.match(r"(\d+\.\d+)", version)
+    return match[1] if match else version

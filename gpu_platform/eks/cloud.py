@@ -1,0 +1,274 @@
+"""The EKS side of the platform: an existing cluster, GPU node groups and the cluster autoscaler,
+or Karpenter and its NodePools (`provisioner: karpenter`).
+
+`resolve_pools` only looks things up (the cluster, its subnets, the instance types and where EC2
+offers them) and raises one `ConfigError` for every pool that cannot work, before any resource
+exists. `create_pools` then creates the node groups of each pool, the EFA device plugin where a
+pool asks for EFA, and the autoscaler that scales them; or, with Karpenter, the controller and a
+NodePool for each pool.
+"""
+
+from collections.abc import Iterator, Sequence
+from typing import Any, TypedDict
+
+import pulumi
+
+from gpu_platform.cloud import ClusterConnection
+from gpu_platform.config import ConfigError, ConfigProblem, StackConfig, key_path
+from gpu_platform.eks.cluster import (
+    EksCluster,
+    Subnet,
+    connect,
+    look_up_cluster,
+    look_up_subnets,
+    node_subnets_output,
+    private_subnets,
+)
+from gpu_platform.eks.cluster_autoscaler import (
+    ClusterAutoscaler,
+    ClusterAutoscalerArgs,
+    autoscaler_image,
+)
+from gpu_platform.eks.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
+from gpu_platform.eks.node_group import EksGpuNodeGroup, EksGpuNodeGroupArgs
+from gpu_platform.eks.node_group_names import names_a_zone_of
+from gpu_platform.eks.node_monitoring_agent import NodeMonitoringAgent, NodeMonitoringAgentArgs
+from gpu_platform.eks.placement import NodeGroupPlacement, resolve_placement
+from gpu_platform.node_identity import ResolvedPool
+from gpu_platform.secrets import secret_if
+from gpu_platform.versions import CLUSTER_AUTOSCALER_IMAGES
+
+
+class _PoolNodes(TypedDict):
+    """A pool's nodes, whichever provisioner launches them: what `EksGpuNodeGroupArgs` and
+    `KarpenterGpuNodePoolArgs` both take."""
+
+    pool: ResolvedPool
+    placement: NodeGroupPlacement
+    cluster: EksCluster
+    node_image: str
+    secret_labels: bool
+    protect: bool
+
+
+class EksCloud:
+    def __init__(self, config: StackConfig):
+        self.config = config
+        self._cluster: EksCluster | None = None
+        self._placements: dict[str, NodeGroupPlacement] = {}
+        self._autoscaler_image: str | None = None
+        self._subnets: list[Subnet] = []
+
+    @property
+    def cluster(self) -> EksCluster:
+        if self._cluster is None:
+            self._cluster = look_up_cluster(self.config.cluster)
+        return self._cluster
+
+    def resolve_pools(self) -> list[ResolvedPool]:
+        subnets = self._node_subnets()
+        problems = list(_pool_name_problems(self.config))
+        pools = []
+        for i, spec in enumerate(self.config.pools):
+            try:
+                pool, placement = resolve_placement(
+                    spec,
+                    i,
+                    self.cluster,
+                    subnets,
+                    self.config.node_image,
+                    self.config.autoscaler.gpu_node_idle_minutes,
+                    karpenter=self.config.provisioner == "karpenter",
+                )
+            except ConfigError as error:
+                problems.extend(error.problems)
+                continue
+            pools.append(pool)
+            self._placements[spec.name] = placement
+        if self.config.provisioner == "cluster-autoscaler" and self.config.autoscaler.install:
+            self._autoscaler_image = autoscaler_image(self.config.autoscaler, self.cluster.version)
+            if self._autoscaler_image is None:
+                problems.append(
+                    ConfigProblem(
+                        key_path("autoscaler", "imageTag"),
+                        None,
+                        f"an autoscaler release for Kubernetes {self.cluster.version}, the"
+                        " cluster's version: the platform pins one for"
+                        f" {', '.join(CLUSTER_AUTOSCALER_IMAGES)}",
+                    )
+                )
+        if problems:
+            raise ConfigError(problems)
+        return pools
+
+    def connect(self) -> ClusterConnection:
+        return connect(self.cluster, self.config.cluster)
+
+    def create_pools(
+        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+    ) -> list[pulumi.Resource]:
+        if self.config.provisioner == "karpenter":
+            created = self._karpenter_node_pools(pools, connection)
+        else:
+            created = self._node_groups(pools, connection)
+        agent_version = self.config.cluster.node_monitoring_agent_version
+        if agent_version is not None:
+            created.append(
+                NodeMonitoringAgent(
+                    "node-monitoring-agent",
+                    NodeMonitoringAgentArgs(self.cluster, agent_version),
+                )
+            )
+        if self._autoscaler_image is None:
+            return created
+        autoscaler = ClusterAutoscaler(
+            "cluster-autoscaler",
+            ClusterAutoscalerArgs(
+                self.config.autoscaler, self.cluster, self._autoscaler_image, pools
+            ),
+            pulumi.ResourceOptions(provider=connection.provider),
+        )
+        return [*created, autoscaler]
+
+    def _node_groups(
+        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+    ) -> list[pulumi.Resource]:
+        """A managed node group for each pool, and the EFA device plugin where one asks for EFA."""
+        node_groups: list[pulumi.Resource] = [
+            EksGpuNodeGroup(
+                pool.spec.name,
+                EksGpuNodeGroupArgs(
+                    **self._pool_nodes(pool),
+                    cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
+                    idle_minutes=self.config.autoscaler.gpu_node_idle_minutes,
+                ),
+            )
+            for pool in pools
+        ]
+        if any(pool.spec.aws.efa for pool in pools):
+            node_groups.append(
+                EfaDevicePlugin(
+                    "efa-device-plugin",
+                    EfaDevicePluginArgs(),
+                    pulumi.ResourceOptions(provider=connection.provider),
+                )
+            )
+        return node_groups
+
+    def _karpenter_node_pools(
+        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+    ) -> list[pulumi.Resource]:
+        """The Karpenter controller, and a NodePool for each pool once the controller is in.
+        Imported here, as `cloud_for` imports a cloud: only Karpenter stacks load its SDK modules
+        (SQS, EventBridge)."""
+        from gpu_platform.eks.karpenter.controller import (
+            KarpenterController,
+            KarpenterControllerArgs,
+        )
+        from gpu_platform.eks.karpenter.node_pool import (
+            KarpenterGpuNodePool,
+            KarpenterGpuNodePoolArgs,
+        )
+
+        controller = KarpenterController(
+            "karpenter",
+            KarpenterControllerArgs(
+                self.config.karpenter,
+                self.cluster,
+                cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
+                protect=self.config.protect,
+            ),
+            pulumi.ResourceOptions(provider=connection.provider),
+        )
+        after_controller = pulumi.ResourceOptions(
+            provider=connection.provider, depends_on=[controller.release]
+        )
+        return [
+            controller,
+            *(
+                KarpenterGpuNodePool(
+                    pool.spec.name,
+                    KarpenterGpuNodePoolArgs(
+                        **self._pool_nodes(pool),
+                        node_role_name=controller.node_role_name,
+                        consolidate_after_minutes=self.config.karpenter.consolidate_after_minutes,
+                    ),
+                    after_controller,
+                )
+                for pool in pools
+            ),
+        ]
+
+    def _pool_nodes(self, pool: ResolvedPool) -> _PoolNodes:
+        return _PoolNodes(
+            pool=pool,
+            placement=self._placements[pool.spec.name],
+            cluster=self.cluster,
+            node_image=self.config.node_image,
+            secret_labels=self.config.is_secret("pools"),
+            protect=self.config.protect,
+        )
+
+    def stack_outputs(self) -> dict[str, Any]:
+        """`nodeSubnets` (`gpu_platform.eks.cluster.node_subnets_output`)."""
+        return {
+            "nodeSubnets": secret_if(
+                self.config.is_secret("cluster"), node_subnets_output(self._subnets)
+            )
+        }
+
+    def _node_subnets(self) -> list[Subnet]:
+        """The private ones of `cluster.nodeSubnetIds`, else of the cluster's subnets; a
+        ConfigError for a public one named there, or for a cluster without a private one."""
+        chosen = self.config.cluster.node_subnet_ids
+        self._subnets = look_up_subnets(chosen or self.cluster.subnet_ids, self.cluster.region)
+        problems = (
+            _public_node_subnet_problems(self._subnets)
+            if chosen
+            else _no_private_subnet_problems(self.cluster.name, self._subnets)
+        )
+        if problems:
+            raise ConfigError(problems)
+        return private_subnets(self._subnets)
+
+
+def _public_node_subnet_problems(named: Sequence[Subnet]) -> list[ConfigProblem]:
+    return [
+        ConfigProblem(
+            key_path("cluster", "nodeSubnetIds", i),
+            subnet.id,
+            "a private subnet (GPU nodes must not sit in a public one), but its"
+            f" {subnet.routing.reason}",
+        )
+        for i, subnet in enumerate(named)
+        if subnet.routing.public
+    ]
+
+
+def _no_private_subnet_problems(cluster: str, subnets: Sequence[Subnet]) -> list[ConfigProblem]:
+    if private_subnets(subnets):
+        return []
+    return [
+        ConfigProblem(
+            key_path("cluster", "nodeSubnetIds"),
+            [],
+            f"private subnets for the GPU nodes: every subnet of cluster {cluster} is public, its"
+            " route table sending traffic to an internet gateway ("
+            + "; ".join(f"{s.id}: {s.routing.reason}" for s in subnets)
+            + ")",
+        )
+    ]
+
+
+def _pool_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """A pool named as another's per-zone node groups are (`<pool>-<zone>`) would have its node
+    group taken for the other's when the program and `preflight` find them by name."""
+    for i, pool in enumerate(config.pools):
+        for other in config.pools:
+            if other is not pool and names_a_zone_of(other.name, pool.name):
+                yield ConfigProblem(
+                    key_path("pools", i, "name"),
+                    pool.name,
+                    f"a name other than pool {other.name}'s followed by a zone, which names"
+                    f" {other.name}'s node group in that zone",
+                )

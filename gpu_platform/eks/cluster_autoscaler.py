@@ -1,0 +1,201 @@
+"""The Kubernetes cluster autoscaler on EKS: pinned chart, Pod Identity, least privilege.
+
+It finds the node groups by their discovery tags, reads their scale-from-zero hints, and only
+changes the size of Auto Scaling groups tagged as this cluster's. Its AWS identity comes from an
+EKS Pod Identity association, which needs the cluster's EKS Pod Identity Agent add-on (the
+pre-flight check looks for it).
+"""
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+from pulumi_aws import iam
+from pulumi_kubernetes import helm
+
+from gpu_platform.config import ClusterAutoscalerSpec
+from gpu_platform.eks.autoscaler_tags import cluster_discovery_tag
+from gpu_platform.eks.cluster import EksCluster
+from gpu_platform.eks.node_group_names import node_group_pattern
+from gpu_platform.eks.pod_identity import pod_identity
+from gpu_platform.node_identity import ResolvedPool
+from gpu_platform.versions import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGES
+
+SERVICE_ACCOUNT = "cluster-autoscaler"
+
+# What the autoscaler reads to discover groups and plan nodes: Auto Scaling groups and their
+# tags, the instance types and launch templates behind them, and managed node groups' labels
+# and taints (which it also reads for a group at zero).
+_READ_ACTIONS = [
+    "autoscaling:DescribeAutoScalingGroups",
+    "autoscaling:DescribeAutoScalingInstances",
+    "autoscaling:DescribeLaunchConfigurations",
+    "autoscaling:DescribeScalingActivities",
+    "autoscaling:DescribeTags",
+    "ec2:DescribeImages",
+    "ec2:DescribeInstanceTypes",
+    "ec2:DescribeLaunchTemplateVersions",
+    "ec2:GetInstanceTypesFromInstanceRequirements",
+]
+_SCALE_ACTIONS = [
+    "autoscaling:SetDesiredCapacity",
+    "autoscaling:TerminateInstanceInAutoScalingGroup",
+]
+
+
+@dataclass
+class ClusterAutoscalerArgs:
+    spec: ClusterAutoscalerSpec
+    cluster: EksCluster
+    image: str
+    """Matches the cluster's Kubernetes minor version (`autoscaler_image`)."""
+    pools: Sequence[ResolvedPool]
+    """The stack's GPU pools, ranked for the `priority` expander by what their capacity is."""
+
+
+class ClusterAutoscaler(pulumi.ComponentResource):
+    """The cluster autoscaler release, its IAM role and Pod Identity association."""
+
+    def __init__(
+        self, name: str, args: ClusterAutoscalerArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("gpu-platform:eks:ClusterAutoscaler", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        cluster = args.cluster
+        identity = pod_identity(
+            name,
+            description=f"Cluster autoscaler of EKS cluster {cluster.name}",
+            cluster=cluster,
+            namespace=args.spec.namespace,
+            service_account=SERVICE_ACCOUNT,
+            opts=child,
+        )
+        policy = iam.RolePolicy(
+            f"{name}-policy",
+            role=identity.role.id,
+            policy=json.dumps(autoscaler_policy(cluster)),
+            opts=child,
+        )
+        self.release = helm.v3.Release(
+            name,
+            name="cluster-autoscaler",
+            chart=CLUSTER_AUTOSCALER_CHART.name,
+            version=args.spec.chart_version,
+            repository_opts=helm.v3.RepositoryOptsArgs(repo=CLUSTER_AUTOSCALER_CHART.repository),
+            namespace=args.spec.namespace,
+            values=autoscaler_values(args.spec, cluster, args.image, args.pools),
+            # Credentials must exist before the first pod asks for them, or it starts without.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[identity.association, policy]),
+        )
+        self.register_outputs({"release": self.release.name, "role_arn": identity.role.arn})
+
+
+def autoscaler_policy(cluster: EksCluster) -> dict[str, Any]:
+    """Read what it plans with; resize and shrink only this cluster's tagged groups."""
+    nodegroups = (
+        f"arn:{cluster.partition}:eks:{cluster.region}:{cluster.account_id}"
+        f":nodegroup/{cluster.name}/*/*"
+    )
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Sid": "Discover", "Effect": "Allow", "Action": _READ_ACTIONS, "Resource": "*"},
+            {
+                "Sid": "ReadNodeGroups",
+                "Effect": "Allow",
+                "Action": "eks:DescribeNodegroup",
+                "Resource": nodegroups,
+            },
+            {
+                "Sid": "ScaleOwnGroups",
+                "Effect": "Allow",
+                "Action": _SCALE_ACTIONS,
+                "Resource": "*",
+                "Condition": {
+                    "StringEquals": {
+                        f"aws:ResourceTag/{cluster_discovery_tag(cluster.name)}": "owned"
+                    }
+                },
+            },
+        ],
+    }
+
+
+# Higher wins. A group no expression matches is left to the next expander. Capacity already paid
+# for comes first, capacity that can be taken back last. A group whose new nodes fail to start (a
+# full reservation) is backed off and another one grown: at the latest after
+# `max-node-provision-time` (cluster-autoscaler FAQ, "How does scale-up work?"), sooner where the
+# AWS provider sees the Auto Scaling group's scaling activity fail (isNodeGroupAvailable,
+# cloudprovider/aws/auto_scaling_groups.go).
+CAPACITY_PRIORITIES = {"capacity-block": 40, "reserved": 30, "on-demand": 20, "spot": 10}
+
+
+def expander_priorities(pools: Sequence[ResolvedPool]) -> dict[str, list[str]]:
+    """The `priority` expander's map (priority -> node group name expressions), which the chart
+    renders as the `cluster-autoscaler-priority-expander` ConfigMap.
+
+    On AWS the autoscaler names a node group by its Auto Scaling group. EKS names a managed node
+    group's group `eks-<node group name>-<uuid>`, and the pools' node groups are named from a
+    prefix, `<pool>-` (or `<pool>-<zone>-` per zone), and a unique suffix of 26 characters (18
+    digits of time and 8 hex of a counter, Terraform's `UniqueId`, which the AWS provider uses
+    for `name_prefix`): anchored on it, one pool's expression never matches another pool whose
+    name it begins (`node_group_names`)."""
+    priorities: dict[int, list[str]] = {}
+    for pool in pools:
+        expression = f"^eks-{node_group_pattern(pool.spec.name)}-"
+        priorities.setdefault(CAPACITY_PRIORITIES[pool.spec.capacity], []).append(expression)
+    # Keys as strings: Helm values travel as JSON objects; the chart reads them with `int`.
+    return {str(level): priorities[level] for level in sorted(priorities, reverse=True)}
+
+
+def autoscaler_image(spec: ClusterAutoscalerSpec, kubernetes_version: str) -> str | None:
+    """The pinned image for the cluster's Kubernetes minor version, or the configured tag of the
+    same repository; None if neither exists."""
+    if spec.image_tag is None:
+        return CLUSTER_AUTOSCALER_IMAGES.get(kubernetes_version)
+    repository = next(iter(CLUSTER_AUTOSCALER_IMAGES.values())).rpartition(":")[0]
+    return f"{repository}:{spec.image_tag}"
+
+
+def autoscaler_values(
+    spec: ClusterAutoscalerSpec,
+    cluster: EksCluster,
+    image: str,
+    pools: Sequence[ResolvedPool],
+) -> dict:
+    """Chart values: auto-discovery by the cluster's tags, the expander, restricted pod."""
+    repository, _, tag = image.rpartition(":")
+    priority = spec.expander == "priority"
+    return {
+        "cloudProvider": "aws",
+        "awsRegion": cluster.region,
+        # Discovers groups tagged `k8s.io/cluster-autoscaler/enabled` and
+        # `k8s.io/cluster-autoscaler/<cluster>` (the chart's default `autoDiscovery.tags`).
+        "autoDiscovery": {"clusterName": cluster.name},
+        "image": {"repository": repository, "tag": tag},
+        "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
+        "extraArgs": {
+            "balance-similar-node-groups": spec.balance_similar_node_groups,
+            # Groups of one priority are compared by the next expander of the list.
+            "expander": "priority,least-waste" if priority else spec.expander,
+        },
+        **({"expanderPriorities": expander_priorities(pools)} if priority else {}),
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "600Mi"},
+            "limits": {"memory": "600Mi"},
+        },
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65534,
+            "runAsGroup": 65534,
+            "fsGroup": 65534,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containerSecurityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }

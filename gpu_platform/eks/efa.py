@@ -1,0 +1,75 @@
+"""Elastic Fabric Adapter for a training pool (`aws.efa`): what its launch template needs so
+that NCCL reaches the other nodes over EFA, not over one ordinary interface.
+
+- One EFA per network card (a p5.48xlarge has 32): the first, device 0 on card 0, of type `efa`,
+  also carries the node's IP traffic; the others, device 1 on each further card, are `efa-only`
+  and use no IP address from the subnet (the EKS user guide, "Run machine learning training on
+  Amazon EKS with Elastic Fabric Adapter").
+- A security group that lets all traffic in from and out to itself: EFA's OS bypass works only
+  between members of such a group (the EC2 user guide, "Prepare an EFA-enabled security group").
+  A launch template that lists network interfaces names their security groups itself, so the
+  first interface also carries the cluster security group, which EKS would otherwise add.
+- A `cluster` placement group, which starts the instances close together in the pool's zone.
+  A pool launching into a reservation goes without one: a Capacity Block's instances are
+  placed together already, and an instance launched into a placement group matches only
+  capacity reservations made in that group (EC2 user guide, "Capacity Reservations in cluster
+  placement groups"), which one the stack creates cannot have.
+
+The nodes' EFA host software comes with the EKS NVIDIA AMIs; the EFA device plugin
+(`EFA_DEVICE_PLUGIN_CHART`) advertises the devices to pods as `vpc.amazonaws.com/efa`.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+from pulumi_aws import ec2
+
+from gpu_platform.eks.cluster import EksCluster
+
+
+def efa_launch_template_options(
+    name: str,
+    cluster: EksCluster,
+    interfaces: int,
+    reserved: bool,
+    tags: Mapping[str, str],
+    opts: pulumi.ResourceOptions,
+) -> dict[str, Any]:
+    """The launch template arguments of an EFA pool, creating its security group and placement
+    group; none where the pool has no EFA interfaces."""
+    if not interfaces:
+        return {}
+    group = ec2.SecurityGroup(
+        f"{name}-efa",
+        description=f"EFA traffic between the nodes of GPU pool {name}",
+        vpc_id=cluster.vpc_id,
+        ingress=[ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
+        egress=[ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
+        region=cluster.region,
+        tags=dict(tags),
+        opts=opts,
+    )
+    network_interfaces = [
+        ec2.LaunchTemplateNetworkInterfaceArgs(
+            device_index=0 if card == 0 else 1,
+            network_card_index=card,
+            interface_type="efa" if card == 0 else "efa-only",
+            security_groups=[cluster.security_group_id, group.id] if card == 0 else [group.id],
+            delete_on_termination="true",
+        )
+        for card in range(interfaces)
+    ]
+    if reserved:
+        return {"network_interfaces": network_interfaces}
+    placement = ec2.PlacementGroup(
+        f"{name}-placement",
+        strategy="cluster",
+        region=cluster.region,
+        tags=dict(tags),
+        opts=opts,
+    )
+    return {
+        "network_interfaces": network_interfaces,
+        "placement": ec2.LaunchTemplatePlacementArgs(group_name=placement.name),
+    }

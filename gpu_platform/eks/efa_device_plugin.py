@@ -1,0 +1,52 @@
+"""`EfaDevicePlugin`: AWS's EFA device plugin, on the nodes of the pools that ask for EFA.
+
+The plugin advertises a node's Elastic Fabric Adapters as `vpc.amazonaws.com/efa`, which NCCL
+jobs ask for beside their GPUs. The chart (aws/eks-charts `stable/aws-efa-k8s-device-plugin` at
+v0.5.30) tolerates only `CriticalAddonsOnly` and runs on every instance type with EFA; here it
+tolerates the GPU taint and runs only where a pool turned EFA on (`gpu-platform.io/efa`). Its
+pod is privileged (it reads `/dev/infiniband`), so it lives in kube-system, which Pod Security
+leaves to the cluster's add-ons.
+"""
+
+from dataclasses import dataclass
+
+import pulumi
+from pulumi_kubernetes import helm
+
+from gpu_platform.config import GPU_TAINT_KEY
+from gpu_platform.eks.node_labels import EFA_LABEL
+from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART
+
+NAMESPACE = "kube-system"
+
+
+@dataclass
+class EfaDevicePluginArgs:
+    namespace: str = NAMESPACE
+
+
+class EfaDevicePlugin(pulumi.ComponentResource):
+    """The EFA device plugin release, pinned."""
+
+    def __init__(
+        self, name: str, args: EfaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("gpu-platform:eks:EfaDevicePlugin", name, None, opts)
+        self.release = helm.v3.Release(
+            name,
+            name="aws-efa-k8s-device-plugin",
+            chart=EFA_DEVICE_PLUGIN_CHART.name,
+            version=EFA_DEVICE_PLUGIN_CHART.version,
+            repository_opts=helm.v3.RepositoryOptsArgs(repo=EFA_DEVICE_PLUGIN_CHART.repository),
+            namespace=args.namespace,
+            values=efa_device_plugin_values(),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.register_outputs({"release": self.release.name})
+
+
+def efa_device_plugin_values() -> dict[str, object]:
+    return {
+        "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+        "nodeSelector": {EFA_LABEL: "true"},
+    }

@@ -1,0 +1,155 @@
+"""What EC2 says about a pool's instance types: their GPUs, CPUs and where they are offered.
+
+The GPU model, count and memory come from EC2's own instance type data (`DescribeInstanceTypes`
+through `ec2.get_instance_type`), not from a table kept here, so a new instance type works
+as soon as EC2 knows it. Only the GPU *name* is translated, from EC2's spelling (`A100`) to the
+platform's accelerator names (`a100-80gb`).
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from pulumi_aws import ec2
+
+from gpu_platform.accelerators import ACCELERATORS
+from gpu_platform.node_identity import GpuShape
+
+# EC2's GPU names (`GpuInfo.Gpus[].Name`) -> the platform's accelerator names. The A100 comes
+# in two memory sizes under one name, told apart by memory.
+_AWS_GPU_NAMES: Mapping[str, str] = {
+    "T4": "t4",
+    # The T4G of the Graviton g5g instances is a T4 on an Arm host.
+    "T4g": "t4",
+    "L4": "l4",
+    "A10G": "a10g",
+    "L40S": "l40s",
+    "V100": "v100",
+    "H100": "h100-80gb",
+    "H200": "h200-141gb",
+    "B200": "b200",
+}
+_A100_80GB_MIN_MIB = 80 * 1024
+# EC2 reports a GPU's memory a little below its marketed size (24 GiB A10G: 22888 MiB). A GPU
+# with less than half its model's memory is a fraction of one (the g6f instances), which no
+# device plugin config here can describe.
+_FRACTION_OF_A_GPU = 0.5
+
+ARCHITECTURES = ("x86_64", "arm64")
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """One EC2 instance type, as far as a GPU pool cares."""
+
+    name: str
+    vcpus: int
+    memory_mib: int
+    architecture: str | None
+    """`x86_64` or `arm64`; None for anything else (an EKS GPU AMI needs one of the two)."""
+    gpu_manufacturer: str | None
+    gpu_name: str | None
+    """EC2's spelling of the GPU model (`T4`); None without GPUs."""
+    gpu_count: int
+    gpu_memory_mib: int
+    """Memory of one GPU."""
+    instance_store_gb: int = 0
+    """Total size of the instance's local SSDs (NVMe on every GPU type EC2 offers), in GB."""
+    efa_interfaces: int = 0
+    """How many Elastic Fabric Adapter interfaces it takes, one per network card; 0 without
+    EFA."""
+
+    @property
+    def accelerator(self) -> str | None:
+        """The platform's name for the GPU; None if it is not an NVIDIA GPU the platform knows."""
+        if self.gpu_manufacturer != "NVIDIA" or self.gpu_name is None:
+            return None
+        if self.gpu_name == "A100":
+            return "a100-80gb" if self.gpu_memory_mib >= _A100_80GB_MIN_MIB else "a100-40gb"
+        accelerator = _AWS_GPU_NAMES.get(self.gpu_name)
+        if accelerator is None:
+            return None
+        whole_gpu_mib = ACCELERATORS[accelerator].memory_gib * 1024
+        return accelerator if self.gpu_memory_mib >= whole_gpu_mib * _FRACTION_OF_A_GPU else None
+
+    @property
+    def gpu(self) -> GpuShape | None:
+        accelerator = self.accelerator
+        return GpuShape(accelerator, self.gpu_count) if accelerator else None
+
+    def describe_gpus(self) -> str:
+        """`1 x NVIDIA T4 (16384 MiB)`, for error messages."""
+        if self.gpu_name is None:
+            return "no GPU"
+        model = f"{self.gpu_manufacturer} {self.gpu_name}"
+        return f"{self.gpu_count} x {model} ({self.gpu_memory_mib} MiB)"
+
+
+@dataclass(frozen=True)
+class Gpus:
+    """One entry of an instance type's GPU list (`GpuInfo.Gpus`)."""
+
+    manufacturer: str
+    name: str
+    count: int
+    memory_mib: int
+
+
+def instance_type(
+    name: str,
+    vcpus: int,
+    memory_mib: int,
+    architectures: Iterable[str],
+    gpus: Sequence[Gpus],
+    instance_store_gb: int = 0,
+    efa_interfaces: int = 0,
+) -> InstanceType:
+    """An instance type from EC2's description of it."""
+    supported = set(architectures)
+    return InstanceType(
+        name=name,
+        vcpus=vcpus,
+        memory_mib=memory_mib,
+        architecture=next((a for a in ARCHITECTURES if a in supported), None),
+        gpu_manufacturer=gpus[0].manufacturer if gpus else None,
+        gpu_name=gpus[0].name if gpus else None,
+        # An instance type lists one entry per GPU model; none of EC2's has two models.
+        gpu_count=sum(g.count for g in gpus),
+        gpu_memory_mib=gpus[0].memory_mib if gpus else 0,
+        instance_store_gb=instance_store_gb,
+        efa_interfaces=efa_interfaces,
+    )
+
+
+def look_up_instance_type(name: str, region: str) -> InstanceType:
+    """The instance type as EC2 describes it in `region`."""
+    found = ec2.get_instance_type(instance_type=name, region=region)
+    return instance_type(
+        name,
+        found.default_vcpus,
+        found.memory_size,
+        found.supported_architectures or [],
+        [Gpus(g.manufacturer, g.name, g.count, g.memory_size) for g in found.gpuses or []],
+        sum(d.count * d.size for d in found.instance_disks or [] if d.type == "ssd"),
+        (found.efa_maximum_interfaces or 0) if found.efa_supported else 0,
+    )
+
+
+def offered_zones(instance_types: Iterable[str], region: str) -> dict[str, set[str]]:
+    """Availability zones of `region` where EC2 offers each instance type; a type EC2 does not
+    know, or does not offer in the region, maps to no zone."""
+    names = sorted(set(instance_types))
+    found = ec2.get_instance_type_offerings(
+        filters=[ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=names)],
+        location_type="availability-zone",
+        region=region,
+    )
+    zones: dict[str, set[str]] = {name: set() for name in names}
+    for name, zone in zip(found.instance_types, found.locations, strict=True):
+        zones.setdefault(name, set()).add(zone)
+    return zones
+
+
+def zones_offering_all(offered: Mapping[str, set[str]], instance_types: Iterable[str]) -> set[str]:
+    """The zones where every one of `instance_types` is offered."""
+    zone_sets = [offered.get(name, set()) for name in instance_types]
+    return set.intersection(*zone_sets) if zone_sets else set()

@@ -1,0 +1,268 @@
+"""`KarpenterGpuNodePool`: one GPU pool as a Karpenter NodePool and the EC2NodeClass it launches
+nodes with.
+
+The nodes are the managed node group's nodes, launched another way: the same node identity
+(labels and taints, `eks_node_identity`), the same pinned NVIDIA AMI release, the same encrypted
+gp3 volumes and local NVMe array, IMDSv2 with the pool's hop limit, the same subnets and zones,
+the same tags. Karpenter starts a node for pending pods that fit the pool and no more than `max`
+nodes' worth of GPUs; it removes a node once it has run no pod for `consolidateAfterMinutes`,
+never a node that runs one, and never because of its age.
+
+Upstream sources are aws/karpenter-provider-aws at the pinned tag (v1.14.1): its code under
+`pkg/`, its documentation (`concepts/...`, `tasks/...`) under `website/content/en/docs/`, and
+its CRDs (`pkg/apis/crds/`, their schemas in gpu_platform/kubernetes/crd_schemas/).
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+from pulumi_kubernetes.apiextensions import CustomResource
+
+from gpu_platform.config import GpuPoolSpec
+from gpu_platform.eks.cluster import EksCluster
+from gpu_platform.eks.karpenter.labels import CAPACITY_TYPE_LABEL
+from gpu_platform.eks.local_storage import uses_instance_store
+from gpu_platform.eks.node_group import node_volumes, pool_resource_tags
+from gpu_platform.eks.node_labels import eks_node_identity
+from gpu_platform.eks.placement import NodeGroupPlacement
+from gpu_platform.node_identity import (
+    GPU_RESOURCE,
+    INSTANCE_TYPE_LABEL,
+    ZONE_LABEL,
+    ResolvedPool,
+    Taint,
+)
+from gpu_platform.secrets import secret_if
+
+NODE_POOL_API_VERSION = "karpenter.sh/v1"
+NODE_CLASS_GROUP = "karpenter.k8s.aws"
+NODE_CLASS_API_VERSION = f"{NODE_CLASS_GROUP}/v1"
+NODE_CLASS_KIND = "EC2NodeClass"
+ON_DEMAND_FALLBACK_ANNOTATION = "gpu-platform.io/on-demand-fallback"
+"""On the NodePool of a pool that falls back to on-demand capacity, for people and policies."""
+
+# Karpenter buys EC2 capacity reservations, Capacity Blocks included, as capacity type
+# `reserved` (tasks/odcrs.md, "Selecting Capacity Reservations").
+CAPACITY_TYPES: dict[str, tuple[str, ...]] = {
+    "on-demand": ("on-demand",),
+    "spot": ("spot",),
+    "reserved": ("reserved",),
+    "capacity-block": ("reserved",),
+}
+
+# Karpenter needs a size for every volume it creates (EC2NodeClass CEL: "snapshotID or
+# volumeSize must be defined"), where a launch template may keep the AMI's, as the node group does
+# for Bottlerocket's OS volume: it gets Karpenter's own default for that volume
+# (pkg/providers/amifamily/bottlerocket.go:183-195).
+_AMI_SIZED_VOLUME_GIB = 4
+
+
+@dataclass
+class KarpenterGpuNodePoolArgs:
+    pool: ResolvedPool
+    placement: NodeGroupPlacement
+    """Instance types, zones, subnets and the pinned AMI release, as the node group would get."""
+    cluster: EksCluster
+    node_image: str
+    """`al2023` or `bottlerocket`."""
+    node_role_name: pulumi.Input[str]
+    """The IAM role of Karpenter's nodes; Karpenter makes their instance profile from it."""
+    consolidate_after_minutes: int
+    """How long a node must have run no pod before Karpenter removes it."""
+    secret_labels: bool = False
+    """The pool's labels came from a config key set as a secret: keep them secret."""
+    protect: bool = False
+    """Protect the NodePool from deletion and replacement: it owns its NodeClaims, so deleting it
+    deletes them, and Karpenter drains and terminates every node of the pool
+    (concepts/disruption.md, "Manual Methods"). Only the NodePool: deleting the EC2NodeClass
+    takes no node down (its finalizer waits until no NodeClaim uses it,
+    pkg/controllers/nodeclass/controller.go:216-228), and it goes after its NodePool, which
+    protection stops first."""
+
+
+class KarpenterGpuNodePool(pulumi.ComponentResource):
+    """A NodePool and its EC2NodeClass for one GPU pool. The caller's options carry the
+    Kubernetes provider and what the objects wait for (Karpenter's CRDs)."""
+
+    def __init__(
+        self, name: str, args: KarpenterGpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("gpu-platform:eks:KarpenterGpuNodePool", name, None, opts)
+        self.node_class = _custom_resource(
+            name, ec2_node_class_for(args), pulumi.ResourceOptions(parent=self)
+        )
+        # Deleted before its node class: Karpenter holds an EC2NodeClass that NodeClaims still
+        # use until they are gone.
+        self.node_pool = _custom_resource(
+            name,
+            node_pool_for(args),
+            pulumi.ResourceOptions(parent=self, depends_on=[self.node_class], protect=args.protect),
+        )
+        self.register_outputs({"node_pool_name": name, "node_class_name": name})
+
+
+def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
+    """The pool's NodePool. With secret labels the template's labels are a secret output: the
+    engine gets them as a secret inside `spec`, and the program (the Python SDK marks secrets on
+    top-level properties only) and the offline plan hold the whole `spec` as one."""
+    spec, placement = args.pool.spec, args.placement
+    identity = eks_node_identity(args.pool, placement.efa_interfaces)
+    metadata: dict[str, Any] = {"name": spec.name}
+    if spec.aws.on_demand_fallback:
+        metadata["annotations"] = {ON_DEMAND_FALLBACK_ANNOTATION: "true"}
+    return {
+        "apiVersion": NODE_POOL_API_VERSION,
+        "kind": "NodePool",
+        "metadata": metadata,
+        "spec": {
+            "template": {
+                "metadata": {"labels": secret_if(args.secret_labels, dict(identity.labels))},
+                "spec": {
+                    "nodeClassRef": {
+                        "group": NODE_CLASS_GROUP,
+                        "kind": NODE_CLASS_KIND,
+                        "name": spec.name,
+                    },
+                    "taints": [_taint(t) for t in identity.taints],
+                    "requirements": [
+                        _one_of(INSTANCE_TYPE_LABEL, [t.name for t in placement.instance_types]),
+                        _one_of(ZONE_LABEL, list(placement.zones)),
+                        _one_of(CAPACITY_TYPE_LABEL, capacity_types(spec)),
+                    ],
+                    # The default, 720h, drains every node a month old, jobs and all; AMI
+                    # releases reach the nodes through drift instead.
+                    "expireAfter": "Never",
+                },
+            },
+            # Karpenter counts a node's `nvidia.com/gpu` from EC2's instance data, one per
+            # physical GPU (pkg/providers/instancetype/types.go `nvidiaGPUs`).
+            "limits": {GPU_RESOURCE: str(spec.max * args.pool.gpu.count)},
+            "disruption": {
+                # Never consolidate a node that runs a pod: a GPU job it moved would start over.
+                "consolidationPolicy": "WhenEmpty",
+                "consolidateAfter": f"{args.consolidate_after_minutes}m",
+                "budgets": [{"nodes": _disruption_budget(spec)}],
+            },
+        },
+    }
+
+
+def ec2_node_class_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
+    """The pool's EC2NodeClass."""
+    spec = args.pool.spec
+    node_class: dict[str, Any] = {
+        "role": args.node_role_name,
+        "amiSelectorTerms": [{"alias": ami_alias(args.node_image, args.placement.release_version)}],
+        "subnetSelectorTerms": [{"id": subnet} for subnet in args.placement.subnet_ids],
+        "securityGroupSelectorTerms": [{"id": args.cluster.security_group_id}],
+        "metadataOptions": {
+            "httpEndpoint": "enabled",
+            # IMDSv2 only, one hop: the token cannot cross into a pod's network namespace, so
+            # pods cannot take the node role's credentials (the node group's reasons).
+            "httpTokens": "required",
+            "httpPutResponseHopLimit": spec.aws.metadata_hop_limit,
+            "httpProtocolIPv6": "disabled",
+        },
+        "blockDeviceMappings": _block_device_mappings(args.node_image, spec),
+        "tags": pool_resource_tags(args.cluster, spec),
+    }
+    reservation = spec.aws.capacity_reservation_id
+    if reservation is not None:
+        # A reserved or capacity-block pool's, which config requires under Karpenter: Karpenter
+        # launches into no reservation it is not given, open ones included (tasks/odcrs.md).
+        node_class["capacityReservationSelectorTerms"] = [{"id": reservation}]
+    if uses_instance_store(spec, args.placement.instance_types):
+        # What the node group's user data does: nodeadm's `localStorage.strategy: RAID0` on
+        # AL2023 (pkg/providers/amifamily/bootstrap/nodeadm.go:87-89), `apiclient
+        # ephemeral-storage init` and `bind` of the kubelet's and containerd's directories on
+        # Bottlerocket (bootstrap/bottlerocket.go:96-113).
+        node_class["instanceStorePolicy"] = "RAID0"
+    return {
+        "apiVersion": NODE_CLASS_API_VERSION,
+        "kind": NODE_CLASS_KIND,
+        "metadata": {"name": spec.name},
+        "spec": node_class,
+    }
+
+
+def ami_alias(node_image: str, release: str) -> str:
+    """The EC2NodeClass alias of the EKS NVIDIA AMI release the node group would run.
+
+    Karpenter resolves an alias through SSM for the cluster's Kubernetes version
+    (pkg/providers/amifamily/ami.go:86-104), as EKS resolves the node group's AMI type (and an
+    AL2023 release is refused unless it is built for that version), and for every variant of
+    the family: AL2023's `/aws/service/eks/optimized-ami/<k8s>/
+    amazon-linux-2023/<arch>/nvidia/amazon-eks-node-al2023-<arch>-nvidia-<k8s>-v<date>/image_id`
+    (al2023.go:39-80), Bottlerocket's `/aws/service/bottlerocket/aws-k8s-<k8s>-nvidia/<arch>/
+    <version>/image_id` (bottlerocket.go:44-53). A GPU instance type gets the NVIDIA variant:
+    only its requirements admit instance types with `karpenter.k8s.aws/instance-gpu-count`
+    (types.go:86-97, matched in ami.go:228-241).
+
+    AL2023 `1.35.6-20260714` is `al2023@v20260714`. Bottlerocket `1.54.0-0d4a7f31` is
+    `bottlerocket@v1.54.0`, its release tag, as Karpenter pins Bottlerocket (its EC2NodeClass
+    docs, "spec.amiSelectorTerms"): Bottlerocket publishes each release's AMIs under its version
+    (QUICKSTART-EKS.md, "Finding an AMI"), and the commit EKS's release version adds names that
+    release's build.
+    """
+    version, _, build = release.partition("-")
+    if node_image == "bottlerocket":
+        return f"bottlerocket@v{version}"
+    return f"al2023@v{build}"
+
+
+def capacity_types(spec: GpuPoolSpec) -> list[str]:
+    """The `karpenter.sh/capacity-type` values the pool's nodes may have (config allows
+    `onDemandFallback` on spot and reserved pools only). Karpenter takes reserved capacity
+    first, then spot, then on-demand, whatever their order (concepts/nodepools.md, "Capacity
+    Type")."""
+    fallback = ["on-demand"] if spec.aws.on_demand_fallback else []
+    return [*CAPACITY_TYPES[spec.capacity], *fallback]
+
+
+def _custom_resource(
+    name: str, obj: dict[str, Any], opts: pulumi.ResourceOptions
+) -> CustomResource:
+    return CustomResource(
+        name,
+        api_version=obj["apiVersion"],
+        kind=obj["kind"],
+        metadata=obj["metadata"],
+        spec=obj["spec"],
+        opts=opts,
+    )
+
+
+def _taint(taint: Taint) -> dict[str, str]:
+    # The NodePool's taint value must not be empty (its CRD pattern); a taint without one has
+    # none, as Kubernetes writes it.
+    value = {"value": taint.value} if taint.value else {}
+    return {"key": taint.key, **value, "effect": taint.effect}
+
+
+def _one_of(key: str, values: list[str]) -> dict[str, Any]:
+    return {"key": key, "operator": "In", "values": values}
+
+
+def _disruption_budget(spec: GpuPoolSpec) -> str:
+    """How many of the pool's nodes Karpenter may take down at once, for drift (a new AMI
+    release) and emptiness alike: `maxUnavailablePercent`, else one at a time."""
+    percent = spec.aws.max_unavailable_percent
+    return "1" if percent is None else f"{percent}%"
+
+
+def _block_device_mappings(node_image: str, spec: GpuPoolSpec) -> list[dict[str, Any]]:
+    mappings = []
+    for volume in node_volumes(node_image, spec):
+        ebs: dict[str, Any] = {
+            "volumeSize": f"{volume.size_gib or _AMI_SIZED_VOLUME_GIB}Gi",
+            "volumeType": "gp3",
+            "encrypted": True,
+            "deleteOnTermination": True,
+        }
+        if volume.iops is not None:
+            ebs["iops"] = volume.iops
+        if volume.throughput_mibps is not None:
+            ebs["throughput"] = volume.throughput_mibps
+        mappings.append({"deviceName": volume.device_name, "ebs": ebs})
+    return mappings

@@ -1,0 +1,68 @@
+"""An IAM role that the pods of one Kubernetes service account take through EKS Pod Identity:
+the role, trusting Pod Identity for this cluster only, and the association that hands it to the
+service account. Pod Identity needs the cluster's EKS Pod Identity Agent add-on (the pre-flight
+check looks for it)."""
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+from pulumi_aws import eks, iam
+
+from gpu_platform.eks.cluster import EksCluster
+
+
+@dataclass(frozen=True)
+class PodIdentity:
+    role: iam.Role
+    """`<name>-role`: attach the pods' policies to it."""
+    association: eks.PodIdentityAssociation
+    """`<name>-pod-identity`: what a release must wait for, or its first pods start without
+    credentials."""
+
+
+def pod_identity(
+    name: str,
+    description: str,
+    cluster: EksCluster,
+    namespace: str,
+    service_account: str,
+    opts: pulumi.ResourceOptions,
+) -> PodIdentity:
+    """The role `<name>-role` for the service account `namespace`/`service_account` of
+    `cluster`, and its association `<name>-pod-identity`."""
+    role = iam.Role(
+        f"{name}-role",
+        description=description,
+        assume_role_policy=json.dumps(pod_identity_trust_policy(cluster)),
+        opts=opts,
+    )
+    association = eks.PodIdentityAssociation(
+        f"{name}-pod-identity",
+        cluster_name=cluster.name,
+        namespace=namespace,
+        service_account=service_account,
+        role_arn=role.arn,
+        region=cluster.region,
+        opts=opts,
+    )
+    return PodIdentity(role, association)
+
+
+def pod_identity_trust_policy(cluster: EksCluster) -> dict[str, Any]:
+    """EKS Pod Identity may assume the role, for this cluster only."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "pods.eks.amazonaws.com"},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+                "Condition": {
+                    "StringEquals": {"aws:SourceAccount": cluster.account_id},
+                    "ArnEquals": {"aws:SourceArn": cluster.arn},
+                },
+            }
+        ],
+    }

@@ -1,0 +1,613 @@
+"""Which GPU pools a pod fits, judged the way the cluster autoscaler judges a pool at zero.
+
+With no node of a pool running, the autoscaler plans with a node template: the labels, taints
+and allocatable resources it expects a new node to have. A pod that fits no template stays
+Pending and no pool scales up for it. `NodeTemplate` is that template, cloud-neutral; each cloud
+derives its own (`eks_node_template` from the hints on an EKS node group's Auto Scaling group,
+`gke_node_template` from a GKE node pool's own configuration). Karpenter decides the same way
+for each instance type a NodePool allows (`karpenter_node_templates`), and a pod fits the pool
+where it fits one of them.
+`fits` checks a pod spec against templates with the scheduler's rules that decide it: node
+selector, required node affinity, untolerated `NoSchedule`/`NoExecute` taints and resources.
+"""
+
+import itertools
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from gpu_platform.accelerators import ACCELERATORS, mig_instances_per_gpu
+from gpu_platform.eks.autoscaler_tags import (
+    LABEL_TAG_PREFIX,
+    RESOURCE_TAG_PREFIX,
+    TAINT_TAG_PREFIX,
+)
+from gpu_platform.eks.instance_types import InstanceType
+from gpu_platform.eks.karpenter.labels import AWS_LABEL_PREFIX, CAPACITY_TYPE_LABEL, NODE_POOL_LABEL
+from gpu_platform.eks.node_labels import EFA_RESOURCE
+from gpu_platform.gke.locations import zone_region
+from gpu_platform.node_identity import (
+    CLOUD_TAINT_EFFECTS,
+    GPU_RESOURCE,
+    INSTANCE_TYPE_LABEL,
+    POOL_LABEL,
+    ZONE_LABEL,
+    Taint,
+)
+
+PodSpec = Mapping[str, Any]
+
+# Effects that keep a pod off a node; `PreferNoSchedule` only makes the scheduler reluctant.
+_REPELLING_EFFECTS = ("NoSchedule", "NoExecute")
+# Resources a GKE template is not told offline (the machine type's allocatable); a pod's request
+# for them is not held against a template that says it does not know them.
+_BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
+# Kubernetes' architecture names for EC2's.
+_KUBERNETES_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+GKE_QUEUED_TAINT = Taint("cloud.google.com/gke-queued", "true", "NoSchedule")
+"""On every node of a queued-provisioning pool, so that only pods that tolerate it run there."""
+GKE_FLEX_START_LABEL = "cloud.google.com/gke-flex-start"
+
+
+@dataclass(frozen=True)
+class NodeTemplate:
+    """A node of a pool as the autoscaler imagines it before one exists."""
+
+    pool: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    resources: Mapping[str, Decimal] = field(default_factory=dict)
+    """Allocatable quantities by resource name."""
+    secret_labels: bool = False
+    """The pool's labels came from config set as a secret: reasons name them, not their values."""
+    complete: bool = True
+    """Holds every resource the autoscaler's template would: one it lacks counts as none, as
+    the autoscaler counts it. False where some of CPU, memory, ephemeral storage and pods are
+    not known offline: those it lacks are not judged."""
+    choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Labels whose value is chosen for each new node among these (a Karpenter NodePool's zones
+    and capacity types): a pod that selects any of them fits."""
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Whether a pod fits a pool, and if not, every reason why."""
+
+    pool: str
+    reasons: tuple[str, ...]
+
+    @property
+    def fits(self) -> bool:
+        return not self.reasons
+
+
+def fits(pod_spec: PodSpec, templates: Iterable[NodeTemplate]) -> list[Fit]:
+    """The pod against each pool, in the order of the pools' first templates. A pool of several
+    templates (a Karpenter NodePool's, one per instance type) fits where one of them does."""
+    by_pool: dict[str, list[NodeTemplate]] = {}
+    for template in templates:
+        by_pool.setdefault(template.pool, []).append(template)
+    return [_pool_fit(pod_spec, pool, found) for pool, found in by_pool.items()]
+
+
+def _pool_fit(pod_spec: PodSpec, pool: str, templates: Sequence[NodeTemplate]) -> Fit:
+    """Why the pod fits none of a pool's templates: what holds for all of them, then what holds
+    for some, named by their instance type."""
+    reasons = [tuple(_why_not(pod_spec, t)) for t in templates]
+    if not all(reasons):
+        return Fit(pool, ())
+    common = [r for r in reasons[0] if all(r in others for others in reasons[1:])]
+    own = [
+        f"{template.labels.get(INSTANCE_TYPE_LABEL, '?')}: {reason}"
+        for template, found in zip(templates, reasons, strict=True)
+        for reason in found
+        if reason not in common
+    ]
+    return Fit(pool, (*common, *own))
+
+
+def fitting_pools(pod_spec: PodSpec, templates: Iterable[NodeTemplate]) -> list[str]:
+    return [f.pool for f in fits(pod_spec, templates) if f.fits]
+
+
+def pod_spec_of(document: Mapping[str, Any]) -> PodSpec:
+    """The pod spec inside a Pod, or the pod template of a workload (Deployment, Job, ...)."""
+    kind = document.get("kind")
+    spec = document.get("spec") or {}
+    if kind == "Pod":
+        return spec
+    if kind == "CronJob":
+        return spec["jobTemplate"]["spec"]["template"]["spec"]
+    if kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
+        return spec["template"]["spec"]
+    raise ValueError(f"{kind!r} has no pod spec: expected a Pod, Deployment, Job or the like")
+
+
+def eks_node_template(
+    asg_tags: Mapping[str, str], instance_type: InstanceType, region: str
+) -> NodeTemplate:
+    """The template the autoscaler builds for an EKS node group at zero: labels, taints and
+    extended resources from its Auto Scaling group's hints; CPU, memory, `nvidia.com/gpu` and
+    the well-known node labels from its instance type (the first of the group's, as the
+    autoscaler takes it).
+
+    As in the autoscaler's `buildNodeFromTemplate` (`cloudprovider/aws/aws_manager.go`, 1.35.2
+    lines 285-297), the instance type's physical GPU count comes first and a resource hint
+    overrides it: a MIG pool's `nvidia.com/gpu: 0` hint is what keeps whole-GPU pods off it.
+    """
+    labels = _ec2_node_labels(instance_type, region)
+    taints = []
+    resources = {
+        "cpu": Decimal(instance_type.vcpus),
+        "memory": Decimal(instance_type.memory_mib) * 2**20,
+        GPU_RESOURCE: Decimal(instance_type.gpu_count),
+        # The autoscaler's fixed guess at a node's pods (aws_manager.go, "TODO: get a real value").
+        "pods": Decimal(110),
+    }
+    for key, value in asg_tags.items():
+        if key.startswith(LABEL_TAG_PREFIX):
+            labels[key.removeprefix(LABEL_TAG_PREFIX)] = value
+        elif key.startswith(TAINT_TAG_PREFIX):
+            taint_value, _, effect = value.rpartition(":")
+            taints.append(Taint(key.removeprefix(TAINT_TAG_PREFIX), taint_value, effect))
+        elif key.startswith(RESOURCE_TAG_PREFIX):
+            resources[key.removeprefix(RESOURCE_TAG_PREFIX)] = quantity(value)
+    return NodeTemplate(labels.get(POOL_LABEL, "?"), labels, tuple(taints), resources)
+
+
+def _ec2_node_labels(instance_type: InstanceType, region: str) -> dict[str, str]:
+    """The well-known labels a node of an EC2 instance type has, from the instance type."""
+    labels = {
+        "kubernetes.io/os": "linux",
+        INSTANCE_TYPE_LABEL: instance_type.name,
+        "topology.kubernetes.io/region": region,
+    }
+    if instance_type.architecture is not None:
+        labels["kubernetes.io/arch"] = _KUBERNETES_ARCH[instance_type.architecture]
+    return labels
+
+
+# Karpenter's sources: kubernetes-sigs/karpenter and aws/karpenter-provider-aws, both v1.14.1.
+_TENANCY_LABEL = f"{AWS_LABEL_PREFIX}instance-tenancy"
+# Labels Karpenter knows (its pkg/apis/v1/labels.go `WellKnownLabels`, and the provider's, all
+# under karpenter.k8s.aws/ but for the zone ID): EC2's data or the offering Karpenter launches
+# give their values. A NodePool's requirement on any other label becomes a label of its nodes.
+_KARPENTER_WELL_KNOWN = frozenset(
+    {
+        NODE_POOL_LABEL,
+        ZONE_LABEL,
+        "topology.kubernetes.io/region",
+        INSTANCE_TYPE_LABEL,
+        "kubernetes.io/arch",
+        "kubernetes.io/os",
+        CAPACITY_TYPE_LABEL,
+        "node.kubernetes.io/windows-build",
+        "topology.k8s.aws/zone-id",
+    }
+)
+# The provider's pattern for an instance type's category and generation (`g`, `6` of
+# `g6e.xlarge`): pkg/providers/instancetype/types.go line 49.
+_INSTANCE_TYPE_SCHEME = re.compile(r"(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.")
+# kube-reserved CPU, by range of the node's millicores (types.go `kubeReservedResources`).
+_KUBE_RESERVED_CPU = (
+    (0, 1000, Decimal("0.06")),
+    (1000, 2000, Decimal("0.01")),
+    (2000, 4000, Decimal("0.005")),
+    (4000, 2**31, Decimal("0.0025")),
+)
+# Where an AMI family keeps pods' data (amifamily/al2023.go, al2.go, bottlerocket.go
+# `EphemeralBlockDevice`), and the size of the volume Karpenter maps there by default
+# (amifamily/resolver.go `DefaultEBS`).
+_EPHEMERAL_DEVICES = {"al2": "/dev/xvda", "al2023": "/dev/xvda", "bottlerocket": "/dev/xvdb"}
+_DEFAULT_VOLUME = "20Gi"
+
+
+def karpenter_node_templates(
+    node_pool: Mapping[str, Any],
+    node_class: Mapping[str, Any],
+    instance_types: Mapping[str, InstanceType],
+    region: str,
+) -> list[NodeTemplate]:
+    """The nodes Karpenter may start for a NodePool (a `karpenter.sh/v1` NodePool and its
+    `karpenter.k8s.aws/v1` EC2NodeClass, as objects) with none of them running: one template per
+    instance type its `node.kubernetes.io/instance-type` requirement lists (`instance_types`
+    describes them), each with
+
+    - the NodePool's template labels, `karpenter.sh/nodepool` and `karpenter.k8s.aws/
+      ec2nodeclass` (`NewNodeClaimTemplate`, scheduling/nodeclaimtemplate.go), and the labels
+      EC2's data gives an instance type (`computeRequirements`, instancetype/types.go lines
+      163-311) as far as the instance data here holds them: not the hypervisor, CPU
+      manufacturer and clock speed, bandwidths, encryption in transit or zone ID;
+    - as choices, the zones and capacity types the NodePool allows (capacity type `reserved`
+      only where its EC2NodeClass selects capacity reservations, types.go lines 171-179; no zone
+      label where it allows every zone), and a tenancy of `default` or `dedicated`;
+    - its `taints`, and not its `startupTaints`: Karpenter holds only the first against a pod
+      (scheduling/nodeclaim.go line 126, `CanAdd`), and expects the others gone once the node is
+      up (the NodePool CRD's description of `startupTaints`). It holds `PreferNoSchedule` ones
+      against a pod too, until nothing else fits it (scheduling/preferences.go), so, as here,
+      they keep no pod out;
+    - allocatable CPU, ephemeral storage, `nvidia.com/gpu` (the instance type's NVIDIA GPUs, one
+      per physical GPU) and `vpc.amazonaws.com/efa`, as types.go computes them with the
+      EC2NodeClass's default kubelet settings: capacity less kube-reserved and the eviction
+      threshold. Memory and pods are left out, not judged: Karpenter reserves memory by the
+      node's ENI-limited pod count, which the instance data here does not hold.
+
+    Requirements on labels the instance data gives rule out the instance types that do not
+    meet them. DaemonSets' requests are not subtracted, as in `eks_node_template`.
+    """
+    template = node_pool["spec"]["template"]
+    labels = dict((template.get("metadata") or {}).get("labels") or {})
+    # Karpenter adds the template's labels to its requirements, `In` their value.
+    requirements = [
+        *(template["spec"].get("requirements") or []),
+        *({"key": key, "operator": "In", "values": [value]} for key, value in labels.items()),
+    ]
+    node_class_spec = node_class["spec"]
+    chosen = _karpenter_choices(requirements, node_class_spec)
+    own = {
+        **{key: values[0] for key, values in chosen.items() if len(values) == 1},
+        NODE_POOL_LABEL: node_pool["metadata"]["name"],
+        f"{AWS_LABEL_PREFIX}ec2nodeclass": template["spec"]["nodeClassRef"]["name"],
+    }
+    taints = tuple(
+        Taint(t["key"], t.get("value", ""), t["effect"])
+        for t in template["spec"].get("taints") or []
+    )
+    templates = []
+    for name in _karpenter_instance_type_names(node_pool, requirements):
+        instance_type = instance_types[name]
+        described = _karpenter_instance_labels(instance_type, region)
+        if not all(
+            _expression_matches(r, described) for r in requirements if r["key"] in described
+        ):
+            continue
+        templates.append(
+            NodeTemplate(
+                labels.get(POOL_LABEL, node_pool["metadata"]["name"]),
+                {**described, **own},
+                taints,
+                _karpenter_allocatable(instance_type, node_class_spec),
+                complete=False,
+                choices={key: values for key, values in chosen.items() if len(values) != 1},
+            )
+        )
+    return templates
+
+
+def _karpenter_instance_type_names(
+    node_pool: Mapping[str, Any], requirements: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    listed = [
+        r["values"]
+        for r in requirements
+        if r["key"] == INSTANCE_TYPE_LABEL and r["operator"] == "In"
+    ]
+    if not listed:
+        raise ValueError(
+            f"NodePool {node_pool['metadata']['name']!r} lists no instance types "
+            f"({INSTANCE_TYPE_LABEL} In ...), which its templates are built from"
+        )
+    return [name for name in listed[0] if all(name in values for values in listed[1:])]
+
+
+def _karpenter_choices(
+    requirements: Sequence[Mapping[str, Any]], node_class_spec: Mapping[str, Any]
+) -> dict[str, tuple[str, ...]]:
+    """The values the NodePool's requirements allow for each label Karpenter chooses per node
+    (zone, capacity type, tenancy) or copies from them (labels it does not know)."""
+    reserved = ("reserved",) if node_class_spec.get("capacityReservationSelectorTerms") else ()
+    found: dict[str, tuple[str, ...] | None] = {
+        ZONE_LABEL: None,
+        # In Karpenter's order of preference (concepts/nodepools.md, "Capacity Type").
+        CAPACITY_TYPE_LABEL: (*reserved, "spot", "on-demand"),
+        _TENANCY_LABEL: ("default", "dedicated"),
+    }
+    for requirement in requirements:
+        key, operator = requirement["key"], requirement["operator"]
+        if key not in found and (key in _KARPENTER_WELL_KNOWN or key.startswith(AWS_LABEL_PREFIX)):
+            continue
+        values = tuple(requirement.get("values") or ())
+        current = found.get(key)
+        if operator == "In":
+            found[key] = values if current is None else tuple(v for v in current if v in values)
+        elif operator == "NotIn" and current is not None:
+            found[key] = tuple(v for v in current if v not in values)
+    return {key: values for key, values in found.items() if values is not None}
+
+
+def _karpenter_instance_labels(instance_type: InstanceType, region: str) -> dict[str, str]:
+    name = instance_type.name
+    family, _, size = name.partition(".")
+    labels = _ec2_node_labels(instance_type, region) | {
+        f"{AWS_LABEL_PREFIX}instance-cpu": str(instance_type.vcpus),
+        f"{AWS_LABEL_PREFIX}instance-memory": str(instance_type.memory_mib),
+        f"{AWS_LABEL_PREFIX}instance-family": family,
+        f"{AWS_LABEL_PREFIX}instance-size": size,
+        f"{AWS_LABEL_PREFIX}instance-capability-flex": "true" if "-flex" in family else "false",
+    }
+    scheme = _INSTANCE_TYPE_SCHEME.match(name)
+    if scheme is not None:
+        labels[f"{AWS_LABEL_PREFIX}instance-category"] = scheme[1]
+        labels[f"{AWS_LABEL_PREFIX}instance-generation"] = scheme[3]
+    if instance_type.instance_store_gb:
+        labels[f"{AWS_LABEL_PREFIX}instance-local-nvme"] = str(instance_type.instance_store_gb)
+    if instance_type.gpu_name is not None:
+        labels |= {
+            f"{AWS_LABEL_PREFIX}instance-gpu-name": _kebab(instance_type.gpu_name),
+            f"{AWS_LABEL_PREFIX}instance-gpu-manufacturer": _kebab(
+                instance_type.gpu_manufacturer or ""
+            ),
+            f"{AWS_LABEL_PREFIX}instance-gpu-count": str(instance_type.gpu_count),
+            f"{AWS_LABEL_PREFIX}instance-gpu-memory": str(instance_type.gpu_memory_mib),
+        }
+    return labels
+
+
+def _kebab(text: str) -> str:
+    # types.go `lowerKabobCase`.
+    return text.lower().replace(" ", "-")
+
+
+def _karpenter_allocatable(
+    instance_type: InstanceType, node_class_spec: Mapping[str, Any]
+) -> dict[str, Decimal]:
+    millicores = instance_type.vcpus * 1000
+    reserved_cpu = sum(
+        int((min(millicores, end) - start) * share)
+        for start, end, share in _KUBE_RESERVED_CPU
+        if millicores >= start
+    )
+    storage = _karpenter_ephemeral_storage(instance_type, node_class_spec)
+    interfaces = node_class_spec.get("networkInterfaces")
+    efas = (
+        instance_type.efa_interfaces
+        if interfaces is None
+        else sum(i.get("interfaceType") == "efa-only" for i in interfaces)
+    )
+    nvidia = instance_type.gpu_manufacturer == "NVIDIA"
+    return {
+        "cpu": Decimal(millicores - reserved_cpu) / 1000,
+        # kube-reserved 1Gi, and the 10% hard eviction threshold (`evictionThreshold`).
+        "ephemeral-storage": storage - 2**30 - math.ceil(storage / 10),
+        GPU_RESOURCE: Decimal(instance_type.gpu_count if nvidia else 0),
+        EFA_RESOURCE: Decimal(efas),
+    }
+
+
+def _karpenter_ephemeral_storage(
+    instance_type: InstanceType, node_class_spec: Mapping[str, Any]
+) -> Decimal:
+    """Where the kubelet keeps pods' data (types.go `ephemeralStorage`): the instance's NVMe
+    drives with `instanceStorePolicy: RAID0`, else the volume mapped as the root volume or at
+    the AMI family's device, else Karpenter's default volume."""
+    if node_class_spec.get("instanceStorePolicy") == "RAID0" and instance_type.instance_store_gb:
+        return Decimal(instance_type.instance_store_gb) * 10**9
+    mappings = node_class_spec.get("blockDeviceMappings") or []
+    alias = (node_class_spec.get("amiSelectorTerms") or [{}])[0].get("alias") or ""
+    family = (node_class_spec.get("amiFamily") or alias.partition("@")[0]).lower()
+    root = _volume_size(next((m for m in mappings if m.get("rootVolume")), None))
+    if root is not None:
+        return quantity(root)
+    if mappings and family == "custom":
+        return quantity(_volume_size(mappings[-1]) or _DEFAULT_VOLUME)
+    device = _EPHEMERAL_DEVICES.get(family)
+    mapped = next((m for m in mappings if m.get("deviceName") == device), None)
+    return quantity(_volume_size(mapped) or _DEFAULT_VOLUME)
+
+
+def _volume_size(mapping: Mapping[str, Any] | None) -> str | None:
+    return ((mapping or {}).get("ebs") or {}).get("volumeSize")
+
+
+def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
+    """The template GKE's cluster autoscaler builds for a node pool at zero, from the pool's own
+    configuration (a `gcp:container/nodePool:NodePool`'s inputs): its labels and taints, the
+    labels GKE gives every node, and the `nvidia.com/gpu` that GKE's device plugin advertises.
+
+    GKE's autoscaler is not open source; the count is what GKE's device plugin advertises for the
+    accelerator's settings (container-engine-accelerators `pkg/gpu/nvidia/manager.go`): one per
+    GPU, one per MIG partition with `gpuPartitionSize`, times `maxSharedClientsPerGpu` with
+    `gpuSharingConfig`, which GKE's GPU-sharing page says its autoscaler scales pools by. The
+    operator's own replicas and MIG slices are invisible to it, which is why the platform lets
+    GKE share GPUs. CPU and memory are left out (the machine type's allocatable is not known
+    offline), so requests for them are not judged.
+
+    A queued-provisioning pool's nodes carry the `cloud.google.com/gke-queued` taint, which GKE
+    adds to the pool itself, and flex-start nodes the `cloud.google.com/gke-flex-start: "true"`
+    label that GKE's flex-start guides select them by (the provisioningrequest page and "Run a
+    small batch workload with GPUs and Flex-start VMs").
+    """
+    config = node_pool["nodeConfig"]
+    (accelerator,) = config["guestAccelerators"]
+    location = node_pool["location"]
+    labels = {
+        "kubernetes.io/os": "linux",
+        # Every machine type that takes NVIDIA GPUs on GKE the platform knows is x86.
+        "kubernetes.io/arch": "amd64",
+        INSTANCE_TYPE_LABEL: config["machineType"],
+        "topology.kubernetes.io/region": zone_region(location) or location,
+        "cloud.google.com/gke-accelerator": accelerator["type"],
+        **({"cloud.google.com/gke-spot": "true"} if config.get("spot") else {}),
+        **({GKE_FLEX_START_LABEL: "true"} if config.get("flexStart") else {}),
+        **_gke_gpu_sharing_labels(accelerator),
+        **(config.get("labels") or {}),
+    }
+    kubernetes_effects = {gke: kubernetes for kubernetes, gke in CLOUD_TAINT_EFFECTS.items()}
+    taints = tuple(
+        Taint(t["key"], t.get("value", ""), kubernetes_effects[t["effect"]])
+        for t in config.get("taints") or []
+    )
+    if (node_pool.get("queuedProvisioning") or {}).get("enabled"):
+        taints += (GKE_QUEUED_TAINT,)
+    gpus = {GPU_RESOURCE: Decimal(_gke_gpus_advertised(accelerator))}
+    return NodeTemplate(labels.get(POOL_LABEL, "?"), labels, taints, gpus, complete=False)
+
+
+def _gke_gpus_advertised(accelerator: Mapping[str, Any]) -> int:
+    devices = int(accelerator["count"])
+    partition = accelerator.get("gpuPartitionSize")
+    if partition:
+        (model,) = (a for a in ACCELERATORS.values() if a.gke_type == accelerator["type"])
+        devices *= mig_instances_per_gpu(model.name, partition)
+    clients = (accelerator.get("gpuSharingConfig") or {}).get("maxSharedClientsPerGpu")
+    return devices * int(clients or 1)
+
+
+def _gke_gpu_sharing_labels(accelerator: Mapping[str, Any]) -> dict[str, str]:
+    # The node labels GKE sets for its GPU sharing (GKE's "About GPU sharing strategies" page).
+    labels = {}
+    if accelerator.get("gpuPartitionSize"):
+        labels["cloud.google.com/gke-gpu-partition-size"] = accelerator["gpuPartitionSize"]
+    sharing = accelerator.get("gpuSharingConfig")
+    if sharing:
+        strategy = {"TIME_SHARING": "time-sharing", "MPS": "mps"}[sharing["gpuSharingStrategy"]]
+        labels["cloud.google.com/gke-gpu-sharing-strategy"] = strategy
+        clients = str(int(sharing["maxSharedClientsPerGpu"]))
+        labels["cloud.google.com/gke-max-shared-clients-per-gpu"] = clients
+    return labels
+
+
+# --- The scheduler's rules -------------------------------------------------------------------
+
+
+def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
+    yield from _label_problems(pod, template)
+    tolerations = pod.get("tolerations") or []
+    for taint in template.taints:
+        if taint.effect in _REPELLING_EFFECTS and not any(
+            _tolerates(t, taint) for t in tolerations
+        ):
+            yield f"taint {taint.key}={taint.value}:{taint.effect} is not tolerated"
+    for name, wanted in pod_requests(pod).items():
+        available = template.resources.get(name)
+        if available is None:
+            unknown = not template.complete and (
+                name in _BASE_RESOURCES or name.startswith("hugepages-")
+            )
+            if not unknown and wanted > 0:
+                yield f"asks for {wanted} {name}; its nodes advertise none"
+        elif wanted > available:
+            yield f"asks for {wanted} {name}; a node has {available}"
+
+
+def _label_problems(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
+    """Node selector and required node affinity against the labels a new node may have: one
+    choice of value for each label with choices, the same for both."""
+    for key, values in template.choices.items():
+        if not values:
+            yield f"the pool allows its nodes no {key}, so it starts none"
+    selector = pod.get("nodeSelector") or {}
+    for key, value in selector.items():
+        if value not in _label_values(template, key):
+            yield f"nodeSelector {key}={value}: its nodes have {_label(template, key)}"
+    terms = (
+        ((pod.get("affinity") or {}).get("nodeAffinity") or {})
+        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+        .get("nodeSelectorTerms")
+    )
+    if terms:
+        nodes = list(_label_sets(template))
+        selected = [n for n in nodes if all(n.get(k) == v for k, v in selector.items())]
+        if not any(_term_matches(term, n) for n in selected or nodes for term in terms):
+            yield "required node affinity: no term matches its nodes' labels"
+
+
+def _label_values(template: NodeTemplate, key: str) -> tuple[str | None, ...]:
+    return template.choices.get(key, (template.labels.get(key),))
+
+
+def _label_sets(template: NodeTemplate) -> Iterable[dict[str, str]]:
+    """The labels of each node the template may become, one per combination of choices."""
+    keys = list(template.choices)
+    for values in itertools.product(*template.choices.values()):
+        yield {**template.labels, **dict(zip(keys, values, strict=True))}
+
+
+def _label(template: NodeTemplate, key: str) -> str:
+    values = _label_values(template, key)
+    if values == (None,):
+        return "no such label"
+    return f"{key}=[secret]" if template.secret_labels else f"{key}={' or '.join(map(str, values))}"
+
+
+def _term_matches(term: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    expressions = term.get("matchExpressions") or []
+    return bool(expressions) and all(_expression_matches(e, labels) for e in expressions)
+
+
+def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, operator = expression["key"], expression["operator"]
+    values = expression.get("values") or []
+    value = labels.get(key)
+    match operator:
+        case "In":
+            return value in values
+        case "NotIn":
+            return value not in values
+        case "Exists":
+            return value is not None
+        case "DoesNotExist":
+            return value is None
+        # Gte and Lte: in a Karpenter NodePool's requirements only (its CRD).
+        case "Gt" | "Lt" | "Gte" | "Lte":
+            if value is None or not value.lstrip("-").isdigit():
+                return False
+            number, bound = int(value), int(values[0])
+            return {
+                "Gt": number > bound,
+                "Lt": number < bound,
+                "Gte": number >= bound,
+                "Lte": number <= bound,
+            }[operator]
+    raise ValueError(f"unknown node selector operator {operator!r}")
+
+
+def _tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
+    if toleration.get("effect") and toleration["effect"] != taint.effect:
+        return False
+    key = toleration.get("key", "")
+    if toleration.get("operator", "Equal") == "Exists":
+        return key in ("", taint.key)
+    return key == taint.key and toleration.get("value", "") == taint.value
+
+
+def pod_requests(pod: PodSpec) -> dict[str, Decimal]:
+    """What the scheduler reserves for the pod: the containers' requests summed, or the largest
+    init container's where that is more. A limit without a request counts as the request."""
+    total: dict[str, Decimal] = {}
+    for container in pod.get("containers") or []:
+        for name, amount in _container_requests(container).items():
+            total[name] = total.get(name, Decimal(0)) + amount
+    for container in pod.get("initContainers") or []:
+        for name, amount in _container_requests(container).items():
+            total[name] = max(total.get(name, Decimal(0)), amount)
+    return total
+
+
+def _container_requests(container: Mapping[str, Any]) -> dict[str, Decimal]:
+    resources = container.get("resources") or {}
+    merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+    return {name: quantity(value) for name, value in merged.items()}
+
+
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+_MULTIPLIERS: Mapping[str, Decimal] = {
+    **{s: Decimal(2) ** (10 * (i + 1)) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    **{s: Decimal(10) ** (3 * (i + 1)) for i, s in enumerate(("k", "M", "G", "T", "P", "E"))},
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+}
+
+
+def quantity(value: str | int | float) -> Decimal:
+    """A Kubernetes resource quantity (`500m`, `16Gi`, `4`) as a number."""
+    match = _QUANTITY.match(str(value).strip())
+    if match is None:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity")
+    number, exponent, suffix = match.groups()
+    return Decimal(number + (exponent or "")) * _MULTIPLIERS[suffix or ""]

@@ -1,0 +1,175 @@
+"""The GKE side of the platform: an existing Standard cluster, GPU node pools for the GPU
+Operator, and on Container-Optimized OS Google's driver installer."""
+
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+
+from gpu_platform.cloud import ClusterConnection
+from gpu_platform.config import (
+    ConfigError,
+    ConfigProblem,
+    GpuPoolSpec,
+    MigSharing,
+    Platform,
+    StackConfig,
+    key_path,
+    mig_problem,
+    pool_driver_version,
+)
+from gpu_platform.drivers import COS_DEFAULT_DRIVER_BRANCH, NvidiaDriver, gke_driver
+from gpu_platform.gke.cluster import GkeCluster, cluster_problems, connect_to, lookup_cluster
+from gpu_platform.gke.driver_installer import CosDriverInstaller
+from gpu_platform.gke.machine_types import boot_disk_types, gpu_shape
+from gpu_platform.gke.node_pool import (
+    GkeGpuNodePool,
+    GkeGpuNodePoolArgs,
+    cluster_version_problems,
+)
+from gpu_platform.gke.zones import ZoneOfferings
+from gpu_platform.kubernetes.provider import connect_with_kubeconfig_context
+from gpu_platform.node_identity import ResolvedPool, resolve_pool, sharer_for
+
+
+class GkeCloud:
+    def __init__(self, config: StackConfig):
+        self.config = config
+        self._cluster: GkeCluster | None = None
+        self._zones: dict[str, list[str]] = {}
+
+    @property
+    def cluster(self) -> GkeCluster:
+        """The stack's cluster, looked up once; ConfigError when the platform cannot use it."""
+        if self._cluster is None:
+            cluster = lookup_cluster(self.config.cluster)
+            problems = list(cluster_problems(cluster))
+            if problems:
+                raise ConfigError(problems)
+            self._cluster = cluster
+        return self._cluster
+
+    def resolve_pools(self) -> list[ResolvedPool]:
+        problems: list[ConfigProblem] = []
+        resolved = []
+        for i, spec in enumerate(self.config.pools):
+            try:
+                resolved.append(_resolve(spec, i, self.config.platform, self._driver(spec, i)))
+            except ConfigError as error:
+                problems += error.problems
+        if problems:
+            raise ConfigError(problems)
+        zones = ZoneOfferings(self.cluster)
+        for pool in resolved:
+            try:
+                self._zones[pool.spec.name] = zones.zones_for(pool)
+            except ConfigError as error:
+                problems += error.problems
+                continue
+            problems += initial_size_problems(pool, self._zones[pool.spec.name])
+            problems += cluster_version_problems(pool, self.cluster)
+        if problems:
+            raise ConfigError(problems)
+        return resolved
+
+    def _driver(self, spec: GpuPoolSpec, index: int) -> NvidiaDriver:
+        version = spec.gcp.node_version or self.cluster.master_version
+        driver = gke_driver(
+            self.config.node_image,
+            version,
+            spec.gcp.cos_driver_branch,
+            pool_driver_version(self.config.operator, spec),
+        )
+        if driver is None:
+            documented = ", ".join(COS_DEFAULT_DRIVER_BRANCH)
+            raise ConfigError(
+                [
+                    ConfigProblem(
+                        key_path("pools", index, "gcp", "cosDriverBranch"),
+                        None,
+                        f"the NVIDIA driver branch COS loads on GKE {version} (such as 580), which"
+                        f" GKE documents for {documented} only: `nvidia-smi` on a node of that"
+                        " version shows it, and the smoke test checks it",
+                    )
+                ]
+            )
+        return driver
+
+    def connect(self) -> ClusterConnection:
+        context = self.config.cluster.kubeconfig_context
+        if context is not None:
+            return connect_with_kubeconfig_context(context)
+        return connect_to(self.cluster)
+
+    def create_pools(
+        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+    ) -> list[pulumi.Resource]:
+        platform = self.config.platform
+        created: list[pulumi.Resource] = [
+            GkeGpuNodePool(
+                pool.spec.name,
+                GkeGpuNodePoolArgs(
+                    pool,
+                    self.cluster,
+                    platform,
+                    self._zones[pool.spec.name],
+                    secret_labels=self.config.is_secret("pools"),
+                    protect=self.config.protect,
+                ),
+            )
+            for pool in pools
+        ]
+        if platform is Platform.GKE_COS:
+            created.append(
+                CosDriverInstaller(
+                    "nvidia-driver-installer",
+                    pulumi.ResourceOptions(provider=connection.provider),
+                )
+            )
+        return created
+
+    def stack_outputs(self) -> dict[str, Any]:
+        return {}
+
+
+def initial_size_problems(pool: ResolvedPool, zones: Sequence[str]) -> list[ConfigProblem]:
+    """A total `min` GKE cannot start: it creates a node pool with `initial_node_count` nodes in
+    each of its zones (pulumi-gcp's NodePool docs), all obtained before the pool exists, so a
+    total that is not a whole number per zone would start more nodes than `min`, or than `max`."""
+    spec = pool.spec
+    if spec.gcp.autoscaling_scope == "per-zone" or spec.min % len(zones) == 0:
+        return []
+    return [
+        ConfigProblem(
+            key_path("pools", pool.index, "min"),
+            spec.min,
+            f"0 or a multiple of the pool's {len(zones)} zones ({', '.join(zones)}): GKE starts"
+            " the same number of nodes in each zone; or name fewer zones, or set"
+            " gcp.autoscalingScope per-zone",
+        )
+    ]
+
+
+def _resolve(
+    spec: GpuPoolSpec, index: int, platform: Platform, driver: NvidiaDriver
+) -> ResolvedPool:
+    shape = gpu_shape(spec, index)
+    problems = []
+    # A MIG pool that states its accelerator was checked with the rest of the config.
+    if isinstance(spec.sharing, MigSharing) and spec.accelerator is None:
+        problem = mig_problem(spec, shape.accelerator, index)
+        if problem:
+            problems.append(problem)
+    machine_type = spec.instance_types[0]
+    disk_types = boot_disk_types(machine_type)
+    if spec.gcp.disk_type not in (None, *disk_types):
+        problems.append(
+            ConfigProblem(
+                key_path("pools", index, "gcp", "diskType"),
+                spec.gcp.disk_type,
+                f"one of {list(disk_types)} or no value (the boot disks {machine_type} takes)",
+            )
+        )
+    if problems:
+        raise ConfigError(problems)
+    return resolve_pool(spec, index, shape, sharer_for(platform, spec.sharing), driver)

@@ -1,0 +1,116 @@
+"""The existing GKE Standard cluster a stack attaches to, and how the program reaches its API.
+
+The cluster is looked up, never created: its endpoint and CA give a Kubernetes provider that
+authenticates with `gke-gcloud-auth-plugin`, the deployer's own Google credentials, so the
+kubeconfig holds no token. It is still exported only as a secret.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pulumi_gcp import container
+
+from gpu_platform.cloud import ClusterConnection
+from gpu_platform.config import ClusterSpec, ConfigProblem, key_path
+from gpu_platform.gke.locations import zone_region
+from gpu_platform.kubernetes.provider import connect_with_kubeconfig, exec_kubeconfig
+
+AUTH_PLUGIN = "gke-gcloud-auth-plugin"
+_AUTH_PLUGIN_INSTALL_HINT = (
+    "Install gke-gcloud-auth-plugin (`gcloud components install gke-gcloud-auth-plugin`): "
+    "https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl"
+)
+
+
+@dataclass(frozen=True)
+class GkeCluster:
+    """What the platform needs to know about the cluster, as the GKE API reports it."""
+
+    project: str
+    location: str
+    """A region (regional cluster) or a zone (zonal cluster)."""
+    name: str
+    endpoint: str
+    ca_certificate: str
+    """Base64-encoded PEM, as `certificate-authority-data` takes it."""
+    master_version: str
+    autopilot: bool
+    workload_pool: str | None
+    """`<project>.svc.id.goog` when Workload Identity Federation for GKE is on."""
+
+    @property
+    def region(self) -> str:
+        return zone_region(self.location) or self.location
+
+    @property
+    def is_regional(self) -> bool:
+        return self.region == self.location
+
+    @property
+    def context_name(self) -> str:
+        # The name `gcloud container clusters get-credentials` gives it, so that the exported
+        # kubeconfig and the deployer's own name the cluster alike.
+        return f"gke_{self.project}_{self.location}_{self.name}"
+
+
+def lookup_cluster(spec: ClusterSpec) -> GkeCluster:
+    """The cluster named in the stack config (`gpu-platform:cluster`)."""
+    assert spec.project is not None and spec.location is not None
+    found = container.get_cluster(
+        project=spec.project,
+        location=spec.location,
+        name=spec.name,
+        # The platform reads no node pool of the cluster; skipping them keeps the lookup fast.
+        skip_node_pool_refresh=True,
+    )
+    workload_identity = found.workload_identity_configs
+    return GkeCluster(
+        project=spec.project,
+        location=spec.location,
+        name=spec.name,
+        endpoint=found.endpoint,
+        ca_certificate=found.master_auths[0].cluster_ca_certificate,
+        master_version=found.master_version,
+        autopilot=bool(found.enable_autopilot),
+        workload_pool=(workload_identity[0].workload_pool or None) if workload_identity else None,
+    )
+
+
+def cluster_problems(cluster: GkeCluster) -> Iterator[ConfigProblem]:
+    """Why the platform cannot attach to this cluster, if it cannot."""
+    path = key_path("cluster", "name")
+    if cluster.autopilot:
+        yield ConfigProblem(
+            path,
+            cluster.name,
+            "a GKE Standard cluster (this one is Autopilot, which manages GPU nodes, drivers"
+            " and device plugins itself and does not admit the GPU Operator)",
+        )
+    elif cluster.workload_pool is None:
+        yield ConfigProblem(
+            path,
+            cluster.name,
+            "a cluster with Workload Identity Federation for GKE enabled (the GPU node pools"
+            " run the GKE metadata server, which hides the node's credentials from pods):"
+            f" gcloud container clusters update {cluster.name} --location {cluster.location}"
+            f" --workload-pool {cluster.project}.svc.id.goog",
+        )
+
+
+def kubeconfig_for(cluster: GkeCluster) -> str:
+    """A kubeconfig for the cluster that authenticates with the deployer's Google credentials."""
+    return exec_kubeconfig(
+        cluster.context_name,
+        f"https://{cluster.endpoint}",
+        cluster.ca_certificate,
+        {
+            "command": AUTH_PLUGIN,
+            "installHint": _AUTH_PLUGIN_INSTALL_HINT,
+            "provideClusterInfo": True,
+        },
+    )
+
+
+def connect_to(cluster: GkeCluster) -> ClusterConnection:
+    """A Kubernetes provider for the cluster, and its kubeconfig as a secret."""
+    return connect_with_kubeconfig("kubernetes", kubeconfig_for(cluster))

@@ -1,0 +1,331 @@
+"""A GKE node pool of GPU nodes, set up for the NVIDIA GPU Operator.
+
+GKE would install its own driver on GPU nodes, which collides with the operator's: the pool
+turns GKE's driver installation off (`INSTALLATION_DISABLED`); on COS Google's installer
+DaemonSet loads the driver instead (`gpu_platform.gke.driver_installer`).
+
+Who advertises the GPUs depends on the pool (`gpu_platform.node_identity.sharer_for`):
+- whole GPUs, and every pool on Ubuntu: the operator's device plugin. GKE's is turned off by
+  the `gke-no-default-nvidia-gpu-device-plugin=true` node label, as NVIDIA's GKE guide says.
+- time-sliced, MPS and MIG pools on COS: GKE's own device plugin, from the accelerator's
+  `gpu_sharing_config` or `gpu_partition_size`, because GKE's autoscaler plans a pool from
+  those settings and knows nothing of the operator's replicas or MIG slices. The operator's
+  device plugin and MIG manager stay off those nodes (`nvidia.com/gpu.deploy.device-plugin`
+  and `...mig-manager` set to `false`, which the operator leaves as they are:
+  `controllers/state_manager.go` at v26.7.0); its toolkit and DCGM exporter still run there.
+
+The GPU taint is declared explicitly: GKE adds it itself only when the cluster also has a pool
+without GPUs (terraform-google-kubernetes-engine#703).
+
+How a pool gets its capacity (docs/gke-capacity.md): on demand, Spot, from Compute Engine
+reservations (`gcp.reservation`), or through Dynamic Workload Scheduler as flex-start VMs
+(`gcp.flexStart`) or for ProvisioningRequests only (`gcp.queuedProvisioning`). GKE adds the
+`cloud.google.com/gke-queued` taint to a queued pool itself, so the pool does not declare it.
+"""
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pulumi
+from pulumi_gcp import container, projects, serviceaccount
+
+from gpu_platform.accelerators import ACCELERATORS
+from gpu_platform.config import (
+    ConfigProblem,
+    GpuPoolSpec,
+    MigSharing,
+    MpsSharing,
+    Platform,
+    TimeSlicingSharing,
+    dynamic_workload_scheduler_modes,
+    gke_capacity_too_new,
+    key_path,
+)
+from gpu_platform.gke.cluster import GkeCluster
+from gpu_platform.gke.machine_types import boot_disk_types
+from gpu_platform.node_identity import CLOUD_TAINT_EFFECTS, GpuSharer, ResolvedPool
+from gpu_platform.secrets import secret_if
+
+NODE_SERVICE_ACCOUNT_ROLE = "roles/container.defaultNodeServiceAccount"
+"""What a GKE node needs: write logs and metrics, read its cluster's configuration."""
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+"""Access is decided by the node service account's roles, not by OAuth scopes."""
+GKE_DEVICE_PLUGIN_OFF_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
+OPERATOR_OPERANDS_OFF_LABELS = {
+    "nvidia.com/gpu.deploy.device-plugin": "false",
+    "nvidia.com/gpu.deploy.mig-manager": "false",
+}
+"""On nodes whose GPUs GKE shares, the operator's device plugin and MIG manager stay away."""
+GKE_SHARING_STRATEGIES = {TimeSlicingSharing: "TIME_SHARING", MpsSharing: "MPS"}
+DRIVER_LABEL = "gpu-platform.io/driver"
+"""`operator` on nodes whose driver the GPU Operator builds (Ubuntu): the policy pack exempts
+them from its secure-boot rule, as that driver is an unsigned kernel module."""
+POOL_RESOURCE_LABEL = "gpu-platform-pool"
+"""Compute Engine label on the pool's VMs and disks, for billing reports per pool."""
+GKE_IMAGE_TYPES: Mapping[Platform, str] = {
+    Platform.GKE_COS: "COS_CONTAINERD",
+    Platform.GKE_UBUNTU: "UBUNTU_CONTAINERD",
+}
+# The cluster autoscaler sets the node count; an update must not put it back (and a changed
+# `initialNodeCount` would replace the pool).
+NODE_COUNT_PROPERTIES = ("initialNodeCount", "nodeCount")
+RESERVATION_AFFINITIES: Mapping[str, str] = {
+    "none": "NO_RESERVATION",
+    "any": "ANY_RESERVATION",
+    "specific": "SPECIFIC_RESERVATION",
+}
+"""`gcp.reservation` -> the API's `consumeReservationType`. `ANY_RESERVATION` falls back to
+on-demand capacity when no reservation has room; `SPECIFIC_RESERVATION` never does."""
+RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
+"""The key that targets a specific reservation by name (the API's `ReservationAffinity.key`)."""
+
+
+@dataclass
+class GkeGpuNodePoolArgs:
+    pool: ResolvedPool
+    cluster: GkeCluster
+    platform: Platform
+    """`gke-cos` or `gke-ubuntu`: the node image, and with it who installs the driver."""
+    zones: Sequence[str]
+    """Zones that offer the pool's machine type (`gpu_platform.gke.zones`)."""
+    secret_labels: bool = False
+    """The pool's labels came from a config key set as a secret: keep them secret."""
+    protect: bool = False
+    """Protect the node pool itself from deletion and replacement, not its service account or
+    that account's role binding."""
+
+
+class GkeGpuNodePool(pulumi.ComponentResource):
+    """A GPU node pool, its node service account and that account's one role."""
+
+    def __init__(
+        self, name: str, args: GkeGpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("gpu-platform:gke:GpuNodePool", name, None, opts)
+        spec = args.pool.spec
+        depends_on: list[pulumi.Resource] = []
+        if spec.gcp.service_account is not None:
+            service_account = pulumi.Output.from_input(spec.gcp.service_account)
+        else:
+            account = serviceaccount.Account(
+                f"{name}-nodes",
+                project=args.cluster.project,
+                account_id=node_service_account_id(args.cluster, spec.name),
+                display_name=f"GPU nodes of pool {spec.name} in {args.cluster.name}",
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            role = projects.IAMMember(
+                f"{name}-nodes",
+                project=args.cluster.project,
+                role=NODE_SERVICE_ACCOUNT_ROLE,
+                member=account.member,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            # Nodes that start before their account holds the role cannot report their logs.
+            depends_on.append(role)
+            service_account = account.email
+        self.node_pool = container.NodePool(
+            name,
+            args=node_pool_args(args, service_account),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=depends_on,
+                ignore_changes=list(NODE_COUNT_PROPERTIES),
+                protect=args.protect,
+            ),
+        )
+        self.node_pool_name = self.node_pool.name
+        self.service_account = service_account
+        self.register_outputs(
+            {"node_pool_name": self.node_pool_name, "service_account": self.service_account}
+        )
+
+
+def node_pool_args(
+    args: GkeGpuNodePoolArgs, service_account: pulumi.Input[str]
+) -> container.NodePoolArgs:
+    pool = args.pool
+    spec = pool.spec
+    gke_type = ACCELERATORS[pool.gpu.accelerator].gke_type
+    assert gke_type is not None, f"{pool.gpu.accelerator} resolved for GKE without a GKE type"
+    machine_type = spec.instance_types[0]
+    per_zone = spec.gcp.autoscaling_scope == "per-zone"
+    return container.NodePoolArgs(
+        project=args.cluster.project,
+        location=args.cluster.location,
+        cluster=args.cluster.name,
+        node_locations=list(args.zones),
+        # Per zone: the cloud component refuses a total `min` that the zones do not divide.
+        initial_node_count=spec.min if per_zone else spec.min // len(args.zones),
+        ignore_node_count_changes=True,
+        autoscaling=container.NodePoolAutoscalingArgs(
+            min_node_count=spec.min if per_zone else None,
+            max_node_count=spec.max if per_zone else None,
+            total_min_node_count=None if per_zone else spec.min,
+            total_max_node_count=None if per_zone else spec.max,
+            location_policy=location_policy(spec),
+        ),
+        # A pinned node version is how a canary pool runs a new GKE version (and on COS, a new
+        # driver) before the others; unset, the pool follows the cluster's version.
+        version=spec.gcp.node_version,
+        # GKE's guides create flex-start and queued pools with `--no-enable-autorepair`, as
+        # repairs "could disrupt workloads that run on repaired nodes" (the provisioningrequest
+        # page).
+        management=container.NodePoolManagementArgs(
+            auto_repair=not dynamic_workload_scheduler_modes(spec), auto_upgrade=True
+        ),
+        queued_provisioning=(
+            container.NodePoolQueuedProvisioningArgs(enabled=True)
+            if spec.gcp.queued_provisioning
+            else None
+        ),
+        upgrade_settings=container.NodePoolUpgradeSettingsArgs(
+            strategy="SURGE",
+            max_surge=spec.gcp.max_surge,
+            max_unavailable=spec.gcp.max_unavailable,
+        ),
+        node_config=container.NodePoolNodeConfigArgs(
+            machine_type=machine_type,
+            guest_accelerators=[
+                container.NodePoolNodeConfigGuestAcceleratorArgs(
+                    type=gke_type,
+                    count=pool.gpu.count,
+                    gpu_driver_installation_config=container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
+                        gpu_driver_version="INSTALLATION_DISABLED"
+                    ),
+                    gpu_sharing_config=gke_gpu_sharing_config(pool),
+                    gpu_partition_size=gke_gpu_partition_size(pool),
+                )
+            ],
+            image_type=GKE_IMAGE_TYPES[args.platform],
+            labels=secret_if(args.secret_labels, node_labels(pool, args.platform)),
+            taints=[
+                container.NodePoolNodeConfigTaintArgs(
+                    key=taint.key, value=taint.value, effect=CLOUD_TAINT_EFFECTS[taint.effect]
+                )
+                for taint in pool.identity.taints
+            ],
+            spot=spec.capacity == "spot",
+            # Sent only when set, so that a pool created before they existed sees no change.
+            flex_start=spec.gcp.flex_start or None,
+            max_run_duration=(
+                f"{spec.gcp.max_run_hours * 3600}s" if spec.gcp.max_run_hours else None
+            ),
+            reservation_affinity=reservation_affinity(spec),
+            disk_size_gb=spec.disk_size_gib,
+            disk_type=spec.gcp.disk_type or boot_disk_types(machine_type)[0],
+            service_account=service_account,
+            oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+            metadata={"disable-legacy-endpoints": "true"},
+            # Pods see the GKE metadata server (Workload Identity), never the node's own
+            # credentials.
+            workload_metadata_config=container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+                mode="GKE_METADATA"
+            ),
+            shielded_instance_config=container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+                # COS's NVIDIA modules are signed and load under secure boot. On Ubuntu the
+                # operator compiles the driver on the node, and secure boot would refuse to
+                # load that unsigned module: the GPUs would never come up.
+                enable_secure_boot=args.platform is Platform.GKE_COS,
+                enable_integrity_monitoring=True,
+            ),
+            resource_labels={POOL_RESOURCE_LABEL: spec.name},
+        ),
+    )
+
+
+def location_policy(spec: GpuPoolSpec) -> str:
+    """How the autoscaler picks a zone to scale up in: `ANY` where capacity is where it is
+    (Spot, reservations, Dynamic Workload Scheduler), `BALANCED` for plain on-demand pools.
+
+    `ANY` "prioritize[s] utilization of unused reservations, and reduces preemption risk for
+    Spot VMs" (pulumi-gcp's `NodePoolAutoscaling.location_policy`); GKE's guides create
+    flex-start and queued pools with `--location-policy=ANY`.
+    """
+    anywhere = (
+        spec.capacity == "spot"
+        or spec.gcp.reservation in ("any", "specific")
+        or bool(dynamic_workload_scheduler_modes(spec))
+    )
+    return "ANY" if anywhere else "BALANCED"
+
+
+def reservation_affinity(
+    spec: GpuPoolSpec,
+) -> container.NodePoolNodeConfigReservationAffinityArgs | None:
+    """Which Compute Engine reservations the nodes consume, where the pool says. GKE's guides
+    create flex-start and queued pools with `--reservation-affinity=none`. Otherwise an unset
+    `gcp.reservation` sends nothing: the provider replaces a node pool whose affinity changes
+    (terraform-provider-google `node_config.go`, `reservation_affinity` ForceNew), so stating a
+    default would replace every pool created without one."""
+    gcp = spec.gcp
+    if gcp.reservation is None:
+        if not dynamic_workload_scheduler_modes(spec):
+            return None
+        return container.NodePoolNodeConfigReservationAffinityArgs(
+            consume_reservation_type=RESERVATION_AFFINITIES["none"]
+        )
+    specific = gcp.reservation == "specific"
+    return container.NodePoolNodeConfigReservationAffinityArgs(
+        consume_reservation_type=RESERVATION_AFFINITIES[gcp.reservation],
+        key=RESERVATION_NAME_KEY if specific else None,
+        values=[gcp.reservation_name] if specific and gcp.reservation_name else None,
+    )
+
+
+def cluster_version_problems(pool: ResolvedPool, cluster: GkeCluster) -> list[ConfigProblem]:
+    """The pool's capacity settings that the cluster's GKE version does not have yet: GKE asks
+    the cluster itself to be on that version, whatever the nodes run (config validation checks
+    a pinned `gcp.nodeVersion`)."""
+    return [
+        ConfigProblem(
+            key_path("pools", pool.index, "gcp", key),
+            True,
+            f"false, or a cluster on GKE {minimum} or later ({cluster.name} runs"
+            f" {cluster.master_version}): upgrade the cluster first",
+        )
+        for key, minimum in gke_capacity_too_new(pool.spec, cluster.master_version).items()
+    ]
+
+
+def gke_gpu_sharing_config(
+    pool: ResolvedPool,
+) -> container.NodePoolNodeConfigGuestAcceleratorGpuSharingConfigArgs | None:
+    """How GKE's device plugin shares each GPU of a time-sliced or MPS pool it serves."""
+    sharing = pool.spec.sharing
+    if pool.sharer is not GpuSharer.GKE or not isinstance(sharing, TimeSlicingSharing | MpsSharing):
+        return None
+    return container.NodePoolNodeConfigGuestAcceleratorGpuSharingConfigArgs(
+        gpu_sharing_strategy=GKE_SHARING_STRATEGIES[type(sharing)],
+        max_shared_clients_per_gpu=sharing.replicas,
+    )
+
+
+def gke_gpu_partition_size(pool: ResolvedPool) -> str | None:
+    """The MIG partition (`1g.10gb`) GKE cuts each GPU of a MIG pool it serves into."""
+    sharing = pool.spec.sharing
+    if pool.sharer is not GpuSharer.GKE or not isinstance(sharing, MigSharing):
+        return None
+    return sharing.profile.removeprefix("all-")
+
+
+def node_labels(pool: ResolvedPool, platform: Platform) -> dict[str, str]:
+    """The pool's node identity labels, and the ones that say who serves its GPUs."""
+    labels = dict(pool.identity.labels)
+    if pool.sharer is GpuSharer.GKE:
+        labels.update(OPERATOR_OPERANDS_OFF_LABELS)
+    else:
+        labels[GKE_DEVICE_PLUGIN_OFF_LABEL] = "true"
+    if platform is Platform.GKE_UBUNTU:
+        labels[DRIVER_LABEL] = "operator"
+    return labels
+
+
+def node_service_account_id(cluster: GkeCluster, pool_name: str) -> str:
+    """A service account ID (6 to 30 characters) unique to the pool of this cluster, so that
+    stacks of two clusters in one project do not claim the same account."""
+    digest = hashlib.sha256(
+        f"{cluster.project}/{cluster.location}/{cluster.name}/{pool_name}".encode()
+    ).hexdigest()[:6]
+    return f"gpu-{pool_name[:19]}-{digest}"

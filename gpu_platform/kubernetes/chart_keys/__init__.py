@@ -1,0 +1,50 @@
+"""The key paths of a chart's values, one dotted path per line, per chart and version: the GPU
+Operator's and Karpenter's.
+
+Neither chart ships a values schema, so Helm takes a misspelt key without a word and the setting
+silently does nothing. `derive.py` reads a chart version's values.yaml and writes its key paths
+to `<chart>-<version>.txt` beside this file; the tests check every path the platform sets
+against that list, and config validation checks `operator.overrides` names against the GPU
+Operator's.
+"""
+
+from collections.abc import Collection, Iterator, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gpu_platform.versions import GPU_OPERATOR_CHART
+
+KEY_LISTS_DIR = Path(__file__).parent
+
+
+def key_list_file(version: str, chart: str = GPU_OPERATOR_CHART.name) -> Path:
+    """Where the key list of `chart` at `version` is committed."""
+    return KEY_LISTS_DIR / f"{chart}-{version}.txt"
+
+
+@cache
+def chart_key_paths(version: str, chart: str = GPU_OPERATOR_CHART.name) -> frozenset[str]:
+    """Every leaf key path of `chart` `version`'s values (`dcgmExporter.serviceMonitor.enabled`)."""
+    return frozenset(key_list_file(version, chart).read_text().split())
+
+
+def chart_components(version: str) -> frozenset[str]:
+    """The chart's top-level components (`driver`, `dcgmExporter`, ...): keys holding a map."""
+    return frozenset(path.split(".", 1)[0] for path in chart_key_paths(version) if "." in path)
+
+
+def key_paths(
+    values: Mapping[str, Any], opaque: Collection[str] = (), prefix: str = ""
+) -> Iterator[str]:
+    """The dotted paths of the leaves of a values tree.
+
+    Scalars, lists and empty maps are leaves, and so is a map at one of the `opaque` paths: a map
+    whose keys are the user's names (ConfigMap data, labels) rather than the chart's.
+    """
+    for key, value in values.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value and path not in opaque:
+            yield from key_paths(value, opaque, f"{path}.")
+        else:
+            yield path

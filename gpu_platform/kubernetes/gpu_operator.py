@@ -1,0 +1,146 @@
+"""The NVIDIA GPU Operator, installed from its pinned chart in a namespace of its own."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+from pulumi_kubernetes import apiextensions, core, helm, meta
+
+from gpu_platform.config import MonitoringSpec, OperatorSpec, Platform
+from gpu_platform.kubernetes.nvidia_driver import nvidia_drivers_for
+from gpu_platform.kubernetes.operator_values import operator_values_for
+from gpu_platform.kubernetes.pod_security import pod_security_labels
+from gpu_platform.node_identity import ResolvedPool
+from gpu_platform.secrets import secret_if
+from gpu_platform.versions import GPU_OPERATOR_CHART
+
+
+@dataclass
+class GpuOperatorArgs:
+    operator: OperatorSpec
+    """The chart version and repository, namespace, timeout and value overrides."""
+    platform: Platform
+    """Decides who installs the driver, the container toolkit and the device plugin."""
+    pools: Sequence[ResolvedPool]
+    """Their sharing modes and taints shape the device plugin configs and the tolerations; on GKE
+    Ubuntu each gets an NVIDIADriver with its driver version."""
+    monitoring: MonitoringSpec
+    """The labels the cluster's Prometheus selects the DCGM exporter's ServiceMonitor by."""
+    secret_values: bool = False
+    """Config the chart values take from (chart overrides, pools, monitoring labels) was set as a
+    secret: keep the release's values, and the NVIDIADrivers' specs, secret."""
+    protect: bool = False
+    """Protect the operator's namespace, Helm release and NVIDIADriver resources from deletion
+    and replacement; value changes still upgrade the release in place."""
+
+
+RELEASE_NAME = "gpu-operator"
+"""The Helm release name, fixed so that a release is never renamed (and so reinstalled)."""
+RELEASE_HISTORY = 10
+"""Helm revisions kept as Secrets in the namespace, for `helm rollback`."""
+CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+"""The priority classes of the operator's pods and the node-feature-discovery pods."""
+
+# GKE admits pods of the critical priority classes outside kube-system only under a
+# ResourceQuota that names them; without one the operator's pods are never created and the
+# install times out (gpu-operator#660).
+_NEEDS_CRITICAL_POD_QUOTA = frozenset({Platform.GKE_COS, Platform.GKE_UBUNTU})
+
+
+class GpuOperator(pulumi.ComponentResource):
+    """The operator's namespace (Pod Security `privileged`: its DaemonSets load kernel modules
+    and reach the host's devices), GKE's quota for its critical pods, the chart release, and on
+    GKE Ubuntu each pool's NVIDIADriver."""
+
+    namespace: pulumi.Output[str]
+    release_name: pulumi.Output[str | None]
+    chart_version: pulumi.Output[str | None]
+    status: pulumi.Output[helm.v3.outputs.ReleaseStatus]
+
+    def __init__(
+        self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("gpu-platform:kubernetes:GpuOperator", name, None, opts)
+        namespace = core.v1.Namespace(
+            name,
+            metadata=meta.v1.ObjectMetaArgs(
+                name=args.operator.namespace, labels=pod_security_labels("privileged")
+            ),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
+        )
+        # The name is set above; taking it from the Namespace makes what uses it wait for it.
+        self.namespace = namespace.metadata.apply(lambda _: args.operator.namespace)
+        admission: list[pulumi.Resource] = []
+        if args.platform in _NEEDS_CRITICAL_POD_QUOTA:
+            admission.append(self._critical_pod_quota(name, args.operator.critical_pod_quota))
+        release = helm.v3.Release(
+            name,
+            helm.v3.ReleaseArgs(
+                name=RELEASE_NAME,
+                chart=GPU_OPERATOR_CHART.name,
+                version=args.operator.chart_version,
+                repository_opts=helm.v3.RepositoryOptsArgs(repo=args.operator.repository),
+                namespace=self.namespace,
+                create_namespace=False,
+                values=secret_if(
+                    args.secret_values,
+                    operator_values_for(args.operator, args.platform, args.pools, args.monitoring),
+                ),
+                # A failed install or upgrade is rolled back rather than left half applied.
+                atomic=True,
+                cleanup_on_fail=True,
+                timeout=args.operator.timeout_seconds,
+                max_history=RELEASE_HISTORY,
+                # The chart requires it with `operator.upgradeCRD`: Helm validates the new
+                # ClusterPolicy against the old CRD before the hook has upgraded it, and fails
+                # on every field the new version added (the chart's values.yaml; gpu-operator#435).
+                disable_openapi_validation=True,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=admission, protect=args.protect),
+        )
+        for driver in nvidia_drivers_for(args.platform, args.operator, args.pools):
+            # The chart installs the NVIDIADriver CRD (from crds/ on install, and from its
+            # `operator.upgradeCRD` hook on upgrades: templates/upgrade_crd.yaml), so the
+            # resources wait for the release.
+            apiextensions.CustomResource(
+                f"{name}-driver-{driver['metadata']['name']}",
+                api_version=driver["apiVersion"],
+                kind=driver["kind"],
+                metadata=driver["metadata"],
+                spec=secret_if(args.secret_values, driver["spec"]),
+                opts=pulumi.ResourceOptions(
+                    parent=self, depends_on=[release], protect=args.protect
+                ),
+            )
+        self.release_name = release.name
+        self.chart_version = release.version
+        self.status = release.status
+        self.register_outputs(
+            {
+                "namespace": self.namespace,
+                "release_name": self.release_name,
+                "chart_version": self.chart_version,
+                "status": self.status,
+            }
+        )
+
+    def _critical_pod_quota(self, name: str, pods: int) -> core.v1.ResourceQuota:
+        return core.v1.ResourceQuota(
+            f"{name}-critical-pods",
+            metadata=meta.v1.ObjectMetaArgs(
+                name="gpu-operator-critical-pods", namespace=self.namespace
+            ),
+            spec=core.v1.ResourceQuotaSpecArgs(
+                hard={"pods": str(pods)},
+                scope_selector=core.v1.ScopeSelectorArgs(
+                    match_expressions=[
+                        core.v1.ScopedResourceSelectorRequirementArgs(
+                            scope_name="PriorityClass",
+                            operator="In",
+                            values=list(CRITICAL_PRIORITY_CLASSES),
+                        )
+                    ]
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )

@@ -1,0 +1,212 @@
+"""How a pod lands on a GPU pool and passes Pod Security `restricted`: the public recipe.
+
+GPU nodes are tainted, so a pod needs a toleration to be allowed there and node affinity to be
+sent there; it asks for its GPU in `limits` (Kubernetes copies the limit into the request of an
+extended resource), under the name the pool's device plugin advertises; and in a `restricted`
+namespace it must run as a non-root user with every capability dropped, no privilege
+escalation and the runtime's default seccomp profile, like any other pod. Most CUDA images
+run as root: with `runAsNonRoot` alone the kubelet refuses to start them, so the spec below also
+names a non-root user.
+
+Everything is derived from the pool's node identity, so a workload built here follows the pool
+when its sharing mode or taints change. The dictionaries use Kubernetes' own camelCase field
+names: pass them to `pulumi_kubernetes` resources as they are (the SDK's TypedDicts spell
+fields in snake_case, so a type checker wants a `cast` there), or dump them as YAML.
+
+    from gpu_platform.kubernetes.gpu_pod import gpu_pod_spec
+
+    k8s.batch.v1.Job(
+        "train",
+        metadata={"namespace": "ml-sandbox"},
+        spec={
+            "template": {
+                "spec": gpu_pod_spec(
+                    pool, "registry.example.com/train:1.4", ["python", "train.py"],
+                    gpus=2, restart_policy="Never",
+                )
+            }
+        },
+    )
+"""
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from gpu_platform.config import MpsSharing, Provisioner, TimeSlicingSharing
+from gpu_platform.drivers import cuda_tuple
+from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
+
+GPU_POD_ANNOTATIONS = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+"""For a GPU pod's metadata: the cluster autoscaler never drains the node it runs on to pack
+pods tighter (cluster-autoscaler 1.35.2 `simulator/drainability/rules/notsafetoevict/rule.go`
+blocks the drain: "pod annotated as not safe to evict present"), so a job is not killed
+mid-run. Empty GPU nodes still scale away."""
+KARPENTER_GPU_POD_ANNOTATIONS = {"karpenter.sh/do-not-disrupt": "true"}
+"""The same under `provisioner: karpenter`, which reads no cluster autoscaler annotation:
+Karpenter neither consolidates nor drifts the node while the pod runs, nor evicts it
+(concepts/disruption.md at v1.14.1, "Pod-Level Controls"). Empty GPU nodes still go."""
+_POD_ANNOTATIONS: Mapping[Provisioner, Mapping[str, str]] = {
+    "cluster-autoscaler": GPU_POD_ANNOTATIONS,
+    "karpenter": KARPENTER_GPU_POD_ANNOTATIONS,
+}
+
+
+def gpu_pod_annotations(provisioner: Provisioner) -> dict[str, str]:
+    """What keeps the stack's node provisioner from disrupting a running GPU pod's node."""
+    return dict(_POD_ANNOTATIONS[provisioner])
+
+
+# Any non-zero id passes `restricted`; 1000 is the first ordinary account on most base images
+# (`ubuntu` on Ubuntu 24.04 ones), so tools that look up the current user find one.
+DEFAULT_USER_ID = 1000
+
+
+def gpu_pod_spec(
+    pool: ResolvedPool,
+    image: str,
+    command: Sequence[str],
+    gpus: int = 1,
+    *,
+    container_name: str = "main",
+    env: Mapping[str, str] | None = None,
+    requests: Mapping[str, str] | None = None,
+    limits: Mapping[str, str] | None = None,
+    user_id: int = DEFAULT_USER_ID,
+    restart_policy: Literal["Always", "OnFailure", "Never"] | None = None,
+    cuda: str | None = None,
+) -> dict[str, Any]:
+    """A PodSpec with one container that gets `gpus` of the pool's GPUs (or GPU slices).
+
+    `gpus` counts what the pool advertises: whole GPUs, time-sliced or MPS replicas, or MIG
+    instances; it cannot exceed what one node of the pool has. `requests` and `limits` add
+    other resources (`cpu`, `memory`). The container runs as `user_id` (group too), which must
+    not be 0. `restart_policy` is left to the Kubernetes default (`Always`, as Deployments
+    need) unless given; Jobs need `Never` or `OnFailure`. `cuda` is the CUDA release the image
+    was built for (`12.4`): it must not be newer than the pool's driver runs, and it is set as
+    the container's `NVIDIA_REQUIRE_CUDA`, which the policy pack reads and the NVIDIA Container
+    Toolkit enforces when the container starts.
+    """
+    resource = gpu_resource(pool)
+    # Time-sliced and MPS replicas may be slices of one GPU: the device plugin refuses more
+    # than one per container (`failRequestsGreaterThanOne`), and only at kubelet admission.
+    most = 1 if isinstance(pool.spec.sharing, TimeSlicingSharing | MpsSharing) else None
+    per_node = most or pool.identity.resources[resource]
+    if not 1 <= gpus <= per_node:
+        why = (
+            f"its GPUs are shared ({pool.spec.sharing.mode}): more than one replica buys no more"
+            " GPU, and the device plugin refuses it"
+            if most
+            else "what one of its nodes advertises"
+        )
+        raise ValueError(
+            f"gpus={gpus}: a pod on pool {pool.spec.name!r} can get 1 to {per_node} "
+            f"{resource} ({why})"
+        )
+    if user_id == 0:
+        raise ValueError("user_id=0: Pod Security `restricted` rejects pods that run as root")
+    if cuda is not None:
+        env = {**(env or {}), REQUIRE_CUDA_ENV: f"cuda>={_checked_cuda(pool, cuda)}"}
+    container: dict[str, Any] = {
+        "name": container_name,
+        "image": image,
+        "command": list(command),
+        "resources": {
+            **({"requests": dict(requests)} if requests else {}),
+            "limits": {**(limits or {}), resource: str(gpus)},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+    if env:
+        container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    spec: dict[str, Any] = {
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": user_id,
+            "runAsGroup": user_id,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [container],
+        "tolerations": gpu_tolerations(pool),
+        "affinity": gpu_node_affinity(pool),
+    }
+    if restart_policy is not None:
+        spec["restartPolicy"] = restart_policy
+    return spec
+
+
+REQUIRE_CUDA_ENV = "NVIDIA_REQUIRE_CUDA"
+
+
+def _checked_cuda(pool: ResolvedPool, cuda: str) -> str:
+    if re.fullmatch(r"\d+\.\d+", cuda) is None:
+        raise ValueError(f"cuda={cuda!r}: a CUDA release as major.minor, such as 12.4")
+    driver = pool.driver
+    if driver is not None and cuda_tuple(cuda) > cuda_tuple(driver.cuda):
+        raise ValueError(
+            f"cuda={cuda!r}: pool {pool.spec.name!r} runs {driver.describe()}, which runs CUDA"
+            f" {driver.cuda} and older; a CUDA {cuda} application fails at its first CUDA call"
+            " there. Use an image built for an older CUDA, or a pool with a newer driver"
+        )
+    return cuda
+
+
+def gpu_resource(pool: ResolvedPool) -> str:
+    """The extended resource a pod asks for on the pool: `nvidia.com/gpu`, or
+    `nvidia.com/mig-<slice>` on a MIG pool (whose nodes advertise `nvidia.com/gpu: 0`)."""
+    (resource,) = (name for name, count in pool.identity.resources.items() if count)
+    return resource
+
+
+def gpu_tolerations(pool: ResolvedPool) -> list[dict[str, str]]:
+    """Tolerations for every taint on the pool's nodes: the GPU taint and the pool's own."""
+    return [
+        {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
+        if t.value
+        else {"key": t.key, "operator": "Exists", "effect": t.effect}
+        for t in pool.identity.taints
+    ]
+
+
+def gpu_node_affinity(pool: ResolvedPool) -> dict[str, Any]:
+    """Node affinity that only the pool's nodes satisfy.
+
+    Required rather than preferred: every GPU pool carries the same GPU taint, so without it a
+    pod could land on another pool's GPUs; and the autoscaler reads the requirement to choose
+    which pool to scale up from zero.
+    """
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": POOL_LABEL, "operator": "In", "values": [pool.spec.name]}
+                        ]
+                    }
+                ]
+            }
+        }
+    }
+
+
+def pool_placement(pool: ResolvedPool, provisioner: Provisioner) -> dict[str, Any]:
+    """What a workload needs to land on the pool, as the stack exports it for other teams:
+    the resource to put in `limits`, the tolerations, the affinity and the pod annotations
+    that keep what launches the stack's GPU nodes (`provisioner`; GKE's autoscaler reads the
+    cluster autoscaler's) from draining a node under a running job, beside the node labels,
+    taints and per-node resources they follow from."""
+    return {
+        "labels": dict(pool.identity.labels),
+        "taints": [vars(t) for t in pool.identity.taints],
+        "resources": dict(pool.identity.resources),
+        "workload": {
+            "resource": gpu_resource(pool),
+            "tolerations": gpu_tolerations(pool),
+            "affinity": gpu_node_affinity(pool),
+            "annotations": gpu_pod_annotations(provisioner),
+        },
+    }

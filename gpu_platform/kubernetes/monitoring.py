@@ -1,0 +1,286 @@
+"""GPU alerts and dashboards on the Prometheus Operator, and optionally the Prometheus stack.
+
+The DCGM exporter that the GPU Operator runs on every GPU node is what everything here reads.
+The operator's own ServiceMonitor gets it scraped; this component adds:
+
+- the alert rules (`alerts/gpu-alerts.yaml`) as a PrometheusRule: a GPU a pod holds but does not
+  use, GPU memory nearly full, the exporter down, missing or without the health metrics, and GPU
+  health: XIDs by the action NVIDIA's XID catalog gives them (`alerts/xid-classes.json`),
+  uncorrectable ECC errors, memory awaiting repair or out of spare rows, NVLink errors and
+  throttling while busy, each with its section of the runbook, docs/gpu-health.md;
+- the Grafana dashboard (`dashboards/gpus.json`) as a ConfigMap that Grafana's dashboard sidecar
+  loads;
+- with `installPrometheusStack`, a pinned kube-prometheus-stack (Prometheus Operator, Prometheus,
+  Alertmanager, Grafana) in a namespace of its own, which must exist before anything uses the
+  Prometheus Operator's resource types;
+- with `googleManagedPrometheus` (GKE), a ClusterPodMonitoring so that Google Cloud Managed
+  Service for Prometheus scrapes the exporter too.
+
+Both content files hold `@{name}` placeholders, filled from the stack's monitoring settings by
+`gpu_alert_rules` and `gpu_dashboard`; the alert rules' promtool tests use the same rendering.
+"""
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import pulumi
+from pulumi_kubernetes import apiextensions, core, helm, meta
+
+from gpu_platform import yaml_documents
+from gpu_platform.config import MonitoringSpec, Platform
+from gpu_platform.kubernetes.alerts import ALERTED_CLASSES, xid_classes
+from gpu_platform.kubernetes.pod_security import pod_security_labels
+from gpu_platform.secrets import secret_if
+from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART
+
+ALERT_RULES_FILE = Path(__file__).parent / "alerts" / "gpu-alerts.yaml"
+DASHBOARD_FILE = Path(__file__).parent / "dashboards" / "gpus.json"
+RUNBOOKS = "docs/gpu-health.md"
+"""Where the alerts' `runbook_url` points, with a section per alert (`#<alert name in lower
+case>`): the runbook's path in this repository, since the platform does not know where its users
+publish it. Alertmanager and Grafana show it as it is."""
+PER_GPU_LABELS = ("Hostname", "hostname", "gpu", "UUID", "modelName", "pci_bus_id")
+"""The exporter's labels that name one GPU: the node (`Hostname` up to exporter 4.5.3-4.8.2,
+`hostname` after, dcgm-exporter#655), its index there, its UUID, model and PCI address."""
+
+DCGM_EXPORTER = "nvidia-dcgm-exporter"
+"""The name the GPU Operator gives the exporter's DaemonSet, Service and ServiceMonitor, the
+`app` label of its pods, and so (the ServiceMonitor's job label is `app`) its scrape job."""
+DCGM_EXPORTER_PORT = 9400
+DASHBOARD_SIDECAR_LABEL = ("grafana_dashboard", "1")
+"""The label kube-prometheus-stack's Grafana sidecar loads dashboard ConfigMaps by, from every
+namespace (the chart's default, set explicitly when the stack is installed here)."""
+PROMETHEUS_RULE_NAME = "gpu-platform-gpus"
+DASHBOARD_CONFIG_MAP_NAME = "gpu-platform-gpu-dashboard"
+STACK_RELEASE_HISTORY = 10
+"""Helm revisions kept as Secrets in the namespace, for `helm rollback`."""
+STACK_TIMEOUT_SECONDS = 600
+GMP_SCRAPE_INTERVAL = "30s"
+"""The exporter refreshes its readings every 30 seconds; Managed Service for Prometheus bills by
+sample, so scraping more often would cost more for repeated values."""
+
+
+@dataclass
+class GpuMonitoringArgs:
+    monitoring: MonitoringSpec
+    platform: Platform
+    operator_namespace: str
+    """The GPU Operator's namespace, where the DCGM exporter runs: the stack's
+    `gpu-platform:operator.namespace`."""
+    secret_labels: bool = False
+    """`serviceMonitorLabels` came from a config key set as a secret: keep them secret."""
+    protect: bool = False
+    """Protect the Prometheus stack's namespace and release, where this installs them: deleting
+    them loses the metrics Prometheus holds and the Prometheus Operator's CRDs, and with the
+    CRDs every rule and monitor of the cluster."""
+
+
+class GpuMonitoring(pulumi.ComponentResource):
+    """The GPU alert rules and dashboard, and the Prometheus stack when asked to install it."""
+
+    prometheus_operator: list[pulumi.Resource]
+    """What must exist before anything uses the Prometheus Operator's resource types: the
+    kube-prometheus-stack release when it is installed here, else nothing (the cluster has them)."""
+    rule_names: pulumi.Output[list[str]]
+    """The names of the alerts the PrometheusRule defines."""
+
+    def __init__(
+        self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("gpu-platform:kubernetes:GpuMonitoring", name, None, opts)
+        monitoring = args.monitoring
+        self.prometheus_operator = []
+        namespace: pulumi.Input[str] = monitoring.namespace
+        if monitoring.install_prometheus_stack:
+            namespace = self._stack_namespace(
+                f"{name}-namespace", monitoring.namespace, "baseline", args.protect
+            )
+            node_exporter_namespace = self._stack_namespace(
+                f"{name}-node-exporter-namespace",
+                monitoring.node_exporter_namespace,
+                "privileged",
+                args.protect,
+            )
+            self.prometheus_operator = [
+                self._prometheus_stack(name, namespace, node_exporter_namespace, args.protect)
+            ]
+
+        rules = gpu_alert_rules(monitoring, args.operator_namespace)
+        apiextensions.CustomResource(
+            f"{name}-alerts",
+            api_version="monitoring.coreos.com/v1",
+            kind="PrometheusRule",
+            metadata=meta.v1.ObjectMetaArgs(
+                name=PROMETHEUS_RULE_NAME,
+                namespace=namespace,
+                labels=secret_if(args.secret_labels, dict(monitoring.service_monitor_labels)),
+            ),
+            spec=rules,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=self.prometheus_operator),
+        )
+        dashboard = gpu_dashboard(monitoring, args.operator_namespace)
+        core.v1.ConfigMap(
+            f"{name}-dashboard",
+            metadata=meta.v1.ObjectMetaArgs(
+                name=DASHBOARD_CONFIG_MAP_NAME,
+                namespace=namespace,
+                labels=dict([DASHBOARD_SIDECAR_LABEL]),
+            ),
+            data={f"{DASHBOARD_CONFIG_MAP_NAME}.json": dashboard},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        if monitoring.google_managed_prometheus:
+            self._managed_prometheus_scrape(name)
+
+        self.rule_names = pulumi.Output.from_input(alert_names(rules))
+        self.register_outputs({"rule_names": self.rule_names})
+
+    def _stack_namespace(
+        self, name: str, namespace_name: str, level: str, protect: bool
+    ) -> pulumi.Output[str]:
+        namespace = core.v1.Namespace(
+            name,
+            metadata=meta.v1.ObjectMetaArgs(name=namespace_name, labels=pod_security_labels(level)),
+            opts=pulumi.ResourceOptions(parent=self, protect=protect),
+        )
+        # Taking the name from the Namespace makes what goes into it wait for it.
+        return namespace.metadata.apply(lambda _: namespace_name)
+
+    def _prometheus_stack(
+        self,
+        name: str,
+        namespace: pulumi.Input[str],
+        node_exporter_namespace: pulumi.Input[str],
+        protect: bool,
+    ) -> pulumi.Resource:
+        chart = KUBE_PROMETHEUS_STACK_CHART
+        return helm.v3.Release(
+            f"{name}-prometheus-stack",
+            helm.v3.ReleaseArgs(
+                # The stack's Prometheus selects ServiceMonitors and PrometheusRules labelled
+                # `release: <release name>`, which the config requires of serviceMonitorLabels.
+                name=chart.name,
+                chart=chart.name,
+                version=chart.version,
+                repository_opts=helm.v3.RepositoryOptsArgs(repo=chart.repository),
+                namespace=namespace,
+                create_namespace=False,
+                values=prometheus_stack_values(node_exporter_namespace),
+                atomic=True,
+                cleanup_on_fail=True,
+                timeout=STACK_TIMEOUT_SECONDS,
+                max_history=STACK_RELEASE_HISTORY,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, protect=protect),
+        )
+
+    def _managed_prometheus_scrape(self, name: str) -> None:
+        # Cluster-scoped so that it does not wait for the operator's namespace, which the GPU
+        # Operator component creates after this one.
+        apiextensions.CustomResource(
+            f"{name}-dcgm-exporter-scrape",
+            api_version="monitoring.googleapis.com/v1",
+            kind="ClusterPodMonitoring",
+            metadata=meta.v1.ObjectMetaArgs(name=f"gpu-platform-{DCGM_EXPORTER}"),
+            spec={
+                "selector": {"matchLabels": {"app": DCGM_EXPORTER}},
+                "endpoints": [{"port": DCGM_EXPORTER_PORT, "interval": GMP_SCRAPE_INTERVAL}],
+                # The exporter labels a GPU's series with the `pod`, `namespace` and `container`
+                # of the workload holding it. By default the scrape sets those labels to the
+                # exporter's own pod, and Prometheus renames the workload's to `exported_pod`
+                # and so on; Managed Prometheus has no honorLabels. An empty list attaches none
+                # of the scrape's pod labels (prometheus-engine pod_config.go,
+                # ClusterPodMonitoring.endpointScrapeConfig; left out, the CRD's default lists
+                # them all), so the alerts and dashboards read `pod` and `namespace` as they do
+                # on the Prometheus stack.
+                "targetLabels": {"metadata": []},
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+
+def prometheus_stack_values(node_exporter_namespace: pulumi.Input[str]) -> dict[str, Any]:
+    """kube-prometheus-stack values: the chart's defaults but for Grafana's admin password, the
+    dashboard sidecar's label (stated so that the dashboard ConfigMap keeps matching it) and
+    node-exporter's namespace."""
+    label, value = DASHBOARD_SIDECAR_LABEL
+    return {
+        # node-exporter runs with the host's network and PID namespaces and mounts its root
+        # filesystem to read the node's metrics: only `privileged` admits it. Every other pod of
+        # the stack (operator, Prometheus, Alertmanager, Grafana, kube-state-metrics) needs no
+        # host access, and stays under `baseline` in the stack's own namespace. The subchart's
+        # `namespaceOverride` (kube-prometheus-stack's values.yaml) moves only the DaemonSet.
+        "prometheus-node-exporter": {"namespaceOverride": node_exporter_namespace},
+        "grafana": {
+            # The chart's default password is published in its values file; left empty, the
+            # Grafana chart generates one into its Secret (`kube-prometheus-stack-grafana`).
+            "adminPassword": "",
+            "sidecar": {"dashboards": {"enabled": True, "label": label, "labelValue": value}},
+        },
+    }
+
+
+def gpu_alert_rules(monitoring: MonitoringSpec, operator_namespace: str) -> dict[str, Any]:
+    """The alert rules file (`groups:`) with the stack's thresholds filled in."""
+    rules = yaml_documents.load(ALERT_RULES_FILE.read_text())
+    return _fill(rules, _placeholders(monitoring, operator_namespace))
+
+
+def gpu_dashboard(monitoring: MonitoringSpec, operator_namespace: str) -> str:
+    """The Grafana dashboard JSON with the stack's thresholds filled in."""
+    dashboard = json.loads(DASHBOARD_FILE.read_text())
+    return json.dumps(_fill(dashboard, _placeholders(monitoring, operator_namespace)), indent=2)
+
+
+def alert_names(rules: Mapping[str, Any]) -> list[str]:
+    return [
+        rule["alert"] for group in rules["groups"] for rule in group["rules"] if "alert" in rule
+    ]
+
+
+class _Placeholder(Template):
+    delimiter = "@"
+
+
+def _placeholders(monitoring: MonitoringSpec, operator_namespace: str) -> dict[str, str]:
+    return {
+        "exporter": DCGM_EXPORTER,
+        "operator_namespace": operator_namespace,
+        # A GPU a workload pod holds: see the header of alerts/gpu-alerts.yaml.
+        "allocated": f'job="{DCGM_EXPORTER}", pod!="", namespace!="{operator_namespace}"',
+        "idle_gpu_minutes": str(monitoring.idle_gpu_minutes),
+        "idle_gpu_utilization_percent": str(monitoring.idle_gpu_utilization_percent),
+        "framebuffer_full_percent": str(monitoring.framebuffer_full_percent),
+        "per_gpu": ", ".join(PER_GPU_LABELS),
+        "runbooks": RUNBOOKS,
+        **_xid_placeholders(),
+    }
+
+
+def _xid_placeholders() -> dict[str, str]:
+    """`xid_<class>`: a regex of the codes of each alerted class, and `xid_classified`: of every
+    code with a class (`ignore` too) and 0, which is no XID."""
+    classes = xid_classes()
+    placeholders = {f"xid_{name}": _alternatives(classes[name]) for name in ALERTED_CLASSES}
+    classified = [0, *(code for codes in classes.values() for code in codes)]
+    placeholders["xid_classified"] = _alternatives(sorted(classified))
+    return placeholders
+
+
+def _alternatives(codes: list[int]) -> str:
+    return "|".join(map(str, codes))
+
+
+def _fill(document: Any, values: Mapping[str, str]) -> Any:
+    """`document` with the placeholders in every string replaced; an unknown one raises."""
+    if isinstance(document, str):
+        return _Placeholder(document).substitute(values)
+    if isinstance(document, Mapping):
+        return {key: _fill(value, values) for key, value in document.items()}
+    if isinstance(document, list):
+        return [_fill(item, values) for item in document]
+    return document

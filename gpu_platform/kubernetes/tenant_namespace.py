@@ -1,0 +1,220 @@
+"""A namespace where a team runs GPU workloads under Pod Security `restricted`.
+
+The Namespace enforces, audits and warns at the configured Pod Security level, pinned to
+`POD_SECURITY_VERSION`. A ResourceQuota caps the GPUs its pods may request, under every GPU
+resource name the stack's pools advertise. Optionally a smoke-test Job runs `nvidia-smi` on one
+pool, built like any tenant workload (`gpu_pod_spec`), so that `pulumi up` only succeeds once a
+restricted pod in the namespace has really reached a GPU. Children are registered once the
+component is, and the component once what it depends on (the GPU Operator) exists, so the
+smoke test never starts before the operator is installed.
+
+How `pulumi up` waits for the smoke test: pulumi-kubernetes waits for a Job to complete and
+fails at once when the Job reports `Failed` with reason `BackoffLimitExceeded` or
+`DeadlineExceeded`; any other reason (a `podFailurePolicy` rule's `FailJob`) goes unnoticed
+until the wait times out. So the Job does not retry a failed `nvidia-smi` (`backoffLimit: 0`),
+except when the pod was disrupted (a spot node reclaimed); it gives up after
+`smokeTestDeadlineSeconds`, which must cover scaling the pool up from zero; and Pulumi's own
+timeout is set past that deadline, so the error shown is the Job's, with its pods' warnings. A
+failed Job is replaced, and so re-run, on the next `pulumi up` (`pulumi.com/replaceUnready`). A
+finished Job is kept, not deleted after a TTL: `pulumi refresh` would find it gone and the next
+`pulumi up` would re-create it, scaling a GPU node up from zero every time. It is re-run
+whenever its pod changes (a new image pin, another pool): Kubernetes cannot change a Job's pod
+template, so Pulumi replaces the Job.
+
+A namespace that sets `gpuIdleMinutes` carries it as the label `gpu-platform.io/gpu-idle-minutes`
+and gets the job that ends its GPU pods once idle that long (`idle_gpu_pods.py`).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import pulumi
+from pulumi_kubernetes import batch, core
+
+from gpu_platform.config import MonitoringSpec, Provisioner, TenantNamespaceSpec
+from gpu_platform.kubernetes.gpu_pod import gpu_pod_annotations, gpu_pod_spec
+from gpu_platform.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL, declare_idle_gpu_reaper
+from gpu_platform.kubernetes.pod_security import pod_security_labels
+from gpu_platform.node_identity import GPU_RESOURCE, ResolvedPool
+from gpu_platform.secrets import secret_if
+from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE
+
+QUOTA_NAME = "gpu-quota"
+SMOKE_TEST_NAME = "gpu-smoke-test"
+# Room for Pulumi's wait beyond the Job's own deadline, so the Job's failure is the one reported.
+SMOKE_TEST_AWAIT_MARGIN_SECONDS = 120
+
+
+@dataclass
+class GpuTenantNamespaceArgs:
+    namespace: TenantNamespaceSpec
+    pools: Sequence[ResolvedPool]
+    """Every pool of the stack: the quota covers the GPU resources of all of them."""
+    monitoring: MonitoringSpec = field(default_factory=MonitoringSpec)
+    """Where the idle GPU pod enforcer asks Prometheus (`query_url`) and what counts as idle:
+    the stack's `gpu-platform:monitoring`, read only when the namespace sets `gpuIdleMinutes`."""
+    secret_monitoring: bool = False
+    """`monitoring` came from a config key set as a secret: keep the Prometheus URL secret."""
+    provisioner: Provisioner = "cluster-autoscaler"
+    """What starts the stack's GPU nodes: the smoke test asks it not to disrupt the node."""
+
+
+class GpuTenantNamespace(pulumi.ComponentResource):
+    def __init__(
+        self,
+        name: str,
+        args: GpuTenantNamespaceArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("gpu-platform:kubernetes:GpuTenantNamespace", name, None, opts)
+        spec = args.namespace
+        child = pulumi.ResourceOptions(parent=self)
+
+        namespace = core.v1.Namespace(
+            name,
+            metadata={"name": spec.name, "labels": namespace_labels(spec)},
+            opts=child,
+        )
+        quota = core.v1.ResourceQuota(
+            f"{name}-{QUOTA_NAME}",
+            metadata={"name": QUOTA_NAME, "namespace": namespace.metadata.name},
+            spec={"hard": gpu_quota(spec, args.pools)},
+            opts=child,
+        )
+        self.namespace_name: pulumi.Output[str] = namespace.metadata.name
+        self.quota_name: pulumi.Output[str] = quota.metadata.name
+        self.smoke_test_job_name: pulumi.Output[str] | None = None
+        if spec.smoke_test_pool is not None:
+            pool = next(p for p in args.pools if p.spec.name == spec.smoke_test_pool)
+            job = batch.v1.Job(
+                f"{name}-{SMOKE_TEST_NAME}",
+                metadata={
+                    "name": SMOKE_TEST_NAME,
+                    "namespace": namespace.metadata.name,
+                    "labels": _smoke_test_labels(),
+                    "annotations": {
+                        "pulumi.com/timeoutSeconds": str(
+                            spec.smoke_test_deadline_seconds + SMOKE_TEST_AWAIT_MARGIN_SECONDS
+                        ),
+                        "pulumi.com/replaceUnready": "true",
+                    },
+                },
+                # The provider takes Kubernetes' camelCase field names as they are; the SDK's
+                # TypedDicts only know their snake_case spelling.
+                spec=cast(
+                    Any,
+                    smoke_test_job_spec(pool, spec.smoke_test_deadline_seconds, args.provisioner),
+                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[quota]),
+            )
+            self.smoke_test_job_name = job.metadata.name
+        self.idle_gpu_reaper_name: pulumi.Output[str] | None = None
+        if spec.gpu_idle_minutes is not None:
+            url = args.monitoring.query_url
+            # Config validation refuses gpuIdleMinutes without a Prometheus to ask.
+            assert url is not None, f"namespace {spec.name} has no Prometheus to ask"
+            reaper = declare_idle_gpu_reaper(
+                name,
+                namespace.metadata.name,
+                spec.gpu_idle_minutes,
+                args.monitoring.idle_gpu_utilization_percent,
+                secret_if(args.secret_monitoring, url),
+                parent=self,
+            )
+            self.idle_gpu_reaper_name = reaper.metadata.name
+        self.register_outputs(
+            {
+                "namespace_name": self.namespace_name,
+                "quota_name": self.quota_name,
+                "smoke_test_job_name": self.smoke_test_job_name,
+                "idle_gpu_reaper_name": self.idle_gpu_reaper_name,
+            }
+        )
+
+
+def namespace_labels(spec: TenantNamespaceSpec) -> dict[str, str]:
+    """Its Pod Security labels, and its idle GPU limit when it sets one (for the policy pack)."""
+    labels = pod_security_labels(spec.pod_security)
+    if spec.gpu_idle_minutes is not None:
+        labels[IDLE_MINUTES_LABEL] = str(spec.gpu_idle_minutes)
+    return labels
+
+
+def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[str, str]:
+    """`requests.<resource>` = the namespace's quota for each GPU resource the pools advertise.
+
+    Extended resources can only be capped on requests; pods set GPUs as limits and Kubernetes
+    copies them into requests, so the cap holds. `nvidia.com/gpu` is always capped, so that a
+    pool added later is never uncapped in the meantime.
+    """
+    resources = {GPU_RESOURCE, *(r for pool in pools for r in pool.identity.resources)}
+    return {f"requests.{r}": str(spec.gpu_quota) for r in sorted(resources)}
+
+
+EXPECTED_DRIVER_ENV = "EXPECTED_NVIDIA_DRIVER"
+# `nvidia-smi`, then every GPU's driver held to the pool's: the exact version where the platform
+# knows it, else its branch. A node that runs another driver than the one the pool's CUDA ceiling
+# was computed from (a table out of date, a branch stated wrongly) fails the smoke test, and with
+# it `pulumi up`, instead of letting workloads find out.
+SMOKE_TEST_SCRIPT = f"""nvidia-smi || exit 1
+drivers=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader) || exit 1
+for driver in $drivers; do
+  case "$driver" in
+    "${EXPECTED_DRIVER_ENV}"|"${EXPECTED_DRIVER_ENV}".*) ;;
+    *) echo "NVIDIA driver $driver, not the pool's ${EXPECTED_DRIVER_ENV}"; exit 1 ;;
+  esac
+done
+echo "NVIDIA driver $drivers, as expected"
+"""
+
+
+def smoke_test_job_spec(
+    pool: ResolvedPool, deadline_seconds: int, provisioner: Provisioner = "cluster-autoscaler"
+) -> dict[str, Any]:
+    """A Job that runs `nvidia-smi` once in a restricted pod on `pool` (see the module doc)."""
+    pod = gpu_pod_spec(
+        pool,
+        GPU_SMOKE_TEST_IMAGE,
+        ["sh", "-c", SMOKE_TEST_SCRIPT] if pool.driver else ["nvidia-smi"],
+        container_name="nvidia-smi",
+        env={
+            **({EXPECTED_DRIVER_ENV: pool.driver.version} if pool.driver else {}),
+            # The toolkit mounts `nvidia-smi` for the `utility` capability, whatever the
+            # image declares.
+            "NVIDIA_DRIVER_CAPABILITIES": "utility",
+            # `nvidia-smi` comes from the node's driver, so the image's CUDA requirement is
+            # moot; checked, it would fail the test on nodes whose driver predates the image.
+            "NVIDIA_DISABLE_REQUIRE": "true",
+        },
+        requests={"cpu": "100m", "memory": "128Mi"},
+        limits={"memory": "128Mi"},
+        restart_policy="Never",
+    )
+    # `nvidia-smi` never calls the Kubernetes API.
+    pod["automountServiceAccountToken"] = False
+    return {
+        "backoffLimit": 0,
+        "activeDeadlineSeconds": deadline_seconds,
+        "podFailurePolicy": {
+            "rules": [
+                {
+                    "action": "Ignore",
+                    # Kubernetes 1.33 and 1.34 require the condition's status; 1.35 defaults it
+                    # to True, the status of a pod disrupted.
+                    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+                }
+            ]
+        },
+        "template": {
+            "metadata": {
+                "labels": _smoke_test_labels(),
+                "annotations": gpu_pod_annotations(provisioner),
+            },
+            "spec": pod,
+        },
+    }
+
+
+def _smoke_test_labels() -> dict[str, str]:
+    return {"app.kubernetes.io/name": SMOKE_TEST_NAME, "app.kubernetes.io/part-of": "gpu-platform"}

@@ -1,0 +1,208 @@
+"""What a GPU node of a pool looks like to Kubernetes: its labels, taints and GPU resources.
+
+Derived once from the pool's description. The cloud components put it on the nodes, the
+autoscaler hints advertise it so a pool can scale up from zero, the GPU Operator's per-node
+sharing configs are selected by it, and workloads are placed with it. One derivation keeps all of
+them in agreement.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from gpu_platform.accelerators import mig_instances_per_gpu
+from gpu_platform.config import (
+    GPU_TAINT_KEY,
+    ExclusiveSharing,
+    GpuPoolSpec,
+    MigSharing,
+    MpsSharing,
+    Platform,
+    Sharing,
+    TimeSlicingSharing,
+)
+from gpu_platform.drivers import CUDA_LABEL, DRIVER_LABEL, NvidiaDriver
+
+GPU_RESOURCE = "nvidia.com/gpu"
+POOL_LABEL = "gpu-platform.io/pool"
+ACCELERATOR_LABEL = "gpu-platform.io/accelerator"
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+CANARY_LABEL = "gpu-platform.io/canary-of"
+"""On a canary pool's nodes: the pool whose new versions it tries first."""
+# The GPU Operator's device plugin reads its sharing config name from this node label, and the
+# MIG manager its partition layout from the other one.
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+# Kubernetes' well-known labels, which the kubelet sets from what the cloud tells it; `fit` and
+# Karpenter's NodePools read them like any other node label.
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A Kubernetes taint, spelled as Kubernetes spells it (`NoSchedule`)."""
+
+    key: str
+    value: str
+    effect: str
+
+
+# Kubernetes spells taint effects `NoSchedule`; the EKS and GKE APIs both spell them `NO_SCHEDULE`.
+CLOUD_TAINT_EFFECTS: Mapping[str, str] = {
+    "NoSchedule": "NO_SCHEDULE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+}
+
+# Every GPU node carries it, so only pods that tolerate it (GPU workloads and the operator's
+# DaemonSets, whose default toleration is `nvidia.com/gpu` Exists) are scheduled there.
+GPU_TAINT = Taint(key=GPU_TAINT_KEY, value="present", effect="NoSchedule")
+
+
+class GpuSharer(Enum):
+    """Who turns a node's GPUs into what its pods ask for."""
+
+    OPERATOR = "operator"
+    """The GPU Operator's device plugin (and MIG manager), selected by node labels."""
+    GKE = "gke"
+    """GKE's own device plugin, from the node pool's GPU sharing or partition settings."""
+
+
+def sharer_for(platform: Platform, sharing: Sharing) -> GpuSharer:
+    """GKE shares the GPUs of a shared or partitioned pool on Container-Optimized OS.
+
+    GKE's autoscaler plans a pool from the node pool's own GPU settings, so it counts only the
+    replicas and partitions GKE makes itself (`gpu_sharing_config`, `gpu_partition_size`); with
+    the operator's device plugin it plans with whole GPUs, and a MIG pool could never scale up
+    from zero. GKE's device plugin reads those settings from the node (`/etc/nvidia/
+    gpu_config.json`), and Google's COS driver installer creates the partitions in its
+    `partition-gpus` init container before the plugin advertises them (container-engine-
+    accelerators `partition_gpu/`, `pkg/gpu/nvidia/mig/mig.go`). On Ubuntu the operator builds
+    the driver and nothing of GKE's shares it: config validation refuses shared pools there.
+    """
+    if platform is Platform.GKE_COS and not isinstance(sharing, ExclusiveSharing):
+        return GpuSharer.GKE
+    return GpuSharer.OPERATOR
+
+
+@dataclass(frozen=True)
+class GpuShape:
+    """The GPUs on one node: which model and how many."""
+
+    accelerator: str
+    count: int
+
+
+@dataclass(frozen=True)
+class NodeIdentity:
+    """Labels, taints and extended resources of every node in a pool."""
+
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    resources: Mapping[str, int] = field(default_factory=dict)
+    """Extended resources one node advertises once the device plugin runs."""
+
+
+def sharing_config_name(sharing: Sharing) -> str:
+    """The name of the device plugin config a pool with this sharing mode selects."""
+    match sharing:
+        case TimeSlicingSharing(replicas=replicas) | MpsSharing(replicas=replicas):
+            return f"{sharing.mode}-{replicas}"
+        case MigSharing(strategy=strategy):
+            return f"mig-{strategy}"
+        case _:
+            return "exclusive"
+
+
+def advertised_resources(
+    sharing: Sharing, gpu: GpuShape, sharer: GpuSharer = GpuSharer.OPERATOR
+) -> dict[str, int]:
+    """What the device plugin on one node will advertise, for the scheduler and autoscaler."""
+    match sharing:
+        case TimeSlicingSharing(replicas=replicas) | MpsSharing(replicas=replicas):
+            return {GPU_RESOURCE: gpu.count * replicas}
+        case MigSharing(profile=profile) if sharer is GpuSharer.GKE:
+            # GKE's device plugin advertises each partition as one `nvidia.com/gpu`
+            # (`pkg/gpu/nvidia/manager.go`, ListGPUPartitionDevices).
+            return {GPU_RESOURCE: gpu.count * mig_instances_per_gpu(gpu.accelerator, profile)}
+        case MigSharing(profile=profile):
+            # `mixed`: once every GPU is partitioned, none is left to advertise whole, and the
+            # device plugin reports `nvidia.com/gpu: 0`. Saying so keeps the autoscaler from
+            # planning a node at zero with the machine's physical GPUs.
+            slice_name = profile.removeprefix("all-")
+            per_gpu = mig_instances_per_gpu(gpu.accelerator, profile)
+            return {GPU_RESOURCE: 0, f"nvidia.com/mig-{slice_name}": gpu.count * per_gpu}
+        case ExclusiveSharing():
+            return {GPU_RESOURCE: gpu.count}
+    raise AssertionError(f"unhandled sharing mode {sharing!r}")
+
+
+def node_identity_for(
+    pool: GpuPoolSpec,
+    gpu: GpuShape,
+    sharer: GpuSharer = GpuSharer.OPERATOR,
+    driver: NvidiaDriver | None = None,
+) -> NodeIdentity:
+    """The identity every node of `pool` has, extra labels and taints from config included."""
+    labels = {
+        **pool.labels,
+        POOL_LABEL: pool.name,
+        ACCELERATOR_LABEL: gpu.accelerator,
+        GPU_PRESENT_LABEL: "true",
+    }
+    # On the node group's own labels rather than left to the operator's feature discovery, so
+    # that a pool scaled to zero shows them too: the policy pack reads them from the node group.
+    if driver is not None:
+        labels[DRIVER_LABEL] = driver.version
+        labels[CUDA_LABEL] = driver.cuda
+    if pool.canary_of is not None:
+        labels[CANARY_LABEL] = pool.canary_of
+    if sharer is GpuSharer.OPERATOR:
+        labels[DEVICE_PLUGIN_CONFIG_LABEL] = sharing_config_name(pool.sharing)
+        if isinstance(pool.sharing, MigSharing):
+            labels[MIG_CONFIG_LABEL] = pool.sharing.profile
+    extra_taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
+    return NodeIdentity(
+        labels=labels,
+        taints=(GPU_TAINT, *extra_taints),
+        resources=advertised_resources(pool.sharing, gpu, sharer),
+    )
+
+
+@dataclass(frozen=True)
+class ResolvedPool:
+    """A pool whose GPUs are known: its description, position in config, GPUs and identity."""
+
+    spec: GpuPoolSpec
+    index: int
+    """Position in `gpu-platform:pools`, for error messages that name the key."""
+    gpu: GpuShape
+    identity: NodeIdentity
+    sharer: GpuSharer = GpuSharer.OPERATOR
+    driver: NvidiaDriver | None = None
+    """The NVIDIA driver its nodes run; every pool of a stack has one, and only tests of other
+    concerns leave it out."""
+
+
+def resolve_pool(
+    spec: GpuPoolSpec,
+    index: int,
+    gpu: GpuShape,
+    sharer: GpuSharer = GpuSharer.OPERATOR,
+    driver: NvidiaDriver | None = None,
+) -> ResolvedPool:
+    identity = node_identity_for(spec, gpu, sharer, driver)
+    return ResolvedPool(spec, index, gpu, identity, sharer, driver)
+
+
+def pool_software(pool: ResolvedPool) -> dict[str, str | None]:
+    """What the stack exports and the plan shows of a pool's driver: its version, the newest
+    CUDA its pods may use, what pins it, and the pool it is the canary of."""
+    driver = pool.driver
+    return {
+        "nvidiaDriver": driver.version if driver else None,
+        "cuda": driver.cuda if driver else None,
+        "pinnedBy": driver.source if driver else None,
+        "canaryOf": pool.spec.canary_of,
+    }

@@ -1,0 +1,149 @@
+"""Every pinned upstream version the platform deploys, in one place.
+
+Code reads these constants; `tests/gpu_platform/test_versions.py` checks that each is an exact
+pin (no ranges, no `latest`, manifests at a commit) so that an upgrade is always a reviewed
+change to this file.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class HelmChart:
+    """A chart pinned to an exact version in a Helm repository."""
+
+    name: str
+    version: str
+    repository: str
+
+
+# NVIDIA GPU Operator. Its values file has no schema, so every key path the code sets is
+# checked against the pinned chart's key list (gpu_platform/kubernetes/chart_keys/, derived from
+# the chart's values.yaml by derive.py there): re-derive it with every change of version.
+GPU_OPERATOR_CHART = HelmChart(
+    name="gpu-operator",
+    version="v26.7.0",
+    repository="https://helm.ngc.nvidia.com/nvidia",
+)
+
+# kube-prometheus-stack (Prometheus Operator, Prometheus, Alertmanager, Grafana, node-exporter,
+# kube-state-metrics), installed only when `gpu-platform:monitoring.installPrometheusStack` is on.
+# Versions carry no leading `v`. Helm installs the chart's CRDs on first install only: when this
+# pin moves to a release with a newer Prometheus Operator, apply that release's CRDs first (the
+# chart README's "Upgrading chart" section lists them).
+KUBE_PROMETHEUS_STACK_CHART = HelmChart(
+    name="kube-prometheus-stack",
+    version="93.4.1",
+    repository="https://prometheus-community.github.io/helm-charts",
+)
+
+# AWS's EFA device plugin, which advertises a node's Elastic Fabric Adapters as
+# `vpc.amazonaws.com/efa`; installed in kube-system once a pool asks for EFA (`aws.efa`). The
+# DRA driver EKS recommends from Kubernetes 1.34 needs DRA-aware workloads and does not work
+# with Karpenter; the device plugin works on every supported version.
+EFA_DEVICE_PLUGIN_CHART = HelmChart(
+    name="aws-efa-k8s-device-plugin",
+    version="v0.5.30",
+    repository="https://aws.github.io/eks-charts",
+)
+
+# Pod Security Standards version stamped on every namespace's `<mode>-version` label, so a
+# cluster upgrade never tightens or loosens a namespace's policy without a reviewed change.
+POD_SECURITY_VERSION = "v1.35"
+
+# The Kubernetes minor versions the platform supports: those NVIDIA supports GPU Operator v26.7.0
+# on, on both EKS and GKE (the cloud providers table of its platform-support page; EKS 1.32 is
+# not listed). The autoscaler images below, preflight's version check and the tests that validate
+# every object the program creates against each minor's OpenAPI schema all follow it.
+SUPPORTED_KUBERNETES_VERSIONS = ("1.33", "1.34", "1.35", "1.36")
+
+# The tenant namespaces' smoke test runs `nvidia-smi`, which the NVIDIA Container Toolkit mounts
+# from the node's driver: the image only supplies a filesystem, so the smallest CUDA image will
+# do. Its CUDA release stays at or below the oldest driver branch a pool may run (R535 runs CUDA
+# 12.2, see CUDA_BY_DRIVER_BRANCH), so that the image itself never fails the CUDA check it is
+# there to prove: CUDA images declare `NVIDIA_REQUIRE_CUDA`, which the toolkit enforces when the
+# container starts.
+GPU_SMOKE_TEST_IMAGE = "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04"
+
+# The newest CUDA release each NVIDIA driver branch runs natively: what `nvidia-smi` prints as
+# "CUDA Version", and the ceiling a pool's pods are held to. From the CUDA Toolkit release notes'
+# "CUDA Toolkit and Corresponding Driver Versions" table (the minimum Linux driver of every
+# toolkit release): a branch runs every toolkit whose minimum driver is of that branch or older.
+# R565 drivers report 12.7, a release with no toolkit of its own. CUDA's minor version
+# compatibility lets a 12.x application run on any R525+ driver with a limited feature set
+# (docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); the platform
+# holds pods to the native version, as NVIDIA's own images do with `NVIDIA_REQUIRE_CUDA`.
+CUDA_BY_DRIVER_BRANCH = {
+    450: "11.0",
+    470: "11.4",
+    525: "12.0",
+    535: "12.2",
+    550: "12.4",
+    560: "12.6",
+    565: "12.7",
+    570: "12.8",
+    575: "12.9",
+    580: "13.0",
+    590: "13.1",
+    595: "13.2",
+    610: "13.3",
+}
+"""NVIDIA driver branch -> the newest CUDA `major.minor` it runs."""
+
+# The driver the GPU Operator builds where it owns the driver (GKE Ubuntu): the pinned chart's
+# default (`driver.version` in its values.yaml), set explicitly so that a chart upgrade never
+# moves every GPU node to a new driver unnoticed. Changing it rolls the new driver through the
+# operator's upgrade controller (`gpu-platform:operator.driverUpgrade...` settings).
+GPU_OPERATOR_DRIVER_VERSION = "595.91.07"
+
+# The idle GPU pod enforcer of opted-in tenant namespaces runs one script of the standard
+# library (gpu_platform/kubernetes/idle_gpu_reaper.py) from a ConfigMap: an official Python image,
+# the slim variant (no compilers, a smaller attack surface), needs no image of the platform's own
+# to build, sign and patch. Debian trixie named, so the tag cannot move to another release.
+IDLE_GPU_REAPER_IMAGE = "docker.io/library/python:3.13.9-slim-trixie"
+
+# Google's NVIDIA driver installer DaemonSet for Container-Optimized OS nodes, the `preloaded`
+# variant (GKE ships the installer image on the node, matched to its COS release). GKE COS pools
+# use it instead of the GPU Operator's driver. Pinned to a commit of
+# GoogleCloudPlatform/container-engine-accelerators: the branch changes under the same URL.
+# f2cf4197 (2025-07-02) is the newest commit to touch the file. Since the previous pin
+# (068b15a9, 2023-01) it skips installing when a driver is already loaded, fails the pod when
+# the install fails, stays off confidential nodes, updates the `partition-gpus` init container
+# (H100 and H200 partitions) and moves the pause image to gke.gcr.io/pause:3.8 by digest.
+GKE_COS_DRIVER_INSTALLER_MANIFEST = (
+    "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/"
+    "f2cf4197a5c3f0f20133be15d5fad8b7453beed5/nvidia-driver-installer/cos/daemonset-preloaded.yaml"
+)
+
+# Kubernetes cluster autoscaler (EKS). The chart's default image follows the chart's release,
+# not the cluster, so the image is chosen separately: the autoscaler simulates the scheduler of
+# its own minor version and must match the cluster's.
+CLUSTER_AUTOSCALER_CHART = HelmChart(
+    name="cluster-autoscaler",
+    version="9.59.0",
+    repository="https://kubernetes.github.io/autoscaler",
+)
+CLUSTER_AUTOSCALER_IMAGES = {
+    "1.33": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.6",
+    "1.34": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.34.5",
+    "1.35": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.2",
+    "1.36": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.36.1",
+}
+"""Kubernetes minor -> the autoscaler release for it, for every supported minor."""
+
+# Karpenter (EKS, `provisioner: karpenter`), from AWS's OCI registry; versions carry no leading
+# `v`. Helm installs a chart's `crds/` on first install only, so the CRDs come from their own
+# chart at the same version: an upgrade of this pin upgrades them too. 1.14.1 supports
+# Kubernetes up to 1.36 (Karpenter's compatibility matrix: 1.36 needs 1.13 or newer). The
+# NodePool and EC2NodeClass shapes the platform renders are checked against this version's CRDs
+# (gpu_platform/kubernetes/crd_schemas/).
+KARPENTER_CHART = HelmChart(
+    name="karpenter",
+    version="1.14.1",
+    repository="oci://public.ecr.aws/karpenter",
+)
+KARPENTER_CRD_CHART = HelmChart(
+    name="karpenter-crd",
+    version=KARPENTER_CHART.version,
+    repository=KARPENTER_CHART.repository,
+)

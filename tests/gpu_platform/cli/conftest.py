@@ -1,0 +1,35 @@
+"""What the command's tests share: no `preflight` reaches a real chart repository."""
+
+import pytest
+
+from gpu_platform.cli import preflight
+
+# An excerpt of a Helm repository index (`helm repo index` writes this shape).
+CHART_INDEX = b"""apiVersion: v1
+entries:
+  gpu-operator:
+  - name: gpu-operator
+    version: v26.7.0
+    urls: [https://helm.ngc.nvidia.com/nvidia/charts/gpu-operator-v26.7.0.tgz]
+  - name: gpu-operator
+    version: v25.10.1
+    urls: [https://helm.ngc.nvidia.com/nvidia/charts/gpu-operator-v25.10.1.tgz]
+  network-operator:
+  - name: network-operator
+    version: v26.1.0
+generated: "2026-11-01T00:00:00Z"
+"""
+
+
+@pytest.fixture(autouse=True)
+def chart_repository(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The chart index as the repository would serve it; no test reaches a real repository.
+    Lists the repositories read."""
+    read: list[str] = []
+
+    def index(repository: str) -> bytes:
+        read.append(repository)
+        return CHART_INDEX
+
+    monkeypatch.setattr(preflight, "read_chart_index", index)
+    return read

@@ -1,0 +1,239 @@
+"""The `gpu-platform` console command, run as a user runs it: the installed entry point in a
+fresh process, in this repository or in a project of the user's own."""
+
+import shutil
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.repository import ROOT
+
+COMMAND = str(Path(sys.executable).parent / "gpu-platform")
+SUBCOMMANDS = ("plan", "preflight", "fit", "config-reference")
+
+
+def gpu_platform(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [COMMAND, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200"},
+    )
+
+
+def test_version_is_the_installed_packages() -> None:
+    result = gpu_platform("--version")
+
+    assert result.returncode == 0
+    assert result.stdout == f"gpu-platform {version('gpu-platform')}\n"
+
+
+def test_python_m_runs_the_same_command() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "gpu_platform.cli", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert result.returncode == 0
+    assert result.stdout.startswith("gpu-platform ")
+
+
+def test_help_lists_every_subcommand() -> None:
+    result = gpu_platform("--help")
+
+    assert result.returncode == 0
+    for subcommand in SUBCOMMANDS:
+        assert subcommand in result.stdout
+    assert "--install-completion" in result.stdout
+
+
+@pytest.mark.parametrize("subcommand", SUBCOMMANDS)
+def test_every_subcommand_has_help(subcommand: str) -> None:
+    result = gpu_platform(subcommand, "--help")
+
+    assert result.returncode == 0
+    assert f"Usage: gpu-platform {subcommand}" in result.stdout
+
+
+def test_no_arguments_shows_usage_and_exits_2() -> None:
+    result = gpu_platform()
+
+    assert result.returncode == 2
+    assert "Usage: gpu-platform" in result.stdout + result.stderr
+
+
+def test_plan_exits_0_for_a_clean_stack() -> None:
+    result = gpu_platform("plan", "dev")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("stack dev: ")
+
+
+def test_an_unknown_stack_exits_2() -> None:
+    result = gpu_platform("plan", "nope")
+
+    assert result.returncode == 2
+    assert "no stack file Pulumi.nope.yaml" in result.stderr
+
+
+def test_outside_a_pulumi_project_the_commands_exit_2_saying_so(tmp_path: Path) -> None:
+    result = gpu_platform("plan", "dev", cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert "no Pulumi project (Pulumi.yaml)" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_fit_exits_1_when_a_pod_fits_no_pool(tmp_path: Path) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "too-big"},
+        "spec": {
+            "containers": [
+                {"name": "main", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": 64}}}
+            ]
+        },
+    }
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(pod))
+
+    result = gpu_platform("fit", "dev", str(tmp_path / "pod.yaml"))
+
+    assert result.returncode == 1, result.stderr
+
+
+def test_config_reference_prints_markdown() -> None:
+    result = gpu_platform("config-reference")
+
+    assert result.returncode == 0
+    assert "| `gpu-platform:pools` |" in result.stdout
+
+
+# --- A project of the user's own ----------------------------------------------------------------
+
+
+@pytest.fixture
+def own_project(tmp_path: Path) -> Path:
+    """A project named differently, with its program in a folder (`main`) and its stack files in
+    another (`stackConfigDir`), whose program uses the installed components as this repository's
+    does; it has no policy pack."""
+    (tmp_path / "Pulumi.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "ml-gpus",
+                "runtime": {"name": "python", "options": {"toolchain": "uv"}},
+                "main": "infra",
+                "stackConfigDir": "stacks",
+            }
+        )
+    )
+    (tmp_path / "infra").mkdir()
+    shutil.copy(ROOT / "__main__.py", tmp_path / "infra" / "__main__.py")
+    (tmp_path / "stacks").mkdir()
+    shutil.copy(ROOT / "Pulumi.dev.yaml", tmp_path / "stacks" / "Pulumi.staging.yaml")
+    return tmp_path
+
+
+def test_plan_works_on_the_project_given_with_cwd(own_project: Path) -> None:
+    result = gpu_platform("--cwd", str(own_project), "plan", "staging", cwd=Path("/"))
+
+    assert result.returncode == 0, result.stderr
+    assert "stack staging: " in result.stdout
+    assert (
+        "urn:pulumi:staging::ml-gpus::"
+        in gpu_platform(
+            "--cwd", str(own_project), "plan", "staging", "--json", cwd=Path("/")
+        ).stdout
+    )
+
+
+def test_plan_finds_the_project_from_a_folder_below_it(own_project: Path) -> None:
+    result = gpu_platform("plan", "staging", cwd=own_project / "infra")
+
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_users_project_is_planned_with_the_installed_policy_pack(own_project: Path) -> None:
+    result = gpu_platform("plan", "staging", cwd=own_project)
+
+    assert result.returncode == 0, result.stderr
+    assert f"Policy pack ({ROOT / 'gpu_platform' / 'policy_pack'}): 0 mandatory" in " ".join(
+        result.stdout.split()
+    )
+
+
+def test_a_users_project_reads_its_own_policy_config(own_project: Path) -> None:
+    (own_project / "policy-config").mkdir()
+    (own_project / "policy-config" / "staging.json").write_text('{"no-such-policy": "mandatory"}')
+
+    result = gpu_platform("plan", "staging", cwd=own_project)
+
+    assert result.returncode == 2
+    assert "no-such-policy" in result.stderr
+
+
+# --- Internal errors ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def broken_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpu_platform.cli import plan
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the plan broke")
+
+    monkeypatch.setattr(plan, "run", crash)
+
+
+@pytest.mark.usefixtures("broken_plan")
+def test_an_internal_error_is_one_message_and_exit_70_without_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gpu_platform.cli import app
+
+    code = app.run(["plan", "dev"])
+
+    err = capsys.readouterr().err
+    assert code == app.EXIT_INTERNAL_ERROR == 70
+    assert "gpu-platform: internal error: RuntimeError: the plan broke" in err
+    assert "--debug" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.usefixtures("broken_plan")
+def test_debug_shows_an_internal_errors_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    from gpu_platform.cli import app
+
+    code = app.run(["--debug", "plan", "dev"])
+
+    assert code == 70
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("readme", "words"),
+    [(None, "README.md"), ("# Our GPUs\n", "needs the reference's markers")],
+    ids=["no README", "no markers"],
+)
+def test_updating_a_readme_without_its_reference_markers_exits_2(
+    own_project: Path, readme: str | None, words: str
+) -> None:
+    if readme is not None:
+        (own_project / "README.md").write_text(readme)
+
+    result = gpu_platform("config-reference", "--update-readme", cwd=own_project)
+
+    assert result.returncode == 2
+    assert words in result.stderr
+    assert "Traceback" not in result.stderr
+    if readme is not None:
+        assert (own_project / "README.md").read_text() == readme

@@ -1,0 +1,126 @@
+"""`gpu-platform fit`: which of a stack's pools each pod in a YAML file fits, with exit codes
+a pipeline can act on."""
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from gpu_platform.cli.app import app
+
+SMOKE_TEST_POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "smoke"},
+    "spec": {
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "nodeSelector": {"gpu-platform.io/pool": "t4-shared"},
+        "containers": [
+            {"name": "main", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+        ],
+    },
+}
+WEB_DEPLOYMENT = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web"},
+    "spec": {"template": {"spec": {"containers": [{"name": "web", "image": "nginx"}]}}},
+}
+
+
+def run_fit(tmp_path: Path, *documents: dict, stack: str = "dev") -> tuple[int, str]:
+    pod_file = tmp_path / "pods.yaml"
+    pod_file.write_text(yaml.safe_dump_all(documents))
+    result = CliRunner().invoke(app, ["fit", stack, str(pod_file)], terminal_width=200)
+    return result.exit_code, result.output
+
+
+def test_gke_pools_are_judged_from_their_node_pools(tmp_path: Path) -> None:
+    pod = copy.deepcopy(SMOKE_TEST_POD)
+    pod["spec"]["nodeSelector"] = {"gpu-platform.io/pool": "l4-shared"}
+
+    code, output = run_fit(tmp_path, pod, stack="gke-dev")
+
+    assert code == 0 and "l4-shared" in output
+
+
+def test_a_pod_that_fits_a_pool_exits_0(tmp_path: Path) -> None:
+    code, output = run_fit(tmp_path, SMOKE_TEST_POD)
+
+    assert code == 0, output
+    assert "Pod smoke" in output
+    assert "t4-shared" in output
+    assert "yes" in output
+
+
+def test_a_workload_that_fits_no_pool_exits_1_and_says_why(tmp_path: Path) -> None:
+    code, output = run_fit(tmp_path, SMOKE_TEST_POD, WEB_DEPLOYMENT)
+
+    assert code == 1
+    assert "Deployment web" in output
+    assert "taint nvidia.com/gpu=present:NoSchedule is not tolerated" in output
+
+
+def test_a_document_without_a_pod_spec_exits_2(tmp_path: Path) -> None:
+    code, output = run_fit(tmp_path, {"kind": "Service", "metadata": {"name": "x"}, "spec": {}})
+
+    assert code == 2
+    assert "'Service' has no pod spec" in output
+
+
+def pod_asking_for(gpus: Any) -> dict[str, Any]:
+    pod = copy.deepcopy(SMOKE_TEST_POD)
+    pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = gpus
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("", "no Kubernetes objects in it"),
+        ("- a\n- b\n", "document 1: a YAML list, not a Kubernetes object"),
+        ("42\n", "document 1: a YAML number, not a Kubernetes object"),
+        (yaml.safe_dump(pod_asking_for("1x")), "(Pod smoke): '1x' is not a Kubernetes quantity"),
+        (yaml.safe_dump(pod_asking_for(-1)), "(Pod smoke): negative requests for nvidia.com/gpu"),
+        ("kind: Deployment\nmetadata: {name: web}\nspec: {}\n", "(Deployment web): no pod spec"),
+        ("kind: ConfigMap\nmetadata: {name: c}\n", "'ConfigMap' has no pod spec"),
+        ("kind: Pod\nspec: [\n", "while parsing"),
+    ],
+    ids=[
+        "empty",
+        "a list",
+        "a number",
+        "bad quantity",
+        "negative",
+        "no template",
+        "not a workload",
+        "bad YAML",
+    ],
+)
+def test_a_bad_pod_file_exits_2_naming_the_document_without_a_traceback(
+    tmp_path: Path, text: str, words: str
+) -> None:
+    pod_file = tmp_path / "pods.yaml"
+    pod_file.write_text(text)
+
+    result = CliRunner().invoke(app, ["fit", "dev", str(pod_file)], terminal_width=300)
+
+    assert result.exit_code == 2, result.output
+    assert words in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_karpenter_pools_are_judged_from_their_nodepools(tmp_path: Path) -> None:
+    pod = copy.deepcopy(SMOKE_TEST_POD)
+    pod["spec"]["nodeSelector"] = {
+        "gpu-platform.io/pool": "l4-on-demand",
+        "karpenter.k8s.aws/instance-gpu-name": "l4",
+    }
+
+    code, output = run_fit(tmp_path, pod, stack="karpenter-dev")
+
+    assert code == 0, output
+    assert "l4-on-demand" in output and "t4-spot" in output

@@ -1,0 +1,1483 @@
+"""The EKS pre-flight check against moto's EKS and EC2 (instance types and zone offerings from
+EC2's real data), with Service Quotas and the add-on lookup, which moto lacks, answered by
+botocore's Stubber and a `before-call` hook. Findings are asserted exactly."""
+
+import copy
+import re
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
+
+import boto3
+import pytest
+from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
+from botocore.stub import Stubber
+from moto import mock_aws
+from typer.testing import CliRunner
+
+from gpu_platform.cli import preflight, preflight_eks
+from gpu_platform.cli.app import app
+from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.preflight_eks import AwsClients
+from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.config import GpuPoolSpec, StackConfig, load_stack_config
+from tests.repository import ROOT
+from tests.stack_variants import AL2023_RELEASE, ODCR, ODCR_GROUP
+
+REGION = "us-east-1"
+Config = dict[str, Any]
+SPOT_G = "L-3819A6DF"
+ON_DEMAND_P = "L-417A185B"
+
+
+@pytest.fixture
+def aws() -> Iterator[AwsClients]:
+    """Clients on a fresh moto account."""
+    with mock_aws():
+        yield AwsClients(
+            boto3.client("eks", region_name=REGION),
+            boto3.client("ec2", region_name=REGION),
+            boto3.client("service-quotas", region_name=REGION),
+            boto3.client("resource-groups", region_name=REGION),
+        )
+
+
+@pytest.fixture
+def quotas(aws: AwsClients) -> Iterator[Stubber]:
+    """Service Quotas answered by the Stubber: every answer added must be asked for."""
+    with Stubber(aws.service_quotas) as stubber:
+        yield stubber
+        stubber.assert_no_pending_responses()
+
+
+def quota(quotas: Stubber, code: str, value: float) -> None:
+    quotas.add_response(
+        "get_service_quota",
+        {"Quota": {"ServiceCode": "ec2", "QuotaCode": code, "Value": value}},
+        {"ServiceCode": "ec2", "QuotaCode": code},
+    )
+
+
+def answer(client: Any, operation: str, status: int, parsed: dict[str, Any]) -> None:
+    """Answer one operation moto does not implement, on every call."""
+
+    def respond(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        return AWSResponse(f"https://{operation}", status, HTTPHeaders(), None), parsed
+
+    service = client.meta.service_model.service_id.hyphenize()
+    client.meta.events.register(f"before-call.{service}.{operation}", respond)
+
+
+def pod_identity_agent(clients: AwsClients, installed: bool = True) -> None:
+    if installed:
+        answer(
+            clients.eks, "DescribeAddon", 200, {"addon": {"addonName": "eks-pod-identity-agent"}}
+        )
+    else:
+        error = {"Code": "ResourceNotFoundException", "Message": "No addon"}
+        answer(clients.eks, "DescribeAddon", 404, {"Error": error})
+
+
+class Network(NamedTuple):
+    """The ids of what `cluster` creates."""
+
+    vpc: str
+    private: list[str]
+    """The private subnets in us-east-1a, b and e."""
+    public: str
+    private_table: str
+    public_table: str
+    gateway: str
+    nat: str | None
+
+
+def cluster(
+    clients: AwsClients, version: str = "1.35", name: str = "ml-dev", nat: bool = True
+) -> Network:
+    """A cluster with private subnets in us-east-1a, b and e, and a public one in a, routed to
+    an internet gateway; the private ones reach the internet through a NAT gateway there (or,
+    without `nat`, not at all)."""
+    ec2 = clients.ec2
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnets = []
+    for i, (zone, public) in enumerate(
+        [("us-east-1a", False), ("us-east-1b", False), ("us-east-1e", False), ("us-east-1a", True)]
+    ):
+        subnet = ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=zone)
+        subnet_id = subnet["Subnet"]["SubnetId"]
+        ec2.modify_subnet_attribute(SubnetId=subnet_id, MapPublicIpOnLaunch={"Value": public})
+        subnets.append(subnet_id)
+    *private, public_subnet = subnets
+    gateway = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+    ec2.attach_internet_gateway(InternetGatewayId=gateway, VpcId=vpc)
+    public_table = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+    ec2.create_route(RouteTableId=public_table, DestinationCidrBlock="0.0.0.0/0", GatewayId=gateway)
+    ec2.associate_route_table(RouteTableId=public_table, SubnetId=public_subnet)
+    private_table = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+    nat_gateway = None
+    if nat:
+        address = ec2.allocate_address(Domain="vpc")["AllocationId"]
+        created = ec2.create_nat_gateway(SubnetId=public_subnet, AllocationId=address)
+        nat_gateway = created["NatGateway"]["NatGatewayId"]
+        ec2.create_route(
+            RouteTableId=private_table, DestinationCidrBlock="0.0.0.0/0", NatGatewayId=nat_gateway
+        )
+    for subnet_id in private:
+        ec2.associate_route_table(RouteTableId=private_table, SubnetId=subnet_id)
+    clients.eks.create_cluster(
+        name=name,
+        version=version,
+        roleArn="arn:aws:iam::123456789012:role/ml-dev-cluster",
+        resourcesVpcConfig={"subnetIds": subnets},
+    )
+    return Network(vpc, private, public_subnet, private_table, public_table, gateway, nat_gateway)
+
+
+def stack(change: Callable[[Config], Any] = lambda c: None) -> StackConfig:
+    """The dev stack's config with a second instance type on its pool, so that every check sees
+    more than one (preflight checks each type; the program refuses types of different shapes,
+    which is not preflight's to repeat), changed by `change` (keys as in the stack file)."""
+    values = copy.deepcopy(stack_config("dev"))
+    values["gpu-platform:pools"][0]["instanceTypes"] = ["g4dn.xlarge", "g4dn.2xlarge"]
+    change(values)
+    return load_stack_config(
+        {k.removeprefix("gpu-platform:"): v for k, v in values.items() if k.startswith("gpu-")}
+    )
+
+
+def pools(config: Config) -> list[dict[str, Any]]:
+    return config["gpu-platform:pools"]
+
+
+CLUSTER_OK = Finding("ok", "cluster ml-dev", "ACTIVE, Kubernetes 1.35.", "Nothing.")
+AGENT_OK = Finding(
+    "ok", "cluster ml-dev", "The eks-pod-identity-agent add-on is installed.", "Nothing."
+)
+# The dev pool's g4dn types are offered in us-east-1a and b, not in us-east-1e.
+DEV_POOL_ZONES = Finding(
+    "warning",
+    "pool t4-shared",
+    "Nodes can only launch in us-east-1a, us-east-1b; us-east-1e lack some instance type"
+    " (g4dn.xlarge in us-east-1a, us-east-1b; g4dn.2xlarge in us-east-1a, us-east-1b).",
+    "Nothing, unless the pool needs those zones: then choose instance types they offer.",
+)
+
+
+def node_subnets_ok(network: Network) -> Finding:
+    """The subnet finding for `cluster`'s network: its private subnets used, its public one
+    left out."""
+    a, b, e = network.private
+    private = f"private: route table {network.private_table} sends 0.0.0.0/0 to {network.nat}"
+    return Finding(
+        "ok",
+        "cluster ml-dev subnets",
+        f"GPU nodes use the private ones of the cluster's subnets: {a} (us-east-1a), {private};"
+        f" {b} (us-east-1b), {private}; {e} (us-east-1e), {private}. Left out: {network.public}"
+        f" (us-east-1a), public: route table {network.public_table} sends 0.0.0.0/0 to"
+        f" {network.gateway}.",
+        "Nothing.",
+    )
+
+
+def test_a_ready_account_blocks_nothing(aws: AwsClients, quotas: Stubber) -> None:
+    network = cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+
+    findings = preflight_eks.preflight(stack(), aws)
+
+    assert findings == [
+        CLUSTER_OK,
+        AGENT_OK,
+        DEV_POOL_ZONES,
+        node_subnets_ok(network),
+        NODE_SUBNETS_REACH_OUT,
+        Finding(
+            "ok",
+            f"quota {SPOT_G}",
+            "All G and VT Spot Instance Requests: 32 vCPUs cover the 24 the pools need at their"
+            " max (t4-shared 3 x 8 vCPUs), with no other instance using them now.",
+            "Nothing.",
+        ),
+    ]
+
+
+def test_max_above_the_quota_is_a_blocking_finding_not_a_crash(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 16)
+
+    findings = preflight_eks.preflight(stack(), aws)
+
+    assert findings[-1] == Finding(
+        "blocking",
+        f"quota {SPOT_G}",
+        "All G and VT Spot Instance Requests: 16 vCPUs, but the pools need 24 at their max"
+        " (t4-shared 3 x 8 vCPUs).",
+        "Request an increase to at least 24: aws service-quotas request-service-quota-increase"
+        f" --service-code ec2 --quota-code {SPOT_G} --desired-value 24 --region us-east-1",
+    )
+
+
+def run_spot_instance(aws: AwsClients, instance_type: str, tags: dict[str, str]) -> None:
+    image = aws.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    aws.ec2.run_instances(
+        ImageId=image,
+        InstanceType=instance_type,
+        MinCount=1,
+        MaxCount=1,
+        InstanceMarketOptions={"MarketType": "spot"},
+        TagSpecifications=[
+            {"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
+        ],
+    )
+
+
+def test_gpu_instances_running_outside_the_stack_count_against_the_quota(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    run_spot_instance(aws, "g4dn.4xlarge", {"team": "research"})  # 16 vCPUs
+
+    findings = preflight_eks.preflight(stack(), aws)
+
+    assert findings[-1] == Finding(
+        "blocking",
+        f"quota {SPOT_G}",
+        "All G and VT Spot Instance Requests: 32 vCPUs, but the pools need 24 at their max"
+        " (t4-shared 3 x 8 vCPUs), and other instances use 16 now.",
+        "Request an increase to at least 40: aws service-quotas request-service-quota-increase"
+        f" --service-code ec2 --quota-code {SPOT_G} --desired-value 40 --region us-east-1",
+    )
+
+
+def test_the_stacks_own_nodes_count_within_their_pools_max(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    node_tags = {"eks:cluster-name": "ml-dev", "eks:nodegroup-name": LIVE_GROUP}
+    run_spot_instance(aws, "g4dn.2xlarge", node_tags)
+
+    findings = preflight_eks.preflight(stack(), aws)
+
+    assert findings[-1].severity == "ok"
+    assert findings[-1].message.endswith("with no other instance using them now.")
+
+
+def add_spot_l4_pool(c: Config) -> None:
+    """A second pool of the spot G quota: 4 g6.xlarge of 4 vCPUs."""
+    pools(c).append(
+        {
+            "name": "l4",
+            "instanceTypes": ["g6.xlarge"],
+            "max": 4,
+            "capacity": "spot",
+            "aws": {"amiReleaseVersion": AL2023_RELEASE},
+        }
+    )
+
+
+def test_pools_of_one_quota_are_counted_together_and_each_quota_once(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 64)
+    quota(quotas, ON_DEMAND_P, 96)
+
+    def more_pools(c: Config) -> None:
+        add_spot_l4_pool(c)
+        pools(c).append(
+            {
+                "name": "h100",
+                "instanceTypes": ["p5.48xlarge"],
+                "max": 1,
+                "aws": {"amiReleaseVersion": AL2023_RELEASE},
+            }
+        )
+
+    findings = preflight_eks.preflight(stack(more_pools), aws)
+
+    quota_findings = [f for f in findings if f.subject.startswith("quota ")]
+    assert [(f.severity, f.subject) for f in quota_findings] == [
+        ("ok", f"quota {SPOT_G}"),
+        ("blocking", f"quota {ON_DEMAND_P}"),
+    ]
+    assert "the 40 the pools need at their max (t4-shared 3 x 8 vCPUs, l4 4 x 4 vCPUs)" in (
+        quota_findings[0].message
+    )
+    assert "96 vCPUs, but the pools need 192" in quota_findings[1].message
+
+
+def test_a_quota_the_account_never_changed_is_read_from_the_aws_default(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quotas.add_client_error(
+        "get_service_quota", service_error_code="NoSuchResourceException", http_status_code=404
+    )
+    quotas.add_response(
+        "get_aws_default_service_quota",
+        {"Quota": {"ServiceCode": "ec2", "QuotaCode": SPOT_G, "Value": 0.0}},
+        {"ServiceCode": "ec2", "QuotaCode": SPOT_G},
+    )
+
+    findings = preflight_eks.preflight(stack(), aws)
+
+    assert findings[-1].severity == "blocking"
+    assert findings[-1].message.startswith("All G and VT Spot Instance Requests: 0 vCPUs")
+
+
+def test_a_missing_cluster_blocks_and_its_zones_go_unchecked(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    quota(quotas, SPOT_G, 32)
+
+    findings = preflight_eks.preflight(stack(), aws)
+
+    assert findings[:2] == [
+        Finding(
+            "blocking",
+            "cluster ml-dev",
+            "No EKS cluster ml-dev in us-east-1.",
+            "Check gpu-platform:cluster.name and gpu-platform:cluster.region, or create the"
+            " cluster first.",
+        ),
+        Finding(
+            "warning",
+            "pool t4-shared",
+            "Zones not checked: the cluster was not found.",
+            "Fix the cluster finding and check again.",
+        ),
+    ]
+
+
+def test_an_unsupported_kubernetes_version_blocks(aws: AwsClients, quotas: Stubber) -> None:
+    cluster(aws, version="1.29")
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+
+    findings = preflight_eks.preflight(stack(), aws)
+
+    assert findings[0] == Finding(
+        "blocking",
+        "cluster ml-dev",
+        "Kubernetes 1.29 is not one the platform supports (1.33, 1.34, 1.35, 1.36).",
+        "Upgrade the cluster to a supported version.",
+    )
+
+
+def test_a_cluster_that_is_not_active_blocks(aws: AwsClients, quotas: Stubber) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    described = aws.eks.describe_cluster(name="ml-dev")["cluster"]
+    answer(aws.eks, "DescribeCluster", 200, {"cluster": {**described, "status": "UPDATING"}})
+
+    findings = preflight_eks.preflight(stack(), aws)
+
+    assert findings[0] == Finding(
+        "blocking",
+        "cluster ml-dev",
+        "The cluster is UPDATING, not ACTIVE.",
+        "Wait until it is ACTIVE (aws eks wait cluster-active), or fix it if it FAILED.",
+    )
+
+
+def test_without_the_pod_identity_agent_the_autoscaler_would_be_stuck(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws, installed=False)
+    quota(quotas, SPOT_G, 32)
+
+    findings = preflight_eks.preflight(stack(), aws)
+
+    assert findings[1] == Finding(
+        "blocking",
+        "cluster ml-dev",
+        "No eks-pod-identity-agent add-on: the cluster autoscaler would get no AWS credentials"
+        " and never scale a GPU pool up.",
+        "aws eks create-addon --cluster-name ml-dev --addon-name eks-pod-identity-agent",
+    )
+
+
+def on_karpenter(config: Config) -> None:
+    """The dev stack's pools under Karpenter, which takes whole GPUs and no minimum."""
+    config["gpu-platform:provisioner"] = "karpenter"
+    config.pop("gpu-platform:autoscaler", None)
+    for pool in pools(config):
+        pool.pop("sharing", None)
+        pool["min"] = 0
+
+
+def test_without_the_pod_identity_agent_karpenter_would_be_stuck(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws, installed=False)
+    quota(quotas, SPOT_G, 32)
+
+    findings = preflight_eks.preflight(stack(on_karpenter), aws)
+
+    assert findings[1] == Finding(
+        "blocking",
+        "cluster ml-dev",
+        "No eks-pod-identity-agent add-on: Karpenter would get no AWS credentials and never"
+        " scale a GPU pool up.",
+        "aws eks create-addon --cluster-name ml-dev --addon-name eks-pod-identity-agent",
+    )
+
+
+def test_karpenters_own_nodes_count_within_their_pools_max(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    # The tags Karpenter puts on every instance it launches (karpenter-provider-aws v1.14.1,
+    # pkg/utils/utils.go GetTags).
+    run_spot_instance(
+        aws,
+        "g4dn.2xlarge",
+        {"eks:eks-cluster-name": "ml-dev", "karpenter.sh/nodepool": "t4-shared"},
+    )
+
+    findings = preflight_eks.preflight(stack(on_karpenter), aws)
+
+    assert findings[-1].severity == "ok"
+    assert findings[-1].message.endswith("with no other instance using them now.")
+
+
+def test_the_agent_is_not_required_where_the_stack_installs_no_autoscaler(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    quota(quotas, SPOT_G, 32)
+
+    config = stack(lambda c: c.update({"gpu-platform:autoscaler": {"install": False}}))
+    findings = preflight_eks.preflight(config, aws)
+
+    assert "eks-pod-identity-agent" not in " ".join(f.message for f in findings)
+
+
+def test_zones_that_offer_none_of_the_instance_types_block(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+
+    findings = preflight_eks.preflight(
+        stack(lambda c: pools(c)[0].update(zones=["us-east-1e"])), aws
+    )
+
+    assert findings[2] == Finding(
+        "blocking",
+        "pool t4-shared",
+        "No zone of us-east-1e offers every instance type: g4dn.xlarge in none;"
+        " g4dn.2xlarge in none.",
+        "Change gpu-platform:pools[0].zones so that one zone offers them all.",
+    )
+
+
+def test_an_instance_type_the_region_does_not_offer_blocks(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+
+    def p3(c: Config) -> None:
+        pools(c)[0].update(instanceTypes=["p3.2xlarge"], accelerator="v100", gpusPerNode=1)
+
+    findings = preflight_eks.preflight(stack(p3), aws)
+
+    assert findings[2] == Finding(
+        "blocking",
+        "pool t4-shared",
+        "Not offered in this region at all: p3.2xlarge.",
+        "Choose instance types EC2 offers here in gpu-platform:pools[0].instanceTypes.",
+    )
+
+
+NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)
+
+
+def capacity_block(**changes: Any) -> dict[str, Any]:
+    """A Capacity Block of 2 p5.48xlarge in us-east-1a for a day, begun an hour ago, as EC2's
+    DescribeCapacityReservations describes it."""
+    return {
+        "CapacityReservationId": "cr-0123456789abcdef0",
+        "InstanceType": "p5.48xlarge",
+        "InstancePlatform": "Linux/UNIX",
+        "AvailabilityZone": "us-east-1a",
+        "Tenancy": "default",
+        "TotalInstanceCount": 2,
+        "AvailableInstanceCount": 2,
+        "State": "active",
+        "ReservationType": "capacity-block",
+        "StartDate": NOW - timedelta(hours=1),
+        "EndDate": NOW + timedelta(days=1),
+        **changes,
+    }
+
+
+def on_demand_reservation(reservation_id: str = ODCR, **changes: Any) -> dict[str, Any]:
+    """An active on-demand capacity reservation of 2 p5.48xlarge in us-east-1a, with no end, one
+    instance of it in use."""
+    block = capacity_block(
+        CapacityReservationId=reservation_id,
+        ReservationType="default",
+        InstanceMatchCriteria="targeted",
+        EndDateType="unlimited",
+        AvailableInstanceCount=1,
+    )
+    del block["EndDate"]
+    return {**block, **changes}
+
+
+def block_pool(c: Config, **changes: Any) -> None:
+    pools(c)[0].update(
+        {
+            "capacity": "capacity-block",
+            "instanceTypes": ["p5.48xlarge"],
+            "accelerator": "h100-80gb",
+            "gpusPerNode": 8,
+            "zones": ["us-east-1a"],
+            "max": 2,
+            **changes,
+        }
+    )
+    pools(c)[0]["aws"]["capacityReservationId"] = "cr-0123456789abcdef0"
+
+
+def reserved_pool(c: Config, **aws: Any) -> None:
+    """The dev stack's pool on p5.48xlarge in us-east-1a in capacity reservation ODCR, or in
+    what `aws` says instead."""
+    block_pool(c, capacity="reserved")
+    pools(c)[0]["aws"].update(capacityReservationId=ODCR, **aws)
+
+
+def on_group(c: Config, **aws: Any) -> None:
+    """The reserved pool on the resource group ODCR_GROUP instead."""
+    reserved_pool(c, capacityReservationResourceGroupArn=ODCR_GROUP, **aws)
+    del pools(c)[0]["aws"]["capacityReservationId"]
+
+
+def stubbed() -> AwsClients:
+    """Clients whose answers the tests give through botocore's Stubber, which checks each
+    request and answer against the service's model (moto has neither EC2's capacity
+    reservations nor Resource Groups' ListGroupResources)."""
+    return AwsClients(
+        boto3.client("eks", region_name=REGION),
+        boto3.client("ec2", region_name=REGION),
+        boto3.client("service-quotas", region_name=REGION),
+        boto3.client("resource-groups", region_name=REGION),
+    )
+
+
+def described(ec2: Stubber, reservation: dict[str, Any]) -> None:
+    ec2.add_response(
+        "describe_capacity_reservations",
+        {"CapacityReservations": [reservation]},
+        {"CapacityReservationIds": [reservation["CapacityReservationId"]]},
+    )
+
+
+def group_holds(groups: Stubber, *reservation_ids: str) -> None:
+    arns = [
+        f"arn:aws:ec2:us-east-1:123456789012:capacity-reservation/{rid}" for rid in reservation_ids
+    ]
+    groups.add_response(
+        "list_group_resources",
+        {
+            "Resources": [
+                {
+                    "Identifier": {
+                        "ResourceArn": arn,
+                        "ResourceType": "AWS::EC2::CapacityReservation",
+                    }
+                }
+                for arn in arns
+            ]
+        },
+        {
+            "Group": ODCR_GROUP,
+            "Filters": [{"Name": "resource-type", "Values": ["AWS::EC2::CapacityReservation"]}],
+        },
+    )
+
+
+def reservation_findings(
+    change: Callable[[Config], Any], answer: Callable[[Stubber, Stubber], Any]
+) -> list[Finding]:
+    """The findings for the dev stack changed by `change`, EC2 and Resource Groups answering as
+    `answer` has them answer, every answer asked for."""
+    clients = stubbed()
+    with Stubber(clients.ec2) as ec2, Stubber(clients.resource_groups) as groups:
+        answer(ec2, groups)
+        found = preflight_eks.reservation_findings(stack(change), clients, NOW)
+        ec2.assert_no_pending_responses()
+        groups.assert_no_pending_responses()
+    return found
+
+
+def block_findings(block: dict[str, Any], **pool_changes: Any) -> list[Finding]:
+    """The findings for a capacity-block pool, EC2 answering with `block`."""
+    return reservation_findings(
+        lambda c: block_pool(c, **pool_changes), lambda ec2, _: described(ec2, block)
+    )
+
+
+def test_a_capacity_block_that_matches_its_pool_is_reported_with_its_window() -> None:
+    assert block_findings(capacity_block(AvailableInstanceCount=1)) == [
+        Finding(
+            "ok",
+            "pool t4-shared",
+            "Capacity Block cr-0123456789abcdef0: 2 x p5.48xlarge in us-east-1a (1 free),"
+            " 2026-11-23 11:00 to 2026-11-24 12:00 UTC; its instances end with it.",
+            "Nothing; drain the pool before the block ends.",
+        )
+    ]
+
+
+def test_a_capacity_block_in_another_zone_or_of_another_type_blocks() -> None:
+    (finding,) = block_findings(capacity_block(AvailabilityZone="us-east-1b"))
+
+    assert finding == Finding(
+        "blocking",
+        "pool t4-shared",
+        "Capacity Block cr-0123456789abcdef0 does not match the pool: gpu-platform:pools[0].zones"
+        " is ['us-east-1a'], the capacity block's ['us-east-1b'].",
+        "Set the pool's zones and instance type to the capacity block's, or name another in"
+        " gpu-platform:pools[0].aws.capacityReservationId.",
+    )
+
+
+def test_a_pool_larger_than_its_capacity_block_blocks() -> None:
+    (finding,) = block_findings(capacity_block(TotalInstanceCount=1))
+
+    assert (finding.severity, finding.message) == (
+        "blocking",
+        "max (2) is more than Capacity Block cr-0123456789abcdef0 holds (1).",
+    )
+
+
+def scheduled_block() -> dict[str, Any]:
+    """The Capacity Block, bought for a day that starts in two days."""
+    return capacity_block(
+        State="scheduled", StartDate=NOW + timedelta(days=2), EndDate=NOW + timedelta(days=3)
+    )
+
+
+def test_an_ended_capacity_block_blocks() -> None:
+    ended = capacity_block(State="expired", EndDate=NOW - timedelta(hours=2))
+
+    (finding,) = block_findings(ended)
+
+    assert (finding.severity, finding.message) == (
+        "blocking",
+        "Capacity Block cr-0123456789abcdef0 is expired (it ends 2026-11-23 10:00 UTC).",
+    )
+
+
+def test_a_capacity_block_yet_to_start_asks_for_its_start_in_config() -> None:
+    later = scheduled_block()
+
+    (finding,) = block_findings(later)
+
+    assert finding == Finding(
+        "warning",
+        "pool t4-shared",
+        "Capacity Block cr-0123456789abcdef0 starts later (2 x p5.48xlarge in us-east-1a (2 free),"
+        " 2026-11-25 12:00 to 2026-11-26 12:00 UTC): until then no node starts in it.",
+        "Set gpu-platform:pools[0].aws.capacityBlockStart to 2026-11-25T12:00:00+00:00 to grow"
+        " the node group then (managed node groups), or leave it to the autoscaler to start nodes"
+        " for pending pods.",
+    )
+
+
+def with_block_start(c: Config, start: str) -> None:
+    block_pool(c)
+    pools(c)[0]["aws"]["capacityBlockStart"] = start
+
+
+def test_a_capacity_block_starting_when_config_says_is_a_warning_until_it_starts() -> None:
+    later = scheduled_block()
+
+    (finding,) = reservation_findings(
+        # The same instant, written with another offset.
+        lambda c: with_block_start(c, "2026-11-25T13:00:00+01:00"),
+        lambda ec2, _: described(ec2, later),
+    )
+
+    assert (finding.severity, finding.action) == (
+        "warning",
+        "Nothing, unless jobs are due before it starts.",
+    )
+
+
+def test_a_capacity_block_starting_at_another_time_than_config_says_blocks() -> None:
+    later = scheduled_block()
+
+    (finding,) = reservation_findings(
+        lambda c: with_block_start(c, "2026-11-25T11:30:00+00:00"),
+        lambda ec2, _: described(ec2, later),
+    )
+
+    assert finding == Finding(
+        "blocking",
+        "pool t4-shared",
+        "gpu-platform:pools[0].aws.capacityBlockStart is 2026-11-25T11:30:00+00:00, but Capacity"
+        " Block cr-0123456789abcdef0 starts 2026-11-25T12:00:00+00:00: the node group would grow"
+        " at another time.",
+        "Set gpu-platform:pools[0].aws.capacityBlockStart to 2026-11-25T12:00:00+00:00.",
+    )
+
+
+def test_a_capacity_block_pool_is_checked_against_its_block_not_a_vcpu_quota(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    answer(
+        aws.ec2,
+        "DescribeCapacityReservations",
+        200,
+        {"CapacityReservations": [capacity_block(EndDate=datetime(2099, 1, 1, tzinfo=UTC))]},
+    )
+
+    findings = preflight_eks.preflight(stack(block_pool), aws)
+
+    assert [f.subject for f in findings].count("pool t4-shared") == 2  # its zones, its block
+    assert "Capacity Block cr-0123456789abcdef0: 2 x p5.48xlarge" in findings[-1].message
+
+
+def test_a_reservation_that_matches_its_pool_is_reported_with_what_is_free() -> None:
+    findings = reservation_findings(
+        reserved_pool, lambda ec2, _: described(ec2, on_demand_reservation())
+    )
+
+    assert findings == [
+        Finding(
+            "ok",
+            "pool t4-shared",
+            f"Capacity reservation {ODCR}: 2 x p5.48xlarge in us-east-1a (1 free), active with no"
+            " end.",
+            "Nothing.",
+        )
+    ]
+
+
+def test_a_reservation_ec2_does_not_know_blocks() -> None:
+    def unknown(ec2: Stubber, _: Stubber) -> None:
+        ec2.add_client_error(
+            "describe_capacity_reservations",
+            service_error_code="InvalidCapacityReservationId.NotFound",
+            expected_params={"CapacityReservationIds": [ODCR]},
+        )
+
+    (finding,) = reservation_findings(reserved_pool, unknown)
+
+    assert finding == Finding(
+        "blocking",
+        "pool t4-shared",
+        f"EC2 knows no capacity reservation {ODCR} in this account and region.",
+        "Check gpu-platform:pools[0].aws.capacityReservationId.",
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "mismatch"),
+    [
+        (
+            {"InstancePlatform": "Red Hat Enterprise Linux"},
+            "the capacity reservation's platform is Red Hat Enterprise Linux, the nodes'"
+            " Linux/UNIX",
+        ),
+        (
+            {"Tenancy": "dedicated"},
+            "the capacity reservation's tenancy is dedicated, the nodes' default",
+        ),
+        (
+            {"PlacementGroupArn": "arn:aws:ec2:us-east-1:123456789012:placement-group/train"},
+            "it is in placement group arn:aws:ec2:us-east-1:123456789012:placement-group/train",
+        ),
+    ],
+)
+def test_a_reservation_the_nodes_cannot_match_blocks(
+    changes: dict[str, str], mismatch: str
+) -> None:
+    # EC2 launches an instance into a reservation only where instance type, platform, zone and
+    # tenancy match, and into one made in a placement group only from that group.
+    (finding,) = reservation_findings(
+        reserved_pool, lambda ec2, _: described(ec2, on_demand_reservation(**changes))
+    )
+
+    assert finding.severity == "blocking"
+    assert finding.message == f"Capacity reservation {ODCR} does not match the pool: {mismatch}."
+
+
+OTHER = "cr-0f1e2d3c4b5a69788"
+
+
+def test_each_reservation_of_a_resource_group_is_checked_and_the_group_summed_up() -> None:
+    def answer(ec2: Stubber, groups: Stubber) -> None:
+        group_holds(groups, ODCR, OTHER)
+        described(ec2, on_demand_reservation())
+        described(ec2, on_demand_reservation(OTHER, InstanceType="p4d.24xlarge"))
+
+    findings = reservation_findings(on_group, answer)
+
+    assert findings == [
+        Finding(
+            "ok",
+            "pool t4-shared",
+            f"Capacity reservation {ODCR}: 2 x p5.48xlarge in us-east-1a (1 free), active with no"
+            " end.",
+            "Nothing.",
+        ),
+        Finding(
+            "warning",
+            "pool t4-shared",
+            f"Capacity reservation {OTHER} does not match the pool:"
+            " gpu-platform:pools[0].instanceTypes is ['p5.48xlarge'], the capacity reservation's"
+            " ['p4d.24xlarge'].",
+            "Nothing for the pool, which launches into the group's other reservations (the"
+            " group's finding says how many); remove it from the group if it is of no use.",
+        ),
+        Finding(
+            "ok",
+            "pool t4-shared",
+            f"Resource group {ODCR_GROUP}: 1 reservation(s) the pool's nodes match, 1 of 2"
+            " instances free; past them nodes launch not at all (aws.onDemandFallback is off).",
+            "Nothing.",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fallback", "severity", "past"),
+    [
+        (False, "blocking", "not at all (aws.onDemandFallback is off)"),
+        (True, "warning", "on-demand"),
+    ],
+)
+def test_a_resource_group_with_nothing_the_pool_can_use_blocks_unless_it_falls_back(
+    fallback: bool, severity: str, past: str
+) -> None:
+    def answer(ec2: Stubber, groups: Stubber) -> None:
+        group_holds(groups, ODCR)
+        described(ec2, on_demand_reservation(State="cancelled"))
+
+    *_, group = reservation_findings(lambda c: on_group(c, onDemandFallback=fallback), answer)
+
+    assert (group.severity, group.message) == (
+        severity,
+        f"Resource group {ODCR_GROUP} holds no active reservation the pool's nodes match"
+        f" (1 reservation(s)): they launch {past}.",
+    )
+
+
+def test_a_resource_group_that_does_not_exist_blocks() -> None:
+    def answer(ec2: Stubber, groups: Stubber) -> None:
+        groups.add_client_error(
+            "list_group_resources", service_error_code="NotFoundException", http_status_code=404
+        )
+
+    assert reservation_findings(on_group, answer) == [
+        Finding(
+            "blocking",
+            "pool t4-shared",
+            f"No resource group {ODCR_GROUP}.",
+            "Check gpu-platform:pools[0].aws.capacityReservationResourceGroupArn.",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("capacity", "fallback", "quotas"),
+    [
+        ("on-demand", False, ("on-demand",)),
+        ("spot", False, ("spot",)),
+        # Karpenter's NodePool may start every node on either.
+        ("spot", True, ("spot", "on-demand")),
+        # A reservation counts toward the on-demand quota from when it is made, used or not.
+        ("reserved", False, ()),
+        ("reserved", True, ("on-demand",)),
+        ("capacity-block", False, ()),
+    ],
+)
+def test_a_pool_counts_against_the_vcpu_quotas_of_what_it_may_launch(
+    capacity: str, fallback: bool, quotas: tuple[str, ...]
+) -> None:
+    pool = GpuPoolSpec.model_validate(
+        {
+            "name": "h100",
+            "instanceTypes": ["p5.48xlarge"],
+            "max": 2,
+            "capacity": capacity,
+            "aws": {"onDemandFallback": fallback},
+        }
+    )
+
+    assert preflight_eks.quota_capacities(pool) == quotas
+
+
+def test_preflight_makes_read_only_calls_only(aws: AwsClients, quotas: Stubber) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    calls: list[str] = []
+    for client in (aws.eks, aws.ec2, aws.service_quotas):
+        client.meta.events.register(
+            "before-call", lambda model, **_: calls.append(model.name), unique_id=id(client)
+        )
+
+    preflight_eks.preflight(stack(), aws)
+
+    assert calls
+    assert all(call.startswith(("Describe", "Get", "List")) for call in calls), calls
+
+
+# --- Which subnets the GPU nodes use: private by their route tables -----------------------------
+
+
+def routing(aws: AwsClients, config: StackConfig | None = None) -> dict[str, str]:
+    """Subnet id -> why preflight finds it public or private."""
+    described = aws.eks.describe_cluster(name="ml-dev")["cluster"]
+    found = preflight_eks.node_subnets(config or stack(), aws.ec2, described)
+    assert found is not None
+    return {s["SubnetId"]: r.explanation() for s, r in found}
+
+
+def main_table(aws: AwsClients, vpc: str) -> str:
+    found = aws.ec2.describe_route_tables(
+        Filters=[
+            {"Name": "vpc-id", "Values": [vpc]},
+            {"Name": "association.main", "Values": ["true"]},
+        ]
+    )
+    (table,) = found["RouteTables"]
+    return str(table["RouteTableId"])
+
+
+def test_a_subnet_without_a_table_of_its_own_follows_the_vpcs_main_table(
+    aws: AwsClients,
+) -> None:
+    network = cluster(aws)
+    _, b, _ = network.private
+    (association,) = [
+        a["RouteTableAssociationId"]
+        for t in aws.ec2.describe_route_tables(RouteTableIds=[network.private_table])["RouteTables"]
+        for a in t["Associations"]
+        if a.get("SubnetId") == b
+    ]
+    aws.ec2.disassociate_route_table(AssociationId=association)
+    main = main_table(aws, network.vpc)
+    aws.ec2.create_route(
+        RouteTableId=main, DestinationCidrBlock="0.0.0.0/0", GatewayId=network.gateway
+    )
+
+    assert routing(aws)[b] == (
+        f"public: route table {main} (the VPC's main) sends 0.0.0.0/0 to {network.gateway}"
+    )
+
+
+def test_a_subnet_that_assigns_public_ips_is_private_where_its_routes_reach_no_gateway(
+    aws: AwsClients,
+) -> None:
+    network = cluster(aws)
+    a, _, _ = network.private
+    aws.ec2.modify_subnet_attribute(SubnetId=a, MapPublicIpOnLaunch={"Value": True})
+
+    assert routing(aws)[a] == (
+        f"private: route table {network.private_table} sends 0.0.0.0/0 to {network.nat}"
+    )
+
+
+def test_ipv6_through_an_egress_only_gateway_keeps_a_subnet_private(aws: AwsClients) -> None:
+    network = cluster(aws)
+    created = aws.ec2.create_egress_only_internet_gateway(VpcId=network.vpc)
+    egress_only = created["EgressOnlyInternetGateway"]["EgressOnlyInternetGatewayId"]
+    aws.ec2.create_route(
+        RouteTableId=network.private_table,
+        DestinationIpv6CidrBlock="::/0",
+        EgressOnlyInternetGatewayId=egress_only,
+    )
+
+    assert routing(aws)[network.private[0]] == (
+        f"private: route table {network.private_table} sends 0.0.0.0/0 to {network.nat},"
+        f" ::/0 to {egress_only}"
+    )
+
+
+def test_route_tables_are_read_page_by_page(aws: AwsClients) -> None:
+    network = cluster(aws)
+    tables = aws.ec2.describe_route_tables()["RouteTables"]
+    public = [t for t in tables if t["RouteTableId"] == network.public_table]
+    pages = [
+        {"RouteTables": [t for t in tables if t not in public], "NextToken": "2"},
+        {"RouteTables": public},
+    ]
+    aws.ec2.meta.events.register_first(
+        "before-call.ec2.DescribeRouteTables",
+        lambda **_: (AWSResponse("https://page", 200, HTTPHeaders(), None), pages.pop(0)),
+    )
+
+    found = routing(aws)
+
+    assert pages == []
+    assert found[network.public].startswith("public: ")
+
+
+def test_a_public_subnet_named_in_node_subnet_ids_blocks(aws: AwsClients) -> None:
+    network = cluster(aws)
+    a, _, _ = network.private
+    config = stack(lambda c: c["gpu-platform:cluster"].update(nodeSubnetIds=[a, network.public]))
+    described = aws.eks.describe_cluster(name="ml-dev")["cluster"]
+    found = preflight_eks.node_subnets(config, aws.ec2, described)
+    assert found is not None
+
+    assert preflight_eks.node_subnet_finding(config, found) == Finding(
+        "blocking",
+        "cluster ml-dev subnets",
+        f"gpu-platform:cluster.nodeSubnetIds names public subnets, where GPU nodes must not sit:"
+        f" {network.public} (us-east-1a), public: route table {network.public_table} sends"
+        f" 0.0.0.0/0 to {network.gateway}.",
+        "Name only private subnets in gpu-platform:cluster.nodeSubnetIds: ones whose route"
+        " table sends nothing to an internet gateway.",
+    )
+
+
+def test_a_cluster_whose_every_subnet_is_public_blocks_and_leaves_its_zones_unchecked(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    network = cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    aws.ec2.replace_route(
+        RouteTableId=network.private_table,
+        DestinationCidrBlock="0.0.0.0/0",
+        GatewayId=network.gateway,
+    )
+
+    findings = preflight_eks.preflight(stack(), aws)
+
+    (finding,) = [f for f in findings if f.subject == "cluster ml-dev subnets"]
+    assert (finding.severity, finding.action) == (
+        "blocking",
+        "Name private subnets for them in gpu-platform:cluster.nodeSubnetIds.",
+    )
+    assert finding.message.startswith(
+        "Every subnet of the cluster is public: no place for GPU nodes. "
+    )
+    for subnet, zone in zip(
+        network.private, ("us-east-1a", "us-east-1b", "us-east-1e"), strict=True
+    ):
+        assert (
+            f"{subnet} ({zone}), public: route table {network.private_table} sends 0.0.0.0/0 to"
+            f" {network.gateway}"
+        ) in finding.message
+    assert [f.subject for f in findings if f.subject.startswith("pool ")] == []
+    assert reachability(findings) == []
+
+
+NODE_SUBNETS_REACH_OUT = Finding(
+    "ok",
+    "cluster ml-dev node subnets",
+    "Every node subnet reaches the internet through a default route.",
+    "Nothing.",
+)
+
+
+def private_subnet_ids(aws: AwsClients) -> list[str]:
+    subnets = aws.ec2.describe_subnets()["Subnets"]
+    return sorted(s["SubnetId"] for s in subnets if not s["MapPublicIpOnLaunch"])
+
+
+def reachability(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.subject == "cluster ml-dev node subnets"]
+
+
+@pytest.fixture
+def closed_account(aws: AwsClients, quotas: Stubber) -> AwsClients:
+    """A ready account whose node subnets have no route to the internet."""
+    cluster(aws, nat=False)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    return aws
+
+
+def test_node_subnets_without_a_way_out_need_an_endpoint_for_every_aws_api(
+    closed_account: AwsClients,
+) -> None:
+    # Their route table has no 0.0.0.0/0 route: only the public subnet's reaches the internet
+    # gateway.
+    aws = closed_account
+
+    blocking, registries = reachability(preflight_eks.preflight(stack(), aws))
+
+    assert blocking.severity == "blocking"
+    for service in ("ec2", "ecr.api", "ecr.dkr", "s3", "sts", "eks-auth", "eks", "autoscaling"):
+        assert f"{service} (" in blocking.message
+        assert f"--service-name com.amazonaws.us-east-1.{service} " in blocking.action
+    assert registries.severity == "warning"
+    assert "images from nvcr.io, registry.k8s.io" in registries.message
+
+
+def test_endpoints_for_every_aws_api_leave_only_the_public_images(
+    closed_account: AwsClients,
+) -> None:
+    aws = closed_account
+    subnets = private_subnet_ids(aws)
+    vpc = aws.ec2.describe_subnets(SubnetIds=subnets)["Subnets"][0]["VpcId"]
+    for service in ("ec2", "ecr.api", "ecr.dkr", "sts", "eks-auth", "eks", "autoscaling"):
+        aws.ec2.create_vpc_endpoint(
+            VpcId=vpc,
+            ServiceName=f"com.amazonaws.us-east-1.{service}",
+            VpcEndpointType="Interface",
+            SubnetIds=subnets,
+            PrivateDnsEnabled=True,
+        )
+    aws.ec2.create_vpc_endpoint(
+        VpcId=vpc, ServiceName="com.amazonaws.us-east-1.s3", VpcEndpointType="Gateway"
+    )
+
+    endpoints, registries = reachability(preflight_eks.preflight(stack(), aws))
+
+    assert endpoints.severity == "ok"
+    assert registries.severity == "warning"
+
+
+def test_an_interface_endpoint_without_private_dns_does_not_count(
+    closed_account: AwsClients,
+) -> None:
+    aws = closed_account
+    subnets = private_subnet_ids(aws)
+    vpc = aws.ec2.describe_subnets(SubnetIds=subnets)["Subnets"][0]["VpcId"]
+    aws.ec2.create_vpc_endpoint(
+        VpcId=vpc,
+        ServiceName="com.amazonaws.us-east-1.eks",
+        VpcEndpointType="Interface",
+        SubnetIds=subnets,
+        PrivateDnsEnabled=False,
+    )
+
+    blocking, _ = reachability(preflight_eks.preflight(stack(), aws))
+
+    assert "eks (the nodes joining" in blocking.message
+
+
+def test_a_default_route_to_a_deleted_nat_gateway_is_no_way_out(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    # EC2 keeps the route as a `blackhole` (EC2 API Reference, `Route`); moto keeps it active.
+    network = cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    tables = aws.ec2.describe_route_tables()["RouteTables"]
+    for route in (r for t in tables for r in t["Routes"] if r.get("NatGatewayId")):
+        route["State"] = "blackhole"
+    answer(aws.ec2, "DescribeRouteTables", 200, {"RouteTables": tables})
+
+    blocking, _ = reachability(preflight_eks.preflight(stack(), aws))
+
+    assert blocking.severity == "blocking"
+    assert all(subnet in blocking.message for subnet in network.private)
+
+
+def test_preflight_reads_the_route_tables_once(aws: AwsClients, quotas: Stubber) -> None:
+    cluster(aws, nat=False)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    reads: list[str] = []
+    aws.ec2.meta.events.register(
+        "before-call.ec2.DescribeRouteTables", lambda **_: reads.append("DescribeRouteTables")
+    )
+
+    findings = preflight_eks.preflight(stack(), aws)
+
+    assert [f.severity for f in reachability(findings)] == ["blocking", "warning"]
+    assert reads == ["DescribeRouteTables"]
+
+
+def documented_permissions() -> set[str]:
+    """The IAM actions the README says preflight needs."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("**Pre-flight (EKS).**", 1)[1].split("from your usual", 1)[0]
+    return set(re.findall(r"`([a-z0-9-]+:[A-Za-z]+)`", section))
+
+
+def test_the_readme_names_exactly_the_actions_preflight_calls(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    # Every branch that reaches AWS: node subnets without a way out, a live node group, a
+    # Capacity Block pool, a pool on a resource group of reservations, a spot pool whose quota
+    # the account never changed (read from the AWS default), instances in use.
+    cluster(aws, nat=False)
+    pod_identity_agent(aws)
+    live_node_group(aws, desired=0)
+    run_spot_instance(aws, "g4dn.xlarge", {"team": "research"})
+    answer(
+        aws.ec2,
+        "DescribeCapacityReservations",
+        200,
+        {"CapacityReservations": [capacity_block(EndDate=datetime(2099, 1, 1, tzinfo=UTC))]},
+    )
+    arn = f"arn:aws:ec2:us-east-1:123456789012:capacity-reservation/{ODCR}"
+    answer(
+        aws.resource_groups,
+        "ListGroupResources",
+        200,
+        {"Resources": [{"Identifier": {"ResourceArn": arn}}]},
+    )
+    quotas.add_client_error(
+        "get_service_quota", service_error_code="NoSuchResourceException", http_status_code=404
+    )
+    quotas.add_response(
+        "get_aws_default_service_quota",
+        {"Quota": {"ServiceCode": "ec2", "QuotaCode": SPOT_G, "Value": 64.0}},
+        {"ServiceCode": "ec2", "QuotaCode": SPOT_G},
+    )
+    calls: set[str] = set()
+    for client in (aws.eks, aws.ec2, aws.service_quotas, aws.resource_groups):
+        # Emitted for every call, before a stand-in answer or the Stubber takes it.
+        client.meta.events.register(
+            "before-parameter-build",
+            lambda model, **_: calls.add(f"{model.service_model.signing_name}:{model.name}"),
+            unique_id=f"record-{id(client)}",
+        )
+
+    def pools_of_every_kind(c: Config) -> None:
+        block_pool(c)
+        add_spot_l4_pool(c)
+        pools(c).append(
+            {
+                "name": "h100-reserved",
+                "instanceTypes": ["p5.48xlarge"],
+                "max": 2,
+                "capacity": "reserved",
+                "aws": {
+                    "amiReleaseVersion": AL2023_RELEASE,
+                    "capacityReservationResourceGroupArn": ODCR_GROUP,
+                },
+            }
+        )
+
+    preflight_eks.preflight(stack(pools_of_every_kind), aws)
+
+    assert calls == documented_permissions()
+    # The refusal message names the same actions.
+    assert set(preflight_eks.READ_ONLY_PERMISSIONS) == calls
+
+
+# --- The command ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spot_g_quota", "exit_code", "last_line"),
+    # The dev stack needs 12 spot G vCPUs: 3 g4dn.xlarge of 4 each.
+    [(8, 1, "1 blocking finding(s)."), (16, 0, "Nothing blocks `pulumi up`.")],
+)
+def test_the_command_exits_non_zero_on_a_blocking_finding(
+    aws: AwsClients,
+    quotas: Stubber,
+    monkeypatch: pytest.MonkeyPatch,
+    spot_g_quota: int,
+    exit_code: int,
+    last_line: str,
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, spot_g_quota)
+    monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, region: aws))
+
+    result = CliRunner().invoke(app, ["preflight", "dev"])
+
+    assert result.exit_code == exit_code, result.output
+    assert result.output.rstrip().endswith(last_line)
+
+
+# --- When it cannot check --------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_aws_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> pytest.MonkeyPatch:
+    """No credentials, profile or endpoint from this machine's environment or files."""
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ENDPOINT_URL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    return monkeypatch
+
+
+def test_without_credentials_it_says_it_cannot_check_and_how_to_fix_it(
+    no_aws_settings: pytest.MonkeyPatch,
+) -> None:
+    result = CliRunner().invoke(app, ["preflight", "dev"])
+
+    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert "Cannot check stack dev: no usable AWS credentials" in result.output
+    assert "AWS_PROFILE" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_without_a_way_to_aws_it_says_it_cannot_check(no_aws_settings: pytest.MonkeyPatch) -> None:
+    no_aws_settings.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+    no_aws_settings.setenv("AWS_SECRET_ACCESS_KEY", "example")
+    # Nothing listens on the discard port of this machine's loopback.
+    no_aws_settings.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    no_aws_settings.setenv("AWS_MAX_ATTEMPTS", "1")
+
+    result = CliRunner().invoke(app, ["preflight", "dev"])
+
+    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert "AWS could not be reached" in result.output
+
+
+def test_a_refused_permission_is_named_with_what_the_check_needs(
+    aws: AwsClients, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, region: aws))
+
+    with Stubber(aws.eks) as eks:
+        eks.add_client_error(
+            "describe_cluster",
+            service_error_code="AccessDeniedException",
+            service_message="User is not authorized to perform: eks:DescribeCluster",
+        )
+        result = CliRunner().invoke(app, ["preflight", "dev"])
+
+    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert "AWS refused DescribeCluster (AccessDeniedException" in result.output
+    assert "eks:DescribeCluster, eks:DescribeAddon" in result.output
+
+
+# --- Size changes on live node groups ------------------------------------------------------------
+
+# As the AWS provider names the pool's node group from its prefix (Terraform's unique suffix).
+LIVE_GROUP = "t4-shared-2026112312000000000000000a"
+
+
+def live_node_group(aws: AwsClients, desired: int, name: str = LIVE_GROUP) -> None:
+    aws.eks.create_nodegroup(
+        clusterName="ml-dev",
+        nodegroupName=name,
+        nodeRole="arn:aws:iam::123456789012:role/t4-shared-nodes",
+        subnets=aws.eks.describe_cluster(name="ml-dev")["cluster"]["resourcesVpcConfig"][
+            "subnetIds"
+        ][:1],
+        scalingConfig={"minSize": 0, "maxSize": 3, "desiredSize": desired},
+    )
+
+
+def test_raising_min_above_the_running_size_warns_of_the_nodes_it_starts(
+    aws: AwsClients,
+) -> None:
+    # The update sends the live desired size moved within the new bounds
+    # (gpu_platform/eks/live_scaling.py), so EKS accepts it; preflight says what it costs.
+    cluster(aws)
+    live_node_group(aws, desired=0)
+
+    findings = preflight_eks.size_change_findings(
+        stack(lambda c: pools(c)[0].update(min=2)), aws.eks
+    )
+
+    assert findings == [
+        Finding(
+            "warning",
+            "pool t4-shared",
+            f"gpu-platform:pools[0].min (2) is above node group {LIVE_GROUP}'s running size (0):"
+            " pulumi up starts 2 more node(s), paid for while idle.",
+            "Nothing to do if that is meant.",
+        )
+    ]
+
+
+def test_lowering_max_below_the_running_size_warns_of_the_nodes_it_removes(
+    aws: AwsClients,
+) -> None:
+    cluster(aws)
+    live_node_group(aws, desired=3)
+
+    (finding,) = preflight_eks.size_change_findings(
+        stack(lambda c: pools(c)[0].update(max=2)), aws.eks
+    )
+
+    assert finding.severity == "warning"
+    assert finding.message.endswith("pulumi up removes 1 running node(s), with the jobs on them.")
+
+
+def test_per_zone_groups_are_held_to_their_zones_share_of_the_bounds(aws: AwsClients) -> None:
+    cluster(aws)
+    for zone in ("us-east-1a", "us-east-1b"):
+        live_node_group(aws, desired=0, name=f"t4-shared-{zone}-2026112312000000000000000a")
+
+    findings = preflight_eks.size_change_findings(
+        stack(lambda c: pools(c)[0].update(min=3)), aws.eks
+    )
+
+    assert [f.message.split(" is above")[0] for f in findings] == [
+        "gpu-platform:pools[0].min (2, us-east-1a's share)",
+        "gpu-platform:pools[0].min (1, us-east-1b's share)",
+    ]
+
+
+def test_sizes_the_live_group_admits_and_other_groups_are_left_alone(aws: AwsClients) -> None:
+    cluster(aws)
+    live_node_group(aws, desired=1)
+    live_node_group(aws, desired=0, name="t4-shared-by-hand")
+
+    assert preflight_eks.size_change_findings(stack(), aws.eks) == []
+
+
+def efa_pool(c: Config, instance_type: str = "p5.48xlarge") -> None:
+    pools(c)[0].update(
+        instanceTypes=[instance_type],
+        accelerator=None,
+        gpusPerNode=None,
+        zones=["us-east-1a"],
+    )
+    pools(c)[0]["aws"]["efa"] = True
+
+
+def test_an_efa_pool_is_told_its_adapters_from_ec2s_own_description(aws: AwsClients) -> None:
+    described = preflight_eks.describe_instance_types(aws.ec2, ["p5.48xlarge"])
+
+    (finding,) = preflight_eks.efa_findings(stack(efa_pool), described)
+
+    assert finding.severity == "ok"
+    assert finding.message.startswith("32 EFA interface(s) a node, in one zone (us-east-1a)")
+
+
+def test_an_efa_pool_of_an_instance_type_without_efa_blocks(aws: AwsClients) -> None:
+    config = stack(lambda c: efa_pool(c, "g4dn.xlarge"))
+
+    described = preflight_eks.describe_instance_types(aws.ec2, ["g4dn.xlarge"])
+
+    (finding,) = preflight_eks.efa_findings(config, described)
+
+    assert (finding.severity, finding.message) == (
+        "blocking",
+        "aws.efa is on, but EC2 gives g4dn.xlarge no EFA.",
+    )

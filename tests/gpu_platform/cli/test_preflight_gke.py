@@ -1,0 +1,961 @@
+"""The GKE pre-flight check against fakes of the GKE and Compute Engine REST APIs that can answer
+only what the APIs' discovery documents, as google-api-python-client ships them, say: each call
+must be one of the documents' GET methods with its declared parameters, and each answer must fit
+the method's response schema, so that an answer with a field the API does not have, or a value
+of another type, fails the test. Findings are asserted exactly."""
+
+import copy
+import json
+import re
+import socketserver
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import jsonschema
+import pytest
+import requests
+from google.auth.transport.requests import AuthorizedSession
+from google.oauth2.credentials import Credentials
+from requests.adapters import BaseAdapter
+from typer.testing import CliRunner
+
+from gpu_platform.cli import preflight, preflight_gke
+from gpu_platform.cli.app import app
+from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.preflight_gke import GoogleApis
+from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.config import StackConfig, load_stack_config
+from tests.repository import ROOT
+from tests.stack_variants import GKE_RESERVED_POOL, with_gke_capacity_pools
+
+Config = dict[str, Any]
+Json = dict[str, Any]
+PROJECT = "acme-ml-dev"
+"""The gke-dev stack's project."""
+RESERVATION = "h100-ml-dev"
+"""The reservation of the reserved pool of `with_gke_capacity_pools`, in us-central1-a."""
+VERSION = "1.35.2-gke.1485000"
+
+
+# --- The APIs, as their discovery documents describe them ------------------------------------
+
+
+@dataclass(frozen=True)
+class Method:
+    """A GET method of a discovery document."""
+
+    id: str
+    url: re.Pattern[str]
+    """`rootUrl` + `servicePath` + `path`, each path parameter matched by its `pattern`."""
+    query: frozenset[str]
+    """The query parameters it takes: its own and the document's global ones."""
+    response: str
+    """Its response schema's name."""
+
+
+@dataclass(frozen=True)
+class Api:
+    name: str
+    methods: tuple[Method, ...]
+    schemas: Mapping[str, Any]
+    """The document's `schemas` as JSON Schema definitions."""
+
+
+@cache
+def api(name: str) -> Api:
+    document = json.loads(
+        (files("googleapiclient.discovery_cache") / "documents" / f"{name}.json").read_text()
+    )
+    base = document["rootUrl"] + document["servicePath"]
+    methods = tuple(
+        Method(
+            method["id"],
+            re.compile(re.escape(base) + _path_pattern(method)),
+            frozenset(
+                p for p, d in method.get("parameters", {}).items() if d["location"] == "query"
+            )
+            | frozenset(document["parameters"]),
+            method["response"]["$ref"],
+        )
+        for method in _methods(document["resources"])
+        if method["httpMethod"] == "GET" and "response" in method
+    )
+    return Api(name, methods, {n: json_schema(s) for n, s in document["schemas"].items()})
+
+
+def _methods(resources: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    for resource in resources.values():
+        yield from resource.get("methods", {}).values()
+        yield from _methods(resource.get("resources", {}))
+
+
+def _path_pattern(method: Mapping[str, Any]) -> str:
+    """The method's `path` as a regular expression: `{name}` and `{+name}` (which may span
+    segments) held to the parameter's `pattern`, or to one segment where it has none."""
+
+    def parameter(name: str) -> str:
+        pattern = method["parameters"][name].get("pattern")
+        inner = pattern.removeprefix("^").removesuffix("$") if pattern else "[^/]+"
+        return f"(?P<{name}>{inner})"
+
+    # Literal text and parameter names, alternately.
+    parts = re.split(r"\{\+?(\w+)\}", method["path"])
+    return "".join(parameter(p) if k % 2 else re.escape(p) for k, p in enumerate(parts))
+
+
+def json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A discovery document's schema as JSON Schema: objects take only the properties they
+    declare (or, with `additionalProperties`, values of its schema); int64 values are strings,
+    as the document's `type` says."""
+    if "$ref" in schema:
+        return {"$ref": f"#/definitions/{schema['$ref']}"}
+    kind = schema.get("type")
+    converted: dict[str, Any] = {}
+    if kind != "any":
+        converted["type"] = kind
+    if "enum" in schema:
+        converted["enum"] = schema["enum"]
+    if kind == "array":
+        converted["items"] = json_schema(schema["items"])
+    if kind == "object":
+        converted["properties"] = {
+            name: json_schema(p) for name, p in schema.get("properties", {}).items()
+        }
+        extra = schema.get("additionalProperties")
+        converted["additionalProperties"] = json_schema(extra) if extra else False
+    return converted
+
+
+@cache
+def validator(name: str, schema: str) -> jsonschema.Draft7Validator:
+    """A validator of one of the API's schemas, built once: the documents hold hundreds."""
+    return jsonschema.Draft7Validator(
+        {"$ref": f"#/definitions/{schema}", "definitions": api(name).schemas}
+    )
+
+
+# Errors come in Google's error shape (https://cloud.google.com/apis/design/errors), which the
+# discovery documents do not describe; Compute Engine gives `errors[].reason` where GKE gives
+# `status`.
+def not_found(url: str) -> Json:
+    return {"error": {"code": 404, "message": f"Not found: {url}", "status": "NOT_FOUND"}}
+
+
+def forbidden(message: str, compute: bool) -> Json:
+    if compute:
+        reason = {"message": message, "domain": "global", "reason": "forbidden"}
+        return {"error": {"code": 403, "message": message, "errors": [reason]}}
+    return {"error": {"code": 403, "message": message, "status": "PERMISSION_DENIED"}}
+
+
+class FakeGoogle(BaseAdapter):
+    """A requests transport for the GKE and Compute Engine APIs: each call must be a GET method
+    of their discovery documents, with its query parameters; it gets the answer given for that
+    method and those parameters, else 404 as Google answers it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answers: dict[tuple[str, frozenset[tuple[str, str]]], tuple[int, Json]] = {}
+        self.calls: list[str] = []
+        self.sent_headers: list[Mapping[str, str | bytes]] = []
+
+    def answer(self, method_id: str, body: Json, status: int = 200, **params: str) -> None:
+        """What the method answers for these parameters (path and query); a success must fit
+        the method's response schema."""
+        found = [(a, m) for a in map(api, ("container.v1", "compute.v1")) for m in a.methods]
+        api_, method = next((a, m) for a, m in found if m.id == method_id)
+        if status == 200:
+            validator(api_.name, method.response).validate(body)
+        self.answers[(method_id, frozenset(params.items()))] = (status, body)
+
+    def session(self, session: requests.Session | None = None) -> requests.Session:
+        """`session` (a plain one by default) with its HTTPS calls sent here."""
+        session = session or requests.Session()
+        session.mount("https://", self)
+        return session
+
+    def send(  # the arguments requests passes every transport
+        self,
+        request: requests.PreparedRequest,
+        stream: bool = False,
+        timeout: float | tuple[float | None, float | None] | None = None,
+        verify: bool | str = True,
+        cert: str | tuple[str, str] | None = None,
+        proxies: dict[str, str] | None = None,
+    ) -> requests.Response:
+        method, url = request.method, str(request.url)
+        assert method == "GET", f"a read-only check sent {method} {url}"
+        parts = urlsplit(url)
+        address = f"{parts.scheme}://{parts.netloc}{parts.path}"
+        routes = [
+            (m, match)
+            for name in ("container.v1", "compute.v1")
+            for m in api(name).methods
+            if (match := m.url.fullmatch(address))
+        ]
+        assert len(routes) == 1, f"{url} is not one GET method of the APIs: {routes}"
+        ((found, match),) = routes
+        query = dict(parse_qsl(parts.query))
+        assert set(query) <= found.query, f"{found.id} takes no {set(query) - found.query}"
+        params = {k: unquote(v) for k, v in match.groupdict().items()} | query
+        self.calls.append(found.id)
+        self.sent_headers.append(request.headers)
+        status, body = self.answers.get(
+            (found.id, frozenset(params.items())), (404, not_found(url))
+        )
+        response = requests.Response()
+        response.status_code, response.url, response.request = status, url, request
+        response._content = json.dumps(body).encode()
+        return response
+
+    def close(self) -> None:
+        pass
+
+    def cluster(self, **fields: Any) -> None:
+        self.answer(
+            "container.projects.locations.clusters.get",
+            {"name": "ml-dev", "location": "us-central1", **fields},
+            name=f"projects/{PROJECT}/locations/us-central1/clusters/ml-dev",
+        )
+
+    def reservation(self, zone: str = "us-central1-a", **fields: Any) -> None:
+        body = reservation(zone=zone, **fields)
+        self.answer(
+            "compute.reservations.get", body, project=PROJECT, zone=zone, reservation=body["name"]
+        )
+
+    def listed(self, *reservations: Json, page: str = "", next_page: str = "") -> None:
+        """The project's reservations as `compute.reservations.aggregatedList` gives them, by
+        zone: its first page, or the one `page` names; `next_page` names the page after it."""
+        items: dict[str, Json] = {}
+        for r in reservations:
+            scope = f"zones/{r['zone'].rpartition('/')[2]}"
+            items.setdefault(scope, {"reservations": []})["reservations"].append(r)
+        body: Json = {"kind": "compute#reservationAggregatedList", "items": items}
+        if next_page:
+            body["nextPageToken"] = next_page
+        method = "compute.reservations.aggregatedList"
+        if page:
+            self.answer(method, body, project=PROJECT, pageToken=page)
+        else:
+            self.answer(method, body, project=PROJECT)
+
+
+def reservation(
+    name: str = RESERVATION,
+    zone: str = "us-central1-a",
+    machine_type: str = "a3-highgpu-8g",
+    gpus: tuple[str, int] | None = ("nvidia-h100-80gb", 8),
+    count: int = 2,
+    in_use: int = 1,
+    **fields: Any,
+) -> Json:
+    """A reservation as `compute.reservations.get` answers it: READY, specifically targeted."""
+    properties: Json = {"machineType": machine_type}
+    if gpus is not None:
+        properties["guestAccelerators"] = [
+            {"acceleratorType": gpus[0], "acceleratorCount": gpus[1]}
+        ]
+    return {
+        "kind": "compute#reservation",
+        "name": name,
+        "zone": f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/zones/{zone}",
+        "status": "READY",
+        "specificReservationRequired": True,
+        # int64 fields are JSON strings.
+        "specificReservation": {
+            "count": str(count),
+            "inUseCount": str(in_use),
+            "instanceProperties": properties,
+        },
+        **fields,
+    }
+
+
+@pytest.fixture
+def google() -> FakeGoogle:
+    """A project whose cluster runs GKE 1.35 and whose reserved pool's reservation fits it."""
+    fake = FakeGoogle()
+    fake.cluster(status="RUNNING", currentMasterVersion=VERSION)
+    fake.reservation()
+    fake.listed(reservation())
+    return fake
+
+
+# --- The stack -------------------------------------------------------------------------------
+
+
+def gke_stack(change: Callable[[Config], Any] = lambda c: None) -> Config:
+    """The gke-dev stack's config (a spot L4 pool) with the capacity pools of
+    `with_gke_capacity_pools`: h100-specific on reservation h100-ml-dev in us-central1-a,
+    l4-flex (flex-start) and h100-queued (flex-start and queued), changed by `change`."""
+    values = with_gke_capacity_pools(copy.deepcopy(stack_config("gke-dev")))
+    change(values)
+    return values
+
+
+def stack(change: Callable[[Config], Any] = lambda c: None) -> StackConfig:
+    prefix = "gpu-platform:"
+    return load_stack_config(
+        {k.removeprefix(prefix): v for k, v in gke_stack(change).items() if k.startswith(prefix)}
+    )
+
+
+def pool(config: Config, name: str) -> dict[str, Any]:
+    return next(p for p in config["gpu-platform:pools"] if p["name"] == name)
+
+
+def findings(google: FakeGoogle, change: Callable[[Config], Any] = lambda c: None) -> list[Finding]:
+    return preflight_gke.preflight(stack(change), GoogleApis(google.session(), PROJECT))
+
+
+def of_pool(found: list[Finding], name: str) -> list[Finding]:
+    return [f for f in found if f.subject == f"pool {name}"]
+
+
+CLUSTER_OK = Finding("ok", "cluster ml-dev", f"RUNNING, GKE {VERSION}.", "Nothing.")
+RESERVED = f"pool {GKE_RESERVED_POOL}"
+WHERE = "gpu-platform:pools[1].gcp.reservationName"
+
+
+def test_a_ready_project_blocks_nothing(google: FakeGoogle) -> None:
+    assert findings(google) == [
+        CLUSTER_OK,
+        Finding(
+            "ok",
+            RESERVED,
+            "Reservation h100-ml-dev: 2 x a3-highgpu-8g in us-central1-a, 1 free (1 in use, by"
+            " the pool's running nodes or other VMs).",
+            "Nothing.",
+        ),
+        Finding(
+            "ok", "pool l4-flex", f"The cluster's GKE {VERSION} has gcp.flexStart.", "Nothing."
+        ),
+        Finding(
+            "ok",
+            "pool h100-queued",
+            f"The cluster's GKE {VERSION} has gcp.flexStart and gcp.queuedProvisioning.",
+            "Nothing.",
+        ),
+    ]
+    # Only the named reservation is read: the project's list is for what that lookup misses.
+    assert google.calls == ["container.projects.locations.clusters.get", "compute.reservations.get"]
+
+
+# --- reservation: specific ---------------------------------------------------------------------
+
+
+def test_a_reservation_of_another_machine_type_blocks(google: FakeGoogle) -> None:
+    google.reservation(machine_type="a2-ultragpu-8g", gpus=("nvidia-a100-80gb", 8))
+
+    assert of_pool(findings(google), GKE_RESERVED_POOL) == [
+        Finding(
+            "blocking",
+            RESERVED,
+            "Reservation h100-ml-dev does not match the pool's nodes, which cannot consume it:"
+            " gpu-platform:pools[1].instanceTypes is ['a3-highgpu-8g'], the reservation's"
+            " ['a2-ultragpu-8g']; its VMs have 8 x nvidia-a100-80gb, the pool's nodes 8 x"
+            " nvidia-h100-80gb.",
+            f"Set the pool's machine type and GPUs to the reservation's, or name another in"
+            f" {WHERE}.",
+        )
+    ]
+
+
+def on_n1(c: Config) -> None:
+    """The reserved pool on N1 machines with one T4 attached to each."""
+    pool(c, GKE_RESERVED_POOL).update(
+        instanceTypes=["n1-standard-8"], accelerator="t4", gpusPerNode=1
+    )
+
+
+@pytest.mark.parametrize(
+    ("gpus", "theirs"),
+    [(("nvidia-tesla-v100", 1), "1 x nvidia-tesla-v100"), (None, "no GPU")],
+    ids=["other GPUs", "no GPU"],
+)
+def test_an_n1_reservation_must_hold_the_gpus_attached_to_the_nodes(
+    google: FakeGoogle, gpus: tuple[str, int] | None, theirs: str
+) -> None:
+    google.reservation(machine_type="n1-standard-8", gpus=gpus)
+
+    (finding,) = of_pool(findings(google, on_n1), GKE_RESERVED_POOL)
+
+    assert finding.blocking
+    assert finding.message.endswith(
+        f"consume it: its VMs have {theirs}, the pool's nodes 1 x nvidia-tesla-t4."
+    )
+
+
+def test_a_reservation_of_an_accelerator_optimized_type_may_leave_its_gpus_unlisted(
+    google: FakeGoogle,
+) -> None:
+    google.reservation(gpus=None)
+
+    assert [f.severity for f in of_pool(findings(google), GKE_RESERVED_POOL)] == ["ok"]
+
+
+def test_an_accelerator_given_by_its_url_is_known_by_its_name(google: FakeGoogle) -> None:
+    url = f"projects/{PROJECT}/zones/us-central1-a/acceleratorTypes/nvidia-h100-80gb"
+    google.reservation(gpus=(url, 8))
+
+    assert [f.severity for f in of_pool(findings(google), GKE_RESERVED_POOL)] == ["ok"]
+
+
+def test_a_reservation_in_another_zone_blocks_naming_its_zone(google: FakeGoogle) -> None:
+    google.answers.clear()
+    google.cluster(status="RUNNING", currentMasterVersion=VERSION)
+    google.listed(reservation(zone="us-central1-b"), reservation(name="other"))
+
+    assert of_pool(findings(google), GKE_RESERVED_POOL) == [
+        Finding(
+            "blocking",
+            RESERVED,
+            "Reservation h100-ml-dev is in us-central1-b, not in the pool's zone us-central1-a:"
+            " reservations are zonal, and the pool's nodes would never consume it.",
+            "Set gpu-platform:pools[1].zones to the reservation's zone.",
+        )
+    ]
+
+
+def test_a_reservation_compute_engine_does_not_know_blocks(google: FakeGoogle) -> None:
+    google.answers.clear()
+    google.cluster(status="RUNNING", currentMasterVersion=VERSION)
+    google.listed()
+
+    assert of_pool(findings(google), GKE_RESERVED_POOL) == [
+        Finding(
+            "blocking",
+            RESERVED,
+            "Compute Engine knows no reservation h100-ml-dev in project acme-ml-dev.",
+            f"Check {WHERE}, or create the reservation before `pulumi up`.",
+        )
+    ]
+
+
+def test_a_reservation_being_deleted_blocks(google: FakeGoogle) -> None:
+    google.reservation(status="DELETING")
+
+    assert of_pool(findings(google), GKE_RESERVED_POOL) == [
+        Finding(
+            "blocking",
+            RESERVED,
+            "Reservation h100-ml-dev is DELETING: no node can consume it.",
+            f"Name a READY reservation in {WHERE}.",
+        )
+    ]
+
+
+def test_a_reservation_not_yet_ready_is_a_warning_beside_what_it_holds(
+    google: FakeGoogle,
+) -> None:
+    google.reservation(status="CREATING", in_use=0)
+
+    assert of_pool(findings(google), GKE_RESERVED_POOL) == [
+        Finding(
+            "warning",
+            RESERVED,
+            "Reservation h100-ml-dev is CREATING, not yet READY (ready for use).",
+            "Nothing, unless it stays so (gcloud compute reservations describe h100-ml-dev"
+            " --zone us-central1-a).",
+        ),
+        Finding(
+            "ok",
+            RESERVED,
+            "Reservation h100-ml-dev: 2 x a3-highgpu-8g in us-central1-a, 2 free (0 in use, by"
+            " the pool's running nodes or other VMs).",
+            "Nothing.",
+        ),
+    ]
+
+
+def test_a_reservation_open_to_any_vm_is_a_warning(google: FakeGoogle) -> None:
+    google.reservation(specificReservationRequired=False)
+
+    assert of_pool(findings(google), GKE_RESERVED_POOL)[1:] == [
+        Finding(
+            "warning",
+            RESERVED,
+            "Reservation h100-ml-dev is open to any VM of the project with its properties"
+            " (specificReservationRequired is false): other VMs, and node pools that consume any"
+            " reservation, may take its capacity before the pool's nodes do.",
+            "Nothing, if it is meant to be shared; otherwise reserve the capacity specifically"
+            " targeted (gcloud compute reservations create --require-specific-reservation) and"
+            f" name that reservation in {WHERE}.",
+        )
+    ]
+
+
+def test_a_reservation_smaller_than_max_is_a_warning(google: FakeGoogle) -> None:
+    google.reservation(count=1, in_use=1)
+
+    assert of_pool(findings(google), GKE_RESERVED_POOL) == [
+        Finding(
+            "warning",
+            RESERVED,
+            "max (2) is more than reservation h100-ml-dev holds: 1 x a3-highgpu-8g in"
+            " us-central1-a, 0 free (1 in use, by the pool's running nodes or other VMs). Past it"
+            " the pool does not grow: with reservation specific there is no on-demand fallback,"
+            " and pods wait Pending.",
+            "Lower gpu-platform:pools[1].max to 1, unless the reservation is to grow.",
+        )
+    ]
+
+
+def test_a_reservation_smaller_than_min_blocks(google: FakeGoogle) -> None:
+    google.reservation(count=1, in_use=0)
+
+    (finding,) = of_pool(
+        findings(google, lambda c: pool(c, GKE_RESERVED_POOL).update(min=2)), GKE_RESERVED_POOL
+    )
+
+    assert finding == Finding(
+        "blocking",
+        RESERVED,
+        "min (2) is more than reservation h100-ml-dev holds: 1 x a3-highgpu-8g in us-central1-a,"
+        " 1 free (0 in use, by the pool's running nodes or other VMs). GKE starts and keeps min"
+        " nodes, all from the reservation.",
+        "Lower gpu-platform:pools[1].min to at most 1, or grow the reservation.",
+    )
+
+
+# --- reservation: any --------------------------------------------------------------------------
+
+L4_ANY = "l4-any"
+
+
+def with_any_pool(c: Config, **changes: Any) -> None:
+    """An on-demand G2 pool (one L4 a node) that consumes any matching reservation, in every
+    zone of the cluster's region us-central1."""
+    c["gpu-platform:pools"].append(
+        {
+            "name": L4_ANY,
+            "instanceTypes": ["g2-standard-8"],
+            "max": 4,
+            "gcp": {"reservation": "any"},
+            **changes,
+        }
+    )
+
+
+def l4(name: str, zone: str, count: int, in_use: int, **fields: Any) -> Json:
+    """A reservation of G2 VMs with one L4 each, open to any VM unless `fields` say otherwise."""
+    fields = {"specificReservationRequired": False, **fields}
+    return reservation(name, zone, "g2-standard-8", ("nvidia-l4", 1), count, in_use, **fields)
+
+
+def test_an_any_pool_is_told_the_free_vms_of_the_reservations_it_may_consume(
+    google: FakeGoogle,
+) -> None:
+    google.listed(
+        l4("l4-a", "us-central1-a", 4, 1),
+        reservation(),  # another machine type
+        l4("l4-east", "us-east1-b", 8, 0),  # another region
+        l4("l4-named", "us-central1-c", 2, 0, specificReservationRequired=True),
+        l4("l4-new", "us-central1-f", 2, 0, status="CREATING"),
+        next_page="page-2",
+    )
+    google.listed(l4("l4-b", "us-central1-b", 2, 0), page="page-2")
+
+    assert of_pool(findings(google, with_any_pool), L4_ANY) == [
+        Finding(
+            "ok",
+            f"pool {L4_ANY}",
+            "Reservations of g2-standard-8 with 1 x nvidia-l4 open to its nodes in the zones of"
+            " us-central1: l4-a in us-central1-a, 3 of 4 free; l4-b in us-central1-b, 2 of 2"
+            " free. 5 VM(s) free, for any matching VM of the project; past them nodes start on"
+            " demand.",
+            "Nothing.",
+        )
+    ]
+
+
+def test_an_any_pool_counts_only_the_reservations_in_its_zones(google: FakeGoogle) -> None:
+    google.listed(l4("l4-a", "us-central1-a", 4, 1), l4("l4-b", "us-central1-b", 2, 0))
+
+    (finding,) = of_pool(
+        findings(google, lambda c: with_any_pool(c, zones=["us-central1-b"])), L4_ANY
+    )
+
+    assert finding.message.startswith(
+        "Reservations of g2-standard-8 with 1 x nvidia-l4 open to its nodes in us-central1-b:"
+        " l4-b in us-central1-b, 2 of 2 free. 2 VM(s) free"
+    )
+
+
+def test_an_any_pool_without_a_reservation_open_to_it_runs_on_demand(google: FakeGoogle) -> None:
+    google.listed(l4("l4-named", "us-central1-c", 2, 0, specificReservationRequired=True))
+
+    assert of_pool(findings(google, with_any_pool), L4_ANY) == [
+        Finding(
+            "warning",
+            f"pool {L4_ANY}",
+            "No READY reservation of g2-standard-8 with 1 x nvidia-l4 in the zones of us-central1"
+            " is open to any VM: the pool's nodes start on demand, at on-demand prices. l4-named"
+            " match(es), but only VMs that name it consume it: reservation specific with its"
+            " reservationName does.",
+            "Nothing, if that is meant; otherwise reserve the machine type in one of those zones,"
+            " without --require-specific-reservation.",
+        )
+    ]
+
+
+# --- The cluster -----------------------------------------------------------------------------
+
+
+def test_a_cluster_too_old_for_flex_start_blocks_its_pools(google: FakeGoogle) -> None:
+    version = "1.32.1-gke.1729000"
+    google.cluster(status="RUNNING", currentMasterVersion=version)
+
+    found = findings(google)
+
+    assert found[0] == Finding(
+        "blocking",
+        "cluster ml-dev",
+        f"GKE {version} is Kubernetes 1.32, not one the platform supports (1.33, 1.34, 1.35,"
+        " 1.36).",
+        "Upgrade the cluster to a supported version.",
+    )
+    upgrade = (
+        "Upgrade the cluster first (gcloud container clusters upgrade ml-dev --location"
+        " us-central1 --master --cluster-version VERSION), or turn gcp.flexStart off."
+    )
+    assert of_pool(found, "l4-flex") == [
+        Finding(
+            "blocking",
+            "pool l4-flex",
+            f"The cluster runs GKE {version}: gpu-platform:pools[2].gcp.flexStart needs"
+            " 1.32.2-gke.1652000 or later.",
+            upgrade,
+        )
+    ]
+    # Queued provisioning alone came with 1.28.3-gke.1098000; the pool also asks for flex-start.
+    assert of_pool(found, "h100-queued") == [
+        Finding(
+            "blocking",
+            "pool h100-queued",
+            f"The cluster runs GKE {version}: gpu-platform:pools[3].gcp.flexStart needs"
+            " 1.32.2-gke.1652000 or later.",
+            upgrade,
+        )
+    ]
+
+
+def test_a_cluster_gke_does_not_know_blocks_and_the_reservations_are_still_checked(
+    google: FakeGoogle,
+) -> None:
+    google.answers.clear()
+    google.reservation()
+
+    assert findings(google) == [
+        Finding(
+            "blocking",
+            "cluster ml-dev",
+            "No GKE cluster ml-dev in us-central1 of project acme-ml-dev.",
+            "Check gpu-platform:cluster.name, gpu-platform:cluster.location and"
+            " gpu-platform:cluster.project, or create the cluster first.",
+        ),
+        Finding(
+            "ok",
+            RESERVED,
+            "Reservation h100-ml-dev: 2 x a3-highgpu-8g in us-central1-a, 1 free (1 in use, by"
+            " the pool's running nodes or other VMs).",
+            "Nothing.",
+        ),
+    ]
+
+
+def test_a_cluster_that_is_not_running_blocks_with_its_conditions(google: FakeGoogle) -> None:
+    google.cluster(
+        status="DEGRADED",
+        currentMasterVersion=VERSION,
+        conditions=[{"code": "GCE_QUOTA_EXCEEDED", "message": "Insufficient quota."}],
+    )
+
+    assert findings(google)[0] == Finding(
+        "blocking",
+        "cluster ml-dev",
+        "The cluster is DEGRADED, not RUNNING (Insufficient quota.).",
+        "Wait until it is RUNNING; where it is DEGRADED or in ERROR, act on what its conditions"
+        " say (gcloud container clusters describe ml-dev --location us-central1).",
+    )
+
+
+def test_a_cluster_gke_is_working_on_is_a_warning(google: FakeGoogle) -> None:
+    google.cluster(status="RECONCILING", currentMasterVersion=VERSION)
+
+    assert findings(google)[0].severity == "warning"
+
+
+# --- The command -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def command(monkeypatch: pytest.MonkeyPatch, google: FakeGoogle) -> Callable[..., Any]:
+    """`gpu-platform preflight gke-dev` on a stack changed by `change`, against `google`."""
+    monkeypatch.setattr(
+        GoogleApis,
+        "with_default_credentials",
+        classmethod(lambda cls, project: GoogleApis(google.session(), project)),
+    )
+
+    def run(change: Callable[[Config], Any] = lambda c: None) -> Any:
+        monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack(change))
+        return CliRunner().invoke(app, ["preflight", "gke-dev"])
+
+    return run
+
+
+def test_the_command_exits_0_when_nothing_blocks(command: Callable[..., Any]) -> None:
+    result = command()
+
+    assert result.exit_code == 0, result.output
+    assert "chart gpu-operator v26.7.0" in result.output
+    assert result.output.rstrip().endswith("Nothing blocks `pulumi up`.")
+
+
+def test_the_command_exits_1_on_a_blocking_finding(
+    command: Callable[..., Any], google: FakeGoogle
+) -> None:
+    google.reservation(status="INVALID")
+
+    result = command()
+
+    assert result.exit_code == 1, result.output
+    assert result.output.rstrip().endswith("1 blocking finding(s).")
+
+
+def test_a_reserving_pool_the_program_would_refuse_is_a_bad_stack(
+    command: Callable[..., Any], google: FakeGoogle
+) -> None:
+    result = command(lambda c: pool(c, GKE_RESERVED_POOL).update(instanceTypes=["n2-standard-8"]))
+
+    assert result.exit_code == 2
+    assert 'gpu-platform:pools[1].instanceTypes[0]: got "n2-standard-8"' in result.output
+    assert google.calls == []
+
+
+@pytest.mark.parametrize(
+    ("refuse", "said"),
+    [
+        (
+            lambda google: google.answer(
+                "compute.reservations.get",
+                forbidden(
+                    f"Required 'compute.reservations.get' permission for 'projects/{PROJECT}"
+                    f"/zones/us-central1-a/reservations/{RESERVATION}'",
+                    compute=True,
+                ),
+                status=403,
+                project=PROJECT,
+                zone="us-central1-a",
+                reservation=RESERVATION,
+            ),
+            "Google Cloud refused compute.reservations.get on"
+            f" projects/{PROJECT}/zones/us-central1-a/reservations/{RESERVATION} (403 forbidden:"
+            " Required 'compute.reservations.get' permission",
+        ),
+        (
+            lambda google: google.answer(
+                "container.projects.locations.clusters.get",
+                forbidden("Permission 'container.clusters.get' denied", compute=False),
+                status=403,
+                name=f"projects/{PROJECT}/locations/us-central1/clusters/ml-dev",
+            ),
+            "Google Cloud refused container.clusters.get on"
+            f" projects/{PROJECT}/locations/us-central1/clusters/ml-dev (403 PERMISSION_DENIED:"
+            " Permission 'container.clusters.get' denied).",
+        ),
+    ],
+    ids=["reservation", "cluster"],
+)
+def test_a_refused_permission_is_named_with_what_the_check_needs(
+    command: Callable[..., Any],
+    google: FakeGoogle,
+    refuse: Callable[[FakeGoogle], None],
+    said: str,
+) -> None:
+    refuse(google)
+
+    result = command()
+
+    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert f"Cannot check stack gke-dev: {said}" in result.output
+    assert (
+        "The check needs, read-only: container.clusters.get, compute.reservations.get,"
+        " compute.reservations.list (roles/container.clusterViewer and roles/compute.viewer"
+        " grant them)." in result.output
+    )
+    assert "Traceback" not in result.output
+
+
+def test_without_a_way_to_google_it_says_it_cannot_check(
+    command: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nothing listens on the discard port of this machine's loopback.
+    monkeypatch.setattr(preflight_gke, "CONTAINER_API", "http://127.0.0.1:9/v1/")
+    monkeypatch.setattr(
+        GoogleApis,
+        "with_default_credentials",
+        classmethod(lambda cls, project: GoogleApis(requests.Session(), project)),
+    )
+
+    result = command()
+
+    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert "Cannot check stack gke-dev: Google Cloud could not be reached" in result.output
+
+
+def test_without_credentials_the_installed_command_says_it_cannot_check(tmp_path: Path) -> None:
+    # No credentials file, no gcloud configuration, and (google-auth's NO_GCE_CHECK) no probe
+    # of the metadata server, which would find a Compute Engine machine's own account.
+    environment = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "CLOUDSDK_CONFIG": str(tmp_path / "gcloud"),
+        "NO_GCE_CHECK": "true",
+    }
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "gpu-platform"), "preflight", "gke-dev"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=environment,
+    )
+
+    assert result.returncode == preflight.EXIT_CANNOT_CHECK, result.stderr
+    assert "Cannot check stack gke-dev: no Application Default Credentials" in result.stderr
+    assert "gcloud auth application-default login" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_calls_go_through_google_auth_with_the_credentials_token(google: FakeGoogle) -> None:
+    session = google.session(AuthorizedSession(Credentials(token="ya29.token")))
+
+    GoogleApis(session, PROJECT).cluster("us-central1", "ml-dev")
+
+    assert google.sent_headers[0]["authorization"] == "Bearer ya29.token"
+
+
+@pytest.fixture
+def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """A proxy on this machine's loopback, named by HTTPS_PROXY and HTTP_PROXY, that refuses
+    every request; lists the request lines it was sent. The check runs with a token that needs
+    no refresh, so that only its own calls reach the network."""
+    seen: list[str] = []
+
+    class Refusing(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            seen.append(self.rfile.readline().decode().strip())
+            self.wfile.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"http://127.0.0.1:{server.server_address[1]}"
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(name, address)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("google.auth.default", lambda scopes: (Credentials(token="t"), None))
+    try:
+        yield seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_apis_are_called_through_the_proxy_https_proxy_names(proxy: list[str]) -> None:
+    with pytest.raises(requests.exceptions.ProxyError):
+        GoogleApis.with_default_credentials(PROJECT).cluster("us-central1", "ml-dev")
+
+    # The request line less its HTTP version, which Python's http.client chooses.
+    assert [line.rsplit(" ", 1)[0] for line in proxy] == ["CONNECT container.googleapis.com:443"]
+
+
+def test_a_host_no_proxy_names_is_called_directly(
+    proxy: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nothing listens on the discard port of this machine's loopback.
+    monkeypatch.setattr(preflight_gke, "CONTAINER_API", "http://127.0.0.1:9/v1/")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+
+    with pytest.raises(requests.exceptions.ConnectionError) as refused:
+        GoogleApis.with_default_credentials(PROJECT).cluster("us-central1", "ml-dev")
+
+    assert not isinstance(refused.value, requests.exceptions.ProxyError)
+    assert proxy == []
+
+
+# --- What the check calls --------------------------------------------------------------------
+
+# The IAM permission each method asks of its caller (Compute Engine's and GKE's IAM permission
+# references: an aggregated list needs the resource's `list` permission).
+PERMISSIONS = {
+    "container.projects.locations.clusters.get": "container.clusters.get",
+    "compute.reservations.get": "compute.reservations.get",
+    "compute.reservations.aggregatedList": "compute.reservations.list",
+}
+
+
+def documented_permissions() -> set[str]:
+    """The permissions the README says the GKE check needs."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("**Pre-flight (GKE).**", 1)[1].split("\n\n", 1)[0]
+    return set(re.findall(r"`((?:container|compute)\.\w+\.\w+)`", section))
+
+
+def test_the_readme_names_exactly_the_permissions_the_check_calls(google: FakeGoogle) -> None:
+    # Every call: the cluster, a specific pool's reservation missing from its zone (the project's
+    # list is read for it), and an `any` pool.
+    google.answers.clear()
+    google.cluster(status="RUNNING", currentMasterVersion=VERSION)
+    google.listed()
+
+    findings(google, with_any_pool)
+
+    called = {PERMISSIONS[method] for method in google.calls}
+    assert called == documented_permissions()
+    assert called == set(preflight_gke.READ_ONLY_PERMISSIONS)
+
+
+# --- The fakes themselves ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        reservation(specificReservationCount="2"),  # no such field
+        reservation(status="ACTIVE"),  # EC2's word, not one of Compute Engine's
+        {**reservation(), "specificReservation": {"count": 2}},  # int64 is a JSON string
+    ],
+    ids=["unknown field", "unknown status", "int64 as a number"],
+)
+def test_the_fake_refuses_an_answer_the_api_would_not_give(answer: Json) -> None:
+    with pytest.raises(jsonschema.ValidationError):
+        FakeGoogle().answer(
+            "compute.reservations.get",
+            answer,
+            project=PROJECT,
+            zone="us-central1-a",
+            reservation=RESERVATION,
+        )
+
+
+@pytest.mark.parametrize("name", ["container.v1", "compute.v1"])
+def test_the_schemas_the_fake_checks_answers_against_are_json_schema(name: str) -> None:
+    jsonschema.Draft7Validator.check_schema({"definitions": api(name).schemas})
+
+
+def test_the_fake_refuses_a_call_the_api_does_not_have() -> None:
+    with pytest.raises(AssertionError, match="not one GET method"):
+        FakeGoogle().session().get(f"https://compute.googleapis.com/compute/v1/{PROJECT}/nothing")

@@ -1,0 +1,97 @@
+"""Stack and project files are read as Pulumi reads them: what Pulumi refuses, the offline plan
+refuses with Pulumi's reason and exit 2, never a traceback; a key in a namespace one typo away
+from `gpu-platform:` is reported rather than ignored."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from gpu_platform.cli.app import app
+from tests.repository import ROOT
+
+DEV_STACK = (ROOT / "Pulumi.dev.yaml").read_text()
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of this project's program and project file, with no stack file yet."""
+    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    shutil.copy(ROOT / "__main__.py", tmp_path / "__main__.py")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def plan(project: Path, stack_file: str) -> tuple[int, str]:
+    (project / "Pulumi.broken.yaml").write_text(stack_file)
+    result = CliRunner().invoke(app, ["plan", "broken"], terminal_width=300)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize(
+    ("stack_file", "words"),
+    [
+        ("- config\n- values\n", "must be a YAML mapping"),
+        ("just words\n", "must be a YAML mapping"),
+        ("config:\n\tgpu-platform:cloud: aws\n", "is not valid YAML"),
+        ("config: [a, b]\n", "`config:` must be a mapping"),
+        ("config:\n  cloud: aws\n", "'cloud': could not parse as a configuration key"),
+    ],
+    ids=["a list", "a scalar", "tabs", "config a list", "no namespace"],
+)
+def test_a_stack_file_pulumi_refuses_exits_2_saying_why(
+    project: Path, stack_file: str, words: str
+) -> None:
+    exit_code, output = plan(project, stack_file)
+
+    assert exit_code == 2
+    assert "Pulumi.broken.yaml" in output
+    assert words in output
+
+
+def test_a_key_in_a_misspelt_namespace_is_reported(project: Path) -> None:
+    config = yaml.safe_load(DEV_STACK)
+    config["config"]["gpu-platfom:protect"] = True
+
+    exit_code, output = plan(project, yaml.safe_dump(config))
+
+    assert exit_code == 2
+    assert "gpu-platfom:protect: got true" in output
+    assert "looks misspelt" in output
+
+
+def test_the_projects_own_namespace_is_not_taken_for_a_misspelling(project: Path) -> None:
+    (project / "Pulumi.yaml").write_text(
+        (project / "Pulumi.yaml").read_text().replace("name: gpu-platform", "name: gpu-platforms")
+    )
+    config = yaml.safe_load(DEV_STACK)
+    config["config"]["gpu-platforms:owner"] = "ml-team"
+
+    exit_code, output = plan(project, yaml.safe_dump(config))
+
+    assert exit_code == 0, output
+
+
+@pytest.mark.parametrize(
+    ("project_file", "words"),
+    [
+        ("runtime: python\n", "has no project `name`"),
+        ("name: ml\n", "project is missing a 'runtime' attribute"),
+        ("name: ml\nruntime: nodejs\n", "runtime 'nodejs': the offline plan runs Python"),
+        ("name: ml\nruntime: python\nmain: infra/\n", "the program"),
+        ("- name\n", "must be a YAML mapping"),
+    ],
+    ids=["no name", "no runtime", "not python", "no program", "a list"],
+)
+def test_a_project_file_the_plan_cannot_run_exits_2(
+    project: Path, project_file: str, words: str
+) -> None:
+    (project / "Pulumi.yaml").write_text(project_file)
+
+    exit_code, output = plan(project, DEV_STACK)
+
+    assert exit_code == 2
+    assert words in output

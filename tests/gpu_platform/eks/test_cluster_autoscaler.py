@@ -1,0 +1,393 @@
+"""The cluster autoscaler on EKS: the pinned chart, the image for the cluster's Kubernetes
+version, Pod Identity with a least-privilege policy, GPU-aware settings, and leaving it out."""
+
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from gpu_platform.cli.offline import Plan, PlannedResource
+from gpu_platform.cli.stand_ins import aws as stand_in
+from gpu_platform.versions import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGES
+
+from .plans import RELEASE, asg_tags, problems_of, with_aws_options, with_extra_pool, with_pool
+
+Config = dict[str, Any]
+PlanFor = Callable[[Config], Plan]
+COMPONENT = "gpu-platform:eks:ClusterAutoscaler"
+ROLE = "aws:iam/role:Role"
+POLICY = "aws:iam/rolePolicy:RolePolicy"
+ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+
+# The chart's values as its README's "Values" table documents them (charts/cluster-autoscaler in
+# kubernetes/autoscaler); the entries of object-typed ones (`extraArgs`, `resources`, the
+# security contexts) are free-form. A misspelt key is silently ignored by Helm, so every key
+# the program sets must be one of these.
+# A release of the AL2023 NVIDIA AMI whose driver the platform knows, per Kubernetes minor: a
+# pool's release must be built for its cluster's version.
+AL2023_RELEASES = {
+    "1.33": "1.33.13-20260714",
+    "1.34": "1.34.9-20260714",
+    "1.35": "1.35.6-20260714",
+    "1.36": "1.36.2-20260714",
+}
+
+CHART_VALUE_KEYS = frozenset(
+    {
+        "additionalLabels",
+        "affinity",
+        "autoDiscovery.clusterName",
+        "autoDiscovery.tags",
+        "autoscalingGroups",
+        "awsRegion",
+        "cloudProvider",
+        "containerSecurityContext",
+        "customArgs",
+        "dnsPolicy",
+        "expanderPriorities",
+        "extraArgs",
+        "extraEnv",
+        "fullnameOverride",
+        "image.pullPolicy",
+        "image.repository",
+        "image.tag",
+        "nameOverride",
+        "nodeSelector",
+        "podAnnotations",
+        "podDisruptionBudget",
+        "podLabels",
+        "priorityClassName",
+        "rbac.create",
+        "rbac.serviceAccount.annotations",
+        "rbac.serviceAccount.create",
+        "rbac.serviceAccount.name",
+        "replicaCount",
+        "resources",
+        "securityContext",
+        "serviceMonitor.enabled",
+        "tolerations",
+        "updateStrategy",
+    }
+)
+
+
+def release(plan: Plan) -> PlannedResource:
+    return plan.named("cluster-autoscaler", RELEASE)
+
+
+def value_keys(values: Mapping[str, Any], prefix: str = "") -> Iterator[str]:
+    """Dotted paths of the values, stopping at a documented key."""
+    for key, value in values.items():
+        path = prefix + key
+        if path in CHART_VALUE_KEYS or not isinstance(value, Mapping):
+            yield path
+        else:
+            yield from value_keys(value, path + ".")
+
+
+def policy_of(plan: Plan) -> dict[str, Any]:
+    return json.loads(plan.named("cluster-autoscaler-policy", POLICY).inputs["policy"])
+
+
+def with_cluster_version(monkeypatch: pytest.MonkeyPatch, version: str) -> None:
+    def cluster(args: dict[str, Any]) -> dict[str, Any]:
+        return {**stand_in.get_cluster(args), "version": version}
+
+    token = "aws:eks/getCluster:getCluster"
+    monkeypatch.setitem(stand_in.INVOKES, token, cluster)
+
+
+# --- The release -------------------------------------------------------------------------------
+
+
+def test_chart_is_the_pinned_one_from_the_autoscaler_repository(dev_plan: Plan) -> None:
+    inputs = release(dev_plan).inputs
+
+    assert (inputs["chart"], inputs["version"], inputs["repositoryOpts"]) == (
+        "cluster-autoscaler",
+        CLUSTER_AUTOSCALER_CHART.version,
+        {"repo": "https://kubernetes.github.io/autoscaler"},
+    )
+    assert inputs["namespace"] == "kube-system"
+
+
+def test_release_is_installed_through_the_clusters_provider(dev_plan: Plan) -> None:
+    (provider,) = dev_plan.of_type("pulumi:providers:kubernetes")
+
+    assert str(release(dev_plan).provider).startswith(provider.urn + "::")
+
+
+def test_image_matches_the_clusters_kubernetes_minor(dev_plan: Plan) -> None:
+    image = release(dev_plan).inputs["values"]["image"]
+
+    # The stand-in cluster runs Kubernetes 1.35.
+    assert f"{image['repository']}:{image['tag']}" == CLUSTER_AUTOSCALER_IMAGES["1.35"]
+    assert image["tag"].startswith("v1.35.")
+
+
+@pytest.mark.parametrize("version", sorted(CLUSTER_AUTOSCALER_IMAGES))
+def test_every_supported_version_gets_its_own_autoscaler_minor(
+    dev_config: Config,
+    plan_for: PlanFor,
+    monkeypatch: pytest.MonkeyPatch,
+    version: str,
+) -> None:
+    with_cluster_version(monkeypatch, version)
+    with_aws_options(dev_config, amiReleaseVersion=AL2023_RELEASES[version])
+
+    tag = release(plan_for(dev_config)).inputs["values"]["image"]["tag"]
+
+    assert tag.startswith(f"v{version}.")
+
+
+def test_image_tag_from_config_overrides_the_pinned_one(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    dev_config["gpu-platform:autoscaler"] = {"imageTag": "v1.35.9"}
+
+    image = release(plan_for(dev_config)).inputs["values"]["image"]
+
+    assert image == {
+        "repository": "registry.k8s.io/autoscaling/cluster-autoscaler",
+        "tag": "v1.35.9",
+    }
+
+
+def test_a_cluster_version_without_an_autoscaler_release_is_a_config_error(
+    dev_config: Config, failed_plan_for: PlanFor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with_cluster_version(monkeypatch, "1.29")
+
+    plan = failed_plan_for(dev_config)
+
+    assert "Kubernetes 1.29" in problems_of(plan)["gpu-platform:autoscaler.imageTag"]
+    assert plan.resources == []
+
+
+def test_values_discover_this_clusters_groups_in_its_region(dev_plan: Plan) -> None:
+    values = release(dev_plan).inputs["values"]
+
+    assert values["cloudProvider"] == "aws"
+    assert values["awsRegion"] == "us-east-1"
+    assert values["autoDiscovery"] == {"clusterName": "ml-dev"}
+
+
+def test_values_set_only_keys_the_chart_has(dev_plan: Plan) -> None:
+    values = release(dev_plan).inputs["values"]
+
+    assert set(value_keys(values)) <= CHART_VALUE_KEYS
+
+
+def test_gpu_aware_settings_come_from_config(dev_config: Config, plan_for: PlanFor) -> None:
+    dev_config["gpu-platform:autoscaler"] = {
+        "balanceSimilarNodeGroups": False,
+        "expander": "most-pods",
+    }
+
+    args = release(plan_for(dev_config)).inputs["values"]["extraArgs"]
+
+    assert args == {"balance-similar-node-groups": False, "expander": "most-pods"}
+
+
+def test_defaults_balance_similar_groups_and_rank_by_capacity_then_waste(dev_plan: Plan) -> None:
+    args = release(dev_plan).inputs["values"]["extraArgs"]
+
+    assert args == {"balance-similar-node-groups": True, "expander": "priority,least-waste"}
+
+
+def with_pools_of_every_capacity(config: Config) -> Config:
+    with_extra_pool(config, name="l4", instanceTypes=["g6.xlarge"], max=2, capacity="on-demand")
+    with_extra_pool(config, name="l4-2", instanceTypes=["g6.xlarge"], max=2, capacity="spot")
+    with_extra_pool(
+        config,
+        name="a10g",
+        instanceTypes=["g5.xlarge"],
+        max=2,
+        capacity="reserved",
+        zones=["us-east-1a"],
+        aws={"capacityReservationId": "cr-0fedcba9876543210"},
+    )
+    return with_extra_pool(
+        config,
+        name="h100",
+        instanceTypes=["p5.48xlarge"],
+        max=1,
+        capacity="capacity-block",
+        zones=["us-east-1a"],
+        aws={"capacityReservationId": "cr-0123456789abcdef0"},
+    )
+
+
+def test_the_priority_expander_ranks_blocks_then_reservations_then_on_demand_then_spot(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    values = release(plan_for(with_pools_of_every_capacity(dev_config))).inputs["values"]
+    # An optional zone, for pools with a node group per zone, then the unique suffix.
+    zone = "[a-z]{2}(?:-[a-z]+)+-[0-9]+(?:[a-z]|-[a-z]+-[0-9]+[a-z])"
+    suffix = f"-(?:(?P<zone>{zone})-)?[0-9]{{18}}[0-9a-f]{{8}}-"
+
+    # The chart renders these as the cluster-autoscaler-priority-expander ConfigMap
+    # (templates/priority-expander-configmap.yaml, chart 9.59.0); higher wins.
+    assert values["expanderPriorities"] == {
+        "40": [f"^eks-h100{suffix}"],
+        "30": [f"^eks-a10g{suffix}"],
+        "20": [f"^eks-l4{suffix}"],
+        "10": [f"^eks-t4\\-shared{suffix}", f"^eks-l4\\-2{suffix}"],
+    }
+
+
+def test_each_pools_expression_matches_its_own_group_and_no_other(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_pools_of_every_capacity(dev_config))
+    priorities = release(plan).inputs["values"]["expanderPriorities"]
+    expressions = [e for level in priorities.values() for e in level]
+    groups = {pool: asg_name(plan, pool) for pool in ("t4-shared", "l4", "l4-2", "a10g", "h100")}
+
+    matches = {
+        pool: [e for e in expressions if re.search(e, group)] for pool, group in groups.items()
+    }
+
+    assert all(len(found) == 1 for found in matches.values()), matches
+    assert len({found[0] for found in matches.values()}) == len(groups)
+
+
+def test_per_zone_groups_match_their_pools_expression_and_no_other(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    config = with_pools_of_every_capacity(dev_config)
+    with_pool(config, zones=["us-east-1a", "us-east-1b", "us-east-1c"])
+    with_aws_options(config, nodeGroupPerZone=True)
+    plan = plan_for(config)
+    priorities = release(plan).inputs["values"]["expanderPriorities"]
+    expressions = [e for level in priorities.values() for e in level]
+    zonal = {
+        str(tag.inputs["autoscalingGroupName"])
+        for tag in plan.of_type("aws:autoscaling/tag:Tag")
+        if tag.parent == plan.named("t4-shared", "gpu-platform:eks:GpuNodeGroup").urn
+    }
+
+    assert len(zonal) == 3
+    for group in zonal:
+        assert [e for e in expressions if re.search(e, group)] == priorities["10"][:1]
+
+
+def asg_name(plan: Plan, pool: str) -> str:
+    (name,) = {
+        tag.inputs["autoscalingGroupName"]
+        for tag in plan.of_type("aws:autoscaling/tag:Tag")
+        if tag.parent == plan.named(pool, "gpu-platform:eks:GpuNodeGroup").urn
+    }
+    return str(name)
+
+
+def test_autoscaler_pod_runs_as_non_root_without_privileges(dev_plan: Plan) -> None:
+    values = release(dev_plan).inputs["values"]
+
+    assert values["securityContext"]["runAsNonRoot"] is True
+    assert values["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert values["containerSecurityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
+# --- Its AWS identity ---------------------------------------------------------------------------
+
+
+def test_pod_identity_ties_the_service_account_to_the_role(dev_plan: Plan) -> None:
+    association = dev_plan.named("cluster-autoscaler-pod-identity", ASSOCIATION).inputs
+    values = release(dev_plan).inputs["values"]
+
+    assert association["clusterName"] == "ml-dev"
+    assert association["namespace"] == release(dev_plan).inputs["namespace"]
+    assert association["serviceAccount"] == values["rbac"]["serviceAccount"]["name"]
+    assert association["roleArn"].endswith(":role/cluster-autoscaler-role")
+
+
+def test_release_waits_for_its_credentials(dev_plan: Plan) -> None:
+    association = dev_plan.named("cluster-autoscaler-pod-identity", ASSOCIATION)
+    policy = dev_plan.named("cluster-autoscaler-policy", POLICY)
+
+    assert {association.urn, policy.urn} <= set(release(dev_plan).dependencies)
+
+
+def test_role_trusts_eks_pod_identity_for_this_cluster_only(dev_plan: Plan) -> None:
+    trust = json.loads(dev_plan.named("cluster-autoscaler-role", ROLE).inputs["assumeRolePolicy"])
+
+    assert trust["Statement"] == [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "pods.eks.amazonaws.com"},
+            "Action": ["sts:AssumeRole", "sts:TagSession"],
+            "Condition": {
+                "StringEquals": {"aws:SourceAccount": "123456789012"},
+                "ArnEquals": {"aws:SourceArn": "arn:aws:eks:us-east-1:123456789012:cluster/ml-dev"},
+            },
+        }
+    ]
+
+
+def test_policy_reads_managed_node_groups_of_this_cluster(dev_plan: Plan) -> None:
+    statements = {s["Sid"]: s for s in policy_of(dev_plan)["Statement"]}
+
+    assert statements["ReadNodeGroups"]["Action"] == "eks:DescribeNodegroup"
+    assert statements["ReadNodeGroups"]["Resource"] == (
+        "arn:aws:eks:us-east-1:123456789012:nodegroup/ml-dev/*/*"
+    )
+
+
+def test_policy_changes_only_groups_tagged_as_this_clusters(dev_plan: Plan) -> None:
+    statements = policy_of(dev_plan)["Statement"]
+    writes = [s for s in statements if not all(_reads(a) for a in _actions(s))]
+
+    assert [s["Sid"] for s in writes] == ["ScaleOwnGroups"]
+    (scale,) = writes
+    assert sorted(scale["Action"]) == [
+        "autoscaling:SetDesiredCapacity",
+        "autoscaling:TerminateInstanceInAutoScalingGroup",
+    ]
+    assert scale["Condition"] == {
+        "StringEquals": {"aws:ResourceTag/k8s.io/cluster-autoscaler/ml-dev": "owned"}
+    }
+    assert asg_tags(dev_plan)["k8s.io/cluster-autoscaler/ml-dev"] == "owned"
+
+
+def test_policy_reads_what_discovery_and_templates_need(dev_plan: Plan) -> None:
+    reads = {a for s in policy_of(dev_plan)["Statement"] for a in _actions(s) if _reads(a)}
+
+    assert {
+        "autoscaling:DescribeAutoScalingGroups",
+        "autoscaling:DescribeTags",
+        "ec2:DescribeInstanceTypes",
+        "ec2:DescribeLaunchTemplateVersions",
+        "eks:DescribeNodegroup",
+    } <= reads
+
+
+def _reads(action: str) -> bool:
+    return action.partition(":")[2].startswith(("Describe", "Get", "List"))
+
+
+def _actions(statement: Mapping[str, Any]) -> list[str]:
+    action = statement["Action"]
+    return [action] if isinstance(action, str) else list(action)
+
+
+# --- Leaving it out -----------------------------------------------------------------------------
+
+
+def test_clusters_running_their_own_autoscaler_get_none_but_keep_the_hints(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    dev_config["gpu-platform:autoscaler"] = {"install": False}
+
+    plan = plan_for(dev_config)
+
+    assert plan.of_type(COMPONENT) == []
+    assert plan.of_type(RELEASE) == [plan.named("gpu-operator", RELEASE)]
+    assert plan.of_type(ASSOCIATION) == []
+    assert "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu" in asg_tags(plan)

@@ -1,0 +1,164 @@
+"""`aws.efa`: a training pool whose nodes reach each other over EFA, one adapter per network
+card, in one zone and a cluster placement group, with the EFA device plugin to advertise them."""
+
+from collections.abc import Callable
+from typing import Any
+
+import botocore.session
+import pytest
+from botocore.model import StructureShape
+
+from gpu_platform.cli.offline import Plan
+from gpu_platform.cli.stand_ins import aws as stand_in
+from gpu_platform.config import ConfigError
+from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART
+
+from .plans import asg_tags, launch_template, node_group, with_aws_options, with_pool
+
+Config = dict[str, Any]
+PlanFor = Callable[[Config], Plan]
+SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
+PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def efa_pool(config: Config, **changes: Any) -> Config:
+    """The dev pool on p5.48xlarge (32 EFA interfaces, 8 H100s) in one zone, with EFA."""
+    pool = {
+        "instanceTypes": ["p5.48xlarge"],
+        "accelerator": None,
+        "gpusPerNode": None,
+        "sharing": {"mode": "exclusive"},
+        "zones": ["us-east-1a"],
+    }
+    with_pool(config, **{**pool, **changes})
+    return with_aws_options(config, efa=True)
+
+
+def cluster_security_group() -> str:
+    found = stand_in.get_cluster({"name": "ml-dev", "region": "us-east-1"})
+    return str(found["vpcConfig"]["clusterSecurityGroupId"])
+
+
+def test_each_network_card_gets_an_efa_the_first_also_carrying_ip_traffic(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    interfaces = launch_template(plan_for(efa_pool(dev_config))).inputs["networkInterfaces"]
+
+    assert len(interfaces) == 32
+    first, *others = interfaces
+    assert (first["deviceIndex"], first["networkCardIndex"], first["interfaceType"]) == (
+        0,
+        0,
+        "efa",
+    )
+    cluster_group, efa_group = first["securityGroups"]
+    assert cluster_group == cluster_security_group()
+    assert [
+        (i["deviceIndex"], i["networkCardIndex"], i["interfaceType"], i["securityGroups"])
+        for i in others
+    ] == [(1, card, "efa-only", [efa_group]) for card in range(1, 32)]
+
+
+def test_efa_only_is_an_interface_type_ec2_takes() -> None:
+    model = botocore.session.get_session().get_service_model("ec2")
+    shape = model.shape_for("LaunchTemplateInstanceNetworkInterfaceSpecificationRequest")
+    assert isinstance(shape, StructureShape)
+
+    assert "<code>efa-only</code>" in shape.members["InterfaceType"].documentation
+
+
+def test_the_efa_security_group_lets_all_traffic_flow_within_itself(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    (group,) = plan_for(efa_pool(dev_config)).of_type(SECURITY_GROUP)
+
+    rule = {"protocol": "-1", "fromPort": 0, "toPort": 0, "self": True}
+    assert [{k: r[k] for k in rule} for r in group.inputs["ingress"]] == [rule]
+    assert [{k: r[k] for k in rule} for r in group.inputs["egress"]] == [rule]
+    assert group.inputs["vpcId"] == stand_in.get_cluster({"name": "ml-dev"})["vpcConfig"]["vpcId"]
+
+
+def test_the_nodes_start_in_a_cluster_placement_group(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(efa_pool(dev_config))
+
+    (placement,) = plan.of_type(PLACEMENT_GROUP)
+    assert placement.inputs["strategy"] == "cluster"
+    assert "placement" in launch_template(plan).property_dependencies
+
+
+@pytest.mark.parametrize("capacity", ["capacity-block", "reserved"])
+def test_a_pool_in_a_reservation_has_no_placement_group_of_its_own(
+    dev_config: Config, plan_for: PlanFor, capacity: str
+) -> None:
+    # A block's instances are placed together already; an instance launched into a placement
+    # group matches only reservations made in that group (EC2 user guide, "Capacity
+    # Reservations in cluster placement groups"), which one the stack creates cannot have.
+    config = efa_pool(dev_config, capacity=capacity)
+    config["gpu-platform:pools"][0]["aws"]["capacityReservationId"] = "cr-0123456789abcdef0"
+
+    plan = plan_for(config)
+
+    assert plan.of_type(PLACEMENT_GROUP) == []
+    assert len(launch_template(plan).inputs["networkInterfaces"]) == 32
+
+
+def test_the_autoscaler_template_offers_the_efa_devices_and_label(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(efa_pool(dev_config))
+    tags = asg_tags(plan)
+
+    # Without the resource hint a pod asking for vpc.amazonaws.com/efa never scales the pool
+    # up from zero (aws_manager.go buildNodeFromTemplate knows only CPU, memory, pods, GPUs).
+    assert tags["k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa"] == "32"
+    assert tags["k8s.io/cluster-autoscaler/node-template/label/gpu-platform.io/efa"] == "true"
+    assert node_group(plan).inputs["labels"]["gpu-platform.io/efa"] == "true"
+
+
+def test_the_efa_device_plugin_runs_on_the_efa_pools_only_tolerating_the_gpu_taint(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    releases = plan_for(efa_pool(dev_config)).of_type(RELEASE)
+    (plugin,) = [r for r in releases if r.inputs["chart"] == EFA_DEVICE_PLUGIN_CHART.name]
+
+    assert plugin.inputs["version"] == "v0.5.30"
+    assert plugin.inputs["repositoryOpts"] == {"repo": "https://aws.github.io/eks-charts"}
+    assert plugin.inputs["namespace"] == "kube-system"
+    # aws/eks-charts stable/aws-efa-k8s-device-plugin values.yaml: `tolerations: []`,
+    # `nodeSelector: {}` (the template adds only CriticalAddonsOnly).
+    assert plugin.inputs["values"] == {
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "nodeSelector": {"gpu-platform.io/efa": "true"},
+    }
+
+
+def test_a_stack_without_efa_pools_installs_no_efa_device_plugin(dev_plan: Plan) -> None:
+    charts = [r.inputs["chart"] for r in dev_plan.of_type(RELEASE)]
+
+    assert EFA_DEVICE_PLUGIN_CHART.name not in charts
+    assert dev_plan.of_type(SECURITY_GROUP) == []
+
+
+def test_an_efa_pool_in_several_zones_fails_naming_zones(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    with pytest.raises(ConfigError) as error:
+        plan_for(efa_pool(dev_config, zones=["us-east-1a", "us-east-1b"]))
+
+    assert [p.path for p in error.value.problems] == ["gpu-platform:pools[0].zones"]
+
+
+def test_an_efa_pool_of_an_instance_type_without_efa_fails_naming_it(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    config = with_aws_options(with_pool(dev_config, zones=["us-east-1a"]), efa=True)
+
+    with pytest.raises(ConfigError) as error:
+        plan_for(config)
+
+    (problem,) = error.value.problems
+    assert problem.path == "gpu-platform:pools[0].instanceTypes"
+    assert problem.expected.endswith("without: g4dn.xlarge")

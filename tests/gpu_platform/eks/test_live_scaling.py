@@ -1,0 +1,93 @@
+"""A change of a pool's bounds carries a desired size EKS accepts: the running node group's,
+moved within the new bounds. Otherwise the autoscaler's desired size stands."""
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from gpu_platform.cli.offline import Plan
+from gpu_platform.cli.stand_ins import aws as stand_in
+from gpu_platform.eks.node_group import DESIRED_SIZE
+
+from .plans import node_group, with_pool
+
+Config = dict[str, Any]
+PlanFor = Callable[[Config], Plan]
+# The dev pool's node group as the AWS provider names it from `t4-shared-` (Terraform's
+# PrefixedUniqueId: 18 digits and 8 hex digits).
+RUNNING = "t4-shared-20261123120000000000000a1b"
+
+
+@pytest.fixture
+def running() -> Iterator[Callable[..., None]]:
+    def run(name: str = RUNNING, *, min_size: int, max_size: int, desired: int) -> None:
+        stand_in.LIVE_NODE_GROUPS[name] = {
+            "minSize": min_size,
+            "maxSize": max_size,
+            "desiredSize": desired,
+        }
+
+    yield run
+    stand_in.LIVE_NODE_GROUPS.clear()
+
+
+def test_raising_min_above_the_running_size_sends_the_new_min_as_desired(
+    dev_config: Config, plan_for: PlanFor, running: Callable[..., None]
+) -> None:
+    # EKS: "Minimum capacity 2 can't be greater than desired size 0".
+    running(min_size=0, max_size=3, desired=0)
+
+    group = node_group(plan_for(with_pool(dev_config, min=2, max=3)))
+
+    assert group.inputs["scalingConfig"] == {"minSize": 2, "desiredSize": 2, "maxSize": 3}
+    assert DESIRED_SIZE not in group.ignore_changes
+
+
+def test_lowering_max_below_the_running_size_sends_the_new_max_as_desired(
+    dev_config: Config, plan_for: PlanFor, running: Callable[..., None]
+) -> None:
+    running(min_size=0, max_size=3, desired=3)
+
+    group = node_group(plan_for(with_pool(dev_config, min=0, max=2)))
+
+    assert group.inputs["scalingConfig"]["desiredSize"] == 2
+    assert DESIRED_SIZE not in group.ignore_changes
+
+
+def test_new_bounds_that_admit_the_running_size_send_it_unchanged(
+    dev_config: Config, plan_for: PlanFor, running: Callable[..., None]
+) -> None:
+    running(min_size=0, max_size=3, desired=2)
+
+    group = node_group(plan_for(with_pool(dev_config, min=1, max=4)))
+
+    assert group.inputs["scalingConfig"]["desiredSize"] == 2
+
+
+def test_unchanged_bounds_leave_the_desired_size_to_the_autoscaler(
+    dev_config: Config, plan_for: PlanFor, running: Callable[..., None]
+) -> None:
+    running(min_size=0, max_size=3, desired=2)
+
+    group = node_group(plan_for(with_pool(dev_config, min=0, max=3)))
+
+    assert group.ignore_changes == (DESIRED_SIZE,)
+
+
+def test_two_running_groups_of_the_pool_leave_the_desired_size_alone(
+    dev_config: Config, plan_for: PlanFor, running: Callable[..., None]
+) -> None:
+    # A replacement runs beside the group it replaces: which one the update is for is unknown.
+    running(min_size=0, max_size=3, desired=0)
+    running("t4-shared-20261123130000000000000c2d", min_size=0, max_size=3, desired=0)
+
+    assert node_group(plan_for(with_pool(dev_config, min=2))).ignore_changes == (DESIRED_SIZE,)
+
+
+def test_a_group_of_another_pool_is_not_read_as_this_ones(
+    dev_config: Config, plan_for: PlanFor, running: Callable[..., None]
+) -> None:
+    running("t4-shared-extra-20261123120000000000000a1b", min_size=0, max_size=3, desired=0)
+
+    assert node_group(plan_for(with_pool(dev_config, min=2))).ignore_changes == (DESIRED_SIZE,)

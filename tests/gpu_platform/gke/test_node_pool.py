@@ -1,0 +1,373 @@
+"""The GKE node pool the real program declares, property by property (mocked program)."""
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pulumi import _types
+from pulumi_gcp import container
+
+from gpu_platform.cli.offline import Plan
+from gpu_platform.gke.cluster import GkeCluster
+from gpu_platform.gke.node_pool import NODE_SERVICE_ACCOUNT_ROLE, node_service_account_id
+
+from .plans import node_pool, on_ubuntu, problems_of, with_cluster, with_pool
+
+Config = dict[str, Any]
+PlanFor = Callable[[Config], Plan]
+MIG_POOL = {
+    "name": "a100-mig",
+    "instanceTypes": ["a2-highgpu-1g"],
+    "max": 2,
+    "sharing": {"mode": "mig", "profile": "all-1g.5gb"},
+}
+
+
+def node_config(plan: Plan, pool: str = "l4-shared") -> dict[str, Any]:
+    return node_pool(plan, pool).inputs["nodeConfig"]
+
+
+def test_node_pool_is_a_child_of_the_pools_component(gke_plan: Plan) -> None:
+    pool = node_pool(gke_plan)
+    (component,) = [r for r in gke_plan.resources if r.urn == pool.parent]
+    assert (component.type, component.name) == ("gpu-platform:gke:GpuNodePool", "l4-shared")
+
+
+def test_node_pool_joins_the_configured_cluster(gke_plan: Plan) -> None:
+    inputs = node_pool(gke_plan).inputs
+    assert (inputs["project"], inputs["location"], inputs["cluster"]) == (
+        "ml-platform-dev",
+        "us-central1",
+        "ml-dev",
+    )
+
+
+def test_node_pool_is_named_by_pulumi_after_the_pool(gke_plan: Plan) -> None:
+    # No fixed name: Pulumi adds a suffix, so a replacement pool can exist beside the old one.
+    assert "name" not in node_pool(gke_plan).inputs
+
+
+def test_accelerator_type_and_count_come_from_the_pool(gke_plan: Plan) -> None:
+    (accelerator,) = node_config(gke_plan)["guestAccelerators"]
+    assert (accelerator["type"], accelerator["count"]) == ("nvidia-l4", 1)
+
+
+def test_gke_driver_installation_is_disabled(gke_plan: Plan) -> None:
+    (accelerator,) = node_config(gke_plan)["guestAccelerators"]
+    assert accelerator["gpuDriverInstallationConfig"] == {
+        "gpuDriverVersion": "INSTALLATION_DISABLED"
+    }
+
+
+def test_accelerator_count_is_read_from_the_machine_type_when_left_out(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    pool = gke_config["gpu-platform:pools"][0]
+    del pool["accelerator"], pool["gpusPerNode"]
+    pool["instanceTypes"] = ["g2-standard-48"]
+    (accelerator,) = node_config(plan_for(gke_config))["guestAccelerators"]
+    assert (accelerator["type"], accelerator["count"]) == ("nvidia-l4", 4)
+
+
+def accelerator_of(plan: Plan, pool: str = "l4-shared") -> dict[str, Any]:
+    (accelerator,) = node_config(plan, pool)["guestAccelerators"]
+    return accelerator
+
+
+@pytest.mark.parametrize(
+    ("sharing", "strategy"),
+    [
+        ({"mode": "time-slicing", "replicas": 4}, "TIME_SHARING"),
+        ({"mode": "mps", "replicas": 3}, "MPS"),
+    ],
+)
+def test_a_shared_pool_has_gke_share_each_gpu_between_its_replicas(
+    gke_config: Config, plan_for: PlanFor, sharing: Config, strategy: str
+) -> None:
+    accelerator = accelerator_of(plan_for(with_pool(gke_config, sharing=sharing)))
+
+    assert accelerator["gpuSharingConfig"] == {
+        "gpuSharingStrategy": strategy,
+        "maxSharedClientsPerGpu": sharing["replicas"],
+    }
+    assert "gpuPartitionSize" not in accelerator
+
+
+def test_a_mig_pool_has_gke_partition_its_gpus(gke_config: Config, plan_for: PlanFor) -> None:
+    gke_config["gpu-platform:pools"].append(MIG_POOL)
+
+    accelerator = accelerator_of(plan_for(gke_config), "a100-mig")
+
+    assert accelerator["gpuPartitionSize"] == "1g.5gb"
+    assert "gpuSharingConfig" not in accelerator
+
+
+def test_an_exclusive_pool_leaves_gke_sharing_unset(gke_config: Config, plan_for: PlanFor) -> None:
+    accelerator = accelerator_of(plan_for(with_pool(gke_config, sharing={"mode": "exclusive"})))
+
+    assert set(accelerator) == {"type", "count", "gpuDriverInstallationConfig"}
+
+
+def test_an_exclusive_pools_gpus_go_to_the_operators_device_plugin(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_pool(gke_config, sharing={"mode": "exclusive"}))
+    identity = plan.outputs["pools"]["l4-shared"]["labels"]
+
+    assert node_config(plan)["labels"] == {
+        **identity,
+        "gke-no-default-nvidia-gpu-device-plugin": "true",
+    }
+    assert identity["nvidia.com/device-plugin.config"] == "exclusive"
+
+
+def test_a_shared_pools_gpus_go_to_gkes_device_plugin_and_not_the_operators(
+    gke_plan: Plan,
+) -> None:
+    identity = gke_plan.outputs["pools"]["l4-shared"]["labels"]
+
+    # The operator deploys its device plugin and MIG manager only where these labels are
+    # "true", and leaves a value already set (controllers/state_manager.go at v26.7.0).
+    assert node_config(gke_plan)["labels"] == {
+        **identity,
+        "nvidia.com/gpu.deploy.device-plugin": "false",
+        "nvidia.com/gpu.deploy.mig-manager": "false",
+    }
+    assert "nvidia.com/device-plugin.config" not in identity
+
+
+def test_a_mig_pool_has_no_mig_manager_layout_label(gke_config: Config, plan_for: PlanFor) -> None:
+    gke_config["gpu-platform:pools"].append(MIG_POOL)
+
+    labels = node_config(plan_for(gke_config), "a100-mig")["labels"]
+
+    assert "nvidia.com/mig.config" not in labels
+
+
+def test_gpu_taint_is_declared_explicitly_in_gke_spelling(gke_plan: Plan) -> None:
+    assert node_config(gke_plan)["taints"] == [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
+    ]
+
+
+def test_extra_taints_follow_the_gpu_taint_in_gke_spelling(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    with_pool(gke_config, taints=[{"key": "team", "value": "vision", "effect": "NoExecute"}])
+    assert node_config(plan_for(gke_config))["taints"][1:] == [
+        {"key": "team", "value": "vision", "effect": "NO_EXECUTE"}
+    ]
+
+
+def test_total_autoscaling_from_zero_to_max_with_any_location_for_spot(gke_plan: Plan) -> None:
+    assert node_pool(gke_plan).inputs["autoscaling"] == {
+        "totalMinNodeCount": 0,
+        "totalMaxNodeCount": 3,
+        "locationPolicy": "ANY",
+    }
+
+
+def test_per_zone_autoscaling_and_balanced_location_for_on_demand(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    with_pool(gke_config, capacity="on-demand", min=1, gcp={"autoscalingScope": "per-zone"})
+    assert node_pool(plan_for(gke_config)).inputs["autoscaling"] == {
+        "minNodeCount": 1,
+        "maxNodeCount": 3,
+        "locationPolicy": "BALANCED",
+    }
+
+
+def test_initial_node_count_is_zero_for_a_pool_scaled_to_zero(gke_plan: Plan) -> None:
+    assert node_pool(gke_plan).inputs["initialNodeCount"] == 0
+
+
+@pytest.mark.parametrize(("scope", "initial"), [("per-zone", 2), ("total", 1)])
+def test_initial_node_count_per_zone_starts_exactly_the_minimum(
+    gke_config: Config, plan_for: PlanFor, scope: str, initial: int
+) -> None:
+    # Three zones offer g2-standard-8 in the stand-in us-central1. initialNodeCount is per zone
+    # (pulumi-gcp NodePool docs): a total minimum of 3 is one per zone.
+    min_nodes = 2 if scope == "per-zone" else 3
+    with_pool(gke_config, min=min_nodes, max=6, gcp={"autoscalingScope": scope})
+    pool = node_pool(plan_for(gke_config))
+    assert (len(pool.inputs["nodeLocations"]), pool.inputs["initialNodeCount"]) == (3, initial)
+
+
+@pytest.mark.parametrize("min_nodes", [1, 2, 4, 5])
+def test_a_total_minimum_the_zones_do_not_divide_is_refused_before_anything_starts(
+    gke_config: Config, failed_plan_for: PlanFor, min_nodes: int
+) -> None:
+    # With `min: 1, max: 1` over three zones the pool would otherwise start three nodes.
+    with_pool(gke_config, min=min_nodes, max=6)
+
+    plan = failed_plan_for(gke_config)
+
+    assert plan.resources == []
+    assert problems_of(plan)["gpu-platform:pools[0].min"].startswith(
+        "0 or a multiple of the pool's 3 zones (us-central1-a, us-central1-b, us-central1-c)"
+    )
+
+
+@pytest.mark.parametrize("zones", [1, 2, 4])
+def test_a_minimum_the_named_zones_divide_starts_that_many(
+    gke_config: Config, plan_for: PlanFor, zones: int
+) -> None:
+    named = ["us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f"][:zones]
+    with_pool(
+        gke_config,
+        min=zones,
+        max=8,
+        zones=named,
+        instanceTypes=["n1-standard-8"],
+        gpusPerNode=1,
+        accelerator="t4",
+    )
+
+    pool = node_pool(plan_for(gke_config))
+
+    assert pool.inputs["initialNodeCount"] * len(pool.inputs["nodeLocations"]) == zones
+
+
+def test_node_counts_are_left_to_the_autoscaler_on_updates(gke_plan: Plan) -> None:
+    pool = node_pool(gke_plan)
+    assert set(pool.ignore_changes) == {"initialNodeCount", "nodeCount"}
+    assert pool.inputs["ignoreNodeCountChanges"] is True
+
+
+def test_ignored_node_counts_are_node_pool_properties() -> None:
+    engine_names = set(_types.input_type_py_to_pulumi_names(container.NodePoolArgs).values())
+    assert {"initialNodeCount", "nodeCount"} <= engine_names
+
+
+@pytest.mark.parametrize(("capacity", "spot"), [("spot", True), ("on-demand", False)])
+def test_spot_follows_the_pools_capacity(
+    gke_config: Config, plan_for: PlanFor, capacity: str, spot: bool
+) -> None:
+    with_pool(gke_config, capacity=capacity)
+    assert node_config(plan_for(gke_config))["spot"] is spot
+
+
+def test_cos_nodes_use_cos_containerd_with_secure_boot(gke_plan: Plan) -> None:
+    config = node_config(gke_plan)
+    assert config["imageType"] == "COS_CONTAINERD"
+    assert config["shieldedInstanceConfig"] == {
+        "enableSecureBoot": True,
+        "enableIntegrityMonitoring": True,
+    }
+    assert "gpu-platform.io/driver" not in config["labels"]
+
+
+def test_ubuntu_nodes_turn_secure_boot_off_for_the_operators_driver_and_say_so_by_label(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    on_ubuntu(gke_config)
+    config = node_config(plan_for(gke_config))
+    assert config["imageType"] == "UBUNTU_CONTAINERD"
+    assert config["shieldedInstanceConfig"] == {
+        "enableSecureBoot": False,
+        "enableIntegrityMonitoring": True,
+    }
+    assert config["labels"]["gpu-platform.io/driver"] == "operator"
+
+
+def test_pods_see_the_gke_metadata_server(gke_plan: Plan) -> None:
+    assert node_config(gke_plan)["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+
+
+def test_legacy_metadata_endpoints_are_disabled(gke_plan: Plan) -> None:
+    assert node_config(gke_plan)["metadata"] == {"disable-legacy-endpoints": "true"}
+
+
+def test_nodes_are_repaired_and_upgraded_by_gke(gke_plan: Plan) -> None:
+    assert node_pool(gke_plan).inputs["management"] == {"autoRepair": True, "autoUpgrade": True}
+
+
+def test_upgrades_surge_one_node_and_take_none_out_of_service_by_default(gke_plan: Plan) -> None:
+    assert node_pool(gke_plan).inputs["upgradeSettings"] == {
+        "strategy": "SURGE",
+        "maxSurge": 1,
+        "maxUnavailable": 0,
+    }
+
+
+def test_upgrade_settings_come_from_the_pool(gke_config: Config, plan_for: PlanFor) -> None:
+    with_pool(gke_config, gcp={"maxSurge": 0, "maxUnavailable": 2})
+    settings = node_pool(plan_for(gke_config)).inputs["upgradeSettings"]
+    assert (settings["maxSurge"], settings["maxUnavailable"]) == (0, 2)
+
+
+def test_boot_disk_size_comes_from_the_pool_on_balanced_persistent_disk(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    with_pool(gke_config, diskSizeGib=400)
+    config = node_config(plan_for(gke_config))
+    assert (config["diskSizeGb"], config["diskType"]) == (400, "pd-balanced")
+
+
+def test_boot_disk_type_comes_from_the_pool_when_set(gke_config: Config, plan_for: PlanFor) -> None:
+    with_pool(gke_config, gcp={"diskType": "pd-ssd"})
+    assert node_config(plan_for(gke_config))["diskType"] == "pd-ssd"
+
+
+def test_machine_types_without_persistent_disk_boot_from_hyperdisk(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    with_cluster(gke_config, location="us-east4")
+    with_pool(gke_config, instanceTypes=["a3-ultragpu-8g"], accelerator="h200-141gb", gpusPerNode=8)
+    assert node_config(plan_for(gke_config))["diskType"] == "hyperdisk-balanced"
+
+
+def test_pool_gets_its_own_node_service_account_with_the_default_node_role_only(
+    gke_plan: Plan,
+) -> None:
+    (account,) = gke_plan.of_type("gcp:serviceaccount/account:Account")
+    (binding,) = gke_plan.of_type("gcp:projects/iAMMember:IAMMember")
+    assert account.inputs["project"] == binding.inputs["project"] == "ml-platform-dev"
+    assert binding.inputs["role"] == NODE_SERVICE_ACCOUNT_ROLE
+    assert binding.inputs["role"] == "roles/container.defaultNodeServiceAccount"
+    email = f"{account.inputs['accountId']}@ml-platform-dev.iam.gserviceaccount.com"
+    assert binding.inputs["member"] == f"serviceAccount:{email}"
+    assert node_config(gke_plan)["serviceAccount"] == email
+
+
+def test_nodes_start_only_once_their_account_holds_its_role(gke_plan: Plan) -> None:
+    (binding,) = gke_plan.of_type("gcp:projects/iAMMember:IAMMember")
+    assert binding.urn in node_pool(gke_plan).dependencies
+
+
+def test_access_is_decided_by_the_service_account_not_by_scopes(gke_plan: Plan) -> None:
+    assert node_config(gke_plan)["oauthScopes"] == [
+        "https://www.googleapis.com/auth/cloud-platform"
+    ]
+
+
+def test_configured_service_account_is_used_and_none_is_created(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    email = "gpu-nodes@ml-platform-dev.iam.gserviceaccount.com"
+    with_pool(gke_config, gcp={"serviceAccount": email})
+    plan = plan_for(gke_config)
+    assert node_config(plan)["serviceAccount"] == email
+    assert plan.of_type("gcp:serviceaccount/account:Account") == []
+    assert plan.of_type("gcp:projects/iAMMember:IAMMember") == []
+
+
+def test_node_service_account_ids_are_valid_and_differ_between_clusters() -> None:
+    def cluster(name: str) -> GkeCluster:
+        return GkeCluster("p", "us-central1", name, "e", "c", "v", False, "p.svc.id.goog")
+
+    longest = "a" * 32
+    ids = {node_service_account_id(cluster(c), p) for c in ("dev", "prod") for p in ("x", longest)}
+    assert len(ids) == 4
+    assert all(re.fullmatch(r"[a-z][-a-z0-9]{4,28}[a-z0-9]", i) for i in ids), ids
+
+
+def test_vms_carry_the_pool_as_a_billing_label(gke_plan: Plan) -> None:
+    assert node_config(gke_plan)["resourceLabels"] == {"gpu-platform-pool": "l4-shared"}
+
+
+def test_operator_waits_for_the_node_pools(gke_plan: Plan) -> None:
+    operator = gke_plan.named("gpu-operator", "gpu-platform:kubernetes:GpuOperator")
+    assert node_pool(gke_plan).urn in operator.dependencies

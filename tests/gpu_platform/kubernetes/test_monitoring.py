@@ -1,0 +1,365 @@
+"""GpuMonitoring, as the real program declares it: the alert rules, the dashboard, the optional
+Prometheus stack and Managed Service for Prometheus scrape, and the config rules around them."""
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gpu_platform.cli.offline import Plan, PlannedResource
+from gpu_platform.config import MonitoringSpec, OperatorSpec
+from gpu_platform.kubernetes.monitoring import (
+    DASHBOARD_SIDECAR_LABEL,
+    alert_names,
+    gpu_alert_rules,
+    gpu_dashboard,
+)
+from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART, POD_SECURITY_VERSION
+from tests.gpu_platform.kubernetes.test_alert_rules import metric_names, metric_set_rows, text_rows
+
+Config = dict[str, Any]
+PlanFor = Callable[[Config], Plan]
+
+COMPONENT = "gpu-platform:kubernetes:GpuMonitoring"
+PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+GMP_SCRAPE = "kubernetes:monitoring.googleapis.com/v1:ClusterPodMonitoring"
+
+
+def with_monitoring(config: Config, **settings: Any) -> Config:
+    config["gpu-platform:monitoring"] = settings
+    return config
+
+
+@pytest.fixture
+def gke(gke_config: Config) -> Config:
+    """The GKE stack, reached through a kubeconfig context as the deployer's own."""
+    gke_config["gpu-platform:cluster"]["kubeconfigContext"] = "ml-dev"
+    return gke_config
+
+
+def component(plan: Plan) -> PlannedResource:
+    (monitoring,) = plan.of_type(COMPONENT)
+    return monitoring
+
+
+def child(plan: Plan, type_: str) -> PlannedResource:
+    (resource,) = [r for r in plan.children_of(component(plan)) if r.type == type_]
+    return resource
+
+
+def stack_release(plan: Plan) -> PlannedResource:
+    return plan.named("gpu-monitoring-prometheus-stack", RELEASE)
+
+
+def dashboard_json(plan: Plan) -> dict[str, Any]:
+    (document,) = child(plan, CONFIG_MAP).inputs["data"].values()
+    return json.loads(document)
+
+
+# --- The alert rules ---------------------------------------------------------------------------
+
+
+def test_the_prometheus_rule_ships_the_rendered_alert_rules(dev_plan: Plan) -> None:
+    rule = child(dev_plan, PROMETHEUS_RULE)
+    assert rule.inputs["apiVersion"] == "monitoring.coreos.com/v1"
+    assert rule.inputs["spec"] == gpu_alert_rules(MonitoringSpec(), OperatorSpec().namespace)
+
+
+def test_the_prometheus_rule_carries_the_labels_prometheus_selects_by(dev_plan: Plan) -> None:
+    metadata = child(dev_plan, PROMETHEUS_RULE).inputs["metadata"]
+    assert metadata["namespace"] == "monitoring"
+    assert metadata["labels"] == {"release": "kube-prometheus-stack"}
+
+
+def test_the_prometheus_rule_takes_selector_labels_from_the_config(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    labels = {"prometheus": "platform", "team": "ml-infra"}
+    plan = plan_for(with_monitoring(dev_config, serviceMonitorLabels=labels, namespace="observe"))
+    metadata = child(plan, PROMETHEUS_RULE).inputs["metadata"]
+    assert (metadata["namespace"], metadata["labels"]) == ("observe", labels)
+
+
+def test_thresholds_from_the_config_reach_the_rules(dev_config: Config, plan_for: PlanFor) -> None:
+    plan = plan_for(with_monitoring(dev_config, idleGpuMinutes=45, idleGpuUtilizationPercent=10))
+    (idle,) = [
+        rule
+        for rule in child(plan, PROMETHEUS_RULE).inputs["spec"]["groups"][0]["rules"]
+        if rule.get("alert") == "GpuAllocatedButIdle"
+    ]
+    assert idle["for"] == "45m"
+    assert idle["expr"].strip().endswith("< 10")
+
+
+def test_the_alert_names_are_exported(dev_plan: Plan) -> None:
+    names = dev_plan.outputs["prometheusRuleNames"]
+    assert names == alert_names(gpu_alert_rules(MonitoringSpec(), OperatorSpec().namespace))
+    assert names == [
+        "GpuAllocatedButIdle",
+        "GpuFramebufferNearlyFull",
+        "DcgmExporterDown",
+        "DcgmExporterMissing",
+        "DcgmExporterHealthMetricsMissing",
+        "GpuXidApplicationError",
+        "GpuXidNeedsReset",
+        "GpuXidNeedsReplacement",
+        "GpuXidUnclassified",
+        "GpuDoubleBitEccError",
+        "GpuMemoryRepairPending",
+        "GpuRowRemapFailure",
+        "GpuNvlinkErrors",
+        "GpuThrottledWhileBusy",
+    ]
+
+
+def test_the_operator_namespace_from_the_config_reaches_the_rules(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    dev_config["gpu-platform:operator"] = {"namespace": "nvidia-gpu"}
+    rules = child(plan_for(dev_config), PROMETHEUS_RULE).inputs["spec"]["groups"][0]["rules"]
+    assert all("gpu-operator" not in rule["expr"] for rule in rules)
+    assert any('namespace!="nvidia-gpu"' in rule["expr"] for rule in rules)
+
+
+# --- The dashboard -----------------------------------------------------------------------------
+
+
+def test_the_dashboard_is_a_config_map_the_grafana_sidecar_loads(dev_plan: Plan) -> None:
+    config_map = child(dev_plan, CONFIG_MAP)
+    assert config_map.inputs["metadata"]["labels"] == dict([DASHBOARD_SIDECAR_LABEL])
+    assert config_map.inputs["metadata"]["namespace"] == "monitoring"
+    (key,) = config_map.inputs["data"]
+    assert key.endswith(".json")
+
+
+def test_the_dashboard_is_the_rendered_dashboard_json(dev_plan: Plan) -> None:
+    dashboard = dashboard_json(dev_plan)
+    assert dashboard == json.loads(gpu_dashboard(MonitoringSpec(), OperatorSpec().namespace))
+    assert dashboard["uid"] and dashboard["panels"]
+    assert "@{" not in json.dumps(dashboard)
+
+
+@pytest.mark.parametrize(
+    ("view", "aggregation"),
+    [
+        ("node", "by (Hostname)"),
+        ("namespace", "by (namespace)"),
+        ("pod", "by (namespace, pod)"),
+    ],
+)
+def test_the_dashboard_shows_gpu_utilisation_and_memory_per(
+    view: str, aggregation: str, dev_plan: Plan
+) -> None:
+    queries = [
+        target["expr"]
+        for panel in dashboard_json(dev_plan)["panels"]
+        for target in panel.get("targets", [])
+    ]
+    assert any(aggregation in q and "gpu_activity:percent" in q for q in queries), view
+    assert any(aggregation in q and "DCGM_FI_DEV_FB_USED" in q for q in queries), view
+
+
+def test_the_dashboard_lists_gpus_held_by_pods_but_idle(dev_plan: Plan) -> None:
+    (idle_table,) = [p for p in dashboard_json(dev_plan)["panels"] if p["type"] == "table"]
+    (query,) = [target["expr"] for target in idle_table["targets"]]
+    assert query.startswith("gpu_platform:allocated_gpu_activity:percent{")
+    assert query.endswith(f"< {MonitoringSpec().idle_gpu_utilization_percent}")
+
+
+def test_every_rule_the_dashboard_reads_is_one_the_stack_records(dev_plan: Plan) -> None:
+    recorded = {
+        rule["record"]
+        for group in child(dev_plan, PROMETHEUS_RULE).inputs["spec"]["groups"]
+        for rule in group["rules"]
+        if "record" in rule
+    }
+    read = set(re.findall(r"gpu_platform:[a-z_:]+", json.dumps(dashboard_json(dev_plan))))
+
+    assert read and read <= recorded
+
+
+def test_every_dcgm_metric_the_rules_and_dashboard_read_is_in_the_exporters_metric_set(
+    dev_plan: Plan,
+) -> None:
+    # The metric set as the same program ships it to the exporter, in the GPU Operator's values.
+    (metric_set,) = plan_operator_values(dev_plan)["extraObjects"]
+    collected = set(text_rows(metric_set_rows(metric_set["data"]["metrics"])))
+    rules = child(dev_plan, PROMETHEUS_RULE).inputs["spec"]["groups"]
+    dashboard = dashboard_json(dev_plan)["panels"]
+    queries = [rule["expr"] for group in rules for rule in group["rules"]] + [
+        target["expr"] for panel in dashboard for target in panel.get("targets", [])
+    ]
+    read = {name for q in queries for name in metric_names(q) if name.startswith("DCGM_")}
+
+    assert {"DCGM_FI_DEV_GPU_UTIL", "DCGM_EXP_XID_ERRORS_COUNT", "DCGM_FI_DEV_FB_USED"} <= read
+    assert read - collected == set()
+
+
+def plan_operator_values(plan: Plan) -> dict[str, Any]:
+    return dict(plan.named("gpu-operator", RELEASE).inputs["values"])
+
+
+# --- The Prometheus stack ----------------------------------------------------------------------
+
+
+def test_without_the_stack_nothing_is_installed_and_no_namespace_created(dev_plan: Plan) -> None:
+    types = {r.type for r in dev_plan.children_of(component(dev_plan))}
+    assert types == {PROMETHEUS_RULE, CONFIG_MAP}
+    assert child(dev_plan, PROMETHEUS_RULE).dependencies == ()
+
+
+def test_the_stack_is_the_pinned_chart(dev_config: Config, plan_for: PlanFor) -> None:
+    release = stack_release(plan_for(with_monitoring(dev_config, installPrometheusStack=True)))
+    inputs = release.inputs
+    assert (inputs["chart"], inputs["version"], inputs["repositoryOpts"]["repo"]) == (
+        KUBE_PROMETHEUS_STACK_CHART.name,
+        KUBE_PROMETHEUS_STACK_CHART.version,
+        KUBE_PROMETHEUS_STACK_CHART.repository,
+    )
+    assert inputs["namespace"] == "monitoring"
+    assert inputs["atomic"] is True
+
+
+def test_the_stack_release_name_is_the_label_its_prometheus_selects(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_monitoring(dev_config, installPrometheusStack=True))
+    labels = child(plan, PROMETHEUS_RULE).inputs["metadata"]["labels"]
+    assert labels["release"] == stack_release(plan).inputs["name"]
+
+
+def pod_security(level: str) -> dict[str, str]:
+    return {
+        f"pod-security.kubernetes.io/{mode}{suffix}": value
+        for mode in ("enforce", "audit", "warn")
+        for suffix, value in (("", level), ("-version", POD_SECURITY_VERSION))
+    }
+
+
+def stack_namespaces(plan: Plan) -> dict[str, PlannedResource]:
+    return {
+        r.inputs["metadata"]["name"]: r
+        for r in plan.children_of(component(plan))
+        if r.type == NAMESPACE
+    }
+
+
+def test_the_stack_namespace_is_baseline_as_none_of_its_pods_needs_the_host(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_monitoring(dev_config, installPrometheusStack=True))
+
+    namespace = stack_namespaces(plan)["monitoring"]
+    assert namespace.inputs["metadata"]["labels"] == pod_security("baseline")
+    assert namespace.urn in stack_release(plan).dependencies
+
+
+def test_node_exporter_alone_runs_in_a_privileged_namespace(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_monitoring(dev_config, installPrometheusStack=True))
+
+    namespace = stack_namespaces(plan)["monitoring-node-exporter"]
+    assert namespace.inputs["metadata"]["labels"] == pod_security("privileged")
+    values = stack_release(plan).inputs["values"]
+    assert values["prometheus-node-exporter"] == {"namespaceOverride": "monitoring-node-exporter"}
+    assert namespace.urn in stack_release(plan).dependencies
+
+
+def test_the_rule_waits_for_the_stack_that_defines_its_type(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_monitoring(dev_config, installPrometheusStack=True))
+    assert stack_release(plan).urn in child(plan, PROMETHEUS_RULE).dependencies
+
+
+def test_the_gpu_operator_waits_for_the_stack(dev_config: Config, plan_for: PlanFor) -> None:
+    plan = plan_for(with_monitoring(dev_config, installPrometheusStack=True))
+    (operator,) = plan.of_type("gpu-platform:kubernetes:GpuOperator")
+    assert stack_release(plan).urn in operator.dependencies
+
+
+def test_the_stack_grafana_loads_the_dashboard_and_has_no_published_password(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_monitoring(dev_config, installPrometheusStack=True))
+    grafana = stack_release(plan).inputs["values"]["grafana"]
+    sidecar = grafana["sidecar"]["dashboards"]
+    assert {sidecar["label"]: sidecar["labelValue"]} == child(plan, CONFIG_MAP).inputs["metadata"][
+        "labels"
+    ]
+    assert grafana["adminPassword"] == ""
+
+
+# --- Google Cloud Managed Service for Prometheus -----------------------------------------------
+
+
+def test_managed_prometheus_scrapes_the_dcgm_exporter_on_gke(
+    gke: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_monitoring(gke, googleManagedPrometheus=True))
+    scrape = child(plan, GMP_SCRAPE)
+    assert scrape.inputs["apiVersion"] == "monitoring.googleapis.com/v1"
+    assert scrape.inputs["spec"]["selector"] == {"matchLabels": {"app": "nvidia-dcgm-exporter"}}
+    assert [e["port"] for e in scrape.inputs["spec"]["endpoints"]] == [9400]
+
+
+def test_managed_prometheus_keeps_the_workloads_pod_and_namespace_labels(
+    gke: Config, plan_for: PlanFor
+) -> None:
+    # prometheus-engine (pkg/operator/apis/monitoring/v1): ClusterPodMonitoring attaches the
+    # scraped pod's container, namespace and pod labels unless targetLabels.metadata is an
+    # explicit empty list (pod_types.go ClusterTargetLabels; pod_config.go
+    # endpointScrapeConfig), and the exporter's own labels would then become exported_*.
+    plan = plan_for(with_monitoring(gke, googleManagedPrometheus=True))
+
+    assert child(plan, GMP_SCRAPE).inputs["spec"]["targetLabels"] == {"metadata": []}
+
+
+def test_managed_prometheus_is_off_by_default(gke: Config, plan_for: PlanFor) -> None:
+    assert plan_for(gke).of_type(GMP_SCRAPE) == []
+
+
+# --- Bad config ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("settings", "key"),
+    [
+        ({"googleManagedPrometheus": True}, "gpu-platform:monitoring.googleManagedPrometheus"),
+        (
+            {"installPrometheusStack": True, "serviceMonitorLabels": {"prometheus": "main"}},
+            "gpu-platform:monitoring.serviceMonitorLabels",
+        ),
+    ],
+    ids=["managed-prometheus-on-aws", "stack-that-would-not-select-the-rules"],
+)
+def test_bad_monitoring_config_names_the_key_before_any_resource(
+    settings: dict[str, Any], key: str, dev_config: Config, failed_plan_for: PlanFor
+) -> None:
+    plan = failed_plan_for(with_monitoring(dev_config, **settings))
+    assert f"{key}: got" in str(plan.error)
+    assert plan.resources == []
+
+
+# --- Structure ---------------------------------------------------------------------------------
+
+
+def test_every_resource_of_the_component_is_its_child(gke: Config, plan_for: PlanFor) -> None:
+    plan = plan_for(with_monitoring(gke, installPrometheusStack=True, googleManagedPrometheus=True))
+    monitoring = component(plan)
+    children = plan.children_of(monitoring)
+    assert {r.type for r in children} == {
+        NAMESPACE,
+        RELEASE,
+        PROMETHEUS_RULE,
+        CONFIG_MAP,
+        GMP_SCRAPE,
+    }
+    assert all(r.name.startswith(f"{monitoring.name}-") for r in children)
+    assert [r for r in plan.resources if r.name.startswith(f"{monitoring.name}-")] == children

@@ -1,0 +1,303 @@
+"""Tenant namespaces as the program declares them: Pod Security labels, the GPU quota and the
+restricted `nvidia-smi` smoke test."""
+
+import subprocess
+from pathlib import Path
+from subprocess import CompletedProcess
+from typing import Any
+
+import pytest
+
+from gpu_platform.cli.offline import Plan, PlannedResource, run_program
+from gpu_platform.kubernetes.tenant_namespace import SMOKE_TEST_SCRIPT
+from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE, POD_SECURITY_VERSION
+from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
+from tests.repository import PROJECT
+from tests.stack_variants import MIG_POOL, MIG_SLICE_RESOURCE, with_mig_mixed_pool
+
+COMPONENT = "gpu-platform:kubernetes:GpuTenantNamespace"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+QUOTA = "kubernetes:core/v1:ResourceQuota"
+JOB = "kubernetes:batch/v1:Job"
+
+
+def namespace(plan: Plan, name: str = "ml-sandbox") -> PlannedResource:
+    return plan.named(name, NAMESPACE)
+
+
+def quota(plan: Plan, name: str = "ml-sandbox") -> PlannedResource:
+    return plan.named(f"{name}-gpu-quota", QUOTA)
+
+
+def job(plan: Plan, name: str = "ml-sandbox") -> PlannedResource:
+    return plan.named(f"{name}-gpu-smoke-test", JOB)
+
+
+def pod(plan: Plan) -> dict[str, Any]:
+    return job(plan).inputs["spec"]["template"]["spec"]
+
+
+@pytest.fixture
+def mig_plan(dev_config, plan_for) -> Plan:
+    return plan_for(with_mig_mixed_pool(dev_config))
+
+
+# --- Namespace -----------------------------------------------------------------------------
+
+
+def test_namespace_has_the_configured_name(dev_plan) -> None:
+    assert namespace(dev_plan).inputs["metadata"]["name"] == "ml-sandbox"
+
+
+def test_namespace_enforces_audits_and_warns_restricted_at_the_pinned_version(dev_plan) -> None:
+    labels = namespace(dev_plan).inputs["metadata"]["labels"]
+
+    assert labels == {
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": POD_SECURITY_VERSION,
+        "pod-security.kubernetes.io/audit": "restricted",
+        "pod-security.kubernetes.io/audit-version": POD_SECURITY_VERSION,
+        "pod-security.kubernetes.io/warn": "restricted",
+        "pod-security.kubernetes.io/warn-version": POD_SECURITY_VERSION,
+    }
+
+
+def test_baseline_level_applies_to_every_mode(dev_config, plan_for) -> None:
+    dev_config["gpu-platform:namespaces"][0]["podSecurity"] = "baseline"
+
+    labels = namespace(plan_for(dev_config)).inputs["metadata"]["labels"]
+
+    assert {labels[f"pod-security.kubernetes.io/{m}"] for m in ("enforce", "audit", "warn")} == {
+        "baseline"
+    }
+
+
+def test_each_configured_namespace_gets_its_own_resources(dev_config, plan_for) -> None:
+    dev_config["gpu-platform:namespaces"].append({"name": "vision", "gpuQuota": 2})
+
+    plan = plan_for(dev_config)
+
+    assert [r.name for r in plan.children_of(plan.named("vision", COMPONENT))] == [
+        "vision",
+        "vision-gpu-quota",
+    ]
+
+
+def test_children_belong_to_the_component(dev_plan) -> None:
+    component = dev_plan.named("ml-sandbox", COMPONENT)
+
+    assert {r.type for r in dev_plan.children_of(component)} == {NAMESPACE, QUOTA, JOB}
+
+
+# --- Quota ---------------------------------------------------------------------------------
+
+
+def test_quota_caps_gpu_requests_in_the_namespace(dev_plan) -> None:
+    inputs = quota(dev_plan).inputs
+
+    assert (inputs["metadata"]["namespace"], inputs["spec"]) == (
+        "ml-sandbox",
+        {"hard": {"requests.nvidia.com/gpu": "8"}},
+    )
+
+
+def test_quota_waits_for_its_namespace(dev_plan) -> None:
+    assert namespace(dev_plan).urn in quota(dev_plan).dependencies
+
+
+def test_quota_also_caps_mig_slices_of_a_mixed_pool(mig_plan) -> None:
+    assert quota(mig_plan).inputs["spec"]["hard"] == {
+        "requests.nvidia.com/gpu": "8",
+        f"requests.{MIG_SLICE_RESOURCE}": "8",
+    }
+
+
+def test_quota_of_zero_keeps_gpus_out(dev_config, plan_for) -> None:
+    dev_config["gpu-platform:namespaces"][0] = {"name": "ml-sandbox", "gpuQuota": 0}
+
+    assert quota(plan_for(dev_config)).inputs["spec"]["hard"] == {"requests.nvidia.com/gpu": "0"}
+
+
+# --- Smoke test ----------------------------------------------------------------------------
+
+
+def test_no_smoke_test_without_a_pool(dev_config, plan_for) -> None:
+    del dev_config["gpu-platform:namespaces"][0]["smokeTestPool"]
+
+    assert plan_for(dev_config).of_type(JOB) == []
+
+
+def test_smoke_test_runs_its_driver_check_from_the_pinned_image(dev_plan) -> None:
+    (container,) = pod(dev_plan)["containers"]
+
+    assert (container["image"], container["command"]) == (
+        GPU_SMOKE_TEST_IMAGE,
+        ["sh", "-c", SMOKE_TEST_SCRIPT],
+    )
+
+
+def test_smoke_test_expects_the_pools_driver(dev_plan) -> None:
+    (container,) = pod(dev_plan)["containers"]
+
+    assert {"name": "EXPECTED_NVIDIA_DRIVER", "value": "580.159.03"} in container["env"]
+
+
+def run_smoke_script(tmp_path: Path, expected: str, drivers: list[str]) -> "CompletedProcess[str]":
+    """The smoke test's script under `sh`, with an `nvidia-smi` that reports `drivers`."""
+    fake = tmp_path / "nvidia-smi"
+    listing = "\n".join(drivers)
+    fake.write_text(
+        f'#!/bin/sh\nif [ "$1" = --query-gpu=driver_version ]; then printf "{listing}\\n"; fi\n'
+    )
+    fake.chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "EXPECTED_NVIDIA_DRIVER": expected}
+    return subprocess.run(
+        ["sh", "-c", SMOKE_TEST_SCRIPT], env=env, capture_output=True, text=True, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("expected", "drivers"),
+    [("580.159.03", ["580.159.03"]), ("580", ["580.95.05", "580.95.05"])],
+    ids=["exact version", "branch"],
+)
+def test_the_smoke_script_passes_on_the_expected_driver(
+    tmp_path: Path, expected: str, drivers: list[str]
+) -> None:
+    assert run_smoke_script(tmp_path, expected, drivers).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("expected", "drivers"),
+    [("580.159.03", ["580.159.031"]), ("580", ["580.95.05", "570.195.03"]), ("58", ["580.1"])],
+    ids=["another patch", "one gpu on another branch", "a prefix of the branch"],
+)
+def test_the_smoke_script_fails_on_another_driver(
+    tmp_path: Path, expected: str, drivers: list[str]
+) -> None:
+    result = run_smoke_script(tmp_path, expected, drivers)
+
+    assert result.returncode == 1
+    assert "not the pool's" in result.stdout
+
+
+def test_the_smoke_image_runs_on_every_driver_a_pool_may_have() -> None:
+    # nvcr.io/nvidia/cuda:<major>.<minor>.<patch>-base-...: CUDA 12.2, which R535 runs (the
+    # oldest default driver a pool gets, GKE COS 1.31-1.33).
+    release = GPU_SMOKE_TEST_IMAGE.rpartition(":")[2].split("-")[0]
+
+    assert tuple(map(int, release.split(".")[:2])) <= (12, 2)
+
+
+def test_smoke_test_runs_in_the_tenant_namespace(dev_plan) -> None:
+    assert job(dev_plan).inputs["metadata"]["namespace"] == "ml-sandbox"
+
+
+def test_smoke_test_pod_passes_restricted(dev_plan) -> None:
+    assert restricted_violations(pod(dev_plan)) == []
+
+
+def test_smoke_test_pod_runs_as_a_non_root_user_without_privileges(dev_plan) -> None:
+    spec = pod(dev_plan)
+
+    assert spec["securityContext"] == {
+        "runAsNonRoot": True,
+        "runAsUser": 1000,
+        "runAsGroup": 1000,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert spec["containers"][0]["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
+def test_smoke_test_pod_gets_no_service_account_token(dev_plan) -> None:
+    assert pod(dev_plan)["automountServiceAccountToken"] is False
+
+
+def test_smoke_test_takes_one_gpu_as_a_limit(dev_plan) -> None:
+    assert pod(dev_plan)["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+
+
+def test_smoke_test_on_a_mig_mixed_pool_takes_one_slice(mig_plan) -> None:
+    limits = pod(mig_plan)["containers"][0]["resources"]["limits"]
+
+    assert (limits.get(MIG_SLICE_RESOURCE), "nvidia.com/gpu" in limits) == ("1", False)
+
+
+def test_smoke_test_tolerates_the_gpu_taint(dev_plan) -> None:
+    assert pod(dev_plan)["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+    ]
+
+
+def test_smoke_test_requires_a_node_of_its_pool(mig_plan) -> None:
+    affinity = pod(mig_plan)["affinity"]["nodeAffinity"]
+
+    assert affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
+        {
+            "matchExpressions": [
+                {"key": "gpu-platform.io/pool", "operator": "In", "values": [MIG_POOL]}
+            ]
+        }
+    ]
+
+
+def test_the_autoscaler_never_drains_a_node_mid_smoke_test(dev_plan) -> None:
+    # cluster-autoscaler simulator/drainability/rules/notsafetoevict/rule.go blocks the drain.
+    metadata = job(dev_plan).inputs["spec"]["template"]["metadata"]
+
+    assert metadata["annotations"] == {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+
+
+def test_karpenter_never_disrupts_a_node_mid_smoke_test() -> None:
+    # Karpenter reads no cluster autoscaler annotation; `karpenter.sh/do-not-disrupt` keeps it
+    # from consolidating, drifting or evicting (concepts/disruption.md at v1.14.1).
+    metadata = job(run_program("karpenter-dev", project=PROJECT)).inputs["spec"]["template"][
+        "metadata"
+    ]
+
+    assert metadata["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
+
+
+def test_failed_nvidia_smi_fails_the_job_without_retrying(dev_plan) -> None:
+    spec = job(dev_plan).inputs["spec"]
+
+    assert (spec["backoffLimit"], spec["template"]["spec"]["restartPolicy"]) == (0, "Never")
+
+
+def test_disrupted_pod_is_retried_rather_than_counted_as_a_failure(dev_plan) -> None:
+    assert job(dev_plan).inputs["spec"]["podFailurePolicy"] == {
+        "rules": [
+            {
+                "action": "Ignore",
+                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            }
+        ]
+    }
+
+
+def test_job_gives_up_after_the_configured_deadline(dev_config, plan_for) -> None:
+    dev_config["gpu-platform:namespaces"][0]["smokeTestDeadlineSeconds"] = 1200
+
+    assert job(plan_for(dev_config)).inputs["spec"]["activeDeadlineSeconds"] == 1200
+
+
+def test_pulumi_waits_past_the_jobs_deadline(dev_plan) -> None:
+    inputs = job(dev_plan).inputs
+    await_seconds = int(inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"])
+
+    assert await_seconds > inputs["spec"]["activeDeadlineSeconds"]
+
+
+def test_failed_smoke_test_is_replaced_on_the_next_update(dev_plan) -> None:
+    assert job(dev_plan).inputs["metadata"]["annotations"]["pulumi.com/replaceUnready"] == "true"
+
+
+def test_finished_job_is_kept_so_refresh_does_not_rerun_it(dev_plan) -> None:
+    assert "ttlSecondsAfterFinished" not in job(dev_plan).inputs["spec"]
+
+
+def test_smoke_test_waits_for_namespace_and_quota(dev_plan) -> None:
+    assert {namespace(dev_plan).urn, quota(dev_plan).urn} <= set(job(dev_plan).dependencies)

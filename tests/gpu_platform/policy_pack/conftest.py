@@ -1,0 +1,37 @@
+"""The policy pack, started once per test session exactly as the engine starts it.
+
+Every policy test goes through the analyzer protocol: `analyze(*resources, config=...)`
+configures the pack (levels and parameters reconciled as the engine does), then remediates and
+analyzes each resource and analyzes the stack, and returns the verdicts.
+"""
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack, Verdict
+from gpu_platform.cli.offline import PlannedResource
+from tests.gpu_platform.policy_pack.builders import Analyze
+
+
+@pytest.fixture(scope="session")
+def policy_pack() -> Iterator[PolicyPack]:
+    with PolicyPack(PACK_DIR) as pack:
+        yield pack
+
+
+@pytest.fixture
+def analyze(policy_pack: PolicyPack) -> Analyze:
+    def run(*resources: PlannedResource, config: Mapping[str, Any] | None = None) -> list[Verdict]:
+        policy_pack.configure(config)
+        return policy_pack.analyze(resources)
+
+    return run
+
+
+@pytest.fixture
+def new_notes(policy_pack: PolicyPack) -> Callable[[], list[str]]:
+    """The notes the pack logs from now on (the pack's log spans the whole session)."""
+    start = len(policy_pack.notes)
+    return lambda: policy_pack.notes[start:]

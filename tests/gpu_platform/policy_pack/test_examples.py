@@ -1,0 +1,177 @@
+"""The examples in docs/ are workloads the pack accepts as they are written, in the namespaces
+the stacks declare, and that land on the pools they are meant for."""
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from gpu_platform.cli.fit import node_templates
+from gpu_platform.cli.offline import Plan, PlannedResource, run_program
+from gpu_platform.fit import fitting_pools, pod_spec_of
+from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
+from tests.gpu_platform.policy_pack.builders import Analyze, namespace, resource, violations
+from tests.repository import ROOT
+from tests.stack_variants import QUEUED_POOL, with_gke_capacity_pools
+from tests.test_kubernetes_schemas import validate
+
+Config = dict[str, Any]
+NCCL_OVER_EFA = ROOT / "docs" / "examples" / "nccl-tests-over-efa.yaml"
+QUEUED_PROVISIONING = ROOT / "docs" / "examples" / "queued-provisioning-job.yaml"
+
+
+def example(path: Path) -> dict[str, Any]:
+    document = yaml.safe_load(path.read_text())
+    assert isinstance(document, dict)
+    return document
+
+
+def examples(path: Path) -> dict[str, dict[str, Any]]:
+    """The objects of a file of several, by kind."""
+    documents = list(yaml.safe_load_all(path.read_text()))
+    by_kind = {document["kind"]: document for document in documents}
+    assert len(by_kind) == len(documents), "one object of each kind"
+    return by_kind
+
+
+def as_resource(document: dict[str, Any]) -> PlannedResource:
+    """The object as the engine records a pulumi-kubernetes resource that applies it."""
+    group, _, version = document["apiVersion"].rpartition("/")
+    return resource(
+        f"kubernetes:{group or 'core'}/{version}:{document['kind']}",
+        document["metadata"]["name"],
+        {k: v for k, v in document.items() if k not in ("apiVersion", "kind")},
+    )
+
+
+def test_the_nccl_over_efa_job_passes_the_pack_in_a_restricted_namespace(
+    analyze: Analyze,
+) -> None:
+    verdicts = analyze(namespace("ml-training"), as_resource(example(NCCL_OVER_EFA)))
+
+    assert violations(verdicts) == []
+
+
+def test_the_nccl_over_efa_workers_land_on_the_efa_pool_only() -> None:
+    workers = example(NCCL_OVER_EFA)["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+
+    assert fitting_pools(workers, node_templates(run_program("prod"))) == ["h100-training"]
+
+
+# The queued-provisioning job: a PodTemplate, the ProvisioningRequest for it, and the Job whose
+# pods consume what the request provisions (docs/gke-capacity.md).
+
+# The ProvisioningRequest's `spec` as the cluster autoscaler's CRD declares it at version v1
+# (cluster-autoscaler/apis/config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml at tag
+# cluster-autoscaler-1.35.2, lines 50-139). A field it does not declare is refused here, as the
+# API server would drop it.
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+PROVISIONING_REQUEST_SPEC = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["podSets", "provisioningClassName"],
+    "properties": {
+        "parameters": {
+            "type": "object",
+            "maxProperties": 100,
+            "additionalProperties": {"type": "string", "maxLength": 255},
+        },
+        "podSets": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 32,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["count", "podTemplateRef"],
+                "properties": {
+                    "count": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
+                    "podTemplateRef": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["name"],
+                        "properties": {
+                            "name": {"type": "string", "maxLength": 253, "pattern": _DNS_SUBDOMAIN}
+                        },
+                    },
+                },
+            },
+        },
+        "provisioningClassName": {"type": "string", "maxLength": 253, "pattern": _DNS_SUBDOMAIN},
+    },
+}
+
+
+@pytest.fixture
+def queued() -> dict[str, dict[str, Any]]:
+    return examples(QUEUED_PROVISIONING)
+
+
+def test_every_object_of_the_queued_provisioning_job_passes_the_pack_in_a_restricted_namespace(
+    analyze: Analyze, queued: dict[str, dict[str, Any]]
+) -> None:
+    verdicts = analyze(namespace("ml-training"), *map(as_resource, queued.values()))
+
+    assert violations(verdicts) == []
+    assert set(queued) == {"PodTemplate", "ProvisioningRequest", "Job"}
+
+
+@pytest.mark.parametrize("minor", SUPPORTED_KUBERNETES_VERSIONS)
+@pytest.mark.parametrize("kind", ["PodTemplate", "Job"])
+def test_the_queued_provisioning_pods_are_valid_at_every_supported_version(
+    queued: dict[str, dict[str, Any]], kind: str, minor: str
+) -> None:
+    validate(queued[kind], minor)
+
+
+def test_the_provisioning_request_fits_the_autoscalers_v1_crd(
+    queued: dict[str, dict[str, Any]],
+) -> None:
+    request = queued["ProvisioningRequest"]
+
+    assert (request["apiVersion"], request["kind"]) == (
+        "autoscaling.x-k8s.io/v1",
+        "ProvisioningRequest",
+    )
+    jsonschema.validate(request["spec"], PROVISIONING_REQUEST_SPEC)
+
+
+def test_the_crd_schema_refuses_what_the_api_server_would(
+    queued: dict[str, dict[str, Any]],
+) -> None:
+    spec = {**queued["ProvisioningRequest"]["spec"], "podSet": []}
+
+    with pytest.raises(jsonschema.ValidationError, match="podSet"):
+        jsonschema.validate(spec, PROVISIONING_REQUEST_SPEC)
+
+
+def test_the_request_asks_gke_for_the_jobs_pods_and_the_jobs_pods_consume_it(
+    queued: dict[str, dict[str, Any]],
+) -> None:
+    template, request, job = queued["PodTemplate"], queued["ProvisioningRequest"], queued["Job"]
+    (pod_set,) = request["spec"]["podSets"]
+
+    assert request["spec"]["provisioningClassName"] == "queued-provisioning.gke.io"
+    assert pod_set == {"count": job["spec"]["parallelism"], "podTemplateRef": {"name": "llm-train"}}
+    assert template["metadata"]["name"] == "llm-train"
+    assert job["spec"]["template"]["metadata"]["annotations"] == {
+        "autoscaling.x-k8s.io/consume-provisioning-request": request["metadata"]["name"],
+        "autoscaling.x-k8s.io/provisioning-class-name": "queued-provisioning.gke.io",
+    }
+    # The nodes are sized from the template: the pods must be the template's.
+    assert job["spec"]["template"]["spec"] == template["template"]["spec"]
+    assert {o["metadata"]["namespace"] for o in queued.values()} == {"ml-training"}
+
+
+def test_the_queued_provisioning_pods_land_on_the_queued_pool_only(
+    queued: dict[str, dict[str, Any]],
+    gke_config: Config,
+    plan_for: Callable[[Config], Plan],
+) -> None:
+    templates = node_templates(plan_for(with_gke_capacity_pools(gke_config)))
+    pod = pod_spec_of(queued["Job"])
+
+    assert fitting_pools(pod, templates) == [QUEUED_POOL]

@@ -1,0 +1,295 @@
+"""Canary pools: a new AMI release or node version reaches a pool only through its canary."""
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.plan import print_pool_software
+from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.config import ConfigError
+from tests.conftest import Config
+from tests.repository import PROJECT
+
+PlanFor = Callable[[Config], Plan]
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+
+
+def canary_of(config: Config, target: int = 0, **fields: Any) -> dict[str, Any]:
+    """Add a canary of pools[target], a copy of it under another name, and return it."""
+    pools = config["gpu-platform:pools"]
+    canary = {**copy.deepcopy(pools[target]), "name": "canary", "canaryOf": pools[target]["name"]}
+    canary.update(fields)
+    pools.append(canary)
+    return canary
+
+
+def problems(plan: Plan) -> dict[str, str]:
+    assert isinstance(plan.error, ConfigError), plan.error
+    return {p.path: p.expected for p in plan.error.problems}
+
+
+def node_group_of(plan: Plan, pool: str) -> dict[str, Any]:
+    (group,) = [
+        g for g in plan.of_type(NODE_GROUP) if g.inputs["labels"]["gpu-platform.io/pool"] == pool
+    ]
+    return group.inputs
+
+
+def test_a_canarys_nodes_say_whose_canary_they_are(dev_config: Config, plan_for: PlanFor) -> None:
+    canary_of(dev_config)
+
+    labels = node_group_of(plan_for(dev_config), "canary")["labels"]
+
+    assert labels["gpu-platform.io/canary-of"] == "t4-shared"
+
+
+def test_changing_the_canarys_release_leaves_every_other_pool_unchanged() -> None:
+    before = run_program("prod", project=PROJECT)
+    config = copy.deepcopy(dict(stack_config("prod", PROJECT)))
+    canary = next(p for p in config["gpu-platform:pools"] if p["name"] == "a100-canary")
+    canary["aws"]["amiReleaseVersion"] = "1.35.6-20260625"
+
+    after = run_program("prod", config=config, project=PROJECT)
+
+    def outside_the_canary(plan: Plan) -> dict[str, Any]:
+        return {r.urn: r.inputs for r in plan.resources if "a100-canary" not in r.urn}
+
+    assert outside_the_canary(after) == outside_the_canary(before)
+    assert node_group_of(after, "a100-canary")["releaseVersion"] == "1.35.6-20260625"
+
+
+def test_a_pool_may_not_run_a_release_newer_than_its_canarys(
+    dev_config: Config, failed_plan_for: PlanFor
+) -> None:
+    canary_of(dev_config, aws={"amiReleaseVersion": "1.35.6-20260625"})
+
+    found = problems(failed_plan_for(dev_config))
+
+    assert found == {
+        "gpu-platform:pools[0].aws.amiReleaseVersion": "at most 1.35.6-20260625, the version"
+        " of its canary pools[1] (canary): move the canary first, watch it, then promote"
+    }
+
+
+def test_a_pool_at_its_canarys_release_is_promoted(dev_config: Config, plan_for: PlanFor) -> None:
+    canary_of(dev_config)
+
+    plan = plan_for(dev_config)
+
+    assert (
+        node_group_of(plan, "canary")["releaseVersion"]
+        == node_group_of(plan, "t4-shared")["releaseVersion"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("missing", "another pool's name: ['t4-shared']"),
+        ("canary", "another pool's name: ['t4-shared']"),
+    ],
+    ids=["unknown", "itself"],
+)
+def test_a_canary_names_another_pool(
+    dev_config: Config, failed_plan_for: PlanFor, target: str, expected: str
+) -> None:
+    canary_of(dev_config, canaryOf=target)
+
+    assert problems(failed_plan_for(dev_config)) == {"gpu-platform:pools[1].canaryOf": expected}
+
+
+def test_a_canary_of_a_canary_is_refused(dev_config: Config, failed_plan_for: PlanFor) -> None:
+    canary_of(dev_config)
+    canary_of(dev_config, target=1, name="canary2")
+
+    found = problems(failed_plan_for(dev_config))
+
+    assert found["gpu-platform:pools[2].canaryOf"] == (
+        "a pool that is not itself a canary (canary is t4-shared's)"
+    )
+
+
+def test_a_canary_on_other_gpus_is_refused(dev_config: Config, failed_plan_for: PlanFor) -> None:
+    canary_of(dev_config, instanceTypes=["g5.xlarge"], accelerator="a10g")
+
+    found = problems(failed_plan_for(dev_config))
+
+    assert found["gpu-platform:pools[1].canaryOf"].startswith(
+        "a pool with the canary's instance types and sharing mode: t4-shared has"
+        " ['g4dn.xlarge'], time-slicing; this pool ['g5.xlarge'], time-slicing"
+    )
+
+
+def test_a_gke_pool_pinned_past_its_unpinned_canary_is_refused(
+    gke_config: Config, failed_plan_for: PlanFor
+) -> None:
+    gke_config["gpu-platform:pools"][0]["gcp"] = {
+        "nodeVersion": "1.33.5-gke.1201000",
+        "cosDriverBranch": 535,
+    }
+    canary_of(gke_config, gcp={})
+
+    found = problems(failed_plan_for(gke_config))
+
+    assert found["gpu-platform:pools[0].gcp.nodeVersion"].startswith(
+        "at most the cluster version, the version of its canary pools[1] (canary)"
+    )
+
+
+def test_a_gke_canary_runs_its_own_node_version(gke_config: Config, plan_for: PlanFor) -> None:
+    canary_of(gke_config, gcp={"nodeVersion": "1.34.1-gke.1829001", "cosDriverBranch": 580})
+
+    versions = [p.inputs.get("version") for p in plan_for(gke_config).of_type(NODE_POOL)]
+
+    assert versions == [None, "1.34.1-gke.1829001"]
+
+
+def printed_pools(plan: Plan) -> str:
+    console = Console(record=True, width=400)
+    print_pool_software(plan, console)
+    return console.export_text()
+
+
+def test_the_plan_shows_a_canary_ahead_of_its_pool() -> None:
+    shown = printed_pools(run_program("prod", project=PROJECT))
+
+    assert (
+        "a100-canary: NVIDIA driver 580.159.03 (CUDA 13.0), pinned by AMI release"
+        " 1.35.6-20260714; canary of a100-inference, ahead of it (AMI release 1.35.4-20260505):"
+        " promote by giving a100-inference the canary's version"
+    ) in shown
+
+
+def test_the_plan_shows_a_promoted_canary_in_step(dev_config: Config, plan_for: PlanFor) -> None:
+    canary_of(dev_config)
+
+    shown = printed_pools(plan_for(dev_config))
+
+    assert "canary of t4-shared, in step with it" in shown
+
+
+# --- GKE Ubuntu: the driver the GPU Operator builds, per pool ---------------------------------
+
+NVIDIA_DRIVER = "kubernetes:nvidia.com/v1alpha1:NVIDIADriver"
+
+
+def on_ubuntu_with_a_canary(gke_config: Config, **canary: Any) -> Config:
+    """The GKE stack on Ubuntu (whole GPUs: GKE shares GPUs on COS only) with a canary of its
+    pool."""
+    gke_config["gpu-platform:cluster"]["nodeImage"] = "ubuntu"
+    gke_config["gpu-platform:pools"][0]["sharing"] = {"mode": "exclusive"}
+    canary_of(gke_config, **canary)
+    return gke_config
+
+
+def test_an_ubuntu_canary_builds_its_own_driver(gke_config: Config, plan_for: PlanFor) -> None:
+    on_ubuntu_with_a_canary(gke_config, gcp={"driverVersion": "610.43.02"})
+
+    plan = plan_for(gke_config)
+
+    versions = {
+        d.inputs["metadata"]["name"]: d.inputs["spec"]["version"]
+        for d in plan.of_type(NVIDIA_DRIVER)
+    }
+    labels = plan.named("canary", NODE_POOL).inputs["nodeConfig"]["labels"]
+    assert versions == {"l4-shared": "595.91.07", "canary": "610.43.02"}
+    assert (labels["gpu-platform.io/nvidia-driver"], labels["gpu-platform.io/cuda"]) == (
+        "610.43.02",
+        "13.3",
+    )
+
+
+def test_an_ubuntu_pool_on_the_operators_driver_may_not_pass_its_canary(
+    gke_config: Config, failed_plan_for: PlanFor
+) -> None:
+    on_ubuntu_with_a_canary(gke_config, gcp={"driverVersion": "580.126.09"})
+
+    found = problems(failed_plan_for(gke_config))
+
+    assert found == {
+        "gpu-platform:operator.driverVersion": "at most 580.126.09, the NVIDIA driver of pools[0]"
+        " (l4-shared)'s canary pools[1] (canary): give the canary the new driver first"
+        " (gcp.driverVersion), watch it, then promote"
+    }
+
+
+def test_an_ubuntu_pool_pinning_its_own_driver_may_not_pass_its_canary(
+    gke_config: Config, failed_plan_for: PlanFor
+) -> None:
+    gke_config["gpu-platform:pools"][0]["gcp"] = {"driverVersion": "610.43.02"}
+    on_ubuntu_with_a_canary(gke_config, gcp={})
+
+    found = problems(failed_plan_for(gke_config))
+
+    assert found == {
+        "gpu-platform:pools[0].gcp.driverVersion": "at most 595.91.07, the NVIDIA driver of"
+        " pools[0] (l4-shared)'s canary pools[1] (canary): give the canary the new driver first"
+        " (gcp.driverVersion), watch it, then promote"
+    }
+
+
+@pytest.mark.parametrize(
+    ("canary", "refused"),
+    [("595.100.01", set()), ("595.9.99", {"gpu-platform:operator.driverVersion"})],
+    ids=["ahead", "behind"],
+)
+def test_ubuntu_drivers_are_compared_as_numbers(
+    gke_config: Config, canary: str, refused: set[str]
+) -> None:
+    # As text, 595.100.01 sorts before the pool's 595.91.07, and 595.9.99 after it.
+    on_ubuntu_with_a_canary(gke_config, gcp={"driverVersion": canary})
+
+    plan = run_program("dev", config=gke_config, project=PROJECT, raise_errors=False)
+
+    assert (set(problems(plan)) if plan.error else set()) == refused
+
+
+def test_changing_the_ubuntu_canarys_driver_leaves_every_other_pool_unchanged(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    on_ubuntu_with_a_canary(gke_config, gcp={"driverVersion": "595.91.07"})
+    before = plan_for(gke_config)
+    gke_config["gpu-platform:pools"][1]["gcp"]["driverVersion"] = "610.43.02"
+
+    after = plan_for(gke_config)
+
+    def outside_the_canary(plan: Plan) -> dict[str, Any]:
+        return {r.urn: r.inputs for r in plan.resources if "canary" not in r.urn}
+
+    def canary_changes(plan: Plan) -> dict[str, Any]:
+        driver = plan.named("gpu-operator-driver-canary", NVIDIA_DRIVER).inputs["spec"]
+        labels = plan.named("canary", NODE_POOL).inputs["nodeConfig"]["labels"]
+        return {"version": driver["version"], "label": labels["gpu-platform.io/nvidia-driver"]}
+
+    assert outside_the_canary(after) == outside_the_canary(before)
+    assert canary_changes(before) == {"version": "595.91.07", "label": "595.91.07"}
+    assert canary_changes(after) == {"version": "610.43.02", "label": "610.43.02"}
+
+
+def test_the_plan_shows_an_ubuntu_canarys_driver_ahead_of_its_pool(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    on_ubuntu_with_a_canary(gke_config, gcp={"driverVersion": "610.43.02"})
+
+    shown = printed_pools(plan_for(gke_config))
+
+    assert (
+        "canary: NVIDIA driver 610.43.02 (CUDA 13.3), pinned by the GPU Operator at 610.43.02;"
+        " canary of l4-shared, ahead of it (the GPU Operator at 595.91.07): promote by giving"
+        " l4-shared the canary's version"
+    ) in shown
+
+
+def test_an_ubuntu_canary_pinning_its_pools_driver_is_in_step(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    on_ubuntu_with_a_canary(gke_config, gcp={"driverVersion": "595.91.07"})
+
+    shown = printed_pools(plan_for(gke_config))
+
+    assert "canary of l4-shared, in step with it" in shown

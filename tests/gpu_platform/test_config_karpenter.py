@@ -1,0 +1,227 @@
+"""Config validation of `provisioner: karpenter`: an EKS setting, under which every pool is
+exclusive and kept at zero when idle, and the settings of managed node groups and the cluster
+autoscaler are refused, each by its key, the value found and what is allowed."""
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gpu_platform.config import ConfigError, load_stack_config
+from tests.stack_variants import AL2023_RELEASE
+
+Config = dict[str, Any]
+
+# A Karpenter stack's keys, without the `gpu-platform:` namespace.
+KARPENTER: Config = {
+    "cloud": "aws",
+    "cluster": {"name": "ml", "region": "us-east-1"},
+    "provisioner": "karpenter",
+    "pools": [
+        {
+            "name": "l4",
+            "instanceTypes": ["g6.xlarge"],
+            "max": 2,
+            "capacity": "spot",
+            "aws": {"amiReleaseVersion": AL2023_RELEASE},
+        }
+    ],
+    "namespaces": [{"name": "ml-sandbox", "gpuQuota": 4}],
+}
+GKE: Config = {
+    "cloud": "gcp",
+    "cluster": {"name": "ml", "project": "p", "location": "us-central1"},
+    "pools": [{"name": "l4", "instanceTypes": ["g2-standard-8"], "max": 2}],
+}
+REFUSED_WITH_KARPENTER = "no value with provisioner karpenter"
+
+
+def karpenter(**changes: Any) -> Config:
+    return {**copy.deepcopy(KARPENTER), **changes}
+
+
+def with_pool(**fields: Any) -> Config:
+    config = karpenter()
+    config["pools"][0].update(fields)
+    return config
+
+
+def with_aws(**options: Any) -> Config:
+    config = karpenter()
+    config["pools"][0]["aws"].update(options)
+    return config
+
+
+def problems(raw: Config) -> dict[str, str]:
+    """The config's problems: key path -> what is allowed."""
+    with pytest.raises(ConfigError) as error:
+        load_stack_config(raw)
+    return {p.path: p.expected for p in error.value.problems}
+
+
+# (what is wrong, the config, the key path the error must name, words of what is allowed)
+BAD: list[tuple[str, Callable[[], Config], str, str]] = [
+    (
+        "provisioner on GKE",
+        lambda: {**GKE, "provisioner": "karpenter"},
+        "gpu-platform:provisioner",
+        "no value when cloud is gcp: it applies to aws stacks only",
+    ),
+    (
+        "karpenter settings on GKE",
+        lambda: {**GKE, "karpenter": {"consolidateAfterMinutes": 5}},
+        "gpu-platform:karpenter",
+        "no value when cloud is gcp: it applies to aws stacks only",
+    ),
+    (
+        "karpenter settings with the cluster autoscaler",
+        lambda: {**karpenter(provisioner="cluster-autoscaler"), "karpenter": {"namespace": "k"}},
+        "gpu-platform:karpenter.namespace",
+        "no value unless provisioner is karpenter",
+    ),
+    ("a minimum of nodes", lambda: with_pool(min=1), "gpu-platform:pools[0].min", "0 with"),
+    (
+        "time-slicing",
+        lambda: with_pool(sharing={"mode": "time-slicing", "replicas": 4}),
+        "gpu-platform:pools[0].sharing.mode",
+        "exclusive with provisioner karpenter",
+    ),
+    (
+        "mps",
+        lambda: with_pool(sharing={"mode": "mps", "replicas": 2}),
+        "gpu-platform:pools[0].sharing.mode",
+        "one nvidia.com/gpu per physical GPU",
+    ),
+    (
+        "mig",
+        lambda: with_pool(
+            instanceTypes=["p4de.24xlarge"], sharing={"mode": "mig", "profile": "all-1g.10gb"}
+        ),
+        "gpu-platform:pools[0].sharing.mode",
+        "knows no MIG slices",
+    ),
+    ("efa", lambda: with_aws(efa=True), "gpu-platform:pools[0].aws.efa", REFUSED_WITH_KARPENTER),
+    (
+        "efa set to false",
+        lambda: with_aws(efa=False),
+        "gpu-platform:pools[0].aws.efa",
+        REFUSED_WITH_KARPENTER,
+    ),
+    (
+        "node repair, which EKS gives managed node groups",
+        lambda: with_aws(nodeRepair=True),
+        "gpu-platform:pools[0].aws.nodeRepair",
+        "Karpenter's own is an alpha feature the platform leaves off",
+    ),
+    (
+        "a node group per zone",
+        lambda: with_aws(nodeGroupPerZone=True),
+        "gpu-platform:pools[0].aws.nodeGroupPerZone",
+        "Karpenter picks each node's zone",
+    ),
+    (
+        "a node role of the pool's own",
+        lambda: with_aws(nodeRoleArn="arn:aws:iam::123456789012:role/gpu-nodes"),
+        "gpu-platform:pools[0].aws.nodeRoleArn",
+        REFUSED_WITH_KARPENTER,
+    ),
+    (
+        "reservations by resource group",
+        lambda: with_aws(
+            capacityReservationResourceGroupArn=(
+                "arn:aws:resource-groups:us-east-1:123456789012:group/gpu-reservations"
+            )
+        ),
+        "gpu-platform:pools[0].aws.capacityReservationResourceGroupArn",
+        "name the reservation in aws.capacityReservationId",
+    ),
+    (
+        "a Capacity Block's start",
+        lambda: with_aws(capacityBlockStart="2026-12-01T11:30:00Z"),
+        "gpu-platform:pools[0].aws.capacityBlockStart",
+        REFUSED_WITH_KARPENTER,
+    ),
+    (
+        "the cluster autoscaler's settings",
+        lambda: karpenter(autoscaler={"install": False}),
+        "gpu-platform:autoscaler.install",
+        "installs Karpenter instead of the cluster autoscaler",
+    ),
+    (
+        "the cluster autoscaler's expander",
+        lambda: karpenter(autoscaler={"expander": "least-waste"}),
+        "gpu-platform:autoscaler.expander",
+        REFUSED_WITH_KARPENTER,
+    ),
+    (
+        "a tenant in Karpenter's namespace",
+        lambda: karpenter(
+            karpenter={"namespace": "karpenter"},
+            namespaces=[{"name": "karpenter", "gpuQuota": 4}],
+        ),
+        "gpu-platform:namespaces[0].name",
+        "not Karpenter's",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("build", "expected_path", "words"),
+    [pytest.param(build, path, words, id=name) for name, build, path, words in BAD],
+)
+def test_bad_karpenter_config_names_its_key_and_what_is_allowed(
+    build: Callable[[], Config], expected_path: str, words: str
+) -> None:
+    found = problems(build())
+
+    assert expected_path in found, found
+    assert words in found[expected_path]
+
+
+def test_a_bad_karpenter_stack_registers_nothing(dev_config: Config, failed_plan_for) -> None:
+    dev_config["gpu-platform:provisioner"] = "karpenter"
+
+    plan = failed_plan_for(dev_config)
+
+    # The dev stack's pool time-slices its T4s.
+    assert isinstance(plan.error, ConfigError)
+    assert [p.path for p in plan.error.problems] == ["gpu-platform:pools[0].sharing.mode"]
+    assert plan.resources == []
+
+
+def test_a_karpenter_stack_of_exclusive_pools_kept_at_zero_is_valid() -> None:
+    config = load_stack_config(karpenter(karpenter={"consolidateAfterMinutes": 30}))
+
+    assert config.provisioner == "karpenter"
+    assert config.karpenter.consolidate_after_minutes == 30
+
+
+def test_an_empty_autoscaler_block_sets_nothing() -> None:
+    load_stack_config(karpenter(autoscaler={}))
+
+
+def test_the_cluster_autoscaler_stays_the_default_provisioner() -> None:
+    config = karpenter()
+    del config["provisioner"]
+
+    assert load_stack_config(config).provisioner == "cluster-autoscaler"
+
+
+@pytest.mark.parametrize(
+    ("changes", "namespaces"),
+    [
+        ({}, ["gpu-operator", "kube-system"]),
+        ({"karpenter": {"namespace": "karpenter"}}, ["gpu-operator", "karpenter"]),
+        # The autoscaler's namespace only where it is installed.
+        ({"provisioner": "cluster-autoscaler"}, ["gpu-operator", "kube-system"]),
+        (
+            {"provisioner": "cluster-autoscaler", "autoscaler": {"namespace": "autoscaler"}},
+            ["autoscaler", "gpu-operator"],
+        ),
+    ],
+)
+def test_helm_release_namespaces_follow_the_provisioner(
+    changes: Config, namespaces: list[str]
+) -> None:
+    assert load_stack_config(karpenter(**changes)).helm_release_namespaces == namespaces

@@ -1,0 +1,670 @@
+"""The fit check: which pools a pod fits, judged against the node templates the autoscaler
+builds for pools at zero (EKS: from the plan's Auto Scaling group hints and instance types)."""
+
+import copy
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from gpu_platform.cli.fit import node_templates
+from gpu_platform.cli.offline import run_program
+from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.config import load_stack_config
+from gpu_platform.eks.instance_types import Gpus, instance_type
+from gpu_platform.fit import (
+    NodeTemplate,
+    fits,
+    fitting_pools,
+    karpenter_node_templates,
+    pod_requests,
+    pod_spec_of,
+    quantity,
+)
+from gpu_platform.kubernetes.gpu_pod import gpu_pod_spec
+from gpu_platform.node_identity import GPU_TAINT, GpuShape, ResolvedPool, Taint, resolve_pool
+from tests.stack_variants import AL2023_RELEASE
+
+IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
+ZONE = "topology.kubernetes.io/zone"
+# Pools of three kinds beside the dev stack's time-sliced T4s: whole L4s, and A100 80GB
+# partitioned into 1g.10gb MIG slices.
+EXTRA_POOLS = [
+    {
+        "name": "l4",
+        "instanceTypes": ["g6.xlarge"],
+        "max": 2,
+        "aws": {"amiReleaseVersion": AL2023_RELEASE},
+    },
+    {
+        "name": "a100-mig",
+        "instanceTypes": ["p4de.24xlarge"],
+        "max": 1,
+        "sharing": {"mode": "mig", "strategy": "mixed", "profile": "all-1g.10gb"},
+        "aws": {"amiReleaseVersion": AL2023_RELEASE},
+    },
+]
+GPU_SHAPES = {
+    "t4-shared": GpuShape("t4", 1),
+    "l4": GpuShape("l4", 1),
+    "a100-mig": GpuShape("a100-80gb", 8),
+}
+
+
+@pytest.fixture(scope="module")
+def stack() -> dict[str, Any]:
+    config = copy.deepcopy(stack_config("dev"))
+    config["gpu-platform:pools"] += EXTRA_POOLS
+    return config
+
+
+@pytest.fixture(scope="module")
+def templates(stack: dict[str, Any]) -> list[NodeTemplate]:
+    return node_templates(run_program("dev", config=stack))
+
+
+@pytest.fixture(scope="module")
+def pools(stack: dict[str, Any]) -> dict[str, ResolvedPool]:
+    raw = {k.removeprefix("gpu-platform:"): v for k, v in stack.items() if "gpu-platform:" in k}
+    config = load_stack_config(raw)
+    return {
+        spec.name: resolve_pool(spec, i, GPU_SHAPES[spec.name])
+        for i, spec in enumerate(config.pools)
+    }
+
+
+def gpu_tolerating_pod(**resources: str) -> dict[str, Any]:
+    return {
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "containers": [{"name": "main", "image": IMAGE, "resources": {"limits": resources}}],
+    }
+
+
+# --- The three cases the platform promises ---------------------------------------------------
+
+
+@pytest.mark.parametrize("pool", list(GPU_SHAPES))
+def test_the_restricted_smoke_test_pod_fits_exactly_its_pool(
+    templates: list[NodeTemplate], pools: dict[str, ResolvedPool], pool: str
+) -> None:
+    pod = gpu_pod_spec(pools[pool], IMAGE, ["nvidia-smi"], restart_policy="Never")
+
+    assert fitting_pools(pod, templates) == [pool]
+
+
+def test_a_pod_asking_for_a_mig_slice_fits_only_the_mig_pool(
+    templates: list[NodeTemplate],
+) -> None:
+    pod = gpu_tolerating_pod(**{"nvidia.com/mig-1g.10gb": "1"})
+
+    assert fitting_pools(pod, templates) == ["a100-mig"]
+
+
+def test_an_ordinary_pod_without_the_toleration_fits_no_gpu_pool(
+    templates: list[NodeTemplate],
+) -> None:
+    pod = {
+        "containers": [{"name": "web", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}]
+    }
+
+    results = fits(pod, templates)
+
+    assert [r.pool for r in results] == ["t4-shared", "l4", "a100-mig"]
+    assert all(
+        r.reasons == ("taint nvidia.com/gpu=present:NoSchedule is not tolerated",) for r in results
+    )
+
+
+# --- What the templates hold -------------------------------------------------------------------
+
+
+def test_templates_carry_the_pools_node_identity(
+    templates: list[NodeTemplate], pools: dict[str, ResolvedPool]
+) -> None:
+    by_pool = {t.pool: t for t in templates}
+
+    for name, pool in pools.items():
+        template = by_pool[name]
+        assert pool.identity.labels.items() <= template.labels.items()
+        assert template.taints == pool.identity.taints
+        assert {k: template.resources[k] for k in pool.identity.resources} == {
+            k: Decimal(v) for k, v in pool.identity.resources.items()
+        }
+
+
+def test_templates_know_the_first_instance_types_cpu_memory_and_architecture(
+    templates: list[NodeTemplate],
+) -> None:
+    t4 = next(t for t in templates if t.pool == "t4-shared")
+
+    # g4dn.xlarge: 4 vCPUs, 16 GiB.
+    assert (t4.resources["cpu"], t4.resources["memory"]) == (Decimal(4), Decimal(16 * 2**30))
+    assert t4.labels["kubernetes.io/arch"] == "amd64"
+    assert t4.labels["node.kubernetes.io/instance-type"] == "g4dn.xlarge"
+
+
+def test_a_pod_asking_for_more_than_a_node_has_fits_nowhere_and_says_why(
+    templates: list[NodeTemplate],
+) -> None:
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "5", "cpu": "8"})
+
+    t4 = next(f for f in fits(pod, templates) if f.pool == "t4-shared")
+
+    assert fitting_pools(pod, templates) == []
+    assert t4.reasons == (
+        "asks for 5 nvidia.com/gpu; a node has 4",
+        "asks for 8 cpu; a node has 4",
+    )
+
+
+def test_ephemeral_storage_fits_within_what_a_nodes_kubelet_offers(
+    templates: list[NodeTemplate], pools: dict[str, ResolvedPool]
+) -> None:
+    # g4dn.xlarge keeps pods' data on its 200 GiB volume: 178Gi after the kubelet's reserve and
+    # eviction threshold. Without the hint the autoscaler's template has none, and such a pod
+    # never scales a pool up (kubernetes/autoscaler#1650).
+    pod = gpu_pod_spec(pools["t4-shared"], IMAGE, ["x"], requests={"ephemeral-storage": "100Gi"})
+    too_big = gpu_pod_spec(
+        pools["t4-shared"], IMAGE, ["x"], requests={"ephemeral-storage": "180Gi"}
+    )
+
+    assert fitting_pools(pod, templates) == ["t4-shared"]
+    (t4,) = [f for f in fits(too_big, templates) if f.pool == "t4-shared"]
+    assert t4.reasons == ("asks for 193273528320 ephemeral-storage; a node has 191126044672",)
+
+
+def test_ephemeral_storage_on_local_nvme_is_the_drives_size_less_the_kubelets_share(
+    templates: list[NodeTemplate], pools: dict[str, ResolvedPool]
+) -> None:
+    # g6.xlarge has a 250 GB NVMe drive (232 GiB), at least the 200 GiB asked for: the kubelet
+    # keeps pods' data there, and 206Gi of it is offered.
+    fits_nvme = gpu_pod_spec(pools["l4"], IMAGE, ["x"], requests={"ephemeral-storage": "200Gi"})
+    too_big = gpu_pod_spec(pools["l4"], IMAGE, ["x"], requests={"ephemeral-storage": "210Gi"})
+
+    assert fitting_pools(fits_nvme, templates) == ["l4"]
+    (l4,) = [f for f in fits(too_big, templates) if f.pool == "l4"]
+    assert l4.reasons == ("asks for 225485783040 ephemeral-storage; a node has 221190815744",)
+
+
+def test_a_node_selector_for_another_pool_is_reported(templates: list[NodeTemplate]) -> None:
+    pod = {**gpu_tolerating_pod(), "nodeSelector": {"gpu-platform.io/pool": "l4"}}
+
+    t4 = next(f for f in fits(pod, templates) if f.pool == "t4-shared")
+
+    assert t4.reasons == (
+        "nodeSelector gpu-platform.io/pool=l4: its nodes have gpu-platform.io/pool=t4-shared",
+    )
+
+
+# --- The scheduler's rules, on a hand-made template ---------------------------------------------
+
+TEMPLATE = NodeTemplate(
+    pool="p",
+    labels={"zone": "a", "gen": "5"},
+    taints=(GPU_TAINT, Taint("soft", "", "PreferNoSchedule"), Taint("evict", "yes", "NoExecute")),
+    resources={"nvidia.com/gpu": Decimal(2), "cpu": Decimal(8)},
+)
+TOLERATE_ALL = [{"operator": "Exists"}]
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "fits_"),
+    [
+        (TOLERATE_ALL, True),
+        ([{"key": "nvidia.com/gpu", "operator": "Exists"}], False),
+        (
+            [
+                {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+                {"key": "evict", "operator": "Equal", "value": "yes"},
+            ],
+            True,
+        ),
+        (
+            [
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"},
+                {"key": "evict", "operator": "Exists"},
+            ],
+            False,
+        ),
+        (
+            [
+                {"key": "nvidia.com/gpu", "value": "absent", "effect": "NoSchedule"},
+                {"key": "evict", "operator": "Exists"},
+            ],
+            False,
+        ),
+    ],
+)
+def test_tolerations_must_cover_every_repelling_taint(
+    tolerations: list[dict[str, str]], fits_: bool
+) -> None:
+    pod = {"tolerations": tolerations, "containers": [{"name": "c"}]}
+
+    assert bool(fitting_pools(pod, [TEMPLATE])) is fits_
+
+
+@pytest.mark.parametrize(
+    ("expressions", "fits_"),
+    [
+        ([{"key": "zone", "operator": "In", "values": ["a", "b"]}], True),
+        ([{"key": "zone", "operator": "NotIn", "values": ["a"]}], False),
+        ([{"key": "gen", "operator": "Gt", "values": ["4"]}], True),
+        ([{"key": "gen", "operator": "Lt", "values": ["5"]}], False),
+        ([{"key": "spot", "operator": "DoesNotExist"}], True),
+        ([{"key": "spot", "operator": "Exists"}], False),
+    ],
+)
+def test_required_node_affinity_must_match(expressions: list[dict[str, Any]], fits_: bool) -> None:
+    pod = {
+        "tolerations": TOLERATE_ALL,
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": expressions}]
+                }
+            }
+        },
+        "containers": [{"name": "c"}],
+    }
+
+    assert bool(fitting_pools(pod, [TEMPLATE])) is fits_
+
+
+def test_any_of_several_affinity_terms_may_match() -> None:
+    terms = [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]},
+        {"matchExpressions": [{"key": "gen", "operator": "In", "values": ["5"]}]},
+    ]
+    required = {"nodeSelectorTerms": terms}
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+    pod = {"tolerations": TOLERATE_ALL, "affinity": affinity, "containers": [{"name": "c"}]}
+
+    assert fitting_pools(pod, [TEMPLATE]) == ["p"]
+
+
+def pod_with(resources: dict[str, Any]) -> dict[str, Any]:
+    return {"tolerations": TOLERATE_ALL, "containers": [{"name": "c", "resources": resources}]}
+
+
+def test_a_resource_a_complete_template_lacks_counts_as_none() -> None:
+    # As in the autoscaler's simulation: a template node without the resource has none of it.
+    memory = pod_with({"requests": {"memory": "1Gi"}})
+    fpga = pod_with({"limits": {"example.com/fpga": "1"}})
+
+    assert fits(memory, [TEMPLATE])[0].reasons == (
+        "asks for 1073741824 memory; its nodes advertise none",
+    )
+    assert fits(fpga, [TEMPLATE])[0].reasons == (
+        "asks for 1 example.com/fpga; its nodes advertise none",
+    )
+
+
+def test_a_template_that_does_not_know_the_machines_allocatable_judges_only_the_rest() -> None:
+    # A GKE template built offline: the machine type's CPU and memory are not known.
+    unknowing = replace(TEMPLATE, complete=False)
+    memory_only = pod_with({"requests": {"memory": "1Ti"}})
+    fpga = pod_with({"limits": {"example.com/fpga": "1"}})
+
+    assert fitting_pools(memory_only, [unknowing]) == ["p"]
+    assert fits(fpga, [unknowing])[0].reasons == (
+        "asks for 1 example.com/fpga; its nodes advertise none",
+    )
+
+
+def test_pod_requests_sum_containers_and_take_the_largest_init_container() -> None:
+    pod = {
+        "initContainers": [{"resources": {"requests": {"cpu": "3"}}}],
+        "containers": [
+            {"resources": {"requests": {"cpu": "500m"}, "limits": {"nvidia.com/gpu": "1"}}},
+            {"resources": {"limits": {"cpu": "1", "nvidia.com/gpu": "1"}}},
+        ],
+    }
+
+    assert pod_requests(pod) == {"cpu": Decimal(3), "nvidia.com/gpu": Decimal(2)}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("4", Decimal(4)),
+        ("500m", Decimal("0.5")),
+        ("16Gi", Decimal(16 * 2**30)),
+        ("1k", Decimal(1000)),
+        ("1e3", Decimal(1000)),
+        (2, Decimal(2)),
+    ],
+)
+def test_quantities_read_as_kubernetes_reads_them(text: str | int, value: Decimal) -> None:
+    assert quantity(text) == value
+
+
+def test_a_quantity_that_is_not_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a Kubernetes quantity"):
+        quantity("lots")
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"kind": "Pod", "spec": {"containers": []}},
+        {"kind": "Job", "spec": {"template": {"spec": {"containers": []}}}},
+        {"kind": "Deployment", "spec": {"template": {"spec": {"containers": []}}}},
+        {
+            "kind": "CronJob",
+            "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": []}}}}},
+        },
+    ],
+)
+def test_the_pod_spec_is_found_in_pods_and_workloads(document: dict[str, Any]) -> None:
+    assert pod_spec_of(document) == {"containers": []}
+
+
+def test_a_document_without_a_pod_spec_is_refused() -> None:
+    with pytest.raises(ValueError, match="'Service' has no pod spec"):
+        pod_spec_of({"kind": "Service", "spec": {}})
+
+
+def test_a_pool_with_a_node_group_per_zone_is_one_template(stack: dict[str, Any]) -> None:
+    zonal = copy.deepcopy(stack)
+    zonal["gpu-platform:pools"][0].update(zones=["us-east-1a", "us-east-1b"], max=2)
+    zonal["gpu-platform:pools"][0]["aws"]["nodeGroupPerZone"] = True
+
+    found = node_templates(run_program("dev", config=zonal))
+
+    assert [t.pool for t in found] == [
+        t.pool for t in node_templates(run_program("dev", config=stack))
+    ]
+
+
+def test_a_pod_asking_for_efa_fits_only_the_efa_pool() -> None:
+    # prod's h100-training has 32 EFA interfaces a node; a100-inference has none, which the
+    # autoscaler's template (and so `fit`) counts as 0.
+    templates = node_templates(run_program("prod"))
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"})
+
+    assert fitting_pools(pod, templates) == ["h100-training"]
+
+
+# --- Karpenter: as it decides whether a pending pod fits a NodePool -----------------------------
+
+
+@pytest.fixture(scope="module")
+def karpenter_templates() -> list[NodeTemplate]:
+    """The karpenter-dev stack's NodePools, its spot T4s allowed two zones only and its L4s one
+    size, g6.xlarge."""
+    config = copy.deepcopy(stack_config("karpenter-dev"))
+    config["gpu-platform:pools"][0]["zones"] = ["us-east-1a", "us-east-1b"]
+    config["gpu-platform:pools"][1]["instanceTypes"] = ["g6.xlarge"]
+    return node_templates(run_program("karpenter-dev", config=config))
+
+
+def test_a_pod_fits_a_karpenter_pool_that_offers_a_size_large_enough() -> None:
+    # karpenter-dev's L4 pool allows g6.xlarge (1 L4) and g6.12xlarge (4 L4s).
+    templates = node_templates(run_program("karpenter-dev"))
+    four = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "4"}), "l4-on-demand")
+    five = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "5"}), "l4-on-demand")
+
+    assert fitting_pools(four, templates) == ["l4-on-demand"]
+    assert fitting_pools(five, templates) == []
+
+
+def on_pool(pod: dict[str, Any], pool: str) -> dict[str, Any]:
+    return {**pod, "nodeSelector": {**pod.get("nodeSelector", {}), "gpu-platform.io/pool": pool}}
+
+
+def test_a_gpu_pod_with_the_toleration_fits_the_karpenter_pool(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "1"})
+
+    assert fitting_pools(pod, karpenter_templates) == ["t4-spot", "l4-on-demand"]
+    assert fitting_pools(on_pool(pod, "l4-on-demand"), karpenter_templates) == ["l4-on-demand"]
+
+
+def test_an_ordinary_pod_without_the_toleration_fits_no_karpenter_pool(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    pod = {
+        "containers": [{"name": "web", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}]
+    }
+
+    results = fits(pod, karpenter_templates)
+
+    assert [r.pool for r in results] == ["t4-spot", "l4-on-demand"]
+    assert all(
+        r.reasons == ("taint nvidia.com/gpu=present:NoSchedule is not tolerated",) for r in results
+    )
+
+
+def test_a_pod_bound_to_a_zone_the_nodepool_does_not_allow_does_not_fit(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    pod = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1"}), "t4-spot")
+    elsewhere = {**pod, "nodeSelector": {**pod["nodeSelector"], ZONE: "us-east-1c"}}
+    allowed = {**pod, "nodeSelector": {**pod["nodeSelector"], ZONE: "us-east-1b"}}
+
+    (t4,) = [f for f in fits(elsewhere, karpenter_templates) if f.pool == "t4-spot"]
+
+    assert t4.reasons == (
+        f"nodeSelector {ZONE}=us-east-1c: its nodes have {ZONE}=us-east-1a or us-east-1b",
+    )
+    assert fitting_pools(allowed, karpenter_templates) == ["t4-spot"]
+
+
+def test_a_pod_asking_for_a_capacity_type_the_nodepool_does_not_allow_does_not_fit(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "1"})
+    pod["nodeSelector"] = {"karpenter.sh/capacity-type": "on-demand"}
+
+    (t4,) = [f for f in fits(pod, karpenter_templates) if f.pool == "t4-spot"]
+
+    assert fitting_pools(pod, karpenter_templates) == ["l4-on-demand"]
+    assert t4.reasons == (
+        "nodeSelector karpenter.sh/capacity-type=on-demand: its nodes have "
+        "karpenter.sh/capacity-type=spot",
+    )
+
+
+def zone_affinity(*zones: str) -> dict[str, Any]:
+    expression = {"key": ZONE, "operator": "In", "values": list(zones)}
+    terms = [{"matchExpressions": [expression]}]
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+        }
+    }
+
+
+def test_node_selector_and_node_affinity_must_agree_on_one_node(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    pod = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1"}), "t4-spot")
+    pod["nodeSelector"][ZONE] = "us-east-1a"
+    apart = {**pod, "affinity": zone_affinity("us-east-1b")}
+    together = {**pod, "affinity": zone_affinity("us-east-1a", "us-east-1c")}
+
+    (t4,) = [f for f in fits(apart, karpenter_templates) if f.pool == "t4-spot"]
+
+    assert t4.reasons == ("required node affinity: no term matches its nodes' labels",)
+    assert fitting_pools(together, karpenter_templates) == ["t4-spot"]
+
+
+def test_a_pod_asking_for_more_gpus_than_any_allowed_type_has_does_not_fit(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "2"})
+
+    results = fits(pod, karpenter_templates)
+
+    assert [r.reasons for r in results] == [("asks for 2 nvidia.com/gpu; a node has 1",)] * 2
+
+
+def test_karpenter_templates_carry_the_labels_karpenter_gives_an_instance_type(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    # g4dn.xlarge in EC2's data: 4 vCPUs, 16384 MiB, one NVIDIA T4 of 16384 MiB, a 125 GB NVMe
+    # drive; labels as karpenter-provider-aws v1.14.1 instancetype/types.go computes them.
+    t4 = next(t for t in karpenter_templates if t.pool == "t4-spot")
+
+    assert {
+        "node.kubernetes.io/instance-type": "g4dn.xlarge",
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/os": "linux",
+        "topology.kubernetes.io/region": "us-east-1",
+        "karpenter.sh/capacity-type": "spot",
+        "karpenter.sh/nodepool": "t4-spot",
+        "karpenter.k8s.aws/ec2nodeclass": "t4-spot",
+        "karpenter.k8s.aws/instance-category": "g",
+        "karpenter.k8s.aws/instance-family": "g4dn",
+        "karpenter.k8s.aws/instance-generation": "4",
+        "karpenter.k8s.aws/instance-size": "xlarge",
+        "karpenter.k8s.aws/instance-cpu": "4",
+        "karpenter.k8s.aws/instance-memory": "16384",
+        "karpenter.k8s.aws/instance-local-nvme": "125",
+        "karpenter.k8s.aws/instance-capability-flex": "false",
+        "karpenter.k8s.aws/instance-gpu-name": "t4",
+        "karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia",
+        "karpenter.k8s.aws/instance-gpu-count": "1",
+        "karpenter.k8s.aws/instance-gpu-memory": "16384",
+        "gpu-platform.io/pool": "t4-spot",
+        "gpu-platform.io/accelerator": "t4",
+    }.items() <= t4.labels.items()
+    assert t4.taints == (GPU_TAINT,)
+
+
+def test_cpu_is_what_karpenter_leaves_after_kube_reserved(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    # 4 vCPUs: kube-reserved 6% of the first core, 1% of the second, 0.5% of the next two:
+    # 60m + 10m + 10m (types.go kubeReservedResources).
+    pod = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1", "cpu": "4"}), "t4-spot")
+    smaller = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1", "cpu": "3920m"}), "t4-spot")
+
+    (t4,) = [f for f in fits(pod, karpenter_templates) if f.pool == "t4-spot"]
+
+    assert t4.reasons == ("asks for 4 cpu; a node has 3.92",)
+    assert fitting_pools(smaller, karpenter_templates) == ["t4-spot"]
+
+
+def test_ephemeral_storage_is_what_karpenter_leaves_of_the_volume_or_the_nvme_array(
+    karpenter_templates: list[NodeTemplate],
+) -> None:
+    # Less kube-reserved 1Gi and the 10% eviction threshold (types.go). g4dn.xlarge's 125 GB
+    # drive is smaller than the pool's 200 GiB volume, which keeps pods' data:
+    # 214748364800 - 1073741824 - 21474836480. g6.xlarge's 250 GB drive is a RAID0 array
+    # (instanceStorePolicy): 250000000000 - 1073741824 - 25000000000.
+    by_pool = {t.pool: t.resources["ephemeral-storage"] for t in karpenter_templates}
+
+    assert by_pool == {"t4-spot": 192199786496, "l4-on-demand": 223926258176}
+
+
+def test_memory_is_not_judged_on_karpenter_pools(karpenter_templates: list[NodeTemplate]) -> None:
+    # Karpenter reserves memory by the node's ENI-limited pod count, which the instance data
+    # here does not hold.
+    pod = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1", "memory": "1Ti"}), "t4-spot")
+
+    assert fitting_pools(pod, karpenter_templates) == ["t4-spot"]
+
+
+# --- Karpenter, on NodePools built here -----------------------------------------------------------
+
+# As EC2 describes them: vCPUs, MiB, GPUs, GB of NVMe, EFA interfaces.
+G6 = instance_type("g6.xlarge", 4, 16384, ["x86_64"], [Gpus("NVIDIA", "L4", 1, 22888)], 250)
+G6_12X = instance_type(
+    "g6.12xlarge", 48, 196608, ["x86_64"], [Gpus("NVIDIA", "L4", 4, 22888)], 3760, 1
+)
+
+
+def node_pool(*requirements: dict[str, Any], **template_spec: Any) -> dict[str, Any]:
+    """A NodePool of the agreed shape for g6.xlarge and g6.12xlarge, with more requirements."""
+    return {
+        "metadata": {"name": "l4"},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"gpu-platform.io/pool": "l4"}},
+                "spec": {
+                    "nodeClassRef": {
+                        "group": "karpenter.k8s.aws",
+                        "kind": "EC2NodeClass",
+                        "name": "l4",
+                    },
+                    "taints": [
+                        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+                    ],
+                    "requirements": [
+                        {
+                            "key": "node.kubernetes.io/instance-type",
+                            "operator": "In",
+                            "values": ["g6.xlarge", "g6.12xlarge"],
+                        },
+                        {"key": ZONE, "operator": "In", "values": ["us-east-1a"]},
+                        *requirements,
+                    ],
+                    **template_spec,
+                },
+            },
+            "limits": {"nvidia.com/gpu": "8"},
+        },
+    }
+
+
+NODE_CLASS = {"spec": {"amiSelectorTerms": [{"alias": "al2023@v20260714"}]}}
+
+
+def templates_of(
+    pool: dict[str, Any], node_class: dict[str, Any] = NODE_CLASS
+) -> list[NodeTemplate]:
+    instance_types = {t.name: t for t in (G6, G6_12X)}
+    return karpenter_node_templates(pool, node_class, instance_types, "us-east-1")
+
+
+def test_a_pod_fits_a_nodepool_where_it_fits_one_of_its_instance_types() -> None:
+    four = gpu_tolerating_pod(**{"nvidia.com/gpu": "4"})
+    eight = gpu_tolerating_pod(**{"nvidia.com/gpu": "8"})
+
+    assert fitting_pools(four, templates_of(node_pool())) == ["l4"]
+    assert [f.reasons for f in fits(eight, templates_of(node_pool()))] == [
+        (
+            "g6.xlarge: asks for 8 nvidia.com/gpu; a node has 1",
+            "g6.12xlarge: asks for 8 nvidia.com/gpu; a node has 4",
+        )
+    ]
+
+
+def test_requirements_on_what_ec2_says_of_an_instance_type_rule_it_out() -> None:
+    four_gpus = {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gte", "values": ["4"]}
+
+    found = templates_of(node_pool(four_gpus))
+
+    assert [t.labels["node.kubernetes.io/instance-type"] for t in found] == ["g6.12xlarge"]
+
+
+def test_startup_taints_are_not_held_against_a_pod() -> None:
+    # Karpenter checks a pod against the NodePool's taints only (kubernetes-sigs/karpenter
+    # v1.14.1 pkg/controllers/provisioning/scheduling/nodeclaim.go line 126).
+    startup = [{"key": "example.com/agent-not-ready", "value": "true", "effect": "NoSchedule"}]
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "1"})
+
+    assert fitting_pools(pod, templates_of(node_pool(startupTaints=startup))) == ["l4"]
+
+
+def test_a_nodepool_of_reserved_capacity_needs_its_node_class_to_select_reservations() -> None:
+    # Karpenter offers capacity type `reserved` only for the capacity reservations an
+    # EC2NodeClass selects (karpenter-provider-aws v1.14.1 instancetype/types.go lines 171-179).
+    reserved = {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]}
+    with_reservation = {
+        "spec": {
+            **NODE_CLASS["spec"],
+            "capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}],
+        }
+    }
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "1"})
+
+    (without,) = fits(pod, templates_of(node_pool(reserved)))
+
+    assert without.reasons == (
+        "the pool allows its nodes no karpenter.sh/capacity-type, so it starts none",
+    )
+    assert fitting_pools(pod, templates_of(node_pool(reserved), with_reservation)) == ["l4"]
