@@ -33,12 +33,18 @@ class GpuCloud(Protocol):
         """Each pool with its GPUs; raises ConfigError for a pool that cannot work."""
         ...
 
-    def connect(self) -> ClusterConnection: ...
+    def connect(self, opts: pulumi.ResourceOptions) -> ClusterConnection:
+        """A Kubernetes provider for the cluster, created with `opts` (its parent)."""
+        ...
 
     def create_pools(
-        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+        self,
+        pools: Sequence[ResolvedPool],
+        connection: ClusterConnection,
+        opts: pulumi.ResourceOptions,
     ) -> list[pulumi.Resource]:
-        """The cloud's GPU node pools; the Kubernetes side waits for them."""
+        """The cloud's GPU node pools, created with `opts`; the Kubernetes side waits for
+        them."""
         ...
 
     def stack_outputs(self) -> dict[str, Any]:

@@ -101,22 +101,29 @@ class EksCloud:
             raise ConfigError(problems)
         return pools
 
-    def connect(self) -> ClusterConnection:
-        return connect(self.cluster, self.config.cluster)
+    def connect(self, opts: pulumi.ResourceOptions) -> ClusterConnection:
+        return connect(self.cluster, self.config.cluster, opts)
 
     def create_pools(
-        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+        self,
+        pools: Sequence[ResolvedPool],
+        connection: ClusterConnection,
+        opts: pulumi.ResourceOptions,
     ) -> list[pulumi.Resource]:
+        on_cluster = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(provider=connection.provider)
+        )
         if self.config.provisioner == "karpenter":
-            created = self._karpenter_node_pools(pools, connection)
+            created = self._karpenter_node_pools(pools, on_cluster)
         else:
-            created = self._node_groups(pools, connection)
+            created = self._node_groups(pools, opts, on_cluster)
         agent_version = self.config.cluster.node_monitoring_agent_version
         if agent_version is not None:
             created.append(
                 NodeMonitoringAgent(
                     "node-monitoring-agent",
                     NodeMonitoringAgentArgs(self.cluster, agent_version),
+                    opts,
                 )
             )
         if self._autoscaler_image is None:
@@ -126,12 +133,15 @@ class EksCloud:
             ClusterAutoscalerArgs(
                 self.config.autoscaler, self.cluster, self._autoscaler_image, pools
             ),
-            pulumi.ResourceOptions(provider=connection.provider),
+            on_cluster,
         )
         return [*created, autoscaler]
 
     def _node_groups(
-        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+        self,
+        pools: Sequence[ResolvedPool],
+        opts: pulumi.ResourceOptions,
+        on_cluster: pulumi.ResourceOptions,
     ) -> list[pulumi.Resource]:
         """A managed node group for each pool, and the EFA device plugin where one asks for EFA."""
         node_groups: list[pulumi.Resource] = [
@@ -142,6 +152,7 @@ class EksCloud:
                     cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
                     idle_minutes=self.config.autoscaler.gpu_node_idle_minutes,
                 ),
+                opts,
             )
             for pool in pools
         ]
@@ -150,13 +161,13 @@ class EksCloud:
                 EfaDevicePlugin(
                     "efa-device-plugin",
                     EfaDevicePluginArgs(),
-                    pulumi.ResourceOptions(provider=connection.provider),
+                    on_cluster,
                 )
             )
         return node_groups
 
     def _karpenter_node_pools(
-        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+        self, pools: Sequence[ResolvedPool], on_cluster: pulumi.ResourceOptions
     ) -> list[pulumi.Resource]:
         """The Karpenter controller, and a NodePool for each pool once the controller is in.
         Imported here, as `cloud_for` imports a cloud: only Karpenter stacks load its SDK modules
@@ -178,10 +189,10 @@ class EksCloud:
                 cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
                 protect=self.config.protect,
             ),
-            pulumi.ResourceOptions(provider=connection.provider),
+            on_cluster,
         )
-        after_controller = pulumi.ResourceOptions(
-            provider=connection.provider, depends_on=[controller.release]
+        after_controller = pulumi.ResourceOptions.merge(
+            on_cluster, pulumi.ResourceOptions(depends_on=[controller.release])
         )
         return [
             controller,

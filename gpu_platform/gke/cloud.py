@@ -95,14 +95,17 @@ class GkeCloud:
             )
         return driver
 
-    def connect(self) -> ClusterConnection:
+    def connect(self, opts: pulumi.ResourceOptions) -> ClusterConnection:
         context = self.config.cluster.kubeconfig_context
         if context is not None:
-            return connect_with_kubeconfig_context(context)
-        return connect_to(self.cluster)
+            return connect_with_kubeconfig_context(context, opts)
+        return connect_to(self.cluster, opts)
 
     def create_pools(
-        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+        self,
+        pools: Sequence[ResolvedPool],
+        connection: ClusterConnection,
+        opts: pulumi.ResourceOptions,
     ) -> list[pulumi.Resource]:
         platform = self.config.platform
         created: list[pulumi.Resource] = [
@@ -116,6 +119,7 @@ class GkeCloud:
                     secret_labels=self.config.is_secret("pools"),
                     protect=self.config.protect,
                 ),
+                opts,
             )
             for pool in pools
         ]
@@ -123,7 +127,9 @@ class GkeCloud:
             created.append(
                 CosDriverInstaller(
                     "nvidia-driver-installer",
-                    pulumi.ResourceOptions(provider=connection.provider),
+                    pulumi.ResourceOptions.merge(
+                        opts, pulumi.ResourceOptions(provider=connection.provider)
+                    ),
                 )
             )
         return created

@@ -8,6 +8,7 @@ kubeconfig holds no token. It is still exported only as a secret.
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import pulumi
 from pulumi_gcp import container
 
 from gpu_platform.cloud import ClusterConnection
@@ -111,6 +112,8 @@ def kubeconfig_for(cluster: GkeCluster) -> str:
     )
 
 
-def connect_to(cluster: GkeCluster) -> ClusterConnection:
+def connect_to(
+    cluster: GkeCluster, opts: pulumi.ResourceOptions | None = None
+) -> ClusterConnection:
     """A Kubernetes provider for the cluster, and its kubeconfig as a secret."""
-    return connect_with_kubeconfig("kubernetes", kubeconfig_for(cluster))
+    return connect_with_kubeconfig("kubernetes", kubeconfig_for(cluster), opts)
