@@ -35,6 +35,7 @@ EXIT_MANDATORY_VIOLATION = 3
 # Policy pack config per stack, beside the stack files: `<project>/policy-config/<stack>.json`.
 POLICY_CONFIG_DIR = "policy-config"
 SECRET = "[secret]"
+DEFAULT_STACK = "dev"
 
 # The inputs worth reading in a plan, per resource type; other types show their scalars.
 KEY_INPUTS: Mapping[str, Sequence[str]] = {
@@ -100,17 +101,20 @@ _MAX_VALUE_CHARS = 160
 
 
 def run(
-    stack: str,
+    stack: str | None,
     as_json: bool = False,
     policy_pack: Path | None = None,
     policy_config: Path | None = None,
 ) -> None:
-    """Plan `stack` of the project in the current directory and run the policy pack over it."""
+    """Plan `stack` (None: the default stack) of the project in the current directory and run
+    the policy pack over it."""
     console = plain_console()
     try:
         project = Project.find()
     except ProjectNotFound as error:
         fail(str(error), EXIT_CONFIG_ERROR)
+    if stack is None:
+        stack = default_stack(project)
     if policy_pack is not None and not _is_policy_pack(policy_pack):
         fail(f"no policy pack at {policy_pack}: it has no PulumiPolicy.yaml", EXIT_CONFIG_ERROR)
     pack_dir = policy_pack or PACK_DIR
@@ -131,6 +135,17 @@ def run(
         print_verdicts(verdicts, plan, console, pack_dir)
     if any(v.mandatory for v in verdicts):
         raise typer.Exit(EXIT_MANDATORY_VIOLATION)
+
+
+def default_stack(project: Project) -> str:
+    """The stack to plan when none is named: the project's only one, else `dev`."""
+    stacks = project.stacks()
+    if len(stacks) == 1:
+        return stacks[0]
+    if DEFAULT_STACK in stacks:
+        return DEFAULT_STACK
+    found = ", ".join(stacks) or f"no Pulumi.<stack>.yaml in {project.stack_config_dir}"
+    fail(f"Name the stack to plan: `gpu-platform plan STACK`. Stacks: {found}.", EXIT_CONFIG_ERROR)
 
 
 def _is_policy_pack(path: Path) -> bool:
