@@ -9,11 +9,12 @@ import gc
 import os
 import sys
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
+
+from gpu_platform.cli.options import options
 
 app = typer.Typer(
     name="gpu-platform",
@@ -29,16 +30,6 @@ GC_THRESHOLD = 700_000
 EXIT_INTERNAL_ERROR = 70
 """A failure the commands did not expect (BSD's EX_SOFTWARE): a bug, not a problem with the
 stack or the account."""
-
-
-@dataclass
-class _Options:
-    """The global options of the command in progress that outlive it."""
-
-    debug: bool = False
-
-
-_options = _Options()
 
 
 def _stack_names(incomplete: str) -> list[str]:
@@ -86,11 +77,6 @@ def _enter(cwd: Path | None) -> None:
         os.chdir(cwd)
 
 
-def debugging() -> bool:
-    """Whether `--debug` was given: errors then show their traceback."""
-    return _options.debug
-
-
 def _print_version(show: bool) -> None:
     if show:
         from importlib.metadata import version
@@ -116,7 +102,7 @@ def gpu_platform(
     ] = False,
 ) -> None:
     """Plan, check and inspect the GPU platform's stacks without touching a cluster."""
-    _options.debug = debug
+    options.debug = debug
     _enter(cwd)
 
 
@@ -229,7 +215,7 @@ def main() -> NoReturn:
 def run(args: list[str]) -> int:
     """Run the command line `args`; its exit code. A failure the commands do not expect is an
     internal error: one line saying so, the traceback only with `--debug`."""
-    _options.debug = False
+    options.debug = False
     try:
         app(args, prog_name="gpu-platform")
     except SystemExit as exit_:
@@ -238,7 +224,7 @@ def run(args: list[str]) -> int:
             return 1
         return exit_.code or 0
     except Exception as error:
-        if _options.debug:
+        if options.debug:
             traceback.print_exc()
         print(
             f"gpu-platform: internal error: {type(error).__name__}: {error}\n"

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from gpu_platform.cli.options import options
 from gpu_platform.cli.project import Project
 from gpu_platform.cli.stack_files import StackFileError
 from gpu_platform.config import ConfigError
@@ -64,8 +65,6 @@ def plan_or_fail(
 def program_failure(error: BaseException, project_dir: Path) -> str:
     """What a failing program did, and where: the last line of the project's own code the
     error passed through (else the line that raised it), and with `--debug` the traceback."""
-    from gpu_platform.cli.app import debugging
-
     frames = traceback.extract_tb(error.__traceback__)
     own = [f for f in frames if Path(f.filename).resolve().is_relative_to(project_dir)]
     where = ""
@@ -75,7 +74,7 @@ def program_failure(error: BaseException, project_dir: Path) -> str:
         shown = path.relative_to(project_dir) if path.is_relative_to(project_dir) else path
         where = f" at {shown}:{frame.lineno}"
     message = f"The program failed{where}: {type(error).__name__}: {error}"
-    if debugging():
+    if options.debug:
         message += "\n" + "".join(traceback.format_exception(error)).rstrip()
     else:
         message += "\n(gpu-platform --debug shows the traceback)"

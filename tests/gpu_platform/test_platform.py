@@ -70,7 +70,7 @@ def test_every_resource_is_a_descendant_of_the_platform(dev_plan: Plan) -> None:
     (platform,) = dev_plan.of_type("gpu-platform:index:GpuPlatform")
     urns = {r.urn: r for r in dev_plan.resources}
 
-    def ancestors(urn: str) -> list[str]:
+    def ancestors(urn: str) -> list[str | None]:
         parent = urns[urn].parent
         return [parent, *ancestors(parent)] if parent in urns else [parent]
 
