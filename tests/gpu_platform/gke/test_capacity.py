@@ -305,6 +305,17 @@ def test_a_flex_start_pool_on_the_minimum_node_version_is_accepted(
     assert node_config(plan_for(gke_config))["flexStart"] is True
 
 
+def test_a_flex_start_pool_on_a_later_two_digit_patch_version_is_accepted(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    # 1.32.10 is after the minimum 1.32.2 (as text it would sort before it).
+    with_pool(
+        gke_config, **ON_DEMAND_L4, gcp={"flexStart": True, "nodeVersion": "1.32.10-gke.1000"}
+    )
+
+    assert node_config(plan_for(gke_config))["flexStart"] is True
+
+
 @pytest.mark.parametrize(
     ("gcp", "master_version", "key", "minimum"),
     [
