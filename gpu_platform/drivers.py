@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpu_platform.version_order import version_key
 from gpu_platform.versions import CUDA_BY_DRIVER_BRANCH, SUPPORTED_KUBERNETES_VERSIONS
 
 DRIVER_LABEL = "gpu-platform.io/nvidia-driver"
@@ -57,8 +58,8 @@ def cuda_for_branch(branch: int) -> str:
 
 def cuda_tuple(version: str) -> tuple[int, int]:
     """`12.4` or `12.4.1` -> (12, 4), for comparing CUDA releases."""
-    major, minor = version.split(".")[:2]
-    return int(major), int(minor)
+    major, minor = version_key(version)[0][:2]
+    return major, minor
 
 
 # --- What pins the driver, per platform --------------------------------------------------------
@@ -116,7 +117,7 @@ def eks_driver(
 def known_releases(node_image: str) -> str:
     """The newest EKS releases the tables know, for error messages."""
     if node_image == "bottlerocket":
-        releases = sorted(BOTTLEROCKET_DRIVERS, key=lambda r: tuple(map(int, r.split("."))))
+        releases = sorted(BOTTLEROCKET_DRIVERS, key=version_key)
         return (
             f"the platform knows the driver of Bottlerocket releases {releases[0]} to"
             f" {releases[-1]} (gpu_platform/drivers.py)"

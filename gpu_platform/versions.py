@@ -71,8 +71,10 @@ GPU_SMOKE_TEST_IMAGE = "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04"
 # toolkit release): a branch runs every toolkit whose minimum driver is of that branch or older.
 # R565 drivers report 12.7, a release with no toolkit of its own. CUDA's minor version
 # compatibility lets a 12.x application run on any R525+ driver with a limited feature set
-# (docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); the platform
-# holds pods to the native version, as NVIDIA's own images do with `NVIDIA_REQUIRE_CUDA`.
+# (docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html): the policy pack
+# refuses only a newer major release (gpu_platform/policy_pack/gpu_cuda.py) and reports a newer
+# minor one; the pod helper holds pods to the native version, since the `NVIDIA_REQUIRE_CUDA`
+# it sets makes the container toolkit refuse anything newer.
 CUDA_BY_DRIVER_BRANCH = {
     450: "11.0",
     470: "11.4",

@@ -9,7 +9,7 @@ from gpu_platform.config.operator import OPERATOR_DRIVER_OPTIONS
 from gpu_platform.config.pools import ExclusiveSharing, GpuPoolSpec, TimeSlicingSharing
 from gpu_platform.config.problems import MISSING, ConfigProblem, key_path, set_field_problems
 from gpu_platform.config.stack import StackConfig, known_platform
-from gpu_platform.config.version_order import version_key
+from gpu_platform.version_order import version_key
 
 
 def gke_pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:

@@ -171,9 +171,13 @@ def node_pool_args(
         version=spec.gcp.node_version,
         # GKE's guides create flex-start and queued pools with `--no-enable-autorepair`, as
         # repairs "could disrupt workloads that run on repaired nodes" (the provisioningrequest
-        # page).
+        # page). A pinned pool does not auto-upgrade: "if this field [version] and
+        # `auto_upgrade` are both specified, they will fight each other for what the node
+        # version should be" (pulumi-gcp, container.NodePool `version`), and GKE's upgrade would
+        # move canary and pool together, past the driver and CUDA labels the platform set.
         management=container.NodePoolManagementArgs(
-            auto_repair=not dynamic_workload_scheduler_modes(spec), auto_upgrade=True
+            auto_repair=not dynamic_workload_scheduler_modes(spec),
+            auto_upgrade=spec.gcp.node_version is None,
         ),
         queued_provisioning=(
             container.NodePoolQueuedProvisioningArgs(enabled=True)

@@ -6,8 +6,9 @@ The operator's own ServiceMonitor gets it scraped; this component adds:
 - the alert rules (`alerts/gpu-alerts.yaml`) as a PrometheusRule: a GPU a pod holds but does not
   use, GPU memory nearly full, the exporter down, missing or without the health metrics, and GPU
   health: XIDs by the action NVIDIA's XID catalog gives them (`alerts/xid-classes.json`),
-  uncorrectable ECC errors, memory awaiting repair or out of spare rows, NVLink errors and
-  throttling while busy, each with its section of the runbook, docs/gpu-health.md;
+  uncorrectable ECC errors, memory awaiting repair or out of spare rows, NVLink errors, PCIe
+  replays above DCGM's limit, GPUs the device plugin took out of service and throttling while
+  busy, each with its section of the runbook, docs/gpu-health.md;
 - the Grafana dashboard (`dashboards/gpus.json`) as a ConfigMap that Grafana's dashboard sidecar
   loads;
 - with `installPrometheusStack`, a pinned kube-prometheus-stack (Prometheus Operator, Prometheus,
@@ -46,6 +47,11 @@ publish it. Alertmanager and Grafana show it as it is."""
 PER_GPU_LABELS = ("Hostname", "hostname", "gpu", "UUID", "modelName", "pci_bus_id")
 """The exporter's labels that name one GPU: the node (`Hostname` up to exporter 4.5.3-4.8.2,
 `hostname` after, dcgm-exporter#655), its index there, its UUID, model and PCI address."""
+KUBE_STATE_GPU_RESOURCES = "nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.+"
+"""The GPU resources a node advertises (`nvidia.com/gpu`, `nvidia.com/gpu.shared` on shared
+pools, `nvidia.com/mig-<slice>` on MIG pools) as kube-state-metrics names them in its `resource`
+label: every character but letters, digits and `_` as `_` (internal/store/node.go,
+sanitizeLabelName)."""
 
 DCGM_EXPORTER = "nvidia-dcgm-exporter"
 """The name the GPU Operator gives the exporter's DaemonSet, Service and ServiceMonitor, the
@@ -256,6 +262,7 @@ def _placeholders(monitoring: MonitoringSpec, operator_namespace: str) -> dict[s
         "idle_gpu_utilization_percent": str(monitoring.idle_gpu_utilization_percent),
         "framebuffer_full_percent": str(monitoring.framebuffer_full_percent),
         "per_gpu": ", ".join(PER_GPU_LABELS),
+        "gpu_resources": KUBE_STATE_GPU_RESOURCES,
         "runbooks": RUNBOOKS,
         **_xid_placeholders(),
     }

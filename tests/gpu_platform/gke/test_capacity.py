@@ -295,12 +295,12 @@ def test_a_pool_whose_capacity_settings_conflict_is_refused_before_anything_is_r
     assert plan.resources == []
 
 
-def test_a_flex_start_pool_on_the_minimum_node_version_is_accepted(
-    gke_config: Config, plan_for: PlanFor
+# The minimum, and a later two-digit patch version (as text, 1.32.10 would sort before 1.32.2).
+@pytest.mark.parametrize("version", ["1.32.2-gke.1652000", "1.32.10-gke.1000"])
+def test_a_flex_start_pool_on_the_minimum_node_version_or_later_is_accepted(
+    gke_config: Config, plan_for: PlanFor, version: str
 ) -> None:
-    with_pool(
-        gke_config, **ON_DEMAND_L4, gcp={"flexStart": True, "nodeVersion": "1.32.2-gke.1652000"}
-    )
+    with_pool(gke_config, **ON_DEMAND_L4, gcp={"flexStart": True, "nodeVersion": version})
 
     assert node_config(plan_for(gke_config))["flexStart"] is True
 

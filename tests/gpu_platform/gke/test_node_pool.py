@@ -284,6 +284,18 @@ def test_nodes_are_repaired_and_upgraded_by_gke(gke_plan: Plan) -> None:
     assert node_pool(gke_plan).inputs["management"] == {"autoRepair": True, "autoUpgrade": True}
 
 
+def test_a_pool_pinned_to_a_node_version_is_not_auto_upgraded(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    # pulumi-gcp's container.NodePool `version`: with `auto_upgrade` too, "they will fight each
+    # other for what the node version should be".
+    with_pool(gke_config, gcp={"nodeVersion": "1.35.6-gke.1163000", "cosDriverBranch": 580})
+
+    management = node_pool(plan_for(gke_config)).inputs["management"]
+
+    assert management == {"autoRepair": True, "autoUpgrade": False}
+
+
 def test_upgrades_surge_one_node_and_take_none_out_of_service_by_default(gke_plan: Plan) -> None:
     assert node_pool(gke_plan).inputs["upgradeSettings"] == {
         "strategy": "SURGE",

@@ -113,6 +113,8 @@ def test_the_alert_names_are_exported(dev_plan: Plan) -> None:
         "GpuMemoryRepairPending",
         "GpuRowRemapFailure",
         "GpuNvlinkErrors",
+        "GpuPcieReplays",
+        "GpuOutOfService",
         "GpuThrottledWhileBusy",
     ]
 

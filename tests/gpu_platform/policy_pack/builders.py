@@ -127,6 +127,23 @@ def gpu_pod_spec(gpus: str = "1") -> dict[str, Any]:
     return spec
 
 
+def select_pools(spec: dict[str, Any], *pools: str, by_affinity: bool = False) -> None:
+    """Have the pod spec select pools by their `gpu-platform.io/pool` label: one by node
+    selector, or (several, or `by_affinity`) by a required node affinity term."""
+    spec.pop("nodeSelector", None)
+    if len(pools) == 1 and not by_affinity:
+        spec["nodeSelector"] = {"gpu-platform.io/pool": pools[0]}
+        return
+    expression = {"key": "gpu-platform.io/pool", "operator": "In", "values": list(pools)}
+    spec["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [expression]}]
+            }
+        }
+    }
+
+
 def workload(
     kind: str,
     spec: Mapping[str, Any],
