@@ -1,16 +1,22 @@
-"""MIG profiles are checked against the GPU the pool's instance type carries, whose memory size
-decides the profiles it has (NVIDIA's MIG user guide, "Supported MIG Profiles": the A100-SXM4-40GB
-table, and for the 80GB "the profile names will change according to the memory proportion", to
-1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb). `1g.10gb` is one of both: seven to an 80 GB GPU,
-four to a 40 GB one (the GPU Operator v26.7.0 MIG manager's `all-1g.10gb`, per device)."""
+"""Rules of a pool on every cloud.
+
+The labels its nodes may carry: those the kubelet sets from `--node-labels`, none of the cloud's
+own. MIG profiles are checked against the GPU the pool's instance type carries, whose memory size
+decides the profiles it has (NVIDIA's MIG user guide, "Supported MIG Profiles": the
+A100-SXM4-40GB table, and for the 80GB "the profile names will change according to the memory
+proportion", to 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb). `1g.10gb` is one of both: seven to
+an 80 GB GPU, four to a 40 GB one (the GPU Operator v26.7.0 MIG manager's `all-1g.10gb`, per
+device)."""
 
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from gpu_platform.cli.offline import Plan
+from gpu_platform.config import ConfigError
 from tests.console import gpu_platform, own_project_in
 from tests.stack_variants import AL2023_RELEASE
 
@@ -73,3 +79,27 @@ def test_1g_10gb_on_an_a100_40gb_gives_four_slices_a_gpu(
         "nvidia.com/gpu": 0,
         "nvidia.com/mig-1g.10gb": 32,
     }
+
+
+@pytest.mark.parametrize(
+    "key", ["node.kubernetes.io/lifecycle", "kubelet.kubernetes.io/team", "example.com/team"]
+)
+def test_labels_the_kubelet_may_set_are_accepted(dev_config: Config, plan_for, key: str) -> None:
+    # The kubelet's --node-labels accepts the kubelet.kubernetes.io/ and node.kubernetes.io/
+    # namespaces, and any namespace outside kubernetes.io and k8s.io.
+    dev_config["gpu-platform:pools"][0]["labels"] = {key: "x"}
+
+    assert plan_for(dev_config).error is None
+
+
+def test_a_cloud_google_com_label_is_refused_on_gke(gke_config: Config, failed_plan_for) -> None:
+    gke_config["gpu-platform:pools"][0]["labels"] = {"cloud.google.com/gke-nodepool": "mine"}
+
+    plan = failed_plan_for(gke_config)
+
+    assert isinstance(plan.error, ConfigError)
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.expected) == (
+        "gpu-platform:pools[0].labels.cloud.google.com/gke-nodepool",
+        "no label under cloud.google.com/ (GKE sets those)",
+    )
