@@ -27,7 +27,8 @@ def test_the_locked_pyyaml_parses_in_c():
 @pytest.mark.parametrize("path", EVERY_RUN, ids=lambda path: path.name)
 def test_a_file_read_on_every_run_loads_as_pyyaml_safe_load_reads_it(path: Path):
     text = path.read_text()
-    assert yaml_documents.load(text) == yaml.safe_load(text)
+    expected = yaml.safe_load(text)
+    assert yaml_documents.load(text) == yaml_documents.load_unique_keys(text) == expected
 
 
 def test_every_document_of_a_stream_loads_as_pyyaml_safe_load_all_reads_them():
@@ -42,12 +43,6 @@ def test_every_document_of_a_stream_loads_as_pyyaml_safe_load_all_reads_them():
 def test_bad_yaml_raises_pyyaml_s_error_with_its_line():
     with pytest.raises(yaml.YAMLError, match="line 2"):
         yaml_documents.load("config:\n  key: [unclosed\n")
-
-
-@pytest.mark.parametrize("path", EVERY_RUN, ids=lambda path: path.name)
-def test_a_file_with_each_key_once_loads_as_pyyaml_safe_load_reads_it(path: Path):
-    text = path.read_text()
-    assert yaml_documents.load_unique_keys(text) == yaml.safe_load(text)
 
 
 def test_every_key_given_twice_is_named_with_its_lines_in_order():

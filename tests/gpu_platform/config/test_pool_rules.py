@@ -59,25 +59,19 @@ def test_an_80gb_profile_on_an_a100_40gb_is_refused_before_anything_is_registere
     ]
 
 
-def test_the_same_profile_on_an_a100_80gb_gives_four_slices_a_gpu(
-    dev_config: Config, plan_for: Callable[[Config], Plan]
+@pytest.mark.parametrize(
+    ("instance_type", "profile"),
+    [("p4de.24xlarge", "all-1g.20gb"), ("p4d.24xlarge", "all-1g.10gb")],
+    ids=["the 80GB profile on an A100 80GB", "1g.10gb on an A100 40GB"],
+)
+def test_a_profile_of_the_gpu_gives_four_slices_of_each_of_its_eight_gpus(
+    dev_config: Config, plan_for: Callable[[Config], Plan], instance_type: str, profile: str
 ) -> None:
-    plan = plan_for(with_mig_pool(dev_config, "p4de.24xlarge", "all-1g.20gb"))
+    plan = plan_for(with_mig_pool(dev_config, instance_type, profile))
 
     assert plan.outputs["pools"][POOL]["resources"] == {
         "nvidia.com/gpu": 0,
-        "nvidia.com/mig-1g.20gb": 32,
-    }
-
-
-def test_1g_10gb_on_an_a100_40gb_gives_four_slices_a_gpu(
-    dev_config: Config, plan_for: Callable[[Config], Plan]
-) -> None:
-    plan = plan_for(with_mig_pool(dev_config, "p4d.24xlarge", "all-1g.10gb"))
-
-    assert plan.outputs["pools"][POOL]["resources"] == {
-        "nvidia.com/gpu": 0,
-        "nvidia.com/mig-1g.10gb": 32,
+        f"nvidia.com/mig-{profile.removeprefix('all-')}": 32,
     }
 
 

@@ -668,20 +668,6 @@ def test_bad_value_names_its_key_says_what_is_allowed_and_registers_nothing(
     assert plan.resources == []
 
 
-def test_sharing_without_a_mode_says_the_mode_is_required(
-    dev_config: Config, failed_plan_for
-) -> None:
-    pool(dev_config).update(sharing={"replicas": 4})
-
-    plan = failed_plan_for(dev_config)
-
-    assert isinstance(plan.error, ConfigError)
-    assert plan.error.report().splitlines()[1:] == [
-        "  gpu-platform:pools[0].sharing.mode: got nothing (the key is required); expected one"
-        " of 'exclusive', 'time-slicing', 'mps', 'mig'"
-    ]
-
-
 def test_a_tenant_may_use_the_autoscaler_namespace_when_the_platform_installs_none(
     dev_config: Config, plan_for
 ) -> None:
