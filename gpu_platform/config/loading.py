@@ -1,15 +1,15 @@
-"""Loading: the stack's `gpu-platform:` keys read from Pulumi, validated into a `StackConfig`,
-every problem reported at once in one `ConfigError` without a secret's value; and keys whose
-namespace looks like a misspelling of the platform's."""
+"""Loading: the stack's `gpu-platform:` keys read from Pulumi (and refused where they were meant
+for the platform but set elsewhere), validated into a `StackConfig`, every problem reported at
+once in one `ConfigError` without a secret's value."""
 
-import difflib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
-from gpu_platform.config.fields import PATTERN_MEANINGS
+from gpu_platform.config.fields import PATTERN_MEANINGS, Cloud
+from gpu_platform.config.near_misses import misdirected_key_problems, unknown_key_expectation
 from gpu_platform.config.pools import SHARING_MODES
 from gpu_platform.config.problems import (
     CONFIG_NAMESPACE,
@@ -42,15 +42,15 @@ def read_pulumi_config() -> dict[str, Any]:
         except ValueError:
             return text
 
-    misspelt = [
-        ConfigProblem(
-            key, SECRET if runtime_config.is_config_secret(key) else value(key), _NEAR_MISS
+    misdirected = list(
+        misdirected_key_problems(
+            keys,
+            pulumi.get_project(),
+            lambda key: SECRET if runtime_config.is_config_secret(key) else value(key),
         )
-        for key in keys
-        if _near_miss(key, project=pulumi.get_project())
-    ]
-    if misspelt:
-        raise ConfigError(misspelt)
+    )
+    if misdirected:
+        raise ConfigError(misdirected)
     return {key.removeprefix(prefix): value(key) for key in keys if key.startswith(prefix)}
 
 
@@ -73,22 +73,6 @@ def _stack_config_keys() -> set[str]:
     return {*(runtime_config.get_config_env() or {}), *runtime_config.CONFIG.get()}
 
 
-_NEAR_MISS_RATIO = 0.85
-_NEAR_MISS = (
-    f"a key in the `{CONFIG_NAMESPACE}` namespace: this one looks misspelt, and Pulumi hands a"
-    " key in a namespace no program reads to no one"
-)
-
-
-def _near_miss(key: str, project: str) -> bool:
-    """Whether `key`'s namespace is a likely misspelling of the platform's (and not the
-    project's own, which may well be named like it)."""
-    namespace = key.split(":", 1)[0]
-    return namespace not in (CONFIG_NAMESPACE, project) and (
-        difflib.SequenceMatcher(None, namespace, CONFIG_NAMESPACE).ratio() >= _NEAR_MISS_RATIO
-    )
-
-
 def load_stack_config(
     raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()
 ) -> StackConfig:
@@ -101,7 +85,8 @@ def load_stack_config(
     try:
         config = StackConfig.model_validate(raw)
     except ValidationError as error:
-        raise ConfigError(_problems_from(error)).hiding_secrets(secret_keys) from None
+        field_problems = _problems_from(error, given=raw.keys())
+        raise ConfigError(field_problems).hiding_secrets(secret_keys) from None
     problems = list(cross_field_problems(config))
     if problems:
         raise ConfigError(problems).hiding_secrets(secret_keys)
@@ -112,7 +97,8 @@ def load_stack_config(
 _EXPECTATION_PREFIXES = ("Input should be ", "Value should ", "String should ")
 
 
-def _problems_from(error: ValidationError) -> Iterator[ConfigProblem]:
+def _problems_from(error: ValidationError, given: Iterable[str]) -> Iterator[ConfigProblem]:
+    """The problems pydantic found; `given` are the stack's keys (without the namespace)."""
     for e in error.errors(include_url=False):
         # A discriminated union puts the chosen tag in the location: drop it.
         loc = [
@@ -126,15 +112,28 @@ def _problems_from(error: ValidationError) -> Iterator[ConfigProblem]:
             modes = ", ".join(f"'{mode}'" for mode in SHARING_MODES)
             yield ConfigProblem(key_path(*loc, "mode"), MISSING, f"one of {modes}")
             continue
-        value = MISSING if e["type"] == "missing" else e["input"]
+        if e["type"] == "extra_forbidden":
+            expected = unknown_key_expectation(e["loc"], loc)
+        elif e["type"] == "missing" and loc == ["cloud"]:
+            expected = _cloud_expectation(given)
+        else:
+            expected = _expectation(e["type"], e["msg"], e.get("ctx", {}))
         yield ConfigProblem(
-            key_path(*loc), value, _expectation(e["type"], e["msg"], e.get("ctx", {}))
+            key_path(*loc), MISSING if e["type"] == "missing" else e["input"], expected
         )
 
 
+def _cloud_expectation(given: Iterable[str]) -> str:
+    """What to say when `cloud` is missing: with what the stack does set, which is often a sign
+    of keys set elsewhere."""
+    found = ", ".join(key_path(key) for key in sorted(given))
+    clouds = " or ".join(cloud.value for cloud in Cloud)
+    if not found:
+        return f"{clouds} (the stack sets no key in the {CONFIG_NAMESPACE} namespace)"
+    return f"{clouds} (the stack sets {found}, but not {key_path('cloud')})"
+
+
 def _expectation(kind: str, message: str, ctx: Mapping[str, Any]) -> str:
-    if kind == "extra_forbidden":
-        return "no such key (check its spelling against the config reference)"
     if kind == "missing":
         return "a value"
     if kind == "string_pattern_mismatch":

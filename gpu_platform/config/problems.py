@@ -2,12 +2,21 @@
 a secret's) and what is allowed, all of them in one `ConfigError`."""
 
 import json
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
 CONFIG_NAMESPACE = "gpu-platform"
+
+# A key whose name says its value is secret: Pulumi's own pattern for warning that a plain value
+# looks like a password (pulumi/pulumi pkg/cmd/pulumi/config/config.go, `keyPattern`), and names
+# of key material. The report never shows such a key's value, wherever the key is.
+_SECRET_LOOKING_NAME = re.compile(
+    r"passwd|pass|password|pwd|secret|token|credential|(private|api|access|ssh|signing)[-_]?key",
+    re.IGNORECASE,
+)
 
 
 class ConfigProblem(NamedTuple):
@@ -23,7 +32,7 @@ class ConfigError(Exception):
     """The stack configuration is invalid; lists every problem found."""
 
     def __init__(self, problems: Iterable[ConfigProblem]):
-        self.problems = list(problems)
+        self.problems = [p._replace(value=_shown_part(p.path, p.value)) for p in problems]
         super().__init__(self.report())
 
     def hiding_secrets(self, secret_keys: Iterable[str]) -> "ConfigError":
@@ -50,11 +59,44 @@ SECRET = object()
 """The value of a problem whose key is a secret: shown as such, never as itself."""
 
 
+SECRET_LOOKING = object()
+"""The value of a problem whose key's name says it is secret (`password`, `token`...)."""
+NOT_SHOWN = "(not shown)"
+"""What the report shows for a value under a secret-looking key inside a problem's value."""
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a key's name says its value is secret."""
+    return _SECRET_LOOKING_NAME.search(name) is not None
+
+
+def _shown_part(path: str, value: Any) -> Any:
+    """`value` as the report may show it: nothing of it if the key at `path` looks secret, and
+    within it, nothing under a key that does."""
+    last_key = re.split(r"[:.]", re.sub(r"\[\d+\]$", "", path))[-1]
+    if value is MISSING or value is SECRET or not looks_secret(last_key):
+        return _without_secret_looking_values(value)
+    return SECRET_LOOKING
+
+
+def _without_secret_looking_values(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {
+            k: NOT_SHOWN if looks_secret(str(k)) else _without_secret_looking_values(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_without_secret_looking_values(v) for v in value]
+    return value
+
+
 def _render(value: Any) -> str:
     if value is MISSING:
         return "nothing (the key is required)"
     if value is SECRET:
         return "a value of a secret key (not shown)"
+    if value is SECRET_LOOKING:
+        return "a value (not shown: the key's name says it is secret)"
     return json.dumps(value, default=str)
 
 
