@@ -27,7 +27,7 @@ def chart_repository(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     Lists the repositories read."""
     read: list[str] = []
 
-    def index(repository: str) -> bytes:
+    def index(repository: str, timeout: float) -> bytes:
         read.append(repository)
         return CHART_INDEX
 

@@ -1299,7 +1299,9 @@ def test_the_command_exits_non_zero_on_a_blocking_finding(
     cluster(aws)
     pod_identity_agent(aws)
     quota(quotas, SPOT_G, spot_g_quota)
-    monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, region: aws))
+    monkeypatch.setattr(
+        AwsClients, "for_region", classmethod(lambda cls, region, deadline, calls: aws)
+    )
 
     result = CliRunner().invoke(app, ["preflight", "dev"])
 
@@ -1358,7 +1360,9 @@ def test_without_a_way_to_aws_it_says_it_cannot_check(no_aws_settings: pytest.Mo
 def test_a_refused_permission_is_named_with_what_the_check_needs(
     aws: AwsClients, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, region: aws))
+    monkeypatch.setattr(
+        AwsClients, "for_region", classmethod(lambda cls, region, deadline, calls: aws)
+    )
 
     with Stubber(aws.eks) as eks:
         eks.add_client_error(

@@ -29,6 +29,7 @@ from typer.testing import CliRunner
 
 from gpu_platform.cli import preflight, preflight_gke
 from gpu_platform.cli.app import app
+from gpu_platform.cli.deadline import Calls, Deadline
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_gke import GoogleApis
 from gpu_platform.cli.stack_files import stack_config
@@ -704,7 +705,7 @@ def command(monkeypatch: pytest.MonkeyPatch, google: FakeGoogle) -> Callable[...
     monkeypatch.setattr(
         GoogleApis,
         "with_default_credentials",
-        classmethod(lambda cls, project: GoogleApis(google.session(), project)),
+        classmethod(lambda cls, project, deadline, calls: GoogleApis(google.session(), project)),
     )
 
     def run(change: Callable[[Config], Any] = lambda c: None) -> Any:
@@ -805,7 +806,7 @@ def test_without_a_way_to_google_it_says_it_cannot_check(
     monkeypatch.setattr(
         GoogleApis,
         "with_default_credentials",
-        classmethod(lambda cls, project: GoogleApis(requests.Session(), project)),
+        classmethod(lambda cls, project, deadline, calls: GoogleApis(requests.Session(), project)),
     )
 
     result = command()
@@ -847,6 +848,12 @@ def test_calls_go_through_google_auth_with_the_credentials_token(google: FakeGoo
     assert google.sent_headers[0]["authorization"] == "Bearer ya29.token"
 
 
+def default_apis() -> GoogleApis:
+    """The APIs as the command reaches them: Application Default Credentials, requests' own
+    transport."""
+    return GoogleApis.with_default_credentials(PROJECT, Deadline(30), Calls())
+
+
 @pytest.fixture
 def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """A proxy on this machine's loopback, named by HTTPS_PROXY and HTTP_PROXY, that refuses
@@ -876,7 +883,7 @@ def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 def test_the_apis_are_called_through_the_proxy_https_proxy_names(proxy: list[str]) -> None:
     with pytest.raises(requests.exceptions.ProxyError):
-        GoogleApis.with_default_credentials(PROJECT).cluster("us-central1", "ml-dev")
+        default_apis().cluster("us-central1", "ml-dev")
 
     # The request line less its HTTP version, which Python's http.client chooses.
     assert [line.rsplit(" ", 1)[0] for line in proxy] == ["CONNECT container.googleapis.com:443"]
@@ -890,7 +897,7 @@ def test_a_host_no_proxy_names_is_called_directly(
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
 
     with pytest.raises(requests.exceptions.ConnectionError) as refused:
-        GoogleApis.with_default_credentials(PROJECT).cluster("us-central1", "ml-dev")
+        default_apis().cluster("us-central1", "ml-dev")
 
     assert not isinstance(refused.value, requests.exceptions.ProxyError)
     assert proxy == []
