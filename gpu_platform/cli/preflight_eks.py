@@ -131,7 +131,9 @@ class AwsClients:
         config = Config(
             connect_timeout=deadline.connect_timeout,
             read_timeout=deadline.read_timeout,
-            retries={"mode": "standard", "max_attempts": MAX_ATTEMPTS},
+            # `total_max_attempts` counts the first attempt; `max_attempts` here would count
+            # retries only, one attempt more (botocore/config.py, Config's `retries`).
+            retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
         )
         return cls(
             session.client("eks", config=config),

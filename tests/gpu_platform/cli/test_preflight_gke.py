@@ -11,6 +11,7 @@ import socketserver
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -44,6 +45,8 @@ PROJECT = "acme-ml-dev"
 RESERVATION = "h100-ml-dev"
 """The reservation of the reserved pool of `with_gke_capacity_pools`, in us-central1-a."""
 VERSION = "1.35.2-gke.1485000"
+DEADLINE_MARGIN_SECONDS = 2
+"""How long past its deadline the command may take to say so: starting and printing."""
 
 
 # --- The APIs, as their discovery documents describe them ------------------------------------
@@ -167,6 +170,7 @@ class FakeGoogle(BaseAdapter):
         self.answers: dict[tuple[str, frozenset[tuple[str, str]]], tuple[int, Json]] = {}
         self.calls: list[str] = []
         self.sent_headers: list[Mapping[str, str | bytes]] = []
+        self.timeouts: list[float | tuple[float | None, float | None] | None] = []
 
     def answer(self, method_id: str, body: Json, status: int = 200, **params: str) -> None:
         """What the method answers for these parameters (path and query); a success must fit
@@ -209,6 +213,7 @@ class FakeGoogle(BaseAdapter):
         params = {k: unquote(v) for k, v in match.groupdict().items()} | query
         self.calls.append(found.id)
         self.sent_headers.append(request.headers)
+        self.timeouts.append(timeout)
         status, body = self.answers.get(
             (found.id, frozenset(params.items())), (404, not_found(url))
         )
@@ -813,6 +818,135 @@ def test_without_a_way_to_google_it_says_it_cannot_check(
 
     assert result.exit_code == preflight.EXIT_CANNOT_CHECK
     assert "Cannot check stack gke-dev: Google Cloud could not be reached" in result.output
+
+
+@pytest.mark.parametrize(
+    ("throttle", "said"),
+    [
+        (
+            lambda google: google.answer(
+                "container.projects.locations.clusters.get",
+                {
+                    "error": {
+                        "code": 429,
+                        "message": "Quota exceeded for quota metric 'Requests'.",
+                        "status": "RESOURCE_EXHAUSTED",
+                    }
+                },
+                status=429,
+                name=f"projects/{PROJECT}/locations/us-central1/clusters/ml-dev",
+            ),
+            "Google Cloud throttled container.clusters.get on"
+            f" projects/{PROJECT}/locations/us-central1/clusters/ml-dev (429 RESOURCE_EXHAUSTED:"
+            " Quota exceeded for quota metric 'Requests'.)",
+        ),
+        (
+            # Compute Engine's answer to a used-up rate quota ("Compute Engine rate quotas").
+            lambda google: google.answer(
+                "compute.reservations.get",
+                {
+                    "error": {
+                        "code": 403,
+                        "message": "Rate Limit Exceeded",
+                        "errors": [
+                            {
+                                "message": "Rate Limit Exceeded",
+                                "domain": "usageLimits",
+                                "reason": "rateLimitExceeded",
+                            }
+                        ],
+                    }
+                },
+                status=403,
+                project=PROJECT,
+                zone="us-central1-a",
+                reservation=RESERVATION,
+            ),
+            "Google Cloud throttled compute.reservations.get on"
+            f" projects/{PROJECT}/zones/us-central1-a/reservations/{RESERVATION} (403"
+            " rateLimitExceeded: Rate Limit Exceeded)",
+        ),
+    ],
+    ids=["gke-429", "compute-rate-limit"],
+)
+def test_a_throttled_call_says_it_was_throttled_and_which(
+    command: Callable[..., Any],
+    google: FakeGoogle,
+    throttle: Callable[[FakeGoogle], None],
+    said: str,
+) -> None:
+    throttle(google)
+
+    result = command()
+
+    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert (
+        f"Cannot check stack gke-dev: {said}: the project's rate quota for the API is used up,"
+        " by this check or others, until it refills at the next minute. Run it again in a"
+        " minute." in result.output
+    )
+
+
+def test_each_call_is_given_up_after_its_connect_and_read_timeouts(google: FakeGoogle) -> None:
+    GoogleApis(google.session(), PROJECT, (5.0, 15.0)).cluster("us-central1", "ml-dev")
+
+    assert google.timeouts == [(5.0, 15.0)]
+
+
+@pytest.fixture
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loopback reached directly, whatever proxy this machine's environment names."""
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def preflight_within(seconds: int) -> tuple[Any, float]:
+    """`gpu-platform preflight gke-dev --timeout <seconds>`, and how long it took."""
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["preflight", "gke-dev", "--timeout", str(seconds)])
+    return result, time.monotonic() - started
+
+
+def test_on_a_network_that_never_answers_it_exits_4_by_the_deadline_naming_the_endpoint(
+    monkeypatch: pytest.MonkeyPatch, silent_endpoint: str, no_proxy: None
+) -> None:
+    monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack())
+    monkeypatch.setattr(preflight_gke, "CONTAINER_API", f"{silent_endpoint}/v1/")
+    monkeypatch.setattr("google.auth.default", lambda scopes: (Credentials(token="t"), None))
+
+    result, took = preflight_within(3)
+
+    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert (
+        f"Cannot check stack gke-dev: {silent_endpoint} did not answer GET"
+        f" /v1/projects/{PROJECT}/locations/us-central1/clusters/ml-dev within the 3 s deadline."
+        in result.output
+    )
+    assert 3 <= took < 3 + DEADLINE_MARGIN_SECONDS
+
+
+def test_a_token_refresh_that_never_answers_is_held_to_the_deadline_too(
+    monkeypatch: pytest.MonkeyPatch, silent_endpoint: str, no_proxy: None
+) -> None:
+    # A user's Application Default Credentials without a token yet: the first call refreshes it.
+    credentials = Credentials(
+        token=None,
+        refresh_token="1//refresh",
+        client_id="client",
+        client_secret="secret",
+        token_uri=f"{silent_endpoint}/token",
+    )
+    monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack())
+    monkeypatch.setattr("google.auth.default", lambda scopes: (credentials, None))
+
+    result, took = preflight_within(3)
+
+    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert (
+        f"Cannot check stack gke-dev: {silent_endpoint} did not answer POST /token within the 3 s"
+        " deadline." in result.output
+    )
+    assert 3 <= took < 3 + DEADLINE_MARGIN_SECONDS
 
 
 def test_without_credentials_the_installed_command_says_it_cannot_check(tmp_path: Path) -> None:
