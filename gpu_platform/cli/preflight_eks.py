@@ -994,8 +994,8 @@ def why_it_cannot_check(error: BotoCoreError | ClientError, last: Call | None = 
         if last is not None and last.last_throttled and last.api.endswith(f" {operation}"):
             return (
                 f"AWS throttled {last.api} ({code}: {message}) {last.throttled} time(s) in"
-                f" {last.attempts} attempts, backing off between them: other callers in the"
-                " account are using up the API's request rate. Run it again later."
+                f" {last.attempts} attempts, backing off between them: the account's request"
+                " rate for it is used up, by this check or other callers. Run it again later."
             )
         return f"AWS answered {operation} with {code}: {message}. Run it again later."
     return f"{error}. Run it again later."
