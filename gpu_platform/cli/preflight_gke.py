@@ -130,8 +130,9 @@ class GoogleApis:
         credentials, _ = google.auth.default(scopes=[API_SCOPE])
         # The token refresh goes through a session of its own, which google-auth mounts with
         # an adapter that retries a failed connection 3 times (transport/requests.py,
-        # AuthorizedSession.__init__); here it reports its requests too. AuthorizedSession
-        # passes each call's timeout on to the refresh.
+        # AuthorizedSession.__init__); here it reports its requests too. What bounds a refresh
+        # is each call's timeout, which AuthorizedSession.request passes on to it: its
+        # `refresh_timeout` argument is kept but never read (google-auth 2.62).
         refresh = requests.Session()
         refresh.mount("https://", _Reported(calls, max_retries=3))
         refresh.mount("http://", _Reported(calls, max_retries=3))
