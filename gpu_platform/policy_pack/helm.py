@@ -8,6 +8,7 @@ rendered objects, which the other policies then check one by one.
 
 import re
 from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Any
 
 from checks import resource_policy
@@ -180,22 +181,25 @@ def is_platform_release(args: ResourceValidationArgs) -> bool:
     return chart_name(text(args.props, "chart") or "") in PLATFORM_CHARTS
 
 
-def atomic_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    if flag(args.props, "atomic") is not True:
+def _switch_problems(field: str, without: str, args: ResourceValidationArgs) -> Iterator[str]:
+    if flag(args.props, field) is not True:
         yield (
-            f"chart {shown(text(args.props, 'chart'))} is released without atomic, so a failed "
-            "install or upgrade stays in state failed, and the next pulumi up fails on it until "
-            "someone runs helm rollback. Fix: set atomic: true."
+            f"chart {shown(text(args.props, 'chart'))} is released without {field}, so "
+            f"{without}. Fix: set {field}: true."
         )
 
 
-def cleanup_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    if flag(args.props, "cleanupOnFail") is not True:
-        yield (
-            f"chart {shown(text(args.props, 'chart'))} is released without cleanupOnFail, so "
-            "what a failed upgrade created stays in the cluster beside the rolled-back release. "
-            "Fix: set cleanupOnFail: true."
-        )
+atomic_problems = partial(
+    _switch_problems,
+    "atomic",
+    "a failed install or upgrade stays in state failed, and the next pulumi up fails on it until "
+    "someone runs helm rollback",
+)
+cleanup_problems = partial(
+    _switch_problems,
+    "cleanupOnFail",
+    "what a failed upgrade created stays in the cluster beside the rolled-back release",
+)
 
 
 def timeout_problems(args: ResourceValidationArgs) -> Iterator[str]:
