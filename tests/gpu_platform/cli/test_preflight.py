@@ -96,6 +96,22 @@ def test_an_unreadable_index_is_a_warning_not_a_crash(monkeypatch: pytest.Monkey
     assert "Connection refused" in finding.message
 
 
+def test_a_repository_that_does_not_answer_by_the_deadline_is_a_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    never = threading.Event()
+    monkeypatch.setattr(preflight, "read_chart_index", lambda repository, timeout: never.wait(30))
+
+    (finding,) = preflight.chart_findings(operator_chart("v26.7.0"), Deadline(1))
+    never.set()
+
+    assert finding.severity == "warning"
+    assert finding.message == (
+        "Could not read https://helm.ngc.nvidia.com/nvidia/index.yaml: no answer within the 1 s"
+        " deadline."
+    )
+
+
 def test_the_index_is_read_from_the_repository_as_helm_reads_it() -> None:
     index = b"apiVersion: v1\nentries: {}\n"
 

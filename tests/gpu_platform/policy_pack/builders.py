@@ -257,7 +257,12 @@ CHART = "kubernetes:helm.sh/v4:Chart"
 PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 
 
-ROLLS_BACK: dict[str, Any] = {"atomic": True, "cleanupOnFail": True, "timeout": 900, "maxHistory": 10}
+ROLLS_BACK: dict[str, Any] = {
+    "atomic": True,
+    "cleanupOnFail": True,
+    "timeout": 900,
+    "maxHistory": 10,
+}
 """A release that undoes a failed install or upgrade by itself, as the platform's do."""
 
 
