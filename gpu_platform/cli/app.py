@@ -140,17 +140,28 @@ def plan(
 
 
 @app.command()
-def preflight(stack: Stack, cwd: Cwd = None) -> None:
+def preflight(
+    stack: Stack,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            min=1,
+            help="Seconds the whole check may take, credential lookups and retries included;"
+            " past them it exits 4 naming the endpoint that did not answer.",
+        ),
+    ] = 30,
+    cwd: Cwd = None,
+) -> None:
     """Check a stack against its cloud: EKS cluster, offerings and quotas; GKE cluster and
     reservations.
 
     Read-only. Exit codes: 0 nothing blocks; 1 a blocking finding; 2 a bad stack; 4 it cannot
-    check (credentials, network, permissions).
+    check (credentials, network, permissions, throttling, no answer by the deadline).
     """
     _enter(cwd)
     from gpu_platform.cli import preflight as command
 
-    command.run(stack)
+    command.run(stack, timeout)
 
 
 @app.command()

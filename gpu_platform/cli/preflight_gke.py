@@ -22,15 +22,23 @@ import json
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import google.auth
 import requests
 from google.auth.exceptions import DefaultCredentialsError, GoogleAuthError, RefreshError
-from google.auth.transport.requests import AuthorizedSession
+from google.auth.transport.requests import AuthorizedSession, Request
+from requests.adapters import HTTPAdapter
 
 from gpu_platform.accelerators import ACCELERATORS
 from gpu_platform.cli.cli import fail
+from gpu_platform.cli.deadline import (
+    CONNECT_TIMEOUT_SECONDS,
+    READ_TIMEOUT_SECONDS,
+    Calls,
+    Deadline,
+    DeadlinePassed,
+)
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_CANNOT_CHECK
 from gpu_platform.config import (
@@ -49,7 +57,6 @@ from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 # Each discovery document's `rootUrl` and `servicePath`.
 CONTAINER_API = "https://container.googleapis.com/v1/"
 COMPUTE_API = "https://compute.googleapis.com/compute/v1/"
-TIMEOUT_SECONDS = 60
 
 API_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 """The OAuth scope the check asks its credentials for: the one `gcloud auth application-default
@@ -68,6 +75,11 @@ _VIEWER_ROLES = "roles/container.clusterViewer and roles/compute.viewer"
 # holds nothing a node can consume.
 _READY = "READY"
 _UNUSABLE_STATUSES = frozenset({"DELETING", "INVALID"})
+# A used-up rate quota: 429 RESOURCE_EXHAUSTED, or Compute Engine's 403 with one of these reasons
+# ("Compute Engine rate quotas"). Rate quotas refill each minute, so the check does not retry
+# within its deadline: it says so.
+_THROTTLED_STATUS = 429
+_RATE_LIMIT_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded"})
 
 
 class GoogleApiError(Exception):
@@ -91,19 +103,43 @@ class GoogleApiError(Exception):
 
 class GoogleApis:
     """The check's read-only calls for one project, through `session`: a requests session with
-    the credentials added (google-auth's `AuthorizedSession`)."""
+    the credentials added (google-auth's `AuthorizedSession`), each call given up after
+    `timeout`, (connect, read) seconds."""
 
-    def __init__(self, session: requests.Session, project: str):
+    def __init__(
+        self,
+        session: requests.Session,
+        project: str,
+        timeout: tuple[float, float] = (CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS),
+    ):
         self.session = session
         self.project = project
+        self.timeout = timeout
 
     @classmethod
-    def with_default_credentials(cls, project: str) -> "GoogleApis":
-        # Over requests, as gcloud's and Google's client libraries go: it takes a proxy from
-        # HTTPS_PROXY and NO_PROXY, and CA certificates from REQUESTS_CA_BUNDLE, for the
-        # credentials' own calls (token refresh, the metadata server) and for the APIs alike.
+    def with_default_credentials(
+        cls, project: str, deadline: Deadline, calls: Calls
+    ) -> "GoogleApis":
+        """Over requests, as gcloud's and Google's client libraries go: it takes a proxy from
+        HTTPS_PROXY and NO_PROXY, and CA certificates from REQUESTS_CA_BUNDLE, for the
+        credentials' own calls (token refresh, the metadata server) and for the APIs alike.
+        Each request is reported to `calls`."""
+        # Without a credentials file, google-auth asks the Compute Engine metadata server
+        # (google/auth/compute_engine/_metadata.py, `ping`: 3 tries of 3 s each).
+        calls.step("looking for Application Default Credentials")
         credentials, _ = google.auth.default(scopes=[API_SCOPE])
-        return cls(AuthorizedSession(credentials), project)
+        # The token refresh goes through a session of its own, which google-auth mounts with
+        # an adapter that retries a failed connection 3 times (transport/requests.py,
+        # AuthorizedSession.__init__); here it reports its requests too. What bounds a refresh
+        # is each call's timeout, which AuthorizedSession.request passes on to it: its
+        # `refresh_timeout` argument is kept but never read (google-auth 2.62).
+        refresh = requests.Session()
+        refresh.mount("https://", _Reported(calls, max_retries=3))
+        refresh.mount("http://", _Reported(calls, max_retries=3))
+        session = AuthorizedSession(credentials, auth_request=Request(refresh))
+        session.mount("https://", _Reported(calls))
+        session.mount("http://", _Reported(calls))
+        return cls(session, project, (deadline.connect_timeout, deadline.read_timeout))
 
     def cluster(self, location: str, name: str) -> dict[str, Any] | None:
         """`container.projects.locations.clusters.get`; None where GKE has no such cluster."""
@@ -151,25 +187,51 @@ class GoogleApis:
     ) -> dict[str, Any]:
         resource = "/".join(quote(part, safe="") for part in path)
         url = f"{api}{resource}" + (f"?{urlencode(query)}" if query else "")
-        response = self.session.get(url, timeout=TIMEOUT_SECONDS)
+        response = self.session.get(url, timeout=self.timeout)
         if response.status_code != 200:
             raise GoogleApiError(permission, resource, response.status_code, response.content)
         found: dict[str, Any] = json.loads(response.content)
         return found
 
 
-def check(stack: str, config: StackConfig) -> list[Finding]:
+class _Reported(HTTPAdapter):
+    """requests' own transport, reporting each request it sends to `calls`, and whether it was
+    answered, throttled or not."""
+
+    def __init__(self, calls: Calls, max_retries: int = 0):
+        super().__init__(max_retries=max_retries)
+        self._calls = calls
+
+    def send(
+        self, request: requests.PreparedRequest, *args: Any, **kwargs: Any
+    ) -> requests.Response:
+        url = str(request.url)
+        self._calls.sent(f"{request.method} {urlsplit(url).path}", url)
+        response = super().send(request, *args, **kwargs)
+        self._calls.answered(throttled=response.status_code == _THROTTLED_STATUS)
+        return response
+
+
+def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
     """Every finding for a GKE stack. A pool the program would refuse ends the command with
-    exit 2; a project it cannot check, with exit 4."""
-    assert config.cluster.project is not None  # config validation requires it on GCP
+    exit 2; a project it cannot check, or that does not answer by the deadline, with exit 4."""
+    project = config.cluster.project
+    assert project is not None  # config validation requires it on GCP
+    calls = Calls()
     try:
-        findings = preflight(config, GoogleApis.with_default_credentials(config.cluster.project))
+        return deadline.run(
+            lambda: preflight(
+                config, GoogleApis.with_default_credentials(project, deadline, calls)
+            ),
+            calls,
+        )
+    except DeadlinePassed as passed:
+        fail(f"Cannot check stack {stack}: {passed.explain('Google Cloud')}", EXIT_CANNOT_CHECK)
     except ConfigError as error:
         secret = ["pools"] if config.is_secret("pools") else []
         fail(error.hiding_secrets(secret).report(), EXIT_BAD_STACK)
     except (GoogleAuthError, GoogleApiError, requests.RequestException) as error:
         fail(f"Cannot check stack {stack}: {why_it_cannot_check(error)}", EXIT_CANNOT_CHECK)
-    return findings
 
 
 def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
@@ -544,6 +606,14 @@ def why_it_cannot_check(
     if not isinstance(error, GoogleApiError):
         return f"Google Cloud could not be reached ({error}). Check the network, then run it again."
     answer = f"{error.status} {error.reason}: {error.message}"
+    if error.status == _THROTTLED_STATUS or (
+        error.status == 403 and error.reason in _RATE_LIMIT_REASONS
+    ):
+        return (
+            f"Google Cloud throttled {error.permission} on {error.resource} ({answer}): the"
+            " project's rate quota for the API is used up, by this check or others, until it"
+            " refills at the next minute. Run it again in a minute."
+        )
     if error.status == 401:
         return (
             f"Google Cloud did not accept the credentials ({answer}). Run `{login}` again, or"

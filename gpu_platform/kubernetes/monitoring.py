@@ -33,6 +33,7 @@ from pulumi_kubernetes import apiextensions, core, helm, meta
 
 from gpu_platform import yaml_documents
 from gpu_platform.config import MonitoringSpec, Platform
+from gpu_platform.kubernetes import helm_release
 from gpu_platform.kubernetes.alerts import ALERTED_CLASSES, xid_classes
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.secrets import secret_if
@@ -62,9 +63,6 @@ DASHBOARD_SIDECAR_LABEL = ("grafana_dashboard", "1")
 namespace (the chart's default, set explicitly when the stack is installed here)."""
 PROMETHEUS_RULE_NAME = "gpu-platform-gpus"
 DASHBOARD_CONFIG_MAP_NAME = "gpu-platform-gpu-dashboard"
-STACK_RELEASE_HISTORY = 10
-"""Helm revisions kept as Secrets in the namespace, for `helm rollback`."""
-STACK_TIMEOUT_SECONDS = 600
 GMP_SCRAPE_INTERVAL = "30s"
 """The exporter refreshes its readings every 30 seconds; Managed Service for Prometheus bills by
 sample, so scraping more often would cost more for repeated values."""
@@ -176,10 +174,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 namespace=namespace,
                 create_namespace=False,
                 values=prometheus_stack_values(node_exporter_namespace),
-                atomic=True,
-                cleanup_on_fail=True,
-                timeout=STACK_TIMEOUT_SECONDS,
-                max_history=STACK_RELEASE_HISTORY,
+                **helm_release.KUBE_PROMETHEUS_STACK.release_args(),
             ),
             opts=pulumi.ResourceOptions(parent=self, protect=protect),
         )

@@ -1,6 +1,7 @@
 """The `gpu-platform` console command, run as a user runs it: the installed entry point in a
 fresh process, in this repository or in a project of the user's own."""
 
+import shutil
 import subprocess
 import sys
 from importlib.metadata import version
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.console import gpu_platform, own_project_in
+from tests.console import COMMAND, gpu_platform, own_project_in
 from tests.repository import ROOT
 
 SUBCOMMANDS = ("plan", "preflight", "fit", "config-reference")

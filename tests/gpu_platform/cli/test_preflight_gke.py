@@ -11,6 +11,7 @@ import socketserver
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -29,6 +30,7 @@ from typer.testing import CliRunner
 
 from gpu_platform.cli import preflight, preflight_gke
 from gpu_platform.cli.app import app
+from gpu_platform.cli.deadline import Calls, Deadline
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_gke import GoogleApis
@@ -44,6 +46,8 @@ PROJECT = "acme-ml-dev"
 RESERVATION = "h100-ml-dev"
 """The reservation of the reserved pool of `with_gke_capacity_pools`, in us-central1-a."""
 VERSION = "1.35.2-gke.1485000"
+DEADLINE_MARGIN_SECONDS = 2
+"""How long past its deadline the command may take to say so: starting and printing."""
 
 
 # --- The APIs, as their discovery documents describe them ------------------------------------
@@ -167,6 +171,7 @@ class FakeGoogle(BaseAdapter):
         self.answers: dict[tuple[str, frozenset[tuple[str, str]]], tuple[int, Json]] = {}
         self.calls: list[str] = []
         self.sent_headers: list[Mapping[str, str | bytes]] = []
+        self.timeouts: list[float | tuple[float | None, float | None] | None] = []
 
     def answer(self, method_id: str, body: Json, status: int = 200, **params: str) -> None:
         """What the method answers for these parameters (path and query); a success must fit
@@ -209,6 +214,7 @@ class FakeGoogle(BaseAdapter):
         params = {k: unquote(v) for k, v in match.groupdict().items()} | query
         self.calls.append(found.id)
         self.sent_headers.append(request.headers)
+        self.timeouts.append(timeout)
         status, body = self.answers.get(
             (found.id, frozenset(params.items())), (404, not_found(url))
         )
@@ -705,7 +711,7 @@ def command(monkeypatch: pytest.MonkeyPatch, google: FakeGoogle) -> Callable[...
     monkeypatch.setattr(
         GoogleApis,
         "with_default_credentials",
-        classmethod(lambda cls, project: GoogleApis(google.session(), project)),
+        classmethod(lambda cls, project, deadline, calls: GoogleApis(google.session(), project)),
     )
 
     def run(change: Callable[[Config], Any] = lambda c: None) -> Any:
@@ -806,13 +812,142 @@ def test_without_a_way_to_google_it_says_it_cannot_check(
     monkeypatch.setattr(
         GoogleApis,
         "with_default_credentials",
-        classmethod(lambda cls, project: GoogleApis(requests.Session(), project)),
+        classmethod(lambda cls, project, deadline, calls: GoogleApis(requests.Session(), project)),
     )
 
     result = command()
 
     assert result.exit_code == EXIT_CANNOT_CHECK
     assert "Cannot check stack gke-dev: Google Cloud could not be reached" in result.output
+
+
+@pytest.mark.parametrize(
+    ("throttle", "said"),
+    [
+        (
+            lambda google: google.answer(
+                "container.projects.locations.clusters.get",
+                {
+                    "error": {
+                        "code": 429,
+                        "message": "Quota exceeded for quota metric 'Requests'.",
+                        "status": "RESOURCE_EXHAUSTED",
+                    }
+                },
+                status=429,
+                name=f"projects/{PROJECT}/locations/us-central1/clusters/ml-dev",
+            ),
+            "Google Cloud throttled container.clusters.get on"
+            f" projects/{PROJECT}/locations/us-central1/clusters/ml-dev (429 RESOURCE_EXHAUSTED:"
+            " Quota exceeded for quota metric 'Requests'.)",
+        ),
+        (
+            # Compute Engine's answer to a used-up rate quota ("Compute Engine rate quotas").
+            lambda google: google.answer(
+                "compute.reservations.get",
+                {
+                    "error": {
+                        "code": 403,
+                        "message": "Rate Limit Exceeded",
+                        "errors": [
+                            {
+                                "message": "Rate Limit Exceeded",
+                                "domain": "usageLimits",
+                                "reason": "rateLimitExceeded",
+                            }
+                        ],
+                    }
+                },
+                status=403,
+                project=PROJECT,
+                zone="us-central1-a",
+                reservation=RESERVATION,
+            ),
+            "Google Cloud throttled compute.reservations.get on"
+            f" projects/{PROJECT}/zones/us-central1-a/reservations/{RESERVATION} (403"
+            " rateLimitExceeded: Rate Limit Exceeded)",
+        ),
+    ],
+    ids=["gke-429", "compute-rate-limit"],
+)
+def test_a_throttled_call_says_it_was_throttled_and_which(
+    command: Callable[..., Any],
+    google: FakeGoogle,
+    throttle: Callable[[FakeGoogle], None],
+    said: str,
+) -> None:
+    throttle(google)
+
+    result = command()
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        f"Cannot check stack gke-dev: {said}: the project's rate quota for the API is used up,"
+        " by this check or others, until it refills at the next minute. Run it again in a"
+        " minute." in result.output
+    )
+
+
+def test_each_call_is_given_up_after_its_connect_and_read_timeouts(google: FakeGoogle) -> None:
+    GoogleApis(google.session(), PROJECT, (5.0, 15.0)).cluster("us-central1", "ml-dev")
+
+    assert google.timeouts == [(5.0, 15.0)]
+
+
+@pytest.fixture
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loopback reached directly, whatever proxy this machine's environment names."""
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def preflight_within(seconds: int) -> tuple[Any, float]:
+    """`gpu-platform preflight gke-dev --timeout <seconds>`, and how long it took."""
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["preflight", "gke-dev", "--timeout", str(seconds)])
+    return result, time.monotonic() - started
+
+
+def test_on_a_network_that_never_answers_it_exits_4_by_the_deadline_naming_the_endpoint(
+    monkeypatch: pytest.MonkeyPatch, silent_endpoint: str, no_proxy: None
+) -> None:
+    monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack())
+    monkeypatch.setattr(preflight_gke, "CONTAINER_API", f"{silent_endpoint}/v1/")
+    monkeypatch.setattr("google.auth.default", lambda scopes: (Credentials(token="t"), None))
+
+    result, took = preflight_within(3)
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        f"Cannot check stack gke-dev: {silent_endpoint} did not answer GET"
+        f" /v1/projects/{PROJECT}/locations/us-central1/clusters/ml-dev within the 3 s deadline."
+        in result.output
+    )
+    assert 3 <= took < 3 + DEADLINE_MARGIN_SECONDS
+
+
+def test_a_token_refresh_that_never_answers_is_held_to_the_deadline_too(
+    monkeypatch: pytest.MonkeyPatch, silent_endpoint: str, no_proxy: None
+) -> None:
+    # A user's Application Default Credentials without a token yet: the first call refreshes it.
+    credentials = Credentials(
+        token=None,
+        refresh_token="1//refresh",
+        client_id="client",
+        client_secret="secret",
+        token_uri=f"{silent_endpoint}/token",
+    )
+    monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack())
+    monkeypatch.setattr("google.auth.default", lambda scopes: (credentials, None))
+
+    result, took = preflight_within(3)
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        f"Cannot check stack gke-dev: {silent_endpoint} did not answer POST /token within the 3 s"
+        " deadline." in result.output
+    )
+    assert 3 <= took < 3 + DEADLINE_MARGIN_SECONDS
 
 
 def test_without_credentials_the_installed_command_says_it_cannot_check(tmp_path: Path) -> None:
@@ -848,6 +983,12 @@ def test_calls_go_through_google_auth_with_the_credentials_token(google: FakeGoo
     assert google.sent_headers[0]["authorization"] == "Bearer ya29.token"
 
 
+def default_apis() -> GoogleApis:
+    """The APIs as the command reaches them: Application Default Credentials, requests' own
+    transport."""
+    return GoogleApis.with_default_credentials(PROJECT, Deadline(30), Calls())
+
+
 @pytest.fixture
 def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """A proxy on this machine's loopback, named by HTTPS_PROXY and HTTP_PROXY, that refuses
@@ -877,7 +1018,7 @@ def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 def test_the_apis_are_called_through_the_proxy_https_proxy_names(proxy: list[str]) -> None:
     with pytest.raises(requests.exceptions.ProxyError):
-        GoogleApis.with_default_credentials(PROJECT).cluster("us-central1", "ml-dev")
+        default_apis().cluster("us-central1", "ml-dev")
 
     # The request line less its HTTP version, which Python's http.client chooses.
     assert [line.rsplit(" ", 1)[0] for line in proxy] == ["CONNECT container.googleapis.com:443"]
@@ -891,7 +1032,7 @@ def test_a_host_no_proxy_names_is_called_directly(
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
 
     with pytest.raises(requests.exceptions.ConnectionError) as refused:
-        GoogleApis.with_default_credentials(PROJECT).cluster("us-central1", "ml-dev")
+        default_apis().cluster("us-central1", "ml-dev")
 
     assert not isinstance(refused.value, requests.exceptions.ProxyError)
     assert proxy == []

@@ -274,8 +274,18 @@ CHART = "kubernetes:helm.sh/v4:Chart"
 PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 
 
+ROLLS_BACK: dict[str, Any] = {
+    "atomic": True,
+    "cleanupOnFail": True,
+    "timeout": 900,
+    "maxHistory": 10,
+}
+"""A release that undoes a failed install or upgrade by itself, as the platform's do."""
+
+
 def gpu_operator_release(name: str = "gpu-operator") -> PlannedResource:
-    """The GPU Operator as the platform installs it: a pinned chart in its own namespace."""
+    """The GPU Operator as the platform installs it: a pinned chart in its own namespace,
+    rolled back when an upgrade fails."""
     return resource(
         RELEASE,
         name,
@@ -284,6 +294,7 @@ def gpu_operator_release(name: str = "gpu-operator") -> PlannedResource:
             "version": "v26.7.0",
             "repositoryOpts": {"repo": "https://helm.ngc.nvidia.com/nvidia"},
             "namespace": "gpu-operator",
+            **ROLLS_BACK,
             "values": {
                 "operator": {"upgradeCRD": True},
                 "driver": {"enabled": False},
