@@ -8,6 +8,7 @@ import pulumi
 
 from gpu_platform.platform import GpuPlatform, GpuPlatformArgs
 
-platform = GpuPlatform("gpu-platform", GpuPlatformArgs.from_config())
+# This project's stacks were created when the program declared the parts at the stack's root.
+platform = GpuPlatform("gpu-platform", GpuPlatformArgs.from_config(moved_from_stack_root=True))
 for name, value in platform.stack_outputs.items():
     pulumi.export(name, value)

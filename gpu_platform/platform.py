@@ -17,7 +17,8 @@ for name, value in platform.stack_outputs.items():
 ```
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ import pulumi
 
 from gpu_platform.cloud import cloud_for
 from gpu_platform.config import (
+    ConfigError,
     StackConfig,
     load_stack_config,
     read_pulumi_config,
@@ -36,6 +38,12 @@ from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpu_platform.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
 from gpu_platform.node_identity import pool_software
 from gpu_platform.secrets import secret_if
+
+
+class PlatformConfigError(ConfigError, pulumi.RunError):
+    """A `ConfigError` as Pulumi reports a user's mistake: `pulumi up` prints a `RunError`'s
+    message alone, where any other exception gets "Program failed with an unhandled exception"
+    and a traceback (pulumi `sdk/python/cmd/pulumi-language-python-exec`)."""
 
 
 @dataclass(frozen=True)
@@ -50,20 +58,35 @@ class GpuPlatformArgs:
 
     config: StackConfig
     """The stack's settings, every default filled in (`gpu_platform.config`)."""
+    moved_from_stack_root: bool = False
+    """The stack was created by a program that declared the platform's parts at the stack's
+    root, as this project's own program did before `GpuPlatform` existed: each part then gets an
+    alias to its former place, so that `pulumi up` updates it in place rather than replacing it.
+    Leave it off in a project that never did: the aliases would claim any root resource of the
+    same type and name (a Kubernetes provider named `kubernetes`, say)."""
 
     @classmethod
-    def from_config(cls) -> "GpuPlatformArgs":
+    def from_config(cls, moved_from_stack_root: bool = False) -> "GpuPlatformArgs":
         """The stack's `gpu-platform:` config keys (`Pulumi.<stack>.yaml`), with the keys set as
         secrets kept secret in every resource and output they reach."""
-        return cls(load_stack_config(read_pulumi_config(), secret_config_keys()))
+        with _reported_to_pulumi():
+            config = load_stack_config(read_pulumi_config(), secret_config_keys())
+        return cls(config, moved_from_stack_root)
 
     @classmethod
     def from_settings(
-        cls, settings: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()
+        cls,
+        settings: Mapping[str, Any],
+        secret_keys: frozenset[str] = frozenset(),
+        moved_from_stack_root: bool = False,
     ) -> "GpuPlatformArgs":
         """Settings given in code, keyed as in a stack file without the namespace (`cloud`,
-        `cluster`, `pools`, ...); `secret_keys` names those whose values are to stay secret."""
-        return cls(load_stack_config(settings, secret_keys))
+        `cluster`, `pools`, ...); `secret_keys` names those whose values are to stay secret.
+        Values are plain data: an `Output` (of a cluster created in the same program, or a
+        `StackReference`) cannot decide a pool's shape before anything is created."""
+        with _reported_to_pulumi():
+            config = load_stack_config(settings, secret_keys)
+        return cls(config, moved_from_stack_root)
 
 
 class GpuPlatform(pulumi.ComponentResource):
@@ -92,12 +115,16 @@ class GpuPlatform(pulumi.ComponentResource):
         cloud = cloud_for(config)
         # Lookups only: a pool that cannot work is a config error before anything, this
         # component included, is registered.
-        pools = cloud.resolve_pools()
+        with _reported_to_pulumi():
+            pools = cloud.resolve_pools()
         super().__init__("gpu-platform:index:GpuPlatform", name, None, opts)
-        # Before this component existed, its children were the stack's own: the alias keeps
-        # their URNs, so that a stack created then is updated in place, not replaced.
+        # Descendants inherit their parent's aliases (pulumi `step_generator.go`
+        # generateAliases), and a provider aliased to its old URN does not replace what uses it.
         children = pulumi.ResourceOptions(
-            parent=self, aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
+            parent=self,
+            aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
+            if args.moved_from_stack_root
+            else None,
         )
         connection = cloud.connect(children)
         node_pools = cloud.create_pools(pools, connection, children)
@@ -173,3 +200,11 @@ class GpuPlatform(pulumi.ComponentResource):
             **cloud.stack_outputs(),
         }
         self.register_outputs(self.stack_outputs)
+
+
+@contextmanager
+def _reported_to_pulumi() -> Iterator[None]:
+    try:
+        yield
+    except ConfigError as error:
+        raise PlatformConfigError(error.problems) from None

@@ -55,6 +55,8 @@ def plan_or_fail(
         plan = run_program(stack, project=project, raise_errors=False)
     except (FileNotFoundError, StackFileError) as unreadable:
         fail(str(unreadable), config_error_exit)
+    except OSError as unreadable:
+        fail(f"cannot read {unreadable.filename}: {unreadable.strerror}", config_error_exit)
     if isinstance(plan.error, ConfigError):
         fail(plan.error.report(), config_error_exit)
     if plan.error is not None:
@@ -66,7 +68,7 @@ def program_failure(error: BaseException, project_dir: Path) -> str:
     """What a failing program did, and where: the last line of the project's own code the
     error passed through (else the line that raised it), and with `--debug` the traceback."""
     frames = traceback.extract_tb(error.__traceback__)
-    own = [f for f in frames if Path(f.filename).resolve().is_relative_to(project_dir)]
+    own = [f for f in frames if _is_projects_own(Path(f.filename).resolve(), project_dir)]
     where = ""
     if own or frames:
         frame = (own or frames)[-1]
@@ -79,3 +81,11 @@ def program_failure(error: BaseException, project_dir: Path) -> str:
     else:
         message += "\n(gpu-platform --debug shows the traceback)"
     return message
+
+
+def _is_projects_own(path: Path, project_dir: Path) -> bool:
+    """Whether `path` is the project's own code: under its directory and not an installed
+    package (a project's `.venv/` is under its directory too, with `toolchain: uv`)."""
+    return path.is_relative_to(project_dir) and not {"site-packages", "dist-packages"} & set(
+        path.parts
+    )

@@ -229,7 +229,8 @@ def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
         fail(f"Cannot check stack {stack}: {passed.explain('Google Cloud')}", EXIT_CANNOT_CHECK)
     except ConfigError as error:
         secret = ["pools"] if config.is_secret("pools") else []
-        fail(error.hiding_secrets(secret).report(), EXIT_BAD_STACK)
+        pools = [pool.model_dump(mode="json", by_alias=True) for pool in config.pools]
+        fail(error.hiding_secrets(secret, {"pools": pools}).report(), EXIT_BAD_STACK)
     except (GoogleAuthError, GoogleApiError, requests.RequestException) as error:
         fail(f"Cannot check stack {stack}: {why_it_cannot_check(error)}", EXIT_CANNOT_CHECK)
 

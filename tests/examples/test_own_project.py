@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -23,18 +24,40 @@ def uv() -> str:
     return found
 
 
+PACK_VENV = Path("gpu_platform", "policy_pack", "venv")
+
+
+def committed_copy(destination: Path) -> Path:
+    """The repository's files as git tracks them, uncommitted changes included."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, destination / name)
+    return destination
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A virtual environment holding the wheel built from this repository, with no copy of the
     repository on its path. Its other packages are this environment's (added with a .pth file),
     so the test installs no more than the wheel."""
     work = tmp_path_factory.mktemp("consumer")
+    source = committed_copy(work / "source")
+    # What `pulumi install` leaves in the pack's directory of a working copy.
     subprocess.run(
-        [uv(), "build", "--wheel", "--out-dir", str(work / "dist"), str(ROOT)],
+        [sys.executable, "-m", "venv", "--without-pip", str(source / PACK_VENV)], check=True
+    )
+    subprocess.run(
+        [uv(), "build", "--wheel", "--out-dir", str(work / "dist"), str(source)],
         check=True,
         capture_output=True,
     )
     (wheel,) = (work / "dist").glob("gpu_platform-*.whl")
+    with zipfile.ZipFile(wheel) as built:
+        assert not [name for name in built.namelist() if name.startswith(f"{PACK_VENV}/")]
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"

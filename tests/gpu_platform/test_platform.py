@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 import yaml
 
@@ -12,7 +13,7 @@ from gpu_platform.cli.project import Project
 from gpu_platform.config import ConfigError
 from gpu_platform.platform import GpuPlatform, GpuPlatformArgs
 from tests.conftest import Config
-from tests.repository import PROJECT
+from tests.repository import PROJECT, STACKS
 
 NAMESPACE = "gpu-platform:"
 
@@ -66,26 +67,51 @@ def test_the_platform_from_settings_in_code_declares_what_stack_config_declares(
     assert in_code.outputs == from_config.outputs
 
 
-def test_every_resource_is_a_descendant_of_the_platform(dev_plan: Plan) -> None:
-    (platform,) = dev_plan.of_type("gpu-platform:index:GpuPlatform")
-    urns = {r.urn: r for r in dev_plan.resources}
+@pytest.fixture(scope="module", params=STACKS)
+def stack_plan(request: pytest.FixtureRequest) -> Plan:
+    return run_program(request.param, project=PROJECT)
+
+
+def platform_of(plan: Plan) -> tuple[Any, list[Any]]:
+    """The platform component and its direct children."""
+    (platform,) = plan.of_type("gpu-platform:index:GpuPlatform")
+    return platform, plan.children_of(platform)
+
+
+def test_every_resource_is_a_descendant_of_the_platform(stack_plan: Plan) -> None:
+    platform, _ = platform_of(stack_plan)
+    urns = {r.urn: r for r in stack_plan.resources}
 
     def ancestors(urn: str) -> list[str | None]:
         parent = urns[urn].parent
         return [parent, *ancestors(parent)] if parent in urns else [parent]
 
-    assert all(platform.urn in ancestors(r.urn) for r in dev_plan.resources if r is not platform)
+    assert [
+        r.urn
+        for r in stack_plan.resources
+        if r is not platform and platform.urn not in ancestors(r.urn)
+    ] == []
 
 
-def test_the_platforms_children_keep_the_urns_they_had_at_the_stacks_root(
-    dev_plan: Plan,
+def test_each_part_keeps_the_urn_it_had_at_the_stacks_root(stack_plan: Plan) -> None:
+    # This project's stacks were created with the parts at the stack's root: without the alias
+    # `pulumi up` would replace every one of them. Their descendants inherit it (pulumi
+    # pkg/resource/deploy/step_generator.go, generateAliases: "multiply out any aliases our
+    # parent had").
+    _, children = platform_of(stack_plan)
+
+    assert children
+    assert [c.urn for c in children if c.aliases != ({"spec": {"noParent": True}},)] == []
+
+
+def test_a_new_projects_platform_claims_no_root_resource(
+    tmp_path: Path, dev_config: Config
 ) -> None:
-    # Without the alias, a stack created before the component would replace every resource.
-    platform = dev_plan.named("gpu-platform", "gpu-platform:index:GpuPlatform")
-    operator = dev_plan.named("gpu-operator", "gpu-platform:kubernetes:GpuOperator")
+    project = in_code_project(tmp_path, platform_settings(dev_config))
 
-    assert operator.parent == platform.urn
-    assert operator.aliases == ({"spec": {"noParent": True}},)
+    plan = run_program("dev", config=other_config(dev_config), project=project)
+
+    assert [r.urn for r in plan.resources if r.aliases] == []
 
 
 def test_the_platform_registers_its_stack_outputs(
@@ -116,6 +142,8 @@ def test_settings_in_code_are_refused_as_stack_config_is(dev_config: Config) -> 
     with pytest.raises(ConfigError) as refused:
         GpuPlatformArgs.from_settings(settings)
 
+    # What `pulumi up` prints as the message alone, without a traceback.
+    assert isinstance(refused.value, pulumi.RunError)
     assert refused.value.report() == (
         "Invalid stack configuration (1 problem(s)):\n"
         "  gpu-platform:pools[0].max: got -1; expected greater than or equal to 1"

@@ -312,6 +312,26 @@ def test_a_failing_program_names_the_users_file_and_line(broken_program: Path) -
     )
 
 
+def test_a_failure_inside_an_installed_package_names_the_users_line(own_project: Path) -> None:
+    # With `toolchain: uv` the project's packages are installed in its own `.venv/`.
+    site = own_project / ".venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "installed_library.py").write_text("def explode():\n    raise ValueError('no')\n")
+    program = own_project / "infra" / "__main__.py"
+    program.write_text(
+        program.read_text()
+        + f"\nimport sys\nsys.path.insert(0, {str(site)!r})\n"
+        + "import installed_library\ninstalled_library.explode()\n"
+    )
+    lines = len(program.read_text().splitlines())
+
+    result = gpu_platform("plan", "staging", cwd=own_project)
+
+    assert result.stderr.startswith(
+        f"The program failed at infra/__main__.py:{lines}: ValueError: no\n"
+    )
+
+
 def test_debug_shows_a_failing_programs_traceback(broken_program: Path) -> None:
     result = gpu_platform("--debug", "plan", "staging", cwd=broken_program)
 
