@@ -36,7 +36,10 @@ from gpu_platform.eks.placement import NodeGroupPlacement, resolve_placement
 from gpu_platform.kubernetes.provider import ClusterConnection
 from gpu_platform.node_identity import ResolvedPool
 from gpu_platform.secrets import secret_if
-from gpu_platform.versions import CLUSTER_AUTOSCALER_IMAGES
+from gpu_platform.versions import (
+    CLUSTER_AUTOSCALER_IMAGES,
+    EKS_NODE_MONITORING_AGENT_ADDON_VERSION,
+)
 
 
 class _PoolNodes(TypedDict):
@@ -117,7 +120,7 @@ class EksCloud:
             created = self._karpenter_node_pools(pools, on_cluster)
         else:
             created = self._node_groups(pools, opts, on_cluster)
-        agent_version = self.config.cluster.node_monitoring_agent_version
+        agent_version = node_monitoring_agent_version(self.config)
         if agent_version is not None:
             created.append(
                 NodeMonitoringAgent(
@@ -283,3 +286,17 @@ def _pool_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     f"a name other than pool {other.name}'s followed by a zone, which names"
                     f" {other.name}'s node group in that zone",
                 )
+
+
+def node_monitoring_agent_version(config: StackConfig) -> str | None:
+    """The agent's add-on version where the stack installs it: wherever a node group repairs
+    its nodes, as repair sees GPU faults only through the conditions the agent sets (EKS user
+    guide, node-health); elsewhere (Karpenter, or no pool repairing) only when the stack names
+    a version."""
+    chosen = config.cluster.node_monitoring_agent_version
+    repairing = config.provisioner != "karpenter" and any(
+        pool.aws.node_repair for pool in config.pools
+    )
+    if chosen is None and repairing:
+        return EKS_NODE_MONITORING_AGENT_ADDON_VERSION
+    return chosen
