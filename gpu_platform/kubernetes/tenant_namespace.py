@@ -119,6 +119,7 @@ class GpuTenantNamespace(pulumi.ComponentResource):
                 namespace.metadata.name,
                 spec.gpu_idle_minutes,
                 args.monitoring.idle_gpu_utilization_percent,
+                spec.gpu_idle_action,
                 secret_if(args.secret_monitoring, url),
                 parent=self,
             )

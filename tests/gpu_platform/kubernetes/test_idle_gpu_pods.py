@@ -107,9 +107,28 @@ def test_the_enforcer_draws_no_verdict_from_the_policy_pack(plan) -> None:
 # --- Permissions ---------------------------------------------------------------------------
 
 
-def test_the_role_allows_exactly_the_reapers_calls(plan) -> None:
+def test_a_new_namespace_only_warns_about_idle_pods(plan) -> None:
+    assert env(plan)["IDLE_GPU_ACTION"] == "warn"
+
+
+def test_a_warning_role_may_annotate_pods_and_end_nothing(plan) -> None:
     assert enforcer(plan, ROLE).inputs["rules"] == [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
+    ]
+
+
+def test_an_ending_role_allows_exactly_the_reapers_calls(dev_config, plan_for) -> None:
+    dev_config["gpu-platform:namespaces"][0]["gpuIdleAction"] = "end"
+
+    plan = plan_for(opted_in(dev_config))
+
+    assert env(plan)["IDLE_GPU_ACTION"] == "end"
+    assert enforcer(plan, ROLE).inputs["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
         {
             "apiGroups": ["apps"],
             "resources": ["deployments", "statefulsets", "replicasets"],
@@ -120,7 +139,6 @@ def test_the_role_allows_exactly_the_reapers_calls(plan) -> None:
             "resources": ["deployments/scale", "statefulsets/scale", "replicasets/scale"],
             "verbs": ["patch"],
         },
-        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
     ]
 
 
@@ -212,6 +230,7 @@ def test_the_job_is_told_the_limit_the_threshold_and_where_prometheus_is(plan) -
         "PROMETHEUS_URL": PROMETHEUS,
         "GPU_IDLE_MINUTES": "60",
         "IDLE_GPU_UTILIZATION_PERCENT": "5",
+        "IDLE_GPU_ACTION": "warn",
     }
 
 
@@ -220,7 +239,7 @@ def test_the_script_reads_its_settings_from_the_env_the_job_sets(plan) -> None:
 
     settings = Settings.from_env({**values, "NAMESPACE": "ml-sandbox"})
 
-    assert settings == Settings("ml-sandbox", PROMETHEUS, 60, 5.0)
+    assert settings == Settings("ml-sandbox", PROMETHEUS, 60, 5.0, "warn")
 
 
 def test_the_installed_prometheus_stack_is_asked_by_default(dev_config, plan_for) -> None:
