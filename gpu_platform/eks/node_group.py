@@ -83,6 +83,8 @@ class EksGpuNodeGroupArgs:
     """Protect the node group itself from deletion and replacement. Only the node group: its
     role, policy attachments, launch template and Auto Scaling group tags change or are replaced
     by ordinary updates, which protection would refuse."""
+    after: Sequence[pulumi.Resource] = ()
+    """What the node groups are created and updated after: a pool's canary gate."""
 
 
 class EksGpuNodeGroup(pulumi.ComponentResource):
@@ -173,7 +175,7 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
                 tags=_resource_tags(args),
                 opts=pulumi.ResourceOptions(
                     parent=self,
-                    depends_on=attachments,
+                    depends_on=[*attachments, *args.after],
                     ignore_changes=[DESIRED_SIZE] if desired is None else [],
                     protect=args.protect,
                 ),
