@@ -8,14 +8,21 @@ from typing import Any
 import pytest
 from jsonschema import Draft7Validator
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.eks.addon_schemas import addon_schema
 from gpu_platform.kubernetes.alerts import xid_classes
 from tests.conftest import Config
+from tests.repository import PROJECT
 
 PlanFor = Callable[[Config], Plan]
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 ADDON = "aws:eks/addon:Addon"
+
+
+@pytest.fixture(scope="module")
+def dev_stack_plan() -> Plan:
+    """The dev stack's plan, once for the module's many readings of it."""
+    return run_program("dev", project=PROJECT)
 
 
 def repair_config(plan: Plan) -> dict[str, Any]:
@@ -32,16 +39,16 @@ def overrides_by_xid(plan: Plan) -> dict[int, dict[str, Any]]:
     return found
 
 
-def test_gpu_node_groups_repair_one_node_at_a_time(dev_plan: Plan) -> None:
-    assert repair_config(dev_plan)["enabled"] is True
-    assert repair_config(dev_plan)["maxParallelNodesRepairedCount"] == 1
+def test_gpu_node_groups_repair_one_node_at_a_time(dev_stack_plan: Plan) -> None:
+    assert repair_config(dev_stack_plan)["enabled"] is True
+    assert repair_config(dev_stack_plan)["maxParallelNodesRepairedCount"] == 1
 
 
-def test_a_small_pools_one_bad_node_is_repaired(dev_plan: Plan) -> None:
+def test_a_small_pools_one_bad_node_is_repaired(dev_stack_plan: Plan) -> None:
     # EKS user guide, node-repair: `maxUnhealthyNodeThresholdPercentage` is the share of
     # unhealthy nodes above which repair stops; 20 % stopped it for one bad node in a pool of
     # four or fewer. Unset, EKS pauses repairs only in a group of more than five nodes.
-    config = repair_config(dev_plan)
+    config = repair_config(dev_stack_plan)
 
     assert "maxUnhealthyNodeThresholdPercentage" not in config
     assert "maxUnhealthyNodeThresholdCount" not in config
@@ -79,8 +86,10 @@ def test_node_repair_can_be_turned_off_per_pool(dev_config: Config, plan_for: Pl
         (45, "WORKFLOW_XID_45"),
     ],
 )
-def test_an_application_xid_takes_no_repair(dev_plan: Plan, xid: int, catalog_bucket: str) -> None:
-    assert overrides_by_xid(dev_plan)[xid] == {
+def test_an_application_xid_takes_no_repair(
+    dev_stack_plan: Plan, xid: int, catalog_bucket: str
+) -> None:
+    assert overrides_by_xid(dev_stack_plan)[xid] == {
         "nodeMonitoringCondition": "AcceleratedHardwareReady",
         "nodeUnhealthyReason": f"NvidiaXID{xid}Error",
         "minRepairWaitTimeMins": 10,
@@ -94,20 +103,22 @@ def test_an_application_xid_takes_no_repair(dev_plan: Plan, xid: int, catalog_bu
     "xid",
     [48, 64, 74, 79, 95, 119, 120, 140],
 )
-def test_a_hardware_xid_keeps_the_repair_eks_gives_it(dev_plan: Plan, xid: int) -> None:
-    assert xid not in overrides_by_xid(dev_plan)
+def test_a_hardware_xid_keeps_the_repair_eks_gives_it(dev_stack_plan: Plan, xid: int) -> None:
+    assert xid not in overrides_by_xid(dev_stack_plan)
 
 
 def test_every_xid_the_catalog_restarts_the_application_for_or_ignores_takes_no_repair(
-    dev_plan: Plan,
+    dev_stack_plan: Plan,
 ) -> None:
     classes = xid_classes()
 
-    assert sorted(overrides_by_xid(dev_plan)) == sorted(classes["application"] + classes["ignore"])
+    assert sorted(overrides_by_xid(dev_stack_plan)) == sorted(
+        classes["application"] + classes["ignore"]
+    )
 
 
-def test_the_agent_is_installed_where_node_groups_repair_their_nodes(dev_plan: Plan) -> None:
-    (addon,) = dev_plan.of_type(ADDON)
+def test_the_agent_is_installed_where_node_groups_repair_their_nodes(dev_stack_plan: Plan) -> None:
+    (addon,) = dev_stack_plan.of_type(ADDON)
 
     assert addon.inputs["addonName"] == "eks-node-monitoring-agent"
     assert addon.inputs["addonVersion"] == "v1.7.0-eksbuild.1"
