@@ -10,7 +10,7 @@ from jsonschema import Draft7Validator
 
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.eks.addon_schemas import addon_schema
-from gpu_platform.kubernetes.alerts import xid_classes
+from gpu_platform.kubernetes.alerts import XID_CLASSES_FILE, xid_classes
 from tests.conftest import Config
 from tests.repository import PROJECT
 
@@ -89,6 +89,7 @@ def test_node_repair_can_be_turned_off_per_pool(dev_config: Config, plan_for: Pl
 def test_an_application_xid_takes_no_repair(
     dev_stack_plan: Plan, xid: int, catalog_bucket: str
 ) -> None:
+    assert json.loads(XID_CLASSES_FILE.read_text())["xids"][str(xid)]["bucket"] == catalog_bucket
     assert overrides_by_xid(dev_stack_plan)[xid] == {
         "nodeMonitoringCondition": "AcceleratedHardwareReady",
         "nodeUnhealthyReason": f"NvidiaXID{xid}Error",

@@ -8,8 +8,10 @@ import pytest
 
 from gpu_platform.cli.analyzer import analyze_plan
 from gpu_platform.cli.offline import Plan, PlannedResource
-from gpu_platform.kubernetes.idle_gpu_pods import script_config_map_name
+from gpu_platform.config import MonitoringSpec, OperatorSpec
+from gpu_platform.kubernetes.idle_gpu_pods import REAPER_NAME, script_config_map_name
 from gpu_platform.kubernetes.idle_gpu_reaper import Settings
+from gpu_platform.kubernetes.monitoring import gpu_alert_rules
 from gpu_platform.versions import IDLE_GPU_REAPER_IMAGE, SUPPORTED_KUBERNETES_VERSIONS
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
 from tests.repository import ROOT
@@ -27,6 +29,7 @@ ENFORCER_TYPES = (CONFIG_MAP, SERVICE_ACCOUNT, ROLE, ROLE_BINDING, CRON_JOB)
 REAPER = "ml-sandbox-gpu-idle-reaper"
 PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"
 SCRIPT = ROOT / "gpu_platform" / "kubernetes" / "idle_gpu_reaper.py"
+ALERT = "GpuIdleReaperFailing"
 
 
 def opted_in(config: Config, minutes: int = 60, **monitoring: Any) -> Config:
@@ -297,3 +300,11 @@ def test_the_job_waits_for_its_script_and_permissions(plan) -> None:
     dependencies = set(enforcer(plan, CRON_JOB).dependencies)
 
     assert {enforcer(plan, CONFIG_MAP).urn, enforcer(plan, ROLE_BINDING).urn} <= dependencies
+
+
+def test_the_failing_run_alert_matches_the_jobs_the_cron_job_names() -> None:
+    # A CronJob names each Job `<its name>-<scheduled minute>` (Kubernetes, CronJob controller).
+    rules = gpu_alert_rules(MonitoringSpec(), OperatorSpec().namespace)
+    (alert,) = [r for g in rules["groups"] for r in g["rules"] if r.get("alert") == ALERT]
+
+    assert f'job_name=~"{REAPER_NAME}-[0-9]+"' in alert["expr"]
