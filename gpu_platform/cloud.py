@@ -11,7 +11,7 @@ Neither cloud imports this module, which picks between them: what a cloud hands 
 Kubernetes side, its `ClusterConnection`, is defined there (`gpu_platform.kubernetes.provider`).
 """
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
 import pulumi
@@ -35,9 +35,22 @@ class GpuCloud(Protocol):
         pools: Sequence[ResolvedPool],
         connection: ClusterConnection,
         opts: pulumi.ResourceOptions,
+        held_back: Collection[str] = (),
     ) -> list[pulumi.Resource]:
-        """The cloud's GPU node pools, created with `opts`; the Kubernetes side waits for
+        """The cloud's GPU node pools but those `held_back`, and what serves every pool (an
+        autoscaler, a driver installer), created with `opts`; the Kubernetes side waits for
         them."""
+        ...
+
+    def create_held_back_pool(
+        self,
+        pool: ResolvedPool,
+        connection: ClusterConnection,
+        opts: pulumi.ResourceOptions,
+        after: Sequence[pulumi.Resource],
+    ) -> pulumi.Resource:
+        """A pool `create_pools` held back, its nodes created and updated only after `after`
+        (its canary's gate)."""
         ...
 
     def stack_outputs(self) -> dict[str, Any]:

@@ -17,7 +17,7 @@ for name, value in platform.stack_outputs.items():
 ```
 """
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -32,11 +32,12 @@ from gpu_platform.config import (
     read_pulumi_config,
     secret_config_keys,
 )
+from gpu_platform.kubernetes.canary_gate import canary_gate_job
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.kubernetes.gpu_pod import pool_placement
 from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpu_platform.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
-from gpu_platform.node_identity import pool_software
+from gpu_platform.node_identity import ResolvedPool, pool_software
 from gpu_platform.secrets import secret_if
 
 
@@ -127,7 +128,10 @@ class GpuPlatform(pulumi.ComponentResource):
             else None,
         )
         connection = cloud.connect(children)
-        node_pools = cloud.create_pools(pools, connection, children)
+        # A pool that has a canary is created and updated after its canary's gate, which needs
+        # the GPU Operator; every other pool before the operator, as it always was.
+        canaries = canaries_by_pool(pools)
+        node_pools = cloud.create_pools(pools, connection, children, held_back=set(canaries))
         on_cluster = pulumi.ResourceOptions.merge(
             children, pulumi.ResourceOptions(provider=connection.provider)
         )
@@ -158,6 +162,26 @@ class GpuPlatform(pulumi.ComponentResource):
                 pulumi.ResourceOptions(depends_on=[*node_pools, *monitoring.prometheus_operator]),
             ),
         )
+        led_pools = [
+            cloud.create_held_back_pool(
+                pool,
+                connection,
+                children,
+                after=[
+                    canary_gate_job(
+                        canary,
+                        operator.namespace,
+                        config.provisioner,
+                        pulumi.ResourceOptions.merge(
+                            on_cluster, pulumi.ResourceOptions(depends_on=[operator])
+                        ),
+                    )
+                    for canary in canaries[pool.spec.name]
+                ],
+            )
+            for pool in pools
+            if pool.spec.name in canaries
+        ]
         for namespace in config.namespaces:
             GpuTenantNamespace(
                 namespace.name,
@@ -168,8 +192,9 @@ class GpuPlatform(pulumi.ComponentResource):
                     secret_monitoring=config.is_secret("monitoring"),
                     provisioner=config.provisioner,
                 ),
+                # A smoke test on a led pool runs on its updated nodes.
                 pulumi.ResourceOptions.merge(
-                    on_cluster, pulumi.ResourceOptions(depends_on=[operator])
+                    on_cluster, pulumi.ResourceOptions(depends_on=[operator, *led_pools])
                 ),
             )
 
@@ -200,6 +225,15 @@ class GpuPlatform(pulumi.ComponentResource):
             **cloud.stack_outputs(),
         }
         self.register_outputs(self.stack_outputs)
+
+
+def canaries_by_pool(pools: Sequence[ResolvedPool]) -> dict[str, list[ResolvedPool]]:
+    """Each pool that has canaries, with them (`canaryOf`)."""
+    led: dict[str, list[ResolvedPool]] = {}
+    for pool in pools:
+        if pool.spec.canary_of is not None:
+            led.setdefault(pool.spec.canary_of, []).append(pool)
+    return led
 
 
 @contextmanager

@@ -57,6 +57,14 @@ POD_SECURITY_VERSION = "v1.35"
 # every object the program creates against each minor's OpenAPI schema all follow it.
 SUPPORTED_KUBERNETES_VERSIONS = ("1.33", "1.34", "1.35", "1.36")
 
+# The EKS node monitoring agent add-on, installed wherever a node group repairs its nodes: it
+# sets `AcceleratedHardwareReady=False` on GPU faults, which node repair acts on. An add-on
+# version is the agent's release with EKS's build number (`aws eks describe-addon-versions
+# --addon-name eks-node-monitoring-agent` lists them); the configuration the platform gives it is
+# checked against this release's schema (gpu_platform/eks/addon_schemas/, re-derive it with the
+# pin). `gpu-platform:cluster.nodeMonitoringAgentVersion` overrides it.
+EKS_NODE_MONITORING_AGENT_ADDON_VERSION = "v1.7.0-eksbuild.1"
+
 # The tenant namespaces' smoke test runs `nvidia-smi`, which the NVIDIA Container Toolkit mounts
 # from the node's driver: the image only supplies a filesystem, so the smallest CUDA image will
 # do. Its CUDA release stays at or below the oldest driver branch a pool may run (R535 runs CUDA

@@ -15,6 +15,12 @@ def canary_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     by_name = {pool.name: pool for pool in config.pools}
     for i, pool in enumerate(config.pools):
         if pool.canary_of is None:
+            if "canary_soak_minutes" in pool.model_fields_set:
+                yield ConfigProblem(
+                    key_path("pools", i, "canarySoakMinutes"),
+                    pool.canary_soak_minutes,
+                    "no value unless the pool is a canary (canaryOf)",
+                )
             continue
         path = key_path("pools", i, "canaryOf")
         target = by_name.get(pool.canary_of)

@@ -45,11 +45,13 @@ class ClusterSpec(Model):
     """EKS: attach `AmazonEKS_CNI_Policy` to the node roles the stack creates, as EKS does by
     default. Turn it off where the VPC CNI gets its permissions through IRSA or Pod Identity."""
     node_monitoring_agent_version: EksAddonVersion | None = None
-    """EKS: install the `eks-node-monitoring-agent` add-on at this version (`aws eks
-    describe-addon-versions --addon-name eks-node-monitoring-agent` lists them), with its DCGM
-    server tolerating the GPU taint, so that node repair also replaces nodes whose GPUs fail
-    while the kubelet stays Ready. Off by default: the agent runs its own DCGM host engine beside
-    the GPU Operator's exporter, which AWS does not support reusing (docs/gpu-health.md)."""
+    """EKS: the version of the `eks-node-monitoring-agent` add-on (`aws eks
+    describe-addon-versions --addon-name eks-node-monitoring-agent` lists them), instead of the
+    one the platform pins. The agent is installed wherever a node group repairs its nodes
+    (`aws.nodeRepair`), with its DCGM server tolerating the GPU taint, so that repair also acts
+    on nodes whose GPUs fail while the kubelet stays Ready; with Karpenter, only when this is
+    set. It runs its own DCGM host engine beside the GPU Operator's exporter, which AWS does not
+    support reusing (docs/gpu-health.md)."""
 
 
 class EksPoolOptions(Model):
@@ -89,9 +91,22 @@ class EksPoolOptions(Model):
     waiting up to 15 minutes for its pods' disruption budgets before it fails the update."""
     node_repair: bool = True
     """Have EKS replace or reboot the pool's nodes that turn unhealthy (kubelet `NotReady`, and
-    with the node monitoring agent, `AcceleratedHardwareReady=False`: GPU XIDs, double-bit ECC
-    and NVLink errors), one node at a time and never while more than a fifth of the pool is
-    unhealthy, which points at a cause no replacement fixes."""
+    through the node monitoring agent, `AcceleratedHardwareReady=False`: GPU XIDs, double-bit
+    ECC and NVLink errors), one node at a time. XIDs that NVIDIA's catalog answers with an
+    application restart or no action (13, 31, 43, 45, 94, ...) take no repair: they end one
+    tenant's process, not the node of every tenant on it (docs/gpu-health.md)."""
+    node_repair_max_unhealthy_nodes: int | None = Field(default=None, ge=1)
+    """Stop repairing while more than this many of a node group's nodes are unhealthy, which
+    points at a cause no replacement fixes (counted per node group, so per zone with
+    `nodeGroupPerZone`). Unset sets no threshold: EKS then pauses repairs only in a node group
+    of more than five nodes with more than a fifth of them unhealthy, so one bad node of a small
+    pool is always repaired."""
+    update_strategy: Literal["minimal", "default"] = "minimal"
+    """How EKS replaces the pool's nodes on an update: `minimal` terminates each old node before
+    its replacement starts, so the pool never holds more GPU instances than its size;
+    `default` starts replacements first (up to two extra nodes per zone), which needs spare
+    capacity that scarce or reserved GPU types rarely have (the update fails with
+    NodeCreationFailure), but keeps the pool's capacity during the update."""
     # gp3 gives every volume 3000 IOPS and 125 MiB/s whatever its size, and bills what is asked
     # above that; a new GPU node pulls images of many GiB before its first job starts.
     volume_throughput_mibps: int = Field(default=500, ge=125, le=1000)

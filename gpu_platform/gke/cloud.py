@@ -1,7 +1,7 @@
 """The GKE side of the platform: an existing Standard cluster, GPU node pools for the GPU
 Operator, and on Container-Optimized OS Google's driver installer."""
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import pulumi
@@ -105,22 +105,11 @@ class GkeCloud:
         pools: Sequence[ResolvedPool],
         connection: ClusterConnection,
         opts: pulumi.ResourceOptions,
+        held_back: Collection[str] = (),
     ) -> list[pulumi.Resource]:
         platform = self.config.platform
         created: list[pulumi.Resource] = [
-            GkeGpuNodePool(
-                pool.spec.name,
-                GkeGpuNodePoolArgs(
-                    pool,
-                    self.cluster,
-                    platform,
-                    self._zones[pool.spec.name],
-                    secret_labels=self.config.is_secret("pools"),
-                    protect=self.config.protect,
-                ),
-                opts,
-            )
-            for pool in pools
+            self._node_pool(pool, opts) for pool in pools if pool.spec.name not in held_back
         ]
         if platform is Platform.GKE_COS:
             created.append(
@@ -132,6 +121,35 @@ class GkeCloud:
                 )
             )
         return created
+
+    def create_held_back_pool(
+        self,
+        pool: ResolvedPool,
+        connection: ClusterConnection,
+        opts: pulumi.ResourceOptions,
+        after: Sequence[pulumi.Resource],
+    ) -> pulumi.Resource:
+        return self._node_pool(pool, opts, after)
+
+    def _node_pool(
+        self,
+        pool: ResolvedPool,
+        opts: pulumi.ResourceOptions,
+        after: Sequence[pulumi.Resource] = (),
+    ) -> pulumi.Resource:
+        return GkeGpuNodePool(
+            pool.spec.name,
+            GkeGpuNodePoolArgs(
+                pool,
+                self.cluster,
+                self.config.platform,
+                self._zones[pool.spec.name],
+                secret_labels=self.config.is_secret("pools"),
+                protect=self.config.protect,
+                after=after,
+            ),
+            opts,
+        )
 
     def stack_outputs(self) -> dict[str, Any]:
         return {}

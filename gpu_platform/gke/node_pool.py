@@ -94,6 +94,8 @@ class GkeGpuNodePoolArgs:
     protect: bool = False
     """Protect the node pool itself from deletion and replacement, not its service account or
     that account's role binding."""
+    after: Sequence[pulumi.Resource] = ()
+    """What the node pool is created and updated after: a pool's canary gate."""
 
 
 class GkeGpuNodePool(pulumi.ComponentResource):
@@ -104,7 +106,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
     ):
         super().__init__("gpu-platform:gke:GpuNodePool", name, None, opts)
         spec = args.pool.spec
-        depends_on: list[pulumi.Resource] = []
+        depends_on: list[pulumi.Resource] = list(args.after)
         if spec.gcp.service_account is not None:
             service_account = pulumi.Output.from_input(spec.gcp.service_account)
         else:

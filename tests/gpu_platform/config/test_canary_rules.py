@@ -169,9 +169,9 @@ def test_a_gke_pool_pinned_past_its_unpinned_canary_is_refused(
 def test_a_gke_canary_runs_its_own_node_version(gke_config: Config, plan_for: PlanFor) -> None:
     canary_of(gke_config, gcp={"nodeVersion": "1.34.1-gke.1829001", "cosDriverBranch": 580})
 
-    versions = [p.inputs.get("version") for p in plan_for(gke_config).of_type(NODE_POOL)]
+    versions = {p.name: p.inputs.get("version") for p in plan_for(gke_config).of_type(NODE_POOL)}
 
-    assert versions == [None, "1.34.1-gke.1829001"]
+    assert versions == {"l4-shared": None, "canary": "1.34.1-gke.1829001"}
 
 
 def printed_pools(plan: Plan) -> str:

@@ -101,6 +101,7 @@ def test_the_alert_names_are_exported(dev_plan: Plan) -> None:
     assert names == alert_names(gpu_alert_rules(MonitoringSpec(), OperatorSpec().namespace))
     assert names == [
         "GpuAllocatedButIdle",
+        "GpuIdleReaperFailing",
         "GpuFramebufferNearlyFull",
         "DcgmExporterDown",
         "DcgmExporterMissing",
