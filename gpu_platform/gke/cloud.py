@@ -18,6 +18,7 @@ from gpu_platform.config import (
     pool_driver_version,
 )
 from gpu_platform.drivers import COS_DEFAULT_DRIVER_BRANCH, NvidiaDriver, gke_driver
+from gpu_platform.gke.capacity_taints import gke_added_taints
 from gpu_platform.gke.cluster import GkeCluster, cluster_problems, connect_to, lookup_cluster
 from gpu_platform.gke.driver_installer import CosDriverInstaller
 from gpu_platform.gke.machine_types import boot_disk_types, gpu_shape
@@ -177,4 +178,5 @@ def _resolve(
         )
     if problems:
         raise ConfigError(problems)
-    return resolve_pool(spec, index, shape, sharer_for(platform, spec.sharing), driver)
+    sharer = sharer_for(platform, spec.sharing)
+    return resolve_pool(spec, index, shape, sharer, driver, gke_added_taints(spec))

@@ -234,8 +234,9 @@ def toleration_values_for(pools: Sequence[ResolvedPool]) -> Values:
 
 
 def extra_taints(pools: Iterable[ResolvedPool]) -> list[Taint]:
-    """The pools' taints besides the GPU taint, each once."""
-    taints = (t for pool in pools for t in pool.identity.taints if t != GPU_TAINT)
+    """The taints on the pools' nodes besides the GPU taint, each once: the pools' own and those
+    the cloud adds (`NodeIdentity.cloud_taints`)."""
+    taints = (t for pool in pools for t in pool.identity.node_taints if t != GPU_TAINT)
     return list(dict.fromkeys(taints))
 
 
