@@ -42,7 +42,7 @@ from gpu_platform.config import (
     gke_capacity_too_new,
     key_path,
 )
-from gpu_platform.gke.cluster import GkeCluster
+from gpu_platform.gke.cluster import POOL_RESOURCE_LABEL, GkeCluster
 from gpu_platform.gke.machine_types import boot_disk_types
 from gpu_platform.node_identity import CLOUD_TAINT_EFFECTS, GpuSharer, ResolvedPool
 from gpu_platform.secrets import secret_if
@@ -61,8 +61,6 @@ GKE_SHARING_STRATEGIES = {TimeSlicingSharing: "TIME_SHARING", MpsSharing: "MPS"}
 DRIVER_LABEL = "gpu-platform.io/driver"
 """`operator` on nodes whose driver the GPU Operator builds (Ubuntu): the policy pack exempts
 them from its secure-boot rule, as that driver is an unsigned kernel module."""
-POOL_RESOURCE_LABEL = "gpu-platform-pool"
-"""Compute Engine label on the pool's VMs and disks, for billing reports per pool."""
 GKE_IMAGE_TYPES: Mapping[Platform, str] = {
     Platform.GKE_COS: "COS_CONTAINERD",
     Platform.GKE_UBUNTU: "UBUNTU_CONTAINERD",

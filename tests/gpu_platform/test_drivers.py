@@ -224,7 +224,10 @@ def test_a_cos_pool_on_a_version_gke_documents_no_driver_for_must_state_its_bran
     assert isinstance(plan.error, ConfigError)
     (problem,) = plan.error.problems
     assert problem.path == "gpu-platform:pools[0].gcp.cosDriverBranch"
-    assert problem.expected.startswith("the NVIDIA driver branch COS loads on GKE 1.34.1")
+    assert problem.expected.startswith(
+        "the NVIDIA driver branch that COS loads for l4 on GKE 1.34.1-gke.1829001 (its"
+        " gcp.nodeVersion): GKE publishes no COS driver table from 1.34 on"
+    )
 
 
 def test_a_stated_cos_branch_is_the_pools_driver(gke_config: Config, plan_for: PlanFor) -> None:
