@@ -51,12 +51,48 @@ def gke_pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 " on cos the pool's GKE version decides it (gcp.nodeVersion, gcp.cosDriverBranch)",
             )
         yield from _gke_sharing_problems(config, pool, i)
-        if pool.gcp.max_surge == 0 and pool.gcp.max_unavailable == 0:
+        yield from _upgrade_problems(pool, i)
+
+
+def _upgrade_problems(pool: GpuPoolSpec, i: int) -> Iterator[ConfigProblem]:
+    gcp = pool.gcp
+    if gcp.upgrade_strategy == "surge":
+        if gcp.surge_upgrade == (0, 0):
             yield ConfigProblem(
                 key_path("pools", i, "gcp", "maxSurge"),
                 0,
                 "at least 1 when maxUnavailable is 0 (GKE could upgrade no node)",
             )
+        if gcp.blue_green_soak_hours is not None:
+            yield ConfigProblem(
+                key_path("pools", i, "gcp", "blueGreenSoakHours"),
+                gcp.blue_green_soak_hours,
+                "no value unless gcp.upgradeStrategy is blue-green",
+            )
+        return
+    yield from set_field_problems(
+        gcp,
+        ("max_surge", "max_unavailable"),
+        ("pools", i, "gcp"),
+        "no value with upgradeStrategy blue-green, which replaces every node (they set surge"
+        " upgrades)",
+    )
+    # Blue-green starts as many new nodes as the pool has before it drains the old ones.
+    if gcp.reservation == "specific":
+        yield ConfigProblem(
+            key_path("pools", i, "gcp", "upgradeStrategy"),
+            gcp.upgrade_strategy,
+            "surge with reservation specific: blue-green starts a second set of nodes, which the"
+            " reservation, sized to the pool, cannot hold, and the upgrade would never end",
+        )
+    modes = dynamic_workload_scheduler_modes(pool)
+    if modes:
+        yield ConfigProblem(
+            key_path("pools", i, "gcp", "upgradeStrategy"),
+            gcp.upgrade_strategy,
+            f"surge with {' and '.join(f'gcp.{m}' for m in modes)}: GKE upgrades such nodes"
+            " by replacing them as they end (short-lived upgrades)",
+        )
 
 
 # On GKE Ubuntu each pool's nodes get their driver from an NVIDIADriver resource of their own

@@ -182,11 +182,7 @@ def node_pool_args(
             if spec.gcp.queued_provisioning
             else None
         ),
-        upgrade_settings=container.NodePoolUpgradeSettingsArgs(
-            strategy="SURGE",
-            max_surge=spec.gcp.max_surge,
-            max_unavailable=spec.gcp.max_unavailable,
-        ),
+        upgrade_settings=upgrade_settings(spec),
         node_config=container.NodePoolNodeConfigArgs(
             machine_type=machine_type,
             guest_accelerators=[
@@ -234,6 +230,30 @@ def node_pool_args(
             ),
             resource_labels={POOL_RESOURCE_LABEL: spec.name},
         ),
+    )
+
+
+def upgrade_settings(spec: GpuPoolSpec) -> container.NodePoolUpgradeSettingsArgs:
+    """How GKE upgrades the pool's nodes: surge, with the pool's `maxSurge` and
+    `maxUnavailable` (by default none surging on a specific reservation: GKE counts surge nodes
+    against it, and "continues to attempt" the upgrade while it has no room, GKE's
+    node-upgrades-quota page), or blue-green, one node a batch, keeping the old nodes
+    `blueGreenSoakHours` (pulumi-gcp `NodePool.upgrade_settings.blue_green_settings`)."""
+    gcp = spec.gcp
+    if gcp.upgrade_strategy == "blue-green":
+        soak = gcp.blue_green_soak_hours
+        return container.NodePoolUpgradeSettingsArgs(
+            strategy="BLUE_GREEN",
+            blue_green_settings=container.NodePoolUpgradeSettingsBlueGreenSettingsArgs(
+                node_pool_soak_duration=f"{soak * 3600}s" if soak is not None else None,
+                standard_rollout_policy=container.NodePoolUpgradeSettingsBlueGreenSettingsStandardRolloutPolicyArgs(
+                    batch_node_count=1
+                ),
+            ),
+        )
+    surge, unavailable = gcp.surge_upgrade
+    return container.NodePoolUpgradeSettingsArgs(
+        strategy="SURGE", max_surge=surge, max_unavailable=unavailable
     )
 
 

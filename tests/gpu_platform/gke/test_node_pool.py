@@ -304,6 +304,112 @@ def test_upgrades_surge_one_node_and_take_none_out_of_service_by_default(gke_pla
     }
 
 
+SPECIFIC_RESERVATION: Config = {
+    "capacity": "on-demand",
+    "zones": ["us-central1-a"],
+    "gcp": {"reservation": "specific", "reservationName": "l4-ml-dev"},
+}
+
+
+def test_a_specific_reservation_pool_upgrades_without_surging_by_default(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    # GKE counts surge nodes against the reservation, sized to the pool, and "continues to
+    # attempt" the upgrade while it has no room (GKE's node-upgrades-quota page): one node out
+    # of service at a time instead.
+    with_pool(gke_config, **SPECIFIC_RESERVATION)
+
+    assert node_pool(plan_for(gke_config)).inputs["upgradeSettings"] == {
+        "strategy": "SURGE",
+        "maxSurge": 0,
+        "maxUnavailable": 1,
+    }
+
+
+def test_a_specific_reservation_pool_surges_where_it_says_so(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    # Where the reservation holds spare VMs; `preflight` checks that it does.
+    with_pool(gke_config, **SPECIFIC_RESERVATION)
+    gke_config["gpu-platform:pools"][0]["gcp"]["maxSurge"] = 1
+
+    settings = node_pool(plan_for(gke_config)).inputs["upgradeSettings"]
+
+    assert (settings["maxSurge"], settings["maxUnavailable"]) == (1, 0)
+
+
+def test_a_pool_on_any_reservation_surges_as_it_falls_back_on_demand(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    with_pool(gke_config, capacity="on-demand", gcp={"reservation": "any"})
+
+    settings = node_pool(plan_for(gke_config)).inputs["upgradeSettings"]
+
+    assert (settings["maxSurge"], settings["maxUnavailable"]) == (1, 0)
+
+
+def test_a_pool_not_surging_takes_one_node_out_of_service_by_default(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    with_pool(gke_config, gcp={"maxSurge": 0})
+
+    settings = node_pool(plan_for(gke_config)).inputs["upgradeSettings"]
+
+    assert (settings["maxSurge"], settings["maxUnavailable"]) == (0, 1)
+
+
+def test_a_blue_green_pool_drains_a_node_a_batch_and_keeps_the_old_ones_for_its_soak(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    # pulumi-gcp NodePool `upgrade_settings.blue_green_settings`; the API's BlueGreenSettings
+    # (container.v1 discovery document): `nodePoolSoakDuration` is the time after the whole blue
+    # pool is drained before it is deleted.
+    with_pool(gke_config, gcp={"upgradeStrategy": "blue-green", "blueGreenSoakHours": 24})
+
+    assert node_pool(plan_for(gke_config)).inputs["upgradeSettings"] == {
+        "strategy": "BLUE_GREEN",
+        "blueGreenSettings": {
+            "nodePoolSoakDuration": "86400s",
+            "standardRolloutPolicy": {"batchNodeCount": 1},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("pool", "key", "words"),
+    [
+        (
+            {
+                **SPECIFIC_RESERVATION,
+                "gcp": {**SPECIFIC_RESERVATION["gcp"], "upgradeStrategy": "blue-green"},
+            },
+            "gcp.upgradeStrategy",
+            "surge with reservation specific",
+        ),
+        (
+            {"capacity": "on-demand", "gcp": {"flexStart": True, "upgradeStrategy": "blue-green"}},
+            "gcp.upgradeStrategy",
+            "surge with gcp.flexStart",
+        ),
+        (
+            {"gcp": {"upgradeStrategy": "blue-green", "maxSurge": 2}},
+            "gcp.maxSurge",
+            "no value with upgradeStrategy blue-green",
+        ),
+        ({"gcp": {"blueGreenSoakHours": 4}}, "gcp.blueGreenSoakHours", "no value unless"),
+    ],
+)
+def test_upgrade_settings_that_cannot_work_are_refused_at_their_key(
+    gke_config: Config, failed_plan_for: PlanFor, pool: Config, key: str, words: str
+) -> None:
+    with_pool(gke_config, **pool)
+
+    plan = failed_plan_for(gke_config)
+
+    assert words in problems_of(plan)[f"gpu-platform:pools[0].{key}"]
+    assert plan.resources == []
+
+
 def test_upgrade_settings_come_from_the_pool(gke_config: Config, plan_for: PlanFor) -> None:
     with_pool(gke_config, gcp={"maxSurge": 0, "maxUnavailable": 2})
     settings = node_pool(plan_for(gke_config)).inputs["upgradeSettings"]
