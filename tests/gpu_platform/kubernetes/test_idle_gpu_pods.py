@@ -9,7 +9,7 @@ import pytest
 from gpu_platform.cli.analyzer import analyze_plan
 from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.kubernetes.idle_gpu_pods import script_config_map_name
-from gpu_platform.kubernetes.idle_gpu_reaper import Settings
+from gpu_platform.kubernetes.idle_gpu_reaper import ACTIVITY_SERIES, Settings
 from gpu_platform.versions import IDLE_GPU_REAPER_IMAGE, SUPPORTED_KUBERNETES_VERSIONS
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
 from tests.repository import ROOT
@@ -278,3 +278,25 @@ def test_the_job_waits_for_its_script_and_permissions(plan) -> None:
     dependencies = set(enforcer(plan, CRON_JOB).dependencies)
 
     assert {enforcer(plan, CONFIG_MAP).urn, enforcer(plan, ROLE_BINDING).urn} <= dependencies
+
+
+# A query frontend of Managed Service for Prometheus: the Service `frontend`, port 9090, of
+# prometheus-engine's examples/frontend.yaml, deployed in the namespace `gmp-public`.
+MANAGED_FRONTEND = "http://frontend.gmp-public.svc:9090"
+
+
+def test_on_managed_prometheus_the_job_queries_the_frontend_for_a_series_it_records(
+    gke_config, plan_for
+) -> None:
+    plan = plan_for(
+        opted_in(gke_config, googleManagedPrometheus=True, prometheusUrl=MANAGED_FRONTEND)
+    )
+    (managed_rules,) = plan.of_type("kubernetes:monitoring.googleapis.com/v1:ClusterRules")
+    records = [
+        rule["record"]
+        for group in managed_rules.inputs["spec"]["groups"]
+        for rule in group["rules"]
+    ]
+
+    assert env(plan)["PROMETHEUS_URL"] == MANAGED_FRONTEND
+    assert ACTIVITY_SERIES in records
