@@ -46,6 +46,7 @@ from gpu_platform.gke.cluster import POOL_RESOURCE_LABEL, GkeCluster
 from gpu_platform.gke.machine_types import boot_disk_types
 from gpu_platform.node_identity import CLOUD_TAINT_EFFECTS, GpuSharer, ResolvedPool
 from gpu_platform.secrets import secret_if
+from gpu_platform.version_order import version_key
 
 NODE_SERVICE_ACCOUNT_ROLE = "roles/container.defaultNodeServiceAccount"
 """What a GKE node needs: write logs and metrics, read its cluster's configuration."""
@@ -297,10 +298,24 @@ def reservation_affinity(
 
 
 def cluster_version_problems(pool: ResolvedPool, cluster: GkeCluster) -> list[ConfigProblem]:
-    """The pool's capacity settings that the cluster's GKE version does not have yet: GKE asks
-    the cluster itself to be on that version, whatever the nodes run (config validation checks
-    a pinned `gcp.nodeVersion`)."""
-    return [
+    """A pinned node version newer than the control plane's, which GKE refuses (nodes may run
+    the control plane's version or an older one, never a newer one: GKE's version skew
+    policy), and the pool's capacity settings that the cluster's GKE version does not have yet:
+    GKE asks the cluster itself to be on that version, whatever the nodes run (config validation
+    checks a pinned `gcp.nodeVersion`)."""
+    problems = []
+    node_version = pool.spec.gcp.node_version
+    if node_version is not None and version_key(node_version) > version_key(cluster.master_version):
+        problems.append(
+            ConfigProblem(
+                key_path("pools", pool.index, "gcp", "nodeVersion"),
+                node_version,
+                f"at most {cluster.master_version}, the version of {cluster.name}'s control"
+                " plane: GKE runs no node newer than its control plane; upgrade the cluster"
+                " first",
+            )
+        )
+    return problems + [
         ConfigProblem(
             key_path("pools", pool.index, "gcp", key),
             True,

@@ -215,7 +215,6 @@ class GpuMonitoring(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-
     def _managed_prometheus_recording_rules(self, name: str, rules: Mapping[str, Any]) -> None:
         # The recorded series exist only where something evaluates the rules: the
         # PrometheusRule reaches an in-cluster Prometheus, never Managed Service for

@@ -289,11 +289,37 @@ def test_a_pool_pinned_to_a_node_version_is_not_auto_upgraded(
 ) -> None:
     # pulumi-gcp's container.NodePool `version`: with `auto_upgrade` too, "they will fight each
     # other for what the node version should be".
-    with_pool(gke_config, gcp={"nodeVersion": "1.35.6-gke.1163000", "cosDriverBranch": 580})
+    with_pool(gke_config, gcp={"nodeVersion": "1.33.5-gke.1201000"})
 
     management = node_pool(plan_for(gke_config)).inputs["management"]
 
     assert management == {"autoRepair": True, "autoUpgrade": False}
+
+
+def test_a_pool_pinned_past_the_control_plane_is_refused_before_any_resource(
+    gke_config: Config, failed_plan_for: PlanFor
+) -> None:
+    # GKE runs no node newer than its control plane (its version skew policy): the stand-in
+    # cluster runs 1.33.5-gke.1201000, a patch behind this canary.
+    with_pool(gke_config, gcp={"nodeVersion": "1.33.6-gke.1000"})
+
+    plan = failed_plan_for(gke_config)
+
+    assert problems_of(plan)["gpu-platform:pools[0].gcp.nodeVersion"] == (
+        "at most 1.33.5-gke.1201000, the version of ml-dev's control plane: GKE runs no node"
+        " newer than its control plane; upgrade the cluster first"
+    )
+    assert plan.resources == []
+
+
+@pytest.mark.parametrize("version", ["1.33.5-gke.1201000", "1.33.5-gke.999000", "1.33.4-gke.2000"])
+def test_a_pool_pinned_at_or_behind_the_control_plane_is_accepted(
+    gke_config: Config, plan_for: PlanFor, version: str
+) -> None:
+    # Compared by numbers: the build 999000 comes before 1201000, as 4 before 5.
+    with_pool(gke_config, gcp={"nodeVersion": version})
+
+    assert node_pool(plan_for(gke_config)).inputs["version"] == version
 
 
 def test_upgrades_surge_one_node_and_take_none_out_of_service_by_default(gke_plan: Plan) -> None:
