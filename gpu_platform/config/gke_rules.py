@@ -6,7 +6,12 @@ from collections.abc import Iterator
 from gpu_platform.config.capacity import dynamic_workload_scheduler_modes, gke_capacity_too_new
 from gpu_platform.config.fields import Cloud, Platform
 from gpu_platform.config.operator import OPERATOR_DRIVER_OPTIONS
-from gpu_platform.config.pools import ExclusiveSharing, GpuPoolSpec, TimeSlicingSharing
+from gpu_platform.config.pools import (
+    ExclusiveSharing,
+    GpuPoolSpec,
+    MpsSharing,
+    TimeSlicingSharing,
+)
 from gpu_platform.config.problems import MISSING, ConfigProblem, key_path, set_field_problems
 from gpu_platform.config.stack import StackConfig, known_platform
 from gpu_platform.version_order import version_key
@@ -164,6 +169,21 @@ def _gke_sharing_problems(
             pool.sharing.mode,
             "exclusive with nodeImage ubuntu, where the operator builds the driver and GKE's"
             " autoscaler would plan the pool with whole GPUs; use nodeImage cos to share GPUs",
+        )
+    elif isinstance(pool.sharing, MpsSharing):
+        # GKE's device plugin starts serving an MPS pool only once an MPS control daemon runs
+        # on the node ("NVIDIA MPS is not running on this node": container-engine-accelerators
+        # pkg/gpu/nvidia/manager.go, isMpsHealthy), and mounts its pipe directory
+        # /tmp/nvidia-mps into the clients; nothing the platform runs beside Google's driver
+        # installer starts one, and GKE's MPS examples run their clients with hostIPC, which
+        # Pod Security `restricted` refuses. Unproven on a node, so refused.
+        yield ConfigProblem(
+            key_path("pools", i, "sharing", "mode"),
+            pool.sharing.mode,
+            "time-slicing or mig on GKE: GKE's device plugin serves MPS only where an MPS"
+            " control daemon runs on the node, which nothing starts beside the driver the"
+            " platform installs, and its clients need hostIPC, which restricted tenant"
+            " namespaces refuse (docs/gpu-sharing.md)",
         )
     elif (
         isinstance(pool.sharing, TimeSlicingSharing)

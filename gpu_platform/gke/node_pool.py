@@ -7,7 +7,7 @@ DaemonSet loads the driver instead (`gpu_platform.gke.driver_installer`).
 Who advertises the GPUs depends on the pool (`gpu_platform.node_identity.sharer_for`):
 - whole GPUs, and every pool on Ubuntu: the operator's device plugin. GKE's is turned off by
   the `gke-no-default-nvidia-gpu-device-plugin=true` node label, as NVIDIA's GKE guide says.
-- time-sliced, MPS and MIG pools on COS: GKE's own device plugin, from the accelerator's
+- time-sliced and MIG pools on COS: GKE's own device plugin, from the accelerator's
   `gpu_sharing_config` or `gpu_partition_size`, because GKE's autoscaler plans a pool from
   those settings and knows nothing of the operator's replicas or MIG slices. The operator's
   device plugin and MIG manager stay off those nodes (`nvidia.com/gpu.deploy.device-plugin`
@@ -35,7 +35,6 @@ from gpu_platform.config import (
     ConfigProblem,
     GpuPoolSpec,
     MigSharing,
-    MpsSharing,
     Platform,
     TimeSlicingSharing,
     dynamic_workload_scheduler_modes,
@@ -58,7 +57,8 @@ OPERATOR_OPERANDS_OFF_LABELS = {
     "nvidia.com/gpu.deploy.mig-manager": "false",
 }
 """On nodes whose GPUs GKE shares, the operator's device plugin and MIG manager stay away."""
-GKE_SHARING_STRATEGIES = {TimeSlicingSharing: "TIME_SHARING", MpsSharing: "MPS"}
+GKE_TIME_SHARING = "TIME_SHARING"
+"""The API's `gpuSharingStrategy` of a time-sliced pool (config validation refuses MPS on GKE)."""
 DRIVER_LABEL = "gpu-platform.io/driver"
 """`operator` on nodes whose driver the GPU Operator builds (Ubuntu): the policy pack exempts
 them from its secure-boot rule, as that driver is an unsigned kernel module."""
@@ -329,13 +329,12 @@ def cluster_version_problems(pool: ResolvedPool, cluster: GkeCluster) -> list[Co
 def gke_gpu_sharing_config(
     pool: ResolvedPool,
 ) -> container.NodePoolNodeConfigGuestAcceleratorGpuSharingConfigArgs | None:
-    """How GKE's device plugin shares each GPU of a time-sliced or MPS pool it serves."""
+    """How GKE's device plugin shares each GPU of a time-sliced pool it serves."""
     sharing = pool.spec.sharing
-    if pool.sharer is not GpuSharer.GKE or not isinstance(sharing, TimeSlicingSharing | MpsSharing):
+    if pool.sharer is not GpuSharer.GKE or not isinstance(sharing, TimeSlicingSharing):
         return None
     return container.NodePoolNodeConfigGuestAcceleratorGpuSharingConfigArgs(
-        gpu_sharing_strategy=GKE_SHARING_STRATEGIES[type(sharing)],
-        max_shared_clients_per_gpu=sharing.replicas,
+        gpu_sharing_strategy=GKE_TIME_SHARING, max_shared_clients_per_gpu=sharing.replicas
     )
 
 

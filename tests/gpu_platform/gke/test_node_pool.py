@@ -75,23 +75,32 @@ def accelerator_of(plan: Plan, pool: str = "l4-shared") -> dict[str, Any]:
     return accelerator
 
 
-@pytest.mark.parametrize(
-    ("sharing", "strategy"),
-    [
-        ({"mode": "time-slicing", "replicas": 4}, "TIME_SHARING"),
-        ({"mode": "mps", "replicas": 3}, "MPS"),
-    ],
-)
-def test_a_shared_pool_has_gke_share_each_gpu_between_its_replicas(
-    gke_config: Config, plan_for: PlanFor, sharing: Config, strategy: str
+def test_a_time_sliced_pool_has_gke_share_each_gpu_between_its_replicas(
+    gke_config: Config, plan_for: PlanFor
 ) -> None:
+    sharing = {"mode": "time-slicing", "replicas": 4}
     accelerator = accelerator_of(plan_for(with_pool(gke_config, sharing=sharing)))
 
     assert accelerator["gpuSharingConfig"] == {
-        "gpuSharingStrategy": strategy,
-        "maxSharedClientsPerGpu": sharing["replicas"],
+        "gpuSharingStrategy": "TIME_SHARING",
+        "maxSharedClientsPerGpu": 4,
     }
     assert "gpuPartitionSize" not in accelerator
+
+
+def test_an_mps_pool_is_refused_on_gke_before_any_resource(
+    gke_config: Config, failed_plan_for: PlanFor
+) -> None:
+    # GKE's device plugin serves MPS only once an MPS control daemon runs on the node
+    # ("NVIDIA MPS is not running on this node": container-engine-accelerators
+    # pkg/gpu/nvidia/manager.go, isMpsHealthy), which nothing the platform runs starts.
+    plan = failed_plan_for(with_pool(gke_config, sharing={"mode": "mps", "replicas": 3}))
+
+    assert problems_of(plan)["gpu-platform:pools[0].sharing.mode"].startswith(
+        "time-slicing or mig on GKE: GKE's device plugin serves MPS only where an MPS control"
+        " daemon runs on the node"
+    )
+    assert plan.resources == []
 
 
 def test_a_mig_pool_has_gke_partition_its_gpus(gke_config: Config, plan_for: PlanFor) -> None:
