@@ -35,6 +35,7 @@ EXIT_MANDATORY_VIOLATION = 3
 # Policy pack config per stack, beside the stack files: `<project>/policy-config/<stack>.json`.
 POLICY_CONFIG_DIR = "policy-config"
 SECRET = "[secret]"
+GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
 DEFAULT_STACK = "dev"
 
 # The inputs worth reading in a plan, per resource type; other types show their scalars.
@@ -269,6 +270,7 @@ def print_plan(plan: Plan, console: Console) -> None:
         for token, count in Counter(i.token for i in plan.invokes).items():
             console.print(f"  {token}" + (f" x{count}" if count > 1 else ""), highlight=False)
     print_pool_software(plan, console)
+    print_replacing_settings(plan, console)
     print_node_subnets(plan, console)
     console.print("\n[bold]Outputs[/bold]")
     for name, value in _shown_outputs(plan).items():
@@ -297,6 +299,25 @@ def print_pool_software(plan: Plan, console: Console) -> None:
                 " the canary's version"
             )
         console.print(escape(line), highlight=False)
+
+
+def print_replacing_settings(plan: Plan, console: Console) -> None:
+    """On a GKE stack, the settings whose change replaces a node pool and its nodes (the
+    offline plan has no earlier state to tell whether one changed: `pulumi preview` does)."""
+    if not plan.of_type(GKE_NODE_POOL):
+        return
+    # Imported here: a plan of an EKS stack loads nothing of the GKE side.
+    from gpu_platform.gke.replacing_settings import REPLACING_SETTINGS
+
+    console.print("\n[bold]Replacing a GKE node pool[/bold]")
+    settings = ", ".join(REPLACING_SETTINGS)
+    console.print(
+        escape(
+            f"  A change of {settings} replaces the node pool and its nodes, ending the jobs on"
+            " them (docs/gke-capacity.md): `pulumi preview` shows it as a replacement."
+        ),
+        highlight=False,
+    )
 
 
 def print_node_subnets(plan: Plan, console: Console) -> None:

@@ -41,6 +41,8 @@ from gpu_platform.cli.deadline import (
 )
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_CANNOT_CHECK
+from gpu_platform.cli.preflight_gke_quotas import quota_findings
+from gpu_platform.cli.preflight_gke_upgrades import upgrade_findings
 from gpu_platform.config import (
     ConfigError,
     GpuPoolSpec,
@@ -65,7 +67,15 @@ CLUSTER_PERMISSION = "container.clusters.get"
 RESERVATION_PERMISSION = "compute.reservations.get"
 RESERVATIONS_PERMISSION = "compute.reservations.list"
 """What `compute.reservations.aggregatedList` asks of the caller."""
-READ_ONLY_PERMISSIONS = (CLUSTER_PERMISSION, RESERVATION_PERMISSION, RESERVATIONS_PERMISSION)
+REGION_PERMISSION = "compute.regions.get"
+PROJECT_PERMISSION = "compute.projects.get"
+READ_ONLY_PERMISSIONS = (
+    CLUSTER_PERMISSION,
+    RESERVATION_PERMISSION,
+    RESERVATIONS_PERMISSION,
+    REGION_PERMISSION,
+    PROJECT_PERMISSION,
+)
 """Every permission the check's calls need; a test keeps it, and the README's list, equal to
 them."""
 _VIEWER_ROLES = "roles/container.clusterViewer and roles/compute.viewer"
@@ -115,6 +125,7 @@ class GoogleApis:
         self.session = session
         self.project = project
         self.timeout = timeout
+        self._clusters: dict[tuple[str, str], dict[str, Any] | None] = {}
 
     @classmethod
     def with_default_credentials(
@@ -142,9 +153,24 @@ class GoogleApis:
         return cls(session, project, (deadline.connect_timeout, deadline.read_timeout))
 
     def cluster(self, location: str, name: str) -> dict[str, Any] | None:
-        """`container.projects.locations.clusters.get`; None where GKE has no such cluster."""
-        path = ("projects", self.project, "locations", location, "clusters", name)
-        return self._find(CONTAINER_API, path, CLUSTER_PERMISSION)
+        """`container.projects.locations.clusters.get`, asked once; None where GKE has no such
+        cluster."""
+        key = (location, name)
+        if key not in self._clusters:
+            path = ("projects", self.project, "locations", location, "clusters", name)
+            self._clusters[key] = self._find(CONTAINER_API, path, CLUSTER_PERMISSION)
+        return self._clusters[key]
+
+    def region_quotas(self, region: str) -> list[dict[str, Any]]:
+        """`compute.regions.get`: the region's quotas (`Region.quotas`)."""
+        path = ("projects", self.project, "regions", region)
+        return list(self._get(COMPUTE_API, path, REGION_PERMISSION).get("quotas", []))
+
+    def project_quotas(self) -> list[dict[str, Any]]:
+        """`compute.projects.get`: the project's quotas over all regions (`Project.quotas`)."""
+        return list(
+            self._get(COMPUTE_API, ("projects", self.project), PROJECT_PERMISSION).get("quotas", [])
+        )
 
     def reservation(self, zone: str, name: str) -> dict[str, Any] | None:
         """`compute.reservations.get`; None where the zone has no such reservation."""
@@ -240,8 +266,11 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
     order (its Dynamic Workload Scheduler modes against the cluster's version, or its
     reservations). ConfigError, before any call, where a pool that consumes reservations has a
     machine type the program would refuse."""
-    gpus = _gpus_of_reserving_pools(config)
+    gpus = _gpus_of_pools(config)
     version, findings = _cluster_findings(config, apis)
+    cluster = apis.cluster(config.cluster.location or "", config.cluster.name)
+    if cluster is not None:
+        findings += upgrade_findings(config, cluster)
     for i, pool in enumerate(config.pools):
         if version is not None and dynamic_workload_scheduler_modes(pool):
             findings.append(_capacity_version_finding(config, i, pool, version))
@@ -249,16 +278,24 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
             findings += _specific_findings(i, pool, gpus[i], apis)
         elif pool.gcp.reservation == "any":
             findings.append(_any_finding(config, i, pool, gpus[i], apis))
-    return findings
+    return findings + _quota_findings(config, gpus, apis)
 
 
-def _gpus_of_reserving_pools(config: StackConfig) -> dict[int, GpuShape]:
-    """The GPUs of a node of each pool that consumes reservations, by the pool's index."""
+def _quota_findings(
+    config: StackConfig, gpus: Mapping[int, GpuShape], apis: GoogleApis
+) -> list[Finding]:
+    location = config.cluster.location
+    assert location is not None  # config validation requires it on GCP
+    region = zone_region(location) or location
+    pools = [(pool, gpus[i]) for i, pool in enumerate(config.pools)]
+    return quota_findings(pools, region, apis.region_quotas(region), apis.project_quotas())
+
+
+def _gpus_of_pools(config: StackConfig) -> dict[int, GpuShape]:
+    """The GPUs of a node of each pool, by the pool's index: for its quotas and reservations."""
     problems = []
     found = {}
     for i, pool in enumerate(config.pools):
-        if pool.gcp.reservation not in ("any", "specific"):
-            continue
         try:
             found[i] = gpu_shape(pool, i)
         except ConfigError as error:
@@ -405,6 +442,9 @@ def _specific_findings(
             )
         )
     findings.append(_held_finding(i, pool, name, reservation))
+    surge = _surge_finding(i, pool, name, reservation)
+    if surge is not None:
+        findings.append(surge)
     # `Reservation.specificReservationRequired` (compute.v1.json): "If the field is set, then
     # only VMs that target the reservation by name can consume from this reservation"; unset,
     # VMs with affinity for any reservation consume it as well.
@@ -480,6 +520,36 @@ def _held_finding(i: int, pool: GpuPoolSpec, name: str, reservation: Mapping[str
             f"Lower {key_path('pools', i, 'max')} to {held}, unless the reservation is to grow.",
         )
     return Finding("ok", subject, f"Reservation {name}: {what}.", "Nothing.")
+
+
+def _surge_finding(
+    i: int, pool: GpuPoolSpec, name: str, reservation: Mapping[str, Any]
+) -> Finding | None:
+    """Whether the reservation has room for the nodes a surge upgrade adds, where the pool
+    surges: GKE counts them against the reservation and "continues to attempt" the upgrade while
+    it has no room (GKE's node-upgrades-quota page). None where the pool surges no node."""
+    surge, _ = pool.gcp.surge_upgrade
+    if pool.gcp.upgrade_strategy != "surge" or surge == 0:
+        return None
+    held, _ = _counts(reservation)
+    subject = f"pool {pool.name}"
+    if held < pool.max + surge:
+        return Finding(
+            "warning",
+            subject,
+            f"An upgrade adds {surge} node(s) (maxSurge) from reservation {name}, which holds"
+            f" {held}: with the pool at its max of {pool.max}, GKE has no VM to surge to and keeps"
+            " retrying the upgrade.",
+            f"Set {key_path('pools', i, 'gcp', 'maxSurge')} to 0 (one node is then taken out at a"
+            f" time), or grow the reservation to {pool.max + surge}.",
+        )
+    return Finding(
+        "ok",
+        subject,
+        f"Reservation {name} holds {held}: room for the pool's max of {pool.max} and the"
+        f" {surge} node(s) an upgrade adds.",
+        "Nothing.",
+    )
 
 
 def _any_finding(

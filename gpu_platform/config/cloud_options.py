@@ -147,12 +147,27 @@ class GkePoolOptions(Model):
     disk_type: Literal["pd-balanced", "pd-ssd", "hyperdisk-balanced"] | None = None
     """Boot disk type; unset is `pd-balanced`, or `hyperdisk-balanced` on A3 Ultra and A4
     machine types, which take no Persistent Disk. N1, A2 and G2 take no Hyperdisk."""
-    max_surge: int = Field(default=1, ge=0, le=100)
-    """Extra nodes GKE adds while it upgrades the pool: each is another GPU machine that must be
-    available to start."""
-    max_unavailable: int = Field(default=0, ge=0, le=100)
-    """Nodes GKE takes out of service at once to upgrade them in place; with `maxSurge: 0`, for
-    GPUs too scarce to surge. One of the two must be above 0."""
+    max_surge: int | None = Field(default=None, ge=0, le=100)
+    """Extra nodes GKE adds while it surge-upgrades the pool: each is another GPU machine that
+    must be available to start. Unset: 1, but 0 on a `reservation: specific` pool, as GKE counts
+    surge nodes against the reservation, which holds none beyond the pool's own, and keeps
+    retrying the upgrade while it has no room. Set it there only where the reservation holds
+    spare VMs, which `gpu-platform preflight` checks."""
+    max_unavailable: int | None = Field(default=None, ge=0, le=100)
+    """Nodes GKE takes out of service at once to surge-upgrade them in place. Unset: 1 where
+    `maxSurge` is 0, else 0. One of the two must be above 0."""
+    upgrade_strategy: Literal["surge", "blue-green"] = "surge"
+    """How GKE upgrades the pool's nodes. `surge` replaces them a few at a time
+    (`maxSurge`, `maxUnavailable`), honouring PodDisruptionBudgets for at most an hour before it
+    evicts. `blue-green` starts a new node for every old one, cordons the old ones, drains them
+    a node at a time, and keeps them for `blueGreenSoakHours` before deleting them, so that a
+    bad version can be rolled back onto nodes that still exist: for pools of long training
+    jobs, on capacity that can double for the length of an upgrade. Not on a `reservation:
+    specific` pool, nor with `flexStart` or `queuedProvisioning`, whose nodes GKE replaces as
+    they end. Changing it does not replace the pool."""
+    blue_green_soak_hours: int | None = Field(default=None, ge=0, le=168)
+    """`upgradeStrategy: blue-green` only: how long GKE keeps the drained old nodes before it
+    deletes them (the API's `nodePoolSoakDuration`); unset, GKE's default."""
     node_version: GkeNodeVersion | None = None
     """The GKE version of the pool's nodes (`1.34.1-gke.1829001`), and with it, on COS, the
     NVIDIA driver GKE's installer loads; unset follows the cluster's version. Pin it on a
@@ -160,9 +175,10 @@ class GkePoolOptions(Model):
     version leaves support, and clusters on a release channel when auto-upgrade runs, unless a
     maintenance exclusion holds it."""
     cos_driver_branch: int | None = Field(default=None, ge=450, le=999)
-    """COS only: the NVIDIA driver branch (`580`) of the nodes' GKE version, where the platform
-    does not know it (gpu_platform/drivers.py lists what GKE documents). The smoke test
-    checks it on the pool it runs on."""
+    """COS only: the NVIDIA driver branch (`580`) COS loads for the pool's GPU on its nodes' GKE
+    version, where no source the platform knows gives it (gpu_platform/driver_tables/cos.py:
+    GKE 1.34 and later, B200). At least 550 for H200 and 570 for B200. The smoke test checks
+    it on the pool it runs on."""
     driver_version: DriverVersion | None = None
     """Ubuntu only: the NVIDIA driver the GPU Operator builds on this pool's nodes (its own
     NVIDIADriver resource), instead of `operator.driverVersion`. Set it on a `canaryOf` pool
@@ -194,3 +210,11 @@ class GkePoolOptions(Model):
     """A `flexStart` pool: how long each node may run before GKE removes it, at most 168 hours
     (7 days, also GKE's default). A queued pool's requests set theirs with the
     ProvisioningRequest's `maxRunDurationSeconds`."""
+
+    @property
+    def surge_upgrade(self) -> tuple[int, int]:
+        """`maxSurge` and `maxUnavailable` as GKE gets them, the defaults filled in."""
+        spare_vms = self.reservation != "specific"
+        surge = self.max_surge if self.max_surge is not None else int(spare_vms)
+        unavailable = self.max_unavailable if self.max_unavailable is not None else int(surge == 0)
+        return surge, unavailable

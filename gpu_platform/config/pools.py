@@ -115,7 +115,7 @@ class GpuPoolSpec(Model):
     taints: list[TaintSpec] = Field(default_factory=list)
     """Extra taints, on top of `nvidia.com/gpu=present:NoSchedule` that every pool has."""
     sharing: Sharing = Field(default_factory=ExclusiveSharing)
-    """How workloads share a GPU: `exclusive`, `time-slicing`, `mps` or `mig`."""
+    """How workloads share a GPU: `exclusive`, `time-slicing`, `mps` (EKS only) or `mig`."""
     canary_of: PoolName | None = None
     """Makes this pool the canary of another pool of the same GPUs and sharing mode: a new AMI
     release (EKS), node version (GKE) or, on GKE Ubuntu, driver (`gcp.driverVersion`) goes here

@@ -15,7 +15,8 @@ The operator's own ServiceMonitor gets it scraped; this component adds:
   Alertmanager, Grafana) in a namespace of its own, which must exist before anything uses the
   Prometheus Operator's resource types;
 - with `googleManagedPrometheus` (GKE), a ClusterPodMonitoring so that Google Cloud Managed
-  Service for Prometheus scrapes the exporter too.
+  Service for Prometheus scrapes the exporter too, under the same `job`, and the rules' recording
+  rules as ClusterRules, which Managed Prometheus evaluates itself.
 
 Both content files hold `@{name}` placeholders, filled from the stack's monitoring settings by
 `gpu_alert_rules` and `gpu_dashboard`; the alert rules' promtool tests use the same rendering.
@@ -62,6 +63,7 @@ DASHBOARD_SIDECAR_LABEL = ("grafana_dashboard", "1")
 """The label kube-prometheus-stack's Grafana sidecar loads dashboard ConfigMaps by, from every
 namespace (the chart's default, set explicitly when the stack is installed here)."""
 PROMETHEUS_RULE_NAME = "gpu-platform-gpus"
+MANAGED_RECORDING_RULES_NAME = "gpu-platform-gpus-recorded"
 DASHBOARD_CONFIG_MAP_NAME = "gpu-platform-gpu-dashboard"
 GMP_SCRAPE_INTERVAL = "30s"
 """The exporter refreshes its readings every 30 seconds; Managed Service for Prometheus bills by
@@ -139,6 +141,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         )
         if monitoring.google_managed_prometheus:
             self._managed_prometheus_scrape(name)
+            self._managed_prometheus_recording_rules(name, rules)
 
         self.rule_names = pulumi.Output.from_input(alert_names(rules))
         self.register_outputs({"rule_names": self.rule_names})
@@ -186,7 +189,11 @@ class GpuMonitoring(pulumi.ComponentResource):
             f"{name}-dcgm-exporter-scrape",
             api_version="monitoring.googleapis.com/v1",
             kind="ClusterPodMonitoring",
-            metadata=meta.v1.ObjectMetaArgs(name=f"gpu-platform-{DCGM_EXPORTER}"),
+            # Managed Prometheus sets the series' `job` to the ClusterPodMonitoring's name
+            # (prometheus-engine pkg/operator/apis/monitoring/v1/pod_config.go,
+            # endpointScrapeConfig): named as the operator names the exporter's ServiceMonitor,
+            # its series match the rules' `job="nvidia-dcgm-exporter"` as Prometheus's do.
+            metadata=meta.v1.ObjectMetaArgs(name=DCGM_EXPORTER),
             spec={
                 "selector": {"matchLabels": {"app": DCGM_EXPORTER}},
                 "endpoints": [{"port": DCGM_EXPORTER_PORT, "interval": GMP_SCRAPE_INTERVAL}],
@@ -202,6 +209,32 @@ class GpuMonitoring(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self),
         )
+
+    def _managed_prometheus_recording_rules(self, name: str, rules: Mapping[str, Any]) -> None:
+        # The recorded series exist only where something evaluates the rules: the
+        # PrometheusRule reaches an in-cluster Prometheus, never Managed Service for
+        # Prometheus, whose own rule evaluator reads ClusterRules (prometheus-engine
+        # pkg/operator/apis/monitoring/v1/rules_types.go, the same groups of `record` and
+        # `expr`). With them, a query frontend of Managed Prometheus as `prometheusUrl` answers
+        # the idle pod enforcer's query on `gpu_platform:allocated_gpu_activity:percent`. Only
+        # the recording rules: the alerts stay with the Prometheus Operator's Alertmanager.
+        apiextensions.CustomResource(
+            f"{name}-managed-recording-rules",
+            api_version="monitoring.googleapis.com/v1",
+            kind="ClusterRules",
+            metadata=meta.v1.ObjectMetaArgs(name=MANAGED_RECORDING_RULES_NAME),
+            spec=recording_rules(rules),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+
+def recording_rules(rules: Mapping[str, Any]) -> dict[str, Any]:
+    """The rules file's groups with their recording rules only; groups without one left out."""
+    groups = [
+        {**group, "rules": [rule for rule in group["rules"] if "record" in rule]}
+        for group in rules["groups"]
+    ]
+    return {"groups": [group for group in groups if group["rules"]]}
 
 
 def prometheus_stack_values(node_exporter_namespace: pulumi.Input[str]) -> dict[str, Any]:

@@ -161,6 +161,22 @@ def forbidden(message: str, compute: bool) -> Json:
     return {"error": {"code": 403, "message": message, "status": "PERMISSION_DENIED"}}
 
 
+WEEKLY_WINDOW: Json = {
+    "window": {"startTime": "2026-01-03T02:00:00Z", "endTime": "2026-01-03T06:00:00Z"},
+    "recurrence": "FREQ=WEEKLY;BYDAY=SA",
+}
+AMPLE = 64
+AMPLE_QUOTAS = {
+    "PREEMPTIBLE_NVIDIA_L4_GPUS": (AMPLE, 0),
+    "PREEMPTIBLE_NVIDIA_H100_GPUS": (AMPLE, 0),
+    "NVIDIA_L4_GPUS": (AMPLE, 0),
+}
+
+
+def quota_list(held: Mapping[str, tuple[int, int]]) -> list[Json]:
+    return [{"metric": m, "limit": limit, "usage": usage} for m, (limit, usage) in held.items()]
+
+
 class FakeGoogle(BaseAdapter):
     """A requests transport for the GKE and Compute Engine APIs: each call must be a GET method
     of their discovery documents, with its query parameters; it gets the answer given for that
@@ -227,10 +243,38 @@ class FakeGoogle(BaseAdapter):
         pass
 
     def cluster(self, **fields: Any) -> None:
+        """The cluster, with a weekly maintenance window unless `fields` say otherwise."""
         self.answer(
             "container.projects.locations.clusters.get",
-            {"name": "ml-dev", "location": "us-central1", **fields},
+            {
+                "name": "ml-dev",
+                "location": "us-central1",
+                "maintenancePolicy": {"window": {"recurringWindow": WEEKLY_WINDOW}},
+                **fields,
+            },
             name=f"projects/{PROJECT}/locations/us-central1/clusters/ml-dev",
+        )
+
+    def quotas(
+        self, regional: Mapping[str, tuple[int, int]] | None = None, all_regions: int = AMPLE
+    ) -> None:
+        """The region's and the project's quotas (`Quota`: metric, limit, usage), by default
+        ample for the stack's pools."""
+        held = AMPLE_QUOTAS if regional is None else regional
+        self.answer(
+            "compute.regions.get",
+            {"kind": "compute#region", "name": "us-central1", "quotas": quota_list(held)},
+            project=PROJECT,
+            region="us-central1",
+        )
+        self.answer(
+            "compute.projects.get",
+            {
+                "kind": "compute#project",
+                "name": PROJECT,
+                "quotas": quota_list({"GPUS_ALL_REGIONS": (all_regions, 0)}),
+            },
+            project=PROJECT,
         )
 
     def reservation(self, zone: str = "us-central1-a", **fields: Any) -> None:
@@ -294,6 +338,7 @@ def google() -> FakeGoogle:
     fake.cluster(status="RUNNING", currentMasterVersion=VERSION)
     fake.reservation()
     fake.listed(reservation())
+    fake.quotas()
     return fake
 
 
@@ -333,9 +378,18 @@ RESERVED = f"pool {GKE_RESERVED_POOL}"
 WHERE = "gpu-platform:pools[1].gcp.reservationName"
 
 
+WINDOW_OK = Finding(
+    "ok",
+    "cluster ml-dev",
+    "GKE upgrades nodes only in the maintenance window (FREQ=WEEKLY;BYDAY=SA).",
+    "Nothing.",
+)
+
+
 def test_a_ready_project_blocks_nothing(google: FakeGoogle) -> None:
     assert findings(google) == [
         CLUSTER_OK,
+        WINDOW_OK,
         Finding(
             "ok",
             RESERVED,
@@ -352,9 +406,33 @@ def test_a_ready_project_blocks_nothing(google: FakeGoogle) -> None:
             f"The cluster's GKE {VERSION} has gcp.flexStart and gcp.queuedProvisioning.",
             "Nothing.",
         ),
+        Finding(
+            "ok",
+            "quota PREEMPTIBLE_NVIDIA_L4_GPUS in us-central1",
+            "The quota is 64 GPUs (0 in use); l4-shared, l4-flex need at most 11 at their max.",
+            "Nothing.",
+        ),
+        Finding(
+            "ok",
+            "quota PREEMPTIBLE_NVIDIA_H100_GPUS in us-central1",
+            "The quota is 64 GPUs (0 in use); h100-queued need at most 32 at their max.",
+            "Nothing.",
+        ),
+        Finding(
+            "ok",
+            "quota GPUS_ALL_REGIONS over all regions",
+            "The quota is 64 GPUs (0 in use); l4-shared, l4-flex, h100-queued need at most 43 at"
+            " their max.",
+            "Nothing.",
+        ),
     ]
     # Only the named reservation is read: the project's list is for what that lookup misses.
-    assert google.calls == ["container.projects.locations.clusters.get", "compute.reservations.get"]
+    assert google.calls == [
+        "container.projects.locations.clusters.get",
+        "compute.reservations.get",
+        "compute.regions.get",
+        "compute.projects.get",
+    ]
 
 
 # --- reservation: specific ---------------------------------------------------------------------
@@ -420,6 +498,7 @@ def test_an_accelerator_given_by_its_url_is_known_by_its_name(google: FakeGoogle
 def test_a_reservation_in_another_zone_blocks_naming_its_zone(google: FakeGoogle) -> None:
     google.answers.clear()
     google.cluster(status="RUNNING", currentMasterVersion=VERSION)
+    google.quotas()
     google.listed(reservation(zone="us-central1-b"), reservation(name="other"))
 
     assert of_pool(findings(google), GKE_RESERVED_POOL) == [
@@ -436,6 +515,7 @@ def test_a_reservation_in_another_zone_blocks_naming_its_zone(google: FakeGoogle
 def test_a_reservation_compute_engine_does_not_know_blocks(google: FakeGoogle) -> None:
     google.answers.clear()
     google.cluster(status="RUNNING", currentMasterVersion=VERSION)
+    google.quotas()
     google.listed()
 
     assert of_pool(findings(google), GKE_RESERVED_POOL) == [
@@ -661,8 +741,9 @@ def test_a_cluster_gke_does_not_know_blocks_and_the_reservations_are_still_check
 ) -> None:
     google.answers.clear()
     google.reservation()
+    google.quotas()
 
-    assert findings(google) == [
+    assert findings(google)[:2] == [
         Finding(
             "blocking",
             "cluster ml-dev",
@@ -798,8 +879,8 @@ def test_a_refused_permission_is_named_with_what_the_check_needs(
     assert f"Cannot check stack gke-dev: {said}" in result.output
     assert (
         "The check needs, read-only: container.clusters.get, compute.reservations.get,"
-        " compute.reservations.list (roles/container.clusterViewer and roles/compute.viewer"
-        " grant them)." in result.output
+        " compute.reservations.list, compute.regions.get, compute.projects.get"
+        " (roles/container.clusterViewer and roles/compute.viewer grant them)." in result.output
     )
     assert "Traceback" not in result.output
 
@@ -1046,6 +1127,8 @@ PERMISSIONS = {
     "container.projects.locations.clusters.get": "container.clusters.get",
     "compute.reservations.get": "compute.reservations.get",
     "compute.reservations.aggregatedList": "compute.reservations.list",
+    "compute.regions.get": "compute.regions.get",
+    "compute.projects.get": "compute.projects.get",
 }
 
 
@@ -1061,6 +1144,7 @@ def test_the_readme_names_exactly_the_permissions_the_check_calls(google: FakeGo
     # list is read for it), and an `any` pool.
     google.answers.clear()
     google.cluster(status="RUNNING", currentMasterVersion=VERSION)
+    google.quotas()
     google.listed()
 
     findings(google, with_any_pool)

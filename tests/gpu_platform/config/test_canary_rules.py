@@ -167,11 +167,12 @@ def test_a_gke_pool_pinned_past_its_unpinned_canary_is_refused(
 
 
 def test_a_gke_canary_runs_its_own_node_version(gke_config: Config, plan_for: PlanFor) -> None:
-    canary_of(gke_config, gcp={"nodeVersion": "1.34.1-gke.1829001", "cosDriverBranch": 580})
+    # The stand-in control plane's version: a canary goes no further (GKE runs no node newer).
+    canary_of(gke_config, gcp={"nodeVersion": "1.33.5-gke.1201000"})
 
     versions = {p.name: p.inputs.get("version") for p in plan_for(gke_config).of_type(NODE_POOL)}
 
-    assert versions == {"l4-shared": None, "canary": "1.34.1-gke.1829001"}
+    assert versions == {"l4-shared": None, "canary": "1.33.5-gke.1201000"}
 
 
 def printed_pools(plan: Plan) -> str:

@@ -10,7 +10,7 @@ from gpu_platform.cli.analyzer import analyze_plan
 from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.config import MonitoringSpec, OperatorSpec
 from gpu_platform.kubernetes.idle_gpu_pods import REAPER_NAME, script_config_map_name
-from gpu_platform.kubernetes.idle_gpu_reaper import Settings
+from gpu_platform.kubernetes.idle_gpu_reaper import ACTIVITY_SERIES, Settings
 from gpu_platform.kubernetes.monitoring import gpu_alert_rules
 from gpu_platform.versions import IDLE_GPU_REAPER_IMAGE, SUPPORTED_KUBERNETES_VERSIONS
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
@@ -308,3 +308,25 @@ def test_the_failing_run_alert_matches_the_jobs_the_cron_job_names() -> None:
     (alert,) = [r for g in rules["groups"] for r in g["rules"] if r.get("alert") == ALERT]
 
     assert f'job_name=~"{REAPER_NAME}-[0-9]+"' in alert["expr"]
+
+
+# A query frontend of Managed Service for Prometheus: the Service `frontend`, port 9090, of
+# prometheus-engine's examples/frontend.yaml, deployed in the namespace `gmp-public`.
+MANAGED_FRONTEND = "http://frontend.gmp-public.svc:9090"
+
+
+def test_on_managed_prometheus_the_job_queries_the_frontend_for_a_series_it_records(
+    gke_config, plan_for
+) -> None:
+    plan = plan_for(
+        opted_in(gke_config, googleManagedPrometheus=True, prometheusUrl=MANAGED_FRONTEND)
+    )
+    (managed_rules,) = plan.of_type("kubernetes:monitoring.googleapis.com/v1:ClusterRules")
+    records = [
+        rule["record"]
+        for group in managed_rules.inputs["spec"]["groups"]
+        for rule in group["rules"]
+    ]
+
+    assert env(plan)["PROMETHEUS_URL"] == MANAGED_FRONTEND
+    assert ACTIVITY_SERIES in records
