@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.gpu_platform.test_canary_pools import PlanFor, canary_of, problems
 
 from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.kubernetes.tenant_namespace import SMOKE_TEST_SCRIPT, SOAK_SCRIPT
 from tests.conftest import Config
+from tests.gpu_platform.config.test_canary_rules import PlanFor, canary_of, problems
 from tests.repository import PROJECT
 
 JOB = "kubernetes:batch/v1:Job"
