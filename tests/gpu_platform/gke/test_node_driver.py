@@ -80,18 +80,24 @@ def test_a_later_control_plane_plans_with_the_branch_the_pool_states(
     assert driver_labels(plan_for(gke_config)) == ("580", "13.0")
 
 
-def test_nodes_that_lag_the_control_plane_are_labelled_for_their_own_version(
-    gke_config: Config, plan_for: PlanFor, cluster_answer: Config
-) -> None:
-    # GKE upgrades the control plane first: the pool's nodes still run 1.33, and COS's R535.
+def nodes_lag_a_1_34_control_plane(cluster_answer: Config) -> None:
+    """The control plane on 1.34, the fixture's pool existing with its nodes still on 1.33, as
+    the GKE API lists a cluster's node pools (the pool found by its Compute Engine label)."""
     cluster_answer["masterVersion"] = LATEST_PATCH["1.34"]
     cluster_answer["nodePools"] = [
         {
             "name": "l4-shared-5f0e2a1",
-            "version": "1.33.5-gke.1201000",
+            "version": LATEST_PATCH["1.33"],
             "nodeConfigs": [{"resourceLabels": {"gpu-platform-pool": "l4-shared"}}],
         }
     ]
+
+
+def test_nodes_that_lag_the_control_plane_are_labelled_for_their_own_version(
+    gke_config: Config, plan_for: PlanFor, cluster_answer: Config
+) -> None:
+    # GKE upgrades the control plane first: the pool's nodes still run 1.33, and COS's R535.
+    nodes_lag_a_1_34_control_plane(cluster_answer)
 
     assert driver_labels(plan_for(gke_config)) == ("535", "12.2")
 
@@ -99,14 +105,7 @@ def test_nodes_that_lag_the_control_plane_are_labelled_for_their_own_version(
 def test_a_pinned_node_version_decides_the_driver_whatever_the_nodes_run(
     gke_config: Config, failed_plan_for: PlanFor, cluster_answer: Config
 ) -> None:
-    cluster_answer["masterVersion"] = LATEST_PATCH["1.34"]
-    cluster_answer["nodePools"] = [
-        {
-            "name": "l4-shared-5f0e2a1",
-            "version": "1.33.5-gke.1201000",
-            "nodeConfigs": [{"resourceLabels": {"gpu-platform-pool": "l4-shared"}}],
-        }
-    ]
+    nodes_lag_a_1_34_control_plane(cluster_answer)
     with_pool(gke_config, gcp={"nodeVersion": LATEST_PATCH["1.34"]})
 
     assert "(its gcp.nodeVersion)" in problems_of(failed_plan_for(gke_config))[BRANCH_KEY]

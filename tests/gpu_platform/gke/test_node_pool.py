@@ -365,8 +365,10 @@ def test_a_specific_reservation_pool_surges_where_it_says_so(
     gke_config: Config, plan_for: PlanFor
 ) -> None:
     # Where the reservation holds spare VMs; `preflight` checks that it does.
-    with_pool(gke_config, **SPECIFIC_RESERVATION)
-    gke_config["gpu-platform:pools"][0]["gcp"]["maxSurge"] = 1
+    with_pool(
+        gke_config,
+        **{**SPECIFIC_RESERVATION, "gcp": {**SPECIFIC_RESERVATION["gcp"], "maxSurge": 1}},
+    )
 
     settings = node_pool(plan_for(gke_config)).inputs["upgradeSettings"]
 
