@@ -54,11 +54,17 @@ class Calls:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last: Call | None = None
+        self._made = 0
 
     @property
     def last(self) -> Call | None:
         with self._lock:
             return self._last
+
+    def so_far(self) -> tuple[Call | None, int]:
+        """The last call, and how many calls were made (retries not counted), read together."""
+        with self._lock:
+            return self._last, self._made
 
     def step(self, what: str) -> None:
         """Something the check does before its calls, such as looking for credentials."""
@@ -74,6 +80,7 @@ class Calls:
                 self._last = replace(last, attempts=attempt, answered=False)
             else:
                 self._last = Call(api, endpoint)
+                self._made += 1
 
     def answered(self, throttled: bool) -> None:
         """The attempt under way got an answer: a throttling one or another."""
@@ -93,24 +100,34 @@ def origin(url: str) -> str:
 
 
 class DeadlinePassed(Exception):
-    """The deadline passed before the work was done; `call` is the last one under way."""
+    """The deadline passed before the work was done; `call` is the last one made, `made` how
+    many were."""
 
-    def __init__(self, seconds: float, call: Call | None):
+    def __init__(self, seconds: float, call: Call | None, made: int = 0):
         self.seconds = seconds
         self.call = call
-        super().__init__(seconds, call)
+        self.made = made
+        super().__init__(seconds, call, made)
 
     def explain(self, cloud: str) -> str:
-        """What did not answer, and what to do, for the cloud's checks."""
+        """What did not answer, and what to do, for the cloud's checks: a call still waiting
+        for its answer, or the calls themselves, each answered, that took longer altogether."""
         deadline = f"the {self.seconds:g} s deadline"
-        longer = f"or give it longer with --timeout (now {self.seconds:g})"
+        longer = f"give it longer with --timeout (now {self.seconds:g})"
         call = self.call
+        if call is not None and call.answered and not call.last_throttled:
+            # The calls run one after another: every one before the last was answered too.
+            return (
+                f"the check ran out of time after {self.made} call(s) to {cloud} within"
+                f" {deadline}, each answered, the last {call.api} ({call.endpoint}). Give it"
+                f" longer with --timeout (now {self.seconds:g})."
+            )
         if call is not None and call.throttled:
             return (
                 f"{cloud} throttled {call.api} ({call.endpoint}) {call.throttled} time(s), and"
-                f" {deadline} passed before it answered. Run it again later, {longer}."
+                f" {deadline} passed before it answered. Run it again later, or {longer}."
             )
-        network = f"Check the network and any proxy (HTTPS_PROXY, NO_PROXY), {longer}."
+        network = f"Check the network and any proxy (HTTPS_PROXY, NO_PROXY), or {longer}."
         if call is None:
             return f"{cloud} did not answer within {deadline}. {network}"
         if not call.endpoint:
@@ -151,5 +168,5 @@ class Deadline:
         threading.Thread(target=worker, name="preflight-calls", daemon=True).start()
         done, _ = wait([outcome], timeout=self.remaining())
         if not done:
-            raise DeadlinePassed(self.seconds, calls.last if calls else None)
+            raise DeadlinePassed(self.seconds, *(calls.so_far() if calls else (None, 0)))
         return outcome.result()
