@@ -28,7 +28,8 @@ within the default 30 s deadline (`gpu-platform preflight --timeout`)."""
 MAX_ATTEMPTS = 5
 """Tries of one call, the first included. Backing off from throttling, botocore's standard
 retry mode waits a random share of 1, 2, 4 and 8 s between them: 15 s at most, half the default
-deadline (botocore/retries/standard.py, ExponentialBackoff)."""
+deadline (botocore/retries/standard.py, ExponentialBackoff); urllib3's Retry, for Google's APIs,
+0, 2, 4 and 8 s (urllib3/util/retry.py, get_backoff_time, with backoff_factor 1)."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,13 @@ class Calls:
             else:
                 self._last = Call(api, endpoint)
                 self._made += 1
+
+    def again(self) -> None:
+        """The call under way is sent again: a retry, which the client library made without
+        saying where to (urllib3's)."""
+        with self._lock:
+            if self._last is not None:
+                self._last = replace(self._last, attempts=self._last.attempts + 1, answered=False)
 
     def answered(self, throttled: bool) -> None:
         """The attempt under way got an answer: a throttling one or another."""
