@@ -28,8 +28,10 @@ within the default 30 s deadline (`gpu-platform preflight --timeout`)."""
 MAX_ATTEMPTS = 5
 """Tries of one call, the first included. Backing off from throttling, botocore's standard
 retry mode waits a random share of 1, 2, 4 and 8 s between them: 15 s at most, half the default
-deadline (botocore/retries/standard.py, ExponentialBackoff); urllib3's Retry, for Google's APIs,
-0, 2, 4 and 8 s (urllib3/util/retry.py, get_backoff_time, with backoff_factor 1)."""
+deadline, unless an answer's `x-amz-retry-after` header asks for longer, which it grants up to
+5 s more each time (botocore/retries/standard.py, ExponentialBackoff); urllib3's Retry, for
+Google's APIs, 0, 2, 4 and 8 s, or an answer's Retry-After (urllib3/util/retry.py,
+get_backoff_time, with backoff_factor 1). The deadline bounds them all."""
 
 
 @dataclass(frozen=True)

@@ -1366,6 +1366,29 @@ def test_without_a_way_to_aws_it_says_it_cannot_check(no_aws_settings: pytest.Mo
     assert "AWS could not be reached" in result.output
 
 
+def test_a_credential_lookup_that_never_ends_is_named_at_the_deadline(
+    no_aws_settings: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # A profile whose credentials come from a program that does not finish, as a
+    # credential_process waiting on a hardware key or a browser login does (botocore's
+    # ProcessProvider runs it and waits).
+    config = tmp_path / "config"
+    config.write_text("[default]\ncredential_process = sleep 10\n")
+    no_aws_settings.setenv("AWS_CONFIG_FILE", str(config))
+
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["preflight", "dev", "--timeout", "2"])
+    took = time.monotonic() - started
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        "Cannot check stack dev: the 2 s deadline passed while looking for AWS credentials (a"
+        " credential_process, an SSO token or an assumed role that does not come back holds it;"
+        " `aws sts get-caller-identity` with the same profile shows which)." in result.output
+    )
+    assert 2 <= took < 2 + DEADLINE_MARGIN_SECONDS
+
+
 def test_a_refused_permission_is_named_with_what_the_check_needs(
     aws: AwsClients, monkeypatch: pytest.MonkeyPatch
 ) -> None:
