@@ -85,7 +85,10 @@ class GpuOperator(pulumi.ComponentResource):
                     args.secret_values,
                     operator_values_for(args.operator, args.platform, args.pools, args.monitoring),
                 ),
-                # A failed install or upgrade is rolled back rather than left half applied.
+                # A failed install or upgrade is rolled back rather than left half applied. The
+                # rollback takes the ClusterPolicy back too: where the operator manages the
+                # driver, its upgrade policy may drain GPU nodes a second time
+                # (docs/upgrades.md, "A chart upgrade that fails").
                 **operator_rollout(args.operator, args.pools).release_args(),
                 # The chart requires it with `operator.upgradeCRD`: Helm validates the new
                 # ClusterPolicy against the old CRD before the hook has upgraded it, and fails

@@ -4,10 +4,18 @@ history.
 
 What the settings do (pulumi-kubernetes v4.34, provider/pkg/provider/helm_release.go, on Helm
 v3's pkg/action):
-- `atomic`: a failed install is uninstalled and a failed upgrade rolled back to the last good
-  revision, rather than left `failed`, which the next `pulumi up` could not upgrade until someone
-  ran `helm rollback`. It implies waiting (Helm's upgrade.go: `u.Wait = u.Wait || u.Atomic`; the
-  SDK: "`skipAwait` will be disabled automatically if atomic is used").
+- `atomic`: a failed install is uninstalled, and a failed upgrade rolled back to the last
+  revision that was deployed, so that the cluster runs what worked rather than a half-applied
+  upgrade. It implies waiting (Helm's upgrade.go: `u.Wait = u.Wait || u.Atomic`; the SDK:
+  "`skipAwait` will be disabled automatically if atomic is used"). Without it a failed release
+  does not block the next `pulumi up`: Helm upgrades over a `failed` last revision (upgrade.go,
+  prepareUpgrade). What blocks is a `pending-install`, `pending-upgrade` or `pending-rollback`
+  one ("another operation (install/upgrade/rollback) is in progress"), which an update killed
+  outright in the middle of an upgrade leaves; `helm history` shows it and the last `deployed`
+  revision, and `helm rollback <release> <revision>` clears it. An update cancelled gracefully
+  cancels the provider's context, which fails the upgrade and runs the atomic rollback
+  (pulumi-kubernetes helm_release.go: `RunWithContext` on the provider's cancel context;
+  upgrade.go, handleContext).
 - `cleanupOnFail`: what the failed upgrade created is deleted, not left beside the rolled-back
   release.
 - `timeout`: how long Helm waits for the release's own objects to be ready before it calls the

@@ -182,9 +182,10 @@ def opaque_release_problems(args: ResourceValidationArgs) -> Iterator[str]:
 
 # What a release needs to undo a failed install or upgrade by itself (pulumi-kubernetes'
 # helm_release.go on Helm v3's pkg/action): `atomic` uninstalls a failed install and rolls a
-# failed upgrade back, waiting for the release's workloads up to `timeout` (300 s where unset);
-# `cleanupOnFail` deletes what the failed upgrade created; `maxHistory` unset or 0 keeps every
-# revision, a Secret each.
+# failed upgrade back to the last deployed revision, waiting for the release's workloads up to
+# `timeout` (300 s where unset); `cleanupOnFail` deletes what the failed upgrade created;
+# `maxHistory` unset or 0 keeps every revision, a Secret each. A `failed` release does not block
+# the next upgrade (upgrade.go, prepareUpgrade, upgrades over it); only a `pending-*` one does.
 
 
 def _switch_problems(field: str, without: str, args: ResourceValidationArgs) -> Iterator[str]:
@@ -198,8 +199,8 @@ def _switch_problems(field: str, without: str, args: ResourceValidationArgs) -> 
 atomic_problems = partial(
     _switch_problems,
     "atomic",
-    "a failed install or upgrade stays in state failed, and the next pulumi up fails on it until "
-    "someone runs helm rollback",
+    "a failed upgrade leaves the release on the half-applied new revision, not on the last one "
+    "that worked, and a failed install stays installed",
 )
 cleanup_problems = partial(
     _switch_problems,

@@ -240,9 +240,9 @@ def without_rollback(chart: str, level: str, policy: str) -> list[tuple[str, str
         (
             policy,
             level,
-            f'chart "{chart}" is released without atomic, so a failed install or upgrade stays in '
-            "state failed, and the next pulumi up fails on it until someone runs helm rollback. "
-            "Fix: set atomic: true.",
+            f'chart "{chart}" is released without atomic, so a failed upgrade leaves the release '
+            "on the half-applied new revision, not on the last one that worked, and a failed "
+            "install stays installed. Fix: set atomic: true.",
         ),
         (
             policy,
@@ -333,9 +333,9 @@ def test_a_timeout_not_known_at_preview_skips_only_its_own_check(analyze: Analyz
     release = autoscaler_release(**{**ROLLS_BACK, "timeout": UNKNOWN, "atomic": False})
 
     assert messages(analyze(release), "platform-release-rollback") == [
-        'chart "cluster-autoscaler" is released without atomic, so a failed install or upgrade '
-        "stays in state failed, and the next pulumi up fails on it until someone runs helm "
-        "rollback. Fix: set atomic: true."
+        'chart "cluster-autoscaler" is released without atomic, so a failed upgrade leaves the '
+        "release on the half-applied new revision, not on the last one that worked, and a failed "
+        "install stays installed. Fix: set atomic: true."
     ]
 
 
