@@ -3,6 +3,7 @@ the last call under way; each call's socket timeouts stay within it."""
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -118,21 +119,28 @@ def test_the_deadline_says_what_did_not_answer(call: Call | None, said: str) -> 
     assert DeadlinePassed(30, call, made=212).explain("AWS") == said
 
 
-def test_calls_answered_until_the_deadline_say_it_ran_out_of_time_not_that_none_answered() -> None:
+def passed_after(calls_made: Callable[[Calls], None]) -> DeadlinePassed:
+    """What a 0.5 s deadline says of work that makes `calls_made` and then waits."""
     calls = Calls()
     never = threading.Event()
 
-    def many_quick_calls() -> None:
-        for region in ("us-east-1", "us-east-1", "us-west-2"):
-            calls.sent("ec2 DescribeInstances", f"https://ec2.{region}.amazonaws.com/")
-            calls.answered(throttled=False)
+    def work() -> None:
+        calls_made(calls)
         never.wait(30)
 
     with pytest.raises(DeadlinePassed) as passed:
-        Deadline(0.5).run(many_quick_calls, calls)
+        Deadline(0.5).run(work, calls)
     never.set()
+    return passed.value
 
-    assert passed.value.explain("AWS") == (
+
+def test_calls_answered_until_the_deadline_say_it_ran_out_of_time_not_that_none_answered() -> None:
+    def many_quick_calls(calls: Calls) -> None:
+        for region in ("us-east-1", "us-east-1", "us-west-2"):
+            calls.sent("ec2 DescribeInstances", f"https://ec2.{region}.amazonaws.com/")
+            calls.answered(throttled=False)
+
+    assert passed_after(many_quick_calls).explain("AWS") == (
         "the check ran out of time after 3 call(s) to AWS within the 0.5 s deadline, each"
         " answered, the last ec2 DescribeInstances (https://ec2.us-west-2.amazonaws.com). Give it"
         " longer with --timeout (now 0.5)."
@@ -140,20 +148,12 @@ def test_calls_answered_until_the_deadline_say_it_ran_out_of_time_not_that_none_
 
 
 def test_a_call_still_unanswered_at_the_deadline_is_named_as_the_one_that_did_not_answer() -> None:
-    calls = Calls()
-    never = threading.Event()
-
-    def answered_then_stuck() -> None:
+    def answered_then_stuck(calls: Calls) -> None:
         calls.sent("eks DescribeCluster", "https://eks.us-east-1.amazonaws.com/clusters/ml-dev")
         calls.answered(throttled=False)
         calls.sent("ec2 DescribeSubnets", "https://ec2.us-east-1.amazonaws.com/")
-        never.wait(30)
 
-    with pytest.raises(DeadlinePassed) as passed:
-        Deadline(0.5).run(answered_then_stuck, calls)
-    never.set()
-
-    assert passed.value.explain("AWS") == (
+    assert passed_after(answered_then_stuck).explain("AWS") == (
         "https://ec2.us-east-1.amazonaws.com did not answer ec2 DescribeSubnets within the 0.5 s"
         " deadline. Check the network and any proxy (HTTPS_PROXY, NO_PROXY), or give it longer"
         " with --timeout (now 0.5)."

@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import jsonschema
@@ -920,47 +920,51 @@ def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return waits
 
 
+class Answered(NamedTuple):
+    """A method's answer to calls with these parameters."""
+
+    method: str
+    params: dict[str, str]
+    answer: tuple[int, Json]
+
+
+CLUSTER_QUOTA_EXCEEDED = Answered(CLUSTER_GET, {"name": CLUSTER_NAME}, QUOTA_EXCEEDED)
+RESERVATION_RATE_LIMITED = Answered(RESERVATION_GET, RESERVATION_PARAMS, RATE_LIMIT_EXCEEDED)
+
+
 @pytest.mark.parametrize(
-    ("method", "params", "answer"),
+    "throttled",
     [
-        (CLUSTER_GET, {"name": CLUSTER_NAME}, QUOTA_EXCEEDED),
-        (RESERVATION_GET, RESERVATION_PARAMS, RATE_LIMIT_EXCEEDED),
-        (CLUSTER_GET, {"name": CLUSTER_NAME}, UNAVAILABLE),
+        CLUSTER_QUOTA_EXCEEDED,
+        RESERVATION_RATE_LIMITED,
+        Answered(CLUSTER_GET, {"name": CLUSTER_NAME}, UNAVAILABLE),
     ],
     ids=["gke-429", "compute-rate-limit", "server-error"],
 )
 def test_a_throttled_call_is_retried_with_backoff_until_it_is_answered(
-    served: FakeGoogle,
-    backoffs: list[float],
-    method: str,
-    params: dict[str, str],
-    answer: tuple[int, Json],
+    served: FakeGoogle, backoffs: list[float], throttled: Answered
 ) -> None:
-    served.first(method, answer, answer, **params)
+    served.first(throttled.method, throttled.answer, throttled.answer, **throttled.params)
 
     result = CliRunner().invoke(app, ["preflight", "gke-dev"])
 
     assert result.exit_code == 0, result.output
-    assert served.calls.count(method) == 3
+    assert served.calls.count(throttled.method) == 3
     # The first retry at once, the second after backoff_factor x 2 s (urllib3 2.x,
     # util/retry.py get_backoff_time: 0 for the first retry, then factor x 2 ** (retries - 1)).
     assert backoffs == [2]
 
 
 @pytest.mark.parametrize(
-    ("method", "params", "answer", "said"),
+    ("throttled", "said"),
     [
         (
-            CLUSTER_GET,
-            {"name": CLUSTER_NAME},
-            QUOTA_EXCEEDED,
+            CLUSTER_QUOTA_EXCEEDED,
             f"Google Cloud throttled container.clusters.get on {CLUSTER_NAME} (429"
             " RESOURCE_EXHAUSTED: Quota exceeded for quota metric 'Requests'.)",
         ),
         (
-            RESERVATION_GET,
-            RESERVATION_PARAMS,
-            RATE_LIMIT_EXCEEDED,
+            RESERVATION_RATE_LIMITED,
             "Google Cloud throttled compute.reservations.get on"
             f" projects/{PROJECT}/zones/us-central1-a/reservations/{RESERVATION} (403"
             " rateLimitExceeded: Rate Limit Exceeded)",
@@ -969,14 +973,10 @@ def test_a_throttled_call_is_retried_with_backoff_until_it_is_answered(
     ids=["gke-429", "compute-rate-limit"],
 )
 def test_a_call_throttled_on_every_attempt_ends_in_exit_4_saying_it_was_throttled(
-    served: FakeGoogle,
-    backoffs: list[float],
-    method: str,
-    params: dict[str, str],
-    answer: tuple[int, Json],
-    said: str,
+    served: FakeGoogle, backoffs: list[float], throttled: Answered, said: str
 ) -> None:
-    served.answer(method, answer[1], status=answer[0], **params)
+    status, body = throttled.answer
+    served.answer(throttled.method, body, status=status, **throttled.params)
 
     result = CliRunner().invoke(app, ["preflight", "gke-dev"])
 
@@ -986,7 +986,7 @@ def test_a_call_throttled_on_every_attempt_ends_in_exit_4_saying_it_was_throttle
         " the project's rate quota for the API is used up, by this check or others, until it"
         " refills at the next minute. Run it again in a minute." in result.output
     )
-    assert served.calls.count(method) == 5
+    assert served.calls.count(throttled.method) == 5
     assert backoffs == [2, 4, 8]
 
 
