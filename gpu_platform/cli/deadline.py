@@ -48,6 +48,8 @@ class Call:
     """Whether its last attempt got an answer (the next may still be under way)."""
     last_throttled: bool = False
     """Whether that answer was throttling."""
+    local: bool = False
+    """A step of the check's own, on this machine, that the network does not hold up."""
 
 
 class Calls:
@@ -69,10 +71,11 @@ class Calls:
         with self._lock:
             return self._last, self._made
 
-    def step(self, what: str) -> None:
-        """Something the check does before its calls, such as looking for credentials."""
+    def step(self, what: str, local: bool = False) -> None:
+        """Something the check does before its calls: looking for credentials, which may call
+        out, or work on this machine only (`local`)."""
         with self._lock:
-            self._last = Call(what, "")
+            self._last = Call(what, "", local=local)
 
     def sent(self, api: str, url: str, attempt: int = 1) -> None:
         """An attempt at `api` went to `url`: the first, or a retry of the call before."""
@@ -141,7 +144,10 @@ class DeadlinePassed(Exception):
         if call is None:
             return f"{cloud} did not answer within {deadline}. {network}"
         if not call.endpoint:
-            return f"{deadline} passed while {call.api}. {network}"
+            advice = (
+                f"Give it longer with --timeout (now {self.seconds:g})." if call.local else network
+            )
+            return f"{deadline} passed while {call.api}. {advice}"
         tries = f" ({call.attempts} attempts)" if call.attempts > 1 else ""
         return f"{call.endpoint} did not answer {call.api} within {deadline}{tries}. {network}"
 

@@ -131,6 +131,9 @@ class AwsClients:
         session.events.register("before-send", partial(_sent, calls))
         session.events.register("needs-retry", partial(_answered, calls))
         _look_for_credentials(session, calls)
+        # Each client loads its API's model and endpoint rules from disk: seconds on a busy
+        # machine, which are not the credentials' nor the network's.
+        calls.step("loading the AWS clients' API models", local=True)
         config = Config(
             connect_timeout=deadline.connect_timeout,
             read_timeout=deadline.read_timeout,

@@ -108,12 +108,17 @@ def test_a_new_call_starts_its_own_count() -> None:
             " (now 30).",
         ),
         (
+            Call("loading the AWS clients' API models", "", local=True),
+            "the 30 s deadline passed while loading the AWS clients' API models. Give it longer"
+            " with --timeout (now 30).",
+        ),
+        (
             None,
             "AWS did not answer within the 30 s deadline. Check the network and any proxy"
             " (HTTPS_PROXY, NO_PROXY), or give it longer with --timeout (now 30).",
         ),
     ],
-    ids=["unanswered", "throttled", "answered", "step", "no-call"],
+    ids=["unanswered", "throttled", "answered", "step", "local-step", "no-call"],
 )
 def test_the_deadline_says_what_did_not_answer(call: Call | None, said: str) -> None:
     assert DeadlinePassed(30, call, made=212).explain("AWS") == said

@@ -4,6 +4,7 @@ botocore's Stubber and a `before-call` hook. Findings are asserted exactly."""
 
 import copy
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -1554,16 +1555,20 @@ def test_the_command_gives_every_client_the_timeouts_of_the_deadline_it_was_give
     no_aws_settings.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
     no_aws_settings.setenv("AWS_SECRET_ACCESS_KEY", "example")
     made: list[AwsClients] = []
+    done = threading.Event()
 
     def checked(config: StackConfig, clients: AwsClients) -> list[Finding]:
         made.append(clients)
+        done.set()
         return []
 
     no_aws_settings.setattr(preflight_eks, "preflight", checked)
 
-    result = CliRunner().invoke(app, ["preflight", "dev", "--timeout", "4"])
+    CliRunner().invoke(app, ["preflight", "dev", "--timeout", "4"])
 
-    assert result.exit_code == 0, result.output
+    # On a busy machine the clients may take longer to load than the 4 s: they are made all
+    # the same, after the command has given up on them.
+    assert done.wait(60)
     (clients,) = made
     # (connect, read): each the smaller of 5 s and 15 s and the 4 s deadline.
     assert [
