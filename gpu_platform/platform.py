@@ -35,6 +35,7 @@ from gpu_platform.config import (
 from gpu_platform.kubernetes.canary_gate import canary_gate_job
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.kubernetes.gpu_pod import pool_placement
+from gpu_platform.kubernetes.helm_release import most_nodes
 from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpu_platform.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
 from gpu_platform.node_identity import ResolvedPool, pool_software
@@ -142,6 +143,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 config.monitoring,
                 config.platform,
                 config.operator.namespace,
+                gpu_nodes=most_nodes(config.pools),
                 secret_labels=config.is_secret("monitoring"),
                 protect=config.protect,
             ),

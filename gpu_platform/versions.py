@@ -26,6 +26,17 @@ GPU_OPERATOR_CHART = HelmChart(
     repository="https://helm.ngc.nvidia.com/nvidia",
 )
 
+
+@dataclass(frozen=True)
+class Subchart:
+    """A chart that a pinned chart bundles, whose values the platform sets through it: its
+    version is the parent's to choose, not a pin of the platform's, and names the key list its
+    values are checked against (gpu_platform/kubernetes/chart_keys/)."""
+
+    name: str
+    version: str
+
+
 # kube-prometheus-stack (Prometheus Operator, Prometheus, Alertmanager, Grafana, node-exporter,
 # kube-state-metrics), installed only when `gpu-platform:monitoring.installPrometheusStack` is on.
 # Versions carry no leading `v`. Helm installs the chart's CRDs on first install only: when this
@@ -36,6 +47,17 @@ KUBE_PROMETHEUS_STACK_CHART = HelmChart(
     version="93.4.1",
     repository="https://prometheus-community.github.io/helm-charts",
 )
+
+# node-feature-discovery, which the GPU Operator chart bundles: deployments/gpu-operator/
+# Chart.yaml's `dependencies` at v26.7.0. Move it with GPU_OPERATOR_CHART.
+GPU_OPERATOR_NFD_SUBCHART = Subchart("node-feature-discovery", "0.19.0")
+
+# prometheus-node-exporter, which kube-prometheus-stack bundles. Its key list comes from the
+# newest release read, 4.56.1 (kube-prometheus-stack 88.5.3's dependency); the keys the
+# platform sets there (`namespaceOverride`, `updateStrategy.rollingUpdate.maxUnavailable`)
+# have been in its values since 2.0.0. When KUBE_PROMETHEUS_STACK_CHART moves, read the
+# dependency's version from its Chart.yaml and re-derive the list.
+KUBE_PROMETHEUS_STACK_NODE_EXPORTER_SUBCHART = Subchart("prometheus-node-exporter", "4.56.1")
 
 # AWS's EFA device plugin, which advertises a node's Elastic Fabric Adapters as
 # `vpc.amazonaws.com/efa`; installed in kube-system once a pool asks for EFA (`aws.efa`). The

@@ -28,7 +28,10 @@ within the default 30 s deadline (`gpu-platform preflight --timeout`)."""
 MAX_ATTEMPTS = 5
 """Tries of one call, the first included. Backing off from throttling, botocore's standard
 retry mode waits a random share of 1, 2, 4 and 8 s between them: 15 s at most, half the default
-deadline (botocore/retries/standard.py, ExponentialBackoff)."""
+deadline, unless an answer's `x-amz-retry-after` header asks for longer, which it grants up to
+5 s more each time (botocore/retries/standard.py, ExponentialBackoff); urllib3's Retry, for
+Google's APIs, 0, 2, 4 and 8 s, or an answer's Retry-After (urllib3/util/retry.py,
+get_backoff_time, with backoff_factor 1). The deadline bounds them all."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,8 @@ class Call:
     """Whether its last attempt got an answer (the next may still be under way)."""
     last_throttled: bool = False
     """Whether that answer was throttling."""
+    local: bool = False
+    """A step of the check's own, on this machine, that the network does not hold up."""
 
 
 class Calls:
@@ -54,16 +59,23 @@ class Calls:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last: Call | None = None
+        self._made = 0
 
     @property
     def last(self) -> Call | None:
         with self._lock:
             return self._last
 
-    def step(self, what: str) -> None:
-        """Something the check does before its calls, such as looking for credentials."""
+    def so_far(self) -> tuple[Call | None, int]:
+        """The last call, and how many calls were made (retries not counted), read together."""
         with self._lock:
-            self._last = Call(what, "")
+            return self._last, self._made
+
+    def step(self, what: str, local: bool = False) -> None:
+        """Something the check does before its calls: looking for credentials, which may call
+        out, or work on this machine only (`local`)."""
+        with self._lock:
+            self._last = Call(what, "", local=local)
 
     def sent(self, api: str, url: str, attempt: int = 1) -> None:
         """An attempt at `api` went to `url`: the first, or a retry of the call before."""
@@ -74,6 +86,14 @@ class Calls:
                 self._last = replace(last, attempts=attempt, answered=False)
             else:
                 self._last = Call(api, endpoint)
+                self._made += 1
+
+    def again(self) -> None:
+        """The call under way is sent again: a retry, which the client library made without
+        saying where to (urllib3's)."""
+        with self._lock:
+            if self._last is not None:
+                self._last = replace(self._last, attempts=self._last.attempts + 1, answered=False)
 
     def answered(self, throttled: bool) -> None:
         """The attempt under way got an answer: a throttling one or another."""
@@ -93,28 +113,41 @@ def origin(url: str) -> str:
 
 
 class DeadlinePassed(Exception):
-    """The deadline passed before the work was done; `call` is the last one under way."""
+    """The deadline passed before the work was done; `call` is the last one made, `made` how
+    many were."""
 
-    def __init__(self, seconds: float, call: Call | None):
+    def __init__(self, seconds: float, call: Call | None, made: int = 0):
         self.seconds = seconds
         self.call = call
-        super().__init__(seconds, call)
+        self.made = made
+        super().__init__(seconds, call, made)
 
     def explain(self, cloud: str) -> str:
-        """What did not answer, and what to do, for the cloud's checks."""
+        """What did not answer, and what to do, for the cloud's checks: a call still waiting
+        for its answer, or the calls themselves, each answered, that took longer altogether."""
         deadline = f"the {self.seconds:g} s deadline"
-        longer = f"or give it longer with --timeout (now {self.seconds:g})"
+        longer = f"give it longer with --timeout (now {self.seconds:g})"
         call = self.call
+        if call is not None and call.answered and not call.last_throttled:
+            # The calls run one after another: every one before the last was answered too.
+            return (
+                f"the check ran out of time after {self.made} call(s) to {cloud} within"
+                f" {deadline}, each answered, the last {call.api} ({call.endpoint}). Give it"
+                f" longer with --timeout (now {self.seconds:g})."
+            )
         if call is not None and call.throttled:
             return (
                 f"{cloud} throttled {call.api} ({call.endpoint}) {call.throttled} time(s), and"
-                f" {deadline} passed before it answered. Run it again later, {longer}."
+                f" {deadline} passed before it answered. Run it again later, or {longer}."
             )
-        network = f"Check the network and any proxy (HTTPS_PROXY, NO_PROXY), {longer}."
+        network = f"Check the network and any proxy (HTTPS_PROXY, NO_PROXY), or {longer}."
         if call is None:
             return f"{cloud} did not answer within {deadline}. {network}"
         if not call.endpoint:
-            return f"{deadline} passed while {call.api}. {network}"
+            advice = (
+                f"Give it longer with --timeout (now {self.seconds:g})." if call.local else network
+            )
+            return f"{deadline} passed while {call.api}. {advice}"
         tries = f" ({call.attempts} attempts)" if call.attempts > 1 else ""
         return f"{call.endpoint} did not answer {call.api} within {deadline}{tries}. {network}"
 
@@ -151,5 +184,5 @@ class Deadline:
         threading.Thread(target=worker, name="preflight-calls", daemon=True).start()
         done, _ = wait([outcome], timeout=self.remaining())
         if not done:
-            raise DeadlinePassed(self.seconds, calls.last if calls else None)
+            raise DeadlinePassed(self.seconds, *(calls.so_far() if calls else (None, 0)))
         return outcome.result()

@@ -121,13 +121,19 @@ class AwsClients:
         retry in botocore's `standard` mode, which AWS recommends for throttled APIs: it backs
         off exponentially, more for throttling than for other errors (ThrottlingException,
         EC2's RequestLimitExceeded and the rest of `ThrottledRetryableChecker`, a 429, an
-        error the service models as throttling), and retries transient errors and timeouts too
-        (botocore/retries/standard.py). Each attempt is reported to `calls`."""
+        error the service models as throttling), longer by up to 5 s where an answer's
+        `x-amz-retry-after` header asks, and retries transient errors and timeouts too
+        (botocore/retries/standard.py). Credentials are looked for first, as a step of their
+        own. Each attempt is reported to `calls`."""
         session = boto3.Session(region_name=region)
         # Registered on the session, the handlers reach every client made from it, the ones
         # botocore makes itself to fetch credentials (STS, SSO) included.
         session.events.register("before-send", partial(_sent, calls))
         session.events.register("needs-retry", partial(_answered, calls))
+        _look_for_credentials(session, calls)
+        # Each client loads its API's model and endpoint rules from disk: seconds on a busy
+        # machine, which are not the credentials' nor the network's.
+        calls.step("loading the AWS clients' API models", local=True)
         config = Config(
             connect_timeout=deadline.connect_timeout,
             read_timeout=deadline.read_timeout,
@@ -141,6 +147,25 @@ class AwsClients:
             session.client("service-quotas", config=config),
             session.client("resource-groups", config=config),
         )
+
+
+CREDENTIALS_STEP = (
+    "looking for AWS credentials (a credential_process, an SSO token or an assumed role that"
+    " does not come back holds it; `aws sts get-caller-identity` with the same profile shows"
+    " which)"
+)
+
+
+def _look_for_credentials(session: boto3.Session, calls: Calls) -> None:
+    """Resolve the credentials now, as a step of its own: botocore's chain may run a
+    `credential_process` or ask the instance metadata service, neither an AWS call reported
+    as one, and resolves an assumed role or SSO credentials only when first used
+    (botocore/credentials.py, DeferredRefreshableCredentials), which `get_frozen_credentials`
+    forces. Without credentials, the first call says so."""
+    calls.step(CREDENTIALS_STEP)
+    credentials = session.get_credentials()
+    if credentials is not None:
+        credentials.get_frozen_credentials()
 
 
 _THROTTLING = ThrottlingErrorDetector(RetryEventAdapter())

@@ -34,8 +34,12 @@ class OperatorSpec(Model):
     """The operator's own namespace, which the platform runs as Pod Security `privileged`: the
     drivers, toolkit and device plugin need the host. The only other is node-exporter's, where
     the platform installs the Prometheus stack."""
-    timeout_seconds: int = Field(default=900, ge=300, le=3600)
-    """How long Helm waits for the operator's pods; driver builds on first boot are slow."""
+    timeout_seconds: int | None = Field(default=None, ge=300, le=3600)
+    """How long Helm waits for the release to be ready (its CRD upgrade Job, the operator, and
+    node-feature-discovery's worker on every node), and then for a rollback of a failed
+    upgrade as long again. Unset: 900 s and 5 s more for each node the GPU pools can have
+    together at their `max`, at most 3600 s. The drivers, toolkit and device plugin the
+    operator starts are not waited for."""
     critical_pod_quota: int = Field(default=1000, ge=100, le=100000)
     """GKE only: how many `system-node-critical`/`system-cluster-critical` pods the operator's
     namespace may hold. GKE admits them outside kube-system only under a quota, and the chart's

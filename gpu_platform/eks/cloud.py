@@ -33,6 +33,7 @@ from gpu_platform.eks.node_group import EksGpuNodeGroup, EksGpuNodeGroupArgs
 from gpu_platform.eks.node_group_names import names_a_zone_of
 from gpu_platform.eks.node_monitoring_agent import NodeMonitoringAgent, NodeMonitoringAgentArgs
 from gpu_platform.eks.placement import NodeGroupPlacement, resolve_placement
+from gpu_platform.kubernetes.helm_release import most_nodes
 from gpu_platform.kubernetes.provider import ClusterConnection
 from gpu_platform.node_identity import ResolvedPool
 from gpu_platform.secrets import secret_if
@@ -126,9 +127,14 @@ class EksCloud:
             created = self._karpenter_node_pools(now, on_cluster)
         else:
             created = [self._node_group(pool, opts) for pool in now]
-            if any(pool.spec.aws.efa for pool in pools):
+            efa_pools = [pool.spec for pool in pools if pool.spec.aws.efa]
+            if efa_pools:
                 created.append(
-                    EfaDevicePlugin("efa-device-plugin", EfaDevicePluginArgs(), on_cluster)
+                    EfaDevicePlugin(
+                        "efa-device-plugin",
+                        EfaDevicePluginArgs(nodes=most_nodes(efa_pools)),
+                        on_cluster,
+                    )
                 )
         agent_version = node_monitoring_agent_version(self.config)
         if agent_version is not None:

@@ -77,6 +77,9 @@ class GpuMonitoringArgs:
     operator_namespace: str
     """The GPU Operator's namespace, where the DCGM exporter runs: the stack's
     `gpu-platform:operator.namespace`."""
+    gpu_nodes: int = 0
+    """The most GPU nodes the cluster can have (`helm_release.most_nodes` of the pools), which
+    the Prometheus stack's wait grows with: its node-exporter runs on every node."""
     secret_labels: bool = False
     """`serviceMonitorLabels` came from a config key set as a secret: keep them secret."""
     protect: bool = False
@@ -111,8 +114,13 @@ class GpuMonitoring(pulumi.ComponentResource):
                 "privileged",
                 args.protect,
             )
+            rollout = helm_release.Rollout.with_daemonset(
+                helm_release.KUBE_PROMETHEUS_STACK_BASE_SECONDS, args.gpu_nodes
+            )
             self.prometheus_operator = [
-                self._prometheus_stack(name, namespace, node_exporter_namespace, args.protect)
+                self._prometheus_stack(
+                    name, namespace, node_exporter_namespace, rollout, args.protect
+                )
             ]
 
         rules = gpu_alert_rules(monitoring, args.operator_namespace)
@@ -162,6 +170,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         name: str,
         namespace: pulumi.Input[str],
         node_exporter_namespace: pulumi.Input[str],
+        rollout: helm_release.Rollout,
         protect: bool,
     ) -> pulumi.Resource:
         chart = KUBE_PROMETHEUS_STACK_CHART
@@ -177,7 +186,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 namespace=namespace,
                 create_namespace=False,
                 values=prometheus_stack_values(node_exporter_namespace),
-                **helm_release.KUBE_PROMETHEUS_STACK.release_args(),
+                **rollout.release_args(),
             ),
             opts=pulumi.ResourceOptions(parent=self, protect=protect),
         )
@@ -239,8 +248,8 @@ def recording_rules(rules: Mapping[str, Any]) -> dict[str, Any]:
 
 def prometheus_stack_values(node_exporter_namespace: pulumi.Input[str]) -> dict[str, Any]:
     """kube-prometheus-stack values: the chart's defaults but for Grafana's admin password, the
-    dashboard sidecar's label (stated so that the dashboard ConfigMap keeps matching it) and
-    node-exporter's namespace."""
+    dashboard sidecar's label (stated so that the dashboard ConfigMap keeps matching it), and
+    node-exporter's namespace and rolling update."""
     label, value = DASHBOARD_SIDECAR_LABEL
     return {
         # node-exporter runs with the host's network and PID namespaces and mounts its root
@@ -248,7 +257,12 @@ def prometheus_stack_values(node_exporter_namespace: pulumi.Input[str]) -> dict[
         # the stack (operator, Prometheus, Alertmanager, Grafana, kube-state-metrics) needs no
         # host access, and stays under `baseline` in the stack's own namespace. The subchart's
         # `namespaceOverride` (kube-prometheus-stack's values.yaml) moves only the DaemonSet.
-        "prometheus-node-exporter": {"namespaceOverride": node_exporter_namespace},
+        # Its `updateStrategy` (maxUnavailable 1 in the prometheus-node-exporter chart) rolls a
+        # quarter of the nodes at a time instead (helm_release.DAEMONSET_MAX_UNAVAILABLE).
+        "prometheus-node-exporter": {
+            "namespaceOverride": node_exporter_namespace,
+            "updateStrategy": helm_release.daemonset_update_strategy(),
+        },
         "grafana": {
             # The chart's default password is published in its values file; left empty, the
             # Grafana chart generates one into its Secret (`kube-prometheus-stack-grafana`).

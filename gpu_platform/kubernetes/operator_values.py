@@ -25,6 +25,7 @@ from gpu_platform.config import (
     key_path,
 )
 from gpu_platform.kubernetes.alerts import DCGM_METRICS_FILE
+from gpu_platform.kubernetes.helm_release import daemonset_update_strategy
 from gpu_platform.node_identity import (
     GPU_RESOURCE,
     GPU_TAINT,
@@ -95,6 +96,16 @@ _CONTROL_PLANE_TOLERATION = {
 }
 
 
+# node-feature-discovery's worker, the release's one DaemonSet, runs on every node. Its chart
+# (0.19.0, the GPU Operator v26.7.0 chart's dependency) rolls 10 % of them at a time already;
+# stated here, it follows the platform's other node agents (helm_release.py) and cannot move
+# back to one node at a time with a chart upgrade. The operator's own DaemonSets, set by
+# `daemonsets.updateStrategy`, are the operator's to roll, not Helm's to wait for.
+NFD_WORKER_ROLLOUT: Values = {
+    "node-feature-discovery": {"worker": {"updateStrategy": daemonset_update_strategy()}}
+}
+
+
 def operator_values_for(
     operator: OperatorSpec,
     platform: Platform,
@@ -117,6 +128,7 @@ def operator_values_for(
         sharing_values_for(platform, pools),
         toleration_values_for(pools),
         dcgm_exporter_values_for(monitoring, pools, operator.namespace),
+        NFD_WORKER_ROLLOUT,
     ):
         values = deep_merge(values, part)
     return deep_merge(values, operator.overrides)

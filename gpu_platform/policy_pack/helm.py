@@ -21,19 +21,8 @@ RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 HELM_TYPES = (RELEASE_TYPE, CHART_TYPE)
 GPU_OPERATOR_CHART = "gpu-operator"
-PLATFORM_CHARTS = (
-    "gpu-operator",
-    "kube-prometheus-stack",
-    "cluster-autoscaler",
-    "aws-efa-k8s-device-plugin",
-    # Karpenter 1.14.1: the controller runs as 65532, non-root, without privilege escalation or
-    # capabilities, on a read-only root filesystem with the RuntimeDefault seccomp profile
-    # (charts/karpenter/templates/deployment.yaml, values.yaml podSecurityContext);
-    # karpenter-crd renders CRDs only.
-    "karpenter",
-    "karpenter-crd",
-)
-"""The charts the platform installs, by name."""
+PLATFORM_TYPE_PREFIX = "gpu-platform:"
+"""The package of the platform's component types (`gpu-platform:kubernetes:GpuOperator`)."""
 
 # One exact SemVer release, with Helm's optional leading v: no ranges, wildcards or `latest`.
 EXACT_VERSION = re.compile(
@@ -145,21 +134,42 @@ def gpu_operator_problems(args: ResourceValidationArgs) -> Iterator[str]:
         )
 
 
+def parent_types(urn: str) -> list[str]:
+    """The types of a resource's parents, outermost first, from its URN:
+    `urn:pulumi:<stack>::<project>::<parent types and its own, joined by $>::<name>` (pulumi
+    sdk/go/common/resource/urn.go, NewURN: a child's type follows its parent's qualified type;
+    stack and project names hold no `::`, a resource's name may)."""
+    qualified_type = urn.split("::", 3)[2] if urn.count("::") >= 3 else ""
+    return qualified_type.split("$")[:-1]
+
+
+def is_platform_release(args: ResourceValidationArgs) -> bool:
+    """A release one of the platform's components declares, whatever its chart is called (a
+    mirror may rename it): one of the component types is among its parents. Its settings and
+    workloads are the platform's, reviewed and tested with it (Karpenter 1.14.1's controller,
+    say, runs as 65532, non-root, without privilege escalation or capabilities, on a read-only
+    root filesystem with the RuntimeDefault seccomp profile: charts/karpenter/templates/
+    deployment.yaml). A release of the same chart that a stack's own program declares is the
+    stack's."""
+    return any(t.startswith(PLATFORM_TYPE_PREFIX) for t in parent_types(args.urn))
+
+
 REVIEWED_RELEASES = Setting(
     "reviewedCharts",
     {
         "type": "array",
         "items": {"type": "string"},
-        "default": list(PLATFORM_CHARTS),
-        "description": "Charts installed as helm.v3.Release whose workloads are reviewed "
-        "elsewhere (the platform's own), by chart name.",
+        "default": [],
+        "description": "Charts installed as helm.v3.Release by the stack's own program whose "
+        "workloads are reviewed elsewhere, by chart name. The platform's own releases are "
+        "reviewed with it.",
     },
 )
 
 
 def opaque_release_problems(args: ResourceValidationArgs) -> Iterator[str]:
     chart = text(args.props, "chart") or ""
-    if chart_name(chart) in REVIEWED_RELEASES.read(args.get_config()):
+    if is_platform_release(args) or chart_name(chart) in REVIEWED_RELEASES.read(args.get_config()):
         return
     yield (
         f"chart {shown(chart)} is installed as a helm.v3.Release, whose workloads the policies "
@@ -172,13 +182,10 @@ def opaque_release_problems(args: ResourceValidationArgs) -> Iterator[str]:
 
 # What a release needs to undo a failed install or upgrade by itself (pulumi-kubernetes'
 # helm_release.go on Helm v3's pkg/action): `atomic` uninstalls a failed install and rolls a
-# failed upgrade back, waiting for the release's workloads up to `timeout` (300 s where unset);
-# `cleanupOnFail` deletes what the failed upgrade created; `maxHistory` unset or 0 keeps every
-# revision, a Secret each.
-
-
-def is_platform_release(args: ResourceValidationArgs) -> bool:
-    return chart_name(text(args.props, "chart") or "") in PLATFORM_CHARTS
+# failed upgrade back to the last deployed revision, waiting for the release's workloads up to
+# `timeout` (300 s where unset); `cleanupOnFail` deletes what the failed upgrade created;
+# `maxHistory` unset or 0 keeps every revision, a Secret each. A `failed` release does not block
+# the next upgrade (upgrade.go, prepareUpgrade, upgrades over it); only a `pending-*` one does.
 
 
 def _switch_problems(field: str, without: str, args: ResourceValidationArgs) -> Iterator[str]:
@@ -192,8 +199,8 @@ def _switch_problems(field: str, without: str, args: ResourceValidationArgs) -> 
 atomic_problems = partial(
     _switch_problems,
     "atomic",
-    "a failed install or upgrade stays in state failed, and the next pulumi up fails on it until "
-    "someone runs helm rollback",
+    "a failed upgrade leaves the release on the half-applied new revision, not on the last one "
+    "that worked, and a failed install stays installed",
 )
 cleanup_problems = partial(
     _switch_problems,

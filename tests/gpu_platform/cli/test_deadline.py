@@ -3,6 +3,7 @@ the last call under way; each call's socket timeouts stay within it."""
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -88,10 +89,28 @@ def test_a_new_call_starts_its_own_count() -> None:
             " give it longer with --timeout (now 30).",
         ),
         (
+            # Answered, after throttling: the time went to calls, not to waiting on this one.
+            Call(
+                "ec2 DescribeInstances",
+                "https://ec2.us-east-1.amazonaws.com",
+                attempts=2,
+                throttled=1,
+                answered=True,
+            ),
+            "the check ran out of time after 212 call(s) to AWS within the 30 s deadline, each"
+            " answered, the last ec2 DescribeInstances (https://ec2.us-east-1.amazonaws.com). Give"
+            " it longer with --timeout (now 30).",
+        ),
+        (
             Call("looking for Application Default Credentials", ""),
             "the 30 s deadline passed while looking for Application Default Credentials. Check"
             " the network and any proxy (HTTPS_PROXY, NO_PROXY), or give it longer with --timeout"
             " (now 30).",
+        ),
+        (
+            Call("loading the AWS clients' API models", "", local=True),
+            "the 30 s deadline passed while loading the AWS clients' API models. Give it longer"
+            " with --timeout (now 30).",
         ),
         (
             None,
@@ -99,10 +118,51 @@ def test_a_new_call_starts_its_own_count() -> None:
             " (HTTPS_PROXY, NO_PROXY), or give it longer with --timeout (now 30).",
         ),
     ],
-    ids=["unanswered", "throttled", "step", "no-call"],
+    ids=["unanswered", "throttled", "answered", "step", "local-step", "no-call"],
 )
 def test_the_deadline_says_what_did_not_answer(call: Call | None, said: str) -> None:
-    assert DeadlinePassed(30, call).explain("AWS") == said
+    assert DeadlinePassed(30, call, made=212).explain("AWS") == said
+
+
+def passed_after(calls_made: Callable[[Calls], None]) -> DeadlinePassed:
+    """What a 0.5 s deadline says of work that makes `calls_made` and then waits."""
+    calls = Calls()
+    never = threading.Event()
+
+    def work() -> None:
+        calls_made(calls)
+        never.wait(30)
+
+    with pytest.raises(DeadlinePassed) as passed:
+        Deadline(0.5).run(work, calls)
+    never.set()
+    return passed.value
+
+
+def test_calls_answered_until_the_deadline_say_it_ran_out_of_time_not_that_none_answered() -> None:
+    def many_quick_calls(calls: Calls) -> None:
+        for region in ("us-east-1", "us-east-1", "us-west-2"):
+            calls.sent("ec2 DescribeInstances", f"https://ec2.{region}.amazonaws.com/")
+            calls.answered(throttled=False)
+
+    assert passed_after(many_quick_calls).explain("AWS") == (
+        "the check ran out of time after 3 call(s) to AWS within the 0.5 s deadline, each"
+        " answered, the last ec2 DescribeInstances (https://ec2.us-west-2.amazonaws.com). Give it"
+        " longer with --timeout (now 0.5)."
+    )
+
+
+def test_a_call_still_unanswered_at_the_deadline_is_named_as_the_one_that_did_not_answer() -> None:
+    def answered_then_stuck(calls: Calls) -> None:
+        calls.sent("eks DescribeCluster", "https://eks.us-east-1.amazonaws.com/clusters/ml-dev")
+        calls.answered(throttled=False)
+        calls.sent("ec2 DescribeSubnets", "https://ec2.us-east-1.amazonaws.com/")
+
+    assert passed_after(answered_then_stuck).explain("AWS") == (
+        "https://ec2.us-east-1.amazonaws.com did not answer ec2 DescribeSubnets within the 0.5 s"
+        " deadline. Check the network and any proxy (HTTPS_PROXY, NO_PROXY), or give it longer"
+        " with --timeout (now 0.5)."
+    )
 
 
 @pytest.mark.parametrize(

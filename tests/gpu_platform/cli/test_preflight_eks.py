@@ -4,6 +4,7 @@ botocore's Stubber and a `before-call` hook. Findings are asserted exactly."""
 
 import copy
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -1366,6 +1367,29 @@ def test_without_a_way_to_aws_it_says_it_cannot_check(no_aws_settings: pytest.Mo
     assert "AWS could not be reached" in result.output
 
 
+def test_a_credential_lookup_that_never_ends_is_named_at_the_deadline(
+    no_aws_settings: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # A profile whose credentials come from a program that does not finish, as a
+    # credential_process waiting on a hardware key or a browser login does (botocore's
+    # ProcessProvider runs it and waits).
+    config = tmp_path / "config"
+    config.write_text("[default]\ncredential_process = sleep 10\n")
+    no_aws_settings.setenv("AWS_CONFIG_FILE", str(config))
+
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["preflight", "dev", "--timeout", "2"])
+    took = time.monotonic() - started
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        "Cannot check stack dev: the 2 s deadline passed while looking for AWS credentials (a"
+        " credential_process, an SSO token or an assumed role that does not come back holds it;"
+        " `aws sts get-caller-identity` with the same profile shows which)." in result.output
+    )
+    assert 2 <= took < 2 + DEADLINE_MARGIN_SECONDS
+
+
 def test_a_refused_permission_is_named_with_what_the_check_needs(
     aws: AwsClients, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1415,14 +1439,15 @@ def answer_over_http(client: Any, operation: str, answers: list[tuple[int, bytes
     """Answer `operation`'s attempts with `answers` in turn, as the service would over HTTP:
     inside botocore's retries, which run after `before-send` (botocore/endpoint.py). The
     Stubber answers at `before-call`, ahead of them, and would never see a retry. Attempts past
-    the answers are left to moto. Lists the attempts answered."""
+    the answers are left to moto. Lists the attempts answered, each by the `amz-sdk-request`
+    header it was sent with (`attempt=1; max=5`)."""
     answered: list[str] = []
 
     def respond(request: Any, **_: Any) -> AWSResponse | None:
         if len(answered) == len(answers):
             return None
         status, body = answers[len(answered)]
-        answered.append(request.url)
+        answered.append(request.headers["amz-sdk-request"].decode())
         return AWSResponse(request.url, status, HTTPHeaders(), RawBody(body))
 
     service = client.meta.service_model.service_id.hyphenize()
@@ -1474,7 +1499,12 @@ def test_a_throttled_call_is_retried_with_backoff_until_it_is_answered(
     findings = preflight_eks.preflight(stack(), aws)
 
     assert findings == ready(network)
-    assert len(throttled) == len(answers)
+    # Standard mode states the attempts it allows from the first attempt on
+    # (botocore/retries/standard.py, MaxAttemptsSeeder); legacy mode only once it retries, so
+    # that its first attempt goes out as `attempt=1` (botocore/retryhandler.py,
+    # MaxAttemptsDecorator).
+    assert throttled == ["attempt=1; max=5", "attempt=2; max=5", "attempt=3; max=5"][: len(answers)]
+    assert getattr(aws, client).meta.config.retries == {"mode": "standard", "total_max_attempts": 5}
     # Two retries, each after a random share of botocore's throttling backoff: at most 1 s, then
     # 2 s (botocore/retries/standard.py, ExponentialBackoff: base 1 s for throttling errors).
     assert len(backoffs) == 2
@@ -1517,6 +1547,34 @@ def test_every_client_gives_up_within_its_timeouts_and_retries_in_standard_mode(
         (c.meta.config.connect_timeout, c.meta.config.read_timeout, c.meta.config.retries)
         for c in (clients.eks, clients.ec2, clients.service_quotas, clients.resource_groups)
     ] == [(*timeouts, {"mode": "standard", "total_max_attempts": 5})] * 4
+
+
+def test_the_command_gives_every_client_the_timeouts_of_the_deadline_it_was_given(
+    no_aws_settings: pytest.MonkeyPatch,
+) -> None:
+    no_aws_settings.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+    no_aws_settings.setenv("AWS_SECRET_ACCESS_KEY", "example")
+    made: list[AwsClients] = []
+    done = threading.Event()
+
+    def checked(config: StackConfig, clients: AwsClients) -> list[Finding]:
+        made.append(clients)
+        done.set()
+        return []
+
+    no_aws_settings.setattr(preflight_eks, "preflight", checked)
+
+    CliRunner().invoke(app, ["preflight", "dev", "--timeout", "4"])
+
+    # On a busy machine the clients may take longer to load than the 4 s: they are made all
+    # the same, after the command has given up on them.
+    assert done.wait(60)
+    (clients,) = made
+    # (connect, read): each the smaller of 5 s and 15 s and the 4 s deadline.
+    assert [
+        (c.meta.config.connect_timeout, c.meta.config.read_timeout, c.meta.config.retries)
+        for c in (clients.eks, clients.ec2, clients.service_quotas, clients.resource_groups)
+    ] == [(4, 4, {"mode": "standard", "total_max_attempts": 5})] * 4
 
 
 def test_on_a_network_that_never_answers_it_exits_4_by_the_deadline_naming_the_endpoint(

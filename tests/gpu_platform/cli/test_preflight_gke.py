@@ -15,17 +15,20 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import jsonschema
 import pytest
 import requests
+import urllib3.util.retry
 from google.auth.transport.requests import AuthorizedSession
 from google.oauth2.credentials import Credentials
-from requests.adapters import BaseAdapter
+from requests.adapters import BaseAdapter, HTTPAdapter
 from typer.testing import CliRunner
 
 from gpu_platform.cli import preflight, preflight_gke
@@ -185,6 +188,7 @@ class FakeGoogle(BaseAdapter):
     def __init__(self) -> None:
         super().__init__()
         self.answers: dict[tuple[str, frozenset[tuple[str, str]]], tuple[int, Json]] = {}
+        self.firsts: dict[tuple[str, frozenset[tuple[str, str]]], list[tuple[int, Json]]] = {}
         self.calls: list[str] = []
         self.sent_headers: list[Mapping[str, str | bytes]] = []
         self.timeouts: list[float | tuple[float | None, float | None] | None] = []
@@ -197,6 +201,11 @@ class FakeGoogle(BaseAdapter):
         if status == 200:
             validator(api_.name, method.response).validate(body)
         self.answers[(method_id, frozenset(params.items()))] = (status, body)
+
+    def first(self, method_id: str, *answers: tuple[int, Json], **params: str) -> None:
+        """The method's first calls with these parameters get `answers` (errors), one each, in
+        turn; the calls after them, what `answer` gave."""
+        self.firsts[(method_id, frozenset(params.items()))] = list(answers)
 
     def session(self, session: requests.Session | None = None) -> requests.Session:
         """`session` (a plain one by default) with its HTTPS calls sent here."""
@@ -213,7 +222,18 @@ class FakeGoogle(BaseAdapter):
         cert: str | tuple[str, str] | None = None,
         proxies: dict[str, str] | None = None,
     ) -> requests.Response:
-        method, url = request.method, str(request.url)
+        url = str(request.url)
+        self.timeouts.append(timeout)
+        status, body = self.respond(str(request.method), url, request.headers)
+        response = requests.Response()
+        response.status_code, response.url, response.request = status, url, request
+        response._content = json.dumps(body).encode()
+        return response
+
+    def respond(
+        self, method: str, url: str, headers: Mapping[str, str | bytes]
+    ) -> tuple[int, Json]:
+        """The status and body the APIs answer `method url` with."""
         assert method == "GET", f"a read-only check sent {method} {url}"
         parts = urlsplit(url)
         address = f"{parts.scheme}://{parts.netloc}{parts.path}"
@@ -229,15 +249,11 @@ class FakeGoogle(BaseAdapter):
         assert set(query) <= found.query, f"{found.id} takes no {set(query) - found.query}"
         params = {k: unquote(v) for k, v in match.groupdict().items()} | query
         self.calls.append(found.id)
-        self.sent_headers.append(request.headers)
-        self.timeouts.append(timeout)
-        status, body = self.answers.get(
-            (found.id, frozenset(params.items())), (404, not_found(url))
-        )
-        response = requests.Response()
-        response.status_code, response.url, response.request = status, url, request
-        response._content = json.dumps(body).encode()
-        return response
+        self.sent_headers.append(headers)
+        key = (found.id, frozenset(params.items()))
+        if self.firsts.get(key):
+            return self.firsts[key].pop(0)
+        return self.answers.get(key, (404, not_found(url)))
 
     def close(self) -> None:
         pass
@@ -902,48 +918,134 @@ def test_without_a_way_to_google_it_says_it_cannot_check(
     assert "Cannot check stack gke-dev: Google Cloud could not be reached" in result.output
 
 
+# --- Throttling, answered over HTTP -----------------------------------------------------------
+
+# Google's answers to a used-up rate quota: 429 RESOURCE_EXHAUSTED, and Compute Engine's 403 with
+# reason rateLimitExceeded ("Compute Engine rate quotas").
+CLUSTER_GET = "container.projects.locations.clusters.get"
+CLUSTER_NAME = f"projects/{PROJECT}/locations/us-central1/clusters/ml-dev"
+RESERVATION_GET = "compute.reservations.get"
+RESERVATION_PARAMS = {"project": PROJECT, "zone": "us-central1-a", "reservation": RESERVATION}
+QUOTA_EXCEEDED = (
+    429,
+    {
+        "error": {
+            "code": 429,
+            "message": "Quota exceeded for quota metric 'Requests'.",
+            "status": "RESOURCE_EXHAUSTED",
+        }
+    },
+)
+RATE_LIMIT_EXCEEDED = (
+    403,
+    {
+        "error": {
+            "code": 403,
+            "message": "Rate Limit Exceeded",
+            "errors": [
+                {
+                    "message": "Rate Limit Exceeded",
+                    "domain": "usageLimits",
+                    "reason": "rateLimitExceeded",
+                }
+            ],
+        }
+    },
+)
+UNAVAILABLE = (503, {"error": {"code": 503, "message": "Try again.", "status": "UNAVAILABLE"}})
+
+
+@pytest.fixture
+def served(
+    google: FakeGoogle, monkeypatch: pytest.MonkeyPatch, no_proxy: None
+) -> Iterator[FakeGoogle]:
+    """`google` served over HTTP on this machine's loopback, where the APIs' addresses point, to
+    `gpu-platform preflight gke-dev` with a token that needs no refresh: each call goes through
+    the command's own session, its transport and urllib3's retries, as it would to Google."""
+    roots = {"/compute/": "https://compute.googleapis.com", "/": "https://container.googleapis.com"}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            root = next(r for prefix, r in roots.items() if self.path.startswith(prefix))
+            status, body = google.respond("GET", root + self.path, dict(self.headers))
+            content = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(content)))
+            self.end_headers()
+            self.wfile.write(content)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    address = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setattr(preflight_gke, "CONTAINER_API", f"{address}/v1/")
+    monkeypatch.setattr(preflight_gke, "COMPUTE_API", f"{address}/compute/v1/")
+    monkeypatch.setattr("google.auth.default", lambda scopes: (Credentials(token="t"), None))
+    monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack())
+    try:
+        yield google
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The waits urllib3's retries ask for, recorded instead of slept, so that a test sees the
+    backoff without waiting it out."""
+    waits: list[float] = []
+    monkeypatch.setattr(urllib3.util.retry, "time", SimpleNamespace(sleep=waits.append))
+    return waits
+
+
+class Answered(NamedTuple):
+    """A method's answer to calls with these parameters."""
+
+    method: str
+    params: dict[str, str]
+    answer: tuple[int, Json]
+
+
+CLUSTER_QUOTA_EXCEEDED = Answered(CLUSTER_GET, {"name": CLUSTER_NAME}, QUOTA_EXCEEDED)
+RESERVATION_RATE_LIMITED = Answered(RESERVATION_GET, RESERVATION_PARAMS, RATE_LIMIT_EXCEEDED)
+
+
 @pytest.mark.parametrize(
-    ("throttle", "said"),
+    "throttled",
+    [
+        CLUSTER_QUOTA_EXCEEDED,
+        RESERVATION_RATE_LIMITED,
+        Answered(CLUSTER_GET, {"name": CLUSTER_NAME}, UNAVAILABLE),
+    ],
+    ids=["gke-429", "compute-rate-limit", "server-error"],
+)
+def test_a_throttled_call_is_retried_with_backoff_until_it_is_answered(
+    served: FakeGoogle, backoffs: list[float], throttled: Answered
+) -> None:
+    served.first(throttled.method, throttled.answer, throttled.answer, **throttled.params)
+
+    result = CliRunner().invoke(app, ["preflight", "gke-dev"])
+
+    assert result.exit_code == 0, result.output
+    assert served.calls.count(throttled.method) == 3
+    # The first retry at once, the second after backoff_factor x 2 s (urllib3 2.x,
+    # util/retry.py get_backoff_time: 0 for the first retry, then factor x 2 ** (retries - 1)).
+    assert backoffs == [2]
+
+
+@pytest.mark.parametrize(
+    ("throttled", "said"),
     [
         (
-            lambda google: google.answer(
-                "container.projects.locations.clusters.get",
-                {
-                    "error": {
-                        "code": 429,
-                        "message": "Quota exceeded for quota metric 'Requests'.",
-                        "status": "RESOURCE_EXHAUSTED",
-                    }
-                },
-                status=429,
-                name=f"projects/{PROJECT}/locations/us-central1/clusters/ml-dev",
-            ),
-            "Google Cloud throttled container.clusters.get on"
-            f" projects/{PROJECT}/locations/us-central1/clusters/ml-dev (429 RESOURCE_EXHAUSTED:"
-            " Quota exceeded for quota metric 'Requests'.)",
+            CLUSTER_QUOTA_EXCEEDED,
+            f"Google Cloud throttled container.clusters.get on {CLUSTER_NAME} (429"
+            " RESOURCE_EXHAUSTED: Quota exceeded for quota metric 'Requests'.)",
         ),
         (
-            # Compute Engine's answer to a used-up rate quota ("Compute Engine rate quotas").
-            lambda google: google.answer(
-                "compute.reservations.get",
-                {
-                    "error": {
-                        "code": 403,
-                        "message": "Rate Limit Exceeded",
-                        "errors": [
-                            {
-                                "message": "Rate Limit Exceeded",
-                                "domain": "usageLimits",
-                                "reason": "rateLimitExceeded",
-                            }
-                        ],
-                    }
-                },
-                status=403,
-                project=PROJECT,
-                zone="us-central1-a",
-                reservation=RESERVATION,
-            ),
+            RESERVATION_RATE_LIMITED,
             "Google Cloud throttled compute.reservations.get on"
             f" projects/{PROJECT}/zones/us-central1-a/reservations/{RESERVATION} (403"
             " rateLimitExceeded: Rate Limit Exceeded)",
@@ -951,22 +1053,68 @@ def test_without_a_way_to_google_it_says_it_cannot_check(
     ],
     ids=["gke-429", "compute-rate-limit"],
 )
-def test_a_throttled_call_says_it_was_throttled_and_which(
-    command: Callable[..., Any],
-    google: FakeGoogle,
-    throttle: Callable[[FakeGoogle], None],
-    said: str,
+def test_a_call_throttled_on_every_attempt_ends_in_exit_4_saying_it_was_throttled(
+    served: FakeGoogle, backoffs: list[float], throttled: Answered, said: str
 ) -> None:
-    throttle(google)
+    status, body = throttled.answer
+    served.answer(throttled.method, body, status=status, **throttled.params)
 
-    result = command()
+    result = CliRunner().invoke(app, ["preflight", "gke-dev"])
 
     assert result.exit_code == EXIT_CANNOT_CHECK
     assert (
-        f"Cannot check stack gke-dev: {said}: the project's rate quota for the API is used up,"
-        " by this check or others, until it refills at the next minute. Run it again in a"
-        " minute." in result.output
+        f"Cannot check stack gke-dev: {said} 5 time(s) in 5 attempts, backing off between them:"
+        " the project's rate quota for the API is used up, by this check or others, until it"
+        " refills at the next minute. Run it again in a minute." in result.output
     )
+    assert served.calls.count(throttled.method) == 5
+    assert backoffs == [2, 4, 8]
+
+
+def test_throttling_is_not_waited_out_past_the_deadline(served: FakeGoogle) -> None:
+    served.answer(CLUSTER_GET, QUOTA_EXCEEDED[1], status=429, name=CLUSTER_NAME)
+
+    result, took = preflight_within(3)
+
+    # Tries at 0 and 0 s, and after 2 s; the next, 4 s on, would be past the deadline.
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        f"Cannot check stack gke-dev: Google Cloud throttled container.clusters.get on"
+        f" {CLUSTER_NAME} (429 RESOURCE_EXHAUSTED: Quota exceeded for quota metric 'Requests'.)"
+        " 3 time(s) in 3 attempts" in result.output
+    )
+    assert served.calls.count(CLUSTER_GET) == 3
+    assert took < 3
+
+
+def test_a_refused_permission_is_not_retried(served: FakeGoogle) -> None:
+    refused = forbidden("Required 'compute.reservations.get' permission", compute=True)
+    served.answer(RESERVATION_GET, refused, status=403, **RESERVATION_PARAMS)
+
+    result = CliRunner().invoke(app, ["preflight", "gke-dev"])
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert "Google Cloud refused compute.reservations.get" in result.output
+    assert served.calls.count(RESERVATION_GET) == 1
+
+
+def test_the_calls_timeouts_come_from_the_deadline_given(
+    served: FakeGoogle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timeouts: list[Any] = []
+    send = HTTPAdapter.send
+
+    def recorded(self: HTTPAdapter, request: Any, *args: Any, **kwargs: Any) -> Any:
+        timeouts.append(kwargs["timeout"])
+        return send(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(HTTPAdapter, "send", recorded)
+
+    CliRunner().invoke(app, ["preflight", "gke-dev", "--timeout", "4"])
+
+    # (connect, read): each the smaller of 5 s and 15 s and the 4 s deadline.
+    assert timeouts
+    assert set(timeouts) == {(4.0, 4.0)}
 
 
 def test_each_call_is_given_up_after_its_connect_and_read_timeouts(google: FakeGoogle) -> None:
@@ -1083,7 +1231,7 @@ def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
             self.wfile.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
 
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Refusing)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     address = f"http://127.0.0.1:{server.server_address[1]}"
     for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
         monkeypatch.setenv(name, address)

@@ -11,13 +11,18 @@ import yaml
 
 from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.config import MonitoringSpec, OperatorSpec
+from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.kubernetes.monitoring import (
     DASHBOARD_SIDECAR_LABEL,
     alert_names,
     gpu_alert_rules,
     gpu_dashboard,
 )
-from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART, POD_SECURITY_VERSION
+from gpu_platform.versions import (
+    KUBE_PROMETHEUS_STACK_CHART,
+    KUBE_PROMETHEUS_STACK_NODE_EXPORTER_SUBCHART,
+    POD_SECURITY_VERSION,
+)
 from tests.gpu_platform.kubernetes.test_alert_rules import metric_names, metric_set_rows, text_rows
 
 Config = dict[str, Any]
@@ -272,8 +277,22 @@ def test_node_exporter_alone_runs_in_a_privileged_namespace(
     namespace = stack_namespaces(plan)["monitoring-node-exporter"]
     assert namespace.inputs["metadata"]["labels"] == pod_security("privileged")
     values = stack_release(plan).inputs["values"]
-    assert values["prometheus-node-exporter"] == {"namespaceOverride": "monitoring-node-exporter"}
+    assert values["prometheus-node-exporter"]["namespaceOverride"] == "monitoring-node-exporter"
     assert namespace.urn in stack_release(plan).dependencies
+
+
+def test_node_exporter_rolls_a_quarter_of_the_nodes_at_a_time_with_its_charts_keys(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_monitoring(dev_config, installPrometheusStack=True))
+
+    node_exporter = stack_release(plan).inputs["values"]["prometheus-node-exporter"]
+
+    # prometheus-node-exporter 4.56.1 values.yaml: `updateStrategy: {type: RollingUpdate,
+    # rollingUpdate: {maxUnavailable: 1}}`, which Helm merges this over.
+    assert node_exporter["updateStrategy"] == {"rollingUpdate": {"maxUnavailable": "25%"}}
+    subchart = KUBE_PROMETHEUS_STACK_NODE_EXPORTER_SUBCHART
+    assert set(key_paths(node_exporter)) <= chart_key_paths(subchart.version, subchart.name)
 
 
 def test_the_rule_waits_for_the_stack_that_defines_its_type(

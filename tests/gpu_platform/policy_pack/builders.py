@@ -61,11 +61,12 @@ def resource(
     *,
     provider: str | None = None,
     parent: str | None = None,
+    parents: Sequence[str] = (),
     dependencies: Sequence[str] = (),
     property_dependencies: Mapping[str, Sequence[str]] | None = None,
 ) -> PlannedResource:
     return PlannedResource(
-        urn=urn(type_, name),
+        urn=urn(type_, name, parents),
         type=type_,
         name=name,
         inputs=copy.deepcopy(dict(inputs)),
@@ -79,8 +80,16 @@ def resource(
     )
 
 
-def urn(type_: str, name: str) -> str:
-    return f"{STACK_URN_PREFIX}{type_}::{name}"
+def urn(type_: str, name: str, parents: Sequence[str] = ()) -> str:
+    """The resource's URN, its parents' types (outermost first) before its own, joined by `$`,
+    as the Pulumi engine writes it (pulumi sdk/go/common/resource/urn.go, NewURN: the parent's
+    qualified type, then `$`, then its own)."""
+    return f"{STACK_URN_PREFIX}{'$'.join([*parents, type_])}::{name}"
+
+
+PLATFORM = "gpu-platform:index:GpuPlatform"
+OPERATOR_PARENTS = (PLATFORM, "gpu-platform:kubernetes:GpuOperator")
+"""The parents of the GPU Operator's release: the platform's component, then the operator's."""
 
 
 def pod_security_labels(level: str = "restricted", version: str = "v1.35") -> dict[str, str]:
@@ -301,6 +310,7 @@ def gpu_operator_release(name: str = "gpu-operator") -> PlannedResource:
                 "dcgmExporter": {"serviceMonitor": {"enabled": True}},
             },
         },
+        parents=OPERATOR_PARENTS,
     )
 
 

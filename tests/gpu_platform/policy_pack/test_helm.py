@@ -9,6 +9,7 @@ import pytest
 from gpu_platform.cli.offline import run_program
 from tests.gpu_platform.policy_pack.builders import (
     CHART,
+    PLATFORM,
     RELEASE,
     ROLLS_BACK,
     UNKNOWN,
@@ -172,16 +173,30 @@ def test_a_tenants_release_is_said_to_be_invisible_to_the_policies(analyze: Anal
 
 
 def test_the_platforms_own_releases_and_v4_charts_are_not_flagged(analyze: Analyze) -> None:
-    verdicts = analyze(gpu_operator_release(), chart(CHART))
+    verdicts = analyze(gpu_operator_release(), autoscaler_release(), chart(CHART))
 
     assert messages(verdicts, "helm-release-workloads-visible") == []
+
+
+def test_a_stacks_own_release_of_a_chart_the_platform_installs_is_said_to_be_invisible(
+    analyze: Analyze,
+) -> None:
+    verdicts = analyze(prometheus_stack_release())
+
+    assert messages(verdicts, "helm-release-workloads-visible") == [
+        'chart "kube-prometheus-stack" is installed as a helm.v3.Release, whose workloads the '
+        "policies never see: Helm creates them, not Pulumi, so no Pod Security or GPU rule "
+        "checks them. Fix: install it with helm.v4.Chart, which registers every object it "
+        "renders as a resource the policies check, or add its name to reviewedCharts once "
+        "its workloads are reviewed another way."
+    ]
 
 
 # --- Releases that undo a failed install or upgrade ------------------------------------------
 
 
 def autoscaler_release(**inputs: Any) -> Any:
-    """The cluster autoscaler, one of the platform's charts, with `inputs` added."""
+    """The cluster autoscaler as the platform's component declares it, with `inputs` added."""
     return resource(
         RELEASE,
         "cluster-autoscaler",
@@ -191,6 +206,23 @@ def autoscaler_release(**inputs: Any) -> Any:
             "repositoryOpts": {"repo": "https://kubernetes.github.io/autoscaler"},
             **inputs,
         },
+        parents=(PLATFORM, "gpu-platform:eks:ClusterAutoscaler"),
+    )
+
+
+def prometheus_stack_release(parents: tuple[str, ...] = (), **inputs: Any) -> Any:
+    """kube-prometheus-stack, a chart the platform installs too, declared under `parents`: by
+    default at the stack's root, by the stack's own program."""
+    return resource(
+        RELEASE,
+        "monitoring",
+        {
+            "chart": "kube-prometheus-stack",
+            "version": "93.4.1",
+            "repositoryOpts": {"repo": "https://prometheus-community.github.io/helm-charts"},
+            **inputs,
+        },
+        parents=parents,
     )
 
 
@@ -208,9 +240,9 @@ def without_rollback(chart: str, level: str, policy: str) -> list[tuple[str, str
         (
             policy,
             level,
-            f'chart "{chart}" is released without atomic, so a failed install or upgrade stays in '
-            "state failed, and the next pulumi up fails on it until someone runs helm rollback. "
-            "Fix: set atomic: true.",
+            f'chart "{chart}" is released without atomic, so a failed upgrade leaves the release '
+            "on the half-applied new revision, not on the last one that worked, and a failed "
+            "install stays installed. Fix: set atomic: true.",
         ),
         (
             policy,
@@ -258,6 +290,34 @@ def test_another_release_is_advised_to_roll_back_by_itself(analyze: Analyze) -> 
     )
 
 
+@pytest.mark.parametrize(
+    "parents", [(), ("acme:monitoring:ClusterMonitoring",)], ids=["stack-root", "own-component"]
+)
+def test_a_stacks_own_release_of_a_chart_the_platform_also_installs_is_advised(
+    analyze: Analyze, parents: tuple[str, ...]
+) -> None:
+    verdicts = analyze(prometheus_stack_release(parents))
+
+    assert rollback_verdicts(verdicts) == without_rollback(
+        "kube-prometheus-stack", "advisory", "helm-release-rollback"
+    )
+
+
+def test_a_platform_release_of_a_mirrored_chart_is_held_to_the_mandatory_rule(
+    analyze: Analyze,
+) -> None:
+    # A mirror that serves the GPU Operator's chart under a name of its own.
+    mirrored = gpu_operator_release()
+    mirrored.inputs["chart"] = "nvidia-gpu-operator"
+    del mirrored.inputs["atomic"]
+
+    verdicts = analyze(mirrored)
+
+    assert [(p, level) for p, level, _ in rollback_verdicts(verdicts)] == [
+        ("platform-release-rollback", "mandatory")
+    ]
+
+
 def test_a_zero_timeout_and_an_unlimited_history_are_reported(analyze: Analyze) -> None:
     release = autoscaler_release(**{**ROLLS_BACK, "timeout": 0, "maxHistory": 0})
 
@@ -273,9 +333,9 @@ def test_a_timeout_not_known_at_preview_skips_only_its_own_check(analyze: Analyz
     release = autoscaler_release(**{**ROLLS_BACK, "timeout": UNKNOWN, "atomic": False})
 
     assert messages(analyze(release), "platform-release-rollback") == [
-        'chart "cluster-autoscaler" is released without atomic, so a failed install or upgrade '
-        "stays in state failed, and the next pulumi up fails on it until someone runs helm "
-        "rollback. Fix: set atomic: true."
+        'chart "cluster-autoscaler" is released without atomic, so a failed upgrade leaves the '
+        "release on the half-applied new revision, not on the last one that worked, and a failed "
+        "install stays installed. Fix: set atomic: true."
     ]
 
 

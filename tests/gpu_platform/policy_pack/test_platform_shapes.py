@@ -4,6 +4,7 @@ and the platform ever disagree, this is where it shows first."""
 from typing import Any
 
 from tests.gpu_platform.policy_pack.builders import (
+    PLATFORM,
     RELEASE,
     ROLLS_BACK,
     Analyze,
@@ -80,6 +81,7 @@ def test_the_platforms_resources_draw_no_verdict(analyze: Analyze) -> None:
             "namespace": "monitoring",
             **ROLLS_BACK,
         },
+        parents=(PLATFORM, "gpu-platform:kubernetes:GpuMonitoring"),
     )
     smoke_test = workload("Job", smoke_test_pod(), name="gpu-smoke-test", namespace="ml-sandbox")
     smoke_test.inputs["spec"].update(backoffLimit=0, activeDeadlineSeconds=1800)
