@@ -1,7 +1,9 @@
 """A namespace where a team runs GPU workloads under Pod Security `restricted`.
 
 The Namespace enforces, audits and warns at the configured Pod Security level, pinned to
-`POD_SECURITY_VERSION`. A ResourceQuota caps the GPUs its pods may request, under every GPU
+`POD_SECURITY_VERSION`. A LimitRange gives containers that request no CPU or memory a small
+request of each, so that the cluster autoscaler counts a node busy while a GPU pod runs there
+(`DEFAULT_CONTAINER_REQUESTS`). A ResourceQuota caps the GPUs its pods may request, under every GPU
 resource name the stack's pools advertise. Optionally a smoke-test Job runs `nvidia-smi` on one
 pool, built like any tenant workload (`gpu_pod_spec`), so that `pulumi up` only succeeds once a
 restricted pod in the namespace has really reached a GPU. Children are registered once the
@@ -41,6 +43,15 @@ from gpu_platform.secrets import secret_if
 from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE
 
 QUOTA_NAME = "gpu-quota"
+LIMIT_RANGE_NAME = "gpu-pod-defaults"
+# What a container of a tenant namespace requests when it says nothing: enough for the cluster
+# autoscaler to see a node busy while a GPU pod runs there. It judges a node without the AWS GPU
+# label (MIG nodes, gpu_platform/eks/node_labels.py) by its pods' CPU and memory requests over
+# allocatable (`Calculate`, simulator/utilization/info.go, cluster-autoscaler-1.35.2), the
+# DaemonSets left out: a pod that asks only for `nvidia.com/mig-1g.10gb` counts as nothing there,
+# and the node is drained whenever its pods fit elsewhere. Small, so that every replica of a
+# shared GPU still fits the smallest GPU node (a g4dn.xlarge has 4 vCPUs for 4 replicas).
+DEFAULT_CONTAINER_REQUESTS = {"cpu": "100m", "memory": "256Mi"}
 SMOKE_TEST_NAME = "gpu-smoke-test"
 # Room for Pulumi's wait beyond the Job's own deadline, so the Job's failure is the one reported.
 SMOKE_TEST_AWAIT_MARGIN_SECONDS = 120
@@ -80,6 +91,12 @@ class GpuTenantNamespace(pulumi.ComponentResource):
             f"{name}-{QUOTA_NAME}",
             metadata={"name": QUOTA_NAME, "namespace": namespace.metadata.name},
             spec={"hard": gpu_quota(spec, args.pools)},
+            opts=child,
+        )
+        core.v1.LimitRange(
+            f"{name}-{LIMIT_RANGE_NAME}",
+            metadata={"name": LIMIT_RANGE_NAME, "namespace": namespace.metadata.name},
+            spec=cast(Any, limit_range_spec()),
             opts=child,
         )
         self.namespace_name: pulumi.Output[str] = namespace.metadata.name
@@ -139,6 +156,12 @@ def namespace_labels(spec: TenantNamespaceSpec) -> dict[str, str]:
     if spec.gpu_idle_minutes is not None:
         labels[IDLE_MINUTES_LABEL] = str(spec.gpu_idle_minutes)
     return labels
+
+
+def limit_range_spec() -> dict[str, Any]:
+    """Default CPU and memory requests for containers that set none (`defaultRequest`: the
+    LimitRanger admission plugin fills in requests only, no limits)."""
+    return {"limits": [{"type": "Container", "defaultRequest": dict(DEFAULT_CONTAINER_REQUESTS)}]}
 
 
 def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[str, str]:
