@@ -20,10 +20,13 @@ from gpu_platform.config import (
     Platform,
     Sharing,
     TimeSlicingSharing,
+    gke_shares,
 )
 from gpu_platform.drivers import CUDA_LABEL, DRIVER_LABEL, NvidiaDriver
 
 GPU_RESOURCE = "nvidia.com/gpu"
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+"""The operator's device plugin under the `mixed` strategy: `nvidia.com/mig-<slice>`."""
 POOL_LABEL = "gpu-platform.io/pool"
 ACCELERATOR_LABEL = "gpu-platform.io/accelerator"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
@@ -81,9 +84,7 @@ def sharer_for(platform: Platform, sharing: Sharing) -> GpuSharer:
     accelerators `partition_gpu/`, `pkg/gpu/nvidia/mig/mig.go`). On Ubuntu the operator builds
     the driver and nothing of GKE's shares it: config validation refuses shared pools there.
     """
-    if platform is Platform.GKE_COS and not isinstance(sharing, ExclusiveSharing):
-        return GpuSharer.GKE
-    return GpuSharer.OPERATOR
+    return GpuSharer.GKE if gke_shares(platform, sharing) else GpuSharer.OPERATOR
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def advertised_resources(
             # planning a node at zero with the machine's physical GPUs.
             slice_name = profile.removeprefix("all-")
             per_gpu = mig_instances_per_gpu(gpu.accelerator, profile)
-            return {GPU_RESOURCE: 0, f"nvidia.com/mig-{slice_name}": gpu.count * per_gpu}
+            return {GPU_RESOURCE: 0, MIG_RESOURCE_PREFIX + slice_name: gpu.count * per_gpu}
         case ExclusiveSharing():
             return {GPU_RESOURCE: gpu.count}
     raise AssertionError(f"unhandled sharing mode {sharing!r}")

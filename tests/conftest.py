@@ -45,7 +45,7 @@ def gke_config(dev_config: Config) -> Config:
         }
     ]
     config["gpu-platform:namespaces"] = [
-        {"name": "ml-sandbox", "gpuQuota": 8, "smokeTestPool": "l4-shared"}
+        {"name": "ml-sandbox", "sharedGpuQuota": 8, "smokeTestPool": "l4-shared"}
     ]
     return config
 

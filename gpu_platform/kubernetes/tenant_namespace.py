@@ -34,11 +34,16 @@ from typing import Any, cast
 import pulumi
 from pulumi_kubernetes import batch, core
 
-from gpu_platform.config import MonitoringSpec, Provisioner, TenantNamespaceSpec
+from gpu_platform.config import MonitoringSpec, Provisioner, TenantNamespaceSpec, quota_setting
 from gpu_platform.kubernetes.gpu_pod import gpu_pod_annotations, gpu_pod_spec
 from gpu_platform.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL, declare_idle_gpu_reaper
 from gpu_platform.kubernetes.pod_security import pod_security_labels
-from gpu_platform.node_identity import GPU_RESOURCE, ResolvedPool
+from gpu_platform.node_identity import (
+    GPU_RESOURCE,
+    MIG_RESOURCE_PREFIX,
+    GpuSharer,
+    ResolvedPool,
+)
 from gpu_platform.secrets import secret_if
 from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE
 
@@ -165,14 +170,25 @@ def limit_range_spec() -> dict[str, Any]:
 
 
 def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[str, str]:
-    """`requests.<resource>` = the namespace's quota for each GPU resource the pools advertise.
+    """`requests.<resource>` for each GPU resource the pools advertise: `nvidia.com/gpu` at
+    `gpuQuota`, or `sharedGpuQuota` where every pool that advertises it shares its GPUs (config
+    validation makes the two equal where both kinds of pool exist), and each MIG slice
+    `nvidia.com/mig-<slice>` at its `migQuota`, 0 where that leaves it out.
 
     Extended resources can only be capped on requests; pods set GPUs as limits and Kubernetes
     copies them into requests, so the cap holds. `nvidia.com/gpu` is always capped, so that a
     pool added later is never uncapped in the meantime.
     """
-    resources = {GPU_RESOURCE, *(r for pool in pools for r in pool.identity.resources)}
-    return {f"requests.{r}": str(spec.gpu_quota) for r in sorted(resources)}
+    settings = {quota_setting(p.spec.sharing, p.sharer is GpuSharer.GKE) for p in pools}
+    replicas_only = "sharedGpuQuota" in settings and "gpuQuota" not in settings
+    hard = {
+        f"requests.{GPU_RESOURCE}": str(spec.shared_gpu_quota if replicas_only else spec.gpu_quota)
+    }
+    for resource in sorted({r for pool in pools for r in pool.identity.resources}):
+        if resource.startswith(MIG_RESOURCE_PREFIX):
+            slice_name = resource.removeprefix(MIG_RESOURCE_PREFIX)
+            hard[f"requests.{resource}"] = str(spec.mig_quota.get(slice_name, 0))
+    return hard
 
 
 EXPECTED_DRIVER_ENV = "EXPECTED_NVIDIA_DRIVER"

@@ -15,7 +15,7 @@ from gpu_platform.config import (
     load_stack_config,
 )
 from gpu_platform.versions import GPU_OPERATOR_CHART
-from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
+from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE, with_mig_mixed_pool
 
 Config = dict[str, Any]
 POOLS = "gpu-platform:pools"
@@ -230,9 +230,34 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
         "gpu-platform:namespaces[0].smokeTestPool",
     ),
     (
-        "smoke test in a namespace allowed no GPU",
-        lambda c: c["gpu-platform:namespaces"][0].update(gpuQuota=0),
-        "gpu-platform:namespaces[0].gpuQuota",
+        "smoke test in a namespace allowed no replica of its pool's GPUs",
+        lambda c: c["gpu-platform:namespaces"][0].update(sharedGpuQuota=0),
+        "gpu-platform:namespaces[0].sharedGpuQuota",
+    ),
+    (
+        "whole GPUs and replicas capped differently, both nvidia.com/gpu",
+        lambda c: (
+            c["gpu-platform:pools"].append(
+                {
+                    "name": "t4-whole",
+                    "instanceTypes": ["g4dn.xlarge"],
+                    "max": 1,
+                    "aws": {"amiReleaseVersion": "1.35.6-20260714"},
+                }
+            ),
+            c["gpu-platform:namespaces"][0].update(gpuQuota=2),
+        ),
+        "gpu-platform:namespaces[0].sharedGpuQuota",
+    ),
+    (
+        "a MIG slice no pool advertises",
+        lambda c: c["gpu-platform:namespaces"][0].update(migQuota={"2g.20gb": 4}),
+        "gpu-platform:namespaces[0].migQuota.2g.20gb",
+    ),
+    (
+        "a MIG slice that is no slice",
+        lambda c: c["gpu-platform:namespaces"][0].update(migQuota={"big": 4}),
+        "gpu-platform:namespaces[0].migQuota.big",
     ),
     (
         "negative GPU quota",
@@ -262,6 +287,19 @@ def test_bad_config_names_its_key_and_registers_nothing(
     assert isinstance(plan.error, ConfigError), plan.error
     assert expected_path in [p.path for p in plan.error.problems], plan.error.report()
     assert plan.resources == []
+
+
+def test_a_smoke_test_on_a_mig_pool_needs_a_quota_of_its_slice(
+    dev_config: Config, failed_plan_for
+) -> None:
+    config = with_mig_mixed_pool(dev_config)
+    del config["gpu-platform:namespaces"][0]["migQuota"]
+
+    plan = failed_plan_for(config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == ("gpu-platform:namespaces[0].migQuota.1g.10gb", 0)
 
 
 DEV = "dev_config"

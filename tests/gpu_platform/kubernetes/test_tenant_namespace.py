@@ -40,6 +40,11 @@ def pod(plan: Plan) -> dict[str, Any]:
 
 
 @pytest.fixture
+def prod_plan() -> Plan:
+    return run_program("prod", project=PROJECT)
+
+
+@pytest.fixture
 def mig_plan(dev_config, plan_for) -> Plan:
     return plan_for(with_mig_mixed_pool(dev_config))
 
@@ -113,7 +118,30 @@ def test_quota_waits_for_its_namespace(dev_plan) -> None:
     assert namespace(dev_plan).urn in quota(dev_plan).dependencies
 
 
-def test_quota_also_caps_mig_slices_of_a_mixed_pool(mig_plan) -> None:
+def test_replicas_of_shared_gpus_are_capped_by_their_own_setting(dev_config, plan_for) -> None:
+    dev_config["gpu-platform:namespaces"][0].update(gpuQuota=3, sharedGpuQuota=12)
+
+    # The dev stack's only pool is time-sliced: its nvidia.com/gpu are replicas.
+    assert quota(plan_for(dev_config)).inputs["spec"]["hard"] == {"requests.nvidia.com/gpu": "12"}
+
+
+def test_whole_gpus_are_capped_by_gpu_quota(prod_plan) -> None:
+    assert quota(prod_plan, "ml-training").inputs["spec"]["hard"] == {
+        "requests.nvidia.com/gpu": "16",
+        # Slices are their own setting, which ml-training leaves out.
+        "requests.nvidia.com/mig-1g.10gb": "0",
+    }
+
+
+def test_mig_slices_are_capped_by_their_own_setting(prod_plan) -> None:
+    assert quota(prod_plan, "ml-inference").inputs["spec"]["hard"] == {
+        # No whole GPU: ml-inference sets only migQuota.
+        "requests.nvidia.com/gpu": "0",
+        "requests.nvidia.com/mig-1g.10gb": "112",
+    }
+
+
+def test_quota_caps_mig_slices_of_a_mixed_pool_apart_from_replicas(mig_plan) -> None:
     assert quota(mig_plan).inputs["spec"]["hard"] == {
         "requests.nvidia.com/gpu": "8",
         f"requests.{MIG_SLICE_RESOURCE}": "8",
@@ -121,7 +149,7 @@ def test_quota_also_caps_mig_slices_of_a_mixed_pool(mig_plan) -> None:
 
 
 def test_quota_of_zero_keeps_gpus_out(dev_config, plan_for) -> None:
-    dev_config["gpu-platform:namespaces"][0] = {"name": "ml-sandbox", "gpuQuota": 0}
+    dev_config["gpu-platform:namespaces"][0] = {"name": "ml-sandbox"}
 
     assert quota(plan_for(dev_config)).inputs["spec"]["hard"] == {"requests.nvidia.com/gpu": "0"}
 
