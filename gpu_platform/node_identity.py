@@ -23,6 +23,7 @@ from gpu_platform.config import (
     gke_shares,
 )
 from gpu_platform.drivers import CUDA_LABEL, DRIVER_LABEL, NvidiaDriver
+from gpu_platform.kubernetes.mig_startup_taint_remover import STARTUP_TAINT_KEY
 
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
@@ -61,6 +62,11 @@ CLOUD_TAINT_EFFECTS: Mapping[str, str] = {
 # Every GPU node carries it, so only pods that tolerate it (GPU workloads and the operator's
 # DaemonSets, whose default toleration is `nvidia.com/gpu` Exists) are scheduled there.
 GPU_TAINT = Taint(key=GPU_TAINT_KEY, value="present", effect="NoSchedule")
+# On every node of a pool whose MIG slices the operator's MIG manager makes, from the moment it
+# joins until the partitions exist: until then the device plugin advertises its GPUs whole
+# (gpu_platform/kubernetes/mig_startup_taint_remover.py says why, and removes it). The operator's
+# DaemonSets tolerate it, as they do every taint of a pool (`extra_taints`); workloads do not.
+MIG_STARTUP_TAINT = Taint(key=STARTUP_TAINT_KEY, value="pending", effect="NoSchedule")
 
 
 class GpuSharer(Enum):
@@ -164,6 +170,8 @@ def node_identity_for(
         if isinstance(pool.sharing, MigSharing):
             labels[MIG_CONFIG_LABEL] = pool.sharing.profile
     extra_taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
+    if sharer is GpuSharer.OPERATOR and isinstance(pool.sharing, MigSharing):
+        extra_taints += (MIG_STARTUP_TAINT,)
     return NodeIdentity(
         labels=labels,
         taints=(GPU_TAINT, *extra_taints),

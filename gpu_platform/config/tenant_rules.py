@@ -77,9 +77,7 @@ def namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
 def _quota_problems(
     config: StackConfig, i: int, ns: TenantNamespaceSpec
 ) -> Iterator[ConfigProblem]:
-    """Each GPU resource's own cap: `nvidia.com/gpu` one number where it means whole GPUs of
-    some pools and replicas of others, slices only those the pools advertise, and at least one
-    of what the smoke test's pod asks for."""
+    """At least one of what the smoke test's pod asks for."""
     platform = known_platform(config)
     if platform is None:
         return
@@ -90,25 +88,6 @@ def _quota_problems(
         settings.setdefault(setting, []).append(pool.name)
         if setting == "migQuota" and isinstance(pool.sharing, MigSharing):
             slices[pool.name] = pool.sharing.profile.removeprefix("all-")
-    both = "gpuQuota" in settings and "sharedGpuQuota" in settings
-    if both and ns.gpu_quota != ns.shared_gpu_quota:
-        # Both are `nvidia.com/gpu` to Kubernetes, and a ResourceQuota caps a resource by its
-        # name: one number must do for both.
-        yield ConfigProblem(
-            key_path("namespaces", i, "sharedGpuQuota"),
-            ns.shared_gpu_quota,
-            f"{ns.gpu_quota}, as gpuQuota: whole GPUs of {', '.join(settings['gpuQuota'])} and"
-            f" replicas of {', '.join(settings['sharedGpuQuota'])} are both nvidia.com/gpu,"
-            " which one quota caps",
-        )
-    advertised = sorted(set(slices.values()))
-    for found in sorted(set(ns.mig_quota) - set(advertised)):
-        yield ConfigProblem(
-            key_path("namespaces", i, "migQuota", found),
-            ns.mig_quota[found],
-            f"a slice the stack's MIG pools advertise: {advertised} (GKE advertises its"
-            " partitions as nvidia.com/gpu, which sharedGpuQuota caps)",
-        )
     pool_name = ns.smoke_test_pool
     if pool_name is None or pool_name not in {p.name for p in config.pools}:
         return

@@ -35,8 +35,8 @@ class TenantNamespaceSpec(Model):
     gpu_quota: int = Field(default=0, ge=0, le=10000)
     """Whole GPUs of exclusive pools the namespace's pods may request at once
     (`requests.nvidia.com/gpu`). Kubernetes names shared GPUs' replicas `nvidia.com/gpu` too: in
-    a stack with exclusive and shared pools one cap holds both, so this and `sharedGpuQuota`
-    must be equal there."""
+    a stack with exclusive and shared pools one cap holds both, this plus `sharedGpuQuota`, which
+    pods may take as either."""
     shared_gpu_quota: int = Field(default=0, ge=0, le=10000)
     """Replicas of time-sliced and MPS pools' GPUs, and MIG partitions GKE makes, the namespace's
     pods may request at once: each is one `nvidia.com/gpu` to Kubernetes."""
@@ -44,7 +44,7 @@ class TenantNamespaceSpec(Model):
     """MIG slices of each profile the namespace's pods may request at once, by slice
     (`1g.10gb: 56` caps `requests.nvidia.com/mig-1g.10gb`), on pools whose slices the operator's
     MIG manager makes (EKS). A slice the stack's pools advertise and this leaves out is capped
-    at 0."""
+    at 0; GKE's partitions are `nvidia.com/gpu`, which `sharedGpuQuota` caps."""
     pod_security: Literal["restricted", "baseline"] = "restricted"
     """Pod Security level enforced, audited and warned about; `privileged` is reserved for the
     GPU Operator. `baseline` is for images that cannot run as a non-root user."""

@@ -171,23 +171,24 @@ def limit_range_spec() -> dict[str, Any]:
 
 def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[str, str]:
     """`requests.<resource>` for each GPU resource the pools advertise: `nvidia.com/gpu` at
-    `gpuQuota`, or `sharedGpuQuota` where every pool that advertises it shares its GPUs (config
-    validation makes the two equal where both kinds of pool exist), and each MIG slice
-    `nvidia.com/mig-<slice>` at its `migQuota`, 0 where that leaves it out.
+    `gpuQuota` where it means whole GPUs, `sharedGpuQuota` where it means replicas, their sum
+    where the stack has both kinds of pool (Kubernetes counts both under the one name, and a
+    ResourceQuota caps a resource by its name), and each MIG slice `nvidia.com/mig-<slice>` at
+    its `migQuota`, 0 where that leaves it out (a slice `migQuota` names that no pool advertises
+    is capped all the same, ready for a pool that will).
 
     Extended resources can only be capped on requests; pods set GPUs as limits and Kubernetes
     copies them into requests, so the cap holds. `nvidia.com/gpu` is always capped, so that a
     pool added later is never uncapped in the meantime.
     """
     settings = {quota_setting(p.spec.sharing, p.sharer is GpuSharer.GKE) for p in pools}
-    replicas_only = "sharedGpuQuota" in settings and "gpuQuota" not in settings
-    hard = {
-        f"requests.{GPU_RESOURCE}": str(spec.shared_gpu_quota if replicas_only else spec.gpu_quota)
-    }
-    for resource in sorted({r for pool in pools for r in pool.identity.resources}):
-        if resource.startswith(MIG_RESOURCE_PREFIX):
-            slice_name = resource.removeprefix(MIG_RESOURCE_PREFIX)
-            hard[f"requests.{resource}"] = str(spec.mig_quota.get(slice_name, 0))
+    whole = spec.gpu_quota if "gpuQuota" in settings or "sharedGpuQuota" not in settings else 0
+    replicas = spec.shared_gpu_quota if "sharedGpuQuota" in settings else 0
+    hard = {f"requests.{GPU_RESOURCE}": str(whole + replicas)}
+    advertised = {r for pool in pools for r in pool.identity.resources}
+    slices = {r.removeprefix(MIG_RESOURCE_PREFIX) for r in advertised if r != GPU_RESOURCE}
+    for slice_name in sorted(slices | set(spec.mig_quota)):
+        hard[f"requests.{MIG_RESOURCE_PREFIX}{slice_name}"] = str(spec.mig_quota.get(slice_name, 0))
     return hard
 
 

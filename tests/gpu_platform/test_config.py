@@ -235,26 +235,6 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
         "gpu-platform:namespaces[0].sharedGpuQuota",
     ),
     (
-        "whole GPUs and replicas capped differently, both nvidia.com/gpu",
-        lambda c: (
-            c["gpu-platform:pools"].append(
-                {
-                    "name": "t4-whole",
-                    "instanceTypes": ["g4dn.xlarge"],
-                    "max": 1,
-                    "aws": {"amiReleaseVersion": "1.35.6-20260714"},
-                }
-            ),
-            c["gpu-platform:namespaces"][0].update(gpuQuota=2),
-        ),
-        "gpu-platform:namespaces[0].sharedGpuQuota",
-    ),
-    (
-        "a MIG slice no pool advertises",
-        lambda c: c["gpu-platform:namespaces"][0].update(migQuota={"2g.20gb": 4}),
-        "gpu-platform:namespaces[0].migQuota.2g.20gb",
-    ),
-    (
         "a MIG slice that is no slice",
         lambda c: c["gpu-platform:namespaces"][0].update(migQuota={"big": 4}),
         "gpu-platform:namespaces[0].migQuota.big",

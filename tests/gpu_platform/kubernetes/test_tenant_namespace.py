@@ -119,10 +119,25 @@ def test_quota_waits_for_its_namespace(dev_plan) -> None:
 
 
 def test_replicas_of_shared_gpus_are_capped_by_their_own_setting(dev_config, plan_for) -> None:
-    dev_config["gpu-platform:namespaces"][0].update(gpuQuota=3, sharedGpuQuota=12)
+    dev_config["gpu-platform:namespaces"][0].update(gpuQuota=3, sharedGpuQuota=12, migQuota={})
 
     # The dev stack's only pool is time-sliced: its nvidia.com/gpu are replicas.
     assert quota(plan_for(dev_config)).inputs["spec"]["hard"] == {"requests.nvidia.com/gpu": "12"}
+
+
+def test_whole_gpus_and_replicas_share_one_cap_of_both(dev_config, plan_for) -> None:
+    dev_config["gpu-platform:pools"].append(
+        {
+            "name": "t4-whole",
+            "instanceTypes": ["g4dn.xlarge"],
+            "max": 1,
+            "aws": {"amiReleaseVersion": "1.35.6-20260714"},
+        }
+    )
+    dev_config["gpu-platform:namespaces"][0].update(gpuQuota=2, sharedGpuQuota=12, migQuota={})
+
+    # Both are nvidia.com/gpu, and a ResourceQuota caps a resource by its name.
+    assert quota(plan_for(dev_config)).inputs["spec"]["hard"] == {"requests.nvidia.com/gpu": "14"}
 
 
 def test_whole_gpus_are_capped_by_gpu_quota(prod_plan) -> None:
