@@ -4,7 +4,8 @@ Read-only AWS calls (credentials from the usual AWS environment or profile) chec
 - the cluster exists, is ACTIVE and runs a Kubernetes version the platform supports, and has
   the EKS Pod Identity Agent add-on the cluster autoscaler gets its credentials through;
 - every pool's instance types are offered in the zones its nodes go to, and have EFA where the
-  pool asks for it;
+  pool asks for it, and the `vpc-cni` add-on ignores the EFA-only interfaces of such nodes
+  (`gpu_platform.cli.vpc_cni`);
 - which subnets the GPU nodes use, private by their route tables, and why the others are left
   out (`gpu_platform.eks.subnets`);
 - the node subnets reach the internet, or have a VPC endpoint for every AWS API the nodes and
@@ -45,6 +46,7 @@ from gpu_platform.cli.running_autoscaler import (
     eks_deployments,
     running_autoscaler_finding,
 )
+from gpu_platform.cli.vpc_cni import vpc_cni_findings
 from gpu_platform.config import (
     EC2_RESERVED_CAPACITIES,
     GpuPoolSpec,
@@ -156,6 +158,8 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
     )
     findings += _zone_findings(config, clients, subnets)
     findings += efa_findings(config, described)
+    if cluster is not None:
+        findings += vpc_cni_findings(config, clients.eks, described)
     if candidates is not None:
         findings.append(node_subnet_finding(config, candidates))
     if private:
