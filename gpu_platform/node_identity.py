@@ -20,10 +20,14 @@ from gpu_platform.config import (
     Platform,
     Sharing,
     TimeSlicingSharing,
+    gke_shares,
 )
 from gpu_platform.drivers import CUDA_LABEL, DRIVER_LABEL, NvidiaDriver
+from gpu_platform.kubernetes.mig_startup_taint_remover import STARTUP_TAINT_KEY
 
 GPU_RESOURCE = "nvidia.com/gpu"
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+"""The operator's device plugin under the `mixed` strategy: `nvidia.com/mig-<slice>`."""
 POOL_LABEL = "gpu-platform.io/pool"
 ACCELERATOR_LABEL = "gpu-platform.io/accelerator"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
@@ -58,6 +62,11 @@ CLOUD_TAINT_EFFECTS: Mapping[str, str] = {
 # Every GPU node carries it, so only pods that tolerate it (GPU workloads and the operator's
 # DaemonSets, whose default toleration is `nvidia.com/gpu` Exists) are scheduled there.
 GPU_TAINT = Taint(key=GPU_TAINT_KEY, value="present", effect="NoSchedule")
+# On every node of a pool whose MIG slices the operator's MIG manager makes, from the moment it
+# joins until the partitions exist: until then the device plugin advertises its GPUs whole
+# (gpu_platform/kubernetes/mig_startup_taint_remover.py says why, and removes it). The operator's
+# DaemonSets tolerate it, as they do every taint of a pool (`extra_taints`); workloads do not.
+MIG_STARTUP_TAINT = Taint(key=STARTUP_TAINT_KEY, value="pending", effect="NoSchedule")
 
 
 class GpuSharer(Enum):
@@ -81,9 +90,7 @@ def sharer_for(platform: Platform, sharing: Sharing) -> GpuSharer:
     accelerators `partition_gpu/`, `pkg/gpu/nvidia/mig/mig.go`). On Ubuntu the operator builds
     the driver and nothing of GKE's shares it: config validation refuses shared pools there.
     """
-    if platform is Platform.GKE_COS and not isinstance(sharing, ExclusiveSharing):
-        return GpuSharer.GKE
-    return GpuSharer.OPERATOR
+    return GpuSharer.GKE if gke_shares(platform, sharing) else GpuSharer.OPERATOR
 
 
 @dataclass(frozen=True)
@@ -141,7 +148,7 @@ def advertised_resources(
             # planning a node at zero with the machine's physical GPUs.
             slice_name = profile.removeprefix("all-")
             per_gpu = mig_instances_per_gpu(gpu.accelerator, profile)
-            return {GPU_RESOURCE: 0, f"nvidia.com/mig-{slice_name}": gpu.count * per_gpu}
+            return {GPU_RESOURCE: 0, MIG_RESOURCE_PREFIX + slice_name: gpu.count * per_gpu}
         case ExclusiveSharing():
             return {GPU_RESOURCE: gpu.count}
     raise AssertionError(f"unhandled sharing mode {sharing!r}")
@@ -173,6 +180,8 @@ def node_identity_for(
         if isinstance(pool.sharing, MigSharing):
             labels[MIG_CONFIG_LABEL] = pool.sharing.profile
     extra_taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
+    if sharer is GpuSharer.OPERATOR and isinstance(pool.sharing, MigSharing):
+        extra_taints += (MIG_STARTUP_TAINT,)
     return NodeIdentity(
         labels=labels,
         taints=(GPU_TAINT, *extra_taints),

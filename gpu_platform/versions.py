@@ -133,6 +133,9 @@ GPU_OPERATOR_DRIVER_VERSION = "595.91.07"
 # the slim variant (no compilers, a smaller attack surface), needs no image of the platform's own
 # to build, sign and patch. Debian trixie named, so the tag cannot move to another release.
 IDLE_GPU_REAPER_IMAGE = "docker.io/library/python:3.13.9-slim-trixie"
+# The MIG nodes' startup taint remover (gpu_platform/kubernetes/mig_startup_taint_remover.py) is
+# one such script too, on the same image.
+MIG_STARTUP_TAINT_REMOVER_IMAGE = IDLE_GPU_REAPER_IMAGE
 
 # Google's NVIDIA driver installer DaemonSet for Container-Optimized OS nodes, the `preloaded`
 # variant (GKE ships the installer image on the node, matched to its COS release). GKE COS pools

@@ -31,6 +31,7 @@ def with_mig_mixed_pool(config: Config) -> Config:
         }
     )
     config["gpu-platform:namespaces"][0]["smokeTestPool"] = MIG_POOL
+    config["gpu-platform:namespaces"][0]["migQuota"] = {"1g.10gb": 8}
     return config
 
 

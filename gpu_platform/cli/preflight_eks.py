@@ -4,7 +4,8 @@ Read-only AWS calls (credentials from the usual AWS environment or profile) chec
 - the cluster exists, is ACTIVE and runs a Kubernetes version the platform supports, and has
   the EKS Pod Identity Agent add-on the cluster autoscaler gets its credentials through;
 - every pool's instance types are offered in the zones its nodes go to, and have EFA where the
-  pool asks for it;
+  pool asks for it, and the `vpc-cni` add-on ignores the EFA-only interfaces of such nodes
+  (`gpu_platform.cli.vpc_cni`);
 - which subnets the GPU nodes use, private by their route tables, and why the others are left
   out (`gpu_platform.eks.subnets`);
 - the node subnets reach the internet, or have a VPC endpoint for every AWS API the nodes and
@@ -12,11 +13,14 @@ Read-only AWS calls (credentials from the usual AWS environment or profile) chec
 - raising or lowering a pool's bounds past its running node group's size, which moves it;
 - each reserved or Capacity Block pool against its reservations;
 - the account's EC2 vCPU quotas for G/VT and P instances, on-demand and spot, cover every pool
-  of that quota at its `max` together, beside the GPU instances running outside the stack.
+  of that quota at its `max` together, beside the GPU instances running outside the stack;
+- where the stack installs no cluster autoscaler, the one the cluster runs, from its Deployment
+  through the cluster's Kubernetes API (`gpu_platform.cli.running_autoscaler`): a release that
+  keeps empty nodes at a threshold of 0, or made for another Kubernetes minor, is a warning.
 """
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -41,6 +45,12 @@ from gpu_platform.cli.deadline import MAX_ATTEMPTS, Call, Calls, Deadline, Deadl
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.reachability import reachability_findings
+from gpu_platform.cli.running_autoscaler import (
+    Deployments,
+    eks_deployments,
+    running_autoscaler_finding,
+)
+from gpu_platform.cli.vpc_cni import vpc_cni_findings
 from gpu_platform.config import (
     EC2_RESERVED_CAPACITIES,
     GpuPoolSpec,
@@ -114,6 +124,9 @@ class AwsClients:
     ec2: Any
     service_quotas: Any
     resource_groups: Any
+    deployments: Callable[[Mapping[str, Any]], Deployments] | None = None
+    """The Deployments of a cluster (as DescribeCluster returns it), through its Kubernetes API;
+    None leaves the running autoscaler unchecked."""
 
     @classmethod
     def for_region(cls, region: str, deadline: Deadline, calls: Calls) -> "AwsClients":
@@ -146,6 +159,7 @@ class AwsClients:
             session.client("ec2", config=config),
             session.client("service-quotas", config=config),
             session.client("resource-groups", config=config),
+            lambda cluster: eks_deployments(session, region, cluster),
         )
 
 
@@ -216,12 +230,15 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
     )
     findings += _zone_findings(config, clients, subnets)
     findings += efa_findings(config, described)
+    if cluster is not None:
+        findings += vpc_cni_findings(config, clients.eks, described)
     if candidates is not None:
         findings.append(node_subnet_finding(config, candidates))
     if private:
         findings += reachability_findings(config, clients.ec2, private)
     if cluster is not None:
         findings += size_change_findings(config, clients.eks)
+        findings += _running_autoscaler_findings(config, clients, cluster)
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)
     return findings
@@ -573,6 +590,18 @@ def _cluster_findings(
     if credentialed is not None:
         findings.append(_pod_identity_agent_finding(subject, name, credentialed, clients))
     return cluster, findings
+
+
+def _running_autoscaler_findings(
+    config: StackConfig, clients: AwsClients, cluster: Mapping[str, Any]
+) -> list[Finding]:
+    """The autoscaler the cluster runs itself, where the stack installs none."""
+    if config.provisioner != "cluster-autoscaler" or config.autoscaler.install:
+        return []
+    if clients.deployments is None:
+        return []
+    deployments = clients.deployments(cluster)
+    return [running_autoscaler_finding(config, cluster["version"], deployments)]
 
 
 def _pod_identity_user(config: StackConfig) -> str | None:

@@ -42,10 +42,11 @@ from gpu_platform.config.pools import (
     Sharing,
     TaintSpec,
     TimeSlicingSharing,
+    gke_shares,
 )
 from gpu_platform.config.problems import CONFIG_NAMESPACE, ConfigError, ConfigProblem, key_path
 from gpu_platform.config.stack import StackConfig
-from gpu_platform.config.tenants import TenantNamespaceSpec
+from gpu_platform.config.tenants import QuotaSetting, TenantNamespaceSpec, quota_setting
 
 __all__ = [
     "CONFIG_NAMESPACE",
@@ -71,6 +72,7 @@ __all__ = [
     "OperatorSpec",
     "Platform",
     "Provisioner",
+    "QuotaSetting",
     "Sharing",
     "StackConfig",
     "TaintSpec",
@@ -78,10 +80,12 @@ __all__ = [
     "TimeSlicingSharing",
     "dynamic_workload_scheduler_modes",
     "gke_capacity_too_new",
+    "gke_shares",
     "key_path",
     "load_stack_config",
     "mig_problem",
     "pool_driver_version",
+    "quota_setting",
     "read_pulumi_config",
     "secret_config_keys",
 ]

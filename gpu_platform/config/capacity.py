@@ -29,13 +29,17 @@ class ClusterAutoscalerSpec(Model):
     """How long a GPU node may sit unneeded before it is removed. Shorter saves idle GPU time;
     longer keeps a node warm between jobs instead of paying its startup again."""
     balance_similar_node_groups: bool = True
-    """Spread scale-ups evenly over node groups that offer the same nodes."""
+    """Spread scale-ups evenly over node groups that offer the same nodes, the zonal node groups
+    of one pool included (`aws.nodeGroupPerZone`: the label `nodegroup-name` that tells them
+    apart is ignored)."""
     expander: Literal["priority", "least-waste", "most-pods", "random"] = "priority"
-    """Which node group to grow when several fit: `priority` prefers capacity-block pools, then
-    reserved, then on-demand, then spot (capacity already paid for first, capacity that can be
-    taken back last), and among those `least-waste`; a group whose launches fail is backed off
-    and the next one grown. `least-waste` alone picks the one left with the least idle CPU and
-    memory."""
+    """Which node group to grow when several fit: `priority` ranks every other node group of the
+    cluster first, so that a CPU pod that tolerates the GPU taint grows a CPU group and never a
+    GPU pool, then capacity-block pools, reserved, on-demand and spot ones (capacity already paid
+    for first, capacity that can be taken back last), and among those `least-waste`; a group
+    whose launches fail is backed off and the next one grown. `least-waste` alone picks the one
+    left with the least idle CPU and memory, which may be a GPU node for a CPU pod that
+    tolerates the GPU taint."""
 
 
 class KarpenterSpec(Model):

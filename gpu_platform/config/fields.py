@@ -26,6 +26,7 @@ _EXACT_VERSION = r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"
 _HTTPS_URL = r"^(https|oci)://[^\s]+$"
 _HTTP_URL = r"^https?://[^\s/?#]+(/[^\s?#]*)?$"
 _MIG_PROFILE = r"^all-\d+g\.\d+gb$"
+_MIG_SLICE = r"^\d+g\.\d+gb$"
 _CLUSTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
 _GCP_LOCATION = r"^[a-z]+-[a-z]+[0-9]+(-[a-z])?$"
 _GCP_SERVICE_ACCOUNT = r"^[a-z0-9][-a-z0-9]*@[-a-z0-9.]+\.gserviceaccount\.com$"
@@ -62,6 +63,8 @@ NotBlank = Annotated[str, StringConstraints(pattern=_NOT_BLANK)]
 HttpsUrl = Annotated[str, StringConstraints(pattern=_HTTPS_URL)]
 HttpUrl = Annotated[str, StringConstraints(pattern=_HTTP_URL)]
 MigProfile = Annotated[str, StringConstraints(pattern=_MIG_PROFILE)]
+MigSlice = Annotated[str, StringConstraints(pattern=_MIG_SLICE)]
+"""A MIG slice as its resource is named: `1g.10gb` of `nvidia.com/mig-1g.10gb`."""
 ClusterName = Annotated[str, StringConstraints(pattern=_CLUSTER_NAME)]
 GcpLocation = Annotated[str, StringConstraints(pattern=_GCP_LOCATION)]
 GcpServiceAccount = Annotated[str, StringConstraints(pattern=_GCP_SERVICE_ACCOUNT)]
@@ -87,6 +90,7 @@ PATTERN_MEANINGS = {
     _HTTP_URL: "an http:// or https:// URL with no query or fragment, such as"
     " http://prometheus-operated.monitoring.svc:9090",
     _MIG_PROFILE: "a uniform MIG profile such as all-1g.10gb",
+    _MIG_SLICE: "a MIG slice such as 1g.10gb",
     _CLUSTER_NAME: "letters, digits, '-' and '_', up to 100 characters",
     _GCP_LOCATION: "a GCP region such as us-central1 or a zone such as us-central1-a",
     _GCP_SERVICE_ACCOUNT: "a service account e-mail such as"

@@ -100,11 +100,13 @@ _EXPECTATION_PREFIXES = ("Input should be ", "Value should ", "String should ")
 def _problems_from(error: ValidationError, given: Iterable[str]) -> Iterator[ConfigProblem]:
     """The problems pydantic found; `given` are the stack's keys (without the namespace)."""
     for e in error.errors(include_url=False):
-        # A discriminated union puts the chosen tag in the location: drop it.
+        # A discriminated union puts the chosen tag in the location, and a mapping's key that
+        # fails its own type `[key]` after the key: drop both.
         loc = [
             part
             for i, part in enumerate(e["loc"])
             if not (i > 0 and e["loc"][i - 1] == "sharing" and part in SHARING_MODES)
+            and part != "[key]"
         ]
         if e["type"] == "union_tag_not_found" and loc[-1] == "sharing":
             # `sharing: {replicas: 4}`: the key missing is the mode, which decides what the

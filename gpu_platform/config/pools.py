@@ -11,6 +11,7 @@ from gpu_platform.config.fields import (
     LabelValue,
     MigProfile,
     Model,
+    Platform,
     PoolName,
 )
 
@@ -65,6 +66,13 @@ Sharing = Annotated[
     Field(discriminator="mode"),
 ]
 SHARING_MODES = ("exclusive", "time-slicing", "mps", "mig")
+
+
+def gke_shares(platform: Platform, sharing: Sharing) -> bool:
+    """Whether GKE's own device plugin shares the pool's GPUs: on Container-Optimized OS, every
+    pool that is not exclusive (`gpu_platform.node_identity.sharer_for` says why). It advertises
+    replicas and MIG partitions alike as `nvidia.com/gpu`."""
+    return platform is Platform.GKE_COS and not isinstance(sharing, ExclusiveSharing)
 
 
 # --- GPU pools -----------------------------------------------------------------------------

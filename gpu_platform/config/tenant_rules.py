@@ -3,9 +3,15 @@ platform's, with a quota its smoke test fits in."""
 
 from collections.abc import Iterator
 
+from gpu_platform.config.pools import MigSharing, gke_shares
 from gpu_platform.config.problems import ConfigProblem, key_path
-from gpu_platform.config.stack import StackConfig
-from gpu_platform.config.tenants import SYSTEM_NAMESPACES
+from gpu_platform.config.stack import StackConfig, known_platform
+from gpu_platform.config.tenants import (
+    SYSTEM_NAMESPACES,
+    QuotaSetting,
+    TenantNamespaceSpec,
+    quota_setting,
+)
 
 
 def namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -49,14 +55,7 @@ def namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 ns.smoke_test_pool,
                 f"one of the pools: {sorted(pool_names)}",
             )
-        if ns.smoke_test_pool is not None and ns.gpu_quota == 0:
-            # The quota would refuse the smoke test's pod, and `pulumi up` would wait out the
-            # Job's deadline before saying so.
-            yield ConfigProblem(
-                key_path("namespaces", i, "gpuQuota"),
-                ns.gpu_quota,
-                "at least 1 when the namespace runs a smoke test",
-            )
+        yield from _quota_problems(config, i, ns)
     tenants = [ns.name for ns in config.namespaces]
     autoscaler = config.autoscaler.namespace
     # Any pod of a tenant's namespace may run as the autoscaler's service account there, whose
@@ -72,4 +71,38 @@ def namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             autoscaler,
             f"a namespace that is not a tenant's (namespaces[{tenants.index(autoscaler)}] is"
             f" {autoscaler}); the default is kube-system",
+        )
+
+
+def _quota_problems(
+    config: StackConfig, i: int, ns: TenantNamespaceSpec
+) -> Iterator[ConfigProblem]:
+    """At least one of what the smoke test's pod asks for."""
+    platform = known_platform(config)
+    if platform is None:
+        return
+    settings: dict[QuotaSetting, list[str]] = {}
+    slices: dict[str, str] = {}
+    for pool in config.pools:
+        setting = quota_setting(pool.sharing, gke_shares(platform, pool.sharing))
+        settings.setdefault(setting, []).append(pool.name)
+        if setting == "migQuota" and isinstance(pool.sharing, MigSharing):
+            slices[pool.name] = pool.sharing.profile.removeprefix("all-")
+    pool_name = ns.smoke_test_pool
+    if pool_name is None or pool_name not in {p.name for p in config.pools}:
+        return
+    # The quota would refuse the smoke test's pod, and `pulumi up` would wait out the Job's
+    # deadline before saying so.
+    setting = next(s for s, pools in settings.items() if pool_name in pools)
+    quotas = {
+        "gpuQuota": ns.gpu_quota,
+        "sharedGpuQuota": ns.shared_gpu_quota,
+        "migQuota": ns.mig_quota.get(slices.get(pool_name, ""), 0),
+    }
+    if quotas[setting] == 0:
+        where = ("migQuota", slices[pool_name]) if setting == "migQuota" else (setting,)
+        yield ConfigProblem(
+            key_path("namespaces", i, *where),
+            quotas[setting],
+            f"at least 1 when the namespace runs a smoke test on {pool_name}",
         )

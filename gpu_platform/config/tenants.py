@@ -1,14 +1,29 @@
 """Tenant namespaces: where teams run their GPU workloads, and what each one may use."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
-from gpu_platform.config.fields import DnsLabel, Model, PoolName
+from gpu_platform.config.fields import DnsLabel, MigSlice, Model, PoolName
+from gpu_platform.config.pools import ExclusiveSharing, MigSharing, Sharing
 from gpu_platform.kubernetes.idle_gpu_reaper import MIN_IDLE_MINUTES
 
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", "default")
 """Kubernetes' own namespaces, which no tenant may take."""
+
+QuotaSetting = Literal["gpuQuota", "sharedGpuQuota", "migQuota"]
+
+
+def quota_setting(sharing: Sharing, shared_by_gke: bool) -> QuotaSetting:
+    """The namespace setting that caps what pods ask of a pool shared this way: whole GPUs of an
+    exclusive pool; replicas of a time-sliced or MPS pool and the partitions GKE makes, which
+    are all advertised as `nvidia.com/gpu`; the slices the operator's MIG manager makes, each
+    profile its own `nvidia.com/mig-<slice>`."""
+    if isinstance(sharing, ExclusiveSharing):
+        return "gpuQuota"
+    if isinstance(sharing, MigSharing) and not shared_by_gke:
+        return "migQuota"
+    return "sharedGpuQuota"
 
 
 class TenantNamespaceSpec(Model):
@@ -17,9 +32,19 @@ class TenantNamespaceSpec(Model):
     name: DnsLabel
     """A namespace of the team's own: none of Kubernetes' (`kube-system`, `kube-public`,
     `kube-node-lease`, `default`) and none the operator, monitoring or autoscaler run in."""
-    gpu_quota: int = Field(ge=0, le=10000)
-    """GPUs (or GPU slices) the namespace may request at once, for each GPU resource the pools
-    advertise (`nvidia.com/gpu`, and `nvidia.com/mig-<slice>` on MIG `mixed` pools)."""
+    gpu_quota: int = Field(default=0, ge=0, le=10000)
+    """Whole GPUs of exclusive pools the namespace's pods may request at once
+    (`requests.nvidia.com/gpu`). Kubernetes names shared GPUs' replicas `nvidia.com/gpu` too: in
+    a stack with exclusive and shared pools one cap holds both, this plus `sharedGpuQuota`, which
+    pods may take as either."""
+    shared_gpu_quota: int = Field(default=0, ge=0, le=10000)
+    """Replicas of time-sliced and MPS pools' GPUs, and MIG partitions GKE makes, the namespace's
+    pods may request at once: each is one `nvidia.com/gpu` to Kubernetes."""
+    mig_quota: dict[MigSlice, Annotated[int, Field(ge=0, le=100000)]] = Field(default_factory=dict)
+    """MIG slices of each profile the namespace's pods may request at once, by slice
+    (`1g.10gb: 56` caps `requests.nvidia.com/mig-1g.10gb`), on pools whose slices the operator's
+    MIG manager makes (EKS). A slice the stack's pools advertise and this leaves out is capped
+    at 0; GKE's partitions are `nvidia.com/gpu`, which `sharedGpuQuota` caps."""
     pod_security: Literal["restricted", "baseline"] = "restricted"
     """Pod Security level enforced, audited and warned about; `privileged` is reserved for the
     GPU Operator. `baseline` is for images that cannot run as a non-root user."""

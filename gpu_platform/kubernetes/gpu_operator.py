@@ -8,6 +8,10 @@ from pulumi_kubernetes import apiextensions, core, helm, meta
 
 from gpu_platform.config import MonitoringSpec, OperatorSpec, Platform
 from gpu_platform.kubernetes.helm_release import GPU_OPERATOR_BASE_SECONDS, Rollout, most_nodes
+from gpu_platform.kubernetes.mig_startup_taint import (
+    declare_mig_startup_taint_remover,
+    needs_remover,
+)
 from gpu_platform.kubernetes.nvidia_driver import nvidia_drivers_for
 from gpu_platform.kubernetes.operator_values import operator_values_for
 from gpu_platform.kubernetes.pod_security import pod_security_labels
@@ -111,6 +115,8 @@ class GpuOperator(pulumi.ComponentResource):
                     parent=self, depends_on=[release], protect=args.protect
                 ),
             )
+        if needs_remover(args.pools):
+            declare_mig_startup_taint_remover(name, self.namespace, parent=self)
         self.release_name = release.name
         self.chart_version = release.version
         self.status = release.status

@@ -7,6 +7,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, NamedTuple
@@ -1704,3 +1705,62 @@ def test_an_efa_pool_of_an_instance_type_without_efa_blocks(aws: AwsClients) -> 
         "blocking",
         "aws.efa is on, but EC2 gives g4dn.xlarge no EFA.",
     )
+
+
+def own_autoscaler(config: Config) -> None:
+    config["gpu-platform:autoscaler"] = {"install": False}
+
+
+OLD_AUTOSCALER = {
+    "metadata": {"namespace": "kube-system", "name": "cluster-autoscaler"},
+    "spec": {
+        "template": {
+            "spec": {
+                "containers": [
+                    {"image": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.0"},
+                ]
+            }
+        }
+    },
+}
+
+
+def test_the_autoscaler_a_cluster_runs_itself_is_read_from_its_deployment(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    quota(quotas, SPOT_G, 32)
+    asked: list[str] = []
+
+    def deployments(described: Any) -> Callable[[], list[Any]]:
+        asked.append(described["name"])
+        return lambda: [OLD_AUTOSCALER]
+
+    findings = preflight_eks.preflight(stack(own_autoscaler), replace(aws, deployments=deployments))
+
+    assert asked == ["ml-dev"]
+    assert (
+        Finding(
+            "ok",
+            "cluster ml-dev autoscaler",
+            "kube-system/cluster-autoscaler runs"
+            " registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.0.",
+            "Nothing.",
+        )
+        in findings
+    )
+
+
+def test_a_stack_that_installs_the_autoscaler_does_not_read_the_clusters(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+
+    def deployments(described: Any) -> Callable[[], list[Any]]:
+        raise AssertionError("the stack's own autoscaler needs no reading")
+
+    findings = preflight_eks.preflight(stack(), replace(aws, deployments=deployments))
+
+    assert not any(f.subject.endswith("autoscaler") for f in findings)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from gpu_platform.config import ConfigError
+from tests.stack_variants import with_mig_mixed_pool
 
 Config = dict[str, Any]
 POOLS = "gpu-platform:pools"
@@ -222,9 +223,14 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
         "gpu-platform:namespaces[0].smokeTestPool",
     ),
     (
-        "smoke test in a namespace allowed no GPU",
-        lambda c: c["gpu-platform:namespaces"][0].update(gpuQuota=0),
-        "gpu-platform:namespaces[0].gpuQuota",
+        "smoke test in a namespace allowed no replica of its pool's GPUs",
+        lambda c: c["gpu-platform:namespaces"][0].update(sharedGpuQuota=0),
+        "gpu-platform:namespaces[0].sharedGpuQuota",
+    ),
+    (
+        "a MIG slice that is no slice",
+        lambda c: c["gpu-platform:namespaces"][0].update(migQuota={"big": 4}),
+        "gpu-platform:namespaces[0].migQuota.big",
     ),
     (
         "negative GPU quota",
@@ -254,6 +260,19 @@ def test_bad_config_names_its_key_and_registers_nothing(
     assert isinstance(plan.error, ConfigError), plan.error
     assert expected_path in [p.path for p in plan.error.problems], plan.error.report()
     assert plan.resources == []
+
+
+def test_a_smoke_test_on_a_mig_pool_needs_a_quota_of_its_slice(
+    dev_config: Config, failed_plan_for
+) -> None:
+    config = with_mig_mixed_pool(dev_config)
+    del config["gpu-platform:namespaces"][0]["migQuota"]
+
+    plan = failed_plan_for(config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == ("gpu-platform:namespaces[0].migQuota.1g.10gb", 0)
 
 
 DEV = "dev_config"
