@@ -211,9 +211,18 @@ def eks_plans(
     return [run_program(stack, project=PROJECT) for stack in stacks] + [running, reserved]
 
 
+def deploy_statements() -> list[dict[str, Any]]:
+    """The Allow statements of the EKS deploy role's policies (docs/iam/eks-deploy-*.json)."""
+    return [
+        statement
+        for path in sorted((ROOT / "docs" / "iam").glob("eks-deploy-*-policy.json"))
+        for statement in json.loads(path.read_text())["Statement"]
+        if statement["Effect"] == "Allow"
+    ]
+
+
 def granted_aws_actions() -> set[str]:
-    policy = json.loads((ROOT / "docs" / "iam" / "eks-deploy-policy.json").read_text())
-    return {action for statement in policy["Statement"] for action in statement["Action"]}
+    return {action for statement in deploy_statements() for action in statement["Action"]}
 
 
 def test_the_eks_deploy_policy_grants_exactly_what_the_program_calls(
@@ -233,14 +242,19 @@ def test_the_eks_deploy_policy_grants_exactly_what_the_program_calls(
 def test_the_eks_deploy_policy_manages_only_the_roles_the_stack_names(
     eks_plans: list[Plan],
 ) -> None:
-    # Pulumi names a role after its resource, with a random suffix: `<resource name>-<7 hex>`.
-    policy = json.loads((ROOT / "docs" / "iam" / "eks-deploy-policy.json").read_text())
-    (roles,) = [s for s in policy["Statement"] if "iam:CreateRole" in s["Action"]]
-    patterns = [arn.removeprefix("arn:aws:iam::*:role/") for arn in roles["Resource"]]
-    names = {r.name for p in eks_plans for r in p.resources if r.type == "aws:iam/role:Role"}
+    # The role patterns read the deploy role's `gpu-platform-prefix` tag, which each stack
+    # exports (`deployRoleTags`).
+    (creates,) = [s for s in deploy_statements() if "iam:CreateRole" in s["Action"]]
+    (pattern,) = [creates["Resource"]]
+    for plan in eks_plans:
+        prefix = plan.outputs["deployRoleTags"]["gpu-platform-prefix"]
+        names = {r.inputs["name"] for r in plan.of_type("aws:iam/role:Role")}
+        allowed = pattern.replace("${aws:PrincipalTag/gpu-platform-prefix}", prefix)
 
-    assert names
-    assert all(any(_matches(pattern, f"{name}-0a1b2c3") for pattern in patterns) for name in names)
+        assert names
+        assert all(
+            _matches(allowed, f"arn:aws:iam::${{aws:PrincipalAccount}}:role/{n}") for n in names
+        )
 
 
 def _matches(pattern: str, name: str) -> bool:

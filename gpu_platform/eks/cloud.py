@@ -30,6 +30,7 @@ from gpu_platform.eks.cluster_autoscaler import (
     autoscaler_image,
 )
 from gpu_platform.eks.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
+from gpu_platform.eks.iam_roles import deploy_role_tags
 from gpu_platform.eks.node_group import EksGpuNodeGroup, EksGpuNodeGroupArgs
 from gpu_platform.eks.node_group_names import names_a_zone_of
 from gpu_platform.eks.node_monitoring_agent import NodeMonitoringAgent, NodeMonitoringAgentArgs
@@ -210,11 +211,13 @@ class EksCloud:
         )
 
     def stack_outputs(self) -> dict[str, Any]:
-        """`nodeSubnets` (`gpu_platform.eks.cluster.node_subnets_output`)."""
+        """`nodeSubnets` (`gpu_platform.eks.cluster.node_subnets_output`), and
+        `deployRoleTags`, the tags the stack's deploy role needs for its policy
+        (`gpu_platform.eks.iam_roles.deploy_role_tags`)."""
+        secret = self.config.is_secret("cluster")
         return {
-            "nodeSubnets": secret_if(
-                self.config.is_secret("cluster"), node_subnets_output(self._subnets)
-            )
+            "nodeSubnets": secret_if(secret, node_subnets_output(self._subnets)),
+            "deployRoleTags": secret_if(secret, deploy_role_tags(self.cluster)),
         }
 
     def _node_subnets(self) -> list[Subnet]:

@@ -98,6 +98,10 @@ def autoscaler_policy(cluster: EksCluster) -> dict[str, Any]:
         f"arn:{cluster.partition}:eks:{cluster.region}:{cluster.account_id}"
         f":nodegroup/{cluster.name}/*/*"
     )
+    groups = (
+        f"arn:{cluster.partition}:autoscaling:{cluster.region}:{cluster.account_id}"
+        ":autoScalingGroup:*:autoScalingGroupName/*"
+    )
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -112,7 +116,7 @@ def autoscaler_policy(cluster: EksCluster) -> dict[str, Any]:
                 "Sid": "ScaleOwnGroups",
                 "Effect": "Allow",
                 "Action": _SCALE_ACTIONS,
-                "Resource": "*",
+                "Resource": groups,
                 "Condition": {
                     "StringEquals": {
                         f"aws:ResourceTag/{cluster_discovery_tag(cluster.name)}": "owned"

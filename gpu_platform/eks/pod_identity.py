@@ -3,7 +3,6 @@ the role, trusting Pod Identity for this cluster only, and the association that 
 service account. Pod Identity needs the cluster's EKS Pod Identity Agent add-on (the pre-flight
 check looks for it)."""
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +10,7 @@ import pulumi
 from pulumi_aws import eks, iam
 
 from gpu_platform.eks.cluster import EksCluster
+from gpu_platform.eks.iam_roles import platform_role
 
 
 @dataclass(frozen=True)
@@ -30,13 +30,10 @@ def pod_identity(
     service_account: str,
     opts: pulumi.ResourceOptions,
 ) -> PodIdentity:
-    """The role `<name>-role` for the service account `namespace`/`service_account` of
-    `cluster`, and its association `<name>-pod-identity`."""
-    role = iam.Role(
-        f"{name}-role",
-        description=description,
-        assume_role_policy=json.dumps(pod_identity_trust_policy(cluster)),
-        opts=opts,
+    """The role `<name>-role` (`<prefix>.<name>` in IAM) for the service account
+    `namespace`/`service_account` of `cluster`, and its association `<name>-pod-identity`."""
+    role = platform_role(
+        f"{name}-role", name, cluster, description, pod_identity_trust_policy(cluster), opts
     )
     association = eks.PodIdentityAssociation(
         f"{name}-pod-identity",

@@ -16,7 +16,6 @@ association, and two Helm releases from AWS's OCI registry: `karpenter-crd`, whi
 CRDs, then `karpenter`.
 """
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from pulumi_kubernetes import helm
 
 from gpu_platform.config import KarpenterSpec
 from gpu_platform.eks.cluster import EksCluster
+from gpu_platform.eks.iam_roles import cluster_tags, name_prefix
 from gpu_platform.eks.karpenter.labels import NODE_POOL_LABEL
 from gpu_platform.eks.node_group import node_role
 from gpu_platform.eks.pod_identity import pod_identity
@@ -36,13 +36,12 @@ from gpu_platform.node_identity import POOL_LABEL
 from gpu_platform.versions import KARPENTER_CHART, KARPENTER_CRD_CHART
 
 SERVICE_ACCOUNT = "karpenter"
+NODE_ROLE_PURPOSE = "karpenter-nodes"
+"""The node role is `<prefix>.karpenter-nodes` (`gpu_platform.eks.iam_roles`)."""
 
 # The template's queue: messages older than five minutes are of no use to the controller, and
 # SQS encrypts them at rest with its own keys.
 QUEUE_RETENTION_SECONDS = 300
-# CreateQueue takes names of up to 80 letters, digits, '-' and '_'; EKS cluster names run to 100.
-_QUEUE_NAME_LIMIT = 80
-_QUEUE_SUFFIX = "-karpenter"
 
 # The template's EventBridge rules (ScheduledChangeRule, SpotInterruptionRule, RebalanceRule,
 # InstanceStateChangeRule, CapacityReservationInterruptionRule): resource name suffix -> the
@@ -93,6 +92,7 @@ class KarpenterController(pulumi.ComponentResource):
             message_retention_seconds=QUEUE_RETENTION_SECONDS,
             sqs_managed_sse_enabled=True,
             region=cluster.region,
+            tags=cluster_tags(cluster),
             opts=child,
         )
         queue_policy = sqs.QueuePolicy(
@@ -103,7 +103,7 @@ class KarpenterController(pulumi.ComponentResource):
             opts=child,
         )
         targets = [
-            _queue_target(f"{name}-{event}", source, detail_type, queue, cluster, child)
+            _queue_target(name, event, source, detail_type, queue, cluster, child)
             for event, (source, detail_type) in INTERRUPTION_EVENTS.items()
         ]
         # The template's KarpenterNodeRole with the policies of the managed node groups' roles
@@ -113,6 +113,7 @@ class KarpenterController(pulumi.ComponentResource):
         # instance run commands as root on the GPU nodes.
         node_iam_role, attachments = node_role(
             f"{name}-node-role",
+            purpose=NODE_ROLE_PURPOSE,
             attachment_prefix=f"{name}-node",
             description=f"Nodes Karpenter launches for the GPU pools of EKS cluster {cluster.name}",
             cluster=cluster,
@@ -125,6 +126,7 @@ class KarpenterController(pulumi.ComponentResource):
             principal_arn=node_iam_role.arn,
             type=ACCESS_ENTRY_TYPE,
             region=cluster.region,
+            tags=cluster_tags(cluster),
             opts=child,
         )
         identity = pod_identity(
@@ -194,15 +196,17 @@ class KarpenterController(pulumi.ComponentResource):
 
 
 def interruption_queue_name(cluster_name: str) -> str:
-    """`<cluster>-karpenter`, shortened with a digest of the cluster's name where SQS would refuse
-    the length. The template names the queue after the cluster alone; the suffix keeps it apart
-    from a queue a cluster set up by hand that way already has."""
-    name = f"{cluster_name}{_QUEUE_SUFFIX}"
-    if len(name) <= _QUEUE_NAME_LIMIT:
-        return name
-    digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:8]
-    kept = _QUEUE_NAME_LIMIT - len(_QUEUE_SUFFIX) - len(digest) - 1
-    return f"{cluster_name[:kept]}-{digest}{_QUEUE_SUFFIX}"
+    """`<prefix>-karpenter`, the stack's name prefix (`gpu_platform.eks.iam_roles`), which the
+    deploy policy limits its SQS actions to; well within SQS's 80 characters. The template names
+    the queue after the cluster alone; the suffix keeps it apart from a queue a cluster set up
+    by hand that way already has."""
+    return f"{name_prefix(cluster_name)}-karpenter"
+
+
+def interruption_rule_name(cluster_name: str, event: str) -> str:
+    """`<prefix>.<event>`: under the stack's name prefix, which the deploy policy limits its
+    EventBridge actions to, and within EventBridge's 64 characters."""
+    return f"{name_prefix(cluster_name)}.{event}"
 
 
 def interruption_queue_policy(queue_arn: str) -> dict[str, Any]:
@@ -236,6 +240,7 @@ def interruption_event_pattern(source: str, detail_type: str) -> dict[str, list[
 
 def _queue_target(
     name: str,
+    event: str,
     source: str,
     detail_type: str,
     queue: sqs.Queue,
@@ -243,14 +248,16 @@ def _queue_target(
     child: pulumi.ResourceOptions,
 ) -> cloudwatch.EventTarget:
     rule = cloudwatch.EventRule(
-        name,
+        f"{name}-{event}",
+        name=interruption_rule_name(cluster.name, event),
         description=f"{detail_type} events for Karpenter of EKS cluster {cluster.name}",
         event_pattern=json.dumps(interruption_event_pattern(source, detail_type)),
         region=cluster.region,
+        tags=cluster_tags(cluster),
         opts=child,
     )
     return cloudwatch.EventTarget(
-        f"{name}-target",
+        f"{name}-{event}-target",
         rule=rule.name,
         arn=queue.arn,
         target_id=_QUEUE_TARGET_ID,
@@ -283,12 +290,16 @@ def controller_policies(
         cluster.name,
     )
     ec2 = f"arn:{partition}:ec2:{region}"
+    # What the controller creates, tags and deletes is in the cluster's account; the template's
+    # `*` account is kept only for what a launch may use from another account: subnets,
+    # security groups, capacity reservations and placement groups shared through AWS RAM.
+    own = f"{ec2}:{account}"
     profiles = f"arn:{partition}:iam::{account}:instance-profile/*"
     cluster_arn = f"arn:{partition}:eks:{region}:{account}:cluster/{name}"
     owned = {f"kubernetes.io/cluster/{name}": "owned"}
     tagged_for_nodepool = {"StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}
     created_resources = [
-        f"{ec2}:*:{kind}/*"
+        f"{own}:{kind}/*"
         for kind in (
             "fleet",
             "instance",
@@ -324,7 +335,7 @@ def controller_policies(
             {
                 "Sid": "AllowScopedEC2LaunchTemplateAccessActions",
                 "Effect": "Allow",
-                "Resource": f"{ec2}:*:launch-template/*",
+                "Resource": f"{own}:launch-template/*",
                 "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
                 "Condition": {
                     "StringEquals": _tags("aws:ResourceTag", owned),
@@ -357,7 +368,7 @@ def controller_policies(
             {
                 "Sid": "AllowScopedResourceTagging",
                 "Effect": "Allow",
-                "Resource": f"{ec2}:*:instance/*",
+                "Resource": f"{own}:instance/*",
                 "Action": "ec2:CreateTags",
                 "Condition": {
                     "StringEquals": _tags("aws:ResourceTag", owned),
@@ -371,7 +382,7 @@ def controller_policies(
             {
                 "Sid": "AllowScopedDeletion",
                 "Effect": "Allow",
-                "Resource": [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
+                "Resource": [f"{own}:instance/*", f"{own}:launch-template/*"],
                 "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
                 "Condition": {
                     "StringEquals": _tags("aws:ResourceTag", owned),

@@ -305,7 +305,7 @@ def test_pod_identity_ties_the_service_account_to_the_role(dev_plan: Plan) -> No
     assert association["clusterName"] == "ml-dev"
     assert association["namespace"] == release(dev_plan).inputs["namespace"]
     assert association["serviceAccount"] == values["rbac"]["serviceAccount"]["name"]
-    assert association["roleArn"].endswith(":role/cluster-autoscaler-role")
+    assert association["roleArn"].endswith(":role/ml-dev.cluster-autoscaler")
 
 
 def test_release_waits_for_its_credentials(dev_plan: Plan) -> None:

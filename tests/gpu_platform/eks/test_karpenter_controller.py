@@ -49,7 +49,7 @@ CLUSTER_ARN = "arn:aws:eks:us-east-1:123456789012:cluster/ml-karpenter-dev"
 QUEUE_NAME = "ml-karpenter-dev-karpenter"
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:ml-karpenter-dev-karpenter"
 # The stand-in names a role after its resource.
-NODE_ROLE_ARN = "arn:aws:iam::123456789012:role/karpenter-node-role"
+NODE_ROLE_ARN = "arn:aws:iam::123456789012:role/ml-karpenter-dev.karpenter-nodes"
 POOLS = ("t4-spot", "l4-on-demand")
 # Values maps whose entries are Kubernetes' (a container's resources), not the chart's keys.
 OPAQUE_VALUES = {"controller.resources"}
@@ -173,7 +173,7 @@ def test_the_service_account_is_the_one_pod_identity_serves(plan: Plan) -> None:
     assert association["clusterName"] == CLUSTER
     assert association["namespace"] == release(plan).inputs["namespace"] == "kube-system"
     assert association["serviceAccount"] == values(plan)["serviceAccount"]["name"] == "karpenter"
-    assert association["roleArn"] == "arn:aws:iam::123456789012:role/karpenter-role"
+    assert association["roleArn"] == "arn:aws:iam::123456789012:role/ml-karpenter-dev.karpenter"
 
 
 def test_the_controller_runs_on_no_karpenter_node_and_no_gpu_node(plan: Plan) -> None:
@@ -222,15 +222,18 @@ def test_the_queue_keeps_messages_five_minutes_encrypted_by_sqs(plan: Plan) -> N
         "messageRetentionSeconds": 300,
         "sqsManagedSseEnabled": True,
         "region": "us-east-1",
+        "tags": {"gpu-platform.io/cluster": "ml-karpenter-dev"},
     }
 
 
 def test_a_long_cluster_name_still_makes_a_queue_name_sqs_takes() -> None:
+    # CreateQueue takes names of up to 80 letters, digits, '-' and '_' (botocore's SQS model);
+    # EKS cluster names run to 100.
     longest, other = "c" * 100, "c" * 99 + "d"
 
     name = interruption_queue_name(longest)
 
-    assert len(name) == 80 and name.endswith("-karpenter")
+    assert len(name) <= 80 and name.endswith("-karpenter")
     assert name != interruption_queue_name(other)
     assert interruption_queue_name("ml") == "ml-karpenter"
 
@@ -282,7 +285,7 @@ def test_each_rule_of_the_template_matches_its_events(plan: Plan) -> None:
 
 
 def test_each_rule_sends_its_events_to_the_queue(plan: Plan) -> None:
-    rules = {r.name: r.computed_outputs["name"] for r in plan.of_type(RULE)}
+    rules = {r.name: r.inputs["name"] for r in plan.of_type(RULE)}
     targets = {r.name: r.inputs for r in plan.of_type(TARGET)}
 
     assert targets == {
@@ -321,13 +324,16 @@ def test_every_policy_is_on_the_controllers_role(plan: Plan) -> None:
 
 
 EC2 = "arn:aws:ec2:us-east-1"
+# Where the template says any account (`*`), what the controller creates, tags and deletes is
+# limited to the cluster's; only what a launch may use from another account stays open.
+OWN = f"{EC2}:123456789012"
 CREATED = [
-    f"{EC2}:*:fleet/*",
-    f"{EC2}:*:instance/*",
-    f"{EC2}:*:volume/*",
-    f"{EC2}:*:network-interface/*",
-    f"{EC2}:*:launch-template/*",
-    f"{EC2}:*:spot-instances-request/*",
+    f"{OWN}:fleet/*",
+    f"{OWN}:instance/*",
+    f"{OWN}:volume/*",
+    f"{OWN}:network-interface/*",
+    f"{OWN}:launch-template/*",
+    f"{OWN}:spot-instances-request/*",
 ]
 PROFILES = "arn:aws:iam::123456789012:instance-profile/*"
 OWNED = "kubernetes.io/cluster/ml-karpenter-dev"
@@ -352,7 +358,7 @@ UPSTREAM_POLICIES: dict[str, list[dict[str, Any]]] = {
         {
             "Sid": "AllowScopedEC2LaunchTemplateAccessActions",
             "Effect": "Allow",
-            "Resource": f"{EC2}:*:launch-template/*",
+            "Resource": f"{OWN}:launch-template/*",
             "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
             "Condition": {
                 "StringEquals": {f"aws:ResourceTag/{OWNED}": "owned"},
@@ -389,7 +395,7 @@ UPSTREAM_POLICIES: dict[str, list[dict[str, Any]]] = {
         {
             "Sid": "AllowScopedResourceTagging",
             "Effect": "Allow",
-            "Resource": f"{EC2}:*:instance/*",
+            "Resource": f"{OWN}:instance/*",
             "Action": "ec2:CreateTags",
             "Condition": {
                 "StringEquals": {f"aws:ResourceTag/{OWNED}": "owned"},
@@ -403,7 +409,7 @@ UPSTREAM_POLICIES: dict[str, list[dict[str, Any]]] = {
         {
             "Sid": "AllowScopedDeletion",
             "Effect": "Allow",
-            "Resource": [f"{EC2}:*:instance/*", f"{EC2}:*:launch-template/*"],
+            "Resource": [f"{OWN}:instance/*", f"{OWN}:launch-template/*"],
             "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
             "Condition": {
                 "StringEquals": {f"aws:ResourceTag/{OWNED}": "owned"},
@@ -589,7 +595,9 @@ def attached_policies(plan: Plan) -> set[str]:
 
 
 def test_the_node_role_gets_what_a_node_needs_and_no_ssm_access(plan: Plan) -> None:
-    assert {r.inputs["role"] for r in plan.of_type(ATTACHMENT)} == {"karpenter-node-role"}
+    assert {r.inputs["role"] for r in plan.of_type(ATTACHMENT)} == {
+        "ml-karpenter-dev.karpenter-nodes"
+    }
     assert attached_policies(plan) == {
         "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
         "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
@@ -628,7 +636,7 @@ def test_the_node_role_joins_the_cluster_through_an_ec2_linux_access_entry(plan:
 
 def test_each_node_class_launches_nodes_with_the_node_role(plan: Plan) -> None:
     assert [r.inputs["spec"]["role"] for r in plan.of_type(NODE_CLASS)] == [
-        "karpenter-node-role"
+        "ml-karpenter-dev.karpenter-nodes"
     ] * len(POOLS)
 
 

@@ -308,7 +308,7 @@ def test_node_group_waits_for_its_role_policies(dev_plan: Plan) -> None:
     attachments = {r.urn for r in dev_plan.of_type(ATTACHMENT)}
 
     assert attachments <= set(node_group(dev_plan).dependencies)
-    assert node_group(dev_plan).inputs["nodeRoleArn"].endswith(":role/t4-shared-node-role")
+    assert node_group(dev_plan).inputs["nodeRoleArn"].endswith(":role/ml-dev.pool-t4-shared")
 
 
 def test_a_node_role_from_config_is_used_and_none_created(
@@ -418,7 +418,11 @@ def test_bottlerocket_data_volume_takes_the_disk_size_and_both_are_encrypted(
 
 def test_instances_and_volumes_are_tagged_with_cluster_and_pool(dev_plan: Plan) -> None:
     specs = launch_template(dev_plan).inputs["tagSpecifications"]
-    tags = {"Name": "ml-dev-t4-shared", "gpu-platform.io/pool": "t4-shared"}
+    tags = {
+        "Name": "ml-dev-t4-shared",
+        "gpu-platform.io/pool": "t4-shared",
+        "gpu-platform.io/cluster": "ml-dev",
+    }
 
     assert specs == [
         {"resourceType": "instance", "tags": tags},
