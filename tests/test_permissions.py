@@ -168,12 +168,17 @@ AWS_LOOKUP_ACTIONS: dict[str, str] = {
 # The AWS provider checks its credentials when it starts.
 AWS_PROVIDER_ACTIONS = {"sts:GetCallerIdentity"}
 
+NODE_SERVICE_ACCOUNTS_ROLE = "projects/PROJECT_ID/roles/gpuPlatformNodeServiceAccounts"
 GCP_RESOURCE_ROLES: dict[str, set[str]] = {
-    # Node pools, and `actAs` on the service account the nodes run as.
-    "gcp:container/nodePool:NodePool": {"roles/container.admin", "roles/iam.serviceAccountUser"},
-    "gcp:serviceaccount/account:Account": {"roles/iam.serviceAccountAdmin"},
+    "gcp:container/nodePool:NodePool": {"roles/container.admin"},
+    # Creating, reading, updating and deleting a service account: iam.serviceAccounts.create,
+    # get, update and delete (the IAM permissions reference).
+    "gcp:serviceaccount/account:Account": {NODE_SERVICE_ACCOUNTS_ROLE},
     "gcp:projects/iAMMember:IAMMember": {"roles/resourcemanager.projectIamAdmin"},
 }
+# A node pool runs as its service account: `actAs` on that account (GKE's "Use least privilege
+# IAM service accounts"), granted on the account itself.
+GCP_SERVICE_ACCOUNT_ROLES = {"roles/iam.serviceAccountUser"}
 GCP_LOOKUP_ROLES: dict[str, str] = {
     "gcp:container/getCluster:getCluster": "roles/container.admin",
     "gcp:compute/getZones:getZones": "roles/compute.viewer",
@@ -271,7 +276,8 @@ def test_the_gke_deploy_roles_are_exactly_what_the_program_needs() -> None:
     needed |= {GCP_LOOKUP_ROLES[token] for token in lookups}
     granted = json.loads((ROOT / "docs" / "iam" / "gke-deploy-roles.json").read_text())
 
-    assert set(granted["roles"]) == needed
+    assert set(granted["projectRoles"]) == needed
+    assert set(granted["serviceAccountRoles"]) == GCP_SERVICE_ACCOUNT_ROLES
 
 
 def test_the_gke_deploy_account_may_grant_only_the_node_service_accounts_role() -> None:

@@ -30,6 +30,7 @@ from gpu_platform.gke.node_pool import (
 from gpu_platform.gke.zones import ZoneOfferings
 from gpu_platform.kubernetes.provider import connect_with_kubeconfig_context
 from gpu_platform.node_identity import ResolvedPool, resolve_pool, sharer_for
+from gpu_platform.secrets import secret_if
 
 
 class GkeCloud:
@@ -37,6 +38,7 @@ class GkeCloud:
         self.config = config
         self._cluster: GkeCluster | None = None
         self._zones: dict[str, list[str]] = {}
+        self._node_pools: list[GkeGpuNodePool] = []
 
     @property
     def cluster(self) -> GkeCluster:
@@ -105,7 +107,7 @@ class GkeCloud:
         self, pools: Sequence[ResolvedPool], connection: ClusterConnection
     ) -> list[pulumi.Resource]:
         platform = self.config.platform
-        created: list[pulumi.Resource] = [
+        self._node_pools = [
             GkeGpuNodePool(
                 pool.spec.name,
                 GkeGpuNodePoolArgs(
@@ -119,6 +121,7 @@ class GkeCloud:
             )
             for pool in pools
         ]
+        created: list[pulumi.Resource] = list(self._node_pools)
         if platform is Platform.GKE_COS:
             created.append(
                 CosDriverInstaller(
@@ -129,7 +132,14 @@ class GkeCloud:
         return created
 
     def stack_outputs(self) -> dict[str, Any]:
-        return {}
+        """`nodeServiceAccounts`: each pool's node service account, on which the deploy identity
+        needs `roles/iam.serviceAccountUser` (docs/iam/README.md)."""
+        return {
+            "nodeServiceAccounts": secret_if(
+                self.config.is_secret("pools"),
+                {pool.pool_name: pool.service_account for pool in self._node_pools},
+            )
+        }
 
 
 def initial_size_problems(pool: ResolvedPool, zones: Sequence[str]) -> list[ConfigProblem]:
