@@ -5,27 +5,19 @@ pool that cannot work is a config error before anything is created), connect to 
 (a Kubernetes provider and a secret kubeconfig), and create its GPU pools; and exports the
 cloud's own stack outputs. The Kubernetes side (`gpu_platform.kubernetes`) is then the same on
 every cloud.
+
+Neither cloud imports this module, which picks between them: what a cloud hands to the
+Kubernetes side, its `ClusterConnection`, is defined there (`gpu_platform.kubernetes.provider`).
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pulumi
-from pulumi_kubernetes.provider import Provider
 
 from gpu_platform.config import Cloud, ConfigError, ConfigProblem, StackConfig, key_path
+from gpu_platform.kubernetes.provider import ClusterConnection
 from gpu_platform.node_identity import GpuShape, ResolvedPool, resolve_pool, sharer_for
-
-
-@dataclass(frozen=True)
-class ClusterConnection:
-    """How the program reaches the cluster's API."""
-
-    provider: Provider
-    kubeconfig: pulumi.Output[str] | None
-    """A secret output (it grants access to the cluster); None where the deployer's own
-    kubeconfig is used."""
 
 
 class GpuCloud(Protocol):

@@ -26,6 +26,7 @@ from rich.table import Table
 from gpu_platform import yaml_documents
 from gpu_platform.cli.cli import fail, plain_console
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_BLOCKED
 from gpu_platform.cli.stack_files import StackFileError, plain_config, stack_config
 from gpu_platform.config import (
     CONFIG_NAMESPACE,
@@ -37,10 +38,6 @@ from gpu_platform.config import (
 )
 from gpu_platform.versions import GPU_OPERATOR_CHART
 
-EXIT_BLOCKED = 1
-EXIT_BAD_STACK = 2
-EXIT_CANNOT_CHECK = 4
-"""No usable credentials, no way to the cloud, or a permission the check needs is missing."""
 CHART_INDEX_TIMEOUT_SECONDS = 60
 
 

@@ -35,7 +35,7 @@ from botocore.exceptions import (
 
 from gpu_platform.cli.cli import fail
 from gpu_platform.cli.findings import Finding
-from gpu_platform.cli.preflight import EXIT_CANNOT_CHECK
+from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.reachability import reachability_findings
 from gpu_platform.config import (
     EC2_RESERVED_CAPACITIES,

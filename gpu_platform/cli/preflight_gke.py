@@ -32,7 +32,7 @@ from google.auth.transport.requests import AuthorizedSession
 from gpu_platform.accelerators import ACCELERATORS
 from gpu_platform.cli.cli import fail
 from gpu_platform.cli.findings import Finding
-from gpu_platform.cli.preflight import EXIT_BAD_STACK, EXIT_CANNOT_CHECK
+from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_CANNOT_CHECK
 from gpu_platform.config import (
     ConfigError,
     GpuPoolSpec,

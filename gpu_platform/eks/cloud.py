@@ -13,7 +13,6 @@ from typing import Any, TypedDict
 
 import pulumi
 
-from gpu_platform.cloud import ClusterConnection
 from gpu_platform.config import ConfigError, ConfigProblem, StackConfig, key_path
 from gpu_platform.eks.cluster import (
     EksCluster,
@@ -35,6 +34,7 @@ from gpu_platform.eks.node_group import EksGpuNodeGroup, EksGpuNodeGroupArgs
 from gpu_platform.eks.node_group_names import names_a_zone_of
 from gpu_platform.eks.node_monitoring_agent import NodeMonitoringAgent, NodeMonitoringAgentArgs
 from gpu_platform.eks.placement import NodeGroupPlacement, resolve_placement
+from gpu_platform.kubernetes.provider import ClusterConnection
 from gpu_platform.node_identity import ResolvedPool
 from gpu_platform.secrets import secret_if
 from gpu_platform.versions import CLUSTER_AUTOSCALER_IMAGES

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from pulumi_aws import ec2, eks
 
-from gpu_platform.cloud import ClusterConnection
 from gpu_platform.config import ClusterSpec
 from gpu_platform.eks.subnets import Route, RouteTable, SubnetRouting, routing_of
 from gpu_platform.kubernetes.provider import (
+    ClusterConnection,
     connect_with_kubeconfig,
     connect_with_kubeconfig_context,
     exec_kubeconfig,

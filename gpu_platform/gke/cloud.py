@@ -6,7 +6,6 @@ from typing import Any
 
 import pulumi
 
-from gpu_platform.cloud import ClusterConnection
 from gpu_platform.config import (
     ConfigError,
     ConfigProblem,
@@ -28,7 +27,7 @@ from gpu_platform.gke.node_pool import (
     cluster_version_problems,
 )
 from gpu_platform.gke.zones import ZoneOfferings
-from gpu_platform.kubernetes.provider import connect_with_kubeconfig_context
+from gpu_platform.kubernetes.provider import ClusterConnection, connect_with_kubeconfig_context
 from gpu_platform.node_identity import ResolvedPool, resolve_pool, sharer_for
 from gpu_platform.secrets import secret_if
 

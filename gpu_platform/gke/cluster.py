@@ -10,10 +10,13 @@ from dataclasses import dataclass
 
 from pulumi_gcp import container
 
-from gpu_platform.cloud import ClusterConnection
 from gpu_platform.config import ClusterSpec, ConfigProblem, key_path
 from gpu_platform.gke.locations import zone_region
-from gpu_platform.kubernetes.provider import connect_with_kubeconfig, exec_kubeconfig
+from gpu_platform.kubernetes.provider import (
+    ClusterConnection,
+    connect_with_kubeconfig,
+    exec_kubeconfig,
+)
 
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"
 _AUTH_PLUGIN_INSTALL_HINT = (

@@ -2,13 +2,23 @@
 program builds from the cluster it looked up, or from the deployer's own kubeconfig."""
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import yaml
 from pulumi_kubernetes.provider import Provider
 
-from gpu_platform.cloud import ClusterConnection
+
+@dataclass(frozen=True)
+class ClusterConnection:
+    """How the program reaches the cluster's API."""
+
+    provider: Provider
+    kubeconfig: pulumi.Output[str] | None
+    """A secret output (it grants access to the cluster); None where the deployer's own
+    kubeconfig is used."""
+
 
 # The credential plugin protocol that `aws eks get-token` and `gke-gcloud-auth-plugin` speak.
 EXEC_API_VERSION = "client.authentication.k8s.io/v1beta1"

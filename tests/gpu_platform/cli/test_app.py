@@ -1,7 +1,6 @@
 """The `gpu-platform` console command, run as a user runs it: the installed entry point in a
 fresh process, in this repository or in a project of the user's own."""
 
-import shutil
 import subprocess
 import sys
 from importlib.metadata import version
@@ -10,22 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.console import gpu_platform, own_project_in
 from tests.repository import ROOT
 
-COMMAND = str(Path(sys.executable).parent / "gpu-platform")
 SUBCOMMANDS = ("plan", "preflight", "fit", "config-reference")
-
-
-def gpu_platform(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [COMMAND, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200"},
-    )
 
 
 def test_version_is_the_installed_packages() -> None:
@@ -123,24 +110,7 @@ def test_config_reference_prints_markdown() -> None:
 
 @pytest.fixture
 def own_project(tmp_path: Path) -> Path:
-    """A project named differently, with its program in a folder (`main`) and its stack files in
-    another (`stackConfigDir`), whose program uses the installed components as this repository's
-    does; it has no policy pack."""
-    (tmp_path / "Pulumi.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "name": "ml-gpus",
-                "runtime": {"name": "python", "options": {"toolchain": "uv"}},
-                "main": "infra",
-                "stackConfigDir": "stacks",
-            }
-        )
-    )
-    (tmp_path / "infra").mkdir()
-    shutil.copy(ROOT / "__main__.py", tmp_path / "infra" / "__main__.py")
-    (tmp_path / "stacks").mkdir()
-    shutil.copy(ROOT / "Pulumi.dev.yaml", tmp_path / "stacks" / "Pulumi.staging.yaml")
-    return tmp_path
+    return own_project_in(tmp_path)
 
 
 def test_plan_works_on_the_project_given_with_cwd(own_project: Path) -> None:

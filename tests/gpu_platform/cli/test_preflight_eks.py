@@ -16,10 +16,11 @@ from botocore.stub import Stubber
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from gpu_platform.cli import preflight, preflight_eks
+from gpu_platform.cli import preflight_eks
 from gpu_platform.cli.app import app
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_eks import AwsClients
+from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import GpuPoolSpec, StackConfig, load_stack_config
 from tests.repository import ROOT
@@ -1336,7 +1337,7 @@ def test_without_credentials_it_says_it_cannot_check_and_how_to_fix_it(
 ) -> None:
     result = CliRunner().invoke(app, ["preflight", "dev"])
 
-    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert result.exit_code == EXIT_CANNOT_CHECK
     assert "Cannot check stack dev: no usable AWS credentials" in result.output
     assert "AWS_PROFILE" in result.output
     assert "Traceback" not in result.output
@@ -1351,7 +1352,7 @@ def test_without_a_way_to_aws_it_says_it_cannot_check(no_aws_settings: pytest.Mo
 
     result = CliRunner().invoke(app, ["preflight", "dev"])
 
-    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert result.exit_code == EXIT_CANNOT_CHECK
     assert "AWS could not be reached" in result.output
 
 
@@ -1368,7 +1369,7 @@ def test_a_refused_permission_is_named_with_what_the_check_needs(
         )
         result = CliRunner().invoke(app, ["preflight", "dev"])
 
-    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert result.exit_code == EXIT_CANNOT_CHECK
     assert "AWS refused DescribeCluster (AccessDeniedException" in result.output
     assert "eks:DescribeCluster, eks:DescribeAddon" in result.output
 

@@ -30,6 +30,7 @@ from typer.testing import CliRunner
 from gpu_platform.cli import preflight, preflight_gke
 from gpu_platform.cli.app import app
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_gke import GoogleApis
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import StackConfig, load_stack_config
@@ -787,7 +788,7 @@ def test_a_refused_permission_is_named_with_what_the_check_needs(
 
     result = command()
 
-    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert result.exit_code == EXIT_CANNOT_CHECK
     assert f"Cannot check stack gke-dev: {said}" in result.output
     assert (
         "The check needs, read-only: container.clusters.get, compute.reservations.get,"
@@ -810,7 +811,7 @@ def test_without_a_way_to_google_it_says_it_cannot_check(
 
     result = command()
 
-    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert result.exit_code == EXIT_CANNOT_CHECK
     assert "Cannot check stack gke-dev: Google Cloud could not be reached" in result.output
 
 
@@ -833,7 +834,7 @@ def test_without_credentials_the_installed_command_says_it_cannot_check(tmp_path
         env=environment,
     )
 
-    assert result.returncode == preflight.EXIT_CANNOT_CHECK, result.stderr
+    assert result.returncode == EXIT_CANNOT_CHECK, result.stderr
     assert "Cannot check stack gke-dev: no Application Default Credentials" in result.stderr
     assert "gcloud auth application-default login" in result.stderr
     assert "Traceback" not in result.stderr
