@@ -15,8 +15,9 @@ these identity policies within this permissions boundary? It follows the IAM Use
 - "IAM policy elements: Variables and tags": `${key}` in a resource or a condition value is the
   request's value of that key; a variable the request has no value for matches nothing.
 
-Numeric and date operators, `NotPrincipal` and resource-based policies' principals are not
-needed by any document here and are refused rather than guessed at.
+A resource-based policy's `Principal` is matched against the request's principal, literally.
+Numeric and date operators and `NotPrincipal` are not needed by any document here and are
+refused rather than guessed at.
 """
 
 import re
@@ -52,6 +53,9 @@ class Request:
     action: str
     resource: str
     context: Mapping[str, ContextValue] = field(default_factory=dict)
+    principal: str | None = None
+    """Who asks, for resource-based policies: an AWS service (`events.amazonaws.com`) or an
+    ARN. None where only identity policies are evaluated."""
 
     def value(self, key: str) -> ContextValue | None:
         """The request's value of a condition key; keys are case-insensitive."""
@@ -90,6 +94,8 @@ def applies(statement: Statement, request: Request) -> bool:
     """Whether the statement covers the request: its action, resource and conditions."""
     if "NotPrincipal" in statement:
         raise NotImplementedError("NotPrincipal")
+    if request.principal is not None and not _principal_matches(statement, request.principal):
+        return False
     if "Action" in statement:
         actions, listed = as_list(statement["Action"]), True
     else:
@@ -107,6 +113,14 @@ def applies(statement: Statement, request: Request) -> bool:
         for operator, block in statement.get("Condition", {}).items()
         for key, values in block.items()
     )
+
+
+def _principal_matches(statement: Statement, principal: str) -> bool:
+    """`"*"`, or the principal among the statement's services and ARNs."""
+    listed = statement.get("Principal", "*")
+    if listed == "*":
+        return True
+    return any(principal in as_list(values) for values in listed.values())
 
 
 def _action_matches(pattern: str, action: str) -> bool:

@@ -120,3 +120,24 @@ def test_variables_in_condition_values_compare_to_the_requests_values() -> None:
         Request("ec2:DeleteLaunchTemplate", "x", mine | {"aws:ResourceTag/cluster": "ml-dev"}),
         [policy],
     )
+
+
+def test_a_resource_policy_allows_only_the_principals_it_names() -> None:
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "events.amazonaws.com"},
+                "Action": "sqs:SendMessage",
+                "Resource": "arn:aws:sqs:r:1:q",
+            }
+        ],
+    }
+
+    assert allowed(
+        Request("sqs:SendMessage", "arn:aws:sqs:r:1:q", principal="events.amazonaws.com"), [policy]
+    )
+    assert not allowed(
+        Request("sqs:SendMessage", "arn:aws:sqs:r:1:q", principal="sqs.amazonaws.com"), [policy]
+    )

@@ -34,6 +34,7 @@ from gpu_platform.eks.node_group import EksGpuNodeGroup, EksGpuNodeGroupArgs
 from gpu_platform.eks.node_group_names import names_a_zone_of
 from gpu_platform.eks.node_monitoring_agent import NodeMonitoringAgent, NodeMonitoringAgentArgs
 from gpu_platform.eks.placement import NodeGroupPlacement, resolve_placement
+from gpu_platform.eks.vpc_cni import VpcCniIdentity
 from gpu_platform.kubernetes.provider import ClusterConnection
 from gpu_platform.node_identity import ResolvedPool
 from gpu_platform.secrets import secret_if
@@ -108,10 +109,12 @@ class EksCloud:
     def create_pools(
         self, pools: Sequence[ResolvedPool], connection: ClusterConnection
     ) -> list[pulumi.Resource]:
+        cni = [VpcCniIdentity("vpc-cni", self.cluster)] if self.config.cluster.vpc_cni_role else []
         if self.config.provisioner == "karpenter":
-            created = self._karpenter_node_pools(pools, connection)
+            created = self._karpenter_node_pools(pools, connection, cni)
         else:
-            created = self._node_groups(pools, connection)
+            created = self._node_groups(pools, connection, cni)
+        created = [*cni, *created]
         agent_version = self.config.cluster.node_monitoring_agent_version
         if agent_version is not None:
             created.append(
@@ -132,7 +135,10 @@ class EksCloud:
         return [*created, autoscaler]
 
     def _node_groups(
-        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+        self,
+        pools: Sequence[ResolvedPool],
+        connection: ClusterConnection,
+        waits_for: Sequence[pulumi.Resource],
     ) -> list[pulumi.Resource]:
         """A managed node group for each pool, and the EFA device plugin where one asks for EFA."""
         node_groups: list[pulumi.Resource] = [
@@ -142,6 +148,7 @@ class EksCloud:
                     **self._pool_nodes(pool),
                     cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
                     idle_minutes=self.config.autoscaler.gpu_node_idle_minutes,
+                    waits_for=waits_for,
                 ),
             )
             for pool in pools
@@ -157,7 +164,10 @@ class EksCloud:
         return node_groups
 
     def _karpenter_node_pools(
-        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+        self,
+        pools: Sequence[ResolvedPool],
+        connection: ClusterConnection,
+        waits_for: Sequence[pulumi.Resource],
     ) -> list[pulumi.Resource]:
         """The Karpenter controller, and a NodePool for each pool once the controller is in.
         Imported here, as `cloud_for` imports a cloud: only Karpenter stacks load its SDK modules
@@ -178,6 +188,7 @@ class EksCloud:
                 self.cluster,
                 cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
                 protect=self.config.protect,
+                waits_for=waits_for,
             ),
             pulumi.ResourceOptions(provider=connection.provider),
         )

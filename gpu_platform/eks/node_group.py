@@ -82,6 +82,8 @@ class EksGpuNodeGroupArgs:
     """Protect the node group itself from deletion and replacement. Only the node group: its
     role, policy attachments, launch template and Auto Scaling group tags change or are replaced
     by ordinary updates, which protection would refuse."""
+    waits_for: Sequence[pulumi.Resource] = ()
+    """What must exist before the first node starts: the VPC CNI's identity."""
 
 
 class EksGpuNodeGroup(pulumi.ComponentResource):
@@ -172,7 +174,7 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
                 tags=_resource_tags(args),
                 opts=pulumi.ResourceOptions(
                     parent=self,
-                    depends_on=attachments,
+                    depends_on=[*attachments, *args.waits_for],
                     ignore_changes=[DESIRED_SIZE] if desired is None else [],
                     protect=args.protect,
                 ),

@@ -75,6 +75,8 @@ class KarpenterControllerArgs:
     """Protect the two releases from deletion and replacement. Uninstalling `karpenter-crd`
     deletes the CRDs, and with them every NodePool and NodeClaim: Karpenter would terminate
     every node it launched. Their AWS side changes or is replaced by ordinary updates."""
+    waits_for: Sequence[pulumi.Resource] = ()
+    """What must exist before the controller launches a node: the VPC CNI's identity."""
 
 
 class KarpenterController(pulumi.ComponentResource):
@@ -95,16 +97,31 @@ class KarpenterController(pulumi.ComponentResource):
             tags=cluster_tags(cluster),
             opts=child,
         )
+        rules = [
+            _interruption_rule(name, event, source, detail_type, cluster, child)
+            for event, (source, detail_type) in INTERRUPTION_EVENTS.items()
+        ]
         queue_policy = sqs.QueuePolicy(
             f"{name}-interruption-queue-policy",
             queue_url=queue.url,
-            policy=queue.arn.apply(lambda arn: json.dumps(interruption_queue_policy(arn))),
+            policy=pulumi.Output.all(queue.arn, *(rule.arn for rule in rules)).apply(
+                lambda arns: json.dumps(interruption_queue_policy(arns[0], arns[1:]))
+            ),
             region=cluster.region,
             opts=child,
         )
         targets = [
-            _queue_target(name, event, source, detail_type, queue, cluster, child)
-            for event, (source, detail_type) in INTERRUPTION_EVENTS.items()
+            cloudwatch.EventTarget(
+                f"{rule_name}-target",
+                rule=rule.name,
+                arn=queue.arn,
+                target_id=_QUEUE_TARGET_ID,
+                region=cluster.region,
+                opts=child,
+            )
+            for rule_name, rule in zip(
+                (f"{name}-{event}" for event in INTERRUPTION_EVENTS), rules, strict=True
+            )
         ]
         # The template's KarpenterNodeRole with the policies of the managed node groups' roles
         # (the EKS user guide's node IAM role, create-node-role.adoc). The template also
@@ -181,6 +198,7 @@ class KarpenterController(pulumi.ComponentResource):
                     *targets,
                     access_entry,
                     *attachments,
+                    *args.waits_for,
                 ],
             ),
         )
@@ -209,18 +227,28 @@ def interruption_rule_name(cluster_name: str, event: str) -> str:
     return f"{name_prefix(cluster_name)}.{event}"
 
 
-def interruption_queue_policy(queue_arn: str) -> dict[str, Any]:
-    """The template's KarpenterInterruptionQueuePolicy: EventBridge (and SQS) may send to the
-    queue, and nothing reaches it without TLS."""
+def interruption_queue_policy(queue_arn: str, rule_arns: Sequence[str]) -> dict[str, Any]:
+    """The template's KarpenterInterruptionQueuePolicy, narrowed: only the stack's five
+    EventBridge rules may send to the queue, and nothing reaches it without TLS.
+
+    The template lets `events.amazonaws.com` and `sqs.amazonaws.com` send with no condition, so
+    any rule anyone in any account creates could target the queue and forge Spot interruptions
+    that drain GPU nodes. EventBridge sends on behalf of a rule with the rule's ARN as
+    `aws:SourceArn` (EventBridge user guide, "Using resource-based policies for Amazon
+    EventBridge", Amazon SQS permissions). SQS sends nothing to a queue itself unless it is a
+    dead-letter or redrive target, which this queue is not, so `sqs.amazonaws.com` is left
+    out."""
     return {
         "Version": "2012-10-17",
         "Id": "EC2InterruptionPolicy",
         "Statement": [
             {
+                "Sid": "TheClustersInterruptionRules",
                 "Effect": "Allow",
-                "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+                "Principal": {"Service": "events.amazonaws.com"},
                 "Action": "sqs:SendMessage",
                 "Resource": queue_arn,
+                "Condition": {"ArnEquals": {"aws:SourceArn": list(rule_arns)}},
             },
             {
                 "Sid": "DenyHTTP",
@@ -238,30 +266,21 @@ def interruption_event_pattern(source: str, detail_type: str) -> dict[str, list[
     return {"source": [source], "detail-type": [detail_type]}
 
 
-def _queue_target(
+def _interruption_rule(
     name: str,
     event: str,
     source: str,
     detail_type: str,
-    queue: sqs.Queue,
     cluster: EksCluster,
     child: pulumi.ResourceOptions,
-) -> cloudwatch.EventTarget:
-    rule = cloudwatch.EventRule(
+) -> cloudwatch.EventRule:
+    return cloudwatch.EventRule(
         f"{name}-{event}",
         name=interruption_rule_name(cluster.name, event),
         description=f"{detail_type} events for Karpenter of EKS cluster {cluster.name}",
         event_pattern=json.dumps(interruption_event_pattern(source, detail_type)),
         region=cluster.region,
         tags=cluster_tags(cluster),
-        opts=child,
-    )
-    return cloudwatch.EventTarget(
-        f"{name}-{event}-target",
-        rule=rule.name,
-        arn=queue.arn,
-        target_id=_QUEUE_TARGET_ID,
-        region=cluster.region,
         opts=child,
     )
 

@@ -324,7 +324,11 @@ def test_role_trusts_eks_pod_identity_for_this_cluster_only(dev_plan: Plan) -> N
             "Principal": {"Service": "pods.eks.amazonaws.com"},
             "Action": ["sts:AssumeRole", "sts:TagSession"],
             "Condition": {
-                "StringEquals": {"aws:SourceAccount": "123456789012"},
+                "StringEquals": {
+                    "aws:SourceAccount": "123456789012",
+                    "aws:RequestTag/kubernetes-namespace": "kube-system",
+                    "aws:RequestTag/kubernetes-service-account": "cluster-autoscaler",
+                },
                 "ArnEquals": {"aws:SourceArn": "arn:aws:eks:us-east-1:123456789012:cluster/ml-dev"},
             },
         }
@@ -389,5 +393,5 @@ def test_clusters_running_their_own_autoscaler_get_none_but_keep_the_hints(
 
     assert plan.of_type(COMPONENT) == []
     assert plan.of_type(RELEASE) == [plan.named("gpu-operator", RELEASE)]
-    assert plan.of_type(ASSOCIATION) == []
+    assert [a.inputs["serviceAccount"] for a in plan.of_type(ASSOCIATION)] == ["aws-node"]
     assert "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu" in asg_tags(plan)

@@ -46,8 +46,12 @@ def test_the_roles_are_the_node_and_controller_roles() -> None:
     }
 
     assert names == {
-        "dev": ["ml-dev.cluster-autoscaler", "ml-dev.pool-t4-shared"],
-        "karpenter-dev": ["ml-karpenter-dev.karpenter", "ml-karpenter-dev.karpenter-nodes"],
+        "dev": ["ml-dev.cluster-autoscaler", "ml-dev.pool-t4-shared", "ml-dev.vpc-cni"],
+        "karpenter-dev": [
+            "ml-karpenter-dev.karpenter",
+            "ml-karpenter-dev.karpenter-nodes",
+            "ml-karpenter-dev.vpc-cni",
+        ],
     }
 
 
