@@ -9,6 +9,7 @@ from gpu_platform.cloud import cloud_for
 from gpu_platform.config import load_stack_config, read_pulumi_config, secret_config_keys
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.kubernetes.gpu_pod import pool_placement
+from gpu_platform.kubernetes.idle_gpu_pods import idle_gpu_reaper
 from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpu_platform.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
 from gpu_platform.node_identity import pool_software
@@ -54,14 +55,21 @@ tenants = [
         GpuTenantNamespaceArgs(
             namespace,
             pools,
-            config.monitoring,
-            secret_monitoring=config.is_secret("monitoring"),
             provisioner=config.provisioner,
         ),
         pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[operator])),
     )
     for namespace in config.namespaces
 ]
+idle_gpu_reaper(
+    [
+        (spec, tenant.namespace_name)
+        for spec, tenant in zip(config.namespaces, tenants, strict=True)
+    ],
+    config.monitoring,
+    secret_url=config.is_secret("monitoring"),
+    opts=on_cluster,
+)
 
 if connection.kubeconfig is not None:
     pulumi.export("kubeconfig", pulumi.Output.secret(connection.kubeconfig))

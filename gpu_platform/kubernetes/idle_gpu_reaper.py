@@ -1,8 +1,9 @@
 """End the GPU pods of one namespace that have held idle GPUs for longer than they may.
 
-The platform ships this file as it is, in a ConfigMap of each tenant namespace that opts in
-(`gpuIdleMinutes`), and a CronJob runs it there every 10 minutes with the standard library alone
-(`idle_gpu_pods.py` beside it declares those objects). Each run:
+The platform ships this file as it is, in a ConfigMap of its own namespace, and for each tenant
+namespace that opts in (`gpuIdleMinutes`, the namespace given as `NAMESPACE`) a CronJob there
+runs it every 10 minutes with the standard library alone (`idle_gpu_pods.py` beside it declares
+those objects). Each run:
 
 1. lists the namespace's pods that hold or wait for GPUs (`nvidia.com/gpu`,
    `nvidia.com/gpu.shared`, `nvidia.com/mig-*` in limits or requests);

@@ -1,6 +1,7 @@
-"""The idle GPU pod enforcer as the program declares it, in tenant namespaces that opt in
-(`gpuIdleMinutes`): the namespace's label, the job's least-privilege role and its restricted
-pod, running the reaper script as it is in the repository."""
+"""The idle GPU pod enforcer as the program declares it for tenant namespaces that opt in
+(`gpuIdleMinutes`): the namespace's label, the job's least-privilege role in the tenant
+namespace, and its restricted pod in the platform's own namespace, running the reaper script as
+it is in the repository."""
 
 from typing import Any
 
@@ -16,15 +17,19 @@ from tests.repository import ROOT
 from tests.test_kubernetes_schemas import problems
 
 Config = dict[str, Any]
-COMPONENT = "gpu-platform:kubernetes:GpuTenantNamespace"
+COMPONENT = "gpu-platform:kubernetes:IdleGpuReaper"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
 ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
 ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 CRON_JOB = "kubernetes:batch/v1:CronJob"
-ENFORCER_TYPES = (CONFIG_MAP, SERVICE_ACCOUNT, ROLE, ROLE_BINDING, CRON_JOB)
+PER_TENANT_TYPES = (ROLE, ROLE_BINDING, CRON_JOB)
+SHARED_TYPES = (NAMESPACE, CONFIG_MAP, SERVICE_ACCOUNT)
+ALL_TYPES = (*SHARED_TYPES, *PER_TENANT_TYPES)
 REAPER = "ml-sandbox-gpu-idle-reaper"
+SHARED = "gpu-idle-reaper"
+REAPER_NAMESPACE = "gpu-idle-reaper"
 PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"
 SCRIPT = ROOT / "gpu_platform" / "kubernetes" / "idle_gpu_reaper.py"
 
@@ -41,7 +46,7 @@ def plan(dev_config, plan_for) -> Plan:
 
 
 def enforcer(plan: Plan, type_: str) -> PlannedResource:
-    return plan.named(REAPER, type_)
+    return plan.named(SHARED if type_ in SHARED_TYPES else REAPER, type_)
 
 
 def pod(plan: Plan) -> dict[str, Any]:
@@ -57,7 +62,7 @@ def env(plan: Plan) -> dict[str, Any]:
 
 
 def test_a_namespace_that_does_not_opt_in_gets_no_enforcer(dev_plan) -> None:
-    assert [r.type for r in dev_plan.resources if r.name == REAPER] == []
+    assert [r.type for r in dev_plan.resources if r.name in (REAPER, SHARED)] == []
 
 
 def test_a_namespace_that_does_not_opt_in_carries_no_idle_limit_label(dev_plan) -> None:
@@ -72,10 +77,13 @@ def test_the_namespace_carries_its_limit_as_a_label_for_the_policy_pack(plan) ->
     assert labels["gpu-platform.io/gpu-idle-minutes"] == "60"
 
 
-def test_the_enforcer_belongs_to_the_tenant_component(plan) -> None:
-    component = plan.named("ml-sandbox", COMPONENT)
+def test_the_enforcer_is_one_component_of_the_stack(plan) -> None:
+    (component,) = plan.of_type(COMPONENT)
 
-    assert {r.type for r in plan.children_of(component) if r.name == REAPER} == set(ENFORCER_TYPES)
+    assert {(r.name, r.type) for r in plan.children_of(component)} == {
+        *((SHARED, t) for t in SHARED_TYPES),
+        *((REAPER, t) for t in PER_TENANT_TYPES),
+    }
 
 
 def test_only_the_namespace_that_opts_in_gets_an_enforcer(dev_config, plan_for) -> None:
@@ -86,10 +94,26 @@ def test_only_the_namespace_that_opts_in_gets_an_enforcer(dev_config, plan_for) 
     assert [r.name for r in plan.of_type(CRON_JOB)] == [REAPER]
 
 
-def test_every_enforcer_object_goes_in_the_tenant_namespace(plan) -> None:
-    assert {enforcer(plan, t).inputs["metadata"]["namespace"] for t in ENFORCER_TYPES} == {
-        "ml-sandbox"
+def test_only_the_role_and_its_binding_go_in_the_tenant_namespace(plan) -> None:
+    where = {t: enforcer(plan, t).inputs["metadata"].get("namespace") for t in ALL_TYPES}
+
+    assert where == {
+        NAMESPACE: None,
+        CONFIG_MAP: REAPER_NAMESPACE,
+        SERVICE_ACCOUNT: REAPER_NAMESPACE,
+        CRON_JOB: REAPER_NAMESPACE,
+        ROLE: "ml-sandbox",
+        ROLE_BINDING: "ml-sandbox",
     }
+
+
+def test_the_platform_namespace_enforces_restricted(plan) -> None:
+    labels = enforcer(plan, NAMESPACE).inputs["metadata"]["labels"]
+
+    assert (
+        labels["pod-security.kubernetes.io/enforce"],
+        enforcer(plan, NAMESPACE).inputs["metadata"]["name"],
+    ) == ("restricted", REAPER_NAMESPACE)
 
 
 def test_the_enforcer_objects_validate_at_every_supported_version(plan) -> None:
@@ -99,7 +123,7 @@ def test_the_enforcer_objects_validate_at_every_supported_version(plan) -> None:
 
 
 def test_the_enforcer_draws_no_verdict_from_the_policy_pack(plan) -> None:
-    ours = [r for r in plan.resources if r.name == REAPER or r.name == "ml-sandbox"]
+    ours = [r for r in plan.resources if r.name in (REAPER, SHARED, "ml-sandbox")]
 
     assert analyze_plan(ours) == []
 
@@ -129,7 +153,7 @@ def test_the_role_binding_binds_that_role_to_the_reapers_account_only(plan) -> N
 
     assert (inputs["roleRef"], inputs["subjects"]) == (
         {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "gpu-idle-reaper"},
-        [{"kind": "ServiceAccount", "name": "gpu-idle-reaper", "namespace": "ml-sandbox"}],
+        [{"kind": "ServiceAccount", "name": "gpu-idle-reaper", "namespace": REAPER_NAMESPACE}],
     )
 
 
@@ -208,7 +232,7 @@ def test_a_new_script_gets_a_config_map_of_a_new_name() -> None:
 
 def test_the_job_is_told_the_limit_the_threshold_and_where_prometheus_is(plan) -> None:
     assert {k: v for k, v in env(plan).items() if not k.startswith("PYTHON")} == {
-        "NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+        "NAMESPACE": "ml-sandbox",
         "PROMETHEUS_URL": PROMETHEUS,
         "GPU_IDLE_MINUTES": "60",
         "IDLE_GPU_UTILIZATION_PERCENT": "5",
@@ -218,7 +242,7 @@ def test_the_job_is_told_the_limit_the_threshold_and_where_prometheus_is(plan) -
 def test_the_script_reads_its_settings_from_the_env_the_job_sets(plan) -> None:
     values = {k: v for k, v in env(plan).items() if isinstance(v, str)}
 
-    settings = Settings.from_env({**values, "NAMESPACE": "ml-sandbox"})
+    settings = Settings.from_env(values)
 
     assert settings == Settings("ml-sandbox", PROMETHEUS, 60, 5.0)
 
@@ -277,4 +301,88 @@ def test_the_jobs_pod_runs_as_nobody_on_a_read_only_root_without_privileges(plan
 def test_the_job_waits_for_its_script_and_permissions(plan) -> None:
     dependencies = set(enforcer(plan, CRON_JOB).dependencies)
 
-    assert {enforcer(plan, CONFIG_MAP).urn, enforcer(plan, ROLE_BINDING).urn} <= dependencies
+    needed = (CONFIG_MAP, SERVICE_ACCOUNT, ROLE_BINDING)
+
+    assert {enforcer(plan, t).urn for t in needed} <= dependencies
+
+
+# --- Out of tenants' reach -------------------------------------------------------------------
+
+# What Kubernetes' `edit` ClusterRole may change, by API group: the rules of
+# `system:aggregate-to-edit` (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/
+# cluster-roles.yaml, kubernetes/kubernetes at 025f2834), which `edit` aggregates with
+# `system:aggregate-to-view` (read only). It also impersonates, and creates tokens for, the
+# service accounts of the namespace it is bound in.
+EDIT_CHANGES = {
+    "": {
+        "pods",
+        "pods/attach",
+        "pods/exec",
+        "pods/portforward",
+        "pods/proxy",
+        "pods/eviction",
+        "configmaps",
+        "events",
+        "persistentvolumeclaims",
+        "replicationcontrollers",
+        "replicationcontrollers/scale",
+        "secrets",
+        "serviceaccounts",
+        "serviceaccounts/token",
+        "services",
+        "services/proxy",
+    },
+    "apps": {
+        "daemonsets",
+        "deployments",
+        "deployments/rollback",
+        "deployments/scale",
+        "replicasets",
+        "replicasets/scale",
+        "statefulsets",
+        "statefulsets/scale",
+    },
+    "autoscaling": {"horizontalpodautoscalers"},
+    "batch": {"cronjobs", "jobs"},
+    "policy": {"poddisruptionbudgets"},
+    "networking.k8s.io": {"ingresses", "networkpolicies"},
+    "coordination.k8s.io": {"leases"},
+}
+RESOURCES = {
+    NAMESPACE: ("", "namespaces"),
+    CONFIG_MAP: ("", "configmaps"),
+    SERVICE_ACCOUNT: ("", "serviceaccounts"),
+    ROLE: ("rbac.authorization.k8s.io", "roles"),
+    ROLE_BINDING: ("rbac.authorization.k8s.io", "rolebindings"),
+    CRON_JOB: ("batch", "cronjobs"),
+}
+
+
+def tenant_edit_may_change(type_: str, namespace: str | None, tenant: str) -> bool:
+    """Whether `edit`, bound in the tenant's namespace, may change an object of this type in
+    this namespace."""
+    group, resource = RESOURCES[type_]
+    return namespace == tenant and resource in EDIT_CHANGES.get(group, set())
+
+
+def test_a_tenant_with_edit_can_change_nothing_of_the_reaper(plan) -> None:
+    (component,) = plan.of_type(COMPONENT)
+    objects = [(o.type, o.inputs["metadata"].get("namespace")) for o in plan.children_of(component)]
+
+    assert objects
+    assert [t for t, ns in objects if tenant_edit_may_change(t, ns, "ml-sandbox")] == []
+
+
+def test_the_old_layout_in_the_tenant_namespace_was_within_edits_reach() -> None:
+    # The reaper's script, job and account as they were, in the tenant's namespace.
+    assert all(
+        tenant_edit_may_change(t, "ml-sandbox", "ml-sandbox")
+        for t in (CONFIG_MAP, CRON_JOB, SERVICE_ACCOUNT)
+    )
+
+
+def test_no_pod_of_the_tenant_can_run_as_the_reapers_account(plan) -> None:
+    # A pod names a service account of its own namespace only (`serviceAccountName`).
+    account = enforcer(plan, SERVICE_ACCOUNT).inputs["metadata"]
+
+    assert account["namespace"] == REAPER_NAMESPACE != "ml-sandbox"
