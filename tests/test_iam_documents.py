@@ -717,3 +717,73 @@ def test_the_boundary_leaves_every_role_what_its_policies_grant(
 
     assert checked > 100
     assert refused == []
+
+
+# --- The preview role ----------------------------------------------------------------------
+
+# Conditions that only a change carries (the tags and boundary it sets, the service a role is
+# passed to, what a target or access entry names): a read has none of them.
+WRITE_ONLY_KEYS = (
+    "aws:RequestTag/",
+    "aws:TagKeys",
+    "iam:PermissionsBoundary",
+    "iam:PassedToService",
+    "ec2:CreateAction",
+    "iam:PolicyARN",
+    "events:TargetArn",
+    "eks:principalArn",
+    "eks:accessEntryType",
+)
+# Reads of what a stack's resources hold rather than how they are set up: a backend's state in
+# S3, table items, function code, secrets, parameters, queue messages.
+DATA_PLANE_READS = {
+    "s3:GetObject",
+    "dynamodb:GetItem",
+    "dynamodb:Query",
+    "dynamodb:Scan",
+    "lambda:GetFunction",
+    "secretsmanager:GetSecretValue",
+    "ssm:GetParameter",
+    "ssm:GetParameters",
+    "kms:Decrypt",
+    "sqs:ReceiveMessage",
+    "logs:GetLogEvents",
+}
+
+
+def preview_of(statement: Statement) -> dict[str, Any] | None:
+    """A deploy statement as the preview role has it: its reads, on the same resources."""
+    reads = [a for a in as_list(statement["Action"]) if access_level(a) in ("Read", "List")]
+    if statement["Effect"] != "Allow" or not reads:
+        return None
+    derived: dict[str, Any] = {
+        "Sid": statement["Sid"].replace("Manage", "Read", 1),
+        "Effect": "Allow",
+        "Action": reads,
+        "Resource": statement["Resource"],
+    }
+    conditions = {
+        operator: kept
+        for operator, block in statement.get("Condition", {}).items()
+        if (kept := {k: v for k, v in block.items() if not k.startswith(WRITE_ONLY_KEYS)})
+    }
+    return derived | ({"Condition": conditions} if conditions else {})
+
+
+def test_the_preview_policy_is_the_deploy_policies_reads() -> None:
+    derived = [
+        preview
+        for policy in deploy_policies()
+        for statement in statements(policy)
+        if (preview := preview_of(statement)) is not None
+    ]
+
+    assert _document("eks-preview-policy.json") == {"Version": "2012-10-17", "Statement": derived}
+
+
+def test_the_preview_policy_reads_no_data() -> None:
+    actions = {a for s in statements(_document("eks-preview-policy.json")) for a in s["Action"]}
+
+    assert actions
+    assert {access_level(a) for a in actions} <= {"Read", "List"}
+    assert actions & DATA_PLANE_READS == set()
