@@ -38,7 +38,7 @@ from gpu_platform.eks.vpc_cni import VpcCniIdentity
 from gpu_platform.kubernetes.provider import ClusterConnection
 from gpu_platform.node_identity import ResolvedPool
 from gpu_platform.secrets import secret_if
-from gpu_platform.versions import CLUSTER_AUTOSCALER_IMAGES
+from gpu_platform.versions import CLUSTER_AUTOSCALER_IMAGES, ContainerImage
 
 
 class _PoolNodes(TypedDict):
@@ -58,7 +58,7 @@ class EksCloud:
         self.config = config
         self._cluster: EksCluster | None = None
         self._placements: dict[str, NodeGroupPlacement] = {}
-        self._autoscaler_image: str | None = None
+        self._autoscaler_image: ContainerImage | None = None
         self._subnets: list[Subnet] = []
 
     @property

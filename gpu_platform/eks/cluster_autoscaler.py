@@ -21,7 +21,11 @@ from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.node_group_names import node_group_pattern
 from gpu_platform.eks.pod_identity import pod_identity
 from gpu_platform.node_identity import ResolvedPool
-from gpu_platform.versions import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGES
+from gpu_platform.versions import (
+    CLUSTER_AUTOSCALER_CHART,
+    CLUSTER_AUTOSCALER_IMAGES,
+    ContainerImage,
+)
 
 SERVICE_ACCOUNT = "cluster-autoscaler"
 
@@ -49,7 +53,7 @@ _SCALE_ACTIONS = [
 class ClusterAutoscalerArgs:
     spec: ClusterAutoscalerSpec
     cluster: EksCluster
-    image: str
+    image: ContainerImage
     """Matches the cluster's Kubernetes minor version (`autoscaler_image`)."""
     pools: Sequence[ResolvedPool]
     """The stack's GPU pools, ranked for the `priority` expander by what their capacity is."""
@@ -154,23 +158,25 @@ def expander_priorities(pools: Sequence[ResolvedPool]) -> dict[str, list[str]]:
     return {str(level): priorities[level] for level in sorted(priorities, reverse=True)}
 
 
-def autoscaler_image(spec: ClusterAutoscalerSpec, kubernetes_version: str) -> str | None:
+def autoscaler_image(spec: ClusterAutoscalerSpec, kubernetes_version: str) -> ContainerImage | None:
     """The pinned image for the cluster's Kubernetes minor version, or the configured tag of the
-    same repository; None if neither exists."""
+    same repository (by tag alone); None if neither exists."""
     if spec.image_tag is None:
         return CLUSTER_AUTOSCALER_IMAGES.get(kubernetes_version)
-    repository = next(iter(CLUSTER_AUTOSCALER_IMAGES.values())).rpartition(":")[0]
-    return f"{repository}:{spec.image_tag}"
+    repository = next(iter(CLUSTER_AUTOSCALER_IMAGES.values())).repository
+    return ContainerImage(repository, spec.image_tag)
 
 
 def autoscaler_values(
     spec: ClusterAutoscalerSpec,
     cluster: EksCluster,
-    image: str,
+    image: ContainerImage,
     pools: Sequence[ResolvedPool],
 ) -> dict:
     """Chart values: auto-discovery by the cluster's tags, the expander, restricted pod."""
-    repository, _, tag = image.rpartition(":")
+    # The chart renders `<repository>:<tag>` (templates/deployment.yaml): a digest goes after
+    # the tag.
+    tag = image.tag if image.digest is None else f"{image.tag}@{image.digest}"
     priority = spec.expander == "priority"
     return {
         "cloudProvider": "aws",
@@ -178,7 +184,7 @@ def autoscaler_values(
         # Discovers groups tagged `k8s.io/cluster-autoscaler/enabled` and
         # `k8s.io/cluster-autoscaler/<cluster>` (the chart's default `autoDiscovery.tags`).
         "autoDiscovery": {"clusterName": cluster.name},
-        "image": {"repository": repository, "tag": tag},
+        "image": {"repository": image.repository, "tag": tag},
         "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
         "extraArgs": {
             "balance-similar-node-groups": spec.balance_similar_node_groups,

@@ -123,7 +123,7 @@ def reaper_pod_spec(
         "containers": [
             {
                 "name": REAPER_NAME,
-                "image": IDLE_GPU_REAPER_IMAGE,
+                "image": IDLE_GPU_REAPER_IMAGE.reference,
                 "command": ["python3", f"{SCRIPT_DIR}/{SCRIPT_FILE.name}"],
                 "env": env,
                 "resources": {

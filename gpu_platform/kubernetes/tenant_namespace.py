@@ -154,7 +154,7 @@ def smoke_test_job_spec(
     """A Job that runs `nvidia-smi` once in a restricted pod on `pool` (see the module doc)."""
     pod = gpu_pod_spec(
         pool,
-        GPU_SMOKE_TEST_IMAGE,
+        GPU_SMOKE_TEST_IMAGE.reference,
         ["sh", "-c", SMOKE_TEST_SCRIPT] if pool.driver else ["nvidia-smi"],
         container_name="nvidia-smi",
         env={

@@ -8,9 +8,15 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource
+from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.cli.stand_ins import aws as stand_in
-from gpu_platform.versions import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGES
+from gpu_platform.eks import cluster_autoscaler
+from gpu_platform.versions import (
+    CLUSTER_AUTOSCALER_CHART,
+    CLUSTER_AUTOSCALER_IMAGES,
+    ContainerImage,
+)
+from tests.repository import PROJECT
 
 from .plans import RELEASE, asg_tags, problems_of, with_aws_options, with_extra_pool, with_pool
 
@@ -123,8 +129,24 @@ def test_image_matches_the_clusters_kubernetes_minor(dev_plan: Plan) -> None:
     image = release(dev_plan).inputs["values"]["image"]
 
     # The stand-in cluster runs Kubernetes 1.35.
-    assert f"{image['repository']}:{image['tag']}" == CLUSTER_AUTOSCALER_IMAGES["1.35"]
+    assert f"{image['repository']}:{image['tag']}" == CLUSTER_AUTOSCALER_IMAGES["1.35"].reference
     assert image["tag"].startswith("v1.35.")
+
+
+def test_a_pinned_digest_goes_after_the_tag_the_chart_renders(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The chart renders the image as `<repository>:<tag>` (charts/cluster-autoscaler/templates/
+    # deployment.yaml), so the digest rides on the tag.
+    digest = "sha256:" + "5e" * 32
+    pinned = ContainerImage("registry.k8s.io/autoscaling/cluster-autoscaler", "v1.35.2", digest)
+    monkeypatch.setitem(cluster_autoscaler.CLUSTER_AUTOSCALER_IMAGES, "1.35", pinned)
+
+    image = release(run_program("dev", project=PROJECT)).inputs["values"]["image"]
+
+    assert f"{image['repository']}:{image['tag']}" == (
+        f"registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.2@{digest}"
+    )
 
 
 @pytest.mark.parametrize("version", sorted(CLUSTER_AUTOSCALER_IMAGES))

@@ -200,7 +200,7 @@ def test_the_job_runs_the_script_on_the_pinned_python_image(plan) -> None:
     (container,) = pod(plan)["containers"]
 
     assert (container["image"], container["command"]) == (
-        IDLE_GPU_REAPER_IMAGE,
+        IDLE_GPU_REAPER_IMAGE.reference,
         ["python3", "/opt/gpu-platform/idle_gpu_reaper.py"],
     )
 
