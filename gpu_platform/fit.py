@@ -28,6 +28,7 @@ from gpu_platform.eks.autoscaler_tags import (
 from gpu_platform.eks.instance_types import InstanceType
 from gpu_platform.eks.karpenter.labels import AWS_LABEL_PREFIX, CAPACITY_TYPE_LABEL, NODE_POOL_LABEL
 from gpu_platform.eks.node_labels import EFA_RESOURCE
+from gpu_platform.gke.capacity_taints import GKE_QUEUED_TAINT
 from gpu_platform.gke.locations import zone_region
 from gpu_platform.node_identity import (
     CLOUD_TAINT_EFFECTS,
@@ -47,8 +48,6 @@ _REPELLING_EFFECTS = ("NoSchedule", "NoExecute")
 _BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 # Kubernetes' architecture names for EC2's.
 _KUBERNETES_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
-GKE_QUEUED_TAINT = Taint("cloud.google.com/gke-queued", "true", "NoSchedule")
-"""On every node of a queued-provisioning pool, so that only pods that tolerate it run there."""
 GKE_FLEX_START_LABEL = "cloud.google.com/gke-flex-start"
 
 

@@ -100,8 +100,17 @@ class NodeIdentity:
 
     labels: Mapping[str, str]
     taints: tuple[Taint, ...]
+    """The taints the platform declares on the pool."""
     resources: Mapping[str, int] = field(default_factory=dict)
     """Extended resources one node advertises once the device plugin runs."""
+    cloud_taints: tuple[Taint, ...] = ()
+    """Taints the cloud puts on the nodes itself (GKE's queued-provisioning taint): tolerated
+    like the others, never declared on the pool."""
+
+    @property
+    def node_taints(self) -> tuple[Taint, ...]:
+        """Every taint the pool's nodes carry: what pods and DaemonSets must tolerate there."""
+        return (*self.taints, *self.cloud_taints)
 
 
 def sharing_config_name(sharing: Sharing) -> str:
@@ -143,6 +152,7 @@ def node_identity_for(
     gpu: GpuShape,
     sharer: GpuSharer = GpuSharer.OPERATOR,
     driver: NvidiaDriver | None = None,
+    cloud_taints: tuple[Taint, ...] = (),
 ) -> NodeIdentity:
     """The identity every node of `pool` has, extra labels and taints from config included."""
     labels = {
@@ -167,6 +177,7 @@ def node_identity_for(
         labels=labels,
         taints=(GPU_TAINT, *extra_taints),
         resources=advertised_resources(pool.sharing, gpu, sharer),
+        cloud_taints=cloud_taints,
     )
 
 
@@ -191,8 +202,9 @@ def resolve_pool(
     gpu: GpuShape,
     sharer: GpuSharer = GpuSharer.OPERATOR,
     driver: NvidiaDriver | None = None,
+    cloud_taints: tuple[Taint, ...] = (),
 ) -> ResolvedPool:
-    identity = node_identity_for(spec, gpu, sharer, driver)
+    identity = node_identity_for(spec, gpu, sharer, driver, cloud_taints)
     return ResolvedPool(spec, index, gpu, identity, sharer, driver)
 
 

@@ -77,6 +77,14 @@ POD_SECURITY_VERSION = "v1.35"
 # every object the program creates against each minor's OpenAPI schema all follow it.
 SUPPORTED_KUBERNETES_VERSIONS = ("1.33", "1.34", "1.35", "1.36")
 
+# The EKS node monitoring agent add-on, installed wherever a node group repairs its nodes: it
+# sets `AcceleratedHardwareReady=False` on GPU faults, which node repair acts on. An add-on
+# version is the agent's release with EKS's build number (`aws eks describe-addon-versions
+# --addon-name eks-node-monitoring-agent` lists them); the configuration the platform gives it is
+# checked against this release's schema (gpu_platform/eks/addon_schemas/, re-derive it with the
+# pin). `gpu-platform:cluster.nodeMonitoringAgentVersion` overrides it.
+EKS_NODE_MONITORING_AGENT_ADDON_VERSION = "v1.7.0-eksbuild.1"
+
 # The tenant namespaces' smoke test runs `nvidia-smi`, which the NVIDIA Container Toolkit mounts
 # from the node's driver: the image only supplies a filesystem, so the smallest CUDA image will
 # do. Its CUDA release stays at or below the oldest driver branch a pool may run (R535 runs CUDA
@@ -91,8 +99,10 @@ GPU_SMOKE_TEST_IMAGE = ContainerImage("nvcr.io/nvidia/cuda", "12.2.2-base-ubuntu
 # toolkit release): a branch runs every toolkit whose minimum driver is of that branch or older.
 # R565 drivers report 12.7, a release with no toolkit of its own. CUDA's minor version
 # compatibility lets a 12.x application run on any R525+ driver with a limited feature set
-# (docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); the platform
-# holds pods to the native version, as NVIDIA's own images do with `NVIDIA_REQUIRE_CUDA`.
+# (docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html): the policy pack
+# refuses only a newer major release (gpu_platform/policy_pack/gpu_cuda.py) and reports a newer
+# minor one; the pod helper holds pods to the native version, since the `NVIDIA_REQUIRE_CUDA`
+# it sets makes the container toolkit refuse anything newer.
 CUDA_BY_DRIVER_BRANCH = {
     450: "11.0",
     470: "11.4",

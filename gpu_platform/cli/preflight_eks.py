@@ -20,9 +20,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import boto3
+from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -33,8 +35,10 @@ from botocore.exceptions import (
     PartialCredentialsError,
     ReadTimeoutError,
 )
+from botocore.retries.standard import RetryEventAdapter, ThrottlingErrorDetector
 
 from gpu_platform.cli.cli import fail
+from gpu_platform.cli.deadline import MAX_ATTEMPTS, Call, Calls, Deadline, DeadlinePassed
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.reachability import reachability_findings
@@ -113,23 +117,66 @@ class AwsClients:
     resource_groups: Any
 
     @classmethod
-    def for_region(cls, region: str) -> "AwsClients":
+    def for_region(cls, region: str, deadline: Deadline, calls: Calls) -> "AwsClients":
+        """Clients that give up on a connection or a read within the deadline's timeouts, and
+        retry in botocore's `standard` mode, which AWS recommends for throttled APIs: it backs
+        off exponentially, more for throttling than for other errors (ThrottlingException,
+        EC2's RequestLimitExceeded and the rest of `ThrottledRetryableChecker`, a 429, an
+        error the service models as throttling), and retries transient errors and timeouts too
+        (botocore/retries/standard.py). Each attempt is reported to `calls`."""
         session = boto3.Session(region_name=region)
+        # Registered on the session, the handlers reach every client made from it, the ones
+        # botocore makes itself to fetch credentials (STS, SSO) included.
+        session.events.register("before-send", partial(_sent, calls))
+        session.events.register("needs-retry", partial(_answered, calls))
+        config = Config(
+            connect_timeout=deadline.connect_timeout,
+            read_timeout=deadline.read_timeout,
+            # `total_max_attempts` counts the first attempt; `max_attempts` here would count
+            # retries only, one attempt more (botocore/config.py, Config's `retries`).
+            retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
+        )
         return cls(
-            session.client("eks"),
-            session.client("ec2"),
-            session.client("service-quotas"),
-            session.client("resource-groups"),
+            session.client("eks", config=config),
+            session.client("ec2", config=config),
+            session.client("service-quotas", config=config),
+            session.client("resource-groups", config=config),
         )
 
 
-def check(stack: str, config: StackConfig) -> list[Finding]:
-    """Every finding for an EKS stack; a cluster it cannot check ends the command with exit 4."""
-    assert config.cluster.region is not None  # config validation requires it on AWS
+_THROTTLING = ThrottlingErrorDetector(RetryEventAdapter())
+"""botocore's own test of an answer for throttling, as its standard retry mode backs off."""
+
+
+def _sent(calls: Calls, request: Any, event_name: str, **_: Any) -> None:
+    # `before-send.<service>.<Operation>`, once for each attempt, numbered in the context.
+    service, operation = event_name.split(".")[1:]
+    attempt = request.context.get("retries", {}).get("attempt", 1)
+    calls.sent(f"{service} {operation}", request.url, attempt)
+
+
+def _answered(calls: Calls, **kwargs: Any) -> None:
+    # `needs-retry` follows every attempt, answered or not: with `response` None, none came.
+    if kwargs["response"] is not None:
+        calls.answered(throttled=_THROTTLING.is_throttling_error(**kwargs))
+
+
+def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
+    """Every finding for an EKS stack; a cluster it cannot check, or an account that does not
+    answer by the deadline, ends the command with exit 4."""
+    region = config.cluster.region
+    assert region is not None  # config validation requires it on AWS
+    calls = Calls()
     try:
-        return preflight(config, AwsClients.for_region(config.cluster.region))
+        # The clients too: botocore looks for credentials as it makes them, which may call out.
+        return deadline.run(
+            lambda: preflight(config, AwsClients.for_region(region, deadline, calls)), calls
+        )
+    except DeadlinePassed as passed:
+        fail(f"Cannot check stack {stack}: {passed.explain('AWS')}", EXIT_CANNOT_CHECK)
     except (BotoCoreError, ClientError) as error:
-        fail(f"Cannot check stack {stack}: {why_it_cannot_check(error)}", EXIT_CANNOT_CHECK)
+        reason = why_it_cannot_check(error, calls.last)
+        fail(f"Cannot check stack {stack}: {reason}", EXIT_CANNOT_CHECK)
 
 
 def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
@@ -929,8 +976,9 @@ def _quota_value(clients: AwsClients, quota: Quota) -> float:
     return float(answer["Quota"]["Value"])
 
 
-def why_it_cannot_check(error: BotoCoreError | ClientError) -> str:
-    """What stopped the check, and what to do about it."""
+def why_it_cannot_check(error: BotoCoreError | ClientError, last: Call | None = None) -> str:
+    """What stopped the check, and what to do about it; `last` is the last call made, which
+    says whether the error was the last of a throttled call's answers."""
     if isinstance(error, NoCredentialsError | PartialCredentialsError | CredentialRetrievalError):
         return (
             f"no usable AWS credentials ({error}). Set AWS_PROFILE (after `aws sso login` where"
@@ -950,6 +998,12 @@ def why_it_cannot_check(error: BotoCoreError | ClientError) -> str:
                 f"AWS refused {operation} ({code}: {message}). The check needs, read-only: "
                 + ", ".join(READ_ONLY_PERMISSIONS)
                 + "."
+            )
+        if last is not None and last.last_throttled and last.api.endswith(f" {operation}"):
+            return (
+                f"AWS throttled {last.api} ({code}: {message}) {last.throttled} time(s) in"
+                f" {last.attempts} attempts, backing off between them: the account's request"
+                " rate for it is used up, by this check or other callers. Run it again later."
             )
         return f"AWS answered {operation} with {code}: {message}. Run it again later."
     return f"{error}. Run it again later."

@@ -6,4 +6,5 @@ EXIT_BLOCKED = 1
 EXIT_BAD_STACK = 2
 """The stack file cannot be read or its configuration is invalid."""
 EXIT_CANNOT_CHECK = 4
-"""No usable credentials, no way to the cloud, or a permission the check needs is missing."""
+"""No usable credentials, no way to the cloud, a permission the check needs is missing, or the
+cloud did not answer by the deadline."""

@@ -22,17 +22,27 @@ import json
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import google.auth
 import requests
 from google.auth.exceptions import DefaultCredentialsError, GoogleAuthError, RefreshError
-from google.auth.transport.requests import AuthorizedSession
+from google.auth.transport.requests import AuthorizedSession, Request
+from requests.adapters import HTTPAdapter
 
 from gpu_platform.accelerators import ACCELERATORS
 from gpu_platform.cli.cli import fail
+from gpu_platform.cli.deadline import (
+    CONNECT_TIMEOUT_SECONDS,
+    READ_TIMEOUT_SECONDS,
+    Calls,
+    Deadline,
+    DeadlinePassed,
+)
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_CANNOT_CHECK
+from gpu_platform.cli.preflight_gke_quotas import quota_findings
+from gpu_platform.cli.preflight_gke_upgrades import upgrade_findings
 from gpu_platform.config import (
     ConfigError,
     GpuPoolSpec,
@@ -49,7 +59,6 @@ from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 # Each discovery document's `rootUrl` and `servicePath`.
 CONTAINER_API = "https://container.googleapis.com/v1/"
 COMPUTE_API = "https://compute.googleapis.com/compute/v1/"
-TIMEOUT_SECONDS = 60
 
 API_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 """The OAuth scope the check asks its credentials for: the one `gcloud auth application-default
@@ -58,7 +67,15 @@ CLUSTER_PERMISSION = "container.clusters.get"
 RESERVATION_PERMISSION = "compute.reservations.get"
 RESERVATIONS_PERMISSION = "compute.reservations.list"
 """What `compute.reservations.aggregatedList` asks of the caller."""
-READ_ONLY_PERMISSIONS = (CLUSTER_PERMISSION, RESERVATION_PERMISSION, RESERVATIONS_PERMISSION)
+REGION_PERMISSION = "compute.regions.get"
+PROJECT_PERMISSION = "compute.projects.get"
+READ_ONLY_PERMISSIONS = (
+    CLUSTER_PERMISSION,
+    RESERVATION_PERMISSION,
+    RESERVATIONS_PERMISSION,
+    REGION_PERMISSION,
+    PROJECT_PERMISSION,
+)
 """Every permission the check's calls need; a test keeps it, and the README's list, equal to
 them."""
 _VIEWER_ROLES = "roles/container.clusterViewer and roles/compute.viewer"
@@ -68,6 +85,11 @@ _VIEWER_ROLES = "roles/container.clusterViewer and roles/compute.viewer"
 # holds nothing a node can consume.
 _READY = "READY"
 _UNUSABLE_STATUSES = frozenset({"DELETING", "INVALID"})
+# A used-up rate quota: 429 RESOURCE_EXHAUSTED, or Compute Engine's 403 with one of these reasons
+# ("Compute Engine rate quotas"). Rate quotas refill each minute, so the check does not retry
+# within its deadline: it says so.
+_THROTTLED_STATUS = 429
+_RATE_LIMIT_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded"})
 
 
 class GoogleApiError(Exception):
@@ -91,24 +113,64 @@ class GoogleApiError(Exception):
 
 class GoogleApis:
     """The check's read-only calls for one project, through `session`: a requests session with
-    the credentials added (google-auth's `AuthorizedSession`)."""
+    the credentials added (google-auth's `AuthorizedSession`), each call given up after
+    `timeout`, (connect, read) seconds."""
 
-    def __init__(self, session: requests.Session, project: str):
+    def __init__(
+        self,
+        session: requests.Session,
+        project: str,
+        timeout: tuple[float, float] = (CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS),
+    ):
         self.session = session
         self.project = project
+        self.timeout = timeout
+        self._clusters: dict[tuple[str, str], dict[str, Any] | None] = {}
 
     @classmethod
-    def with_default_credentials(cls, project: str) -> "GoogleApis":
-        # Over requests, as gcloud's and Google's client libraries go: it takes a proxy from
-        # HTTPS_PROXY and NO_PROXY, and CA certificates from REQUESTS_CA_BUNDLE, for the
-        # credentials' own calls (token refresh, the metadata server) and for the APIs alike.
+    def with_default_credentials(
+        cls, project: str, deadline: Deadline, calls: Calls
+    ) -> "GoogleApis":
+        """Over requests, as gcloud's and Google's client libraries go: it takes a proxy from
+        HTTPS_PROXY and NO_PROXY, and CA certificates from REQUESTS_CA_BUNDLE, for the
+        credentials' own calls (token refresh, the metadata server) and for the APIs alike.
+        Each request is reported to `calls`."""
+        # Without a credentials file, google-auth asks the Compute Engine metadata server
+        # (google/auth/compute_engine/_metadata.py, `ping`: 3 tries of 3 s each).
+        calls.step("looking for Application Default Credentials")
         credentials, _ = google.auth.default(scopes=[API_SCOPE])
-        return cls(AuthorizedSession(credentials), project)
+        # The token refresh goes through a session of its own, which google-auth mounts with
+        # an adapter that retries a failed connection 3 times (transport/requests.py,
+        # AuthorizedSession.__init__); here it reports its requests too. What bounds a refresh
+        # is each call's timeout, which AuthorizedSession.request passes on to it: its
+        # `refresh_timeout` argument is kept but never read (google-auth 2.62).
+        refresh = requests.Session()
+        refresh.mount("https://", _Reported(calls, max_retries=3))
+        refresh.mount("http://", _Reported(calls, max_retries=3))
+        session = AuthorizedSession(credentials, auth_request=Request(refresh))
+        session.mount("https://", _Reported(calls))
+        session.mount("http://", _Reported(calls))
+        return cls(session, project, (deadline.connect_timeout, deadline.read_timeout))
 
     def cluster(self, location: str, name: str) -> dict[str, Any] | None:
-        """`container.projects.locations.clusters.get`; None where GKE has no such cluster."""
-        path = ("projects", self.project, "locations", location, "clusters", name)
-        return self._find(CONTAINER_API, path, CLUSTER_PERMISSION)
+        """`container.projects.locations.clusters.get`, asked once; None where GKE has no such
+        cluster."""
+        key = (location, name)
+        if key not in self._clusters:
+            path = ("projects", self.project, "locations", location, "clusters", name)
+            self._clusters[key] = self._find(CONTAINER_API, path, CLUSTER_PERMISSION)
+        return self._clusters[key]
+
+    def region_quotas(self, region: str) -> list[dict[str, Any]]:
+        """`compute.regions.get`: the region's quotas (`Region.quotas`)."""
+        path = ("projects", self.project, "regions", region)
+        return list(self._get(COMPUTE_API, path, REGION_PERMISSION).get("quotas", []))
+
+    def project_quotas(self) -> list[dict[str, Any]]:
+        """`compute.projects.get`: the project's quotas over all regions (`Project.quotas`)."""
+        return list(
+            self._get(COMPUTE_API, ("projects", self.project), PROJECT_PERMISSION).get("quotas", [])
+        )
 
     def reservation(self, zone: str, name: str) -> dict[str, Any] | None:
         """`compute.reservations.get`; None where the zone has no such reservation."""
@@ -151,25 +213,52 @@ class GoogleApis:
     ) -> dict[str, Any]:
         resource = "/".join(quote(part, safe="") for part in path)
         url = f"{api}{resource}" + (f"?{urlencode(query)}" if query else "")
-        response = self.session.get(url, timeout=TIMEOUT_SECONDS)
+        response = self.session.get(url, timeout=self.timeout)
         if response.status_code != 200:
             raise GoogleApiError(permission, resource, response.status_code, response.content)
         found: dict[str, Any] = json.loads(response.content)
         return found
 
 
-def check(stack: str, config: StackConfig) -> list[Finding]:
+class _Reported(HTTPAdapter):
+    """requests' own transport, reporting each request it sends to `calls`, and whether it was
+    answered, throttled or not."""
+
+    def __init__(self, calls: Calls, max_retries: int = 0):
+        super().__init__(max_retries=max_retries)
+        self._calls = calls
+
+    def send(
+        self, request: requests.PreparedRequest, *args: Any, **kwargs: Any
+    ) -> requests.Response:
+        url = str(request.url)
+        self._calls.sent(f"{request.method} {urlsplit(url).path}", url)
+        response = super().send(request, *args, **kwargs)
+        self._calls.answered(throttled=response.status_code == _THROTTLED_STATUS)
+        return response
+
+
+def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
     """Every finding for a GKE stack. A pool the program would refuse ends the command with
-    exit 2; a project it cannot check, with exit 4."""
-    assert config.cluster.project is not None  # config validation requires it on GCP
+    exit 2; a project it cannot check, or that does not answer by the deadline, with exit 4."""
+    project = config.cluster.project
+    assert project is not None  # config validation requires it on GCP
+    calls = Calls()
     try:
-        findings = preflight(config, GoogleApis.with_default_credentials(config.cluster.project))
+        return deadline.run(
+            lambda: preflight(
+                config, GoogleApis.with_default_credentials(project, deadline, calls)
+            ),
+            calls,
+        )
+    except DeadlinePassed as passed:
+        fail(f"Cannot check stack {stack}: {passed.explain('Google Cloud')}", EXIT_CANNOT_CHECK)
     except ConfigError as error:
         secret = ["pools"] if config.is_secret("pools") else []
-        fail(error.hiding_secrets(secret).report(), EXIT_BAD_STACK)
+        pools = [pool.model_dump(mode="json", by_alias=True) for pool in config.pools]
+        fail(error.hiding_secrets(secret, {"pools": pools}).report(), EXIT_BAD_STACK)
     except (GoogleAuthError, GoogleApiError, requests.RequestException) as error:
         fail(f"Cannot check stack {stack}: {why_it_cannot_check(error)}", EXIT_CANNOT_CHECK)
-    return findings
 
 
 def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
@@ -177,8 +266,11 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
     order (its Dynamic Workload Scheduler modes against the cluster's version, or its
     reservations). ConfigError, before any call, where a pool that consumes reservations has a
     machine type the program would refuse."""
-    gpus = _gpus_of_reserving_pools(config)
+    gpus = _gpus_of_pools(config)
     version, findings = _cluster_findings(config, apis)
+    cluster = apis.cluster(config.cluster.location or "", config.cluster.name)
+    if cluster is not None:
+        findings += upgrade_findings(config, cluster)
     for i, pool in enumerate(config.pools):
         if version is not None and dynamic_workload_scheduler_modes(pool):
             findings.append(_capacity_version_finding(config, i, pool, version))
@@ -186,16 +278,24 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
             findings += _specific_findings(i, pool, gpus[i], apis)
         elif pool.gcp.reservation == "any":
             findings.append(_any_finding(config, i, pool, gpus[i], apis))
-    return findings
+    return findings + _quota_findings(config, gpus, apis)
 
 
-def _gpus_of_reserving_pools(config: StackConfig) -> dict[int, GpuShape]:
-    """The GPUs of a node of each pool that consumes reservations, by the pool's index."""
+def _quota_findings(
+    config: StackConfig, gpus: Mapping[int, GpuShape], apis: GoogleApis
+) -> list[Finding]:
+    location = config.cluster.location
+    assert location is not None  # config validation requires it on GCP
+    region = zone_region(location) or location
+    pools = [(pool, gpus[i]) for i, pool in enumerate(config.pools)]
+    return quota_findings(pools, region, apis.region_quotas(region), apis.project_quotas())
+
+
+def _gpus_of_pools(config: StackConfig) -> dict[int, GpuShape]:
+    """The GPUs of a node of each pool, by the pool's index: for its quotas and reservations."""
     problems = []
     found = {}
     for i, pool in enumerate(config.pools):
-        if pool.gcp.reservation not in ("any", "specific"):
-            continue
         try:
             found[i] = gpu_shape(pool, i)
         except ConfigError as error:
@@ -342,6 +442,9 @@ def _specific_findings(
             )
         )
     findings.append(_held_finding(i, pool, name, reservation))
+    surge = _surge_finding(i, pool, name, reservation)
+    if surge is not None:
+        findings.append(surge)
     # `Reservation.specificReservationRequired` (compute.v1.json): "If the field is set, then
     # only VMs that target the reservation by name can consume from this reservation"; unset,
     # VMs with affinity for any reservation consume it as well.
@@ -417,6 +520,36 @@ def _held_finding(i: int, pool: GpuPoolSpec, name: str, reservation: Mapping[str
             f"Lower {key_path('pools', i, 'max')} to {held}, unless the reservation is to grow.",
         )
     return Finding("ok", subject, f"Reservation {name}: {what}.", "Nothing.")
+
+
+def _surge_finding(
+    i: int, pool: GpuPoolSpec, name: str, reservation: Mapping[str, Any]
+) -> Finding | None:
+    """Whether the reservation has room for the nodes a surge upgrade adds, where the pool
+    surges: GKE counts them against the reservation and "continues to attempt" the upgrade while
+    it has no room (GKE's node-upgrades-quota page). None where the pool surges no node."""
+    surge, _ = pool.gcp.surge_upgrade
+    if pool.gcp.upgrade_strategy != "surge" or surge == 0:
+        return None
+    held, _ = _counts(reservation)
+    subject = f"pool {pool.name}"
+    if held < pool.max + surge:
+        return Finding(
+            "warning",
+            subject,
+            f"An upgrade adds {surge} node(s) (maxSurge) from reservation {name}, which holds"
+            f" {held}: with the pool at its max of {pool.max}, GKE has no VM to surge to and keeps"
+            " retrying the upgrade.",
+            f"Set {key_path('pools', i, 'gcp', 'maxSurge')} to 0 (one node is then taken out at a"
+            f" time), or grow the reservation to {pool.max + surge}.",
+        )
+    return Finding(
+        "ok",
+        subject,
+        f"Reservation {name} holds {held}: room for the pool's max of {pool.max} and the"
+        f" {surge} node(s) an upgrade adds.",
+        "Nothing.",
+    )
 
 
 def _any_finding(
@@ -544,6 +677,14 @@ def why_it_cannot_check(
     if not isinstance(error, GoogleApiError):
         return f"Google Cloud could not be reached ({error}). Check the network, then run it again."
     answer = f"{error.status} {error.reason}: {error.message}"
+    if error.status == _THROTTLED_STATUS or (
+        error.status == 403 and error.reason in _RATE_LIMIT_REASONS
+    ):
+        return (
+            f"Google Cloud throttled {error.permission} on {error.resource} ({answer}): the"
+            " project's rate quota for the API is used up, by this check or others, until it"
+            " refills at the next minute. Run it again in a minute."
+        )
     if error.status == 401:
         return (
             f"Google Cloud did not accept the credentials ({answer}). Run `{login}` again, or"

@@ -51,7 +51,11 @@ def stack_config(stack: str, project: Project | None = None) -> dict[str, Any]:
     config = document.get("config") or {}
     if not isinstance(config, dict):
         raise StackFileError(f"{path}: `config:` must be a mapping of `<namespace>:<name>` keys")
-    # Pulumi's config key parser refuses the stack file over any other key.
+    # Pulumi puts a key written without a namespace in the project's (`monitoring` is
+    # `<project>:monitoring`: pulumi/pulumi sdk/go/common/workspace/loaders.go,
+    # `stackConfigNamespacedWithProject`), and its config key parser refuses the stack file over
+    # any other key.
+    config = {key if ":" in str(key) else f"{project.name}:{key}": v for key, v in config.items()}
     malformed = [key for key in config if not _NAMESPACED_KEY.match(str(key))]
     if malformed:
         raise StackFileError(

@@ -8,13 +8,19 @@ from gpu_platform.config.operator import pool_driver_version
 from gpu_platform.config.pools import GpuPoolSpec
 from gpu_platform.config.problems import ConfigProblem, key_path
 from gpu_platform.config.stack import StackConfig, known_platform
-from gpu_platform.config.version_order import release_key, version_key
+from gpu_platform.version_order import version_key
 
 
 def canary_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     by_name = {pool.name: pool for pool in config.pools}
     for i, pool in enumerate(config.pools):
         if pool.canary_of is None:
+            if "canary_soak_minutes" in pool.model_fields_set:
+                yield ConfigProblem(
+                    key_path("pools", i, "canarySoakMinutes"),
+                    pool.canary_soak_minutes,
+                    "no value unless the pool is a canary (canaryOf)",
+                )
             continue
         path = key_path("pools", i, "canaryOf")
         target = by_name.get(pool.canary_of)
@@ -47,11 +53,11 @@ def _canary_lead_problems(
     j = config.pools.index(target)
     if config.cloud is Cloud.AWS:
         ours, theirs = canary.aws.ami_release_version, target.aws.ami_release_version
-        ahead = ours is not None and theirs is not None and release_key(theirs) > release_key(ours)
+        ahead = ours is not None and theirs is not None and version_key(theirs) > version_key(ours)
         where = ("aws", "amiReleaseVersion")
     else:
         ours, theirs = canary.gcp.node_version, target.gcp.node_version
-        ahead = theirs is not None and (ours is None or release_key(theirs) > release_key(ours))
+        ahead = theirs is not None and (ours is None or version_key(theirs) > version_key(ours))
         where = ("gcp", "nodeVersion")
     if ahead:
         yield ConfigProblem(

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from gpu_platform.config.fields import DnsLabel, ExactVersion, Model
 from gpu_platform.config.pools import GpuPoolSpec
-from gpu_platform.config.version_order import release_key
+from gpu_platform.version_order import version_key
 from gpu_platform.versions import CLUSTER_AUTOSCALER_CHART, KARPENTER_CHART
 
 
@@ -79,5 +79,5 @@ def gke_capacity_too_new(pool: GpuPoolSpec, gke_version: str) -> dict[str, str]:
     return {
         key: GKE_CAPACITY_MINIMUM_VERSIONS[key]
         for key in dynamic_workload_scheduler_modes(pool)
-        if release_key(gke_version) < release_key(GKE_CAPACITY_MINIMUM_VERSIONS[key])
+        if version_key(gke_version) < version_key(GKE_CAPACITY_MINIMUM_VERSIONS[key])
     }

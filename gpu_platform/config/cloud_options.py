@@ -53,11 +53,13 @@ class ClusterSpec(Model):
     identity otherwise (IRSA, or the add-on's own Pod Identity association): EKS takes one
     association per service account (docs/iam/README.md)."""
     node_monitoring_agent_version: EksAddonVersion | None = None
-    """EKS: install the `eks-node-monitoring-agent` add-on at this version (`aws eks
-    describe-addon-versions --addon-name eks-node-monitoring-agent` lists them), with its DCGM
-    server tolerating the GPU taint, so that node repair also replaces nodes whose GPUs fail
-    while the kubelet stays Ready. Off by default: the agent runs its own DCGM host engine beside
-    the GPU Operator's exporter, which AWS does not support reusing (docs/gpu-health.md)."""
+    """EKS: the version of the `eks-node-monitoring-agent` add-on (`aws eks
+    describe-addon-versions --addon-name eks-node-monitoring-agent` lists them), instead of the
+    one the platform pins. The agent is installed wherever a node group repairs its nodes
+    (`aws.nodeRepair`), with its DCGM server tolerating the GPU taint, so that repair also acts
+    on nodes whose GPUs fail while the kubelet stays Ready; with Karpenter, only when this is
+    set. It runs its own DCGM host engine beside the GPU Operator's exporter, which AWS does not
+    support reusing (docs/gpu-health.md)."""
 
 
 class EksPoolOptions(Model):
@@ -97,9 +99,22 @@ class EksPoolOptions(Model):
     waiting up to 15 minutes for its pods' disruption budgets before it fails the update."""
     node_repair: bool = True
     """Have EKS replace or reboot the pool's nodes that turn unhealthy (kubelet `NotReady`, and
-    with the node monitoring agent, `AcceleratedHardwareReady=False`: GPU XIDs, double-bit ECC
-    and NVLink errors), one node at a time and never while more than a fifth of the pool is
-    unhealthy, which points at a cause no replacement fixes."""
+    through the node monitoring agent, `AcceleratedHardwareReady=False`: GPU XIDs, double-bit
+    ECC and NVLink errors), one node at a time. XIDs that NVIDIA's catalog answers with an
+    application restart or no action (13, 31, 43, 45, 94, ...) take no repair: they end one
+    tenant's process, not the node of every tenant on it (docs/gpu-health.md)."""
+    node_repair_max_unhealthy_nodes: int | None = Field(default=None, ge=1)
+    """Stop repairing while more than this many of a node group's nodes are unhealthy, which
+    points at a cause no replacement fixes (counted per node group, so per zone with
+    `nodeGroupPerZone`). Unset sets no threshold: EKS then pauses repairs only in a node group
+    of more than five nodes with more than a fifth of them unhealthy, so one bad node of a small
+    pool is always repaired."""
+    update_strategy: Literal["minimal", "default"] = "minimal"
+    """How EKS replaces the pool's nodes on an update: `minimal` terminates each old node before
+    its replacement starts, so the pool never holds more GPU instances than its size;
+    `default` starts replacements first (up to two extra nodes per zone), which needs spare
+    capacity that scarce or reserved GPU types rarely have (the update fails with
+    NodeCreationFailure), but keeps the pool's capacity during the update."""
     # gp3 gives every volume 3000 IOPS and 125 MiB/s whatever its size, and bills what is asked
     # above that; a new GPU node pulls images of many GiB before its first job starts.
     volume_throughput_mibps: int = Field(default=500, ge=125, le=1000)
@@ -140,12 +155,27 @@ class GkePoolOptions(Model):
     disk_type: Literal["pd-balanced", "pd-ssd", "hyperdisk-balanced"] | None = None
     """Boot disk type; unset is `pd-balanced`, or `hyperdisk-balanced` on A3 Ultra and A4
     machine types, which take no Persistent Disk. N1, A2 and G2 take no Hyperdisk."""
-    max_surge: int = Field(default=1, ge=0, le=100)
-    """Extra nodes GKE adds while it upgrades the pool: each is another GPU machine that must be
-    available to start."""
-    max_unavailable: int = Field(default=0, ge=0, le=100)
-    """Nodes GKE takes out of service at once to upgrade them in place; with `maxSurge: 0`, for
-    GPUs too scarce to surge. One of the two must be above 0."""
+    max_surge: int | None = Field(default=None, ge=0, le=100)
+    """Extra nodes GKE adds while it surge-upgrades the pool: each is another GPU machine that
+    must be available to start. Unset: 1, but 0 on a `reservation: specific` pool, as GKE counts
+    surge nodes against the reservation, which holds none beyond the pool's own, and keeps
+    retrying the upgrade while it has no room. Set it there only where the reservation holds
+    spare VMs, which `gpu-platform preflight` checks."""
+    max_unavailable: int | None = Field(default=None, ge=0, le=100)
+    """Nodes GKE takes out of service at once to surge-upgrade them in place. Unset: 1 where
+    `maxSurge` is 0, else 0. One of the two must be above 0."""
+    upgrade_strategy: Literal["surge", "blue-green"] = "surge"
+    """How GKE upgrades the pool's nodes. `surge` replaces them a few at a time
+    (`maxSurge`, `maxUnavailable`), honouring PodDisruptionBudgets for at most an hour before it
+    evicts. `blue-green` starts a new node for every old one, cordons the old ones, drains them
+    a node at a time, and keeps them for `blueGreenSoakHours` before deleting them, so that a
+    bad version can be rolled back onto nodes that still exist: for pools of long training
+    jobs, on capacity that can double for the length of an upgrade. Not on a `reservation:
+    specific` pool, nor with `flexStart` or `queuedProvisioning`, whose nodes GKE replaces as
+    they end. Changing it does not replace the pool."""
+    blue_green_soak_hours: int | None = Field(default=None, ge=0, le=168)
+    """`upgradeStrategy: blue-green` only: how long GKE keeps the drained old nodes before it
+    deletes them (the API's `nodePoolSoakDuration`); unset, GKE's default."""
     node_version: GkeNodeVersion | None = None
     """The GKE version of the pool's nodes (`1.34.1-gke.1829001`), and with it, on COS, the
     NVIDIA driver GKE's installer loads; unset follows the cluster's version. Pin it on a
@@ -153,9 +183,10 @@ class GkePoolOptions(Model):
     version leaves support, and clusters on a release channel when auto-upgrade runs, unless a
     maintenance exclusion holds it."""
     cos_driver_branch: int | None = Field(default=None, ge=450, le=999)
-    """COS only: the NVIDIA driver branch (`580`) of the nodes' GKE version, where the platform
-    does not know it (gpu_platform/drivers.py lists what GKE documents). The smoke test
-    checks it on the pool it runs on."""
+    """COS only: the NVIDIA driver branch (`580`) COS loads for the pool's GPU on its nodes' GKE
+    version, where no source the platform knows gives it (gpu_platform/driver_tables/cos.py:
+    GKE 1.34 and later, B200). At least 550 for H200 and 570 for B200. The smoke test checks
+    it on the pool it runs on."""
     driver_version: DriverVersion | None = None
     """Ubuntu only: the NVIDIA driver the GPU Operator builds on this pool's nodes (its own
     NVIDIADriver resource), instead of `operator.driverVersion`. Set it on a `canaryOf` pool
@@ -187,3 +218,11 @@ class GkePoolOptions(Model):
     """A `flexStart` pool: how long each node may run before GKE removes it, at most 168 hours
     (7 days, also GKE's default). A queued pool's requests set theirs with the
     ProvisioningRequest's `maxRunDurationSeconds`."""
+
+    @property
+    def surge_upgrade(self) -> tuple[int, int]:
+        """`maxSurge` and `maxUnavailable` as GKE gets them, the defaults filled in."""
+        spare_vms = self.reservation != "specific"
+        surge = self.max_surge if self.max_surge is not None else int(spare_vms)
+        unavailable = self.max_unavailable if self.max_unavailable is not None else int(surge == 0)
+        return surge, unavailable

@@ -211,6 +211,9 @@ _NODE_GROUP_ONLY_OPTIONS: Mapping[str, str] = {
     " drains its nodes before it ends, by itself",
     "node_repair": "EKS node repair acts on managed node groups; Karpenter's own is an alpha"
     " feature the platform leaves off (docs/karpenter.md, Node repair and GPU health)",
+    "node_repair_max_unhealthy_nodes": "EKS node repair acts on managed node groups only",
+    "update_strategy": "Karpenter replaces drifted nodes within the pool's disruption budget"
+    " (aws.maxUnavailablePercent)",
 }
 # Karpenter plans a node's `nvidia.com/gpu` from EC2's instance data, one per physical GPU
 # (pkg/providers/instancetype/types.go `nvidiaGPUs` at v1.14.1), and knows no `nvidia.com/mig-*`

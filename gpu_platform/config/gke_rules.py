@@ -6,10 +6,15 @@ from collections.abc import Iterator
 from gpu_platform.config.capacity import dynamic_workload_scheduler_modes, gke_capacity_too_new
 from gpu_platform.config.fields import Cloud, Platform
 from gpu_platform.config.operator import OPERATOR_DRIVER_OPTIONS
-from gpu_platform.config.pools import ExclusiveSharing, GpuPoolSpec, TimeSlicingSharing
+from gpu_platform.config.pools import (
+    ExclusiveSharing,
+    GpuPoolSpec,
+    MpsSharing,
+    TimeSlicingSharing,
+)
 from gpu_platform.config.problems import MISSING, ConfigProblem, key_path, set_field_problems
 from gpu_platform.config.stack import StackConfig, known_platform
-from gpu_platform.config.version_order import version_key
+from gpu_platform.version_order import version_key
 
 
 def gke_pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -51,12 +56,48 @@ def gke_pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 " on cos the pool's GKE version decides it (gcp.nodeVersion, gcp.cosDriverBranch)",
             )
         yield from _gke_sharing_problems(config, pool, i)
-        if pool.gcp.max_surge == 0 and pool.gcp.max_unavailable == 0:
+        yield from _upgrade_problems(pool, i)
+
+
+def _upgrade_problems(pool: GpuPoolSpec, i: int) -> Iterator[ConfigProblem]:
+    gcp = pool.gcp
+    if gcp.upgrade_strategy == "surge":
+        if gcp.surge_upgrade == (0, 0):
             yield ConfigProblem(
                 key_path("pools", i, "gcp", "maxSurge"),
                 0,
                 "at least 1 when maxUnavailable is 0 (GKE could upgrade no node)",
             )
+        if gcp.blue_green_soak_hours is not None:
+            yield ConfigProblem(
+                key_path("pools", i, "gcp", "blueGreenSoakHours"),
+                gcp.blue_green_soak_hours,
+                "no value unless gcp.upgradeStrategy is blue-green",
+            )
+        return
+    yield from set_field_problems(
+        gcp,
+        ("max_surge", "max_unavailable"),
+        ("pools", i, "gcp"),
+        "no value with upgradeStrategy blue-green, which replaces every node (they set surge"
+        " upgrades)",
+    )
+    # Blue-green starts as many new nodes as the pool has before it drains the old ones.
+    if gcp.reservation == "specific":
+        yield ConfigProblem(
+            key_path("pools", i, "gcp", "upgradeStrategy"),
+            gcp.upgrade_strategy,
+            "surge with reservation specific: blue-green starts a second set of nodes, which the"
+            " reservation, sized to the pool, cannot hold, and the upgrade would never end",
+        )
+    modes = dynamic_workload_scheduler_modes(pool)
+    if modes:
+        yield ConfigProblem(
+            key_path("pools", i, "gcp", "upgradeStrategy"),
+            gcp.upgrade_strategy,
+            f"surge with {' and '.join(f'gcp.{m}' for m in modes)}: GKE upgrades such nodes"
+            " by replacing them as they end (short-lived upgrades)",
+        )
 
 
 # On GKE Ubuntu each pool's nodes get their driver from an NVIDIADriver resource of their own
@@ -128,6 +169,21 @@ def _gke_sharing_problems(
             pool.sharing.mode,
             "exclusive with nodeImage ubuntu, where the operator builds the driver and GKE's"
             " autoscaler would plan the pool with whole GPUs; use nodeImage cos to share GPUs",
+        )
+    elif isinstance(pool.sharing, MpsSharing):
+        # GKE's device plugin starts serving an MPS pool only once an MPS control daemon runs
+        # on the node ("NVIDIA MPS is not running on this node": container-engine-accelerators
+        # pkg/gpu/nvidia/manager.go, isMpsHealthy), and mounts its pipe directory
+        # /tmp/nvidia-mps into the clients; nothing the platform runs beside Google's driver
+        # installer starts one, and GKE's MPS examples run their clients with hostIPC, which
+        # Pod Security `restricted` refuses. Unproven on a node, so refused.
+        yield ConfigProblem(
+            key_path("pools", i, "sharing", "mode"),
+            pool.sharing.mode,
+            "time-slicing or mig on GKE: GKE's device plugin serves MPS only where an MPS"
+            " control daemon runs on the node, which nothing starts beside the driver the"
+            " platform installs, and its clients need hostIPC, which restricted tenant"
+            " namespaces refuse (docs/gpu-sharing.md)",
         )
     elif (
         isinstance(pool.sharing, TimeSlicingSharing)

@@ -86,10 +86,10 @@ def load_stack_config(
         config = StackConfig.model_validate(raw)
     except ValidationError as error:
         field_problems = _problems_from(error, given=raw.keys())
-        raise ConfigError(field_problems).hiding_secrets(secret_keys) from None
+        raise ConfigError(field_problems).hiding_secrets(secret_keys, raw) from None
     problems = list(cross_field_problems(config))
     if problems:
-        raise ConfigError(problems).hiding_secrets(secret_keys)
+        raise ConfigError(problems).hiding_secrets(secret_keys, raw)
     config._secret_keys = secret_keys
     return config
 

@@ -83,9 +83,11 @@ class MonitoringSpec(Model):
     """GPU memory use, in percent of used plus free, above which a pod's GPU counts as nearly
     full."""
     google_managed_prometheus: bool = False
-    """GKE only: also have Google Cloud Managed Service for Prometheus scrape the DCGM exporter.
-    Its GPU series keep the `pod`, `namespace` and `container` of the workload holding each GPU,
-    as on Prometheus (not `exported_pod`). The alert rules and the dashboard remain Prometheus
+    """GKE only: also have Google Cloud Managed Service for Prometheus scrape the DCGM exporter,
+    under the job `nvidia-dcgm-exporter` the rules select, and evaluate the recording rules
+    (ClusterRules), which a query frontend as `prometheusUrl` then answers from. Its GPU series
+    keep the `pod`, `namespace` and `container` of the workload holding each GPU, as on
+    Prometheus (not `exported_pod`). The alert rules and the dashboard remain Prometheus
     Operator and Grafana objects, so the cluster still needs the Prometheus Operator's CRDs (or
     `installPrometheusStack`)."""
     prometheus_url: HttpUrl | None = None

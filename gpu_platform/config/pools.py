@@ -115,13 +115,20 @@ class GpuPoolSpec(Model):
     taints: list[TaintSpec] = Field(default_factory=list)
     """Extra taints, on top of `nvidia.com/gpu=present:NoSchedule` that every pool has."""
     sharing: Sharing = Field(default_factory=ExclusiveSharing)
-    """How workloads share a GPU: `exclusive`, `time-slicing`, `mps` or `mig`."""
+    """How workloads share a GPU: `exclusive`, `time-slicing`, `mps` (EKS only) or `mig`."""
     canary_of: PoolName | None = None
     """Makes this pool the canary of another pool of the same GPUs and sharing mode: a new AMI
     release (EKS), node version (GKE) or, on GKE Ubuntu, driver (`gcp.driverVersion`) goes here
     first, and the other pool may not run one newer than its canary. Its nodes carry
     `gpu-platform.io/canary-of`, and only pods that select the canary by its pool label (a smoke
-    test, a team's canary job) run there."""
+    test, a team's canary job) run there. The other pool's nodes are updated only after the
+    canary's: whenever the canary's driver or what pins it changes, `pulumi up` first runs a
+    gate Job on the canary (`nvidia-smi` and the driver check, then `canarySoakMinutes` of
+    `nvidia-smi` every minute), and a gate that fails stops the update before the other pool
+    changes (docs/upgrades.md)."""
+    canary_soak_minutes: int = Field(default=15, ge=0, le=720)
+    """A `canaryOf` pool: how long its gate Job keeps checking the canary's GPU, every minute,
+    after the driver check passed, before the pool it leads is updated."""
     aws: EksPoolOptions = Field(default_factory=EksPoolOptions)
     """EKS-only settings."""
     gcp: GkePoolOptions = Field(default_factory=GkePoolOptions)

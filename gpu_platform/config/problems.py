@@ -35,13 +35,23 @@ class ConfigError(Exception):
         self.problems = [p._replace(value=_shown_part(p.path, p.value)) for p in problems]
         super().__init__(self.report())
 
-    def hiding_secrets(self, secret_keys: Iterable[str]) -> "ConfigError":
-        """The same problems, with the values of secret keys replaced by a mention of them."""
+    def hiding_secrets(
+        self, secret_keys: Iterable[str], raw: Mapping[str, Any] | None = None
+    ) -> "ConfigError":
+        """The same problems, with the values of secret keys replaced by a mention of them, and
+        any of those values that `raw` (the stack's keys, without the namespace) holds taken out
+        of what each problem says is allowed: a rule across keys names other keys' values
+        (`at most max (3)`, `one of the pools: [...]`)."""
+        secret_keys = list(secret_keys)
         prefixes = tuple(key_path(key) for key in secret_keys)
+        given = raw or {}
+        hide = _secret_values_pattern(given[key] for key in secret_keys if key in given)
         return ConfigError(
-            p._replace(value=SECRET)
-            if p.path.startswith(prefixes) and p.value is not MISSING
-            else p
+            ConfigProblem(
+                p.path,
+                SECRET if p.path.startswith(prefixes) and p.value is not MISSING else p.value,
+                hide.sub(NOT_SHOWN, p.expected) if hide is not None else p.expected,
+            )
             for p in self.problems
         )
 
@@ -63,6 +73,29 @@ SECRET_LOOKING = object()
 """The value of a problem whose key's name says it is secret (`password`, `token`...)."""
 NOT_SHOWN = "(not shown)"
 """What the report shows for a value under a secret-looking key inside a problem's value."""
+
+
+def _secret_values_pattern(values: Iterable[Any]) -> "re.Pattern[str] | None":
+    """A pattern matching each scalar within `values` as a whole word, longest first; None for
+    none. Over-matching a number or a word that the rule's own text also uses only hides more."""
+    scalars: set[str] = set()
+
+    def collect(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for v in value.values():
+                collect(v)
+        elif isinstance(value, list):
+            for v in value:
+                collect(v)
+        elif isinstance(value, str | int | float) and not isinstance(value, bool) and str(value):
+            scalars.add(str(value))
+
+    for value in values:
+        collect(value)
+    if not scalars:
+        return None
+    words = "|".join(re.escape(s) for s in sorted(scalars, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.-])(?:{words})(?![\w-]|\.\w)")
 
 
 def looks_secret(name: str) -> bool:

@@ -35,6 +35,11 @@ class TenantNamespaceSpec(Model):
     gpu_idle_minutes: int | None = Field(default=None, ge=MIN_IDLE_MINUTES, le=10080)
     """Opt in to ending idle GPU pods: the longest a GPU pod here may hold GPUs that do no work
     (below `monitoring.idleGpuUtilizationPercent`), in minutes. A pod may ask for less with the
-    annotation `gpu-platform.io/max-idle-minutes`. Past it, a bare pod is deleted and a
-    Deployment or StatefulSet scaled to zero; Jobs are left to end on their own. Needs
-    `monitoring.prometheusUrl` or `installPrometheusStack` (docs/idle-gpu-pods.md)."""
+    annotation `gpu-platform.io/max-idle-minutes`. Past it, the pod is warned or ended
+    (`gpuIdleAction`). Needs `monitoring.prometheusUrl` or `installPrometheusStack`, whose
+    Prometheus evaluates the platform's recording rules (docs/idle-gpu-pods.md)."""
+    gpu_idle_action: Literal["warn", "end"] = "warn"
+    """What happens to a GPU pod idle past `gpuIdleMinutes`: `warn` only marks it, with the
+    annotation `gpu-platform.io/idle-gpu` and a Warning Event, so that a namespace sees what
+    would end before anything does; `end` deletes a bare pod and scales a Deployment or
+    StatefulSet to zero (Jobs are left to end on their own)."""

@@ -20,6 +20,7 @@ from gpu_platform.eks.autoscaler_tags import cluster_discovery_tag
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.node_group_names import node_group_pattern
 from gpu_platform.eks.pod_identity import pod_identity
+from gpu_platform.kubernetes import helm_release
 from gpu_platform.node_identity import ResolvedPool
 from gpu_platform.versions import (
     CLUSTER_AUTOSCALER_CHART,
@@ -90,6 +91,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             repository_opts=helm.v3.RepositoryOptsArgs(repo=CLUSTER_AUTOSCALER_CHART.repository),
             namespace=args.spec.namespace,
             values=autoscaler_values(args.spec, cluster, args.image, args.pools),
+            **helm_release.CLUSTER_AUTOSCALER.release_args(),
             # Credentials must exist before the first pod asks for them, or it starts without.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[identity.association, policy]),
         )

@@ -15,6 +15,7 @@ from pulumi_kubernetes import helm
 
 from gpu_platform.config import GPU_TAINT_KEY
 from gpu_platform.eks.node_labels import EFA_LABEL
+from gpu_platform.kubernetes import helm_release
 from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART
 
 NAMESPACE = "kube-system"
@@ -40,6 +41,7 @@ class EfaDevicePlugin(pulumi.ComponentResource):
             repository_opts=helm.v3.RepositoryOptsArgs(repo=EFA_DEVICE_PLUGIN_CHART.repository),
             namespace=args.namespace,
             values=efa_device_plugin_values(),
+            **helm_release.EFA_DEVICE_PLUGIN.release_args(),
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.register_outputs({"release": self.release.name})

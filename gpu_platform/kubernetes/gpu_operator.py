@@ -7,6 +7,7 @@ import pulumi
 from pulumi_kubernetes import apiextensions, core, helm, meta
 
 from gpu_platform.config import MonitoringSpec, OperatorSpec, Platform
+from gpu_platform.kubernetes.helm_release import Rollout
 from gpu_platform.kubernetes.nvidia_driver import nvidia_drivers_for
 from gpu_platform.kubernetes.operator_values import operator_values_for
 from gpu_platform.kubernetes.pod_security import pod_security_labels
@@ -36,8 +37,6 @@ class GpuOperatorArgs:
 
 RELEASE_NAME = "gpu-operator"
 """The Helm release name, fixed so that a release is never renamed (and so reinstalled)."""
-RELEASE_HISTORY = 10
-"""Helm revisions kept as Secrets in the namespace, for `helm rollback`."""
 CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 """The priority classes of the operator's pods and the node-feature-discovery pods."""
 
@@ -87,10 +86,7 @@ class GpuOperator(pulumi.ComponentResource):
                     operator_values_for(args.operator, args.platform, args.pools, args.monitoring),
                 ),
                 # A failed install or upgrade is rolled back rather than left half applied.
-                atomic=True,
-                cleanup_on_fail=True,
-                timeout=args.operator.timeout_seconds,
-                max_history=RELEASE_HISTORY,
+                **Rollout(args.operator.timeout_seconds).release_args(),
                 # The chart requires it with `operator.upgradeCRD`: Helm validates the new
                 # ClusterPolicy against the old CRD before the hook has upgraded it, and fails
                 # on every field the new version added (the chart's values.yaml; gpu-operator#435).

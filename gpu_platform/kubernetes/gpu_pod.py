@@ -162,12 +162,13 @@ def gpu_resource(pool: ResolvedPool) -> str:
 
 
 def gpu_tolerations(pool: ResolvedPool) -> list[dict[str, str]]:
-    """Tolerations for every taint on the pool's nodes: the GPU taint and the pool's own."""
+    """Tolerations for every taint on the pool's nodes: the GPU taint, the pool's own and those
+    the cloud adds."""
     return [
         {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
         if t.value
         else {"key": t.key, "operator": "Exists", "effect": t.effect}
-        for t in pool.identity.taints
+        for t in pool.identity.node_taints
     ]
 
 
@@ -201,7 +202,7 @@ def pool_placement(pool: ResolvedPool, provisioner: Provisioner) -> dict[str, An
     taints and per-node resources they follow from."""
     return {
         "labels": dict(pool.identity.labels),
-        "taints": [vars(t) for t in pool.identity.taints],
+        "taints": [vars(t) for t in pool.identity.node_taints],
         "resources": dict(pool.identity.resources),
         "workload": {
             "resource": gpu_resource(pool),

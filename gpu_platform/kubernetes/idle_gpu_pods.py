@@ -15,15 +15,18 @@ already collects show. The script has no dependency, runs from a pinned official
 and is tested against a fake API server and Prometheus
 (tests/gpu_platform/kubernetes/test_idle_gpu_reaper.py).
 
-Everything but two RBAC objects lives in the platform's namespace `REAPER_NAMESPACE`, out of
+Everything but RBAC objects lives in the platform's namespace `REAPER_NAMESPACE`, out of
 tenants' reach: a tenant with `edit` in its namespace could otherwise rewrite the script's
 ConfigMap, delete or reschedule the CronJob, or start a pod of its own as the reaper's service
 account (a pod may ask for any account of its namespace, and for its token, whatever the
 account's `automountServiceAccountToken` says). In each opted-in namespace, a Role and a
-RoleBinding give the reaper's account, in its namespace only: list and delete pods; read
-Deployments, StatefulSets and ReplicaSets (to find what runs a pod); set their `scale`
-subresource (not the objects themselves); and create Events. Kubernetes' `edit` role changes
-neither (`roles` and `rolebindings` are `admin`'s). The reaper's pod meets Pod Security
+RoleBinding give the reaper's account, in that namespace only: list pods and create Events; in
+`warn` mode (`gpuIdleAction`, the default) also patch pods, to annotate them, and nothing else;
+in `end` mode also delete pods, read Deployments, StatefulSets and ReplicaSets (to find what
+runs a pod) and set their `scale` subresource (not the objects themselves). Kubernetes' `edit`
+role changes neither (`roles` and `rolebindings` are `admin`'s). In its own namespace the
+account may only create Events, the Warning on its CronJob when Prometheus lacks the recording
+rule. The reaper's pod meets Pod Security
 `restricted` with a read-only root filesystem; it is the only pod the platform declares with a
 service account token.
 """
@@ -59,21 +62,34 @@ ACTIVE_DEADLINE_SECONDS = 300
 # `nobody` in Debian's images: no account the image's files belong to.
 REAPER_USER_ID = 65534
 
-ROLE_RULES: list[dict[str, list[str]]] = [
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"]},
-    {
-        "apiGroups": ["apps"],
-        "resources": ["deployments", "statefulsets", "replicasets"],
-        "verbs": ["get"],
-    },
-    {
-        "apiGroups": ["apps"],
-        "resources": ["deployments/scale", "statefulsets/scale", "replicasets/scale"],
-        "verbs": ["patch"],
-    },
+_LIST_PODS_AND_TELL = [
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
 ]
-"""What the job may do, in its namespace: no more than the reaper's calls."""
+ROLE_RULES: dict[str, list[dict[str, list[str]]]] = {
+    "warn": [
+        *_LIST_PODS_AND_TELL,
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
+    ],
+    "end": [
+        *_LIST_PODS_AND_TELL,
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
+        {
+            "apiGroups": ["apps"],
+            "resources": ["deployments", "statefulsets", "replicasets"],
+            "verbs": ["get"],
+        },
+        {
+            "apiGroups": ["apps"],
+            "resources": ["deployments/scale", "statefulsets/scale", "replicasets/scale"],
+            "verbs": ["patch"],
+        },
+    ],
+}
+"""What the job may do in its tenant's namespace, by its action: no more than the reaper's
+calls."""
+HOME_ROLE_RULES = [{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]
+"""What the job may do in its own namespace: tell of a run that cannot judge, on its CronJob."""
 
 
 def reaper_script() -> str:
@@ -97,14 +113,22 @@ def reaper_pod_spec(
     prometheus_url: pulumi.Input[str],
     idle_minutes: int,
     idle_percent: int,
+    action: str,
+    cron_job: str,
 ) -> dict[str, Any]:
-    """The reaper's pod for one tenant namespace: the script from `config_map`, under Pod
-    Security `restricted`."""
+    """The reaper's pod for one tenant namespace, run by the CronJob `cron_job` of the pod's own
+    namespace: the script from `config_map`, under Pod Security `restricted`."""
     env: list[dict[str, Any]] = [
         {"name": "NAMESPACE", "value": tenant_namespace},
+        {"name": "CRON_JOB_NAME", "value": cron_job},
+        {
+            "name": "CRON_JOB_NAMESPACE",
+            "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+        },
         {"name": "PROMETHEUS_URL", "value": prometheus_url},
         {"name": "GPU_IDLE_MINUTES", "value": str(idle_minutes)},
         {"name": "IDLE_GPU_UTILIZATION_PERCENT", "value": str(idle_percent)},
+        {"name": "IDLE_GPU_ACTION", "value": action},
         # Python would try to write bytecode beside its modules, on a read-only filesystem.
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
         {"name": "PYTHONUNBUFFERED", "value": "1"},
@@ -179,6 +203,8 @@ class ReapedNamespace:
     name: pulumi.Input[str]
     """Its name, from the Namespace resource so that what goes into it waits for it."""
     idle_minutes: int
+    action: str
+    """`gpuIdleAction`: `warn` or `end`."""
 
 
 @dataclass
@@ -222,8 +248,15 @@ class IdleGpuReaper(pulumi.ComponentResource):
             automount_service_account_token=False,
             opts=child,
         )
+        home_role = rbac.v1.Role(
+            name,
+            metadata={"name": REAPER_NAME, "namespace": home, "labels": reaper_labels()},
+            rules=cast(Any, HOME_ROLE_RULES),
+            opts=child,
+        )
+        home_binding = reaper_role_binding(name, home, home, [home_role, account], self)
         self.cron_jobs = [
-            self._reap(tenant, home, script_config_map, [config_map, account], args)
+            self._reap(tenant, home, script_config_map, [config_map, account, home_binding], args)
             for tenant in args.namespaces
         ]
         self.register_outputs({"namespace": home})
@@ -240,26 +273,26 @@ class IdleGpuReaper(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         in_tenant: Any = {"name": REAPER_NAME, "namespace": tenant.name, "labels": reaper_labels()}
         role = rbac.v1.Role(
-            resource_name, metadata=in_tenant, rules=cast(Any, ROLE_RULES), opts=child
-        )
-        binding = rbac.v1.RoleBinding(
             resource_name,
             metadata=in_tenant,
-            role_ref=cast(
-                Any, {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": REAPER_NAME}
-            ),
-            subjects=cast(
-                Any, [{"kind": "ServiceAccount", "name": REAPER_NAME, "namespace": home}]
-            ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[role, *needed]),
+            rules=cast(Any, ROLE_RULES[tenant.action]),
+            opts=child,
         )
+        binding = reaper_role_binding(resource_name, tenant.name, home, [role, *needed], self)
+        name = cron_job_name(tenant.config_name)
         pod = reaper_pod_spec(
-            config_map, tenant.name, args.prometheus_url, tenant.idle_minutes, args.idle_percent
+            config_map,
+            tenant.name,
+            args.prometheus_url,
+            tenant.idle_minutes,
+            args.idle_percent,
+            tenant.action,
+            name,
         )
         return batch.v1.CronJob(
             resource_name,
             metadata={
-                "name": cron_job_name(tenant.config_name),
+                "name": name,
                 "namespace": home,
                 "labels": reaper_labels(),
             },
@@ -268,6 +301,25 @@ class IdleGpuReaper(pulumi.ComponentResource):
             spec=cast(Any, reaper_cron_job_spec(pod)),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*needed, binding]),
         )
+
+
+def reaper_role_binding(
+    name: str,
+    namespace: pulumi.Input[str],
+    home: pulumi.Input[str],
+    after: list[pulumi.Resource],
+    parent: pulumi.Resource,
+) -> rbac.v1.RoleBinding:
+    """The Role `REAPER_NAME` of `namespace`, bound to the reaper's account in `home`."""
+    return rbac.v1.RoleBinding(
+        name,
+        metadata={"name": REAPER_NAME, "namespace": namespace, "labels": reaper_labels()},
+        role_ref=cast(
+            Any, {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": REAPER_NAME}
+        ),
+        subjects=cast(Any, [{"kind": "ServiceAccount", "name": REAPER_NAME, "namespace": home}]),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=after),
+    )
 
 
 def idle_gpu_reaper(
@@ -279,7 +331,7 @@ def idle_gpu_reaper(
     """The reaper of the tenant namespaces (spec, and name from the Namespace) that opt in;
     None where none does."""
     reaped = [
-        ReapedNamespace(spec.name, name, spec.gpu_idle_minutes)
+        ReapedNamespace(spec.name, name, spec.gpu_idle_minutes, spec.gpu_idle_action)
         for spec, name in tenants
         if spec.gpu_idle_minutes is not None
     ]

@@ -146,19 +146,36 @@ for driver in $drivers; do
 done
 echo "NVIDIA driver $drivers, as expected"
 """
+SOAK_MINUTES_ENV = "SOAK_MINUTES"
+# After the check, `nvidia-smi` once a minute for the soak: a GPU that falls off the bus or a
+# driver that stops answering fails the Job.
+SOAK_SCRIPT = f"""minute=0
+while [ "$minute" -lt "${SOAK_MINUTES_ENV}" ]; do
+  sleep 60
+  minute=$((minute + 1))
+  nvidia-smi > /dev/null || {{ echo "nvidia-smi failed after $minute minute(s) of soak"; exit 1; }}
+done
+echo "soaked ${SOAK_MINUTES_ENV} minute(s)"
+"""
 
 
 def smoke_test_job_spec(
-    pool: ResolvedPool, deadline_seconds: int, provisioner: Provisioner = "cluster-autoscaler"
+    pool: ResolvedPool,
+    deadline_seconds: int,
+    provisioner: Provisioner = "cluster-autoscaler",
+    soak_minutes: int = 0,
 ) -> dict[str, Any]:
-    """A Job that runs `nvidia-smi` once in a restricted pod on `pool` (see the module doc)."""
+    """A Job that runs `nvidia-smi` once in a restricted pod on `pool` (see the module doc),
+    then, for `soak_minutes`, once a minute; its deadline covers the soak too."""
+    script = SMOKE_TEST_SCRIPT + (SOAK_SCRIPT if soak_minutes else "")
     pod = gpu_pod_spec(
         pool,
         GPU_SMOKE_TEST_IMAGE.reference,
-        ["sh", "-c", SMOKE_TEST_SCRIPT] if pool.driver else ["nvidia-smi"],
+        ["sh", "-c", script] if pool.driver else ["nvidia-smi"],
         container_name="nvidia-smi",
         env={
             **({EXPECTED_DRIVER_ENV: pool.driver.version} if pool.driver else {}),
+            **({SOAK_MINUTES_ENV: str(soak_minutes)} if soak_minutes else {}),
             # The toolkit mounts `nvidia-smi` for the `utility` capability, whatever the
             # image declares.
             "NVIDIA_DRIVER_CAPABILITIES": "utility",
@@ -174,7 +191,7 @@ def smoke_test_job_spec(
     pod["automountServiceAccountToken"] = False
     return {
         "backoffLimit": 0,
-        "activeDeadlineSeconds": deadline_seconds,
+        "activeDeadlineSeconds": deadline_seconds + soak_minutes * 60,
         "podFailurePolicy": {
             "rules": [
                 {

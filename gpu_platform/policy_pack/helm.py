@@ -1,5 +1,5 @@
 """Helm charts are pinned and fetched securely; the GPU Operator is installed where and how it
-works.
+works; a Helm release rolls a failed install or upgrade back by itself.
 
 A policy sees a `helm.v3.Release` as one resource with its inputs (chart, version, repository,
 namespace, values), not the objects the chart installs; a `helm.v4.Chart` also registers the
@@ -8,11 +8,12 @@ rendered objects, which the other policies then check one by one.
 
 import re
 from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Any
 
 from checks import resource_policy
 from pods import namespace_or_default
-from props import flag, shown, text, value_at
+from props import flag, number, shown, text, value_at
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 from settings import Setting
 
@@ -20,6 +21,19 @@ RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 HELM_TYPES = (RELEASE_TYPE, CHART_TYPE)
 GPU_OPERATOR_CHART = "gpu-operator"
+PLATFORM_CHARTS = (
+    "gpu-operator",
+    "kube-prometheus-stack",
+    "cluster-autoscaler",
+    "aws-efa-k8s-device-plugin",
+    # Karpenter 1.14.1: the controller runs as 65532, non-root, without privilege escalation or
+    # capabilities, on a read-only root filesystem with the RuntimeDefault seccomp profile
+    # (charts/karpenter/templates/deployment.yaml, values.yaml podSecurityContext);
+    # karpenter-crd renders CRDs only.
+    "karpenter",
+    "karpenter-crd",
+)
+"""The charts the platform installs, by name."""
 
 # One exact SemVer release, with Helm's optional leading v: no ranges, wildcards or `latest`.
 EXACT_VERSION = re.compile(
@@ -136,18 +150,7 @@ REVIEWED_RELEASES = Setting(
     {
         "type": "array",
         "items": {"type": "string"},
-        "default": [
-            "gpu-operator",
-            "kube-prometheus-stack",
-            "cluster-autoscaler",
-            "aws-efa-k8s-device-plugin",
-            # Karpenter 1.14.1: the controller runs as 65532, non-root, without privilege
-            # escalation or capabilities, on a read-only root filesystem with the RuntimeDefault
-            # seccomp profile (charts/karpenter/templates/deployment.yaml, values.yaml
-            # podSecurityContext); karpenter-crd renders CRDs only.
-            "karpenter",
-            "karpenter-crd",
-        ],
+        "default": list(PLATFORM_CHARTS),
         "description": "Charts installed as helm.v3.Release whose workloads are reviewed "
         "elsewhere (the platform's own), by chart name.",
     },
@@ -167,6 +170,72 @@ def opaque_release_problems(args: ResourceValidationArgs) -> Iterator[str]:
     )
 
 
+# What a release needs to undo a failed install or upgrade by itself (pulumi-kubernetes'
+# helm_release.go on Helm v3's pkg/action): `atomic` uninstalls a failed install and rolls a
+# failed upgrade back, waiting for the release's workloads up to `timeout` (300 s where unset);
+# `cleanupOnFail` deletes what the failed upgrade created; `maxHistory` unset or 0 keeps every
+# revision, a Secret each.
+
+
+def is_platform_release(args: ResourceValidationArgs) -> bool:
+    return chart_name(text(args.props, "chart") or "") in PLATFORM_CHARTS
+
+
+def _switch_problems(field: str, without: str, args: ResourceValidationArgs) -> Iterator[str]:
+    if flag(args.props, field) is not True:
+        yield (
+            f"chart {shown(text(args.props, 'chart'))} is released without {field}, so "
+            f"{without}. Fix: set {field}: true."
+        )
+
+
+atomic_problems = partial(
+    _switch_problems,
+    "atomic",
+    "a failed install or upgrade stays in state failed, and the next pulumi up fails on it until "
+    "someone runs helm rollback",
+)
+cleanup_problems = partial(
+    _switch_problems,
+    "cleanupOnFail",
+    "what a failed upgrade created stays in the cluster beside the rolled-back release",
+)
+
+
+def timeout_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    timeout = value_at(args.props, "timeout")
+    seconds = number(args.props, "timeout")
+    if seconds is not None and seconds > 0:
+        return
+    chart = shown(text(args.props, "chart"))
+    if timeout is None:
+        yield (
+            f"chart {chart} is released without a timeout, so Helm gives its workloads the "
+            "provider's default 300 s to become ready, whatever they install, before it fails "
+            "and rolls back the release. Fix: set timeout to the seconds they need."
+        )
+    else:
+        yield (
+            f"chart {chart} has timeout {shown(timeout)}, not a number of seconds above 0. Fix: "
+            "set timeout to the seconds its workloads need to become ready."
+        )
+
+
+def history_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    kept = number(args.props, "maxHistory")
+    if kept is not None and kept > 0:
+        return
+    history = value_at(args.props, "maxHistory")
+    setting = "no maxHistory" if history is None else f"maxHistory {shown(history)}"
+    yield (
+        f"chart {shown(text(args.props, 'chart'))} keeps every revision of its release "
+        f"({setting}), each a Secret in its namespace, piling up with every upgrade. Fix: set "
+        "maxHistory, such as 10."
+    )
+
+
+ROLLBACK_CHECKS = (atomic_problems, cleanup_problems, timeout_problems, history_problems)
+
 POLICIES = [
     resource_policy(
         "helm-chart-pinned",
@@ -180,6 +249,23 @@ POLICIES = [
         "The GPU Operator is a helm.v3.Release in its own namespace, with the DCGM exporter on.",
         gpu_operator_problems,
         resource_types=HELM_TYPES,
+    ),
+    resource_policy(
+        "platform-release-rollback",
+        "The platform's own Helm releases undo a failed install or upgrade by themselves: atomic, "
+        "cleanupOnFail, a timeout and a bounded maxHistory.",
+        ROLLBACK_CHECKS,
+        resource_types=(RELEASE_TYPE,),
+        applies=is_platform_release,
+    ),
+    resource_policy(
+        "helm-release-rollback",
+        "Other Helm releases undo a failed install or upgrade by themselves: atomic, "
+        "cleanupOnFail, a timeout and a bounded maxHistory.",
+        ROLLBACK_CHECKS,
+        resource_types=(RELEASE_TYPE,),
+        applies=lambda args: not is_platform_release(args),
+        enforcement_level=EnforcementLevel.ADVISORY,
     ),
     resource_policy(
         "helm-release-workloads-visible",

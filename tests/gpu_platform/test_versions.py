@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from gpu_platform import versions
+from gpu_platform.eks.addon_schemas import addon_schema
 from gpu_platform.image_digests import VERSIONS_FILE, pinned_images
 from gpu_platform.versions import ContainerImage, HelmChart
 
@@ -125,6 +126,14 @@ def test_the_operators_driver_is_the_pinned_charts_default() -> None:
     )
 
 
+def test_the_node_monitoring_agent_is_an_add_on_build_of_the_release_its_schema_is_from() -> None:
+    # The agent's configuration is checked against aws/eks-node-monitoring-agent v1.7.0's
+    # charts/configuration.schema.json (gpu_platform/eks/addon_schemas/).
+    release, _, build = versions.EKS_NODE_MONITORING_AGENT_ADDON_VERSION.partition("-")
+    assert addon_schema("eks-node-monitoring-agent", release)
+    assert re.fullmatch(r"eksbuild\.\d+", build)
+
+
 def test_every_pin_is_checked_by_one_of_the_rules_above() -> None:
     checked = {n for n, _ in charts()} | {n for n, _ in urls()} | {n for n, _ in images()}
     # The CUDA table is checked against its source in tests/gpu_platform/test_drivers.py.
@@ -133,6 +142,7 @@ def test_every_pin_is_checked_by_one_of_the_rules_above() -> None:
         "POD_SECURITY_VERSION",
         "SUPPORTED_KUBERNETES_VERSIONS",
         "GPU_OPERATOR_DRIVER_VERSION",
+        "EKS_NODE_MONITORING_AGENT_ADDON_VERSION",
         *cuda_table,
     }
 

@@ -11,6 +11,7 @@ import socketserver
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -29,6 +30,7 @@ from typer.testing import CliRunner
 
 from gpu_platform.cli import preflight, preflight_gke
 from gpu_platform.cli.app import app
+from gpu_platform.cli.deadline import Calls, Deadline
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_gke import GoogleApis
@@ -44,6 +46,8 @@ PROJECT = "acme-ml-dev"
 RESERVATION = "h100-ml-dev"
 """The reservation of the reserved pool of `with_gke_capacity_pools`, in us-central1-a."""
 VERSION = "1.35.2-gke.1485000"
+DEADLINE_MARGIN_SECONDS = 2
+"""How long past its deadline the command may take to say so: starting and printing."""
 
 
 # --- The APIs, as their discovery documents describe them ------------------------------------
@@ -157,6 +161,22 @@ def forbidden(message: str, compute: bool) -> Json:
     return {"error": {"code": 403, "message": message, "status": "PERMISSION_DENIED"}}
 
 
+WEEKLY_WINDOW: Json = {
+    "window": {"startTime": "2026-01-03T02:00:00Z", "endTime": "2026-01-03T06:00:00Z"},
+    "recurrence": "FREQ=WEEKLY;BYDAY=SA",
+}
+AMPLE = 64
+AMPLE_QUOTAS = {
+    "PREEMPTIBLE_NVIDIA_L4_GPUS": (AMPLE, 0),
+    "PREEMPTIBLE_NVIDIA_H100_GPUS": (AMPLE, 0),
+    "NVIDIA_L4_GPUS": (AMPLE, 0),
+}
+
+
+def quota_list(held: Mapping[str, tuple[int, int]]) -> list[Json]:
+    return [{"metric": m, "limit": limit, "usage": usage} for m, (limit, usage) in held.items()]
+
+
 class FakeGoogle(BaseAdapter):
     """A requests transport for the GKE and Compute Engine APIs: each call must be a GET method
     of their discovery documents, with its query parameters; it gets the answer given for that
@@ -167,6 +187,7 @@ class FakeGoogle(BaseAdapter):
         self.answers: dict[tuple[str, frozenset[tuple[str, str]]], tuple[int, Json]] = {}
         self.calls: list[str] = []
         self.sent_headers: list[Mapping[str, str | bytes]] = []
+        self.timeouts: list[float | tuple[float | None, float | None] | None] = []
 
     def answer(self, method_id: str, body: Json, status: int = 200, **params: str) -> None:
         """What the method answers for these parameters (path and query); a success must fit
@@ -209,6 +230,7 @@ class FakeGoogle(BaseAdapter):
         params = {k: unquote(v) for k, v in match.groupdict().items()} | query
         self.calls.append(found.id)
         self.sent_headers.append(request.headers)
+        self.timeouts.append(timeout)
         status, body = self.answers.get(
             (found.id, frozenset(params.items())), (404, not_found(url))
         )
@@ -221,10 +243,38 @@ class FakeGoogle(BaseAdapter):
         pass
 
     def cluster(self, **fields: Any) -> None:
+        """The cluster, with a weekly maintenance window unless `fields` say otherwise."""
         self.answer(
             "container.projects.locations.clusters.get",
-            {"name": "ml-dev", "location": "us-central1", **fields},
+            {
+                "name": "ml-dev",
+                "location": "us-central1",
+                "maintenancePolicy": {"window": {"recurringWindow": WEEKLY_WINDOW}},
+                **fields,
+            },
             name=f"projects/{PROJECT}/locations/us-central1/clusters/ml-dev",
+        )
+
+    def quotas(
+        self, regional: Mapping[str, tuple[int, int]] | None = None, all_regions: int = AMPLE
+    ) -> None:
+        """The region's and the project's quotas (`Quota`: metric, limit, usage), by default
+        ample for the stack's pools."""
+        held = AMPLE_QUOTAS if regional is None else regional
+        self.answer(
+            "compute.regions.get",
+            {"kind": "compute#region", "name": "us-central1", "quotas": quota_list(held)},
+            project=PROJECT,
+            region="us-central1",
+        )
+        self.answer(
+            "compute.projects.get",
+            {
+                "kind": "compute#project",
+                "name": PROJECT,
+                "quotas": quota_list({"GPUS_ALL_REGIONS": (all_regions, 0)}),
+            },
+            project=PROJECT,
         )
 
     def reservation(self, zone: str = "us-central1-a", **fields: Any) -> None:
@@ -288,6 +338,7 @@ def google() -> FakeGoogle:
     fake.cluster(status="RUNNING", currentMasterVersion=VERSION)
     fake.reservation()
     fake.listed(reservation())
+    fake.quotas()
     return fake
 
 
@@ -327,9 +378,18 @@ RESERVED = f"pool {GKE_RESERVED_POOL}"
 WHERE = "gpu-platform:pools[1].gcp.reservationName"
 
 
+WINDOW_OK = Finding(
+    "ok",
+    "cluster ml-dev",
+    "GKE upgrades nodes only in the maintenance window (FREQ=WEEKLY;BYDAY=SA).",
+    "Nothing.",
+)
+
+
 def test_a_ready_project_blocks_nothing(google: FakeGoogle) -> None:
     assert findings(google) == [
         CLUSTER_OK,
+        WINDOW_OK,
         Finding(
             "ok",
             RESERVED,
@@ -346,9 +406,33 @@ def test_a_ready_project_blocks_nothing(google: FakeGoogle) -> None:
             f"The cluster's GKE {VERSION} has gcp.flexStart and gcp.queuedProvisioning.",
             "Nothing.",
         ),
+        Finding(
+            "ok",
+            "quota PREEMPTIBLE_NVIDIA_L4_GPUS in us-central1",
+            "The quota is 64 GPUs (0 in use); l4-shared, l4-flex need at most 11 at their max.",
+            "Nothing.",
+        ),
+        Finding(
+            "ok",
+            "quota PREEMPTIBLE_NVIDIA_H100_GPUS in us-central1",
+            "The quota is 64 GPUs (0 in use); h100-queued need at most 32 at their max.",
+            "Nothing.",
+        ),
+        Finding(
+            "ok",
+            "quota GPUS_ALL_REGIONS over all regions",
+            "The quota is 64 GPUs (0 in use); l4-shared, l4-flex, h100-queued need at most 43 at"
+            " their max.",
+            "Nothing.",
+        ),
     ]
     # Only the named reservation is read: the project's list is for what that lookup misses.
-    assert google.calls == ["container.projects.locations.clusters.get", "compute.reservations.get"]
+    assert google.calls == [
+        "container.projects.locations.clusters.get",
+        "compute.reservations.get",
+        "compute.regions.get",
+        "compute.projects.get",
+    ]
 
 
 # --- reservation: specific ---------------------------------------------------------------------
@@ -414,6 +498,7 @@ def test_an_accelerator_given_by_its_url_is_known_by_its_name(google: FakeGoogle
 def test_a_reservation_in_another_zone_blocks_naming_its_zone(google: FakeGoogle) -> None:
     google.answers.clear()
     google.cluster(status="RUNNING", currentMasterVersion=VERSION)
+    google.quotas()
     google.listed(reservation(zone="us-central1-b"), reservation(name="other"))
 
     assert of_pool(findings(google), GKE_RESERVED_POOL) == [
@@ -430,6 +515,7 @@ def test_a_reservation_in_another_zone_blocks_naming_its_zone(google: FakeGoogle
 def test_a_reservation_compute_engine_does_not_know_blocks(google: FakeGoogle) -> None:
     google.answers.clear()
     google.cluster(status="RUNNING", currentMasterVersion=VERSION)
+    google.quotas()
     google.listed()
 
     assert of_pool(findings(google), GKE_RESERVED_POOL) == [
@@ -655,8 +741,9 @@ def test_a_cluster_gke_does_not_know_blocks_and_the_reservations_are_still_check
 ) -> None:
     google.answers.clear()
     google.reservation()
+    google.quotas()
 
-    assert findings(google) == [
+    assert findings(google)[:2] == [
         Finding(
             "blocking",
             "cluster ml-dev",
@@ -705,7 +792,7 @@ def command(monkeypatch: pytest.MonkeyPatch, google: FakeGoogle) -> Callable[...
     monkeypatch.setattr(
         GoogleApis,
         "with_default_credentials",
-        classmethod(lambda cls, project: GoogleApis(google.session(), project)),
+        classmethod(lambda cls, project, deadline, calls: GoogleApis(google.session(), project)),
     )
 
     def run(change: Callable[[Config], Any] = lambda c: None) -> Any:
@@ -792,8 +879,8 @@ def test_a_refused_permission_is_named_with_what_the_check_needs(
     assert f"Cannot check stack gke-dev: {said}" in result.output
     assert (
         "The check needs, read-only: container.clusters.get, compute.reservations.get,"
-        " compute.reservations.list (roles/container.clusterViewer and roles/compute.viewer"
-        " grant them)." in result.output
+        " compute.reservations.list, compute.regions.get, compute.projects.get"
+        " (roles/container.clusterViewer and roles/compute.viewer grant them)." in result.output
     )
     assert "Traceback" not in result.output
 
@@ -806,13 +893,142 @@ def test_without_a_way_to_google_it_says_it_cannot_check(
     monkeypatch.setattr(
         GoogleApis,
         "with_default_credentials",
-        classmethod(lambda cls, project: GoogleApis(requests.Session(), project)),
+        classmethod(lambda cls, project, deadline, calls: GoogleApis(requests.Session(), project)),
     )
 
     result = command()
 
     assert result.exit_code == EXIT_CANNOT_CHECK
     assert "Cannot check stack gke-dev: Google Cloud could not be reached" in result.output
+
+
+@pytest.mark.parametrize(
+    ("throttle", "said"),
+    [
+        (
+            lambda google: google.answer(
+                "container.projects.locations.clusters.get",
+                {
+                    "error": {
+                        "code": 429,
+                        "message": "Quota exceeded for quota metric 'Requests'.",
+                        "status": "RESOURCE_EXHAUSTED",
+                    }
+                },
+                status=429,
+                name=f"projects/{PROJECT}/locations/us-central1/clusters/ml-dev",
+            ),
+            "Google Cloud throttled container.clusters.get on"
+            f" projects/{PROJECT}/locations/us-central1/clusters/ml-dev (429 RESOURCE_EXHAUSTED:"
+            " Quota exceeded for quota metric 'Requests'.)",
+        ),
+        (
+            # Compute Engine's answer to a used-up rate quota ("Compute Engine rate quotas").
+            lambda google: google.answer(
+                "compute.reservations.get",
+                {
+                    "error": {
+                        "code": 403,
+                        "message": "Rate Limit Exceeded",
+                        "errors": [
+                            {
+                                "message": "Rate Limit Exceeded",
+                                "domain": "usageLimits",
+                                "reason": "rateLimitExceeded",
+                            }
+                        ],
+                    }
+                },
+                status=403,
+                project=PROJECT,
+                zone="us-central1-a",
+                reservation=RESERVATION,
+            ),
+            "Google Cloud throttled compute.reservations.get on"
+            f" projects/{PROJECT}/zones/us-central1-a/reservations/{RESERVATION} (403"
+            " rateLimitExceeded: Rate Limit Exceeded)",
+        ),
+    ],
+    ids=["gke-429", "compute-rate-limit"],
+)
+def test_a_throttled_call_says_it_was_throttled_and_which(
+    command: Callable[..., Any],
+    google: FakeGoogle,
+    throttle: Callable[[FakeGoogle], None],
+    said: str,
+) -> None:
+    throttle(google)
+
+    result = command()
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        f"Cannot check stack gke-dev: {said}: the project's rate quota for the API is used up,"
+        " by this check or others, until it refills at the next minute. Run it again in a"
+        " minute." in result.output
+    )
+
+
+def test_each_call_is_given_up_after_its_connect_and_read_timeouts(google: FakeGoogle) -> None:
+    GoogleApis(google.session(), PROJECT, (5.0, 15.0)).cluster("us-central1", "ml-dev")
+
+    assert google.timeouts == [(5.0, 15.0)]
+
+
+@pytest.fixture
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loopback reached directly, whatever proxy this machine's environment names."""
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def preflight_within(seconds: int) -> tuple[Any, float]:
+    """`gpu-platform preflight gke-dev --timeout <seconds>`, and how long it took."""
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["preflight", "gke-dev", "--timeout", str(seconds)])
+    return result, time.monotonic() - started
+
+
+def test_on_a_network_that_never_answers_it_exits_4_by_the_deadline_naming_the_endpoint(
+    monkeypatch: pytest.MonkeyPatch, silent_endpoint: str, no_proxy: None
+) -> None:
+    monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack())
+    monkeypatch.setattr(preflight_gke, "CONTAINER_API", f"{silent_endpoint}/v1/")
+    monkeypatch.setattr("google.auth.default", lambda scopes: (Credentials(token="t"), None))
+
+    result, took = preflight_within(3)
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        f"Cannot check stack gke-dev: {silent_endpoint} did not answer GET"
+        f" /v1/projects/{PROJECT}/locations/us-central1/clusters/ml-dev within the 3 s deadline."
+        in result.output
+    )
+    assert 3 <= took < 3 + DEADLINE_MARGIN_SECONDS
+
+
+def test_a_token_refresh_that_never_answers_is_held_to_the_deadline_too(
+    monkeypatch: pytest.MonkeyPatch, silent_endpoint: str, no_proxy: None
+) -> None:
+    # A user's Application Default Credentials without a token yet: the first call refreshes it.
+    credentials = Credentials(
+        token=None,
+        refresh_token="1//refresh",
+        client_id="client",
+        client_secret="secret",
+        token_uri=f"{silent_endpoint}/token",
+    )
+    monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack())
+    monkeypatch.setattr("google.auth.default", lambda scopes: (credentials, None))
+
+    result, took = preflight_within(3)
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        f"Cannot check stack gke-dev: {silent_endpoint} did not answer POST /token within the 3 s"
+        " deadline." in result.output
+    )
+    assert 3 <= took < 3 + DEADLINE_MARGIN_SECONDS
 
 
 def test_without_credentials_the_installed_command_says_it_cannot_check(tmp_path: Path) -> None:
@@ -848,6 +1064,12 @@ def test_calls_go_through_google_auth_with_the_credentials_token(google: FakeGoo
     assert google.sent_headers[0]["authorization"] == "Bearer ya29.token"
 
 
+def default_apis() -> GoogleApis:
+    """The APIs as the command reaches them: Application Default Credentials, requests' own
+    transport."""
+    return GoogleApis.with_default_credentials(PROJECT, Deadline(30), Calls())
+
+
 @pytest.fixture
 def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """A proxy on this machine's loopback, named by HTTPS_PROXY and HTTP_PROXY, that refuses
@@ -877,7 +1099,7 @@ def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 def test_the_apis_are_called_through_the_proxy_https_proxy_names(proxy: list[str]) -> None:
     with pytest.raises(requests.exceptions.ProxyError):
-        GoogleApis.with_default_credentials(PROJECT).cluster("us-central1", "ml-dev")
+        default_apis().cluster("us-central1", "ml-dev")
 
     # The request line less its HTTP version, which Python's http.client chooses.
     assert [line.rsplit(" ", 1)[0] for line in proxy] == ["CONNECT container.googleapis.com:443"]
@@ -891,7 +1113,7 @@ def test_a_host_no_proxy_names_is_called_directly(
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
 
     with pytest.raises(requests.exceptions.ConnectionError) as refused:
-        GoogleApis.with_default_credentials(PROJECT).cluster("us-central1", "ml-dev")
+        default_apis().cluster("us-central1", "ml-dev")
 
     assert not isinstance(refused.value, requests.exceptions.ProxyError)
     assert proxy == []
@@ -905,6 +1127,8 @@ PERMISSIONS = {
     "container.projects.locations.clusters.get": "container.clusters.get",
     "compute.reservations.get": "compute.reservations.get",
     "compute.reservations.aggregatedList": "compute.reservations.list",
+    "compute.regions.get": "compute.regions.get",
+    "compute.projects.get": "compute.projects.get",
 }
 
 
@@ -920,6 +1144,7 @@ def test_the_readme_names_exactly_the_permissions_the_check_calls(google: FakeGo
     # list is read for it), and an `any` pool.
     google.answers.clear()
     google.cluster(status="RUNNING", currentMasterVersion=VERSION)
+    google.quotas()
     google.listed()
 
     findings(google, with_any_pool)

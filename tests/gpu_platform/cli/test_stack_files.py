@@ -39,9 +39,9 @@ def plan(project: Path, stack_file: str) -> tuple[int, str]:
         ("just words\n", "must be a YAML mapping"),
         ("config:\n\tgpu-platform:cloud: aws\n", "is not valid YAML"),
         ("config: [a, b]\n", "`config:` must be a mapping"),
-        ("config:\n  cloud: aws\n", "'cloud': could not parse as a configuration key"),
+        ("config:\n  a:b:c: aws\n", "'a:b:c': could not parse as a configuration key"),
     ],
-    ids=["a list", "a scalar", "tabs", "config a list", "no namespace"],
+    ids=["a list", "a scalar", "tabs", "config a list", "two namespaces"],
 )
 def test_a_stack_file_pulumi_refuses_exits_2_saying_why(
     project: Path, stack_file: str, words: str
@@ -96,6 +96,21 @@ def test_a_key_given_twice_in_a_mapping_is_refused_as_pulumi_refuses_it(tmp_path
         2,
         'Pulumi.staging.yaml: line 15: mapping key "max" already defined at line 14: Pulumi'
         " refuses a key given twice in one mapping; keep one\n",
+    )
+
+
+def test_a_key_without_a_namespace_is_the_projects_as_pulumi_reads_it(tmp_path: Path) -> None:
+    # sdk/go/common/workspace/loaders.go, `stackConfigNamespacedWithProject`: `monitoring` in
+    # project ml-gpus is `ml-gpus:monitoring`, which the platform does not read.
+    bare = DEV_STACK.replace("config:\n", "config:\n  monitoring: {installPrometheusStack: true}\n")
+
+    exit_code, stderr = plan_in_own_project(tmp_path, bare.encode())
+
+    assert (exit_code, stderr.splitlines()[1]) == (
+        2,
+        '  ml-gpus:monitoring: got {"installPrometheusStack": true}; expected the key'
+        " gpu-platform:monitoring: the platform reads the gpu-platform namespace only, not the"
+        " project's (ml-gpus); set it with `pulumi config set gpu-platform:monitoring ...`",
     )
 
 

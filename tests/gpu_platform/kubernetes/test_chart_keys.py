@@ -115,9 +115,10 @@ def stack(cloud: str, node_image: str) -> dict[str, Any]:
         {"mode": "mps", "replicas": 2},
         {"mode": "mig", "profile": "all-1g.5gb"},
     ]
-    # Bottlerocket's own device plugin and Ubuntu on GKE share no GPUs.
+    # Bottlerocket's own device plugin and Ubuntu on GKE share no GPUs; GKE no GPU by MPS.
     shares = node_image not in ("bottlerocket", "ubuntu")
-    sharings = [{"mode": "exclusive"}] + (shared if shares else [])
+    allowed = [s for s in shared if not (gcp and s["mode"] == "mps")]
+    sharings = [{"mode": "exclusive"}] + (allowed if shares else [])
     # EKS pools pin an AMI release of the node image.
     releases = {"al2023": AL2023_RELEASE, "bottlerocket": BOTTLEROCKET_RELEASE}
     aws = {} if gcp else {"aws": {"amiReleaseVersion": releases[node_image]}}

@@ -3,14 +3,17 @@
 namespace, and its restricted pod in the platform's own namespace, running the reaper script as
 it is in the repository."""
 
+import re
 from typing import Any
 
 import pytest
 
 from gpu_platform.cli.analyzer import analyze_plan
 from gpu_platform.cli.offline import Plan, PlannedResource
+from gpu_platform.config import MonitoringSpec, OperatorSpec
 from gpu_platform.kubernetes.idle_gpu_pods import script_config_map_name
-from gpu_platform.kubernetes.idle_gpu_reaper import Settings
+from gpu_platform.kubernetes.idle_gpu_reaper import ACTIVITY_SERIES, Settings
+from gpu_platform.kubernetes.monitoring import gpu_alert_rules
 from gpu_platform.versions import IDLE_GPU_REAPER_IMAGE, SUPPORTED_KUBERNETES_VERSIONS
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
 from tests.repository import ROOT
@@ -32,6 +35,7 @@ SHARED = "gpu-idle-reaper"
 REAPER_NAMESPACE = "gpu-idle-reaper"
 PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"
 SCRIPT = ROOT / "gpu_platform" / "kubernetes" / "idle_gpu_reaper.py"
+ALERT = "GpuIdleReaperFailing"
 
 
 def opted_in(config: Config, minutes: int = 60, **monitoring: Any) -> Config:
@@ -81,7 +85,7 @@ def test_the_enforcer_is_one_component_of_the_stack(plan) -> None:
     (component,) = plan.of_type(COMPONENT)
 
     assert {(r.name, r.type) for r in plan.children_of(component)} == {
-        *((SHARED, t) for t in SHARED_TYPES),
+        *((SHARED, t) for t in (*SHARED_TYPES, ROLE, ROLE_BINDING)),
         *((REAPER, t) for t in PER_TENANT_TYPES),
     }
 
@@ -131,9 +135,28 @@ def test_the_enforcer_draws_no_verdict_from_the_policy_pack(plan) -> None:
 # --- Permissions ---------------------------------------------------------------------------
 
 
-def test_the_role_allows_exactly_the_reapers_calls(plan) -> None:
+def test_a_new_namespace_only_warns_about_idle_pods(plan) -> None:
+    assert env(plan)["IDLE_GPU_ACTION"] == "warn"
+
+
+def test_a_warning_role_may_annotate_pods_and_end_nothing(plan) -> None:
     assert enforcer(plan, ROLE).inputs["rules"] == [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
+    ]
+
+
+def test_an_ending_role_allows_exactly_the_reapers_calls(dev_config, plan_for) -> None:
+    dev_config["gpu-platform:namespaces"][0]["gpuIdleAction"] = "end"
+
+    plan = plan_for(opted_in(dev_config))
+
+    assert env(plan)["IDLE_GPU_ACTION"] == "end"
+    assert enforcer(plan, ROLE).inputs["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
         {
             "apiGroups": ["apps"],
             "resources": ["deployments", "statefulsets", "replicasets"],
@@ -144,8 +167,22 @@ def test_the_role_allows_exactly_the_reapers_calls(plan) -> None:
             "resources": ["deployments/scale", "statefulsets/scale", "replicasets/scale"],
             "verbs": ["patch"],
         },
-        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
     ]
+
+
+def test_in_its_own_namespace_the_reaper_may_only_create_events(plan) -> None:
+    role = plan.named(SHARED, ROLE).inputs
+    binding = plan.named(SHARED, ROLE_BINDING).inputs
+
+    assert (role["metadata"]["namespace"], role["rules"]) == (
+        REAPER_NAMESPACE,
+        [{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}],
+    )
+    assert (binding["metadata"]["namespace"], binding["roleRef"]["name"], binding["subjects"]) == (
+        REAPER_NAMESPACE,
+        role["metadata"]["name"],
+        [{"kind": "ServiceAccount", "name": "gpu-idle-reaper", "namespace": REAPER_NAMESPACE}],
+    )
 
 
 def test_the_role_binding_binds_that_role_to_the_reapers_account_only(plan) -> None:
@@ -236,15 +273,21 @@ def test_the_job_is_told_the_limit_the_threshold_and_where_prometheus_is(plan) -
         "PROMETHEUS_URL": PROMETHEUS,
         "GPU_IDLE_MINUTES": "60",
         "IDLE_GPU_UTILIZATION_PERCENT": "5",
+        "IDLE_GPU_ACTION": "warn",
+        "CRON_JOB_NAME": "ml-sandbox",
+        "CRON_JOB_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
     }
 
 
 def test_the_script_reads_its_settings_from_the_env_the_job_sets(plan) -> None:
     values = {k: v for k, v in env(plan).items() if isinstance(v, str)}
 
-    settings = Settings.from_env(values)
+    # The pod's namespace, which Kubernetes fills in: the CronJob's.
+    settings = Settings.from_env({**values, "CRON_JOB_NAMESPACE": REAPER_NAMESPACE})
 
-    assert settings == Settings("ml-sandbox", PROMETHEUS, 60, 5.0)
+    assert settings == Settings(
+        "ml-sandbox", PROMETHEUS, 60, 5.0, "warn", "ml-sandbox", REAPER_NAMESPACE
+    )
 
 
 def test_the_installed_prometheus_stack_is_asked_by_default(dev_config, plan_for) -> None:
@@ -386,3 +429,42 @@ def test_no_pod_of_the_tenant_can_run_as_the_reapers_account(plan) -> None:
     account = enforcer(plan, SERVICE_ACCOUNT).inputs["metadata"]
 
     assert account["namespace"] == REAPER_NAMESPACE != "ml-sandbox"
+
+
+def test_the_failing_run_alert_matches_the_jobs_of_the_reapers_cron_jobs(plan) -> None:
+    # A CronJob names each Job `<its name>-<scheduled minute>` (Kubernetes, CronJob controller).
+    rules = gpu_alert_rules(MonitoringSpec(), OperatorSpec().namespace)
+    (alert,) = [r for g in rules["groups"] for r in g["rules"] if r.get("alert") == ALERT]
+    cron_job = enforcer(plan, CRON_JOB).inputs["metadata"]
+    job = f"{cron_job['name']}-29540520"
+
+    selector = re.search(
+        r'kube_job_status_failed\{namespace="([^"]+)", job_name=~"([^"]+)"\}', alert["expr"]
+    )
+    tenant = re.search(r'"namespace", "\$1", "job_name", "([^"]+)"', alert["expr"])
+
+    assert selector is not None and tenant is not None
+    assert (selector[1], bool(re.fullmatch(selector[2], job))) == (cron_job["namespace"], True)
+    assert re.fullmatch(tenant[1], job)[1] == "ml-sandbox"  # type: ignore[index]
+
+
+# A query frontend of Managed Service for Prometheus: the Service `frontend`, port 9090, of
+# prometheus-engine's examples/frontend.yaml, deployed in the namespace `gmp-public`.
+MANAGED_FRONTEND = "http://frontend.gmp-public.svc:9090"
+
+
+def test_on_managed_prometheus_the_job_queries_the_frontend_for_a_series_it_records(
+    gke_config, plan_for
+) -> None:
+    plan = plan_for(
+        opted_in(gke_config, googleManagedPrometheus=True, prometheusUrl=MANAGED_FRONTEND)
+    )
+    (managed_rules,) = plan.of_type("kubernetes:monitoring.googleapis.com/v1:ClusterRules")
+    records = [
+        rule["record"]
+        for group in managed_rules.inputs["spec"]["groups"]
+        for rule in group["rules"]
+    ]
+
+    assert env(plan)["PROMETHEUS_URL"] == MANAGED_FRONTEND
+    assert ACTIVITY_SERIES in records

@@ -127,6 +127,23 @@ def gpu_pod_spec(gpus: str = "1") -> dict[str, Any]:
     return spec
 
 
+def select_pools(spec: dict[str, Any], *pools: str, by_affinity: bool = False) -> None:
+    """Have the pod spec select pools by their `gpu-platform.io/pool` label: one by node
+    selector, or (several, or `by_affinity`) by a required node affinity term."""
+    spec.pop("nodeSelector", None)
+    if len(pools) == 1 and not by_affinity:
+        spec["nodeSelector"] = {"gpu-platform.io/pool": pools[0]}
+        return
+    expression = {"key": "gpu-platform.io/pool", "operator": "In", "values": list(pools)}
+    spec["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [expression]}]
+            }
+        }
+    }
+
+
 def workload(
     kind: str,
     spec: Mapping[str, Any],
@@ -257,8 +274,18 @@ CHART = "kubernetes:helm.sh/v4:Chart"
 PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 
 
+ROLLS_BACK: dict[str, Any] = {
+    "atomic": True,
+    "cleanupOnFail": True,
+    "timeout": 900,
+    "maxHistory": 10,
+}
+"""A release that undoes a failed install or upgrade by itself, as the platform's do."""
+
+
 def gpu_operator_release(name: str = "gpu-operator") -> PlannedResource:
-    """The GPU Operator as the platform installs it: a pinned chart in its own namespace."""
+    """The GPU Operator as the platform installs it: a pinned chart in its own namespace,
+    rolled back when an upgrade fails."""
     return resource(
         RELEASE,
         name,
@@ -267,6 +294,7 @@ def gpu_operator_release(name: str = "gpu-operator") -> PlannedResource:
             "version": "v26.7.0",
             "repositoryOpts": {"repo": "https://helm.ngc.nvidia.com/nvidia"},
             "namespace": "gpu-operator",
+            **ROLLS_BACK,
             "values": {
                 "operator": {"upgradeCRD": True},
                 "driver": {"enabled": False},

@@ -1,18 +1,23 @@
-"""The Helm policies: exact chart versions from secure repositories, and the GPU Operator in
-its own namespace, with DCGM, as a helm.v3.Release."""
+"""The Helm policies: exact chart versions from secure repositories, the GPU Operator in its own
+namespace, with DCGM, as a helm.v3.Release, and releases that undo a failed upgrade by
+themselves."""
 
 from typing import Any
 
 import pytest
 
+from gpu_platform.cli.offline import run_program
 from tests.gpu_platform.policy_pack.builders import (
     CHART,
     RELEASE,
+    ROLLS_BACK,
+    UNKNOWN,
     Analyze,
     gpu_operator_release,
     messages,
     resource,
 )
+from tests.repository import STACKS
 
 
 def chart(type_: str = RELEASE, **inputs: Any) -> Any:
@@ -170,3 +175,122 @@ def test_the_platforms_own_releases_and_v4_charts_are_not_flagged(analyze: Analy
     verdicts = analyze(gpu_operator_release(), chart(CHART))
 
     assert messages(verdicts, "helm-release-workloads-visible") == []
+
+
+# --- Releases that undo a failed install or upgrade ------------------------------------------
+
+
+def autoscaler_release(**inputs: Any) -> Any:
+    """The cluster autoscaler, one of the platform's charts, with `inputs` added."""
+    return resource(
+        RELEASE,
+        "cluster-autoscaler",
+        {
+            "chart": "cluster-autoscaler",
+            "version": "9.59.0",
+            "repositoryOpts": {"repo": "https://kubernetes.github.io/autoscaler"},
+            **inputs,
+        },
+    )
+
+
+def rollback_verdicts(verdicts: list[Any]) -> list[tuple[str, str, str]]:
+    return [
+        (v.policy_name, v.enforcement_level, v.message)
+        for v in verdicts
+        if v.policy_name in ("platform-release-rollback", "helm-release-rollback")
+    ]
+
+
+def without_rollback(chart: str, level: str, policy: str) -> list[tuple[str, str, str]]:
+    """What the rollback rules say of a release of `chart` that sets none of the settings."""
+    return [
+        (
+            policy,
+            level,
+            f'chart "{chart}" is released without atomic, so a failed install or upgrade stays in '
+            "state failed, and the next pulumi up fails on it until someone runs helm rollback. "
+            "Fix: set atomic: true.",
+        ),
+        (
+            policy,
+            level,
+            f'chart "{chart}" is released without cleanupOnFail, so what a failed upgrade created '
+            "stays in the cluster beside the rolled-back release. Fix: set cleanupOnFail: true.",
+        ),
+        (
+            policy,
+            level,
+            f'chart "{chart}" is released without a timeout, so Helm gives its workloads the '
+            "provider's default 300 s to become ready, whatever they install, before it fails and "
+            "rolls back the release. Fix: set timeout to the seconds they need.",
+        ),
+        (
+            policy,
+            level,
+            f'chart "{chart}" keeps every revision of its release (no maxHistory), each a Secret '
+            "in its namespace, piling up with every upgrade. Fix: set maxHistory, such as 10.",
+        ),
+    ]
+
+
+def test_a_release_that_rolls_back_by_itself_passes(analyze: Analyze) -> None:
+    verdicts = analyze(
+        gpu_operator_release(), autoscaler_release(**ROLLS_BACK), chart(**ROLLS_BACK)
+    )
+
+    assert rollback_verdicts(verdicts) == []
+
+
+def test_the_platforms_own_release_must_roll_back_by_itself(analyze: Analyze) -> None:
+    verdicts = analyze(autoscaler_release())
+
+    assert rollback_verdicts(verdicts) == without_rollback(
+        "cluster-autoscaler", "mandatory", "platform-release-rollback"
+    )
+
+
+def test_another_release_is_advised_to_roll_back_by_itself(analyze: Analyze) -> None:
+    verdicts = analyze(chart())
+
+    assert rollback_verdicts(verdicts) == without_rollback(
+        "ingress-nginx", "advisory", "helm-release-rollback"
+    )
+
+
+def test_a_zero_timeout_and_an_unlimited_history_are_reported(analyze: Analyze) -> None:
+    release = autoscaler_release(**{**ROLLS_BACK, "timeout": 0, "maxHistory": 0})
+
+    assert messages(analyze(release), "platform-release-rollback") == [
+        'chart "cluster-autoscaler" has timeout 0, not a number of seconds above 0. Fix: set '
+        "timeout to the seconds its workloads need to become ready.",
+        'chart "cluster-autoscaler" keeps every revision of its release (maxHistory 0), each a '
+        "Secret in its namespace, piling up with every upgrade. Fix: set maxHistory, such as 10.",
+    ]
+
+
+def test_a_timeout_not_known_at_preview_skips_only_its_own_check(analyze: Analyze) -> None:
+    release = autoscaler_release(**{**ROLLS_BACK, "timeout": UNKNOWN, "atomic": False})
+
+    assert messages(analyze(release), "platform-release-rollback") == [
+        'chart "cluster-autoscaler" is released without atomic, so a failed install or upgrade '
+        "stays in state failed, and the next pulumi up fails on it until someone runs helm "
+        "rollback. Fix: set atomic: true."
+    ]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_release_the_platform_installs_is_held_to_the_mandatory_rule(
+    analyze: Analyze, stack: str
+) -> None:
+    releases = [r for r in run_program(stack).resources if r.type == RELEASE]
+    for release in releases:
+        del release.inputs["atomic"]
+
+    verdicts = analyze(*releases)
+
+    assert sorted(
+        (v.urn, v.enforcement_level)
+        for v in verdicts
+        if v.policy_name == "platform-release-rollback"
+    ) == sorted((r.urn, "mandatory") for r in releases)

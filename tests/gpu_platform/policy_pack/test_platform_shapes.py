@@ -5,6 +5,7 @@ from typing import Any
 
 from tests.gpu_platform.policy_pack.builders import (
     RELEASE,
+    ROLLS_BACK,
     Analyze,
     eks_node_group,
     gke_node_pool,
@@ -77,6 +78,7 @@ def test_the_platforms_resources_draw_no_verdict(analyze: Analyze) -> None:
             "version": "93.4.1",
             "repositoryOpts": {"repo": "https://prometheus-community.github.io/helm-charts"},
             "namespace": "monitoring",
+            **ROLLS_BACK,
         },
     )
     smoke_test = workload("Job", smoke_test_pod(), name="gpu-smoke-test", namespace="ml-sandbox")

@@ -1,0 +1,155 @@
+"""One deadline for `gpu-platform preflight`, and which call had not answered when it passed.
+
+A client library's timeouts bound each socket operation, not a check: a server that accepts a
+connection and trickles its answer keeps a read going, and credential lookups, retries and
+their backoff all come on top. So the calls run in a worker thread, and the command stops
+waiting for it at the deadline; the thread, a daemon, is left to its socket timeouts and ends
+with the process. What the clients report of their calls as they go (`Calls`) says then which
+endpoint did not answer, or which API kept throttling.
+"""
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, wait
+from dataclasses import dataclass, replace
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+T = TypeVar("T")
+
+CONNECT_TIMEOUT_SECONDS = 5.0
+"""A TCP handshake with a cloud API takes milliseconds; 5 s leaves room for the two SYN
+retransmissions Linux makes by then (at 1 s and 3 s), no more."""
+READ_TIMEOUT_SECONDS = 15.0
+"""The slowest read-only call the checks make (a page of DescribeInstances or of the project's
+reservations) answers in a few seconds; 15 s lets a call that got no answer be tried again
+within the default 30 s deadline (`gpu-platform preflight --timeout`)."""
+MAX_ATTEMPTS = 5
+"""Tries of one call, the first included. Backing off from throttling, botocore's standard
+retry mode waits a random share of 1, 2, 4 and 8 s between them: 15 s at most, half the default
+deadline (botocore/retries/standard.py, ExponentialBackoff)."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call as the client library reported it: which API, at which endpoint, how it went."""
+
+    api: str
+    endpoint: str
+    """`scheme://host[:port]`, or empty for a step that is not one HTTP call."""
+    attempts: int = 1
+    throttled: int = 0
+    """How many of its answers were throttling."""
+    answered: bool = False
+    """Whether its last attempt got an answer (the next may still be under way)."""
+    last_throttled: bool = False
+    """Whether that answer was throttling."""
+
+
+class Calls:
+    """The check's calls as the worker thread reports them; the command reads the last one when
+    the deadline passes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: Call | None = None
+
+    @property
+    def last(self) -> Call | None:
+        with self._lock:
+            return self._last
+
+    def step(self, what: str) -> None:
+        """Something the check does before its calls, such as looking for credentials."""
+        with self._lock:
+            self._last = Call(what, "")
+
+    def sent(self, api: str, url: str, attempt: int = 1) -> None:
+        """An attempt at `api` went to `url`: the first, or a retry of the call before."""
+        endpoint = origin(url)
+        with self._lock:
+            last = self._last
+            if attempt > 1 and last is not None and (last.api, last.endpoint) == (api, endpoint):
+                self._last = replace(last, attempts=attempt, answered=False)
+            else:
+                self._last = Call(api, endpoint)
+
+    def answered(self, throttled: bool) -> None:
+        """The attempt under way got an answer: a throttling one or another."""
+        with self._lock:
+            if self._last is not None:
+                self._last = replace(
+                    self._last,
+                    answered=True,
+                    throttled=self._last.throttled + throttled,
+                    last_throttled=throttled,
+                )
+
+
+def origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+class DeadlinePassed(Exception):
+    """The deadline passed before the work was done; `call` is the last one under way."""
+
+    def __init__(self, seconds: float, call: Call | None):
+        self.seconds = seconds
+        self.call = call
+        super().__init__(seconds, call)
+
+    def explain(self, cloud: str) -> str:
+        """What did not answer, and what to do, for the cloud's checks."""
+        deadline = f"the {self.seconds:g} s deadline"
+        longer = f"or give it longer with --timeout (now {self.seconds:g})"
+        call = self.call
+        if call is not None and call.throttled:
+            return (
+                f"{cloud} throttled {call.api} ({call.endpoint}) {call.throttled} time(s), and"
+                f" {deadline} passed before it answered. Run it again later, {longer}."
+            )
+        network = f"Check the network and any proxy (HTTPS_PROXY, NO_PROXY), {longer}."
+        if call is None:
+            return f"{cloud} did not answer within {deadline}. {network}"
+        if not call.endpoint:
+            return f"{deadline} passed while {call.api}. {network}"
+        tries = f" ({call.attempts} attempts)" if call.attempts > 1 else ""
+        return f"{call.endpoint} did not answer {call.api} within {deadline}{tries}. {network}"
+
+
+class Deadline:
+    """A time by which the command answers, `seconds` from now."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self._end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        return max(0.0, self._end - time.monotonic())
+
+    @property
+    def connect_timeout(self) -> float:
+        return min(CONNECT_TIMEOUT_SECONDS, self.seconds)
+
+    @property
+    def read_timeout(self) -> float:
+        return min(READ_TIMEOUT_SECONDS, self.seconds)
+
+    def run(self, work: Callable[[], T], calls: Calls | None = None) -> T:
+        """`work()`'s result, or what it raised; DeadlinePassed, naming the last of `calls`,
+        where it has not returned by the deadline."""
+        outcome: Future[T] = Future()
+
+        def worker() -> None:
+            try:
+                outcome.set_result(work())
+            except BaseException as error:  # re-raised by the caller, whatever it is
+                outcome.set_exception(error)
+
+        threading.Thread(target=worker, name="preflight-calls", daemon=True).start()
+        done, _ = wait([outcome], timeout=self.remaining())
+        if not done:
+            raise DeadlinePassed(self.seconds, calls.last if calls else None)
+        return outcome.result()
