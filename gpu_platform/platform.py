@@ -3,7 +3,8 @@
 It composes the per-part components in the order the platform needs them: the cloud's GPU
 pools (looked up and validated before anything is created), a Kubernetes provider for the
 cluster, the monitoring (whose Prometheus Operator the GPU Operator's ServiceMonitor needs), the
-GPU Operator once the pools exist, and the tenant namespaces once the operator is in. Every
+GPU Operator once the pools exist, the tenant namespaces once the operator is in, and the idle
+GPU pod reaper (in its own namespace) for those that opt in. Every
 decision lives in those components and every default in the config model; this module only
 wires them.
 
@@ -36,6 +37,7 @@ from gpu_platform.kubernetes.canary_gate import canary_gate_job
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.kubernetes.gpu_pod import pool_placement
 from gpu_platform.kubernetes.helm_release import most_nodes
+from gpu_platform.kubernetes.idle_gpu_pods import idle_gpu_reaper
 from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpu_platform.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
 from gpu_platform.node_identity import ResolvedPool, pool_software
@@ -184,21 +186,26 @@ class GpuPlatform(pulumi.ComponentResource):
             for pool in pools
             if pool.spec.name in canaries
         ]
-        for namespace in config.namespaces:
+        tenants = [
             GpuTenantNamespace(
                 namespace.name,
-                GpuTenantNamespaceArgs(
-                    namespace,
-                    pools,
-                    config.monitoring,
-                    secret_monitoring=config.is_secret("monitoring"),
-                    provisioner=config.provisioner,
-                ),
+                GpuTenantNamespaceArgs(namespace, pools, provisioner=config.provisioner),
                 # A smoke test on a led pool runs on its updated nodes.
                 pulumi.ResourceOptions.merge(
                     on_cluster, pulumi.ResourceOptions(depends_on=[operator, *led_pools])
                 ),
             )
+            for namespace in config.namespaces
+        ]
+        idle_gpu_reaper(
+            [
+                (spec, tenant.namespace_name)
+                for spec, tenant in zip(config.namespaces, tenants, strict=True)
+            ],
+            config.monitoring,
+            secret_url=config.is_secret("monitoring"),
+            opts=on_cluster,
+        )
 
         secret_pools = config.is_secret("pools")
         self.kubeconfig = (

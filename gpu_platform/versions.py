@@ -9,6 +9,26 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class ContainerImage:
+    """An image the platform runs: by tag, for people, and by the digest of the image index
+    that tag named when it was pinned, which is what the nodes pull. `python -m
+    gpu_platform.image_digests` resolves the digests from the registries and writes them here;
+    `--check` says which tags have moved since."""
+
+    repository: str
+    tag: str
+    digest: str | None = None
+    """`sha256:<64 hex>` of the image index; None until resolved (tests/gpu_platform/
+    test_versions.py lists which still are)."""
+
+    @property
+    def reference(self) -> str:
+        """`repository:tag@digest`, or `repository:tag` without a digest."""
+        pinned = f"{self.repository}:{self.tag}"
+        return pinned if self.digest is None else f"{pinned}@{self.digest}"
+
+
+@dataclass(frozen=True)
 class HelmChart:
     """A chart pinned to an exact version in a Helm repository."""
 
@@ -93,7 +113,7 @@ EKS_NODE_MONITORING_AGENT_ADDON_VERSION = "v1.7.0-eksbuild.1"
 # 12.2, see CUDA_BY_DRIVER_BRANCH), so that the image itself never fails the CUDA check it is
 # there to prove: CUDA images declare `NVIDIA_REQUIRE_CUDA`, which the toolkit enforces when the
 # container starts.
-GPU_SMOKE_TEST_IMAGE = "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04"
+GPU_SMOKE_TEST_IMAGE = ContainerImage("nvcr.io/nvidia/cuda", "12.2.2-base-ubuntu22.04")
 
 # The newest CUDA release each NVIDIA driver branch runs natively: what `nvidia-smi` prints as
 # "CUDA Version", and the ceiling a pool's pods are held to. From the CUDA Toolkit release notes'
@@ -132,7 +152,7 @@ GPU_OPERATOR_DRIVER_VERSION = "595.91.07"
 # library (gpu_platform/kubernetes/idle_gpu_reaper.py) from a ConfigMap: an official Python image,
 # the slim variant (no compilers, a smaller attack surface), needs no image of the platform's own
 # to build, sign and patch. Debian trixie named, so the tag cannot move to another release.
-IDLE_GPU_REAPER_IMAGE = "docker.io/library/python:3.13.9-slim-trixie"
+IDLE_GPU_REAPER_IMAGE = ContainerImage("docker.io/library/python", "3.13.9-slim-trixie")
 # The MIG nodes' startup taint remover (gpu_platform/kubernetes/mig_startup_taint_remover.py) is
 # one such script too, on the same image.
 MIG_STARTUP_TAINT_REMOVER_IMAGE = IDLE_GPU_REAPER_IMAGE
@@ -159,10 +179,10 @@ CLUSTER_AUTOSCALER_CHART = HelmChart(
     repository="https://kubernetes.github.io/autoscaler",
 )
 CLUSTER_AUTOSCALER_IMAGES = {
-    "1.33": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.6",
-    "1.34": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.34.5",
-    "1.35": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.2",
-    "1.36": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.36.1",
+    "1.33": ContainerImage("registry.k8s.io/autoscaling/cluster-autoscaler", "v1.33.6"),
+    "1.34": ContainerImage("registry.k8s.io/autoscaling/cluster-autoscaler", "v1.34.5"),
+    "1.35": ContainerImage("registry.k8s.io/autoscaling/cluster-autoscaler", "v1.35.2"),
+    "1.36": ContainerImage("registry.k8s.io/autoscaling/cluster-autoscaler", "v1.36.1"),
 }
 """Kubernetes minor -> the autoscaler release for it, for every supported minor."""
 

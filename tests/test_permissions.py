@@ -168,12 +168,17 @@ AWS_LOOKUP_ACTIONS: dict[str, str] = {
 # The AWS provider checks its credentials when it starts.
 AWS_PROVIDER_ACTIONS = {"sts:GetCallerIdentity"}
 
+NODE_SERVICE_ACCOUNTS_ROLE = "projects/PROJECT_ID/roles/gpuPlatformNodeServiceAccounts"
 GCP_RESOURCE_ROLES: dict[str, set[str]] = {
-    # Node pools, and `actAs` on the service account the nodes run as.
-    "gcp:container/nodePool:NodePool": {"roles/container.admin", "roles/iam.serviceAccountUser"},
-    "gcp:serviceaccount/account:Account": {"roles/iam.serviceAccountAdmin"},
+    "gcp:container/nodePool:NodePool": {"roles/container.admin"},
+    # Creating, reading, updating and deleting a service account: iam.serviceAccounts.create,
+    # get, update and delete (the IAM permissions reference).
+    "gcp:serviceaccount/account:Account": {NODE_SERVICE_ACCOUNTS_ROLE},
     "gcp:projects/iAMMember:IAMMember": {"roles/resourcemanager.projectIamAdmin"},
 }
+# A node pool runs as its service account: `actAs` on that account (GKE's "Use least privilege
+# IAM service accounts"), granted on the account itself.
+GCP_SERVICE_ACCOUNT_ROLES = {"roles/iam.serviceAccountUser"}
 GCP_LOOKUP_ROLES: dict[str, str] = {
     "gcp:container/getCluster:getCluster": "roles/container.admin",
     "gcp:compute/getZones:getZones": "roles/compute.viewer",
@@ -211,9 +216,18 @@ def eks_plans(
     return [run_program(stack, project=PROJECT) for stack in stacks] + [running, reserved]
 
 
+def deploy_statements() -> list[dict[str, Any]]:
+    """The Allow statements of the EKS deploy role's policies (docs/iam/eks-deploy-*.json)."""
+    return [
+        statement
+        for path in sorted((ROOT / "docs" / "iam").glob("eks-deploy-*-policy.json"))
+        for statement in json.loads(path.read_text())["Statement"]
+        if statement["Effect"] == "Allow"
+    ]
+
+
 def granted_aws_actions() -> set[str]:
-    policy = json.loads((ROOT / "docs" / "iam" / "eks-deploy-policy.json").read_text())
-    return {action for statement in policy["Statement"] for action in statement["Action"]}
+    return {action for statement in deploy_statements() for action in statement["Action"]}
 
 
 def test_the_eks_deploy_policy_grants_exactly_what_the_program_calls(
@@ -233,14 +247,19 @@ def test_the_eks_deploy_policy_grants_exactly_what_the_program_calls(
 def test_the_eks_deploy_policy_manages_only_the_roles_the_stack_names(
     eks_plans: list[Plan],
 ) -> None:
-    # Pulumi names a role after its resource, with a random suffix: `<resource name>-<7 hex>`.
-    policy = json.loads((ROOT / "docs" / "iam" / "eks-deploy-policy.json").read_text())
-    (roles,) = [s for s in policy["Statement"] if "iam:CreateRole" in s["Action"]]
-    patterns = [arn.removeprefix("arn:aws:iam::*:role/") for arn in roles["Resource"]]
-    names = {r.name for p in eks_plans for r in p.resources if r.type == "aws:iam/role:Role"}
+    # The role patterns read the deploy role's `gpu-platform-prefix` tag, which each stack
+    # exports (`deployRoleTags`).
+    (creates,) = [s for s in deploy_statements() if "iam:CreateRole" in s["Action"]]
+    (pattern,) = [creates["Resource"]]
+    for plan in eks_plans:
+        prefix = plan.outputs["deployRoleTags"]["gpu-platform-prefix"]
+        names = {r.inputs["name"] for r in plan.of_type("aws:iam/role:Role")}
+        allowed = pattern.replace("${aws:PrincipalTag/gpu-platform-prefix}", prefix)
 
-    assert names
-    assert all(any(_matches(pattern, f"{name}-0a1b2c3") for pattern in patterns) for name in names)
+        assert names
+        assert all(
+            _matches(allowed, f"arn:aws:iam::${{aws:PrincipalAccount}}:role/{n}") for n in names
+        )
 
 
 def _matches(pattern: str, name: str) -> bool:
@@ -257,7 +276,8 @@ def test_the_gke_deploy_roles_are_exactly_what_the_program_needs() -> None:
     needed |= {GCP_LOOKUP_ROLES[token] for token in lookups}
     granted = json.loads((ROOT / "docs" / "iam" / "gke-deploy-roles.json").read_text())
 
-    assert set(granted["roles"]) == needed
+    assert set(granted["projectRoles"]) == needed
+    assert set(granted["serviceAccountRoles"]) == GCP_SERVICE_ACCOUNT_ROLES
 
 
 def test_the_gke_deploy_account_may_grant_only_the_node_service_accounts_role() -> None:

@@ -128,8 +128,8 @@ def new_mig_profile(config: Config) -> None:
             pool["sharing"]["profile"] = "all-3g.40gb"
 
 
-def node_role_without_cni_policy(config: Config) -> None:
-    config["gpu-platform:cluster"]["cniPolicyOnNodeRole"] = False
+def node_role_with_cni_policy(config: Config) -> None:
+    config["gpu-platform:cluster"]["cniPolicyOnNodeRole"] = True
 
 
 def relabelled_pool(config: Config) -> None:
@@ -142,7 +142,7 @@ def shorter_idle_time(config: Config) -> None:
 
 ORDINARY_CHANGES: dict[str, Callable[[Config], None]] = {
     "a new MIG profile": new_mig_profile,
-    "cniPolicyOnNodeRole turned off": node_role_without_cni_policy,
+    "cniPolicyOnNodeRole turned on": node_role_with_cni_policy,
     "a new node label, and with it an Auto Scaling group tag": relabelled_pool,
     "an autoscaler tag's new value": shorter_idle_time,
 }

@@ -127,3 +127,12 @@ def test_node_subnets_are_secret_where_the_cluster_config_is(dev_config, plan_fo
 
 def test_a_gke_stack_exports_no_node_subnets() -> None:
     assert "nodeSubnets" not in run_program("gke-dev", project=PROJECT).outputs
+
+
+def test_a_gke_stack_exports_the_node_service_accounts_the_deploy_identity_acts_as() -> None:
+    # docs/iam/gke-deploy-roles.json: `roles/iam.serviceAccountUser` on each of them.
+    outputs = run_program("gke-dev", project=PROJECT).outputs
+
+    assert outputs["nodeServiceAccounts"] == {
+        "l4-shared": "gpu-l4-shared-954376@acme-ml-dev.iam.gserviceaccount.com"
+    }

@@ -2,7 +2,8 @@
 
 Read-only AWS calls (credentials from the usual AWS environment or profile) check that:
 - the cluster exists, is ACTIVE and runs a Kubernetes version the platform supports, and has
-  the EKS Pod Identity Agent add-on the cluster autoscaler gets its credentials through;
+  the EKS Pod Identity Agent add-on the cluster autoscaler, Karpenter and the VPC CNI get their
+  credentials through;
 - every pool's instance types are offered in the zones its nodes go to, and have EFA where the
   pool asks for it, and the `vpc-cni` add-on ignores the EFA-only interfaces of such nodes
   (`gpu_platform.cli.vpc_cni`);
@@ -605,10 +606,18 @@ def _running_autoscaler_findings(
 
 
 def _pod_identity_user(config: StackConfig) -> str | None:
-    """What the stack installs that gets its AWS credentials through EKS Pod Identity."""
+    """What the stack sets up that gets its AWS credentials through EKS Pod Identity, and what
+    it would fail to do without them."""
     if config.provisioner == "karpenter":
-        return "Karpenter"
-    return "the cluster autoscaler" if config.autoscaler.install else None
+        return "Karpenter would get no AWS credentials and never scale a GPU pool up"
+    if config.autoscaler.install:
+        return "the cluster autoscaler would get no AWS credentials and never scale a GPU pool up"
+    if config.cluster.vpc_cni_role:
+        return (
+            "the VPC CNI would get no AWS credentials of its own (cluster.vpcCniRole) and new"
+            " nodes no pod addresses"
+        )
+    return None
 
 
 def _status_finding(subject: str, cluster: Mapping[str, Any]) -> Finding:
@@ -640,8 +649,7 @@ def _pod_identity_agent_finding(subject: str, name: str, user: str, clients: Aws
         return Finding(
             "blocking",
             subject,
-            f"No {POD_IDENTITY_AGENT} add-on: {user} would get no AWS credentials and never"
-            " scale a GPU pool up.",
+            f"No {POD_IDENTITY_AGENT} add-on: {user}.",
             f"aws eks create-addon --cluster-name {name} --addon-name {POD_IDENTITY_AGENT}",
         )
     return Finding("ok", subject, f"The {POD_IDENTITY_AGENT} add-on is installed.", "Nothing.")

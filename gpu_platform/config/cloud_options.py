@@ -41,9 +41,17 @@ class ClusterSpec(Model):
     node_subnet_ids: list[SubnetId] = Field(default_factory=list)
     """EKS: subnets for the GPU nodes, used as given; each must be private, its route table
     sending nothing to an internet gateway. Empty means the cluster's own private subnets."""
-    cni_policy_on_node_role: bool = True
+    cni_policy_on_node_role: bool = False
     """EKS: attach `AmazonEKS_CNI_Policy` to the node roles the stack creates, as EKS does by
-    default. Turn it off where the VPC CNI gets its permissions through IRSA or Pod Identity."""
+    default. Off: on a node role its network-interface permissions reach every pod that can
+    reach the instance's credentials (a hostNetwork pod, for one); the VPC CNI gets them from
+    its own role instead (`vpcCniRole`)."""
+    vpc_cni_role: bool = True
+    """EKS: give the VPC CNI (`kube-system/aws-node`) its own role, `<prefix>.vpc-cni` with
+    `AmazonEKS_CNI_Policy`, through a Pod Identity association the stack creates. It serves
+    every node's CNI, not only the GPU nodes'. Turn it off where the cluster gives the CNI its
+    identity otherwise (IRSA, or the add-on's own Pod Identity association): EKS takes one
+    association per service account (docs/iam/README.md)."""
     node_monitoring_agent_version: EksAddonVersion | None = None
     """EKS: the version of the `eks-node-monitoring-agent` add-on (`aws eks
     describe-addon-versions --addon-name eks-node-monitoring-agent` lists them), instead of the

@@ -63,6 +63,7 @@ _CLUSTER_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
     "region": (Cloud.AWS, "the EKS cluster's region"),
     "node_subnet_ids": (Cloud.AWS, "the EKS node groups' subnets"),
     "cni_policy_on_node_role": (Cloud.AWS, "the VPC CNI's policy on the EKS node roles"),
+    "vpc_cni_role": (Cloud.AWS, "the VPC CNI's EKS Pod Identity role"),
     "node_monitoring_agent_version": (Cloud.AWS, "an EKS add-on"),
     "project": (Cloud.GCP, "the GKE cluster's project"),
     "location": (Cloud.GCP, "the GKE cluster's location"),

@@ -29,10 +29,12 @@ from gpu_platform.eks.cluster_autoscaler import (
     autoscaler_image,
 )
 from gpu_platform.eks.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
+from gpu_platform.eks.iam_roles import deploy_role_tags
 from gpu_platform.eks.node_group import EksGpuNodeGroup, EksGpuNodeGroupArgs
 from gpu_platform.eks.node_group_names import names_a_zone_of
 from gpu_platform.eks.node_monitoring_agent import NodeMonitoringAgent, NodeMonitoringAgentArgs
 from gpu_platform.eks.placement import NodeGroupPlacement, resolve_placement
+from gpu_platform.eks.vpc_cni import VpcCniIdentity
 from gpu_platform.kubernetes.helm_release import most_nodes
 from gpu_platform.kubernetes.provider import ClusterConnection
 from gpu_platform.node_identity import ResolvedPool
@@ -40,6 +42,7 @@ from gpu_platform.secrets import secret_if
 from gpu_platform.versions import (
     CLUSTER_AUTOSCALER_IMAGES,
     EKS_NODE_MONITORING_AGENT_ADDON_VERSION,
+    ContainerImage,
 )
 
 if TYPE_CHECKING:
@@ -63,9 +66,10 @@ class EksCloud:
         self.config = config
         self._cluster: EksCluster | None = None
         self._placements: dict[str, NodeGroupPlacement] = {}
-        self._autoscaler_image: str | None = None
+        self._autoscaler_image: ContainerImage | None = None
         self._subnets: list[Subnet] = []
         self._karpenter_controller: KarpenterController | None = None
+        self._cni: list[pulumi.Resource] = []
 
     @property
     def cluster(self) -> EksCluster:
@@ -122,6 +126,12 @@ class EksCloud:
         on_cluster = pulumi.ResourceOptions.merge(
             opts, pulumi.ResourceOptions(provider=connection.provider)
         )
+        # The nodes' CNI takes its credentials when it starts: its identity comes first.
+        self._cni = (
+            [VpcCniIdentity("vpc-cni", self.cluster, opts)]
+            if self.config.cluster.vpc_cni_role
+            else []
+        )
         now = [pool for pool in pools if pool.spec.name not in held_back]
         if self.config.provisioner == "karpenter":
             created = self._karpenter_node_pools(now, on_cluster)
@@ -136,6 +146,7 @@ class EksCloud:
                         on_cluster,
                     )
                 )
+        created = [*self._cni, *created]
         agent_version = node_monitoring_agent_version(self.config)
         if agent_version is not None:
             created.append(
@@ -179,7 +190,7 @@ class EksCloud:
                 **self._pool_nodes(pool),
                 cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
                 idle_minutes=self.config.autoscaler.gpu_node_idle_minutes,
-                after=after,
+                after=[*self._cni, *after],
             ),
             opts,
         )
@@ -202,6 +213,7 @@ class EksCloud:
                 self.cluster,
                 cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
                 protect=self.config.protect,
+                waits_for=self._cni,
             ),
             on_cluster,
         )
@@ -255,11 +267,13 @@ class EksCloud:
         )
 
     def stack_outputs(self) -> dict[str, Any]:
-        """`nodeSubnets` (`gpu_platform.eks.cluster.node_subnets_output`)."""
+        """`nodeSubnets` (`gpu_platform.eks.cluster.node_subnets_output`), and
+        `deployRoleTags`, the tags the stack's deploy role needs for its policy
+        (`gpu_platform.eks.iam_roles.deploy_role_tags`)."""
+        secret = self.config.is_secret("cluster")
         return {
-            "nodeSubnets": secret_if(
-                self.config.is_secret("cluster"), node_subnets_output(self._subnets)
-            )
+            "nodeSubnets": secret_if(secret, node_subnets_output(self._subnets)),
+            "deployRoleTags": secret_if(secret, deploy_role_tags(self.cluster)),
         }
 
     def _node_subnets(self) -> list[Subnet]:

@@ -23,7 +23,11 @@ from gpu_platform.eks.node_group_names import node_group_pattern
 from gpu_platform.eks.pod_identity import pod_identity
 from gpu_platform.kubernetes import helm_release
 from gpu_platform.node_identity import ResolvedPool
-from gpu_platform.versions import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGES
+from gpu_platform.versions import (
+    CLUSTER_AUTOSCALER_CHART,
+    CLUSTER_AUTOSCALER_IMAGES,
+    ContainerImage,
+)
 
 SERVICE_ACCOUNT = "cluster-autoscaler"
 
@@ -51,7 +55,7 @@ _SCALE_ACTIONS = [
 class ClusterAutoscalerArgs:
     spec: ClusterAutoscalerSpec
     cluster: EksCluster
-    image: str
+    image: ContainerImage
     """Matches the cluster's Kubernetes minor version (`autoscaler_image`)."""
     pools: Sequence[ResolvedPool]
     """The stack's GPU pools, ranked for the `priority` expander by what their capacity is."""
@@ -101,6 +105,10 @@ def autoscaler_policy(cluster: EksCluster) -> dict[str, Any]:
         f"arn:{cluster.partition}:eks:{cluster.region}:{cluster.account_id}"
         f":nodegroup/{cluster.name}/*/*"
     )
+    groups = (
+        f"arn:{cluster.partition}:autoscaling:{cluster.region}:{cluster.account_id}"
+        ":autoScalingGroup:*:autoScalingGroupName/*"
+    )
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -115,7 +123,7 @@ def autoscaler_policy(cluster: EksCluster) -> dict[str, Any]:
                 "Sid": "ScaleOwnGroups",
                 "Effect": "Allow",
                 "Action": _SCALE_ACTIONS,
-                "Resource": "*",
+                "Resource": groups,
                 "Condition": {
                     "StringEquals": {
                         f"aws:ResourceTag/{cluster_discovery_tag(cluster.name)}": "owned"
@@ -238,23 +246,25 @@ def _class_char(char: str) -> str:
 BALANCING_IGNORED_LABELS = {"balancing-ignore-label": "nodegroup-name"}
 
 
-def autoscaler_image(spec: ClusterAutoscalerSpec, kubernetes_version: str) -> str | None:
+def autoscaler_image(spec: ClusterAutoscalerSpec, kubernetes_version: str) -> ContainerImage | None:
     """The pinned image for the cluster's Kubernetes minor version, or the configured tag of the
-    same repository; None if neither exists."""
+    same repository (by tag alone); None if neither exists."""
     if spec.image_tag is None:
         return CLUSTER_AUTOSCALER_IMAGES.get(kubernetes_version)
-    repository = next(iter(CLUSTER_AUTOSCALER_IMAGES.values())).rpartition(":")[0]
-    return f"{repository}:{spec.image_tag}"
+    repository = next(iter(CLUSTER_AUTOSCALER_IMAGES.values())).repository
+    return ContainerImage(repository, spec.image_tag)
 
 
 def autoscaler_values(
     spec: ClusterAutoscalerSpec,
     cluster: EksCluster,
-    image: str,
+    image: ContainerImage,
     pools: Sequence[ResolvedPool],
 ) -> dict:
     """Chart values: auto-discovery by the cluster's tags, the expander, restricted pod."""
-    repository, _, tag = image.rpartition(":")
+    # The chart renders `<repository>:<tag>` (templates/deployment.yaml): a digest goes after
+    # the tag.
+    tag = image.tag if image.digest is None else f"{image.tag}@{image.digest}"
     priority = spec.expander == "priority"
     return {
         "cloudProvider": "aws",
@@ -262,7 +272,7 @@ def autoscaler_values(
         # Discovers groups tagged `k8s.io/cluster-autoscaler/enabled` and
         # `k8s.io/cluster-autoscaler/<cluster>` (the chart's default `autoDiscovery.tags`).
         "autoDiscovery": {"clusterName": cluster.name},
-        "image": {"repository": repository, "tag": tag},
+        "image": {"repository": image.repository, "tag": tag},
         "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
         "extraArgs": {
             "balance-similar-node-groups": spec.balance_similar_node_groups,

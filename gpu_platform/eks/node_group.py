@@ -8,7 +8,6 @@ group, and, for a Capacity Block that has yet to start, the scheduled action tha
 group when it does.
 """
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -21,6 +20,7 @@ from gpu_platform.config import EC2_RESERVED_CAPACITIES, GpuPoolSpec
 from gpu_platform.eks.autoscaler_tags import autoscaler_tags
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.efa import efa_launch_template_options
+from gpu_platform.eks.iam_roles import cluster_tags, platform_role
 from gpu_platform.eks.live_scaling import desired_size_to_send
 from gpu_platform.eks.local_storage import kubelet_disk_gib, node_config_user_data
 from gpu_platform.eks.node_group_names import node_group_name_prefix, zone_share
@@ -84,7 +84,8 @@ class EksGpuNodeGroupArgs:
     role, policy attachments, launch template and Auto Scaling group tags change or are replaced
     by ordinary updates, which protection would refuse."""
     after: Sequence[pulumi.Resource] = ()
-    """What the node groups are created and updated after: a pool's canary gate."""
+    """What the node groups are created and updated after: the VPC CNI's identity, and a pool's
+    canary gate."""
 
 
 class EksGpuNodeGroup(pulumi.ComponentResource):
@@ -306,6 +307,7 @@ def _pool_node_role(
         return args.pool.spec.aws.node_role_arn, []
     role, attachments = node_role(
         f"{name}-node-role",
+        purpose=f"pool-{args.pool.spec.name}",
         attachment_prefix=name,
         description=f"Nodes of GPU pool {args.pool.spec.name} in EKS cluster {args.cluster.name}",
         cluster=args.cluster,
@@ -318,6 +320,7 @@ def _pool_node_role(
 
 def node_role(
     name: str,
+    purpose: str,
     attachment_prefix: str,
     description: str,
     cluster: EksCluster,
@@ -325,15 +328,10 @@ def node_role(
     opts: pulumi.ResourceOptions,
     tags: Mapping[str, str] | None = None,
 ) -> tuple[iam.Role, list[iam.RolePolicyAttachment]]:
-    """A role `name` for nodes, with what a node needs attached (`NODE_POLICIES`, and
-    `CNI_POLICY` where `cni_policy_on_node_role`), each as `<attachment_prefix>-<policy>`."""
-    role = iam.Role(
-        name,
-        description=description,
-        assume_role_policy=json.dumps(EC2_TRUST_POLICY),
-        tags=tags,
-        opts=opts,
-    )
+    """A role `name` for nodes (`<prefix>.<purpose>` in IAM), with what a node needs attached
+    (`NODE_POLICIES`, and `CNI_POLICY` where `cni_policy_on_node_role`), each as
+    `<attachment_prefix>-<policy>`."""
+    role = platform_role(name, purpose, cluster, description, EC2_TRUST_POLICY, opts, tags)
     policies = [*NODE_POLICIES, *([CNI_POLICY] if cni_policy_on_node_role else [])]
     attachments = [
         iam.RolePolicyAttachment(
@@ -443,4 +441,4 @@ def _resource_tags(args: EksGpuNodeGroupArgs) -> dict[str, str]:
 
 def pool_resource_tags(cluster: EksCluster, spec: GpuPoolSpec) -> dict[str, str]:
     """The tags of a pool's AWS resources and of its instances and volumes."""
-    return {"Name": f"{cluster.name}-{spec.name}", POOL_LABEL: spec.name}
+    return {"Name": f"{cluster.name}-{spec.name}", POOL_LABEL: spec.name, **cluster_tags(cluster)}

@@ -3,7 +3,6 @@ the role, trusting Pod Identity for this cluster only, and the association that 
 service account. Pod Identity needs the cluster's EKS Pod Identity Agent add-on (the pre-flight
 check looks for it)."""
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +10,7 @@ import pulumi
 from pulumi_aws import eks, iam
 
 from gpu_platform.eks.cluster import EksCluster
+from gpu_platform.eks.iam_roles import platform_role
 
 
 @dataclass(frozen=True)
@@ -30,14 +30,10 @@ def pod_identity(
     service_account: str,
     opts: pulumi.ResourceOptions,
 ) -> PodIdentity:
-    """The role `<name>-role` for the service account `namespace`/`service_account` of
-    `cluster`, and its association `<name>-pod-identity`."""
-    role = iam.Role(
-        f"{name}-role",
-        description=description,
-        assume_role_policy=json.dumps(pod_identity_trust_policy(cluster)),
-        opts=opts,
-    )
+    """The role `<name>-role` (`<prefix>.<name>` in IAM) for the service account
+    `namespace`/`service_account` of `cluster`, and its association `<name>-pod-identity`."""
+    trust = pod_identity_trust_policy(cluster, namespace, service_account)
+    role = platform_role(f"{name}-role", name, cluster, description, trust, opts)
     association = eks.PodIdentityAssociation(
         f"{name}-pod-identity",
         cluster_name=cluster.name,
@@ -50,8 +46,16 @@ def pod_identity(
     return PodIdentity(role, association)
 
 
-def pod_identity_trust_policy(cluster: EksCluster) -> dict[str, Any]:
-    """EKS Pod Identity may assume the role, for this cluster only."""
+def pod_identity_trust_policy(
+    cluster: EksCluster, namespace: str, service_account: str
+) -> dict[str, Any]:
+    """EKS Pod Identity may assume the role for this cluster's `namespace`/`service_account`
+    only.
+
+    The association alone names the service account, and whoever may create associations in
+    the cluster could hand the role to another; the trust policy checks the session tags Pod
+    Identity sets on every assumption (EKS user guide, "Create IAM role with trust policy
+    required by EKS Pod Identity", pod-id-role.adoc, and the tags of pod-id-abac.adoc)."""
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -60,7 +64,11 @@ def pod_identity_trust_policy(cluster: EksCluster) -> dict[str, Any]:
                 "Principal": {"Service": "pods.eks.amazonaws.com"},
                 "Action": ["sts:AssumeRole", "sts:TagSession"],
                 "Condition": {
-                    "StringEquals": {"aws:SourceAccount": cluster.account_id},
+                    "StringEquals": {
+                        "aws:SourceAccount": cluster.account_id,
+                        "aws:RequestTag/kubernetes-namespace": namespace,
+                        "aws:RequestTag/kubernetes-service-account": service_account,
+                    },
                     "ArnEquals": {"aws:SourceArn": cluster.arn},
                 },
             }

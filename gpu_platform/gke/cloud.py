@@ -31,6 +31,7 @@ from gpu_platform.gke.zones import ZoneOfferings
 from gpu_platform.kubernetes.operator_values import exporter_id_problems
 from gpu_platform.kubernetes.provider import ClusterConnection, connect_with_kubeconfig_context
 from gpu_platform.node_identity import ResolvedPool, resolve_pool, sharer_for
+from gpu_platform.secrets import secret_if
 
 
 class GkeCloud:
@@ -38,6 +39,7 @@ class GkeCloud:
         self.config = config
         self._cluster: GkeCluster | None = None
         self._zones: dict[str, list[str]] = {}
+        self._node_pools: list[GkeGpuNodePool] = []
 
     @property
     def cluster(self) -> GkeCluster:
@@ -120,7 +122,7 @@ class GkeCloud:
         opts: pulumi.ResourceOptions,
         after: Sequence[pulumi.Resource] = (),
     ) -> pulumi.Resource:
-        return GkeGpuNodePool(
+        node_pool = GkeGpuNodePool(
             pool.spec.name,
             GkeGpuNodePoolArgs(
                 pool,
@@ -133,9 +135,18 @@ class GkeCloud:
             ),
             opts,
         )
+        self._node_pools.append(node_pool)
+        return node_pool
 
     def stack_outputs(self) -> dict[str, Any]:
-        return {}
+        """`nodeServiceAccounts`: each pool's node service account, on which the deploy identity
+        needs `roles/iam.serviceAccountUser` (docs/iam/README.md)."""
+        return {
+            "nodeServiceAccounts": secret_if(
+                self.config.is_secret("pools"),
+                {pool.pool_name: pool.service_account for pool in self._node_pools},
+            )
+        }
 
 
 def initial_size_problems(pool: ResolvedPool, zones: Sequence[str]) -> list[ConfigProblem]:

@@ -137,6 +137,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             ),
         )
         self.node_pool_name = self.node_pool.name
+        self.pool_name = spec.name
         self.service_account = service_account
         self.register_outputs(
             {"node_pool_name": self.node_pool_name, "service_account": self.service_account}

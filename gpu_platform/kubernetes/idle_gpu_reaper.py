@@ -1,7 +1,8 @@
 """End the GPU pods of one namespace that have held idle GPUs for longer than they may.
 
-The platform ships this file as it is, in a ConfigMap of each tenant namespace that opts in
-(`gpuIdleMinutes`), and a CronJob runs it there every 10 minutes with the standard library alone
+The platform ships this file as it is, in a ConfigMap of its own namespace, and for each tenant
+namespace that opts in (`gpuIdleMinutes`, the namespace given as `NAMESPACE`) a CronJob there,
+named after that namespace, runs it every 10 minutes with the standard library alone
 (`idle_gpu_pods.py` beside it declares those objects). Each run:
 
 1. lists the namespace's pods that hold or wait for GPUs (`nvidia.com/gpu`,
@@ -80,6 +81,10 @@ class Settings:
     idle_percent: float
     action: str = "warn"
     """One of `ACTIONS`."""
+    cron_job_name: str = COMPONENT
+    """The CronJob that runs this, in the platform's namespace, named after the namespace it
+    judges: what a run that cannot judge records its Warning Event on."""
+    cron_job_namespace: str = COMPONENT
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "Settings":
@@ -92,6 +97,8 @@ class Settings:
             idle_minutes=int(env["GPU_IDLE_MINUTES"]),
             idle_percent=float(env["IDLE_GPU_UTILIZATION_PERCENT"]),
             action=action,
+            cron_job_name=env["CRON_JOB_NAME"],
+            cron_job_namespace=env["CRON_JOB_NAMESPACE"],
         )
 
 
@@ -204,18 +211,22 @@ class Kubernetes:
         now: datetime,
         reason: str = EVENT_REASON,
         type_: str = "Normal",
+        namespace: str | None = None,
     ) -> None:
+        """An Event on `target`, of `namespace` (by default the namespace judged): Kubernetes
+        keeps an Event in its object's namespace (core validation, ValidateEventCreate)."""
+        namespace = namespace or self.namespace
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         involved = {
             "apiVersion": target.api_version,
             "kind": target.kind,
             "name": target.name,
-            "namespace": self.namespace,
+            "namespace": namespace,
         }
         event = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{target.name}.", "namespace": self.namespace},
+            "metadata": {"generateName": f"{target.name}.", "namespace": namespace},
             "involvedObject": {**involved, "uid": target.uid} if target.uid else involved,
             "reason": reason,
             "message": message,
@@ -225,7 +236,7 @@ class Kubernetes:
             "lastTimestamp": stamp,
             "count": 1,
         }
-        self.api.call("POST", self._path("v1", "events"), event)
+        self.api.call("POST", f"/api/v1/namespaces/{namespace}/events", event)
 
 
 # --- Which pods -----------------------------------------------------------------------------
@@ -507,8 +518,10 @@ def rule_interval_or_none(
     )
     log(f"{settings.namespace}: {message}")
     try:
-        cron_job = Target("batch/v1", "CronJob", COMPONENT, "")
-        kubernetes.record_event(cron_job, message, now, NO_RULE_REASON, "Warning")
+        cron_job = Target("batch/v1", "CronJob", settings.cron_job_name, "")
+        kubernetes.record_event(
+            cron_job, message, now, NO_RULE_REASON, "Warning", settings.cron_job_namespace
+        )
     except Exception as error:
         log(f"{settings.namespace}: could not record an Event: {error}")
     return None

@@ -53,7 +53,7 @@ def remover_pod_spec(config_map: str) -> dict[str, Any]:
         "containers": [
             {
                 "name": "remover",
-                "image": MIG_STARTUP_TAINT_REMOVER_IMAGE,
+                "image": MIG_STARTUP_TAINT_REMOVER_IMAGE.reference,
                 "command": ["python3", f"{SCRIPT_DIR}/{SCRIPT_FILE.name}"],
                 "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
                 "resources": {

@@ -27,15 +27,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
-from typing import Any
+from typing import Any, cast
 
 import pulumi
-from pulumi_kubernetes import apiextensions, core, helm, meta
+from pulumi_kubernetes import apiextensions, core, helm, meta, networking
 
 from gpu_platform import yaml_documents
 from gpu_platform.config import MonitoringSpec, Platform
 from gpu_platform.kubernetes import helm_release
 from gpu_platform.kubernetes.alerts import ALERTED_CLASSES, xid_classes
+from gpu_platform.kubernetes.idle_gpu_pods import REAPER_NAMESPACE
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.secrets import secret_if
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART
@@ -122,6 +123,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                     name, namespace, node_exporter_namespace, rollout, args.protect
                 )
             ]
+            self._prometheus_ingress(name, monitoring.namespace, namespace)
 
         rules = gpu_alert_rules(monitoring, args.operator_namespace)
         apiextensions.CustomResource(
@@ -189,6 +191,19 @@ class GpuMonitoring(pulumi.ComponentResource):
                 **rollout.release_args(),
             ),
             opts=pulumi.ResourceOptions(parent=self, protect=protect),
+        )
+
+    def _prometheus_ingress(
+        self, name: str, namespace_name: str, namespace: pulumi.Input[str]
+    ) -> None:
+        """Who may reach the installed Prometheus: its own namespace (Grafana, Prometheus
+        itself) on any port, and the idle GPU pod reaper's on the query port. Prometheus serves
+        every tenant's series to anyone who asks, without authentication."""
+        networking.v1.NetworkPolicy(
+            f"{name}-prometheus-ingress",
+            metadata=meta.v1.ObjectMetaArgs(name="prometheus-ingress", namespace=namespace),
+            spec=cast(Any, prometheus_ingress_spec(namespace_name)),
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
     def _managed_prometheus_scrape(self, name: str) -> None:
@@ -333,3 +348,30 @@ def _fill(document: Any, values: Mapping[str, str]) -> Any:
     if isinstance(document, list):
         return [_fill(item, values) for item in document]
     return document
+
+
+PROMETHEUS_POD_LABELS = {"app.kubernetes.io/name": "prometheus"}
+"""What the Prometheus Operator labels every Prometheus pod with (prometheus-operator,
+pkg/prometheus/statefulset.go)."""
+PROMETHEUS_PORT = 9090
+
+
+def prometheus_ingress_spec(namespace: str) -> dict[str, Any]:
+    """The NetworkPolicy of the installed Prometheus: from its namespace, and from the reaper's
+    namespace to the query port. Enforced where the cluster's network plugin enforces
+    NetworkPolicy (the VPC CNI's network policy agent on EKS, Dataplane V2 on GKE)."""
+
+    def namespace_named(name: str) -> dict[str, Any]:
+        return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
+
+    return {
+        "podSelector": {"matchLabels": PROMETHEUS_POD_LABELS},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {"from": [namespace_named(namespace)]},
+            {
+                "from": [namespace_named(REAPER_NAMESPACE)],
+                "ports": [{"protocol": "TCP", "port": PROMETHEUS_PORT}],
+            },
+        ],
+    }

@@ -28,15 +28,15 @@ and gets the job that ends its GPU pods once idle that long (`idle_gpu_pods.py`)
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import pulumi
 from pulumi_kubernetes import batch, core
 
-from gpu_platform.config import MonitoringSpec, Provisioner, TenantNamespaceSpec, quota_setting
+from gpu_platform.config import Provisioner, TenantNamespaceSpec, quota_setting
 from gpu_platform.kubernetes.gpu_pod import gpu_pod_annotations, gpu_pod_spec
-from gpu_platform.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL, declare_idle_gpu_reaper
+from gpu_platform.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.node_identity import (
     GPU_RESOURCE,
@@ -44,7 +44,6 @@ from gpu_platform.node_identity import (
     GpuSharer,
     ResolvedPool,
 )
-from gpu_platform.secrets import secret_if
 from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE
 
 QUOTA_NAME = "gpu-quota"
@@ -67,11 +66,6 @@ class GpuTenantNamespaceArgs:
     namespace: TenantNamespaceSpec
     pools: Sequence[ResolvedPool]
     """Every pool of the stack: the quota covers the GPU resources of all of them."""
-    monitoring: MonitoringSpec = field(default_factory=MonitoringSpec)
-    """Where the idle GPU pod enforcer asks Prometheus (`query_url`) and what counts as idle:
-    the stack's `gpu-platform:monitoring`, read only when the namespace sets `gpuIdleMinutes`."""
-    secret_monitoring: bool = False
-    """`monitoring` came from a config key set as a secret: keep the Prometheus URL secret."""
     provisioner: Provisioner = "cluster-autoscaler"
     """What starts the stack's GPU nodes: the smoke test asks it not to disrupt the node."""
 
@@ -131,27 +125,11 @@ class GpuTenantNamespace(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[quota]),
             )
             self.smoke_test_job_name = job.metadata.name
-        self.idle_gpu_reaper_name: pulumi.Output[str] | None = None
-        if spec.gpu_idle_minutes is not None:
-            url = args.monitoring.query_url
-            # Config validation refuses gpuIdleMinutes without a Prometheus to ask.
-            assert url is not None, f"namespace {spec.name} has no Prometheus to ask"
-            reaper = declare_idle_gpu_reaper(
-                name,
-                namespace.metadata.name,
-                spec.gpu_idle_minutes,
-                args.monitoring.idle_gpu_utilization_percent,
-                spec.gpu_idle_action,
-                secret_if(args.secret_monitoring, url),
-                parent=self,
-            )
-            self.idle_gpu_reaper_name = reaper.metadata.name
         self.register_outputs(
             {
                 "namespace_name": self.namespace_name,
                 "quota_name": self.quota_name,
                 "smoke_test_job_name": self.smoke_test_job_name,
-                "idle_gpu_reaper_name": self.idle_gpu_reaper_name,
             }
         )
 
@@ -232,7 +210,7 @@ def smoke_test_job_spec(
     script = SMOKE_TEST_SCRIPT + (SOAK_SCRIPT if soak_minutes else "")
     pod = gpu_pod_spec(
         pool,
-        GPU_SMOKE_TEST_IMAGE,
+        GPU_SMOKE_TEST_IMAGE.reference,
         ["sh", "-c", script] if pool.driver else ["nvidia-smi"],
         container_name="nvidia-smi",
         env={

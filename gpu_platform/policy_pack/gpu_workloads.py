@@ -226,11 +226,26 @@ def gpu_count_problems(pod: Pod, config: Mapping[str, Any]) -> Iterator[str]:
         )
 
 
-def image_problem(image: str) -> str | None:
+REQUIRE_DIGESTS = Setting(
+    "requireDigests",
+    {
+        "type": "boolean",
+        "default": False,
+        "description": "Require every GPU pod's image to be pinned by digest "
+        "(name:tag@sha256:...), not by tag alone: a tag can be pushed again, a digest names one "
+        "image. On in production stacks.",
+    },
+)
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def image_problem(image: str, require_digest: bool = False) -> str | None:
     """What keeps an image reference from being pinned, or None when it is pinned."""
     name, _, digest = image.partition("@")
     if digest:
-        return None
+        return None if _DIGEST.fullmatch(digest) else "has a digest that is not sha256:<64 hex>"
+    if require_digest:
+        return "has no digest"
     last_part = name.rsplit("/", 1)[-1]
     tag = last_part.partition(":")[2]
     if not tag:
@@ -241,14 +256,20 @@ def image_problem(image: str) -> str | None:
 def image_problems(pod: Pod, config: Mapping[str, Any]) -> Iterator[str]:
     if not is_gpu_pod(pod):
         return
+    require_digest = REQUIRE_DIGESTS.read(config)
+    pin = (
+        "pin its digest (image:tag@sha256:...; " + REQUIRE_DIGESTS.key + " is on)"
+        if require_digest
+        else "pin a version tag or a digest (image@sha256:...)"
+    )
     for container in pod.containers():
         image = value_at(container.props, "image")
-        problem = image_problem(image) if isinstance(image, str) else None
+        problem = image_problem(image, require_digest) if isinstance(image, str) else None
         if problem:
             yield (
                 f"{container.label} image {shown(image)} "
-                f"({pod.container_field(container, 'image')}) {problem}. Fix: pin a version tag "
-                "or a digest (image@sha256:...), so every node runs the same image."
+                f"({pod.container_field(container, 'image')}) {problem}. Fix: {pin}, so every "
+                "node runs the same image."
             )
 
 
@@ -293,7 +314,8 @@ POLICIES = [
     ),
     pod_policy(
         "gpu-pods-pinned-images",
-        "GPU pods run images pinned to a version tag or a digest.",
+        "GPU pods run images pinned to a version tag or a digest (a digest with requireDigests).",
         image_problems,
+        REQUIRE_DIGESTS,
     ),
 ]

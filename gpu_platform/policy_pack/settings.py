@@ -28,6 +28,8 @@ class Setting:
                 return int(value) if valid and float(value).is_integer() else default
             case "object":
                 return dict(value) if isinstance(value, dict) else dict(default)
+            case "boolean":
+                return value if isinstance(value, bool) else default
             case "array":
                 valid = isinstance(value, list) and all(isinstance(v, str) for v in value)
                 return tuple(value) if valid else tuple(default)

@@ -124,6 +124,7 @@ def test_the_platform_registers_its_stack_outputs(
 
     (outputs,) = registered
     assert sorted(outputs) == [
+        "deployRoleTags",
         "gpuOperatorNamespace",
         "gpuOperatorVersion",
         "gpuPools",

@@ -404,7 +404,9 @@ def _launch_template(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _role(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
-    return {"arn": f"arn:aws:iam::{STAND_IN_ACCOUNT}:role/{name}", "name": name}
+    """A role's ARN and name: the name the program gives it, else the resource's name."""
+    role = inputs.get("name") or name
+    return {"arn": f"arn:aws:iam::{STAND_IN_ACCOUNT}:role/{role}", "name": role}
 
 
 def _pod_identity_association(name: str, inputs: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,6 @@ association, and two Helm releases from AWS's OCI registry: `karpenter-crd`, whi
 CRDs, then `karpenter`.
 """
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from pulumi_kubernetes import helm
 
 from gpu_platform.config import KarpenterSpec
 from gpu_platform.eks.cluster import EksCluster
+from gpu_platform.eks.iam_roles import cluster_tags, name_prefix
 from gpu_platform.eks.karpenter.labels import NODE_POOL_LABEL
 from gpu_platform.eks.node_group import node_role
 from gpu_platform.eks.pod_identity import pod_identity
@@ -37,13 +37,12 @@ from gpu_platform.node_identity import POOL_LABEL
 from gpu_platform.versions import KARPENTER_CHART, KARPENTER_CRD_CHART
 
 SERVICE_ACCOUNT = "karpenter"
+NODE_ROLE_PURPOSE = "karpenter-nodes"
+"""The node role is `<prefix>.karpenter-nodes` (`gpu_platform.eks.iam_roles`)."""
 
 # The template's queue: messages older than five minutes are of no use to the controller, and
 # SQS encrypts them at rest with its own keys.
 QUEUE_RETENTION_SECONDS = 300
-# CreateQueue takes names of up to 80 letters, digits, '-' and '_'; EKS cluster names run to 100.
-_QUEUE_NAME_LIMIT = 80
-_QUEUE_SUFFIX = "-karpenter"
 
 # The template's EventBridge rules (ScheduledChangeRule, SpotInterruptionRule, RebalanceRule,
 # InstanceStateChangeRule, CapacityReservationInterruptionRule): resource name suffix -> the
@@ -77,6 +76,8 @@ class KarpenterControllerArgs:
     """Protect the two releases from deletion and replacement. Uninstalling `karpenter-crd`
     deletes the CRDs, and with them every NodePool and NodeClaim: Karpenter would terminate
     every node it launched. Their AWS side changes or is replaced by ordinary updates."""
+    waits_for: Sequence[pulumi.Resource] = ()
+    """What must exist before the controller launches a node: the VPC CNI's identity."""
 
 
 class KarpenterController(pulumi.ComponentResource):
@@ -94,18 +95,34 @@ class KarpenterController(pulumi.ComponentResource):
             message_retention_seconds=QUEUE_RETENTION_SECONDS,
             sqs_managed_sse_enabled=True,
             region=cluster.region,
+            tags=cluster_tags(cluster),
             opts=child,
         )
+        rules = [
+            _interruption_rule(name, event, source, detail_type, cluster, child)
+            for event, (source, detail_type) in INTERRUPTION_EVENTS.items()
+        ]
         queue_policy = sqs.QueuePolicy(
             f"{name}-interruption-queue-policy",
             queue_url=queue.url,
-            policy=queue.arn.apply(lambda arn: json.dumps(interruption_queue_policy(arn))),
+            policy=pulumi.Output.all(queue.arn, *(rule.arn for rule in rules)).apply(
+                lambda arns: json.dumps(interruption_queue_policy(arns[0], arns[1:]))
+            ),
             region=cluster.region,
             opts=child,
         )
         targets = [
-            _queue_target(f"{name}-{event}", source, detail_type, queue, cluster, child)
-            for event, (source, detail_type) in INTERRUPTION_EVENTS.items()
+            cloudwatch.EventTarget(
+                f"{rule_name}-target",
+                rule=rule.name,
+                arn=queue.arn,
+                target_id=_QUEUE_TARGET_ID,
+                region=cluster.region,
+                opts=child,
+            )
+            for rule_name, rule in zip(
+                (f"{name}-{event}" for event in INTERRUPTION_EVENTS), rules, strict=True
+            )
         ]
         # The template's KarpenterNodeRole with the policies of the managed node groups' roles
         # (the EKS user guide's node IAM role, create-node-role.adoc). The template also
@@ -114,6 +131,7 @@ class KarpenterController(pulumi.ComponentResource):
         # instance run commands as root on the GPU nodes.
         node_iam_role, attachments = node_role(
             f"{name}-node-role",
+            purpose=NODE_ROLE_PURPOSE,
             attachment_prefix=f"{name}-node",
             description=f"Nodes Karpenter launches for the GPU pools of EKS cluster {cluster.name}",
             cluster=cluster,
@@ -126,6 +144,7 @@ class KarpenterController(pulumi.ComponentResource):
             principal_arn=node_iam_role.arn,
             type=ACCESS_ENTRY_TYPE,
             region=cluster.region,
+            tags=cluster_tags(cluster),
             opts=child,
         )
         identity = pod_identity(
@@ -182,6 +201,7 @@ class KarpenterController(pulumi.ComponentResource):
                     *targets,
                     access_entry,
                     *attachments,
+                    *args.waits_for,
                 ],
             ),
         )
@@ -197,29 +217,41 @@ class KarpenterController(pulumi.ComponentResource):
 
 
 def interruption_queue_name(cluster_name: str) -> str:
-    """`<cluster>-karpenter`, shortened with a digest of the cluster's name where SQS would refuse
-    the length. The template names the queue after the cluster alone; the suffix keeps it apart
-    from a queue a cluster set up by hand that way already has."""
-    name = f"{cluster_name}{_QUEUE_SUFFIX}"
-    if len(name) <= _QUEUE_NAME_LIMIT:
-        return name
-    digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:8]
-    kept = _QUEUE_NAME_LIMIT - len(_QUEUE_SUFFIX) - len(digest) - 1
-    return f"{cluster_name[:kept]}-{digest}{_QUEUE_SUFFIX}"
+    """`<prefix>-karpenter`, the stack's name prefix (`gpu_platform.eks.iam_roles`), which the
+    deploy policy limits its SQS actions to; well within SQS's 80 characters. The template names
+    the queue after the cluster alone; the suffix keeps it apart from a queue a cluster set up
+    by hand that way already has."""
+    return f"{name_prefix(cluster_name)}-karpenter"
 
 
-def interruption_queue_policy(queue_arn: str) -> dict[str, Any]:
-    """The template's KarpenterInterruptionQueuePolicy: EventBridge (and SQS) may send to the
-    queue, and nothing reaches it without TLS."""
+def interruption_rule_name(cluster_name: str, event: str) -> str:
+    """`<prefix>.<event>`: under the stack's name prefix, which the deploy policy limits its
+    EventBridge actions to, and within EventBridge's 64 characters."""
+    return f"{name_prefix(cluster_name)}.{event}"
+
+
+def interruption_queue_policy(queue_arn: str, rule_arns: Sequence[str]) -> dict[str, Any]:
+    """The template's KarpenterInterruptionQueuePolicy, narrowed: only the stack's five
+    EventBridge rules may send to the queue, and nothing reaches it without TLS.
+
+    The template lets `events.amazonaws.com` and `sqs.amazonaws.com` send with no condition, so
+    any rule anyone in any account creates could target the queue and forge Spot interruptions
+    that drain GPU nodes. EventBridge sends on behalf of a rule with the rule's ARN as
+    `aws:SourceArn` (EventBridge user guide, "Using resource-based policies for Amazon
+    EventBridge", Amazon SQS permissions). SQS sends nothing to a queue itself unless it is a
+    dead-letter or redrive target, which this queue is not, so `sqs.amazonaws.com` is left
+    out."""
     return {
         "Version": "2012-10-17",
         "Id": "EC2InterruptionPolicy",
         "Statement": [
             {
+                "Sid": "TheClustersInterruptionRules",
                 "Effect": "Allow",
-                "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+                "Principal": {"Service": "events.amazonaws.com"},
                 "Action": "sqs:SendMessage",
                 "Resource": queue_arn,
+                "Condition": {"ArnEquals": {"aws:SourceArn": list(rule_arns)}},
             },
             {
                 "Sid": "DenyHTTP",
@@ -237,27 +269,21 @@ def interruption_event_pattern(source: str, detail_type: str) -> dict[str, list[
     return {"source": [source], "detail-type": [detail_type]}
 
 
-def _queue_target(
+def _interruption_rule(
     name: str,
+    event: str,
     source: str,
     detail_type: str,
-    queue: sqs.Queue,
     cluster: EksCluster,
     child: pulumi.ResourceOptions,
-) -> cloudwatch.EventTarget:
-    rule = cloudwatch.EventRule(
-        name,
+) -> cloudwatch.EventRule:
+    return cloudwatch.EventRule(
+        f"{name}-{event}",
+        name=interruption_rule_name(cluster.name, event),
         description=f"{detail_type} events for Karpenter of EKS cluster {cluster.name}",
         event_pattern=json.dumps(interruption_event_pattern(source, detail_type)),
         region=cluster.region,
-        opts=child,
-    )
-    return cloudwatch.EventTarget(
-        f"{name}-target",
-        rule=rule.name,
-        arn=queue.arn,
-        target_id=_QUEUE_TARGET_ID,
-        region=cluster.region,
+        tags=cluster_tags(cluster),
         opts=child,
     )
 
@@ -286,12 +312,16 @@ def controller_policies(
         cluster.name,
     )
     ec2 = f"arn:{partition}:ec2:{region}"
+    # What the controller creates, tags and deletes is in the cluster's account; the template's
+    # `*` account is kept only for what a launch may use from another account: subnets,
+    # security groups, capacity reservations and placement groups shared through AWS RAM.
+    own = f"{ec2}:{account}"
     profiles = f"arn:{partition}:iam::{account}:instance-profile/*"
     cluster_arn = f"arn:{partition}:eks:{region}:{account}:cluster/{name}"
     owned = {f"kubernetes.io/cluster/{name}": "owned"}
     tagged_for_nodepool = {"StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}
     created_resources = [
-        f"{ec2}:*:{kind}/*"
+        f"{own}:{kind}/*"
         for kind in (
             "fleet",
             "instance",
@@ -327,7 +357,7 @@ def controller_policies(
             {
                 "Sid": "AllowScopedEC2LaunchTemplateAccessActions",
                 "Effect": "Allow",
-                "Resource": f"{ec2}:*:launch-template/*",
+                "Resource": f"{own}:launch-template/*",
                 "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
                 "Condition": {
                     "StringEquals": _tags("aws:ResourceTag", owned),
@@ -360,7 +390,7 @@ def controller_policies(
             {
                 "Sid": "AllowScopedResourceTagging",
                 "Effect": "Allow",
-                "Resource": f"{ec2}:*:instance/*",
+                "Resource": f"{own}:instance/*",
                 "Action": "ec2:CreateTags",
                 "Condition": {
                     "StringEquals": _tags("aws:ResourceTag", owned),
@@ -374,7 +404,7 @@ def controller_policies(
             {
                 "Sid": "AllowScopedDeletion",
                 "Effect": "Allow",
-                "Resource": [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
+                "Resource": [f"{own}:instance/*", f"{own}:launch-template/*"],
                 "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
                 "Condition": {
                     "StringEquals": _tags("aws:ResourceTag", owned),

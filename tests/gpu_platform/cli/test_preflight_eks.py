@@ -421,6 +421,26 @@ def test_without_the_pod_identity_agent_the_autoscaler_would_be_stuck(
     )
 
 
+def test_without_the_pod_identity_agent_the_vpc_cni_would_have_no_credentials(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    # A cluster that runs its own autoscaler: the VPC CNI's role is then the stack's only
+    # Pod Identity role.
+    cluster(aws)
+    pod_identity_agent(aws, installed=False)
+    quota(quotas, SPOT_G, 32)
+
+    findings = preflight_eks.preflight(
+        stack(lambda c: c.update({"gpu-platform:autoscaler": {"install": False}})), aws
+    )
+
+    assert findings[1].severity == "blocking"
+    assert findings[1].message == (
+        "No eks-pod-identity-agent add-on: the VPC CNI would get no AWS credentials of its own"
+        " (cluster.vpcCniRole) and new nodes no pod addresses."
+    )
+
+
 def on_karpenter(config: Config) -> None:
     """The dev stack's pools under Karpenter, which takes whole GPUs and no minimum."""
     config["gpu-platform:provisioner"] = "karpenter"
@@ -469,13 +489,17 @@ def test_karpenters_own_nodes_count_within_their_pools_max(
     assert findings[-1].message.endswith("with no other instance using them now.")
 
 
-def test_the_agent_is_not_required_where_the_stack_installs_no_autoscaler(
+def test_the_agent_is_not_required_where_the_stack_makes_no_pod_identity_role(
     aws: AwsClients, quotas: Stubber
 ) -> None:
     cluster(aws)
     quota(quotas, SPOT_G, 32)
 
-    config = stack(lambda c: c.update({"gpu-platform:autoscaler": {"install": False}}))
+    def neither(config: Config) -> None:
+        config["gpu-platform:autoscaler"] = {"install": False}
+        config["gpu-platform:cluster"]["vpcCniRole"] = False
+
+    config = stack(neither)
     findings = preflight_eks.preflight(config, aws)
 
     assert "eks-pod-identity-agent" not in " ".join(f.message for f in findings)

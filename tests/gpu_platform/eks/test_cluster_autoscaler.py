@@ -7,9 +7,15 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource
+from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.cli.stand_ins import aws as stand_in
-from gpu_platform.versions import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGES
+from gpu_platform.eks import cluster_autoscaler
+from gpu_platform.versions import (
+    CLUSTER_AUTOSCALER_CHART,
+    CLUSTER_AUTOSCALER_IMAGES,
+    ContainerImage,
+)
+from tests.repository import PROJECT
 
 from .plans import RELEASE, asg_tags, problems_of, with_aws_options, with_extra_pool, with_pool
 from .priority_expander import best_options, parsed_priorities, rendered_config_map
@@ -123,8 +129,24 @@ def test_image_matches_the_clusters_kubernetes_minor(dev_plan: Plan) -> None:
     image = release(dev_plan).inputs["values"]["image"]
 
     # The stand-in cluster runs Kubernetes 1.35.
-    assert f"{image['repository']}:{image['tag']}" == CLUSTER_AUTOSCALER_IMAGES["1.35"]
+    assert f"{image['repository']}:{image['tag']}" == CLUSTER_AUTOSCALER_IMAGES["1.35"].reference
     assert image["tag"].startswith("v1.35.")
+
+
+def test_a_pinned_digest_goes_after_the_tag_the_chart_renders(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The chart renders the image as `<repository>:<tag>` (charts/cluster-autoscaler/templates/
+    # deployment.yaml), so the digest rides on the tag.
+    digest = "sha256:" + "5e" * 32
+    pinned = ContainerImage("registry.k8s.io/autoscaling/cluster-autoscaler", "v1.35.2", digest)
+    monkeypatch.setitem(cluster_autoscaler.CLUSTER_AUTOSCALER_IMAGES, "1.35", pinned)
+
+    image = release(run_program("dev", project=PROJECT)).inputs["values"]["image"]
+
+    assert f"{image['repository']}:{image['tag']}" == (
+        f"registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.2@{digest}"
+    )
 
 
 @pytest.mark.parametrize("version", sorted(CLUSTER_AUTOSCALER_IMAGES))
@@ -406,7 +428,7 @@ def test_pod_identity_ties_the_service_account_to_the_role(dev_plan: Plan) -> No
     assert association["clusterName"] == "ml-dev"
     assert association["namespace"] == release(dev_plan).inputs["namespace"]
     assert association["serviceAccount"] == values["rbac"]["serviceAccount"]["name"]
-    assert association["roleArn"].endswith(":role/cluster-autoscaler-role")
+    assert association["roleArn"].endswith(":role/ml-dev.cluster-autoscaler")
 
 
 def test_release_waits_for_its_credentials(dev_plan: Plan) -> None:
@@ -425,7 +447,11 @@ def test_role_trusts_eks_pod_identity_for_this_cluster_only(dev_plan: Plan) -> N
             "Principal": {"Service": "pods.eks.amazonaws.com"},
             "Action": ["sts:AssumeRole", "sts:TagSession"],
             "Condition": {
-                "StringEquals": {"aws:SourceAccount": "123456789012"},
+                "StringEquals": {
+                    "aws:SourceAccount": "123456789012",
+                    "aws:RequestTag/kubernetes-namespace": "kube-system",
+                    "aws:RequestTag/kubernetes-service-account": "cluster-autoscaler",
+                },
                 "ArnEquals": {"aws:SourceArn": "arn:aws:eks:us-east-1:123456789012:cluster/ml-dev"},
             },
         }
@@ -490,5 +516,5 @@ def test_clusters_running_their_own_autoscaler_get_none_but_keep_the_hints(
 
     assert plan.of_type(COMPONENT) == []
     assert plan.of_type(RELEASE) == [plan.named("gpu-operator", RELEASE)]
-    assert plan.of_type(ASSOCIATION) == []
+    assert [a.inputs["serviceAccount"] for a in plan.of_type(ASSOCIATION)] == ["aws-node"]
     assert "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu" in asg_tags(plan)

@@ -22,6 +22,7 @@ from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.eks.karpenter.controller import interruption_queue_name
 from gpu_platform.kubernetes.chart_keys import KEY_LISTS_DIR, chart_key_paths, key_paths
 from gpu_platform.versions import KARPENTER_CHART
+from tests.iam_policy import Request, allowed
 from tests.repository import PROJECT
 
 from .aws_api import request_problems, service_model
@@ -49,7 +50,7 @@ CLUSTER_ARN = "arn:aws:eks:us-east-1:123456789012:cluster/ml-karpenter-dev"
 QUEUE_NAME = "ml-karpenter-dev-karpenter"
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:ml-karpenter-dev-karpenter"
 # The stand-in names a role after its resource.
-NODE_ROLE_ARN = "arn:aws:iam::123456789012:role/karpenter-node-role"
+NODE_ROLE_ARN = "arn:aws:iam::123456789012:role/ml-karpenter-dev.karpenter-nodes"
 POOLS = ("t4-spot", "l4-on-demand")
 # Values maps whose entries are Kubernetes' (a container's resources), not the chart's keys.
 OPAQUE_VALUES = {"controller.resources"}
@@ -120,16 +121,14 @@ def test_releases_are_installed_through_the_clusters_provider(plan: Plan) -> Non
 def test_the_controller_starts_with_its_credentials_queue_and_node_access_in_place(
     plan: Plan,
 ) -> None:
-    needed = [
-        *plan.of_type(ASSOCIATION),
-        *plan.of_type(POLICY),
-        *plan.of_type(QUEUE_POLICY),
-        *plan.of_type(TARGET),
-        *plan.of_type(ACCESS_ENTRY),
-        *plan.of_type(ATTACHMENT),
-    ]
+    (controller,) = plan.of_type(COMPONENT)
+    kinds = (ASSOCIATION, POLICY, QUEUE_POLICY, TARGET, ACCESS_ENTRY, ATTACHMENT)
+    needed = [r for r in plan.children_of(controller) if r.type in kinds]
+    # The VPC CNI's role and association too: nodes the controller launches need it.
+    (cni,) = plan.of_type("gpu-platform:eks:VpcCniIdentity")
+    needed += plan.children_of(cni)
 
-    assert len(needed) == 1 + 5 + 1 + 5 + 1 + 3
+    assert len(needed) == 1 + 5 + 1 + 5 + 1 + 2 + 3
     assert {r.urn for r in needed} <= set(release(plan).dependencies)
 
 
@@ -173,7 +172,7 @@ def test_the_service_account_is_the_one_pod_identity_serves(plan: Plan) -> None:
     assert association["clusterName"] == CLUSTER
     assert association["namespace"] == release(plan).inputs["namespace"] == "kube-system"
     assert association["serviceAccount"] == values(plan)["serviceAccount"]["name"] == "karpenter"
-    assert association["roleArn"] == "arn:aws:iam::123456789012:role/karpenter-role"
+    assert association["roleArn"] == "arn:aws:iam::123456789012:role/ml-karpenter-dev.karpenter"
 
 
 def test_the_controller_runs_on_no_karpenter_node_and_no_gpu_node(plan: Plan) -> None:
@@ -222,35 +221,53 @@ def test_the_queue_keeps_messages_five_minutes_encrypted_by_sqs(plan: Plan) -> N
         "messageRetentionSeconds": 300,
         "sqsManagedSseEnabled": True,
         "region": "us-east-1",
+        "tags": {"gpu-platform.io/cluster": "ml-karpenter-dev"},
     }
 
 
 def test_a_long_cluster_name_still_makes_a_queue_name_sqs_takes() -> None:
+    # CreateQueue takes names of up to 80 letters, digits, '-' and '_' (botocore's SQS model);
+    # EKS cluster names run to 100.
     longest, other = "c" * 100, "c" * 99 + "d"
 
     name = interruption_queue_name(longest)
 
-    assert len(name) == 80 and name.endswith("-karpenter")
+    assert len(name) <= 80 and name.endswith("-karpenter")
     assert name != interruption_queue_name(other)
     assert interruption_queue_name("ml") == "ml-karpenter"
 
 
-def test_eventbridge_may_send_to_the_queue_and_nothing_reaches_it_without_tls(plan: Plan) -> None:
+RULE_ARNS = [
+    f"arn:aws:events:us-east-1:123456789012:rule/ml-karpenter-dev.{event}"
+    for event in (
+        "scheduled-change",
+        "spot-interruption",
+        "rebalance",
+        "instance-state-change",
+        "capacity-reservation-interruption",
+    )
+]
+
+
+def test_only_the_five_rules_may_send_to_the_queue_and_nothing_without_tls(plan: Plan) -> None:
     queue_policy = plan.named("karpenter-interruption-queue-policy", QUEUE_POLICY).inputs
 
     assert queue_policy["queueUrl"] == (
         "https://sqs.us-east-1.amazonaws.com/123456789012/ml-karpenter-dev-karpenter"
     )
-    # The template's KarpenterInterruptionQueuePolicy.
+    # The template's KarpenterInterruptionQueuePolicy, with `aws:SourceArn` on the rules and
+    # without `sqs.amazonaws.com`.
     assert json.loads(queue_policy["policy"]) == {
         "Version": "2012-10-17",
         "Id": "EC2InterruptionPolicy",
         "Statement": [
             {
+                "Sid": "TheClustersInterruptionRules",
                 "Effect": "Allow",
-                "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+                "Principal": {"Service": "events.amazonaws.com"},
                 "Action": "sqs:SendMessage",
                 "Resource": QUEUE_ARN,
+                "Condition": {"ArnEquals": {"aws:SourceArn": RULE_ARNS}},
             },
             {
                 "Sid": "DenyHTTP",
@@ -262,6 +279,32 @@ def test_eventbridge_may_send_to_the_queue_and_nothing_reaches_it_without_tls(pl
             },
         ],
     }
+
+
+@pytest.mark.parametrize(
+    ("principal", "source", "sends"),
+    [
+        ("events.amazonaws.com", RULE_ARNS[1], True),
+        # A rule anyone else creates, in this account or another, forging Spot interruptions.
+        ("events.amazonaws.com", "arn:aws:events:us-east-1:123456789012:rule/forged", False),
+        (
+            "events.amazonaws.com",
+            "arn:aws:events:us-east-1:999999999999:rule/ml-karpenter-dev.rebalance",
+            False,
+        ),
+        ("events.amazonaws.com", None, False),
+        ("sqs.amazonaws.com", None, False),
+    ],
+)
+def test_who_may_send_interruptions_to_the_queue(
+    plan: Plan, principal: str, source: str | None, sends: bool
+) -> None:
+    policy = json.loads(
+        plan.named("karpenter-interruption-queue-policy", QUEUE_POLICY).inputs["policy"]
+    )
+    context = {"aws:SecureTransport": "true"} | ({"aws:SourceArn": source} if source else {})
+
+    assert allowed(Request("sqs:SendMessage", QUEUE_ARN, context, principal), [policy]) is sends
 
 
 def test_each_rule_of_the_template_matches_its_events(plan: Plan) -> None:
@@ -282,7 +325,7 @@ def test_each_rule_of_the_template_matches_its_events(plan: Plan) -> None:
 
 
 def test_each_rule_sends_its_events_to_the_queue(plan: Plan) -> None:
-    rules = {r.name: r.computed_outputs["name"] for r in plan.of_type(RULE)}
+    rules = {r.name: r.inputs["name"] for r in plan.of_type(RULE)}
     targets = {r.name: r.inputs for r in plan.of_type(TARGET)}
 
     assert targets == {
@@ -308,7 +351,11 @@ def test_the_role_trusts_eks_pod_identity_for_this_cluster_only(plan: Plan) -> N
             "Principal": {"Service": "pods.eks.amazonaws.com"},
             "Action": ["sts:AssumeRole", "sts:TagSession"],
             "Condition": {
-                "StringEquals": {"aws:SourceAccount": "123456789012"},
+                "StringEquals": {
+                    "aws:SourceAccount": "123456789012",
+                    "aws:RequestTag/kubernetes-namespace": "kube-system",
+                    "aws:RequestTag/kubernetes-service-account": "karpenter",
+                },
                 "ArnEquals": {"aws:SourceArn": CLUSTER_ARN},
             },
         }
@@ -321,13 +368,16 @@ def test_every_policy_is_on_the_controllers_role(plan: Plan) -> None:
 
 
 EC2 = "arn:aws:ec2:us-east-1"
+# Where the template says any account (`*`), what the controller creates, tags and deletes is
+# limited to the cluster's; only what a launch may use from another account stays open.
+OWN = f"{EC2}:123456789012"
 CREATED = [
-    f"{EC2}:*:fleet/*",
-    f"{EC2}:*:instance/*",
-    f"{EC2}:*:volume/*",
-    f"{EC2}:*:network-interface/*",
-    f"{EC2}:*:launch-template/*",
-    f"{EC2}:*:spot-instances-request/*",
+    f"{OWN}:fleet/*",
+    f"{OWN}:instance/*",
+    f"{OWN}:volume/*",
+    f"{OWN}:network-interface/*",
+    f"{OWN}:launch-template/*",
+    f"{OWN}:spot-instances-request/*",
 ]
 PROFILES = "arn:aws:iam::123456789012:instance-profile/*"
 OWNED = "kubernetes.io/cluster/ml-karpenter-dev"
@@ -352,7 +402,7 @@ UPSTREAM_POLICIES: dict[str, list[dict[str, Any]]] = {
         {
             "Sid": "AllowScopedEC2LaunchTemplateAccessActions",
             "Effect": "Allow",
-            "Resource": f"{EC2}:*:launch-template/*",
+            "Resource": f"{OWN}:launch-template/*",
             "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
             "Condition": {
                 "StringEquals": {f"aws:ResourceTag/{OWNED}": "owned"},
@@ -389,7 +439,7 @@ UPSTREAM_POLICIES: dict[str, list[dict[str, Any]]] = {
         {
             "Sid": "AllowScopedResourceTagging",
             "Effect": "Allow",
-            "Resource": f"{EC2}:*:instance/*",
+            "Resource": f"{OWN}:instance/*",
             "Action": "ec2:CreateTags",
             "Condition": {
                 "StringEquals": {f"aws:ResourceTag/{OWNED}": "owned"},
@@ -403,7 +453,7 @@ UPSTREAM_POLICIES: dict[str, list[dict[str, Any]]] = {
         {
             "Sid": "AllowScopedDeletion",
             "Effect": "Allow",
-            "Resource": [f"{EC2}:*:instance/*", f"{EC2}:*:launch-template/*"],
+            "Resource": [f"{OWN}:instance/*", f"{OWN}:launch-template/*"],
             "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
             "Condition": {
                 "StringEquals": {f"aws:ResourceTag/{OWNED}": "owned"},
@@ -584,25 +634,32 @@ def test_the_node_role_trusts_ec2(plan: Plan) -> None:
     }
 
 
+def node_role_attachments(plan: Plan) -> list[PlannedResource]:
+    (controller,) = plan.of_type(COMPONENT)
+    return [r for r in plan.children_of(controller) if r.type == ATTACHMENT]
+
+
 def attached_policies(plan: Plan) -> set[str]:
-    return {r.inputs["policyArn"] for r in plan.of_type(ATTACHMENT)}
+    return {r.inputs["policyArn"] for r in node_role_attachments(plan)}
 
 
 def test_the_node_role_gets_what_a_node_needs_and_no_ssm_access(plan: Plan) -> None:
-    assert {r.inputs["role"] for r in plan.of_type(ATTACHMENT)} == {"karpenter-node-role"}
+    # The VPC CNI's policy is on its own role (`cluster.vpcCniRole`), not on the nodes'.
+    assert {r.inputs["role"] for r in node_role_attachments(plan)} == {
+        "ml-karpenter-dev.karpenter-nodes"
+    }
     assert attached_policies(plan) == {
         "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
         "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
-        "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     }
 
 
-def test_the_cni_policy_stays_off_where_the_cni_has_its_own_identity(
+def test_the_cni_policy_goes_on_the_node_role_only_when_asked(
     karpenter_config: Config, plan_for: PlanFor
 ) -> None:
-    karpenter_config["gpu-platform:cluster"]["cniPolicyOnNodeRole"] = False
+    karpenter_config["gpu-platform:cluster"]["cniPolicyOnNodeRole"] = True
 
-    assert "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy" not in attached_policies(
+    assert "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy" in attached_policies(
         plan_for(karpenter_config)
     )
 
@@ -628,7 +685,7 @@ def test_the_node_role_joins_the_cluster_through_an_ec2_linux_access_entry(plan:
 
 def test_each_node_class_launches_nodes_with_the_node_role(plan: Plan) -> None:
     assert [r.inputs["spec"]["role"] for r in plan.of_type(NODE_CLASS)] == [
-        "karpenter-node-role"
+        "ml-karpenter-dev.karpenter-nodes"
     ] * len(POOLS)
 
 
@@ -679,7 +736,7 @@ def test_the_controller_is_one_component_parenting_its_aws_side_and_releases(
         RULE: 5,
         TARGET: 5,
         ROLE: 2,
-        ATTACHMENT: 3,
+        ATTACHMENT: 2,
         ACCESS_ENTRY: 1,
         POLICY: 5,
         ASSOCIATION: 1,

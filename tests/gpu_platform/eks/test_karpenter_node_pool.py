@@ -584,6 +584,7 @@ def test_instances_are_tagged_with_cluster_and_pool() -> None:
     assert node_class_spec(karpenter_args())["tags"] == {
         "Name": "ml-dev-gpus",
         "gpu-platform.io/pool": "gpus",
+        "gpu-platform.io/cluster": "ml-dev",
     }
 
 

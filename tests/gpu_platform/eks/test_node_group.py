@@ -302,28 +302,33 @@ def test_node_role_is_assumed_by_ec2_only(dev_plan: Plan) -> None:
     ]
 
 
-def test_node_role_has_the_node_policies_and_the_cni_policy(dev_plan: Plan) -> None:
-    arns = {r.inputs["policyArn"] for r in dev_plan.of_type(ATTACHMENT)}
+def node_role_policies(plan: Plan) -> set[str]:
+    return {
+        r.inputs["policyArn"] for r in plan.children_of(component(plan)) if r.type == ATTACHMENT
+    }
 
-    assert arns == {f"arn:aws:iam::aws:policy/{p}" for p in (*NODE_POLICIES, CNI_POLICY)}
+
+def test_node_role_has_the_node_policies_and_not_the_cni_policy(dev_plan: Plan) -> None:
+    # The VPC CNI's policy is on its own role (`cluster.vpcCniRole`), not on the nodes'.
+    assert node_role_policies(dev_plan) == {f"arn:aws:iam::aws:policy/{p}" for p in NODE_POLICIES}
     assert NODE_POLICIES == ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
 
 
-def test_cni_policy_is_left_off_when_the_cni_has_its_own_identity(
+def test_cni_policy_goes_on_the_node_role_only_when_asked(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
-    with_cluster(dev_config, cniPolicyOnNodeRole=False)
+    with_cluster(dev_config, cniPolicyOnNodeRole=True)
 
-    arns = {r.inputs["policyArn"] for r in plan_for(dev_config).of_type(ATTACHMENT)}
-
-    assert arns == {f"arn:aws:iam::aws:policy/{p}" for p in NODE_POLICIES}
+    assert node_role_policies(plan_for(dev_config)) == {
+        f"arn:aws:iam::aws:policy/{p}" for p in (*NODE_POLICIES, CNI_POLICY)
+    }
 
 
 def test_node_group_waits_for_its_role_policies(dev_plan: Plan) -> None:
-    attachments = {r.urn for r in dev_plan.of_type(ATTACHMENT)}
+    attachments = {r.urn for r in dev_plan.children_of(component(dev_plan)) if r.type == ATTACHMENT}
 
     assert attachments <= set(node_group(dev_plan).dependencies)
-    assert node_group(dev_plan).inputs["nodeRoleArn"].endswith(":role/t4-shared-node-role")
+    assert node_group(dev_plan).inputs["nodeRoleArn"].endswith(":role/ml-dev.pool-t4-shared")
 
 
 def test_a_node_role_from_config_is_used_and_none_created(
@@ -335,8 +340,7 @@ def test_a_node_role_from_config_is_used_and_none_created(
     plan = plan_for(dev_config)
 
     assert node_group(plan).inputs["nodeRoleArn"] == arn
-    assert not [r for r in plan.of_type(ROLE) if r.parent == component(plan).urn]
-    assert plan.of_type(ATTACHMENT) == []
+    assert not [r for r in plan.children_of(component(plan)) if r.type in (ROLE, ATTACHMENT)]
 
 
 def test_no_access_entry_or_aws_auth_mapping_is_created_for_the_node_role(dev_plan: Plan) -> None:
@@ -433,7 +437,11 @@ def test_bottlerocket_data_volume_takes_the_disk_size_and_both_are_encrypted(
 
 def test_instances_and_volumes_are_tagged_with_cluster_and_pool(dev_plan: Plan) -> None:
     specs = launch_template(dev_plan).inputs["tagSpecifications"]
-    tags = {"Name": "ml-dev-t4-shared", "gpu-platform.io/pool": "t4-shared"}
+    tags = {
+        "Name": "ml-dev-t4-shared",
+        "gpu-platform.io/pool": "t4-shared",
+        "gpu-platform.io/cluster": "ml-dev",
+    }
 
     assert specs == [
         {"resourceType": "instance", "tags": tags},

@@ -1,7 +1,9 @@
-"""The idle GPU pod enforcer as the program declares it, in tenant namespaces that opt in
-(`gpuIdleMinutes`): the namespace's label, the job's least-privilege role and its restricted
-pod, running the reaper script as it is in the repository."""
+"""The idle GPU pod enforcer as the program declares it for tenant namespaces that opt in
+(`gpuIdleMinutes`): the namespace's label, the job's least-privilege role in the tenant
+namespace, and its restricted pod in the platform's own namespace, running the reaper script as
+it is in the repository."""
 
+import re
 from typing import Any
 
 import pytest
@@ -9,7 +11,7 @@ import pytest
 from gpu_platform.cli.analyzer import analyze_plan
 from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.config import MonitoringSpec, OperatorSpec
-from gpu_platform.kubernetes.idle_gpu_pods import REAPER_NAME, script_config_map_name
+from gpu_platform.kubernetes.idle_gpu_pods import script_config_map_name
 from gpu_platform.kubernetes.idle_gpu_reaper import ACTIVITY_SERIES, Settings
 from gpu_platform.kubernetes.monitoring import gpu_alert_rules
 from gpu_platform.versions import IDLE_GPU_REAPER_IMAGE, SUPPORTED_KUBERNETES_VERSIONS
@@ -18,15 +20,19 @@ from tests.repository import ROOT
 from tests.test_kubernetes_schemas import problems
 
 Config = dict[str, Any]
-COMPONENT = "gpu-platform:kubernetes:GpuTenantNamespace"
+COMPONENT = "gpu-platform:kubernetes:IdleGpuReaper"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
 ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
 ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 CRON_JOB = "kubernetes:batch/v1:CronJob"
-ENFORCER_TYPES = (CONFIG_MAP, SERVICE_ACCOUNT, ROLE, ROLE_BINDING, CRON_JOB)
+PER_TENANT_TYPES = (ROLE, ROLE_BINDING, CRON_JOB)
+SHARED_TYPES = (NAMESPACE, CONFIG_MAP, SERVICE_ACCOUNT)
+ALL_TYPES = (*SHARED_TYPES, *PER_TENANT_TYPES)
 REAPER = "ml-sandbox-gpu-idle-reaper"
+SHARED = "gpu-idle-reaper"
+REAPER_NAMESPACE = "gpu-idle-reaper"
 PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"
 SCRIPT = ROOT / "gpu_platform" / "kubernetes" / "idle_gpu_reaper.py"
 ALERT = "GpuIdleReaperFailing"
@@ -44,7 +50,7 @@ def plan(dev_config, plan_for) -> Plan:
 
 
 def enforcer(plan: Plan, type_: str) -> PlannedResource:
-    return plan.named(REAPER, type_)
+    return plan.named(SHARED if type_ in SHARED_TYPES else REAPER, type_)
 
 
 def pod(plan: Plan) -> dict[str, Any]:
@@ -60,7 +66,7 @@ def env(plan: Plan) -> dict[str, Any]:
 
 
 def test_a_namespace_that_does_not_opt_in_gets_no_enforcer(dev_plan) -> None:
-    assert [r.type for r in dev_plan.resources if r.name == REAPER] == []
+    assert [r.type for r in dev_plan.resources if r.name in (REAPER, SHARED)] == []
 
 
 def test_a_namespace_that_does_not_opt_in_carries_no_idle_limit_label(dev_plan) -> None:
@@ -75,10 +81,13 @@ def test_the_namespace_carries_its_limit_as_a_label_for_the_policy_pack(plan) ->
     assert labels["gpu-platform.io/gpu-idle-minutes"] == "60"
 
 
-def test_the_enforcer_belongs_to_the_tenant_component(plan) -> None:
-    component = plan.named("ml-sandbox", COMPONENT)
+def test_the_enforcer_is_one_component_of_the_stack(plan) -> None:
+    (component,) = plan.of_type(COMPONENT)
 
-    assert {r.type for r in plan.children_of(component) if r.name == REAPER} == set(ENFORCER_TYPES)
+    assert {(r.name, r.type) for r in plan.children_of(component)} == {
+        *((SHARED, t) for t in (*SHARED_TYPES, ROLE, ROLE_BINDING)),
+        *((REAPER, t) for t in PER_TENANT_TYPES),
+    }
 
 
 def test_only_the_namespace_that_opts_in_gets_an_enforcer(dev_config, plan_for) -> None:
@@ -89,10 +98,26 @@ def test_only_the_namespace_that_opts_in_gets_an_enforcer(dev_config, plan_for) 
     assert [r.name for r in plan.of_type(CRON_JOB)] == [REAPER]
 
 
-def test_every_enforcer_object_goes_in_the_tenant_namespace(plan) -> None:
-    assert {enforcer(plan, t).inputs["metadata"]["namespace"] for t in ENFORCER_TYPES} == {
-        "ml-sandbox"
+def test_only_the_role_and_its_binding_go_in_the_tenant_namespace(plan) -> None:
+    where = {t: enforcer(plan, t).inputs["metadata"].get("namespace") for t in ALL_TYPES}
+
+    assert where == {
+        NAMESPACE: None,
+        CONFIG_MAP: REAPER_NAMESPACE,
+        SERVICE_ACCOUNT: REAPER_NAMESPACE,
+        CRON_JOB: REAPER_NAMESPACE,
+        ROLE: "ml-sandbox",
+        ROLE_BINDING: "ml-sandbox",
     }
+
+
+def test_the_platform_namespace_enforces_restricted(plan) -> None:
+    labels = enforcer(plan, NAMESPACE).inputs["metadata"]["labels"]
+
+    assert (
+        labels["pod-security.kubernetes.io/enforce"],
+        enforcer(plan, NAMESPACE).inputs["metadata"]["name"],
+    ) == ("restricted", REAPER_NAMESPACE)
 
 
 def test_the_enforcer_objects_validate_at_every_supported_version(plan) -> None:
@@ -102,7 +127,7 @@ def test_the_enforcer_objects_validate_at_every_supported_version(plan) -> None:
 
 
 def test_the_enforcer_draws_no_verdict_from_the_policy_pack(plan) -> None:
-    ours = [r for r in plan.resources if r.name == REAPER or r.name == "ml-sandbox"]
+    ours = [r for r in plan.resources if r.name in (REAPER, SHARED, "ml-sandbox")]
 
     assert analyze_plan(ours) == []
 
@@ -145,12 +170,27 @@ def test_an_ending_role_allows_exactly_the_reapers_calls(dev_config, plan_for) -
     ]
 
 
+def test_in_its_own_namespace_the_reaper_may_only_create_events(plan) -> None:
+    role = plan.named(SHARED, ROLE).inputs
+    binding = plan.named(SHARED, ROLE_BINDING).inputs
+
+    assert (role["metadata"]["namespace"], role["rules"]) == (
+        REAPER_NAMESPACE,
+        [{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}],
+    )
+    assert (binding["metadata"]["namespace"], binding["roleRef"]["name"], binding["subjects"]) == (
+        REAPER_NAMESPACE,
+        role["metadata"]["name"],
+        [{"kind": "ServiceAccount", "name": "gpu-idle-reaper", "namespace": REAPER_NAMESPACE}],
+    )
+
+
 def test_the_role_binding_binds_that_role_to_the_reapers_account_only(plan) -> None:
     inputs = enforcer(plan, ROLE_BINDING).inputs
 
     assert (inputs["roleRef"], inputs["subjects"]) == (
         {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "gpu-idle-reaper"},
-        [{"kind": "ServiceAccount", "name": "gpu-idle-reaper", "namespace": "ml-sandbox"}],
+        [{"kind": "ServiceAccount", "name": "gpu-idle-reaper", "namespace": REAPER_NAMESPACE}],
     )
 
 
@@ -197,7 +237,7 @@ def test_the_job_runs_the_script_on_the_pinned_python_image(plan) -> None:
     (container,) = pod(plan)["containers"]
 
     assert (container["image"], container["command"]) == (
-        IDLE_GPU_REAPER_IMAGE,
+        IDLE_GPU_REAPER_IMAGE.reference,
         ["python3", "/opt/gpu-platform/idle_gpu_reaper.py"],
     )
 
@@ -229,20 +269,25 @@ def test_a_new_script_gets_a_config_map_of_a_new_name() -> None:
 
 def test_the_job_is_told_the_limit_the_threshold_and_where_prometheus_is(plan) -> None:
     assert {k: v for k, v in env(plan).items() if not k.startswith("PYTHON")} == {
-        "NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+        "NAMESPACE": "ml-sandbox",
         "PROMETHEUS_URL": PROMETHEUS,
         "GPU_IDLE_MINUTES": "60",
         "IDLE_GPU_UTILIZATION_PERCENT": "5",
         "IDLE_GPU_ACTION": "warn",
+        "CRON_JOB_NAME": "ml-sandbox",
+        "CRON_JOB_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
     }
 
 
 def test_the_script_reads_its_settings_from_the_env_the_job_sets(plan) -> None:
     values = {k: v for k, v in env(plan).items() if isinstance(v, str)}
 
-    settings = Settings.from_env({**values, "NAMESPACE": "ml-sandbox"})
+    # The pod's namespace, which Kubernetes fills in: the CronJob's.
+    settings = Settings.from_env({**values, "CRON_JOB_NAMESPACE": REAPER_NAMESPACE})
 
-    assert settings == Settings("ml-sandbox", PROMETHEUS, 60, 5.0, "warn")
+    assert settings == Settings(
+        "ml-sandbox", PROMETHEUS, 60, 5.0, "warn", "ml-sandbox", REAPER_NAMESPACE
+    )
 
 
 def test_the_installed_prometheus_stack_is_asked_by_default(dev_config, plan_for) -> None:
@@ -299,15 +344,108 @@ def test_the_jobs_pod_runs_as_nobody_on_a_read_only_root_without_privileges(plan
 def test_the_job_waits_for_its_script_and_permissions(plan) -> None:
     dependencies = set(enforcer(plan, CRON_JOB).dependencies)
 
-    assert {enforcer(plan, CONFIG_MAP).urn, enforcer(plan, ROLE_BINDING).urn} <= dependencies
+    needed = (CONFIG_MAP, SERVICE_ACCOUNT, ROLE_BINDING)
+
+    assert {enforcer(plan, t).urn for t in needed} <= dependencies
 
 
-def test_the_failing_run_alert_matches_the_jobs_the_cron_job_names() -> None:
+# --- Out of tenants' reach -------------------------------------------------------------------
+
+# What Kubernetes' `edit` ClusterRole may change, by API group: the rules of
+# `system:aggregate-to-edit` (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/
+# cluster-roles.yaml, kubernetes/kubernetes at 025f2834), which `edit` aggregates with
+# `system:aggregate-to-view` (read only). It also impersonates, and creates tokens for, the
+# service accounts of the namespace it is bound in.
+EDIT_CHANGES = {
+    "": {
+        "pods",
+        "pods/attach",
+        "pods/exec",
+        "pods/portforward",
+        "pods/proxy",
+        "pods/eviction",
+        "configmaps",
+        "events",
+        "persistentvolumeclaims",
+        "replicationcontrollers",
+        "replicationcontrollers/scale",
+        "secrets",
+        "serviceaccounts",
+        "serviceaccounts/token",
+        "services",
+        "services/proxy",
+    },
+    "apps": {
+        "daemonsets",
+        "deployments",
+        "deployments/rollback",
+        "deployments/scale",
+        "replicasets",
+        "replicasets/scale",
+        "statefulsets",
+        "statefulsets/scale",
+    },
+    "autoscaling": {"horizontalpodautoscalers"},
+    "batch": {"cronjobs", "jobs"},
+    "policy": {"poddisruptionbudgets"},
+    "networking.k8s.io": {"ingresses", "networkpolicies"},
+    "coordination.k8s.io": {"leases"},
+}
+RESOURCES = {
+    NAMESPACE: ("", "namespaces"),
+    CONFIG_MAP: ("", "configmaps"),
+    SERVICE_ACCOUNT: ("", "serviceaccounts"),
+    ROLE: ("rbac.authorization.k8s.io", "roles"),
+    ROLE_BINDING: ("rbac.authorization.k8s.io", "rolebindings"),
+    CRON_JOB: ("batch", "cronjobs"),
+}
+
+
+def tenant_edit_may_change(type_: str, namespace: str | None, tenant: str) -> bool:
+    """Whether `edit`, bound in the tenant's namespace, may change an object of this type in
+    this namespace."""
+    group, resource = RESOURCES[type_]
+    return namespace == tenant and resource in EDIT_CHANGES.get(group, set())
+
+
+def test_a_tenant_with_edit_can_change_nothing_of_the_reaper(plan) -> None:
+    (component,) = plan.of_type(COMPONENT)
+    objects = [(o.type, o.inputs["metadata"].get("namespace")) for o in plan.children_of(component)]
+
+    assert objects
+    assert [t for t, ns in objects if tenant_edit_may_change(t, ns, "ml-sandbox")] == []
+
+
+def test_the_old_layout_in_the_tenant_namespace_was_within_edits_reach() -> None:
+    # The reaper's script, job and account as they were, in the tenant's namespace.
+    assert all(
+        tenant_edit_may_change(t, "ml-sandbox", "ml-sandbox")
+        for t in (CONFIG_MAP, CRON_JOB, SERVICE_ACCOUNT)
+    )
+
+
+def test_no_pod_of_the_tenant_can_run_as_the_reapers_account(plan) -> None:
+    # A pod names a service account of its own namespace only (`serviceAccountName`).
+    account = enforcer(plan, SERVICE_ACCOUNT).inputs["metadata"]
+
+    assert account["namespace"] == REAPER_NAMESPACE != "ml-sandbox"
+
+
+def test_the_failing_run_alert_matches_the_jobs_of_the_reapers_cron_jobs(plan) -> None:
     # A CronJob names each Job `<its name>-<scheduled minute>` (Kubernetes, CronJob controller).
     rules = gpu_alert_rules(MonitoringSpec(), OperatorSpec().namespace)
     (alert,) = [r for g in rules["groups"] for r in g["rules"] if r.get("alert") == ALERT]
+    cron_job = enforcer(plan, CRON_JOB).inputs["metadata"]
+    job = f"{cron_job['name']}-29540520"
 
-    assert f'job_name=~"{REAPER_NAME}-[0-9]+"' in alert["expr"]
+    selector = re.search(
+        r'kube_job_status_failed\{namespace="([^"]+)", job_name=~"([^"]+)"\}', alert["expr"]
+    )
+    tenant = re.search(r'"namespace", "\$1", "job_name", "([^"]+)"', alert["expr"])
+
+    assert selector is not None and tenant is not None
+    assert (selector[1], bool(re.fullmatch(selector[2], job))) == (cron_job["namespace"], True)
+    assert re.fullmatch(tenant[1], job)[1] == "ml-sandbox"  # type: ignore[index]
 
 
 # A query frontend of Managed Service for Prometheus: the Service `frontend`, port 9090, of

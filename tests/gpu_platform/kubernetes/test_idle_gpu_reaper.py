@@ -9,7 +9,7 @@ import sys
 import threading
 import urllib.parse
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -24,8 +24,25 @@ from tests.gpu_platform.kubernetes.test_alert_rules import promtool, write_defau
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 NAMESPACE = "ml-sandbox"
-SETTINGS = Settings(NAMESPACE, "unused", idle_minutes=60, idle_percent=5, action="end")
-WARN = Settings(NAMESPACE, "unused", idle_minutes=60, idle_percent=5, action="warn")
+REAPER_NAMESPACE = "gpu-idle-reaper"
+SETTINGS = Settings(
+    NAMESPACE,
+    "unused",
+    idle_minutes=60,
+    idle_percent=5,
+    action="end",
+    cron_job_name=NAMESPACE,
+    cron_job_namespace=REAPER_NAMESPACE,
+)
+WARN = replace(SETTINGS, action="warn")
+JOB_ENV = {
+    "NAMESPACE": NAMESPACE,
+    "GPU_IDLE_MINUTES": "60",
+    "IDLE_GPU_UTILIZATION_PERCENT": "5",
+    "CRON_JOB_NAME": NAMESPACE,
+    "CRON_JOB_NAMESPACE": REAPER_NAMESPACE,
+}
+"""What the CronJob's pod is given, but for where Prometheus is."""
 Object = dict[str, Any]
 
 
@@ -65,7 +82,10 @@ class FakeKubernetes:
             end = start + min(int(query["limit"]), self.page_size)
             more = {"continue": str(end)} if end < len(self.pods) else {}
             return 200, {"items": self.pods[start:end], "metadata": more}
-        if (method, url.path) == ("POST", f"{core}/events"):
+        if (method, url.path) in {
+            ("POST", f"{core}/events"),
+            ("POST", f"/api/v1/namespaces/{REAPER_NAMESPACE}/events"),
+        }:
             self.events.append(body)
             return 201, body
         if method == "DELETE" and (match := re.fullmatch(f"{core}/pods/([^/]+)", url.path)):
@@ -543,12 +563,7 @@ def test_in_warn_mode_each_idle_pod_gets_a_warning_event(reap, kubernetes, prome
 
 
 def test_the_action_defaults_to_warn_and_takes_no_other_value() -> None:
-    env = {
-        "NAMESPACE": NAMESPACE,
-        "PROMETHEUS_URL": "http://prometheus:9090",
-        "GPU_IDLE_MINUTES": "60",
-        "IDLE_GPU_UTILIZATION_PERCENT": "5",
-    }
+    env = {**JOB_ENV, "PROMETHEUS_URL": "http://prometheus:9090"}
 
     assert Settings.from_env(env).action == "warn"
     with pytest.raises(ValueError, match="IDLE_GPU_ACTION='delete' is not one of"):
@@ -578,16 +593,17 @@ def test_a_missing_recording_rule_is_a_warning_event_on_the_cron_job(
     reap()
 
     (event,) = kubernetes.events
-    assert (event["involvedObject"], event["type"], event["reason"]) == (
+    # An Event lives in its object's namespace: the CronJob's, the platform's.
+    assert (event["metadata"]["namespace"], event["involvedObject"]) == (
+        REAPER_NAMESPACE,
         {
             "apiVersion": "batch/v1",
             "kind": "CronJob",
-            "name": "gpu-idle-reaper",
-            "namespace": NAMESPACE,
+            "name": NAMESPACE,
+            "namespace": REAPER_NAMESPACE,
         },
-        "Warning",
-        "IdleGpuRuleMissing",
     )
+    assert (event["type"], event["reason"]) == ("Warning", "IdleGpuRuleMissing")
     assert "has no recording rule gpu_platform:allocated_gpu_activity:percent" in (event["message"])
 
 
@@ -720,12 +736,7 @@ def test_the_job_exits_1_only_when_something_failed(
     monkeypatch.setattr(
         Kubernetes, "in_cluster", classmethod(lambda cls, ns: cls(Api(api_url), ns))
     )
-    for name, value in {
-        "NAMESPACE": NAMESPACE,
-        "PROMETHEUS_URL": prometheus_url,
-        "GPU_IDLE_MINUTES": "60",
-        "IDLE_GPU_UTILIZATION_PERCENT": "5",
-    }.items():
+    for name, value in {**JOB_ENV, "PROMETHEUS_URL": prometheus_url}.items():
         monkeypatch.setenv(name, value)
 
     assert idle_gpu_reaper.main() == exit_code

@@ -155,7 +155,7 @@ def test_the_remover_pod_passes_restricted_on_the_pinned_image(prod_plan: Plan) 
     pod = remover_pod(prod_plan)
 
     assert restricted_violations(pod) == []
-    assert pod["containers"][0]["image"] == MIG_STARTUP_TAINT_REMOVER_IMAGE
+    assert pod["containers"][0]["image"] == MIG_STARTUP_TAINT_REMOVER_IMAGE.reference
     assert "tolerations" not in pod
 
 

@@ -37,6 +37,9 @@ GMP_SCRAPE = "kubernetes:monitoring.googleapis.com/v1:ClusterPodMonitoring"
 GMP_RULES = "kubernetes:monitoring.googleapis.com/v1:ClusterRules"
 
 
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+
+
 def with_monitoring(config: Config, **settings: Any) -> Config:
     config["gpu-platform:monitoring"] = settings
     return config
@@ -436,7 +439,51 @@ def test_every_resource_of_the_component_is_its_child(gke: Config, plan_for: Pla
         PROMETHEUS_RULE,
         CONFIG_MAP,
         GMP_SCRAPE,
+        NETWORK_POLICY,
         GMP_RULES,
     }
     assert all(r.name.startswith(f"{monitoring.name}-") for r in children)
     assert [r for r in plan.resources if r.name.startswith(f"{monitoring.name}-")] == children
+
+
+# --- Who reaches the installed Prometheus ---------------------------------------------------
+
+
+def test_only_its_namespace_and_the_reaper_reach_the_installed_prometheus(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_monitoring(dev_config, installPrometheusStack=True))
+    (policy,) = plan.of_type(NETWORK_POLICY)
+
+    assert policy.inputs["metadata"]["namespace"] == "monitoring"
+    # The Prometheus Operator's pod labels (prometheus-operator, pkg/prometheus/server/
+    # statefulset.go, podSelectorLabels); 9090 the Prometheus Service's port.
+    assert policy.inputs["spec"] == {
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {
+                "from": [
+                    {
+                        "namespaceSelector": {
+                            "matchLabels": {"kubernetes.io/metadata.name": "monitoring"}
+                        }
+                    }
+                ]
+            },
+            {
+                "from": [
+                    {
+                        "namespaceSelector": {
+                            "matchLabels": {"kubernetes.io/metadata.name": "gpu-idle-reaper"}
+                        }
+                    }
+                ],
+                "ports": [{"protocol": "TCP", "port": 9090}],
+            },
+        ],
+    }
+
+
+def test_a_prometheus_the_stack_does_not_install_gets_no_network_policy(dev_plan: Plan) -> None:
+    assert dev_plan.of_type(NETWORK_POLICY) == []

@@ -222,7 +222,7 @@ def test_smoke_test_runs_its_driver_check_from_the_pinned_image(dev_plan) -> Non
     (container,) = pod(dev_plan)["containers"]
 
     assert (container["image"], container["command"]) == (
-        GPU_SMOKE_TEST_IMAGE,
+        GPU_SMOKE_TEST_IMAGE.reference,
         ["sh", "-c", SMOKE_TEST_SCRIPT],
     )
 
@@ -275,7 +275,7 @@ def test_the_smoke_script_fails_on_another_driver(
 def test_the_smoke_image_runs_on_every_driver_a_pool_may_have() -> None:
     # nvcr.io/nvidia/cuda:<major>.<minor>.<patch>-base-...: CUDA 12.2, which R535 runs (the
     # oldest default driver a pool gets, GKE COS 1.31-1.33).
-    release = GPU_SMOKE_TEST_IMAGE.rpartition(":")[2].split("-")[0]
+    release = GPU_SMOKE_TEST_IMAGE.tag.split("-")[0]
 
     assert tuple(map(int, release.split(".")[:2])) <= (12, 2)
 

@@ -1,10 +1,12 @@
 """The GPU workload policies: GPUs in limits, the GPU taint tolerated, GPU nodes selected, a
 bounded number of GPUs, pinned images."""
 
+import json
 from typing import Any
 
 import pytest
 
+from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE
 from tests.gpu_platform.policy_pack.builders import (
     Analyze,
     gpu_pod_spec,
@@ -13,6 +15,7 @@ from tests.gpu_platform.policy_pack.builders import (
     restricted_pod_spec,
     workload,
 )
+from tests.repository import ROOT
 
 APP = "spec.template.spec.containers[0]"
 
@@ -211,3 +214,45 @@ def test_a_digest_pins_an_image(analyze: Analyze) -> None:
     spec["containers"][0]["image"] = "nvcr.io/nvidia/cuda@sha256:" + "ab" * 32
 
     assert found(analyze, "gpu-pods-pinned-images", spec) == []
+
+
+def test_with_require_digests_a_tag_alone_does_not_pin(analyze: Analyze) -> None:
+    spec = gpu_pod_spec()
+    spec["containers"][0]["image"] = "nvcr.io/nvidia/pytorch:25.08-py3"
+
+    assert found(analyze, "gpu-pods-pinned-images", spec, requireDigests=True) == [
+        f'container "app" image "nvcr.io/nvidia/pytorch:25.08-py3" ({APP}.image) has no digest.'
+        " Fix: pin its digest (image:tag@sha256:...; requireDigests is on), so every node runs"
+        " the same image."
+    ]
+
+
+def test_with_require_digests_a_tag_and_digest_pin(analyze: Analyze) -> None:
+    spec = gpu_pod_spec()
+    spec["containers"][0]["image"] = "nvcr.io/nvidia/pytorch:25.08-py3@sha256:" + "0f" * 32
+
+    assert found(analyze, "gpu-pods-pinned-images", spec, requireDigests=True) == []
+
+
+def test_a_digest_that_is_not_a_sha256_does_not_pin(analyze: Analyze) -> None:
+    spec = gpu_pod_spec()
+    spec["containers"][0]["image"] = "nvcr.io/nvidia/pytorch@sha256:latest"
+
+    assert found(analyze, "gpu-pods-pinned-images", spec) == [
+        f'container "app" image "nvcr.io/nvidia/pytorch@sha256:latest" ({APP}.image) has a'
+        " digest that is not sha256:<64 hex>. Fix: pin a version tag or a digest"
+        " (image@sha256:...), so every node runs the same image."
+    ]
+
+
+def test_prod_requires_digests_and_blocks_on_them_once_its_canary_image_has_one() -> None:
+    # prod's canary gate runs GPU_SMOKE_TEST_IMAGE, whose digest awaits a registry
+    # (tests/gpu_platform/test_versions.py AWAITING_DIGESTS): until it lands, a missing digest
+    # is reported without blocking; then the rule blocks again.
+    config = json.loads((ROOT / "policy-config" / "prod.json").read_text())
+    advisory = {"requireDigests": True, "enforcementLevel": "advisory"}
+
+    if GPU_SMOKE_TEST_IMAGE.digest is None:
+        assert config["gpu-pods-pinned-images"] == advisory
+    else:
+        assert config["gpu-pods-pinned-images"] == {"requireDigests": True}

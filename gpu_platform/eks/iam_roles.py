@@ -1,0 +1,89 @@
+"""The IAM roles a stack creates on AWS, and how the deploy role is kept to them.
+
+The deploy role (docs/iam/eks-deploy-*-policy.json) may create and change roles only under the
+stack's name prefix, only with the platform's permissions boundary, and may attach only the
+node policies: what it creates can never hold more than the boundary allows, whatever the
+program (or anything running as the deploy role) asks for (IAM User Guide, "Permissions
+boundaries for IAM entities", delegating role creation).
+
+- **Names.** Every role is `<prefix>.<purpose>`. The prefix is the cluster's name, shortened
+  with a digest of it beyond `PREFIX_LIMIT` characters so that `.pool-<pool>` (pool names run
+  to 32) fits IAM's 64. Cluster names and pool names never contain `.`, so one cluster's prefix
+  never begins another's role names (`ml-dev.` is not a prefix of `ml-dev-2.pool-a`). SQS
+  queues and EventBridge rules the stack creates take the same prefix.
+- **Boundary.** `PERMISSIONS_BOUNDARY`, a customer managed policy in the cluster's account
+  created once from docs/iam/eks-permissions-boundary.json.
+- **Tags.** `CLUSTER_TAG` on every role and on every EC2 resource the stack creates: the deploy
+  policy's tag conditions compare it to the deploy role's own `gpu-platform-cluster` tag.
+"""
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+from pulumi_aws import iam
+
+from gpu_platform.eks.cluster import EksCluster
+
+PERMISSIONS_BOUNDARY = "gpu-platform-permissions-boundary"
+"""The customer managed policy every role the stack creates carries as its boundary."""
+CLUSTER_TAG = "gpu-platform.io/cluster"
+"""On every role and EC2 resource the stack creates: the cluster it belongs to."""
+DEPLOY_ROLE_CLUSTER_TAG = "gpu-platform-cluster"
+DEPLOY_ROLE_PREFIX_TAG = "gpu-platform-prefix"
+"""The deploy role's own tags, which its policy's `${aws:PrincipalTag/...}` variables read."""
+PREFIX_LIMIT = 26
+"""64 (IAM's limit on a role name) less `.pool-` and a pool name of 32."""
+_DIGEST = 8
+
+
+def name_prefix(cluster_name: str) -> str:
+    """The stack's prefix: the cluster's name, or its first characters and a digest of it."""
+    if len(cluster_name) <= PREFIX_LIMIT:
+        return cluster_name
+    digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:_DIGEST]
+    return f"{cluster_name[: PREFIX_LIMIT - _DIGEST - 1]}-{digest}"
+
+
+def role_name(cluster: EksCluster, purpose: str) -> str:
+    """`<prefix>.<purpose>`."""
+    return f"{name_prefix(cluster.name)}.{purpose}"
+
+
+def boundary_arn(cluster: EksCluster) -> str:
+    return f"arn:{cluster.partition}:iam::{cluster.account_id}:policy/{PERMISSIONS_BOUNDARY}"
+
+
+def cluster_tags(cluster: EksCluster) -> dict[str, str]:
+    return {CLUSTER_TAG: cluster.name}
+
+
+def deploy_role_tags(cluster: EksCluster) -> dict[str, str]:
+    """The tags the stack's deploy role must carry for docs/iam/eks-deploy-*-policy.json."""
+    return {
+        DEPLOY_ROLE_CLUSTER_TAG: cluster.name,
+        DEPLOY_ROLE_PREFIX_TAG: name_prefix(cluster.name),
+    }
+
+
+def platform_role(
+    resource_name: str,
+    purpose: str,
+    cluster: EksCluster,
+    description: str,
+    trust_policy: Mapping[str, Any],
+    opts: pulumi.ResourceOptions,
+    tags: Mapping[str, str] | None = None,
+) -> iam.Role:
+    """The role `<prefix>.<purpose>`, within the boundary and tagged with its cluster."""
+    return iam.Role(
+        resource_name,
+        name=role_name(cluster, purpose),
+        description=description,
+        assume_role_policy=json.dumps(trust_policy),
+        permissions_boundary=boundary_arn(cluster),
+        tags={**(tags or {}), **cluster_tags(cluster)},
+        opts=opts,
+    )
