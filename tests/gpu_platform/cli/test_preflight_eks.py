@@ -1754,6 +1754,8 @@ def test_the_autoscaler_a_cluster_runs_itself_is_read_from_its_deployment(
     aws: AwsClients, quotas: Stubber
 ) -> None:
     cluster(aws)
+    # The VPC CNI's own role reaches it through Pod Identity, installed autoscaler or not.
+    pod_identity_agent(aws)
     quota(quotas, SPOT_G, 32)
     asked: list[str] = []
 
