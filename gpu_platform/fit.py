@@ -7,15 +7,19 @@ derives its own (`eks_node_template` from the hints on an EKS node group's Auto 
 `gke_node_template` from a GKE node pool's own configuration). Karpenter decides the same way
 for each instance type a NodePool allows (`karpenter_node_templates`), and a pod fits the pool
 where it fits one of them.
-`fits` checks a pod spec against templates with the scheduler's rules that decide it: node
-selector, required node affinity, untolerated `NoSchedule`/`NoExecute` taints and resources.
+`fits` checks a pod spec, as the API server admits it (ExtendedResourceToleration), against
+templates with the scheduler's rules that decide it, each reason named by its kube-scheduler
+plugin: node selector and required node affinity (`NodeAffinity`), untolerated `NoSchedule`/
+`NoExecute` taints (`TaintToleration`), resources (`NodeResourcesFit`), and the device plugin's
+own limit on shared GPUs. docs/fit.md says how each cloud's template is built and where `fit`
+and the autoscaler cannot agree.
 """
 
 import itertools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -27,11 +31,15 @@ from gpu_platform.eks.autoscaler_tags import (
 )
 from gpu_platform.eks.instance_types import InstanceType
 from gpu_platform.eks.karpenter.labels import AWS_LABEL_PREFIX, CAPACITY_TYPE_LABEL, NODE_POOL_LABEL
+from gpu_platform.eks.kubelet_allocatable import kube_reserved_cpu_millicores
+from gpu_platform.eks.node_group_names import node_group_pattern
 from gpu_platform.eks.node_labels import EFA_RESOURCE
 from gpu_platform.gke.capacity_taints import GKE_QUEUED_TAINT
 from gpu_platform.gke.locations import zone_region
+from gpu_platform.gke.machine_types import machine_size
 from gpu_platform.node_identity import (
     CLOUD_TAINT_EFFECTS,
+    DEVICE_PLUGIN_CONFIG_LABEL,
     GPU_RESOURCE,
     INSTANCE_TYPE_LABEL,
     POOL_LABEL,
@@ -58,6 +66,8 @@ _BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 # Kubernetes' architecture names for EC2's.
 _KUBERNETES_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
 GKE_FLEX_START_LABEL = "cloud.google.com/gke-flex-start"
+KUBERNETES_EFFECTS = {cloud: kubernetes for kubernetes, cloud in CLOUD_TAINT_EFFECTS.items()}
+"""A taint effect as Kubernetes spells it, by the EKS and GKE APIs' spelling."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,15 @@ class NodeTemplate:
     not known offline: those it lacks are not judged."""
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Labels whose value is chosen for each new node among these (a Karpenter NodePool's zones
-    and capacity types): a pod that selects any of them fits."""
+    and capacity types, a GKE node pool's zones): a pod that selects any of them fits."""
+    patterns: Mapping[str, str] = field(default_factory=dict)
+    """Labels whose value is known offline only by its form, a regular expression (an EKS node
+    group's name, which ends in a suffix the provider makes up): a pod that selects a value of
+    that form fits."""
+    per_container: Mapping[str, int] = field(default_factory=dict)
+    """The most of a resource the node's device plugin hands one container (shared GPUs: 1)."""
+    variant: str = ""
+    """What tells this template from the pool's others in reasons (an instance type, a zone)."""
 
 
 @dataclass(frozen=True)
@@ -94,11 +112,46 @@ class Fit:
 
 def fits(pod_spec: PodSpec, templates: Iterable[NodeTemplate]) -> list[Fit]:
     """The pod against each pool, in the order of the pools' first templates. A pool of several
-    templates (a Karpenter NodePool's, one per instance type) fits where one of them does."""
+    templates (a Karpenter NodePool's, one per instance type; a node group per zone) fits where
+    one of them does.
+
+    The pod is judged as the API server admits it: EKS and GKE run the ExtendedResourceToleration
+    admission plugin, which adds a toleration `<resource> Exists NoSchedule` for each extended
+    resource a container asks for (kubernetes plugin/pkg/admission/extendedresourcetoleration),
+    so a pod asking for `nvidia.com/gpu` tolerates the GPU taint without saying so."""
+    pod_spec = admitted(pod_spec)
     by_pool: dict[str, list[NodeTemplate]] = {}
     for template in templates:
         by_pool.setdefault(template.pool, []).append(template)
     return [_pool_fit(pod_spec, pool, found) for pool, found in by_pool.items()]
+
+
+def admitted(pod_spec: PodSpec) -> PodSpec:
+    """The pod with the tolerations ExtendedResourceToleration adds: one per extended resource
+    any container or init container asks for, in requests or limits."""
+    extended = sorted(
+        {
+            name
+            for container in [
+                *(pod_spec.get("initContainers") or []),
+                *pod_spec.get("containers", []),
+            ]
+            for part in ("requests", "limits")
+            for name in ((container.get("resources") or {}).get(part) or {})
+            if is_extended_resource(name)
+        }
+    )
+    if not extended:
+        return pod_spec
+    added = [{"key": name, "operator": "Exists", "effect": "NoSchedule"} for name in extended]
+    return {**pod_spec, "tolerations": [*(pod_spec.get("tolerations") or []), *added]}
+
+
+def is_extended_resource(name: str) -> bool:
+    """Kubernetes' `IsExtendedResourceName`: a name with a domain outside `kubernetes.io/`, not
+    a quota's `requests.` one."""
+    domain, slash, _ = name.partition("/")
+    return bool(slash) and not domain.endswith("kubernetes.io") and not name.startswith("requests.")
 
 
 def _pool_fit(pod_spec: PodSpec, pool: str, templates: Sequence[NodeTemplate]) -> Fit:
@@ -109,7 +162,7 @@ def _pool_fit(pod_spec: PodSpec, pool: str, templates: Sequence[NodeTemplate]) -
         return Fit(pool, ())
     common = [r for r in reasons[0] if all(r in others for others in reasons[1:])]
     own = [
-        f"{template.labels.get(INSTANCE_TYPE_LABEL, '?')}: {reason}"
+        f"{template.variant or template.labels.get(INSTANCE_TYPE_LABEL, '?')}: {reason}"
         for template, found in zip(templates, reasons, strict=True)
         for reason in found
         if reason not in common
@@ -134,19 +187,55 @@ def pod_spec_of(document: Mapping[str, Any]) -> PodSpec:
     raise ValueError(f"{kind!r} has no pod spec: expected a Pod, Deployment, Job or the like")
 
 
-def eks_node_template(
-    asg_tags: Mapping[str, str], instance_type: InstanceType, region: str
-) -> NodeTemplate:
-    """The template the autoscaler builds for an EKS node group at zero: labels, taints and
-    extended resources from its Auto Scaling group's hints; CPU, memory, `nvidia.com/gpu` and
-    the well-known node labels from its instance type (the first of the group's, as the
-    autoscaler takes it).
+@dataclass(frozen=True)
+class EksNodeGroup:
+    """What the autoscaler knows of an EKS managed node group besides its Auto Scaling group's
+    hints: the group's first zone, the tags EKS puts on the group, and EKS's DescribeNodegroup
+    answer (`getManagedNodegroupInfo`, cloudprovider/aws/aws_wrapper.go)."""
 
-    As in the autoscaler's `buildNodeFromTemplate` (`cloudprovider/aws/aws_manager.go`, 1.35.2
-    lines 285-297), the instance type's physical GPU count comes first and a resource hint
-    overrides it: a MIG pool's `nvidia.com/gpu: 0` hint is what keeps whole-GPU pods off it.
+    pool: str
+    cluster: str
+    zone: str
+    """The Auto Scaling group's first availability zone, the only one its template has."""
+    capacity_type: str
+    """`ON_DEMAND`, `SPOT` or `CAPACITY_BLOCK`, as EKS spells it."""
+    ami_type: str
+    kubernetes_version: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    """Those with a value: the autoscaler skips a node group taint without one."""
+
+
+def eks_node_template(
+    asg_tags: Mapping[str, str], instance_type: InstanceType, group: EksNodeGroup
+) -> NodeTemplate:
+    """The template the autoscaler builds for an EKS managed node group at zero
+    (`buildNodeFromTemplate`, cloudprovider/aws/aws_manager.go, cluster-autoscaler-1.35.2, the
+    same from 1.33.6 to 1.36.1), in its order:
+
+    1. capacity from the instance type (its first: "always use first instance"): CPU, memory,
+       the physical `nvidia.com/gpu`, and 110 pods; the hints' resources override them, which
+       is how a MIG pool's `nvidia.com/gpu: 0` and the kubelet's real allocatable
+       (`gpu_platform.eks.kubelet_allocatable`) reach it; allocatable is that capacity;
+    2. `buildGenericLabels`: architecture, OS, instance type, region (the zone less its last
+       letter), zone, `topology.ebs.csi.aws.com/zone` and a made-up hostname;
+    3. the hints' labels, and every `eks:` tag of the group as a label: EKS's
+       `eks:cluster-name` and `eks:nodegroup-name` become `cluster-name` and `nodegroup-name`
+       (`extractLabelsFromAsg`);
+    4. the hints' taints, then DescribeNodegroup's: `amiType`, `eks.amazonaws.com/capacityType`,
+       `k8sVersion`, `eks.amazonaws.com/nodegroup` and the group's labels, which win over the
+       hints, and its taints with a value, appended.
+
+    The node group's name ends in a suffix the provider makes up, known here by its form.
     """
-    labels = _ec2_node_labels(instance_type, region)
+    asg = f"eks-{node_group_pattern(group.pool)}-{_EKS_UUID}"
+    labels = _ec2_node_labels(instance_type, group.zone[:-1])
+    labels |= {ZONE_LABEL: group.zone, "topology.ebs.csi.aws.com/zone": group.zone}
+    patterns = {
+        "kubernetes.io/hostname": f"{asg}-asg-[0-9]+",
+        "nodegroup-name": node_group_pattern(group.pool),
+        "eks.amazonaws.com/nodegroup": node_group_pattern(group.pool),
+    }
     taints = []
     resources = {
         "cpu": Decimal(instance_type.vcpus),
@@ -159,11 +248,39 @@ def eks_node_template(
         if key.startswith(LABEL_TAG_PREFIX):
             labels[key.removeprefix(LABEL_TAG_PREFIX)] = value
         elif key.startswith(TAINT_TAG_PREFIX):
-            taint_value, _, effect = value.rpartition(":")
+            taint_value, _, effect = value.partition(":")
             taints.append(Taint(key.removeprefix(TAINT_TAG_PREFIX), taint_value, effect))
         elif key.startswith(RESOURCE_TAG_PREFIX):
             resources[key.removeprefix(RESOURCE_TAG_PREFIX)] = quantity(value)
-    return NodeTemplate(labels.get(POOL_LABEL, "?"), labels, tuple(taints), resources)
+    labels |= {
+        "cluster-name": group.cluster,
+        "amiType": group.ami_type,
+        "eks.amazonaws.com/capacityType": group.capacity_type,
+        "k8sVersion": group.kubernetes_version,
+        **group.labels,
+    }
+    unique = tuple(dict.fromkeys([*taints, *group.taints]))
+    return NodeTemplate(
+        labels.get(POOL_LABEL, group.pool),
+        labels,
+        unique,
+        resources,
+        patterns=patterns,
+        per_container=_device_plugin_limits(labels),
+        variant=group.zone,
+    )
+
+
+# EKS's managed node group id, which ends its Auto Scaling group's name.
+_EKS_UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+
+
+def _device_plugin_limits(labels: Mapping[str, str]) -> dict[str, int]:
+    """What the operator's device plugin hands one container on a node with these labels: one
+    replica of a shared GPU, as it is configured with `failRequestsGreaterThanOne`
+    (gpu_platform/kubernetes/operator_values.py; k8s-device-plugin v0.20.0 internal/rm/rm.go)."""
+    config = labels.get(DEVICE_PLUGIN_CONFIG_LABEL, "")
+    return {GPU_RESOURCE: 1} if config.startswith(("time-slicing-", "mps-")) else {}
 
 
 def _ec2_node_labels(instance_type: InstanceType, region: str) -> dict[str, str]:
@@ -410,7 +527,7 @@ def _volume_size(mapping: Mapping[str, Any] | None) -> str | None:
     return ((mapping or {}).get("ebs") or {}).get("volumeSize")
 
 
-def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
+def gke_node_template(node_pool: Mapping[str, Any], name: str) -> NodeTemplate:
     """The template GKE's cluster autoscaler builds for a node pool at zero, from the pool's own
     configuration (a `gcp:container/nodePool:NodePool`'s inputs): its labels and taints, the
     labels GKE gives every node, and the `nvidia.com/gpu` that GKE's device plugin advertises.
@@ -420,8 +537,17 @@ def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
     GPU, one per MIG partition with `gpuPartitionSize`, times `maxSharedClientsPerGpu` with
     `gpuSharingConfig`, which GKE's GPU-sharing page says its autoscaler scales pools by. The
     operator's own replicas and MIG slices are invisible to it, which is why the platform lets
-    GKE share GPUs. CPU and memory are left out (the machine type's allocatable is not known
-    offline), so requests for them are not judged.
+    GKE share GPUs. A time-shared GPU, and an MPS-shared one on a node of several, is handed out
+    one to a container (container-engine-accelerators pkg/gpu/nvidia/gpusharing/gpusharing.go).
+
+    Its nodes carry `cloud.google.com/gke-nodepool` (the pool's name, which Pulumi makes of the
+    resource's name and 7 random hex digits) and one of the pool's zones (`nodeLocations`), as
+    every GKE node does; that the template has them too is inferred. CPU, memory and pods are
+    the machine type's less GKE's reservations (GKE's "Standard cluster architecture", node
+    allocatable: CPU as on EKS, memory 25% of the first 4 GiB, 20% of the next 4, 10% of the
+    next 8, 6% of the next 112 and 2% of the rest, and the 100 MiB eviction threshold; 110 pods)
+    where the platform knows the machine type's size (`machine_size`: N1 and G2); elsewhere
+    they are not judged.
 
     A queued-provisioning pool's nodes carry the `cloud.google.com/gke-queued` taint, which GKE
     adds to the pool itself, and flex-start nodes the `cloud.google.com/gke-flex-start: "true"`
@@ -431,7 +557,9 @@ def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
     config = node_pool["nodeConfig"]
     (accelerator,) = config["guestAccelerators"]
     location = node_pool["location"]
+    zones = tuple(node_pool.get("nodeLocations") or ())
     labels = {
+        **({ZONE_LABEL: location} if zone_region(location) and not zones else {}),
         "kubernetes.io/os": "linux",
         # Every machine type that takes NVIDIA GPUs on GKE the platform knows is x86.
         "kubernetes.io/arch": "amd64",
@@ -443,15 +571,61 @@ def gke_node_template(node_pool: Mapping[str, Any]) -> NodeTemplate:
         **_gke_gpu_sharing_labels(accelerator),
         **(config.get("labels") or {}),
     }
-    kubernetes_effects = {gke: kubernetes for kubernetes, gke in CLOUD_TAINT_EFFECTS.items()}
     taints = tuple(
-        Taint(t["key"], t.get("value", ""), kubernetes_effects[t["effect"]])
+        Taint(t["key"], t.get("value", ""), KUBERNETES_EFFECTS[t["effect"]])
         for t in config.get("taints") or []
     )
     if (node_pool.get("queuedProvisioning") or {}).get("enabled"):
         taints += (GKE_QUEUED_TAINT,)
-    gpus = {GPU_RESOURCE: Decimal(_gke_gpus_advertised(accelerator))}
-    return NodeTemplate(labels.get(POOL_LABEL, "?"), labels, taints, gpus, complete=False)
+    resources = {
+        GPU_RESOURCE: Decimal(_gke_gpus_advertised(accelerator)),
+        **_gke_allocatable(config["machineType"]),
+    }
+    return NodeTemplate(
+        labels.get(POOL_LABEL, "?"),
+        labels,
+        taints,
+        resources,
+        complete="cpu" in resources,
+        choices={ZONE_LABEL: zones} if zones else {},
+        patterns={"cloud.google.com/gke-nodepool": f"{re.escape(name)}-[0-9a-f]{{7}}"},
+        per_container=_gke_sharing_limits(accelerator),
+    )
+
+
+# GKE's memory reservation: (GiB of the machine's memory up to which, share reserved).
+_GKE_MEMORY_RESERVED = ((4, Decimal("0.25")), (8, Decimal("0.2")), (16, Decimal("0.1")))
+_GKE_MEMORY_RESERVED_ABOVE = ((128, Decimal("0.06")), (None, Decimal("0.02")))
+
+
+def _gke_allocatable(machine_type: str) -> dict[str, Decimal]:
+    size = machine_size(machine_type)
+    if size is None:
+        return {}
+    vcpus, memory_mib = size
+    gib = Decimal(memory_mib) / 1024
+    reserved_gib, start = Decimal(0), Decimal(0)
+    for end, share in (*_GKE_MEMORY_RESERVED, *_GKE_MEMORY_RESERVED_ABOVE):
+        top = gib if end is None else min(gib, Decimal(end))
+        if top > start:
+            reserved_gib += (top - start) * share
+        start = top if end is None else Decimal(end)
+    millicores = vcpus * 1000
+    return {
+        "cpu": Decimal(millicores - kube_reserved_cpu_millicores(millicores)) / 1000,
+        "memory": Decimal(int((gib - reserved_gib) * 1024) - 100) * 2**20,
+        "pods": Decimal(110),
+    }
+
+
+def _gke_sharing_limits(accelerator: Mapping[str, Any]) -> dict[str, int]:
+    """GKE's device plugin refuses more than one time-shared GPU to a container, and more than
+    one MPS-shared GPU on a node of several GPUs (gpusharing.go, `ValidateRequest`)."""
+    strategy = (accelerator.get("gpuSharingConfig") or {}).get("gpuSharingStrategy")
+    several = int(accelerator["count"]) > 1
+    if strategy == "TIME_SHARING" or (strategy == "MPS" and several):
+        return {GPU_RESOURCE: 1}
+    return {}
 
 
 def _gke_gpus_advertised(accelerator: Mapping[str, Any]) -> int:
@@ -482,7 +656,10 @@ def _gke_gpu_sharing_labels(accelerator: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
-    yield from _label_problems(pod, template)
+    """Each scheduler rule the pod fails on the template, named by the kube-scheduler plugin
+    that applies it (or the device plugin, which refuses a pod at admission on the node)."""
+    template = replace(template, labels={**template.labels, **_named_by_pod(pod, template)})
+    yield from (f"NodeAffinity: {problem}" for problem in _label_problems(pod, template))
     tolerations = pod.get("tolerations") or []
     for taint in template.taints:
         if taint.key.startswith(_SANITIZED_TAINT_PREFIXES):
@@ -490,17 +667,57 @@ def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
         if taint.effect in _REPELLING_EFFECTS and not any(
             _tolerates(t, taint) for t in tolerations
         ):
-            yield f"taint {taint.key}={taint.value}:{taint.effect} is not tolerated"
+            spelt = f"{taint.key}={taint.value}:{taint.effect}"
+            yield f"TaintToleration: taint {spelt} is not tolerated"
     for name, wanted in pod_requests(pod).items():
         available = template.resources.get(name)
+        asks = f"NodeResourcesFit: asks for {format_quantity(name, wanted)} {name}"
         if available is None:
             unknown = not template.complete and (
                 name in _BASE_RESOURCES or name.startswith("hugepages-")
             )
             if not unknown and wanted > 0:
-                yield f"asks for {wanted} {name}; its nodes advertise none"
+                yield f"{asks}; its nodes advertise none"
         elif wanted > available:
-            yield f"asks for {wanted} {name}; a node has {available}"
+            yield f"{asks}; a node has {format_quantity(name, available)}"
+    for name, most in template.per_container.items():
+        for container in pod.get("containers") or []:
+            wanted = _container_requests(container).get(name, Decimal(0))
+            if wanted > most:
+                yield (
+                    f"device plugin: container {container.get('name')} asks for {wanted} {name};"
+                    f" the pool's device plugin hands shared GPUs out {most} a container: a node"
+                    " would start, and the kubelet then refuse the pod (UnexpectedAdmissionError)"
+                )
+
+
+# What a label known only by its form reads as when the pod names no value of that form.
+_MADE_UP = "<made up when the node starts>"
+
+
+def _named_by_pod(pod: PodSpec, template: NodeTemplate) -> dict[str, str]:
+    """A value for each label the template knows only by its form (`patterns`): the first one
+    the pod's node selector or node affinity names that has that form, else one it names
+    nowhere."""
+    named: dict[str, list[str]] = {}
+    for key, value in (pod.get("nodeSelector") or {}).items():
+        named.setdefault(key, []).append(value)
+    for term in _required_terms(pod):
+        for expression in term.get("matchExpressions") or []:
+            named.setdefault(expression["key"], []).extend(expression.get("values") or [])
+    return {
+        key: next((v for v in named.get(key, []) if re.fullmatch(form, v)), _MADE_UP)
+        for key, form in template.patterns.items()
+    }
+
+
+def _required_terms(pod: PodSpec) -> list[Mapping[str, Any]]:
+    terms: list[Mapping[str, Any]] = (
+        ((pod.get("affinity") or {}).get("nodeAffinity") or {})
+        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+        .get("nodeSelectorTerms")
+    ) or []
+    return terms
 
 
 def _label_problems(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
@@ -513,11 +730,7 @@ def _label_problems(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
     for key, value in selector.items():
         if value not in _label_values(template, key):
             yield f"nodeSelector {key}={value}: its nodes have {_label(template, key)}"
-    terms = (
-        ((pod.get("affinity") or {}).get("nodeAffinity") or {})
-        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
-        .get("nodeSelectorTerms")
-    )
+    terms = _required_terms(pod)
     if terms:
         nodes = list(_label_sets(template))
         selected = [n for n in nodes if all(n.get(k) == v for k, v in selector.items())]
@@ -612,6 +825,32 @@ _MULTIPLIERS: Mapping[str, Decimal] = {
     "m": Decimal("1e-3"),
     "": Decimal(1),
 }
+
+
+_BYTES = ("memory", "ephemeral-storage")
+_BINARY_SUFFIXES = (
+    ("Ei", 2**60),
+    ("Pi", 2**50),
+    ("Ti", 2**40),
+    ("Gi", 2**30),
+    ("Mi", 2**20),
+    ("Ki", 2**10),
+)
+
+
+def format_quantity(name: str, value: Decimal) -> str:
+    """A quantity of resource `name` as Kubernetes writes it: CPU in cores or millicores, bytes
+    in the largest binary unit that holds them whole (`178Gi`), anything else as a number."""
+    if name == "cpu":
+        if value == value.to_integral():
+            return f"{value.to_integral()}"
+        return f"{(value * 1000).to_integral()}m"
+    if name in _BYTES or name.startswith("hugepages-"):
+        for suffix, size in _BINARY_SUFFIXES:
+            if value >= size and value % size == 0:
+                return f"{value // size}{suffix}"
+        return f"{value:f}"
+    return f"{value.normalize():f}"
 
 
 def quantity(value: str | int | float) -> Decimal:

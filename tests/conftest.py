@@ -13,19 +13,16 @@ import pytest
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stack_files import stack_config
 from tests.repository import PROJECT
+from tests.stack_variants import with_quota_for_any_pool
 
 Config = dict[str, Any]
 
 
 @pytest.fixture
 def dev_config() -> Config:
-    """The dev stack's config, fully qualified keys, safe to change in the test. Its namespace
-    may also hold whole GPUs and 1g.10gb MIG slices (the stack file's allows only replicas), so
-    that a test that changes the smoke test's pool to another sharing mode still has a smoke
-    test the quota admits."""
-    config = copy.deepcopy(stack_config("dev", PROJECT))
-    config["gpu-platform:namespaces"][0].update(gpuQuota=8, migQuota={"1g.10gb": 8})
-    return config
+    """The dev stack's config, fully qualified keys, safe to change in the test, its namespace
+    allowed GPUs of every kind (`with_quota_for_any_pool`)."""
+    return with_quota_for_any_pool(copy.deepcopy(stack_config("dev", PROJECT)))
 
 
 @pytest.fixture

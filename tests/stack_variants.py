@@ -127,3 +127,11 @@ def _h100_pool(name: str, capacity: str, **aws: str) -> dict[str, Any]:
         "capacity": capacity,
         "aws": {"amiReleaseVersion": AL2023_RELEASE, **aws},
     }
+
+
+def with_quota_for_any_pool(config: Config) -> Config:
+    """`config` with its first namespace allowed whole GPUs and 1g.10gb MIG slices too (the dev
+    stack file's allows only replicas), so that a test that changes the smoke test's pool to
+    another sharing mode still has a smoke test the quota admits."""
+    config["gpu-platform:namespaces"][0].update(gpuQuota=8, migQuota={"1g.10gb": 8})
+    return config

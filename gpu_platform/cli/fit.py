@@ -22,6 +22,8 @@ from gpu_platform.cli.cli import fail, plain_console, plan_or_fail
 from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.eks.instance_types import Gpus, InstanceType, instance_type
 from gpu_platform.fit import (
+    KUBERNETES_EFFECTS,
+    EksNodeGroup,
     NodeTemplate,
     PodSpec,
     eks_node_template,
@@ -31,6 +33,7 @@ from gpu_platform.fit import (
     pod_requests,
     pod_spec_of,
 )
+from gpu_platform.node_identity import Taint
 
 _YAML_KINDS = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}
 EXIT_NO_FIT = 1
@@ -121,33 +124,63 @@ def node_templates(plan: Plan) -> list[NodeTemplate]:
     templates = []
     for pool in plan.resources:
         if pool.type == "gpu-platform:eks:GpuNodeGroup":
-            templates.append(_node_group_template(plan, pool, instance_types))
+            templates += _node_group_templates(plan, pool, instance_types)
         elif pool.type == "gpu-platform:eks:KarpenterGpuNodePool":
             # One cluster, so one region: every lookup's.
             (region,) = {i.args["region"] for i in looked_up}
             templates += _node_pool_templates(plan, pool, instance_types, region)
     templates += [
-        replace(gke_node_template(pool.inputs), secret_labels="nodeConfig" in pool.secret_inputs)
+        replace(
+            gke_node_template(pool.inputs, pool.name),
+            secret_labels="nodeConfig" in pool.secret_inputs,
+        )
         for pool in plan.of_type("gcp:container/nodePool:NodePool")
     ]
     return templates
 
 
-def _node_group_template(
+def _node_group_templates(
     plan: Plan, group: PlannedResource, instance_types: Mapping[str, InstanceType]
-) -> NodeTemplate:
-    children = plan.children_of(group)
-    # A pool with a node group per zone has one template per group, the same but for the zone,
-    # which `fit` does not read: the first stands for them all.
-    node_group = next(c for c in children if c.type == "aws:eks/nodeGroup:NodeGroup")
-    tags = {
-        c.inputs["tag"]["key"]: c.inputs["tag"]["value"]
-        for c in children
-        if c.type == "aws:autoscaling/tag:Tag"
+) -> list[NodeTemplate]:
+    """One template per node group of the pool (one, or one per zone), as the autoscaler builds
+    it from the group's hints, its first zone and DescribeNodegroup's answer."""
+    zones = {
+        i.args["id"]: i.result["availabilityZone"]
+        for i in plan.invokes
+        if i.token == "aws:ec2/getSubnet:getSubnet"
     }
-    first = instance_types[node_group.inputs["instanceTypes"][0]]
-    template = eks_node_template(tags, first, node_group.inputs["region"])
-    return replace(template, secret_labels="labels" in node_group.secret_inputs)
+    (version,) = {
+        i.result["version"] for i in plan.invokes if i.token == "aws:eks/getCluster:getCluster"
+    }
+    children = plan.children_of(group)
+    tags_by_group: dict[str, dict[str, str]] = {}
+    for tag in (c for c in children if c.type == "aws:autoscaling/tag:Tag"):
+        group_name = str(tag.inputs["autoscalingGroupName"])
+        tags_by_group.setdefault(group_name, {})[tag.inputs["tag"]["key"]] = tag.inputs["tag"][
+            "value"
+        ]
+    node_groups = [c for c in children if c.type == "aws:eks/nodeGroup:NodeGroup"]
+    templates = []
+    for node_group, tags in zip(node_groups, tags_by_group.values(), strict=True):
+        inputs = node_group.inputs
+        first_zone = sorted(zones[subnet] for subnet in inputs["subnetIds"])[0]
+        described = EksNodeGroup(
+            pool=group.name,
+            cluster=inputs["clusterName"],
+            zone=first_zone,
+            capacity_type=inputs["capacityType"],
+            ami_type=inputs["amiType"],
+            kubernetes_version=version,
+            labels=inputs.get("labels") or {},
+            taints=tuple(
+                Taint(t["key"], t["value"], KUBERNETES_EFFECTS[t["effect"]])
+                for t in inputs.get("taints") or []
+                if t.get("value")
+            ),
+        )
+        template = eks_node_template(tags, instance_types[inputs["instanceTypes"][0]], described)
+        templates.append(replace(template, secret_labels="labels" in node_group.secret_inputs))
+    return templates
 
 
 def _node_pool_templates(

@@ -34,11 +34,16 @@ def cluster_discovery_tag(cluster_name: str) -> str:
 
 
 def autoscaler_tags(
-    identity: NodeIdentity, cluster_name: str, idle_minutes: int, disk_size_gib: int
+    identity: NodeIdentity,
+    cluster_name: str,
+    idle_minutes: int,
+    disk_size_gib: int,
+    allocatable: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The discovery tags, every node-template hint and the scale-down options for a group of
     nodes with `identity` whose kubelet keeps pods' data on a `disk_size_gib` filesystem
-    (`gpu_platform.eks.local_storage.kubelet_disk_gib`).
+    (`gpu_platform.eks.local_storage.kubelet_disk_gib`) and offers pods `allocatable` CPU,
+    memory and pods (`gpu_platform.eks.kubelet_allocatable`).
 
     EKS tags a managed node group's Auto Scaling group for discovery itself; these use the same
     values, so neither overwrites the other, and discovery no longer hangs on it.
@@ -50,6 +55,7 @@ def autoscaler_tags(
     )
     tags.update({RESOURCE_TAG_PREFIX + name: str(n) for name, n in identity.resources.items()})
     tags[RESOURCE_TAG_PREFIX + "ephemeral-storage"] = f"{ephemeral_storage_gib(disk_size_gib)}Gi"
+    tags.update({RESOURCE_TAG_PREFIX + name: q for name, q in (allocatable or {}).items()})
     # Per-group override of `--scale-down-unneeded-time`, so GPU nodes get their own idle time
     # without changing it for every other node group of the cluster.
     tags[OPTION_TAG_PREFIX + "scaledownunneededtime"] = f"{idle_minutes}m0s"

@@ -21,6 +21,7 @@ from gpu_platform.eks.autoscaler_tags import autoscaler_tags
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.efa import efa_launch_template_options
 from gpu_platform.eks.iam_roles import cluster_tags, platform_role
+from gpu_platform.eks.kubelet_allocatable import kubelet_allocatable
 from gpu_platform.eks.live_scaling import desired_size_to_send
 from gpu_platform.eks.local_storage import kubelet_disk_gib, node_config_user_data
 from gpu_platform.eks.node_group_names import node_group_name_prefix, zone_share
@@ -133,7 +134,10 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
         )
         identity = eks_node_identity(args.pool, args.placement.efa_interfaces)
         disk_gib = kubelet_disk_gib(spec, args.placement.instance_types, args.node_image)
-        hints = autoscaler_tags(identity, args.cluster.name, args.idle_minutes, disk_gib)
+        allocatable = kubelet_allocatable(args.placement.instance_types[0])
+        hints = autoscaler_tags(
+            identity, args.cluster.name, args.idle_minutes, disk_gib, allocatable
+        )
         self.node_groups: list[eks.NodeGroup] = []
         autoscaling_group_names = []
         for group in node_groups_of(spec, args.placement):

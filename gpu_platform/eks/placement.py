@@ -27,6 +27,7 @@ from gpu_platform.eks.instance_types import (
     offered_zones,
     zones_offering_all,
 )
+from gpu_platform.eks.kubelet_allocatable import kubelet_allocatable
 from gpu_platform.eks.live_scaling import LiveScaling, live_scalings
 from gpu_platform.eks.node_group_names import (
     NODE_GROUP_NAME_LIMIT,
@@ -109,7 +110,11 @@ def resolve_placement(
     pool = resolve_pool(spec, index, largest.gpu, driver=driver)
     efa_interfaces = min(t.efa_interfaces for t in instance_types) if spec.aws.efa else 0
     if not karpenter:
-        _raise_if_any(_node_group_problems(pool, cluster.name, idle_minutes, efa_interfaces))
+        _raise_if_any(
+            _node_group_problems(
+                pool, cluster.name, idle_minutes, efa_interfaces, instance_types[0]
+            )
+        )
     placement = NodeGroupPlacement(
         instance_types=instance_types,
         zones=zones,
@@ -290,7 +295,11 @@ def _per_zone_problems(spec: GpuPoolSpec, i: int, zones: Sequence[str]) -> Itera
 
 
 def _node_group_problems(
-    pool: ResolvedPool, cluster_name: str, idle_minutes: int, efa_interfaces: int
+    pool: ResolvedPool,
+    cluster_name: str,
+    idle_minutes: int,
+    efa_interfaces: int,
+    first: InstanceType,
 ) -> Iterator[ConfigProblem]:
     """Labels and taints EKS or the Auto Scaling group would refuse."""
     i = pool.index
@@ -314,6 +323,7 @@ def _node_group_problems(
         cluster_name,
         idle_minutes,
         pool.spec.disk_size_gib,
+        kubelet_allocatable(first),
     )
     yield from autoscaler_tag_problems(pool, tags)
 

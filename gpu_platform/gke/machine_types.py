@@ -86,6 +86,23 @@ _BOOT_DISK_TYPES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# GiB of memory per vCPU of the machine types whose size their name gives: N1's predefined
+# types (Compute Engine's "General-purpose machine family", N1 series: 3.75, 6.5 and 0.9 GB a
+# vCPU, Compute Engine's GB being 1024 MiB) and G2 (4 GB a vCPU, "GPU machine types").
+_MEMORY_PER_VCPU = {"n1-standard": 3.75, "n1-highmem": 6.5, "n1-highcpu": 0.9, "g2-standard": 4}
+_SIZED_MACHINE_TYPE = re.compile(r"^(n1-standard|n1-highmem|n1-highcpu|g2-standard)-(\d+)$")
+
+
+def machine_size(machine_type: str) -> tuple[int, int] | None:
+    """vCPUs and MiB of memory of an N1 or G2 machine type; None for the others, whose size
+    the platform does not hold."""
+    found = _SIZED_MACHINE_TYPE.match(machine_type)
+    if found is None:
+        return None
+    vcpus = int(found[2])
+    return vcpus, int(vcpus * _MEMORY_PER_VCPU[found[1]] * 1024)
+
+
 def fixed_series_of(machine_type: str) -> FixedGpuSeries | None:
     return next((s for s in FIXED_GPU_SERIES if machine_type in s.gpus), None)
 

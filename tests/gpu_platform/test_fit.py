@@ -15,8 +15,10 @@ from gpu_platform.config import load_stack_config
 from gpu_platform.eks.instance_types import Gpus, instance_type
 from gpu_platform.fit import (
     NodeTemplate,
+    admitted,
     fits,
     fitting_pools,
+    format_quantity,
     karpenter_node_templates,
     pod_requests,
     pod_spec_of,
@@ -127,7 +129,8 @@ def test_an_ordinary_pod_without_the_toleration_fits_no_gpu_pool(
 
     assert [r.pool for r in results] == ["t4-shared", "l4", "a100-mig"]
     assert all(
-        r.reasons == ("taint nvidia.com/gpu=present:NoSchedule is not tolerated",) for r in results
+        r.reasons == ("TaintToleration: taint nvidia.com/gpu=present:NoSchedule is not tolerated",)
+        for r in results
     )
 
 
@@ -153,8 +156,15 @@ def test_templates_know_the_first_instance_types_cpu_memory_and_architecture(
 ) -> None:
     t4 = next(t for t in templates if t.pool == "t4-shared")
 
-    # g4dn.xlarge: 4 vCPUs, 16 GiB.
-    assert (t4.resources["cpu"], t4.resources["memory"]) == (Decimal(4), Decimal(16 * 2**30))
+    # g4dn.xlarge: 4 vCPUs, 16 GiB, 29 pods (3 ENIs of 10 addresses), less nodeadm's
+    # kube-reserved (80m; 11Mi a pod and 255Mi) and the 100Mi eviction threshold
+    # (amazon-eks-ami nodeadm/internal/kubelet/config.go), as the group's hints tell the
+    # autoscaler: 3920m and 15710Mi.
+    assert (t4.resources["cpu"], t4.resources["memory"], t4.resources["pods"]) == (
+        Decimal("3.92"),
+        Decimal(15710 * 2**20),
+        Decimal(29),
+    )
     assert t4.labels["kubernetes.io/arch"] == "amd64"
     assert t4.labels["node.kubernetes.io/instance-type"] == "g4dn.xlarge"
 
@@ -168,8 +178,13 @@ def test_a_pod_asking_for_more_than_a_node_has_fits_nowhere_and_says_why(
 
     assert fitting_pools(pod, templates) == []
     assert t4.reasons == (
-        "asks for 5 nvidia.com/gpu; a node has 4",
-        "asks for 8 cpu; a node has 4",
+        "NodeResourcesFit: asks for 5 nvidia.com/gpu; a node has 4",
+        "NodeResourcesFit: asks for 8 cpu; a node has 3920m",
+        # The pool is time-sliced: the device plugin hands out one replica a container
+        # (failRequestsGreaterThanOne, k8s-device-plugin v0.20.0 internal/rm/rm.go).
+        "device plugin: container main asks for 5 nvidia.com/gpu; the pool's device plugin"
+        " hands shared GPUs out 1 a container: a node would start, and the kubelet then refuse"
+        " the pod (UnexpectedAdmissionError)",
     )
 
 
@@ -186,7 +201,7 @@ def test_ephemeral_storage_fits_within_what_a_nodes_kubelet_offers(
 
     assert fitting_pools(pod, templates) == ["t4-shared"]
     (t4,) = [f for f in fits(too_big, templates) if f.pool == "t4-shared"]
-    assert t4.reasons == ("asks for 193273528320 ephemeral-storage; a node has 191126044672",)
+    assert t4.reasons == ("NodeResourcesFit: asks for 180Gi ephemeral-storage; a node has 178Gi",)
 
 
 def test_ephemeral_storage_on_local_nvme_is_the_drives_size_less_the_kubelets_share(
@@ -199,7 +214,7 @@ def test_ephemeral_storage_on_local_nvme_is_the_drives_size_less_the_kubelets_sh
 
     assert fitting_pools(fits_nvme, templates) == ["l4"]
     (l4,) = [f for f in fits(too_big, templates) if f.pool == "l4"]
-    assert l4.reasons == ("asks for 225485783040 ephemeral-storage; a node has 221190815744",)
+    assert l4.reasons == ("NodeResourcesFit: asks for 210Gi ephemeral-storage; a node has 206Gi",)
 
 
 def test_a_node_selector_for_another_pool_is_reported(templates: list[NodeTemplate]) -> None:
@@ -208,7 +223,8 @@ def test_a_node_selector_for_another_pool_is_reported(templates: list[NodeTempla
     t4 = next(f for f in fits(pod, templates) if f.pool == "t4-shared")
 
     assert t4.reasons == (
-        "nodeSelector gpu-platform.io/pool=l4: its nodes have gpu-platform.io/pool=t4-shared",
+        "NodeAffinity: nodeSelector gpu-platform.io/pool=l4: its nodes have"
+        " gpu-platform.io/pool=t4-shared",
     )
 
 
@@ -308,10 +324,10 @@ def test_a_resource_a_complete_template_lacks_counts_as_none() -> None:
     fpga = pod_with({"limits": {"example.com/fpga": "1"}})
 
     assert fits(memory, [TEMPLATE])[0].reasons == (
-        "asks for 1073741824 memory; its nodes advertise none",
+        "NodeResourcesFit: asks for 1Gi memory; its nodes advertise none",
     )
     assert fits(fpga, [TEMPLATE])[0].reasons == (
-        "asks for 1 example.com/fpga; its nodes advertise none",
+        "NodeResourcesFit: asks for 1 example.com/fpga; its nodes advertise none",
     )
 
 
@@ -323,7 +339,7 @@ def test_a_template_that_does_not_know_the_machines_allocatable_judges_only_the_
 
     assert fitting_pools(memory_only, [unknowing]) == ["p"]
     assert fits(fpga, [unknowing])[0].reasons == (
-        "asks for 1 example.com/fpga; its nodes advertise none",
+        "NodeResourcesFit: asks for 1 example.com/fpga; its nodes advertise none",
     )
 
 
@@ -380,16 +396,18 @@ def test_a_document_without_a_pod_spec_is_refused() -> None:
         pod_spec_of({"kind": "Service", "spec": {}})
 
 
-def test_a_pool_with_a_node_group_per_zone_is_one_template(stack: dict[str, Any]) -> None:
+def test_a_pool_with_a_node_group_per_zone_has_a_template_per_zone(stack: dict[str, Any]) -> None:
     zonal = copy.deepcopy(stack)
     zonal["gpu-platform:pools"][0].update(zones=["us-east-1a", "us-east-1b"], max=2)
     zonal["gpu-platform:pools"][0]["aws"]["nodeGroupPerZone"] = True
 
-    found = node_templates(run_program("dev", config=zonal))
+    found = [t for t in node_templates(run_program("dev", config=zonal)) if t.pool == "t4-shared"]
 
-    assert [t.pool for t in found] == [
-        t.pool for t in node_templates(run_program("dev", config=stack))
-    ]
+    # Each group's template has its Auto Scaling group's first zone (getAsgTemplate,
+    # cloudprovider/aws/aws_manager.go, cluster-autoscaler-1.35.2).
+    assert [t.labels[ZONE] for t in found] == ["us-east-1a", "us-east-1b"]
+    pod = {**gpu_tolerating_pod(), "nodeSelector": {ZONE: "us-east-1b"}}
+    assert "t4-shared" in fitting_pools(pod, found)
 
 
 def test_a_pod_asking_for_efa_fits_only_the_efa_pool() -> None:
@@ -448,7 +466,8 @@ def test_an_ordinary_pod_without_the_toleration_fits_no_karpenter_pool(
 
     assert [r.pool for r in results] == ["t4-spot", "l4-on-demand"]
     assert all(
-        r.reasons == ("taint nvidia.com/gpu=present:NoSchedule is not tolerated",) for r in results
+        r.reasons == ("TaintToleration: taint nvidia.com/gpu=present:NoSchedule is not tolerated",)
+        for r in results
     )
 
 
@@ -462,7 +481,8 @@ def test_a_pod_bound_to_a_zone_the_nodepool_does_not_allow_does_not_fit(
     (t4,) = [f for f in fits(elsewhere, karpenter_templates) if f.pool == "t4-spot"]
 
     assert t4.reasons == (
-        f"nodeSelector {ZONE}=us-east-1c: its nodes have {ZONE}=us-east-1a or us-east-1b",
+        f"NodeAffinity: nodeSelector {ZONE}=us-east-1c: its nodes have"
+        f" {ZONE}=us-east-1a or us-east-1b",
     )
     assert fitting_pools(allowed, karpenter_templates) == ["t4-spot"]
 
@@ -477,7 +497,7 @@ def test_a_pod_asking_for_a_capacity_type_the_nodepool_does_not_allow_does_not_f
 
     assert fitting_pools(pod, karpenter_templates) == ["l4-on-demand"]
     assert t4.reasons == (
-        "nodeSelector karpenter.sh/capacity-type=on-demand: its nodes have "
+        "NodeAffinity: nodeSelector karpenter.sh/capacity-type=on-demand: its nodes have "
         "karpenter.sh/capacity-type=spot",
     )
 
@@ -502,7 +522,9 @@ def test_node_selector_and_node_affinity_must_agree_on_one_node(
 
     (t4,) = [f for f in fits(apart, karpenter_templates) if f.pool == "t4-spot"]
 
-    assert t4.reasons == ("required node affinity: no term matches its nodes' labels",)
+    assert t4.reasons == (
+        "NodeAffinity: required node affinity: no term matches its nodes' labels",
+    )
     assert fitting_pools(together, karpenter_templates) == ["t4-spot"]
 
 
@@ -513,7 +535,9 @@ def test_a_pod_asking_for_more_gpus_than_any_allowed_type_has_does_not_fit(
 
     results = fits(pod, karpenter_templates)
 
-    assert [r.reasons for r in results] == [("asks for 2 nvidia.com/gpu; a node has 1",)] * 2
+    assert [r.reasons for r in results] == [
+        ("NodeResourcesFit: asks for 2 nvidia.com/gpu; a node has 1",)
+    ] * 2
 
 
 def test_karpenter_templates_carry_the_labels_karpenter_gives_an_instance_type(
@@ -559,7 +583,7 @@ def test_cpu_is_what_karpenter_leaves_after_kube_reserved(
 
     (t4,) = [f for f in fits(pod, karpenter_templates) if f.pool == "t4-spot"]
 
-    assert t4.reasons == ("asks for 4 cpu; a node has 3.92",)
+    assert t4.reasons == ("NodeResourcesFit: asks for 4 cpu; a node has 3920m",)
     assert fitting_pools(smaller, karpenter_templates) == ["t4-spot"]
 
 
@@ -642,8 +666,8 @@ def test_a_pod_fits_a_nodepool_where_it_fits_one_of_its_instance_types() -> None
     assert fitting_pools(four, templates_of(node_pool())) == ["l4"]
     assert [f.reasons for f in fits(eight, templates_of(node_pool()))] == [
         (
-            "g6.xlarge: asks for 8 nvidia.com/gpu; a node has 1",
-            "g6.12xlarge: asks for 8 nvidia.com/gpu; a node has 4",
+            "g6.xlarge: NodeResourcesFit: asks for 8 nvidia.com/gpu; a node has 1",
+            "g6.12xlarge: NodeResourcesFit: asks for 8 nvidia.com/gpu; a node has 4",
         )
     ]
 
@@ -680,6 +704,40 @@ def test_a_nodepool_of_reserved_capacity_needs_its_node_class_to_select_reservat
     (without,) = fits(pod, templates_of(node_pool(reserved)))
 
     assert without.reasons == (
-        "the pool allows its nodes no karpenter.sh/capacity-type, so it starts none",
+        "NodeAffinity: the pool allows its nodes no karpenter.sh/capacity-type, so it starts none",
     )
     assert fitting_pools(pod, templates_of(node_pool(reserved), with_reservation)) == ["l4"]
+
+
+# --- Admission and units ---------------------------------------------------------------------
+
+
+def test_admission_tolerates_each_extended_resource_a_container_asks_for() -> None:
+    pod = {
+        "containers": [
+            {"name": "a", "resources": {"limits": {"nvidia.com/mig-1g.10gb": "1", "cpu": "1"}}},
+            {"name": "b", "resources": {"requests": {"vpc.amazonaws.com/efa": "1"}}},
+        ]
+    }
+
+    # kubernetes plugin/pkg/admission/extendedresourcetoleration: `<resource> Exists
+    # NoSchedule` for every extended resource; none for cpu, memory and the like.
+    assert admitted(pod)["tolerations"] == [
+        {"key": "nvidia.com/mig-1g.10gb", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "vpc.amazonaws.com/efa", "operator": "Exists", "effect": "NoSchedule"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "amount", "written"),
+    [
+        ("cpu", "3.92", "3920m"),
+        ("cpu", "192", "192"),
+        ("memory", "193273528320", "180Gi"),
+        ("memory", "16473128960", "15710Mi"),
+        ("ephemeral-storage", "1536", "1536"),
+        ("nvidia.com/gpu", "2", "2"),
+    ],
+)
+def test_quantities_are_written_in_kubernetes_units(name: str, amount: str, written: str) -> None:
+    assert format_quantity(name, Decimal(amount)) == written

@@ -61,7 +61,8 @@ def test_a_workload_that_fits_no_pool_exits_1_and_says_why(tmp_path: Path) -> No
 
     assert code == 1
     assert "Deployment web" in output
-    assert "taint nvidia.com/gpu=present:NoSchedule is not tolerated" in output
+    # The table wraps the reason at the console's width.
+    assert "TaintToleration: taint nvidia.com/gpu=present:NoSchedule" in output
 
 
 def test_a_document_without_a_pod_spec_exits_2(tmp_path: Path) -> None:

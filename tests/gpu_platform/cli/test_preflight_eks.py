@@ -30,7 +30,13 @@ from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import GpuPoolSpec, StackConfig, load_stack_config
 from tests.repository import ROOT
-from tests.stack_variants import AL2023_RELEASE, ODCR, ODCR_GROUP, with_whole_gpu_quota
+from tests.stack_variants import (
+    AL2023_RELEASE,
+    ODCR,
+    ODCR_GROUP,
+    with_quota_for_any_pool,
+    with_whole_gpu_quota,
+)
 
 REGION = "us-east-1"
 FOR_REGION = AwsClients.for_region
@@ -144,7 +150,7 @@ def stack(change: Callable[[Config], Any] = lambda c: None) -> StackConfig:
     """The dev stack's config with a second instance type on its pool, so that every check sees
     more than one (preflight checks each type; the program refuses types of different shapes,
     which is not preflight's to repeat), changed by `change` (keys as in the stack file)."""
-    values = copy.deepcopy(stack_config("dev"))
+    values = with_quota_for_any_pool(copy.deepcopy(stack_config("dev")))
     values["gpu-platform:pools"][0]["instanceTypes"] = ["g4dn.xlarge", "g4dn.2xlarge"]
     change(values)
     return load_stack_config(

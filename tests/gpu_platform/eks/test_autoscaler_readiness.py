@@ -20,7 +20,7 @@ import pytest
 
 from gpu_platform.cli.offline import Plan
 from gpu_platform.eks.instance_types import Gpus, instance_type
-from gpu_platform.fit import eks_node_template
+from gpu_platform.fit import EksNodeGroup, eks_node_template
 
 from .plans import asg_tags, mig_pool, node_group, with_extra_pool
 
@@ -91,7 +91,9 @@ def test_a_template_of_every_sharing_mode_advertises_what_a_running_node_does(
 ) -> None:
     tags = asg_tags(plan_in_mode(mode, dev_config, plan_for), "pool")
 
-    template = eks_node_template(tags, P4DE, "us-east-1")
+    template = eks_node_template(
+        tags, P4DE, EksNodeGroup("pool", "ml-dev", "us-east-1a", "ON_DEMAND", "AL2023", "1.35")
+    )
 
     expected = RUNNING_NODE_ALLOCATABLE[mode]
     assert {name: template.resources[name] for name in expected} == expected

@@ -12,6 +12,7 @@ from moto import mock_aws
 
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stack_files import stack_config
+from tests.stack_variants import with_quota_for_any_pool
 
 from .aws_api import create_launch_template_request, create_nodegroup_request, request_problems
 from .plans import (
@@ -84,7 +85,7 @@ def plans() -> dict[str, Plan]:
     """One plan per variant of the dev stack, shared by the module's tests."""
     plans = {}
     for name, change in VARIANTS.items():
-        config = copy.deepcopy(stack_config("dev"))
+        config = with_quota_for_any_pool(copy.deepcopy(stack_config("dev")))
         change(config)
         plans[name] = run_program("dev", config=config)
     return plans

@@ -34,7 +34,7 @@ def resolved(config: Config, name: str) -> ResolvedPool:
 
 
 def templates(plan: Plan) -> list[NodeTemplate]:
-    return [gke_node_template(pool.inputs) for pool in plan.of_type(NODE_POOL)]
+    return [gke_node_template(pool.inputs, pool.name) for pool in plan.of_type(NODE_POOL)]
 
 
 def test_template_has_the_pools_labels_and_taints_and_what_gke_adds(gke_plan: Plan) -> None:
@@ -56,7 +56,7 @@ def test_a_time_shared_template_counts_each_gpus_clients_as_gke_labels_them(
 ) -> None:
     # GKE's device plugin advertises maxSharedClientsPerGpu devices per GPU (manager.go).
     (template,) = templates(gke_plan)
-    assert template.resources == {"nvidia.com/gpu": Decimal(4)}
+    assert template.resources["nvidia.com/gpu"] == Decimal(4)
     assert {
         "cloud.google.com/gke-gpu-sharing-strategy": "time-sharing",
         "cloud.google.com/gke-max-shared-clients-per-gpu": "4",
@@ -68,7 +68,7 @@ def test_an_exclusive_template_counts_the_machines_physical_gpus(
 ) -> None:
     gke_config["gpu-platform:pools"][0]["sharing"] = {"mode": "exclusive"}
     (template,) = templates(plan_for(gke_config))
-    assert template.resources == {"nvidia.com/gpu": Decimal(1)}
+    assert template.resources["nvidia.com/gpu"] == Decimal(1)
 
 
 def test_pod_from_the_public_recipe_fits_its_pool_at_zero(
@@ -79,11 +79,40 @@ def test_pod_from_the_public_recipe_fits_its_pool_at_zero(
     assert (fit.pool, fit.reasons) == ("l4-shared", ())
 
 
-def test_pod_without_the_gpu_toleration_fits_no_pool(gke_config: Config, gke_plan: Plan) -> None:
+def test_a_gpu_pod_without_the_toleration_is_given_it_by_admission(
+    gke_config: Config, gke_plan: Plan
+) -> None:
     pod = gpu_pod_spec(resolved(gke_config, "l4-shared"), "cuda:12", ["nvidia-smi"])
     del pod["tolerations"]
+
+    # GKE runs the ExtendedResourceToleration admission plugin: a pod asking for
+    # nvidia.com/gpu gets `nvidia.com/gpu Exists NoSchedule`.
     (fit,) = fits(pod, templates(gke_plan))
-    assert fit.reasons == ("taint nvidia.com/gpu=present:NoSchedule is not tolerated",)
+
+    assert fit.reasons == ()
+
+
+def test_a_pod_without_gpus_or_the_toleration_fits_no_pool(gke_plan: Plan) -> None:
+    pod = {"containers": [{"name": "web", "image": "nginx"}]}
+
+    (fit,) = fits(pod, templates(gke_plan))
+
+    assert fit.reasons == (
+        "TaintToleration: taint nvidia.com/gpu=present:NoSchedule is not tolerated",
+    )
+
+
+def test_cpu_and_memory_are_the_machines_less_gkes_reservations(gke_plan: Plan) -> None:
+    (template,) = templates(gke_plan)
+
+    # g2-standard-8: 8 vCPUs, 32 GiB (Compute Engine, "GPU machine types"). GKE keeps back
+    # 90m of CPU and 25% of the first 4 GiB, 20% of the next 4, 10% of the next 8 and 6% of
+    # the next 16 of memory (3.56 GiB), and 100 MiB for eviction (GKE's node allocatable).
+    assert {k: template.resources[k] for k in ("cpu", "memory", "pods")} == {
+        "cpu": Decimal("7.91"),
+        "memory": Decimal(29022 * 2**20),
+        "pods": Decimal(110),
+    }
 
 
 def test_a_mig_pool_scales_up_from_zero_for_a_partition(
@@ -125,7 +154,7 @@ def test_a_pod_that_does_not_tolerate_the_queued_taint_fits_no_queued_pool(
     by_pool = {f.pool: f.reasons for f in fits(pod, templates(plan_for(config)))}
 
     assert by_pool[QUEUED_POOL] == (
-        "taint cloud.google.com/gke-queued=true:NoSchedule is not tolerated",
+        "TaintToleration: taint cloud.google.com/gke-queued=true:NoSchedule is not tolerated",
     )
 
 

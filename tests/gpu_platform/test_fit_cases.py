@@ -1,0 +1,46 @@
+"""`gpu-platform fit` against what the node provisioner's own code answers, for a table of
+hand-written pods across the project's stacks (fit_cases.yaml beside this file, which cites the
+upstream code path of each answer), and docs/fit.md showing the same table."""
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpu_platform.cli.fit import node_templates
+from gpu_platform.cli.offline import run_program
+from gpu_platform.fit import NodeTemplate, fits
+from tests.repository import PROJECT, ROOT
+
+CASES: list[dict[str, Any]] = yaml.safe_load(Path(__file__).with_name("fit_cases.yaml").read_text())
+
+
+@cache
+def templates(stack: str) -> tuple[NodeTemplate, ...]:
+    return tuple(node_templates(run_program(stack, project=PROJECT)))
+
+
+def test_the_table_covers_every_stack_with_at_least_25_pods() -> None:
+    assert len(CASES) >= 25
+    assert {c["stack"] for c in CASES} == {"dev", "prod", "gke-dev", "karpenter-dev"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_fit_answers_as_the_provisioners_code(case: dict[str, Any]) -> None:
+    results = fits(case["pod"], templates(case["stack"]))
+    expected = case.get("fit", case["autoscaler"])
+
+    assert [r.pool for r in results if r.fits] == expected
+    if "reason" in case:
+        reasons = [reason for r in results if not r.fits for reason in r.reasons]
+        assert any(reason.startswith(case["reason"]) for reason in reasons), reasons
+
+
+def test_the_docs_show_every_case_with_both_answers() -> None:
+    page = (ROOT / "docs" / "fit.md").read_text()
+    for case in CASES:
+        autoscaler = ", ".join(case["autoscaler"]) or "none"
+        fit = ", ".join(case.get("fit", case["autoscaler"])) or "none"
+        assert f"| `{case['name']}` | {case['stack']} | {autoscaler} | {fit} |" in page
