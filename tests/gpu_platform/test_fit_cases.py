@@ -32,7 +32,9 @@ def test_fit_answers_as_the_provisioners_code(case: dict[str, Any]) -> None:
     results = fits(case["pod"], templates(case["stack"]))
     expected = case.get("fit", case["autoscaler"])
 
-    assert [r.pool for r in results if r.fits] == expected
+    # Which pools a pod fits, not the order the program declares them in (a pool a canary leads
+    # is declared after its canary's gate).
+    assert sorted(r.pool for r in results if r.fits) == sorted(expected)
     if "reason" in case:
         reasons = [reason for r in results if not r.fits for reason in r.reasons]
         assert any(reason.startswith(case["reason"]) for reason in reasons), reasons
