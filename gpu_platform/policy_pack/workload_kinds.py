@@ -2,20 +2,27 @@
 
 The pack knows where the common GPU workload CRDs keep their pod templates
 (`pods.GPU_WORKLOAD_CRDS`); a platform that runs another operator names its kinds in the config
-of `gpu-workload-kinds`, and every policy that judges pods reads them there too:
+of `gpu-workload-kinds`, pod templates and inline pod specs apart, and every policy that judges
+pods reads them there too:
 
-    "gpu-workload-kinds": {"podTemplates": {"example.com/TrainingRun": ["spec.workers.*.template"]}}
+    "gpu-workload-kinds": {
+      "podTemplates": {"example.com/TrainingRun": ["spec.workers.*.template"]},
+      "podSpecs": {"serving.kserve.io/InferenceService": ["spec.predictor"]}
+    }
+
+A configured path that judges nothing is reported, not passed over in silence.
 
 The policies each read only their own config, so the pack takes this one when it is configured
 (`pack_config.watch_pack_config`), before any resource is analyzed.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from pods import CUSTOM_KINDS, custom_kinds_from
+from pods import CUSTOM_KINDS, PodPath, api_group_and_kind, custom_kinds_from, expand
 from pulumi_policy import (
     EnforcementLevel,
+    PolicyResource,
     ReportViolation,
     StackValidationArgs,
     StackValidationPolicy,
@@ -35,21 +42,74 @@ POD_TEMPLATES = Setting(
         "like the built-in GPU workload kinds; an entry for one of those replaces it.",
     },
 )
+POD_SPECS = Setting(
+    "podSpecs",
+    {
+        "type": "object",
+        "additionalProperties": {"type": "array", "items": {"type": "string"}},
+        "default": {},
+        "description": 'Custom resource kinds as "<API group>/<kind>", each with the dotted '
+        "paths of the pod specs it holds inline, without a template's metadata (KServe's "
+        "InferenceService: spec.predictor).",
+    },
+)
+
+
+def _kinds(
+    config: Mapping[str, Any],
+) -> tuple[dict[tuple[str, str], tuple[PodPath, ...]], list[str]]:
+    return custom_kinds_from(POD_TEMPLATES.read(config), POD_SPECS.read(config))
 
 
 def configure(config: Mapping[str, Any]) -> None:
     """Take the kinds of the pack's new configuration."""
-    kinds, _ = custom_kinds_from(POD_TEMPLATES.read(config))
+    kinds, _ = _kinds(config)
     CUSTOM_KINDS.clear()
     CUSTOM_KINDS.update(kinds)
 
 
+def unmatched_problems(
+    resources: Sequence[PolicyResource], kinds: Mapping[tuple[str, str], tuple[PodPath, ...]]
+) -> Iterator[tuple[str, str | None]]:
+    """The configured paths that judge nothing: a resource of a configured kind in which no
+    path finds a pod (nothing of it would be judged), and a path that finds nothing in any
+    resource of its kind (a path a kind does not have). A path may find nothing in one
+    resource and a pod in another: a part the kind's resources have or not (KServe's
+    transformer)."""
+    found: dict[tuple[tuple[str, str], PodPath], bool] = {}
+    for resource in resources:
+        key = api_group_and_kind(resource.resource_type)
+        if key not in kinds:
+            continue
+        matched = [bool(expand(resource.props, where.steps)) for where in kinds[key]]
+        for where, hit in zip(kinds[key], matched, strict=True):
+            found[(key, where)] = found.get((key, where), False) or hit
+        if not any(matched):
+            names = ", ".join(".".join(where.steps) for where in kinds[key])
+            yield (
+                f"no path configured for {key[0]}/{key[1]} ({names}) finds a pod in this "
+                "resource, so no policy judges its pods. Fix: correct the paths in "
+                f"{NAME}'s config (podTemplates for templates of metadata and spec, podSpecs "
+                "for pod specs held inline).",
+                resource.urn,
+            )
+    for ((group, kind), where), hit in found.items():
+        if not hit:
+            yield (
+                f'the path "{".".join(where.steps)}" configured for {group}/{kind} finds '
+                "nothing in any of the stack's resources of that kind. Fix: correct it, or "
+                "remove it.",
+                None,
+            )
+
+
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    _, problems = custom_kinds_from(POD_TEMPLATES.read(args.get_config()))
+    kinds, problems = _kinds(args.get_config())
     for problem in problems:
-        report_violation(
-            f"podTemplates: {problem}. Until it is fixed, no policy reads that kind's pods.", None
-        )
+        report_violation(f"{problem}. Until it is fixed, no policy reads that kind's pods.", None)
+    # A path on the way to which a value is not known yet counts as found (pods.expand).
+    for message, urn in unmatched_problems(args.resources, kinds):
+        report_violation(message, urn)
 
 
 POLICY = StackValidationPolicy(
@@ -57,5 +117,5 @@ POLICY = StackValidationPolicy(
     description="The stack's own GPU workload kinds, whose pod templates every pod policy judges.",
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=config_schema(POD_TEMPLATES),
+    config_schema=config_schema(POD_TEMPLATES, POD_SPECS),
 )

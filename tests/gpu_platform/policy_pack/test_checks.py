@@ -38,7 +38,7 @@ def test_an_unknown_security_context_skips_only_the_checks_that_read_it(
     (note,) = [n for n in new_notes() if "pod-security-standards" in n]
     assert note.startswith(
         'policy "pod-security-standards" skipped checks on the stack until values are known: '
-        f"privileged on {deployment.urn}: string value at "
+        f"privileged on {deployment.urn}: spec.template.spec.containers[0]: string value at "
         ".spec.template.spec.containers.0.securityContext can't be known during preview; "
     )
 
