@@ -10,7 +10,8 @@ pods reads them there too:
       "podSpecs": {"serving.kserve.io/InferenceService": ["spec.predictor"]}
     }
 
-A configured path that judges nothing is reported, not passed over in silence.
+A resource of a configured kind in which no configured path finds a pod is reported, not
+passed over in silence.
 
 The policies each read only their own config, so the pack takes this one when it is configured
 (`pack_config.watch_pack_config`), before any resource is analyzed.
@@ -70,21 +71,18 @@ def configure(config: Mapping[str, Any]) -> None:
 
 def unmatched_problems(
     resources: Sequence[PolicyResource], kinds: Mapping[tuple[str, str], tuple[PodPath, ...]]
-) -> Iterator[tuple[str, str | None]]:
-    """The configured paths that judge nothing: a resource of a configured kind in which no
-    path finds a pod (nothing of it would be judged), and a path that finds nothing in any
-    resource of its kind (a path a kind does not have). A path may find nothing in one
-    resource and a pod in another: a part the kind's resources have or not (KServe's
-    transformer)."""
-    found: dict[tuple[tuple[str, str], PodPath], bool] = {}
+) -> Iterator[tuple[str, str]]:
+    """Each resource of a configured kind in which no configured path finds a pod: nothing of
+    it would be judged.
+
+    A path that finds nothing while another finds a pod is not reported: a part the resource
+    leaves out (KServe's transformer) reads the same as a misspelt path, and refusing it would
+    push the config to drop the part, which would then go unjudged the day a resource has it."""
     for resource in resources:
         key = api_group_and_kind(resource.resource_type)
-        if key not in kinds:
+        if key is None or key not in kinds:
             continue
-        matched = [bool(expand(resource.props, where.steps)) for where in kinds[key]]
-        for where, hit in zip(kinds[key], matched, strict=True):
-            found[(key, where)] = found.get((key, where), False) or hit
-        if not any(matched):
+        if not any(expand(resource.props, where.steps) for where in kinds[key]):
             names = ", ".join(".".join(where.steps) for where in kinds[key])
             yield (
                 f"no path configured for {key[0]}/{key[1]} ({names}) finds a pod in this "
@@ -92,14 +90,6 @@ def unmatched_problems(
                 f"{NAME}'s config (podTemplates for templates of metadata and spec, podSpecs "
                 "for pod specs held inline).",
                 resource.urn,
-            )
-    for ((group, kind), where), hit in found.items():
-        if not hit:
-            yield (
-                f'the path "{".".join(where.steps)}" configured for {group}/{kind} finds '
-                "nothing in any of the stack's resources of that kind. Fix: correct it, or "
-                "remove it.",
-                None,
             )
 
 
