@@ -95,19 +95,16 @@ def test_actionlint_accepts_the_workflow(path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_actionlint_reports_a_job_that_needs_a_missing_job(tmp_path: Path) -> None:
+def lint_deploy_job(tmp_path: Path, *job_lines: str) -> subprocess.CompletedProcess[str]:
+    """actionlint over a workflow of one job, `deploy`, with `job_lines` (indented) in it."""
     broken = tmp_path / "broken.yml"
-    broken.write_text(
-        "on: push\n"
-        "jobs:\n"
-        "  deploy:\n"
-        "    needs: build\n"
-        "    runs-on: ubuntu-24.04\n"
-        "    steps:\n"
-        "      - run: echo deploying\n"
-    )
+    lines = ["on: push", "jobs:", "  deploy:", "    runs-on: ubuntu-24.04", *job_lines]
+    broken.write_text("\n".join([*lines, "    steps:", "      - run: echo deploying", ""]))
+    return actionlint(broken, cwd=tmp_path)
 
-    result = actionlint(broken, cwd=tmp_path)
+
+def test_actionlint_reports_a_job_that_needs_a_missing_job(tmp_path: Path) -> None:
+    result = lint_deploy_job(tmp_path, "    needs: build")
 
     assert result.returncode != 0
     assert 'needs job "build" which does not exist' in result.stdout
@@ -140,20 +137,9 @@ def test_actionlint_reports_a_stack_workflow_call_without_its_environment(
 def test_actionlint_knows_the_concurrency_queue_the_stack_workflow_uses(tmp_path: Path) -> None:
     # GitHub's `queue: single | max`; upstream actionlint v1.7.12 would refuse the key itself
     # (parse.go, parseConcurrency), this build checks its value.
-    broken = tmp_path / "broken.yml"
-    broken.write_text(
-        "on: push\n"
-        "jobs:\n"
-        "  deploy:\n"
-        "    runs-on: ubuntu-24.04\n"
-        "    concurrency:\n"
-        "      group: pulumi-dev\n"
-        "      queue: all\n"
-        "    steps:\n"
-        "      - run: echo deploying\n"
+    result = lint_deploy_job(
+        tmp_path, "    concurrency:", "      group: pulumi-dev", "      queue: all"
     )
-
-    result = actionlint(broken, cwd=tmp_path)
 
     assert result.returncode != 0
     assert 'invalid value "all" for "queue"' in result.stdout

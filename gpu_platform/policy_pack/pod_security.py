@@ -193,17 +193,29 @@ def per_volume(check: VolumeCheck) -> PodCheck:
     return run
 
 
-def per_annotation(c: PodUnderCheck, problem: Callable[[str, Any], str | None]) -> Iterator[str]:
-    """`problem(key, value)` for each of the pod's annotations, read one at a time."""
+def annotation_problems(
+    c: PodUnderCheck,
+    reason: str,
+    applies_to: Callable[[str], bool],
+    allowed: Callable[[object], bool],
+) -> Iterator[str]:
+    """A profile annotation (AppArmor, or seccomp before policy v1.19) of a value the admission
+    does not allow. Each annotation is read on its own, and only those the check is about."""
 
     def judge(key: str) -> Iterator[str]:
-        found = problem(key, value_at(c.pod.metadata, "annotations", key))
-        if found:
-            yield found
+        if not applies_to(key):
+            return
+        value = value_at(c.pod.metadata, "annotations", key)
+        if not allowed(value):
+            yield _problem(
+                reason,
+                "pod",
+                _sets(c.pod.metadata_field("annotations", key), value),
+                'use "runtime/default" or "localhost/<profile>"',
+            )
 
-    return each(
-        keys(c.pod.metadata, "annotations"), judge, partial(c.pod.metadata_field, "annotations")
-    )
+    label = partial(c.pod.metadata_field, "annotations")
+    return each(keys(c.pod.metadata, "annotations"), judge, label)
 
 
 def _volume_label(volume: Any, index: int) -> str:
@@ -218,28 +230,29 @@ def _volume_label(volume: Any, index: int) -> str:
 # --- baseline ------------------------------------------------------------------------------
 
 
+def _turned_on(
+    reason: str, subject: str, props: object, field: Callable[..., str], *steps: str
+) -> Iterator[str]:
+    """A switch that must stay off (hostNetwork, privileged, hostProcess), found on."""
+    if flag(props, *steps) is True:
+        yield _problem(
+            reason, subject, _sets(field(*steps), True), f"remove {steps[-1]} or set it to false"
+        )
+
+
 def host_namespaces(c: PodUnderCheck) -> Iterator[str]:
     def judge(name: str) -> Iterator[str]:
-        if flag(c.pod.spec, name) is True:
-            yield _problem(
-                "host namespaces",
-                "pod",
-                _sets(c.pod.spec_field(name), True),
-                f"remove {name} or set it to false",
-            )
+        return _turned_on("host namespaces", "pod", c.pod.spec, c.pod.spec_field, name)
 
     return each(("hostNetwork", "hostPID", "hostIPC"), judge, c.pod.spec_field)
 
 
 @per_container
 def privileged(c: PodUnderCheck, container: Container) -> Iterator[str]:
-    if flag(container.props, "securityContext", "privileged") is True:
-        yield _problem(
-            "privileged",
-            container.label,
-            _sets(c.pod.container_field(container, "securityContext", "privileged"), True),
-            "remove privileged or set it to false",
-        )
+    field = partial(c.pod.container_field, container)
+    return _turned_on(
+        "privileged", container.label, container.props, field, "securityContext", "privileged"
+    )
 
 
 BASELINE_CAPABILITIES = (
@@ -315,22 +328,21 @@ def app_armor(c: PodUnderCheck) -> Iterator[str]:
         "use the RuntimeDefault or a Localhost AppArmor profile",
     )
 
-    def annotation(key: str, value: Any) -> str | None:
-        allowed = isinstance(value, str) and (
+    def allowed(value: object) -> bool:
+        return isinstance(value, str) and (
             value in ("", "runtime/default") or value.startswith("localhost/")
         )
-        if not key.startswith(_APPARMOR_ANNOTATION_PREFIX) or allowed:
-            return None
-        return _problem(
-            "forbidden AppArmor profile",
-            "pod",
-            _sets(c.pod.metadata_field("annotations", key), value),
-            'use "runtime/default" or "localhost/<profile>"',
-        )
 
+    annotations = partial(
+        annotation_problems,
+        c,
+        "forbidden AppArmor profile",
+        lambda key: key.startswith(_APPARMOR_ANNOTATION_PREFIX),
+        allowed,
+    )
     return parts(
         ("appArmorProfile fields", profiles),
-        (c.pod.metadata_field("annotations"), partial(per_annotation, c, annotation)),
+        (c.pod.metadata_field("annotations"), annotations),
     )
 
 
@@ -412,17 +424,7 @@ def _seccomp_annotations(c: PodUnderCheck) -> Iterator[str]:
     names = {_SECCOMP_POD_ANNOTATION}
     names |= {_SECCOMP_CONTAINER_ANNOTATION_PREFIX + container.name for container in c.containers}
 
-    def annotation(key: str, value: Any) -> str | None:
-        if key not in names or _seccomp_annotation_allowed(value):
-            return None
-        return _problem(
-            "seccompProfile",
-            "pod",
-            _sets(c.pod.metadata_field("annotations", key), value),
-            'use "runtime/default" or "localhost/<profile>"',
-        )
-
-    return per_annotation(c, annotation)
+    return annotation_problems(c, "seccompProfile", names.__contains__, _seccomp_annotation_allowed)
 
 
 def _profile_types(
@@ -490,13 +492,14 @@ def sysctls(c: PodUnderCheck) -> Iterator[str]:
 
 @per_context
 def windows_host_process(c: PodUnderCheck, context: SecurityContext) -> Iterator[str]:
-    if flag(context.props, "windowsOptions", "hostProcess") is True:
-        yield _problem(
-            "hostProcess",
-            context.subject,
-            _sets(context.field("windowsOptions", "hostProcess"), True),
-            "remove hostProcess or set it to false",
-        )
+    return _turned_on(
+        "hostProcess",
+        context.subject,
+        context.props,
+        context.field,
+        "windowsOptions",
+        "hostProcess",
+    )
 
 
 _HANDLERS: tuple[tuple[str, ...], ...] = (

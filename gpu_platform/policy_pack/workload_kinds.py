@@ -32,27 +32,26 @@ from settings import Setting, config_schema
 
 NAME = "gpu-workload-kinds"
 
-POD_TEMPLATES = Setting(
-    "podTemplates",
-    {
-        "type": "object",
-        "additionalProperties": {"type": "array", "items": {"type": "string"}},
-        "default": {},
-        "description": 'Custom resource kinds as "<API group>/<kind>", each with the dotted '
-        "paths of its pod templates (`*` for every element of a list or value of a map), judged "
-        "like the built-in GPU workload kinds; an entry for one of those replaces it.",
-    },
-)
-POD_SPECS = Setting(
+
+def _kinds_setting(key: str, leads_to: str) -> Setting:
+    return Setting(
+        key,
+        {
+            "type": "object",
+            "additionalProperties": {"type": "array", "items": {"type": "string"}},
+            "default": {},
+            "description": 'Custom resource kinds as "<API group>/<kind>", each with the dotted '
+            f"paths of {leads_to} (`*` for every element of a list or value of a map), judged "
+            "like the built-in GPU workload kinds; an entry for one of those replaces it.",
+        },
+    )
+
+
+POD_TEMPLATES = _kinds_setting("podTemplates", "its pod templates")
+POD_SPECS = _kinds_setting(
     "podSpecs",
-    {
-        "type": "object",
-        "additionalProperties": {"type": "array", "items": {"type": "string"}},
-        "default": {},
-        "description": 'Custom resource kinds as "<API group>/<kind>", each with the dotted '
-        "paths of the pod specs it holds inline, without a template's metadata (KServe's "
-        "InferenceService: spec.predictor).",
-    },
+    "the pod specs it holds inline, without a template's metadata (KServe's InferenceService: "
+    "spec.predictor)",
 )
 
 
