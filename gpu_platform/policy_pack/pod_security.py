@@ -2,9 +2,10 @@
 
 Each check mirrors a `check_<id>.go` of Kubernetes' pod-security-admission (policy versions up to
 v1.37): the same fields, the same allowed values, the same version in which a rule changed.
-The level a workload must meet is its namespace's `pod-security.kubernetes.io/enforce` label
-when that Namespace is declared in the same stack, which is why this is a stack policy; a
-namespace the stack does not declare gets a configured default.
+The level a workload must meet is the one its namespace enforces, as the stack's policy config
+lists it (`namespaceLevels`); a namespace it does not list gets a configured default. Listed
+levels are checked against the `pod-security.kubernetes.io/enforce` labels of the Namespaces the
+stack declares.
 
 The admission enforces on Pods only and warns on the pod templates of workload controllers;
 the pack checks both, so a bad template fails in preview rather than as pods that never start.
@@ -33,6 +34,8 @@ from pulumi_policy import (
     EnforcementLevel,
     PolicyResource,
     ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
     StackValidationArgs,
     StackValidationPolicy,
 )
@@ -75,8 +78,8 @@ DEFAULT_LEVEL = Setting(
         "type": "string",
         "enum": list(LEVELS),
         "default": "restricted",
-        "description": "The level for workloads whose namespace is not declared in the stack, is "
-        "declared without an enforce label, or is not known yet at preview.",
+        "description": "The level for workloads whose namespace is not in namespaceLevels (nor "
+        "exempt), or is not known yet at preview.",
     },
 )
 
@@ -804,6 +807,14 @@ def problems_of(pod: Pod, standard: Standard, check: Check) -> Iterator[str]:
 
 
 # --- which standard applies ----------------------------------------------------------------
+#
+# `pod-security-standards` is a resource policy, so that at `pulumi up` it runs before each
+# resource's step, as the engine runs resource policies, and a privileged workload is refused
+# before it is created: a stack policy runs only after every step (pulumi
+# pkg/engine/deployment_executor.go analyzes the stack once the step executor is done). A
+# resource policy sees its resource only, not the Namespace, so each namespace's level comes
+# from the policy's config (`namespaceLevels`), and `pod-security-levels-listed`, a stack
+# policy, checks that config against the Namespaces the stack declares.
 
 
 def _name(resource: PolicyResource) -> str | None:
@@ -843,40 +854,23 @@ def namespace_resource(
     return name, None
 
 
-def standard_for(
-    workload: PolicyResource,
-    namespaces: Sequence[PolicyResource],
-    config: Mapping[str, object],
-) -> Standard:
-    """The level and version a workload is held to: the one place that decides it.
+def _within_known(version: Version | None) -> Version:
+    """As the admission reads a version: a malformed one is the latest, one past the newest it
+    knows is the newest, one before v1.0 is v1.0."""
+    return min(max(version or LATEST_VERSION, OLDEST_VERSION), LATEST_VERSION)
 
-    - a namespace the stack declares: its enforce label (the default without one);
-    - one it does not declare: not checked when exempt (`exemptNamespaces`), else the default;
-    - one not known yet at preview: the default, until `pulumi up` knows the name.
-    """
-    default_level = DEFAULT_LEVEL.read(config)
-    try:
-        name, namespace = namespace_resource(workload, namespaces)
-    except UnknownValueError:
-        return Standard(default_level, LATEST_VERSION, "the default, as the namespace is not known")
-    if namespace is None:
-        if name in EXEMPT_NAMESPACES.read(config):
-            return Standard(
-                "privileged",
-                LATEST_VERSION,
-                f'namespace "{name}" is exempt and not in this stack',
-            )
-        return Standard(
-            default_level,
-            LATEST_VERSION,
-            f'the default, as namespace "{name}" is not in this stack',
-        )
+
+def enforced_standard(namespace: PolicyResource, default_level: str) -> Standard:
+    """The level and version a declared Namespace's labels enforce, as the admission reads
+    them: without an enforce label the default, a malformed label restricted, a malformed or
+    missing version the latest."""
+    name = _name(namespace) or namespace.name
     labels = mapping(namespace.props, "metadata", "labels") or {}
     level_label = value_at(labels, LABEL_PREFIX + "enforce")
     version_label = value_at(labels, LABEL_PREFIX + "enforce-version")
-    # As the admission does: a malformed label means restricted, a malformed version latest.
-    version = parse_version(version_label) if isinstance(version_label, str) else None
-    version = min(max(version or LATEST_VERSION, OLDEST_VERSION), LATEST_VERSION)
+    version = _within_known(
+        parse_version(version_label) if isinstance(version_label, str) else None
+    )
     if level_label is None:
         reason = f'the default, as namespace "{name}" has no enforce label'
         return Standard(default_level, version, reason)
@@ -886,35 +880,130 @@ def standard_for(
     return Standard(str(level_label), version, f'from namespace "{name}"')
 
 
-def validate_stack(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    config = args.get_config()
-    namespaces = [r for r in args.resources if r.resource_type == NAMESPACE_TYPE]
-    with Findings(NAME, "the stack", report_violation) as findings:
-        for resource in args.resources:
-            pods = pods_of(resource.resource_type, resource.props)
-            if not pods:
-                continue
-            standard = findings.known(
-                f"the namespace of {resource.urn}",
-                partial(standard_for, resource, namespaces, config),
-            )
-            if standard is None:
-                continue
-            for pod in pods:
-                for check in checks_for(standard, pod.partial):
-                    findings.check(
-                        f"{check.id} on {resource.urn}",
-                        partial(problems_of, pod, standard, check),
-                        urn=resource.urn,
-                    )
-
-
-POD_SECURITY = StackValidationPolicy(
-    name=NAME,
-    description="Pods and pod templates meet the Pod Security Standard their namespace enforces.",
-    validate=validate_stack,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=config_schema(DEFAULT_LEVEL, EXEMPT_NAMESPACES),
+NAMESPACE_LEVELS = Setting(
+    "namespaceLevels",
+    {
+        "type": "object",
+        "additionalProperties": {
+            "type": "string",
+            "pattern": r"^(privileged|baseline|restricted)(:(latest|v[0-9]+\.[0-9]+))?$",
+        },
+        "default": {},
+        "description": 'Each namespace\'s enforced level, as "<level>:<version>" (such as '
+        '"restricted:v1.35"; without a version, the latest): the level its workloads are '
+        "judged at before they are applied. pod-security-levels-listed checks it against the "
+        "Namespaces the stack declares.",
+    },
 )
 
-POLICIES = [POD_SECURITY]
+
+def listed_standard(name: str, config: Mapping[str, object]) -> Standard | None:
+    """The standard `namespaceLevels` gives a namespace, or None where it is not listed."""
+    listed = NAMESPACE_LEVELS.read(config).get(name)
+    if not isinstance(listed, str):
+        return None
+    level, _, version = listed.partition(":")
+    known = _within_known(parse_version(version or "latest"))
+    return Standard(level, known, f'from namespace "{name}"')
+
+
+def standard_for(name: str | None, config: Mapping[str, object]) -> Standard:
+    """The level and version a workload in namespace `name` is held to: the one place that
+    decides it.
+
+    - a namespace listed in `namespaceLevels`: its level and version;
+    - one not listed: not checked when exempt (`exemptNamespaces`), else the default;
+    - one not known yet at preview: the default, until `pulumi up` knows the name.
+    """
+    default_level = DEFAULT_LEVEL.read(config)
+    if name is None:
+        return Standard(default_level, LATEST_VERSION, "the default, as the namespace is not known")
+    found = listed_standard(name, config)
+    if found is not None:
+        return found
+    if name in EXEMPT_NAMESPACES.read(config):
+        return Standard("privileged", LATEST_VERSION, f'namespace "{name}" is exempt')
+    return Standard(
+        default_level,
+        LATEST_VERSION,
+        f'the default, as namespace "{name}" is not in {NAMESPACE_LEVELS.key}',
+    )
+
+
+def _namespace_name(args: ResourceValidationArgs) -> str | None:
+    try:
+        return namespace_or_default(text(args.props, "metadata", "namespace"), args.provider)
+    except UnknownValueError:
+        return None
+
+
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    pods = pods_of(args.resource_type, args.props)
+    if not pods:
+        return
+    standard = standard_for(_namespace_name(args), args.get_config())
+    with Findings(NAME, args.urn, report_violation) as findings:
+        for pod in pods:
+            for check in checks_for(standard, pod.partial):
+                findings.check(check.id, partial(problems_of, pod, standard, check))
+
+
+LISTED_NAME = "pod-security-levels-listed"
+CONFIGURED: dict[str, object] = {}
+"""pod-security-standards' config, as the pack last received it (`configure`)."""
+
+
+def configure(config: Mapping[str, object]) -> None:
+    CONFIGURED.clear()
+    CONFIGURED.update(config)
+
+
+def _same(a: Standard, b: Standard) -> bool:
+    # Privileged has no checks, whatever its version.
+    return a.level == b.level and (a.level == "privileged" or a.version == b.version)
+
+
+def listing_problems(namespace: PolicyResource) -> Iterator[str]:
+    name = _name(namespace)
+    if name is None:
+        return
+    enforced = enforced_standard(namespace, DEFAULT_LEVEL.read(CONFIGURED))
+    judged = standard_for(name, CONFIGURED)
+    if not _same(enforced, judged):
+        version = version_name(enforced.version)
+        yield (
+            f'namespace "{name}" enforces Pod Security {enforced.level} {version} '
+            f"({enforced.reason}), but {NAME} judges its workloads before they are applied at "
+            f"{judged.level} {version_name(judged.version)} ({judged.reason}). Fix: set "
+            f'"{name}": "{enforced.level}:{version}" in {NAME}\'s {NAMESPACE_LEVELS.key} (the '
+            "stack's policy config)."
+        )
+
+
+def validate_listing(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    with Findings(LISTED_NAME, "the stack", report_violation) as findings:
+        for resource in args.resources:
+            if resource.resource_type == NAMESPACE_TYPE:
+                findings.check(
+                    f"the level of {resource.urn}",
+                    partial(listing_problems, resource),
+                    resource.urn,
+                )
+
+
+POD_SECURITY = ResourceValidationPolicy(
+    name=NAME,
+    description="Pods and pod templates meet the Pod Security Standard their namespace enforces.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=config_schema(DEFAULT_LEVEL, EXEMPT_NAMESPACES, NAMESPACE_LEVELS),
+)
+LEVELS_LISTED = StackValidationPolicy(
+    name=LISTED_NAME,
+    description=f"Each Namespace the stack declares enforces the level {NAME} judges its "
+    "workloads at.",
+    validate=validate_listing,
+    enforcement_level=EnforcementLevel.MANDATORY,
+)
+
+POLICIES = [POD_SECURITY, LEVELS_LISTED]

@@ -78,10 +78,11 @@ def test_an_unknown_pod_run_as_user_hides_no_container_running_as_root(
         f"set a non-zero user ID. {FROM_TEAM_A}"
     ]
     (note,) = [n for n in new_notes() if PSS in n]
-    assert (
-        f"runAsUser on {deployment.urn}: spec.template.spec.securityContext: string value at "
+    assert note == (
+        f'policy "{PSS}" skipped checks on {deployment.urn} until values are known: runAsUser: '
+        "spec.template.spec.securityContext: string value at "
         ".spec.template.spec.securityContext.runAsUser can't be known during preview"
-    ) in note
+    )
 
 
 def test_an_unknown_container_hides_no_init_or_ephemeral_container(analyze: Analyze) -> None:
