@@ -86,16 +86,16 @@ CORPUS = {
 }
 
 
-Path = tuple[str | int, ...]
+FieldPath = tuple[str | int, ...]
 _STEP = re.compile(r'\[(\d+)\]|\["([^"]*)"\]|\.?([\w-]+)')
 
 
-def steps_of(field: str) -> Path:
+def steps_of(field: str) -> FieldPath:
     """("spec", "containers", 0, "image") from a message's `spec.containers[0].image`."""
     return tuple(int(index) if index else key or name for index, key, name in _STEP.findall(field))
 
 
-def fields(value: Any, path: Path) -> Iterator[Path]:
+def fields(value: Any, path: FieldPath) -> Iterator[FieldPath]:
     """Every field under `path`: the mappings and lists, and the values in them."""
     yield path
     if isinstance(value, dict):
@@ -106,7 +106,7 @@ def fields(value: Any, path: Path) -> Iterator[Path]:
             yield from fields(item, (*path, index))
 
 
-def replaceable(pod: dict[str, Any]) -> list[Path]:
+def replaceable(pod: dict[str, Any]) -> list[FieldPath]:
     annotations = pod["metadata"].get("annotations", {})
     found = [
         *fields(pod["spec"], ("spec",)),
@@ -115,7 +115,7 @@ def replaceable(pod: dict[str, Any]) -> list[Path]:
     return [path for path in found if path[:2] not in GATES]
 
 
-def with_unknown(pod: dict[str, Any], path: Path) -> dict[str, Any]:
+def with_unknown(pod: dict[str, Any], path: FieldPath) -> dict[str, Any]:
     variant = json.loads(json.dumps(pod))
     *parents, last = path
     holder = variant
@@ -125,7 +125,7 @@ def with_unknown(pod: dict[str, Any], path: Path) -> dict[str, Any]:
     return variant
 
 
-def reads(message: str, field: Path) -> bool:
+def reads(message: str, field: FieldPath) -> bool:
     """Whether the violation names `field`, a field within it, or one that holds it."""
     for named in (steps_of(found) for found in _FIELD.findall(message)):
         shorter, longer = sorted((named, field), key=len)
