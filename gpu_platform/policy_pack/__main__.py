@@ -5,6 +5,7 @@ built only then, because constructing a `PolicyPack` starts its server and block
 this file (as tests and tools do) only collects the policies.
 """
 
+import conversions
 import gpu_cuda
 import gpu_pools
 import gpu_sharing
@@ -45,6 +46,7 @@ POLICIES = [
 ]
 
 if __name__ == "__main__":
+    conversions.share_conversions()
     pack_config.watch_pack_config(
         (policy.name for policy in POLICIES),
         {
