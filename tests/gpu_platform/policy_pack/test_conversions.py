@@ -1,5 +1,5 @@
-"""The pack converts each resource's properties once per request, not once per policy, and its
-policies keep their own levels (conversions.py).
+"""The pack converts each resource's properties once, not once per policy, and its policies keep
+their own levels (conversions.py).
 
 pulumi-policy's servicer converts a resource's properties for every policy that sees it
 (pulumi_policy/policy.py, `_PolicyAnalyzerServicer.Analyze` and `AnalyzeStack`). The script
@@ -46,9 +46,9 @@ servicer = sdk._PolicyAnalyzerServicer(
 stack = analyzer_pb2.AnalyzeStackRequest()
 for name in ("a", "b"):
     added = stack.resources.add(urn=name, type="kubernetes:core/v1:Pod", name=name)
-    added.properties.update({"spec": {"hostNetwork": True}})
+    added.properties.update({"metadata": {"name": name}, "spec": {"hostNetwork": True}})
 one = analyzer_pb2.AnalyzeRequest(urn="a", type="kubernetes:core/v1:Pod", name="a")
-one.properties.update({"spec": {"hostNetwork": True}})
+one.properties.update({"metadata": {"name": "a"}, "spec": {"hostNetwork": True}})
 
 counts = []
 for serve, request in ((servicer.AnalyzeStack, stack), (servicer.Analyze, one),
@@ -73,11 +73,11 @@ def conversions(mode: str) -> dict[str, list[int]]:
     return dict(json.loads(done.stdout))
 
 
-def test_each_resource_is_converted_once_per_request() -> None:
-    # Two resources seen by three stack policies, one resource by three resource policies,
-    # then the stack again: a request's conversions are not kept for the next one.
+def test_each_resource_is_converted_once() -> None:
+    # Two resources seen by three stack policies, then one of them by three resource policies,
+    # then the stack again: each resource's properties are converted once in all.
     assert conversions("shared") == {
-        "conversions": [2, 1, 2],
+        "conversions": [2, 0, 0],
         "policies_saw_the_same_props": [1, 1],
     }
 
