@@ -34,6 +34,8 @@ import jsonschema
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
+from gpu_platform.cli.namespace_levels import config_for_plan
+
 # The pack ships inside the package, laid out as `pulumi policy new` makes it, so that an
 # installed wheel carries it: `gpu-platform policy-pack-path` prints where, for
 # `pulumi preview --policy-pack`.
@@ -123,10 +125,11 @@ def analyze_plan(
 
     `config` has the shape of `pulumi preview --policy-pack-config` files: policy name to an
     enforcement level, or to an object of parameters with an optional `enforcementLevel`;
-    `all` sets every policy's level.
+    `all` sets every policy's level. Without one, the Namespaces' Pod Security levels are
+    listed as a stack's policy config lists them (`namespace_levels`).
     """
     with PolicyPack(pack_dir) as pack:
-        pack.configure(config)
+        pack.configure(config_for_plan(config, resources))
         return pack.analyze(resources)
 
 

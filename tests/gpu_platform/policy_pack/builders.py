@@ -2,7 +2,6 @@
 records them (`gpu_platform.cli.offline.PlannedResource`: engine, camelCase input names)."""
 
 import copy
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -90,42 +89,6 @@ def pod_security_labels(level: str = "restricted", version: str = "v1.35") -> di
         labels[f"pod-security.kubernetes.io/{mode}"] = level
         labels[f"pod-security.kubernetes.io/{mode}-version"] = version
     return labels
-
-
-POD_SECURITY = "pod-security-standards"
-_LEVELS = ("privileged", "baseline", "restricted")
-_VERSION = re.compile(r"latest|v\d+\.\d+")
-
-
-def namespace_levels(resources: Sequence[PlannedResource]) -> dict[str, str]:
-    """pod-security-standards' namespaceLevels for the Namespaces among `resources`, as a
-    stack's policy config lists them: each one's enforce label and version."""
-    levels = {}
-    for found in resources:
-        metadata = found.inputs.get("metadata") if found.type == NAMESPACE else None
-        labels = metadata.get("labels") if isinstance(metadata, dict) else None
-        if not isinstance(metadata, dict) or not isinstance(labels, dict):
-            continue
-        level = labels.get("pod-security.kubernetes.io/enforce")
-        version = labels.get("pod-security.kubernetes.io/enforce-version", "latest")
-        name = metadata.get("name")
-        if isinstance(name, str) and name != UNKNOWN and level in _LEVELS:
-            valid = isinstance(version, str) and _VERSION.fullmatch(version)
-            levels[name] = f"{level}:{version}" if valid else level
-    return levels
-
-
-def with_namespace_levels(
-    config: Mapping[str, Any] | None, resources: Sequence[PlannedResource]
-) -> Mapping[str, Any] | None:
-    """`config` with the namespaceLevels of `resources`' Namespaces, unless it sets its own."""
-    levels = namespace_levels(resources)
-    if not levels:
-        return config
-    given = (config or {}).get(POD_SECURITY, {})
-    entry = {"enforcementLevel": given} if isinstance(given, str) else dict(given)
-    entry.setdefault("namespaceLevels", levels)
-    return {**(config or {}), POD_SECURITY: entry}
 
 
 def namespace(

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack, Verdict
+from gpu_platform.cli.namespace_levels import with_namespace_levels
 from gpu_platform.cli.offline import PlannedResource
-from tests.gpu_platform.policy_pack.builders import Analyze, with_namespace_levels
+from tests.gpu_platform.policy_pack.builders import Analyze
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack
+from gpu_platform.cli.namespace_levels import with_namespace_levels
 from tests.gpu_platform.policy_pack.builders import (
     KIND_TYPES,
     NAMESPACE,
@@ -18,7 +19,6 @@ from tests.gpu_platform.policy_pack.builders import (
     resource,
     restricted_pod_spec,
     urn,
-    with_namespace_levels,
     workload,
 )
 
