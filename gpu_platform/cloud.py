@@ -1,31 +1,24 @@
 """What each cloud provides to the rest of the platform.
 
-`__main__.py` asks the stack's cloud, in this order, to: resolve the pools (lookups only, so a
-pool that cannot work is a config error before anything is created), connect to the cluster
+`GpuPlatform` (`gpu_platform.platform`) asks the stack's cloud, in this order, to: resolve the
+pools (lookups only, so a pool that cannot work is a config error before anything is created),
+connect to the cluster
 (a Kubernetes provider and a secret kubeconfig), and create its GPU pools; and exports the
 cloud's own stack outputs. The Kubernetes side (`gpu_platform.kubernetes`) is then the same on
 every cloud.
+
+Neither cloud imports this module, which picks between them: what a cloud hands to the
+Kubernetes side, its `ClusterConnection`, is defined there (`gpu_platform.kubernetes.provider`).
 """
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
 import pulumi
-from pulumi_kubernetes.provider import Provider
 
 from gpu_platform.config import Cloud, ConfigError, ConfigProblem, StackConfig, key_path
+from gpu_platform.kubernetes.provider import ClusterConnection
 from gpu_platform.node_identity import GpuShape, ResolvedPool, resolve_pool, sharer_for
-
-
-@dataclass(frozen=True)
-class ClusterConnection:
-    """How the program reaches the cluster's API."""
-
-    provider: Provider
-    kubeconfig: pulumi.Output[str] | None
-    """A secret output (it grants access to the cluster); None where the deployer's own
-    kubeconfig is used."""
 
 
 class GpuCloud(Protocol):
@@ -33,12 +26,31 @@ class GpuCloud(Protocol):
         """Each pool with its GPUs; raises ConfigError for a pool that cannot work."""
         ...
 
-    def connect(self) -> ClusterConnection: ...
+    def connect(self, opts: pulumi.ResourceOptions) -> ClusterConnection:
+        """A Kubernetes provider for the cluster, created with `opts` (its parent)."""
+        ...
 
     def create_pools(
-        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+        self,
+        pools: Sequence[ResolvedPool],
+        connection: ClusterConnection,
+        opts: pulumi.ResourceOptions,
+        held_back: Collection[str] = (),
     ) -> list[pulumi.Resource]:
-        """The cloud's GPU node pools; the Kubernetes side waits for them."""
+        """The cloud's GPU node pools but those `held_back`, and what serves every pool (an
+        autoscaler, a driver installer), created with `opts`; the Kubernetes side waits for
+        them."""
+        ...
+
+    def create_held_back_pool(
+        self,
+        pool: ResolvedPool,
+        connection: ClusterConnection,
+        opts: pulumi.ResourceOptions,
+        after: Sequence[pulumi.Resource],
+    ) -> pulumi.Resource:
+        """A pool `create_pools` held back, its nodes created and updated only after `after`
+        (its canary's gate)."""
         ...
 
     def stack_outputs(self) -> dict[str, Any]:

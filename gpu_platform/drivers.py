@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpu_platform.driver_tables.cos import COS_DEFAULT_DRIVERS, Unpublished
+from gpu_platform.version_order import version_key
 from gpu_platform.versions import CUDA_BY_DRIVER_BRANCH, SUPPORTED_KUBERNETES_VERSIONS
 
 DRIVER_LABEL = "gpu-platform.io/nvidia-driver"
@@ -57,8 +59,8 @@ def cuda_for_branch(branch: int) -> str:
 
 def cuda_tuple(version: str) -> tuple[int, int]:
     """`12.4` or `12.4.1` -> (12, 4), for comparing CUDA releases."""
-    major, minor = version.split(".")[:2]
-    return int(major), int(minor)
+    major, minor = version_key(version)[0][:2]
+    return major, minor
 
 
 # --- What pins the driver, per platform --------------------------------------------------------
@@ -94,12 +96,11 @@ BOTTLEROCKET_DRIVERS = {
 }
 """Bottlerocket release (`1.54`) -> Kubernetes minor of the variant -> driver."""
 
-# GKE minor -> the branch of the default driver GKE's COS installer loads, where GKE documents it
-# (cloud.google.com/kubernetes-engine/docs/how-to/gpus, "Install NVIDIA GPU drivers": the COS
-# table lists R535 as the default for 1.31 to 1.33, and no rows for later versions). The
-# installer the platform deploys (`daemonset-preloaded.yaml`) passes no `--version`, so it loads
-# that default (container-engine-accelerators b6265f22 removed the pinned version).
-COS_DEFAULT_DRIVER_BRANCH = {"1.31": 535, "1.32": 535, "1.33": 535}
+# The oldest driver branch that drives a GPU, for the GPUs that a table's branch could be too old
+# for: "550 (min required gpu driver version) for H200 GPU" (AI-Hypercomputer/xpk#322); "HGX
+# B200 requires a driver container version of 570.133.20 or later" (NVIDIA GPU Operator
+# platform support, NVIDIA/cloud-native-docs#184).
+GPU_MINIMUM_DRIVER_BRANCH = {"h200-141gb": 550, "b200": 570}
 
 
 def eks_driver(
@@ -116,7 +117,7 @@ def eks_driver(
 def known_releases(node_image: str) -> str:
     """The newest EKS releases the tables know, for error messages."""
     if node_image == "bottlerocket":
-        releases = sorted(BOTTLEROCKET_DRIVERS, key=lambda r: tuple(map(int, r.split("."))))
+        releases = sorted(BOTTLEROCKET_DRIVERS, key=version_key)
         return (
             f"the platform knows the driver of Bottlerocket releases {releases[0]} to"
             f" {releases[-1]} (gpu_platform/drivers.py)"
@@ -135,20 +136,33 @@ def known_releases(node_image: str) -> str:
 
 
 def gke_driver(
-    node_image: str, gke_version: str, cos_branch: int | None, operator: str
-) -> NvidiaDriver | None:
-    """The driver of a GKE pool's nodes; None on COS where neither GKE's docs nor the pool say.
+    node_image: str, node_version: str, accelerator: str, cos_branch: int | None, operator: str
+) -> NvidiaDriver | Unpublished:
+    """The driver of a GKE pool's nodes, or on COS why no source gives it.
 
-    `operator` is the driver the GPU Operator builds for the pool on Ubuntu (its
-    `gcp.driverVersion`, else `operator.driverVersion`). What pins it is named by the version
-    alone, so that a canary that pins the same version as its pool is in step with it.
+    `node_version` is the GKE version of the nodes themselves, and `accelerator` their GPU: COS's
+    default driver depends on both (gpu_platform/driver_tables/cos.py). `operator` is the driver
+    the GPU Operator builds for the pool on Ubuntu (its `gcp.driverVersion`, else
+    `operator.driverVersion`). What pins it is named by the version alone, so that a canary that
+    pins the same version as its pool is in step with it.
     """
     if node_image == "ubuntu":
         return NvidiaDriver(operator, f"the GPU Operator at {operator}")
     if cos_branch is not None:
-        return NvidiaDriver(str(cos_branch), f"gcp.cosDriverBranch, on GKE {gke_version}")
-    branch = COS_DEFAULT_DRIVER_BRANCH.get(_minor(gke_version))
-    return NvidiaDriver(str(branch), f"COS's default on GKE {gke_version}") if branch else None
+        return NvidiaDriver(str(cos_branch), f"gcp.cosDriverBranch, on GKE {node_version}")
+    entry = COS_DEFAULT_DRIVERS.get(_minor(node_version), {}).get(accelerator)
+    if entry is None:
+        supported = ", ".join(COS_DEFAULT_DRIVERS)
+        return Unpublished(f"the platform knows COS's defaults on GKE {supported} only")
+    if isinstance(entry, Unpublished):
+        return entry
+    return NvidiaDriver(str(entry.branch), f"COS's default on GKE {node_version}")
+
+
+def too_old_for(accelerator: str, driver: NvidiaDriver) -> int | None:
+    """The oldest branch that drives the GPU, where the driver is older; else None."""
+    minimum = GPU_MINIMUM_DRIVER_BRANCH.get(accelerator)
+    return minimum if minimum is not None and driver.branch < minimum else None
 
 
 def _minor(version: str) -> str:

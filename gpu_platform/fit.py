@@ -28,6 +28,7 @@ from gpu_platform.eks.autoscaler_tags import (
 from gpu_platform.eks.instance_types import InstanceType
 from gpu_platform.eks.karpenter.labels import AWS_LABEL_PREFIX, CAPACITY_TYPE_LABEL, NODE_POOL_LABEL
 from gpu_platform.eks.node_labels import EFA_RESOURCE
+from gpu_platform.gke.capacity_taints import GKE_QUEUED_TAINT
 from gpu_platform.gke.locations import zone_region
 from gpu_platform.node_identity import (
     CLOUD_TAINT_EFFECTS,
@@ -42,13 +43,20 @@ PodSpec = Mapping[str, Any]
 
 # Effects that keep a pod off a node; `PreferNoSchedule` only makes the scheduler reluctant.
 _REPELLING_EFFECTS = ("NoSchedule", "NoExecute")
+# Taints the autoscaler leaves out of every template, expecting them gone once the node is up
+# (`SanitizeTaints`, utils/taints/taints.go, called from simulator/node_info_utils.go,
+# cluster-autoscaler-1.35.2; its FAQ, "startup taints"): startup, deprecated ignore and status
+# taints, by prefix.
+_SANITIZED_TAINT_PREFIXES = (
+    "startup-taint.cluster-autoscaler.kubernetes.io/",
+    "ignore-taint.cluster-autoscaler.kubernetes.io/",
+    "status-taint.cluster-autoscaler.kubernetes.io/",
+)
 # Resources a GKE template is not told offline (the machine type's allocatable); a pod's request
 # for them is not held against a template that says it does not know them.
 _BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 # Kubernetes' architecture names for EC2's.
 _KUBERNETES_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
-GKE_QUEUED_TAINT = Taint("cloud.google.com/gke-queued", "true", "NoSchedule")
-"""On every node of a queued-provisioning pool, so that only pods that tolerate it run there."""
 GKE_FLEX_START_LABEL = "cloud.google.com/gke-flex-start"
 
 
@@ -477,6 +485,8 @@ def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
     yield from _label_problems(pod, template)
     tolerations = pod.get("tolerations") or []
     for taint in template.taints:
+        if taint.key.startswith(_SANITIZED_TAINT_PREFIXES):
+            continue
         if taint.effect in _REPELLING_EFFECTS and not any(
             _tolerates(t, taint) for t in tolerations
         ):

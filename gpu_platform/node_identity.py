@@ -20,10 +20,14 @@ from gpu_platform.config import (
     Platform,
     Sharing,
     TimeSlicingSharing,
+    gke_shares,
 )
 from gpu_platform.drivers import CUDA_LABEL, DRIVER_LABEL, NvidiaDriver
+from gpu_platform.kubernetes.mig_startup_taint_remover import STARTUP_TAINT_KEY
 
 GPU_RESOURCE = "nvidia.com/gpu"
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+"""The operator's device plugin under the `mixed` strategy: `nvidia.com/mig-<slice>`."""
 POOL_LABEL = "gpu-platform.io/pool"
 ACCELERATOR_LABEL = "gpu-platform.io/accelerator"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
@@ -58,6 +62,11 @@ CLOUD_TAINT_EFFECTS: Mapping[str, str] = {
 # Every GPU node carries it, so only pods that tolerate it (GPU workloads and the operator's
 # DaemonSets, whose default toleration is `nvidia.com/gpu` Exists) are scheduled there.
 GPU_TAINT = Taint(key=GPU_TAINT_KEY, value="present", effect="NoSchedule")
+# On every node of a pool whose MIG slices the operator's MIG manager makes, from the moment it
+# joins until the partitions exist: until then the device plugin advertises its GPUs whole
+# (gpu_platform/kubernetes/mig_startup_taint_remover.py says why, and removes it). The operator's
+# DaemonSets tolerate it, as they do every taint of a pool (`extra_taints`); workloads do not.
+MIG_STARTUP_TAINT = Taint(key=STARTUP_TAINT_KEY, value="pending", effect="NoSchedule")
 
 
 class GpuSharer(Enum):
@@ -81,9 +90,7 @@ def sharer_for(platform: Platform, sharing: Sharing) -> GpuSharer:
     accelerators `partition_gpu/`, `pkg/gpu/nvidia/mig/mig.go`). On Ubuntu the operator builds
     the driver and nothing of GKE's shares it: config validation refuses shared pools there.
     """
-    if platform is Platform.GKE_COS and not isinstance(sharing, ExclusiveSharing):
-        return GpuSharer.GKE
-    return GpuSharer.OPERATOR
+    return GpuSharer.GKE if gke_shares(platform, sharing) else GpuSharer.OPERATOR
 
 
 @dataclass(frozen=True)
@@ -100,8 +107,17 @@ class NodeIdentity:
 
     labels: Mapping[str, str]
     taints: tuple[Taint, ...]
+    """The taints the platform declares on the pool."""
     resources: Mapping[str, int] = field(default_factory=dict)
     """Extended resources one node advertises once the device plugin runs."""
+    cloud_taints: tuple[Taint, ...] = ()
+    """Taints the cloud puts on the nodes itself (GKE's queued-provisioning taint): tolerated
+    like the others, never declared on the pool."""
+
+    @property
+    def node_taints(self) -> tuple[Taint, ...]:
+        """Every taint the pool's nodes carry: what pods and DaemonSets must tolerate there."""
+        return (*self.taints, *self.cloud_taints)
 
 
 def sharing_config_name(sharing: Sharing) -> str:
@@ -132,7 +148,7 @@ def advertised_resources(
             # planning a node at zero with the machine's physical GPUs.
             slice_name = profile.removeprefix("all-")
             per_gpu = mig_instances_per_gpu(gpu.accelerator, profile)
-            return {GPU_RESOURCE: 0, f"nvidia.com/mig-{slice_name}": gpu.count * per_gpu}
+            return {GPU_RESOURCE: 0, MIG_RESOURCE_PREFIX + slice_name: gpu.count * per_gpu}
         case ExclusiveSharing():
             return {GPU_RESOURCE: gpu.count}
     raise AssertionError(f"unhandled sharing mode {sharing!r}")
@@ -143,6 +159,7 @@ def node_identity_for(
     gpu: GpuShape,
     sharer: GpuSharer = GpuSharer.OPERATOR,
     driver: NvidiaDriver | None = None,
+    cloud_taints: tuple[Taint, ...] = (),
 ) -> NodeIdentity:
     """The identity every node of `pool` has, extra labels and taints from config included."""
     labels = {
@@ -163,10 +180,13 @@ def node_identity_for(
         if isinstance(pool.sharing, MigSharing):
             labels[MIG_CONFIG_LABEL] = pool.sharing.profile
     extra_taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
+    if sharer is GpuSharer.OPERATOR and isinstance(pool.sharing, MigSharing):
+        extra_taints += (MIG_STARTUP_TAINT,)
     return NodeIdentity(
         labels=labels,
         taints=(GPU_TAINT, *extra_taints),
         resources=advertised_resources(pool.sharing, gpu, sharer),
+        cloud_taints=cloud_taints,
     )
 
 
@@ -191,8 +211,9 @@ def resolve_pool(
     gpu: GpuShape,
     sharer: GpuSharer = GpuSharer.OPERATOR,
     driver: NvidiaDriver | None = None,
+    cloud_taints: tuple[Taint, ...] = (),
 ) -> ResolvedPool:
-    identity = node_identity_for(spec, gpu, sharer, driver)
+    identity = node_identity_for(spec, gpu, sharer, driver, cloud_taints)
     return ResolvedPool(spec, index, gpu, identity, sharer, driver)
 
 

@@ -26,6 +26,17 @@ GPU_OPERATOR_CHART = HelmChart(
     repository="https://helm.ngc.nvidia.com/nvidia",
 )
 
+
+@dataclass(frozen=True)
+class Subchart:
+    """A chart that a pinned chart bundles, whose values the platform sets through it: its
+    version is the parent's to choose, not a pin of the platform's, and names the key list its
+    values are checked against (gpu_platform/kubernetes/chart_keys/)."""
+
+    name: str
+    version: str
+
+
 # kube-prometheus-stack (Prometheus Operator, Prometheus, Alertmanager, Grafana, node-exporter,
 # kube-state-metrics), installed only when `gpu-platform:monitoring.installPrometheusStack` is on.
 # Versions carry no leading `v`. Helm installs the chart's CRDs on first install only: when this
@@ -36,6 +47,17 @@ KUBE_PROMETHEUS_STACK_CHART = HelmChart(
     version="93.4.1",
     repository="https://prometheus-community.github.io/helm-charts",
 )
+
+# node-feature-discovery, which the GPU Operator chart bundles: deployments/gpu-operator/
+# Chart.yaml's `dependencies` at v26.7.0. Move it with GPU_OPERATOR_CHART.
+GPU_OPERATOR_NFD_SUBCHART = Subchart("node-feature-discovery", "0.19.0")
+
+# prometheus-node-exporter, which kube-prometheus-stack bundles. Its key list comes from the
+# newest release read, 4.56.1 (kube-prometheus-stack 88.5.3's dependency); the keys the
+# platform sets there (`namespaceOverride`, `updateStrategy.rollingUpdate.maxUnavailable`)
+# have been in its values since 2.0.0. When KUBE_PROMETHEUS_STACK_CHART moves, read the
+# dependency's version from its Chart.yaml and re-derive the list.
+KUBE_PROMETHEUS_STACK_NODE_EXPORTER_SUBCHART = Subchart("prometheus-node-exporter", "4.56.1")
 
 # AWS's EFA device plugin, which advertises a node's Elastic Fabric Adapters as
 # `vpc.amazonaws.com/efa`; installed in kube-system once a pool asks for EFA (`aws.efa`). The
@@ -57,6 +79,14 @@ POD_SECURITY_VERSION = "v1.35"
 # every object the program creates against each minor's OpenAPI schema all follow it.
 SUPPORTED_KUBERNETES_VERSIONS = ("1.33", "1.34", "1.35", "1.36")
 
+# The EKS node monitoring agent add-on, installed wherever a node group repairs its nodes: it
+# sets `AcceleratedHardwareReady=False` on GPU faults, which node repair acts on. An add-on
+# version is the agent's release with EKS's build number (`aws eks describe-addon-versions
+# --addon-name eks-node-monitoring-agent` lists them); the configuration the platform gives it is
+# checked against this release's schema (gpu_platform/eks/addon_schemas/, re-derive it with the
+# pin). `gpu-platform:cluster.nodeMonitoringAgentVersion` overrides it.
+EKS_NODE_MONITORING_AGENT_ADDON_VERSION = "v1.7.0-eksbuild.1"
+
 # The tenant namespaces' smoke test runs `nvidia-smi`, which the NVIDIA Container Toolkit mounts
 # from the node's driver: the image only supplies a filesystem, so the smallest CUDA image will
 # do. Its CUDA release stays at or below the oldest driver branch a pool may run (R535 runs CUDA
@@ -71,8 +101,10 @@ GPU_SMOKE_TEST_IMAGE = "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04"
 # toolkit release): a branch runs every toolkit whose minimum driver is of that branch or older.
 # R565 drivers report 12.7, a release with no toolkit of its own. CUDA's minor version
 # compatibility lets a 12.x application run on any R525+ driver with a limited feature set
-# (docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); the platform
-# holds pods to the native version, as NVIDIA's own images do with `NVIDIA_REQUIRE_CUDA`.
+# (docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html): the policy pack
+# refuses only a newer major release (gpu_platform/policy_pack/gpu_cuda.py) and reports a newer
+# minor one; the pod helper holds pods to the native version, since the `NVIDIA_REQUIRE_CUDA`
+# it sets makes the container toolkit refuse anything newer.
 CUDA_BY_DRIVER_BRANCH = {
     450: "11.0",
     470: "11.4",
@@ -101,6 +133,9 @@ GPU_OPERATOR_DRIVER_VERSION = "595.91.07"
 # the slim variant (no compilers, a smaller attack surface), needs no image of the platform's own
 # to build, sign and patch. Debian trixie named, so the tag cannot move to another release.
 IDLE_GPU_REAPER_IMAGE = "docker.io/library/python:3.13.9-slim-trixie"
+# The MIG nodes' startup taint remover (gpu_platform/kubernetes/mig_startup_taint_remover.py) is
+# one such script too, on the same image.
+MIG_STARTUP_TAINT_REMOVER_IMAGE = IDLE_GPU_REAPER_IMAGE
 
 # Google's NVIDIA driver installer DaemonSet for Container-Optimized OS nodes, the `preloaded`
 # variant (GKE ships the installer image on the node, matched to its COS release). GKE COS pools

@@ -19,8 +19,13 @@ Config = dict[str, Any]
 
 @pytest.fixture
 def dev_config() -> Config:
-    """The dev stack's config, fully qualified keys, safe to change in the test."""
-    return copy.deepcopy(stack_config("dev", PROJECT))
+    """The dev stack's config, fully qualified keys, safe to change in the test. Its namespace
+    may also hold whole GPUs and 1g.10gb MIG slices (the stack file's allows only replicas), so
+    that a test that changes the smoke test's pool to another sharing mode still has a smoke
+    test the quota admits."""
+    config = copy.deepcopy(stack_config("dev", PROJECT))
+    config["gpu-platform:namespaces"][0].update(gpuQuota=8, migQuota={"1g.10gb": 8})
+    return config
 
 
 @pytest.fixture
@@ -45,7 +50,13 @@ def gke_config(dev_config: Config) -> Config:
         }
     ]
     config["gpu-platform:namespaces"] = [
-        {"name": "ml-sandbox", "gpuQuota": 8, "smokeTestPool": "l4-shared"}
+        {
+            "name": "ml-sandbox",
+            "gpuQuota": 8,
+            "sharedGpuQuota": 8,
+            "migQuota": {"1g.10gb": 8},
+            "smokeTestPool": "l4-shared",
+        }
     ]
     return config
 

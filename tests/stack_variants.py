@@ -31,6 +31,7 @@ def with_mig_mixed_pool(config: Config) -> Config:
         }
     )
     config["gpu-platform:namespaces"][0]["smokeTestPool"] = MIG_POOL
+    config["gpu-platform:namespaces"][0]["migQuota"] = {"1g.10gb": 8}
     return config
 
 
@@ -50,8 +51,12 @@ QUEUED_POOL = "h100-queued"
 def with_gke_capacity_pools(gke_config: Config) -> Config:
     """The GKE fixture's config plus a pool on a specific Compute Engine reservation (in its one
     zone), a flex-start pool whose nodes run for at most a day, and a flex-start pool with
-    queued provisioning, as GKE's guide creates them."""
+    queued provisioning, as GKE's guide creates them. The fixture's L4 pool takes whole GPUs
+    here: a stack on COS does not mix pools whose GPUs GKE shares with pools of whole GPUs,
+    which the operator's device plugin serves (one DCGM exporter attributes GPUs to pods for one
+    of the two)."""
     config = copy.deepcopy(gke_config)
+    config["gpu-platform:pools"][0]["sharing"] = {"mode": "exclusive"}
     config["gpu-platform:pools"] += [
         {
             "name": GKE_RESERVED_POOL,

@@ -151,3 +151,20 @@ def test_fit_names_a_secret_label_but_not_its_value(
 
     assert "its nodes have cost-centre=[secret]" in result.output
     assert SECRET_STAND_IN not in result.output
+
+
+def test_a_rule_across_keys_does_not_name_a_secret_keys_values() -> None:
+    config = copy.deepcopy(stack_config("dev", PROJECT))
+    pool = config["gpu-platform:pools"][0]
+    pool.update(name="team-x-h100-secretproj", min=5, labels={"cost-centre": SECURE})
+    config["gpu-platform:namespaces"][0]["smokeTestPool"] = "no-such-pool"
+
+    plan = run_program("dev", config=config, project=PROJECT, raise_errors=False)
+
+    assert str(plan.error) == (
+        "Invalid stack configuration (2 problem(s)):\n"
+        "  gpu-platform:pools[0].min: got a value of a secret key (not shown);"
+        " expected at most max ((not shown))\n"
+        '  gpu-platform:namespaces[0].smokeTestPool: got "no-such-pool";'
+        " expected one of the pools: ['(not shown)']"
+    )

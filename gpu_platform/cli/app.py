@@ -9,11 +9,12 @@ import gc
 import os
 import sys
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
+
+from gpu_platform.cli.options import options
 
 app = typer.Typer(
     name="gpu-platform",
@@ -31,16 +32,49 @@ EXIT_INTERNAL_ERROR = 70
 stack or the account."""
 
 
-@dataclass
-class _Options:
-    """The global options of the command in progress that outlive it."""
+def _stack_names(incomplete: str) -> list[str]:
+    """Shell completion: the stacks of the project the command would work on."""
+    from gpu_platform.cli.project import Project, ProjectNotFound
 
-    debug: bool = False
+    try:
+        stacks = Project.find().stacks()
+    except (ProjectNotFound, OSError, ValueError):
+        return []
+    return [stack for stack in stacks if stack.startswith(incomplete)]
 
 
-_options = _Options()
+Stack = Annotated[
+    str,
+    typer.Argument(
+        help="The stack: Pulumi.<stack>.yaml.", show_default=False, autocompletion=_stack_names
+    ),
+]
+OptionalStack = Annotated[
+    str | None,
+    typer.Argument(
+        help="The stack: Pulumi.<stack>.yaml. Default: the project's only stack, else `dev`.",
+        show_default=False,
+        autocompletion=_stack_names,
+    ),
+]
+# `--cwd` is taken before the command, as a global option, and after it, as `pulumi preview
+# --cwd DIR` takes it.
+Cwd = Annotated[
+    Path | None,
+    typer.Option(
+        "--cwd",
+        "-C",
+        help="Run as if started in this directory.",
+        exists=True,
+        file_okay=False,
+        show_default=False,
+    ),
+]
 
-Stack = Annotated[str, typer.Argument(help="The stack: Pulumi.<stack>.yaml.", show_default=False)]
+
+def _enter(cwd: Path | None) -> None:
+    if cwd is not None:
+        os.chdir(cwd)
 
 
 def _print_version(show: bool) -> None:
@@ -53,19 +87,12 @@ def _print_version(show: bool) -> None:
 
 @app.callback()
 def gpu_platform(
-    cwd: Annotated[
-        Path | None,
-        typer.Option(
-            "--cwd",
-            "-C",
-            help="Run as if started in this directory.",
-            exists=True,
-            file_okay=False,
-            show_default=False,
-        ),
-    ] = None,
+    cwd: Cwd = None,
     debug: Annotated[
-        bool, typer.Option("--debug", help="Show the traceback of an internal error.")
+        bool,
+        typer.Option(
+            "--debug", help="Show the traceback of an internal error or of a failing program."
+        ),
     ] = False,
     show_version: Annotated[
         bool,
@@ -75,14 +102,13 @@ def gpu_platform(
     ] = False,
 ) -> None:
     """Plan, check and inspect the GPU platform's stacks without touching a cluster."""
-    _options.debug = debug
-    if cwd is not None:
-        os.chdir(cwd)
+    options.debug = debug
+    _enter(cwd)
 
 
 @app.command()
 def plan(
-    stack: Stack = "dev",
+    stack: OptionalStack = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
     policy_pack: Annotated[
         Path | None,
@@ -100,28 +126,42 @@ def plan(
             show_default=False,
         ),
     ] = None,
+    cwd: Cwd = None,
 ) -> None:
     """Plan a stack offline, with the policy pack's verdicts: no credentials, no Pulumi CLI.
 
     Exit codes: 0 planned; 1 the program or the policy pack failed; 2 a configuration error;
     3 a mandatory policy violation.
     """
+    _enter(cwd)
     from gpu_platform.cli import plan as command
 
     command.run(stack, as_json=as_json, policy_pack=policy_pack, policy_config=policy_config)
 
 
 @app.command()
-def preflight(stack: Stack) -> None:
+def preflight(
+    stack: Stack,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            min=1,
+            help="Seconds the whole check may take, credential lookups and retries included;"
+            " past them it exits 4 naming the endpoint that did not answer.",
+        ),
+    ] = 30,
+    cwd: Cwd = None,
+) -> None:
     """Check a stack against its cloud: EKS cluster, offerings and quotas; GKE cluster and
     reservations.
 
     Read-only. Exit codes: 0 nothing blocks; 1 a blocking finding; 2 a bad stack; 4 it cannot
-    check (credentials, network, permissions).
+    check (credentials, network, permissions, throttling, no answer by the deadline).
     """
+    _enter(cwd)
     from gpu_platform.cli import preflight as command
 
-    command.run(stack)
+    command.run(stack, timeout)
 
 
 @app.command()
@@ -133,11 +173,13 @@ def fit(
             help="YAML with Pods or workloads (Deployment, Job...).", show_default=False
         ),
     ],
+    cwd: Cwd = None,
 ) -> None:
     """Show which GPU pools each pod in POD_FILE fits from zero nodes, and why not the others.
 
     Exit codes: 0 every pod fits a pool; 1 some pod fits none; 2 a bad stack or pod file.
     """
+    _enter(cwd)
     from gpu_platform.cli import fit as command
 
     command.run(stack, pod_file)
@@ -149,11 +191,22 @@ def config_reference(
         bool,
         typer.Option("--update-readme", help="Rewrite the reference section of README.md."),
     ] = False,
+    cwd: Cwd = None,
 ) -> None:
     """Print the stack config reference as Markdown."""
+    _enter(cwd)
     from gpu_platform.cli import config_reference as command
 
     command.run(update_readme)
+
+
+@app.command("policy-pack-path")
+def policy_pack_path() -> None:
+    """Print the directory of the policy pack installed with gpu-platform, for
+    `pulumi preview --policy-pack "$(gpu-platform policy-pack-path)"`."""
+    # The pack's place is computed, not imported: the pack is a directory Pulumi loads, and
+    # importing the analyzer would load the Pulumi SDK for one line of output.
+    typer.echo(Path(__file__).resolve().parent.parent / "policy_pack")
 
 
 def main() -> NoReturn:
@@ -173,7 +226,7 @@ def main() -> NoReturn:
 def run(args: list[str]) -> int:
     """Run the command line `args`; its exit code. A failure the commands do not expect is an
     internal error: one line saying so, the traceback only with `--debug`."""
-    _options.debug = False
+    options.debug = False
     try:
         app(args, prog_name="gpu-platform")
     except SystemExit as exit_:
@@ -182,7 +235,7 @@ def run(args: list[str]) -> int:
             return 1
         return exit_.code or 0
     except Exception as error:
-        if _options.debug:
+        if options.debug:
             traceback.print_exc()
         print(
             f"gpu-platform: internal error: {type(error).__name__}: {error}\n"

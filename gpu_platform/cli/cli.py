@@ -1,11 +1,16 @@
 """What the commands share: running the program for a stack and stopping with a clear message."""
 
+import os
+import sys
+import traceback
+from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from gpu_platform.cli.options import options
 from gpu_platform.cli.project import Project
 from gpu_platform.cli.stack_files import StackFileError
 from gpu_platform.config import ConfigError
@@ -17,10 +22,17 @@ if TYPE_CHECKING:
 def plain_console(stderr: bool = False) -> Console:
     """A console for the commands' output. Text from stack files, pod files and clouds is shown
     as written: markup in it is escaped where it is printed, and `:name:` is never an emoji
-    (`gpu-platform:cloud:` would otherwise end in a cloud)."""
-    return Console(stderr=stderr, emoji=False)
+    (`gpu-platform:cloud:` would otherwise end in a cloud).
+
+    Output to a pipe or a file is read by tools and in CI logs, not in a window: rich would cut
+    it into lines of 80 columns, in the middle of keys and values, so there it is not wrapped
+    (unless COLUMNS says how wide to make it)."""
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() or "COLUMNS" in os.environ else UNWRAPPED_WIDTH
+    return Console(stderr=stderr, emoji=False, width=width)
 
 
+UNWRAPPED_WIDTH = 100_000
 errors = plain_console(stderr=True)
 
 
@@ -43,8 +55,37 @@ def plan_or_fail(
         plan = run_program(stack, project=project, raise_errors=False)
     except (FileNotFoundError, StackFileError) as unreadable:
         fail(str(unreadable), config_error_exit)
+    except OSError as unreadable:
+        fail(f"cannot read {unreadable.filename}: {unreadable.strerror}", config_error_exit)
     if isinstance(plan.error, ConfigError):
         fail(plan.error.report(), config_error_exit)
     if plan.error is not None:
-        fail(f"The program failed: {plan.error}", program_error_exit)
+        fail(program_failure(plan.error, (project or Project.find()).directory), program_error_exit)
     return plan
+
+
+def program_failure(error: BaseException, project_dir: Path) -> str:
+    """What a failing program did, and where: the last line of the project's own code the
+    error passed through (else the line that raised it), and with `--debug` the traceback."""
+    frames = traceback.extract_tb(error.__traceback__)
+    own = [f for f in frames if _is_projects_own(Path(f.filename).resolve(), project_dir)]
+    where = ""
+    if own or frames:
+        frame = (own or frames)[-1]
+        path = Path(frame.filename).resolve()
+        shown = path.relative_to(project_dir) if path.is_relative_to(project_dir) else path
+        where = f" at {shown}:{frame.lineno}"
+    message = f"The program failed{where}: {type(error).__name__}: {error}"
+    if options.debug:
+        message += "\n" + "".join(traceback.format_exception(error)).rstrip()
+    else:
+        message += "\n(gpu-platform --debug shows the traceback)"
+    return message
+
+
+def _is_projects_own(path: Path, project_dir: Path) -> bool:
+    """Whether `path` is the project's own code: under its directory and not an installed
+    package (a project's `.venv/` is under its directory too, with `toolchain: uv`)."""
+    return path.is_relative_to(project_dir) and not {"site-packages", "dist-packages"} & set(
+        path.parts
+    )

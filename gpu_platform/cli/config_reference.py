@@ -28,9 +28,12 @@ def run(update_readme: bool = False) -> None:
         return
     try:
         readme = Project.find().directory / "README.md"
-        text = readme.read_text()
-    except (ProjectNotFound, OSError) as error:
+    except ProjectNotFound as error:
         fail(str(error), EXIT_NO_README)
+    try:
+        text = readme.read_text()
+    except OSError as error:
+        fail(f"cannot read {readme}: {error.strerror}", EXIT_NO_README)
     if text.count(START_MARKER) != 1 or text.count(END_MARKER) != 1:
         fail(
             f"{readme} needs the reference's markers, once each, to rewrite what is between"

@@ -42,7 +42,7 @@ def run(stack: str, pod_file: Path) -> None:
     console = plain_console()
     try:
         specs = pods_in(pod_file)
-    except (OSError, yaml.YAMLError, ValueError) as error:
+    except ValueError as error:
         fail(str(error), EXIT_BAD_INPUT)
     plan = plan_or_fail(stack, EXIT_BAD_INPUT, EXIT_BAD_INPUT)
     templates = node_templates(plan)
@@ -68,7 +68,16 @@ def run(stack: str, pod_file: Path) -> None:
 def pods_in(pod_file: Path) -> list[tuple[str, PodSpec]]:
     """Each object's title and pod spec; a ValueError naming the file, the document and what is
     wrong where one is not a workload the check can read."""
-    documents = [d for d in yaml_documents.load_all(pod_file.read_text()) if d is not None]
+    try:
+        text = pod_file.read_text()
+    except UnicodeDecodeError:
+        raise ValueError(f"{pod_file}: not UTF-8 text, as YAML must be") from None
+    except OSError as error:
+        raise ValueError(f"cannot read the pod file {pod_file}: {error.strerror}") from None
+    try:
+        documents = [d for d in yaml_documents.load_all(text) if d is not None]
+    except yaml.YAMLError as error:
+        raise ValueError(f"{pod_file}: not valid YAML: {yaml_problem(error)}") from None
     if not documents:
         raise ValueError(f"{pod_file}: no Kubernetes objects in it")
     specs = []
@@ -91,6 +100,15 @@ def pods_in(pod_file: Path) -> list[tuple[str, PodSpec]]:
             raise ValueError(f"{where}: negative requests for {', '.join(negative)}")
         specs.append((title, spec))
     return specs
+
+
+def yaml_problem(error: yaml.YAMLError) -> str:
+    """PyYAML's complaint, placed by line and column of the file (its own message names the
+    text it parsed, not the file)."""
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
+        mark = error.problem_mark
+        return f"{error.problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return str(error)
 
 
 def node_templates(plan: Plan) -> list[NodeTemplate]:

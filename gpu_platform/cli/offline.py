@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
+from google.protobuf.json_format import MessageToDict
 from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.config import set_all_config
 from pulumi.runtime.sync_await import _sync_await
@@ -45,6 +46,9 @@ class PlannedResource:
     computed_outputs: dict[str, Any] = field(default_factory=dict)
     """The outputs the provider adds to the inputs on creating it (stand-ins: ids, ARNs,
     generated names): not known until `pulumi up` creates it."""
+    aliases: tuple[dict[str, Any], ...] = ()
+    """Its aliases as the engine is told them (`{"spec": {"noParent": True}}`: it was once a
+    child of the stack itself), which keep its state when its URN changes."""
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,7 @@ class _RecordingMonitor(mocks.MockMonitor):
                     ignore_changes=tuple(request.ignoreChanges),
                     secret_inputs=frozenset(k for k, v in inputs.items() if _holds_secret(v)),
                     computed_outputs=_computed(inputs, rpc.deserialize_properties(response.object)),
+                    aliases=tuple(MessageToDict(alias) for alias in request.aliases),
                 )
             )
         return response
@@ -226,7 +231,11 @@ def _holds_secret(value: Any) -> bool:
 
 
 def _plain(value: Any) -> Any:
-    """Resource inputs as JSON-able values: unknowns dropped, secrets unwrapped."""
+    """Resource inputs as JSON-able values: unknowns dropped, secrets unwrapped, whole numbers
+    as integers (the engine's protocol carries every number as a double, and the engine shows
+    `3`, not `3.0`)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     if _is_secret(value):
         return _plain(value["value"])
     if isinstance(value, Mapping):

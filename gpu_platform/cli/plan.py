@@ -36,6 +36,8 @@ EXIT_MANDATORY_VIOLATION = 3
 # Policy pack config per stack, beside the stack files: `<project>/policy-config/<stack>.json`.
 POLICY_CONFIG_DIR = "policy-config"
 SECRET = "[secret]"
+GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
+DEFAULT_STACK = "dev"
 
 # The inputs worth reading in a plan, per resource type; other types show their scalars.
 KEY_INPUTS: Mapping[str, Sequence[str]] = {
@@ -101,17 +103,20 @@ _MAX_VALUE_CHARS = 160
 
 
 def run(
-    stack: str,
+    stack: str | None,
     as_json: bool = False,
     policy_pack: Path | None = None,
     policy_config: Path | None = None,
 ) -> None:
-    """Plan `stack` of the project in the current directory and run the policy pack over it."""
+    """Plan `stack` (None: the default stack) of the project in the current directory and run
+    the policy pack over it."""
     console = plain_console()
     try:
         project = Project.find()
     except ProjectNotFound as error:
         fail(str(error), EXIT_CONFIG_ERROR)
+    if stack is None:
+        stack = default_stack(project)
     if policy_pack is not None and not _is_policy_pack(policy_pack):
         fail(f"no policy pack at {policy_pack}: it has no PulumiPolicy.yaml", EXIT_CONFIG_ERROR)
     pack_dir = policy_pack or PACK_DIR
@@ -132,6 +137,17 @@ def run(
         print_verdicts(verdicts, plan, console, pack_dir)
     if any(v.mandatory for v in verdicts):
         raise typer.Exit(EXIT_MANDATORY_VIOLATION)
+
+
+def default_stack(project: Project) -> str:
+    """The stack to plan when none is named: the project's only one, else `dev`."""
+    stacks = project.stacks()
+    if len(stacks) == 1:
+        return stacks[0]
+    if DEFAULT_STACK in stacks:
+        return DEFAULT_STACK
+    found = ", ".join(stacks) or f"no Pulumi.<stack>.yaml in {project.stack_config_dir}"
+    fail(f"Name the stack to plan: `gpu-platform plan STACK`. Stacks: {found}.", EXIT_CONFIG_ERROR)
 
 
 def _is_policy_pack(path: Path) -> bool:
@@ -255,6 +271,7 @@ def print_plan(plan: Plan, console: Console) -> None:
         for token, count in Counter(i.token for i in plan.invokes).items():
             console.print(f"  {token}" + (f" x{count}" if count > 1 else ""), highlight=False)
     print_pool_software(plan, console)
+    print_replacing_settings(plan, console)
     print_node_subnets(plan, console)
     console.print("\n[bold]Outputs[/bold]")
     for name, value in _shown_outputs(plan).items():
@@ -283,6 +300,25 @@ def print_pool_software(plan: Plan, console: Console) -> None:
                 " the canary's version"
             )
         console.print(escape(line), highlight=False)
+
+
+def print_replacing_settings(plan: Plan, console: Console) -> None:
+    """On a GKE stack, the settings whose change replaces a node pool and its nodes (the
+    offline plan has no earlier state to tell whether one changed: `pulumi preview` does)."""
+    if not plan.of_type(GKE_NODE_POOL):
+        return
+    # Imported here: a plan of an EKS stack loads nothing of the GKE side.
+    from gpu_platform.gke.replacing_settings import REPLACING_SETTINGS
+
+    console.print("\n[bold]Replacing a GKE node pool[/bold]")
+    settings = ", ".join(REPLACING_SETTINGS)
+    console.print(
+        escape(
+            f"  A change of {settings} replaces the node pool and its nodes, ending the jobs on"
+            " them (docs/gke-capacity.md): `pulumi preview` shows it as a replacement."
+        ),
+        highlight=False,
+    )
 
 
 def print_node_subnets(plan: Plan, console: Console) -> None:

@@ -10,7 +10,9 @@ Both are followed by one check made from the chart repository's index rather tha
 the GPU Operator chart version exists.
 
 Each finding says what to do. Exits 1 if any finding blocks the deployment, 2 for a bad stack,
-4 when it cannot check (no credentials, no way to the cloud, a permission missing).
+4 when it cannot check (no credentials, no way to the cloud, a permission missing, an API that
+kept throttling), within one deadline for the whole command (`gpu_platform.cli.deadline`): past
+it, exit 4 names the endpoint that did not answer.
 """
 
 import urllib.request
@@ -25,7 +27,9 @@ from rich.table import Table
 
 from gpu_platform import yaml_documents
 from gpu_platform.cli.cli import fail, plain_console
+from gpu_platform.cli.deadline import Deadline, DeadlinePassed
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_BLOCKED
 from gpu_platform.cli.stack_files import StackFileError, plain_config, stack_config
 from gpu_platform.config import (
     CONFIG_NAMESPACE,
@@ -37,16 +41,12 @@ from gpu_platform.config import (
 )
 from gpu_platform.versions import GPU_OPERATOR_CHART
 
-EXIT_BLOCKED = 1
-EXIT_BAD_STACK = 2
-EXIT_CANNOT_CHECK = 4
-"""No usable credentials, no way to the cloud, or a permission the check needs is missing."""
-CHART_INDEX_TIMEOUT_SECONDS = 60
 
-
-def run(stack: str) -> None:
+def run(stack: str, timeout_seconds: float) -> None:
     """Check a stack against its cloud: an EKS stack against its AWS account, a GKE stack
-    against its Google Cloud project; then the chart version against the chart repository."""
+    against its Google Cloud project; then the chart version against the chart repository. All
+    within `timeout_seconds` from now."""
+    deadline = Deadline(timeout_seconds)
     console = plain_console()
     try:
         config = load_stack_config(*_gpu_platform_config(stack_config(stack)))
@@ -54,21 +54,21 @@ def run(stack: str) -> None:
         fail(str(unreadable), EXIT_BAD_STACK)
     except ConfigError as error:
         fail(error.report(), EXIT_BAD_STACK)
-    findings = _cloud_findings(stack, config) + chart_findings(config)
+    findings = _cloud_findings(stack, config, deadline) + chart_findings(config, deadline)
     print_findings(findings, console)
     if any(f.blocking for f in findings):
         raise typer.Exit(EXIT_BLOCKED)
 
 
-def _cloud_findings(stack: str, config: StackConfig) -> list[Finding]:
+def _cloud_findings(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
     # Each cloud's checks load its own client library (boto3, Google's auth) for its stacks only.
     if config.cloud is Cloud.GCP:
         from gpu_platform.cli import preflight_gke
 
-        return preflight_gke.check(stack, config)
+        return preflight_gke.check(stack, config, deadline)
     from gpu_platform.cli import preflight_eks
 
-    return preflight_eks.check(stack, config)
+    return preflight_eks.check(stack, config, deadline)
 
 
 def print_findings(findings: Sequence[Finding], console: Console) -> None:
@@ -92,14 +92,15 @@ def print_findings(findings: Sequence[Finding], console: Console) -> None:
 # --- The GPU Operator chart ------------------------------------------------------------------
 
 
-def read_chart_index(repository: str) -> bytes:
-    """The Helm repository's `index.yaml`, which Helm reads the chart's versions from."""
+def read_chart_index(repository: str, timeout: float) -> bytes:
+    """The Helm repository's `index.yaml`, which Helm reads the chart's versions from; `timeout`
+    bounds connecting and each read."""
     url = f"{repository.rstrip('/')}/index.yaml"
-    with urllib.request.urlopen(url, timeout=CHART_INDEX_TIMEOUT_SECONDS) as response:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         return bytes(response.read())
 
 
-def chart_findings(config: StackConfig) -> list[Finding]:
+def chart_findings(config: StackConfig, deadline: Deadline) -> list[Finding]:
     """Whether the repository serves the configured GPU Operator chart version: a version that
     does not exist is found by Helm only in the middle of `pulumi up`."""
     operator = config.operator
@@ -107,15 +108,23 @@ def chart_findings(config: StackConfig) -> list[Finding]:
     subject = f"chart {chart} {operator.chart_version}"
     where = f"{key_path('operator', 'chartVersion')} in {key_path('operator', 'repository')}"
     try:
-        index = yaml_documents.load(read_chart_index(operator.repository))
+        index = yaml_documents.load(
+            deadline.run(lambda: read_chart_index(operator.repository, deadline.read_timeout))
+        )
         entries = (index.get("entries") or {}).get(chart) or []
         versions = {str(entry.get("version")) for entry in entries}
-    except (OSError, yaml.YAMLError, AttributeError) as error:  # URLError is an OSError
+    except (OSError, yaml.YAMLError, AttributeError, DeadlinePassed) as error:
+        # URLError is an OSError, and so is a socket's timeout.
+        why = (
+            f"no answer within the {error.seconds:g} s deadline"
+            if isinstance(error, DeadlinePassed)
+            else str(error)
+        )
         return [
             Finding(
                 "warning",
                 subject,
-                f"Could not read {operator.repository}/index.yaml: {error}.",
+                f"Could not read {operator.repository}/index.yaml: {why}.",
                 f"Check that {where} exists before `pulumi up`.",
             )
         ]

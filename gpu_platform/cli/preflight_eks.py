@@ -4,7 +4,8 @@ Read-only AWS calls (credentials from the usual AWS environment or profile) chec
 - the cluster exists, is ACTIVE and runs a Kubernetes version the platform supports, and has
   the EKS Pod Identity Agent add-on the cluster autoscaler gets its credentials through;
 - every pool's instance types are offered in the zones its nodes go to, and have EFA where the
-  pool asks for it;
+  pool asks for it, and the `vpc-cni` add-on ignores the EFA-only interfaces of such nodes
+  (`gpu_platform.cli.vpc_cni`);
 - which subnets the GPU nodes use, private by their route tables, and why the others are left
   out (`gpu_platform.eks.subnets`);
 - the node subnets reach the internet, or have a VPC endpoint for every AWS API the nodes and
@@ -12,16 +13,21 @@ Read-only AWS calls (credentials from the usual AWS environment or profile) chec
 - raising or lowering a pool's bounds past its running node group's size, which moves it;
 - each reserved or Capacity Block pool against its reservations;
 - the account's EC2 vCPU quotas for G/VT and P instances, on-demand and spot, cover every pool
-  of that quota at its `max` together, beside the GPU instances running outside the stack.
+  of that quota at its `max` together, beside the GPU instances running outside the stack;
+- where the stack installs no cluster autoscaler, the one the cluster runs, from its Deployment
+  through the cluster's Kubernetes API (`gpu_platform.cli.running_autoscaler`): a release that
+  keeps empty nodes at a threshold of 0, or made for another Kubernetes minor, is a warning.
 """
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import boto3
+from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -32,11 +38,19 @@ from botocore.exceptions import (
     PartialCredentialsError,
     ReadTimeoutError,
 )
+from botocore.retries.standard import RetryEventAdapter, ThrottlingErrorDetector
 
 from gpu_platform.cli.cli import fail
+from gpu_platform.cli.deadline import MAX_ATTEMPTS, Call, Calls, Deadline, DeadlinePassed
 from gpu_platform.cli.findings import Finding
-from gpu_platform.cli.preflight import EXIT_CANNOT_CHECK
+from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.reachability import reachability_findings
+from gpu_platform.cli.running_autoscaler import (
+    Deployments,
+    eks_deployments,
+    running_autoscaler_finding,
+)
+from gpu_platform.cli.vpc_cni import vpc_cni_findings
 from gpu_platform.config import (
     EC2_RESERVED_CAPACITIES,
     GpuPoolSpec,
@@ -110,25 +124,97 @@ class AwsClients:
     ec2: Any
     service_quotas: Any
     resource_groups: Any
+    deployments: Callable[[Mapping[str, Any]], Deployments] | None = None
+    """The Deployments of a cluster (as DescribeCluster returns it), through its Kubernetes API;
+    None leaves the running autoscaler unchecked."""
 
     @classmethod
-    def for_region(cls, region: str) -> "AwsClients":
+    def for_region(cls, region: str, deadline: Deadline, calls: Calls) -> "AwsClients":
+        """Clients that give up on a connection or a read within the deadline's timeouts, and
+        retry in botocore's `standard` mode, which AWS recommends for throttled APIs: it backs
+        off exponentially, more for throttling than for other errors (ThrottlingException,
+        EC2's RequestLimitExceeded and the rest of `ThrottledRetryableChecker`, a 429, an
+        error the service models as throttling), longer by up to 5 s where an answer's
+        `x-amz-retry-after` header asks, and retries transient errors and timeouts too
+        (botocore/retries/standard.py). Credentials are looked for first, as a step of their
+        own. Each attempt is reported to `calls`."""
         session = boto3.Session(region_name=region)
+        # Registered on the session, the handlers reach every client made from it, the ones
+        # botocore makes itself to fetch credentials (STS, SSO) included.
+        session.events.register("before-send", partial(_sent, calls))
+        session.events.register("needs-retry", partial(_answered, calls))
+        _look_for_credentials(session, calls)
+        # Each client loads its API's model and endpoint rules from disk: seconds on a busy
+        # machine, which are not the credentials' nor the network's.
+        calls.step("loading the AWS clients' API models", local=True)
+        config = Config(
+            connect_timeout=deadline.connect_timeout,
+            read_timeout=deadline.read_timeout,
+            # `total_max_attempts` counts the first attempt; `max_attempts` here would count
+            # retries only, one attempt more (botocore/config.py, Config's `retries`).
+            retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
+        )
         return cls(
-            session.client("eks"),
-            session.client("ec2"),
-            session.client("service-quotas"),
-            session.client("resource-groups"),
+            session.client("eks", config=config),
+            session.client("ec2", config=config),
+            session.client("service-quotas", config=config),
+            session.client("resource-groups", config=config),
+            lambda cluster: eks_deployments(session, region, cluster),
         )
 
 
-def check(stack: str, config: StackConfig) -> list[Finding]:
-    """Every finding for an EKS stack; a cluster it cannot check ends the command with exit 4."""
-    assert config.cluster.region is not None  # config validation requires it on AWS
+CREDENTIALS_STEP = (
+    "looking for AWS credentials (a credential_process, an SSO token or an assumed role that"
+    " does not come back holds it; `aws sts get-caller-identity` with the same profile shows"
+    " which)"
+)
+
+
+def _look_for_credentials(session: boto3.Session, calls: Calls) -> None:
+    """Resolve the credentials now, as a step of its own: botocore's chain may run a
+    `credential_process` or ask the instance metadata service, neither an AWS call reported
+    as one, and resolves an assumed role or SSO credentials only when first used
+    (botocore/credentials.py, DeferredRefreshableCredentials), which `get_frozen_credentials`
+    forces. Without credentials, the first call says so."""
+    calls.step(CREDENTIALS_STEP)
+    credentials = session.get_credentials()
+    if credentials is not None:
+        credentials.get_frozen_credentials()
+
+
+_THROTTLING = ThrottlingErrorDetector(RetryEventAdapter())
+"""botocore's own test of an answer for throttling, as its standard retry mode backs off."""
+
+
+def _sent(calls: Calls, request: Any, event_name: str, **_: Any) -> None:
+    # `before-send.<service>.<Operation>`, once for each attempt, numbered in the context.
+    service, operation = event_name.split(".")[1:]
+    attempt = request.context.get("retries", {}).get("attempt", 1)
+    calls.sent(f"{service} {operation}", request.url, attempt)
+
+
+def _answered(calls: Calls, **kwargs: Any) -> None:
+    # `needs-retry` follows every attempt, answered or not: with `response` None, none came.
+    if kwargs["response"] is not None:
+        calls.answered(throttled=_THROTTLING.is_throttling_error(**kwargs))
+
+
+def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
+    """Every finding for an EKS stack; a cluster it cannot check, or an account that does not
+    answer by the deadline, ends the command with exit 4."""
+    region = config.cluster.region
+    assert region is not None  # config validation requires it on AWS
+    calls = Calls()
     try:
-        return preflight(config, AwsClients.for_region(config.cluster.region))
+        # The clients too: botocore looks for credentials as it makes them, which may call out.
+        return deadline.run(
+            lambda: preflight(config, AwsClients.for_region(region, deadline, calls)), calls
+        )
+    except DeadlinePassed as passed:
+        fail(f"Cannot check stack {stack}: {passed.explain('AWS')}", EXIT_CANNOT_CHECK)
     except (BotoCoreError, ClientError) as error:
-        fail(f"Cannot check stack {stack}: {why_it_cannot_check(error)}", EXIT_CANNOT_CHECK)
+        reason = why_it_cannot_check(error, calls.last)
+        fail(f"Cannot check stack {stack}: {reason}", EXIT_CANNOT_CHECK)
 
 
 def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
@@ -144,12 +230,15 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
     )
     findings += _zone_findings(config, clients, subnets)
     findings += efa_findings(config, described)
+    if cluster is not None:
+        findings += vpc_cni_findings(config, clients.eks, described)
     if candidates is not None:
         findings.append(node_subnet_finding(config, candidates))
     if private:
         findings += reachability_findings(config, clients.ec2, private)
     if cluster is not None:
         findings += size_change_findings(config, clients.eks)
+        findings += _running_autoscaler_findings(config, clients, cluster)
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)
     return findings
@@ -501,6 +590,18 @@ def _cluster_findings(
     if credentialed is not None:
         findings.append(_pod_identity_agent_finding(subject, name, credentialed, clients))
     return cluster, findings
+
+
+def _running_autoscaler_findings(
+    config: StackConfig, clients: AwsClients, cluster: Mapping[str, Any]
+) -> list[Finding]:
+    """The autoscaler the cluster runs itself, where the stack installs none."""
+    if config.provisioner != "cluster-autoscaler" or config.autoscaler.install:
+        return []
+    if clients.deployments is None:
+        return []
+    deployments = clients.deployments(cluster)
+    return [running_autoscaler_finding(config, cluster["version"], deployments)]
 
 
 def _pod_identity_user(config: StackConfig) -> str | None:
@@ -921,8 +1022,9 @@ def _quota_value(clients: AwsClients, quota: Quota) -> float:
     return float(answer["Quota"]["Value"])
 
 
-def why_it_cannot_check(error: BotoCoreError | ClientError) -> str:
-    """What stopped the check, and what to do about it."""
+def why_it_cannot_check(error: BotoCoreError | ClientError, last: Call | None = None) -> str:
+    """What stopped the check, and what to do about it; `last` is the last call made, which
+    says whether the error was the last of a throttled call's answers."""
     if isinstance(error, NoCredentialsError | PartialCredentialsError | CredentialRetrievalError):
         return (
             f"no usable AWS credentials ({error}). Set AWS_PROFILE (after `aws sso login` where"
@@ -942,6 +1044,12 @@ def why_it_cannot_check(error: BotoCoreError | ClientError) -> str:
                 f"AWS refused {operation} ({code}: {message}). The check needs, read-only: "
                 + ", ".join(READ_ONLY_PERMISSIONS)
                 + "."
+            )
+        if last is not None and last.last_throttled and last.api.endswith(f" {operation}"):
+            return (
+                f"AWS throttled {last.api} ({code}: {message}) {last.throttled} time(s) in"
+                f" {last.attempts} attempts, backing off between them: the account's request"
+                " rate for it is used up, by this check or other callers. Run it again later."
             )
         return f"AWS answered {operation} with {code}: {message}. Run it again later."
     return f"{error}. Run it again later."

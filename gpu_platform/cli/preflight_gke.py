@@ -22,17 +22,31 @@ import json
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import google.auth
 import requests
 from google.auth.exceptions import DefaultCredentialsError, GoogleAuthError, RefreshError
-from google.auth.transport.requests import AuthorizedSession
+from google.auth.transport.requests import AuthorizedSession, Request
+from requests.adapters import HTTPAdapter
+from urllib3.exceptions import MaxRetryError
+from urllib3.util.retry import Retry
 
 from gpu_platform.accelerators import ACCELERATORS
 from gpu_platform.cli.cli import fail
+from gpu_platform.cli.deadline import (
+    CONNECT_TIMEOUT_SECONDS,
+    MAX_ATTEMPTS,
+    READ_TIMEOUT_SECONDS,
+    Call,
+    Calls,
+    Deadline,
+    DeadlinePassed,
+)
 from gpu_platform.cli.findings import Finding
-from gpu_platform.cli.preflight import EXIT_BAD_STACK, EXIT_CANNOT_CHECK
+from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_CANNOT_CHECK
+from gpu_platform.cli.preflight_gke_quotas import quota_findings
+from gpu_platform.cli.preflight_gke_upgrades import upgrade_findings
 from gpu_platform.config import (
     ConfigError,
     GpuPoolSpec,
@@ -49,7 +63,6 @@ from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 # Each discovery document's `rootUrl` and `servicePath`.
 CONTAINER_API = "https://container.googleapis.com/v1/"
 COMPUTE_API = "https://compute.googleapis.com/compute/v1/"
-TIMEOUT_SECONDS = 60
 
 API_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 """The OAuth scope the check asks its credentials for: the one `gcloud auth application-default
@@ -58,7 +71,15 @@ CLUSTER_PERMISSION = "container.clusters.get"
 RESERVATION_PERMISSION = "compute.reservations.get"
 RESERVATIONS_PERMISSION = "compute.reservations.list"
 """What `compute.reservations.aggregatedList` asks of the caller."""
-READ_ONLY_PERMISSIONS = (CLUSTER_PERMISSION, RESERVATION_PERMISSION, RESERVATIONS_PERMISSION)
+REGION_PERMISSION = "compute.regions.get"
+PROJECT_PERMISSION = "compute.projects.get"
+READ_ONLY_PERMISSIONS = (
+    CLUSTER_PERMISSION,
+    RESERVATION_PERMISSION,
+    RESERVATIONS_PERMISSION,
+    REGION_PERMISSION,
+    PROJECT_PERMISSION,
+)
 """Every permission the check's calls need; a test keeps it, and the README's list, equal to
 them."""
 _VIEWER_ROLES = "roles/container.clusterViewer and roles/compute.viewer"
@@ -68,6 +89,13 @@ _VIEWER_ROLES = "roles/container.clusterViewer and roles/compute.viewer"
 # holds nothing a node can consume.
 _READY = "READY"
 _UNUSABLE_STATUSES = frozenset({"DELETING", "INVALID"})
+# A used-up rate quota: 429 RESOURCE_EXHAUSTED, or Compute Engine's 403 with one of these reasons
+# ("Compute Engine rate quotas"). Both are retried with backoff within the deadline, with 500,
+# 502, 503 and 504 (Google's "Retry failed requests": retry 408, 429 and 5xx with exponential
+# backoff); a throttled call that still fails says so.
+_THROTTLED_STATUS = 429
+_RATE_LIMIT_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded"})
+_RETRIED_STATUSES = (_THROTTLED_STATUS, 500, 502, 503, 504)
 
 
 class GoogleApiError(Exception):
@@ -91,24 +119,66 @@ class GoogleApiError(Exception):
 
 class GoogleApis:
     """The check's read-only calls for one project, through `session`: a requests session with
-    the credentials added (google-auth's `AuthorizedSession`)."""
+    the credentials added (google-auth's `AuthorizedSession`), each call given up after
+    `timeout`, (connect, read) seconds."""
 
-    def __init__(self, session: requests.Session, project: str):
+    def __init__(
+        self,
+        session: requests.Session,
+        project: str,
+        timeout: tuple[float, float] = (CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS),
+    ):
         self.session = session
         self.project = project
+        self.timeout = timeout
+        self._clusters: dict[tuple[str, str], dict[str, Any] | None] = {}
 
     @classmethod
-    def with_default_credentials(cls, project: str) -> "GoogleApis":
-        # Over requests, as gcloud's and Google's client libraries go: it takes a proxy from
-        # HTTPS_PROXY and NO_PROXY, and CA certificates from REQUESTS_CA_BUNDLE, for the
-        # credentials' own calls (token refresh, the metadata server) and for the APIs alike.
+    def with_default_credentials(
+        cls, project: str, deadline: Deadline, calls: Calls
+    ) -> "GoogleApis":
+        """Over requests, as gcloud's and Google's client libraries go: it takes a proxy from
+        HTTPS_PROXY and NO_PROXY, and CA certificates from REQUESTS_CA_BUNDLE, for the
+        credentials' own calls (token refresh, the metadata server) and for the APIs alike.
+        The APIs' calls are retried on throttling, server errors and timeouts within the
+        deadline (`_DeadlineRetry`). Each request is reported to `calls`."""
+        # Without a credentials file, google-auth asks the Compute Engine metadata server
+        # (google/auth/compute_engine/_metadata.py, `ping`: 3 tries of 3 s each).
+        calls.step("looking for Application Default Credentials")
         credentials, _ = google.auth.default(scopes=[API_SCOPE])
-        return cls(AuthorizedSession(credentials), project)
+        # The token refresh goes through a session of its own, which google-auth mounts with
+        # an adapter that retries a failed connection 3 times (transport/requests.py,
+        # AuthorizedSession.__init__); here it reports its requests too. What bounds a refresh
+        # is each call's timeout, which AuthorizedSession.request passes on to it: its
+        # `refresh_timeout` argument is kept but never read (google-auth 2.62).
+        refresh = requests.Session()
+        refresh.mount("https://", _Reported(calls, max_retries=3))
+        refresh.mount("http://", _Reported(calls, max_retries=3))
+        session = AuthorizedSession(credentials, auth_request=Request(refresh))
+        retries = _DeadlineRetry(calls, deadline)
+        session.mount("https://", _RetriedThrottling(calls, retries))
+        session.mount("http://", _RetriedThrottling(calls, retries))
+        return cls(session, project, (deadline.connect_timeout, deadline.read_timeout))
 
     def cluster(self, location: str, name: str) -> dict[str, Any] | None:
-        """`container.projects.locations.clusters.get`; None where GKE has no such cluster."""
-        path = ("projects", self.project, "locations", location, "clusters", name)
-        return self._find(CONTAINER_API, path, CLUSTER_PERMISSION)
+        """`container.projects.locations.clusters.get`, asked once; None where GKE has no such
+        cluster."""
+        key = (location, name)
+        if key not in self._clusters:
+            path = ("projects", self.project, "locations", location, "clusters", name)
+            self._clusters[key] = self._find(CONTAINER_API, path, CLUSTER_PERMISSION)
+        return self._clusters[key]
+
+    def region_quotas(self, region: str) -> list[dict[str, Any]]:
+        """`compute.regions.get`: the region's quotas (`Region.quotas`)."""
+        path = ("projects", self.project, "regions", region)
+        return list(self._get(COMPUTE_API, path, REGION_PERMISSION).get("quotas", []))
+
+    def project_quotas(self) -> list[dict[str, Any]]:
+        """`compute.projects.get`: the project's quotas over all regions (`Project.quotas`)."""
+        return list(
+            self._get(COMPUTE_API, ("projects", self.project), PROJECT_PERMISSION).get("quotas", [])
+        )
 
     def reservation(self, zone: str, name: str) -> dict[str, Any] | None:
         """`compute.reservations.get`; None where the zone has no such reservation."""
@@ -151,25 +221,139 @@ class GoogleApis:
     ) -> dict[str, Any]:
         resource = "/".join(quote(part, safe="") for part in path)
         url = f"{api}{resource}" + (f"?{urlencode(query)}" if query else "")
-        response = self.session.get(url, timeout=TIMEOUT_SECONDS)
+        response = self.session.get(url, timeout=self.timeout)
         if response.status_code != 200:
             raise GoogleApiError(permission, resource, response.status_code, response.content)
         found: dict[str, Any] = json.loads(response.content)
         return found
 
 
-def check(stack: str, config: StackConfig) -> list[Finding]:
+class _Reported(HTTPAdapter):
+    """requests' own transport, reporting each request it sends to `calls`, and whether it was
+    answered, throttled or not."""
+
+    def __init__(self, calls: Calls, max_retries: Retry | int = 0):
+        super().__init__(max_retries=max_retries)
+        self._calls = calls
+
+    def send(
+        self, request: requests.PreparedRequest, *args: Any, **kwargs: Any
+    ) -> requests.Response:
+        url = str(request.url)
+        self._calls.sent(f"{request.method} {urlsplit(url).path}", url)
+        response = self._send(request, *args, **kwargs)
+        self._calls.answered(throttled=is_throttled(response.status_code, response.content))
+        return response
+
+    def _send(
+        self, request: requests.PreparedRequest, *args: Any, **kwargs: Any
+    ) -> requests.Response:
+        return super().send(request, *args, **kwargs)
+
+
+class _RetriedThrottling(_Reported):
+    """The APIs' transport: urllib3 retries 429 and 5xx answers itself (`_DeadlineRetry`);
+    Compute Engine's rate-limit 403 is told from a refusal by its body, which urllib3 does not
+    read, so it is retried here, as urllib3 would a 429: the same Retry's count and backoff."""
+
+    def _send(
+        self, request: requests.PreparedRequest, *args: Any, **kwargs: Any
+    ) -> requests.Response:
+        retries = self.max_retries
+        while True:
+            response = super()._send(request, *args, **kwargs)
+            if response.status_code == _THROTTLED_STATUS or not is_throttled(
+                response.status_code, response.content
+            ):
+                return response
+            try:
+                retries = retries.increment(str(request.method), str(request.url), response.raw)
+            except MaxRetryError:
+                return response
+            retries.sleep(response.raw)
+
+
+class _DeadlineRetry(Retry):
+    """urllib3's Retry for the APIs' calls, all GETs: up to MAX_ATTEMPTS tries of a call that
+    meets throttling (429), a server error (500, 502, 503, 504) or a read timeout, backing off
+    0, 2, 4 and 8 s between them, or as long as the answer's Retry-After says
+    (urllib3/util/retry.py). A connection that fails (refused, an unknown name, no answer to
+    the handshake) is tried once more, at once, and a proxy that refuses the tunnel not at all:
+    neither heals within seconds, and the check says at once that Google could not be reached.
+    Each retry is reported to `calls`; one whose wait would pass the deadline is not made. The
+    last answer is returned, not raised (`raise_on_status=False`), so that the error Google
+    gave, which says it was throttled, is what the check reports."""
+
+    def __init__(self, calls: Calls, deadline: Deadline, **kwargs: Any):
+        defaults: dict[str, Any] = {
+            "total": MAX_ATTEMPTS - 1,
+            "connect": 1,
+            "other": 0,
+            "backoff_factor": 1,
+            "status_forcelist": _RETRIED_STATUSES,
+            "allowed_methods": {"GET"},
+            "respect_retry_after_header": True,
+            "raise_on_status": False,
+        }
+        super().__init__(**(defaults | kwargs))
+        self.calls = calls
+        self.deadline = deadline
+
+    def new(self, **kwargs: Any) -> "_DeadlineRetry":
+        # urllib3 makes each next Retry with `type(self)(**params)`.
+        return super().new(calls=self.calls, deadline=self.deadline, **kwargs)
+
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: Any = None,
+        error: Exception | None = None,
+        _pool: Any = None,
+        _stacktrace: Any = None,
+    ) -> "_DeadlineRetry":
+        retry = super().increment(method, url, response, error, _pool, _stacktrace)
+        after = retry.get_retry_after(response) if response is not None else None
+        wait = after if self.respect_retry_after_header and after else retry.get_backoff_time()
+        if wait >= self.deadline.remaining():
+            raise MaxRetryError(_pool, url, error) from error
+        if response is not None:
+            # Only a 429 or a rate-limit 403 (`_RetriedThrottling`) is retried for throttling.
+            self.calls.answered(throttled=response.status in (_THROTTLED_STATUS, 403))
+        self.calls.again()
+        return retry
+
+
+def is_throttled(status: int, body: bytes) -> bool:
+    """Whether an answer is Google's to a used-up rate quota: a 429, or Compute Engine's 403
+    with a rate-limit reason."""
+    if status == _THROTTLED_STATUS:
+        return True
+    return status == 403 and GoogleApiError("", "", status, body).reason in _RATE_LIMIT_REASONS
+
+
+def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
     """Every finding for a GKE stack. A pool the program would refuse ends the command with
-    exit 2; a project it cannot check, with exit 4."""
-    assert config.cluster.project is not None  # config validation requires it on GCP
+    exit 2; a project it cannot check, or that does not answer by the deadline, with exit 4."""
+    project = config.cluster.project
+    assert project is not None  # config validation requires it on GCP
+    calls = Calls()
     try:
-        findings = preflight(config, GoogleApis.with_default_credentials(config.cluster.project))
+        return deadline.run(
+            lambda: preflight(
+                config, GoogleApis.with_default_credentials(project, deadline, calls)
+            ),
+            calls,
+        )
+    except DeadlinePassed as passed:
+        fail(f"Cannot check stack {stack}: {passed.explain('Google Cloud')}", EXIT_CANNOT_CHECK)
     except ConfigError as error:
         secret = ["pools"] if config.is_secret("pools") else []
-        fail(error.hiding_secrets(secret).report(), EXIT_BAD_STACK)
+        pools = [pool.model_dump(mode="json", by_alias=True) for pool in config.pools]
+        fail(error.hiding_secrets(secret, {"pools": pools}).report(), EXIT_BAD_STACK)
     except (GoogleAuthError, GoogleApiError, requests.RequestException) as error:
-        fail(f"Cannot check stack {stack}: {why_it_cannot_check(error)}", EXIT_CANNOT_CHECK)
-    return findings
+        reason = why_it_cannot_check(error, calls.last)
+        fail(f"Cannot check stack {stack}: {reason}", EXIT_CANNOT_CHECK)
 
 
 def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
@@ -177,8 +361,11 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
     order (its Dynamic Workload Scheduler modes against the cluster's version, or its
     reservations). ConfigError, before any call, where a pool that consumes reservations has a
     machine type the program would refuse."""
-    gpus = _gpus_of_reserving_pools(config)
+    gpus = _gpus_of_pools(config)
     version, findings = _cluster_findings(config, apis)
+    cluster = apis.cluster(config.cluster.location or "", config.cluster.name)
+    if cluster is not None:
+        findings += upgrade_findings(config, cluster)
     for i, pool in enumerate(config.pools):
         if version is not None and dynamic_workload_scheduler_modes(pool):
             findings.append(_capacity_version_finding(config, i, pool, version))
@@ -186,16 +373,24 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
             findings += _specific_findings(i, pool, gpus[i], apis)
         elif pool.gcp.reservation == "any":
             findings.append(_any_finding(config, i, pool, gpus[i], apis))
-    return findings
+    return findings + _quota_findings(config, gpus, apis)
 
 
-def _gpus_of_reserving_pools(config: StackConfig) -> dict[int, GpuShape]:
-    """The GPUs of a node of each pool that consumes reservations, by the pool's index."""
+def _quota_findings(
+    config: StackConfig, gpus: Mapping[int, GpuShape], apis: GoogleApis
+) -> list[Finding]:
+    location = config.cluster.location
+    assert location is not None  # config validation requires it on GCP
+    region = zone_region(location) or location
+    pools = [(pool, gpus[i]) for i, pool in enumerate(config.pools)]
+    return quota_findings(pools, region, apis.region_quotas(region), apis.project_quotas())
+
+
+def _gpus_of_pools(config: StackConfig) -> dict[int, GpuShape]:
+    """The GPUs of a node of each pool, by the pool's index: for its quotas and reservations."""
     problems = []
     found = {}
     for i, pool in enumerate(config.pools):
-        if pool.gcp.reservation not in ("any", "specific"):
-            continue
         try:
             found[i] = gpu_shape(pool, i)
         except ConfigError as error:
@@ -342,6 +537,9 @@ def _specific_findings(
             )
         )
     findings.append(_held_finding(i, pool, name, reservation))
+    surge = _surge_finding(i, pool, name, reservation)
+    if surge is not None:
+        findings.append(surge)
     # `Reservation.specificReservationRequired` (compute.v1.json): "If the field is set, then
     # only VMs that target the reservation by name can consume from this reservation"; unset,
     # VMs with affinity for any reservation consume it as well.
@@ -417,6 +615,36 @@ def _held_finding(i: int, pool: GpuPoolSpec, name: str, reservation: Mapping[str
             f"Lower {key_path('pools', i, 'max')} to {held}, unless the reservation is to grow.",
         )
     return Finding("ok", subject, f"Reservation {name}: {what}.", "Nothing.")
+
+
+def _surge_finding(
+    i: int, pool: GpuPoolSpec, name: str, reservation: Mapping[str, Any]
+) -> Finding | None:
+    """Whether the reservation has room for the nodes a surge upgrade adds, where the pool
+    surges: GKE counts them against the reservation and "continues to attempt" the upgrade while
+    it has no room (GKE's node-upgrades-quota page). None where the pool surges no node."""
+    surge, _ = pool.gcp.surge_upgrade
+    if pool.gcp.upgrade_strategy != "surge" or surge == 0:
+        return None
+    held, _ = _counts(reservation)
+    subject = f"pool {pool.name}"
+    if held < pool.max + surge:
+        return Finding(
+            "warning",
+            subject,
+            f"An upgrade adds {surge} node(s) (maxSurge) from reservation {name}, which holds"
+            f" {held}: with the pool at its max of {pool.max}, GKE has no VM to surge to and keeps"
+            " retrying the upgrade.",
+            f"Set {key_path('pools', i, 'gcp', 'maxSurge')} to 0 (one node is then taken out at a"
+            f" time), or grow the reservation to {pool.max + surge}.",
+        )
+    return Finding(
+        "ok",
+        subject,
+        f"Reservation {name} holds {held}: room for the pool's max of {pool.max} and the"
+        f" {surge} node(s) an upgrade adds.",
+        "Nothing.",
+    )
 
 
 def _any_finding(
@@ -527,9 +755,10 @@ def _zone_of(reservation: Mapping[str, Any]) -> str:
 
 
 def why_it_cannot_check(
-    error: GoogleAuthError | GoogleApiError | requests.RequestException,
+    error: GoogleAuthError | GoogleApiError | requests.RequestException, last: Call | None = None
 ) -> str:
-    """What stopped the check, and what to do about it."""
+    """What stopped the check, and what to do about it; `last` is the last call made, which
+    says how often a throttled call was tried."""
     login = "gcloud auth application-default login"
     if isinstance(error, DefaultCredentialsError):
         return (
@@ -544,6 +773,19 @@ def why_it_cannot_check(
     if not isinstance(error, GoogleApiError):
         return f"Google Cloud could not be reached ({error}). Check the network, then run it again."
     answer = f"{error.status} {error.reason}: {error.message}"
+    if error.status == _THROTTLED_STATUS or (
+        error.status == 403 and error.reason in _RATE_LIMIT_REASONS
+    ):
+        tries = (
+            f" {last.throttled} time(s) in {last.attempts} attempts, backing off between them"
+            if last is not None and last.throttled
+            else ""
+        )
+        return (
+            f"Google Cloud throttled {error.permission} on {error.resource} ({answer}){tries}:"
+            " the project's rate quota for the API is used up, by this check or others, until"
+            " it refills at the next minute. Run it again in a minute."
+        )
     if error.status == 401:
         return (
             f"Google Cloud did not accept the credentials ({answer}). Run `{login}` again, or"

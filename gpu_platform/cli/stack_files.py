@@ -6,8 +6,10 @@ Apart from running the program (`gpu_platform.cli.offline`), so that the command
 read stack files (`preflight`) do not import the Pulumi SDK.
 """
 
+import codecs
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -32,8 +34,14 @@ def stack_config(stack: str, project: Project | None = None) -> dict[str, Any]:
             f"no stack file {path.name} in {path.parent}; the stacks there:"
             f" {', '.join(project.stacks()) or 'none'}"
         )
+    data = path.read_bytes()
+    _refuse_other_than_utf8(path, data)
     try:
-        document = yaml_documents.load(path.read_text())
+        document = yaml_documents.load_unique_keys(data)
+    except yaml_documents.DuplicateKeyError as error:
+        raise StackFileError(
+            f"{path}: {error}: Pulumi refuses a key given twice in one mapping; keep one"
+        ) from None
     except yaml.YAMLError as error:
         raise StackFileError(f"{path} is not valid YAML: {error}") from None
     if document is None:
@@ -43,7 +51,11 @@ def stack_config(stack: str, project: Project | None = None) -> dict[str, Any]:
     config = document.get("config") or {}
     if not isinstance(config, dict):
         raise StackFileError(f"{path}: `config:` must be a mapping of `<namespace>:<name>` keys")
-    # Pulumi's config key parser refuses the stack file over any other key.
+    # Pulumi puts a key written without a namespace in the project's (`monitoring` is
+    # `<project>:monitoring`: pulumi/pulumi sdk/go/common/workspace/loaders.go,
+    # `stackConfigNamespacedWithProject`), and its config key parser refuses the stack file over
+    # any other key.
+    config = {key if ":" in str(key) else f"{project.name}:{key}": v for key, v in config.items()}
     malformed = [key for key in config if not _NAMESPACED_KEY.match(str(key))]
     if malformed:
         raise StackFileError(
@@ -52,6 +64,23 @@ def stack_config(stack: str, project: Project | None = None) -> dict[str, Any]:
             " `gpu-platform:pools`)"
         )
     return config
+
+
+def _refuse_other_than_utf8(path: Path, data: bytes) -> None:
+    """Pulumi reads a stack file as UTF-8, or as UTF-16 where it starts with that byte order
+    mark (gopkg.in/yaml.v3 v3.0.1 readerc.go, `yaml_parser_determine_encoding`), as the YAML
+    reader here does given the file's bytes."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        # The byte alone, not the text around it: a secret may be written there.
+        line = data.count(b"\n", 0, error.start) + 1
+        raise StackFileError(
+            f"{path}: line {line}: byte 0x{data[error.start]:02x} is not UTF-8; Pulumi reads a"
+            " stack file as UTF-8 text: save it as UTF-8"
+        ) from None
 
 
 class StackFileError(ValueError):

@@ -70,6 +70,17 @@ def ephemeral_storage_gib(disk_size_gib: int) -> int:
     return int(disk_size_gib * 0.9) - 2
 
 
+# The scale-down threshold of GPU pools: a node is removed only at or below it. Not 0: until
+# 66d2242f61 (December 2025) the autoscaler kept a node whose utilization was `>=` its threshold
+# (core/scaledown/eligibility/eligibility.go; `>` from 1.32.6, 1.33.4, 1.34.3 and 1.35.0 on), so
+# under 0 an empty node was never removed by an older autoscaler, which a cluster that runs its
+# own (`autoscaler.install: false`) or an older `imageTag` may have. One millionth gives the same
+# answers under both comparisons: an empty node (utilization 0) is removable, and any pod's
+# request is above it (one millicore of a 192-CPU p5.48xlarge is 0.0000052; utilization is
+# requested over allocatable milli-units, simulator/utilization/info.go).
+EMPTY_NODE_THRESHOLD = "0.000001"
+
+
 def _never_drain_a_running_job(identity: NodeIdentity) -> dict[str, str]:
     """Scale-down thresholds that leave a node alone while any GPU workload runs on it.
 
@@ -77,15 +88,17 @@ def _never_drain_a_running_job(identity: NodeIdentity) -> dict[str, str]:
     whose pods fit elsewhere (core/scaledown/eligibility/eligibility.go, 1.35.2 line 188), and
     for a GPU node it counts only the GPU: requested over allocatable (simulator/utilization/
     info.go). The default threshold of 0.5 has it evict a 4-GPU job from a half-used 8-GPU
-    node to pack it onto another; at 0 only a node no GPU pod holds is removed. A node is a GPU
-    node by the AWS GPU label, which MIG nodes go without (gpu_platform/eks/node_labels.py): on
-    those the autoscaler counts CPU and memory requests instead, so their threshold is 0 too,
-    with the DaemonSets (the GPU Operator's, on every GPU node) left out of the count.
+    node to pack it onto another; at `EMPTY_NODE_THRESHOLD` only a node no GPU pod holds is
+    removed. A node is a GPU node by the AWS GPU label, which MIG nodes go without
+    (gpu_platform/eks/node_labels.py): on those the autoscaler counts CPU and memory requests
+    instead, so their threshold is the same, with the DaemonSets (the GPU Operator's, on every
+    GPU node) left out of the count; tenant namespaces give GPU pods a CPU and memory request
+    by default (their LimitRange), so that a pod asking only for a MIG slice still counts.
     """
     if AWS_ACCELERATOR_LABEL in identity.labels:
-        return {OPTION_TAG_PREFIX + "scaledowngpuutilizationthreshold": "0"}
+        return {OPTION_TAG_PREFIX + "scaledowngpuutilizationthreshold": EMPTY_NODE_THRESHOLD}
     return {
-        OPTION_TAG_PREFIX + "scaledownutilizationthreshold": "0",
+        OPTION_TAG_PREFIX + "scaledownutilizationthreshold": EMPTY_NODE_THRESHOLD,
         OPTION_TAG_PREFIX + "ignoredaemonsetsutilization": "true",
     }
 

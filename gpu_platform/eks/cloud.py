@@ -8,12 +8,11 @@ pool asks for EFA, and the autoscaler that scales them; or, with Karpenter, the 
 NodePool for each pool.
 """
 
-from collections.abc import Iterator, Sequence
-from typing import Any, TypedDict
+from collections.abc import Collection, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import pulumi
 
-from gpu_platform.cloud import ClusterConnection
 from gpu_platform.config import ConfigError, ConfigProblem, StackConfig, key_path
 from gpu_platform.eks.cluster import (
     EksCluster,
@@ -34,9 +33,17 @@ from gpu_platform.eks.node_group import EksGpuNodeGroup, EksGpuNodeGroupArgs
 from gpu_platform.eks.node_group_names import names_a_zone_of
 from gpu_platform.eks.node_monitoring_agent import NodeMonitoringAgent, NodeMonitoringAgentArgs
 from gpu_platform.eks.placement import NodeGroupPlacement, resolve_placement
+from gpu_platform.kubernetes.helm_release import most_nodes
+from gpu_platform.kubernetes.provider import ClusterConnection
 from gpu_platform.node_identity import ResolvedPool
 from gpu_platform.secrets import secret_if
-from gpu_platform.versions import CLUSTER_AUTOSCALER_IMAGES
+from gpu_platform.versions import (
+    CLUSTER_AUTOSCALER_IMAGES,
+    EKS_NODE_MONITORING_AGENT_ADDON_VERSION,
+)
+
+if TYPE_CHECKING:
+    from gpu_platform.eks.karpenter.controller import KarpenterController
 
 
 class _PoolNodes(TypedDict):
@@ -58,6 +65,7 @@ class EksCloud:
         self._placements: dict[str, NodeGroupPlacement] = {}
         self._autoscaler_image: str | None = None
         self._subnets: list[Subnet] = []
+        self._karpenter_controller: KarpenterController | None = None
 
     @property
     def cluster(self) -> EksCluster:
@@ -101,22 +109,40 @@ class EksCloud:
             raise ConfigError(problems)
         return pools
 
-    def connect(self) -> ClusterConnection:
-        return connect(self.cluster, self.config.cluster)
+    def connect(self, opts: pulumi.ResourceOptions) -> ClusterConnection:
+        return connect(self.cluster, self.config.cluster, opts)
 
     def create_pools(
-        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+        self,
+        pools: Sequence[ResolvedPool],
+        connection: ClusterConnection,
+        opts: pulumi.ResourceOptions,
+        held_back: Collection[str] = (),
     ) -> list[pulumi.Resource]:
+        on_cluster = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(provider=connection.provider)
+        )
+        now = [pool for pool in pools if pool.spec.name not in held_back]
         if self.config.provisioner == "karpenter":
-            created = self._karpenter_node_pools(pools, connection)
+            created = self._karpenter_node_pools(now, on_cluster)
         else:
-            created = self._node_groups(pools, connection)
-        agent_version = self.config.cluster.node_monitoring_agent_version
+            created = [self._node_group(pool, opts) for pool in now]
+            efa_pools = [pool.spec for pool in pools if pool.spec.aws.efa]
+            if efa_pools:
+                created.append(
+                    EfaDevicePlugin(
+                        "efa-device-plugin",
+                        EfaDevicePluginArgs(nodes=most_nodes(efa_pools)),
+                        on_cluster,
+                    )
+                )
+        agent_version = node_monitoring_agent_version(self.config)
         if agent_version is not None:
             created.append(
                 NodeMonitoringAgent(
                     "node-monitoring-agent",
                     NodeMonitoringAgentArgs(self.cluster, agent_version),
+                    opts,
                 )
             )
         if self._autoscaler_image is None:
@@ -126,37 +152,40 @@ class EksCloud:
             ClusterAutoscalerArgs(
                 self.config.autoscaler, self.cluster, self._autoscaler_image, pools
             ),
-            pulumi.ResourceOptions(provider=connection.provider),
+            on_cluster,
         )
         return [*created, autoscaler]
 
-    def _node_groups(
-        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
-    ) -> list[pulumi.Resource]:
-        """A managed node group for each pool, and the EFA device plugin where one asks for EFA."""
-        node_groups: list[pulumi.Resource] = [
-            EksGpuNodeGroup(
-                pool.spec.name,
-                EksGpuNodeGroupArgs(
-                    **self._pool_nodes(pool),
-                    cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
-                    idle_minutes=self.config.autoscaler.gpu_node_idle_minutes,
-                ),
-            )
-            for pool in pools
-        ]
-        if any(pool.spec.aws.efa for pool in pools):
-            node_groups.append(
-                EfaDevicePlugin(
-                    "efa-device-plugin",
-                    EfaDevicePluginArgs(),
-                    pulumi.ResourceOptions(provider=connection.provider),
-                )
-            )
-        return node_groups
+    def create_held_back_pool(
+        self,
+        pool: ResolvedPool,
+        connection: ClusterConnection,
+        opts: pulumi.ResourceOptions,
+        after: Sequence[pulumi.Resource],
+    ) -> pulumi.Resource:
+        if self._karpenter_controller is None:
+            return self._node_group(pool, opts, after)
+        return self._karpenter_node_pool(pool, self._karpenter_controller, connection, opts, after)
+
+    def _node_group(
+        self,
+        pool: ResolvedPool,
+        opts: pulumi.ResourceOptions,
+        after: Sequence[pulumi.Resource] = (),
+    ) -> pulumi.Resource:
+        return EksGpuNodeGroup(
+            pool.spec.name,
+            EksGpuNodeGroupArgs(
+                **self._pool_nodes(pool),
+                cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
+                idle_minutes=self.config.autoscaler.gpu_node_idle_minutes,
+                after=after,
+            ),
+            opts,
+        )
 
     def _karpenter_node_pools(
-        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+        self, pools: Sequence[ResolvedPool], on_cluster: pulumi.ResourceOptions
     ) -> list[pulumi.Resource]:
         """The Karpenter controller, and a NodePool for each pool once the controller is in.
         Imported here, as `cloud_for` imports a cloud: only Karpenter stacks load its SDK modules
@@ -164,10 +193,6 @@ class EksCloud:
         from gpu_platform.eks.karpenter.controller import (
             KarpenterController,
             KarpenterControllerArgs,
-        )
-        from gpu_platform.eks.karpenter.node_pool import (
-            KarpenterGpuNodePool,
-            KarpenterGpuNodePoolArgs,
         )
 
         controller = KarpenterController(
@@ -178,26 +203,46 @@ class EksCloud:
                 cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
                 protect=self.config.protect,
             ),
-            pulumi.ResourceOptions(provider=connection.provider),
+            on_cluster,
         )
-        after_controller = pulumi.ResourceOptions(
-            provider=connection.provider, depends_on=[controller.release]
-        )
+        self._karpenter_controller = controller
         return [
             controller,
-            *(
-                KarpenterGpuNodePool(
-                    pool.spec.name,
-                    KarpenterGpuNodePoolArgs(
-                        **self._pool_nodes(pool),
-                        node_role_name=controller.node_role_name,
-                        consolidate_after_minutes=self.config.karpenter.consolidate_after_minutes,
-                    ),
-                    after_controller,
-                )
-                for pool in pools
-            ),
+            *(self._karpenter_node_pool(pool, controller, None, on_cluster) for pool in pools),
         ]
+
+    def _karpenter_node_pool(
+        self,
+        pool: ResolvedPool,
+        controller: "KarpenterController",
+        connection: ClusterConnection | None,
+        opts: pulumi.ResourceOptions,
+        after: Sequence[pulumi.Resource] = (),
+    ) -> pulumi.Resource:
+        from gpu_platform.eks.karpenter.node_pool import (
+            KarpenterGpuNodePool,
+            KarpenterGpuNodePoolArgs,
+        )
+
+        on_cluster = (
+            opts
+            if connection is None
+            else pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(provider=connection.provider)
+            )
+        )
+        return KarpenterGpuNodePool(
+            pool.spec.name,
+            KarpenterGpuNodePoolArgs(
+                **self._pool_nodes(pool),
+                node_role_name=controller.node_role_name,
+                consolidate_after_minutes=self.config.karpenter.consolidate_after_minutes,
+                after=after,
+            ),
+            pulumi.ResourceOptions.merge(
+                on_cluster, pulumi.ResourceOptions(depends_on=[controller.release])
+            ),
+        )
 
     def _pool_nodes(self, pool: ResolvedPool) -> _PoolNodes:
         return _PoolNodes(
@@ -272,3 +317,17 @@ def _pool_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     f"a name other than pool {other.name}'s followed by a zone, which names"
                     f" {other.name}'s node group in that zone",
                 )
+
+
+def node_monitoring_agent_version(config: StackConfig) -> str | None:
+    """The agent's add-on version where the stack installs it: wherever a node group repairs
+    its nodes, as repair sees GPU faults only through the conditions the agent sets (EKS user
+    guide, node-health); elsewhere (Karpenter, or no pool repairing) only when the stack names
+    a version."""
+    chosen = config.cluster.node_monitoring_agent_version
+    repairing = config.provisioner != "karpenter" and any(
+        pool.aws.node_repair for pool in config.pools
+    )
+    if chosen is None and repairing:
+        return EKS_NODE_MONITORING_AGENT_ADDON_VERSION
+    return chosen

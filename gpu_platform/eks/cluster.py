@@ -9,12 +9,13 @@ do. It is still exported only as a secret, since it tells where the API server i
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import pulumi
 from pulumi_aws import ec2, eks
 
-from gpu_platform.cloud import ClusterConnection
 from gpu_platform.config import ClusterSpec
 from gpu_platform.eks.subnets import Route, RouteTable, SubnetRouting, routing_of
 from gpu_platform.kubernetes.provider import (
+    ClusterConnection,
     connect_with_kubeconfig,
     connect_with_kubeconfig_context,
     exec_kubeconfig,
@@ -197,9 +198,11 @@ def kubeconfig_for(cluster: EksCluster) -> str:
     )
 
 
-def connect(cluster: EksCluster, spec: ClusterSpec) -> ClusterConnection:
+def connect(
+    cluster: EksCluster, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
+) -> ClusterConnection:
     """A Kubernetes provider for the cluster; `kubeconfigContext` in the config takes the
     deployer's own kubeconfig instead (for clusters reached through a bastion or proxy)."""
     if spec.kubeconfig_context is not None:
-        return connect_with_kubeconfig_context(spec.kubeconfig_context)
-    return connect_with_kubeconfig("eks", kubeconfig_for(cluster))
+        return connect_with_kubeconfig_context(spec.kubeconfig_context, opts)
+    return connect_with_kubeconfig("eks", kubeconfig_for(cluster), opts)

@@ -15,6 +15,7 @@ from pulumi_kubernetes import helm
 
 from gpu_platform.config import GPU_TAINT_KEY
 from gpu_platform.eks.node_labels import EFA_LABEL
+from gpu_platform.kubernetes import helm_release
 from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART
 
 NAMESPACE = "kube-system"
@@ -22,6 +23,9 @@ NAMESPACE = "kube-system"
 
 @dataclass
 class EfaDevicePluginArgs:
+    nodes: int = 0
+    """The most nodes the EFA pools can have together (`helm_release.most_nodes`), which the
+    release's wait grows with."""
     namespace: str = NAMESPACE
 
 
@@ -40,6 +44,9 @@ class EfaDevicePlugin(pulumi.ComponentResource):
             repository_opts=helm.v3.RepositoryOptsArgs(repo=EFA_DEVICE_PLUGIN_CHART.repository),
             namespace=args.namespace,
             values=efa_device_plugin_values(),
+            **helm_release.Rollout.with_daemonset(
+                helm_release.EFA_DEVICE_PLUGIN_BASE_SECONDS, args.nodes
+            ).release_args(),
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.register_outputs({"release": self.release.name})
@@ -49,4 +56,7 @@ def efa_device_plugin_values() -> dict[str, object]:
     return {
         "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
         "nodeSelector": {EFA_LABEL: "true"},
+        # The chart renders `updateStrategy` whole (templates/daemonset.yaml: `toYaml`); its
+        # default has no `rollingUpdate`, so Kubernetes' maxUnavailable of 1 would apply.
+        "updateStrategy": helm_release.daemonset_update_strategy(),
     }

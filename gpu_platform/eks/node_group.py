@@ -25,6 +25,7 @@ from gpu_platform.eks.live_scaling import desired_size_to_send
 from gpu_platform.eks.local_storage import kubelet_disk_gib, node_config_user_data
 from gpu_platform.eks.node_group_names import node_group_name_prefix, zone_share
 from gpu_platform.eks.node_labels import eks_node_identity
+from gpu_platform.eks.node_repair import node_repair_config_for
 from gpu_platform.eks.placement import NodeGroupPlacement
 from gpu_platform.node_identity import CLOUD_TAINT_EFFECTS, POOL_LABEL, ResolvedPool
 from gpu_platform.secrets import secret_if
@@ -82,6 +83,8 @@ class EksGpuNodeGroupArgs:
     """Protect the node group itself from deletion and replacement. Only the node group: its
     role, policy attachments, launch template and Auto Scaling group tags change or are replaced
     by ordinary updates, which protection would refuse."""
+    after: Sequence[pulumi.Resource] = ()
+    """What the node groups are created and updated after: a pool's canary gate."""
 
 
 class EksGpuNodeGroup(pulumi.ComponentResource):
@@ -172,7 +175,7 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
                 tags=_resource_tags(args),
                 opts=pulumi.ResourceOptions(
                     parent=self,
-                    depends_on=attachments,
+                    depends_on=[*attachments, *args.after],
                     ignore_changes=[DESIRED_SIZE] if desired is None else [],
                     protect=args.protect,
                 ),
@@ -344,28 +347,21 @@ def node_role(
     return role, attachments
 
 
-# EKS skips repairs on its own once more than a fifth of a group of over five nodes is unhealthy
-# (node-repair.html); the platform says so explicitly, and repairs one node at a time, as many
-# nodes failing at once point at a cause (a driver, the network) no replacement fixes.
-MAX_UNHEALTHY_PERCENT = 20
-
-
-def node_repair_config_for(spec: GpuPoolSpec) -> eks.NodeGroupNodeRepairConfigArgs:
-    if not spec.aws.node_repair:
-        return eks.NodeGroupNodeRepairConfigArgs(enabled=False)
-    return eks.NodeGroupNodeRepairConfigArgs(
-        enabled=True,
-        max_parallel_nodes_repaired_count=1,
-        max_unhealthy_node_threshold_percentage=MAX_UNHEALTHY_PERCENT,
-    )
+# EKS's values for `updateConfig.updateStrategy` (botocore's EKS model, NodegroupUpdateStrategies).
+UPDATE_STRATEGIES = {"minimal": "MINIMAL", "default": "DEFAULT"}
 
 
 def _update_config(args: EksGpuNodeGroupArgs) -> eks.NodeGroupUpdateConfigArgs:
     # One node at a time by default: GPU jobs rarely survive a drain, so updates go slowly.
-    percent = args.pool.spec.aws.max_unavailable_percent
-    if percent is not None:
-        return eks.NodeGroupUpdateConfigArgs(max_unavailable_percentage=percent)
-    return eks.NodeGroupUpdateConfigArgs(max_unavailable=1)
+    # The strategy decides whether EKS starts the replacement before or after the old node goes
+    # (EKS user guide, managed-node-update-behavior, "Upgrade phase").
+    spec = args.pool.spec.aws
+    strategy = UPDATE_STRATEGIES[spec.update_strategy]
+    if spec.max_unavailable_percent is not None:
+        return eks.NodeGroupUpdateConfigArgs(
+            max_unavailable_percentage=spec.max_unavailable_percent, update_strategy=strategy
+        )
+    return eks.NodeGroupUpdateConfigArgs(max_unavailable=1, update_strategy=strategy)
 
 
 def capacity_reservation_options(spec: GpuPoolSpec) -> dict[str, Any]:

@@ -1,12 +1,11 @@
 """The GKE side of the platform: an existing Standard cluster, GPU node pools for the GPU
 Operator, and on Container-Optimized OS Google's driver installer."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import pulumi
 
-from gpu_platform.cloud import ClusterConnection
 from gpu_platform.config import (
     ConfigError,
     ConfigProblem,
@@ -16,19 +15,21 @@ from gpu_platform.config import (
     StackConfig,
     key_path,
     mig_problem,
-    pool_driver_version,
 )
-from gpu_platform.drivers import COS_DEFAULT_DRIVER_BRANCH, NvidiaDriver, gke_driver
+from gpu_platform.drivers import NvidiaDriver
+from gpu_platform.gke.capacity_taints import gke_added_taints
 from gpu_platform.gke.cluster import GkeCluster, cluster_problems, connect_to, lookup_cluster
 from gpu_platform.gke.driver_installer import CosDriverInstaller
 from gpu_platform.gke.machine_types import boot_disk_types, gpu_shape
+from gpu_platform.gke.node_driver import pool_driver
 from gpu_platform.gke.node_pool import (
     GkeGpuNodePool,
     GkeGpuNodePoolArgs,
     cluster_version_problems,
 )
 from gpu_platform.gke.zones import ZoneOfferings
-from gpu_platform.kubernetes.provider import connect_with_kubeconfig_context
+from gpu_platform.kubernetes.operator_values import exporter_id_problems
+from gpu_platform.kubernetes.provider import ClusterConnection, connect_with_kubeconfig_context
 from gpu_platform.node_identity import ResolvedPool, resolve_pool, sharer_for
 
 
@@ -54,9 +55,10 @@ class GkeCloud:
         resolved = []
         for i, spec in enumerate(self.config.pools):
             try:
-                resolved.append(_resolve(spec, i, self.config.platform, self._driver(spec, i)))
+                resolved.append(_resolve(spec, i, self.config.platform, self._driver))
             except ConfigError as error:
                 problems += error.problems
+        problems += exporter_id_problems(resolved)
         if problems:
             raise ConfigError(problems)
         zones = ZoneOfferings(self.cluster)
@@ -72,61 +74,65 @@ class GkeCloud:
             raise ConfigError(problems)
         return resolved
 
-    def _driver(self, spec: GpuPoolSpec, index: int) -> NvidiaDriver:
-        version = spec.gcp.node_version or self.cluster.master_version
-        driver = gke_driver(
-            self.config.node_image,
-            version,
-            spec.gcp.cos_driver_branch,
-            pool_driver_version(self.config.operator, spec),
-        )
-        if driver is None:
-            documented = ", ".join(COS_DEFAULT_DRIVER_BRANCH)
-            raise ConfigError(
-                [
-                    ConfigProblem(
-                        key_path("pools", index, "gcp", "cosDriverBranch"),
-                        None,
-                        f"the NVIDIA driver branch COS loads on GKE {version} (such as 580), which"
-                        f" GKE documents for {documented} only: `nvidia-smi` on a node of that"
-                        " version shows it, and the smoke test checks it",
-                    )
-                ]
-            )
-        return driver
+    def _driver(self, spec: GpuPoolSpec, index: int, accelerator: str) -> NvidiaDriver:
+        return pool_driver(self.config, self.cluster, spec, index, accelerator)
 
-    def connect(self) -> ClusterConnection:
+    def connect(self, opts: pulumi.ResourceOptions) -> ClusterConnection:
         context = self.config.cluster.kubeconfig_context
         if context is not None:
-            return connect_with_kubeconfig_context(context)
-        return connect_to(self.cluster)
+            return connect_with_kubeconfig_context(context, opts)
+        return connect_to(self.cluster, opts)
 
     def create_pools(
-        self, pools: Sequence[ResolvedPool], connection: ClusterConnection
+        self,
+        pools: Sequence[ResolvedPool],
+        connection: ClusterConnection,
+        opts: pulumi.ResourceOptions,
+        held_back: Collection[str] = (),
     ) -> list[pulumi.Resource]:
         platform = self.config.platform
         created: list[pulumi.Resource] = [
-            GkeGpuNodePool(
-                pool.spec.name,
-                GkeGpuNodePoolArgs(
-                    pool,
-                    self.cluster,
-                    platform,
-                    self._zones[pool.spec.name],
-                    secret_labels=self.config.is_secret("pools"),
-                    protect=self.config.protect,
-                ),
-            )
-            for pool in pools
+            self._node_pool(pool, opts) for pool in pools if pool.spec.name not in held_back
         ]
         if platform is Platform.GKE_COS:
             created.append(
                 CosDriverInstaller(
                     "nvidia-driver-installer",
-                    pulumi.ResourceOptions(provider=connection.provider),
+                    pulumi.ResourceOptions.merge(
+                        opts, pulumi.ResourceOptions(provider=connection.provider)
+                    ),
                 )
             )
         return created
+
+    def create_held_back_pool(
+        self,
+        pool: ResolvedPool,
+        connection: ClusterConnection,
+        opts: pulumi.ResourceOptions,
+        after: Sequence[pulumi.Resource],
+    ) -> pulumi.Resource:
+        return self._node_pool(pool, opts, after)
+
+    def _node_pool(
+        self,
+        pool: ResolvedPool,
+        opts: pulumi.ResourceOptions,
+        after: Sequence[pulumi.Resource] = (),
+    ) -> pulumi.Resource:
+        return GkeGpuNodePool(
+            pool.spec.name,
+            GkeGpuNodePoolArgs(
+                pool,
+                self.cluster,
+                self.config.platform,
+                self._zones[pool.spec.name],
+                secret_labels=self.config.is_secret("pools"),
+                protect=self.config.protect,
+                after=after,
+            ),
+            opts,
+        )
 
     def stack_outputs(self) -> dict[str, Any]:
         return {}
@@ -151,7 +157,10 @@ def initial_size_problems(pool: ResolvedPool, zones: Sequence[str]) -> list[Conf
 
 
 def _resolve(
-    spec: GpuPoolSpec, index: int, platform: Platform, driver: NvidiaDriver
+    spec: GpuPoolSpec,
+    index: int,
+    platform: Platform,
+    driver_of: Callable[[GpuPoolSpec, int, str], NvidiaDriver],
 ) -> ResolvedPool:
     shape = gpu_shape(spec, index)
     problems = []
@@ -172,4 +181,6 @@ def _resolve(
         )
     if problems:
         raise ConfigError(problems)
-    return resolve_pool(spec, index, shape, sharer_for(platform, spec.sharing), driver)
+    sharer = sharer_for(platform, spec.sharing)
+    driver = driver_of(spec, index, shape.accelerator)
+    return resolve_pool(spec, index, shape, sharer, driver, gke_added_taints(spec))

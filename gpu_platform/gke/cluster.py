@@ -5,16 +5,23 @@ authenticates with `gke-gcloud-auth-plugin`, the deployer's own Google credentia
 kubeconfig holds no token. It is still exported only as a secret.
 """
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 
+import pulumi
 from pulumi_gcp import container
 
-from gpu_platform.cloud import ClusterConnection
 from gpu_platform.config import ClusterSpec, ConfigProblem, key_path
 from gpu_platform.gke.locations import zone_region
-from gpu_platform.kubernetes.provider import connect_with_kubeconfig, exec_kubeconfig
+from gpu_platform.kubernetes.provider import (
+    ClusterConnection,
+    connect_with_kubeconfig,
+    exec_kubeconfig,
+)
 
+POOL_RESOURCE_LABEL = "gpu-platform-pool"
+"""Compute Engine label on a pool's VMs and disks, for billing reports per pool; it also finds
+the pool among the cluster's node pools."""
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"
 _AUTH_PLUGIN_INSTALL_HINT = (
     "Install gke-gcloud-auth-plugin (`gcloud components install gke-gcloud-auth-plugin`): "
@@ -37,6 +44,10 @@ class GkeCluster:
     autopilot: bool
     workload_pool: str | None
     """`<project>.svc.id.goog` when Workload Identity Federation for GKE is on."""
+    pool_versions: Mapping[str, str] = field(default_factory=dict)
+    """The GKE version the nodes of each of the platform's existing node pools run, by the
+    pool's name in the stack config. An unpinned pool's nodes stay on it until GKE upgrades
+    them, after the control plane."""
 
     @property
     def region(self) -> str:
@@ -56,13 +67,9 @@ class GkeCluster:
 def lookup_cluster(spec: ClusterSpec) -> GkeCluster:
     """The cluster named in the stack config (`gpu-platform:cluster`)."""
     assert spec.project is not None and spec.location is not None
-    found = container.get_cluster(
-        project=spec.project,
-        location=spec.location,
-        name=spec.name,
-        # The platform reads no node pool of the cluster; skipping them keeps the lookup fast.
-        skip_node_pool_refresh=True,
-    )
+    # With its node pools: an existing pool's version is what its nodes run, and with it their
+    # driver on COS.
+    found = container.get_cluster(project=spec.project, location=spec.location, name=spec.name)
     workload_identity = found.workload_identity_configs
     return GkeCluster(
         project=spec.project,
@@ -73,6 +80,12 @@ def lookup_cluster(spec: ClusterSpec) -> GkeCluster:
         master_version=found.master_version,
         autopilot=bool(found.enable_autopilot),
         workload_pool=(workload_identity[0].workload_pool or None) if workload_identity else None,
+        pool_versions={
+            config.resource_labels[POOL_RESOURCE_LABEL]: pool.version
+            for pool in found.node_pools or []
+            for config in pool.node_configs[:1]
+            if POOL_RESOURCE_LABEL in (config.resource_labels or {})
+        },
     )
 
 
@@ -111,6 +124,8 @@ def kubeconfig_for(cluster: GkeCluster) -> str:
     )
 
 
-def connect_to(cluster: GkeCluster) -> ClusterConnection:
+def connect_to(
+    cluster: GkeCluster, opts: pulumi.ResourceOptions | None = None
+) -> ClusterConnection:
     """A Kubernetes provider for the cluster, and its kubeconfig as a secret."""
-    return connect_with_kubeconfig("kubernetes", kubeconfig_for(cluster))
+    return connect_with_kubeconfig("kubernetes", kubeconfig_for(cluster), opts)

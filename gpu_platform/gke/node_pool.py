@@ -7,7 +7,7 @@ DaemonSet loads the driver instead (`gpu_platform.gke.driver_installer`).
 Who advertises the GPUs depends on the pool (`gpu_platform.node_identity.sharer_for`):
 - whole GPUs, and every pool on Ubuntu: the operator's device plugin. GKE's is turned off by
   the `gke-no-default-nvidia-gpu-device-plugin=true` node label, as NVIDIA's GKE guide says.
-- time-sliced, MPS and MIG pools on COS: GKE's own device plugin, from the accelerator's
+- time-sliced and MIG pools on COS: GKE's own device plugin, from the accelerator's
   `gpu_sharing_config` or `gpu_partition_size`, because GKE's autoscaler plans a pool from
   those settings and knows nothing of the operator's replicas or MIG slices. The operator's
   device plugin and MIG manager stay off those nodes (`nvidia.com/gpu.deploy.device-plugin`
@@ -35,17 +35,17 @@ from gpu_platform.config import (
     ConfigProblem,
     GpuPoolSpec,
     MigSharing,
-    MpsSharing,
     Platform,
     TimeSlicingSharing,
     dynamic_workload_scheduler_modes,
     gke_capacity_too_new,
     key_path,
 )
-from gpu_platform.gke.cluster import GkeCluster
+from gpu_platform.gke.cluster import POOL_RESOURCE_LABEL, GkeCluster
 from gpu_platform.gke.machine_types import boot_disk_types
 from gpu_platform.node_identity import CLOUD_TAINT_EFFECTS, GpuSharer, ResolvedPool
 from gpu_platform.secrets import secret_if
+from gpu_platform.version_order import version_key
 
 NODE_SERVICE_ACCOUNT_ROLE = "roles/container.defaultNodeServiceAccount"
 """What a GKE node needs: write logs and metrics, read its cluster's configuration."""
@@ -57,12 +57,11 @@ OPERATOR_OPERANDS_OFF_LABELS = {
     "nvidia.com/gpu.deploy.mig-manager": "false",
 }
 """On nodes whose GPUs GKE shares, the operator's device plugin and MIG manager stay away."""
-GKE_SHARING_STRATEGIES = {TimeSlicingSharing: "TIME_SHARING", MpsSharing: "MPS"}
+GKE_TIME_SHARING = "TIME_SHARING"
+"""The API's `gpuSharingStrategy` of a time-sliced pool (config validation refuses MPS on GKE)."""
 DRIVER_LABEL = "gpu-platform.io/driver"
 """`operator` on nodes whose driver the GPU Operator builds (Ubuntu): the policy pack exempts
 them from its secure-boot rule, as that driver is an unsigned kernel module."""
-POOL_RESOURCE_LABEL = "gpu-platform-pool"
-"""Compute Engine label on the pool's VMs and disks, for billing reports per pool."""
 GKE_IMAGE_TYPES: Mapping[Platform, str] = {
     Platform.GKE_COS: "COS_CONTAINERD",
     Platform.GKE_UBUNTU: "UBUNTU_CONTAINERD",
@@ -94,6 +93,8 @@ class GkeGpuNodePoolArgs:
     protect: bool = False
     """Protect the node pool itself from deletion and replacement, not its service account or
     that account's role binding."""
+    after: Sequence[pulumi.Resource] = ()
+    """What the node pool is created and updated after: a pool's canary gate."""
 
 
 class GkeGpuNodePool(pulumi.ComponentResource):
@@ -104,7 +105,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
     ):
         super().__init__("gpu-platform:gke:GpuNodePool", name, None, opts)
         spec = args.pool.spec
-        depends_on: list[pulumi.Resource] = []
+        depends_on: list[pulumi.Resource] = list(args.after)
         if spec.gcp.service_account is not None:
             service_account = pulumi.Output.from_input(spec.gcp.service_account)
         else:
@@ -171,20 +172,20 @@ def node_pool_args(
         version=spec.gcp.node_version,
         # GKE's guides create flex-start and queued pools with `--no-enable-autorepair`, as
         # repairs "could disrupt workloads that run on repaired nodes" (the provisioningrequest
-        # page).
+        # page). A pinned pool does not auto-upgrade: "if this field [version] and
+        # `auto_upgrade` are both specified, they will fight each other for what the node
+        # version should be" (pulumi-gcp, container.NodePool `version`), and GKE's upgrade would
+        # move canary and pool together, past the driver and CUDA labels the platform set.
         management=container.NodePoolManagementArgs(
-            auto_repair=not dynamic_workload_scheduler_modes(spec), auto_upgrade=True
+            auto_repair=not dynamic_workload_scheduler_modes(spec),
+            auto_upgrade=spec.gcp.node_version is None,
         ),
         queued_provisioning=(
             container.NodePoolQueuedProvisioningArgs(enabled=True)
             if spec.gcp.queued_provisioning
             else None
         ),
-        upgrade_settings=container.NodePoolUpgradeSettingsArgs(
-            strategy="SURGE",
-            max_surge=spec.gcp.max_surge,
-            max_unavailable=spec.gcp.max_unavailable,
-        ),
+        upgrade_settings=upgrade_settings(spec),
         node_config=container.NodePoolNodeConfigArgs(
             machine_type=machine_type,
             guest_accelerators=[
@@ -235,6 +236,30 @@ def node_pool_args(
     )
 
 
+def upgrade_settings(spec: GpuPoolSpec) -> container.NodePoolUpgradeSettingsArgs:
+    """How GKE upgrades the pool's nodes: surge, with the pool's `maxSurge` and
+    `maxUnavailable` (by default none surging on a specific reservation: GKE counts surge nodes
+    against it, and "continues to attempt" the upgrade while it has no room, GKE's
+    node-upgrades-quota page), or blue-green, one node a batch, keeping the old nodes
+    `blueGreenSoakHours` (pulumi-gcp `NodePool.upgrade_settings.blue_green_settings`)."""
+    gcp = spec.gcp
+    if gcp.upgrade_strategy == "blue-green":
+        soak = gcp.blue_green_soak_hours
+        return container.NodePoolUpgradeSettingsArgs(
+            strategy="BLUE_GREEN",
+            blue_green_settings=container.NodePoolUpgradeSettingsBlueGreenSettingsArgs(
+                node_pool_soak_duration=f"{soak * 3600}s" if soak is not None else None,
+                standard_rollout_policy=container.NodePoolUpgradeSettingsBlueGreenSettingsStandardRolloutPolicyArgs(
+                    batch_node_count=1
+                ),
+            ),
+        )
+    surge, unavailable = gcp.surge_upgrade
+    return container.NodePoolUpgradeSettingsArgs(
+        strategy="SURGE", max_surge=surge, max_unavailable=unavailable
+    )
+
+
 def location_policy(spec: GpuPoolSpec) -> str:
     """How the autoscaler picks a zone to scale up in: `ANY` where capacity is where it is
     (Spot, reservations, Dynamic Workload Scheduler), `BALANCED` for plain on-demand pools.
@@ -275,10 +300,24 @@ def reservation_affinity(
 
 
 def cluster_version_problems(pool: ResolvedPool, cluster: GkeCluster) -> list[ConfigProblem]:
-    """The pool's capacity settings that the cluster's GKE version does not have yet: GKE asks
-    the cluster itself to be on that version, whatever the nodes run (config validation checks
-    a pinned `gcp.nodeVersion`)."""
-    return [
+    """A pinned node version newer than the control plane's, which GKE refuses (nodes may run
+    the control plane's version or an older one, never a newer one: GKE's version skew
+    policy), and the pool's capacity settings that the cluster's GKE version does not have yet:
+    GKE asks the cluster itself to be on that version, whatever the nodes run (config validation
+    checks a pinned `gcp.nodeVersion`)."""
+    problems = []
+    node_version = pool.spec.gcp.node_version
+    if node_version is not None and version_key(node_version) > version_key(cluster.master_version):
+        problems.append(
+            ConfigProblem(
+                key_path("pools", pool.index, "gcp", "nodeVersion"),
+                node_version,
+                f"at most {cluster.master_version}, the version of {cluster.name}'s control"
+                " plane: GKE runs no node newer than its control plane; upgrade the cluster"
+                " first",
+            )
+        )
+    return problems + [
         ConfigProblem(
             key_path("pools", pool.index, "gcp", key),
             True,
@@ -292,13 +331,12 @@ def cluster_version_problems(pool: ResolvedPool, cluster: GkeCluster) -> list[Co
 def gke_gpu_sharing_config(
     pool: ResolvedPool,
 ) -> container.NodePoolNodeConfigGuestAcceleratorGpuSharingConfigArgs | None:
-    """How GKE's device plugin shares each GPU of a time-sliced or MPS pool it serves."""
+    """How GKE's device plugin shares each GPU of a time-sliced pool it serves."""
     sharing = pool.spec.sharing
-    if pool.sharer is not GpuSharer.GKE or not isinstance(sharing, TimeSlicingSharing | MpsSharing):
+    if pool.sharer is not GpuSharer.GKE or not isinstance(sharing, TimeSlicingSharing):
         return None
     return container.NodePoolNodeConfigGuestAcceleratorGpuSharingConfigArgs(
-        gpu_sharing_strategy=GKE_SHARING_STRATEGIES[type(sharing)],
-        max_shared_clients_per_gpu=sharing.replicas,
+        gpu_sharing_strategy=GKE_TIME_SHARING, max_shared_clients_per_gpu=sharing.replicas
     )
 
 

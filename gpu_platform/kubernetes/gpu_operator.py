@@ -7,6 +7,11 @@ import pulumi
 from pulumi_kubernetes import apiextensions, core, helm, meta
 
 from gpu_platform.config import MonitoringSpec, OperatorSpec, Platform
+from gpu_platform.kubernetes.helm_release import GPU_OPERATOR_BASE_SECONDS, Rollout, most_nodes
+from gpu_platform.kubernetes.mig_startup_taint import (
+    declare_mig_startup_taint_remover,
+    needs_remover,
+)
 from gpu_platform.kubernetes.nvidia_driver import nvidia_drivers_for
 from gpu_platform.kubernetes.operator_values import operator_values_for
 from gpu_platform.kubernetes.pod_security import pod_security_labels
@@ -36,8 +41,6 @@ class GpuOperatorArgs:
 
 RELEASE_NAME = "gpu-operator"
 """The Helm release name, fixed so that a release is never renamed (and so reinstalled)."""
-RELEASE_HISTORY = 10
-"""Helm revisions kept as Secrets in the namespace, for `helm rollback`."""
 CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 """The priority classes of the operator's pods and the node-feature-discovery pods."""
 
@@ -86,11 +89,11 @@ class GpuOperator(pulumi.ComponentResource):
                     args.secret_values,
                     operator_values_for(args.operator, args.platform, args.pools, args.monitoring),
                 ),
-                # A failed install or upgrade is rolled back rather than left half applied.
-                atomic=True,
-                cleanup_on_fail=True,
-                timeout=args.operator.timeout_seconds,
-                max_history=RELEASE_HISTORY,
+                # A failed install or upgrade is rolled back rather than left half applied. The
+                # rollback takes the ClusterPolicy back too: where the operator manages the
+                # driver, its upgrade policy may drain GPU nodes a second time
+                # (docs/upgrades.md, "A chart upgrade that fails").
+                **operator_rollout(args.operator, args.pools).release_args(),
                 # The chart requires it with `operator.upgradeCRD`: Helm validates the new
                 # ClusterPolicy against the old CRD before the hook has upgraded it, and fails
                 # on every field the new version added (the chart's values.yaml; gpu-operator#435).
@@ -112,6 +115,8 @@ class GpuOperator(pulumi.ComponentResource):
                     parent=self, depends_on=[release], protect=args.protect
                 ),
             )
+        if needs_remover(args.pools):
+            declare_mig_startup_taint_remover(name, self.namespace, parent=self)
         self.release_name = release.name
         self.chart_version = release.version
         self.status = release.status
@@ -144,3 +149,11 @@ class GpuOperator(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
+
+
+def operator_rollout(operator: OperatorSpec, pools: Sequence[ResolvedPool]) -> Rollout:
+    """The release's wait: `operator.timeoutSeconds`, else one that grows with the GPU nodes,
+    which node-feature-discovery's worker rolls over with every other node."""
+    if operator.timeout_seconds is not None:
+        return Rollout(operator.timeout_seconds)
+    return Rollout.with_daemonset(GPU_OPERATOR_BASE_SECONDS, most_nodes(p.spec for p in pools))

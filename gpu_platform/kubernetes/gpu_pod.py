@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from gpu_platform.config import MpsSharing, Provisioner, TimeSlicingSharing
 from gpu_platform.drivers import cuda_tuple
-from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
+from gpu_platform.node_identity import MIG_STARTUP_TAINT, POOL_LABEL, ResolvedPool
 
 GPU_POD_ANNOTATIONS = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
 """For a GPU pod's metadata: the cluster autoscaler never drains the node it runs on to pack
@@ -162,12 +162,15 @@ def gpu_resource(pool: ResolvedPool) -> str:
 
 
 def gpu_tolerations(pool: ResolvedPool) -> list[dict[str, str]]:
-    """Tolerations for every taint on the pool's nodes: the GPU taint and the pool's own."""
+    """Tolerations for the taints on the pool's nodes: the GPU taint, the pool's own and those
+    the cloud adds. Not the MIG startup taint, which is there to keep workloads off a node until
+    its slices exist."""
     return [
         {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
         if t.value
         else {"key": t.key, "operator": "Exists", "effect": t.effect}
-        for t in pool.identity.taints
+        for t in pool.identity.node_taints
+        if t != MIG_STARTUP_TAINT
     ]
 
 
@@ -201,7 +204,7 @@ def pool_placement(pool: ResolvedPool, provisioner: Provisioner) -> dict[str, An
     taints and per-node resources they follow from."""
     return {
         "labels": dict(pool.identity.labels),
-        "taints": [vars(t) for t in pool.identity.taints],
+        "taints": [vars(t) for t in pool.identity.node_taints],
         "resources": dict(pool.identity.resources),
         "workload": {
             "resource": gpu_resource(pool),

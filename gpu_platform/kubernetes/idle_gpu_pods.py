@@ -15,11 +15,12 @@ already collects show. The script has no dependency, runs from a pinned official
 and is tested against a fake API server and Prometheus
 (tests/gpu_platform/kubernetes/test_idle_gpu_reaper.py).
 
-The job's service account may, in its namespace only: list and delete pods; read Deployments,
-StatefulSets and ReplicaSets (to find what runs a pod); set their `scale` subresource (not the
-objects themselves); and create Events. Its pod meets Pod Security `restricted` with a
-read-only root filesystem; it is the only pod the platform declares with a service account
-token.
+The job's service account may, in its namespace only: list pods and create Events; in `warn`
+mode (`gpuIdleAction`, the default) also patch pods, to annotate them, and nothing else; in `end`
+mode also delete pods, read Deployments, StatefulSets and ReplicaSets (to find what runs a pod)
+and set their `scale` subresource (not the objects themselves). Its pod meets Pod Security
+`restricted` with a read-only root filesystem; it is the only pod the platform declares with a
+service account token.
 """
 
 import hashlib
@@ -44,21 +45,31 @@ ACTIVE_DEADLINE_SECONDS = 300
 # `nobody` in Debian's images: no account the image's files belong to.
 REAPER_USER_ID = 65534
 
-ROLE_RULES: list[dict[str, list[str]]] = [
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"]},
-    {
-        "apiGroups": ["apps"],
-        "resources": ["deployments", "statefulsets", "replicasets"],
-        "verbs": ["get"],
-    },
-    {
-        "apiGroups": ["apps"],
-        "resources": ["deployments/scale", "statefulsets/scale", "replicasets/scale"],
-        "verbs": ["patch"],
-    },
+_LIST_PODS_AND_TELL = [
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
 ]
-"""What the job may do, in its namespace: no more than the reaper's calls."""
+ROLE_RULES: dict[str, list[dict[str, list[str]]]] = {
+    "warn": [
+        *_LIST_PODS_AND_TELL,
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
+    ],
+    "end": [
+        *_LIST_PODS_AND_TELL,
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
+        {
+            "apiGroups": ["apps"],
+            "resources": ["deployments", "statefulsets", "replicasets"],
+            "verbs": ["get"],
+        },
+        {
+            "apiGroups": ["apps"],
+            "resources": ["deployments/scale", "statefulsets/scale", "replicasets/scale"],
+            "verbs": ["patch"],
+        },
+    ],
+}
+"""What the job may do in its namespace, by its action: no more than the reaper's calls."""
 
 
 def reaper_script() -> str:
@@ -81,6 +92,7 @@ def reaper_pod_spec(
     prometheus_url: pulumi.Input[str],
     idle_minutes: int,
     idle_percent: int,
+    action: str,
 ) -> dict[str, Any]:
     """The reaper's pod: the script from `config_map`, under Pod Security `restricted`."""
     env: list[dict[str, Any]] = [
@@ -88,6 +100,7 @@ def reaper_pod_spec(
         {"name": "PROMETHEUS_URL", "value": prometheus_url},
         {"name": "GPU_IDLE_MINUTES", "value": str(idle_minutes)},
         {"name": "IDLE_GPU_UTILIZATION_PERCENT", "value": str(idle_percent)},
+        {"name": "IDLE_GPU_ACTION", "value": action},
         # Python would try to write bytecode beside its modules, on a read-only filesystem.
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
         {"name": "PYTHONUNBUFFERED", "value": "1"},
@@ -149,6 +162,7 @@ def declare_idle_gpu_reaper(
     namespace: pulumi.Input[str],
     idle_minutes: int,
     idle_percent: int,
+    action: str,
     prometheus_url: pulumi.Input[str],
     parent: pulumi.Resource,
 ) -> batch.v1.CronJob:
@@ -177,7 +191,7 @@ def declare_idle_gpu_reaper(
     role = rbac.v1.Role(
         resource_name,
         metadata={"name": REAPER_NAME, "namespace": namespace, "labels": reaper_labels()},
-        rules=cast(Any, ROLE_RULES),
+        rules=cast(Any, ROLE_RULES[action]),
         opts=child,
     )
     binding = rbac.v1.RoleBinding(
@@ -191,7 +205,7 @@ def declare_idle_gpu_reaper(
         ),
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[account, role]),
     )
-    pod = reaper_pod_spec(script_config_map, prometheus_url, idle_minutes, idle_percent)
+    pod = reaper_pod_spec(script_config_map, prometheus_url, idle_minutes, idle_percent, action)
     return batch.v1.CronJob(
         resource_name,
         metadata={"name": REAPER_NAME, "namespace": namespace, "labels": reaper_labels()},

@@ -10,12 +10,20 @@ The platform ships this file as it is, in a ConfigMap of each tenant namespace t
    is a whole number of minutes from 15 to the namespace's limit, else the namespace's limit;
 3. asks Prometheus which of them held only GPUs below the idle threshold throughout that many
    minutes (the platform's recording rule `gpu_platform:allocated_gpu_activity:percent`), with
-   readings at both ends of the window, so that a gap in the metrics never counts as idle;
-4. ends each such pod that is older than its limit. A bare pod is deleted. A pod of a
-   Deployment, a StatefulSet or a bare ReplicaSet would only be replaced, so that owner is
-   scaled to zero instead, once every one of its GPU pods is idle. A Job's pod is left to end
-   with its Job, and a pod whose owner is run by something else (an operator's custom
-   resource) is left to it: that one would start it again.
+   readings at both ends of the window and at least 90 % of the readings the rule's evaluation
+   interval gives the window, for each of the pod's GPUs: a gap in the metrics never counts as
+   idle, wherever it falls;
+4. in the namespace's `warn` mode (the default), only marks each such pod older than its limit
+   with the annotation `gpu-platform.io/idle-gpu` and a Warning Event; in `end` mode, ends it.
+   A bare pod is deleted. A pod of a Deployment, a StatefulSet or a bare ReplicaSet would only
+   be replaced, so that owner is scaled to zero instead, once every one of its GPU pods is idle
+   and every GPU pod's owner could be read. A Job's pod is left to end with its Job, and a pod
+   whose owner is run by something else (an operator's custom resource) is left to it: that
+   one would start it again. A pod on its way out (being deleted) is not judged.
+
+Before all that, it checks that Prometheus evaluates the recording rule: without it no pod would
+ever look idle, so a missing rule fails the run, with a Warning Event on the CronJob, instead of
+passing for "nothing idle".
 
 Every decision is one line on stdout (the Job's log) and an Event on the object acted on. A pod
 that fails does not stop the others; the run exits 1 when anything failed, so that its Job
@@ -23,6 +31,7 @@ shows as failed.
 """
 
 import json
+import math
 import os
 import re
 import ssl
@@ -37,14 +46,21 @@ from pathlib import Path
 from typing import Any
 
 MAX_IDLE_ANNOTATION = "gpu-platform.io/max-idle-minutes"
+IDLE_ANNOTATION = "gpu-platform.io/idle-gpu"
+"""Set on a pod found idle past its limit in `warn` mode: since when, and how idle."""
 ACTIVITY_SERIES = "gpu_platform:allocated_gpu_activity:percent"
 MIN_IDLE_MINUTES = 15
 EDGE_MINUTES = 10
 """How much of each end of the window must hold readings of the pod's GPUs."""
+MIN_COVERAGE = 0.9
+"""The share of the window's readings each of the pod's GPUs must have."""
+ACTIONS = ("warn", "end")
+"""`warn`: annotate idle pods and record Events only; `end`: end them."""
 GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 EVENT_REASON = "IdleGpu"
+NO_RULE_REASON = "IdleGpuRuleMissing"
 COMPONENT = "gpu-idle-reaper"
 # The workload kinds whose `scale` subresource the reaper may set, by their ownerReference.
 SCALABLE = {
@@ -62,14 +78,20 @@ class Settings:
     idle_minutes: int
     """The namespace's limit, and the most a pod may ask for."""
     idle_percent: float
+    action: str = "warn"
+    """One of `ACTIONS`."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "Settings":
+        action = env.get("IDLE_GPU_ACTION", "warn")
+        if action not in ACTIONS:
+            raise ValueError(f"IDLE_GPU_ACTION={action!r} is not one of {ACTIONS}")
         return cls(
             namespace=env["NAMESPACE"],
             prometheus_url=env["PROMETHEUS_URL"],
             idle_minutes=int(env["GPU_IDLE_MINUTES"]),
             idle_percent=float(env["IDLE_GPU_UTILIZATION_PERCENT"]),
+            action=action,
         )
 
 
@@ -157,6 +179,16 @@ class Kubernetes:
         options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
         self.api.call("DELETE", self._path("v1", "pods", name), options)
 
+    def annotate_pod(self, name: str, uid: str, annotations: Mapping[str, str]) -> None:
+        # The uid in the patch fails it (409) when a pod of the same name has started since.
+        patch = {"metadata": {"uid": uid, "annotations": dict(annotations)}}
+        self.api.call(
+            "PATCH",
+            self._path("v1", "pods", name),
+            patch,
+            content_type="application/merge-patch+json",
+        )
+
     def scale_to_zero(self, resource: str, name: str) -> None:
         self.api.call(
             "PATCH",
@@ -165,22 +197,29 @@ class Kubernetes:
             content_type="application/merge-patch+json",
         )
 
-    def record_event(self, target: "Target", message: str, now: datetime) -> None:
+    def record_event(
+        self,
+        target: "Target",
+        message: str,
+        now: datetime,
+        reason: str = EVENT_REASON,
+        type_: str = "Normal",
+    ) -> None:
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        involved = {
+            "apiVersion": target.api_version,
+            "kind": target.kind,
+            "name": target.name,
+            "namespace": self.namespace,
+        }
         event = {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"generateName": f"{target.name}.", "namespace": self.namespace},
-            "involvedObject": {
-                "apiVersion": target.api_version,
-                "kind": target.kind,
-                "name": target.name,
-                "namespace": self.namespace,
-                "uid": target.uid,
-            },
-            "reason": EVENT_REASON,
+            "involvedObject": {**involved, "uid": target.uid} if target.uid else involved,
+            "reason": reason,
             "message": message,
-            "type": "Normal",
+            "type": type_,
             "source": {"component": COMPONENT},
             "firstTimestamp": stamp,
             "lastTimestamp": stamp,
@@ -238,20 +277,49 @@ def started_at(pod: Object) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
-def idle_query(namespace: str, minutes: int, percent: float) -> str:
+def min_readings(minutes: int, interval_seconds: float) -> int:
+    """The fewest readings a GPU's series may have in a window of `minutes`: `MIN_COVERAGE` of
+    what a rule evaluated every `interval_seconds` writes in it."""
+    return math.ceil(MIN_COVERAGE * minutes * 60 / interval_seconds)
+
+
+def idle_query(namespace: str, minutes: int, percent: float, interval_seconds: float) -> str:
     """The pods whose GPUs were all below `percent` busy throughout the last `minutes`, with
-    readings in the first and the last `EDGE_MINUTES` of that window."""
+    readings in the first and the last `EDGE_MINUTES` of that window, and each GPU's series
+    holding at least `min_readings` of them. A GPU whose series changed identity within the
+    window (an exporter restarted at a new address) has fewer in each: the pod waits a window."""
     series = f'{ACTIVITY_SERIES}{{namespace="{namespace}"}}'
     return (
         f"max by (pod) (max_over_time({series}[{minutes}m])) < {percent:g}"
         " and on (pod) max by (pod) ("
         f"present_over_time({series}[{EDGE_MINUTES}m] offset {minutes - EDGE_MINUTES}m))"
         f" and on (pod) max by (pod) (present_over_time({series}[{EDGE_MINUTES}m]))"
+        f" and on (pod) min by (pod) (count_over_time({series}[{minutes}m]))"
+        f" >= {min_readings(minutes, interval_seconds)}"
     )
 
 
-def idle_pods(prometheus: Api, namespace: str, minutes: int, percent: float) -> set[str]:
-    query = urllib.parse.urlencode({"query": idle_query(namespace, minutes, percent)})
+def recording_rule_interval(prometheus: Api) -> float | None:
+    """How often Prometheus evaluates the platform's recording rule, in seconds (the shortest,
+    if several groups hold it); None when it has no such rule (Prometheus HTTP API,
+    /api/v1/rules: each group's `interval` in seconds, its rules' `name`)."""
+    answer = prometheus.call("GET", "/api/v1/rules?type=record")
+    if answer.get("status") != "success":
+        raise RuntimeError(f"Prometheus answered {answer.get('status')}: {answer.get('error')}")
+    intervals = [
+        float(group["interval"])
+        for group in answer["data"]["groups"]
+        if any(rule.get("name") == ACTIVITY_SERIES for rule in group.get("rules") or [])
+    ]
+    return min(intervals, default=None)
+
+
+def idle_pods(
+    prometheus: Api, namespace: str, minutes: int, percent: float, interval_seconds: float
+) -> set[str]:
+    query = urllib.parse.urlencode(
+        {"query": idle_query(namespace, minutes, percent, interval_seconds)}
+    )
     answer = prometheus.call("GET", f"/api/v1/query?{query}")
     if answer.get("status") != "success":
         raise RuntimeError(f"Prometheus answered {answer.get('status')}: {answer.get('error')}")
@@ -344,7 +412,11 @@ def log(message: str) -> None:
 
 
 def judge_idle(
-    settings: Settings, prometheus: Api, pods: Iterable[Object], now: datetime
+    settings: Settings,
+    prometheus: Api,
+    pods: Iterable[Object],
+    now: datetime,
+    interval_seconds: float,
 ) -> tuple[dict[str, int], int]:
     """The running pods idle past their limit, by name with their limit, and how many
     Prometheus queries failed."""
@@ -362,7 +434,9 @@ def judge_idle(
     failures = 0
     for minutes in sorted(set(limits.values())):
         try:
-            found = idle_pods(prometheus, settings.namespace, minutes, settings.idle_percent)
+            found = idle_pods(
+                prometheus, settings.namespace, minutes, settings.idle_percent, interval_seconds
+            )
         except (OSError, ValueError, KeyError, RuntimeError) as error:
             failures += 1
             log(f"{settings.namespace}: could not ask Prometheus about {minutes} minutes: {error}")
@@ -374,14 +448,19 @@ def judge_idle(
 def run(settings: Settings, kubernetes: Kubernetes, prometheus: Api, now: datetime) -> int:
     """One pass over the namespace; the number of things that failed."""
     namespace = settings.namespace
+    interval = rule_interval_or_none(settings, kubernetes, prometheus, now)
+    if interval is None:
+        return 1
     pods = [pod for pod in kubernetes.pods() if holds_or_awaits_gpus(pod)]
-    idle, failures = judge_idle(settings, prometheus, pods, now)
+    idle, failures = judge_idle(settings, prometheus, pods, now, interval)
     log(
         f"{namespace}: {len(pods)} GPU pod(s), {len(idle)} idle past their limit (below"
         f" {settings.idle_percent:g}% busy)"
     )
     if not idle:
         return failures
+    if settings.action == "warn":
+        return failures + warn(settings, kubernetes, pods, idle, now)
     owners = Owners(kubernetes)
     targets: dict[str, Target] = {}
     unresolved: list[str] = []
@@ -407,6 +486,75 @@ def run(settings: Settings, kubernetes: Kubernetes, prometheus: Api, now: dateti
         except Exception as error:
             failures += 1
             log(f"{judged.what(namespace)}; could not end it: {error}")
+    return failures
+
+
+def rule_interval_or_none(
+    settings: Settings, kubernetes: Kubernetes, prometheus: Api, now: datetime
+) -> float | None:
+    """The recording rule's evaluation interval; None, after saying why on the log and in a
+    Warning Event on the reaper's CronJob, when Prometheus has no such rule or cannot say."""
+    try:
+        interval = recording_rule_interval(prometheus)
+        why = f"has no recording rule {ACTIVITY_SERIES}"
+    except (OSError, ValueError, KeyError, RuntimeError) as error:
+        interval, why = None, f"could not list its recording rules: {error}"
+    if interval is not None:
+        return interval
+    message = (
+        f"Prometheus at {settings.prometheus_url} {why}; ending nothing: without it no GPU"
+        " would ever look idle (docs/idle-gpu-pods.md)"
+    )
+    log(f"{settings.namespace}: {message}")
+    try:
+        cron_job = Target("batch/v1", "CronJob", COMPONENT, "")
+        kubernetes.record_event(cron_job, message, now, NO_RULE_REASON, "Warning")
+    except Exception as error:
+        log(f"{settings.namespace}: could not record an Event: {error}")
+    return None
+
+
+def warn(
+    settings: Settings,
+    kubernetes: Kubernetes,
+    pods: Iterable[Object],
+    idle: Mapping[str, int],
+    now: datetime,
+) -> int:
+    """Mark each idle pod with `IDLE_ANNOTATION` and a Warning Event, and end nothing; the
+    number of pods that could not be marked."""
+    failures = 0
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    for pod in pods:
+        metadata = pod["metadata"]
+        minutes = idle.get(metadata["name"])
+        if minutes is None:
+            continue
+        what = f"{settings.namespace}/{metadata['name']}: GPUs idle for {minutes} minutes"
+        note = f"below {settings.idle_percent:g}% busy for {minutes} minutes as of {stamp}"
+        message = (
+            f"Pod {metadata['name']} held GPUs {note}, its limit ({MAX_IDLE_ANNOTATION});"
+            " the namespace only warns (gpuIdleAction: warn), so it keeps running."
+        )
+        try:
+            kubernetes.annotate_pod(metadata["name"], metadata["uid"], {IDLE_ANNOTATION: note})
+        except urllib.error.HTTPError as error:
+            if error.code in (404, 409):
+                log(f"{what}; gone or replaced since it was listed")
+                continue
+            failures += 1
+            log(f"{what}; could not annotate it: {error}")
+            continue
+        except Exception as error:
+            failures += 1
+            log(f"{what}; could not annotate it: {error}")
+            continue
+        log(f"{what}; warned (annotated {IDLE_ANNOTATION})")
+        try:
+            pod_target = Target("v1", "Pod", metadata["name"], metadata["uid"])
+            kubernetes.record_event(pod_target, message, now, type_="Warning")
+        except Exception as error:
+            log(f"{what}; could not record an Event: {error}")
     return failures
 
 

@@ -6,15 +6,17 @@ The operator's own ServiceMonitor gets it scraped; this component adds:
 - the alert rules (`alerts/gpu-alerts.yaml`) as a PrometheusRule: a GPU a pod holds but does not
   use, GPU memory nearly full, the exporter down, missing or without the health metrics, and GPU
   health: XIDs by the action NVIDIA's XID catalog gives them (`alerts/xid-classes.json`),
-  uncorrectable ECC errors, memory awaiting repair or out of spare rows, NVLink errors and
-  throttling while busy, each with its section of the runbook, docs/gpu-health.md;
+  uncorrectable ECC errors, memory awaiting repair or out of spare rows, NVLink errors, PCIe
+  replays above DCGM's limit, GPUs the device plugin took out of service and throttling while
+  busy, each with its section of the runbook, docs/gpu-health.md;
 - the Grafana dashboard (`dashboards/gpus.json`) as a ConfigMap that Grafana's dashboard sidecar
   loads;
 - with `installPrometheusStack`, a pinned kube-prometheus-stack (Prometheus Operator, Prometheus,
   Alertmanager, Grafana) in a namespace of its own, which must exist before anything uses the
   Prometheus Operator's resource types;
 - with `googleManagedPrometheus` (GKE), a ClusterPodMonitoring so that Google Cloud Managed
-  Service for Prometheus scrapes the exporter too.
+  Service for Prometheus scrapes the exporter too, under the same `job`, and the rules' recording
+  rules as ClusterRules, which Managed Prometheus evaluates itself.
 
 Both content files hold `@{name}` placeholders, filled from the stack's monitoring settings by
 `gpu_alert_rules` and `gpu_dashboard`; the alert rules' promtool tests use the same rendering.
@@ -32,6 +34,7 @@ from pulumi_kubernetes import apiextensions, core, helm, meta
 
 from gpu_platform import yaml_documents
 from gpu_platform.config import MonitoringSpec, Platform
+from gpu_platform.kubernetes import helm_release
 from gpu_platform.kubernetes.alerts import ALERTED_CLASSES, xid_classes
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.secrets import secret_if
@@ -46,6 +49,11 @@ publish it. Alertmanager and Grafana show it as it is."""
 PER_GPU_LABELS = ("Hostname", "hostname", "gpu", "UUID", "modelName", "pci_bus_id")
 """The exporter's labels that name one GPU: the node (`Hostname` up to exporter 4.5.3-4.8.2,
 `hostname` after, dcgm-exporter#655), its index there, its UUID, model and PCI address."""
+KUBE_STATE_GPU_RESOURCES = "nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.+"
+"""The GPU resources a node advertises (`nvidia.com/gpu`, `nvidia.com/gpu.shared` on shared
+pools, `nvidia.com/mig-<slice>` on MIG pools) as kube-state-metrics names them in its `resource`
+label: every character but letters, digits and `_` as `_` (internal/store/node.go,
+sanitizeLabelName)."""
 
 DCGM_EXPORTER = "nvidia-dcgm-exporter"
 """The name the GPU Operator gives the exporter's DaemonSet, Service and ServiceMonitor, the
@@ -55,10 +63,8 @@ DASHBOARD_SIDECAR_LABEL = ("grafana_dashboard", "1")
 """The label kube-prometheus-stack's Grafana sidecar loads dashboard ConfigMaps by, from every
 namespace (the chart's default, set explicitly when the stack is installed here)."""
 PROMETHEUS_RULE_NAME = "gpu-platform-gpus"
+MANAGED_RECORDING_RULES_NAME = "gpu-platform-gpus-recorded"
 DASHBOARD_CONFIG_MAP_NAME = "gpu-platform-gpu-dashboard"
-STACK_RELEASE_HISTORY = 10
-"""Helm revisions kept as Secrets in the namespace, for `helm rollback`."""
-STACK_TIMEOUT_SECONDS = 600
 GMP_SCRAPE_INTERVAL = "30s"
 """The exporter refreshes its readings every 30 seconds; Managed Service for Prometheus bills by
 sample, so scraping more often would cost more for repeated values."""
@@ -71,6 +77,9 @@ class GpuMonitoringArgs:
     operator_namespace: str
     """The GPU Operator's namespace, where the DCGM exporter runs: the stack's
     `gpu-platform:operator.namespace`."""
+    gpu_nodes: int = 0
+    """The most GPU nodes the cluster can have (`helm_release.most_nodes` of the pools), which
+    the Prometheus stack's wait grows with: its node-exporter runs on every node."""
     secret_labels: bool = False
     """`serviceMonitorLabels` came from a config key set as a secret: keep them secret."""
     protect: bool = False
@@ -105,8 +114,13 @@ class GpuMonitoring(pulumi.ComponentResource):
                 "privileged",
                 args.protect,
             )
+            rollout = helm_release.Rollout.with_daemonset(
+                helm_release.KUBE_PROMETHEUS_STACK_BASE_SECONDS, args.gpu_nodes
+            )
             self.prometheus_operator = [
-                self._prometheus_stack(name, namespace, node_exporter_namespace, args.protect)
+                self._prometheus_stack(
+                    name, namespace, node_exporter_namespace, rollout, args.protect
+                )
             ]
 
         rules = gpu_alert_rules(monitoring, args.operator_namespace)
@@ -135,6 +149,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         )
         if monitoring.google_managed_prometheus:
             self._managed_prometheus_scrape(name)
+            self._managed_prometheus_recording_rules(name, rules)
 
         self.rule_names = pulumi.Output.from_input(alert_names(rules))
         self.register_outputs({"rule_names": self.rule_names})
@@ -155,6 +170,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         name: str,
         namespace: pulumi.Input[str],
         node_exporter_namespace: pulumi.Input[str],
+        rollout: helm_release.Rollout,
         protect: bool,
     ) -> pulumi.Resource:
         chart = KUBE_PROMETHEUS_STACK_CHART
@@ -170,10 +186,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 namespace=namespace,
                 create_namespace=False,
                 values=prometheus_stack_values(node_exporter_namespace),
-                atomic=True,
-                cleanup_on_fail=True,
-                timeout=STACK_TIMEOUT_SECONDS,
-                max_history=STACK_RELEASE_HISTORY,
+                **rollout.release_args(),
             ),
             opts=pulumi.ResourceOptions(parent=self, protect=protect),
         )
@@ -185,7 +198,11 @@ class GpuMonitoring(pulumi.ComponentResource):
             f"{name}-dcgm-exporter-scrape",
             api_version="monitoring.googleapis.com/v1",
             kind="ClusterPodMonitoring",
-            metadata=meta.v1.ObjectMetaArgs(name=f"gpu-platform-{DCGM_EXPORTER}"),
+            # Managed Prometheus sets the series' `job` to the ClusterPodMonitoring's name
+            # (prometheus-engine pkg/operator/apis/monitoring/v1/pod_config.go,
+            # endpointScrapeConfig): named as the operator names the exporter's ServiceMonitor,
+            # its series match the rules' `job="nvidia-dcgm-exporter"` as Prometheus's do.
+            metadata=meta.v1.ObjectMetaArgs(name=DCGM_EXPORTER),
             spec={
                 "selector": {"matchLabels": {"app": DCGM_EXPORTER}},
                 "endpoints": [{"port": DCGM_EXPORTER_PORT, "interval": GMP_SCRAPE_INTERVAL}],
@@ -202,11 +219,37 @@ class GpuMonitoring(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
+    def _managed_prometheus_recording_rules(self, name: str, rules: Mapping[str, Any]) -> None:
+        # The recorded series exist only where something evaluates the rules: the
+        # PrometheusRule reaches an in-cluster Prometheus, never Managed Service for
+        # Prometheus, whose own rule evaluator reads ClusterRules (prometheus-engine
+        # pkg/operator/apis/monitoring/v1/rules_types.go, the same groups of `record` and
+        # `expr`). With them, a query frontend of Managed Prometheus as `prometheusUrl` answers
+        # the idle pod enforcer's query on `gpu_platform:allocated_gpu_activity:percent`. Only
+        # the recording rules: the alerts stay with the Prometheus Operator's Alertmanager.
+        apiextensions.CustomResource(
+            f"{name}-managed-recording-rules",
+            api_version="monitoring.googleapis.com/v1",
+            kind="ClusterRules",
+            metadata=meta.v1.ObjectMetaArgs(name=MANAGED_RECORDING_RULES_NAME),
+            spec=recording_rules(rules),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+
+def recording_rules(rules: Mapping[str, Any]) -> dict[str, Any]:
+    """The rules file's groups with their recording rules only; groups without one left out."""
+    groups = [
+        {**group, "rules": [rule for rule in group["rules"] if "record" in rule]}
+        for group in rules["groups"]
+    ]
+    return {"groups": [group for group in groups if group["rules"]]}
+
 
 def prometheus_stack_values(node_exporter_namespace: pulumi.Input[str]) -> dict[str, Any]:
     """kube-prometheus-stack values: the chart's defaults but for Grafana's admin password, the
-    dashboard sidecar's label (stated so that the dashboard ConfigMap keeps matching it) and
-    node-exporter's namespace."""
+    dashboard sidecar's label (stated so that the dashboard ConfigMap keeps matching it), and
+    node-exporter's namespace and rolling update."""
     label, value = DASHBOARD_SIDECAR_LABEL
     return {
         # node-exporter runs with the host's network and PID namespaces and mounts its root
@@ -214,7 +257,12 @@ def prometheus_stack_values(node_exporter_namespace: pulumi.Input[str]) -> dict[
         # the stack (operator, Prometheus, Alertmanager, Grafana, kube-state-metrics) needs no
         # host access, and stays under `baseline` in the stack's own namespace. The subchart's
         # `namespaceOverride` (kube-prometheus-stack's values.yaml) moves only the DaemonSet.
-        "prometheus-node-exporter": {"namespaceOverride": node_exporter_namespace},
+        # Its `updateStrategy` (maxUnavailable 1 in the prometheus-node-exporter chart) rolls a
+        # quarter of the nodes at a time instead (helm_release.DAEMONSET_MAX_UNAVAILABLE).
+        "prometheus-node-exporter": {
+            "namespaceOverride": node_exporter_namespace,
+            "updateStrategy": helm_release.daemonset_update_strategy(),
+        },
         "grafana": {
             # The chart's default password is published in its values file; left empty, the
             # Grafana chart generates one into its Secret (`kube-prometheus-stack-grafana`).
@@ -256,6 +304,7 @@ def _placeholders(monitoring: MonitoringSpec, operator_namespace: str) -> dict[s
         "idle_gpu_utilization_percent": str(monitoring.idle_gpu_utilization_percent),
         "framebuffer_full_percent": str(monitoring.framebuffer_full_percent),
         "per_gpu": ", ".join(PER_GPU_LABELS),
+        "gpu_resources": KUBE_STATE_GPU_RESOURCES,
         "runbooks": RUNBOOKS,
         **_xid_placeholders(),
     }

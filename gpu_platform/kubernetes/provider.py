@@ -2,13 +2,23 @@
 program builds from the cluster it looked up, or from the deployer's own kubeconfig."""
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import yaml
 from pulumi_kubernetes.provider import Provider
 
-from gpu_platform.cloud import ClusterConnection
+
+@dataclass(frozen=True)
+class ClusterConnection:
+    """How the program reaches the cluster's API."""
+
+    provider: Provider
+    kubeconfig: pulumi.Output[str] | None
+    """A secret output (it grants access to the cluster); None where the deployer's own
+    kubeconfig is used."""
+
 
 # The credential plugin protocol that `aws eks get-token` and `gke-gcloud-auth-plugin` speak.
 EXEC_API_VERSION = "client.authentication.k8s.io/v1beta1"
@@ -32,7 +42,9 @@ def exec_kubeconfig(name: str, server: str, ca_data: str, exec_: Mapping[str, An
     return yaml.safe_dump(document, sort_keys=False)
 
 
-def connect_with_kubeconfig(provider_name: str, kubeconfig: str) -> ClusterConnection:
+def connect_with_kubeconfig(
+    provider_name: str, kubeconfig: str, opts: pulumi.ResourceOptions | None = None
+) -> ClusterConnection:
     """A provider for the cluster `kubeconfig` describes; the kubeconfig is kept as a secret."""
     secret = pulumi.Output.secret(kubeconfig)
     provider = Provider(
@@ -40,14 +52,17 @@ def connect_with_kubeconfig(provider_name: str, kubeconfig: str) -> ClusterConne
         kubeconfig=secret,
         # Server-side apply lets the GPU Operator and Helm share fields without conflicts.
         enable_server_side_apply=True,
+        opts=opts,
     )
     return ClusterConnection(provider, kubeconfig=secret)
 
 
-def connect_with_kubeconfig_context(context: str) -> ClusterConnection:
+def connect_with_kubeconfig_context(
+    context: str, opts: pulumi.ResourceOptions | None = None
+) -> ClusterConnection:
     """Reach the cluster through `context` of the kubeconfig the deployer already has.
 
     The kubeconfig stays on the deployer's machine, so there is none to export.
     """
-    provider = Provider("kubernetes", context=context, enable_server_side_apply=True)
+    provider = Provider("kubernetes", context=context, enable_server_side_apply=True, opts=opts)
     return ClusterConnection(provider, kubeconfig=None)

@@ -1,7 +1,9 @@
 """A namespace where a team runs GPU workloads under Pod Security `restricted`.
 
 The Namespace enforces, audits and warns at the configured Pod Security level, pinned to
-`POD_SECURITY_VERSION`. A ResourceQuota caps the GPUs its pods may request, under every GPU
+`POD_SECURITY_VERSION`. A LimitRange gives containers that request no CPU or memory a small
+request of each, so that the cluster autoscaler counts a node busy while a GPU pod runs there
+(`DEFAULT_CONTAINER_REQUESTS`). A ResourceQuota caps the GPUs its pods may request, under every GPU
 resource name the stack's pools advertise. Optionally a smoke-test Job runs `nvidia-smi` on one
 pool, built like any tenant workload (`gpu_pod_spec`), so that `pulumi up` only succeeds once a
 restricted pod in the namespace has really reached a GPU. Children are registered once the
@@ -32,15 +34,29 @@ from typing import Any, cast
 import pulumi
 from pulumi_kubernetes import batch, core
 
-from gpu_platform.config import MonitoringSpec, Provisioner, TenantNamespaceSpec
+from gpu_platform.config import MonitoringSpec, Provisioner, TenantNamespaceSpec, quota_setting
 from gpu_platform.kubernetes.gpu_pod import gpu_pod_annotations, gpu_pod_spec
 from gpu_platform.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL, declare_idle_gpu_reaper
 from gpu_platform.kubernetes.pod_security import pod_security_labels
-from gpu_platform.node_identity import GPU_RESOURCE, ResolvedPool
+from gpu_platform.node_identity import (
+    GPU_RESOURCE,
+    MIG_RESOURCE_PREFIX,
+    GpuSharer,
+    ResolvedPool,
+)
 from gpu_platform.secrets import secret_if
 from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE
 
 QUOTA_NAME = "gpu-quota"
+LIMIT_RANGE_NAME = "gpu-pod-defaults"
+# What a container of a tenant namespace requests when it says nothing: enough for the cluster
+# autoscaler to see a node busy while a GPU pod runs there. It judges a node without the AWS GPU
+# label (MIG nodes, gpu_platform/eks/node_labels.py) by its pods' CPU and memory requests over
+# allocatable (`Calculate`, simulator/utilization/info.go, cluster-autoscaler-1.35.2), the
+# DaemonSets left out: a pod that asks only for `nvidia.com/mig-1g.10gb` counts as nothing there,
+# and the node is drained whenever its pods fit elsewhere. Small, so that every replica of a
+# shared GPU still fits the smallest GPU node (a g4dn.xlarge has 4 vCPUs for 4 replicas).
+DEFAULT_CONTAINER_REQUESTS = {"cpu": "100m", "memory": "256Mi"}
 SMOKE_TEST_NAME = "gpu-smoke-test"
 # Room for Pulumi's wait beyond the Job's own deadline, so the Job's failure is the one reported.
 SMOKE_TEST_AWAIT_MARGIN_SECONDS = 120
@@ -82,6 +98,12 @@ class GpuTenantNamespace(pulumi.ComponentResource):
             spec={"hard": gpu_quota(spec, args.pools)},
             opts=child,
         )
+        core.v1.LimitRange(
+            f"{name}-{LIMIT_RANGE_NAME}",
+            metadata={"name": LIMIT_RANGE_NAME, "namespace": namespace.metadata.name},
+            spec=cast(Any, limit_range_spec()),
+            opts=child,
+        )
         self.namespace_name: pulumi.Output[str] = namespace.metadata.name
         self.quota_name: pulumi.Output[str] = quota.metadata.name
         self.smoke_test_job_name: pulumi.Output[str] | None = None
@@ -119,6 +141,7 @@ class GpuTenantNamespace(pulumi.ComponentResource):
                 namespace.metadata.name,
                 spec.gpu_idle_minutes,
                 args.monitoring.idle_gpu_utilization_percent,
+                spec.gpu_idle_action,
                 secret_if(args.secret_monitoring, url),
                 parent=self,
             )
@@ -141,15 +164,33 @@ def namespace_labels(spec: TenantNamespaceSpec) -> dict[str, str]:
     return labels
 
 
+def limit_range_spec() -> dict[str, Any]:
+    """Default CPU and memory requests for containers that set none (`defaultRequest`: the
+    LimitRanger admission plugin fills in requests only, no limits)."""
+    return {"limits": [{"type": "Container", "defaultRequest": dict(DEFAULT_CONTAINER_REQUESTS)}]}
+
+
 def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[str, str]:
-    """`requests.<resource>` = the namespace's quota for each GPU resource the pools advertise.
+    """`requests.<resource>` for each GPU resource the pools advertise: `nvidia.com/gpu` at
+    `gpuQuota` where it means whole GPUs, `sharedGpuQuota` where it means replicas, their sum
+    where the stack has both kinds of pool (Kubernetes counts both under the one name, and a
+    ResourceQuota caps a resource by its name), and each MIG slice `nvidia.com/mig-<slice>` at
+    its `migQuota`, 0 where that leaves it out (a slice `migQuota` names that no pool advertises
+    is capped all the same, ready for a pool that will).
 
     Extended resources can only be capped on requests; pods set GPUs as limits and Kubernetes
     copies them into requests, so the cap holds. `nvidia.com/gpu` is always capped, so that a
     pool added later is never uncapped in the meantime.
     """
-    resources = {GPU_RESOURCE, *(r for pool in pools for r in pool.identity.resources)}
-    return {f"requests.{r}": str(spec.gpu_quota) for r in sorted(resources)}
+    settings = {quota_setting(p.spec.sharing, p.sharer is GpuSharer.GKE) for p in pools}
+    whole = spec.gpu_quota if "gpuQuota" in settings or "sharedGpuQuota" not in settings else 0
+    replicas = spec.shared_gpu_quota if "sharedGpuQuota" in settings else 0
+    hard = {f"requests.{GPU_RESOURCE}": str(whole + replicas)}
+    advertised = {r for pool in pools for r in pool.identity.resources}
+    slices = {r.removeprefix(MIG_RESOURCE_PREFIX) for r in advertised if r != GPU_RESOURCE}
+    for slice_name in sorted(slices | set(spec.mig_quota)):
+        hard[f"requests.{MIG_RESOURCE_PREFIX}{slice_name}"] = str(spec.mig_quota.get(slice_name, 0))
+    return hard
 
 
 EXPECTED_DRIVER_ENV = "EXPECTED_NVIDIA_DRIVER"
@@ -167,19 +208,36 @@ for driver in $drivers; do
 done
 echo "NVIDIA driver $drivers, as expected"
 """
+SOAK_MINUTES_ENV = "SOAK_MINUTES"
+# After the check, `nvidia-smi` once a minute for the soak: a GPU that falls off the bus or a
+# driver that stops answering fails the Job.
+SOAK_SCRIPT = f"""minute=0
+while [ "$minute" -lt "${SOAK_MINUTES_ENV}" ]; do
+  sleep 60
+  minute=$((minute + 1))
+  nvidia-smi > /dev/null || {{ echo "nvidia-smi failed after $minute minute(s) of soak"; exit 1; }}
+done
+echo "soaked ${SOAK_MINUTES_ENV} minute(s)"
+"""
 
 
 def smoke_test_job_spec(
-    pool: ResolvedPool, deadline_seconds: int, provisioner: Provisioner = "cluster-autoscaler"
+    pool: ResolvedPool,
+    deadline_seconds: int,
+    provisioner: Provisioner = "cluster-autoscaler",
+    soak_minutes: int = 0,
 ) -> dict[str, Any]:
-    """A Job that runs `nvidia-smi` once in a restricted pod on `pool` (see the module doc)."""
+    """A Job that runs `nvidia-smi` once in a restricted pod on `pool` (see the module doc),
+    then, for `soak_minutes`, once a minute; its deadline covers the soak too."""
+    script = SMOKE_TEST_SCRIPT + (SOAK_SCRIPT if soak_minutes else "")
     pod = gpu_pod_spec(
         pool,
         GPU_SMOKE_TEST_IMAGE,
-        ["sh", "-c", SMOKE_TEST_SCRIPT] if pool.driver else ["nvidia-smi"],
+        ["sh", "-c", script] if pool.driver else ["nvidia-smi"],
         container_name="nvidia-smi",
         env={
             **({EXPECTED_DRIVER_ENV: pool.driver.version} if pool.driver else {}),
+            **({SOAK_MINUTES_ENV: str(soak_minutes)} if soak_minutes else {}),
             # The toolkit mounts `nvidia-smi` for the `utility` capability, whatever the
             # image declares.
             "NVIDIA_DRIVER_CAPABILITIES": "utility",
@@ -195,7 +253,7 @@ def smoke_test_job_spec(
     pod["automountServiceAccountToken"] = False
     return {
         "backoffLimit": 0,
-        "activeDeadlineSeconds": deadline_seconds,
+        "activeDeadlineSeconds": deadline_seconds + soak_minutes * 60,
         "podFailurePolicy": {
             "rules": [
                 {

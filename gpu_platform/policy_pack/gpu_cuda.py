@@ -1,11 +1,35 @@
-"""GPU pods need no newer CUDA than the driver of the pool they select runs.
+"""GPU pods need a CUDA release the driver of each pool they may land on runs, as NVIDIA says.
 
-A CUDA application built for a newer CUDA release than the node's driver runs is scheduled,
-starts, and fails at its first CUDA call ("CUDA driver version is insufficient for CUDA runtime
-version"). The stack's pools carry their driver's ceiling on their node labels,
-`gpu-platform.io/cuda` (`13.0`, from gpu_platform/drivers.py); a pod that selects a pool by its
-`gpu-platform.io/pool` label is held to it. A pod's CUDA release is read, per container, from
-the first of:
+A CUDA application built for a newer CUDA release than the node's driver runs is scheduled and
+starts; whether it then runs is NVIDIA's CUDA compatibility rules
+(docs.nvidia.com/deploy/cuda-compatibility/):
+
+- a driver runs every CUDA release up to its own natively ("CUDA Version" in nvidia-smi), and
+  every older major release (backward compatibility);
+- minor version compatibility: an application of a CUDA major release family runs, "with
+  limited feature-set", on any driver of at least that family's minimum (CUDA 11.x: R450,
+  12.x: R525, 13.x: R580; minor-version-compatibility.html, Table 1), so a CUDA 12.9 image runs
+  on an R535 driver (native 12.2). What it loses: PTX newer than the driver's is not
+  JIT-compiled, and calls that need a newer driver fail with cudaErrorCallRequiresNewerDriver.
+  NVIDIA's own images say so: `nvidia/cuda:12.9.1-*` declares `NVIDIA_REQUIRE_CUDA=cuda>=12.9
+  brand=tesla,driver>=535,driver<536 ...`, which the container toolkit accepts on R535;
+- a newer major release than the driver's (13.x on R535) runs only with NVIDIA's forward
+  compatibility package (cuda-compat) in the container, on data-center GPUs: the data-center
+  driver matrix lists the "Maximum CUDA Major Version Supported Without Forward Compatibility
+  Package" of each branch (R535: 12, R580: 13). The pack cannot see an image's files.
+
+So the mandatory `gpu-pods-cuda-within-driver` refuses a container whose CUDA major release is
+above its pool's driver's, or whose driver is below the minor-compatibility minimum of that
+release family; the advisory `gpu-pods-cuda-minor-compatibility` reports one that needs a newer
+minor release than the driver runs natively, which runs with minor version compatibility's
+limits (or in full with the forward compatibility package).
+
+The pools are the stack's own, whose labels carry their driver (`gpu-platform.io/nvidia-driver`,
+`580.95.05`) and its native ceiling (`gpu-platform.io/cuda`, `13.0`, from gpu_platform/drivers.py),
+and, for a tenant's own stack that declares none, the pools its policy config lists under
+`gpuPools`: the platform stack's `gpuPools` output, copied as it is. A pod that selects pools by
+their `gpu-platform.io/pool` label is held to each it may land on. A pod's CUDA release is read,
+per container, from the first of:
 
 1. the pod's `gpu-platform.io/cuda-version` annotation (`12.4`), which the docs ask authors of
    other images to set;
@@ -20,9 +44,10 @@ these gives is reported by the advisory `gpu-pods-cuda-known`, not refused.
 """
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from checks import Findings
 from gpu_sharing import POOL_LABEL, POOL_LABELS_PATH, check_pods_on_pools
@@ -36,8 +61,10 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from settings import Setting, config_schema
 
 NAME = "gpu-pods-cuda-within-driver"
+MINOR_COMPATIBILITY_NAME = "gpu-pods-cuda-minor-compatibility"
 KNOWN_NAME = "gpu-pods-cuda-known"
 CUDA_LABEL = "gpu-platform.io/cuda"
 DRIVER_LABEL = "gpu-platform.io/nvidia-driver"
@@ -49,6 +76,32 @@ _CUDA_VERSION = re.compile(r"(\d+)\.(\d+)")
 _TAG_CUDA = re.compile(r"(?:^|[-_.])cuda-?(\d+)\.(\d+)")
 _TAG_CU = re.compile(r"(?:^|[-_.])cu(\d{2})(\d)(?=$|[-_.])")
 _NVIDIA_CUDA_REPOSITORIES = ("nvidia/cuda", "nvcr.io/nvidia/cuda", "docker.io/nvidia/cuda")
+_DRIVER_VERSION = re.compile(r"\d+(?:\.\d+)*")
+
+MINOR_COMPATIBILITY_FLOOR = {11: "450.80.02", 12: "525", 13: "580"}
+"""CUDA major release -> the oldest driver its applications run on through minor version
+compatibility (NVIDIA, CUDA Compatibility, minor-version-compatibility.html, Table 1 "CUDA
+Toolkit 11.x, 12.x, and 13.x Driver Version Ranges": 13.x >= 580, 12.x >= 525, 11.x >= 450, and
+its note: 11.x only from 450.80.02, the first R450 driver with it)."""
+
+GPU_POOLS = Setting(
+    "gpuPools",
+    {
+        "type": "object",
+        "default": {},
+        "additionalProperties": {
+            "type": "object",
+            "properties": {
+                "nvidiaDriver": {"type": ["string", "null"]},
+                "cuda": {"type": ["string", "null"]},
+            },
+        },
+        "description": "GPU pools the stack's pods may run on but the stack does not declare (a "
+        "tenant's own stack, on the platform stack's pools): the platform stack's `gpuPools` "
+        "output as it is, pool name -> {nvidiaDriver, cuda, ...}. A pool the stack declares "
+        "wins over an entry of the same name. Give the three CUDA policies the same value.",
+    },
+)
 
 
 @dataclass(frozen=True)
@@ -56,6 +109,14 @@ class PoolDriver:
     name: str
     driver: str
     cuda: tuple[int, int]
+
+    def below(self, floor: str) -> bool:
+        """Whether the driver is older than the driver version `floor`, as far as its label
+        says: a branch alone (`450`) is below only a floor of a newer branch."""
+        if _DRIVER_VERSION.fullmatch(self.driver) is None:
+            return False
+        version, oldest = _numbers(self.driver), _numbers(floor)
+        return version < oldest[: len(version)]
 
 
 @dataclass(frozen=True)
@@ -68,10 +129,24 @@ class CudaNeed:
 
 def pool_driver(resource: PolicyResource) -> PoolDriver | None:
     labels = mapping(resource.props, *POOL_LABELS_PATH[resource.resource_type]) or {}
-    name, cuda = text(labels, POOL_LABEL), text(labels, CUDA_LABEL)
+    return _pool(text(labels, POOL_LABEL), text(labels, DRIVER_LABEL), text(labels, CUDA_LABEL))
+
+
+def configured_pools(config: Mapping[str, Any]) -> dict[str, PoolDriver]:
+    """The `gpuPools` setting's pools whose driver and CUDA ceiling are known."""
+    pools = {}
+    for name, entry in GPU_POOLS.read(config).items():
+        if isinstance(entry, Mapping):
+            pool = _pool(name, text(entry, "nvidiaDriver"), text(entry, "cuda"))
+            if pool is not None:
+                pools[name] = pool
+    return pools
+
+
+def _pool(name: str | None, driver: str | None, cuda: str | None) -> PoolDriver | None:
     if name is None or cuda is None or (found := _CUDA_VERSION.fullmatch(cuda)) is None:
         return None
-    return PoolDriver(name, text(labels, DRIVER_LABEL) or "?", _release(found))
+    return PoolDriver(name, driver or "?", _release(found))
 
 
 def cuda_need(pod: Pod, container: Container) -> CudaNeed | None:
@@ -100,6 +175,10 @@ def _from_image(image: str) -> CudaNeed | None:
     return None
 
 
+def _numbers(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
 def _release(found: re.Match[str]) -> tuple[int, int]:
     return int(found[1]), int(found[2])
 
@@ -114,15 +193,58 @@ def _gpu_containers(pod: Pod) -> Iterator[Container]:
             yield container
 
 
-def cuda_problems(pod: Pod, pool: PoolDriver) -> Iterator[str]:
+def _needs(pod: Pod) -> Iterator[tuple[Container, CudaNeed]]:
     for container in _gpu_containers(pod):
         need = cuda_need(pod, container)
-        if need is not None and need.version > pool.cuda:
+        if need is not None:
+            yield container, need
+
+
+def _driver_words(pool: PoolDriver) -> str:
+    return (
+        f'pool "{pool.name}" runs NVIDIA driver {pool.driver}, which runs CUDA {_shown(pool.cuda)}'
+    )
+
+
+def cuda_problems(pod: Pod, pool: PoolDriver) -> Iterator[str]:
+    """Containers that cannot run on the pool's driver: a newer CUDA major release than the
+    driver's, or a driver below the release family's minor-compatibility minimum."""
+    for container, need in _needs(pod):
+        major = need.version[0]
+        floor = MINOR_COMPATIBILITY_FLOOR.get(major)
+        if major > pool.cuda[0]:
+            why = (
+                f"and CUDA {pool.cuda[0]}.x at most without NVIDIA's forward compatibility"
+                f" package: a CUDA {major} application fails at its first CUDA call"
+            )
+        elif floor is not None and pool.below(floor):
+            why = (
+                f"but CUDA {major}.x needs driver {floor} or newer even with"
+                " minor version compatibility: it fails at its first CUDA call"
+            )
+        else:
+            continue
+        yield (
+            f"{container.label} needs CUDA {_shown(need.version)} ({need.source}), but"
+            f" {_driver_words(pool)} natively {why}. Fix: use an image built for CUDA"
+            f" {pool.cuda[0]}.x, or a pool with a newer driver."
+        )
+
+
+def minor_compatibility(pod: Pod, pool: PoolDriver) -> Iterator[str]:
+    """Containers of the driver's CUDA major release but a newer minor one than it runs
+    natively: they run through minor version compatibility, with its limits."""
+    for container, need in _needs(pod):
+        if need.version[0] == pool.cuda[0] and need.version > pool.cuda:
             yield (
-                f"{container.label} needs CUDA {_shown(need.version)} ({need.source}), but pool"
-                f' "{pool.name}" runs NVIDIA driver {pool.driver}, which runs CUDA'
-                f" {_shown(pool.cuda)} and older: it would start and fail at its first CUDA"
-                " call. Fix: use an image built for an older CUDA, or a pool with a newer"
+                f"{container.label} needs CUDA {_shown(need.version)} ({need.source}), and"
+                f" {_driver_words(pool)} natively: it runs through CUDA minor version"
+                " compatibility, with a limited feature set (PTX newer than the driver's is not"
+                " JIT-compiled; calls that need a newer driver fail with"
+                " cudaErrorCallRequiresNewerDriver), or in full with NVIDIA's forward"
+                " compatibility package in the image. Fix: nothing, if the application ships"
+                " compiled code for the pool's GPUs and uses no newer driver feature; else an"
+                f" image built for CUDA {_shown(pool.cuda)} or older, or a pool with a newer"
                 " driver."
             )
 
@@ -145,20 +267,41 @@ def _validate(
     name: str, check: CudaCheck, args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
     with Findings(name, "the stack", report_violation) as findings:
-        check_pods_on_pools(args, findings, pool_driver, check)
+        configured = configured_pools(args.get_config())
+        check_pods_on_pools(args, findings, pool_driver, check, configured)
+
+
+def _policy(
+    name: str, description: str, check: CudaCheck, level: EnforcementLevel
+) -> StackValidationPolicy:
+    return StackValidationPolicy(
+        name=name,
+        description=description,
+        validate=partial(_validate, name, check),
+        enforcement_level=level,
+        config_schema=config_schema(GPU_POOLS),
+    )
 
 
 POLICIES: list[StackValidationPolicy] = [
-    StackValidationPolicy(
-        name=NAME,
-        description="GPU pods need no newer CUDA than the driver of the pool they select runs.",
-        validate=partial(_validate, NAME, cuda_problems),
-        enforcement_level=EnforcementLevel.MANDATORY,
+    _policy(
+        NAME,
+        "GPU pods need a CUDA release the driver of each pool they may land on can run: no newer "
+        "major release, and a driver at the release family's minor-compatibility minimum.",
+        cuda_problems,
+        EnforcementLevel.MANDATORY,
     ),
-    StackValidationPolicy(
-        name=KNOWN_NAME,
-        description="GPU pods on the stack's pools say which CUDA release they need.",
-        validate=partial(_validate, KNOWN_NAME, unknown_cuda),
-        enforcement_level=EnforcementLevel.ADVISORY,
+    _policy(
+        MINOR_COMPATIBILITY_NAME,
+        "GPU pods that need a newer CUDA minor release than their pool's driver runs natively "
+        "run with minor version compatibility's limits.",
+        minor_compatibility,
+        EnforcementLevel.ADVISORY,
+    ),
+    _policy(
+        KNOWN_NAME,
+        "GPU pods on the stack's pools say which CUDA release they need.",
+        unknown_cuda,
+        EnforcementLevel.ADVISORY,
     ),
 ]

@@ -4,7 +4,8 @@ The stack's own pools say how they share their GPUs: in the node labels the GPU 
 `nvidia.com/device-plugin.config` (`time-slicing-4`, `mps-2`, `mig-mixed`, `exclusive`) and, on
 MIG pools, `nvidia.com/mig.config` (`all-1g.10gb`); or, where GKE shares them, in the GKE node
 pool's accelerator (`gpuSharingConfig`, `gpuPartitionSize`). A pod that selects one of them by
-its `gpu-platform.io/pool` label is held to it:
+its `gpu-platform.io/pool` label is held to it, and one whose affinity allows several pools is
+held to each:
 
 - On a time-sliced or MPS pool, a container gets at most one `nvidia.com/gpu`. Two replicas
   may be two slices of one GPU and buy no more compute (k8s-device-plugin README, "With
@@ -23,7 +24,7 @@ Pods in other stacks are not seen here; the pod helper (`gpu_platform.kubernetes
 refuses the same requests when it builds a pod spec.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, TypeVar
@@ -90,11 +91,13 @@ def pool_sharing(resource: PolicyResource) -> PoolSharing | None:
     return None
 
 
-def selected_pool(pod: Pod) -> str | None:
-    """The one pool the pod selects by name, by node selector or required node affinity."""
+def selected_pools(pod: Pod) -> tuple[str, ...]:
+    """The pools the pod selects by name, by node selector or required node affinity: the one
+    its node selector names, else every pool its affinity terms (any of which may place it)
+    name in an `In` expression. A term without one may place it on any node: it is not judged."""
     by_selector = text(pod.spec, "nodeSelector", POOL_LABEL)
     if by_selector is not None:
-        return by_selector
+        return (by_selector,)
     terms = elements(
         pod.spec,
         "affinity",
@@ -109,7 +112,7 @@ def selected_pool(pod: Pod) -> str | None:
         if value_at(expression, "key") == POOL_LABEL and value_at(expression, "operator") == "In"
         for value in elements(expression, "values")
     }
-    return names.pop() if len(names) == 1 else None
+    return tuple(sorted(names))
 
 
 def sharing_problems(pod: Pod, pool: PoolSharing) -> Iterator[str]:
@@ -148,10 +151,13 @@ def check_pods_on_pools(
     findings: Findings,
     read_pool: Callable[[PolicyResource], P | None],
     problems: Callable[[Pod, P], Iterator[str]],
+    configured: Mapping[str, P] | None = None,
 ) -> None:
     """Read each of the stack's pools with `read_pool`, then report `problems(pod, pool)` for
-    every complete pod of the stack that selects one of them."""
-    pools: dict[str, P] = {}
+    every complete pod of the stack and every pool it selects, one by one. `configured` adds
+    pools the stack does not declare (a tenant's stack, on the platform stack's pools); a pool
+    the stack declares wins over a configured one of the same name."""
+    pools: dict[str, P] = dict(configured or {})
     for resource in args.resources:
         if resource.resource_type in POOL_LABELS_PATH:
             found = findings.known(f"the pool of {resource.urn}", partial(read_pool, resource))
@@ -162,9 +168,10 @@ def check_pods_on_pools(
     for resource in args.resources:
         complete = (p for p in pods_of(resource.resource_type, resource.props) if not p.partial)
         for pod in complete:
-            name = findings.known(f"the pool {resource.urn} selects", partial(selected_pool, pod))
-            pool = pools.get(name) if name is not None else None
-            if pool is not None:
+            names = findings.known(
+                f"the pools {resource.urn} selects", partial(selected_pools, pod)
+            )
+            for pool in (pools[name] for name in names or () if name in pools):
                 findings.check(
                     f"{resource.urn} against pool {pool.name}",
                     partial(problems, pod, pool),

@@ -1,5 +1,5 @@
 """Helm charts are pinned and fetched securely; the GPU Operator is installed where and how it
-works.
+works; a Helm release rolls a failed install or upgrade back by itself.
 
 A policy sees a `helm.v3.Release` as one resource with its inputs (chart, version, repository,
 namespace, values), not the objects the chart installs; a `helm.v4.Chart` also registers the
@@ -8,11 +8,12 @@ rendered objects, which the other policies then check one by one.
 
 import re
 from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Any
 
 from checks import resource_policy
 from pods import namespace_or_default
-from props import flag, shown, text, value_at
+from props import flag, number, shown, text, value_at
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 from settings import Setting
 
@@ -20,6 +21,8 @@ RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 HELM_TYPES = (RELEASE_TYPE, CHART_TYPE)
 GPU_OPERATOR_CHART = "gpu-operator"
+PLATFORM_TYPE_PREFIX = "gpu-platform:"
+"""The package of the platform's component types (`gpu-platform:kubernetes:GpuOperator`)."""
 
 # One exact SemVer release, with Helm's optional leading v: no ranges, wildcards or `latest`.
 EXACT_VERSION = re.compile(
@@ -145,6 +148,26 @@ def gpu_operator_problems(args: ResourceValidationArgs) -> Iterator[str]:
         )
 
 
+def parent_types(urn: str) -> list[str]:
+    """The types of a resource's parents, outermost first, from its URN:
+    `urn:pulumi:<stack>::<project>::<parent types and its own, joined by $>::<name>` (pulumi
+    sdk/go/common/resource/urn.go, NewURN: a child's type follows its parent's qualified type;
+    stack and project names hold no `::`, a resource's name may)."""
+    qualified_type = urn.split("::", 3)[2] if urn.count("::") >= 3 else ""
+    return qualified_type.split("$")[:-1]
+
+
+def is_platform_release(args: ResourceValidationArgs) -> bool:
+    """A release one of the platform's components declares, whatever its chart is called (a
+    mirror may rename it): one of the component types is among its parents. Its settings and
+    workloads are the platform's, reviewed and tested with it (Karpenter 1.14.1's controller,
+    say, runs as 65532, non-root, without privilege escalation or capabilities, on a read-only
+    root filesystem with the RuntimeDefault seccomp profile: charts/karpenter/templates/
+    deployment.yaml). A release of the same chart that a stack's own program declares is the
+    stack's."""
+    return any(t.startswith(PLATFORM_TYPE_PREFIX) for t in parent_types(args.urn))
+
+
 REVIEWED_RELEASES = Setting(
     "reviewedCharts",
     {
@@ -152,21 +175,11 @@ REVIEWED_RELEASES = Setting(
         # The repository and the chart: a name alone would let any repository's chart of that
         # name (oci://anyone/karpenter) pass as the reviewed one.
         "items": {"type": "string", "pattern": r"^(https|oci)://[^\s]+/[^/\s]+$"},
-        "default": [
-            "https://helm.ngc.nvidia.com/nvidia/gpu-operator",
-            "https://prometheus-community.github.io/helm-charts/kube-prometheus-stack",
-            "https://kubernetes.github.io/autoscaler/cluster-autoscaler",
-            "https://aws.github.io/eks-charts/aws-efa-k8s-device-plugin",
-            # Karpenter 1.14.1: the controller runs as 65532, non-root, without privilege
-            # escalation or capabilities, on a read-only root filesystem with the RuntimeDefault
-            # seccomp profile (charts/karpenter/templates/deployment.yaml, values.yaml
-            # podSecurityContext); karpenter-crd renders CRDs only.
-            "oci://public.ecr.aws/karpenter/karpenter",
-            "oci://public.ecr.aws/karpenter/karpenter-crd",
-        ],
-        "description": "Charts installed as helm.v3.Release whose workloads are reviewed "
-        "elsewhere (the platform's own), each as its repository and chart: "
-        '"<https repository>/<chart>" or "oci://<registry>/<path>/<chart>".',
+        "default": [],
+        "description": "Charts installed as helm.v3.Release by the stack's own program whose "
+        "workloads are reviewed elsewhere, each as its repository and chart: "
+        '"<https repository>/<chart>" or "oci://<registry>/<path>/<chart>". The platform\'s '
+        "own releases are reviewed with it.",
     },
 )
 
@@ -187,7 +200,9 @@ def chart_reference(props: Mapping[str, Any]) -> str | None:
 def opaque_release_problems(args: ResourceValidationArgs) -> Iterator[str]:
     chart = text(args.props, "chart") or ""
     reference = chart_reference(args.props)
-    if reference is not None and reference in REVIEWED_RELEASES.read(args.get_config()):
+    if is_platform_release(args) or (
+        reference is not None and reference in REVIEWED_RELEASES.read(args.get_config())
+    ):
         return
     named = shown(reference) if reference else "its repository and chart"
     yield (
@@ -198,6 +213,69 @@ def opaque_release_problems(args: ResourceValidationArgs) -> Iterator[str]:
         "workloads are reviewed another way."
     )
 
+
+# What a release needs to undo a failed install or upgrade by itself (pulumi-kubernetes'
+# helm_release.go on Helm v3's pkg/action): `atomic` uninstalls a failed install and rolls a
+# failed upgrade back to the last deployed revision, waiting for the release's workloads up to
+# `timeout` (300 s where unset); `cleanupOnFail` deletes what the failed upgrade created;
+# `maxHistory` unset or 0 keeps every revision, a Secret each. A `failed` release does not block
+# the next upgrade (upgrade.go, prepareUpgrade, upgrades over it); only a `pending-*` one does.
+
+
+def _switch_problems(field: str, without: str, args: ResourceValidationArgs) -> Iterator[str]:
+    if flag(args.props, field) is not True:
+        yield (
+            f"chart {shown(text(args.props, 'chart'))} is released without {field}, so "
+            f"{without}. Fix: set {field}: true."
+        )
+
+
+atomic_problems = partial(
+    _switch_problems,
+    "atomic",
+    "a failed upgrade leaves the release on the half-applied new revision, not on the last one "
+    "that worked, and a failed install stays installed",
+)
+cleanup_problems = partial(
+    _switch_problems,
+    "cleanupOnFail",
+    "what a failed upgrade created stays in the cluster beside the rolled-back release",
+)
+
+
+def timeout_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    timeout = value_at(args.props, "timeout")
+    seconds = number(args.props, "timeout")
+    if seconds is not None and seconds > 0:
+        return
+    chart = shown(text(args.props, "chart"))
+    if timeout is None:
+        yield (
+            f"chart {chart} is released without a timeout, so Helm gives its workloads the "
+            "provider's default 300 s to become ready, whatever they install, before it fails "
+            "and rolls back the release. Fix: set timeout to the seconds they need."
+        )
+    else:
+        yield (
+            f"chart {chart} has timeout {shown(timeout)}, not a number of seconds above 0. Fix: "
+            "set timeout to the seconds its workloads need to become ready."
+        )
+
+
+def history_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    kept = number(args.props, "maxHistory")
+    if kept is not None and kept > 0:
+        return
+    history = value_at(args.props, "maxHistory")
+    setting = "no maxHistory" if history is None else f"maxHistory {shown(history)}"
+    yield (
+        f"chart {shown(text(args.props, 'chart'))} keeps every revision of its release "
+        f"({setting}), each a Secret in its namespace, piling up with every upgrade. Fix: set "
+        "maxHistory, such as 10."
+    )
+
+
+ROLLBACK_CHECKS = (atomic_problems, cleanup_problems, timeout_problems, history_problems)
 
 POLICIES = [
     resource_policy(
@@ -212,6 +290,23 @@ POLICIES = [
         "The GPU Operator is a helm.v3.Release in its own namespace, with the DCGM exporter on.",
         gpu_operator_problems,
         resource_types=HELM_TYPES,
+    ),
+    resource_policy(
+        "platform-release-rollback",
+        "The platform's own Helm releases undo a failed install or upgrade by themselves: atomic, "
+        "cleanupOnFail, a timeout and a bounded maxHistory.",
+        ROLLBACK_CHECKS,
+        resource_types=(RELEASE_TYPE,),
+        applies=is_platform_release,
+    ),
+    resource_policy(
+        "helm-release-rollback",
+        "Other Helm releases undo a failed install or upgrade by themselves: atomic, "
+        "cleanupOnFail, a timeout and a bounded maxHistory.",
+        ROLLBACK_CHECKS,
+        resource_types=(RELEASE_TYPE,),
+        applies=lambda args: not is_platform_release(args),
+        enforcement_level=EnforcementLevel.ADVISORY,
     ),
     resource_policy(
         "helm-release-workloads-visible",

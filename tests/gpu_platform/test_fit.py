@@ -101,6 +101,21 @@ def test_a_pod_asking_for_a_mig_slice_fits_only_the_mig_pool(
     assert fitting_pools(pod, templates) == ["a100-mig"]
 
 
+def test_the_mig_pools_startup_taint_is_left_out_as_the_autoscaler_leaves_it(
+    templates: list[NodeTemplate],
+) -> None:
+    (mig,) = [t for t in templates if t.pool == "a100-mig"]
+    startup = Taint(
+        "startup-taint.cluster-autoscaler.kubernetes.io/mig-config", "pending", "NoSchedule"
+    )
+
+    # The template carries it from the group's hints; SanitizeTaints (utils/taints/taints.go,
+    # cluster-autoscaler-1.35.2) drops it from every template, expecting it gone once the node
+    # is up, so a pod that does not tolerate it still scales the pool up.
+    assert startup in mig.taints
+    assert fits(gpu_tolerating_pod(**{"nvidia.com/mig-1g.10gb": "1"}), [mig])[0].fits
+
+
 def test_an_ordinary_pod_without_the_toleration_fits_no_gpu_pool(
     templates: list[NodeTemplate],
 ) -> None:

@@ -47,15 +47,14 @@ EKS = {
 GKE = {
     "exclusive": Row({"nvidia.com/gpu": 1}, "exclusive", False, None),
     "time-slicing": Row({"nvidia.com/gpu": 4}, None, False, VIRTUAL_GPUS),
-    "mps": Row({"nvidia.com/gpu": 2}, None, False, VIRTUAL_GPUS),
     "mig": Row({"nvidia.com/gpu": 7}, None, False, None),
 }
+"""MPS is refused on GKE (test_gke_refuses_mps)."""
 GKE_ACCELERATOR_SETTINGS = {
     "exclusive": {},
     "time-slicing": {
         "gpuSharingConfig": {"gpuSharingStrategy": "TIME_SHARING", "maxSharedClientsPerGpu": 4}
     },
-    "mps": {"gpuSharingConfig": {"gpuSharingStrategy": "MPS", "maxSharedClientsPerGpu": 2}},
     "mig": {"gpuPartitionSize": "1g.10gb"},
 }
 
@@ -122,7 +121,7 @@ def test_eks(mode: str, dev_config: Config, plan_for: PlanFor) -> None:
     assert hints == row.advertised
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", GKE)
 def test_gke_on_cos(mode: str, gke_config: Config, plan_for: PlanFor) -> None:
     plan = gke_plan(mode, gke_config, plan_for)
     row = GKE[mode]
@@ -140,6 +139,16 @@ def test_gke_on_cos(mode: str, gke_config: Config, plan_for: PlanFor) -> None:
         assert (gke_plugin_off, operator_plugin) == ("true", None)
     else:
         assert (gke_plugin_off, operator_plugin) == (None, "false")
+
+
+def test_gke_refuses_mps(gke_config: Config, failed_plan_for: PlanFor) -> None:
+    # GKE's device plugin needs an MPS control daemon on the node, which nothing the platform
+    # runs starts (docs/gpu-sharing.md).
+    plan = gke_plan("mps", gke_config, failed_plan_for)
+
+    assert plan.resources == []
+    assert isinstance(plan.error, ConfigError)
+    assert [p.path for p in plan.error.problems] == ["gpu-platform:pools[0].sharing.mode"]
 
 
 @pytest.mark.parametrize("mode", [m for m in MODES if m != "exclusive"])

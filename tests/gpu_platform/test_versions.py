@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from gpu_platform import versions
-from gpu_platform.versions import HelmChart
+from gpu_platform.eks.addon_schemas import addon_schema
+from gpu_platform.versions import HelmChart, Subchart
 
 EXACT_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")
 COMMIT_URL = re.compile(r"^https://[^\s]+/[0-9a-f]{40}/[^\s]+$")
@@ -26,6 +27,10 @@ def pins() -> Iterator[tuple[str, Any]]:
 
 def charts() -> list[tuple[str, HelmChart]]:
     return [(n, v) for n, v in pins() if isinstance(v, HelmChart)]
+
+
+def subcharts() -> list[tuple[str, Subchart]]:
+    return [(n, v) for n, v in pins() if isinstance(v, Subchart)]
 
 
 def urls() -> list[tuple[str, str]]:
@@ -48,6 +53,11 @@ def test_chart_is_pinned_to_an_exact_version(name: str, chart: HelmChart) -> Non
 @pytest.mark.parametrize(("name", "chart"), charts())
 def test_chart_comes_from_an_https_or_oci_repository(name: str, chart: HelmChart) -> None:
     assert chart.repository.startswith(("https://", "oci://")), f"{name}: {chart.repository}"
+
+
+@pytest.mark.parametrize(("name", "subchart"), subcharts())
+def test_subchart_is_named_at_an_exact_version(name: str, subchart: Subchart) -> None:
+    assert EXACT_VERSION.match(subchart.version), f"{name}: {subchart.version}"
 
 
 @pytest.mark.parametrize(("name", "url"), urls())
@@ -93,14 +103,23 @@ def test_the_operators_driver_is_the_pinned_charts_default() -> None:
     )
 
 
+def test_the_node_monitoring_agent_is_an_add_on_build_of_the_release_its_schema_is_from() -> None:
+    # The agent's configuration is checked against aws/eks-node-monitoring-agent v1.7.0's
+    # charts/configuration.schema.json (gpu_platform/eks/addon_schemas/).
+    release, _, build = versions.EKS_NODE_MONITORING_AGENT_ADDON_VERSION.partition("-")
+    assert addon_schema("eks-node-monitoring-agent", release)
+    assert re.fullmatch(r"eksbuild\.\d+", build)
+
+
 def test_every_pin_is_checked_by_one_of_the_rules_above() -> None:
-    checked = {n for n, _ in charts()} | {n for n, _ in urls()} | {n for n, _ in images()}
+    checked = {n for n, _ in [*charts(), *subcharts(), *urls(), *images()]}
     # The CUDA table is checked against its source in tests/gpu_platform/test_drivers.py.
     cuda_table = {f"CUDA_BY_DRIVER_BRANCH[{branch}]" for branch in versions.CUDA_BY_DRIVER_BRANCH}
     versions_only = {
         "POD_SECURITY_VERSION",
         "SUPPORTED_KUBERNETES_VERSIONS",
         "GPU_OPERATOR_DRIVER_VERSION",
+        "EKS_NODE_MONITORING_AGENT_ADDON_VERSION",
         *cuda_table,
     }
 

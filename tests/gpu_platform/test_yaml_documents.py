@@ -27,7 +27,8 @@ def test_the_locked_pyyaml_parses_in_c():
 @pytest.mark.parametrize("path", EVERY_RUN, ids=lambda path: path.name)
 def test_a_file_read_on_every_run_loads_as_pyyaml_safe_load_reads_it(path: Path):
     text = path.read_text()
-    assert yaml_documents.load(text) == yaml.safe_load(text)
+    expected = yaml.safe_load(text)
+    assert yaml_documents.load(text) == yaml_documents.load_unique_keys(text) == expected
 
 
 def test_every_document_of_a_stream_loads_as_pyyaml_safe_load_all_reads_them():
@@ -42,3 +43,24 @@ def test_every_document_of_a_stream_loads_as_pyyaml_safe_load_all_reads_them():
 def test_bad_yaml_raises_pyyaml_s_error_with_its_line():
     with pytest.raises(yaml.YAMLError, match="line 2"):
         yaml_documents.load("config:\n  key: [unclosed\n")
+
+
+def test_every_key_given_twice_is_named_with_its_lines_in_order():
+    text = "pools:\n  - name: a\n    max: 3\n    max: 300\nprotect: true\nprotect: false\n"
+
+    with pytest.raises(yaml_documents.DuplicateKeyError) as refused:
+        yaml_documents.load_unique_keys(text)
+
+    assert str(refused.value) == (
+        'line 4: mapping key "max" already defined at line 3;'
+        ' line 6: mapping key "protect" already defined at line 5'
+    )
+
+
+def test_a_key_given_twice_in_an_anchored_mapping_is_named_once():
+    text = "base: &pool {max: 3, max: 300}\nfirst: *pool\nsecond: *pool\n"
+
+    with pytest.raises(yaml_documents.DuplicateKeyError) as refused:
+        yaml_documents.load_unique_keys(text)
+
+    assert str(refused.value) == 'line 1: mapping key "max" already defined at line 1'

@@ -32,6 +32,7 @@ from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.karpenter.labels import NODE_POOL_LABEL
 from gpu_platform.eks.node_group import node_role
 from gpu_platform.eks.pod_identity import pod_identity
+from gpu_platform.kubernetes import helm_release
 from gpu_platform.node_identity import POOL_LABEL
 from gpu_platform.versions import KARPENTER_CHART, KARPENTER_CRD_CHART
 
@@ -153,6 +154,7 @@ class KarpenterController(pulumi.ComponentResource):
             chart=oci_chart(KARPENTER_CRD_CHART.repository, KARPENTER_CRD_CHART.name),
             version=args.spec.chart_version,
             namespace=args.spec.namespace,
+            **helm_release.KARPENTER_CRD.release_args(),
             opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
         )
         self.release = helm.v3.Release(
@@ -165,6 +167,7 @@ class KarpenterController(pulumi.ComponentResource):
             # copy once and never upgrade it.
             skip_crds=True,
             values=karpenter_values(cluster, queue.name),
+            **helm_release.KARPENTER.release_args(),
             # The controller starts with its credentials and its queue in place, and the nodes
             # it launches can join the cluster: the NodePools, which wait for this release, are
             # deleted before any of it on the way down.

@@ -13,6 +13,7 @@ Upstream sources are aws/karpenter-provider-aws at the pinned tag (v1.14.1): its
 its CRDs (`pkg/apis/crds/`, their schemas in gpu_platform/kubernetes/crd_schemas/).
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,8 @@ class KarpenterGpuNodePoolArgs:
     takes no node down (its finalizer waits until no NodeClaim uses it,
     pkg/controllers/nodeclass/controller.go:216-228), and it goes after its NodePool, which
     protection stops first."""
+    after: Sequence[pulumi.Resource] = ()
+    """What the node class and NodePool are created and updated after: a pool's canary gate."""
 
 
 class KarpenterGpuNodePool(pulumi.ComponentResource):
@@ -90,7 +93,9 @@ class KarpenterGpuNodePool(pulumi.ComponentResource):
     ):
         super().__init__("gpu-platform:eks:KarpenterGpuNodePool", name, None, opts)
         self.node_class = _custom_resource(
-            name, ec2_node_class_for(args), pulumi.ResourceOptions(parent=self)
+            name,
+            ec2_node_class_for(args),
+            pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
         )
         # Deleted before its node class: Karpenter holds an EC2NodeClass that NodeClaims still
         # use until they are gone.

@@ -1,11 +1,13 @@
 """The key paths of a chart's values, one dotted path per line, per chart and version: the GPU
-Operator's and Karpenter's.
+Operator's and Karpenter's, the EFA device plugin's, and those of the subcharts the platform
+sets values of through their parents (the GPU Operator's node-feature-discovery,
+kube-prometheus-stack's prometheus-node-exporter).
 
-Neither chart ships a values schema, so Helm takes a misspelt key without a word and the setting
-silently does nothing. `derive.py` reads a chart version's values.yaml and writes its key paths
-to `<chart>-<version>.txt` beside this file; the tests check every path the platform sets
-against that list, and config validation checks `operator.overrides` names against the GPU
-Operator's.
+None of them holds its values to a closed schema, so Helm takes a misspelt key without a word
+and the setting silently does nothing. `derive.py` reads a chart version's values.yaml and
+writes its key paths to `<chart>-<version>.txt` beside this file; the tests check every path the
+platform sets against that list, and config validation checks `operator.overrides` names
+against the GPU Operator's.
 """
 
 from collections.abc import Collection, Iterator, Mapping

@@ -5,9 +5,10 @@
         --version 1.14.1
 
 Run it on the chart's own values file (`helm show values nvidia/gpu-operator --version
-<version>`, `helm show values oci://public.ecr.aws/karpenter/karpenter --version <version>`)
-whenever `GPU_OPERATOR_CHART` or `KARPENTER_CHART` in gpu_platform/versions.py changes, commit the
-list it writes, and delete the previous version's list.
+<version>`, `helm show values oci://public.ecr.aws/karpenter/karpenter --version <version>`; a
+subchart's from its parent's `charts/` directory, `helm pull --untar`) whenever a chart or
+subchart version in gpu_platform/versions.py changes, commit the list it writes, and delete the
+previous version's list.
 """
 
 from pathlib import Path

@@ -1,4 +1,9 @@
-"""What the command's tests share: no `preflight` reaches a real chart repository."""
+"""What the command's tests share: no `preflight` reaches a real chart repository, and a network
+that never answers."""
+
+import socket
+import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -27,9 +32,38 @@ def chart_repository(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     Lists the repositories read."""
     read: list[str] = []
 
-    def index(repository: str) -> bytes:
+    def index(repository: str, timeout: float) -> bytes:
         read.append(repository)
         return CHART_INDEX
 
     monkeypatch.setattr(preflight, "read_chart_index", index)
     return read
+
+
+@pytest.fixture
+def silent_endpoint() -> Iterator[str]:
+    """`http://127.0.0.1:<port>`: a listener on this machine's loopback that accepts every
+    connection and never answers, as a blackholed VPC endpoint or a stalled proxy does. Its
+    connections are closed after the test."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    held: list[socket.socket] = []
+    closing = threading.Event()
+
+    def accept() -> None:
+        while not closing.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        closing.set()
+        thread.join()
+        listener.close()
+        for connection in held:
+            connection.close()

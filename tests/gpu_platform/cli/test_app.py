@@ -10,22 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.console import COMMAND, gpu_platform, own_project_in
 from tests.repository import ROOT
 
-COMMAND = str(Path(sys.executable).parent / "gpu-platform")
 SUBCOMMANDS = ("plan", "preflight", "fit", "config-reference")
-
-
-def gpu_platform(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [COMMAND, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200"},
-    )
 
 
 def test_version_is_the_installed_packages() -> None:
@@ -123,24 +111,7 @@ def test_config_reference_prints_markdown() -> None:
 
 @pytest.fixture
 def own_project(tmp_path: Path) -> Path:
-    """A project named differently, with its program in a folder (`main`) and its stack files in
-    another (`stackConfigDir`), whose program uses the installed components as this repository's
-    does; it has no policy pack."""
-    (tmp_path / "Pulumi.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "name": "ml-gpus",
-                "runtime": {"name": "python", "options": {"toolchain": "uv"}},
-                "main": "infra",
-                "stackConfigDir": "stacks",
-            }
-        )
-    )
-    (tmp_path / "infra").mkdir()
-    shutil.copy(ROOT / "__main__.py", tmp_path / "infra" / "__main__.py")
-    (tmp_path / "stacks").mkdir()
-    shutil.copy(ROOT / "Pulumi.dev.yaml", tmp_path / "stacks" / "Pulumi.staging.yaml")
-    return tmp_path
+    return own_project_in(tmp_path)
 
 
 def test_plan_works_on_the_project_given_with_cwd(own_project: Path) -> None:
@@ -237,3 +208,156 @@ def test_updating_a_readme_without_its_reference_markers_exits_2(
     assert "Traceback" not in result.stderr
     if readme is not None:
         assert (own_project / "README.md").read_text() == readme
+
+
+# --- As `pulumi` takes them -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("subcommand", ["plan", "config-reference"])
+def test_cwd_is_taken_after_the_subcommand_too(own_project: Path, subcommand: str) -> None:
+    args = [subcommand, "staging"] if subcommand == "plan" else [subcommand]
+
+    result = gpu_platform(*args, "--cwd", str(own_project), cwd=Path("/"))
+
+    assert result.returncode == 0, result.stderr
+
+
+def test_plan_without_a_stack_plans_the_projects_only_stack(own_project: Path) -> None:
+    result = gpu_platform("plan", cwd=own_project)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("stack staging: ")
+
+
+def test_plan_without_a_stack_among_several_without_dev_names_them(own_project: Path) -> None:
+    shutil.copy(
+        own_project / "stacks" / "Pulumi.staging.yaml", own_project / "stacks" / "Pulumi.qa.yaml"
+    )
+
+    result = gpu_platform("plan", cwd=own_project)
+
+    assert result.returncode == 2
+    assert (
+        result.stderr == "Name the stack to plan: `gpu-platform plan STACK`. Stacks: qa, staging.\n"
+    )
+
+
+def test_stack_names_complete_in_the_shell(own_project: Path) -> None:
+    result = subprocess.run(
+        [COMMAND],
+        cwd=own_project,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "_GPU_PLATFORM_COMPLETE": "complete_bash",
+            "COMP_WORDS": "gpu-platform plan st",
+            "COMP_CWORD": "2",
+        },
+    )
+
+    assert result.stdout.split() == ["staging"]
+
+
+def test_the_plan_prints_whole_numbers_as_integers() -> None:
+    result = gpu_platform("plan", "dev")
+
+    assert 'scalingConfig = {"minSize": 0, "maxSize": 3, "desiredSize": 0}' in result.stdout
+
+
+def test_piped_output_is_not_wrapped_inside_keys_and_values() -> None:
+    result = subprocess.run(
+        [COMMAND, "plan", "dev"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+
+    assert (
+        "Policy pack ("
+        + str(ROOT / "gpu_platform" / "policy_pack")
+        + "): 0 mandatory, 0 advisory violation(s), 0 remediation(s)\n"
+    ) in result.stdout
+
+
+def test_policy_pack_path_prints_the_installed_packs_directory() -> None:
+    result = gpu_platform("policy-pack-path", cwd=Path("/"))
+
+    assert result.stdout == f"{ROOT / 'gpu_platform' / 'policy_pack'}\n"
+    assert (Path(result.stdout.strip()) / "PulumiPolicy.yaml").is_file()
+
+
+# --- A failing program --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def broken_program(own_project: Path) -> Path:
+    program = own_project / "infra" / "__main__.py"
+    program.write_text(program.read_text() + "\nplatform.stack_outputs.sharer\n")
+    return own_project
+
+
+def test_a_failing_program_names_the_users_file_and_line(broken_program: Path) -> None:
+    lines = len((broken_program / "infra" / "__main__.py").read_text().splitlines())
+
+    result = gpu_platform("plan", "staging", cwd=broken_program)
+
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"The program failed at infra/__main__.py:{lines}: AttributeError: 'dict' object has"
+        " no attribute 'sharer'\n(gpu-platform --debug shows the traceback)\n"
+    )
+
+
+def test_a_failure_inside_an_installed_package_names_the_users_line(own_project: Path) -> None:
+    # With `toolchain: uv` the project's packages are installed in its own `.venv/`.
+    site = own_project / ".venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "installed_library.py").write_text("def explode():\n    raise ValueError('no')\n")
+    program = own_project / "infra" / "__main__.py"
+    program.write_text(
+        program.read_text()
+        + f"\nimport sys\nsys.path.insert(0, {str(site)!r})\n"
+        + "import installed_library\ninstalled_library.explode()\n"
+    )
+    lines = len(program.read_text().splitlines())
+
+    result = gpu_platform("plan", "staging", cwd=own_project)
+
+    assert result.stderr.startswith(
+        f"The program failed at infra/__main__.py:{lines}: ValueError: no\n"
+    )
+
+
+def test_debug_shows_a_failing_programs_traceback(broken_program: Path) -> None:
+    result = gpu_platform("--debug", "plan", "staging", cwd=broken_program)
+
+    assert "Traceback (most recent call last):" in result.stderr
+    assert 'infra/__main__.py", line' in result.stderr
+
+
+# --- Files it cannot use ------------------------------------------------------------------------
+
+
+def test_a_missing_pod_file_is_named_without_an_errno(tmp_path: Path) -> None:
+    result = gpu_platform("fit", "dev", str(tmp_path / "pods.yaml"))
+
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"cannot read the pod file {tmp_path / 'pods.yaml'}: No such file or directory\n"
+    )
+
+
+def test_a_pod_file_that_is_not_yaml_is_named_with_the_line(tmp_path: Path) -> None:
+    pods = tmp_path / "pods.yaml"
+    pods.write_text("kind: Pod\nspec: [containers\n")
+
+    result = gpu_platform("fit", "dev", str(pods))
+
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"{pods}: not valid YAML: did not find expected ',' or ']' (line 3, column 1)\n"
+    )

@@ -87,7 +87,10 @@ def pod_asking_for(gpus: Any) -> dict[str, Any]:
         (yaml.safe_dump(pod_asking_for(-1)), "(Pod smoke): negative requests for nvidia.com/gpu"),
         ("kind: Deployment\nmetadata: {name: web}\nspec: {}\n", "(Deployment web): no pod spec"),
         ("kind: ConfigMap\nmetadata: {name: c}\n", "'ConfigMap' has no pod spec"),
-        ("kind: Pod\nspec: [\n", "while parsing"),
+        (
+            "kind: Pod\nspec: [\n",
+            "pods.yaml: not valid YAML: did not find expected node content (line 3, column 1)",
+        ),
     ],
     ids=[
         "empty",

@@ -101,6 +101,7 @@ def test_help_imports_no_command_and_no_pulumi() -> None:
         "gpu_platform",
         "gpu_platform.cli",
         "gpu_platform.cli.app",
+        "gpu_platform.cli.options",
     }
 
 

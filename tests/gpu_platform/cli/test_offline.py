@@ -18,7 +18,9 @@ def test_each_run_starts_from_an_empty_stack(dev_config) -> None:
 def test_resources_record_their_parent(dev_plan) -> None:
     operator = dev_plan.named("gpu-operator", "gpu-platform:kubernetes:GpuOperator")
 
-    assert operator.parent == "urn:pulumi:dev::gpu-platform::pulumi:pulumi:Stack::gpu-platform-dev"
+    assert operator.parent == (
+        "urn:pulumi:dev::gpu-platform::pulumi:pulumi:Stack$gpu-platform:index:GpuPlatform::gpu-platform"
+    )
 
 
 def test_resources_record_their_inputs_by_engine_name(dev_plan) -> None:

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from gpu_platform.cli import preflight
 from gpu_platform.cli.app import app
+from gpu_platform.cli.deadline import Deadline
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import StackConfig, load_stack_config
 
@@ -69,14 +70,14 @@ def operator_chart(version: str) -> StackConfig:
 
 
 def test_a_chart_version_the_repository_serves_is_fine(chart_repository: list[str]) -> None:
-    (finding,) = preflight.chart_findings(operator_chart("v25.10.1"))
+    (finding,) = preflight.chart_findings(operator_chart("v25.10.1"), Deadline(30))
 
     assert finding.severity == "ok"
     assert chart_repository == ["https://helm.ngc.nvidia.com/nvidia"]
 
 
 def test_a_chart_version_the_repository_does_not_serve_blocks() -> None:
-    (finding,) = preflight.chart_findings(operator_chart("v26.9.0"))
+    (finding,) = preflight.chart_findings(operator_chart("v26.9.0"), Deadline(30))
 
     assert finding.blocking
     assert "serves no gpu-operator v26.9.0 (2 other versions)" in finding.message
@@ -84,15 +85,31 @@ def test_a_chart_version_the_repository_does_not_serve_blocks() -> None:
 
 
 def test_an_unreadable_index_is_a_warning_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
-    def unreachable(repository: str) -> bytes:
+    def unreachable(repository: str, timeout: float) -> bytes:
         raise OSError("Connection refused")
 
     monkeypatch.setattr(preflight, "read_chart_index", unreachable)
 
-    (finding,) = preflight.chart_findings(operator_chart("v26.7.0"))
+    (finding,) = preflight.chart_findings(operator_chart("v26.7.0"), Deadline(30))
 
     assert finding.severity == "warning"
     assert "Connection refused" in finding.message
+
+
+def test_a_repository_that_does_not_answer_by_the_deadline_is_a_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    never = threading.Event()
+    monkeypatch.setattr(preflight, "read_chart_index", lambda repository, timeout: never.wait(30))
+
+    (finding,) = preflight.chart_findings(operator_chart("v26.7.0"), Deadline(1))
+    never.set()
+
+    assert finding.severity == "warning"
+    assert finding.message == (
+        "Could not read https://helm.ngc.nvidia.com/nvidia/index.yaml: no answer within the 1 s"
+        " deadline."
+    )
 
 
 def test_the_index_is_read_from_the_repository_as_helm_reads_it() -> None:
@@ -111,7 +128,7 @@ def test_the_index_is_read_from_the_repository_as_helm_reads_it() -> None:
     server = http.server.HTTPServer(("127.0.0.1", 0), Index)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        served = READ_CHART_INDEX(f"http://127.0.0.1:{server.server_port}/charts/")
+        served = READ_CHART_INDEX(f"http://127.0.0.1:{server.server_port}/charts/", 5)
     finally:
         server.shutdown()
 

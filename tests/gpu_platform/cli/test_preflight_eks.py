@@ -4,11 +4,16 @@ botocore's Stubber and a `before-call` hook. Findings are asserted exactly."""
 
 import copy
 import re
+import threading
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import boto3
+import botocore.endpoint
 import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
@@ -16,16 +21,22 @@ from botocore.stub import Stubber
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from gpu_platform.cli import preflight, preflight_eks
+from gpu_platform.cli import preflight_eks
 from gpu_platform.cli.app import app
+from gpu_platform.cli.deadline import Calls, Deadline
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_eks import AwsClients
+from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import GpuPoolSpec, StackConfig, load_stack_config
 from tests.repository import ROOT
 from tests.stack_variants import AL2023_RELEASE, ODCR, ODCR_GROUP
 
 REGION = "us-east-1"
+FOR_REGION = AwsClients.for_region
+"""The real one, kept before a test replaces it."""
+DEADLINE_MARGIN_SECONDS = 2
+"""How long past its deadline the command may take to say so: starting and printing."""
 Config = dict[str, Any]
 SPOT_G = "L-3819A6DF"
 ON_DEMAND_P = "L-417A185B"
@@ -33,14 +44,9 @@ ON_DEMAND_P = "L-417A185B"
 
 @pytest.fixture
 def aws() -> Iterator[AwsClients]:
-    """Clients on a fresh moto account."""
+    """The command's clients (its timeouts, standard retries) on a fresh moto account."""
     with mock_aws():
-        yield AwsClients(
-            boto3.client("eks", region_name=REGION),
-            boto3.client("ec2", region_name=REGION),
-            boto3.client("service-quotas", region_name=REGION),
-            boto3.client("resource-groups", region_name=REGION),
-        )
+        yield AwsClients.for_region(REGION, Deadline(30), Calls())
 
 
 @pytest.fixture
@@ -180,14 +186,9 @@ def node_subnets_ok(network: Network) -> Finding:
     )
 
 
-def test_a_ready_account_blocks_nothing(aws: AwsClients, quotas: Stubber) -> None:
-    network = cluster(aws)
-    pod_identity_agent(aws)
-    quota(quotas, SPOT_G, 32)
-
-    findings = preflight_eks.preflight(stack(), aws)
-
-    assert findings == [
+def ready(network: Network) -> list[Finding]:
+    """The findings for `cluster`'s network with the Pod Identity agent and 32 spot G vCPUs."""
+    return [
         CLUSTER_OK,
         AGENT_OK,
         DEV_POOL_ZONES,
@@ -201,6 +202,16 @@ def test_a_ready_account_blocks_nothing(aws: AwsClients, quotas: Stubber) -> Non
             "Nothing.",
         ),
     ]
+
+
+def test_a_ready_account_blocks_nothing(aws: AwsClients, quotas: Stubber) -> None:
+    network = cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+
+    findings = preflight_eks.preflight(stack(), aws)
+
+    assert findings == ready(network)
 
 
 def test_max_above_the_quota_is_a_blocking_finding_not_a_crash(
@@ -1299,7 +1310,9 @@ def test_the_command_exits_non_zero_on_a_blocking_finding(
     cluster(aws)
     pod_identity_agent(aws)
     quota(quotas, SPOT_G, spot_g_quota)
-    monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, region: aws))
+    monkeypatch.setattr(
+        AwsClients, "for_region", classmethod(lambda cls, region, deadline, calls: aws)
+    )
 
     result = CliRunner().invoke(app, ["preflight", "dev"])
 
@@ -1336,7 +1349,7 @@ def test_without_credentials_it_says_it_cannot_check_and_how_to_fix_it(
 ) -> None:
     result = CliRunner().invoke(app, ["preflight", "dev"])
 
-    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert result.exit_code == EXIT_CANNOT_CHECK
     assert "Cannot check stack dev: no usable AWS credentials" in result.output
     assert "AWS_PROFILE" in result.output
     assert "Traceback" not in result.output
@@ -1351,14 +1364,39 @@ def test_without_a_way_to_aws_it_says_it_cannot_check(no_aws_settings: pytest.Mo
 
     result = CliRunner().invoke(app, ["preflight", "dev"])
 
-    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert result.exit_code == EXIT_CANNOT_CHECK
     assert "AWS could not be reached" in result.output
+
+
+def test_a_credential_lookup_that_never_ends_is_named_at_the_deadline(
+    no_aws_settings: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # A profile whose credentials come from a program that does not finish, as a
+    # credential_process waiting on a hardware key or a browser login does (botocore's
+    # ProcessProvider runs it and waits).
+    config = tmp_path / "config"
+    config.write_text("[default]\ncredential_process = sleep 10\n")
+    no_aws_settings.setenv("AWS_CONFIG_FILE", str(config))
+
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["preflight", "dev", "--timeout", "2"])
+    took = time.monotonic() - started
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        "Cannot check stack dev: the 2 s deadline passed while looking for AWS credentials (a"
+        " credential_process, an SSO token or an assumed role that does not come back holds it;"
+        " `aws sts get-caller-identity` with the same profile shows which)." in result.output
+    )
+    assert 2 <= took < 2 + DEADLINE_MARGIN_SECONDS
 
 
 def test_a_refused_permission_is_named_with_what_the_check_needs(
     aws: AwsClients, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, region: aws))
+    monkeypatch.setattr(
+        AwsClients, "for_region", classmethod(lambda cls, region, deadline, calls: aws)
+    )
 
     with Stubber(aws.eks) as eks:
         eks.add_client_error(
@@ -1368,9 +1406,195 @@ def test_a_refused_permission_is_named_with_what_the_check_needs(
         )
         result = CliRunner().invoke(app, ["preflight", "dev"])
 
-    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert result.exit_code == EXIT_CANNOT_CHECK
     assert "AWS refused DescribeCluster (AccessDeniedException" in result.output
     assert "eks:DescribeCluster, eks:DescribeAddon" in result.output
+
+
+# --- Throttling and a network that never answers ---------------------------------------------
+
+# What AWS answers a caller over its request rate, in each service's protocol: EC2's query API
+# answers RequestLimitExceeded ("Request throttling for the Amazon EC2 API"); Service Quotas, a
+# JSON API, its own TooManyRequestsException (its model's GetServiceQuota errors), or
+# ThrottlingException as AWS's JSON APIs do. botocore's legacy retry mode retries none of
+# TooManyRequestsException (botocore/data/_retry.json: a 429 only).
+EC2_THROTTLED = (
+    503,
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error>'
+    b"<Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message>"
+    b"</Error></Errors><RequestID>5c8e1e8a-throttled</RequestID></Response>",
+)
+JSON_THROTTLED = (400, b'{"__type": "ThrottlingException", "message": "Rate exceeded"}')
+TOO_MANY_REQUESTS = (
+    400,
+    b'{"__type": "TooManyRequestsException", "Message": "Due to throttling, the request was'
+    b' denied."}',
+)
+SPOT_G_32 = (
+    200,
+    f'{{"Quota": {{"ServiceCode": "ec2", "QuotaCode": "{SPOT_G}", "Value": 32.0}}}}'.encode(),
+)
+
+
+def answer_over_http(client: Any, operation: str, answers: list[tuple[int, bytes]]) -> list[str]:
+    """Answer `operation`'s attempts with `answers` in turn, as the service would over HTTP:
+    inside botocore's retries, which run after `before-send` (botocore/endpoint.py). The
+    Stubber answers at `before-call`, ahead of them, and would never see a retry. Attempts past
+    the answers are left to moto. Lists the attempts answered, each by the `amz-sdk-request`
+    header it was sent with (`attempt=1; max=5`)."""
+    answered: list[str] = []
+
+    def respond(request: Any, **_: Any) -> AWSResponse | None:
+        if len(answered) == len(answers):
+            return None
+        status, body = answers[len(answered)]
+        answered.append(request.headers["amz-sdk-request"].decode())
+        return AWSResponse(request.url, status, HTTPHeaders(), RawBody(body))
+
+    service = client.meta.service_model.service_id.hyphenize()
+    client.meta.events.register(f"before-send.{service}.{operation}", respond)
+    return answered
+
+
+class RawBody:
+    """A urllib3 response's body as botocore reads it (`AWSResponse.content`)."""
+
+    def __init__(self, body: bytes):
+        self._body = body
+
+    def stream(self, *_: Any, **__: Any) -> Iterator[bytes]:
+        yield self._body
+
+
+@pytest.fixture
+def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The waits botocore's retries ask for, recorded instead of slept, so that a test sees the
+    backoff without waiting it out."""
+    waits: list[float] = []
+    monkeypatch.setattr(botocore.endpoint, "time", SimpleNamespace(sleep=waits.append))
+    return waits
+
+
+@pytest.mark.parametrize(
+    ("client", "operation", "answers"),
+    [
+        ("ec2", "DescribeInstanceTypeOfferings", [EC2_THROTTLED, EC2_THROTTLED]),
+        ("service_quotas", "GetServiceQuota", [JSON_THROTTLED, JSON_THROTTLED, SPOT_G_32]),
+        ("service_quotas", "GetServiceQuota", [TOO_MANY_REQUESTS, TOO_MANY_REQUESTS, SPOT_G_32]),
+    ],
+    ids=["ec2-request-limit", "service-quotas-throttling", "service-quotas-too-many-requests"],
+)
+def test_a_throttled_call_is_retried_with_backoff_until_it_is_answered(
+    aws: AwsClients,
+    backoffs: list[float],
+    client: str,
+    operation: str,
+    answers: list[tuple[int, bytes]],
+) -> None:
+    network = cluster(aws)
+    pod_identity_agent(aws)
+    throttled = answer_over_http(getattr(aws, client), operation, answers)
+    if client != "service_quotas":
+        answer_over_http(aws.service_quotas, "GetServiceQuota", [SPOT_G_32])
+
+    findings = preflight_eks.preflight(stack(), aws)
+
+    assert findings == ready(network)
+    # Standard mode states the attempts it allows from the first attempt on
+    # (botocore/retries/standard.py, MaxAttemptsSeeder); legacy mode only once it retries, so
+    # that its first attempt goes out as `attempt=1` (botocore/retryhandler.py,
+    # MaxAttemptsDecorator).
+    assert throttled == ["attempt=1; max=5", "attempt=2; max=5", "attempt=3; max=5"][: len(answers)]
+    assert getattr(aws, client).meta.config.retries == {"mode": "standard", "total_max_attempts": 5}
+    # Two retries, each after a random share of botocore's throttling backoff: at most 1 s, then
+    # 2 s (botocore/retries/standard.py, ExponentialBackoff: base 1 s for throttling errors).
+    assert len(backoffs) == 2
+    assert backoffs[0] <= 1 and backoffs[1] <= 2
+
+
+def test_a_call_throttled_on_every_attempt_ends_in_exit_4_naming_the_api(
+    aws: AwsClients, backoffs: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+
+    def always_throttled(cls: Any, region: str, deadline: Deadline, calls: Calls) -> AwsClients:
+        clients = FOR_REGION(region, deadline, calls)
+        pod_identity_agent(clients)
+        answer_over_http(clients.service_quotas, "GetServiceQuota", [JSON_THROTTLED] * 10)
+        return clients
+
+    monkeypatch.setattr(AwsClients, "for_region", classmethod(always_throttled))
+
+    result = CliRunner().invoke(app, ["preflight", "dev"])
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        "Cannot check stack dev: AWS throttled service-quotas GetServiceQuota (ThrottlingException:"
+        " Rate exceeded) 5 time(s) in 5 attempts, backing off between them" in result.output
+    )
+    assert len(backoffs) == 4
+
+
+@pytest.mark.parametrize(
+    ("seconds", "timeouts"), [(30, (5, 15)), (3, (3, 3))], ids=["default", "short"]
+)
+def test_every_client_gives_up_within_its_timeouts_and_retries_in_standard_mode(
+    seconds: int, timeouts: tuple[float, float]
+) -> None:
+    clients = AwsClients.for_region(REGION, Deadline(seconds), Calls())
+
+    assert [
+        (c.meta.config.connect_timeout, c.meta.config.read_timeout, c.meta.config.retries)
+        for c in (clients.eks, clients.ec2, clients.service_quotas, clients.resource_groups)
+    ] == [(*timeouts, {"mode": "standard", "total_max_attempts": 5})] * 4
+
+
+def test_the_command_gives_every_client_the_timeouts_of_the_deadline_it_was_given(
+    no_aws_settings: pytest.MonkeyPatch,
+) -> None:
+    no_aws_settings.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+    no_aws_settings.setenv("AWS_SECRET_ACCESS_KEY", "example")
+    made: list[AwsClients] = []
+    done = threading.Event()
+
+    def checked(config: StackConfig, clients: AwsClients) -> list[Finding]:
+        made.append(clients)
+        done.set()
+        return []
+
+    no_aws_settings.setattr(preflight_eks, "preflight", checked)
+
+    CliRunner().invoke(app, ["preflight", "dev", "--timeout", "4"])
+
+    # On a busy machine the clients may take longer to load than the 4 s: they are made all
+    # the same, after the command has given up on them.
+    assert done.wait(60)
+    (clients,) = made
+    # (connect, read): each the smaller of 5 s and 15 s and the 4 s deadline.
+    assert [
+        (c.meta.config.connect_timeout, c.meta.config.read_timeout, c.meta.config.retries)
+        for c in (clients.eks, clients.ec2, clients.service_quotas, clients.resource_groups)
+    ] == [(4, 4, {"mode": "standard", "total_max_attempts": 5})] * 4
+
+
+def test_on_a_network_that_never_answers_it_exits_4_by_the_deadline_naming_the_endpoint(
+    no_aws_settings: pytest.MonkeyPatch, silent_endpoint: str
+) -> None:
+    no_aws_settings.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+    no_aws_settings.setenv("AWS_SECRET_ACCESS_KEY", "example")
+    no_aws_settings.setenv("AWS_ENDPOINT_URL", silent_endpoint)
+
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["preflight", "dev", "--timeout", "3"])
+    took = time.monotonic() - started
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        f"Cannot check stack dev: {silent_endpoint} did not answer eks DescribeCluster within"
+        " the 3 s deadline." in result.output
+    )
+    assert 3 <= took < 3 + DEADLINE_MARGIN_SECONDS
 
 
 # --- Size changes on live node groups ------------------------------------------------------------
@@ -1481,3 +1705,62 @@ def test_an_efa_pool_of_an_instance_type_without_efa_blocks(aws: AwsClients) -> 
         "blocking",
         "aws.efa is on, but EC2 gives g4dn.xlarge no EFA.",
     )
+
+
+def own_autoscaler(config: Config) -> None:
+    config["gpu-platform:autoscaler"] = {"install": False}
+
+
+OLD_AUTOSCALER = {
+    "metadata": {"namespace": "kube-system", "name": "cluster-autoscaler"},
+    "spec": {
+        "template": {
+            "spec": {
+                "containers": [
+                    {"image": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.0"},
+                ]
+            }
+        }
+    },
+}
+
+
+def test_the_autoscaler_a_cluster_runs_itself_is_read_from_its_deployment(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    quota(quotas, SPOT_G, 32)
+    asked: list[str] = []
+
+    def deployments(described: Any) -> Callable[[], list[Any]]:
+        asked.append(described["name"])
+        return lambda: [OLD_AUTOSCALER]
+
+    findings = preflight_eks.preflight(stack(own_autoscaler), replace(aws, deployments=deployments))
+
+    assert asked == ["ml-dev"]
+    assert (
+        Finding(
+            "ok",
+            "cluster ml-dev autoscaler",
+            "kube-system/cluster-autoscaler runs"
+            " registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.0.",
+            "Nothing.",
+        )
+        in findings
+    )
+
+
+def test_a_stack_that_installs_the_autoscaler_does_not_read_the_clusters(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+
+    def deployments(described: Any) -> Callable[[], list[Any]]:
+        raise AssertionError("the stack's own autoscaler needs no reading")
+
+    findings = preflight_eks.preflight(stack(), replace(aws, deployments=deployments))
+
+    assert not any(f.subject.endswith("autoscaler") for f in findings)

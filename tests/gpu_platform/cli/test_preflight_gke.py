@@ -11,25 +11,31 @@ import socketserver
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import jsonschema
 import pytest
 import requests
+import urllib3.util.retry
 from google.auth.transport.requests import AuthorizedSession
 from google.oauth2.credentials import Credentials
-from requests.adapters import BaseAdapter
+from requests.adapters import BaseAdapter, HTTPAdapter
 from typer.testing import CliRunner
 
 from gpu_platform.cli import preflight, preflight_gke
 from gpu_platform.cli.app import app
+from gpu_platform.cli.deadline import Calls, Deadline
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_gke import GoogleApis
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import StackConfig, load_stack_config
@@ -43,6 +49,8 @@ PROJECT = "acme-ml-dev"
 RESERVATION = "h100-ml-dev"
 """The reservation of the reserved pool of `with_gke_capacity_pools`, in us-central1-a."""
 VERSION = "1.35.2-gke.1485000"
+DEADLINE_MARGIN_SECONDS = 2
+"""How long past its deadline the command may take to say so: starting and printing."""
 
 
 # --- The APIs, as their discovery documents describe them ------------------------------------
@@ -156,6 +164,22 @@ def forbidden(message: str, compute: bool) -> Json:
     return {"error": {"code": 403, "message": message, "status": "PERMISSION_DENIED"}}
 
 
+WEEKLY_WINDOW: Json = {
+    "window": {"startTime": "2026-01-03T02:00:00Z", "endTime": "2026-01-03T06:00:00Z"},
+    "recurrence": "FREQ=WEEKLY;BYDAY=SA",
+}
+AMPLE = 64
+AMPLE_QUOTAS = {
+    "PREEMPTIBLE_NVIDIA_L4_GPUS": (AMPLE, 0),
+    "PREEMPTIBLE_NVIDIA_H100_GPUS": (AMPLE, 0),
+    "NVIDIA_L4_GPUS": (AMPLE, 0),
+}
+
+
+def quota_list(held: Mapping[str, tuple[int, int]]) -> list[Json]:
+    return [{"metric": m, "limit": limit, "usage": usage} for m, (limit, usage) in held.items()]
+
+
 class FakeGoogle(BaseAdapter):
     """A requests transport for the GKE and Compute Engine APIs: each call must be a GET method
     of their discovery documents, with its query parameters; it gets the answer given for that
@@ -164,8 +188,10 @@ class FakeGoogle(BaseAdapter):
     def __init__(self) -> None:
         super().__init__()
         self.answers: dict[tuple[str, frozenset[tuple[str, str]]], tuple[int, Json]] = {}
+        self.firsts: dict[tuple[str, frozenset[tuple[str, str]]], list[tuple[int, Json]]] = {}
         self.calls: list[str] = []
         self.sent_headers: list[Mapping[str, str | bytes]] = []
+        self.timeouts: list[float | tuple[float | None, float | None] | None] = []
 
     def answer(self, method_id: str, body: Json, status: int = 200, **params: str) -> None:
         """What the method answers for these parameters (path and query); a success must fit
@@ -175,6 +201,11 @@ class FakeGoogle(BaseAdapter):
         if status == 200:
             validator(api_.name, method.response).validate(body)
         self.answers[(method_id, frozenset(params.items()))] = (status, body)
+
+    def first(self, method_id: str, *answers: tuple[int, Json], **params: str) -> None:
+        """The method's first calls with these parameters get `answers` (errors), one each, in
+        turn; the calls after them, what `answer` gave."""
+        self.firsts[(method_id, frozenset(params.items()))] = list(answers)
 
     def session(self, session: requests.Session | None = None) -> requests.Session:
         """`session` (a plain one by default) with its HTTPS calls sent here."""
@@ -191,7 +222,18 @@ class FakeGoogle(BaseAdapter):
         cert: str | tuple[str, str] | None = None,
         proxies: dict[str, str] | None = None,
     ) -> requests.Response:
-        method, url = request.method, str(request.url)
+        url = str(request.url)
+        self.timeouts.append(timeout)
+        status, body = self.respond(str(request.method), url, request.headers)
+        response = requests.Response()
+        response.status_code, response.url, response.request = status, url, request
+        response._content = json.dumps(body).encode()
+        return response
+
+    def respond(
+        self, method: str, url: str, headers: Mapping[str, str | bytes]
+    ) -> tuple[int, Json]:
+        """The status and body the APIs answer `method url` with."""
         assert method == "GET", f"a read-only check sent {method} {url}"
         parts = urlsplit(url)
         address = f"{parts.scheme}://{parts.netloc}{parts.path}"
@@ -207,23 +249,48 @@ class FakeGoogle(BaseAdapter):
         assert set(query) <= found.query, f"{found.id} takes no {set(query) - found.query}"
         params = {k: unquote(v) for k, v in match.groupdict().items()} | query
         self.calls.append(found.id)
-        self.sent_headers.append(request.headers)
-        status, body = self.answers.get(
-            (found.id, frozenset(params.items())), (404, not_found(url))
-        )
-        response = requests.Response()
-        response.status_code, response.url, response.request = status, url, request
-        response._content = json.dumps(body).encode()
-        return response
+        self.sent_headers.append(headers)
+        key = (found.id, frozenset(params.items()))
+        if self.firsts.get(key):
+            return self.firsts[key].pop(0)
+        return self.answers.get(key, (404, not_found(url)))
 
     def close(self) -> None:
         pass
 
     def cluster(self, **fields: Any) -> None:
+        """The cluster, with a weekly maintenance window unless `fields` say otherwise."""
         self.answer(
             "container.projects.locations.clusters.get",
-            {"name": "ml-dev", "location": "us-central1", **fields},
+            {
+                "name": "ml-dev",
+                "location": "us-central1",
+                "maintenancePolicy": {"window": {"recurringWindow": WEEKLY_WINDOW}},
+                **fields,
+            },
             name=f"projects/{PROJECT}/locations/us-central1/clusters/ml-dev",
+        )
+
+    def quotas(
+        self, regional: Mapping[str, tuple[int, int]] | None = None, all_regions: int = AMPLE
+    ) -> None:
+        """The region's and the project's quotas (`Quota`: metric, limit, usage), by default
+        ample for the stack's pools."""
+        held = AMPLE_QUOTAS if regional is None else regional
+        self.answer(
+            "compute.regions.get",
+            {"kind": "compute#region", "name": "us-central1", "quotas": quota_list(held)},
+            project=PROJECT,
+            region="us-central1",
+        )
+        self.answer(
+            "compute.projects.get",
+            {
+                "kind": "compute#project",
+                "name": PROJECT,
+                "quotas": quota_list({"GPUS_ALL_REGIONS": (all_regions, 0)}),
+            },
+            project=PROJECT,
         )
 
     def reservation(self, zone: str = "us-central1-a", **fields: Any) -> None:
@@ -287,6 +354,7 @@ def google() -> FakeGoogle:
     fake.cluster(status="RUNNING", currentMasterVersion=VERSION)
     fake.reservation()
     fake.listed(reservation())
+    fake.quotas()
     return fake
 
 
@@ -326,9 +394,18 @@ RESERVED = f"pool {GKE_RESERVED_POOL}"
 WHERE = "gpu-platform:pools[1].gcp.reservationName"
 
 
+WINDOW_OK = Finding(
+    "ok",
+    "cluster ml-dev",
+    "GKE upgrades nodes only in the maintenance window (FREQ=WEEKLY;BYDAY=SA).",
+    "Nothing.",
+)
+
+
 def test_a_ready_project_blocks_nothing(google: FakeGoogle) -> None:
     assert findings(google) == [
         CLUSTER_OK,
+        WINDOW_OK,
         Finding(
             "ok",
             RESERVED,
@@ -345,9 +422,33 @@ def test_a_ready_project_blocks_nothing(google: FakeGoogle) -> None:
             f"The cluster's GKE {VERSION} has gcp.flexStart and gcp.queuedProvisioning.",
             "Nothing.",
         ),
+        Finding(
+            "ok",
+            "quota PREEMPTIBLE_NVIDIA_L4_GPUS in us-central1",
+            "The quota is 64 GPUs (0 in use); l4-shared, l4-flex need at most 11 at their max.",
+            "Nothing.",
+        ),
+        Finding(
+            "ok",
+            "quota PREEMPTIBLE_NVIDIA_H100_GPUS in us-central1",
+            "The quota is 64 GPUs (0 in use); h100-queued need at most 32 at their max.",
+            "Nothing.",
+        ),
+        Finding(
+            "ok",
+            "quota GPUS_ALL_REGIONS over all regions",
+            "The quota is 64 GPUs (0 in use); l4-shared, l4-flex, h100-queued need at most 43 at"
+            " their max.",
+            "Nothing.",
+        ),
     ]
     # Only the named reservation is read: the project's list is for what that lookup misses.
-    assert google.calls == ["container.projects.locations.clusters.get", "compute.reservations.get"]
+    assert google.calls == [
+        "container.projects.locations.clusters.get",
+        "compute.reservations.get",
+        "compute.regions.get",
+        "compute.projects.get",
+    ]
 
 
 # --- reservation: specific ---------------------------------------------------------------------
@@ -413,6 +514,7 @@ def test_an_accelerator_given_by_its_url_is_known_by_its_name(google: FakeGoogle
 def test_a_reservation_in_another_zone_blocks_naming_its_zone(google: FakeGoogle) -> None:
     google.answers.clear()
     google.cluster(status="RUNNING", currentMasterVersion=VERSION)
+    google.quotas()
     google.listed(reservation(zone="us-central1-b"), reservation(name="other"))
 
     assert of_pool(findings(google), GKE_RESERVED_POOL) == [
@@ -429,6 +531,7 @@ def test_a_reservation_in_another_zone_blocks_naming_its_zone(google: FakeGoogle
 def test_a_reservation_compute_engine_does_not_know_blocks(google: FakeGoogle) -> None:
     google.answers.clear()
     google.cluster(status="RUNNING", currentMasterVersion=VERSION)
+    google.quotas()
     google.listed()
 
     assert of_pool(findings(google), GKE_RESERVED_POOL) == [
@@ -654,8 +757,9 @@ def test_a_cluster_gke_does_not_know_blocks_and_the_reservations_are_still_check
 ) -> None:
     google.answers.clear()
     google.reservation()
+    google.quotas()
 
-    assert findings(google) == [
+    assert findings(google)[:2] == [
         Finding(
             "blocking",
             "cluster ml-dev",
@@ -704,7 +808,7 @@ def command(monkeypatch: pytest.MonkeyPatch, google: FakeGoogle) -> Callable[...
     monkeypatch.setattr(
         GoogleApis,
         "with_default_credentials",
-        classmethod(lambda cls, project: GoogleApis(google.session(), project)),
+        classmethod(lambda cls, project, deadline, calls: GoogleApis(google.session(), project)),
     )
 
     def run(change: Callable[[Config], Any] = lambda c: None) -> Any:
@@ -787,12 +891,12 @@ def test_a_refused_permission_is_named_with_what_the_check_needs(
 
     result = command()
 
-    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert result.exit_code == EXIT_CANNOT_CHECK
     assert f"Cannot check stack gke-dev: {said}" in result.output
     assert (
         "The check needs, read-only: container.clusters.get, compute.reservations.get,"
-        " compute.reservations.list (roles/container.clusterViewer and roles/compute.viewer"
-        " grant them)." in result.output
+        " compute.reservations.list, compute.regions.get, compute.projects.get"
+        " (roles/container.clusterViewer and roles/compute.viewer grant them)." in result.output
     )
     assert "Traceback" not in result.output
 
@@ -805,13 +909,274 @@ def test_without_a_way_to_google_it_says_it_cannot_check(
     monkeypatch.setattr(
         GoogleApis,
         "with_default_credentials",
-        classmethod(lambda cls, project: GoogleApis(requests.Session(), project)),
+        classmethod(lambda cls, project, deadline, calls: GoogleApis(requests.Session(), project)),
     )
 
     result = command()
 
-    assert result.exit_code == preflight.EXIT_CANNOT_CHECK
+    assert result.exit_code == EXIT_CANNOT_CHECK
     assert "Cannot check stack gke-dev: Google Cloud could not be reached" in result.output
+
+
+# --- Throttling, answered over HTTP -----------------------------------------------------------
+
+# Google's answers to a used-up rate quota: 429 RESOURCE_EXHAUSTED, and Compute Engine's 403 with
+# reason rateLimitExceeded ("Compute Engine rate quotas").
+CLUSTER_GET = "container.projects.locations.clusters.get"
+CLUSTER_NAME = f"projects/{PROJECT}/locations/us-central1/clusters/ml-dev"
+RESERVATION_GET = "compute.reservations.get"
+RESERVATION_PARAMS = {"project": PROJECT, "zone": "us-central1-a", "reservation": RESERVATION}
+QUOTA_EXCEEDED = (
+    429,
+    {
+        "error": {
+            "code": 429,
+            "message": "Quota exceeded for quota metric 'Requests'.",
+            "status": "RESOURCE_EXHAUSTED",
+        }
+    },
+)
+RATE_LIMIT_EXCEEDED = (
+    403,
+    {
+        "error": {
+            "code": 403,
+            "message": "Rate Limit Exceeded",
+            "errors": [
+                {
+                    "message": "Rate Limit Exceeded",
+                    "domain": "usageLimits",
+                    "reason": "rateLimitExceeded",
+                }
+            ],
+        }
+    },
+)
+UNAVAILABLE = (503, {"error": {"code": 503, "message": "Try again.", "status": "UNAVAILABLE"}})
+
+
+@pytest.fixture
+def served(
+    google: FakeGoogle, monkeypatch: pytest.MonkeyPatch, no_proxy: None
+) -> Iterator[FakeGoogle]:
+    """`google` served over HTTP on this machine's loopback, where the APIs' addresses point, to
+    `gpu-platform preflight gke-dev` with a token that needs no refresh: each call goes through
+    the command's own session, its transport and urllib3's retries, as it would to Google."""
+    roots = {"/compute/": "https://compute.googleapis.com", "/": "https://container.googleapis.com"}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            root = next(r for prefix, r in roots.items() if self.path.startswith(prefix))
+            status, body = google.respond("GET", root + self.path, dict(self.headers))
+            content = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(content)))
+            self.end_headers()
+            self.wfile.write(content)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    address = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setattr(preflight_gke, "CONTAINER_API", f"{address}/v1/")
+    monkeypatch.setattr(preflight_gke, "COMPUTE_API", f"{address}/compute/v1/")
+    monkeypatch.setattr("google.auth.default", lambda scopes: (Credentials(token="t"), None))
+    monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack())
+    try:
+        yield google
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The waits urllib3's retries ask for, recorded instead of slept, so that a test sees the
+    backoff without waiting it out."""
+    waits: list[float] = []
+    monkeypatch.setattr(urllib3.util.retry, "time", SimpleNamespace(sleep=waits.append))
+    return waits
+
+
+class Answered(NamedTuple):
+    """A method's answer to calls with these parameters."""
+
+    method: str
+    params: dict[str, str]
+    answer: tuple[int, Json]
+
+
+CLUSTER_QUOTA_EXCEEDED = Answered(CLUSTER_GET, {"name": CLUSTER_NAME}, QUOTA_EXCEEDED)
+RESERVATION_RATE_LIMITED = Answered(RESERVATION_GET, RESERVATION_PARAMS, RATE_LIMIT_EXCEEDED)
+
+
+@pytest.mark.parametrize(
+    "throttled",
+    [
+        CLUSTER_QUOTA_EXCEEDED,
+        RESERVATION_RATE_LIMITED,
+        Answered(CLUSTER_GET, {"name": CLUSTER_NAME}, UNAVAILABLE),
+    ],
+    ids=["gke-429", "compute-rate-limit", "server-error"],
+)
+def test_a_throttled_call_is_retried_with_backoff_until_it_is_answered(
+    served: FakeGoogle, backoffs: list[float], throttled: Answered
+) -> None:
+    served.first(throttled.method, throttled.answer, throttled.answer, **throttled.params)
+
+    result = CliRunner().invoke(app, ["preflight", "gke-dev"])
+
+    assert result.exit_code == 0, result.output
+    assert served.calls.count(throttled.method) == 3
+    # The first retry at once, the second after backoff_factor x 2 s (urllib3 2.x,
+    # util/retry.py get_backoff_time: 0 for the first retry, then factor x 2 ** (retries - 1)).
+    assert backoffs == [2]
+
+
+@pytest.mark.parametrize(
+    ("throttled", "said"),
+    [
+        (
+            CLUSTER_QUOTA_EXCEEDED,
+            f"Google Cloud throttled container.clusters.get on {CLUSTER_NAME} (429"
+            " RESOURCE_EXHAUSTED: Quota exceeded for quota metric 'Requests'.)",
+        ),
+        (
+            RESERVATION_RATE_LIMITED,
+            "Google Cloud throttled compute.reservations.get on"
+            f" projects/{PROJECT}/zones/us-central1-a/reservations/{RESERVATION} (403"
+            " rateLimitExceeded: Rate Limit Exceeded)",
+        ),
+    ],
+    ids=["gke-429", "compute-rate-limit"],
+)
+def test_a_call_throttled_on_every_attempt_ends_in_exit_4_saying_it_was_throttled(
+    served: FakeGoogle, backoffs: list[float], throttled: Answered, said: str
+) -> None:
+    status, body = throttled.answer
+    served.answer(throttled.method, body, status=status, **throttled.params)
+
+    result = CliRunner().invoke(app, ["preflight", "gke-dev"])
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        f"Cannot check stack gke-dev: {said} 5 time(s) in 5 attempts, backing off between them:"
+        " the project's rate quota for the API is used up, by this check or others, until it"
+        " refills at the next minute. Run it again in a minute." in result.output
+    )
+    assert served.calls.count(throttled.method) == 5
+    assert backoffs == [2, 4, 8]
+
+
+def test_throttling_is_not_waited_out_past_the_deadline(served: FakeGoogle) -> None:
+    served.answer(CLUSTER_GET, QUOTA_EXCEEDED[1], status=429, name=CLUSTER_NAME)
+
+    result, took = preflight_within(3)
+
+    # Tries at 0 and 0 s, and after 2 s; the next, 4 s on, would be past the deadline.
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        f"Cannot check stack gke-dev: Google Cloud throttled container.clusters.get on"
+        f" {CLUSTER_NAME} (429 RESOURCE_EXHAUSTED: Quota exceeded for quota metric 'Requests'.)"
+        " 3 time(s) in 3 attempts" in result.output
+    )
+    assert served.calls.count(CLUSTER_GET) == 3
+    assert took < 3
+
+
+def test_a_refused_permission_is_not_retried(served: FakeGoogle) -> None:
+    refused = forbidden("Required 'compute.reservations.get' permission", compute=True)
+    served.answer(RESERVATION_GET, refused, status=403, **RESERVATION_PARAMS)
+
+    result = CliRunner().invoke(app, ["preflight", "gke-dev"])
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert "Google Cloud refused compute.reservations.get" in result.output
+    assert served.calls.count(RESERVATION_GET) == 1
+
+
+def test_the_calls_timeouts_come_from_the_deadline_given(
+    served: FakeGoogle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timeouts: list[Any] = []
+    send = HTTPAdapter.send
+
+    def recorded(self: HTTPAdapter, request: Any, *args: Any, **kwargs: Any) -> Any:
+        timeouts.append(kwargs["timeout"])
+        return send(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(HTTPAdapter, "send", recorded)
+
+    CliRunner().invoke(app, ["preflight", "gke-dev", "--timeout", "4"])
+
+    # (connect, read): each the smaller of 5 s and 15 s and the 4 s deadline.
+    assert timeouts
+    assert set(timeouts) == {(4.0, 4.0)}
+
+
+def test_each_call_is_given_up_after_its_connect_and_read_timeouts(google: FakeGoogle) -> None:
+    GoogleApis(google.session(), PROJECT, (5.0, 15.0)).cluster("us-central1", "ml-dev")
+
+    assert google.timeouts == [(5.0, 15.0)]
+
+
+@pytest.fixture
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loopback reached directly, whatever proxy this machine's environment names."""
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def preflight_within(seconds: int) -> tuple[Any, float]:
+    """`gpu-platform preflight gke-dev --timeout <seconds>`, and how long it took."""
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["preflight", "gke-dev", "--timeout", str(seconds)])
+    return result, time.monotonic() - started
+
+
+def test_on_a_network_that_never_answers_it_exits_4_by_the_deadline_naming_the_endpoint(
+    monkeypatch: pytest.MonkeyPatch, silent_endpoint: str, no_proxy: None
+) -> None:
+    monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack())
+    monkeypatch.setattr(preflight_gke, "CONTAINER_API", f"{silent_endpoint}/v1/")
+    monkeypatch.setattr("google.auth.default", lambda scopes: (Credentials(token="t"), None))
+
+    result, took = preflight_within(3)
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        f"Cannot check stack gke-dev: {silent_endpoint} did not answer GET"
+        f" /v1/projects/{PROJECT}/locations/us-central1/clusters/ml-dev within the 3 s deadline."
+        in result.output
+    )
+    assert 3 <= took < 3 + DEADLINE_MARGIN_SECONDS
+
+
+def test_a_token_refresh_that_never_answers_is_held_to_the_deadline_too(
+    monkeypatch: pytest.MonkeyPatch, silent_endpoint: str, no_proxy: None
+) -> None:
+    # A user's Application Default Credentials without a token yet: the first call refreshes it.
+    credentials = Credentials(
+        token=None,
+        refresh_token="1//refresh",
+        client_id="client",
+        client_secret="secret",
+        token_uri=f"{silent_endpoint}/token",
+    )
+    monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack())
+    monkeypatch.setattr("google.auth.default", lambda scopes: (credentials, None))
+
+    result, took = preflight_within(3)
+
+    assert result.exit_code == EXIT_CANNOT_CHECK
+    assert (
+        f"Cannot check stack gke-dev: {silent_endpoint} did not answer POST /token within the 3 s"
+        " deadline." in result.output
+    )
+    assert 3 <= took < 3 + DEADLINE_MARGIN_SECONDS
 
 
 def test_without_credentials_the_installed_command_says_it_cannot_check(tmp_path: Path) -> None:
@@ -833,7 +1198,7 @@ def test_without_credentials_the_installed_command_says_it_cannot_check(tmp_path
         env=environment,
     )
 
-    assert result.returncode == preflight.EXIT_CANNOT_CHECK, result.stderr
+    assert result.returncode == EXIT_CANNOT_CHECK, result.stderr
     assert "Cannot check stack gke-dev: no Application Default Credentials" in result.stderr
     assert "gcloud auth application-default login" in result.stderr
     assert "Traceback" not in result.stderr
@@ -845,6 +1210,12 @@ def test_calls_go_through_google_auth_with_the_credentials_token(google: FakeGoo
     GoogleApis(session, PROJECT).cluster("us-central1", "ml-dev")
 
     assert google.sent_headers[0]["authorization"] == "Bearer ya29.token"
+
+
+def default_apis() -> GoogleApis:
+    """The APIs as the command reaches them: Application Default Credentials, requests' own
+    transport."""
+    return GoogleApis.with_default_credentials(PROJECT, Deadline(30), Calls())
 
 
 @pytest.fixture
@@ -860,7 +1231,7 @@ def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
             self.wfile.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
 
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Refusing)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     address = f"http://127.0.0.1:{server.server_address[1]}"
     for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
         monkeypatch.setenv(name, address)
@@ -876,7 +1247,7 @@ def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 def test_the_apis_are_called_through_the_proxy_https_proxy_names(proxy: list[str]) -> None:
     with pytest.raises(requests.exceptions.ProxyError):
-        GoogleApis.with_default_credentials(PROJECT).cluster("us-central1", "ml-dev")
+        default_apis().cluster("us-central1", "ml-dev")
 
     # The request line less its HTTP version, which Python's http.client chooses.
     assert [line.rsplit(" ", 1)[0] for line in proxy] == ["CONNECT container.googleapis.com:443"]
@@ -890,7 +1261,7 @@ def test_a_host_no_proxy_names_is_called_directly(
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
 
     with pytest.raises(requests.exceptions.ConnectionError) as refused:
-        GoogleApis.with_default_credentials(PROJECT).cluster("us-central1", "ml-dev")
+        default_apis().cluster("us-central1", "ml-dev")
 
     assert not isinstance(refused.value, requests.exceptions.ProxyError)
     assert proxy == []
@@ -904,6 +1275,8 @@ PERMISSIONS = {
     "container.projects.locations.clusters.get": "container.clusters.get",
     "compute.reservations.get": "compute.reservations.get",
     "compute.reservations.aggregatedList": "compute.reservations.list",
+    "compute.regions.get": "compute.regions.get",
+    "compute.projects.get": "compute.projects.get",
 }
 
 
@@ -919,6 +1292,7 @@ def test_the_readme_names_exactly_the_permissions_the_check_calls(google: FakeGo
     # list is read for it), and an `any` pool.
     google.answers.clear()
     google.cluster(status="RUNNING", currentMasterVersion=VERSION)
+    google.quotas()
     google.listed()
 
     findings(google, with_any_pool)

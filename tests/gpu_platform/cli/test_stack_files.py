@@ -10,6 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from gpu_platform.cli.app import app
+from tests.console import gpu_platform, own_project_in
 from tests.repository import ROOT
 
 DEV_STACK = (ROOT / "Pulumi.dev.yaml").read_text()
@@ -38,9 +39,9 @@ def plan(project: Path, stack_file: str) -> tuple[int, str]:
         ("just words\n", "must be a YAML mapping"),
         ("config:\n\tgpu-platform:cloud: aws\n", "is not valid YAML"),
         ("config: [a, b]\n", "`config:` must be a mapping"),
-        ("config:\n  cloud: aws\n", "'cloud': could not parse as a configuration key"),
+        ("config:\n  a:b:c: aws\n", "'a:b:c': could not parse as a configuration key"),
     ],
-    ids=["a list", "a scalar", "tabs", "config a list", "no namespace"],
+    ids=["a list", "a scalar", "tabs", "config a list", "two namespaces"],
 )
 def test_a_stack_file_pulumi_refuses_exits_2_saying_why(
     project: Path, stack_file: str, words: str
@@ -50,6 +51,67 @@ def test_a_stack_file_pulumi_refuses_exits_2_saying_why(
     assert exit_code == 2
     assert "Pulumi.broken.yaml" in output
     assert words in output
+
+
+def plan_in_own_project(directory: Path, stack_file: bytes) -> tuple[int, str]:
+    """`gpu-platform plan staging` in a project of the user's own whose stack file is
+    `stack_file`: the exit code and what the command wrote to stderr."""
+    project = own_project_in(directory)
+    stack = project / "stacks" / "Pulumi.staging.yaml"
+    stack.write_bytes(stack_file)
+    result = gpu_platform("plan", "staging", cwd=project)
+    return result.returncode, result.stderr.replace(str(stack), "Pulumi.staging.yaml")
+
+
+def test_a_stack_file_not_in_utf8_is_a_config_error_naming_the_file(tmp_path: Path) -> None:
+    latin1 = DEV_STACK.replace("# dev: a small", "# dév: a small").encode("latin-1")
+
+    exit_code, stderr = plan_in_own_project(tmp_path, latin1)
+
+    assert (exit_code, stderr) == (
+        2,
+        "Pulumi.staging.yaml: line 1: byte 0xe9 is not UTF-8; Pulumi reads a stack file as"
+        " UTF-8 text: save it as UTF-8\n",
+    )
+
+
+def test_a_stack_file_in_utf16_with_its_byte_order_mark_is_read(project: Path) -> None:
+    # Pulumi's YAML reader takes UTF-16 after its byte order mark (gopkg.in/yaml.v3 v3.0.1
+    # readerc.go, yaml_parser_determine_encoding); PowerShell 5 writes files so.
+    (project / "Pulumi.utf16.yaml").write_bytes(DEV_STACK.encode("utf-16"))
+
+    result = CliRunner().invoke(app, ["plan", "utf16"], terminal_width=300)
+
+    assert result.exit_code == 0, result.output
+
+
+def test_a_key_given_twice_in_a_mapping_is_refused_as_pulumi_refuses_it(tmp_path: Path) -> None:
+    # gopkg.in/yaml.v3 v3.0.1 decode.go, `mapping`, which Pulumi reads stack files with
+    # (sdk/go/common/encoding/marshal.go): "line %d: mapping key %#v already defined at line %d".
+    twice = DEV_STACK.replace("      max: 3\n", "      max: 3\n      max: 300\n")
+
+    exit_code, stderr = plan_in_own_project(tmp_path, twice.encode())
+
+    assert (exit_code, stderr) == (
+        2,
+        'Pulumi.staging.yaml: line 15: mapping key "max" already defined at line 14: Pulumi'
+        " refuses a key given twice in one mapping; keep one\n",
+    )
+
+
+def test_a_key_without_a_namespace_is_the_projects_as_pulumi_reads_it(tmp_path: Path) -> None:
+    # sdk/go/common/workspace/loaders.go, `stackConfigNamespacedWithProject`: `monitoring` in
+    # project ml-gpus is `ml-gpus:monitoring`, which the platform does not read.
+    bare = DEV_STACK.replace("config:\n", "config:\n  monitoring: {installPrometheusStack: true}\n")
+
+    exit_code, stderr = plan_in_own_project(tmp_path, bare.encode())
+
+    assert (exit_code, stderr.splitlines()[1]) == (
+        2,
+        '  ml-gpus:monitoring: got {"installPrometheusStack": true}; expected the key'
+        " gpu-platform:monitoring: the platform reads the gpu-platform namespace only, not the"
+        " project's (ml-gpus); set it with `pulumi config set gpu-platform:monitoring ...`",
+    )
 
 
 def test_a_key_in_a_misspelt_namespace_is_reported(project: Path) -> None:

@@ -44,6 +44,8 @@ _INTEGERS = {
     "maxUnavailablePercentage",
     "maxParallelNodesRepairedCount",
     "maxUnhealthyNodeThresholdPercentage",
+    "maxUnhealthyNodeThresholdCount",
+    "minRepairWaitTimeMins",
 }
 
 # Engine input -> CreateLaunchTemplate LaunchTemplateData member.

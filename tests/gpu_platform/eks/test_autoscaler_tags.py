@@ -47,7 +47,7 @@ def test_tags_hint_every_label_taint_and_resource_and_mark_the_group_for_discove
         "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu": "4",
         "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage": "88Gi",
         options + "scaledownunneededtime": "15m0s",
-        options + "scaledowngpuutilizationthreshold": "0",
+        options + "scaledowngpuutilizationthreshold": "0.000001",
     }
 
 
@@ -66,9 +66,58 @@ def test_a_mig_pool_is_drained_only_when_no_pod_requests_cpu_or_memory_there() -
     tags = autoscaler_tags(pool.identity, "ml-dev", idle_minutes=10, disk_size_gib=200)
 
     options = "k8s.io/cluster-autoscaler/node-template/autoscaling-options/"
-    assert tags[options + "scaledownutilizationthreshold"] == "0"
+    assert tags[options + "scaledownutilizationthreshold"] == "0.000001"
     assert tags[options + "ignoredaemonsetsutilization"] == "true"
     assert options + "scaledowngpuutilizationthreshold" not in tags
+
+
+def removable_before_the_fix(utilization: float, threshold: str) -> bool:
+    # isNodeBelowUtilizationThreshold, core/scaledown/eligibility/eligibility.go at
+    # cluster-autoscaler-1.33.3 and 1.34.2: `if utilInfo.Utilization >= threshold` keeps it.
+    return not utilization >= float(threshold)
+
+
+def removable_after_the_fix(utilization: float, threshold: str) -> bool:
+    # isNodeAtOrBelowUtilizationThreshold, the same file from 1.33.4, 1.34.3 and 1.35.0
+    # (66d2242f61): `if utilInfo.Utilization > threshold` keeps it.
+    return not utilization > float(threshold)
+
+
+def test_the_threshold_removes_an_empty_node_under_both_comparisons() -> None:
+    spec = GpuPoolSpec.model_validate(mig_pool())
+    for identity in (resolve_pool(spec, 0, GpuShape("a100-80gb", 8)).identity, T4_IDENTITY):
+        (threshold,) = (
+            v for k, v in _options(identity).items() if k.endswith("utilizationthreshold")
+        )
+
+        assert removable_before_the_fix(0.0, threshold)
+        assert removable_after_the_fix(0.0, threshold)
+
+
+def test_the_threshold_keeps_a_node_any_pod_holds_under_both_comparisons() -> None:
+    spec = GpuPoolSpec.model_validate(mig_pool())
+    # Requested over allocatable milli-units (simulator/utilization/info.go): one millicore of
+    # a p5.48xlarge's 192 CPUs, and one time-sliced replica of 8 GPUs shared 48 ways.
+    smallest = [1 / 192_000, 1 / (8 * 48)]
+    for identity in (resolve_pool(spec, 0, GpuShape("a100-80gb", 8)).identity, T4_IDENTITY):
+        (threshold,) = (
+            v for k, v in _options(identity).items() if k.endswith("utilizationthreshold")
+        )
+        for utilization in smallest:
+            assert not removable_before_the_fix(utilization, threshold)
+            assert not removable_after_the_fix(utilization, threshold)
+
+
+T4_IDENTITY = NodeIdentity(
+    labels={"k8s.amazonaws.com/accelerator": "nvidia-tesla-t4"},
+    taints=(Taint("nvidia.com/gpu", "present", "NoSchedule"),),
+    resources={"nvidia.com/gpu": 1},
+)
+
+
+def _options(identity: NodeIdentity) -> dict[str, str]:
+    tags = autoscaler_tags(identity, "ml-dev", idle_minutes=10, disk_size_gib=200)
+    return {k: v for k, v in tags.items() if "/autoscaling-options/" in k}
 
 
 def test_a_mixed_mig_pool_hints_its_slices_per_node() -> None:

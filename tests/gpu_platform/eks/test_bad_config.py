@@ -171,6 +171,18 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str, str]] = [
         "greater than or equal to 1",
     ),
     (
+        "a repair threshold of no node",
+        lambda c: with_aws_options(c, nodeRepairMaxUnhealthyNodes=0),
+        "gpu-platform:pools[0].aws.nodeRepairMaxUnhealthyNodes",
+        "greater than or equal to 1",
+    ),
+    (
+        "an update strategy EKS does not have",
+        lambda c: with_aws_options(c, updateStrategy="surge"),
+        "gpu-platform:pools[0].aws.updateStrategy",
+        "'minimal' or 'default'",
+    ),
+    (
         "autoscaler idle time of zero",
         lambda c: c.update({"gpu-platform:autoscaler": {"gpuNodeIdleMinutes": 0}}),
         "gpu-platform:autoscaler.gpuNodeIdleMinutes",

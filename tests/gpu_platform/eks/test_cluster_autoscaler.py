@@ -2,7 +2,6 @@
 version, Pod Identity with a least-privilege policy, GPU-aware settings, and leaving it out."""
 
 import json
-import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -13,6 +12,7 @@ from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.versions import CLUSTER_AUTOSCALER_CHART, CLUSTER_AUTOSCALER_IMAGES
 
 from .plans import RELEASE, asg_tags, problems_of, with_aws_options, with_extra_pool, with_pool
+from .priority_expander import best_options, parsed_priorities, rendered_config_map
 
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
@@ -194,7 +194,27 @@ def test_gpu_aware_settings_come_from_config(dev_config: Config, plan_for: PlanF
 def test_defaults_balance_similar_groups_and_rank_by_capacity_then_waste(dev_plan: Plan) -> None:
     args = release(dev_plan).inputs["values"]["extraArgs"]
 
-    assert args == {"balance-similar-node-groups": True, "expander": "priority,least-waste"}
+    assert args["balance-similar-node-groups"] is True
+    assert args["expander"] == "priority,least-waste"
+
+
+def test_balancing_ignores_the_nodegroup_name_label_each_zonal_group_has(dev_plan: Plan) -> None:
+    args = release(dev_plan).inputs["values"]["extraArgs"]
+
+    # EKS tags each Auto Scaling group `eks:nodegroup-name`, which the AWS template turns into
+    # the label `nodegroup-name` (extractLabelsFromAsg, cloudprovider/aws/aws_manager.go,
+    # cluster-autoscaler-1.35.2), and which the AWS comparator does not ignore
+    # (processors/nodegroupset/aws_nodegroups.go, same tag; kubernetes/autoscaler#6954).
+    assert args["balancing-ignore-label"] == "nodegroup-name"
+
+
+def test_the_chart_passes_the_balancing_flag_as_one_argument(dev_plan: Plan) -> None:
+    args = release(dev_plan).inputs["values"]["extraArgs"]
+
+    # templates/deployment.yaml (chart 9.59.0): `--{{ $key | mustRegexFind "^[^_]+" }}=...`.
+    rendered = [f"--{key.partition('_')[0]}={value}" for key, value in args.items()]
+
+    assert "--balancing-ignore-label=nodegroup-name" in rendered
 
 
 def with_pools_of_every_capacity(config: Config) -> Config:
@@ -220,21 +240,93 @@ def with_pools_of_every_capacity(config: Config) -> Config:
     )
 
 
-def test_the_priority_expander_ranks_blocks_then_reservations_then_on_demand_then_spot(
+def priorities_config_map(plan: Plan) -> dict[str, Any]:
+    config_map = rendered_config_map(release(plan).inputs["values"])
+    assert config_map is not None
+    return config_map
+
+
+# A CPU node group of the cluster, as EKS names a managed node group's Auto Scaling group.
+CPU_GROUP = "eks-general-purpose-20250101000000000000000001-2cc0e0f5-1f53-8b52-e5d2-d4eaa1e0b5b2"
+
+
+def test_the_priority_expander_ranks_other_groups_then_blocks_reservations_on_demand_spot(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
-    values = release(plan_for(with_pools_of_every_capacity(dev_config))).inputs["values"]
+    config_map = priorities_config_map(plan_for(with_pools_of_every_capacity(dev_config)))
     # An optional zone, for pools with a node group per zone, then the unique suffix.
     zone = "[a-z]{2}(?:-[a-z]+)+-[0-9]+(?:[a-z]|-[a-z]+-[0-9]+[a-z])"
     suffix = f"-(?:(?P<zone>{zone})-)?[0-9]{{18}}[0-9a-f]{{8}}-"
 
-    # The chart renders these as the cluster-autoscaler-priority-expander ConfigMap
-    # (templates/priority-expander-configmap.yaml, chart 9.59.0); higher wins.
-    assert values["expanderPriorities"] == {
-        "40": [f"^eks-h100{suffix}"],
-        "30": [f"^eks-a10g{suffix}"],
-        "20": [f"^eks-l4{suffix}"],
-        "10": [f"^eks-t4\\-shared{suffix}", f"^eks-l4\\-2{suffix}"],
+    # expander/priority/priority.go (cluster-autoscaler-1.35.2): higher wins.
+    levels = {
+        level: [e.pattern for e in expressions]
+        for level, expressions in parsed_priorities(config_map).items()
+    }
+    assert list(levels) == [50, 40, 30, 20, 10, 1]
+    assert {level: levels[level] for level in (40, 30, 20, 10)} == {
+        40: [f"^eks-h100{suffix}"],
+        30: [f"^eks-a10g{suffix}"],
+        20: [f"^eks-l4{suffix}"],
+        10: [f"^eks-t4\\-shared{suffix}", f"^eks-l4\\-2{suffix}"],
+    }
+
+
+def test_a_cpu_pod_that_tolerates_the_gpu_taint_grows_the_cpu_group(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_pools_of_every_capacity(dev_config))
+    gpu_groups = [asg_name(plan, pool) for pool in ("t4-shared", "l4", "a10g", "h100")]
+
+    # The pod fits the CPU group and every GPU template: BestOptions (expander/priority/
+    # priority.go, cluster-autoscaler-1.35.2) must keep the CPU group alone.
+    best = best_options(priorities_config_map(plan), [*gpu_groups, CPU_GROUP])
+
+    assert best == [CPU_GROUP]
+
+
+def test_a_gpu_pod_still_grows_the_capacity_already_paid_for(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_pools_of_every_capacity(dev_config))
+    groups = {pool: asg_name(plan, pool) for pool in ("t4-shared", "l4", "a10g", "h100")}
+
+    best = best_options(priorities_config_map(plan), list(groups.values()))
+
+    assert best == [groups["h100"]]
+
+
+def test_every_group_the_autoscaler_sees_matches_an_expression(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_pools_of_every_capacity(dev_config))
+    priorities = parsed_priorities(priorities_config_map(plan))
+    # The cluster's own groups, EKS-managed or not, and one named like a pool's.
+    others = [
+        CPU_GROUP,
+        "eks-t4-2cc0e0f5-1f53-8b52-e5d2-d4eaa1e0b5b2",
+        "eks-",
+        "eks",
+        "",
+        "karpenter-managed",
+        "eks-l4-workers-2cc0e0f5-1f53-8b52-e5d2-d4eaa1e0b5b2",
+    ]
+
+    levels = {
+        group: max(level for level, es in priorities.items() if any(e.search(group) for e in es))
+        for group in [*others, asg_name(plan, "l4-2")]
+    }
+
+    assert levels == {
+        CPU_GROUP: 50,
+        "eks-t4-2cc0e0f5-1f53-8b52-e5d2-d4eaa1e0b5b2": 50,
+        "eks-": 50,
+        "eks": 50,
+        "": 50,
+        "karpenter-managed": 50,
+        # Begins like the l4 pool's groups, but is none of them.
+        "eks-l4-workers-2cc0e0f5-1f53-8b52-e5d2-d4eaa1e0b5b2": 1,
+        asg_name(plan, "l4-2"): 10,
     }
 
 
@@ -242,16 +334,15 @@ def test_each_pools_expression_matches_its_own_group_and_no_other(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
     plan = plan_for(with_pools_of_every_capacity(dev_config))
-    priorities = release(plan).inputs["values"]["expanderPriorities"]
-    expressions = [e for level in priorities.values() for e in level]
+    priorities = parsed_priorities(priorities_config_map(plan))
+    expressions = [e for level in (40, 30, 20, 10) for e in priorities[level]]
     groups = {pool: asg_name(plan, pool) for pool in ("t4-shared", "l4", "l4-2", "a10g", "h100")}
 
-    matches = {
-        pool: [e for e in expressions if re.search(e, group)] for pool, group in groups.items()
-    }
+    matches = {pool: [e for e in expressions if e.search(group)] for pool, group in groups.items()}
 
     assert all(len(found) == 1 for found in matches.values()), matches
     assert len({found[0] for found in matches.values()}) == len(groups)
+    assert not any(e.search(g) for e in priorities[50] for g in groups.values())
 
 
 def test_per_zone_groups_match_their_pools_expression_and_no_other(
@@ -261,8 +352,7 @@ def test_per_zone_groups_match_their_pools_expression_and_no_other(
     with_pool(config, zones=["us-east-1a", "us-east-1b", "us-east-1c"])
     with_aws_options(config, nodeGroupPerZone=True)
     plan = plan_for(config)
-    priorities = release(plan).inputs["values"]["expanderPriorities"]
-    expressions = [e for level in priorities.values() for e in level]
+    priorities = parsed_priorities(priorities_config_map(plan))
     zonal = {
         str(tag.inputs["autoscalingGroupName"])
         for tag in plan.of_type("aws:autoscaling/tag:Tag")
@@ -271,7 +361,18 @@ def test_per_zone_groups_match_their_pools_expression_and_no_other(
 
     assert len(zonal) == 3
     for group in zonal:
-        assert [e for e in expressions if re.search(e, group)] == priorities["10"][:1]
+        matched = [(level, e) for level, es in priorities.items() for e in es if e.search(group)]
+        # The pool's own expression, and the catch-all for names like a pool's below it.
+        assert matched == [(10, priorities[10][0]), (1, priorities[1][0])]
+
+
+def test_other_expanders_get_no_priorities(dev_config: Config, plan_for: PlanFor) -> None:
+    dev_config["gpu-platform:autoscaler"] = {"expander": "least-waste"}
+
+    values = release(plan_for(dev_config)).inputs["values"]
+
+    assert "expanderPriorities" not in values
+    assert rendered_config_map(values) is None
 
 
 def asg_name(plan: Plan, pool: str) -> str:

@@ -68,6 +68,9 @@ VARIANTS: dict[str, Callable[[Config], Any]] = {
         with_pool(c, zones=["us-east-1a", "us-east-1b"]),
         with_aws_options(c, nodeGroupPerZone=True),
     ),
+    "repair threshold by count, surging updates": lambda c: with_aws_options(
+        c, nodeRepairMaxUnhealthyNodes=1, updateStrategy="default"
+    ),
     "second hop, own node role": lambda c: with_aws_options(
         c,
         metadataHopLimit=2,
@@ -186,6 +189,20 @@ def test_the_contract_check_catches_what_eks_would_refuse(plans: dict[str, Plan]
     assert "above the maximum 63" in problems
     assert "maxSize" in problems
     assert "nodeRole" in problems
+
+
+def test_the_contract_check_knows_the_repair_actions_eks_has(plans: dict[str, Plan]) -> None:
+    # botocore's EKS model, RepairAction: Replace, Reboot, NoAction; no pod restart.
+    (group,) = plans["dev"].of_type(NODE_GROUP)
+    request = create_nodegroup_request(group.name, group.inputs)
+    request["nodeRepairConfig"]["nodeRepairConfigOverrides"][0]["repairAction"] = "RestartPod"
+
+    problems = request_problems("eks", "CreateNodegroup", request)
+
+    assert problems == [
+        "CreateNodegroup.nodeRepairConfig.nodeRepairConfigOverrides[0].repairAction:"
+        " 'RestartPod' is not one of ['Replace', 'Reboot', 'NoAction']"
+    ]
 
 
 def test_the_translation_refuses_an_input_it_does_not_know() -> None:

@@ -11,6 +11,7 @@ from botocore.model import StructureShape
 from gpu_platform.cli.offline import Plan
 from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.config import ConfigError
+from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART
 
 from .plans import asg_tags, launch_template, node_group, with_aws_options, with_pool
@@ -128,10 +129,28 @@ def test_the_efa_device_plugin_runs_on_the_efa_pools_only_tolerating_the_gpu_tai
     assert plugin.inputs["repositoryOpts"] == {"repo": "https://aws.github.io/eks-charts"}
     assert plugin.inputs["namespace"] == "kube-system"
     # aws/eks-charts stable/aws-efa-k8s-device-plugin values.yaml: `tolerations: []`,
-    # `nodeSelector: {}` (the template adds only CriticalAddonsOnly).
+    # `nodeSelector: {}` (the template adds only CriticalAddonsOnly), `updateStrategy:
+    # {type: RollingUpdate}`, one node at a time.
     assert plugin.inputs["values"] == {
         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         "nodeSelector": {"gpu-platform.io/efa": "true"},
+        "updateStrategy": {"rollingUpdate": {"maxUnavailable": "25%"}},
+    }
+
+
+def test_the_efa_device_plugin_values_are_the_charts_keys(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    releases = plan_for(efa_pool(dev_config)).of_type(RELEASE)
+    (plugin,) = [r for r in releases if r.inputs["chart"] == EFA_DEVICE_PLUGIN_CHART.name]
+
+    paths = set(key_paths(plugin.inputs["values"], opaque={"nodeSelector"}))
+
+    # The chart's values.yaml sets `updateStrategy.type` only, and its templates/daemonset.yaml
+    # renders the whole map (`{{- with .Values.updateStrategy }} ... toYaml`): the key under it
+    # is the DaemonSet's own.
+    assert paths - chart_key_paths("v0.5.30", "aws-efa-k8s-device-plugin") == {
+        "updateStrategy.rollingUpdate.maxUnavailable"
     }
 
 

@@ -135,8 +135,14 @@ def test_desired_size_is_left_to_the_autoscaler_on_updates(dev_plan: Plan) -> No
     assert DESIRED_SIZE == "scalingConfig.desiredSize"
 
 
-def test_updates_replace_one_node_at_a_time(dev_plan: Plan) -> None:
-    assert node_group(dev_plan).inputs["updateConfig"] == {"maxUnavailable": 1}
+def test_updates_replace_one_node_at_a_time_without_surging(dev_plan: Plan) -> None:
+    # EKS user guide, managed-node-update-behavior: the default strategy first adds nodes (up to
+    # two per zone), which scarce GPU capacity fails with NodeCreationFailure; MINIMAL
+    # terminates the old node first ("for example with hardware accelerators such as GPUs").
+    assert node_group(dev_plan).inputs["updateConfig"] == {
+        "maxUnavailable": 1,
+        "updateStrategy": "MINIMAL",
+    }
 
 
 def test_updates_replace_a_percentage_when_configured(
@@ -145,8 +151,17 @@ def test_updates_replace_a_percentage_when_configured(
     with_aws_options(dev_config, maxUnavailablePercent=25)
 
     assert node_group(plan_for(dev_config)).inputs["updateConfig"] == {
-        "maxUnavailablePercentage": 25
+        "maxUnavailablePercentage": 25,
+        "updateStrategy": "MINIMAL",
     }
+
+
+def test_a_pool_with_capacity_to_spare_can_surge_on_updates(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    with_aws_options(dev_config, updateStrategy="default")
+
+    assert node_group(plan_for(dev_config)).inputs["updateConfig"]["updateStrategy"] == "DEFAULT"
 
 
 def test_taints_are_the_gpu_taint_and_the_pools_own_in_eks_spelling(

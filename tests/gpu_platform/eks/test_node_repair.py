@@ -1,50 +1,147 @@
 """Node repair on the GPU node groups, and the node monitoring agent that lets it see GPU faults."""
 
 import json
+import re
 from collections.abc import Callable
+from typing import Any
 
+import pytest
 from jsonschema import Draft7Validator
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.eks.addon_schemas import addon_schema
+from gpu_platform.kubernetes.alerts import XID_CLASSES_FILE, xid_classes
 from tests.conftest import Config
+from tests.repository import PROJECT
 
 PlanFor = Callable[[Config], Plan]
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 ADDON = "aws:eks/addon:Addon"
 
 
-def test_gpu_node_groups_repair_one_node_at_a_time(dev_plan: Plan) -> None:
-    (group,) = dev_plan.of_type(NODE_GROUP)
+@pytest.fixture(scope="module")
+def dev_stack_plan() -> Plan:
+    """The dev stack's plan, once for the module's many readings of it."""
+    return run_program("dev", project=PROJECT)
 
-    assert group.inputs["nodeRepairConfig"] == {
-        "enabled": True,
-        "maxParallelNodesRepairedCount": 1,
-        "maxUnhealthyNodeThresholdPercentage": 20,
-    }
+
+def repair_config(plan: Plan) -> dict[str, Any]:
+    (group,) = plan.of_type(NODE_GROUP)
+    return dict(group.inputs["nodeRepairConfig"])
+
+
+def overrides_by_xid(plan: Plan) -> dict[int, dict[str, Any]]:
+    found = {}
+    for override in repair_config(plan)["nodeRepairConfigOverrides"]:
+        code = re.fullmatch(r"NvidiaXID(\d+)Error", override["nodeUnhealthyReason"])
+        assert code, override
+        found[int(code.group(1))] = override
+    return found
+
+
+def test_gpu_node_groups_repair_one_node_at_a_time(dev_stack_plan: Plan) -> None:
+    assert repair_config(dev_stack_plan)["enabled"] is True
+    assert repair_config(dev_stack_plan)["maxParallelNodesRepairedCount"] == 1
+
+
+def test_a_small_pools_one_bad_node_is_repaired(dev_stack_plan: Plan) -> None:
+    # EKS user guide, node-repair: `maxUnhealthyNodeThresholdPercentage` is the share of
+    # unhealthy nodes above which repair stops; 20 % stopped it for one bad node in a pool of
+    # four or fewer. Unset, EKS pauses repairs only in a group of more than five nodes.
+    config = repair_config(dev_stack_plan)
+
+    assert "maxUnhealthyNodeThresholdPercentage" not in config
+    assert "maxUnhealthyNodeThresholdCount" not in config
+
+
+def test_a_pool_can_stop_repairs_above_a_count_of_unhealthy_nodes(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    dev_config["gpu-platform:pools"][0]["aws"]["nodeRepairMaxUnhealthyNodes"] = 2
+
+    config = repair_config(plan_for(dev_config))
+
+    assert config["maxUnhealthyNodeThresholdCount"] == 2
+    assert "maxUnhealthyNodeThresholdPercentage" not in config
 
 
 def test_node_repair_can_be_turned_off_per_pool(dev_config: Config, plan_for: PlanFor) -> None:
     dev_config["gpu-platform:pools"][0]["aws"]["nodeRepair"] = False
 
-    (group,) = plan_for(dev_config).of_type(NODE_GROUP)
-
-    assert group.inputs["nodeRepairConfig"] == {"enabled": False}
+    assert repair_config(plan_for(dev_config)) == {"enabled": False}
 
 
-def test_the_node_monitoring_agent_is_not_installed_unless_asked(dev_plan: Plan) -> None:
-    assert dev_plan.of_type(ADDON) == []
+@pytest.mark.parametrize(
+    ("xid", "catalog_bucket"),
+    [
+        # AWS's default for these is Reboot (EKS user guide, node-health-nma, "NVIDIA XID
+        # error codes"); NVIDIA's XID catalog (2025-09-30 spreadsheet, "Resolution Bucket
+        # (Immediate Action)") restarts the application only, or does nothing.
+        (13, "RESTART_APP"),
+        (31, "RESTART_APP"),
+        (63, "IGNORE"),
+        (94, "RESTART_APP"),
+        # Not on AWS's list; its agent may raise them in a later release.
+        (43, "IGNORE"),
+        (45, "WORKFLOW_XID_45"),
+    ],
+)
+def test_an_application_xid_takes_no_repair(
+    dev_stack_plan: Plan, xid: int, catalog_bucket: str
+) -> None:
+    assert json.loads(XID_CLASSES_FILE.read_text())["xids"][str(xid)]["bucket"] == catalog_bucket
+    assert overrides_by_xid(dev_stack_plan)[xid] == {
+        "nodeMonitoringCondition": "AcceleratedHardwareReady",
+        "nodeUnhealthyReason": f"NvidiaXID{xid}Error",
+        "minRepairWaitTimeMins": 10,
+        "repairAction": "NoAction",
+    }
+
+
+@pytest.mark.parametrize(
+    # NVIDIA's catalog: a GPU reset (RESET_GPU, WORKFLOW_XID_48, WORKFLOW_NVLINK_ERR) or a
+    # restart of the machine (RESTART_BM, XID 79): AWS's Reboot or Replace stands.
+    "xid",
+    [48, 64, 74, 79, 95, 119, 120, 140],
+)
+def test_a_hardware_xid_keeps_the_repair_eks_gives_it(dev_stack_plan: Plan, xid: int) -> None:
+    assert xid not in overrides_by_xid(dev_stack_plan)
+
+
+def test_every_xid_the_catalog_restarts_the_application_for_or_ignores_takes_no_repair(
+    dev_stack_plan: Plan,
+) -> None:
+    classes = xid_classes()
+
+    assert sorted(overrides_by_xid(dev_stack_plan)) == sorted(
+        classes["application"] + classes["ignore"]
+    )
+
+
+def test_the_agent_is_installed_where_node_groups_repair_their_nodes(dev_stack_plan: Plan) -> None:
+    (addon,) = dev_stack_plan.of_type(ADDON)
+
+    assert addon.inputs["addonName"] == "eks-node-monitoring-agent"
+    assert addon.inputs["addonVersion"] == "v1.7.0-eksbuild.1"
+
+
+def test_the_agent_is_not_installed_where_no_pool_repairs_its_nodes(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    dev_config["gpu-platform:pools"][0]["aws"]["nodeRepair"] = False
+
+    assert plan_for(dev_config).of_type(ADDON) == []
 
 
 def test_the_node_monitoring_agent_runs_its_dcgm_server_on_the_tainted_gpu_nodes(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
-    dev_config["gpu-platform:cluster"]["nodeMonitoringAgentVersion"] = "v1.7.0-eksbuild.1"
+    dev_config["gpu-platform:cluster"]["nodeMonitoringAgentVersion"] = "v1.7.0-eksbuild.3"
 
     (addon,) = plan_for(dev_config).of_type(ADDON)
 
     assert addon.inputs["addonName"] == "eks-node-monitoring-agent"
-    assert addon.inputs["addonVersion"] == "v1.7.0-eksbuild.1"
+    assert addon.inputs["addonVersion"] == "v1.7.0-eksbuild.3"
     # aws/eks-node-monitoring-agent v1.7.0 chart values: `dcgmAgent.tolerations: []`, while the
     # agent's own DaemonSet tolerates every taint (`operator: Exists`).
     assert json.loads(addon.inputs["configurationValues"]) == {

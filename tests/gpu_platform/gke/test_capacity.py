@@ -173,6 +173,79 @@ def test_a_queued_pool_declares_only_the_gpu_taint_as_gke_adds_its_own(
     ]
 
 
+# GKE taints a queued pool's nodes `cloud.google.com/gke-queued=true:NoSchedule` itself ("to add
+# the cloud.google.com/gke-queued taint to the node pool", the provisioningrequest page), and a
+# DaemonSet tolerates only `node.kubernetes.io/*` taints by itself: without these, the device
+# plugin never runs there and `nvidia.com/gpu` is never advertised.
+GKE_QUEUED_TOLERATION = {
+    "key": "cloud.google.com/gke-queued",
+    "operator": "Equal",
+    "value": "true",
+    "effect": "NoSchedule",
+}
+
+
+def operator_values(plan: Plan) -> dict[str, Any]:
+    return plan.named("gpu-operator", "kubernetes:helm.sh/v3:Release").inputs["values"]
+
+
+def test_the_operators_daemonsets_tolerate_the_taint_gke_puts_on_a_queued_pool(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    with_pool(gke_config, **QUEUED)
+
+    tolerations = operator_values(plan_for(gke_config))["daemonsets"]["tolerations"]
+
+    assert GKE_QUEUED_TOLERATION in tolerations
+
+
+def test_the_feature_discovery_worker_tolerates_the_taint_gke_puts_on_a_queued_pool(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    # NFD's worker labels the node `feature.node.kubernetes.io/pci-10de.present`, by which the
+    # operator finds its GPU nodes: its tolerations are its own, not `daemonsets.tolerations`.
+    with_pool(gke_config, **QUEUED)
+
+    worker = operator_values(plan_for(gke_config))["node-feature-discovery"]["worker"]
+
+    assert GKE_QUEUED_TOLERATION in worker["tolerations"]
+
+
+def test_a_queued_ubuntu_pools_driver_tolerates_the_taint_gke_puts_on_it(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    on_ubuntu(gke_config)
+    with_pool(gke_config, **QUEUED)
+
+    (driver,) = plan_for(gke_config).of_type("kubernetes:nvidia.com/v1alpha1:NVIDIADriver")
+
+    assert driver.inputs["spec"]["tolerations"] == [GKE_QUEUED_TOLERATION]
+
+
+def test_a_queued_pools_workloads_are_told_to_tolerate_the_taint_gke_puts_on_it(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    with_pool(gke_config, **QUEUED)
+
+    pool = plan_for(gke_config).outputs["pools"]["l4-shared"]
+
+    assert {"key": "cloud.google.com/gke-queued", "value": "true", "effect": "NoSchedule"} in pool[
+        "taints"
+    ]
+    assert GKE_QUEUED_TOLERATION in pool["workload"]["tolerations"]
+
+
+@pytest.mark.parametrize("mode", [ON_DEMAND_L4, FLEX_START, SPECIFIC])
+def test_pools_gke_does_not_taint_add_no_toleration_for_it(
+    gke_config: Config, plan_for: PlanFor, mode: Config
+) -> None:
+    with_pool(gke_config, **mode)
+
+    tolerations = operator_values(plan_for(gke_config))["daemonsets"]["tolerations"]
+
+    assert tolerations == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
 @pytest.mark.parametrize("mode", [FLEX_START, QUEUED])
 def test_capacity_modes_keep_the_pools_node_identity(
     gke_config: Config, plan_for: PlanFor, mode: Config
@@ -295,12 +368,12 @@ def test_a_pool_whose_capacity_settings_conflict_is_refused_before_anything_is_r
     assert plan.resources == []
 
 
-def test_a_flex_start_pool_on_the_minimum_node_version_is_accepted(
-    gke_config: Config, plan_for: PlanFor
+# The minimum, and a later two-digit patch version (as text, 1.32.10 would sort before 1.32.2).
+@pytest.mark.parametrize("version", ["1.32.2-gke.1652000", "1.32.10-gke.1000"])
+def test_a_flex_start_pool_on_the_minimum_node_version_or_later_is_accepted(
+    gke_config: Config, plan_for: PlanFor, version: str
 ) -> None:
-    with_pool(
-        gke_config, **ON_DEMAND_L4, gcp={"flexStart": True, "nodeVersion": "1.32.2-gke.1652000"}
-    )
+    with_pool(gke_config, **ON_DEMAND_L4, gcp={"flexStart": True, "nodeVersion": version})
 
     assert node_config(plan_for(gke_config))["flexStart"] is True
 

@@ -67,6 +67,9 @@ VARIANTS: dict[str, Callable[[Config], Config]] = {
         gpusPerNode=None,
     ),
     "specific reservation, flex-start and queued provisioning": with_gke_capacity_pools,
+    "blue-green upgrades with a soak": lambda c: with_pool(
+        c, gcp={"upgradeStrategy": "blue-green", "blueGreenSoakHours": 24}
+    ),
 }
 
 

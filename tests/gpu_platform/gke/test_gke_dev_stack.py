@@ -41,3 +41,14 @@ def test_gke_dev_stack_lookups_are_answered_by_stand_ins(plan: Plan) -> None:
         "gcp:compute/getZones:getZones",
         "gcp:compute/getMachineTypes:getMachineTypes",
     }
+
+
+def test_gke_dev_stacks_exporter_finds_the_pods_on_gpus_gke_time_shares(plan: Plan) -> None:
+    # GKE's device plugin names the replicas `nvidia0/vgpu<n>` (container-engine-accelerators
+    # pkg/gpu/nvidia/manager.go): dcgm-exporter matches them with `device-name` only (its
+    # internal/pkg/collector/types.go GetIDOfType; prometheus-engine's GKE example sets it).
+    values = plan.named("gpu-operator", "kubernetes:helm.sh/v3:Release").inputs["values"]
+
+    assert {"name": "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", "value": "device-name"} in values[
+        "dcgmExporter"
+    ]["env"]

@@ -75,23 +75,32 @@ def accelerator_of(plan: Plan, pool: str = "l4-shared") -> dict[str, Any]:
     return accelerator
 
 
-@pytest.mark.parametrize(
-    ("sharing", "strategy"),
-    [
-        ({"mode": "time-slicing", "replicas": 4}, "TIME_SHARING"),
-        ({"mode": "mps", "replicas": 3}, "MPS"),
-    ],
-)
-def test_a_shared_pool_has_gke_share_each_gpu_between_its_replicas(
-    gke_config: Config, plan_for: PlanFor, sharing: Config, strategy: str
+def test_a_time_sliced_pool_has_gke_share_each_gpu_between_its_replicas(
+    gke_config: Config, plan_for: PlanFor
 ) -> None:
+    sharing = {"mode": "time-slicing", "replicas": 4}
     accelerator = accelerator_of(plan_for(with_pool(gke_config, sharing=sharing)))
 
     assert accelerator["gpuSharingConfig"] == {
-        "gpuSharingStrategy": strategy,
-        "maxSharedClientsPerGpu": sharing["replicas"],
+        "gpuSharingStrategy": "TIME_SHARING",
+        "maxSharedClientsPerGpu": 4,
     }
     assert "gpuPartitionSize" not in accelerator
+
+
+def test_an_mps_pool_is_refused_on_gke_before_any_resource(
+    gke_config: Config, failed_plan_for: PlanFor
+) -> None:
+    # GKE's device plugin serves MPS only once an MPS control daemon runs on the node
+    # ("NVIDIA MPS is not running on this node": container-engine-accelerators
+    # pkg/gpu/nvidia/manager.go, isMpsHealthy), which nothing the platform runs starts.
+    plan = failed_plan_for(with_pool(gke_config, sharing={"mode": "mps", "replicas": 3}))
+
+    assert problems_of(plan)["gpu-platform:pools[0].sharing.mode"].startswith(
+        "time-slicing or mig on GKE: GKE's device plugin serves MPS only where an MPS control"
+        " daemon runs on the node"
+    )
+    assert plan.resources == []
 
 
 def test_a_mig_pool_has_gke_partition_its_gpus(gke_config: Config, plan_for: PlanFor) -> None:
@@ -284,12 +293,158 @@ def test_nodes_are_repaired_and_upgraded_by_gke(gke_plan: Plan) -> None:
     assert node_pool(gke_plan).inputs["management"] == {"autoRepair": True, "autoUpgrade": True}
 
 
+def test_a_pool_pinned_to_a_node_version_is_not_auto_upgraded(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    # pulumi-gcp's container.NodePool `version`: with `auto_upgrade` too, "they will fight each
+    # other for what the node version should be".
+    with_pool(gke_config, gcp={"nodeVersion": "1.33.5-gke.1201000"})
+
+    management = node_pool(plan_for(gke_config)).inputs["management"]
+
+    assert management == {"autoRepair": True, "autoUpgrade": False}
+
+
+def test_a_pool_pinned_past_the_control_plane_is_refused_before_any_resource(
+    gke_config: Config, failed_plan_for: PlanFor
+) -> None:
+    # GKE runs no node newer than its control plane (its version skew policy): the stand-in
+    # cluster runs 1.33.5-gke.1201000, a patch behind this canary.
+    with_pool(gke_config, gcp={"nodeVersion": "1.33.6-gke.1000"})
+
+    plan = failed_plan_for(gke_config)
+
+    assert problems_of(plan)["gpu-platform:pools[0].gcp.nodeVersion"] == (
+        "at most 1.33.5-gke.1201000, the version of ml-dev's control plane: GKE runs no node"
+        " newer than its control plane; upgrade the cluster first"
+    )
+    assert plan.resources == []
+
+
+@pytest.mark.parametrize("version", ["1.33.5-gke.1201000", "1.33.5-gke.999000", "1.33.4-gke.2000"])
+def test_a_pool_pinned_at_or_behind_the_control_plane_is_accepted(
+    gke_config: Config, plan_for: PlanFor, version: str
+) -> None:
+    # Compared by numbers: the build 999000 comes before 1201000, as 4 before 5.
+    with_pool(gke_config, gcp={"nodeVersion": version})
+
+    assert node_pool(plan_for(gke_config)).inputs["version"] == version
+
+
 def test_upgrades_surge_one_node_and_take_none_out_of_service_by_default(gke_plan: Plan) -> None:
     assert node_pool(gke_plan).inputs["upgradeSettings"] == {
         "strategy": "SURGE",
         "maxSurge": 1,
         "maxUnavailable": 0,
     }
+
+
+SPECIFIC_RESERVATION: Config = {
+    "capacity": "on-demand",
+    "zones": ["us-central1-a"],
+    "gcp": {"reservation": "specific", "reservationName": "l4-ml-dev"},
+}
+
+
+def test_a_specific_reservation_pool_upgrades_without_surging_by_default(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    # GKE counts surge nodes against the reservation, sized to the pool, and "continues to
+    # attempt" the upgrade while it has no room (GKE's node-upgrades-quota page): one node out
+    # of service at a time instead.
+    with_pool(gke_config, **SPECIFIC_RESERVATION)
+
+    assert node_pool(plan_for(gke_config)).inputs["upgradeSettings"] == {
+        "strategy": "SURGE",
+        "maxSurge": 0,
+        "maxUnavailable": 1,
+    }
+
+
+def test_a_specific_reservation_pool_surges_where_it_says_so(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    # Where the reservation holds spare VMs; `preflight` checks that it does.
+    with_pool(
+        gke_config,
+        **{**SPECIFIC_RESERVATION, "gcp": {**SPECIFIC_RESERVATION["gcp"], "maxSurge": 1}},
+    )
+
+    settings = node_pool(plan_for(gke_config)).inputs["upgradeSettings"]
+
+    assert (settings["maxSurge"], settings["maxUnavailable"]) == (1, 0)
+
+
+def test_a_pool_on_any_reservation_surges_as_it_falls_back_on_demand(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    with_pool(gke_config, capacity="on-demand", gcp={"reservation": "any"})
+
+    settings = node_pool(plan_for(gke_config)).inputs["upgradeSettings"]
+
+    assert (settings["maxSurge"], settings["maxUnavailable"]) == (1, 0)
+
+
+def test_a_pool_not_surging_takes_one_node_out_of_service_by_default(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    with_pool(gke_config, gcp={"maxSurge": 0})
+
+    settings = node_pool(plan_for(gke_config)).inputs["upgradeSettings"]
+
+    assert (settings["maxSurge"], settings["maxUnavailable"]) == (0, 1)
+
+
+def test_a_blue_green_pool_drains_a_node_a_batch_and_keeps_the_old_ones_for_its_soak(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    # pulumi-gcp NodePool `upgrade_settings.blue_green_settings`; the API's BlueGreenSettings
+    # (container.v1 discovery document): `nodePoolSoakDuration` is the time after the whole blue
+    # pool is drained before it is deleted.
+    with_pool(gke_config, gcp={"upgradeStrategy": "blue-green", "blueGreenSoakHours": 24})
+
+    assert node_pool(plan_for(gke_config)).inputs["upgradeSettings"] == {
+        "strategy": "BLUE_GREEN",
+        "blueGreenSettings": {
+            "nodePoolSoakDuration": "86400s",
+            "standardRolloutPolicy": {"batchNodeCount": 1},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("pool", "key", "words"),
+    [
+        (
+            {
+                **SPECIFIC_RESERVATION,
+                "gcp": {**SPECIFIC_RESERVATION["gcp"], "upgradeStrategy": "blue-green"},
+            },
+            "gcp.upgradeStrategy",
+            "surge with reservation specific",
+        ),
+        (
+            {"capacity": "on-demand", "gcp": {"flexStart": True, "upgradeStrategy": "blue-green"}},
+            "gcp.upgradeStrategy",
+            "surge with gcp.flexStart",
+        ),
+        (
+            {"gcp": {"upgradeStrategy": "blue-green", "maxSurge": 2}},
+            "gcp.maxSurge",
+            "no value with upgradeStrategy blue-green",
+        ),
+        ({"gcp": {"blueGreenSoakHours": 4}}, "gcp.blueGreenSoakHours", "no value unless"),
+    ],
+)
+def test_upgrade_settings_that_cannot_work_are_refused_at_their_key(
+    gke_config: Config, failed_plan_for: PlanFor, pool: Config, key: str, words: str
+) -> None:
+    with_pool(gke_config, **pool)
+
+    plan = failed_plan_for(gke_config)
+
+    assert words in problems_of(plan)[f"gpu-platform:pools[0].{key}"]
+    assert plan.resources == []
 
 
 def test_upgrade_settings_come_from_the_pool(gke_config: Config, plan_for: PlanFor) -> None:

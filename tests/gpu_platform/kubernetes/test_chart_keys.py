@@ -17,7 +17,12 @@ from gpu_platform.kubernetes.chart_keys import (
     key_paths,
 )
 from gpu_platform.kubernetes.operator_values import operator_values_for
-from gpu_platform.versions import GPU_OPERATOR_CHART
+from gpu_platform.versions import (
+    EFA_DEVICE_PLUGIN_CHART,
+    GPU_OPERATOR_CHART,
+    GPU_OPERATOR_NFD_SUBCHART,
+    KUBE_PROMETHEUS_STACK_NODE_EXPORTER_SUBCHART,
+)
 from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
 
 PINNED = GPU_OPERATOR_CHART.version
@@ -115,9 +120,10 @@ def stack(cloud: str, node_image: str) -> dict[str, Any]:
         {"mode": "mps", "replicas": 2},
         {"mode": "mig", "profile": "all-1g.5gb"},
     ]
-    # Bottlerocket's own device plugin and Ubuntu on GKE share no GPUs.
+    # Bottlerocket's own device plugin and Ubuntu on GKE share no GPUs; GKE no GPU by MPS.
     shares = node_image not in ("bottlerocket", "ubuntu")
-    sharings = [{"mode": "exclusive"}] + (shared if shares else [])
+    allowed = [s for s in shared if not (gcp and s["mode"] == "mps")]
+    sharings = [{"mode": "exclusive"}] + (allowed if shares else [])
     # EKS pools pin an AMI release of the node image.
     releases = {"al2023": AL2023_RELEASE, "bottlerocket": BOTTLEROCKET_RELEASE}
     aws = {} if gcp else {"aws": {"amiReleaseVersion": releases[node_image]}}
@@ -154,5 +160,47 @@ def test_every_key_path_the_platform_sets_exists_in_the_pinned_chart(
         config.operator, config.platform, pools_as_declared(config), config.monitoring
     )
 
-    unknown = set(key_paths(values, opaque=USER_NAMED_MAPS)) - chart_key_paths(PINNED)
+    # Values under `node-feature-discovery` are the bundled subchart's, which Helm hands it.
+    nfd = GPU_OPERATOR_NFD_SUBCHART
+    known = chart_key_paths(PINNED) | {
+        f"{nfd.name}.{path}" for path in chart_key_paths(nfd.version, nfd.name)
+    }
+    unknown = set(key_paths(values, opaque=USER_NAMED_MAPS)) - known
     assert not unknown, f"not in the {PINNED} chart: {sorted(unknown)}"
+
+
+@pytest.mark.parametrize(
+    ("chart", "version", "keys"),
+    [
+        # deployments/gpu-operator/charts/node-feature-discovery/values.yaml at v26.7.0.
+        (
+            "node-feature-discovery",
+            "0.19.0",
+            {"worker.tolerations", "worker.updateStrategy.rollingUpdate.maxUnavailable"},
+        ),
+        # charts/prometheus-node-exporter/values.yaml at prometheus-node-exporter-4.56.1.
+        (
+            "prometheus-node-exporter",
+            "4.56.1",
+            {"namespaceOverride", "updateStrategy.rollingUpdate.maxUnavailable"},
+        ),
+        # stable/aws-efa-k8s-device-plugin/values.yaml of chart v0.5.30.
+        ("aws-efa-k8s-device-plugin", "v0.5.30", {"nodeSelector", "updateStrategy.type"}),
+    ],
+)
+def test_the_committed_key_lists_of_the_other_charts_are_their_pinned_versions(
+    chart: str, version: str, keys: set[str]
+) -> None:
+    pinned = {
+        c.name: c.version
+        for c in (
+            GPU_OPERATOR_NFD_SUBCHART,
+            KUBE_PROMETHEUS_STACK_NODE_EXPORTER_SUBCHART,
+            EFA_DEVICE_PLUGIN_CHART,
+        )
+    }
+    lists = sorted(chart_keys.KEY_LISTS_DIR.glob(f"{chart}-*.txt"))
+
+    assert pinned[chart] == version
+    assert [p.name for p in lists] == [f"{chart}-{version}.txt"]
+    assert keys <= chart_key_paths(version, chart)

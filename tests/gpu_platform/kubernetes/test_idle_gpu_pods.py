@@ -8,8 +8,10 @@ import pytest
 
 from gpu_platform.cli.analyzer import analyze_plan
 from gpu_platform.cli.offline import Plan, PlannedResource
-from gpu_platform.kubernetes.idle_gpu_pods import script_config_map_name
-from gpu_platform.kubernetes.idle_gpu_reaper import Settings
+from gpu_platform.config import MonitoringSpec, OperatorSpec
+from gpu_platform.kubernetes.idle_gpu_pods import REAPER_NAME, script_config_map_name
+from gpu_platform.kubernetes.idle_gpu_reaper import ACTIVITY_SERIES, Settings
+from gpu_platform.kubernetes.monitoring import gpu_alert_rules
 from gpu_platform.versions import IDLE_GPU_REAPER_IMAGE, SUPPORTED_KUBERNETES_VERSIONS
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
 from tests.repository import ROOT
@@ -27,6 +29,7 @@ ENFORCER_TYPES = (CONFIG_MAP, SERVICE_ACCOUNT, ROLE, ROLE_BINDING, CRON_JOB)
 REAPER = "ml-sandbox-gpu-idle-reaper"
 PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"
 SCRIPT = ROOT / "gpu_platform" / "kubernetes" / "idle_gpu_reaper.py"
+ALERT = "GpuIdleReaperFailing"
 
 
 def opted_in(config: Config, minutes: int = 60, **monitoring: Any) -> Config:
@@ -107,9 +110,28 @@ def test_the_enforcer_draws_no_verdict_from_the_policy_pack(plan) -> None:
 # --- Permissions ---------------------------------------------------------------------------
 
 
-def test_the_role_allows_exactly_the_reapers_calls(plan) -> None:
+def test_a_new_namespace_only_warns_about_idle_pods(plan) -> None:
+    assert env(plan)["IDLE_GPU_ACTION"] == "warn"
+
+
+def test_a_warning_role_may_annotate_pods_and_end_nothing(plan) -> None:
     assert enforcer(plan, ROLE).inputs["rules"] == [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
+    ]
+
+
+def test_an_ending_role_allows_exactly_the_reapers_calls(dev_config, plan_for) -> None:
+    dev_config["gpu-platform:namespaces"][0]["gpuIdleAction"] = "end"
+
+    plan = plan_for(opted_in(dev_config))
+
+    assert env(plan)["IDLE_GPU_ACTION"] == "end"
+    assert enforcer(plan, ROLE).inputs["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
         {
             "apiGroups": ["apps"],
             "resources": ["deployments", "statefulsets", "replicasets"],
@@ -120,7 +142,6 @@ def test_the_role_allows_exactly_the_reapers_calls(plan) -> None:
             "resources": ["deployments/scale", "statefulsets/scale", "replicasets/scale"],
             "verbs": ["patch"],
         },
-        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
     ]
 
 
@@ -212,6 +233,7 @@ def test_the_job_is_told_the_limit_the_threshold_and_where_prometheus_is(plan) -
         "PROMETHEUS_URL": PROMETHEUS,
         "GPU_IDLE_MINUTES": "60",
         "IDLE_GPU_UTILIZATION_PERCENT": "5",
+        "IDLE_GPU_ACTION": "warn",
     }
 
 
@@ -220,7 +242,7 @@ def test_the_script_reads_its_settings_from_the_env_the_job_sets(plan) -> None:
 
     settings = Settings.from_env({**values, "NAMESPACE": "ml-sandbox"})
 
-    assert settings == Settings("ml-sandbox", PROMETHEUS, 60, 5.0)
+    assert settings == Settings("ml-sandbox", PROMETHEUS, 60, 5.0, "warn")
 
 
 def test_the_installed_prometheus_stack_is_asked_by_default(dev_config, plan_for) -> None:
@@ -278,3 +300,33 @@ def test_the_job_waits_for_its_script_and_permissions(plan) -> None:
     dependencies = set(enforcer(plan, CRON_JOB).dependencies)
 
     assert {enforcer(plan, CONFIG_MAP).urn, enforcer(plan, ROLE_BINDING).urn} <= dependencies
+
+
+def test_the_failing_run_alert_matches_the_jobs_the_cron_job_names() -> None:
+    # A CronJob names each Job `<its name>-<scheduled minute>` (Kubernetes, CronJob controller).
+    rules = gpu_alert_rules(MonitoringSpec(), OperatorSpec().namespace)
+    (alert,) = [r for g in rules["groups"] for r in g["rules"] if r.get("alert") == ALERT]
+
+    assert f'job_name=~"{REAPER_NAME}-[0-9]+"' in alert["expr"]
+
+
+# A query frontend of Managed Service for Prometheus: the Service `frontend`, port 9090, of
+# prometheus-engine's examples/frontend.yaml, deployed in the namespace `gmp-public`.
+MANAGED_FRONTEND = "http://frontend.gmp-public.svc:9090"
+
+
+def test_on_managed_prometheus_the_job_queries_the_frontend_for_a_series_it_records(
+    gke_config, plan_for
+) -> None:
+    plan = plan_for(
+        opted_in(gke_config, googleManagedPrometheus=True, prometheusUrl=MANAGED_FRONTEND)
+    )
+    (managed_rules,) = plan.of_type("kubernetes:monitoring.googleapis.com/v1:ClusterRules")
+    records = [
+        rule["record"]
+        for group in managed_rules.inputs["spec"]["groups"]
+        for rule in group["rules"]
+    ]
+
+    assert env(plan)["PROMETHEUS_URL"] == MANAGED_FRONTEND
+    assert ACTIVITY_SERIES in records

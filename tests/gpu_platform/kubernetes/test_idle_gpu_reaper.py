@@ -24,7 +24,8 @@ from tests.gpu_platform.kubernetes.test_alert_rules import promtool, write_defau
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 NAMESPACE = "ml-sandbox"
-SETTINGS = Settings(NAMESPACE, "unused", idle_minutes=60, idle_percent=5)
+SETTINGS = Settings(NAMESPACE, "unused", idle_minutes=60, idle_percent=5, action="end")
+WARN = Settings(NAMESPACE, "unused", idle_minutes=60, idle_percent=5, action="warn")
 Object = dict[str, Any]
 
 
@@ -46,12 +47,19 @@ class FakeKubernetes:
     scaled: list[tuple[str, str, Object]] = field(default_factory=list)
     """(resource, name, patch) for each scale."""
     events: list[Object] = field(default_factory=list)
+    annotated: list[tuple[str, Object]] = field(default_factory=list)
+    """(pod, merge patch) for each pod patched."""
 
     def answer(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         url = urllib.parse.urlsplit(path)
         query = dict(urllib.parse.parse_qsl(url.query))
         core = f"/api/v1/namespaces/{NAMESPACE}"
         apps = f"/apis/apps/v1/namespaces/{NAMESPACE}"
+        if method == "PATCH" and (match := re.fullmatch(f"{core}/pods/([^/]+)", url.path)):
+            if match[1] in self.failing:
+                return self.failing[match[1]], {"kind": "Status"}
+            self.annotated.append((match[1], body))
+            return 200, {"kind": "Pod"}
         if (method, url.path) == ("GET", f"{core}/pods"):
             start = int(query.get("continue", "0"))
             end = start + min(int(query["limit"]), self.page_size)
@@ -85,9 +93,28 @@ class FakePrometheus:
     idle: dict[int, list[str]] = field(default_factory=dict)
     down: bool = False
     queries: list[str] = field(default_factory=list)
+    rule_groups: list[Object] = field(
+        default_factory=lambda: [
+            {"name": "other", "interval": 15, "rules": [{"name": "up:sum", "type": "recording"}]},
+            {
+                "name": "gpu-platform.gpus",
+                "interval": 60,
+                "rules": [
+                    {"name": "gpu_platform:gpu_activity:percent", "type": "recording"},
+                    {"name": "gpu_platform:allocated_gpu_activity:percent", "type": "recording"},
+                ],
+            },
+        ]
+    )
+    """What /api/v1/rules?type=record lists."""
 
     def answer(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         url = urllib.parse.urlsplit(path)
+        if url.path == "/api/v1/rules":
+            assert dict(urllib.parse.parse_qsl(url.query)) == {"type": "record"}
+            if self.down:
+                return 503, {"status": "error", "error": "unavailable"}
+            return 200, {"status": "success", "data": {"groups": self.rule_groups}}
         query = dict(urllib.parse.parse_qsl(url.query))["query"]
         self.queries.append(query)
         if self.down:
@@ -430,9 +457,151 @@ def test_prometheus_is_asked_once_per_limit(reap, kubernetes, prometheus) -> Non
     reap()
 
     assert prometheus.queries == [
-        idle_query(NAMESPACE, 30, 5),
-        idle_query(NAMESPACE, 60, 5),
+        idle_query(NAMESPACE, 30, 5, 60),
+        idle_query(NAMESPACE, 60, 5, 60),
     ]
+
+
+def test_a_terminating_pod_is_not_judged(reap, kubernetes, prometheus) -> None:
+    leaving = gpu_pod("notebook")
+    leaving["metadata"]["deletionTimestamp"] = "2026-03-02T08:59:00Z"
+    kubernetes.pods = [leaving]
+    prometheus.idle = {60: ["notebook"]}
+
+    reap()
+
+    assert (kubernetes.deleted, prometheus.queries) == ([], [])
+
+
+def test_a_deployment_is_not_scaled_while_a_gpu_pods_owner_could_not_be_read(
+    reap, kubernetes, prometheus
+) -> None:
+    # Mid-rollout: `web-new` (of the Deployment's new ReplicaSet) is idle; `web-old`, busy, is of
+    # the old ReplicaSet, which cannot be read. It may belong to the same Deployment: scaling
+    # that to zero would end its busy pod.
+    kubernetes.pods = [
+        *deployment_pods(kubernetes, "web", "web-new"),
+        gpu_pod("web-old", owned_by=owner("ReplicaSet", "web-5d2b")),
+    ]
+    prometheus.idle = {60: ["web-new"]}
+
+    failures = reap()
+
+    assert (kubernetes.scaled, failures) == ([], 0)
+
+
+# --- Warning only ------------------------------------------------------------------------------
+
+
+def test_in_warn_mode_an_idle_pod_is_annotated_and_nothing_ends(
+    reap, kubernetes, prometheus
+) -> None:
+    kubernetes.pods = [*deployment_pods(kubernetes, "web", "web-0"), gpu_pod("scratch")]
+    prometheus.idle = {60: ["web-0", "scratch"]}
+
+    failures = reap(WARN)
+
+    assert (kubernetes.deleted, kubernetes.scaled, failures) == ([], [], 0)
+    assert kubernetes.annotated == [
+        (
+            name,
+            {
+                "metadata": {
+                    "uid": f"uid-{name}",
+                    "annotations": {
+                        "gpu-platform.io/idle-gpu": "below 5% busy for 60 minutes as of"
+                        " 2026-03-02T09:00:00Z"
+                    },
+                }
+            },
+        )
+        for name in ("web-0", "scratch")
+    ]
+
+
+def test_in_warn_mode_each_idle_pod_gets_a_warning_event(reap, kubernetes, prometheus) -> None:
+    kubernetes.pods = [gpu_pod("scratch")]
+    prometheus.idle = {60: ["scratch"]}
+
+    reap(WARN)
+
+    (event,) = kubernetes.events
+    assert (event["involvedObject"], event["type"], event["reason"], event["message"]) == (
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": "scratch",
+            "namespace": NAMESPACE,
+            "uid": "uid-scratch",
+        },
+        "Warning",
+        "IdleGpu",
+        "Pod scratch held GPUs below 5% busy for 60 minutes as of 2026-03-02T09:00:00Z, its"
+        " limit (gpu-platform.io/max-idle-minutes); the namespace only warns (gpuIdleAction:"
+        " warn), so it keeps running.",
+    )
+
+
+def test_the_action_defaults_to_warn_and_takes_no_other_value() -> None:
+    env = {
+        "NAMESPACE": NAMESPACE,
+        "PROMETHEUS_URL": "http://prometheus:9090",
+        "GPU_IDLE_MINUTES": "60",
+        "IDLE_GPU_UTILIZATION_PERCENT": "5",
+    }
+
+    assert Settings.from_env(env).action == "warn"
+    with pytest.raises(ValueError, match="IDLE_GPU_ACTION='delete' is not one of"):
+        Settings.from_env({**env, "IDLE_GPU_ACTION": "delete"})
+
+
+# --- The recording rule ------------------------------------------------------------------------
+
+
+def test_without_its_recording_rule_the_reaper_ends_nothing_and_fails(
+    reap, kubernetes, prometheus
+) -> None:
+    kubernetes.pods = [gpu_pod("notebook")]
+    prometheus.idle = {60: ["notebook"]}
+    prometheus.rule_groups = prometheus.rule_groups[:1]
+
+    failures = reap()
+
+    assert (kubernetes.deleted, prometheus.queries, failures) == ([], [], 1)
+
+
+def test_a_missing_recording_rule_is_a_warning_event_on_the_cron_job(
+    reap, kubernetes, prometheus
+) -> None:
+    prometheus.rule_groups = []
+
+    reap()
+
+    (event,) = kubernetes.events
+    assert (event["involvedObject"], event["type"], event["reason"]) == (
+        {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "name": "gpu-idle-reaper",
+            "namespace": NAMESPACE,
+        },
+        "Warning",
+        "IdleGpuRuleMissing",
+    )
+    assert "has no recording rule gpu_platform:allocated_gpu_activity:percent" in (event["message"])
+
+
+def test_the_readings_asked_for_follow_the_rules_evaluation_interval(
+    reap, kubernetes, prometheus
+) -> None:
+    # Evaluated every 30 s, a 60-minute window holds 120 readings: at least 108 of them.
+    prometheus.rule_groups[1]["interval"] = 30
+    kubernetes.pods = [gpu_pod("notebook")]
+
+    reap()
+
+    (query,) = prometheus.queries
+    assert query.endswith("[60m])) >= 108")
 
 
 # --- Failures ------------------------------------------------------------------------------
@@ -579,13 +748,15 @@ def test_the_script_imports_only_the_standard_library() -> None:
 
 
 def test_the_query_reads_the_platforms_recording_rule() -> None:
-    assert idle_query("ml-sandbox", 60, 5) == (
+    assert idle_query("ml-sandbox", 60, 5, 60) == (
         "max by (pod) (max_over_time("
         'gpu_platform:allocated_gpu_activity:percent{namespace="ml-sandbox"}[60m])) < 5'
         " and on (pod) max by (pod) (present_over_time("
         'gpu_platform:allocated_gpu_activity:percent{namespace="ml-sandbox"}[10m] offset 50m))'
         " and on (pod) max by (pod) (present_over_time("
         'gpu_platform:allocated_gpu_activity:percent{namespace="ml-sandbox"}[10m]))'
+        " and on (pod) min by (pod) (count_over_time("
+        'gpu_platform:allocated_gpu_activity:percent{namespace="ml-sandbox"}[60m])) >= 54'
     )
 
 
@@ -598,8 +769,15 @@ IDLE_FOR_90_MINUTES = "1x90"
 BUSY_20_MINUTES_AGO = "1x70 80 1x20"
 SEEN_ONLY_FOR_THE_LAST_30_MINUTES = "_x60 1x30"
 NOT_SEEN_FOR_THE_LAST_20_MINUTES = "1x70 _x20"
+# Readings at both ends of the window (30m to 90m), none for 40 minutes between: the GPU may
+# have worked all that time.
+A_40_MINUTE_GAP = "1x35 _x40 1x15"
+# Five readings of the sixty missing: 55 of 60, above 90 %.
+A_5_MINUTE_GAP = "1x50 _x5 1x35"
 QUERY_CASES = {
     "idle throughout the window": (IDLE_FOR_90_MINUTES, True),
+    "a 40-minute gap with idle readings at both ends": (A_40_MINUTE_GAP, False),
+    "a 5-minute gap": (A_5_MINUTE_GAP, True),
     "busy once within the window": (BUSY_20_MINUTES_AGO, False),
     "no readings at the start of the window": (SEEN_ONLY_FOR_THE_LAST_30_MINUTES, False),
     "no readings at the end of the window": (NOT_SEEN_FOR_THE_LAST_20_MINUTES, False),
@@ -624,7 +802,7 @@ def test_the_query_finds_a_pod_only_when_idle_throughout_with_readings_at_both_e
                 "input_series": [{"series": series, "values": values}],
                 "promql_expr_test": [
                     {
-                        "expr": idle_query("ml-sandbox", 60, 5),
+                        "expr": idle_query("ml-sandbox", 60, 5, 60),
                         "eval_time": "90m",
                         "exp_samples": [{"labels": '{pod="notebook-0"}', "value": 1}]
                         if found

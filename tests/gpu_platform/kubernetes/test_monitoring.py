@@ -7,16 +7,22 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import yaml
 
 from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.config import MonitoringSpec, OperatorSpec
+from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.kubernetes.monitoring import (
     DASHBOARD_SIDECAR_LABEL,
     alert_names,
     gpu_alert_rules,
     gpu_dashboard,
 )
-from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART, POD_SECURITY_VERSION
+from gpu_platform.versions import (
+    KUBE_PROMETHEUS_STACK_CHART,
+    KUBE_PROMETHEUS_STACK_NODE_EXPORTER_SUBCHART,
+    POD_SECURITY_VERSION,
+)
 from tests.gpu_platform.kubernetes.test_alert_rules import metric_names, metric_set_rows, text_rows
 
 Config = dict[str, Any]
@@ -28,6 +34,7 @@ CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 GMP_SCRAPE = "kubernetes:monitoring.googleapis.com/v1:ClusterPodMonitoring"
+GMP_RULES = "kubernetes:monitoring.googleapis.com/v1:ClusterRules"
 
 
 def with_monitoring(config: Config, **settings: Any) -> Config:
@@ -101,6 +108,7 @@ def test_the_alert_names_are_exported(dev_plan: Plan) -> None:
     assert names == alert_names(gpu_alert_rules(MonitoringSpec(), OperatorSpec().namespace))
     assert names == [
         "GpuAllocatedButIdle",
+        "GpuIdleReaperFailing",
         "GpuFramebufferNearlyFull",
         "DcgmExporterDown",
         "DcgmExporterMissing",
@@ -113,6 +121,8 @@ def test_the_alert_names_are_exported(dev_plan: Plan) -> None:
         "GpuMemoryRepairPending",
         "GpuRowRemapFailure",
         "GpuNvlinkErrors",
+        "GpuPcieReplays",
+        "GpuOutOfService",
         "GpuThrottledWhileBusy",
     ]
 
@@ -267,8 +277,22 @@ def test_node_exporter_alone_runs_in_a_privileged_namespace(
     namespace = stack_namespaces(plan)["monitoring-node-exporter"]
     assert namespace.inputs["metadata"]["labels"] == pod_security("privileged")
     values = stack_release(plan).inputs["values"]
-    assert values["prometheus-node-exporter"] == {"namespaceOverride": "monitoring-node-exporter"}
+    assert values["prometheus-node-exporter"]["namespaceOverride"] == "monitoring-node-exporter"
     assert namespace.urn in stack_release(plan).dependencies
+
+
+def test_node_exporter_rolls_a_quarter_of_the_nodes_at_a_time_with_its_charts_keys(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_monitoring(dev_config, installPrometheusStack=True))
+
+    node_exporter = stack_release(plan).inputs["values"]["prometheus-node-exporter"]
+
+    # prometheus-node-exporter 4.56.1 values.yaml: `updateStrategy: {type: RollingUpdate,
+    # rollingUpdate: {maxUnavailable: 1}}`, which Helm merges this over.
+    assert node_exporter["updateStrategy"] == {"rollingUpdate": {"maxUnavailable": "25%"}}
+    subchart = KUBE_PROMETHEUS_STACK_NODE_EXPORTER_SUBCHART
+    assert set(key_paths(node_exporter)) <= chart_key_paths(subchart.version, subchart.name)
 
 
 def test_the_rule_waits_for_the_stack_that_defines_its_type(
@@ -323,6 +347,58 @@ def test_managed_prometheus_keeps_the_workloads_pod_and_namespace_labels(
 
 def test_managed_prometheus_is_off_by_default(gke: Config, plan_for: PlanFor) -> None:
     assert plan_for(gke).of_type(GMP_SCRAPE) == []
+    assert plan_for(gke).of_type(GMP_RULES) == []
+
+
+def test_managed_prometheus_series_carry_the_job_the_rules_select(
+    gke: Config, plan_for: PlanFor
+) -> None:
+    # Managed Prometheus sets `job` to the ClusterPodMonitoring's name (prometheus-engine
+    # pkg/operator/apis/monitoring/v1/pod_config.go, endpointScrapeConfig: a `replace` of
+    # `job` with `c.Name`); the rules select the job the operator's ServiceMonitor gives them.
+    plan = plan_for(with_monitoring(gke, googleManagedPrometheus=True))
+    rules = yaml.safe_dump(child(plan, PROMETHEUS_RULE).inputs["spec"])
+
+    assert child(plan, GMP_SCRAPE).inputs["metadata"]["name"] == "nvidia-dcgm-exporter"
+    assert set(re.findall(r'job="([^"]*)"', rules)) == {"nvidia-dcgm-exporter"}
+
+
+def test_managed_prometheus_evaluates_the_recording_rules_itself(
+    gke: Config, plan_for: PlanFor
+) -> None:
+    # A PrometheusRule reaches only an in-cluster Prometheus; Managed Prometheus's rule
+    # evaluator reads ClusterRules (prometheus-engine rules_types.go: groups of `record`,
+    # `expr`), so the series a query frontend answers with exist there too.
+    plan = plan_for(with_monitoring(gke, googleManagedPrometheus=True))
+    rules = child(plan, GMP_RULES).inputs
+
+    records = [rule.get("record") for group in rules["spec"]["groups"] for rule in group["rules"]]
+    assert rules["apiVersion"] == "monitoring.googleapis.com/v1"
+    assert records == [
+        "gpu_platform:gpu_activity:percent",
+        "gpu_platform:allocated_gpu_activity:percent",
+        "gpu_platform:pcie_replay_limit:per_minute",
+    ]
+
+
+def test_managed_recording_rules_are_the_prometheus_rules_own(
+    gke: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(with_monitoring(gke, googleManagedPrometheus=True))
+    ours = {
+        rule["record"]: rule["expr"]
+        for group in child(plan, PROMETHEUS_RULE).inputs["spec"]["groups"]
+        for rule in group["rules"]
+        if "record" in rule
+    }
+
+    managed = {
+        rule["record"]: rule["expr"]
+        for group in child(plan, GMP_RULES).inputs["spec"]["groups"]
+        for rule in group["rules"]
+    }
+
+    assert managed == ours
 
 
 # --- Bad config ---------------------------------------------------------------------------------
@@ -360,6 +436,7 @@ def test_every_resource_of_the_component_is_its_child(gke: Config, plan_for: Pla
         PROMETHEUS_RULE,
         CONFIG_MAP,
         GMP_SCRAPE,
+        GMP_RULES,
     }
     assert all(r.name.startswith(f"{monitoring.name}-") for r in children)
     assert [r for r in plan.resources if r.name.startswith(f"{monitoring.name}-")] == children

@@ -2,6 +2,7 @@
 restricted `nvidia-smi` smoke test."""
 
 import subprocess
+from decimal import Decimal
 from pathlib import Path
 from subprocess import CompletedProcess
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from gpu_platform.cli.offline import Plan, PlannedResource, run_program
+from gpu_platform.fit import quantity
 from gpu_platform.kubernetes.tenant_namespace import SMOKE_TEST_SCRIPT
 from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE, POD_SECURITY_VERSION
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
@@ -35,6 +37,11 @@ def job(plan: Plan, name: str = "ml-sandbox") -> PlannedResource:
 
 def pod(plan: Plan) -> dict[str, Any]:
     return job(plan).inputs["spec"]["template"]["spec"]
+
+
+@pytest.fixture
+def prod_plan() -> Plan:
+    return run_program("prod", project=PROJECT)
 
 
 @pytest.fixture
@@ -80,13 +87,19 @@ def test_each_configured_namespace_gets_its_own_resources(dev_config, plan_for) 
     assert [r.name for r in plan.children_of(plan.named("vision", COMPONENT))] == [
         "vision",
         "vision-gpu-quota",
+        "vision-gpu-pod-defaults",
     ]
 
 
 def test_children_belong_to_the_component(dev_plan) -> None:
     component = dev_plan.named("ml-sandbox", COMPONENT)
 
-    assert {r.type for r in dev_plan.children_of(component)} == {NAMESPACE, QUOTA, JOB}
+    assert {r.type for r in dev_plan.children_of(component)} == {
+        NAMESPACE,
+        QUOTA,
+        "kubernetes:core/v1:LimitRange",
+        JOB,
+    }
 
 
 # --- Quota ---------------------------------------------------------------------------------
@@ -105,7 +118,45 @@ def test_quota_waits_for_its_namespace(dev_plan) -> None:
     assert namespace(dev_plan).urn in quota(dev_plan).dependencies
 
 
-def test_quota_also_caps_mig_slices_of_a_mixed_pool(mig_plan) -> None:
+def test_replicas_of_shared_gpus_are_capped_by_their_own_setting(dev_config, plan_for) -> None:
+    dev_config["gpu-platform:namespaces"][0].update(gpuQuota=3, sharedGpuQuota=12, migQuota={})
+
+    # The dev stack's only pool is time-sliced: its nvidia.com/gpu are replicas.
+    assert quota(plan_for(dev_config)).inputs["spec"]["hard"] == {"requests.nvidia.com/gpu": "12"}
+
+
+def test_whole_gpus_and_replicas_share_one_cap_of_both(dev_config, plan_for) -> None:
+    dev_config["gpu-platform:pools"].append(
+        {
+            "name": "t4-whole",
+            "instanceTypes": ["g4dn.xlarge"],
+            "max": 1,
+            "aws": {"amiReleaseVersion": "1.35.6-20260714"},
+        }
+    )
+    dev_config["gpu-platform:namespaces"][0].update(gpuQuota=2, sharedGpuQuota=12, migQuota={})
+
+    # Both are nvidia.com/gpu, and a ResourceQuota caps a resource by its name.
+    assert quota(plan_for(dev_config)).inputs["spec"]["hard"] == {"requests.nvidia.com/gpu": "14"}
+
+
+def test_whole_gpus_are_capped_by_gpu_quota(prod_plan) -> None:
+    assert quota(prod_plan, "ml-training").inputs["spec"]["hard"] == {
+        "requests.nvidia.com/gpu": "16",
+        # Slices are their own setting, which ml-training leaves out.
+        "requests.nvidia.com/mig-1g.10gb": "0",
+    }
+
+
+def test_mig_slices_are_capped_by_their_own_setting(prod_plan) -> None:
+    assert quota(prod_plan, "ml-inference").inputs["spec"]["hard"] == {
+        # No whole GPU: ml-inference sets only migQuota.
+        "requests.nvidia.com/gpu": "0",
+        "requests.nvidia.com/mig-1g.10gb": "112",
+    }
+
+
+def test_quota_caps_mig_slices_of_a_mixed_pool_apart_from_replicas(mig_plan) -> None:
     assert quota(mig_plan).inputs["spec"]["hard"] == {
         "requests.nvidia.com/gpu": "8",
         f"requests.{MIG_SLICE_RESOURCE}": "8",
@@ -113,12 +164,52 @@ def test_quota_also_caps_mig_slices_of_a_mixed_pool(mig_plan) -> None:
 
 
 def test_quota_of_zero_keeps_gpus_out(dev_config, plan_for) -> None:
-    dev_config["gpu-platform:namespaces"][0] = {"name": "ml-sandbox", "gpuQuota": 0}
+    dev_config["gpu-platform:namespaces"][0] = {"name": "ml-sandbox"}
 
     assert quota(plan_for(dev_config)).inputs["spec"]["hard"] == {"requests.nvidia.com/gpu": "0"}
 
 
 # --- Smoke test ----------------------------------------------------------------------------
+
+
+LIMIT_RANGE = "kubernetes:core/v1:LimitRange"
+
+
+def limit_range(plan: Plan, name: str = "ml-sandbox") -> PlannedResource:
+    return plan.named(f"{name}-gpu-pod-defaults", LIMIT_RANGE)
+
+
+def test_containers_without_requests_get_a_small_cpu_and_memory_request(dev_plan) -> None:
+    inputs = limit_range(dev_plan).inputs
+
+    assert inputs["metadata"]["namespace"] == "ml-sandbox"
+    assert inputs["spec"] == {
+        "limits": [{"type": "Container", "defaultRequest": {"cpu": "100m", "memory": "256Mi"}}]
+    }
+
+
+def test_a_mig_pod_with_the_defaults_keeps_its_node_above_the_scale_down_threshold(
+    mig_plan,
+) -> None:
+    (default,) = limit_range(mig_plan).inputs["spec"]["limits"]
+    requests = default["defaultRequest"]
+    # A p4de.24xlarge as the autoscaler's template has it: 96 vCPUs, 1152 GiB
+    # (cloudprovider/aws/ec2_instance_types.go). Utilization is the larger of CPU and memory
+    # requested over allocatable, DaemonSets left out (simulator/utilization/info.go,
+    # cluster-autoscaler-1.35.2); a MIG pool's threshold is one millionth (its ASG tag).
+    cpu = quantity(requests["cpu"]) / 96
+    memory = quantity(requests["memory"]) / (1152 * 2**30)
+
+    assert max(cpu, memory) > Decimal("0.000001")
+
+
+def test_the_defaults_fit_four_replicas_on_the_smallest_gpu_node(dev_plan) -> None:
+    (default,) = limit_range(dev_plan).inputs["spec"]["limits"]
+    requests = default["defaultRequest"]
+
+    # g4dn.xlarge: 4 vCPUs, 16 GiB, time-sliced 4 ways in the dev stack.
+    assert 4 * quantity(requests["cpu"]) <= 1
+    assert 4 * quantity(requests["memory"]) <= 2 * 2**30
 
 
 def test_no_smoke_test_without_a_pool(dev_config, plan_for) -> None:

@@ -61,11 +61,12 @@ def resource(
     *,
     provider: str | None = None,
     parent: str | None = None,
+    parents: Sequence[str] = (),
     dependencies: Sequence[str] = (),
     property_dependencies: Mapping[str, Sequence[str]] | None = None,
 ) -> PlannedResource:
     return PlannedResource(
-        urn=urn(type_, name),
+        urn=urn(type_, name, parents),
         type=type_,
         name=name,
         inputs=copy.deepcopy(dict(inputs)),
@@ -79,8 +80,16 @@ def resource(
     )
 
 
-def urn(type_: str, name: str) -> str:
-    return f"{STACK_URN_PREFIX}{type_}::{name}"
+def urn(type_: str, name: str, parents: Sequence[str] = ()) -> str:
+    """The resource's URN, its parents' types (outermost first) before its own, joined by `$`,
+    as the Pulumi engine writes it (pulumi sdk/go/common/resource/urn.go, NewURN: the parent's
+    qualified type, then `$`, then its own)."""
+    return f"{STACK_URN_PREFIX}{'$'.join([*parents, type_])}::{name}"
+
+
+PLATFORM = "gpu-platform:index:GpuPlatform"
+OPERATOR_PARENTS = (PLATFORM, "gpu-platform:kubernetes:GpuOperator")
+"""The parents of the GPU Operator's release: the platform's component, then the operator's."""
 
 
 def pod_security_labels(level: str = "restricted", version: str = "v1.35") -> dict[str, str]:
@@ -125,6 +134,23 @@ def gpu_pod_spec(gpus: str = "1") -> dict[str, Any]:
     spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     spec["nodeSelector"] = {"gpu-platform.io/accelerator": "l4"}
     return spec
+
+
+def select_pools(spec: dict[str, Any], *pools: str, by_affinity: bool = False) -> None:
+    """Have the pod spec select pools by their `gpu-platform.io/pool` label: one by node
+    selector, or (several, or `by_affinity`) by a required node affinity term."""
+    spec.pop("nodeSelector", None)
+    if len(pools) == 1 and not by_affinity:
+        spec["nodeSelector"] = {"gpu-platform.io/pool": pools[0]}
+        return
+    expression = {"key": "gpu-platform.io/pool", "operator": "In", "values": list(pools)}
+    spec["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [expression]}]
+            }
+        }
+    }
 
 
 def workload(
@@ -257,8 +283,18 @@ CHART = "kubernetes:helm.sh/v4:Chart"
 PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 
 
+ROLLS_BACK: dict[str, Any] = {
+    "atomic": True,
+    "cleanupOnFail": True,
+    "timeout": 900,
+    "maxHistory": 10,
+}
+"""A release that undoes a failed install or upgrade by itself, as the platform's do."""
+
+
 def gpu_operator_release(name: str = "gpu-operator") -> PlannedResource:
-    """The GPU Operator as the platform installs it: a pinned chart in its own namespace."""
+    """The GPU Operator as the platform installs it: a pinned chart in its own namespace,
+    rolled back when an upgrade fails."""
     return resource(
         RELEASE,
         name,
@@ -267,12 +303,14 @@ def gpu_operator_release(name: str = "gpu-operator") -> PlannedResource:
             "version": "v26.7.0",
             "repositoryOpts": {"repo": "https://helm.ngc.nvidia.com/nvidia"},
             "namespace": "gpu-operator",
+            **ROLLS_BACK,
             "values": {
                 "operator": {"upgradeCRD": True},
                 "driver": {"enabled": False},
                 "dcgmExporter": {"serviceMonitor": {"enabled": True}},
             },
         },
+        parents=OPERATOR_PARENTS,
     )
 
 

@@ -1,4 +1,16 @@
-"""The stack policies that hold GPU pods to their pool's CUDA ceiling, through the analyzer."""
+"""The stack policies that hold GPU pods to what their pools' drivers run, through the analyzer,
+as NVIDIA's CUDA compatibility documentation defines it:
+
+- docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html, Table 1 "CUDA
+  Toolkit 11.x, 12.x, and 13.x Driver Version Ranges": an application of a CUDA major release
+  runs, with a limited feature set, on a driver of at least R450 (11.x, from 450.80.02 by the
+  table's note), R525 (12.x) or R580 (13.x);
+- docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html,
+  "Maximum CUDA Major Version Supported Without Forward Compatibility Package": R535 CUDA 12,
+  R580 CUDA 13;
+- NVIDIA's `nvidia/cuda:12.9.1-*` images declare `NVIDIA_REQUIRE_CUDA=cuda>=12.9
+  brand=tesla,driver>=535,driver<536 ...`: NVIDIA runs them on R535.
+"""
 
 from typing import Any
 
@@ -10,19 +22,26 @@ from tests.gpu_platform.policy_pack.builders import (
     gke_node_pool,
     gpu_pod_spec,
     messages,
+    select_pools,
     workload,
 )
 
 POLICY = "gpu-pods-cuda-within-driver"
+MINOR = "gpu-pods-cuda-minor-compatibility"
 KNOWN = "gpu-pods-cuda-known"
-# A pool on an R570 driver: CUDA 12.8 and older.
+# Each driver branch's labels, as gpu_platform/drivers.py sets them: the driver and the newest
+# CUDA it runs natively (the CUDA Toolkit release notes' table of minimum drivers).
+R535 = {"gpu-platform.io/nvidia-driver": "535.288.01", "gpu-platform.io/cuda": "12.2"}
 R570 = {"gpu-platform.io/nvidia-driver": "570.195.03", "gpu-platform.io/cuda": "12.8"}
+R580 = {"gpu-platform.io/nvidia-driver": "580.95.05", "gpu-platform.io/cuda": "13.0"}
+CUDA_12_9 = "nvidia/cuda:12.9.1-base-ubuntu22.04"
+CUDA_13_0 = "nvcr.io/nvidia/cuda:13.0.1-runtime-ubuntu24.04"
 
 
-def pool(labels: dict[str, str] = R570, *, gke: bool = False) -> Any:
-    found = gke_node_pool() if gke else eks_node_group()
+def pool(labels: dict[str, str] = R570, *, gke: bool = False, name: str = "l4") -> Any:
+    found = gke_node_pool(f"{name}-pool") if gke else eks_node_group(name=f"{name}-nodes")
     target = found.inputs["nodeConfig"]["labels"] if gke else found.inputs["labels"]
-    target.update({"gpu-platform.io/pool": "l4", **labels})
+    target.update({"gpu-platform.io/pool": name, **labels})
     return found
 
 
@@ -31,34 +50,223 @@ def pod(
     env: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
     gpus: str = "1",
+    pools: tuple[str, ...] = ("l4",),
 ) -> Any:
     spec = gpu_pod_spec(gpus)
-    spec["nodeSelector"] = {"gpu-platform.io/pool": "l4"}
+    select_pools(spec, *pools)
     spec["containers"][0]["image"] = image
     if env:
         spec["containers"][0]["env"] = [{"name": k, "value": v} for k, v in env.items()]
     return workload("Deployment", spec, pod_metadata={"annotations": annotations or {}})
 
 
+def verdicts_by_policy(verdicts: list[Any]) -> dict[str, int]:
+    return {
+        name: len(messages(verdicts, name)) for name in (POLICY, MINOR) if messages(verdicts, name)
+    }
+
+
+# --- NVIDIA's CUDA 12.9.1 images on R535, R570 and R580, and a 13.x image on R535 ---------------
+
+
+def test_cuda_12_9_on_r535_runs_through_minor_version_compatibility(analyze: Analyze) -> None:
+    verdicts = analyze(pool(R535), pod(CUDA_12_9))
+
+    assert verdicts_by_policy(verdicts) == {MINOR: 1}
+
+
+def test_cuda_12_9_on_r570_runs_through_minor_version_compatibility(analyze: Analyze) -> None:
+    verdicts = analyze(pool(R570), pod(CUDA_12_9))
+
+    assert verdicts_by_policy(verdicts) == {MINOR: 1}
+
+
+def test_cuda_12_9_on_r580_runs_natively(analyze: Analyze) -> None:
+    # Backward compatibility: an older major release runs on a newer driver.
+    verdicts = analyze(pool(R580), pod(CUDA_12_9))
+
+    assert verdicts_by_policy(verdicts) == {}
+
+
+def test_cuda_13_on_r535_is_refused(analyze: Analyze) -> None:
+    deployment = pod(CUDA_13_0)
+
+    verdicts = analyze(pool(R535), deployment)
+
+    (verdict,) = [v for v in verdicts if v.policy_name == POLICY]
+    assert (verdict.enforcement_level, verdict.urn) == ("mandatory", deployment.urn)
+    assert messages(verdicts, MINOR) == []
+
+
+def test_a_newer_minor_release_than_r580_runs_is_advisory(analyze: Analyze) -> None:
+    verdicts = analyze(pool(R580), pod("nvidia/cuda:13.1.0-runtime-ubuntu24.04"))
+
+    (verdict,) = [v for v in verdicts if v.policy_name == MINOR]
+    assert verdict.enforcement_level == "advisory"
+    assert messages(verdicts, POLICY) == []
+
+
+# --- The messages ---------------------------------------------------------------------------
+
+
+def test_the_refusal_names_both_releases_and_the_fix(analyze: Analyze) -> None:
+    verdicts = analyze(pool(R535), pod(CUDA_13_0))
+
+    assert messages(verdicts, POLICY) == [
+        f'container "app" needs CUDA 13.0 (image {CUDA_13_0}), but pool "l4" runs NVIDIA'
+        " driver 535.288.01, which runs CUDA 12.2 natively and CUDA 12.x at most without"
+        " NVIDIA's forward compatibility package: a CUDA 13 application fails at its first CUDA"
+        " call. Fix: use an image built for CUDA 12.x, or a pool with a newer driver."
+    ]
+
+
+def test_the_advisory_names_what_minor_version_compatibility_limits(analyze: Analyze) -> None:
+    verdicts = analyze(pool(R535), pod(CUDA_12_9))
+
+    (message,) = messages(verdicts, MINOR)
+    assert message.startswith(
+        f'container "app" needs CUDA 12.9 (image {CUDA_12_9}), and pool "l4" runs NVIDIA driver'
+        " 535.288.01, which runs CUDA 12.2 natively: it runs through CUDA minor version"
+        " compatibility, with a limited feature set (PTX newer than the driver's is not"
+        " JIT-compiled"
+    )
+
+
+# --- The minor-compatibility floor ----------------------------------------------------------
+
+
+def test_a_driver_below_the_release_familys_floor_is_refused(analyze: Analyze) -> None:
+    # An R450 driver before 450.80.02 runs CUDA 11.0 only: minor version compatibility came with
+    # 450.80.02 (minor-version-compatibility.html, the note under Table 1).
+    early_r450 = {"gpu-platform.io/nvidia-driver": "450.51.06", "gpu-platform.io/cuda": "11.0"}
+
+    verdicts = analyze(pool(early_r450), pod("nvidia/cuda:11.4.3-base-ubuntu20.04"))
+
+    (message,) = messages(verdicts, POLICY)
+    assert "but CUDA 11.x needs driver 450.80.02 or newer even with minor version" in message
+
+
+def test_a_driver_at_the_release_familys_floor_runs_a_newer_minor_release(
+    analyze: Analyze,
+) -> None:
+    r450 = {"gpu-platform.io/nvidia-driver": "450.80.02", "gpu-platform.io/cuda": "11.0"}
+
+    verdicts = analyze(pool(r450), pod("nvidia/cuda:11.4.3-base-ubuntu20.04"))
+
+    assert verdicts_by_policy(verdicts) == {MINOR: 1}
+
+
+def test_a_pool_known_by_its_branch_alone_is_not_held_below_its_branchs_floor(
+    analyze: Analyze,
+) -> None:
+    r450 = {"gpu-platform.io/nvidia-driver": "450", "gpu-platform.io/cuda": "11.0"}
+
+    verdicts = analyze(pool(r450), pod("nvidia/cuda:11.4.3-base-ubuntu20.04"))
+
+    assert messages(verdicts, POLICY) == []
+
+
+# --- Pods that may land on several pools ------------------------------------------------------
+
+
+def test_a_pod_that_may_land_on_several_pools_is_judged_on_each(analyze: Analyze) -> None:
+    deployment = pod(CUDA_13_0, pools=("old", "new"))
+
+    verdicts = analyze(pool(R535, name="old"), pool(R580, name="new"), deployment)
+
+    (message,) = messages(verdicts, POLICY)
+    assert 'pool "old" runs NVIDIA driver 535.288.01' in message
+
+
+def test_a_pod_that_may_land_on_several_pools_gets_each_pools_verdict(analyze: Analyze) -> None:
+    deployment = pod(CUDA_12_9, pools=("r535", "r570", "r580"))
+
+    verdicts = analyze(
+        pool(R535, name="r535"), pool(R570, name="r570"), pool(R580, name="r580"), deployment
+    )
+
+    assert [m.split(", which")[0].rsplit(" pool ", 1)[1] for m in messages(verdicts, MINOR)] == [
+        '"r535" runs NVIDIA driver 535.288.01',
+        '"r570" runs NVIDIA driver 570.195.03',
+    ]
+    assert messages(verdicts, POLICY) == []
+
+
+# --- A tenant's own stack, on the platform stack's pools --------------------------------------
+
+# The platform stack's `gpuPools` output, as gpu_platform/node_identity.py `pool_software`
+# writes it.
+PLATFORM_POOLS = {
+    "l4": {
+        "nvidiaDriver": "535.288.01",
+        "cuda": "12.2",
+        "pinnedBy": "AMI release 1.33.5-20260714",
+        "canaryOf": None,
+    },
+    "h100": {
+        "nvidiaDriver": "580.95.05",
+        "cuda": "13.0",
+        "pinnedBy": "AMI release 1.33.5-20260714",
+        "canaryOf": None,
+    },
+}
+
+
+def tenant_config(pools: dict[str, Any] = PLATFORM_POOLS) -> dict[str, Any]:
+    return {name: {"gpuPools": pools} for name in (POLICY, MINOR, KNOWN)}
+
+
+def test_a_stack_without_pools_is_held_to_the_configured_pools(analyze: Analyze) -> None:
+    deployment = pod(CUDA_13_0)
+
+    verdicts = analyze(deployment, config=tenant_config())
+
+    (verdict,) = [v for v in verdicts if v.policy_name == POLICY]
+    assert (verdict.enforcement_level, verdict.urn) == ("mandatory", deployment.urn)
+    assert 'pool "l4" runs NVIDIA driver 535.288.01' in verdict.message
+
+
+def test_a_stack_without_pools_and_without_the_setting_is_not_judged(analyze: Analyze) -> None:
+    verdicts = analyze(pod(CUDA_13_0))
+
+    assert messages(verdicts, POLICY) == []
+
+
+def test_a_configured_pool_the_pod_does_not_select_holds_nothing(analyze: Analyze) -> None:
+    verdicts = analyze(pod(CUDA_13_0, pools=("h100",)), config=tenant_config())
+
+    assert verdicts_by_policy(verdicts) == {}
+
+
+def test_a_pool_the_stack_declares_wins_over_a_configured_one(analyze: Analyze) -> None:
+    verdicts = analyze(pool(R580), pod(CUDA_13_0), config=tenant_config())
+
+    assert messages(verdicts, POLICY) == []
+
+
+def test_a_configured_pool_without_a_known_driver_holds_nothing(analyze: Analyze) -> None:
+    unknown = {"l4": {"nvidiaDriver": None, "cuda": None, "pinnedBy": None, "canaryOf": None}}
+
+    verdicts = analyze(pod(CUDA_13_0), config=tenant_config(unknown))
+
+    assert messages(verdicts, POLICY) == []
+
+
+# --- Where a pod's CUDA release is read -------------------------------------------------------
+
+
 @pytest.mark.parametrize(
     "image",
     [
         "nvcr.io/nvidia/cuda:13.0.1-runtime-ubuntu24.04",
-        "nvidia/cuda:12.9.1-base-ubuntu22.04",
         "docker.io/pytorch/pytorch:2.9.0-cuda13.0-cudnn9-runtime",
-        "registry.example.com/vllm:0.11.0-cu129",
+        "registry.example.com/vllm:0.11.0-cu130",
     ],
 )
-def test_an_image_built_for_a_newer_cuda_than_the_pool_runs_is_refused(
-    analyze: Analyze, image: str
-) -> None:
-    deployment = pod(image)
+def test_the_cuda_release_is_read_from_the_image_tag(analyze: Analyze, image: str) -> None:
+    verdicts = analyze(pool(R570), pod(image))
 
-    verdicts = analyze(pool(), deployment)
-
-    (verdict,) = [v for v in verdicts if v.policy_name == POLICY]
-    assert (verdict.enforcement_level, verdict.urn) == ("mandatory", deployment.urn)
-    assert f'(image {image}), but pool "l4" runs NVIDIA driver 570.195.03' in verdict.message
+    assert f"(image {image})" in messages(verdicts, POLICY)[0]
 
 
 @pytest.mark.parametrize(
@@ -70,50 +278,36 @@ def test_an_image_built_for_a_newer_cuda_than_the_pool_runs_is_refused(
     ],
 )
 def test_an_image_at_or_below_the_pools_cuda_passes(analyze: Analyze, image: str) -> None:
-    verdicts = analyze(pool(), pod(image))
+    verdicts = analyze(pool(R570), pod(image))
 
-    assert messages(verdicts, POLICY) == []
+    assert verdicts_by_policy(verdicts) == {}
     assert messages(verdicts, KNOWN) == []
 
 
-def test_the_message_names_both_releases_and_the_fix(analyze: Analyze) -> None:
-    verdicts = analyze(pool(), pod("nvidia/cuda:13.0.0-base-ubuntu24.04"))
-
-    assert messages(verdicts, POLICY) == [
-        'container "app" needs CUDA 13.0 (image nvidia/cuda:13.0.0-base-ubuntu24.04), but pool'
-        ' "l4" runs NVIDIA driver 570.195.03, which runs CUDA 12.8 and older: it would start'
-        " and fail at its first CUDA call. Fix: use an image built for an older CUDA, or a pool"
-        " with a newer driver."
-    ]
-
-
 def test_nvidia_require_cuda_is_read_from_the_env(analyze: Analyze) -> None:
-    env = {"NVIDIA_REQUIRE_CUDA": "cuda>=12.9 brand=tesla,driver>=535,driver<536"}
+    env = {"NVIDIA_REQUIRE_CUDA": "cuda>=13.0 brand=tesla,driver>=535,driver<536"}
 
-    verdicts = analyze(pool(), pod(env=env))
+    verdicts = analyze(pool(R570), pod(env=env))
 
     assert len(messages(verdicts, POLICY)) == 1
 
 
 def test_cuda_version_is_read_from_the_env(analyze: Analyze) -> None:
-    verdicts = analyze(pool(), pod(env={"CUDA_VERSION": "13.0.1"}))
+    verdicts = analyze(pool(R570), pod(env={"CUDA_VERSION": "13.0.1"}))
 
     assert len(messages(verdicts, POLICY)) == 1
 
 
 def test_the_annotation_comes_before_the_image_tag(analyze: Analyze) -> None:
-    deployment = pod(
-        "nvidia/cuda:13.0.0-base-ubuntu24.04",
-        annotations={"gpu-platform.io/cuda-version": "12.4"},
-    )
+    deployment = pod(CUDA_13_0, annotations={"gpu-platform.io/cuda-version": "12.4"})
 
-    verdicts = analyze(pool(), deployment)
+    verdicts = analyze(pool(R570), deployment)
 
-    assert messages(verdicts, POLICY) == []
+    assert verdicts_by_policy(verdicts) == {}
 
 
 def test_a_gke_pool_is_read_from_its_node_config(analyze: Analyze) -> None:
-    verdicts = analyze(pool(gke=True), pod("nvidia/cuda:13.0.0-base-ubuntu24.04"))
+    verdicts = analyze(pool(R570, gke=True), pod(CUDA_13_0))
 
     assert len(messages(verdicts, POLICY)) == 1
 
@@ -121,7 +315,7 @@ def test_a_gke_pool_is_read_from_its_node_config(analyze: Analyze) -> None:
 def test_an_unknown_cuda_release_is_advisory(analyze: Analyze) -> None:
     deployment = pod("registry.example.com/notebook:2026.11")
 
-    verdicts = analyze(pool(), deployment)
+    verdicts = analyze(pool(R570), deployment)
 
     assert messages(verdicts, POLICY) == []
     (verdict,) = [v for v in verdicts if v.policy_name == KNOWN]
@@ -130,14 +324,14 @@ def test_an_unknown_cuda_release_is_advisory(analyze: Analyze) -> None:
 
 
 def test_a_pod_without_gpus_is_not_held_to_the_ceiling(analyze: Analyze) -> None:
-    verdicts = analyze(pool(), pod("nvidia/cuda:13.0.0-base-ubuntu24.04", gpus="0"))
+    verdicts = analyze(pool(R570), pod(CUDA_13_0, gpus="0"))
 
-    assert messages(verdicts, POLICY) == []
+    assert verdicts_by_policy(verdicts) == {}
     assert messages(verdicts, KNOWN) == []
 
 
 def test_a_pool_without_a_cuda_label_holds_no_pod(analyze: Analyze) -> None:
-    verdicts = analyze(pool({}), pod("nvidia/cuda:13.0.0-base-ubuntu24.04"))
+    verdicts = analyze(pool({}), pod(CUDA_13_0))
 
-    assert messages(verdicts, POLICY) == []
+    assert verdicts_by_policy(verdicts) == {}
     assert messages(verdicts, KNOWN) == []

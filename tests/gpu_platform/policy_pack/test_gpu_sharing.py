@@ -10,6 +10,7 @@ from tests.gpu_platform.policy_pack.builders import (
     gke_node_pool,
     gpu_pod_spec,
     messages,
+    select_pools,
     workload,
 )
 
@@ -32,21 +33,12 @@ MIG = {
 }
 
 
-def on_pool(limits: dict[str, str], *, by_affinity: bool = False) -> Any:
+def on_pool(
+    limits: dict[str, str], *, by_affinity: bool = False, pools: tuple[str, ...] = ("l4",)
+) -> Any:
     spec = gpu_pod_spec()
     spec["containers"][0]["resources"] = {"limits": limits}
-    if by_affinity:
-        del spec["nodeSelector"]
-        expression = {"key": "gpu-platform.io/pool", "operator": "In", "values": ["l4"]}
-        spec["affinity"] = {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [expression]}]
-                }
-            }
-        }
-    else:
-        spec["nodeSelector"] = {"gpu-platform.io/pool": "l4"}
+    select_pools(spec, *pools, by_affinity=by_affinity)
     return workload("Deployment", spec)
 
 
@@ -75,6 +67,21 @@ def test_a_pool_chosen_by_required_affinity_is_held_to_its_mode(analyze: Analyze
     verdicts = analyze(pool_with(TIME_SLICED), on_pool({"nvidia.com/gpu": "3"}, by_affinity=True))
 
     assert len(messages(verdicts, POLICY)) == 1
+
+
+def test_a_pod_that_may_land_on_several_pools_is_held_to_each_pools_mode(
+    analyze: Analyze,
+) -> None:
+    exclusive = eks_node_group(name="whole-nodes")
+    exclusive.inputs["labels"].update(
+        {"gpu-platform.io/pool": "whole", "nvidia.com/device-plugin.config": "exclusive"}
+    )
+    deployment = on_pool({"nvidia.com/gpu": "2"}, pools=("whole", "l4"))
+
+    verdicts = analyze(exclusive, pool_with(TIME_SLICED), deployment)
+
+    (message,) = messages(verdicts, POLICY)
+    assert 'on pool "l4", whose GPUs are shared (time-slicing-4)' in message
 
 
 def test_a_gke_pool_is_read_from_its_node_config(analyze: Analyze) -> None:

@@ -1,27 +1,25 @@
-"""The Helm policies: exact chart versions from secure repositories, and the GPU Operator in
-its own namespace, with DCGM, as a helm.v3.Release."""
+"""The Helm policies: exact chart versions from secure repositories, the GPU Operator in its own
+namespace, with DCGM, as a helm.v3.Release, and releases that undo a failed upgrade by
+themselves."""
 
 from typing import Any
 
 import pytest
 
 from gpu_platform.cli.analyzer import PolicyConfigError, PolicyPack, reconcile_config
-from gpu_platform.versions import (
-    CLUSTER_AUTOSCALER_CHART,
-    EFA_DEVICE_PLUGIN_CHART,
-    GPU_OPERATOR_CHART,
-    KARPENTER_CHART,
-    KARPENTER_CRD_CHART,
-    KUBE_PROMETHEUS_STACK_CHART,
-)
+from gpu_platform.cli.offline import run_program
 from tests.gpu_platform.policy_pack.builders import (
     CHART,
+    PLATFORM,
     RELEASE,
+    ROLLS_BACK,
+    UNKNOWN,
     Analyze,
     gpu_operator_release,
     messages,
     resource,
 )
+from tests.repository import STACKS
 
 VISIBLE = "helm-release-workloads-visible"
 
@@ -195,18 +193,30 @@ def test_a_tenants_release_is_said_to_be_invisible_to_the_policies(analyze: Anal
 
 
 def test_the_platforms_own_releases_and_v4_charts_are_not_flagged(analyze: Analyze) -> None:
-    verdicts = analyze(gpu_operator_release(), chart(CHART))
+    verdicts = analyze(gpu_operator_release(), autoscaler_release(), chart(CHART))
 
     assert messages(verdicts, "helm-release-workloads-visible") == []
 
 
 def test_a_reviewed_chart_of_another_repository_is_not_the_reviewed_one(analyze: Analyze) -> None:
-    # An oci chart named like the platform's Karpenter, from somebody else's registry.
+    # A stack's own releases of charts named like reviewed ones, from somebody else's registry
+    # or repository.
+    config = {
+        VISIBLE: {
+            "reviewedCharts": [
+                "oci://public.ecr.aws/karpenter/karpenter",
+                "https://helm.ngc.nvidia.com/nvidia/gpu-operator",
+            ]
+        }
+    }
     lookalike = chart(chart="oci://registry.example.com/anyone/karpenter", repositoryOpts={})
-    mirror = gpu_operator_release()
-    mirror.inputs["repositoryOpts"]["repo"] = "https://charts.example.com/nvidia"
+    mirror = chart(
+        chart="gpu-operator", repositoryOpts={"repo": "https://charts.example.com/nvidia"}
+    )
 
-    assert [m.split(" is installed")[0] for m in messages(analyze(lookalike, mirror), VISIBLE)] == [
+    verdicts = analyze(lookalike, mirror, config=config)
+
+    assert [m.split(" is installed")[0] for m in messages(verdicts, VISIBLE)] == [
         'chart "oci://registry.example.com/anyone/karpenter"',
         'chart "gpu-operator"',
     ]
@@ -239,19 +249,180 @@ def test_a_reviewed_chart_entry_without_its_repository_is_refused(
     )
 
 
-def test_the_reviewed_charts_are_the_platforms_own_where_it_installs_them_from(
-    policy_pack: PolicyPack,
+def test_a_stacks_own_release_of_a_chart_the_platform_installs_is_said_to_be_invisible(
+    analyze: Analyze,
 ) -> None:
-    (visible,) = [p for p in policy_pack.policies if p.name == VISIBLE]
-    charts = (
-        GPU_OPERATOR_CHART,
-        KUBE_PROMETHEUS_STACK_CHART,
-        CLUSTER_AUTOSCALER_CHART,
-        EFA_DEVICE_PLUGIN_CHART,
-        KARPENTER_CHART,
-        KARPENTER_CRD_CHART,
+    verdicts = analyze(prometheus_stack_release())
+
+    assert messages(verdicts, "helm-release-workloads-visible") == [
+        'chart "kube-prometheus-stack" is installed as a helm.v3.Release, whose workloads the '
+        "policies never see: Helm creates them, not Pulumi, so no Pod Security or GPU rule "
+        "checks them. Fix: install it with helm.v4.Chart, which registers every object it "
+        "renders as a resource the policies check, or add "
+        '"https://prometheus-community.github.io/helm-charts/kube-prometheus-stack" to '
+        "reviewedCharts once its workloads are reviewed another way."
+    ]
+
+
+# --- Releases that undo a failed install or upgrade ------------------------------------------
+
+
+def autoscaler_release(**inputs: Any) -> Any:
+    """The cluster autoscaler as the platform's component declares it, with `inputs` added."""
+    return resource(
+        RELEASE,
+        "cluster-autoscaler",
+        {
+            "chart": "cluster-autoscaler",
+            "version": "9.59.0",
+            "repositoryOpts": {"repo": "https://kubernetes.github.io/autoscaler"},
+            **inputs,
+        },
+        parents=(PLATFORM, "gpu-platform:eks:ClusterAutoscaler"),
     )
 
-    assert visible.config_schema["reviewedCharts"]["default"] == [
-        f"{chart.repository}/{chart.name}" for chart in charts
+
+def prometheus_stack_release(parents: tuple[str, ...] = (), **inputs: Any) -> Any:
+    """kube-prometheus-stack, a chart the platform installs too, declared under `parents`: by
+    default at the stack's root, by the stack's own program."""
+    return resource(
+        RELEASE,
+        "monitoring",
+        {
+            "chart": "kube-prometheus-stack",
+            "version": "93.4.1",
+            "repositoryOpts": {"repo": "https://prometheus-community.github.io/helm-charts"},
+            **inputs,
+        },
+        parents=parents,
+    )
+
+
+def rollback_verdicts(verdicts: list[Any]) -> list[tuple[str, str, str]]:
+    return [
+        (v.policy_name, v.enforcement_level, v.message)
+        for v in verdicts
+        if v.policy_name in ("platform-release-rollback", "helm-release-rollback")
     ]
+
+
+def without_rollback(chart: str, level: str, policy: str) -> list[tuple[str, str, str]]:
+    """What the rollback rules say of a release of `chart` that sets none of the settings."""
+    return [
+        (
+            policy,
+            level,
+            f'chart "{chart}" is released without atomic, so a failed upgrade leaves the release '
+            "on the half-applied new revision, not on the last one that worked, and a failed "
+            "install stays installed. Fix: set atomic: true.",
+        ),
+        (
+            policy,
+            level,
+            f'chart "{chart}" is released without cleanupOnFail, so what a failed upgrade created '
+            "stays in the cluster beside the rolled-back release. Fix: set cleanupOnFail: true.",
+        ),
+        (
+            policy,
+            level,
+            f'chart "{chart}" is released without a timeout, so Helm gives its workloads the '
+            "provider's default 300 s to become ready, whatever they install, before it fails and "
+            "rolls back the release. Fix: set timeout to the seconds they need.",
+        ),
+        (
+            policy,
+            level,
+            f'chart "{chart}" keeps every revision of its release (no maxHistory), each a Secret '
+            "in its namespace, piling up with every upgrade. Fix: set maxHistory, such as 10.",
+        ),
+    ]
+
+
+def test_a_release_that_rolls_back_by_itself_passes(analyze: Analyze) -> None:
+    verdicts = analyze(
+        gpu_operator_release(), autoscaler_release(**ROLLS_BACK), chart(**ROLLS_BACK)
+    )
+
+    assert rollback_verdicts(verdicts) == []
+
+
+def test_the_platforms_own_release_must_roll_back_by_itself(analyze: Analyze) -> None:
+    verdicts = analyze(autoscaler_release())
+
+    assert rollback_verdicts(verdicts) == without_rollback(
+        "cluster-autoscaler", "mandatory", "platform-release-rollback"
+    )
+
+
+def test_another_release_is_advised_to_roll_back_by_itself(analyze: Analyze) -> None:
+    verdicts = analyze(chart())
+
+    assert rollback_verdicts(verdicts) == without_rollback(
+        "ingress-nginx", "advisory", "helm-release-rollback"
+    )
+
+
+@pytest.mark.parametrize(
+    "parents", [(), ("acme:monitoring:ClusterMonitoring",)], ids=["stack-root", "own-component"]
+)
+def test_a_stacks_own_release_of_a_chart_the_platform_also_installs_is_advised(
+    analyze: Analyze, parents: tuple[str, ...]
+) -> None:
+    verdicts = analyze(prometheus_stack_release(parents))
+
+    assert rollback_verdicts(verdicts) == without_rollback(
+        "kube-prometheus-stack", "advisory", "helm-release-rollback"
+    )
+
+
+def test_a_platform_release_of_a_mirrored_chart_is_held_to_the_mandatory_rule(
+    analyze: Analyze,
+) -> None:
+    # A mirror that serves the GPU Operator's chart under a name of its own.
+    mirrored = gpu_operator_release()
+    mirrored.inputs["chart"] = "nvidia-gpu-operator"
+    del mirrored.inputs["atomic"]
+
+    verdicts = analyze(mirrored)
+
+    assert [(p, level) for p, level, _ in rollback_verdicts(verdicts)] == [
+        ("platform-release-rollback", "mandatory")
+    ]
+
+
+def test_a_zero_timeout_and_an_unlimited_history_are_reported(analyze: Analyze) -> None:
+    release = autoscaler_release(**{**ROLLS_BACK, "timeout": 0, "maxHistory": 0})
+
+    assert messages(analyze(release), "platform-release-rollback") == [
+        'chart "cluster-autoscaler" has timeout 0, not a number of seconds above 0. Fix: set '
+        "timeout to the seconds its workloads need to become ready.",
+        'chart "cluster-autoscaler" keeps every revision of its release (maxHistory 0), each a '
+        "Secret in its namespace, piling up with every upgrade. Fix: set maxHistory, such as 10.",
+    ]
+
+
+def test_a_timeout_not_known_at_preview_skips_only_its_own_check(analyze: Analyze) -> None:
+    release = autoscaler_release(**{**ROLLS_BACK, "timeout": UNKNOWN, "atomic": False})
+
+    assert messages(analyze(release), "platform-release-rollback") == [
+        'chart "cluster-autoscaler" is released without atomic, so a failed upgrade leaves the '
+        "release on the half-applied new revision, not on the last one that worked, and a failed "
+        "install stays installed. Fix: set atomic: true."
+    ]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_release_the_platform_installs_is_held_to_the_mandatory_rule(
+    analyze: Analyze, stack: str
+) -> None:
+    releases = [r for r in run_program(stack).resources if r.type == RELEASE]
+    for release in releases:
+        del release.inputs["atomic"]
+
+    verdicts = analyze(*releases)
+
+    assert sorted(
+        (v.urn, v.enforcement_level)
+        for v in verdicts
+        if v.policy_name == "platform-release-rollback"
+    ) == sorted((r.urn, "mandatory") for r in releases)

@@ -4,7 +4,9 @@ and the platform ever disagree, this is where it shows first."""
 from typing import Any
 
 from tests.gpu_platform.policy_pack.builders import (
+    PLATFORM,
     RELEASE,
+    ROLLS_BACK,
     Analyze,
     eks_node_group,
     gke_node_pool,
@@ -77,7 +79,9 @@ def test_the_platforms_resources_draw_no_verdict(analyze: Analyze) -> None:
             "version": "93.4.1",
             "repositoryOpts": {"repo": "https://prometheus-community.github.io/helm-charts"},
             "namespace": "monitoring",
+            **ROLLS_BACK,
         },
+        parents=(PLATFORM, "gpu-platform:kubernetes:GpuMonitoring"),
     )
     smoke_test = workload("Job", smoke_test_pod(), name="gpu-smoke-test", namespace="ml-sandbox")
     smoke_test.inputs["spec"].update(backoffLimit=0, activeDeadlineSeconds=1800)

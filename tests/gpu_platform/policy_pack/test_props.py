@@ -237,6 +237,8 @@ POLICY_NAMES = {
     "gke-gpu-node-security",
     "helm-chart-pinned",
     "gpu-operator-release",
+    "platform-release-rollback",
+    "helm-release-rollback",
     "helm-release-workloads-visible",
     "gpu-stack-complete",
     "policy-config-known",

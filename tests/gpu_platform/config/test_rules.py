@@ -1,21 +1,14 @@
-"""The config model: bad stack configs fail with the key, the value and what is allowed, before
-any resource is registered; good ones get the documented defaults."""
+"""Every rule of the config model as the user meets it, field rules and rules across fields: a bad
+stack config fails with the key, the value and what is allowed, before any resource is
+registered."""
 
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from gpu_platform.config import (
-    ConfigError,
-    ConfigProblem,
-    ExclusiveSharing,
-    MonitoringSpec,
-    Platform,
-    load_stack_config,
-)
-from gpu_platform.versions import GPU_OPERATOR_CHART
-from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
+from gpu_platform.config import ConfigError
+from tests.stack_variants import with_mig_mixed_pool
 
 Config = dict[str, Any]
 POOLS = "gpu-platform:pools"
@@ -230,9 +223,14 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
         "gpu-platform:namespaces[0].smokeTestPool",
     ),
     (
-        "smoke test in a namespace allowed no GPU",
-        lambda c: c["gpu-platform:namespaces"][0].update(gpuQuota=0),
-        "gpu-platform:namespaces[0].gpuQuota",
+        "smoke test in a namespace allowed no replica of its pool's GPUs",
+        lambda c: c["gpu-platform:namespaces"][0].update(sharedGpuQuota=0),
+        "gpu-platform:namespaces[0].sharedGpuQuota",
+    ),
+    (
+        "a MIG slice that is no slice",
+        lambda c: c["gpu-platform:namespaces"][0].update(migQuota={"big": 4}),
+        "gpu-platform:namespaces[0].migQuota.big",
     ),
     (
         "negative GPU quota",
@@ -262,6 +260,19 @@ def test_bad_config_names_its_key_and_registers_nothing(
     assert isinstance(plan.error, ConfigError), plan.error
     assert expected_path in [p.path for p in plan.error.problems], plan.error.report()
     assert plan.resources == []
+
+
+def test_a_smoke_test_on_a_mig_pool_needs_a_quota_of_its_slice(
+    dev_config: Config, failed_plan_for
+) -> None:
+    config = with_mig_mixed_pool(dev_config)
+    del config["gpu-platform:namespaces"][0]["migQuota"]
+
+    plan = failed_plan_for(config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == ("gpu-platform:namespaces[0].migQuota.1g.10gb", 0)
 
 
 DEV = "dev_config"
@@ -676,20 +687,6 @@ def test_bad_value_names_its_key_says_what_is_allowed_and_registers_nothing(
     assert plan.resources == []
 
 
-def test_sharing_without_a_mode_says_the_mode_is_required(
-    dev_config: Config, failed_plan_for
-) -> None:
-    pool(dev_config).update(sharing={"replicas": 4})
-
-    plan = failed_plan_for(dev_config)
-
-    assert isinstance(plan.error, ConfigError)
-    assert plan.error.report().splitlines()[1:] == [
-        "  gpu-platform:pools[0].sharing.mode: got nothing (the key is required); expected one"
-        " of 'exclusive', 'time-slicing', 'mps', 'mig'"
-    ]
-
-
 def test_a_tenant_may_use_the_autoscaler_namespace_when_the_platform_installs_none(
     dev_config: Config, plan_for
 ) -> None:
@@ -706,281 +703,3 @@ def test_an_empty_block_for_the_other_cloud_sets_nothing(gke_config: Config, pla
     plan = plan_for(gke_config)
 
     assert plan.error is None
-
-
-def test_every_problem_is_reported_at_once(dev_config: Config, failed_plan_for) -> None:
-    pool(dev_config).update(max=0, capacity="preemptible")
-    dev_config["gpu-platform:operator"] = {"chartVersion": "latest"}
-
-    plan = failed_plan_for(dev_config)
-
-    assert isinstance(plan.error, ConfigError)
-    assert {p.path for p in plan.error.problems} == {
-        "gpu-platform:pools[0].max",
-        "gpu-platform:pools[0].capacity",
-        "gpu-platform:operator.chartVersion",
-    }
-
-
-def test_report_names_the_value_found_and_what_is_allowed() -> None:
-    error = ConfigError([ConfigProblem("gpu-platform:pools[1].max", 0, "at least 1")])
-
-    assert (
-        error.report().splitlines()[1] == "  gpu-platform:pools[1].max: got 0; expected at least 1"
-    )
-
-
-def test_pattern_errors_are_explained_in_words(dev_config: Config, failed_plan_for) -> None:
-    pool(dev_config).update(name="T4")
-
-    plan = failed_plan_for(dev_config)
-
-    assert isinstance(plan.error, ConfigError)
-    assert plan.error.problems[0].expected.startswith("lowercase letters, digits and '-'")
-
-
-def test_missing_key_says_it_is_required(dev_config: Config, failed_plan_for) -> None:
-    pool(dev_config).pop("max")
-
-    plan = failed_plan_for(dev_config)
-
-    assert "the key is required" in plan.error.report()  # type: ignore[union-attr]
-
-
-MINIMAL: Config = {
-    "cloud": "aws",
-    "cluster": {"name": "ml", "region": "us-east-1"},
-    "pools": [
-        {
-            "name": "gpu",
-            "instanceTypes": ["g5.xlarge"],
-            "max": 2,
-            "aws": {"amiReleaseVersion": AL2023_RELEASE},
-        }
-    ],
-}
-
-
-def test_pools_scale_to_zero_by_default() -> None:
-    assert load_stack_config(MINIMAL).pools[0].min == 0
-
-
-def test_pools_default_to_exclusive_on_demand_gpus() -> None:
-    spec = load_stack_config(MINIMAL).pools[0]
-
-    assert (spec.capacity, spec.sharing) == ("on-demand", ExclusiveSharing())
-
-
-def test_root_disk_defaults_to_room_for_gpu_images() -> None:
-    assert load_stack_config(MINIMAL).pools[0].disk_size_gib >= 100
-
-
-@pytest.mark.parametrize(
-    "arn",
-    [
-        "arn:aws:iam::123456789012:role/gpu-nodes",
-        "arn:aws-cn:iam::123456789012:role/gpu-nodes",
-        "arn:aws-us-gov:iam::123456789012:role/platform/gpu/gpu-nodes",
-    ],
-    ids=["aws", "aws-cn", "aws-us-gov with a path"],
-)
-def test_node_roles_of_every_partition_are_accepted(arn: str) -> None:
-    gpu_pool = MINIMAL["pools"][0]
-    raw = {**MINIMAL, "pools": [{**gpu_pool, "aws": {**gpu_pool["aws"], "nodeRoleArn": arn}}]}
-
-    assert load_stack_config(raw).pools[0].aws.node_role_arn == arn
-
-
-@pytest.mark.parametrize("subnet", ["subnet-0a1b2c3d", "subnet-0123456789abcdef0"])
-def test_subnet_ids_of_both_lengths_are_accepted(subnet: str) -> None:
-    raw = {**MINIMAL, "cluster": {**MINIMAL["cluster"], "nodeSubnetIds": [subnet]}}
-
-    assert load_stack_config(raw).cluster.node_subnet_ids == [subnet]
-
-
-def test_bottlerocket_takes_its_own_ami_release_form() -> None:
-    raw = {
-        **MINIMAL,
-        "cluster": {**MINIMAL["cluster"], "nodeImage": "bottlerocket"},
-        "pools": [{**MINIMAL["pools"][0], "aws": {"amiReleaseVersion": "1.52.0-0d4a7f31"}}],
-    }
-
-    assert load_stack_config(raw).pools[0].aws.ami_release_version == "1.52.0-0d4a7f31"
-
-
-def test_operator_defaults_to_the_pinned_chart() -> None:
-    operator = load_stack_config(MINIMAL).operator
-
-    assert (operator.chart_version, operator.repository) == (
-        GPU_OPERATOR_CHART.version,
-        GPU_OPERATOR_CHART.repository,
-    )
-
-
-@pytest.mark.parametrize(
-    ("cloud", "cluster", "node_image", "pool_fields", "platform"),
-    [
-        (
-            "aws",
-            {"region": "us-east-1"},
-            None,
-            {"aws": {"amiReleaseVersion": AL2023_RELEASE}},
-            Platform.EKS_AL2023,
-        ),
-        (
-            "aws",
-            {"region": "us-east-1"},
-            "bottlerocket",
-            {"aws": {"amiReleaseVersion": BOTTLEROCKET_RELEASE}},
-            Platform.EKS_BOTTLEROCKET,
-        ),
-        ("gcp", {"project": "p", "location": "us-central1"}, None, {}, Platform.GKE_COS),
-        ("gcp", {"project": "p", "location": "us-central1"}, "ubuntu", {}, Platform.GKE_UBUNTU),
-    ],
-)
-def test_platform_follows_cloud_and_node_image(
-    cloud, cluster, node_image, pool_fields, platform
-) -> None:
-    raw = {
-        **MINIMAL,
-        "cloud": cloud,
-        "cluster": {"name": "ml", **cluster, **({"nodeImage": node_image} if node_image else {})},
-        "pools": [{"name": "gpu", "instanceTypes": ["g2-standard-8"], "max": 2, **pool_fields}],
-    }
-
-    assert load_stack_config(raw).platform is platform
-
-
-@pytest.mark.parametrize(
-    "key", ["node.kubernetes.io/lifecycle", "kubelet.kubernetes.io/team", "example.com/team"]
-)
-def test_labels_the_kubelet_may_set_are_accepted(dev_config: Config, plan_for, key: str) -> None:
-    # The kubelet's --node-labels accepts the kubelet.kubernetes.io/ and node.kubernetes.io/
-    # namespaces, and any namespace outside kubernetes.io and k8s.io.
-    dev_config["gpu-platform:pools"][0]["labels"] = {key: "x"}
-
-    assert plan_for(dev_config).error is None
-
-
-def test_a_cloud_google_com_label_is_refused_on_gke(gke_config: Config, failed_plan_for) -> None:
-    gke_config["gpu-platform:pools"][0]["labels"] = {"cloud.google.com/gke-nodepool": "mine"}
-
-    plan = failed_plan_for(gke_config)
-
-    assert isinstance(plan.error, ConfigError)
-    (problem,) = plan.error.problems
-    assert (problem.path, problem.expected) == (
-        "gpu-platform:pools[0].labels.cloud.google.com/gke-nodepool",
-        "no label under cloud.google.com/ (GKE sets those)",
-    )
-
-
-# --- Ending idle GPU pods ------------------------------------------------------------------
-
-
-@pytest.fixture
-def idle_config(dev_config: Config) -> Callable[..., Config]:
-    """The dev stack's keys, without their namespace, with its tenant ending idle GPU pods."""
-
-    def build(minutes: int = 60, **monitoring: Any) -> Config:
-        raw = {
-            key.removeprefix("gpu-platform:"): value
-            for key, value in dev_config.items()
-            if key.startswith("gpu-platform:")
-        }
-        raw["namespaces"][0]["gpuIdleMinutes"] = minutes
-        raw["monitoring"] = monitoring
-        return raw
-
-    return build
-
-
-def problems_of(raw: Config) -> list[ConfigProblem]:
-    with pytest.raises(ConfigError) as error:
-        load_stack_config(raw)
-    return error.value.problems
-
-
-def test_ending_idle_gpu_pods_needs_a_prometheus_to_ask(idle_config) -> None:
-    (problem,) = problems_of(idle_config())
-
-    assert (problem.path, problem.expected) == (
-        "gpu-platform:monitoring.prometheusUrl",
-        "the URL of the cluster's Prometheus, which namespaces[0] (gpuIdleMinutes) need to tell"
-        " idle GPUs, such as http://prometheus-operated.monitoring.svc:9090; or"
-        " installPrometheusStack: true, whose Prometheus is then queried",
-    )
-
-
-def test_the_installed_prometheus_stack_is_asked_by_default(idle_config) -> None:
-    config = load_stack_config(idle_config(installPrometheusStack=True))
-
-    # kube-prometheus-stack names its Prometheus Service `<fullname>-prometheus`, the fullname
-    # being the release name when it contains the chart's, on `prometheus.service.port` 9090
-    # (templates/prometheus/service.yaml, values.yaml).
-    assert config.monitoring.query_url == (
-        "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
-    )
-
-
-def test_a_prometheus_url_given_is_the_one_asked() -> None:
-    url = "http://prometheus-operated.observability.svc:9090"
-
-    monitoring = MonitoringSpec.model_validate(
-        {"prometheusUrl": url, "installPrometheusStack": True}
-    )
-
-    assert monitoring.query_url == url
-
-
-def test_no_prometheus_is_asked_without_one_given_or_installed() -> None:
-    assert MonitoringSpec().query_url is None
-
-
-def test_an_idle_limit_under_fifteen_minutes_is_refused(idle_config) -> None:
-    (problem,) = problems_of(idle_config(10, installPrometheusStack=True))
-
-    assert (problem.path, problem.value, problem.expected) == (
-        "gpu-platform:namespaces[0].gpuIdleMinutes",
-        10,
-        "greater than or equal to 15",
-    )
-
-
-def test_an_idle_limit_over_a_week_is_refused(idle_config) -> None:
-    (problem,) = problems_of(idle_config(10081, installPrometheusStack=True))
-
-    assert (problem.path, problem.expected) == (
-        "gpu-platform:namespaces[0].gpuIdleMinutes",
-        "less than or equal to 10080",
-    )
-
-
-@pytest.mark.parametrize(
-    "url",
-    [
-        "prometheus-operated.monitoring.svc:9090",
-        "ftp://prometheus.example.com",
-        "http://prometheus.example.com/?tenant=ml",
-        "http://prometheus.example.com/#graph",
-        "http://",
-    ],
-)
-def test_a_prometheus_url_other_than_an_http_one_without_query_is_refused(
-    idle_config, url: str
-) -> None:
-    (problem,) = problems_of(idle_config(prometheusUrl=url))
-
-    assert (problem.path, problem.value, problem.expected) == (
-        "gpu-platform:monitoring.prometheusUrl",
-        url,
-        "an http:// or https:// URL with no query or fragment, such as"
-        " http://prometheus-operated.monitoring.svc:9090",
-    )
-
-
-@pytest.mark.parametrize(
-    "url", ["https://prometheus.example.com", "http://thanos-query.monitoring.svc:9090/prom/"]
-)
-def test_an_http_prometheus_url_with_a_path_is_accepted(url: str) -> None:
-    assert MonitoringSpec.model_validate({"prometheusUrl": url}).prometheus_url == url

@@ -115,6 +115,18 @@ BAD: list[tuple[str, Callable[[], Config], str, str]] = [
         "Karpenter's own is an alpha feature the platform leaves off",
     ),
     (
+        "a node group's repair threshold",
+        lambda: with_aws(nodeRepairMaxUnhealthyNodes=1),
+        "gpu-platform:pools[0].aws.nodeRepairMaxUnhealthyNodes",
+        "EKS node repair acts on managed node groups only",
+    ),
+    (
+        "a node group's update strategy",
+        lambda: with_aws(updateStrategy="minimal"),
+        "gpu-platform:pools[0].aws.updateStrategy",
+        "within the pool's disruption budget",
+    ),
+    (
         "a node group per zone",
         lambda: with_aws(nodeGroupPerZone=True),
         "gpu-platform:pools[0].aws.nodeGroupPerZone",

@@ -10,7 +10,7 @@ from rich.console import Console
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.plan import print_pool_software
 from gpu_platform.cli.stack_files import stack_config
-from gpu_platform.config import ConfigError
+from gpu_platform.config import ConfigError, load_stack_config
 from tests.conftest import Config
 from tests.repository import PROJECT
 
@@ -74,6 +74,31 @@ def test_a_pool_may_not_run_a_release_newer_than_its_canarys(
         "gpu-platform:pools[0].aws.amiReleaseVersion": "at most 1.35.6-20260625, the version"
         " of its canary pools[1] (canary): move the canary first, watch it, then promote"
     }
+
+
+def validated(config: Config, canary: str, pool: str) -> None:
+    """Validate the stack file with pools[0] at release `pool` and its canary at `canary`."""
+    config["gpu-platform:pools"][0]["aws"]["amiReleaseVersion"] = pool
+    canary_of(config, aws={"amiReleaseVersion": canary})
+    load_stack_config(
+        {k.removeprefix("gpu-platform:"): v for k, v in config.items() if k.startswith("gpu-")}
+    )
+
+
+def test_a_canary_on_a_two_digit_patch_leads_a_pool_on_a_one_digit_one(dev_config: Config) -> None:
+    # As text, 1.33.13 would sort before 1.33.9.
+    validated(dev_config, canary="1.33.13-20260714", pool="1.33.9-20260714")
+
+
+def test_a_pool_on_a_two_digit_patch_is_ahead_of_a_canary_on_a_one_digit_one(
+    dev_config: Config,
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        validated(dev_config, canary="1.33.9-20260714", pool="1.33.13-20260714")
+
+    assert [p.path for p in raised.value.problems] == [
+        "gpu-platform:pools[0].aws.amiReleaseVersion"
+    ]
 
 
 def test_a_pool_at_its_canarys_release_is_promoted(dev_config: Config, plan_for: PlanFor) -> None:
@@ -142,11 +167,12 @@ def test_a_gke_pool_pinned_past_its_unpinned_canary_is_refused(
 
 
 def test_a_gke_canary_runs_its_own_node_version(gke_config: Config, plan_for: PlanFor) -> None:
-    canary_of(gke_config, gcp={"nodeVersion": "1.34.1-gke.1829001", "cosDriverBranch": 580})
+    # The stand-in control plane's version: a canary goes no further (GKE runs no node newer).
+    canary_of(gke_config, gcp={"nodeVersion": "1.33.5-gke.1201000"})
 
-    versions = [p.inputs.get("version") for p in plan_for(gke_config).of_type(NODE_POOL)]
+    versions = {p.name: p.inputs.get("version") for p in plan_for(gke_config).of_type(NODE_POOL)}
 
-    assert versions == [None, "1.34.1-gke.1829001"]
+    assert versions == {"l4-shared": None, "canary": "1.33.5-gke.1201000"}
 
 
 def printed_pools(plan: Plan) -> str:

@@ -1,0 +1,3 @@
+"""Who owns this project's resources."""
+
+OWNER = "ml-platform@example.com"

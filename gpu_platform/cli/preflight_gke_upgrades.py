@@ -1,0 +1,117 @@
+"""What `gpu-platform preflight` finds of how GKE will upgrade a GKE stack's pools, from the
+cluster as GKE's `clusters.get` answers it (the `Cluster` schema of the container.v1 discovery
+document): pinned node versions against the control plane's, and whether the cluster holds
+GKE's automatic upgrades off the pools that take them.
+
+GKE runs no node newer than its control plane (its version skew policy), and refuses a node pool
+pinned past it at `pulumi up`. During a surge upgrade GKE honours PodDisruptionBudgets for up to
+an hour, then evicts (docs/upgrades.md): a pool GKE upgrades automatically runs long jobs at the
+mercy of its next upgrade unless the cluster has a maintenance window (upgrades only then) or a
+maintenance exclusion in force that holds node upgrades off.
+"""
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from gpu_platform.cli.findings import Finding
+from gpu_platform.config import GpuPoolSpec, StackConfig, dynamic_workload_scheduler_modes, key_path
+from gpu_platform.version_order import version_key
+
+# `MaintenanceExclusionOptions.scope` (container.v1.json): an exclusion without one is
+# NO_UPGRADES. NO_MINOR_UPGRADES still lets GKE apply patch upgrades to nodes.
+_HOLDS_NODE_UPGRADES = frozenset({"NO_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"})
+
+
+def upgrade_findings(
+    config: StackConfig, cluster: Mapping[str, Any], now: datetime | None = None
+) -> list[Finding]:
+    """Pinned node versions past the control plane (blocking), then the cluster's hold on the
+    automatic upgrades of the pools GKE upgrades itself."""
+    version = cluster["currentMasterVersion"]
+    findings = [
+        Finding(
+            "blocking",
+            f"pool {pool.name}",
+            f"{key_path('pools', i, 'gcp', 'nodeVersion')} is {pool.gcp.node_version}, newer than"
+            f" the control plane's GKE {version}: GKE runs no node newer than its control plane"
+            " and refuses the pool.",
+            f"Upgrade the control plane first, or pin the pool at {version} or older.",
+        )
+        for i, pool in enumerate(config.pools)
+        if pool.gcp.node_version is not None
+        and version_key(pool.gcp.node_version) > version_key(version)
+    ]
+    upgraded = [pool.name for pool in config.pools if _auto_upgraded(pool)]
+    if upgraded:
+        findings.append(_maintenance_finding(config, cluster, upgraded, now or datetime.now(UTC)))
+    return findings
+
+
+def _auto_upgraded(pool: GpuPoolSpec) -> bool:
+    # A pinned pool's auto-upgrade is off; GKE replaces flex-start and queued nodes as they end.
+    return pool.gcp.node_version is None and not dynamic_workload_scheduler_modes(pool)
+
+
+def _maintenance_finding(
+    config: StackConfig, cluster: Mapping[str, Any], pools: Sequence[str], now: datetime
+) -> Finding:
+    subject = f"cluster {config.cluster.name}"
+    window = cluster.get("maintenancePolicy", {}).get("window", {})
+    held = [
+        f"{name} until {exclusion.get('endTime', 'the end of support')}"
+        for name, exclusion in window.get("maintenanceExclusions", {}).items()
+        if _in_force(exclusion, now)
+    ]
+    if held:
+        return Finding(
+            "ok",
+            subject,
+            f"Maintenance exclusion {'; '.join(held)} holds GKE's node upgrades off.",
+            "Nothing.",
+        )
+    recurring = window.get("recurringWindow") or window.get("recurringMaintenanceWindow")
+    daily = window.get("dailyMaintenanceWindow")
+    if recurring:
+        return Finding(
+            "ok",
+            subject,
+            f"GKE upgrades nodes only in the maintenance window ({recurring.get('recurrence')}).",
+            "Nothing.",
+        )
+    if daily:
+        return Finding(
+            "ok",
+            subject,
+            f"GKE upgrades nodes only in the daily maintenance window from {daily.get('startTime')}"
+            " GMT.",
+            "Nothing.",
+        )
+    spec = config.cluster
+    return Finding(
+        "warning",
+        subject,
+        f"No maintenance window or exclusion: GKE may upgrade the nodes of {', '.join(pools)} at"
+        " any time, honouring PodDisruptionBudgets for up to an hour during a surge upgrade"
+        " before it evicts, so a longer job is ended.",
+        "Set a maintenance window, or before long jobs an exclusion"
+        f" (gcloud container clusters update {spec.name} --location {spec.location}"
+        " --add-maintenance-exclusion-name NAME --add-maintenance-exclusion-start START"
+        " --add-maintenance-exclusion-end END --add-maintenance-exclusion-scope"
+        " no_minor_or_node_upgrades); or pin gcp.nodeVersion, or use gcp.upgradeStrategy"
+        " blue-green.",
+    )
+
+
+def _in_force(exclusion: Mapping[str, Any], now: datetime) -> bool:
+    """Whether a maintenance exclusion (`TimeWindow`) holds node upgrades off now."""
+    scope = exclusion.get("maintenanceExclusionOptions", {}).get("scope", "NO_UPGRADES")
+    if scope not in _HOLDS_NODE_UPGRADES:
+        return False
+    start = _time(exclusion.get("startTime"))
+    end = _time(exclusion.get("endTime"))
+    return (start is None or start <= now) and (end is None or now < end)
+
+
+def _time(stamp: str | None) -> datetime | None:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None

@@ -1,0 +1,91 @@
+"""The stack's configuration: one validated model, the only place defaults live.
+
+`Pulumi.<stack>.yaml` holds keys in the `gpu-platform:` namespace (`gpu-platform:pools`,
+`gpu-platform:operator`, ...). `load_stack_config` validates all of them at once and raises one
+`ConfigError` that lists every problem by its key path (`gpu-platform:pools[1].max`), the value
+it found and what is allowed, before the program registers a single resource.
+
+Field names are snake_case here and camelCase in the stack file (`gpusPerNode`), like every
+other Pulumi configuration.
+
+The model is split by concern, each concern's types beside the rules across their fields:
+- `fields`: the base model, clouds and platforms, constrained strings and what they mean;
+- `pools` (GPU pools and sharing), `cloud_options` (the cluster, EKS and GKE pool settings),
+  `capacity` (autoscaler, Karpenter, reservations), `operator` (GPU Operator, monitoring),
+  `tenants` (tenant namespaces), and `stack`, the whole stack's model;
+- `problems` (the error report), `loading` (reading and validating the stack's keys);
+- `rules` runs the rules across fields: `pool_rules`, `eks_rules`, `gke_rules`,
+  `canary_rules`, `operator_rules`, `tenant_rules`.
+"""
+
+from gpu_platform.config.capacity import (
+    EC2_RESERVED_CAPACITIES,
+    GKE_CAPACITY_MINIMUM_VERSIONS,
+    ClusterAutoscalerSpec,
+    KarpenterSpec,
+    dynamic_workload_scheduler_modes,
+    gke_capacity_too_new,
+)
+from gpu_platform.config.cloud_options import ClusterSpec, EksPoolOptions, GkePoolOptions
+from gpu_platform.config.fields import Cloud, Platform, Provisioner
+from gpu_platform.config.gke_rules import NVIDIA_DRIVER_MIN_CHART_VERSION, NVIDIA_DRIVER_OVERRIDES
+from gpu_platform.config.loading import load_stack_config, read_pulumi_config, secret_config_keys
+from gpu_platform.config.operator import MonitoringSpec, OperatorSpec, pool_driver_version
+from gpu_platform.config.pool_rules import mig_problem
+from gpu_platform.config.pools import (
+    GPU_TAINT_KEY,
+    SHARING_MODES,
+    ExclusiveSharing,
+    GpuPoolSpec,
+    MigSharing,
+    MpsSharing,
+    Sharing,
+    TaintSpec,
+    TimeSlicingSharing,
+    gke_shares,
+)
+from gpu_platform.config.problems import CONFIG_NAMESPACE, ConfigError, ConfigProblem, key_path
+from gpu_platform.config.stack import StackConfig
+from gpu_platform.config.tenants import QuotaSetting, TenantNamespaceSpec, quota_setting
+
+__all__ = [
+    "CONFIG_NAMESPACE",
+    "EC2_RESERVED_CAPACITIES",
+    "GKE_CAPACITY_MINIMUM_VERSIONS",
+    "GPU_TAINT_KEY",
+    "NVIDIA_DRIVER_MIN_CHART_VERSION",
+    "NVIDIA_DRIVER_OVERRIDES",
+    "SHARING_MODES",
+    "Cloud",
+    "ClusterAutoscalerSpec",
+    "ClusterSpec",
+    "ConfigError",
+    "ConfigProblem",
+    "EksPoolOptions",
+    "ExclusiveSharing",
+    "GkePoolOptions",
+    "GpuPoolSpec",
+    "KarpenterSpec",
+    "MigSharing",
+    "MonitoringSpec",
+    "MpsSharing",
+    "OperatorSpec",
+    "Platform",
+    "Provisioner",
+    "QuotaSetting",
+    "Sharing",
+    "StackConfig",
+    "TaintSpec",
+    "TenantNamespaceSpec",
+    "TimeSlicingSharing",
+    "dynamic_workload_scheduler_modes",
+    "gke_capacity_too_new",
+    "gke_shares",
+    "key_path",
+    "load_stack_config",
+    "mig_problem",
+    "pool_driver_version",
+    "quota_setting",
+    "read_pulumi_config",
+    "secret_config_keys",
+]

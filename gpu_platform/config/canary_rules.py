@@ -1,0 +1,83 @@
+"""Rules of canary pools: a canary runs the GPUs of the pool it leads, and that pool nothing
+newer than its canary."""
+
+from collections.abc import Iterator
+
+from gpu_platform.config.fields import Cloud, Platform
+from gpu_platform.config.operator import pool_driver_version
+from gpu_platform.config.pools import GpuPoolSpec
+from gpu_platform.config.problems import ConfigProblem, key_path
+from gpu_platform.config.stack import StackConfig, known_platform
+from gpu_platform.version_order import version_key
+
+
+def canary_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    by_name = {pool.name: pool for pool in config.pools}
+    for i, pool in enumerate(config.pools):
+        if pool.canary_of is None:
+            if "canary_soak_minutes" in pool.model_fields_set:
+                yield ConfigProblem(
+                    key_path("pools", i, "canarySoakMinutes"),
+                    pool.canary_soak_minutes,
+                    "no value unless the pool is a canary (canaryOf)",
+                )
+            continue
+        path = key_path("pools", i, "canaryOf")
+        target = by_name.get(pool.canary_of)
+        others = sorted(set(by_name) - {pool.name})
+        if target is None or target is pool:
+            yield ConfigProblem(path, pool.canary_of, f"another pool's name: {others}")
+        elif target.canary_of is not None:
+            yield ConfigProblem(
+                path,
+                pool.canary_of,
+                f"a pool that is not itself a canary ({target.name} is {target.canary_of}'s)",
+            )
+        elif (target.instance_types, target.sharing) != (pool.instance_types, pool.sharing):
+            yield ConfigProblem(
+                path,
+                pool.canary_of,
+                f"a pool with the canary's instance types and sharing mode: {target.name} has"
+                f" {target.instance_types}, {target.sharing.mode}; this pool"
+                f" {pool.instance_types}, {pool.sharing.mode}. A canary on other GPUs proves"
+                " nothing for them",
+            )
+        else:
+            yield from _canary_lead_problems(config, i, pool, target)
+
+
+def _canary_lead_problems(
+    config: StackConfig, i: int, canary: GpuPoolSpec, target: GpuPoolSpec
+) -> Iterator[ConfigProblem]:
+    """A pool runs nothing newer than its canary: what reaches it was tried there first."""
+    j = config.pools.index(target)
+    if config.cloud is Cloud.AWS:
+        ours, theirs = canary.aws.ami_release_version, target.aws.ami_release_version
+        ahead = ours is not None and theirs is not None and version_key(theirs) > version_key(ours)
+        where = ("aws", "amiReleaseVersion")
+    else:
+        ours, theirs = canary.gcp.node_version, target.gcp.node_version
+        ahead = theirs is not None and (ours is None or version_key(theirs) > version_key(ours))
+        where = ("gcp", "nodeVersion")
+    if ahead:
+        yield ConfigProblem(
+            key_path("pools", j, *where),
+            theirs,
+            f"at most {ours or 'the cluster version'}, the version of its canary pools[{i}]"
+            f" ({canary.name}): move the canary first, watch it, then promote",
+        )
+    if known_platform(config) is Platform.GKE_UBUNTU:
+        ours, theirs = (pool_driver_version(config.operator, p) for p in (canary, target))
+        if version_key(theirs) > version_key(ours):
+            set_by = (
+                ("pools", j, "gcp", "driverVersion")
+                if target.gcp.driver_version is not None
+                else ("operator", "driverVersion")
+            )
+            yield ConfigProblem(
+                key_path(*set_by),
+                theirs,
+                f"at most {ours}, the NVIDIA driver of pools[{j}] ({target.name})'s canary"
+                f" pools[{i}] ({canary.name}): give the canary the new driver first"
+                " (gcp.driverVersion), watch it, then promote",
+            )

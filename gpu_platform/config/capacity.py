@@ -1,0 +1,87 @@
+"""Capacity: what launches and scales the GPU nodes on EKS (the cluster autoscaler or Karpenter),
+capacity bought ahead of time, and the GKE versions its capacity modes need."""
+
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import Field
+
+from gpu_platform.config.fields import DnsLabel, ExactVersion, Model
+from gpu_platform.config.pools import GpuPoolSpec
+from gpu_platform.version_order import version_key
+from gpu_platform.versions import CLUSTER_AUTOSCALER_CHART, KARPENTER_CHART
+
+
+class ClusterAutoscalerSpec(Model):
+    """EKS: the Kubernetes cluster autoscaler, which scales the GPU node groups (from zero too)."""
+
+    install: bool = True
+    """Install it; turn off where the cluster already runs one (two would fight over the same
+    node groups). The node groups carry its discovery and scale-from-zero tags either way."""
+    namespace: DnsLabel = "kube-system"
+    """Where it runs; `kube-system` keeps the autoscaler from evicting itself."""
+    chart_version: ExactVersion = CLUSTER_AUTOSCALER_CHART.version
+    """The `cluster-autoscaler` chart version."""
+    image_tag: ExactVersion | None = None
+    """The autoscaler image tag; by default the pinned release for the cluster's Kubernetes
+    minor version, which it must match."""
+    gpu_node_idle_minutes: int = Field(default=10, ge=1, le=1440)
+    """How long a GPU node may sit unneeded before it is removed. Shorter saves idle GPU time;
+    longer keeps a node warm between jobs instead of paying its startup again."""
+    balance_similar_node_groups: bool = True
+    """Spread scale-ups evenly over node groups that offer the same nodes, the zonal node groups
+    of one pool included (`aws.nodeGroupPerZone`: the label `nodegroup-name` that tells them
+    apart is ignored)."""
+    expander: Literal["priority", "least-waste", "most-pods", "random"] = "priority"
+    """Which node group to grow when several fit: `priority` ranks every other node group of the
+    cluster first, so that a CPU pod that tolerates the GPU taint grows a CPU group and never a
+    GPU pool, then capacity-block pools, reserved, on-demand and spot ones (capacity already paid
+    for first, capacity that can be taken back last), and among those `least-waste`; a group
+    whose launches fail is backed off and the next one grown. `least-waste` alone picks the one
+    left with the least idle CPU and memory, which may be a GPU node for a CPU pod that
+    tolerates the GPU taint."""
+
+
+class KarpenterSpec(Model):
+    """EKS with `provisioner: karpenter`: the Karpenter controller that launches the GPU nodes."""
+
+    namespace: DnsLabel = "kube-system"
+    """Where the controller runs: a namespace that exists, and no tenant's. In `kube-system`, as
+    upstream installs it, the API server's default FlowSchemas give its calls the priority of
+    the cluster's own controllers; elsewhere, give it a FlowSchema of its own."""
+    chart_version: ExactVersion = KARPENTER_CHART.version
+    """The `karpenter` and `karpenter-crd` chart version (the two move together)."""
+    consolidate_after_minutes: int = Field(default=10, ge=1, le=1440)
+    """How long a GPU node must have been empty before Karpenter removes it. Karpenter never
+    consolidates a GPU node that still runs a pod."""
+
+
+EC2_RESERVED_CAPACITIES = ("reserved", "capacity-block")
+"""Capacities bought from EC2 ahead of time; GKE pools consume reservations through
+`gcp.reservation` instead."""
+
+
+# The oldest GKE version whose clusters and nodes take each capacity mode: flex-start from
+# 1.32.2-gke.1652000 (GKE's "About flex-start provisioning mode" and provisioningrequest pages),
+# queued provisioning from 1.28.3-gke.1098000 (the provisioningrequest page before flex-start).
+GKE_CAPACITY_MINIMUM_VERSIONS: Mapping[str, str] = {
+    "flexStart": "1.32.2-gke.1652000",
+    "queuedProvisioning": "1.28.3-gke.1098000",
+}
+
+
+def dynamic_workload_scheduler_modes(pool: GpuPoolSpec) -> list[str]:
+    """The pool's settings (keys under `gcp`) that have Dynamic Workload Scheduler find its
+    nodes."""
+    enabled = {"flexStart": pool.gcp.flex_start, "queuedProvisioning": pool.gcp.queued_provisioning}
+    return [key for key, on in enabled.items() if on]
+
+
+def gke_capacity_too_new(pool: GpuPoolSpec, gke_version: str) -> dict[str, str]:
+    """The pool's capacity settings (keys under `gcp`) that GKE `gke_version` does not have
+    yet, each with the oldest version that has it."""
+    return {
+        key: GKE_CAPACITY_MINIMUM_VERSIONS[key]
+        for key in dynamic_workload_scheduler_modes(pool)
+        if version_key(gke_version) < version_key(GKE_CAPACITY_MINIMUM_VERSIONS[key])
+    }

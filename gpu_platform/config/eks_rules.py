@@ -1,0 +1,275 @@
+"""Rules across fields of EKS stacks: EC2 reservations and Capacity Blocks, AMI releases,
+Bottlerocket's device plugin, and what Karpenter does instead of node groups."""
+
+import re
+from collections.abc import Iterator, Mapping
+
+from gpu_platform.config.capacity import EC2_RESERVED_CAPACITIES
+from gpu_platform.config.cloud_options import EksPoolOptions
+from gpu_platform.config.fields import Cloud, Platform
+from gpu_platform.config.pools import ExclusiveSharing, GpuPoolSpec
+from gpu_platform.config.problems import (
+    MISSING,
+    ConfigProblem,
+    key_of,
+    key_path,
+    set_field_problems,
+)
+from gpu_platform.config.stack import StackConfig, known_platform
+from gpu_platform.config.tenants import SYSTEM_NAMESPACES
+from gpu_platform.drivers import known_releases
+
+# An AL2023 AMI release ends in its build date: `1.33.4-20251016`.
+_AL2023_AMI_RELEASE = r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]{8}$"
+
+
+# The capacities each reservation setting acts on; on any other it would do nothing.
+_RESERVATION_OPTIONS: Mapping[str, tuple[str, ...]] = {
+    "capacity_reservation_id": EC2_RESERVED_CAPACITIES,
+    "capacity_reservation_resource_group_arn": ("reserved",),
+    "capacity_block_start": ("capacity-block",),
+    "on_demand_fallback": ("spot", "reserved"),
+}
+
+
+def reservation_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    for i, pool in enumerate(config.pools):
+        if config.cloud is Cloud.AWS:
+            yield from _ec2_reservation_problems(config, pool, i)
+        elif pool.capacity in EC2_RESERVED_CAPACITIES:
+            yield ConfigProblem(
+                key_path("pools", i, "capacity"),
+                pool.capacity,
+                "on-demand or spot on GKE (reserved and capacity-block buy EC2 capacity; a GKE"
+                " pool consumes Compute Engine reservations through gcp.reservation)",
+            )
+
+
+def _ec2_reservation_problems(
+    config: StackConfig, pool: GpuPoolSpec, i: int
+) -> Iterator[ConfigProblem]:
+    options = pool.aws
+    for field, capacities in _RESERVATION_OPTIONS.items():
+        value = getattr(options, field)
+        if value not in (None, False) and pool.capacity not in capacities:
+            yield ConfigProblem(
+                key_path("pools", i, "aws", key_of(EksPoolOptions, field)),
+                value,
+                f"no value unless capacity is {' or '.join(capacities)} (this pool's is"
+                f" {pool.capacity})",
+            )
+    reservation = options.capacity_reservation_id
+    group = options.capacity_reservation_resource_group_arn
+    if pool.capacity == "capacity-block":
+        if reservation is None:
+            yield ConfigProblem(
+                key_path("pools", i, "aws", "capacityReservationId"),
+                MISSING,
+                "the Capacity Block's reservation id (cr-...) when capacity is capacity-block",
+            )
+        yield from _one_placement_problems(
+            pool,
+            i,
+            "exactly one instance type with capacity-block (a block reserves one type)",
+            "exactly one zone with capacity-block, the block's: its instances launch only there,"
+            " and a node group over other zones would try them in vain",
+        )
+    elif pool.capacity == "reserved" and reservation is None and group is None:
+        yield ConfigProblem(
+            key_path("pools", i, "aws", "capacityReservationId"),
+            MISSING,
+            "the id (cr-...) of the capacity reservation the pool launches into, or a resource"
+            " group of reservations in aws.capacityReservationResourceGroupArn, when capacity is"
+            " reserved",
+        )
+    elif pool.capacity == "reserved" and reservation is not None and group is not None:
+        yield ConfigProblem(
+            key_path("pools", i, "aws", "capacityReservationResourceGroupArn"),
+            group,
+            "no value beside aws.capacityReservationId: the pool launches into one reservation,"
+            " or into one resource group of them",
+        )
+    if config.provisioner == "cluster-autoscaler":
+        yield from _node_group_reservation_problems(pool, i)
+
+
+# What EC2 does when the reservation a launch asks for has no room (EC2 user guide, "Launch
+# instances into an existing Capacity Reservation"): a launch that targets one reservation by id
+# fails; one that targets a resource group of them runs on-demand, unless the launch template's
+# preference is `capacity-reservations-only` (EC2 API reference,
+# LaunchTemplateCapacityReservationSpecificationRequest).
+_TARGETED_RESERVATION = (
+    "a launch that targets one capacity reservation fails unless it matches the reservation's"
+    " instance type and zone"
+)
+
+
+def _node_group_reservation_problems(pool: GpuPoolSpec, i: int) -> Iterator[ConfigProblem]:
+    """What a managed node group cannot do with a reservation."""
+    if pool.capacity == "reserved" and pool.aws.capacity_reservation_id is not None:
+        yield from _one_placement_problems(
+            pool,
+            i,
+            f"exactly one instance type with aws.capacityReservationId, the reservation's:"
+            f" {_TARGETED_RESERVATION} (a resource group, aws.capacityReservationResourceGroupArn,"
+            " may hold reservations of several)",
+            f"exactly one zone with aws.capacityReservationId, the reservation's:"
+            f" {_TARGETED_RESERVATION}, and a node group over other zones would try them in vain",
+        )
+    if not pool.aws.on_demand_fallback:
+        return
+    path = key_path("pools", i, "aws", "onDemandFallback")
+    # One capacity type per node group: the EKS user guide, "Create a managed node group" ("You
+    # can't mix different capacity types within the same node group").
+    if pool.capacity == "spot":
+        yield ConfigProblem(
+            path,
+            True,
+            "false or no value on a spot pool with managed node groups: a node group has one"
+            " capacity type, and the cluster autoscaler's priority expander grows on-demand pools"
+            " before spot ones, so an on-demand pool beside this one would come first, not after"
+            " it; use provisioner karpenter, whose NodePool falls back from spot to on-demand",
+        )
+    elif pool.aws.capacity_reservation_id is not None:
+        yield ConfigProblem(
+            path,
+            True,
+            "false or no value with aws.capacityReservationId on managed node groups: a launch"
+            " that targets one reservation fails while it is full, never falling back to"
+            " on-demand. Put the reservation in a resource group and name that in"
+            " aws.capacityReservationResourceGroupArn instead (EC2 launches on-demand when no"
+            " reservation of the group has room), or add an on-demand pool of the same instance"
+            " type, which the autoscaler grows once this pool's launches fail",
+        )
+
+
+def _one_placement_problems(
+    pool: GpuPoolSpec, i: int, one_type: str, one_zone: str
+) -> Iterator[ConfigProblem]:
+    """A pool that must launch one instance type in one zone: `one_type` and `one_zone` say why."""
+    if len(pool.instance_types) != 1:
+        yield ConfigProblem(key_path("pools", i, "instanceTypes"), pool.instance_types, one_type)
+    if len(pool.zones) != 1:
+        yield ConfigProblem(key_path("pools", i, "zones"), pool.zones, one_zone)
+
+
+def ami_release_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    platform = known_platform(config)
+    if platform not in (Platform.EKS_AL2023, Platform.EKS_BOTTLEROCKET):
+        return
+    for i, pool in enumerate(config.pools):
+        release = pool.aws.ami_release_version
+        path = key_path("pools", i, "aws", "amiReleaseVersion")
+        if release is None:
+            # EKS would take its latest release when the node group is created, so that pools
+            # created a month apart run different drivers, and the driver is known to nobody.
+            yield ConfigProblem(
+                path, MISSING, f"a pinned AMI release; {known_releases(config.node_image)}"
+            )
+        # An AL2023 release ends in its build date; one ending in a Bottlerocket commit names no
+        # AL2023 AMI, and EKS would refuse it only at `pulumi up`. The other way round cannot be
+        # told apart: a commit may be all digits.
+        elif platform is Platform.EKS_AL2023 and not re.match(_AL2023_AMI_RELEASE, release):
+            yield ConfigProblem(
+                path,
+                release,
+                "an AL2023 release with nodeImage al2023: the Kubernetes version and the build"
+                " date, such as 1.33.4-20251016 (1.52.0-0d4a7f31 is Bottlerocket's form)",
+            )
+
+
+def bottlerocket_sharing_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    # Bottlerocket's NVIDIA variant runs its own device plugin, so the GPU Operator's is off
+    # there and its per-node sharing configs and MIG manager reach no node: a shared pool would
+    # advertise whole GPUs while the autoscaler expects slices.
+    if config.cloud is not Cloud.AWS or config.cluster.node_image != "bottlerocket":
+        return
+    for i, pool in enumerate(config.pools):
+        if not isinstance(pool.sharing, ExclusiveSharing):
+            yield ConfigProblem(
+                key_path("pools", i, "sharing", "mode"),
+                pool.sharing.mode,
+                "exclusive on Bottlerocket nodes (its own NVIDIA device plugin serves the GPUs,"
+                " not the GPU Operator's); use nodeImage al2023 to share GPUs",
+            )
+
+
+# Pool settings only a managed node group acts on, with what Karpenter does instead: set on a
+# Karpenter stack they would read as if they did something. Karpenter lists only active
+# reservations (pkg/providers/capacityreservation/types.go at v1.14.1) and drains a Capacity
+# Block's nodes 10 minutes before EC2 reclaims them (docs tasks/odcrs.md).
+_NODE_GROUP_ONLY_OPTIONS: Mapping[str, str] = {
+    "efa": "EFA interfaces and a cluster placement group come with managed node groups only;"
+    " run EFA pools with provisioner cluster-autoscaler",
+    "node_group_per_zone": "there are no node groups; Karpenter picks each node's zone among the"
+    " pool's zones itself",
+    "node_role_arn": "every Karpenter node runs as the node role the platform creates with the"
+    " controller, the only role it may pass and the one its access entry admits",
+    "capacity_reservation_resource_group_arn": "Karpenter selects reservations by id, not by"
+    " resource group: name the reservation in aws.capacityReservationId",
+    "capacity_block_start": "Karpenter launches into a Capacity Block once it is active and"
+    " drains its nodes before it ends, by itself",
+    "node_repair": "EKS node repair acts on managed node groups; Karpenter's own is an alpha"
+    " feature the platform leaves off (docs/karpenter.md, Node repair and GPU health)",
+    "node_repair_max_unhealthy_nodes": "EKS node repair acts on managed node groups only",
+    "update_strategy": "Karpenter replaces drifted nodes within the pool's disruption budget"
+    " (aws.maxUnavailablePercent)",
+}
+# Karpenter plans a node's `nvidia.com/gpu` from EC2's instance data, one per physical GPU
+# (pkg/providers/instancetype/types.go `nvidiaGPUs` at v1.14.1), and knows no `nvidia.com/mig-*`
+# resource: pods asking for time-sliced, MPS or MIG shares would never get a node planned for
+# them (kubernetes-sigs/karpenter#729, aws/karpenter-provider-aws#3376).
+_KARPENTER_SHARING = (
+    "exclusive with provisioner karpenter: Karpenter plans nodes with one nvidia.com/gpu per"
+    " physical GPU and knows no MIG slices, so pods asking for shares would never get a node"
+    " (kubernetes-sigs/karpenter#729); use provisioner cluster-autoscaler to share GPUs"
+)
+
+
+def karpenter_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    if config.cloud is not Cloud.AWS:
+        return  # the rule of the other cloud's settings reports provisioner and karpenter there
+    if not config.karpenter_installed:
+        yield from set_field_problems(
+            config.karpenter,
+            config.karpenter.model_fields_set,
+            ("karpenter",),
+            "no value unless provisioner is karpenter",
+        )
+        return
+    yield from set_field_problems(
+        config.autoscaler,
+        config.autoscaler.model_fields_set,
+        ("autoscaler",),
+        "no value with provisioner karpenter, which installs Karpenter instead of the"
+        " cluster autoscaler (karpenter configures it)",
+    )
+    for i, pool in enumerate(config.pools):
+        if pool.min != 0:
+            yield ConfigProblem(
+                key_path("pools", i, "min"),
+                pool.min,
+                "0 with provisioner karpenter: a NodePool has no minimum size, Karpenter starts"
+                " nodes for pending pods only",
+            )
+        if not isinstance(pool.sharing, ExclusiveSharing):
+            yield ConfigProblem(
+                key_path("pools", i, "sharing", "mode"), pool.sharing.mode, _KARPENTER_SHARING
+            )
+        for field, why in _NODE_GROUP_ONLY_OPTIONS.items():
+            if field in pool.aws.model_fields_set:
+                yield ConfigProblem(
+                    key_path("pools", i, "aws", key_of(EksPoolOptions, field)),
+                    getattr(pool.aws, field),
+                    f"no value with provisioner karpenter: {why}",
+                )
+    # Any pod of a tenant's namespace may run as the controller's service account there, whose
+    # AWS role launches and terminates the cluster's instances. A system namespace is reported
+    # by `namespace_problems` already.
+    for i, ns in enumerate(config.namespaces):
+        if ns.name == config.karpenter.namespace and ns.name not in SYSTEM_NAMESPACES:
+            yield ConfigProblem(
+                key_path("namespaces", i, "name"),
+                ns.name,
+                f"a namespace of its own, not Karpenter's ({ns.name}, karpenter.namespace)",
+            )

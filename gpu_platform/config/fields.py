@@ -1,0 +1,164 @@
+"""What every part of the config model is built from: the base model, the clouds and platforms,
+and the constrained string types, each pattern with what it means in words for the error report.
+"""
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, WithJsonSchema
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from gpu_platform.accelerators import ACCELERATORS
+
+# RFC 1123 label: what Kubernetes accepts as a namespace name and what node group, node pool and
+# Helm release names can safely be derived from. Pools are capped lower because GKE limits node
+# pool names to 40 characters and the cloud components add suffixes.
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_LABEL_KEY = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+_LABEL_VALUE = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
+# An exact chart version: Helm would accept a range or nothing at all and silently upgrade.
+_EXACT_VERSION = r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"
+_HTTPS_URL = r"^(https|oci)://[^\s]+$"
+_HTTP_URL = r"^https?://[^\s/?#]+(/[^\s?#]*)?$"
+_MIG_PROFILE = r"^all-\d+g\.\d+gb$"
+_MIG_SLICE = r"^\d+g\.\d+gb$"
+_CLUSTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
+_GCP_LOCATION = r"^[a-z]+-[a-z]+[0-9]+(-[a-z])?$"
+_GCP_SERVICE_ACCOUNT = r"^[a-z0-9][-a-z0-9]*@[-a-z0-9.]+\.gserviceaccount\.com$"
+# NVIDIA tags every gpu-operator chart `v<major>.<minor>.<patch>`; anything else is a typo, a
+# range or another chart's version, and Helm would only say so at `pulumi up`.
+_OPERATOR_CHART_VERSION = r"^v[0-9]+\.[0-9]+\.[0-9]+$"
+# Something other than whitespace: an empty or blank name would silently mean "none" (the
+# current kubeconfig context, the provider's default region) instead of being refused.
+_NOT_BLANK = r"^\s*\S"
+_IAM_ROLE_ARN = (
+    r"^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:role/([!-~]+/)?[A-Za-z0-9_+=,.@-]{1,64}$"
+)
+# The release of an EKS-optimized AMI: the Kubernetes version, then the build date on AL2023
+# (`1.33.4-20251016`) or the Bottlerocket build's commit (`1.52.0-0d4a7f31`). A date is also
+# eight hex digits, so the field takes either; the EKS rules check AL2023's.
+_AMI_RELEASE = r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9a-f]{8}$"
+_SUBNET_ID = r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$"
+_CAPACITY_RESERVATION_ID = r"^cr-[0-9a-f]{17}$"
+_RESOURCE_GROUP_ARN = (
+    r"^arn:aws(-cn|-us-gov)?:resource-groups:[a-z0-9-]+:[0-9]{12}:group/[A-Za-z0-9_.-]{1,128}$"
+)
+_GCE_RESERVATION_NAME = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
+_GKE_NODE_VERSION = r"^[0-9]+\.[0-9]+\.[0-9]+-gke\.[0-9]+$"
+_EKS_ADDON_VERSION = r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$"
+_DRIVER_VERSION = r"^[0-9]{3}\.[0-9]+(\.[0-9]+)?$"
+
+
+DnsLabel = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
+PoolName = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=32)]
+LabelKey = Annotated[str, StringConstraints(pattern=_LABEL_KEY, max_length=317)]
+LabelValue = Annotated[str, StringConstraints(pattern=_LABEL_VALUE)]
+ExactVersion = Annotated[str, StringConstraints(pattern=_EXACT_VERSION)]
+NotBlank = Annotated[str, StringConstraints(pattern=_NOT_BLANK)]
+HttpsUrl = Annotated[str, StringConstraints(pattern=_HTTPS_URL)]
+HttpUrl = Annotated[str, StringConstraints(pattern=_HTTP_URL)]
+MigProfile = Annotated[str, StringConstraints(pattern=_MIG_PROFILE)]
+MigSlice = Annotated[str, StringConstraints(pattern=_MIG_SLICE)]
+"""A MIG slice as its resource is named: `1g.10gb` of `nvidia.com/mig-1g.10gb`."""
+ClusterName = Annotated[str, StringConstraints(pattern=_CLUSTER_NAME)]
+GcpLocation = Annotated[str, StringConstraints(pattern=_GCP_LOCATION)]
+GcpServiceAccount = Annotated[str, StringConstraints(pattern=_GCP_SERVICE_ACCOUNT)]
+OperatorChartVersion = Annotated[str, StringConstraints(pattern=_OPERATOR_CHART_VERSION)]
+IamRoleArn = Annotated[str, StringConstraints(pattern=_IAM_ROLE_ARN)]
+AmiRelease = Annotated[str, StringConstraints(pattern=_AMI_RELEASE)]
+SubnetId = Annotated[str, StringConstraints(pattern=_SUBNET_ID)]
+CapacityReservationId = Annotated[str, StringConstraints(pattern=_CAPACITY_RESERVATION_ID)]
+ResourceGroupArn = Annotated[str, StringConstraints(pattern=_RESOURCE_GROUP_ARN)]
+GceReservationName = Annotated[str, StringConstraints(pattern=_GCE_RESERVATION_NAME)]
+GkeNodeVersion = Annotated[str, StringConstraints(pattern=_GKE_NODE_VERSION)]
+EksAddonVersion = Annotated[str, StringConstraints(pattern=_EKS_ADDON_VERSION)]
+DriverVersion = Annotated[str, StringConstraints(pattern=_DRIVER_VERSION)]
+
+# What each pattern means, for error messages people can act on.
+PATTERN_MEANINGS = {
+    _DNS_LABEL: "lowercase letters, digits and '-', starting and ending with a letter or digit",
+    _LABEL_KEY: "a Kubernetes label key: an optional DNS prefix and '/', then a name of up to"
+    " 63 letters, digits, '-', '_' or '.'",
+    _LABEL_VALUE: "a Kubernetes label value: up to 63 letters, digits, '-', '_' or '.'",
+    _EXACT_VERSION: "an exact version such as v26.7.0 (no ranges, no 'latest')",
+    _HTTPS_URL: "an https:// or oci:// URL",
+    _HTTP_URL: "an http:// or https:// URL with no query or fragment, such as"
+    " http://prometheus-operated.monitoring.svc:9090",
+    _MIG_PROFILE: "a uniform MIG profile such as all-1g.10gb",
+    _MIG_SLICE: "a MIG slice such as 1g.10gb",
+    _CLUSTER_NAME: "letters, digits, '-' and '_', up to 100 characters",
+    _GCP_LOCATION: "a GCP region such as us-central1 or a zone such as us-central1-a",
+    _GCP_SERVICE_ACCOUNT: "a service account e-mail such as"
+    " gpu-nodes@my-project.iam.gserviceaccount.com",
+    _OPERATOR_CHART_VERSION: "a gpu-operator chart version such as v26.7.0: 'v', then"
+    " major.minor.patch (no ranges, no 'latest')",
+    _NOT_BLANK: "a value that is not empty or blank",
+    _IAM_ROLE_ARN: "an IAM role ARN such as arn:aws:iam::123456789012:role/gpu-nodes (partition"
+    " aws, aws-cn or aws-us-gov, a 12-digit account id)",
+    _AMI_RELEASE: "an EKS-optimized AMI release: 1.33.4-20251016 on AL2023 (Kubernetes version,"
+    " build date) or 1.52.0-0d4a7f31 on Bottlerocket (version, build commit)",
+    _SUBNET_ID: "a subnet id: 'subnet-' and 8 or 17 hex digits, such as subnet-0123456789abcdef0",
+    _CAPACITY_RESERVATION_ID: "a capacity reservation id: 'cr-' and 17 hex digits,"
+    " such as cr-0123456789abcdef0",
+    _RESOURCE_GROUP_ARN: "a resource group ARN such as"
+    " arn:aws:resource-groups:us-east-1:123456789012:group/gpu-reservations",
+    _GCE_RESERVATION_NAME: "a Compute Engine reservation name: lowercase letters, digits and"
+    " '-', starting with a letter, up to 63 characters",
+    _GKE_NODE_VERSION: "a GKE version such as 1.34.1-gke.1829001",
+    _EKS_ADDON_VERSION: "an EKS add-on version such as v1.7.0-eksbuild.1",
+    _DRIVER_VERSION: "an NVIDIA driver version such as 595.91.07",
+}
+
+
+def _known_accelerator(name: str) -> str:
+    if name not in ACCELERATORS:
+        raise PydanticCustomError(
+            "unknown_accelerator", "one of {allowed}", {"allowed": ", ".join(ACCELERATORS)}
+        )
+    return name
+
+
+AcceleratorName = Annotated[
+    str,
+    AfterValidator(_known_accelerator),
+    WithJsonSchema({"type": "string", "enum": list(ACCELERATORS)}),
+]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
+        # Field docstrings become descriptions, from which the config reference is generated.
+        use_attribute_docstrings=True,
+    )
+
+
+class Cloud(StrEnum):
+    AWS = "aws"
+    GCP = "gcp"
+
+
+class Platform(StrEnum):
+    """Cloud and node operating system together: they decide how drivers reach the GPUs."""
+
+    EKS_AL2023 = "eks-al2023"
+    EKS_BOTTLEROCKET = "eks-bottlerocket"
+    GKE_COS = "gke-cos"
+    GKE_UBUNTU = "gke-ubuntu"
+
+
+NODE_IMAGES: Mapping[Cloud, tuple[str, ...]] = {
+    Cloud.AWS: ("al2023", "bottlerocket"),
+    Cloud.GCP: ("cos", "ubuntu"),
+}
+
+Provisioner = Literal["cluster-autoscaler", "karpenter"]
+"""What launches an EKS stack's GPU nodes (`provisioner`)."""

@@ -1,0 +1,133 @@
+"""The NVIDIA GPU Operator release, and the GPU metrics, alerts and dashboards around it."""
+
+from typing import Any
+
+from pydantic import Field
+
+from gpu_platform.config.fields import (
+    DnsLabel,
+    DriverVersion,
+    HttpsUrl,
+    HttpUrl,
+    LabelKey,
+    LabelValue,
+    Model,
+    OperatorChartVersion,
+)
+from gpu_platform.config.pools import GpuPoolSpec
+from gpu_platform.versions import (
+    GPU_OPERATOR_CHART,
+    GPU_OPERATOR_DRIVER_VERSION,
+    KUBE_PROMETHEUS_STACK_CHART,
+)
+
+
+class OperatorSpec(Model):
+    """The NVIDIA GPU Operator release."""
+
+    chart_version: OperatorChartVersion = GPU_OPERATOR_CHART.version
+    """The `gpu-operator` chart version. The values the platform sets are checked against the
+    pinned version's keys only: another version is for trying an upgrade in one environment."""
+    repository: HttpsUrl = GPU_OPERATOR_CHART.repository
+    """The Helm repository serving the chart, for a mirror of NVIDIA's."""
+    namespace: DnsLabel = "gpu-operator"
+    """The operator's own namespace, which the platform runs as Pod Security `privileged`: the
+    drivers, toolkit and device plugin need the host. The only other is node-exporter's, where
+    the platform installs the Prometheus stack."""
+    timeout_seconds: int | None = Field(default=None, ge=300, le=3600)
+    """How long Helm waits for the release to be ready (its CRD upgrade Job, the operator, and
+    node-feature-discovery's worker on every node), and then for a rollback of a failed
+    upgrade as long again. Unset: 900 s and 5 s more for each node the GPU pools can have
+    together at their `max`, at most 3600 s. The drivers, toolkit and device plugin the
+    operator starts are not waited for."""
+    critical_pod_quota: int = Field(default=1000, ge=100, le=100000)
+    """GKE only: how many `system-node-critical`/`system-cluster-critical` pods the operator's
+    namespace may hold. GKE admits them outside kube-system only under a quota, and the chart's
+    node-feature-discovery worker runs on every node of the cluster, GPU or not, beside about
+    eight operator pods on each GPU node: keep it above all of those together."""
+    driver_version: DriverVersion = GPU_OPERATOR_DRIVER_VERSION
+    """GKE Ubuntu: the NVIDIA driver the operator builds on the nodes of every pool that sets
+    no `gcp.driverVersion`, pinned so that a chart upgrade does not move it. A new one rolls out
+    through the operator's upgrade controller, pool by pool within
+    `driverUpgradeMaxUnavailablePercent`."""
+    driver_upgrade_max_unavailable_percent: int = Field(default=25, ge=1, le=100)
+    """GKE Ubuntu: the most nodes of a pool the operator takes out of service at once to load a
+    new driver (at most one node of a pool at a time is upgraded, whatever the share)."""
+    driver_upgrade_job_wait_minutes: int = Field(default=1440, ge=0, le=10080)
+    """GKE Ubuntu: how long the operator waits for the Jobs' pods on a node to finish before it
+    deletes the GPU pods left and loads the new driver there; 0 waits for ever."""
+    overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Chart values per top-level component (`dcgmExporter`, `driver`, ...), deep-merged over
+    the platform's own values last. Component names are checked against the chart's."""
+
+
+class MonitoringSpec(Model):
+    """GPU metrics, alerts and dashboards."""
+
+    namespace: DnsLabel = "monitoring"
+    """Where the GPU alert rules and dashboard go, and the Prometheus stack when installed; not
+    the operator's namespace. The platform creates it only with `installPrometheusStack`;
+    otherwise it must already exist and be one the cluster's Prometheus reads rules from and its
+    Grafana reads dashboards from."""
+    install_prometheus_stack: bool = False
+    """Install a pinned kube-prometheus-stack; leave off where the cluster already runs the
+    Prometheus Operator. Its namespace enforces Pod Security `baseline`; its node-exporter, which
+    needs the host, runs in `<namespace>-node-exporter`, `privileged`."""
+    service_monitor_labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=lambda: {"release": KUBE_PROMETHEUS_STACK_CHART.name}
+    )
+    """Labels the cluster's Prometheus selects ServiceMonitors and PrometheusRules by. With
+    `installPrometheusStack` they must include `release: kube-prometheus-stack`, the installed
+    stack's selector."""
+    idle_gpu_minutes: int = Field(default=30, ge=5, le=1440)
+    """How long a GPU held by a pod may stay idle before the alert fires."""
+    idle_gpu_utilization_percent: int = Field(default=5, ge=1, le=50)
+    """GPU utilisation, in percent, below which a GPU held by a pod counts as idle."""
+    framebuffer_full_percent: int = Field(default=90, ge=50, le=99)
+    """GPU memory use, in percent of used plus free, above which a pod's GPU counts as nearly
+    full."""
+    google_managed_prometheus: bool = False
+    """GKE only: also have Google Cloud Managed Service for Prometheus scrape the DCGM exporter,
+    under the job `nvidia-dcgm-exporter` the rules select, and evaluate the recording rules
+    (ClusterRules), which a query frontend as `prometheusUrl` then answers from. Its GPU series
+    keep the `pod`, `namespace` and `container` of the workload holding each GPU, as on
+    Prometheus (not `exported_pod`). The alert rules and the dashboard remain Prometheus
+    Operator and Grafana objects, so the cluster still needs the Prometheus Operator's CRDs (or
+    `installPrometheusStack`)."""
+    prometheus_url: HttpUrl | None = None
+    """Where the enforcer of `namespaces[].gpuIdleMinutes` queries Prometheus's HTTP API, with
+    no credentials: a Service of the cluster's Prometheus, such as
+    `http://prometheus-operated.monitoring.svc:9090` (the Prometheus Operator's), or a query
+    frontend of a managed one. By default, the Prometheus of `installPrometheusStack`."""
+
+    @property
+    def query_url(self) -> str | None:
+        """The Prometheus the platform's own jobs query: `prometheusUrl`, else the installed
+        stack's, else None (none known)."""
+        if self.prometheus_url is not None:
+            return self.prometheus_url
+        if not self.install_prometheus_stack:
+            return None
+        # The stack's release is named after its chart, and so its Prometheus Service; 9090 is
+        # the chart's `prometheus.service.port`.
+        release = KUBE_PROMETHEUS_STACK_CHART.name
+        return f"http://{release}-prometheus.{self.namespace}.svc:9090"
+
+    @property
+    def node_exporter_namespace(self) -> str:
+        """Where the installed stack's node-exporter runs: a namespace of its own, the only one
+        of the stack that is `privileged`."""
+        return f"{self.namespace}-node-exporter"
+
+
+# The operator's driver settings: they only act where it builds the driver (GKE Ubuntu).
+OPERATOR_DRIVER_OPTIONS = (
+    "driver_version",
+    "driver_upgrade_max_unavailable_percent",
+    "driver_upgrade_job_wait_minutes",
+)
+
+
+def pool_driver_version(operator: OperatorSpec, pool: GpuPoolSpec) -> str:
+    """The NVIDIA driver the GPU Operator builds on a GKE Ubuntu pool's nodes."""
+    return pool.gcp.driver_version or operator.driver_version

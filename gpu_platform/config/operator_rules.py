@@ -1,0 +1,64 @@
+"""Rules of the GPU Operator's chart values and of monitoring."""
+
+import difflib
+from collections.abc import Iterator
+
+from gpu_platform.config.problems import MISSING, ConfigProblem, key_path
+from gpu_platform.config.stack import StackConfig
+from gpu_platform.kubernetes.chart_keys import chart_components
+from gpu_platform.versions import GPU_OPERATOR_CHART, KUBE_PROMETHEUS_STACK_CHART
+
+
+def operator_override_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    if "version" in config.operator.overrides.get("driver", {}):
+        yield ConfigProblem(
+            key_path("operator", "overrides", "driver", "version"),
+            config.operator.overrides["driver"]["version"],
+            "no value: set operator.driverVersion, which the pools' CUDA ceiling follows",
+        )
+    chart = GPU_OPERATOR_CHART
+    components = chart_components(chart.version)
+    for name, values in config.operator.overrides.items():
+        if name not in components:
+            guess = difflib.get_close_matches(name, components, n=1)
+            hint = f"did you mean {guess[0]}?" if guess else ", ".join(sorted(components))
+            yield ConfigProblem(
+                key_path("operator", "overrides", name),
+                values,
+                f"a top-level component of the {chart.name} {chart.version} chart ({hint})",
+            )
+
+
+def monitoring_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    monitoring = config.monitoring
+    operator_namespace = config.operator.namespace
+    if monitoring.namespace == operator_namespace:
+        # The GPU Operator's namespace is declared (privileged) for the operator and goes with
+        # it; the Prometheus stack would declare it a second time.
+        yield ConfigProblem(
+            key_path("monitoring", "namespace"),
+            monitoring.namespace,
+            f"a namespace other than the GPU Operator's ({operator_namespace},"
+            " operator.namespace): the platform declares that one for the operator alone",
+        )
+    release = KUBE_PROMETHEUS_STACK_CHART.name
+    if (
+        monitoring.install_prometheus_stack
+        and monitoring.service_monitor_labels.get("release") != release
+    ):
+        yield ConfigProblem(
+            key_path("monitoring", "serviceMonitorLabels"),
+            monitoring.service_monitor_labels,
+            f"labels including release: {release} with installPrometheusStack (the installed"
+            " Prometheus selects ServiceMonitors and PrometheusRules by its release name)",
+        )
+    enforced = [i for i, ns in enumerate(config.namespaces) if ns.gpu_idle_minutes is not None]
+    if enforced and monitoring.query_url is None:
+        tenants = ", ".join(f"namespaces[{i}]" for i in enforced)
+        yield ConfigProblem(
+            key_path("monitoring", "prometheusUrl"),
+            MISSING,
+            f"the URL of the cluster's Prometheus, which {tenants} (gpuIdleMinutes) need to tell"
+            " idle GPUs, such as http://prometheus-operated.monitoring.svc:9090; or"
+            " installPrometheusStack: true, whose Prometheus is then queried",
+        )

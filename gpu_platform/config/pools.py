@@ -1,0 +1,143 @@
+"""GPU pools: what one pool of GPU nodes is, on every cloud, and how its GPUs are shared."""
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
+
+from gpu_platform.config.cloud_options import EksPoolOptions, GkePoolOptions
+from gpu_platform.config.fields import (
+    AcceleratorName,
+    LabelKey,
+    LabelValue,
+    MigProfile,
+    Model,
+    Platform,
+    PoolName,
+)
+
+GPU_TAINT_KEY = "nvidia.com/gpu"
+"""The taint the platform puts on every GPU node."""
+
+# --- GPU sharing ---------------------------------------------------------------------------
+
+
+class ExclusiveSharing(Model):
+    """One container owns each GPU."""
+
+    mode: Literal["exclusive"] = "exclusive"
+    """`exclusive`."""
+
+
+class TimeSlicingSharing(Model):
+    """`replicas` containers take turns on each GPU, with no memory isolation between them."""
+
+    mode: Literal["time-slicing"]
+    """`time-slicing`."""
+    replicas: int = Field(ge=2, le=64)
+    """Containers per GPU; each node advertises GPUs x replicas `nvidia.com/gpu`. At most 48 on
+    GKE, whose own device plugin shares the GPUs there."""
+
+
+class MpsSharing(Model):
+    """`replicas` containers share each GPU through CUDA MPS, with a memory limit each."""
+
+    mode: Literal["mps"]
+    """`mps`."""
+    # CUDA MPS serves at most 48 clients per GPU on Volta and newer.
+    replicas: int = Field(ge=2, le=48)
+    """Containers per GPU, each with an equal share of its memory."""
+
+
+class MigSharing(Model):
+    """Each GPU is partitioned into hardware-isolated MIG instances by the MIG manager."""
+
+    mode: Literal["mig"]
+    """`mig`."""
+    strategy: Literal["single", "mixed"] = "mixed"
+    """`mixed`, which advertises slices as `nvidia.com/mig-<slice>`. `single` is refused: it
+    advertises slices as `nvidia.com/gpu`, the name a new node's whole GPUs carry until the MIG
+    manager has partitioned them, so a pod can get a whole GPU (gpu-operator#2670)."""
+    profile: MigProfile
+    """A uniform MIG manager profile such as `all-1g.10gb`."""
+
+
+Sharing = Annotated[
+    ExclusiveSharing | TimeSlicingSharing | MpsSharing | MigSharing,
+    Field(discriminator="mode"),
+]
+SHARING_MODES = ("exclusive", "time-slicing", "mps", "mig")
+
+
+def gke_shares(platform: Platform, sharing: Sharing) -> bool:
+    """Whether GKE's own device plugin shares the pool's GPUs: on Container-Optimized OS, every
+    pool that is not exclusive (`gpu_platform.node_identity.sharer_for` says why). It advertises
+    replicas and MIG partitions alike as `nvidia.com/gpu`."""
+    return platform is Platform.GKE_COS and not isinstance(sharing, ExclusiveSharing)
+
+
+# --- GPU pools -----------------------------------------------------------------------------
+
+
+class TaintSpec(Model):
+    """An extra Kubernetes taint, spelled as Kubernetes spells it."""
+
+    key: LabelKey
+    value: LabelValue = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    """Kubernetes spelling; each cloud component translates it."""
+
+
+class GpuPoolSpec(Model):
+    """One pool of GPU nodes, described once for every cloud."""
+
+    name: PoolName
+    """Names the pool's node group or node pool and its `gpu-platform.io/pool` node label."""
+    instance_types: list[Annotated[str, StringConstraints(min_length=1)]] = Field(min_length=1)
+    """EC2 instance types, or one GCE machine type. On managed node groups several EC2 types must
+    share one shape (GPUs, vCPUs, memory, architecture): the cluster autoscaler plans a node
+    group's nodes from zero as its first type. Under Karpenter they may be sizes of one GPU model
+    and architecture (`g6.xlarge`, `g6.12xlarge`): Karpenter picks one per pending pod."""
+    accelerator: AcceleratorName | None = None
+    """The GPU model. Read from the machine when left out: on EKS from the instance type, on GKE
+    from accelerator-optimized machine types (A2, A3, A4, G2); N1 pools must state it."""
+    gpus_per_node: int | None = Field(default=None, ge=1, le=16)
+    """GPUs per node, read from the machine like `accelerator` when left out."""
+    min: int = Field(default=0, ge=0)
+    """Nodes kept when idle. Every node above zero bills around the clock."""
+    max: int = Field(ge=1, le=1000)
+    """The most nodes the autoscaler may start: the pool's cost ceiling. Under Karpenter, a limit
+    of `max` times the GPUs of the pool's largest instance type."""
+    capacity: Literal["on-demand", "spot", "reserved", "capacity-block"] = "on-demand"
+    """How the nodes are bought: `reserved` consumes EC2 on-demand capacity reservations
+    (`aws.capacityReservationId` or `aws.capacityReservationResourceGroupArn`), `capacity-block`
+    an EC2 Capacity Block (docs/capacity-reservations.md); GKE reservations are
+    `gcp.reservation`."""
+    zones: list[Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
+    """Zones to place nodes in, kept only where every instance type is offered. Empty means
+    every zone of the cluster's node subnets (EKS) or of its region that offers the machine
+    type (GKE); GKE N1 pools with attached GPUs must list theirs."""
+    disk_size_gib: int = Field(default=200, ge=100, le=16384)
+    """Root disk; CUDA and framework images run to tens of GiB before any model weights."""
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    """Extra node labels; the platform's own (`nvidia.com/`, `gpu-platform.io/`) are reserved."""
+    taints: list[TaintSpec] = Field(default_factory=list)
+    """Extra taints, on top of `nvidia.com/gpu=present:NoSchedule` that every pool has."""
+    sharing: Sharing = Field(default_factory=ExclusiveSharing)
+    """How workloads share a GPU: `exclusive`, `time-slicing`, `mps` (EKS only) or `mig`."""
+    canary_of: PoolName | None = None
+    """Makes this pool the canary of another pool of the same GPUs and sharing mode: a new AMI
+    release (EKS), node version (GKE) or, on GKE Ubuntu, driver (`gcp.driverVersion`) goes here
+    first, and the other pool may not run one newer than its canary. Its nodes carry
+    `gpu-platform.io/canary-of`, and only pods that select the canary by its pool label (a smoke
+    test, a team's canary job) run there. The other pool's nodes are updated only after the
+    canary's: whenever the canary's driver or what pins it changes, `pulumi up` first runs a
+    gate Job on the canary (`nvidia-smi` and the driver check, then `canarySoakMinutes` of
+    `nvidia-smi` every minute), and a gate that fails stops the update before the other pool
+    changes (docs/upgrades.md)."""
+    canary_soak_minutes: int = Field(default=15, ge=0, le=720)
+    """A `canaryOf` pool: how long its gate Job keeps checking the canary's GPU, every minute,
+    after the driver check passed, before the pool it leads is updated."""
+    aws: EksPoolOptions = Field(default_factory=EksPoolOptions)
+    """EKS-only settings."""
+    gcp: GkePoolOptions = Field(default_factory=GkePoolOptions)
+    """GKE-only settings."""

@@ -1,0 +1,114 @@
+"""Rules across fields, run once every field is valid: each concern's own, in the order the
+report lists them, and those about the stack as a whole (the cluster, settings of the other
+cloud)."""
+
+from collections.abc import Iterator, Mapping
+
+from pydantic import BaseModel
+
+from gpu_platform.config.canary_rules import canary_problems
+from gpu_platform.config.eks_rules import (
+    ami_release_problems,
+    bottlerocket_sharing_problems,
+    karpenter_problems,
+    reservation_problems,
+)
+from gpu_platform.config.fields import NODE_IMAGES, Cloud
+from gpu_platform.config.gke_rules import gke_capacity_problems, gke_pool_problems
+from gpu_platform.config.operator import OPERATOR_DRIVER_OPTIONS
+from gpu_platform.config.operator_rules import monitoring_problems, operator_override_problems
+from gpu_platform.config.pool_rules import pool_problems
+from gpu_platform.config.problems import MISSING, ConfigProblem, key_of, key_path
+from gpu_platform.config.stack import StackConfig
+from gpu_platform.config.tenant_rules import namespace_problems
+
+
+def cross_field_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    yield from _cluster_problems(config)
+    yield from _other_cloud_problems(config)
+    yield from pool_problems(config)
+    yield from reservation_problems(config)
+    yield from ami_release_problems(config)
+    yield from canary_problems(config)
+    yield from bottlerocket_sharing_problems(config)
+    yield from gke_pool_problems(config)
+    yield from gke_capacity_problems(config)
+    yield from operator_override_problems(config)
+    yield from namespace_problems(config)
+    yield from monitoring_problems(config)
+    yield from karpenter_problems(config)
+
+
+def _cluster_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    cluster = config.cluster
+    required = ("region",) if config.cloud is Cloud.AWS else ("project", "location")
+    for field in required:
+        if getattr(cluster, field) is None:
+            yield ConfigProblem(
+                key_path("cluster", field), MISSING, f"a value when cloud is {config.cloud}"
+            )
+    images = NODE_IMAGES[config.cloud]
+    if cluster.node_image is not None and cluster.node_image not in images:
+        yield ConfigProblem(
+            key_path("cluster", "nodeImage"),
+            cluster.node_image,
+            f"one of {list(images)} when cloud is {config.cloud}",
+        )
+
+
+# Settings only one cloud's components read, by field name, with what each is. The other cloud
+# would silently ignore them, so a stack carrying one reads as if it did something; only what
+# the user set counts (`model_fields_set`), as every stack has the defaults.
+_CLUSTER_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
+    "region": (Cloud.AWS, "the EKS cluster's region"),
+    "node_subnet_ids": (Cloud.AWS, "the EKS node groups' subnets"),
+    "cni_policy_on_node_role": (Cloud.AWS, "the VPC CNI's policy on the EKS node roles"),
+    "node_monitoring_agent_version": (Cloud.AWS, "an EKS add-on"),
+    "project": (Cloud.GCP, "the GKE cluster's project"),
+    "location": (Cloud.GCP, "the GKE cluster's location"),
+}
+_OPERATOR_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
+    "critical_pod_quota": (Cloud.GCP, "GKE admits critical pods outside kube-system by quota"),
+    **dict.fromkeys(
+        OPERATOR_DRIVER_OPTIONS,
+        (Cloud.GCP, "the operator builds the driver on GKE Ubuntu nodes only"),
+    ),
+}
+_MONITORING_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
+    "google_managed_prometheus": (Cloud.GCP, "Managed Service for Prometheus is GKE's"),
+}
+_STACK_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
+    "autoscaler": (Cloud.AWS, "GKE scales its node pools itself"),
+    "provisioner": (Cloud.AWS, "GKE scales its node pools itself"),
+    "karpenter": (Cloud.AWS, "Karpenter launches EC2 instances"),
+}
+_POOL_OPTIONS: Mapping[str, tuple[Cloud, str]] = {
+    "aws": (Cloud.AWS, "EKS node group settings"),
+    "gcp": (Cloud.GCP, "GKE node pool settings"),
+}
+
+
+def _other_cloud_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    sections: list[tuple[tuple[str | int, ...], BaseModel, Mapping[str, tuple[Cloud, str]]]] = [
+        ((), config, _STACK_OPTIONS),
+        (("cluster",), config.cluster, _CLUSTER_OPTIONS),
+        (("operator",), config.operator, _OPERATOR_OPTIONS),
+        (("monitoring",), config.monitoring, _MONITORING_OPTIONS),
+    ]
+    sections += [(("pools", i), pool, _POOL_OPTIONS) for i, pool in enumerate(config.pools)]
+    for loc, model, options in sections:
+        for field, (cloud, what) in options.items():
+            if cloud is config.cloud or field not in model.model_fields_set:
+                continue
+            value = getattr(model, field)
+            if isinstance(value, BaseModel):
+                # A block counts by what is set in it: `aws: {}` sets nothing.
+                value = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+                if not value:
+                    continue
+            yield ConfigProblem(
+                key_path(*loc, key_of(type(model), field)),
+                value,
+                f"no value when cloud is {config.cloud}: it applies to {cloud} stacks only"
+                f" ({what})",
+            )

@@ -1,0 +1,102 @@
+"""The whole stack's configuration: one model of every concern's settings."""
+
+from pydantic import Field, PrivateAttr
+
+from gpu_platform.config.capacity import ClusterAutoscalerSpec, KarpenterSpec
+from gpu_platform.config.cloud_options import ClusterSpec
+from gpu_platform.config.fields import NODE_IMAGES, Cloud, Model, Platform, Provisioner
+from gpu_platform.config.operator import MonitoringSpec, OperatorSpec
+from gpu_platform.config.pools import GpuPoolSpec
+from gpu_platform.config.tenants import TenantNamespaceSpec
+
+
+class StackConfig(Model):
+    """Everything one stack (environment) is configured with."""
+
+    cloud: Cloud
+    """Where the cluster runs: `aws` (EKS) or `gcp` (GKE)."""
+    cluster: ClusterSpec
+    """The existing cluster to attach to."""
+    pools: list[GpuPoolSpec] = Field(min_length=1)
+    """The GPU node pools."""
+    operator: OperatorSpec = Field(default_factory=OperatorSpec)
+    """The NVIDIA GPU Operator release."""
+    monitoring: MonitoringSpec = Field(default_factory=MonitoringSpec)
+    """GPU metrics, alerts and dashboards."""
+    namespaces: list[TenantNamespaceSpec] = Field(default_factory=list)
+    """Namespaces for teams' GPU workloads."""
+    protect: bool = False
+    """Protect the node groups or node pools, Karpenter's two releases (uninstalling its CRDs
+    would remove every NodePool and the nodes with them), the GPU Operator's namespace and
+    release (and on GKE Ubuntu the pools' NVIDIADriver resources, without which their nodes
+    lose the driver), and the Prometheus stack the platform installs, from deletion: `pulumi
+    destroy`, or a change that would replace them, fails until they are unprotected. What
+    ordinary changes replace (node roles, policy attachments, launch templates, Auto Scaling
+    group tags, service accounts) stays unprotected. Turn it on where losing them means an
+    outage or lost work."""
+    autoscaler: ClusterAutoscalerSpec = Field(default_factory=ClusterAutoscalerSpec)
+    """EKS: the cluster autoscaler."""
+    provisioner: Provisioner = "cluster-autoscaler"
+    """EKS: what launches GPU nodes: managed node groups scaled by the cluster autoscaler, or
+    Karpenter NodePools (one per pool). With `karpenter`, every pool is `exclusive` with `min`
+    0, and `autoscaler` and the node-group-only pool settings (`aws.efa`,
+    `aws.nodeGroupPerZone`, `aws.nodeRoleArn`, `aws.nodeRepair`,
+    `aws.capacityReservationResourceGroupArn`, `aws.capacityBlockStart`) take no value
+    (docs/karpenter.md)."""
+    karpenter: KarpenterSpec = Field(default_factory=KarpenterSpec)
+    """EKS with `provisioner: karpenter`: the Karpenter controller."""
+
+    _secret_keys: frozenset[str] = PrivateAttr(default=frozenset())
+
+    @property
+    def helm_release_namespaces(self) -> list[str]:
+        """Where the platform installs Helm releases, and so where Helm keeps their records as
+        Secrets: the only namespaces in which a preview has to read Secrets."""
+        found = {self.operator.namespace}
+        if self.monitoring.install_prometheus_stack:
+            found.add(self.monitoring.namespace)
+        if self.autoscaler_installed:
+            found.add(self.autoscaler.namespace)
+        if self.karpenter_installed:
+            found.add(self.karpenter.namespace)
+        return sorted(found)
+
+    def is_secret(self, *keys: str) -> bool:
+        """Whether any of these keys (`operator`, `pools`...) was set as a secret. Pulumi marks a
+        whole key secret when any part of its value is, so every value taken from it is to be
+        handled as one."""
+        return not self._secret_keys.isdisjoint(keys)
+
+    @property
+    def node_image(self) -> str:
+        """The GPU nodes' image: `cluster.nodeImage`, else the cloud's default."""
+        return self.cluster.node_image or NODE_IMAGES[self.cloud][0]
+
+    @property
+    def platform(self) -> Platform:
+        prefix = "eks" if self.cloud is Cloud.AWS else "gke"
+        return Platform(f"{prefix}-{self.node_image}")
+
+    def pool(self, name: str) -> GpuPoolSpec:
+        return next(p for p in self.pools if p.name == name)
+
+    @property
+    def autoscaler_installed(self) -> bool:
+        """Whether the platform installs the cluster autoscaler."""
+        return (
+            self.cloud is Cloud.AWS
+            and self.provisioner == "cluster-autoscaler"
+            and self.autoscaler.install
+        )
+
+    @property
+    def karpenter_installed(self) -> bool:
+        """Whether the platform installs Karpenter."""
+        return self.cloud is Cloud.AWS and self.provisioner == "karpenter"
+
+
+def known_platform(config: StackConfig) -> Platform | None:
+    """The stack's platform; None while its node image is another cloud's (a rule of the cluster
+    reports that), so that rules about one platform do not fail on it."""
+    image = config.cluster.node_image
+    return config.platform if image in (None, *NODE_IMAGES[config.cloud]) else None

@@ -1,0 +1,108 @@
+"""Rules of tenant namespaces: each a namespace of its own, apart from Kubernetes' and the
+platform's, with a quota its smoke test fits in."""
+
+from collections.abc import Iterator
+
+from gpu_platform.config.pools import MigSharing, gke_shares
+from gpu_platform.config.problems import ConfigProblem, key_path
+from gpu_platform.config.stack import StackConfig, known_platform
+from gpu_platform.config.tenants import (
+    SYSTEM_NAMESPACES,
+    QuotaSetting,
+    TenantNamespaceSpec,
+    quota_setting,
+)
+
+
+def namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    # The platform declares each tenant namespace with its Pod Security level and GPU quota: in
+    # a namespace Kubernetes or the platform itself runs in, it would be declared twice or put
+    # restricted Pod Security and a GPU quota on the pods already there. Later entries win, so
+    # a system namespace is named as such even where a component runs in it.
+    reserved = {
+        **(
+            {config.autoscaler.namespace: "the cluster autoscaler's (autoscaler.namespace)"}
+            if config.autoscaler_installed
+            else {}
+        ),
+        config.monitoring.namespace: "the monitoring namespace (monitoring.namespace)",
+        **(
+            {config.monitoring.node_exporter_namespace: "the installed Prometheus stack's"}
+            if config.monitoring.install_prometheus_stack
+            else {}
+        ),
+        config.operator.namespace: "the GPU Operator's (operator.namespace)",
+        **{name: "a Kubernetes system namespace" for name in SYSTEM_NAMESPACES},
+    }
+    pool_names = {p.name for p in config.pools}
+    seen: set[str] = set()
+    for i, ns in enumerate(config.namespaces):
+        if ns.name in reserved:
+            yield ConfigProblem(
+                key_path("namespaces", i, "name"),
+                ns.name,
+                f"a namespace of its own, none of {', '.join(reserved)}:"
+                f" {ns.name} is {reserved[ns.name]}",
+            )
+        if ns.name in seen:
+            yield ConfigProblem(
+                key_path("namespaces", i, "name"), ns.name, "a name not already used"
+            )
+        seen.add(ns.name)
+        if ns.smoke_test_pool is not None and ns.smoke_test_pool not in pool_names:
+            yield ConfigProblem(
+                key_path("namespaces", i, "smokeTestPool"),
+                ns.smoke_test_pool,
+                f"one of the pools: {sorted(pool_names)}",
+            )
+        yield from _quota_problems(config, i, ns)
+    tenants = [ns.name for ns in config.namespaces]
+    autoscaler = config.autoscaler.namespace
+    # Any pod of a tenant's namespace may run as the autoscaler's service account there, whose
+    # AWS role resizes the cluster's node groups. In a system namespace the tenant is the one to
+    # move, reported above.
+    if (
+        config.autoscaler_installed
+        and autoscaler in tenants
+        and autoscaler not in SYSTEM_NAMESPACES
+    ):
+        yield ConfigProblem(
+            key_path("autoscaler", "namespace"),
+            autoscaler,
+            f"a namespace that is not a tenant's (namespaces[{tenants.index(autoscaler)}] is"
+            f" {autoscaler}); the default is kube-system",
+        )
+
+
+def _quota_problems(
+    config: StackConfig, i: int, ns: TenantNamespaceSpec
+) -> Iterator[ConfigProblem]:
+    """At least one of what the smoke test's pod asks for."""
+    platform = known_platform(config)
+    if platform is None:
+        return
+    settings: dict[QuotaSetting, list[str]] = {}
+    slices: dict[str, str] = {}
+    for pool in config.pools:
+        setting = quota_setting(pool.sharing, gke_shares(platform, pool.sharing))
+        settings.setdefault(setting, []).append(pool.name)
+        if setting == "migQuota" and isinstance(pool.sharing, MigSharing):
+            slices[pool.name] = pool.sharing.profile.removeprefix("all-")
+    pool_name = ns.smoke_test_pool
+    if pool_name is None or pool_name not in {p.name for p in config.pools}:
+        return
+    # The quota would refuse the smoke test's pod, and `pulumi up` would wait out the Job's
+    # deadline before saying so.
+    setting = next(s for s, pools in settings.items() if pool_name in pools)
+    quotas = {
+        "gpuQuota": ns.gpu_quota,
+        "sharedGpuQuota": ns.shared_gpu_quota,
+        "migQuota": ns.mig_quota.get(slices.get(pool_name, ""), 0),
+    }
+    if quotas[setting] == 0:
+        where = ("migQuota", slices[pool_name]) if setting == "migQuota" else (setting,)
+        yield ConfigProblem(
+            key_path("namespaces", i, *where),
+            quotas[setting],
+            f"at least 1 when the namespace runs a smoke test on {pool_name}",
+        )

@@ -1,0 +1,70 @@
+"""Tenant namespaces: where teams run their GPU workloads, and what each one may use."""
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from gpu_platform.config.fields import DnsLabel, MigSlice, Model, PoolName
+from gpu_platform.config.pools import ExclusiveSharing, MigSharing, Sharing
+from gpu_platform.kubernetes.idle_gpu_reaper import MIN_IDLE_MINUTES
+
+SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", "default")
+"""Kubernetes' own namespaces, which no tenant may take."""
+
+QuotaSetting = Literal["gpuQuota", "sharedGpuQuota", "migQuota"]
+
+
+def quota_setting(sharing: Sharing, shared_by_gke: bool) -> QuotaSetting:
+    """The namespace setting that caps what pods ask of a pool shared this way: whole GPUs of an
+    exclusive pool; replicas of a time-sliced or MPS pool and the partitions GKE makes, which
+    are all advertised as `nvidia.com/gpu`; the slices the operator's MIG manager makes, each
+    profile its own `nvidia.com/mig-<slice>`."""
+    if isinstance(sharing, ExclusiveSharing):
+        return "gpuQuota"
+    if isinstance(sharing, MigSharing) and not shared_by_gke:
+        return "migQuota"
+    return "sharedGpuQuota"
+
+
+class TenantNamespaceSpec(Model):
+    """A namespace where teams run GPU workloads."""
+
+    name: DnsLabel
+    """A namespace of the team's own: none of Kubernetes' (`kube-system`, `kube-public`,
+    `kube-node-lease`, `default`) and none the operator, monitoring or autoscaler run in."""
+    gpu_quota: int = Field(default=0, ge=0, le=10000)
+    """Whole GPUs of exclusive pools the namespace's pods may request at once
+    (`requests.nvidia.com/gpu`). Kubernetes names shared GPUs' replicas `nvidia.com/gpu` too: in
+    a stack with exclusive and shared pools one cap holds both, this plus `sharedGpuQuota`, which
+    pods may take as either."""
+    shared_gpu_quota: int = Field(default=0, ge=0, le=10000)
+    """Replicas of time-sliced and MPS pools' GPUs, and MIG partitions GKE makes, the namespace's
+    pods may request at once: each is one `nvidia.com/gpu` to Kubernetes."""
+    mig_quota: dict[MigSlice, Annotated[int, Field(ge=0, le=100000)]] = Field(default_factory=dict)
+    """MIG slices of each profile the namespace's pods may request at once, by slice
+    (`1g.10gb: 56` caps `requests.nvidia.com/mig-1g.10gb`), on pools whose slices the operator's
+    MIG manager makes (EKS). A slice the stack's pools advertise and this leaves out is capped
+    at 0; GKE's partitions are `nvidia.com/gpu`, which `sharedGpuQuota` caps."""
+    pod_security: Literal["restricted", "baseline"] = "restricted"
+    """Pod Security level enforced, audited and warned about; `privileged` is reserved for the
+    GPU Operator. `baseline` is for images that cannot run as a non-root user."""
+    smoke_test_pool: PoolName | None = None
+    """Run a `nvidia-smi` Job on this pool after deployment to prove the GPU path works; when
+    the Job fails, so does `pulumi up`."""
+    smoke_test_deadline_seconds: int = Field(default=900, ge=120, le=3600)
+    """How long the smoke test may take, scaling its pool up from zero and the GPU Operator
+    preparing the new node included; past it the Job fails, and `pulumi up` with it."""
+    # The enforcer runs every 10 minutes and wants readings from the first and the last 10
+    # minutes of the window (idle_gpu_reaper.py): a shorter limit would hardly be a window, and
+    # a run's wait could nearly double it.
+    gpu_idle_minutes: int | None = Field(default=None, ge=MIN_IDLE_MINUTES, le=10080)
+    """Opt in to ending idle GPU pods: the longest a GPU pod here may hold GPUs that do no work
+    (below `monitoring.idleGpuUtilizationPercent`), in minutes. A pod may ask for less with the
+    annotation `gpu-platform.io/max-idle-minutes`. Past it, the pod is warned or ended
+    (`gpuIdleAction`). Needs `monitoring.prometheusUrl` or `installPrometheusStack`, whose
+    Prometheus evaluates the platform's recording rules (docs/idle-gpu-pods.md)."""
+    gpu_idle_action: Literal["warn", "end"] = "warn"
+    """What happens to a GPU pod idle past `gpuIdleMinutes`: `warn` only marks it, with the
+    annotation `gpu-platform.io/idle-gpu` and a Warning Event, so that a namespace sees what
+    would end before anything does; `end` deletes a bare pod and scales a Deployment or
+    StatefulSet to zero (Jobs are left to end on their own)."""

@@ -1,0 +1,75 @@
+"""The NVIDIA driver a GKE pool's nodes run, settled from the nodes' own GKE version and GPU.
+
+On COS the driver is the one COS loads by default for the GPU on the nodes' GKE version
+(gpu_platform/driver_tables/cos.py), not the control plane's: GKE upgrades the control plane
+first, and an unpinned pool's nodes follow later, so a driver read from the control plane would
+run ahead of the nodes' and the CUDA label with it, admitting pods that crash on their first CUDA
+call. On Ubuntu it is the driver the GPU Operator builds for the pool.
+"""
+
+from gpu_platform.config import (
+    ConfigError,
+    ConfigProblem,
+    GpuPoolSpec,
+    StackConfig,
+    key_path,
+    pool_driver_version,
+)
+from gpu_platform.driver_tables.cos import Unpublished
+from gpu_platform.drivers import GPU_MINIMUM_DRIVER_BRANCH, NvidiaDriver, gke_driver, too_old_for
+from gpu_platform.gke.cluster import GkeCluster
+
+
+def node_version(spec: GpuPoolSpec, cluster: GkeCluster) -> tuple[str, str]:
+    """The GKE version of the pool's nodes, and whence it is known: a pinned version, else what
+    an existing pool's nodes run (GKE upgrades them after the control plane), else the
+    cluster's, at which GKE creates a pool."""
+    if spec.gcp.node_version is not None:
+        return spec.gcp.node_version, "its gcp.nodeVersion"
+    running = cluster.pool_versions.get(spec.name)
+    if running is not None:
+        return running, "the version its nodes run"
+    return cluster.master_version, "the cluster's version, at which GKE creates it"
+
+
+def pool_driver(
+    config: StackConfig, cluster: GkeCluster, spec: GpuPoolSpec, index: int, accelerator: str
+) -> NvidiaDriver:
+    """The pool's driver; ConfigError at `gcp.cosDriverBranch` where no source gives COS's
+    default for the nodes' version and GPU, or where the driver cannot drive the GPU."""
+    version, whence = node_version(spec, cluster)
+    driver = gke_driver(
+        config.node_image,
+        version,
+        accelerator,
+        spec.gcp.cos_driver_branch,
+        pool_driver_version(config.operator, spec),
+    )
+    branch_key = key_path("pools", index, "gcp", "cosDriverBranch")
+    if isinstance(driver, Unpublished):
+        minimum = GPU_MINIMUM_DRIVER_BRANCH.get(accelerator)
+        at_least = f" (at least {minimum}, the oldest that drives it)" if minimum else ""
+        raise ConfigError(
+            [
+                ConfigProblem(
+                    branch_key,
+                    None,
+                    f"the NVIDIA driver branch{at_least} that COS loads for {accelerator} on"
+                    f" GKE {version} ({whence}): {driver.why}. `nvidia-smi` on such a node shows"
+                    " it, and the smoke test checks it",
+                )
+            ]
+        )
+    too_old = too_old_for(accelerator, driver)
+    if too_old is not None:
+        raise ConfigError(
+            [
+                ConfigProblem(
+                    branch_key,
+                    spec.gcp.cos_driver_branch,
+                    f"a branch of at least {too_old}: {driver.describe()} cannot drive"
+                    f" {accelerator}; on COS, a GKE version whose COS loads one",
+                )
+            ]
+        )
+    return driver

@@ -1,0 +1,246 @@
+"""`GpuPlatform`: the whole platform as one component, the one most projects need.
+
+It composes the per-part components in the order the platform needs them: the cloud's GPU
+pools (looked up and validated before anything is created), a Kubernetes provider for the
+cluster, the monitoring (whose Prometheus Operator the GPU Operator's ServiceMonitor needs), the
+GPU Operator once the pools exist, and the tenant namespaces once the operator is in. Every
+decision lives in those components and every default in the config model; this module only
+wires them.
+
+```python
+import pulumi
+from gpu_platform.platform import GpuPlatform, GpuPlatformArgs
+
+platform = GpuPlatform("gpu-platform", GpuPlatformArgs.from_config())
+for name, value in platform.stack_outputs.items():
+    pulumi.export(name, value)
+```
+"""
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from gpu_platform.cloud import cloud_for
+from gpu_platform.config import (
+    ConfigError,
+    StackConfig,
+    load_stack_config,
+    read_pulumi_config,
+    secret_config_keys,
+)
+from gpu_platform.kubernetes.canary_gate import canary_gate_job
+from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
+from gpu_platform.kubernetes.gpu_pod import pool_placement
+from gpu_platform.kubernetes.helm_release import most_nodes
+from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
+from gpu_platform.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
+from gpu_platform.node_identity import ResolvedPool, pool_software
+from gpu_platform.secrets import secret_if
+
+
+class PlatformConfigError(ConfigError, pulumi.RunError):
+    """A `ConfigError` as Pulumi reports a user's mistake: `pulumi up` prints a `RunError`'s
+    message alone, where any other exception gets "Program failed with an unhandled exception"
+    and a traceback (pulumi `sdk/python/cmd/pulumi-language-python-exec`)."""
+
+
+@dataclass(frozen=True)
+class GpuPlatformArgs:
+    """The platform's settings: the validated config model, however it was given.
+
+    Build it with `from_config()` from the stack's `gpu-platform:` config keys, or with
+    `from_settings()` from a mapping of the same keys in code. Both validate with the same rules
+    and raise the same `ConfigError` (the key, the value unless secret, what is allowed) before
+    any resource is registered.
+    """
+
+    config: StackConfig
+    """The stack's settings, every default filled in (`gpu_platform.config`)."""
+    moved_from_stack_root: bool = False
+    """The stack was created by a program that declared the platform's parts at the stack's
+    root, as this project's own program did before `GpuPlatform` existed: each part then gets an
+    alias to its former place, so that `pulumi up` updates it in place rather than replacing it.
+    Leave it off in a project that never did: the aliases would claim any root resource of the
+    same type and name (a Kubernetes provider named `kubernetes`, say)."""
+
+    @classmethod
+    def from_config(cls, moved_from_stack_root: bool = False) -> "GpuPlatformArgs":
+        """The stack's `gpu-platform:` config keys (`Pulumi.<stack>.yaml`), with the keys set as
+        secrets kept secret in every resource and output they reach."""
+        with _reported_to_pulumi():
+            config = load_stack_config(read_pulumi_config(), secret_config_keys())
+        return cls(config, moved_from_stack_root)
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Mapping[str, Any],
+        secret_keys: frozenset[str] = frozenset(),
+        moved_from_stack_root: bool = False,
+    ) -> "GpuPlatformArgs":
+        """Settings given in code, keyed as in a stack file without the namespace (`cloud`,
+        `cluster`, `pools`, ...); `secret_keys` names those whose values are to stay secret.
+        Values are plain data: an `Output` (of a cluster created in the same program, or a
+        `StackReference`) cannot decide a pool's shape before anything is created."""
+        with _reported_to_pulumi():
+            config = load_stack_config(settings, secret_keys)
+        return cls(config, moved_from_stack_root)
+
+
+class GpuPlatform(pulumi.ComponentResource):
+    """GPU node pools, the NVIDIA GPU Operator, GPU monitoring and tenant namespaces on an existing
+    EKS or GKE cluster.
+
+    Outputs: `kubeconfig` (secret; None where the config names a kubeconfig context),
+    `gpu_operator_version`, `gpu_operator_namespace`, `prometheus_rule_names`, `pools` (how a pod
+    lands on each pool), `gpu_pools` (each pool's driver and CUDA ceiling), and `stack_outputs`,
+    all of them under the names this project's stacks export.
+    """
+
+    kubeconfig: pulumi.Output[str] | None
+    gpu_operator_version: pulumi.Output[str | None]
+    gpu_operator_namespace: pulumi.Output[str]
+    prometheus_rule_names: pulumi.Output[list[str]]
+    pools: pulumi.Output[dict[str, Any]]
+    gpu_pools: pulumi.Output[dict[str, Any]]
+    stack_outputs: dict[str, Any]
+    """Every output by its stack output name (`gpuOperatorVersion`, `pools`, ...), to export."""
+
+    def __init__(
+        self, name: str, args: GpuPlatformArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        config = args.config
+        cloud = cloud_for(config)
+        # Lookups only: a pool that cannot work is a config error before anything, this
+        # component included, is registered.
+        with _reported_to_pulumi():
+            pools = cloud.resolve_pools()
+        super().__init__("gpu-platform:index:GpuPlatform", name, None, opts)
+        # Descendants inherit their parent's aliases (pulumi `step_generator.go`
+        # generateAliases), and a provider aliased to its old URN does not replace what uses it.
+        children = pulumi.ResourceOptions(
+            parent=self,
+            aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
+            if args.moved_from_stack_root
+            else None,
+        )
+        connection = cloud.connect(children)
+        # A pool that has a canary is created and updated after its canary's gate, which needs
+        # the GPU Operator; every other pool before the operator, as it always was.
+        canaries = canaries_by_pool(pools)
+        node_pools = cloud.create_pools(pools, connection, children, held_back=set(canaries))
+        on_cluster = pulumi.ResourceOptions.merge(
+            children, pulumi.ResourceOptions(provider=connection.provider)
+        )
+
+        monitoring = GpuMonitoring(
+            "gpu-monitoring",
+            GpuMonitoringArgs(
+                config.monitoring,
+                config.platform,
+                config.operator.namespace,
+                gpu_nodes=most_nodes(config.pools),
+                secret_labels=config.is_secret("monitoring"),
+                protect=config.protect,
+            ),
+            on_cluster,
+        )
+        operator = GpuOperator(
+            "gpu-operator",
+            GpuOperatorArgs(
+                config.operator,
+                config.platform,
+                pools,
+                config.monitoring,
+                secret_values=config.is_secret("operator", "pools", "monitoring"),
+                protect=config.protect,
+            ),
+            pulumi.ResourceOptions.merge(
+                on_cluster,
+                pulumi.ResourceOptions(depends_on=[*node_pools, *monitoring.prometheus_operator]),
+            ),
+        )
+        led_pools = [
+            cloud.create_held_back_pool(
+                pool,
+                connection,
+                children,
+                after=[
+                    canary_gate_job(
+                        canary,
+                        operator.namespace,
+                        config.provisioner,
+                        pulumi.ResourceOptions.merge(
+                            on_cluster, pulumi.ResourceOptions(depends_on=[operator])
+                        ),
+                    )
+                    for canary in canaries[pool.spec.name]
+                ],
+            )
+            for pool in pools
+            if pool.spec.name in canaries
+        ]
+        for namespace in config.namespaces:
+            GpuTenantNamespace(
+                namespace.name,
+                GpuTenantNamespaceArgs(
+                    namespace,
+                    pools,
+                    config.monitoring,
+                    secret_monitoring=config.is_secret("monitoring"),
+                    provisioner=config.provisioner,
+                ),
+                # A smoke test on a led pool runs on its updated nodes.
+                pulumi.ResourceOptions.merge(
+                    on_cluster, pulumi.ResourceOptions(depends_on=[operator, *led_pools])
+                ),
+            )
+
+        secret_pools = config.is_secret("pools")
+        self.kubeconfig = (
+            None if connection.kubeconfig is None else pulumi.Output.secret(connection.kubeconfig)
+        )
+        self.gpu_operator_version = operator.chart_version
+        self.gpu_operator_namespace = operator.namespace
+        self.prometheus_rule_names = monitoring.rule_names
+        self.pools = pulumi.Output.from_input(
+            secret_if(
+                secret_pools,
+                {pool.spec.name: pool_placement(pool, config.provisioner) for pool in pools},
+            )
+        )
+        self.gpu_pools = pulumi.Output.from_input(
+            secret_if(secret_pools, {pool.spec.name: pool_software(pool) for pool in pools})
+        )
+        self.stack_outputs = {
+            **({} if self.kubeconfig is None else {"kubeconfig": self.kubeconfig}),
+            "gpuOperatorVersion": self.gpu_operator_version,
+            "gpuOperatorNamespace": self.gpu_operator_namespace,
+            "helmReleaseNamespaces": config.helm_release_namespaces,
+            "prometheusRuleNames": self.prometheus_rule_names,
+            "pools": self.pools,
+            "gpuPools": self.gpu_pools,
+            **cloud.stack_outputs(),
+        }
+        self.register_outputs(self.stack_outputs)
+
+
+def canaries_by_pool(pools: Sequence[ResolvedPool]) -> dict[str, list[ResolvedPool]]:
+    """Each pool that has canaries, with them (`canaryOf`)."""
+    led: dict[str, list[ResolvedPool]] = {}
+    for pool in pools:
+        if pool.spec.canary_of is not None:
+            led.setdefault(pool.spec.canary_of, []).append(pool)
+    return led
+
+
+@contextmanager
+def _reported_to_pulumi() -> Iterator[None]:
+    try:
+        yield
+    except ConfigError as error:
+        raise PlatformConfigError(error.problems) from None

@@ -1,0 +1,39 @@
+"""docs/library.md's program that builds two parts alone, run as the documentation shows it."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+from gpu_platform.cli.offline import run_program
+from gpu_platform.cli.project import Project
+from tests.conftest import Config
+from tests.repository import ROOT
+
+EXAMPLE = re.search(
+    r"<!-- parts-example:start -->\n```python\n(.*?)```\n<!-- parts-example:end -->",
+    (ROOT / "docs" / "library.md").read_text(),
+    re.S,
+)
+
+
+def test_the_parts_example_builds_the_operator_and_a_namespace_on_its_own_provider(
+    tmp_path: Path, dev_config: Config
+) -> None:
+    assert EXAMPLE is not None
+    (tmp_path / "Pulumi.yaml").write_text(yaml.safe_dump({"name": "parts", "runtime": "python"}))
+    (tmp_path / "__main__.py").write_text(EXAMPLE.group(1))
+
+    plan = run_program("dev", config=dev_config, project=Project.find(tmp_path))
+
+    (provider,) = plan.of_type("pulumi:providers:kubernetes")
+    assert provider.name == "my-cluster"
+    assert {r.name for r in plan.resources if r.type.startswith("gpu-platform:")} == {
+        "gpu-operator",
+        "ml-team",
+    }
+    assert all(
+        (r.provider or "").startswith(provider.urn)
+        for r in plan.resources
+        if r.custom and r.type.startswith("kubernetes:")
+    )

@@ -1,0 +1,66 @@
+"""The report of a bad stack config: every problem at once, each by its key path, the value found
+and what is allowed in words."""
+
+from typing import Any
+
+from gpu_platform.config import ConfigError, ConfigProblem
+
+Config = dict[str, Any]
+POOLS = "gpu-platform:pools"
+
+
+def pool(config: Config, index: int = 0) -> dict[str, Any]:
+    return config[POOLS][index]
+
+
+def test_sharing_without_a_mode_says_the_mode_is_required(
+    dev_config: Config, failed_plan_for
+) -> None:
+    pool(dev_config).update(sharing={"replicas": 4})
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError)
+    assert plan.error.report().splitlines()[1:] == [
+        "  gpu-platform:pools[0].sharing.mode: got nothing (the key is required); expected one"
+        " of 'exclusive', 'time-slicing', 'mps', 'mig'"
+    ]
+
+
+def test_every_problem_is_reported_at_once(dev_config: Config, failed_plan_for) -> None:
+    pool(dev_config).update(max=0, capacity="preemptible")
+    dev_config["gpu-platform:operator"] = {"chartVersion": "latest"}
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError)
+    assert {p.path for p in plan.error.problems} == {
+        "gpu-platform:pools[0].max",
+        "gpu-platform:pools[0].capacity",
+        "gpu-platform:operator.chartVersion",
+    }
+
+
+def test_report_names_the_value_found_and_what_is_allowed() -> None:
+    error = ConfigError([ConfigProblem("gpu-platform:pools[1].max", 0, "at least 1")])
+
+    assert (
+        error.report().splitlines()[1] == "  gpu-platform:pools[1].max: got 0; expected at least 1"
+    )
+
+
+def test_pattern_errors_are_explained_in_words(dev_config: Config, failed_plan_for) -> None:
+    pool(dev_config).update(name="T4")
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError)
+    assert plan.error.problems[0].expected.startswith("lowercase letters, digits and '-'")
+
+
+def test_missing_key_says_it_is_required(dev_config: Config, failed_plan_for) -> None:
+    pool(dev_config).pop("max")
+
+    plan = failed_plan_for(dev_config)
+
+    assert "the key is required" in plan.error.report()  # type: ignore[union-attr]

@@ -1,0 +1,121 @@
+"""Ending idle GPU pods needs a Prometheus to ask: the one given, or the one installed."""
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gpu_platform.config import ConfigError, ConfigProblem, MonitoringSpec, load_stack_config
+
+Config = dict[str, Any]
+
+
+# --- Ending idle GPU pods ------------------------------------------------------------------
+
+
+@pytest.fixture
+def idle_config(dev_config: Config) -> Callable[..., Config]:
+    """The dev stack's keys, without their namespace, with its tenant ending idle GPU pods."""
+
+    def build(minutes: int = 60, **monitoring: Any) -> Config:
+        raw = {
+            key.removeprefix("gpu-platform:"): value
+            for key, value in dev_config.items()
+            if key.startswith("gpu-platform:")
+        }
+        raw["namespaces"][0]["gpuIdleMinutes"] = minutes
+        raw["monitoring"] = monitoring
+        return raw
+
+    return build
+
+
+def problems_of(raw: Config) -> list[ConfigProblem]:
+    with pytest.raises(ConfigError) as error:
+        load_stack_config(raw)
+    return error.value.problems
+
+
+def test_ending_idle_gpu_pods_needs_a_prometheus_to_ask(idle_config) -> None:
+    (problem,) = problems_of(idle_config())
+
+    assert (problem.path, problem.expected) == (
+        "gpu-platform:monitoring.prometheusUrl",
+        "the URL of the cluster's Prometheus, which namespaces[0] (gpuIdleMinutes) need to tell"
+        " idle GPUs, such as http://prometheus-operated.monitoring.svc:9090; or"
+        " installPrometheusStack: true, whose Prometheus is then queried",
+    )
+
+
+def test_the_installed_prometheus_stack_is_asked_by_default(idle_config) -> None:
+    config = load_stack_config(idle_config(installPrometheusStack=True))
+
+    # kube-prometheus-stack names its Prometheus Service `<fullname>-prometheus`, the fullname
+    # being the release name when it contains the chart's, on `prometheus.service.port` 9090
+    # (templates/prometheus/service.yaml, values.yaml).
+    assert config.monitoring.query_url == (
+        "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
+    )
+
+
+def test_a_prometheus_url_given_is_the_one_asked() -> None:
+    url = "http://prometheus-operated.observability.svc:9090"
+
+    monitoring = MonitoringSpec.model_validate(
+        {"prometheusUrl": url, "installPrometheusStack": True}
+    )
+
+    assert monitoring.query_url == url
+
+
+def test_no_prometheus_is_asked_without_one_given_or_installed() -> None:
+    assert MonitoringSpec().query_url is None
+
+
+def test_an_idle_limit_under_fifteen_minutes_is_refused(idle_config) -> None:
+    (problem,) = problems_of(idle_config(10, installPrometheusStack=True))
+
+    assert (problem.path, problem.value, problem.expected) == (
+        "gpu-platform:namespaces[0].gpuIdleMinutes",
+        10,
+        "greater than or equal to 15",
+    )
+
+
+def test_an_idle_limit_over_a_week_is_refused(idle_config) -> None:
+    (problem,) = problems_of(idle_config(10081, installPrometheusStack=True))
+
+    assert (problem.path, problem.expected) == (
+        "gpu-platform:namespaces[0].gpuIdleMinutes",
+        "less than or equal to 10080",
+    )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "prometheus-operated.monitoring.svc:9090",
+        "ftp://prometheus.example.com",
+        "http://prometheus.example.com/?tenant=ml",
+        "http://prometheus.example.com/#graph",
+        "http://",
+    ],
+)
+def test_a_prometheus_url_other_than_an_http_one_without_query_is_refused(
+    idle_config, url: str
+) -> None:
+    (problem,) = problems_of(idle_config(prometheusUrl=url))
+
+    assert (problem.path, problem.value, problem.expected) == (
+        "gpu-platform:monitoring.prometheusUrl",
+        url,
+        "an http:// or https:// URL with no query or fragment, such as"
+        " http://prometheus-operated.monitoring.svc:9090",
+    )
+
+
+@pytest.mark.parametrize(
+    "url", ["https://prometheus.example.com", "http://thanos-query.monitoring.svc:9090/prom/"]
+)
+def test_an_http_prometheus_url_with_a_path_is_accepted(url: str) -> None:
+    assert MonitoringSpec.model_validate({"prometheusUrl": url}).prometheus_url == url

@@ -1,0 +1,161 @@
+"""The driver and CUDA labels of a GKE pool's nodes, from the nodes' own GKE version and GPU
+(mocked program, with the stand-in control plane at each supported version)."""
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gpu_platform.cli.offline import Plan
+from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
+
+from .plans import node_pool, problems_of, with_cluster, with_pool
+
+Config = dict[str, Any]
+PlanFor = Callable[[Config], Plan]
+BRANCH_KEY = "gpu-platform:pools[0].gcp.cosDriverBranch"
+# A region without stand-in zone offerings: its three zones offer every GPU machine type.
+EVERY_MACHINE_TYPE = "asia-southeast1"
+LATEST_PATCH = {
+    "1.33": "1.33.5-gke.1201000",
+    "1.34": "1.34.1-gke.1829001",
+    "1.35": "1.35.6-gke.1163000",
+    "1.36": "1.36.2-gke.1045000",
+}
+"""A GKE version of each supported minor for the stand-in control plane."""
+
+
+def driver_labels(plan: Plan) -> tuple[str, str]:
+    labels = node_pool(plan).inputs["nodeConfig"]["labels"]
+    return labels["gpu-platform.io/nvidia-driver"], labels["gpu-platform.io/cuda"]
+
+
+def on_machine(config: Config, machine_type: str) -> Config:
+    """The fixture's pool on another GPU machine type, with whole GPUs."""
+    with_cluster(config, location=EVERY_MACHINE_TYPE)
+    pool = config["gpu-platform:pools"][0]
+    for key in ("accelerator", "gpusPerNode"):
+        pool.pop(key)
+    return with_pool(
+        config, instanceTypes=[machine_type], capacity="on-demand", sharing={"mode": "exclusive"}
+    )
+
+
+def test_every_supported_gke_version_has_a_table_entry() -> None:
+    # Each stand-in control plane version below is one of them.
+    assert sorted(LATEST_PATCH) == sorted(SUPPORTED_KUBERNETES_VERSIONS)
+
+
+def test_a_new_pool_on_a_gke_1_33_control_plane_runs_coss_r535(
+    gke_config: Config, plan_for: PlanFor, cluster_answer: Config
+) -> None:
+    # GKE's COS driver table (how-to/gpus): R535 on 1.31 to 1.33; R535 runs CUDA 12.2.
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.33"]
+
+    assert driver_labels(plan_for(gke_config)) == ("535", "12.2")
+
+
+@pytest.mark.parametrize("minor", ["1.34", "1.35", "1.36"])
+def test_a_new_pool_on_a_later_control_plane_must_state_coss_branch(
+    gke_config: Config, failed_plan_for: PlanFor, cluster_answer: Config, minor: str
+) -> None:
+    cluster_answer["masterVersion"] = LATEST_PATCH[minor]
+
+    plan = failed_plan_for(gke_config)
+
+    assert problems_of(plan)[BRANCH_KEY].startswith(
+        f"the NVIDIA driver branch that COS loads for l4 on GKE {LATEST_PATCH[minor]} (the"
+        " cluster's version, at which GKE creates it): GKE publishes no COS driver table"
+    )
+    assert plan.resources == []
+
+
+@pytest.mark.parametrize("minor", ["1.34", "1.35", "1.36"])
+def test_a_later_control_plane_plans_with_the_branch_the_pool_states(
+    gke_config: Config, plan_for: PlanFor, cluster_answer: Config, minor: str
+) -> None:
+    cluster_answer["masterVersion"] = LATEST_PATCH[minor]
+    with_pool(gke_config, gcp={"cosDriverBranch": 580})
+
+    assert driver_labels(plan_for(gke_config)) == ("580", "13.0")
+
+
+def nodes_lag_a_1_34_control_plane(cluster_answer: Config) -> None:
+    """The control plane on 1.34, the fixture's pool existing with its nodes still on 1.33, as
+    the GKE API lists a cluster's node pools (the pool found by its Compute Engine label)."""
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.34"]
+    cluster_answer["nodePools"] = [
+        {
+            "name": "l4-shared-5f0e2a1",
+            "version": LATEST_PATCH["1.33"],
+            "nodeConfigs": [{"resourceLabels": {"gpu-platform-pool": "l4-shared"}}],
+        }
+    ]
+
+
+def test_nodes_that_lag_the_control_plane_are_labelled_for_their_own_version(
+    gke_config: Config, plan_for: PlanFor, cluster_answer: Config
+) -> None:
+    # GKE upgrades the control plane first: the pool's nodes still run 1.33, and COS's R535.
+    nodes_lag_a_1_34_control_plane(cluster_answer)
+
+    assert driver_labels(plan_for(gke_config)) == ("535", "12.2")
+
+
+def test_a_pinned_node_version_decides_the_driver_whatever_the_nodes_run(
+    gke_config: Config, failed_plan_for: PlanFor, cluster_answer: Config
+) -> None:
+    nodes_lag_a_1_34_control_plane(cluster_answer)
+    with_pool(gke_config, gcp={"nodeVersion": LATEST_PATCH["1.34"]})
+
+    assert "(its gcp.nodeVersion)" in problems_of(failed_plan_for(gke_config))[BRANCH_KEY]
+
+
+@pytest.mark.parametrize(
+    ("machine_type", "labels"),
+    [
+        # A3 High, H100: GKE's COS table, R535 (CUDA 12.2).
+        ("a3-highgpu-8g", ("535", "12.2")),
+        # A3 Ultra, H200: COS's default is R550 (AI-Hypercomputer/xpk#322), CUDA 12.4.
+        ("a3-ultragpu-8g", ("550", "12.4")),
+    ],
+)
+def test_a3_pools_on_gke_1_33_are_labelled_with_the_driver_cos_loads_for_their_gpu(
+    gke_config: Config, plan_for: PlanFor, machine_type: str, labels: tuple[str, str]
+) -> None:
+    on_machine(gke_config, machine_type)
+
+    assert driver_labels(plan_for(gke_config)) == labels
+
+
+def test_an_a4_pool_must_state_the_branch_as_no_source_gives_coss_for_b200(
+    gke_config: Config, failed_plan_for: PlanFor
+) -> None:
+    on_machine(gke_config, "a4-highgpu-8g")
+
+    assert problems_of(failed_plan_for(gke_config))[BRANCH_KEY].startswith(
+        "the NVIDIA driver branch (at least 570, the oldest that drives it) that COS loads for"
+        " b200 on GKE 1.33.5-gke.1201000"
+    )
+
+
+def test_an_a4_pool_stating_a_branch_too_old_for_b200_is_refused(
+    gke_config: Config, failed_plan_for: PlanFor
+) -> None:
+    # "HGX B200 requires a driver container version of 570.133.20 or later" (NVIDIA GPU
+    # Operator platform support).
+    on_machine(gke_config, "a4-highgpu-8g")
+    with_pool(gke_config, gcp={"cosDriverBranch": 535})
+
+    assert problems_of(failed_plan_for(gke_config))[BRANCH_KEY].startswith(
+        "a branch of at least 570: NVIDIA driver 535 (CUDA 12.2)"
+    )
+
+
+def test_an_a4_pool_stating_a_branch_that_drives_b200_plans_with_it(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    on_machine(gke_config, "a4-highgpu-8g")
+    with_pool(gke_config, gcp={"cosDriverBranch": 570})
+
+    assert driver_labels(plan_for(gke_config)) == ("570", "12.8")
