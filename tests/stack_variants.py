@@ -48,6 +48,14 @@ QUEUED_POOL = "h100-queued"
 """The pool docs/examples/queued-provisioning-job.yaml runs on."""
 
 
+def with_whole_gpu_quota(config: Config) -> Config:
+    """`config` whose namespaces may also hold whole GPUs (`gpuQuota`), as many as the replicas
+    of shared ones they hold: a smoke test on an exclusive pool asks for a whole GPU."""
+    for namespace in config.get("gpu-platform:namespaces", []):
+        namespace.setdefault("gpuQuota", namespace.get("sharedGpuQuota", 8))
+    return config
+
+
 def with_gke_capacity_pools(gke_config: Config) -> Config:
     """The GKE fixture's config plus a pool on a specific Compute Engine reservation (in its one
     zone), a flex-start pool whose nodes run for at most a day, and a flex-start pool with
@@ -55,7 +63,7 @@ def with_gke_capacity_pools(gke_config: Config) -> Config:
     here: a stack on COS does not mix pools whose GPUs GKE shares with pools of whole GPUs,
     which the operator's device plugin serves (one DCGM exporter attributes GPUs to pods for one
     of the two)."""
-    config = copy.deepcopy(gke_config)
+    config = with_whole_gpu_quota(copy.deepcopy(gke_config))
     config["gpu-platform:pools"][0]["sharing"] = {"mode": "exclusive"}
     config["gpu-platform:pools"] += [
         {

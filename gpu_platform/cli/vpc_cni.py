@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from gpu_platform.cli.findings import Finding
 from gpu_platform.config import StackConfig
-from gpu_platform.config.version_order import version_key
+from gpu_platform.version_order import version_key
 
 VPC_CNI = "vpc-cni"
 FIRST_EFA_ONLY_RELEASE = "v1.19.0"

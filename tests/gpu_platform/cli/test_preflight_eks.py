@@ -30,7 +30,7 @@ from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import GpuPoolSpec, StackConfig, load_stack_config
 from tests.repository import ROOT
-from tests.stack_variants import AL2023_RELEASE, ODCR, ODCR_GROUP
+from tests.stack_variants import AL2023_RELEASE, ODCR, ODCR_GROUP, with_whole_gpu_quota
 
 REGION = "us-east-1"
 FOR_REGION = AwsClients.for_region
@@ -428,6 +428,7 @@ def on_karpenter(config: Config) -> None:
     for pool in pools(config):
         pool.pop("sharing", None)
         pool["min"] = 0
+    with_whole_gpu_quota(config)
 
 
 def test_without_the_pod_identity_agent_karpenter_would_be_stuck(

@@ -35,8 +35,10 @@ def with_mig_pool(config: Config, instance_type: str, profile: str) -> Config:
             "aws": {"amiReleaseVersion": AL2023_RELEASE},
         }
     ]
+    slice_ = profile.removeprefix("all-")
     for namespace in config["gpu-platform:namespaces"]:
-        namespace["smokeTestPool"] = POOL
+        # A smoke test on a MIG pool asks for one of its slices, which the quota must allow.
+        namespace.update(smokeTestPool=POOL, migQuota={slice_: 8})
     return config
 
 

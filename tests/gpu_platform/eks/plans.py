@@ -4,7 +4,7 @@ from typing import Any
 
 from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.config import ConfigError
-from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
+from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE, with_whole_gpu_quota
 
 Config = dict[str, Any]
 POOLS = "gpu-platform:pools"
@@ -37,9 +37,10 @@ def asg_tags(plan: Plan, pool: str = "t4-shared") -> dict[str, str]:
 
 
 def with_pool(config: Config, **changes: Any) -> Config:
-    """The config with its first pool changed (keys as in the stack file)."""
+    """The config with its first pool changed (keys as in the stack file), and a quota of whole
+    GPUs beside the stack's quota of shared ones, for a change that makes the pool exclusive."""
     config[POOLS][0].update(changes)
-    return config
+    return with_whole_gpu_quota(config)
 
 
 def with_aws_options(config: Config, **options: Any) -> Config:

@@ -4,6 +4,7 @@ from typing import Any
 
 from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.config import ConfigError
+from tests.stack_variants import with_whole_gpu_quota
 
 Config = dict[str, Any]
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -16,9 +17,10 @@ def node_pool(plan: Plan, pool: str = "l4-shared") -> PlannedResource:
 
 
 def with_pool(config: Config, **changes: Any) -> Config:
-    """The config with its first pool changed (keys as in the stack file)."""
+    """The config with its first pool changed (keys as in the stack file), and a quota of whole
+    GPUs beside the stack's quota of shared ones, for a change that makes the pool exclusive."""
     config["gpu-platform:pools"][0].update(changes)
-    return config
+    return with_whole_gpu_quota(config)
 
 
 def with_cluster(config: Config, **changes: Any) -> Config:
@@ -31,7 +33,7 @@ def on_ubuntu(config: Config) -> Config:
     with_cluster(config, nodeImage="ubuntu")
     for pool in config["gpu-platform:pools"]:
         pool["sharing"] = {"mode": "exclusive"}
-    return config
+    return with_whole_gpu_quota(config)
 
 
 def problems_of(plan: Plan) -> dict[str, str]:
