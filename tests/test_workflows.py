@@ -95,19 +95,16 @@ def test_actionlint_accepts_the_workflow(path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_actionlint_reports_a_job_that_needs_a_missing_job(tmp_path: Path) -> None:
+def lint_deploy_job(tmp_path: Path, *job_lines: str) -> subprocess.CompletedProcess[str]:
+    """actionlint over a workflow of one job, `deploy`, with `job_lines` (indented) in it."""
     broken = tmp_path / "broken.yml"
-    broken.write_text(
-        "on: push\n"
-        "jobs:\n"
-        "  deploy:\n"
-        "    needs: build\n"
-        "    runs-on: ubuntu-24.04\n"
-        "    steps:\n"
-        "      - run: echo deploying\n"
-    )
+    lines = ["on: push", "jobs:", "  deploy:", "    runs-on: ubuntu-24.04", *job_lines]
+    broken.write_text("\n".join([*lines, "    steps:", "      - run: echo deploying", ""]))
+    return actionlint(broken, cwd=tmp_path)
 
-    result = actionlint(broken, cwd=tmp_path)
+
+def test_actionlint_reports_a_job_that_needs_a_missing_job(tmp_path: Path) -> None:
+    result = lint_deploy_job(tmp_path, "    needs: build")
 
     assert result.returncode != 0
     assert 'needs job "build" which does not exist' in result.stdout
@@ -135,6 +132,17 @@ def test_actionlint_reports_a_stack_workflow_call_without_its_environment(
 
     assert result.returncode != 0
     assert '"environment" is required' in result.stdout
+
+
+def test_actionlint_knows_the_concurrency_queue_the_stack_workflow_uses(tmp_path: Path) -> None:
+    # GitHub's `queue: single | max`; upstream actionlint v1.7.12 would refuse the key itself
+    # (parse.go, parseConcurrency), this build checks its value.
+    result = lint_deploy_job(
+        tmp_path, "    concurrency:", "      group: pulumi-dev", "      queue: all"
+    )
+
+    assert result.returncode != 0
+    assert 'invalid value "all" for "queue"' in result.stdout
 
 
 # --- pinned actions -----------------------------------------------------------------------
@@ -245,52 +253,243 @@ def test_prod_is_previewed_and_deployed_only_after_every_other_stack_is_up() -> 
     assert set(needs_of(jobs[prod_preview])) == updates - {"prod"}
 
 
-def test_every_update_is_previewed_at_its_commit_first_with_preview_credentials() -> None:
+def test_every_update_applies_the_plan_of_its_own_plan_job() -> None:
     jobs = dict(stack_jobs(workflow("deploy.yml")))
     for name, job in jobs.items():
         if job["with"]["command"] != "up":
             continue
         stack = job["with"]["stack"]
         (before,) = needs_of(job)
+        assert before == f"{stack}-plan", name
         assert jobs[before]["with"] == {
             "stack": stack,
-            "command": "preview",
-            "environment": f"{stack}-preview",
+            "command": "plan",
+            "environment": f"{stack}-plan",
         }, name
+        assert job["with"]["plan-artifact-id"] == (
+            f"${{{{ needs.{stack}-plan.outputs.plan-artifact-id }}}}"
+        ), name
+
+
+def pulumi_job() -> Document:
+    return dict(workflow("pulumi-stack.yml")["jobs"]["pulumi"])
 
 
 def pulumi_steps() -> list[Document]:
-    return list(workflow("pulumi-stack.yml")["jobs"]["pulumi"]["steps"])
+    return list(pulumi_job()["steps"])
 
 
-def test_an_update_refuses_a_commit_that_is_no_longer_the_head_of_main() -> None:
-    steps = pulumi_steps()
-    names = [step.get("name", "") for step in steps]
-    guard = names.index("Refuse a commit that is no longer the head of main")
-    command = names.index("pulumi ${{ inputs.command }}")
-
-    assert guard < command
-    assert steps[guard]["if"] == "inputs.command == 'up'"
-    assert 'if [ "$head" != "$GITHUB_SHA" ]' in steps[guard]["run"]
+def step_named(name: str) -> Document:
+    (step,) = [s for s in pulumi_steps() if s.get("name") == name]
+    return step
 
 
-def test_drift_is_checked_every_day_for_every_stack() -> None:
+def step_index(name: str) -> int:
+    return [s.get("name") for s in pulumi_steps()].index(name)
+
+
+PULUMI_STEP = "pulumi ${{ inputs.command }}"
+
+
+def test_the_plan_job_saves_its_plan_as_an_artifact_of_the_run() -> None:
+    stack_workflow = workflow("pulumi-stack.yml")
+    save = step_named("Save the plan for the update")
+
+    # pulumi/actions v7.0.0 action.yml: `plan`, "Where to either save an Update Plan or read
+    # an Update Plan from"; src/config.ts passes it to the Automation API, whose preview adds
+    # `--save-plan <plan>` and whose up adds `--plan <plan>` (sdk/nodejs/automation/stack.ts).
+    assert step_named(PULUMI_STEP)["with"]["plan"] == (
+        "${{ (inputs.command == 'plan' || inputs.command == 'up') "
+        "&& format('{0}/plan.json', runner.temp) || '' }}"
+    )
+    assert step_named(PULUMI_STEP)["with"]["command"] == (
+        "${{ inputs.command == 'up' && 'up' || 'preview' }}"
+    )
+    assert save["if"] == "inputs.command == 'plan'"
+    assert save["uses"].startswith("actions/upload-artifact@")
+    assert save["with"]["path"] == "${{ runner.temp }}/plan.json"
+    assert save["with"]["if-no-files-found"] == "error"
+    assert step_index("Save the plan for the update") > step_index(PULUMI_STEP)
+    assert pulumi_job()["outputs"]["plan-artifact-id"] == (
+        "${{ steps.save-plan.outputs.artifact-id }}"
+    )
+    assert stack_workflow["on"]["workflow_call"]["outputs"]["plan-artifact-id"]["value"] == (
+        "${{ jobs.pulumi.outputs.plan-artifact-id }}"
+    )
+
+
+def test_the_update_runs_with_the_plan_artifact_it_was_given() -> None:
+    refuse = step_named("Refuse an update without its approved plan")
+    fetch = step_named("Fetch the approved plan")
+
+    assert refuse["if"] == "inputs.command == 'up' && inputs.plan-artifact-id == ''"
+    assert refuse["run"].rstrip().endswith("exit 1")
+    assert fetch["if"] == "inputs.command == 'up'"
+    assert fetch["uses"].startswith("actions/download-artifact@")
+    # One artifact ID: download-artifact v8.0.1 (src/download-artifact.ts) extracts it into
+    # `path` itself, where the pulumi step reads `<runner.temp>/plan.json`, and checks its
+    # digest (`digest-mismatch` defaults to `error`).
+    assert fetch["with"] == {
+        "artifact-ids": "${{ inputs.plan-artifact-id }}",
+        "path": "${{ runner.temp }}",
+    }
+    assert step_index("Refuse an update without its approved plan") < step_index(
+        "Fetch the approved plan"
+    )
+    assert step_index("Fetch the approved plan") < step_index(PULUMI_STEP)
+
+
+# --- the head guard -----------------------------------------------------------------------
+
+GUARD = "Refuse a commit that a newer deploy supersedes"
+
+FAKE_GH_API = """\
+#!/usr/bin/env python3
+import json, os, sys
+with open(os.environ["GH_LOG"], "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+path = sys.argv[2]
+if path.endswith("/commits/main"):
+    print(os.environ["GH_HEAD"])
+elif "/compare/" in path:
+    print(os.environ["GH_COMPARE"], end="")
+"""
+
+
+def run_guard(tmp_path: Path, head: str, compare: str = "") -> subprocess.CompletedProcess[str]:
+    """The guard's script, with `gh` answering for GitHub's API."""
+    fake = tmp_path / "bin" / "gh"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_GH_API)
+    fake.chmod(0o755)
+    env = {
+        "PATH": f"{fake.parent}:{os.environ['PATH']}",
+        "GH_LOG": str(tmp_path / "gh.log"),
+        "GH_HEAD": head,
+        "GH_COMPARE": compare,
+        "GITHUB_REPOSITORY": "acme/gpu-platform",
+        "GITHUB_SHA": "aaa111",
+    }
+    return subprocess.run(
+        ["bash", "-e", "-c", step_named(GUARD)["run"]],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+
+
+def test_the_guard_runs_before_any_credential_and_only_for_updates() -> None:
+    guard = step_named(GUARD)
+
+    assert guard["if"] == "inputs.command == 'up'"
+    assert step_index(GUARD) < step_index("Pulumi Cloud token (OIDC)")
+    assert step_index(GUARD) < step_index("AWS credentials (OIDC)")
+    assert step_index(GUARD) < step_index("Google Cloud credentials (OIDC)")
+
+
+def test_the_guard_applies_the_head_of_main(tmp_path: Path) -> None:
+    result = run_guard(tmp_path, head="aaa111")
+
+    assert result.returncode == 0, result.stdout
+    assert (tmp_path / "gh.log").read_text().count("\n") == 1
+
+
+def test_the_guard_applies_a_commit_followed_only_by_documentation(tmp_path: Path) -> None:
+    result = run_guard(tmp_path, head="bbb222", compare="ahead\nREADME.md\ndocs/ci.md\n")
+
+    assert result.returncode == 0, result.stdout
+    assert "changes only documentation after aaa111: applying aaa111" in result.stdout
+
+
+def test_the_guard_refuses_a_commit_that_a_deployable_change_follows(tmp_path: Path) -> None:
+    result = run_guard(tmp_path, head="bbb222", compare="ahead\ndocs/ci.md\nPulumi.prod.yaml\n")
+
+    assert result.returncode == 1
+    assert "which changes Pulumi.prod.yaml after aaa111" in result.stdout
+
+
+def test_the_guard_refuses_a_commit_that_main_does_not_contain(tmp_path: Path) -> None:
+    result = run_guard(tmp_path, head="bbb222", compare="diverged\nREADME.md\n")
+
+    assert result.returncode == 1
+    assert "does not follow aaa111 (diverged)" in result.stdout
+
+
+def test_the_guard_refuses_when_github_cannot_answer(tmp_path: Path) -> None:
+    result = run_guard(tmp_path, head="bbb222", compare="")
+
+    assert result.returncode == 1
+
+
+def test_the_guard_refuses_when_github_lists_300_files(tmp_path: Path) -> None:
+    # The compare API lists at most 300 files: a docs-only list that long may hide the rest.
+    files = "".join(f"docs/page-{n}.md\n" for n in range(300))
+
+    result = run_guard(tmp_path, head="bbb222", compare=f"ahead\n{files}")
+
+    assert result.returncode == 1
+
+
+def test_the_guard_skips_the_paths_that_start_no_deploy() -> None:
+    ignored = workflow("deploy.yml")["on"]["push"]["paths-ignore"]
+
+    assert ignored == ["**.md", "docs/**"]
+    assert "*.md | docs/*) ;;" in step_named(GUARD)["run"]
+
+
+# --- drift --------------------------------------------------------------------------------
+
+
+def test_drift_is_checked_every_day_for_every_stack_with_the_plan_credentials() -> None:
     drift = workflow("drift.yml")
     ((_, job),) = stack_jobs(drift)
-    command = next(s for s in pulumi_steps() if s.get("name") == "pulumi ${{ inputs.command }}")
 
     assert drift["on"]["schedule"]
-    assert job["with"]["command"] == "drift"
+    assert job["with"] == {
+        "stack": "${{ matrix.stack }}",
+        "command": "drift",
+        "environment": "${{ matrix.stack }}-plan",
+    }
     assert job["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.checks.outputs.stacks) }}"
-    assert command["with"]["refresh"] == "${{ inputs.command == 'drift' }}"
-    assert command["with"]["expect-no-changes"] == "${{ inputs.command == 'drift' }}"
 
 
-def test_credentials_last_as_long_as_the_job_may_run() -> None:
-    job = workflow("pulumi-stack.yml")["jobs"]["pulumi"]
-    aws = next(s for s in job["steps"] if s.get("name") == "AWS credentials (OIDC)")
+def test_drift_compares_the_cloud_with_the_state_without_writing_it() -> None:
+    step = step_named("Drift (the cloud against the stack's state)")
 
-    assert aws["with"]["role-duration-seconds"] == job["timeout-minutes"] * 60
+    # Pulumi's drift guide: `pulumi refresh --preview-only` "does not modify the state file".
+    assert step["if"] == "inputs.command == 'drift'"
+    assert "pulumi refresh --preview-only --expect-no-changes" in step["run"]
+
+
+def test_a_change_never_deployed_is_reported_apart_from_drift() -> None:
+    step = step_named("Undeployed changes (main against the stack's state)")
+
+    assert step["if"] == (
+        "inputs.command == 'drift' && (success() || steps.drift.outcome == 'failure')"
+    )
+    assert "pulumi preview --expect-no-changes" in step["run"]
+    assert "--refresh" not in step["run"]
+    assert '--policy-pack-config "policy-config/$STACK.json"' in step["run"]
+    assert step_named(PULUMI_STEP)["if"] == "inputs.command != 'drift'"
+
+
+# --- sessions and concurrency -------------------------------------------------------------
+
+
+def test_only_an_update_runs_and_holds_credentials_for_three_hours() -> None:
+    job = pulumi_job()
+    aws = step_named("AWS credentials (OIDC)")
+    pulumi = step_named("Pulumi Cloud token (OIDC)")
+    # STS's default maximum session is one hour; docs/ci.md raises it to three on the deploy
+    # roles only, so nothing else may ask for more.
+    per_command = "${{ inputs.command == 'up' && 10800 || 3600 }}"
+
+    assert job["timeout-minutes"] == "${{ inputs.command == 'up' && 180 || 60 }}"
+    assert aws["with"]["role-duration-seconds"] == per_command
+    assert pulumi["with"]["token-expiration"] == per_command
 
 
 def test_every_deploy_waits_for_the_checks() -> None:
@@ -303,11 +502,22 @@ def test_every_deploy_waits_for_the_checks() -> None:
     assert all(after_checks(name) for name, _ in stack_jobs(deploy))
 
 
-def test_two_updates_of_one_stack_never_overlap() -> None:
-    concurrency = workflow("pulumi-stack.yml")["jobs"]["pulumi"]["concurrency"]
+def test_every_command_on_a_stack_waits_for_the_one_running() -> None:
+    assert pulumi_job()["concurrency"] == {
+        "group": "pulumi-${{ inputs.stack }}",
+        "cancel-in-progress": False,
+        "queue": "max",
+    }
 
-    assert "${{ inputs.stack }}" in concurrency["group"]
-    assert concurrency["cancel-in-progress"] == "${{ inputs.command == 'preview' }}"
+
+@pytest.mark.parametrize("name", ["deploy.yml", "drift.yml"])
+def test_no_other_concurrency_group_holds_a_stack_command(name: str) -> None:
+    document = workflow(name)
+    groups = [document.get("concurrency")] + [
+        job.get("concurrency") for job in document["jobs"].values()
+    ]
+
+    assert [group for group in groups if group] == []
 
 
 # --- credentials and permissions ----------------------------------------------------------
@@ -345,6 +555,92 @@ def test_the_preview_runs_only_for_branches_of_this_repository() -> None:
     assert "github.event.pull_request.head.repo.full_name == github.repository" in preview["if"]
     assert "vars.PULUMI_PREVIEW_ENABLED == 'true'" in preview["if"]
     assert preview["with"]["environment"] == "${{ matrix.stack }}-preview"
+
+
+def test_a_pull_request_previews_only_the_stacks_deployed_without_approval() -> None:
+    # On pull_request the workflow files are the pull request's own, so any environment a job
+    # there names is in every branch's reach: prod's are never among them.
+    preview = workflow("pull-request.yml")["jobs"]["preview"]
+    deploy = dict(stack_jobs(workflow("deploy.yml")))
+
+    assert preview["strategy"]["matrix"]["stack"] == ["dev", "gke-dev", "karpenter-dev"]
+    assert set(preview["strategy"]["matrix"]["stack"]) == set(needs_of(deploy["prod-plan"]))
+
+
+def test_no_workflow_a_pull_request_runs_names_a_prod_environment() -> None:
+    environments = {
+        (path.name, str(job.get("with", {}).get("environment") or job.get("environment")))
+        for path in WORKFLOWS
+        if "pull_request" in load(path)["on"]
+        for job in load(path)["jobs"].values()
+        if job.get("with", {}).get("environment") or job.get("environment")
+    }
+
+    assert environments == {("pull-request.yml", "${{ matrix.stack }}-preview")}
+
+
+def test_preview_environments_serve_pull_requests_only() -> None:
+    # A `<stack>-preview` environment has no branch rule (a pull request runs on
+    # refs/pull/<n>/merge); deploys and drift use the main-only `<stack>-plan` and `<stack>`.
+    named = {
+        (path.name, str(job["with"]["environment"]))
+        for path in WORKFLOWS
+        for _, job in stack_jobs(load(path))
+    }
+
+    assert {env for name, env in named if env.endswith("-preview")} == {
+        "${{ matrix.stack }}-preview"
+    }
+    assert {name for name, env in named if env.endswith("-preview")} == {"pull-request.yml"}
+
+
+# --- CODEOWNERS ---------------------------------------------------------------------------
+
+
+def code_owners(path: str) -> list[str]:
+    """The owners of a path: the last CODEOWNERS line whose pattern matches it (GitHub's rule).
+    Only the pattern forms the file uses: a root-anchored directory (`/dir/`) or a root file
+    glob whose `*` stays within one path segment (`/Pulumi.*.yaml`)."""
+    owners: list[str] = []
+    for line in (GITHUB_DIR / "CODEOWNERS").read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        pattern, *names = line.split()
+        assert pattern.startswith("/"), pattern
+        anchored = pattern[1:]
+        if anchored.endswith("/"):
+            matched = path.startswith(anchored)
+        else:
+            matched = re.fullmatch(re.escape(anchored).replace(r"\*", "[^/]*"), path) is not None
+        if matched:
+            owners = names
+    return owners
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".github/workflows/pulumi-stack.yml",
+        ".github/actions/setup-project/action.yml",
+        ".github/CODEOWNERS",
+        "gpu_platform/policy_pack/pod_security.py",
+        "gpu_platform/policy_pack/requirements.txt",
+        "policy-config/prod.json",
+        "Pulumi.prod.yaml",
+        "Pulumi.yaml",
+    ],
+)
+def test_code_owners_review_what_decides_credentials_policies_and_stacks(path: str) -> None:
+    assert code_owners(path) == ["@acme/gpu-platform-maintainers"]
+
+
+def test_code_owners_leave_the_rest_to_the_usual_review() -> None:
+    assert code_owners("gpu_platform/eks/node_groups.py") == []
+    assert code_owners("docs/Pulumi.prod.yaml") == []
+
+
+def test_code_owners_cover_every_stack_file() -> None:
+    assert all(code_owners(f"Pulumi.{stack}.yaml") for stack in stack_files())
 
 
 def test_no_workflow_runs_a_fork_with_the_repository_credentials() -> None:
@@ -447,7 +743,6 @@ def test_the_pulumi_token_comes_from_oidc_where_the_environment_asks_for_it() ->
 
     assert exchange["uses"].startswith("pulumi/auth-actions@")
     assert exchange["if"] == "vars.PULUMI_TOKEN_TYPE != ''"
-    assert exchange["with"]["token-expiration"] == 10800
     assert pulumi["env"]["PULUMI_ACCESS_TOKEN"] == (
         "${{ steps.pulumi-token.outputs.pulumi-access-token || secrets.PULUMI_ACCESS_TOKEN }}"
     )

@@ -34,6 +34,8 @@ import jsonschema
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
+from gpu_platform.cli.namespace_levels import config_for_plan
+
 # The pack ships inside the package, laid out as `pulumi policy new` makes it, so that an
 # installed wheel carries it: `gpu-platform policy-pack-path` prints where, for
 # `pulumi preview --policy-pack`.
@@ -123,10 +125,11 @@ def analyze_plan(
 
     `config` has the shape of `pulumi preview --policy-pack-config` files: policy name to an
     enforcement level, or to an object of parameters with an optional `enforcementLevel`;
-    `all` sets every policy's level.
+    `all` sets every policy's level. Without one, the Namespaces' Pod Security levels are
+    listed as a stack's policy config lists them (`namespace_levels`).
     """
     with PolicyPack(pack_dir) as pack:
-        pack.configure(config)
+        pack.configure(config_for_plan(config, resources))
         return pack.analyze(resources)
 
 
@@ -258,27 +261,46 @@ class PolicyPack:
         verdicts: list[Verdict] = []
         analyzed: list[tuple[PlannedResource, analyzer_pb2.AnalyzeRequest]] = []
         for resource in resources:
-            properties = _struct(resource.inputs)
-            request = analyzer_pb2.AnalyzeRequest(
-                urn=resource.urn,
-                type=resource.type,
-                name=resource.name,
-                properties=properties,
-                options=_options(resource),
-            )
-            provider = _provider(resource, by_urn)
-            if provider is not None:
-                request.provider.CopyFrom(provider)
-            remediated = self._call(self._stub.Remediate, request)
-            for remediation in remediated.remediations:
-                verdicts.extend(self._remediation_verdicts(resource, request, remediation))
-            verdicts += self._verdicts(self._call(self._stub.Analyze, request), resource.urn)
+            request, found = self._analyze_resource(resource, by_urn)
+            verdicts += found
             analyzed.append((resource, request))
         stack_request = analyzer_pb2.AnalyzeStackRequest(
             resources=[_stack_resource(r, request, self.preview) for r, request in analyzed]
         )
         verdicts += self._verdicts(self._call(self._stub.AnalyzeStack, stack_request), "")
         return verdicts
+
+    def analyze_before_step(
+        self, resource: PlannedResource, stack: Sequence[PlannedResource] = ()
+    ) -> list[Verdict]:
+        """What the engine learns of `resource` before it applies it at `pulumi up`: its
+        remediations and its resource policies' verdicts. The stack policies run only once
+        every step is done (pulumi pkg/engine/deployment_executor.go)."""
+        if not self._levels:
+            self.configure(None)
+        by_urn = {found.urn: found for found in (*stack, resource)}
+        return self._analyze_resource(resource, by_urn)[1]
+
+    def _analyze_resource(
+        self, resource: PlannedResource, by_urn: Mapping[str, PlannedResource]
+    ) -> tuple[analyzer_pb2.AnalyzeRequest, list[Verdict]]:
+        """Remediate and analyze one resource: the request as remediated, and the verdicts."""
+        request = analyzer_pb2.AnalyzeRequest(
+            urn=resource.urn,
+            type=resource.type,
+            name=resource.name,
+            properties=_struct(resource.inputs),
+            options=_options(resource),
+        )
+        provider = _provider(resource, by_urn)
+        if provider is not None:
+            request.provider.CopyFrom(provider)
+        verdicts: list[Verdict] = []
+        remediated = self._call(self._stub.Remediate, request)
+        for remediation in remediated.remediations:
+            verdicts.extend(self._remediation_verdicts(resource, request, remediation))
+        verdicts += self._verdicts(self._call(self._stub.Analyze, request), resource.urn)
+        return request, verdicts
 
     def _remediation_verdicts(
         self,

@@ -26,6 +26,7 @@ from rich.tree import Tree
 
 from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack, PolicyPackError, Verdict
 from gpu_platform.cli.cli import fail, plain_console, plan_or_fail
+from gpu_platform.cli.namespace_levels import config_for_plan
 from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.cli.project import Project, ProjectNotFound
 
@@ -173,7 +174,7 @@ def _pack_started_meanwhile(
 
 
 def _verdicts(pack: PolicyPack, plan: Plan, config: Mapping[str, Any] | None) -> list[Verdict]:
-    pack.configure(config)
+    pack.configure(config_for_plan(config, plan.resources))
     return pack.analyze(plan.resources)
 
 

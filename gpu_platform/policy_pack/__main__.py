@@ -5,6 +5,7 @@ built only then, because constructing a `PolicyPack` starts its server and block
 this file (as tests and tools do) only collects the policies.
 """
 
+import conversions
 import gpu_cuda
 import gpu_pools
 import gpu_sharing
@@ -45,11 +46,13 @@ POLICIES = [
 ]
 
 if __name__ == "__main__":
+    conversions.share_conversions()
     pack_config.watch_pack_config(
         (policy.name for policy in POLICIES),
         {
             workload_kinds.NAME: workload_kinds.configure,
             gpu_pools.SCALING: gpu_pools.take_scaling_config,
+            pod_security.NAME: pod_security.configure,
         },
     )
     PolicyPack(

@@ -9,7 +9,7 @@ check which field. At `pulumi up` the engine analyzes each resource again with i
 resolved, and the skipped checks run.
 """
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
@@ -41,6 +41,42 @@ class Deferred:
 
 DEFERRED: list[Deferred] = []
 """The checks skipped since the stack was last analyzed; one pack process serves one update."""
+
+
+class Skipped(UnknownValueError):
+    """The parts of a check that values not known yet kept it from judging, each named."""
+
+    def __init__(self, notes: Sequence[str]) -> None:
+        # Not UnknownValueError's own constructor, which describes one unknown value.
+        Exception.__init__(self)
+        self.unknown_type_sentinel = ""
+        self.props: list[str] = []
+        self.message = "; ".join(notes)
+
+
+def each(
+    items: Iterable[T], problems: Callable[[T], Iterable[str]], label: Callable[[T], str]
+) -> Iterator[str]:
+    """The problems of every item (a pod template, a container, a volume), each judged on its
+    own: a value not known yet in one item skips only that item, whose `label` the note names,
+    and the others' problems are still reported. The skipped items are raised last, together."""
+    skipped: list[str] = []
+    for item in items:
+        try:
+            # The problems found before an unknown value stay reported, as in Findings.check.
+            yield from problems(item)
+        except UnknownValueError as unknown:
+            skipped.append(f"{label(item)}: {unknown.message}")
+    if skipped:
+        raise Skipped(skipped)
+
+
+def parts(*labelled: tuple[str, Callable[[], Iterable[str]]]) -> Iterator[str]:
+    """The parts of one check (a pod's own setting, its containers'), each judged on its own
+    (`each`) and named by its label in a note."""
+    return each(labelled, lambda part: part[1](), lambda part: part[0])
+
+
 Problems = Callable[[ResourceValidationArgs], Iterable[str]]
 Applies = Callable[[ResourceValidationArgs], bool]
 Remediation = Callable[[ResourceValidationArgs], Mapping[str, Any] | None]

@@ -12,11 +12,12 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
-from checks import resource_policy
+from checks import each, resource_policy
 from pods import Container, Pod, pods_of
-from props import elements, keys, shown, text, value_at
+from props import any_of, elements, keys, shown, text, value_at
 from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
 from settings import Setting
 
@@ -90,8 +91,18 @@ def _gpu_asks(pod: Pod) -> Iterator[tuple[str, Decimal | None]]:
                 yield name, quantity(value)
 
 
+def asks_for_gpus(container: Container) -> bool:
+    return any(
+        quantity(value) != 0
+        for section in ("limits", "requests")
+        for value in _gpu_entries(container, section).values()
+    )
+
+
 def is_gpu_pod(pod: Pod) -> bool:
-    return any(count != 0 for _, count in _gpu_asks(pod))
+    """Whether any container asks for a GPU: one that does is enough, whatever the others'
+    values not known yet."""
+    return any_of(pod.containers(RESOURCE_CONTAINERS), asks_for_gpus)
 
 
 def gpus_of(container: Container) -> Decimal:
@@ -114,30 +125,35 @@ def pod_gpus(pod: Pod) -> Decimal:
 
 
 def limit_problems(pod: Pod, config: Mapping[str, Any]) -> Iterator[str]:
-    for container in pod.containers(RESOURCE_CONTAINERS):
-        limits = _gpu_entries(container, "limits")
-        for name, asked in _gpu_entries(container, "requests").items():
-            field = pod.container_field(container, "resources", "requests", name)
-            if name not in limits:
-                yield (
-                    f"{container.label} asks for {name} in {field} but sets no limit for it. "
-                    f'Fix: set resources.limits["{name}"] to {shown(asked)}; Kubernetes takes '
-                    "a GPU request from its limit."
-                )
-            elif quantity(limits[name]) != quantity(asked):
-                yield (
-                    f"{container.label} sets {field}={shown(asked)} but "
-                    f'resources.limits["{name}"]={shown(limits[name])}. Fix: set only the limit, '
-                    "or make the request equal to it: GPUs cannot be overcommitted."
-                )
-        for name, limit in limits.items():
-            count = quantity(limit)
-            if count is None or count < 0 or count != count.to_integral_value():
-                field = pod.container_field(container, "resources", "limits", name)
-                yield (
-                    f"{container.label} sets {field}={shown(limit)}, not a whole number of "
-                    "devices. Fix: ask for a whole number of GPUs (or GPU slices)."
-                )
+    return each(
+        pod.containers(RESOURCE_CONTAINERS), partial(_limit_problems, pod), pod.container_field
+    )
+
+
+def _limit_problems(pod: Pod, container: Container) -> Iterator[str]:
+    limits = _gpu_entries(container, "limits")
+    for name, asked in _gpu_entries(container, "requests").items():
+        field = pod.container_field(container, "resources", "requests", name)
+        if name not in limits:
+            yield (
+                f"{container.label} asks for {name} in {field} but sets no limit for it. "
+                f'Fix: set resources.limits["{name}"] to {shown(asked)}; Kubernetes takes '
+                "a GPU request from its limit."
+            )
+        elif quantity(limits[name]) != quantity(asked):
+            yield (
+                f"{container.label} sets {field}={shown(asked)} but "
+                f'resources.limits["{name}"]={shown(limits[name])}. Fix: set only the limit, '
+                "or make the request equal to it: GPUs cannot be overcommitted."
+            )
+    for name, limit in limits.items():
+        count = quantity(limit)
+        if count is None or count < 0 or count != count.to_integral_value():
+            field = pod.container_field(container, "resources", "limits", name)
+            yield (
+                f"{container.label} sets {field}={shown(limit)}, not a whole number of "
+                "devices. Fix: ask for a whole number of GPUs (or GPU slices)."
+            )
 
 
 def _tolerates_gpu_taint(toleration: Any) -> bool:
@@ -255,22 +271,27 @@ def image_problem(image: str, require_digest: bool = False) -> str | None:
 
 def image_problems(pod: Pod, config: Mapping[str, Any]) -> Iterator[str]:
     if not is_gpu_pod(pod):
-        return
+        return iter(())
     require_digest = REQUIRE_DIGESTS.read(config)
-    pin = (
-        "pin its digest (image:tag@sha256:...; " + REQUIRE_DIGESTS.key + " is on)"
-        if require_digest
-        else "pin a version tag or a digest (image@sha256:...)"
+    return each(
+        pod.containers(), partial(_image_problems, pod, require_digest), pod.container_field
     )
-    for container in pod.containers():
-        image = value_at(container.props, "image")
-        problem = image_problem(image, require_digest) if isinstance(image, str) else None
-        if problem:
-            yield (
-                f"{container.label} image {shown(image)} "
-                f"({pod.container_field(container, 'image')}) {problem}. Fix: {pin}, so every "
-                "node runs the same image."
-            )
+
+
+def _image_problems(pod: Pod, require_digest: bool, container: Container) -> Iterator[str]:
+    image = value_at(container.props, "image")
+    problem = image_problem(image, require_digest) if isinstance(image, str) else None
+    if problem:
+        pin = (
+            "pin its digest (image:tag@sha256:...; " + REQUIRE_DIGESTS.key + " is on)"
+            if require_digest
+            else "pin a version tag or a digest (image@sha256:...)"
+        )
+        yield (
+            f"{container.label} image {shown(image)} "
+            f"({pod.container_field(container, 'image')}) {problem}. Fix: {pin}, so every "
+            "node runs the same image."
+        )
 
 
 def pod_policy(
@@ -282,10 +303,11 @@ def pod_policy(
     """A policy checking every pod of every kind that carries one."""
 
     def pod_problems(args: ResourceValidationArgs) -> Iterator[str]:
-        for pod in pods_of(args.resource_type, args.props):
-            # A patch's pod lacks what the object it patches already has.
-            if not pod.partial:
-                yield from problems(pod, args.get_config())
+        # A patch's pod lacks what the object it patches already has.
+        pods = [pod for pod in pods_of(args.resource_type, args.props) if not pod.partial]
+        config = args.get_config()
+        # Each pod template on its own: one not known yet hides nothing of the others.
+        return each(pods, lambda pod: problems(pod, config), lambda pod: pod.label)
 
     return resource_policy(name, description, pod_problems, *settings)
 

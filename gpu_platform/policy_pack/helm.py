@@ -40,16 +40,29 @@ def is_gpu_operator(props: Mapping[str, Any]) -> bool:
     return chart_name(text(props, "chart") or "") == GPU_OPERATOR_CHART
 
 
-LOCAL_CHART_PREFIXES = ("./", "../", "/", "~/")
+LOCAL_CHART_PREFIXES = ("./", "../", "/", "~")
 CHART_ARCHIVE_SUFFIXES = (".tgz", ".tar.gz")
+# Absolute and home paths: the deploying machine's files, not the repository's.
+OUTSIDE_REPOSITORY_PREFIXES = ("/", "~")
 
 
 def is_local_chart(chart: str) -> bool:
-    """A chart directory or archive on the deploying machine, as Helm reads a path: fixed by
-    what the repository holds."""
+    """A chart directory or archive on the deploying machine, as Helm reads a path."""
     return chart.startswith(LOCAL_CHART_PREFIXES) or (
         "://" not in chart and chart.endswith(CHART_ARCHIVE_SUFFIXES)
     )
+
+
+def local_chart_problems(chart: str) -> Iterator[str]:
+    """A relative path is read from the program's directory, so the repository fixes what it
+    holds; an absolute or home path is whatever the deploying machine (a CI runner) has."""
+    if chart.startswith(OUTSIDE_REPOSITORY_PREFIXES):
+        yield (
+            f"chart {shown(chart)} is read from the deploying machine's own files, outside the "
+            "repository, so what it installs is whatever that machine holds. Fix: keep the "
+            'chart in the repository and name it by a relative path ("./charts/app"), or '
+            "install a released version from an https or oci repository."
+        )
 
 
 def archive_url_problems(chart: str) -> Iterator[str]:
@@ -80,6 +93,7 @@ def _version_candidates(stem: str) -> Iterator[str]:
 def pinning_problems(args: ResourceValidationArgs) -> Iterator[str]:
     chart = value_at(args.props, "chart")
     if isinstance(chart, str) and is_local_chart(chart):
+        yield from local_chart_problems(chart)
         return
     if isinstance(chart, str) and chart.startswith(("https://", "http://")):
         yield from archive_url_problems(chart)
@@ -158,24 +172,44 @@ REVIEWED_RELEASES = Setting(
     "reviewedCharts",
     {
         "type": "array",
-        "items": {"type": "string"},
+        # The repository and the chart: a name alone would let any repository's chart of that
+        # name (oci://anyone/karpenter) pass as the reviewed one.
+        "items": {"type": "string", "pattern": r"^(https|oci)://[^\s]+/[^/\s]+$"},
         "default": [],
         "description": "Charts installed as helm.v3.Release by the stack's own program whose "
-        "workloads are reviewed elsewhere, by chart name. The platform's own releases are "
-        "reviewed with it.",
+        "workloads are reviewed elsewhere, each as its repository and chart: "
+        '"<https repository>/<chart>" or "oci://<registry>/<path>/<chart>". The platform\'s '
+        "own releases are reviewed with it.",
     },
 )
 
 
+def chart_reference(props: Mapping[str, Any]) -> str | None:
+    """The chart a release installs as `<repository>/<chart>`, as `reviewedCharts` names it:
+    an oci:// chart as it is, a chart name with the https repository it comes from; None for a
+    chart with no repository of its own (a path, or a name from the machine's Helm repos)."""
+    chart = text(props, "chart") or ""
+    if chart.startswith("oci://"):
+        return chart.rstrip("/")
+    repository = text(props, "repositoryOpts", "repo")
+    if not repository or is_local_chart(chart) or "/" in chart:
+        return None
+    return f"{repository.rstrip('/')}/{chart}"
+
+
 def opaque_release_problems(args: ResourceValidationArgs) -> Iterator[str]:
     chart = text(args.props, "chart") or ""
-    if is_platform_release(args) or chart_name(chart) in REVIEWED_RELEASES.read(args.get_config()):
+    reference = chart_reference(args.props)
+    if is_platform_release(args) or (
+        reference is not None and reference in REVIEWED_RELEASES.read(args.get_config())
+    ):
         return
+    named = shown(reference) if reference else "its repository and chart"
     yield (
         f"chart {shown(chart)} is installed as a helm.v3.Release, whose workloads the policies "
         "never see: Helm creates them, not Pulumi, so no Pod Security or GPU rule checks them. "
         "Fix: install it with helm.v4.Chart, which registers every object it renders as a "
-        f"resource the policies check, or add its name to {REVIEWED_RELEASES.key} once its "
+        f"resource the policies check, or add {named} to {REVIEWED_RELEASES.key} once its "
         "workloads are reviewed another way."
     )
 

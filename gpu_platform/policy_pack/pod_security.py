@@ -2,9 +2,10 @@
 
 Each check mirrors a `check_<id>.go` of Kubernetes' pod-security-admission (policy versions up to
 v1.37): the same fields, the same allowed values, the same version in which a rule changed.
-The level a workload must meet is its namespace's `pod-security.kubernetes.io/enforce` label
-when that Namespace is declared in the same stack, which is why this is a stack policy; a
-namespace the stack does not declare gets a configured default.
+The level a workload must meet is the one its namespace enforces, as the stack's policy config
+lists it (`namespaceLevels`); a namespace it does not list gets a configured default. Listed
+levels are checked against the `pod-security.kubernetes.io/enforce` labels of the Namespaces the
+stack declares.
 
 The admission enforces on Pods only and warns on the pod templates of workload controllers;
 the pack checks both, so a bad template fails in preview rather than as pods that never start.
@@ -14,13 +15,15 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
+from typing import Any
 
-from checks import Findings
+from checks import Findings, each, parts
 from pods import Container, Pod, namespace_or_default, pods_of
 from props import (
     elements,
-    entries,
     flag,
+    indexed,
+    keys,
     mapping,
     number,
     shown,
@@ -31,6 +34,8 @@ from pulumi_policy import (
     EnforcementLevel,
     PolicyResource,
     ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
     StackValidationArgs,
     StackValidationPolicy,
 )
@@ -73,8 +78,8 @@ DEFAULT_LEVEL = Setting(
         "type": "string",
         "enum": list(LEVELS),
         "default": "restricted",
-        "description": "The level for workloads whose namespace is not declared in the stack, is "
-        "declared without an enforce label, or is not known yet at preview.",
+        "description": "The level for workloads whose namespace is not in namespaceLevels (nor "
+        "exempt), or is not known yet at preview.",
     },
 )
 
@@ -111,11 +116,11 @@ class PodUnderCheck:
 
     def security_contexts(self) -> list["SecurityContext"]:
         """The pod's security context, then each container's."""
-        pod = SecurityContext("pod", mapping(self.pod.spec, "securityContext"), self.pod.spec_field)
+        pod = SecurityContext("pod", lambda: self.pod.spec, self.pod.spec_field)
         return [pod] + [
             SecurityContext(
                 container.label,
-                mapping(container.props, "securityContext"),
+                partial(getattr, container, "props"),
                 partial(self.pod.container_field, container),
             )
             for container in self.containers
@@ -126,9 +131,15 @@ class PodUnderCheck:
 class SecurityContext:
     subject: str
     """`pod`, or `container "app"`."""
-    props: Mapping[str, object] | None
+    owner: Callable[[], Mapping[str, object]]
+    """The pod spec or the container that holds it, read only when a check reads it, so that
+    one not known yet raises where that one is judged (`per_context`)."""
     owner_field: Callable[..., str]
     """The path of a field of the pod spec or container that holds the security context."""
+
+    @property
+    def props(self) -> Mapping[str, object] | None:
+        return mapping(self.owner(), "securityContext")
 
     def field(self, *steps: str) -> str:
         return self.owner_field("securityContext", *steps)
@@ -146,29 +157,105 @@ def _sets(field: str, value: object) -> str:
     return f"sets {field}={shown(value)}"
 
 
+# --- judging one container, security context, volume or field at a time ---------------------
+#
+# A value not known yet (at preview) in one container must not hide what the others show
+# (checks.each): each check below judges the parts it reads one at a time, and a note names
+# the part it skipped.
+
+ContainerCheck = Callable[[PodUnderCheck, Container], Iterator[str]]
+ContextCheck = Callable[[PodUnderCheck, "SecurityContext"], Iterator[str]]
+VolumeCheck = Callable[[PodUnderCheck, int, Any], Iterator[str]]
+PodCheck = Callable[[PodUnderCheck], Iterator[str]]
+
+
+def per_container(check: ContainerCheck) -> PodCheck:
+    def run(c: PodUnderCheck) -> Iterator[str]:
+        return each(c.containers, partial(check, c), c.pod.container_field)
+
+    return run
+
+
+def per_context(check: ContextCheck) -> PodCheck:
+    """The pod's security context, then each container's, on their own."""
+
+    def run(c: PodUnderCheck) -> Iterator[str]:
+        return each(c.security_contexts(), partial(check, c), lambda context: context.field())
+
+    return run
+
+
+def per_volume(check: VolumeCheck) -> PodCheck:
+    def run(c: PodUnderCheck) -> Iterator[str]:
+        return each(
+            indexed(c.pod.spec, "volumes"),
+            lambda item: check(c, *item),
+            lambda item: c.pod.spec_field("volumes", item[0]),
+        )
+
+    return run
+
+
+def annotation_problems(
+    c: PodUnderCheck,
+    reason: str,
+    applies_to: Callable[[str], bool],
+    allowed: Callable[[object], bool],
+) -> Iterator[str]:
+    """A profile annotation (AppArmor, or seccomp before policy v1.19) of a value the admission
+    does not allow. Each annotation is read on its own, and only those the check is about."""
+
+    def judge(key: str) -> Iterator[str]:
+        if not applies_to(key):
+            return
+        value = value_at(c.pod.metadata, "annotations", key)
+        if not allowed(value):
+            yield _problem(
+                reason,
+                "pod",
+                _sets(c.pod.metadata_field("annotations", key), value),
+                'use "runtime/default" or "localhost/<profile>"',
+            )
+
+    label = partial(c.pod.metadata_field, "annotations")
+    return each(keys(c.pod.metadata, "annotations"), judge, label)
+
+
+def _volume_label(volume: Any, index: int) -> str:
+    """`volume "data"`, or its place while its name is not known."""
+    try:
+        name = text(volume, "name")
+    except UnknownValueError:
+        name = None
+    return f'volume "{name}"' if name else f"volume #{index}"
+
+
 # --- baseline ------------------------------------------------------------------------------
 
 
+def _turned_on(
+    reason: str, subject: str, props: object, field: Callable[..., str], *steps: str
+) -> Iterator[str]:
+    """A switch that must stay off (hostNetwork, privileged, hostProcess), found on."""
+    if flag(props, *steps) is True:
+        yield _problem(
+            reason, subject, _sets(field(*steps), True), f"remove {steps[-1]} or set it to false"
+        )
+
+
 def host_namespaces(c: PodUnderCheck) -> Iterator[str]:
-    for name in ("hostNetwork", "hostPID", "hostIPC"):
-        if flag(c.pod.spec, name) is True:
-            yield _problem(
-                "host namespaces",
-                "pod",
-                _sets(c.pod.spec_field(name), True),
-                f"remove {name} or set it to false",
-            )
+    def judge(name: str) -> Iterator[str]:
+        return _turned_on("host namespaces", "pod", c.pod.spec, c.pod.spec_field, name)
+
+    return each(("hostNetwork", "hostPID", "hostIPC"), judge, c.pod.spec_field)
 
 
-def privileged(c: PodUnderCheck) -> Iterator[str]:
-    for container in c.containers:
-        if flag(container.props, "securityContext", "privileged") is True:
-            yield _problem(
-                "privileged",
-                container.label,
-                _sets(c.pod.container_field(container, "securityContext", "privileged"), True),
-                "remove privileged or set it to false",
-            )
+@per_container
+def privileged(c: PodUnderCheck, container: Container) -> Iterator[str]:
+    field = partial(c.pod.container_field, container)
+    return _turned_on(
+        "privileged", container.label, container.props, field, "securityContext", "privileged"
+    )
 
 
 BASELINE_CAPABILITIES = (
@@ -188,42 +275,46 @@ BASELINE_CAPABILITIES = (
 )
 
 
-def capabilities_baseline(c: PodUnderCheck) -> Iterator[str]:
-    for container in c.containers:
-        added = elements(container.props, "securityContext", "capabilities", "add")
-        forbidden = [cap for cap in added if cap not in BASELINE_CAPABILITIES]
-        if forbidden:
+@per_container
+def capabilities_baseline(c: PodUnderCheck, container: Container) -> Iterator[str]:
+    added = elements(container.props, "securityContext", "capabilities", "add")
+    forbidden = [cap for cap in added if cap not in BASELINE_CAPABILITIES]
+    if forbidden:
+        yield _problem(
+            "non-default capabilities",
+            container.label,
+            f"adds {_quoted(forbidden)} in "
+            + c.pod.container_field(container, "securityContext", "capabilities", "add"),
+            f"add only capabilities from {', '.join(BASELINE_CAPABILITIES)}",
+        )
+
+
+@per_volume
+def host_path_volumes(c: PodUnderCheck, index: int, volume: Any) -> Iterator[str]:
+    if value_at(volume, "hostPath") is not None:
+        yield _problem(
+            "hostPath volumes",
+            _volume_label(volume, index),
+            f"mounts the node's filesystem ({c.pod.spec_field('volumes', index, 'hostPath')})",
+            "use a persistentVolumeClaim, emptyDir or another volume type instead of hostPath",
+        )
+
+
+@per_container
+def host_ports(c: PodUnderCheck, container: Container) -> Iterator[str]:
+    def judge(item: tuple[int, Any]) -> Iterator[str]:
+        index, port = item
+        host_port = number(port, "hostPort")
+        if host_port is not None and host_port != 0:
             yield _problem(
-                "non-default capabilities",
+                "hostPort",
                 container.label,
-                f"adds {_quoted(forbidden)} in "
-                + c.pod.container_field(container, "securityContext", "capabilities", "add"),
-                f"add only capabilities from {', '.join(BASELINE_CAPABILITIES)}",
+                _sets(c.pod.container_field(container, "ports", index, "hostPort"), host_port),
+                "remove hostPort and reach the container through a Service",
             )
 
-
-def host_path_volumes(c: PodUnderCheck) -> Iterator[str]:
-    for index, volume in enumerate(elements(c.pod.spec, "volumes")):
-        if value_at(volume, "hostPath") is not None:
-            yield _problem(
-                "hostPath volumes",
-                f'volume "{text(volume, "name")}"',
-                f"mounts the node's filesystem ({c.pod.spec_field('volumes', index, 'hostPath')})",
-                "use a persistentVolumeClaim, emptyDir or another volume type instead of hostPath",
-            )
-
-
-def host_ports(c: PodUnderCheck) -> Iterator[str]:
-    for container in c.containers:
-        for index, port in enumerate(elements(container.props, "ports")):
-            host_port = number(port, "hostPort")
-            if host_port is not None and host_port != 0:
-                yield _problem(
-                    "hostPort",
-                    container.label,
-                    _sets(c.pod.container_field(container, "ports", index, "hostPort"), host_port),
-                    "remove hostPort and reach the container through a Service",
-                )
+    field = partial(c.pod.container_field, container, "ports")
+    return each(indexed(container.props, "ports"), judge, lambda item: field(item[0]))
 
 
 _APPARMOR_TYPES = ("RuntimeDefault", "Localhost")
@@ -231,62 +322,69 @@ _APPARMOR_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
 
 
 def app_armor(c: PodUnderCheck) -> Iterator[str]:
-    yield from _profile_types(
+    profiles = partial(
+        _profile_types,
         c,
         "appArmorProfile",
         _APPARMOR_TYPES,
         "forbidden AppArmor profile",
         "use the RuntimeDefault or a Localhost AppArmor profile",
     )
-    for key, value in entries(c.pod.metadata, "annotations"):
-        allowed = isinstance(value, str) and (
+
+    def allowed(value: object) -> bool:
+        return isinstance(value, str) and (
             value in ("", "runtime/default") or value.startswith("localhost/")
         )
-        if key.startswith(_APPARMOR_ANNOTATION_PREFIX) and not allowed:
-            yield _problem(
-                "forbidden AppArmor profile",
-                "pod",
-                _sets(c.pod.metadata_field("annotations", key), value),
-                'use "runtime/default" or "localhost/<profile>"',
-            )
+
+    annotations = partial(
+        annotation_problems,
+        c,
+        "forbidden AppArmor profile",
+        lambda key: key.startswith(_APPARMOR_ANNOTATION_PREFIX),
+        allowed,
+    )
+    return parts(
+        ("appArmorProfile fields", profiles),
+        (c.pod.metadata_field("annotations"), annotations),
+    )
 
 
-def se_linux_options(c: PodUnderCheck) -> Iterator[str]:
+@per_context
+def se_linux_options(c: PodUnderCheck, context: SecurityContext) -> Iterator[str]:
     allowed = ["", "container_t", "container_init_t", "container_kvm_t"]
     if c.version >= (1, 31):
         allowed.append("container_engine_t")
-    for context in c.security_contexts():
-        options = mapping(context.props, "seLinuxOptions")
-        if options is None:
-            continue
-        selinux_type = value_at(options, "type")
-        if selinux_type is not None and selinux_type not in allowed:
+    options = mapping(context.props, "seLinuxOptions")
+    if options is None:
+        return
+    selinux_type = value_at(options, "type")
+    if selinux_type is not None and selinux_type not in allowed:
+        yield _problem(
+            "seLinuxOptions",
+            context.subject,
+            _sets(context.field("seLinuxOptions", "type"), selinux_type),
+            f"leave type unset or use one of {', '.join(allowed[1:])}",
+        )
+    for name in ("user", "role"):
+        if text(options, name):
             yield _problem(
                 "seLinuxOptions",
                 context.subject,
-                _sets(context.field("seLinuxOptions", "type"), selinux_type),
-                f"leave type unset or use one of {', '.join(allowed[1:])}",
+                _sets(context.field("seLinuxOptions", name), text(options, name)),
+                f"remove seLinuxOptions.{name}",
             )
-        for name in ("user", "role"):
-            if text(options, name):
-                yield _problem(
-                    "seLinuxOptions",
-                    context.subject,
-                    _sets(context.field("seLinuxOptions", name), text(options, name)),
-                    f"remove seLinuxOptions.{name}",
-                )
 
 
-def _proc_mount(c: PodUnderCheck) -> Iterator[str]:
-    for container in c.containers:
-        proc_mount = value_at(container.props, "securityContext", "procMount")
-        if proc_mount is not None and proc_mount != "Default":
-            yield _problem(
-                "procMount",
-                container.label,
-                _sets(c.pod.container_field(container, "securityContext", "procMount"), proc_mount),
-                "remove procMount or set it to Default",
-            )
+@per_container
+def _proc_mount(c: PodUnderCheck, container: Container) -> Iterator[str]:
+    proc_mount = value_at(container.props, "securityContext", "procMount")
+    if proc_mount is not None and proc_mount != "Default":
+        yield _problem(
+            "procMount",
+            container.label,
+            _sets(c.pod.container_field(container, "securityContext", "procMount"), proc_mount),
+            "remove procMount or set it to Default",
+        )
 
 
 def proc_mount_baseline(c: PodUnderCheck) -> Iterator[str]:
@@ -326,28 +424,25 @@ def seccomp_baseline(c: PodUnderCheck) -> Iterator[str]:
 
 
 def _seccomp_annotations(c: PodUnderCheck) -> Iterator[str]:
-    keys = [_SECCOMP_POD_ANNOTATION]
-    keys += [_SECCOMP_CONTAINER_ANNOTATION_PREFIX + container.name for container in c.containers]
-    annotations = dict(entries(c.pod.metadata, "annotations"))
-    for key in keys:
-        if key in annotations and not _seccomp_annotation_allowed(annotations[key]):
-            yield _problem(
-                "seccompProfile",
-                "pod",
-                _sets(c.pod.metadata_field("annotations", key), annotations[key]),
-                'use "runtime/default" or "localhost/<profile>"',
-            )
+    names = {_SECCOMP_POD_ANNOTATION}
+    names |= {_SECCOMP_CONTAINER_ANNOTATION_PREFIX + container.name for container in c.containers}
+
+    return annotation_problems(c, "seccompProfile", names.__contains__, _seccomp_annotation_allowed)
 
 
 def _profile_types(
     c: PodUnderCheck, profile: str, allowed: tuple[str, ...], reason: str, fix: str
 ) -> Iterator[str]:
     """A profile (AppArmor, seccomp) set on the pod or a container is of an allowed type."""
-    for context in c.security_contexts():
+
+    @per_context
+    def judge(c: PodUnderCheck, context: SecurityContext) -> Iterator[str]:
         settings = mapping(context.props, profile)
         if settings is not None and value_at(settings, "type") not in allowed:
             field = context.field(profile, "type")
             yield _problem(reason, context.subject, _sets(field, value_at(settings, "type")), fix)
+
+    return judge(c)
 
 
 _SYSCTLS_BY_VERSION: Sequence[tuple[Version, tuple[str, ...]]] = (
@@ -382,44 +477,55 @@ def safe_sysctls(version: Version) -> tuple[str, ...]:
 
 def sysctls(c: PodUnderCheck) -> Iterator[str]:
     allowed = safe_sysctls(c.version)
-    for index, sysctl in enumerate(elements(c.pod.spec, "securityContext", "sysctls")):
+    field = partial(c.pod.spec_field, "securityContext", "sysctls")
+
+    def judge(item: tuple[int, Any]) -> Iterator[str]:
+        index, sysctl = item
         name = value_at(sysctl, "name")
         if name not in allowed:
             yield _problem(
                 "forbidden sysctls",
                 "pod",
-                _sets(c.pod.spec_field("securityContext", "sysctls", index, "name"), name),
+                _sets(field(index, "name"), name),
                 f"remove it; policy {version_name(c.version)} allows only {', '.join(allowed)}",
             )
 
-
-def windows_host_process(c: PodUnderCheck) -> Iterator[str]:
-    for context in c.security_contexts():
-        if flag(context.props, "windowsOptions", "hostProcess") is True:
-            yield _problem(
-                "hostProcess",
-                context.subject,
-                _sets(context.field("windowsOptions", "hostProcess"), True),
-                "remove hostProcess or set it to false",
-            )
+    return each(indexed(c.pod.spec, "securityContext", "sysctls"), judge, lambda i: field(i[0]))
 
 
-def probe_and_lifecycle_hosts(c: PodUnderCheck) -> Iterator[str]:
-    handlers: list[tuple[str, ...]] = [
-        (p,) for p in ("livenessProbe", "readinessProbe", "startupProbe")
-    ]
-    handlers += [("lifecycle", hook) for hook in ("postStart", "preStop")]
-    for container in c.containers:
-        for handler in handlers:
-            for action in ("httpGet", "tcpSocket"):
-                host = text(container.props, *handler, action, "host")
-                if host:
-                    yield _problem(
-                        "probe or lifecycle host",
-                        container.label,
-                        _sets(c.pod.container_field(container, *handler, action, "host"), host),
-                        "remove host, so the kubelet connects to the pod's own IP",
-                    )
+@per_context
+def windows_host_process(c: PodUnderCheck, context: SecurityContext) -> Iterator[str]:
+    return _turned_on(
+        "hostProcess",
+        context.subject,
+        context.props,
+        context.field,
+        "windowsOptions",
+        "hostProcess",
+    )
+
+
+_HANDLERS: tuple[tuple[str, ...], ...] = (
+    ("livenessProbe",),
+    ("readinessProbe",),
+    ("startupProbe",),
+    ("lifecycle", "postStart"),
+    ("lifecycle", "preStop"),
+)
+
+
+@per_container
+def probe_and_lifecycle_hosts(c: PodUnderCheck, container: Container) -> Iterator[str]:
+    for handler in _HANDLERS:
+        for action in ("httpGet", "tcpSocket"):
+            host = text(container.props, *handler, action, "host")
+            if host:
+                yield _problem(
+                    "probe or lifecycle host",
+                    container.label,
+                    _sets(c.pod.container_field(container, *handler, action, "host"), host),
+                    "remove host, so the kubelet connects to the pod's own IP",
+                )
 
 
 # --- restricted ----------------------------------------------------------------------------
@@ -461,35 +567,46 @@ _FORBIDDEN_VOLUME_TYPES = (
 )
 
 
-def restricted_volumes(c: PodUnderCheck) -> Iterator[str]:
-    for index, volume in enumerate(elements(c.pod.spec, "volumes")):
-        if any(value_at(volume, t) is not None for t in RESTRICTED_VOLUME_TYPES):
-            continue
-        # A volume with no source at all is defaulted to emptyDir by the API server.
-        for volume_type in _FORBIDDEN_VOLUME_TYPES:
-            if value_at(volume, volume_type) is not None:
-                yield _problem(
-                    "restricted volume types",
-                    f'volume "{text(volume, "name")}"',
-                    f"uses {volume_type} ({c.pod.spec_field('volumes', index, volume_type)})",
-                    f"use only {', '.join(RESTRICTED_VOLUME_TYPES)} volumes",
-                )
-                break
-
-
-def allow_privilege_escalation(c: PodUnderCheck) -> Iterator[str]:
-    if c.windows and c.version >= WINDOWS_EXEMPT_SINCE:
+@per_volume
+def restricted_volumes(c: PodUnderCheck, index: int, volume: Any) -> Iterator[str]:
+    if any(value_at(volume, t) is not None for t in RESTRICTED_VOLUME_TYPES):
         return
-    for container in c.containers:
-        field = c.pod.container_field(container, "securityContext", "allowPrivilegeEscalation")
-        value = flag(container.props, "securityContext", "allowPrivilegeEscalation")
-        if value is not False:
+    # A volume with no source at all is defaulted to emptyDir by the API server.
+    for volume_type in _FORBIDDEN_VOLUME_TYPES:
+        if value_at(volume, volume_type) is not None:
             yield _problem(
-                "allowPrivilegeEscalation != false",
-                container.label,
-                _sets(field, True) if value else f"does not set {field}=false",
-                "set securityContext.allowPrivilegeEscalation: false on the container",
+                "restricted volume types",
+                _volume_label(volume, index),
+                f"uses {volume_type} ({c.pod.spec_field('volumes', index, volume_type)})",
+                f"use only {', '.join(RESTRICTED_VOLUME_TYPES)} volumes",
             )
+            return
+
+
+def windows_exempt(check: PodCheck) -> PodCheck:
+    """From policy v1.25 the restricted checks Windows pods cannot meet skip them: such a check
+    reads the pod's `os.name` before anything else."""
+
+    def run(c: PodUnderCheck) -> Iterator[str]:
+        if c.windows and c.version >= WINDOWS_EXEMPT_SINCE:
+            return iter(())
+        return check(c)
+
+    return run
+
+
+@windows_exempt
+@per_container
+def allow_privilege_escalation(c: PodUnderCheck, container: Container) -> Iterator[str]:
+    field = c.pod.container_field(container, "securityContext", "allowPrivilegeEscalation")
+    value = flag(container.props, "securityContext", "allowPrivilegeEscalation")
+    if value is not False:
+        yield _problem(
+            "allowPrivilegeEscalation != false",
+            container.label,
+            _sets(field, True) if value else f"does not set {field}=false",
+            "set securityContext.allowPrivilegeEscalation: false on the container",
+        )
 
 
 def run_as_non_root(c: PodUnderCheck) -> Iterator[str]:
@@ -498,45 +615,63 @@ def run_as_non_root(c: PodUnderCheck) -> Iterator[str]:
     reason = "runAsNonRoot != true"
     fix = "set securityContext.runAsNonRoot: true on the pod or on every container"
     pod_field = c.pod.spec_field("securityContext", "runAsNonRoot")
-    pod_value = flag(c.pod.spec, "securityContext", "runAsNonRoot")
-    if pod_value is False:
-        yield _problem(reason, "pod", _sets(pod_field, False), fix)
-    for container in c.containers:
+
+    def pod_value() -> bool | None:
+        return flag(c.pod.spec, "securityContext", "runAsNonRoot")
+
+    def pod_problems() -> Iterator[str]:
+        if pod_value() is False:
+            yield _problem(reason, "pod", _sets(pod_field, False), fix)
+
+    @per_container
+    def container_problems(c: PodUnderCheck, container: Container) -> Iterator[str]:
         field = c.pod.container_field(container, "securityContext", "runAsNonRoot")
         value = flag(container.props, "securityContext", "runAsNonRoot")
         if value is False:
             yield _problem(reason, container.label, _sets(field, False), fix)
-        elif value is None and pod_value is None:
+        elif value is None and pod_value() is None:
             # With the pod's own setting false, that one violation is the one to fix.
             yield _problem(
                 reason, container.label, f"does not set {field}=true, nor does {pod_field}", fix
             )
 
+    yield from parts((pod_field, pod_problems), ("the containers", partial(container_problems, c)))
+
+
+@per_context
+def _run_as_user(c: PodUnderCheck, context: SecurityContext) -> Iterator[str]:
+    if number(context.props, "runAsUser") == 0:
+        yield _problem(
+            "runAsUser=0",
+            context.subject,
+            _sets(context.field("runAsUser"), 0),
+            "remove runAsUser or set a non-zero user ID",
+        )
+
 
 def run_as_user(c: PodUnderCheck) -> Iterator[str]:
     if c.version >= (1, 35) and c.user_namespaced:
-        return
-    for context in c.security_contexts():
-        if number(context.props, "runAsUser") == 0:
-            yield _problem(
-                "runAsUser=0",
-                context.subject,
-                _sets(context.field("runAsUser"), 0),
-                "remove runAsUser or set a non-zero user ID",
-            )
+        return iter(())
+    return _run_as_user(c)
 
 
+@windows_exempt
 def seccomp_restricted(c: PodUnderCheck) -> Iterator[str]:
-    if c.windows and c.version >= WINDOWS_EXEMPT_SINCE:
-        return
     fix = "set securityContext.seccompProfile.type: RuntimeDefault (or Localhost) on the pod"
     pod_field = c.pod.spec_field("securityContext", "seccompProfile")
-    pod_profile = mapping(c.pod.spec, "securityContext", "seccompProfile")
-    if pod_profile is not None and value_at(pod_profile, "type") not in _SECCOMP_TYPES:
-        yield _problem(
-            "seccompProfile", "pod", _sets(f"{pod_field}.type", value_at(pod_profile, "type")), fix
-        )
-    for container in c.containers:
+
+    def pod_profile() -> Mapping[str, object] | None:
+        return mapping(c.pod.spec, "securityContext", "seccompProfile")
+
+    def pod_problems() -> Iterator[str]:
+        profile = pod_profile()
+        if profile is not None and value_at(profile, "type") not in _SECCOMP_TYPES:
+            yield _problem(
+                "seccompProfile", "pod", _sets(f"{pod_field}.type", value_at(profile, "type")), fix
+            )
+
+    @per_container
+    def container_problems(c: PodUnderCheck, container: Container) -> Iterator[str]:
         field = c.pod.container_field(container, "securityContext", "seccompProfile")
         profile = mapping(container.props, "securityContext", "seccompProfile")
         if profile is not None and value_at(profile, "type") not in _SECCOMP_TYPES:
@@ -546,7 +681,7 @@ def seccomp_restricted(c: PodUnderCheck) -> Iterator[str]:
                 _sets(f"{field}.type", value_at(profile, "type")),
                 fix,
             )
-        elif profile is None and pod_profile is None:
+        elif profile is None and pod_profile() is None:
             # A pod-level profile, valid or not, is the one place to fix for such containers.
             yield _problem(
                 "seccompProfile",
@@ -555,29 +690,40 @@ def seccomp_restricted(c: PodUnderCheck) -> Iterator[str]:
                 fix,
             )
 
+    yield from parts((pod_field, pod_problems), ("the containers", partial(container_problems, c)))
 
-def capabilities_restricted(c: PodUnderCheck) -> Iterator[str]:
-    if c.windows and c.version >= WINDOWS_EXEMPT_SINCE:
-        return
-    for container in c.containers:
-        capabilities = ("securityContext", "capabilities")
+
+@windows_exempt
+@per_container
+def capabilities_restricted(c: PodUnderCheck, container: Container) -> Iterator[str]:
+    capabilities = ("securityContext", "capabilities")
+    drop_field = c.pod.container_field(container, *capabilities, "drop")
+    add_field = c.pod.container_field(container, *capabilities, "add")
+
+    def dropped() -> Iterator[str]:
         if "ALL" not in elements(container.props, *capabilities, "drop"):
             yield _problem(
                 "unrestricted capabilities",
                 container.label,
-                f"does not drop ALL in {c.pod.container_field(container, *capabilities, 'drop')}",
+                f"does not drop ALL in {drop_field}",
                 'set securityContext.capabilities.drop: ["ALL"]',
             )
-        added = elements(container.props, *capabilities, "add")
-        forbidden = [cap for cap in added if cap != "NET_BIND_SERVICE"]
+
+    def added() -> Iterator[str]:
+        forbidden = [
+            cap
+            for cap in elements(container.props, *capabilities, "add")
+            if cap != "NET_BIND_SERVICE"
+        ]
         if forbidden:
             yield _problem(
                 "unrestricted capabilities",
                 container.label,
-                f"adds {_quoted(forbidden)} in "
-                + c.pod.container_field(container, *capabilities, "add"),
+                f"adds {_quoted(forbidden)} in {add_field}",
                 "add at most NET_BIND_SERVICE",
             )
+
+    return parts((drop_field, dropped), (add_field, added))
 
 
 @dataclass(frozen=True)
@@ -661,6 +807,14 @@ def problems_of(pod: Pod, standard: Standard, check: Check) -> Iterator[str]:
 
 
 # --- which standard applies ----------------------------------------------------------------
+#
+# `pod-security-standards` is a resource policy, so that at `pulumi up` it runs before each
+# resource's step, as the engine runs resource policies, and a privileged workload is refused
+# before it is created: a stack policy runs only after every step (pulumi
+# pkg/engine/deployment_executor.go analyzes the stack once the step executor is done). A
+# resource policy sees its resource only, not the Namespace, so each namespace's level comes
+# from the policy's config (`namespaceLevels`), and `pod-security-levels-listed`, a stack
+# policy, checks that config against the Namespaces the stack declares.
 
 
 def _name(resource: PolicyResource) -> str | None:
@@ -700,40 +854,23 @@ def namespace_resource(
     return name, None
 
 
-def standard_for(
-    workload: PolicyResource,
-    namespaces: Sequence[PolicyResource],
-    config: Mapping[str, object],
-) -> Standard:
-    """The level and version a workload is held to: the one place that decides it.
+def _within_known(version: Version | None) -> Version:
+    """As the admission reads a version: a malformed one is the latest, one past the newest it
+    knows is the newest, one before v1.0 is v1.0."""
+    return min(max(version or LATEST_VERSION, OLDEST_VERSION), LATEST_VERSION)
 
-    - a namespace the stack declares: its enforce label (the default without one);
-    - one it does not declare: not checked when exempt (`exemptNamespaces`), else the default;
-    - one not known yet at preview: the default, until `pulumi up` knows the name.
-    """
-    default_level = DEFAULT_LEVEL.read(config)
-    try:
-        name, namespace = namespace_resource(workload, namespaces)
-    except UnknownValueError:
-        return Standard(default_level, LATEST_VERSION, "the default, as the namespace is not known")
-    if namespace is None:
-        if name in EXEMPT_NAMESPACES.read(config):
-            return Standard(
-                "privileged",
-                LATEST_VERSION,
-                f'namespace "{name}" is exempt and not in this stack',
-            )
-        return Standard(
-            default_level,
-            LATEST_VERSION,
-            f'the default, as namespace "{name}" is not in this stack',
-        )
+
+def enforced_standard(namespace: PolicyResource, default_level: str) -> Standard:
+    """The level and version a declared Namespace's labels enforce, as the admission reads
+    them: without an enforce label the default, a malformed label restricted, a malformed or
+    missing version the latest."""
+    name = _name(namespace) or namespace.name
     labels = mapping(namespace.props, "metadata", "labels") or {}
     level_label = value_at(labels, LABEL_PREFIX + "enforce")
     version_label = value_at(labels, LABEL_PREFIX + "enforce-version")
-    # As the admission does: a malformed label means restricted, a malformed version latest.
-    version = parse_version(version_label) if isinstance(version_label, str) else None
-    version = min(max(version or LATEST_VERSION, OLDEST_VERSION), LATEST_VERSION)
+    version = _within_known(
+        parse_version(version_label) if isinstance(version_label, str) else None
+    )
     if level_label is None:
         reason = f'the default, as namespace "{name}" has no enforce label'
         return Standard(default_level, version, reason)
@@ -743,35 +880,130 @@ def standard_for(
     return Standard(str(level_label), version, f'from namespace "{name}"')
 
 
-def validate_stack(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    config = args.get_config()
-    namespaces = [r for r in args.resources if r.resource_type == NAMESPACE_TYPE]
-    with Findings(NAME, "the stack", report_violation) as findings:
-        for resource in args.resources:
-            pods = pods_of(resource.resource_type, resource.props)
-            if not pods:
-                continue
-            standard = findings.known(
-                f"the namespace of {resource.urn}",
-                partial(standard_for, resource, namespaces, config),
-            )
-            if standard is None:
-                continue
-            for pod in pods:
-                for check in checks_for(standard, pod.partial):
-                    findings.check(
-                        f"{check.id} on {resource.urn}",
-                        partial(problems_of, pod, standard, check),
-                        urn=resource.urn,
-                    )
-
-
-POD_SECURITY = StackValidationPolicy(
-    name=NAME,
-    description="Pods and pod templates meet the Pod Security Standard their namespace enforces.",
-    validate=validate_stack,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=config_schema(DEFAULT_LEVEL, EXEMPT_NAMESPACES),
+NAMESPACE_LEVELS = Setting(
+    "namespaceLevels",
+    {
+        "type": "object",
+        "additionalProperties": {
+            "type": "string",
+            "pattern": r"^(privileged|baseline|restricted)(:(latest|v[0-9]+\.[0-9]+))?$",
+        },
+        "default": {},
+        "description": 'Each namespace\'s enforced level, as "<level>:<version>" (such as '
+        '"restricted:v1.35"; without a version, the latest): the level its workloads are '
+        "judged at before they are applied. pod-security-levels-listed checks it against the "
+        "Namespaces the stack declares.",
+    },
 )
 
-POLICIES = [POD_SECURITY]
+
+def listed_standard(name: str, config: Mapping[str, object]) -> Standard | None:
+    """The standard `namespaceLevels` gives a namespace, or None where it is not listed."""
+    listed = NAMESPACE_LEVELS.read(config).get(name)
+    if not isinstance(listed, str):
+        return None
+    level, _, version = listed.partition(":")
+    known = _within_known(parse_version(version or "latest"))
+    return Standard(level, known, f'from namespace "{name}"')
+
+
+def standard_for(name: str | None, config: Mapping[str, object]) -> Standard:
+    """The level and version a workload in namespace `name` is held to: the one place that
+    decides it.
+
+    - a namespace listed in `namespaceLevels`: its level and version;
+    - one not listed: not checked when exempt (`exemptNamespaces`), else the default;
+    - one not known yet at preview: the default, until `pulumi up` knows the name.
+    """
+    default_level = DEFAULT_LEVEL.read(config)
+    if name is None:
+        return Standard(default_level, LATEST_VERSION, "the default, as the namespace is not known")
+    found = listed_standard(name, config)
+    if found is not None:
+        return found
+    if name in EXEMPT_NAMESPACES.read(config):
+        return Standard("privileged", LATEST_VERSION, f'namespace "{name}" is exempt')
+    return Standard(
+        default_level,
+        LATEST_VERSION,
+        f'the default, as namespace "{name}" is not in {NAMESPACE_LEVELS.key}',
+    )
+
+
+def _namespace_name(args: ResourceValidationArgs) -> str | None:
+    try:
+        return namespace_or_default(text(args.props, "metadata", "namespace"), args.provider)
+    except UnknownValueError:
+        return None
+
+
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    pods = pods_of(args.resource_type, args.props)
+    if not pods:
+        return
+    standard = standard_for(_namespace_name(args), args.get_config())
+    with Findings(NAME, args.urn, report_violation) as findings:
+        for pod in pods:
+            for check in checks_for(standard, pod.partial):
+                findings.check(check.id, partial(problems_of, pod, standard, check))
+
+
+LISTED_NAME = "pod-security-levels-listed"
+CONFIGURED: dict[str, object] = {}
+"""pod-security-standards' config, as the pack last received it (`configure`)."""
+
+
+def configure(config: Mapping[str, object]) -> None:
+    CONFIGURED.clear()
+    CONFIGURED.update(config)
+
+
+def _same(a: Standard, b: Standard) -> bool:
+    # Privileged has no checks, whatever its version.
+    return a.level == b.level and (a.level == "privileged" or a.version == b.version)
+
+
+def listing_problems(namespace: PolicyResource) -> Iterator[str]:
+    name = _name(namespace)
+    if name is None:
+        return
+    enforced = enforced_standard(namespace, DEFAULT_LEVEL.read(CONFIGURED))
+    judged = standard_for(name, CONFIGURED)
+    if not _same(enforced, judged):
+        version = version_name(enforced.version)
+        yield (
+            f'namespace "{name}" enforces Pod Security {enforced.level} {version} '
+            f"({enforced.reason}), but {NAME} judges its workloads before they are applied at "
+            f"{judged.level} {version_name(judged.version)} ({judged.reason}). Fix: set "
+            f'"{name}": "{enforced.level}:{version}" in {NAME}\'s {NAMESPACE_LEVELS.key} (the '
+            "stack's policy config)."
+        )
+
+
+def validate_listing(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    with Findings(LISTED_NAME, "the stack", report_violation) as findings:
+        for resource in args.resources:
+            if resource.resource_type == NAMESPACE_TYPE:
+                findings.check(
+                    f"the level of {resource.urn}",
+                    partial(listing_problems, resource),
+                    resource.urn,
+                )
+
+
+POD_SECURITY = ResourceValidationPolicy(
+    name=NAME,
+    description="Pods and pod templates meet the Pod Security Standard their namespace enforces.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=config_schema(DEFAULT_LEVEL, EXEMPT_NAMESPACES, NAMESPACE_LEVELS),
+)
+LEVELS_LISTED = StackValidationPolicy(
+    name=LISTED_NAME,
+    description=f"Each Namespace the stack declares enforces the level {NAME} judges its "
+    "workloads at.",
+    validate=validate_listing,
+    enforcement_level=EnforcementLevel.MANDATORY,
+)
+
+POLICIES = [POD_SECURITY, LEVELS_LISTED]

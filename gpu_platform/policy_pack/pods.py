@@ -4,22 +4,36 @@ them, the containers of a pod, and the namespace an object lands in.
 A Pod is itself the pod; the workload controllers carry a pod template, a CronJob one level
 deeper. Every API version of these kinds is recognised (`kubernetes:apps/v1:Deployment`,
 `kubernetes:apps/v1beta2:Deployment`, ...). Their `...Patch` kinds (server-side apply patches of
-an existing object) carry a partial pod: `Pod.partial` tells the policies to judge only the
-values it sets.
+an existing object), and those of the custom kinds below, carry a partial pod: `Pod.partial`
+tells the policies to judge only the values it sets.
 
 GPU jobs mostly arrive as custom resources of the batch and serving operators (KubeRay,
 Kubeflow, JobSet, LeaderWorkerSet), which carry several pod templates each: `GPU_WORKLOAD_CRDS`
 says where, by API group and kind, as their CRDs define them. A `*` step is every element of a
 list or every value of a map there. A stack's policy config adds its own kinds, or replaces an
-entry of the table, through the policy `gpu-workload-kinds` (`custom_kinds_from`).
+entry of the table, through the policy `gpu-workload-kinds` (`custom_kinds_from`), as pod
+templates or as inline pod specs.
+
+Each pod is its own: a value not known yet (at preview) on the way to one pod template, or in
+one container, is read, and raises, only when a check reads that pod or that container.
 """
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from props import Step, elements, field_path, mapping, text
+from props import (
+    UNKNOWN_SENTINELS,
+    Step,
+    field_path,
+    flag,
+    indexed,
+    is_list,
+    mapping,
+    text,
+    value_at,
+)
 from pulumi_policy.proxy import UnknownValueError
 
 POD_TEMPLATE_PATHS: Mapping[str, tuple[str, ...]] = {
@@ -34,27 +48,87 @@ POD_TEMPLATE_PATHS: Mapping[str, tuple[str, ...]] = {
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
 
-_RAY_CLUSTER = (("headGroupSpec", "template"), ("workerGroupSpecs", "*", "template"))
-GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[tuple[str, ...], ...]] = {
-    # KubeRay (ray.io/v1): RayCluster, and the cluster a RayJob or RayService starts.
-    ("ray.io", "RayCluster"): tuple(("spec", *path) for path in _RAY_CLUSTER),
-    ("ray.io", "RayJob"): (
-        *(("spec", "rayClusterSpec", *path) for path in _RAY_CLUSTER),
-        ("spec", "submitterPodTemplate"),
-    ),
-    ("ray.io", "RayService"): tuple(("spec", "rayClusterConfig", *path) for path in _RAY_CLUSTER),
+
+@dataclass(frozen=True)
+class PodPath:
+    """Where a custom resource keeps a pod: a dotted pattern (`*` for every element of a list
+    or every value of a map) and what it leads to."""
+
+    steps: tuple[str, ...]
+    inline: bool = False
+    """A pod spec itself (KServe's `spec.predictor`), not a template of metadata and spec."""
+    partial: bool = False
+    """A patch of a pod (Trainer v2's runtime patches): only the values it sets."""
+
+
+def _templates(*patterns: tuple[str, ...], partial: bool = False) -> tuple[PodPath, ...]:
+    return tuple(PodPath(pattern, partial=partial) for pattern in patterns)
+
+
+# KubeRay (ray.io/v1, ray-project/kuberay v1.7.0 ray-operator/apis/ray/v1/): where each kind
+# keeps its RayClusterSpec (raycluster_types.go: headGroupSpec.template, workerGroupSpecs[]
+# .template), and the RayJob spec a RayCronJob schedules (raycronjob_types.go: jobTemplate).
+RAY_CLUSTER_SPECS: Mapping[str, tuple[str, ...]] = {
+    "RayCluster": ("spec",),
+    "RayJob": ("spec", "rayClusterSpec"),
+    "RayService": ("spec", "rayClusterConfig"),
+    "RayCronJob": ("spec", "jobTemplate", "rayClusterSpec"),
+}
+_RAY_SUBMITTERS: Mapping[str, tuple[str, ...]] = {
+    # rayjob_types.go: submitterPodTemplate, the pod that runs `ray job submit`.
+    "RayJob": ("spec", "submitterPodTemplate"),
+    "RayCronJob": ("spec", "jobTemplate", "submitterPodTemplate"),
+}
+_HEAD = ("headGroupSpec", "template")
+
+# Kubeflow Trainer v2 (trainer.kubeflow.org/v1alpha1, kubeflow/trainer v2.3.0
+# pkg/apis/trainer/v1alpha1/): a runtime's JobSet template (trainingruntime_types.go:
+# TrainingRuntimeSpec.template is a JobSetTemplateSpec), and a TrainJob's patches of it
+# (trainjob_types.go: runtimePatches[].trainingRuntimeSpec.template.spec.replicatedJobs[]
+# .template.spec.template, a PodTemplatePatch of the pod fields a TrainJob may set).
+_TRAINING_RUNTIME = _templates(
+    ("spec", "template", "spec", "replicatedJobs", "*", "template", "spec", "template")
+)
+
+GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
+    **{
+        ("ray.io", kind): _templates(
+            (*cluster, *_HEAD),
+            (*cluster, "workerGroupSpecs", "*", "template"),
+            *((_RAY_SUBMITTERS[kind],) if kind in _RAY_SUBMITTERS else ()),
+        )
+        for kind, cluster in RAY_CLUSTER_SPECS.items()
+    },
     # Kubeflow training operator (kubeflow.org/v1): a pod template per replica type.
-    ("kubeflow.org", "PyTorchJob"): (("spec", "pytorchReplicaSpecs", "*", "template"),),
-    ("kubeflow.org", "TFJob"): (("spec", "tfReplicaSpecs", "*", "template"),),
-    ("kubeflow.org", "MPIJob"): (("spec", "mpiReplicaSpecs", "*", "template"),),
-    ("kubeflow.org", "XGBoostJob"): (("spec", "xgbReplicaSpecs", "*", "template"),),
-    ("kubeflow.org", "JAXJob"): (("spec", "jaxReplicaSpecs", "*", "template"),),
+    ("kubeflow.org", "PyTorchJob"): _templates(("spec", "pytorchReplicaSpecs", "*", "template")),
+    ("kubeflow.org", "TFJob"): _templates(("spec", "tfReplicaSpecs", "*", "template")),
+    ("kubeflow.org", "MPIJob"): _templates(("spec", "mpiReplicaSpecs", "*", "template")),
+    ("kubeflow.org", "XGBoostJob"): _templates(("spec", "xgbReplicaSpecs", "*", "template")),
+    ("kubeflow.org", "JAXJob"): _templates(("spec", "jaxReplicaSpecs", "*", "template")),
+    ("trainer.kubeflow.org", "TrainingRuntime"): _TRAINING_RUNTIME,
+    ("trainer.kubeflow.org", "ClusterTrainingRuntime"): _TRAINING_RUNTIME,
+    ("trainer.kubeflow.org", "TrainJob"): _templates(
+        (
+            "spec",
+            "runtimePatches",
+            "*",
+            "trainingRuntimeSpec",
+            "template",
+            "spec",
+            "replicatedJobs",
+            "*",
+            "template",
+            "spec",
+            "template",
+        ),
+        partial=True,
+    ),
     # JobSet (jobset.x-k8s.io): each replicated Job's pod template.
-    ("jobset.x-k8s.io", "JobSet"): (
-        ("spec", "replicatedJobs", "*", "template", "spec", "template"),
+    ("jobset.x-k8s.io", "JobSet"): _templates(
+        ("spec", "replicatedJobs", "*", "template", "spec", "template")
     ),
     # LeaderWorkerSet (leaderworkerset.x-k8s.io): multi-node inference.
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): _templates(
         ("spec", "leaderWorkerTemplate", "leaderTemplate"),
         ("spec", "leaderWorkerTemplate", "workerTemplate"),
     ),
@@ -79,11 +153,20 @@ def kubernetes_kind(resource_type: str) -> str | None:
 class Container:
     collection: str
     index: int
-    props: Mapping[str, Any]
+    """Its place in its list; -1 for one that stands for a whole list not known yet, or that
+    the operator adds."""
+    props: Any
+    """Its fields, or the engine's unknown value when the container is not known yet."""
+    root: tuple[Step, ...] | None = None
+    """Where the container's fields are in the resource, when not in its pod's spec (the
+    KubeRay autoscaler's, from `autoscalerOptions`)."""
+    fixed_name: str | None = None
 
     @property
     def name(self) -> str:
         """Its name, or its place in the list while the name is not known (at preview)."""
+        if self.fixed_name is not None:
+            return self.fixed_name
         try:
             return text(self.props, "name") or f"#{self.index}"
         except UnknownValueError:
@@ -104,83 +187,156 @@ class Pod:
     path: tuple[Step, ...]
     partial: bool = False
     """A patch's pod: only the fields it changes, the rest of the object unseen."""
+    inline: bool = False
+    """`path` leads to the pod spec itself, with no metadata of its own."""
+    added: tuple[Container, ...] = ()
+    """Containers the operator adds to the pod from elsewhere in the resource."""
 
     @property
     def metadata(self) -> Mapping[str, Any]:
+        if self.inline:
+            return {}
         return mapping(self.props, *self.path, "metadata") or {}
 
     @property
     def spec(self) -> Mapping[str, Any]:
-        return mapping(self.props, *self.path, "spec") or {}
+        return mapping(self.props, *self._spec_path) or {}
+
+    @property
+    def _spec_path(self) -> tuple[Step, ...]:
+        return self.path if self.inline else (*self.path, "spec")
 
     def spec_field(self, *steps: Step) -> str:
         """The path of a spec field in the resource, for messages."""
-        return field_path(*self.path, "spec", *steps)
+        return field_path(*self._spec_path, *steps)
 
     def metadata_field(self, *steps: Step) -> str:
         return field_path(*self.path, "metadata", *steps)
 
     def container_field(self, container: Container, *steps: Step) -> str:
+        if container.root is not None:
+            return field_path(*container.root, *steps)
+        if container.index < 0:
+            return self.spec_field(container.collection, *steps)
         return self.spec_field(container.collection, container.index, *steps)
 
     def containers(self, collections: tuple[str, ...] = CONTAINER_COLLECTIONS) -> list[Container]:
+        """The pod's containers. One not known yet as a whole (at preview) is still listed, as
+        an unknown value that raises when a check reads it: the checks that judge containers
+        one at a time (`checks.each`) then skip that one alone."""
         spec = self.spec
-        return [
-            Container(collection, index, item)
-            for collection in collections
-            for index, item in enumerate(elements(spec, collection))
-            if isinstance(item, Mapping)
-        ]
+        found = []
+        for collection in collections:
+            try:
+                items = indexed(spec, collection)
+            except UnknownValueError as unknown:
+                # The whole list is not known: one unknown stands for all its containers.
+                found.append(Container(collection, -1, unknown.unknown_type_sentinel))
+                continue
+            found += [
+                Container(collection, index, item)
+                for index, item in items
+                if isinstance(item, Mapping) or item in UNKNOWN_SENTINELS
+            ]
+        return found + [c for c in self.added if c.collection in collections]
+
+    @property
+    def label(self) -> str:
+        """Where the pod is in its resource, for notes: `spec.template`, or `the pod`."""
+        return field_path(*self.path) or "the pod"
 
 
 def pods_of(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
     """The pods a resource of this type carries: one for the built-in kinds, one per pod
-    template for the GPU workload CRDs, none for other kinds."""
+    template for the GPU workload CRDs, none for other kinds. A `...Patch` of any of them (a
+    server-side apply patch of an existing object) carries partial pods."""
     kind = kubernetes_kind(resource_type)
     if kind is None:
         return []
+    group = _api_group(resource_type)
     patched = kind.removesuffix("Patch")
     path = POD_TEMPLATE_PATHS.get(patched)
-    if path is not None and _api_group(resource_type) in _CORE_GROUPS:
+    if path is not None and group in _CORE_GROUPS:
         return [Pod(patched, props, path, partial=patched != kind)]
-    key = (_api_group(resource_type), kind)
-    patterns = CUSTOM_KINDS.get(key) or GPU_WORKLOAD_CRDS.get(key, ())
-    return [Pod(kind, props, found) for pattern in patterns for found in _expand(props, pattern)]
+    paths = pod_paths(group, kind)
+    patch = False
+    if paths is None and patched != kind:
+        kind, paths, patch = patched, pod_paths(group, patched), True
+    pods = [
+        Pod(kind, props, found, partial=patch or where.partial, inline=where.inline)
+        for where in paths or ()
+        for found in expand(props, where.steps)
+    ]
+    if group == "ray.io" and kind in RAY_CLUSTER_SPECS:
+        head = (*RAY_CLUSTER_SPECS[kind], *_HEAD)
+        autoscaler = _ray_autoscaler(props, RAY_CLUSTER_SPECS[kind])
+        pods = [replace(p, added=autoscaler) if p.path == head else p for p in pods]
+    return pods
+
+
+def pod_paths(group: str, kind: str) -> tuple[PodPath, ...] | None:
+    """Where a custom kind keeps its pods: the stack's own entry, else the pack's."""
+    return CUSTOM_KINDS.get((group, kind)) or GPU_WORKLOAD_CRDS.get((group, kind))
+
+
+def _ray_autoscaler(props: Mapping[str, Any], cluster: tuple[str, ...]) -> tuple[Container, ...]:
+    """The autoscaler container KubeRay adds to the head pod when `enableInTreeAutoscaling` is
+    true (ray-project/kuberay v1.7.0 ray-operator/controllers/ray/common/pod.go:
+    BuildAutoscalerContainer, then mergeAutoscalerOverrides copies `autoscalerOptions`' image,
+    resources, env, volume mounts and securityContext into it, or leaves it none)."""
+    options: Any
+    try:
+        if flag(props, *cluster, "enableInTreeAutoscaling") is not True:
+            return ()
+        options = mapping(props, *cluster, "autoscalerOptions") or {}
+    except UnknownValueError as unknown:
+        options = unknown.unknown_type_sentinel
+    root = (*cluster, "autoscalerOptions")
+    return (Container("containers", -1, options, root=root, fixed_name="autoscaler"),)
 
 
 # The API groups of the built-in pod kinds (`core` for Pod and PodTemplate).
 _CORE_GROUPS = ("core", "apps", "batch", "extensions")
 
-CUSTOM_KINDS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {}
-"""The stack's own (API group, kind) -> pod template paths, from `gpu-workload-kinds`' config."""
+CUSTOM_KINDS: dict[tuple[str, str], tuple[PodPath, ...]] = {}
+"""The stack's own (API group, kind) -> where its pods are, from `gpu-workload-kinds`' config."""
+
+
+EXAMPLE_PATHS = {"podTemplates": '["spec.workers.*.template"]', "podSpecs": '["spec.predictor"]'}
 
 
 def custom_kinds_from(
-    pod_templates: Mapping[str, Any],
-) -> tuple[dict[tuple[str, str], tuple[tuple[str, ...], ...]], list[str]]:
-    """(API group, kind) -> pod template paths, from `{"<group>/<Kind>": ["<dotted path>"]}`,
-    and a problem for each entry that cannot be read."""
-    kinds: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {}
+    pod_templates: Mapping[str, Any], pod_specs: Mapping[str, Any]
+) -> tuple[dict[tuple[str, str], tuple[PodPath, ...]], list[str]]:
+    """(API group, kind) -> where its pods are, from `{"<group>/<Kind>": ["<dotted path>"]}`
+    of pod templates and of inline pod specs, and a problem for each entry that cannot be
+    read."""
+    kinds: dict[tuple[str, str], tuple[PodPath, ...]] = {}
     problems = []
-    for name, paths in pod_templates.items():
-        group, slash, kind = str(name).rpartition("/")
-        valid_paths = (
-            isinstance(paths, list)
-            and paths
-            and all(isinstance(p, str) and p and "" not in p.split(".") for p in paths)
-        )
-        if not slash or not group or not kind or group in _CORE_GROUPS:
-            problems.append(
-                f'"{name}" is not an API group and kind of a custom resource, such as '
-                '"example.com/TrainingRun"'
+    for setting, entries, inline, what in (
+        ("podTemplates", pod_templates, False, "pod templates"),
+        ("podSpecs", pod_specs, True, "inline pod specs"),
+    ):
+        for name, paths in entries.items():
+            group, slash, kind = str(name).rpartition("/")
+            valid_paths = (
+                isinstance(paths, list)
+                and paths
+                and all(isinstance(p, str) and p and "" not in p.split(".") for p in paths)
             )
-        elif not valid_paths:
-            problems.append(
-                f'"{name}" needs a list of dotted paths to its pod templates, such as '
-                '["spec.workers.*.template"], not ' + json.dumps(paths)
-            )
-        else:
-            kinds[(group, kind)] = tuple(tuple(p.split(".")) for p in paths)
+            if not slash or not group or not kind or group in _CORE_GROUPS:
+                problems.append(
+                    f'{setting}: "{name}" is not an API group and kind of a custom resource, '
+                    'such as "example.com/TrainingRun"'
+                )
+            elif not valid_paths:
+                problems.append(
+                    f'{setting}: "{name}" needs a list of dotted paths to its {what}, such as '
+                    f"{EXAMPLE_PATHS[setting]}, not " + json.dumps(paths)
+                )
+            else:
+                found = tuple(PodPath(tuple(p.split(".")), inline=inline) for p in paths)
+                kinds[(group, kind)] = kinds.get((group, kind), ()) + found
     return kinds, problems
 
 
@@ -189,20 +345,42 @@ def _api_group(resource_type: str) -> str:
     return resource_type.split(":")[1].rsplit("/", 1)[0]
 
 
-def _expand(props: Mapping[str, Any], pattern: tuple[str, ...]) -> list[tuple[Step, ...]]:
-    """The concrete paths `pattern` names in `props` that lead to a pod template (a mapping)."""
+def api_group_and_kind(resource_type: str) -> tuple[str, str] | None:
+    kind = kubernetes_kind(resource_type)
+    return None if kind is None else (_api_group(resource_type), kind)
+
+
+def expand(props: Mapping[str, Any], pattern: tuple[str, ...]) -> list[tuple[Step, ...]]:
+    """The concrete paths `pattern` names in `props` that lead to a pod template (a mapping).
+
+    Where a value on the way is not known yet (at preview), the path is kept as far as it
+    goes, with the rest of the pattern: reading that pod raises, so each check skips it alone
+    and still judges the resource's other pod templates."""
     found: list[tuple[Step, ...]] = [()]
-    for step in pattern:
+    unknown: list[tuple[Step, ...]] = []
+    for depth, step in enumerate(pattern):
         next_found: list[tuple[Step, ...]] = []
         for path in found:
-            if step != "*":
-                next_found.append((*path, step))
-            elif (items := mapping(props, *path)) is not None:
-                next_found += [(*path, key) for key in items]
-            else:
-                next_found += [(*path, i) for i in range(len(elements(props, *path)))]
+            try:
+                if step != "*":
+                    next_found.append((*path, step))
+                elif (items := mapping(props, *path)) is not None:
+                    next_found += [(*path, key) for key in items]
+                elif is_list(items := value_at(props, *path)):
+                    # By index, not by reading each: one element not known yet is one pod.
+                    next_found += [(*path, i) for i in range(len(items))]
+            except UnknownValueError:
+                unknown.append((*path, *pattern[depth:]))
         found = next_found
-    return [path for path in found if mapping(props, *path) is not None]
+    return [path for path in found if _may_be_template(props, path)] + unknown
+
+
+def _may_be_template(props: Mapping[str, Any], path: tuple[Step, ...]) -> bool:
+    """A mapping at `path`, or a value on the way there not known yet."""
+    try:
+        return mapping(props, *path) is not None
+    except UnknownValueError:
+        return True
 
 
 def namespace_or_default(namespace: str | None, provider: Any) -> str:

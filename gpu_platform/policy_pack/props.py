@@ -9,8 +9,8 @@ So every reader here returns None (or an empty list) for a value that is absent 
 type, raises `UnknownValueError` for one that is unknown, and raises nothing else.
 """
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from pulumi_policy.proxy import (
     UNKNOWN_ARCHIVE_VALUE,
@@ -36,22 +36,27 @@ UNKNOWN_SENTINELS = frozenset(
 )
 
 Step = str | int
+T = TypeVar("T")
 
 
-def any_holds(signs: Sequence[Callable[[Any], bool]], value: Any) -> bool:
-    """Whether any of `signs` holds for `value`. Any one is enough, so one not known yet does not
-    hide another that holds; with none holding and some not known, the `UnknownValueError`
-    stands."""
+def any_of(items: Iterable[T], holds: Callable[[T], bool]) -> bool:
+    """Whether `holds` for any of `items`. Any one is enough, so one not known yet does not hide
+    another that holds; with none holding and some not known, the `UnknownValueError` stands."""
     unknown: UnknownValueError | None = None
-    for sign in signs:
+    for item in items:
         try:
-            if sign(value):
+            if holds(item):
                 return True
         except UnknownValueError as error:
             unknown = error
     if unknown is not None:
         raise unknown
     return False
+
+
+def any_holds(signs: Sequence[Callable[[Any], bool]], value: Any) -> bool:
+    """Whether any of `signs` holds for `value` (`any_of`)."""
+    return any_of(signs, lambda sign: sign(value))
 
 
 def value_at(value: Any, *path: Step) -> Any:
@@ -105,6 +110,22 @@ def elements(value: Any, *path: Step) -> list[Any]:
         return []
     trail = [str(step) for step in path]
     return [_known(found[index], [*trail, str(index)]) for index in range(len(found))]
+
+
+def indexed(value: Any, *path: Step) -> list[tuple[int, Any]]:
+    """(index, item) for each item of the list at `path`, without checking the items: an item
+    not known yet comes as the engine's unknown sentinel and raises when it is read, so a check
+    that judges items one at a time skips it alone."""
+    found = value_at(value, *path)
+    if not is_list(found):
+        return []
+    items = []
+    for index in range(len(found)):
+        try:
+            items.append((index, found[index]))
+        except UnknownValueError as unknown:
+            items.append((index, unknown.unknown_type_sentinel))
+    return items
 
 
 def entries(value: Any, *path: Step) -> list[tuple[str, Any]]:

@@ -47,8 +47,9 @@ EXEMPT_NAMESPACES = Setting(
         "default": ["gpu-operator", "monitoring", "monitoring-node-exporter", "kube-system"],
         "description": "Namespaces whose pods may need host access (the GPU Operator's drivers "
         "and device plugin, node exporters, cluster add-ons): a Namespace the stack declares may "
-        "enforce a level below restricted there, and workloads in one the stack does not declare "
-        "are not checked. Both Pod Security policies read it: give them the same list.",
+        "enforce a level below restricted there, and workloads in one that pod-security-"
+        "standards' namespaceLevels does not list are not checked. Both Pod Security policies "
+        "read it: give them the same list.",
     },
 )
 """One setting for both Pod Security policies (`namespace-pod-security` and

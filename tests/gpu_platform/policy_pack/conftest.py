@@ -1,8 +1,9 @@
 """The policy pack, started once per test session exactly as the engine starts it.
 
 Every policy test goes through the analyzer protocol: `analyze(*resources, config=...)`
-configures the pack (levels and parameters reconciled as the engine does), then remediates and
-analyzes each resource and analyzes the stack, and returns the verdicts.
+configures the pack (levels and parameters reconciled as the engine does, with the levels of
+the Namespaces among the resources listed as a stack's policy config lists them), then
+remediates and analyzes each resource and analyzes the stack, and returns the verdicts.
 """
 
 from collections.abc import Callable, Iterator, Mapping
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack, Verdict
+from gpu_platform.cli.namespace_levels import with_namespace_levels
 from gpu_platform.cli.offline import PlannedResource
 from tests.gpu_platform.policy_pack.builders import Analyze
 
@@ -24,7 +26,9 @@ def policy_pack() -> Iterator[PolicyPack]:
 @pytest.fixture
 def analyze(policy_pack: PolicyPack) -> Analyze:
     def run(*resources: PlannedResource, config: Mapping[str, Any] | None = None) -> list[Verdict]:
-        policy_pack.configure(config)
+        # The stack's policy config lists the level each of its Namespaces enforces, for the
+        # Pod Security checks that run before each resource is applied.
+        policy_pack.configure(with_namespace_levels(config, resources))
         return policy_pack.analyze(resources)
 
     return run

@@ -37,8 +37,8 @@ def test_an_unknown_security_context_skips_only_the_checks_that_read_it(
     ]
     (note,) = [n for n in new_notes() if "pod-security-standards" in n]
     assert note.startswith(
-        'policy "pod-security-standards" skipped checks on the stack until values are known: '
-        f"privileged on {deployment.urn}: string value at "
+        f'policy "pod-security-standards" skipped checks on {deployment.urn} until values are '
+        "known: privileged: spec.template.spec.containers[0]: string value at "
         ".spec.template.spec.containers.0.securityContext can't be known during preview; "
     )
 
@@ -163,6 +163,9 @@ def test_remediation_waits_for_an_unknown_enforce_label(analyze: Analyze, new_no
         ".metadata.labels.pod-security.kubernetes.io/enforce can't be known during preview",
         f'policy "namespace-pod-security" skipped checks on {computed.urn} until values are '
         "known: namespace-pod-security: string value at "
+        ".metadata.labels.pod-security.kubernetes.io/enforce can't be known during preview",
+        'policy "pod-security-levels-listed" skipped checks on the stack until values are '
+        f"known: the level of {computed.urn}: string value at "
         ".metadata.labels.pod-security.kubernetes.io/enforce can't be known during preview",
     ]
 

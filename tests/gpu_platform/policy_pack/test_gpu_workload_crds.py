@@ -35,6 +35,21 @@ def ray_cluster(worker: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def training_runtime(node: dict[str, Any]) -> dict[str, Any]:
+    """A Trainer v2 runtime: an initializer Job and the training nodes' Job."""
+    jobs = [
+        {
+            "name": "dataset-initializer",
+            "template": {"spec": {"template": template(restricted_pod_spec())}},
+        },
+        {"name": "node", "template": {"spec": {"template": template(node)}}},
+    ]
+    return {
+        "mlPolicy": {"numNodes": 2, "torch": {}},
+        "template": {"spec": {"replicatedJobs": jobs}},
+    }
+
+
 # (type token, spec holding the privileged pod, where that pod's spec is in the resource)
 CARRIERS = {
     "RayCluster": (
@@ -51,6 +66,28 @@ CARRIERS = {
         "kubernetes:ray.io/v1:RayService",
         lambda pod: {"rayClusterConfig": ray_cluster(pod)},
         "spec.rayClusterConfig.workerGroupSpecs[1].template.spec",
+    ),
+    # ray-project/kuberay v1.7.0 ray-operator/apis/ray/v1/raycronjob_types.go:
+    # RayCronJobSpec.jobTemplate is a RayJobSpec.
+    "RayCronJob": (
+        "kubernetes:ray.io/v1:RayCronJob",
+        lambda pod: {
+            "schedule": "0 3 * * *",
+            "jobTemplate": {"entrypoint": "python train.py", "rayClusterSpec": ray_cluster(pod)},
+        },
+        "spec.jobTemplate.rayClusterSpec.workerGroupSpecs[1].template.spec",
+    ),
+    # kubeflow/trainer v2.3.0 pkg/apis/trainer/v1alpha1/trainingruntime_types.go:
+    # TrainingRuntimeSpec.template is a JobSetTemplateSpec.
+    "TrainingRuntime": (
+        "kubernetes:trainer.kubeflow.org/v1alpha1:TrainingRuntime",
+        lambda pod: training_runtime(pod),
+        "spec.template.spec.replicatedJobs[1].template.spec.template.spec",
+    ),
+    "ClusterTrainingRuntime": (
+        "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime",
+        lambda pod: training_runtime(pod),
+        "spec.template.spec.replicatedJobs[1].template.spec.template.spec",
     ),
     "PyTorchJob": (
         "kubernetes:kubeflow.org/v1:PyTorchJob",
@@ -197,3 +234,214 @@ def test_an_unreadable_gpu_workload_kind_is_reported(
     assert messages(verdicts, "gpu-workload-kinds") == [
         f"podTemplates: {problem}. Until it is fixed, no policy reads that kind's pods."
     ]
+
+
+# --- KubeRay's autoscaler container ---------------------------------------------------------
+
+
+def autoscaling_cluster(**options: Any) -> Any:
+    """A RayCluster with in-tree autoscaling, whose head pod is a GPU pod."""
+    spec = ray_cluster(restricted_pod_spec())
+    spec["headGroupSpec"]["template"] = template(gpu_pod_spec())
+    spec["enableInTreeAutoscaling"] = True
+    if options:
+        spec["autoscalerOptions"] = options
+    inputs = {"metadata": {"name": "ray", "namespace": "team-a"}, "spec": spec}
+    return resource("kubernetes:ray.io/v1:RayCluster", "ray", inputs)
+
+
+RESTRICTED_CONTEXT = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+def test_the_autoscaler_container_takes_its_security_context_from_autoscaler_options(
+    analyze: Analyze,
+) -> None:
+    # kuberay v1.7.0 ray-operator/controllers/ray/common/pod.go: with enableInTreeAutoscaling,
+    # BuildAutoscalerContainer adds a container "autoscaler" to the head pod, and
+    # mergeAutoscalerOverrides copies autoscalerOptions.securityContext into it.
+    cluster = autoscaling_cluster(securityContext={**RESTRICTED_CONTEXT, "privileged": True})
+
+    verdicts = analyze(namespace(), cluster)
+
+    assert messages(verdicts, "pod-security-standards") == [
+        'privileged: container "autoscaler" sets '
+        "spec.autoscalerOptions.securityContext.privileged=true. Fix: remove privileged or set "
+        'it to false. [Pod Security restricted v1.35, from namespace "team-a"]'
+    ]
+
+
+def test_an_autoscaler_without_a_security_context_fails_restricted(analyze: Analyze) -> None:
+    # The container KubeRay builds has no securityContext of its own (pod.go,
+    # BuildAutoscalerContainer), so at restricted the head pod is refused unless
+    # autoscalerOptions gives it one.
+    verdicts = analyze(namespace(), autoscaling_cluster())
+
+    assert messages(verdicts, "pod-security-standards") == [
+        'allowPrivilegeEscalation != false: container "autoscaler" does not set '
+        "spec.autoscalerOptions.securityContext.allowPrivilegeEscalation=false. Fix: set "
+        "securityContext.allowPrivilegeEscalation: false on the container. [Pod Security "
+        'restricted v1.35, from namespace "team-a"]',
+        'unrestricted capabilities: container "autoscaler" does not drop ALL in '
+        "spec.autoscalerOptions.securityContext.capabilities.drop. Fix: set "
+        'securityContext.capabilities.drop: ["ALL"]. [Pod Security restricted v1.35, from '
+        'namespace "team-a"]',
+    ]
+
+
+def test_the_autoscaler_image_is_held_to_the_pinned_image_rule(analyze: Analyze) -> None:
+    cluster = autoscaling_cluster(image="rayproject/ray:latest", securityContext=RESTRICTED_CONTEXT)
+
+    verdicts = analyze(namespace(), cluster)
+
+    assert messages(verdicts, "gpu-pods-pinned-images") == [
+        'container "autoscaler" image "rayproject/ray:latest" (spec.autoscalerOptions.image) '
+        "uses the latest tag. Fix: pin a version tag or a digest (image@sha256:...), so every "
+        "node runs the same image."
+    ]
+
+
+def test_no_autoscaler_container_without_in_tree_autoscaling(analyze: Analyze) -> None:
+    # kuberay v1.7.0 controllers/ray/utils/util.go IsAutoscalingEnabled: only
+    # enableInTreeAutoscaling: true adds the container; autoscalerOptions alone do not.
+    cluster = autoscaling_cluster(securityContext={"privileged": True})
+    cluster.inputs["spec"]["enableInTreeAutoscaling"] = False
+
+    assert messages(analyze(namespace(), cluster), "pod-security-standards") == []
+
+
+def test_a_ray_cron_jobs_cluster_has_its_autoscaler_too(analyze: Analyze) -> None:
+    cluster = ray_cluster(restricted_pod_spec())
+    cluster["enableInTreeAutoscaling"] = True
+    cluster["autoscalerOptions"] = {"securityContext": {**RESTRICTED_CONTEXT, "privileged": True}}
+    job = {"schedule": "0 3 * * *", "jobTemplate": {"rayClusterSpec": cluster}}
+    inputs = {"metadata": {"name": "nightly", "namespace": "team-a"}, "spec": job}
+
+    verdicts = analyze(namespace(), resource("kubernetes:ray.io/v1:RayCronJob", "nightly", inputs))
+
+    (message,) = messages(verdicts, "pod-security-standards")
+    assert message.startswith(
+        'privileged: container "autoscaler" sets '
+        "spec.jobTemplate.rayClusterSpec.autoscalerOptions.securityContext.privileged=true."
+    )
+
+
+# --- patches: Trainer v2's runtime patches and ...Patch of custom kinds ------------------------
+
+
+def train_job(container: dict[str, Any]) -> Any:
+    """A TrainJob patching the `node` Job's pod of its runtime: kubeflow/trainer v2.3.0
+    pkg/apis/trainer/v1alpha1/trainjob_types.go, runtimePatches[].trainingRuntimeSpec.template
+    .spec.replicatedJobs[].template.spec.template, a PodTemplatePatch."""
+    pod = {"spec": {"containers": [{"name": "node", **container}]}}
+    job = {"name": "node", "template": {"spec": {"template": pod}}}
+    patch = {
+        "manager": "platform.example.com/gpu",
+        "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [job]}}},
+    }
+    spec = {"runtimeRef": {"name": "torch-distributed"}, "runtimePatches": [patch]}
+    inputs = {"metadata": {"name": "train", "namespace": "team-a"}, "spec": spec}
+    return resource("kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob", "train", inputs)
+
+
+def test_a_train_job_that_patches_a_node_privileged_is_refused(analyze: Analyze) -> None:
+    verdicts = analyze(namespace(), train_job({"securityContext": {"privileged": True}}))
+
+    assert messages(verdicts, "pod-security-standards") == [
+        'privileged: container "node" sets spec.runtimePatches[0].trainingRuntimeSpec.template.'
+        "spec.replicatedJobs[0].template.spec.template.spec.containers[0].securityContext."
+        "privileged=true. Fix: remove privileged or set it to false. [Pod Security restricted "
+        'v1.35, from namespace "team-a"]'
+    ]
+
+
+def test_a_train_jobs_patch_is_held_only_to_the_values_it_sets(analyze: Analyze) -> None:
+    # The runtime's own pod holds runAsNonRoot, seccomp and the rest; the patch adds env.
+    verdicts = analyze(namespace(), train_job({"env": [{"name": "NCCL_DEBUG", "value": "INFO"}]}))
+
+    assert messages(verdicts, "pod-security-standards") == []
+
+
+def test_a_patch_of_a_custom_gpu_workload_kind_is_judged_as_a_patch(analyze: Analyze) -> None:
+    worker = {"containers": [{"name": "app", "securityContext": {"privileged": True}}]}
+    quiet = {"containers": [{"name": "app", "image": "rayproject/ray:2.52.0"}]}
+    spec = {
+        "headGroupSpec": {"template": template(quiet)},
+        "workerGroupSpecs": [{"groupName": "gpu", "template": template(worker)}],
+    }
+    inputs = {"metadata": {"name": "ray", "namespace": "team-a"}, "spec": spec}
+    patch = resource("kubernetes:ray.io/v1:RayClusterPatch", "ray-patch", inputs)
+
+    verdicts = analyze(namespace(), patch)
+
+    # Only `privileged`: the head's patch sets none of the fields restricted requires.
+    assert messages(verdicts, "pod-security-standards") == [
+        'privileged: container "app" sets '
+        "spec.workerGroupSpecs[0].template.spec.containers[0].securityContext.privileged=true. "
+        "Fix: remove privileged or set it to false. [Pod Security restricted v1.35, from "
+        'namespace "team-a"]'
+    ]
+
+
+# --- inline pod specs, and paths that judge nothing ----------------------------------------
+
+INFERENCE_SERVICE = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
+KSERVE_SPECS = {
+    "gpu-workload-kinds": {
+        "podSpecs": {"serving.kserve.io/InferenceService": ["spec.predictor", "spec.transformer"]}
+    }
+}
+
+
+def inference_service(name: str, predictor: dict[str, Any], **parts: Any) -> Any:
+    """kserve pkg/apis/serving/v1beta1/predictor.go: PredictorSpec embeds a PodSpec inline
+    (`PodSpec json:",inline"`), beside the model and the component extension fields."""
+    spec = {"predictor": {"minReplicas": 1, **predictor}, **parts}
+    inputs = {"metadata": {"name": name, "namespace": "team-a"}, "spec": spec}
+    return resource(INFERENCE_SERVICE, name, inputs)
+
+
+def test_an_inline_pod_spec_is_judged_where_the_config_names_it(analyze: Analyze) -> None:
+    predictor = privileged_spec()
+    predictor["containers"][0]["name"] = "kserve-container"
+    service = inference_service("llm", predictor)
+
+    assert messages(analyze(namespace(), service), "pod-security-standards") == []
+    verdicts = analyze(namespace(), service, config=KSERVE_SPECS)
+
+    assert messages(verdicts, "pod-security-standards") == [
+        'privileged: container "kserve-container" sets '
+        "spec.predictor.containers[0].securityContext.privileged=true. Fix: remove privileged "
+        'or set it to false. [Pod Security restricted v1.35, from namespace "team-a"]'
+    ]
+    assert messages(verdicts, "gpu-workload-kinds") == []
+
+
+def test_a_resource_in_which_no_path_finds_a_pod_is_reported(analyze: Analyze) -> None:
+    # An inline pod spec configured as a template: spec.predictor.template is not there.
+    config = {
+        "gpu-workload-kinds": {
+            "podTemplates": {"serving.kserve.io/InferenceService": ["spec.predictor.template"]}
+        }
+    }
+    service = inference_service("llm", privileged_spec())
+
+    verdicts = analyze(namespace(), service, config=config)
+
+    assert messages(verdicts, "gpu-workload-kinds") == [
+        "no path configured for serving.kserve.io/InferenceService (spec.predictor.template) "
+        "finds a pod in this resource, so no policy judges its pods. Fix: correct the paths in "
+        "gpu-workload-kinds's config (podTemplates for templates of metadata and spec, podSpecs "
+        "for pod specs held inline)."
+    ]
+    assert [v.urn for v in verdicts if v.policy_name == "gpu-workload-kinds"] == [service.urn]
+
+
+def test_a_path_to_a_part_a_resource_leaves_out_is_not_reported(analyze: Analyze) -> None:
+    with_transformer = inference_service(
+        "llm", restricted_pod_spec(), transformer=restricted_pod_spec()
+    )
+    without = inference_service("embeddings", restricted_pod_spec())
+
+    verdicts = analyze(namespace(), with_transformer, without, config=KSERVE_SPECS)
+
+    assert messages(verdicts, "gpu-workload-kinds") == []

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from gpu_platform.cli.analyzer import PolicyConfigError, PolicyPack, reconcile_config
 from gpu_platform.cli.offline import run_program
 from tests.gpu_platform.policy_pack.builders import (
     CHART,
@@ -19,6 +20,8 @@ from tests.gpu_platform.policy_pack.builders import (
     resource,
 )
 from tests.repository import STACKS
+
+VISIBLE = "helm-release-workloads-visible"
 
 
 def chart(type_: str = RELEASE, **inputs: Any) -> Any:
@@ -82,7 +85,6 @@ def test_the_repository_must_be_https_or_oci(analyze: Analyze) -> None:
     [
         "./charts/inference",
         "../shared-charts/inference",
-        "/opt/charts/inference",
         "charts/inference-0.3.1.tgz",
         "https://charts.example.com/releases/ingress-nginx-4.11.3.tgz",
     ],
@@ -94,6 +96,23 @@ def test_charts_fixed_by_the_repository_or_a_versioned_url_pass(
     del local.inputs["version"]
 
     assert messages(analyze(local), "helm-chart-pinned") == []
+
+
+@pytest.mark.parametrize("source", ["/opt/charts/inference", "~/charts/inference", "~ci/charts"])
+def test_a_chart_on_the_deploying_machine_outside_the_repository_is_reported(
+    analyze: Analyze, source: str
+) -> None:
+    # Helm reads an absolute or home path from the machine that runs the deploy (a CI runner),
+    # whatever the repository holds.
+    local = chart(CHART, chart=source, repositoryOpts={})
+    del local.inputs["version"]
+
+    assert messages(analyze(local), "helm-chart-pinned") == [
+        f'chart "{source}" is read from the deploying machine\'s own files, outside the '
+        "repository, so what it installs is whatever that machine holds. Fix: keep the chart in "
+        'the repository and name it by a relative path ("./charts/app"), or install a released '
+        "version from an https or oci repository."
+    ]
 
 
 def test_an_unversioned_or_plain_http_archive_is_reported(analyze: Analyze) -> None:
@@ -166,7 +185,8 @@ def test_a_tenants_release_is_said_to_be_invisible_to_the_policies(analyze: Anal
             'chart "ingress-nginx" is installed as a helm.v3.Release, whose workloads the '
             "policies never see: Helm creates them, not Pulumi, so no Pod Security or GPU rule "
             "checks them. Fix: install it with helm.v4.Chart, which registers every object it "
-            "renders as a resource the policies check, or add its name to reviewedCharts once "
+            "renders as a resource the policies check, or add "
+            '"https://kubernetes.github.io/ingress-nginx/ingress-nginx" to reviewedCharts once '
             "its workloads are reviewed another way.",
         )
     ]
@@ -178,6 +198,57 @@ def test_the_platforms_own_releases_and_v4_charts_are_not_flagged(analyze: Analy
     assert messages(verdicts, "helm-release-workloads-visible") == []
 
 
+def test_a_reviewed_chart_of_another_repository_is_not_the_reviewed_one(analyze: Analyze) -> None:
+    # A stack's own releases of charts named like reviewed ones, from somebody else's registry
+    # or repository.
+    config = {
+        VISIBLE: {
+            "reviewedCharts": [
+                "oci://public.ecr.aws/karpenter/karpenter",
+                "https://helm.ngc.nvidia.com/nvidia/gpu-operator",
+            ]
+        }
+    }
+    lookalike = chart(chart="oci://registry.example.com/anyone/karpenter", repositoryOpts={})
+    mirror = chart(
+        chart="gpu-operator", repositoryOpts={"repo": "https://charts.example.com/nvidia"}
+    )
+
+    verdicts = analyze(lookalike, mirror, config=config)
+
+    assert [m.split(" is installed")[0] for m in messages(verdicts, VISIBLE)] == [
+        'chart "oci://registry.example.com/anyone/karpenter"',
+        'chart "gpu-operator"',
+    ]
+
+
+def test_a_release_named_in_reviewed_charts_by_repository_and_chart_is_not_flagged(
+    analyze: Analyze,
+) -> None:
+    config = {
+        VISIBLE: {"reviewedCharts": ["https://kubernetes.github.io/ingress-nginx/ingress-nginx"]}
+    }
+
+    assert messages(analyze(chart(), config=config), VISIBLE) == []
+
+
+@pytest.mark.parametrize(
+    "entry", ["karpenter", "nvidia/gpu-operator", "http://charts.example.com/app"]
+)
+def test_a_reviewed_chart_entry_without_its_repository_is_refused(
+    policy_pack: PolicyPack, entry: str
+) -> None:
+    # The engine checks each policy's config against its schema (pulumi
+    # pkg/resource/analyzer/config.go, validatePolicyConfig); so does the offline plan.
+    with pytest.raises(PolicyConfigError) as refused:
+        reconcile_config(policy_pack.policies, {VISIBLE: {"reviewedCharts": [entry]}})
+
+    pattern = r"^(https|oci)://[^\s]+/[^/\s]+$"
+    assert refused.value.problems == (
+        f"{VISIBLE}.reviewedCharts.0: {entry!r} does not match {pattern!r}",
+    )
+
+
 def test_a_stacks_own_release_of_a_chart_the_platform_installs_is_said_to_be_invisible(
     analyze: Analyze,
 ) -> None:
@@ -187,8 +258,9 @@ def test_a_stacks_own_release_of_a_chart_the_platform_installs_is_said_to_be_inv
         'chart "kube-prometheus-stack" is installed as a helm.v3.Release, whose workloads the '
         "policies never see: Helm creates them, not Pulumi, so no Pod Security or GPU rule "
         "checks them. Fix: install it with helm.v4.Chart, which registers every object it "
-        "renders as a resource the policies check, or add its name to reviewedCharts once "
-        "its workloads are reviewed another way."
+        "renders as a resource the policies check, or add "
+        '"https://prometheus-community.github.io/helm-charts/kube-prometheus-stack" to '
+        "reviewedCharts once its workloads are reviewed another way."
     ]
 
 

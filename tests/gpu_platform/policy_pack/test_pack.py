@@ -8,7 +8,7 @@ import tomllib
 
 import yaml
 
-from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack
+from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack, reconcile_config
 from tests.gpu_platform.policy_pack.builders import eks_node_group
 
 ROOT = PACK_DIR.parent.parent
@@ -77,13 +77,13 @@ def test_importing_the_pack_collects_its_policies_without_starting_it() -> None:
         check=True,
     )
 
-    assert len(json.loads(done.stdout)) == 32
+    assert len(json.loads(done.stdout)) == 33
 
 
 def test_the_running_pack_names_itself_and_its_policies(policy_pack: PolicyPack) -> None:
     assert policy_pack.name == "gpu-platform"
     assert all(policy.description for policy in policy_pack.policies)
-    assert len({policy.name for policy in policy_pack.policies}) == 32
+    assert len({policy.name for policy in policy_pack.policies}) == 33
 
 
 def test_the_readme_documents_each_policy_its_level_and_parameters(
@@ -154,3 +154,17 @@ def test_the_pack_takes_all_as_every_policy_not_as_a_policy_name(policy_pack: Po
         policy_pack.configure(None)
 
     assert [v for v in verdicts if v.policy_name == "policy-config-known"] == []
+
+
+def test_prod_makes_every_policy_mandatory_but_the_preview_notes(policy_pack: PolicyPack) -> None:
+    # The engine applies `all` to every policy first, then each policy's own entry (pulumi
+    # pkg/resource/analyzer/config.go, applyConfig): without its own entry the notes on checks
+    # deferred at preview would fail every preview with an unknown value (docs/ci.md).
+    config = json.loads((ROOT / "policy-config" / "prod.json").read_text())
+
+    levels = {
+        name: level for name, (level, _) in reconcile_config(policy_pack.policies, config).items()
+    }
+
+    assert levels.pop("checks-deferred-at-preview") == "advisory"
+    assert set(levels.values()) == {"mandatory"}

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack
+from gpu_platform.cli.namespace_levels import with_namespace_levels
 from tests.gpu_platform.policy_pack.builders import (
     KIND_TYPES,
     NAMESPACE,
@@ -21,6 +23,7 @@ from tests.gpu_platform.policy_pack.builders import (
 )
 
 POLICY = "pod-security-standards"
+LISTED = "pod-security-levels-listed"
 POD = "spec.template.spec"
 APP = f"{POD}.containers[0]"
 
@@ -417,7 +420,7 @@ PRIVILEGED = (
 )
 
 
-def test_a_namespace_not_in_the_stack_gets_the_configured_default(analyze: Analyze) -> None:
+def test_a_namespace_not_listed_gets_the_configured_default(analyze: Analyze) -> None:
     verdicts = analyze(_privileged_deployment(namespace="elsewhere"))
     privileged_default = analyze(
         _privileged_deployment(namespace="elsewhere"),
@@ -427,7 +430,7 @@ def test_a_namespace_not_in_the_stack_gets_the_configured_default(analyze: Analy
     assert messages(verdicts, POLICY) == [
         PRIVILEGED
         + ' [Pod Security restricted v1.37, the default, as namespace "elsewhere" is not in '
-        "this stack]"
+        "namespaceLevels]"
     ]
     assert messages(privileged_default, POLICY) == []
 
@@ -458,7 +461,8 @@ def test_a_workload_whose_namespace_is_unknown_is_held_to_the_default(analyze: A
     ]
 
 
-def test_a_namespace_without_an_enforce_label_gets_the_default(analyze: Analyze) -> None:
+def test_a_namespace_without_an_enforce_label_needs_no_listing(analyze: Analyze) -> None:
+    # Without an enforce label a namespace enforces the default, as an unlisted one is judged.
     unlabelled = resource(NAMESPACE, "team-a", {"metadata": {"name": "team-a"}})
 
     verdicts = analyze(
@@ -466,12 +470,45 @@ def test_a_namespace_without_an_enforce_label_gets_the_default(analyze: Analyze)
     )
 
     assert messages(verdicts, POLICY) == [
-        PRIVILEGED
-        + ' [Pod Security baseline v1.37, the default, as namespace "team-a" has no enforce label]'
+        PRIVILEGED + ' [Pod Security baseline v1.37, the default, as namespace "team-a" is not in '
+        "namespaceLevels]"
     ]
+    assert messages(verdicts, LISTED) == []
+
+
+def test_a_declared_namespace_whose_level_is_not_listed_is_reported(analyze: Analyze) -> None:
+    verdicts = analyze(
+        namespace("team-a", "baseline", "v1.35"),
+        _privileged_deployment(),
+        config={POLICY: {"namespaceLevels": {}}},
+    )
+
+    assert messages(verdicts, LISTED) == [
+        'namespace "team-a" enforces Pod Security baseline v1.35 (from namespace "team-a"), but '
+        "pod-security-standards judges its workloads before they are applied at restricted "
+        'v1.37 (the default, as namespace "team-a" is not in namespaceLevels). Fix: set '
+        '"team-a": "baseline:v1.35" in pod-security-standards\'s namespaceLevels (the stack\'s '
+        "policy config)."
+    ]
+    assert [v.urn for v in verdicts if v.policy_name == LISTED] == [urn(NAMESPACE, "team-a")]
+
+
+def test_a_listed_level_that_differs_from_the_label_is_reported(analyze: Analyze) -> None:
+    verdicts = analyze(
+        namespace("team-a", "restricted", "v1.35"),
+        config={POLICY: {"namespaceLevels": {"team-a": "baseline:v1.35"}}},
+    )
+
+    (message,) = messages(verdicts, LISTED)
+    assert message.startswith(
+        'namespace "team-a" enforces Pod Security restricted v1.35 (from namespace "team-a"), '
+        "but pod-security-standards judges its workloads before they are applied at baseline "
+        'v1.35 (from namespace "team-a").'
+    )
 
 
 def test_a_malformed_enforce_label_means_restricted(analyze: Analyze) -> None:
+    # As the admission reads it; the listing must then say restricted.
     bad = resource(
         NAMESPACE,
         "team-a",
@@ -482,15 +519,18 @@ def test_a_malformed_enforce_label_means_restricted(analyze: Analyze) -> None:
             }
         },
     )
-    spec = restricted_pod_spec()
-    app_security(spec).pop("allowPrivilegeEscalation")
 
-    found = messages(analyze(bad, workload("Deployment", spec)), POLICY)
+    verdicts = analyze(bad, config={POLICY: {"defaultLevel": "baseline"}})
 
-    assert [m.split(" [")[-1] for m in found] == [
-        'Pod Security restricted v1.37, as namespace "team-a" has a malformed enforce label '
-        '"strict"]'
-    ]
+    (message,) = messages(verdicts, LISTED)
+    assert message.startswith(
+        'namespace "team-a" enforces Pod Security restricted v1.37 (as namespace "team-a" has '
+        'a malformed enforce label "strict"), but'
+    )
+    assert message.endswith(
+        'Fix: set "team-a": "restricted:v1.37" in '
+        "pod-security-standards's namespaceLevels (the stack's policy config)."
+    )
 
 
 def test_the_namespace_name_is_matched_not_the_resource_name(analyze: Analyze) -> None:
@@ -523,17 +563,22 @@ def test_a_workload_without_a_namespace_lands_in_its_providers_namespace(analyze
     assert messages(verdicts, POLICY) == []
 
 
-def test_an_unnamed_namespace_is_found_through_the_workloads_dependency(analyze: Analyze) -> None:
-    generated = resource(
-        NAMESPACE,
-        "team",
-        {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "privileged"}}},
-    )
-    dependent = _privileged_deployment(
-        namespace=None, property_dependencies={"metadata": [generated.urn]}
-    )
+def test_a_privileged_workload_is_refused_before_it_is_applied(analyze: Analyze) -> None:
+    # At `pulumi up` the engine runs the resource policies before each resource's step, the
+    # stack policies only once every step is done (pulumi pkg/engine/deployment_executor.go).
+    deployment = _privileged_deployment()
+    with PolicyPack(PACK_DIR, preview=False) as updating:
+        updating.configure(with_namespace_levels(None, [namespace()]))
 
-    assert messages(analyze(generated, dependent), POLICY) == []
+        before = updating.analyze_before_step(deployment)
+
+    assert [(v.policy_name, v.urn, v.message) for v in before] == [
+        (
+            POLICY,
+            deployment.urn,
+            PRIVILEGED + ' [Pod Security restricted v1.35, from namespace "team-a"]',
+        )
+    ]
 
 
 def test_violations_are_reported_against_the_workload(analyze: Analyze) -> None:

@@ -222,6 +222,7 @@ TYPES = [
 ]
 POLICY_NAMES = {
     "pod-security-standards",
+    "pod-security-levels-listed",
     "namespace-pod-security",
     "gpu-resources-in-limits",
     "gpu-pods-tolerate-gpu-taint",
@@ -323,7 +324,10 @@ def test_a_secret_is_judged_by_its_value(analyze: Analyze) -> None:
     team = namespace()
     team.inputs["metadata"]["labels"] = secret(team.inputs["metadata"]["labels"])
 
-    verdicts = analyze(team, workload("Deployment", spec))
+    # The stack's policy config lists the namespace's level as the labels' values say it.
+    listed = {"pod-security-standards": {"namespaceLevels": {"team-a": "restricted:v1.35"}}}
+
+    verdicts = analyze(team, workload("Deployment", spec), config=listed)
 
     assert messages(verdicts, "pod-security-standards") == [
         'privileged: container "app" sets '
@@ -331,6 +335,7 @@ def test_a_secret_is_judged_by_its_value(analyze: Analyze) -> None:
         'privileged or set it to false. [Pod Security restricted v1.35, from namespace "team-a"]'
     ]
     assert messages(verdicts, "namespace-pod-security") == []
+    assert messages(verdicts, "pod-security-levels-listed") == []
 
 
 # --- an unknown value hides only the verdicts that read it ---------------------------------
