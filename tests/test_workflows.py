@@ -538,6 +538,40 @@ def test_only_jobs_that_run_pulumi_get_an_oidc_token(name: str) -> None:
     assert with_token == {n for n, _ in stack_jobs(workflow(name))}
 
 
+def stack_workflow_secrets() -> set[str]:
+    return set(workflow("pulumi-stack.yml")["on"]["workflow_call"]["secrets"])
+
+
+def test_the_stack_workflow_reads_only_the_secrets_it_declares() -> None:
+    read = set(re.findall(r"secrets\.(\w+)", (WORKFLOW_DIR / "pulumi-stack.yml").read_text()))
+
+    assert read == stack_workflow_secrets() == {"PULUMI_ACCESS_TOKEN", "PULUMI_CONFIG_PASSPHRASE"}
+
+
+@pytest.mark.parametrize("name", ["pull-request.yml", "deploy.yml", "drift.yml"])
+def test_every_stack_job_is_passed_its_secrets_by_name(name: str) -> None:
+    # `secrets: inherit` would hand the job every repository and organization secret; named,
+    # only those the stack workflow reads cross (GitHub docs, "Reuse workflows": secrets).
+    passed = {job_name: job.get("secrets") for job_name, job in stack_jobs(workflow(name))}
+
+    assert passed
+    assert {
+        job_name: {key: f"${{{{ secrets.{key} }}}}" for key in sorted(stack_workflow_secrets())}
+        for job_name in passed
+    } == passed
+
+
+def test_no_workflow_inherits_every_secret() -> None:
+    inheriting = [
+        (path.name, name)
+        for path in WORKFLOWS
+        for name, job in load(path)["jobs"].items()
+        if job.get("secrets") == "inherit"
+    ]
+
+    assert inheriting == []
+
+
 def test_only_the_preview_may_comment_on_the_pull_request() -> None:
     writers = {
         (workflow_path.name, name)
