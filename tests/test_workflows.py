@@ -780,3 +780,59 @@ def test_the_pulumi_token_comes_from_oidc_where_the_environment_asks_for_it() ->
     assert pulumi["env"]["PULUMI_ACCESS_TOKEN"] == (
         "${{ steps.pulumi-token.outputs.pulumi-access-token || secrets.PULUMI_ACCESS_TOKEN }}"
     )
+
+
+# --- OIDC trust (docs/ci.md) ----------------------------------------------------------------
+
+CI_DOC = PROJECT_DIR / "docs" / "ci.md"
+
+
+def doc_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", CI_DOC.read_text(), re.DOTALL)
+
+
+def test_the_subject_template_carries_the_ref_the_run_started_from() -> None:
+    # GitHub's OIDC reference (docs.github.com/en/actions/reference/security/oidc):
+    # job_workflow_ref is the called reusable workflow's ref, which a caller on any branch
+    # chooses (`uses: .../pulumi-stack.yml@main`); `ref` is the ref the run started from.
+    template = next(
+        json.loads(block.split("<<'JSON'\n", 1)[1].split("JSON\n", 1)[0])
+        for block in doc_blocks("sh")
+        if "oidc/customization/sub" in block
+    )
+
+    assert template == {
+        "use_default": False,
+        "include_claim_keys": [
+            "repository_owner_id",
+            "repository_id",
+            "context",
+            "ref",
+            "job_workflow_ref",
+        ],
+    }
+
+
+def test_the_deploy_role_trusts_only_runs_started_from_main() -> None:
+    trust = json.loads(next(b for b in doc_blocks("json") if "AssumeRoleWithWebIdentity" in b))
+    subjects = trust["Statement"][0]["Condition"]["StringEquals"][
+        "token.actions.githubusercontent.com:sub"
+    ]
+    workflow_ref = "acme/gpu-platform/.github/workflows/pulumi-stack.yml@refs/heads/main"
+
+    assert subjects == [
+        f"repository_owner_id:1234:repository_id:5678:environment:{environment}"
+        f":ref:refs/heads/main:job_workflow_ref:{workflow_ref}"
+        for environment in ("prod", "prod-plan")
+    ]
+
+
+def test_google_admits_only_previews_from_another_ref_than_main() -> None:
+    provider = next(b for b in doc_blocks("sh") if "providers create-oidc" in b)
+    condition = re.search(r'--attribute-condition="([^"]*)"', provider)
+
+    assert condition is not None
+    assert condition[1] == (
+        "assertion.repository_id == '5678' && assertion.repository_owner_id == '1234' && "
+        "(assertion.ref == 'refs/heads/main' || assertion.environment.endsWith('-preview'))"
+    )
