@@ -677,6 +677,67 @@ def test_code_owners_cover_every_stack_file() -> None:
     assert all(code_owners(f"Pulumi.{stack}.yaml") for stack in stack_files())
 
 
+FAKE_GH_CODEOWNERS = """\
+#!/usr/bin/env python3
+import json, os, sys
+with open(os.environ["GH_LOG"], "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+print(os.environ["GH_ERRORS"], end="")
+"""
+
+
+def run_code_owners_check(tmp_path: Path, errors: str) -> subprocess.CompletedProcess[str]:
+    """The check's script, with `gh` answering GitHub's "List CODEOWNERS errors" (after --jq)."""
+    fake = tmp_path / "bin" / "gh"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_GH_CODEOWNERS)
+    fake.chmod(0o755)
+    (step,) = workflow("checks.yml")["jobs"]["code-owners"]["steps"]
+    env = {
+        "PATH": f"{fake.parent}:{os.environ['PATH']}",
+        "GH_LOG": str(tmp_path / "gh.log"),
+        "GH_ERRORS": errors,
+        "GITHUB_REPOSITORY": "acme/gpu-platform",
+        "GITHUB_SHA": "aaa111",
+    }
+    return subprocess.run(
+        ["bash", "-e", "-c", step["run"]],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+
+
+def test_the_code_owners_check_fails_on_an_owner_github_does_not_know(tmp_path: Path) -> None:
+    # What GitHub lists for the placeholder team: kind "Unknown owner", one error per line.
+    errors = (
+        ".github/CODEOWNERS line 13: Unknown owner: /.github/ @acme/gpu-platform-maintainers\n"
+        ".github/CODEOWNERS line 15: Unknown owner: /gpu_platform/policy_pack/ "
+        "@acme/gpu-platform-maintainers\n"
+    )
+
+    result = run_code_owners_check(tmp_path, errors)
+
+    assert result.returncode == 1
+    assert result.stdout.count("::error::.github/CODEOWNERS line ") == 2
+    (call,) = [json.loads(line) for line in (tmp_path / "gh.log").read_text().splitlines()]
+    assert call[:2] == ["api", "repos/acme/gpu-platform/codeowners/errors?ref=aaa111"]
+
+
+def test_the_code_owners_check_passes_when_github_reads_every_line(tmp_path: Path) -> None:
+    assert run_code_owners_check(tmp_path, "").returncode == 0
+
+
+def test_the_placeholder_team_is_marked_for_replacement() -> None:
+    text = (GITHUB_DIR / "CODEOWNERS").read_text()
+
+    assert "# SET THIS: @acme/gpu-platform-maintainers is a placeholder." in text
+    assert "Checks / Code owners" in text
+
+
 def test_no_workflow_runs_a_fork_with_the_repository_credentials() -> None:
     triggers = {path.name: load(path)["on"] for path in WORKFLOWS}
 
