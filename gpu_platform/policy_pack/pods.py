@@ -105,6 +105,7 @@ GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
     ("kubeflow.org", "MPIJob"): _templates(("spec", "mpiReplicaSpecs", "*", "template")),
     ("kubeflow.org", "XGBoostJob"): _templates(("spec", "xgbReplicaSpecs", "*", "template")),
     ("kubeflow.org", "JAXJob"): _templates(("spec", "jaxReplicaSpecs", "*", "template")),
+    ("kubeflow.org", "PaddleJob"): _templates(("spec", "paddleReplicaSpecs", "*", "template")),
     ("trainer.kubeflow.org", "TrainingRuntime"): _TRAINING_RUNTIME,
     ("trainer.kubeflow.org", "ClusterTrainingRuntime"): _TRAINING_RUNTIME,
     ("trainer.kubeflow.org", "TrainJob"): _templates(
@@ -161,6 +162,8 @@ class Container:
     """Where the container's fields are in the resource, when not in its pod's spec (the
     KubeRay autoscaler's, from `autoscalerOptions`)."""
     fixed_name: str | None = None
+    resources_key: str = "resources"
+    """The key of its resource requirements (`resourcesPerNode` for a TrainJob's trainer)."""
 
     @property
     def name(self) -> str:
@@ -215,6 +218,8 @@ class Pod:
 
     def container_field(self, container: Container, *steps: Step) -> str:
         if container.root is not None:
+            if steps[:1] == ("resources",):
+                steps = (container.resources_key, *steps[1:])
             return field_path(*container.root, *steps)
         if container.index < 0:
             return self.spec_field(container.collection, *steps)
@@ -293,6 +298,36 @@ def _ray_autoscaler(props: Mapping[str, Any], cluster: tuple[str, ...]) -> tuple
         options = unknown.unknown_type_sentinel
     root = (*cluster, "autoscalerOptions")
     return (Container("containers", -1, options, root=root, fixed_name="autoscaler"),)
+
+
+_TRAINER = ("spec", "trainer")
+
+
+def trainer_overrides(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
+    """A TrainJob's `spec.trainer`, as the training container it overrides: its runtime's
+    `node` container takes the trainer's image, command and args, and the GPUs of
+    `resourcesPerNode` (kubeflow/trainer v2.3.0 pkg/runtime/framework/plugins/jobset/builder.go,
+    Builder.Trainer; pkg/runtime/core/trainingruntime.go merges resourcesPerNode into that
+    container's resources). Only a GPU count and an image can be judged from it: the rest of the
+    pod (node selection, tolerations, security contexts) is the runtime's, judged there."""
+    if api_group_and_kind(resource_type) != ("trainer.kubeflow.org", "TrainJob"):
+        return []
+    trainer: Any
+    try:
+        trainer = mapping(props, *_TRAINER)
+    except UnknownValueError as unknown:
+        trainer = unknown.unknown_type_sentinel
+    if trainer is None:
+        return []
+    node = Container(
+        "containers",
+        -1,
+        trainer,
+        root=_TRAINER,
+        fixed_name="node",
+        resources_key="resourcesPerNode",
+    )
+    return [Pod("TrainJob", props, _TRAINER, inline=True, added=(node,))]
 
 
 # The API groups of the built-in pod kinds (`core` for Pod and PodTemplate).

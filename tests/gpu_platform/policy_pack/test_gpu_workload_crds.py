@@ -99,6 +99,18 @@ CARRIERS = {
         },
         "spec.pytorchReplicaSpecs.Worker.template.spec",
     ),
+    # kubeflow/training-operator v1 pkg/apis/kubeflow.org/v1/paddlepaddle_types.go:
+    # PaddleJobSpec.paddleReplicaSpecs, a map of replica type to ReplicaSpec.
+    "PaddleJob": (
+        "kubernetes:kubeflow.org/v1:PaddleJob",
+        lambda pod: {
+            "paddleReplicaSpecs": {
+                "Master": {"replicas": 1, "template": template(restricted_pod_spec())},
+                "Worker": {"replicas": 2, "template": template(pod)},
+            }
+        },
+        "spec.paddleReplicaSpecs.Worker.template.spec",
+    ),
     "JobSet": (
         "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
         lambda pod: {
@@ -445,3 +457,56 @@ def test_a_path_to_a_part_a_resource_leaves_out_is_not_reported(analyze: Analyze
     verdicts = analyze(namespace(), with_transformer, without, config=KSERVE_SPECS)
 
     assert messages(verdicts, "gpu-workload-kinds") == []
+
+
+# --- a TrainJob's trainer: what it overrides in its runtime's `node` container -------------------
+
+
+def train_job_with_trainer(trainer: dict[str, Any]) -> Any:
+    """A TrainJob whose `spec.trainer` overrides its runtime's training container: kubeflow/trainer
+    v2.3.0 pkg/runtime/framework/plugins/jobset/builder.go (Builder.Trainer: `image` replaces the
+    `node` container's image) and pkg/runtime/core/trainingruntime.go (`resourcesPerNode` merged
+    into the `node` container's resources)."""
+    spec = {"runtimeRef": {"name": "torch-distributed"}, "trainer": trainer}
+    inputs = {"metadata": {"name": "train", "namespace": "team-a"}, "spec": spec}
+    return resource("kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob", "train", inputs)
+
+
+def test_a_train_job_asking_more_gpus_per_node_than_allowed_is_refused(analyze: Analyze) -> None:
+    trainer = {"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": 16}}}
+
+    verdicts = analyze(train_job_with_trainer(trainer))
+
+    assert messages(verdicts, "gpu-pods-max-gpus") == [
+        "the pod asks for 16 GPUs, more than the 8 allowed per pod (maxGpusPerPod). "
+        "Fix: ask for at most 8, or raise maxGpusPerPod if a node really has that many."
+    ]
+
+
+def test_a_train_jobs_gpu_trainer_image_on_the_latest_tag_is_reported(analyze: Analyze) -> None:
+    trainer = {
+        "image": "example.com/train:latest",
+        "resourcesPerNode": {"limits": {"nvidia.com/gpu": 8}},
+    }
+
+    verdicts = analyze(train_job_with_trainer(trainer))
+
+    assert messages(verdicts, "gpu-pods-pinned-images") == [
+        'container "node" image "example.com/train:latest" (spec.trainer.image) '
+        "uses the latest tag. Fix: pin a version tag or a digest (image@sha256:...), so every "
+        "node runs the same image."
+    ]
+    assert messages(verdicts, "gpu-pods-max-gpus") == []
+
+
+def test_a_train_jobs_trainer_is_not_held_to_what_its_runtime_sets(analyze: Analyze) -> None:
+    # Node selection, tolerations and Pod Security come from the runtime's pod template, which
+    # the TrainJob cannot change through spec.trainer: only its GPU count and image are judged.
+    trainer = {
+        "image": "example.com/train:1.4",
+        "resourcesPerNode": {"limits": {"nvidia.com/mig-1g.10gb": 1}},
+    }
+
+    verdicts = analyze(namespace(), train_job_with_trainer(trainer))
+
+    assert [v.policy_name for v in verdicts if v.policy_name != "checks-deferred-at-preview"] == []
