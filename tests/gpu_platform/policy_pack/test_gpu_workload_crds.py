@@ -539,7 +539,7 @@ def test_a_train_jobs_trainer_is_not_held_to_what_its_runtime_sets(analyze: Anal
 
 # --- KServe: the model server container a predictor describes outside its pod spec -----------
 
-MODEL = {
+MODEL: dict[str, Any] = {
     "modelFormat": {"name": "huggingface"},
     "storageUri": "hf://meta-llama/Llama-3.1-8B-Instruct",
     "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
