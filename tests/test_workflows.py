@@ -356,29 +356,36 @@ elif "/compare/" in path:
 """
 
 
-def run_guard(tmp_path: Path, head: str, compare: str = "") -> subprocess.CompletedProcess[str]:
-    """The guard's script, with `gh` answering for GitHub's API."""
+def run_with_fake_gh(
+    tmp_path: Path, fake_gh: str, script: str, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """A step's script as GitHub's runner runs it (`bash -e`), with `fake_gh` as `gh`, logging
+    each call's arguments to `gh.log`, for the run of commit aaa111 of acme/gpu-platform."""
     fake = tmp_path / "bin" / "gh"
     fake.parent.mkdir()
-    fake.write_text(FAKE_GH_API)
+    fake.write_text(fake_gh)
     fake.chmod(0o755)
-    env = {
-        "PATH": f"{fake.parent}:{os.environ['PATH']}",
-        "GH_LOG": str(tmp_path / "gh.log"),
-        "GH_HEAD": head,
-        "GH_COMPARE": compare,
-        "GITHUB_REPOSITORY": "acme/gpu-platform",
-        "GITHUB_SHA": "aaa111",
-    }
     return subprocess.run(
-        ["bash", "-e", "-c", step_named(GUARD)["run"]],
+        ["bash", "-e", "-c", script],
         cwd=tmp_path,
-        env=env,
+        env={
+            "PATH": f"{fake.parent}:{os.environ['PATH']}",
+            "GH_LOG": str(tmp_path / "gh.log"),
+            "GITHUB_REPOSITORY": "acme/gpu-platform",
+            "GITHUB_SHA": "aaa111",
+            **env,
+        },
         capture_output=True,
         text=True,
         check=False,
         timeout=30,
     )
+
+
+def run_guard(tmp_path: Path, head: str, compare: str = "") -> subprocess.CompletedProcess[str]:
+    """The guard's script, with `gh` answering for GitHub's API."""
+    env = {"GH_HEAD": head, "GH_COMPARE": compare}
+    return run_with_fake_gh(tmp_path, FAKE_GH_API, step_named(GUARD)["run"], env)
 
 
 def test_the_guard_runs_before_any_credential_and_only_for_updates() -> None:
@@ -688,27 +695,8 @@ print(os.environ["GH_ERRORS"], end="")
 
 def run_code_owners_check(tmp_path: Path, errors: str) -> subprocess.CompletedProcess[str]:
     """The check's script, with `gh` answering GitHub's "List CODEOWNERS errors" (after --jq)."""
-    fake = tmp_path / "bin" / "gh"
-    fake.parent.mkdir()
-    fake.write_text(FAKE_GH_CODEOWNERS)
-    fake.chmod(0o755)
     (step,) = workflow("checks.yml")["jobs"]["code-owners"]["steps"]
-    env = {
-        "PATH": f"{fake.parent}:{os.environ['PATH']}",
-        "GH_LOG": str(tmp_path / "gh.log"),
-        "GH_ERRORS": errors,
-        "GITHUB_REPOSITORY": "acme/gpu-platform",
-        "GITHUB_SHA": "aaa111",
-    }
-    return subprocess.run(
-        ["bash", "-e", "-c", step["run"]],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=30,
-    )
+    return run_with_fake_gh(tmp_path, FAKE_GH_CODEOWNERS, step["run"], {"GH_ERRORS": errors})
 
 
 def test_the_code_owners_check_fails_on_an_owner_github_does_not_know(tmp_path: Path) -> None:
