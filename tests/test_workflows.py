@@ -356,29 +356,36 @@ elif "/compare/" in path:
 """
 
 
-def run_guard(tmp_path: Path, head: str, compare: str = "") -> subprocess.CompletedProcess[str]:
-    """The guard's script, with `gh` answering for GitHub's API."""
+def run_with_fake_gh(
+    tmp_path: Path, fake_gh: str, script: str, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """A step's script as GitHub's runner runs it (`bash -e`), with `fake_gh` as `gh`, logging
+    each call's arguments to `gh.log`, for the run of commit aaa111 of acme/gpu-platform."""
     fake = tmp_path / "bin" / "gh"
     fake.parent.mkdir()
-    fake.write_text(FAKE_GH_API)
+    fake.write_text(fake_gh)
     fake.chmod(0o755)
-    env = {
-        "PATH": f"{fake.parent}:{os.environ['PATH']}",
-        "GH_LOG": str(tmp_path / "gh.log"),
-        "GH_HEAD": head,
-        "GH_COMPARE": compare,
-        "GITHUB_REPOSITORY": "acme/gpu-platform",
-        "GITHUB_SHA": "aaa111",
-    }
     return subprocess.run(
-        ["bash", "-e", "-c", step_named(GUARD)["run"]],
+        ["bash", "-e", "-c", script],
         cwd=tmp_path,
-        env=env,
+        env={
+            "PATH": f"{fake.parent}:{os.environ['PATH']}",
+            "GH_LOG": str(tmp_path / "gh.log"),
+            "GITHUB_REPOSITORY": "acme/gpu-platform",
+            "GITHUB_SHA": "aaa111",
+            **env,
+        },
         capture_output=True,
         text=True,
         check=False,
         timeout=30,
     )
+
+
+def run_guard(tmp_path: Path, head: str, compare: str = "") -> subprocess.CompletedProcess[str]:
+    """The guard's script, with `gh` answering for GitHub's API."""
+    env = {"GH_HEAD": head, "GH_COMPARE": compare}
+    return run_with_fake_gh(tmp_path, FAKE_GH_API, step_named(GUARD)["run"], env)
 
 
 def test_the_guard_runs_before_any_credential_and_only_for_updates() -> None:
@@ -538,6 +545,40 @@ def test_only_jobs_that_run_pulumi_get_an_oidc_token(name: str) -> None:
     assert with_token == {n for n, _ in stack_jobs(workflow(name))}
 
 
+def stack_workflow_secrets() -> set[str]:
+    return set(workflow("pulumi-stack.yml")["on"]["workflow_call"]["secrets"])
+
+
+def test_the_stack_workflow_reads_only_the_secrets_it_declares() -> None:
+    read = set(re.findall(r"secrets\.(\w+)", (WORKFLOW_DIR / "pulumi-stack.yml").read_text()))
+
+    assert read == stack_workflow_secrets() == {"PULUMI_ACCESS_TOKEN", "PULUMI_CONFIG_PASSPHRASE"}
+
+
+@pytest.mark.parametrize("name", ["pull-request.yml", "deploy.yml", "drift.yml"])
+def test_every_stack_job_is_passed_its_secrets_by_name(name: str) -> None:
+    # `secrets: inherit` would hand the job every repository and organization secret; named,
+    # only those the stack workflow reads cross (GitHub docs, "Reuse workflows": secrets).
+    passed = {job_name: job.get("secrets") for job_name, job in stack_jobs(workflow(name))}
+
+    assert passed
+    assert {
+        job_name: {key: f"${{{{ secrets.{key} }}}}" for key in sorted(stack_workflow_secrets())}
+        for job_name in passed
+    } == passed
+
+
+def test_no_workflow_inherits_every_secret() -> None:
+    inheriting = [
+        (path.name, name)
+        for path in WORKFLOWS
+        for name, job in load(path)["jobs"].items()
+        if job.get("secrets") == "inherit"
+    ]
+
+    assert inheriting == []
+
+
 def test_only_the_preview_may_comment_on_the_pull_request() -> None:
     writers = {
         (workflow_path.name, name)
@@ -643,6 +684,48 @@ def test_code_owners_cover_every_stack_file() -> None:
     assert all(code_owners(f"Pulumi.{stack}.yaml") for stack in stack_files())
 
 
+FAKE_GH_CODEOWNERS = """\
+#!/usr/bin/env python3
+import json, os, sys
+with open(os.environ["GH_LOG"], "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+print(os.environ["GH_ERRORS"], end="")
+"""
+
+
+def run_code_owners_check(tmp_path: Path, errors: str) -> subprocess.CompletedProcess[str]:
+    """The check's script, with `gh` answering GitHub's "List CODEOWNERS errors" (after --jq)."""
+    (step,) = workflow("checks.yml")["jobs"]["code-owners"]["steps"]
+    return run_with_fake_gh(tmp_path, FAKE_GH_CODEOWNERS, step["run"], {"GH_ERRORS": errors})
+
+
+def test_the_code_owners_check_fails_on_an_owner_github_does_not_know(tmp_path: Path) -> None:
+    # What GitHub lists for the placeholder team: kind "Unknown owner", one error per line.
+    errors = (
+        ".github/CODEOWNERS line 13: Unknown owner: /.github/ @acme/gpu-platform-maintainers\n"
+        ".github/CODEOWNERS line 15: Unknown owner: /gpu_platform/policy_pack/ "
+        "@acme/gpu-platform-maintainers\n"
+    )
+
+    result = run_code_owners_check(tmp_path, errors)
+
+    assert result.returncode == 1
+    assert result.stdout.count("::error::.github/CODEOWNERS line ") == 2
+    (call,) = [json.loads(line) for line in (tmp_path / "gh.log").read_text().splitlines()]
+    assert call[:2] == ["api", "repos/acme/gpu-platform/codeowners/errors?ref=aaa111"]
+
+
+def test_the_code_owners_check_passes_when_github_reads_every_line(tmp_path: Path) -> None:
+    assert run_code_owners_check(tmp_path, "").returncode == 0
+
+
+def test_the_placeholder_team_is_marked_for_replacement() -> None:
+    text = (GITHUB_DIR / "CODEOWNERS").read_text()
+
+    assert "# SET THIS: @acme/gpu-platform-maintainers is a placeholder." in text
+    assert "Checks / Code owners" in text
+
+
 def test_no_workflow_runs_a_fork_with_the_repository_credentials() -> None:
     triggers = {path.name: load(path)["on"] for path in WORKFLOWS}
 
@@ -745,4 +828,60 @@ def test_the_pulumi_token_comes_from_oidc_where_the_environment_asks_for_it() ->
     assert exchange["if"] == "vars.PULUMI_TOKEN_TYPE != ''"
     assert pulumi["env"]["PULUMI_ACCESS_TOKEN"] == (
         "${{ steps.pulumi-token.outputs.pulumi-access-token || secrets.PULUMI_ACCESS_TOKEN }}"
+    )
+
+
+# --- OIDC trust (docs/ci.md) ----------------------------------------------------------------
+
+CI_DOC = PROJECT_DIR / "docs" / "ci.md"
+
+
+def doc_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", CI_DOC.read_text(), re.DOTALL)
+
+
+def test_the_subject_template_carries_the_ref_the_run_started_from() -> None:
+    # GitHub's OIDC reference (docs.github.com/en/actions/reference/security/oidc):
+    # job_workflow_ref is the called reusable workflow's ref, which a caller on any branch
+    # chooses (`uses: .../pulumi-stack.yml@main`); `ref` is the ref the run started from.
+    template = next(
+        json.loads(block.split("<<'JSON'\n", 1)[1].split("JSON\n", 1)[0])
+        for block in doc_blocks("sh")
+        if "oidc/customization/sub" in block
+    )
+
+    assert template == {
+        "use_default": False,
+        "include_claim_keys": [
+            "repository_owner_id",
+            "repository_id",
+            "context",
+            "ref",
+            "job_workflow_ref",
+        ],
+    }
+
+
+def test_the_deploy_role_trusts_only_runs_started_from_main() -> None:
+    trust = json.loads(next(b for b in doc_blocks("json") if "AssumeRoleWithWebIdentity" in b))
+    subjects = trust["Statement"][0]["Condition"]["StringEquals"][
+        "token.actions.githubusercontent.com:sub"
+    ]
+    workflow_ref = "acme/gpu-platform/.github/workflows/pulumi-stack.yml@refs/heads/main"
+
+    assert subjects == [
+        f"repository_owner_id:1234:repository_id:5678:environment:{environment}"
+        f":ref:refs/heads/main:job_workflow_ref:{workflow_ref}"
+        for environment in ("prod", "prod-plan")
+    ]
+
+
+def test_google_admits_only_previews_from_another_ref_than_main() -> None:
+    provider = next(b for b in doc_blocks("sh") if "providers create-oidc" in b)
+    condition = re.search(r'--attribute-condition="([^"]*)"', provider)
+
+    assert condition is not None
+    assert condition[1] == (
+        "assertion.repository_id == '5678' && assertion.repository_owner_id == '1234' && "
+        "(assertion.ref == 'refs/heads/main' || assertion.environment.endsWith('-preview'))"
     )

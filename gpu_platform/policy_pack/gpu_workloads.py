@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any
 
 from checks import each, resource_policy
-from pods import Container, Pod, pods_of
+from pods import Container, Pod, pods_of, trainer_overrides
 from props import any_of, elements, keys, shown, text, value_at
 from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
 from settings import Setting
@@ -73,7 +73,7 @@ def quantity(value: Any) -> Decimal | None:
 def _gpu_entries(container: Container, section: str) -> dict[str, Any]:
     # Only the GPU entries are read: a memory limit not known yet during preview must not hide
     # what the GPU rules find.
-    path = ("resources", section)
+    path = (container.resources_key, section)
     names = [name for name in keys(container.props, *path) if is_gpu_resource(name)]
     return {name: value_at(container.props, *path, name) for name in names}
 
@@ -299,12 +299,16 @@ def pod_policy(
     description: str,
     problems: Callable[[Pod, Mapping[str, Any]], Iterator[str]],
     *settings: Setting,
+    trainers: bool = False,
 ) -> ResourceValidationPolicy:
-    """A policy checking every pod of every kind that carries one."""
+    """A policy checking every pod of every kind that carries one, and with `trainers` the
+    training container a TrainJob's trainer overrides (its GPU count and image)."""
 
     def pod_problems(args: ResourceValidationArgs) -> Iterator[str]:
         # A patch's pod lacks what the object it patches already has.
         pods = [pod for pod in pods_of(args.resource_type, args.props) if not pod.partial]
+        if trainers:
+            pods += trainer_overrides(args.resource_type, args.props)
         config = args.get_config()
         # Each pod template on its own: one not known yet hides nothing of the others.
         return each(pods, lambda pod: problems(pod, config), lambda pod: pod.label)
@@ -333,11 +337,13 @@ POLICIES = [
         "A pod asks for no more GPUs than configured.",
         gpu_count_problems,
         MAX_GPUS_PER_POD,
+        trainers=True,
     ),
     pod_policy(
         "gpu-pods-pinned-images",
         "GPU pods run images pinned to a version tag or a digest (a digest with requireDigests).",
         image_problems,
         REQUIRE_DIGESTS,
+        trainers=True,
     ),
 ]

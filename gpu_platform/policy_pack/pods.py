@@ -30,6 +30,7 @@ from props import (
     flag,
     indexed,
     is_list,
+    keys,
     mapping,
     text,
     value_at,
@@ -105,6 +106,7 @@ GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
     ("kubeflow.org", "MPIJob"): _templates(("spec", "mpiReplicaSpecs", "*", "template")),
     ("kubeflow.org", "XGBoostJob"): _templates(("spec", "xgbReplicaSpecs", "*", "template")),
     ("kubeflow.org", "JAXJob"): _templates(("spec", "jaxReplicaSpecs", "*", "template")),
+    ("kubeflow.org", "PaddleJob"): _templates(("spec", "paddleReplicaSpecs", "*", "template")),
     ("trainer.kubeflow.org", "TrainingRuntime"): _TRAINING_RUNTIME,
     ("trainer.kubeflow.org", "ClusterTrainingRuntime"): _TRAINING_RUNTIME,
     ("trainer.kubeflow.org", "TrainJob"): _templates(
@@ -127,6 +129,30 @@ GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
     ("jobset.x-k8s.io", "JobSet"): _templates(
         ("spec", "replicatedJobs", "*", "template", "spec", "template")
     ),
+    # Volcano (batch.volcano.sh/v1alpha1, volcano-sh/volcano v1.15.1
+    # staging/src/volcano.sh/apis/pkg/apis/batch/v1alpha1/job.go): each task's pod template.
+    ("batch.volcano.sh", "Job"): _templates(("spec", "tasks", "*", "template")),
+    # KServe (serving.kserve.io/v1beta1, kserve/kserve v0.20.0 pkg/apis/serving/v1beta1/): the
+    # predictor, its multi-node workers, the transformer and the explainer each inline a PodSpec
+    # (predictor.go, transformer.go, explainer.go: `PodSpec json:",inline"`).
+    ("serving.kserve.io", "InferenceService"): tuple(
+        PodPath(path, inline=True)
+        for path in (
+            ("spec", "predictor"),
+            ("spec", "predictor", "workerSpec"),
+            ("spec", "transformer"),
+            ("spec", "explainer"),
+        )
+    ),
+    # A serving runtime's pod spec is a part of the predictor's pod (servingruntime_types.go,
+    # ServingRuntimePodSpec, and WorkerSpec's), which KServe merges with the predictor's: only
+    # the values it sets are judged, the pod's security context being the predictor's.
+    **{
+        ("serving.kserve.io", kind): tuple(
+            PodPath(path, inline=True, partial=True) for path in (("spec",), ("spec", "workerSpec"))
+        )
+        for kind in ("ServingRuntime", "ClusterServingRuntime")
+    },
     # LeaderWorkerSet (leaderworkerset.x-k8s.io): multi-node inference.
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): _templates(
         ("spec", "leaderWorkerTemplate", "leaderTemplate"),
@@ -161,6 +187,8 @@ class Container:
     """Where the container's fields are in the resource, when not in its pod's spec (the
     KubeRay autoscaler's, from `autoscalerOptions`)."""
     fixed_name: str | None = None
+    resources_key: str = "resources"
+    """The key of its resource requirements (`resourcesPerNode` for a TrainJob's trainer)."""
 
     @property
     def name(self) -> str:
@@ -215,6 +243,8 @@ class Pod:
 
     def container_field(self, container: Container, *steps: Step) -> str:
         if container.root is not None:
+            if steps[:1] == ("resources",):
+                steps = (container.resources_key, *steps[1:])
             return field_path(*container.root, *steps)
         if container.index < 0:
             return self.spec_field(container.collection, *steps)
@@ -271,6 +301,11 @@ def pods_of(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
         head = (*RAY_CLUSTER_SPECS[kind], *_HEAD)
         autoscaler = _ray_autoscaler(props, RAY_CLUSTER_SPECS[kind])
         pods = [replace(p, added=autoscaler) if p.path == head else p for p in pods]
+    if (group, kind) == ("serving.kserve.io", "InferenceService"):
+        pods = [
+            replace(p, added=_kserve_servers(props, p.path)) if p.path in _KSERVE_SERVERS else p
+            for p in pods
+        ]
     return pods
 
 
@@ -293,6 +328,82 @@ def _ray_autoscaler(props: Mapping[str, Any], cluster: tuple[str, ...]) -> tuple
         options = unknown.unknown_type_sentinel
     root = (*cluster, "autoscalerOptions")
     return (Container("containers", -1, options, root=root, fixed_name="autoscaler"),)
+
+
+_TRAINER = ("spec", "trainer")
+
+
+def trainer_overrides(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
+    """A TrainJob's `spec.trainer`, as the training container it overrides: its runtime's
+    `node` container takes the trainer's image, command and args, and the GPUs of
+    `resourcesPerNode` (kubeflow/trainer v2.3.0 pkg/runtime/framework/plugins/jobset/builder.go,
+    Builder.Trainer; pkg/runtime/core/trainingruntime.go merges resourcesPerNode into that
+    container's resources). Only a GPU count and an image can be judged from it: the rest of the
+    pod (node selection, tolerations, security contexts) is the runtime's, judged there."""
+    if api_group_and_kind(resource_type) != ("trainer.kubeflow.org", "TrainJob"):
+        return []
+    trainer: Any
+    try:
+        trainer = mapping(props, *_TRAINER)
+    except UnknownValueError as unknown:
+        trainer = unknown.unknown_type_sentinel
+    if trainer is None:
+        return []
+    node = Container(
+        "containers",
+        -1,
+        trainer,
+        root=_TRAINER,
+        fixed_name="node",
+        resources_key="resourcesPerNode",
+    )
+    return [Pod("TrainJob", props, _TRAINER, inline=True, added=(node,))]
+
+
+# kserve/kserve v0.20.0 pkg/apis/serving/v1beta1/predictor.go (PredictorSpec) and explainer.go
+# (ExplainerSpec): the fields naming a component's server, each a corev1.Container inline
+# (PredictorExtensionSpec, ExplainerExtensionSpec) that KServe turns into the pod's
+# `kserve-container` (constants.InferenceServiceContainerName), beside the PodSpec's containers.
+_KSERVE_SERVERS: Mapping[tuple[str, ...], tuple[str, ...]] = {
+    ("spec", "predictor"): (
+        "sklearn",
+        "xgboost",
+        "tensorflow",
+        "pytorch",
+        "triton",
+        "onnx",
+        "huggingface",
+        "pmml",
+        "lightgbm",
+        "paddle",
+        "model",
+    ),
+    ("spec", "explainer"): ("art",),
+}
+
+
+_KSERVE = "kserve-container"
+
+
+def _kserve_servers(props: Mapping[str, Any], component: tuple[Step, ...]) -> tuple[Container, ...]:
+    """The model or explanation server a KServe component names outside its pod spec. A
+    component not known yet (at preview) is one pod not known, which its checks skip alone."""
+    try:
+        named = set(keys(props, *component))
+    except UnknownValueError:
+        return ()
+    servers = []
+    for field in _KSERVE_SERVERS[tuple(map(str, component))]:
+        if field not in named:
+            continue
+        server: Any
+        try:
+            server = value_at(props, *component, field)
+        except UnknownValueError as unknown:
+            server = unknown.unknown_type_sentinel
+        root = (*component, field)
+        servers.append(Container("containers", -1, server, root=root, fixed_name=_KSERVE))
+    return tuple(servers)
 
 
 # The API groups of the built-in pod kinds (`core` for Pod and PodTemplate).

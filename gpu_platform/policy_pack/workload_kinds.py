@@ -7,7 +7,7 @@ pods reads them there too:
 
     "gpu-workload-kinds": {
       "podTemplates": {"example.com/TrainingRun": ["spec.workers.*.template"]},
-      "podSpecs": {"serving.kserve.io/InferenceService": ["spec.predictor"]}
+      "podSpecs": {"serving.example.com/ModelServer": ["spec.server"]}
     }
 
 A resource of a configured kind in which no configured path finds a pod is reported, not
@@ -50,7 +50,7 @@ def _kinds_setting(key: str, leads_to: str) -> Setting:
 POD_TEMPLATES = _kinds_setting("podTemplates", "its pod templates")
 POD_SPECS = _kinds_setting(
     "podSpecs",
-    "the pod specs it holds inline, without a template's metadata (KServe's InferenceService: "
+    "the pod specs it holds inline, without a template's metadata (as KServe's predictor: "
     "spec.predictor)",
 )
 
@@ -75,7 +75,7 @@ def unmatched_problems(
     it would be judged.
 
     A path that finds nothing while another finds a pod is not reported: a part the resource
-    leaves out (KServe's transformer) reads the same as a misspelt path, and refusing it would
+    leaves out (a router it runs without) reads the same as a misspelt path, and refusing it would
     push the config to drop the part, which would then go unjudged the day a resource has it."""
     for resource in resources:
         key = api_group_and_kind(resource.resource_type)

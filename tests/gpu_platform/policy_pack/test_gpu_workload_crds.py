@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from tests.gpu_platform.policy_pack.builders import (
+    UNKNOWN,
     Analyze,
     gpu_pod_spec,
     messages,
@@ -98,6 +99,44 @@ CARRIERS = {
             }
         },
         "spec.pytorchReplicaSpecs.Worker.template.spec",
+    ),
+    # kubeflow/training-operator v1 pkg/apis/kubeflow.org/v1/paddlepaddle_types.go:
+    # PaddleJobSpec.paddleReplicaSpecs, a map of replica type to ReplicaSpec.
+    "PaddleJob": (
+        "kubernetes:kubeflow.org/v1:PaddleJob",
+        lambda pod: {
+            "paddleReplicaSpecs": {
+                "Master": {"replicas": 1, "template": template(restricted_pod_spec())},
+                "Worker": {"replicas": 2, "template": template(pod)},
+            }
+        },
+        "spec.paddleReplicaSpecs.Worker.template.spec",
+    ),
+    # volcano-sh/volcano v1.15.1 staging/src/volcano.sh/apis/pkg/apis/batch/v1alpha1/job.go:
+    # JobSpec.tasks[].template, a PodTemplateSpec.
+    "VolcanoJob": (
+        "kubernetes:batch.volcano.sh/v1alpha1:Job",
+        lambda pod: {
+            "minAvailable": 2,
+            "tasks": [
+                {"name": "ps", "replicas": 1, "template": template(restricted_pod_spec())},
+                {"name": "worker", "replicas": 2, "template": template(pod)},
+            ],
+        },
+        "spec.tasks[1].template.spec",
+    ),
+    # kserve/kserve v0.20.0 pkg/apis/serving/v1beta1/inference_service.go and predictor.go:
+    # InferenceServiceSpec.predictor inlines a PodSpec (PredictorSpec.PodSpec `json:",inline"`).
+    "InferenceService": (
+        "kubernetes:serving.kserve.io/v1beta1:InferenceService",
+        lambda pod: {"predictor": pod},
+        "spec.predictor",
+    ),
+    # predictor.go: WorkerSpec (multi-node, multi-GPU serving) inlines a PodSpec too.
+    "InferenceServiceWorkers": (
+        "kubernetes:serving.kserve.io/v1beta1:InferenceService",
+        lambda pod: {"predictor": {**restricted_pod_spec(), "workerSpec": pod}},
+        "spec.predictor.workerSpec",
     ),
     "JobSet": (
         "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
@@ -384,29 +423,29 @@ def test_a_patch_of_a_custom_gpu_workload_kind_is_judged_as_a_patch(analyze: Ana
 
 # --- inline pod specs, and paths that judge nothing ----------------------------------------
 
-INFERENCE_SERVICE = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
-KSERVE_SPECS = {
+MODEL_SERVER = "kubernetes:serving.example.com/v1:ModelServer"
+OWN_SPECS = {
     "gpu-workload-kinds": {
-        "podSpecs": {"serving.kserve.io/InferenceService": ["spec.predictor", "spec.transformer"]}
+        "podSpecs": {"serving.example.com/ModelServer": ["spec.predictor", "spec.transformer"]}
     }
 }
 
 
-def inference_service(name: str, predictor: dict[str, Any], **parts: Any) -> Any:
-    """kserve pkg/apis/serving/v1beta1/predictor.go: PredictorSpec embeds a PodSpec inline
-    (`PodSpec json:",inline"`), beside the model and the component extension fields."""
+def model_server(name: str, predictor: dict[str, Any], **parts: Any) -> Any:
+    """A kind of the stack's own that holds pod specs inline, as KServe's predictor does
+    (kserve/kserve v0.20.0 pkg/apis/serving/v1beta1/predictor.go: `PodSpec json:",inline"`)."""
     spec = {"predictor": {"minReplicas": 1, **predictor}, **parts}
     inputs = {"metadata": {"name": name, "namespace": "team-a"}, "spec": spec}
-    return resource(INFERENCE_SERVICE, name, inputs)
+    return resource(MODEL_SERVER, name, inputs)
 
 
 def test_an_inline_pod_spec_is_judged_where_the_config_names_it(analyze: Analyze) -> None:
     predictor = privileged_spec()
     predictor["containers"][0]["name"] = "kserve-container"
-    service = inference_service("llm", predictor)
+    service = model_server("llm", predictor)
 
     assert messages(analyze(namespace(), service), "pod-security-standards") == []
-    verdicts = analyze(namespace(), service, config=KSERVE_SPECS)
+    verdicts = analyze(namespace(), service, config=OWN_SPECS)
 
     assert messages(verdicts, "pod-security-standards") == [
         'privileged: container "kserve-container" sets '
@@ -420,15 +459,15 @@ def test_a_resource_in_which_no_path_finds_a_pod_is_reported(analyze: Analyze) -
     # An inline pod spec configured as a template: spec.predictor.template is not there.
     config = {
         "gpu-workload-kinds": {
-            "podTemplates": {"serving.kserve.io/InferenceService": ["spec.predictor.template"]}
+            "podTemplates": {"serving.example.com/ModelServer": ["spec.predictor.template"]}
         }
     }
-    service = inference_service("llm", privileged_spec())
+    service = model_server("llm", privileged_spec())
 
     verdicts = analyze(namespace(), service, config=config)
 
     assert messages(verdicts, "gpu-workload-kinds") == [
-        "no path configured for serving.kserve.io/InferenceService (spec.predictor.template) "
+        "no path configured for serving.example.com/ModelServer (spec.predictor.template) "
         "finds a pod in this resource, so no policy judges its pods. Fix: correct the paths in "
         "gpu-workload-kinds's config (podTemplates for templates of metadata and spec, podSpecs "
         "for pod specs held inline)."
@@ -437,11 +476,160 @@ def test_a_resource_in_which_no_path_finds_a_pod_is_reported(analyze: Analyze) -
 
 
 def test_a_path_to_a_part_a_resource_leaves_out_is_not_reported(analyze: Analyze) -> None:
-    with_transformer = inference_service(
-        "llm", restricted_pod_spec(), transformer=restricted_pod_spec()
-    )
-    without = inference_service("embeddings", restricted_pod_spec())
+    with_transformer = model_server("llm", restricted_pod_spec(), transformer=restricted_pod_spec())
+    without = model_server("embeddings", restricted_pod_spec())
 
-    verdicts = analyze(namespace(), with_transformer, without, config=KSERVE_SPECS)
+    verdicts = analyze(namespace(), with_transformer, without, config=OWN_SPECS)
 
     assert messages(verdicts, "gpu-workload-kinds") == []
+
+
+# --- a TrainJob's trainer: what it overrides in its runtime's `node` container -------------------
+
+
+def train_job_with_trainer(trainer: dict[str, Any]) -> Any:
+    """A TrainJob whose `spec.trainer` overrides its runtime's training container: kubeflow/trainer
+    v2.3.0 pkg/runtime/framework/plugins/jobset/builder.go (Builder.Trainer: `image` replaces the
+    `node` container's image) and pkg/runtime/core/trainingruntime.go (`resourcesPerNode` merged
+    into the `node` container's resources)."""
+    spec = {"runtimeRef": {"name": "torch-distributed"}, "trainer": trainer}
+    inputs = {"metadata": {"name": "train", "namespace": "team-a"}, "spec": spec}
+    return resource("kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob", "train", inputs)
+
+
+def test_a_train_job_asking_more_gpus_per_node_than_allowed_is_refused(analyze: Analyze) -> None:
+    trainer = {"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": 16}}}
+
+    verdicts = analyze(train_job_with_trainer(trainer))
+
+    assert messages(verdicts, "gpu-pods-max-gpus") == [
+        "the pod asks for 16 GPUs, more than the 8 allowed per pod (maxGpusPerPod). "
+        "Fix: ask for at most 8, or raise maxGpusPerPod if a node really has that many."
+    ]
+
+
+def test_a_train_jobs_gpu_trainer_image_on_the_latest_tag_is_reported(analyze: Analyze) -> None:
+    trainer = {
+        "image": "example.com/train:latest",
+        "resourcesPerNode": {"limits": {"nvidia.com/gpu": 8}},
+    }
+
+    verdicts = analyze(train_job_with_trainer(trainer))
+
+    assert messages(verdicts, "gpu-pods-pinned-images") == [
+        'container "node" image "example.com/train:latest" (spec.trainer.image) '
+        "uses the latest tag. Fix: pin a version tag or a digest (image@sha256:...), so every "
+        "node runs the same image."
+    ]
+    assert messages(verdicts, "gpu-pods-max-gpus") == []
+
+
+def test_a_train_jobs_trainer_is_not_held_to_what_its_runtime_sets(analyze: Analyze) -> None:
+    # Node selection, tolerations and Pod Security come from the runtime's pod template, which
+    # the TrainJob cannot change through spec.trainer: only its GPU count and image are judged.
+    trainer = {
+        "image": "example.com/train:1.4",
+        "resourcesPerNode": {"limits": {"nvidia.com/mig-1g.10gb": 1}},
+    }
+
+    verdicts = analyze(namespace(), train_job_with_trainer(trainer))
+
+    assert [v.policy_name for v in verdicts if v.policy_name != "checks-deferred-at-preview"] == []
+
+
+# --- KServe: the model server container a predictor describes outside its pod spec -----------
+
+MODEL: dict[str, Any] = {
+    "modelFormat": {"name": "huggingface"},
+    "storageUri": "hf://meta-llama/Llama-3.1-8B-Instruct",
+    "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+}
+
+
+def kserve_predictor(predictor: dict[str, Any]) -> Any:
+    """kserve/kserve v0.20.0 pkg/apis/serving/v1beta1/predictor.go: a predictor names its model
+    server in one framework field (`model`, `huggingface`, `pytorch`, ...), each a
+    PredictorExtensionSpec that inlines a corev1.Container, which KServe makes the pod's
+    `kserve-container` beside the PodSpec's own containers."""
+    inputs = {"metadata": {"name": "llm", "namespace": "team-a"}, "spec": {"predictor": predictor}}
+    return resource("kubernetes:serving.kserve.io/v1beta1:InferenceService", "llm", inputs)
+
+
+def test_a_privileged_model_server_of_a_predictor_is_refused(analyze: Analyze) -> None:
+    model = {**MODEL, "securityContext": {**MODEL["securityContext"], "privileged": True}}
+    predictor = {"securityContext": restricted_pod_spec()["securityContext"], "model": model}
+
+    verdicts = analyze(namespace(), kserve_predictor(predictor))
+
+    (message,) = messages(verdicts, "pod-security-standards")
+    assert message.startswith(
+        'privileged: container "kserve-container" sets '
+        "spec.predictor.model.securityContext.privileged=true."
+    )
+
+
+def test_a_model_server_asking_more_gpus_than_allowed_is_refused(analyze: Analyze) -> None:
+    spec = gpu_pod_spec()
+    del spec["containers"]
+    huggingface = {**MODEL, "resources": {"limits": {"nvidia.com/gpu": 16}}}
+
+    verdicts = analyze(namespace(), kserve_predictor({**spec, "huggingface": huggingface}))
+
+    assert messages(verdicts, "gpu-pods-max-gpus") == [
+        "the pod asks for 16 GPUs, more than the 8 allowed per pod (maxGpusPerPod). "
+        "Fix: ask for at most 8, or raise maxGpusPerPod if a node really has that many."
+    ]
+
+
+def test_a_restricted_gpu_predictor_passes(analyze: Analyze) -> None:
+    spec = gpu_pod_spec()
+    del spec["containers"]
+    model = {**MODEL, "image": "registry.example.com/vllm:0.9.1"}
+    model["resources"] = {"limits": {"nvidia.com/gpu": 1}}
+
+    verdicts = analyze(namespace(), kserve_predictor({**spec, "model": model}))
+
+    assert [v.policy_name for v in verdicts if v.policy_name != "checks-deferred-at-preview"] == []
+
+
+def test_an_unknown_model_server_hides_nothing_of_the_predictors_containers(
+    analyze: Analyze,
+) -> None:
+    predictor = privileged_spec()
+
+    verdicts = analyze(namespace(), kserve_predictor({**predictor, "model": UNKNOWN}))
+
+    (message,) = messages(verdicts, "pod-security-standards")
+    assert message.startswith(
+        'privileged: container "app" sets spec.predictor.containers[0].securityContext.privileged'
+    )
+
+
+def serving_runtime(container: dict[str, Any]) -> Any:
+    """kserve/kserve v0.20.0 pkg/apis/serving/v1alpha1/servingruntime_types.go: the runtime's
+    containers (ServingRuntimePodSpec, inline), merged into each predictor's pod that uses it."""
+    spec = {
+        "supportedModelFormats": [{"name": "huggingface", "autoSelect": True}],
+        "containers": [
+            {"name": "kserve-container", "image": "example.com/vllm:0.9.1", **container}
+        ],
+    }
+    inputs = {"metadata": {"name": "vllm", "namespace": "team-a"}, "spec": spec}
+    return resource("kubernetes:serving.kserve.io/v1alpha1:ServingRuntime", "vllm", inputs)
+
+
+def test_a_serving_runtime_running_its_server_privileged_is_refused(analyze: Analyze) -> None:
+    verdicts = analyze(namespace(), serving_runtime({"securityContext": {"privileged": True}}))
+
+    (message,) = messages(verdicts, "pod-security-standards")
+    assert message.startswith(
+        'privileged: container "kserve-container" sets '
+        "spec.containers[0].securityContext.privileged=true."
+    )
+
+
+def test_a_serving_runtime_is_held_only_to_the_values_it_sets(analyze: Analyze) -> None:
+    # runAsNonRoot and seccomp are the predictor's pod's, which the runtime cannot set.
+    verdicts = analyze(namespace(), serving_runtime({}))
+
+    assert messages(verdicts, "pod-security-standards") == []
