@@ -27,7 +27,7 @@ refuses the same requests when it builds a pod spec.
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import karpenter_pools
 from checks import Findings
@@ -91,6 +91,16 @@ def pool_sharing(resource: PolicyResource) -> PoolSharing | None:
     return None
 
 
+def _required_node_selector_terms(pod: Pod) -> list[Any]:
+    return elements(
+        pod.spec,
+        "affinity",
+        "nodeAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+        "nodeSelectorTerms",
+    )
+
+
 def selected_pools(pod: Pod) -> tuple[str, ...]:
     """The pools the pod selects by name, by node selector or required node affinity: the one
     its node selector names, else every pool its affinity terms (any of which may place it)
@@ -98,13 +108,7 @@ def selected_pools(pod: Pod) -> tuple[str, ...]:
     by_selector = text(pod.spec, "nodeSelector", POOL_LABEL)
     if by_selector is not None:
         return (by_selector,)
-    terms = elements(
-        pod.spec,
-        "affinity",
-        "nodeAffinity",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-        "nodeSelectorTerms",
-    )
+    terms = _required_node_selector_terms(pod)
     names = {
         value
         for term in terms
@@ -125,13 +129,7 @@ def may_land_on(pod: Pod, labels: Mapping[str, str]) -> bool:
     selector = mapping(pod.spec, "nodeSelector") or {}
     if any(labels.get(key) != value for key, value in selector.items()):
         return False
-    terms = elements(
-        pod.spec,
-        "affinity",
-        "nodeAffinity",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-        "nodeSelectorTerms",
-    )
+    terms = _required_node_selector_terms(pod)
     return not terms or any(
         all(_matches(expression, labels) for expression in elements(term, "matchExpressions"))
         for term in terms
