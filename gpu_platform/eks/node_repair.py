@@ -16,7 +16,11 @@ repair and alerts never disagree about a code.
 The agent raises a node condition only for the codes of its own list and an event for the
 others (aws/eks-node-monitoring-agent, monitors/nvidia/dcgm/dcgm_policies.go
 `WellKnownXidCodes`: 13, 31 and 94 up to v1.6.3; 63 in every release): the overrides cover
-every application or no-action code whatever the agent's version lists.
+every application or no-action code whatever the agent's version lists. With the pinned
+release, 63 is the only code they change. A contained ECC error (XID 94) still repairs the
+node: the agent's DCGM double-bit policy fires on any volatile uncorrectable error and sets the
+condition with reason `NvidiaDoubleBitError`, which no override names, as the GPU alerts ask
+for a reset after any double-bit error (docs/gpu-health.md).
 """
 
 from pulumi_aws import eks

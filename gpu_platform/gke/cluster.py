@@ -5,8 +5,9 @@ authenticates with `gke-gcloud-auth-plugin`, the deployer's own Google credentia
 kubeconfig holds no token. It is still exported only as a secret.
 """
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 from pulumi_gcp import container
@@ -44,6 +45,11 @@ class GkeCluster:
     autopilot: bool
     workload_pool: str | None
     """`<project>.svc.id.goog` when Workload Identity Federation for GKE is on."""
+    release_channel: str | None = None
+    """The release channel the cluster is enrolled in (`REGULAR`, ...), None when none: GKE's
+    ReleaseChannel (container.v1 discovery document): "When a cluster is subscribed to a release
+    channel, Google maintains both the master version and the node version. Node auto-upgrade
+    defaults to true and cannot be disabled." Its `UNSPECIFIED` (no channel) is deprecated."""
     pool_versions: Mapping[str, str] = field(default_factory=dict)
     """The GKE version the nodes of each of the platform's existing node pools run, by the
     pool's name in the stack config. An unpinned pool's nodes stay on it until GKE upgrades
@@ -80,6 +86,7 @@ def lookup_cluster(spec: ClusterSpec) -> GkeCluster:
         master_version=found.master_version,
         autopilot=bool(found.enable_autopilot),
         workload_pool=(workload_identity[0].workload_pool or None) if workload_identity else None,
+        release_channel=release_channel_of(found.release_channels),
         pool_versions={
             config.resource_labels[POOL_RESOURCE_LABEL]: pool.version
             for pool in found.node_pools or []
@@ -87,6 +94,12 @@ def lookup_cluster(spec: ClusterSpec) -> GkeCluster:
             if POOL_RESOURCE_LABEL in (config.resource_labels or {})
         },
     )
+
+
+def release_channel_of(channels: Sequence[Any] | None) -> str | None:
+    """The channel `get_cluster` reports, None for no channel (none, or `UNSPECIFIED`)."""
+    channel = channels[0].channel if channels else None
+    return None if channel in (None, "", "UNSPECIFIED") else str(channel)
 
 
 def cluster_problems(cluster: GkeCluster) -> Iterator[ConfigProblem]:

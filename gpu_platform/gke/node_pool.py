@@ -69,6 +69,7 @@ GKE_IMAGE_TYPES: Mapping[Platform, str] = {
 # The cluster autoscaler sets the node count; an update must not put it back (and a changed
 # `initialNodeCount` would replace the pool).
 NODE_COUNT_PROPERTIES = ("initialNodeCount", "nodeCount")
+MAINTENANCE_POLICIES = "maintenancePolicies"
 RESERVATION_AFFINITIES: Mapping[str, str] = {
     "none": "NO_RESERVATION",
     "any": "ANY_RESERVATION",
@@ -132,7 +133,11 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=depends_on,
-                ignore_changes=list(NODE_COUNT_PROPERTIES),
+                # terraform-provider-google sends the pool's maintenance policy when it creates
+                # the pool and has no update for it (resource_container_node_pool.go: only
+                # `expandNodePool` reads `maintenance_policy`): a change would show on every
+                # preview and do nothing.
+                ignore_changes=[*NODE_COUNT_PROPERTIES, MAINTENANCE_POLICIES],
                 protect=args.protect,
             ),
         )
@@ -144,6 +149,29 @@ class GkeGpuNodePool(pulumi.ComponentResource):
         )
 
 
+def pinned_pool_upgrades(
+    spec: GpuPoolSpec, cluster: GkeCluster
+) -> tuple[bool, list[container.NodePoolMaintenancePolicyArgs] | None]:
+    """Node auto-upgrade, and the pool's own maintenance policy. A pool pinned to a node
+    version (`gcp.nodeVersion`) must not be upgraded by GKE: "if this field [version] and
+    `auto_upgrade` are both specified, they will fight each other for what the node version
+    should be" (pulumi-gcp, container.NodePool `version`), and GKE's upgrade would move canary
+    and pool together, past the driver and CUDA labels the platform set. On a cluster enrolled
+    in a release channel, auto-upgrade "defaults to true and cannot be disabled" (GKE API,
+    ReleaseChannel): the pool keeps it and takes the node pool maintenance exclusion "until end
+    of support" instead (NodePool.maintenancePolicy.exclusionUntilEndOfSupport: GKE does not
+    upgrade it before its version's end of support). On a cluster without one, auto-upgrade is
+    off."""
+    if spec.gcp.node_version is None:
+        return True, None
+    if cluster.release_channel is None:
+        return False, None
+    exclusion = container.NodePoolMaintenancePolicyExclusionUntilEndOfSupportArgs(enabled=True)
+    return True, [
+        container.NodePoolMaintenancePolicyArgs(exclusion_until_end_of_supports=[exclusion])
+    ]
+
+
 def node_pool_args(
     args: GkeGpuNodePoolArgs, service_account: pulumi.Input[str]
 ) -> container.NodePoolArgs:
@@ -153,6 +181,7 @@ def node_pool_args(
     assert gke_type is not None, f"{pool.gpu.accelerator} resolved for GKE without a GKE type"
     machine_type = spec.instance_types[0]
     per_zone = spec.gcp.autoscaling_scope == "per-zone"
+    auto_upgrade, maintenance_policies = pinned_pool_upgrades(spec, args.cluster)
     return container.NodePoolArgs(
         project=args.cluster.project,
         location=args.cluster.location,
@@ -173,14 +202,12 @@ def node_pool_args(
         version=spec.gcp.node_version,
         # GKE's guides create flex-start and queued pools with `--no-enable-autorepair`, as
         # repairs "could disrupt workloads that run on repaired nodes" (the provisioningrequest
-        # page). A pinned pool does not auto-upgrade: "if this field [version] and
-        # `auto_upgrade` are both specified, they will fight each other for what the node
-        # version should be" (pulumi-gcp, container.NodePool `version`), and GKE's upgrade would
-        # move canary and pool together, past the driver and CUDA labels the platform set.
+        # page). A pinned pool is not auto-upgraded (`pinned_pool_upgrades`).
         management=container.NodePoolManagementArgs(
             auto_repair=not dynamic_workload_scheduler_modes(spec),
-            auto_upgrade=spec.gcp.node_version is None,
+            auto_upgrade=auto_upgrade,
         ),
+        maintenance_policies=maintenance_policies,
         queued_provisioning=(
             container.NodePoolQueuedProvisioningArgs(enabled=True)
             if spec.gcp.queued_provisioning

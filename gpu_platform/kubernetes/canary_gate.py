@@ -35,6 +35,11 @@ GATE_NAME_PREFIX = "gpu-canary-gate-"
 # The time the canary's first node may take: started from zero, the GPU Operator preparing it.
 GATE_START_SECONDS = 900
 RELEASE_ANNOTATION = "gpu-platform.io/canary-release"
+# Karpenter replaces the nodes of an updated NodePool or EC2NodeClass by drift, after `pulumi up`
+# has moved on (karpenter.sh docs, concepts/disruption.md, "Drift"), so an old node of the canary
+# could take the gate's pod. The canary's NodePool labels its nodes with the release's id, and the
+# gate's pod asks for it: only a node launched from the updated NodePool can run the gate.
+RELEASE_NODE_LABEL = "gpu-platform.io/canary-release-id"
 POOL_LABEL = "gpu-platform.io/canary-pool"
 
 
@@ -44,10 +49,23 @@ def canary_release(canary: ResolvedPool) -> str:
     return "unknown" if driver is None else f"{driver.version}, {driver.source}"
 
 
+def canary_release_id(canary: ResolvedPool) -> str:
+    """A short digest of the canary and its release, fit for a name or a label value."""
+    digest = hashlib.sha256(f"{canary.spec.name}\n{canary_release(canary)}".encode()).hexdigest()
+    return digest[:12]
+
+
 def gate_job_name(canary: ResolvedPool) -> str:
     """A name of the canary and its release: a new release is a new Job."""
-    digest = hashlib.sha256(f"{canary.spec.name}\n{canary_release(canary)}".encode()).hexdigest()
-    return f"{GATE_NAME_PREFIX}{digest[:12]}"
+    return f"{GATE_NAME_PREFIX}{canary_release_id(canary)}"
+
+
+def canary_node_labels(canary: ResolvedPool, provisioner: Provisioner) -> dict[str, str]:
+    """The labels a canary's Karpenter NodePool gives its nodes beside the pool's own: its
+    release's id, which only nodes launched from the updated NodePool carry."""
+    if provisioner != "karpenter" or canary.spec.canary_of is None:
+        return {}
+    return {RELEASE_NODE_LABEL: canary_release_id(canary)}
 
 
 def canary_gate_job(
@@ -60,6 +78,14 @@ def canary_gate_job(
     Operator)."""
     soak = canary.spec.canary_soak_minutes
     deadline = GATE_START_SECONDS + soak * 60
+    spec = smoke_test_job_spec(canary, GATE_START_SECONDS, provisioner, soak)
+    (term,) = spec["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    term["matchExpressions"] += [
+        {"key": key, "operator": "In", "values": [value]}
+        for key, value in canary_node_labels(canary, provisioner).items()
+    ]
     return batch.v1.Job(
         f"{canary.spec.name}-canary-gate",
         metadata={
@@ -73,6 +99,6 @@ def canary_gate_job(
             },
         },
         # The provider takes Kubernetes' camelCase field names as they are.
-        spec=cast(Any, smoke_test_job_spec(canary, GATE_START_SECONDS, provisioner, soak)),
+        spec=cast(Any, spec),
         opts=opts,
     )

@@ -28,7 +28,11 @@ The pools are the stack's own, whose labels carry their driver (`gpu-platform.io
 `580.95.05`) and its native ceiling (`gpu-platform.io/cuda`, `13.0`, from gpu_platform/drivers.py),
 and, for a tenant's own stack that declares none, the pools its policy config lists under
 `gpuPools`: the platform stack's `gpuPools` output, copied as it is. A pod that selects pools by
-their `gpu-platform.io/pool` label is held to each it may land on. A pod's CUDA release is read,
+their `gpu-platform.io/pool` label is held to each it may land on, and so is one that selects
+them by other labels the platform sets on the pool (`gpu-platform.io/accelerator`), or not at
+all: a GPU pod without a node selector or required node affinity may land on every pool, and is
+held to each. A configured pool is known by its name alone, so a pod in a tenant's stack that
+selects by other labels is held to none of them. A pod's CUDA release is read,
 per container, from the first of:
 
 1. the pod's `gpu-platform.io/cuda-version` annotation (`12.4`), which the docs ask authors of
@@ -45,7 +49,7 @@ these gives is reported by the advisory `gpu-pods-cuda-known`, not refused.
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -109,6 +113,8 @@ class PoolDriver:
     name: str
     driver: str
     cuda: tuple[int, int]
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
+    """The labels the pool's nodes carry, as far as the stack knows them."""
 
     def below(self, floor: str) -> bool:
         """Whether the driver is older than the driver version `floor`, as far as its label
@@ -129,7 +135,10 @@ class CudaNeed:
 
 def pool_driver(resource: PolicyResource) -> PoolDriver | None:
     labels = mapping(resource.props, *POOL_LABELS_PATH[resource.resource_type]) or {}
-    return _pool(text(labels, POOL_LABEL), text(labels, DRIVER_LABEL), text(labels, CUDA_LABEL))
+    known = {key: value for key, value in labels.items() if isinstance(value, str)}
+    return _pool(
+        text(labels, POOL_LABEL), text(labels, DRIVER_LABEL), text(labels, CUDA_LABEL), known
+    )
 
 
 def configured_pools(config: Mapping[str, Any]) -> dict[str, PoolDriver]:
@@ -143,10 +152,16 @@ def configured_pools(config: Mapping[str, Any]) -> dict[str, PoolDriver]:
     return pools
 
 
-def _pool(name: str | None, driver: str | None, cuda: str | None) -> PoolDriver | None:
+def _pool(
+    name: str | None,
+    driver: str | None,
+    cuda: str | None,
+    labels: Mapping[str, str] | None = None,
+) -> PoolDriver | None:
+    """A pool whose CUDA ceiling is known; a configured pool's only known label is its name."""
     if name is None or cuda is None or (found := _CUDA_VERSION.fullmatch(cuda)) is None:
         return None
-    return PoolDriver(name, driver or "?", _release(found))
+    return PoolDriver(name, driver or "?", _release(found), labels or {POOL_LABEL: name})
 
 
 def cuda_need(pod: Pod, container: Container) -> CudaNeed | None:
@@ -268,7 +283,9 @@ def _validate(
 ) -> None:
     with Findings(name, "the stack", report_violation) as findings:
         configured = configured_pools(args.get_config())
-        check_pods_on_pools(args, findings, pool_driver, check, configured)
+        check_pods_on_pools(
+            args, findings, pool_driver, check, configured, labels_of=lambda pool: pool.labels
+        )
 
 
 def _policy(

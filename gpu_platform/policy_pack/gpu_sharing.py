@@ -27,7 +27,7 @@ refuses the same requests when it builds a pod spec.
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import karpenter_pools
 from checks import Findings
@@ -91,6 +91,16 @@ def pool_sharing(resource: PolicyResource) -> PoolSharing | None:
     return None
 
 
+def _required_node_selector_terms(pod: Pod) -> list[Any]:
+    return elements(
+        pod.spec,
+        "affinity",
+        "nodeAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+        "nodeSelectorTerms",
+    )
+
+
 def selected_pools(pod: Pod) -> tuple[str, ...]:
     """The pools the pod selects by name, by node selector or required node affinity: the one
     its node selector names, else every pool its affinity terms (any of which may place it)
@@ -98,13 +108,7 @@ def selected_pools(pod: Pod) -> tuple[str, ...]:
     by_selector = text(pod.spec, "nodeSelector", POOL_LABEL)
     if by_selector is not None:
         return (by_selector,)
-    terms = elements(
-        pod.spec,
-        "affinity",
-        "nodeAffinity",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-        "nodeSelectorTerms",
-    )
+    terms = _required_node_selector_terms(pod)
     names = {
         value
         for term in terms
@@ -113,6 +117,42 @@ def selected_pools(pod: Pod) -> tuple[str, ...]:
         for value in elements(expression, "values")
     }
     return tuple(sorted(names))
+
+
+def may_land_on(pod: Pod, labels: Mapping[str, str]) -> bool:
+    """Whether a node with `labels` admits the pod, as the scheduler matches a node selector and
+    required node affinity (kubernetes/component-helpers scheduling/corev1/nodeaffinity
+    `NodeSelectorRequirementsAsSelector`): every `nodeSelector` pair, and any one of the
+    `nodeSelectorTerms` whose expressions all match. A key the labels lack matches only `NotIn`
+    and `DoesNotExist`, so a pod that selects by a label the platform does not declare on the
+    pool (a cloud's own, such as the instance type) is held to no pool."""
+    selector = mapping(pod.spec, "nodeSelector") or {}
+    if any(labels.get(key) != value for key, value in selector.items()):
+        return False
+    terms = _required_node_selector_terms(pod)
+    return not terms or any(
+        all(_matches(expression, labels) for expression in elements(term, "matchExpressions"))
+        for term in terms
+    )
+
+
+def _matches(expression: object, labels: Mapping[str, str]) -> bool:
+    key, operator = text(expression, "key"), text(expression, "operator")
+    values = [str(value) for value in elements(expression, "values")]
+    value = labels.get(key) if key is not None else None
+    if operator == "In":
+        return value in values
+    if operator == "NotIn":
+        return value not in values
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    if operator in ("Gt", "Lt") and value is not None and value.isdigit() and values:
+        bound = values[0]
+        if bound.lstrip("-").isdigit():
+            return int(value) > int(bound) if operator == "Gt" else int(value) < int(bound)
+    return False
 
 
 def sharing_problems(pod: Pod, pool: PoolSharing) -> Iterator[str]:
@@ -152,11 +192,14 @@ def check_pods_on_pools(
     read_pool: Callable[[PolicyResource], P | None],
     problems: Callable[[Pod, P], Iterator[str]],
     configured: Mapping[str, P] | None = None,
+    labels_of: Callable[[P], Mapping[str, str]] | None = None,
 ) -> None:
     """Read each of the stack's pools with `read_pool`, then report `problems(pod, pool)` for
     every complete pod of the stack and every pool it selects, one by one. `configured` adds
     pools the stack does not declare (a tenant's stack, on the platform stack's pools); a pool
-    the stack declares wins over a configured one of the same name."""
+    the stack declares wins over a configured one of the same name. With `labels_of`, a pod is
+    held to every pool whose labels its node selector and affinity admit (`may_land_on`), a pod
+    that selects nothing to every pool; without it, only to the pools it names."""
     pools: dict[str, P] = dict(configured or {})
     for resource in args.resources:
         if resource.resource_type in POOL_LABELS_PATH:
@@ -169,7 +212,10 @@ def check_pods_on_pools(
         complete = (p for p in pods_of(resource.resource_type, resource.props) if not p.partial)
         for pod in complete:
             names = findings.known(
-                f"the pools {resource.urn} selects", partial(selected_pools, pod)
+                f"the pools {resource.urn} selects",
+                partial(selected_pools, pod)
+                if labels_of is None
+                else partial(_admitting, pod, pools, labels_of),
             )
             for pool in (pools[name] for name in names or () if name in pools):
                 findings.check(
@@ -177,6 +223,12 @@ def check_pods_on_pools(
                     partial(problems, pod, pool),
                     resource.urn,
                 )
+
+
+def _admitting(
+    pod: Pod, pools: Mapping[str, P], labels_of: Callable[[P], Mapping[str, str]]
+) -> tuple[str, ...]:
+    return tuple(name for name, pool in pools.items() if may_land_on(pod, labels_of(pool)))
 
 
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:

@@ -59,6 +59,8 @@ def get_cluster(args: dict[str, Any]) -> dict[str, Any]:
         "masterAuths": [{"clusterCaCertificate": STAND_IN_CA}],
         "masterVersion": STAND_IN_MASTER_VERSION,
         "enableAutopilot": False,
+        # GKE enrolls a new cluster in the REGULAR channel unless told otherwise.
+        "releaseChannels": [{"channel": "REGULAR"}],
         "workloadIdentityConfigs": [{"workloadPool": f"{project}.svc.id.goog"}],
         "nodeLocations": region_zones(region)[:3] if region == location else [location],
     }

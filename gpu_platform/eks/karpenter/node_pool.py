@@ -27,6 +27,7 @@ from gpu_platform.eks.local_storage import uses_instance_store
 from gpu_platform.eks.node_group import node_volumes, pool_resource_tags
 from gpu_platform.eks.node_labels import eks_node_identity
 from gpu_platform.eks.placement import NodeGroupPlacement
+from gpu_platform.kubernetes.canary_gate import canary_node_labels
 from gpu_platform.node_identity import (
     GPU_RESOURCE,
     INSTANCE_TYPE_LABEL,
@@ -122,7 +123,12 @@ def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
         "metadata": metadata,
         "spec": {
             "template": {
-                "metadata": {"labels": secret_if(args.secret_labels, dict(identity.labels))},
+                "metadata": {
+                    "labels": secret_if(
+                        args.secret_labels,
+                        {**identity.labels, **canary_node_labels(args.pool, "karpenter")},
+                    )
+                },
                 "spec": {
                     "nodeClassRef": {
                         "group": NODE_CLASS_GROUP,

@@ -8,7 +8,14 @@ spreadsheet"). The spreadsheet is not committed; download it and run
     uv run python -m gpu_platform.kubernetes.alerts.derive_xid_classes Xid-Catalog.xlsx
 
 which rewrites xid-classes.json beside this file, recording the spreadsheet's SHA-256 and
-revision date. The alert rules take their XID lists from that file (`monitoring.gpu_alert_rules`),
+revision date. The revision the committed table comes from (SHA-256 7f70ce96...d5a5, modified
+2025-09-30) is also the one NVIDIA's NVSentinel embeds, byte for byte, as
+`health-monitors/syslog-health-monitor/pkg/common/Xid-Catalog.xlsx` (its
+`common.go` beside it records the same SHA-256): the script run on that file writes the
+committed table unchanged. The table keeps, for each code, what its class is derived from (the
+immediate-action bucket, whether the code applies to any GPU the catalog covers, and the
+subcodes' buckets of XIDs 144-150), so that the tests derive every class again without the
+spreadsheet. The alert rules take their XID lists from that file (`monitoring.gpu_alert_rules`),
 so the alerts follow the catalog, not anyone's memory of it.
 
 Each bucket maps to one class (`BUCKET_CLASSES`): `application` (the workload restarts; the GPU
@@ -103,25 +110,36 @@ def most_severe(classes: Sequence[XidClass]) -> XidClass:
     return max(classes, key=_SEVERITY.index)
 
 
+def class_of_entry(bucket: str, applies: bool, decode: Sequence[str] = ()) -> XidClass | None:
+    """The class of a catalog code from what the catalog says of it: its immediate-action
+    bucket, whether it applies to any GPU the catalog covers, and, for a code whose bucket asks
+    for its message to be decoded, the buckets of its subcodes (the most severe wins)."""
+    if not bucket or not applies:
+        return None
+    if bucket == DECODE_BUCKET:
+        return most_severe([class_of_bucket(b) for b in decode])
+    return class_of_bucket(bucket)
+
+
 def xid_entries(xid_rows: Sequence[Row], decode_rows: Sequence[Row]) -> dict[int, dict[str, Any]]:
-    """Each catalog code's mnemonic, immediate-action bucket and class (None: no class)."""
-    decoded: dict[str, list[XidClass]] = {}
+    """Each catalog code's mnemonic, immediate-action bucket, whether it applies to any GPU the
+    catalog covers, its subcodes' buckets where it needs decoding, and its class (None: no
+    class). The table keeps what the class is derived from, so that a test can derive it again
+    without the spreadsheet."""
+    decoded: dict[str, set[str]] = {}
     for row in decode_rows:
-        buckets = [row.get(column, "") for column in _DECODE_BUCKETS]
-        decoded.setdefault(row[_DECODE_XID], []).extend(class_of_bucket(b) for b in buckets if b)
+        buckets = {row.get(column, "") for column in _DECODE_BUCKETS} - {""}
+        decoded.setdefault(row[_DECODE_XID], set()).update(buckets)
     entries: dict[int, dict[str, Any]] = {}
     for row in xid_rows:
         bucket = row.get(_BUCKET, "")
         applies = any(row[c].upper() == "YES" for c in row if c.startswith(_APPLIES))
-        if not bucket or not applies:
-            klass: XidClass | None = None
-        elif bucket == DECODE_BUCKET:
-            klass = most_severe(decoded[row[_CODE]])
-        else:
-            klass = class_of_bucket(bucket)
+        decode = sorted(decoded.get(row[_CODE], ())) if bucket == DECODE_BUCKET else []
         entries[int(row[_CODE])] = {
-            "class": klass,
+            "class": class_of_entry(bucket, applies, decode),
             "bucket": bucket,
+            "applies": applies,
+            **({"decode": decode} if decode else {}),
             "mnemonic": " ".join(row[_MNEMONIC].split()),
         }
     return entries

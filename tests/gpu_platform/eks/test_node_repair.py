@@ -118,6 +118,53 @@ def test_every_xid_the_catalog_restarts_the_application_for_or_ignores_takes_no_
     )
 
 
+# aws/eks-node-monitoring-agent v1.7.0 (the pinned add-on's release),
+# monitors/nvidia/dcgm/dcgm_policies.go: the XIDs for which the agent sets
+# AcceleratedHardwareReady=False; every other XID is only a Warning Event.
+AGENT_V1_7_0_CONDITION_XIDS = [
+    46,
+    48,
+    54,
+    62,
+    63,
+    64,
+    74,
+    79,
+    95,
+    109,
+    110,
+    119,
+    120,
+    136,
+    140,
+    142,
+    143,
+    151,
+    155,
+    156,
+    158,
+]
+
+
+def test_with_the_pinned_agent_only_the_remapping_event_loses_its_repair(
+    dev_stack_plan: Plan,
+) -> None:
+    # XID 63: NVIDIA's catalog IGNORE (the remap takes effect at the next reset, which
+    # GpuMemoryRepairPending asks for); the agent's comment: "EC2 recommends replacing".
+    assert sorted(set(overrides_by_xid(dev_stack_plan)) & set(AGENT_V1_7_0_CONDITION_XIDS)) == [63]
+
+
+def test_no_override_names_the_double_bit_error_reason(dev_stack_plan: Plan) -> None:
+    # The agent's DCGM double-bit policy (dcgm_client.go `DbePolicy`, dcgm_policies.go
+    # `handleDbeFinding`) reports any uncorrectable ECC error, a contained one (XID 94) too, as
+    # NvidiaDoubleBitError: EKS's repair stands, as GpuDoubleBitEccError asks for a reset.
+    reasons = {
+        o["nodeUnhealthyReason"] for o in repair_config(dev_stack_plan)["nodeRepairConfigOverrides"]
+    }
+
+    assert "NvidiaDoubleBitError" not in reasons
+
+
 def test_the_agent_is_installed_where_node_groups_repair_their_nodes(dev_stack_plan: Plan) -> None:
     (addon,) = dev_stack_plan.of_type(ADDON)
 

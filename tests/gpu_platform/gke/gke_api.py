@@ -45,6 +45,11 @@ def to_api_node_pool(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
     if "autoscaling" in body:
         # The provider turns autoscaling on whenever the block is present.
         body["autoscaling"] = {"enabled": True, **body["autoscaling"]}
+    if "maintenancePolicies" in body:
+        # Blocks of at most one in the provider, one object each in the API.
+        (policy,) = body.pop("maintenancePolicies")
+        (exclusion,) = policy["exclusionUntilEndOfSupports"]
+        body["maintenancePolicy"] = {"exclusionUntilEndOfSupport": exclusion}
     config = body.get("config")
     if config and "guestAccelerators" in config:
         config = dict(config)

@@ -12,6 +12,7 @@ from gpu_platform.cli.offline import Plan
 from gpu_platform.gke.cluster import GkeCluster
 from gpu_platform.gke.node_pool import NODE_SERVICE_ACCOUNT_ROLE, node_service_account_id
 
+from .gke_api import api_problems, to_api_node_pool
 from .plans import node_pool, on_ubuntu, problems_of, with_cluster, with_pool
 
 Config = dict[str, Any]
@@ -241,13 +242,24 @@ def test_a_minimum_the_named_zones_divide_starts_that_many(
 
 def test_node_counts_are_left_to_the_autoscaler_on_updates(gke_plan: Plan) -> None:
     pool = node_pool(gke_plan)
-    assert set(pool.ignore_changes) == {"initialNodeCount", "nodeCount"}
+    assert {"initialNodeCount", "nodeCount"} <= set(pool.ignore_changes)
     assert pool.inputs["ignoreNodeCountChanges"] is True
 
 
-def test_ignored_node_counts_are_node_pool_properties() -> None:
+def test_the_maintenance_policy_is_set_when_the_pool_is_created_only(gke_plan: Plan) -> None:
+    # hashicorp/terraform-provider-google google/services/container/
+    # resource_container_node_pool.go: `maintenance_policy` is read by `expandNodePool` (create)
+    # and by no update: a change to it would be a diff on every preview that changes nothing.
+    assert set(node_pool(gke_plan).ignore_changes) == {
+        "initialNodeCount",
+        "nodeCount",
+        "maintenancePolicies",
+    }
+
+
+def test_ignored_properties_are_node_pool_properties() -> None:
     engine_names = set(_types.input_type_py_to_pulumi_names(container.NodePoolArgs).values())
-    assert {"initialNodeCount", "nodeCount"} <= engine_names
+    assert {"initialNodeCount", "nodeCount", "maintenancePolicies"} <= engine_names
 
 
 @pytest.mark.parametrize(("capacity", "spot"), [("spot", True), ("on-demand", False)])
@@ -293,16 +305,37 @@ def test_nodes_are_repaired_and_upgraded_by_gke(gke_plan: Plan) -> None:
     assert node_pool(gke_plan).inputs["management"] == {"autoRepair": True, "autoUpgrade": True}
 
 
-def test_a_pool_pinned_to_a_node_version_is_not_auto_upgraded(
+def test_a_pinned_pool_on_a_release_channel_is_held_from_upgrades_until_end_of_support(
     gke_config: Config, plan_for: PlanFor
 ) -> None:
     # pulumi-gcp's container.NodePool `version`: with `auto_upgrade` too, "they will fight each
-    # other for what the node version should be".
+    # other for what the node version should be". GKE API (container.v1 discovery document),
+    # ReleaseChannel: on a channel, node auto-upgrade "defaults to true and cannot be
+    # disabled"; NodePool.maintenancePolicy.exclusionUntilEndOfSupport holds the pool's version.
     with_pool(gke_config, gcp={"nodeVersion": "1.33.5-gke.1201000"})
 
-    management = node_pool(plan_for(gke_config)).inputs["management"]
+    inputs = node_pool(plan_for(gke_config)).inputs
 
-    assert management == {"autoRepair": True, "autoUpgrade": False}
+    assert inputs["management"] == {"autoRepair": True, "autoUpgrade": True}
+    assert inputs["maintenancePolicies"] == [{"exclusionUntilEndOfSupports": [{"enabled": True}]}]
+    assert api_problems(to_api_node_pool("l4", inputs)) == []
+
+
+@pytest.mark.parametrize("channels", [[], [{"channel": "UNSPECIFIED"}]])
+def test_a_pinned_pool_on_a_cluster_without_a_channel_is_not_auto_upgraded(
+    gke_config: Config, plan_for: PlanFor, cluster_answer: Config, channels: list[Any]
+) -> None:
+    cluster_answer["releaseChannels"] = channels
+    with_pool(gke_config, gcp={"nodeVersion": "1.33.5-gke.1201000"})
+
+    inputs = node_pool(plan_for(gke_config)).inputs
+
+    assert inputs["management"] == {"autoRepair": True, "autoUpgrade": False}
+    assert "maintenancePolicies" not in inputs
+
+
+def test_a_pool_that_follows_the_cluster_has_no_upgrade_exclusion(gke_plan: Plan) -> None:
+    assert "maintenancePolicies" not in node_pool(gke_plan).inputs
 
 
 def test_a_pool_pinned_past_the_control_plane_is_refused_before_any_resource(

@@ -126,6 +126,64 @@ def test_a_karpenter_pool_is_updated_only_after_its_canarys_gate(plan_for: PlanF
     assert node_class.urn in node_pool.dependencies
 
 
+def karpenter_canary_plan(plan_for: PlanFor, ami_release: str | None = None) -> Plan:
+    config = copy.deepcopy(dict(stack_config("karpenter-dev", PROJECT)))
+    config["gpu-platform:pools"][0]["aws"]["amiReleaseVersion"] = "1.35.6-20260625"
+    canary = canary_of(config)
+    if ami_release is not None:
+        canary["aws"]["amiReleaseVersion"] = ami_release
+    return plan_for(config)
+
+
+def karpenter_template_labels(plan: Plan, pool: str) -> dict[str, str]:
+    node_pool = plan.named(pool, "kubernetes:karpenter.sh/v1:NodePool")
+    return dict(node_pool.inputs["spec"]["template"]["metadata"]["labels"])
+
+
+def test_a_karpenter_gate_runs_only_on_a_node_of_the_updated_canary(plan_for: PlanFor) -> None:
+    # Karpenter replaces the nodes of a changed NodePool or EC2NodeClass by drift, after the
+    # update: kubernetes-sigs/karpenter pkg/controllers/nodeclaim/disruption/drift.go marks a
+    # NodeClaim whose NodePool hash changed as drifted, on its next reconcile, and the disruption
+    # controller replaces it later within the pool's budget, so an old node may still be there
+    # when the gate starts. The gate asks for the release id only the updated NodePool's nodes
+    # carry.
+    plan = karpenter_canary_plan(plan_for)
+
+    gate_job = plan.named("canary-canary-gate", JOB)
+    (term,) = gate_job.inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    release_id = gate_job.inputs["metadata"]["name"].removeprefix("gpu-canary-gate-")
+    assert term["matchExpressions"] == [
+        {"key": "gpu-platform.io/pool", "operator": "In", "values": ["canary"]},
+        {"key": "gpu-platform.io/canary-release-id", "operator": "In", "values": [release_id]},
+    ]
+    assert karpenter_template_labels(plan, "canary")["gpu-platform.io/canary-release-id"] == (
+        release_id
+    )
+
+
+def test_a_new_karpenter_canary_release_labels_its_new_nodes_anew(plan_for: PlanFor) -> None:
+    before = karpenter_template_labels(karpenter_canary_plan(plan_for), "canary")
+    after = karpenter_template_labels(
+        karpenter_canary_plan(plan_for, ami_release="1.35.6-20260714"), "canary"
+    )
+
+    assert before["gpu-platform.io/canary-release-id"] != after["gpu-platform.io/canary-release-id"]
+
+
+def test_the_led_karpenter_pools_nodes_carry_no_release_id(plan_for: PlanFor) -> None:
+    plan = karpenter_canary_plan(plan_for)
+
+    led = karpenter_template_labels(plan, karpenter_config_pool_name())
+
+    assert "gpu-platform.io/canary-release-id" not in led
+
+
+def karpenter_config_pool_name() -> str:
+    return str(stack_config("karpenter-dev", PROJECT)["gpu-platform:pools"][0]["name"])
+
+
 # --- Re-run for each canary release ----------------------------------------------------------
 
 

@@ -192,6 +192,69 @@ def test_a_pod_that_may_land_on_several_pools_gets_each_pools_verdict(analyze: A
     assert messages(verdicts, POLICY) == []
 
 
+# A pod that names no pool by `gpu-platform.io/pool` may land on every pool whose labels its
+# node selector and required node affinity admit, as the scheduler matches them
+# (kubernetes/component-helpers scheduling/corev1/nodeaffinity/nodeaffinity.go).
+
+
+def unpinned_pod(image: str, spec_change: dict[str, Any] | None = None) -> Any:
+    spec = gpu_pod_spec()
+    spec.pop("nodeSelector")
+    spec.update(spec_change or {})
+    spec["containers"][0]["image"] = image
+    return workload("Deployment", spec)
+
+
+def test_a_pod_that_selects_no_pool_is_judged_on_every_pool(analyze: Analyze) -> None:
+    verdicts = analyze(pool(R535, name="old"), pool(R580, name="new"), unpinned_pod(CUDA_13_0))
+
+    (message,) = messages(verdicts, POLICY)
+    assert 'pool "old" runs NVIDIA driver 535.288.01' in message
+
+
+def test_a_pod_that_selects_by_accelerator_is_judged_on_each_pool_of_it(analyze: Analyze) -> None:
+    # Both test pools carry `gpu-platform.io/accelerator: l4`, as the platform labels them.
+    deployment = unpinned_pod(CUDA_13_0, {"nodeSelector": {"gpu-platform.io/accelerator": "l4"}})
+
+    verdicts = analyze(pool(R535, name="old"), pool(R580, name="new"), deployment)
+
+    (message,) = messages(verdicts, POLICY)
+    assert 'pool "old"' in message
+
+
+def test_a_pod_whose_selector_no_pool_matches_holds_to_none(analyze: Analyze) -> None:
+    deployment = unpinned_pod(CUDA_13_0, {"nodeSelector": {"gpu-platform.io/accelerator": "h100"}})
+
+    verdicts = analyze(pool(R535, name="old"), deployment)
+
+    assert messages(verdicts, POLICY) == []
+
+
+def test_a_pool_the_pods_affinity_excludes_holds_nothing(analyze: Analyze) -> None:
+    not_old = {"key": "gpu-platform.io/pool", "operator": "NotIn", "values": ["old"]}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [not_old]}]
+            }
+        }
+    }
+    deployment = unpinned_pod(CUDA_13_0, {"affinity": affinity})
+
+    verdicts = analyze(pool(R535, name="old"), pool(R580, name="new"), deployment)
+
+    assert messages(verdicts, POLICY) == []
+
+
+def test_a_tenants_pod_that_selects_no_pool_is_judged_on_every_configured_pool(
+    analyze: Analyze,
+) -> None:
+    verdicts = analyze(unpinned_pod(CUDA_13_0), config=tenant_config())
+
+    (message,) = messages(verdicts, POLICY)
+    assert 'pool "l4" runs NVIDIA driver 535.288.01' in message
+
+
 # --- A tenant's own stack, on the platform stack's pools --------------------------------------
 
 # The platform stack's `gpuPools` output, as gpu_platform/node_identity.py `pool_software`

@@ -7,6 +7,7 @@ import json
 import zipfile
 from io import BytesIO
 from pathlib import Path
+from typing import Any
 from xml.sax.saxutils import escape
 
 import pytest
@@ -15,6 +16,7 @@ from gpu_platform.kubernetes.alerts import XID_CLASSES_FILE, xid_classes
 from gpu_platform.kubernetes.alerts.derive_xid_classes import (
     BUCKET_CLASSES,
     class_of_bucket,
+    class_of_entry,
     derive,
     main,
     to_json,
@@ -75,7 +77,12 @@ def test_a_code_takes_the_class_of_its_immediate_action() -> None:
     entries = xid_entries([xid_row("94", "RESTART_APP", mnemonic="CONTAINED_ERROR")], [])
 
     assert entries == {
-        94: {"class": "application", "bucket": "RESTART_APP", "mnemonic": "CONTAINED_ERROR"}
+        94: {
+            "class": "application",
+            "bucket": "RESTART_APP",
+            "applies": True,
+            "mnemonic": "CONTAINED_ERROR",
+        }
     }
 
 
@@ -184,9 +191,25 @@ CATALOG = catalog_xlsx(
 
 def test_the_spreadsheet_yields_each_codes_class() -> None:
     assert derive(CATALOG)["xids"] == {
-        13: {"class": "application", "bucket": "RESTART_APP", "mnemonic": "GR_EXCEPTION"},
-        79: {"class": "reset", "bucket": "RESTART_BM", "mnemonic": "FALLEN_OFF_THE_BUS"},
-        149: {"class": "reset", "bucket": "WORKFLOW_NVLINK5_ERR", "mnemonic": "NETIR"},
+        13: {
+            "class": "application",
+            "bucket": "RESTART_APP",
+            "applies": True,
+            "mnemonic": "GR_EXCEPTION",
+        },
+        79: {
+            "class": "reset",
+            "bucket": "RESTART_BM",
+            "applies": True,
+            "mnemonic": "FALLEN_OFF_THE_BUS",
+        },
+        149: {
+            "class": "reset",
+            "bucket": "WORKFLOW_NVLINK5_ERR",
+            "applies": True,
+            "decode": ["IGNORE", "RESET_GPU"],
+            "mnemonic": "NETIR",
+        },
     }
 
 
@@ -205,9 +228,12 @@ def test_the_script_writes_one_xid_a_line_that_loads_back_as_the_classes(tmp_pat
     main(catalog, output)
 
     assert output.read_text().splitlines()[7:10] == [
-        '    "13": {"class": "application", "bucket": "RESTART_APP", "mnemonic": "GR_EXCEPTION"},',
-        '    "79": {"class": "reset", "bucket": "RESTART_BM", "mnemonic": "FALLEN_OFF_THE_BUS"},',
-        '    "149": {"class": "reset", "bucket": "WORKFLOW_NVLINK5_ERR", "mnemonic": "NETIR"}',
+        '    "13": {"class": "application", "bucket": "RESTART_APP", "applies": true,'
+        ' "mnemonic": "GR_EXCEPTION"},',
+        '    "79": {"class": "reset", "bucket": "RESTART_BM", "applies": true,'
+        ' "mnemonic": "FALLEN_OFF_THE_BUS"},',
+        '    "149": {"class": "reset", "bucket": "WORKFLOW_NVLINK5_ERR", "applies": true,'
+        ' "decode": ["IGNORE", "RESET_GPU"], "mnemonic": "NETIR"}',
     ]
     assert xid_classes(output) == {
         "application": [13],
@@ -228,7 +254,7 @@ def test_the_json_is_the_document() -> None:
 # --- The committed table -----------------------------------------------------------------------
 
 
-def committed() -> dict[str, dict[str, str | None]]:
+def committed() -> dict[str, dict[str, Any]]:
     return dict(json.loads(XID_CLASSES_FILE.read_text())["xids"])
 
 
@@ -240,16 +266,60 @@ def test_the_committed_table_comes_from_nvidias_catalog_of_2025_09_30() -> None:
     }
 
 
-def test_every_committed_class_is_the_one_its_bucket_maps_to() -> None:
+def test_every_committed_class_is_derived_again_from_what_the_catalog_says_of_the_code() -> None:
+    # The table keeps each code's immediate-action bucket, whether it applies to a GPU the
+    # catalog covers and its subcodes' buckets: a class edited by hand, or a rule changed
+    # without re-deriving the table, shows here.
     mismatched = {
         code: entry
         for code, entry in committed().items()
-        if entry["class"] is not None
-        and entry["bucket"] in BUCKET_CLASSES
-        and BUCKET_CLASSES[str(entry["bucket"])] != entry["class"]
+        if class_of_entry(entry["bucket"], entry["applies"], entry.get("decode", []))
+        != entry["class"]
     }
 
     assert mismatched == {}
+
+
+def test_every_class_the_table_uses_is_a_buckets_decided_class() -> None:
+    used = {entry["class"] for entry in committed().values()} - {None}
+
+    assert used <= set(BUCKET_CLASSES.values())
+
+
+# aws/eks-node-monitoring-agent v1.7.0, monitors/nvidia/dcgm/dcgm_policies.go: the comment on
+# `WellKnownXidCodes` gives, for each code the agent sets AcceleratedHardwareReady=False for,
+# "its NVIDIA resolution bucket (immediate action)", read from the same catalog by AWS.
+NODE_MONITORING_AGENT_BUCKETS = {
+    "46": "RESET_GPU",
+    "48": "WORKFLOW_XID_48",
+    "54": "CHECK_MECHANICALS",
+    "62": "RESET_GPU",
+    "63": "IGNORE",
+    "64": "RESET_GPU",
+    "74": "WORKFLOW_NVLINK_ERR",
+    "79": "RESTART_BM",
+    "95": "RESET_GPU",
+    "109": "RESET_GPU",
+    "110": "RESET_GPU",
+    "119": "RESET_GPU",
+    "120": "RESET_GPU",
+    "136": "RESET_GPU",
+    "140": "RESET_GPU",
+    "142": "CONTACT_SUPPORT",
+    "143": "RESET_GPU",
+    "151": "RESTART_VM",
+    "155": "RESET_GPU",
+    "156": "RESET_GPU",
+    "158": "RESET_GPU",
+}
+
+
+def test_the_committed_buckets_are_those_the_node_monitoring_agent_read_in_the_catalog() -> None:
+    table = committed()
+
+    assert {code: table[code]["bucket"] for code in NODE_MONITORING_AGENT_BUCKETS} == (
+        NODE_MONITORING_AGENT_BUCKETS
+    )
 
 
 def test_the_committed_table_has_the_catalogs_codes_in_order() -> None:
