@@ -414,6 +414,114 @@ def test_a_role_the_deploy_role_creates_gets_no_more_than_the_boundary() -> None
         assert not allowed(Request(action, resource, context), [admin], boundary()), action
 
 
+# A role the `ml-prod` deploy role creates: whatever it trusts and whatever policy the deploy
+# role puts on it, it carries the boundary and the stack's cluster tag (CreateRole requires
+# both, UntagRole may not remove the tag, TagRole may not change it).
+ML_PROD_ROLE = {
+    "aws:PrincipalAccount": ACCOUNT,
+    "aws:PrincipalTag/gpu-platform.io/cluster": CLUSTER,
+}
+ADMIN = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+}
+
+
+@pytest.mark.parametrize(
+    ("action", "resource", "context"),
+    [
+        # Another cluster's (or no cluster's) Auto Scaling groups: EKS tags a managed node
+        # group's group `eks:cluster-name` (EKS user guide, managed-node-groups.adoc).
+        (
+            "autoscaling:TerminateInstanceInAutoScalingGroup",
+            f"arn:aws:autoscaling:us-east-1:{ACCOUNT}:autoScalingGroup:u:autoScalingGroupName/eks-b",
+            {"aws:ResourceTag/eks:cluster-name": "ml-dev"},
+        ),
+        (
+            "autoscaling:SetDesiredCapacity",
+            f"arn:aws:autoscaling:us-east-1:{ACCOUNT}:autoScalingGroup:u:autoScalingGroupName/web",
+            {},
+        ),
+        # Another cluster's Karpenter nodes and launch templates: Karpenter tags everything it
+        # creates `eks:eks-cluster-name` (karpenter-provider-aws v1.14.1,
+        # website/content/en/v1.14/getting-started/getting-started-with-karpenter/
+        # cloudformation.yaml, AllowScopedEC2InstanceActionsWithTags).
+        (
+            "ec2:TerminateInstances",
+            f"arn:aws:ec2:us-east-1:{ACCOUNT}:instance/i-1",
+            {
+                "aws:ResourceTag/karpenter.sh/nodepool": "gpu",
+                "aws:ResourceTag/eks:eks-cluster-name": "ml-dev",
+            },
+        ),
+        (
+            "iam:DeleteInstanceProfile",
+            f"arn:aws:iam::{ACCOUNT}:instance-profile/ml-dev_123",
+            {
+                "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "gpu",
+                "aws:ResourceTag/eks:eks-cluster-name": "ml-dev",
+            },
+        ),
+        # Another stack's Karpenter node role, handed to an instance of one's own: a node (and
+        # the node role's credentials) in that stack's cluster.
+        (
+            "iam:PassRole",
+            f"arn:aws:iam::{ACCOUNT}:role/ml-dev.karpenter-nodes",
+            {
+                "iam:PassedToService": "ec2.amazonaws.com",
+                "iam:ResourceTag/gpu-platform.io/cluster": "ml-dev",
+            },
+        ),
+        # Another stack's interruption messages.
+        (
+            "sqs:DeleteMessage",
+            f"arn:aws:sqs:us-east-1:{ACCOUNT}:ml-dev-karpenter",
+            {"aws:ResourceTag/gpu-platform.io/cluster": "ml-dev"},
+        ),
+    ],
+    ids=lambda value: value if isinstance(value, str) and ":" in value and "/" not in value else "",
+)
+def test_a_role_the_deploy_role_creates_reaches_no_other_cluster(
+    action: str, resource: str, context: dict[str, Any]
+) -> None:
+    # The deploy role can create a role under its prefix that trusts whom it likes and put any
+    # inline policy on it (IAM has no condition on a trust policy's content): the boundary is
+    # then all that keeps the role to the stack's own cluster.
+    assert not allowed(Request(action, resource, ML_PROD_ROLE | context), [ADMIN], boundary())
+
+
+def test_a_role_the_deploy_role_creates_keeps_its_own_clusters_resources() -> None:
+    own = {
+        "aws:ResourceTag/eks:eks-cluster-name": CLUSTER,
+        "aws:ResourceTag/karpenter.sh/nodepool": "gpu",
+    }
+
+    assert allowed(
+        Request(
+            "ec2:TerminateInstances",
+            f"arn:aws:ec2:us-east-1:{ACCOUNT}:instance/i-1",
+            ML_PROD_ROLE | own,
+        ),
+        [ADMIN],
+        boundary(),
+    )
+
+
+def test_the_deploy_role_cannot_assume_or_tag_a_session_of_a_role_it_creates() -> None:
+    # A trust policy naming the deploy role would let it assume the role without an identity
+    # policy of its own (same account), and session tags would replace the role's cluster tag
+    # that the boundary reads: an explicit deny holds against both ("Policy evaluation logic").
+    trusted = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": ["sts:AssumeRole", "sts:TagSession"], "Resource": "*"}
+        ],
+    }
+    for action in ("sts:AssumeRole", "sts:TagSession"):
+        request = Request(action, role(f"{CLUSTER}.karpenter"), DEPLOY_ROLE)
+        assert not allowed(request, [*deploy_policies(), trusted]), action
+
+
 @pytest.mark.parametrize(
     ("action", "resource", "context"),
     [
@@ -700,16 +808,39 @@ def _instance(pattern: str, account: str, region: str) -> str:
     return pattern.replace("*", "x").replace("?", "x")
 
 
+def cluster_of_the_role(cluster: str) -> dict[str, str]:
+    """What holds for every request of a role the stack creates: the role's cluster tag, and the
+    tags its cluster's resources carry. EKS tags a managed node group's Auto Scaling group
+    `eks:cluster-name` (EKS user guide, managed-node-groups.adoc); Karpenter tags every
+    instance, launch template and instance profile it creates `eks:eks-cluster-name` (its own
+    policy requires it at creation: gpu_platform/eks/karpenter/controller.py, from
+    karpenter-provider-aws v1.14.1's cloudformation.yaml); the stack tags its queue
+    `gpu-platform.io/cluster`."""
+    return {
+        "aws:PrincipalTag/gpu-platform.io/cluster": cluster,
+        "aws:ResourceTag/eks:cluster-name": cluster,
+        "aws:ResourceTag/eks:eks-cluster-name": cluster,
+        "aws:ResourceTag/gpu-platform.io/cluster": cluster,
+        "iam:ResourceTag/gpu-platform.io/cluster": cluster,
+    }
+
+
 def test_the_boundary_leaves_every_role_what_its_policies_grant(
     eks_plans: dict[str, Plan],
 ) -> None:
     policies = created_policies(eks_plans) | {
         f"aws-managed:{n}": d for n, d in MANAGED_POLICIES.items()
     }
+    clusters = {
+        stack: str(plan.outputs["deployRoleTags"]["gpu-platform-cluster"])
+        for stack, plan in eks_plans.items()
+    }
     checked, refused = 0, []
     for name, policy in policies.items():
+        world = cluster_of_the_role(clusters.get(name.partition(":")[0], CLUSTER))
         for statement in statements(policy):
-            for request in witnesses(statement, "123456789012", "us-east-1"):
+            for witness in witnesses(statement, "123456789012", "us-east-1"):
+                request = Request(witness.action, witness.resource, world | witness.context)
                 assert allowed(request, [policy]), (name, request)
                 checked += 1
                 if not allowed(request, [policy], boundary()):
