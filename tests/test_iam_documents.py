@@ -38,10 +38,12 @@ ACCOUNT = "111111111111"
 CLUSTER = "ml-prod"
 BOUNDARY_ARN = f"arn:aws:iam::{ACCOUNT}:policy/gpu-platform-permissions-boundary"
 # The deploy role of the `ml-prod` stack: its account and the two tags its policies read.
+VPC = "vpc-0123456789abcdef0"
 DEPLOY_ROLE = {
     "aws:PrincipalAccount": ACCOUNT,
     "aws:PrincipalTag/gpu-platform-cluster": CLUSTER,
     "aws:PrincipalTag/gpu-platform-prefix": CLUSTER,
+    "aws:PrincipalTag/gpu-platform-vpc": VPC,
 }
 NODE_POLICIES = [
     f"arn:aws:iam::aws:policy/{name}"
@@ -197,7 +199,7 @@ EXPECTED_FINDINGS = {
         for sid, actions in (
             ("LaunchWithWhatALaunchMayUse", ("ec2:RunInstances", "ec2:CreateFleet")),
             (
-                "ManageNetworkInterfaces",
+                "ManageNetworkInterfacesInTheClustersVpc",
                 (
                     "ec2:CreateNetworkInterface",
                     "ec2:AttachNetworkInterface",
@@ -342,12 +344,21 @@ def test_the_deploy_role_cannot_attach_administrator_access_to_a_role_it_creates
 
 def test_the_deploy_role_creates_roles_only_with_the_boundary() -> None:
     target = role(f"{CLUSTER}.pool-a100")
-    tagged = {"aws_RequestTag__gpu-platform.io__cluster": CLUSTER}
+    tagged = {
+        "aws_RequestTag__gpu-platform.io__cluster": CLUSTER,
+        "aws_RequestTag__gpu-platform.io__vpc": VPC,
+    }
     other = f"arn:aws:iam::{ACCOUNT}:policy/PowerUserAccess"
 
     assert not deploy_may("iam:CreateRole", target, **tagged)
     assert not deploy_may("iam:CreateRole", target, iam_PermissionsBoundary=other, **tagged)
     assert deploy_may("iam:CreateRole", target, iam_PermissionsBoundary=BOUNDARY_ARN, **tagged)
+    # Tagged for another VPC, or for none: the boundary would hold it to the wrong network.
+    for vpc in ({"aws_RequestTag__gpu-platform.io__vpc": "vpc-0other"}, {}):
+        wrong = {"aws_RequestTag__gpu-platform.io__cluster": CLUSTER, **vpc}
+        assert not deploy_may(
+            "iam:CreateRole", target, iam_PermissionsBoundary=BOUNDARY_ARN, **wrong
+        )
 
 
 def test_the_deploy_role_touches_no_role_outside_its_prefix() -> None:
@@ -420,6 +431,7 @@ def test_a_role_the_deploy_role_creates_gets_no_more_than_the_boundary() -> None
 ML_PROD_ROLE = {
     "aws:PrincipalAccount": ACCOUNT,
     "aws:PrincipalTag/gpu-platform.io/cluster": CLUSTER,
+    "aws:PrincipalTag/gpu-platform.io/vpc": VPC,
 }
 ADMIN = {
     "Version": "2012-10-17",
@@ -471,6 +483,23 @@ ADMIN = {
                 "iam:PassedToService": "ec2.amazonaws.com",
                 "iam:ResourceTag/gpu-platform.io/cluster": "ml-dev",
             },
+        ),
+        # Another VPC's network interfaces: the VPC CNI's rights name no cluster, so the role's
+        # VPC tag holds them (`ec2:Vpc`, Service Authorization Reference for EC2).
+        (
+            "ec2:ModifyNetworkInterfaceAttribute",
+            f"arn:aws:ec2:us-east-1:{ACCOUNT}:network-interface/eni-1",
+            {"ec2:Vpc": f"arn:aws:ec2:us-east-1:{ACCOUNT}:vpc/vpc-0database"},
+        ),
+        (
+            "ec2:AttachNetworkInterface",
+            f"arn:aws:ec2:us-east-1:{ACCOUNT}:network-interface/eni-1",
+            {"ec2:Vpc": f"arn:aws:ec2:us-east-1:{ACCOUNT}:vpc/vpc-0database"},
+        ),
+        (
+            "ec2:CreateNetworkInterface",
+            f"arn:aws:ec2:us-east-1:{ACCOUNT}:subnet/subnet-1",
+            {"ec2:Vpc": f"arn:aws:ec2:us-east-1:{ACCOUNT}:vpc/vpc-0database"},
         ),
         # Another stack's interruption messages.
         (
@@ -617,6 +646,7 @@ class StackRequests:
             "aws:PrincipalAccount": STAND_IN_ACCOUNT,
             "aws:PrincipalTag/gpu-platform-cluster": tags["gpu-platform-cluster"],
             "aws:PrincipalTag/gpu-platform-prefix": tags["gpu-platform-prefix"],
+            "aws:PrincipalTag/gpu-platform-vpc": tags["gpu-platform-vpc"],
         }
         return Request(action, resource, principal | context)
 
@@ -815,9 +845,12 @@ def cluster_of_the_role(cluster: str) -> dict[str, str]:
     instance, launch template and instance profile it creates `eks:eks-cluster-name` (its own
     policy requires it at creation: gpu_platform/eks/karpenter/controller.py, from
     karpenter-provider-aws v1.14.1's cloudformation.yaml); the stack tags its queue
-    `gpu-platform.io/cluster`."""
+    `gpu-platform.io/cluster`; the role carries its cluster's VPC, in which the CNI's network
+    interfaces, subnets and security groups are (`ec2:Vpc`)."""
     return {
         "aws:PrincipalTag/gpu-platform.io/cluster": cluster,
+        "aws:PrincipalTag/gpu-platform.io/vpc": VPC,
+        "ec2:Vpc": f"arn:aws:ec2:us-east-1:123456789012:vpc/{VPC}",
         "aws:ResourceTag/eks:cluster-name": cluster,
         "aws:ResourceTag/eks:eks-cluster-name": cluster,
         "aws:ResourceTag/gpu-platform.io/cluster": cluster,
