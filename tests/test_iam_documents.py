@@ -12,6 +12,7 @@ pods.eks.amazonaws.com), and "IAM and AWS STS quotas" (6,144 characters per mana
 """
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -126,10 +127,15 @@ def statement_findings(statement: Statement) -> Iterator[tuple[str, str]]:
     actions = [a for entry in entries for a in actions_matching(entry)]
     condition_keys = {key for block in statement.get("Condition", {}).values() for key in block}
     wildcard = any(_any_resource(r) for r in as_list(statement["Resource"]))
+    every_of_a_type = "Condition" not in statement and any(
+        _every_of_a_type(r) for r in as_list(statement["Resource"])
+    )
     for action in actions:
         writes = changes_something(action)
         if writes and wildcard and resource_types(action):
             yield "write action on any resource", action
+        elif writes and every_of_a_type and resource_types(action):
+            yield "unconditioned write on every resource of a type", action
         if action == "iam:PassRole" and "iam:PassedToService" not in condition_keys:
             yield "PassRole without iam:PassedToService", action
         if action.lower() in ROLE_PERMISSION_CHANGES and "iam:PermissionsBoundary" not in (
@@ -143,6 +149,13 @@ def statement_findings(statement: Statement) -> Iterator[tuple[str, str]]:
         for key in sorted(condition_keys):
             if not supports_condition_key(action, key):
                 yield f"condition key {key} not supported", action
+
+
+def _every_of_a_type(pattern: str) -> bool:
+    """An ARN pattern naming every resource of its type in an account (`instance/*`,
+    `autoScalingGroup:*:autoScalingGroupName/*`): nothing but a condition narrows it."""
+    resource = re.sub(r"\$\{[^}]*\}", "x", pattern).split(":", 5)[-1]
+    return re.fullmatch(r"[A-Za-z-]+([/:]\*)+(:[A-Za-z]+/\*)?", resource) is not None
 
 
 def _any_resource(pattern: str) -> bool:
@@ -215,6 +228,39 @@ EXPECTED_FINDINGS = {
         )
         for a in actions
     ),
+    # An instance has no `ec2:Vpc` key: the network interface's own statement holds the VPC.
+    *(
+        (
+            "docs/iam/eks-permissions-boundary.json",
+            "AttachNetworkInterfacesToInstances",
+            "unconditioned write on every resource of a type",
+            a,
+        )
+        for a in (
+            "ec2:AttachNetworkInterface",
+            "ec2:DetachNetworkInterface",
+            "ec2:ModifyNetworkInterfaceAttribute",
+        )
+    ),
+    # What a launch creates has no ARN before it: the instance profile it may carry is held to
+    # the cluster's node role (PassOnlyKarpentersNodeRoleToEc2), the launch templates it may
+    # use and delete to Karpenter's of the cluster.
+    *(
+        (
+            "docs/iam/eks-permissions-boundary.json",
+            "LaunchInTheAccount",
+            "unconditioned write on every resource of a type",
+            a,
+        )
+        for a in ("ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate")
+    ),
+    # AmazonEC2ContainerRegistryPullOnly's pull-through cache import, in the account.
+    (
+        "docs/iam/eks-permissions-boundary.json",
+        "ImportImagesIntoTheAccountsPullThroughCaches",
+        "unconditioned write on every resource of a type",
+        "ecr:BatchImportUpstreamImage",
+    ),
     *(
         (
             "karpenter-dev:karpenter-node-lifecycle",
@@ -259,6 +305,16 @@ def test_every_iam_document_keeps_the_rules(eks_plans: dict[str, Plan]) -> None:
                 "Resource": "arn:aws:eks:*:*:nodegroup/*",
             },
             "write action on any resource",
+        ),
+        (
+            # The boundary's first Auto Scaling statement: every group of the account.
+            {
+                "Effect": "Allow",
+                "Action": "autoscaling:TerminateInstanceInAutoScalingGroup",
+                "Resource": "arn:aws:autoscaling:*:${aws:PrincipalAccount}:autoScalingGroup:*:"
+                "autoScalingGroupName/*",
+            },
+            "unconditioned write on every resource of a type",
         ),
         (
             {
@@ -789,6 +845,7 @@ def test_the_deploy_policies_allow_what_each_stack_creates(eks_plans: dict[str, 
         "iam:CreateRole",
         "iam:PassRole",
         "ec2:CreateLaunchTemplate",
+        "ec2:CreateSecurityGroup",
         "events:PutTargets",
     } <= made
     assert denied == []
