@@ -930,7 +930,7 @@ def test_the_boundary_leaves_every_role_what_its_policies_grant(
         world = cluster_of_the_role(clusters.get(name.partition(":")[0], CLUSTER))
         for statement in statements(policy):
             for witness in witnesses(statement, "123456789012", "us-east-1"):
-                request = Request(witness.action, witness.resource, world | witness.context)
+                request = Request(witness.action, witness.resource, {**world, **witness.context})
                 assert allowed(request, [policy]), (name, request)
                 checked += 1
                 if not allowed(request, [policy], boundary()):
