@@ -39,7 +39,8 @@ class HelmChart:
 
 # NVIDIA GPU Operator. Its values file has no schema, so every key path the code sets is
 # checked against the pinned chart's key list (gpu_platform/kubernetes/chart_keys/, derived from
-# the chart's values.yaml by derive.py there): re-derive it with every change of version.
+# the chart's values.yaml by derive.py there): re-derive it with every change of version, and
+# the operands' digests (gpu_platform/kubernetes/operand_images/, from the release's bundle).
 GPU_OPERATOR_CHART = HelmChart(
     name="gpu-operator",
     version="v26.7.0",
