@@ -35,10 +35,11 @@ ACCEPT = ", ".join(
     )
 )
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-# `ContainerImage("repository", "tag")`, with or without a digest after them.
+# `ContainerImage("repository", "tag")`, with or without a digest after them, on one line or
+# one argument a line with a trailing comma (as ruff formats a long one).
 _PINNED = re.compile(
     r'ContainerImage\(\s*"(?P<repository>[^"]+)",\s*"(?P<tag>[^"]+)"'
-    r'(?P<digest>,\s*"sha256:[0-9a-f]{64}")?\s*\)'
+    r'(?P<digest>,\s*"sha256:[0-9a-f]{64}")?,?\s*\)'
 )
 # Docker Hub's registry, for images named without a registry or with `docker.io`.
 _DOCKER_HUB = "registry-1.docker.io"

@@ -39,7 +39,8 @@ class HelmChart:
 
 # NVIDIA GPU Operator. Its values file has no schema, so every key path the code sets is
 # checked against the pinned chart's key list (gpu_platform/kubernetes/chart_keys/, derived from
-# the chart's values.yaml by derive.py there): re-derive it with every change of version.
+# the chart's values.yaml by derive.py there): re-derive it with every change of version, and
+# the operands' digests (gpu_platform/kubernetes/operand_images/, from the release's bundle).
 GPU_OPERATOR_CHART = HelmChart(
     name="gpu-operator",
     version="v26.7.0",
@@ -196,6 +197,16 @@ KARPENTER_CHART = HelmChart(
     name="karpenter",
     version="1.14.1",
     repository="oci://public.ecr.aws/karpenter",
+)
+# Karpenter's controller image at KARPENTER_CHART's version, by the digest Karpenter's release
+# writes into the chart it publishes (aws/karpenter-provider-aws, charts/karpenter/values.yaml
+# `controller.image`, commit c88abbba "Stable Release updates Release v1.14.1"; the tag's own
+# values.yaml still names 1.13.0). Set explicitly, so that the chart's digest is checked here
+# and a chart version without one is never run by tag alone.
+KARPENTER_CONTROLLER_IMAGE = ContainerImage(
+    "public.ecr.aws/karpenter/controller",
+    "1.14.1",
+    "sha256:445baefaaa689029cc12ac1f659b916b0b82fb14308ce536f8521fcf079116fa",
 )
 KARPENTER_CRD_CHART = HelmChart(
     name="karpenter-crd",

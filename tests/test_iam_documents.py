@@ -12,6 +12,7 @@ pods.eks.amazonaws.com), and "IAM and AWS STS quotas" (6,144 characters per mana
 """
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,10 +39,12 @@ ACCOUNT = "111111111111"
 CLUSTER = "ml-prod"
 BOUNDARY_ARN = f"arn:aws:iam::{ACCOUNT}:policy/gpu-platform-permissions-boundary"
 # The deploy role of the `ml-prod` stack: its account and the two tags its policies read.
+VPC = "vpc-0123456789abcdef0"
 DEPLOY_ROLE = {
     "aws:PrincipalAccount": ACCOUNT,
     "aws:PrincipalTag/gpu-platform-cluster": CLUSTER,
     "aws:PrincipalTag/gpu-platform-prefix": CLUSTER,
+    "aws:PrincipalTag/gpu-platform-vpc": VPC,
 }
 NODE_POLICIES = [
     f"arn:aws:iam::aws:policy/{name}"
@@ -124,10 +127,15 @@ def statement_findings(statement: Statement) -> Iterator[tuple[str, str]]:
     actions = [a for entry in entries for a in actions_matching(entry)]
     condition_keys = {key for block in statement.get("Condition", {}).values() for key in block}
     wildcard = any(_any_resource(r) for r in as_list(statement["Resource"]))
+    every_of_a_type = "Condition" not in statement and any(
+        _every_of_a_type(r) for r in as_list(statement["Resource"])
+    )
     for action in actions:
         writes = changes_something(action)
         if writes and wildcard and resource_types(action):
             yield "write action on any resource", action
+        elif writes and every_of_a_type and resource_types(action):
+            yield "unconditioned write on every resource of a type", action
         if action == "iam:PassRole" and "iam:PassedToService" not in condition_keys:
             yield "PassRole without iam:PassedToService", action
         if action.lower() in ROLE_PERMISSION_CHANGES and "iam:PermissionsBoundary" not in (
@@ -141,6 +149,13 @@ def statement_findings(statement: Statement) -> Iterator[tuple[str, str]]:
         for key in sorted(condition_keys):
             if not supports_condition_key(action, key):
                 yield f"condition key {key} not supported", action
+
+
+def _every_of_a_type(pattern: str) -> bool:
+    """An ARN pattern naming every resource of its type in an account (`instance/*`,
+    `autoScalingGroup:*:autoScalingGroupName/*`): nothing but a condition narrows it."""
+    resource = re.sub(r"\$\{[^}]*\}", "x", pattern).split(":", 5)[-1]
+    return re.fullmatch(r"[A-Za-z-]+([/:]\*)+(:[A-Za-z]+/\*)?", resource) is not None
 
 
 def _any_resource(pattern: str) -> bool:
@@ -197,7 +212,7 @@ EXPECTED_FINDINGS = {
         for sid, actions in (
             ("LaunchWithWhatALaunchMayUse", ("ec2:RunInstances", "ec2:CreateFleet")),
             (
-                "ManageNetworkInterfaces",
+                "ManageNetworkInterfacesInTheClustersVpc",
                 (
                     "ec2:CreateNetworkInterface",
                     "ec2:AttachNetworkInterface",
@@ -212,6 +227,39 @@ EXPECTED_FINDINGS = {
             ),
         )
         for a in actions
+    ),
+    # An instance has no `ec2:Vpc` key: the network interface's own statement holds the VPC.
+    *(
+        (
+            "docs/iam/eks-permissions-boundary.json",
+            "AttachNetworkInterfacesToInstances",
+            "unconditioned write on every resource of a type",
+            a,
+        )
+        for a in (
+            "ec2:AttachNetworkInterface",
+            "ec2:DetachNetworkInterface",
+            "ec2:ModifyNetworkInterfaceAttribute",
+        )
+    ),
+    # What a launch creates has no ARN before it: the instance profile it may carry is held to
+    # the cluster's node role (PassOnlyKarpentersNodeRoleToEc2), the launch templates it may
+    # use and delete to Karpenter's of the cluster.
+    *(
+        (
+            "docs/iam/eks-permissions-boundary.json",
+            "LaunchInTheAccount",
+            "unconditioned write on every resource of a type",
+            a,
+        )
+        for a in ("ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate")
+    ),
+    # AmazonEC2ContainerRegistryPullOnly's pull-through cache import, in the account.
+    (
+        "docs/iam/eks-permissions-boundary.json",
+        "ImportImagesIntoTheAccountsPullThroughCaches",
+        "unconditioned write on every resource of a type",
+        "ecr:BatchImportUpstreamImage",
     ),
     *(
         (
@@ -257,6 +305,16 @@ def test_every_iam_document_keeps_the_rules(eks_plans: dict[str, Plan]) -> None:
                 "Resource": "arn:aws:eks:*:*:nodegroup/*",
             },
             "write action on any resource",
+        ),
+        (
+            # The boundary's first Auto Scaling statement: every group of the account.
+            {
+                "Effect": "Allow",
+                "Action": "autoscaling:TerminateInstanceInAutoScalingGroup",
+                "Resource": "arn:aws:autoscaling:*:${aws:PrincipalAccount}:autoScalingGroup:*:"
+                "autoScalingGroupName/*",
+            },
+            "unconditioned write on every resource of a type",
         ),
         (
             {
@@ -342,12 +400,21 @@ def test_the_deploy_role_cannot_attach_administrator_access_to_a_role_it_creates
 
 def test_the_deploy_role_creates_roles_only_with_the_boundary() -> None:
     target = role(f"{CLUSTER}.pool-a100")
-    tagged = {"aws_RequestTag__gpu-platform.io__cluster": CLUSTER}
+    tagged = {
+        "aws_RequestTag__gpu-platform.io__cluster": CLUSTER,
+        "aws_RequestTag__gpu-platform.io__vpc": VPC,
+    }
     other = f"arn:aws:iam::{ACCOUNT}:policy/PowerUserAccess"
 
     assert not deploy_may("iam:CreateRole", target, **tagged)
     assert not deploy_may("iam:CreateRole", target, iam_PermissionsBoundary=other, **tagged)
     assert deploy_may("iam:CreateRole", target, iam_PermissionsBoundary=BOUNDARY_ARN, **tagged)
+    # Tagged for another VPC, or for none: the boundary would hold it to the wrong network.
+    for vpc in ({"aws_RequestTag__gpu-platform.io__vpc": "vpc-0other"}, {}):
+        wrong = {"aws_RequestTag__gpu-platform.io__cluster": CLUSTER, **vpc}
+        assert not deploy_may(
+            "iam:CreateRole", target, iam_PermissionsBoundary=BOUNDARY_ARN, **wrong
+        )
 
 
 def test_the_deploy_role_touches_no_role_outside_its_prefix() -> None:
@@ -412,6 +479,132 @@ def test_a_role_the_deploy_role_creates_gets_no_more_than_the_boundary() -> None
         ("sts:AssumeRole", role("OrganizationAccountAccessRole")),
     ):
         assert not allowed(Request(action, resource, context), [admin], boundary()), action
+
+
+# A role the `ml-prod` deploy role creates: whatever it trusts and whatever policy the deploy
+# role puts on it, it carries the boundary and the stack's cluster tag (CreateRole requires
+# both, UntagRole may not remove the tag, TagRole may not change it).
+ML_PROD_ROLE = {
+    "aws:PrincipalAccount": ACCOUNT,
+    "aws:PrincipalTag/gpu-platform.io/cluster": CLUSTER,
+    "aws:PrincipalTag/gpu-platform.io/vpc": VPC,
+}
+ADMIN = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+}
+
+
+@pytest.mark.parametrize(
+    ("action", "resource", "context"),
+    [
+        # Another cluster's (or no cluster's) Auto Scaling groups: EKS tags a managed node
+        # group's group `eks:cluster-name` (EKS user guide, managed-node-groups.adoc).
+        (
+            "autoscaling:TerminateInstanceInAutoScalingGroup",
+            f"arn:aws:autoscaling:us-east-1:{ACCOUNT}:autoScalingGroup:u:autoScalingGroupName/eks-b",
+            {"aws:ResourceTag/eks:cluster-name": "ml-dev"},
+        ),
+        (
+            "autoscaling:SetDesiredCapacity",
+            f"arn:aws:autoscaling:us-east-1:{ACCOUNT}:autoScalingGroup:u:autoScalingGroupName/web",
+            {},
+        ),
+        # Another cluster's Karpenter nodes and launch templates: Karpenter tags everything it
+        # creates `eks:eks-cluster-name` (karpenter-provider-aws v1.14.1,
+        # website/content/en/v1.14/getting-started/getting-started-with-karpenter/
+        # cloudformation.yaml, AllowScopedEC2InstanceActionsWithTags).
+        (
+            "ec2:TerminateInstances",
+            f"arn:aws:ec2:us-east-1:{ACCOUNT}:instance/i-1",
+            {
+                "aws:ResourceTag/karpenter.sh/nodepool": "gpu",
+                "aws:ResourceTag/eks:eks-cluster-name": "ml-dev",
+            },
+        ),
+        (
+            "iam:DeleteInstanceProfile",
+            f"arn:aws:iam::{ACCOUNT}:instance-profile/ml-dev_123",
+            {
+                "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "gpu",
+                "aws:ResourceTag/eks:eks-cluster-name": "ml-dev",
+            },
+        ),
+        # Another stack's Karpenter node role, handed to an instance of one's own: a node (and
+        # the node role's credentials) in that stack's cluster.
+        (
+            "iam:PassRole",
+            f"arn:aws:iam::{ACCOUNT}:role/ml-dev.karpenter-nodes",
+            {
+                "iam:PassedToService": "ec2.amazonaws.com",
+                "iam:ResourceTag/gpu-platform.io/cluster": "ml-dev",
+            },
+        ),
+        # Another VPC's network interfaces: the VPC CNI's rights name no cluster, so the role's
+        # VPC tag holds them (`ec2:Vpc`, Service Authorization Reference for EC2).
+        (
+            "ec2:ModifyNetworkInterfaceAttribute",
+            f"arn:aws:ec2:us-east-1:{ACCOUNT}:network-interface/eni-1",
+            {"ec2:Vpc": f"arn:aws:ec2:us-east-1:{ACCOUNT}:vpc/vpc-0database"},
+        ),
+        (
+            "ec2:AttachNetworkInterface",
+            f"arn:aws:ec2:us-east-1:{ACCOUNT}:network-interface/eni-1",
+            {"ec2:Vpc": f"arn:aws:ec2:us-east-1:{ACCOUNT}:vpc/vpc-0database"},
+        ),
+        (
+            "ec2:CreateNetworkInterface",
+            f"arn:aws:ec2:us-east-1:{ACCOUNT}:subnet/subnet-1",
+            {"ec2:Vpc": f"arn:aws:ec2:us-east-1:{ACCOUNT}:vpc/vpc-0database"},
+        ),
+        # Another stack's interruption messages.
+        (
+            "sqs:DeleteMessage",
+            f"arn:aws:sqs:us-east-1:{ACCOUNT}:ml-dev-karpenter",
+            {"aws:ResourceTag/gpu-platform.io/cluster": "ml-dev"},
+        ),
+    ],
+    ids=lambda value: value if isinstance(value, str) and ":" in value and "/" not in value else "",
+)
+def test_a_role_the_deploy_role_creates_reaches_no_other_cluster(
+    action: str, resource: str, context: dict[str, Any]
+) -> None:
+    # The deploy role can create a role under its prefix that trusts whom it likes and put any
+    # inline policy on it (IAM has no condition on a trust policy's content): the boundary is
+    # then all that keeps the role to the stack's own cluster.
+    assert not allowed(Request(action, resource, ML_PROD_ROLE | context), [ADMIN], boundary())
+
+
+def test_a_role_the_deploy_role_creates_keeps_its_own_clusters_resources() -> None:
+    own = {
+        "aws:ResourceTag/eks:eks-cluster-name": CLUSTER,
+        "aws:ResourceTag/karpenter.sh/nodepool": "gpu",
+    }
+
+    assert allowed(
+        Request(
+            "ec2:TerminateInstances",
+            f"arn:aws:ec2:us-east-1:{ACCOUNT}:instance/i-1",
+            ML_PROD_ROLE | own,
+        ),
+        [ADMIN],
+        boundary(),
+    )
+
+
+def test_the_deploy_role_cannot_assume_or_tag_a_session_of_a_role_it_creates() -> None:
+    # A trust policy naming the deploy role would let it assume the role without an identity
+    # policy of its own (same account), and session tags would replace the role's cluster tag
+    # that the boundary reads: an explicit deny holds against both ("Policy evaluation logic").
+    trusted = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": ["sts:AssumeRole", "sts:TagSession"], "Resource": "*"}
+        ],
+    }
+    for action in ("sts:AssumeRole", "sts:TagSession"):
+        request = Request(action, role(f"{CLUSTER}.karpenter"), DEPLOY_ROLE)
+        assert not allowed(request, [*deploy_policies(), trusted]), action
 
 
 @pytest.mark.parametrize(
@@ -509,6 +702,7 @@ class StackRequests:
             "aws:PrincipalAccount": STAND_IN_ACCOUNT,
             "aws:PrincipalTag/gpu-platform-cluster": tags["gpu-platform-cluster"],
             "aws:PrincipalTag/gpu-platform-prefix": tags["gpu-platform-prefix"],
+            "aws:PrincipalTag/gpu-platform-vpc": tags["gpu-platform-vpc"],
         }
         return Request(action, resource, principal | context)
 
@@ -651,6 +845,7 @@ def test_the_deploy_policies_allow_what_each_stack_creates(eks_plans: dict[str, 
         "iam:CreateRole",
         "iam:PassRole",
         "ec2:CreateLaunchTemplate",
+        "ec2:CreateSecurityGroup",
         "events:PutTargets",
     } <= made
     assert denied == []
@@ -700,16 +895,42 @@ def _instance(pattern: str, account: str, region: str) -> str:
     return pattern.replace("*", "x").replace("?", "x")
 
 
+def cluster_of_the_role(cluster: str) -> dict[str, str]:
+    """What holds for every request of a role the stack creates: the role's cluster tag, and the
+    tags its cluster's resources carry. EKS tags a managed node group's Auto Scaling group
+    `eks:cluster-name` (EKS user guide, managed-node-groups.adoc); Karpenter tags every
+    instance, launch template and instance profile it creates `eks:eks-cluster-name` (its own
+    policy requires it at creation: gpu_platform/eks/karpenter/controller.py, from
+    karpenter-provider-aws v1.14.1's cloudformation.yaml); the stack tags its queue
+    `gpu-platform.io/cluster`; the role carries its cluster's VPC, in which the CNI's network
+    interfaces, subnets and security groups are (`ec2:Vpc`)."""
+    return {
+        "aws:PrincipalTag/gpu-platform.io/cluster": cluster,
+        "aws:PrincipalTag/gpu-platform.io/vpc": VPC,
+        "ec2:Vpc": f"arn:aws:ec2:us-east-1:123456789012:vpc/{VPC}",
+        "aws:ResourceTag/eks:cluster-name": cluster,
+        "aws:ResourceTag/eks:eks-cluster-name": cluster,
+        "aws:ResourceTag/gpu-platform.io/cluster": cluster,
+        "iam:ResourceTag/gpu-platform.io/cluster": cluster,
+    }
+
+
 def test_the_boundary_leaves_every_role_what_its_policies_grant(
     eks_plans: dict[str, Plan],
 ) -> None:
     policies = created_policies(eks_plans) | {
         f"aws-managed:{n}": d for n, d in MANAGED_POLICIES.items()
     }
+    clusters = {
+        stack: str(plan.outputs["deployRoleTags"]["gpu-platform-cluster"])
+        for stack, plan in eks_plans.items()
+    }
     checked, refused = 0, []
     for name, policy in policies.items():
+        world = cluster_of_the_role(clusters.get(name.partition(":")[0], CLUSTER))
         for statement in statements(policy):
-            for request in witnesses(statement, "123456789012", "us-east-1"):
+            for witness in witnesses(statement, "123456789012", "us-east-1"):
+                request = Request(witness.action, witness.resource, {**world, **witness.context})
                 assert allowed(request, [policy]), (name, request)
                 checked += 1
                 if not allowed(request, [policy], boundary()):

@@ -178,6 +178,32 @@ def test_the_pulumi_cli_is_at_least_the_locked_sdk() -> None:
     assert version(cli) >= version(sdk), f"Pulumi CLI {cli} is older than the SDK {sdk}"
 
 
+def test_gcloud_is_installed_at_an_exact_release() -> None:
+    # google-github-actions/setup-gcloud v3.0.1 action.yml: `version` defaults to `latest`.
+    steps = workflow("pulumi-stack.yml")["jobs"]["pulumi"]["steps"]
+    (step,) = [s for s in steps if "setup-gcloud" in s.get("uses", "")]
+    pinned = workflow("pulumi-stack.yml")["env"]["GCLOUD_VERSION"]
+
+    assert step["with"]["version"] == "${{ env.GCLOUD_VERSION }}"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", str(pinned)), pinned
+
+
+def test_the_stack_workflow_gets_only_the_secrets_it_names() -> None:
+    # `secrets: inherit` hands a called workflow every secret of the repository (GitHub docs,
+    # "Reuse workflows", Passing secrets to nested workflows).
+    declared = workflow("pulumi-stack.yml")["on"]["workflow_call"]["secrets"]
+    callers = [
+        job
+        for name in ("deploy.yml", "drift.yml", "pull-request.yml")
+        for job in workflow(name)["jobs"].values()
+        if "pulumi-stack.yml" in job.get("uses", "")
+    ]
+
+    assert set(declared) == {"PULUMI_ACCESS_TOKEN", "PULUMI_CONFIG_PASSPHRASE"}
+    assert len(callers) == 10
+    assert all(set(job["secrets"]) == set(declared) for job in callers)
+
+
 def test_dependabot_updates_every_pinned_action_and_the_lock_file() -> None:
     updates = yaml.safe_load((GITHUB_DIR / "dependabot.yml").read_text())["updates"]
     actions = next(u for u in updates if u["package-ecosystem"] == "github-actions")

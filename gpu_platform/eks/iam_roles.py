@@ -31,8 +31,12 @@ PERMISSIONS_BOUNDARY = "gpu-platform-permissions-boundary"
 """The customer managed policy every role the stack creates carries as its boundary."""
 CLUSTER_TAG = "gpu-platform.io/cluster"
 """On every role and EC2 resource the stack creates: the cluster it belongs to."""
+VPC_TAG = "gpu-platform.io/vpc"
+"""On every role the stack creates: its cluster's VPC, the only one whose network interfaces
+the boundary lets the role touch (the VPC CNI's rights name no cluster)."""
 DEPLOY_ROLE_CLUSTER_TAG = "gpu-platform-cluster"
 DEPLOY_ROLE_PREFIX_TAG = "gpu-platform-prefix"
+DEPLOY_ROLE_VPC_TAG = "gpu-platform-vpc"
 """The deploy role's own tags, which its policy's `${aws:PrincipalTag/...}` variables read."""
 PREFIX_LIMIT = 26
 """64 (IAM's limit on a role name) less `.pool-` and a pool name of 32."""
@@ -65,6 +69,7 @@ def deploy_role_tags(cluster: EksCluster) -> dict[str, str]:
     return {
         DEPLOY_ROLE_CLUSTER_TAG: cluster.name,
         DEPLOY_ROLE_PREFIX_TAG: name_prefix(cluster.name),
+        DEPLOY_ROLE_VPC_TAG: cluster.vpc_id,
     }
 
 
@@ -77,13 +82,14 @@ def platform_role(
     opts: pulumi.ResourceOptions,
     tags: Mapping[str, str] | None = None,
 ) -> iam.Role:
-    """The role `<prefix>.<purpose>`, within the boundary and tagged with its cluster."""
+    """The role `<prefix>.<purpose>`, within the boundary and tagged with its cluster and the
+    cluster's VPC."""
     return iam.Role(
         resource_name,
         name=role_name(cluster, purpose),
         description=description,
         assume_role_policy=json.dumps(trust_policy),
         permissions_boundary=boundary_arn(cluster),
-        tags={**(tags or {}), **cluster_tags(cluster)},
+        tags={**(tags or {}), **cluster_tags(cluster), VPC_TAG: cluster.vpc_id},
         opts=opts,
     )

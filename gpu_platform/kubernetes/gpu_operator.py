@@ -13,7 +13,8 @@ from gpu_platform.kubernetes.mig_startup_taint import (
     needs_remover,
 )
 from gpu_platform.kubernetes.nvidia_driver import nvidia_drivers_for
-from gpu_platform.kubernetes.operator_values import operator_values_for
+from gpu_platform.kubernetes.operand_images import operand_image_values
+from gpu_platform.kubernetes.operator_values import deep_merge, operator_values_for
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.node_identity import ResolvedPool
 from gpu_platform.secrets import secret_if
@@ -85,9 +86,18 @@ class GpuOperator(pulumi.ComponentResource):
                 repository_opts=helm.v3.RepositoryOptsArgs(repo=args.operator.repository),
                 namespace=self.namespace,
                 create_namespace=False,
+                # Under the platform's values and `operator.overrides`, each operand by the digest
+                # NVIDIA's release bundle records for the chart's tag (operand_images/): a tag
+                # pushed again never reaches the nodes. An override of an operand's image sets
+                # `repository`, `image` and `version` together.
                 values=secret_if(
                     args.secret_values,
-                    operator_values_for(args.operator, args.platform, args.pools, args.monitoring),
+                    deep_merge(
+                        operand_image_values(args.operator.chart_version),
+                        operator_values_for(
+                            args.operator, args.platform, args.pools, args.monitoring
+                        ),
+                    ),
                 ),
                 # A failed install or upgrade is rolled back rather than left half applied. The
                 # rollback takes the ClusterPolicy back too: where the operator manages the

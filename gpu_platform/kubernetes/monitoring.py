@@ -198,13 +198,19 @@ class GpuMonitoring(pulumi.ComponentResource):
     ) -> None:
         """Who may reach the installed Prometheus: its own namespace (Grafana, Prometheus
         itself) on any port, and the idle GPU pod reaper's on the query port. Prometheus serves
-        every tenant's series to anyone who asks, without authentication."""
-        networking.v1.NetworkPolicy(
-            f"{name}-prometheus-ingress",
-            metadata=meta.v1.ObjectMetaArgs(name="prometheus-ingress", namespace=namespace),
-            spec=cast(Any, prometheus_ingress_spec(namespace_name)),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+        every tenant's series to anyone who asks, without authentication; Alertmanager, whose
+        API takes silences without authentication, only its own namespace (Prometheus, Grafana
+        and its replicas' cluster port)."""
+        for component, spec in (
+            ("prometheus", prometheus_ingress_spec(namespace_name)),
+            ("alertmanager", alertmanager_ingress_spec(namespace_name)),
+        ):
+            networking.v1.NetworkPolicy(
+                f"{name}-{component}-ingress",
+                metadata=meta.v1.ObjectMetaArgs(name=f"{component}-ingress", namespace=namespace),
+                spec=cast(Any, spec),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
 
     def _managed_prometheus_scrape(self, name: str) -> None:
         # Cluster-scoped so that it does not wait for the operator's namespace, which the GPU
@@ -356,21 +362,35 @@ pkg/prometheus/statefulset.go)."""
 PROMETHEUS_PORT = 9090
 
 
+ALERTMANAGER_POD_LABELS = {"app.kubernetes.io/name": "alertmanager"}
+"""What the Prometheus Operator labels every Alertmanager pod with (prometheus-operator,
+pkg/alertmanager/statefulset.go)."""
+
+
+def _namespace_named(name: str) -> dict[str, Any]:
+    return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
+
+
+def alertmanager_ingress_spec(namespace: str) -> dict[str, Any]:
+    """The NetworkPolicy of the installed Alertmanager: from its own namespace only."""
+    return {
+        "podSelector": {"matchLabels": ALERTMANAGER_POD_LABELS},
+        "policyTypes": ["Ingress"],
+        "ingress": [{"from": [_namespace_named(namespace)]}],
+    }
+
+
 def prometheus_ingress_spec(namespace: str) -> dict[str, Any]:
     """The NetworkPolicy of the installed Prometheus: from its namespace, and from the reaper's
     namespace to the query port. Enforced where the cluster's network plugin enforces
     NetworkPolicy (the VPC CNI's network policy agent on EKS, Dataplane V2 on GKE)."""
-
-    def namespace_named(name: str) -> dict[str, Any]:
-        return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
-
     return {
         "podSelector": {"matchLabels": PROMETHEUS_POD_LABELS},
         "policyTypes": ["Ingress"],
         "ingress": [
-            {"from": [namespace_named(namespace)]},
+            {"from": [_namespace_named(namespace)]},
             {
-                "from": [namespace_named(REAPER_NAMESPACE)],
+                "from": [_namespace_named(REAPER_NAMESPACE)],
                 "ports": [{"protocol": "TCP", "port": PROMETHEUS_PORT}],
             },
         ],

@@ -84,6 +84,12 @@ def test_an_answer_without_a_sha256_digest_is_refused() -> None:
         resolve("python", "3.13.9-slim-trixie", Registry(digest="md5:abc", token_required=False))
 
 
+def test_an_image_formatted_one_argument_a_line_is_found() -> None:
+    source = 'A = ContainerImage(\n    "r/c",\n    "1.14.1",\n    "sha256:' + "ab" * 32 + '",\n)\n'
+
+    assert pinned_images(source) == [("r/c", "1.14.1", "sha256:" + "ab" * 32)]
+
+
 def test_digests_are_written_beside_the_tags_and_read_back() -> None:
     source = (
         'A = ContainerImage("docker.io/library/python", "3.13.9-slim-trixie")\n'

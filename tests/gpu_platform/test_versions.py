@@ -74,7 +74,7 @@ def test_the_digest_refresher_finds_every_image() -> None:
     found = {(repository, tag) for repository, tag, _ in pinned_images(VERSIONS_FILE.read_text())}
 
     assert found == {(v.repository, v.tag) for _, v in pins() if isinstance(v, ContainerImage)}
-    assert len(found) == 6
+    assert len(found) == 7
 
 
 @pytest.mark.parametrize(("name", "chart"), charts())

@@ -34,7 +34,7 @@ from gpu_platform.eks.node_group import node_role
 from gpu_platform.eks.pod_identity import pod_identity
 from gpu_platform.kubernetes import helm_release
 from gpu_platform.node_identity import POOL_LABEL
-from gpu_platform.versions import KARPENTER_CHART, KARPENTER_CRD_CHART
+from gpu_platform.versions import KARPENTER_CHART, KARPENTER_CONTROLLER_IMAGE, KARPENTER_CRD_CHART
 
 SERVICE_ACCOUNT = "karpenter"
 NODE_ROLE_PURPOSE = "karpenter-nodes"
@@ -185,7 +185,7 @@ class KarpenterController(pulumi.ComponentResource):
             # The CRDs are the `karpenter-crd` release's: Helm would install the chart's own
             # copy once and never upgrade it.
             skip_crds=True,
-            values=karpenter_values(cluster, queue.name),
+            values=karpenter_values(cluster, queue.name, args.spec.chart_version),
             **helm_release.KARPENTER.release_args(),
             # The controller starts with its credentials and its queue in place, and the nodes
             # it launches can join the cluster: the NodePools, which wait for this release, are
@@ -560,9 +560,17 @@ CONTROLLER_RESOURCES = {
 }
 
 
-def karpenter_values(cluster: EksCluster, queue_name: pulumi.Input[str]) -> dict[str, Any]:
+def karpenter_values(
+    cluster: EksCluster, queue_name: pulumi.Input[str], chart_version: str
+) -> dict[str, Any]:
     """Chart values: this cluster and its queue, the Pod Identity service account, and the
-    controller on the cluster's own nodes."""
+    controller on the cluster's own nodes, by its digest at the pinned chart version."""
+    image = KARPENTER_CONTROLLER_IMAGE
+    pinned = (
+        {"image": {"repository": image.repository, "tag": image.tag, "digest": image.digest}}
+        if chart_version == KARPENTER_CHART.version
+        else {}
+    )
     return {
         "settings": {
             "clusterName": cluster.name,
@@ -580,7 +588,7 @@ def karpenter_values(cluster: EksCluster, queue_name: pulumi.Input[str]) -> dict
                 }
             }
         },
-        "controller": {"resources": CONTROLLER_RESOURCES},
+        "controller": {"resources": CONTROLLER_RESOURCES, **pinned},
     }
 
 

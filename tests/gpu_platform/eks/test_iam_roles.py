@@ -1,6 +1,8 @@
 """The roles a stack creates: under the stack's name prefix, within the permissions boundary the
 deploy policy requires (docs/iam/eks-deploy-iam-policy.json), tagged with their cluster."""
 
+import re
+
 import pytest
 
 from gpu_platform.cli.offline import Plan, run_program
@@ -55,14 +57,24 @@ def test_the_roles_are_the_node_and_controller_roles() -> None:
     }
 
 
-def test_the_deploy_role_tags_are_the_cluster_and_the_prefix(plan: Plan) -> None:
+def test_the_deploy_role_tags_are_the_cluster_the_prefix_and_the_vpc(plan: Plan) -> None:
     tags = plan.outputs["deployRoleTags"]
 
     assert tags == {
         "gpu-platform-cluster": tags["gpu-platform-cluster"],
         "gpu-platform-prefix": tags["gpu-platform-cluster"],
+        "gpu-platform-vpc": tags["gpu-platform-vpc"],
     }
     assert tags["gpu-platform-cluster"] in {"ml-dev", "ml-prod", "ml-karpenter-dev"}
+    assert re.fullmatch(r"vpc-[0-9a-f]+", tags["gpu-platform-vpc"])
+
+
+def test_every_role_is_tagged_with_its_clusters_vpc(plan: Plan) -> None:
+    # docs/iam/eks-permissions-boundary.json holds a role's network interface actions to the
+    # VPC this tag names; docs/iam/eks-deploy-iam-policy.json requires it at creation.
+    vpc = plan.outputs["deployRoleTags"]["gpu-platform-vpc"]
+
+    assert all(r.inputs["tags"]["gpu-platform.io/vpc"] == vpc for r in plan.of_type(ROLE))
 
 
 def test_a_long_cluster_names_prefix_leaves_room_for_any_pool() -> None:

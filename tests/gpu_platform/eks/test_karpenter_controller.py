@@ -143,6 +143,25 @@ def test_values_name_the_cluster_and_its_interruption_queue(plan: Plan) -> None:
     )
 
 
+def test_the_controller_runs_by_the_digest_of_the_pinned_release(plan: Plan) -> None:
+    # aws/karpenter-provider-aws, charts/karpenter/values.yaml as the v1.14.1 release published
+    # it (commit c88abbba, "Stable Release updates Release v1.14.1"): the chart renders
+    # `repository:tag@digest` (templates/_helpers.tpl, karpenter.controller.image).
+    assert values(plan)["controller"]["image"] == {
+        "repository": "public.ecr.aws/karpenter/controller",
+        "tag": "1.14.1",
+        "digest": "sha256:445baefaaa689029cc12ac1f659b916b0b82fb14308ce536f8521fcf079116fa",
+    }
+
+
+def test_another_chart_version_runs_its_own_charts_image(
+    karpenter_config: Config, plan_for: PlanFor
+) -> None:
+    karpenter_config["gpu-platform:karpenter"] = {"chartVersion": "1.14.0"}
+
+    assert "image" not in values(plan_for(karpenter_config))["controller"]
+
+
 def test_values_set_only_keys_the_pinned_chart_has(plan: Plan) -> None:
     unknown = set(key_paths(values(plan), opaque=OPAQUE_VALUES)) - chart_key_paths(
         KARPENTER_CHART.version, KARPENTER_CHART.name

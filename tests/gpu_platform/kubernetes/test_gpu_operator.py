@@ -9,7 +9,8 @@ import pytest
 from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.cloud import pools_as_declared
 from gpu_platform.config import ConfigError, load_stack_config
-from gpu_platform.kubernetes.operator_values import operator_values_for
+from gpu_platform.kubernetes.operand_images import operand_image_values
+from gpu_platform.kubernetes.operator_values import deep_merge, operator_values_for
 from gpu_platform.versions import (
     GPU_OPERATOR_CHART,
     POD_SECURITY_VERSION,
@@ -44,12 +45,16 @@ def critical_pod_quotas(plan: Plan) -> list[PlannedResource]:
 
 
 def operator_values(raw: Config) -> dict[str, Any]:
-    """What the values builder makes of a stack's config, to compare the release against."""
+    """What the values builders make of a stack's config (the operand images under the
+    platform's values), to compare the release against."""
     config = load_stack_config(
         {k.removeprefix("gpu-platform:"): v for k, v in raw.items() if k.startswith("gpu-")}
     )
-    return operator_values_for(
-        config.operator, config.platform, pools_as_declared(config), config.monitoring
+    return deep_merge(
+        operand_image_values(config.operator.chart_version),
+        operator_values_for(
+            config.operator, config.platform, pools_as_declared(config), config.monitoring
+        ),
     )
 
 
@@ -170,7 +175,7 @@ def test_release_values_carry_the_pools_sharing_config(dev_config: Config, plan_
 def test_release_values_take_overrides_from_config(dev_config: Config, plan_for) -> None:
     dev_config["gpu-platform:operator"] = {"overrides": {"gfd": {"enabled": False}}}
 
-    assert release(plan_for(dev_config)).inputs["values"]["gfd"] == {"enabled": False}
+    assert release(plan_for(dev_config)).inputs["values"]["gfd"]["enabled"] is False
 
 
 # --- the namespace ---------------------------------------------------------------------------

@@ -453,7 +453,7 @@ def test_only_its_namespace_and_the_reaper_reach_the_installed_prometheus(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
     plan = plan_for(with_monitoring(dev_config, installPrometheusStack=True))
-    (policy,) = plan.of_type(NETWORK_POLICY)
+    policy = plan.named("gpu-monitoring-prometheus-ingress", NETWORK_POLICY)
 
     assert policy.inputs["metadata"]["namespace"] == "monitoring"
     # The Prometheus Operator's pod labels (prometheus-operator, pkg/prometheus/server/
@@ -481,6 +481,33 @@ def test_only_its_namespace_and_the_reaper_reach_the_installed_prometheus(
                 ],
                 "ports": [{"protocol": "TCP", "port": 9090}],
             },
+        ],
+    }
+
+
+def test_only_its_namespace_reaches_the_installed_alertmanager(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    # Alertmanager's API creates silences without authentication (prometheus/alertmanager
+    # api/v2): from a tenant's pod, the GPU alerts could be silenced. The Prometheus
+    # Operator's pod label (pkg/alertmanager/statefulset.go).
+    plan = plan_for(with_monitoring(dev_config, installPrometheusStack=True))
+    policy = plan.named("gpu-monitoring-alertmanager-ingress", NETWORK_POLICY)
+
+    assert policy.inputs["metadata"]["namespace"] == "monitoring"
+    assert policy.inputs["spec"] == {
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "alertmanager"}},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {
+                "from": [
+                    {
+                        "namespaceSelector": {
+                            "matchLabels": {"kubernetes.io/metadata.name": "monitoring"}
+                        }
+                    }
+                ]
+            }
         ],
     }
 
