@@ -188,22 +188,6 @@ def test_gcloud_is_installed_at_an_exact_release() -> None:
     assert re.fullmatch(r"\d+\.\d+\.\d+", str(pinned)), pinned
 
 
-def test_the_stack_workflow_gets_only_the_secrets_it_names() -> None:
-    # `secrets: inherit` hands a called workflow every secret of the repository (GitHub docs,
-    # "Reuse workflows", Passing secrets to nested workflows).
-    declared = workflow("pulumi-stack.yml")["on"]["workflow_call"]["secrets"]
-    callers = [
-        job
-        for name in ("deploy.yml", "drift.yml", "pull-request.yml")
-        for job in workflow(name)["jobs"].values()
-        if "pulumi-stack.yml" in job.get("uses", "")
-    ]
-
-    assert set(declared) == {"PULUMI_ACCESS_TOKEN", "PULUMI_CONFIG_PASSPHRASE"}
-    assert len(callers) == 10
-    assert all(set(job["secrets"]) == set(declared) for job in callers)
-
-
 def test_dependabot_updates_every_pinned_action_and_the_lock_file() -> None:
     updates = yaml.safe_load((GITHUB_DIR / "dependabot.yml").read_text())["updates"]
     actions = next(u for u in updates if u["package-ecosystem"] == "github-actions")
