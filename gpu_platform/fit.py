@@ -540,14 +540,19 @@ def gke_node_template(node_pool: Mapping[str, Any], name: str) -> NodeTemplate:
     GKE share GPUs. A time-shared GPU, and an MPS-shared one on a node of several, is handed out
     one to a container (container-engine-accelerators pkg/gpu/nvidia/gpusharing/gpusharing.go).
 
-    Its nodes carry `cloud.google.com/gke-nodepool` (the pool's name, which Pulumi makes of the
-    resource's name and 7 random hex digits) and one of the pool's zones (`nodeLocations`), as
-    every GKE node does; that the template has them too is inferred. CPU, memory and pods are
-    the machine type's less GKE's reservations (GKE's "Standard cluster architecture", node
-    allocatable: CPU as on EKS, memory 25% of the first 4 GiB, 20% of the next 4, 10% of the
-    next 8, 6% of the next 112 and 2% of the rest, and the 100 MiB eviction threshold; 110 pods)
-    where the platform knows the machine type's size (`machine_size`: N1 and G2); elsewhere
-    they are not judged.
+    The labels are those the open-source GCE provider gives a template
+    (`BuildNodeFromTemplate` in cloudprovider/gce/templates.go, cluster-autoscaler-1.35.2): the
+    node labels of the pool's kube-env (`extractLabelsFromKubeEnv`), which on GKE carry
+    `cloud.google.com/gke-nodepool` (the pool's name, which Pulumi makes of the resource's name
+    and 7 random hex digits; templates_test.go's GKE kube-env fixtures), then
+    `BuildGenericLabels`: architecture, OS, machine type, region, and the zone of the managed
+    instance group, one per zone of the pool (`nodeLocations`), as `topology.kubernetes.io/zone`
+    and Persistent Disk's `topology.gke.io/zone` (`gceCSITopologyKeyZone`). CPU, memory and
+    pods are the machine type's less GKE's reservations (GKE's "Standard cluster architecture",
+    node allocatable: CPU as on EKS, memory 25% of the first 4 GiB, 20% of the next 4, 10% of
+    the next 8, 6% of the next 112 and 2% of the rest, and the 100 MiB eviction threshold; 110
+    pods) where the platform knows the machine type's size (`machine_size`: N1, G2, A2 and A3);
+    elsewhere they are not judged.
 
     A queued-provisioning pool's nodes carry the `cloud.google.com/gke-queued` taint, which GKE
     adds to the pool itself, and flex-start nodes the `cloud.google.com/gke-flex-start: "true"`
@@ -559,7 +564,7 @@ def gke_node_template(node_pool: Mapping[str, Any], name: str) -> NodeTemplate:
     location = node_pool["location"]
     zones = tuple(node_pool.get("nodeLocations") or ())
     labels = {
-        **({ZONE_LABEL: location} if zone_region(location) and not zones else {}),
+        **({z: location for z in _GKE_ZONE_LABELS} if zone_region(location) and not zones else {}),
         "kubernetes.io/os": "linux",
         # Every machine type that takes NVIDIA GPUs on GKE the platform knows is x86.
         "kubernetes.io/arch": "amd64",
@@ -587,12 +592,14 @@ def gke_node_template(node_pool: Mapping[str, Any], name: str) -> NodeTemplate:
         taints,
         resources,
         complete="cpu" in resources,
-        choices={ZONE_LABEL: zones} if zones else {},
+        choices={z: zones for z in _GKE_ZONE_LABELS} if zones else {},
         patterns={"cloud.google.com/gke-nodepool": f"{re.escape(name)}-[0-9a-f]{{7}}"},
         per_container=_gke_sharing_limits(accelerator),
     )
 
 
+# The zone labels of a GCE template (`BuildGenericLabels`, cloudprovider/gce/templates.go).
+_GKE_ZONE_LABELS = (ZONE_LABEL, "topology.gke.io/zone")
 # GKE's memory reservation: (GiB of the machine's memory up to which, share reserved).
 _GKE_MEMORY_RESERVED = ((4, Decimal("0.25")), (8, Decimal("0.2")), (16, Decimal("0.1")))
 _GKE_MEMORY_RESERVED_ABOVE = ((128, Decimal("0.06")), (None, Decimal("0.02")))
