@@ -687,8 +687,10 @@ def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
                 yield f"{asks}; its nodes advertise none"
         elif wanted > available:
             yield f"{asks}; a node has {format_quantity(name, available)}"
+    # The kubelet asks the device plugin for an init container's devices too (its device
+    # manager allocates each container of the pod), so the limit holds for those as well.
     for name, most in template.per_container.items():
-        for container in pod.get("containers") or []:
+        for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
             wanted = _container_requests(container).get(name, Decimal(0))
             if wanted > most:
                 yield (

@@ -188,6 +188,23 @@ def test_a_pod_asking_for_more_than_a_node_has_fits_nowhere_and_says_why(
     )
 
 
+def test_an_init_container_asking_for_two_shared_gpus_is_refused_by_the_device_plugin(
+    templates: list[NodeTemplate],
+) -> None:
+    # The kubelet's device manager allocates devices to init containers as to the others, and
+    # the time-sliced pool's device plugin refuses a request of more than one replica
+    # (failRequestsGreaterThanOne, k8s-device-plugin v0.20.0 internal/rm/rm.go ValidateRequest).
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "1"})
+    pod["initContainers"] = [
+        {"name": "warm", "image": IMAGE, "resources": {"limits": {"nvidia.com/gpu": "2"}}}
+    ]
+
+    t4 = next(f for f in fits(pod, templates) if f.pool == "t4-shared")
+
+    assert not t4.fits
+    assert t4.reasons[0].startswith("device plugin: container warm asks for 2 nvidia.com/gpu")
+
+
 def test_ephemeral_storage_fits_within_what_a_nodes_kubelet_offers(
     templates: list[NodeTemplate], pools: dict[str, ResolvedPool]
 ) -> None:
