@@ -96,6 +96,9 @@ class NodeTemplate:
     """The most of a resource the node's device plugin hands one container (shared GPUs: 1)."""
     variant: str = ""
     """What tells this template from the pool's others in reasons (an instance type, a zone)."""
+    template_only: frozenset[str] = frozenset()
+    """Labels of the autoscaler's template that the node it starts does not carry: a pod that
+    needs one has a node started for it that it is never scheduled on."""
 
 
 @dataclass(frozen=True)
@@ -268,7 +271,17 @@ def eks_node_template(
         patterns=patterns,
         per_container=_device_plugin_limits(labels),
         variant=group.zone,
+        template_only=_EKS_TEMPLATE_ONLY_LABELS,
     )
+
+
+# Labels the AWS template takes from the Auto Scaling group's `eks:` tags and from
+# DescribeNodegroup's amiType and version (`extractLabelsFromAsg`, aws_manager.go;
+# `getManagedNodegroupInfo`, aws_wrapper.go), which the kubelet of an EKS node does not register:
+# EKS labels its nodes `eks.amazonaws.com/nodegroup` and `eks.amazonaws.com/capacityType`, and
+# the ASG's tags reach no node (the autoscaler's own comment on `joinNodeLabelsChoosingUserValues
+# OverAPIValues`: "EKS isn't sending the ASG Tags to Kubernetes itself").
+_EKS_TEMPLATE_ONLY_LABELS = frozenset({"cluster-name", "nodegroup-name", "amiType", "k8sVersion"})
 
 
 # EKS's managed node group id, which ends its Auto Scaling group's name.
@@ -667,6 +680,11 @@ def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
     that applies it (or the device plugin, which refuses a pod at admission on the node)."""
     template = replace(template, labels={**template.labels, **_named_by_pod(pod, template)})
     yield from (f"NodeAffinity: {problem}" for problem in _label_problems(pod, template))
+    for key in sorted(_needed_labels(pod) & template.template_only):
+        yield (
+            f"NodeAffinity: needs the label {key}, which the autoscaler's template has and the"
+            " nodes it starts do not: a node would start, and the pod never be scheduled there"
+        )
     tolerations = pod.get("tolerations") or []
     for taint in template.taints:
         if taint.key.startswith(_SANITIZED_TAINT_PREFIXES):
@@ -718,6 +736,21 @@ def _named_by_pod(pod: PodSpec, template: NodeTemplate) -> dict[str, str]:
         key: next((v for v in named.get(key, []) if re.fullmatch(form, v)), _MADE_UP)
         for key, form in template.patterns.items()
     }
+
+
+def _needed_labels(pod: PodSpec) -> set[str]:
+    """Labels a node must have for the pod: those of its node selector, and those every term of
+    its required node affinity asks to exist or to have some value."""
+    needed = set(pod.get("nodeSelector") or {})
+    terms = [
+        {
+            e["key"]
+            for e in term.get("matchExpressions") or []
+            if e.get("operator") in ("In", "Exists", "Gt", "Lt")
+        }
+        for term in _required_terms(pod)
+    ]
+    return needed | set.intersection(*terms) if terms else needed
 
 
 def _required_terms(pod: PodSpec) -> list[Mapping[str, Any]]:
