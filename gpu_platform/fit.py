@@ -96,6 +96,9 @@ class NodeTemplate:
     """The most of a resource the node's device plugin hands one container (shared GPUs: 1)."""
     variant: str = ""
     """What tells this template from the pool's others in reasons (an instance type, a zone)."""
+    template_only: frozenset[str] = frozenset()
+    """Labels of the autoscaler's template that the node it starts does not carry: a pod that
+    needs one has a node started for it that it is never scheduled on."""
 
 
 @dataclass(frozen=True)
@@ -268,7 +271,17 @@ def eks_node_template(
         patterns=patterns,
         per_container=_device_plugin_limits(labels),
         variant=group.zone,
+        template_only=_EKS_TEMPLATE_ONLY_LABELS,
     )
+
+
+# Labels the AWS template takes from the Auto Scaling group's `eks:` tags and from
+# DescribeNodegroup's amiType and version (`extractLabelsFromAsg`, aws_manager.go;
+# `getManagedNodegroupInfo`, aws_wrapper.go), which the kubelet of an EKS node does not register:
+# EKS labels its nodes `eks.amazonaws.com/nodegroup` and `eks.amazonaws.com/capacityType`, and
+# the ASG's tags reach no node (the autoscaler's own comment on `joinNodeLabelsChoosingUserValues
+# OverAPIValues`: "EKS isn't sending the ASG Tags to Kubernetes itself").
+_EKS_TEMPLATE_ONLY_LABELS = frozenset({"cluster-name", "nodegroup-name", "amiType", "k8sVersion"})
 
 
 # EKS's managed node group id, which ends its Auto Scaling group's name.
@@ -540,14 +553,19 @@ def gke_node_template(node_pool: Mapping[str, Any], name: str) -> NodeTemplate:
     GKE share GPUs. A time-shared GPU, and an MPS-shared one on a node of several, is handed out
     one to a container (container-engine-accelerators pkg/gpu/nvidia/gpusharing/gpusharing.go).
 
-    Its nodes carry `cloud.google.com/gke-nodepool` (the pool's name, which Pulumi makes of the
-    resource's name and 7 random hex digits) and one of the pool's zones (`nodeLocations`), as
-    every GKE node does; that the template has them too is inferred. CPU, memory and pods are
-    the machine type's less GKE's reservations (GKE's "Standard cluster architecture", node
-    allocatable: CPU as on EKS, memory 25% of the first 4 GiB, 20% of the next 4, 10% of the
-    next 8, 6% of the next 112 and 2% of the rest, and the 100 MiB eviction threshold; 110 pods)
-    where the platform knows the machine type's size (`machine_size`: N1 and G2); elsewhere
-    they are not judged.
+    The labels are those the open-source GCE provider gives a template
+    (`BuildNodeFromTemplate` in cloudprovider/gce/templates.go, cluster-autoscaler-1.35.2): the
+    node labels of the pool's kube-env (`extractLabelsFromKubeEnv`), which on GKE carry
+    `cloud.google.com/gke-nodepool` (the pool's name, which Pulumi makes of the resource's name
+    and 7 random hex digits; templates_test.go's GKE kube-env fixtures), then
+    `BuildGenericLabels`: architecture, OS, machine type, region, and the zone of the managed
+    instance group, one per zone of the pool (`nodeLocations`), as `topology.kubernetes.io/zone`
+    and Persistent Disk's `topology.gke.io/zone` (`gceCSITopologyKeyZone`). CPU, memory and
+    pods are the machine type's less GKE's reservations (GKE's "Standard cluster architecture",
+    node allocatable: CPU as on EKS, memory 25% of the first 4 GiB, 20% of the next 4, 10% of
+    the next 8, 6% of the next 112 and 2% of the rest, and the 100 MiB eviction threshold; 110
+    pods) where the platform knows the machine type's size (`machine_size`: N1, G2, A2 and A3);
+    elsewhere they are not judged.
 
     A queued-provisioning pool's nodes carry the `cloud.google.com/gke-queued` taint, which GKE
     adds to the pool itself, and flex-start nodes the `cloud.google.com/gke-flex-start: "true"`
@@ -559,7 +577,7 @@ def gke_node_template(node_pool: Mapping[str, Any], name: str) -> NodeTemplate:
     location = node_pool["location"]
     zones = tuple(node_pool.get("nodeLocations") or ())
     labels = {
-        **({ZONE_LABEL: location} if zone_region(location) and not zones else {}),
+        **({z: location for z in _GKE_ZONE_LABELS} if zone_region(location) and not zones else {}),
         "kubernetes.io/os": "linux",
         # Every machine type that takes NVIDIA GPUs on GKE the platform knows is x86.
         "kubernetes.io/arch": "amd64",
@@ -587,12 +605,14 @@ def gke_node_template(node_pool: Mapping[str, Any], name: str) -> NodeTemplate:
         taints,
         resources,
         complete="cpu" in resources,
-        choices={ZONE_LABEL: zones} if zones else {},
+        choices={z: zones for z in _GKE_ZONE_LABELS} if zones else {},
         patterns={"cloud.google.com/gke-nodepool": f"{re.escape(name)}-[0-9a-f]{{7}}"},
         per_container=_gke_sharing_limits(accelerator),
     )
 
 
+# The zone labels of a GCE template (`BuildGenericLabels`, cloudprovider/gce/templates.go).
+_GKE_ZONE_LABELS = (ZONE_LABEL, "topology.gke.io/zone")
 # GKE's memory reservation: (GiB of the machine's memory up to which, share reserved).
 _GKE_MEMORY_RESERVED = ((4, Decimal("0.25")), (8, Decimal("0.2")), (16, Decimal("0.1")))
 _GKE_MEMORY_RESERVED_ABOVE = ((128, Decimal("0.06")), (None, Decimal("0.02")))
@@ -660,6 +680,11 @@ def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
     that applies it (or the device plugin, which refuses a pod at admission on the node)."""
     template = replace(template, labels={**template.labels, **_named_by_pod(pod, template)})
     yield from (f"NodeAffinity: {problem}" for problem in _label_problems(pod, template))
+    for key in sorted(_needed_labels(pod) & template.template_only):
+        yield (
+            f"NodeAffinity: needs the label {key}, which the autoscaler's template has and the"
+            " nodes it starts do not: a node would start, and the pod never be scheduled there"
+        )
     tolerations = pod.get("tolerations") or []
     for taint in template.taints:
         if taint.key.startswith(_SANITIZED_TAINT_PREFIXES):
@@ -680,8 +705,10 @@ def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
                 yield f"{asks}; its nodes advertise none"
         elif wanted > available:
             yield f"{asks}; a node has {format_quantity(name, available)}"
+    # The kubelet asks the device plugin for an init container's devices too (its device
+    # manager allocates each container of the pod), so the limit holds for those as well.
     for name, most in template.per_container.items():
-        for container in pod.get("containers") or []:
+        for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
             wanted = _container_requests(container).get(name, Decimal(0))
             if wanted > most:
                 yield (
@@ -709,6 +736,21 @@ def _named_by_pod(pod: PodSpec, template: NodeTemplate) -> dict[str, str]:
         key: next((v for v in named.get(key, []) if re.fullmatch(form, v)), _MADE_UP)
         for key, form in template.patterns.items()
     }
+
+
+def _needed_labels(pod: PodSpec) -> set[str]:
+    """Labels a node must have for the pod: those of its node selector, and those every term of
+    its required node affinity asks to exist or to have some value."""
+    needed = set(pod.get("nodeSelector") or {})
+    terms = [
+        {
+            e["key"]
+            for e in term.get("matchExpressions") or []
+            if e.get("operator") in ("In", "Exists", "Gt", "Lt")
+        }
+        for term in _required_terms(pod)
+    ]
+    return needed | set.intersection(*terms) if terms else needed
 
 
 def _required_terms(pod: PodSpec) -> list[Mapping[str, Any]]:

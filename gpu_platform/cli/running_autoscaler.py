@@ -40,8 +40,10 @@ _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 _TOKEN_PREFIX = "k8s-aws-v1."
 _CLUSTER_NAME_HEADER = "x-k8s-aws-id"
 # The autoscaler's image, whatever registry mirrors it (registry.k8s.io/autoscaling/
-# cluster-autoscaler, an ECR copy, ...): the last part of its repository's path.
-_AUTOSCALER_REPOSITORY = "cluster-autoscaler"
+# cluster-autoscaler, an ECR copy, ...): the last part of its repository's path, the multi-arch
+# manifest or one architecture's image, which each release pushes too (`make-image-arch-%` and
+# `ALL_ARCH` in cluster-autoscaler/Makefile, cluster-autoscaler-1.35.2).
+_AUTOSCALER_REPOSITORY = re.compile(r"^cluster-autoscaler(?:-(?:amd64|arm64|s390x))?$")
 
 
 Deployments = Callable[[], Sequence[Mapping[str, Any]]]
@@ -79,7 +81,7 @@ def autoscaler_images(deployments: Iterable[Mapping[str, Any]]) -> list[tuple[st
         for container in pod.get("containers") or []:
             image = container.get("image") or ""
             repository, _ = image_tag(image)
-            if repository.rpartition("/")[2] == _AUTOSCALER_REPOSITORY:
+            if _AUTOSCALER_REPOSITORY.match(repository.rpartition("/")[2]):
                 found.append((f"{metadata.get('namespace')}/{metadata.get('name')}", image))
     return found
 

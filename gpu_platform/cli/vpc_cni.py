@@ -3,10 +3,11 @@ CNI must be one that ignores them.
 
 An EFA pool's nodes get one EFA per network card, all but the first of type `efa-only`, with no
 IP address (gpu_platform/eks/efa.py). The VPC CNI manages every interface of the node, and
-releases before v1.19.0 fail on one that has no IP information; v1.19.0 is the first to filter
+releases before v1.18.5 fail on one that has no IP information; v1.18.5 is the first to filter
 them out (aws/amazon-vpc-cni-k8s#3047, "Filter for interfaces with no ip info",
-pkg/awsutils/awsutils.go). The check reads the `vpc-cni` EKS add-on's version; a CNI installed
-some other way cannot be read from AWS, which is a warning.
+pkg/awsutils/awsutils.go, brought to the release-1.18 branch by #3049; every v1.19 has it).
+The check reads the `vpc-cni` EKS add-on's version; a CNI installed some other way cannot be
+read from AWS, which is a warning.
 """
 
 import re
@@ -20,7 +21,7 @@ from gpu_platform.config import StackConfig
 from gpu_platform.version_order import version_key
 
 VPC_CNI = "vpc-cni"
-FIRST_EFA_ONLY_RELEASE = "v1.19.0"
+FIRST_EFA_ONLY_RELEASE = "v1.18.5"
 _ADDON_VERSION = re.compile(r"^(v\d+\.\d+\.\d+)")
 
 

@@ -77,7 +77,8 @@ def namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
 def _quota_problems(
     config: StackConfig, i: int, ns: TenantNamespaceSpec
 ) -> Iterator[ConfigProblem]:
-    """At least one of what the smoke test's pod asks for."""
+    """A `gpuQuota` that caps nothing the stack offers, as a stack file written before the
+    quotas per kind of GPU has it; and at least one of what the smoke test's pod asks for."""
     platform = known_platform(config)
     if platform is None:
         return
@@ -88,6 +89,18 @@ def _quota_problems(
         settings.setdefault(setting, []).append(pool.name)
         if setting == "migQuota" and isinstance(pool.sharing, MigSharing):
             slices[pool.name] = pool.sharing.profile.removeprefix("all-")
+    if ns.gpu_quota and not ns.shared_gpu_quota and not ns.mig_quota and "gpuQuota" not in settings:
+        # Before the quotas per kind of GPU, `gpuQuota` alone capped replicas and slices too: a
+        # stack file of that time would now allow the namespace no GPU its pools offer, and every
+        # new GPU pod would be refused at admission after the upgrade.
+        yield ConfigProblem(
+            key_path("namespaces", i, "gpuQuota"),
+            ns.gpu_quota,
+            "0 where no pool is exclusive: gpuQuota caps whole GPUs only, and none of this"
+            f" stack's pools ({', '.join(p.name for p in config.pools)}) hands one out; cap"
+            " replicas of time-sliced and MPS GPUs and GKE's partitions with sharedGpuQuota,"
+            " and the MIG manager's slices with migQuota",
+        )
     pool_name = ns.smoke_test_pool
     if pool_name is None or pool_name not in {p.name for p in config.pools}:
         return

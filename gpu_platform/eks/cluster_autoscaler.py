@@ -146,7 +146,9 @@ CAPACITY_PRIORITIES = {"capacity-block": 40, "reserved": 30, "on-demand": 20, "s
 # 1.33.6 to 1.36.1), and the installed autoscaler manages every managed node group of the
 # cluster: ranked below a GPU pool, or left out, a CPU group would lose to it for a CPU pod that
 # tolerates the GPU taint (common in ML charts), and a p5 would start for it. A GPU pod never
-# fits a CPU group, so ranking those first costs GPU pods nothing.
+# fits a CPU group, so ranking those first costs GPU pods nothing. The expander only ranks the
+# groups that can grow: where every CPU group is at its maximum or backed off, such a pod still
+# grows a GPU pool.
 OTHER_GROUPS_PRIORITY = 50
 # A group named like a pool's (`eks-<pool>-...`) that is none of the pool's own node groups:
 # last, but never dropped.

@@ -16,8 +16,12 @@ nodeadm/internal/kubelet/config.go, `withDefaultReservedResources`):
 - memory: less kube-reserved, 11 MiB a pod and 255 MiB (`getMemoryMebibytesToReserve`), and the
   100Mi `memory.available` hard eviction threshold.
 
-Bottlerocket's defaults are taken to be the same (its kube-reserved settings follow the same
-formulas; inferred). The instance's memory as the kernel reports it is a little below EC2's
+Bottlerocket reserves the same: its `kube_reserve_cpu` and `kube_reserve_memory` settings
+helpers (bottlerocket-core-kit sources/api/schnauzer/src/helpers/mod.rs) take 60m for the first
+core, 10m for the second, 5m for the third and fourth and 2.5m for each further one, rounded
+down, and 11 MiB a pod and 255 MiB, the pods from its copy of EKS's eni-max-pods table
+(`get_max_pods`, sources/api/pluto/src/main.rs); the 100Mi eviction threshold is the kubelet's
+own default. The instance's memory as the kernel reports it is a little below EC2's
 figure used here, so the hint can be a little high, never low: a pod at the very edge of a node
 may still start one it does not fit, as before, but none that fits is refused.
 """

@@ -93,9 +93,36 @@ _MEMORY_PER_VCPU = {"n1-standard": 3.75, "n1-highmem": 6.5, "n1-highcpu": 0.9, "
 _SIZED_MACHINE_TYPE = re.compile(r"^(n1-standard|n1-highmem|n1-highcpu|g2-standard)-(\d+)$")
 
 
+# vCPUs and GB (1024 MiB) of the A2 and A3 machine types, whose name gives only their GPUs:
+# Compute Engine's machine type list (`gcloud compute machine-types list`, CPUS and MEMORY_GB,
+# as Cyclenerd/google-cloud-pricing-cost-calculator tools/machinetypes.csv records it; the same
+# figures as "Accelerator-optimized machine family"). A4's are not held.
+_FIXED_SIZES: Mapping[str, tuple[int, int]] = {
+    "a2-highgpu-1g": (12, 85),
+    "a2-highgpu-2g": (24, 170),
+    "a2-highgpu-4g": (48, 340),
+    "a2-highgpu-8g": (96, 680),
+    "a2-megagpu-16g": (96, 1360),
+    "a2-ultragpu-1g": (12, 170),
+    "a2-ultragpu-2g": (24, 340),
+    "a2-ultragpu-4g": (48, 680),
+    "a2-ultragpu-8g": (96, 1360),
+    "a3-highgpu-1g": (26, 234),
+    "a3-highgpu-2g": (52, 468),
+    "a3-highgpu-4g": (104, 936),
+    "a3-highgpu-8g": (208, 1872),
+    "a3-edgegpu-8g": (208, 1872),
+    "a3-megagpu-8g": (208, 1872),
+    "a3-ultragpu-8g": (224, 2952),
+}
+
+
 def machine_size(machine_type: str) -> tuple[int, int] | None:
-    """vCPUs and MiB of memory of an N1 or G2 machine type; None for the others, whose size
-    the platform does not hold."""
+    """vCPUs and MiB of memory of an N1, G2, A2 or A3 machine type; None for the others, whose
+    size the platform does not hold."""
+    if machine_type in _FIXED_SIZES:
+        vcpus, gb = _FIXED_SIZES[machine_type]
+        return vcpus, gb * 1024
     found = _SIZED_MACHINE_TYPE.match(machine_type)
     if found is None:
         return None

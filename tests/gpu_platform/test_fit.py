@@ -188,6 +188,57 @@ def test_a_pod_asking_for_more_than_a_node_has_fits_nowhere_and_says_why(
     )
 
 
+def test_an_init_container_asking_for_two_shared_gpus_is_refused_by_the_device_plugin(
+    templates: list[NodeTemplate],
+) -> None:
+    # The kubelet's device manager allocates devices to init containers as to the others, and
+    # the time-sliced pool's device plugin refuses a request of more than one replica
+    # (failRequestsGreaterThanOne, k8s-device-plugin v0.20.0 internal/rm/rm.go ValidateRequest).
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "1"})
+    pod["initContainers"] = [
+        {"name": "warm", "image": IMAGE, "resources": {"limits": {"nvidia.com/gpu": "2"}}}
+    ]
+
+    t4 = next(f for f in fits(pod, templates) if f.pool == "t4-shared")
+
+    assert not t4.fits
+    assert t4.reasons[0].startswith("device plugin: container warm asks for 2 nvidia.com/gpu")
+
+
+@pytest.mark.parametrize(
+    ("terms", "fits_"),
+    [
+        ([[{"key": "k8sVersion", "operator": "Exists"}]], False),
+        (
+            [
+                [{"key": "k8sVersion", "operator": "Exists"}],
+                [{"key": "gpu-platform.io/pool", "operator": "In", "values": ["t4-shared"]}],
+            ],
+            True,
+        ),
+    ],
+)
+def test_a_pod_that_needs_a_label_only_the_autoscalers_template_has_fits_no_node(
+    templates: list[NodeTemplate], terms: list[list[dict[str, Any]]], fits_: bool
+) -> None:
+    # getManagedNodegroupInfo (aws_wrapper.go, cluster-autoscaler-1.35.2) adds `k8sVersion` to
+    # the template; EKS's nodes do not carry it, so the node started would never take the pod.
+    # A term that another label satisfies leaves the pod a way onto the real node.
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "1"})
+    pod["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": term} for term in terms]
+            }
+        }
+    }
+
+    t4 = next(f for f in fits(pod, templates) if f.pool == "t4-shared")
+
+    assert t4.fits is fits_
+    assert fits_ or t4.reasons[0].startswith("NodeAffinity: needs the label k8sVersion")
+
+
 def test_ephemeral_storage_fits_within_what_a_nodes_kubelet_offers(
     templates: list[NodeTemplate], pools: dict[str, ResolvedPool]
 ) -> None:

@@ -65,6 +65,9 @@ def test_autoscaler_images_are_found_by_repository_whatever_the_registry() -> No
         [
             deployment("registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.3", name="a"),
             deployment(ECR_COPY),
+            # Each release pushes an image per architecture beside the multi-arch one
+            # (cluster-autoscaler/Makefile, `make-image-arch-%`, cluster-autoscaler-1.35.2).
+            deployment("registry.k8s.io/autoscaling/cluster-autoscaler-arm64:v1.34.2", name="b"),
             deployment("registry.k8s.io/autoscaling/cluster-autoscaler-addon:v1.0.0"),
             deployment("nginx:1.27"),
         ]
@@ -76,6 +79,7 @@ def test_autoscaler_images_are_found_by_repository_whatever_the_registry() -> No
             "kube-system/ca",
             "123456789012.dkr.ecr.us-east-1.amazonaws.com/cluster-autoscaler:v1.35.2",
         ),
+        ("kube-system/b", "registry.k8s.io/autoscaling/cluster-autoscaler-arm64:v1.34.2"),
     ]
 
 

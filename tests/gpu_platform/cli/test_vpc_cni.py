@@ -57,30 +57,31 @@ def addon(stubber: Stubber, version: str) -> None:
 
 def test_a_cni_before_the_efa_only_fix_blocks(eks: tuple[Any, Stubber], described: Any) -> None:
     client, stubber = eks
-    addon(stubber, "v1.18.6-eksbuild.1")
+    addon(stubber, "v1.18.4-eksbuild.1")
 
     (finding,) = vpc_cni_findings(efa_stack(), client, described)
 
-    # v1.19.0 is the first tag of aws/amazon-vpc-cni-k8s with #3047 (a35a1127f, "Filter for
-    # interfaces with no ip info", pkg/awsutils/awsutils.go).
+    # aws/amazon-vpc-cni-k8s v1.18.4's pkg/awsutils/awsutils.go still reads every interface's
+    # local-ipv4s from IMDS; v1.18.5 is the first tag whose GetENIMetadata skips interfaces
+    # without them (#3047, brought to release-1.18 by #3049, 500236a80).
     assert (finding.severity, finding.message) == (
         "blocking",
-        "The vpc-cni add-on is v1.18.6-eksbuild.1: the nodes of t4-shared get EFA-only"
-        " interfaces, which it must ignore, and releases before v1.19.0 fail on them"
+        "The vpc-cni add-on is v1.18.4-eksbuild.1: the nodes of t4-shared get EFA-only"
+        " interfaces, which it must ignore, and releases before v1.18.5 fail on them"
         " (aws/amazon-vpc-cni-k8s#3047).",
     )
 
 
 def test_the_first_fixed_cni_is_enough(eks: tuple[Any, Stubber], described: Any) -> None:
     client, stubber = eks
-    addon(stubber, "v1.19.0-eksbuild.1")
+    addon(stubber, "v1.18.5-eksbuild.1")
 
     (finding,) = vpc_cni_findings(efa_stack(), client, described)
 
     assert finding == Finding(
         "ok",
         SUBJECT,
-        "The vpc-cni add-on is v1.19.0-eksbuild.1, which ignores the EFA-only interfaces of"
+        "The vpc-cni add-on is v1.18.5-eksbuild.1, which ignores the EFA-only interfaces of"
         " t4-shared.",
         "Nothing.",
     )

@@ -233,6 +233,13 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
         "gpu-platform:namespaces[0].migQuota.big",
     ),
     (
+        # A stack file written when `gpuQuota` capped replicas and slices as well: on the dev
+        # stack's time-sliced pool it would now allow no GPU at all.
+        "a whole-GPU quota alone where no pool is exclusive",
+        lambda c: _only_whole_gpus(c["gpu-platform:namespaces"][0]),
+        "gpu-platform:namespaces[0].gpuQuota",
+    ),
+    (
         "negative GPU quota",
         lambda c: c["gpu-platform:namespaces"][0].update(gpuQuota=-1),
         "gpu-platform:namespaces[0].gpuQuota",
@@ -244,6 +251,12 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
     ),
     ("misspelt top-level key", lambda c: c.update({"gpu-platform:pool": []}), "gpu-platform:pool"),
 ]
+
+
+def _only_whole_gpus(namespace: dict[str, Any]) -> None:
+    namespace.update(gpuQuota=8)
+    for key in ("sharedGpuQuota", "migQuota", "smokeTestPool"):
+        namespace.pop(key, None)
 
 
 @pytest.mark.parametrize(

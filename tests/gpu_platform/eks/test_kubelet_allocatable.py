@@ -16,6 +16,14 @@ def test_kube_reserved_cpu_is_nodeadms_share_of_each_range_of_cores() -> None:
     assert kube_reserved_cpu_millicores(192000) == 60 + 10 + 10 + 470
 
 
+def test_bottlerocket_reserves_the_same_cpu_rounded_down() -> None:
+    # kube_cpu_helper (bottlerocket-core-kit sources/api/schnauzer/src/helpers/mod.rs):
+    # KUBE_RESERVE_4_CORES (80) plus 2.5 for each core past four, floored: 82m for 5 cores,
+    # 550m for 192.
+    assert kube_reserved_cpu_millicores(5000) == 82
+    assert kube_reserved_cpu_millicores(192000) == 550
+
+
 def test_a_p5_offers_its_cpus_memory_and_pods_less_the_kubelets_reserve() -> None:
     # maxPods 100: 2 ENIs on its default network card of 50 addresses
     # (instance-info.jsonl, calculateStandardMaxPods); memory less 11 MiB a pod and 255 MiB

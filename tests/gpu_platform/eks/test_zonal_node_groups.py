@@ -7,12 +7,14 @@ from typing import Any
 
 import pytest
 
+from gpu_platform.cli.fit import node_templates
 from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.config import ConfigError
 from gpu_platform.eks.node_group import DESIRED_SIZE
 
 from .plans import ASG_TAG, NODE_GROUP, component, with_aws_options, with_extra_pool, with_pool
+from .test_cluster_autoscaler import release
 from .test_node_group import private_subnets_in
 
 Config = dict[str, Any]
@@ -126,3 +128,51 @@ def test_a_pool_named_as_another_pools_zone_group_fails(
 
     (problem,) = error.value.problems
     assert problem.path == "gpu-platform:pools[1].name"
+
+
+# What the AWS provider's comparator ignores when it asks whether two groups are similar:
+# CreateAwsNodeInfoComparator's own list (processors/nodegroupset/aws_nodegroups.go) and
+# BasicIgnoredLabels (compare_nodegroups.go), cluster-autoscaler-1.35.2, the same at 1.33.6,
+# 1.34.5 and 1.36.1.
+AWS_IGNORED_LABELS = {
+    "alpha.eksctl.io/instance-id",
+    "alpha.eksctl.io/nodegroup-name",
+    "eks.amazonaws.com/nodegroup",
+    "k8s.amazonaws.com/eniConfig",
+    "lifecycle",
+    "topology.ebs.csi.aws.com/zone",
+    "topology.k8s.aws/zone-id",
+    "kubernetes.io/hostname",
+    "failure-domain.beta.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region",
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+    "beta.kubernetes.io/fluentd-ds-ready",
+    "kops.k8s.io/instancegroup",
+}
+
+
+def test_the_zonal_groups_of_a_pool_differ_only_in_labels_balancing_ignores(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    plan = plan_for(zonal(dev_config))
+    templates = [t for t in node_templates(plan) if t.pool == "t4-shared"]
+    ignored = AWS_IGNORED_LABELS | {
+        value
+        for key, value in release(plan).inputs["values"]["extraArgs"].items()
+        if key.partition("_")[0] == "balancing-ignore-label"
+    }
+
+    # IsCloudProviderNodeInfoSimilar (compare_nodegroups.go): the same capacity, and the same
+    # value of every label it does not ignore. A label known only by its form (the node
+    # group's name, the hostname) has a value of each group's own.
+    differing = {
+        key
+        for template in templates[1:]
+        for key in {*template.labels, *templates[0].labels}
+        if template.labels.get(key) != templates[0].labels.get(key)
+    } | {key for template in templates for key in template.patterns}
+    assert len(templates) == len(ZONES)
+    assert all(t.resources == templates[0].resources for t in templates)
+    assert differing - ignored == set()
+    assert "nodegroup-name" in differing

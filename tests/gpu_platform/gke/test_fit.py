@@ -115,6 +115,24 @@ def test_cpu_and_memory_are_the_machines_less_gkes_reservations(gke_plan: Plan) 
     }
 
 
+def test_an_a2_machines_cpu_and_memory_are_judged_less_gkes_reservations(
+    gke_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    gke_config["gpu-platform:pools"].append(MIG_POOL)
+    (template,) = [t for t in templates(plan_for(gke_config)) if t.pool == "a100-slices"]
+
+    # a2-highgpu-1g: 12 vCPUs and 85 GB of 1024 MiB (gcloud compute machine-types list; Compute
+    # Engine's "Accelerator-optimized machine family"). GKE keeps back 100m of CPU (6% of the
+    # first core, 1% of the second, 0.5% of the next two, 0.25% of 8 more) and 6.74 GiB of
+    # memory (1 + 0.8 + 0.8 of the first 16 GiB, 6% of the next 69), and 100 MiB for eviction.
+    assert {k: template.resources[k] for k in ("cpu", "memory", "pods")} == {
+        "cpu": Decimal("11.9"),
+        "memory": Decimal(80038 * 2**20),
+        "pods": Decimal(110),
+    }
+    assert template.complete
+
+
 def test_a_mig_pool_scales_up_from_zero_for_a_partition(
     gke_config: Config, plan_for: Callable[[Config], Plan]
 ) -> None:
@@ -127,7 +145,7 @@ def test_a_mig_pool_scales_up_from_zero_for_a_partition(
     (template,) = [t for t in templates(plan) if t.pool == "a100-slices"]
 
     assert by_pool["a100-slices"] == ()
-    assert template.resources == {"nvidia.com/gpu": Decimal(7)}
+    assert template.resources["nvidia.com/gpu"] == Decimal(7)
     assert template.labels["cloud.google.com/gke-gpu-partition-size"] == "1g.5gb"
 
 

@@ -91,7 +91,7 @@ def test_the_enforcer_is_one_component_of_the_stack(plan) -> None:
 
 
 def test_only_the_namespace_that_opts_in_gets_an_enforcer(dev_config, plan_for) -> None:
-    dev_config["gpu-platform:namespaces"].append({"name": "vision", "gpuQuota": 2})
+    dev_config["gpu-platform:namespaces"].append({"name": "vision", "sharedGpuQuota": 2})
 
     plan = plan_for(opted_in(dev_config))
 

@@ -80,7 +80,7 @@ def test_baseline_level_applies_to_every_mode(dev_config, plan_for) -> None:
 
 
 def test_each_configured_namespace_gets_its_own_resources(dev_config, plan_for) -> None:
-    dev_config["gpu-platform:namespaces"].append({"name": "vision", "gpuQuota": 2})
+    dev_config["gpu-platform:namespaces"].append({"name": "vision", "sharedGpuQuota": 2})
 
     plan = plan_for(dev_config)
 
