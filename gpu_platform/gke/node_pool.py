@@ -241,17 +241,23 @@ def upgrade_settings(spec: GpuPoolSpec) -> container.NodePoolUpgradeSettingsArgs
     """How GKE upgrades the pool's nodes: surge, with the pool's `maxSurge` and
     `maxUnavailable` (by default none surging on a specific reservation: GKE counts surge nodes
     against it, and "continues to attempt" the upgrade while it has no room, GKE's
-    node-upgrades-quota page), or blue-green, one node a batch, keeping the old nodes
-    `blueGreenSoakHours` (pulumi-gcp `NodePool.upgrade_settings.blue_green_settings`)."""
+    node-upgrades-quota page), or blue-green (pulumi-gcp `NodePool.upgrade_settings.
+    blue_green_settings`).
+
+    Blue-green takes the autoscaled rollout: the container.v1 discovery document's
+    `StandardRolloutPolicy` drains the old nodes batch by batch as soon as the new ones are up
+    (`batchSoakDuration` "Default to zero"), evicting running jobs as a surge upgrade does, while
+    `AutoscaledRolloutPolicy` cordons them and drains only after `waitForDrainDuration`
+    ("Defaults to 3 days ... between 0 and 7 days"), which lets long jobs end. The pool soak
+    (`nodePoolSoakDuration`) comes after the drain."""
     gcp = spec.gcp
     if gcp.upgrade_strategy == "blue-green":
-        soak = gcp.blue_green_soak_hours
         return container.NodePoolUpgradeSettingsArgs(
             strategy="BLUE_GREEN",
             blue_green_settings=container.NodePoolUpgradeSettingsBlueGreenSettingsArgs(
-                node_pool_soak_duration=f"{soak * 3600}s" if soak is not None else None,
-                standard_rollout_policy=container.NodePoolUpgradeSettingsBlueGreenSettingsStandardRolloutPolicyArgs(
-                    batch_node_count=1
+                node_pool_soak_duration=_duration(gcp.blue_green_soak_hours),
+                autoscaled_rollout_policy=container.NodePoolUpgradeSettingsBlueGreenSettingsAutoscaledRolloutPolicyArgs(
+                    wait_for_drain_duration=_duration(gcp.blue_green_drain_wait_hours)
                 ),
             ),
         )
@@ -259,6 +265,11 @@ def upgrade_settings(spec: GpuPoolSpec) -> container.NodePoolUpgradeSettingsArgs
     return container.NodePoolUpgradeSettingsArgs(
         strategy="SURGE", max_surge=surge, max_unavailable=unavailable
     )
+
+
+def _duration(hours: int | None) -> str | None:
+    """Hours as the API's `google-duration` (seconds, `s`); None leaves GKE's default."""
+    return f"{hours * 3600}s" if hours is not None else None
 
 
 def location_policy(spec: GpuPoolSpec) -> str:
