@@ -105,7 +105,8 @@ def _maintenance_finding(
         " --add-maintenance-exclusion-name NAME --add-maintenance-exclusion-start START"
         " --add-maintenance-exclusion-end END --add-maintenance-exclusion-scope"
         " no_minor_or_node_upgrades); or use gcp.upgradeStrategy blue-green with"
-        " gcp.blueGreenDrainWaitHours above the longest job.",
+        " gcp.blueGreenDrainWaitHours above the longest job (GKE's autoscaled blue-green, in"
+        " Preview).",
     )
 
 

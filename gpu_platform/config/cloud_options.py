@@ -167,17 +167,20 @@ class GkePoolOptions(Model):
     upgrade_strategy: Literal["surge", "blue-green"] = "surge"
     """How GKE upgrades the pool's nodes. `surge` replaces them a few at a time
     (`maxSurge`, `maxUnavailable`), honouring PodDisruptionBudgets for at most an hour before it
-    evicts. `blue-green` cordons the old nodes, lets the autoscaler start new ones as pods need
-    them, and waits `blueGreenDrainWaitHours` for the old nodes' jobs to end before it drains
-    what is left (GKE's autoscaled blue-green rollout), then keeps the drained nodes for
-    `blueGreenSoakHours`, so that a bad version can be rolled back onto nodes that still exist:
-    for pools of long training jobs, on capacity that grows while old and new nodes both run.
-    Not on a `reservation: specific` pool, nor with `flexStart` or `queuedProvisioning`, whose
-    nodes GKE replaces as they end. Changing it does not replace the pool."""
+    evicts. `blue-green` starts a new node for every old one, cordons the old ones, drains them
+    a node at a time as soon as the new ones are up, and keeps them for `blueGreenSoakHours`
+    before deleting them, so that a bad version can be rolled back onto nodes that still exist,
+    on capacity that can double for the length of an upgrade; with `blueGreenDrainWaitHours`,
+    GKE's autoscaled blue-green instead (in Preview), which waits that long for the old nodes'
+    jobs to end before it drains them: for pools of long training jobs. Not on a `reservation:
+    specific` pool, nor with `flexStart` or `queuedProvisioning`, whose nodes GKE replaces as
+    they end. Changing it does not replace the pool."""
     blue_green_drain_wait_hours: int | None = Field(default=None, ge=0, le=168)
-    """`upgradeStrategy: blue-green` only: how long GKE waits, once it has cordoned the old
-    nodes, before it drains them, evicting the jobs still running there (the API's
-    `waitForDrainDuration`); unset, GKE's default of 3 days. Set it above the longest job."""
+    """`upgradeStrategy: blue-green` only: take GKE's autoscaled blue-green rollout (in Preview),
+    which cordons the old nodes, lets the autoscaler start new ones as pods need them, and waits
+    this long before it drains the old nodes, evicting the jobs still running there (the API's
+    `waitForDrainDuration`). Set it above the longest job. Unset: the standard rollout, which
+    drains the old nodes as soon as the new ones are up."""
     blue_green_soak_hours: int | None = Field(default=None, ge=0, le=168)
     """`upgradeStrategy: blue-green` only: how long GKE keeps the drained old nodes before it
     deletes them (the API's `nodePoolSoakDuration`); unset, GKE's default."""

@@ -242,22 +242,35 @@ def upgrade_settings(spec: GpuPoolSpec) -> container.NodePoolUpgradeSettingsArgs
     `maxUnavailable` (by default none surging on a specific reservation: GKE counts surge nodes
     against it, and "continues to attempt" the upgrade while it has no room, GKE's
     node-upgrades-quota page), or blue-green (pulumi-gcp `NodePool.upgrade_settings.
-    blue_green_settings`).
+    blue_green_settings`), keeping the drained old nodes `blueGreenSoakHours`.
 
-    Blue-green takes the autoscaled rollout: the container.v1 discovery document's
-    `StandardRolloutPolicy` drains the old nodes batch by batch as soon as the new ones are up
-    (`batchSoakDuration` "Default to zero"), evicting running jobs as a surge upgrade does, while
-    `AutoscaledRolloutPolicy` cordons them and drains only after `waitForDrainDuration`
-    ("Defaults to 3 days ... between 0 and 7 days"), which lets long jobs end. The pool soak
-    (`nodePoolSoakDuration`) comes after the drain."""
+    Blue-green's standard rollout (container.v1 discovery document, `StandardRolloutPolicy`)
+    drains the old nodes batch by batch as soon as the new ones are up (`batchSoakDuration`
+    "Default to zero"), evicting running jobs as a surge upgrade does. With
+    `blueGreenDrainWaitHours` the pool takes the autoscaled rollout instead
+    (`AutoscaledRolloutPolicy`, in Preview on GKE's node-pool-upgrade-strategies page), which
+    cordons the old nodes and drains them only after `waitForDrainDuration` ("between 0 and 7
+    days"), letting long jobs end."""
     gcp = spec.gcp
     if gcp.upgrade_strategy == "blue-green":
+        wait = gcp.blue_green_drain_wait_hours
         return container.NodePoolUpgradeSettingsArgs(
             strategy="BLUE_GREEN",
             blue_green_settings=container.NodePoolUpgradeSettingsBlueGreenSettingsArgs(
                 node_pool_soak_duration=_duration(gcp.blue_green_soak_hours),
-                autoscaled_rollout_policy=container.NodePoolUpgradeSettingsBlueGreenSettingsAutoscaledRolloutPolicyArgs(
-                    wait_for_drain_duration=_duration(gcp.blue_green_drain_wait_hours)
+                standard_rollout_policy=(
+                    container.NodePoolUpgradeSettingsBlueGreenSettingsStandardRolloutPolicyArgs(
+                        batch_node_count=1
+                    )
+                    if wait is None
+                    else None
+                ),
+                autoscaled_rollout_policy=(
+                    container.NodePoolUpgradeSettingsBlueGreenSettingsAutoscaledRolloutPolicyArgs(
+                        wait_for_drain_duration=_duration(wait)
+                    )
+                    if wait is not None
+                    else None
                 ),
             ),
         )

@@ -395,15 +395,30 @@ def test_a_pool_not_surging_takes_one_node_out_of_service_by_default(
     assert (settings["maxSurge"], settings["maxUnavailable"]) == (0, 1)
 
 
-def test_a_blue_green_pool_waits_for_its_jobs_before_it_drains_and_keeps_the_old_nodes_for_its_soak(
+def test_a_blue_green_pool_drains_a_node_a_batch_and_keeps_the_old_ones_for_its_soak(
     gke_config: Config, plan_for: PlanFor
 ) -> None:
     # pulumi-gcp NodePool `upgrade_settings.blue_green_settings`; the API's BlueGreenSettings
-    # (container.v1 discovery document): `AutoscaledRolloutPolicy.waitForDrainDuration` is the
+    # (container.v1 discovery document): `nodePoolSoakDuration` is the time after the whole blue
+    # pool is drained before it is deleted.
+    with_pool(gke_config, gcp={"upgradeStrategy": "blue-green", "blueGreenSoakHours": 24})
+
+    assert node_pool(plan_for(gke_config)).inputs["upgradeSettings"] == {
+        "strategy": "BLUE_GREEN",
+        "blueGreenSettings": {
+            "nodePoolSoakDuration": "86400s",
+            "standardRolloutPolicy": {"batchNodeCount": 1},
+        },
+    }
+
+
+def test_a_blue_green_pool_with_a_drain_wait_waits_for_its_jobs_before_it_drains(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    # container.v1 discovery document: `AutoscaledRolloutPolicy.waitForDrainDuration` is the
     # "Time to wait after cordoning the blue pool before draining the nodes", where a
-    # `StandardRolloutPolicy` drains at once (`batchSoakDuration` "Default to zero");
-    # `nodePoolSoakDuration` is the time after the whole blue pool is drained before it is
-    # deleted.
+    # `StandardRolloutPolicy` drains at once (`batchSoakDuration` "Default to zero"); a
+    # BlueGreenSettings takes one policy or the other.
     with_pool(
         gke_config,
         gcp={
@@ -420,18 +435,6 @@ def test_a_blue_green_pool_waits_for_its_jobs_before_it_drains_and_keeps_the_old
             "autoscaledRolloutPolicy": {"waitForDrainDuration": "345600s"},
         },
     }
-
-
-def test_a_blue_green_pool_without_a_drain_wait_takes_gkes_three_days(
-    gke_config: Config, plan_for: PlanFor
-) -> None:
-    # container.v1 `AutoscaledRolloutPolicy.waitForDrainDuration`: "Defaults to 3 days"; the
-    # policy itself must be there, or GKE takes the standard rollout, which drains at once.
-    with_pool(gke_config, gcp={"upgradeStrategy": "blue-green"})
-
-    settings = node_pool(plan_for(gke_config)).inputs["upgradeSettings"]
-
-    assert settings["blueGreenSettings"] == {"autoscaledRolloutPolicy": {}}
 
 
 @pytest.mark.parametrize(
