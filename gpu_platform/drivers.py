@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpu_platform.driver_tables.cos import COS_DEFAULT_DRIVERS, Unpublished
+from gpu_platform.driver_tables.cos import COS_DEFAULT_DRIVERS, CosDefault, Unpublished
 from gpu_platform.version_order import version_key
 from gpu_platform.versions import CUDA_BY_DRIVER_BRANCH, SUPPORTED_KUBERNETES_VERSIONS
 
@@ -150,13 +150,19 @@ def gke_driver(
         return NvidiaDriver(operator, f"the GPU Operator at {operator}")
     if cos_branch is not None:
         return NvidiaDriver(str(cos_branch), f"gcp.cosDriverBranch, on GKE {node_version}")
-    entry = COS_DEFAULT_DRIVERS.get(_minor(node_version), {}).get(accelerator)
+    entry = cos_default(node_version, accelerator)
     if entry is None:
         supported = ", ".join(COS_DEFAULT_DRIVERS)
         return Unpublished(f"the platform knows COS's defaults on GKE {supported} only")
     if isinstance(entry, Unpublished):
         return entry
     return NvidiaDriver(str(entry.branch), f"COS's default on GKE {node_version}")
+
+
+def cos_default(node_version: str, accelerator: str) -> CosDefault | Unpublished | None:
+    """COS's default driver for the GPU on the nodes' GKE version, as the table has it; None
+    where the table has no entry for that version."""
+    return COS_DEFAULT_DRIVERS.get(_minor(node_version), {}).get(accelerator)
 
 
 def too_old_for(accelerator: str, driver: NvidiaDriver) -> int | None:

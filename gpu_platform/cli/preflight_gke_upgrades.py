@@ -42,15 +42,21 @@ def upgrade_findings(
         if pool.gcp.node_version is not None
         and version_key(pool.gcp.node_version) > version_key(version)
     ]
-    upgraded = [pool.name for pool in config.pools if _auto_upgraded(pool)]
+    upgraded = [pool.name for pool in config.pools if _auto_upgraded(pool, cluster)]
     if upgraded:
         findings.append(_maintenance_finding(config, cluster, upgraded, now or datetime.now(UTC)))
     return findings
 
 
-def _auto_upgraded(pool: GpuPoolSpec) -> bool:
-    # A pinned pool's auto-upgrade is off; GKE replaces flex-start and queued nodes as they end.
-    return pool.gcp.node_version is None and not dynamic_workload_scheduler_modes(pool)
+def _auto_upgraded(pool: GpuPoolSpec, cluster: Mapping[str, Any]) -> bool:
+    # GKE replaces flex-start and queued nodes as they end. A pinned pool's auto-upgrade is off,
+    # but on a cluster enrolled in a release channel GKE still upgrades it when auto-upgrade
+    # runs (`gcp.nodeVersion`); `Cluster.releaseChannel` (container.v1.json) enrols a cluster
+    # created without a channel in one, REGULAR by default, and `UNSPECIFIED` means none.
+    if dynamic_workload_scheduler_modes(pool):
+        return False
+    channel = cluster.get("releaseChannel", {}).get("channel", "UNSPECIFIED")
+    return pool.gcp.node_version is None or channel != "UNSPECIFIED"
 
 
 def _maintenance_finding(
@@ -98,8 +104,9 @@ def _maintenance_finding(
         f" (gcloud container clusters update {spec.name} --location {spec.location}"
         " --add-maintenance-exclusion-name NAME --add-maintenance-exclusion-start START"
         " --add-maintenance-exclusion-end END --add-maintenance-exclusion-scope"
-        " no_minor_or_node_upgrades); or pin gcp.nodeVersion, or use gcp.upgradeStrategy"
-        " blue-green.",
+        " no_minor_or_node_upgrades); or use gcp.upgradeStrategy blue-green with"
+        " gcp.blueGreenDrainWaitHours above the longest job (GKE's autoscaled blue-green, in"
+        " Preview).",
     )
 
 

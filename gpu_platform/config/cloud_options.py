@@ -168,11 +168,19 @@ class GkePoolOptions(Model):
     """How GKE upgrades the pool's nodes. `surge` replaces them a few at a time
     (`maxSurge`, `maxUnavailable`), honouring PodDisruptionBudgets for at most an hour before it
     evicts. `blue-green` starts a new node for every old one, cordons the old ones, drains them
-    a node at a time, and keeps them for `blueGreenSoakHours` before deleting them, so that a
-    bad version can be rolled back onto nodes that still exist: for pools of long training
-    jobs, on capacity that can double for the length of an upgrade. Not on a `reservation:
+    a node at a time as soon as the new ones are up, and keeps them for `blueGreenSoakHours`
+    before deleting them, so that a bad version can be rolled back onto nodes that still exist,
+    on capacity that can double for the length of an upgrade; with `blueGreenDrainWaitHours`,
+    GKE's autoscaled blue-green instead (in Preview), which waits that long for the old nodes'
+    jobs to end before it drains them: for pools of long training jobs. Not on a `reservation:
     specific` pool, nor with `flexStart` or `queuedProvisioning`, whose nodes GKE replaces as
     they end. Changing it does not replace the pool."""
+    blue_green_drain_wait_hours: int | None = Field(default=None, ge=0, le=168)
+    """`upgradeStrategy: blue-green` only: take GKE's autoscaled blue-green rollout (in Preview),
+    which cordons the old nodes, lets the autoscaler start new ones as pods need them, and waits
+    this long before it drains the old nodes, evicting the jobs still running there (the API's
+    `waitForDrainDuration`). Set it above the longest job. Unset: the standard rollout, which
+    drains the old nodes as soon as the new ones are up."""
     blue_green_soak_hours: int | None = Field(default=None, ge=0, le=168)
     """`upgradeStrategy: blue-green` only: how long GKE keeps the drained old nodes before it
     deletes them (the API's `nodePoolSoakDuration`); unset, GKE's default."""
@@ -185,8 +193,9 @@ class GkePoolOptions(Model):
     cos_driver_branch: int | None = Field(default=None, ge=450, le=999)
     """COS only: the NVIDIA driver branch (`580`) COS loads for the pool's GPU on its nodes' GKE
     version, where no source the platform knows gives it (gpu_platform/driver_tables/cos.py:
-    GKE 1.34 and later, B200). At least 550 for H200 and 570 for B200. The smoke test checks
-    it on the pool it runs on."""
+    GKE 1.34 and later, B200). At least 550 for H200 and 570 for B200; where the platform knows
+    COS's default, only that branch (Google's installer loads it whatever the pool says). The
+    smoke test checks it on the pool it runs on."""
     driver_version: DriverVersion | None = None
     """Ubuntu only: the NVIDIA driver the GPU Operator builds on this pool's nodes (its own
     NVIDIADriver resource), instead of `operator.driverVersion`. Set it on a `canaryOf` pool

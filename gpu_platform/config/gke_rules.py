@@ -68,12 +68,12 @@ def _upgrade_problems(pool: GpuPoolSpec, i: int) -> Iterator[ConfigProblem]:
                 0,
                 "at least 1 when maxUnavailable is 0 (GKE could upgrade no node)",
             )
-        if gcp.blue_green_soak_hours is not None:
-            yield ConfigProblem(
-                key_path("pools", i, "gcp", "blueGreenSoakHours"),
-                gcp.blue_green_soak_hours,
-                "no value unless gcp.upgradeStrategy is blue-green",
-            )
+        yield from set_field_problems(
+            gcp,
+            ("blue_green_drain_wait_hours", "blue_green_soak_hours"),
+            ("pools", i, "gcp"),
+            "no value unless gcp.upgradeStrategy is blue-green",
+        )
         return
     yield from set_field_problems(
         gcp,

@@ -15,8 +15,14 @@ from gpu_platform.config import (
     key_path,
     pool_driver_version,
 )
-from gpu_platform.driver_tables.cos import Unpublished
-from gpu_platform.drivers import GPU_MINIMUM_DRIVER_BRANCH, NvidiaDriver, gke_driver, too_old_for
+from gpu_platform.driver_tables.cos import CosDefault, Unpublished
+from gpu_platform.drivers import (
+    GPU_MINIMUM_DRIVER_BRANCH,
+    NvidiaDriver,
+    cos_default,
+    gke_driver,
+    too_old_for,
+)
 from gpu_platform.gke.cluster import GkeCluster
 
 
@@ -46,6 +52,19 @@ def pool_driver(
         pool_driver_version(config.operator, spec),
     )
     branch_key = key_path("pools", index, "gcp", "cosDriverBranch")
+    contradicted = _contradicted_default(config, spec, version, accelerator)
+    if contradicted is not None:
+        raise ConfigError(
+            [
+                ConfigProblem(
+                    branch_key,
+                    spec.gcp.cos_driver_branch,
+                    f"no value, or {contradicted.branch}: COS loads R{contradicted.branch} for"
+                    f" {accelerator} on GKE {version} ({whence}; {contradicted.source}), and"
+                    " Google's installer loads COS's default whatever the pool states",
+                )
+            ]
+        )
     if isinstance(driver, Unpublished):
         minimum = GPU_MINIMUM_DRIVER_BRANCH.get(accelerator)
         at_least = f" (at least {minimum}, the oldest that drives it)" if minimum else ""
@@ -73,3 +92,16 @@ def pool_driver(
             ]
         )
     return driver
+
+
+def _contradicted_default(
+    config: StackConfig, spec: GpuPoolSpec, version: str, accelerator: str
+) -> CosDefault | None:
+    """COS's published default for the nodes' version and GPU, where the pool's
+    `gcp.cosDriverBranch` states another branch: the label would name a driver the nodes do not
+    run, and the CUDA label a ceiling above theirs."""
+    stated = spec.gcp.cos_driver_branch
+    if config.node_image != "cos" or stated is None:
+        return None
+    entry = cos_default(version, accelerator)
+    return entry if isinstance(entry, CosDefault) and entry.branch != stated else None

@@ -268,17 +268,36 @@ def upgrade_settings(spec: GpuPoolSpec) -> container.NodePoolUpgradeSettingsArgs
     """How GKE upgrades the pool's nodes: surge, with the pool's `maxSurge` and
     `maxUnavailable` (by default none surging on a specific reservation: GKE counts surge nodes
     against it, and "continues to attempt" the upgrade while it has no room, GKE's
-    node-upgrades-quota page), or blue-green, one node a batch, keeping the old nodes
-    `blueGreenSoakHours` (pulumi-gcp `NodePool.upgrade_settings.blue_green_settings`)."""
+    node-upgrades-quota page), or blue-green (pulumi-gcp `NodePool.upgrade_settings.
+    blue_green_settings`), keeping the drained old nodes `blueGreenSoakHours`.
+
+    Blue-green's standard rollout (container.v1 discovery document, `StandardRolloutPolicy`)
+    drains the old nodes batch by batch as soon as the new ones are up (`batchSoakDuration`
+    "Default to zero"), evicting running jobs as a surge upgrade does. With
+    `blueGreenDrainWaitHours` the pool takes the autoscaled rollout instead
+    (`AutoscaledRolloutPolicy`, in Preview on GKE's node-pool-upgrade-strategies page), which
+    cordons the old nodes and drains them only after `waitForDrainDuration` ("between 0 and 7
+    days"), letting long jobs end."""
     gcp = spec.gcp
     if gcp.upgrade_strategy == "blue-green":
-        soak = gcp.blue_green_soak_hours
+        wait = gcp.blue_green_drain_wait_hours
         return container.NodePoolUpgradeSettingsArgs(
             strategy="BLUE_GREEN",
             blue_green_settings=container.NodePoolUpgradeSettingsBlueGreenSettingsArgs(
-                node_pool_soak_duration=f"{soak * 3600}s" if soak is not None else None,
-                standard_rollout_policy=container.NodePoolUpgradeSettingsBlueGreenSettingsStandardRolloutPolicyArgs(
-                    batch_node_count=1
+                node_pool_soak_duration=_duration(gcp.blue_green_soak_hours),
+                standard_rollout_policy=(
+                    container.NodePoolUpgradeSettingsBlueGreenSettingsStandardRolloutPolicyArgs(
+                        batch_node_count=1
+                    )
+                    if wait is None
+                    else None
+                ),
+                autoscaled_rollout_policy=(
+                    container.NodePoolUpgradeSettingsBlueGreenSettingsAutoscaledRolloutPolicyArgs(
+                        wait_for_drain_duration=_duration(wait)
+                    )
+                    if wait is not None
+                    else None
                 ),
             ),
         )
@@ -286,6 +305,11 @@ def upgrade_settings(spec: GpuPoolSpec) -> container.NodePoolUpgradeSettingsArgs
     return container.NodePoolUpgradeSettingsArgs(
         strategy="SURGE", max_surge=surge, max_unavailable=unavailable
     )
+
+
+def _duration(hours: int | None) -> str | None:
+    """Hours as the API's `google-duration` (seconds, `s`); None leaves GKE's default."""
+    return f"{hours * 3600}s" if hours is not None else None
 
 
 def location_policy(spec: GpuPoolSpec) -> str:

@@ -230,18 +230,6 @@ def test_a_cos_pool_on_a_version_gke_documents_no_driver_for_must_state_its_bran
     )
 
 
-def test_a_stated_cos_branch_is_the_pools_driver(gke_config: Config, plan_for: PlanFor) -> None:
-    gke_config["gpu-platform:pools"][0]["gcp"] = {
-        "nodeVersion": "1.33.5-gke.1201000",
-        "cosDriverBranch": 580,
-    }
-
-    plan = plan_for(gke_config)
-
-    assert gke_labels(plan)["gpu-platform.io/cuda"] == "13.0"
-    assert plan.of_type(NODE_POOL)[0].inputs["version"] == "1.33.5-gke.1201000"
-
-
 def test_an_ubuntu_pool_runs_the_operators_pinned_driver(
     gke_config: Config, plan_for: PlanFor
 ) -> None:

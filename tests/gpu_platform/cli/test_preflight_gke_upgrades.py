@@ -105,14 +105,39 @@ def test_an_exclusion_that_has_ended_warns(google: FakeGoogle) -> None:
     assert maintenance.severity == "warning"
 
 
-def test_pools_gke_does_not_upgrade_need_no_window(google: FakeGoogle) -> None:
-    google.cluster(status="RUNNING", currentMasterVersion=base.VERSION, maintenancePolicy={})
+def pin_the_upgraded_pools(c: Config) -> None:
+    for name in ("l4-shared", base.GKE_RESERVED_POOL):
+        base.pool(c, name).setdefault("gcp", {})["nodeVersion"] = "1.35.2-gke.1485000"
 
-    def pinned(c: Config) -> None:
-        for name in ("l4-shared", base.GKE_RESERVED_POOL):
-            base.pool(c, name).setdefault("gcp", {})["nodeVersion"] = "1.35.2-gke.1485000"
 
-    assert cluster_findings(base.findings(google, pinned)) == [base.CLUSTER_OK]
+def test_pinned_pools_of_a_cluster_without_a_channel_need_no_window(google: FakeGoogle) -> None:
+    # container.v1 ReleaseChannel.channel: `UNSPECIFIED` is "No channel specified".
+    google.cluster(
+        status="RUNNING",
+        currentMasterVersion=base.VERSION,
+        maintenancePolicy={},
+        releaseChannel={"channel": "UNSPECIFIED"},
+    )
+
+    assert cluster_findings(base.findings(google, pin_the_upgraded_pools)) == [base.CLUSTER_OK]
+
+
+def test_pinned_pools_of_a_cluster_on_a_release_channel_still_need_a_window(
+    google: FakeGoogle,
+) -> None:
+    # On a release channel GKE upgrades pinned pools too when auto-upgrade runs (gcp.nodeVersion);
+    # container.v1 `Cluster.releaseChannel` enrols a cluster created without a channel in one.
+    google.cluster(
+        status="RUNNING",
+        currentMasterVersion=base.VERSION,
+        maintenancePolicy={},
+        releaseChannel={"channel": "REGULAR"},
+    )
+
+    (_, maintenance) = cluster_findings(base.findings(google, pin_the_upgraded_pools))
+
+    assert maintenance.severity == "warning"
+    assert "l4-shared, h100-specific at any time" in maintenance.message
 
 
 # --- A specific reservation's room for surge nodes --------------------------------------------

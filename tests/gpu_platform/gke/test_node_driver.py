@@ -159,3 +159,25 @@ def test_an_a4_pool_stating_a_branch_that_drives_b200_plans_with_it(
     with_pool(gke_config, gcp={"cosDriverBranch": 570})
 
     assert driver_labels(plan_for(gke_config)) == ("570", "12.8")
+
+
+def test_a_stated_branch_that_contradicts_coss_published_default_is_refused(
+    gke_config: Config, failed_plan_for: PlanFor, cluster_answer: Config
+) -> None:
+    # GKE's COS driver table (how-to/gpus): R535 on 1.33. Google's installer loads it whatever
+    # the pool states, so a stated 580 would label the nodes with CUDA 13.0 they cannot run.
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.33"]
+    with_pool(gke_config, gcp={"cosDriverBranch": 580})
+
+    assert problems_of(failed_plan_for(gke_config))[BRANCH_KEY].startswith(
+        "no value, or 535: COS loads R535 for l4 on GKE 1.33.5-gke.1201000"
+    )
+
+
+def test_a_stated_branch_that_agrees_with_coss_published_default_plans(
+    gke_config: Config, plan_for: PlanFor, cluster_answer: Config
+) -> None:
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.33"]
+    with_pool(gke_config, gcp={"cosDriverBranch": 535})
+
+    assert driver_labels(plan_for(gke_config)) == ("535", "12.2")

@@ -445,6 +445,31 @@ def test_a_blue_green_pool_drains_a_node_a_batch_and_keeps_the_old_ones_for_its_
     }
 
 
+def test_a_blue_green_pool_with_a_drain_wait_waits_for_its_jobs_before_it_drains(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    # container.v1 discovery document: `AutoscaledRolloutPolicy.waitForDrainDuration` is the
+    # "Time to wait after cordoning the blue pool before draining the nodes", where a
+    # `StandardRolloutPolicy` drains at once (`batchSoakDuration` "Default to zero"); a
+    # BlueGreenSettings takes one policy or the other.
+    with_pool(
+        gke_config,
+        gcp={
+            "upgradeStrategy": "blue-green",
+            "blueGreenDrainWaitHours": 96,
+            "blueGreenSoakHours": 24,
+        },
+    )
+
+    assert node_pool(plan_for(gke_config)).inputs["upgradeSettings"] == {
+        "strategy": "BLUE_GREEN",
+        "blueGreenSettings": {
+            "nodePoolSoakDuration": "86400s",
+            "autoscaledRolloutPolicy": {"waitForDrainDuration": "345600s"},
+        },
+    }
+
+
 @pytest.mark.parametrize(
     ("pool", "key", "words"),
     [
@@ -467,6 +492,11 @@ def test_a_blue_green_pool_drains_a_node_a_batch_and_keeps_the_old_ones_for_its_
             "no value with upgradeStrategy blue-green",
         ),
         ({"gcp": {"blueGreenSoakHours": 4}}, "gcp.blueGreenSoakHours", "no value unless"),
+        (
+            {"gcp": {"blueGreenDrainWaitHours": 48}},
+            "gcp.blueGreenDrainWaitHours",
+            "no value unless",
+        ),
     ],
 )
 def test_upgrade_settings_that_cannot_work_are_refused_at_their_key(
