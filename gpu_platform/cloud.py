@@ -53,6 +53,16 @@ class GpuCloud(Protocol):
         (its canary's gate)."""
         ...
 
+    def create_device_plugins(
+        self,
+        pools: Sequence[ResolvedPool],
+        namespace: pulumi.Input[str],
+        opts: pulumi.ResourceOptions,
+    ) -> list[pulumi.Resource]:
+        """The device plugins the pools' hardware needs beside the GPUs' (EKS: EFA), in
+        `namespace`, the GPU Operator's, which Pod Security leaves privileged."""
+        ...
+
     def stack_outputs(self) -> dict[str, Any]:
         """The stack outputs only this cloud has, from what `resolve_pools` looked up."""
         ...

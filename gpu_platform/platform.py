@@ -166,6 +166,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 pulumi.ResourceOptions(depends_on=[*node_pools, *monitoring.prometheus_operator]),
             ),
         )
+        cloud.create_device_plugins(pools, operator.namespace, on_cluster)
         led_pools = [
             cloud.create_held_back_pool(
                 pool,

@@ -6,7 +6,7 @@ import pytest
 
 from gpu_platform.cli.offline import run_program
 from gpu_platform.cli.stand_ins import aws as stand_in
-from tests.repository import PROJECT
+from tests.repository import PROJECT, ROOT
 
 POOL = "t4-shared"
 
@@ -84,6 +84,24 @@ def test_helm_release_namespaces_are_where_the_stack_installs_releases(stack: st
     assert plan.outputs["helmReleaseNamespaces"] == sorted(
         {r.inputs["namespace"] for r in releases}
     )
+
+
+@pytest.mark.parametrize("stack", ["dev", "gke-dev", "prod"])
+def test_no_stack_without_karpenter_keeps_a_release_in_kube_system(stack: str) -> None:
+    # So that its preview reads no Secret of kube-system: the autoscaler runs in
+    # gpu-platform-system and the EFA plugin in the operator's namespace (docs/ci.md).
+    plan = run_program(stack, project=PROJECT)
+
+    assert "kube-system" not in plan.outputs["helmReleaseNamespaces"]
+
+
+def test_the_documented_preview_access_scope_is_the_dev_stacks_release_namespaces(
+    dev_plan,
+) -> None:
+    ci = (ROOT / "docs" / "ci.md").read_text()
+    (scope,) = re.findall(r"--access-scope type=namespace,namespaces=(\S+)", ci)
+
+    assert scope.split(",") == dev_plan.outputs["helmReleaseNamespaces"]
 
 
 def test_node_subnets_are_the_used_ones_then_those_left_out_each_by_zone(dev_plan) -> None:

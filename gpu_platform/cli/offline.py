@@ -40,6 +40,8 @@ class PlannedResource:
     property_dependencies: dict[str, tuple[str, ...]]
     protect: bool
     ignore_changes: tuple[str, ...]
+    delete_before_replace: bool = False
+    """Whether a replacement deletes it before creating its successor."""
     secret_inputs: frozenset[str] = frozenset()
     """Top-level inputs that are, or hold, a secret: shown masked, given to the policy pack in
     plain text as the engine does."""
@@ -204,6 +206,7 @@ class _RecordingMonitor(mocks.MockMonitor):
                     },
                     protect=request.protect,
                     ignore_changes=tuple(request.ignoreChanges),
+                    delete_before_replace=request.deleteBeforeReplace,
                     secret_inputs=frozenset(k for k, v in inputs.items() if _holds_secret(v)),
                     computed_outputs=_computed(inputs, rpc.deserialize_properties(response.object)),
                     aliases=tuple(MessageToDict(alias) for alias in request.aliases),

@@ -21,6 +21,7 @@ The model is split by concern, each concern's types beside the rules across thei
 from gpu_platform.config.capacity import (
     EC2_RESERVED_CAPACITIES,
     GKE_CAPACITY_MINIMUM_VERSIONS,
+    PLATFORM_NAMESPACE,
     ClusterAutoscalerSpec,
     KarpenterSpec,
     dynamic_workload_scheduler_modes,
@@ -55,6 +56,7 @@ __all__ = [
     "GPU_TAINT_KEY",
     "NVIDIA_DRIVER_MIN_CHART_VERSION",
     "NVIDIA_DRIVER_OVERRIDES",
+    "PLATFORM_NAMESPACE",
     "SHARING_MODES",
     "Cloud",
     "ClusterAutoscalerSpec",

@@ -11,6 +11,11 @@ from gpu_platform.config.pools import GpuPoolSpec
 from gpu_platform.version_order import version_key
 from gpu_platform.versions import CLUSTER_AUTOSCALER_CHART, KARPENTER_CHART
 
+PLATFORM_NAMESPACE = "gpu-platform-system"
+"""The platform's own namespace for the cluster autoscaler, which the platform creates (Pod
+Security `restricted`): out of kube-system, so that reading its Helm release (a Secret) needs no
+access to kube-system's Secrets."""
+
 
 class ClusterAutoscalerSpec(Model):
     """EKS: the Kubernetes cluster autoscaler, which scales the GPU node groups (from zero too)."""
@@ -18,8 +23,11 @@ class ClusterAutoscalerSpec(Model):
     install: bool = True
     """Install it; turn off where the cluster already runs one (two would fight over the same
     node groups). The node groups carry its discovery and scale-from-zero tags either way."""
-    namespace: DnsLabel = "kube-system"
-    """Where it runs; `kube-system` keeps the autoscaler from evicting itself."""
+    namespace: DnsLabel = PLATFORM_NAMESPACE
+    """Where it runs: `gpu-platform-system`, which the platform creates (Pod Security
+    `restricted`), or a namespace that exists, and no tenant's. Its pod is marked so that it
+    never removes the node it runs on, wherever it runs. Changing it replaces the release: the
+    old autoscaler is removed before the new one starts (docs/upgrades.md)."""
     chart_version: ExactVersion = CLUSTER_AUTOSCALER_CHART.version
     """The `cluster-autoscaler` chart version."""
     image_tag: ExactVersion | None = None

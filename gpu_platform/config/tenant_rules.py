@@ -70,7 +70,7 @@ def namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             key_path("autoscaler", "namespace"),
             autoscaler,
             f"a namespace that is not a tenant's (namespaces[{tenants.index(autoscaler)}] is"
-            f" {autoscaler}); the default is kube-system",
+            f" {autoscaler}); the default is gpu-platform-system",
         )
 
 

@@ -137,15 +137,6 @@ class EksCloud:
             created = self._karpenter_node_pools(now, on_cluster)
         else:
             created = [self._node_group(pool, opts) for pool in now]
-            efa_pools = [pool.spec for pool in pools if pool.spec.aws.efa]
-            if efa_pools:
-                created.append(
-                    EfaDevicePlugin(
-                        "efa-device-plugin",
-                        EfaDevicePluginArgs(nodes=most_nodes(efa_pools)),
-                        on_cluster,
-                    )
-                )
         created = [*self._cni, *created]
         agent_version = node_monitoring_agent_version(self.config)
         if agent_version is not None:
@@ -166,6 +157,22 @@ class EksCloud:
             on_cluster,
         )
         return [*created, autoscaler]
+
+    def create_device_plugins(
+        self,
+        pools: Sequence[ResolvedPool],
+        namespace: pulumi.Input[str],
+        opts: pulumi.ResourceOptions,
+    ) -> list[pulumi.Resource]:
+        efa_pools = [pool.spec for pool in pools if pool.spec.aws.efa]
+        if not efa_pools:
+            return []
+        plugin = EfaDevicePlugin(
+            "efa-device-plugin",
+            EfaDevicePluginArgs(nodes=most_nodes(efa_pools), namespace=namespace),
+            opts,
+        )
+        return [plugin]
 
     def create_held_back_pool(
         self,

@@ -14,14 +14,15 @@ from typing import Any
 
 import pulumi
 from pulumi_aws import iam
-from pulumi_kubernetes import helm
+from pulumi_kubernetes import core, helm
 
-from gpu_platform.config import ClusterAutoscalerSpec
+from gpu_platform.config import PLATFORM_NAMESPACE, ClusterAutoscalerSpec
 from gpu_platform.eks.autoscaler_tags import cluster_discovery_tag
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.node_group_names import node_group_pattern
 from gpu_platform.eks.pod_identity import pod_identity
 from gpu_platform.kubernetes import helm_release
+from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.node_identity import ResolvedPool
 from gpu_platform.versions import (
     CLUSTER_AUTOSCALER_CHART,
@@ -30,6 +31,7 @@ from gpu_platform.versions import (
 )
 
 SERVICE_ACCOUNT = "cluster-autoscaler"
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 
 # What the autoscaler reads to discover groups and plan nodes: Auto Scaling groups and their
 # tags, the instance types and launch templates behind them, and managed node groups' labels
@@ -62,7 +64,8 @@ class ClusterAutoscalerArgs:
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
-    """The cluster autoscaler release, its IAM role and Pod Identity association."""
+    """The cluster autoscaler release, its IAM role and Pod Identity association, and in the
+    default namespace the namespace itself."""
 
     def __init__(
         self, name: str, args: ClusterAutoscalerArgs, opts: pulumi.ResourceOptions | None = None
@@ -90,13 +93,35 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             chart=CLUSTER_AUTOSCALER_CHART.name,
             version=args.spec.chart_version,
             repository_opts=helm.v3.RepositoryOptsArgs(repo=CLUSTER_AUTOSCALER_CHART.repository),
-            namespace=args.spec.namespace,
+            namespace=self._namespace(name, args.spec.namespace),
             values=autoscaler_values(args.spec, cluster, args.image, args.pools),
             **helm_release.CLUSTER_AUTOSCALER.release_args(),
             # Credentials must exist before the first pod asks for them, or it starts without.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[identity.association, policy]),
+            # A release in another namespace is a new release (pulumi-kubernetes replaces it on a
+            # `namespace` change, helm_release.go), and by default the new one starts before the
+            # old one goes. Two autoscalers would then resize the same groups at once: each holds
+            # the leader lease of its own namespace (the chart passes `--namespace` the release's,
+            # templates/deployment.yaml; cluster-autoscaler locks `cluster-autoscaler` there,
+            # main.go), so neither waits for the other. The old one goes first.
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[identity.association, policy],
+                delete_before_replace=True,
+            ),
         )
         self.register_outputs({"release": self.release.name, "role_arn": identity.role.arn})
+
+    def _namespace(self, name: str, namespace: str) -> pulumi.Input[str]:
+        """The platform's namespace, created here; any other is the user's, which exists."""
+        if namespace != PLATFORM_NAMESPACE:
+            return namespace
+        created = core.v1.Namespace(
+            name,
+            metadata={"name": namespace, "labels": pod_security_labels("restricted")},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # Taking the name from the Namespace makes the release wait for it.
+        return created.metadata.apply(lambda _: namespace)
 
 
 def autoscaler_policy(cluster: EksCluster) -> dict[str, Any]:
@@ -276,6 +301,11 @@ def autoscaler_values(
         "autoDiscovery": {"clusterName": cluster.name},
         "image": {"repository": image.repository, "tag": tag},
         "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
+        # The autoscaler never removes a node running a kube-system pod, itself included while it
+        # ran there (`skip-nodes-with-system-pods`); in any other namespace only this annotation
+        # keeps it from draining its own node mid-operation (cluster-autoscaler FAQ, "What types
+        # of pods can prevent CA from removing a node?").
+        "podAnnotations": {SAFE_TO_EVICT: "false"},
         "extraArgs": {
             "balance-similar-node-groups": spec.balance_similar_node_groups,
             **(BALANCING_IGNORED_LABELS if spec.balance_similar_node_groups else {}),

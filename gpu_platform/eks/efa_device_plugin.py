@@ -4,8 +4,9 @@ The plugin advertises a node's Elastic Fabric Adapters as `vpc.amazonaws.com/efa
 jobs ask for beside their GPUs. The chart (aws/eks-charts `stable/aws-efa-k8s-device-plugin` at
 v0.5.30) tolerates only `CriticalAddonsOnly` and runs on every instance type with EFA; here it
 tolerates the GPU taint and runs only where a pool turned EFA on (`gpu-platform.io/efa`). Its
-pod is privileged (it reads `/dev/infiniband`), so it lives in kube-system, which Pod Security
-leaves to the cluster's add-ons.
+pod mounts the host's `/dev/infiniband` and the kubelet's device-plugin directory (hostPath,
+templates/daemonset.yaml), which only Pod Security `privileged` admits: it runs in the GPU
+Operator's namespace, privileged for the same reason, and so out of kube-system.
 """
 
 from dataclasses import dataclass
@@ -18,15 +19,14 @@ from gpu_platform.eks.node_labels import EFA_LABEL
 from gpu_platform.kubernetes import helm_release
 from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART
 
-NAMESPACE = "kube-system"
-
 
 @dataclass
 class EfaDevicePluginArgs:
+    namespace: pulumi.Input[str]
+    """The GPU Operator's, taken from its Namespace so that the release waits for it."""
     nodes: int = 0
     """The most nodes the EFA pools can have together (`helm_release.most_nodes`), which the
     release's wait grows with."""
-    namespace: str = NAMESPACE
 
 
 class EfaDevicePlugin(pulumi.ComponentResource):
@@ -47,7 +47,11 @@ class EfaDevicePlugin(pulumi.ComponentResource):
             **helm_release.Rollout.with_daemonset(
                 helm_release.EFA_DEVICE_PLUGIN_BASE_SECONDS, args.nodes
             ).release_args(),
-            opts=pulumi.ResourceOptions(parent=self),
+            # A release in another namespace is a new one (pulumi-kubernetes replaces it on a
+            # `namespace` change, helm_release.go), by default started before the old one goes:
+            # the old plugin goes first, so that a node's kubelet never has two plugins
+            # registering `vpc.amazonaws.com/efa` at once.
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
         self.register_outputs({"release": self.release.name})
 

@@ -116,6 +116,14 @@ class GkeCloud:
     ) -> pulumi.Resource:
         return self._node_pool(pool, opts, after)
 
+    def create_device_plugins(
+        self,
+        pools: Sequence[ResolvedPool],
+        namespace: pulumi.Input[str],
+        opts: pulumi.ResourceOptions,
+    ) -> list[pulumi.Resource]:
+        return []
+
     def _node_pool(
         self,
         pool: ResolvedPool,

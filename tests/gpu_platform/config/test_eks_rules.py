@@ -223,10 +223,10 @@ def test_the_cluster_autoscaler_stays_the_default_provisioner() -> None:
 @pytest.mark.parametrize(
     ("changes", "namespaces"),
     [
-        ({}, ["gpu-operator", "kube-system"]),
+        ({}, ["gpu-operator", "kube-system"]),  # Karpenter's
         ({"karpenter": {"namespace": "karpenter"}}, ["gpu-operator", "karpenter"]),
         # The autoscaler's namespace only where it is installed.
-        ({"provisioner": "cluster-autoscaler"}, ["gpu-operator", "kube-system"]),
+        ({"provisioner": "cluster-autoscaler"}, ["gpu-operator", "gpu-platform-system"]),
         (
             {"provisioner": "cluster-autoscaler", "autoscaler": {"namespace": "autoscaler"}},
             ["autoscaler", "gpu-operator"],

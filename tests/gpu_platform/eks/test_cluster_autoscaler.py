@@ -26,6 +26,7 @@ COMPONENT = "gpu-platform:eks:ClusterAutoscaler"
 ROLE = "aws:iam/role:Role"
 POLICY = "aws:iam/rolePolicy:RolePolicy"
 ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+NAMESPACE = "kubernetes:core/v1:Namespace"
 
 # The chart's values as its README's "Values" table documents them (charts/cluster-autoscaler in
 # kubernetes/autoscaler); the entries of object-typed ones (`extraArgs`, `resources`, the
@@ -116,7 +117,55 @@ def test_chart_is_the_pinned_one_from_the_autoscaler_repository(dev_plan: Plan) 
         CLUSTER_AUTOSCALER_CHART.version,
         {"repo": "https://kubernetes.github.io/autoscaler"},
     )
-    assert inputs["namespace"] == "kube-system"
+
+
+# --- Its namespace ------------------------------------------------------------------------------
+
+
+def test_it_runs_in_the_platforms_restricted_namespace_not_kube_system(dev_plan: Plan) -> None:
+    """Out of kube-system, a preview reads its Helm release record (a Secret) without any access
+    to kube-system's Secrets (docs/ci.md)."""
+    namespace = dev_plan.named("cluster-autoscaler", NAMESPACE)
+
+    assert release(dev_plan).inputs["namespace"] == "gpu-platform-system"
+    assert namespace.inputs["metadata"]["name"] == "gpu-platform-system"
+    assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == (
+        "restricted"
+    )
+    assert namespace.urn in release(dev_plan).dependencies
+
+
+def test_a_namespace_of_the_users_is_used_and_not_created(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    dev_config["gpu-platform:autoscaler"] = {"namespace": "kube-system"}
+
+    plan = plan_for(dev_config)
+
+    assert release(plan).inputs["namespace"] == "kube-system"
+    assert "gpu-platform-system" not in {
+        n.inputs["metadata"]["name"] for n in plan.of_type(NAMESPACE)
+    }
+
+
+def test_a_moved_autoscaler_starts_only_once_the_old_one_is_gone(dev_plan: Plan) -> None:
+    """pulumi-kubernetes replaces a release whose `namespace` changes, creating the new one
+    first unless told otherwise (`forceNewFields`, `DeleteBeforeReplace: false`,
+    provider/pkg/provider/helm_release.go at v4.32.0). The chart gives the autoscaler its own
+    namespace as `--namespace` (cluster-autoscaler/charts/cluster-autoscaler/templates/
+    deployment.yaml at cluster-autoscaler-chart-9.59.0), where it takes its leader lease
+    (`resourcelock.New(..., autoscalingOpts.ConfigNamespace, ...)`, cluster-autoscaler/main.go
+    at cluster-autoscaler-1.35.0): the old and the new one would both lead, and both resize."""
+    assert release(dev_plan).delete_before_replace is True
+
+
+def test_the_autoscaler_never_drains_its_own_node(dev_plan: Plan) -> None:
+    """Outside kube-system, `skip-nodes-with-system-pods` no longer covers it; the annotation
+    does (cluster-autoscaler/FAQ.md at cluster-autoscaler-1.35.0, "What types of pods can
+    prevent CA from removing a node?")."""
+    annotations = release(dev_plan).inputs["values"]["podAnnotations"]
+
+    assert annotations == {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
 
 
 def test_release_is_installed_through_the_clusters_provider(dev_plan: Plan) -> None:
@@ -449,7 +498,7 @@ def test_role_trusts_eks_pod_identity_for_this_cluster_only(dev_plan: Plan) -> N
             "Condition": {
                 "StringEquals": {
                     "aws:SourceAccount": "123456789012",
-                    "aws:RequestTag/kubernetes-namespace": "kube-system",
+                    "aws:RequestTag/kubernetes-namespace": "gpu-platform-system",
                     "aws:RequestTag/kubernetes-service-account": "cluster-autoscaler",
                 },
                 "ArnEquals": {"aws:SourceArn": "arn:aws:eks:us-east-1:123456789012:cluster/ml-dev"},

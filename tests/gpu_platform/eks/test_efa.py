@@ -21,6 +21,7 @@ PlanFor = Callable[[Config], Plan]
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
 RELEASE = "kubernetes:helm.sh/v3:Release"
+NAMESPACE = "kubernetes:core/v1:Namespace"
 
 
 def efa_pool(config: Config, **changes: Any) -> Config:
@@ -127,7 +128,6 @@ def test_the_efa_device_plugin_runs_on_the_efa_pools_only_tolerating_the_gpu_tai
 
     assert plugin.inputs["version"] == "v0.5.30"
     assert plugin.inputs["repositoryOpts"] == {"repo": "https://aws.github.io/eks-charts"}
-    assert plugin.inputs["namespace"] == "kube-system"
     # aws/eks-charts stable/aws-efa-k8s-device-plugin values.yaml: `tolerations: []`,
     # `nodeSelector: {}` (the template adds only CriticalAddonsOnly), `updateStrategy:
     # {type: RollingUpdate}`, one node at a time.
@@ -136,6 +136,41 @@ def test_the_efa_device_plugin_runs_on_the_efa_pools_only_tolerating_the_gpu_tai
         "nodeSelector": {"gpu-platform.io/efa": "true"},
         "updateStrategy": {"rollingUpdate": {"maxUnavailable": "25%"}},
     }
+
+
+def test_the_efa_device_plugin_runs_in_the_operators_privileged_namespace_not_kube_system(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    """Its pod mounts hostPath volumes (`/var/lib/kubelet/device-plugins`, `/dev/infiniband/`:
+    aws/eks-charts stable/aws-efa-k8s-device-plugin/templates/daemonset.yaml at v0.5.30), which
+    Pod Security admits only at `privileged` (Kubernetes "Pod Security Standards", Baseline:
+    "HostPath volumes must be forbidden"). The GPU Operator's namespace is that already, and out
+    of kube-system a preview reads the release's record without kube-system's Secrets."""
+    plan = plan_for(efa_pool(dev_config))
+    (plugin,) = [
+        r for r in plan.of_type(RELEASE) if r.inputs["chart"] == EFA_DEVICE_PLUGIN_CHART.name
+    ]
+    (namespace,) = [
+        n for n in plan.of_type(NAMESPACE) if n.inputs["metadata"]["name"] == "gpu-operator"
+    ]
+
+    assert plugin.inputs["namespace"] == "gpu-operator"
+    assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == (
+        "privileged"
+    )
+    assert namespace.urn in plugin.dependencies
+    assert plan.outputs["helmReleaseNamespaces"] == ["gpu-operator", "gpu-platform-system"]
+
+
+def test_a_moved_efa_device_plugin_starts_only_once_the_old_one_is_gone(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    """pulumi-kubernetes replaces a release on a `namespace` change, the new one first unless
+    told otherwise (provider/pkg/provider/helm_release.go at v4.32.0)."""
+    releases = plan_for(efa_pool(dev_config)).of_type(RELEASE)
+    (plugin,) = [r for r in releases if r.inputs["chart"] == EFA_DEVICE_PLUGIN_CHART.name]
+
+    assert plugin.delete_before_replace is True
 
 
 def test_the_efa_device_plugin_values_are_the_charts_keys(
