@@ -1,7 +1,7 @@
 """What only one cloud has: the existing cluster to attach to, and the settings of an EKS managed
 node group or a GKE node pool."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, Field
 
@@ -96,7 +96,18 @@ class EksPoolOptions(Model):
     max_unavailable_percent: int | None = Field(default=None, ge=1, le=100)
     """Replace up to this share of the pool's nodes at once on an update (a new AMI release,
     launch template or labels); unset replaces one node at a time. EKS drains each node first,
-    waiting up to 15 minutes for its pods' disruption budgets before it fails the update."""
+    waiting up to 15 minutes for its pods' disruption budgets before it fails the update. Under
+    Karpenter it is the budget of drifted nodes (docs/karpenter.md, Disruption budgets)."""
+    empty_nodes_budget_percent: int = Field(default=100, ge=1, le=100)
+    """Karpenter: the share of the pool's nodes it may remove at once for being empty. All of
+    them by default, so that a large teardown is not paced one node at a time and a node that
+    stays NotReady (Karpenter counts it against every budget of its pool) does not keep the
+    idle ones running."""
+    consolidate_after_minutes: Annotated[int, Field(ge=1, le=1440)] | Literal["never"] | None = None
+    """Karpenter: how long one of the pool's nodes must have been empty before Karpenter
+    removes it, or `never`. Unset, `never` for a `capacity-block` pool and a `reserved` pool
+    without `onDemandFallback` (their capacity is paid for whether a node runs on it or not),
+    else `karpenter.consolidateAfterMinutes`."""
     node_repair: bool = True
     """Have EKS replace or reboot the pool's nodes that turn unhealthy (kubelet `NotReady`, and
     through the node monitoring agent, `AcceleratedHardwareReady=False`: GPU XIDs, double-bit

@@ -90,9 +90,14 @@ class StackConfig(Model):
         )
 
     @property
+    def uses_karpenter(self) -> bool:
+        """Whether Karpenter launches the GPU nodes, installed by the platform or not."""
+        return self.cloud is Cloud.AWS and self.provisioner == "karpenter"
+
+    @property
     def karpenter_installed(self) -> bool:
         """Whether the platform installs Karpenter."""
-        return self.cloud is Cloud.AWS and self.provisioner == "karpenter"
+        return self.uses_karpenter and self.karpenter.install
 
 
 def known_platform(config: StackConfig) -> Platform | None:
