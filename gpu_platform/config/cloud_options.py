@@ -1,7 +1,7 @@
 """What only one cloud has: the existing cluster to attach to, and the settings of an EKS managed
 node group or a GKE node pool."""
 
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import AwareDatetime, Field
 
@@ -16,6 +16,7 @@ from gpu_platform.config.fields import (
     GcpServiceAccount,
     GkeNodeVersion,
     IamRoleArn,
+    IdleMinutesOrNever,
     Model,
     NotBlank,
     ResourceGroupArn,
@@ -103,7 +104,7 @@ class EksPoolOptions(Model):
     them by default, so that a large teardown is not paced one node at a time and a node that
     stays NotReady (Karpenter counts it against every budget of its pool) does not keep the
     idle ones running."""
-    consolidate_after_minutes: Annotated[int, Field(ge=1, le=1440)] | Literal["never"] | None = None
+    consolidate_after_minutes: IdleMinutesOrNever | None = None
     """Karpenter: how long one of the pool's nodes must have been empty before Karpenter
     removes it, or `never`. Unset, `never` for a `capacity-block` pool and a `reserved` pool
     without `onDemandFallback` (their capacity is paid for whether a node runs on it or not),

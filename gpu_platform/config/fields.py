@@ -6,7 +6,14 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    PlainValidator,
+    StringConstraints,
+    WithJsonSchema,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -128,6 +135,36 @@ AcceleratorName = Annotated[
     AfterValidator(_known_accelerator),
     WithJsonSchema({"type": "string", "enum": list(ACCELERATORS)}),
 ]
+
+
+_MOST_IDLE_MINUTES = 1440
+
+
+def _minutes_or_never(value: object) -> int | str:
+    if value == "never":
+        return "never"
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= _MOST_IDLE_MINUTES:
+        return value
+    raise PydanticCustomError(
+        "minutes_or_never",
+        "a number of minutes from 1 to {most}, or never",
+        {"most": _MOST_IDLE_MINUTES},
+    )
+
+
+IdleMinutesOrNever = Annotated[
+    int | str,
+    PlainValidator(_minutes_or_never),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 1, "maximum": _MOST_IDLE_MINUTES},
+                {"const": "never"},
+            ]
+        }
+    ),
+]
+"""Minutes a node may sit empty, 1 to 1440, or `never`."""
 
 
 class Model(BaseModel):
