@@ -39,8 +39,8 @@ class StackConfig(Model):
     provisioner: Provisioner = "cluster-autoscaler"
     """EKS: what launches GPU nodes: managed node groups scaled by the cluster autoscaler, or
     Karpenter NodePools (one per pool). With `karpenter`, every pool is `exclusive` with `min`
-    0, and `autoscaler` and the node-group-only pool settings (`aws.efa`,
-    `aws.nodeGroupPerZone`, `aws.nodeRoleArn`, `aws.nodeRepair`,
+    0, and `autoscaler` and the node-group-only pool settings (`aws.nodeGroupPerZone`,
+    `aws.nodeRoleArn`, `aws.nodeRepair`,
     `aws.capacityReservationResourceGroupArn`, `aws.capacityBlockStart`) take no value
     (docs/karpenter.md)."""
     karpenter: KarpenterSpec = Field(default_factory=KarpenterSpec)

@@ -254,6 +254,10 @@ def _has_any(term: dict[str, Any], *fields: str) -> bool:
     return any(f in term for f in fields)
 
 
+def _card_and_device(interface: dict[str, Any]) -> tuple[int, int]:
+    return interface["networkCardIndex"], interface["deviceIndex"]
+
+
 _STATIC_POOL = "replicas"
 _WINDOWS = ("windows2019", "windows2022", "windows2025")
 CEL_READINGS: dict[str, Callable[[Any], bool]] = {
@@ -362,20 +366,17 @@ CEL_READINGS: dict[str, Callable[[Any], bool]] = {
         not all("id" in t and _has_any(t, "tags", "ownerID", "instanceMatchCriteria") for t in s)
     ),
     "networkInterfaces must include a primary interface with interfaceType='interface'": (
-        lambda s: len(s) == 0
-        or any(
-            (x["deviceIndex"], x["networkCardIndex"], x["interfaceType"]) == (0, 0, "interface")
-            for x in s
+        lambda s: (
+            len(s) == 0
+            or any(
+                (x["deviceIndex"], x["networkCardIndex"], x["interfaceType"]) == (0, 0, "interface")
+                for x in s
+            )
         )
     ),
     "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can"
     " have at most one efa device per network card": lambda s: all(
-        sum(
-            1
-            for y in s
-            if (y["networkCardIndex"], y["deviceIndex"]) == (x["networkCardIndex"], x["deviceIndex"])
-        )
-        == 1
+        sum(1 for y in s if _card_and_device(y) == _card_and_device(x)) == 1
         and (
             x["interfaceType"] != "efa-only"
             or sum(
@@ -893,7 +894,8 @@ def order_by_weight(pools: list[dict[str, Any]]) -> list[str]:
     [("capacity-block", 40), ("reserved", 30), ("on-demand", 20), ("spot", 10)],
 )
 def test_node_pools_are_weighted_as_the_node_groups_are_ranked(capacity: str, weight: int) -> None:
-    aws = {"capacityReservationId": RESERVATION} if capacity in ("reserved", "capacity-block") else {}
+    reserved = capacity in ("reserved", "capacity-block")
+    aws = {"capacityReservationId": RESERVATION} if reserved else {}
 
     assert node_pool_spec(karpenter_args(capacity=capacity, aws=aws))["weight"] == weight
 
@@ -1204,9 +1206,10 @@ def test_the_component_creates_an_efa_pools_security_group_and_placement_group()
     registered = declare(args)
 
     by_type = {r.type: r for r in registered}
-    group, placement = by_type["aws:ec2/securityGroup:SecurityGroup"], by_type[
-        "aws:ec2/placementGroup:PlacementGroup"
-    ]
+    group, placement = (
+        by_type["aws:ec2/securityGroup:SecurityGroup"],
+        by_type["aws:ec2/placementGroup:PlacementGroup"],
+    )
     assert placement.inputs["strategy"] == "cluster"
     assert group.inputs["ingress"][0]["self"] is True
     node_class = by_type["kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"].inputs["spec"]
