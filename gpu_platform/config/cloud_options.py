@@ -215,8 +215,10 @@ class GkePoolOptions(Model):
     fallback: while it is full, no node starts. Not with Spot, flex-start or queued
     provisioning. Changing it replaces the node pool (docs/gke-capacity.md)."""
     reservation_name: GceReservationName | None = None
-    """The reservation of a `reservation: specific` pool, in the cluster's project. Reservations
-    are zonal: name its zone, and only that one, in `zones`."""
+    """The reservation of a `reservation: specific` pool: its name, in the cluster's project, or
+    `projects/<owner>/reservations/<name>` for a reservation another project shares with the
+    cluster's (a central capacity project's). Reservations are zonal: name its zone, and only
+    that one, in `zones`. `preflight` checks it where it can read it."""
     flex_start: bool = False
     """Obtain the nodes as flex-start VMs (Dynamic Workload Scheduler): GPUs at its discounted
     prices, started when capacity is found, each removed after `maxRunHours`. Needs a cluster
