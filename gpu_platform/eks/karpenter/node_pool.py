@@ -199,7 +199,7 @@ def ec2_node_class_for(
 ) -> dict[str, Any]:
     """The pool's EC2NodeClass; `efa` where the pool has EFA interfaces."""
     spec = args.pool.spec
-    security_groups = [args.cluster.security_group_id]
+    security_groups: list[pulumi.Input[str]] = [args.cluster.security_group_id]
     if efa is not None:
         security_groups.append(efa.security_group_id)
     node_class: dict[str, Any] = {
