@@ -21,7 +21,7 @@ from botocore.stub import Stubber
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from gpu_platform.cli import preflight_eks
+from gpu_platform.cli import preflight_eks, preflight_karpenter
 from gpu_platform.cli.app import app
 from gpu_platform.cli.deadline import Calls, Deadline
 from gpu_platform.cli.findings import Finding
@@ -52,7 +52,10 @@ ON_DEMAND_P = "L-417A185B"
 def aws() -> Iterator[AwsClients]:
     """The command's clients (its timeouts, standard retries) on a fresh moto account."""
     with mock_aws():
-        yield AwsClients.for_region(REGION, Deadline(30), Calls())
+        # The cluster's Kubernetes API is not moto's: Karpenter's CRDs are read in
+        # test_preflight_karpenter.py.
+        clients = AwsClients.for_region(REGION, Deadline(30), Calls(), karpenter=True)
+        yield replace(clients, crds=None)
 
 
 @pytest.fixture
@@ -1291,7 +1294,7 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
         {"ServiceCode": "ec2", "QuotaCode": SPOT_G},
     )
     calls: set[str] = set()
-    for client in (aws.eks, aws.ec2, aws.service_quotas, aws.resource_groups):
+    for client in (aws.eks, aws.ec2, aws.service_quotas, aws.resource_groups, aws.iam):
         # Emitted for every call, before a stand-in answer or the Stubber takes it.
         client.meta.events.register(
             "before-parameter-build",
@@ -1316,6 +1319,8 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
         )
 
     preflight_eks.preflight(stack(pools_of_every_kind), aws)
+    # A Karpenter stack with a spot pool reads the Spot service-linked role.
+    preflight_karpenter.karpenter_findings(stack(on_karpenter), None, aws.iam)
 
     assert calls == documented_permissions()
     # The refusal message names the same actions.
