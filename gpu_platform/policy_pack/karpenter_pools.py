@@ -133,38 +133,40 @@ _DEFAULT_EXPIRE_AFTER = "720h"
 _DEFAULT_CONSOLIDATION_POLICY = "WhenEmptyOrUnderutilized"
 
 
+def _unsafe_setting(
+    props: Mapping[str, Any], path: tuple[str, ...], safe: str, default: str
+) -> str | None:
+    """How the NodePool sets `path` where it is not `safe`: left to the CRD's `default`, or set
+    to another value; None where it is safe."""
+    value = value_at(props, *path)
+    if value == safe:
+        return None
+    if value is None:
+        return f"leaves {field_path(*path)} to its default, {default}"
+    return f"sets {field_path(*path)}={shown(value)}"
+
+
 def expiry_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    expire_after = value_at(args.props, *EXPIRE_AFTER)
-    if expire_after == "Never":
-        return
-    how = (
-        f"leaves {field_path(*EXPIRE_AFTER)} to its default, {_DEFAULT_EXPIRE_AFTER}"
-        if expire_after is None
-        else f"sets {field_path(*EXPIRE_AFTER)}={shown(expire_after)}"
-    )
-    yield (
-        f"the {NOUN} {how}, so Karpenter drains every node that old, running jobs and all: "
-        "expiry is forceful, past disruption budgets and karpenter.sh/do-not-disrupt "
-        '(karpenter.sh docs, concepts/disruption, "Expiration"). Fix: set it to "Never" and '
-        "roll new AMIs through drift."
-    )
+    how = _unsafe_setting(args.props, EXPIRE_AFTER, "Never", _DEFAULT_EXPIRE_AFTER)
+    if how is not None:
+        yield (
+            f"the {NOUN} {how}, so Karpenter drains every node that old, running jobs and all: "
+            "expiry is forceful, past disruption budgets and karpenter.sh/do-not-disrupt "
+            '(karpenter.sh docs, concepts/disruption, "Expiration"). Fix: set it to "Never" '
+            "and roll new AMIs through drift."
+        )
 
 
 def consolidation_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    policy = value_at(args.props, *CONSOLIDATION_POLICY)
-    if policy == "WhenEmpty":
-        return
-    how = (
-        f"leaves {field_path(*CONSOLIDATION_POLICY)} to its default,"
-        f" {_DEFAULT_CONSOLIDATION_POLICY}"
-        if policy is None
-        else f"sets {field_path(*CONSOLIDATION_POLICY)}={shown(policy)}"
+    how = _unsafe_setting(
+        args.props, CONSOLIDATION_POLICY, "WhenEmpty", _DEFAULT_CONSOLIDATION_POLICY
     )
-    yield (
-        f"the {NOUN} {how}, so Karpenter moves running GPU pods off nodes it finds underused "
-        "to pack them tighter, and a moved job starts over (karpenter.sh docs, "
-        'concepts/disruption, "Consolidation"). Fix: set it to "WhenEmpty".'
-    )
+    if how is not None:
+        yield (
+            f"the {NOUN} {how}, so Karpenter moves running GPU pods off nodes it finds underused"
+            " to pack them tighter, and a moved job starts over (karpenter.sh docs, "
+            'concepts/disruption, "Consolidation"). Fix: set it to "WhenEmpty".'
+        )
 
 
 def allowed_capacity_types(capacity: Sequence[tuple[str, list[Any]]]) -> list[str]:
