@@ -1346,9 +1346,7 @@ def test_the_command_exits_non_zero_on_a_blocking_finding(
     cluster(aws)
     pod_identity_agent(aws)
     quota(quotas, SPOT_G, spot_g_quota)
-    monkeypatch.setattr(
-        AwsClients, "for_region", classmethod(lambda cls, region, deadline, calls: aws)
-    )
+    monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, *_, **__: aws))
 
     result = CliRunner().invoke(app, ["preflight", "dev"])
 
@@ -1430,9 +1428,7 @@ def test_a_credential_lookup_that_never_ends_is_named_at_the_deadline(
 def test_a_refused_permission_is_named_with_what_the_check_needs(
     aws: AwsClients, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        AwsClients, "for_region", classmethod(lambda cls, region, deadline, calls: aws)
-    )
+    monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, *_, **__: aws))
 
     with Stubber(aws.eks) as eks:
         eks.add_client_error(
@@ -1554,8 +1550,10 @@ def test_a_call_throttled_on_every_attempt_ends_in_exit_4_naming_the_api(
     cluster(aws)
     pod_identity_agent(aws)
 
-    def always_throttled(cls: Any, region: str, deadline: Deadline, calls: Calls) -> AwsClients:
-        clients = FOR_REGION(region, deadline, calls)
+    def always_throttled(
+        cls: Any, region: str, deadline: Deadline, calls: Calls, karpenter: bool = False
+    ) -> AwsClients:
+        clients = FOR_REGION(region, deadline, calls, karpenter)
         pod_identity_agent(clients)
         answer_over_http(clients.service_quotas, "GetServiceQuota", [JSON_THROTTLED] * 10)
         return clients
