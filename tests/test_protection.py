@@ -197,7 +197,9 @@ def test_a_protected_karpenter_stack_protects_its_node_pools_and_karpenters_rele
         ("kubernetes:helm.sh/v3:Release", "gpu-operator"),
         ("kubernetes:helm.sh/v3:Release", "karpenter"),
         ("kubernetes:helm.sh/v3:Release", "karpenter-crd"),
+        (NODE_POOL, "h100-block"),
         (NODE_POOL, "l4-on-demand"),
+        (NODE_POOL, "l4-reserved"),
         (NODE_POOL, "t4-spot"),
     ]
 
@@ -250,7 +252,9 @@ def test_removing_a_pool_would_delete_its_protected_node_pool(
 ) -> None:
     changed = copy.deepcopy(protected_karpenter_config)
     # t4-spot; the smoke test runs on l4-on-demand.
-    changed["gpu-platform:pools"] = changed["gpu-platform:pools"][1:]
+    changed["gpu-platform:pools"] = [
+        p for p in changed["gpu-platform:pools"] if p["name"] != "t4-spot"
+    ]
 
     after = run_program("karpenter-dev", config=changed, project=PROJECT)
 

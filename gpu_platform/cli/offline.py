@@ -176,7 +176,9 @@ class _StandInMocks(mocks.Mocks):
 
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict]:
         outputs = stand_ins.computed_outputs(args.typ, args.name, dict(args.inputs))
-        return f"{args.name}-id", {**args.inputs, **outputs}
+        # A stand-in may give the resource's id as its cloud spells one (`sg-...`).
+        resource_id = outputs.pop("id", f"{args.name}-id")
+        return resource_id, {**args.inputs, **outputs}
 
 
 class _RecordingMonitor(mocks.MockMonitor):

@@ -17,7 +17,9 @@ Read-only AWS calls (credentials from the usual AWS environment or profile) chec
   of that quota at its `max` together, beside the GPU instances running outside the stack;
 - where the stack installs no cluster autoscaler, the one the cluster runs, from its Deployment
   through the cluster's Kubernetes API (`gpu_platform.cli.running_autoscaler`): a release that
-  keeps empty nodes at a threshold of 0, or made for another Kubernetes minor, is a warning.
+  keeps empty nodes at a threshold of 0, or made for another Kubernetes minor, is a warning;
+- under Karpenter, the cluster's authentication mode, the Spot service-linked role and
+  Karpenter's CRDs in the cluster (`gpu_platform.cli.preflight_karpenter`).
 """
 
 import re
@@ -45,6 +47,11 @@ from gpu_platform.cli.cli import fail
 from gpu_platform.cli.deadline import MAX_ATTEMPTS, Call, Calls, Deadline, DeadlinePassed
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
+from gpu_platform.cli.preflight_karpenter import (
+    CustomResourceDefinitions,
+    eks_crds,
+    karpenter_findings,
+)
 from gpu_platform.cli.reachability import reachability_findings
 from gpu_platform.cli.running_autoscaler import (
     Deployments,
@@ -78,6 +85,7 @@ READ_ONLY_PERMISSIONS = (
     "servicequotas:GetServiceQuota",
     "servicequotas:GetAWSDefaultServiceQuota",
     "resource-groups:ListGroupResources",
+    "iam:GetRole",
 )
 """Every AWS action the check calls; a test keeps it, and the README's list, equal to them."""
 # What AWS answers for a caller it does not know, or does not let do something.
@@ -128,9 +136,16 @@ class AwsClients:
     deployments: Callable[[Mapping[str, Any]], Deployments] | None = None
     """The Deployments of a cluster (as DescribeCluster returns it), through its Kubernetes API;
     None leaves the running autoscaler unchecked."""
+    iam: Any = None
+    """IAM, global: read by Karpenter stacks only (`gpu_platform.cli.preflight_karpenter`)."""
+    crds: Callable[[Mapping[str, Any]], CustomResourceDefinitions] | None = None
+    """The CRDs of a cluster (as DescribeCluster returns it), through its Kubernetes API; None
+    leaves Karpenter's unchecked."""
 
     @classmethod
-    def for_region(cls, region: str, deadline: Deadline, calls: Calls) -> "AwsClients":
+    def for_region(
+        cls, region: str, deadline: Deadline, calls: Calls, karpenter: bool = False
+    ) -> "AwsClients":
         """Clients that give up on a connection or a read within the deadline's timeouts, and
         retry in botocore's `standard` mode, which AWS recommends for throttled APIs: it backs
         off exponentially, more for throttling than for other errors (ThrottlingException,
@@ -161,6 +176,9 @@ class AwsClients:
             session.client("service-quotas", config=config),
             session.client("resource-groups", config=config),
             lambda cluster: eks_deployments(session, region, cluster),
+            # Only a Karpenter stack reads IAM: the others load no IAM model.
+            session.client("iam", config=config) if karpenter else None,
+            lambda cluster: eks_crds(session, region, cluster),
         )
 
 
@@ -209,7 +227,10 @@ def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
     try:
         # The clients too: botocore looks for credentials as it makes them, which may call out.
         return deadline.run(
-            lambda: preflight(config, AwsClients.for_region(region, deadline, calls)), calls
+            lambda: preflight(
+                config, AwsClients.for_region(region, deadline, calls, config.uses_karpenter)
+            ),
+            calls,
         )
     except DeadlinePassed as passed:
         fail(f"Cannot check stack {stack}: {passed.explain('AWS')}", EXIT_CANNOT_CHECK)
@@ -220,8 +241,8 @@ def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
 
 def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
     """Every finding for the stack, in the order: cluster, pools' zones, which subnets the GPU
-    nodes use and why, what those subnets reach, live node group sizes, reservations,
-    quotas."""
+    nodes use and why, what those subnets reach, live node group sizes, Karpenter's,
+    reservations, quotas."""
     cluster, findings = _cluster_findings(config, clients)
     candidates = node_subnets(config, clients.ec2, cluster)
     private = None if candidates is None else [(s, r) for s, r in candidates if not r.public]
@@ -240,6 +261,8 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
     if cluster is not None:
         findings += size_change_findings(config, clients.eks)
         findings += _running_autoscaler_findings(config, clients, cluster)
+    crds = None if cluster is None or clients.crds is None else clients.crds(cluster)
+    findings += karpenter_findings(config, cluster, clients.iam, crds)
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)
     return findings

@@ -180,9 +180,12 @@ class GoogleApis:
             self._get(COMPUTE_API, ("projects", self.project), PROJECT_PERMISSION).get("quotas", [])
         )
 
-    def reservation(self, zone: str, name: str) -> dict[str, Any] | None:
-        """`compute.reservations.get`; None where the zone has no such reservation."""
-        path = ("projects", self.project, "zones", zone, "reservations", name)
+    def reservation(
+        self, zone: str, name: str, project: str | None = None
+    ) -> dict[str, Any] | None:
+        """`compute.reservations.get`, of the project's or of `project`'s (a reservation it
+        shares); None where the zone has no such reservation."""
+        path = ("projects", project or self.project, "zones", zone, "reservations", name)
         return self._find(COMPUTE_API, path, RESERVATION_PERMISSION)
 
     @cached_property
@@ -500,7 +503,14 @@ def _specific_findings(
     where = key_path("pools", i, "gcp", "reservationName")
     name, (zone,) = pool.gcp.reservation_name, pool.zones
     assert name is not None  # config validation requires it with reservation specific
-    reservation = apis.reservation(zone, name)
+    owner, short = reservation_owner(name, apis.project)
+    if owner != apis.project:
+        shared = _shared_reservation(i, pool, owner, short, zone, apis)
+        if isinstance(shared, Finding):
+            return [shared]
+        reservation: dict[str, Any] | None = shared
+    else:
+        reservation = apis.reservation(zone, name)
     if reservation is None:
         return [_missing_reservation_finding(i, pool, name, zone, apis)]
     mismatches = _mismatches(i, pool, gpus, reservation)
@@ -557,6 +567,67 @@ def _specific_findings(
             )
         )
     return findings
+
+
+def reservation_owner(name: str, project: str) -> tuple[str, str]:
+    """The project a `reservationName` is of and its name there: `projects/<owner>/reservations/
+    <name>` names one another project shares (compute.v1.json `ReservationAffinity.values`)."""
+    parts = name.split("/")
+    if len(parts) == 4 and parts[0] == "projects" and parts[2] == "reservations":
+        return parts[1], parts[3]
+    return project, name
+
+
+def _shared_reservation(
+    i: int, pool: GpuPoolSpec, owner: str, name: str, zone: str, apis: GoogleApis
+) -> dict[str, Any] | Finding:
+    """Another project's reservation, where it can be read and is shared with the cluster's
+    project; else the finding that says why not. Reading it takes `compute.reservations.get` on
+    the owner's project, which a consumer's identity often lacks: then the check says what it
+    could not see, and blocks nothing."""
+    subject = f"pool {pool.name}"
+    where = key_path("pools", i, "gcp", "reservationName")
+    try:
+        reservation = apis.reservation(zone, name, owner)
+    except GoogleApiError as error:
+        if error.status != 403 or error.reason in _RATE_LIMIT_REASONS:
+            raise
+        return Finding(
+            "warning",
+            subject,
+            f"Reservation {name} of project {owner} could not be read ({error.permission}"
+            f" refused on project {owner}): whether it exists in {zone}, matches the pool's"
+            f" nodes and is shared with project {apis.project} is unchecked.",
+            f"Check it in project {owner} (gcloud compute reservations describe {name} --zone"
+            f" {zone} --project {owner}), or grant the check {RESERVATION_PERMISSION} there.",
+        )
+    if reservation is None:
+        return Finding(
+            "blocking",
+            subject,
+            f"Compute Engine knows no reservation {name} in project {owner}'s zone {zone}.",
+            f"Check {where} and the pool's zone.",
+        )
+    # `ShareSettings` (compute.v1.json): `SPECIFIC_PROJECTS` lists the consumers in
+    # `projectMap`, keyed by project id; `ORGANIZATION` is open to the owner's organization
+    # (which the check cannot see the cluster's project is in); `LOCAL` shares with none.
+    share = reservation.get("shareSettings", {})
+    consumers = share.get("projectMap", {})
+    share_type = share.get("shareType")
+    if share_type != "ORGANIZATION" and (
+        share_type != "SPECIFIC_PROJECTS" or apis.project not in consumers
+    ):
+        return Finding(
+            "blocking",
+            subject,
+            f"Reservation {name} of project {owner} is not shared with project {apis.project}"
+            f" (shareType {share.get('shareType', 'LOCAL')}, projects:"
+            f" {', '.join(sorted(consumers)) or 'none'}): the pool's nodes cannot consume it.",
+            f"Share it with the project (gcloud compute reservations update {name} --zone"
+            f" {zone} --project {owner} --add-share-with={apis.project}), or name another in"
+            f" {where}.",
+        )
+    return reservation
 
 
 def _missing_reservation_finding(

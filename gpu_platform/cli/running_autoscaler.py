@@ -19,7 +19,8 @@ HTTPS checked against the cluster's own certificate authority.
 import base64
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import boto3
@@ -185,22 +186,11 @@ def eks_deployments(
     page, read when called."""
 
     def read() -> Sequence[Mapping[str, Any]]:
-        client = http or requests.Session()
-        token = eks_token(session, region, cluster["name"])
-        authority = base64.b64decode(cluster["certificateAuthority"]["data"])
         found: list[Mapping[str, Any]] = []
-        with tempfile.NamedTemporaryFile(suffix=".crt") as ca:
-            ca.write(authority)
-            ca.flush()
+        with eks_api(session, region, cluster, http) as get:
             params = {"limit": "500"}
             while True:
-                response = client.get(
-                    f"{cluster['endpoint']}/apis/apps/v1/deployments",
-                    params=params,
-                    headers={"Authorization": f"Bearer {token}"},
-                    verify=ca.name,
-                    timeout=TIMEOUT_SECONDS,
-                )
+                response = get("/apis/apps/v1/deployments", params)
                 response.raise_for_status()
                 page = response.json()
                 found += page.get("items") or []
@@ -210,3 +200,35 @@ def eks_deployments(
                 params = {"limit": "500", "continue": following}
 
     return read
+
+
+ApiGet = Callable[[str, Mapping[str, str]], requests.Response]
+"""GET of a path of the cluster's Kubernetes API with query parameters."""
+
+
+@contextmanager
+def eks_api(
+    session: boto3.Session,
+    region: str,
+    cluster: Mapping[str, Any],
+    http: requests.Session | None = None,
+) -> Iterator[ApiGet]:
+    """GETs of the EKS cluster's Kubernetes API (as DescribeCluster returns the cluster), with
+    a token from the caller's credentials, over HTTPS checked against the cluster's CA."""
+    client = http or requests.Session()
+    token = eks_token(session, region, cluster["name"])
+    authority = base64.b64decode(cluster["certificateAuthority"]["data"])
+    with tempfile.NamedTemporaryFile(suffix=".crt") as ca:
+        ca.write(authority)
+        ca.flush()
+
+        def get(path: str, params: Mapping[str, str]) -> requests.Response:
+            return client.get(
+                f"{cluster['endpoint']}{path}",
+                params=dict(params),
+                headers={"Authorization": f"Bearer {token}"},
+                verify=ca.name,
+                timeout=TIMEOUT_SECONDS,
+            )
+
+        yield get

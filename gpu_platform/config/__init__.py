@@ -19,6 +19,7 @@ The model is split by concern, each concern's types beside the rules across thei
 """
 
 from gpu_platform.config.capacity import (
+    CAPACITY_PREFERENCE,
     EC2_RESERVED_CAPACITIES,
     GKE_CAPACITY_MINIMUM_VERSIONS,
     PLATFORM_NAMESPACE,
@@ -50,6 +51,7 @@ from gpu_platform.config.stack import StackConfig
 from gpu_platform.config.tenants import QuotaSetting, TenantNamespaceSpec, quota_setting
 
 __all__ = [
+    "CAPACITY_PREFERENCE",
     "CONFIG_NAMESPACE",
     "EC2_RESERVED_CAPACITIES",
     "GKE_CAPACITY_MINIMUM_VERSIONS",

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from gpu_platform.config.fields import DnsLabel, ExactVersion, Model
+from gpu_platform.config.fields import DnsLabel, ExactVersion, IamRoleArn, Model
 from gpu_platform.config.pools import GpuPoolSpec
 from gpu_platform.version_order import version_key
 from gpu_platform.versions import CLUSTER_AUTOSCALER_CHART, KARPENTER_CHART
@@ -53,16 +53,45 @@ class ClusterAutoscalerSpec(Model):
 class KarpenterSpec(Model):
     """EKS with `provisioner: karpenter`: the Karpenter controller that launches the GPU nodes."""
 
+    install: bool = True
+    """Install Karpenter: its CRDs and controller, interruption queue and IAM roles. Turn off
+    where the cluster already runs Karpenter (installing its CRDs there fails on Helm's
+    ownership metadata, and two controllers would launch nodes for the same pods): the stack
+    then declares only the pools' NodePools and EC2NodeClasses, whose nodes run as
+    `nodeRoleArn`. `preflight` checks that the cluster's Karpenter CRDs have every field the
+    platform sets (docs/karpenter.md, An existing Karpenter)."""
+    node_role_arn: IamRoleArn | None = None
+    """With `install: false`, required: the node role of the existing Karpenter's nodes, which
+    its controller may pass to EC2 and whose access entry (or `aws-auth` mapping) lets the
+    nodes join the cluster."""
     namespace: DnsLabel = "kube-system"
-    """Where the controller runs: a namespace that exists, and no tenant's. In `kube-system`, as
+    """Where the controller runs (or, with `install: false`, already runs): a namespace that
+    exists, and no tenant's. In `kube-system`, as
     upstream installs it, the API server's default FlowSchemas give its calls the priority of
     the cluster's own controllers; elsewhere, give it a FlowSchema of its own."""
     chart_version: ExactVersion = KARPENTER_CHART.version
     """The `karpenter` and `karpenter-crd` chart version (the two move together)."""
     consolidate_after_minutes: int = Field(default=10, ge=1, le=1440)
-    """How long a GPU node must have been empty before Karpenter removes it. Karpenter never
-    consolidates a GPU node that still runs a pod."""
+    """How long a GPU node must have been empty before Karpenter removes it, for pools that do
+    not set their own (`aws.consolidateAfterMinutes`). Karpenter never consolidates a GPU node
+    that still runs a pod."""
+    termination_grace_period_hours: int = Field(default=24, ge=1, le=8760)
+    """How long Karpenter may take to drain a GPU node it is removing (a drifted node: a new
+    AMI release, a changed node class) before it deletes the pods left on it, those marked
+    `karpenter.sh/do-not-disrupt` and those a PodDisruptionBudget protects included. It also
+    makes drift act on nodes that run such pods, which it otherwise never replaces: a rollout
+    ends within this bound. Changing it replaces the pools' nodes (drift)."""
 
+
+# Higher first: capacity already paid for, then what can be bought, and last what can be taken
+# back. The cluster autoscaler's priority expander ranks node groups by it, Karpenter its
+# NodePools (`weight`, 1 to 100).
+CAPACITY_PREFERENCE: Mapping[str, int] = {
+    "capacity-block": 40,
+    "reserved": 30,
+    "on-demand": 20,
+    "spot": 10,
+}
 
 EC2_RESERVED_CAPACITIES = ("reserved", "capacity-block")
 """Capacities bought from EC2 ahead of time; GKE pools consume reservations through

@@ -16,6 +16,7 @@ from gpu_platform.config.fields import (
     GcpServiceAccount,
     GkeNodeVersion,
     IamRoleArn,
+    IdleMinutesOrNever,
     Model,
     NotBlank,
     ResourceGroupArn,
@@ -96,7 +97,18 @@ class EksPoolOptions(Model):
     max_unavailable_percent: int | None = Field(default=None, ge=1, le=100)
     """Replace up to this share of the pool's nodes at once on an update (a new AMI release,
     launch template or labels); unset replaces one node at a time. EKS drains each node first,
-    waiting up to 15 minutes for its pods' disruption budgets before it fails the update."""
+    waiting up to 15 minutes for its pods' disruption budgets before it fails the update. Under
+    Karpenter it is the budget of drifted nodes (docs/karpenter.md, Disruption budgets)."""
+    empty_nodes_budget_percent: int = Field(default=100, ge=1, le=100)
+    """Karpenter: the share of the pool's nodes it may remove at once for being empty. All of
+    them by default, so that a large teardown is not paced one node at a time and a node that
+    stays NotReady (Karpenter counts it against every budget of its pool) does not keep the
+    idle ones running."""
+    consolidate_after_minutes: IdleMinutesOrNever | None = None
+    """Karpenter: how long one of the pool's nodes must have been empty before Karpenter
+    removes it, or `never`. Unset, `never` for a `capacity-block` pool and a `reserved` pool
+    without `onDemandFallback` (their capacity is paid for whether a node runs on it or not),
+    else `karpenter.consolidateAfterMinutes`."""
     node_repair: bool = True
     """Have EKS replace or reboot the pool's nodes that turn unhealthy (kubelet `NotReady`, and
     through the node monitoring agent, `AcceleratedHardwareReady=False`: GPU XIDs, double-bit
@@ -212,8 +224,10 @@ class GkePoolOptions(Model):
     fallback: while it is full, no node starts. Not with Spot, flex-start or queued
     provisioning. Changing it replaces the node pool (docs/gke-capacity.md)."""
     reservation_name: GceReservationName | None = None
-    """The reservation of a `reservation: specific` pool, in the cluster's project. Reservations
-    are zonal: name its zone, and only that one, in `zones`."""
+    """The reservation of a `reservation: specific` pool: its name, in the cluster's project, or
+    `projects/<owner>/reservations/<name>` for a reservation another project shares with the
+    cluster's (a central capacity project's). Reservations are zonal: name its zone, and only
+    that one, in `zones`. `preflight` checks it where it can read it."""
     flex_start: bool = False
     """Obtain the nodes as flex-start VMs (Dynamic Workload Scheduler): GPUs at its discounted
     prices, started when capacity is found, each removed after `maxRunHours`. Needs a cluster

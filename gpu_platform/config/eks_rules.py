@@ -4,7 +4,7 @@ Bottlerocket's device plugin, and what Karpenter does instead of node groups."""
 import re
 from collections.abc import Iterator, Mapping
 
-from gpu_platform.config.capacity import EC2_RESERVED_CAPACITIES
+from gpu_platform.config.capacity import EC2_RESERVED_CAPACITIES, KarpenterSpec
 from gpu_platform.config.cloud_options import EksPoolOptions
 from gpu_platform.config.fields import Cloud, Platform
 from gpu_platform.config.pools import ExclusiveSharing, GpuPoolSpec
@@ -199,8 +199,6 @@ def bottlerocket_sharing_problems(config: StackConfig) -> Iterator[ConfigProblem
 # reservations (pkg/providers/capacityreservation/types.go at v1.14.1) and drains a Capacity
 # Block's nodes 10 minutes before EC2 reclaims them (docs tasks/odcrs.md).
 _NODE_GROUP_ONLY_OPTIONS: Mapping[str, str] = {
-    "efa": "EFA interfaces and a cluster placement group come with managed node groups only;"
-    " run EFA pools with provisioner cluster-autoscaler",
     "node_group_per_zone": "there are no node groups; Karpenter picks each node's zone among the"
     " pool's zones itself",
     "node_role_arn": "every Karpenter node runs as the node role the platform creates with the"
@@ -215,6 +213,8 @@ _NODE_GROUP_ONLY_OPTIONS: Mapping[str, str] = {
     "update_strategy": "Karpenter replaces drifted nodes within the pool's disruption budget"
     " (aws.maxUnavailablePercent)",
 }
+# Pool settings only a Karpenter NodePool acts on.
+_KARPENTER_ONLY_OPTIONS = ("empty_nodes_budget_percent", "consolidate_after_minutes")
 # Karpenter plans a node's `nvidia.com/gpu` from EC2's instance data, one per physical GPU
 # (pkg/providers/instancetype/types.go `nvidiaGPUs` at v1.14.1), and knows no `nvidia.com/mig-*`
 # resource: pods asking for time-sliced, MPS or MIG shares would never get a node planned for
@@ -229,13 +229,23 @@ _KARPENTER_SHARING = (
 def karpenter_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     if config.cloud is not Cloud.AWS:
         return  # the rule of the other cloud's settings reports provisioner and karpenter there
-    if not config.karpenter_installed:
+    if not config.uses_karpenter:
         yield from set_field_problems(
             config.karpenter,
             config.karpenter.model_fields_set,
             ("karpenter",),
             "no value unless provisioner is karpenter",
         )
+        for i, pool in enumerate(config.pools):
+            for field in _KARPENTER_ONLY_OPTIONS:
+                if field in pool.aws.model_fields_set:
+                    yield ConfigProblem(
+                        key_path("pools", i, "aws", key_of(EksPoolOptions, field)),
+                        getattr(pool.aws, field),
+                        "no value unless provisioner is karpenter: a managed node group's"
+                        " nodes go when the cluster autoscaler finds them unneeded"
+                        " (autoscaler.gpuNodeIdleMinutes), one at a time",
+                    )
         return
     yield from set_field_problems(
         config.autoscaler,
@@ -244,6 +254,7 @@ def karpenter_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         "no value with provisioner karpenter, which installs Karpenter instead of the"
         " cluster autoscaler (karpenter configures it)",
     )
+    yield from _existing_karpenter_problems(config.karpenter)
     for i, pool in enumerate(config.pools):
         if pool.min != 0:
             yield ConfigProblem(
@@ -272,4 +283,35 @@ def karpenter_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 key_path("namespaces", i, "name"),
                 ns.name,
                 f"a namespace of its own, not Karpenter's ({ns.name}, karpenter.namespace)",
+            )
+
+
+# What only the platform's own Karpenter installation uses (`namespace` still names where an
+# existing one runs, which no tenant may share).
+_INSTALL_ONLY_OPTIONS = ("chart_version",)
+
+
+def _existing_karpenter_problems(karpenter: KarpenterSpec) -> Iterator[ConfigProblem]:
+    if karpenter.install:
+        if karpenter.node_role_arn is not None:
+            yield ConfigProblem(
+                key_path("karpenter", "nodeRoleArn"),
+                karpenter.node_role_arn,
+                "no value unless karpenter.install is false: the Karpenter the platform"
+                " installs launches its nodes with the node role it creates",
+            )
+        return
+    if karpenter.node_role_arn is None:
+        yield ConfigProblem(
+            key_path("karpenter", "nodeRoleArn"),
+            None,
+            "the ARN of the existing Karpenter's node role with karpenter.install false: the"
+            " pools' EC2NodeClasses launch their nodes as it",
+        )
+    for field in _INSTALL_ONLY_OPTIONS:
+        if field in karpenter.model_fields_set:
+            yield ConfigProblem(
+                key_path("karpenter", key_of(KarpenterSpec, field)),
+                getattr(karpenter, field),
+                "no value with karpenter.install false: the platform installs no Karpenter",
             )

@@ -6,7 +6,14 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    PlainValidator,
+    StringConstraints,
+    WithJsonSchema,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -48,7 +55,14 @@ _CAPACITY_RESERVATION_ID = r"^cr-[0-9a-f]{17}$"
 _RESOURCE_GROUP_ARN = (
     r"^arn:aws(-cn|-us-gov)?:resource-groups:[a-z0-9-]+:[0-9]{12}:group/[A-Za-z0-9_.-]{1,128}$"
 )
-_GCE_RESERVATION_NAME = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
+# A reservation of the cluster's project by its name, or one another project shares with it as
+# `projects/<owner>/reservations/<name>` (compute.v1.json `ReservationAffinity.values`: "a name
+# to a reservation in the same project or "projects/different-project/reservations/
+# some-reservation-name" to target a shared reservation in the same zone but in a different
+# project"). Project ids: 6 to 30 lowercase letters, digits and hyphens, from a letter.
+_GCE_RESERVATION_NAME = (
+    r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
+)
 _GKE_NODE_VERSION = r"^[0-9]+\.[0-9]+\.[0-9]+-gke\.[0-9]+$"
 _EKS_ADDON_VERSION = r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$"
 _DRIVER_VERSION = r"^[0-9]{3}\.[0-9]+(\.[0-9]+)?$"
@@ -107,8 +121,9 @@ PATTERN_MEANINGS = {
     " such as cr-0123456789abcdef0",
     _RESOURCE_GROUP_ARN: "a resource group ARN such as"
     " arn:aws:resource-groups:us-east-1:123456789012:group/gpu-reservations",
-    _GCE_RESERVATION_NAME: "a Compute Engine reservation name: lowercase letters, digits and"
-    " '-', starting with a letter, up to 63 characters",
+    _GCE_RESERVATION_NAME: "a Compute Engine reservation name (lowercase letters, digits and"
+    " '-', starting with a letter, up to 63 characters), or projects/<project>/reservations/"
+    "<name> for one another project shares",
     _GKE_NODE_VERSION: "a GKE version such as 1.34.1-gke.1829001",
     _EKS_ADDON_VERSION: "an EKS add-on version such as v1.7.0-eksbuild.1",
     _DRIVER_VERSION: "an NVIDIA driver version such as 595.91.07",
@@ -128,6 +143,36 @@ AcceleratorName = Annotated[
     AfterValidator(_known_accelerator),
     WithJsonSchema({"type": "string", "enum": list(ACCELERATORS)}),
 ]
+
+
+_MOST_IDLE_MINUTES = 1440
+
+
+def _minutes_or_never(value: object) -> int | str:
+    if value == "never":
+        return "never"
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= _MOST_IDLE_MINUTES:
+        return value
+    raise PydanticCustomError(
+        "minutes_or_never",
+        "a number of minutes from 1 to {most}, or never",
+        {"most": _MOST_IDLE_MINUTES},
+    )
+
+
+IdleMinutesOrNever = Annotated[
+    int | str,
+    PlainValidator(_minutes_or_never),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 1, "maximum": _MOST_IDLE_MINUTES},
+                {"const": "never"},
+            ]
+        }
+    ),
+]
+"""Minutes a node may sit empty, 1 to 1440, or `never`."""
 
 
 class Model(BaseModel):

@@ -105,8 +105,9 @@ class GpuPoolSpec(Model):
     min: int = Field(default=0, ge=0)
     """Nodes kept when idle. Every node above zero bills around the clock."""
     max: int = Field(ge=1, le=1000)
-    """The most nodes the autoscaler may start: the pool's cost ceiling. Under Karpenter, a limit
-    of `max` times the GPUs of the pool's largest instance type."""
+    """The most nodes the autoscaler may start: the pool's cost ceiling. Under Karpenter, limits
+    of `max` nodes and of `max` times the GPUs and vCPUs of the pool's largest instance type,
+    which a fast scale-out can pass by a node or two (docs/karpenter.md, Limits)."""
     capacity: Literal["on-demand", "spot", "reserved", "capacity-block"] = "on-demand"
     """How the nodes are bought: `reserved` consumes EC2 on-demand capacity reservations
     (`aws.capacityReservationId` or `aws.capacityReservationResourceGroupArn`), `capacity-block`

@@ -39,8 +39,8 @@ class StackConfig(Model):
     provisioner: Provisioner = "cluster-autoscaler"
     """EKS: what launches GPU nodes: managed node groups scaled by the cluster autoscaler, or
     Karpenter NodePools (one per pool). With `karpenter`, every pool is `exclusive` with `min`
-    0, and `autoscaler` and the node-group-only pool settings (`aws.efa`,
-    `aws.nodeGroupPerZone`, `aws.nodeRoleArn`, `aws.nodeRepair`,
+    0, and `autoscaler` and the node-group-only pool settings (`aws.nodeGroupPerZone`,
+    `aws.nodeRoleArn`, `aws.nodeRepair`,
     `aws.capacityReservationResourceGroupArn`, `aws.capacityBlockStart`) take no value
     (docs/karpenter.md)."""
     karpenter: KarpenterSpec = Field(default_factory=KarpenterSpec)
@@ -90,9 +90,14 @@ class StackConfig(Model):
         )
 
     @property
+    def uses_karpenter(self) -> bool:
+        """Whether Karpenter launches the GPU nodes, installed by the platform or not."""
+        return self.cloud is Cloud.AWS and self.provisioner == "karpenter"
+
+    @property
     def karpenter_installed(self) -> bool:
         """Whether the platform installs Karpenter."""
-        return self.cloud is Cloud.AWS and self.provisioner == "karpenter"
+        return self.uses_karpenter and self.karpenter.install
 
 
 def known_platform(config: StackConfig) -> Platform | None:

@@ -181,7 +181,7 @@ class EksCloud:
         opts: pulumi.ResourceOptions,
         after: Sequence[pulumi.Resource],
     ) -> pulumi.Resource:
-        if self._karpenter_controller is None:
+        if self.config.provisioner != "karpenter":
             return self._node_group(pool, opts, after)
         return self._karpenter_node_pool(pool, self._karpenter_controller, connection, opts, after)
 
@@ -205,14 +205,16 @@ class EksCloud:
     def _karpenter_node_pools(
         self, pools: Sequence[ResolvedPool], on_cluster: pulumi.ResourceOptions
     ) -> list[pulumi.Resource]:
-        """The Karpenter controller, and a NodePool for each pool once the controller is in.
-        Imported here, as `cloud_for` imports a cloud: only Karpenter stacks load its SDK modules
-        (SQS, EventBridge)."""
+        """The Karpenter controller, unless the cluster has one already (`karpenter.install`),
+        and a NodePool for each pool once the controller is in. Imported here, as `cloud_for`
+        imports a cloud: only Karpenter stacks load its SDK modules (SQS, EventBridge)."""
         from gpu_platform.eks.karpenter.controller import (
             KarpenterController,
             KarpenterControllerArgs,
         )
 
+        if not self.config.karpenter.install:
+            return [self._karpenter_node_pool(pool, None, None, on_cluster) for pool in pools]
         controller = KarpenterController(
             "karpenter",
             KarpenterControllerArgs(
@@ -233,7 +235,7 @@ class EksCloud:
     def _karpenter_node_pool(
         self,
         pool: ResolvedPool,
-        controller: "KarpenterController",
+        controller: "KarpenterController | None",
         connection: ClusterConnection | None,
         opts: pulumi.ResourceOptions,
         after: Sequence[pulumi.Resource] = (),
@@ -250,17 +252,26 @@ class EksCloud:
                 opts, pulumi.ResourceOptions(provider=connection.provider)
             )
         )
+        if controller is None:
+            # An existing Karpenter's node role (config requires it with `install: false`).
+            assert self.config.karpenter.node_role_arn is not None
+            # An EC2NodeClass names its role, the last part of the ARN (after any path).
+            node_role_name: pulumi.Input[str] = self.config.karpenter.node_role_arn.rsplit("/")[-1]
+            waits_for: list[pulumi.Resource] = []
+        else:
+            node_role_name, waits_for = controller.node_role_name, [controller.release]
         return KarpenterGpuNodePool(
             pool.spec.name,
             KarpenterGpuNodePoolArgs(
                 **self._pool_nodes(pool),
-                node_role_name=controller.node_role_name,
+                node_role_name=node_role_name,
                 consolidate_after_minutes=self.config.karpenter.consolidate_after_minutes,
+                termination_grace_period_hours=(
+                    self.config.karpenter.termination_grace_period_hours
+                ),
                 after=after,
             ),
-            pulumi.ResourceOptions.merge(
-                on_cluster, pulumi.ResourceOptions(depends_on=[controller.release])
-            ),
+            pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=waits_for)),
         )
 
     def _pool_nodes(self, pool: ResolvedPool) -> _PoolNodes:

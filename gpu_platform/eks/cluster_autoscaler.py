@@ -16,7 +16,7 @@ import pulumi
 from pulumi_aws import iam
 from pulumi_kubernetes import core, helm
 
-from gpu_platform.config import PLATFORM_NAMESPACE, ClusterAutoscalerSpec
+from gpu_platform.config import CAPACITY_PREFERENCE, PLATFORM_NAMESPACE, ClusterAutoscalerSpec
 from gpu_platform.eks.autoscaler_tags import cluster_discovery_tag
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.node_group_names import node_group_pattern
@@ -164,7 +164,7 @@ def autoscaler_policy(cluster: EksCluster) -> dict[str, Any]:
 # at the latest after `max-node-provision-time` (cluster-autoscaler FAQ, "How does scale-up
 # work?"), sooner where the AWS provider sees the Auto Scaling group's scaling activity fail
 # (isNodeGroupAvailable, cloudprovider/aws/auto_scaling_groups.go).
-CAPACITY_PRIORITIES = {"capacity-block": 40, "reserved": 30, "on-demand": 20, "spot": 10}
+CAPACITY_PRIORITIES = CAPACITY_PREFERENCE
 # Every other group of the cluster ranks above the GPU pools. The expander keeps only the
 # options of the highest priority any of them matches and drops every group no expression matches
 # ("The group won't be used", `BestOptions` in expander/priority/priority.go, cluster-autoscaler

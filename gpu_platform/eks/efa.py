@@ -20,12 +20,54 @@ The nodes' EFA host software comes with the EKS NVIDIA AMIs; the EFA device plug
 """
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 from pulumi_aws import ec2
 
 from gpu_platform.eks.cluster import EksCluster
+
+
+@dataclass(frozen=True)
+class EfaNetwork:
+    """What an EFA pool's nodes launch with beside their interfaces."""
+
+    security_group_id: pulumi.Input[str]
+    """The group EFA traffic flows in, on every interface beside the cluster security group."""
+    placement_group_name: pulumi.Input[str] | None
+    """The pool's `cluster` placement group; None for a pool launching into a reservation."""
+
+
+def efa_network(
+    name: str,
+    cluster: EksCluster,
+    reserved: bool,
+    tags: Mapping[str, str],
+    opts: pulumi.ResourceOptions,
+) -> EfaNetwork:
+    """Create an EFA pool's security group and, unless it launches into a reservation, its
+    placement group."""
+    group = ec2.SecurityGroup(
+        f"{name}-efa",
+        description=f"EFA traffic between the nodes of GPU pool {name}",
+        vpc_id=cluster.vpc_id,
+        ingress=[ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
+        egress=[ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
+        region=cluster.region,
+        tags=dict(tags),
+        opts=opts,
+    )
+    if reserved:
+        return EfaNetwork(group.id, None)
+    placement = ec2.PlacementGroup(
+        f"{name}-placement",
+        strategy="cluster",
+        region=cluster.region,
+        tags=dict(tags),
+        opts=opts,
+    )
+    return EfaNetwork(group.id, placement.name)
 
 
 def efa_launch_template_options(
@@ -40,36 +82,24 @@ def efa_launch_template_options(
     group; none where the pool has no EFA interfaces."""
     if not interfaces:
         return {}
-    group = ec2.SecurityGroup(
-        f"{name}-efa",
-        description=f"EFA traffic between the nodes of GPU pool {name}",
-        vpc_id=cluster.vpc_id,
-        ingress=[ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
-        egress=[ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
-        region=cluster.region,
-        tags=dict(tags),
-        opts=opts,
-    )
+    network = efa_network(name, cluster, reserved, tags, opts)
     network_interfaces = [
         ec2.LaunchTemplateNetworkInterfaceArgs(
             device_index=0 if card == 0 else 1,
             network_card_index=card,
             interface_type="efa" if card == 0 else "efa-only",
-            security_groups=[cluster.security_group_id, group.id] if card == 0 else [group.id],
+            security_groups=(
+                [cluster.security_group_id, network.security_group_id]
+                if card == 0
+                else [network.security_group_id]
+            ),
             delete_on_termination="true",
         )
         for card in range(interfaces)
     ]
-    if reserved:
+    if network.placement_group_name is None:
         return {"network_interfaces": network_interfaces}
-    placement = ec2.PlacementGroup(
-        f"{name}-placement",
-        strategy="cluster",
-        region=cluster.region,
-        tags=dict(tags),
-        opts=opts,
-    )
     return {
         "network_interfaces": network_interfaces,
-        "placement": ec2.LaunchTemplatePlacementArgs(group_name=placement.name),
+        "placement": ec2.LaunchTemplatePlacementArgs(group_name=network.placement_group_name),
     }

@@ -44,16 +44,28 @@ blocks the drain: "pod annotated as not safe to evict present"), so a job is not
 mid-run. Empty GPU nodes still scale away."""
 KARPENTER_GPU_POD_ANNOTATIONS = {"karpenter.sh/do-not-disrupt": "true"}
 """The same under `provisioner: karpenter`, which reads no cluster autoscaler annotation:
-Karpenter neither consolidates nor drifts the node while the pod runs, nor evicts it
-(concepts/disruption.md at v1.14.1, "Pod-Level Controls"). Empty GPU nodes still go."""
+Karpenter does not consolidate the node while the pod runs, nor evict it, and drifts it only
+with the NodePool's `terminationGracePeriod`, after which it deletes the pod
+(concepts/disruption.md at v1.14.1, "Pod-Level Controls" and "TerminationGracePeriod"). Empty
+GPU nodes still go."""
 _POD_ANNOTATIONS: Mapping[Provisioner, Mapping[str, str]] = {
     "cluster-autoscaler": GPU_POD_ANNOTATIONS,
     "karpenter": KARPENTER_GPU_POD_ANNOTATIONS,
 }
+WorkloadKind = Literal["Job", "Deployment"]
 
 
-def gpu_pod_annotations(provisioner: Provisioner) -> dict[str, str]:
-    """What keeps the stack's node provisioner from disrupting a running GPU pod's node."""
+def gpu_pod_annotations(provisioner: Provisioner, kind: WorkloadKind = "Job") -> dict[str, str]:
+    """What keeps the stack's node provisioner from disrupting a running GPU pod's node: for a
+    batch `Job`, whose work a drain would lose. A `Deployment`'s pods are replaced elsewhere
+    when drained: under Karpenter they get nothing, so that drift (an AMI or driver rollout)
+    moves them within their PodDisruptionBudgets instead of waiting up to the NodePool's
+    `terminationGracePeriod` (a Deployment that must not be moved opts in with the `Job`
+    annotations). Karpenter never consolidates a node that runs a pod (`WhenEmpty`), so nothing
+    else moves them. The cluster autoscaler's is kept for both: it drains a node it finds
+    underused, GPU pods and all."""
+    if provisioner == "karpenter" and kind == "Deployment":
+        return {}
     return dict(_POD_ANNOTATIONS[provisioner])
 
 
@@ -200,8 +212,9 @@ def pool_placement(pool: ResolvedPool, provisioner: Provisioner) -> dict[str, An
     """What a workload needs to land on the pool, as the stack exports it for other teams:
     the resource to put in `limits`, the tolerations, the affinity and the pod annotations
     that keep what launches the stack's GPU nodes (`provisioner`; GKE's autoscaler reads the
-    cluster autoscaler's) from draining a node under a running job, beside the node labels,
-    taints and per-node resources they follow from."""
+    cluster autoscaler's) from draining a node under a running job (`annotations`, for batch
+    Jobs; `deploymentAnnotations` for Deployments, `gpu_pod_annotations`), beside the node
+    labels, taints and per-node resources they follow from."""
     return {
         "labels": dict(pool.identity.labels),
         "taints": [vars(t) for t in pool.identity.node_taints],
@@ -210,6 +223,7 @@ def pool_placement(pool: ResolvedPool, provisioner: Provisioner) -> dict[str, An
             "resource": gpu_resource(pool),
             "tolerations": gpu_tolerations(pool),
             "affinity": gpu_node_affinity(pool),
-            "annotations": gpu_pod_annotations(provisioner),
+            "annotations": gpu_pod_annotations(provisioner, "Job"),
+            "deploymentAnnotations": gpu_pod_annotations(provisioner, "Deployment"),
         },
     }

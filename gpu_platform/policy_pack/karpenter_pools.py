@@ -14,6 +14,7 @@ GPU instances for a pod that asks for GPUs, but is no GPU pool of the platform's
 alone.
 """
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -124,6 +125,50 @@ def limit_problems(args: ResourceValidationArgs) -> Iterator[str]:
         )
 
 
+# The CRD's defaults (karpenter.sh_nodepools.yaml at v1.14.1): `expireAfter: 720h` and
+# `consolidationPolicy: WhenEmptyOrUnderutilized`.
+EXPIRE_AFTER = ("spec", "template", "spec", "expireAfter")
+CONSOLIDATION_POLICY = ("spec", "disruption", "consolidationPolicy")
+_DEFAULT_EXPIRE_AFTER = "720h"
+_DEFAULT_CONSOLIDATION_POLICY = "WhenEmptyOrUnderutilized"
+
+
+def _unsafe_setting(
+    props: Mapping[str, Any], path: tuple[str, ...], safe: str, default: str
+) -> str | None:
+    """How the NodePool sets `path` where it is not `safe`: left to the CRD's `default`, or set
+    to another value; None where it is safe."""
+    value = value_at(props, *path)
+    if value == safe:
+        return None
+    if value is None:
+        return f"leaves {field_path(*path)} to its default, {default}"
+    return f"sets {field_path(*path)}={shown(value)}"
+
+
+def expiry_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    how = _unsafe_setting(args.props, EXPIRE_AFTER, "Never", _DEFAULT_EXPIRE_AFTER)
+    if how is not None:
+        yield (
+            f"the {NOUN} {how}, so Karpenter drains every node that old, running jobs and all: "
+            "expiry is forceful, past disruption budgets and karpenter.sh/do-not-disrupt "
+            '(karpenter.sh docs, concepts/disruption, "Expiration"). Fix: set it to "Never" '
+            "and roll new AMIs through drift."
+        )
+
+
+def consolidation_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    how = _unsafe_setting(
+        args.props, CONSOLIDATION_POLICY, "WhenEmpty", _DEFAULT_CONSOLIDATION_POLICY
+    )
+    if how is not None:
+        yield (
+            f"the {NOUN} {how}, so Karpenter moves running GPU pods off nodes it finds underused"
+            " to pack them tighter, and a moved job starts over (karpenter.sh docs, "
+            'concepts/disruption, "Consolidation"). Fix: set it to "WhenEmpty".'
+        )
+
+
 def allowed_capacity_types(capacity: Sequence[tuple[str, list[Any]]]) -> list[str]:
     """The capacity types a NodePool's requirements on its capacity type (operator, values)
     leave Karpenter, in its order of preference (reserved, spot, on-demand: karpenter.sh docs,
@@ -188,18 +233,48 @@ def missing_node_class_problems(node_pool: PolicyResource) -> Iterator[str]:
     )
 
 
+# AWS's public SSM parameters that move with each release: `.../recommended/image_id` and
+# `.../latest/image_id` (EKS, Bottlerocket); a release's own parameter names its version.
+_FLOATING_SSM = re.compile(
+    r"^(arn:[^:]+:ssm:[^:]*:[^:]*:parameter)?/aws/service/.*/(recommended|latest)(/|$)"
+)
+# Karpenter takes, of every AMI a name or tag term matches, the newest (concepts/nodeclasses.md
+# at v1.14.1, "spec.amiSelectorTerms": "If multiple AMIs are found that can be used, Karpenter
+# will choose the latest one"), and names and tags take wildcards.
+_WILDCARD = re.compile(r"[*?]")
+
+
+def _floating_terms(term: Mapping[str, Any]) -> Iterator[tuple[str, Any, str]]:
+    """(field, value, what) of what in one AMI selector term follows new AMIs as they come."""
+    alias = text(term, "alias")
+    if alias is not None and alias.partition("@")[2] == "latest":
+        yield "alias", alias, "every new AMI release"
+    parameter = text(term, "ssmParameter")
+    if parameter is not None and _FLOATING_SSM.match(parameter):
+        # Karpenter reads the parameter again and again and launches the AMI it names then
+        # (`DescribeImageQueries`, pkg/providers/amifamily/ami.go at v1.14.1).
+        yield "ssmParameter", parameter, "the AMI AWS's parameter names at each release"
+    name = text(term, "name")
+    if name is not None and _WILDCARD.search(name):
+        yield "name", name, "the newest AMI whose name matches"
+    tags = mapping(term, "tags") or {}
+    for key in keys(tags):
+        value = text(tags, key)
+        if value is not None and _WILDCARD.search(value):
+            yield f"tags.{key}", value, "the newest AMI whose tags match"
+
+
 def ami_problems(subject: str, props: Mapping[str, Any]) -> Iterator[str]:
     for index, term in enumerate(elements(props, "spec", "amiSelectorTerms")):
-        alias = text(term, "alias")
-        family, _, version = (alias or "").partition("@")
-        if version == "latest":
-            field = field_path("spec", "amiSelectorTerms", index, "alias")
+        family = (text(term, "alias") or "al2023@").partition("@")[0]
+        for field, value, what in _floating_terms(term):
+            where = field_path("spec", "amiSelectorTerms", index, *field.split(".", 1))
             yield (
-                f"the {subject} selects its AMI by {field}={shown(alias)}, so every new AMI "
-                "release, and the NVIDIA driver in it, reaches the pool's nodes unreviewed: "
-                "Karpenter replaces them as drifted (karpenter.sh docs, managing-amis). Fix: pin "
-                f"a release, e.g. {shown(PINNED_ALIASES.get(family, family + '@<version>'))}, "
-                "and move it on a canary pool first."
+                f"the {subject} selects its AMI by {where}={shown(value)}, so {what}, and the "
+                "NVIDIA driver in it, reaches the pool's nodes unreviewed: Karpenter replaces "
+                "them as drifted (karpenter.sh docs, managing-amis). Fix: pin a release, e.g. "
+                f"{shown(PINNED_ALIASES.get(family, family + '@<version>'))} or an AMI id, and "
+                "move it on a canary pool first."
             )
 
 
@@ -267,7 +342,7 @@ def _link(
 
 
 def _gpu_node_pool_policy(
-    name: str, description: str, problems: PoolCheck
+    name: str, description: str, problems: PoolCheck | Sequence[PoolCheck]
 ) -> ResourceValidationPolicy:
     return resource_policy(
         name,
@@ -288,6 +363,11 @@ POLICIES = [
         "karpenter-gpu-pool-limits",
         "Karpenter GPU NodePools limit the GPUs they may launch (spec.limits).",
         limit_problems,
+    ),
+    _gpu_node_pool_policy(
+        "karpenter-gpu-pool-disruption",
+        "Karpenter GPU NodePools never expire their nodes and remove only empty ones.",
+        [expiry_problems, consolidation_problems],
     ),
     _gpu_node_pool_policy(
         "karpenter-gpu-capacity-fallback",

@@ -475,11 +475,16 @@ def test_a_pod_asking_for_efa_fits_only_the_efa_pool() -> None:
 
 @pytest.fixture(scope="module")
 def karpenter_templates() -> list[NodeTemplate]:
-    """The karpenter-dev stack's NodePools, its spot T4s allowed two zones only and its L4s one
-    size, g6.xlarge."""
+    """The karpenter-dev stack's spot T4 and on-demand L4 NodePools, its spot T4s allowed two
+    zones only and its L4s one size, g6.xlarge."""
     config = copy.deepcopy(stack_config("karpenter-dev"))
-    config["gpu-platform:pools"][0]["zones"] = ["us-east-1a", "us-east-1b"]
-    config["gpu-platform:pools"][1]["instanceTypes"] = ["g6.xlarge"]
+    t4, l4 = (
+        next(p for p in config["gpu-platform:pools"] if p["name"] == name)
+        for name in ("t4-spot", "l4-on-demand")
+    )
+    t4["zones"] = ["us-east-1a", "us-east-1b"]
+    l4["instanceTypes"] = ["g6.xlarge"]
+    config["gpu-platform:pools"] = [t4, l4]
     return node_templates(run_program("karpenter-dev", config=config))
 
 

@@ -423,10 +423,15 @@ def _queue(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _auto_name(name: str, inputs: dict[str, Any]) -> str:
+    """The name the program gives, else the one Pulumi makes (`<resource name>-` and 7 random
+    hex digits; stable for the resource's name here)."""
+    return inputs.get("name") or f"{name}-{hashlib.sha256(name.encode()).hexdigest()[:7]}"
+
+
 def _event_rule(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
-    """An EventBridge rule on the default bus, named as Pulumi names one it is given no name for
-    (`<resource name>-` and 7 random hex digits; stable for the resource's name here)."""
-    rule = inputs.get("name") or f"{name}-{hashlib.sha256(name.encode()).hexdigest()[:7]}"
+    """An EventBridge rule on the default bus."""
+    rule = _auto_name(name, inputs)
     region = inputs.get("region", "us-east-1")
     return {"name": rule, "arn": f"arn:aws:events:{region}:{STAND_IN_ACCOUNT}:rule/{rule}"}
 
@@ -438,4 +443,9 @@ OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": _pod_identity_association,
     "aws:sqs/queue:Queue": _queue,
     "aws:cloudwatch/eventRule:EventRule": _event_rule,
+    # Karpenter's EC2NodeClass takes a security group by an id of EC2's shape (`sg-...`).
+    "aws:ec2/securityGroup:SecurityGroup": lambda name, inputs: {"id": _ec2_id("sg", name)},
+    "aws:ec2/placementGroup:PlacementGroup": lambda name, inputs: {
+        "name": _auto_name(name, inputs)
+    },
 }

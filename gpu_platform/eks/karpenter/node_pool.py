@@ -4,9 +4,11 @@ nodes with.
 The nodes are the managed node group's nodes, launched another way: the same node identity
 (labels and taints, `eks_node_identity`), the same pinned NVIDIA AMI release, the same encrypted
 gp3 volumes and local NVMe array, IMDSv2 with the pool's hop limit, the same subnets and zones,
-the same tags. Karpenter starts a node for pending pods that fit the pool and no more than `max`
-nodes' worth of GPUs; it removes a node once it has run no pod for `consolidateAfterMinutes`,
-never a node that runs one, and never because of its age.
+the same tags, and for an EFA pool the same network interfaces, EFA security group and placement
+group. Karpenter starts a node for pending pods that fit the pool, no more than `max` nodes (and
+`max` of its largest size's GPUs and vCPUs), preferring the pools whose capacity is paid for
+already; it removes a node once it has run no pod for the pool's `consolidateAfter`, never a
+node that runs one, and never because of its age.
 
 Upstream sources are aws/karpenter-provider-aws at the pinned tag (v1.14.1): its code under
 `pkg/`, its documentation (`concepts/...`, `tasks/...`) under `website/content/en/docs/`, and
@@ -20,8 +22,9 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes.apiextensions import CustomResource
 
-from gpu_platform.config import GpuPoolSpec
+from gpu_platform.config import CAPACITY_PREFERENCE, EC2_RESERVED_CAPACITIES, GpuPoolSpec
 from gpu_platform.eks.cluster import EksCluster
+from gpu_platform.eks.efa import EfaNetwork, efa_network
 from gpu_platform.eks.karpenter.labels import CAPACITY_TYPE_LABEL
 from gpu_platform.eks.local_storage import uses_instance_store
 from gpu_platform.eks.node_group import node_volumes, pool_resource_tags
@@ -71,7 +74,10 @@ class KarpenterGpuNodePoolArgs:
     node_role_name: pulumi.Input[str]
     """The IAM role of Karpenter's nodes; Karpenter makes their instance profile from it."""
     consolidate_after_minutes: int
-    """How long a node must have run no pod before Karpenter removes it."""
+    """How long a node must have run no pod before Karpenter removes it, unless the pool says
+    otherwise (`aws.consolidateAfterMinutes`)."""
+    termination_grace_period_hours: int
+    """How long Karpenter may drain a node it removes before it deletes the pods left on it."""
     secret_labels: bool = False
     """The pool's labels came from a config key set as a secret: keep them secret."""
     protect: bool = False
@@ -93,9 +99,20 @@ class KarpenterGpuNodePool(pulumi.ComponentResource):
         self, name: str, args: KarpenterGpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None
     ):
         super().__init__("gpu-platform:eks:KarpenterGpuNodePool", name, None, opts)
+        efa = (
+            efa_network(
+                name,
+                args.cluster,
+                args.pool.spec.capacity in EC2_RESERVED_CAPACITIES,
+                pool_resource_tags(args.cluster, args.pool.spec),
+                pulumi.ResourceOptions(parent=self),
+            )
+            if args.placement.efa_interfaces
+            else None
+        )
         self.node_class = _custom_resource(
             name,
-            ec2_node_class_for(args),
+            ec2_node_class_for(args, efa),
             pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
         )
         # Deleted before its node class: Karpenter holds an EC2NodeClass that NodeClaims still
@@ -114,6 +131,7 @@ def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
     top-level properties only) and the offline plan hold the whole `spec` as one."""
     spec, placement = args.pool.spec, args.placement
     identity = eks_node_identity(args.pool, placement.efa_interfaces)
+    largest_vcpus = max(t.vcpus for t in placement.instance_types)
     metadata: dict[str, Any] = {"name": spec.name}
     if spec.aws.on_demand_fallback:
         metadata["annotations"] = {ON_DEMAND_FALLBACK_ANNOTATION: "true"}
@@ -122,6 +140,12 @@ def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
         "kind": "NodePool",
         "metadata": metadata,
         "spec": {
+            # Among NodePools a pod fits, Karpenter launches from the one of the highest weight,
+            # and of equal weights from the one whose name sorts last (`OrderByWeight`,
+            # kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go at v1.14.1): ranked by
+            # capacity as the cluster autoscaler ranks node groups, a pod that fits a Capacity
+            # Block pool and an on-demand one starts in the block.
+            "weight": CAPACITY_PREFERENCE[spec.capacity],
             "template": {
                 "metadata": {
                     "labels": secret_if(
@@ -144,29 +168,53 @@ def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
                     # The default, 720h, drains every node a month old, jobs and all; AMI
                     # releases reach the nodes through drift instead.
                     "expireAfter": "Never",
+                    # A node being removed (drifted) is drained for at most this long, then its
+                    # remaining pods are deleted, `do-not-disrupt` ones included; with it set,
+                    # drift also takes nodes that run such pods (concepts/disruption.md,
+                    # "TerminationGracePeriod", and `EventualDisruptionClass`,
+                    # kubernetes-sigs/karpenter pkg/controllers/disruption/types.go, v1.14.1).
+                    "terminationGracePeriod": f"{args.termination_grace_period_hours}h",
                 },
             },
-            # Karpenter counts a node's `nvidia.com/gpu` from EC2's instance data, one per
-            # physical GPU (pkg/providers/instancetype/types.go `nvidiaGPUs`).
-            "limits": {GPU_RESOURCE: str(spec.max * args.pool.gpu.count)},
+            # `max` nodes, and no more GPUs and vCPUs than `max` nodes of the largest size have:
+            # Karpenter picks the size, so without `nodes` a pool of [g6.16xlarge, g6.12xlarge]
+            # could start max x 4 g6.16xlarge for its GPUs. Karpenter counts a node's
+            # `nvidia.com/gpu` from EC2's instance data, one per physical GPU
+            # (pkg/providers/instancetype/types.go `nvidiaGPUs`), and takes `nodes` off before
+            # any other limit (`addToNewNodeClaim`, kubernetes-sigs/karpenter
+            # pkg/controllers/provisioning/scheduling/scheduler.go at v1.14.1). Limits are checked
+            # while nodes launch in parallel, so a fast scale-out can pass them (concepts/
+            # nodepools.md, "spec.limits").
+            "limits": {
+                GPU_RESOURCE: str(spec.max * args.pool.gpu.count),
+                "cpu": str(spec.max * largest_vcpus),
+                "nodes": str(spec.max),
+            },
             "disruption": {
                 # Never consolidate a node that runs a pod: a GPU job it moved would start over.
                 "consolidationPolicy": "WhenEmpty",
-                "consolidateAfter": f"{args.consolidate_after_minutes}m",
-                "budgets": [{"nodes": _disruption_budget(spec)}],
+                "consolidateAfter": consolidate_after(args),
+                "budgets": disruption_budgets(spec),
             },
         },
     }
 
 
-def ec2_node_class_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
-    """The pool's EC2NodeClass."""
+def ec2_node_class_for(
+    args: KarpenterGpuNodePoolArgs, efa: EfaNetwork | None = None
+) -> dict[str, Any]:
+    """The pool's EC2NodeClass; `efa` where the pool has EFA interfaces."""
     spec = args.pool.spec
+    security_groups: list[pulumi.Input[str]] = [args.cluster.security_group_id]
+    if efa is not None:
+        security_groups.append(efa.security_group_id)
     node_class: dict[str, Any] = {
         "role": args.node_role_name,
         "amiSelectorTerms": [{"alias": ami_alias(args.node_image, args.placement.release_version)}],
         "subnetSelectorTerms": [{"id": subnet} for subnet in args.placement.subnet_ids],
-        "securityGroupSelectorTerms": [{"id": args.cluster.security_group_id}],
+        # Karpenter gives every interface all of them (`generateNetworkInterfaces`,
+        # pkg/providers/launchtemplate/launchtemplate.go at v1.14.1).
+        "securityGroupSelectorTerms": [{"id": group} for group in security_groups],
         "metadataOptions": {
             "httpEndpoint": "enabled",
             # IMDSv2 only, one hop: the token cannot cross into a pod's network namespace, so
@@ -183,6 +231,10 @@ def ec2_node_class_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
         # A reserved or capacity-block pool's, which config requires under Karpenter: Karpenter
         # launches into no reservation it is not given, open ones included (tasks/odcrs.md).
         node_class["capacityReservationSelectorTerms"] = [{"id": reservation}]
+    if args.placement.efa_interfaces:
+        node_class["networkInterfaces"] = efa_network_interfaces(args.placement.efa_interfaces)
+    if efa is not None and efa.placement_group_name is not None:
+        node_class["placementGroupSelector"] = {"name": efa.placement_group_name}
     if uses_instance_store(spec, args.placement.instance_types):
         # What the node group's user data does: nodeadm's `localStorage.strategy: RAID0` on
         # AL2023 (pkg/providers/amifamily/bootstrap/nodeadm.go:87-89), `apiclient
@@ -222,6 +274,41 @@ def ami_alias(node_image: str, release: str) -> str:
     return f"al2023@v{build}"
 
 
+def efa_network_interfaces(interfaces: int) -> list[dict[str, Any]]:
+    """An EFA pool's interfaces: the primary, an ordinary (ENA) `interface` on card 0, and one
+    `efa-only` device on each of the `interfaces` network cards, as the EC2NodeClass CRD allows
+    them (a primary `interface` at card 0 device 0, at most one EFA per card; no `efa` type).
+
+    Listed, they are what every node of the pool gets: Karpenter launches exactly these
+    (`generateNetworkInterfaces`, pkg/providers/launchtemplate/launchtemplate.go at v1.14.1),
+    advertises one `vpc.amazonaws.com/efa` per `efa-only` entry (`efas`,
+    pkg/providers/instancetype/types.go) and leaves out instance types with fewer cards
+    (pkg/providers/instancetype/compatibility). Unlisted, a node would get EFA only when the pod
+    it was launched for asks for `vpc.amazonaws.com/efa` (`getEFACountForInstance`,
+    pkg/providers/instance/instance.go), and an ordinary interface otherwise, on which NCCL
+    falls back to TCP sockets for every later job."""
+    primary = {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}
+    # Device 1 on every card, card 0's beside the primary: where the node group's launch template
+    # puts its EFA-only interfaces (`gpu_platform.eks.efa`).
+    efa_only = [
+        {"networkCardIndex": card, "deviceIndex": 1, "interfaceType": "efa-only"}
+        for card in range(interfaces)
+    ]
+    return [primary, *efa_only]
+
+
+def consolidate_after(args: KarpenterGpuNodePoolArgs) -> str:
+    """The pool's `consolidateAfter`: its own, else `Never` where its nodes run on capacity
+    paid for whether used or not (a Capacity Block, a reservation it never falls back from),
+    else the stack's. A pool falling back to on-demand would keep its on-demand nodes too."""
+    aws = args.pool.spec.aws
+    own = aws.consolidate_after_minutes
+    if own is None:
+        prepaid = args.pool.spec.capacity in EC2_RESERVED_CAPACITIES and not aws.on_demand_fallback
+        own = "never" if prepaid else args.consolidate_after_minutes
+    return "Never" if own == "never" else f"{own}m"
+
+
 def capacity_types(spec: GpuPoolSpec) -> list[str]:
     """The `karpenter.sh/capacity-type` values the pool's nodes may have (config allows
     `onDemandFallback` on spot and reserved pools only). Karpenter takes reserved capacity
@@ -255,11 +342,24 @@ def _one_of(key: str, values: list[str]) -> dict[str, Any]:
     return {"key": key, "operator": "In", "values": values}
 
 
-def _disruption_budget(spec: GpuPoolSpec) -> str:
-    """How many of the pool's nodes Karpenter may take down at once, for drift (a new AMI
-    release) and emptiness alike: `maxUnavailablePercent`, else one at a time."""
+def disruption_budgets(spec: GpuPoolSpec) -> list[dict[str, Any]]:
+    """How many of the pool's nodes Karpenter may take down at once, by reason: empty ones
+    `emptyNodesBudgetPercent` (all by default), drifted ones (a new AMI release) and
+    underutilized ones (which `WhenEmpty` never has) `maxUnavailablePercent`, else one.
+
+    A budget without `reasons` holds for every reason, `Empty` too, and Karpenter takes from
+    each budget the pool's nodes that are NotReady or being deleted (`BuildDisruptionBudgetMapping`,
+    kubernetes-sigs/karpenter pkg/controllers/disruption/helpers.go at v1.14.1; reasons in
+    pkg/apis/v1/nodepool.go `GetAllowedDisruptionsByReason`): one `nodes: "1"` for all would let
+    a single NotReady node stop every empty node of the pool from going."""
     percent = spec.aws.max_unavailable_percent
-    return "1" if percent is None else f"{percent}%"
+    return [
+        {"nodes": f"{spec.aws.empty_nodes_budget_percent}%", "reasons": ["Empty"]},
+        {
+            "nodes": "1" if percent is None else f"{percent}%",
+            "reasons": ["Drifted", "Underutilized"],
+        },
+    ]
 
 
 def _block_device_mappings(node_image: str, spec: GpuPoolSpec) -> list[dict[str, Any]]:

@@ -64,8 +64,8 @@ def test_plan_shows_the_policy_packs_verdicts(invoke) -> None:
 def test_plan_shows_what_each_karpenter_nodepool_may_launch(invoke) -> None:
     output = invoke("karpenter-dev").output
 
-    # t4-spot: at most 3 nodes of one T4 each, on spot only.
-    assert 'spec.limits = {"nvidia.com/gpu": "3"}' in output
+    # t4-spot: at most 3 nodes of one T4 (and 4 vCPUs) each, on spot only.
+    assert 'spec.limits = {"cpu": "12", "nodes": "3", "nvidia.com/gpu": "3"}' in output
     assert (
         'spec.template.spec.requirements[2] = {"key": "karpenter.sh/capacity-type", "operator": '
         '"In", "values": ["spot"]}'

@@ -21,7 +21,7 @@ from botocore.stub import Stubber
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from gpu_platform.cli import preflight_eks
+from gpu_platform.cli import preflight_eks, preflight_karpenter
 from gpu_platform.cli.app import app
 from gpu_platform.cli.deadline import Calls, Deadline
 from gpu_platform.cli.findings import Finding
@@ -52,7 +52,10 @@ ON_DEMAND_P = "L-417A185B"
 def aws() -> Iterator[AwsClients]:
     """The command's clients (its timeouts, standard retries) on a fresh moto account."""
     with mock_aws():
-        yield AwsClients.for_region(REGION, Deadline(30), Calls())
+        # The cluster's Kubernetes API is not moto's: Karpenter's CRDs are read in
+        # test_preflight_karpenter.py.
+        clients = AwsClients.for_region(REGION, Deadline(30), Calls(), karpenter=True)
+        yield replace(clients, crds=None)
 
 
 @pytest.fixture
@@ -1291,7 +1294,7 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
         {"ServiceCode": "ec2", "QuotaCode": SPOT_G},
     )
     calls: set[str] = set()
-    for client in (aws.eks, aws.ec2, aws.service_quotas, aws.resource_groups):
+    for client in (aws.eks, aws.ec2, aws.service_quotas, aws.resource_groups, aws.iam):
         # Emitted for every call, before a stand-in answer or the Stubber takes it.
         client.meta.events.register(
             "before-parameter-build",
@@ -1316,6 +1319,8 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
         )
 
     preflight_eks.preflight(stack(pools_of_every_kind), aws)
+    # A Karpenter stack with a spot pool reads the Spot service-linked role.
+    preflight_karpenter.karpenter_findings(stack(on_karpenter), None, aws.iam)
 
     assert calls == documented_permissions()
     # The refusal message names the same actions.
@@ -1341,9 +1346,7 @@ def test_the_command_exits_non_zero_on_a_blocking_finding(
     cluster(aws)
     pod_identity_agent(aws)
     quota(quotas, SPOT_G, spot_g_quota)
-    monkeypatch.setattr(
-        AwsClients, "for_region", classmethod(lambda cls, region, deadline, calls: aws)
-    )
+    monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, *_, **__: aws))
 
     result = CliRunner().invoke(app, ["preflight", "dev"])
 
@@ -1425,9 +1428,7 @@ def test_a_credential_lookup_that_never_ends_is_named_at_the_deadline(
 def test_a_refused_permission_is_named_with_what_the_check_needs(
     aws: AwsClients, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        AwsClients, "for_region", classmethod(lambda cls, region, deadline, calls: aws)
-    )
+    monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, *_, **__: aws))
 
     with Stubber(aws.eks) as eks:
         eks.add_client_error(
@@ -1549,8 +1550,10 @@ def test_a_call_throttled_on_every_attempt_ends_in_exit_4_naming_the_api(
     cluster(aws)
     pod_identity_agent(aws)
 
-    def always_throttled(cls: Any, region: str, deadline: Deadline, calls: Calls) -> AwsClients:
-        clients = FOR_REGION(region, deadline, calls)
+    def always_throttled(
+        cls: Any, region: str, deadline: Deadline, calls: Calls, karpenter: bool = False
+    ) -> AwsClients:
+        clients = FOR_REGION(region, deadline, calls, karpenter)
         pod_identity_agent(clients)
         answer_over_http(clients.service_quotas, "GetServiceQuota", [JSON_THROTTLED] * 10)
         return clients

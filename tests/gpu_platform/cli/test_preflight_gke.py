@@ -1333,3 +1333,113 @@ def test_the_schemas_the_fake_checks_answers_against_are_json_schema(name: str) 
 def test_the_fake_refuses_a_call_the_api_does_not_have() -> None:
     with pytest.raises(AssertionError, match="not one GET method"):
         FakeGoogle().session().get(f"https://compute.googleapis.com/compute/v1/{PROJECT}/nothing")
+
+
+# --- A reservation another project shares ------------------------------------------------------
+
+OWNER = "acme-capacity"
+SHARED = f"projects/{OWNER}/reservations/h100-central"
+
+
+def on_shared_reservation(config: Config) -> None:
+    pool(config, GKE_RESERVED_POOL)["gcp"]["reservationName"] = SHARED
+
+
+def shared_reservation(google: FakeGoogle, status: int = 200, **fields: Any) -> None:
+    """The owner project's reservation h100-central in us-central1-a, shared with the cluster's
+    project unless `fields` say otherwise; or Google's 403 to reading it."""
+    body = (
+        forbidden("Required 'compute.reservations.get' permission", compute=True)
+        if status == 403
+        else reservation(
+            name="h100-central",
+            **{
+                "shareSettings": {
+                    "shareType": "SPECIFIC_PROJECTS",
+                    "projectMap": {PROJECT: {"projectId": PROJECT}},
+                },
+                **fields,
+            },
+        )
+    )
+    google.answer(
+        "compute.reservations.get",
+        body,
+        status=status,
+        project=OWNER,
+        zone="us-central1-a",
+        reservation="h100-central",
+    )
+
+
+def test_a_shared_reservations_name_is_one_compute_engine_takes() -> None:
+    # compute.v1.json `ReservationAffinity.values`: "projects/different-project/reservations/
+    # some-reservation-name" targets a shared reservation.
+    described = json.loads(
+        (files("googleapiclient.discovery_cache") / "documents" / "compute.v1.json").read_text()
+    )["schemas"]["ReservationAffinity"]["properties"]["values"]["description"]
+
+    assert "projects/different-project/reservations/some-reservation-name" in described
+    assert stack(on_shared_reservation).pool(GKE_RESERVED_POOL).gcp.reservation_name == SHARED
+
+
+def test_a_reservation_shared_with_the_project_is_read_from_its_owner(
+    google: FakeGoogle,
+) -> None:
+    shared_reservation(google)
+
+    assert of_pool(findings(google, on_shared_reservation), GKE_RESERVED_POOL) == [
+        Finding(
+            "ok",
+            RESERVED,
+            f"Reservation {SHARED}: 2 x a3-highgpu-8g in us-central1-a, 1 free (1 in use, by"
+            " the pool's running nodes or other VMs).",
+            "Nothing.",
+        )
+    ]
+
+
+def test_a_reservation_not_shared_with_the_project_blocks(google: FakeGoogle) -> None:
+    shared_reservation(google, shareSettings={"shareType": "LOCAL"})
+
+    assert of_pool(findings(google, on_shared_reservation), GKE_RESERVED_POOL) == [
+        Finding(
+            "blocking",
+            RESERVED,
+            f"Reservation h100-central of project {OWNER} is not shared with project {PROJECT}"
+            " (shareType LOCAL, projects: none): the pool's nodes cannot consume it.",
+            "Share it with the project (gcloud compute reservations update h100-central --zone"
+            f" us-central1-a --project {OWNER} --add-share-with={PROJECT}), or name another in"
+            f" {WHERE}.",
+        )
+    ]
+
+
+def test_a_shared_reservation_the_check_may_not_read_is_a_warning(google: FakeGoogle) -> None:
+    shared_reservation(google, status=403)
+
+    assert of_pool(findings(google, on_shared_reservation), GKE_RESERVED_POOL) == [
+        Finding(
+            "warning",
+            RESERVED,
+            f"Reservation h100-central of project {OWNER} could not be read"
+            f" (compute.reservations.get refused on project {OWNER}): whether it exists in"
+            f" us-central1-a, matches the pool's nodes and is shared with project {PROJECT} is"
+            " unchecked.",
+            f"Check it in project {OWNER} (gcloud compute reservations describe h100-central"
+            f" --zone us-central1-a --project {OWNER}), or grant the check"
+            " compute.reservations.get there.",
+        )
+    ]
+
+
+def test_a_shared_reservation_its_owner_does_not_have_blocks(google: FakeGoogle) -> None:
+    assert of_pool(findings(google, on_shared_reservation), GKE_RESERVED_POOL) == [
+        Finding(
+            "blocking",
+            RESERVED,
+            f"Compute Engine knows no reservation h100-central in project {OWNER}'s zone"
+            " us-central1-a.",
+            f"Check {WHERE} and the pool's zone.",
+        )
+    ]

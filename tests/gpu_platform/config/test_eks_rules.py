@@ -101,12 +101,55 @@ BAD: list[tuple[str, Callable[[], Config], str, str]] = [
         "gpu-platform:pools[0].sharing.mode",
         "knows no MIG slices",
     ),
-    ("efa", lambda: with_aws(efa=True), "gpu-platform:pools[0].aws.efa", REFUSED_WITH_KARPENTER),
     (
-        "efa set to false",
-        lambda: with_aws(efa=False),
-        "gpu-platform:pools[0].aws.efa",
-        REFUSED_WITH_KARPENTER,
+        "an empty-node budget on a node group",
+        lambda: {
+            **with_aws(emptyNodesBudgetPercent=50),
+            "provisioner": "cluster-autoscaler",
+        },
+        "gpu-platform:pools[0].aws.emptyNodesBudgetPercent",
+        "no value unless provisioner is karpenter",
+    ),
+    (
+        "a pool's consolidateAfter on a node group",
+        lambda: {
+            **with_aws(consolidateAfterMinutes="never"),
+            "provisioner": "cluster-autoscaler",
+        },
+        "gpu-platform:pools[0].aws.consolidateAfterMinutes",
+        "autoscaler.gpuNodeIdleMinutes",
+    ),
+    (
+        "a consolidateAfter that is neither minutes nor never",
+        lambda: with_aws(consolidateAfterMinutes="always"),
+        "gpu-platform:pools[0].aws.consolidateAfterMinutes",
+        "never",
+    ),
+    (
+        "an existing Karpenter without its node role",
+        lambda: karpenter(karpenter={"install": False}),
+        "gpu-platform:karpenter.nodeRoleArn",
+        "the ARN of the existing Karpenter's node role",
+    ),
+    (
+        "a node role for the Karpenter the platform installs",
+        lambda: karpenter(
+            karpenter={"nodeRoleArn": "arn:aws:iam::123456789012:role/KarpenterNodeRole-ml"}
+        ),
+        "gpu-platform:karpenter.nodeRoleArn",
+        "no value unless karpenter.install is false",
+    ),
+    (
+        "a chart version for an existing Karpenter",
+        lambda: karpenter(
+            karpenter={
+                "install": False,
+                "nodeRoleArn": "arn:aws:iam::123456789012:role/KarpenterNodeRole-ml",
+                "chartVersion": "1.14.1",
+            }
+        ),
+        "gpu-platform:karpenter.chartVersion",
+        "no value with karpenter.install false",
     ),
     (
         "node repair, which EKS gives managed node groups",
@@ -237,3 +280,24 @@ def test_helm_release_namespaces_follow_the_provisioner(
     changes: Config, namespaces: list[str]
 ) -> None:
     assert load_stack_config(karpenter(**changes)).helm_release_namespaces == namespaces
+
+
+def test_an_efa_pool_is_valid_under_karpenter() -> None:
+    # EC2NodeClass `networkInterfaces` and `placementGroupSelector` (pinned CRD, v1.14.1).
+    config = load_stack_config(
+        with_pool(
+            instanceTypes=["p5.48xlarge"],
+            zones=["us-east-1a"],
+            aws={"amiReleaseVersion": AL2023_RELEASE, "efa": True},
+        )
+    )
+
+    assert config.pools[0].aws.efa is True
+
+
+def test_an_existing_karpenter_with_its_node_role_is_valid() -> None:
+    role = "arn:aws:iam::123456789012:role/KarpenterNodeRole-ml"
+    config = load_stack_config(karpenter(karpenter={"install": False, "nodeRoleArn": role}))
+
+    assert (config.uses_karpenter, config.karpenter_installed) == (True, False)
+    assert config.helm_release_namespaces == ["gpu-operator"]

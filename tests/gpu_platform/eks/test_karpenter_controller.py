@@ -51,7 +51,7 @@ QUEUE_NAME = "ml-karpenter-dev-karpenter"
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:ml-karpenter-dev-karpenter"
 # The stand-in names a role after its resource.
 NODE_ROLE_ARN = "arn:aws:iam::123456789012:role/ml-karpenter-dev.karpenter-nodes"
-POOLS = ("t4-spot", "l4-on-demand")
+POOLS = ("h100-block", "l4-reserved", "t4-spot", "l4-on-demand")
 # Values maps whose entries are Kubernetes' (a container's resources), not the chart's keys.
 OPAQUE_VALUES = {"controller.resources"}
 
@@ -740,7 +740,8 @@ def test_node_pools_wait_for_the_controller_on_the_clusters_provider(plan: Plan)
     for pool in plan.of_type(POOL_COMPONENT):
         assert controller in pool.dependencies
         for child in plan.children_of(pool):
-            assert str(child.provider).startswith(provider.urn + "::")
+            if child.type.startswith("kubernetes:"):
+                assert str(child.provider).startswith(provider.urn + "::")
 
 
 def test_the_controller_is_one_component_parenting_its_aws_side_and_releases(
@@ -883,3 +884,109 @@ def test_the_controllers_inline_policies_fit_iams_limit_for_the_longest_cluster_
         sizes[policy.inputs["role"]] += len(compact)
 
     assert sizes and max(sizes.values()) <= 10_240
+
+
+# --- The stack's pools: which one a pod starts in, and EFA ---------------------------------------
+
+
+def node_pool_specs(plan: Plan) -> dict[str, dict[str, Any]]:
+    return {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in plan.of_type(NODE_POOL)}
+
+
+def node_class_specs(plan: Plan) -> dict[str, dict[str, Any]]:
+    return {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in plan.of_type(NODE_CLASS)}
+
+
+def test_the_stacks_pools_are_weighted_block_reservation_on_demand_spot(plan: Plan) -> None:
+    # Higher first, kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go `OrderByWeight`.
+    weights = {name: spec["weight"] for name, spec in node_pool_specs(plan).items()}
+
+    assert weights == {"h100-block": 40, "l4-reserved": 30, "l4-on-demand": 20, "t4-spot": 10}
+
+
+def test_prepaid_pools_keep_their_nodes_and_the_others_release_them(plan: Plan) -> None:
+    after = {n: s["disruption"]["consolidateAfter"] for n, s in node_pool_specs(plan).items()}
+
+    # l4-reserved falls back to on-demand, whose nodes would otherwise never go.
+    assert after == {
+        "h100-block": "Never",
+        "l4-reserved": "10m",
+        "t4-spot": "10m",
+        "l4-on-demand": "10m",
+    }
+
+
+def test_the_capacity_block_pool_has_efa_on_all_32_cards_and_no_placement_group(
+    plan: Plan,
+) -> None:
+    block = node_class_specs(plan)["h100-block"]
+    (efa_group,) = [r for r in plan.of_type("aws:ec2/securityGroup:SecurityGroup")]
+
+    assert block["networkInterfaces"][0] == {
+        "networkCardIndex": 0,
+        "deviceIndex": 0,
+        "interfaceType": "interface",
+    }
+    assert [i["networkCardIndex"] for i in block["networkInterfaces"][1:]] == list(range(32))
+    assert {i["interfaceType"] for i in block["networkInterfaces"][1:]} == {"efa-only"}
+    assert efa_group.name == "h100-block-efa"
+    assert len(block["securityGroupSelectorTerms"]) == 2
+    assert "placementGroupSelector" not in block
+    assert plan.of_type("aws:ec2/placementGroup:PlacementGroup") == []
+    assert node_pool_specs(plan)["h100-block"]["limits"] == {
+        "nvidia.com/gpu": "16",
+        "cpu": "384",
+        "nodes": "2",
+    }
+
+
+def test_an_on_demand_efa_pool_launches_into_its_placement_group(
+    karpenter_config: Config, plan_for: PlanFor
+) -> None:
+    pools = karpenter_config["gpu-platform:pools"]
+    block = next(p for p in pools if p["name"] == "h100-block")
+    block["capacity"] = "on-demand"
+    del block["aws"]["capacityReservationId"]
+
+    plan = plan_for(karpenter_config)
+
+    (placement,) = plan.of_type("aws:ec2/placementGroup:PlacementGroup")
+    assert placement.inputs["strategy"] == "cluster"
+    selector = node_class_specs(plan)["h100-block"]["placementGroupSelector"]
+    assert selector == {"name": f"h100-block-placement-{selector['name'][-7:]}"}
+    assert plan.of_type("gpu-platform:eks:EfaDevicePlugin")
+
+
+def test_the_efa_device_plugin_is_installed_for_the_efa_pool(plan: Plan) -> None:
+    assert len(plan.of_type("gpu-platform:eks:EfaDevicePlugin")) == 1
+
+
+# --- An existing Karpenter (`karpenter.install: false`) ------------------------------------------
+
+EXISTING_NODE_ROLE = "arn:aws:iam::123456789012:role/karpenter/KarpenterNodeRole-ml"
+
+
+@pytest.fixture
+def existing(karpenter_config: Config, plan_for: PlanFor) -> Plan:
+    karpenter_config["gpu-platform:karpenter"] = {
+        "install": False,
+        "nodeRoleArn": EXISTING_NODE_ROLE,
+    }
+    return plan_for(karpenter_config)
+
+
+def test_with_an_existing_karpenter_the_stack_installs_none_of_it(existing: Plan) -> None:
+    types = {r.type for r in existing.resources}
+    charts = {r.inputs["chart"] for r in existing.of_type(RELEASE)}
+
+    assert not types & {COMPONENT, QUEUE, QUEUE_POLICY, RULE, TARGET, ACCESS_ENTRY}
+    assert not any("karpenter" in chart for chart in charts)
+    assert [r.inputs["serviceAccount"] for r in existing.of_type(ASSOCIATION)] == ["aws-node"]
+    assert not any("karpenter" in r.name for r in existing.of_type(ROLE))
+    assert existing.outputs["helmReleaseNamespaces"] == ["gpu-operator"]
+
+
+def test_with_an_existing_karpenter_the_pools_launch_as_its_node_role(existing: Plan) -> None:
+    # An EC2NodeClass names the role, from which Karpenter makes the instance profile.
+    assert {s["role"] for s in node_class_specs(existing).values()} == {"KarpenterNodeRole-ml"}
+    assert set(node_pool_specs(existing)) == set(POOLS)

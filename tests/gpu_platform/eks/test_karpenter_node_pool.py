@@ -30,6 +30,7 @@ from gpu_platform.config import GpuPoolSpec
 from gpu_platform.drivers import eks_driver
 from gpu_platform.eks import cloud as eks_cloud
 from gpu_platform.eks.cluster import EksCluster
+from gpu_platform.eks.efa import EfaNetwork
 from gpu_platform.eks.instance_types import InstanceType
 from gpu_platform.eks.karpenter.node_pool import (
     KarpenterGpuNodePool,
@@ -38,6 +39,7 @@ from gpu_platform.eks.karpenter.node_pool import (
     node_pool_for,
 )
 from gpu_platform.eks.node_group import EksGpuNodeGroupArgs
+from gpu_platform.eks.node_labels import eks_node_identity
 from gpu_platform.eks.placement import AMI_TYPES, NodeGroupPlacement
 from gpu_platform.kubernetes.canary_gate import RELEASE_NODE_LABEL, canary_release_id
 from gpu_platform.kubernetes.crd_schemas import SCHEMAS_DIR, chart_crds, validation_errors
@@ -73,30 +75,37 @@ G5G_XLARGE = InstanceType("g5g.xlarge", 4, 8192, "arm64", "NVIDIA", "T4g", 1, 16
 P4D_24XLARGE = InstanceType(
     "p4d.24xlarge", 96, 1179648, "x86_64", "NVIDIA", "A100", 8, 40960, 8000, efa_interfaces=4
 )
+G6_12XLARGE = InstanceType("g6.12xlarge", 48, 196608, "x86_64", "NVIDIA", "L4", 4, 22888, 3760)
+G6_16XLARGE = InstanceType("g6.16xlarge", 64, 262144, "x86_64", "NVIDIA", "L4", 1, 22888, 1880)
 
 
 def karpenter_args(
     node_image: str = "al2023",
     instance_type: InstanceType = G4DN_XLARGE,
     secret_labels: bool = False,
+    more_instance_types: tuple[InstanceType, ...] = (),
+    name: str = "gpus",
     **fields: Any,
 ) -> KarpenterGpuNodePoolArgs:
-    """A pool named `gpus` of `instance_type` with `fields` (keys as in the stack file), pinned
-    to AL2023_RELEASE or BOTTLEROCKET_RELEASE, placed as placement would place it."""
+    """A pool named `name` of `instance_type` (and `more_instance_types`, smaller) with
+    `fields` (keys as in the stack file), pinned to AL2023_RELEASE or BOTTLEROCKET_RELEASE,
+    placed as placement would place it."""
     release = AL2023_RELEASE if node_image == "al2023" else BOTTLEROCKET_RELEASE
     aws = {"amiReleaseVersion": release, **fields.pop("aws", {})}
+    types = (instance_type, *more_instance_types)
     spec = GpuPoolSpec.model_validate(
-        {"name": "gpus", "instanceTypes": [instance_type.name], "max": 3, "aws": aws, **fields}
+        {"name": name, "instanceTypes": [t.name for t in types], "max": 3, "aws": aws, **fields}
     )
     assert instance_type.gpu is not None and instance_type.architecture is not None
     driver = eks_driver(node_image, release, instance_type.architecture, CLUSTER.version)
     zones = tuple(spec.zones) or tuple(SUBNETS)
     placement = NodeGroupPlacement(
-        instance_types=(instance_type,),
+        instance_types=types,
         zones=zones,
         subnet_ids=tuple(SUBNETS[z] for z in zones),
         ami_type=AMI_TYPES[(node_image, instance_type.architecture)],
         release_version=release,
+        efa_interfaces=instance_type.efa_interfaces if spec.aws.efa else 0,
     )
     return KarpenterGpuNodePoolArgs(
         pool=resolve_pool(spec, 0, instance_type.gpu, driver=driver),
@@ -105,6 +114,7 @@ def karpenter_args(
         node_image=node_image,
         node_role_name=ROLE,
         consolidate_after_minutes=10,
+        termination_grace_period_hours=24,
         secret_labels=secret_labels,
     )
 
@@ -158,16 +168,39 @@ REPRESENTATIVE: dict[str, Callable[[], KarpenterGpuNodePoolArgs]] = {
         ],
     ),
     "two-hops-quarter-at-once": lambda: karpenter_args(
-        aws={"metadataHopLimit": 2, "maxUnavailablePercent": 25}
+        aws={"metadataHopLimit": 2, "maxUnavailablePercent": 25, "emptyNodesBudgetPercent": 50}
     ),
+    "efa": lambda: karpenter_args(
+        instance_type=P4D_24XLARGE, zones=["us-east-1a"], aws={"efa": True}
+    ),
+    "efa-capacity-block": lambda: karpenter_args(
+        instance_type=P4D_24XLARGE,
+        capacity="capacity-block",
+        zones=["us-east-1a"],
+        aws={"efa": True, "capacityReservationId": RESERVATION},
+    ),
+    "never-consolidated": lambda: karpenter_args(aws={"consolidateAfterMinutes": "never"}),
 }
+EFA_GROUP = "sg-0efa0000000000001"
+PLACEMENT_GROUP = "gpus-placement-4f0c2a1"
+
+
+def efa_network(args: KarpenterGpuNodePoolArgs) -> EfaNetwork | None:
+    """What `efa_network` creates for the pool, as ids and names; None without EFA."""
+    if not args.placement.efa_interfaces:
+        return None
+    reserved = args.pool.spec.capacity in ("reserved", "capacity-block")
+    return EfaNetwork(EFA_GROUP, None if reserved else PLACEMENT_GROUP)
 
 
 @pytest.fixture(params=sorted(REPRESENTATIVE))
 def rendered(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
     """One representative pool's objects, by kind."""
     args = REPRESENTATIVE[request.param]()
-    return {"NodePool": node_pool_for(args), "EC2NodeClass": ec2_node_class_for(args)}
+    return {
+        "NodePool": node_pool_for(args),
+        "EC2NodeClass": ec2_node_class_for(args, efa_network(args)),
+    }
 
 
 # --- The objects against the pinned CRDs' schemas ---------------------------------------------
@@ -220,6 +253,10 @@ def _domain(key: str) -> str:
 
 def _has_any(term: dict[str, Any], *fields: str) -> bool:
     return any(f in term for f in fields)
+
+
+def _card_and_device(interface: dict[str, Any]) -> tuple[int, int]:
+    return interface["networkCardIndex"], interface["deviceIndex"]
 
 
 _STATIC_POOL = "replicas"
@@ -329,6 +366,32 @@ CEL_READINGS: dict[str, Callable[[Any], bool]] = {
     " selector term": lambda s: (
         not all("id" in t and _has_any(t, "tags", "ownerID", "instanceMatchCriteria") for t in s)
     ),
+    "networkInterfaces must include a primary interface with interfaceType='interface'": (
+        lambda s: (
+            len(s) == 0
+            or any(
+                (x["deviceIndex"], x["networkCardIndex"], x["interfaceType"]) == (0, 0, "interface")
+                for x in s
+            )
+        )
+    ),
+    "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can"
+    " have at most one efa device per network card": lambda s: all(
+        sum(1 for y in s if _card_and_device(y) == _card_and_device(x)) == 1
+        and (
+            x["interfaceType"] != "efa-only"
+            or sum(
+                1
+                for y in s
+                if y["networkCardIndex"] == x["networkCardIndex"]
+                and y["interfaceType"] == "efa-only"
+            )
+            == 1
+        )
+        for x in s
+    ),
+    "expected at least one, got none, ['name', 'id']": lambda s: _has_any(s, "name", "id"),
+    "'name' and 'id' are mutually exclusive": lambda s: not ("name" in s and "id" in s),
     "must have only one blockDeviceMappings with rootVolume": lambda s: (
         sum(1 for m in s if m.get("rootVolume") is True) <= 1
     ),
@@ -656,10 +719,53 @@ def test_a_pool_falling_back_to_on_demand_says_so_on_its_node_pool() -> None:
     assert "annotations" not in node_pool_for(karpenter_args(capacity="spot"))["metadata"]
 
 
-def test_the_pools_gpus_are_capped_at_max_nodes_of_its_instance_type() -> None:
+def test_the_pool_is_capped_at_max_nodes_and_their_gpus_and_vcpus() -> None:
     args = karpenter_args(instance_type=P4D_24XLARGE, max=3)
 
-    assert node_pool_spec(args)["limits"] == {"nvidia.com/gpu": "24"}
+    assert node_pool_spec(args)["limits"] == {"nvidia.com/gpu": "24", "cpu": "288", "nodes": "3"}
+
+
+def test_a_pool_of_two_sizes_starts_no_more_nodes_or_vcpus_than_max_of_the_largest() -> None:
+    # The issue's case: [g6.16xlarge (1 L4, 64 vCPUs), g6.12xlarge (4 L4s, 48 vCPUs)], max 2.
+    # With the GPU limit alone (8) Karpenter could start 8 g6.16xlarge, 512 vCPUs; `nodes` is
+    # taken off before any other limit (`addToNewNodeClaim`, kubernetes-sigs/karpenter
+    # pkg/controllers/provisioning/scheduling/scheduler.go at v1.14.1), and `cpu` holds the
+    # vCPUs to the 128 preflight checks against the quota.
+    args = karpenter_args(
+        instance_type=G6_12XLARGE, more_instance_types=(G6_16XLARGE,), max=2, accelerator="l4"
+    )
+
+    assert node_pool_spec(args)["limits"] == {"nvidia.com/gpu": "8", "cpu": "128", "nodes": "2"}
+
+
+def test_the_limits_stop_karpenter_as_upstream_filters_sizes() -> None:
+    # `filterByRemainingResources` and the `nodes` check of scheduler.go (v1.14.1): a size fits
+    # while every limit it counts against has room left for it, and none once `nodes` is used.
+    limits = node_pool_spec(
+        karpenter_args(
+            instance_type=G6_12XLARGE, more_instance_types=(G6_16XLARGE,), max=2, accelerator="l4"
+        )
+    )["limits"]
+    used = {"nvidia.com/gpu": 0, "cpu": 0, "nodes": 0}
+    started = []
+    while True:
+        fits = [
+            t
+            for t in (G6_16XLARGE, G6_12XLARGE)
+            if used["nodes"] < int(limits["nodes"])
+            and used["cpu"] + t.vcpus <= int(limits["cpu"])
+            and used["nvidia.com/gpu"] + t.gpu_count <= int(limits["nvidia.com/gpu"])
+        ]
+        if not fits:
+            break
+        started.append(fits[0].name)
+        used = {
+            "nvidia.com/gpu": used["nvidia.com/gpu"] + fits[0].gpu_count,
+            "cpu": used["cpu"] + fits[0].vcpus,
+            "nodes": used["nodes"] + 1,
+        }
+
+    assert started == ["g6.16xlarge", "g6.16xlarge"]
 
 
 def test_empty_taint_values_are_left_out() -> None:
@@ -687,14 +793,138 @@ def test_nodes_never_expire() -> None:
     assert node_pool_spec(karpenter_args())["template"]["spec"]["expireAfter"] == "Never"
 
 
-def test_one_node_at_a_time_is_disrupted_by_default() -> None:
-    assert node_pool_spec(karpenter_args())["disruption"]["budgets"] == [{"nodes": "1"}]
+def test_empty_nodes_all_go_and_drifted_ones_one_at_a_time_by_default() -> None:
+    assert node_pool_spec(karpenter_args())["disruption"]["budgets"] == [
+        {"nodes": "100%", "reasons": ["Empty"]},
+        {"nodes": "1", "reasons": ["Drifted", "Underutilized"]},
+    ]
 
 
-def test_a_share_of_the_nodes_is_disrupted_at_once_when_the_pool_says() -> None:
-    args = karpenter_args(aws={"maxUnavailablePercent": 25})
+def test_a_share_of_the_nodes_drifts_at_once_when_the_pool_says() -> None:
+    args = karpenter_args(aws={"maxUnavailablePercent": 25, "emptyNodesBudgetPercent": 50})
 
-    assert node_pool_spec(args)["disruption"]["budgets"] == [{"nodes": "25%"}]
+    assert node_pool_spec(args)["disruption"]["budgets"] == [
+        {"nodes": "50%", "reasons": ["Empty"]},
+        {"nodes": "25%", "reasons": ["Drifted", "Underutilized"]},
+    ]
+
+
+def allowed_disruptions(
+    budgets: list[dict[str, Any]], reason: str, nodes: int, not_ready: int
+) -> int:
+    """kubernetes-sigs/karpenter at v1.14.1: the least of the budgets that name `reason` or no
+    reason (`GetAllowedDisruptionsByReason`, pkg/apis/v1/nodepool.go), a percentage rounded up
+    (`GetAllowedDisruptions`), less the pool's NotReady and deleting nodes, never below 0
+    (`BuildDisruptionBudgetMapping`, pkg/controllers/disruption/helpers.go)."""
+    allowed = 2**31 - 1
+    for budget in budgets:
+        if "reasons" in budget and reason not in budget["reasons"]:
+            continue
+        value = budget["nodes"]
+        count = -(-nodes * int(value[:-1]) // 100) if value.endswith("%") else int(value)
+        allowed = min(allowed, count)
+    return max(allowed - not_ready, 0)
+
+
+def test_one_notready_node_leaves_the_pools_empty_nodes_free_to_go() -> None:
+    budgets = node_pool_spec(karpenter_args())["disruption"]["budgets"]
+
+    # Ten nodes, one NotReady (nothing repairs it under Karpenter here): nine empty ones may go,
+    # where one `nodes: "1"` budget for every reason would let none.
+    assert allowed_disruptions(budgets, "Empty", nodes=10, not_ready=1) == 9
+    assert allowed_disruptions([{"nodes": "1"}], "Empty", nodes=10, not_ready=1) == 0
+    assert allowed_disruptions(budgets, "Drifted", nodes=10, not_ready=0) == 1
+
+
+@pytest.mark.parametrize(
+    ("pool", "consolidate_after"),
+    [
+        ({}, "10m"),
+        ({"capacity": "spot"}, "10m"),
+        ({"capacity": "capacity-block", "aws": {"capacityReservationId": RESERVATION}}, "Never"),
+        ({"capacity": "reserved", "aws": {"capacityReservationId": RESERVATION}}, "Never"),
+        (
+            {
+                "capacity": "reserved",
+                "aws": {"capacityReservationId": RESERVATION, "onDemandFallback": True},
+            },
+            "10m",
+        ),
+        ({"aws": {"consolidateAfterMinutes": 30}}, "30m"),
+        ({"capacity": "spot", "aws": {"consolidateAfterMinutes": "never"}}, "Never"),
+        (
+            {
+                "capacity": "reserved",
+                "aws": {"capacityReservationId": RESERVATION, "consolidateAfterMinutes": 5},
+            },
+            "5m",
+        ),
+    ],
+)
+def test_prepaid_pools_keep_their_empty_nodes_and_the_others_release_them(
+    pool: dict[str, Any], consolidate_after: str
+) -> None:
+    # The CRD's pattern for it: `^(([0-9]+(s|m|h))+|Never)$` (karpenter.sh_nodepools.yaml,
+    # v1.14.1); a reserved pool falling back to on-demand would keep on-demand nodes too.
+    args = karpenter_args(**pool)
+
+    assert node_pool_spec(args)["disruption"]["consolidateAfter"] == consolidate_after
+
+
+def test_drift_drains_a_node_for_at_most_the_termination_grace_period() -> None:
+    args = dataclasses.replace(karpenter_args(), termination_grace_period_hours=48)
+
+    assert node_pool_spec(args)["template"]["spec"]["terminationGracePeriod"] == "48h"
+
+
+# --- Weight: which NodePool a pod that fits several starts in ----------------------------------
+
+
+def order_by_weight(pools: list[dict[str, Any]]) -> list[str]:
+    """kubernetes-sigs/karpenter `OrderByWeight` (pkg/utils/nodepool/nodepool.go at v1.14.1):
+    the higher weight first (no weight is 0), and of equal weights the name later in the
+    alphabet first; the scheduler launches from the first NodePool the pod fits
+    (`addToNewNodeClaim`, pkg/controllers/provisioning/scheduling/scheduler.go)."""
+    ordered = sorted(pools, key=lambda p: p["metadata"]["name"], reverse=True)
+    ordered.sort(key=lambda p: p["spec"].get("weight", 0), reverse=True)
+    return [p["metadata"]["name"] for p in ordered]
+
+
+@pytest.mark.parametrize(
+    ("capacity", "weight"),
+    [("capacity-block", 40), ("reserved", 30), ("on-demand", 20), ("spot", 10)],
+)
+def test_node_pools_are_weighted_as_the_node_groups_are_ranked(capacity: str, weight: int) -> None:
+    reserved = capacity in ("reserved", "capacity-block")
+    aws = {"capacityReservationId": RESERVATION} if reserved else {}
+
+    assert node_pool_spec(karpenter_args(capacity=capacity, aws=aws))["weight"] == weight
+
+
+def test_a_pod_fitting_a_capacity_block_and_an_on_demand_pool_starts_in_the_block() -> None:
+    # Unweighted, `h100-od` sorts after `h100-block` and would win.
+    block = node_pool_for(
+        karpenter_args(
+            instance_type=P4D_24XLARGE,
+            name="h100-block",
+            capacity="capacity-block",
+            aws={"capacityReservationId": RESERVATION},
+        )
+    )
+    on_demand = node_pool_for(karpenter_args(instance_type=P4D_24XLARGE, name="h100-od"))
+    unweighted = [copy.deepcopy(block), copy.deepcopy(on_demand)]
+    for pool in unweighted:
+        del pool["spec"]["weight"]
+
+    assert order_by_weight([on_demand, block])[0] == "h100-block"
+    assert order_by_weight(unweighted)[0] == "h100-od"
+
+
+def test_a_pod_fitting_a_spot_and_an_on_demand_pool_starts_on_demand() -> None:
+    spot = node_pool_for(karpenter_args(name="t4-spot", capacity="spot"))
+    on_demand = node_pool_for(karpenter_args(name="t4-od"))
+
+    assert order_by_weight([spot, on_demand])[0] == "t4-od"
 
 
 # --- The component ------------------------------------------------------------------------------
@@ -721,7 +951,8 @@ def declare(args: KarpenterGpuNodePoolArgs) -> list[Registered]:
 
     class Answers(mocks.Mocks):
         def new_resource(self, a: mocks.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-            return f"{a.name}-id", a.inputs
+            # An auto-named resource's name, as the engine would make it.
+            return f"{a.name}-id", {"name": f"{a.name}-4f0c2a1", **a.inputs}
 
         def call(self, a: mocks.MockCallArgs) -> tuple[dict[str, Any], list[Any]]:
             return {}, []
@@ -890,6 +1121,7 @@ def test_karpenter_nodes_carry_the_node_groups_labels_taints_and_gpus(
             node_image=given.node_image,
             node_role_name=ROLE,
             consolidate_after_minutes=10,
+            termination_grace_period_hours=24,
             secret_labels=given.secret_labels,
         )
     )
@@ -909,5 +1141,84 @@ def test_karpenter_nodes_carry_the_node_groups_labels_taints_and_gpus(
     )
     assert labels == group["labels"]
     assert karpenter["template"]["spec"]["taints"] == group_taints
-    max_gpus = int(group["scalingConfig"]["maxSize"]) * gpus_per_node
-    assert karpenter["limits"] == {"nvidia.com/gpu": str(max_gpus)}
+    max_size = int(group["scalingConfig"]["maxSize"])
+    assert karpenter["limits"]["nvidia.com/gpu"] == str(max_size * gpus_per_node)
+    assert karpenter["limits"]["nodes"] == str(max_size)
+
+
+# --- EFA: interfaces, security group and placement group -----------------------------------------
+
+
+def test_an_efa_pools_nodes_get_the_primary_interface_and_one_efa_device_per_card() -> None:
+    # A p4d.24xlarge has 4 network cards (EC2 `MaximumEfaInterfaces`). The CRD's enum has no
+    # `efa` type for the primary (karpenter.k8s.aws_ec2nodeclasses.yaml at v1.14.1): card 0
+    # carries an ordinary `interface` at device 0 and its EFA at device 1, as in Karpenter's
+    # own example (concepts/nodeclasses.md, "spec.networkInterfaces").
+    args = karpenter_args(instance_type=P4D_24XLARGE, zones=["us-east-1a"], aws={"efa": True})
+
+    assert node_class_spec(args)["networkInterfaces"] == [
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+        {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
+        {"networkCardIndex": 1, "deviceIndex": 1, "interfaceType": "efa-only"},
+        {"networkCardIndex": 2, "deviceIndex": 1, "interfaceType": "efa-only"},
+        {"networkCardIndex": 3, "deviceIndex": 1, "interfaceType": "efa-only"},
+    ]
+
+
+def test_karpenter_plans_as_many_efa_devices_as_the_node_advertises() -> None:
+    # `efas` (pkg/providers/instancetype/types.go at v1.14.1): with networkInterfaces set, a
+    # node's `vpc.amazonaws.com/efa` is the number of `efa-only` entries; the pods' requests
+    # are planned against it, and the EFA device plugin advertises one per device.
+    args = karpenter_args(instance_type=P4D_24XLARGE, zones=["us-east-1a"], aws={"efa": True})
+    interfaces = node_class_spec(args)["networkInterfaces"]
+
+    planned = sum(1 for i in interfaces if i["interfaceType"] == "efa-only")
+    assert planned == 4
+    assert eks_node_identity(args.pool, 4).resources["vpc.amazonaws.com/efa"] == planned
+
+
+def test_an_efa_pool_joins_the_efa_security_group_and_its_placement_group() -> None:
+    args = karpenter_args(instance_type=P4D_24XLARGE, zones=["us-east-1a"], aws={"efa": True})
+
+    spec = ec2_node_class_for(args, efa_network(args))["spec"]
+
+    assert spec["securityGroupSelectorTerms"] == [
+        {"id": "sg-0123456789abcdef0"},
+        {"id": "sg-0efa0000000000001"},
+    ]
+    assert spec["placementGroupSelector"] == {"name": "gpus-placement-4f0c2a1"}
+
+
+def test_an_efa_pool_on_a_reservation_has_no_placement_group() -> None:
+    # EC2 matches a launch into a placement group only to reservations made in that group;
+    # a Capacity Block's instances are placed together already (gpu_platform/eks/efa.py).
+    args = REPRESENTATIVE["efa-capacity-block"]()
+
+    spec = ec2_node_class_for(args, efa_network(args))["spec"]
+
+    assert "placementGroupSelector" not in spec
+    assert len(spec["networkInterfaces"]) == 5
+
+
+def test_pools_without_efa_list_no_interfaces() -> None:
+    spec = node_class_spec(karpenter_args(instance_type=P4D_24XLARGE))
+
+    assert ("networkInterfaces", "placementGroupSelector") & spec.keys() == set()
+    assert spec["securityGroupSelectorTerms"] == [{"id": "sg-0123456789abcdef0"}]
+
+
+def test_the_component_creates_an_efa_pools_security_group_and_placement_group() -> None:
+    args = karpenter_args(instance_type=P4D_24XLARGE, zones=["us-east-1a"], aws={"efa": True})
+
+    registered = declare(args)
+
+    by_type = {r.type: r for r in registered}
+    group, placement = (
+        by_type["aws:ec2/securityGroup:SecurityGroup"],
+        by_type["aws:ec2/placementGroup:PlacementGroup"],
+    )
+    assert placement.inputs["strategy"] == "cluster"
+    assert group.inputs["ingress"][0]["self"] is True
+    node_class = by_type["kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"].inputs["spec"]
+    assert node_class["securityGroupSelectorTerms"][1] == {"id": "gpus-efa-id"}
+    assert node_class["placementGroupSelector"] == {"name": "gpus-placement-4f0c2a1"}

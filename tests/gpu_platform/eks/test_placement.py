@@ -52,7 +52,12 @@ def test_a_karpenter_pools_gpu_limit_is_max_nodes_of_its_largest_size(
 
     node_pool = plan_for(karpenter_config).named("l4-on-demand", NODE_POOL)
 
-    assert node_pool.inputs["spec"]["limits"] == {"nvidia.com/gpu": "24"}
+    # And 3 nodes, of at most 192 vCPUs each (the g6.48xlarge's).
+    assert node_pool.inputs["spec"]["limits"] == {
+        "nvidia.com/gpu": "24",
+        "cpu": "576",
+        "nodes": "3",
+    }
 
 
 def test_a_karpenter_pool_of_two_gpu_models_is_refused(
@@ -66,7 +71,7 @@ def test_a_karpenter_pool_of_two_gpu_models_is_refused(
         plan_for(karpenter_config)
 
     (problem,) = error.value.problems
-    assert problem.path == "gpu-platform:pools[1].instanceTypes"
+    assert problem.path == "gpu-platform:pools[3].instanceTypes"
     assert problem.expected.startswith("instance types of one GPU model and CPU architecture")
     assert "g5.xlarge: 1 x NVIDIA A10G" in problem.expected
 
@@ -81,7 +86,7 @@ def test_gpus_per_node_on_a_karpenter_pool_of_several_sizes_is_refused(
         plan_for(karpenter_config)
 
     (problem,) = error.value.problems
-    assert problem.path == "gpu-platform:pools[1].gpusPerNode"
+    assert problem.path == "gpu-platform:pools[3].gpusPerNode"
     assert problem.expected == "4, the GPUs of g6.12xlarge (or leave it out)"
 
 

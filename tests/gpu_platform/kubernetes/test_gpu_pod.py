@@ -251,3 +251,21 @@ def test_placement_under_karpenter_keeps_it_from_disrupting_the_node() -> None:
     placement = pool_placement(pool(), "karpenter")
 
     assert placement["workload"]["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
+
+
+def test_deployments_under_karpenter_are_left_for_drift_to_move() -> None:
+    # Without the annotation, drift evicts the pods within their PodDisruptionBudgets
+    # (concepts/disruption.md at v1.14.1, "Drift"); with it, drift would wait for the
+    # NodePool's terminationGracePeriod and then delete them (pkg/controllers/disruption/types.go
+    # `EventualDisruptionClass`, kubernetes-sigs/karpenter v1.14.1).
+    placement = pool_placement(pool(), "karpenter")
+
+    assert placement["workload"]["deploymentAnnotations"] == {}
+
+
+def test_deployments_under_the_cluster_autoscaler_keep_it_from_draining_the_node() -> None:
+    placement = pool_placement(pool(), "cluster-autoscaler")
+
+    assert placement["workload"]["deploymentAnnotations"] == {
+        "cluster-autoscaler.kubernetes.io/safe-to-evict": "false"
+    }

@@ -26,15 +26,20 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 # have at their `max`, at most 3600 s (gpu_platform/kubernetes/helm_release.py):
 # - gpu-operator: 900 s + node-feature-discovery's worker on every GPU node: dev 3 (t4-shared),
 #   prod 5 (h100-training 2, a100-inference 2, a100-canary 1), gke-dev 3 (l4-shared),
-#   karpenter-dev 5 (t4-spot 3, l4-on-demand 2);
+#   karpenter-dev 9 (h100-block 2, l4-reserved 2, t4-spot 3, l4-on-demand 2);
 # - aws-efa-k8s-device-plugin: 300 s + its DaemonSet on the EFA pools' nodes: prod 2
-#   (h100-training);
+#   (h100-training), karpenter-dev 2 (h100-block);
 # - kube-prometheus-stack: 900 s + node-exporter on every GPU node: gke-dev 3.
 RELEASES = {
     "dev": {"gpu-operator": 915, "cluster-autoscaler": 300},
     "prod": {"gpu-operator": 925, "cluster-autoscaler": 300, "aws-efa-k8s-device-plugin": 310},
     "gke-dev": {"gpu-operator": 915, "kube-prometheus-stack": 915},
-    "karpenter-dev": {"gpu-operator": 925, "karpenter": 300, "karpenter-crd": 120},
+    "karpenter-dev": {
+        "gpu-operator": 945,
+        "karpenter": 300,
+        "karpenter-crd": 120,
+        "aws-efa-k8s-device-plugin": 310,
+    },
 }
 
 

@@ -375,13 +375,18 @@ def karpenter_node_pool(name: str = "l4") -> PlannedResource:
                     },
                 ],
                 "expireAfter": "Never",
+                "terminationGracePeriod": "24h",
             },
         },
-        "limits": {"nvidia.com/gpu": "8"},
+        "weight": 10,
+        "limits": {"nvidia.com/gpu": "8", "cpu": "32", "nodes": "8"},
         "disruption": {
             "consolidationPolicy": "WhenEmpty",
             "consolidateAfter": "10m",
-            "budgets": [{"nodes": "1"}],
+            "budgets": [
+                {"nodes": "100%", "reasons": ["Empty"]},
+                {"nodes": "1", "reasons": ["Drifted", "Underutilized"]},
+            ],
         },
     }
     metadata = {"name": name, "annotations": {"gpu-platform.io/on-demand-fallback": "true"}}

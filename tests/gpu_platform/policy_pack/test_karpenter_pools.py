@@ -23,6 +23,7 @@ from tests.gpu_platform.policy_pack.builders import (
 NODE_POOL_POLICIES = (
     "karpenter-gpu-pool-scheduling",
     "karpenter-gpu-pool-limits",
+    "karpenter-gpu-pool-disruption",
     "karpenter-gpu-capacity-fallback",
 )
 NODE_CLASS_POLICY = "karpenter-gpu-node-class"
@@ -87,18 +88,24 @@ def test_a_nodepool_without_gpus_is_left_alone(analyze: Analyze) -> None:
     [
         requirement("node.kubernetes.io/instance-type", "In", "m7i.large", "p5.48xlarge"),
         requirement("karpenter.k8s.aws/instance-family", "In", "g6e"),
+        # EC2's GPU instance categories, each alone (data-on-eks's GPU NodePools select by
+        # category or family and one GPU name).
         requirement("karpenter.k8s.aws/instance-category", "In", "p"),
+        requirement("karpenter.k8s.aws/instance-category", "In", "g"),
+        requirement("karpenter.k8s.aws/instance-category", "In", "gr"),
         requirement("karpenter.k8s.aws/instance-gpu-count", "Gt", "0"),
         requirement("karpenter.k8s.aws/instance-gpu-manufacturer", "In", "nvidia"),
         requirement("karpenter.k8s.aws/instance-gpu-name", "Exists"),
     ],
-    ids=lambda r: f"{r['key']} {r['operator']}",
+    ids=lambda r: f"{r['key']} {r['operator']} {','.join(r['values'])}",
 )
 def test_a_requirement_that_allows_gpu_instances_makes_a_gpu_nodepool(
     analyze: Analyze, sign: dict[str, Any]
 ) -> None:
+    # No GPU limit, which alone would make it a GPU NodePool: the requirement must.
     pool = karpenter_node_pool()
     pool.inputs["spec"]["template"]["spec"].update(taints=[], requirements=[sign])
+    del pool.inputs["spec"]["limits"]
 
     assert len(messages(analyze(pool), "karpenter-gpu-pool-scheduling")) == 1
 
@@ -253,7 +260,7 @@ def test_a_node_class_on_the_latest_ami_is_reported(analyze: Analyze) -> None:
         'spec.amiSelectorTerms[0].alias="al2023@latest", so every new AMI release, and the '
         "NVIDIA driver in it, reaches the pool's nodes unreviewed: Karpenter replaces them as "
         "drifted (karpenter.sh docs, managing-amis). Fix: pin a release, e.g. "
-        '"al2023@v20260714", and move it on a canary pool first.'
+        '"al2023@v20260714" or an AMI id, and move it on a canary pool first.'
     ]
 
 
@@ -419,3 +426,123 @@ def test_a_stack_of_karpenter_gpu_pools_needs_the_operator_and_alerts(analyze: A
     assert len(messages(analyze(pool, node_class), "gpu-stack-complete")) == 2
     complete = analyze(pool, node_class, gpu_operator_release(), gpu_alert_rules())
     assert messages(complete, "gpu-stack-complete") == []
+
+
+# --- disruption settings of user-written GPU NodePools -----------------------------------------
+
+
+def user_written_gpu_node_pool() -> Any:
+    """A GPU NodePool as data-on-eks writes one: category and GPU name, no GPU limit."""
+    pool = karpenter_node_pool()
+    pool.inputs["spec"]["template"]["spec"]["requirements"] = [
+        requirement("karpenter.k8s.aws/instance-category", "In", "g"),
+        requirement("karpenter.k8s.aws/instance-gpu-name", "In", "l4"),
+    ]
+    del pool.inputs["spec"]["limits"]
+    return pool
+
+
+def test_a_gpu_nodepool_keeping_the_default_expiry_is_reported(analyze: Analyze) -> None:
+    # karpenter.sh_nodepools.yaml at v1.14.1 defaults expireAfter to 720h.
+    pool = user_written_gpu_node_pool()
+    del pool.inputs["spec"]["template"]["spec"]["expireAfter"]
+
+    assert messages(analyze(pool), "karpenter-gpu-pool-disruption") == [
+        "the GPU NodePool leaves spec.template.spec.expireAfter to its default, 720h, so "
+        "Karpenter drains every node that old, running jobs and all: expiry is forceful, past "
+        "disruption budgets and karpenter.sh/do-not-disrupt (karpenter.sh docs, "
+        'concepts/disruption, "Expiration"). Fix: set it to "Never" and roll new AMIs through '
+        "drift."
+    ]
+
+
+def test_a_gpu_nodepool_that_expires_its_nodes_is_reported(analyze: Analyze) -> None:
+    pool = user_written_gpu_node_pool()
+    pool.inputs["spec"]["template"]["spec"]["expireAfter"] = "168h"
+
+    (message,) = messages(analyze(pool), "karpenter-gpu-pool-disruption")
+    assert message.startswith(
+        'the GPU NodePool sets spec.template.spec.expireAfter="168h", so Karpenter drains'
+    )
+
+
+@pytest.mark.parametrize("policy", [None, "WhenEmptyOrUnderutilized", "Balanced"])
+def test_a_gpu_nodepool_that_consolidates_busy_nodes_is_reported(
+    analyze: Analyze, policy: str | None
+) -> None:
+    # The CRD's default is WhenEmptyOrUnderutilized (karpenter.sh_nodepools.yaml, v1.14.1).
+    pool = user_written_gpu_node_pool()
+    disruption = pool.inputs["spec"]["disruption"]
+    if policy is None:
+        del disruption["consolidationPolicy"]
+    else:
+        disruption["consolidationPolicy"] = policy
+
+    (message,) = messages(analyze(pool), "karpenter-gpu-pool-disruption")
+    assert "moves running GPU pods off nodes it finds underused" in message
+    shown = "its default, WhenEmptyOrUnderutilized" if policy is None else f'="{policy}"'
+    assert shown in message
+
+
+def test_a_gpu_nodepool_that_only_removes_empty_nodes_and_never_expires_passes(
+    analyze: Analyze,
+) -> None:
+    assert messages(analyze(user_written_gpu_node_pool()), "karpenter-gpu-pool-disruption") == []
+
+
+# --- floating AMI selectors ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("term", "field"),
+    [
+        ({"alias": "bottlerocket@latest"}, 'alias="bottlerocket@latest"'),
+        (
+            {
+                "ssmParameter": "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/"
+                "nvidia/recommended/image_id"
+            },
+            "ssmParameter=",
+        ),
+        (
+            {
+                "ssmParameter": "arn:aws:ssm:us-east-1::parameter/aws/service/bottlerocket/"
+                "aws-k8s-1.35-nvidia/x86_64/latest/image_id"
+            },
+            "ssmParameter=",
+        ),
+        ({"name": "amazon-eks-node-al2023-x86_64-nvidia-1.35-*"}, "name="),
+        ({"tags": {"team": "ml", "release": "2026*"}}, "tags.release="),
+    ],
+    ids=["alias", "ssm-recommended", "ssm-latest-arn", "name-wildcard", "tag-wildcard"],
+)
+def test_every_floating_ami_selector_is_reported(
+    analyze: Analyze, term: dict[str, Any], field: str
+) -> None:
+    node_class = ec2_node_class()
+    node_class.inputs["spec"]["amiSelectorTerms"] = [term]
+
+    (message,) = node_class_findings(analyze, node_class)
+    assert f"selects its AMI by spec.amiSelectorTerms[0].{field}" in message
+    assert "reaches the pool's nodes unreviewed" in message
+
+
+@pytest.mark.parametrize(
+    "term",
+    [
+        {"id": "ami-0123456789abcdef0"},
+        # A release's own parameter names its version.
+        {
+            "ssmParameter": "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/nvidia/"
+            "amazon-eks-node-al2023-x86_64-nvidia-1.35-v20260714/image_id"
+        },
+        {"name": "amazon-eks-node-al2023-x86_64-nvidia-1.35-v20260714"},
+        {"tags": {"release": "v20260714"}},
+    ],
+    ids=["id", "ssm-release", "name", "tags"],
+)
+def test_pinned_ami_selectors_pass(analyze: Analyze, term: dict[str, Any]) -> None:
+    node_class = ec2_node_class()
+    node_class.inputs["spec"]["amiSelectorTerms"] = [term]
+
+    assert node_class_findings(analyze, node_class) == []

@@ -1,0 +1,259 @@
+"""What `gpu-platform preflight` checks of an EKS stack under `provisioner: karpenter`, beside
+the checks every EKS stack gets (`gpu_platform.cli.preflight_eks`):
+
+- where the platform installs Karpenter, the cluster's authentication mode lets the node role's
+  EKS access entry in: `API` or `API_AND_CONFIG_MAP`, not `CONFIG_MAP` alone;
+- where a pool is `spot`, the account has EC2's Spot service-linked role, which Karpenter's
+  CreateFleet needs and its role may not create;
+- Karpenter's CRDs in the cluster, read through its Kubernetes API: where the platform installs
+  Karpenter, none that another installation owns (Helm refuses to install `karpenter-crd` over
+  them: "invalid ownership metadata", Karpenter's troubleshooting guide); with `install: false`,
+  all of them, with every field the pools' objects set (an older Karpenter's API server drops
+  the fields its CRDs lack, without an error).
+"""
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import boto3
+import requests
+from botocore.exceptions import BotoCoreError, ClientError
+
+from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.running_autoscaler import eks_api
+from gpu_platform.config import EC2_RESERVED_CAPACITIES, StackConfig, key_path
+from gpu_platform.versions import KARPENTER_CRD_CHART
+
+CustomResourceDefinitions = Callable[[str], Mapping[str, Any] | None]
+"""Reads one CRD of the cluster by name; None where it has none."""
+NODE_POOLS = "nodepools.karpenter.sh"
+NODE_CLAIMS = "nodeclaims.karpenter.sh"
+NODE_CLASSES = "ec2nodeclasses.karpenter.k8s.aws"
+# Helm's ownership annotations (helm/pkg/action/validate.go, `checkOwnership`).
+RELEASE_NAME = "meta.helm.sh/release-name"
+RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
+
+# `AccessConfigResponse.authenticationMode` (botocore's EKS model): the modes in which EKS reads
+# access entries; `CONFIG_MAP` reads only the `aws-auth` ConfigMap.
+ACCESS_ENTRY_MODES = ("API", "API_AND_CONFIG_MAP")
+SPOT_ROLE = "AWSServiceRoleForEC2Spot"
+"""The role EC2 launches Spot Instances with (EC2 user guide, "Service-linked role for Spot
+Instance requests")."""
+
+
+def karpenter_findings(
+    config: StackConfig,
+    cluster: Mapping[str, Any] | None,
+    iam: Any,
+    crds: CustomResourceDefinitions | None = None,
+) -> list[Finding]:
+    """The Karpenter stack's findings, in the order: authentication mode, the Spot role, the
+    CRDs (unchecked where `crds` is None)."""
+    if not config.uses_karpenter:
+        return []
+    findings = []
+    if cluster is not None and config.karpenter_installed:
+        findings.append(authentication_mode_finding(config, cluster))
+    if any(pool.capacity == "spot" for pool in config.pools):
+        findings.append(spot_role_finding(iam))
+    if cluster is not None and crds is not None:
+        findings.append(crd_finding(config, crds))
+    return findings
+
+
+def eks_crds(
+    session: boto3.Session,
+    region: str,
+    cluster: Mapping[str, Any],
+    http: requests.Session | None = None,
+) -> CustomResourceDefinitions:
+    """`apiextensions.k8s.io/v1` CustomResourceDefinitions of the EKS cluster, by name."""
+
+    def read(name: str) -> Mapping[str, Any] | None:
+        with eks_api(session, region, cluster, http) as get:
+            response = get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", {})
+        if response.status_code == 404:
+            return None
+        response.raise_for_status()
+        found: Mapping[str, Any] = response.json()
+        return found
+
+    return read
+
+
+def fields_set(config: StackConfig) -> dict[str, list[tuple[str, ...]]]:
+    """The fields of each CRD the stack's NodePools and EC2NodeClasses set that older Karpenter
+    releases lack (`[]` steps into a list's items), by CRD."""
+    node_pool: list[tuple[str, ...]] = [
+        ("spec", "weight"),
+        ("spec", "limits"),
+        ("spec", "template", "spec", "terminationGracePeriod"),
+        ("spec", "disruption", "budgets", "[]", "reasons"),
+    ]
+    node_class: list[tuple[str, ...]] = []
+    if any(p.capacity in EC2_RESERVED_CAPACITIES for p in config.pools):
+        node_class.append(("spec", "capacityReservationSelectorTerms"))
+    efa = [p for p in config.pools if p.aws.efa]
+    if efa:
+        node_class.append(("spec", "networkInterfaces"))
+    if any(p.capacity not in EC2_RESERVED_CAPACITIES for p in efa):
+        node_class.append(("spec", "placementGroupSelector"))
+    return {NODE_POOLS: node_pool, NODE_CLASSES: node_class}
+
+
+def crd_finding(config: StackConfig, crds: CustomResourceDefinitions) -> Finding:
+    subject = f"cluster {config.cluster.name}"
+    names = (NODE_POOLS, NODE_CLAIMS, NODE_CLASSES)
+    try:
+        found = {name: crds(name) for name in names}
+    except (requests.RequestException, BotoCoreError) as error:
+        return Finding(
+            "warning",
+            subject,
+            f"Cannot read the cluster's Karpenter CRDs: {_why(error)}.",
+            f"Check them by hand (kubectl get crd {' '.join(names)} -o yaml).",
+        )
+    if config.karpenter_installed:
+        return _owned_finding(config, subject, found)
+    return _existing_finding(config, subject, found)
+
+
+def _owned_finding(
+    config: StackConfig, subject: str, found: Mapping[str, Mapping[str, Any] | None]
+) -> Finding:
+    ours = (KARPENTER_CRD_CHART.name, config.karpenter.namespace)
+    owners = {name: _owner(crd) for name, crd in found.items() if crd is not None}
+    others = {name: owner for name, owner in owners.items() if owner != ours}
+    if not others:
+        return Finding(
+            "ok",
+            subject,
+            "No Karpenter CRDs of another installation: the platform's karpenter-crd release"
+            " can own them.",
+            "Nothing.",
+        )
+    held = "; ".join(
+        f"{name}: " + (f"release {release} in {namespace}" if release else "no Helm release")
+        for name, (release, namespace) in sorted(others.items())
+    )
+    return Finding(
+        "blocking",
+        subject,
+        f"The cluster runs Karpenter already ({held}): installing the karpenter-crd release"
+        " over its CRDs fails on Helm's ownership metadata, and a second controller would"
+        " launch nodes for the same pods.",
+        f"Use it: set {key_path('karpenter', 'install')}: false and"
+        f" {key_path('karpenter', 'nodeRoleArn')} to its node role (docs/karpenter.md, An"
+        " existing Karpenter).",
+    )
+
+
+def _existing_finding(
+    config: StackConfig, subject: str, found: Mapping[str, Mapping[str, Any] | None]
+) -> Finding:
+    missing = sorted(name for name, crd in found.items() if crd is None)
+    if missing:
+        return Finding(
+            "blocking",
+            subject,
+            f"{key_path('karpenter', 'install')} is false, but the cluster has no"
+            f" {', '.join(missing)}: no Karpenter runs there to launch the pools' nodes.",
+            f"Install Karpenter, or set {key_path('karpenter', 'install')}: true.",
+        )
+    lacking = [
+        f"{name} {'.'.join(p for p in path if p != '[]')}"
+        for name, paths in fields_set(config).items()
+        for path in paths
+        if not _has_field(_served_schema(found[name]), path)
+    ]
+    if lacking:
+        return Finding(
+            "blocking",
+            subject,
+            "The cluster's Karpenter CRDs lack fields the pools set, which its API server would"
+            f" drop without an error: {', '.join(lacking)}.",
+            f"Upgrade the cluster's Karpenter to {KARPENTER_CRD_CHART.version} (its CRDs"
+            " included) before pulumi up.",
+        )
+    return Finding(
+        "ok",
+        subject,
+        "The cluster's Karpenter CRDs have every field the pools set.",
+        "Nothing.",
+    )
+
+
+def _owner(crd: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The Helm release (name, namespace) a CRD's annotations say owns it."""
+    annotations = crd.get("metadata", {}).get("annotations") or {}
+    return annotations.get(RELEASE_NAME), annotations.get(RELEASE_NAMESPACE)
+
+
+def _served_schema(crd: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """The `v1` version's OpenAPI schema, as the NodePools and EC2NodeClasses are written."""
+    versions: Sequence[Mapping[str, Any]] = (crd or {}).get("spec", {}).get("versions", [])
+    v1 = next((v for v in versions if v.get("name") == "v1"), {})
+    schema: Mapping[str, Any] = v1.get("schema", {}).get("openAPIV3Schema", {})
+    return schema
+
+
+def _has_field(schema: Mapping[str, Any], path: Sequence[str]) -> bool:
+    node: Mapping[str, Any] | None = schema
+    for step in path:
+        if node is None:
+            return False
+        node = node.get("items") if step == "[]" else node.get("properties", {}).get(step)
+    return node is not None
+
+
+def _why(error: Exception) -> str:
+    if isinstance(error, requests.HTTPError) and error.response is not None:
+        return f"the Kubernetes API answered {error.response.status_code}"
+    return str(error) or type(error).__name__
+
+
+def authentication_mode_finding(config: StackConfig, cluster: Mapping[str, Any]) -> Finding:
+    """The node role reaches the cluster through an EKS access entry the stack creates, which EKS
+    reads only in these modes (EKS user guide, "Grant IAM users access to Kubernetes with EKS
+    access entries"): in `CONFIG_MAP` mode Karpenter's nodes would never join."""
+    name = config.cluster.name
+    subject = f"cluster {name}"
+    mode = cluster.get("accessConfig", {}).get("authenticationMode")
+    if mode in ACCESS_ENTRY_MODES:
+        return Finding(
+            "ok",
+            subject,
+            f"Authentication mode {mode}: the Karpenter node role's access entry lets its nodes"
+            " join.",
+            "Nothing.",
+        )
+    return Finding(
+        "blocking",
+        subject,
+        f"Authentication mode {mode or 'unknown'}: EKS reads no access entry, so the nodes"
+        " Karpenter launches, whose role the stack admits through one, would never join the"
+        " cluster.",
+        f"aws eks update-cluster-config --name {name} --access-config"
+        " authenticationMode=API_AND_CONFIG_MAP (it cannot be changed back to CONFIG_MAP)",
+    )
+
+
+def spot_role_finding(iam: Any) -> Finding:
+    """Karpenter launches spot nodes through EC2 Fleet, which needs the account's Spot
+    service-linked role; EC2 would create it on first use, but Karpenter's role is not granted
+    `iam:CreateServiceLinkedRole` (upstream's getting-started template does not grant it either,
+    and has the role created once per account)."""
+    subject = f"role {SPOT_ROLE}"
+    try:
+        iam.get_role(RoleName=SPOT_ROLE)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "NoSuchEntity":
+            raise
+        return Finding(
+            "blocking",
+            subject,
+            "The account has no EC2 Spot service-linked role: Karpenter's launches of the spot"
+            f" pools' nodes ({key_path('pools')} with capacity spot) would fail.",
+            "aws iam create-service-linked-role --aws-service-name spot.amazonaws.com",
+        )
+    return Finding("ok", subject, "The account has EC2's Spot service-linked role.", "Nothing.")

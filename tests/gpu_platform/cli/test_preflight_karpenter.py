@@ -1,0 +1,307 @@
+"""The pre-flight checks of a Karpenter stack: the cluster's authentication mode, against
+botocore's EKS model, and the Spot service-linked role, against moto's IAM."""
+
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+import botocore.session
+import pytest
+import requests
+from botocore.model import StringShape, StructureShape
+from moto import mock_aws
+
+from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.preflight_karpenter import karpenter_findings
+from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.config import KarpenterSpec, StackConfig, load_stack_config
+from gpu_platform.kubernetes.crd_schemas import chart_crds
+from gpu_platform.versions import KARPENTER_CHART
+
+ROLE = "arn:aws:iam::123456789012:role/KarpenterNodeRole-ml"
+SPOT_ROLE_OK = Finding(
+    "ok",
+    "role AWSServiceRoleForEC2Spot",
+    "The account has EC2's Spot service-linked role.",
+    "Nothing.",
+)
+
+
+def karpenter_stack(**karpenter: Any) -> StackConfig:
+    """The karpenter-dev stack (one of its pools spot), with `karpenter` settings."""
+    values = stack_config("karpenter-dev")
+    if karpenter:
+        values["gpu-platform:karpenter"] = karpenter
+    return load_stack_config(
+        {k.removeprefix("gpu-platform:"): v for k, v in values.items() if k.startswith("gpu-")}
+    )
+
+
+def described_cluster(mode: str) -> dict[str, Any]:
+    """A DescribeCluster `cluster`, as much of it as the check reads."""
+    return {"name": "ml-karpenter-dev", "accessConfig": {"authenticationMode": mode}}
+
+
+@pytest.fixture
+def iam() -> Iterator[Any]:
+    with mock_aws():
+        yield boto3.client("iam", region_name="us-east-1")
+
+
+def with_spot_role(iam: Any) -> Any:
+    iam.create_role(
+        RoleName="AWSServiceRoleForEC2Spot",
+        Path="/aws-service-role/spot.amazonaws.com/",
+        AssumeRolePolicyDocument="{}",
+    )
+    return iam
+
+
+def test_the_modes_are_the_ones_eks_describes() -> None:
+    model = botocore.session.get_session().get_service_model("eks")
+    cluster = model.shape_for("Cluster")
+    assert isinstance(cluster, StructureShape)
+    access = cluster.members["accessConfig"]
+    assert isinstance(access, StructureShape)
+
+    mode = access.members["authenticationMode"]
+    assert isinstance(mode, StringShape)
+
+    assert mode.enum == ["API", "API_AND_CONFIG_MAP", "CONFIG_MAP"]
+
+
+@pytest.mark.parametrize("mode", ["API", "API_AND_CONFIG_MAP"])
+def test_a_cluster_reading_access_entries_lets_karpenters_nodes_join(iam: Any, mode: str) -> None:
+    found = karpenter_findings(karpenter_stack(), described_cluster(mode), with_spot_role(iam))
+
+    assert found == [
+        Finding(
+            "ok",
+            "cluster ml-karpenter-dev",
+            f"Authentication mode {mode}: the Karpenter node role's access entry lets its nodes"
+            " join.",
+            "Nothing.",
+        ),
+        SPOT_ROLE_OK,
+    ]
+
+
+def test_a_config_map_only_cluster_blocks(iam: Any) -> None:
+    found = karpenter_findings(
+        karpenter_stack(), described_cluster("CONFIG_MAP"), with_spot_role(iam)
+    )
+
+    assert found[0] == Finding(
+        "blocking",
+        "cluster ml-karpenter-dev",
+        "Authentication mode CONFIG_MAP: EKS reads no access entry, so the nodes Karpenter"
+        " launches, whose role the stack admits through one, would never join the cluster.",
+        "aws eks update-cluster-config --name ml-karpenter-dev --access-config"
+        " authenticationMode=API_AND_CONFIG_MAP (it cannot be changed back to CONFIG_MAP)",
+    )
+
+
+def test_an_existing_karpenters_access_is_its_own(iam: Any) -> None:
+    # With `install: false` the stack creates no access entry: the mode is not its concern.
+    stack = karpenter_stack(install=False, nodeRoleArn=ROLE)
+
+    found = karpenter_findings(stack, described_cluster("CONFIG_MAP"), with_spot_role(iam))
+
+    assert found == [SPOT_ROLE_OK]
+
+
+def test_without_the_spot_role_the_spot_pools_launches_fail(iam: Any) -> None:
+    found = karpenter_findings(karpenter_stack(), described_cluster("API"), iam)
+
+    assert found[1] == Finding(
+        "blocking",
+        "role AWSServiceRoleForEC2Spot",
+        "The account has no EC2 Spot service-linked role: Karpenter's launches of the spot"
+        " pools' nodes (gpu-platform:pools with capacity spot) would fail.",
+        "aws iam create-service-linked-role --aws-service-name spot.amazonaws.com",
+    )
+
+
+def test_a_stack_without_spot_pools_does_not_ask_for_the_role(iam: Any) -> None:
+    values = stack_config("karpenter-dev")
+    values["gpu-platform:pools"] = [
+        p for p in values["gpu-platform:pools"] if p.get("capacity") != "spot"
+    ]
+    values["gpu-platform:namespaces"] = []
+    stack = load_stack_config(
+        {k.removeprefix("gpu-platform:"): v for k, v in values.items() if k.startswith("gpu-")}
+    )
+
+    assert [f.subject for f in karpenter_findings(stack, described_cluster("API"), iam)] == [
+        "cluster ml-karpenter-dev"
+    ]
+
+
+def test_node_group_stacks_get_none_of_these(iam: Any) -> None:
+    values = stack_config("dev")
+    stack = load_stack_config(
+        {k.removeprefix("gpu-platform:"): v for k, v in values.items() if k.startswith("gpu-")}
+    )
+
+    assert karpenter_findings(stack, described_cluster("CONFIG_MAP"), iam) == []
+
+
+# --- Karpenter's CRDs in the cluster ----------------------------------------------------------
+
+CRD_NAMES = {
+    "NodePool": "nodepools.karpenter.sh",
+    "NodeClaim": "nodeclaims.karpenter.sh",
+    "EC2NodeClass": "ec2nodeclasses.karpenter.k8s.aws",
+}
+OWNED = {
+    "meta.helm.sh/release-name": "karpenter-crd",
+    "meta.helm.sh/release-namespace": "kube-system",
+}
+
+
+def cluster_crds(
+    annotations: dict[str, str] | None = None,
+    without: tuple[str, ...] = (),
+    drop: tuple[str, str] | None = None,
+) -> Callable[[str], dict[str, Any] | None]:
+    """The CRDs as the API server returns them, their `v1` schema the pinned Karpenter's
+    (gpu_platform/kubernetes/crd_schemas/, from karpenter-provider-aws v1.14.1's CRDs);
+    `without` some CRDs, `drop` one spec field of one kind's schema, as an older release has
+    it."""
+    crds: dict[str, dict[str, Any]] = {}
+    for crd in chart_crds(KARPENTER_CHART.name, KARPENTER_CHART.version):
+        schema = copy.deepcopy(crd["versions"]["v1"])
+        if drop is not None and crd["kind"] == drop[0]:
+            del schema["properties"]["spec"]["properties"][drop[1]]
+        crds[crd["kind"]] = schema
+    served = {
+        name: {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": name, "annotations": dict(annotations or OWNED)},
+            "spec": {
+                "versions": [{"name": "v1", "schema": {"openAPIV3Schema": crds.get(kind, {})}}]
+            },
+        }
+        for kind, name in CRD_NAMES.items()
+        if kind not in without
+    }
+    return served.get
+
+
+def crd_findings(stack: StackConfig, crds: Callable[[str], Any]) -> list[Finding]:
+    found = karpenter_findings(stack, described_cluster("API"), None, crds)
+    return [f for f in found if f.subject == "cluster ml-karpenter-dev"][-1:]
+
+
+@pytest.fixture
+def spot_free_stack() -> StackConfig:
+    """karpenter-dev without its spot pool, so that IAM is not read."""
+    values = stack_config("karpenter-dev")
+    values["gpu-platform:pools"] = [
+        p for p in values["gpu-platform:pools"] if p.get("capacity") != "spot"
+    ]
+    return load_stack_config(
+        {k.removeprefix("gpu-platform:"): v for k, v in values.items() if k.startswith("gpu-")}
+    )
+
+
+def existing(stack: StackConfig) -> StackConfig:
+    return stack.model_copy(
+        update={"karpenter": KarpenterSpec.model_validate({"install": False, "nodeRoleArn": ROLE})}
+    )
+
+
+def test_the_platforms_own_crds_let_it_install(spot_free_stack: StackConfig) -> None:
+    assert crd_findings(spot_free_stack, cluster_crds())[0].severity == "ok"
+
+
+def test_crds_of_another_installation_block_the_install(spot_free_stack: StackConfig) -> None:
+    # Helm refuses to install over them: "invalid ownership metadata" (Karpenter's
+    # troubleshooting guide); helm/pkg/action/validate.go reads these annotations.
+    theirs = {
+        "meta.helm.sh/release-name": "karpenter",
+        "meta.helm.sh/release-namespace": "karpenter",
+    }
+
+    (finding,) = crd_findings(spot_free_stack, cluster_crds(theirs))
+
+    assert finding.severity == "blocking"
+    assert finding.message.startswith(
+        "The cluster runs Karpenter already (ec2nodeclasses.karpenter.k8s.aws: release karpenter"
+        " in karpenter;"
+    )
+    assert "gpu-platform:karpenter.install: false" in finding.action
+
+
+def test_an_existing_karpenter_of_the_pinned_version_has_every_field(
+    spot_free_stack: StackConfig,
+) -> None:
+    theirs = {
+        "meta.helm.sh/release-name": "karpenter",
+        "meta.helm.sh/release-namespace": "karpenter",
+    }
+
+    assert crd_findings(existing(spot_free_stack), cluster_crds(theirs)) == [
+        Finding(
+            "ok",
+            "cluster ml-karpenter-dev",
+            "The cluster's Karpenter CRDs have every field the pools set.",
+            "Nothing.",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("drop", "named"),
+    [
+        (
+            ("EC2NodeClass", "networkInterfaces"),
+            "ec2nodeclasses.karpenter.k8s.aws spec.networkInterfaces",
+        ),
+        (
+            ("EC2NodeClass", "capacityReservationSelectorTerms"),
+            "ec2nodeclasses.karpenter.k8s.aws spec.capacityReservationSelectorTerms",
+        ),
+        (("NodePool", "weight"), "nodepools.karpenter.sh spec.weight"),
+    ],
+)
+def test_an_older_karpenter_lacking_a_field_the_pools_set_blocks(
+    spot_free_stack: StackConfig, drop: tuple[str, str], named: str
+) -> None:
+    (finding,) = crd_findings(existing(spot_free_stack), cluster_crds(drop=drop))
+
+    assert finding.severity == "blocking"
+    assert finding.message == (
+        "The cluster's Karpenter CRDs lack fields the pools set, which its API server would drop"
+        f" without an error: {named}."
+    )
+
+
+def test_install_false_on_a_cluster_without_karpenter_blocks(
+    spot_free_stack: StackConfig,
+) -> None:
+    (finding,) = crd_findings(existing(spot_free_stack), cluster_crds(without=("NodeClaim",)))
+
+    assert finding == Finding(
+        "blocking",
+        "cluster ml-karpenter-dev",
+        "gpu-platform:karpenter.install is false, but the cluster has no nodeclaims.karpenter.sh:"
+        " no Karpenter runs there to launch the pools' nodes.",
+        "Install Karpenter, or set gpu-platform:karpenter.install: true.",
+    )
+
+
+def test_crds_the_check_may_not_read_are_a_warning(spot_free_stack: StackConfig) -> None:
+    def refused(name: str) -> Any:
+        response = requests.Response()
+        response.status_code = 403
+        raise requests.HTTPError(response=response)
+
+    (finding,) = crd_findings(spot_free_stack, refused)
+
+    assert (finding.severity, finding.message) == (
+        "warning",
+        "Cannot read the cluster's Karpenter CRDs: the Kubernetes API answered 403.",
+    )
