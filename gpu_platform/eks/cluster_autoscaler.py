@@ -16,7 +16,7 @@ import pulumi
 from pulumi_aws import iam
 from pulumi_kubernetes import helm
 
-from gpu_platform.config import ClusterAutoscalerSpec
+from gpu_platform.config import ClusterAutoscalerSpec, GpuPoolSpec
 from gpu_platform.eks.autoscaler_tags import cluster_discovery_tag
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.node_group_names import node_group_pattern
@@ -155,7 +155,7 @@ OTHER_GROUPS_PRIORITY = 50
 LOOKALIKE_PRIORITY = 1
 
 
-def expander_priorities(pools: Sequence[ResolvedPool]) -> str:
+def expander_priorities(pools: Sequence[GpuPoolSpec]) -> str:
     """The `priority` expander's configuration (priority -> node group name expressions), as the
     YAML text the chart puts in the `cluster-autoscaler-priority-expander` ConfigMap.
 
@@ -171,9 +171,9 @@ def expander_priorities(pools: Sequence[ResolvedPool]) -> str:
     (`not_prefixed_by`)."""
     by_capacity: dict[int, list[str]] = {}
     for pool in pools:
-        expression = f"^eks-{node_group_pattern(pool.spec.name)}-"
-        by_capacity.setdefault(CAPACITY_PRIORITIES[pool.spec.capacity], []).append(expression)
-    prefixes = sorted({f"eks-{pool.spec.name}-" for pool in pools})
+        expression = f"^eks-{node_group_pattern(pool.name)}-"
+        by_capacity.setdefault(CAPACITY_PRIORITIES[pool.capacity], []).append(expression)
+    prefixes = sorted({f"eks-{pool.name}-" for pool in pools})
     levels: list[tuple[int, str, list[str]]] = [
         (
             OTHER_GROUPS_PRIORITY,
@@ -246,6 +246,19 @@ def _class_char(char: str) -> str:
 # `extraArgs` as `--<key>=<value>`, dropping what follows a `_` in the key (templates/
 # deployment.yaml, chart 9.59.0), which is how a flag given twice would be spelt.
 BALANCING_IGNORED_LABELS = {"balancing-ignore-label": "nodegroup-name"}
+PRIORITY_CONFIG_MAP = "cluster-autoscaler-priority-expander"
+"""The ConfigMap the `priority` expander reads, under the key `priorities`, in the namespace of
+the autoscaler's `--namespace` flag (`PriorityConfigMapName`, expander/priority/priority.go)."""
+
+
+def autoscaler_args(spec: ClusterAutoscalerSpec) -> dict[str, Any]:
+    """The autoscaler's flags the platform depends on, as the chart's `extraArgs`."""
+    return {
+        "balance-similar-node-groups": spec.balance_similar_node_groups,
+        **(BALANCING_IGNORED_LABELS if spec.balance_similar_node_groups else {}),
+        # Groups of one priority are compared by the next expander of the list.
+        "expander": "priority,least-waste" if spec.expander == "priority" else spec.expander,
+    }
 
 
 def autoscaler_image(spec: ClusterAutoscalerSpec, kubernetes_version: str) -> ContainerImage | None:
@@ -267,7 +280,6 @@ def autoscaler_values(
     # The chart renders `<repository>:<tag>` (templates/deployment.yaml): a digest goes after
     # the tag.
     tag = image.tag if image.digest is None else f"{image.tag}@{image.digest}"
-    priority = spec.expander == "priority"
     return {
         "cloudProvider": "aws",
         "awsRegion": cluster.region,
@@ -276,13 +288,12 @@ def autoscaler_values(
         "autoDiscovery": {"clusterName": cluster.name},
         "image": {"repository": image.repository, "tag": tag},
         "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
-        "extraArgs": {
-            "balance-similar-node-groups": spec.balance_similar_node_groups,
-            **(BALANCING_IGNORED_LABELS if spec.balance_similar_node_groups else {}),
-            # Groups of one priority are compared by the next expander of the list.
-            "expander": "priority,least-waste" if priority else spec.expander,
-        },
-        **({"expanderPriorities": expander_priorities(pools)} if priority else {}),
+        "extraArgs": autoscaler_args(spec),
+        **(
+            {"expanderPriorities": expander_priorities([pool.spec for pool in pools])}
+            if spec.expander == "priority"
+            else {}
+        ),
         "resources": {
             "requests": {"cpu": "100m", "memory": "600Mi"},
             "limits": {"memory": "600Mi"},
@@ -299,4 +310,28 @@ def autoscaler_values(
             "readOnlyRootFilesystem": True,
             "capabilities": {"drop": ["ALL"]},
         },
+    }
+
+
+def own_autoscaler_settings(
+    spec: ClusterAutoscalerSpec, pools: Sequence[GpuPoolSpec]
+) -> dict[str, Any]:
+    """What a cluster that runs its own autoscaler (`autoscaler.install: false`) must give it for
+    the GPU pools to scale as the platform plans them: the flags, spelt as on its command line,
+    and the priority expander's ConfigMap text (None where the stack's expander is another)."""
+    flags = [
+        f"--{key}={str(value).lower() if isinstance(value, bool) else value}"
+        for key, value in autoscaler_args(spec).items()
+    ]
+    return {
+        "flags": flags,
+        "priorityConfigMap": (
+            {
+                "name": PRIORITY_CONFIG_MAP,
+                "key": "priorities",
+                "data": expander_priorities(pools),
+            }
+            if spec.expander == "priority"
+            else None
+        ),
     }
