@@ -48,6 +48,8 @@ _AUTOSCALER_REPOSITORY = re.compile(r"^cluster-autoscaler(?:-(?:amd64|arm64|s390
 
 Deployments = Callable[[], Sequence[Mapping[str, Any]]]
 """Reads every Deployment of the cluster, as the Kubernetes API returns them."""
+ConfigMaps = Callable[[str, str], Mapping[str, Any] | None]
+"""Reads a ConfigMap (namespace, name) as the Kubernetes API returns it; None where none is."""
 
 
 def removes_empty_nodes_at_zero(version: str) -> bool:
@@ -72,18 +74,24 @@ def image_tag(image: str) -> tuple[str, str]:
     return repository, tag
 
 
-def autoscaler_images(deployments: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
-    """`namespace/name` and image of every container that runs the cluster autoscaler."""
+def autoscaler_containers(
+    deployments: Iterable[Mapping[str, Any]],
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """`namespace/name` and container of every container that runs the cluster autoscaler."""
     found = []
     for deployment in deployments:
         metadata = deployment.get("metadata") or {}
         pod = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
         for container in pod.get("containers") or []:
-            image = container.get("image") or ""
-            repository, _ = image_tag(image)
+            repository, _ = image_tag(container.get("image") or "")
             if _AUTOSCALER_REPOSITORY.match(repository.rpartition("/")[2]):
-                found.append((f"{metadata.get('namespace')}/{metadata.get('name')}", image))
+                found.append((f"{metadata.get('namespace')}/{metadata.get('name')}", container))
     return found
+
+
+def autoscaler_images(deployments: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """`namespace/name` and image of every container that runs the cluster autoscaler."""
+    return [(where, c["image"]) for where, c in autoscaler_containers(deployments)]
 
 
 def running_autoscaler_finding(
@@ -175,6 +183,40 @@ def eks_token(session: boto3.Session, region: str, cluster_name: str) -> str:
     return _TOKEN_PREFIX + encoded
 
 
+_Get = Callable[[str, Mapping[str, str]], requests.Response]
+
+
+def _eks_api(
+    session: boto3.Session,
+    region: str,
+    cluster: Mapping[str, Any],
+    http: requests.Session | None,
+) -> Callable[[Callable[[_Get], Any]], Any]:
+    """Runs a reading of the EKS cluster's Kubernetes API with a fresh token, checked against
+    the cluster's certificate authority."""
+
+    def run(reading: Callable[[_Get], Any]) -> Any:
+        client = http or requests.Session()
+        token = eks_token(session, region, cluster["name"])
+        authority = base64.b64decode(cluster["certificateAuthority"]["data"])
+        with tempfile.NamedTemporaryFile(suffix=".crt") as ca:
+            ca.write(authority)
+            ca.flush()
+
+            def get(path: str, params: Mapping[str, str]) -> requests.Response:
+                return client.get(
+                    f"{cluster['endpoint']}{path}",
+                    params=params,
+                    headers={"Authorization": f"Bearer {token}"},
+                    verify=ca.name,
+                    timeout=TIMEOUT_SECONDS,
+                )
+
+            return reading(get)
+
+    return run
+
+
 def eks_deployments(
     session: boto3.Session,
     region: str,
@@ -184,29 +226,42 @@ def eks_deployments(
     """Every Deployment of the EKS cluster `cluster` (as DescribeCluster returns it), page by
     page, read when called."""
 
-    def read() -> Sequence[Mapping[str, Any]]:
-        client = http or requests.Session()
-        token = eks_token(session, region, cluster["name"])
-        authority = base64.b64decode(cluster["certificateAuthority"]["data"])
+    def pages(get: _Get) -> Sequence[Mapping[str, Any]]:
         found: list[Mapping[str, Any]] = []
-        with tempfile.NamedTemporaryFile(suffix=".crt") as ca:
-            ca.write(authority)
-            ca.flush()
-            params = {"limit": "500"}
-            while True:
-                response = client.get(
-                    f"{cluster['endpoint']}/apis/apps/v1/deployments",
-                    params=params,
-                    headers={"Authorization": f"Bearer {token}"},
-                    verify=ca.name,
-                    timeout=TIMEOUT_SECONDS,
-                )
-                response.raise_for_status()
-                page = response.json()
-                found += page.get("items") or []
-                following = (page.get("metadata") or {}).get("continue")
-                if not following:
-                    return found
-                params = {"limit": "500", "continue": following}
+        params = {"limit": "500"}
+        while True:
+            response = get("/apis/apps/v1/deployments", params)
+            response.raise_for_status()
+            page = response.json()
+            found += page.get("items") or []
+            following = (page.get("metadata") or {}).get("continue")
+            if not following:
+                return found
+            params = {"limit": "500", "continue": following}
+
+    run = _eks_api(session, region, cluster, http)
+    return lambda: run(pages)
+
+
+def eks_config_maps(
+    session: boto3.Session,
+    region: str,
+    cluster: Mapping[str, Any],
+    http: requests.Session | None = None,
+) -> ConfigMaps:
+    """A ConfigMap of the EKS cluster `cluster` by namespace and name, None where none is."""
+    run = _eks_api(session, region, cluster, http)
+
+    def read(namespace: str, name: str) -> Mapping[str, Any] | None:
+        def one(get: _Get) -> Mapping[str, Any] | None:
+            response = get(f"/api/v1/namespaces/{namespace}/configmaps/{name}", {})
+            if response.status_code == 404:
+                return None
+            response.raise_for_status()
+            found: Mapping[str, Any] = response.json()
+            return found
+
+        result: Mapping[str, Any] | None = run(one)
+        return result
 
     return read
