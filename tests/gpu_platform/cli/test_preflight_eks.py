@@ -1805,7 +1805,7 @@ def test_the_running_autoscalers_flags_and_priorities_are_read_from_its_namespac
     cluster(aws)
     pod_identity_agent(aws)
     quota(quotas, SPOT_G, 32)
-    autoscaler = copy.deepcopy(OLD_AUTOSCALER)
+    autoscaler: dict[str, Any] = copy.deepcopy(OLD_AUTOSCALER)
     # As the chart renders it (templates/deployment.yaml, chart 9.59.0): the ConfigMap is read
     # in `--namespace` (`configNamespace`, expander/factory/expander_factory.go, 1.35.2).
     autoscaler["spec"]["template"]["spec"]["containers"][0]["command"] = [
