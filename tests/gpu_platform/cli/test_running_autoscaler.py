@@ -164,6 +164,14 @@ def test_the_token_is_a_presigned_get_caller_identity_naming_the_cluster() -> No
     assert query["X-Amz-Credential"][0].startswith("AKIDEXAMPLE/")
 
 
+# The cluster as DescribeCluster returns it, its certificate authority in base64.
+CLUSTER = {
+    "name": "ml-dev",
+    "endpoint": "https://abcdef.gr7.us-east-1.eks.amazonaws.com",
+    "certificateAuthority": {"data": base64.b64encode(b"CA PEM").decode()},
+}
+
+
 class Pages(BaseAdapter):
     """Answers the Deployment list in two pages, recording each request."""
 
@@ -194,13 +202,8 @@ def test_deployments_are_read_page_by_page_with_the_token_against_the_clusters_c
     http = requests.Session()
     pages = Pages()
     http.mount("https://", pages)
-    cluster = {
-        "name": "ml-dev",
-        "endpoint": "https://abcdef.gr7.us-east-1.eks.amazonaws.com",
-        "certificateAuthority": {"data": base64.b64encode(b"CA PEM").decode()},
-    }
 
-    found = eks_deployments(session(), "us-east-1", cluster, http)()
+    found = eks_deployments(session(), "us-east-1", CLUSTER, http)()
 
     assert [d["metadata"]["name"] for d in found] == ["first", "second"]
     (first, ca), (second, _) = pages.requests
@@ -242,12 +245,7 @@ def test_a_config_map_is_read_by_namespace_and_name_and_a_missing_one_is_none() 
     http = requests.Session()
     answers = OneConfigMap()
     http.mount("https://", answers)
-    cluster = {
-        "name": "ml-dev",
-        "endpoint": "https://abcdef.gr7.us-east-1.eks.amazonaws.com",
-        "certificateAuthority": {"data": base64.b64encode(b"CA PEM").decode()},
-    }
-    read = eks_config_maps(session(), "us-east-1", cluster, http)
+    read = eks_config_maps(session(), "us-east-1", CLUSTER, http)
 
     found = read("kube-system", "cluster-autoscaler-priority-expander")
 
