@@ -27,8 +27,8 @@ import yaml
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.running_autoscaler import ConfigMaps, removes_empty_nodes_at_zero
 from gpu_platform.config import StackConfig, key_path
+from gpu_platform.eks.autoscaler_settings import BALANCING_IGNORED_LABELS, PRIORITY_CONFIG_MAP
 from gpu_platform.eks.autoscaler_tags import EMPTY_NODE_THRESHOLD
-from gpu_platform.eks.cluster_autoscaler import BALANCING_IGNORED_LABELS, PRIORITY_CONFIG_MAP
 
 _BOOL_FLAGS = {"balance-similar-node-groups"}
 _THRESHOLD_FLAGS = ("scale-down-utilization-threshold", "scale-down-gpu-utilization-threshold")

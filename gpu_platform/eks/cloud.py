@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import pulumi
 
 from gpu_platform.config import ConfigError, ConfigProblem, StackConfig, key_path
+from gpu_platform.eks.autoscaler_settings import own_autoscaler_settings
 from gpu_platform.eks.cluster import (
     EksCluster,
     Subnet,
@@ -27,7 +28,6 @@ from gpu_platform.eks.cluster_autoscaler import (
     ClusterAutoscaler,
     ClusterAutoscalerArgs,
     autoscaler_image,
-    own_autoscaler_settings,
 )
 from gpu_platform.eks.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from gpu_platform.eks.iam_roles import deploy_role_tags
@@ -272,7 +272,7 @@ class EksCloud:
         `deployRoleTags`, the tags the stack's deploy role needs for its policy
         (`gpu_platform.eks.iam_roles.deploy_role_tags`); where the cluster runs its own
         autoscaler, `ownAutoscaler`, the flags and priority ConfigMap it must be given
-        (`gpu_platform.eks.cluster_autoscaler.own_autoscaler_settings`)."""
+        (`gpu_platform.eks.autoscaler_settings.own_autoscaler_settings`)."""
         secret = self.config.is_secret("cluster")
         outputs: dict[str, Any] = {
             "nodeSubnets": secret_if(secret, node_subnets_output(self._subnets)),

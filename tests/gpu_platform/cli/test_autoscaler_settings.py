@@ -10,7 +10,7 @@ from typing import Any
 from gpu_platform.cli.autoscaler_settings import autoscaler_settings_findings, parse_flags
 from gpu_platform.cli.findings import Finding
 from gpu_platform.config import StackConfig
-from gpu_platform.eks.cluster_autoscaler import own_autoscaler_settings
+from gpu_platform.eks.autoscaler_settings import own_autoscaler_settings
 
 SUBJECT = "cluster ml-dev autoscaler settings"
 CONFIG_MAP = "cluster-autoscaler-priority-expander"
