@@ -273,6 +273,7 @@ def print_plan(plan: Plan, console: Console) -> None:
     print_pool_software(plan, console)
     print_replacing_settings(plan, console)
     print_node_subnets(plan, console)
+    print_own_autoscaler(plan, console)
     console.print("\n[bold]Outputs[/bold]")
     for name, value in _shown_outputs(plan).items():
         console.print(f"  {name}: {_short(value)}", highlight=False)
@@ -333,6 +334,31 @@ def print_node_subnets(plan: Plan, console: Console) -> None:
         for subnet in subnets[key]:
             line = f"  {heading} {subnet['id']} ({subnet['zone']}): {subnet['why']}"
             console.print(escape(line), highlight=False)
+
+
+def print_own_autoscaler(plan: Plan, console: Console) -> None:
+    """Where the cluster runs its own autoscaler, the flags and the priority expander's
+    ConfigMap it must be given, which the stack cannot set on it."""
+    settings: Mapping[str, Any] | None = _output_section(
+        plan, console, "ownAutoscaler", "Settings for the cluster's own autoscaler"
+    )
+    if settings is None:
+        return
+    console.print("  Add to its container's arguments:", highlight=False)
+    for flag in settings["flags"]:
+        console.print(f"    {escape(flag)}", highlight=False)
+    config_map = settings["priorityConfigMap"]
+    if config_map is None:
+        return
+    console.print(
+        escape(
+            f"  Create ConfigMap {config_map['name']} in the namespace of its --namespace flag"
+            f" (kube-system unless set), key {config_map['key']}:"
+        ),
+        highlight=False,
+    )
+    for line in config_map["data"].splitlines():
+        console.print(f"    {escape(line)}", highlight=False)
 
 
 def _output_section(plan: Plan, console: Console, name: str, title: str) -> Any:

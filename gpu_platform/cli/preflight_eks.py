@@ -18,6 +18,8 @@ Read-only AWS calls (credentials from the usual AWS environment or profile) chec
 - where the stack installs no cluster autoscaler, the one the cluster runs, from its Deployment
   through the cluster's Kubernetes API (`gpu_platform.cli.running_autoscaler`): a release that
   keeps empty nodes at a threshold of 0, or made for another Kubernetes minor, is a warning;
+  and its flags and priority ConfigMap against what the GPU pools rely on
+  (`gpu_platform.cli.autoscaler_settings`);
 - under Karpenter, the cluster's authentication mode, the Spot service-linked role and
   Karpenter's CRDs in the cluster (`gpu_platform.cli.preflight_karpenter`).
 """
@@ -26,10 +28,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 import boto3
+import requests
 from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
@@ -43,6 +46,7 @@ from botocore.exceptions import (
 )
 from botocore.retries.standard import RetryEventAdapter, ThrottlingErrorDetector
 
+from gpu_platform.cli.autoscaler_settings import autoscaler_settings_findings
 from gpu_platform.cli.cli import fail
 from gpu_platform.cli.deadline import MAX_ATTEMPTS, Call, Calls, Deadline, DeadlinePassed
 from gpu_platform.cli.findings import Finding
@@ -54,8 +58,12 @@ from gpu_platform.cli.preflight_karpenter import (
 )
 from gpu_platform.cli.reachability import reachability_findings
 from gpu_platform.cli.running_autoscaler import (
+    ConfigMaps,
     Deployments,
+    autoscaler_containers,
+    eks_config_maps,
     eks_deployments,
+    image_tag,
     running_autoscaler_finding,
 )
 from gpu_platform.cli.vpc_cni import vpc_cni_findings
@@ -141,6 +149,9 @@ class AwsClients:
     crds: Callable[[Mapping[str, Any]], CustomResourceDefinitions] | None = None
     """The CRDs of a cluster (as DescribeCluster returns it), through its Kubernetes API; None
     leaves Karpenter's unchecked."""
+    config_maps: Callable[[Mapping[str, Any]], ConfigMaps] | None = None
+    """The ConfigMaps of a cluster, likewise; None leaves the running autoscaler's priorities
+    and flags unchecked."""
 
     @classmethod
     def for_region(
@@ -179,6 +190,7 @@ class AwsClients:
             # Only a Karpenter stack reads IAM: the others load no IAM model.
             session.client("iam", config=config) if karpenter else None,
             lambda cluster: eks_crds(session, region, cluster),
+            lambda cluster: eks_config_maps(session, region, cluster),
         )
 
 
@@ -624,8 +636,20 @@ def _running_autoscaler_findings(
         return []
     if clients.deployments is None:
         return []
-    deployments = clients.deployments(cluster)
-    return [running_autoscaler_finding(config, cluster["version"], deployments)]
+    # Read once for both checks.
+    deployments = cache(clients.deployments(cluster))
+    findings = [running_autoscaler_finding(config, cluster["version"], deployments)]
+    if clients.config_maps is None:
+        return findings
+    try:
+        running = autoscaler_containers(deployments())
+    except requests.RequestException:
+        return findings  # the finding above says it could not read them
+    config_maps = clients.config_maps(cluster)
+    for _, container in running:
+        _, release = image_tag(container["image"])
+        findings += autoscaler_settings_findings(config, container, release, config_maps)
+    return findings
 
 
 def _pod_identity_user(config: StackConfig) -> str | None:

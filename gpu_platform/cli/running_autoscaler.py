@@ -49,6 +49,8 @@ _AUTOSCALER_REPOSITORY = re.compile(r"^cluster-autoscaler(?:-(?:amd64|arm64|s390
 
 Deployments = Callable[[], Sequence[Mapping[str, Any]]]
 """Reads every Deployment of the cluster, as the Kubernetes API returns them."""
+ConfigMaps = Callable[[str, str], Mapping[str, Any] | None]
+"""Reads a ConfigMap (namespace, name) as the Kubernetes API returns it; None where none is."""
 
 
 def removes_empty_nodes_at_zero(version: str) -> bool:
@@ -73,18 +75,24 @@ def image_tag(image: str) -> tuple[str, str]:
     return repository, tag
 
 
-def autoscaler_images(deployments: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
-    """`namespace/name` and image of every container that runs the cluster autoscaler."""
+def autoscaler_containers(
+    deployments: Iterable[Mapping[str, Any]],
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """`namespace/name` and container of every container that runs the cluster autoscaler."""
     found = []
     for deployment in deployments:
         metadata = deployment.get("metadata") or {}
         pod = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
         for container in pod.get("containers") or []:
-            image = container.get("image") or ""
-            repository, _ = image_tag(image)
+            repository, _ = image_tag(container.get("image") or "")
             if _AUTOSCALER_REPOSITORY.match(repository.rpartition("/")[2]):
-                found.append((f"{metadata.get('namespace')}/{metadata.get('name')}", image))
+                found.append((f"{metadata.get('namespace')}/{metadata.get('name')}", container))
     return found
+
+
+def autoscaler_images(deployments: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """`namespace/name` and image of every container that runs the cluster autoscaler."""
+    return [(where, c["image"]) for where, c in autoscaler_containers(deployments)]
 
 
 def running_autoscaler_finding(
@@ -198,6 +206,26 @@ def eks_deployments(
                 if not following:
                     return found
                 params = {"limit": "500", "continue": following}
+
+    return read
+
+
+def eks_config_maps(
+    session: boto3.Session,
+    region: str,
+    cluster: Mapping[str, Any],
+    http: requests.Session | None = None,
+) -> ConfigMaps:
+    """A ConfigMap of the EKS cluster `cluster` by namespace and name, None where none is."""
+
+    def read(namespace: str, name: str) -> Mapping[str, Any] | None:
+        with eks_api(session, region, cluster, http) as get:
+            response = get(f"/api/v1/namespaces/{namespace}/configmaps/{name}", {})
+            if response.status_code == 404:
+                return None
+            response.raise_for_status()
+            found: Mapping[str, Any] = response.json()
+            return found
 
     return read
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import pulumi
 
 from gpu_platform.config import ConfigError, ConfigProblem, StackConfig, key_path
+from gpu_platform.eks.autoscaler_settings import own_autoscaler_settings
 from gpu_platform.eks.cluster import (
     EksCluster,
     Subnet,
@@ -287,12 +288,21 @@ class EksCloud:
     def stack_outputs(self) -> dict[str, Any]:
         """`nodeSubnets` (`gpu_platform.eks.cluster.node_subnets_output`), and
         `deployRoleTags`, the tags the stack's deploy role needs for its policy
-        (`gpu_platform.eks.iam_roles.deploy_role_tags`)."""
+        (`gpu_platform.eks.iam_roles.deploy_role_tags`); where the cluster runs its own
+        autoscaler, `ownAutoscaler`, the flags and priority ConfigMap it must be given
+        (`gpu_platform.eks.autoscaler_settings.own_autoscaler_settings`)."""
         secret = self.config.is_secret("cluster")
-        return {
+        outputs: dict[str, Any] = {
             "nodeSubnets": secret_if(secret, node_subnets_output(self._subnets)),
             "deployRoleTags": secret_if(secret, deploy_role_tags(self.cluster)),
         }
+        autoscaler = self.config.autoscaler
+        if self.config.provisioner == "cluster-autoscaler" and not autoscaler.install:
+            outputs["ownAutoscaler"] = secret_if(
+                self.config.is_secret("pools"),
+                own_autoscaler_settings(autoscaler, self.config.pools),
+            )
+        return outputs
 
     def _node_subnets(self) -> list[Subnet]:
         """The private ones of `cluster.nodeSubnetIds`, else of the cluster's subnets; a

@@ -1,6 +1,7 @@
 """What the command's tests share: no `preflight` reaches a real chart repository, and a network
 that never answers."""
 
+import copy
 import socket
 import threading
 from collections.abc import Iterator
@@ -8,6 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from gpu_platform.cli import preflight
+from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.config import StackConfig, load_stack_config
 
 # An excerpt of a Helm repository index (`helm repo index` writes this shape).
 CHART_INDEX = b"""apiVersion: v1
@@ -24,6 +27,16 @@ entries:
     version: v26.1.0
 generated: "2026-11-01T00:00:00Z"
 """
+
+
+@pytest.fixture
+def own_autoscaler_stack() -> StackConfig:
+    """The dev stack on a cluster that runs its own cluster autoscaler."""
+    values = copy.deepcopy(stack_config("dev"))
+    values["gpu-platform:autoscaler"] = {"install": False}
+    return load_stack_config(
+        {k.removeprefix("gpu-platform:"): v for k, v in values.items() if k.startswith("gpu-")}
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,12 @@ from typer.testing import CliRunner
 
 from gpu_platform.cli import offline
 from gpu_platform.cli.app import app
-from gpu_platform.cli.plan import EXIT_CONFIG_ERROR, plan_as_json, print_node_subnets
+from gpu_platform.cli.plan import (
+    EXIT_CONFIG_ERROR,
+    plan_as_json,
+    print_node_subnets,
+    print_own_autoscaler,
+)
 from gpu_platform.cli.stand_ins import aws as stand_in
 from tests.repository import POLICY_PACK
 
@@ -144,6 +149,38 @@ def test_plan_shows_the_subnets_gpu_nodes_use_then_those_left_out_with_why() -> 
         " sends ::/0 to eigw-0bbb0000bbbb0000b",
         "  left out subnet-0ccc0000cccc0000c (us-east-1a): public: route table"
         " rtb-0ccc0000cccc0000c sends 0.0.0.0/0 to igw-0ccc0000cccc0000c",
+    ]
+
+
+def test_plan_shows_what_a_clusters_own_autoscaler_must_be_given() -> None:
+    own = {
+        "flags": ["--balance-similar-node-groups=true", "--expander=priority,least-waste"],
+        "priorityConfigMap": {
+            "name": "cluster-autoscaler-priority-expander",
+            "key": "priorities",
+            "data": "50:\n  - '^(?:$|[^e])'\n10:\n  - '^eks-t4-'\n",
+        },
+    }
+    printed = io.StringIO()
+
+    print_own_autoscaler(
+        offline.Plan(stack="dev", outputs={"ownAutoscaler": own}), Console(file=printed, width=300)
+    )
+
+    # The ConfigMap the priority expander reads in the autoscaler's `--namespace`
+    # (expander/priority/priority.go and expander/factory/expander_factory.go, 1.35.2).
+    assert printed.getvalue().splitlines() == [
+        "",
+        "Settings for the cluster's own autoscaler",
+        "  Add to its container's arguments:",
+        "    --balance-similar-node-groups=true",
+        "    --expander=priority,least-waste",
+        "  Create ConfigMap cluster-autoscaler-priority-expander in the namespace of its"
+        " --namespace flag (kube-system unless set), key priorities:",
+        "    50:",
+        "      - '^(?:$|[^e])'",
+        "    10:",
+        "      - '^eks-t4-'",
     ]
 
 

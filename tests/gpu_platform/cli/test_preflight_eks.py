@@ -1800,3 +1800,35 @@ def test_a_stack_that_installs_the_autoscaler_does_not_read_the_clusters(
     findings = preflight_eks.preflight(stack(), replace(aws, deployments=deployments))
 
     assert not any(f.subject.endswith("autoscaler") for f in findings)
+
+
+def test_the_running_autoscalers_flags_and_priorities_are_read_from_its_namespace(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    autoscaler: dict[str, Any] = copy.deepcopy(OLD_AUTOSCALER)
+    # As the chart renders it (templates/deployment.yaml, chart 9.59.0): the ConfigMap is read
+    # in `--namespace` (`configNamespace`, expander/factory/expander_factory.go, 1.35.2).
+    autoscaler["spec"]["template"]["spec"]["containers"][0]["command"] = [
+        "./cluster-autoscaler",
+        "--namespace=autoscaling",
+        "--expander=priority,least-waste",
+    ]
+    asked: list[tuple[str, str]] = []
+
+    def config_maps(described: Any) -> Callable[[str, str], None]:
+        def read(namespace: str, name: str) -> None:
+            asked.append((namespace, name))
+
+        return read
+
+    findings = preflight_eks.preflight(
+        stack(own_autoscaler),
+        replace(aws, deployments=lambda _: lambda: [autoscaler], config_maps=config_maps),
+    )
+
+    assert asked == [("autoscaling", "cluster-autoscaler-priority-expander")]
+    settings = [f for f in findings if f.subject == "cluster ml-dev autoscaler settings"]
+    assert [f.severity for f in settings] == ["warning"] * 3

@@ -2,7 +2,6 @@
 an empty node at a threshold of 0, the findings, the EKS token and the paged Deployment list."""
 
 import base64
-import copy
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,13 +16,13 @@ from requests.adapters import BaseAdapter
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.running_autoscaler import (
     autoscaler_images,
+    eks_config_maps,
     eks_deployments,
     eks_token,
     removes_empty_nodes_at_zero,
     running_autoscaler_finding,
 )
-from gpu_platform.cli.stack_files import stack_config
-from gpu_platform.config import StackConfig, load_stack_config
+from gpu_platform.config import StackConfig
 
 SUBJECT = "cluster ml-dev autoscaler"
 
@@ -83,19 +82,11 @@ def test_autoscaler_images_are_found_by_repository_whatever_the_registry() -> No
     ]
 
 
-def own_autoscaler_stack() -> StackConfig:
-    values = copy.deepcopy(stack_config("dev"))
-    values["gpu-platform:autoscaler"] = {"install": False}
-    return load_stack_config(
-        {k.removeprefix("gpu-platform:"): v for k, v in values.items() if k.startswith("gpu-")}
-    )
-
-
-def test_an_autoscaler_before_the_fix_is_a_warning() -> None:
+def test_an_autoscaler_before_the_fix_is_a_warning(own_autoscaler_stack: StackConfig) -> None:
     image = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.0"
     old = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.34.2"
 
-    finding = running_autoscaler_finding(own_autoscaler_stack(), "1.34", lambda: [deployment(old)])
+    finding = running_autoscaler_finding(own_autoscaler_stack, "1.34", lambda: [deployment(old)])
 
     assert finding == Finding(
         "warning",
@@ -107,16 +98,14 @@ def test_an_autoscaler_before_the_fix_is_a_warning() -> None:
         " or later), or set gpu-platform:autoscaler.install: true.",
     )
     assert running_autoscaler_finding(
-        own_autoscaler_stack(), "1.35", lambda: [deployment(image)]
+        own_autoscaler_stack, "1.35", lambda: [deployment(image)]
     ) == Finding("ok", SUBJECT, f"kube-system/ca runs {image}.", "Nothing.")
 
 
-def test_an_autoscaler_of_another_minor_is_a_warning() -> None:
+def test_an_autoscaler_of_another_minor_is_a_warning(own_autoscaler_stack: StackConfig) -> None:
     image = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.6"
 
-    finding = running_autoscaler_finding(
-        own_autoscaler_stack(), "1.35", lambda: [deployment(image)]
-    )
+    finding = running_autoscaler_finding(own_autoscaler_stack, "1.35", lambda: [deployment(image)])
 
     assert finding.severity == "warning"
     assert finding.message == (
@@ -125,8 +114,8 @@ def test_an_autoscaler_of_another_minor_is_a_warning() -> None:
     )
 
 
-def test_no_autoscaler_at_all_is_a_warning() -> None:
-    finding = running_autoscaler_finding(own_autoscaler_stack(), "1.35", lambda: [])
+def test_no_autoscaler_at_all_is_a_warning(own_autoscaler_stack: StackConfig) -> None:
+    finding = running_autoscaler_finding(own_autoscaler_stack, "1.35", lambda: [])
 
     assert finding == Finding(
         "warning",
@@ -137,13 +126,15 @@ def test_no_autoscaler_at_all_is_a_warning() -> None:
     )
 
 
-def test_a_refused_list_is_a_warning_that_says_what_to_check() -> None:
+def test_a_refused_list_is_a_warning_that_says_what_to_check(
+    own_autoscaler_stack: StackConfig,
+) -> None:
     def refused() -> Sequence[Mapping[str, Any]]:
         response = requests.Response()
         response.status_code = 403
         raise requests.HTTPError(response=response)
 
-    finding = running_autoscaler_finding(own_autoscaler_stack(), "1.35", refused)
+    finding = running_autoscaler_finding(own_autoscaler_stack, "1.35", refused)
 
     assert finding.severity == "warning"
     assert finding.message == (
@@ -171,6 +162,14 @@ def test_the_token_is_a_presigned_get_caller_identity_naming_the_cluster() -> No
     assert query["Action"] == ["GetCallerIdentity"]
     assert query["X-Amz-SignedHeaders"] == ["host;x-k8s-aws-id"]
     assert query["X-Amz-Credential"][0].startswith("AKIDEXAMPLE/")
+
+
+# The cluster as DescribeCluster returns it, its certificate authority in base64.
+CLUSTER = {
+    "name": "ml-dev",
+    "endpoint": "https://abcdef.gr7.us-east-1.eks.amazonaws.com",
+    "certificateAuthority": {"data": base64.b64encode(b"CA PEM").decode()},
+}
 
 
 class Pages(BaseAdapter):
@@ -203,13 +202,8 @@ def test_deployments_are_read_page_by_page_with_the_token_against_the_clusters_c
     http = requests.Session()
     pages = Pages()
     http.mount("https://", pages)
-    cluster = {
-        "name": "ml-dev",
-        "endpoint": "https://abcdef.gr7.us-east-1.eks.amazonaws.com",
-        "certificateAuthority": {"data": base64.b64encode(b"CA PEM").decode()},
-    }
 
-    found = eks_deployments(session(), "us-east-1", cluster, http)()
+    found = eks_deployments(session(), "us-east-1", CLUSTER, http)()
 
     assert [d["metadata"]["name"] for d in found] == ["first", "second"]
     (first, ca), (second, _) = pages.requests
@@ -219,3 +213,45 @@ def test_deployments_are_read_page_by_page_with_the_token_against_the_clusters_c
     assert second.url is not None and second.url.endswith("limit=500&continue=page-2")
     assert str(first.headers["Authorization"]).startswith("Bearer k8s-aws-v1.")
     assert ca == "CA PEM"
+
+
+class OneConfigMap(BaseAdapter):
+    """Answers a ConfigMap read: the priority expander's in kube-system, 404 elsewhere."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+
+    def send(  # type: ignore[override]
+        self, request: requests.PreparedRequest, **kwargs: Any
+    ) -> requests.Response:
+        self.urls.append(request.url or "")
+        response = requests.Response()
+        found = "/namespaces/kube-system/" in (request.url or "")
+        response.status_code = 200 if found else 404
+        response._content = json.dumps(
+            {"kind": "ConfigMap", "data": {"priorities": "10:\n  - '.*'\n"}}
+            if found
+            else {"kind": "Status", "reason": "NotFound", "code": 404}
+        ).encode()
+        response.url = request.url or ""
+        return response
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_config_map_is_read_by_namespace_and_name_and_a_missing_one_is_none() -> None:
+    http = requests.Session()
+    answers = OneConfigMap()
+    http.mount("https://", answers)
+    read = eks_config_maps(session(), "us-east-1", CLUSTER, http)
+
+    found = read("kube-system", "cluster-autoscaler-priority-expander")
+
+    assert found is not None and found["data"] == {"priorities": "10:\n  - '.*'\n"}
+    assert read("autoscaler", "cluster-autoscaler-priority-expander") is None
+    assert answers.urls[0] == (
+        "https://abcdef.gr7.us-east-1.eks.amazonaws.com/api/v1/namespaces/kube-system/configmaps/"
+        "cluster-autoscaler-priority-expander"
+    )

@@ -567,3 +567,52 @@ def test_clusters_running_their_own_autoscaler_get_none_but_keep_the_hints(
     assert plan.of_type(RELEASE) == [plan.named("gpu-operator", RELEASE)]
     assert [a.inputs["serviceAccount"] for a in plan.of_type(ASSOCIATION)] == ["aws-node"]
     assert "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu" in asg_tags(plan)
+
+
+def own_autoscaler_config_map(plan: Plan) -> dict[str, Any]:
+    """The ConfigMap a user makes from the stack output `ownAutoscaler`."""
+    config_map = plan.outputs["ownAutoscaler"]["priorityConfigMap"]
+    return {"metadata": {"name": config_map["name"]}, "data": {"priorities": config_map["data"]}}
+
+
+def test_a_cluster_running_its_own_autoscaler_is_told_the_flags_it_needs(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    dev_config["gpu-platform:autoscaler"] = {"install": False}
+
+    plan = plan_for(dev_config)
+
+    # Spelt as pflag reads them (config/flags/flags.go, cluster-autoscaler-1.35.2): the priority
+    # expander then least-waste, balancing, and the label that names each zonal group
+    # (kubernetes/autoscaler#6954, processors/nodegroupset/aws_nodegroups.go).
+    assert plan.outputs["ownAutoscaler"]["flags"] == [
+        "--balance-similar-node-groups=true",
+        "--balancing-ignore-label=nodegroup-name",
+        "--expander=priority,least-waste",
+    ]
+    # `PriorityConfigMapName` and `ConfigMapKey`, expander/priority/priority.go (1.35.2).
+    assert plan.outputs["ownAutoscaler"]["priorityConfigMap"]["name"] == (
+        "cluster-autoscaler-priority-expander"
+    )
+    assert plan.outputs["ownAutoscaler"]["priorityConfigMap"]["key"] == "priorities"
+
+
+def test_the_priorities_given_to_a_clusters_own_autoscaler_keep_cpu_pods_off_gpu_pools(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    config = with_pools_of_every_capacity(dev_config)
+    config["gpu-platform:autoscaler"] = {"install": False}
+    plan = plan_for(config)
+    gpu_groups = [asg_name(plan, pool) for pool in ("t4-shared", "l4", "a10g", "h100")]
+
+    # BestOptions (expander/priority/priority.go, cluster-autoscaler-1.35.2) over the ConfigMap
+    # made from the output: the CPU group alone for a CPU pod, capacity paid for for a GPU pod.
+    config_map = own_autoscaler_config_map(plan)
+    assert best_options(config_map, [*gpu_groups, CPU_GROUP]) == [CPU_GROUP]
+    assert best_options(config_map, gpu_groups) == [asg_name(plan, "h100")]
+
+
+def test_a_stack_that_installs_the_autoscaler_exports_no_settings_for_one(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    assert "ownAutoscaler" not in plan_for(dev_config).outputs

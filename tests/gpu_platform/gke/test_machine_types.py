@@ -9,6 +9,7 @@ from gpu_platform.gke.machine_types import (
     N1_GPU_VCPU_LIMITS,
     boot_disk_types,
     gpu_shape,
+    machine_size,
 )
 from gpu_platform.node_identity import GpuShape
 
@@ -151,3 +152,26 @@ def test_boot_disk_types_follow_the_machine_series(
 ) -> None:
     types = boot_disk_types(machine_type)
     assert (types[0], set(types)) == (default, allowed)
+
+
+# Every machine type a GKE pool may name whose GPUs come with it: `fit` judges a pod's CPU and
+# memory on it only where its size is held. A4's (a4-highgpu-8g) is not: no stored source gives
+# it (Compute Engine's "Accelerator-optimized machine family",
+# https://cloud.google.com/compute/docs/accelerator-optimized-machines, has it in its A4 table,
+# which the stored copies of the page do not reach). Adding it turns this case into a pass,
+# which fails until the mark is removed.
+@pytest.mark.parametrize(
+    "machine_type",
+    [
+        pytest.param(
+            name,
+            marks=pytest.mark.xfail(strict=True, reason="A4's size has no stored source"),
+        )
+        if name.startswith("a4-")
+        else name
+        for series in FIXED_GPU_SERIES
+        for name in series.gpus
+    ],
+)
+def test_every_gke_machine_type_with_its_own_gpus_has_a_size(machine_type: str) -> None:
+    assert machine_size(machine_type) is not None
