@@ -224,6 +224,7 @@ def check_pods_on_pools(
                 partial(selected_pools, pod)
                 if labels_of is None
                 else partial(_admitting, pod, pools, labels_of),
+                resource.urn,
             )
             for pool in (pools[name] for name in names or () if name in pools):
                 findings.check(

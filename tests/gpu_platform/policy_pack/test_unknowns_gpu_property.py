@@ -22,8 +22,8 @@ Two corpora, each element bad in its own way:
 For each element (container 2 of 3, template 2 of 2, ...), every field within it (the element
 itself, every mapping, list and value under it) is in turn replaced by the unknown value: the
 violations of the other elements, and of the pod, must all still be reported. With the whole
-element unknown,
-each policy that found a violation in it notes that it skipped that element, by its path.
+element unknown, each policy that found a violation in it reports, through the advisory
+`checks-deferred-at-preview` against the resource, that it skipped that element, by its path.
 """
 
 from collections.abc import Callable, Iterator
@@ -45,7 +45,6 @@ from tests.gpu_platform.policy_pack.builders import (
 )
 from tests.gpu_platform.policy_pack.test_unknowns_property import FieldPath, fields, with_unknown
 
-Notes = Callable[[], list[str]]
 DEFERRED = "checks-deferred-at-preview"
 CONTAINER_POLICIES = (
     "gpu-pods-pinned-images",
@@ -276,25 +275,26 @@ ELEMENTS = [(kind, index) for kind, case in CORPUS.items() for index in range(le
 
 
 @pytest.mark.parametrize(("kind", "index"), ELEMENTS)
-def test_a_whole_element_not_known_is_noted_by_each_policy_that_judges_it(
-    analyze: Analyze, new_notes: Notes, kind: str, index: int
+def test_a_whole_element_not_known_is_reported_deferred_by_each_policy_that_judges_it(
+    analyze: Analyze, kind: str, index: int
 ) -> None:
     case = CORPUS[kind]
     original, elements = case.build()
     unknown = elements[index]
+    planned = variant(original, original.name, unknown.path)
 
-    verdicts = analyze(
-        *stack(), variant(original, original.name, unknown.path), config=config(case)
-    )
+    verdicts = analyze(*stack(), planned, config=config(case))
 
     reported = found(verdicts).get(original.name, [])
     others = [e for e in elements if e != unknown]
     assert {p for p, m in reported if any(of(e, m) for e in others)} == set(case.policies)
     assert [m for _, m in reported if of(unknown, m)] == []
-    noted = {
+    deferred = {
         policy
         for policy in case.policies
-        for note in new_notes()
-        if note.startswith(f'policy "{policy}" skipped checks') and unknown.markers[0] in note
+        for verdict in verdicts
+        if (verdict.policy_name, verdict.urn) == (DEFERRED, planned.urn)
+        and verdict.message.startswith(f'policy "{policy}" could not check this at preview')
+        and unknown.markers[0] in verdict.message
     }
-    assert noted == set(case.policies)
+    assert deferred == set(case.policies)
