@@ -36,14 +36,16 @@ import pytest
 from gpu_platform.cli.offline import PlannedResource
 from tests.gpu_platform.policy_pack.builders import (
     Analyze,
+    FieldPath,
     eks_node_group,
+    fields,
     gpu_pod_spec,
     namespace,
     resource,
     violations,
+    with_unknown,
     workload,
 )
-from tests.gpu_platform.policy_pack.test_unknowns_property import FieldPath, fields, with_unknown
 
 DEFERRED = "checks-deferred-at-preview"
 CONTAINER_POLICIES = (
