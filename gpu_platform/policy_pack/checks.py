@@ -93,6 +93,7 @@ class Findings:
         self.subject = subject
         self._report = report_violation
         self._notes: list[str] = []
+        self._deferred: list[Deferred] = []
 
     def __enter__(self) -> "Findings":
         return self
@@ -103,8 +104,7 @@ class Findings:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        urn = self.subject if self.subject.startswith("urn:") else None
-        DEFERRED.extend(Deferred(self.policy, urn, note) for note in self._notes)
+        DEFERRED.extend(self._deferred)
         if self._notes:
             pulumi.log.info(
                 f'policy "{self.policy}" skipped checks on {self.subject} until values are '
@@ -115,21 +115,31 @@ class Findings:
         self, what: str, problems: Callable[[], Iterable[str]], urn: str | None = None
     ) -> None:
         """Report each problem `problems()` yields, against `urn` in a stack policy. A value not
-        known yet stops the check with a note; the problems found before it stay reported."""
+        known yet stops the check with a note, against `urn` too; the problems found before it
+        stay reported."""
         assert self._report is not None, "a check needs somewhere to report violations"
         try:
             for problem in problems():
                 self._report(problem, urn)
         except UnknownValueError as unknown:
-            self._notes.append(f"{what}: {unknown.message}")
+            self._note(f"{what}: {unknown.message}", urn)
 
-    def known(self, what: str, compute: Callable[[], T]) -> T | None:
-        """`compute()`, or None with a note when it needs a value not known yet."""
+    def known(self, what: str, compute: Callable[[], T], urn: str | None = None) -> T | None:
+        """`compute()`, or None with a note (against `urn` in a stack policy) when it needs a
+        value not known yet."""
         try:
             return compute()
         except UnknownValueError as unknown:
-            self._notes.append(f"{what}: {unknown.message}")
+            self._note(f"{what}: {unknown.message}", urn)
             return None
+
+    def _note(self, note: str, urn: str | None) -> None:
+        """A skipped check: logged, and reported by `checks-deferred-at-preview` against its
+        resource (a stack policy's note without one concerns no resource in particular)."""
+        self._notes.append(note)
+        if urn is None and self.subject.startswith("urn:"):
+            urn = self.subject
+        self._deferred.append(Deferred(self.policy, urn, note))
 
 
 def _validate(

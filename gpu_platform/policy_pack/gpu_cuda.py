@@ -48,12 +48,12 @@ these gives is reported by the advisory `gpu-pods-cuda-known`, not refused.
 """
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from checks import Findings
+from checks import Findings, each
 from gpu_sharing import POOL_LABEL, POOL_LABELS_PATH, check_pods_on_pools
 from gpu_workloads import RESOURCE_CONTAINERS, gpu_limits, quantity
 from pods import Container, Pod
@@ -202,17 +202,16 @@ def _shown(version: tuple[int, int]) -> str:
     return f"{version[0]}.{version[1]}"
 
 
-def _gpu_containers(pod: Pod) -> Iterator[Container]:
-    for container in pod.containers(RESOURCE_CONTAINERS):
+def each_gpu_container(pod: Pod, judge: Callable[[Container], Iterable[str]]) -> Iterator[str]:
+    """`judge(container)` for each container of the pod that asks for GPUs, each on its own
+    (checks.each): one not known yet (at preview) skips that container alone."""
+
+    def judged(container: Container) -> Iterable[str]:
         if any(quantity(limit) for limit in gpu_limits(container).values()):
-            yield container
+            return judge(container)
+        return ()
 
-
-def _needs(pod: Pod) -> Iterator[tuple[Container, CudaNeed]]:
-    for container in _gpu_containers(pod):
-        need = cuda_need(pod, container)
-        if need is not None:
-            yield container, need
+    return each(pod.containers(RESOURCE_CONTAINERS), judged, pod.container_field)
 
 
 def _driver_words(pool: PoolDriver) -> str:
@@ -224,55 +223,68 @@ def _driver_words(pool: PoolDriver) -> str:
 def cuda_problems(pod: Pod, pool: PoolDriver) -> Iterator[str]:
     """Containers that cannot run on the pool's driver: a newer CUDA major release than the
     driver's, or a driver below the release family's minor-compatibility minimum."""
-    for container, need in _needs(pod):
-        major = need.version[0]
-        floor = MINOR_COMPATIBILITY_FLOOR.get(major)
-        if major > pool.cuda[0]:
-            why = (
-                f"and CUDA {pool.cuda[0]}.x at most without NVIDIA's forward compatibility"
-                f" package: a CUDA {major} application fails at its first CUDA call"
-            )
-        elif floor is not None and pool.below(floor):
-            why = (
-                f"but CUDA {major}.x needs driver {floor} or newer even with"
-                " minor version compatibility: it fails at its first CUDA call"
-            )
-        else:
-            continue
-        yield (
-            f"{container.label} needs CUDA {_shown(need.version)} ({need.source}), but"
-            f" {_driver_words(pool)} natively {why}. Fix: use an image built for CUDA"
-            f" {pool.cuda[0]}.x, or a pool with a newer driver."
+    return each_gpu_container(pod, partial(_cuda_problems, pod, pool))
+
+
+def _cuda_problems(pod: Pod, pool: PoolDriver, container: Container) -> Iterator[str]:
+    need = cuda_need(pod, container)
+    if need is None:
+        return
+    major = need.version[0]
+    floor = MINOR_COMPATIBILITY_FLOOR.get(major)
+    if major > pool.cuda[0]:
+        why = (
+            f"and CUDA {pool.cuda[0]}.x at most without NVIDIA's forward compatibility"
+            f" package: a CUDA {major} application fails at its first CUDA call"
         )
+    elif floor is not None and pool.below(floor):
+        why = (
+            f"but CUDA {major}.x needs driver {floor} or newer even with"
+            " minor version compatibility: it fails at its first CUDA call"
+        )
+    else:
+        return
+    yield (
+        f"{container.label} needs CUDA {_shown(need.version)} ({need.source}), but"
+        f" {_driver_words(pool)} natively {why}. Fix: use an image built for CUDA"
+        f" {pool.cuda[0]}.x, or a pool with a newer driver."
+    )
 
 
 def minor_compatibility(pod: Pod, pool: PoolDriver) -> Iterator[str]:
     """Containers of the driver's CUDA major release but a newer minor one than it runs
     natively: they run through minor version compatibility, with its limits."""
-    for container, need in _needs(pod):
-        if need.version[0] == pool.cuda[0] and need.version > pool.cuda:
-            yield (
-                f"{container.label} needs CUDA {_shown(need.version)} ({need.source}), and"
-                f" {_driver_words(pool)} natively: it runs through CUDA minor version"
-                " compatibility, with a limited feature set (PTX newer than the driver's is not"
-                " JIT-compiled; calls that need a newer driver fail with"
-                " cudaErrorCallRequiresNewerDriver), or in full with NVIDIA's forward"
-                " compatibility package in the image. Fix: nothing, if the application ships"
-                " compiled code for the pool's GPUs and uses no newer driver feature; else an"
-                f" image built for CUDA {_shown(pool.cuda)} or older, or a pool with a newer"
-                " driver."
-            )
+    return each_gpu_container(pod, partial(_minor_compatibility, pod, pool))
+
+
+def _minor_compatibility(pod: Pod, pool: PoolDriver, container: Container) -> Iterator[str]:
+    need = cuda_need(pod, container)
+    if need is not None and need.version[0] == pool.cuda[0] and need.version > pool.cuda:
+        yield (
+            f"{container.label} needs CUDA {_shown(need.version)} ({need.source}), and"
+            f" {_driver_words(pool)} natively: it runs through CUDA minor version"
+            " compatibility, with a limited feature set (PTX newer than the driver's is not"
+            " JIT-compiled; calls that need a newer driver fail with"
+            " cudaErrorCallRequiresNewerDriver), or in full with NVIDIA's forward"
+            " compatibility package in the image. Fix: nothing, if the application ships"
+            " compiled code for the pool's GPUs and uses no newer driver feature; else an"
+            f" image built for CUDA {_shown(pool.cuda)} or older, or a pool with a newer"
+            " driver."
+        )
 
 
 def unknown_cuda(pod: Pod, pool: PoolDriver) -> Iterator[str]:
-    for container in _gpu_containers(pod):
-        if cuda_need(pod, container) is None:
-            yield (
-                f'{container.label} runs on pool "{pool.name}" (CUDA {_shown(pool.cuda)} and'
-                " older), but its CUDA release is unknown: neither its image tag nor its env"
-                f" says it. Fix: set the pod annotation {CUDA_ANNOTATION} to the CUDA release"
-                " the image was built for (such as 12.4)."
-            )
+    return each_gpu_container(pod, partial(_unknown_cuda, pod, pool))
+
+
+def _unknown_cuda(pod: Pod, pool: PoolDriver, container: Container) -> Iterator[str]:
+    if cuda_need(pod, container) is None:
+        yield (
+            f'{container.label} runs on pool "{pool.name}" (CUDA {_shown(pool.cuda)} and'
+            " older), but its CUDA release is unknown: neither its image tag nor its env"
+            f" says it. Fix: set the pod annotation {CUDA_ANNOTATION} to the CUDA release"
+            " the image was built for (such as 12.4)."
+        )
 
 
 CudaCheck = Callable[[Pod, PoolDriver], Iterator[str]]

@@ -30,10 +30,10 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import karpenter_pools
-from checks import Findings
+from checks import Findings, each
 from gpu_pools import NODE_GROUP_TYPE, NODE_POOL_TYPE
 from gpu_workloads import RESOURCE_CONTAINERS, gpu_limits, quantity
-from pods import Pod, pods_of
+from pods import Container, Pod, pods_of
 from props import elements, mapping, shown, text, value_at
 from pulumi_policy import (
     EnforcementLevel,
@@ -156,26 +156,34 @@ def _matches(expression: object, labels: Mapping[str, str]) -> bool:
 
 
 def sharing_problems(pod: Pod, pool: PoolSharing) -> Iterator[str]:
-    for container in pod.containers(RESOURCE_CONTAINERS):
-        for name, limit in gpu_limits(container).items():
-            count = quantity(limit)
-            if not count:
-                continue
-            field = pod.container_field(container, "resources", "limits", name)
-            if pool.shared and count > 1:
-                yield (
-                    f"{container.label} asks for {shown(limit)} {name} ({field}) on pool "
-                    f'"{pool.name}", whose GPUs are shared ({pool.config}): its device plugin '
-                    "refuses more than 1 per container at kubelet admission, after the pod is "
-                    "scheduled, as two replicas may be slices of one GPU. Fix: ask for 1, or "
-                    "use a pool with whole GPUs."
-                )
-            elif pool.only_resource is not None and name != pool.only_resource:
-                yield (
-                    f'{container.label} asks for {name} ({field}) on pool "{pool.name}", whose '
-                    f"nodes advertise no GPU resource but {pool.only_resource} ({pool.config}), "
-                    f"so it would stay pending. Fix: ask for {pool.only_resource}."
-                )
+    # Each container on its own: one not known yet (at preview) hides nothing of the others.
+    return each(
+        pod.containers(RESOURCE_CONTAINERS),
+        partial(_container_sharing_problems, pod, pool),
+        pod.container_field,
+    )
+
+
+def _container_sharing_problems(pod: Pod, pool: PoolSharing, container: Container) -> Iterator[str]:
+    for name, limit in gpu_limits(container).items():
+        count = quantity(limit)
+        if not count:
+            continue
+        field = pod.container_field(container, "resources", "limits", name)
+        if pool.shared and count > 1:
+            yield (
+                f"{container.label} asks for {shown(limit)} {name} ({field}) on pool "
+                f'"{pool.name}", whose GPUs are shared ({pool.config}): its device plugin '
+                "refuses more than 1 per container at kubelet admission, after the pod is "
+                "scheduled, as two replicas may be slices of one GPU. Fix: ask for 1, or "
+                "use a pool with whole GPUs."
+            )
+        elif pool.only_resource is not None and name != pool.only_resource:
+            yield (
+                f'{container.label} asks for {name} ({field}) on pool "{pool.name}", whose '
+                f"nodes advertise no GPU resource but {pool.only_resource} ({pool.config}), "
+                f"so it would stay pending. Fix: ask for {pool.only_resource}."
+            )
 
 
 class NamedPool(Protocol):
@@ -216,6 +224,7 @@ def check_pods_on_pools(
                 partial(selected_pools, pod)
                 if labels_of is None
                 else partial(_admitting, pod, pools, labels_of),
+                resource.urn,
             )
             for pool in (pools[name] for name in names or () if name in pools):
                 findings.check(

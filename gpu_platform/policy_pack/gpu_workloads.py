@@ -236,9 +236,9 @@ def gpu_count_problems(pod: Pod, config: Mapping[str, Any]) -> Iterator[str]:
     asked = pod_gpus(pod)
     if asked > allowed:
         yield (
-            f"the pod asks for {shown(float(asked))} GPUs, more than the {allowed} allowed per pod "
-            f"({MAX_GPUS_PER_POD.key}). Fix: ask for at most {allowed}, or raise "
-            f"{MAX_GPUS_PER_POD.key} if a node really has that many."
+            f"the pod ({pod.spec_field()}) asks for {shown(float(asked))} GPUs, more than the "
+            f"{allowed} allowed per pod ({MAX_GPUS_PER_POD.key}). Fix: ask for at most "
+            f"{allowed}, or raise {MAX_GPUS_PER_POD.key} if a node really has that many."
         )
 
 

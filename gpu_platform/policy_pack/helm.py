@@ -6,9 +6,11 @@ namespace, values), not the objects the chart installs; a `helm.v4.Chart` also r
 rendered objects, which the other policies then check one by one.
 """
 
+import posixpath
 import re
 from collections.abc import Iterator, Mapping
 from functools import partial
+from itertools import takewhile
 from typing import Any
 
 from checks import resource_policy
@@ -53,15 +55,48 @@ def is_local_chart(chart: str) -> bool:
     )
 
 
-def local_chart_problems(chart: str) -> Iterator[str]:
+REPOSITORY_ROOT = Setting(
+    "repositoryRoot",
+    {
+        "type": "string",
+        "pattern": r"^(\.|\.\.(/\.\.)*)$",
+        "default": ".",
+        "description": "Where the repository's root is from the program's directory (the one "
+        'holding Pulumi.yaml): "." when the program is at the root, ".." for a program in a '
+        'directory of the repository (infra/), "../.." two levels down. A chart path that '
+        "leaves this root is outside what a review of the repository covers.",
+    },
+)
+
+
+def _levels_up(path: str) -> int:
+    """How many directories above the program's `path` starts, once normalized: 0 for
+    `./charts/app`, 1 for `../charts/app` or `./a/../../charts`."""
+    return len(list(takewhile("..".__eq__, posixpath.normpath(path).split("/"))))
+
+
+def local_chart_problems(chart: str, config: Mapping[str, Any]) -> Iterator[str]:
     """A relative path is read from the program's directory, so the repository fixes what it
-    holds; an absolute or home path is whatever the deploying machine (a CI runner) has."""
+    holds, as long as the path stays within the repository (`repositoryRoot`); an absolute or
+    home path is whatever the deploying machine (a CI runner) has."""
     if chart.startswith(OUTSIDE_REPOSITORY_PREFIXES):
         yield (
             f"chart {shown(chart)} is read from the deploying machine's own files, outside the "
             "repository, so what it installs is whatever that machine holds. Fix: keep the "
             'chart in the repository and name it by a relative path ("./charts/app"), or '
             "install a released version from an https or oci repository."
+        )
+        return
+    root = REPOSITORY_ROOT.read(config)
+    root_levels = _levels_up(root) if re.fullmatch(REPOSITORY_ROOT.schema["pattern"], root) else 0
+    if _levels_up(chart) > root_levels:
+        yield (
+            f"chart {shown(chart)} leaves the repository, whose root is {shown(root)} from the "
+            f"program's directory ({REPOSITORY_ROOT.key}), so what it installs is whatever sits "
+            "beside the checkout on the deploying machine, which no review of the repository "
+            "covers. Fix: keep the chart in the repository, or set "
+            f"{REPOSITORY_ROOT.key} to where the repository's root is if the program is in a "
+            "directory of it."
         )
 
 
@@ -93,7 +128,7 @@ def _version_candidates(stem: str) -> Iterator[str]:
 def pinning_problems(args: ResourceValidationArgs) -> Iterator[str]:
     chart = value_at(args.props, "chart")
     if isinstance(chart, str) and is_local_chart(chart):
-        yield from local_chart_problems(chart)
+        yield from local_chart_problems(chart, args.get_config())
         return
     if isinstance(chart, str) and chart.startswith(("https://", "http://")):
         yield from archive_url_problems(chart)
@@ -283,6 +318,7 @@ POLICIES = [
         "Helm charts are pinned: an exact version from an https or oci repository, a versioned "
         "https archive, or a chart in the repository itself.",
         pinning_problems,
+        REPOSITORY_ROOT,
         resource_types=HELM_TYPES,
     ),
     resource_policy(

@@ -126,6 +126,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
             found = findings.known(
                 f"the namespace of {resource.urn}",
                 partial(namespace_resource, resource, namespaces),
+                resource.urn,
             )
             if found is None:
                 continue

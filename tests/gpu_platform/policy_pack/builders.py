@@ -2,7 +2,7 @@
 records them (`gpu_platform.cli.offline.PlannedResource`: engine, camelCase input names)."""
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from gpu_platform.cli.analyzer import Verdict
@@ -44,6 +44,31 @@ SPEC_PATHS = {
 
 # What the engine sends for an output not known yet, whatever its type.
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+
+FieldPath = tuple[str | int, ...]
+
+
+def fields(value: Any, path: FieldPath) -> Iterator[FieldPath]:
+    """Every field under `path`: the mappings and lists, and the values in them."""
+    yield path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from fields(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from fields(item, (*path, index))
+
+
+def with_unknown(value: dict[str, Any], path: FieldPath) -> dict[str, Any]:
+    """A copy of `value` with the unknown value at `path`."""
+    variant = copy.deepcopy(value)
+    *parents, last = path
+    holder: Any = variant
+    for step in parents:
+        holder = holder[step]
+    holder[last] = UNKNOWN
+    return variant
 
 
 def messages(verdicts: Sequence[Verdict], policy: str) -> list[str]:

@@ -503,7 +503,8 @@ def test_a_train_job_asking_more_gpus_per_node_than_allowed_is_refused(analyze: 
     verdicts = analyze(train_job_with_trainer(trainer))
 
     assert messages(verdicts, "gpu-pods-max-gpus") == [
-        "the pod asks for 16 GPUs, more than the 8 allowed per pod (maxGpusPerPod). "
+        "the pod (spec.trainer) asks for 16 GPUs, more than the 8 allowed per pod "
+        "(maxGpusPerPod). "
         "Fix: ask for at most 8, or raise maxGpusPerPod if a node really has that many."
     ]
 
@@ -576,7 +577,8 @@ def test_a_model_server_asking_more_gpus_than_allowed_is_refused(analyze: Analyz
     verdicts = analyze(namespace(), kserve_predictor({**spec, "huggingface": huggingface}))
 
     assert messages(verdicts, "gpu-pods-max-gpus") == [
-        "the pod asks for 16 GPUs, more than the 8 allowed per pod (maxGpusPerPod). "
+        "the pod (spec.predictor) asks for 16 GPUs, more than the 8 allowed per pod "
+        "(maxGpusPerPod). "
         "Fix: ask for at most 8, or raise maxGpusPerPod if a node really has that many."
     ]
 

@@ -176,8 +176,9 @@ def test_a_pod_asking_for_more_gpus_than_allowed_is_reported(analyze: Analyze) -
     spec["containers"].append({**spec["containers"][0], "name": "second"})
 
     assert found(analyze, "gpu-pods-max-gpus", spec, maxGpusPerPod=6) == [
-        "the pod asks for 8 GPUs, more than the 6 allowed per pod (maxGpusPerPod). Fix: ask for "
-        "at most 6, or raise maxGpusPerPod if a node really has that many."
+        "the pod (spec.template.spec) asks for 8 GPUs, more than the 6 allowed per pod "
+        "(maxGpusPerPod). Fix: ask for at most 6, or raise maxGpusPerPod if a node really has "
+        "that many."
     ]
     assert found(analyze, "gpu-pods-max-gpus", spec) == []
 

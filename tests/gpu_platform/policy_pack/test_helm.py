@@ -84,7 +84,7 @@ def test_the_repository_must_be_https_or_oci(analyze: Analyze) -> None:
     "source",
     [
         "./charts/inference",
-        "../shared-charts/inference",
+        "./charts/../shared-charts/inference",
         "charts/inference-0.3.1.tgz",
         "https://charts.example.com/releases/ingress-nginx-4.11.3.tgz",
     ],
@@ -113,6 +113,64 @@ def test_a_chart_on_the_deploying_machine_outside_the_repository_is_reported(
         'the repository and name it by a relative path ("./charts/app"), or install a released '
         "version from an https or oci repository."
     ]
+
+
+def local_chart(source: str) -> Any:
+    local = chart(CHART, chart=source, repositoryOpts={})
+    del local.inputs["version"]
+    return local
+
+
+def leaves_repository(source: str, root: str = ".") -> str:
+    return (
+        f'chart "{source}" leaves the repository, whose root is "{root}" from the program\'s '
+        "directory (repositoryRoot), so what it installs is whatever sits beside the checkout "
+        "on the deploying machine, which no review of the repository covers. Fix: keep the "
+        "chart in the repository, or set repositoryRoot to where the repository's root is if "
+        "the program is in a directory of it."
+    )
+
+
+@pytest.mark.parametrize("source", ["../shared-charts/inference", "./charts/../../inference"])
+def test_a_chart_above_the_program_is_outside_the_repository_by_default(
+    analyze: Analyze, source: str
+) -> None:
+    # By default the program's directory (Pulumi.yaml's) is the repository's root, as in this
+    # project: a chart above it is on the deploying machine, beside the checkout.
+    assert messages(analyze(local_chart(source)), "helm-chart-pinned") == [
+        leaves_repository(source)
+    ]
+
+
+def test_a_chart_above_the_program_within_the_configured_root_passes(analyze: Analyze) -> None:
+    config = {"helm-chart-pinned": {"repositoryRoot": ".."}}
+
+    verdicts = analyze(local_chart("../charts/inference"), config=config)
+
+    assert messages(verdicts, "helm-chart-pinned") == []
+
+
+def test_a_chart_above_the_configured_root_is_reported(analyze: Analyze) -> None:
+    config = {"helm-chart-pinned": {"repositoryRoot": ".."}}
+
+    verdicts = analyze(local_chart("../../elsewhere/inference"), config=config)
+
+    assert messages(verdicts, "helm-chart-pinned") == [
+        leaves_repository("../../elsewhere/inference", "..")
+    ]
+
+
+@pytest.mark.parametrize("root", ["/srv/repo", "../charts", "..."])
+def test_a_repository_root_that_is_not_a_directory_above_the_program_is_refused(
+    policy_pack: PolicyPack, root: str
+) -> None:
+    with pytest.raises(PolicyConfigError) as refused:
+        reconcile_config(policy_pack.policies, {"helm-chart-pinned": {"repositoryRoot": root}})
+
+    pattern = r"^(\.|\.\.(/\.\.)*)$"
+    assert refused.value.problems == (
+        f"helm-chart-pinned.repositoryRoot: {root!r} does not match {pattern!r}",
+    )
 
 
 def test_an_unversioned_or_plain_http_archive_is_reported(analyze: Analyze) -> None:

@@ -17,19 +17,20 @@ judge anything, by design.
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.gpu_platform.policy_pack.builders import (
-    UNKNOWN,
     Analyze,
+    FieldPath,
+    fields,
     namespace,
     resource,
     restricted_pod_spec,
     violations,
+    with_unknown,
 )
 
 FIXTURES: dict[str, Any] = json.loads(
@@ -86,24 +87,12 @@ CORPUS = {
 }
 
 
-FieldPath = tuple[str | int, ...]
 _STEP = re.compile(r'\[(\d+)\]|\["([^"]*)"\]|\.?([\w-]+)')
 
 
 def steps_of(field: str) -> FieldPath:
     """("spec", "containers", 0, "image") from a message's `spec.containers[0].image`."""
     return tuple(int(index) if index else key or name for index, key, name in _STEP.findall(field))
-
-
-def fields(value: Any, path: FieldPath) -> Iterator[FieldPath]:
-    """Every field under `path`: the mappings and lists, and the values in them."""
-    yield path
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from fields(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from fields(item, (*path, index))
 
 
 def replaceable(pod: dict[str, Any]) -> list[FieldPath]:
@@ -113,16 +102,6 @@ def replaceable(pod: dict[str, Any]) -> list[FieldPath]:
         *(("metadata", "annotations", k) for k in annotations),
     ]
     return [path for path in found if path[:2] not in GATES]
-
-
-def with_unknown(pod: dict[str, Any], path: FieldPath) -> dict[str, Any]:
-    variant = json.loads(json.dumps(pod))
-    *parents, last = path
-    holder = variant
-    for step in parents:
-        holder = holder[step]
-    holder[last] = UNKNOWN
-    return variant
 
 
 def reads(message: str, field: FieldPath) -> bool:
