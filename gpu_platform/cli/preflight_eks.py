@@ -52,6 +52,7 @@ from gpu_platform.cli.preflight_karpenter import (
     eks_crds,
     karpenter_findings,
 )
+from gpu_platform.cli.project import Project
 from gpu_platform.cli.reachability import reachability_findings
 from gpu_platform.cli.running_autoscaler import (
     Deployments,
@@ -65,7 +66,7 @@ from gpu_platform.config import (
     StackConfig,
     key_path,
 )
-from gpu_platform.eks.karpenter.labels import NODE_POOL_LABEL
+from gpu_platform.eks.karpenter.labels import NODE_POOL_LABEL, stack_mark
 from gpu_platform.eks.node_group_names import is_node_group_of, zone_of, zone_share
 from gpu_platform.eks.subnets import Route, RouteTable, SubnetRouting, routing_of
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
@@ -228,7 +229,9 @@ def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
         # The clients too: botocore looks for credentials as it makes them, which may call out.
         return deadline.run(
             lambda: preflight(
-                config, AwsClients.for_region(region, deadline, calls, config.uses_karpenter)
+                config,
+                AwsClients.for_region(region, deadline, calls, config.uses_karpenter),
+                stack_mark(Project.find().name, stack),
             ),
             calls,
         )
@@ -239,10 +242,11 @@ def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
         fail(f"Cannot check stack {stack}: {reason}", EXIT_CANNOT_CHECK)
 
 
-def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
+def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[Finding]:
     """Every finding for the stack, in the order: cluster, pools' zones, which subnets the GPU
     nodes use and why, what those subnets reach, live node group sizes, Karpenter's,
-    reservations, quotas."""
+    reservations, quotas. `mark`: the stack's `stack_mark`, which Karpenter's CRDs carry where
+    the stack installed them."""
     cluster, findings = _cluster_findings(config, clients)
     candidates = node_subnets(config, clients.ec2, cluster)
     private = None if candidates is None else [(s, r) for s, r in candidates if not r.public]
@@ -262,7 +266,7 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
         findings += size_change_findings(config, clients.eks)
         findings += _running_autoscaler_findings(config, clients, cluster)
     crds = None if cluster is None or clients.crds is None else clients.crds(cluster)
-    findings += karpenter_findings(config, cluster, clients.iam, crds)
+    findings += karpenter_findings(config, cluster, clients.iam, crds, mark)
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)
     return findings

@@ -9,7 +9,9 @@ the checks every EKS stack gets (`gpu_platform.cli.preflight_eks`):
   Karpenter, none that another installation owns (Helm refuses to install `karpenter-crd` over
   them: "invalid ownership metadata", Karpenter's troubleshooting guide); with `install: false`,
   all of them, with every field the pools' objects set (an older Karpenter's API server drops
-  the fields its CRDs lack, without an error).
+  the fields its CRDs lack, without an error), and none this stack installed (`up` would
+  uninstall them with every NodePool of the cluster). The platform's own CRDs carry the
+  stack's mark (`gpu_platform.eks.karpenter.labels.STACK_ANNOTATION`).
 """
 
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.running_autoscaler import eks_api
 from gpu_platform.config import EC2_RESERVED_CAPACITIES, StackConfig, key_path
+from gpu_platform.eks.karpenter.labels import STACK_ANNOTATION
 from gpu_platform.versions import KARPENTER_CRD_CHART
 
 CustomResourceDefinitions = Callable[[str], Mapping[str, Any] | None]
@@ -46,9 +49,10 @@ def karpenter_findings(
     cluster: Mapping[str, Any] | None,
     iam: Any,
     crds: CustomResourceDefinitions | None = None,
+    mark: str = "",
 ) -> list[Finding]:
     """The Karpenter stack's findings, in the order: authentication mode, the Spot role, the
-    CRDs (unchecked where `crds` is None)."""
+    CRDs (unchecked where `crds` is None), which the platform's own carry `mark`."""
     if not config.uses_karpenter:
         return []
     findings = []
@@ -57,7 +61,7 @@ def karpenter_findings(
     if any(pool.capacity == "spot" for pool in config.pools):
         findings.append(spot_role_finding(iam))
     if cluster is not None and crds is not None:
-        findings.append(crd_finding(config, crds))
+        findings.append(crd_finding(config, crds, mark))
     return findings
 
 
@@ -101,7 +105,8 @@ def fields_set(config: StackConfig) -> dict[str, list[tuple[str, ...]]]:
     return {NODE_POOLS: node_pool, NODE_CLASSES: node_class}
 
 
-def crd_finding(config: StackConfig, crds: CustomResourceDefinitions) -> Finding:
+def crd_finding(config: StackConfig, crds: CustomResourceDefinitions, mark: str) -> Finding:
+    """`mark`: this stack's `stack_mark`, which the CRDs the platform installs carry."""
     subject = f"cluster {config.cluster.name}"
     names = (NODE_POOLS, NODE_CLAIMS, NODE_CLASSES)
     try:
@@ -114,16 +119,19 @@ def crd_finding(config: StackConfig, crds: CustomResourceDefinitions) -> Finding
             f"Check them by hand (kubectl get crd {' '.join(names)} -o yaml).",
         )
     if config.karpenter_installed:
-        return _owned_finding(config, subject, found)
-    return _existing_finding(config, subject, found)
+        return _owned_finding(config, subject, found, mark)
+    return _existing_finding(config, subject, found, mark)
 
 
 def _owned_finding(
-    config: StackConfig, subject: str, found: Mapping[str, Mapping[str, Any] | None]
+    config: StackConfig, subject: str, found: Mapping[str, Mapping[str, Any] | None], mark: str
 ) -> Finding:
-    ours = (KARPENTER_CRD_CHART.name, config.karpenter.namespace)
-    owners = {name: _owner(crd) for name, crd in found.items() if crd is not None}
-    others = {name: owner for name, owner in owners.items() if owner != ours}
+    """Where the platform installs Karpenter, any CRD without this stack's mark is another
+    installation's: upstream's documented install uses the same release names and namespace, so
+    Helm's ownership annotations cannot tell them apart (`STACK_ANNOTATION`)."""
+    others = {
+        name: _owner(crd) for name, crd in found.items() if crd is not None and _mark(crd) != mark
+    }
     if not others:
         return Finding(
             "ok",
@@ -139,18 +147,37 @@ def _owned_finding(
     return Finding(
         "blocking",
         subject,
-        f"The cluster runs Karpenter already ({held}): installing the karpenter-crd release"
-        " over its CRDs fails on Helm's ownership metadata, and a second controller would"
+        f"The cluster runs Karpenter already ({held}), without this stack's mark"
+        f" ({STACK_ANNOTATION}: {mark}): installing the karpenter-crd release over its CRDs"
+        " fails on Helm's ownership metadata or a name in use, and a second controller would"
         " launch nodes for the same pods.",
         f"Use it: set {key_path('karpenter', 'install')}: false and"
         f" {key_path('karpenter', 'nodeRoleArn')} to its node role (docs/karpenter.md, An"
-        " existing Karpenter).",
+        " existing Karpenter). If this stack installed them before it marked its CRDs: kubectl"
+        f" annotate crd {' '.join(sorted(others))} {STACK_ANNOTATION}={mark}",
+    )
+
+
+def _installed_here_finding(subject: str, marked: Sequence[str], mark: str) -> Finding:
+    return Finding(
+        "blocking",
+        subject,
+        f"{key_path('karpenter', 'install')} is false, but this stack installed the cluster's"
+        f" Karpenter ({', '.join(marked)} carry {STACK_ANNOTATION}: {mark}): pulumi up would"
+        " uninstall its karpenter-crd release, whose CRDs Helm deletes with it, and with them"
+        " every NodePool, NodeClaim and EC2NodeClass of the cluster.",
+        f"Keep {key_path('karpenter', 'install')}: true; to hand Karpenter over to another"
+        " installation, move its releases out of the stack first (pulumi state delete"
+        " --target-dependents), docs/karpenter.md, An existing Karpenter.",
     )
 
 
 def _existing_finding(
-    config: StackConfig, subject: str, found: Mapping[str, Mapping[str, Any] | None]
+    config: StackConfig, subject: str, found: Mapping[str, Mapping[str, Any] | None], mark: str
 ) -> Finding:
+    marked = sorted(name for name, crd in found.items() if crd is not None and _mark(crd) == mark)
+    if marked:
+        return _installed_here_finding(subject, marked, mark)
     missing = sorted(name for name, crd in found.items() if crd is None)
     if missing:
         return Finding(
@@ -181,6 +208,12 @@ def _existing_finding(
         "The cluster's Karpenter CRDs have every field the pools set.",
         "Nothing.",
     )
+
+
+def _mark(crd: Mapping[str, Any]) -> str | None:
+    annotations = crd.get("metadata", {}).get("annotations") or {}
+    found: str | None = annotations.get(STACK_ANNOTATION)
+    return found
 
 
 def _owner(crd: Mapping[str, Any]) -> tuple[str | None, str | None]:

@@ -154,10 +154,16 @@ CRD_NAMES = {
     "NodeClaim": "nodeclaims.karpenter.sh",
     "EC2NodeClass": "ec2nodeclasses.karpenter.k8s.aws",
 }
-OWNED = {
+# Upstream's own install: release karpenter-crd in kube-system (aws/karpenter-provider-aws
+# v1.14.1, website/content/en/docs/getting-started/getting-started-with-karpenter/_index.md:50
+# `KARPENTER_NAMESPACE="kube-system"`, upgrading/upgrade-guide.md:71-72 `helm upgrade --install
+# karpenter-crd ... --namespace "${KARPENTER_NAMESPACE}"`): the platform's release names too.
+BY_THE_BOOK = {
     "meta.helm.sh/release-name": "karpenter-crd",
     "meta.helm.sh/release-namespace": "kube-system",
 }
+MARK = "gpu-platform/karpenter-dev"
+OWNED = {**BY_THE_BOOK, "gpu-platform.io/stack": MARK}
 
 
 def cluster_crds(
@@ -179,7 +185,7 @@ def cluster_crds(
         name: {
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
-            "metadata": {"name": name, "annotations": dict(annotations or OWNED)},
+            "metadata": {"name": name, "annotations": dict(annotations or BY_THE_BOOK)},
             "spec": {
                 "versions": [{"name": "v1", "schema": {"openAPIV3Schema": crds.get(kind, {})}}]
             },
@@ -191,7 +197,7 @@ def cluster_crds(
 
 
 def crd_findings(stack: StackConfig, crds: Callable[[str], Any]) -> list[Finding]:
-    found = karpenter_findings(stack, described_cluster("API"), None, crds)
+    found = karpenter_findings(stack, described_cluster("API"), None, crds, MARK)
     return [f for f in found if f.subject == "cluster ml-karpenter-dev"][-1:]
 
 
@@ -214,7 +220,50 @@ def existing(stack: StackConfig) -> StackConfig:
 
 
 def test_the_platforms_own_crds_let_it_install(spot_free_stack: StackConfig) -> None:
-    assert crd_findings(spot_free_stack, cluster_crds())[0].severity == "ok"
+    assert crd_findings(spot_free_stack, cluster_crds(OWNED))[0].severity == "ok"
+
+
+def test_upstreams_install_under_the_same_release_name_blocks_the_install(
+    spot_free_stack: StackConfig,
+) -> None:
+    (finding,) = crd_findings(spot_free_stack, cluster_crds(BY_THE_BOOK))
+
+    assert finding.severity == "blocking"
+    assert finding.message.startswith(
+        "The cluster runs Karpenter already (ec2nodeclasses.karpenter.k8s.aws: release"
+        " karpenter-crd in kube-system;"
+    )
+    assert "without this stack's mark (gpu-platform.io/stack: gpu-platform/karpenter-dev)" in (
+        finding.message
+    )
+
+
+def test_another_stacks_karpenter_blocks_the_install(spot_free_stack: StackConfig) -> None:
+    theirs = {**BY_THE_BOOK, "gpu-platform.io/stack": "gpu-platform/karpenter-prod"}
+
+    assert crd_findings(spot_free_stack, cluster_crds(theirs))[0].severity == "blocking"
+
+
+def test_install_false_where_this_stack_installed_karpenter_blocks(
+    spot_free_stack: StackConfig,
+) -> None:
+    # The karpenter-crd chart ships its CRDs as templates without `helm.sh/resource-policy:
+    # keep` (charts/karpenter-crd/templates/*.yaml at v1.14.1): uninstalling the release deletes
+    # them, and the API server every NodePool, NodeClaim and EC2NodeClass with them.
+    (finding,) = crd_findings(existing(spot_free_stack), cluster_crds(OWNED))
+
+    assert finding.severity == "blocking"
+    assert finding.message.startswith(
+        "gpu-platform:karpenter.install is false, but this stack installed the cluster's"
+        " Karpenter (ec2nodeclasses.karpenter.k8s.aws, nodeclaims.karpenter.sh,"
+        " nodepools.karpenter.sh carry gpu-platform.io/stack: gpu-platform/karpenter-dev)"
+    )
+
+
+def test_install_false_over_another_stacks_karpenter_is_ok(spot_free_stack: StackConfig) -> None:
+    theirs = {**BY_THE_BOOK, "gpu-platform.io/stack": "gpu-platform/karpenter-prod"}
+
+    assert crd_findings(existing(spot_free_stack), cluster_crds(theirs))[0].severity == "ok"
 
 
 def test_crds_of_another_installation_block_the_install(spot_free_stack: StackConfig) -> None:
