@@ -266,7 +266,14 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
         findings += size_change_findings(config, clients.eks)
         findings += _running_autoscaler_findings(config, clients, cluster)
     crds = None if cluster is None or clients.crds is None else clients.crds(cluster)
-    findings += karpenter_findings(config, cluster, clients.iam, crds, mark)
+    # The running controller is read only where the stack relies on one it did not install.
+    reads_controller = config.uses_karpenter and not config.karpenter_installed
+    deployments = (
+        clients.deployments(cluster)
+        if cluster is not None and clients.deployments is not None and reads_controller
+        else None
+    )
+    findings += karpenter_findings(config, cluster, clients.iam, crds, mark, deployments)
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)
     return findings

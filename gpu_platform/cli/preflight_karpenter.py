@@ -14,6 +14,7 @@ the checks every EKS stack gets (`gpu_platform.cli.preflight_eks`):
   stack's mark (`gpu_platform.eks.karpenter.labels.STACK_ANNOTATION`).
 """
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ import requests
 from botocore.exceptions import BotoCoreError, ClientError
 
 from gpu_platform.cli.findings import Finding
-from gpu_platform.cli.running_autoscaler import eks_api
+from gpu_platform.cli.running_autoscaler import Deployments, eks_api, image_tag
 from gpu_platform.config import EC2_RESERVED_CAPACITIES, StackConfig, key_path
 from gpu_platform.eks.karpenter.labels import STACK_ANNOTATION
 from gpu_platform.versions import KARPENTER_CRD_CHART
@@ -50,9 +51,11 @@ def karpenter_findings(
     iam: Any,
     crds: CustomResourceDefinitions | None = None,
     mark: str = "",
+    deployments: Deployments | None = None,
 ) -> list[Finding]:
     """The Karpenter stack's findings, in the order: authentication mode, the Spot role, the
-    CRDs (unchecked where `crds` is None), which the platform's own carry `mark`."""
+    CRDs (unchecked where `crds` is None), which the platform's own carry `mark`, and with
+    `install: false` the running controller (unchecked where `deployments` is None)."""
     if not config.uses_karpenter:
         return []
     findings = []
@@ -62,6 +65,8 @@ def karpenter_findings(
         findings.append(spot_role_finding(iam))
     if cluster is not None and crds is not None:
         findings.append(crd_finding(config, crds, mark))
+    if deployments is not None and not config.karpenter_installed:
+        findings.append(controller_finding(config, deployments))
     return findings
 
 
@@ -237,6 +242,145 @@ def _has_field(schema: Mapping[str, Any], path: Sequence[str]) -> bool:
             return False
         node = node.get("items") if step == "[]" else node.get("properties", {}).get(step)
     return node is not None
+
+
+# The first release of each thing the pools need from a running controller, from
+# aws/karpenter-provider-aws and the kubernetes-sigs/karpenter it pins, at these tags:
+V1_API = (1, 0, 0)
+"""v1.0.0: the `karpenter.sh/v1` API, with `weight`, budgets' `reasons` and
+`terminationGracePeriod`."""
+RESERVED_CAPACITY = (1, 3, 0)
+"""v1.3.0: `capacityReservationSelectorTerms` and the `reserved` capacity type, behind the
+`ReservedCapacity` feature gate, off by default (kubernetes-sigs pkg/operator/options/options.go
+`FEATURE_GATES` default `ReservedCapacity=false`; chart values `reservedCapacity: false`)."""
+RESERVED_CAPACITY_BY_DEFAULT = (1, 6, 0)
+"""v1.6.0: the gate on by default (options.go `ReservedCapacity=true`; chart values
+`reservedCapacity: true`), and `CapacityReservationTypeCapacityBlock`
+(pkg/apis/v1/ec2nodeclass_status.go), which no earlier tag has."""
+NODE_LIMITS_AND_EFA = (1, 11, 0)
+"""v1.11.0: `limits.nodes` enforced (kubernetes-sigs 9f749d9f6, "support NodePool node
+limits"), and the EC2NodeClass's `networkInterfaces` and `placementGroupSelector`
+(pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml, in no earlier tag)."""
+# The controller's image (charts/karpenter/values.yaml `controller.image.repository`,
+# public.ecr.aws/karpenter/controller, or a mirror of it) and its tag, `1.14.1`.
+_CONTROLLER_REPOSITORY = "karpenter/controller"
+_RELEASE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+
+
+def controller_finding(config: StackConfig, deployments: Deployments) -> Finding:
+    """With `install: false`, the controller Deployment in `karpenter.namespace`: its release,
+    from the image tag, and its `FEATURE_GATES` and `INTERRUPTION_QUEUE` (the chart's
+    templates/deployment.yaml sets both), against what the pools need. A CRD that has a field
+    says nothing of the controller that must act on it: upstream upgrades the CRDs first
+    (upgrading/upgrade-guide.md)."""
+    namespace = config.karpenter.namespace
+    subject = f"cluster {config.cluster.name} Karpenter controller"
+    try:
+        found = _controllers(deployments(), namespace)
+    except requests.RequestException as error:
+        return Finding(
+            "warning",
+            subject,
+            f"Cannot read the cluster's Deployments: {_why(error)}.",
+            f"Check the controller's image and FEATURE_GATES by hand (kubectl -n {namespace} get"
+            " deployment karpenter -o yaml).",
+        )
+    if not found:
+        return Finding(
+            "warning",
+            subject,
+            f"No Karpenter controller Deployment in {namespace}"
+            f" ({key_path('karpenter', 'namespace')}): the check cannot tell its release.",
+            f"Set {key_path('karpenter', 'namespace')} to where it runs.",
+        )
+    where, image, env = found[0]
+    release = _RELEASE.match(image_tag(image)[1])
+    if release is None:
+        return Finding(
+            "warning",
+            subject,
+            f"{where} runs {image}, whose release the check cannot tell.",
+            "Check that it is v1.11.0 or later, with the ReservedCapacity feature gate on.",
+        )
+    version = tuple(int(part) for part in release.groups())
+    blocking, warnings = _controller_problems(config, version, env)
+    if blocking or warnings:
+        return Finding(
+            "blocking" if blocking else "warning",
+            subject,
+            f"{where} runs {image}: " + "; ".join(blocking + warnings) + ".",
+            "Upgrade the cluster's Karpenter to v1.14.1 (the pinned release), with the"
+            " ReservedCapacity feature gate on.",
+        )
+    return Finding("ok", subject, f"{where} runs {image}.", "Nothing.")
+
+
+def _controller_problems(
+    config: StackConfig, version: tuple[int, ...], env: Mapping[str, str]
+) -> tuple[list[str], list[str]]:
+    """What blocks the pools, and what only weakens them, under this release and env."""
+    capacities = {p.capacity for p in config.pools}
+    blocking: list[str] = []
+    warnings: list[str] = []
+    if version < V1_API:
+        blocking.append("it predates the karpenter.sh/v1 API (v1.0.0) the NodePools are written in")
+    gates = _feature_gates(env.get("FEATURE_GATES", ""))
+    reserved_on = gates.get("ReservedCapacity", version >= RESERVED_CAPACITY_BY_DEFAULT)
+    reserved = capacities & set(EC2_RESERVED_CAPACITIES)
+    if reserved and (version < RESERVED_CAPACITY or not reserved_on):
+        blocking.append(
+            "reserved capacity needs v1.3.0 and the ReservedCapacity feature gate on: the"
+            " reserved and capacity-block pools' pods would stay Pending"
+        )
+    if "capacity-block" in capacities and version < RESERVED_CAPACITY_BY_DEFAULT:
+        blocking.append(
+            "Capacity Blocks need v1.6.0: the capacity-block pools' pods would stay Pending"
+        )
+    if version < NODE_LIMITS_AND_EFA:
+        if any(p.aws.efa for p in config.pools):
+            blocking.append(
+                "networkInterfaces and placementGroupSelector need v1.11.0: the EFA pools' nodes"
+                " would come up with one ENA interface"
+            )
+        warnings.append("limits.nodes is enforced from v1.11.0: only the GPU and CPU limits hold")
+    if capacities & {"spot", "capacity-block"} and not env.get("INTERRUPTION_QUEUE"):
+        warnings.append(
+            "it has no INTERRUPTION_QUEUE: spot and Capacity Block nodes are not drained before EC2"
+            " takes them back"
+        )
+    return blocking, warnings
+
+
+def _controllers(
+    deployments: Sequence[Mapping[str, Any]], namespace: str
+) -> list[tuple[str, str, dict[str, str]]]:
+    """`namespace/name`, image and literal env of each Karpenter controller container there."""
+    found = []
+    for deployment in deployments:
+        metadata = deployment.get("metadata") or {}
+        if metadata.get("namespace") != namespace:
+            continue
+        pod = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+        for container in pod.get("containers") or []:
+            image = container.get("image") or ""
+            if image_tag(image)[0].endswith(_CONTROLLER_REPOSITORY):
+                env = {
+                    e["name"]: e["value"]
+                    for e in container.get("env") or []
+                    if isinstance(e.get("value"), str)
+                }
+                found.append((f"{namespace}/{metadata.get('name')}", image, env))
+    return found
+
+
+def _feature_gates(text: str) -> dict[str, bool]:
+    """`ReservedCapacity=true,NodeRepair=false` (the chart's FEATURE_GATES) as a map."""
+    gates = {}
+    for item in text.split(","):
+        name, equals, value = item.partition("=")
+        if equals:
+            gates[name.strip()] = value.strip().lower() == "true"
+    return gates
 
 
 def _why(error: Exception) -> str:

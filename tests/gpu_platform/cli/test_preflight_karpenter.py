@@ -354,3 +354,144 @@ def test_crds_the_check_may_not_read_are_a_warning(spot_free_stack: StackConfig)
         "warning",
         "Cannot read the cluster's Karpenter CRDs: the Kubernetes API answered 403.",
     )
+
+
+# --- The running controller, with install: false ------------------------------------------------
+
+# charts/karpenter/templates/deployment.yaml at aws/karpenter-provider-aws v1.14.1: the image
+# `<controller.image.repository>:<tag>@<digest>` (_helpers.tpl `karpenter.controller.image`),
+# FEATURE_GATES from `settings.featureGates` (values.yaml: reservedCapacity true, the rest
+# false) and INTERRUPTION_QUEUE from `settings.interruptionQueue`.
+CHART_GATES = (
+    "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,"
+    "StaticCapacity=false,CapacityBuffer=false"
+)
+CONTROLLER = "cluster ml-karpenter-dev Karpenter controller"
+
+
+def controller(
+    tag: str, gates: str | None = CHART_GATES, queue: str | None = "ml-queue"
+) -> dict[str, Any]:
+    env = [{"name": "KUBERNETES_MIN_VERSION", "value": "1.19.0-0"}]
+    if gates is not None:
+        env.append({"name": "FEATURE_GATES", "value": gates})
+    if queue is not None:
+        env.append({"name": "INTERRUPTION_QUEUE", "value": queue})
+    return {
+        "metadata": {"name": "karpenter", "namespace": "kube-system"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "controller",
+                            "image": f"public.ecr.aws/karpenter/controller:{tag}@sha256:0a1b",
+                            "env": env,
+                        }
+                    ]
+                }
+            }
+        },
+    }
+
+
+def controller_findings(stack: StackConfig, *deployments: dict[str, Any]) -> list[Finding]:
+    found = karpenter_findings(
+        stack, described_cluster("API"), None, None, MARK, lambda: list(deployments)
+    )
+    return [f for f in found if f.subject == CONTROLLER]
+
+
+def test_the_pinned_controller_with_the_charts_defaults_is_ok(
+    spot_free_stack: StackConfig,
+) -> None:
+    assert controller_findings(existing(spot_free_stack), controller("1.14.1")) == [
+        Finding(
+            "ok",
+            CONTROLLER,
+            "kube-system/karpenter runs public.ecr.aws/karpenter/controller:1.14.1@sha256:0a1b.",
+            "Nothing.",
+        )
+    ]
+
+
+def test_a_controller_with_reserved_capacity_off_blocks(spot_free_stack: StackConfig) -> None:
+    gates = CHART_GATES.replace("ReservedCapacity=true", "ReservedCapacity=false")
+
+    (finding,) = controller_findings(existing(spot_free_stack), controller("1.14.1", gates))
+
+    assert finding.severity == "blocking"
+    assert "reserved capacity needs v1.3.0 and the ReservedCapacity feature gate on" in (
+        finding.message
+    )
+
+
+def test_a_v1_5_controller_with_its_default_gates_blocks_reserved_blocks_and_efa(
+    spot_free_stack: StackConfig,
+) -> None:
+    # v1.5.0's default: options.go `FEATURE_GATES` "NodeRepair=false,ReservedCapacity=false,
+    # SpotToSpotConsolidation=false" (kubernetes-sigs/karpenter v1.5.0); capacity-block first in
+    # v1.6.0's ec2nodeclass_status.go; networkInterfaces first in v1.11.0's EC2NodeClass CRD.
+    (finding,) = controller_findings(existing(spot_free_stack), controller("1.5.0", gates=None))
+
+    assert finding == Finding(
+        "blocking",
+        CONTROLLER,
+        "kube-system/karpenter runs public.ecr.aws/karpenter/controller:1.5.0@sha256:0a1b:"
+        " reserved capacity needs v1.3.0 and the ReservedCapacity feature gate on: the reserved"
+        " and capacity-block pools' pods would stay Pending; Capacity Blocks need v1.6.0: the"
+        " capacity-block pools' pods would stay Pending; networkInterfaces and"
+        " placementGroupSelector need v1.11.0: the EFA pools' nodes would come up with one ENA"
+        " interface; limits.nodes is enforced from v1.11.0: only the GPU and CPU limits hold.",
+        "Upgrade the cluster's Karpenter to v1.14.1 (the pinned release), with the"
+        " ReservedCapacity feature gate on.",
+    )
+
+
+def test_from_v1_6_reserved_capacity_is_on_without_feature_gates(
+    spot_free_stack: StackConfig,
+) -> None:
+    # v1.6.0's options.go default turns ReservedCapacity on; v1.10 still lacks node limits.
+    (finding,) = controller_findings(existing(spot_free_stack), controller("v1.10.2", gates=None))
+
+    assert "reserved capacity" not in finding.message
+    assert "Capacity Blocks" not in finding.message
+    assert "networkInterfaces and placementGroupSelector need v1.11.0" in finding.message
+
+
+def test_a_controller_without_an_interruption_queue_warns(iam: Any) -> None:
+    stack = karpenter_stack(install=False, nodeRoleArn=ROLE)
+    found = karpenter_findings(
+        stack,
+        described_cluster("API"),
+        with_spot_role(iam),
+        None,
+        MARK,
+        lambda: [controller("1.14.1", queue=None)],
+    )
+
+    (finding,) = [f for f in found if f.subject == CONTROLLER]
+    assert finding.severity == "warning"
+    assert finding.message.endswith(
+        "it has no INTERRUPTION_QUEUE: spot and Capacity Block nodes are not drained before EC2"
+        " takes them back."
+    )
+
+
+def test_no_controller_in_the_namespace_warns(spot_free_stack: StackConfig) -> None:
+    elsewhere = controller("1.14.1")
+    elsewhere["metadata"]["namespace"] = "karpenter"
+
+    (finding,) = controller_findings(existing(spot_free_stack), elsewhere)
+
+    assert (finding.severity, finding.message) == (
+        "warning",
+        "No Karpenter controller Deployment in kube-system (gpu-platform:karpenter.namespace):"
+        " the check cannot tell its release.",
+    )
+
+
+def test_the_controller_is_not_checked_where_the_platform_installs_it(
+    spot_free_stack: StackConfig,
+) -> None:
+    assert controller_findings(spot_free_stack, controller("1.5.0")) == []
