@@ -49,7 +49,9 @@ from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_karpenter import (
     CustomResourceDefinitions,
+    NodePools,
     eks_crds,
+    eks_node_pools,
     karpenter_findings,
 )
 from gpu_platform.cli.project import Project
@@ -142,6 +144,8 @@ class AwsClients:
     crds: Callable[[Mapping[str, Any]], CustomResourceDefinitions] | None = None
     """The CRDs of a cluster (as DescribeCluster returns it), through its Kubernetes API; None
     leaves Karpenter's unchecked."""
+    node_pools: Callable[[Mapping[str, Any]], NodePools] | None = None
+    """The NodePools of a cluster, through its Kubernetes API; None leaves them unchecked."""
 
     @classmethod
     def for_region(
@@ -180,6 +184,7 @@ class AwsClients:
             # Only a Karpenter stack reads IAM: the others load no IAM model.
             session.client("iam", config=config) if karpenter else None,
             lambda cluster: eks_crds(session, region, cluster),
+            lambda cluster: eks_node_pools(session, region, cluster),
         )
 
 
@@ -273,7 +278,14 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
         if cluster is not None and clients.deployments is not None and reads_controller
         else None
     )
-    findings += karpenter_findings(config, cluster, clients.iam, crds, mark, deployments)
+    node_pools = (
+        None
+        if cluster is None or clients.node_pools is None or not config.uses_karpenter
+        else clients.node_pools(cluster)
+    )
+    findings += karpenter_findings(
+        config, cluster, clients.iam, crds, mark, deployments, node_pools
+    )
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)
     return findings

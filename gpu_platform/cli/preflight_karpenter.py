@@ -24,12 +24,20 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.running_autoscaler import Deployments, eks_api, image_tag
-from gpu_platform.config import EC2_RESERVED_CAPACITIES, StackConfig, key_path
+from gpu_platform.config import (
+    CAPACITY_PREFERENCE,
+    EC2_RESERVED_CAPACITIES,
+    GPU_TAINT_KEY,
+    StackConfig,
+    key_path,
+)
 from gpu_platform.eks.karpenter.labels import STACK_ANNOTATION
 from gpu_platform.versions import KARPENTER_CRD_CHART
 
 CustomResourceDefinitions = Callable[[str], Mapping[str, Any] | None]
 """Reads one CRD of the cluster by name; None where it has none."""
+NodePools = Callable[[], Sequence[Mapping[str, Any]]]
+"""Reads every NodePool of the cluster, as the Kubernetes API returns them."""
 NODE_POOLS = "nodepools.karpenter.sh"
 NODE_CLAIMS = "nodeclaims.karpenter.sh"
 NODE_CLASSES = "ec2nodeclasses.karpenter.k8s.aws"
@@ -52,10 +60,12 @@ def karpenter_findings(
     crds: CustomResourceDefinitions | None = None,
     mark: str = "",
     deployments: Deployments | None = None,
+    node_pools: NodePools | None = None,
 ) -> list[Finding]:
     """The Karpenter stack's findings, in the order: authentication mode, the Spot role, the
     CRDs (unchecked where `crds` is None), which the platform's own carry `mark`, and with
-    `install: false` the running controller (unchecked where `deployments` is None)."""
+    `install: false` the running controller (unchecked where `deployments` is None), and the
+    cluster's other NodePools' weights (unchecked where `node_pools` is None)."""
     if not config.uses_karpenter:
         return []
     findings = []
@@ -67,7 +77,61 @@ def karpenter_findings(
         findings.append(crd_finding(config, crds, mark))
     if deployments is not None and not config.karpenter_installed:
         findings.append(controller_finding(config, deployments))
+    if node_pools is not None:
+        findings.append(weight_finding(config, node_pools))
     return findings
+
+
+def weight_finding(config: StackConfig, node_pools: NodePools) -> Finding:
+    """The cluster's NodePools that are not the stack's and carry no GPU taint, whose weight is
+    not above the GPU pools'. Karpenter tries NodePools by descending weight, an unset weight
+    counting as 0 (`OrderByWeight`, kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go at
+    v1.14.1): a CPU pod that tolerates the GPU taint (`operator: Exists`, common in ML and
+    infrastructure charts) and fits both would start a GPU node. The cluster autoscaler's
+    expander ranks the cluster's other node groups above the GPU pools for the same reason
+    (`gpu_platform.eks.cluster_autoscaler.OTHER_GROUPS_PRIORITY`)."""
+    subject = f"cluster {config.cluster.name} NodePools"
+    highest = max(CAPACITY_PREFERENCE[p.capacity] for p in config.pools)
+    ours = {p.name for p in config.pools}
+    try:
+        found = node_pools()
+    except (requests.RequestException, BotoCoreError) as error:
+        return Finding(
+            "warning",
+            subject,
+            f"Cannot read the cluster's NodePools: {_why(error)}.",
+            f"Check that every NodePool without the GPU taint has a weight above {highest}"
+            " (kubectl get nodepools -o yaml).",
+        )
+    outranked = sorted(
+        f"{name} (weight {weight})"
+        for name, weight, taints in (_weighed(pool) for pool in found)
+        if name not in ours and GPU_TAINT_KEY not in taints and weight <= highest
+    )
+    if outranked:
+        return Finding(
+            "warning",
+            subject,
+            f"NodePools without the GPU taint rank at or below the GPU pools' weight {highest}:"
+            f" {', '.join(outranked)}. A pod that tolerates the GPU taint and fits one of them"
+            " would start a GPU node instead.",
+            f"Give them a weight above {highest}, e.g. 50 (spec.weight; docs/karpenter.md, Which"
+            " pool a pod starts in).",
+        )
+    return Finding(
+        "ok",
+        subject,
+        f"Every other NodePool without the GPU taint outranks the GPU pools' weight {highest}.",
+        "Nothing.",
+    )
+
+
+def _weighed(node_pool: Mapping[str, Any]) -> tuple[str, int, set[str]]:
+    """A NodePool's name, weight (0 where unset, as Karpenter reads it) and taint keys."""
+    spec = node_pool.get("spec") or {}
+    template = (spec.get("template") or {}).get("spec") or {}
+    taints = {t.get("key") for t in template.get("taints") or []}
+    return (node_pool.get("metadata") or {}).get("name", ""), int(spec.get("weight") or 0), taints
 
 
 def eks_crds(
@@ -77,17 +141,45 @@ def eks_crds(
     http: requests.Session | None = None,
 ) -> CustomResourceDefinitions:
     """`apiextensions.k8s.io/v1` CustomResourceDefinitions of the EKS cluster, by name."""
+    return lambda name: _eks_get(
+        session,
+        region,
+        cluster,
+        http,
+        f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",
+    )
 
-    def read(name: str) -> Mapping[str, Any] | None:
-        with eks_api(session, region, cluster, http) as get:
-            response = get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", {})
-        if response.status_code == 404:
-            return None
-        response.raise_for_status()
-        found: Mapping[str, Any] = response.json()
-        return found
+
+def eks_node_pools(
+    session: boto3.Session,
+    region: str,
+    cluster: Mapping[str, Any],
+    http: requests.Session | None = None,
+) -> NodePools:
+    """Every `karpenter.sh/v1` NodePool of the EKS cluster; none where it has no such CRD."""
+
+    def read() -> Sequence[Mapping[str, Any]]:
+        found = _eks_get(session, region, cluster, http, "/apis/karpenter.sh/v1/nodepools")
+        items: Sequence[Mapping[str, Any]] = (found or {}).get("items") or []
+        return items
 
     return read
+
+
+def _eks_get(
+    session: boto3.Session,
+    region: str,
+    cluster: Mapping[str, Any],
+    http: requests.Session | None,
+    path: str,
+) -> Mapping[str, Any] | None:
+    with eks_api(session, region, cluster, http) as get:
+        response = get(path, {})
+    if response.status_code == 404:
+        return None
+    response.raise_for_status()
+    found: Mapping[str, Any] = response.json()
+    return found
 
 
 def fields_set(config: StackConfig) -> dict[str, list[tuple[str, ...]]]:

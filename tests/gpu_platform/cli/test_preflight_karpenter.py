@@ -495,3 +495,58 @@ def test_the_controller_is_not_checked_where_the_platform_installs_it(
     spot_free_stack: StackConfig,
 ) -> None:
     assert controller_findings(spot_free_stack, controller("1.5.0")) == []
+
+
+# --- The cluster's other NodePools --------------------------------------------------------------
+
+POOLS_SUBJECT = "cluster ml-karpenter-dev NodePools"
+
+
+def node_pool(name: str, weight: int | None = None, taint: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"template": {"spec": {}}}
+    if weight is not None:
+        spec["weight"] = weight
+    if taint is not None:
+        spec["template"]["spec"]["taints"] = [{"key": taint, "effect": "NoSchedule"}]
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def weight_findings(stack: StackConfig, *pools: dict[str, Any]) -> list[Finding]:
+    found = karpenter_findings(
+        stack, described_cluster("API"), None, None, MARK, None, lambda: list(pools)
+    )
+    return [f for f in found if f.subject == POOLS_SUBJECT]
+
+
+def test_other_node_pools_at_or_below_the_gpu_pools_weight_warn(
+    spot_free_stack: StackConfig,
+) -> None:
+    # karpenter-dev's highest pool is its Capacity Block pool, weight 40. Karpenter reads an
+    # unset weight as 0 (`OrderByWeight`, kubernetes-sigs/karpenter
+    # pkg/utils/nodepool/nodepool.go at v1.14.1, and the NodePool CRD's `weight`).
+    (finding,) = weight_findings(
+        spot_free_stack,
+        node_pool("default"),
+        node_pool("general", weight=40),
+        node_pool("system", weight=41),
+        node_pool("h100-block", weight=40, taint="nvidia.com/gpu"),
+        node_pool("a100-team", taint="nvidia.com/gpu"),
+    )
+
+    assert finding == Finding(
+        "warning",
+        POOLS_SUBJECT,
+        "NodePools without the GPU taint rank at or below the GPU pools' weight 40: default"
+        " (weight 0), general (weight 40). A pod that tolerates the GPU taint and fits one of"
+        " them would start a GPU node instead.",
+        "Give them a weight above 40, e.g. 50 (spec.weight; docs/karpenter.md, Which pool a pod"
+        " starts in).",
+    )
+
+
+def test_other_node_pools_above_the_gpu_pools_weight_are_ok(
+    spot_free_stack: StackConfig,
+) -> None:
+    (finding,) = weight_findings(spot_free_stack, node_pool("default", weight=50))
+
+    assert finding.severity == "ok"

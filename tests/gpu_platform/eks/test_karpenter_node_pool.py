@@ -926,6 +926,17 @@ def test_a_pod_fitting_a_spot_and_an_on_demand_pool_starts_on_demand() -> None:
     assert order_by_weight([spot, on_demand])[0] == "t4-od"
 
 
+def test_an_unweighted_general_pool_loses_to_every_gpu_pool_and_weight_50_wins() -> None:
+    # A cluster's `default` NodePool as upstream's getting-started guide writes it has no
+    # weight; `OrderByWeight` reads that as 0. A CPU pod tolerating the GPU taint fits both.
+    spot = node_pool_for(karpenter_args(name="t4-spot", capacity="spot"))
+    default: dict[str, Any] = {"metadata": {"name": "default"}, "spec": {}}
+    weighted: dict[str, Any] = {"metadata": {"name": "default"}, "spec": {"weight": 50}}
+
+    assert order_by_weight([default, spot]) == ["t4-spot", "default"]
+    assert order_by_weight([weighted, spot]) == ["default", "t4-spot"]
+
+
 # --- The component ------------------------------------------------------------------------------
 
 
