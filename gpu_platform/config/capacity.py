@@ -71,8 +71,12 @@ class KarpenterSpec(Model):
     """How long Karpenter may take to drain a GPU node it is removing (a drifted node: a new
     AMI release, a changed node class) before it deletes the pods left on it, those marked
     `karpenter.sh/do-not-disrupt` and those a PodDisruptionBudget protects included. It also
-    makes drift act on nodes that run such pods, which it otherwise never replaces: a rollout
-    ends within this bound. Changing it replaces the pools' nodes (drift)."""
+    makes drift act on nodes that run such pods, which it otherwise never replaces. It bounds
+    each node's drain, not a rollout: a pool drifts `maxUnavailablePercent` of its nodes at a
+    time (10% by default, at least one), each round taking up to this long, so a rollout takes
+    up to ceil(nodes / budget) x this bound (ten rounds at most by default), and only where a
+    replacement node can launch: a full Capacity Block or reservation blocks drift of its busy
+    nodes. Changing it replaces the pools' nodes (drift)."""
 
 
 # Higher first: capacity already paid for, then what can be bought, and last what can be taken

@@ -792,10 +792,10 @@ def test_nodes_never_expire() -> None:
     assert node_pool_spec(karpenter_args())["template"]["spec"]["expireAfter"] == "Never"
 
 
-def test_empty_nodes_all_go_and_drifted_ones_one_at_a_time_by_default() -> None:
+def test_empty_nodes_all_go_and_a_tenth_of_the_drifted_ones_by_default() -> None:
     assert node_pool_spec(karpenter_args())["disruption"]["budgets"] == [
         {"nodes": "100%", "reasons": ["Empty"]},
-        {"nodes": "1", "reasons": ["Drifted", "Underutilized"]},
+        {"nodes": "10%", "reasons": ["Drifted", "Underutilized"]},
     ]
 
 
@@ -833,6 +833,25 @@ def test_one_notready_node_leaves_the_pools_empty_nodes_free_to_go() -> None:
     assert allowed_disruptions(budgets, "Empty", nodes=10, not_ready=1) == 9
     assert allowed_disruptions([{"nodes": "1"}], "Empty", nodes=10, not_ready=1) == 0
     assert allowed_disruptions(budgets, "Drifted", nodes=10, not_ready=0) == 1
+
+
+def test_a_node_being_drained_uses_up_a_budget_of_one() -> None:
+    # A draining node has a deletionTimestamp (`MarkedForDeletion`, pkg/controllers/state/
+    # statenode.go) and counts in `disrupting`, taken off every reason's budget (helpers.go).
+    assert allowed_disruptions([{"nodes": "1"}], "Drifted", nodes=10, not_ready=1) == 0
+
+
+@pytest.mark.parametrize(("nodes", "at_once", "rounds"), [(1, 1, 1), (10, 1, 10), (32, 4, 8)])
+def test_the_default_drift_budget_rolls_a_pool_in_at_most_ten_rounds(
+    nodes: int, at_once: int, rounds: int
+) -> None:
+    # Each round takes up to terminationGracePeriod where a replacement can launch: 32 nodes
+    # drift in 8 rounds (8 x 24 h), not 32 as with a budget of "1".
+    budgets = node_pool_spec(karpenter_args())["disruption"]["budgets"]
+
+    allowed = allowed_disruptions(budgets, "Drifted", nodes=nodes, not_ready=0)
+
+    assert (allowed, -(-nodes // allowed)) == (at_once, rounds)
 
 
 @pytest.mark.parametrize(
