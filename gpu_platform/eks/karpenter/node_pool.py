@@ -174,11 +174,13 @@ def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
             # Karpenter picks the size, so without `nodes` a pool of [g6.16xlarge, g6.12xlarge]
             # could start max x 4 g6.16xlarge for its GPUs. Karpenter counts a node's
             # `nvidia.com/gpu` from EC2's instance data, one per physical GPU
-            # (pkg/providers/instancetype/types.go `nvidiaGPUs`), and takes `nodes` off before
-            # any other limit (`addToNewNodeClaim`, kubernetes-sigs/karpenter
-            # pkg/controllers/provisioning/scheduling/scheduler.go at v1.14.1). Limits are checked
-            # while nodes launch in parallel, so a fast scale-out can pass them (concepts/
-            # nodepools.md, "spec.limits").
+            # (pkg/providers/instancetype/types.go `nvidiaGPUs`). `nodes` counts the nodes
+            # running when a scheduling pass starts; within a pass Karpenter takes off each new
+            # NodeClaim the most GPUs and vCPUs of its sizes and no node (`subtractMax`,
+            # kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/scheduler.go at
+            # v1.14.1), so there the GPU and CPU limits hold a burst: neither is redundant.
+            # Limits are checked while nodes launch in parallel, so a fast scale-out can pass
+            # them (concepts/nodepools.md, "spec.limits").
             "limits": {
                 GPU_RESOURCE: str(spec.max * args.pool.gpu.count),
                 "cpu": str(spec.max * largest_vcpus),

@@ -726,10 +726,10 @@ def test_the_pool_is_capped_at_max_nodes_and_their_gpus_and_vcpus() -> None:
 
 def test_a_pool_of_two_sizes_starts_no_more_nodes_or_vcpus_than_max_of_the_largest() -> None:
     # The issue's case: [g6.16xlarge (1 L4, 64 vCPUs), g6.12xlarge (4 L4s, 48 vCPUs)], max 2.
-    # With the GPU limit alone (8) Karpenter could start 8 g6.16xlarge, 512 vCPUs; `nodes` is
-    # taken off before any other limit (`addToNewNodeClaim`, kubernetes-sigs/karpenter
-    # pkg/controllers/provisioning/scheduling/scheduler.go at v1.14.1), and `cpu` holds the
-    # vCPUs to the 128 preflight checks against the quota.
+    # With the GPU limit alone (8) Karpenter could start 8 g6.16xlarge, 512 vCPUs; `nodes` holds
+    # across scheduling passes and `cpu` holds the vCPUs to the 128 preflight checks against the
+    # quota (kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/scheduler.go at
+    # v1.14.1; `karpenter_launches` below).
     args = karpenter_args(
         instance_type=G6_12XLARGE, more_instance_types=(G6_16XLARGE,), max=2, accelerator="l4"
     )
@@ -737,34 +737,67 @@ def test_a_pool_of_two_sizes_starts_no_more_nodes_or_vcpus_than_max_of_the_large
     assert node_pool_spec(args)["limits"] == {"nvidia.com/gpu": "8", "cpu": "128", "nodes": "2"}
 
 
-def test_the_limits_stop_karpenter_as_upstream_filters_sizes() -> None:
-    # `filterByRemainingResources` and the `nodes` check of scheduler.go (v1.14.1): a size fits
-    # while every limit it counts against has room left for it, and none once `nodes` is used.
+def karpenter_launches(limits: dict[str, str], sizes: tuple[InstanceType, ...]) -> list[str]:
+    """The nodes Karpenter starts for endless pending pods that fit any of `sizes`, as
+    kubernetes-sigs/karpenter's scheduler.go at v1.14.1 counts limits, each NodeClaim launching
+    its option with the most vCPUs (the worst case for the quota). Within a scheduling pass, a
+    new NodeClaim's options are the sizes within every remaining limit
+    (`filterByRemainingResources`), after a check that `nodes` is not zero, and it takes off the
+    most of each resource any option has (`subtractMax`), which has no `nodes`: a pass does not
+    count `nodes`. Between passes the nodes launched count with their real size and one node
+    each (`updateRemainingResources` with `StateNode.Capacity()`, statenode.go)."""
+
+    def capacity(size: InstanceType) -> dict[str, int]:
+        return {"nvidia.com/gpu": size.gpu_count, "cpu": size.vcpus}
+
+    running: list[InstanceType] = []
+    while True:
+        remaining = {name: int(value) for name, value in limits.items()}
+        for node in running:
+            for name in remaining:
+                remaining[name] -= {**capacity(node), "nodes": 1}[name]
+        claims = []
+        while remaining.get("nodes") != 0:
+            options = [
+                t for t in sizes if all(capacity(t).get(k, 0) <= v for k, v in remaining.items())
+            ]
+            if not options:
+                break
+            claims.append(max(options, key=lambda t: t.vcpus))
+            for name in remaining:
+                remaining[name] -= max(capacity(t).get(name, 0) for t in options)
+        if not claims:
+            return [t.name for t in running]
+        running += claims
+
+
+@pytest.mark.parametrize(
+    ("kept", "started"),
+    [
+        (("nvidia.com/gpu", "cpu", "nodes"), 2),
+        (("nvidia.com/gpu", "cpu"), 2),
+        (("nvidia.com/gpu", "nodes"), 2),
+        (("nvidia.com/gpu",), 8),
+    ],
+    ids=["all", "without-nodes", "without-cpu", "gpu-only"],
+)
+def test_the_limits_hold_a_pool_of_two_sizes_to_max_nodes(
+    kept: tuple[str, ...], started: int
+) -> None:
+    # The issue's case, [g6.16xlarge (1 L4, 64 vCPUs), g6.12xlarge (4 L4s)], max 2: the GPU
+    # limit alone lets later passes start g6.16xlarge until 8 GPUs, 8 nodes and 512 vCPUs;
+    # `cpu` holds within a pass and after it, `nodes` across passes.
     limits = node_pool_spec(
         karpenter_args(
             instance_type=G6_12XLARGE, more_instance_types=(G6_16XLARGE,), max=2, accelerator="l4"
         )
     )["limits"]
-    used = {"nvidia.com/gpu": 0, "cpu": 0, "nodes": 0}
-    started = []
-    while True:
-        fits = [
-            t
-            for t in (G6_16XLARGE, G6_12XLARGE)
-            if used["nodes"] < int(limits["nodes"])
-            and used["cpu"] + t.vcpus <= int(limits["cpu"])
-            and used["nvidia.com/gpu"] + t.gpu_count <= int(limits["nvidia.com/gpu"])
-        ]
-        if not fits:
-            break
-        started.append(fits[0].name)
-        used = {
-            "nvidia.com/gpu": used["nvidia.com/gpu"] + fits[0].gpu_count,
-            "cpu": used["cpu"] + fits[0].vcpus,
-            "nodes": used["nodes"] + 1,
-        }
 
-    assert started == ["g6.16xlarge", "g6.16xlarge"]
+    launched = karpenter_launches(
+        {k: v for k, v in limits.items() if k in kept}, (G6_16XLARGE, G6_12XLARGE)
+    )
+
+    assert launched == ["g6.16xlarge"] * started
 
 
 def test_empty_taint_values_are_left_out() -> None:
