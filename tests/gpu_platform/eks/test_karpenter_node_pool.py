@@ -36,6 +36,7 @@ from gpu_platform.eks.karpenter.node_pool import (
     KarpenterGpuNodePool,
     KarpenterGpuNodePoolArgs,
     ec2_node_class_for,
+    efa_network_interfaces,
     node_pool_for,
 )
 from gpu_platform.eks.node_group import EksGpuNodeGroupArgs
@@ -987,6 +988,19 @@ def test_an_unweighted_general_pool_loses_to_every_gpu_pool_and_weight_50_wins()
 
     assert order_by_weight([default, spot]) == ["t4-spot", "default"]
     assert order_by_weight([weighted, spot]) == ["default", "t4-spot"]
+
+
+def test_a_p5_efa_node_under_karpenter_takes_51_pods() -> None:
+    # `ENILimitedPods` (aws/karpenter-provider-aws pkg/providers/instancetype/types.go at
+    # v1.14.1): (card 0's interfaces - its efa-only ones) x (IPv4 per interface - 1) + 2;
+    # p5.48xlarge card 0: MaximumNetworkInterfaces 2, IPv4PerInterface 50
+    # (zz_generated.vpclimits.go). The node group's primary of type `efa` keeps both: 100.
+    interfaces = efa_network_interfaces(32)
+    efa_only_on_card_0 = sum(
+        1 for i in interfaces if i["networkCardIndex"] == 0 and i["interfaceType"] == "efa-only"
+    )
+
+    assert (2 - efa_only_on_card_0) * (50 - 1) + 2 == 51
 
 
 # --- The component ------------------------------------------------------------------------------
