@@ -179,7 +179,12 @@ def cluster_crds(
     for crd in chart_crds(KARPENTER_CHART.name, KARPENTER_CHART.version):
         schema = copy.deepcopy(crd["versions"]["v1"])
         if drop is not None and crd["kind"] == drop[0]:
-            del schema["properties"]["spec"]["properties"][drop[1]]
+            # `drop[1]` is a dotted path under `spec`: template.spec.terminationGracePeriod.
+            *parents, field = drop[1].split(".")
+            node = schema["properties"]["spec"]
+            for parent in parents:
+                node = node["properties"][parent]
+            del node["properties"][field]
         crds[crd["kind"]] = schema
     served = {
         name: {
@@ -314,6 +319,10 @@ def test_an_existing_karpenter_of_the_pinned_version_has_every_field(
             "ec2nodeclasses.karpenter.k8s.aws spec.capacityReservationSelectorTerms",
         ),
         (("NodePool", "weight"), "nodepools.karpenter.sh spec.weight"),
+        (
+            ("NodePool", "template.spec.terminationGracePeriod"),
+            "nodepools.karpenter.sh spec.template.spec.terminationGracePeriod",
+        ),
     ],
 )
 def test_an_older_karpenter_lacking_a_field_the_pools_set_blocks(
@@ -325,6 +334,32 @@ def test_an_older_karpenter_lacking_a_field_the_pools_set_blocks(
     assert finding.message == (
         "The cluster's Karpenter CRDs lack fields the pools set, which its API server would drop"
         f" without an error: {named}."
+    )
+
+
+def test_an_on_demand_efa_pool_needs_placement_group_selector_in_the_crd(
+    spot_free_stack: StackConfig,
+) -> None:
+    # Only an EFA pool launching into no reservation gets a placement group: karpenter-dev's
+    # Capacity Block pool, made on-demand.
+    pools = [
+        p.model_copy(
+            update={
+                "capacity": "on-demand",
+                "aws": p.aws.model_copy(update={"capacity_reservation_id": None}),
+            }
+        )
+        if p.aws.efa
+        else p
+        for p in spot_free_stack.pools
+    ]
+    stack = existing(spot_free_stack.model_copy(update={"pools": pools}))
+
+    (finding,) = crd_findings(stack, cluster_crds(drop=("EC2NodeClass", "placementGroupSelector")))
+
+    assert finding.message == (
+        "The cluster's Karpenter CRDs lack fields the pools set, which its API server would drop"
+        " without an error: ec2nodeclasses.karpenter.k8s.aws spec.placementGroupSelector."
     )
 
 

@@ -282,6 +282,7 @@ NOT_BLANK = "a value that is not empty or blank"
 FOR_GCP = "no value when cloud is aws: it applies to gcp stacks only"
 FOR_AWS = "no value when cloud is gcp: it applies to aws stacks only"
 SYSTEM_NAMESPACE = "is a Kubernetes system namespace"
+SHARED_RESERVATION = "or projects/<project>/reservations/<name> for one another project shares"
 
 # (what is wrong, the stack fixture it breaks, how, the key path the error must name, words the
 # expectation must contain)
@@ -335,6 +336,36 @@ BAD_VALUES: list[tuple[str, str, Callable[[Config], Any], str, str]] = [
         lambda c: tenant(c, name=""),
         "gpu-platform:namespaces[0].name",
         DNS_LABEL,
+    ),
+    # Compute Engine's project ids (6 to 30 characters, from a lowercase letter) and
+    # ReservationAffinity.values' `projects/<project>/reservations/<name>` (compute.v1.json).
+    (
+        "shared reservation of a project id too short",
+        GKE,
+        lambda c: pool_options(c, "gcp", reservationName="projects/ab/reservations/r"),
+        "gpu-platform:pools[0].gcp.reservationName",
+        SHARED_RESERVATION,
+    ),
+    (
+        "shared reservation of a project id with capitals",
+        GKE,
+        lambda c: pool_options(c, "gcp", reservationName="projects/My_Proj/reservations/r"),
+        "gpu-platform:pools[0].gcp.reservationName",
+        SHARED_RESERVATION,
+    ),
+    (
+        "shared reservation without a name",
+        GKE,
+        lambda c: pool_options(c, "gcp", reservationName="projects/p-123456/reservations/"),
+        "gpu-platform:pools[0].gcp.reservationName",
+        SHARED_RESERVATION,
+    ),
+    (
+        "shared reservation path misspelt",
+        GKE,
+        lambda c: pool_options(c, "gcp", reservationName="projects/p-123456/reservation/r"),
+        "gpu-platform:pools[0].gcp.reservationName",
+        SHARED_RESERVATION,
     ),
     (
         "empty node service account",
