@@ -53,9 +53,9 @@ def aws() -> Iterator[AwsClients]:
     """The command's clients (its timeouts, standard retries) on a fresh moto account."""
     with mock_aws():
         # The cluster's Kubernetes API is not moto's: Karpenter's CRDs are read in
-        # test_preflight_karpenter.py.
+        # test_preflight_karpenter.py, and so are its NodePools.
         clients = AwsClients.for_region(REGION, Deadline(30), Calls(), karpenter=True)
-        yield replace(clients, crds=None)
+        yield replace(clients, crds=None, node_pools=None)
 
 
 @pytest.fixture

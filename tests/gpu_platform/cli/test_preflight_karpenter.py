@@ -10,9 +10,15 @@ import botocore.session
 import pytest
 import requests
 from botocore.model import StringShape, StructureShape
+from botocore.stub import Stubber
 from moto import mock_aws
+from typer.testing import CliRunner
 
+from gpu_platform.cli import preflight_eks
+from gpu_platform.cli.app import app
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.preflight_eks import AwsClients
+from gpu_platform.cli.preflight_exit_codes import EXIT_BLOCKED, EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_karpenter import karpenter_findings
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import KarpenterSpec, StackConfig, load_stack_config
@@ -378,11 +384,6 @@ def test_install_false_on_a_cluster_without_karpenter_blocks(
 
 
 def test_crds_the_check_may_not_read_are_a_warning(spot_free_stack: StackConfig) -> None:
-    def refused(name: str) -> Any:
-        response = requests.Response()
-        response.status_code = 403
-        raise requests.HTTPError(response=response)
-
     (finding,) = crd_findings(spot_free_stack, refused)
 
     assert (finding.severity, finding.message) == (
@@ -585,3 +586,70 @@ def test_other_node_pools_above_the_gpu_pools_weight_are_ok(
     (finding,) = weight_findings(spot_free_stack, node_pool("default", weight=50))
 
     assert finding.severity == "ok"
+
+
+# --- The command's exit codes for these findings -------------------------------------------------
+
+
+def refused(name: str) -> Any:
+    response = requests.Response()
+    response.status_code = 403
+    raise requests.HTTPError(response=response)
+
+
+@pytest.fixture
+def command(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """`gpu-platform preflight karpenter-dev` whose EKS findings are these checks' on the cluster,
+    IAM and CRDs given: (mode, iam, crds) -> the CLI's result."""
+
+    def run(mode: str, iam: Any, crds: Callable[[str], Any] | None = None) -> Any:
+        clients = AwsClients(*(boto3.client(s, region_name="us-east-1") for s in AWS_SERVICES))
+        monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, *_, **__: clients))
+        monkeypatch.setattr(
+            preflight_eks,
+            "preflight",
+            lambda config, _, mark: karpenter_findings(
+                config, described_cluster(mode), iam, crds, mark
+            ),
+        )
+        return CliRunner().invoke(app, ["preflight", "karpenter-dev"])
+
+    return run
+
+
+AWS_SERVICES = ("eks", "ec2", "service-quotas", "resource-groups")
+
+
+def test_a_config_map_cluster_exits_blocked(command: Callable[..., Any], iam: Any) -> None:
+    result = command("CONFIG_MAP", with_spot_role(iam))
+
+    assert result.exit_code == EXIT_BLOCKED, result.output
+
+
+def test_a_missing_spot_role_exits_blocked(command: Callable[..., Any], iam: Any) -> None:
+    result = command("API", iam)
+
+    assert result.exit_code == EXIT_BLOCKED, result.output
+
+
+def test_unreadable_crds_are_a_warning_that_exits_zero(
+    command: Callable[..., Any], iam: Any
+) -> None:
+    result = command("API", with_spot_role(iam), refused)
+
+    assert result.exit_code == 0, result.output
+    assert "warning" in result.output
+
+
+def test_iam_refusing_get_role_exits_cannot_check_naming_the_permission(
+    command: Callable[..., Any],
+) -> None:
+    iam = boto3.client("iam", region_name="us-east-1")
+    with Stubber(iam) as stubber:
+        stubber.add_client_error("get_role", "AccessDenied", "not authorized", 403)
+
+        result = command("API", iam)
+
+    assert result.exit_code == EXIT_CANNOT_CHECK, result.output
+    assert "AWS refused GetRole (AccessDenied" in result.output
+    assert "iam:GetRole" in result.output
