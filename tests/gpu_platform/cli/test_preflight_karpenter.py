@@ -603,7 +603,12 @@ def command(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
     IAM and CRDs given: (mode, iam, crds) -> the CLI's result."""
 
     def run(mode: str, iam: Any, crds: Callable[[str], Any] | None = None) -> Any:
-        clients = AwsClients(*(boto3.client(s, region_name="us-east-1") for s in AWS_SERVICES))
+        clients = AwsClients(
+            boto3.client("eks", region_name="us-east-1"),
+            boto3.client("ec2", region_name="us-east-1"),
+            boto3.client("service-quotas", region_name="us-east-1"),
+            boto3.client("resource-groups", region_name="us-east-1"),
+        )
         monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, *_, **__: clients))
         monkeypatch.setattr(
             preflight_eks,
@@ -615,9 +620,6 @@ def command(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
         return CliRunner().invoke(app, ["preflight", "karpenter-dev"])
 
     return run
-
-
-AWS_SERVICES = ("eks", "ec2", "service-quotas", "resource-groups")
 
 
 def test_a_config_map_cluster_exits_blocked(command: Callable[..., Any], iam: Any) -> None:
