@@ -337,36 +337,6 @@ BAD_VALUES: list[tuple[str, str, Callable[[Config], Any], str, str]] = [
         "gpu-platform:namespaces[0].name",
         DNS_LABEL,
     ),
-    # Compute Engine's project ids (6 to 30 characters, from a lowercase letter) and
-    # ReservationAffinity.values' `projects/<project>/reservations/<name>` (compute.v1.json).
-    (
-        "shared reservation of a project id too short",
-        GKE,
-        lambda c: pool_options(c, "gcp", reservationName="projects/ab/reservations/r"),
-        "gpu-platform:pools[0].gcp.reservationName",
-        SHARED_RESERVATION,
-    ),
-    (
-        "shared reservation of a project id with capitals",
-        GKE,
-        lambda c: pool_options(c, "gcp", reservationName="projects/My_Proj/reservations/r"),
-        "gpu-platform:pools[0].gcp.reservationName",
-        SHARED_RESERVATION,
-    ),
-    (
-        "shared reservation without a name",
-        GKE,
-        lambda c: pool_options(c, "gcp", reservationName="projects/p-123456/reservations/"),
-        "gpu-platform:pools[0].gcp.reservationName",
-        SHARED_RESERVATION,
-    ),
-    (
-        "shared reservation path misspelt",
-        GKE,
-        lambda c: pool_options(c, "gcp", reservationName="projects/p-123456/reservation/r"),
-        "gpu-platform:pools[0].gcp.reservationName",
-        SHARED_RESERVATION,
-    ),
     (
         "empty node service account",
         GKE,
@@ -691,6 +661,25 @@ BAD_VALUES: list[tuple[str, str, Callable[[Config], Any], str, str]] = [
         "gpu-platform:pools[0].aws.capacityReservationId",
         "the id (cr-...) of the capacity reservation the pool launches into",
     ),
+]
+
+
+# Compute Engine's project ids (6 to 30 characters, from a lowercase letter) and
+# ReservationAffinity.values' `projects/<project>/reservations/<name>` (compute.v1.json).
+BAD_VALUES += [
+    (
+        f"shared reservation {why}",
+        GKE,
+        lambda c, name=name: pool_options(c, "gcp", reservationName=name),
+        "gpu-platform:pools[0].gcp.reservationName",
+        SHARED_RESERVATION,
+    )
+    for why, name in [
+        ("of a project id too short", "projects/ab/reservations/r"),
+        ("of a project id with capitals", "projects/My_Proj/reservations/r"),
+        ("without a name", "projects/p-123456/reservations/"),
+        ("path misspelt", "projects/p-123456/reservation/r"),
+    ]
 ]
 
 
