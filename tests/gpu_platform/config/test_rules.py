@@ -3,6 +3,7 @@ stack config fails with the key, the value and what is allowed, before any resou
 registered."""
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
@@ -664,13 +665,17 @@ BAD_VALUES: list[tuple[str, str, Callable[[Config], Any], str, str]] = [
 ]
 
 
+def reservation_named(name: str, config: Config) -> Config:
+    return pool_options(config, "gcp", reservationName=name)
+
+
 # Compute Engine's project ids (6 to 30 characters, from a lowercase letter) and
 # ReservationAffinity.values' `projects/<project>/reservations/<name>` (compute.v1.json).
 BAD_VALUES += [
     (
         f"shared reservation {why}",
         GKE,
-        lambda c, name=name: pool_options(c, "gcp", reservationName=name),
+        partial(reservation_named, name),
         "gpu-platform:pools[0].gcp.reservationName",
         SHARED_RESERVATION,
     )
