@@ -51,7 +51,9 @@ class KarpenterSpec(Model):
     ownership metadata, and two controllers would launch nodes for the same pods): the stack
     then declares only the pools' NodePools and EC2NodeClasses, whose nodes run as
     `nodeRoleArn`. `preflight` checks that the cluster's Karpenter CRDs have every field the
-    platform sets (docs/karpenter.md, An existing Karpenter)."""
+    platform sets and that its running controller's release and feature gates act on them, and
+    blocks turning it off on a stack that installed Karpenter, which would uninstall its CRDs
+    with every NodePool of the cluster (docs/karpenter.md, An existing Karpenter)."""
     node_role_arn: IamRoleArn | None = None
     """With `install: false`, required: the node role of the existing Karpenter's nodes, which
     its controller may pass to EC2 and whose access entry (or `aws-auth` mapping) lets the
