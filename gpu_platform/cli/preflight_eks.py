@@ -53,9 +53,12 @@ from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_karpenter import (
     CustomResourceDefinitions,
+    NodePools,
     eks_crds,
+    eks_node_pools,
     karpenter_findings,
 )
+from gpu_platform.cli.project import Project
 from gpu_platform.cli.reachability import reachability_findings
 from gpu_platform.cli.running_autoscaler import (
     ConfigMaps,
@@ -73,7 +76,7 @@ from gpu_platform.config import (
     StackConfig,
     key_path,
 )
-from gpu_platform.eks.karpenter.labels import NODE_POOL_LABEL
+from gpu_platform.eks.karpenter.labels import NODE_POOL_LABEL, stack_mark
 from gpu_platform.eks.node_group_names import is_node_group_of, zone_of, zone_share
 from gpu_platform.eks.subnets import Route, RouteTable, SubnetRouting, routing_of
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
@@ -152,6 +155,8 @@ class AwsClients:
     config_maps: Callable[[Mapping[str, Any]], ConfigMaps] | None = None
     """The ConfigMaps of a cluster, likewise; None leaves the running autoscaler's priorities
     and flags unchecked."""
+    node_pools: Callable[[Mapping[str, Any]], NodePools] | None = None
+    """The NodePools of a cluster, through its Kubernetes API; None leaves them unchecked."""
 
     @classmethod
     def for_region(
@@ -191,6 +196,7 @@ class AwsClients:
             session.client("iam", config=config) if karpenter else None,
             lambda cluster: eks_crds(session, region, cluster),
             lambda cluster: eks_config_maps(session, region, cluster),
+            lambda cluster: eks_node_pools(session, region, cluster),
         )
 
 
@@ -240,7 +246,9 @@ def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
         # The clients too: botocore looks for credentials as it makes them, which may call out.
         return deadline.run(
             lambda: preflight(
-                config, AwsClients.for_region(region, deadline, calls, config.uses_karpenter)
+                config,
+                AwsClients.for_region(region, deadline, calls, config.uses_karpenter),
+                stack_mark(Project.find().name, stack),
             ),
             calls,
         )
@@ -251,10 +259,11 @@ def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
         fail(f"Cannot check stack {stack}: {reason}", EXIT_CANNOT_CHECK)
 
 
-def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
+def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[Finding]:
     """Every finding for the stack, in the order: cluster, pools' zones, which subnets the GPU
     nodes use and why, what those subnets reach, live node group sizes, Karpenter's,
-    reservations, quotas."""
+    reservations, quotas. `mark`: the stack's `stack_mark`, which Karpenter's CRDs carry where
+    the stack installed them."""
     cluster, findings = _cluster_findings(config, clients)
     candidates = node_subnets(config, clients.ec2, cluster)
     private = None if candidates is None else [(s, r) for s, r in candidates if not r.public]
@@ -274,7 +283,21 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
         findings += size_change_findings(config, clients.eks)
         findings += _running_autoscaler_findings(config, clients, cluster)
     crds = None if cluster is None or clients.crds is None else clients.crds(cluster)
-    findings += karpenter_findings(config, cluster, clients.iam, crds)
+    # The running controller is read only where the stack relies on one it did not install.
+    reads_controller = config.uses_karpenter and not config.karpenter_installed
+    deployments = (
+        clients.deployments(cluster)
+        if cluster is not None and clients.deployments is not None and reads_controller
+        else None
+    )
+    node_pools = (
+        None
+        if cluster is None or clients.node_pools is None or not config.uses_karpenter
+        else clients.node_pools(cluster)
+    )
+    findings += karpenter_findings(
+        config, cluster, clients.iam, crds, mark, deployments, node_pools
+    )
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)
     return findings

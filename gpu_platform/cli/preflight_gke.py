@@ -510,7 +510,7 @@ def _specific_findings(
             return [shared]
         reservation: dict[str, Any] | None = shared
     else:
-        reservation = apis.reservation(zone, name)
+        reservation = apis.reservation(zone, short)
     if reservation is None:
         return [_missing_reservation_finding(i, pool, name, zone, apis)]
     mismatches = _mismatches(i, pool, gpus, reservation)

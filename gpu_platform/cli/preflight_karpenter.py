@@ -9,9 +9,12 @@ the checks every EKS stack gets (`gpu_platform.cli.preflight_eks`):
   Karpenter, none that another installation owns (Helm refuses to install `karpenter-crd` over
   them: "invalid ownership metadata", Karpenter's troubleshooting guide); with `install: false`,
   all of them, with every field the pools' objects set (an older Karpenter's API server drops
-  the fields its CRDs lack, without an error).
+  the fields its CRDs lack, without an error), and none this stack installed (`up` would
+  uninstall them with every NodePool of the cluster). The platform's own CRDs carry the
+  stack's mark (`gpu_platform.eks.karpenter.labels.STACK_ANNOTATION`).
 """
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,12 +23,21 @@ import requests
 from botocore.exceptions import BotoCoreError, ClientError
 
 from gpu_platform.cli.findings import Finding
-from gpu_platform.cli.running_autoscaler import eks_api
-from gpu_platform.config import EC2_RESERVED_CAPACITIES, StackConfig, key_path
+from gpu_platform.cli.running_autoscaler import Deployments, eks_api, image_tag
+from gpu_platform.config import (
+    CAPACITY_PREFERENCE,
+    EC2_RESERVED_CAPACITIES,
+    GPU_TAINT_KEY,
+    StackConfig,
+    key_path,
+)
+from gpu_platform.eks.karpenter.labels import STACK_ANNOTATION
 from gpu_platform.versions import KARPENTER_CRD_CHART
 
 CustomResourceDefinitions = Callable[[str], Mapping[str, Any] | None]
 """Reads one CRD of the cluster by name; None where it has none."""
+NodePools = Callable[[], Sequence[Mapping[str, Any]]]
+"""Reads every NodePool of the cluster, as the Kubernetes API returns them."""
 NODE_POOLS = "nodepools.karpenter.sh"
 NODE_CLAIMS = "nodeclaims.karpenter.sh"
 NODE_CLASSES = "ec2nodeclasses.karpenter.k8s.aws"
@@ -46,9 +58,14 @@ def karpenter_findings(
     cluster: Mapping[str, Any] | None,
     iam: Any,
     crds: CustomResourceDefinitions | None = None,
+    mark: str = "",
+    deployments: Deployments | None = None,
+    node_pools: NodePools | None = None,
 ) -> list[Finding]:
     """The Karpenter stack's findings, in the order: authentication mode, the Spot role, the
-    CRDs (unchecked where `crds` is None)."""
+    CRDs (unchecked where `crds` is None), which the platform's own carry `mark`, and with
+    `install: false` the running controller (unchecked where `deployments` is None), and the
+    cluster's other NodePools' weights (unchecked where `node_pools` is None)."""
     if not config.uses_karpenter:
         return []
     findings = []
@@ -57,8 +74,64 @@ def karpenter_findings(
     if any(pool.capacity == "spot" for pool in config.pools):
         findings.append(spot_role_finding(iam))
     if cluster is not None and crds is not None:
-        findings.append(crd_finding(config, crds))
+        findings.append(crd_finding(config, crds, mark))
+    if deployments is not None and not config.karpenter_installed:
+        findings.append(controller_finding(config, deployments))
+    if node_pools is not None:
+        findings.append(weight_finding(config, node_pools))
     return findings
+
+
+def weight_finding(config: StackConfig, node_pools: NodePools) -> Finding:
+    """The cluster's NodePools that are not the stack's and carry no GPU taint, whose weight is
+    not above the GPU pools'. Karpenter tries NodePools by descending weight, an unset weight
+    counting as 0 (`OrderByWeight`, kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go at
+    v1.14.1): a CPU pod that tolerates the GPU taint (`operator: Exists`, common in ML and
+    infrastructure charts) and fits both would start a GPU node. The cluster autoscaler's
+    expander ranks the cluster's other node groups above the GPU pools for the same reason
+    (`gpu_platform.eks.cluster_autoscaler.OTHER_GROUPS_PRIORITY`)."""
+    subject = f"cluster {config.cluster.name} NodePools"
+    highest = max(CAPACITY_PREFERENCE[p.capacity] for p in config.pools)
+    ours = {p.name for p in config.pools}
+    try:
+        found = node_pools()
+    except (requests.RequestException, BotoCoreError) as error:
+        return Finding(
+            "warning",
+            subject,
+            f"Cannot read the cluster's NodePools: {_why(error)}.",
+            f"Check that every NodePool without the GPU taint has a weight above {highest}"
+            " (kubectl get nodepools -o yaml).",
+        )
+    outranked = sorted(
+        f"{name} (weight {weight})"
+        for name, weight, taints in (_weighed(pool) for pool in found)
+        if name not in ours and GPU_TAINT_KEY not in taints and weight <= highest
+    )
+    if outranked:
+        return Finding(
+            "warning",
+            subject,
+            f"NodePools without the GPU taint rank at or below the GPU pools' weight {highest}:"
+            f" {', '.join(outranked)}. A pod that tolerates the GPU taint and fits one of them"
+            " would start a GPU node instead.",
+            f"Give them a weight above {highest}, e.g. 50 (spec.weight; docs/karpenter.md, Which"
+            " pool a pod starts in).",
+        )
+    return Finding(
+        "ok",
+        subject,
+        f"Every other NodePool without the GPU taint outranks the GPU pools' weight {highest}.",
+        "Nothing.",
+    )
+
+
+def _weighed(node_pool: Mapping[str, Any]) -> tuple[str, int, set[str]]:
+    """A NodePool's name, weight (0 where unset, as Karpenter reads it) and taint keys."""
+    spec = node_pool.get("spec") or {}
+    template = (spec.get("template") or {}).get("spec") or {}
+    taints = {t.get("key") for t in template.get("taints") or []}
+    return (node_pool.get("metadata") or {}).get("name", ""), int(spec.get("weight") or 0), taints
 
 
 def eks_crds(
@@ -68,17 +141,45 @@ def eks_crds(
     http: requests.Session | None = None,
 ) -> CustomResourceDefinitions:
     """`apiextensions.k8s.io/v1` CustomResourceDefinitions of the EKS cluster, by name."""
+    return lambda name: _eks_get(
+        session,
+        region,
+        cluster,
+        http,
+        f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",
+    )
 
-    def read(name: str) -> Mapping[str, Any] | None:
-        with eks_api(session, region, cluster, http) as get:
-            response = get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", {})
-        if response.status_code == 404:
-            return None
-        response.raise_for_status()
-        found: Mapping[str, Any] = response.json()
-        return found
+
+def eks_node_pools(
+    session: boto3.Session,
+    region: str,
+    cluster: Mapping[str, Any],
+    http: requests.Session | None = None,
+) -> NodePools:
+    """Every `karpenter.sh/v1` NodePool of the EKS cluster; none where it has no such CRD."""
+
+    def read() -> Sequence[Mapping[str, Any]]:
+        found = _eks_get(session, region, cluster, http, "/apis/karpenter.sh/v1/nodepools")
+        items: Sequence[Mapping[str, Any]] = (found or {}).get("items") or []
+        return items
 
     return read
+
+
+def _eks_get(
+    session: boto3.Session,
+    region: str,
+    cluster: Mapping[str, Any],
+    http: requests.Session | None,
+    path: str,
+) -> Mapping[str, Any] | None:
+    with eks_api(session, region, cluster, http) as get:
+        response = get(path, {})
+    if response.status_code == 404:
+        return None
+    response.raise_for_status()
+    found: Mapping[str, Any] = response.json()
+    return found
 
 
 def fields_set(config: StackConfig) -> dict[str, list[tuple[str, ...]]]:
@@ -101,7 +202,8 @@ def fields_set(config: StackConfig) -> dict[str, list[tuple[str, ...]]]:
     return {NODE_POOLS: node_pool, NODE_CLASSES: node_class}
 
 
-def crd_finding(config: StackConfig, crds: CustomResourceDefinitions) -> Finding:
+def crd_finding(config: StackConfig, crds: CustomResourceDefinitions, mark: str) -> Finding:
+    """`mark`: this stack's `stack_mark`, which the CRDs the platform installs carry."""
     subject = f"cluster {config.cluster.name}"
     names = (NODE_POOLS, NODE_CLAIMS, NODE_CLASSES)
     try:
@@ -114,16 +216,19 @@ def crd_finding(config: StackConfig, crds: CustomResourceDefinitions) -> Finding
             f"Check them by hand (kubectl get crd {' '.join(names)} -o yaml).",
         )
     if config.karpenter_installed:
-        return _owned_finding(config, subject, found)
-    return _existing_finding(config, subject, found)
+        return _owned_finding(config, subject, found, mark)
+    return _existing_finding(config, subject, found, mark)
 
 
 def _owned_finding(
-    config: StackConfig, subject: str, found: Mapping[str, Mapping[str, Any] | None]
+    config: StackConfig, subject: str, found: Mapping[str, Mapping[str, Any] | None], mark: str
 ) -> Finding:
-    ours = (KARPENTER_CRD_CHART.name, config.karpenter.namespace)
-    owners = {name: _owner(crd) for name, crd in found.items() if crd is not None}
-    others = {name: owner for name, owner in owners.items() if owner != ours}
+    """Where the platform installs Karpenter, any CRD without this stack's mark is another
+    installation's: upstream's documented install uses the same release names and namespace, so
+    Helm's ownership annotations cannot tell them apart (`STACK_ANNOTATION`)."""
+    others = {
+        name: _owner(crd) for name, crd in found.items() if crd is not None and _mark(crd) != mark
+    }
     if not others:
         return Finding(
             "ok",
@@ -139,18 +244,37 @@ def _owned_finding(
     return Finding(
         "blocking",
         subject,
-        f"The cluster runs Karpenter already ({held}): installing the karpenter-crd release"
-        " over its CRDs fails on Helm's ownership metadata, and a second controller would"
+        f"The cluster runs Karpenter already ({held}), without this stack's mark"
+        f" ({STACK_ANNOTATION}: {mark}): installing the karpenter-crd release over its CRDs"
+        " fails on Helm's ownership metadata or a name in use, and a second controller would"
         " launch nodes for the same pods.",
         f"Use it: set {key_path('karpenter', 'install')}: false and"
         f" {key_path('karpenter', 'nodeRoleArn')} to its node role (docs/karpenter.md, An"
-        " existing Karpenter).",
+        " existing Karpenter). If this stack installed them before it marked its CRDs: kubectl"
+        f" annotate crd {' '.join(sorted(others))} {STACK_ANNOTATION}={mark}",
+    )
+
+
+def _installed_here_finding(subject: str, marked: Sequence[str], mark: str) -> Finding:
+    return Finding(
+        "blocking",
+        subject,
+        f"{key_path('karpenter', 'install')} is false, but this stack installed the cluster's"
+        f" Karpenter ({', '.join(marked)} carry {STACK_ANNOTATION}: {mark}): pulumi up would"
+        " uninstall its karpenter-crd release, whose CRDs Helm deletes with it, and with them"
+        " every NodePool, NodeClaim and EC2NodeClass of the cluster.",
+        f"Keep {key_path('karpenter', 'install')}: true; to hand Karpenter over to another"
+        " installation, move its releases out of the stack first (pulumi state delete"
+        " --target-dependents), docs/karpenter.md, An existing Karpenter.",
     )
 
 
 def _existing_finding(
-    config: StackConfig, subject: str, found: Mapping[str, Mapping[str, Any] | None]
+    config: StackConfig, subject: str, found: Mapping[str, Mapping[str, Any] | None], mark: str
 ) -> Finding:
+    marked = sorted(name for name, crd in found.items() if crd is not None and _mark(crd) == mark)
+    if marked:
+        return _installed_here_finding(subject, marked, mark)
     missing = sorted(name for name, crd in found.items() if crd is None)
     if missing:
         return Finding(
@@ -183,6 +307,12 @@ def _existing_finding(
     )
 
 
+def _mark(crd: Mapping[str, Any]) -> str | None:
+    annotations = crd.get("metadata", {}).get("annotations") or {}
+    found: str | None = annotations.get(STACK_ANNOTATION)
+    return found
+
+
 def _owner(crd: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """The Helm release (name, namespace) a CRD's annotations say owns it."""
     annotations = crd.get("metadata", {}).get("annotations") or {}
@@ -204,6 +334,145 @@ def _has_field(schema: Mapping[str, Any], path: Sequence[str]) -> bool:
             return False
         node = node.get("items") if step == "[]" else node.get("properties", {}).get(step)
     return node is not None
+
+
+# The first release of each thing the pools need from a running controller, from
+# aws/karpenter-provider-aws and the kubernetes-sigs/karpenter it pins, at these tags:
+V1_API = (1, 0, 0)
+"""v1.0.0: the `karpenter.sh/v1` API, with `weight`, budgets' `reasons` and
+`terminationGracePeriod`."""
+RESERVED_CAPACITY = (1, 3, 0)
+"""v1.3.0: `capacityReservationSelectorTerms` and the `reserved` capacity type, behind the
+`ReservedCapacity` feature gate, off by default (kubernetes-sigs pkg/operator/options/options.go
+`FEATURE_GATES` default `ReservedCapacity=false`; chart values `reservedCapacity: false`)."""
+RESERVED_CAPACITY_BY_DEFAULT = (1, 6, 0)
+"""v1.6.0: the gate on by default (options.go `ReservedCapacity=true`; chart values
+`reservedCapacity: true`), and `CapacityReservationTypeCapacityBlock`
+(pkg/apis/v1/ec2nodeclass_status.go), which no earlier tag has."""
+NODE_LIMITS_AND_EFA = (1, 11, 0)
+"""v1.11.0: `limits.nodes` enforced (kubernetes-sigs 9f749d9f6, "support NodePool node
+limits"), and the EC2NodeClass's `networkInterfaces` and `placementGroupSelector`
+(pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml, in no earlier tag)."""
+# The controller's image (charts/karpenter/values.yaml `controller.image.repository`,
+# public.ecr.aws/karpenter/controller, or a mirror of it) and its tag, `1.14.1`.
+_CONTROLLER_REPOSITORY = "karpenter/controller"
+_RELEASE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+
+
+def controller_finding(config: StackConfig, deployments: Deployments) -> Finding:
+    """With `install: false`, the controller Deployment in `karpenter.namespace`: its release,
+    from the image tag, and its `FEATURE_GATES` and `INTERRUPTION_QUEUE` (the chart's
+    templates/deployment.yaml sets both), against what the pools need. A CRD that has a field
+    says nothing of the controller that must act on it: upstream upgrades the CRDs first
+    (upgrading/upgrade-guide.md)."""
+    namespace = config.karpenter.namespace
+    subject = f"cluster {config.cluster.name} Karpenter controller"
+    try:
+        found = _controllers(deployments(), namespace)
+    except requests.RequestException as error:
+        return Finding(
+            "warning",
+            subject,
+            f"Cannot read the cluster's Deployments: {_why(error)}.",
+            f"Check the controller's image and FEATURE_GATES by hand (kubectl -n {namespace} get"
+            " deployment karpenter -o yaml).",
+        )
+    if not found:
+        return Finding(
+            "warning",
+            subject,
+            f"No Karpenter controller Deployment in {namespace}"
+            f" ({key_path('karpenter', 'namespace')}): the check cannot tell its release.",
+            f"Set {key_path('karpenter', 'namespace')} to where it runs.",
+        )
+    where, image, env = found[0]
+    release = _RELEASE.match(image_tag(image)[1])
+    if release is None:
+        return Finding(
+            "warning",
+            subject,
+            f"{where} runs {image}, whose release the check cannot tell.",
+            "Check that it is v1.11.0 or later, with the ReservedCapacity feature gate on.",
+        )
+    version = tuple(int(part) for part in release.groups())
+    blocking, warnings = _controller_problems(config, version, env)
+    if blocking or warnings:
+        return Finding(
+            "blocking" if blocking else "warning",
+            subject,
+            f"{where} runs {image}: " + "; ".join(blocking + warnings) + ".",
+            "Upgrade the cluster's Karpenter to v1.14.1 (the pinned release), with the"
+            " ReservedCapacity feature gate on.",
+        )
+    return Finding("ok", subject, f"{where} runs {image}.", "Nothing.")
+
+
+def _controller_problems(
+    config: StackConfig, version: tuple[int, ...], env: Mapping[str, str]
+) -> tuple[list[str], list[str]]:
+    """What blocks the pools, and what only weakens them, under this release and env."""
+    capacities = {p.capacity for p in config.pools}
+    blocking: list[str] = []
+    warnings: list[str] = []
+    if version < V1_API:
+        blocking.append("it predates the karpenter.sh/v1 API (v1.0.0) the NodePools are written in")
+    gates = _feature_gates(env.get("FEATURE_GATES", ""))
+    reserved_on = gates.get("ReservedCapacity", version >= RESERVED_CAPACITY_BY_DEFAULT)
+    reserved = capacities & set(EC2_RESERVED_CAPACITIES)
+    if reserved and (version < RESERVED_CAPACITY or not reserved_on):
+        blocking.append(
+            "reserved capacity needs v1.3.0 and the ReservedCapacity feature gate on: the"
+            " reserved and capacity-block pools' pods would stay Pending"
+        )
+    if "capacity-block" in capacities and version < RESERVED_CAPACITY_BY_DEFAULT:
+        blocking.append(
+            "Capacity Blocks need v1.6.0: the capacity-block pools' pods would stay Pending"
+        )
+    if version < NODE_LIMITS_AND_EFA:
+        if any(p.aws.efa for p in config.pools):
+            blocking.append(
+                "networkInterfaces and placementGroupSelector need v1.11.0: the EFA pools' nodes"
+                " would come up with one ENA interface"
+            )
+        warnings.append("limits.nodes is enforced from v1.11.0: only the GPU and CPU limits hold")
+    if capacities & {"spot", "capacity-block"} and not env.get("INTERRUPTION_QUEUE"):
+        warnings.append(
+            "it has no INTERRUPTION_QUEUE: spot and Capacity Block nodes are not drained before EC2"
+            " takes them back"
+        )
+    return blocking, warnings
+
+
+def _controllers(
+    deployments: Sequence[Mapping[str, Any]], namespace: str
+) -> list[tuple[str, str, dict[str, str]]]:
+    """`namespace/name`, image and literal env of each Karpenter controller container there."""
+    found = []
+    for deployment in deployments:
+        metadata = deployment.get("metadata") or {}
+        if metadata.get("namespace") != namespace:
+            continue
+        pod = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+        for container in pod.get("containers") or []:
+            image = container.get("image") or ""
+            if image_tag(image)[0].endswith(_CONTROLLER_REPOSITORY):
+                env = {
+                    e["name"]: e["value"]
+                    for e in container.get("env") or []
+                    if isinstance(e.get("value"), str)
+                }
+                found.append((f"{namespace}/{metadata.get('name')}", image, env))
+    return found
+
+
+def _feature_gates(text: str) -> dict[str, bool]:
+    """`ReservedCapacity=true,NodeRepair=false` (the chart's FEATURE_GATES) as a map."""
+    gates = {}
+    for item in text.split(","):
+        name, equals, value = item.partition("=")
+        if equals:
+            gates[name.strip()] = value.strip().lower() == "true"
+    return gates
 
 
 def _why(error: Exception) -> str:

@@ -59,7 +59,9 @@ class KarpenterSpec(Model):
     ownership metadata, and two controllers would launch nodes for the same pods): the stack
     then declares only the pools' NodePools and EC2NodeClasses, whose nodes run as
     `nodeRoleArn`. `preflight` checks that the cluster's Karpenter CRDs have every field the
-    platform sets (docs/karpenter.md, An existing Karpenter)."""
+    platform sets and that its running controller's release and feature gates act on them, and
+    blocks turning it off on a stack that installed Karpenter, which would uninstall its CRDs
+    with every NodePool of the cluster (docs/karpenter.md, An existing Karpenter)."""
     node_role_arn: IamRoleArn | None = None
     """With `install: false`, required: the node role of the existing Karpenter's nodes, which
     its controller may pass to EC2 and whose access entry (or `aws-auth` mapping) lets the
@@ -79,8 +81,12 @@ class KarpenterSpec(Model):
     """How long Karpenter may take to drain a GPU node it is removing (a drifted node: a new
     AMI release, a changed node class) before it deletes the pods left on it, those marked
     `karpenter.sh/do-not-disrupt` and those a PodDisruptionBudget protects included. It also
-    makes drift act on nodes that run such pods, which it otherwise never replaces: a rollout
-    ends within this bound. Changing it replaces the pools' nodes (drift)."""
+    makes drift act on nodes that run such pods, which it otherwise never replaces. It bounds
+    each node's drain, not a rollout: a pool drifts `maxUnavailablePercent` of its nodes at a
+    time (10% by default, at least one), each round taking up to this long, so a rollout takes
+    up to ceil(nodes / budget) x this bound (ten rounds at most by default), and only where a
+    replacement node can launch: a full Capacity Block or reservation blocks drift of its busy
+    nodes. Changing it replaces the pools' nodes (drift)."""
 
 
 # Higher first: capacity already paid for, then what can be bought, and last what can be taken

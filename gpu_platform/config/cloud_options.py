@@ -98,7 +98,8 @@ class EksPoolOptions(Model):
     """Replace up to this share of the pool's nodes at once on an update (a new AMI release,
     launch template or labels); unset replaces one node at a time. EKS drains each node first,
     waiting up to 15 minutes for its pods' disruption budgets before it fails the update. Under
-    Karpenter it is the budget of drifted nodes (docs/karpenter.md, Disruption budgets)."""
+    Karpenter it is the budget of drifted nodes, 10% (rounded up) where unset
+    (docs/karpenter.md, Disruption budgets)."""
     empty_nodes_budget_percent: int = Field(default=100, ge=1, le=100)
     """Karpenter: the share of the pool's nodes it may remove at once for being empty. All of
     them by default, so that a large teardown is not paced one node at a time and a node that

@@ -169,6 +169,43 @@ def consolidation_problems(args: ResourceValidationArgs) -> Iterator[str]:
         )
 
 
+BUDGETS = ("spec", "disruption", "budgets")
+# The CRD's default budgets (karpenter.sh_nodepools.yaml at v1.14.1): one, without reasons.
+_DEFAULT_BUDGETS = [{"nodes": "10%"}]
+
+
+def budget_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    """A budget without `reasons` governs `Empty` too, and Karpenter takes the pool's NotReady
+    and deleting nodes off every budget (`BuildDisruptionBudgetMapping`, kubernetes-sigs/karpenter
+    pkg/controllers/disruption/helpers.go at v1.14.1): below 100%, a few NotReady GPU nodes stop
+    the pool's empty nodes from going, idle and paid for."""
+    left_default = value_at(args.props, *BUDGETS) is None
+    budgets = _DEFAULT_BUDGETS if left_default else elements(args.props, *BUDGETS)
+    small = [
+        budget
+        for budget in budgets
+        if isinstance(budget, Mapping)
+        and not budget.get("reasons")
+        and isinstance(budget.get("nodes"), str)
+        and budget["nodes"] != "100%"
+    ]
+    if not small:
+        return
+    nodes = ", ".join(shown(b["nodes"]) for b in small)
+    how = (
+        f"leaves {field_path(*BUDGETS)} to its default, one budget of nodes=10% without reasons"
+        if left_default
+        else f"has a disruption budget of nodes={nodes} without reasons"
+    )
+    yield (
+        f"the {NOUN} {how}, which also limits the removal of empty nodes, and Karpenter takes"
+        " the pool's NotReady and deleting nodes off it: a NotReady GPU node can stop every"
+        " empty node of the pool from going (kubernetes-sigs/karpenter,"
+        ' pkg/controllers/disruption/helpers.go). Fix: give it reasons, with a budget of "100%"'
+        " for reasons [Empty]."
+    )
+
+
 def allowed_capacity_types(capacity: Sequence[tuple[str, list[Any]]]) -> list[str]:
     """The capacity types a NodePool's requirements on its capacity type (operator, values)
     leave Karpenter, in its order of preference (reserved, spot, on-demand: karpenter.sh docs,
@@ -368,6 +405,15 @@ POLICIES = [
         "karpenter-gpu-pool-disruption",
         "Karpenter GPU NodePools never expire their nodes and remove only empty ones.",
         [expiry_problems, consolidation_problems],
+    ),
+    resource_policy(
+        "karpenter-gpu-pool-budgets",
+        "Karpenter GPU NodePools limit the removal of empty nodes only with a budget for the"
+        " Empty reason.",
+        budget_problems,
+        resource_types=(NODE_POOL_TYPE,),
+        applies=lambda args: is_gpu_node_pool(args.props),
+        enforcement_level=EnforcementLevel.ADVISORY,
     ),
     _gpu_node_pool_policy(
         "karpenter-gpu-capacity-fallback",

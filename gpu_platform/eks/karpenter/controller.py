@@ -29,7 +29,7 @@ from pulumi_kubernetes import helm
 from gpu_platform.config import KarpenterSpec
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.iam_roles import cluster_tags, name_prefix
-from gpu_platform.eks.karpenter.labels import NODE_POOL_LABEL
+from gpu_platform.eks.karpenter.labels import NODE_POOL_LABEL, STACK_ANNOTATION, stack_mark
 from gpu_platform.eks.node_group import node_role
 from gpu_platform.eks.pod_identity import pod_identity
 from gpu_platform.kubernetes import helm_release
@@ -173,6 +173,7 @@ class KarpenterController(pulumi.ComponentResource):
             chart=oci_chart(KARPENTER_CRD_CHART.repository, KARPENTER_CRD_CHART.name),
             version=args.spec.chart_version,
             namespace=args.spec.namespace,
+            values=crd_values(stack_mark(pulumi.get_project(), pulumi.get_stack())),
             **helm_release.KARPENTER_CRD.release_args(),
             opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
         )
@@ -558,6 +559,12 @@ CONTROLLER_RESOURCES = {
     "requests": {"cpu": "1", "memory": "1Gi"},
     "limits": {"cpu": "1", "memory": "1Gi"},
 }
+
+
+def crd_values(mark: str) -> dict[str, Any]:
+    """The `karpenter-crd` chart's values: the stack's mark on every CRD, which preflight reads
+    to tell the platform's CRDs from another installation's under the same release name."""
+    return {"additionalAnnotations": {STACK_ANNOTATION: mark}}
 
 
 def karpenter_values(

@@ -9,3 +9,16 @@ NODE_POOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 AWS_LABEL_PREFIX = "karpenter.k8s.aws/"
 """The provider's labels: instance category, generation, GPU name and count, tenancy..."""
+
+STACK_ANNOTATION = "gpu-platform.io/stack"
+"""The annotation the platform's `karpenter-crd` release puts on the CRDs it owns (through the
+chart's `additionalAnnotations`, which every template of charts/karpenter-crd at v1.14.1 writes
+into its metadata), valued `stack_mark`. Upstream's own install uses the same release names and
+namespace (getting-started `KARPENTER_NAMESPACE="kube-system"`, upgrade-guide `helm upgrade
+--install karpenter-crd`), so only this mark tells the platform's CRDs from a by-the-book
+installation's."""
+
+
+def stack_mark(project: str, stack: str) -> str:
+    """`<project>/<stack>`: the stack that installed the CRDs."""
+    return f"{project}/{stack}"

@@ -180,11 +180,13 @@ def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
             # Karpenter picks the size, so without `nodes` a pool of [g6.16xlarge, g6.12xlarge]
             # could start max x 4 g6.16xlarge for its GPUs. Karpenter counts a node's
             # `nvidia.com/gpu` from EC2's instance data, one per physical GPU
-            # (pkg/providers/instancetype/types.go `nvidiaGPUs`), and takes `nodes` off before
-            # any other limit (`addToNewNodeClaim`, kubernetes-sigs/karpenter
-            # pkg/controllers/provisioning/scheduling/scheduler.go at v1.14.1). Limits are checked
-            # while nodes launch in parallel, so a fast scale-out can pass them (concepts/
-            # nodepools.md, "spec.limits").
+            # (pkg/providers/instancetype/types.go `nvidiaGPUs`). `nodes` counts the nodes
+            # running when a scheduling pass starts; within a pass Karpenter takes off each new
+            # NodeClaim the most GPUs and vCPUs of its sizes and no node (`subtractMax`,
+            # kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/scheduler.go at
+            # v1.14.1), so there the GPU and CPU limits hold a burst: neither is redundant.
+            # Limits are checked while nodes launch in parallel, so a fast scale-out can pass
+            # them (concepts/nodepools.md, "spec.limits").
             "limits": {
                 GPU_RESOURCE: str(spec.max * args.pool.gpu.count),
                 "cpu": str(spec.max * largest_vcpus),
@@ -342,10 +344,20 @@ def _one_of(key: str, values: list[str]) -> dict[str, Any]:
     return {"key": key, "operator": "In", "values": values}
 
 
+DRIFT_BUDGET_PERCENT = 10
+"""Drifted and underutilized nodes Karpenter may take down at once where the pool sets no
+`maxUnavailablePercent`: a share, rounded up (`GetAllowedDisruptions`, kubernetes-sigs/karpenter
+pkg/apis/v1/nodepool.go at v1.14.1), so one node at a time up to ten nodes and never more than
+ten rounds of drift for any pool. A node being drained counts against the budget until it is
+gone (`MarkedForDeletion`, pkg/controllers/state/statenode.go; helpers.go), up to
+`terminationGracePeriod` each, so a fixed `1` would roll a 32-node pool in 32 such rounds."""
+
+
 def disruption_budgets(spec: GpuPoolSpec) -> list[dict[str, Any]]:
     """How many of the pool's nodes Karpenter may take down at once, by reason: empty ones
     `emptyNodesBudgetPercent` (all by default), drifted ones (a new AMI release) and
-    underutilized ones (which `WhenEmpty` never has) `maxUnavailablePercent`, else one.
+    underutilized ones (which `WhenEmpty` never has) `maxUnavailablePercent`, else
+    `DRIFT_BUDGET_PERCENT`.
 
     A budget without `reasons` holds for every reason, `Empty` too, and Karpenter takes from
     each budget the pool's nodes that are NotReady or being deleted (`BuildDisruptionBudgetMapping`,
@@ -356,7 +368,7 @@ def disruption_budgets(spec: GpuPoolSpec) -> list[dict[str, Any]]:
     return [
         {"nodes": f"{spec.aws.empty_nodes_budget_percent}%", "reasons": ["Empty"]},
         {
-            "nodes": "1" if percent is None else f"{percent}%",
+            "nodes": f"{DRIFT_BUDGET_PERCENT if percent is None else percent}%",
             "reasons": ["Drifted", "Underutilized"],
         },
     ]

@@ -53,9 +53,9 @@ def aws() -> Iterator[AwsClients]:
     """The command's clients (its timeouts, standard retries) on a fresh moto account."""
     with mock_aws():
         # The cluster's Kubernetes API is not moto's: Karpenter's CRDs are read in
-        # test_preflight_karpenter.py.
+        # test_preflight_karpenter.py, and so are its NodePools.
         clients = AwsClients.for_region(REGION, Deadline(30), Calls(), karpenter=True)
-        yield replace(clients, crds=None)
+        yield replace(clients, crds=None, node_pools=None)
 
 
 @pytest.fixture
@@ -1584,6 +1584,25 @@ def test_every_client_gives_up_within_its_timeouts_and_retries_in_standard_mode(
     ] == [(*timeouts, {"mode": "standard", "total_max_attempts": 5})] * 4
 
 
+def test_the_command_checks_karpenters_crds_for_the_project_and_stacks_mark(
+    no_aws_settings: pytest.MonkeyPatch,
+) -> None:
+    no_aws_settings.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+    no_aws_settings.setenv("AWS_SECRET_ACCESS_KEY", "example")
+    marks: list[str] = []
+
+    def checked(config: StackConfig, clients: AwsClients, mark: str) -> list[Finding]:
+        marks.append(mark)
+        return []
+
+    no_aws_settings.setattr(preflight_eks, "preflight", checked)
+
+    CliRunner().invoke(app, ["preflight", "karpenter-dev", "--timeout", "60"])
+
+    # What the karpenter-crd release writes (test_karpenter_controller): Pulumi.yaml's name.
+    assert marks == ["gpu-platform/karpenter-dev"]
+
+
 def test_the_command_gives_every_client_the_timeouts_of_the_deadline_it_was_given(
     no_aws_settings: pytest.MonkeyPatch,
 ) -> None:
@@ -1592,7 +1611,7 @@ def test_the_command_gives_every_client_the_timeouts_of_the_deadline_it_was_give
     made: list[AwsClients] = []
     done = threading.Event()
 
-    def checked(config: StackConfig, clients: AwsClients) -> list[Finding]:
+    def checked(config: StackConfig, clients: AwsClients, mark: str) -> list[Finding]:
         made.append(clients)
         done.set()
         return []

@@ -1399,6 +1399,33 @@ def test_a_reservation_shared_with_the_project_is_read_from_its_owner(
     ]
 
 
+def test_a_reservation_shared_with_the_owners_organization_is_ok(google: FakeGoogle) -> None:
+    # `ShareSettings.shareType` ORGANIZATION (compute.v1.json): open to every project of the
+    # owner's organization, with no `projectMap`.
+    shared_reservation(google, shareSettings={"shareType": "ORGANIZATION"})
+
+    (finding,) = of_pool(findings(google, on_shared_reservation), GKE_RESERVED_POOL)
+
+    assert finding.severity == "ok"
+
+
+def test_a_reservation_named_by_its_full_path_in_the_clusters_project_is_read_there(
+    google: FakeGoogle,
+) -> None:
+    # GET .../zones/<zone>/reservations/<name> takes the short name (compute.v1.json
+    # `compute.reservations.get` path); the full path would be a 404.
+    google.reservation()
+
+    def full_path(config: Config) -> None:
+        pool(config, GKE_RESERVED_POOL)["gcp"]["reservationName"] = (
+            f"projects/{PROJECT}/reservations/{RESERVATION}"
+        )
+
+    (finding,) = of_pool(findings(google, full_path), GKE_RESERVED_POOL)
+
+    assert finding.severity == "ok"
+
+
 def test_a_reservation_not_shared_with_the_project_blocks(google: FakeGoogle) -> None:
     shared_reservation(google, shareSettings={"shareType": "LOCAL"})
 

@@ -10,9 +10,15 @@ import botocore.session
 import pytest
 import requests
 from botocore.model import StringShape, StructureShape
+from botocore.stub import Stubber
 from moto import mock_aws
+from typer.testing import CliRunner
 
+from gpu_platform.cli import preflight_eks
+from gpu_platform.cli.app import app
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.preflight_eks import AwsClients
+from gpu_platform.cli.preflight_exit_codes import EXIT_BLOCKED, EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_karpenter import karpenter_findings
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import KarpenterSpec, StackConfig, load_stack_config
@@ -154,10 +160,16 @@ CRD_NAMES = {
     "NodeClaim": "nodeclaims.karpenter.sh",
     "EC2NodeClass": "ec2nodeclasses.karpenter.k8s.aws",
 }
-OWNED = {
+# Upstream's own install: release karpenter-crd in kube-system (aws/karpenter-provider-aws
+# v1.14.1, website/content/en/docs/getting-started/getting-started-with-karpenter/_index.md:50
+# `KARPENTER_NAMESPACE="kube-system"`, upgrading/upgrade-guide.md:71-72 `helm upgrade --install
+# karpenter-crd ... --namespace "${KARPENTER_NAMESPACE}"`): the platform's release names too.
+BY_THE_BOOK = {
     "meta.helm.sh/release-name": "karpenter-crd",
     "meta.helm.sh/release-namespace": "kube-system",
 }
+MARK = "gpu-platform/karpenter-dev"
+OWNED = {**BY_THE_BOOK, "gpu-platform.io/stack": MARK}
 
 
 def cluster_crds(
@@ -173,13 +185,18 @@ def cluster_crds(
     for crd in chart_crds(KARPENTER_CHART.name, KARPENTER_CHART.version):
         schema = copy.deepcopy(crd["versions"]["v1"])
         if drop is not None and crd["kind"] == drop[0]:
-            del schema["properties"]["spec"]["properties"][drop[1]]
+            # `drop[1]` is a dotted path under `spec`: template.spec.terminationGracePeriod.
+            *parents, field = drop[1].split(".")
+            node = schema["properties"]["spec"]
+            for parent in parents:
+                node = node["properties"][parent]
+            del node["properties"][field]
         crds[crd["kind"]] = schema
     served = {
         name: {
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
-            "metadata": {"name": name, "annotations": dict(annotations or OWNED)},
+            "metadata": {"name": name, "annotations": dict(annotations or BY_THE_BOOK)},
             "spec": {
                 "versions": [{"name": "v1", "schema": {"openAPIV3Schema": crds.get(kind, {})}}]
             },
@@ -191,7 +208,7 @@ def cluster_crds(
 
 
 def crd_findings(stack: StackConfig, crds: Callable[[str], Any]) -> list[Finding]:
-    found = karpenter_findings(stack, described_cluster("API"), None, crds)
+    found = karpenter_findings(stack, described_cluster("API"), None, crds, MARK)
     return [f for f in found if f.subject == "cluster ml-karpenter-dev"][-1:]
 
 
@@ -214,7 +231,50 @@ def existing(stack: StackConfig) -> StackConfig:
 
 
 def test_the_platforms_own_crds_let_it_install(spot_free_stack: StackConfig) -> None:
-    assert crd_findings(spot_free_stack, cluster_crds())[0].severity == "ok"
+    assert crd_findings(spot_free_stack, cluster_crds(OWNED))[0].severity == "ok"
+
+
+def test_upstreams_install_under_the_same_release_name_blocks_the_install(
+    spot_free_stack: StackConfig,
+) -> None:
+    (finding,) = crd_findings(spot_free_stack, cluster_crds(BY_THE_BOOK))
+
+    assert finding.severity == "blocking"
+    assert finding.message.startswith(
+        "The cluster runs Karpenter already (ec2nodeclasses.karpenter.k8s.aws: release"
+        " karpenter-crd in kube-system;"
+    )
+    assert "without this stack's mark (gpu-platform.io/stack: gpu-platform/karpenter-dev)" in (
+        finding.message
+    )
+
+
+def test_another_stacks_karpenter_blocks_the_install(spot_free_stack: StackConfig) -> None:
+    theirs = {**BY_THE_BOOK, "gpu-platform.io/stack": "gpu-platform/karpenter-prod"}
+
+    assert crd_findings(spot_free_stack, cluster_crds(theirs))[0].severity == "blocking"
+
+
+def test_install_false_where_this_stack_installed_karpenter_blocks(
+    spot_free_stack: StackConfig,
+) -> None:
+    # The karpenter-crd chart ships its CRDs as templates without `helm.sh/resource-policy:
+    # keep` (charts/karpenter-crd/templates/*.yaml at v1.14.1): uninstalling the release deletes
+    # them, and the API server every NodePool, NodeClaim and EC2NodeClass with them.
+    (finding,) = crd_findings(existing(spot_free_stack), cluster_crds(OWNED))
+
+    assert finding.severity == "blocking"
+    assert finding.message.startswith(
+        "gpu-platform:karpenter.install is false, but this stack installed the cluster's"
+        " Karpenter (ec2nodeclasses.karpenter.k8s.aws, nodeclaims.karpenter.sh,"
+        " nodepools.karpenter.sh carry gpu-platform.io/stack: gpu-platform/karpenter-dev)"
+    )
+
+
+def test_install_false_over_another_stacks_karpenter_is_ok(spot_free_stack: StackConfig) -> None:
+    theirs = {**BY_THE_BOOK, "gpu-platform.io/stack": "gpu-platform/karpenter-prod"}
+
+    assert crd_findings(existing(spot_free_stack), cluster_crds(theirs))[0].severity == "ok"
 
 
 def test_crds_of_another_installation_block_the_install(spot_free_stack: StackConfig) -> None:
@@ -265,6 +325,10 @@ def test_an_existing_karpenter_of_the_pinned_version_has_every_field(
             "ec2nodeclasses.karpenter.k8s.aws spec.capacityReservationSelectorTerms",
         ),
         (("NodePool", "weight"), "nodepools.karpenter.sh spec.weight"),
+        (
+            ("NodePool", "template.spec.terminationGracePeriod"),
+            "nodepools.karpenter.sh spec.template.spec.terminationGracePeriod",
+        ),
     ],
 )
 def test_an_older_karpenter_lacking_a_field_the_pools_set_blocks(
@@ -276,6 +340,32 @@ def test_an_older_karpenter_lacking_a_field_the_pools_set_blocks(
     assert finding.message == (
         "The cluster's Karpenter CRDs lack fields the pools set, which its API server would drop"
         f" without an error: {named}."
+    )
+
+
+def test_an_on_demand_efa_pool_needs_placement_group_selector_in_the_crd(
+    spot_free_stack: StackConfig,
+) -> None:
+    # Only an EFA pool launching into no reservation gets a placement group: karpenter-dev's
+    # Capacity Block pool, made on-demand.
+    pools = [
+        p.model_copy(
+            update={
+                "capacity": "on-demand",
+                "aws": p.aws.model_copy(update={"capacity_reservation_id": None}),
+            }
+        )
+        if p.aws.efa
+        else p
+        for p in spot_free_stack.pools
+    ]
+    stack = existing(spot_free_stack.model_copy(update={"pools": pools}))
+
+    (finding,) = crd_findings(stack, cluster_crds(drop=("EC2NodeClass", "placementGroupSelector")))
+
+    assert finding.message == (
+        "The cluster's Karpenter CRDs lack fields the pools set, which its API server would drop"
+        " without an error: ec2nodeclasses.karpenter.k8s.aws spec.placementGroupSelector."
     )
 
 
@@ -294,14 +384,274 @@ def test_install_false_on_a_cluster_without_karpenter_blocks(
 
 
 def test_crds_the_check_may_not_read_are_a_warning(spot_free_stack: StackConfig) -> None:
-    def refused(name: str) -> Any:
-        response = requests.Response()
-        response.status_code = 403
-        raise requests.HTTPError(response=response)
-
     (finding,) = crd_findings(spot_free_stack, refused)
 
     assert (finding.severity, finding.message) == (
         "warning",
         "Cannot read the cluster's Karpenter CRDs: the Kubernetes API answered 403.",
     )
+
+
+# --- The running controller, with install: false ------------------------------------------------
+
+# charts/karpenter/templates/deployment.yaml at aws/karpenter-provider-aws v1.14.1: the image
+# `<controller.image.repository>:<tag>@<digest>` (_helpers.tpl `karpenter.controller.image`),
+# FEATURE_GATES from `settings.featureGates` (values.yaml: reservedCapacity true, the rest
+# false) and INTERRUPTION_QUEUE from `settings.interruptionQueue`.
+CHART_GATES = (
+    "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,"
+    "StaticCapacity=false,CapacityBuffer=false"
+)
+CONTROLLER = "cluster ml-karpenter-dev Karpenter controller"
+
+
+def controller(
+    tag: str, gates: str | None = CHART_GATES, queue: str | None = "ml-queue"
+) -> dict[str, Any]:
+    env = [{"name": "KUBERNETES_MIN_VERSION", "value": "1.19.0-0"}]
+    if gates is not None:
+        env.append({"name": "FEATURE_GATES", "value": gates})
+    if queue is not None:
+        env.append({"name": "INTERRUPTION_QUEUE", "value": queue})
+    return {
+        "metadata": {"name": "karpenter", "namespace": "kube-system"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "controller",
+                            "image": f"public.ecr.aws/karpenter/controller:{tag}@sha256:0a1b",
+                            "env": env,
+                        }
+                    ]
+                }
+            }
+        },
+    }
+
+
+def controller_findings(stack: StackConfig, *deployments: dict[str, Any]) -> list[Finding]:
+    found = karpenter_findings(
+        stack, described_cluster("API"), None, None, MARK, lambda: list(deployments)
+    )
+    return [f for f in found if f.subject == CONTROLLER]
+
+
+def test_the_pinned_controller_with_the_charts_defaults_is_ok(
+    spot_free_stack: StackConfig,
+) -> None:
+    assert controller_findings(existing(spot_free_stack), controller("1.14.1")) == [
+        Finding(
+            "ok",
+            CONTROLLER,
+            "kube-system/karpenter runs public.ecr.aws/karpenter/controller:1.14.1@sha256:0a1b.",
+            "Nothing.",
+        )
+    ]
+
+
+def test_a_controller_with_reserved_capacity_off_blocks(spot_free_stack: StackConfig) -> None:
+    gates = CHART_GATES.replace("ReservedCapacity=true", "ReservedCapacity=false")
+
+    (finding,) = controller_findings(existing(spot_free_stack), controller("1.14.1", gates))
+
+    assert finding.severity == "blocking"
+    assert "reserved capacity needs v1.3.0 and the ReservedCapacity feature gate on" in (
+        finding.message
+    )
+
+
+def test_a_v1_5_controller_with_its_default_gates_blocks_reserved_blocks_and_efa(
+    spot_free_stack: StackConfig,
+) -> None:
+    # v1.5.0's default: options.go `FEATURE_GATES` "NodeRepair=false,ReservedCapacity=false,
+    # SpotToSpotConsolidation=false" (kubernetes-sigs/karpenter v1.5.0); capacity-block first in
+    # v1.6.0's ec2nodeclass_status.go; networkInterfaces first in v1.11.0's EC2NodeClass CRD.
+    (finding,) = controller_findings(existing(spot_free_stack), controller("1.5.0", gates=None))
+
+    assert finding == Finding(
+        "blocking",
+        CONTROLLER,
+        "kube-system/karpenter runs public.ecr.aws/karpenter/controller:1.5.0@sha256:0a1b:"
+        " reserved capacity needs v1.3.0 and the ReservedCapacity feature gate on: the reserved"
+        " and capacity-block pools' pods would stay Pending; Capacity Blocks need v1.6.0: the"
+        " capacity-block pools' pods would stay Pending; networkInterfaces and"
+        " placementGroupSelector need v1.11.0: the EFA pools' nodes would come up with one ENA"
+        " interface; limits.nodes is enforced from v1.11.0: only the GPU and CPU limits hold.",
+        "Upgrade the cluster's Karpenter to v1.14.1 (the pinned release), with the"
+        " ReservedCapacity feature gate on.",
+    )
+
+
+def test_from_v1_6_reserved_capacity_is_on_without_feature_gates(
+    spot_free_stack: StackConfig,
+) -> None:
+    # v1.6.0's options.go default turns ReservedCapacity on; v1.10 still lacks node limits.
+    (finding,) = controller_findings(existing(spot_free_stack), controller("v1.10.2", gates=None))
+
+    assert "reserved capacity" not in finding.message
+    assert "Capacity Blocks" not in finding.message
+    assert "networkInterfaces and placementGroupSelector need v1.11.0" in finding.message
+
+
+def test_a_controller_without_an_interruption_queue_warns(iam: Any) -> None:
+    stack = karpenter_stack(install=False, nodeRoleArn=ROLE)
+    found = karpenter_findings(
+        stack,
+        described_cluster("API"),
+        with_spot_role(iam),
+        None,
+        MARK,
+        lambda: [controller("1.14.1", queue=None)],
+    )
+
+    (finding,) = [f for f in found if f.subject == CONTROLLER]
+    assert finding.severity == "warning"
+    assert finding.message.endswith(
+        "it has no INTERRUPTION_QUEUE: spot and Capacity Block nodes are not drained before EC2"
+        " takes them back."
+    )
+
+
+def test_no_controller_in_the_namespace_warns(spot_free_stack: StackConfig) -> None:
+    elsewhere = controller("1.14.1")
+    elsewhere["metadata"]["namespace"] = "karpenter"
+
+    (finding,) = controller_findings(existing(spot_free_stack), elsewhere)
+
+    assert (finding.severity, finding.message) == (
+        "warning",
+        "No Karpenter controller Deployment in kube-system (gpu-platform:karpenter.namespace):"
+        " the check cannot tell its release.",
+    )
+
+
+def test_the_controller_is_not_checked_where_the_platform_installs_it(
+    spot_free_stack: StackConfig,
+) -> None:
+    assert controller_findings(spot_free_stack, controller("1.5.0")) == []
+
+
+# --- The cluster's other NodePools --------------------------------------------------------------
+
+POOLS_SUBJECT = "cluster ml-karpenter-dev NodePools"
+
+
+def node_pool(name: str, weight: int | None = None, taint: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"template": {"spec": {}}}
+    if weight is not None:
+        spec["weight"] = weight
+    if taint is not None:
+        spec["template"]["spec"]["taints"] = [{"key": taint, "effect": "NoSchedule"}]
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def weight_findings(stack: StackConfig, *pools: dict[str, Any]) -> list[Finding]:
+    found = karpenter_findings(
+        stack, described_cluster("API"), None, None, MARK, None, lambda: list(pools)
+    )
+    return [f for f in found if f.subject == POOLS_SUBJECT]
+
+
+def test_other_node_pools_at_or_below_the_gpu_pools_weight_warn(
+    spot_free_stack: StackConfig,
+) -> None:
+    # karpenter-dev's highest pool is its Capacity Block pool, weight 40. Karpenter reads an
+    # unset weight as 0 (`OrderByWeight`, kubernetes-sigs/karpenter
+    # pkg/utils/nodepool/nodepool.go at v1.14.1, and the NodePool CRD's `weight`).
+    (finding,) = weight_findings(
+        spot_free_stack,
+        node_pool("default"),
+        node_pool("general", weight=40),
+        node_pool("system", weight=41),
+        node_pool("h100-block", weight=40, taint="nvidia.com/gpu"),
+        node_pool("a100-team", taint="nvidia.com/gpu"),
+    )
+
+    assert finding == Finding(
+        "warning",
+        POOLS_SUBJECT,
+        "NodePools without the GPU taint rank at or below the GPU pools' weight 40: default"
+        " (weight 0), general (weight 40). A pod that tolerates the GPU taint and fits one of"
+        " them would start a GPU node instead.",
+        "Give them a weight above 40, e.g. 50 (spec.weight; docs/karpenter.md, Which pool a pod"
+        " starts in).",
+    )
+
+
+def test_other_node_pools_above_the_gpu_pools_weight_are_ok(
+    spot_free_stack: StackConfig,
+) -> None:
+    (finding,) = weight_findings(spot_free_stack, node_pool("default", weight=50))
+
+    assert finding.severity == "ok"
+
+
+# --- The command's exit codes for these findings -------------------------------------------------
+
+
+def refused(name: str) -> Any:
+    response = requests.Response()
+    response.status_code = 403
+    raise requests.HTTPError(response=response)
+
+
+@pytest.fixture
+def command(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """`gpu-platform preflight karpenter-dev` whose EKS findings are these checks' on the cluster,
+    IAM and CRDs given: (mode, iam, crds) -> the CLI's result."""
+
+    def run(mode: str, iam: Any, crds: Callable[[str], Any] | None = None) -> Any:
+        clients = AwsClients(
+            boto3.client("eks", region_name="us-east-1"),
+            boto3.client("ec2", region_name="us-east-1"),
+            boto3.client("service-quotas", region_name="us-east-1"),
+            boto3.client("resource-groups", region_name="us-east-1"),
+        )
+        monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, *_, **__: clients))
+        monkeypatch.setattr(
+            preflight_eks,
+            "preflight",
+            lambda config, _, mark: karpenter_findings(
+                config, described_cluster(mode), iam, crds, mark
+            ),
+        )
+        return CliRunner().invoke(app, ["preflight", "karpenter-dev"])
+
+    return run
+
+
+def test_a_config_map_cluster_exits_blocked(command: Callable[..., Any], iam: Any) -> None:
+    result = command("CONFIG_MAP", with_spot_role(iam))
+
+    assert result.exit_code == EXIT_BLOCKED, result.output
+
+
+def test_a_missing_spot_role_exits_blocked(command: Callable[..., Any], iam: Any) -> None:
+    result = command("API", iam)
+
+    assert result.exit_code == EXIT_BLOCKED, result.output
+
+
+def test_unreadable_crds_are_a_warning_that_exits_zero(
+    command: Callable[..., Any], iam: Any
+) -> None:
+    result = command("API", with_spot_role(iam), refused)
+
+    assert result.exit_code == 0, result.output
+    assert "warning" in result.output
+
+
+def test_iam_refusing_get_role_exits_cannot_check_naming_the_permission(
+    command: Callable[..., Any],
+) -> None:
+    iam = boto3.client("iam", region_name="us-east-1")
+    with Stubber(iam) as stubber:
+        stubber.add_client_error("get_role", "AccessDenied", "not authorized", 403)
+
+        result = command("API", iam)
+
+    assert result.exit_code == EXIT_CANNOT_CHECK, result.output
+    assert "AWS refused GetRole (AccessDenied" in result.output
+    assert "iam:GetRole" in result.output

@@ -3,6 +3,7 @@ stack config fails with the key, the value and what is allowed, before any resou
 registered."""
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
@@ -295,6 +296,7 @@ NOT_BLANK = "a value that is not empty or blank"
 FOR_GCP = "no value when cloud is aws: it applies to gcp stacks only"
 FOR_AWS = "no value when cloud is gcp: it applies to aws stacks only"
 SYSTEM_NAMESPACE = "is a Kubernetes system namespace"
+SHARED_RESERVATION = "or projects/<project>/reservations/<name> for one another project shares"
 
 # (what is wrong, the stack fixture it breaks, how, the key path the error must name, words the
 # expectation must contain)
@@ -673,6 +675,29 @@ BAD_VALUES: list[tuple[str, str, Callable[[Config], Any], str, str]] = [
         "gpu-platform:pools[0].aws.capacityReservationId",
         "the id (cr-...) of the capacity reservation the pool launches into",
     ),
+]
+
+
+def reservation_named(name: str, config: Config) -> Config:
+    return pool_options(config, "gcp", reservationName=name)
+
+
+# Compute Engine's project ids (6 to 30 characters, from a lowercase letter) and
+# ReservationAffinity.values' `projects/<project>/reservations/<name>` (compute.v1.json).
+BAD_VALUES += [
+    (
+        f"shared reservation {why}",
+        GKE,
+        partial(reservation_named, name),
+        "gpu-platform:pools[0].gcp.reservationName",
+        SHARED_RESERVATION,
+    )
+    for why, name in [
+        ("of a project id too short", "projects/ab/reservations/r"),
+        ("of a project id with capitals", "projects/My_Proj/reservations/r"),
+        ("without a name", "projects/p-123456/reservations/"),
+        ("path misspelt", "projects/p-123456/reservation/r"),
+    ]
 ]
 
 

@@ -111,6 +111,14 @@ def test_the_crd_chart_owns_the_crds_and_the_controller_chart_skips_its_copy(pla
     assert release(plan, "karpenter-crd").urn in release(plan).dependencies
 
 
+def test_the_crd_chart_marks_the_crds_with_the_stack(plan: Plan) -> None:
+    # charts/karpenter-crd/values.yaml at v1.14.1 has one value, `additionalAnnotations: {}`,
+    # which every template there writes into its CRD's `metadata.annotations`.
+    assert release(plan, "karpenter-crd").inputs["values"] == {
+        "additionalAnnotations": {"gpu-platform.io/stack": "gpu-platform/karpenter-dev"}
+    }
+
+
 def test_releases_are_installed_through_the_clusters_provider(plan: Plan) -> None:
     (provider,) = plan.of_type("pulumi:providers:kubernetes")
 

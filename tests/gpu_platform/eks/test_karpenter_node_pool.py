@@ -36,6 +36,7 @@ from gpu_platform.eks.karpenter.node_pool import (
     KarpenterGpuNodePool,
     KarpenterGpuNodePoolArgs,
     ec2_node_class_for,
+    efa_network_interfaces,
     node_pool_for,
 )
 from gpu_platform.eks.node_group import EksGpuNodeGroupArgs
@@ -727,10 +728,10 @@ def test_the_pool_is_capped_at_max_nodes_and_their_gpus_and_vcpus() -> None:
 
 def test_a_pool_of_two_sizes_starts_no_more_nodes_or_vcpus_than_max_of_the_largest() -> None:
     # The issue's case: [g6.16xlarge (1 L4, 64 vCPUs), g6.12xlarge (4 L4s, 48 vCPUs)], max 2.
-    # With the GPU limit alone (8) Karpenter could start 8 g6.16xlarge, 512 vCPUs; `nodes` is
-    # taken off before any other limit (`addToNewNodeClaim`, kubernetes-sigs/karpenter
-    # pkg/controllers/provisioning/scheduling/scheduler.go at v1.14.1), and `cpu` holds the
-    # vCPUs to the 128 preflight checks against the quota.
+    # With the GPU limit alone (8) Karpenter could start 8 g6.16xlarge, 512 vCPUs; `nodes` holds
+    # across scheduling passes and `cpu` holds the vCPUs to the 128 preflight checks against the
+    # quota (kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/scheduler.go at
+    # v1.14.1; `karpenter_launches` below).
     args = karpenter_args(
         instance_type=G6_12XLARGE, more_instance_types=(G6_16XLARGE,), max=2, accelerator="l4"
     )
@@ -738,34 +739,67 @@ def test_a_pool_of_two_sizes_starts_no_more_nodes_or_vcpus_than_max_of_the_large
     assert node_pool_spec(args)["limits"] == {"nvidia.com/gpu": "8", "cpu": "128", "nodes": "2"}
 
 
-def test_the_limits_stop_karpenter_as_upstream_filters_sizes() -> None:
-    # `filterByRemainingResources` and the `nodes` check of scheduler.go (v1.14.1): a size fits
-    # while every limit it counts against has room left for it, and none once `nodes` is used.
+def karpenter_launches(limits: dict[str, str], sizes: tuple[InstanceType, ...]) -> list[str]:
+    """The nodes Karpenter starts for endless pending pods that fit any of `sizes`, as
+    kubernetes-sigs/karpenter's scheduler.go at v1.14.1 counts limits, each NodeClaim launching
+    its option with the most vCPUs (the worst case for the quota). Within a scheduling pass, a
+    new NodeClaim's options are the sizes within every remaining limit
+    (`filterByRemainingResources`), after a check that `nodes` is not zero, and it takes off the
+    most of each resource any option has (`subtractMax`), which has no `nodes`: a pass does not
+    count `nodes`. Between passes the nodes launched count with their real size and one node
+    each (`updateRemainingResources` with `StateNode.Capacity()`, statenode.go)."""
+
+    def capacity(size: InstanceType) -> dict[str, int]:
+        return {"nvidia.com/gpu": size.gpu_count, "cpu": size.vcpus}
+
+    running: list[InstanceType] = []
+    while True:
+        remaining = {name: int(value) for name, value in limits.items()}
+        for node in running:
+            for name in remaining:
+                remaining[name] -= {**capacity(node), "nodes": 1}[name]
+        claims = []
+        while remaining.get("nodes") != 0:
+            options = [
+                t for t in sizes if all(capacity(t).get(k, 0) <= v for k, v in remaining.items())
+            ]
+            if not options:
+                break
+            claims.append(max(options, key=lambda t: t.vcpus))
+            for name in remaining:
+                remaining[name] -= max(capacity(t).get(name, 0) for t in options)
+        if not claims:
+            return [t.name for t in running]
+        running += claims
+
+
+@pytest.mark.parametrize(
+    ("kept", "started"),
+    [
+        (("nvidia.com/gpu", "cpu", "nodes"), 2),
+        (("nvidia.com/gpu", "cpu"), 2),
+        (("nvidia.com/gpu", "nodes"), 2),
+        (("nvidia.com/gpu",), 8),
+    ],
+    ids=["all", "without-nodes", "without-cpu", "gpu-only"],
+)
+def test_the_limits_hold_a_pool_of_two_sizes_to_max_nodes(
+    kept: tuple[str, ...], started: int
+) -> None:
+    # The issue's case, [g6.16xlarge (1 L4, 64 vCPUs), g6.12xlarge (4 L4s)], max 2: the GPU
+    # limit alone lets later passes start g6.16xlarge until 8 GPUs, 8 nodes and 512 vCPUs;
+    # `cpu` holds within a pass and after it, `nodes` across passes.
     limits = node_pool_spec(
         karpenter_args(
             instance_type=G6_12XLARGE, more_instance_types=(G6_16XLARGE,), max=2, accelerator="l4"
         )
     )["limits"]
-    used = {"nvidia.com/gpu": 0, "cpu": 0, "nodes": 0}
-    started = []
-    while True:
-        fits = [
-            t
-            for t in (G6_16XLARGE, G6_12XLARGE)
-            if used["nodes"] < int(limits["nodes"])
-            and used["cpu"] + t.vcpus <= int(limits["cpu"])
-            and used["nvidia.com/gpu"] + t.gpu_count <= int(limits["nvidia.com/gpu"])
-        ]
-        if not fits:
-            break
-        started.append(fits[0].name)
-        used = {
-            "nvidia.com/gpu": used["nvidia.com/gpu"] + fits[0].gpu_count,
-            "cpu": used["cpu"] + fits[0].vcpus,
-            "nodes": used["nodes"] + 1,
-        }
 
-    assert started == ["g6.16xlarge", "g6.16xlarge"]
+    launched = karpenter_launches(
+        {k: v for k, v in limits.items() if k in kept}, (G6_16XLARGE, G6_12XLARGE)
+    )
+
+    assert launched == ["g6.16xlarge"] * started
 
 
 def test_empty_taint_values_are_left_out() -> None:
@@ -793,10 +827,10 @@ def test_nodes_never_expire() -> None:
     assert node_pool_spec(karpenter_args())["template"]["spec"]["expireAfter"] == "Never"
 
 
-def test_empty_nodes_all_go_and_drifted_ones_one_at_a_time_by_default() -> None:
+def test_empty_nodes_all_go_and_a_tenth_of_the_drifted_ones_by_default() -> None:
     assert node_pool_spec(karpenter_args())["disruption"]["budgets"] == [
         {"nodes": "100%", "reasons": ["Empty"]},
-        {"nodes": "1", "reasons": ["Drifted", "Underutilized"]},
+        {"nodes": "10%", "reasons": ["Drifted", "Underutilized"]},
     ]
 
 
@@ -834,6 +868,25 @@ def test_one_notready_node_leaves_the_pools_empty_nodes_free_to_go() -> None:
     assert allowed_disruptions(budgets, "Empty", nodes=10, not_ready=1) == 9
     assert allowed_disruptions([{"nodes": "1"}], "Empty", nodes=10, not_ready=1) == 0
     assert allowed_disruptions(budgets, "Drifted", nodes=10, not_ready=0) == 1
+
+
+def test_a_node_being_drained_uses_up_a_budget_of_one() -> None:
+    # A draining node has a deletionTimestamp (`MarkedForDeletion`, pkg/controllers/state/
+    # statenode.go) and counts in `disrupting`, taken off every reason's budget (helpers.go).
+    assert allowed_disruptions([{"nodes": "1"}], "Drifted", nodes=10, not_ready=1) == 0
+
+
+@pytest.mark.parametrize(("nodes", "at_once", "rounds"), [(1, 1, 1), (10, 1, 10), (32, 4, 8)])
+def test_the_default_drift_budget_rolls_a_pool_in_at_most_ten_rounds(
+    nodes: int, at_once: int, rounds: int
+) -> None:
+    # Each round takes up to terminationGracePeriod where a replacement can launch: 32 nodes
+    # drift in 8 rounds (8 x 24 h), not 32 as with a budget of "1".
+    budgets = node_pool_spec(karpenter_args())["disruption"]["budgets"]
+
+    allowed = allowed_disruptions(budgets, "Drifted", nodes=nodes, not_ready=0)
+
+    assert (allowed, -(-nodes // allowed)) == (at_once, rounds)
 
 
 @pytest.mark.parametrize(
@@ -925,6 +978,30 @@ def test_a_pod_fitting_a_spot_and_an_on_demand_pool_starts_on_demand() -> None:
     on_demand = node_pool_for(karpenter_args(name="t4-od"))
 
     assert order_by_weight([spot, on_demand])[0] == "t4-od"
+
+
+def test_an_unweighted_general_pool_loses_to_every_gpu_pool_and_weight_50_wins() -> None:
+    # A cluster's `default` NodePool as upstream's getting-started guide writes it has no
+    # weight; `OrderByWeight` reads that as 0. A CPU pod tolerating the GPU taint fits both.
+    spot = node_pool_for(karpenter_args(name="t4-spot", capacity="spot"))
+    default: dict[str, Any] = {"metadata": {"name": "default"}, "spec": {}}
+    weighted: dict[str, Any] = {"metadata": {"name": "default"}, "spec": {"weight": 50}}
+
+    assert order_by_weight([default, spot]) == ["t4-spot", "default"]
+    assert order_by_weight([weighted, spot]) == ["default", "t4-spot"]
+
+
+def test_a_p5_efa_node_under_karpenter_takes_51_pods() -> None:
+    # `ENILimitedPods` (aws/karpenter-provider-aws pkg/providers/instancetype/types.go at
+    # v1.14.1): (card 0's interfaces - its efa-only ones) x (IPv4 per interface - 1) + 2;
+    # p5.48xlarge card 0: MaximumNetworkInterfaces 2, IPv4PerInterface 50
+    # (zz_generated.vpclimits.go). The node group's primary of type `efa` keeps both: 100.
+    interfaces = efa_network_interfaces(32)
+    efa_only_on_card_0 = sum(
+        1 for i in interfaces if i["networkCardIndex"] == 0 and i["interfaceType"] == "efa-only"
+    )
+
+    assert (2 - efa_only_on_card_0) * (50 - 1) + 2 == 51
 
 
 # --- The component ------------------------------------------------------------------------------

@@ -410,7 +410,7 @@ def karpenter_node_pool(name: str = "l4") -> PlannedResource:
             "consolidateAfter": "10m",
             "budgets": [
                 {"nodes": "100%", "reasons": ["Empty"]},
-                {"nodes": "1", "reasons": ["Drifted", "Underutilized"]},
+                {"nodes": "10%", "reasons": ["Drifted", "Underutilized"]},
             ],
         },
     }

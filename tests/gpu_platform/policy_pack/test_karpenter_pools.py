@@ -24,6 +24,7 @@ NODE_POOL_POLICIES = (
     "karpenter-gpu-pool-scheduling",
     "karpenter-gpu-pool-limits",
     "karpenter-gpu-pool-disruption",
+    "karpenter-gpu-pool-budgets",
     "karpenter-gpu-capacity-fallback",
 )
 NODE_CLASS_POLICY = "karpenter-gpu-node-class"
@@ -488,6 +489,58 @@ def test_a_gpu_nodepool_that_only_removes_empty_nodes_and_never_expires_passes(
     analyze: Analyze,
 ) -> None:
     assert messages(analyze(user_written_gpu_node_pool()), "karpenter-gpu-pool-disruption") == []
+
+
+@pytest.mark.parametrize("nodes", ["1", "10%", "99%"])
+def test_a_gpu_nodepool_with_a_small_budget_without_reasons_is_advised(
+    analyze: Analyze, nodes: str
+) -> None:
+    # helpers.go (kubernetes-sigs/karpenter v1.14.1) takes NotReady and deleting nodes off every
+    # budget; one without reasons holds for Empty too.
+    pool = user_written_gpu_node_pool()
+    pool.inputs["spec"]["disruption"]["budgets"] = [{"nodes": nodes}]
+
+    (message,) = messages(analyze(pool), "karpenter-gpu-pool-budgets")
+    assert message.startswith(
+        f'the GPU NodePool has a disruption budget of nodes="{nodes}" without reasons, which'
+        " also limits the removal of empty nodes"
+    )
+
+
+def test_a_gpu_nodepool_keeping_the_default_budget_is_advised(analyze: Analyze) -> None:
+    # karpenter.sh_nodepools.yaml at v1.14.1: `budgets` defaults to [{nodes: 10%}].
+    pool = user_written_gpu_node_pool()
+    del pool.inputs["spec"]["disruption"]["budgets"]
+
+    (message,) = messages(analyze(pool), "karpenter-gpu-pool-budgets")
+    assert message.startswith(
+        "the GPU NodePool leaves spec.disruption.budgets to its default, one budget of"
+        " nodes=10% without reasons"
+    )
+
+
+def test_a_small_budget_without_reasons_is_advice_not_a_block(analyze: Analyze) -> None:
+    pool = user_written_gpu_node_pool()
+    pool.inputs["spec"]["disruption"]["budgets"] = [{"nodes": "1"}]
+
+    levels = [
+        v.enforcement_level for v in analyze(pool) if v.policy_name == "karpenter-gpu-pool-budgets"
+    ]
+    assert levels == ["advisory"]
+
+
+@pytest.mark.parametrize(
+    "budgets",
+    [[{"nodes": "100%"}], [{"nodes": "1", "reasons": ["Drifted"]}]],
+    ids=["all-nodes", "with-reasons"],
+)
+def test_budgets_with_reasons_or_of_every_node_pass(
+    analyze: Analyze, budgets: list[dict[str, Any]]
+) -> None:
+    pool = user_written_gpu_node_pool()
+    pool.inputs["spec"]["disruption"]["budgets"] = budgets
+
+    assert messages(analyze(pool), "karpenter-gpu-pool-budgets") == []
 
 
 # --- floating AMI selectors ---------------------------------------------------------------------
