@@ -236,7 +236,7 @@ class NodeGroupShape:
 
     zone: str | None
     """None for a pool's only node group, across its zones."""
-    subnet_ids: tuple[str, ...]
+    subnet_ids: tuple[pulumi.Input[str], ...]
     min_size: int
     max_size: int
 

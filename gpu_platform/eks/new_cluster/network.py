@@ -1,0 +1,180 @@
+"""The new VPC of a cluster the platform creates (`cluster.create.aws.vpc`): three zones, a
+private subnet in each for every node and pod, a public subnet in each only for NAT gateways and
+internet-facing load balancers.
+
+The layout follows EKS's network requirements (EKS user guide, "View Amazon EKS networking
+requirements for VPC and subnets", network-reqs.adoc, and "Create an Amazon VPC for your Amazon
+EKS cluster", creating-a-vpc.adoc): DNS hostnames and resolution on (the private endpoint is
+resolved inside the VPC), subnets in at least two zones, public subnets tagged
+`kubernetes.io/role/elb` and private ones `kubernetes.io/role/internal-elb` for the load balancers
+Services create. Private subnets route to the internet through NAT gateways; a public subnet
+assigns no public address on launch, as nothing but NAT gateways and load balancers goes there.
+"""
+
+import ipaddress
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pulumi
+from pulumi_aws import ec2
+
+from gpu_platform.config import EksNewVpc
+
+# Tags the AWS Load Balancer Controller and the in-tree service controller select subnets by
+# (aws-load-balancer-controller docs, deploy/subnet_discovery.md), and Karpenter's discovery
+# tag, which its getting-started guide selects subnets by (karpenter docs,
+# getting-started-with-karpenter): the platform's own NodeClasses name subnets by id.
+PUBLIC_ELB_TAG = "kubernetes.io/role/elb"
+INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
+KARPENTER_DISCOVERY_TAG = "karpenter.sh/discovery"
+
+
+def cluster_ownership_tag(cluster: str) -> str:
+    return f"kubernetes.io/cluster/{cluster}"
+
+
+@dataclass(frozen=True)
+class SubnetPlan:
+    zone: str
+    private_cidr: str
+    public_cidr: str
+
+
+def subnet_plan(vpc: EksNewVpc, zones: Sequence[str]) -> list[SubnetPlan]:
+    """A quarter of the VPC's block for each zone's private subnet (the VPC CNI gives every pod
+    an address there), and a sixteenth of the last quarter for each zone's public one."""
+    network = ipaddress.IPv4Network(vpc.cidr)
+    quarters = list(network.subnets(prefixlen_diff=2))
+    public = list(quarters[3].subnets(prefixlen_diff=2))
+    return [SubnetPlan(zone, str(quarters[i]), str(public[i])) for i, zone in enumerate(zones)]
+
+
+def nat_per_zone(vpc: EksNewVpc, protect: bool) -> bool:
+    """`natGateways`, else one per zone where the stack is protected (production)."""
+    if vpc.nat_gateways is None:
+        return protect
+    return vpc.nat_gateways == "one-per-zone"
+
+
+class EksNetwork(pulumi.ComponentResource):
+    """The VPC, its subnets, internet gateway, NAT gateways and route tables."""
+
+    private_subnet_ids: dict[str, pulumi.Output[str]]
+    """By zone."""
+    public_subnet_ids: dict[str, pulumi.Output[str]]
+    vpc_id: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        cluster_name: str,
+        region: str,
+        vpc: EksNewVpc,
+        zones: Sequence[str],
+        one_nat_per_zone: bool,
+        tags: Mapping[str, str],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("gpu-platform:eks:Network", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+
+        def tagged(what: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+            return {**tags, "Name": f"{cluster_name}-{what}", **(extra or {})}
+
+        owned = {cluster_ownership_tag(cluster_name): "shared"}
+        network = ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=vpc.cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags=tagged("vpc"),
+            region=region,
+            opts=child,
+        )
+        gateway = ec2.InternetGateway(
+            f"{name}-igw", vpc_id=network.id, tags=tagged("igw"), region=region, opts=child
+        )
+        public_table = ec2.RouteTable(
+            f"{name}-public",
+            vpc_id=network.id,
+            routes=[ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=gateway.id)],
+            tags=tagged("public"),
+            region=region,
+            opts=child,
+        )
+        self.private_subnet_ids = {}
+        self.public_subnet_ids = {}
+        nats: list[ec2.NatGateway] = []
+        for plan in subnet_plan(vpc, zones):
+            public = ec2.Subnet(
+                f"{name}-public-{plan.zone}",
+                vpc_id=network.id,
+                cidr_block=plan.public_cidr,
+                availability_zone=plan.zone,
+                map_public_ip_on_launch=False,
+                tags=tagged(f"public-{plan.zone}", {PUBLIC_ELB_TAG: "1", **owned}),
+                region=region,
+                opts=child,
+            )
+            ec2.RouteTableAssociation(
+                f"{name}-public-{plan.zone}",
+                subnet_id=public.id,
+                route_table_id=public_table.id,
+                region=region,
+                opts=child,
+            )
+            private = ec2.Subnet(
+                f"{name}-private-{plan.zone}",
+                vpc_id=network.id,
+                cidr_block=plan.private_cidr,
+                availability_zone=plan.zone,
+                map_public_ip_on_launch=False,
+                tags=tagged(
+                    f"private-{plan.zone}",
+                    {INTERNAL_ELB_TAG: "1", KARPENTER_DISCOVERY_TAG: cluster_name, **owned},
+                ),
+                region=region,
+                opts=child,
+            )
+            if one_nat_per_zone or not nats:
+                address = ec2.Eip(
+                    f"{name}-nat-{plan.zone}",
+                    domain="vpc",
+                    tags=tagged(f"nat-{plan.zone}"),
+                    region=region,
+                    opts=child,
+                )
+                nats.append(
+                    ec2.NatGateway(
+                        f"{name}-nat-{plan.zone}",
+                        allocation_id=address.id,
+                        subnet_id=public.id,
+                        connectivity_type="public",
+                        tags=tagged(f"nat-{plan.zone}"),
+                        region=region,
+                        # A NAT gateway needs the internet gateway attached (EC2 API reference,
+                        # CreateNatGateway); nothing in its inputs says so.
+                        opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
+                    )
+                )
+            private_table = ec2.RouteTable(
+                f"{name}-private-{plan.zone}",
+                vpc_id=network.id,
+                routes=[
+                    ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nats[-1].id)
+                ],
+                tags=tagged(f"private-{plan.zone}"),
+                region=region,
+                opts=child,
+            )
+            ec2.RouteTableAssociation(
+                f"{name}-private-{plan.zone}",
+                subnet_id=private.id,
+                route_table_id=private_table.id,
+                region=region,
+                opts=child,
+            )
+            self.private_subnet_ids[plan.zone] = private.id
+            self.public_subnet_ids[plan.zone] = public.id
+        self.vpc_id = network.id
+        self.register_outputs({"vpc_id": network.id, "private_subnet_ids": self.private_subnet_ids})
