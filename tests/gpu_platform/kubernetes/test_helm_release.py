@@ -32,6 +32,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 # - kube-prometheus-stack: 900 s + node-exporter on every GPU node: gke-dev 3.
 RELEASES = {
     "dev": {"gpu-operator": 915, "cluster-autoscaler": 300},
+    "eks-new": {"gpu-operator": 910, "cluster-autoscaler": 300},
     "prod": {"gpu-operator": 925, "cluster-autoscaler": 300, "aws-efa-k8s-device-plugin": 310},
     "gke-dev": {"gpu-operator": 915, "kube-prometheus-stack": 915},
     "karpenter-dev": {"gpu-operator": 925, "karpenter": 300, "karpenter-crd": 120},
