@@ -44,6 +44,11 @@ from botocore.retries.standard import RetryEventAdapter, ThrottlingErrorDetector
 from gpu_platform.cli.cli import fail
 from gpu_platform.cli.deadline import MAX_ATTEMPTS, Call, Calls, Deadline, DeadlinePassed
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.preflight_eks_create import (
+    CREATE_PERMISSIONS,
+    creation_findings,
+    new_vpc_zones,
+)
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.reachability import reachability_findings
 from gpu_platform.cli.running_autoscaler import (
@@ -128,6 +133,8 @@ class AwsClients:
     deployments: Callable[[Mapping[str, Any]], Deployments] | None = None
     """The Deployments of a cluster (as DescribeCluster returns it), through its Kubernetes API;
     None leaves the running autoscaler unchecked."""
+    iam: Any = None
+    """Read only where the stack creates its cluster (`preflight_eks_create`)."""
 
     @classmethod
     def for_region(cls, region: str, deadline: Deadline, calls: Calls) -> "AwsClients":
@@ -161,6 +168,7 @@ class AwsClients:
             session.client("service-quotas", config=config),
             session.client("resource-groups", config=config),
             lambda cluster: eks_deployments(session, region, cluster),
+            session.client("iam", config=config),
         )
 
 
@@ -223,9 +231,13 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
     nodes use and why, what those subnets reach, live node group sizes, reservations,
     quotas."""
     cluster, findings = _cluster_findings(config, clients)
+    to_create = config.cluster.create is not None and cluster is None
     candidates = node_subnets(config, clients.ec2, cluster)
     private = None if candidates is None else [(s, r) for s, r in candidates if not r.public]
     subnets = None if private is None else [s for s, _ in private]
+    if to_create and subnets is None:
+        zones = new_vpc_zones(config, clients.ec2)
+        subnets = None if zones is None else [{"AvailabilityZone": zone} for zone in zones]
     described = describe_instance_types(
         clients.ec2, sorted({name for pool in config.pools for name in pool.instance_types})
     )
@@ -242,6 +254,8 @@ def preflight(config: StackConfig, clients: AwsClients) -> list[Finding]:
         findings += _running_autoscaler_findings(config, clients, cluster)
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)
+    if to_create:
+        findings += creation_findings(config, clients)
     return findings
 
 
@@ -577,6 +591,16 @@ def _cluster_findings(
     except ClientError as error:
         if _error_code(error) != "ResourceNotFoundException":
             raise
+        if config.cluster.create is not None:
+            return None, [
+                Finding(
+                    "ok",
+                    subject,
+                    f"No EKS cluster {name} in {region} yet: `pulumi up` creates it"
+                    f" ({key_path('cluster', 'create')}); what that needs follows.",
+                    "Nothing.",
+                )
+            ]
         return None, [
             Finding(
                 "blocking",
@@ -678,8 +702,11 @@ def node_subnets(
     """`cluster.nodeSubnetIds`, else the cluster's subnets, as EC2 describes them, each with the
     route table that makes it public or private, as the program decides
     (`gpu_platform.eks.subnets`); None if the cluster is unknown."""
+    create = config.cluster.create
     if config.cluster.node_subnet_ids:
         ids = config.cluster.node_subnet_ids
+    elif create is not None and create.aws.subnet_ids:
+        ids = create.aws.subnet_ids
     elif cluster is not None:
         ids = cluster["resourcesVpcConfig"]["subnetIds"]
     else:
@@ -1051,6 +1078,8 @@ def why_it_cannot_check(error: BotoCoreError | ClientError, last: Call | None = 
             return (
                 f"AWS refused {operation} ({code}: {message}). The check needs, read-only: "
                 + ", ".join(READ_ONLY_PERMISSIONS)
+                + "; and for a stack that creates its cluster, also: "
+                + ", ".join(p for p in CREATE_PERMISSIONS if p not in READ_ONLY_PERMISSIONS)
                 + "."
             )
         if last is not None and last.last_throttled and last.api.endswith(f" {operation}"):

@@ -33,7 +33,7 @@ from gpu_platform.eks.cluster_autoscaler import (
 )
 from gpu_platform.eks.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from gpu_platform.eks.iam_roles import deploy_role_tags
-from gpu_platform.eks.new_cluster import (
+from gpu_platform.eks.new_cluster.cluster import (
     NewClusterPlan,
     NewEksCluster,
     plan_new_cluster,

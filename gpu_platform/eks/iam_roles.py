@@ -26,9 +26,8 @@ import pulumi
 from pulumi_aws import iam
 
 from gpu_platform.eks.cluster import EksCluster
+from gpu_platform.eks.permissions_boundary import PERMISSIONS_BOUNDARY
 
-PERMISSIONS_BOUNDARY = "gpu-platform-permissions-boundary"
-"""The customer managed policy every role the stack creates carries as its boundary."""
 CLUSTER_TAG = "gpu-platform.io/cluster"
 """On every role and EC2 resource the stack creates: the cluster it belongs to."""
 DEPLOY_ROLE_CLUSTER_TAG = "gpu-platform-cluster"

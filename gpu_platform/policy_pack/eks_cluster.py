@@ -45,7 +45,7 @@ def secrets_encryption_problems(args: ResourceValidationArgs) -> Iterator[str]:
         yield (
             "the EKS cluster does not encrypt Secrets with a KMS key of its own (encryptionConfig"
             f" is {shown(value_at(args.props, 'encryptionConfig'))}), so a copy of etcd holds"
-            ' them under AWS-owned keys only. Fix: set encryptionConfig to {resources:'
+            " them under AWS-owned keys only. Fix: set encryptionConfig to {resources:"
             ' ["secrets"], provider: {keyArn: <a KMS key ARN>}}.'
         )
 

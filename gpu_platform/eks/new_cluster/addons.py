@@ -12,32 +12,18 @@ Deployments after it, as they only turn ACTIVE once their pods run (terraform-aw
 
 import json
 from collections.abc import Mapping, Sequence
-from functools import cache
-from pathlib import Path
 
 import pulumi
 from pulumi_aws import eks, iam
 
 from gpu_platform.eks.cluster import EksCluster
+from gpu_platform.eks.new_cluster.addon_pins import addon_versions
 from gpu_platform.eks.pod_identity import pod_identity_trust_policy
 
-ADDON_VERSIONS_FILE = Path(__file__).with_name("addon_versions.json")
-BEFORE_NODES = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
-AFTER_NODES = ("coredns", "aws-ebs-csi-driver")
-CORE_ADDONS = (*BEFORE_NODES, *AFTER_NODES)
 # The EBS CSI driver's controller and the policy AWS manages for it (EKS user guide,
 # "Store Kubernetes volumes with Amazon EBS", ebs-csi.adoc).
 EBS_CSI_SERVICE_ACCOUNT = ("kube-system", "ebs-csi-controller-sa")
 EBS_CSI_POLICY = "service-role/AmazonEBSCSIDriverPolicy"
-
-
-@cache
-def addon_versions() -> Mapping[str, Mapping[str, str]]:
-    """Kubernetes minor -> add-on -> version."""
-    versions: Mapping[str, Mapping[str, str]] = json.loads(ADDON_VERSIONS_FILE.read_text())[
-        "versions"
-    ]
-    return versions
 
 
 def addons(

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpu_platform.eks.new_cluster.addons import ADDON_VERSIONS_FILE, CORE_ADDONS
+from gpu_platform.eks.new_cluster.addon_pins import ADDON_VERSIONS_FILE, CORE_ADDONS
 from gpu_platform.kubernetes.chart_files import write_derived
 from gpu_platform.version_order import version_key
 

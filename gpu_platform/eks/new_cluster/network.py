@@ -11,14 +11,13 @@ Services create. Private subnets route to the internet through NAT gateways; a p
 assigns no public address on launch, as nothing but NAT gateways and load balancers goes there.
 """
 
-import ipaddress
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import pulumi
 from pulumi_aws import ec2
 
 from gpu_platform.config import EksNewVpc
+from gpu_platform.eks.new_cluster.layout import subnet_plan
 
 # Tags the AWS Load Balancer Controller and the in-tree service controller select subnets by
 # (aws-load-balancer-controller docs, deploy/subnet_discovery.md), and Karpenter's discovery
@@ -31,29 +30,6 @@ KARPENTER_DISCOVERY_TAG = "karpenter.sh/discovery"
 
 def cluster_ownership_tag(cluster: str) -> str:
     return f"kubernetes.io/cluster/{cluster}"
-
-
-@dataclass(frozen=True)
-class SubnetPlan:
-    zone: str
-    private_cidr: str
-    public_cidr: str
-
-
-def subnet_plan(vpc: EksNewVpc, zones: Sequence[str]) -> list[SubnetPlan]:
-    """A quarter of the VPC's block for each zone's private subnet (the VPC CNI gives every pod
-    an address there), and a sixteenth of the last quarter for each zone's public one."""
-    network = ipaddress.IPv4Network(vpc.cidr)
-    quarters = list(network.subnets(prefixlen_diff=2))
-    public = list(quarters[3].subnets(prefixlen_diff=2))
-    return [SubnetPlan(zone, str(quarters[i]), str(public[i])) for i, zone in enumerate(zones)]
-
-
-def nat_per_zone(vpc: EksNewVpc, protect: bool) -> bool:
-    """`natGateways`, else one per zone where the stack is protected (production)."""
-    if vpc.nat_gateways is None:
-        return protect
-    return vpc.nat_gateways == "one-per-zone"
 
 
 class EksNetwork(pulumi.ComponentResource):

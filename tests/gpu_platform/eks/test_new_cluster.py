@@ -14,7 +14,7 @@ import pytest
 
 from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.cli.stack_files import stack_config
-from gpu_platform.eks.new_cluster.addons import CORE_ADDONS
+from gpu_platform.eks.new_cluster.addon_pins import CORE_ADDONS
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.repository import PROJECT
 
