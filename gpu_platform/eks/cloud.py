@@ -312,10 +312,18 @@ class EksCloud:
     def stack_outputs(self) -> dict[str, Any]:
         """`nodeSubnets` (`gpu_platform.eks.cluster.node_subnets_output`), and
         `deployRoleTags`, the tags the stack's deploy role needs for its policy
-        (`gpu_platform.eks.iam_roles.deploy_role_tags`)."""
+        (`gpu_platform.eks.iam_roles.deploy_role_tags`). The subnets of a new VPC by the ids
+        EC2 gives them."""
         secret = self.config.is_secret("cluster")
+        subnets: dict[str, list[dict[str, Any]]] = dict(node_subnets_output(self._subnets))
+        if self._created is not None:
+            created = self._created.subnet_ids
+            subnets = {
+                use: [{**s, "id": created.get(s["id"], s["id"])} for s in listed]
+                for use, listed in subnets.items()
+            }
         return {
-            "nodeSubnets": secret_if(secret, node_subnets_output(self._subnets)),
+            "nodeSubnets": secret_if(secret, subnets),
             "deployRoleTags": secret_if(secret, deploy_role_tags(self.cluster)),
         }
 
