@@ -146,12 +146,7 @@ def _eks_problems(config: StackConfig, aws: EksClusterCreate) -> Iterator[Config
             )
         yield from _eks_zone_problems(config, vpc.zones)
     system = aws.system_nodes
-    if system.min > system.max:
-        yield ConfigProblem(
-            key_path(*base, "systemNodes", "max"),
-            system.max,
-            f"at least systemNodes.min ({system.min})",
-        )
+    yield from _bounds_problems((*base, "systemNodes"), "min", system.min, "max", system.max)
     for log in REQUIRED_EKS_LOGS:
         if log not in aws.control_plane_logs:
             yield ConfigProblem(
@@ -161,6 +156,14 @@ def _eks_problems(config: StackConfig, aws: EksClusterCreate) -> Iterator[Config
                 " the cluster, or as which IAM identity",
             )
     yield from _ami_release_problems(config)
+
+
+def _bounds_problems(
+    loc: tuple[str, ...], low_key: str, low: int, high_key: str, high: int
+) -> Iterator[ConfigProblem]:
+    """A node group's or pool's `high` bound below its `low` one."""
+    if low > high:
+        yield ConfigProblem(key_path(*loc, high_key), high, f"at least {loc[-1]}.{low_key} ({low})")
 
 
 def _eks_zone_problems(config: StackConfig, zones: list[str]) -> Iterator[ConfigProblem]:
@@ -248,12 +251,9 @@ def _gke_problems(create: ClusterCreate, gcp: GkeClusterCreate) -> Iterator[Conf
         )
     yield from _maintenance_problems(gcp)
     pool = gcp.system_node_pool
-    if pool.min_per_zone > pool.max_per_zone:
-        yield ConfigProblem(
-            key_path(*base, "systemNodePool", "maxPerZone"),
-            pool.max_per_zone,
-            f"at least systemNodePool.minPerZone ({pool.min_per_zone})",
-        )
+    yield from _bounds_problems(
+        (*base, "systemNodePool"), "minPerZone", pool.min_per_zone, "maxPerZone", pool.max_per_zone
+    )
 
 
 def _maintenance_problems(gcp: GkeClusterCreate) -> Iterator[ConfigProblem]:

@@ -67,6 +67,36 @@ def deploy_role_tags(cluster: EksCluster) -> dict[str, str]:
     }
 
 
+def unbounded_role(
+    resource_name: str,
+    description: str,
+    trust_policy: Mapping[str, Any],
+    managed_policy: str,
+    cluster: EksCluster,
+    opts: pulumi.ResourceOptions,
+    name: str | None = None,
+) -> tuple[iam.Role, iam.RolePolicyAttachment]:
+    """A role without the platform's boundary, with one policy AWS manages (`managed_policy`,
+    its path under `policy/`) attached as `<resource_name>-policy`: for a service that needs
+    more than the boundary allows (the EKS control plane, the EBS CSI driver), and whose trust
+    admits that service alone. Tagged with its cluster."""
+    role = iam.Role(
+        resource_name,
+        name=name,
+        description=description,
+        assume_role_policy=json.dumps(trust_policy),
+        tags=cluster_tags(cluster),
+        opts=opts,
+    )
+    attachment = iam.RolePolicyAttachment(
+        f"{resource_name}-policy",
+        role=role.name,
+        policy_arn=f"arn:{cluster.partition}:iam::aws:policy/{managed_policy}",
+        opts=opts,
+    )
+    return role, attachment
+
+
 def platform_role(
     resource_name: str,
     purpose: str,

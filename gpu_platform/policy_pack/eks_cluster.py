@@ -11,11 +11,10 @@ out, which moves as EKS publishes new builds.
 """
 
 from collections.abc import Iterator, Sequence
-from functools import partial
 from typing import Any
 
-from checks import Findings, resource_policy
-from gpu_pools import imdsv2_problems, linked_launch_template, node_groups_and_templates
+from checks import resource_policy
+from gpu_pools import check_launch_templates, imdsv2_problems
 from props import elements, flag, shown, text, value_at
 from pulumi_policy import (
     EnforcementLevel,
@@ -105,27 +104,13 @@ def node_group_imdsv2_problems(
 
 
 def validate_node_groups(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    node_groups, templates = node_groups_and_templates(args)
-    with Findings(NODE_GROUP_IMDSV2, "the stack", report_violation) as findings:
-        for node_group in node_groups:
-            what = f"the launch template of {node_group.urn}"
-            found = findings.known(what, partial(_template_of, node_group, templates))
-            if found is None:
-                continue
-            (template,) = found
-            findings.check(
-                what,
-                partial(node_group_imdsv2_problems, node_group, template),
-                urn=(template or node_group).urn,
-            )
+    check_launch_templates(
+        NODE_GROUP_IMDSV2, _every_node_group, node_group_imdsv2_problems, args, report_violation
+    )
 
 
-def _template_of(
-    node_group: PolicyResource, templates: Sequence[PolicyResource]
-) -> tuple[PolicyResource | None]:
-    if value_at(node_group.props, "launchTemplate") is None:
-        return (None,)
-    return (linked_launch_template(node_group, templates),)
+def _every_node_group(node_group: PolicyResource, templates: Sequence[PolicyResource]) -> bool:
+    return True
 
 
 def _cluster_policy(name: str, description: str, problems: Any) -> Any:

@@ -10,13 +10,13 @@ Deployments after it, as they only turn ACTIVE once their pods run (terraform-aw
 `before_compute`, main.tf `aws_eks_addon.before_compute`).
 """
 
-import json
 from collections.abc import Mapping, Sequence
 
 import pulumi
 from pulumi_aws import eks, iam
 
 from gpu_platform.eks.cluster import EksCluster
+from gpu_platform.eks.iam_roles import unbounded_role
 from gpu_platform.eks.new_cluster.addon_pins import addon_versions
 from gpu_platform.eks.pod_identity import pod_identity_trust_policy
 
@@ -55,26 +55,18 @@ def addons(
 
 
 def ebs_csi_role(
-    name: str, cluster: EksCluster, tags: Mapping[str, str], opts: pulumi.ResourceOptions
+    name: str, cluster: EksCluster, opts: pulumi.ResourceOptions
 ) -> tuple[iam.Role, iam.RolePolicyAttachment]:
     """The EBS CSI controller's role, taken through Pod Identity. It carries no permissions
     boundary: AWS's policy for the driver creates and attaches volumes, which the platform's
     boundary (for node and controller roles) does not allow; its trust admits the controller's
     service account of this cluster only."""
     namespace, service_account = EBS_CSI_SERVICE_ACCOUNT
-    role = iam.Role(
+    return unbounded_role(
         f"{name}-role",
-        description=f"EBS CSI driver of EKS cluster {cluster.name}",
-        assume_role_policy=json.dumps(
-            pod_identity_trust_policy(cluster, namespace, service_account)
-        ),
-        tags=dict(tags),
-        opts=opts,
+        f"EBS CSI driver of EKS cluster {cluster.name}",
+        pod_identity_trust_policy(cluster, namespace, service_account),
+        EBS_CSI_POLICY,
+        cluster,
+        opts,
     )
-    attachment = iam.RolePolicyAttachment(
-        f"{name}-policy",
-        role=role.name,
-        policy_arn=f"arn:{cluster.partition}:iam::aws:policy/{EBS_CSI_POLICY}",
-        opts=opts,
-    )
-    return role, attachment

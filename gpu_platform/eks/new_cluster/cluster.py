@@ -216,7 +216,7 @@ class NewEksCluster(pulumi.ComponentResource):
             after=[*before, *self.cni, *control_plane.access],
             opts=child,
         )
-        ebs_role, ebs_policy = ebs_csi_role(f"{name}-ebs-csi", planned, tags, child)
+        ebs_role, ebs_policy = ebs_csi_role(f"{name}-ebs-csi", planned, child)
         after = addons(
             f"{name}-addon",
             planned,

@@ -20,7 +20,7 @@ from pulumi_aws import cloudwatch, eks, iam, kms
 
 from gpu_platform.config import ClusterCreate
 from gpu_platform.eks.cluster import EksCluster
-from gpu_platform.eks.iam_roles import role_name
+from gpu_platform.eks.iam_roles import role_name, unbounded_role
 
 CLUSTER_POLICY = "AmazonEKSClusterPolicy"
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
@@ -73,19 +73,14 @@ class EksControlPlane(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         aws = create.aws
         region = planned.region
-        role = iam.Role(
+        role, attachment = unbounded_role(
             f"{name}-role",
+            f"Control plane of EKS cluster {planned.name}",
+            EKS_TRUST_POLICY,
+            CLUSTER_POLICY,
+            planned,
+            child,
             name=role_name(planned, "cluster"),
-            description=f"Control plane of EKS cluster {planned.name}",
-            assume_role_policy=json.dumps(EKS_TRUST_POLICY),
-            tags=dict(tags),
-            opts=child,
-        )
-        attachment = iam.RolePolicyAttachment(
-            f"{name}-{CLUSTER_POLICY}",
-            role=role.name,
-            policy_arn=f"arn:{planned.partition}:iam::aws:policy/{CLUSTER_POLICY}",
-            opts=child,
         )
         key_arn: pulumi.Input[str]
         if aws.secrets_kms_key_arn is not None:

@@ -58,6 +58,7 @@ class EksNetwork(pulumi.ComponentResource):
             return {**tags, "Name": f"{cluster_name}-{what}", **(extra or {})}
 
         owned = {cluster_ownership_tag(cluster_name): "shared"}
+
         network = ec2.Vpc(
             f"{name}-vpc",
             cidr_block=vpc.cidr,
@@ -67,6 +68,30 @@ class EksNetwork(pulumi.ComponentResource):
             region=region,
             opts=child,
         )
+
+        def routed_subnet(
+            what: str, cidr: str, zone: str, extra: Mapping[str, str], table: ec2.RouteTable
+        ) -> ec2.Subnet:
+            """A subnet that assigns no public address on launch, routed by `table`."""
+            subnet = ec2.Subnet(
+                f"{name}-{what}",
+                vpc_id=network.id,
+                cidr_block=cidr,
+                availability_zone=zone,
+                map_public_ip_on_launch=False,
+                tags=tagged(what, extra),
+                region=region,
+                opts=child,
+            )
+            ec2.RouteTableAssociation(
+                f"{name}-{what}",
+                subnet_id=subnet.id,
+                route_table_id=table.id,
+                region=region,
+                opts=child,
+            )
+            return subnet
+
         gateway = ec2.InternetGateway(
             f"{name}-igw", vpc_id=network.id, tags=tagged("igw"), region=region, opts=child
         )
@@ -82,35 +107,12 @@ class EksNetwork(pulumi.ComponentResource):
         self.public_subnet_ids = {}
         nats: list[ec2.NatGateway] = []
         for plan in subnet_plan(vpc, zones):
-            public = ec2.Subnet(
-                f"{name}-public-{plan.zone}",
-                vpc_id=network.id,
-                cidr_block=plan.public_cidr,
-                availability_zone=plan.zone,
-                map_public_ip_on_launch=False,
-                tags=tagged(f"public-{plan.zone}", {PUBLIC_ELB_TAG: "1", **owned}),
-                region=region,
-                opts=child,
-            )
-            ec2.RouteTableAssociation(
-                f"{name}-public-{plan.zone}",
-                subnet_id=public.id,
-                route_table_id=public_table.id,
-                region=region,
-                opts=child,
-            )
-            private = ec2.Subnet(
-                f"{name}-private-{plan.zone}",
-                vpc_id=network.id,
-                cidr_block=plan.private_cidr,
-                availability_zone=plan.zone,
-                map_public_ip_on_launch=False,
-                tags=tagged(
-                    f"private-{plan.zone}",
-                    {INTERNAL_ELB_TAG: "1", KARPENTER_DISCOVERY_TAG: cluster_name, **owned},
-                ),
-                region=region,
-                opts=child,
+            public = routed_subnet(
+                f"public-{plan.zone}",
+                plan.public_cidr,
+                plan.zone,
+                {PUBLIC_ELB_TAG: "1", **owned},
+                public_table,
             )
             if one_nat_per_zone or not nats:
                 address = ec2.Eip(
@@ -143,12 +145,12 @@ class EksNetwork(pulumi.ComponentResource):
                 region=region,
                 opts=child,
             )
-            ec2.RouteTableAssociation(
-                f"{name}-private-{plan.zone}",
-                subnet_id=private.id,
-                route_table_id=private_table.id,
-                region=region,
-                opts=child,
+            private = routed_subnet(
+                f"private-{plan.zone}",
+                plan.private_cidr,
+                plan.zone,
+                {INTERNAL_ELB_TAG: "1", KARPENTER_DISCOVERY_TAG: cluster_name, **owned},
+                private_table,
             )
             self.private_subnet_ids[plan.zone] = private.id
             self.public_subnet_ids[plan.zone] = public.id

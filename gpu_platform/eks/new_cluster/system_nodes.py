@@ -15,7 +15,7 @@ from pulumi_aws import ec2, eks
 
 from gpu_platform.config import EksSystemNodes
 from gpu_platform.eks.cluster import EksCluster
-from gpu_platform.eks.node_group import node_role
+from gpu_platform.eks.node_group import imdsv2_only, node_role
 
 SYSTEM_LABEL = "gpu-platform.io/system"
 # The AMI types of the EKS-optimized AL2023 images without GPU drivers, by architecture
@@ -55,12 +55,7 @@ class EksSystemNodeGroup(pulumi.ComponentResource):
         template = ec2.LaunchTemplate(
             f"{name}-launch-template",
             description=f"System nodes of EKS cluster {cluster.name}",
-            metadata_options=ec2.LaunchTemplateMetadataOptionsArgs(
-                http_endpoint="enabled",
-                http_tokens="required",
-                http_put_response_hop_limit=1,
-                instance_metadata_tags="disabled",
-            ),
+            metadata_options=imdsv2_only(hop_limit=1),
             block_device_mappings=[
                 ec2.LaunchTemplateBlockDeviceMappingArgs(
                     device_name=ROOT_DEVICE,

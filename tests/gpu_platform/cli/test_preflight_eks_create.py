@@ -119,6 +119,29 @@ def with_service_linked_roles(aws: AwsClients) -> None:  # noqa: F811
         )
 
 
+def with_quota(code: str, value: float) -> list[tuple[str, str, float]]:
+    """CREATION_QUOTAS, quota `code` at `value`."""
+    return [(service, c, value if c == code else v) for service, c, v in CREATION_QUOTAS]
+
+
+def account(
+    aws: AwsClients,  # noqa: F811
+    quotas: Stubber,
+    creation: list[tuple[str, str, float]] = CREATION_QUOTAS,
+    boundary: bool = True,
+    roles: bool = True,
+    versions: dict[str, list[str]] | None = None,
+) -> None:
+    """An account with these quotas, add-on versions offered, and the boundary and
+    service-linked roles where asked."""
+    with_quotas(quotas, creation)
+    offered(aws, versions)
+    if boundary:
+        with_boundary(aws)
+    if roles:
+        with_service_linked_roles(aws)
+
+
 def by_subject(findings: list[Finding]) -> dict[str, Finding]:
     return {f.subject: f for f in findings}
 
@@ -127,10 +150,7 @@ def test_an_account_ready_for_the_cluster_blocks_nothing(
     aws: AwsClients,  # noqa: F811
     quotas: Stubber,
 ) -> None:
-    with_quotas(quotas, CREATION_QUOTAS)
-    offered(aws)
-    with_boundary(aws)
-    with_service_linked_roles(aws)
+    account(aws, quotas)
 
     findings = preflight_eks.preflight(stack(), aws)
 
@@ -152,12 +172,7 @@ def test_a_full_vpc_quota_blocks_with_the_request_that_raises_it(
     quotas: Stubber,
 ) -> None:
     # moto's account holds its default VPC.
-    with_quotas(
-        quotas, [q if q[1] != "L-F678F1CE" else ("vpc", "L-F678F1CE", 1.0) for q in CREATION_QUOTAS]
-    )
-    offered(aws)
-    with_boundary(aws)
-    with_service_linked_roles(aws)
+    account(aws, quotas, with_quota("L-F678F1CE", 1.0))
 
     finding = by_subject(preflight_eks.preflight(stack(), aws))["quota L-F678F1CE"]
 
@@ -175,12 +190,7 @@ def test_a_protected_stack_needs_an_address_for_each_zones_nat_gateway(
     aws: AwsClients,  # noqa: F811
     quotas: Stubber,
 ) -> None:
-    with_quotas(
-        quotas, [q if q[1] != "L-0263D0A3" else ("ec2", "L-0263D0A3", 2.0) for q in CREATION_QUOTAS]
-    )
-    offered(aws)
-    with_boundary(aws)
-    with_service_linked_roles(aws)
+    account(aws, quotas, with_quota("L-0263D0A3", 2.0))
 
     findings = preflight_eks.preflight(
         stack(lambda c: c.update({"gpu-platform:protect": True})), aws
@@ -195,9 +205,7 @@ def test_missing_service_linked_roles_are_warnings_with_the_command_that_creates
     aws: AwsClients,  # noqa: F811
     quotas: Stubber,
 ) -> None:
-    with_quotas(quotas, CREATION_QUOTAS)
-    offered(aws)
-    with_boundary(aws)
+    account(aws, quotas, roles=False)
 
     finding = by_subject(preflight_eks.preflight(stack(), aws))["role AWSServiceRoleForAmazonEKS"]
 
@@ -208,9 +216,7 @@ def test_missing_service_linked_roles_are_warnings_with_the_command_that_creates
 
 
 def test_a_missing_permissions_boundary_blocks(aws: AwsClients, quotas: Stubber) -> None:  # noqa: F811
-    with_quotas(quotas, CREATION_QUOTAS)
-    offered(aws)
-    with_service_linked_roles(aws)
+    account(aws, quotas, boundary=False)
 
     finding = by_subject(preflight_eks.preflight(stack(), aws))[
         "policy gpu-platform-permissions-boundary"
@@ -224,17 +230,12 @@ def test_a_pinned_addon_version_the_region_does_not_offer_blocks(
     aws: AwsClients,  # noqa: F811
     quotas: Stubber,
 ) -> None:
-    with_quotas(quotas, CREATION_QUOTAS)
     pinned = addon_versions()["1.35"]
-    offered(
-        aws,
-        {
-            a: ["v9.9.9-eksbuild.1", "v1.0.0-eksbuild.3"] if a == "coredns" else [pinned[a]]
-            for a in CORE_ADDONS
-        },
-    )
-    with_boundary(aws)
-    with_service_linked_roles(aws)
+    offered_versions = {
+        a: ["v9.9.9-eksbuild.1", "v1.0.0-eksbuild.3"] if a == "coredns" else [pinned[a]]
+        for a in CORE_ADDONS
+    }
+    account(aws, quotas, versions=offered_versions)
 
     finding = by_subject(preflight_eks.preflight(stack(), aws))["add-on coredns"]
 

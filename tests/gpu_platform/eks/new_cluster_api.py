@@ -169,17 +169,13 @@ def _cluster(r: PlannedResource) -> Iterator[Request]:
     )
 
 
-def _access_entry(r: PlannedResource) -> Iterator[Request]:
-    i = _known(r, {"clusterName", "principalArn", "type", "tags"})
-    yield "eks", "CreateAccessEntry", dict(i) | {"tags": i.get("tags", {})}
+def _as_is(operation: str, keys: set[str]) -> Callable[[PlannedResource], Iterator[Request]]:
+    """An EKS resource whose inputs are its create call's parameters, by the same names."""
 
+    def translate(r: PlannedResource) -> Iterator[Request]:
+        yield "eks", operation, _known(r, keys)
 
-def _access_policy_association(r: PlannedResource) -> Iterator[Request]:
-    yield (
-        "eks",
-        "AssociateAccessPolicy",
-        dict(_known(r, {"clusterName", "principalArn", "policyArn", "accessScope"})),
-    )
+    return translate
 
 
 def _addon(r: PlannedResource) -> Iterator[Request]:
@@ -211,14 +207,6 @@ def _addon(r: PlannedResource) -> Iterator[Request]:
             "addonName": i["addonName"],
             "resolveConflicts": i["resolveConflictsOnUpdate"],
         },
-    )
-
-
-def _pod_identity_association(r: PlannedResource) -> Iterator[Request]:
-    yield (
-        "eks",
-        "CreatePodIdentityAssociation",
-        dict(_known(r, {"clusterName", "namespace", "serviceAccount", "roleArn"})),
     )
 
 
@@ -324,10 +312,16 @@ TRANSLATIONS: dict[str, Callable[[PlannedResource], Iterator[Request]]] = {
     "aws:ec2/natGateway:NatGateway": _nat_gateway,
     "aws:ec2/launchTemplate:LaunchTemplate": _launch_template,
     "aws:eks/cluster:Cluster": _cluster,
-    "aws:eks/accessEntry:AccessEntry": _access_entry,
-    "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": _access_policy_association,
+    "aws:eks/accessEntry:AccessEntry": _as_is(
+        "CreateAccessEntry", {"clusterName", "principalArn", "type", "tags"}
+    ),
+    "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": _as_is(
+        "AssociateAccessPolicy", {"clusterName", "principalArn", "policyArn", "accessScope"}
+    ),
     "aws:eks/addon:Addon": _addon,
-    "aws:eks/podIdentityAssociation:PodIdentityAssociation": _pod_identity_association,
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": _as_is(
+        "CreatePodIdentityAssociation", {"clusterName", "namespace", "serviceAccount", "roleArn"}
+    ),
     "aws:eks/nodeGroup:NodeGroup": _node_group,
     "aws:kms/key:Key": _kms_key,
     "aws:kms/alias:Alias": _kms_alias,
