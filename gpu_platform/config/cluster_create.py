@@ -107,6 +107,11 @@ class EksNewVpc(Model):
     else `single`."""
 
 
+SYSTEM_NODE_GROUP = "system"
+"""What the system node group's name begins with (`system-`, and the provider's suffix), as a
+pool's node groups begin with the pool's name: no pool may take it."""
+
+
 class EksSystemNodes(Model):
     """The small on-demand node group where the platform's controllers run: CoreDNS, the
     cluster autoscaler or Karpenter, the GPU Operator's controllers, Prometheus. It is not

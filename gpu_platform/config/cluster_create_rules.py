@@ -6,7 +6,12 @@ import itertools
 from collections.abc import Iterator
 from datetime import timedelta
 
-from gpu_platform.config.cluster_create import ClusterCreate, EksClusterCreate, GkeClusterCreate
+from gpu_platform.config.cluster_create import (
+    SYSTEM_NODE_GROUP,
+    ClusterCreate,
+    EksClusterCreate,
+    GkeClusterCreate,
+)
 from gpu_platform.config.fields import GROUP_EMAIL, IAM_PRINCIPAL_ARN, Cloud
 from gpu_platform.config.problems import (
     MISSING,
@@ -156,6 +161,14 @@ def _eks_problems(config: StackConfig, aws: EksClusterCreate) -> Iterator[Config
                 " the cluster, or as which IAM identity",
             )
     yield from _ami_release_problems(config)
+    for i, pool in enumerate(config.pools):
+        if pool.name == SYSTEM_NODE_GROUP:
+            yield ConfigProblem(
+                key_path("pools", i, "name"),
+                pool.name,
+                f"a name other than {SYSTEM_NODE_GROUP} with cluster.create: the system node"
+                " group's name begins with it, and would be taken for the pool's",
+            )
 
 
 def _bounds_problems(

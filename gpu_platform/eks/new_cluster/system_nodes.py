@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 import pulumi
 from pulumi_aws import ec2, eks
 
-from gpu_platform.config import EksSystemNodes
+from gpu_platform.config.cluster_create import SYSTEM_NODE_GROUP, EksSystemNodes
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.node_group import imdsv2_only, node_role
+from gpu_platform.eks.node_group_names import node_group_name_prefix
 
 SYSTEM_LABEL = "gpu-platform.io/system"
 # The AMI types of the EKS-optimized AL2023 images without GPU drivers, by architecture
@@ -78,7 +79,7 @@ class EksSystemNodeGroup(pulumi.ComponentResource):
         self.node_group = eks.NodeGroup(
             f"{name}-nodes",
             cluster_name=cluster_name,
-            node_group_name_prefix="system-",
+            node_group_name_prefix=node_group_name_prefix(SYSTEM_NODE_GROUP),
             node_role_arn=role.arn,
             subnet_ids=list(subnet_ids),
             ami_type=AMI_TYPES[architecture],

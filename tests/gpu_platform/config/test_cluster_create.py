@@ -226,6 +226,13 @@ BAD: list[tuple[str, Config, Callable[[Config], None], str, str]] = [
         "zones of the new VPC",
     ),
     (
+        "a pool named as the system node group",
+        changed(EKS_NEW, lambda c: c["pools"][0].update(name="system")),
+        lambda c: None,
+        "pools[0].name",
+        "a name other than system",
+    ),
+    (
         "overlapping secondary ranges",
         GKE_NEW,
         _set(["gcp", "network"], {"podsCidr": "10.0.0.0/14"}),
