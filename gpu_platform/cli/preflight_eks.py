@@ -134,10 +134,13 @@ class AwsClients:
     """The Deployments of a cluster (as DescribeCluster returns it), through its Kubernetes API;
     None leaves the running autoscaler unchecked."""
     iam: Any = None
-    """Read only where the stack creates its cluster (`preflight_eks_create`)."""
+    """Only where the stack creates its cluster (`preflight_eks_create`): each client loads its
+    API's model, seconds on a busy machine."""
 
     @classmethod
-    def for_region(cls, region: str, deadline: Deadline, calls: Calls) -> "AwsClients":
+    def for_region(
+        cls, region: str, deadline: Deadline, calls: Calls, with_iam: bool = False
+    ) -> "AwsClients":
         """Clients that give up on a connection or a read within the deadline's timeouts, and
         retry in botocore's `standard` mode, which AWS recommends for throttled APIs: it backs
         off exponentially, more for throttling than for other errors (ThrottlingException,
@@ -168,7 +171,7 @@ class AwsClients:
             session.client("service-quotas", config=config),
             session.client("resource-groups", config=config),
             lambda cluster: eks_deployments(session, region, cluster),
-            session.client("iam", config=config),
+            session.client("iam", config=config) if with_iam else None,
         )
 
 
@@ -217,7 +220,13 @@ def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
     try:
         # The clients too: botocore looks for credentials as it makes them, which may call out.
         return deadline.run(
-            lambda: preflight(config, AwsClients.for_region(region, deadline, calls)), calls
+            lambda: preflight(
+                config,
+                AwsClients.for_region(
+                    region, deadline, calls, with_iam=config.cluster.create is not None
+                ),
+            ),
+            calls,
         )
     except DeadlinePassed as passed:
         fail(f"Cannot check stack {stack}: {passed.explain('AWS')}", EXIT_CANNOT_CHECK)

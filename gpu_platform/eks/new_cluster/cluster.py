@@ -5,8 +5,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import pulumi
-import pulumi_aws as aws
-from pulumi_aws import eks
+from pulumi_aws import eks, iam
+from pulumi_aws.get_availability_zones import get_availability_zones
+from pulumi_aws.get_caller_identity import get_caller_identity
+from pulumi_aws.get_partition import get_partition
 
 from gpu_platform.config import ConfigError, ConfigProblem, EksNewVpc, StackConfig, key_path
 from gpu_platform.eks.cluster import EksCluster, Subnet, look_up_subnets
@@ -53,10 +55,10 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
     create = config.cluster.create
     region = config.cluster.region
     assert create is not None and region is not None  # config validation requires them
-    caller = aws.get_caller_identity()
-    partition = aws.get_partition().partition
+    caller = get_caller_identity()
+    partition = get_partition().partition
     # An assumed role's session ARN names the session, not the role an access entry needs.
-    deployer = aws.iam.get_session_context(arn=caller.arn).issuer_arn
+    deployer = iam.get_session_context(arn=caller.arn).issuer_arn
     existing = eks.get_clusters(region=region).names
     planned = EksCluster(
         name=config.cluster.name,
@@ -100,7 +102,7 @@ def _zones(config: StackConfig, region: str) -> list[str]:
     chosen = create.aws.vpc.zones if create.aws.vpc is not None else []
     if chosen:
         return list(chosen)
-    found = aws.get_availability_zones(
+    found = get_availability_zones(
         state="available",
         exclude_zone_ids=list(EKS_UNSUPPORTED_ZONE_IDS),
         filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}],

@@ -1342,7 +1342,7 @@ def test_the_command_exits_non_zero_on_a_blocking_finding(
     pod_identity_agent(aws)
     quota(quotas, SPOT_G, spot_g_quota)
     monkeypatch.setattr(
-        AwsClients, "for_region", classmethod(lambda cls, region, deadline, calls: aws)
+        AwsClients, "for_region", classmethod(lambda cls, region, deadline, calls, **_: aws)
     )
 
     result = CliRunner().invoke(app, ["preflight", "dev"])
@@ -1426,7 +1426,7 @@ def test_a_refused_permission_is_named_with_what_the_check_needs(
     aws: AwsClients, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(
-        AwsClients, "for_region", classmethod(lambda cls, region, deadline, calls: aws)
+        AwsClients, "for_region", classmethod(lambda cls, region, deadline, calls, **_: aws)
     )
 
     with Stubber(aws.eks) as eks:
@@ -1549,7 +1549,9 @@ def test_a_call_throttled_on_every_attempt_ends_in_exit_4_naming_the_api(
     cluster(aws)
     pod_identity_agent(aws)
 
-    def always_throttled(cls: Any, region: str, deadline: Deadline, calls: Calls) -> AwsClients:
+    def always_throttled(
+        cls: Any, region: str, deadline: Deadline, calls: Calls, **_: Any
+    ) -> AwsClients:
         clients = FOR_REGION(region, deadline, calls)
         pod_identity_agent(clients)
         answer_over_http(clients.service_quotas, "GetServiceQuota", [JSON_THROTTLED] * 10)

@@ -14,8 +14,10 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 from botocore.stub import Stubber
+from moto import mock_aws
 
 from gpu_platform.cli import preflight_eks
+from gpu_platform.cli.deadline import Calls, Deadline
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_eks import AwsClients
 from gpu_platform.cli.preflight_eks_create import CREATE_PERMISSIONS, SERVICE_LINKED_ROLES
@@ -23,8 +25,6 @@ from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import StackConfig, load_stack_config
 from gpu_platform.eks.new_cluster.addon_pins import CORE_ADDONS, addon_versions
 from tests.repository import ROOT
-
-from .test_preflight_eks import aws  # noqa: F401 (the fixture)
 
 Config = dict[str, Any]
 ON_DEMAND_G = "L-DB2E81BA"
@@ -55,7 +55,14 @@ def stack(change: Callable[[Config], Any] = lambda c: None) -> StackConfig:
 
 
 @pytest.fixture
-def quotas(aws: AwsClients) -> Iterator[Stubber]:  # noqa: F811
+def aws() -> Iterator[AwsClients]:
+    """The command's clients, IAM's included, on a fresh moto account."""
+    with mock_aws():
+        yield AwsClients.for_region("us-east-1", Deadline(30), Calls(), with_iam=True)
+
+
+@pytest.fixture
+def quotas(aws: AwsClients) -> Iterator[Stubber]:
     with Stubber(aws.service_quotas) as stubber:
         yield stubber
         stubber.assert_no_pending_responses()
@@ -70,7 +77,7 @@ def with_quotas(quotas: Stubber, creation: list[tuple[str, str, float]]) -> None
         )
 
 
-def offered(aws: AwsClients, versions: dict[str, list[str]] | None = None) -> None:  # noqa: F811
+def offered(aws: AwsClients, versions: dict[str, list[str]] | None = None) -> None:
     """DescribeAddonVersions listing, for Kubernetes 1.35, `versions` by add-on, else the pins."""
     pinned = addon_versions()["1.35"]
     listed = versions or {addon: [pinned[addon]] for addon in CORE_ADDONS}
@@ -92,13 +99,13 @@ def answer_for(parsed: dict[str, Any]) -> tuple[AWSResponse, dict[str, Any]]:
     return AWSResponse("https://DescribeAddonVersions", 200, HTTPHeaders(), None), parsed
 
 
-def with_boundary(aws: AwsClients) -> None:  # noqa: F811
+def with_boundary(aws: AwsClients) -> None:
     aws.iam.create_policy(
         PolicyName="gpu-platform-permissions-boundary", PolicyDocument=BOUNDARY_DOCUMENT
     )
 
 
-def with_service_linked_roles(aws: AwsClients) -> None:  # noqa: F811
+def with_service_linked_roles(aws: AwsClients) -> None:
     """The roles as IAM names them (`CreateServiceLinkedRole` makes them under this path)."""
     for role, service in SERVICE_LINKED_ROLES.items():
         aws.iam.create_role(
@@ -125,7 +132,7 @@ def with_quota(code: str, value: float) -> list[tuple[str, str, float]]:
 
 
 def account(
-    aws: AwsClients,  # noqa: F811
+    aws: AwsClients,
     quotas: Stubber,
     creation: list[tuple[str, str, float]] = CREATION_QUOTAS,
     boundary: bool = True,
@@ -147,7 +154,7 @@ def by_subject(findings: list[Finding]) -> dict[str, Finding]:
 
 
 def test_an_account_ready_for_the_cluster_blocks_nothing(
-    aws: AwsClients,  # noqa: F811
+    aws: AwsClients,
     quotas: Stubber,
 ) -> None:
     account(aws, quotas)
@@ -168,7 +175,7 @@ def test_an_account_ready_for_the_cluster_blocks_nothing(
 
 
 def test_a_full_vpc_quota_blocks_with_the_request_that_raises_it(
-    aws: AwsClients,  # noqa: F811
+    aws: AwsClients,
     quotas: Stubber,
 ) -> None:
     # moto's account holds its default VPC.
@@ -187,7 +194,7 @@ def test_a_full_vpc_quota_blocks_with_the_request_that_raises_it(
 
 
 def test_a_protected_stack_needs_an_address_for_each_zones_nat_gateway(
-    aws: AwsClients,  # noqa: F811
+    aws: AwsClients,
     quotas: Stubber,
 ) -> None:
     account(aws, quotas, with_quota("L-0263D0A3", 2.0))
@@ -202,7 +209,7 @@ def test_a_protected_stack_needs_an_address_for_each_zones_nat_gateway(
 
 
 def test_missing_service_linked_roles_are_warnings_with_the_command_that_creates_them(
-    aws: AwsClients,  # noqa: F811
+    aws: AwsClients,
     quotas: Stubber,
 ) -> None:
     account(aws, quotas, roles=False)
@@ -215,7 +222,7 @@ def test_missing_service_linked_roles_are_warnings_with_the_command_that_creates
     )
 
 
-def test_a_missing_permissions_boundary_blocks(aws: AwsClients, quotas: Stubber) -> None:  # noqa: F811
+def test_a_missing_permissions_boundary_blocks(aws: AwsClients, quotas: Stubber) -> None:
     account(aws, quotas, boundary=False)
 
     finding = by_subject(preflight_eks.preflight(stack(), aws))[
@@ -227,7 +234,7 @@ def test_a_missing_permissions_boundary_blocks(aws: AwsClients, quotas: Stubber)
 
 
 def test_a_pinned_addon_version_the_region_does_not_offer_blocks(
-    aws: AwsClients,  # noqa: F811
+    aws: AwsClients,
     quotas: Stubber,
 ) -> None:
     pinned = addon_versions()["1.35"]
@@ -246,7 +253,7 @@ def test_a_pinned_addon_version_the_region_does_not_offer_blocks(
     )
 
 
-def test_the_readme_names_the_actions_creation_adds(aws: AwsClients, quotas: Stubber) -> None:  # noqa: F811
+def test_the_readme_names_the_actions_creation_adds(aws: AwsClients, quotas: Stubber) -> None:
     with_quotas(quotas, CREATION_QUOTAS)
     offered(aws)
     calls: set[str] = set()
