@@ -11,7 +11,8 @@ cluster exists: what creating it needs of the account.
 - the permissions boundary every node and controller role the stack creates carries
   (`gpu_platform.eks.iam_roles`), without which creating them fails;
 - each core add-on version the platform pins for the Kubernetes version, as EKS lists them in
-  the region (`DescribeAddonVersions`).
+  the region (`DescribeAddonVersions`);
+- where `pulumi up` must run from to reach the endpoint of the cluster it creates.
 
 Each finding says what to do about it.
 """
@@ -23,7 +24,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from gpu_platform.cli.findings import Finding
-from gpu_platform.config import EksNewVpc, StackConfig, key_path
+from gpu_platform.config import ClusterCreate, EksNewVpc, StackConfig, key_path
 from gpu_platform.eks.new_cluster.addon_pins import CORE_ADDONS, addon_versions
 from gpu_platform.eks.new_cluster.layout import (
     EKS_UNSUPPORTED_ZONE_IDS,
@@ -108,7 +109,35 @@ def creation_findings(config: StackConfig, clients: Any) -> list[Finding]:
     findings += _service_linked_role_findings(config, clients.iam)
     findings.append(_boundary_finding(clients.iam))
     findings += addon_version_findings(create.kubernetes_version, clients.eks)
+    findings.append(endpoint_finding(create, config.cluster.name))
     return findings
+
+
+def endpoint_finding(create: ClusterCreate, name: str) -> Finding:
+    """Where `pulumi up` must run from: the same run installs the GPU Operator, monitoring and
+    the tenants through the API of the cluster it has just created, and EKS's private endpoint
+    answers only inside the VPC (EKS user guide, cluster-endpoint.adoc)."""
+    subject = f"endpoint of cluster {name}"
+    endpoint = create.endpoint
+    if endpoint.access == "public":
+        return Finding(
+            "ok",
+            subject,
+            "The API endpoint answers publicly only "
+            f"{', '.join(endpoint.public_cidrs)} (and inside the VPC).",
+            "Run `pulumi up` from an address in those ranges.",
+        )
+    return Finding(
+        "warning",
+        subject,
+        "The API endpoint is private: after creating the VPC and the cluster, `pulumi up`"
+        " installs the GPU Operator and monitoring through it, and fails where it runs outside"
+        " the cluster's VPC.",
+        "Run `pulumi up` from inside the VPC (a CI runner or VM there, or a VPN or Direct Connect"
+        f" into it), or set {key_path('cluster', 'create', 'endpoint', 'access')}: public with"
+        f" your egress range in {key_path('cluster', 'create', 'endpoint', 'publicCidrs')}"
+        " (docs/create-cluster.md).",
+    )
 
 
 def _cluster_quota_finding(clients: Any) -> Finding:

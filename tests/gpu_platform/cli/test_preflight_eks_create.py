@@ -253,6 +253,39 @@ def test_a_pinned_addon_version_the_region_does_not_offer_blocks(
     )
 
 
+def private_endpoint(config: Config) -> None:
+    config["gpu-platform:cluster"]["create"]["endpoint"] = {"access": "private"}
+
+
+def test_a_private_endpoint_warns_that_pulumi_up_must_run_inside_the_vpc(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    # EKS user guide, cluster-endpoint.adoc: with the public endpoint off, the API server is
+    # reachable only from within the cluster's VPC (or a network connected to it).
+    account(aws, quotas)
+
+    finding = by_subject(preflight_eks.preflight(stack(private_endpoint), aws))[
+        "endpoint of cluster ml-new"
+    ]
+
+    assert finding.severity == "warning"
+    assert "outside the cluster's VPC" in finding.message
+    assert "gpu-platform:cluster.create.endpoint.publicCidrs" in finding.action
+
+
+def test_a_public_endpoint_names_the_ranges_pulumi_up_must_run_from(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    account(aws, quotas)
+
+    finding = by_subject(preflight_eks.preflight(stack(), aws))["endpoint of cluster ml-new"]
+
+    assert (finding.severity, finding.message) == (
+        "ok",
+        "The API endpoint answers publicly only 203.0.113.0/24 (and inside the VPC).",
+    )
+
+
 def test_the_readme_names_the_actions_creation_adds(aws: AwsClients, quotas: Stubber) -> None:
     with_quotas(quotas, CREATION_QUOTAS)
     offered(aws)

@@ -40,7 +40,8 @@ AL2023_RELEASES = {
     "1.35": "1.35.6-20260714",
     "1.36": "1.36.2-20260714",
 }
-PUBLIC_CIDRS = ["203.0.113.0/24", "198.51.100.16/28"]
+# eks-new's public endpoint answers a documentation range (RFC 5737) its users replace.
+EKS_NEW_CIDRS = ["203.0.113.0/24"]
 
 
 def eks_new() -> Config:
@@ -60,8 +61,8 @@ def on_version(version: str) -> Callable[[Config], None]:
     return change
 
 
-def public_endpoint(config: Config) -> None:
-    create_of(config)["endpoint"] = {"access": "public", "publicCidrs": PUBLIC_CIDRS}
+def private_endpoint(config: Config) -> None:
+    create_of(config)["endpoint"] = {"access": "private"}
 
 
 def protected(config: Config) -> None:
@@ -74,7 +75,7 @@ def on_karpenter(config: Config) -> None:
 
 VARIANTS: dict[str, Callable[[Config], None]] = {
     **{f"kubernetes {v}": on_version(v) for v in SUPPORTED_KUBERNETES_VERSIONS},
-    "public endpoint": public_endpoint,
+    "private endpoint": private_endpoint,
     "protected": protected,
     "karpenter": on_karpenter,
 }
@@ -195,12 +196,12 @@ def test_secrets_are_encrypted_with_a_rotated_key_of_the_stack(plan: Plan) -> No
 
 
 def test_the_endpoint_is_private_unless_opened_to_the_cidrs_given(plans: dict[str, Plan]) -> None:
-    private = only(plans["kubernetes 1.35"], CLUSTER).inputs["vpcConfig"]
-    public = only(plans["public endpoint"], CLUSTER).inputs["vpcConfig"]
+    private = only(plans["private endpoint"], CLUSTER).inputs["vpcConfig"]
+    public = only(plans["kubernetes 1.35"], CLUSTER).inputs["vpcConfig"]
 
     assert (private["endpointPrivateAccess"], private["endpointPublicAccess"]) == (True, False)
     assert "publicAccessCidrs" not in private
-    assert (public["endpointPublicAccess"], public["publicAccessCidrs"]) == (True, PUBLIC_CIDRS)
+    assert (public["endpointPublicAccess"], public["publicAccessCidrs"]) == (True, EKS_NEW_CIDRS)
 
 
 def test_access_is_by_access_entries_only_and_every_log_is_kept(plan: Plan) -> None:
