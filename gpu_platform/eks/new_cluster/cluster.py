@@ -5,7 +5,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import pulumi
-from pulumi_aws import eks, iam
+from pulumi_aws import ec2, eks, iam
 from pulumi_aws.get_availability_zones import get_availability_zones
 from pulumi_aws.get_caller_identity import get_caller_identity
 from pulumi_aws.get_partition import get_partition
@@ -16,7 +16,7 @@ from gpu_platform.eks.iam_roles import cluster_tags
 from gpu_platform.eks.instance_types import look_up_instance_type
 from gpu_platform.eks.new_cluster.addon_pins import AFTER_NODES, BEFORE_NODES
 from gpu_platform.eks.new_cluster.addons import addons, ebs_csi_role
-from gpu_platform.eks.new_cluster.control_plane import EksControlPlane
+from gpu_platform.eks.new_cluster.control_plane import CREATOR_TAG, EksControlPlane
 from gpu_platform.eks.new_cluster.layout import (
     EKS_UNSUPPORTED_ZONE_IDS,
     NEW_VPC_ZONES,
@@ -45,8 +45,10 @@ class NewClusterPlan:
     subnets: list[Subnet]
     """The node subnets: the new VPC's private ones (ids `planned-private-<zone>`), or the
     existing ones given."""
-    deployer_arn: str
-    """The IAM role or user running the program, which gets an admin access entry."""
+    creator_arn: str
+    """The IAM role or user that created the cluster, which keeps an admin access entry whoever
+    runs the program later: on the first run the one running it, afterwards the one the
+    cluster's tag `CREATOR_TAG` recorded at creation."""
     system_architecture: str
 
 
@@ -60,6 +62,12 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
     # An assumed role's session ARN names the session, not the role an access entry needs.
     deployer = iam.get_session_context(arn=caller.arn).issuer_arn
     existing = eks.get_clusters(region=region).names
+    live = (
+        eks.get_cluster(name=config.cluster.name, region=region)
+        if config.cluster.name in existing
+        else None
+    )
+    creator = (live.tags.get(CREATOR_TAG) if live is not None else None) or deployer
     planned = EksCluster(
         name=config.cluster.name,
         region=region,
@@ -69,14 +77,16 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
         version=create.kubernetes_version,
         status="CREATING",
         subnet_ids=(),
-        exists=config.cluster.name in existing,
+        exists=live is not None,
     )
     problems: list[ConfigProblem] = []
+    if live is not None:
+        problems += _version_problems(create.kubernetes_version, live.version)
     if create.aws.subnet_ids:
         subnets = look_up_subnets(create.aws.subnet_ids, region)
         problems += _existing_subnet_problems(subnets)
     else:
-        zones = _zones(config, region)
+        zones = _zones(config, region, live)
         subnets = [Subnet(PLANNED_SUBNET_PREFIX + zone, zone, NEW_SUBNET_ROUTING) for zone in zones]
     architectures = {
         look_up_instance_type(name, region).architecture
@@ -93,15 +103,45 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
         )
     if problems:
         raise ConfigError(problems)
-    return NewClusterPlan(planned, subnets, deployer, str(architectures.pop()))
+    return NewClusterPlan(planned, subnets, creator, str(architectures.pop()))
 
 
-def _zones(config: StackConfig, region: str) -> list[str]:
+def _version_problems(wanted: str, running: str) -> list[ConfigProblem]:
+    """EKS upgrades a control plane one minor version at a time and never downgrades it (EKS user
+    guide, update-cluster.adoc: "you can update only one minor version at a time", "You cannot
+    downgrade the Kubernetes of an Amazon EKS cluster"): refused here, before anything changes,
+    rather than by EKS in the middle of `pulumi up`."""
+    major, minor = (int(part) for part in running.split(".")[:2])
+    allowed = [f"{major}.{minor}", f"{major}.{minor + 1}"]
+    if wanted in allowed:
+        return []
+    return [
+        ConfigProblem(
+            key_path("cluster", "create", "kubernetesVersion"),
+            wanted,
+            f"{' or '.join(allowed)}: the cluster runs Kubernetes {running}, and EKS upgrades"
+            " one minor version at a time and never downgrades",
+        )
+    ]
+
+
+def _zones(config: StackConfig, region: str, live: eks.GetClusterResult | None) -> list[str]:
     create = config.cluster.create
     assert create is not None
     chosen = create.aws.vpc.zones if create.aws.vpc is not None else []
     if chosen:
         return list(chosen)
+    if live is not None:
+        # Once created, the VPC's zones are those of the subnets the cluster was created in,
+        # whatever state EC2 reports for a zone now: choosing again from the zones
+        # `available` today (EC2 AvailabilityZoneState: available, information, impaired,
+        # unavailable) would move subnets, NAT gateways and node groups during a zone's outage.
+        return sorted(
+            {
+                ec2.get_subnet(id=subnet_id, region=region).availability_zone
+                for subnet_id in live.vpc_config.subnet_ids
+            }
+        )
     found = get_availability_zones(
         state="available",
         exclude_zone_ids=list(EKS_UNSUPPORTED_ZONE_IDS),
@@ -195,7 +235,7 @@ class NewEksCluster(pulumi.ComponentResource):
             planned,
             create,
             list(self.subnet_ids.values()),
-            plan.deployer_arn,
+            plan.creator_arn,
             config.protect,
             tags,
             child,

@@ -4,14 +4,19 @@ entries of its administrators.
 
 As terraform-aws-eks does (main.tf, v21): `API` authentication mode, the creator's admin access
 not bootstrapped by EKS (`bootstrapClusterCreatorAdminPermissions: false`, which EKS can never
-take back) but given as an access entry of the deployer's identity like any other, a KMS key
-with yearly rotation for envelope encryption of Secrets, the log group created beforehand with
-a retention (EKS would create it keeping logs forever), and no self-managed add-ons
-(`addons.py`). The private endpoint is always on; the public one only with `access: public`,
-restricted to its CIDRs (EKS best practices guide, "Cluster access management": "make the
-cluster endpoint private" or restrict the public one).
+take back) but given as an access entry like any other. Unlike terraform-aws-eks's
+`cluster_creator` entry, which follows whoever applies (its issue #2911), the creator is the
+identity that created the cluster, recorded in the cluster's tag `CREATOR_TAG`: botocore's
+CreateAccessEntryRequest `principalArn` "can't be changed after access entry creation" and no
+two entries may share one, so each entry is named from its principal, not its place in a list.
+A KMS key with yearly rotation for envelope encryption of Secrets, the log group created
+beforehand with a retention (EKS would create it keeping logs forever), and no self-managed
+add-ons (`addons.py`). The private endpoint is always on; the public one only with
+`access: public`, restricted to its CIDRs (EKS best practices guide, "Cluster access
+management": "make the cluster endpoint private" or restrict the public one).
 """
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 
@@ -39,6 +44,8 @@ EKS_TRUST_POLICY = {
 # `aws_iam_policy.cluster_encryption`).
 KMS_ACTIONS = ("kms:Encrypt", "kms:Decrypt", "kms:ListGrants", "kms:DescribeKey")
 KEY_DELETION_WINDOW_DAYS = 30
+CREATOR_TAG = "gpu-platform.io/created-by"
+"""The cluster's tag naming the IAM role or user that created it (its access entry's principal)."""
 
 
 def log_group_name(cluster_name: str) -> str:
@@ -48,6 +55,12 @@ def log_group_name(cluster_name: str) -> str:
 
 def admin_policy_arn(partition: str) -> str:
     return f"arn:{partition}:eks::aws:cluster-access-policy/{ADMIN_POLICY}"
+
+
+def access_entry_name(prefix: str, principal_arn: str) -> str:
+    """The Pulumi name of `principal_arn`'s access entry: from the principal, so that adding or
+    removing another administrator never moves an entry onto another principal."""
+    return f"{prefix}-admin-{hashlib.sha256(principal_arn.encode()).hexdigest()[:10]}"
 
 
 class EksControlPlane(pulumi.ComponentResource):
@@ -64,7 +77,7 @@ class EksControlPlane(pulumi.ComponentResource):
         planned: EksCluster,
         create: ClusterCreate,
         subnet_ids: Sequence[pulumi.Input[str]],
-        deployer_arn: str,
+        creator_arn: str,
         protect: bool,
         tags: Mapping[str, str],
         opts: pulumi.ResourceOptions | None = None,
@@ -153,7 +166,7 @@ class EksControlPlane(pulumi.ComponentResource):
             ),
             enabled_cluster_log_types=list(aws.control_plane_logs),
             deletion_protection=protect,
-            tags=dict(tags),
+            tags={**tags, CREATOR_TAG: creator_arn},
             region=region,
             # The role's policies must outlive the cluster, or EKS cannot delete the network
             # interfaces and security groups it made (pulumi-aws eks.Cluster, `role_arn`).
@@ -162,9 +175,8 @@ class EksControlPlane(pulumi.ComponentResource):
             ),
         )
         self.access = []
-        admins = [deployer_arn, *(a for a in create.administrators if a != deployer_arn)]
-        for i, principal in enumerate(admins):
-            entry_name = f"{name}-deployer" if i == 0 else f"{name}-admin-{i}"
+        for principal in dict.fromkeys([creator_arn, *create.administrators]):
+            entry_name = access_entry_name(name, principal)
             entry = eks.AccessEntry(
                 entry_name,
                 cluster_name=self.cluster.name,

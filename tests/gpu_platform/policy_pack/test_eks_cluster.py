@@ -67,7 +67,7 @@ BAD_CLUSTERS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     ),
     (
         "public endpoint left to EKS's default",
-        lambda i: i["vpcConfig"].pop("endpointPublicAccess"),
+        lambda i: [i["vpcConfig"].pop(k) for k in ("endpointPublicAccess", "publicAccessCidrs")],
         "eks-cluster-endpoint",
         "answers the whole internet",
     ),
