@@ -133,13 +133,6 @@ class EksSystemNodes(Model):
 
 
 EksLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
-EKS_LOG_TYPES: tuple[EksLogType, ...] = (
-    "api",
-    "audit",
-    "authenticator",
-    "controllerManager",
-    "scheduler",
-)
 
 
 class EksClusterCreate(Model):
@@ -155,13 +148,26 @@ class EksClusterCreate(Model):
     balancers need `kubernetes.io/role/elb: 1`."""
     system_nodes: EksSystemNodes = Field(default_factory=EksSystemNodes)
     """The system node group."""
-    control_plane_logs: list[EksLogType] = Field(default_factory=lambda: list(EKS_LOG_TYPES))
-    """The control plane logs EKS sends to CloudWatch Logs; `audit` and `authenticator` are
-    required (who did what, as whom)."""
+    control_plane_logs: list[EksLogType] = Field(
+        default_factory=lambda: ["audit", "api", "authenticator"]
+    )
+    """The control plane logs EKS sends to CloudWatch Logs, of `api`, `audit`,
+    `authenticator`, `controllerManager` and `scheduler`; `audit` and `authenticator` are
+    required (who did what, as whom). The default leaves out the controller manager's and
+    scheduler's, as terraform-aws-eks does: on GPU batch clusters with many short pods they are
+    the most voluminous, and CloudWatch bills every GB ingested."""
     log_retention_days: Literal[
         30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653
     ] = 90
     """How long CloudWatch keeps them (the values CloudWatch Logs accepts, from 30 days)."""
+    support_type: Literal["STANDARD", "EXTENDED"] = "STANDARD"
+    """EKS's support policy for the cluster's Kubernetes version (`upgradePolicy.supportType`).
+    `STANDARD`: when the version's standard support ends, EKS upgrades the control plane to the
+    next version itself; plan your upgrades before that. `EXTENDED`: the cluster may stay on
+    the version for another 12 months, but from the end of standard support EKS bills the
+    cluster at the extended support rate, six times the standard one (EKS pricing: $0.60 an
+    hour instead of $0.10). EKS's own default is `EXTENDED`; the platform's is `STANDARD`, so
+    that a cluster never starts costing more without anyone choosing it."""
     secrets_kms_key_arn: KmsKeyArn | None = None
     """An existing symmetric KMS key to encrypt Secrets with, instead of the key the platform
     creates for the cluster (rotated yearly, 30 days' deletion window)."""

@@ -165,6 +165,10 @@ class EksControlPlane(pulumi.ComponentResource):
                 resources=["secrets"],
             ),
             enabled_cluster_log_types=list(aws.control_plane_logs),
+            # Set, as EKS's default is EXTENDED (botocore UpgradePolicyRequest `supportType`:
+            # "The default value is EXTENDED ... Clusters in extended support have higher
+            # costs").
+            upgrade_policy=eks.ClusterUpgradePolicyArgs(support_type=aws.support_type),
             deletion_protection=protect,
             tags={**tags, CREATOR_TAG: creator_arn},
             region=region,

@@ -9,6 +9,12 @@ resolved inside the VPC), subnets in at least two zones, public subnets tagged
 `kubernetes.io/role/elb` and private ones `kubernetes.io/role/internal-elb` for the load balancers
 Services create. Private subnets route to the internet through NAT gateways; a public subnet
 assigns no public address on launch, as nothing but NAT gateways and load balancers goes there.
+
+An S3 gateway endpoint on the private route tables keeps S3 traffic off the NAT gateways: ECR
+serves image layers from S3, so a GPU image of 10 GB or more pulled by every new node of a pool
+that scales from zero, and model data read from S3, would otherwise pay NAT's per-GB processing.
+Gateway endpoints cost nothing (VPC user guide, "Gateway endpoints for Amazon S3"; EKS best
+practices guide, cost optimization, networking).
 """
 
 from collections.abc import Mapping, Sequence
@@ -106,6 +112,7 @@ class EksNetwork(pulumi.ComponentResource):
         self.private_subnet_ids = {}
         self.public_subnet_ids = {}
         nats: list[ec2.NatGateway] = []
+        private_tables: list[ec2.RouteTable] = []
         for plan in subnet_plan(vpc, zones):
             public = routed_subnet(
                 f"public-{plan.zone}",
@@ -154,5 +161,19 @@ class EksNetwork(pulumi.ComponentResource):
             )
             self.private_subnet_ids[plan.zone] = private.id
             self.public_subnet_ids[plan.zone] = public.id
+            private_tables.append(private_table)
+        # The endpoint adds its prefix-list route to each table; the provider leaves such
+        # routes out of a route table's inline `routes` (terraform-provider-aws route_table.go
+        # skips `vpce-` gateway routes), so the tables' own routes never remove it.
+        ec2.VpcEndpoint(
+            f"{name}-s3",
+            vpc_id=network.id,
+            service_name=f"com.amazonaws.{region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[table.id for table in private_tables],
+            tags=tagged("s3"),
+            region=region,
+            opts=child,
+        )
         self.vpc_id = network.id
         self.register_outputs({"vpc_id": network.id, "private_subnet_ids": self.private_subnet_ids})

@@ -69,6 +69,8 @@ def test_a_created_eks_cluster_is_private_with_every_audit_log_by_default() -> N
     assert {"audit", "authenticator"} <= set(create.aws.control_plane_logs)
     assert create.aws.vpc is None and create.aws.subnet_ids == []  # a new VPC, defaults
     assert create.aws.system_nodes.min == 2
+    # EKS's own default is EXTENDED (botocore UpgradePolicyRequest `supportType`).
+    assert create.aws.support_type == "STANDARD"
 
 
 def test_an_unquoted_kubernetes_version_is_read_as_the_version_it_spells() -> None:
@@ -195,6 +197,13 @@ BAD: list[tuple[str, Config, Callable[[Config], None], str, str]] = [
         _set(["aws", "controlPlaneLogs"], ["api", "authenticator"]),
         "cluster.create.aws.controlPlaneLogs",
         "includes audit",
+    ),
+    (
+        "a support policy EKS does not have",
+        EKS_NEW,
+        _set(["aws", "supportType"], "FREE"),
+        "cluster.create.aws.supportType",
+        "'STANDARD' or 'EXTENDED'",
     ),
     (
         "system nodes max below min",

@@ -107,6 +107,21 @@ def _route_table_association(r: PlannedResource) -> Iterator[Request]:
     )
 
 
+def _vpc_endpoint(r: PlannedResource) -> Iterator[Request]:
+    i = _known(r, {"vpcId", "serviceName", "vpcEndpointType", "routeTableIds", "tags"})
+    yield (
+        "ec2",
+        "CreateVpcEndpoint",
+        {
+            "VpcId": i["vpcId"],
+            "ServiceName": i["serviceName"],
+            "VpcEndpointType": i["vpcEndpointType"],
+            "RouteTableIds": i["routeTableIds"],
+            "TagSpecifications": _ec2_tags("vpc-endpoint", i.get("tags")),
+        },
+    )
+
+
 def _eip(r: PlannedResource) -> Iterator[Request]:
     i = _known(r, {"domain", "tags"})
     yield (
@@ -143,6 +158,7 @@ def _cluster(r: PlannedResource) -> Iterator[Request]:
             "encryptionConfig",
             "enabledClusterLogTypes",
             "deletionProtection",
+            "upgradePolicy",
             "tags",
         },
     )
@@ -164,6 +180,7 @@ def _cluster(r: PlannedResource) -> Iterator[Request]:
                 "clusterLogging": [{"types": i["enabledClusterLogTypes"], "enabled": True}]
             },
             "deletionProtection": i["deletionProtection"],
+            "upgradePolicy": i["upgradePolicy"],
             "tags": i.get("tags", {}),
         },
     )
@@ -309,6 +326,7 @@ TRANSLATIONS: dict[str, Callable[[PlannedResource], Iterator[Request]]] = {
     "aws:ec2/routeTable:RouteTable": _route_table,
     "aws:ec2/routeTableAssociation:RouteTableAssociation": _route_table_association,
     "aws:ec2/eip:Eip": _eip,
+    "aws:ec2/vpcEndpoint:VpcEndpoint": _vpc_endpoint,
     "aws:ec2/natGateway:NatGateway": _nat_gateway,
     "aws:ec2/launchTemplate:LaunchTemplate": _launch_template,
     "aws:eks/cluster:Cluster": _cluster,

@@ -32,6 +32,7 @@ NAT = "aws:ec2/natGateway:NatGateway"
 ADDON = "aws:eks/addon:Addon"
 KMS_KEY = "aws:kms/key:Key"
 ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
+VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 # One AL2023 NVIDIA release of each supported minor whose driver the platform knows
 # (gpu_platform/driver_tables/al2023-nvidia.json).
 AL2023_RELEASES = {
@@ -122,7 +123,7 @@ def test_every_aws_object_is_a_request_the_api_accepts(
         for service, operation, params in requests_for(resource):
             assert request_problems(service, operation, params) == [], (resource.name, operation)
         checked.add(resource.type)
-    assert {CLUSTER, NODE_GROUP, SUBNET, NAT, ADDON, KMS_KEY, ACCESS_ENTRY} <= checked
+    assert {CLUSTER, NODE_GROUP, SUBNET, NAT, ADDON, KMS_KEY, ACCESS_ENTRY, VPC_ENDPOINT} <= checked
 
 
 # --- Nodes only in private subnets -------------------------------------------------------------
@@ -183,6 +184,24 @@ def test_a_dev_stack_has_one_nat_gateway_and_a_protected_one_one_per_zone(
     assert len(plans["protected"].of_type(NAT)) == 3
 
 
+def test_s3_traffic_of_every_private_subnet_bypasses_the_nat_gateways(plan: Plan) -> None:
+    # VPC user guide, "Gateway endpoints for Amazon S3": a gateway endpoint is a target in the
+    # route tables given; ECR serves image layers from S3 (ECR user guide, vpc-endpoints).
+    endpoint = only(plan, VPC_ENDPOINT)
+    private_tables = {
+        a.property_dependencies["routeTableId"][0]
+        for a in plan.of_type(ASSOCIATION)
+        if a.property_dependencies["subnetId"][0] in private_subnet_urns(plan)
+    }
+
+    assert (endpoint.inputs["serviceName"], endpoint.inputs["vpcEndpointType"]) == (
+        "com.amazonaws.us-east-1.s3",
+        "Gateway",
+    )
+    assert set(endpoint.property_dependencies["routeTableIds"]) == private_tables
+    assert len(private_tables) == 3
+
+
 # --- The control plane -------------------------------------------------------------------------
 
 
@@ -204,15 +223,28 @@ def test_the_endpoint_is_private_unless_opened_to_the_cidrs_given(plans: dict[st
     assert (public["endpointPublicAccess"], public["publicAccessCidrs"]) == (True, EKS_NEW_CIDRS)
 
 
-def test_access_is_by_access_entries_only_and_every_log_is_kept(plan: Plan) -> None:
+def test_access_is_by_access_entries_only(plan: Plan) -> None:
     cluster = only(plan, CLUSTER).inputs
 
     assert cluster["accessConfig"] == {
         "authenticationMode": "API",
         "bootstrapClusterCreatorAdminPermissions": False,
     }
-    assert {"audit", "authenticator"} <= set(cluster["enabledClusterLogTypes"])
     assert cluster["bootstrapSelfManagedAddons"] is False
+
+
+def test_the_audit_api_and_authenticator_logs_are_kept_by_default(plan: Plan) -> None:
+    # terraform-aws-eks variables.tf (v21), `enabled_log_types`: ["audit", "api",
+    # "authenticator"]; the controller manager's and scheduler's are left out.
+    logs = only(plan, CLUSTER).inputs["enabledClusterLogTypes"]
+
+    assert sorted(logs) == ["api", "audit", "authenticator"]
+
+
+def test_the_cluster_leaves_extended_support_off_unless_asked(plan: Plan) -> None:
+    # botocore EKS UpgradePolicyRequest `supportType`: "The default value is EXTENDED";
+    # left unset, a cluster would move to extended support's higher price by itself.
+    assert only(plan, CLUSTER).inputs["upgradePolicy"] == {"supportType": "STANDARD"}
 
 
 def test_the_deployer_and_the_administrators_get_access_entries(plan: Plan) -> None:
