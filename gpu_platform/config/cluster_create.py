@@ -133,6 +133,7 @@ class EksSystemNodes(Model):
 
 
 EksLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
+DEFAULT_EKS_LOG_TYPES: tuple[EksLogType, ...] = ("audit", "api", "authenticator")
 
 
 class EksClusterCreate(Model):
@@ -149,7 +150,7 @@ class EksClusterCreate(Model):
     system_nodes: EksSystemNodes = Field(default_factory=EksSystemNodes)
     """The system node group."""
     control_plane_logs: list[EksLogType] = Field(
-        default_factory=lambda: ["audit", "api", "authenticator"]
+        default_factory=lambda: list(DEFAULT_EKS_LOG_TYPES)
     )
     """The control plane logs EKS sends to CloudWatch Logs, of `api`, `audit`,
     `authenticator`, `controllerManager` and `scheduler`; `audit` and `authenticator` are

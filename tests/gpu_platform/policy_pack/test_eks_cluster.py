@@ -67,7 +67,7 @@ BAD_CLUSTERS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     ),
     (
         "public endpoint left to EKS's default",
-        lambda i: [i["vpcConfig"].pop(k) for k in ("endpointPublicAccess", "publicAccessCidrs")],
+        lambda i: i.update(vpcConfig={"subnetIds": i["vpcConfig"]["subnetIds"]}),
         "eks-cluster-endpoint",
         "answers the whole internet",
     ),
