@@ -109,16 +109,11 @@ def _route_table_association(r: PlannedResource) -> Iterator[Request]:
 
 def _vpc_endpoint(r: PlannedResource) -> Iterator[Request]:
     i = _known(r, {"vpcId", "serviceName", "vpcEndpointType", "routeTableIds", "tags"})
+    params = {key[0].upper() + key[1:]: value for key, value in i.items() if key != "tags"}
     yield (
         "ec2",
         "CreateVpcEndpoint",
-        {
-            "VpcId": i["vpcId"],
-            "ServiceName": i["serviceName"],
-            "VpcEndpointType": i["vpcEndpointType"],
-            "RouteTableIds": i["routeTableIds"],
-            "TagSpecifications": _ec2_tags("vpc-endpoint", i.get("tags")),
-        },
+        params | {"TagSpecifications": _ec2_tags("vpc-endpoint", i.get("tags"))},
     )
 
 
