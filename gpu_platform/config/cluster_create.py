@@ -76,7 +76,8 @@ class EndpointAccess(Model):
 
     access: Literal["private", "public"] = "private"
     """`private`: the API answers only inside the network (the VPC, peered networks, a VPN or
-    a bastion there), and so does `pulumi up` after the cluster exists. `public`: it also
+    a bastion there), so `pulumi up`, which installs the platform through it right after
+    creating the cluster, must run there too, the first run included. `public`: it also
     answers on the internet, but only to `publicCidrs`. Either way requests still need the
     cluster's credentials; this is the layer in front of them."""
     public_cidrs: list[Ipv4Cidr] = Field(default_factory=list, max_length=40)
