@@ -12,6 +12,8 @@ cluster exists: what creating it needs of the account.
   (`gpu_platform.eks.iam_roles`), without which creating them fails;
 - each core add-on version the platform pins for the Kubernetes version, as EKS lists them in
   the region (`DescribeAddonVersions`);
+- whether EKS still gives the Kubernetes version standard support (`DescribeClusterVersions`),
+  which `supportType: STANDARD` needs;
 - where `pulumi up` must run from to reach the endpoint of the cluster it creates.
 
 Each finding says what to do about it.
@@ -42,6 +44,7 @@ CREATE_PERMISSIONS = (
     "ec2:DescribeAvailabilityZones",
     "eks:ListClusters",
     "eks:DescribeAddonVersions",
+    "eks:DescribeClusterVersions",
     "iam:GetRole",
     "iam:ListPolicies",
     "servicequotas:GetServiceQuota",
@@ -109,8 +112,51 @@ def creation_findings(config: StackConfig, clients: Any) -> list[Finding]:
     findings += _service_linked_role_findings(config, clients.iam)
     findings.append(_boundary_finding(clients.iam))
     findings += addon_version_findings(create.kubernetes_version, clients.eks)
+    findings.append(support_finding(create, clients.eks))
     findings.append(endpoint_finding(create, config.cluster.name))
     return findings
+
+
+def support_finding(create: ClusterCreate, eks: Any) -> Finding:
+    """The Kubernetes version's support status in EKS. A minor has 14 months of standard
+    support, then 12 of extended support billed at the extended rate (EKS user guide,
+    kubernetes-versions.adoc), which a cluster cannot leave once in it
+    (disable-extended-support.adoc)."""
+    version = create.kubernetes_version
+    key = key_path("cluster", "create", "kubernetesVersion")
+    subject = f"Kubernetes {version} on EKS"
+    listed = eks.describe_cluster_versions(clusterVersions=[version], includeAll=True)
+    status = {v["clusterVersion"]: v for v in listed.get("clusterVersions", [])}.get(version)
+    if status is None or status.get("versionStatus") == "UNSUPPORTED":
+        return Finding(
+            "blocking",
+            subject,
+            f"EKS does not offer Kubernetes {version} for new clusters in this region.",
+            f"Choose another {key}.",
+        )
+    standard_end = status.get("endOfStandardSupportDate")
+    until = f" (standard support ends {standard_end:%Y-%m-%d})" if standard_end else ""
+    if status.get("versionStatus") == "STANDARD_SUPPORT":
+        return Finding(
+            "ok", subject, f"Kubernetes {version} is in standard support{until}.", "Nothing."
+        )
+    if create.aws.support_type == "EXTENDED":
+        return Finding(
+            "warning",
+            subject,
+            f"Kubernetes {version} is in extended support only: the cluster is billed at the"
+            " extended support rate from its first hour.",
+            f"Choose a {key} in standard support to pay the standard rate.",
+        )
+    return Finding(
+        "blocking",
+        subject,
+        f"Kubernetes {version} is past standard support, and the stack asks for standard"
+        f" support only ({key_path('cluster', 'create', 'aws', 'supportType')}: STANDARD).",
+        f"Choose a {key} in standard support, or set"
+        f" {key_path('cluster', 'create', 'aws', 'supportType')}: EXTENDED and pay the extended"
+        " support rate.",
+    )
 
 
 def endpoint_finding(create: ClusterCreate, name: str) -> Finding:

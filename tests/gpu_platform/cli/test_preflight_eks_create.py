@@ -8,6 +8,7 @@ import copy
 import json
 import re
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -95,6 +96,26 @@ def offered(aws: AwsClients, versions: dict[str, list[str]] | None = None) -> No
     aws.eks.meta.events.register("before-call.eks.DescribeAddonVersions", respond)
 
 
+def in_support(aws: AwsClients, status: str = "STANDARD_SUPPORT") -> None:
+    """DescribeClusterVersions (which moto lacks) answering Kubernetes 1.35 in `status`."""
+
+    def respond(params: dict[str, Any], **_: Any) -> Any:
+        assert params["query_string"]["clusterVersions"] in (["1.35"], "1.35")
+        return answer_for(
+            {
+                "clusterVersions": [
+                    {
+                        "clusterVersion": "1.35",
+                        "versionStatus": status,
+                        "endOfStandardSupportDate": datetime(2027, 3, 27, tzinfo=UTC),
+                    }
+                ]
+            }
+        )
+
+    aws.eks.meta.events.register("before-call.eks.DescribeClusterVersions", respond)
+
+
 def answer_for(parsed: dict[str, Any]) -> tuple[AWSResponse, dict[str, Any]]:
     return AWSResponse("https://DescribeAddonVersions", 200, HTTPHeaders(), None), parsed
 
@@ -143,6 +164,7 @@ def account(
     service-linked roles where asked."""
     with_quotas(quotas, creation)
     offered(aws, versions)
+    in_support(aws)
     if boundary:
         with_boundary(aws)
     if roles:
@@ -253,6 +275,39 @@ def test_a_pinned_addon_version_the_region_does_not_offer_blocks(
     )
 
 
+def test_a_version_in_standard_support_is_ok(aws: AwsClients, quotas: Stubber) -> None:
+    account(aws, quotas)
+
+    finding = by_subject(preflight_eks.preflight(stack(), aws))["Kubernetes 1.35 on EKS"]
+
+    assert (finding.severity, finding.message) == (
+        "ok",
+        "Kubernetes 1.35 is in standard support (standard support ends 2027-03-27).",
+    )
+
+
+@pytest.mark.parametrize(
+    ("support_type", "severity"), [("STANDARD", "blocking"), ("EXTENDED", "warning")]
+)
+def test_a_version_in_extended_support_only_blocks_unless_extended_support_is_chosen(
+    aws: AwsClients, quotas: Stubber, support_type: str, severity: str
+) -> None:
+    # EKS user guide, disable-extended-support.adoc: "You cannot disable extended support once
+    # your cluster has entered it"; botocore EKS ClusterVersionInformation `versionStatus`.
+    with_quotas(quotas, CREATION_QUOTAS)
+    offered(aws)
+    in_support(aws, "EXTENDED_SUPPORT")
+    with_boundary(aws)
+    with_service_linked_roles(aws)
+
+    def extended(config: Config) -> None:
+        config["gpu-platform:cluster"]["create"]["aws"] = {"supportType": support_type}
+
+    finding = by_subject(preflight_eks.preflight(stack(extended), aws))["Kubernetes 1.35 on EKS"]
+
+    assert finding.severity == severity
+
+
 def private_endpoint(config: Config) -> None:
     config["gpu-platform:cluster"]["create"]["endpoint"] = {"access": "private"}
 
@@ -289,6 +344,7 @@ def test_a_public_endpoint_names_the_ranges_pulumi_up_must_run_from(
 def test_the_readme_names_the_actions_creation_adds(aws: AwsClients, quotas: Stubber) -> None:
     with_quotas(quotas, CREATION_QUOTAS)
     offered(aws)
+    in_support(aws)
     calls: set[str] = set()
     for client in (aws.eks, aws.ec2, aws.service_quotas, aws.resource_groups, aws.iam):
         client.meta.events.register(
