@@ -2,9 +2,10 @@
 
 `GpuPlatform` (`gpu_platform.platform`) asks the stack's cloud, in this order, to: resolve the
 pools (lookups only, so a pool that cannot work is a config error before anything is created),
-connect to the cluster
-(a Kubernetes provider and a secret kubeconfig), and create its GPU pools; and exports the
-cloud's own stack outputs. The Kubernetes side (`gpu_platform.kubernetes`) is then the same on
+connect to the cluster (a Kubernetes provider and a secret kubeconfig; where the config asks for
+a cluster, `cluster.create`, the cloud creates it first and the provider depends on it, so that
+every Kubernetes object is deleted before the cluster), and create its GPU pools; and exports
+the cloud's own stack outputs. The Kubernetes side (`gpu_platform.kubernetes`) is then the same on
 every cloud.
 
 Neither cloud imports this module, which picks between them: what a cloud hands to the
@@ -27,7 +28,10 @@ class GpuCloud(Protocol):
         ...
 
     def connect(self, opts: pulumi.ResourceOptions) -> ClusterConnection:
-        """A Kubernetes provider for the cluster, created with `opts` (its parent)."""
+        """A Kubernetes provider for the cluster, created with `opts` (its parent); with
+        `cluster.create`, the cluster first, under `opts` too, and a provider that depends on
+        what Kubernetes objects need of it (the cluster, its access entries, system nodes and
+        add-ons)."""
         ...
 
     def create_pools(

@@ -95,7 +95,8 @@ class GpuPlatformArgs:
 
 class GpuPlatform(pulumi.ComponentResource):
     """GPU node pools, the NVIDIA GPU Operator, GPU monitoring and tenant namespaces on an existing
-    EKS or GKE cluster.
+    EKS or GKE cluster, or on one the cloud creates first where the config asks for it
+    (`cluster.create`, created in `cloud.connect`).
 
     Outputs: `kubeconfig` (secret; None where the config names a kubeconfig context),
     `gpu_operator_version`, `gpu_operator_namespace`, `prometheus_rule_names`, `pools` (how a pod

@@ -50,6 +50,11 @@ from gpu_platform.cli.autoscaler_settings import autoscaler_settings_findings
 from gpu_platform.cli.cli import fail
 from gpu_platform.cli.deadline import MAX_ATTEMPTS, Call, Calls, Deadline, DeadlinePassed
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.preflight_eks_create import (
+    CREATE_PERMISSIONS,
+    creation_findings,
+    new_vpc_zones,
+)
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_karpenter import (
     CustomResourceDefinitions,
@@ -148,7 +153,8 @@ class AwsClients:
     """The Deployments of a cluster (as DescribeCluster returns it), through its Kubernetes API;
     None leaves the running autoscaler unchecked."""
     iam: Any = None
-    """IAM, global: read by Karpenter stacks only (`gpu_platform.cli.preflight_karpenter`)."""
+    """IAM, global: read only by Karpenter stacks (`gpu_platform.cli.preflight_karpenter`) and
+    stacks that create their cluster (`preflight_eks_create`)."""
     crds: Callable[[Mapping[str, Any]], CustomResourceDefinitions] | None = None
     """The CRDs of a cluster (as DescribeCluster returns it), through its Kubernetes API; None
     leaves Karpenter's unchecked."""
@@ -160,7 +166,7 @@ class AwsClients:
 
     @classmethod
     def for_region(
-        cls, region: str, deadline: Deadline, calls: Calls, karpenter: bool = False
+        cls, region: str, deadline: Deadline, calls: Calls, with_iam: bool = False
     ) -> "AwsClients":
         """Clients that give up on a connection or a read within the deadline's timeouts, and
         retry in botocore's `standard` mode, which AWS recommends for throttled APIs: it backs
@@ -192,8 +198,9 @@ class AwsClients:
             session.client("service-quotas", config=config),
             session.client("resource-groups", config=config),
             lambda cluster: eks_deployments(session, region, cluster),
-            # Only a Karpenter stack reads IAM: the others load no IAM model.
-            session.client("iam", config=config) if karpenter else None,
+            # Only Karpenter stacks and stacks that create their cluster read IAM: the others
+            # load no IAM model, seconds on a busy machine.
+            session.client("iam", config=config) if with_iam else None,
             lambda cluster: eks_crds(session, region, cluster),
             lambda cluster: eks_config_maps(session, region, cluster),
             lambda cluster: eks_node_pools(session, region, cluster),
@@ -247,7 +254,12 @@ def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
         return deadline.run(
             lambda: preflight(
                 config,
-                AwsClients.for_region(region, deadline, calls, config.uses_karpenter),
+                AwsClients.for_region(
+                    region,
+                    deadline,
+                    calls,
+                    with_iam=config.uses_karpenter or config.cluster.create is not None,
+                ),
                 stack_mark(Project.find().name, stack),
             ),
             calls,
@@ -265,9 +277,13 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
     reservations, quotas. `mark`: the stack's `stack_mark`, which Karpenter's CRDs carry where
     the stack installed them."""
     cluster, findings = _cluster_findings(config, clients)
+    to_create = config.cluster.create is not None and cluster is None
     candidates = node_subnets(config, clients.ec2, cluster)
     private = None if candidates is None else [(s, r) for s, r in candidates if not r.public]
     subnets = None if private is None else [s for s, _ in private]
+    if to_create and subnets is None:
+        zones = new_vpc_zones(config, clients.ec2)
+        subnets = None if zones is None else [{"AvailabilityZone": zone} for zone in zones]
     described = describe_instance_types(
         clients.ec2, sorted({name for pool in config.pools for name in pool.instance_types})
     )
@@ -300,6 +316,8 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
     )
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)
+    if to_create:
+        findings += creation_findings(config, clients)
     return findings
 
 
@@ -635,6 +653,16 @@ def _cluster_findings(
     except ClientError as error:
         if _error_code(error) != "ResourceNotFoundException":
             raise
+        if config.cluster.create is not None:
+            return None, [
+                Finding(
+                    "ok",
+                    subject,
+                    f"No EKS cluster {name} in {region} yet: `pulumi up` creates it"
+                    f" ({key_path('cluster', 'create')}); what that needs follows.",
+                    "Nothing.",
+                )
+            ]
         return None, [
             Finding(
                 "blocking",
@@ -748,8 +776,11 @@ def node_subnets(
     """`cluster.nodeSubnetIds`, else the cluster's subnets, as EC2 describes them, each with the
     route table that makes it public or private, as the program decides
     (`gpu_platform.eks.subnets`); None if the cluster is unknown."""
+    create = config.cluster.create
     if config.cluster.node_subnet_ids:
         ids = config.cluster.node_subnet_ids
+    elif create is not None and create.aws.subnet_ids:
+        ids = create.aws.subnet_ids
     elif cluster is not None:
         ids = cluster["resourcesVpcConfig"]["subnetIds"]
     else:
@@ -1121,6 +1152,8 @@ def why_it_cannot_check(error: BotoCoreError | ClientError, last: Call | None = 
             return (
                 f"AWS refused {operation} ({code}: {message}). The check needs, read-only: "
                 + ", ".join(READ_ONLY_PERMISSIONS)
+                + "; and for a stack that creates its cluster, also: "
+                + ", ".join(p for p in CREATE_PERMISSIONS if p not in READ_ONLY_PERMISSIONS)
                 + "."
             )
         if last is not None and last.last_throttled and last.api.endswith(f" {operation}"):

@@ -11,11 +11,12 @@ other Pulumi configuration.
 The model is split by concern, each concern's types beside the rules across their fields:
 - `fields`: the base model, clouds and platforms, constrained strings and what they mean;
 - `pools` (GPU pools and sharing), `cloud_options` (the cluster, EKS and GKE pool settings),
+  `cluster_create` (a cluster the platform creates, `cluster.create`),
   `capacity` (autoscaler, Karpenter, reservations), `operator` (GPU Operator, monitoring),
   `tenants` (tenant namespaces), and `stack`, the whole stack's model;
 - `problems` (the error report), `loading` (reading and validating the stack's keys);
 - `rules` runs the rules across fields: `pool_rules`, `eks_rules`, `gke_rules`,
-  `canary_rules`, `operator_rules`, `tenant_rules`.
+  `canary_rules`, `operator_rules`, `tenant_rules`, `cluster_create_rules`.
 """
 
 from gpu_platform.config.capacity import (
@@ -29,6 +30,20 @@ from gpu_platform.config.capacity import (
     gke_capacity_too_new,
 )
 from gpu_platform.config.cloud_options import ClusterSpec, EksPoolOptions, GkePoolOptions
+from gpu_platform.config.cluster_create import (
+    ClusterCreate,
+    EksClusterCreate,
+    EksNewVpc,
+    EksSystemNodes,
+    EndpointAccess,
+    GkeAuthorizedNetwork,
+    GkeClusterCreate,
+    GkeExistingNetwork,
+    GkeMaintenanceExclusion,
+    GkeMaintenanceWindow,
+    GkeNewNetwork,
+    GkeSystemNodePool,
+)
 from gpu_platform.config.fields import Cloud, Platform, Provisioner
 from gpu_platform.config.gke_rules import NVIDIA_DRIVER_MIN_CHART_VERSION, NVIDIA_DRIVER_OVERRIDES
 from gpu_platform.config.loading import load_stack_config, read_pulumi_config, secret_config_keys
@@ -62,12 +77,24 @@ __all__ = [
     "SHARING_MODES",
     "Cloud",
     "ClusterAutoscalerSpec",
+    "ClusterCreate",
     "ClusterSpec",
     "ConfigError",
     "ConfigProblem",
+    "EksClusterCreate",
+    "EksNewVpc",
     "EksPoolOptions",
+    "EksSystemNodes",
+    "EndpointAccess",
     "ExclusiveSharing",
+    "GkeAuthorizedNetwork",
+    "GkeClusterCreate",
+    "GkeExistingNetwork",
+    "GkeMaintenanceExclusion",
+    "GkeMaintenanceWindow",
+    "GkeNewNetwork",
     "GkePoolOptions",
+    "GkeSystemNodePool",
     "GpuPoolSpec",
     "KarpenterSpec",
     "MigSharing",

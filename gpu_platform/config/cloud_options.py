@@ -5,6 +5,7 @@ from typing import Literal
 
 from pydantic import AwareDatetime, Field
 
+from gpu_platform.config.cluster_create import ClusterCreate
 from gpu_platform.config.fields import (
     AmiRelease,
     CapacityReservationId,
@@ -25,9 +26,14 @@ from gpu_platform.config.fields import (
 
 
 class ClusterSpec(Model):
-    """The existing cluster the stack attaches to."""
+    """The cluster the stack runs on: an existing one it attaches to, or, with `create`, one
+    the platform creates."""
 
     name: ClusterName
+    """The cluster's name: the existing cluster's, or the one `create` gives the new cluster."""
+    create: ClusterCreate | None = None
+    """Create the cluster (and on EKS its VPC) instead of attaching to an existing one
+    (docs/create-cluster.md). Unset: attach to the cluster `name` names."""
     region: NotBlank | None = None
     """AWS region of the EKS cluster."""
     project: NotBlank | None = None

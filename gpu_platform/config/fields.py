@@ -2,6 +2,7 @@
 and the constrained string types, each pattern with what it means in words for the error report.
 """
 
+import re
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Literal
@@ -66,6 +67,15 @@ _GCE_RESERVATION_NAME = (
 _GKE_NODE_VERSION = r"^[0-9]+\.[0-9]+\.[0-9]+-gke\.[0-9]+$"
 _EKS_ADDON_VERSION = r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$"
 _DRIVER_VERSION = r"^[0-9]{3}\.[0-9]+(\.[0-9]+)?$"
+_EC2_INSTANCE_TYPE = r"^[a-z][a-z0-9-]*\.[a-z0-9]+$"
+_GCE_MACHINE_TYPE = r"^[a-z][a-z0-9]*-[a-z0-9-]+$"
+_KMS_KEY_ARN = r"^arn:(aws|aws-cn|aws-us-gov):kms:[a-z0-9-]+:[0-9]{12}:key/[0-9a-f-]{36}$"
+# An IAM role or user an EKS access entry can name (EKS CreateAccessEntry: "principalArn").
+_IAM_PRINCIPAL_ARN = (
+    r"^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:(role|user)/([!-~]+/)?[A-Za-z0-9_+=,.@-]{1,64}$"
+)
+_GROUP_EMAIL = r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$"
+_TIME_OF_DAY = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
 
 
 DnsLabel = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
@@ -92,6 +102,12 @@ GceReservationName = Annotated[str, StringConstraints(pattern=_GCE_RESERVATION_N
 GkeNodeVersion = Annotated[str, StringConstraints(pattern=_GKE_NODE_VERSION)]
 EksAddonVersion = Annotated[str, StringConstraints(pattern=_EKS_ADDON_VERSION)]
 DriverVersion = Annotated[str, StringConstraints(pattern=_DRIVER_VERSION)]
+Ec2InstanceType = Annotated[str, StringConstraints(pattern=_EC2_INSTANCE_TYPE)]
+GceMachineType = Annotated[str, StringConstraints(pattern=_GCE_MACHINE_TYPE)]
+KmsKeyArn = Annotated[str, StringConstraints(pattern=_KMS_KEY_ARN)]
+TimeOfDay = Annotated[str, StringConstraints(pattern=_TIME_OF_DAY)]
+IAM_PRINCIPAL_ARN = re.compile(_IAM_PRINCIPAL_ARN)
+GROUP_EMAIL = re.compile(_GROUP_EMAIL)
 
 # What each pattern means, for error messages people can act on.
 PATTERN_MEANINGS = {
@@ -127,6 +143,11 @@ PATTERN_MEANINGS = {
     _GKE_NODE_VERSION: "a GKE version such as 1.34.1-gke.1829001",
     _EKS_ADDON_VERSION: "an EKS add-on version such as v1.7.0-eksbuild.1",
     _DRIVER_VERSION: "an NVIDIA driver version such as 595.91.07",
+    _EC2_INSTANCE_TYPE: "an EC2 instance type such as m7i.xlarge",
+    _GCE_MACHINE_TYPE: "a Compute Engine machine type such as e2-standard-4",
+    _KMS_KEY_ARN: "a KMS key ARN such as"
+    " arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+    _TIME_OF_DAY: "a time of day in UTC, HH:MM, such as 03:00",
 }
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from pydantic import BaseModel
 
 from gpu_platform.config.canary_rules import canary_problems
+from gpu_platform.config.cluster_create_rules import cluster_create_problems
 from gpu_platform.config.eks_rules import (
     ami_release_problems,
     bottlerocket_sharing_problems,
@@ -25,6 +26,7 @@ from gpu_platform.config.tenant_rules import namespace_problems
 
 def cross_field_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _cluster_problems(config)
+    yield from cluster_create_problems(config)
     yield from _other_cloud_problems(config)
     yield from pool_problems(config)
     yield from reservation_problems(config)

@@ -16,7 +16,7 @@ class StackConfig(Model):
     cloud: Cloud
     """Where the cluster runs: `aws` (EKS) or `gcp` (GKE)."""
     cluster: ClusterSpec
-    """The existing cluster to attach to."""
+    """The cluster: an existing one to attach to, or one to create (`cluster.create`)."""
     pools: list[GpuPoolSpec] = Field(min_length=1)
     """The GPU node pools."""
     operator: OperatorSpec = Field(default_factory=OperatorSpec)

@@ -1,11 +1,14 @@
-"""The EKS side of the platform: an existing cluster, GPU node groups and the cluster autoscaler,
-or Karpenter and its NodePools (`provisioner: karpenter`).
+"""The EKS side of the platform: an existing cluster or one it creates (`cluster.create`), GPU
+node groups and the cluster autoscaler, or Karpenter and its NodePools (`provisioner:
+karpenter`).
 
 `resolve_pools` only looks things up (the cluster, its subnets, the instance types and where EC2
-offers them) and raises one `ConfigError` for every pool that cannot work, before any resource
-exists. `create_pools` then creates the node groups of each pool, the EFA device plugin where a
-pool asks for EFA, and the autoscaler that scales them; or, with Karpenter, the controller and a
-NodePool for each pool.
+offers them; of a cluster to create, the account and zones, `plan_new_cluster`) and raises one
+`ConfigError` for every pool that cannot work, before any resource exists. `connect` creates a
+cluster the stack asks for (`NewEksCluster`) before the provider that reaches it.
+`create_pools` then creates the node groups of each pool and the autoscaler that scales them;
+or, with Karpenter, the controller and a NodePool for each pool. `create_device_plugins` adds
+the EFA device plugin where a pool asks for EFA.
 """
 
 from collections.abc import Collection, Iterator, Sequence
@@ -31,6 +34,12 @@ from gpu_platform.eks.cluster_autoscaler import (
 )
 from gpu_platform.eks.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from gpu_platform.eks.iam_roles import deploy_role_tags
+from gpu_platform.eks.new_cluster.cluster import (
+    NewClusterPlan,
+    NewEksCluster,
+    plan_new_cluster,
+    with_created_subnets,
+)
 from gpu_platform.eks.node_group import EksGpuNodeGroup, EksGpuNodeGroupArgs
 from gpu_platform.eks.node_group_names import names_a_zone_of
 from gpu_platform.eks.node_monitoring_agent import NodeMonitoringAgent, NodeMonitoringAgentArgs
@@ -71,11 +80,17 @@ class EksCloud:
         self._subnets: list[Subnet] = []
         self._karpenter_controller: KarpenterController | None = None
         self._cni: list[pulumi.Resource] = []
+        self._new_cluster: NewClusterPlan | None = None
+        self._created: NewEksCluster | None = None
 
     @property
     def cluster(self) -> EksCluster:
         if self._cluster is None:
-            self._cluster = look_up_cluster(self.config.cluster)
+            if self.config.cluster.create is not None:
+                self._new_cluster = plan_new_cluster(self.config)
+                self._cluster = self._new_cluster.cluster
+            else:
+                self._cluster = look_up_cluster(self.config.cluster)
         return self._cluster
 
     def resolve_pools(self) -> list[ResolvedPool]:
@@ -115,7 +130,23 @@ class EksCloud:
         return pools
 
     def connect(self, opts: pulumi.ResourceOptions) -> ClusterConnection:
-        return connect(self.cluster, self.config.cluster, opts)
+        if self._new_cluster is None:
+            return connect(self.cluster, self.config.cluster, opts)
+        # The cluster first, then a provider that waits for it, its access entries, system nodes
+        # and add-ons: every Kubernetes object depends on them, so `pulumi destroy` deletes the
+        # objects before the cluster.
+        created = NewEksCluster("cluster", self.config, self._new_cluster, opts)
+        self._created = created
+        self._cluster = created.cluster
+        self._placements = {
+            name: with_created_subnets(placement, created.subnet_ids)
+            for name, placement in self._placements.items()
+        }
+        return connect(
+            created.cluster,
+            self.config.cluster,
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=created.ready)),
+        )
 
     def create_pools(
         self,
@@ -124,15 +155,16 @@ class EksCloud:
         opts: pulumi.ResourceOptions,
         held_back: Collection[str] = (),
     ) -> list[pulumi.Resource]:
+        opts = self._after_cluster(opts)
         on_cluster = pulumi.ResourceOptions.merge(
             opts, pulumi.ResourceOptions(provider=connection.provider)
         )
-        # The nodes' CNI takes its credentials when it starts: its identity comes first.
-        self._cni = (
-            [VpcCniIdentity("vpc-cni", self.cluster, opts)]
-            if self.config.cluster.vpc_cni_role
-            else []
-        )
+        # The nodes' CNI takes its credentials when it starts: its identity comes first (with
+        # the cluster it creates, before the system nodes).
+        if self._created is not None:
+            self._cni = list(self._created.cni)
+        elif self.config.cluster.vpc_cni_role:
+            self._cni = [VpcCniIdentity("vpc-cni", self.cluster, opts)]
         now = [pool for pool in pools if pool.spec.name not in held_back]
         if self.config.provisioner == "karpenter":
             created = self._karpenter_node_pools(now, on_cluster)
@@ -182,9 +214,20 @@ class EksCloud:
         opts: pulumi.ResourceOptions,
         after: Sequence[pulumi.Resource],
     ) -> pulumi.Resource:
+        opts = self._after_cluster(opts)
         if self.config.provisioner != "karpenter":
             return self._node_group(pool, opts, after)
         return self._karpenter_node_pool(pool, self._karpenter_controller, connection, opts, after)
+
+    def _after_cluster(self, opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+        """`opts`, waiting for the cluster the stack creates: node groups, Pod Identity
+        associations and add-ons name the cluster by its name alone, so they depend on it
+        explicitly, and are deleted before it."""
+        if self._created is None:
+            return opts
+        return pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(depends_on=self._created.ready)
+        )
 
     def _node_group(
         self,
@@ -288,12 +331,20 @@ class EksCloud:
     def stack_outputs(self) -> dict[str, Any]:
         """`nodeSubnets` (`gpu_platform.eks.cluster.node_subnets_output`), and
         `deployRoleTags`, the tags the stack's deploy role needs for its policy
-        (`gpu_platform.eks.iam_roles.deploy_role_tags`); where the cluster runs its own
-        autoscaler, `ownAutoscaler`, the flags and priority ConfigMap it must be given
+        (`gpu_platform.eks.iam_roles.deploy_role_tags`), the subnets of a new VPC by the ids
+        EC2 gives them; where the cluster runs its own autoscaler, `ownAutoscaler`, the flags
+        and priority ConfigMap it must be given
         (`gpu_platform.eks.autoscaler_settings.own_autoscaler_settings`)."""
         secret = self.config.is_secret("cluster")
+        subnets: dict[str, list[dict[str, Any]]] = dict(node_subnets_output(self._subnets))
+        if self._created is not None:
+            created = self._created.subnet_ids
+            subnets = {
+                use: [{**s, "id": created.get(s["id"], s["id"])} for s in listed]
+                for use, listed in subnets.items()
+            }
         outputs: dict[str, Any] = {
-            "nodeSubnets": secret_if(secret, node_subnets_output(self._subnets)),
+            "nodeSubnets": secret_if(secret, subnets),
             "deployRoleTags": secret_if(secret, deploy_role_tags(self.cluster)),
         }
         autoscaler = self.config.autoscaler
@@ -308,7 +359,11 @@ class EksCloud:
         """The private ones of `cluster.nodeSubnetIds`, else of the cluster's subnets; a
         ConfigError for a public one named there, or for a cluster without a private one."""
         chosen = self.config.cluster.node_subnet_ids
-        self._subnets = look_up_subnets(chosen or self.cluster.subnet_ids, self.cluster.region)
+        cluster = self.cluster
+        if self._new_cluster is not None and not chosen:
+            self._subnets = list(self._new_cluster.subnets)
+            return private_subnets(self._subnets)
+        self._subnets = look_up_subnets(chosen or cluster.subnet_ids, cluster.region)
         problems = (
             _public_node_subnet_problems(self._subnets)
             if chosen

@@ -31,16 +31,20 @@ class EksCluster:
     name: str
     region: str
     arn: str
-    endpoint: str
-    certificate_authority: str
-    """Base64 PEM, as the kubeconfig takes it."""
+    endpoint: pulumi.Input[str]
+    certificate_authority: pulumi.Input[str]
+    """Base64 PEM, as the kubeconfig takes it. Of a cluster the platform creates, both are
+    outputs of the created cluster (`gpu_platform.eks.new_cluster`)."""
     version: str
     """Kubernetes `major.minor`, such as `1.35`."""
     status: str
     subnet_ids: tuple[str, ...]
-    vpc_id: str = ""
-    security_group_id: str = ""
+    vpc_id: pulumi.Input[str] = ""
+    security_group_id: pulumi.Input[str] = ""
     """The cluster security group EKS creates, which lets nodes and control plane talk."""
+    exists: bool = True
+    """False for a cluster the platform is about to create: there is nothing to look up in it
+    yet (its node groups' live sizes)."""
 
     @property
     def partition(self) -> str:
@@ -174,12 +178,26 @@ def _route_table(found: ec2.GetRouteTableResult) -> RouteTable:
     )
 
 
-def kubeconfig_for(cluster: EksCluster) -> str:
-    """A kubeconfig for the cluster that gets its token from `aws eks get-token`."""
+def kubeconfig_output(cluster: EksCluster) -> pulumi.Output[str]:
+    """`kubeconfig_for`, of a cluster whose endpoint and CA may be outputs (one the platform
+    creates)."""
+    return pulumi.Output.all(cluster.endpoint, cluster.certificate_authority).apply(
+        lambda found: kubeconfig_for(cluster, found[0], found[1])
+    )
+
+
+def kubeconfig_for(
+    cluster: EksCluster, endpoint: str | None = None, certificate_authority: str | None = None
+) -> str:
+    """A kubeconfig for the cluster that gets its token from `aws eks get-token`; `endpoint`
+    and `certificate_authority` where the cluster's are outputs."""
+    endpoint = endpoint if endpoint is not None else str(cluster.endpoint)
+    if certificate_authority is None:
+        certificate_authority = str(cluster.certificate_authority)
     return exec_kubeconfig(
         cluster.arn,
-        cluster.endpoint,
-        cluster.certificate_authority,
+        endpoint,
+        certificate_authority,
         {
             "command": "aws",
             "args": [
@@ -205,4 +223,4 @@ def connect(
     deployer's own kubeconfig instead (for clusters reached through a bastion or proxy)."""
     if spec.kubeconfig_context is not None:
         return connect_with_kubeconfig_context(spec.kubeconfig_context, opts)
-    return connect_with_kubeconfig("eks", kubeconfig_for(cluster), opts)
+    return connect_with_kubeconfig("eks", kubeconfig_output(cluster), opts)

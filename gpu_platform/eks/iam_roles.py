@@ -26,9 +26,8 @@ import pulumi
 from pulumi_aws import iam
 
 from gpu_platform.eks.cluster import EksCluster
+from gpu_platform.eks.permissions_boundary import PERMISSIONS_BOUNDARY
 
-PERMISSIONS_BOUNDARY = "gpu-platform-permissions-boundary"
-"""The customer managed policy every role the stack creates carries as its boundary."""
 CLUSTER_TAG = "gpu-platform.io/cluster"
 """On every role and EC2 resource the stack creates: the cluster it belongs to."""
 VPC_TAG = "gpu-platform.io/vpc"
@@ -64,13 +63,44 @@ def cluster_tags(cluster: EksCluster) -> dict[str, str]:
     return {CLUSTER_TAG: cluster.name}
 
 
-def deploy_role_tags(cluster: EksCluster) -> dict[str, str]:
-    """The tags the stack's deploy role must carry for docs/iam/eks-deploy-*-policy.json."""
+def deploy_role_tags(cluster: EksCluster) -> dict[str, pulumi.Input[str]]:
+    """The tags the stack's deploy role must carry for docs/iam/eks-deploy-*-policy.json (the
+    VPC's id an output where the stack creates its cluster)."""
     return {
         DEPLOY_ROLE_CLUSTER_TAG: cluster.name,
         DEPLOY_ROLE_PREFIX_TAG: name_prefix(cluster.name),
         DEPLOY_ROLE_VPC_TAG: cluster.vpc_id,
     }
+
+
+def unbounded_role(
+    resource_name: str,
+    description: str,
+    trust_policy: Mapping[str, Any],
+    managed_policy: str,
+    cluster: EksCluster,
+    opts: pulumi.ResourceOptions,
+    name: str | None = None,
+) -> tuple[iam.Role, iam.RolePolicyAttachment]:
+    """A role without the platform's boundary, with one policy AWS manages (`managed_policy`,
+    its path under `policy/`) attached as `<resource_name>-policy`: for a service that needs
+    more than the boundary allows (the EKS control plane, the EBS CSI driver), and whose trust
+    admits that service alone. Tagged with its cluster."""
+    role = iam.Role(
+        resource_name,
+        name=name,
+        description=description,
+        assume_role_policy=json.dumps(trust_policy),
+        tags=cluster_tags(cluster),
+        opts=opts,
+    )
+    attachment = iam.RolePolicyAttachment(
+        f"{resource_name}-policy",
+        role=role.name,
+        policy_arn=f"arn:{cluster.partition}:iam::aws:policy/{managed_policy}",
+        opts=opts,
+    )
+    return role, attachment
 
 
 def platform_role(

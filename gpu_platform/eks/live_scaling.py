@@ -35,6 +35,8 @@ class LiveScaling:
 def live_scalings(cluster: EksCluster, pool_name: str) -> dict[str | None, LiveScaling]:
     """The sizes of the pool's running node groups, by zone (None for a pool's only group). A
     group is left out while a replacement runs beside it (two of the same zone)."""
+    if not cluster.exists:
+        return {}
     names = eks.get_node_groups(cluster_name=cluster.name, region=cluster.region).names
     by_zone: dict[str | None, list[str]] = {}
     for name in names:

@@ -102,15 +102,8 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
         launch_template = ec2.LaunchTemplate(
             f"{name}-launch-template",
             description=f"GPU pool {spec.name} of EKS cluster {args.cluster.name}",
-            metadata_options=ec2.LaunchTemplateMetadataOptionsArgs(
-                http_endpoint="enabled",
-                # IMDSv2 only. A hop limit of 1 means the token response cannot cross the extra
-                # network hop into a pod's network namespace, so pods cannot take the node
-                # role's credentials; `metadataHopLimit: 2` is for workloads that need IMDS.
-                http_tokens="required",
-                http_put_response_hop_limit=spec.aws.metadata_hop_limit,
-                instance_metadata_tags="disabled",
-            ),
+            # `metadataHopLimit: 2` is for workloads that need IMDS.
+            metadata_options=imdsv2_only(spec.aws.metadata_hop_limit),
             block_device_mappings=block_device_mappings(args.node_image, spec),
             user_data=node_config_user_data(spec, args.placement.instance_types, args.node_image),
             tag_specifications=[
@@ -236,7 +229,7 @@ class NodeGroupShape:
 
     zone: str | None
     """None for a pool's only node group, across its zones."""
-    subnet_ids: tuple[str, ...]
+    subnet_ids: tuple[pulumi.Input[str], ...]
     min_size: int
     max_size: int
 
@@ -277,6 +270,17 @@ def node_volumes(node_image: str, spec: GpuPoolSpec) -> list[NodeVolume]:
         # The OS volume keeps the AMI's size and speed; it only needs encrypting.
         return [NodeVolume(_BOTTLEROCKET_OS), NodeVolume(_BOTTLEROCKET_DATA, *images)]
     return [NodeVolume(_AL2023_ROOT, *images)]
+
+
+def imdsv2_only(hop_limit: int) -> ec2.LaunchTemplateMetadataOptionsArgs:
+    """IMDSv2 only. A hop limit of 1 means the token response cannot cross the extra network hop
+    into a pod's network namespace, so pods cannot take the node role's credentials."""
+    return ec2.LaunchTemplateMetadataOptionsArgs(
+        http_endpoint="enabled",
+        http_tokens="required",
+        http_put_response_hop_limit=hop_limit,
+        instance_metadata_tags="disabled",
+    )
 
 
 def block_device_mappings(

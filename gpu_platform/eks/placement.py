@@ -9,6 +9,8 @@ AMI release. Whatever makes a pool unable to work is a `ConfigError` naming the 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import pulumi
+
 from gpu_platform.accelerators import ACCELERATORS
 from gpu_platform.config import (
     ConfigError,
@@ -55,14 +57,15 @@ class NodeGroupPlacement:
 
     instance_types: tuple[InstanceType, ...]
     zones: tuple[str, ...]
-    subnet_ids: tuple[str, ...]
+    subnet_ids: tuple[pulumi.Input[str], ...]
+    """The subnets' ids; of a new VPC's subnets, outputs once `NewEksCluster` created them."""
     ami_type: str
     release_version: str
     """The pinned AMI release, which decides the pool's driver."""
     efa_interfaces: int = 0
     """EFA interfaces each node gets: the fewest any of the pool's instance types takes; 0
     unless the pool asks for EFA."""
-    subnets_by_zone: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    subnets_by_zone: tuple[tuple[str, tuple[pulumi.Input[str], ...]], ...] = ()
     """`subnet_ids` by zone, in zone order: where each per-zone node group goes."""
     live_scalings: Mapping[str | None, LiveScaling] = field(default_factory=dict)
     """The sizes of the pool's node groups as they run now, by zone (None for a pool's only

@@ -6,6 +6,7 @@ this file (as tests and tools do) only collects the policies.
 """
 
 import conversions
+import eks_cluster
 import gpu_cuda
 import gpu_pools
 import gpu_sharing
@@ -35,6 +36,7 @@ POLICIES = [
             *idle_gpu_pods.POLICIES,
             *gpu_pools.POLICIES,
             *karpenter_pools.POLICIES,
+            *eks_cluster.POLICIES,
             *helm.POLICIES,
             *gpu_stack.POLICIES,
             workload_kinds.POLICY,

@@ -396,21 +396,39 @@ def node_groups_and_templates(
 
 
 def validate_launch_templates(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    check_launch_templates(
+        EKS_LAUNCH_TEMPLATE,
+        _gpu_node_group_with_template,
+        launch_template_problems,
+        args,
+        report_violation,
+    )
+
+
+NodeGroupTemplateProblems = Callable[[PolicyResource, PolicyResource | None], Iterator[str]]
+
+
+def check_launch_templates(
+    policy: str,
+    selects: Callable[[PolicyResource, Sequence[PolicyResource]], bool],
+    problems: NodeGroupTemplateProblems,
+    args: StackValidationArgs,
+    report_violation: ReportViolation,
+) -> None:
+    """Report `problems(node group, its launch template or None)` for each EKS node group of
+    the stack that `selects(node group, the stack's launch templates)`."""
     node_groups, templates = node_groups_and_templates(args)
-    with Findings(EKS_LAUNCH_TEMPLATE, "the stack", report_violation) as findings:
+    with Findings(policy, "the stack", report_violation) as findings:
         for node_group in node_groups:
             what = f"the launch template of {node_group.urn}"
-            uses_template = partial(_gpu_node_group_with_template, node_group, templates)
-            if not findings.known(what, uses_template):
+            if not findings.known(what, partial(selects, node_group, templates)):
                 continue
             found = findings.known(what, partial(_link, node_group, templates))
             if found is None:
                 continue
             (template,) = found
             findings.check(
-                what,
-                partial(launch_template_problems, node_group, template),
-                urn=(template or node_group).urn,
+                what, partial(problems, node_group, template), urn=(template or node_group).urn
             )
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 STAND_IN_ACCOUNT = "123456789012"
 STAND_IN_KUBERNETES_VERSION = "1.35"
+STAND_IN_DEPLOY_ROLE = "gpu-platform-deploy"
 STAND_IN_CA = base64.b64encode(
     b"-----BEGIN CERTIFICATE-----\nstand-in, not a certificate\n-----END CERTIFICATE-----\n"
 ).decode()
@@ -197,6 +198,42 @@ def get_cluster(args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def get_caller_identity(args: dict[str, Any]) -> dict[str, Any]:
+    """The deployer: a session of an assumed role, as `pulumi up` in CI runs."""
+    return {
+        "accountId": STAND_IN_ACCOUNT,
+        "arn": f"arn:aws:sts::{STAND_IN_ACCOUNT}:assumed-role/{STAND_IN_DEPLOY_ROLE}/deploy",
+        "userId": "AROASTANDIN:deploy",
+        "id": STAND_IN_ACCOUNT,
+    }
+
+
+def get_session_context(args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "arn": args["arn"],
+        "issuerArn": f"arn:aws:iam::{STAND_IN_ACCOUNT}:role/{STAND_IN_DEPLOY_ROLE}",
+        "issuerName": STAND_IN_DEPLOY_ROLE,
+        "issuerId": "AROASTANDIN",
+        "sessionName": "deploy",
+        "id": args["arn"],
+    }
+
+
+def get_partition(args: dict[str, Any]) -> dict[str, Any]:
+    return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}
+
+
+def get_clusters(args: dict[str, Any]) -> dict[str, Any]:
+    """No cluster of a `cluster.create` stack exists yet: the plan is the first `pulumi up`'s."""
+    return {"names": [], "id": args.get("region") or "us-east-1"}
+
+
+def get_availability_zones(args: dict[str, Any]) -> dict[str, Any]:
+    region = args.get("region") or "us-east-1"
+    zones = region_zones(region)
+    return {"names": zones, "zoneIds": [f"{region}-az{i + 1}" for i in range(len(zones))]}
+
+
 def get_subnet(args: dict[str, Any]) -> dict[str, Any]:
     subnet_id = args["id"]
     region = args.get("region") or "us-east-1"
@@ -361,6 +398,11 @@ INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "aws:eks/getNodeGroups:getNodeGroups": get_node_groups,
     "aws:eks/getNodeGroup:getNodeGroup": get_node_group,
     "aws:eks/getCluster:getCluster": get_cluster,
+    "aws:eks/getClusters:getClusters": get_clusters,
+    "aws:index/getCallerIdentity:getCallerIdentity": get_caller_identity,
+    "aws:index/getPartition:getPartition": get_partition,
+    "aws:iam/getSessionContext:getSessionContext": get_session_context,
+    "aws:index/getAvailabilityZones:getAvailabilityZones": get_availability_zones,
     "aws:ec2/getSubnet:getSubnet": get_subnet,
     "aws:ec2/getRouteTables:getRouteTables": get_route_tables,
     "aws:ec2/getRouteTable:getRouteTable": get_route_table,
@@ -436,7 +478,30 @@ def _event_rule(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     return {"name": rule, "arn": f"arn:aws:events:{region}:{STAND_IN_ACCOUNT}:rule/{rule}"}
 
 
+def _cluster(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """A created cluster's endpoint, CA and security group: those of the looked-up stand-in."""
+    found = get_cluster({"name": inputs.get("name", name), "region": inputs.get("region")})
+    vpc_config = {**inputs.get("vpcConfig", {})}
+    vpc_config["clusterSecurityGroupId"] = found["vpcConfig"]["clusterSecurityGroupId"]
+    vpc_config["vpcId"] = found["vpcConfig"]["vpcId"]
+    return {
+        "arn": found["arn"],
+        "endpoint": found["endpoint"],
+        "certificateAuthority": {"data": STAND_IN_CA},
+        "status": "ACTIVE",
+        "vpcConfig": vpc_config,
+    }
+
+
+def _kms_key(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    key_id = str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+    region = inputs.get("region", "us-east-1")
+    return {"keyId": key_id, "arn": f"arn:aws:kms:{region}:{STAND_IN_ACCOUNT}:key/{key_id}"}
+
+
 OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
+    "aws:eks/cluster:Cluster": _cluster,
+    "aws:kms/key:Key": _kms_key,
     "aws:eks/nodeGroup:NodeGroup": _node_group,
     "aws:ec2/launchTemplate:LaunchTemplate": _launch_template,
     "aws:iam/role:Role": _role,

@@ -54,7 +54,7 @@ def aws() -> Iterator[AwsClients]:
     with mock_aws():
         # The cluster's Kubernetes API is not moto's: Karpenter's CRDs are read in
         # test_preflight_karpenter.py, and so are its NodePools.
-        clients = AwsClients.for_region(REGION, Deadline(30), Calls(), karpenter=True)
+        clients = AwsClients.for_region(REGION, Deadline(30), Calls(), with_iam=True)
         yield replace(clients, crds=None, node_pools=None)
 
 
@@ -1551,9 +1551,9 @@ def test_a_call_throttled_on_every_attempt_ends_in_exit_4_naming_the_api(
     pod_identity_agent(aws)
 
     def always_throttled(
-        cls: Any, region: str, deadline: Deadline, calls: Calls, karpenter: bool = False
+        cls: Any, region: str, deadline: Deadline, calls: Calls, with_iam: bool = False
     ) -> AwsClients:
-        clients = FOR_REGION(region, deadline, calls, karpenter)
+        clients = FOR_REGION(region, deadline, calls, with_iam)
         pod_identity_agent(clients)
         answer_over_http(clients.service_quotas, "GetServiceQuota", [JSON_THROTTLED] * 10)
         return clients

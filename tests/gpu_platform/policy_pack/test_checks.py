@@ -65,7 +65,9 @@ def test_an_unknown_namespace_name_skips_the_exemption_check_only(
 
 
 def test_a_pool_whose_gpus_are_unknown_is_not_judged(analyze: Analyze, new_notes: Notes) -> None:
-    group = eks_node_group()
+    # With its launch template, which every node group must have (eks-node-group-imdsv2).
+    template = launch_template()
+    group = eks_node_group(template)
     group.inputs.update(
         amiType=UNKNOWN,
         instanceTypes=UNKNOWN,
@@ -73,7 +75,7 @@ def test_a_pool_whose_gpus_are_unknown_is_not_judged(analyze: Analyze, new_notes
         scalingConfig={"minSize": 3, "maxSize": 500},
     )
 
-    verdicts = [v for v in analyze(group) if v.urn == group.urn]
+    verdicts = [v for v in analyze(template, group) if v.urn == group.urn]
 
     # No verdict of a pool policy; each says, advisory, what it could not check.
     assert {(v.policy_name, v.enforcement_level) for v in verdicts} == {

@@ -50,7 +50,12 @@ def test_pools_without_gpus_are_left_alone(analyze: Analyze) -> None:
 
     verdicts = analyze(general, cpu_pool)
 
-    assert [v for v in verdicts if v.urn in (general.urn, cpu_pool.urn)] == []
+    # Every node group, GPU or not, is held to IMDSv2 (test_eks_cluster.py).
+    assert [
+        v
+        for v in verdicts
+        if v.urn in (general.urn, cpu_pool.urn) and v.policy_name != "eks-node-group-imdsv2"
+    ] == []
 
 
 def test_a_gpu_instance_type_makes_a_gpu_node_group(analyze: Analyze) -> None:

@@ -1,0 +1,304 @@
+"""`cluster.create`: the cluster the platform creates, where the stack has none to attach to.
+
+Absent, the stack attaches to the existing cluster `cluster.name` names, as always. Present,
+the platform creates that cluster (and on EKS its VPC, or in the subnets given), secure by
+default: Secrets encrypted, the API reachable only privately or from the CIDRs given, audit
+logs on, a small system node group or pool for the controllers, and the administrators given
+cluster access. The common settings come first; `aws` and `gcp` hold each cloud's own, only the
+stack's cloud's may be set (docs/create-cluster.md).
+"""
+
+import ipaddress
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+from gpu_platform.config.fields import (
+    DnsLabel,
+    Ec2InstanceType,
+    GceMachineType,
+    GkeNodeVersion,
+    KmsKeyArn,
+    Model,
+    NotBlank,
+    SubnetId,
+    TimeOfDay,
+)
+from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
+
+
+def _cidr(value: str) -> str:
+    """An IPv4 CIDR block written as its network address, as EC2 and Compute Engine take it."""
+    try:
+        network = ipaddress.IPv4Network(value, strict=True)
+    except ValueError:
+        raise PydanticCustomError(
+            "ipv4_cidr",
+            "an IPv4 CIDR block such as 10.0.0.0/16, its address the block's first (no host bits"
+            " set)",
+        ) from None
+    if "/" not in value:
+        raise PydanticCustomError("ipv4_cidr", "an IPv4 CIDR block with its prefix, such as /16")
+    return str(network)
+
+
+Ipv4Cidr = Annotated[
+    str, AfterValidator(_cidr), WithJsonSchema({"type": "string", "format": "ipv4-cidr"})
+]
+
+
+def _version_string(value: Any) -> Any:
+    """`kubernetesVersion: 1.35` without quotes reaches the program as a number."""
+    return str(value) if isinstance(value, float) else value
+
+
+def _supported_version(value: str) -> str:
+    if value not in SUPPORTED_KUBERNETES_VERSIONS:
+        raise PydanticCustomError(
+            "kubernetes_version",
+            "one of the Kubernetes versions the platform supports: {allowed}",
+            {"allowed": ", ".join(SUPPORTED_KUBERNETES_VERSIONS)},
+        )
+    return value
+
+
+KubernetesVersion = Annotated[
+    str,
+    BeforeValidator(_version_string),
+    AfterValidator(_supported_version),
+    WithJsonSchema({"type": "string", "enum": list(SUPPORTED_KUBERNETES_VERSIONS)}),
+]
+
+
+class EndpointAccess(Model):
+    """Who reaches the cluster's Kubernetes API."""
+
+    access: Literal["private", "public"] = "private"
+    """`private`: the API answers only inside the network (the VPC, peered networks, a VPN or
+    a bastion there), so `pulumi up`, which installs the platform through it right after
+    creating the cluster, must run there too, the first run included. `public`: it also
+    answers on the internet, but only to `publicCidrs`. Either way requests still need the
+    cluster's credentials; this is the layer in front of them."""
+    public_cidrs: list[Ipv4Cidr] = Field(default_factory=list, max_length=40)
+    """With `access: public`, the only addresses the public endpoint answers: the deployers'
+    and CI runners' egress ranges. Required there, and never `0.0.0.0/0` (the whole internet
+    would reach the API server). EKS takes at most 40 blocks (`publicAccessCidrs`), GKE's
+    master authorized networks at most 50 (100 with a private endpoint)."""
+
+
+class EksNewVpc(Model):
+    """A new VPC for the cluster: private subnets for every node, public ones only for NAT
+    gateways and internet-facing load balancers, in three zones."""
+
+    cidr: Ipv4Cidr = "10.0.0.0/16"
+    """The VPC's IPv4 block, /16 to /20. The VPC CNI gives every pod an address of its node's
+    subnet, so the private subnets take three quarters of it (a quarter each); the public
+    subnets share what is left."""
+    zones: list[NotBlank] = Field(default_factory=list)
+    """Exactly three zones of the region (`us-east-1a`), or none: then the region's first three
+    in which EKS can place a control plane (EKS refuses use1-az3, usw1-az2 and cac1-az3).
+    GPU pools take theirs from these (`pools[].zones` must be among them): name the zones
+    where your GPU instance types are offered."""
+    nat_gateways: Literal["one-per-zone", "single"] | None = None
+    """`one-per-zone`: each zone's private subnet reaches the internet through a NAT gateway in
+    the same zone, so that losing a zone leaves the other zones' nodes able to pull images.
+    `single`: one NAT gateway for all zones, costing a third, but a single point of failure and
+    cross-zone traffic. Unset: `one-per-zone` where `protect` is on (the production setting),
+    else `single`."""
+
+
+SYSTEM_NODE_GROUP = "system"
+"""What the system node group's name begins with (`system-`, and the provider's suffix), as a
+pool's node groups begin with the pool's name: no pool may take it."""
+
+
+class EksSystemNodes(Model):
+    """The small on-demand node group where the platform's controllers run: CoreDNS, the
+    cluster autoscaler or Karpenter, the GPU Operator's controllers, Prometheus. It is not
+    tainted: everything the platform runs outside GPU nodes lands there without tolerations,
+    while the GPU nodes' own taint keeps it off them."""
+
+    instance_types: list[Ec2InstanceType] = Field(
+        default_factory=lambda: ["m7i.xlarge"], min_length=1, max_length=20
+    )
+    """On-demand, general-purpose instance types of one size (4 vCPU and 16 GiB each for
+    `m7i.xlarge`): Prometheus and the controllers fit on two with room to spare."""
+    min: int = Field(default=2, ge=2, le=100)
+    """At least two, so that the controllers survive a node's replacement; the group is spread
+    over the zones."""
+    max: int = Field(default=4, ge=2, le=100)
+    """The most nodes the cluster autoscaler may grow the group to."""
+    disk_size_gib: int = Field(default=50, ge=20, le=16384)
+    """Each node's root volume (gp3, encrypted)."""
+
+
+EksLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
+DEFAULT_EKS_LOG_TYPES: tuple[EksLogType, ...] = ("audit", "api", "authenticator")
+
+
+class EksClusterCreate(Model):
+    """What only an EKS cluster the platform creates has."""
+
+    vpc: EksNewVpc | None = None
+    """The new VPC. Unset with `subnetIds` unset: a new VPC with these defaults."""
+    subnet_ids: list[SubnetId] = Field(default_factory=list)
+    """Instead of a new VPC: existing private subnets, in at least two zones (EKS's minimum),
+    for the control plane's network interfaces and every node. Each must route to the internet
+    through a NAT gateway (or reach ECR, S3, EKS and STS through VPC endpoints) and carry the
+    tag `kubernetes.io/role/internal-elb: 1`; the public subnets of internet-facing load
+    balancers need `kubernetes.io/role/elb: 1`."""
+    system_nodes: EksSystemNodes = Field(default_factory=EksSystemNodes)
+    """The system node group."""
+    control_plane_logs: list[EksLogType] = Field(
+        default_factory=lambda: list(DEFAULT_EKS_LOG_TYPES)
+    )
+    """The control plane logs EKS sends to CloudWatch Logs, of `api`, `audit`,
+    `authenticator`, `controllerManager` and `scheduler`; `audit` and `authenticator` are
+    required (who did what, as whom). The default leaves out the controller manager's and
+    scheduler's, as terraform-aws-eks does: on GPU batch clusters with many short pods they are
+    the most voluminous, and CloudWatch bills every GB ingested."""
+    log_retention_days: Literal[
+        30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653
+    ] = 90
+    """How long CloudWatch keeps them (the values CloudWatch Logs accepts, from 30 days)."""
+    support_type: Literal["STANDARD", "EXTENDED"] = "STANDARD"
+    """EKS's support policy for the cluster's Kubernetes version (`upgradePolicy.supportType`).
+    `STANDARD`: when the version's standard support ends, EKS upgrades the control plane to the
+    next version itself; plan your upgrades before that. `EXTENDED`: the cluster may stay on
+    the version for another 12 months, but from the end of standard support EKS bills the
+    cluster at the extended support rate, six times the standard one (EKS pricing: $0.60 an
+    hour instead of $0.10). EKS's own default is `EXTENDED`; the platform's is `STANDARD`, so
+    that a cluster never starts costing more without anyone choosing it."""
+    secrets_kms_key_arn: KmsKeyArn | None = None
+    """An existing symmetric KMS key to encrypt Secrets with, instead of the key the platform
+    creates for the cluster (rotated yearly, 30 days' deletion window)."""
+
+
+class GkeNewNetwork(Model):
+    """A new VPC network and subnet for the cluster, VPC-native: pods and Services take their
+    addresses from the subnet's secondary ranges."""
+
+    subnet_cidr: Ipv4Cidr = "10.0.0.0/20"
+    """The nodes' range (4,096 addresses)."""
+    pods_cidr: Ipv4Cidr = "10.16.0.0/14"
+    """The pods' secondary range: each node takes a /24 of it (110 pods), so a /14 serves
+    1,024 nodes."""
+    services_cidr: Ipv4Cidr = "10.20.0.0/20"
+    """The Services' secondary range."""
+
+
+class GkeExistingNetwork(Model):
+    """An existing VPC network and subnet, with the secondary ranges for pods and Services."""
+
+    network: NotBlank
+    """The network's name (or self link)."""
+    subnetwork: NotBlank
+    """The subnet's name, in the cluster's region; it must have Private Google Access on and a
+    route to the internet through Cloud NAT for the nodes."""
+    pods_range_name: NotBlank
+    """Its secondary range for pods."""
+    services_range_name: NotBlank
+    """Its secondary range for Services."""
+
+
+Weekday = Literal["MO", "TU", "WE", "TH", "FR", "SA", "SU"]
+WEEKDAYS: tuple[Weekday, ...] = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
+
+
+class GkeMaintenanceWindow(Model):
+    """When GKE may upgrade the control plane and the nodes: a weekly recurring window."""
+
+    start: TimeOfDay = "03:00"
+    """The window's start, `HH:MM` in UTC."""
+    duration_hours: int = Field(default=4, ge=4, le=24)
+    """Its length; GKE needs at least 4 contiguous hours."""
+    days: list[Weekday] = Field(default_factory=lambda: list(WEEKDAYS), min_length=1)
+    """The days it opens on (RRULE `BYDAY`). GKE needs at least 48 hours of windows in any 32
+    days, which every day at the default 4 hours gives."""
+
+
+class GkeMaintenanceExclusion(Model):
+    """A time in which GKE does not upgrade the cluster (a launch, a training run)."""
+
+    name: DnsLabel
+    start: AwareDatetime
+    """Its start, ISO 8601 with its offset."""
+    end: AwareDatetime
+    """Its end; at most 30 days after `start` with scope `no-upgrades`."""
+    scope: Literal["no-upgrades", "no-minor-upgrades", "no-minor-or-node-upgrades"] = (
+        "no-minor-or-node-upgrades"
+    )
+    """What it holds back: `no-upgrades` every upgrade (at most 30 days, three such in a
+    cluster); `no-minor-upgrades` minor versions of control plane and nodes;
+    `no-minor-or-node-upgrades` minor versions and every node upgrade, so that GPU nodes
+    are not replaced while it lasts, while the control plane still gets patches."""
+
+
+class GkeAuthorizedNetwork(Model):
+    """A network allowed to reach the control plane's endpoint."""
+
+    cidr: Ipv4Cidr
+    display_name: NotBlank | None = None
+
+
+class GkeSystemNodePool(Model):
+    """The small node pool where the platform's controllers run, untainted for the same reason
+    as on EKS (`aws.systemNodes`)."""
+
+    machine_type: GceMachineType = "e2-standard-4"
+    """Its machine type (4 vCPU, 16 GiB)."""
+    min_per_zone: int = Field(default=1, ge=1, le=100)
+    """Nodes kept in each zone of the cluster's region (three zones: three nodes)."""
+    max_per_zone: int = Field(default=2, ge=1, le=100)
+    """The most nodes the autoscaler may grow each zone to."""
+    disk_size_gib: int = Field(default=50, ge=20, le=65536)
+
+
+class GkeClusterCreate(Model):
+    """What only a GKE cluster the platform creates has."""
+
+    network: GkeNewNetwork | None = None
+    """The new network. Unset with `existingNetwork` unset: a new one with these defaults."""
+    existing_network: GkeExistingNetwork | None = None
+    """Instead of a new network: an existing one."""
+    release_channel: Literal["rapid", "regular", "stable", "extended", "none"] = "stable"
+    """The release channel GKE upgrades the cluster on. `none` keeps the version pinned in
+    `version` (GKE still upgrades it when that version leaves support). GPU pools pinned with
+    `gcp.nodeVersion` stay on their version until it leaves support; maintenance exclusions
+    hold back the rest."""
+    version: GkeNodeVersion | None = None
+    """With `releaseChannel: none`: the exact GKE version of the control plane
+    (`1.35.1-gke.1234000`), of `kubernetesVersion`'s minor. Unset, GKE picks the channel's
+    default of that minor."""
+    maintenance_window: GkeMaintenanceWindow = Field(default_factory=GkeMaintenanceWindow)
+    """When GKE may upgrade."""
+    maintenance_exclusions: list[GkeMaintenanceExclusion] = Field(
+        default_factory=list, max_length=20
+    )
+    """When it may not."""
+    authorized_networks: list[GkeAuthorizedNetwork] = Field(default_factory=list, max_length=50)
+    """Further networks (a VPN's, a bastion's) allowed to reach the control plane, besides the
+    cluster's own subnet and `endpoint.publicCidrs` (GKE's master authorized networks)."""
+    system_node_pool: GkeSystemNodePool = Field(default_factory=GkeSystemNodePool)
+    """The system node pool."""
+
+
+class ClusterCreate(Model):
+    """A cluster the platform creates (`cluster.create`)."""
+
+    kubernetes_version: KubernetesVersion
+    """The Kubernetes minor version, one the platform supports (quote it: `"1.35"`). Raising it
+    upgrades the control plane in place, then the system nodes; the GPU pools follow their own
+    pins (`aws.amiReleaseVersion`, `gcp.nodeVersion`). EKS and GKE upgrade one minor at a time."""
+    endpoint: EndpointAccess = Field(default_factory=EndpointAccess)
+    """Who reaches the Kubernetes API."""
+    administrators: list[NotBlank] = Field(default_factory=list)
+    """Who gets cluster-admin besides the identity running `pulumi up`: on EKS IAM role or user
+    ARNs (an access entry each, with `AmazonEKSClusterAdminPolicy`), on GKE Google group e-mails
+    (`roles/container.admin` on the cluster's project is GKE's equivalent; see
+    docs/create-cluster.md)."""
+    aws: EksClusterCreate = Field(default_factory=EksClusterCreate)
+    """EKS-only settings."""
+    gcp: GkeClusterCreate = Field(default_factory=GkeClusterCreate)
+    """GKE-only settings."""

@@ -1,0 +1,321 @@
+"""Rules across the fields of `cluster.create`: what each cloud's cluster can be created with,
+and how the rest of the stack must agree with a cluster that does not exist yet."""
+
+import ipaddress
+import itertools
+from collections.abc import Iterator
+from datetime import timedelta
+
+from gpu_platform.config.cluster_create import (
+    SYSTEM_NODE_GROUP,
+    ClusterCreate,
+    EksClusterCreate,
+    GkeClusterCreate,
+)
+from gpu_platform.config.fields import GROUP_EMAIL, IAM_PRINCIPAL_ARN, Cloud
+from gpu_platform.config.problems import (
+    MISSING,
+    ConfigProblem,
+    key_path,
+    set_field_problems,
+)
+from gpu_platform.config.stack import StackConfig
+
+CREATE = ("cluster", "create")
+
+# EKS's network requirements: a VPC of at most /16 whose subnets, in at least two zones, hold
+# the control plane's network interfaces (EKS user guide, "View Amazon EKS networking
+# requirements for VPC and subnets"). The platform spreads over three zones, and below /20 the
+# VPC CNI, which gives each pod an address of its node's subnet, runs out of them.
+EKS_VPC_PREFIXES = range(16, 21)
+EKS_VPC_ZONES = 3
+# GKE maintenance policy (GKE docs, "Maintenance windows and exclusions"): windows must give at
+# least 48 hours in any 32 days, each at least 4 hours long; an exclusion of every upgrade
+# (`no-upgrades`) lasts at most 30 days, and a cluster has at most three of them.
+GKE_MIN_MAINTENANCE_HOURS_IN_32_DAYS = 48
+GKE_NO_UPGRADES_MAX = timedelta(days=30)
+GKE_NO_UPGRADES_EXCLUSIONS = 3
+# Logs without which nobody can tell who did what on the cluster, or as which IAM identity.
+REQUIRED_EKS_LOGS = ("audit", "authenticator")
+
+
+def cluster_create_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    create = config.cluster.create
+    if create is None:
+        return
+    if config.cluster.kubeconfig_context is not None:
+        yield ConfigProblem(
+            key_path("cluster", "kubeconfigContext"),
+            config.cluster.kubeconfig_context,
+            "no value with cluster.create: the platform reaches the cluster it creates through"
+            " the cluster's own endpoint and the deployer's cloud credentials",
+        )
+    if not config.monitoring.install_prometheus_stack:
+        # A cluster created by the same `pulumi up` has no Prometheus Operator: its CRDs
+        # (PrometheusRule, ServiceMonitor, which the GPU alerts and the DCGM exporter's scrape
+        # are) and the monitoring namespace would be missing when the platform applies them.
+        # Managed Service for Prometheus on GKE covers the scrape and the recording rules only.
+        yield ConfigProblem(
+            key_path("monitoring", "installPrometheusStack"),
+            config.monitoring.install_prometheus_stack,
+            "true with cluster.create: a cluster the platform creates runs no Prometheus"
+            " Operator, whose PrometheusRule and ServiceMonitor kinds and monitoring namespace"
+            " the GPU alerts and dashboard need",
+        )
+    yield from _endpoint_problems(create)
+    yield from _administrator_problems(config.cloud, create)
+    if config.cloud is Cloud.AWS:
+        yield from _other_cloud_block(create, "gcp", Cloud.AWS)
+        yield from _eks_problems(config, create.aws)
+    else:
+        yield from _other_cloud_block(create, "aws", Cloud.GCP)
+        yield from _gke_problems(create, create.gcp)
+
+
+def _other_cloud_block(create: ClusterCreate, block: str, cloud: Cloud) -> Iterator[ConfigProblem]:
+    set_there = getattr(create, block).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    if set_there:
+        yield ConfigProblem(
+            key_path(*CREATE, block),
+            set_there,
+            f"no value when cloud is {cloud}: it holds the other cloud's cluster settings",
+        )
+
+
+def _endpoint_problems(create: ClusterCreate) -> Iterator[ConfigProblem]:
+    endpoint = create.endpoint
+    path = key_path(*CREATE, "endpoint", "publicCidrs")
+    if endpoint.access == "public" and not endpoint.public_cidrs:
+        yield ConfigProblem(
+            path,
+            MISSING,
+            "the CIDR blocks the public endpoint answers (the deployers' and CI runners' egress)"
+            " with access public; for no public endpoint, access private",
+        )
+    if endpoint.access == "private" and endpoint.public_cidrs:
+        yield ConfigProblem(
+            path,
+            endpoint.public_cidrs,
+            "no value with access private (the API has no public endpoint); set access public"
+            " to open one to these blocks",
+        )
+    for i, cidr in enumerate(endpoint.public_cidrs):
+        if ipaddress.IPv4Network(cidr).prefixlen == 0:
+            yield ConfigProblem(
+                key_path(*CREATE, "endpoint", "publicCidrs", i),
+                cidr,
+                "a block narrower than the whole internet: the deployers' own egress ranges",
+            )
+
+
+def _administrator_problems(cloud: Cloud, create: ClusterCreate) -> Iterator[ConfigProblem]:
+    pattern, what = (
+        (IAM_PRINCIPAL_ARN, "an IAM role or user ARN such as arn:aws:iam::123456789012:role/admins")
+        if cloud is Cloud.AWS
+        else (GROUP_EMAIL, "a Google group e-mail such as gke-admins@example.com")
+    )
+    for i, admin in enumerate(create.administrators):
+        if not pattern.match(admin):
+            yield ConfigProblem(
+                key_path(*CREATE, "administrators", i), admin, f"{what} when cloud is {cloud}"
+            )
+    for i, admin in enumerate(create.administrators):
+        if admin in create.administrators[:i]:
+            yield ConfigProblem(
+                key_path(*CREATE, "administrators", i), admin, "each administrator once"
+            )
+
+
+def _eks_problems(config: StackConfig, aws: EksClusterCreate) -> Iterator[ConfigProblem]:
+    base = (*CREATE, "aws")
+    if aws.vpc is not None and aws.subnet_ids:
+        yield ConfigProblem(
+            key_path(*base, "subnetIds"),
+            aws.subnet_ids,
+            "no value beside aws.vpc: the cluster goes into a new VPC or into existing subnets",
+        )
+    new_vpc = aws.subnet_ids == []
+    if new_vpc and config.cluster.node_subnet_ids:
+        yield ConfigProblem(
+            key_path("cluster", "nodeSubnetIds"),
+            config.cluster.node_subnet_ids,
+            "no value with a new VPC (cluster.create.aws.vpc): GPU nodes go into its private"
+            " subnets",
+        )
+    if len(set(aws.subnet_ids)) != len(aws.subnet_ids):
+        yield ConfigProblem(key_path(*base, "subnetIds"), aws.subnet_ids, "each subnet once")
+    elif len(aws.subnet_ids) == 1:
+        yield ConfigProblem(
+            key_path(*base, "subnetIds"),
+            aws.subnet_ids,
+            "at least two subnets, in different zones: EKS places the control plane's network"
+            " interfaces in two zones or more",
+        )
+    vpc = aws.vpc
+    if vpc is not None:
+        prefix = ipaddress.IPv4Network(vpc.cidr).prefixlen
+        if prefix not in EKS_VPC_PREFIXES:
+            yield ConfigProblem(
+                key_path(*base, "vpc", "cidr"),
+                vpc.cidr,
+                f"a block of /{EKS_VPC_PREFIXES[0]} to /{EKS_VPC_PREFIXES[-1]}: EC2 takes at most"
+                " /16, and every pod takes an address of its node's subnet",
+            )
+        yield from _eks_zone_problems(config, vpc.zones)
+    system = aws.system_nodes
+    yield from _bounds_problems((*base, "systemNodes"), "min", system.min, "max", system.max)
+    for log in REQUIRED_EKS_LOGS:
+        if log not in aws.control_plane_logs:
+            yield ConfigProblem(
+                key_path(*base, "controlPlaneLogs"),
+                aws.control_plane_logs,
+                f"a list that includes {log}: without {log} logs nobody can tell who did what on"
+                " the cluster, or as which IAM identity",
+            )
+    yield from _ami_release_problems(config)
+    for i, pool in enumerate(config.pools):
+        if pool.name == SYSTEM_NODE_GROUP:
+            yield ConfigProblem(
+                key_path("pools", i, "name"),
+                pool.name,
+                f"a name other than {SYSTEM_NODE_GROUP} with cluster.create: the system node"
+                " group's name begins with it, and would be taken for the pool's",
+            )
+
+
+def _bounds_problems(
+    loc: tuple[str, ...], low_key: str, low: int, high_key: str, high: int
+) -> Iterator[ConfigProblem]:
+    """A node group's or pool's `high` bound below its `low` one."""
+    if low > high:
+        yield ConfigProblem(key_path(*loc, high_key), high, f"at least {loc[-1]}.{low_key} ({low})")
+
+
+def _eks_zone_problems(config: StackConfig, zones: list[str]) -> Iterator[ConfigProblem]:
+    path = key_path(*CREATE, "aws", "vpc", "zones")
+    region = config.cluster.region or ""
+    if zones and (len(set(zones)) != EKS_VPC_ZONES or len(zones) != EKS_VPC_ZONES):
+        yield ConfigProblem(
+            path,
+            zones,
+            f"exactly {EKS_VPC_ZONES} different zones, or none for the region's first three",
+        )
+    for i, zone in enumerate(zones):
+        if region and not (zone.startswith(region) and len(zone) == len(region) + 1):
+            yield ConfigProblem(
+                key_path(*CREATE, "aws", "vpc", "zones", i),
+                zone,
+                f"a zone of the cluster's region {region}, such as {region}a",
+            )
+    if not zones:
+        return
+    for i, pool in enumerate(config.pools):
+        outside = [zone for zone in pool.zones if zone not in zones]
+        if outside:
+            yield ConfigProblem(
+                key_path("pools", i, "zones"),
+                pool.zones,
+                f"zones of the new VPC ({', '.join(zones)}): the pool's nodes go into its private"
+                " subnets",
+            )
+
+
+def _ami_release_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """An AL2023 AMI release names its Kubernetes version; EKS refuses a node group whose
+    release is of another minor than the cluster's being created, but only at `pulumi up`."""
+    create = config.cluster.create
+    if create is None or config.node_image != "al2023":
+        return
+    for i, pool in enumerate(config.pools):
+        release = pool.aws.ami_release_version
+        if release is not None and not release.startswith(create.kubernetes_version + "."):
+            yield ConfigProblem(
+                key_path("pools", i, "aws", "amiReleaseVersion"),
+                release,
+                f"an AL2023 release for Kubernetes {create.kubernetes_version}, the cluster's"
+                f" (cluster.create.kubernetesVersion), such as {create.kubernetes_version}.6-"
+                "20260714",
+            )
+
+
+def _gke_problems(create: ClusterCreate, gcp: GkeClusterCreate) -> Iterator[ConfigProblem]:
+    base = (*CREATE, "gcp")
+    if gcp.network is not None and gcp.existing_network is not None:
+        yield ConfigProblem(
+            key_path(*base, "existingNetwork"),
+            gcp.existing_network.model_dump(mode="json", by_alias=True),
+            "no value beside gcp.network: the cluster goes into a new network or an existing one",
+        )
+    if gcp.network is not None:
+        ranges = {
+            "subnetCidr": gcp.network.subnet_cidr,
+            "podsCidr": gcp.network.pods_cidr,
+            "servicesCidr": gcp.network.services_cidr,
+        }
+        for (a, cidr_a), (b, cidr_b) in itertools.combinations(ranges.items(), 2):
+            if ipaddress.IPv4Network(cidr_a).overlaps(ipaddress.IPv4Network(cidr_b)):
+                yield ConfigProblem(
+                    key_path(*base, "network", b),
+                    cidr_b,
+                    f"a block that does not overlap network.{a} ({cidr_a})",
+                )
+    if gcp.release_channel != "none":
+        yield from set_field_problems(
+            gcp,
+            {"version"},
+            base,
+            f"no value with releaseChannel {gcp.release_channel}: the channel picks the version;"
+            " pin one with releaseChannel none",
+        )
+    if gcp.version is not None and not gcp.version.startswith(create.kubernetes_version + "."):
+        yield ConfigProblem(
+            key_path(*base, "version"),
+            gcp.version,
+            f"a GKE version of Kubernetes {create.kubernetes_version}"
+            " (cluster.create.kubernetesVersion)",
+        )
+    yield from _maintenance_problems(gcp)
+    pool = gcp.system_node_pool
+    yield from _bounds_problems(
+        (*base, "systemNodePool"), "minPerZone", pool.min_per_zone, "maxPerZone", pool.max_per_zone
+    )
+
+
+def _maintenance_problems(gcp: GkeClusterCreate) -> Iterator[ConfigProblem]:
+    base = (*CREATE, "gcp")
+    window = gcp.maintenance_window
+    # Any 32 days hold every weekday at least four times.
+    hours = len(set(window.days)) * window.duration_hours * 4
+    if hours < GKE_MIN_MAINTENANCE_HOURS_IN_32_DAYS:
+        yield ConfigProblem(
+            key_path(*base, "maintenanceWindow", "days"),
+            window.days,
+            f"days enough that the window opens for at least {GKE_MIN_MAINTENANCE_HOURS_IN_32_DAYS}"
+            f" hours in any 32 days, as GKE requires ({window.duration_hours} hours on these days"
+            f" give {hours})",
+        )
+    no_upgrades = 0
+    for i, exclusion in enumerate(gcp.maintenance_exclusions):
+        loc = (*base, "maintenanceExclusions", i)
+        if exclusion.end <= exclusion.start:
+            yield ConfigProblem(
+                key_path(*loc, "end"), exclusion.end.isoformat(), "a time after its start"
+            )
+        if exclusion.scope == "no-upgrades":
+            no_upgrades += 1
+            if exclusion.end - exclusion.start > GKE_NO_UPGRADES_MAX:
+                yield ConfigProblem(
+                    key_path(*loc, "end"),
+                    exclusion.end.isoformat(),
+                    "at most 30 days after its start with scope no-upgrades; for longer, scope"
+                    " no-minor-or-node-upgrades",
+                )
+            if no_upgrades > GKE_NO_UPGRADES_EXCLUSIONS:
+                yield ConfigProblem(
+                    key_path(*loc, "scope"),
+                    exclusion.scope,
+                    f"another scope: a cluster takes at most {GKE_NO_UPGRADES_EXCLUSIONS}"
+                    " no-upgrades exclusions",
+                )
+        if any(other.name == exclusion.name for other in gcp.maintenance_exclusions[:i]):
+            yield ConfigProblem(key_path(*loc, "name"), exclusion.name, "a name of its own")

@@ -1,0 +1,72 @@
+"""The core EKS add-ons of a cluster the platform creates, each pinned to a version for the
+cluster's Kubernetes minor (addon_versions.json, written by derive.py from EKS's
+DescribeAddonVersions; `gpu-platform preflight` checks each pin against the region).
+
+The cluster is created without EKS's self-managed add-ons (`bootstrapSelfManagedAddons: false`,
+as terraform-aws-eks does, main.tf), so that every one of them is an EKS add-on of a known
+version. Those the nodes need to become Ready come before the system node group (the VPC CNI,
+kube-proxy, and the Pod Identity agent that gives the CNI its credentials); those that run as
+Deployments after it, as they only turn ACTIVE once their pods run (terraform-aws-eks's
+`before_compute`, main.tf `aws_eks_addon.before_compute`).
+"""
+
+from collections.abc import Mapping, Sequence
+
+import pulumi
+from pulumi_aws import eks, iam
+
+from gpu_platform.eks.cluster import EksCluster
+from gpu_platform.eks.iam_roles import unbounded_role
+from gpu_platform.eks.new_cluster.addon_pins import addon_versions
+from gpu_platform.eks.pod_identity import pod_identity_trust_policy
+
+# The EBS CSI driver's controller and the policy AWS manages for it (EKS user guide,
+# "Store Kubernetes volumes with Amazon EBS", ebs-csi.adoc).
+EBS_CSI_SERVICE_ACCOUNT = ("kube-system", "ebs-csi-controller-sa")
+EBS_CSI_POLICY = "service-role/AmazonEBSCSIDriverPolicy"
+
+
+def addons(
+    name: str,
+    cluster: EksCluster,
+    names: Sequence[str],
+    opts: pulumi.ResourceOptions,
+    pod_identities: Mapping[str, eks.AddonPodIdentityAssociationArgs] | None = None,
+) -> list[eks.Addon]:
+    versions = addon_versions()[cluster.version]
+    return [
+        eks.Addon(
+            f"{name}-{addon}",
+            cluster_name=cluster.name,
+            addon_name=addon,
+            addon_version=versions[addon],
+            # The platform owns these add-ons' settings: a change made in the cluster is
+            # overwritten, not kept in conflict.
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            pod_identity_associations=(
+                [pod_identities[addon]] if pod_identities and addon in pod_identities else None
+            ),
+            region=cluster.region,
+            opts=opts,
+        )
+        for addon in names
+    ]
+
+
+def ebs_csi_role(
+    name: str, cluster: EksCluster, opts: pulumi.ResourceOptions
+) -> tuple[iam.Role, iam.RolePolicyAttachment]:
+    """The EBS CSI controller's role, taken through Pod Identity. It carries no permissions
+    boundary: AWS's policy for the driver creates and attaches volumes, which the platform's
+    boundary (for node and controller roles) does not allow; its trust admits the controller's
+    service account of this cluster only."""
+    namespace, service_account = EBS_CSI_SERVICE_ACCOUNT
+    return unbounded_role(
+        f"{name}-role",
+        f"EBS CSI driver of EKS cluster {cluster.name}",
+        pod_identity_trust_policy(cluster, namespace, service_account),
+        EBS_CSI_POLICY,
+        cluster,
+        opts,
+    )

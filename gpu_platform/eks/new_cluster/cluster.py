@@ -1,0 +1,295 @@
+"""`NewEksCluster`, the cluster `cluster.create` describes, created; `plan_new_cluster`, the
+same cluster as known before anything is created."""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import pulumi
+from pulumi_aws import ec2, eks, iam
+from pulumi_aws.get_availability_zones import get_availability_zones
+from pulumi_aws.get_caller_identity import get_caller_identity
+from pulumi_aws.get_partition import get_partition
+
+from gpu_platform.config import ConfigError, ConfigProblem, EksNewVpc, StackConfig, key_path
+from gpu_platform.eks.cluster import EksCluster, Subnet, look_up_subnets
+from gpu_platform.eks.iam_roles import cluster_tags
+from gpu_platform.eks.instance_types import look_up_instance_type
+from gpu_platform.eks.new_cluster.addon_pins import AFTER_NODES, BEFORE_NODES
+from gpu_platform.eks.new_cluster.addons import addons, ebs_csi_role
+from gpu_platform.eks.new_cluster.control_plane import CREATOR_TAG, EksControlPlane
+from gpu_platform.eks.new_cluster.layout import (
+    EKS_UNSUPPORTED_ZONE_IDS,
+    NEW_VPC_ZONES,
+    nat_per_zone,
+)
+from gpu_platform.eks.new_cluster.network import EksNetwork
+from gpu_platform.eks.new_cluster.system_nodes import EksSystemNodeGroup
+from gpu_platform.eks.placement import NodeGroupPlacement
+from gpu_platform.eks.subnets import Route, SubnetRouting
+from gpu_platform.eks.vpc_cni import VpcCniIdentity
+
+PLANNED_SUBNET_PREFIX = "planned-private-"
+"""The id a new VPC's private subnet has until it is created: `planned-private-<zone>`."""
+NEW_SUBNET_ROUTING = SubnetRouting(
+    table_id="(the zone's private route table)",
+    implicit=False,
+    internet_route=None,
+    default_routes=(Route("0.0.0.0/0", "a NAT gateway"),),
+)
+
+
+@dataclass(frozen=True)
+class NewClusterPlan:
+    cluster: EksCluster
+    """As it will be: endpoint, CA and security group come with `NewEksCluster`."""
+    subnets: list[Subnet]
+    """The node subnets: the new VPC's private ones (ids `planned-private-<zone>`), or the
+    existing ones given."""
+    creator_arn: str
+    """The IAM role or user that created the cluster, which keeps an admin access entry whoever
+    runs the program later: on the first run the one running it, afterwards the one the
+    cluster's tag `CREATOR_TAG` recorded at creation."""
+    system_architecture: str
+
+
+def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
+    """The cluster `cluster.create` describes; ConfigError where the account cannot have it."""
+    create = config.cluster.create
+    region = config.cluster.region
+    assert create is not None and region is not None  # config validation requires them
+    caller = get_caller_identity()
+    partition = get_partition().partition
+    # An assumed role's session ARN names the session, not the role an access entry needs.
+    deployer = iam.get_session_context(arn=caller.arn).issuer_arn
+    existing = eks.get_clusters(region=region).names
+    live = (
+        eks.get_cluster(name=config.cluster.name, region=region)
+        if config.cluster.name in existing
+        else None
+    )
+    creator = (live.tags.get(CREATOR_TAG) if live is not None else None) or deployer
+    planned = EksCluster(
+        name=config.cluster.name,
+        region=region,
+        arn=f"arn:{partition}:eks:{region}:{caller.account_id}:cluster/{config.cluster.name}",
+        endpoint="",
+        certificate_authority="",
+        version=create.kubernetes_version,
+        status="CREATING",
+        subnet_ids=(),
+        exists=live is not None,
+    )
+    problems: list[ConfigProblem] = []
+    if live is not None:
+        problems += _version_problems(create.kubernetes_version, live.version)
+    if create.aws.subnet_ids:
+        subnets = look_up_subnets(create.aws.subnet_ids, region)
+        problems += _existing_subnet_problems(subnets)
+    else:
+        zones = _zones(config, region, live)
+        subnets = [Subnet(PLANNED_SUBNET_PREFIX + zone, zone, NEW_SUBNET_ROUTING) for zone in zones]
+    architectures = {
+        look_up_instance_type(name, region).architecture
+        for name in create.aws.system_nodes.instance_types
+    }
+    if len(architectures) != 1 or None in architectures:
+        problems.append(
+            ConfigProblem(
+                key_path("cluster", "create", "aws", "systemNodes", "instanceTypes"),
+                create.aws.system_nodes.instance_types,
+                "instance types of one architecture (x86_64 or arm64): a node group runs one"
+                " AMI type",
+            )
+        )
+    if problems:
+        raise ConfigError(problems)
+    return NewClusterPlan(planned, subnets, creator, str(architectures.pop()))
+
+
+def _version_problems(wanted: str, running: str) -> list[ConfigProblem]:
+    """EKS upgrades a control plane one minor version at a time and never downgrades it (EKS user
+    guide, update-cluster.adoc: "you can update only one minor version at a time", "You cannot
+    downgrade the Kubernetes of an Amazon EKS cluster"): refused here, before anything changes,
+    rather than by EKS in the middle of `pulumi up`."""
+    major, minor = (int(part) for part in running.split(".")[:2])
+    allowed = [f"{major}.{minor}", f"{major}.{minor + 1}"]
+    if wanted in allowed:
+        return []
+    return [
+        ConfigProblem(
+            key_path("cluster", "create", "kubernetesVersion"),
+            wanted,
+            f"{' or '.join(allowed)}: the cluster runs Kubernetes {running}, and EKS upgrades"
+            " one minor version at a time and never downgrades",
+        )
+    ]
+
+
+def _zones(config: StackConfig, region: str, live: eks.GetClusterResult | None) -> list[str]:
+    create = config.cluster.create
+    assert create is not None
+    chosen = create.aws.vpc.zones if create.aws.vpc is not None else []
+    if chosen:
+        return list(chosen)
+    if live is not None:
+        # Once created, the VPC's zones are those of the subnets the cluster was created in,
+        # whatever state EC2 reports for a zone now: choosing again from the zones
+        # `available` today (EC2 AvailabilityZoneState: available, information, impaired,
+        # unavailable) would move subnets, NAT gateways and node groups during a zone's outage.
+        return sorted(
+            {
+                ec2.get_subnet(id=subnet_id, region=region).availability_zone
+                for subnet_id in live.vpc_config.subnet_ids
+            }
+        )
+    found = get_availability_zones(
+        state="available",
+        exclude_zone_ids=list(EKS_UNSUPPORTED_ZONE_IDS),
+        filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}],
+        region=region,
+    ).names
+    if len(found) < NEW_VPC_ZONES:
+        raise ConfigError(
+            [
+                ConfigProblem(
+                    key_path("cluster", "create", "aws", "vpc", "zones"),
+                    [],
+                    f"zones named: region {region} has {len(found)} zones EKS can use"
+                    f" ({', '.join(found)}), fewer than {NEW_VPC_ZONES}",
+                )
+            ]
+        )
+    return sorted(found)[:NEW_VPC_ZONES]
+
+
+def _existing_subnet_problems(subnets: Sequence[Subnet]) -> list[ConfigProblem]:
+    problems = [
+        ConfigProblem(
+            key_path("cluster", "create", "aws", "subnetIds", i),
+            subnet.id,
+            "a private subnet (nodes and the control plane's interfaces must not sit in a public"
+            f" one), but its {subnet.routing.reason}",
+        )
+        for i, subnet in enumerate(subnets)
+        if subnet.routing.public
+    ]
+    if len({s.zone for s in subnets}) < 2:
+        problems.append(
+            ConfigProblem(
+                key_path("cluster", "create", "aws", "subnetIds"),
+                [s.id for s in subnets],
+                "subnets in at least two zones: EKS places the control plane's network"
+                f" interfaces in two or more (these are all in {subnets[0].zone})",
+            )
+        )
+    return problems
+
+
+class NewEksCluster(pulumi.ComponentResource):
+    """The cluster, its network and what its nodes need, created."""
+
+    cluster: EksCluster
+    """The cluster as the rest of the platform reads it, endpoint and CA now outputs."""
+    subnet_ids: Mapping[str, pulumi.Input[str]]
+    """The node subnets' ids by the id they were planned with."""
+    ready: list[pulumi.Resource]
+    """What Kubernetes objects wait for: the cluster, access entries, system nodes, add-ons."""
+    cni: list[pulumi.Resource]
+    """The VPC CNI's identity, which the nodes' CNI needs before it starts."""
+
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        plan: NewClusterPlan,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("gpu-platform:eks:NewCluster", name, None, opts)
+        create = config.cluster.create
+        assert create is not None
+        planned = plan.cluster
+        tags = cluster_tags(planned)
+        child = pulumi.ResourceOptions(parent=self)
+        if create.aws.subnet_ids:
+            self.subnet_ids = {s.id: s.id for s in plan.subnets}
+            vpc_id: pulumi.Input[str] = ""
+        else:
+            vpc = create.aws.vpc or EksNewVpc()
+            network = EksNetwork(
+                f"{name}-network",
+                planned.name,
+                planned.region,
+                vpc,
+                [s.zone for s in plan.subnets],
+                nat_per_zone(vpc, config.protect),
+                tags,
+                child,
+            )
+            self.subnet_ids = {
+                PLANNED_SUBNET_PREFIX + zone: subnet_id
+                for zone, subnet_id in network.private_subnet_ids.items()
+            }
+            vpc_id = network.vpc_id
+        control_plane = EksControlPlane(
+            name,
+            planned,
+            create,
+            list(self.subnet_ids.values()),
+            plan.creator_arn,
+            config.protect,
+            tags,
+            child,
+        )
+        created = control_plane.cluster
+        on_cluster = pulumi.ResourceOptions(parent=self, depends_on=[created])
+        self.cni = (
+            [VpcCniIdentity("vpc-cni", planned, on_cluster)] if config.cluster.vpc_cni_role else []
+        )
+        before = addons(f"{name}-addon", planned, BEFORE_NODES, on_cluster)
+        system = EksSystemNodeGroup(
+            f"{name}-system",
+            planned,
+            created.name,
+            create.aws.system_nodes,
+            plan.system_architecture,
+            list(self.subnet_ids.values()),
+            config.cluster.cni_policy_on_node_role,
+            tags,
+            after=[*before, *self.cni, *control_plane.access],
+            opts=child,
+        )
+        ebs_role, ebs_policy = ebs_csi_role(f"{name}-ebs-csi", planned, child)
+        after = addons(
+            f"{name}-addon",
+            planned,
+            AFTER_NODES,
+            pulumi.ResourceOptions(parent=self, depends_on=[system, ebs_policy]),
+            pod_identities={
+                "aws-ebs-csi-driver": eks.AddonPodIdentityAssociationArgs(
+                    role_arn=ebs_role.arn, service_account="ebs-csi-controller-sa"
+                )
+            },
+        )
+        self.cluster = replace(
+            planned,
+            endpoint=created.endpoint,
+            certificate_authority=created.certificate_authority.data,
+            vpc_id=vpc_id or created.vpc_config.vpc_id,
+            security_group_id=created.vpc_config.cluster_security_group_id,
+        )
+        self.ready = [created, *control_plane.access, system, *before, *after]
+        self.register_outputs({"cluster": created.arn})
+
+
+def with_created_subnets(
+    placement: NodeGroupPlacement, created: Mapping[str, pulumi.Input[str]]
+) -> NodeGroupPlacement:
+    """`placement` with the planned subnets' ids replaced by the created subnets'."""
+    return replace(
+        placement,
+        subnet_ids=tuple(created.get(str(s), s) for s in placement.subnet_ids),
+        subnets_by_zone=tuple(
+            (zone, tuple(created.get(str(s), s) for s in ids))
+            for zone, ids in placement.subnets_by_zone
+        ),
+    )

@@ -1,0 +1,107 @@
+"""The system node group of a cluster the platform creates: small, on-demand, in the private
+subnets of every zone, where what is not a GPU workload runs (CoreDNS, the autoscaler or
+Karpenter, the GPU Operator's controllers, Prometheus).
+
+No taint: all of those land there without tolerations, while the GPU pools' own
+`nvidia.com/gpu` taint keeps them off the GPUs. Nodes take IMDSv2 only, with a hop limit of 1, so
+that no pod reaches the node role's credentials (EKS best practices guide, "Restrict access to
+the instance profile assigned to the worker node"), and an encrypted gp3 root volume.
+"""
+
+from collections.abc import Mapping, Sequence
+
+import pulumi
+from pulumi_aws import ec2, eks
+
+from gpu_platform.config.cluster_create import SYSTEM_NODE_GROUP, EksSystemNodes
+from gpu_platform.eks.cluster import EksCluster
+from gpu_platform.eks.node_group import imdsv2_only, node_role
+from gpu_platform.eks.node_group_names import node_group_name_prefix
+
+SYSTEM_LABEL = "gpu-platform.io/system"
+# The AMI types of the EKS-optimized AL2023 images without GPU drivers, by architecture
+# (botocore's EKS model, AMITypes).
+AMI_TYPES = {"x86_64": "AL2023_x86_64_STANDARD", "arm64": "AL2023_ARM_64_STANDARD"}
+ROOT_DEVICE = "/dev/xvda"
+
+
+class EksSystemNodeGroup(pulumi.ComponentResource):
+    node_group: eks.NodeGroup
+
+    def __init__(
+        self,
+        name: str,
+        cluster: EksCluster,
+        cluster_name: pulumi.Input[str],
+        spec: EksSystemNodes,
+        architecture: str,
+        subnet_ids: Sequence[pulumi.Input[str]],
+        cni_policy_on_node_role: bool,
+        tags: Mapping[str, str],
+        after: Sequence[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("gpu-platform:eks:SystemNodeGroup", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        role, attachments = node_role(
+            f"{name}-role",
+            purpose="system-nodes",
+            attachment_prefix=name,
+            description=f"System nodes of EKS cluster {cluster.name}",
+            cluster=cluster,
+            cni_policy_on_node_role=cni_policy_on_node_role,
+            opts=child,
+            tags=tags,
+        )
+        template = ec2.LaunchTemplate(
+            f"{name}-launch-template",
+            description=f"System nodes of EKS cluster {cluster.name}",
+            metadata_options=imdsv2_only(hop_limit=1),
+            block_device_mappings=[
+                ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name=ROOT_DEVICE,
+                    ebs=ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_type="gp3",
+                        volume_size=spec.disk_size_gib,
+                        encrypted="true",
+                        delete_on_termination="true",
+                    ),
+                )
+            ],
+            tag_specifications=[
+                ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=dict(tags))
+                for kind in ("instance", "volume")
+            ],
+            tags=dict(tags),
+            region=cluster.region,
+            opts=child,
+        )
+        self.node_group = eks.NodeGroup(
+            f"{name}-nodes",
+            cluster_name=cluster_name,
+            node_group_name_prefix=node_group_name_prefix(SYSTEM_NODE_GROUP),
+            node_role_arn=role.arn,
+            subnet_ids=list(subnet_ids),
+            ami_type=AMI_TYPES[architecture],
+            version=cluster.version,
+            instance_types=list(spec.instance_types),
+            capacity_type="ON_DEMAND",
+            scaling_config=eks.NodeGroupScalingConfigArgs(
+                min_size=spec.min, desired_size=spec.min, max_size=spec.max
+            ),
+            update_config=eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            labels={SYSTEM_LABEL: "true"},
+            launch_template=eks.NodeGroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)
+            ),
+            tags=dict(tags),
+            region=cluster.region,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[*attachments, *after],
+                # The cluster autoscaler sizes the group between min and max (EKS tags its Auto
+                # Scaling group for discovery).
+                ignore_changes=["scalingConfig.desiredSize"],
+            ),
+        )
+        self.register_outputs({"node_group": self.node_group.node_group_name})

@@ -1,0 +1,312 @@
+"""A cluster the platform creates (`cluster.create`, the eks-new stack): every object it declares
+is a request the AWS APIs accept by botocore's models, at every supported Kubernetes version,
+and the cluster has what the platform promises: nodes only in private subnets, Secrets
+encrypted with a rotated KMS key, the endpoint access configured, audit logs, `API`
+authentication with access entries, add-ons pinned for its Kubernetes version, and GPU pools
+exactly as on a cluster the stack attaches to."""
+
+import copy
+import ipaddress
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gpu_platform.cli.offline import Plan, PlannedResource, run_program
+from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.eks.new_cluster.addon_pins import CORE_ADDONS
+from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
+from tests.repository import PROJECT
+
+from .aws_api import request_problems
+from .new_cluster_api import requests_for
+
+Config = dict[str, Any]
+NEW_CLUSTER = "gpu-platform:eks:NewCluster"
+CLUSTER = "aws:eks/cluster:Cluster"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+SUBNET = "aws:ec2/subnet:Subnet"
+ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
+ASSOCIATION = "aws:ec2/routeTableAssociation:RouteTableAssociation"
+NAT = "aws:ec2/natGateway:NatGateway"
+ADDON = "aws:eks/addon:Addon"
+KMS_KEY = "aws:kms/key:Key"
+ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
+VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+# One AL2023 NVIDIA release of each supported minor whose driver the platform knows
+# (gpu_platform/driver_tables/al2023-nvidia.json).
+AL2023_RELEASES = {
+    "1.33": "1.33.13-20260714",
+    "1.34": "1.34.9-20260714",
+    "1.35": "1.35.6-20260714",
+    "1.36": "1.36.2-20260714",
+}
+# eks-new's public endpoint answers a documentation range (RFC 5737) its users replace.
+EKS_NEW_CIDRS = ["203.0.113.0/24"]
+
+
+def eks_new() -> Config:
+    return copy.deepcopy(stack_config("eks-new", PROJECT))
+
+
+def create_of(config: Config) -> Config:
+    create: Config = config["gpu-platform:cluster"]["create"]
+    return create
+
+
+def on_version(version: str) -> Callable[[Config], None]:
+    def change(config: Config) -> None:
+        create_of(config)["kubernetesVersion"] = version
+        config["gpu-platform:pools"][0]["aws"]["amiReleaseVersion"] = AL2023_RELEASES[version]
+
+    return change
+
+
+def private_endpoint(config: Config) -> None:
+    create_of(config)["endpoint"] = {"access": "private"}
+
+
+def protected(config: Config) -> None:
+    config["gpu-platform:protect"] = True
+
+
+def on_karpenter(config: Config) -> None:
+    config["gpu-platform:provisioner"] = "karpenter"
+
+
+VARIANTS: dict[str, Callable[[Config], None]] = {
+    **{f"kubernetes {v}": on_version(v) for v in SUPPORTED_KUBERNETES_VERSIONS},
+    "private endpoint": private_endpoint,
+    "protected": protected,
+    "karpenter": on_karpenter,
+}
+
+
+@pytest.fixture(scope="module")
+def plans() -> dict[str, Plan]:
+    found = {}
+    for name, change in VARIANTS.items():
+        config = eks_new()
+        change(config)
+        found[name] = run_program("eks-new", config=config, project=PROJECT)
+    return found
+
+
+@pytest.fixture(scope="module")
+def plan(plans: dict[str, Plan]) -> Plan:
+    return plans["kubernetes 1.35"]
+
+
+def only(plan: Plan, type_: str) -> PlannedResource:
+    [resource] = plan.of_type(type_)
+    return resource
+
+
+def descendants(plan: Plan, ancestor: PlannedResource) -> list[PlannedResource]:
+    children = plan.children_of(ancestor)
+    return [*children, *(d for child in children for d in descendants(plan, child))]
+
+
+# --- Every created object against botocore's models ------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_aws_object_is_a_request_the_api_accepts(
+    plans: dict[str, Plan], variant: str
+) -> None:
+    checked = set()
+    plan = plans[variant]
+    # The cluster's own objects; the GPU pools' are test_contract.py's.
+    for resource in descendants(plan, only(plan, NEW_CLUSTER)):
+        if not resource.type.startswith("aws:"):
+            continue
+        for service, operation, params in requests_for(resource):
+            assert request_problems(service, operation, params) == [], (resource.name, operation)
+        checked.add(resource.type)
+    assert {CLUSTER, NODE_GROUP, SUBNET, NAT, ADDON, KMS_KEY, ACCESS_ENTRY, VPC_ENDPOINT} <= checked
+
+
+# --- Nodes only in private subnets -------------------------------------------------------------
+
+
+def private_subnet_urns(plan: Plan) -> set[str]:
+    """The subnets whose route table sends nothing to an internet gateway (EKS user guide,
+    network-reqs.adoc: a public subnet's route table has a route to an internet gateway)."""
+    public_tables = {
+        r.urn
+        for r in plan.of_type(ROUTE_TABLE)
+        if any("gatewayId" in route for route in r.inputs.get("routes", []))
+    }
+    tables_of = {
+        a.property_dependencies["subnetId"][0]: a.property_dependencies["routeTableId"]
+        for a in plan.of_type(ASSOCIATION)
+    }
+    return {subnet for subnet, tables in tables_of.items() if not set(tables) & public_tables}
+
+
+@pytest.mark.parametrize("variant", ["kubernetes 1.35", "protected"])
+def test_every_node_group_is_in_private_subnets_only(plans: dict[str, Plan], variant: str) -> None:
+    plan = plans[variant]
+    private = private_subnet_urns(plan)
+    groups = plan.of_type(NODE_GROUP)
+
+    assert len(groups) == 2  # the system nodes and the GPU pool
+    for group in groups:
+        assert set(group.property_dependencies["subnetIds"]) <= private, group.name
+        assert len(group.inputs["subnetIds"]) == 3
+
+
+def test_karpenter_launches_gpu_nodes_in_private_subnets_only(plans: dict[str, Plan]) -> None:
+    plan = plans["karpenter"]
+    [node_class] = plan.of_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+
+    chosen = set(node_class.property_dependencies["spec"]) & {r.urn for r in plan.of_type(SUBNET)}
+
+    assert len(node_class.inputs["spec"]["subnetSelectorTerms"]) == 3
+    assert len(chosen) == 3 and chosen <= private_subnet_urns(plan)
+
+
+def test_private_subnets_take_three_quarters_of_the_vpc_for_pods(plan: Plan) -> None:
+    private = [r for r in plan.of_type(SUBNET) if r.urn in private_subnet_urns(plan)]
+
+    assert (
+        sorted(ipaddress.ip_network(r.inputs["cidrBlock"]).num_addresses for r in private)
+        == [16384] * 3
+    )
+    assert {r.inputs["tags"]["kubernetes.io/role/internal-elb"] for r in private} == {"1"}
+    assert not any(r.inputs["mapPublicIpOnLaunch"] for r in plan.of_type(SUBNET))
+
+
+def test_a_dev_stack_has_one_nat_gateway_and_a_protected_one_one_per_zone(
+    plans: dict[str, Plan],
+) -> None:
+    assert len(plans["kubernetes 1.35"].of_type(NAT)) == 1
+    assert len(plans["protected"].of_type(NAT)) == 3
+
+
+def test_s3_traffic_of_every_private_subnet_bypasses_the_nat_gateways(plan: Plan) -> None:
+    # VPC user guide, "Gateway endpoints for Amazon S3": a gateway endpoint is a target in the
+    # route tables given; ECR serves image layers from S3 (ECR user guide, vpc-endpoints).
+    endpoint = only(plan, VPC_ENDPOINT)
+    private_tables = {
+        a.property_dependencies["routeTableId"][0]
+        for a in plan.of_type(ASSOCIATION)
+        if a.property_dependencies["subnetId"][0] in private_subnet_urns(plan)
+    }
+
+    assert (endpoint.inputs["serviceName"], endpoint.inputs["vpcEndpointType"]) == (
+        "com.amazonaws.us-east-1.s3",
+        "Gateway",
+    )
+    assert set(endpoint.property_dependencies["routeTableIds"]) == private_tables
+    assert len(private_tables) == 3
+
+
+# --- The control plane -------------------------------------------------------------------------
+
+
+def test_secrets_are_encrypted_with_a_rotated_key_of_the_stack(plan: Plan) -> None:
+    cluster = only(plan, CLUSTER)
+    key = only(plan, KMS_KEY)
+
+    assert cluster.inputs["encryptionConfig"]["resources"] == ["secrets"]
+    assert cluster.property_dependencies["encryptionConfig"] == (key.urn,)
+    assert key.inputs["enableKeyRotation"] is True
+
+
+def test_the_endpoint_is_private_unless_opened_to_the_cidrs_given(plans: dict[str, Plan]) -> None:
+    private = only(plans["private endpoint"], CLUSTER).inputs["vpcConfig"]
+    public = only(plans["kubernetes 1.35"], CLUSTER).inputs["vpcConfig"]
+
+    assert (private["endpointPrivateAccess"], private["endpointPublicAccess"]) == (True, False)
+    assert "publicAccessCidrs" not in private
+    assert (public["endpointPublicAccess"], public["publicAccessCidrs"]) == (True, EKS_NEW_CIDRS)
+
+
+def test_access_is_by_access_entries_only(plan: Plan) -> None:
+    cluster = only(plan, CLUSTER).inputs
+
+    assert cluster["accessConfig"] == {
+        "authenticationMode": "API",
+        "bootstrapClusterCreatorAdminPermissions": False,
+    }
+    assert cluster["bootstrapSelfManagedAddons"] is False
+
+
+def test_the_audit_api_and_authenticator_logs_are_kept_by_default(plan: Plan) -> None:
+    # terraform-aws-eks variables.tf (v21), `enabled_log_types`: ["audit", "api",
+    # "authenticator"]; the controller manager's and scheduler's are left out.
+    logs = only(plan, CLUSTER).inputs["enabledClusterLogTypes"]
+
+    assert sorted(logs) == ["api", "audit", "authenticator"]
+
+
+def test_the_cluster_leaves_extended_support_off_unless_asked(plan: Plan) -> None:
+    # botocore EKS UpgradePolicyRequest `supportType`: "The default value is EXTENDED";
+    # left unset, a cluster would move to extended support's higher price by itself.
+    assert only(plan, CLUSTER).inputs["upgradePolicy"] == {"supportType": "STANDARD"}
+
+
+def test_the_deployer_and_the_administrators_get_access_entries(plan: Plan) -> None:
+    principals = {r.inputs["principalArn"] for r in plan.of_type(ACCESS_ENTRY)}
+
+    # The stand-in deployer is a session of the role gpu-platform-deploy
+    # (gpu_platform/cli/stand_ins/aws.py): its entry names the role, not the session.
+    assert principals == {
+        "arn:aws:iam::123456789012:role/gpu-platform-deploy",
+        "arn:aws:iam::123456789012:role/platform-admins",
+    }
+
+
+def test_a_protected_stack_protects_the_cluster_and_its_key(plans: dict[str, Plan]) -> None:
+    plan = plans["protected"]
+
+    assert only(plan, CLUSTER).protect and only(plan, KMS_KEY).protect
+    assert only(plan, CLUSTER).inputs["deletionProtection"] is True
+    assert not only(plans["kubernetes 1.35"], CLUSTER).protect
+
+
+# --- Add-ons -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", SUPPORTED_KUBERNETES_VERSIONS)
+def test_every_core_addon_is_pinned_for_the_clusters_version(
+    plans: dict[str, Plan], version: str
+) -> None:
+    plan = plans[f"kubernetes {version}"]
+    pinned = {
+        r.inputs["addonName"]: r.inputs["addonVersion"]
+        for r in plan.children_of(only(plan, NEW_CLUSTER))
+        if r.type == ADDON
+    }
+
+    assert set(pinned) == set(CORE_ADDONS)
+    assert only(plan, CLUSTER).inputs["version"] == version
+    # kube-proxy is built per Kubernetes minor, and must be the cluster's (EKS user guide,
+    # managing-kube-proxy.adoc: "the same minor version as your cluster").
+    assert pinned["kube-proxy"].startswith(f"v{version}.")
+
+
+def test_the_nodes_cni_and_the_pod_identity_agent_come_before_the_system_nodes(plan: Plan) -> None:
+    system = plan.named("cluster-system-nodes", NODE_GROUP)
+    addons = {r.inputs["addonName"]: r.urn for r in plan.of_type(ADDON)}
+
+    assert {addons["vpc-cni"], addons["kube-proxy"], addons["eks-pod-identity-agent"]} <= set(
+        system.dependencies
+    )
+
+
+# --- GPU pools as on an existing cluster -------------------------------------------------------
+
+
+def test_gpu_pools_are_those_of_the_same_stack_on_an_existing_cluster(plan: Plan) -> None:
+    attached = eks_new()
+    del attached["gpu-platform:cluster"]["create"]
+    existing = run_program("eks-new", config=attached, project=PROJECT)
+
+    def gpu_pool(p: Plan) -> tuple[dict[str, Any], dict[str, Any]]:
+        group = p.named("l4-nodes", NODE_GROUP).inputs
+        template = p.named("l4-launch-template", "aws:ec2/launchTemplate:LaunchTemplate").inputs
+        return {k: v for k, v in group.items() if k != "subnetIds"}, template
+
+    assert gpu_pool(plan) == gpu_pool(existing)
