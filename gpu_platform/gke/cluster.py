@@ -1,6 +1,7 @@
-"""The existing GKE Standard cluster a stack attaches to, and how the program reaches its API.
+"""The GKE Standard cluster a stack runs on, and how the program reaches its API.
 
-The cluster is looked up, never created: its endpoint and CA give a Kubernetes provider that
+An existing cluster is looked up (one the platform creates is planned from the config:
+`gpu_platform.gke.new_cluster`): its endpoint and CA give a Kubernetes provider that
 authenticates with `gke-gcloud-auth-plugin`, the deployer's own Google credentials, so the
 kubeconfig holds no token. It is still exported only as a secret.
 """
@@ -37,9 +38,10 @@ class GkeCluster:
     location: str
     """A region (regional cluster) or a zone (zonal cluster)."""
     name: str
-    endpoint: str
-    ca_certificate: str
-    """Base64-encoded PEM, as `certificate-authority-data` takes it."""
+    endpoint: pulumi.Input[str]
+    ca_certificate: pulumi.Input[str]
+    """Base64-encoded PEM, as `certificate-authority-data` takes it. Of a cluster the platform
+    creates, both are outputs of the created cluster."""
     master_version: str
     autopilot: bool
     workload_pool: str | None
@@ -48,6 +50,9 @@ class GkeCluster:
     """The GKE version the nodes of each of the platform's existing node pools run, by the
     pool's name in the stack config. An unpinned pool's nodes stay on it until GKE upgrades
     them, after the control plane."""
+    exists: bool = True
+    """False for a cluster the platform is about to create; its `master_version` is then the
+    version it is created at (a minor, where the release channel picks its patch)."""
 
     @property
     def region(self) -> str:
@@ -110,12 +115,23 @@ def cluster_problems(cluster: GkeCluster) -> Iterator[ConfigProblem]:
         )
 
 
-def kubeconfig_for(cluster: GkeCluster) -> str:
-    """A kubeconfig for the cluster that authenticates with the deployer's Google credentials."""
+def kubeconfig_output(cluster: GkeCluster) -> pulumi.Output[str]:
+    """`kubeconfig_for`, of a cluster whose endpoint and CA may be outputs (one the platform
+    creates)."""
+    return pulumi.Output.all(cluster.endpoint, cluster.ca_certificate).apply(
+        lambda found: kubeconfig_for(cluster, found[0], found[1])
+    )
+
+
+def kubeconfig_for(
+    cluster: GkeCluster, endpoint: str | None = None, ca_certificate: str | None = None
+) -> str:
+    """A kubeconfig for the cluster that authenticates with the deployer's Google credentials;
+    `endpoint` and `ca_certificate` where the cluster's are outputs."""
     return exec_kubeconfig(
         cluster.context_name,
-        f"https://{cluster.endpoint}",
-        cluster.ca_certificate,
+        f"https://{endpoint if endpoint is not None else cluster.endpoint}",
+        ca_certificate if ca_certificate is not None else str(cluster.ca_certificate),
         {
             "command": AUTH_PLUGIN,
             "installHint": _AUTH_PLUGIN_INSTALL_HINT,
@@ -128,4 +144,4 @@ def connect_to(
     cluster: GkeCluster, opts: pulumi.ResourceOptions | None = None
 ) -> ClusterConnection:
     """A Kubernetes provider for the cluster, and its kubeconfig as a secret."""
-    return connect_with_kubeconfig("kubernetes", kubeconfig_for(cluster), opts)
+    return connect_with_kubeconfig("kubernetes", kubeconfig_output(cluster), opts)

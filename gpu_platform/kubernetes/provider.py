@@ -43,7 +43,7 @@ def exec_kubeconfig(name: str, server: str, ca_data: str, exec_: Mapping[str, An
 
 
 def connect_with_kubeconfig(
-    provider_name: str, kubeconfig: str, opts: pulumi.ResourceOptions | None = None
+    provider_name: str, kubeconfig: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None
 ) -> ClusterConnection:
     """A provider for the cluster `kubeconfig` describes; the kubeconfig is kept as a secret."""
     secret = pulumi.Output.secret(kubeconfig)

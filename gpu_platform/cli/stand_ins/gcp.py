@@ -118,6 +118,45 @@ def node_pool_outputs(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     return {"name": inputs.get("name") or f"{name}-{suffix}", "version": STAND_IN_MASTER_VERSION}
 
 
+STAND_IN_PRIVATE_ENDPOINT = "10.0.15.2"
+"""Where a created cluster's private endpoint would answer: in its nodes' subnet (private
+address space, as GKE gives it)."""
+
+
+def cluster_outputs(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """A created cluster's endpoints and CA: the looked-up stand-in's."""
+    private = {
+        **inputs.get("privateClusterConfig", {}),
+        "privateEndpoint": STAND_IN_PRIVATE_ENDPOINT,
+    }
+    return {
+        "endpoint": STAND_IN_ENDPOINT,
+        "masterAuth": {"clusterCaCertificate": STAND_IN_CA},
+        "privateClusterConfig": private,
+        "masterVersion": STAND_IN_MASTER_VERSION,
+        "selfLink": _self_link("locations", inputs, "clusters", inputs.get("name", name)),
+    }
+
+
+def _self_link(scope: str, inputs: dict[str, Any], kind: str, name: str) -> str:
+    where = inputs.get("location") or inputs.get("region")
+    path = f"projects/{inputs.get('project')}/{scope}/{where}/{kind}/{name}"
+    if scope == "global":
+        path = f"projects/{inputs.get('project')}/global/{kind}/{name}"
+    return f"https://www.googleapis.com/compute/v1/{path}"
+
+
+def _named_outputs(scope: str, kind: str) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+    """Pulumi names a resource without a name after it, with a random suffix."""
+
+    def outputs(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+        suffix = hashlib.sha256(name.encode()).hexdigest()[:7]
+        named = inputs.get("name") or f"{name}-{suffix}"
+        return {"name": named, "selfLink": _self_link(scope, inputs, kind, named)}
+
+    return outputs
+
+
 INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "gcp:container/getCluster:getCluster": get_cluster,
     "gcp:compute/getZones:getZones": get_zones,
@@ -126,4 +165,8 @@ INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
     "gcp:serviceaccount/account:Account": service_account_outputs,
     "gcp:container/nodePool:NodePool": node_pool_outputs,
+    "gcp:container/cluster:Cluster": cluster_outputs,
+    "gcp:compute/network:Network": _named_outputs("global", "networks"),
+    "gcp:compute/subnetwork:Subnetwork": _named_outputs("regions", "subnetworks"),
+    "gcp:compute/router:Router": _named_outputs("regions", "routers"),
 }
