@@ -6,6 +6,7 @@ this file (as tests and tools do) only collects the policies.
 """
 
 import conversions
+import gke_clusters
 import gpu_cuda
 import gpu_pools
 import gpu_sharing
@@ -34,6 +35,7 @@ POLICIES = [
             *gpu_cuda.POLICIES,
             *idle_gpu_pods.POLICIES,
             *gpu_pools.POLICIES,
+            *gke_clusters.POLICIES,
             *karpenter_pools.POLICIES,
             *helm.POLICIES,
             *gpu_stack.POLICIES,
