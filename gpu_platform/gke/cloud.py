@@ -170,13 +170,17 @@ class GkeCloud:
 
     def stack_outputs(self) -> dict[str, Any]:
         """`nodeServiceAccounts`: each pool's node service account, on which the deploy identity
-        needs `roles/iam.serviceAccountUser` (docs/iam/README.md)."""
-        return {
+        needs `roles/iam.serviceAccountUser` (docs/iam/README.md); `systemNodeServiceAccount`,
+        of a cluster the stack creates, the system nodes' (docs/create-cluster-gke.md)."""
+        outputs: dict[str, Any] = {
             "nodeServiceAccounts": secret_if(
                 self.config.is_secret("pools"),
                 {pool.pool_name: pool.service_account for pool in self._node_pools},
             )
         }
+        if self._created is not None:
+            outputs["systemNodeServiceAccount"] = self._created.system_service_account
+        return outputs
 
 
 def initial_size_problems(pool: ResolvedPool, zones: Sequence[str]) -> list[ConfigProblem]:

@@ -97,6 +97,7 @@ class NewGkeCluster(pulumi.ComponentResource):
                 planned.name, planned.project, planned.region, gcp.network or GkeNewNetwork(), self
             )
         account, role = system_node_identity(f"{name}-system-nodes", planned, self)
+        self.system_service_account = account.email
         self.cluster_resource = container.Cluster(
             name,
             args=cluster_args(

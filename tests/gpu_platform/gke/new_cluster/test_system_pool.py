@@ -40,3 +40,13 @@ def test_the_system_nodes_follow_the_control_plane(gke_new_plan: Plan) -> None:
     assert inputs["management"] == {"autoRepair": True, "autoUpgrade": True}
     assert "version" not in inputs
     assert inputs["upgradeSettings"]["maxUnavailable"] == 0
+
+
+def test_the_system_nodes_account_is_a_stack_output(gke_new_plan: Plan) -> None:
+    # The deploy identity needs roles/iam.serviceAccountUser on it to create the cluster.
+    pool = system_pool(gke_new_plan)
+
+    assert (
+        gke_new_plan.outputs["systemNodeServiceAccount"]
+        == pool.inputs["nodeConfig"]["serviceAccount"]
+    )
