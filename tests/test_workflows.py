@@ -563,7 +563,7 @@ def test_a_pull_request_previews_only_the_stacks_deployed_without_approval() -> 
     preview = workflow("pull-request.yml")["jobs"]["preview"]
     deploy = dict(stack_jobs(workflow("deploy.yml")))
 
-    assert preview["strategy"]["matrix"]["stack"] == ["dev", "gke-dev", "karpenter-dev"]
+    assert preview["strategy"]["matrix"]["stack"] == ["dev", "gke-dev", "gke-new", "karpenter-dev"]
     assert set(preview["strategy"]["matrix"]["stack"]) == set(needs_of(deploy["prod-plan"]))
 
 
