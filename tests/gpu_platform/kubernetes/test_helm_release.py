@@ -34,6 +34,7 @@ RELEASES = {
     "dev": {"gpu-operator": 915, "cluster-autoscaler": 300},
     "prod": {"gpu-operator": 925, "cluster-autoscaler": 300, "aws-efa-k8s-device-plugin": 310},
     "gke-dev": {"gpu-operator": 915, "kube-prometheus-stack": 915},
+    "gke-new": {"gpu-operator": 910, "kube-prometheus-stack": 910},
     "karpenter-dev": {"gpu-operator": 925, "karpenter": 300, "karpenter-crd": 120},
 }
 
