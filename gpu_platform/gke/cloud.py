@@ -104,11 +104,10 @@ class GkeCloud:
             created.cluster,
             pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=created.ready)),
         )
+        # With the cluster it grants access to.
         administrator_bindings(
             create.administrators,
-            pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(provider=connection.provider)
-            ),
+            pulumi.ResourceOptions(parent=created, provider=connection.provider),
         )
         return connection
 
