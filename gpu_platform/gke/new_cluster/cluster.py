@@ -102,21 +102,16 @@ def cluster_args(
         min_master_version=control_plane_version(create),
         maintenance_policy=maintenance_policy(gcp),
         authenticator_groups_config=admin_groups_config(create),
-        # The default node pool, created with the cluster and deleted at once. Its nodes run as
-        # the system nodes' service account; once it is gone its settings read back empty, so
-        # the program ignores them rather than replace the cluster (`ignore_changes` below).
+        # The default node pool, created with the cluster and deleted at once (the provider
+        # deletes `default-pool` right after creating the cluster). Meanwhile its nodes run as
+        # the system nodes' service account, on the GKE metadata server and shielded, which a
+        # cluster with Workload Identity and shielded nodes gives every new pool. Once it is
+        # gone its settings read back empty: the program ignores them rather than replace the
+        # cluster (`DEFAULT_POOL_PROPERTIES`).
         remove_default_node_pool=True,
         initial_node_count=1,
         node_config=container.ClusterNodeConfigArgs(
-            service_account=node_service_account,
-            oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-            metadata={"disable-legacy-endpoints": "true"},
-            workload_metadata_config=container.ClusterNodeConfigWorkloadMetadataConfigArgs(
-                mode="GKE_METADATA"
-            ),
-            shielded_instance_config=container.ClusterNodeConfigShieldedInstanceConfigArgs(
-                enable_secure_boot=True, enable_integrity_monitoring=True
-            ),
+            service_account=node_service_account, oauth_scopes=[CLOUD_PLATFORM_SCOPE]
         ),
         deletion_protection=protect,
         resource_labels=labels,
