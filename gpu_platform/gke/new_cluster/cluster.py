@@ -5,7 +5,7 @@ terraform-google-kubernetes-engine's safer-cluster module have it:
   which enforces NetworkPolicies without Calico);
 - private nodes (no external address; Cloud NAT for egress), and a control plane reached
   privately, or publicly only from `endpoint.publicCidrs`: master authorized networks on, Google
-  Cloud's own public ranges not let in, the DNS-based endpoint closed to traffic from outside;
+  Cloud's own public ranges not let in, the DNS-based endpoint closed to user traffic;
 - Workload Identity Federation (`<project>.svc.id.goog`), shielded nodes;
 - a release channel, or a pinned version on none; a weekly maintenance window and exclusions;
 - no default node pool: GKE creates one with the cluster, and `remove_default_node_pool` deletes
