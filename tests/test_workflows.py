@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
+from gpu_platform.cli.stack_files import stack_config
+from tests.repository import PROJECT
 from tests.repository import ROOT as PROJECT_DIR
 
 GITHUB_DIR = PROJECT_DIR / ".github"
@@ -62,6 +64,14 @@ def stack_files() -> list[str]:
         p.name.removeprefix("Pulumi.").removesuffix(".yaml")
         for p in PROJECT_DIR.glob("Pulumi.*.yaml")
     )
+
+
+def deployed_stacks() -> list[str]:
+    """The stacks deployed and checked for drift: all but the examples the checks' stack list
+    leaves out (`EXAMPLE_STACKS` in checks.yml)."""
+    step = next(s for s in workflow("checks.yml")["jobs"]["stacks"]["steps"] if "run" in s)
+    examples = json.loads(step["env"]["EXAMPLE_STACKS"])
+    return [stack for stack in stack_files() if stack not in examples]
 
 
 def stack_jobs(document: Document) -> Iterator[tuple[str, Document]]:
@@ -200,11 +210,25 @@ def test_the_checks_list_every_stack_file(tmp_path: Path) -> None:
     subprocess.run(
         ["bash", "-e", "-c", step["run"]],
         cwd=PROJECT_DIR,
-        env={**os.environ, "GITHUB_OUTPUT": str(output)},
+        env={**os.environ, **step.get("env", {}), "GITHUB_OUTPUT": str(output)},
         check=True,
     )
 
-    assert output.read_text() == f"stacks={json.dumps(stack_files())}\n"
+    assert output.read_text() == (
+        f"stacks={json.dumps(stack_files())}\ndeployed={json.dumps(deployed_stacks())}\n"
+    )
+
+
+def test_the_stacks_left_undeployed_are_the_examples_that_create_their_cluster() -> None:
+    examples = set(stack_files()) - set(deployed_stacks())
+    creating = {
+        stack
+        for stack in stack_files()
+        if "create" in stack_config(stack, PROJECT)["gpu-platform:cluster"]
+    }
+
+    assert "gke-new" in examples
+    assert examples == creating
 
 
 def test_the_offline_plan_runs_with_the_stack_policy_config() -> None:
@@ -241,7 +265,7 @@ def test_every_stack_file_is_deployed_behind_its_own_environment() -> None:
         if job["with"]["command"] == "up"
     }
 
-    assert sorted(deploys) == stack_files()
+    assert sorted(deploys) == deployed_stacks()
     assert all(stack == environment for stack, environment in deploys.items())
 
 
@@ -453,7 +477,7 @@ def test_drift_is_checked_every_day_for_every_stack_with_the_plan_credentials() 
         "command": "drift",
         "environment": "${{ matrix.stack }}-plan",
     }
-    assert job["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.checks.outputs.stacks) }}"
+    assert job["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.checks.outputs.deployed) }}"
 
 
 def test_drift_compares_the_cloud_with_the_state_without_writing_it() -> None:
@@ -563,7 +587,7 @@ def test_a_pull_request_previews_only_the_stacks_deployed_without_approval() -> 
     preview = workflow("pull-request.yml")["jobs"]["preview"]
     deploy = dict(stack_jobs(workflow("deploy.yml")))
 
-    assert preview["strategy"]["matrix"]["stack"] == ["dev", "gke-dev", "gke-new", "karpenter-dev"]
+    assert preview["strategy"]["matrix"]["stack"] == ["dev", "gke-dev", "karpenter-dev"]
     assert set(preview["strategy"]["matrix"]["stack"]) == set(needs_of(deploy["prod-plan"]))
 
 
