@@ -45,6 +45,18 @@ def cluster_create_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             "no value with cluster.create: the platform reaches the cluster it creates through"
             " the cluster's own endpoint and the deployer's cloud credentials",
         )
+    if not config.monitoring.install_prometheus_stack:
+        # A cluster created by the same `pulumi up` has no Prometheus Operator: its CRDs
+        # (PrometheusRule, ServiceMonitor, which the GPU alerts and the DCGM exporter's scrape
+        # are) and the monitoring namespace would be missing when the platform applies them.
+        # Managed Service for Prometheus on GKE covers the scrape and the recording rules only.
+        yield ConfigProblem(
+            key_path("monitoring", "installPrometheusStack"),
+            config.monitoring.install_prometheus_stack,
+            "true with cluster.create: a cluster the platform creates runs no Prometheus"
+            " Operator, whose PrometheusRule and ServiceMonitor kinds and monitoring namespace"
+            " the GPU alerts and dashboard need",
+        )
     yield from _endpoint_problems(create)
     yield from _administrator_problems(config.cloud, create)
     if config.cloud is Cloud.AWS:

@@ -22,6 +22,7 @@ ROOMY_PROJECT = {"NETWORKS": (5, 1), "SUBNETWORKS": (100, 30), "ROUTERS": (10, 0
 
 def creating(config: Config, **create: Any) -> None:
     config["gpu-platform:cluster"]["create"] = {"kubernetesVersion": "1.33", **create}
+    config["gpu-platform:monitoring"] = {"installPrometheusStack": True}
     # The GPU quota check is the attach mode's; keep its pools out of the way.
     config["gpu-platform:pools"] = config["gpu-platform:pools"][:1]
 

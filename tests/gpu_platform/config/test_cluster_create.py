@@ -29,6 +29,7 @@ EKS_NEW: Config = {
             "aws": {"amiReleaseVersion": "1.35.6-20260714"},
         }
     ],
+    "monitoring": {"installPrometheusStack": True},
 }
 GKE_NEW: Config = {
     "cloud": "gcp",
@@ -39,6 +40,7 @@ GKE_NEW: Config = {
         "create": {"kubernetesVersion": "1.35", "administrators": ["gke-admins@example.com"]},
     },
     "pools": [{"name": "l4", "instanceTypes": ["g2-standard-8"], "max": 2}],
+    "monitoring": {"installPrometheusStack": True},
 }
 
 
@@ -88,6 +90,10 @@ def _set(path: list[str], value: Any) -> Callable[[Config], None]:
         target[path[-1]] = value
 
     return change
+
+
+def _without_prometheus_stack(config: Config) -> None:
+    config["monitoring"] = {"installPrometheusStack": False, "googleManagedPrometheus": True}
 
 
 # (what is wrong, base, change, the key path the error names, words of what is allowed)
@@ -311,6 +317,20 @@ BAD: list[tuple[str, Config, Callable[[Config], None], str, str]] = [
         _set(["aws", "vpc"], {"cidr": "10.0.0.0/16"}),
         "cluster.create.aws",
         "no value when cloud is gcp",
+    ),
+    (
+        "a created GKE cluster without the Prometheus stack, even with Managed Prometheus",
+        GKE_NEW,
+        _without_prometheus_stack,
+        "monitoring.installPrometheusStack",
+        "true with cluster.create",
+    ),
+    (
+        "a created EKS cluster without the Prometheus stack",
+        EKS_NEW,
+        lambda c: c.pop("monitoring"),
+        "monitoring.installPrometheusStack",
+        "true with cluster.create",
     ),
 ]
 

@@ -15,9 +15,13 @@ Config = dict[str, Any]
 @pytest.fixture
 def gke_new_config(gke_config: Config) -> Config:
     """The GKE test stack, creating its cluster with every default (1.33, whose COS driver the
-    platform knows)."""
+    platform knows), and the Prometheus stack a created cluster needs."""
     config = copy.deepcopy(gke_config)
     config["gpu-platform:cluster"]["create"] = {"kubernetesVersion": "1.33"}
+    config["gpu-platform:monitoring"] = {
+        **config.get("gpu-platform:monitoring", {}),
+        "installPrometheusStack": True,
+    }
     return config
 
 
