@@ -283,8 +283,9 @@ class ClusterCreate(Model):
     administrators: list[NotBlank] = Field(default_factory=list)
     """Who gets cluster-admin besides the identity running `pulumi up`: on EKS IAM role or user
     ARNs (an access entry each, with `AmazonEKSClusterAdminPolicy`), on GKE Google group e-mails
-    (`roles/container.admin` on the cluster's project is GKE's equivalent; see
-    docs/create-cluster.md)."""
+    of one domain (a ClusterRoleBinding to cluster-admin through Google Groups for RBAC, whose
+    `gke-security-groups@<domain>` must contain them, and `roles/container.clusterViewer` on the
+    project to fetch credentials; docs/create-cluster-gke.md)."""
     aws: EksClusterCreate = Field(default_factory=EksClusterCreate)
     """EKS-only settings."""
     gcp: GkeClusterCreate = Field(default_factory=GkeClusterCreate)

@@ -105,6 +105,7 @@ class NewGkeCluster(pulumi.ComponentResource):
                 create,
                 network,
                 account.email,
+                config.monitoring,
                 config.protect,
                 {"managed-by": "gpu-platform"},
             ),

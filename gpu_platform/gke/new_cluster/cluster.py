@@ -20,7 +20,12 @@ from datetime import datetime, timedelta
 import pulumi
 from pulumi_gcp import container
 
-from gpu_platform.config import ClusterCreate, GkeClusterCreate, GkeMaintenanceWindow
+from gpu_platform.config import (
+    ClusterCreate,
+    GkeClusterCreate,
+    GkeMaintenanceWindow,
+    MonitoringSpec,
+)
 from gpu_platform.gke.cluster import GkeCluster
 from gpu_platform.gke.new_cluster.network import ClusterNetwork
 from gpu_platform.gke.node_pool import CLOUD_PLATFORM_SCOPE
@@ -43,6 +48,8 @@ WINDOW_FIRST_DAY = datetime(2025, 1, 6)
 """A Monday before any cluster: GKE takes the window's time of day and length from its start
 and end, and its days from the recurrence."""
 DATAPLANE_V2 = "ADVANCED_DATAPATH"
+SYSTEM_METRICS = "SYSTEM_COMPONENTS"
+"""GKE's own system metrics, which every other monitored component needs."""
 ADMIN_SECURITY_GROUP = "gke-security-groups"
 """The group that Google Groups for RBAC requires to hold the groups RBAC names
 (`gke-security-groups@<domain>`)."""
@@ -59,6 +66,7 @@ def cluster_args(
     create: ClusterCreate,
     network: ClusterNetwork,
     node_service_account: pulumi.Input[str],
+    monitoring: MonitoringSpec,
     protect: bool,
     labels: dict[str, str],
 ) -> container.ClusterArgs:
@@ -102,6 +110,7 @@ def cluster_args(
         min_master_version=control_plane_version(create),
         maintenance_policy=maintenance_policy(gcp),
         authenticator_groups_config=admin_groups_config(create),
+        monitoring_config=monitoring_config(monitoring),
         # The default node pool, created with the cluster and deleted at once (the provider
         # deletes `default-pool` right after creating the cluster). Meanwhile its nodes run as
         # the system nodes' service account, on the GKE metadata server and shielded, which a
@@ -120,6 +129,20 @@ def cluster_args(
 
 DEFAULT_POOL_PROPERTIES = ("nodeConfig", "initialNodeCount")
 """The removed default node pool's settings: read back empty once it is gone."""
+
+
+def monitoring_config(monitoring: MonitoringSpec) -> container.ClusterMonitoringConfigArgs | None:
+    """Managed Service for Prometheus's managed collection where `googleManagedPrometheus` is
+    on: it is what installs the `monitoring.googleapis.com` CRDs (ClusterPodMonitoring,
+    ClusterRules) the platform then creates objects of. The provider sends the component list
+    whenever the block is set (terraform-provider-google `expandMonitoringConfig`), so it names
+    the system metrics GKE collects anyway rather than send none."""
+    if not monitoring.google_managed_prometheus:
+        return None
+    return container.ClusterMonitoringConfigArgs(
+        enable_components=[SYSTEM_METRICS],
+        managed_prometheus=container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
+    )
 
 
 def authorized_networks(

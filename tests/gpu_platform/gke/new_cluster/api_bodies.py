@@ -5,14 +5,16 @@ How the provider turns a cluster's inputs into the API's fields is read from
 terraform-provider-google, `google/services/container/resource_container_cluster.go`
 (`resourceContainerClusterCreate`, `expandControlPlaneEndpointsConfig`,
 `expandDefaultEnablePrivateNodes`, `expandMasterAuthorizedNetworksConfig`,
-`expandMaintenancePolicy`, `expandAuthenticatorGroupsConfig`): `min_master_version` is sent as
-`initialClusterVersion`; `networking_mode = VPC_NATIVE` as `ipAllocationPolicy.useIpAliases`;
-`datapath_provider` and `private_cluster_config.enable_private_nodes` inside `networkConfig`
+`expandMaintenancePolicy`, `expandAuthenticatorGroupsConfig`, `expandMonitoringConfig`):
+`min_master_version` is sent as `initialClusterVersion`; `networking_mode = VPC_NATIVE` as
+`ipAllocationPolicy.useIpAliases`; `datapath_provider` and `private_cluster_config.enable_private_nodes` inside `networkConfig`
 (`defaultEnablePrivateNodes`); `enable_private_endpoint` as
 `controlPlaneEndpointsConfig.ipEndpointsConfig.enablePublicEndpoint` (negated) and
 `master_authorized_networks_config` as its `authorizedNetworksConfig`, with `enabled: true`;
 `enable_shielded_nodes` as `shieldedNodes.enabled`; `enable_legacy_abac` as `legacyAbac`; the
-maintenance policy's recurring window and exclusions inside `window`.
+maintenance policy's recurring window and exclusions inside `window`; `monitoring_config`'s
+`enable_components` as `componentConfig.enableComponents` and `managed_prometheus` as
+`managedPrometheusConfig`.
 `remove_default_node_pool` and `deletion_protection` never reach the API (the provider deletes
 the default pool itself, and refuses `destroy`).
 """
@@ -56,6 +58,8 @@ def to_api_cluster(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
             body[key] = {"enabled": True, **value}
         elif key == "maintenancePolicy":
             body[key] = _maintenance_policy(value)
+        elif key == "monitoringConfig":
+            body[key] = _monitoring_config(value)
         elif key == "nodeConfig":
             body[key] = to_api_node_pool("default-pool", {"nodeConfig": value})["config"]
         else:
@@ -64,6 +68,15 @@ def to_api_cluster(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
     body["controlPlaneEndpointsConfig"] = {**endpoints, "ipEndpointsConfig": ip_endpoints}
     if inputs.get("networkingMode") == "VPC_NATIVE":
         body["ipAllocationPolicy"] = {**body.get("ipAllocationPolicy", {}), "useIpAliases": True}
+    return body
+
+
+def _monitoring_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "componentConfig": {"enableComponents": config.get("enableComponents", [])}
+    }
+    if "managedPrometheus" in config:
+        body["managedPrometheusConfig"] = {"enabled": config["managedPrometheus"]["enabled"]}
     return body
 
 

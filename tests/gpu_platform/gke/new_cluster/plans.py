@@ -36,3 +36,12 @@ def with_gcp(config: Config, **changes: Any) -> Config:
     create = config["gpu-platform:cluster"]["create"]
     create["gcp"] = {**create.get("gcp", {}), **changes}
     return config
+
+
+def with_managed_prometheus(config: Config) -> Config:
+    """The config with `monitoring.googleManagedPrometheus` on."""
+    config["gpu-platform:monitoring"] = {
+        **config.get("gpu-platform:monitoring", {}),
+        "googleManagedPrometheus": True,
+    }
+    return config

@@ -31,6 +31,7 @@ from .plans import (
     cluster,
     with_create,
     with_gcp,
+    with_managed_prometheus,
 )
 
 Config = dict[str, Any]
@@ -106,6 +107,7 @@ VARIANTS: dict[str, Callable[[Config], Config]] = {
             {"name": "training", "start": "2027-01-01T00:00:00Z", "end": "2027-03-01T00:00:00Z"},
         ],
     ),
+    "Managed Service for Prometheus": with_managed_prometheus,
     "administrators, weekend window, larger system pool": lambda c: with_gcp(
         with_create(c, administrators=["gke-admins@example.com", "sre@example.com"]),
         maintenanceWindow={"start": "22:00", "durationHours": 8, "days": ["SA", "SU"]},
