@@ -211,8 +211,15 @@ class GkeMaintenanceExclusion(Model):
     name: DnsLabel
     start: AwareDatetime
     """Its start, ISO 8601 with its offset."""
-    end: AwareDatetime
-    """Its end; at most 30 days after `start` with scope `no-upgrades`."""
+    end: AwareDatetime | None = None
+    """Its end; at most 30 days after `start` with scope `no-upgrades`. Required unless
+    `untilEndOfSupport`."""
+    until_end_of_support: bool = False
+    """Instead of `end`: until the cluster's current minor version leaves support (GKE's
+    `endTimeBehavior: UNTIL_END_OF_SUPPORT`), with scope `no-minor-upgrades` or
+    `no-minor-or-node-upgrades`. With the latter on a release channel (`extended` gives the
+    longest support), GPU nodes stay on their version for the life of the minor: the supported
+    way to hold them, where `releaseChannel: none` relies on a value the API has deprecated."""
     scope: Literal["no-upgrades", "no-minor-upgrades", "no-minor-or-node-upgrades"] = (
         "no-minor-or-node-upgrades"
     )
@@ -251,7 +258,9 @@ class GkeClusterCreate(Model):
     """Instead of a new network: an existing one."""
     release_channel: Literal["rapid", "regular", "stable", "extended", "none"] = "stable"
     """The release channel GKE upgrades the cluster on. `none` keeps the version pinned in
-    `version` (GKE still upgrades it when that version leaves support). GPU pools pinned with
+    `version` (GKE still upgrades it when that version leaves support); the API has deprecated
+    it (`ReleaseChannel.channel: UNSPECIFIED`), so prefer a channel with a
+    `no-minor-or-node-upgrades` exclusion `untilEndOfSupport`. GPU pools pinned with
     `gcp.nodeVersion` stay on their version until it leaves support; maintenance exclusions
     hold back the rest."""
     version: GkeNodeVersion | None = None

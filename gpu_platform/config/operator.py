@@ -71,8 +71,9 @@ class MonitoringSpec(Model):
     Grafana reads dashboards from."""
     install_prometheus_stack: bool = False
     """Install a pinned kube-prometheus-stack; leave off where the cluster already runs the
-    Prometheus Operator. Required with `cluster.create`: a created cluster has none. Its namespace enforces Pod Security `baseline`; its node-exporter, which
-    needs the host, runs in `<namespace>-node-exporter`, `privileged`."""
+    Prometheus Operator. Required with `cluster.create`: a created cluster has none. Its
+    namespace enforces Pod Security `baseline`; its node-exporter, which needs the host, runs in
+    `<namespace>-node-exporter`, `privileged`."""
     service_monitor_labels: dict[LabelKey, LabelValue] = Field(
         default_factory=lambda: {"release": KUBE_PROMETHEUS_STACK_CHART.name}
     )

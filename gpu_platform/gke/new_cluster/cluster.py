@@ -15,7 +15,7 @@ terraform-google-kubernetes-engine's safer-cluster module have it:
 - deletion protection (GKE's own and Pulumi's `protect`) where the stack is protected.
 """
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pulumi
 from pulumi_gcp import container
@@ -44,6 +44,9 @@ EXCLUSION_SCOPES = {
     "no-minor-or-node-upgrades": "NO_MINOR_OR_NODE_UPGRADES",
 }
 """`maintenanceExclusions[].scope` -> the API's `MaintenanceExclusionOptions.scope`."""
+UNTIL_END_OF_SUPPORT = "UNTIL_END_OF_SUPPORT"
+"""`MaintenanceExclusionOptions.endTimeBehavior` of an exclusion lasting while the version is
+supported."""
 WINDOW_FIRST_DAY = datetime(2025, 1, 6)
 """A Monday before any cluster: GKE takes the window's time of day and length from its start
 and end, and its days from the recurrence."""
@@ -186,16 +189,25 @@ def maintenance_policy(gcp: GkeClusterCreate) -> container.ClusterMaintenancePol
         maintenance_exclusions=[
             container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
                 exclusion_name=exclusion.name,
-                start_time=exclusion.start.isoformat(),
-                end_time=exclusion.end.isoformat(),
+                start_time=zulu(exclusion.start),
+                end_time=None if exclusion.end is None else zulu(exclusion.end),
                 exclusion_options=container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
-                    scope=EXCLUSION_SCOPES[exclusion.scope]
+                    scope=EXCLUSION_SCOPES[exclusion.scope],
+                    end_time_behavior=UNTIL_END_OF_SUPPORT
+                    if exclusion.until_end_of_support
+                    else None,
                 ),
             )
             for exclusion in gcp.maintenance_exclusions
         ]
         or None,
     )
+
+
+def zulu(time: datetime) -> str:
+    """RFC 3339 in UTC with `Z`, as pulumi-gcp asks exclusion times to be given ("Zulu" date
+    format) and GKE returns them, so that a time given with an offset reads back unchanged."""
+    return f"{time.astimezone(UTC).replace(tzinfo=None).isoformat()}Z"
 
 
 def window_times(window: GkeMaintenanceWindow) -> tuple[str, str]:

@@ -7,7 +7,8 @@ terraform-provider-google, `google/services/container/resource_container_cluster
 `expandDefaultEnablePrivateNodes`, `expandMasterAuthorizedNetworksConfig`,
 `expandMaintenancePolicy`, `expandAuthenticatorGroupsConfig`, `expandMonitoringConfig`):
 `min_master_version` is sent as `initialClusterVersion`; `networking_mode = VPC_NATIVE` as
-`ipAllocationPolicy.useIpAliases`; `datapath_provider` and `private_cluster_config.enable_private_nodes` inside `networkConfig`
+`ipAllocationPolicy.useIpAliases`; `datapath_provider` and
+`private_cluster_config.enable_private_nodes` inside `networkConfig`
 (`defaultEnablePrivateNodes`); `enable_private_endpoint` as
 `controlPlaneEndpointsConfig.ipEndpointsConfig.enablePublicEndpoint` (negated) and
 `master_authorized_networks_config` as its `authorizedNetworksConfig`, with `enabled: true`;
@@ -93,7 +94,7 @@ def _maintenance_policy(policy: Mapping[str, Any]) -> dict[str, Any]:
         window["maintenanceExclusions"] = {
             exclusion["exclusionName"]: {
                 "startTime": exclusion["startTime"],
-                "endTime": exclusion["endTime"],
+                **({"endTime": exclusion["endTime"]} if "endTime" in exclusion else {}),
                 "maintenanceExclusionOptions": exclusion["exclusionOptions"],
             }
             for exclusion in exclusions

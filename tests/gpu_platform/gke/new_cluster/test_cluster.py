@@ -179,11 +179,57 @@ def test_maintenance_exclusions_carry_their_scope(
     assert policy["maintenanceExclusions"] == [
         {
             "exclusionName": "training",
-            "startTime": "2027-01-01T00:00:00+00:00",
-            "endTime": "2027-03-01T00:00:00+00:00",
+            "startTime": "2027-01-01T00:00:00Z",
+            "endTime": "2027-03-01T00:00:00Z",
             "exclusionOptions": {"scope": "NO_MINOR_OR_NODE_UPGRADES"},
         }
     ]
+
+
+def test_exclusion_times_given_with_an_offset_are_sent_in_utc_zulu(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    # pulumi-gcp `ClusterMaintenancePolicyMaintenanceExclusionArgs`: times in RFC 3339 "Zulu"
+    # format, as GKE returns them; an offset would read back different and show a diff.
+    config = with_gcp(
+        gke_new_config,
+        maintenanceExclusions=[
+            {
+                "name": "launch",
+                "start": "2027-01-01T02:00:00+02:00",
+                "end": "2027-01-10T18:30:00-05:00",
+            }
+        ],
+    )
+
+    (exclusion,) = cluster(plan_for(config)).inputs["maintenancePolicy"]["maintenanceExclusions"]
+
+    assert (exclusion["startTime"], exclusion["endTime"]) == (
+        "2027-01-01T00:00:00Z",
+        "2027-01-10T23:30:00Z",
+    )
+
+
+def test_an_exclusion_until_end_of_support_has_no_end_and_gkes_end_time_behavior(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    config = with_gcp(
+        gke_new_config,
+        releaseChannel="extended",
+        maintenanceExclusions=[
+            {"name": "gpu-hold", "start": "2027-01-01T00:00:00Z", "untilEndOfSupport": True}
+        ],
+    )
+
+    (exclusion,) = cluster(plan_for(config)).inputs["maintenancePolicy"]["maintenanceExclusions"]
+
+    # container.v1 `MaintenanceExclusionOptions.endTimeBehavior`; pulumi-gcp: "One and only one
+    # of end_time_behavior and end_time should be specified".
+    assert "endTime" not in exclusion
+    assert exclusion["exclusionOptions"] == {
+        "scope": "NO_MINOR_OR_NODE_UPGRADES",
+        "endTimeBehavior": "UNTIL_END_OF_SUPPORT",
+    }
 
 
 @pytest.mark.parametrize("protect", [True, False])

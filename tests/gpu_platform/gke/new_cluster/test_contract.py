@@ -108,6 +108,13 @@ VARIANTS: dict[str, Callable[[Config], Config]] = {
         ],
     ),
     "Managed Service for Prometheus": with_managed_prometheus,
+    "extended channel, GPU nodes held until end of support": lambda c: with_gcp(
+        c,
+        releaseChannel="extended",
+        maintenanceExclusions=[
+            {"name": "gpu-hold", "start": "2027-01-01T00:00:00+01:00", "untilEndOfSupport": True}
+        ],
+    ),
     "administrators, weekend window, larger system pool": lambda c: with_gcp(
         with_create(c, administrators=["gke-admins@example.com", "sre@example.com"]),
         maintenanceWindow={"start": "22:00", "durationHours": 8, "days": ["SA", "SU"]},
