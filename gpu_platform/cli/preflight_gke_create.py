@@ -190,6 +190,15 @@ def endpoint_finding(create: ClusterCreate, name: str) -> Finding:
     through the cluster's API, right after the cluster exists."""
     subject = f"cluster {name}"
     endpoint = create.endpoint
+    if create.gcp.dns_endpoint:
+        return Finding(
+            "ok",
+            subject,
+            "The control plane's DNS-based endpoint answers from anywhere, to Google identities"
+            " IAM allows container.clusters.connect; the platform's kubeconfig uses it.",
+            "Run `pulumi up` as such an identity (roles/container.admin, which the deploy"
+            " roles of docs/iam/ hold, includes it).",
+        )
     if endpoint.access == "public":
         cidrs = ", ".join(endpoint.public_cidrs)
         return Finding(
@@ -207,5 +216,6 @@ def endpoint_finding(create: ClusterCreate, name: str) -> Finding:
         "Run `pulumi up` from inside the network (a VM or CI runner there, or through Cloud VPN"
         f" or Interconnect listed in {key_path('cluster', 'create', 'gcp', 'authorizedNetworks')});"
         f" or set {key_path('cluster', 'create', 'endpoint')} to public with your egress range"
-        " in publicCidrs (docs/create-cluster-gke.md).",
+        f" in publicCidrs, or {key_path('cluster', 'create', 'gcp', 'dnsEndpoint')}: true"
+        " (docs/create-cluster-gke.md).",
     )

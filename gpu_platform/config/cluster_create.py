@@ -276,6 +276,13 @@ class GkeClusterCreate(Model):
     authorized_networks: list[GkeAuthorizedNetwork] = Field(default_factory=list, max_length=50)
     """Further networks (a VPN's, a bastion's) allowed to reach the control plane, besides the
     cluster's own subnet and `endpoint.publicCidrs` (GKE's master authorized networks)."""
+    dns_endpoint: bool = False
+    """Open GKE's DNS-based control-plane endpoint (`<id>.<region>.gke.goog`) to traffic from
+    outside Google Cloud, and have the platform's kubeconfig use it. It answers any address but
+    only Google identities that IAM allows `container.clusters.connect`, so a private cluster
+    (`endpoint.access: private`) is deployable from a laptop or a CI runner with no route into
+    the network. Off by default: the IP endpoints, as `endpoint` says, are then the only way
+    in."""
     system_node_pool: GkeSystemNodePool = Field(default_factory=GkeSystemNodePool)
     """The system node pool."""
 

@@ -7,6 +7,12 @@ terraform-google-kubernetes-engine's safer-cluster module have them:
   never the Compute Engine default account, which holds Editor on the project in many projects.
 - `gke-cluster-access`: private nodes, and a control plane reached privately or only from
   authorized networks that are neither the internet nor Google Cloud's public ranges.
+- `gke-dns-endpoint` (advisory): the DNS-based endpoint open to traffic from outside Google
+  Cloud, which only IAM guards. pulumi-gcp states private nodes, the private endpoint and the
+  authorized networks in `privateClusterConfig` and `masterAuthorizedNetworksConfig`, which the
+  provider sends as container.v1's `networkConfig.defaultEnablePrivateNodes` and
+  `controlPlaneEndpointsConfig.ipEndpointsConfig` (terraform-provider-google
+  `expandControlPlaneEndpointsConfig`): the rules read the inputs a program gives.
 - `gke-cluster-hardening`: Workload Identity Federation, shielded nodes, no legacy ABAC.
 - `gke-cluster-upgrades`: in a release channel, where GKE keeps every node pool's auto-upgrade
   on (concepts/release-channels: only a cluster not enrolled in one may turn it off for
@@ -87,7 +93,10 @@ def control_plane_problems(args: ResourceValidationArgs) -> Iterator[str]:
     authorized = mapping(props, "masterAuthorizedNetworksConfig")
     blocks = elements(authorized, "cidrBlocks") if authorized is not None else []
     private = flag(props, "privateClusterConfig", "enablePrivateEndpoint") is True
-    if not private and not blocks:
+    # With the IP endpoints off (container.v1 `IPEndpointsConfig.enabled`), the control plane
+    # has no address at all: only the DNS-based endpoint, judged by `gke-dns-endpoint`.
+    no_ip = flag(props, "controlPlaneEndpointsConfig", "ipEndpointsConfig", "enabled") is False
+    if not private and not no_ip and not blocks:
         yield (
             "the cluster's public endpoint answers every address (no "
             "masterAuthorizedNetworksConfig.cidrBlocks), so the API server is one stolen "
@@ -104,6 +113,18 @@ def control_plane_problems(args: ResourceValidationArgs) -> Iterator[str]:
         yield (
             "masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled is true: every Compute "
             "Engine VM, anyone's, reaches the control plane. Fix: set it to false."
+        )
+
+
+def dns_endpoint_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    field = ("controlPlaneEndpointsConfig", "dnsEndpointConfig", "allowExternalTraffic")
+    if flag(args.props, *field) is True:
+        yield (
+            f"the control plane's DNS-based endpoint takes traffic from anywhere "
+            f"({field_path(*field)}=true): no network rule stands between the internet and the "
+            "API server, only IAM (container.clusters.connect) and RBAC. Keep it where the "
+            "deployers have no route into the network; otherwise set it to false and reach "
+            "the IP endpoint."
         )
 
 
@@ -185,6 +206,14 @@ POLICIES = [
         "authorized networks.",
         (private_nodes_problems, control_plane_problems),
         resource_types=(CLUSTER_TYPE,),
+    ),
+    resource_policy(
+        "gke-dns-endpoint",
+        "A GKE cluster's DNS-based control-plane endpoint taking traffic from outside Google "
+        "Cloud is reported: IAM alone guards it.",
+        dns_endpoint_problems,
+        resource_types=(CLUSTER_TYPE,),
+        enforcement_level=EnforcementLevel.ADVISORY,
     ),
     resource_policy(
         "gke-cluster-hardening",

@@ -24,6 +24,8 @@ STAND_IN_CA = base64.b64encode(
     b"-----BEGIN CERTIFICATE-----\nstand-in, not a certificate\n-----END CERTIFICATE-----\n"
 ).decode()
 STAND_IN_MASTER_VERSION = "1.33.5-gke.1201000"
+STAND_IN_DNS_ENDPOINT = "gke-0123456789abcdef-000000000000.us-central1.gke.goog"
+"""A created cluster's DNS-based endpoint, of GKE's `gke-<id>.<region>.gke.goog` shape."""
 
 _EVERY_SERIES = ("n1-", "a2-", "a3-", "a4-", "g2-")
 # Zone -> the machine type prefixes it offers.
@@ -129,10 +131,13 @@ def cluster_outputs(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
         **inputs.get("privateClusterConfig", {}),
         "privateEndpoint": STAND_IN_PRIVATE_ENDPOINT,
     }
+    endpoints = inputs.get("controlPlaneEndpointsConfig", {})
+    dns = {**endpoints.get("dnsEndpointConfig", {}), "endpoint": STAND_IN_DNS_ENDPOINT}
     return {
         "endpoint": STAND_IN_ENDPOINT,
         "masterAuth": {"clusterCaCertificate": STAND_IN_CA},
         "privateClusterConfig": private,
+        "controlPlaneEndpointsConfig": {**endpoints, "dnsEndpointConfig": dns},
         "masterVersion": STAND_IN_MASTER_VERSION,
         "selfLink": _self_link("locations", inputs, "clusters", inputs.get("name", name)),
     }

@@ -14,7 +14,13 @@ from collections.abc import Iterator
 import pulumi
 from pulumi_gcp import container, projects
 
-from gpu_platform.config import ConfigProblem, GkeNewNetwork, StackConfig, key_path
+from gpu_platform.config import (
+    ClusterCreate,
+    ConfigProblem,
+    GkeNewNetwork,
+    StackConfig,
+    key_path,
+)
 from gpu_platform.gke.cluster import GkeCluster
 from gpu_platform.gke.new_cluster.cluster import (
     DEFAULT_POOL_PROPERTIES,
@@ -135,22 +141,13 @@ class NewGkeCluster(pulumi.ComponentResource):
             )
             for i, group in enumerate(create.administrators)
         ]
-        private = create.endpoint.access == "private"
-        endpoint = (
-            self.cluster_resource.private_cluster_config.apply(
-                lambda c: (c.private_endpoint or "") if c else ""
-            )
-            if private
-            else self.cluster_resource.endpoint
-        )
+        endpoint, ca_certificate = self._api_endpoint(create)
         self.cluster = GkeCluster(
             project=planned.project,
             location=planned.location,
             name=planned.name,
             endpoint=endpoint,
-            ca_certificate=self.cluster_resource.master_auth.apply(
-                lambda auth: auth.cluster_ca_certificate or ""
-            ),
+            ca_certificate=ca_certificate,
             master_version=planned.master_version,
             autopilot=False,
             workload_pool=planned.workload_pool,
@@ -159,3 +156,24 @@ class NewGkeCluster(pulumi.ComponentResource):
         self.ready: list[pulumi.Resource] = [self.cluster_resource, self.system_pool]
         """What Kubernetes objects and GPU pools wait for."""
         self.register_outputs({"cluster_name": self.cluster_resource.name})
+
+    def _api_endpoint(self, create: ClusterCreate) -> tuple[pulumi.Output[str], pulumi.Input[str]]:
+        """Where the platform reaches the API, and the CA its certificate is checked against.
+        The DNS-based endpoint serves a certificate of a public CA, not of the cluster's, so its
+        kubeconfig names no CA (google-github-actions/get-gke-credentials, `createKubeConfig`:
+        "if the endpoint is DNS-based endpoint ... we can not use the cluster's CA cert")."""
+        created = self.cluster_resource
+        if create.gcp.dns_endpoint:
+            dns = created.control_plane_endpoints_config.apply(
+                lambda c: (
+                    (c.dns_endpoint_config.endpoint or "") if c and c.dns_endpoint_config else ""
+                )
+            )
+            return dns, ""
+        ca = created.master_auth.apply(lambda auth: auth.cluster_ca_certificate or "")
+        if create.endpoint.access == "private":
+            private = created.private_cluster_config.apply(
+                lambda c: (c.private_endpoint or "") if c else ""
+            )
+            return private, ca
+        return created.endpoint, ca

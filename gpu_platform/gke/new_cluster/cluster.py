@@ -94,9 +94,10 @@ def cluster_args(
         master_authorized_networks_config=authorized_networks(create, network),
         control_plane_endpoints_config=container.ClusterControlPlaneEndpointsConfigArgs(
             # GKE's DNS-based endpoint answers from anywhere to any Google identity allowed
-            # `container.clusters.connect`; closed, the API is reached only as configured here.
+            # `container.clusters.connect`; closed unless `gcp.dnsEndpoint`, the API is then
+            # reached only through the IP endpoints configured here.
             dns_endpoint_config=container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
-                allow_external_traffic=False
+                allow_external_traffic=gcp.dns_endpoint
             ),
             ip_endpoints_config=container.ClusterControlPlaneEndpointsConfigIpEndpointsConfigArgs(
                 enabled=True

@@ -167,6 +167,15 @@ def test_a_public_endpoint_says_where_pulumi_up_must_run_from(project: Project) 
     assert said.severity == "ok" and "203.0.113.0/24" in said.message
 
 
+def test_a_private_cluster_reached_through_its_dns_endpoint_is_no_warning(
+    project: Project,
+) -> None:
+    found = project.findings(lambda c: creating(c, gcp={"dnsEndpoint": True}))
+
+    (said,) = [f for f in of(found, "cluster ml-dev") if "DNS-based endpoint" in f.message]
+    assert said.severity == "ok"
+
+
 def test_a_cluster_of_that_name_already_there_is_a_warning(project: Project) -> None:
     project.google.cluster(status="RUNNING", currentMasterVersion="1.33.5-gke.1201000")
 

@@ -19,6 +19,7 @@ from tests.gpu_platform.policy_pack.builders import (
 CLUSTER_POLICIES = (
     "gke-node-service-account",
     "gke-cluster-access",
+    "gke-dns-endpoint",
     "gke-cluster-hardening",
     "gke-cluster-upgrades",
 )
@@ -97,6 +98,28 @@ def test_a_public_endpoint_for_authorized_networks_passes(analyze: Analyze) -> N
     )
 
     assert found(analyze, "gke-cluster-access", cluster) == []
+
+
+def test_a_cluster_with_no_ip_endpoint_is_not_taken_for_a_public_one(analyze: Analyze) -> None:
+    # container.v1 `IPEndpointsConfig.enabled`: false leaves the control plane no IP address.
+    cluster = gke_cluster()
+    cluster.inputs["privateClusterConfig"]["enablePrivateEndpoint"] = False
+    del cluster.inputs["masterAuthorizedNetworksConfig"]
+    cluster.inputs["controlPlaneEndpointsConfig"] = {"ipEndpointsConfig": {"enabled": False}}
+
+    assert found(analyze, "gke-cluster-access", cluster) == []
+
+
+def test_a_dns_endpoint_open_to_outside_traffic_is_reported(analyze: Analyze) -> None:
+    # container.v1 `DNSEndpointConfig.allowExternalTraffic`.
+    cluster = gke_cluster()
+    cluster.inputs["controlPlaneEndpointsConfig"] = {
+        "dnsEndpointConfig": {"allowExternalTraffic": True}
+    }
+
+    (message,) = found(analyze, "gke-dns-endpoint", cluster)
+
+    assert "controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic=true" in message
 
 
 def test_the_whole_internet_and_googles_ranges_are_refused(analyze: Analyze) -> None:

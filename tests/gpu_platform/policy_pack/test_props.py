@@ -239,6 +239,7 @@ POLICY_NAMES = {
     "gke-gpu-node-security",
     "gke-node-service-account",
     "gke-cluster-access",
+    "gke-dns-endpoint",
     "gke-cluster-hardening",
     "gke-cluster-upgrades",
     "helm-chart-pinned",

@@ -36,6 +36,24 @@ def test_the_kubeconfig_of_a_private_cluster_names_its_private_endpoint(gke_new_
     assert server == f"https://{stand_in.STAND_IN_PRIVATE_ENDPOINT}"
 
 
+def test_the_dns_endpoint_reaches_a_private_cluster_with_no_ca_of_the_clusters(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    plan = plan_for(with_gcp(gke_new_config, dnsEndpoint=True))
+
+    inputs = cluster(plan).inputs
+    # Still no public IP endpoint; the DNS-based endpoint takes outside traffic (container.v1
+    # `DNSEndpointConfig.allowExternalTraffic`).
+    assert inputs["privateClusterConfig"]["enablePrivateEndpoint"] is True
+    assert inputs["controlPlaneEndpointsConfig"]["dnsEndpointConfig"] == {
+        "allowExternalTraffic": True
+    }
+    # google-github-actions/get-gke-credentials `createKubeConfig`: a DNS-based endpoint's
+    # kubeconfig carries no cluster CA, its certificate being a public CA's.
+    (entry,) = yaml.safe_load(plan.outputs["kubeconfig"])["clusters"]
+    assert entry["cluster"] == {"server": f"https://{stand_in.STAND_IN_DNS_ENDPOINT}"}
+
+
 def test_a_public_endpoint_answers_only_the_cidrs_given_and_the_nodes(
     gke_new_config: Config, plan_for: Callable[[Config], Plan]
 ) -> None:
