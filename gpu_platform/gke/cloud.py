@@ -19,7 +19,13 @@ from gpu_platform.config import (
 )
 from gpu_platform.drivers import NvidiaDriver
 from gpu_platform.gke.capacity_taints import gke_added_taints
-from gpu_platform.gke.cluster import GkeCluster, cluster_problems, connect_to, lookup_cluster
+from gpu_platform.gke.cluster import (
+    GkeCluster,
+    cluster_problems,
+    connect_to,
+    created_cluster,
+    lookup_cluster,
+)
 from gpu_platform.gke.driver_installer import CosDriverInstaller
 from gpu_platform.gke.machine_types import boot_disk_types, gpu_shape
 from gpu_platform.gke.new_cluster import NewGkeCluster, planned_cluster, planned_cluster_problems
@@ -51,7 +57,7 @@ class GkeCloud:
         ConfigError when the platform cannot use it."""
         if self._cluster is None:
             if self.config.cluster.create is not None:
-                cluster = planned_cluster(self.config)
+                cluster = created_cluster(self.config.cluster) or planned_cluster(self.config)
                 problems = list(planned_cluster_problems(self.config))
             else:
                 cluster = lookup_cluster(self.config.cluster)

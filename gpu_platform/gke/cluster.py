@@ -94,6 +94,24 @@ def lookup_cluster(spec: ClusterSpec) -> GkeCluster:
     )
 
 
+def created_cluster(spec: ClusterSpec) -> GkeCluster | None:
+    """The cluster `cluster.create` made, on the runs after the first: GKE upgrades its control
+    plane and node pools itself (container.v1 `ReleaseChannel`: "Node auto-upgrade defaults to
+    true and cannot be disabled"), so the versions the nodes' drivers follow are read back as
+    in attach mode. None before it exists: pulumi-gcp's lookup then fails with
+    "projects/<p>/locations/<l>/clusters/<n> not found" (terraform-provider-google
+    `datasourceContainerClusterRead`)."""
+    try:
+        return lookup_cluster(spec)
+    except Exception as error:
+        if (
+            f"projects/{spec.project}/locations/{spec.location}/clusters/{spec.name} not found"
+            in str(error)
+        ):
+            return None
+        raise
+
+
 def cluster_problems(cluster: GkeCluster) -> Iterator[ConfigProblem]:
     """Why the platform cannot attach to this cluster, if it cannot."""
     path = key_path("cluster", "name")

@@ -1,6 +1,8 @@
 """Stand-in answers for the GKE side's lookups in the offline plan.
 
-The program looks up its cluster (`gcp:container/getCluster`), the zones of the cluster's region
+The program looks up its cluster (`gcp:container/getCluster`; a stack that creates its cluster
+is planned as on its first run, the lookup failing as the provider's does for a cluster not
+created yet), the zones of the cluster's region
 (`gcp:compute/getZones`) and, per zone, whether it offers a pool's machine type
 (`gcp:compute/getMachineTypes`). The answers here have the API's shape and plausible values:
 an endpoint in a documentation address range, a CA that is not one, and a few regions whose
@@ -15,7 +17,10 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import pulumi
+
 from gpu_platform.accelerators import ACCELERATORS
+from gpu_platform.cli.stand_ins import LookupFailed
 from gpu_platform.gke.locations import zone_region
 from gpu_platform.gke.machine_types import fixed_series_of
 
@@ -50,6 +55,16 @@ def region_zones(region: str) -> list[str]:
 
 
 def get_cluster(args: dict[str, Any]) -> dict[str, Any]:
+    project, location, name = args["project"], args["location"], args["name"]
+    if "create" in (pulumi.Config("gpu-platform").get_object("cluster") or {}):
+        # The plan of a stack that creates its cluster shows its first run: no cluster yet,
+        # which the provider's lookup says as terraform-provider-google's data source does.
+        raise LookupFailed(f"projects/{project}/locations/{location}/clusters/{name} not found")
+    return existing_cluster(args)
+
+
+def existing_cluster(args: dict[str, Any]) -> dict[str, Any]:
+    """The lookup's answer of a cluster that exists."""
     project, location, name = args["project"], args["location"], args["name"]
     region = zone_region(location) or location
     return {

@@ -151,7 +151,8 @@ class NewGkeCluster(pulumi.ComponentResource):
             master_version=planned.master_version,
             autopilot=False,
             workload_pool=planned.workload_pool,
-            exists=False,
+            pool_versions=planned.pool_versions,
+            exists=planned.exists,
         )
         self.ready: list[pulumi.Resource] = [self.cluster_resource, self.system_pool]
         """What Kubernetes objects and GPU pools wait for."""

@@ -289,7 +289,3 @@ def test_administrators_of_two_domains_are_refused(
     problems = problems_of(failed_plan_for(config))
 
     assert "one domain" in problems["gpu-platform:cluster.create.administrators"]
-
-
-def test_nothing_is_looked_up_of_a_cluster_not_yet_created(gke_new_plan: Plan) -> None:
-    assert not [i for i in gke_new_plan.invokes if i.token == "gcp:container/getCluster:getCluster"]

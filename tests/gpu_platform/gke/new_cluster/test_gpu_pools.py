@@ -2,10 +2,16 @@
 of the same version: the same node pools, accounts and Kubernetes side, only waiting for the
 cluster."""
 
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
 from gpu_platform.cli.offline import Plan
 
 from .plans import NODE_POOL, SYSTEM_POOL, cluster, system_pool
 
+Config = dict[str, Any]
 GPU_POOL_PARTS = (
     NODE_POOL,
     "gcp:serviceaccount/account:Account",
@@ -42,7 +48,19 @@ def test_gpu_pools_wait_for_the_cluster_only_where_it_is_created(
     assert SYSTEM_POOL not in {r.name for r in gke_plan.resources}
 
 
-def test_the_same_kubernetes_objects_are_declared(gke_plan: Plan, gke_new_plan: Plan) -> None:
+@pytest.fixture
+def attached_with_prometheus_stack(gke_config: Config, plan_for: Callable[[Config], Plan]) -> Plan:
+    """The existing-cluster plan with the Prometheus stack a created cluster requires."""
+    gke_config["gpu-platform:monitoring"] = {
+        **gke_config.get("gpu-platform:monitoring", {}),
+        "installPrometheusStack": True,
+    }
+    return plan_for(gke_config)
+
+
+def test_the_same_kubernetes_objects_are_declared(
+    attached_with_prometheus_stack: Plan, gke_new_plan: Plan
+) -> None:
     def objects(plan: Plan) -> dict[tuple[str, str], dict]:
         return {
             (r.type, r.name): r.inputs
@@ -50,4 +68,4 @@ def test_the_same_kubernetes_objects_are_declared(gke_plan: Plan, gke_new_plan: 
             if r.type.startswith("kubernetes:") and r.name != "cluster-administrators"
         }
 
-    assert objects(gke_new_plan) == objects(gke_plan)
+    assert objects(gke_new_plan) == objects(attached_with_prometheus_stack)
