@@ -13,6 +13,13 @@ from gpu_platform.config import GkeExistingNetwork, GkeNewNetwork
 PODS_RANGE = "pods"
 SERVICES_RANGE = "services"
 
+NAT_MIN_PORTS = 64
+"""Ports a VM starts with: Cloud NAT's fixed default, a power of two as dynamic allocation
+requires."""
+NAT_MAX_PORTS = 4096
+"""The most a busy node grows to, a power of two above the minimum: 16 nodes take one NAT
+address's 64,512 ports."""
+
 
 @dataclass(frozen=True)
 class ClusterNetwork:
@@ -94,6 +101,15 @@ def create_network(
             )
         ],
         log_config=compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+        # GPU nodes pull multi-gigabyte images and models from registries and hubs over many
+        # connections at once: a fixed 64 ports a VM (Cloud NAT's default) runs out, and
+        # connections fail with OUT_OF_RESOURCES. Dynamic port allocation gives each VM from
+        # NAT_MIN_PORTS up to NAT_MAX_PORTS as it needs (compute.v1 `RouterNat`; it requires
+        # endpoint-independent mapping off).
+        enable_dynamic_port_allocation=True,
+        enable_endpoint_independent_mapping=False,
+        min_ports_per_vm=NAT_MIN_PORTS,
+        max_ports_per_vm=NAT_MAX_PORTS,
         opts=child,
     )
     return ClusterNetwork(

@@ -38,6 +38,16 @@ def test_cloud_nat_serves_every_range_of_the_subnet(gke_new_plan: Plan) -> None:
     ]
 
 
+def test_cloud_nat_allocates_ports_to_nodes_as_they_need_them(gke_new_plan: Plan) -> None:
+    # compute.v1 `RouterNat.enableDynamicPortAllocation`: a VM gets minPortsPerVm, growing to
+    # maxPortsPerVm (powers of two), which endpoint-independent mapping would forbid; without
+    # it every VM has a fixed 64 ports.
+    (nat,) = gke_new_plan.of_type(ROUTER_NAT)
+    assert nat.inputs["enableDynamicPortAllocation"] is True
+    assert nat.inputs["enableEndpointIndependentMapping"] is False
+    assert (nat.inputs["minPortsPerVm"], nat.inputs["maxPortsPerVm"]) == (64, 4096)
+
+
 def test_the_cluster_and_its_nodes_wait_for_the_nat(gke_new_plan: Plan) -> None:
     (nat,) = gke_new_plan.of_type(ROUTER_NAT)
     assert nat.urn in cluster(gke_new_plan).dependencies
