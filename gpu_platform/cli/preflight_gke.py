@@ -73,6 +73,9 @@ CLUSTER_PERMISSION = "container.clusters.get"
 RESERVATION_PERMISSION = "compute.reservations.get"
 RESERVATIONS_PERMISSION = "compute.reservations.list"
 """What `compute.reservations.aggregatedList` asks of the caller."""
+SERVER_CONFIG_PERMISSION = "container.clusters.list"
+"""What `container.projects.locations.getServerConfig` asks of the caller (GKE's IAM
+permissions table); only a stack that creates its cluster asks it."""
 REGION_PERMISSION = "compute.regions.get"
 PROJECT_PERMISSION = "compute.projects.get"
 READ_ONLY_PERMISSIONS = (
@@ -179,6 +182,13 @@ class GoogleApis:
         (`GoogleApiServiceusageV1Service.state`)."""
         path = ("projects", self.project, "services", service)
         return str(self._get(SERVICE_USAGE_API, path, SERVICE_PERMISSION).get("state", ""))
+
+    def server_config(self, location: str) -> dict[str, Any]:
+        """`container.projects.locations.getServerConfig`: the versions GKE offers in the
+        location, per release channel (`ServerConfig.channels[].validVersions`) and outside
+        one (`validMasterVersions`)."""
+        path = ("projects", self.project, "locations", location, "serverConfig")
+        return self._get(CONTAINER_API, path, SERVER_CONFIG_PERMISSION)
 
     def region_quotas(self, region: str) -> list[dict[str, Any]]:
         """`compute.regions.get`: the region's quotas (`Region.quotas`)."""

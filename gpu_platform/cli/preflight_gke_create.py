@@ -1,15 +1,15 @@
-"""What `gpu-platform preflight` finds of a GKE stack that creates its cluster
-(`cluster.create`): that nothing of that name exists yet, that the APIs the creation calls are
-enabled in the project, that the region's and project's quotas leave room for what is created
-(the system nodes' vCPUs, Cloud NAT's external address, the network, subnet and router), and
-how the deployer will reach a private control plane.
+"""What `gpu-platform preflight` finds of a GKE stack that creates its cluster (`cluster.create`):
+that nothing of that name exists yet, that the APIs the creation calls are enabled in the
+project, that GKE offers the version in the release channel at the location, that the region's
+and project's quotas leave room for what is created (the system nodes' vCPUs, Cloud NAT's
+external address, the network, subnet and router), and how the deployer will reach a private
+control plane.
 
 The APIs are named as Service Usage names them (`services.get`: `state` ENABLED or DISABLED,
 serviceusage.v1 discovery document); the quotas are Compute Engine's `Quota` metrics
-(compute.v1): `CPUS` and the machine family's own (`E2_CPUS`) per region, `IN_USE_ADDRESSES`
-per region (Cloud NAT's automatically allocated address is in use as soon as it exists), and
-`NETWORKS`, `SUBNETWORKS`, `ROUTERS` over the project.
-"""
+(compute.v1): `CPUS` and the machine family's own (`E2_CPUS`) per region, `IN_USE_ADDRESSES` per
+region (Cloud NAT's automatically allocated address is in use as soon as it exists), and
+`NETWORKS`, `SUBNETWORKS`, `ROUTERS` over the project."""
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,6 +37,8 @@ class CreationApis(Protocol):
 
     def service_state(self, service: str) -> str: ...
 
+    def server_config(self, location: str) -> dict[str, Any]: ...
+
     def region_quotas(self, region: str) -> list[dict[str, Any]]: ...
 
     def project_quotas(self) -> list[dict[str, Any]]: ...
@@ -49,6 +51,7 @@ def creation_findings(config: StackConfig, apis: CreationApis) -> list[Finding]:
     region = zone_region(spec.location) or spec.location
     findings = [_existing_finding(config, apis)]
     findings += [_service_finding(spec.project, name, why, apis) for name, why in REQUIRED_SERVICES]
+    findings.append(version_finding(create, spec.location, apis.server_config(spec.location)))
     findings += cpu_findings(create, spec.location, region, apis.region_quotas(region))
     if create.gcp.existing_network is None:
         findings += network_findings(region, apis.region_quotas(region), apis.project_quotas())
@@ -90,6 +93,42 @@ def _service_finding(project: str, service: str, why: str, apis: CreationApis) -
         subject,
         f"Not enabled in project {project} ({state}): creating {why} fails.",
         f"gcloud services enable {service} --project {project}",
+    )
+
+
+def version_finding(create: ClusterCreate, location: str, server: Mapping[str, Any]) -> Finding:
+    """Whether GKE offers the version asked for, in the release channel asked for, at the
+    location (`ServerConfig`, container.v1): creating a cluster at a version the channel no
+    longer lists fails after the network exists."""
+    gcp = create.gcp
+    wanted = gcp.version or create.kubernetes_version
+    if gcp.release_channel == "none":
+        where = "outside a release channel"
+        offered = list(server.get("validMasterVersions", []))
+    else:
+        channel = gcp.release_channel.upper()
+        where = f"in the {gcp.release_channel} channel"
+        offered = next(
+            (
+                list(c.get("validVersions", []))
+                for c in server.get("channels", [])
+                if c.get("channel") == channel
+            ),
+            [],
+        )
+    subject = f"Kubernetes {wanted}"
+    if any(v == wanted or v.startswith(f"{wanted}.") for v in offered):
+        return Finding("ok", subject, f"GKE offers it {where} in {location}.", "Nothing.")
+    minors = sorted({".".join(v.split(".")[:2]) for v in offered})
+    key = "gcp.version" if gcp.version else "kubernetesVersion"
+    return Finding(
+        "blocking",
+        subject,
+        f"GKE does not offer it {where} in {location} (it offers"
+        f" {', '.join(minors) or 'none'}): creating the cluster would fail.",
+        f"Set {key_path('cluster', 'create', *key.split('.'))} to a version GKE offers there,"
+        f" or {key_path('cluster', 'create', 'gcp', 'releaseChannel')} to a channel that"
+        " offers it.",
     )
 
 

@@ -4,7 +4,7 @@ discovery document), the region's CPU and address quotas and the project's netwo
 (Compute Engine `Quota.metric`, compute.v1), and how `pulumi up` reaches the control plane. The
 fake answers only the APIs' GET methods, each answer checked against its response schema."""
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -34,6 +34,22 @@ class Project:
         self.google = FakeGoogle()
         self.enable(*(name for name, _ in REQUIRED_SERVICES))
         self.quotas(ROOMY_REGION, ROOMY_PROJECT)
+        self.offers(STABLE=["1.34.1-gke.1829001", "1.33.5-gke.1201000"])
+
+    def offers(self, no_channel: Sequence[str] = (), **channels: Sequence[str]) -> None:
+        """The versions GKE offers in us-central1, per channel and outside one
+        (container.v1 `ServerConfig`)."""
+        self.google.answer(
+            "container.projects.locations.getServerConfig",
+            {
+                "channels": [
+                    {"channel": name, "validVersions": list(versions)}
+                    for name, versions in channels.items()
+                ],
+                "validMasterVersions": list(no_channel),
+            },
+            name=f"projects/{PROJECT}/locations/us-central1",
+        )
 
     def enable(self, *services: str, state: str = "ENABLED") -> None:
         for service in services:
@@ -174,6 +190,28 @@ def test_a_private_cluster_reached_through_its_dns_endpoint_is_no_warning(
 
     (said,) = [f for f in of(found, "cluster ml-dev") if "DNS-based endpoint" in f.message]
     assert said.severity == "ok"
+
+
+def test_a_version_the_channel_no_longer_offers_blocks(project: Project) -> None:
+    project.offers(STABLE=["1.35.1-gke.1000000", "1.34.1-gke.1829001"])
+
+    (found,) = of(project.findings(), "Kubernetes 1.33")
+
+    assert found.severity == "blocking"
+    assert "stable channel in us-central1 (it offers 1.34, 1.35)" in found.message
+    assert "gpu-platform:cluster.create.kubernetesVersion" in found.action
+
+
+def test_a_pinned_version_outside_a_channel_is_checked_against_the_versions_offered(
+    project: Project,
+) -> None:
+    project.offers(no_channel=["1.33.5-gke.1201000"])
+    pinned = {"releaseChannel": "none", "version": "1.33.4-gke.1000"}
+
+    (found,) = of(project.findings(lambda c: creating(c, gcp=pinned)), "Kubernetes 1.33.4-gke.1000")
+
+    assert found.severity == "blocking"
+    assert "gpu-platform:cluster.create.gcp.version" in found.action
 
 
 def test_a_cluster_of_that_name_already_there_is_a_warning(project: Project) -> None:
