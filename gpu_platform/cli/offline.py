@@ -169,7 +169,12 @@ class _StandInMocks(mocks.Mocks):
         self.plan = plan
 
     def call(self, args: mocks.MockCallArgs) -> tuple[dict, list[tuple[str, str]]]:
-        result = stand_ins.invoke(args.token, dict(args.args))
+        try:
+            result = stand_ins.invoke(args.token, dict(args.args))
+        except stand_ins.LookupFailed as failed:
+            self.plan.invokes.append(InvokeRecord(args.token, dict(args.args), {}))
+            # The SDK raises "invoke of <token> failed: <reason> (<property>)".
+            return {}, [("", str(failed))]
         self.plan.invokes.append(InvokeRecord(args.token, dict(args.args), result))
         # No check failures; the mock monitor iterates this list, so it cannot be None.
         return result, []

@@ -25,6 +25,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from gpu_platform.cli.created_endpoint import endpoint_finding
 from gpu_platform.cli.findings import Finding
 from gpu_platform.config import ClusterCreate, EksNewVpc, StackConfig, key_path
 from gpu_platform.eks.new_cluster.addon_pins import CORE_ADDONS, addon_versions
@@ -113,7 +114,7 @@ def creation_findings(config: StackConfig, clients: Any) -> list[Finding]:
     findings.append(_boundary_finding(clients.iam))
     findings += addon_version_findings(create.kubernetes_version, clients.eks)
     findings.append(support_finding(create, clients.eks))
-    findings.append(endpoint_finding(create, config.cluster.name))
+    findings.append(_endpoint_finding(create, config.cluster.name))
     return findings
 
 
@@ -159,29 +160,20 @@ def support_finding(create: ClusterCreate, eks: Any) -> Finding:
     )
 
 
-def endpoint_finding(create: ClusterCreate, name: str) -> Finding:
-    """Where `pulumi up` must run from: the same run installs the GPU Operator, monitoring and
-    the tenants through the API of the cluster it has just created, and EKS's private endpoint
-    answers only inside the VPC (EKS user guide, cluster-endpoint.adoc)."""
-    subject = f"endpoint of cluster {name}"
-    endpoint = create.endpoint
-    if endpoint.access == "public":
-        return Finding(
-            "ok",
-            subject,
-            "The API endpoint answers publicly only "
-            f"{', '.join(endpoint.public_cidrs)} (and inside the VPC).",
-            "Run `pulumi up` from an address in those ranges.",
-        )
-    return Finding(
-        "warning",
-        subject,
-        "The API endpoint is private: after creating the VPC and the cluster, `pulumi up`"
+def _endpoint_finding(create: ClusterCreate, name: str) -> Finding:
+    """EKS's private endpoint answers only inside the VPC (EKS user guide,
+    cluster-endpoint.adoc)."""
+    return endpoint_finding(
+        create.endpoint,
+        f"endpoint of cluster {name}",
+        api="The API endpoint",
+        also_answers="and inside the VPC",
+        private="The API endpoint is private: after creating the VPC and the cluster, `pulumi up`"
         " installs the GPU Operator and monitoring through it, and fails where it runs outside"
         " the cluster's VPC.",
-        "Run `pulumi up` from inside the VPC (a CI runner or VM there, or a VPN or Direct Connect"
-        f" into it), or set {key_path('cluster', 'create', 'endpoint', 'access')}: public with"
-        f" your egress range in {key_path('cluster', 'create', 'endpoint', 'publicCidrs')}"
+        fix="Run `pulumi up` from inside the VPC (a CI runner or VM there, or a VPN or Direct"
+        f" Connect into it), or set {key_path('cluster', 'create', 'endpoint', 'access')}: public"
+        f" with your egress range in {key_path('cluster', 'create', 'endpoint', 'publicCidrs')}"
         " (docs/create-cluster.md).",
     )
 

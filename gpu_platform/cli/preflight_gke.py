@@ -45,6 +45,7 @@ from gpu_platform.cli.deadline import (
 )
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_CANNOT_CHECK
+from gpu_platform.cli.preflight_gke_create import creation_findings
 from gpu_platform.cli.preflight_gke_quotas import quota_findings
 from gpu_platform.cli.preflight_gke_upgrades import upgrade_findings
 from gpu_platform.config import (
@@ -63,6 +64,7 @@ from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 # Each discovery document's `rootUrl` and `servicePath`.
 CONTAINER_API = "https://container.googleapis.com/v1/"
 COMPUTE_API = "https://compute.googleapis.com/compute/v1/"
+SERVICE_USAGE_API = "https://serviceusage.googleapis.com/v1/"
 
 API_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 """The OAuth scope the check asks its credentials for: the one `gcloud auth application-default
@@ -71,6 +73,9 @@ CLUSTER_PERMISSION = "container.clusters.get"
 RESERVATION_PERMISSION = "compute.reservations.get"
 RESERVATIONS_PERMISSION = "compute.reservations.list"
 """What `compute.reservations.aggregatedList` asks of the caller."""
+SERVER_CONFIG_PERMISSION = "container.clusters.list"
+"""What `container.projects.locations.getServerConfig` asks of the caller (GKE's IAM
+permissions table); only a stack that creates its cluster asks it."""
 REGION_PERMISSION = "compute.regions.get"
 PROJECT_PERMISSION = "compute.projects.get"
 READ_ONLY_PERMISSIONS = (
@@ -83,6 +88,9 @@ READ_ONLY_PERMISSIONS = (
 """Every permission the check's calls need; a test keeps it, and the README's list, equal to
 them."""
 _VIEWER_ROLES = "roles/container.clusterViewer and roles/compute.viewer"
+SERVICE_PERMISSION = "serviceusage.services.get"
+"""What `serviceusage.services.get` asks of the caller: only a stack that creates its cluster
+checks its project's APIs (roles/serviceusage.serviceUsageViewer grants it)."""
 
 # `Reservation.status` (compute.v1.json): READY is "ready for use"; a reservation CREATING
 # ("resources are being allocated") or UPDATING is on its way there, one DELETING or INVALID
@@ -168,6 +176,19 @@ class GoogleApis:
             path = ("projects", self.project, "locations", location, "clusters", name)
             self._clusters[key] = self._find(CONTAINER_API, path, CLUSTER_PERMISSION)
         return self._clusters[key]
+
+    def service_state(self, service: str) -> str:
+        """`serviceusage.services.get`: whether the API is enabled in the project
+        (`GoogleApiServiceusageV1Service.state`)."""
+        path = ("projects", self.project, "services", service)
+        return str(self._get(SERVICE_USAGE_API, path, SERVICE_PERMISSION).get("state", ""))
+
+    def server_config(self, location: str) -> dict[str, Any]:
+        """`container.projects.locations.getServerConfig`: the versions GKE offers in the
+        location, per release channel (`ServerConfig.channels[].validVersions`) and outside
+        one (`validMasterVersions`)."""
+        path = ("projects", self.project, "locations", location, "serverConfig")
+        return self._get(CONTAINER_API, path, SERVER_CONFIG_PERMISSION)
 
     def region_quotas(self, region: str) -> list[dict[str, Any]]:
         """`compute.regions.get`: the region's quotas (`Region.quotas`)."""
@@ -365,10 +386,15 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
     reservations). ConfigError, before any call, where a pool that consumes reservations has a
     machine type the program would refuse."""
     gpus = _gpus_of_pools(config)
-    version, findings = _cluster_findings(config, apis)
-    cluster = apis.cluster(config.cluster.location or "", config.cluster.name)
-    if cluster is not None:
-        findings += upgrade_findings(config, cluster)
+    if config.cluster.create is not None:
+        # No cluster to look at yet: what its creation needs instead.
+        version: str | None = None
+        findings = creation_findings(config, apis)
+    else:
+        version, findings = _cluster_findings(config, apis)
+        cluster = apis.cluster(config.cluster.location or "", config.cluster.name)
+        if cluster is not None:
+            findings += upgrade_findings(config, cluster)
     for i, pool in enumerate(config.pools):
         if version is not None and dynamic_workload_scheduler_modes(pool):
             findings.append(_capacity_version_finding(config, i, pool, version))
@@ -863,9 +889,13 @@ def why_it_cannot_check(
             " check GOOGLE_APPLICATION_CREDENTIALS, and run it again."
         )
     if error.status == 403:
+        needs = ", ".join(READ_ONLY_PERMISSIONS)
+        roles = _VIEWER_ROLES
+        if error.permission == SERVICE_PERMISSION:
+            needs += f" and, as the stack creates its cluster, {SERVICE_PERMISSION}"
+            roles += " and roles/serviceusage.serviceUsageViewer"
         return (
             f"Google Cloud refused {error.permission} on {error.resource} ({answer}). The check"
-            f" needs, read-only: {', '.join(READ_ONLY_PERMISSIONS)} ({_VIEWER_ROLES} grant"
-            " them)."
+            f" needs, read-only: {needs} ({roles} grant them)."
         )
     return f"Google Cloud answered {error.resource} with {answer}. Run it again later."

@@ -224,8 +224,15 @@ class GkeMaintenanceExclusion(Model):
     name: DnsLabel
     start: AwareDatetime
     """Its start, ISO 8601 with its offset."""
-    end: AwareDatetime
-    """Its end; at most 30 days after `start` with scope `no-upgrades`."""
+    end: AwareDatetime | None = None
+    """Its end; at most 30 days after `start` with scope `no-upgrades`. Required unless
+    `untilEndOfSupport`."""
+    until_end_of_support: bool = False
+    """Instead of `end`: until the cluster's current minor version leaves support (GKE's
+    `endTimeBehavior: UNTIL_END_OF_SUPPORT`), with scope `no-minor-upgrades` or
+    `no-minor-or-node-upgrades`. With the latter on a release channel (`extended` gives the
+    longest support), GPU nodes stay on their version for the life of the minor: the supported
+    way to hold them, where `releaseChannel: none` relies on a value the API has deprecated."""
     scope: Literal["no-upgrades", "no-minor-upgrades", "no-minor-or-node-upgrades"] = (
         "no-minor-or-node-upgrades"
     )
@@ -264,7 +271,9 @@ class GkeClusterCreate(Model):
     """Instead of a new network: an existing one."""
     release_channel: Literal["rapid", "regular", "stable", "extended", "none"] = "stable"
     """The release channel GKE upgrades the cluster on. `none` keeps the version pinned in
-    `version` (GKE still upgrades it when that version leaves support). GPU pools pinned with
+    `version` (GKE still upgrades it when that version leaves support); the API has deprecated
+    it (`ReleaseChannel.channel: UNSPECIFIED`), so prefer a channel with a
+    `no-minor-or-node-upgrades` exclusion `untilEndOfSupport`. GPU pools pinned with
     `gcp.nodeVersion` stay on their version until it leaves support; maintenance exclusions
     hold back the rest."""
     version: GkeNodeVersion | None = None
@@ -280,6 +289,13 @@ class GkeClusterCreate(Model):
     authorized_networks: list[GkeAuthorizedNetwork] = Field(default_factory=list, max_length=50)
     """Further networks (a VPN's, a bastion's) allowed to reach the control plane, besides the
     cluster's own subnet and `endpoint.publicCidrs` (GKE's master authorized networks)."""
+    dns_endpoint: bool = False
+    """Open GKE's DNS-based control-plane endpoint (`<id>.<region>.gke.goog`) to traffic from
+    outside Google Cloud, and have the platform's kubeconfig use it. It answers any address but
+    only Google identities that IAM allows `container.clusters.connect`, so a private cluster
+    (`endpoint.access: private`) is deployable from a laptop or a CI runner with no route into
+    the network. Off by default: the IP endpoints, as `endpoint` says, are then the only way
+    in."""
     system_node_pool: GkeSystemNodePool = Field(default_factory=GkeSystemNodePool)
     """The system node pool."""
 
@@ -294,10 +310,13 @@ class ClusterCreate(Model):
     endpoint: EndpointAccess = Field(default_factory=EndpointAccess)
     """Who reaches the Kubernetes API."""
     administrators: list[NotBlank] = Field(default_factory=list)
-    """Who gets cluster-admin besides the identity running `pulumi up`: on EKS IAM role or user
-    ARNs (an access entry each, with `AmazonEKSClusterAdminPolicy`), on GKE Google group e-mails
-    (`roles/container.admin` on the cluster's project is GKE's equivalent; see
-    docs/create-cluster.md)."""
+    """Who gets cluster-admin. On EKS, besides the identity that created the cluster (its access
+    entry fixed at creation, whoever runs `pulumi up` later), IAM role or user ARNs (an access
+    entry each, with `AmazonEKSClusterAdminPolicy`; docs/create-cluster.md). On GKE, besides the
+    identity running `pulumi up`, Google group e-mails of one domain (a ClusterRoleBinding to
+    cluster-admin through Google Groups for RBAC, whose `gke-security-groups@<domain>` must
+    contain them, and `roles/container.clusterViewer` on the project to fetch credentials;
+    docs/create-cluster-gke.md)."""
     aws: EksClusterCreate = Field(default_factory=EksClusterCreate)
     """EKS-only settings."""
     gcp: GkeClusterCreate = Field(default_factory=GkeClusterCreate)

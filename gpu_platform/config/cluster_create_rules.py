@@ -11,6 +11,7 @@ from gpu_platform.config.cluster_create import (
     ClusterCreate,
     EksClusterCreate,
     GkeClusterCreate,
+    GkeMaintenanceExclusion,
 )
 from gpu_platform.config.fields import GROUP_EMAIL, IAM_PRINCIPAL_ARN, Cloud
 from gpu_platform.config.problems import (
@@ -297,13 +298,10 @@ def _maintenance_problems(gcp: GkeClusterCreate) -> Iterator[ConfigProblem]:
     no_upgrades = 0
     for i, exclusion in enumerate(gcp.maintenance_exclusions):
         loc = (*base, "maintenanceExclusions", i)
-        if exclusion.end <= exclusion.start:
-            yield ConfigProblem(
-                key_path(*loc, "end"), exclusion.end.isoformat(), "a time after its start"
-            )
+        yield from _exclusion_end_problems(exclusion, loc)
         if exclusion.scope == "no-upgrades":
             no_upgrades += 1
-            if exclusion.end - exclusion.start > GKE_NO_UPGRADES_MAX:
+            if exclusion.end is not None and exclusion.end - exclusion.start > GKE_NO_UPGRADES_MAX:
                 yield ConfigProblem(
                     key_path(*loc, "end"),
                     exclusion.end.isoformat(),
@@ -319,3 +317,35 @@ def _maintenance_problems(gcp: GkeClusterCreate) -> Iterator[ConfigProblem]:
                 )
         if any(other.name == exclusion.name for other in gcp.maintenance_exclusions[:i]):
             yield ConfigProblem(key_path(*loc, "name"), exclusion.name, "a name of its own")
+
+
+def _exclusion_end_problems(
+    exclusion: GkeMaintenanceExclusion, loc: tuple[str | int, ...]
+) -> Iterator[ConfigProblem]:
+    """An exclusion ends at `end` or when the version leaves support, which GKE allows only for
+    the minor-version scopes (container.v1 `MaintenanceExclusionOptions.endTimeBehavior`)."""
+    if exclusion.until_end_of_support:
+        if exclusion.end is not None:
+            yield ConfigProblem(
+                key_path(*loc, "end"),
+                exclusion.end.isoformat(),
+                "no value with untilEndOfSupport: the exclusion ends when the version leaves"
+                " support",
+            )
+        if exclusion.scope == "no-upgrades":
+            yield ConfigProblem(
+                key_path(*loc, "untilEndOfSupport"),
+                True,
+                "false with scope no-upgrades (at most 30 days); until end of support, scope"
+                " no-minor-upgrades or no-minor-or-node-upgrades",
+            )
+    elif exclusion.end is None:
+        yield ConfigProblem(
+            key_path(*loc, "end"),
+            MISSING,
+            "the exclusion's end, ISO 8601 with its offset; or untilEndOfSupport: true",
+        )
+    elif exclusion.end <= exclusion.start:
+        yield ConfigProblem(
+            key_path(*loc, "end"), exclusion.end.isoformat(), "a time after its start"
+        )

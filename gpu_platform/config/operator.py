@@ -71,8 +71,9 @@ class MonitoringSpec(Model):
     Grafana reads dashboards from."""
     install_prometheus_stack: bool = False
     """Install a pinned kube-prometheus-stack; leave off where the cluster already runs the
-    Prometheus Operator. Its namespace enforces Pod Security `baseline`; its node-exporter, which
-    needs the host, runs in `<namespace>-node-exporter`, `privileged`."""
+    Prometheus Operator. Required with `cluster.create`: a created cluster has none. Its
+    namespace enforces Pod Security `baseline`; its node-exporter, which needs the host, runs in
+    `<namespace>-node-exporter`, `privileged`."""
     service_monitor_labels: dict[LabelKey, LabelValue] = Field(
         default_factory=lambda: {"release": KUBE_PROMETHEUS_STACK_CHART.name}
     )
@@ -93,7 +94,8 @@ class MonitoringSpec(Model):
     keep the `pod`, `namespace` and `container` of the workload holding each GPU, as on
     Prometheus (not `exported_pod`). The alert rules and the dashboard remain Prometheus
     Operator and Grafana objects, so the cluster still needs the Prometheus Operator's CRDs (or
-    `installPrometheusStack`)."""
+    `installPrometheusStack`). On a cluster the platform creates, it also turns on GKE's managed
+    collection, which installs the Managed Service's CRDs."""
     prometheus_url: HttpUrl | None = None
     """Where the enforcer of `namespaces[].gpuIdleMinutes` queries Prometheus's HTTP API, with
     no credentials: a Service of the cluster's Prometheus, such as

@@ -1,5 +1,6 @@
-"""The GKE side of the platform: an existing Standard cluster, GPU node pools for the GPU
-Operator, and on Container-Optimized OS Google's driver installer."""
+"""The GKE side of the platform: an existing Standard cluster or one it creates
+(`cluster.create`, `gpu_platform.gke.new_cluster`), GPU node pools for the GPU Operator, and on
+Container-Optimized OS Google's driver installer."""
 
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
@@ -18,9 +19,17 @@ from gpu_platform.config import (
 )
 from gpu_platform.drivers import NvidiaDriver
 from gpu_platform.gke.capacity_taints import gke_added_taints
-from gpu_platform.gke.cluster import GkeCluster, cluster_problems, connect_to, lookup_cluster
+from gpu_platform.gke.cluster import (
+    GkeCluster,
+    cluster_problems,
+    connect_to,
+    created_cluster,
+    lookup_cluster,
+)
 from gpu_platform.gke.driver_installer import CosDriverInstaller
 from gpu_platform.gke.machine_types import boot_disk_types, gpu_shape
+from gpu_platform.gke.new_cluster import NewGkeCluster, planned_cluster, planned_cluster_problems
+from gpu_platform.gke.new_cluster.admins import administrator_bindings
 from gpu_platform.gke.node_driver import pool_driver
 from gpu_platform.gke.node_pool import (
     GkeGpuNodePool,
@@ -40,13 +49,19 @@ class GkeCloud:
         self._cluster: GkeCluster | None = None
         self._zones: dict[str, list[str]] = {}
         self._node_pools: list[GkeGpuNodePool] = []
+        self._created: NewGkeCluster | None = None
 
     @property
     def cluster(self) -> GkeCluster:
-        """The stack's cluster, looked up once; ConfigError when the platform cannot use it."""
+        """The stack's cluster, looked up once (or planned, where the stack creates it);
+        ConfigError when the platform cannot use it."""
         if self._cluster is None:
-            cluster = lookup_cluster(self.config.cluster)
-            problems = list(cluster_problems(cluster))
+            if self.config.cluster.create is not None:
+                cluster = created_cluster(self.config.cluster) or planned_cluster(self.config)
+                problems = list(planned_cluster_problems(self.config))
+            else:
+                cluster = lookup_cluster(self.config.cluster)
+                problems = list(cluster_problems(cluster))
             if problems:
                 raise ConfigError(problems)
             self._cluster = cluster
@@ -83,7 +98,24 @@ class GkeCloud:
         context = self.config.cluster.kubeconfig_context
         if context is not None:
             return connect_with_kubeconfig_context(context, opts)
-        return connect_to(self.cluster, opts)
+        create = self.config.cluster.create
+        if create is None:
+            return connect_to(self.cluster, opts)
+        # The cluster first, then a provider that waits for it and its system nodes: every
+        # Kubernetes object depends on them, so `pulumi destroy` deletes the objects first.
+        created = NewGkeCluster("cluster", self.config, self.cluster, opts)
+        self._created = created
+        self._cluster = created.cluster
+        connection = connect_to(
+            created.cluster,
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=created.ready)),
+        )
+        # With the cluster it grants access to.
+        administrator_bindings(
+            create.administrators,
+            pulumi.ResourceOptions(parent=created, provider=connection.provider),
+        )
+        return connection
 
     def create_pools(
         self,
@@ -130,6 +162,9 @@ class GkeCloud:
         opts: pulumi.ResourceOptions,
         after: Sequence[pulumi.Resource] = (),
     ) -> pulumi.Resource:
+        # A pool names a created cluster by its name alone: it waits for the cluster and its
+        # system nodes explicitly, and is deleted before them.
+        ready = self._created.ready if self._created is not None else []
         node_pool = GkeGpuNodePool(
             pool.spec.name,
             GkeGpuNodePoolArgs(
@@ -139,7 +174,7 @@ class GkeCloud:
                 self._zones[pool.spec.name],
                 secret_labels=self.config.is_secret("pools"),
                 protect=self.config.protect,
-                after=after,
+                after=[*after, *ready],
             ),
             opts,
         )
@@ -148,13 +183,17 @@ class GkeCloud:
 
     def stack_outputs(self) -> dict[str, Any]:
         """`nodeServiceAccounts`: each pool's node service account, on which the deploy identity
-        needs `roles/iam.serviceAccountUser` (docs/iam/README.md)."""
-        return {
+        needs `roles/iam.serviceAccountUser` (docs/iam/README.md); `systemNodeServiceAccount`,
+        of a cluster the stack creates, the system nodes' (docs/create-cluster-gke.md)."""
+        outputs: dict[str, Any] = {
             "nodeServiceAccounts": secret_if(
                 self.config.is_secret("pools"),
                 {pool.pool_name: pool.service_account for pool in self._node_pools},
             )
         }
+        if self._created is not None:
+            outputs["systemNodeServiceAccount"] = self._created.system_service_account
+        return outputs
 
 
 def initial_size_problems(pool: ResolvedPool, zones: Sequence[str]) -> list[ConfigProblem]:

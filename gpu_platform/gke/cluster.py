@@ -1,6 +1,7 @@
-"""The existing GKE Standard cluster a stack attaches to, and how the program reaches its API.
+"""The GKE Standard cluster a stack runs on, and how the program reaches its API.
 
-The cluster is looked up, never created: its endpoint and CA give a Kubernetes provider that
+An existing cluster is looked up (one the platform creates is planned from the config:
+`gpu_platform.gke.new_cluster`): its endpoint and CA give a Kubernetes provider that
 authenticates with `gke-gcloud-auth-plugin`, the deployer's own Google credentials, so the
 kubeconfig holds no token. It is still exported only as a secret.
 """
@@ -38,9 +39,10 @@ class GkeCluster:
     location: str
     """A region (regional cluster) or a zone (zonal cluster)."""
     name: str
-    endpoint: str
-    ca_certificate: str
-    """Base64-encoded PEM, as `certificate-authority-data` takes it."""
+    endpoint: pulumi.Input[str]
+    ca_certificate: pulumi.Input[str]
+    """Base64-encoded PEM, as `certificate-authority-data` takes it. Of a cluster the platform
+    creates, both are outputs of the created cluster."""
     master_version: str
     autopilot: bool
     workload_pool: str | None
@@ -54,6 +56,9 @@ class GkeCluster:
     """The GKE version the nodes of each of the platform's existing node pools run, by the
     pool's name in the stack config. An unpinned pool's nodes stay on it until GKE upgrades
     them, after the control plane."""
+    exists: bool = True
+    """False for a cluster the platform is about to create; its `master_version` is then the
+    version it is created at (a minor, where the release channel picks its patch)."""
 
     @property
     def region(self) -> str:
@@ -102,6 +107,24 @@ def release_channel_of(channels: Sequence[Any] | None) -> str | None:
     return None if channel in (None, "", "UNSPECIFIED") else str(channel)
 
 
+def created_cluster(spec: ClusterSpec) -> GkeCluster | None:
+    """The cluster `cluster.create` made, on the runs after the first: GKE upgrades its control
+    plane and node pools itself (container.v1 `ReleaseChannel`: "Node auto-upgrade defaults to
+    true and cannot be disabled"), so the versions the nodes' drivers follow are read back as
+    in attach mode. None before it exists: pulumi-gcp's lookup then fails with
+    "projects/<p>/locations/<l>/clusters/<n> not found" (terraform-provider-google
+    `datasourceContainerClusterRead`)."""
+    try:
+        return lookup_cluster(spec)
+    except Exception as error:
+        if (
+            f"projects/{spec.project}/locations/{spec.location}/clusters/{spec.name} not found"
+            in str(error)
+        ):
+            return None
+        raise
+
+
 def cluster_problems(cluster: GkeCluster) -> Iterator[ConfigProblem]:
     """Why the platform cannot attach to this cluster, if it cannot."""
     path = key_path("cluster", "name")
@@ -123,12 +146,23 @@ def cluster_problems(cluster: GkeCluster) -> Iterator[ConfigProblem]:
         )
 
 
-def kubeconfig_for(cluster: GkeCluster) -> str:
-    """A kubeconfig for the cluster that authenticates with the deployer's Google credentials."""
+def kubeconfig_output(cluster: GkeCluster) -> pulumi.Output[str]:
+    """`kubeconfig_for`, of a cluster whose endpoint and CA may be outputs (one the platform
+    creates)."""
+    return pulumi.Output.all(cluster.endpoint, cluster.ca_certificate).apply(
+        lambda found: kubeconfig_for(cluster, found[0], found[1])
+    )
+
+
+def kubeconfig_for(
+    cluster: GkeCluster, endpoint: str | None = None, ca_certificate: str | None = None
+) -> str:
+    """A kubeconfig for the cluster that authenticates with the deployer's Google credentials;
+    `endpoint` and `ca_certificate` where the cluster's are outputs."""
     return exec_kubeconfig(
         cluster.context_name,
-        f"https://{cluster.endpoint}",
-        cluster.ca_certificate,
+        f"https://{endpoint if endpoint is not None else cluster.endpoint}",
+        ca_certificate if ca_certificate is not None else str(cluster.ca_certificate),
         {
             "command": AUTH_PLUGIN,
             "installHint": _AUTH_PLUGIN_INSTALL_HINT,
@@ -141,4 +175,4 @@ def connect_to(
     cluster: GkeCluster, opts: pulumi.ResourceOptions | None = None
 ) -> ClusterConnection:
     """A Kubernetes provider for the cluster, and its kubeconfig as a secret."""
-    return connect_with_kubeconfig("kubernetes", kubeconfig_for(cluster), opts)
+    return connect_with_kubeconfig("kubernetes", kubeconfig_output(cluster), opts)

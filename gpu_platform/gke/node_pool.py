@@ -359,7 +359,7 @@ def cluster_version_problems(pool: ResolvedPool, cluster: GkeCluster) -> list[Co
     checks a pinned `gcp.nodeVersion`)."""
     problems = []
     node_version = pool.spec.gcp.node_version
-    if node_version is not None and version_key(node_version) > version_key(cluster.master_version):
+    if node_version is not None and _newer_than_control_plane(node_version, cluster.master_version):
         problems.append(
             ConfigProblem(
                 key_path("pools", pool.index, "gcp", "nodeVersion"),
@@ -378,6 +378,15 @@ def cluster_version_problems(pool: ResolvedPool, cluster: GkeCluster) -> list[Co
         )
         for key, minimum in gke_capacity_too_new(pool.spec, cluster.master_version).items()
     ]
+
+
+def _newer_than_control_plane(node_version: str, master_version: str) -> bool:
+    """Of a cluster about to be created at a minor (`1.35`, the channel picks the patch), only
+    a later minor is known to be newer."""
+    master = version_key(master_version)
+    if len(master[0]) == 2:
+        return version_key(node_version)[0][:2] > master[0]
+    return version_key(node_version) > master
 
 
 def gke_gpu_sharing_config(
@@ -412,10 +421,11 @@ def node_labels(pool: ResolvedPool, platform: Platform) -> dict[str, str]:
     return labels
 
 
-def node_service_account_id(cluster: GkeCluster, pool_name: str) -> str:
+def node_service_account_id(cluster: GkeCluster, pool_name: str, prefix: str = "gpu") -> str:
     """A service account ID (6 to 30 characters) unique to the pool of this cluster, so that
-    stacks of two clusters in one project do not claim the same account."""
+    stacks of two clusters in one project do not claim the same account; `prefix` tells GPU
+    pools' accounts from the system pool's."""
     digest = hashlib.sha256(
         f"{cluster.project}/{cluster.location}/{cluster.name}/{pool_name}".encode()
     ).hexdigest()[:6]
-    return f"gpu-{pool_name[:19]}-{digest}"
+    return f"{prefix}-{pool_name[:19]}-{digest}"

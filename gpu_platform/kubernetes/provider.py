@@ -28,12 +28,21 @@ def exec_kubeconfig(name: str, server: str, ca_data: str, exec_: Mapping[str, An
     """A kubeconfig with one cluster, whose user gets its token from a credential plugin.
 
     It holds no credential itself: the plugin runs on the deployer's machine at each use.
+    `ca_data` empty: the server's certificate is checked against the system's trust store.
     """
     document = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [
-            {"name": name, "cluster": {"server": server, "certificate-authority-data": ca_data}}
+            {
+                "name": name,
+                "cluster": {
+                    "server": server,
+                    # Empty where the server's certificate is a public CA's (GKE's DNS-based
+                    # endpoint): the system's trust store checks it.
+                    **({"certificate-authority-data": ca_data} if ca_data else {}),
+                },
+            }
         ],
         "users": [{"name": name, "user": {"exec": {"apiVersion": EXEC_API_VERSION, **exec_}}}],
         "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],

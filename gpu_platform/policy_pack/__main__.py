@@ -7,6 +7,7 @@ this file (as tests and tools do) only collects the policies.
 
 import conversions
 import eks_cluster
+import gke_clusters
 import gpu_cuda
 import gpu_pools
 import gpu_sharing
@@ -35,6 +36,7 @@ POLICIES = [
             *gpu_cuda.POLICIES,
             *idle_gpu_pods.POLICIES,
             *gpu_pools.POLICIES,
+            *gke_clusters.POLICIES,
             *karpenter_pools.POLICIES,
             *eks_cluster.POLICIES,
             *helm.POLICIES,

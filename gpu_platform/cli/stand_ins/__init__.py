@@ -27,6 +27,11 @@ class NoStandIn(LookupError):
     """The program made a lookup the offline plan has no stand-in answer for."""
 
 
+class LookupFailed(Exception):
+    """A stand-in lookup fails as the provider's would (a cluster not created yet), with the
+    provider's message."""
+
+
 def invoke(token: str, args: dict[str, Any]) -> dict[str, Any]:
     stand_in = _stand_ins(token, "INVOKES").get(token)
     if stand_in is None:

@@ -1,6 +1,8 @@
 """Stand-in answers for the GKE side's lookups in the offline plan.
 
-The program looks up its cluster (`gcp:container/getCluster`), the zones of the cluster's region
+The program looks up its cluster (`gcp:container/getCluster`; a stack that creates its cluster
+is planned as on its first run, the lookup failing as the provider's does for a cluster not
+created yet), the zones of the cluster's region
 (`gcp:compute/getZones`) and, per zone, whether it offers a pool's machine type
 (`gcp:compute/getMachineTypes`). The answers here have the API's shape and plausible values:
 an endpoint in a documentation address range, a CA that is not one, and a few regions whose
@@ -15,7 +17,10 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import pulumi
+
 from gpu_platform.accelerators import ACCELERATORS
+from gpu_platform.cli.stand_ins import LookupFailed
 from gpu_platform.gke.locations import zone_region
 from gpu_platform.gke.machine_types import fixed_series_of
 
@@ -24,6 +29,8 @@ STAND_IN_CA = base64.b64encode(
     b"-----BEGIN CERTIFICATE-----\nstand-in, not a certificate\n-----END CERTIFICATE-----\n"
 ).decode()
 STAND_IN_MASTER_VERSION = "1.33.5-gke.1201000"
+STAND_IN_DNS_ENDPOINT = "gke-0123456789abcdef-000000000000.us-central1.gke.goog"
+"""A created cluster's DNS-based endpoint, of GKE's `gke-<id>.<region>.gke.goog` shape."""
 
 _EVERY_SERIES = ("n1-", "a2-", "a3-", "a4-", "g2-")
 # Zone -> the machine type prefixes it offers.
@@ -48,6 +55,16 @@ def region_zones(region: str) -> list[str]:
 
 
 def get_cluster(args: dict[str, Any]) -> dict[str, Any]:
+    project, location, name = args["project"], args["location"], args["name"]
+    if "create" in (pulumi.Config("gpu-platform").get_object("cluster") or {}):
+        # The plan of a stack that creates its cluster shows its first run: no cluster yet,
+        # which the provider's lookup says as terraform-provider-google's data source does.
+        raise LookupFailed(f"projects/{project}/locations/{location}/clusters/{name} not found")
+    return existing_cluster(args)
+
+
+def existing_cluster(args: dict[str, Any]) -> dict[str, Any]:
+    """The lookup's answer of a cluster that exists."""
     project, location, name = args["project"], args["location"], args["name"]
     region = zone_region(location) or location
     return {
@@ -120,6 +137,48 @@ def node_pool_outputs(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     return {"name": inputs.get("name") or f"{name}-{suffix}", "version": STAND_IN_MASTER_VERSION}
 
 
+STAND_IN_PRIVATE_ENDPOINT = "10.0.15.2"
+"""Where a created cluster's private endpoint would answer: in its nodes' subnet (private
+address space, as GKE gives it)."""
+
+
+def cluster_outputs(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """A created cluster's endpoints and CA: the looked-up stand-in's."""
+    private = {
+        **inputs.get("privateClusterConfig", {}),
+        "privateEndpoint": STAND_IN_PRIVATE_ENDPOINT,
+    }
+    endpoints = inputs.get("controlPlaneEndpointsConfig", {})
+    dns = {**endpoints.get("dnsEndpointConfig", {}), "endpoint": STAND_IN_DNS_ENDPOINT}
+    return {
+        "endpoint": STAND_IN_ENDPOINT,
+        "masterAuth": {"clusterCaCertificate": STAND_IN_CA},
+        "privateClusterConfig": private,
+        "controlPlaneEndpointsConfig": {**endpoints, "dnsEndpointConfig": dns},
+        "masterVersion": STAND_IN_MASTER_VERSION,
+        "selfLink": _self_link("locations", inputs, "clusters", inputs.get("name", name)),
+    }
+
+
+def _self_link(scope: str, inputs: dict[str, Any], kind: str, name: str) -> str:
+    where = inputs.get("location") or inputs.get("region")
+    path = f"projects/{inputs.get('project')}/{scope}/{where}/{kind}/{name}"
+    if scope == "global":
+        path = f"projects/{inputs.get('project')}/global/{kind}/{name}"
+    return f"https://www.googleapis.com/compute/v1/{path}"
+
+
+def _named_outputs(scope: str, kind: str) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+    """Pulumi names a resource without a name after it, with a random suffix."""
+
+    def outputs(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+        suffix = hashlib.sha256(name.encode()).hexdigest()[:7]
+        named = inputs.get("name") or f"{name}-{suffix}"
+        return {"name": named, "selfLink": _self_link(scope, inputs, kind, named)}
+
+    return outputs
+
+
 INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "gcp:container/getCluster:getCluster": get_cluster,
     "gcp:compute/getZones:getZones": get_zones,
@@ -128,4 +187,8 @@ INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
     "gcp:serviceaccount/account:Account": service_account_outputs,
     "gcp:container/nodePool:NodePool": node_pool_outputs,
+    "gcp:container/cluster:Cluster": cluster_outputs,
+    "gcp:compute/network:Network": _named_outputs("global", "networks"),
+    "gcp:compute/subnetwork:Subnetwork": _named_outputs("regions", "subnetworks"),
+    "gcp:compute/router:Router": _named_outputs("regions", "routers"),
 }

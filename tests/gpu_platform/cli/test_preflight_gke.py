@@ -180,6 +180,10 @@ def quota_list(held: Mapping[str, tuple[int, int]]) -> list[Json]:
     return [{"metric": m, "limit": limit, "usage": usage} for m, (limit, usage) in held.items()]
 
 
+APIS = ("container.v1", "compute.v1", "serviceusage.v1")
+"""The APIs the check calls, by their discovery documents."""
+
+
 class FakeGoogle(BaseAdapter):
     """A requests transport for the GKE and Compute Engine APIs: each call must be a GET method
     of their discovery documents, with its query parameters; it gets the answer given for that
@@ -196,7 +200,7 @@ class FakeGoogle(BaseAdapter):
     def answer(self, method_id: str, body: Json, status: int = 200, **params: str) -> None:
         """What the method answers for these parameters (path and query); a success must fit
         the method's response schema."""
-        found = [(a, m) for a in map(api, ("container.v1", "compute.v1")) for m in a.methods]
+        found = [(a, m) for a in map(api, APIS) for m in a.methods]
         api_, method = next((a, m) for a, m in found if m.id == method_id)
         if status == 200:
             validator(api_.name, method.response).validate(body)
@@ -239,7 +243,7 @@ class FakeGoogle(BaseAdapter):
         address = f"{parts.scheme}://{parts.netloc}{parts.path}"
         routes = [
             (m, match)
-            for name in ("container.v1", "compute.v1")
+            for name in APIS
             for m in api(name).methods
             if (match := m.url.fullmatch(address))
         ]

@@ -321,6 +321,47 @@ BAD: list[tuple[str, Config, Callable[[Config], None], str, str]] = [
         "a time after its start",
     ),
     (
+        "an exclusion with neither end nor untilEndOfSupport",
+        GKE_NEW,
+        _set(["gcp", "maintenanceExclusions"], [{"name": "x", "start": "2026-12-01T00:00:00Z"}]),
+        "cluster.create.gcp.maintenanceExclusions[0].end",
+        "or untilEndOfSupport: true",
+    ),
+    (
+        "an exclusion with both end and untilEndOfSupport",
+        GKE_NEW,
+        _set(
+            ["gcp", "maintenanceExclusions"],
+            [
+                {
+                    "name": "x",
+                    "start": "2026-12-01T00:00:00Z",
+                    "end": "2026-12-20T00:00:00Z",
+                    "untilEndOfSupport": True,
+                }
+            ],
+        ),
+        "cluster.create.gcp.maintenanceExclusions[0].end",
+        "no value with untilEndOfSupport",
+    ),
+    (
+        "a no-upgrades exclusion until end of support",
+        GKE_NEW,
+        _set(
+            ["gcp", "maintenanceExclusions"],
+            [
+                {
+                    "name": "x",
+                    "start": "2026-12-01T00:00:00Z",
+                    "untilEndOfSupport": True,
+                    "scope": "no-upgrades",
+                }
+            ],
+        ),
+        "cluster.create.gcp.maintenanceExclusions[0].untilEndOfSupport",
+        "false with scope no-upgrades",
+    ),
+    (
         "a system pool max below min",
         GKE_NEW,
         _set(["gcp", "systemNodePool"], {"minPerZone": 2, "maxPerZone": 1}),

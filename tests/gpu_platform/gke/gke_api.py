@@ -27,10 +27,10 @@ _ACCELERATOR_RENAMES = {"type": "acceleratorType", "count": "acceleratorCount"}
 
 
 @cache
-def discovery_document() -> Mapping[str, Any]:
-    document = resources.files("googleapiclient").joinpath(
-        "discovery_cache/documents/container.v1.json"
-    )
+def discovery_document(api: str = "container.v1") -> Mapping[str, Any]:
+    """`container.v1` (GKE) or `compute.v1` (Compute Engine), as google-api-python-client ships
+    them."""
+    document = resources.files("googleapiclient").joinpath(f"discovery_cache/documents/{api}.json")
     return json.loads(document.read_text())
 
 
@@ -61,26 +61,63 @@ def to_api_node_pool(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return body
 
 
-def api_problems(value: Any, schema_name: str = "NodePool") -> list[str]:
+def api_problems(
+    value: Any,
+    schema_name: str = "NodePool",
+    api: str = "container.v1",
+    deprecated_sent: frozenset[str] = frozenset(),
+) -> list[str]:
     """Where `value` does not fit the discovery document's schema: unknown fields, fields the
-    API sets itself or has deprecated, wrong types and values outside an enum."""
-    return list(_problems(value, {"$ref": schema_name}, schema_name))
+    API sets itself or has deprecated (but those at `deprecated_sent`, which the provider itself
+    still sends), wrong types and values outside an enum."""
+    return list(
+        _Validator(api, deprecated_sent).problems(value, {"$ref": schema_name}, schema_name)
+    )
 
 
-def _problems(value: Any, schema: Schema, path: str) -> Iterator[str]:
-    schemas = discovery_document()["schemas"]
-    if "$ref" in schema:
-        schema = schemas[schema["$ref"]]
-    kind = schema.get("type")
-    if kind == "object":
-        yield from _object_problems(value, schema, path)
-    elif kind == "array":
-        if not isinstance(value, list):
-            yield f"{path}: {value!r} is not an array"
+class _Validator:
+    def __init__(self, api: str, deprecated_sent: frozenset[str]):
+        self.schemas = discovery_document(api)["schemas"]
+        self.deprecated_sent = deprecated_sent
+
+    def problems(self, value: Any, schema: Schema, path: str) -> Iterator[str]:
+        if "$ref" in schema:
+            schema = self.schemas[schema["$ref"]]
+        kind = schema.get("type")
+        if kind == "object":
+            yield from self.object_problems(value, schema, path)
+        elif kind == "array":
+            if not isinstance(value, list):
+                yield f"{path}: {value!r} is not an array"
+                return
+            for i, item in enumerate(value):
+                yield from self.problems(item, schema["items"], f"{path}[{i}]")
+        else:
+            yield from _scalar_problems(value, schema, path)
+
+    def object_problems(self, value: Any, schema: Schema, path: str) -> Iterator[str]:
+        if not isinstance(value, Mapping):
+            yield f"{path}: {value!r} is not an object"
             return
-        for i, item in enumerate(value):
-            yield from _problems(item, schema["items"], f"{path}[{i}]")
-    elif kind == "string":
+        fields = schema.get("properties", {})
+        for key, item in value.items():
+            field = fields.get(key)
+            where = f"{path}.{key}"
+            if field is None and "additionalProperties" in schema:
+                yield from self.problems(item, schema["additionalProperties"], where)
+            elif field is None:
+                yield f"{where}: no such field in {schema.get('id', 'the object')}"
+            elif field.get("readOnly"):
+                yield f"{where}: output only, set by the API"
+            elif field.get("deprecated") and where not in self.deprecated_sent:
+                yield f"{where}: deprecated by the API"
+            else:
+                yield from self.problems(item, field, where)
+
+
+def _scalar_problems(value: Any, schema: Schema, path: str) -> Iterator[str]:
+    kind = schema.get("type")
+    if kind == "string":
         yield from _string_problems(value, schema, path)
     elif kind == "integer":
         if not (_is_integral(value) and int(value) in _INT32):
@@ -93,25 +130,6 @@ def _problems(value: Any, schema: Schema, path: str) -> Iterator[str]:
             yield f"{path}: {value!r} is not a number"
     else:
         raise AssertionError(f"{path}: schema type {kind!r} is not handled")
-
-
-def _object_problems(value: Any, schema: Schema, path: str) -> Iterator[str]:
-    if not isinstance(value, Mapping):
-        yield f"{path}: {value!r} is not an object"
-        return
-    fields = schema.get("properties", {})
-    for key, item in value.items():
-        field = fields.get(key)
-        if field is None and "additionalProperties" in schema:
-            yield from _problems(item, schema["additionalProperties"], f"{path}.{key}")
-        elif field is None:
-            yield f"{path}.{key}: no such field in {schema.get('id', 'the object')}"
-        elif field.get("readOnly"):
-            yield f"{path}.{key}: output only, set by the API"
-        elif field.get("deprecated"):
-            yield f"{path}.{key}: deprecated by the API"
-        else:
-            yield from _problems(item, field, f"{path}.{key}")
 
 
 def _string_problems(value: Any, schema: Schema, path: str) -> Iterator[str]:

@@ -29,12 +29,14 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 #   karpenter-dev 9 (h100-block 2, l4-reserved 2, t4-spot 3, l4-on-demand 2);
 # - aws-efa-k8s-device-plugin: 300 s + its DaemonSet on the EFA pools' nodes: prod 2
 #   (h100-training), karpenter-dev 2 (h100-block);
-# - kube-prometheus-stack: 900 s + node-exporter on every GPU node: gke-dev 3, eks-new 2 (l4).
+# - kube-prometheus-stack: 900 s + node-exporter on every GPU node: gke-dev 3, eks-new 2 (l4),
+#   gke-new 2.
 RELEASES = {
     "dev": {"gpu-operator": 915, "cluster-autoscaler": 300},
     "eks-new": {"gpu-operator": 910, "cluster-autoscaler": 300, "kube-prometheus-stack": 910},
     "prod": {"gpu-operator": 925, "cluster-autoscaler": 300, "aws-efa-k8s-device-plugin": 310},
     "gke-dev": {"gpu-operator": 915, "kube-prometheus-stack": 915},
+    "gke-new": {"gpu-operator": 910, "kube-prometheus-stack": 910},
     "karpenter-dev": {
         "gpu-operator": 945,
         "karpenter": 300,

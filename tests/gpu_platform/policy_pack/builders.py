@@ -290,6 +290,7 @@ def gke_node_pool(name: str = "l4-shared") -> PlannedResource:
         "metadata": {"disable-legacy-endpoints": "true"},
         "workloadMetadataConfig": {"mode": "GKE_METADATA"},
         "shieldedInstanceConfig": {"enableSecureBoot": True, "enableIntegrityMonitoring": True},
+        "serviceAccount": "gpu-l4-shared-3f2a1b@ml-platform-dev.iam.gserviceaccount.com",
     }
     inputs = {
         "project": "ml-platform-dev",
@@ -301,6 +302,37 @@ def gke_node_pool(name: str = "l4-shared") -> PlannedResource:
         "nodeConfig": config,
     }
     return resource(NODE_POOL, name, inputs)
+
+
+GKE_CLUSTER = "gcp:container/cluster:Cluster"
+
+
+def gke_cluster(name: str = "cluster") -> PlannedResource:
+    """A GKE cluster as the platform creates one (`gpu_platform.gke.new_cluster.cluster`), with
+    a private endpoint. Tests change its `inputs` in place."""
+    inputs = {
+        "name": "ml-dev",
+        "project": "ml-platform-dev",
+        "location": "us-central1",
+        "networkingMode": "VPC_NATIVE",
+        "datapathProvider": "ADVANCED_DATAPATH",
+        "privateClusterConfig": {"enablePrivateNodes": True, "enablePrivateEndpoint": True},
+        "masterAuthorizedNetworksConfig": {
+            "cidrBlocks": [{"cidrBlock": "10.0.0.0/20", "displayName": "cluster nodes"}],
+            "gcpPublicCidrsAccessEnabled": False,
+        },
+        "workloadIdentityConfig": {"workloadPool": "ml-platform-dev.svc.id.goog"},
+        "enableShieldedNodes": True,
+        "enableLegacyAbac": False,
+        "releaseChannel": {"channel": "STABLE"},
+        "removeDefaultNodePool": True,
+        "initialNodeCount": 1,
+        "nodeConfig": {
+            "serviceAccount": "sys-nodes-e23448@ml-platform-dev.iam.gserviceaccount.com",
+            "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"],
+        },
+    }
+    return resource(GKE_CLUSTER, name, inputs)
 
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

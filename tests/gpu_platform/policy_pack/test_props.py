@@ -17,6 +17,7 @@ from gpu_platform.cli.analyzer import Verdict
 from gpu_platform.cli.offline import PlannedResource
 from tests.gpu_platform.policy_pack.builders import (
     CHART,
+    GKE_CLUSTER,
     KIND_TYPES,
     LAUNCH_TEMPLATE,
     NAMESPACE,
@@ -213,6 +214,7 @@ TYPES = [
     NAMESPACE,
     NODE_GROUP,
     NODE_POOL,
+    GKE_CLUSTER,
     LAUNCH_TEMPLATE,
     RELEASE,
     CHART,
@@ -242,6 +244,11 @@ POLICY_NAMES = {
     "eks-node-group-imdsv2",
     "eks-gpu-launch-template",
     "gke-gpu-node-security",
+    "gke-node-service-account",
+    "gke-cluster-access",
+    "gke-dns-endpoint",
+    "gke-cluster-hardening",
+    "gke-cluster-upgrades",
     "helm-chart-pinned",
     "gpu-operator-release",
     "platform-release-rollback",

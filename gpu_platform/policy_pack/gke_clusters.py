@@ -1,0 +1,231 @@
+"""GKE clusters and their node pools, as the platform creates them and as GKE's hardening guide
+(https://cloud.google.com/kubernetes-engine/docs/how-to/hardening-your-cluster) and
+terraform-google-kubernetes-engine's safer-cluster module have them:
+
+- `gke-node-service-account`: every node pool, and a cluster's default node pool (even one
+  removed right after creation, `removeDefaultNodePool`), names a service account of its own;
+  never the Compute Engine default account, which holds Editor on the project in many projects.
+- `gke-cluster-access`: private nodes, and a control plane reached privately or only from
+  authorized networks that are neither the internet nor Google Cloud's public ranges.
+- `gke-dns-endpoint` (advisory): the DNS-based endpoint open to traffic from outside Google
+  Cloud, which only IAM guards. pulumi-gcp states private nodes, the private endpoint and the
+  authorized networks in `privateClusterConfig` and `masterAuthorizedNetworksConfig`, which the
+  provider sends as container.v1's `networkConfig.defaultEnablePrivateNodes` and
+  `controlPlaneEndpointsConfig.ipEndpointsConfig` (terraform-provider-google
+  `expandControlPlaneEndpointsConfig`): the rules read the inputs a program gives.
+- `gke-cluster-hardening`: Workload Identity Federation, shielded nodes, no legacy ABAC.
+- `gke-cluster-upgrades`: in a release channel, where GKE keeps every node pool's auto-upgrade
+  on (concepts/release-channels: only a cluster not enrolled in one may turn it off for
+  selected node pools), no node pool of the stack's clusters pins its version or turns
+  auto-upgrade off.
+"""
+
+import re
+from collections.abc import Iterator, Sequence
+from functools import partial
+from typing import Any
+
+from checks import Findings, resource_policy
+from gpu_pools import CLUSTER_TYPE, NODE_POOL_TYPE, linked_resource
+from props import Step, elements, field_path, flag, mapping, shown, text, value_at
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyResource,
+    ReportViolation,
+    ResourceValidationArgs,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+DEFAULT_ACCOUNT = re.compile(r"^(default|\d+-compute@developer\.gserviceaccount\.com)$")
+"""The Compute Engine default service account, by GKE's name for it or its e-mail."""
+OPEN_TO_ALL = "0.0.0.0/0"
+NO_CHANNEL = "UNSPECIFIED"
+UPGRADES = "gke-cluster-upgrades"
+
+
+def _account_problems(subject: str, node_config: Any, path: Sequence[Step]) -> Iterator[str]:
+    account = text(node_config, "serviceAccount")
+    field = field_path(*path, "serviceAccount")
+    if account is None or DEFAULT_ACCOUNT.match(account):
+        yield (
+            f"the {subject} runs its nodes as the Compute Engine default service account "
+            f"({field}={shown(account)}), which holds broad roles in many projects, so that any "
+            "pod that reaches the node's credentials acts with them. Fix: set it to a service "
+            "account of the nodes' own holding only roles/container.defaultNodeServiceAccount."
+        )
+
+
+def node_service_account_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    props = args.props
+    if args.resource_type == NODE_POOL_TYPE:
+        yield from _account_problems("node pool", mapping(props, "nodeConfig"), ("nodeConfig",))
+        return
+    if flag(props, "enableAutopilot") is True:
+        return
+    pools = elements(props, "nodePools")
+    if not pools:
+        # The default node pool, which GKE creates with the cluster even where the program
+        # removes it at once.
+        yield from _account_problems(
+            "cluster's default node pool", mapping(props, "nodeConfig"), ("nodeConfig",)
+        )
+    for index, pool in enumerate(pools):
+        yield from _account_problems(
+            f"node pool nodePools[{index}]",
+            mapping(pool, "nodeConfig"),
+            ("nodePools", index, "nodeConfig"),
+        )
+
+
+def private_nodes_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    field = ("privateClusterConfig", "enablePrivateNodes")
+    if flag(args.props, *field) is not True:
+        yield (
+            f"the cluster's nodes have external addresses ({field_path(*field)} is not true), "
+            "so each node is reachable from the internet as far as its firewall lets it. Fix: "
+            "set it to true, and give the nodes Cloud NAT for egress."
+        )
+
+
+def control_plane_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    props = args.props
+    authorized = mapping(props, "masterAuthorizedNetworksConfig")
+    blocks = elements(authorized, "cidrBlocks") if authorized is not None else []
+    private = flag(props, "privateClusterConfig", "enablePrivateEndpoint") is True
+    # With the IP endpoints off (container.v1 `IPEndpointsConfig.enabled`), the control plane
+    # has no address at all: only the DNS-based endpoint, judged by `gke-dns-endpoint`.
+    no_ip = flag(props, "controlPlaneEndpointsConfig", "ipEndpointsConfig", "enabled") is False
+    if not private and not no_ip and not blocks:
+        yield (
+            "the cluster's public endpoint answers every address (no "
+            "masterAuthorizedNetworksConfig.cidrBlocks), so the API server is one stolen "
+            "credential away from anyone. Fix: set privateClusterConfig.enablePrivateEndpoint "
+            "to true, or list the deployers' ranges in masterAuthorizedNetworksConfig."
+        )
+    for index, block in enumerate(blocks):
+        if value_at(block, "cidrBlock") == OPEN_TO_ALL:
+            yield (
+                f"masterAuthorizedNetworksConfig.cidrBlocks[{index}] is {OPEN_TO_ALL}, the whole "
+                "internet. Fix: list only the deployers' and CI runners' ranges."
+            )
+    if authorized is not None and flag(authorized, "gcpPublicCidrsAccessEnabled") is True:
+        yield (
+            "masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled is true: every Compute "
+            "Engine VM, anyone's, reaches the control plane. Fix: set it to false."
+        )
+
+
+def dns_endpoint_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    field = ("controlPlaneEndpointsConfig", "dnsEndpointConfig", "allowExternalTraffic")
+    if flag(args.props, *field) is True:
+        yield (
+            f"the control plane's DNS-based endpoint takes traffic from anywhere "
+            f"({field_path(*field)}=true): no network rule stands between the internet and the "
+            "API server, only IAM (container.clusters.connect) and RBAC. Keep it where the "
+            "deployers have no route into the network; otherwise set it to false and reach "
+            "the IP endpoint."
+        )
+
+
+def hardening_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    props = args.props
+    if not text(props, "workloadIdentityConfig", "workloadPool"):
+        yield (
+            "the cluster has no Workload Identity (workloadIdentityConfig.workloadPool), so pods "
+            "that need Google APIs use the node's service account. Fix: set it to "
+            '"<project>.svc.id.goog".'
+        )
+    if flag(props, "enableShieldedNodes") is False:
+        yield (
+            "the cluster turns shielded nodes off (enableShieldedNodes=false), so a node's "
+            "identity is not verified when it joins. Fix: set it to true."
+        )
+    if flag(props, "enableLegacyAbac") is True:
+        yield (
+            "the cluster turns legacy ABAC on (enableLegacyAbac=true), which grants rights "
+            "outside RBAC. Fix: set it to false."
+        )
+
+
+# --- node pools of a cluster in a release channel -------------------------------------------
+
+
+def in_release_channel(cluster: PolicyResource) -> bool:
+    """GKE enrolls a new cluster that names no channel in REGULAR."""
+    return text(cluster.props, "releaseChannel", "channel") != NO_CHANNEL
+
+
+def pinned_pool_problems(pool: PolicyResource, cluster: PolicyResource) -> Iterator[str]:
+    channel = text(cluster.props, "releaseChannel", "channel") or "REGULAR (GKE's default)"
+    subject = f'node pool "{pool.name}" of cluster "{cluster.name}", which is in release channel'
+    if flag(pool.props, "management", "autoUpgrade") is False:
+        yield (
+            f"{subject} {channel}, turns auto-upgrade off (management.autoUpgrade=false), which "
+            "GKE keeps on in every node pool of a cluster in a release channel. Fix: create the "
+            'cluster with releaseChannel.channel "UNSPECIFIED" to pin node pools, or hold node '
+            "upgrades back with a maintenance exclusion of scope NO_MINOR_OR_NODE_UPGRADES."
+        )
+    elif text(pool.props, "version") is not None:
+        yield (
+            f"{subject} {channel}, pins version {shown(text(pool.props, 'version'))} while "
+            "auto-upgrade is on: the two fight over the nodes' version. Fix: remove the version, "
+            'or create the cluster with releaseChannel.channel "UNSPECIFIED".'
+        )
+
+
+def validate_upgrades(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    clusters = [r for r in args.resources if r.resource_type == CLUSTER_TYPE]
+    pools = [r for r in args.resources if r.resource_type == NODE_POOL_TYPE]
+    with Findings(UPGRADES, "the stack", report_violation) as findings:
+        for pool in pools:
+            what = f"the cluster of {pool.urn}"
+            cluster = findings.known(what, partial(_cluster_of, pool, clusters))
+            if cluster is None or not findings.known(what, partial(in_release_channel, cluster)):
+                continue
+            findings.check(what, partial(pinned_pool_problems, pool, cluster), urn=pool.urn)
+
+
+def _cluster_of(pool: PolicyResource, clusters: Sequence[PolicyResource]) -> PolicyResource | None:
+    """The cluster the pool joins: the one its `cluster` input is computed from, else the one
+    of that name."""
+    return linked_resource(pool, ("cluster",), CLUSTER_TYPE, clusters, ("name",))
+
+
+POLICIES = [
+    resource_policy(
+        "gke-node-service-account",
+        "GKE node pools, and a cluster's default node pool, run as a service account of their "
+        "own, never the Compute Engine default one.",
+        node_service_account_problems,
+        resource_types=(NODE_POOL_TYPE, CLUSTER_TYPE),
+    ),
+    resource_policy(
+        "gke-cluster-access",
+        "GKE clusters have private nodes, and a control plane reached privately or only from "
+        "authorized networks.",
+        (private_nodes_problems, control_plane_problems),
+        resource_types=(CLUSTER_TYPE,),
+    ),
+    resource_policy(
+        "gke-dns-endpoint",
+        "A GKE cluster's DNS-based control-plane endpoint taking traffic from outside Google "
+        "Cloud is reported: IAM alone guards it.",
+        dns_endpoint_problems,
+        resource_types=(CLUSTER_TYPE,),
+        enforcement_level=EnforcementLevel.ADVISORY,
+    ),
+    resource_policy(
+        "gke-cluster-hardening",
+        "GKE clusters use Workload Identity and shielded nodes, and no legacy ABAC.",
+        hardening_problems,
+        resource_types=(CLUSTER_TYPE,),
+    ),
+    StackValidationPolicy(
+        name=UPGRADES,
+        description="No node pool of a GKE cluster in a release channel pins its version or "
+        "turns auto-upgrade off.",
+        validate=validate_upgrades,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+]

@@ -1,0 +1,230 @@
+"""`gpu-platform preflight` of a GKE stack that creates its cluster: no cluster of that name
+yet, the APIs the creation calls enabled (Service Usage `services.get`, serviceusage.v1
+discovery document), the region's CPU and address quotas and the project's network quotas
+(Compute Engine `Quota.metric`, compute.v1), and how `pulumi up` reaches the control plane. The
+fake answers only the APIs' GET methods, each answer checked against its response schema."""
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from gpu_platform.cli import preflight_gke
+from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.preflight_gke import GoogleApis
+from gpu_platform.cli.preflight_gke_create import REQUIRED_SERVICES, machine_cpus
+from tests.gpu_platform.cli.test_preflight_gke import PROJECT, FakeGoogle, quota_list, stack
+
+Config = dict[str, Any]
+ROOMY_REGION = {"CPUS": (24, 0), "E2_CPUS": (24, 0), "IN_USE_ADDRESSES": (8, 0)}
+ROOMY_PROJECT = {"NETWORKS": (5, 1), "SUBNETWORKS": (100, 30), "ROUTERS": (10, 0)}
+
+
+def creating(config: Config, **create: Any) -> None:
+    config["gpu-platform:cluster"]["create"] = {"kubernetesVersion": "1.33", **create}
+    config["gpu-platform:monitoring"] = {"installPrometheusStack": True}
+    # The GPU quota check is the attach mode's; keep its pools out of the way.
+    config["gpu-platform:pools"] = config["gpu-platform:pools"][:1]
+
+
+class Project:
+    """The fake project: APIs enabled or not, and its quotas."""
+
+    def __init__(self) -> None:
+        self.google = FakeGoogle()
+        self.enable(*(name for name, _ in REQUIRED_SERVICES))
+        self.quotas(ROOMY_REGION, ROOMY_PROJECT)
+        self.offers(STABLE=["1.34.1-gke.1829001", "1.33.5-gke.1201000"])
+
+    def offers(self, no_channel: Sequence[str] = (), **channels: Sequence[str]) -> None:
+        """The versions GKE offers in us-central1, per channel and outside one
+        (container.v1 `ServerConfig`)."""
+        self.google.answer(
+            "container.projects.locations.getServerConfig",
+            {
+                "channels": [
+                    {"channel": name, "validVersions": list(versions)}
+                    for name, versions in channels.items()
+                ],
+                "validMasterVersions": list(no_channel),
+            },
+            name=f"projects/{PROJECT}/locations/us-central1",
+        )
+
+    def enable(self, *services: str, state: str = "ENABLED") -> None:
+        for service in services:
+            name = f"projects/{PROJECT}/services/{service}"
+            self.google.answer(
+                "serviceusage.services.get", {"name": name, "state": state}, name=name
+            )
+
+    def quotas(
+        self, regional: Mapping[str, tuple[int, int]], global_: Mapping[str, tuple[int, int]]
+    ) -> None:
+        self.google.answer(
+            "compute.regions.get",
+            {"kind": "compute#region", "name": "us-central1", "quotas": quota_list(regional)},
+            project=PROJECT,
+            region="us-central1",
+        )
+        self.google.answer(
+            "compute.projects.get",
+            {"kind": "compute#project", "name": PROJECT, "quotas": quota_list(global_)},
+            project=PROJECT,
+        )
+
+    def findings(self, change: Callable[[Config], Any] = lambda c: creating(c)) -> list[Finding]:
+        apis = GoogleApis(self.google.session(), PROJECT)
+        return preflight_gke.preflight(stack(change), apis)
+
+
+@pytest.fixture
+def project() -> Project:
+    return Project()
+
+
+def of(found: list[Finding], subject: str) -> list[Finding]:
+    return [f for f in found if f.subject == subject]
+
+
+def test_a_ready_project_blocks_nothing_and_says_the_endpoint_is_private(project: Project) -> None:
+    found = project.findings()
+
+    assert [f for f in found if f.severity == "blocking"] == []
+    assert of(found, "cluster ml-dev")[0].severity == "ok"
+    (endpoint,) = [f for f in of(found, "cluster ml-dev") if "private endpoint" in f.message]
+    assert endpoint.severity == "warning" and "publicCidrs" in endpoint.action
+
+
+def test_nothing_of_the_cluster_that_does_not_exist_yet_is_checked_but_its_name(
+    project: Project,
+) -> None:
+    project.findings()
+
+    assert "container.projects.locations.clusters.get" in project.google.calls
+    assert project.google.calls.count("container.projects.locations.clusters.get") == 1
+
+
+def test_a_disabled_api_blocks_with_the_command_that_enables_it(project: Project) -> None:
+    project.enable("container.googleapis.com", state="DISABLED")
+
+    (found,) = of(project.findings(), "API container.googleapis.com")
+
+    assert found.severity == "blocking"
+    assert found.action == f"gcloud services enable container.googleapis.com --project {PROJECT}"
+
+
+def test_every_api_the_creation_calls_is_checked(project: Project) -> None:
+    found = project.findings()
+
+    assert {f.subject for f in found if f.subject.startswith("API ")} == {
+        "API container.googleapis.com",
+        "API compute.googleapis.com",
+        "API iam.googleapis.com",
+        "API cloudresourcemanager.googleapis.com",
+    }
+
+
+def test_system_nodes_past_the_regions_cpus_block(project: Project) -> None:
+    # e2-standard-4, one per zone in three zones: 12 vCPUs at start, 24 at most.
+    project.quotas({**ROOMY_REGION, "CPUS": (24, 16)}, ROOMY_PROJECT)
+
+    (cpus, e2) = of(project.findings(), "system node pool")
+
+    assert cpus.severity == "blocking" and cpus.message.startswith("CPUS in us-central1: 8 free")
+    assert e2.severity == "ok"
+
+
+def test_system_nodes_that_cannot_all_grow_are_a_warning(project: Project) -> None:
+    project.quotas({**ROOMY_REGION, "E2_CPUS": (24, 8)}, ROOMY_PROJECT)
+
+    (_, e2) = of(project.findings(), "system node pool")
+
+    assert e2.severity == "warning" and "12 vCPUs at start, 24 at most" in e2.message
+
+
+def test_no_address_left_for_cloud_nat_blocks(project: Project) -> None:
+    project.quotas({**ROOMY_REGION, "IN_USE_ADDRESSES": (8, 8)}, ROOMY_PROJECT)
+
+    blocking = [f for f in of(project.findings(), "network") if f.severity == "blocking"]
+
+    assert [f.message.split(" ")[0] for f in blocking] == ["IN_USE_ADDRESSES"]
+
+
+def test_no_network_left_in_the_project_blocks(project: Project) -> None:
+    project.quotas(ROOMY_REGION, {**ROOMY_PROJECT, "NETWORKS": (5, 5)})
+
+    blocking = [f for f in of(project.findings(), "network") if f.severity == "blocking"]
+
+    assert [f.message.split(" ")[0] for f in blocking] == ["NETWORKS"]
+    assert "existingNetwork" in blocking[0].action
+
+
+def test_an_existing_network_needs_no_network_quota(project: Project) -> None:
+    project.quotas(ROOMY_REGION, {**ROOMY_PROJECT, "NETWORKS": (5, 5)})
+    existing = {
+        "network": "shared",
+        "subnetwork": "gke",
+        "podsRangeName": "pods",
+        "servicesRangeName": "services",
+    }
+
+    found = project.findings(lambda c: creating(c, gcp={"existingNetwork": existing}))
+
+    assert of(found, "network") == []
+
+
+def test_a_public_endpoint_says_where_pulumi_up_must_run_from(project: Project) -> None:
+    endpoint = {"access": "public", "publicCidrs": ["203.0.113.0/24"]}
+
+    found = project.findings(lambda c: creating(c, endpoint=endpoint))
+
+    (said,) = [f for f in of(found, "cluster ml-dev") if "publicly" in f.message]
+    assert said.severity == "ok" and "203.0.113.0/24" in said.message
+
+
+def test_a_private_cluster_reached_through_its_dns_endpoint_is_no_warning(
+    project: Project,
+) -> None:
+    found = project.findings(lambda c: creating(c, gcp={"dnsEndpoint": True}))
+
+    (said,) = [f for f in of(found, "cluster ml-dev") if "DNS-based endpoint" in f.message]
+    assert said.severity == "ok"
+
+
+def test_a_version_the_channel_no_longer_offers_blocks(project: Project) -> None:
+    project.offers(STABLE=["1.35.1-gke.1000000", "1.34.1-gke.1829001"])
+
+    (found,) = of(project.findings(), "Kubernetes 1.33")
+
+    assert found.severity == "blocking"
+    assert "stable channel in us-central1 (it offers 1.34, 1.35)" in found.message
+    assert "gpu-platform:cluster.create.kubernetesVersion" in found.action
+
+
+def test_a_pinned_version_outside_a_channel_is_checked_against_the_versions_offered(
+    project: Project,
+) -> None:
+    project.offers(no_channel=["1.33.5-gke.1201000"])
+    pinned = {"releaseChannel": "none", "version": "1.33.4-gke.1000"}
+
+    (found,) = of(project.findings(lambda c: creating(c, gcp=pinned)), "Kubernetes 1.33.4-gke.1000")
+
+    assert found.severity == "blocking"
+    assert "gpu-platform:cluster.create.gcp.version" in found.action
+
+
+def test_a_cluster_of_that_name_already_there_is_a_warning(project: Project) -> None:
+    project.google.cluster(status="RUNNING", currentMasterVersion="1.33.5-gke.1201000")
+
+    (found, *_) = of(project.findings(), "cluster ml-dev")
+
+    assert found.severity == "warning" and "409 already exists" in found.message
+
+
+@pytest.mark.parametrize(
+    ("machine_type", "expected"),
+    [("e2-standard-4", ("e2", 4)), ("n2d-highmem-16", ("n2d", 16)), ("e2-medium", None)],
+)
+def test_a_machine_types_vcpus_come_from_its_name(machine_type: str, expected: Any) -> None:
+    assert machine_cpus(machine_type) == expected

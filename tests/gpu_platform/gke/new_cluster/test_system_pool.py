@@ -1,0 +1,52 @@
+"""The system node pool: the controllers' nodes, untainted, running as a service account of
+their own that holds only `roles/container.defaultNodeServiceAccount` (GKE hardening guide, "Use
+least privilege Google service accounts")."""
+
+from gpu_platform.cli.offline import Plan
+
+from .plans import IAM_MEMBER, SERVICE_ACCOUNT, system_pool
+
+
+def test_the_system_nodes_run_as_their_own_least_privileged_account(gke_new_plan: Plan) -> None:
+    pool = system_pool(gke_new_plan)
+    (account,) = [a for a in gke_new_plan.of_type(SERVICE_ACCOUNT) if a.parent == pool.parent]
+    roles = [m for m in gke_new_plan.of_type(IAM_MEMBER) if m.parent == pool.parent]
+
+    assert pool.inputs["nodeConfig"]["serviceAccount"] == account.computed_outputs["email"]
+    assert [(m.inputs["role"], m.inputs["member"]) for m in roles] == [
+        ("roles/container.defaultNodeServiceAccount", account.computed_outputs["member"])
+    ]
+
+
+def test_the_system_nodes_are_untainted_hardened_and_autoscaled_per_zone(
+    gke_new_plan: Plan,
+) -> None:
+    inputs = system_pool(gke_new_plan).inputs
+    config = inputs["nodeConfig"]
+    assert "taints" not in config
+    assert config["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    assert config["shieldedInstanceConfig"] == {
+        "enableSecureBoot": True,
+        "enableIntegrityMonitoring": True,
+    }
+    assert config["metadata"] == {"disable-legacy-endpoints": "true"}
+    assert config["machineType"] == "e2-standard-4"
+    assert inputs["autoscaling"]["minNodeCount"] == 1
+    assert inputs["autoscaling"]["maxNodeCount"] == 2
+
+
+def test_the_system_nodes_follow_the_control_plane(gke_new_plan: Plan) -> None:
+    inputs = system_pool(gke_new_plan).inputs
+    assert inputs["management"] == {"autoRepair": True, "autoUpgrade": True}
+    assert "version" not in inputs
+    assert inputs["upgradeSettings"]["maxUnavailable"] == 0
+
+
+def test_the_system_nodes_account_is_a_stack_output(gke_new_plan: Plan) -> None:
+    # The deploy identity needs roles/iam.serviceAccountUser on it to create the cluster.
+    pool = system_pool(gke_new_plan)
+
+    assert (
+        gke_new_plan.outputs["systemNodeServiceAccount"]
+        == pool.inputs["nodeConfig"]["serviceAccount"]
+    )

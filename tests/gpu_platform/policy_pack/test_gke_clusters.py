@@ -1,0 +1,203 @@
+"""The GKE cluster policies, through the real pack: node service accounts, control-plane
+access, hardening, and node pools against the cluster's release channel. Each rule rests on
+GKE's hardening guide (how-to/hardening-your-cluster) and terraform-google-kubernetes-engine's
+`modules/safer-cluster/main.tf` ("We never use the default service account for the cluster",
+`enable_private_nodes = true`, `identity_namespace`, `enable_shielded_nodes`)."""
+
+from typing import Any
+
+import pytest
+
+from tests.gpu_platform.policy_pack.builders import (
+    UNKNOWN,
+    Analyze,
+    gke_cluster,
+    gke_node_pool,
+    messages,
+)
+
+CLUSTER_POLICIES = (
+    "gke-node-service-account",
+    "gke-cluster-access",
+    "gke-dns-endpoint",
+    "gke-cluster-hardening",
+    "gke-cluster-upgrades",
+)
+
+
+def found(analyze: Analyze, policy: str, *resources: Any) -> list[str]:
+    return messages(analyze(*resources), policy)
+
+
+@pytest.mark.parametrize("policy", CLUSTER_POLICIES)
+def test_the_platforms_cluster_and_pool_pass(analyze: Analyze, policy: str) -> None:
+    assert found(analyze, policy, gke_cluster(), gke_node_pool()) == []
+
+
+@pytest.mark.parametrize(
+    "account", [None, "default", "123456789012-compute@developer.gserviceaccount.com"]
+)
+def test_a_node_pool_on_the_default_account_is_refused(analyze: Analyze, account: Any) -> None:
+    pool = gke_node_pool()
+    if account is None:
+        del pool.inputs["nodeConfig"]["serviceAccount"]
+    else:
+        pool.inputs["nodeConfig"]["serviceAccount"] = account
+
+    (message,) = found(analyze, "gke-node-service-account", pool)
+
+    assert message.startswith("the node pool runs its nodes as the Compute Engine default")
+
+
+def test_a_removed_default_pool_still_needs_its_own_account(analyze: Analyze) -> None:
+    cluster = gke_cluster()
+    del cluster.inputs["nodeConfig"]
+
+    (message,) = found(analyze, "gke-node-service-account", cluster)
+
+    assert "cluster's default node pool" in message and "nodeConfig.serviceAccount=null" in message
+
+
+def test_inline_node_pools_are_judged_each(analyze: Analyze) -> None:
+    cluster = gke_cluster()
+    del cluster.inputs["nodeConfig"]
+    cluster.inputs["nodePools"] = [
+        {"name": "a", "nodeConfig": {"serviceAccount": "a@p.iam.gserviceaccount.com"}},
+        {"name": "b", "nodeConfig": {"serviceAccount": "default"}},
+    ]
+
+    (message,) = found(analyze, "gke-node-service-account", cluster)
+
+    assert 'nodePools[1].nodeConfig.serviceAccount="default"' in message
+
+
+def test_public_nodes_are_refused(analyze: Analyze) -> None:
+    cluster = gke_cluster()
+    cluster.inputs["privateClusterConfig"]["enablePrivateNodes"] = False
+
+    (message,) = found(analyze, "gke-cluster-access", cluster)
+
+    assert message.startswith("the cluster's nodes have external addresses")
+
+
+def test_a_public_endpoint_without_authorized_networks_is_refused(analyze: Analyze) -> None:
+    cluster = gke_cluster()
+    cluster.inputs["privateClusterConfig"]["enablePrivateEndpoint"] = False
+    del cluster.inputs["masterAuthorizedNetworksConfig"]
+
+    (message,) = found(analyze, "gke-cluster-access", cluster)
+
+    assert message.startswith("the cluster's public endpoint answers every address")
+
+
+def test_a_public_endpoint_for_authorized_networks_passes(analyze: Analyze) -> None:
+    cluster = gke_cluster()
+    cluster.inputs["privateClusterConfig"]["enablePrivateEndpoint"] = False
+    cluster.inputs["masterAuthorizedNetworksConfig"]["cidrBlocks"].append(
+        {"cidrBlock": "203.0.113.0/24"}
+    )
+
+    assert found(analyze, "gke-cluster-access", cluster) == []
+
+
+def test_a_cluster_with_no_ip_endpoint_is_not_taken_for_a_public_one(analyze: Analyze) -> None:
+    # container.v1 `IPEndpointsConfig.enabled`: false leaves the control plane no IP address.
+    cluster = gke_cluster()
+    cluster.inputs["privateClusterConfig"]["enablePrivateEndpoint"] = False
+    del cluster.inputs["masterAuthorizedNetworksConfig"]
+    cluster.inputs["controlPlaneEndpointsConfig"] = {"ipEndpointsConfig": {"enabled": False}}
+
+    assert found(analyze, "gke-cluster-access", cluster) == []
+
+
+def test_a_dns_endpoint_open_to_outside_traffic_is_reported(analyze: Analyze) -> None:
+    # container.v1 `DNSEndpointConfig.allowExternalTraffic`.
+    cluster = gke_cluster()
+    cluster.inputs["controlPlaneEndpointsConfig"] = {
+        "dnsEndpointConfig": {"allowExternalTraffic": True}
+    }
+
+    (message,) = found(analyze, "gke-dns-endpoint", cluster)
+
+    assert "controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic=true" in message
+
+
+def test_the_whole_internet_and_googles_ranges_are_refused(analyze: Analyze) -> None:
+    cluster = gke_cluster()
+    authorized = cluster.inputs["masterAuthorizedNetworksConfig"]
+    authorized["cidrBlocks"].append({"cidrBlock": "0.0.0.0/0"})
+    authorized["gcpPublicCidrsAccessEnabled"] = True
+
+    problems = found(analyze, "gke-cluster-access", cluster)
+
+    assert [p.split(" ")[0] for p in problems] == [
+        "masterAuthorizedNetworksConfig.cidrBlocks[1]",
+        "masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled",
+    ]
+
+
+def test_a_cluster_without_workload_identity_or_shielded_nodes_is_refused(
+    analyze: Analyze,
+) -> None:
+    cluster = gke_cluster()
+    del cluster.inputs["workloadIdentityConfig"]
+    cluster.inputs["enableShieldedNodes"] = False
+    cluster.inputs["enableLegacyAbac"] = True
+
+    problems = found(analyze, "gke-cluster-hardening", cluster)
+
+    assert len(problems) == 3
+
+
+@pytest.mark.parametrize("channel", [{"channel": "STABLE"}, None])
+def test_a_pool_without_auto_upgrade_in_a_release_channel_is_refused(
+    analyze: Analyze, channel: Any
+) -> None:
+    # A cluster that names no channel is enrolled in REGULAR by GKE.
+    cluster = gke_cluster()
+    if channel is None:
+        del cluster.inputs["releaseChannel"]
+    pool = gke_node_pool()
+    pool.inputs["management"] = {"autoUpgrade": False, "autoRepair": True}
+    pool.inputs["version"] = "1.33.5-gke.1201000"
+
+    (message,) = found(analyze, "gke-cluster-upgrades", cluster, pool)
+
+    assert "turns auto-upgrade off" in message
+
+
+def test_a_pool_pinned_while_auto_upgrading_in_a_release_channel_is_refused(
+    analyze: Analyze,
+) -> None:
+    pool = gke_node_pool()
+    pool.inputs["version"] = "1.33.5-gke.1201000"
+
+    (message,) = found(analyze, "gke-cluster-upgrades", gke_cluster(), pool)
+
+    assert "fight" in message
+
+
+def test_a_pinned_pool_of_a_cluster_without_a_channel_passes(analyze: Analyze) -> None:
+    cluster = gke_cluster()
+    cluster.inputs["releaseChannel"] = {"channel": "UNSPECIFIED"}
+    pool = gke_node_pool()
+    pool.inputs["management"] = {"autoUpgrade": False}
+    pool.inputs["version"] = "1.33.5-gke.1201000"
+
+    assert found(analyze, "gke-cluster-upgrades", cluster, pool) == []
+
+
+def test_pools_of_a_cluster_the_stack_does_not_declare_are_left_alone(analyze: Analyze) -> None:
+    pool = gke_node_pool()
+    pool.inputs["management"] = {"autoUpgrade": False}
+
+    assert found(analyze, "gke-cluster-upgrades", pool) == []
+
+
+def test_a_channel_not_known_yet_skips_the_check(analyze: Analyze) -> None:
+    cluster = gke_cluster()
+    cluster.inputs["releaseChannel"] = UNKNOWN
+    pool = gke_node_pool()
+    pool.inputs["management"] = {"autoUpgrade": False}
+
+    assert found(analyze, "gke-cluster-upgrades", cluster, pool) == []
