@@ -26,9 +26,8 @@ in `end` mode also delete pods, read Deployments, StatefulSets and ReplicaSets (
 runs a pod) and set their `scale` subresource (not the objects themselves). Kubernetes' `edit`
 role changes neither (`roles` and `rolebindings` are `admin`'s). In its own namespace the
 account may only create Events, the Warning on its CronJob when Prometheus lacks the recording
-rule. The reaper's pod meets Pod Security
-`restricted` with a read-only root filesystem; it is the only pod the platform declares with a
-service account token.
+rule. The reaper's pod meets Pod Security `restricted` with a read-only root filesystem
+(`gpu_platform.kubernetes.script_pod`).
 """
 
 import hashlib
@@ -42,6 +41,7 @@ from pulumi_kubernetes import batch, core, rbac
 
 from gpu_platform.config import MonitoringSpec, TenantNamespaceSpec
 from gpu_platform.kubernetes.pod_security import pod_security_labels
+from gpu_platform.kubernetes.script_pod import NO_BYTECODE, script_pod_spec
 from gpu_platform.secrets import secret_if
 from gpu_platform.versions import IDLE_GPU_REAPER_IMAGE
 
@@ -51,7 +51,6 @@ REAPER_NAMESPACE = "gpu-idle-reaper"
 CRON_JOB_NAME_LIMIT = 52
 """Kubernetes refuses CronJob names over 52 characters (its Jobs' names get 11 more)."""
 SCRIPT_FILE = Path(__file__).with_name("idle_gpu_reaper.py")
-SCRIPT_DIR = "/opt/gpu-platform"
 IDLE_MINUTES_LABEL = "gpu-platform.io/gpu-idle-minutes"
 """On a tenant namespace: its limit, in minutes, on how long a GPU pod may sit idle."""
 SCHEDULE = "*/10 * * * *"
@@ -59,8 +58,6 @@ SCHEDULE = "*/10 * * * *"
 # the next, rather than two running back to back.
 STARTING_DEADLINE_SECONDS = 300
 ACTIVE_DEADLINE_SECONDS = 300
-# `nobody` in Debian's images: no account the image's files belong to.
-REAPER_USER_ID = 65534
 
 _LIST_PODS_AND_TELL = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
@@ -129,40 +126,21 @@ def reaper_pod_spec(
         {"name": "GPU_IDLE_MINUTES", "value": str(idle_minutes)},
         {"name": "IDLE_GPU_UTILIZATION_PERCENT", "value": str(idle_percent)},
         {"name": "IDLE_GPU_ACTION", "value": action},
-        # Python would try to write bytecode beside its modules, on a read-only filesystem.
-        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+        NO_BYTECODE,
         {"name": "PYTHONUNBUFFERED", "value": "1"},
     ]
     return {
-        "serviceAccountName": REAPER_NAME,
-        # The one platform pod that calls the API server.
-        "automountServiceAccountToken": True,
+        **script_pod_spec(
+            name=REAPER_NAME,
+            container=REAPER_NAME,
+            image=IDLE_GPU_REAPER_IMAGE,
+            script=SCRIPT_FILE,
+            config_map=config_map,
+            env=env,
+            cpu_request="50m",
+            memory="64Mi",
+        ),
         "restartPolicy": "Never",
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": REAPER_USER_ID,
-            "runAsGroup": REAPER_USER_ID,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-        "containers": [
-            {
-                "name": REAPER_NAME,
-                "image": IDLE_GPU_REAPER_IMAGE.reference,
-                "command": ["python3", f"{SCRIPT_DIR}/{SCRIPT_FILE.name}"],
-                "env": env,
-                "resources": {
-                    "requests": {"cpu": "50m", "memory": "64Mi"},
-                    "limits": {"memory": "64Mi"},
-                },
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "capabilities": {"drop": ["ALL"]},
-                    "readOnlyRootFilesystem": True,
-                },
-                "volumeMounts": [{"name": "script", "mountPath": SCRIPT_DIR, "readOnly": True}],
-            }
-        ],
-        "volumes": [{"name": "script", "configMap": {"name": config_map}}],
     }
 
 

@@ -16,14 +16,12 @@ from typing import Any, cast
 import pulumi
 from pulumi_kubernetes import apps, core, rbac
 
+from gpu_platform.kubernetes.script_pod import NO_BYTECODE, script_pod_spec
 from gpu_platform.node_identity import MIG_STARTUP_TAINT, ResolvedPool
 from gpu_platform.versions import MIG_STARTUP_TAINT_REMOVER_IMAGE
 
 NAME = "gpu-mig-startup-taint-remover"
 SCRIPT_FILE = Path(__file__).with_name("mig_startup_taint_remover.py")
-SCRIPT_DIR = "/opt/gpu-platform"
-# `nobody` in Debian's images: no account the image's files belong to.
-USER_ID = 65534
 CLUSTER_ROLE_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "patch"]}]
 """Listing the partitioned nodes and patching their taints: nothing else."""
 
@@ -41,35 +39,17 @@ def _metadata(**fields: Any) -> Any:
 
 
 def remover_pod_spec(config_map: str) -> dict[str, Any]:
-    return {
-        "serviceAccountName": NAME,
-        "automountServiceAccountToken": True,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": USER_ID,
-            "runAsGroup": USER_ID,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-        "containers": [
-            {
-                "name": "remover",
-                "image": MIG_STARTUP_TAINT_REMOVER_IMAGE.reference,
-                "command": ["python3", f"{SCRIPT_DIR}/{SCRIPT_FILE.name}"],
-                "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
-                "resources": {
-                    "requests": {"cpu": "10m", "memory": "32Mi"},
-                    "limits": {"memory": "64Mi"},
-                },
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "capabilities": {"drop": ["ALL"]},
-                    "readOnlyRootFilesystem": True,
-                },
-                "volumeMounts": [{"name": "script", "mountPath": SCRIPT_DIR, "readOnly": True}],
-            }
-        ],
-        "volumes": [{"name": "script", "configMap": {"name": config_map}}],
-    }
+    return script_pod_spec(
+        name=NAME,
+        container="remover",
+        image=MIG_STARTUP_TAINT_REMOVER_IMAGE,
+        script=SCRIPT_FILE,
+        config_map=config_map,
+        env=[NO_BYTECODE],
+        cpu_request="10m",
+        memory="64Mi",
+        memory_request="32Mi",
+    )
 
 
 def declare_mig_startup_taint_remover(
