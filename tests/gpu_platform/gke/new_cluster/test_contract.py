@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from gpu_platform.cli.offline import Plan
+from gpu_platform.driver_tables.cos import COS_DEFAULT_DRIVERS, CosDefault
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 
 from ..gke_api import api_problems, to_api_node_pool
@@ -60,9 +61,12 @@ def problems_of_created(plan: Plan) -> dict[str, list[str]]:
 
 
 def at_version(config: Config, version: str) -> Config:
-    """`cluster.create` at `version`; the pool told COS's driver branch, which the platform
-    knows of GKE 1.33 only."""
-    config["gpu-platform:pools"][0].setdefault("gcp", {})["cosDriverBranch"] = 580
+    """`cluster.create` at `version`. Where GKE publishes COS's default driver for the pool's L4
+    on that version (how-to/gpus: R535 on 1.31 to 1.33) the pool leaves the branch to COS, as
+    the config refuses any other; elsewhere it states the branch (580), which it must."""
+    pool = config["gpu-platform:pools"][0]
+    if not isinstance(COS_DEFAULT_DRIVERS[version][pool["accelerator"]], CosDefault):
+        pool.setdefault("gcp", {})["cosDriverBranch"] = 580
     return with_create(config, kubernetesVersion=version)
 
 
