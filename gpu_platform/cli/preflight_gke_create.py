@@ -1,9 +1,9 @@
 """What `gpu-platform preflight` finds of a GKE stack that creates its cluster (`cluster.create`):
-that nothing of that name exists yet, that the APIs the creation calls are enabled in the
-project, that GKE offers the version in the release channel at the location, that the region's
-and project's quotas leave room for what is created (the system nodes' vCPUs, Cloud NAT's
-external address, the network, subnet and router), and how the deployer will reach a private
-control plane.
+that nothing of that name exists yet, that the APIs the creation calls are enabled in the project
+(Cloud KMS's too where the stack creates the Secrets key), that GKE offers the version in the
+release channel at the location, that the region's and project's quotas leave room for what is
+created (the system nodes' vCPUs, Cloud NAT's external address, the network, subnet and router),
+and how the deployer will reach a private control plane.
 
 The APIs are named as Service Usage names them (`services.get`: `state` ENABLED or DISABLED,
 serviceusage.v1 discovery document); the quotas are Compute Engine's `Quota` metrics
@@ -27,6 +27,9 @@ REQUIRED_SERVICES = (
     ("cloudresourcemanager.googleapis.com", "the nodes' and administrators' project roles"),
 )
 """Each API the creation calls, and what for."""
+KMS_SERVICE = ("cloudkms.googleapis.com", "the key ring and key that encrypt the cluster's Secrets")
+"""Called where the stack creates the Secrets key in the cluster's project; a key named in
+`cluster.create.gcp.secretsKmsKeyName` exists already, its API enabled where it is."""
 ENABLED = "ENABLED"
 REGION_ZONES = 3
 """The zones GKE puts a regional cluster's nodes in by default."""
@@ -51,7 +54,10 @@ def creation_findings(config: StackConfig, apis: CreationApis) -> list[Finding]:
     assert create is not None and spec.location is not None and spec.project is not None
     region = zone_region(spec.location) or spec.location
     findings = [_existing_finding(config, apis)]
-    findings += [_service_finding(spec.project, name, why, apis) for name, why in REQUIRED_SERVICES]
+    services = list(REQUIRED_SERVICES)
+    if create.gcp.secrets_kms_key_name is None:
+        services.append(KMS_SERVICE)
+    findings += [_service_finding(spec.project, name, why, apis) for name, why in services]
     findings.append(version_finding(create, spec.location, apis.server_config(spec.location)))
     findings += cpu_findings(create, spec.location, region, apis.region_quotas(region))
     if create.gcp.existing_network is None:

@@ -15,6 +15,7 @@ from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, With
 from pydantic_core import PydanticCustomError
 
 from gpu_platform.config.fields import (
+    CloudKmsKeyName,
     DnsLabel,
     Ec2InstanceType,
     GceMachineType,
@@ -298,6 +299,15 @@ class GkeClusterCreate(Model):
     in."""
     system_node_pool: GkeSystemNodePool = Field(default_factory=GkeSystemNodePool)
     """The system node pool."""
+    secrets_kms_key_name: CloudKmsKeyName | None = None
+    """An existing Cloud KMS key to encrypt Secrets with (GKE's application-layer Secrets
+    encryption), instead of the key ring and key the platform creates in the cluster's region
+    (rotated every 90 days): its resource name,
+    `projects/<project>/locations/<the cluster's region>/keyRings/<ring>/cryptoKeys/<key>`.
+    The GKE service agent of the cluster's project,
+    `service-<project number>@container-engine-robot.iam.gserviceaccount.com`, must hold
+    `roles/cloudkms.cryptoKeyEncrypterDecrypter` on it before the cluster is created
+    (docs/create-cluster-gke.md). Changing it later re-encrypts every Secret with the new key."""
 
 
 class ClusterCreate(Model):

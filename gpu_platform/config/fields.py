@@ -74,6 +74,10 @@ _KMS_KEY_ARN = r"^arn:(aws|aws-cn|aws-us-gov):kms:[a-z0-9-]+:[0-9]{12}:key/[0-9a
 _IAM_PRINCIPAL_ARN = (
     r"^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:(role|user)/([!-~]+/)?[A-Za-z0-9_+=,.@-]{1,64}$"
 )
+_CLOUD_KMS_KEY_NAME = (
+    r"^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/locations/[a-z0-9-]+/keyRings/[A-Za-z0-9_-]{1,63}"
+    r"/cryptoKeys/[A-Za-z0-9_-]{1,63}$"
+)
 _GROUP_EMAIL = r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$"
 _TIME_OF_DAY = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
 
@@ -105,6 +109,7 @@ DriverVersion = Annotated[str, StringConstraints(pattern=_DRIVER_VERSION)]
 Ec2InstanceType = Annotated[str, StringConstraints(pattern=_EC2_INSTANCE_TYPE)]
 GceMachineType = Annotated[str, StringConstraints(pattern=_GCE_MACHINE_TYPE)]
 KmsKeyArn = Annotated[str, StringConstraints(pattern=_KMS_KEY_ARN)]
+CloudKmsKeyName = Annotated[str, StringConstraints(pattern=_CLOUD_KMS_KEY_NAME)]
 TimeOfDay = Annotated[str, StringConstraints(pattern=_TIME_OF_DAY)]
 IAM_PRINCIPAL_ARN = re.compile(_IAM_PRINCIPAL_ARN)
 GROUP_EMAIL = re.compile(_GROUP_EMAIL)
@@ -147,6 +152,8 @@ PATTERN_MEANINGS = {
     _GCE_MACHINE_TYPE: "a Compute Engine machine type such as e2-standard-4",
     _KMS_KEY_ARN: "a KMS key ARN such as"
     " arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+    _CLOUD_KMS_KEY_NAME: "a Cloud KMS key's resource name such as"
+    " projects/my-project/locations/us-central1/keyRings/gke/cryptoKeys/secrets",
     _TIME_OF_DAY: "a time of day in UTC, HH:MM, such as 03:00",
 }
 

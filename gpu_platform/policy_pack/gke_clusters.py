@@ -14,6 +14,10 @@ terraform-google-kubernetes-engine's safer-cluster module have them:
   `controlPlaneEndpointsConfig.ipEndpointsConfig` (terraform-provider-google
   `expandControlPlaneEndpointsConfig`): the rules read the inputs a program gives.
 - `gke-cluster-hardening`: Workload Identity Federation, shielded nodes, no legacy ABAC.
+- `gke-cluster-secrets-encryption`: application-layer Secrets encryption with a Cloud KMS key
+  (how-to/encrypting-secrets; container.v1 `DatabaseEncryption`: `state` ENCRYPTED and
+  `keyName` `projects/*/locations/*/keyRings/*/cryptoKeys/*`), as EKS clusters encrypt theirs
+  (`eks-cluster-secrets-encryption`).
 - `gke-cluster-upgrades`: in a release channel, where GKE keeps every node pool's auto-upgrade
   on (concepts/release-channels: only a cluster not enrolled in one may turn it off for
   selected node pools), no node pool of the stack's clusters pins its version or turns
@@ -41,6 +45,7 @@ DEFAULT_ACCOUNT = re.compile(r"^(default|\d+-compute@developer\.gserviceaccount\
 """The Compute Engine default service account, by GKE's name for it or its e-mail."""
 OPEN_TO_ALL = "0.0.0.0/0"
 NO_CHANNEL = "UNSPECIFIED"
+ENCRYPTED = "ENCRYPTED"
 UPGRADES = "gke-cluster-upgrades"
 
 
@@ -148,6 +153,20 @@ def hardening_problems(args: ResourceValidationArgs) -> Iterator[str]:
         )
 
 
+def secrets_encryption_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    state = text(args.props, "databaseEncryption", "state")
+    key = text(args.props, "databaseEncryption", "keyName")
+    if state != ENCRYPTED or not key:
+        yield (
+            "the GKE cluster does not encrypt Secrets with a Cloud KMS key of its own "
+            f"(databaseEncryption.state={shown(state)}, keyName={shown(key)}), so a copy of the "
+            "cluster's database holds them under Google's default encryption only. Fix: set "
+            'databaseEncryption to {state: "ENCRYPTED", keyName: "projects/<project>/locations/'
+            "<the cluster's region>/keyRings/<ring>/cryptoKeys/<key>\"}, a key the GKE service "
+            "agent may encrypt and decrypt with."
+        )
+
+
 # --- node pools of a cluster in a release channel -------------------------------------------
 
 
@@ -219,6 +238,13 @@ POLICIES = [
         "gke-cluster-hardening",
         "GKE clusters use Workload Identity and shielded nodes, and no legacy ABAC.",
         hardening_problems,
+        resource_types=(CLUSTER_TYPE,),
+    ),
+    resource_policy(
+        "gke-cluster-secrets-encryption",
+        "A GKE cluster encrypts its Secrets with a Cloud KMS key (application-layer Secrets "
+        "encryption).",
+        secrets_encryption_problems,
         resource_types=(CLUSTER_TYPE,),
     ),
     StackValidationPolicy(

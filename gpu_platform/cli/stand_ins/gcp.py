@@ -1,15 +1,14 @@
 """Stand-in answers for the GKE side's lookups in the offline plan.
 
-The program looks up its cluster (`gcp:container/getCluster`; a stack that creates its cluster
-is planned as on its first run, the lookup failing as the provider's does for a cluster not
-created yet), the zones of the cluster's region
-(`gcp:compute/getZones`) and, per zone, whether it offers a pool's machine type
-(`gcp:compute/getMachineTypes`). The answers here have the API's shape and plausible values:
-an endpoint in a documentation address range, a CA that is not one, and a few regions whose
-zones offer GPU machine types the way Compute Engine's GPU zone table shows them (one zone of
-us-central1-f without G2, for instance). Any other region answers with three zones offering
-every GPU machine type. None of it comes from an account.
-"""
+The program looks up its cluster (`gcp:container/getCluster`; a stack that creates its cluster is
+planned as on its first run, the lookup failing as the provider's does for a cluster not created
+yet), the zones of the cluster's region (`gcp:compute/getZones`), per zone, whether it offers a
+pool's machine type (`gcp:compute/getMachineTypes`) and, creating its cluster, the project's number
+(`gcp:organizations/getProject`), which names the GKE service agent. The answers here have the
+API's shape and plausible values: an endpoint in a documentation address range, a CA that is not
+one, and a few regions whose zones offer GPU machine types the way Compute Engine's GPU zone table
+shows them (one zone of us-central1-f without G2, for instance). Any other region answers with
+three zones offering every GPU machine type. None of it comes from an account."""
 
 import base64
 import hashlib
@@ -179,7 +178,26 @@ def _named_outputs(scope: str, kind: str) -> Callable[[str, dict[str, Any]], dic
     return outputs
 
 
+def get_project(args: dict[str, Any]) -> dict[str, Any]:
+    """A project's number: twelve digits, stable for its id."""
+    number = str(int(hashlib.sha256(args["projectId"].encode()).hexdigest(), 16))[:12]
+    return {"id": f"projects/{args['projectId']}", "projectId": args["projectId"], "number": number}
+
+
+def key_ring_outputs(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """A key ring's name (Pulumi's, with a random suffix) and id, its resource name."""
+    named = _named_outputs("locations", "keyRings")(name, inputs)["name"]
+    path = f"projects/{inputs['project']}/locations/{inputs['location']}/keyRings/{named}"
+    return {"name": named, "id": path}
+
+
+def crypto_key_outputs(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """A key's id: its resource name, under its ring's."""
+    return {"id": f"{inputs['keyRing']}/cryptoKeys/{inputs['name']}"}
+
+
 INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "gcp:organizations/getProject:getProject": get_project,
     "gcp:container/getCluster:getCluster": get_cluster,
     "gcp:compute/getZones:getZones": get_zones,
     "gcp:compute/getMachineTypes:getMachineTypes": get_machine_types,
@@ -191,4 +209,6 @@ OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
     "gcp:compute/network:Network": _named_outputs("global", "networks"),
     "gcp:compute/subnetwork:Subnetwork": _named_outputs("regions", "subnetworks"),
     "gcp:compute/router:Router": _named_outputs("regions", "routers"),
+    "gcp:kms/keyRing:KeyRing": key_ring_outputs,
+    "gcp:kms/cryptoKey:CryptoKey": crypto_key_outputs,
 }

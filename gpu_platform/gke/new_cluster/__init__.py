@@ -2,12 +2,11 @@
 exists.
 
 `planned_cluster` is what the rest of the GKE side reads instead of a looked-up cluster: name,
-location, the version it is created at and its workload pool, all from the config; its endpoint
-and CA are the created cluster's outputs. `NewGkeCluster` creates, in order, the network (or
-takes the existing one), the system nodes' service account, the cluster, and the system node
-pool; `ready` is what every Kubernetes object and GPU pool waits for, so that `pulumi destroy`
-deletes them before the cluster.
-"""
+location, the version it is created at and its workload pool, all from the config; its endpoint and
+CA are the created cluster's outputs. `NewGkeCluster` creates, in order, the network (or takes the
+existing one), the system nodes' service account, the Secrets key (or takes the existing one), the
+cluster, and the system node pool; `ready` is what every Kubernetes object and GPU pool waits for,
+so that `pulumi destroy` deletes them before the cluster."""
 
 from collections.abc import Iterator
 
@@ -29,6 +28,7 @@ from gpu_platform.gke.new_cluster.cluster import (
     control_plane_version,
 )
 from gpu_platform.gke.new_cluster.network import create_network, existing_network
+from gpu_platform.gke.new_cluster.secrets_key import secrets_key
 from gpu_platform.gke.new_cluster.system_pool import system_node_identity, system_node_pool
 
 RELEASE_CHANNELS_DOC = "https://cloud.google.com/kubernetes-engine/docs/concepts/release-channels"
@@ -73,6 +73,17 @@ def planned_cluster_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     f" ({RELEASE_CHANNELS_DOC}); pin pools with releaseChannel none, or hold"
                     " GPU nodes back with a no-minor-or-node-upgrades maintenance exclusion",
                 )
+    key = create.gcp.secrets_kms_key_name
+    region = planned_cluster(config).region
+    # GKE encrypts Secrets only with a key in the cluster's location (how-to/encrypting-secrets;
+    # a zonal cluster's is its region), `locations/<location>` in the key's name.
+    if key is not None and key.split("/")[3] != region:
+        yield ConfigProblem(
+            key_path("cluster", "create", "gcp", "secretsKmsKeyName"),
+            key,
+            f"a key in the cluster's region, {region} (locations/{region}), where GKE looks for"
+            f" it; this one is in {key.split('/')[3]}",
+        )
     if create.administrators and admin_domain(create) is None:
         yield ConfigProblem(
             key_path("cluster", "create", "administrators"),
@@ -103,6 +114,7 @@ class NewGkeCluster(pulumi.ComponentResource):
                 planned.name, planned.project, planned.region, gcp.network or GkeNewNetwork(), self
             )
         account, role = system_node_identity(f"{name}-system-nodes", planned, self)
+        key = secrets_key(name, planned, gcp, config.protect, self)
         self.system_service_account = account.email
         self.cluster_resource = container.Cluster(
             name,
@@ -114,11 +126,13 @@ class NewGkeCluster(pulumi.ComponentResource):
                 config.monitoring,
                 config.protect,
                 {"managed-by": "gpu-platform"},
+                key.name,
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                # The default pool's nodes start as the system account, holding its role.
-                depends_on=[role, *network.egress],
+                # The default pool's nodes start as the system account, holding its role; GKE
+                # checks that its service agent may use the Secrets key.
+                depends_on=[role, *network.egress, *key.grants],
                 ignore_changes=list(DEFAULT_POOL_PROPERTIES),
                 protect=config.protect,
             ),

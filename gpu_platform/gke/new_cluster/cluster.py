@@ -7,6 +7,7 @@ terraform-google-kubernetes-engine's safer-cluster module have it:
   privately, or publicly only from `endpoint.publicCidrs`: master authorized networks on, Google
   Cloud's own public ranges not let in, the DNS-based endpoint closed to user traffic;
 - Workload Identity Federation (`<project>.svc.id.goog`), shielded nodes;
+- Secrets encrypted with a Cloud KMS key (application-layer Secrets encryption);
 - a release channel, or a pinned version on none; a weekly maintenance window and exclusions;
 - no default node pool: GKE creates one with the cluster, and `remove_default_node_pool` deletes
   it right after (pulumi-gcp `container.Cluster`: "the recommended way ... is to create the
@@ -72,6 +73,7 @@ def cluster_args(
     monitoring: MonitoringSpec,
     protect: bool,
     labels: dict[str, str],
+    secrets_key_name: pulumi.Input[str],
 ) -> container.ClusterArgs:
     gcp = create.gcp
     private = create.endpoint.access == "private"
@@ -125,6 +127,11 @@ def cluster_args(
         initial_node_count=1,
         node_config=container.ClusterNodeConfigArgs(
             service_account=node_service_account, oauth_scopes=[CLOUD_PLATFORM_SCOPE]
+        ),
+        # Application-layer Secrets encryption with the cluster's Cloud KMS key
+        # (`gpu_platform.gke.new_cluster.secrets_key`).
+        database_encryption=container.ClusterDatabaseEncryptionArgs(
+            state="ENCRYPTED", key_name=secrets_key_name
         ),
         deletion_protection=protect,
         resource_labels=labels,

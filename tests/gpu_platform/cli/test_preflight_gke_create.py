@@ -12,7 +12,7 @@ import pytest
 from gpu_platform.cli import preflight_gke
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_gke import GoogleApis
-from gpu_platform.cli.preflight_gke_create import REQUIRED_SERVICES, machine_cpus
+from gpu_platform.cli.preflight_gke_create import KMS_SERVICE, REQUIRED_SERVICES, machine_cpus
 from tests.gpu_platform.cli.test_preflight_gke import PROJECT, FakeGoogle, quota_list, stack
 
 Config = dict[str, Any]
@@ -32,7 +32,7 @@ class Project:
 
     def __init__(self) -> None:
         self.google = FakeGoogle()
-        self.enable(*(name for name, _ in REQUIRED_SERVICES))
+        self.enable(*(name for name, _ in (*REQUIRED_SERVICES, KMS_SERVICE)))
         self.quotas(ROOMY_REGION, ROOMY_PROJECT)
         self.offers(STABLE=["1.34.1-gke.1829001", "1.33.5-gke.1201000"])
 
@@ -122,7 +122,29 @@ def test_every_api_the_creation_calls_is_checked(project: Project) -> None:
         "API compute.googleapis.com",
         "API iam.googleapis.com",
         "API cloudresourcemanager.googleapis.com",
+        "API cloudkms.googleapis.com",
     }
+
+
+def test_a_disabled_kms_api_blocks_where_the_stack_creates_the_secrets_key(
+    project: Project,
+) -> None:
+    project.enable("cloudkms.googleapis.com", state="DISABLED")
+
+    (found,) = of(project.findings(), "API cloudkms.googleapis.com")
+
+    assert found.severity == "blocking"
+    assert "Secrets" in found.message
+
+
+def test_with_a_key_of_the_users_the_kms_api_of_the_cluster_project_is_not_asked(
+    project: Project,
+) -> None:
+    key = f"projects/{PROJECT}-keys/locations/us-central1/keyRings/gke/cryptoKeys/secrets"
+
+    found = project.findings(lambda c: creating(c, gcp={"secretsKmsKeyName": key}))
+
+    assert of(found, "API cloudkms.googleapis.com") == []
 
 
 def test_system_nodes_past_the_regions_cpus_block(project: Project) -> None:

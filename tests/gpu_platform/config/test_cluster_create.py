@@ -383,6 +383,13 @@ BAD: list[tuple[str, Config, Callable[[Config], None], str, str]] = [
         "true with cluster.create",
     ),
     (
+        "a GKE Secrets key named by something other than its resource name",
+        GKE_NEW,
+        _set(["gcp", "secretsKmsKeyName"], "gke-secrets"),
+        "cluster.create.gcp.secretsKmsKeyName",
+        "projects/my-project/locations/us-central1/keyRings/gke/cryptoKeys/secrets",
+    ),
+    (
         "a created EKS cluster without the Prometheus stack",
         EKS_NEW,
         lambda c: c.pop("monitoring"),

@@ -324,6 +324,11 @@ def gke_cluster(name: str = "cluster") -> PlannedResource:
         "workloadIdentityConfig": {"workloadPool": "ml-platform-dev.svc.id.goog"},
         "enableShieldedNodes": True,
         "enableLegacyAbac": False,
+        "databaseEncryption": {
+            "state": "ENCRYPTED",
+            "keyName": "projects/ml-platform-dev/locations/us-central1/keyRings/"
+            "cluster-secrets-1a2b3c4/cryptoKeys/gke-secrets",
+        },
         "releaseChannel": {"channel": "STABLE"},
         "removeDefaultNodePool": True,
         "initialNodeCount": 1,

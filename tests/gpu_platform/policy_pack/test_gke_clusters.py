@@ -1,8 +1,9 @@
-"""The GKE cluster policies, through the real pack: node service accounts, control-plane
-access, hardening, and node pools against the cluster's release channel. Each rule rests on
-GKE's hardening guide (how-to/hardening-your-cluster) and terraform-google-kubernetes-engine's
-`modules/safer-cluster/main.tf` ("We never use the default service account for the cluster",
-`enable_private_nodes = true`, `identity_namespace`, `enable_shielded_nodes`)."""
+"""The GKE cluster policies, through the real pack: node service accounts, control-plane access,
+hardening, Secrets encryption, and node pools against the cluster's release channel. Each rule
+rests on GKE's hardening guide (how-to/hardening-your-cluster) and
+terraform-google-kubernetes-engine's `modules/safer-cluster/main.tf` ("We never use the default
+service account for the cluster", `enable_private_nodes = true`, `identity_namespace`,
+`enable_shielded_nodes`)."""
 
 from typing import Any
 
@@ -21,6 +22,7 @@ CLUSTER_POLICIES = (
     "gke-cluster-access",
     "gke-dns-endpoint",
     "gke-cluster-hardening",
+    "gke-cluster-secrets-encryption",
     "gke-cluster-upgrades",
 )
 
@@ -147,6 +149,34 @@ def test_a_cluster_without_workload_identity_or_shielded_nodes_is_refused(
     problems = found(analyze, "gke-cluster-hardening", cluster)
 
     assert len(problems) == 3
+
+
+@pytest.mark.parametrize(
+    "encryption",
+    [None, {"state": "DECRYPTED"}, {"state": "ENCRYPTED"}, {"state": "DECRYPTED", "keyName": "k"}],
+)
+def test_a_cluster_without_secrets_encrypted_by_a_kms_key_is_refused(
+    analyze: Analyze, encryption: Any
+) -> None:
+    # GKE's how-to/encrypting-secrets: application-layer Secrets encryption is
+    # `databaseEncryption` with state ENCRYPTED and the Cloud KMS key's name (container.v1
+    # `DatabaseEncryption`).
+    cluster = gke_cluster()
+    if encryption is None:
+        del cluster.inputs["databaseEncryption"]
+    else:
+        cluster.inputs["databaseEncryption"] = encryption
+
+    (message,) = found(analyze, "gke-cluster-secrets-encryption", cluster)
+
+    assert message.startswith("the GKE cluster does not encrypt Secrets with a Cloud KMS key")
+
+
+def test_a_key_not_created_yet_is_not_taken_for_no_key(analyze: Analyze) -> None:
+    cluster = gke_cluster()
+    cluster.inputs["databaseEncryption"]["keyName"] = UNKNOWN
+
+    assert found(analyze, "gke-cluster-secrets-encryption", cluster) == []
 
 
 @pytest.mark.parametrize("channel", [{"channel": "STABLE"}, None])

@@ -265,7 +265,12 @@ def test_a_pool_is_matched_by_its_resource_name_for_a_floor(analyze: Analyze) ->
 
 # The cluster-wide GKE policies (gke_clusters.py, test_gke_clusters.py) judge the cluster's own
 # settings, which these clusters leave out.
-CLUSTER_POLICIES = ("gke-node-service-account", "gke-cluster-access", "gke-cluster-hardening")
+CLUSTER_POLICIES = (
+    "gke-node-service-account",
+    "gke-cluster-access",
+    "gke-cluster-hardening",
+    "gke-cluster-secrets-encryption",
+)
 
 
 def gke_cluster_with_inline_pools(*pools: dict[str, Any]) -> Any:

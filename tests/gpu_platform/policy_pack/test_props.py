@@ -248,6 +248,7 @@ POLICY_NAMES = {
     "gke-cluster-access",
     "gke-dns-endpoint",
     "gke-cluster-hardening",
+    "gke-cluster-secrets-encryption",
     "gke-cluster-upgrades",
     "helm-chart-pinned",
     "gpu-operator-release",

@@ -142,3 +142,28 @@ def to_api_router_nat(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
         elif key not in ("project", "name", "router", "region"):
             body[key] = value
     return body
+
+
+# Cloud KMS (cloudkms.v1), as terraform-provider-google's `google/services/kms` sends it: a key
+# ring's `project`, `location` and `name` are the path and `keyRingId` of `keyRings.create`, its
+# body empty; a key's `keyRing` and `name` are the parent and `cryptoKeyId`, and with
+# `rotation_period` the provider also sends `nextRotationTime`, now plus the period
+# (`kms_utils.go`, `kmsCryptoKeyNextRotation`; the API requires both or neither); an IAM member
+# is a binding the provider adds to the key's policy (`setIamPolicy`).
+_KEY_PATH_INPUTS = frozenset({"project", "location", "name", "keyRing"})
+
+
+def to_api_key_ring(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in inputs.items() if key not in _KEY_PATH_INPUTS}
+
+
+def to_api_crypto_key(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    body = {key: value for key, value in inputs.items() if key not in _KEY_PATH_INPUTS}
+    if "rotationPeriod" in body:
+        body["nextRotationTime"] = "2026-01-01T00:00:00Z"
+    return body
+
+
+def to_api_key_iam_policy(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    binding = {"role": inputs["role"], "members": [inputs["member"]]}
+    return {"policy": {"bindings": [binding]}}

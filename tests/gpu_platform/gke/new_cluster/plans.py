@@ -13,6 +13,9 @@ ROUTER = "gcp:compute/router:Router"
 ROUTER_NAT = "gcp:compute/routerNat:RouterNat"
 SERVICE_ACCOUNT = "gcp:serviceaccount/account:Account"
 IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
+KEY_RING = "gcp:kms/keyRing:KeyRing"
+CRYPTO_KEY = "gcp:kms/cryptoKey:CryptoKey"
+KEY_MEMBER = "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember"
 SYSTEM_POOL = "cluster-system"
 
 

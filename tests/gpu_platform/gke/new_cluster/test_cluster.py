@@ -13,7 +13,7 @@ from gpu_platform.cli.offline import Plan
 from gpu_platform.cli.stand_ins import gcp as stand_in
 
 from ..plans import problems_of
-from .plans import SERVICE_ACCOUNT, cluster, with_create, with_gcp
+from .plans import CRYPTO_KEY, KEY_RING, SERVICE_ACCOUNT, cluster, with_create, with_gcp
 
 Config = dict[str, Any]
 
@@ -251,15 +251,19 @@ def test_an_exclusion_until_end_of_support_has_no_end_and_gkes_end_time_behavior
 
 
 @pytest.mark.parametrize("protect", [True, False])
-def test_the_cluster_is_protected_where_the_stack_is(
+def test_the_cluster_and_its_secrets_key_are_protected_where_the_stack_is(
     gke_new_config: Config, plan_for: Callable[[Config], Plan], protect: bool
 ) -> None:
     gke_new_config["gpu-platform:protect"] = protect
 
-    created = cluster(plan_for(gke_new_config))
+    plan = plan_for(gke_new_config)
 
+    created = cluster(plan)
     assert created.protect is protect
     assert created.inputs["deletionProtection"] is protect
+    # Losing the key loses every Secret it encrypts.
+    key_ring_and_key = [*plan.of_type(KEY_RING), *plan.of_type(CRYPTO_KEY)]
+    assert [r.protect for r in key_ring_and_key] == [protect, protect]
 
 
 def test_administrator_groups_get_cluster_admin_through_google_groups_for_rbac(

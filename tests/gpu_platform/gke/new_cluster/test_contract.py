@@ -1,7 +1,7 @@
-"""Contract: every object the platform creates for a GKE cluster is one the GKE and Compute
-Engine APIs accept, by their own discovery documents (`container.v1`, `compute.v1`, shipped in
-google-api-python-client), at every Kubernetes version the platform supports and in each shape
-`cluster.create` can take."""
+"""Contract: every object the platform creates for a GKE cluster is one the GKE, Compute Engine and
+Cloud KMS APIs accept, by their own discovery documents (`container.v1`, `compute.v1`,
+`cloudkms.v1`, shipped in google-api-python-client), at every Kubernetes version the platform
+supports and in each shape `cluster.create` can take."""
 
 import copy
 from collections.abc import Callable
@@ -17,6 +17,9 @@ from ..gke_api import api_problems, to_api_node_pool
 from .api_bodies import (
     CLUSTER_DEPRECATED_SENT,
     to_api_cluster,
+    to_api_crypto_key,
+    to_api_key_iam_policy,
+    to_api_key_ring,
     to_api_network,
     to_api_router,
     to_api_router_nat,
@@ -24,6 +27,9 @@ from .api_bodies import (
 )
 from .plans import (
     CLUSTER,
+    CRYPTO_KEY,
+    KEY_MEMBER,
+    KEY_RING,
     NETWORK,
     NODE_POOL,
     ROUTER,
@@ -45,6 +51,9 @@ CREATED: dict[str, tuple[str, str, Callable[[str, dict[str, Any]], dict[str, Any
     SUBNETWORK: ("compute.v1", "Subnetwork", to_api_subnetwork),
     ROUTER: ("compute.v1", "Router", to_api_router),
     ROUTER_NAT: ("compute.v1", "RouterNat", to_api_router_nat),
+    KEY_RING: ("cloudkms.v1", "KeyRing", to_api_key_ring),
+    CRYPTO_KEY: ("cloudkms.v1", "CryptoKey", to_api_crypto_key),
+    KEY_MEMBER: ("cloudkms.v1", "SetIamPolicyRequest", to_api_key_iam_policy),
 }
 
 
@@ -78,7 +87,15 @@ def test_every_created_object_fits_the_apis_at_each_supported_version(
 
     found = problems_of_created(plan)
 
-    assert set(found) >= {"cluster", "cluster-system", "l4-shared", "ml-dev"}
+    assert set(found) >= {
+        "cluster",
+        "cluster-system",
+        "l4-shared",
+        "ml-dev",
+        "cluster-secrets",
+        "cluster-secrets-key",
+        "cluster-secrets-gke",
+    }
     assert found == {key: [] for key in found}
     assert to_api_cluster("cluster", cluster(plan).inputs)["initialClusterVersion"] == version
 
