@@ -14,6 +14,8 @@ import json
 from fnmatch import fnmatchcase
 from typing import Any
 
+import pytest
+
 from tests.repository import ROOT
 
 TAKEOVER = {
@@ -31,6 +33,14 @@ TAKEOVER = {
 PREDEFINED: dict[str, set[str]] = {
     "roles/container.admin": {"container.*"},
     "roles/compute.viewer": {"compute.*.get", "compute.*.list"},
+    "roles/compute.networkAdmin": {
+        "compute.networks.*",
+        "compute.subnetworks.*",
+        "compute.routers.*",
+        "compute.addresses.*",
+        "compute.firewalls.get",
+        "compute.firewalls.list",
+    },
     "roles/resourcemanager.projectIamAdmin": {
         "resourcemanager.projects.get",
         "resourcemanager.projects.getIamPolicy",
@@ -49,6 +59,7 @@ PREDEFINED: dict[str, set[str]] = {
         "iam.serviceAccounts.get",
         "iam.serviceAccounts.list",
     },
+    "roles/container.clusterViewer": {"container.clusters.get", "container.clusters.list"},
     "roles/container.defaultNodeServiceAccount": {
         "autoscaling.sites.writeMetrics",
         "logging.logEntries.create",
@@ -60,10 +71,16 @@ PREDEFINED: dict[str, set[str]] = {
     },
 }
 NODE_SERVICE_ACCOUNT_ROLE = "roles/container.defaultNodeServiceAccount"
+CLUSTER_VIEWER_ROLE = "roles/container.clusterViewer"
 
 
-def deploy_roles() -> dict[str, Any]:
-    return json.loads((ROOT / "docs" / "iam" / "gke-deploy-roles.json").read_text())
+DOCUMENTS = ("gke-deploy-roles.json", "gke-deploy-create-roles.json")
+"""The deploy roles of every GKE stack, and those a stack creating its cluster adds."""
+
+
+def deploy_roles(document: str = "gke-deploy-roles.json") -> dict[str, Any]:
+    roles: dict[str, Any] = json.loads((ROOT / "docs" / "iam" / document).read_text())
+    return roles
 
 
 def permissions(role: str, roles: dict[str, Any]) -> set[str]:
@@ -77,8 +94,11 @@ def takeover_permissions(granted: set[str]) -> set[str]:
     return {t for t in TAKEOVER if any(fnmatchcase(t, g) for g in granted)}
 
 
-def test_no_project_role_lets_the_deploy_identity_act_as_or_grant_a_service_account() -> None:
-    roles = deploy_roles()
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_no_project_role_lets_the_deploy_identity_act_as_or_grant_a_service_account(
+    document: str,
+) -> None:
+    roles = deploy_roles(document)
     unconditioned = [r for r in roles["projectRoles"] if r not in roles["conditions"]]
 
     assert takeover_permissions(set().union(*(permissions(r, roles) for r in unconditioned))) == (
@@ -96,11 +116,19 @@ def test_project_wide_service_account_roles_would_be_a_takeover() -> None:
     }
 
 
-def test_actas_is_granted_only_on_each_node_service_account() -> None:
-    roles = deploy_roles()
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_actas_is_granted_only_on_each_node_service_account(document: str) -> None:
+    roles = deploy_roles(document)
 
     assert "roles/iam.serviceAccountUser" not in roles["projectRoles"]
     assert list(roles["serviceAccountRoles"]) == ["roles/iam.serviceAccountUser"]
+
+
+def test_the_secrets_key_role_never_encrypts_or_decrypts() -> None:
+    (custom,) = deploy_roles("gke-deploy-create-roles.json")["customRoles"].values()
+
+    # Cloud KMS's use of a key: cloudkms.cryptoKeyVersions.useToEncrypt, useToDecrypt, ...
+    assert [p for p in custom["includedPermissions"] if ".useTo" in p] == []
 
 
 def test_the_custom_role_only_creates_and_updates_service_accounts() -> None:
@@ -119,3 +147,17 @@ def test_the_project_iam_grant_is_limited_to_a_role_without_takeover_permissions
 
     assert f"hasOnly(['{NODE_SERVICE_ACCOUNT_ROLE}'])" in condition["expression"]
     assert takeover_permissions(PREDEFINED[NODE_SERVICE_ACCOUNT_ROLE]) == set()
+
+
+def test_a_creating_stacks_project_iam_grant_adds_only_a_role_without_takeover_permissions() -> (
+    None
+):
+    condition = deploy_roles("gke-deploy-create-roles.json")["conditions"][
+        "roles/resourcemanager.projectIamAdmin"
+    ]
+
+    assert (
+        f"hasOnly(['{CLUSTER_VIEWER_ROLE}', '{NODE_SERVICE_ACCOUNT_ROLE}'])"
+        in condition["expression"]
+    )
+    assert takeover_permissions(PREDEFINED[CLUSTER_VIEWER_ROLE]) == set()

@@ -169,12 +169,40 @@ AWS_LOOKUP_ACTIONS: dict[str, str] = {
 AWS_PROVIDER_ACTIONS = {"sts:GetCallerIdentity"}
 
 NODE_SERVICE_ACCOUNTS_ROLE = "projects/PROJECT_ID/roles/gpuPlatformNodeServiceAccounts"
+SECRETS_KEY_ROLE = "projects/PROJECT_ID/roles/gpuPlatformSecretsKey"
 GCP_RESOURCE_ROLES: dict[str, set[str]] = {
     "gcp:container/nodePool:NodePool": {"roles/container.admin"},
     # Creating, reading, updating and deleting a service account: iam.serviceAccounts.create,
     # get, update and delete (the IAM permissions reference).
     "gcp:serviceaccount/account:Account": {NODE_SERVICE_ACCOUNTS_ROLE},
     "gcp:projects/iAMMember:IAMMember": {"roles/resourcemanager.projectIamAdmin"},
+    # A stack that creates its cluster (docs/iam/gke-deploy-create-roles.json).
+    "gcp:container/cluster:Cluster": {"roles/container.admin"},
+    "gcp:compute/network:Network": {"roles/compute.networkAdmin"},
+    "gcp:compute/subnetwork:Subnetwork": {"roles/compute.networkAdmin"},
+    "gcp:compute/router:Router": {"roles/compute.networkAdmin"},
+    "gcp:compute/routerNat:RouterNat": {"roles/compute.networkAdmin"},
+    "gcp:kms/keyRing:KeyRing": {SECRETS_KEY_ROLE},
+    "gcp:kms/cryptoKey:CryptoKey": {SECRETS_KEY_ROLE},
+    "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": {SECRETS_KEY_ROLE},
+}
+# What terraform-provider-google's KMS resources call (`google/services/kms`): a key ring is
+# created and read, never deleted (Cloud KMS deletes none); a key is created, read and patched,
+# and on delete its versions are listed and each destroyed; an IAM member reads and sets the
+# key's policy. Permission names: Cloud KMS's "Permissions and roles".
+GCP_KMS_PERMISSIONS: dict[str, set[str]] = {
+    "gcp:kms/keyRing:KeyRing": {"cloudkms.keyRings.create", "cloudkms.keyRings.get"},
+    "gcp:kms/cryptoKey:CryptoKey": {
+        "cloudkms.cryptoKeys.create",
+        "cloudkms.cryptoKeys.get",
+        "cloudkms.cryptoKeys.update",
+        "cloudkms.cryptoKeyVersions.list",
+        "cloudkms.cryptoKeyVersions.destroy",
+    },
+    "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": {
+        "cloudkms.cryptoKeys.getIamPolicy",
+        "cloudkms.cryptoKeys.setIamPolicy",
+    },
 }
 # A node pool runs as its service account: `actAs` on that account (GKE's "Use least privilege
 # IAM service accounts"), granted on the account itself.
@@ -183,6 +211,8 @@ GCP_LOOKUP_ROLES: dict[str, str] = {
     "gcp:container/getCluster:getCluster": "roles/container.admin",
     "gcp:compute/getZones:getZones": "roles/compute.viewer",
     "gcp:compute/getMachineTypes:getMachineTypes": "roles/compute.viewer",
+    # The project's number, which names the GKE service agent: resourcemanager.projects.get.
+    "gcp:organizations/getProject:getProject": "roles/resourcemanager.projectIamAdmin",
 }
 # A week before the block of `with_ec2_reserved_pools` starts, so that its start is scheduled.
 BEFORE_THE_BLOCK = datetime(2026, 11, 23, tzinfo=UTC)
@@ -266,18 +296,70 @@ def _matches(pattern: str, name: str) -> bool:
     return fnmatchcase(name, pattern)
 
 
-def test_the_gke_deploy_roles_are_exactly_what_the_program_needs() -> None:
-    plans = [run_program("gke-dev", project=PROJECT)]
-    types, lookups = cloud_calls(plans, "gcp")
+def gke_roles_needed(plan: Plan) -> set[str]:
+    types, lookups = cloud_calls([plan], "gcp")
     assert types <= set(GCP_RESOURCE_ROLES), "write the new type's roles here"
     assert lookups <= set(GCP_LOOKUP_ROLES), "write the new lookup's role here"
-
     needed = set().union(*(GCP_RESOURCE_ROLES[t] for t in types))
-    needed |= {GCP_LOOKUP_ROLES[token] for token in lookups}
-    granted = json.loads((ROOT / "docs" / "iam" / "gke-deploy-roles.json").read_text())
+    return needed | {GCP_LOOKUP_ROLES[token] for token in lookups}
+
+
+def gke_document(name: str) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads((ROOT / "docs" / "iam" / name).read_text())
+    return document
+
+
+@pytest.fixture(scope="module")
+def gke_new_plan() -> Plan:
+    return run_program("gke-new", project=PROJECT)
+
+
+def test_the_gke_deploy_roles_are_exactly_what_the_program_needs() -> None:
+    needed = gke_roles_needed(run_program("gke-dev", project=PROJECT))
+    granted = gke_document("gke-deploy-roles.json")
 
     assert set(granted["projectRoles"]) == needed
     assert set(granted["serviceAccountRoles"]) == GCP_SERVICE_ACCOUNT_ROLES
+
+
+def test_a_gke_stack_creating_its_cluster_gets_exactly_what_it_needs_beyond_them(
+    gke_new_plan: Plan,
+) -> None:
+    needed = gke_roles_needed(gke_new_plan)
+    deploy = set(gke_document("gke-deploy-roles.json")["projectRoles"])
+    create = gke_document("gke-deploy-create-roles.json")
+
+    assert deploy <= needed
+    assert set(create["projectRoles"]) == needed - deploy
+    assert set(create["serviceAccountRoles"]) == GCP_SERVICE_ACCOUNT_ROLES
+
+
+def test_the_secrets_key_role_holds_exactly_what_the_kms_resources_call(
+    gke_new_plan: Plan,
+) -> None:
+    types, _ = cloud_calls([gke_new_plan], "gcp")
+    needed = set().union(*(GCP_KMS_PERMISSIONS[t] for t in types if t in GCP_KMS_PERMISSIONS))
+    custom = gke_document("gke-deploy-create-roles.json")["customRoles"]
+
+    assert needed
+    assert set(custom[SECRETS_KEY_ROLE.rpartition("/")[2]]["includedPermissions"]) == needed
+
+
+def test_a_gke_stack_creating_its_cluster_may_grant_only_the_roles_it_grants(
+    gke_new_plan: Plan,
+) -> None:
+    granted_roles = {
+        r.inputs["role"] for r in gke_new_plan.of_type("gcp:projects/iAMMember:IAMMember")
+    }
+    create = gke_document("gke-deploy-create-roles.json")
+    condition = create["conditions"]["roles/resourcemanager.projectIamAdmin"]["expression"]
+
+    # gke-new names administrators: their groups get roles/container.clusterViewer.
+    assert granted_roles == {
+        "roles/container.defaultNodeServiceAccount",
+        "roles/container.clusterViewer",
+    }
+    assert f"hasOnly({sorted(granted_roles)})" in condition
 
 
 def test_the_gke_deploy_account_may_grant_only_the_node_service_accounts_role() -> None:
