@@ -18,16 +18,26 @@ from tests.stack_variants import with_quota_for_any_pool
 Config = dict[str, Any]
 
 
+def dev_stack_config() -> Config:
+    """The dev stack's config, fully qualified keys, a copy of its own, its namespace allowed
+    GPUs of every kind (`with_quota_for_any_pool`)."""
+    return with_quota_for_any_pool(copy.deepcopy(stack_config("dev", PROJECT)))
+
+
 @pytest.fixture
 def dev_config() -> Config:
-    """The dev stack's config, fully qualified keys, safe to change in the test, its namespace
-    allowed GPUs of every kind (`with_quota_for_any_pool`)."""
-    return with_quota_for_any_pool(copy.deepcopy(stack_config("dev", PROJECT)))
+    """The dev stack's config, safe to change in the test."""
+    return dev_stack_config()
 
 
 @pytest.fixture
 def gke_config(dev_config: Config) -> Config:
     """A GKE stack on COS with one L4 pool, for tests of the GKE side."""
+    return gke_stack_config(dev_config)
+
+
+def gke_stack_config(dev_config: Config) -> Config:
+    """The dev stack's config made a GKE stack on COS with one L4 pool."""
     config = {k: v for k, v in dev_config.items() if not k.startswith("aws:")}
     config["gpu-platform:cloud"] = "gcp"
     config["gpu-platform:cluster"] = {

@@ -2,18 +2,18 @@
 `cluster.create`, and its plan."""
 
 import copy
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.cli.offline import Plan, run_program
+from tests.conftest import dev_stack_config, gke_stack_config
+from tests.repository import PROJECT
 
 Config = dict[str, Any]
 
 
-@pytest.fixture
-def gke_new_config(gke_config: Config) -> Config:
+def creating(gke_config: Config) -> Config:
     """The GKE test stack, creating its cluster with every default (1.33, whose COS driver the
     platform knows), and the Prometheus stack a created cluster needs."""
     config = copy.deepcopy(gke_config)
@@ -26,5 +26,13 @@ def gke_new_config(gke_config: Config) -> Config:
 
 
 @pytest.fixture
-def gke_new_plan(gke_new_config: Config, plan_for: Callable[[Config], Plan]) -> Plan:
-    return plan_for(gke_new_config)
+def gke_new_config(gke_config: Config) -> Config:
+    return creating(gke_config)
+
+
+@pytest.fixture(scope="session")
+def gke_new_plan() -> Plan:
+    """The plan of `gke_new_config`, planned once: the tests that take it only read it."""
+    return run_program(
+        "dev", config=creating(gke_stack_config(dev_stack_config())), project=PROJECT
+    )
