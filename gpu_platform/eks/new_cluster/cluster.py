@@ -213,6 +213,7 @@ class NewEksCluster(pulumi.ComponentResource):
         if create.aws.subnet_ids:
             self.subnet_ids = {s.id: s.id for s in plan.subnets}
             vpc_id: pulumi.Input[str] = ""
+            egress: list[pulumi.Resource] = []
         else:
             vpc = create.aws.vpc or EksNewVpc()
             network = EksNetwork(
@@ -230,6 +231,7 @@ class NewEksCluster(pulumi.ComponentResource):
                 for zone, subnet_id in network.private_subnet_ids.items()
             }
             vpc_id = network.vpc_id
+            egress = network.egress
         control_plane = EksControlPlane(
             name,
             planned,
@@ -255,7 +257,7 @@ class NewEksCluster(pulumi.ComponentResource):
             list(self.subnet_ids.values()),
             config.cluster.cni_policy_on_node_role,
             tags,
-            after=[*before, *self.cni, *control_plane.access],
+            after=[*before, *self.cni, *control_plane.access, *egress],
             opts=child,
         )
         ebs_role, ebs_policy = ebs_csi_role(f"{name}-ebs-csi", planned, child)
@@ -277,7 +279,8 @@ class NewEksCluster(pulumi.ComponentResource):
             vpc_id=vpc_id or created.vpc_config.vpc_id,
             security_group_id=created.vpc_config.cluster_security_group_id,
         )
-        self.ready = [created, *control_plane.access, system, *before, *after]
+        # Everything on the nodes waits for their egress, and is deleted before it.
+        self.ready = [created, *control_plane.access, system, *before, *after, *egress]
         self.register_outputs({"cluster": created.arn})
 
 

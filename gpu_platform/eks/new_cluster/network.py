@@ -45,6 +45,13 @@ class EksNetwork(pulumi.ComponentResource):
     """By zone."""
     public_subnet_ids: dict[str, pulumi.Output[str]]
     vpc_id: pulumi.Output[str]
+    egress: list[pulumi.Resource]
+    """What the nodes reach the internet and S3 through: the NAT gateways, the route tables and
+    their associations, the internet gateway, the S3 endpoint. Nodes need it from their start
+    (the VPC CNI's image comes from ECR through NAT), and the controllers on them need it until
+    their finalizers are done (Karpenter terminates instances and deletes instance profiles through
+    EC2's and IAM's public endpoints), so what runs on the nodes depends on it and is deleted
+    before it."""
 
     def __init__(
         self,
@@ -77,7 +84,7 @@ class EksNetwork(pulumi.ComponentResource):
 
         def routed_subnet(
             what: str, cidr: str, zone: str, extra: Mapping[str, str], table: ec2.RouteTable
-        ) -> ec2.Subnet:
+        ) -> tuple[ec2.Subnet, ec2.RouteTableAssociation]:
             """A subnet that assigns no public address on launch, routed by `table`."""
             subnet = ec2.Subnet(
                 f"{name}-{what}",
@@ -89,14 +96,14 @@ class EksNetwork(pulumi.ComponentResource):
                 region=region,
                 opts=child,
             )
-            ec2.RouteTableAssociation(
+            association = ec2.RouteTableAssociation(
                 f"{name}-{what}",
                 subnet_id=subnet.id,
                 route_table_id=table.id,
                 region=region,
                 opts=child,
             )
-            return subnet
+            return subnet, association
 
         gateway = ec2.InternetGateway(
             f"{name}-igw", vpc_id=network.id, tags=tagged("igw"), region=region, opts=child
@@ -112,9 +119,10 @@ class EksNetwork(pulumi.ComponentResource):
         self.private_subnet_ids = {}
         self.public_subnet_ids = {}
         nats: list[ec2.NatGateway] = []
+        self.egress = []
         private_tables: list[ec2.RouteTable] = []
         for plan in subnet_plan(vpc, zones):
-            public = routed_subnet(
+            public, public_association = routed_subnet(
                 f"public-{plan.zone}",
                 plan.public_cidr,
                 plan.zone,
@@ -152,7 +160,7 @@ class EksNetwork(pulumi.ComponentResource):
                 region=region,
                 opts=child,
             )
-            private = routed_subnet(
+            private, association = routed_subnet(
                 f"private-{plan.zone}",
                 plan.private_cidr,
                 plan.zone,
@@ -162,10 +170,11 @@ class EksNetwork(pulumi.ComponentResource):
             self.private_subnet_ids[plan.zone] = private.id
             self.public_subnet_ids[plan.zone] = public.id
             private_tables.append(private_table)
+            self.egress += [private_table, association, public_association]
         # The endpoint adds its prefix-list route to each table; the provider leaves such
         # routes out of a route table's inline `routes` (terraform-provider-aws route_table.go
         # skips `vpce-` gateway routes), so the tables' own routes never remove it.
-        ec2.VpcEndpoint(
+        s3 = ec2.VpcEndpoint(
             f"{name}-s3",
             vpc_id=network.id,
             service_name=f"com.amazonaws.{region}.s3",
@@ -175,5 +184,6 @@ class EksNetwork(pulumi.ComponentResource):
             region=region,
             opts=child,
         )
+        self.egress += [*nats, s3, public_table, gateway]
         self.vpc_id = network.id
         self.register_outputs({"vpc_id": network.id, "private_subnet_ids": self.private_subnet_ids})

@@ -86,3 +86,31 @@ def test_coredns_and_its_disruption_budget_go_before_the_system_nodes(plan: Plan
     system = plan.named(SYSTEM_NODES, NODE_GROUP).urn
 
     assert system in reachable(plan, plan.named("cluster-addon-coredns"))
+
+
+EGRESS = (
+    "aws:ec2/natGateway:NatGateway",
+    "aws:ec2/routeTable:RouteTable",
+    "aws:ec2/routeTableAssociation:RouteTableAssociation",
+    "aws:ec2/internetGateway:InternetGateway",
+    "aws:ec2/vpcEndpoint:VpcEndpoint",
+)
+
+
+def test_every_kubernetes_object_and_node_group_is_deleted_before_the_nodes_egress(
+    plan: Plan,
+) -> None:
+    # Karpenter's NodeClaim and EC2NodeClass finalizers (karpenter v1.14.1
+    # `pkg/controllers/node/termination`, karpenter-provider-aws v1.14.1
+    # `pkg/controllers/nodeclass/termination`) terminate instances and delete instance profiles
+    # through EC2's and IAM's public endpoints, which private nodes reach through NAT; nodes
+    # starting pull the VPC CNI's image from ECR the same way.
+    egress = {r.urn for r in plan.resources if r.type in EGRESS}
+    waiting = [
+        r for r in plan.resources if r.type.startswith("kubernetes:") or r.type == NODE_GROUP
+    ]
+
+    # Three zones: a private table each and the public one, six associations, one NAT at least.
+    assert len(egress) >= 4 + 6 + 1 + 1 + 1
+    for resource in waiting:
+        assert egress <= reachable(plan, resource), resource.name
