@@ -16,13 +16,13 @@ add-ons (`addons.py`). The private endpoint is always on; the public one only wi
 management": "make the cluster endpoint private" or restrict the public one).
 """
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 
 import pulumi
 from pulumi_aws import cloudwatch, eks, iam, kms
 
+from gpu_platform.administrators import administrator_resource_name
 from gpu_platform.config import ClusterCreate
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.iam_roles import role_name, unbounded_role
@@ -55,12 +55,6 @@ def log_group_name(cluster_name: str) -> str:
 
 def admin_policy_arn(partition: str) -> str:
     return f"arn:{partition}:eks::aws:cluster-access-policy/{ADMIN_POLICY}"
-
-
-def access_entry_name(prefix: str, principal_arn: str) -> str:
-    """The Pulumi name of `principal_arn`'s access entry: from the principal, so that adding or
-    removing another administrator never moves an entry onto another principal."""
-    return f"{prefix}-admin-{hashlib.sha256(principal_arn.encode()).hexdigest()[:10]}"
 
 
 class EksControlPlane(pulumi.ComponentResource):
@@ -180,7 +174,7 @@ class EksControlPlane(pulumi.ComponentResource):
         )
         self.access = []
         for principal in dict.fromkeys([creator_arn, *create.administrators]):
-            entry_name = access_entry_name(name, principal)
+            entry_name = administrator_resource_name(name, principal)
             entry = eks.AccessEntry(
                 entry_name,
                 cluster_name=self.cluster.name,

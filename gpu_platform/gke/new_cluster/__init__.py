@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pulumi
 from pulumi_gcp import container, projects
 
+from gpu_platform.administrators import administrator_resource_name
 from gpu_platform.config import (
     ClusterCreate,
     ConfigProblem,
@@ -147,13 +148,13 @@ class NewGkeCluster(pulumi.ComponentResource):
         )
         self.admin_grants = [
             projects.IAMMember(
-                f"{name}-admin-{i}",
+                administrator_resource_name(name, group),
                 project=planned.project,
                 role=ADMIN_PROJECT_ROLE,
                 member=f"group:{group}",
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            for i, group in enumerate(create.administrators)
+            for group in create.administrators
         ]
         endpoint, ca_certificate = self._api_endpoint(create)
         self.cluster = GkeCluster(

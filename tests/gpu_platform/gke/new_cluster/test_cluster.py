@@ -3,6 +3,7 @@
 terraform-google-kubernetes-engine's `modules/safer-cluster/main.tf` have it, and reached as
 `cluster.create.endpoint` says."""
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +14,17 @@ from gpu_platform.cli.offline import Plan
 from gpu_platform.cli.stand_ins import gcp as stand_in
 
 from ..plans import problems_of
-from .plans import CRYPTO_KEY, KEY_RING, SERVICE_ACCOUNT, cluster, with_create, with_gcp
+from .plans import (
+    CRYPTO_KEY,
+    KEY_RING,
+    SERVICE_ACCOUNT,
+    cluster,
+    with_create,
+    with_gcp,
+)
+from .plans import (
+    IAM_MEMBER as IAM_MEMBER_TYPE,
+)
 
 Config = dict[str, Any]
 
@@ -281,8 +292,35 @@ def test_administrator_groups_get_cluster_admin_through_google_groups_for_rbac(
     assert binding.inputs["subjects"] == [
         {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "gke-admins@example.com"}
     ]
-    (grant,) = [r for r in plan.resources if r.name == "cluster-admin-0"]
-    assert grant.inputs["role"] == "roles/container.clusterViewer"
+    (grant,) = [r for r in plan.of_type(IAM_MEMBER_TYPE) if r.inputs["member"].startswith("group:")]
+    assert grant.inputs == {
+        "project": "ml-platform-dev",
+        "role": "roles/container.clusterViewer",
+        "member": "group:gke-admins@example.com",
+    }
+
+
+def test_an_administrators_grant_is_named_by_its_group_not_its_place_in_the_list(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    # Deleting a non-authoritative project IAM member removes its member from the role, whoever
+    # else states it (terraform-provider-google `google_project_iam_member`): a grant that moved
+    # to another group on removing the first would take the role from the groups after it.
+    groups = ["a@example.com", "b@example.com", "c@example.com"]
+
+    def grants(administrators: list[str]) -> dict[str, str]:
+        plan = plan_for(with_create(copy.deepcopy(gke_new_config), administrators=administrators))
+        viewers = [
+            r
+            for r in plan.of_type(IAM_MEMBER_TYPE)
+            if r.inputs["role"] == "roles/container.clusterViewer"
+        ]
+        return {r.inputs["member"]: r.urn for r in viewers}
+
+    before, after = grants(groups), grants(groups[1:])
+
+    assert set(after) == {"group:b@example.com", "group:c@example.com"}
+    assert {member: before[member] for member in after} == after
 
 
 def test_administrators_of_two_domains_are_refused(
