@@ -19,6 +19,7 @@ cluster exists: what creating it needs of the account.
 Each finding says what to do about it.
 """
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +70,15 @@ INTERNET_GATEWAYS = RegionalQuota("vpc", "L-A4707A72", "Internet gateways per Re
 NAT_GATEWAYS_PER_ZONE = RegionalQuota("vpc", "L-FE5A380F", "NAT gateways per Availability Zone")
 ELASTIC_IPS = RegionalQuota("ec2", "L-0263D0A3", "EC2-VPC Elastic IPs")
 CLUSTERS = RegionalQuota("eks", "L-1194D53C", "Clusters")
+STANDARD_VCPUS = RegionalQuota(
+    "ec2", "L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"
+)
+"""In vCPUs; new accounts start with few. The system node group's on-demand instances count
+against it."""
+_STANDARD_TYPE = re.compile(r"^(a|c|d|h|i|im|is|m|r|t|z)\d")
+"""Instance types of the Standard quota (EC2 user guide, "Amazon EC2 On-Demand Instance quotas":
+the A, C, D, H, I, M, R, T and Z families; Inf, DL, Trn, HPC, Mac, X, G, VT and P have quotas of
+their own)."""
 
 # The service-linked roles creating the cluster and its node groups acts through (IAM user guide,
 # "AWS services that work with IAM"; EKS user guide, using-service-linked-roles-eks.adoc and
@@ -107,7 +117,7 @@ def creation_findings(config: StackConfig, clients: Any) -> list[Finding]:
     """What creating the stack's cluster needs; `clients` as `preflight_eks.AwsClients`."""
     create = config.cluster.create
     assert create is not None
-    findings = [_cluster_quota_finding(clients)]
+    findings = [_cluster_quota_finding(clients), _system_nodes_quota_finding(create, clients)]
     if not create.aws.subnet_ids:
         findings += _network_findings(config, clients)
     findings += _service_linked_role_findings(config, clients.iam)
@@ -181,6 +191,39 @@ def _endpoint_finding(create: ClusterCreate, name: str) -> Finding:
 def _cluster_quota_finding(clients: Any) -> Finding:
     used = len(_paginated(clients.eks, "list_clusters", "clusters"))
     return _quota_finding(CLUSTERS, 1, used, clients, "an EKS cluster")
+
+
+def _system_nodes_quota_finding(create: ClusterCreate, clients: Any) -> Finding:
+    """The system node group at its `max`, on its largest instance type, beside the region's
+    running on-demand Standard instances."""
+    nodes = create.aws.system_nodes
+    filters = [{"Name": "instance-state-name", "Values": ["pending", "running"]}]
+    reservations = _paginated(clients.ec2, "describe_instances", "Reservations", Filters=filters)
+    running = [
+        instance["InstanceType"]
+        for reservation in reservations
+        for instance in reservation["Instances"]
+        # Spot instances count against the Spot quotas.
+        if "InstanceLifecycle" not in instance and _STANDARD_TYPE.match(instance["InstanceType"])
+    ]
+    vcpus = _vcpus(clients.ec2, [*nodes.instance_types, *running])
+    per_node = max(vcpus.get(name, 0) for name in nodes.instance_types)
+    return _quota_finding(
+        STANDARD_VCPUS,
+        nodes.max * per_node,
+        sum(vcpus.get(name, 0) for name in running),
+        clients,
+        f"the system node group at its max ({nodes.max} nodes of {per_node} vCPUs,"
+        f" {key_path('cluster', 'create', 'aws', 'systemNodes')})",
+    )
+
+
+def _vcpus(ec2: Any, names: Sequence[str]) -> dict[str, int]:
+    """Each instance type's default vCPUs, as EC2 describes it."""
+    described = _paginated(
+        ec2, "describe_instance_types", "InstanceTypes", InstanceTypes=sorted(set(names))
+    )
+    return {t["InstanceType"]: t["VCpuInfo"]["DefaultVCpus"] for t in described}
 
 
 def _network_findings(config: StackConfig, clients: Any) -> list[Finding]:

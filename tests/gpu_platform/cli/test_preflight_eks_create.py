@@ -30,9 +30,10 @@ from tests.repository import ROOT
 Config = dict[str, Any]
 ON_DEMAND_G = "L-DB2E81BA"
 # (service, code, value) in the order the check asks: the pool's GPU quota, then the cluster's,
-# then the new VPC's.
+# the system nodes' Standard vCPUs, then the new VPC's.
 CREATION_QUOTAS = [
     ("eks", "L-1194D53C", 100.0),
+    ("ec2", "L-1216C47A", 1152.0),
     ("vpc", "L-F678F1CE", 5.0),
     ("vpc", "L-A4707A72", 5.0),
     ("ec2", "L-0263D0A3", 5.0),
@@ -213,6 +214,41 @@ def test_a_full_vpc_quota_blocks_with_the_request_that_raises_it(
         "Free some, or ask for 2: aws service-quotas request-service-quota-increase"
         " --service-code vpc --quota-code L-F678F1CE --desired-value 2 --region us-east-1",
     )
+
+
+def test_system_nodes_past_the_standard_vcpu_quota_block_naming_their_setting(
+    aws: AwsClients,
+    quotas: Stubber,
+) -> None:
+    # New accounts start with few On-Demand Standard vCPUs (Service Quotas L-1216C47A); eks-new's
+    # system nodes grow to 4 m7i.xlarge, 4 vCPUs each (DescribeInstanceTypes).
+    account(aws, quotas, with_quota("L-1216C47A", 5.0))
+
+    finding = by_subject(preflight_eks.preflight(stack(), aws))["quota L-1216C47A"]
+
+    assert finding.severity == "blocking"
+    assert finding.message == (
+        "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances: 5, of which 0 are"
+        " used; creating the cluster needs 16 more for the system node group at its max (4"
+        " nodes of 4 vCPUs, gpu-platform:cluster.create.aws.systemNodes)."
+    )
+    assert "--quota-code L-1216C47A --desired-value 16" in finding.action
+
+
+def test_running_standard_instances_count_against_the_system_nodes_quota(
+    aws: AwsClients,
+    quotas: Stubber,
+) -> None:
+    account(aws, quotas, with_quota("L-1216C47A", 20.0))
+    image = aws.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    aws.ec2.run_instances(ImageId=image, InstanceType="m5.xlarge", MinCount=2, MaxCount=2)
+    aws.ec2.run_instances(ImageId=image, InstanceType="g5.xlarge", MinCount=1, MaxCount=1)
+
+    finding = by_subject(preflight_eks.preflight(stack(), aws))["quota L-1216C47A"]
+
+    # Two m5.xlarge (4 vCPUs each) count; the G instance has its own quota.
+    assert finding.severity == "blocking"
+    assert "20, of which 8 are used" in finding.message
 
 
 def test_a_protected_stack_needs_an_address_for_each_zones_nat_gateway(
