@@ -174,6 +174,17 @@ def _eks_problems(config: StackConfig, aws: EksClusterCreate) -> Iterator[Config
                 " the cluster, or as which IAM identity",
             )
     yield from _ami_release_problems(config)
+    key = aws.secrets_kms_key_arn
+    region = config.cluster.region
+    # EKS user guide, enable-kms.adoc: the key must be "created in the same AWS Region as the
+    # cluster"; an ARN names its region in its fourth field.
+    if key is not None and region is not None and key.split(":")[3] != region:
+        yield ConfigProblem(
+            key_path(*base, "secretsKmsKeyArn"),
+            key,
+            f"a KMS key of the cluster's region, {region}, as EKS requires; this one is in"
+            f" {key.split(':')[3]}",
+        )
     for i, pool in enumerate(config.pools):
         if pool.name == SYSTEM_NODE_GROUP:
             yield ConfigProblem(

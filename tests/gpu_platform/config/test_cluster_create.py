@@ -390,6 +390,16 @@ BAD: list[tuple[str, Config, Callable[[Config], None], str, str]] = [
         "projects/my-project/locations/us-central1/keyRings/gke/cryptoKeys/secrets",
     ),
     (
+        "an EKS Secrets key of another region",
+        EKS_NEW,
+        _set(
+            ["aws", "secretsKmsKeyArn"],
+            "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+        ),
+        "cluster.create.aws.secretsKmsKeyArn",
+        "a KMS key of the cluster's region, us-east-1",
+    ),
+    (
         "a created EKS cluster without the Prometheus stack",
         EKS_NEW,
         lambda c: c.pop("monitoring"),
