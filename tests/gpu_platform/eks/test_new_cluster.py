@@ -177,6 +177,41 @@ def test_private_subnets_take_three_quarters_of_the_vpc_for_pods(plan: Plan) -> 
     assert not any(r.inputs["mapPublicIpOnLaunch"] for r in plan.of_type(SUBNET))
 
 
+def test_subnets_carry_the_tags_load_balancers_and_karpenter_discover_them_by(plan: Plan) -> None:
+    # aws-load-balancer-controller docs/deploy/subnet_discovery.md: `kubernetes.io/role/elb: 1`
+    # for internet-facing load balancers, `kubernetes.io/role/internal-elb: 1` for internal
+    # ones, `kubernetes.io/cluster/<cluster>` (shared or owned) for the cluster's subnets;
+    # Karpenter's EC2NodeClass selects the private ones by `karpenter.sh/discovery`.
+    private = private_subnet_urns(plan)
+    tags = {
+        ("private" if r.urn in private else "public", r.inputs["availabilityZone"]): {
+            k: v
+            for k, v in r.inputs["tags"].items()
+            if k not in ("Name", "gpu-platform.io/cluster")
+        }
+        for r in plan.of_type(SUBNET)
+    }
+
+    for zone in ("us-east-1a", "us-east-1b", "us-east-1c"):
+        assert tags[("public", zone)] == {
+            "kubernetes.io/role/elb": "1",
+            "kubernetes.io/cluster/ml-new": "shared",
+        }
+        assert tags[("private", zone)] == {
+            "kubernetes.io/role/internal-elb": "1",
+            "kubernetes.io/cluster/ml-new": "shared",
+            "karpenter.sh/discovery": "ml-new",
+        }
+
+
+def test_the_system_nodes_root_volume_is_encrypted_gp3(plan: Plan) -> None:
+    template = plan.named("cluster-system-launch-template", "aws:ec2/launchTemplate:LaunchTemplate")
+
+    (volume,) = template.inputs["blockDeviceMappings"]
+    assert volume["ebs"]["encrypted"] == "true"
+    assert volume["ebs"]["volumeType"] == "gp3"
+
+
 def test_a_dev_stack_has_one_nat_gateway_and_a_protected_one_one_per_zone(
     plans: dict[str, Plan],
 ) -> None:
