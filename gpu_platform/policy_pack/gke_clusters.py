@@ -20,8 +20,11 @@ terraform-google-kubernetes-engine's safer-cluster module have them:
   (`eks-cluster-secrets-encryption`).
 - `gke-cluster-upgrades`: in a release channel, where GKE keeps every node pool's auto-upgrade
   on (concepts/release-channels: only a cluster not enrolled in one may turn it off for
-  selected node pools), no node pool of the stack's clusters pins its version or turns
-  auto-upgrade off.
+  selected node pools), no node pool of the stack's clusters turns auto-upgrade off.
+- `gke-node-pool-version`: a node pool that pins `version` turns auto-upgrade off (pulumi-gcp
+  `container.NodePool.version`: "if this field and `auto_upgrade` are both specified, they will
+  fight each other"). Judged on the pool's inputs: its outputs always hold the version GKE runs,
+  which a stack policy, seeing outputs, would take for a pin.
 """
 
 import re
@@ -185,11 +188,16 @@ def pinned_pool_problems(pool: PolicyResource, cluster: PolicyResource) -> Itera
             'cluster with releaseChannel.channel "UNSPECIFIED" to pin node pools, or hold node '
             "upgrades back with a maintenance exclusion of scope NO_MINOR_OR_NODE_UPGRADES."
         )
-    elif text(pool.props, "version") is not None:
+
+
+def version_fight_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    version = text(args.props, "version")
+    if version is not None and flag(args.props, "management", "autoUpgrade") is not False:
         yield (
-            f"{subject} {channel}, pins version {shown(text(pool.props, 'version'))} while "
-            "auto-upgrade is on: the two fight over the nodes' version. Fix: remove the version, "
-            'or create the cluster with releaseChannel.channel "UNSPECIFIED".'
+            f"the node pool pins version {shown(version)} while auto-upgrade is on "
+            "(management.autoUpgrade is not false): the two fight over the nodes' version. Fix: "
+            "remove the version, or turn auto-upgrade off on a cluster in no release channel "
+            '(releaseChannel.channel "UNSPECIFIED").'
         )
 
 
@@ -249,9 +257,14 @@ POLICIES = [
     ),
     StackValidationPolicy(
         name=UPGRADES,
-        description="No node pool of a GKE cluster in a release channel pins its version or "
-        "turns auto-upgrade off.",
+        description="No node pool of a GKE cluster in a release channel turns auto-upgrade off.",
         validate=validate_upgrades,
         enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+    resource_policy(
+        "gke-node-pool-version",
+        "A GKE node pool that pins its version turns auto-upgrade off.",
+        version_fight_problems,
+        resource_types=(NODE_POOL_TYPE,),
     ),
 ]

@@ -5,10 +5,12 @@ terraform-google-kubernetes-engine's `modules/safer-cluster/main.tf` ("We never 
 service account for the cluster", `enable_private_nodes = true`, `identity_namespace`,
 `enable_shielded_nodes`)."""
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack
 from tests.gpu_platform.policy_pack.builders import (
     UNKNOWN,
     Analyze,
@@ -24,6 +26,7 @@ CLUSTER_POLICIES = (
     "gke-cluster-hardening",
     "gke-cluster-secrets-encryption",
     "gke-cluster-upgrades",
+    "gke-node-pool-version",
 )
 
 
@@ -196,15 +199,34 @@ def test_a_pool_without_auto_upgrade_in_a_release_channel_is_refused(
     assert "turns auto-upgrade off" in message
 
 
-def test_a_pool_pinned_while_auto_upgrading_in_a_release_channel_is_refused(
-    analyze: Analyze,
-) -> None:
+@pytest.mark.parametrize("management", [None, {"autoUpgrade": True}])
+def test_a_pool_pinned_while_auto_upgrading_is_refused(analyze: Analyze, management: Any) -> None:
+    # pulumi-gcp container.NodePool `version`: "if this field and `auto_upgrade` are both
+    # specified, they will fight each other for what the node version should be".
     pool = gke_node_pool()
     pool.inputs["version"] = "1.33.5-gke.1201000"
+    if management is None:
+        pool.inputs.pop("management", None)
+    else:
+        pool.inputs["management"] = management
 
-    (message,) = found(analyze, "gke-cluster-upgrades", gke_cluster(), pool)
+    (message,) = found(analyze, "gke-node-pool-version", pool)
 
     assert "fight" in message
+
+
+def test_the_version_gke_reports_for_a_pool_is_not_taken_for_a_pin() -> None:
+    # At `pulumi up` the stack policies see each pool's outputs, whose `version` GKE always
+    # fills (pulumi-gcp container.NodePool `version`: optional and computed).
+    cluster = gke_cluster()
+    pool = replace(gke_node_pool(), computed_outputs={"version": "1.33.5-gke.1201000"})
+
+    with PolicyPack(PACK_DIR, preview=False) as pack:
+        pack.configure({})
+        verdicts = pack.analyze([cluster, pool])
+
+    assert messages(verdicts, "gke-cluster-upgrades") == []
+    assert messages(verdicts, "gke-node-pool-version") == []
 
 
 def test_a_pinned_pool_of_a_cluster_without_a_channel_passes(analyze: Analyze) -> None:

@@ -250,6 +250,7 @@ POLICY_NAMES = {
     "gke-cluster-hardening",
     "gke-cluster-secrets-encryption",
     "gke-cluster-upgrades",
+    "gke-node-pool-version",
     "helm-chart-pinned",
     "gpu-operator-release",
     "platform-release-rollback",
