@@ -83,8 +83,8 @@ class EndpointAccess(Model):
     cluster's credentials; this is the layer in front of them."""
     public_cidrs: list[Ipv4Cidr] = Field(default_factory=list, max_length=40)
     """With `access: public`, the only addresses the public endpoint answers: the deployers'
-    and CI runners' egress ranges. Required there, and never `0.0.0.0/0` (the whole internet
-    would reach the API server). EKS takes at most 40 blocks (`publicAccessCidrs`), GKE's
+    and CI runners' egress ranges. Required there, and none wider than a /8 (`0.0.0.0/0`, or
+    its halves, would let the whole internet reach the API server). EKS takes at most 40 blocks (`publicAccessCidrs`), GKE's
     master authorized networks at most 50 (100 with a private endpoint)."""
 
 

@@ -38,6 +38,8 @@ GKE_NO_UPGRADES_MAX = timedelta(days=30)
 GKE_NO_UPGRADES_EXCLUSIONS = 3
 # Logs without which nobody can tell who did what on the cluster, or as which IAM identity.
 REQUIRED_EKS_LOGS = ("audit", "authenticator")
+NARROWEST_PUBLIC_PREFIX = 8
+"""The widest block `endpoint.publicCidrs` takes: an /8, a sixteen-millionth of the internet."""
 
 
 def cluster_create_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -101,11 +103,13 @@ def _endpoint_problems(create: ClusterCreate) -> Iterator[ConfigProblem]:
             " to open one to these blocks",
         )
     for i, cidr in enumerate(endpoint.public_cidrs):
-        if ipaddress.IPv4Network(cidr).prefixlen == 0:
+        # Two /1 blocks are the whole internet as much as 0.0.0.0/0 is.
+        if ipaddress.IPv4Network(cidr).prefixlen < NARROWEST_PUBLIC_PREFIX:
             yield ConfigProblem(
                 key_path(*CREATE, "endpoint", "publicCidrs", i),
                 cidr,
-                "a block narrower than the whole internet: the deployers' own egress ranges",
+                f"a block narrower than the whole internet, /{NARROWEST_PUBLIC_PREFIX} or"
+                " smaller: the deployers' own egress ranges",
             )
 
 

@@ -122,6 +122,13 @@ BAD: list[tuple[str, Config, Callable[[Config], None], str, str]] = [
         "narrower than the whole internet",
     ),
     (
+        "the whole internet in two halves",
+        EKS_NEW,
+        _set(["endpoint"], {"access": "public", "publicCidrs": ["0.0.0.0/1", "128.0.0.0/1"]}),
+        "cluster.create.endpoint.publicCidrs[1]",
+        "narrower than the whole internet",
+    ),
+    (
         "CIDRs on a private endpoint",
         GKE_NEW,
         _set(["endpoint"], {"publicCidrs": ["203.0.113.0/24"]}),
