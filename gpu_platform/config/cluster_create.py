@@ -84,8 +84,9 @@ class EndpointAccess(Model):
     public_cidrs: list[Ipv4Cidr] = Field(default_factory=list, max_length=40)
     """With `access: public`, the only addresses the public endpoint answers: the deployers'
     and CI runners' egress ranges. Required there, and none wider than a /8 (`0.0.0.0/0`, or
-    its halves, would let the whole internet reach the API server). EKS takes at most 40 blocks (`publicAccessCidrs`), GKE's
-    master authorized networks at most 50 (100 with a private endpoint)."""
+    its halves, would let the whole internet reach the API server). EKS takes at most 40
+    blocks (`publicAccessCidrs`), GKE's master authorized networks at most 50 (100 with a
+    private endpoint)."""
 
 
 class EksNewVpc(Model):
