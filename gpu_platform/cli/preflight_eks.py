@@ -76,6 +76,7 @@ from gpu_platform.config import (
     StackConfig,
     key_path,
 )
+from gpu_platform.eks.instance_types import pool_instance_type_names, pool_sizes
 from gpu_platform.eks.karpenter.labels import NODE_POOL_LABEL, stack_mark
 from gpu_platform.eks.node_group_names import is_node_group_of, zone_of, zone_share
 from gpu_platform.eks.subnets import Route, RouteTable, SubnetRouting, routing_of
@@ -269,9 +270,10 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
     private = None if candidates is None else [(s, r) for s, r in candidates if not r.public]
     subnets = None if private is None else [s for s, _ in private]
     described = describe_instance_types(
-        clients.ec2, sorted({name for pool in config.pools for name in pool.instance_types})
+        clients.ec2,
+        sorted({name for pool in config.pools for name in pool_instance_type_names(pool)}),
     )
-    findings += _zone_findings(config, clients, subnets)
+    findings += _zone_findings(config, clients, subnets, described)
     findings += efa_findings(config, described)
     if cluster is not None:
         findings += vpc_cni_findings(config, clients.eks, described)
@@ -729,17 +731,61 @@ def _pod_identity_agent_finding(subject: str, name: str, user: str, clients: Aws
 
 
 def _zone_findings(
-    config: StackConfig, clients: AwsClients, subnets: Sequence[Mapping[str, Any]] | None
+    config: StackConfig,
+    clients: AwsClients,
+    subnets: Sequence[Mapping[str, Any]] | None,
+    described: Mapping[str, Mapping[str, Any]],
 ) -> list[Finding]:
     subnet_zones = None if subnets is None else {s["AvailabilityZone"] for s in subnets}
     if subnet_zones == set():
         return []  # no private subnet: the node subnet finding blocks
     findings = []
     for i, pool in enumerate(config.pools):
-        offered = _offered_zones(clients, pool.instance_types)
         wanted = set(pool.zones) or subnet_zones
+        if pool.aws.flexible:
+            findings.append(_flexible_zone_finding(i, pool, clients, described, wanted))
+            continue
+        offered = _offered_zones(clients, pool.instance_types)
         findings.append(_pool_zone_finding(i, pool, offered, wanted))
     return findings
+
+
+def _flexible_zone_finding(
+    i: int,
+    pool: GpuPoolSpec,
+    clients: AwsClients,
+    described: Mapping[str, Mapping[str, Any]],
+    wanted: set[str] | None,
+) -> Finding:
+    """A pool of instance families or categories: Karpenter launches whichever of its sizes EC2
+    offers in a zone, so it needs one size offered in one of its zones."""
+    subject = f"pool {pool.name}"
+    if wanted is None:
+        return Finding(
+            "warning",
+            subject,
+            "Zones not checked: the cluster was not found.",
+            "Fix the cluster finding and check again.",
+        )
+    sizes = pool_sizes(pool, described)
+    offered = _offered_zones(clients, sizes) if sizes else {}
+    zones = set().union(*offered.values()) & wanted
+    if not zones:
+        field = "aws.instanceFamilies" if pool.aws.instance_families else "aws.instanceCategories"
+        return Finding(
+            "blocking",
+            subject,
+            f"No size of {pool.accelerator} in these families or categories is offered in"
+            f" {', '.join(sorted(wanted))}.",
+            f"Change {key_path('pools', i, field)} or {key_path('pools', i, 'zones')}.",
+        )
+    launchable = sorted(name for name, where in offered.items() if where & wanted)
+    return Finding(
+        "ok",
+        subject,
+        f"Sizes offered in {', '.join(sorted(zones))}: {', '.join(launchable)}.",
+        "Nothing.",
+    )
 
 
 def node_subnets(
@@ -913,7 +959,7 @@ def efa_findings(config: StackConfig, described: Mapping[str, Mapping[str, Any]]
         if not pool.aws.efa:
             continue
         interfaces = {}
-        for name in (n for n in pool.instance_types if n in described):
+        for name in (n for n in pool_sizes(pool, described) if n in described):
             network = described[name].get("NetworkInfo", {})
             efa = network.get("EfaInfo", {}) if network.get("EfaSupported") else {}
             interfaces[name] = efa.get("MaximumEfaInterfaces", 0)
@@ -960,7 +1006,10 @@ def _quota_findings(
     vcpus = _vcpus(described)
     needs: dict[Quota, list[tuple[GpuPoolSpec, int]]] = {}
     for pool in config.pools:
-        largest = max(pool.instance_types, key=lambda n: vcpus.get(n, 0))
+        sizes = pool_sizes(pool, described)
+        if not sizes:
+            continue  # a pool of families without a size of its GPU: the plan refuses it
+        largest = max(sizes, key=lambda n: vcpus.get(n, 0))
         family = quota_family(largest)
         if family is None or largest not in vcpus:
             continue

@@ -66,6 +66,11 @@ _GCE_RESERVATION_NAME = (
 _GKE_NODE_VERSION = r"^[0-9]+\.[0-9]+\.[0-9]+-gke\.[0-9]+$"
 _EKS_ADDON_VERSION = r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$"
 _DRIVER_VERSION = r"^[0-9]{3}\.[0-9]+(\.[0-9]+)?$"
+# EC2 instance families (`g6`, `p5en`) and categories (`g`, `gr`, `p`), as Karpenter reads them
+# from an instance type's name (`instanceTypeScheme`, aws/karpenter-provider-aws
+# pkg/providers/instancetype/types.go at v1.14.1).
+_INSTANCE_FAMILY = r"^[a-z]+[0-9][a-z0-9-]*$"
+_INSTANCE_CATEGORY = r"^[a-z]+$"
 
 
 DnsLabel = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
@@ -92,6 +97,8 @@ GceReservationName = Annotated[str, StringConstraints(pattern=_GCE_RESERVATION_N
 GkeNodeVersion = Annotated[str, StringConstraints(pattern=_GKE_NODE_VERSION)]
 EksAddonVersion = Annotated[str, StringConstraints(pattern=_EKS_ADDON_VERSION)]
 DriverVersion = Annotated[str, StringConstraints(pattern=_DRIVER_VERSION)]
+InstanceFamily = Annotated[str, StringConstraints(pattern=_INSTANCE_FAMILY)]
+InstanceCategory = Annotated[str, StringConstraints(pattern=_INSTANCE_CATEGORY)]
 
 # What each pattern means, for error messages people can act on.
 PATTERN_MEANINGS = {

@@ -8,10 +8,14 @@ platform's accelerator names (`a100-80gb`).
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pulumi_aws import ec2
 
 from gpu_platform.accelerators import ACCELERATORS
+from gpu_platform.config import GpuPoolSpec
+from gpu_platform.eks.karpenter.labels import instance_category, instance_family
+from gpu_platform.eks.max_pods import MAX_PODS
 from gpu_platform.node_identity import GpuShape
 
 # EC2's GPU names (`GpuInfo.Gpus[].Name`) -> the platform's accelerator names. The A100 comes
@@ -153,3 +157,47 @@ def zones_offering_all(offered: Mapping[str, set[str]], instance_types: Iterable
     """The zones where every one of `instance_types` is offered."""
     zone_sets = [offered.get(name, set()) for name in instance_types]
     return set.intersection(*zone_sets) if zone_sets else set()
+
+
+def pool_instance_type_names(pool: GpuPoolSpec) -> list[str]:
+    """The instance types a pool may launch: its `instanceTypes`, or, for a pool of instance
+    families or categories, every GPU instance type of them the platform's table lists
+    (`MAX_PODS`, every G, Gr and P type of amazon-eks-ami's instance data), of any GPU model;
+    empty for a family the table has no GPU type of."""
+    if pool.instance_types:
+        return list(pool.instance_types)
+    families = set(pool.aws.instance_families)
+    categories = set(pool.aws.instance_categories)
+    return sorted(
+        name
+        for name in MAX_PODS
+        if instance_family(name) in families or instance_category(name) in categories
+    )
+
+
+def described_instance_type(name: str, described: Mapping[str, Any]) -> InstanceType:
+    """An instance type from its `DescribeInstanceTypes` entry (boto3's spelling)."""
+    return instance_type(
+        name,
+        int(described["VCpuInfo"]["DefaultVCpus"]),
+        int(described["MemoryInfo"]["SizeInMiB"]),
+        described["ProcessorInfo"]["SupportedArchitectures"],
+        [
+            Gpus(g["Manufacturer"], g["Name"], int(g["Count"]), int(g["MemoryInfo"]["SizeInMiB"]))
+            for g in (described.get("GpuInfo") or {}).get("Gpus", [])
+        ],
+    )
+
+
+def pool_sizes(pool: GpuPoolSpec, described: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The instance types the pool's nodes may be, as far as EC2 describes them (`described`,
+    by name): its `instanceTypes`, or the sizes of its families or categories that have its GPU
+    model."""
+    if not pool.aws.flexible:
+        return list(pool.instance_types)
+    return [
+        name
+        for name in pool_instance_type_names(pool)
+        if name in described
+        and described_instance_type(name, described[name]).accelerator == pool.accelerator
+    ]
