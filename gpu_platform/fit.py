@@ -29,14 +29,8 @@ from gpu_platform.eks.autoscaler_tags import (
     RESOURCE_TAG_PREFIX,
     TAINT_TAG_PREFIX,
 )
-from gpu_platform.eks.instance_types import InstanceType
-from gpu_platform.eks.karpenter.labels import (
-    AWS_LABEL_PREFIX,
-    CAPACITY_TYPE_LABEL,
-    INSTANCE_TYPE_SCHEME,
-    NODE_POOL_LABEL,
-    kebab,
-)
+from gpu_platform.eks.instance_types import INSTANCE_TYPE_SCHEME, InstanceType, kebab
+from gpu_platform.eks.karpenter.labels import AWS_LABEL_PREFIX, CAPACITY_TYPE_LABEL, NODE_POOL_LABEL
 from gpu_platform.eks.kubelet_allocatable import kube_reserved_cpu_millicores
 from gpu_platform.eks.node_group_names import node_group_pattern
 from gpu_platform.eks.node_labels import EFA_RESOURCE

@@ -134,6 +134,8 @@ PATTERN_MEANINGS = {
     _GKE_NODE_VERSION: "a GKE version such as 1.34.1-gke.1829001",
     _EKS_ADDON_VERSION: "an EKS add-on version such as v1.7.0-eksbuild.1",
     _DRIVER_VERSION: "an NVIDIA driver version such as 595.91.07",
+    _INSTANCE_FAMILY: "an EC2 instance family such as g6 or p5en (no size)",
+    _INSTANCE_CATEGORY: "an EC2 instance category such as g or p (letters only)",
 }
 
 

@@ -21,14 +21,14 @@ from gpu_platform.config import (
 from gpu_platform.drivers import NvidiaDriver, eks_driver, known_releases
 from gpu_platform.eks.autoscaler_tags import autoscaler_tag_problems, autoscaler_tags
 from gpu_platform.eks.cluster import EksCluster, Subnet
+from gpu_platform.eks.instance_lookups import look_up_instance_type, offered_zones
 from gpu_platform.eks.instance_types import (
     InstanceType,
-    look_up_instance_type,
-    offered_zones,
+    instance_category,
+    instance_family,
     pool_instance_type_names,
     zones_offering_all,
 )
-from gpu_platform.eks.karpenter.labels import instance_category, instance_family
 from gpu_platform.eks.kubelet_allocatable import kubelet_allocatable
 from gpu_platform.eks.live_scaling import LiveScaling, live_scalings
 from gpu_platform.eks.max_pods import MAX_PODS

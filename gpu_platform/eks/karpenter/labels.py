@@ -5,8 +5,6 @@
 (`gpu_platform.node_identity`) from the instance it launches.
 """
 
-import re
-
 NODE_POOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 AWS_LABEL_PREFIX = "karpenter.k8s.aws/"
@@ -14,28 +12,6 @@ AWS_LABEL_PREFIX = "karpenter.k8s.aws/"
 INSTANCE_FAMILY_LABEL = f"{AWS_LABEL_PREFIX}instance-family"
 INSTANCE_CATEGORY_LABEL = f"{AWS_LABEL_PREFIX}instance-category"
 INSTANCE_GPU_NAME_LABEL = f"{AWS_LABEL_PREFIX}instance-gpu-name"
-
-# How the provider reads an instance type's category (group 1) and generation (group 3) from its
-# name; its family is the name before the `.` (`computeRequirements` and `instanceTypeScheme`,
-# aws/karpenter-provider-aws pkg/providers/instancetype/types.go at v1.14.1).
-INSTANCE_TYPE_SCHEME = re.compile(r"(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.")
-
-
-def instance_family(instance_type: str) -> str:
-    """`g6e` of `g6e.xlarge`."""
-    return instance_type.partition(".")[0]
-
-
-def instance_category(instance_type: str) -> str | None:
-    """`g` of `g6e.xlarge`, `gr` of `gr6.4xlarge`; None where the provider reads none."""
-    scheme = INSTANCE_TYPE_SCHEME.match(instance_type)
-    return scheme[1] if scheme else None
-
-
-def kebab(text: str) -> str:
-    """A label value from EC2's spelling, `L40S` -> `l40s` (`lowerKabobCase`, types.go)."""
-    return text.lower().replace(" ", "-")
-
 
 STACK_ANNOTATION = "gpu-platform.io/stack"
 """The annotation the platform's `karpenter-crd` release puts on the CRDs it owns (through the

@@ -25,12 +25,12 @@ from pulumi_kubernetes.apiextensions import CustomResource
 from gpu_platform.config import CAPACITY_PREFERENCE, EC2_RESERVED_CAPACITIES, GpuPoolSpec
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.efa import EfaNetwork, efa_network
+from gpu_platform.eks.instance_types import kebab
 from gpu_platform.eks.karpenter.labels import (
     CAPACITY_TYPE_LABEL,
     INSTANCE_CATEGORY_LABEL,
     INSTANCE_FAMILY_LABEL,
     INSTANCE_GPU_NAME_LABEL,
-    kebab,
 )
 from gpu_platform.eks.local_storage import uses_instance_store
 from gpu_platform.eks.node_group import node_volumes, pool_resource_tags
