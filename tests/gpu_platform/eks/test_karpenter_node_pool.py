@@ -242,6 +242,13 @@ def test_the_schema_check_refuses_a_value_the_crd_does_not_allow() -> None:
 # --- The CRDs' CEL rules, read in Python -------------------------------------------------------
 
 
+FLEXIBLE_POOL_LABELS = (
+    "karpenter.k8s.aws/instance-family",
+    "karpenter.k8s.aws/instance-category",
+    "karpenter.k8s.aws/instance-gpu-name",
+)
+
+
 def _keys(value: Any) -> list[str]:
     """A label map's keys, or the one key of a requirement."""
     return [value] if isinstance(value, str) else list(value)
@@ -283,9 +290,11 @@ CEL_READINGS: dict[str, Callable[[Any], bool]] = {
     'label "kubernetes.io/hostname" is restricted': lambda s: (
         "kubernetes.io/hostname" not in _keys(s)
     ),
-    # Stricter than the rule, which lets the provider's well-known labels through.
-    'label domain "karpenter.k8s.aws" is restricted': lambda s: (
-        not any(_domain(k).endswith("karpenter.k8s.aws") for k in _keys(s))
+    # Stricter than the rule, which lets all the provider's well-known labels through: only the
+    # three a pool of instance families or categories requires, each in the rule's list.
+    'label domain "karpenter.k8s.aws" is restricted': lambda s: all(
+        k in FLEXIBLE_POOL_LABELS or not _domain(k).endswith("karpenter.k8s.aws")
+        for k in _keys(s)
     ),
     "nodeClassRef.group is immutable": lambda s: s["group"] == "karpenter.k8s.aws",
     "nodeClassRef.kind is immutable": lambda s: s["kind"] == "EC2NodeClass",
@@ -484,6 +493,14 @@ def test_every_cel_reading_is_of_a_rule_of_the_pinned_crds() -> None:
                 {"karpenter.sh/team": "vision"}
             ),
             '.spec.template.metadata.labels: label domain "karpenter.sh" is restricted',
+        ),
+        (
+            "NodePool",
+            lambda o: o["spec"]["template"]["spec"]["requirements"][0].update(
+                key="karpenter.k8s.aws/team"
+            ),
+            '.spec.template.spec.requirements[0].key: label domain "karpenter.k8s.aws" is'
+            " restricted",
         ),
         (
             "NodePool",
