@@ -1851,3 +1851,48 @@ def test_the_running_autoscalers_flags_and_priorities_are_read_from_its_namespac
     assert asked == [("autoscaling", "cluster-autoscaler-priority-expander")]
     settings = [f for f in findings if f.subject == "cluster ml-dev autoscaler settings"]
     assert [f.severity for f in settings] == ["warning"] * 3
+
+
+def on_g6_family(config: Config) -> None:
+    """The dev stack's pool under Karpenter as every g6 size: L4s, 4 to 192 vCPUs."""
+    on_karpenter(config)
+    pool = pools(config)[0]
+    del pool["instanceTypes"]
+    pool.update(accelerator="l4", max=2)
+    pool["aws"]["instanceFamilies"] = ["g6"]
+
+
+def test_a_family_pool_needs_the_vcpus_of_its_largest_size_at_max(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 256)
+
+    findings = preflight_eks.preflight(stack(on_g6_family), aws)
+
+    # EC2: the g6.48xlarge has 192 vCPUs.
+    assert findings[-1].severity == "blocking"
+    assert findings[-1].message == (
+        "All G and VT Spot Instance Requests: 256 vCPUs, but the pools need 384 at their max"
+        " (t4-shared 2 x 192 vCPUs)."
+    )
+
+
+def test_a_family_pool_launches_in_the_zones_that_offer_any_of_its_sizes(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 384)
+
+    findings = preflight_eks.preflight(stack(on_g6_family), aws)
+
+    (zones,) = [f for f in findings if f.subject == "pool t4-shared"]
+    assert zones == Finding(
+        "ok",
+        "pool t4-shared",
+        "Sizes offered in us-east-1a, us-east-1b: g6.12xlarge, g6.16xlarge, g6.24xlarge,"
+        " g6.2xlarge, g6.48xlarge, g6.4xlarge, g6.8xlarge, g6.xlarge.",
+        "Nothing.",
+    )

@@ -106,6 +106,20 @@ def test_a_category_pool_requires_its_categories(plan_for: PlanFor) -> None:
     assert found["karpenter.k8s.aws/instance-gpu-name"] == ["l40s"]
 
 
+def test_a_category_pool_spans_the_zones_of_any_of_its_sizes(plan_for: PlanFor) -> None:
+    config = flexible("h200-141gb", instanceCategories=["p"])
+    config["gpu-platform:pools"] = [config["gpu-platform:pools"][3]]
+    config["aws:region"] = config["gpu-platform:cluster"]["region"] = "us-west-2"
+
+    # EC2 offers the p5e.48xlarge in us-west-2c only, the p5en.48xlarge in a, c and d: Karpenter
+    # launches a size where it is offered, so the pool needs no zone that offers both.
+    assert requirements(plan_for(config))["topology.kubernetes.io/zone"] == [
+        "us-west-2a",
+        "us-west-2c",
+        "us-west-2d",
+    ]
+
+
 def test_a_family_pools_node_pool_validates_against_the_pinned_crd(g6_plan: Plan) -> None:
     obj = node_pool(g6_plan)
 
