@@ -188,4 +188,4 @@ def test_a_pod_placed_by_gpu_model_fits_the_block_and_on_demand_and_starts_in_th
     assert fitting == ["h100-block", "h100-od"]
     # Karpenter tries the NodePools a pod fits by weight (`OrderByWeight`, kubernetes-sigs/
     # karpenter pkg/utils/nodepool/nodepool.go at v1.14.1): the block's 40 before on-demand's 20.
-    assert [n for n in order_by_weight(node_pools) if n in fitting][0] == "h100-block"
+    assert next(n for n in order_by_weight(node_pools) if n in fitting) == "h100-block"

@@ -979,12 +979,20 @@ def _efa_finding(i: int, pool: GpuPoolSpec, interfaces: Mapping[str, int]) -> Fi
             " aws.efa off.",
         )
     fewest = min(interfaces.values(), default=0)
+    if pool.capacity in EC2_RESERVED_CAPACITIES:
+        where = (
+            "placed by EC2 in the reservation, with no placement group of the stack's (a"
+            " launch into one matches only reservations made in it)."
+        )
+    else:
+        where = (
+            "and a cluster placement group, which may not find every node at once when"
+            " capacity is short: a capacity reservation or Capacity Block secures them."
+        )
     return Finding(
         "ok",
         subject,
-        f"{fewest} EFA interface(s) a node, in one zone ({', '.join(pool.zones)}) and a cluster"
-        " placement group, which may not find every node at once when capacity is short: a"
-        " capacity reservation or Capacity Block secures them.",
+        f"{fewest} EFA interface(s) a node, in one zone ({', '.join(pool.zones)}), {where}",
         "Nothing.",
     )
 

@@ -141,7 +141,10 @@ class EksPoolOptions(Model):
     """A pool for training across nodes: its nodes get one Elastic Fabric Adapter per network
     card (the first also carrying the node's ordinary traffic, the others EFA-only), a security
     group that lets EFA traffic flow between them, and a `cluster` placement group, so that they
-    start close together in the pool's one zone (`zones` must name exactly one). Pods ask for
+    start close together in the pool's one zone (`zones` must name exactly one). A
+    `capacity-block` or `reserved` pool gets no placement group: EC2 places a Capacity Block's
+    instances close together itself, and matches a launch into a placement group only to
+    reservations made in that group (docs/karpenter.md, EFA). Pods ask for
     `vpc.amazonaws.com/efa`, which the EFA device plugin (installed with the first such pool)
     advertises. Every instance type must support EFA. Changing it replaces the launch template
     and rolls the pool's nodes."""

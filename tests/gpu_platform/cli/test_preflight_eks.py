@@ -1747,6 +1747,35 @@ def test_an_efa_pool_is_told_its_adapters_from_ec2s_own_description(aws: AwsClie
     assert finding.message.startswith("32 EFA interface(s) a node, in one zone (us-east-1a)")
 
 
+def test_an_efa_pool_outside_a_reservation_is_told_of_its_placement_group(
+    aws: AwsClients,
+) -> None:
+    described = preflight_eks.describe_instance_types(aws.ec2, ["p5.48xlarge"])
+
+    (finding,) = preflight_eks.efa_findings(stack(efa_pool), described)
+
+    assert "and a cluster placement group" in finding.message
+
+
+def test_an_efa_capacity_block_pool_is_told_ec2_places_it_without_a_placement_group(
+    aws: AwsClients,
+) -> None:
+    def block(c: Config) -> None:
+        efa_pool(c)
+        pools(c)[0].update(capacity="capacity-block", min=0)
+        pools(c)[0]["aws"]["capacityReservationId"] = "cr-0123456789abcdef0"
+
+    described = preflight_eks.describe_instance_types(aws.ec2, ["p5.48xlarge"])
+
+    (finding,) = preflight_eks.efa_findings(stack(block), described)
+
+    assert finding.message == (
+        "32 EFA interface(s) a node, in one zone (us-east-1a), placed by EC2 in the reservation,"
+        " with no placement group of the stack's (a launch into one matches only reservations"
+        " made in it)."
+    )
+
+
 def test_an_efa_pool_of_an_instance_type_without_efa_blocks(aws: AwsClients) -> None:
     config = stack(lambda c: efa_pool(c, "g4dn.xlarge"))
 

@@ -293,8 +293,7 @@ CEL_READINGS: dict[str, Callable[[Any], bool]] = {
     # Stricter than the rule, which lets all the provider's well-known labels through: only the
     # three a pool of instance families or categories requires, each in the rule's list.
     'label domain "karpenter.k8s.aws" is restricted': lambda s: all(
-        k in FLEXIBLE_POOL_LABELS or not _domain(k).endswith("karpenter.k8s.aws")
-        for k in _keys(s)
+        k in FLEXIBLE_POOL_LABELS or not _domain(k).endswith("karpenter.k8s.aws") for k in _keys(s)
     ),
     "nodeClassRef.group is immutable": lambda s: s["group"] == "karpenter.k8s.aws",
     "nodeClassRef.kind is immutable": lambda s: s["kind"] == "EC2NodeClass",
