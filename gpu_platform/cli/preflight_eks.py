@@ -98,6 +98,9 @@ READ_ONLY_PERMISSIONS = (
     "servicequotas:GetAWSDefaultServiceQuota",
     "resource-groups:ListGroupResources",
     "iam:GetRole",
+    "eks:ListPodIdentityAssociations",
+    "eks:DescribePodIdentityAssociation",
+    "iam:SimulatePrincipalPolicy",
 )
 """Every AWS action the check calls; a test keeps it, and the README's list, equal to them."""
 # What AWS answers for a caller it does not know, or does not let do something.
@@ -298,7 +301,7 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
         else clients.node_pools(cluster)
     )
     findings += karpenter_findings(
-        config, cluster, clients.iam, crds, mark, deployments, node_pools
+        config, cluster, clients.iam, crds, mark, deployments, node_pools, clients.eks
     )
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)

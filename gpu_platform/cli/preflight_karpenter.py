@@ -16,6 +16,7 @@ the checks every EKS stack gets (`gpu_platform.cli.preflight_eks`):
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from typing import Any
 
 import boto3
@@ -23,6 +24,10 @@ import requests
 from botocore.exceptions import BotoCoreError, ClientError
 
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.karpenter_permissions import (
+    DEFAULT_SERVICE_ACCOUNT,
+    controller_permissions_finding,
+)
 from gpu_platform.cli.running_autoscaler import Deployments, eks_api, image_tag
 from gpu_platform.config import (
     CAPACITY_PREFERENCE,
@@ -61,11 +66,13 @@ def karpenter_findings(
     mark: str = "",
     deployments: Deployments | None = None,
     node_pools: NodePools | None = None,
+    eks: Any = None,
 ) -> list[Finding]:
     """The Karpenter stack's findings, in the order: authentication mode, the Spot role, the
     CRDs (unchecked where `crds` is None), which the platform's own carry `mark`, and with
-    `install: false` the running controller (unchecked where `deployments` is None), and the
-    cluster's other NodePools' weights (unchecked where `node_pools` is None)."""
+    `install: false` the running controller (unchecked where `deployments` is None) and its
+    role's permissions (unchecked where `eks` is None), and the cluster's other NodePools'
+    weights (unchecked where `node_pools` is None)."""
     if not config.uses_karpenter:
         return []
     findings = []
@@ -76,7 +83,12 @@ def karpenter_findings(
     if cluster is not None and crds is not None:
         findings.append(crd_finding(config, crds, mark))
     if deployments is not None and not config.karpenter_installed:
+        # Read once for both findings: a read that fails is not kept, and fails again.
+        deployments = cache(deployments)
         findings.append(controller_finding(config, deployments))
+    if cluster is not None and eks is not None and not config.karpenter_installed:
+        account = _service_account(config, deployments)
+        findings.append(controller_permissions_finding(config, cluster, eks, iam, account))
     if node_pools is not None:
         findings.append(weight_finding(config, node_pools))
     return findings
@@ -435,10 +447,14 @@ def _controller_problems(
                 " would come up with one ENA interface"
             )
         warnings.append("limits.nodes is enforced from v1.11.0: only the GPU and CPU limits hold")
-    if capacities & {"spot", "capacity-block"} and not env.get("INTERRUPTION_QUEUE"):
+    # Only spot nodes need the queue: a Capacity Block's nodes are deleted 40 minutes before
+    # its end by the `capacityreservation.expiration` controller, which runs queue or not
+    # (aws/karpenter-provider-aws pkg/controllers/controllers.go at v1.14.1; only the
+    # interruption controller needs `InterruptionQueue`).
+    if "spot" in capacities and not env.get("INTERRUPTION_QUEUE"):
         warnings.append(
-            "it has no INTERRUPTION_QUEUE: spot and Capacity Block nodes are not drained before EC2"
-            " takes them back"
+            "it has no INTERRUPTION_QUEUE: spot nodes are not drained within their two-minute"
+            " notice before EC2 takes them back"
         )
     return blocking, warnings
 
@@ -463,6 +479,20 @@ def _controllers(
                 }
                 found.append((f"{namespace}/{metadata.get('name')}", image, env))
     return found
+
+
+def _service_account(config: StackConfig, deployments: Deployments | None) -> str:
+    """The controller's service account, as its Deployment names it; the chart's where the
+    Deployment cannot be read (the controller finding says why)."""
+    try:
+        found = deployments() if deployments is not None else []
+    except requests.RequestException:
+        found = []
+    for deployment in found:
+        if _controllers([deployment], config.karpenter.namespace):
+            pod = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+            return str(pod.get("serviceAccountName") or DEFAULT_SERVICE_ACCOUNT)
+    return DEFAULT_SERVICE_ACCOUNT
 
 
 def _feature_gates(text: str) -> dict[str, bool]:

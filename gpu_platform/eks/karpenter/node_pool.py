@@ -151,7 +151,10 @@ def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
             # kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go at v1.14.1): ranked by
             # capacity as the cluster autoscaler ranks node groups, a pod that fits a Capacity
             # Block pool and an on-demand one starts in the block.
-            "weight": CAPACITY_PREFERENCE[spec.capacity],
+            # A canary one below the pool it leads, whose capacity it shares: tied, the name
+            # sorting last would win (`h100-canary` over `h100`), and a pod fitting both would
+            # run on the release the canary has not proven yet.
+            "weight": CAPACITY_PREFERENCE[spec.capacity] - (spec.canary_of is not None),
             "template": {
                 "metadata": {
                     "labels": secret_if(

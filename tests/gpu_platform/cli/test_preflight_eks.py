@@ -25,6 +25,7 @@ from gpu_platform.cli import preflight_eks, preflight_karpenter
 from gpu_platform.cli.app import app
 from gpu_platform.cli.deadline import Calls, Deadline
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.karpenter_permissions import controller_permissions_finding
 from gpu_platform.cli.preflight_eks import AwsClients
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.stack_files import stack_config
@@ -45,6 +46,7 @@ DEADLINE_MARGIN_SECONDS = 2
 """How long past its deadline the command may take to say so: starting and printing."""
 Config = dict[str, Any]
 SPOT_G = "L-3819A6DF"
+ROLE = "arn:aws:iam::123456789012:role/KarpenterNodeRole-ml"
 ON_DEMAND_P = "L-417A185B"
 
 
@@ -458,6 +460,11 @@ def on_karpenter(config: Config) -> None:
         pool.pop("sharing", None)
         pool["min"] = 0
     with_whole_gpu_quota(config)
+
+
+def on_existing_karpenter(config: Config) -> None:
+    on_karpenter(config)
+    config["gpu-platform:karpenter"] = {"install": False, "nodeRoleArn": ROLE}
 
 
 def test_without_the_pod_identity_agent_karpenter_would_be_stuck(
@@ -1319,8 +1326,21 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
         )
 
     preflight_eks.preflight(stack(pools_of_every_kind), aws)
-    # A Karpenter stack with a spot pool reads the Spot service-linked role.
+    # A Karpenter stack with a spot pool reads the Spot service-linked role; one on an existing
+    # Karpenter, its controller's role (EKS Pod Identity and IAM's simulator, which moto lacks).
     preflight_karpenter.karpenter_findings(stack(on_karpenter), None, aws.iam)
+    with Stubber(aws.eks) as eks, Stubber(aws.iam) as iam:
+        eks.add_response(
+            "list_pod_identity_associations", {"associations": [{"associationId": "a"}]}
+        )
+        eks.add_response("describe_pod_identity_association", {"association": {"roleArn": ROLE}})
+        iam.add_response("simulate_principal_policy", {"EvaluationResults": []})
+        controller_permissions_finding(
+            stack(on_existing_karpenter),
+            {"name": "ml-dev", "arn": "arn:aws:eks:us-east-1:123456789012:cluster/ml-dev"},
+            aws.eks,
+            aws.iam,
+        )
 
     assert calls == documented_permissions()
     # The refusal message names the same actions.

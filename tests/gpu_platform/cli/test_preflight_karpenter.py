@@ -509,8 +509,26 @@ def test_a_controller_without_an_interruption_queue_warns(iam: Any) -> None:
     (finding,) = [f for f in found if f.subject == CONTROLLER]
     assert finding.severity == "warning"
     assert finding.message.endswith(
-        "it has no INTERRUPTION_QUEUE: spot and Capacity Block nodes are not drained before EC2"
-        " takes them back."
+        "it has no INTERRUPTION_QUEUE: spot nodes are not drained within their two-minute notice"
+        " before EC2 takes them back."
+    )
+
+
+def test_capacity_block_pools_need_no_interruption_queue(spot_free_stack: StackConfig) -> None:
+    # Karpenter deletes a block's nodes 40 minutes before its end with the
+    # capacityreservation.expiration controller, registered whatever INTERRUPTION_QUEUE says
+    # (aws/karpenter-provider-aws pkg/controllers/controllers.go at v1.14.1).
+    (finding,) = controller_findings(existing(spot_free_stack), controller("1.14.1", queue=None))
+
+    assert finding.severity == "ok"
+
+
+def test_a_controller_before_the_v1_api_blocks(spot_free_stack: StackConfig) -> None:
+    (finding,) = controller_findings(existing(spot_free_stack), controller("0.37.5"))
+
+    assert finding.severity == "blocking"
+    assert "it predates the karpenter.sh/v1 API (v1.0.0) the NodePools are written in" in (
+        finding.message
     )
 
 
