@@ -175,10 +175,10 @@ _DEFAULT_BUDGETS = [{"nodes": "10%"}]
 
 
 def budget_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    """A budget without `reasons`, or whose reasons include it, governs `Empty`, and Karpenter takes the pool's NotReady
-    and deleting nodes off every budget (`BuildDisruptionBudgetMapping`, kubernetes-sigs/karpenter
-    pkg/controllers/disruption/helpers.go at v1.14.1): below 100%, a few NotReady GPU nodes stop
-    the pool's empty nodes from going, idle and paid for."""
+    """A budget without `reasons`, or whose reasons include it, governs `Empty`, and Karpenter
+    takes the pool's NotReady and deleting nodes off every budget (`BuildDisruptionBudgetMapping`,
+    kubernetes-sigs/karpenter pkg/controllers/disruption/helpers.go at v1.14.1): below 100%, a
+    few NotReady GPU nodes stop the pool's empty nodes from going, idle and paid for."""
     left_default = value_at(args.props, *BUDGETS) is None
     budgets = _DEFAULT_BUDGETS if left_default else elements(args.props, *BUDGETS)
     # A budget for reasons that include `Empty` is the same trap as one without reasons.
