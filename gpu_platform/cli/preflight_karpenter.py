@@ -46,6 +46,17 @@ NodePools = Callable[[], Sequence[Mapping[str, Any]]]
 NODE_POOLS = "nodepools.karpenter.sh"
 NODE_CLAIMS = "nodeclaims.karpenter.sh"
 NODE_CLASSES = "ec2nodeclasses.karpenter.k8s.aws"
+CORE_CRDS = (NODE_POOLS, NODE_CLAIMS, NODE_CLASSES)
+"""What every Karpenter v1 installation has."""
+CHART_CRDS = (
+    *CORE_CRDS,
+    "nodeoverlays.karpenter.sh",
+    "capacitybuffers.autoscaling.x-k8s.io",
+)
+"""Every CRD the pinned `karpenter-crd` chart installs (aws/karpenter-provider-aws v1.14.1
+charts/karpenter-crd/templates/): also NodeOverlay and, since v1.14.0, SIG Autoscaling's
+CapacityBuffer, which another tool may have installed and which Helm would refuse to take
+over."""
 # Helm's ownership annotations (helm/pkg/action/validate.go, `checkOwnership`).
 RELEASE_NAME = "meta.helm.sh/release-name"
 RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
@@ -217,7 +228,7 @@ def fields_set(config: StackConfig) -> dict[str, list[tuple[str, ...]]]:
 def crd_finding(config: StackConfig, crds: CustomResourceDefinitions, mark: str) -> Finding:
     """`mark`: this stack's `stack_mark`, which the CRDs the platform installs carry."""
     subject = f"cluster {config.cluster.name}"
-    names = (NODE_POOLS, NODE_CLAIMS, NODE_CLASSES)
+    names = CHART_CRDS if config.karpenter_installed else CORE_CRDS
     try:
         found = {name: crds(name) for name in names}
     except (requests.RequestException, BotoCoreError) as error:

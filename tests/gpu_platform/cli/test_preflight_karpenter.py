@@ -234,6 +234,22 @@ def test_the_platforms_own_crds_let_it_install(spot_free_stack: StackConfig) -> 
     assert crd_findings(spot_free_stack, cluster_crds(OWNED))[0].severity == "ok"
 
 
+def test_a_capacity_buffer_crd_of_another_tool_blocks_the_install(
+    spot_free_stack: StackConfig,
+) -> None:
+    # The pinned karpenter-crd chart installs capacitybuffers.autoscaling.x-k8s.io too (its
+    # templates/ at v1.14.1), the API of SIG Autoscaling's capacity buffers.
+    ours = cluster_crds(OWNED)
+    buffers = {"metadata": {"name": "capacitybuffers.autoscaling.x-k8s.io", "annotations": {}}}
+
+    (finding,) = crd_findings(
+        spot_free_stack, lambda name: buffers if name == buffers["metadata"]["name"] else ours(name)
+    )
+
+    assert finding.severity == "blocking"
+    assert "capacitybuffers.autoscaling.x-k8s.io: no Helm release" in finding.message
+
+
 def test_upstreams_install_under_the_same_release_name_blocks_the_install(
     spot_free_stack: StackConfig,
 ) -> None:
