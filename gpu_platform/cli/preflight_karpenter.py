@@ -206,14 +206,11 @@ def _eks_get(
 
 
 def fields_set(config: StackConfig) -> dict[str, list[tuple[str, ...]]]:
-    """The fields of each CRD the stack's NodePools and EC2NodeClasses set that older Karpenter
-    releases lack (`[]` steps into a list's items), by CRD."""
-    node_pool: list[tuple[str, ...]] = [
-        ("spec", "weight"),
-        ("spec", "limits"),
-        ("spec", "template", "spec", "terminationGracePeriod"),
-        ("spec", "disruption", "budgets", "[]", "reasons"),
-    ]
+    """The fields of the EC2NodeClass CRD the stack's EC2NodeClasses set that older Karpenter
+    v1 releases lack (`[]` steps into a list's items), by CRD. Every NodePool field the pools
+    set (`weight`, `limits`, `terminationGracePeriod`, budgets' `reasons`) is in the NodePool
+    CRD's `v1` from its first release, v1.0.0 (pkg/apis/crds/karpenter.sh_nodepools.yaml at that
+    tag): a CRD serving `v1` has them, which `_existing_finding` checks."""
     node_class: list[tuple[str, ...]] = []
     if any(p.capacity in EC2_RESERVED_CAPACITIES for p in config.pools):
         node_class.append(("spec", "capacityReservationSelectorTerms"))
@@ -222,7 +219,7 @@ def fields_set(config: StackConfig) -> dict[str, list[tuple[str, ...]]]:
         node_class.append(("spec", "networkInterfaces"))
     if any(p.capacity not in EC2_RESERVED_CAPACITIES for p in efa):
         node_class.append(("spec", "placementGroupSelector"))
-    return {NODE_POOLS: node_pool, NODE_CLASSES: node_class}
+    return {NODE_CLASSES: node_class}
 
 
 def crd_finding(config: StackConfig, crds: CustomResourceDefinitions, mark: str) -> Finding:
@@ -307,6 +304,16 @@ def _existing_finding(
             f" {', '.join(missing)}: no Karpenter runs there to launch the pools' nodes.",
             f"Install Karpenter, or set {key_path('karpenter', 'install')}: true.",
         )
+    without_v1 = sorted(name for name in CORE_CRDS if not _serves_v1(found[name]))
+    if without_v1:
+        return Finding(
+            "blocking",
+            subject,
+            f"The cluster's {', '.join(without_v1)} serve no v1 API, which the pools' NodePools"
+            " and EC2NodeClasses are written in (Karpenter v1.0.0 and later).",
+            f"Upgrade the cluster's Karpenter to {KARPENTER_CRD_CHART.version} (its CRDs"
+            " included) before pulumi up.",
+        )
     lacking = [
         f"{name} {'.'.join(p for p in path if p != '[]')}"
         for name, paths in fields_set(config).items()
@@ -340,6 +347,11 @@ def _owner(crd: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """The Helm release (name, namespace) a CRD's annotations say owns it."""
     annotations = crd.get("metadata", {}).get("annotations") or {}
     return annotations.get(RELEASE_NAME), annotations.get(RELEASE_NAMESPACE)
+
+
+def _serves_v1(crd: Mapping[str, Any] | None) -> bool:
+    versions: Sequence[Mapping[str, Any]] = (crd or {}).get("spec", {}).get("versions", [])
+    return any(v.get("name") == "v1" and v.get("served", True) for v in versions)
 
 
 def _served_schema(crd: Mapping[str, Any] | None) -> Mapping[str, Any]:

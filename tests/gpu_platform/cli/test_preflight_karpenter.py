@@ -340,11 +340,6 @@ def test_an_existing_karpenter_of_the_pinned_version_has_every_field(
             ("EC2NodeClass", "capacityReservationSelectorTerms"),
             "ec2nodeclasses.karpenter.k8s.aws spec.capacityReservationSelectorTerms",
         ),
-        (("NodePool", "weight"), "nodepools.karpenter.sh spec.weight"),
-        (
-            ("NodePool", "template.spec.terminationGracePeriod"),
-            "nodepools.karpenter.sh spec.template.spec.terminationGracePeriod",
-        ),
     ],
 )
 def test_an_older_karpenter_lacking_a_field_the_pools_set_blocks(
@@ -356,6 +351,24 @@ def test_an_older_karpenter_lacking_a_field_the_pools_set_blocks(
     assert finding.message == (
         "The cluster's Karpenter CRDs lack fields the pools set, which its API server would drop"
         f" without an error: {named}."
+    )
+
+
+def test_crds_serving_no_v1_api_block(spot_free_stack: StackConfig) -> None:
+    # Before v1.0.0 the CRDs served karpenter.sh/v1beta1 only, without weight or budget reasons.
+    pinned = cluster_crds()
+
+    def v1beta1(name: str) -> Any:
+        crd = copy.deepcopy(pinned(name))
+        if crd is not None and name == "nodepools.karpenter.sh":
+            crd["spec"]["versions"][0]["name"] = "v1beta1"
+        return crd
+
+    (finding,) = crd_findings(existing(spot_free_stack), v1beta1)
+
+    assert finding.severity == "blocking"
+    assert finding.message.startswith(
+        "The cluster's nodepools.karpenter.sh serve no v1 API, which the pools' NodePools and"
     )
 
 
