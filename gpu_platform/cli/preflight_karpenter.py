@@ -37,6 +37,7 @@ from gpu_platform.config import (
     key_path,
 )
 from gpu_platform.eks.karpenter.labels import STACK_ANNOTATION
+from gpu_platform.node_identity import POOL_LABEL
 from gpu_platform.versions import KARPENTER_CRD_CHART
 
 CustomResourceDefinitions = Callable[[str], Mapping[str, Any] | None]
@@ -101,8 +102,46 @@ def karpenter_findings(
         account = _service_account(config, deployments)
         findings.append(controller_permissions_finding(config, cluster, eks, iam, account))
     if node_pools is not None:
+        node_pools = cache(node_pools)
         findings.append(weight_finding(config, node_pools))
+        clash = name_clash_finding(config, node_pools)
+        if clash is not None:
+            findings.append(clash)
     return findings
+
+
+def name_clash_finding(config: StackConfig, node_pools: NodePools) -> Finding | None:
+    """A NodePool of the cluster named like one of the pools but not the platform's (its
+    template lacks the pool's `gpu-platform.io/pool` label): creating the pool's NodePool fails
+    with AlreadyExists part-way through `up` (pulumi-kubernetes creates, it does not adopt), or,
+    where upserts are turned on, takes the other NodePool over and deletes it on `destroy`. None
+    where there is none, or the NodePools cannot be read (`weight_finding` says so)."""
+    try:
+        found = node_pools()
+    except (requests.RequestException, BotoCoreError):
+        return None
+    ours = {p.name for p in config.pools}
+    foreign = sorted(
+        name
+        for name, labels in (_named(pool) for pool in found)
+        if name in ours and labels.get(POOL_LABEL) != name
+    )
+    if not foreign:
+        return None
+    return Finding(
+        "blocking",
+        f"cluster {config.cluster.name} NodePool names",
+        "The cluster has NodePools of another installation named like the pools:"
+        f" {', '.join(foreign)}. pulumi up would fail creating the pools' own, or take those"
+        " over.",
+        f"Rename the pools ({key_path('pools')}[].name), or the other NodePools.",
+    )
+
+
+def _named(node_pool: Mapping[str, Any]) -> tuple[str, Mapping[str, str]]:
+    """A NodePool's name and its template's labels."""
+    template = ((node_pool.get("spec") or {}).get("template") or {}).get("metadata") or {}
+    return (node_pool.get("metadata") or {}).get("name", ""), template.get("labels") or {}
 
 
 def weight_finding(config: StackConfig, node_pools: NodePools) -> Finding:

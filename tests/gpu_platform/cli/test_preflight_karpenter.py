@@ -635,6 +635,35 @@ def test_other_node_pools_above_the_gpu_pools_weight_are_ok(
     assert finding.severity == "ok"
 
 
+def test_a_foreign_node_pool_named_like_a_pool_blocks(spot_free_stack: StackConfig) -> None:
+    found = karpenter_findings(
+        spot_free_stack,
+        described_cluster("API"),
+        None,
+        None,
+        MARK,
+        None,
+        lambda: [node_pool("l4-reserved", weight=50), node_pool("default", weight=50)],
+    )
+
+    (clash,) = [f for f in found if f.subject == "cluster ml-karpenter-dev NodePool names"]
+    assert clash.severity == "blocking"
+    assert clash.message.startswith(
+        "The cluster has NodePools of another installation named like the pools: l4-reserved."
+    )
+
+
+def test_the_platforms_own_node_pool_is_no_clash(spot_free_stack: StackConfig) -> None:
+    own = node_pool("l4-reserved", weight=30, taint="nvidia.com/gpu")
+    own["spec"]["template"]["metadata"] = {"labels": {"gpu-platform.io/pool": "l4-reserved"}}
+
+    found = karpenter_findings(
+        spot_free_stack, described_cluster("API"), None, None, MARK, None, lambda: [own]
+    )
+
+    assert [f.subject for f in found] == ["cluster ml-karpenter-dev", POOLS_SUBJECT]
+
+
 # --- The command's exit codes for these findings -------------------------------------------------
 
 
