@@ -24,6 +24,7 @@ Read-only AWS calls (credentials from the usual AWS environment or profile) chec
   Karpenter's CRDs in the cluster (`gpu_platform.cli.preflight_karpenter`).
 """
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -71,6 +72,7 @@ from gpu_platform.cli.running_autoscaler import (
 )
 from gpu_platform.cli.vpc_cni import vpc_cni_findings
 from gpu_platform.config import (
+    DRIFT_BUDGET_PERCENT,
     EC2_RESERVED_CAPACITIES,
     GpuPoolSpec,
     StackConfig,
@@ -1028,9 +1030,19 @@ def _quota_findings(
             needs.setdefault(QUOTAS[(family, capacity)], []).append((pool, vcpus[largest]))
     in_use = _vcpus_in_use_elsewhere(config, clients, described) if needs else {}
     return [
-        _quota_finding(quota, pools, in_use.get(quota, 0), clients)
+        _quota_finding(quota, pools, in_use.get(quota, 0), clients, config.uses_karpenter)
         for quota, pools in needs.items()
     ]
+
+
+def drift_surge(pool: GpuPoolSpec) -> int:
+    """The nodes a Karpenter pool at `max` runs above it while drift replaces its nodes: its
+    Drifted budget, rounded up (`GetAllowedDisruptions`, kubernetes-sigs/karpenter
+    pkg/apis/v1/nodepool.go). Karpenter plans a replacement without the drifted node
+    (`SimulateScheduling`, pkg/controllers/disruption/helpers.go), launches it first, and counts
+    no node marked for deletion against the limits (state/cluster.go, v1.14.1)."""
+    percent = pool.aws.max_unavailable_percent or DRIFT_BUDGET_PERCENT
+    return math.ceil(pool.max * percent / 100)
 
 
 def quota_capacities(pool: GpuPoolSpec) -> tuple[str, ...]:
@@ -1120,7 +1132,11 @@ def _vcpus(described: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
 
 
 def _quota_finding(
-    quota: Quota, pools: Sequence[tuple[GpuPoolSpec, int]], in_use: int, clients: AwsClients
+    quota: Quota,
+    pools: Sequence[tuple[GpuPoolSpec, int]],
+    in_use: int,
+    clients: AwsClients,
+    karpenter: bool = False,
 ) -> Finding:
     needed = sum(pool.max * vcpus for pool, vcpus in pools)
     value = _quota_value(clients, quota)
@@ -1137,6 +1153,17 @@ def _quota_finding(
             f" {needed + in_use}: aws service-quotas request-service-quota-increase"
             f" --service-code ec2 --quota-code {quota.code} --desired-value {needed + in_use}"
             f" --region {clients.service_quotas.meta.region_name}",
+        )
+    surge = sum(drift_surge(pool) * vcpus for pool, vcpus in pools) if karpenter else 0
+    if needed + surge + in_use > value:
+        return Finding(
+            "warning",
+            subject,
+            f"{quota.name}: {value:g} vCPUs cover the {needed} the pools need at their max"
+            f" ({used_by}){others}, but not the {surge} more that drift's replacements take"
+            " while the old nodes drain: an AMI rollout of full pools would stall.",
+            f"Request an increase to {needed + surge + in_use}, or lower the pools'"
+            " aws.maxUnavailablePercent (docs/karpenter.md, Limits).",
         )
     return Finding(
         "ok",

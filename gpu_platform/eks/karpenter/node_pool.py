@@ -22,7 +22,12 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes.apiextensions import CustomResource
 
-from gpu_platform.config import CAPACITY_PREFERENCE, EC2_RESERVED_CAPACITIES, GpuPoolSpec
+from gpu_platform.config import (
+    CAPACITY_PREFERENCE,
+    DRIFT_BUDGET_PERCENT,
+    EC2_RESERVED_CAPACITIES,
+    GpuPoolSpec,
+)
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.efa import EfaNetwork, efa_network
 from gpu_platform.eks.instance_types import kebab
@@ -369,15 +374,6 @@ def _taint(taint: Taint) -> dict[str, str]:
 
 def _one_of(key: str, values: list[str]) -> dict[str, Any]:
     return {"key": key, "operator": "In", "values": values}
-
-
-DRIFT_BUDGET_PERCENT = 10
-"""Drifted and underutilized nodes Karpenter may take down at once where the pool sets no
-`maxUnavailablePercent`: a share, rounded up (`GetAllowedDisruptions`, kubernetes-sigs/karpenter
-pkg/apis/v1/nodepool.go at v1.14.1), so one node at a time up to ten nodes and never more than
-ten rounds of drift for any pool. A node being drained counts against the budget until it is
-gone (`MarkedForDeletion`, pkg/controllers/state/statenode.go; helpers.go), up to
-`terminationGracePeriod` each, so a fixed `1` would roll a 32-node pool in 32 such rounds."""
 
 
 def disruption_budgets(spec: GpuPoolSpec) -> list[dict[str, Any]]:

@@ -1945,3 +1945,35 @@ def test_a_family_pool_launches_in_the_zones_that_offer_any_of_its_sizes(
         " g6.2xlarge, g6.48xlarge, g6.4xlarge, g6.8xlarge, g6.xlarge.",
         "Nothing.",
     )
+
+
+def test_a_karpenter_quota_of_exactly_max_warns_that_drift_would_stall(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 24)
+
+    findings = preflight_eks.preflight(stack(on_karpenter), aws)
+
+    # The Drifted budget, 10% of 3 nodes rounded up (GetAllowedDisruptions, kubernetes-sigs/
+    # karpenter pkg/apis/v1/nodepool.go at v1.14.1), is one more g4dn.2xlarge of 8 vCPUs.
+    assert findings[-1] == Finding(
+        "warning",
+        f"quota {SPOT_G}",
+        "All G and VT Spot Instance Requests: 24 vCPUs cover the 24 the pools need at their max"
+        " (t4-shared 3 x 8 vCPUs), but not the 8 more that drift's replacements take while the"
+        " old nodes drain: an AMI rollout of full pools would stall.",
+        "Request an increase to 32, or lower the pools' aws.maxUnavailablePercent"
+        " (docs/karpenter.md, Limits).",
+    )
+
+
+def test_a_node_group_quota_of_exactly_max_is_enough(aws: AwsClients, quotas: Stubber) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 24)
+
+    findings = preflight_eks.preflight(stack(), aws)
+
+    assert findings[-1].severity == "ok"
