@@ -111,7 +111,8 @@ class GpuPoolSpec(Model):
     max: int = Field(ge=1, le=1000)
     """The most nodes the autoscaler may start: the pool's cost ceiling. Under Karpenter, limits
     of `max` nodes and of `max` times the GPUs and vCPUs of the pool's largest instance type,
-    which a fast scale-out can pass by a node or two (docs/karpenter.md, Limits)."""
+    which a fast scale-out can pass by a node or two, and drift by its Drifted budget's nodes
+    while the old ones drain (docs/karpenter.md, Limits)."""
     capacity: Literal["on-demand", "spot", "reserved", "capacity-block"] = "on-demand"
     """How the nodes are bought: `reserved` consumes EC2 on-demand capacity reservations
     (`aws.capacityReservationId` or `aws.capacityReservationResourceGroupArn`), `capacity-block`
