@@ -755,6 +755,15 @@ def _zone_findings(
     return findings
 
 
+def _zones_not_checked(subject: str) -> Finding:
+    return Finding(
+        "warning",
+        subject,
+        "Zones not checked: the cluster was not found.",
+        "Fix the cluster finding and check again.",
+    )
+
+
 def _flexible_zone_finding(
     i: int,
     pool: GpuPoolSpec,
@@ -766,12 +775,7 @@ def _flexible_zone_finding(
     offers in a zone, so it needs one size offered in one of its zones."""
     subject = f"pool {pool.name}"
     if wanted is None:
-        return Finding(
-            "warning",
-            subject,
-            "Zones not checked: the cluster was not found.",
-            "Fix the cluster finding and check again.",
-        )
+        return _zones_not_checked(subject)
     sizes = pool_sizes(pool, described)
     offered = _offered_zones(clients, sizes) if sizes else {}
     zones = set().union(*offered.values()) & wanted
@@ -920,12 +924,7 @@ def _pool_zone_finding(
             f"Choose instance types EC2 offers here in {key_path('pools', i, 'instanceTypes')}.",
         )
     if wanted is None:
-        return Finding(
-            "warning",
-            subject,
-            "Zones not checked: the cluster was not found.",
-            "Fix the cluster finding and check again.",
-        )
+        return _zones_not_checked(subject)
     usable = set.intersection(*offered.values()) & wanted
     where = "; ".join(
         f"{n} in {', '.join(sorted(z & wanted)) or 'none'}" for n, z in offered.items()

@@ -50,20 +50,21 @@ def existing_stack(efa_on_demand: bool = False) -> StackConfig:
     )
 
 
-@pytest.fixture
-def eks() -> Iterator[Stubber]:
-    client = boto3.client("eks", region_name="us-east-1")
+def stubbed(client: Any) -> Iterator[Stubber]:
+    """`client` answered by the Stubber; every answer added must be asked for."""
     with Stubber(client) as stubber:
         yield stubber
         stubber.assert_no_pending_responses()
+
+
+@pytest.fixture
+def eks() -> Iterator[Stubber]:
+    yield from stubbed(boto3.client("eks", region_name="us-east-1"))
 
 
 @pytest.fixture
 def iam() -> Iterator[Stubber]:
-    client = boto3.client("iam", region_name="us-east-1")
-    with Stubber(client) as stubber:
-        yield stubber
-        stubber.assert_no_pending_responses()
+    yield from stubbed(boto3.client("iam", region_name="us-east-1"))
 
 
 def associated(eks: Stubber, service_account: str = "karpenter") -> None:
