@@ -66,6 +66,11 @@ _GCE_RESERVATION_NAME = (
 _GKE_NODE_VERSION = r"^[0-9]+\.[0-9]+\.[0-9]+-gke\.[0-9]+$"
 _EKS_ADDON_VERSION = r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$"
 _DRIVER_VERSION = r"^[0-9]{3}\.[0-9]+(\.[0-9]+)?$"
+# EC2 instance families (`g6`, `p5en`) and categories (`g`, `gr`, `p`), as Karpenter reads them
+# from an instance type's name (`instanceTypeScheme`, aws/karpenter-provider-aws
+# pkg/providers/instancetype/types.go at v1.14.1).
+_INSTANCE_FAMILY = r"^[a-z]+[0-9][a-z0-9-]*$"
+_INSTANCE_CATEGORY = r"^[a-z]+$"
 
 
 DnsLabel = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
@@ -92,6 +97,8 @@ GceReservationName = Annotated[str, StringConstraints(pattern=_GCE_RESERVATION_N
 GkeNodeVersion = Annotated[str, StringConstraints(pattern=_GKE_NODE_VERSION)]
 EksAddonVersion = Annotated[str, StringConstraints(pattern=_EKS_ADDON_VERSION)]
 DriverVersion = Annotated[str, StringConstraints(pattern=_DRIVER_VERSION)]
+InstanceFamily = Annotated[str, StringConstraints(pattern=_INSTANCE_FAMILY)]
+InstanceCategory = Annotated[str, StringConstraints(pattern=_INSTANCE_CATEGORY)]
 
 # What each pattern means, for error messages people can act on.
 PATTERN_MEANINGS = {
@@ -127,6 +134,8 @@ PATTERN_MEANINGS = {
     _GKE_NODE_VERSION: "a GKE version such as 1.34.1-gke.1829001",
     _EKS_ADDON_VERSION: "an EKS add-on version such as v1.7.0-eksbuild.1",
     _DRIVER_VERSION: "an NVIDIA driver version such as 595.91.07",
+    _INSTANCE_FAMILY: "an EC2 instance family such as g6 or p5en (no size)",
+    _INSTANCE_CATEGORY: "an EC2 instance category such as g or p (letters only)",
 }
 
 
