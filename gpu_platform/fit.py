@@ -29,7 +29,7 @@ from gpu_platform.eks.autoscaler_tags import (
     RESOURCE_TAG_PREFIX,
     TAINT_TAG_PREFIX,
 )
-from gpu_platform.eks.instance_types import InstanceType
+from gpu_platform.eks.instance_types import INSTANCE_TYPE_SCHEME, InstanceType, kebab
 from gpu_platform.eks.karpenter.labels import AWS_LABEL_PREFIX, CAPACITY_TYPE_LABEL, NODE_POOL_LABEL
 from gpu_platform.eks.kubelet_allocatable import kube_reserved_cpu_millicores
 from gpu_platform.eks.node_group_names import node_group_pattern
@@ -326,9 +326,6 @@ _KARPENTER_WELL_KNOWN = frozenset(
         "topology.k8s.aws/zone-id",
     }
 )
-# The provider's pattern for an instance type's category and generation (`g`, `6` of
-# `g6e.xlarge`): pkg/providers/instancetype/types.go line 49.
-_INSTANCE_TYPE_SCHEME = re.compile(r"(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.")
 # kube-reserved CPU, by range of the node's millicores (types.go `kubeReservedResources`).
 _KUBE_RESERVED_CPU = (
     (0, 1000, Decimal("0.06")),
@@ -351,8 +348,8 @@ def karpenter_node_templates(
 ) -> list[NodeTemplate]:
     """The nodes Karpenter may start for a NodePool (a `karpenter.sh/v1` NodePool and its
     `karpenter.k8s.aws/v1` EC2NodeClass, as objects) with none of them running: one template per
-    instance type its `node.kubernetes.io/instance-type` requirement lists (`instance_types`
-    describes them), each with
+    instance type its `node.kubernetes.io/instance-type` requirement lists, or without one, per
+    instance type of `instance_types` (which describes them) its requirements admit, each with
 
     - the NodePool's template labels, `karpenter.sh/nodepool` and `karpenter.k8s.aws/
       ec2nodeclass` (`NewNodeClaimTemplate`, scheduling/nodeclaimtemplate.go), and the labels
@@ -395,7 +392,7 @@ def karpenter_node_templates(
         for t in template["spec"].get("taints") or []
     )
     templates = []
-    for name in _karpenter_instance_type_names(node_pool, requirements):
+    for name in _karpenter_instance_type_names(requirements, instance_types):
         instance_type = instance_types[name]
         described = _karpenter_instance_labels(instance_type, region)
         if not all(
@@ -416,18 +413,17 @@ def karpenter_node_templates(
 
 
 def _karpenter_instance_type_names(
-    node_pool: Mapping[str, Any], requirements: Sequence[Mapping[str, Any]]
+    requirements: Sequence[Mapping[str, Any]], instance_types: Mapping[str, InstanceType]
 ) -> list[str]:
+    """The instance types the NodePool lists, else every one described: a NodePool of instance
+    families or categories admits those its other requirements match."""
     listed = [
         r["values"]
         for r in requirements
         if r["key"] == INSTANCE_TYPE_LABEL and r["operator"] == "In"
     ]
     if not listed:
-        raise ValueError(
-            f"NodePool {node_pool['metadata']['name']!r} lists no instance types "
-            f"({INSTANCE_TYPE_LABEL} In ...), which its templates are built from"
-        )
+        return sorted(instance_types)
     return [name for name in listed[0] if all(name in values for values in listed[1:])]
 
 
@@ -466,7 +462,7 @@ def _karpenter_instance_labels(instance_type: InstanceType, region: str) -> dict
         f"{AWS_LABEL_PREFIX}instance-size": size,
         f"{AWS_LABEL_PREFIX}instance-capability-flex": "true" if "-flex" in family else "false",
     }
-    scheme = _INSTANCE_TYPE_SCHEME.match(name)
+    scheme = INSTANCE_TYPE_SCHEME.match(name)
     if scheme is not None:
         labels[f"{AWS_LABEL_PREFIX}instance-category"] = scheme[1]
         labels[f"{AWS_LABEL_PREFIX}instance-generation"] = scheme[3]
@@ -474,19 +470,14 @@ def _karpenter_instance_labels(instance_type: InstanceType, region: str) -> dict
         labels[f"{AWS_LABEL_PREFIX}instance-local-nvme"] = str(instance_type.instance_store_gb)
     if instance_type.gpu_name is not None:
         labels |= {
-            f"{AWS_LABEL_PREFIX}instance-gpu-name": _kebab(instance_type.gpu_name),
-            f"{AWS_LABEL_PREFIX}instance-gpu-manufacturer": _kebab(
+            f"{AWS_LABEL_PREFIX}instance-gpu-name": kebab(instance_type.gpu_name),
+            f"{AWS_LABEL_PREFIX}instance-gpu-manufacturer": kebab(
                 instance_type.gpu_manufacturer or ""
             ),
             f"{AWS_LABEL_PREFIX}instance-gpu-count": str(instance_type.gpu_count),
             f"{AWS_LABEL_PREFIX}instance-gpu-memory": str(instance_type.gpu_memory_mib),
         }
     return labels
-
-
-def _kebab(text: str) -> str:
-    # types.go `lowerKabobCase`.
-    return text.lower().replace(" ", "-")
 
 
 def _karpenter_allocatable(

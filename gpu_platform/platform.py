@@ -35,7 +35,7 @@ from gpu_platform.config import (
 )
 from gpu_platform.kubernetes.canary_gate import canary_gate_job
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
-from gpu_platform.kubernetes.gpu_pod import pool_placement
+from gpu_platform.kubernetes.gpu_pod import model_placements, pool_placement
 from gpu_platform.kubernetes.helm_release import most_nodes
 from gpu_platform.kubernetes.idle_gpu_pods import idle_gpu_reaper
 from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
@@ -222,6 +222,9 @@ class GpuPlatform(pulumi.ComponentResource):
                 {pool.spec.name: pool_placement(pool, config.provisioner) for pool in pools},
             )
         )
+        self.gpu_models = pulumi.Output.from_input(
+            secret_if(secret_pools, model_placements(pools, config.provisioner))
+        )
         self.gpu_pools = pulumi.Output.from_input(
             secret_if(secret_pools, {pool.spec.name: pool_software(pool) for pool in pools})
         )
@@ -232,6 +235,7 @@ class GpuPlatform(pulumi.ComponentResource):
             "helmReleaseNamespaces": config.helm_release_namespaces,
             "prometheusRuleNames": self.prometheus_rule_names,
             "pools": self.pools,
+            "gpuModels": self.gpu_models,
             "gpuPools": self.gpu_pools,
             **cloud.stack_outputs(),
         }

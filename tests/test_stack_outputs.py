@@ -1,12 +1,17 @@
 """What a stack exports for the teams that use it."""
 
+import copy
 import json
 import re
 
 import pytest
 
+from gpu_platform.cli.fit import node_templates
 from gpu_platform.cli.offline import run_program
+from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.cli.stand_ins import aws as stand_in
+from gpu_platform.fit import fits
+from tests.gpu_platform.eks.test_karpenter_node_pool import order_by_weight
 from tests.repository import PROJECT, ROOT
 
 POOL = "t4-shared"
@@ -157,3 +162,30 @@ def test_a_gke_stack_exports_the_node_service_accounts_the_deploy_identity_acts_
     assert outputs["nodeServiceAccounts"] == {
         "l4-shared": "gpu-l4-shared-954376@acme-ml-dev.iam.gserviceaccount.com"
     }
+
+
+def test_a_pod_placed_by_gpu_model_fits_the_block_and_on_demand_and_starts_in_the_block() -> None:
+    config = copy.deepcopy(stack_config("karpenter-dev", PROJECT))
+    block = next(p for p in config["gpu-platform:pools"] if p["name"] == "h100-block")
+    on_demand = {**copy.deepcopy(block), "name": "h100-od", "capacity": "on-demand"}
+    del on_demand["aws"]["capacityReservationId"]
+    config["gpu-platform:pools"].append(on_demand)
+    plan = run_program("karpenter-dev", config, project=PROJECT)
+    placement = plan.outputs["gpuModels"]["h100-80gb-efa"]
+    workload = placement["workload"]
+    pod = {
+        "containers": [
+            {"name": "train", "image": "train:1", "resources": {"limits": {"nvidia.com/gpu": "8"}}}
+        ],
+        "tolerations": workload["tolerations"],
+        "affinity": workload["affinity"],
+    }
+
+    fitting = [f.pool for f in fits(pod, node_templates(plan)) if f.fits]
+    node_pools = [p.inputs for p in plan.of_type("kubernetes:karpenter.sh/v1:NodePool")]
+
+    assert placement["pools"] == ["h100-block", "h100-od"]
+    assert fitting == ["h100-block", "h100-od"]
+    # Karpenter tries the NodePools a pod fits by weight (`OrderByWeight`, kubernetes-sigs/
+    # karpenter pkg/utils/nodepool/nodepool.go at v1.14.1): the block's 40 before on-demand's 20.
+    assert next(n for n in order_by_weight(node_pools) if n in fitting) == "h100-block"

@@ -24,6 +24,7 @@ Read-only AWS calls (credentials from the usual AWS environment or profile) chec
   Karpenter's CRDs in the cluster (`gpu_platform.cli.preflight_karpenter`).
 """
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -76,11 +77,13 @@ from gpu_platform.cli.running_autoscaler import (
 )
 from gpu_platform.cli.vpc_cni import vpc_cni_findings
 from gpu_platform.config import (
+    DRIFT_BUDGET_PERCENT,
     EC2_RESERVED_CAPACITIES,
     GpuPoolSpec,
     StackConfig,
     key_path,
 )
+from gpu_platform.eks.instance_types import pool_instance_type_names, pool_sizes
 from gpu_platform.eks.karpenter.labels import NODE_POOL_LABEL, stack_mark
 from gpu_platform.eks.node_group_names import is_node_group_of, zone_of, zone_share
 from gpu_platform.eks.subnets import Route, RouteTable, SubnetRouting, routing_of
@@ -102,6 +105,9 @@ READ_ONLY_PERMISSIONS = (
     "servicequotas:GetAWSDefaultServiceQuota",
     "resource-groups:ListGroupResources",
     "iam:GetRole",
+    "eks:ListPodIdentityAssociations",
+    "eks:DescribePodIdentityAssociation",
+    "iam:SimulatePrincipalPolicy",
 )
 """Every AWS action the check calls; a test keeps it, and the README's list, equal to them."""
 # What AWS answers for a caller it does not know, or does not let do something.
@@ -285,9 +291,10 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
         zones = new_vpc_zones(config, clients.ec2)
         subnets = None if zones is None else [{"AvailabilityZone": zone} for zone in zones]
     described = describe_instance_types(
-        clients.ec2, sorted({name for pool in config.pools for name in pool.instance_types})
+        clients.ec2,
+        sorted({name for pool in config.pools for name in pool_instance_type_names(pool)}),
     )
-    findings += _zone_findings(config, clients, subnets)
+    findings += _zone_findings(config, clients, subnets, described)
     findings += efa_findings(config, described)
     if cluster is not None:
         findings += vpc_cni_findings(config, clients.eks, described)
@@ -312,7 +319,7 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
         else clients.node_pools(cluster)
     )
     findings += karpenter_findings(
-        config, cluster, clients.iam, crds, mark, deployments, node_pools
+        config, cluster, clients.iam, crds, mark, deployments, node_pools, clients.eks
     )
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)
@@ -757,17 +764,65 @@ def _pod_identity_agent_finding(subject: str, name: str, user: str, clients: Aws
 
 
 def _zone_findings(
-    config: StackConfig, clients: AwsClients, subnets: Sequence[Mapping[str, Any]] | None
+    config: StackConfig,
+    clients: AwsClients,
+    subnets: Sequence[Mapping[str, Any]] | None,
+    described: Mapping[str, Mapping[str, Any]],
 ) -> list[Finding]:
     subnet_zones = None if subnets is None else {s["AvailabilityZone"] for s in subnets}
     if subnet_zones == set():
         return []  # no private subnet: the node subnet finding blocks
     findings = []
     for i, pool in enumerate(config.pools):
-        offered = _offered_zones(clients, pool.instance_types)
         wanted = set(pool.zones) or subnet_zones
+        if pool.aws.flexible:
+            findings.append(_flexible_zone_finding(i, pool, clients, described, wanted))
+            continue
+        offered = _offered_zones(clients, pool.instance_types)
         findings.append(_pool_zone_finding(i, pool, offered, wanted))
     return findings
+
+
+def _zones_not_checked(subject: str) -> Finding:
+    return Finding(
+        "warning",
+        subject,
+        "Zones not checked: the cluster was not found.",
+        "Fix the cluster finding and check again.",
+    )
+
+
+def _flexible_zone_finding(
+    i: int,
+    pool: GpuPoolSpec,
+    clients: AwsClients,
+    described: Mapping[str, Mapping[str, Any]],
+    wanted: set[str] | None,
+) -> Finding:
+    """A pool of instance families or categories: Karpenter launches whichever of its sizes EC2
+    offers in a zone, so it needs one size offered in one of its zones."""
+    subject = f"pool {pool.name}"
+    if wanted is None:
+        return _zones_not_checked(subject)
+    sizes = pool_sizes(pool, described)
+    offered = _offered_zones(clients, sizes) if sizes else {}
+    zones = set().union(*offered.values()) & wanted
+    if not zones:
+        field = "aws.instanceFamilies" if pool.aws.instance_families else "aws.instanceCategories"
+        return Finding(
+            "blocking",
+            subject,
+            f"No size of {pool.accelerator} in these families or categories is offered in"
+            f" {', '.join(sorted(wanted))}.",
+            f"Change {key_path('pools', i, field)} or {key_path('pools', i, 'zones')}.",
+        )
+    launchable = sorted(name for name, where in offered.items() if where & wanted)
+    return Finding(
+        "ok",
+        subject,
+        f"Sizes offered in {', '.join(sorted(zones))}: {', '.join(launchable)}.",
+        "Nothing.",
+    )
 
 
 def node_subnets(
@@ -900,12 +955,7 @@ def _pool_zone_finding(
             f"Choose instance types EC2 offers here in {key_path('pools', i, 'instanceTypes')}.",
         )
     if wanted is None:
-        return Finding(
-            "warning",
-            subject,
-            "Zones not checked: the cluster was not found.",
-            "Fix the cluster finding and check again.",
-        )
+        return _zones_not_checked(subject)
     usable = set.intersection(*offered.values()) & wanted
     where = "; ".join(
         f"{n} in {', '.join(sorted(z & wanted)) or 'none'}" for n, z in offered.items()
@@ -944,7 +994,7 @@ def efa_findings(config: StackConfig, described: Mapping[str, Mapping[str, Any]]
         if not pool.aws.efa:
             continue
         interfaces = {}
-        for name in (n for n in pool.instance_types if n in described):
+        for name in (n for n in pool_sizes(pool, described) if n in described):
             network = described[name].get("NetworkInfo", {})
             efa = network.get("EfaInfo", {}) if network.get("EfaSupported") else {}
             interfaces[name] = efa.get("MaximumEfaInterfaces", 0)
@@ -964,12 +1014,20 @@ def _efa_finding(i: int, pool: GpuPoolSpec, interfaces: Mapping[str, int]) -> Fi
             " aws.efa off.",
         )
     fewest = min(interfaces.values(), default=0)
+    if pool.capacity in EC2_RESERVED_CAPACITIES:
+        where = (
+            "placed by EC2 in the reservation, with no placement group of the stack's (a"
+            " launch into one matches only reservations made in it)."
+        )
+    else:
+        where = (
+            "and a cluster placement group, which may not find every node at once when"
+            " capacity is short: a capacity reservation or Capacity Block secures them."
+        )
     return Finding(
         "ok",
         subject,
-        f"{fewest} EFA interface(s) a node, in one zone ({', '.join(pool.zones)}) and a cluster"
-        " placement group, which may not find every node at once when capacity is short: a"
-        " capacity reservation or Capacity Block secures them.",
+        f"{fewest} EFA interface(s) a node, in one zone ({', '.join(pool.zones)}), {where}",
         "Nothing.",
     )
 
@@ -991,7 +1049,10 @@ def _quota_findings(
     vcpus = _vcpus(described)
     needs: dict[Quota, list[tuple[GpuPoolSpec, int]]] = {}
     for pool in config.pools:
-        largest = max(pool.instance_types, key=lambda n: vcpus.get(n, 0))
+        sizes = pool_sizes(pool, described)
+        if not sizes:
+            continue  # a pool of families without a size of its GPU: the plan refuses it
+        largest = max(sizes, key=lambda n: vcpus.get(n, 0))
         family = quota_family(largest)
         if family is None or largest not in vcpus:
             continue
@@ -999,9 +1060,19 @@ def _quota_findings(
             needs.setdefault(QUOTAS[(family, capacity)], []).append((pool, vcpus[largest]))
     in_use = _vcpus_in_use_elsewhere(config, clients, described) if needs else {}
     return [
-        _quota_finding(quota, pools, in_use.get(quota, 0), clients)
+        _quota_finding(quota, pools, in_use.get(quota, 0), clients, config.uses_karpenter)
         for quota, pools in needs.items()
     ]
+
+
+def drift_surge(pool: GpuPoolSpec) -> int:
+    """The nodes a Karpenter pool at `max` runs above it while drift replaces its nodes: its
+    Drifted budget, rounded up (`GetAllowedDisruptions`, kubernetes-sigs/karpenter
+    pkg/apis/v1/nodepool.go). Karpenter plans a replacement without the drifted node
+    (`SimulateScheduling`, pkg/controllers/disruption/helpers.go), launches it first, and counts
+    no node marked for deletion against the limits (state/cluster.go, v1.14.1)."""
+    percent = pool.aws.max_unavailable_percent or DRIFT_BUDGET_PERCENT
+    return math.ceil(pool.max * percent / 100)
 
 
 def quota_capacities(pool: GpuPoolSpec) -> tuple[str, ...]:
@@ -1091,7 +1162,11 @@ def _vcpus(described: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
 
 
 def _quota_finding(
-    quota: Quota, pools: Sequence[tuple[GpuPoolSpec, int]], in_use: int, clients: AwsClients
+    quota: Quota,
+    pools: Sequence[tuple[GpuPoolSpec, int]],
+    in_use: int,
+    clients: AwsClients,
+    karpenter: bool = False,
 ) -> Finding:
     needed = sum(pool.max * vcpus for pool, vcpus in pools)
     value = _quota_value(clients, quota)
@@ -1108,6 +1183,17 @@ def _quota_finding(
             f" {needed + in_use}: aws service-quotas request-service-quota-increase"
             f" --service-code ec2 --quota-code {quota.code} --desired-value {needed + in_use}"
             f" --region {clients.service_quotas.meta.region_name}",
+        )
+    surge = sum(drift_surge(pool) * vcpus for pool, vcpus in pools) if karpenter else 0
+    if needed + surge + in_use > value:
+        return Finding(
+            "warning",
+            subject,
+            f"{quota.name}: {value:g} vCPUs cover the {needed} the pools need at their max"
+            f" ({used_by}){others}, but not the {surge} more that drift's replacements take"
+            " while the old nodes drain: an AMI rollout of full pools would stall.",
+            f"Request an increase to {needed + surge + in_use}, or lower the pools'"
+            " aws.maxUnavailablePercent (docs/karpenter.md, Limits).",
         )
     return Finding(
         "ok",

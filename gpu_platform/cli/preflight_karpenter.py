@@ -16,6 +16,7 @@ the checks every EKS stack gets (`gpu_platform.cli.preflight_eks`):
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from typing import Any
 
 import boto3
@@ -23,6 +24,10 @@ import requests
 from botocore.exceptions import BotoCoreError, ClientError
 
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.karpenter_permissions import (
+    DEFAULT_SERVICE_ACCOUNT,
+    controller_permissions_finding,
+)
 from gpu_platform.cli.running_autoscaler import Deployments, eks_api, image_tag
 from gpu_platform.config import (
     CAPACITY_PREFERENCE,
@@ -32,6 +37,7 @@ from gpu_platform.config import (
     key_path,
 )
 from gpu_platform.eks.karpenter.labels import STACK_ANNOTATION
+from gpu_platform.node_identity import POOL_LABEL
 from gpu_platform.versions import KARPENTER_CRD_CHART
 
 CustomResourceDefinitions = Callable[[str], Mapping[str, Any] | None]
@@ -41,6 +47,17 @@ NodePools = Callable[[], Sequence[Mapping[str, Any]]]
 NODE_POOLS = "nodepools.karpenter.sh"
 NODE_CLAIMS = "nodeclaims.karpenter.sh"
 NODE_CLASSES = "ec2nodeclasses.karpenter.k8s.aws"
+CORE_CRDS = (NODE_POOLS, NODE_CLAIMS, NODE_CLASSES)
+"""What every Karpenter v1 installation has."""
+CHART_CRDS = (
+    *CORE_CRDS,
+    "nodeoverlays.karpenter.sh",
+    "capacitybuffers.autoscaling.x-k8s.io",
+)
+"""Every CRD the pinned `karpenter-crd` chart installs (aws/karpenter-provider-aws v1.14.1
+charts/karpenter-crd/templates/): also NodeOverlay and, since v1.14.0, SIG Autoscaling's
+CapacityBuffer, which another tool may have installed and which Helm would refuse to take
+over."""
 # Helm's ownership annotations (helm/pkg/action/validate.go, `checkOwnership`).
 RELEASE_NAME = "meta.helm.sh/release-name"
 RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
@@ -61,11 +78,13 @@ def karpenter_findings(
     mark: str = "",
     deployments: Deployments | None = None,
     node_pools: NodePools | None = None,
+    eks: Any = None,
 ) -> list[Finding]:
     """The Karpenter stack's findings, in the order: authentication mode, the Spot role, the
     CRDs (unchecked where `crds` is None), which the platform's own carry `mark`, and with
-    `install: false` the running controller (unchecked where `deployments` is None), and the
-    cluster's other NodePools' weights (unchecked where `node_pools` is None)."""
+    `install: false` the running controller (unchecked where `deployments` is None) and its
+    role's permissions (unchecked where `eks` is None), and the cluster's other NodePools'
+    weights (unchecked where `node_pools` is None)."""
     if not config.uses_karpenter:
         return []
     findings = []
@@ -76,10 +95,53 @@ def karpenter_findings(
     if cluster is not None and crds is not None:
         findings.append(crd_finding(config, crds, mark))
     if deployments is not None and not config.karpenter_installed:
+        # Read once for both findings: a read that fails is not kept, and fails again.
+        deployments = cache(deployments)
         findings.append(controller_finding(config, deployments))
+    if cluster is not None and eks is not None and not config.karpenter_installed:
+        account = _service_account(config, deployments)
+        findings.append(controller_permissions_finding(config, cluster, eks, iam, account))
     if node_pools is not None:
+        node_pools = cache(node_pools)
         findings.append(weight_finding(config, node_pools))
+        clash = name_clash_finding(config, node_pools)
+        if clash is not None:
+            findings.append(clash)
     return findings
+
+
+def name_clash_finding(config: StackConfig, node_pools: NodePools) -> Finding | None:
+    """A NodePool of the cluster named like one of the pools but not the platform's (its
+    template lacks the pool's `gpu-platform.io/pool` label): creating the pool's NodePool fails
+    with AlreadyExists part-way through `up` (pulumi-kubernetes creates, it does not adopt), or,
+    where upserts are turned on, takes the other NodePool over and deletes it on `destroy`. None
+    where there is none, or the NodePools cannot be read (`weight_finding` says so)."""
+    try:
+        found = node_pools()
+    except (requests.RequestException, BotoCoreError):
+        return None
+    ours = {p.name for p in config.pools}
+    foreign = sorted(
+        name
+        for name, labels in (_named(pool) for pool in found)
+        if name in ours and labels.get(POOL_LABEL) != name
+    )
+    if not foreign:
+        return None
+    return Finding(
+        "blocking",
+        f"cluster {config.cluster.name} NodePool names",
+        "The cluster has NodePools of another installation named like the pools:"
+        f" {', '.join(foreign)}. pulumi up would fail creating the pools' own, or take those"
+        " over.",
+        f"Rename the pools ({key_path('pools')}[].name), or the other NodePools.",
+    )
+
+
+def _named(node_pool: Mapping[str, Any]) -> tuple[str, Mapping[str, str]]:
+    """A NodePool's name and its template's labels."""
+    template = ((node_pool.get("spec") or {}).get("template") or {}).get("metadata") or {}
+    return (node_pool.get("metadata") or {}).get("name", ""), template.get("labels") or {}
 
 
 def weight_finding(config: StackConfig, node_pools: NodePools) -> Finding:
@@ -183,14 +245,11 @@ def _eks_get(
 
 
 def fields_set(config: StackConfig) -> dict[str, list[tuple[str, ...]]]:
-    """The fields of each CRD the stack's NodePools and EC2NodeClasses set that older Karpenter
-    releases lack (`[]` steps into a list's items), by CRD."""
-    node_pool: list[tuple[str, ...]] = [
-        ("spec", "weight"),
-        ("spec", "limits"),
-        ("spec", "template", "spec", "terminationGracePeriod"),
-        ("spec", "disruption", "budgets", "[]", "reasons"),
-    ]
+    """The fields of the EC2NodeClass CRD the stack's EC2NodeClasses set that older Karpenter
+    v1 releases lack (`[]` steps into a list's items), by CRD. Every NodePool field the pools
+    set (`weight`, `limits`, `terminationGracePeriod`, budgets' `reasons`) is in the NodePool
+    CRD's `v1` from its first release, v1.0.0 (pkg/apis/crds/karpenter.sh_nodepools.yaml at that
+    tag): a CRD serving `v1` has them, which `_existing_finding` checks."""
     node_class: list[tuple[str, ...]] = []
     if any(p.capacity in EC2_RESERVED_CAPACITIES for p in config.pools):
         node_class.append(("spec", "capacityReservationSelectorTerms"))
@@ -199,13 +258,13 @@ def fields_set(config: StackConfig) -> dict[str, list[tuple[str, ...]]]:
         node_class.append(("spec", "networkInterfaces"))
     if any(p.capacity not in EC2_RESERVED_CAPACITIES for p in efa):
         node_class.append(("spec", "placementGroupSelector"))
-    return {NODE_POOLS: node_pool, NODE_CLASSES: node_class}
+    return {NODE_CLASSES: node_class}
 
 
 def crd_finding(config: StackConfig, crds: CustomResourceDefinitions, mark: str) -> Finding:
     """`mark`: this stack's `stack_mark`, which the CRDs the platform installs carry."""
     subject = f"cluster {config.cluster.name}"
-    names = (NODE_POOLS, NODE_CLAIMS, NODE_CLASSES)
+    names = CHART_CRDS if config.karpenter_installed else CORE_CRDS
     try:
         found = {name: crds(name) for name in names}
     except (requests.RequestException, BotoCoreError) as error:
@@ -284,6 +343,16 @@ def _existing_finding(
             f" {', '.join(missing)}: no Karpenter runs there to launch the pools' nodes.",
             f"Install Karpenter, or set {key_path('karpenter', 'install')}: true.",
         )
+    without_v1 = sorted(name for name in CORE_CRDS if not _serves_v1(found[name]))
+    if without_v1:
+        return Finding(
+            "blocking",
+            subject,
+            f"The cluster's {', '.join(without_v1)} serve no v1 API, which the pools' NodePools"
+            " and EC2NodeClasses are written in (Karpenter v1.0.0 and later).",
+            f"Upgrade the cluster's Karpenter to {KARPENTER_CRD_CHART.version} (its CRDs"
+            " included) before pulumi up.",
+        )
     lacking = [
         f"{name} {'.'.join(p for p in path if p != '[]')}"
         for name, paths in fields_set(config).items()
@@ -317,6 +386,11 @@ def _owner(crd: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """The Helm release (name, namespace) a CRD's annotations say owns it."""
     annotations = crd.get("metadata", {}).get("annotations") or {}
     return annotations.get(RELEASE_NAME), annotations.get(RELEASE_NAMESPACE)
+
+
+def _serves_v1(crd: Mapping[str, Any] | None) -> bool:
+    versions: Sequence[Mapping[str, Any]] = (crd or {}).get("spec", {}).get("versions", [])
+    return any(v.get("name") == "v1" and v.get("served", True) for v in versions)
 
 
 def _served_schema(crd: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -435,10 +509,14 @@ def _controller_problems(
                 " would come up with one ENA interface"
             )
         warnings.append("limits.nodes is enforced from v1.11.0: only the GPU and CPU limits hold")
-    if capacities & {"spot", "capacity-block"} and not env.get("INTERRUPTION_QUEUE"):
+    # Only spot nodes need the queue: a Capacity Block's nodes are deleted 40 minutes before
+    # its end by the `capacityreservation.expiration` controller, which runs queue or not
+    # (aws/karpenter-provider-aws pkg/controllers/controllers.go at v1.14.1; only the
+    # interruption controller needs `InterruptionQueue`).
+    if "spot" in capacities and not env.get("INTERRUPTION_QUEUE"):
         warnings.append(
-            "it has no INTERRUPTION_QUEUE: spot and Capacity Block nodes are not drained before EC2"
-            " takes them back"
+            "it has no INTERRUPTION_QUEUE: spot nodes are not drained within their two-minute"
+            " notice before EC2 takes them back"
         )
     return blocking, warnings
 
@@ -463,6 +541,20 @@ def _controllers(
                 }
                 found.append((f"{namespace}/{metadata.get('name')}", image, env))
     return found
+
+
+def _service_account(config: StackConfig, deployments: Deployments | None) -> str:
+    """The controller's service account, as its Deployment names it; the chart's where the
+    Deployment cannot be read (the controller finding says why)."""
+    try:
+        found = deployments() if deployments is not None else []
+    except requests.RequestException:
+        found = []
+    for deployment in found:
+        if _controllers([deployment], config.karpenter.namespace):
+            pod = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+            return str(pod.get("serviceAccountName") or DEFAULT_SERVICE_ACCOUNT)
+    return DEFAULT_SERVICE_ACCOUNT
 
 
 def _feature_gates(text: str) -> dict[str, bool]:

@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError
 
 from gpu_platform.cli.findings import Finding
 from gpu_platform.config import StackConfig
+from gpu_platform.eks.instance_types import pool_sizes
 from gpu_platform.version_order import version_key
 
 VPC_CNI = "vpc-cni"
@@ -36,7 +37,7 @@ def efa_only_pools(config: StackConfig, described: Mapping[str, Mapping[str, Any
             (described[n].get("NetworkInfo") or {})
             .get("EfaInfo", {})
             .get("MaximumEfaInterfaces", 0)
-            for n in pool.instance_types
+            for n in pool_sizes(pool, described)
             if n in described
         ]
         if counts and min(counts) > 1:

@@ -21,6 +21,7 @@ The model is split by concern, each concern's types beside the rules across thei
 
 from gpu_platform.config.capacity import (
     CAPACITY_PREFERENCE,
+    DRIFT_BUDGET_PERCENT,
     EC2_RESERVED_CAPACITIES,
     GKE_CAPACITY_MINIMUM_VERSIONS,
     PLATFORM_NAMESPACE,
@@ -68,6 +69,7 @@ from gpu_platform.config.tenants import QuotaSetting, TenantNamespaceSpec, quota
 __all__ = [
     "CAPACITY_PREFERENCE",
     "CONFIG_NAMESPACE",
+    "DRIFT_BUDGET_PERCENT",
     "EC2_RESERVED_CAPACITIES",
     "GKE_CAPACITY_MINIMUM_VERSIONS",
     "GPU_TAINT_KEY",

@@ -99,6 +99,15 @@ CAPACITY_PREFERENCE: Mapping[str, int] = {
     "spot": 10,
 }
 
+DRIFT_BUDGET_PERCENT = 10
+"""Drifted and underutilized nodes Karpenter may take down at once where the pool sets no
+`maxUnavailablePercent`: a share, rounded up (`GetAllowedDisruptions`, kubernetes-sigs/karpenter
+pkg/apis/v1/nodepool.go at v1.14.1), so one node at a time up to ten nodes and never more than
+ten rounds of drift for any pool. A node being drained counts against the budget until it is
+gone (`MarkedForDeletion`, pkg/controllers/state/statenode.go; helpers.go), up to
+`terminationGracePeriod` each, so a fixed `1` would roll a 32-node pool in 32 such rounds."""
+
+
 EC2_RESERVED_CAPACITIES = ("reserved", "capacity-block")
 """Capacities bought from EC2 ahead of time; GKE pools consume reservations through
 `gcp.reservation` instead."""

@@ -18,6 +18,8 @@ from gpu_platform.config.fields import (
     GkeNodeVersion,
     IamRoleArn,
     IdleMinutesOrNever,
+    InstanceCategory,
+    InstanceFamily,
     Model,
     NotBlank,
     ResourceGroupArn,
@@ -145,7 +147,10 @@ class EksPoolOptions(Model):
     """A pool for training across nodes: its nodes get one Elastic Fabric Adapter per network
     card (the first also carrying the node's ordinary traffic, the others EFA-only), a security
     group that lets EFA traffic flow between them, and a `cluster` placement group, so that they
-    start close together in the pool's one zone (`zones` must name exactly one). Pods ask for
+    start close together in the pool's one zone (`zones` must name exactly one). A
+    `capacity-block` or `reserved` pool gets no placement group: EC2 places a Capacity Block's
+    instances close together itself, and matches a launch into a placement group only to
+    reservations made in that group (docs/karpenter.md, EFA). Pods ask for
     `vpc.amazonaws.com/efa`, which the EFA device plugin (installed with the first such pool)
     advertises. Every instance type must support EFA. Changing it replaces the launch template
     and rolls the pool's nodes."""
@@ -157,6 +162,23 @@ class EksPoolOptions(Model):
     has its own zone in its template, and `balance-similar-node-groups` spreads scale-ups over
     them; `min` and `max` are shared out over the zones (the pool's `max` stays its total, so
     each zone can grow only to its share). Changing it replaces the pool's node groups."""
+    instance_families: list[InstanceFamily] = Field(default_factory=list)
+    """Karpenter: instead of `instanceTypes`, every size of these EC2 instance families (`g6`,
+    `g6e`) that has the pool's `accelerator`, which must then be given. The NodePool requires
+    `karpenter.k8s.aws/instance-family` In them and `karpenter.k8s.aws/instance-gpu-name` In the
+    GPU's EC2 name, as data-on-eks writes its GPU NodePools, so Karpenter picks the size per
+    pending pod. The sizes, and from the largest the pool's limits, come from the platform's
+    table of GPU instance types (gpu_platform/eks/max_pods), checked against EC2 in the region;
+    a family it has no GPU instance type of is refused (docs/karpenter.md, Flexible pools)."""
+    instance_categories: list[InstanceCategory] = Field(default_factory=list)
+    """Karpenter: as `instanceFamilies`, by EC2 instance category (`g`, `p`): the NodePool
+    requires `karpenter.k8s.aws/instance-category` In them. Not beside `instanceFamilies`."""
+
+    @property
+    def flexible(self) -> bool:
+        """Whether the pool takes its sizes from instance families or categories."""
+        return bool(self.instance_families or self.instance_categories)
+
     local_nvme: bool = True
     """Keep container images and pod scratch space on the instance's local NVMe drives (one
     RAID0 array) where every instance type has at least `diskSizeGib` of them: on AL2023, and

@@ -153,6 +153,56 @@ def _one_placement_problems(
         yield ConfigProblem(key_path("pools", i, "zones"), pool.zones, one_zone)
 
 
+def instance_choice_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """Each EKS pool names its instance types, or, under Karpenter, instance families or
+    categories and its one GPU model."""
+    if config.cloud is not Cloud.AWS:
+        return
+    for i, pool in enumerate(config.pools):
+        options = pool.aws
+        families = key_path("pools", i, "aws", "instanceFamilies")
+        categories = key_path("pools", i, "aws", "instanceCategories")
+        given = options.instance_families or options.instance_categories
+        given_key = families if options.instance_families else categories
+        if options.flexible and not config.uses_karpenter:
+            yield ConfigProblem(
+                given_key,
+                given,
+                "no value unless provisioner is karpenter: a managed node group launches the"
+                " instance types it lists, which must share one shape; list them in"
+                " instanceTypes",
+            )
+        elif options.instance_families and options.instance_categories:
+            yield ConfigProblem(
+                categories,
+                options.instance_categories,
+                "no value beside aws.instanceFamilies: a pool takes its sizes from families or"
+                " from categories",
+            )
+        elif options.flexible and pool.instance_types:
+            yield ConfigProblem(
+                given_key,
+                given,
+                "no value beside instanceTypes: a pool lists its instance types, or takes every"
+                " size of its families or categories",
+            )
+        elif options.flexible and pool.accelerator is None:
+            yield ConfigProblem(
+                key_path("pools", i, "accelerator"),
+                MISSING,
+                "the pool's one GPU model with aws.instanceFamilies or aws.instanceCategories:"
+                " its NodePool admits the sizes of that GPU only (karpenter.k8s.aws/"
+                "instance-gpu-name)",
+            )
+        if not pool.instance_types and not options.flexible:
+            yield ConfigProblem(
+                key_path("pools", i, "instanceTypes"),
+                MISSING,
+                "one or more EC2 instance types (or, with provisioner karpenter,"
+                " aws.instanceFamilies or aws.instanceCategories)",
+            )
+
+
 def ami_release_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     platform = known_platform(config)
     if platform not in (Platform.EKS_AL2023, Platform.EKS_BOTTLEROCKET):

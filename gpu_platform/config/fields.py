@@ -80,6 +80,11 @@ _CLOUD_KMS_KEY_NAME = (
 )
 _GROUP_EMAIL = r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$"
 _TIME_OF_DAY = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+# EC2 instance families (`g6`, `p5en`) and categories (`g`, `gr`, `p`), as Karpenter reads them
+# from an instance type's name (`instanceTypeScheme`, aws/karpenter-provider-aws
+# pkg/providers/instancetype/types.go at v1.14.1).
+_INSTANCE_FAMILY = r"^[a-z]+[0-9][a-z0-9-]*$"
+_INSTANCE_CATEGORY = r"^[a-z]+$"
 
 
 DnsLabel = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
@@ -113,6 +118,8 @@ CloudKmsKeyName = Annotated[str, StringConstraints(pattern=_CLOUD_KMS_KEY_NAME)]
 TimeOfDay = Annotated[str, StringConstraints(pattern=_TIME_OF_DAY)]
 IAM_PRINCIPAL_ARN = re.compile(_IAM_PRINCIPAL_ARN)
 GROUP_EMAIL = re.compile(_GROUP_EMAIL)
+InstanceFamily = Annotated[str, StringConstraints(pattern=_INSTANCE_FAMILY)]
+InstanceCategory = Annotated[str, StringConstraints(pattern=_INSTANCE_CATEGORY)]
 
 # What each pattern means, for error messages people can act on.
 PATTERN_MEANINGS = {
@@ -155,6 +162,8 @@ PATTERN_MEANINGS = {
     _CLOUD_KMS_KEY_NAME: "a Cloud KMS key's resource name such as"
     " projects/my-project/locations/us-central1/keyRings/gke/cryptoKeys/secrets",
     _TIME_OF_DAY: "a time of day in UTC, HH:MM, such as 03:00",
+    _INSTANCE_FAMILY: "an EC2 instance family such as g6 or p5en (no size)",
+    _INSTANCE_CATEGORY: "an EC2 instance category such as g or p (letters only)",
 }
 
 

@@ -92,11 +92,15 @@ class GpuPoolSpec(Model):
 
     name: PoolName
     """Names the pool's node group or node pool and its `gpu-platform.io/pool` node label."""
-    instance_types: list[Annotated[str, StringConstraints(min_length=1)]] = Field(min_length=1)
-    """EC2 instance types, or one GCE machine type. On managed node groups several EC2 types must
-    share one shape (GPUs, vCPUs, memory, architecture): the cluster autoscaler plans a node
-    group's nodes from zero as its first type. Under Karpenter they may be sizes of one GPU model
-    and architecture (`g6.xlarge`, `g6.12xlarge`): Karpenter picks one per pending pod."""
+    instance_types: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
+        default_factory=list
+    )
+    """EC2 instance types, or one GCE machine type; required unless a Karpenter pool names
+    `aws.instanceFamilies` or `aws.instanceCategories` instead. On managed node groups several
+    EC2 types must share one shape (GPUs, vCPUs, memory, architecture): the cluster autoscaler
+    plans a node group's nodes from zero as its first type. Under Karpenter they may be sizes of
+    one GPU model and architecture (`g6.xlarge`, `g6.12xlarge`): Karpenter picks one per pending
+    pod."""
     accelerator: AcceleratorName | None = None
     """The GPU model. Read from the machine when left out: on EKS from the instance type, on GKE
     from accelerator-optimized machine types (A2, A3, A4, G2); N1 pools must state it."""
@@ -107,7 +111,8 @@ class GpuPoolSpec(Model):
     max: int = Field(ge=1, le=1000)
     """The most nodes the autoscaler may start: the pool's cost ceiling. Under Karpenter, limits
     of `max` nodes and of `max` times the GPUs and vCPUs of the pool's largest instance type,
-    which a fast scale-out can pass by a node or two (docs/karpenter.md, Limits)."""
+    which a fast scale-out can pass by a node or two, and drift by its Drifted budget's nodes
+    while the old ones drain (docs/karpenter.md, Limits)."""
     capacity: Literal["on-demand", "spot", "reserved", "capacity-block"] = "on-demand"
     """How the nodes are bought: `reserved` consumes EC2 on-demand capacity reservations
     (`aws.capacityReservationId` or `aws.capacityReservationResourceGroupArn`), `capacity-block`

@@ -11,6 +11,7 @@ from gpu_platform.config.cluster_create_rules import cluster_create_problems
 from gpu_platform.config.eks_rules import (
     ami_release_problems,
     bottlerocket_sharing_problems,
+    instance_choice_problems,
     karpenter_problems,
     reservation_problems,
 )
@@ -30,6 +31,7 @@ def cross_field_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from _other_cloud_problems(config)
     yield from pool_problems(config)
     yield from reservation_problems(config)
+    yield from instance_choice_problems(config)
     yield from ami_release_problems(config)
     yield from canary_problems(config)
     yield from bottlerocket_sharing_problems(config)

@@ -1,17 +1,21 @@
 """What EC2 says about a pool's instance types: their GPUs, CPUs and where they are offered.
 
-The GPU model, count and memory come from EC2's own instance type data (`DescribeInstanceTypes`
-through `ec2.get_instance_type`), not from a table kept here, so a new instance type works
-as soon as EC2 knows it. Only the GPU *name* is translated, from EC2's spelling (`A100`) to the
-platform's accelerator names (`a100-80gb`).
+The GPU model, count and memory come from EC2's own instance type data (`DescribeInstanceTypes`,
+which the program reads through `gpu_platform.eks.instance_lookups` and preflight through boto3),
+not from a table kept here, so a new instance type works as soon as EC2 knows it. Only the GPU
+*name* is translated, from EC2's spelling (`A100`) to the platform's accelerator names
+(`a100-80gb`). A pool of instance families or categories takes its candidate sizes from the
+platform's table of GPU instance types (`pool_instance_type_names`).
 """
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-from pulumi_aws import ec2
+from typing import Any
 
 from gpu_platform.accelerators import ACCELERATORS
+from gpu_platform.config import GpuPoolSpec
+from gpu_platform.eks.max_pods import MAX_PODS
 from gpu_platform.node_identity import GpuShape
 
 # EC2's GPU names (`GpuInfo.Gpus[].Name`) -> the platform's accelerator names. The A100 comes
@@ -35,6 +39,27 @@ _A100_80GB_MIN_MIB = 80 * 1024
 _FRACTION_OF_A_GPU = 0.5
 
 ARCHITECTURES = ("x86_64", "arm64")
+
+# How the provider reads an instance type's category (group 1) and generation (group 3) from its
+# name; its family is the name before the `.` (`computeRequirements` and `instanceTypeScheme`,
+# aws/karpenter-provider-aws pkg/providers/instancetype/types.go at v1.14.1).
+INSTANCE_TYPE_SCHEME = re.compile(r"(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.")
+
+
+def instance_family(instance_type: str) -> str:
+    """`g6e` of `g6e.xlarge`."""
+    return instance_type.partition(".")[0]
+
+
+def instance_category(instance_type: str) -> str | None:
+    """`g` of `g6e.xlarge`, `gr` of `gr6.4xlarge`; None where the provider reads none."""
+    scheme = INSTANCE_TYPE_SCHEME.match(instance_type)
+    return scheme[1] if scheme else None
+
+
+def kebab(text: str) -> str:
+    """A label value from EC2's spelling, `L40S` -> `l40s` (`lowerKabobCase`, types.go)."""
+    return text.lower().replace(" ", "-")
 
 
 @dataclass(frozen=True)
@@ -120,36 +145,51 @@ def instance_type(
     )
 
 
-def look_up_instance_type(name: str, region: str) -> InstanceType:
-    """The instance type as EC2 describes it in `region`."""
-    found = ec2.get_instance_type(instance_type=name, region=region)
-    return instance_type(
-        name,
-        found.default_vcpus,
-        found.memory_size,
-        found.supported_architectures or [],
-        [Gpus(g.manufacturer, g.name, g.count, g.memory_size) for g in found.gpuses or []],
-        sum(d.count * d.size for d in found.instance_disks or [] if d.type == "ssd"),
-        (found.efa_maximum_interfaces or 0) if found.efa_supported else 0,
-    )
-
-
-def offered_zones(instance_types: Iterable[str], region: str) -> dict[str, set[str]]:
-    """Availability zones of `region` where EC2 offers each instance type; a type EC2 does not
-    know, or does not offer in the region, maps to no zone."""
-    names = sorted(set(instance_types))
-    found = ec2.get_instance_type_offerings(
-        filters=[ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=names)],
-        location_type="availability-zone",
-        region=region,
-    )
-    zones: dict[str, set[str]] = {name: set() for name in names}
-    for name, zone in zip(found.instance_types, found.locations, strict=True):
-        zones.setdefault(name, set()).add(zone)
-    return zones
-
-
 def zones_offering_all(offered: Mapping[str, set[str]], instance_types: Iterable[str]) -> set[str]:
     """The zones where every one of `instance_types` is offered."""
     zone_sets = [offered.get(name, set()) for name in instance_types]
     return set.intersection(*zone_sets) if zone_sets else set()
+
+
+def pool_instance_type_names(pool: GpuPoolSpec) -> list[str]:
+    """The instance types a pool may launch: its `instanceTypes`, or, for a pool of instance
+    families or categories, every GPU instance type of them the platform's table lists
+    (`MAX_PODS`, every G, Gr and P type of amazon-eks-ami's instance data), of any GPU model;
+    empty for a family the table has no GPU type of."""
+    if pool.instance_types:
+        return list(pool.instance_types)
+    families = set(pool.aws.instance_families)
+    categories = set(pool.aws.instance_categories)
+    return sorted(
+        name
+        for name in MAX_PODS
+        if instance_family(name) in families or instance_category(name) in categories
+    )
+
+
+def described_instance_type(name: str, described: Mapping[str, Any]) -> InstanceType:
+    """An instance type from its `DescribeInstanceTypes` entry (boto3's spelling)."""
+    return instance_type(
+        name,
+        int(described["VCpuInfo"]["DefaultVCpus"]),
+        int(described["MemoryInfo"]["SizeInMiB"]),
+        described["ProcessorInfo"]["SupportedArchitectures"],
+        [
+            Gpus(g["Manufacturer"], g["Name"], int(g["Count"]), int(g["MemoryInfo"]["SizeInMiB"]))
+            for g in (described.get("GpuInfo") or {}).get("Gpus", [])
+        ],
+    )
+
+
+def pool_sizes(pool: GpuPoolSpec, described: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The instance types the pool's nodes may be, as far as EC2 describes them (`described`,
+    by name): its `instanceTypes`, or the sizes of its families or categories that have its GPU
+    model."""
+    if not pool.aws.flexible:
+        return list(pool.instance_types)
+    return [
+        name
+        for name in pool_instance_type_names(pool)
+        if name in described
+        and described_instance_type(name, described[name]).accelerator == pool.accelerator
+    ]

@@ -23,14 +23,17 @@ from gpu_platform.config import (
 from gpu_platform.drivers import NvidiaDriver, eks_driver, known_releases
 from gpu_platform.eks.autoscaler_tags import autoscaler_tag_problems, autoscaler_tags
 from gpu_platform.eks.cluster import EksCluster, Subnet
+from gpu_platform.eks.instance_lookups import look_up_instance_type, offered_zones
 from gpu_platform.eks.instance_types import (
     InstanceType,
-    look_up_instance_type,
-    offered_zones,
+    instance_category,
+    instance_family,
+    pool_instance_type_names,
     zones_offering_all,
 )
 from gpu_platform.eks.kubelet_allocatable import kubelet_allocatable
 from gpu_platform.eks.live_scaling import LiveScaling, live_scalings
+from gpu_platform.eks.max_pods import MAX_PODS
 from gpu_platform.eks.node_group_names import (
     NODE_GROUP_NAME_LIMIT,
     NODE_GROUP_SUFFIX_LENGTH,
@@ -87,27 +90,34 @@ def resolve_placement(
     may be of several sizes, and the node group's own limits (label lengths, autoscaler tags,
     live sizes) do not apply."""
     _raise_if_any(_option_problems(spec, index))
-    offered = offered_zones(spec.instance_types, cluster.region)
-    not_offered = [name for name in spec.instance_types if not offered[name]]
-    if not_offered:
-        raise ConfigError(
-            [
-                ConfigProblem(
-                    key_path("pools", index, "instanceTypes"),
-                    spec.instance_types,
-                    f"instance types EC2 offers in {cluster.region}; not offered there:"
-                    f" {', '.join(not_offered)}",
-                )
-            ]
+    if spec.aws.flexible:
+        offered, instance_types = _flexible_sizes(spec, index, cluster.region)
+    else:
+        offered = offered_zones(spec.instance_types, cluster.region)
+        not_offered = [name for name in spec.instance_types if not offered[name]]
+        if not_offered:
+            raise ConfigError(
+                [
+                    ConfigProblem(
+                        key_path("pools", index, "instanceTypes"),
+                        spec.instance_types,
+                        f"instance types EC2 offers in {cluster.region}; not offered there:"
+                        f" {', '.join(not_offered)}",
+                    )
+                ]
+            )
+        instance_types = tuple(
+            look_up_instance_type(n, cluster.region) for n in spec.instance_types
         )
-    instance_types = tuple(look_up_instance_type(n, cluster.region) for n in spec.instance_types)
     _raise_if_any(_instance_type_problems(spec, index, instance_types, karpenter))
     _raise_if_any(_efa_problems(spec, index, instance_types))
     # The pool's GPUs per node are its largest type's: under Karpenter its GPU limit is `max`
     # nodes of that size; on a node group every type has the same.
     largest = max(instance_types, key=lambda t: t.gpu.count if t.gpu else 0)
     assert largest.gpu is not None and largest.architecture is not None
-    zones, subnet_ids = _zones_and_subnets(spec, index, offered, subnets)
+    zones, subnet_ids = _zones_and_subnets(
+        spec, index, offered, subnets, [t.name for t in instance_types]
+    )
     _raise_if_any(_per_zone_problems(spec, index, zones))
     release, driver = _release_and_driver(spec, index, cluster, node_image, largest.architecture)
     pool = resolve_pool(spec, index, largest.gpu, driver=driver)
@@ -134,6 +144,75 @@ def resolve_placement(
     return pool, placement
 
 
+def _flexible_sizes(
+    spec: GpuPoolSpec, i: int, region: str
+) -> tuple[dict[str, set[str]], tuple[InstanceType, ...]]:
+    """Where EC2 offers each size of the pool's families or categories that has its GPU model,
+    and those sizes. The NodePool admits the sizes by family or category and EC2's GPU name
+    (`karpenter.k8s.aws/instance-gpu-name`), so a size of another model under the same name
+    (A100 40 GB and 80 GB are both `a100`) would come in with them: refused."""
+    path, given = sizes_key(spec, i)
+    field = path.rsplit(".", 1)[-1]
+    names = pool_instance_type_names(spec)
+    if not names:
+        of = instance_family if spec.aws.instance_families else instance_category
+        known = sorted({of(n) or "" for n in MAX_PODS})
+        raise ConfigError(
+            [
+                ConfigProblem(
+                    path,
+                    given,
+                    f"{field} of which the platform's table of GPU instance types"
+                    f" (gpu_platform/eks/max_pods) lists sizes: {', '.join(known)}",
+                )
+            ]
+        )
+    offered = offered_zones(names, region)
+    described = [look_up_instance_type(n, region) for n in names if offered[n]]
+    sizes = tuple(t for t in described if t.accelerator == spec.accelerator)
+    if not sizes:
+        models = sorted({t.accelerator or t.describe_gpus() for t in described})
+        raise ConfigError(
+            [
+                ConfigProblem(
+                    path,
+                    given,
+                    f"{field} with {spec.accelerator} instance types EC2 offers in {region}, as"
+                    " the platform's table of GPU instance types lists them; these have"
+                    f" {'; '.join(models) or 'none offered there'}",
+                )
+            ]
+        )
+    gpu_names = {t.gpu_name for t in sizes}
+    mixed = sorted(
+        t.name for t in described if t.gpu_name in gpu_names and t.accelerator != spec.accelerator
+    )
+    if mixed:
+        raise ConfigError(
+            [
+                ConfigProblem(
+                    path,
+                    given,
+                    f"{field} without other GPUs under the GPU name of {spec.accelerator}"
+                    f" ({', '.join(sorted(n or '' for n in gpu_names))}), which the NodePool"
+                    f" would admit with it: {', '.join(mixed)}; list the instance types in"
+                    " instanceTypes instead",
+                )
+            ]
+        )
+    return {t.name: offered[t.name] for t in sizes}, sizes
+
+
+def sizes_key(spec: GpuPoolSpec, i: int) -> tuple[str, list[str]]:
+    """The key, and its value, that gives the pool's sizes: `instanceTypes`, or its instance
+    families or categories."""
+    if spec.aws.instance_families:
+        return key_path("pools", i, "aws", "instanceFamilies"), spec.aws.instance_families
+    if spec.aws.instance_categories:
+        return key_path("pools", i, "aws", "instanceCategories"), spec.aws.instance_categories
+    return key_path("pools", i, "instanceTypes"), spec.instance_types
+
+
 def _raise_if_any(problems: Iterator[ConfigProblem]) -> None:
     found = list(problems)
     if found:
@@ -154,14 +233,14 @@ def _option_problems(spec: GpuPoolSpec, i: int) -> Iterator[ConfigProblem]:
 def _instance_type_problems(
     spec: GpuPoolSpec, i: int, instance_types: Sequence[InstanceType], karpenter: bool
 ) -> Iterator[ConfigProblem]:
-    path = key_path("pools", i, "instanceTypes")
+    path, value = sizes_key(spec, i)
     unusable = [t for t in instance_types if t.gpu is None or t.architecture is None]
     if unusable:
         known = ", ".join(ACCELERATORS)
         described = "; ".join(f"{t.name} has {t.describe_gpus()}" for t in unusable)
         yield ConfigProblem(
             path,
-            spec.instance_types,
+            value,
             f"instance types with whole NVIDIA GPUs of a known model ({known}); {described}",
         )
         return
@@ -180,7 +259,7 @@ def _instance_type_problems(
             )
             yield ConfigProblem(
                 path,
-                spec.instance_types,
+                value,
                 f"instance types of one GPU model and CPU architecture; {described}",
             )
             return
@@ -192,7 +271,7 @@ def _instance_type_problems(
         )
         yield ConfigProblem(
             path,
-            spec.instance_types,
+            value,
             "instance types of one shape: the same GPUs, vCPUs, memory and CPU architecture (the"
             f" autoscaler plans a scale-up from zero with the first type's); {described}",
         )
@@ -223,8 +302,15 @@ def _instance_type_problems(
 
 
 def _zones_and_subnets(
-    spec: GpuPoolSpec, i: int, offered: dict[str, set[str]], subnets: Sequence[Subnet]
+    spec: GpuPoolSpec,
+    i: int,
+    offered: dict[str, set[str]],
+    subnets: Sequence[Subnet],
+    names: Sequence[str],
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The pool's zones: where every one of `names` is offered, or for a pool of families or
+    categories, where any is (Karpenter launches a size only where EC2 offers it, its
+    `offerings`, pkg/providers/instancetype/offering)."""
     subnet_zones = {s.zone for s in subnets}
     unknown = sorted(set(spec.zones) - subnet_zones)
     if unknown:
@@ -239,18 +325,21 @@ def _zones_and_subnets(
             ]
         )
     wanted = set(spec.zones) or subnet_zones
-    usable = zones_offering_all(offered, spec.instance_types) & wanted
+    if spec.aws.flexible:
+        usable = set().union(*(offered[name] for name in names)) & wanted
+    else:
+        usable = zones_offering_all(offered, names) & wanted
     if not usable:
-        where = {name: sorted(offered[name] & wanted) for name in spec.instance_types}
+        where = {name: sorted(offered[name] & wanted) for name in names}
         described = "; ".join(
             f"{name} in {', '.join(zones) or 'none of them'}" for name, zones in where.items()
         )
-        field = "zones" if spec.zones else "instanceTypes"
-        value = spec.zones if spec.zones else spec.instance_types
+        zones_key = (key_path("pools", i, "zones"), spec.zones)
+        path, value = zones_key if spec.zones else sizes_key(spec, i)
         raise ConfigError(
             [
                 ConfigProblem(
-                    key_path("pools", i, field),
+                    path,
                     value,
                     f"a zone among {', '.join(sorted(wanted))} where every instance type of"
                     f" the pool is offered; EC2 offers {described}",
@@ -267,8 +356,7 @@ def _efa_problems(
     without = [t.name for t in instance_types if not t.efa_interfaces]
     if spec.aws.efa and without:
         yield ConfigProblem(
-            key_path("pools", i, "instanceTypes"),
-            spec.instance_types,
+            *sizes_key(spec, i),
             f"instance types with EFA when aws.efa is on; without: {', '.join(without)}",
         )
 

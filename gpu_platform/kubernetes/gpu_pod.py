@@ -33,9 +33,20 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from gpu_platform.config import MpsSharing, Provisioner, TimeSlicingSharing
+from gpu_platform.config import (
+    ExclusiveSharing,
+    MigSharing,
+    MpsSharing,
+    Provisioner,
+    TimeSlicingSharing,
+)
 from gpu_platform.drivers import cuda_tuple
-from gpu_platform.node_identity import MIG_STARTUP_TAINT, POOL_LABEL, ResolvedPool
+from gpu_platform.node_identity import (
+    MIG_STARTUP_TAINT,
+    POOL_LABEL,
+    ResolvedPool,
+    sharing_config_name,
+)
 
 GPU_POD_ANNOTATIONS = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
 """For a GPU pod's metadata: the cluster autoscaler never drains the node it runs on to pack
@@ -193,19 +204,69 @@ def gpu_node_affinity(pool: ResolvedPool) -> dict[str, Any]:
     pod could land on another pool's GPUs; and the autoscaler reads the requirement to choose
     which pool to scale up from zero.
     """
+    return _pools_affinity([pool.spec.name])
+
+
+def _pools_affinity(names: Sequence[str]) -> dict[str, Any]:
     return {
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {
                 "nodeSelectorTerms": [
-                    {
-                        "matchExpressions": [
-                            {"key": POOL_LABEL, "operator": "In", "values": [pool.spec.name]}
-                        ]
-                    }
+                    {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": names}]}
                 ]
             }
         }
     }
+
+
+def model_placements(
+    pools: Sequence[ResolvedPool], provisioner: Provisioner
+) -> dict[str, dict[str, Any]]:
+    """What a workload needs to land on any of the pools of one GPU model and sharing mode, by
+    `model_name`, as the stack exports it: each with its pools, and a `workload` as
+    `pool_placement`'s whose affinity admits all of them and whose tolerations are the union of
+    theirs. Where several pools fit a pod, the node provisioner picks among them: Karpenter the
+    NodePool of the highest weight, so capacity already paid for first (`OrderByWeight`,
+    kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go at v1.14.1), the cluster autoscaler
+    by its priority expander.
+
+    Pools a pod must not be moved between are not mixed: of another GPU model, sharing mode or
+    MIG profile, with EFA or without. A canary pool, and a pool with taints of its own, join none:
+    only pods that select the canary, or tolerate those taints, are meant to run there."""
+    groups: dict[str, list[ResolvedPool]] = {}
+    for pool in pools:
+        if pool.spec.canary_of is None and not pool.spec.taints:
+            groups.setdefault(model_name(pool), []).append(pool)
+    placements = {}
+    for name, members in groups.items():
+        tolerations: list[dict[str, str]] = []
+        for pool in members:
+            tolerations += [t for t in gpu_tolerations(pool) if t not in tolerations]
+        placements[name] = {
+            "pools": [pool.spec.name for pool in members],
+            "workload": {
+                "resource": gpu_resource(members[0]),
+                "tolerations": tolerations,
+                "affinity": _pools_affinity([pool.spec.name for pool in members]),
+                "annotations": gpu_pod_annotations(provisioner, "Job"),
+                "deploymentAnnotations": gpu_pod_annotations(provisioner, "Deployment"),
+            },
+        }
+    return placements
+
+
+def model_name(pool: ResolvedPool) -> str:
+    """`h100-80gb-efa`, `t4-time-slicing-4`, `a100-80gb-mig-mixed-all-1g.10gb`: the GPU model,
+    then the device plugin config and MIG profile where the GPUs are shared, then `efa`."""
+    parts = [pool.gpu.accelerator]
+    sharing = pool.spec.sharing
+    if not isinstance(sharing, ExclusiveSharing):
+        parts.append(sharing_config_name(sharing))
+    if isinstance(sharing, MigSharing):
+        parts.append(sharing.profile)
+    if pool.spec.aws.efa:
+        parts.append("efa")
+    return "-".join(parts)
 
 
 def pool_placement(pool: ResolvedPool, provisioner: Provisioner) -> dict[str, Any]:

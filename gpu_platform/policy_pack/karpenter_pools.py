@@ -175,27 +175,32 @@ _DEFAULT_BUDGETS = [{"nodes": "10%"}]
 
 
 def budget_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    """A budget without `reasons` governs `Empty` too, and Karpenter takes the pool's NotReady
-    and deleting nodes off every budget (`BuildDisruptionBudgetMapping`, kubernetes-sigs/karpenter
-    pkg/controllers/disruption/helpers.go at v1.14.1): below 100%, a few NotReady GPU nodes stop
-    the pool's empty nodes from going, idle and paid for."""
+    """A budget without `reasons`, or whose reasons include it, governs `Empty`, and Karpenter
+    takes the pool's NotReady and deleting nodes off every budget (`BuildDisruptionBudgetMapping`,
+    kubernetes-sigs/karpenter pkg/controllers/disruption/helpers.go at v1.14.1): below 100%, a
+    few NotReady GPU nodes stop the pool's empty nodes from going, idle and paid for."""
     left_default = value_at(args.props, *BUDGETS) is None
     budgets = _DEFAULT_BUDGETS if left_default else elements(args.props, *BUDGETS)
+    # A budget for reasons that include `Empty` is the same trap as one without reasons.
     small = [
         budget
         for budget in budgets
         if isinstance(budget, Mapping)
-        and not budget.get("reasons")
+        and (not budget.get("reasons") or "Empty" in (budget.get("reasons") or []))
         and isinstance(budget.get("nodes"), str)
         and budget["nodes"] != "100%"
     ]
     if not small:
         return
-    nodes = ", ".join(shown(b["nodes"]) for b in small)
+    described = " and ".join(
+        f"nodes={shown(b['nodes'])} "
+        + ("for reasons including Empty" if b.get("reasons") else "without reasons")
+        for b in small
+    )
     how = (
         f"leaves {field_path(*BUDGETS)} to its default, one budget of nodes=10% without reasons"
         if left_default
-        else f"has a disruption budget of nodes={nodes} without reasons"
+        else f"has a disruption budget of {described}"
     )
     yield (
         f"the {NOUN} {how}, which also limits the removal of empty nodes, and Karpenter takes"
@@ -273,7 +278,7 @@ def missing_node_class_problems(node_pool: PolicyResource) -> Iterator[str]:
 # AWS's public SSM parameters that move with each release: `.../recommended/image_id` and
 # `.../latest/image_id` (EKS, Bottlerocket); a release's own parameter names its version.
 _FLOATING_SSM = re.compile(
-    r"^(arn:[^:]+:ssm:[^:]*:[^:]*:parameter)?/aws/service/.*/(recommended|latest)(/|$)"
+    r"^(arn:[^:]+:ssm:[^:]*:[^:]*:parameter)?/aws/service/.*/(recommended|latest|current)(/|$)"
 )
 # Karpenter takes, of every AMI a name or tag term matches, the newest (concepts/nodeclasses.md
 # at v1.14.1, "spec.amiSelectorTerms": "If multiple AMIs are found that can be used, Karpenter

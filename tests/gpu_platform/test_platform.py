@@ -125,6 +125,7 @@ def test_the_platform_registers_its_stack_outputs(
     (outputs,) = registered
     assert sorted(outputs) == [
         "deployRoleTags",
+        "gpuModels",
         "gpuOperatorNamespace",
         "gpuOperatorVersion",
         "gpuPools",

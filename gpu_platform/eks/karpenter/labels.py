@@ -9,6 +9,9 @@ NODE_POOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 AWS_LABEL_PREFIX = "karpenter.k8s.aws/"
 """The provider's labels: instance category, generation, GPU name and count, tenancy..."""
+INSTANCE_FAMILY_LABEL = f"{AWS_LABEL_PREFIX}instance-family"
+INSTANCE_CATEGORY_LABEL = f"{AWS_LABEL_PREFIX}instance-category"
+INSTANCE_GPU_NAME_LABEL = f"{AWS_LABEL_PREFIX}instance-gpu-name"
 
 STACK_ANNOTATION = "gpu-platform.io/stack"
 """The annotation the platform's `karpenter-crd` release puts on the CRDs it owns (through the

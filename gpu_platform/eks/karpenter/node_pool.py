@@ -22,10 +22,21 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes.apiextensions import CustomResource
 
-from gpu_platform.config import CAPACITY_PREFERENCE, EC2_RESERVED_CAPACITIES, GpuPoolSpec
+from gpu_platform.config import (
+    CAPACITY_PREFERENCE,
+    DRIFT_BUDGET_PERCENT,
+    EC2_RESERVED_CAPACITIES,
+    GpuPoolSpec,
+)
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.efa import EfaNetwork, efa_network
-from gpu_platform.eks.karpenter.labels import CAPACITY_TYPE_LABEL
+from gpu_platform.eks.instance_types import kebab
+from gpu_platform.eks.karpenter.labels import (
+    CAPACITY_TYPE_LABEL,
+    INSTANCE_CATEGORY_LABEL,
+    INSTANCE_FAMILY_LABEL,
+    INSTANCE_GPU_NAME_LABEL,
+)
 from gpu_platform.eks.local_storage import uses_instance_store
 from gpu_platform.eks.node_group import node_volumes, pool_resource_tags
 from gpu_platform.eks.node_labels import eks_node_identity
@@ -145,7 +156,10 @@ def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
             # kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go at v1.14.1): ranked by
             # capacity as the cluster autoscaler ranks node groups, a pod that fits a Capacity
             # Block pool and an on-demand one starts in the block.
-            "weight": CAPACITY_PREFERENCE[spec.capacity],
+            # A canary one below the pool it leads, whose capacity it shares: tied, the name
+            # sorting last would win (`h100-canary` over `h100`), and a pod fitting both would
+            # run on the release the canary has not proven yet.
+            "weight": CAPACITY_PREFERENCE[spec.capacity] - (spec.canary_of is not None),
             "template": {
                 "metadata": {
                     "labels": secret_if(
@@ -161,7 +175,7 @@ def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
                     },
                     "taints": [_taint(t) for t in identity.taints],
                     "requirements": [
-                        _one_of(INSTANCE_TYPE_LABEL, [t.name for t in placement.instance_types]),
+                        *size_requirements(spec, placement),
                         _one_of(ZONE_LABEL, list(placement.zones)),
                         _one_of(CAPACITY_TYPE_LABEL, capacity_types(spec)),
                     ],
@@ -200,6 +214,24 @@ def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
             },
         },
     }
+
+
+def size_requirements(spec: GpuPoolSpec, placement: NodeGroupPlacement) -> list[dict[str, Any]]:
+    """The requirements that choose the pool's sizes: its instance types, or, as data-on-eks
+    writes its GPU NodePools, its instance families or categories and EC2's name of its GPU
+    (labels `karpenter.k8s.aws/instance-family`, `-category` and `-gpu-name`, aws/karpenter-
+    provider-aws pkg/apis/v1/labels.go at v1.14.1, which `computeRequirements` in
+    pkg/providers/instancetype/types.go sets from DescribeInstanceTypes)."""
+    options = spec.aws
+    if not options.flexible:
+        return [_one_of(INSTANCE_TYPE_LABEL, [t.name for t in placement.instance_types])]
+    gpu_names = sorted({kebab(t.gpu_name) for t in placement.instance_types if t.gpu_name})
+    chosen = (
+        _one_of(INSTANCE_FAMILY_LABEL, list(options.instance_families))
+        if options.instance_families
+        else _one_of(INSTANCE_CATEGORY_LABEL, list(options.instance_categories))
+    )
+    return [chosen, _one_of(INSTANCE_GPU_NAME_LABEL, gpu_names)]
 
 
 def ec2_node_class_for(
@@ -342,15 +374,6 @@ def _taint(taint: Taint) -> dict[str, str]:
 
 def _one_of(key: str, values: list[str]) -> dict[str, Any]:
     return {"key": key, "operator": "In", "values": values}
-
-
-DRIFT_BUDGET_PERCENT = 10
-"""Drifted and underutilized nodes Karpenter may take down at once where the pool sets no
-`maxUnavailablePercent`: a share, rounded up (`GetAllowedDisruptions`, kubernetes-sigs/karpenter
-pkg/apis/v1/nodepool.go at v1.14.1), so one node at a time up to ten nodes and never more than
-ten rounds of drift for any pool. A node being drained counts against the budget until it is
-gone (`MarkedForDeletion`, pkg/controllers/state/statenode.go; helpers.go), up to
-`terminationGracePeriod` each, so a fixed `1` would roll a 32-node pool in 32 such rounds."""
 
 
 def disruption_budgets(spec: GpuPoolSpec) -> list[dict[str, Any]]:

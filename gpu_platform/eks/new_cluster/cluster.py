@@ -13,7 +13,7 @@ from pulumi_aws.get_partition import get_partition
 from gpu_platform.config import ConfigError, ConfigProblem, EksNewVpc, StackConfig, key_path
 from gpu_platform.eks.cluster import EksCluster, Subnet, look_up_subnets
 from gpu_platform.eks.iam_roles import cluster_tags
-from gpu_platform.eks.instance_types import look_up_instance_type
+from gpu_platform.eks.instance_lookups import look_up_instance_type
 from gpu_platform.eks.new_cluster.addon_pins import AFTER_NODES, BEFORE_NODES
 from gpu_platform.eks.new_cluster.addons import addons, ebs_csi_role
 from gpu_platform.eks.new_cluster.control_plane import CREATOR_TAG, EksControlPlane

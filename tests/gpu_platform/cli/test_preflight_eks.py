@@ -25,6 +25,7 @@ from gpu_platform.cli import preflight_eks, preflight_karpenter
 from gpu_platform.cli.app import app
 from gpu_platform.cli.deadline import Calls, Deadline
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.karpenter_permissions import controller_permissions_finding
 from gpu_platform.cli.preflight_eks import AwsClients
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.stack_files import stack_config
@@ -45,6 +46,7 @@ DEADLINE_MARGIN_SECONDS = 2
 """How long past its deadline the command may take to say so: starting and printing."""
 Config = dict[str, Any]
 SPOT_G = "L-3819A6DF"
+ROLE = "arn:aws:iam::123456789012:role/KarpenterNodeRole-ml"
 ON_DEMAND_P = "L-417A185B"
 
 
@@ -458,6 +460,11 @@ def on_karpenter(config: Config) -> None:
         pool.pop("sharing", None)
         pool["min"] = 0
     with_whole_gpu_quota(config)
+
+
+def on_existing_karpenter(config: Config) -> None:
+    on_karpenter(config)
+    config["gpu-platform:karpenter"] = {"install": False, "nodeRoleArn": ROLE}
 
 
 def test_without_the_pod_identity_agent_karpenter_would_be_stuck(
@@ -1319,8 +1326,21 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
         )
 
     preflight_eks.preflight(stack(pools_of_every_kind), aws)
-    # A Karpenter stack with a spot pool reads the Spot service-linked role.
+    # A Karpenter stack with a spot pool reads the Spot service-linked role; one on an existing
+    # Karpenter, its controller's role (EKS Pod Identity and IAM's simulator, which moto lacks).
     preflight_karpenter.karpenter_findings(stack(on_karpenter), None, aws.iam)
+    with Stubber(aws.eks) as eks, Stubber(aws.iam) as iam:
+        eks.add_response(
+            "list_pod_identity_associations", {"associations": [{"associationId": "a"}]}
+        )
+        eks.add_response("describe_pod_identity_association", {"association": {"roleArn": ROLE}})
+        iam.add_response("simulate_principal_policy", {"EvaluationResults": []})
+        controller_permissions_finding(
+            stack(on_existing_karpenter),
+            {"name": "ml-dev", "arn": "arn:aws:eks:us-east-1:123456789012:cluster/ml-dev"},
+            aws.eks,
+            aws.iam,
+        )
 
     assert calls == documented_permissions()
     # The refusal message names the same actions.
@@ -1747,6 +1767,35 @@ def test_an_efa_pool_is_told_its_adapters_from_ec2s_own_description(aws: AwsClie
     assert finding.message.startswith("32 EFA interface(s) a node, in one zone (us-east-1a)")
 
 
+def test_an_efa_pool_outside_a_reservation_is_told_of_its_placement_group(
+    aws: AwsClients,
+) -> None:
+    described = preflight_eks.describe_instance_types(aws.ec2, ["p5.48xlarge"])
+
+    (finding,) = preflight_eks.efa_findings(stack(efa_pool), described)
+
+    assert "and a cluster placement group" in finding.message
+
+
+def test_an_efa_capacity_block_pool_is_told_ec2_places_it_without_a_placement_group(
+    aws: AwsClients,
+) -> None:
+    def block(c: Config) -> None:
+        efa_pool(c)
+        pools(c)[0].update(capacity="capacity-block", min=0)
+        pools(c)[0]["aws"]["capacityReservationId"] = "cr-0123456789abcdef0"
+
+    described = preflight_eks.describe_instance_types(aws.ec2, ["p5.48xlarge"])
+
+    (finding,) = preflight_eks.efa_findings(stack(block), described)
+
+    assert finding.message == (
+        "32 EFA interface(s) a node, in one zone (us-east-1a), placed by EC2 in the reservation,"
+        " with no placement group of the stack's (a launch into one matches only reservations"
+        " made in it)."
+    )
+
+
 def test_an_efa_pool_of_an_instance_type_without_efa_blocks(aws: AwsClients) -> None:
     config = stack(lambda c: efa_pool(c, "g4dn.xlarge"))
 
@@ -1851,3 +1900,80 @@ def test_the_running_autoscalers_flags_and_priorities_are_read_from_its_namespac
     assert asked == [("autoscaling", "cluster-autoscaler-priority-expander")]
     settings = [f for f in findings if f.subject == "cluster ml-dev autoscaler settings"]
     assert [f.severity for f in settings] == ["warning"] * 3
+
+
+def on_g6_family(config: Config) -> None:
+    """The dev stack's pool under Karpenter as every g6 size: L4s, 4 to 192 vCPUs."""
+    on_karpenter(config)
+    pool = pools(config)[0]
+    del pool["instanceTypes"]
+    pool.update(accelerator="l4", max=2)
+    pool["aws"]["instanceFamilies"] = ["g6"]
+
+
+def test_a_family_pool_needs_the_vcpus_of_its_largest_size_at_max(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 256)
+
+    findings = preflight_eks.preflight(stack(on_g6_family), aws)
+
+    # EC2: the g6.48xlarge has 192 vCPUs.
+    assert findings[-1].severity == "blocking"
+    assert findings[-1].message == (
+        "All G and VT Spot Instance Requests: 256 vCPUs, but the pools need 384 at their max"
+        " (t4-shared 2 x 192 vCPUs)."
+    )
+
+
+def test_a_family_pool_launches_in_the_zones_that_offer_any_of_its_sizes(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 384)
+
+    findings = preflight_eks.preflight(stack(on_g6_family), aws)
+
+    (zones,) = [f for f in findings if f.subject == "pool t4-shared"]
+    assert zones == Finding(
+        "ok",
+        "pool t4-shared",
+        "Sizes offered in us-east-1a, us-east-1b: g6.12xlarge, g6.16xlarge, g6.24xlarge,"
+        " g6.2xlarge, g6.48xlarge, g6.4xlarge, g6.8xlarge, g6.xlarge.",
+        "Nothing.",
+    )
+
+
+def test_a_karpenter_quota_of_exactly_max_warns_that_drift_would_stall(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 24)
+
+    findings = preflight_eks.preflight(stack(on_karpenter), aws)
+
+    # The Drifted budget, 10% of 3 nodes rounded up (GetAllowedDisruptions, kubernetes-sigs/
+    # karpenter pkg/apis/v1/nodepool.go at v1.14.1), is one more g4dn.2xlarge of 8 vCPUs.
+    assert findings[-1] == Finding(
+        "warning",
+        f"quota {SPOT_G}",
+        "All G and VT Spot Instance Requests: 24 vCPUs cover the 24 the pools need at their max"
+        " (t4-shared 3 x 8 vCPUs), but not the 8 more that drift's replacements take while the"
+        " old nodes drain: an AMI rollout of full pools would stall.",
+        "Request an increase to 32, or lower the pools' aws.maxUnavailablePercent"
+        " (docs/karpenter.md, Limits).",
+    )
+
+
+def test_a_node_group_quota_of_exactly_max_is_enough(aws: AwsClients, quotas: Stubber) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 24)
+
+    findings = preflight_eks.preflight(stack(), aws)
+
+    assert findings[-1].severity == "ok"

@@ -234,6 +234,22 @@ def test_the_platforms_own_crds_let_it_install(spot_free_stack: StackConfig) -> 
     assert crd_findings(spot_free_stack, cluster_crds(OWNED))[0].severity == "ok"
 
 
+def test_a_capacity_buffer_crd_of_another_tool_blocks_the_install(
+    spot_free_stack: StackConfig,
+) -> None:
+    # The pinned karpenter-crd chart installs capacitybuffers.autoscaling.x-k8s.io too (its
+    # templates/ at v1.14.1), the API of SIG Autoscaling's capacity buffers.
+    ours = cluster_crds(OWNED)
+    buffers = {"metadata": {"name": "capacitybuffers.autoscaling.x-k8s.io", "annotations": {}}}
+
+    (finding,) = crd_findings(
+        spot_free_stack, lambda name: buffers if name == buffers["metadata"]["name"] else ours(name)
+    )
+
+    assert finding.severity == "blocking"
+    assert "capacitybuffers.autoscaling.x-k8s.io: no Helm release" in finding.message
+
+
 def test_upstreams_install_under_the_same_release_name_blocks_the_install(
     spot_free_stack: StackConfig,
 ) -> None:
@@ -324,11 +340,6 @@ def test_an_existing_karpenter_of_the_pinned_version_has_every_field(
             ("EC2NodeClass", "capacityReservationSelectorTerms"),
             "ec2nodeclasses.karpenter.k8s.aws spec.capacityReservationSelectorTerms",
         ),
-        (("NodePool", "weight"), "nodepools.karpenter.sh spec.weight"),
-        (
-            ("NodePool", "template.spec.terminationGracePeriod"),
-            "nodepools.karpenter.sh spec.template.spec.terminationGracePeriod",
-        ),
     ],
 )
 def test_an_older_karpenter_lacking_a_field_the_pools_set_blocks(
@@ -340,6 +351,24 @@ def test_an_older_karpenter_lacking_a_field_the_pools_set_blocks(
     assert finding.message == (
         "The cluster's Karpenter CRDs lack fields the pools set, which its API server would drop"
         f" without an error: {named}."
+    )
+
+
+def test_crds_serving_no_v1_api_block(spot_free_stack: StackConfig) -> None:
+    # Before v1.0.0 the CRDs served karpenter.sh/v1beta1 only, without weight or budget reasons.
+    pinned = cluster_crds()
+
+    def v1beta1(name: str) -> Any:
+        crd = copy.deepcopy(pinned(name))
+        if crd is not None and name == "nodepools.karpenter.sh":
+            crd["spec"]["versions"][0]["name"] = "v1beta1"
+        return crd
+
+    (finding,) = crd_findings(existing(spot_free_stack), v1beta1)
+
+    assert finding.severity == "blocking"
+    assert finding.message.startswith(
+        "The cluster's nodepools.karpenter.sh serve no v1 API, which the pools' NodePools and"
     )
 
 
@@ -509,8 +538,26 @@ def test_a_controller_without_an_interruption_queue_warns(iam: Any) -> None:
     (finding,) = [f for f in found if f.subject == CONTROLLER]
     assert finding.severity == "warning"
     assert finding.message.endswith(
-        "it has no INTERRUPTION_QUEUE: spot and Capacity Block nodes are not drained before EC2"
-        " takes them back."
+        "it has no INTERRUPTION_QUEUE: spot nodes are not drained within their two-minute notice"
+        " before EC2 takes them back."
+    )
+
+
+def test_capacity_block_pools_need_no_interruption_queue(spot_free_stack: StackConfig) -> None:
+    # Karpenter deletes a block's nodes 40 minutes before its end with the
+    # capacityreservation.expiration controller, registered whatever INTERRUPTION_QUEUE says
+    # (aws/karpenter-provider-aws pkg/controllers/controllers.go at v1.14.1).
+    (finding,) = controller_findings(existing(spot_free_stack), controller("1.14.1", queue=None))
+
+    assert finding.severity == "ok"
+
+
+def test_a_controller_before_the_v1_api_blocks(spot_free_stack: StackConfig) -> None:
+    (finding,) = controller_findings(existing(spot_free_stack), controller("0.37.5"))
+
+    assert finding.severity == "blocking"
+    assert "it predates the karpenter.sh/v1 API (v1.0.0) the NodePools are written in" in (
+        finding.message
     )
 
 
@@ -586,6 +633,35 @@ def test_other_node_pools_above_the_gpu_pools_weight_are_ok(
     (finding,) = weight_findings(spot_free_stack, node_pool("default", weight=50))
 
     assert finding.severity == "ok"
+
+
+def test_a_foreign_node_pool_named_like_a_pool_blocks(spot_free_stack: StackConfig) -> None:
+    found = karpenter_findings(
+        spot_free_stack,
+        described_cluster("API"),
+        None,
+        None,
+        MARK,
+        None,
+        lambda: [node_pool("l4-reserved", weight=50), node_pool("default", weight=50)],
+    )
+
+    (clash,) = [f for f in found if f.subject == "cluster ml-karpenter-dev NodePool names"]
+    assert clash.severity == "blocking"
+    assert clash.message.startswith(
+        "The cluster has NodePools of another installation named like the pools: l4-reserved."
+    )
+
+
+def test_the_platforms_own_node_pool_is_no_clash(spot_free_stack: StackConfig) -> None:
+    own = node_pool("l4-reserved", weight=30, taint="nvidia.com/gpu")
+    own["spec"]["template"]["metadata"] = {"labels": {"gpu-platform.io/pool": "l4-reserved"}}
+
+    found = karpenter_findings(
+        spot_free_stack, described_cluster("API"), None, None, MARK, None, lambda: [own]
+    )
+
+    assert [f.subject for f in found] == ["cluster ml-karpenter-dev", POOLS_SUBJECT]
 
 
 # --- The command's exit codes for these findings -------------------------------------------------

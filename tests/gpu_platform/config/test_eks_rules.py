@@ -218,7 +218,62 @@ BAD: list[tuple[str, Callable[[], Config], str, str]] = [
         "gpu-platform:namespaces[0].name",
         "not Karpenter's",
     ),
+    (
+        "instance families on a node group",
+        lambda: {**flexible(instanceFamilies=["g6"]), "provisioner": "cluster-autoscaler"},
+        "gpu-platform:pools[0].aws.instanceFamilies",
+        "no value unless provisioner is karpenter",
+    ),
+    (
+        "instance categories on a node group",
+        lambda: {**flexible(instanceCategories=["g"]), "provisioner": "cluster-autoscaler"},
+        "gpu-platform:pools[0].aws.instanceCategories",
+        "no value unless provisioner is karpenter",
+    ),
+    (
+        "instance families beside instance types",
+        lambda: with_aws(instanceFamilies=["g6"]),
+        "gpu-platform:pools[0].aws.instanceFamilies",
+        "no value beside instanceTypes",
+    ),
+    (
+        "instance families and categories",
+        lambda: flexible(instanceFamilies=["g6"], instanceCategories=["g"]),
+        "gpu-platform:pools[0].aws.instanceCategories",
+        "no value beside aws.instanceFamilies",
+    ),
+    (
+        "instance families without the GPU model",
+        lambda: without_accelerator(flexible(instanceFamilies=["g6"])),
+        "gpu-platform:pools[0].accelerator",
+        "the pool's one GPU model",
+    ),
+    (
+        "neither instance types nor families",
+        lambda: flexible(),
+        "gpu-platform:pools[0].instanceTypes",
+        "one or more EC2 instance types",
+    ),
+    (
+        "an instance type for a family",
+        lambda: flexible(instanceFamilies=["g6.xlarge"]),
+        "gpu-platform:pools[0].aws.instanceFamilies[0]",
+        "an EC2 instance family such as g6",
+    ),
 ]
+
+
+def flexible(**options: Any) -> Config:
+    """The Karpenter stack whose pool names no instance types, an L4 pool by `options`."""
+    config = with_aws(**options)
+    config["pools"][0].pop("instanceTypes")
+    config["pools"][0]["accelerator"] = "l4"
+    return config
+
+
+def without_accelerator(config: Config) -> Config:
+    config["pools"][0].pop("accelerator")
+    return config
 
 
 @pytest.mark.parametrize(
@@ -280,6 +335,13 @@ def test_helm_release_namespaces_follow_the_provisioner(
     changes: Config, namespaces: list[str]
 ) -> None:
     assert load_stack_config(karpenter(**changes)).helm_release_namespaces == namespaces
+
+
+def test_a_karpenter_pool_of_instance_families_and_one_gpu_model_is_valid() -> None:
+    config = load_stack_config(flexible(instanceFamilies=["g6", "gr6"]))
+
+    assert config.pools[0].instance_types == []
+    assert config.pools[0].aws.instance_families == ["g6", "gr6"]
 
 
 def test_an_efa_pool_is_valid_under_karpenter() -> None:

@@ -9,10 +9,12 @@ import pytest
 from botocore.model import StructureShape
 
 from gpu_platform.cli.offline import Plan
+from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.config import ConfigError
 from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART
+from tests.repository import PROJECT
 
 from .plans import asg_tags, launch_template, node_group, with_aws_options, with_pool
 
@@ -105,6 +107,54 @@ def test_a_pool_in_a_reservation_has_no_placement_group_of_its_own(
 
     assert plan.of_type(PLACEMENT_GROUP) == []
     assert len(launch_template(plan).inputs["networkInterfaces"]) == 32
+
+
+def ec2_documentation(shape: str) -> str:
+    """The EC2 API reference's text of a shape, from the installed botocore's EC2 model."""
+    model = botocore.session.get_session().get_service_model("ec2")
+    return model.shape_for(shape).documentation
+
+
+def test_ec2_places_a_capacity_blocks_instances_together_itself() -> None:
+    # Why a Capacity Block pool gets no placement group: the API reference, shape CapacityBlock.
+    assert (
+        "Instances that run inside a Capacity Block are automatically placed close together"
+        ' inside <a href="http://aws.amazon.com/ec2/ultraclusters/">Amazon EC2 UltraClusters</a>,'
+        " for low-latency, petabit-scale, non-blocking networking."
+    ) in ec2_documentation("CapacityBlock")
+
+
+def test_a_capacity_block_cannot_be_bought_into_a_placement_group() -> None:
+    # An on-demand reservation may be made in a cluster placement group, and a launch into the
+    # group matches only such reservations; a Capacity Block is bought with no group, so one the
+    # stack creates would match no block.
+    model = botocore.session.get_session().get_service_model("ec2")
+    create = model.operation_model("CreateCapacityReservation").input_shape
+    purchase = model.operation_model("PurchaseCapacityBlock").input_shape
+    assert isinstance(create, StructureShape) and isinstance(purchase, StructureShape)
+
+    assert "PlacementGroupArn" in create.members
+    assert sorted(purchase.members) == [
+        "CapacityBlockOfferingId",
+        "DryRun",
+        "InstancePlatform",
+        "TagSpecifications",
+    ]
+
+
+def test_a_capacity_block_efa_pool_under_karpenter_selects_no_placement_group(
+    plan_for: PlanFor,
+) -> None:
+    # Karpenter v1.14.1 puts a selected placement group in the launch template of every launch,
+    # reserved ones included, beside the block as its CapacityReservationTarget
+    # (pkg/providers/launchtemplate/launchtemplate.go, types.go `buildPlacement`): with one,
+    # EC2 would look for the block in the group.
+    plan = plan_for(stack_config("karpenter-dev", PROJECT))
+    node_class = plan.named("h100-block", "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+
+    assert "placementGroupSelector" not in node_class.inputs["spec"]
+    assert len(node_class.inputs["spec"]["networkInterfaces"]) == 33
+    assert plan.of_type(PLACEMENT_GROUP) == []
 
 
 def test_the_autoscaler_template_offers_the_efa_devices_and_label(

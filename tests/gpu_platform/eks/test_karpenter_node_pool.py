@@ -33,6 +33,7 @@ from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.efa import EfaNetwork
 from gpu_platform.eks.instance_types import InstanceType
 from gpu_platform.eks.karpenter.node_pool import (
+    DRIFT_BUDGET_PERCENT,
     KarpenterGpuNodePool,
     KarpenterGpuNodePoolArgs,
     ec2_node_class_for,
@@ -46,7 +47,7 @@ from gpu_platform.kubernetes.canary_gate import RELEASE_NODE_LABEL, canary_relea
 from gpu_platform.kubernetes.crd_schemas import SCHEMAS_DIR, chart_crds, validation_errors
 from gpu_platform.node_identity import CLOUD_TAINT_EFFECTS, resolve_pool
 from gpu_platform.versions import KARPENTER_CHART
-from tests.repository import PROJECT
+from tests.repository import PROJECT, ROOT
 from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
 
 from .plans import asg_tags, node_group
@@ -242,6 +243,13 @@ def test_the_schema_check_refuses_a_value_the_crd_does_not_allow() -> None:
 # --- The CRDs' CEL rules, read in Python -------------------------------------------------------
 
 
+FLEXIBLE_POOL_LABELS = (
+    "karpenter.k8s.aws/instance-family",
+    "karpenter.k8s.aws/instance-category",
+    "karpenter.k8s.aws/instance-gpu-name",
+)
+
+
 def _keys(value: Any) -> list[str]:
     """A label map's keys, or the one key of a requirement."""
     return [value] if isinstance(value, str) else list(value)
@@ -283,9 +291,10 @@ CEL_READINGS: dict[str, Callable[[Any], bool]] = {
     'label "kubernetes.io/hostname" is restricted': lambda s: (
         "kubernetes.io/hostname" not in _keys(s)
     ),
-    # Stricter than the rule, which lets the provider's well-known labels through.
-    'label domain "karpenter.k8s.aws" is restricted': lambda s: (
-        not any(_domain(k).endswith("karpenter.k8s.aws") for k in _keys(s))
+    # Stricter than the rule, which lets all the provider's well-known labels through: only the
+    # three a pool of instance families or categories requires, each in the rule's list.
+    'label domain "karpenter.k8s.aws" is restricted': lambda s: all(
+        k in FLEXIBLE_POOL_LABELS or not _domain(k).endswith("karpenter.k8s.aws") for k in _keys(s)
     ),
     "nodeClassRef.group is immutable": lambda s: s["group"] == "karpenter.k8s.aws",
     "nodeClassRef.kind is immutable": lambda s: s["kind"] == "EC2NodeClass",
@@ -484,6 +493,14 @@ def test_every_cel_reading_is_of_a_rule_of_the_pinned_crds() -> None:
                 {"karpenter.sh/team": "vision"}
             ),
             '.spec.template.metadata.labels: label domain "karpenter.sh" is restricted',
+        ),
+        (
+            "NodePool",
+            lambda o: o["spec"]["template"]["spec"]["requirements"][0].update(
+                key="karpenter.k8s.aws/team"
+            ),
+            '.spec.template.spec.requirements[0].key: label domain "karpenter.k8s.aws" is'
+            " restricted",
         ),
         (
             "NodePool",
@@ -834,6 +851,16 @@ def test_empty_nodes_all_go_and_a_tenth_of_the_drifted_ones_by_default() -> None
     ]
 
 
+def test_the_docs_settings_table_gives_the_drift_budgets_default() -> None:
+    (row,) = [
+        line
+        for line in (ROOT / "docs" / "karpenter.md").read_text().splitlines()
+        if line.startswith("| `aws.emptyNodesBudgetPercent`, `aws.maxUnavailablePercent` |")
+    ]
+
+    assert f"`Drifted` and `Underutilized` (`{DRIFT_BUDGET_PERCENT}%` unless set)" in row
+
+
 def test_a_share_of_the_nodes_drifts_at_once_when_the_pool_says() -> None:
     args = karpenter_args(aws={"maxUnavailablePercent": 25, "emptyNodesBudgetPercent": 50})
 
@@ -971,6 +998,15 @@ def test_a_pod_fitting_a_capacity_block_and_an_on_demand_pool_starts_in_the_bloc
 
     assert order_by_weight([on_demand, block])[0] == "h100-block"
     assert order_by_weight(unweighted)[0] == "h100-od"
+
+
+def test_a_pod_fitting_a_pool_and_its_canary_starts_in_the_pool() -> None:
+    # Of equal weights, OrderByWeight takes the name sorting last: `h100-canary`.
+    led = node_pool_for(karpenter_args(name="h100"))
+    canary = node_pool_for(karpenter_args(name="h100-canary", canaryOf="h100"))
+
+    assert canary["spec"]["weight"] == 19
+    assert order_by_weight([canary, led]) == ["h100", "h100-canary"]
 
 
 def test_a_pod_fitting_a_spot_and_an_on_demand_pool_starts_on_demand() -> None:

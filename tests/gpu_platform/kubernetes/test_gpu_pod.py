@@ -13,9 +13,10 @@ from gpu_platform.kubernetes.gpu_pod import (
     gpu_pod_spec,
     gpu_resource,
     gpu_tolerations,
+    model_placements,
     pool_placement,
 )
-from gpu_platform.node_identity import GpuShape, ResolvedPool, resolve_pool
+from gpu_platform.node_identity import GpuShape, ResolvedPool, Taint, resolve_pool
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.gpu_platform.kubernetes.restricted_pod_security import (
     RESTRICTED_RULES,
@@ -269,3 +270,81 @@ def test_deployments_under_the_cluster_autoscaler_keep_it_from_draining_the_node
     assert placement["workload"]["deploymentAnnotations"] == {
         "cluster-autoscaler.kubernetes.io/safe-to-evict": "false"
     }
+
+
+def named(name: str, accelerator: str = "l4", gpus: int = 1, **fields: Any) -> ResolvedPool:
+    spec = GpuPoolSpec.model_validate({"name": name, "instanceTypes": ["x"], "max": 2, **fields})
+    return resolve_pool(spec, 0, GpuShape(accelerator, gpus))
+
+
+def models(*pools: ResolvedPool) -> dict[str, list[str]]:
+    return {name: p["pools"] for name, p in model_placements(pools, "karpenter").items()}
+
+
+def test_pools_of_one_gpu_model_share_a_placement_that_admits_them_all() -> None:
+    placement = model_placements([named("l4-reserved"), named("l4-od")], "karpenter")["l4"]
+
+    assert placement["pools"] == ["l4-reserved", "l4-od"]
+    term = placement["workload"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert term == [
+        {
+            "matchExpressions": [
+                {
+                    "key": "gpu-platform.io/pool",
+                    "operator": "In",
+                    "values": ["l4-reserved", "l4-od"],
+                }
+            ]
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("other", "name"),
+    [
+        (named("t4", "t4"), "t4"),
+        (named("l4-sliced", sharing={"mode": "time-slicing", "replicas": 4}), "l4-time-slicing-4"),
+        (named("l4-efa", aws={"efa": True}), "l4-efa"),
+    ],
+)
+def test_pools_a_pod_must_not_move_between_get_placements_of_their_own(
+    other: ResolvedPool, name: str
+) -> None:
+    assert models(named("l4-od"), other) == {"l4": ["l4-od"], name: [other.spec.name]}
+
+
+def test_mig_pools_of_other_profiles_are_not_mixed() -> None:
+    small = named("a100-1g", "a100-80gb", 8, sharing={"mode": "mig", "profile": "all-1g.10gb"})
+    large = named("a100-3g", "a100-80gb", 8, sharing={"mode": "mig", "profile": "all-3g.40gb"})
+
+    assert models(small, large) == {
+        "a100-80gb-mig-mixed-all-1g.10gb": ["a100-1g"],
+        "a100-80gb-mig-mixed-all-3g.40gb": ["a100-3g"],
+    }
+
+
+def test_canaries_and_pools_with_taints_of_their_own_join_no_model_placement() -> None:
+    canary = named("l4-canary", canaryOf="l4-od")
+    team = named("l4-vision", taints=[{"key": "team", "value": "vision", "effect": "NoSchedule"}])
+
+    assert models(named("l4-od"), canary, team) == {"l4": ["l4-od"]}
+
+
+def test_a_model_placement_tolerates_the_taints_of_each_of_its_pools() -> None:
+    queued = Taint("cloud.google.com/gke-queued", "true", "NoSchedule")
+    spec = GpuPoolSpec.model_validate({"name": "l4-queued", "instanceTypes": ["x"], "max": 2})
+    pools = [named("l4-od"), resolve_pool(spec, 1, GpuShape("l4", 1), cloud_taints=(queued,))]
+
+    tolerations = model_placements(pools, "cluster-autoscaler")["l4"]["workload"]["tolerations"]
+
+    assert tolerations == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"},
+        {
+            "key": "cloud.google.com/gke-queued",
+            "operator": "Equal",
+            "value": "true",
+            "effect": "NoSchedule",
+        },
+    ]

@@ -507,6 +507,17 @@ def test_a_gpu_nodepool_with_a_small_budget_without_reasons_is_advised(
     )
 
 
+def test_a_gpu_nodepools_small_budget_for_empty_nodes_is_advised(analyze: Analyze) -> None:
+    # The same trap with reasons: helpers.go takes NotReady nodes off the Empty budget too.
+    pool = user_written_gpu_node_pool()
+    pool.inputs["spec"]["disruption"]["budgets"] = [{"nodes": "1", "reasons": ["Empty"]}]
+
+    (message,) = messages(analyze(pool), "karpenter-gpu-pool-budgets")
+    assert message.startswith(
+        'the GPU NodePool has a disruption budget of nodes="1" for reasons including Empty,'
+    )
+
+
 def test_a_gpu_nodepool_keeping_the_default_budget_is_advised(analyze: Analyze) -> None:
     # karpenter.sh_nodepools.yaml at v1.14.1: `budgets` defaults to [{nodes: 10%}].
     pool = user_written_gpu_node_pool()
@@ -564,10 +575,25 @@ def test_budgets_with_reasons_or_of_every_node_pass(
             },
             "ssmParameter=",
         ),
+        (
+            # Canonical's EKS images move under `current` (its SSM parameter paths).
+            {
+                "ssmParameter": "/aws/service/canonical/ubuntu/eks/24.04/1.35/stable/current/"
+                "amd64/hvm/ebs-gp3/ami-id"
+            },
+            "ssmParameter=",
+        ),
         ({"name": "amazon-eks-node-al2023-x86_64-nvidia-1.35-*"}, "name="),
         ({"tags": {"team": "ml", "release": "2026*"}}, "tags.release="),
     ],
-    ids=["alias", "ssm-recommended", "ssm-latest-arn", "name-wildcard", "tag-wildcard"],
+    ids=[
+        "alias",
+        "ssm-recommended",
+        "ssm-latest-arn",
+        "ssm-canonical-current",
+        "name-wildcard",
+        "tag-wildcard",
+    ],
 )
 def test_every_floating_ami_selector_is_reported(
     analyze: Analyze, term: dict[str, Any], field: str

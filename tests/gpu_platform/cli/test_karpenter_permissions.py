@@ -1,0 +1,208 @@
+"""With `karpenter.install: false`, the existing controller's role against what the pools need:
+EKS's Pod Identity association and IAM's policy simulator, answered by botocore's Stubber with
+the answers' shapes from botocore's models. The actions and resources are those of upstream's
+controller policy (aws/karpenter-provider-aws v1.14.1, website/content/en/docs/getting-started/
+getting-started-with-karpenter/cloudformation.yaml) that the upgrade guide
+(upgrading/upgrade-guide.md) tells roles made before v1.11.0 to add."""
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.karpenter_permissions import (
+    controller_permissions_finding,
+    needed_permissions,
+)
+from gpu_platform.cli.preflight_karpenter import karpenter_findings
+from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.config import StackConfig, load_stack_config
+
+NODE_ROLE = "arn:aws:iam::123456789012:role/KarpenterNodeRole-ml"
+CONTROLLER_ROLE = "arn:aws:iam::123456789012:role/KarpenterControllerRole-ml"
+CLUSTER_ARN = "arn:aws:eks:us-east-1:123456789012:cluster/ml-karpenter-dev"
+CLUSTER: dict[str, Any] = {
+    "name": "ml-karpenter-dev",
+    "arn": CLUSTER_ARN,
+    "accessConfig": {"authenticationMode": "API"},
+}
+SUBJECT = "cluster ml-karpenter-dev Karpenter controller role"
+PLACEMENT_GROUPS = "arn:aws:ec2:us-east-1:123456789012:placement-group/*"
+RESERVATIONS = "arn:aws:ec2:us-east-1:123456789012:capacity-reservation/*"
+
+
+def existing_stack(efa_on_demand: bool = False) -> StackConfig:
+    """karpenter-dev on an existing Karpenter, without its spot pool; with `efa_on_demand`, its
+    on-demand pool on p5 with EFA, in a placement group of its own."""
+    values = stack_config("karpenter-dev")
+    values["gpu-platform:karpenter"] = {"install": False, "nodeRoleArn": NODE_ROLE}
+    pools = [p for p in values["gpu-platform:pools"] if p.get("capacity") != "spot"]
+    if efa_on_demand:
+        pools[-1].update(instanceTypes=["p5.48xlarge"], accelerator="h100-80gb")
+        pools[-1].update(zones=["us-east-1a"])
+        pools[-1]["aws"]["efa"] = True
+    values["gpu-platform:pools"] = pools
+    return load_stack_config(
+        {k.removeprefix("gpu-platform:"): v for k, v in values.items() if k.startswith("gpu-")}
+    )
+
+
+def stubbed(client: Any) -> Iterator[Stubber]:
+    """`client` answered by the Stubber; every answer added must be asked for."""
+    with Stubber(client) as stubber:
+        yield stubber
+        stubber.assert_no_pending_responses()
+
+
+@pytest.fixture
+def eks() -> Iterator[Stubber]:
+    yield from stubbed(boto3.client("eks", region_name="us-east-1"))
+
+
+@pytest.fixture
+def iam() -> Iterator[Stubber]:
+    yield from stubbed(boto3.client("iam", region_name="us-east-1"))
+
+
+def associated(eks: Stubber, service_account: str = "karpenter") -> None:
+    eks.add_response(
+        "list_pod_identity_associations",
+        {"associations": [{"associationId": "a-0123456789abcdef0"}]},
+        {
+            "clusterName": "ml-karpenter-dev",
+            "namespace": "kube-system",
+            "serviceAccount": service_account,
+        },
+    )
+    eks.add_response(
+        "describe_pod_identity_association",
+        {"association": {"roleArn": CONTROLLER_ROLE}},
+        {"clusterName": "ml-karpenter-dev", "associationId": "a-0123456789abcdef0"},
+    )
+
+
+def simulated(iam: Stubber, stack: StackConfig, denied: set[tuple[str, str]]) -> None:
+    """IAM's answer for each permission the stack needs: `implicitDeny` for `denied`."""
+    for action, resource in needed_permissions(stack, CLUSTER_ARN):
+        decision = "implicitDeny" if (action, resource) in denied else "allowed"
+        iam.add_response(
+            "simulate_principal_policy",
+            {
+                "EvaluationResults": [
+                    {
+                        "EvalActionName": action,
+                        "EvalResourceName": resource,
+                        "EvalDecision": decision,
+                    }
+                ]
+            },
+        )
+
+
+def test_an_on_demand_efa_pool_needs_placement_groups_and_reserved_ones_reservations() -> None:
+    assert needed_permissions(existing_stack(efa_on_demand=True), CLUSTER_ARN) == [
+        ("iam:PassRole", NODE_ROLE),
+        ("ec2:DescribePlacementGroups", "*"),
+        ("ec2:CreateFleet", PLACEMENT_GROUPS),
+        ("ec2:RunInstances", PLACEMENT_GROUPS),
+        ("ec2:DescribeCapacityReservations", "*"),
+        ("ec2:CreateFleet", RESERVATIONS),
+        ("ec2:RunInstances", RESERVATIONS),
+    ]
+
+
+def test_a_capacity_block_efa_pool_needs_no_placement_group() -> None:
+    # karpenter-dev's EFA pool is its Capacity Block, which launches into no placement group.
+    needed = needed_permissions(existing_stack(), CLUSTER_ARN)
+
+    assert ("ec2:DescribePlacementGroups", "*") not in needed
+
+
+def test_a_role_allowing_upstreams_policy_is_ok(eks: Stubber, iam: Stubber) -> None:
+    stack = existing_stack(efa_on_demand=True)
+    associated(eks)
+    simulated(iam, stack, denied=set())
+
+    finding = controller_permissions_finding(stack, CLUSTER, eks.client, iam.client)
+
+    assert finding == Finding(
+        "ok", SUBJECT, f"{CONTROLLER_ROLE} may launch what the pools need.", "Nothing."
+    )
+
+
+def test_a_role_made_before_v1_11_blocks_an_efa_pool(eks: Stubber, iam: Stubber) -> None:
+    stack = existing_stack(efa_on_demand=True)
+    associated(eks)
+    simulated(
+        iam,
+        stack,
+        denied={
+            ("ec2:DescribePlacementGroups", "*"),
+            ("ec2:CreateFleet", PLACEMENT_GROUPS),
+            ("ec2:RunInstances", PLACEMENT_GROUPS),
+        },
+    )
+
+    finding = controller_permissions_finding(stack, CLUSTER, eks.client, iam.client)
+
+    assert finding.severity == "blocking"
+    assert finding.message == (
+        f"{CONTROLLER_ROLE} may not: ec2:DescribePlacementGroups on *; ec2:CreateFleet on"
+        f" {PLACEMENT_GROUPS}; ec2:RunInstances on {PLACEMENT_GROUPS}. Karpenter could not"
+        " launch the pools' nodes there, and their pods would stay Pending."
+    )
+
+
+def test_a_role_that_may_not_pass_the_node_role_blocks(eks: Stubber, iam: Stubber) -> None:
+    stack = existing_stack()
+    associated(eks)
+    simulated(iam, stack, denied={("iam:PassRole", NODE_ROLE)})
+
+    finding = controller_permissions_finding(stack, CLUSTER, eks.client, iam.client)
+
+    assert finding.severity == "blocking"
+    assert f"iam:PassRole on {NODE_ROLE}" in finding.message
+
+
+def test_a_controller_without_a_pod_identity_association_warns(eks: Stubber) -> None:
+    eks.add_response("list_pod_identity_associations", {"associations": []})
+
+    finding = controller_permissions_finding(existing_stack(), CLUSTER, eks.client, None)
+
+    assert finding.severity == "warning"
+    assert finding.message.startswith(
+        "No Pod Identity association for kube-system/karpenter: the check cannot tell"
+    )
+
+
+def test_the_role_is_that_of_the_service_account_the_controller_runs_as(
+    eks: Stubber, iam: Stubber
+) -> None:
+    stack = existing_stack()
+    deployment: dict[str, Any] = {
+        "metadata": {"name": "karpenter", "namespace": "kube-system"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "serviceAccountName": "karpenter-controller",
+                    "containers": [
+                        {
+                            "name": "controller",
+                            "image": "public.ecr.aws/karpenter/controller:1.14.1",
+                        }
+                    ],
+                }
+            }
+        },
+    }
+    associated(eks, service_account="karpenter-controller")
+    simulated(iam, stack, denied=set())
+
+    found = karpenter_findings(
+        stack, CLUSTER, iam.client, None, "", lambda: [deployment], None, eks.client
+    )
+
+    assert [f.severity for f in found if f.subject == SUBJECT] == ["ok"]
