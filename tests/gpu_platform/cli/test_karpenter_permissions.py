@@ -5,7 +5,7 @@ controller policy (aws/karpenter-provider-aws v1.14.1, website/content/en/docs/g
 getting-started-with-karpenter/cloudformation.yaml) that the upgrade guide
 (upgrading/upgrade-guide.md) tells roles made before v1.11.0 to add."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import boto3
@@ -84,10 +84,19 @@ def associated(eks: Stubber, service_account: str = "karpenter") -> None:
     )
 
 
-def simulated(iam: Stubber, stack: StackConfig, denied: set[tuple[str, str]]) -> None:
-    """IAM's answer for each permission the stack needs: `implicitDeny` for `denied`."""
+def simulated(
+    iam: Stubber,
+    stack: StackConfig,
+    denied: set[tuple[str, str]],
+    missing: Mapping[tuple[str, str], list[str]] | None = None,
+) -> None:
+    """IAM's answer for each permission the stack needs: `implicitDeny` for `denied`, and for
+    those `missing` names, for want of those context keys (where IAM's answer lists them when
+    given resource ARNs: `ResourceSpecificResults[].MissingContextValues`, botocore's iam
+    model)."""
+    missing = missing or {}
     for action, resource in needed_permissions(stack, CLUSTER_ARN):
-        decision = "implicitDeny" if (action, resource) in denied else "allowed"
+        decision = "implicitDeny" if (action, resource) in denied | set(missing) else "allowed"
         iam.add_response(
             "simulate_principal_policy",
             {
@@ -96,6 +105,13 @@ def simulated(iam: Stubber, stack: StackConfig, denied: set[tuple[str, str]]) ->
                         "EvalActionName": action,
                         "EvalResourceName": resource,
                         "EvalDecision": decision,
+                        "ResourceSpecificResults": [
+                            {
+                                "EvalResourceName": resource,
+                                "EvalResourceDecision": decision,
+                                "MissingContextValues": missing.get((action, resource), []),
+                            }
+                        ],
                     }
                 ]
             },
@@ -165,6 +181,47 @@ def test_a_role_that_may_not_pass_the_node_role_blocks(eks: Stubber, iam: Stubbe
 
     assert finding.severity == "blocking"
     assert f"iam:PassRole on {NODE_ROLE}" in finding.message
+
+
+def test_a_denial_for_want_of_a_context_key_warns_instead_of_blocking(
+    eks: Stubber, iam: Stubber
+) -> None:
+    # A role scoping its placement groups by tag (`aws:ResourceTag/...`): the simulator has no
+    # tags to read, evaluates the condition as false and denies what a launch would be allowed.
+    stack = existing_stack(efa_on_demand=True)
+    associated(eks)
+    simulated(
+        iam,
+        stack,
+        denied=set(),
+        missing={("ec2:CreateFleet", PLACEMENT_GROUPS): ["aws:ResourceTag/karpenter.sh/discovery"]},
+    )
+
+    finding = controller_permissions_finding(stack, CLUSTER, eks.client, iam.client)
+
+    assert finding.severity == "warning"
+    assert (
+        f"ec2:CreateFleet on {PLACEMENT_GROUPS} (aws:ResourceTag/karpenter.sh/discovery)"
+        in finding.message
+    )
+
+
+def test_a_denial_without_missing_context_keys_still_blocks_beside_one_with(
+    eks: Stubber, iam: Stubber
+) -> None:
+    stack = existing_stack(efa_on_demand=True)
+    associated(eks)
+    simulated(
+        iam,
+        stack,
+        denied={("ec2:RunInstances", PLACEMENT_GROUPS)},
+        missing={("ec2:CreateFleet", PLACEMENT_GROUPS): ["aws:ResourceTag/karpenter.sh/discovery"]},
+    )
+
+    finding = controller_permissions_finding(stack, CLUSTER, eks.client, iam.client)
+
+    assert finding.severity == "blocking"
+    assert f"ec2:RunInstances on {PLACEMENT_GROUPS}" in finding.message
 
 
 def test_a_controller_without_a_pod_identity_association_warns(eks: Stubber) -> None:
