@@ -224,29 +224,29 @@ def model_placements(
 ) -> dict[str, dict[str, Any]]:
     """What a workload needs to land on any of the pools of one GPU model and sharing mode, by
     `model_name`, as the stack exports it: each with its pools, and a `workload` as
-    `pool_placement`'s whose affinity admits all of them and whose tolerations are the union of
-    theirs. Where several pools fit a pod, the node provisioner picks among them: Karpenter the
+    `pool_placement`'s whose affinity admits all of them and whose tolerations are theirs: the
+    GPU taint alone, as no pool with other taints joins. Where several pools fit a pod, the node provisioner picks among them: Karpenter the
     NodePool of the highest weight, so capacity already paid for first (`OrderByWeight`,
     kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go at v1.14.1), the cluster autoscaler
     by its priority expander.
 
     Pools a pod must not be moved between are not mixed: of another GPU model, sharing mode or
-    MIG profile, with EFA or without. A canary pool, and a pool with taints of its own, join none:
-    only pods that select the canary, or tolerate those taints, are meant to run there."""
+    MIG profile, with EFA or without. A canary pool, a pool with taints of its own, and a GKE
+    queued-provisioning pool join none: only pods that select the canary, or tolerate those
+    taints, are meant to run there, and a queued pool's nodes come only through a
+    ProvisioningRequest, for its pods (`gpu_platform.gke.capacity_taints`): a pod tolerating
+    `cloud.google.com/gke-queued` without one would take a node booked for another job."""
     groups: dict[str, list[ResolvedPool]] = {}
     for pool in pools:
-        if pool.spec.canary_of is None and not pool.spec.taints:
+        if pool.spec.canary_of is None and not pool.spec.taints and not pool.identity.cloud_taints:
             groups.setdefault(model_name(pool), []).append(pool)
     placements = {}
     for name, members in groups.items():
-        tolerations: list[dict[str, str]] = []
-        for pool in members:
-            tolerations += [t for t in gpu_tolerations(pool) if t not in tolerations]
         placements[name] = {
             "pools": [pool.spec.name for pool in members],
             "workload": {
                 "resource": gpu_resource(members[0]),
-                "tolerations": tolerations,
+                "tolerations": gpu_tolerations(members[0]),
                 "affinity": _pools_affinity([pool.spec.name for pool in members]),
                 "annotations": gpu_pod_annotations(provisioner, "Job"),
                 "deploymentAnnotations": gpu_pod_annotations(provisioner, "Deployment"),

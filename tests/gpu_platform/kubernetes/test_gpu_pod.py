@@ -332,19 +332,18 @@ def test_canaries_and_pools_with_taints_of_their_own_join_no_model_placement() -
     assert models(named("l4-od"), canary, team) == {"l4": ["l4-od"]}
 
 
-def test_a_model_placement_tolerates_the_taints_of_each_of_its_pools() -> None:
+def test_a_queued_provisioning_pool_joins_no_model_placement() -> None:
+    # A queued pool's nodes come only through a ProvisioningRequest, booked for its pods
+    # (GKE's Dynamic Workload Scheduler page, provisioningrequest; gpu_platform/gke/
+    # capacity_taints.py): a pod that tolerated `cloud.google.com/gke-queued` without one would
+    # take a node booked for another job.
     queued = Taint("cloud.google.com/gke-queued", "true", "NoSchedule")
     spec = GpuPoolSpec.model_validate({"name": "l4-queued", "instanceTypes": ["x"], "max": 2})
     pools = [named("l4-od"), resolve_pool(spec, 1, GpuShape("l4", 1), cloud_taints=(queued,))]
 
-    tolerations = model_placements(pools, "cluster-autoscaler")["l4"]["workload"]["tolerations"]
+    placement = model_placements(pools, "cluster-autoscaler")
 
-    assert tolerations == [
-        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"},
-        {
-            "key": "cloud.google.com/gke-queued",
-            "operator": "Equal",
-            "value": "true",
-            "effect": "NoSchedule",
-        },
+    assert {name: p["pools"] for name, p in placement.items()} == {"l4": ["l4-od"]}
+    assert placement["l4"]["workload"]["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
     ]
