@@ -225,10 +225,11 @@ def model_placements(
     """What a workload needs to land on any of the pools of one GPU model and sharing mode, by
     `model_name`, as the stack exports it: each with its pools, and a `workload` as
     `pool_placement`'s whose affinity admits all of them and whose tolerations are theirs: the
-    GPU taint alone, as no pool with other taints joins. Where several pools fit a pod, the node provisioner picks among them: Karpenter the
-    NodePool of the highest weight, so capacity already paid for first (`OrderByWeight`,
-    kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go at v1.14.1), the cluster autoscaler
-    by its priority expander.
+    GPU taint alone, as no pool with other taints joins. Where several pools fit a pod, the node
+    provisioner picks among them: Karpenter the NodePool of the highest weight, so capacity
+    already paid for first (`OrderByWeight`, kubernetes-sigs/karpenter
+    pkg/utils/nodepool/nodepool.go at v1.14.1), the cluster autoscaler on EKS by its priority
+    expander, GKE's by its own expander, which the platform does not rank.
 
     Pools a pod must not be moved between are not mixed: of another GPU model, sharing mode or
     MIG profile, with EFA or without. A canary pool, a pool with taints of its own, and a GKE
@@ -256,9 +257,13 @@ def model_placements(
 
 
 def model_name(pool: ResolvedPool) -> str:
-    """`h100-80gb-efa`, `t4-time-slicing-4`, `a100-80gb-mig-mixed-all-1g.10gb`: the GPU model,
-    then the device plugin config and MIG profile where the GPUs are shared, then `efa`."""
+    """`h100-80gb-efa`, `t4-time-slicing-4`, `a100-80gb-mig-mixed-all-1g.10gb`, `t4-arm64`: the
+    GPU model and, on Arm hosts, `arm64` (the T4G of Graviton g5g instances is a T4: an x86 image
+    on it fails to start), then the device plugin config and MIG profile where the GPUs are
+    shared, then `efa`."""
     parts = [pool.gpu.accelerator]
+    if pool.gpu.architecture == "arm64":
+        parts.append("arm64")
     sharing = pool.spec.sharing
     if not isinstance(sharing, ExclusiveSharing):
         parts.append(sharing_config_name(sharing))

@@ -315,6 +315,16 @@ def test_pools_a_pod_must_not_move_between_get_placements_of_their_own(
     assert models(named("l4-od"), other) == {"l4": ["l4-od"], name: [other.spec.name]}
 
 
+def test_pools_of_one_gpu_model_on_arm_and_x86_hosts_are_not_mixed() -> None:
+    # EC2 calls the GPU of g5g (Graviton, arm64) `T4g`, which the platform reads as a T4
+    # (gpu_platform/eks/instance_types.py): an amd64-only image on it would not start.
+    spec = GpuPoolSpec.model_validate({"name": "t4-arm", "instanceTypes": ["x"], "max": 2})
+    arm = resolve_pool(spec, 1, GpuShape("t4", 1, "arm64"))
+    x86 = resolve_pool(spec.model_copy(update={"name": "t4-x86"}), 0, GpuShape("t4", 1, "x86_64"))
+
+    assert models(x86, arm) == {"t4": ["t4-x86"], "t4-arm64": ["t4-arm"]}
+
+
 def test_mig_pools_of_other_profiles_are_not_mixed() -> None:
     small = named("a100-1g", "a100-80gb", 8, sharing={"mode": "mig", "profile": "all-1g.10gb"})
     large = named("a100-3g", "a100-80gb", 8, sharing={"mode": "mig", "profile": "all-3g.40gb"})
