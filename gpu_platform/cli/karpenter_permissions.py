@@ -38,13 +38,24 @@ def needed_permissions(config: StackConfig, arn: str) -> list[tuple[str, str]]:
             ("ec2:CreateFleet", f"{ec2}:placement-group/*"),
             ("ec2:RunInstances", f"{ec2}:placement-group/*"),
         ]
-    if any(p.capacity in EC2_RESERVED_CAPACITIES for p in config.pools):
-        needed += [
-            ("ec2:DescribeCapacityReservations", "*"),
-            ("ec2:CreateFleet", f"{ec2}:capacity-reservation/*"),
-            ("ec2:RunInstances", f"{ec2}:capacity-reservation/*"),
-        ]
+    # Each pool's own reservation, which a Karpenter pool always names (`eks_rules`): a role
+    # allowed only the stack's reservations is allowed what the pools need, but a statement
+    # naming them does not match the resource `capacity-reservation/*` (a policy's `*` is a
+    # pattern; the request's is a character), so the simulator would deny it.
+    reservations = sorted(
+        {
+            f"{ec2}:capacity-reservation/{p.aws.capacity_reservation_id}"
+            for p in config.pools
+            if p.capacity in EC2_RESERVED_CAPACITIES
+        }
+    )
+    if reservations:
+        needed.append(("ec2:DescribeCapacityReservations", "*"))
+        needed += [(action, r) for r in reservations for action in _LAUNCHES]
     return needed
+
+
+_LAUNCHES = ("ec2:CreateFleet", "ec2:RunInstances")
 
 
 def controller_permissions_finding(

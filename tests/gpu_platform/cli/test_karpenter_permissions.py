@@ -31,7 +31,11 @@ CLUSTER: dict[str, Any] = {
 }
 SUBJECT = "cluster ml-karpenter-dev Karpenter controller role"
 PLACEMENT_GROUPS = "arn:aws:ec2:us-east-1:123456789012:placement-group/*"
-RESERVATIONS = "arn:aws:ec2:us-east-1:123456789012:capacity-reservation/*"
+# karpenter-dev's reserved and Capacity Block pools' own reservations (Pulumi.karpenter-dev.yaml).
+RESERVATIONS = [
+    f"arn:aws:ec2:us-east-1:123456789012:capacity-reservation/{cr}"
+    for cr in ("cr-0a1b2c3d4e5f60718", "cr-0b10c4e5a2f6d7890")
+]
 
 
 def existing_stack(efa_on_demand: bool = False) -> StackConfig:
@@ -125,8 +129,10 @@ def test_an_on_demand_efa_pool_needs_placement_groups_and_reserved_ones_reservat
         ("ec2:CreateFleet", PLACEMENT_GROUPS),
         ("ec2:RunInstances", PLACEMENT_GROUPS),
         ("ec2:DescribeCapacityReservations", "*"),
-        ("ec2:CreateFleet", RESERVATIONS),
-        ("ec2:RunInstances", RESERVATIONS),
+        ("ec2:CreateFleet", RESERVATIONS[0]),
+        ("ec2:RunInstances", RESERVATIONS[0]),
+        ("ec2:CreateFleet", RESERVATIONS[1]),
+        ("ec2:RunInstances", RESERVATIONS[1]),
     ]
 
 
