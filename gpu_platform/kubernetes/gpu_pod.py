@@ -237,10 +237,18 @@ def model_placements(
     taints, are meant to run there, and a queued pool's nodes come only through a
     ProvisioningRequest, for its pods (`gpu_platform.gke.capacity_taints`): a pod tolerating
     `cloud.google.com/gke-queued` without one would take a node booked for another job."""
-    groups: dict[str, list[ResolvedPool]] = {}
+    by_model: dict[str, list[ResolvedPool]] = {}
     for pool in pools:
         if pool.spec.canary_of is None and not pool.spec.taints and not pool.identity.cloud_taints:
-            groups.setdefault(model_name(pool), []).append(pool)
+            by_model.setdefault(model_name(pool), []).append(pool)
+    # Pools of one model whose drivers reach different CUDA versions (an AMI release or driver
+    # pinned per pool) are kept apart, named by CUDA: a container built for the newer one fails
+    # on the older driver ("CUDA driver version is insufficient").
+    groups: dict[str, list[ResolvedPool]] = {}
+    for name, members in by_model.items():
+        split = len({_cuda(pool) for pool in members}) > 1
+        for pool in members:
+            groups.setdefault(f"{name}-cuda-{_cuda(pool)}" if split else name, []).append(pool)
     placements = {}
     for name, members in groups.items():
         placements[name] = {
@@ -254,6 +262,10 @@ def model_placements(
             },
         }
     return placements
+
+
+def _cuda(pool: ResolvedPool) -> str | None:
+    return pool.driver.cuda if pool.driver else None
 
 
 def model_name(pool: ResolvedPool) -> str:

@@ -8,6 +8,7 @@ import kubernetes_validate
 import pytest
 
 from gpu_platform.config import GpuPoolSpec
+from gpu_platform.drivers import NvidiaDriver
 from gpu_platform.kubernetes.gpu_pod import (
     gpu_node_affinity,
     gpu_pod_spec,
@@ -323,6 +324,22 @@ def test_pools_of_one_gpu_model_on_arm_and_x86_hosts_are_not_mixed() -> None:
     x86 = resolve_pool(spec.model_copy(update={"name": "t4-x86"}), 0, GpuShape("t4", 1, "x86_64"))
 
     assert models(x86, arm) == {"t4": ["t4-x86"], "t4-arm64": ["t4-arm"]}
+
+
+def test_pools_of_one_gpu_model_on_drivers_of_other_cuda_versions_are_not_mixed() -> None:
+    # A pool may pin its own AMI release or driver (aws.amiReleaseVersion, gcp.driverVersion):
+    # a container built for CUDA 13.0 does not start on a 570 driver, which reaches 12.8
+    # (NVIDIA's CUDA toolkit release notes, table 3, as gpu_platform/drivers.py keeps them).
+    spec = GpuPoolSpec.model_validate({"name": "l4-new", "instanceTypes": ["x"], "max": 2})
+    new = resolve_pool(spec, 0, GpuShape("l4", 1), driver=NvidiaDriver("580.95.05", "AMI"))
+    old = resolve_pool(
+        spec.model_copy(update={"name": "l4-old"}),
+        1,
+        GpuShape("l4", 1),
+        driver=NvidiaDriver("570.195.03", "AMI"),
+    )
+
+    assert models(new, old) == {"l4-cuda-13.0": ["l4-new"], "l4-cuda-12.8": ["l4-old"]}
 
 
 def test_mig_pools_of_other_profiles_are_not_mixed() -> None:
