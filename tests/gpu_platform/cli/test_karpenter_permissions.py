@@ -189,42 +189,33 @@ def test_a_role_that_may_not_pass_the_node_role_blocks(eks: Stubber, iam: Stubbe
     assert f"iam:PassRole on {NODE_ROLE}" in finding.message
 
 
+TAG_KEY = "aws:ResourceTag/karpenter.sh/discovery"
+
+
+def untagged_finding(eks: Stubber, iam: Stubber, denied: set[tuple[str, str]]) -> Finding:
+    """The finding for an EFA pool's role whose placement-group statement for ec2:CreateFleet
+    is conditioned on a tag (`aws:ResourceTag/...`): the simulator has no tags to read,
+    evaluates the condition as false and denies what a launch would be allowed; `denied` are
+    denied outright."""
+    stack = existing_stack(efa_on_demand=True)
+    associated(eks)
+    simulated(iam, stack, denied, missing={("ec2:CreateFleet", PLACEMENT_GROUPS): [TAG_KEY]})
+    return controller_permissions_finding(stack, CLUSTER, eks.client, iam.client)
+
+
 def test_a_denial_for_want_of_a_context_key_warns_instead_of_blocking(
     eks: Stubber, iam: Stubber
 ) -> None:
-    # A role scoping its placement groups by tag (`aws:ResourceTag/...`): the simulator has no
-    # tags to read, evaluates the condition as false and denies what a launch would be allowed.
-    stack = existing_stack(efa_on_demand=True)
-    associated(eks)
-    simulated(
-        iam,
-        stack,
-        denied=set(),
-        missing={("ec2:CreateFleet", PLACEMENT_GROUPS): ["aws:ResourceTag/karpenter.sh/discovery"]},
-    )
-
-    finding = controller_permissions_finding(stack, CLUSTER, eks.client, iam.client)
+    finding = untagged_finding(eks, iam, denied=set())
 
     assert finding.severity == "warning"
-    assert (
-        f"ec2:CreateFleet on {PLACEMENT_GROUPS} (aws:ResourceTag/karpenter.sh/discovery)"
-        in finding.message
-    )
+    assert f"ec2:CreateFleet on {PLACEMENT_GROUPS} ({TAG_KEY})" in finding.message
 
 
 def test_a_denial_without_missing_context_keys_still_blocks_beside_one_with(
     eks: Stubber, iam: Stubber
 ) -> None:
-    stack = existing_stack(efa_on_demand=True)
-    associated(eks)
-    simulated(
-        iam,
-        stack,
-        denied={("ec2:RunInstances", PLACEMENT_GROUPS)},
-        missing={("ec2:CreateFleet", PLACEMENT_GROUPS): ["aws:ResourceTag/karpenter.sh/discovery"]},
-    )
-
-    finding = controller_permissions_finding(stack, CLUSTER, eks.client, iam.client)
+    finding = untagged_finding(eks, iam, denied={("ec2:RunInstances", PLACEMENT_GROUPS)})
 
     assert finding.severity == "blocking"
     assert f"ec2:RunInstances on {PLACEMENT_GROUPS}" in finding.message
