@@ -95,10 +95,13 @@ def sharer_for(platform: Platform, sharing: Sharing) -> GpuSharer:
 
 @dataclass(frozen=True)
 class GpuShape:
-    """The GPUs on one node: which model and how many."""
+    """The GPUs on one node: which model and how many, and the node's CPU architecture where the
+    cloud's data gives it (EC2's `SupportedArchitectures`); a shape is its GPUs, whatever the
+    host."""
 
     accelerator: str
     count: int
+    architecture: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

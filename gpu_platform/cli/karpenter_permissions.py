@@ -38,13 +38,24 @@ def needed_permissions(config: StackConfig, arn: str) -> list[tuple[str, str]]:
             ("ec2:CreateFleet", f"{ec2}:placement-group/*"),
             ("ec2:RunInstances", f"{ec2}:placement-group/*"),
         ]
-    if any(p.capacity in EC2_RESERVED_CAPACITIES for p in config.pools):
-        needed += [
-            ("ec2:DescribeCapacityReservations", "*"),
-            ("ec2:CreateFleet", f"{ec2}:capacity-reservation/*"),
-            ("ec2:RunInstances", f"{ec2}:capacity-reservation/*"),
-        ]
+    # Each pool's own reservation, which a Karpenter pool always names (`eks_rules`): a role
+    # allowed only the stack's reservations is allowed what the pools need, but a statement
+    # naming them does not match the resource `capacity-reservation/*` (a policy's `*` is a
+    # pattern; the request's is a character), so the simulator would deny it.
+    reservations = sorted(
+        {
+            f"{ec2}:capacity-reservation/{p.aws.capacity_reservation_id}"
+            for p in config.pools
+            if p.capacity in EC2_RESERVED_CAPACITIES
+        }
+    )
+    if reservations:
+        needed.append(("ec2:DescribeCapacityReservations", "*"))
+        needed += [(action, r) for r in reservations for action in _LAUNCHES]
     return needed
+
+
+_LAUNCHES = ("ec2:CreateFleet", "ec2:RunInstances")
 
 
 def controller_permissions_finding(
@@ -68,7 +79,7 @@ def controller_permissions_finding(
             " placement-group/* and capacity-reservation/* for ec2:CreateFleet and"
             f" ec2:RunInstances, and iam:PassRole on {key_path('karpenter', 'nodeRoleArn')}.",
         )
-    denied = _denied(iam, role, needed_permissions(config, cluster["arn"]), cluster["arn"])
+    denied, unevaluated = _denied(iam, role, needed_permissions(config, cluster["arn"]), cluster)
     if denied:
         return Finding(
             "blocking",
@@ -77,6 +88,15 @@ def controller_permissions_finding(
             " there, and their pods would stay Pending.",
             "Add them to the controller's policy, as upstream's upgrade guide asks of roles made"
             " before v1.11.0 (docs/karpenter.md, An existing Karpenter).",
+        )
+    if unevaluated:
+        return Finding(
+            "warning",
+            subject,
+            f"IAM's simulator could not decide for {role}: {'; '.join(unevaluated)}. Its"
+            " policies' conditions read keys a launch sets but a simulation does not.",
+            "Check that those conditions hold for Karpenter's launches, or that the role allows"
+            " them unconditionally as upstream's v1.14.1 controller policy does.",
         )
     return Finding("ok", subject, f"{role} may launch what the pools need.", "Nothing.")
 
@@ -94,10 +114,14 @@ def _pod_identity_role(eks: Any, cluster: str, namespace: str, service_account: 
     return role
 
 
-def _denied(iam: Any, role: str, needed: Sequence[tuple[str, str]], cluster_arn: str) -> list[str]:
+def _denied(
+    iam: Any, role: str, needed: Sequence[tuple[str, str]], cluster: Mapping[str, Any]
+) -> tuple[list[str], list[str]]:
     """`action on resource` for each that the role's policies do not allow, evaluated with the
-    context keys upstream's policy conditions read."""
-    region = cluster_arn.split(":")[3]
+    context keys upstream's policy conditions read; apart, those only a condition on a key the
+    simulation lacks (`MissingContextValues`, e.g. `aws:ResourceTag/...`) keeps from being
+    allowed: IAM's simulator evaluates such a condition as false, which a launch need not."""
+    region = cluster["arn"].split(":")[3]
     context = [
         {
             "ContextKeyName": "iam:PassedToService",
@@ -110,7 +134,7 @@ def _denied(iam: Any, role: str, needed: Sequence[tuple[str, str]], cluster_arn:
             "ContextKeyType": "string",
         },
     ]
-    denied = []
+    denied, unevaluated = [], []
     for action, resource in needed:
         results = iam.simulate_principal_policy(
             PolicySourceArn=role,
@@ -118,6 +142,20 @@ def _denied(iam: Any, role: str, needed: Sequence[tuple[str, str]], cluster_arn:
             ResourceArns=[resource],
             ContextEntries=context,
         )["EvaluationResults"]
-        if any(r["EvalDecision"] != "allowed" for r in results):
+        decisions = {r["EvalDecision"] for r in results}
+        if decisions <= {"allowed"}:
+            continue
+        missing = sorted(
+            {key for r in results for key in r.get("MissingContextValues", [])}
+            | {
+                key
+                for r in results
+                for specific in r.get("ResourceSpecificResults", [])
+                for key in specific.get("MissingContextValues", [])
+            }
+        )
+        if "explicitDeny" in decisions or not missing:
             denied.append(f"{action} on {resource}")
-    return denied
+        else:
+            unevaluated.append(f"{action} on {resource} ({', '.join(missing)})")
+    return denied, unevaluated

@@ -99,7 +99,7 @@ class InstanceType:
     @property
     def gpu(self) -> GpuShape | None:
         accelerator = self.accelerator
-        return GpuShape(accelerator, self.gpu_count) if accelerator else None
+        return GpuShape(accelerator, self.gpu_count, self.architecture) if accelerator else None
 
     def describe_gpus(self) -> str:
         """`1 x NVIDIA T4 (16384 MiB)`, for error messages."""

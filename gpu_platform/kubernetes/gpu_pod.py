@@ -224,29 +224,38 @@ def model_placements(
 ) -> dict[str, dict[str, Any]]:
     """What a workload needs to land on any of the pools of one GPU model and sharing mode, by
     `model_name`, as the stack exports it: each with its pools, and a `workload` as
-    `pool_placement`'s whose affinity admits all of them and whose tolerations are the union of
-    theirs. Where several pools fit a pod, the node provisioner picks among them: Karpenter the
-    NodePool of the highest weight, so capacity already paid for first (`OrderByWeight`,
-    kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go at v1.14.1), the cluster autoscaler
-    by its priority expander.
+    `pool_placement`'s whose affinity admits all of them and whose tolerations are theirs: the
+    GPU taint alone, as no pool with other taints joins. Where several pools fit a pod, the node
+    provisioner picks among them: Karpenter the NodePool of the highest weight, so capacity
+    already paid for first (`OrderByWeight`, kubernetes-sigs/karpenter
+    pkg/utils/nodepool/nodepool.go at v1.14.1), the cluster autoscaler on EKS by its priority
+    expander, GKE's by its own expander, which the platform does not rank.
 
     Pools a pod must not be moved between are not mixed: of another GPU model, sharing mode or
-    MIG profile, with EFA or without. A canary pool, and a pool with taints of its own, join none:
-    only pods that select the canary, or tolerate those taints, are meant to run there."""
-    groups: dict[str, list[ResolvedPool]] = {}
+    MIG profile, with EFA or without. A canary pool, a pool with taints of its own, and a GKE
+    queued-provisioning pool join none: only pods that select the canary, or tolerate those
+    taints, are meant to run there, and a queued pool's nodes come only through a
+    ProvisioningRequest, for its pods (`gpu_platform.gke.capacity_taints`): a pod tolerating
+    `cloud.google.com/gke-queued` without one would take a node booked for another job."""
+    by_model: dict[str, list[ResolvedPool]] = {}
     for pool in pools:
-        if pool.spec.canary_of is None and not pool.spec.taints:
-            groups.setdefault(model_name(pool), []).append(pool)
+        if pool.spec.canary_of is None and not pool.spec.taints and not pool.identity.cloud_taints:
+            by_model.setdefault(model_name(pool), []).append(pool)
+    # Pools of one model whose drivers reach different CUDA versions (an AMI release or driver
+    # pinned per pool) are kept apart, named by CUDA: a container built for the newer one fails
+    # on the older driver ("CUDA driver version is insufficient").
+    groups: dict[str, list[ResolvedPool]] = {}
+    for name, members in by_model.items():
+        split = len({_cuda(pool) for pool in members}) > 1
+        for pool in members:
+            groups.setdefault(f"{name}-cuda-{_cuda(pool)}" if split else name, []).append(pool)
     placements = {}
     for name, members in groups.items():
-        tolerations: list[dict[str, str]] = []
-        for pool in members:
-            tolerations += [t for t in gpu_tolerations(pool) if t not in tolerations]
         placements[name] = {
             "pools": [pool.spec.name for pool in members],
             "workload": {
                 "resource": gpu_resource(members[0]),
-                "tolerations": tolerations,
+                "tolerations": gpu_tolerations(members[0]),
                 "affinity": _pools_affinity([pool.spec.name for pool in members]),
                 "annotations": gpu_pod_annotations(provisioner, "Job"),
                 "deploymentAnnotations": gpu_pod_annotations(provisioner, "Deployment"),
@@ -255,10 +264,18 @@ def model_placements(
     return placements
 
 
+def _cuda(pool: ResolvedPool) -> str | None:
+    return pool.driver.cuda if pool.driver else None
+
+
 def model_name(pool: ResolvedPool) -> str:
-    """`h100-80gb-efa`, `t4-time-slicing-4`, `a100-80gb-mig-mixed-all-1g.10gb`: the GPU model,
-    then the device plugin config and MIG profile where the GPUs are shared, then `efa`."""
+    """`h100-80gb-efa`, `t4-time-slicing-4`, `a100-80gb-mig-mixed-all-1g.10gb`, `t4-arm64`: the
+    GPU model and, on Arm hosts, `arm64` (the T4G of Graviton g5g instances is a T4: an x86 image
+    on it fails to start), then the device plugin config and MIG profile where the GPUs are
+    shared, then `efa`."""
     parts = [pool.gpu.accelerator]
+    if pool.gpu.architecture == "arm64":
+        parts.append("arm64")
     sharing = pool.spec.sharing
     if not isinstance(sharing, ExclusiveSharing):
         parts.append(sharing_config_name(sharing))

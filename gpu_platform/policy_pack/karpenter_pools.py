@@ -413,8 +413,8 @@ POLICIES = [
     ),
     resource_policy(
         "karpenter-gpu-pool-budgets",
-        "Karpenter GPU NodePools limit the removal of empty nodes only with a budget for the"
-        " Empty reason.",
+        "Karpenter GPU NodePools let every empty node go at once: no budget below 100% governs"
+        " the Empty reason.",
         budget_problems,
         resource_types=(NODE_POOL_TYPE,),
         applies=lambda args: is_gpu_node_pool(args.props),

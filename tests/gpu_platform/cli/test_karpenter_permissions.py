@@ -5,7 +5,7 @@ controller policy (aws/karpenter-provider-aws v1.14.1, website/content/en/docs/g
 getting-started-with-karpenter/cloudformation.yaml) that the upgrade guide
 (upgrading/upgrade-guide.md) tells roles made before v1.11.0 to add."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import boto3
@@ -31,7 +31,11 @@ CLUSTER: dict[str, Any] = {
 }
 SUBJECT = "cluster ml-karpenter-dev Karpenter controller role"
 PLACEMENT_GROUPS = "arn:aws:ec2:us-east-1:123456789012:placement-group/*"
-RESERVATIONS = "arn:aws:ec2:us-east-1:123456789012:capacity-reservation/*"
+# karpenter-dev's reserved and Capacity Block pools' own reservations (Pulumi.karpenter-dev.yaml).
+RESERVATIONS = [
+    f"arn:aws:ec2:us-east-1:123456789012:capacity-reservation/{cr}"
+    for cr in ("cr-0a1b2c3d4e5f60718", "cr-0b10c4e5a2f6d7890")
+]
 
 
 def existing_stack(efa_on_demand: bool = False) -> StackConfig:
@@ -84,10 +88,19 @@ def associated(eks: Stubber, service_account: str = "karpenter") -> None:
     )
 
 
-def simulated(iam: Stubber, stack: StackConfig, denied: set[tuple[str, str]]) -> None:
-    """IAM's answer for each permission the stack needs: `implicitDeny` for `denied`."""
+def simulated(
+    iam: Stubber,
+    stack: StackConfig,
+    denied: set[tuple[str, str]],
+    missing: Mapping[tuple[str, str], list[str]] | None = None,
+) -> None:
+    """IAM's answer for each permission the stack needs: `implicitDeny` for `denied`, and for
+    those `missing` names, for want of those context keys (where IAM's answer lists them when
+    given resource ARNs: `ResourceSpecificResults[].MissingContextValues`, botocore's iam
+    model)."""
+    missing = missing or {}
     for action, resource in needed_permissions(stack, CLUSTER_ARN):
-        decision = "implicitDeny" if (action, resource) in denied else "allowed"
+        decision = "implicitDeny" if (action, resource) in denied | set(missing) else "allowed"
         iam.add_response(
             "simulate_principal_policy",
             {
@@ -96,6 +109,13 @@ def simulated(iam: Stubber, stack: StackConfig, denied: set[tuple[str, str]]) ->
                         "EvalActionName": action,
                         "EvalResourceName": resource,
                         "EvalDecision": decision,
+                        "ResourceSpecificResults": [
+                            {
+                                "EvalResourceName": resource,
+                                "EvalResourceDecision": decision,
+                                "MissingContextValues": missing.get((action, resource), []),
+                            }
+                        ],
                     }
                 ]
             },
@@ -109,8 +129,10 @@ def test_an_on_demand_efa_pool_needs_placement_groups_and_reserved_ones_reservat
         ("ec2:CreateFleet", PLACEMENT_GROUPS),
         ("ec2:RunInstances", PLACEMENT_GROUPS),
         ("ec2:DescribeCapacityReservations", "*"),
-        ("ec2:CreateFleet", RESERVATIONS),
-        ("ec2:RunInstances", RESERVATIONS),
+        ("ec2:CreateFleet", RESERVATIONS[0]),
+        ("ec2:RunInstances", RESERVATIONS[0]),
+        ("ec2:CreateFleet", RESERVATIONS[1]),
+        ("ec2:RunInstances", RESERVATIONS[1]),
     ]
 
 
@@ -165,6 +187,38 @@ def test_a_role_that_may_not_pass_the_node_role_blocks(eks: Stubber, iam: Stubbe
 
     assert finding.severity == "blocking"
     assert f"iam:PassRole on {NODE_ROLE}" in finding.message
+
+
+TAG_KEY = "aws:ResourceTag/karpenter.sh/discovery"
+
+
+def untagged_finding(eks: Stubber, iam: Stubber, denied: set[tuple[str, str]]) -> Finding:
+    """The finding for an EFA pool's role whose placement-group statement for ec2:CreateFleet
+    is conditioned on a tag (`aws:ResourceTag/...`): the simulator has no tags to read,
+    evaluates the condition as false and denies what a launch would be allowed; `denied` are
+    denied outright."""
+    stack = existing_stack(efa_on_demand=True)
+    associated(eks)
+    simulated(iam, stack, denied, missing={("ec2:CreateFleet", PLACEMENT_GROUPS): [TAG_KEY]})
+    return controller_permissions_finding(stack, CLUSTER, eks.client, iam.client)
+
+
+def test_a_denial_for_want_of_a_context_key_warns_instead_of_blocking(
+    eks: Stubber, iam: Stubber
+) -> None:
+    finding = untagged_finding(eks, iam, denied=set())
+
+    assert finding.severity == "warning"
+    assert f"ec2:CreateFleet on {PLACEMENT_GROUPS} ({TAG_KEY})" in finding.message
+
+
+def test_a_denial_without_missing_context_keys_still_blocks_beside_one_with(
+    eks: Stubber, iam: Stubber
+) -> None:
+    finding = untagged_finding(eks, iam, denied={("ec2:RunInstances", PLACEMENT_GROUPS)})
+
+    assert finding.severity == "blocking"
+    assert f"ec2:RunInstances on {PLACEMENT_GROUPS}" in finding.message
 
 
 def test_a_controller_without_a_pod_identity_association_warns(eks: Stubber) -> None:

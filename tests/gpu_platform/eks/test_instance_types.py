@@ -46,6 +46,13 @@ def test_gpu_comes_from_ec2s_data(name: str, gpu: GpuShape, architecture: str) -
     assert (found.gpu, found.architecture) == (gpu, architecture)
 
 
+def test_an_arm_hosts_gpus_carry_its_architecture() -> None:
+    # gpuModels keeps the T4s of g5g apart from those of g4dn (gpu_pod.model_name).
+    shape = described("g5g.xlarge").gpu
+
+    assert shape is not None and shape.architecture == "arm64"
+
+
 @pytest.mark.parametrize(
     ("name", "why"),
     [

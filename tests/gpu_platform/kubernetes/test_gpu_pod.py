@@ -8,6 +8,7 @@ import kubernetes_validate
 import pytest
 
 from gpu_platform.config import GpuPoolSpec
+from gpu_platform.drivers import NvidiaDriver
 from gpu_platform.kubernetes.gpu_pod import (
     gpu_node_affinity,
     gpu_pod_spec,
@@ -315,6 +316,32 @@ def test_pools_a_pod_must_not_move_between_get_placements_of_their_own(
     assert models(named("l4-od"), other) == {"l4": ["l4-od"], name: [other.spec.name]}
 
 
+def test_pools_of_one_gpu_model_on_arm_and_x86_hosts_are_not_mixed() -> None:
+    # EC2 calls the GPU of g5g (Graviton, arm64) `T4g`, which the platform reads as a T4
+    # (gpu_platform/eks/instance_types.py): an amd64-only image on it would not start.
+    spec = GpuPoolSpec.model_validate({"name": "t4-arm", "instanceTypes": ["x"], "max": 2})
+    arm = resolve_pool(spec, 1, GpuShape("t4", 1, "arm64"))
+    x86 = resolve_pool(spec.model_copy(update={"name": "t4-x86"}), 0, GpuShape("t4", 1, "x86_64"))
+
+    assert models(x86, arm) == {"t4": ["t4-x86"], "t4-arm64": ["t4-arm"]}
+
+
+def test_pools_of_one_gpu_model_on_drivers_of_other_cuda_versions_are_not_mixed() -> None:
+    # A pool may pin its own AMI release or driver (aws.amiReleaseVersion, gcp.driverVersion):
+    # a container built for CUDA 13.0 does not start on a 570 driver, which reaches 12.8
+    # (NVIDIA's CUDA toolkit release notes, table 3, as gpu_platform/drivers.py keeps them).
+    spec = GpuPoolSpec.model_validate({"name": "l4-new", "instanceTypes": ["x"], "max": 2})
+    new = resolve_pool(spec, 0, GpuShape("l4", 1), driver=NvidiaDriver("580.95.05", "AMI"))
+    old = resolve_pool(
+        spec.model_copy(update={"name": "l4-old"}),
+        1,
+        GpuShape("l4", 1),
+        driver=NvidiaDriver("570.195.03", "AMI"),
+    )
+
+    assert models(new, old) == {"l4-cuda-13.0": ["l4-new"], "l4-cuda-12.8": ["l4-old"]}
+
+
 def test_mig_pools_of_other_profiles_are_not_mixed() -> None:
     small = named("a100-1g", "a100-80gb", 8, sharing={"mode": "mig", "profile": "all-1g.10gb"})
     large = named("a100-3g", "a100-80gb", 8, sharing={"mode": "mig", "profile": "all-3g.40gb"})
@@ -332,19 +359,18 @@ def test_canaries_and_pools_with_taints_of_their_own_join_no_model_placement() -
     assert models(named("l4-od"), canary, team) == {"l4": ["l4-od"]}
 
 
-def test_a_model_placement_tolerates_the_taints_of_each_of_its_pools() -> None:
+def test_a_queued_provisioning_pool_joins_no_model_placement() -> None:
+    # A queued pool's nodes come only through a ProvisioningRequest, booked for its pods
+    # (GKE's Dynamic Workload Scheduler page, provisioningrequest; gpu_platform/gke/
+    # capacity_taints.py): a pod that tolerated `cloud.google.com/gke-queued` without one would
+    # take a node booked for another job.
     queued = Taint("cloud.google.com/gke-queued", "true", "NoSchedule")
     spec = GpuPoolSpec.model_validate({"name": "l4-queued", "instanceTypes": ["x"], "max": 2})
     pools = [named("l4-od"), resolve_pool(spec, 1, GpuShape("l4", 1), cloud_taints=(queued,))]
 
-    tolerations = model_placements(pools, "cluster-autoscaler")["l4"]["workload"]["tolerations"]
+    placement = model_placements(pools, "cluster-autoscaler")
 
-    assert tolerations == [
-        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"},
-        {
-            "key": "cloud.google.com/gke-queued",
-            "operator": "Equal",
-            "value": "true",
-            "effect": "NoSchedule",
-        },
+    assert {name: p["pools"] for name, p in placement.items()} == {"l4": ["l4-od"]}
+    assert placement["l4"]["workload"]["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
     ]
