@@ -294,9 +294,7 @@ def roles_outside_the_deploy_prefix(plan: Plan) -> set[str]:
 def test_the_eks_deploy_policy_manages_only_the_roles_the_stack_names(
     eks_plans: list[Plan],
 ) -> None:
-    assert [roles_outside_the_deploy_prefix(plan) for plan in eks_plans] == [set()] * len(
-        eks_plans
-    )
+    assert [roles_outside_the_deploy_prefix(plan) for plan in eks_plans] == [set()] * len(eks_plans)
 
 
 def test_an_eks_stack_creating_its_cluster_names_every_role_under_its_prefix() -> None:
