@@ -274,22 +274,37 @@ def test_the_eks_deploy_policy_grants_exactly_what_the_program_calls(
     assert granted_aws_actions() == needed
 
 
+def roles_outside_the_deploy_prefix(plan: Plan) -> set[str]:
+    """The names of the plan's roles the deploy policy's `iam:CreateRole` does not reach (the
+    role pattern reads the deploy role's `gpu-platform-prefix` tag, which each stack exports as
+    `deployRoleTags`)."""
+    (creates,) = [s for s in deploy_statements() if "iam:CreateRole" in s["Action"]]
+    (pattern,) = [creates["Resource"]]
+    prefix = plan.outputs["deployRoleTags"]["gpu-platform-prefix"]
+    allowed = pattern.replace("${aws:PrincipalTag/gpu-platform-prefix}", prefix)
+    names = [r.inputs.get("name") for r in plan.of_type("aws:iam/role:Role")]
+    assert names
+    return {
+        str(n)
+        for n in names
+        if n is None or not _matches(allowed, f"arn:aws:iam::${{aws:PrincipalAccount}}:role/{n}")
+    }
+
+
 def test_the_eks_deploy_policy_manages_only_the_roles_the_stack_names(
     eks_plans: list[Plan],
 ) -> None:
-    # The role patterns read the deploy role's `gpu-platform-prefix` tag, which each stack
-    # exports (`deployRoleTags`).
-    (creates,) = [s for s in deploy_statements() if "iam:CreateRole" in s["Action"]]
-    (pattern,) = [creates["Resource"]]
-    for plan in eks_plans:
-        prefix = plan.outputs["deployRoleTags"]["gpu-platform-prefix"]
-        names = {r.inputs["name"] for r in plan.of_type("aws:iam/role:Role")}
-        allowed = pattern.replace("${aws:PrincipalTag/gpu-platform-prefix}", prefix)
+    assert [roles_outside_the_deploy_prefix(plan) for plan in eks_plans] == [set()] * len(eks_plans)
 
-        assert names
-        assert all(
-            _matches(allowed, f"arn:aws:iam::${{aws:PrincipalAccount}}:role/{n}") for n in names
-        )
+
+def test_an_eks_stack_creating_its_cluster_names_every_role_under_its_prefix() -> None:
+    # The control plane's role and the EBS CSI driver's role included (an unnamed role gets a
+    # name Pulumi makes up, outside the prefix).
+    plan = run_program("eks-new", project=PROJECT)
+    names = {r.inputs.get("name") for r in plan.of_type("aws:iam/role:Role")}
+
+    assert {"ml-new.cluster", "ml-new.ebs-csi"} <= names
+    assert roles_outside_the_deploy_prefix(plan) == set()
 
 
 def _matches(pattern: str, name: str) -> bool:

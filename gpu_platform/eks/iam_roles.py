@@ -80,12 +80,13 @@ def unbounded_role(
     managed_policy: str,
     cluster: EksCluster,
     opts: pulumi.ResourceOptions,
-    name: str | None = None,
+    name: str,
 ) -> tuple[iam.Role, iam.RolePolicyAttachment]:
     """A role without the platform's boundary, with one policy AWS manages (`managed_policy`,
     its path under `policy/`) attached as `<resource_name>-policy`: for a service that needs
     more than the boundary allows (the EKS control plane, the EBS CSI driver), and whose trust
-    admits that service alone. Tagged with its cluster."""
+    admits that service alone. Named `name` (`role_name`, under the stack's prefix) and tagged
+    with its cluster."""
     role = iam.Role(
         resource_name,
         name=name,

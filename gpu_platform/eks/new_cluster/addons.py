@@ -16,7 +16,7 @@ import pulumi
 from pulumi_aws import eks, iam
 
 from gpu_platform.eks.cluster import EksCluster
-from gpu_platform.eks.iam_roles import unbounded_role
+from gpu_platform.eks.iam_roles import role_name, unbounded_role
 from gpu_platform.eks.new_cluster.addon_pins import addon_versions
 from gpu_platform.eks.pod_identity import pod_identity_trust_policy
 
@@ -24,6 +24,7 @@ from gpu_platform.eks.pod_identity import pod_identity_trust_policy
 # "Store Kubernetes volumes with Amazon EBS", ebs-csi.adoc).
 EBS_CSI_SERVICE_ACCOUNT = ("kube-system", "ebs-csi-controller-sa")
 EBS_CSI_POLICY = "service-role/AmazonEBSCSIDriverPolicy"
+EBS_CSI_PURPOSE = "ebs-csi"
 
 
 def addons(
@@ -60,7 +61,8 @@ def ebs_csi_role(
     """The EBS CSI controller's role, taken through Pod Identity. It carries no permissions
     boundary: AWS's policy for the driver creates and attaches volumes, which the platform's
     boundary (for node and controller roles) does not allow; its trust admits the controller's
-    service account of this cluster only."""
+    service account of this cluster only. Named under the stack's prefix like every role the
+    stack creates (`<prefix>.ebs-csi`)."""
     namespace, service_account = EBS_CSI_SERVICE_ACCOUNT
     return unbounded_role(
         f"{name}-role",
@@ -69,4 +71,5 @@ def ebs_csi_role(
         EBS_CSI_POLICY,
         cluster,
         opts,
+        name=role_name(cluster, EBS_CSI_PURPOSE),
     )
