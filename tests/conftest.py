@@ -5,9 +5,11 @@ config or from a config the test builds on top of it.
 """
 
 import copy
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import botocore.session
 import pytest
 
 from gpu_platform.cli.offline import Plan, run_program
@@ -22,6 +24,31 @@ def dev_stack_config() -> Config:
     """The dev stack's config, fully qualified keys, a copy of its own, its namespace allowed
     GPUs of every kind (`with_quota_for_any_pool`)."""
     return with_quota_for_any_pool(copy.deepcopy(stack_config("dev", PROJECT)))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def botocore_models_loaded_once() -> Iterator[None]:
+    """Every botocore session of the run shares one data loader, so that each API model,
+    endpoint ruleset and `endpoints.json` is read from disk once per run, not once per session:
+    the preflight tests make a session per test (`AwsClients.for_region`), and loading the
+    models was most of their time. botocore's Loader caches what it loads and hands the same
+    objects to every client of a session (botocore/loaders.py, `instance_cache`), which read
+    them only; a loader per AWS_DATA_PATH keeps a test that sets one apart."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            botocore.session, "create_loader", functools.cache(botocore.session.create_loader)
+        )
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def moto_without_public_images() -> Iterator[None]:
+    """moto's EC2 starts each account with thousands of public AMIs (moto/ec2/models/amis.py,
+    `_load_amis`), a third of a preflight test's time; the tests that run an instance register
+    the image they run instead."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+        yield
 
 
 @pytest.fixture
