@@ -117,6 +117,15 @@ def failed_plan_for() -> Callable[[Config], Plan]:
     return run
 
 
-@pytest.fixture
-def dev_plan() -> Plan:
+@pytest.fixture(scope="session")
+def dev_plan_once() -> Plan:
+    """The dev stack planned once per run: read it through `dev_plan`, which gives each test a
+    copy of its own."""
     return run_program("dev", project=PROJECT)
+
+
+@pytest.fixture
+def dev_plan(dev_plan_once: Plan) -> Plan:
+    """The dev stack's plan, a deep copy for the test alone: the program runs once per run, as
+    it declares the same resources from the same stack file every time."""
+    return copy.deepcopy(dev_plan_once)
