@@ -6,6 +6,7 @@ config or from a config the test builds on top of it.
 
 import copy
 import functools
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,6 +15,8 @@ import pytest
 
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.cli.stand_ins import aws as aws_stand_in
+from gpu_platform.cli.stand_ins import gcp as gcp_stand_in
 from tests.repository import PROJECT
 from tests.stack_variants import with_quota_for_any_pool
 
@@ -101,6 +104,29 @@ def plan_for() -> Callable[[Config], Plan]:
 
     def run(config: Config) -> Plan:
         return run_program("dev", config=config, project=PROJECT)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def shared_plan_for() -> Callable[[Config], Plan]:
+    """`plan_for` that runs the program once per run for each config, and gives each caller a
+    deep copy of its own: for fixtures that plan the same config in many tests. A stand-in
+    answer a test replaces (`monkeypatch.setitem(stand_in.INVOKES, ...)`) is part of what
+    picks the plan, so a plan made under other answers is never handed out; a test that
+    patches the program any other way plans with `plan_for`."""
+    plans: dict[tuple[str, tuple[tuple[str, int], ...]], Plan] = {}
+
+    def run(config: Config) -> Plan:
+        answers = tuple(
+            (key, id(answer))
+            for invokes in (aws_stand_in.INVOKES, gcp_stand_in.INVOKES)
+            for key, answer in sorted(invokes.items())
+        )
+        key = (json.dumps(config, sort_keys=True), answers)
+        if key not in plans:
+            plans[key] = run_program("dev", config=config, project=PROJECT)
+        return copy.deepcopy(plans[key])
 
     return run
 
