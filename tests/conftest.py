@@ -5,13 +5,18 @@ config or from a config the test builds on top of it.
 """
 
 import copy
-from collections.abc import Callable
+import functools
+import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import botocore.session
 import pytest
 
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.cli.stand_ins import aws as aws_stand_in
+from gpu_platform.cli.stand_ins import gcp as gcp_stand_in
 from tests.repository import PROJECT
 from tests.stack_variants import with_quota_for_any_pool
 
@@ -22,6 +27,31 @@ def dev_stack_config() -> Config:
     """The dev stack's config, fully qualified keys, a copy of its own, its namespace allowed
     GPUs of every kind (`with_quota_for_any_pool`)."""
     return with_quota_for_any_pool(copy.deepcopy(stack_config("dev", PROJECT)))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def botocore_models_loaded_once() -> Iterator[None]:
+    """Every botocore session of the run shares one data loader, so that each API model,
+    endpoint ruleset and `endpoints.json` is read from disk once per run, not once per session:
+    the preflight tests make a session per test (`AwsClients.for_region`), and loading the
+    models was most of their time. botocore's Loader caches what it loads and hands the same
+    objects to every client of a session (botocore/loaders.py, `instance_cache`), which read
+    them only; a loader per AWS_DATA_PATH keeps a test that sets one apart."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            botocore.session, "create_loader", functools.cache(botocore.session.create_loader)
+        )
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def moto_without_public_images() -> Iterator[None]:
+    """moto's EC2 starts each account with thousands of public AMIs (moto/ec2/models/amis.py,
+    `_load_amis`), a third of a preflight test's time; the tests that run an instance register
+    the image they run instead."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+        yield
 
 
 @pytest.fixture
@@ -78,6 +108,29 @@ def plan_for() -> Callable[[Config], Plan]:
     return run
 
 
+@pytest.fixture(scope="session")
+def shared_plan_for() -> Callable[[Config], Plan]:
+    """`plan_for` that runs the program once per run for each config, and gives each caller a
+    deep copy of its own: for fixtures that plan the same config in many tests. A stand-in
+    answer a test replaces (`monkeypatch.setitem(stand_in.INVOKES, ...)`) is part of what
+    picks the plan, so a plan made under other answers is never handed out; a test that
+    patches the program any other way plans with `plan_for`."""
+    plans: dict[tuple[str, tuple[tuple[str, int], ...]], Plan] = {}
+
+    def run(config: Config) -> Plan:
+        answers = tuple(
+            (key, id(answer))
+            for invokes in (aws_stand_in.INVOKES, gcp_stand_in.INVOKES)
+            for key, answer in sorted(invokes.items())
+        )
+        key = (json.dumps(config, sort_keys=True), answers)
+        if key not in plans:
+            plans[key] = run_program("dev", config=config, project=PROJECT)
+        return copy.deepcopy(plans[key])
+
+    return run
+
+
 @pytest.fixture
 def failed_plan_for() -> Callable[[Config], Plan]:
     """Run the program for a config expected to fail; the error is in `Plan.error`."""
@@ -90,6 +143,15 @@ def failed_plan_for() -> Callable[[Config], Plan]:
     return run
 
 
-@pytest.fixture
-def dev_plan() -> Plan:
+@pytest.fixture(scope="session")
+def dev_plan_once() -> Plan:
+    """The dev stack planned once per run: read it through `dev_plan`, which gives each test a
+    copy of its own."""
     return run_program("dev", project=PROJECT)
+
+
+@pytest.fixture
+def dev_plan(dev_plan_once: Plan) -> Plan:
+    """The dev stack's plan, a deep copy for the test alone: the program runs once per run, as
+    it declares the same resources from the same stack file every time."""
+    return copy.deepcopy(dev_plan_once)

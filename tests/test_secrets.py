@@ -7,6 +7,7 @@ every resource input and stack output that holds a value from a free-form map of
 is, and config errors must not print it."""
 
 import copy
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -49,6 +50,13 @@ def holds_the_secret(value: Any) -> bool:
 
 
 def plan_with_secret(stack: str, put_secret: Callable[[Config], None]) -> Plan:
+    """The stack planned with a secret in one free-form map: a deep copy for the caller alone of
+    a plan made once per run, which the input test and the output test both read."""
+    return copy.deepcopy(_planned_with_secret(stack, put_secret))
+
+
+@functools.cache
+def _planned_with_secret(stack: str, put_secret: Callable[[Config], None]) -> Plan:
     config = copy.deepcopy(stack_config(stack, PROJECT))
     put_secret(config)
     return run_program(stack, config=config, project=PROJECT)

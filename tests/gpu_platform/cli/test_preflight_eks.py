@@ -245,7 +245,7 @@ def test_max_above_the_quota_is_a_blocking_finding_not_a_crash(
 
 
 def run_spot_instance(aws: AwsClients, instance_type: str, tags: dict[str, str]) -> None:
-    image = aws.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    image = aws.ec2.register_image(Name="gpu-node")["ImageId"]
     aws.ec2.run_instances(
         ImageId=image,
         InstanceType=instance_type,

@@ -240,7 +240,7 @@ def test_running_standard_instances_count_against_the_system_nodes_quota(
     quotas: Stubber,
 ) -> None:
     account(aws, quotas, with_quota("L-1216C47A", 20.0))
-    image = aws.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    image = aws.ec2.register_image(Name="gpu-node")["ImageId"]
     aws.ec2.run_instances(ImageId=image, InstanceType="m5.xlarge", MinCount=2, MaxCount=2)
     aws.ec2.run_instances(ImageId=image, InstanceType="g5.xlarge", MinCount=1, MaxCount=1)
 

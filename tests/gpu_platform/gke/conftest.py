@@ -14,8 +14,8 @@ Config = dict[str, Any]
 
 
 @pytest.fixture
-def gke_plan(gke_config: Config, plan_for: Callable[[Config], Plan]) -> Plan:
-    return plan_for(gke_config)
+def gke_plan(gke_config: Config, shared_plan_for: Callable[[Config], Plan]) -> Plan:
+    return shared_plan_for(gke_config)
 
 
 @pytest.fixture

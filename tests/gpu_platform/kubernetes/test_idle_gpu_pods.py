@@ -45,8 +45,8 @@ def opted_in(config: Config, minutes: int = 60, **monitoring: Any) -> Config:
 
 
 @pytest.fixture
-def plan(dev_config, plan_for) -> Plan:
-    return plan_for(opted_in(dev_config))
+def plan(dev_config, shared_plan_for) -> Plan:
+    return shared_plan_for(opted_in(dev_config))
 
 
 def enforcer(plan: Plan, type_: str) -> PlannedResource:

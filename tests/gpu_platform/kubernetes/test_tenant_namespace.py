@@ -45,8 +45,8 @@ def prod_plan() -> Plan:
 
 
 @pytest.fixture
-def mig_plan(dev_config, plan_for) -> Plan:
-    return plan_for(with_mig_mixed_pool(dev_config))
+def mig_plan(dev_config, shared_plan_for) -> Plan:
+    return shared_plan_for(with_mig_mixed_pool(dev_config))
 
 
 # --- Namespace -----------------------------------------------------------------------------
