@@ -5,12 +5,10 @@ config or from a config the test builds on top of it.
 """
 
 import copy
-import functools
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import botocore.session
 import pytest
 
 from gpu_platform.cli.offline import Plan, run_program
@@ -27,21 +25,6 @@ def dev_stack_config() -> Config:
     """The dev stack's config, fully qualified keys, a copy of its own, its namespace allowed
     GPUs of every kind (`with_quota_for_any_pool`)."""
     return with_quota_for_any_pool(copy.deepcopy(stack_config("dev", PROJECT)))
-
-
-@pytest.fixture(autouse=True, scope="session")
-def botocore_models_loaded_once() -> Iterator[None]:
-    """Every botocore session of the run shares one data loader, so that each API model,
-    endpoint ruleset and `endpoints.json` is read from disk once per run, not once per session:
-    the preflight tests make a session per test (`AwsClients.for_region`), and loading the
-    models was most of their time. botocore's Loader caches what it loads and hands the same
-    objects to every client of a session (botocore/loaders.py, `instance_cache`), which read
-    them only; a loader per AWS_DATA_PATH keeps a test that sets one apart."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            botocore.session, "create_loader", functools.cache(botocore.session.create_loader)
-        )
-        yield
 
 
 @pytest.fixture(autouse=True, scope="session")
