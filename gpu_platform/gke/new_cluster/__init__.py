@@ -74,17 +74,6 @@ def planned_cluster_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     f" ({RELEASE_CHANNELS_DOC}); pin pools with releaseChannel none, or hold"
                     " GPU nodes back with a no-minor-or-node-upgrades maintenance exclusion",
                 )
-    key = create.gcp.secrets_kms_key_name
-    region = planned_cluster(config).region
-    # GKE encrypts Secrets only with a key in the cluster's location (how-to/encrypting-secrets;
-    # a zonal cluster's is its region), `locations/<location>` in the key's name.
-    if key is not None and key.split("/")[3] != region:
-        yield ConfigProblem(
-            key_path("cluster", "create", "gcp", "secretsKmsKeyName"),
-            key,
-            f"a key in the cluster's region, {region} (locations/{region}), where GKE looks for"
-            f" it; this one is in {key.split('/')[3]}",
-        )
     if create.administrators and admin_domain(create) is None:
         yield ConfigProblem(
             key_path("cluster", "create", "administrators"),
