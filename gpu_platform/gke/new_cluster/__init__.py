@@ -36,6 +36,14 @@ RELEASE_CHANNELS_DOC = "https://cloud.google.com/kubernetes-engine/docs/concepts
 ADMIN_PROJECT_ROLE = "roles/container.clusterViewer"
 """What an administrator group needs in IAM to fetch the cluster's credentials; RBAC gives it
 the rest (a ClusterRoleBinding to cluster-admin)."""
+ADMIN_GRANT_EXPRESSION = 'resource.service == "container.googleapis.com"'
+"""The condition on the administrators' project role. A project binding is keyed by role,
+member and condition: without a condition of its own, two stacks in one project granting the
+role to the same group would state one binding, and destroying either stack would take it from
+the other's administrators (terraform-provider-google `google_project_iam_member`: deleting it
+removes the member from the role). The expression keeps the role to GKE, all it holds
+(IAM conditions-resource-attributes lists container.googleapis.com); its title names the
+cluster."""
 
 
 def planned_cluster(config: StackConfig) -> GkeCluster:
@@ -141,6 +149,11 @@ class NewGkeCluster(pulumi.ComponentResource):
                 project=planned.project,
                 role=ADMIN_PROJECT_ROLE,
                 member=f"group:{group}",
+                condition=projects.IAMMemberConditionArgs(
+                    title=f"gpu-platform cluster {planned.name} in {planned.location}",
+                    description=f"Administrators of GKE cluster {planned.name}",
+                    expression=ADMIN_GRANT_EXPRESSION,
+                ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
             for group in create.administrators
