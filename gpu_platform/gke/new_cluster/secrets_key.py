@@ -75,6 +75,9 @@ def secrets_key(
         crypto_key_id=key.id,
         role=ENCRYPTER_DECRYPTER_ROLE,
         member=project.number.apply(gke_service_agent),
-        opts=pulumi.ResourceOptions(parent=parent),
+        # Without the grant GKE cannot unwrap the Secrets' data keys, as without the key: it is
+        # protected with the key, and kept when deleted (a replacement creates the new member
+        # before deleting the old, and that delete would revoke the role the new one states).
+        opts=pulumi.ResourceOptions(parent=parent, protect=protect, retain_on_delete=protect),
     )
     return SecretsKey(key.id, [grant])
