@@ -9,6 +9,7 @@ stack's cloud's may be set (docs/create-cluster.md).
 """
 
 import ipaddress
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, WithJsonSchema
@@ -110,6 +111,11 @@ class EksNewVpc(Model):
     else `single`."""
 
 
+STANDARD_INSTANCE_TYPE = re.compile(r"^(a|c|d|h|i|im|is|m|r|t|z)\d")
+"""Instance types of the On-Demand Standard quota (EC2 user guide, "Amazon EC2 On-Demand
+Instance quotas": the A, C, D, H, I, M, R, T and Z families; Inf, DL, Trn, HPC, Mac, X, G, VT and
+P have quotas of their own)."""
+
 SYSTEM_NODE_GROUP = "system"
 """What the system node group's name begins with (`system-`, and the provider's suffix), as a
 pool's node groups begin with the pool's name: no pool may take it."""
@@ -125,7 +131,9 @@ class EksSystemNodes(Model):
         default_factory=lambda: ["m7i.xlarge"], min_length=1, max_length=20
     )
     """On-demand, general-purpose instance types of one size (4 vCPU and 16 GiB each for
-    `m7i.xlarge`): Prometheus and the controllers fit on two with room to spare."""
+    `m7i.xlarge`): Prometheus and the controllers fit on two with room to spare. Only types of
+    the On-Demand Standard quota (A, C, D, H, I, M, R, T, Z families), which preflight checks:
+    a GPU, accelerator or high-memory type would spend another quota on controllers."""
     min: int = Field(default=2, ge=2, le=100)
     """At least two, so that the controllers survive a node's replacement; the group is spread
     over the zones."""

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
 from gpu_platform.config.cluster_create import (
+    STANDARD_INSTANCE_TYPE,
     SYSTEM_NODE_GROUP,
     ClusterCreate,
     EksClusterCreate,
@@ -180,6 +181,15 @@ def _eks_problems(config: StackConfig, aws: EksClusterCreate) -> Iterator[Config
         yield from _eks_zone_problems(config, vpc.zones)
     system = aws.system_nodes
     yield from _bounds_problems((*base, "systemNodes"), "min", system.min, "max", system.max)
+    for i, instance_type in enumerate(system.instance_types):
+        if not STANDARD_INSTANCE_TYPE.match(instance_type):
+            yield ConfigProblem(
+                key_path(*base, "systemNodes", "instanceTypes", i),
+                instance_type,
+                "a general-purpose type of the On-Demand Standard families (A, C, D, H, I, M, R,"
+                " T, Z), such as m7i.xlarge: the system nodes run controllers, not GPU or"
+                " accelerator work",
+            )
     for log in REQUIRED_EKS_LOGS:
         if log not in aws.control_plane_logs:
             yield ConfigProblem(

@@ -235,6 +235,23 @@ def test_system_nodes_past_the_standard_vcpu_quota_block_naming_their_setting(
     assert "--quota-code L-1216C47A --desired-value 16" in finding.action
 
 
+@pytest.mark.parametrize(("quota", "severity"), [(39.0, "warning"), (40.0, "ok")])
+def test_system_nodes_that_fit_but_cannot_surge_for_an_update_are_a_warning(
+    aws: AwsClients, quotas: Stubber, quota: float, severity: str
+) -> None:
+    # EKS user guide, managed-node-update-behavior ("Scale up phase"): an update grows the group
+    # by up to twice its zones before draining. eks-new: 4 m7i.xlarge at max (16 vCPUs), and
+    # 2 x 3 zones x 4 vCPUs = 24 more while an update runs.
+    account(aws, quotas, with_quota("L-1216C47A", quota))
+
+    finding = by_subject(preflight_eks.preflight(stack(), aws))["quota L-1216C47A"]
+
+    assert finding.severity == severity
+    if severity == "warning":
+        assert "but not for 24 more for the 6 nodes (twice its 3 zones)" in finding.message
+        assert "--desired-value 40" in finding.action
+
+
 def test_running_standard_instances_count_against_the_system_nodes_quota(
     aws: AwsClients,
     quotas: Stubber,

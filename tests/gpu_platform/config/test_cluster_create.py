@@ -136,6 +136,13 @@ BAD: list[tuple[str, Config, Callable[[Config], None], str, str]] = [
         "narrower than the whole internet",
     ),
     (
+        "a GPU type for the system nodes",
+        EKS_NEW,
+        _set(["aws", "systemNodes"], {"instanceTypes": ["m7i.xlarge", "g5.xlarge"]}),
+        "cluster.create.aws.systemNodes.instanceTypes[1]",
+        "On-Demand Standard families",
+    ),
+    (
         "CIDRs on a private endpoint",
         GKE_NEW,
         _set(["endpoint"], {"publicCidrs": ["203.0.113.0/24"]}),
