@@ -210,8 +210,10 @@ def _system_nodes_quota_finding(create: ClusterCreate, clients: Any) -> Finding:
     ]
     vcpus = _vcpus(clients.ec2, [*nodes.instance_types, *running])
     per_node = max(vcpus.get(name, 0) for name in nodes.instance_types)
-    # Existing subnets: at most one zone each.
-    zones = len(set(create.aws.subnet_ids)) or NEW_VPC_ZONES
+    zones = NEW_VPC_ZONES
+    if create.aws.subnet_ids:
+        described = clients.ec2.describe_subnets(SubnetIds=list(create.aws.subnet_ids))
+        zones = len({subnet["AvailabilityZone"] for subnet in described["Subnets"]})
     surge = UPDATE_SURGE_PER_ZONE * zones
     return _quota_finding(
         STANDARD_VCPUS,
@@ -222,8 +224,8 @@ def _system_nodes_quota_finding(create: ClusterCreate, clients: Any) -> Finding:
         f" {key_path('cluster', 'create', 'aws', 'systemNodes')})",
         during_updates=(
             surge * per_node,
-            f"the {surge} nodes (twice its {zones} zones) an update of the group starts before"
-            " it drains the old ones: node image and Kubernetes version updates stall",
+            f"the up to {surge} nodes (twice its {zones} zones) an update of the group starts"
+            " before it drains the old ones: node image and Kubernetes version updates stall",
         ),
     )
 
