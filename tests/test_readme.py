@@ -33,3 +33,12 @@ def test_config_reference_in_readme_matches_the_model() -> None:
     assert section.strip() == render_reference().strip(), (
         "the config model changed: run `gpu-platform config-reference --update-readme`"
     )
+
+
+def test_every_stack_file_has_a_row_in_the_environments_table() -> None:
+    table = re.search(r"### Environments: one stack each\n(.*?)\n\n", README, re.S)
+    assert table, "the README has lost its environments table"
+    rows = set(re.findall(r"^\| `([^`]+)` \|", table.group(1), re.M))
+    stacks = {path.name[len("Pulumi.") : -len(".yaml")] for path in ROOT.glob("Pulumi.*.yaml")}
+
+    assert rows == stacks

@@ -42,6 +42,8 @@ class PlannedResource:
     ignore_changes: tuple[str, ...]
     delete_before_replace: bool = False
     """Whether a replacement deletes it before creating its successor."""
+    retain_on_delete: bool = False
+    """Whether deleting it (a destroy, or the old one of a replacement) leaves it in the cloud."""
     secret_inputs: frozenset[str] = frozenset()
     """Top-level inputs that are, or hold, a secret: shown masked, given to the policy pack in
     plain text as the engine does."""
@@ -214,6 +216,7 @@ class _RecordingMonitor(mocks.MockMonitor):
                     protect=request.protect,
                     ignore_changes=tuple(request.ignoreChanges),
                     delete_before_replace=request.deleteBeforeReplace,
+                    retain_on_delete=request.retainOnDelete,
                     secret_inputs=frozenset(k for k, v in inputs.items() if _holds_secret(v)),
                     computed_outputs=_computed(inputs, rpc.deserialize_properties(response.object)),
                     aliases=tuple(MessageToDict(alias) for alias in request.aliases),

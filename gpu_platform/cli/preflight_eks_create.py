@@ -19,7 +19,6 @@ cluster exists: what creating it needs of the account.
 Each finding says what to do about it.
 """
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ from botocore.exceptions import ClientError
 from gpu_platform.cli.created_endpoint import endpoint_finding
 from gpu_platform.cli.findings import Finding
 from gpu_platform.config import ClusterCreate, EksNewVpc, StackConfig, key_path
+from gpu_platform.config.cluster_create import STANDARD_INSTANCE_TYPE
 from gpu_platform.eks.new_cluster.addon_pins import CORE_ADDONS, addon_versions
 from gpu_platform.eks.new_cluster.layout import (
     EKS_UNSUPPORTED_ZONE_IDS,
@@ -75,10 +75,10 @@ STANDARD_VCPUS = RegionalQuota(
 )
 """In vCPUs; new accounts start with few. The system node group's on-demand instances count
 against it."""
-_STANDARD_TYPE = re.compile(r"^(a|c|d|h|i|im|is|m|r|t|z)\d")
-"""Instance types of the Standard quota (EC2 user guide, "Amazon EC2 On-Demand Instance quotas":
-the A, C, D, H, I, M, R, T and Z families; Inf, DL, Trn, HPC, Mac, X, G, VT and P have quotas of
-their own)."""
+UPDATE_SURGE_PER_ZONE = 2
+"""A managed node group's update first grows its Auto Scaling group by up to twice the number of
+its zones (or by `maxUnavailable`, if larger: 1 for the system group) before it drains the old
+nodes (EKS user guide, managed-node-update-behavior, "Scale up phase")."""
 
 # The service-linked roles creating the cluster and its node groups acts through (IAM user guide,
 # "AWS services that work with IAM"; EKS user guide, using-service-linked-roles-eks.adoc and
@@ -195,7 +195,8 @@ def _cluster_quota_finding(clients: Any) -> Finding:
 
 def _system_nodes_quota_finding(create: ClusterCreate, clients: Any) -> Finding:
     """The system node group at its `max`, on its largest instance type, beside the region's
-    running on-demand Standard instances."""
+    running on-demand Standard instances; and the nodes an update of the group adds for a while
+    (`UPDATE_SURGE_PER_ZONE`), which it cannot start beyond the quota."""
     nodes = create.aws.system_nodes
     filters = [{"Name": "instance-state-name", "Values": ["pending", "running"]}]
     reservations = _paginated(clients.ec2, "describe_instances", "Reservations", Filters=filters)
@@ -204,10 +205,16 @@ def _system_nodes_quota_finding(create: ClusterCreate, clients: Any) -> Finding:
         for reservation in reservations
         for instance in reservation["Instances"]
         # Spot instances count against the Spot quotas.
-        if "InstanceLifecycle" not in instance and _STANDARD_TYPE.match(instance["InstanceType"])
+        if "InstanceLifecycle" not in instance
+        and STANDARD_INSTANCE_TYPE.match(instance["InstanceType"])
     ]
     vcpus = _vcpus(clients.ec2, [*nodes.instance_types, *running])
     per_node = max(vcpus.get(name, 0) for name in nodes.instance_types)
+    zones = NEW_VPC_ZONES
+    if create.aws.subnet_ids:
+        described = clients.ec2.describe_subnets(SubnetIds=list(create.aws.subnet_ids))
+        zones = len({subnet["AvailabilityZone"] for subnet in described["Subnets"]})
+    surge = UPDATE_SURGE_PER_ZONE * zones
     return _quota_finding(
         STANDARD_VCPUS,
         nodes.max * per_node,
@@ -215,6 +222,11 @@ def _system_nodes_quota_finding(create: ClusterCreate, clients: Any) -> Finding:
         clients,
         f"the system node group at its max ({nodes.max} nodes of {per_node} vCPUs,"
         f" {key_path('cluster', 'create', 'aws', 'systemNodes')})",
+        during_updates=(
+            surge * per_node,
+            f"the up to {surge} nodes (twice its {zones} zones) an update of the group starts"
+            " before it drains the old ones: node image and Kubernetes version updates stall",
+        ),
     )
 
 
@@ -273,8 +285,15 @@ def _per_zone(ec2: Any, nats: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 
 
 def _quota_finding(
-    quota: RegionalQuota, needed: int, used: int, clients: Any, what: str
+    quota: RegionalQuota,
+    needed: int,
+    used: int,
+    clients: Any,
+    what: str,
+    during_updates: tuple[int, str] | None = None,
 ) -> Finding:
+    """Blocking where what the creation needs does not fit; a warning where it fits but
+    `during_updates` (more for a while, and what then fails) does not."""
     value = _quota_value(clients.service_quotas, quota)
     subject = f"quota {quota.code}"
     region = clients.service_quotas.meta.region_name
@@ -287,6 +306,17 @@ def _quota_finding(
             f"Free some, or ask for {used + needed}: aws service-quotas"
             f" request-service-quota-increase --service-code {quota.service} --quota-code"
             f" {quota.code} --desired-value {used + needed} --region {region}",
+        )
+    if during_updates is not None and used + needed + during_updates[0] > value:
+        more, consequence = during_updates
+        return Finding(
+            "warning",
+            subject,
+            f"{quota.name}: {value:g}, {used} used, room for the {needed} {what} needs, but not"
+            f" for {more} more for {consequence}.",
+            f"Ask for {used + needed + more}: aws service-quotas request-service-quota-increase"
+            f" --service-code {quota.service} --quota-code {quota.code} --desired-value"
+            f" {used + needed + more} --region {region}",
         )
     return Finding(
         "ok",

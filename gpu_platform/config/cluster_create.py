@@ -9,6 +9,7 @@ stack's cloud's may be set (docs/create-cluster.md).
 """
 
 import ipaddress
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, WithJsonSchema
@@ -110,6 +111,11 @@ class EksNewVpc(Model):
     else `single`."""
 
 
+STANDARD_INSTANCE_TYPE = re.compile(r"^(a|c|d|h|i|im|is|m|r|t|z)\d")
+"""Instance types of the On-Demand Standard quota (EC2 user guide, "Amazon EC2 On-Demand
+Instance quotas": the A, C, D, H, I, M, R, T and Z families; Inf, DL, Trn, HPC, Mac, X, G, VT and
+P have quotas of their own)."""
+
 SYSTEM_NODE_GROUP = "system"
 """What the system node group's name begins with (`system-`, and the provider's suffix), as a
 pool's node groups begin with the pool's name: no pool may take it."""
@@ -125,7 +131,9 @@ class EksSystemNodes(Model):
         default_factory=lambda: ["m7i.xlarge"], min_length=1, max_length=20
     )
     """On-demand, general-purpose instance types of one size (4 vCPU and 16 GiB each for
-    `m7i.xlarge`): Prometheus and the controllers fit on two with room to spare."""
+    `m7i.xlarge`): Prometheus and the controllers fit on two with room to spare. Only types of
+    the On-Demand Standard quota (A, C, D, H, I, M, R, T, Z families), which preflight checks:
+    a GPU, accelerator or high-memory type would spend another quota on controllers."""
     min: int = Field(default=2, ge=2, le=100)
     """At least two, so that the controllers survive a node's replacement; the group is spread
     over the zones."""
@@ -188,6 +196,12 @@ class GkeNewNetwork(Model):
     1,024 nodes."""
     services_cidr: Ipv4Cidr = "10.20.0.0/20"
     """The Services' secondary range."""
+    flow_log_sampling: float = Field(default=0.5, ge=0, le=1)
+    """The share of the subnet's flows VPC Flow Logs records (every 5 seconds, with all
+    metadata), 0 to turn them off. Cloud Logging bills what they write: a record per
+    connection and interval, so many short-lived connections (not bulk bytes such as NCCL's
+    few long ones) make them cost. 0.5 is what Google Cloud enables them with; CIS Google Cloud
+    Foundations asks for them on every subnet."""
 
 
 class GkeExistingNetwork(Model):
@@ -304,7 +318,9 @@ class GkeClusterCreate(Model):
     """An existing Cloud KMS key to encrypt Secrets with (GKE's application-layer Secrets
     encryption), instead of the key ring and key the platform creates in the cluster's region
     (rotated every 90 days): its resource name,
-    `projects/<project>/locations/<the cluster's region>/keyRings/<ring>/cryptoKeys/<key>`.
+    `projects/<project>/locations/<location>/keyRings/<ring>/cryptoKeys/<key>`, best in the
+    cluster's region as GKE asks (a `global` or multi-region key works; preflight warns that
+    the cluster then depends on Cloud KMS there as well).
     The GKE service agent of the cluster's project,
     `service-<project number>@container-engine-robot.iam.gserviceaccount.com`, must hold
     `roles/cloudkms.cryptoKeyEncrypterDecrypter` on it before the cluster is created

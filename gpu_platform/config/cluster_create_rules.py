@@ -3,10 +3,11 @@ and how the rest of the stack must agree with a cluster that does not exist yet.
 
 import ipaddress
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
 from gpu_platform.config.cluster_create import (
+    STANDARD_INSTANCE_TYPE,
     SYSTEM_NODE_GROUP,
     ClusterCreate,
     EksClusterCreate,
@@ -39,7 +40,8 @@ GKE_NO_UPGRADES_EXCLUSIONS = 3
 # Logs without which nobody can tell who did what on the cluster, or as which IAM identity.
 REQUIRED_EKS_LOGS = ("audit", "authenticator")
 NARROWEST_PUBLIC_PREFIX = 8
-"""The widest block `endpoint.publicCidrs` takes: an /8, a sixteen-millionth of the internet."""
+"""The widest block `endpoint.publicCidrs` and `gcp.authorizedNetworks` take: an /8, a
+sixteen-millionth of the internet."""
 
 
 def cluster_create_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -102,11 +104,21 @@ def _endpoint_problems(create: ClusterCreate) -> Iterator[ConfigProblem]:
             "no value with access private (the API has no public endpoint); set access public"
             " to open one to these blocks",
         )
-    for i, cidr in enumerate(endpoint.public_cidrs):
-        # Two /1 blocks are the whole internet as much as 0.0.0.0/0 is.
+    yield from _whole_internet_problems(
+        ((*CREATE, "endpoint", "publicCidrs", i), cidr)
+        for i, cidr in enumerate(endpoint.public_cidrs)
+    )
+
+
+def _whole_internet_problems(
+    blocks: Iterable[tuple[tuple[str | int, ...], str]],
+) -> Iterator[ConfigProblem]:
+    """Blocks (each with its key path) that open the control plane to (nearly) the whole
+    internet: two /1 blocks are all of it as much as 0.0.0.0/0 is."""
+    for path, cidr in blocks:
         if ipaddress.IPv4Network(cidr).prefixlen < NARROWEST_PUBLIC_PREFIX:
             yield ConfigProblem(
-                key_path(*CREATE, "endpoint", "publicCidrs", i),
+                key_path(*path),
                 cidr,
                 f"a block narrower than the whole internet, /{NARROWEST_PUBLIC_PREFIX} or"
                 " smaller: the deployers' own egress ranges",
@@ -169,6 +181,15 @@ def _eks_problems(config: StackConfig, aws: EksClusterCreate) -> Iterator[Config
         yield from _eks_zone_problems(config, vpc.zones)
     system = aws.system_nodes
     yield from _bounds_problems((*base, "systemNodes"), "min", system.min, "max", system.max)
+    for i, instance_type in enumerate(system.instance_types):
+        if not STANDARD_INSTANCE_TYPE.match(instance_type):
+            yield ConfigProblem(
+                key_path(*base, "systemNodes", "instanceTypes", i),
+                instance_type,
+                "a general-purpose type of the On-Demand Standard families (A, C, D, H, I, M, R,"
+                " T, Z), such as m7i.xlarge: the system nodes run controllers, not GPU or"
+                " accelerator work",
+            )
     for log in REQUIRED_EKS_LOGS:
         if log not in aws.control_plane_logs:
             yield ConfigProblem(
@@ -291,6 +312,12 @@ def _gke_problems(create: ClusterCreate, gcp: GkeClusterCreate) -> Iterator[Conf
             " (cluster.create.kubernetesVersion)",
         )
     yield from _maintenance_problems(gcp)
+    # GKE adds these to the master authorized networks beside endpoint.publicCidrs: with a
+    # public endpoint they open it as much.
+    yield from _whole_internet_problems(
+        ((*base, "authorizedNetworks", i, "cidr"), f"{network.cidr}")
+        for i, network in enumerate(gcp.authorized_networks)
+    )
     pool = gcp.system_node_pool
     yield from _bounds_problems(
         (*base, "systemNodePool"), "minPerZone", pool.min_per_zone, "maxPerZone", pool.max_per_zone

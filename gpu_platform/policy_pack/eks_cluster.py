@@ -15,6 +15,7 @@ from typing import Any
 
 from checks import resource_policy
 from gpu_pools import check_launch_templates, imdsv2_problems
+from networks import WIDEST_BLOCK, wider_than_allowed
 from props import elements, flag, shown, text, value_at
 from pulumi_policy import (
     EnforcementLevel,
@@ -28,7 +29,6 @@ from pulumi_policy import (
 CLUSTER_TYPE = "aws:eks/cluster:Cluster"
 ADDON_TYPE = "aws:eks/addon:Addon"
 REQUIRED_LOGS = ("audit", "authenticator")
-OPEN_TO_ALL = "0.0.0.0/0"
 NODE_GROUP_IMDSV2 = "eks-node-group-imdsv2"
 
 
@@ -54,12 +54,15 @@ def endpoint_problems(args: ResourceValidationArgs) -> Iterator[str]:
     cidrs = elements(args.props, "vpcConfig", "publicAccessCidrs")
     if public is False:
         return
-    if not cidrs or OPEN_TO_ALL in cidrs:
+    wide = [cidr for cidr in cidrs if wider_than_allowed(cidr)]
+    if not cidrs or wide:
         yield (
             "the EKS cluster's API endpoint answers the whole internet (vpcConfig."
             f"endpointPublicAccess={shown(public)}, publicAccessCidrs={shown(cidrs or None)};"
-            " EKS opens it to 0.0.0.0/0 when these are left out). Fix: set endpointPublicAccess"
-            " to false, or list the deployers' egress ranges in publicAccessCidrs."
+            " EKS opens it to 0.0.0.0/0 when these are left out"
+            + (f"; wider than /{WIDEST_BLOCK}: {', '.join(map(str, wide))}" if wide else "")
+            + "). Fix: set endpointPublicAccess to false, or list the deployers' egress ranges"
+            f" (/{WIDEST_BLOCK} or narrower) in publicAccessCidrs."
         )
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from checks import Findings, resource_policy
 from gpu_pools import CLUSTER_TYPE, NODE_POOL_TYPE, linked_resource
+from networks import WIDEST_BLOCK, wider_than_allowed
 from props import Step, elements, field_path, flag, mapping, shown, text, value_at
 from pulumi_policy import (
     EnforcementLevel,
@@ -46,7 +47,6 @@ from pulumi_policy import (
 
 DEFAULT_ACCOUNT = re.compile(r"^(default|\d+-compute@developer\.gserviceaccount\.com)$")
 """The Compute Engine default service account, by GKE's name for it or its e-mail."""
-OPEN_TO_ALL = "0.0.0.0/0"
 NO_CHANNEL = "UNSPECIFIED"
 ENCRYPTED = "ENCRYPTED"
 UPGRADES = "gke-cluster-upgrades"
@@ -112,10 +112,12 @@ def control_plane_problems(args: ResourceValidationArgs) -> Iterator[str]:
             "to true, or list the deployers' ranges in masterAuthorizedNetworksConfig."
         )
     for index, block in enumerate(blocks):
-        if value_at(block, "cidrBlock") == OPEN_TO_ALL:
+        cidr = value_at(block, "cidrBlock")
+        if wider_than_allowed(cidr):
             yield (
-                f"masterAuthorizedNetworksConfig.cidrBlocks[{index}] is {OPEN_TO_ALL}, the whole "
-                "internet. Fix: list only the deployers' and CI runners' ranges."
+                f"masterAuthorizedNetworksConfig.cidrBlocks[{index}] is {cidr}, wider than "
+                f"/{WIDEST_BLOCK}: the whole internet, or a share of it no deployer needs. Fix: "
+                "list only the deployers' and CI runners' ranges."
             )
     if authorized is not None and flag(authorized, "gcpPublicCidrsAccessEnabled") is True:
         yield (

@@ -36,6 +36,14 @@ RELEASE_CHANNELS_DOC = "https://cloud.google.com/kubernetes-engine/docs/concepts
 ADMIN_PROJECT_ROLE = "roles/container.clusterViewer"
 """What an administrator group needs in IAM to fetch the cluster's credentials; RBAC gives it
 the rest (a ClusterRoleBinding to cluster-admin)."""
+ADMIN_GRANT_EXPRESSION = 'resource.service == "container.googleapis.com"'
+"""The condition on the administrators' project role. A project binding is keyed by role,
+member and condition: without a condition of its own, two stacks in one project granting the
+role to the same group would state one binding, and destroying either stack would take it from
+the other's administrators (terraform-provider-google `google_project_iam_member`: deleting it
+removes the member from the role). The expression keeps the role to GKE, all it holds
+(IAM conditions-resource-attributes lists container.googleapis.com); its title names the
+cluster."""
 
 
 def planned_cluster(config: StackConfig) -> GkeCluster:
@@ -74,17 +82,6 @@ def planned_cluster_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     f" ({RELEASE_CHANNELS_DOC}); pin pools with releaseChannel none, or hold"
                     " GPU nodes back with a no-minor-or-node-upgrades maintenance exclusion",
                 )
-    key = create.gcp.secrets_kms_key_name
-    region = planned_cluster(config).region
-    # GKE encrypts Secrets only with a key in the cluster's location (how-to/encrypting-secrets;
-    # a zonal cluster's is its region), `locations/<location>` in the key's name.
-    if key is not None and key.split("/")[3] != region:
-        yield ConfigProblem(
-            key_path("cluster", "create", "gcp", "secretsKmsKeyName"),
-            key,
-            f"a key in the cluster's region, {region} (locations/{region}), where GKE looks for"
-            f" it; this one is in {key.split('/')[3]}",
-        )
     if create.administrators and admin_domain(create) is None:
         yield ConfigProblem(
             key_path("cluster", "create", "administrators"),
@@ -152,6 +149,11 @@ class NewGkeCluster(pulumi.ComponentResource):
                 project=planned.project,
                 role=ADMIN_PROJECT_ROLE,
                 member=f"group:{group}",
+                condition=projects.IAMMemberConditionArgs(
+                    title=f"gpu-platform cluster {planned.name} in {planned.location}",
+                    description=f"Administrators of GKE cluster {planned.name}",
+                    expression=ADMIN_GRANT_EXPRESSION,
+                ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
             for group in create.administrators

@@ -76,10 +76,14 @@ def create_network(
         # Nodes without external addresses reach Google APIs (Artifact Registry, Cloud Logging)
         # over Google's network.
         private_ip_google_access=True,
-        log_config=compute.SubnetworkLogConfigArgs(
-            aggregation_interval="INTERVAL_5_SEC",
-            flow_sampling=0.5,
-            metadata="INCLUDE_ALL_METADATA",
+        log_config=(
+            compute.SubnetworkLogConfigArgs(
+                aggregation_interval="INTERVAL_5_SEC",
+                flow_sampling=spec.flow_log_sampling,
+                metadata="INCLUDE_ALL_METADATA",
+            )
+            if spec.flow_log_sampling > 0
+            else None
         ),
         opts=child,
     )

@@ -4,8 +4,9 @@ the key in Cloud KMS wraps the data keys that encrypt each Secret before it is s
 copy of the cluster's database alone does not reveal them.
 
 Unless `cluster.create.gcp.secretsKmsKeyName` names a key of the user's, the platform creates a
-key ring and a key in the cluster's region (GKE: "the key must be in the same location as the
-cluster"), and grants the GKE service agent of the cluster's project
+key ring and a key in the cluster's region (GKE: "Ensure that the key is in the same location as
+the cluster to decrease latency and to prevent cases where resources depend on services spread
+across multiple failure domains"), and grants the GKE service agent of the cluster's project
 (`service-<project number>@container-engine-robot.iam.gserviceaccount.com`) the encrypter and
 decrypter role on that key only; GKE checks that grant when it creates the cluster, so the
 cluster waits for it.
@@ -74,6 +75,9 @@ def secrets_key(
         crypto_key_id=key.id,
         role=ENCRYPTER_DECRYPTER_ROLE,
         member=project.number.apply(gke_service_agent),
-        opts=pulumi.ResourceOptions(parent=parent),
+        # Without the grant GKE cannot unwrap the Secrets' data keys, as without the key: it is
+        # protected with the key, and kept when deleted (a replacement creates the new member
+        # before deleting the old, and that delete would revoke the role the new one states).
+        opts=pulumi.ResourceOptions(parent=parent, protect=protect, retain_on_delete=protect),
     )
     return SecretsKey(key.id, [grant])

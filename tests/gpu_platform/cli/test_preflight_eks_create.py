@@ -235,6 +235,48 @@ def test_system_nodes_past_the_standard_vcpu_quota_block_naming_their_setting(
     assert "--quota-code L-1216C47A --desired-value 16" in finding.action
 
 
+@pytest.mark.parametrize(("quota", "severity"), [(39.0, "warning"), (40.0, "ok")])
+def test_system_nodes_that_fit_but_cannot_surge_for_an_update_are_a_warning(
+    aws: AwsClients, quotas: Stubber, quota: float, severity: str
+) -> None:
+    # EKS user guide, managed-node-update-behavior ("Scale up phase"): an update grows the group
+    # by up to twice its zones before draining. eks-new: 4 m7i.xlarge at max (16 vCPUs), and
+    # 2 x 3 zones x 4 vCPUs = 24 more while an update runs.
+    account(aws, quotas, with_quota("L-1216C47A", quota))
+
+    finding = by_subject(preflight_eks.preflight(stack(), aws))["quota L-1216C47A"]
+
+    assert finding.severity == severity
+    if severity == "warning":
+        assert "but not for 24 more for the up to 6 nodes (twice its 3 zones)" in finding.message
+        assert "--desired-value 40" in finding.action
+
+
+@pytest.mark.parametrize(("quota", "severity"), [(31.0, "warning"), (32.0, "ok")])
+def test_the_update_surge_counts_the_zones_of_existing_subnets_not_the_subnets(
+    aws: AwsClients, quotas: Stubber, quota: float, severity: str
+) -> None:
+    # Three subnets in two zones: an update adds up to 2 x 2 nodes (managed-node-update-behavior),
+    # 16 vCPUs beside the 16 of the group at its max.
+    vpc = aws.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnets = [
+        aws.ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=zone)[
+            "Subnet"
+        ]["SubnetId"]
+        for i, zone in enumerate(["us-east-1a", "us-east-1a", "us-east-1b"])
+    ]
+    account(
+        aws, quotas, [(s, c, quota if c == "L-1216C47A" else v) for s, c, v in CREATION_QUOTAS[:2]]
+    )
+
+    def existing(config: Config) -> None:
+        config["gpu-platform:cluster"]["create"]["aws"] = {"subnetIds": subnets}
+
+    findings = by_subject(preflight_eks.preflight(stack(existing), aws))
+
+    assert findings["quota L-1216C47A"].severity == severity
+
+
 def test_running_standard_instances_count_against_the_system_nodes_quota(
     aws: AwsClients,
     quotas: Stubber,

@@ -129,6 +129,20 @@ BAD: list[tuple[str, Config, Callable[[Config], None], str, str]] = [
         "narrower than the whole internet",
     ),
     (
+        "an authorized network that is half the internet",
+        GKE_NEW,
+        _set(["gcp", "authorizedNetworks"], [{"cidr": "10.0.0.0/8"}, {"cidr": "0.0.0.0/1"}]),
+        "cluster.create.gcp.authorizedNetworks[1].cidr",
+        "narrower than the whole internet",
+    ),
+    (
+        "a GPU type for the system nodes",
+        EKS_NEW,
+        _set(["aws", "systemNodes"], {"instanceTypes": ["m7i.xlarge", "g5.xlarge"]}),
+        "cluster.create.aws.systemNodes.instanceTypes[1]",
+        "On-Demand Standard families",
+    ),
+    (
         "CIDRs on a private endpoint",
         GKE_NEW,
         _set(["endpoint"], {"publicCidrs": ["203.0.113.0/24"]}),

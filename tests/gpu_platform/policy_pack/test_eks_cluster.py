@@ -78,6 +78,14 @@ BAD_CLUSTERS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "answers the whole internet",
     ),
     (
+        "public endpoint open to all in two halves",
+        lambda i: i["vpcConfig"].update(
+            endpointPublicAccess=True, publicAccessCidrs=["0.0.0.0/1", "128.0.0.0/1"]
+        ),
+        "eks-cluster-endpoint",
+        "wider than /8: 0.0.0.0/1, 128.0.0.0/1",
+    ),
+    (
         "no audit log",
         lambda i: i.update(enabledClusterLogTypes=["api", "authenticator"]),
         "eks-cluster-audit-logs",

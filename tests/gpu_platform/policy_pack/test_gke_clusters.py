@@ -141,6 +141,28 @@ def test_the_whole_internet_and_googles_ranges_are_refused(analyze: Analyze) -> 
     ]
 
 
+def test_the_whole_internet_in_two_halves_is_refused(analyze: Analyze) -> None:
+    cluster = gke_cluster()
+    cluster.inputs["masterAuthorizedNetworksConfig"]["cidrBlocks"] = [
+        {"cidrBlock": "0.0.0.0/1"},
+        {"cidrBlock": "128.0.0.0/1"},
+    ]
+
+    problems = found(analyze, "gke-cluster-access", cluster)
+
+    assert [p.split(" ")[0] for p in problems] == [
+        "masterAuthorizedNetworksConfig.cidrBlocks[0]",
+        "masterAuthorizedNetworksConfig.cidrBlocks[1]",
+    ]
+
+
+def test_a_private_slash_8_is_an_allowed_network(analyze: Analyze) -> None:
+    cluster = gke_cluster()
+    cluster.inputs["masterAuthorizedNetworksConfig"]["cidrBlocks"] = [{"cidrBlock": "10.0.0.0/8"}]
+
+    assert found(analyze, "gke-cluster-access", cluster) == []
+
+
 def test_a_cluster_without_workload_identity_or_shielded_nodes_is_refused(
     analyze: Analyze,
 ) -> None:

@@ -297,7 +297,29 @@ def test_administrator_groups_get_cluster_admin_through_google_groups_for_rbac(
         "project": "ml-platform-dev",
         "role": "roles/container.clusterViewer",
         "member": "group:gke-admins@example.com",
+        "condition": {
+            "title": "gpu-platform cluster ml-dev in us-central1",
+            "description": "Administrators of GKE cluster ml-dev",
+            "expression": 'resource.service == "container.googleapis.com"',
+        },
     }
+
+
+def test_two_clusters_in_one_project_give_the_same_group_separate_bindings(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    # A project binding is role + member + condition (IAM "Policy" reference, conditional role
+    # bindings): with equal conditions, destroying one stack's grant would revoke the other's.
+    def condition(cluster_name: str) -> Any:
+        config = with_create(copy.deepcopy(gke_new_config), administrators=["a@example.com"])
+        config["gpu-platform:cluster"]["name"] = cluster_name
+        plan = plan_for(config)
+        (grant,) = [
+            r for r in plan.of_type(IAM_MEMBER_TYPE) if r.inputs["member"] == "group:a@example.com"
+        ]
+        return grant.inputs["condition"]
+
+    assert condition("ml-dev") != condition("ml-staging")
 
 
 def test_an_administrators_grant_is_named_by_its_group_not_its_place_in_the_list(

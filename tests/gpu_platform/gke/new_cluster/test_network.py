@@ -72,3 +72,23 @@ def test_an_existing_network_is_used_as_given_and_nothing_is_created(
     assert (inputs["network"], inputs["subnetwork"]) == ("shared", "gke-us-central1")
     assert inputs["ipAllocationPolicy"]["clusterSecondaryRangeName"] == "gke-pods"
     assert not plan.of_type(NETWORK) and not plan.of_type(ROUTER_NAT)
+
+
+def test_flow_logs_record_half_the_flows_by_default(gke_new_plan: Plan) -> None:
+    # compute.v1 `SubnetworkLogConfig`: flowSampling 0 to 1; 0.5 is what Google Cloud enables.
+    (subnet,) = gke_new_plan.of_type(SUBNETWORK)
+
+    assert subnet.inputs["logConfig"] == {
+        "aggregationInterval": "INTERVAL_5_SEC",
+        "flowSampling": 0.5,
+        "metadata": "INCLUDE_ALL_METADATA",
+    }
+
+
+def test_a_flow_log_sampling_of_zero_turns_flow_logs_off(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    plan = plan_for(with_gcp(gke_new_config, network={"flowLogSampling": 0}))
+
+    (subnet,) = plan.of_type(SUBNETWORK)
+    assert "logConfig" not in subnet.inputs
