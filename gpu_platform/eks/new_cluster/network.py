@@ -82,6 +82,21 @@ class EksNetwork(pulumi.ComponentResource):
             opts=child,
         )
 
+        # The VPC's default security group lets every member reach every other and anything
+        # out (EC2 user guide, default-security-group): a resource created without a group of
+        # its own lands in it. Nothing the platform creates uses it; the provider removes all of
+        # its rules when it takes it over (`aws_default_security_group`), as terraform-aws-vpc
+        # does by default (`manage_default_security_group`) and AWS Security Hub asks (EC2.2).
+        ec2.DefaultSecurityGroup(
+            f"{name}-default-sg",
+            vpc_id=network.id,
+            ingress=[],
+            egress=[],
+            tags=tagged("default"),
+            region=region,
+            opts=child,
+        )
+
         def routed_subnet(
             what: str, cidr: str, zone: str, extra: Mapping[str, str], table: ec2.RouteTable
         ) -> tuple[ec2.Subnet, ec2.RouteTableAssociation]:

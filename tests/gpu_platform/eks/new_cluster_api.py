@@ -80,6 +80,26 @@ def _internet_gateway(r: PlannedResource) -> Iterator[Request]:
     yield "ec2", "AttachInternetGateway", {"InternetGatewayId": "igw-0", "VpcId": i["vpcId"]}
 
 
+def _default_security_group(r: PlannedResource) -> Iterator[Request]:
+    # terraform-provider-aws `aws_default_security_group`: it finds the VPC's group named
+    # `default`, revokes every rule the group holds that the inputs do not list (none are
+    # listed here), and tags it.
+    i = _known(r, {"vpcId", "ingress", "egress", "tags"})
+    assert (i.get("ingress", []), i.get("egress", [])) == ([], [])
+    yield (
+        "ec2",
+        "DescribeSecurityGroups",
+        {
+            "Filters": [
+                {"Name": "vpc-id", "Values": [i["vpcId"]]},
+                {"Name": "group-name", "Values": ["default"]},
+            ]
+        },
+    )
+    tags = [{"Key": k, "Value": v} for k, v in sorted(i.get("tags", {}).items())]
+    yield "ec2", "CreateTags", {"Resources": ["sg-0"], "Tags": tags}
+
+
 _ROUTE_TARGETS = {"gatewayId": "GatewayId", "natGatewayId": "NatGatewayId"}
 
 
@@ -318,6 +338,7 @@ TRANSLATIONS: dict[str, Callable[[PlannedResource], Iterator[Request]]] = {
     "aws:ec2/vpc:Vpc": _vpc,
     "aws:ec2/subnet:Subnet": _subnet,
     "aws:ec2/internetGateway:InternetGateway": _internet_gateway,
+    "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup": _default_security_group,
     "aws:ec2/routeTable:RouteTable": _route_table,
     "aws:ec2/routeTableAssociation:RouteTableAssociation": _route_table_association,
     "aws:ec2/eip:Eip": _eip,

@@ -240,6 +240,17 @@ def test_s3_traffic_of_every_private_subnet_bypasses_the_nat_gateways(plan: Plan
 # --- The control plane -------------------------------------------------------------------------
 
 
+def test_the_vpcs_default_security_group_is_left_with_no_rule(plan: Plan) -> None:
+    # EC2's default group admits all traffic among its members and all egress; the provider
+    # removes every rule the inputs do not list (terraform-provider-aws
+    # `aws_default_security_group`), as AWS Security Hub control EC2.2 asks.
+    (group,) = plan.of_type("aws:ec2/defaultSecurityGroup:DefaultSecurityGroup")
+    (vpc,) = plan.of_type("aws:ec2/vpc:Vpc")
+
+    assert (group.inputs["ingress"], group.inputs["egress"]) == ([], [])
+    assert group.property_dependencies["vpcId"] == (vpc.urn,)
+
+
 def test_secrets_are_encrypted_with_a_rotated_key_of_the_stack(plan: Plan) -> None:
     cluster = only(plan, CLUSTER)
     key = only(plan, KMS_KEY)
