@@ -318,9 +318,7 @@ class GkeClusterCreate(Model):
     """An existing Cloud KMS key to encrypt Secrets with (GKE's application-layer Secrets
     encryption), instead of the key ring and key the platform creates in the cluster's region
     (rotated every 90 days): its resource name,
-    `projects/<project>/locations/<location>/keyRings/<ring>/cryptoKeys/<key>`, best in the
-    cluster's region as GKE asks (a `global` or multi-region key works; preflight warns that
-    the cluster then depends on Cloud KMS there as well).
+    `projects/<project>/locations/<the cluster's region>/keyRings/<ring>/cryptoKeys/<key>`.
     The GKE service agent of the cluster's project,
     `service-<project number>@container-engine-robot.iam.gserviceaccount.com`, must hold
     `roles/cloudkms.cryptoKeyEncrypterDecrypter` on it before the cluster is created
