@@ -275,6 +275,35 @@ def test_s3_traffic_of_every_private_subnet_bypasses_the_nat_gateways(plan: Plan
 # --- The control plane -------------------------------------------------------------------------
 
 
+def bounded_roles_vpcs(plan: Plan) -> dict[str, str]:
+    return {
+        r.inputs["name"]: r.inputs["tags"].get("gpu-platform.io/vpc", "")
+        for r in plan.of_type("aws:iam/role:Role")
+        if "permissionsBoundary" in r.inputs
+    }
+
+
+def test_every_role_within_the_boundary_names_the_created_vpc(plan: Plan) -> None:
+    # docs/iam/eks-permissions-boundary.json holds network interface actions to
+    # `ec2:Vpc` = the role's `gpu-platform.io/vpc` tag: an empty tag matches no VPC, and the
+    # VPC CNI's role could then give no pod an address. The stand-in VPC's id.
+    vpcs = bounded_roles_vpcs(plan)
+
+    assert {"ml-new.vpc-cni", "ml-new.system-nodes", "ml-new.pool-l4"} <= set(vpcs)
+    assert set(vpcs.values()) == {"cluster-network-vpc-id"}
+
+
+def test_in_existing_subnets_every_role_within_the_boundary_names_their_vpc() -> None:
+    config = eks_new()
+    create_of(config)["aws"] = {"subnetIds": [f"subnet-0123456789abcdef{i}" for i in range(3)]}
+
+    vpcs = bounded_roles_vpcs(run_program("eks-new", config=config, project=PROJECT))
+
+    assert "ml-new.vpc-cni" in vpcs
+    (vpc,) = set(vpcs.values())
+    assert vpc.startswith("vpc-")
+
+
 def test_the_vpcs_default_security_group_is_left_with_no_rule(plan: Plan) -> None:
     # EC2's default group admits all traffic among its members and all egress; the provider
     # removes every rule the inputs do not list (terraform-provider-aws
