@@ -103,10 +103,13 @@ class EksSystemNodeGroup(pulumi.ComponentResource):
             subnet_ids=list(subnet_ids),
             ami_type=AMI_TYPES[architecture],
             version=cluster.version,
+            # `insecure_value`: the provider marks `value` secret whatever the parameter, and a
+            # public release number shown as [secret] would hide from `pulumi preview` which
+            # release the nodes move to.
             release_version=spec.ami_release_version
             or ssm.get_parameter_output(
                 name=release_parameter(cluster.version, architecture), region=cluster.region
-            ).value,
+            ).insecure_value,
             node_repair_config=eks.NodeGroupNodeRepairConfigArgs(enabled=True),
             instance_types=list(spec.instance_types),
             capacity_type="ON_DEMAND",
