@@ -63,34 +63,7 @@ def creation_findings(config: StackConfig, apis: CreationApis) -> list[Finding]:
     if create.gcp.existing_network is None:
         findings += network_findings(region, apis.region_quotas(region), apis.project_quotas())
     findings.append(_endpoint_finding(create, spec.name))
-    findings += secrets_key_location_findings(create, region)
     return findings
-
-
-def secrets_key_location_findings(create: ClusterCreate, region: str) -> list[Finding]:
-    """A key of the user's outside the cluster's region works, but GKE asks for the same
-    location (how-to/encrypting-secrets: "Ensure that the key is in the same location as the
-    cluster to decrease latency and to prevent cases where resources depend on services spread
-    across multiple failure domains"): a `global` or multi-region key ring is what many
-    organisations keep centrally, so it is a warning, not a refusal."""
-    key = create.gcp.secrets_kms_key_name
-    if key is None:
-        return []
-    key_location = key.split("/")[3]
-    if key_location == region:
-        return []
-    return [
-        Finding(
-            "warning",
-            "Secrets key",
-            f"The key that encrypts the cluster's Secrets is in {key_location}, not in the"
-            f" cluster's region {region}: the control plane unwraps Secrets' data keys with"
-            f" Cloud KMS there, so the cluster depends on {key_location} as well as {region}"
-            " (GKE asks for the key in the cluster's location).",
-            f"Nothing, if that is the key your organisation keeps; otherwise a key in"
-            f" locations/{region} in {key_path('cluster', 'create', 'gcp', 'secretsKmsKeyName')}.",
-        )
-    ]
 
 
 def _existing_finding(config: StackConfig, apis: CreationApis) -> Finding:

@@ -16,6 +16,7 @@ from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, With
 from pydantic_core import PydanticCustomError
 
 from gpu_platform.config.fields import (
+    AmiRelease,
     CloudKmsKeyName,
     DnsLabel,
     Ec2InstanceType,
@@ -141,6 +142,12 @@ class EksSystemNodes(Model):
     """The most nodes the cluster autoscaler may grow the group to."""
     disk_size_gib: int = Field(default=50, ge=20, le=16384)
     """Each node's root volume (gp3, encrypted)."""
+    ami_release_version: AmiRelease | None = None
+    """The EKS-optimized AL2023 release the nodes run (`1.35.6-20260714`), of the cluster's
+    Kubernetes version. Unset, each `pulumi up` takes the newest release EKS publishes for the
+    version (its public SSM parameter), and the group rolls onto it one node at a time: the
+    nodes that run the controllers get kernel and kubelet patches without anyone pinning them.
+    Pin it to decide when they change."""
 
 
 EksLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
@@ -318,9 +325,7 @@ class GkeClusterCreate(Model):
     """An existing Cloud KMS key to encrypt Secrets with (GKE's application-layer Secrets
     encryption), instead of the key ring and key the platform creates in the cluster's region
     (rotated every 90 days): its resource name,
-    `projects/<project>/locations/<location>/keyRings/<ring>/cryptoKeys/<key>`, best in the
-    cluster's region as GKE asks (a `global` or multi-region key works; preflight warns that
-    the cluster then depends on Cloud KMS there as well).
+    `projects/<project>/locations/<the cluster's region>/keyRings/<ring>/cryptoKeys/<key>`.
     The GKE service agent of the cluster's project,
     `service-<project number>@container-engine-robot.iam.gserviceaccount.com`, must hold
     `roles/cloudkms.cryptoKeyEncrypterDecrypter` on it before the cluster is created

@@ -181,6 +181,16 @@ def _eks_problems(config: StackConfig, aws: EksClusterCreate) -> Iterator[Config
         yield from _eks_zone_problems(config, vpc.zones)
     system = aws.system_nodes
     yield from _bounds_problems((*base, "systemNodes"), "min", system.min, "max", system.max)
+    release = system.ami_release_version
+    version = config.cluster.create.kubernetes_version if config.cluster.create else None
+    if release is not None and version is not None and not release.startswith(f"{version}."):
+        yield ConfigProblem(
+            key_path(*base, "systemNodes", "amiReleaseVersion"),
+            release,
+            f"an AL2023 release for Kubernetes {version} (cluster.create.kubernetesVersion),"
+            f" such as {version}.6-20260714: EKS refuses a node group whose kubelet is not the"
+            " cluster's",
+        )
     for i, instance_type in enumerate(system.instance_types):
         if not STANDARD_INSTANCE_TYPE.match(instance_type):
             yield ConfigProblem(

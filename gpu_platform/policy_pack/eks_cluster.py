@@ -15,7 +15,7 @@ from typing import Any
 
 from checks import resource_policy
 from gpu_pools import check_launch_templates, imdsv2_problems
-from networks import WIDEST_BLOCK, wider_than_allowed
+from networks import WIDEST, wider_than_allowed
 from props import elements, flag, shown, text, value_at
 from pulumi_policy import (
     EnforcementLevel,
@@ -60,9 +60,9 @@ def endpoint_problems(args: ResourceValidationArgs) -> Iterator[str]:
             "the EKS cluster's API endpoint answers the whole internet (vpcConfig."
             f"endpointPublicAccess={shown(public)}, publicAccessCidrs={shown(cidrs or None)};"
             " EKS opens it to 0.0.0.0/0 when these are left out"
-            + (f"; wider than /{WIDEST_BLOCK}: {', '.join(map(str, wide))}" if wide else "")
+            + (f"; wider than {WIDEST}: {', '.join(map(str, wide))}" if wide else "")
             + "). Fix: set endpointPublicAccess to false, or list the deployers' egress ranges"
-            f" (/{WIDEST_BLOCK} or narrower) in publicAccessCidrs."
+            f" ({WIDEST} or narrower) in publicAccessCidrs."
         )
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from checks import Findings, resource_policy
 from gpu_pools import CLUSTER_TYPE, NODE_POOL_TYPE, linked_resource
-from networks import WIDEST_BLOCK, wider_than_allowed
+from networks import WIDEST, wider_than_allowed
 from props import Step, elements, field_path, flag, mapping, shown, text, value_at
 from pulumi_policy import (
     EnforcementLevel,
@@ -116,7 +116,7 @@ def control_plane_problems(args: ResourceValidationArgs) -> Iterator[str]:
         if wider_than_allowed(cidr):
             yield (
                 f"masterAuthorizedNetworksConfig.cidrBlocks[{index}] is {cidr}, wider than "
-                f"/{WIDEST_BLOCK}: the whole internet, or a share of it no deployer needs. Fix: "
+                f"{WIDEST}: the whole internet, or a share of it no deployer needs. Fix: "
                 "list only the deployers' and CI runners' ranges."
             )
     if authorized is not None and flag(authorized, "gcpPublicCidrsAccessEnabled") is True:

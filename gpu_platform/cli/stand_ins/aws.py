@@ -3,7 +3,9 @@
 The program looks up its cluster (`aws:eks/getCluster`), the cluster's subnets
 (`aws:ec2/getSubnet`) and their route tables (`aws:ec2/getRouteTables`,
 `aws:ec2/getRouteTable`), where EC2 offers each pool's instance types
-(`aws:ec2/getInstanceTypeOfferings`) and what they are (`aws:ec2/getInstanceType`).
+(`aws:ec2/getInstanceTypeOfferings`) and what they are (`aws:ec2/getInstanceType`); a created
+cluster's system nodes look up EKS's newest AL2023 release (`aws:ssm/getParameter`), answered
+with the newest release of the driver table for that Kubernetes version.
 
 Instance types and the zones offering GPU instance types are EC2's real data, as moto ships it,
 kept in `ec2_data/` by its `derive.py`: GPU models, counts, vCPUs and the zones that lack an
@@ -22,6 +24,8 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
+
+from gpu_platform.drivers import AL2023_DRIVERS
 
 STAND_IN_ACCOUNT = "123456789012"
 STAND_IN_KUBERNETES_VERSION = "1.35"
@@ -376,6 +380,25 @@ LIVE_NODE_GROUPS: dict[str, dict[str, int]] = {}
 the offline plan finds running. None, as for a stack not yet deployed; tests add some."""
 
 
+def get_parameter(args: dict[str, Any]) -> dict[str, Any]:
+    """EKS's public parameter of the newest AL2023 release for a Kubernetes version
+    (`/aws/service/eks/optimized-ami/<version>/amazon-linux-2023/<arch>/standard/recommended/
+    release_version`): the newest release of that version in the driver table."""
+    name = args["name"]
+    version = name.split("/")[5]
+    release = next(r for r in AL2023_DRIVERS if r.startswith(f"{version}."))
+    return {
+        "id": name,
+        "name": name,
+        "type": "String",
+        "value": release,
+        "version": 1,
+        "arn": f"arn:aws:ssm:{args.get('region', 'us-east-1')}::parameter{name}",
+        "insecureValue": release,
+        "withDecryption": True,
+    }
+
+
 def get_node_groups(args: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": args["clusterName"],
@@ -395,6 +418,7 @@ def get_node_group(args: dict[str, Any]) -> dict[str, Any]:
 
 
 INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "aws:ssm/getParameter:getParameter": get_parameter,
     "aws:eks/getNodeGroups:getNodeGroups": get_node_groups,
     "aws:eks/getNodeGroup:getNodeGroup": get_node_group,
     "aws:eks/getCluster:getCluster": get_cluster,

@@ -244,13 +244,17 @@ class NewEksCluster(pulumi.ComponentResource):
         )
         created = control_plane.cluster
         on_cluster = pulumi.ResourceOptions(parent=self, depends_on=[created])
+        # The roles within the platform's boundary carry their VPC as a tag, the only VPC whose
+        # network interfaces the boundary lets them touch (`ec2:Vpc`): an empty tag matches no
+        # VPC, and the VPC CNI could then give no pod an address.
+        in_vpc = replace(planned, vpc_id=vpc_id or created.vpc_config.vpc_id)
         self.cni = (
-            [VpcCniIdentity("vpc-cni", planned, on_cluster)] if config.cluster.vpc_cni_role else []
+            [VpcCniIdentity("vpc-cni", in_vpc, on_cluster)] if config.cluster.vpc_cni_role else []
         )
         before = addons(f"{name}-addon", planned, BEFORE_NODES, on_cluster)
         system = EksSystemNodeGroup(
             f"{name}-system",
-            planned,
+            in_vpc,
             created.name,
             create.aws.system_nodes,
             plan.system_architecture,
@@ -276,7 +280,7 @@ class NewEksCluster(pulumi.ComponentResource):
             planned,
             endpoint=created.endpoint,
             certificate_authority=created.certificate_authority.data,
-            vpc_id=vpc_id or created.vpc_config.vpc_id,
+            vpc_id=in_vpc.vpc_id,
             security_group_id=created.vpc_config.cluster_security_group_id,
         )
         # Everything on the nodes waits for their egress, and is deleted before it.

@@ -6,12 +6,21 @@ No taint: all of those land there without tolerations, while the GPU pools' own
 `nvidia.com/gpu` taint keeps them off the GPUs. Nodes take IMDSv2 only, with a hop limit of 1, so
 that no pod reaches the node role's credentials (EKS best practices guide, "Restrict access to
 the instance profile assigned to the worker node"), and an encrypted gp3 root volume.
+
+The group follows EKS's newest AL2023 release for the cluster's version unless
+`systemNodes.amiReleaseVersion` pins one: a managed node group takes a new AMI only when asked
+(CreateNodegroup / UpdateNodegroupVersion `releaseVersion`), so without it these long-lived nodes
+would keep their first AMI's kernel and kubelet patches for the life of the minor version. The
+release comes from the public SSM parameter EKS publishes per version and AMI type (EKS user
+guide, retrieve-ami-id; terraform-aws-eks `use_latest_ami_release_version`), so a `pulumi
+preview` shows the rolling update a new release brings. EKS's node auto repair replaces a node
+whose kubelet stops reporting, as on the GPU node groups.
 """
 
 from collections.abc import Mapping, Sequence
 
 import pulumi
-from pulumi_aws import ec2, eks
+from pulumi_aws import ec2, eks, ssm
 
 from gpu_platform.config.cluster_create import SYSTEM_NODE_GROUP, EksSystemNodes
 from gpu_platform.eks.cluster import EksCluster
@@ -22,6 +31,16 @@ SYSTEM_LABEL = "gpu-platform.io/system"
 # The AMI types of the EKS-optimized AL2023 images without GPU drivers, by architecture
 # (botocore's EKS model, AMITypes).
 AMI_TYPES = {"x86_64": "AL2023_x86_64_STANDARD", "arm64": "AL2023_ARM_64_STANDARD"}
+
+
+def release_parameter(kubernetes_version: str, architecture: str) -> str:
+    """The SSM public parameter holding the newest AL2023 standard release for a version."""
+    return (
+        f"/aws/service/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/{architecture}"
+        "/standard/recommended/release_version"
+    )
+
+
 ROOT_DEVICE = "/dev/xvda"
 
 
@@ -84,6 +103,14 @@ class EksSystemNodeGroup(pulumi.ComponentResource):
             subnet_ids=list(subnet_ids),
             ami_type=AMI_TYPES[architecture],
             version=cluster.version,
+            # `insecure_value`: the provider marks `value` secret whatever the parameter, and a
+            # public release number shown as [secret] would hide from `pulumi preview` which
+            # release the nodes move to.
+            release_version=spec.ami_release_version
+            or ssm.get_parameter_output(
+                name=release_parameter(cluster.version, architecture), region=cluster.region
+            ).insecure_value,
+            node_repair_config=eks.NodeGroupNodeRepairConfigArgs(enabled=True),
             instance_types=list(spec.instance_types),
             capacity_type="ON_DEMAND",
             scaling_config=eks.NodeGroupScalingConfigArgs(

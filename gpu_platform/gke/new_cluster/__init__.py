@@ -82,6 +82,19 @@ def planned_cluster_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     f" ({RELEASE_CHANNELS_DOC}); pin pools with releaseChannel none, or hold"
                     " GPU nodes back with a no-minor-or-node-upgrades maintenance exclusion",
                 )
+    key = create.gcp.secrets_kms_key_name
+    region = planned_cluster(config).region
+    # GKE how-to/encrypting-secrets, "Create a Cloud KMS key": "A regional cluster should use a
+    # key ring from the same location", a zonal cluster "can only use a key in" its region, and
+    # "The Cloud KMS global region is not supported for use with GKE". Refused here, before the
+    # network exists, rather than by the cluster's creation after it.
+    if key is not None and key.split("/")[3] != region:
+        yield ConfigProblem(
+            key_path("cluster", "create", "gcp", "secretsKmsKeyName"),
+            key,
+            f"a key in the cluster's region, {region} (locations/{region}): GKE supports neither"
+            f" the global location nor another one; this one is in {key.split('/')[3]}",
+        )
     if create.administrators and admin_domain(create) is None:
         yield ConfigProblem(
             key_path("cluster", "create", "administrators"),

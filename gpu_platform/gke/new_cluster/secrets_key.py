@@ -4,9 +4,9 @@ the key in Cloud KMS wraps the data keys that encrypt each Secret before it is s
 copy of the cluster's database alone does not reveal them.
 
 Unless `cluster.create.gcp.secretsKmsKeyName` names a key of the user's, the platform creates a
-key ring and a key in the cluster's region (GKE: "Ensure that the key is in the same location as
-the cluster to decrease latency and to prevent cases where resources depend on services spread
-across multiple failure domains"), and grants the GKE service agent of the cluster's project
+key ring and a key in the cluster's region (GKE how-to/encrypting-secrets: a regional cluster
+uses a key ring of its location, a zonal one of its region, and "The Cloud KMS global region is
+not supported for use with GKE"), and grants the GKE service agent of the cluster's project
 (`service-<project number>@container-engine-robot.iam.gserviceaccount.com`) the encrypter and
 decrypter role on that key only; GKE checks that grant when it creates the cluster, so the
 cluster waits for it.

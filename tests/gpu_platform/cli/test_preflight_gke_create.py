@@ -147,27 +147,6 @@ def test_with_a_key_of_the_users_the_kms_api_of_the_cluster_project_is_not_asked
     assert of(found, "API cloudkms.googleapis.com") == []
 
 
-def test_a_secrets_key_outside_the_clusters_region_is_a_warning(project: Project) -> None:
-    # GKE how-to/encrypting-secrets: "Ensure that the key is in the same location as the
-    # cluster", for latency and failure domains; a global key ring still works.
-    key = f"projects/{PROJECT}-keys/locations/global/keyRings/gke/cryptoKeys/secrets"
-
-    found = project.findings(lambda c: creating(c, gcp={"secretsKmsKeyName": key}))
-
-    (warning,) = of(found, "Secrets key")
-    assert warning.severity == "warning"
-    assert "in global, not in the cluster's region us-central1" in warning.message
-    assert "locations/us-central1" in warning.action
-
-
-def test_a_secrets_key_in_the_clusters_region_is_no_finding(project: Project) -> None:
-    key = f"projects/{PROJECT}-keys/locations/us-central1/keyRings/gke/cryptoKeys/secrets"
-
-    found = project.findings(lambda c: creating(c, gcp={"secretsKmsKeyName": key}))
-
-    assert of(found, "Secrets key") == []
-
-
 def test_system_nodes_past_the_regions_cpus_block(project: Project) -> None:
     # e2-standard-4, one per zone in three zones: 12 vCPUs at start, 24 at most.
     project.quotas({**ROOMY_REGION, "CPUS": (24, 16)}, ROOMY_PROJECT)

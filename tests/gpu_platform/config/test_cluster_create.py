@@ -136,6 +136,13 @@ BAD: list[tuple[str, Config, Callable[[Config], None], str, str]] = [
         "narrower than the whole internet",
     ),
     (
+        "a system node release of another Kubernetes version",
+        EKS_NEW,
+        _set(["aws", "systemNodes"], {"amiReleaseVersion": "1.34.9-20260714"}),
+        "cluster.create.aws.systemNodes.amiReleaseVersion",
+        "an AL2023 release for Kubernetes",
+    ),
+    (
         "a GPU type for the system nodes",
         EKS_NEW,
         _set(["aws", "systemNodes"], {"instanceTypes": ["m7i.xlarge", "g5.xlarge"]}),

@@ -212,6 +212,41 @@ def test_the_system_nodes_root_volume_is_encrypted_gp3(plan: Plan) -> None:
     assert volume["ebs"]["volumeType"] == "gp3"
 
 
+SYSTEM_NODE_GROUP = "cluster-system-nodes"
+
+
+def test_the_system_nodes_follow_eks_newest_al2023_release_for_the_version(plan: Plan) -> None:
+    # A managed node group takes a new AMI only when asked (EKS API, UpdateNodegroupVersion
+    # `releaseVersion`); EKS publishes the newest release per version and AMI type as a public
+    # SSM parameter (EKS user guide, retrieve-ami-id), which terraform-aws-eks's
+    # `use_latest_ami_release_version` reads. The stand-in answers the newest 1.35 release.
+    (lookup,) = [i for i in plan.invokes if i.token == "aws:ssm/getParameter:getParameter"]
+    nodes = plan.named(SYSTEM_NODE_GROUP, NODE_GROUP)
+
+    assert lookup.args["name"] == (
+        "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/standard/recommended"
+        "/release_version"
+    )
+    assert nodes.inputs["releaseVersion"] == "1.35.6-20260714"
+
+
+def test_a_pinned_system_release_is_used_and_nothing_looked_up() -> None:
+    config = eks_new()
+    create_of(config)["aws"] = {"systemNodes": {"amiReleaseVersion": "1.35.5-20260625"}}
+
+    plan = run_program("eks-new", config=config, project=PROJECT)
+
+    assert plan.named(SYSTEM_NODE_GROUP, NODE_GROUP).inputs["releaseVersion"] == "1.35.5-20260625"
+    assert not [i for i in plan.invokes if i.token == "aws:ssm/getParameter:getParameter"]
+
+
+def test_the_system_nodes_are_repaired_by_eks(plan: Plan) -> None:
+    # EKS node auto repair (CreateNodegroup `nodeRepairConfig`), as on the GPU node groups.
+    nodes = plan.named(SYSTEM_NODE_GROUP, NODE_GROUP)
+
+    assert nodes.inputs["nodeRepairConfig"] == {"enabled": True}
+
+
 def test_a_dev_stack_has_one_nat_gateway_and_a_protected_one_one_per_zone(
     plans: dict[str, Plan],
 ) -> None:
@@ -238,6 +273,35 @@ def test_s3_traffic_of_every_private_subnet_bypasses_the_nat_gateways(plan: Plan
 
 
 # --- The control plane -------------------------------------------------------------------------
+
+
+def bounded_roles_vpcs(plan: Plan) -> dict[str, str]:
+    return {
+        r.inputs["name"]: r.inputs["tags"].get("gpu-platform.io/vpc", "")
+        for r in plan.of_type("aws:iam/role:Role")
+        if "permissionsBoundary" in r.inputs
+    }
+
+
+def test_every_role_within_the_boundary_names_the_created_vpc(plan: Plan) -> None:
+    # docs/iam/eks-permissions-boundary.json holds network interface actions to
+    # `ec2:Vpc` = the role's `gpu-platform.io/vpc` tag: an empty tag matches no VPC, and the
+    # VPC CNI's role could then give no pod an address. The stand-in VPC's id.
+    vpcs = bounded_roles_vpcs(plan)
+
+    assert {"ml-new.vpc-cni", "ml-new.system-nodes", "ml-new.pool-l4"} <= set(vpcs)
+    assert set(vpcs.values()) == {"cluster-network-vpc-id"}
+
+
+def test_in_existing_subnets_every_role_within_the_boundary_names_their_vpc() -> None:
+    config = eks_new()
+    create_of(config)["aws"] = {"subnetIds": [f"subnet-0123456789abcdef{i}" for i in range(3)]}
+
+    vpcs = bounded_roles_vpcs(run_program("eks-new", config=config, project=PROJECT))
+
+    assert "ml-new.vpc-cni" in vpcs
+    (vpc,) = set(vpcs.values())
+    assert vpc.startswith("vpc-")
 
 
 def test_the_vpcs_default_security_group_is_left_with_no_rule(plan: Plan) -> None:

@@ -83,7 +83,15 @@ BAD_CLUSTERS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
             endpointPublicAccess=True, publicAccessCidrs=["0.0.0.0/1", "128.0.0.0/1"]
         ),
         "eks-cluster-endpoint",
-        "wider than /8: 0.0.0.0/1, 128.0.0.0/1",
+        "wider than /8 (IPv6 /32): 0.0.0.0/1, 128.0.0.0/1",
+    ),
+    (
+        "public endpoint open to all of IPv6",
+        lambda i: i["vpcConfig"].update(
+            endpointPublicAccess=True, publicAccessCidrs=["203.0.113.0/24", "::/0"]
+        ),
+        "eks-cluster-endpoint",
+        "wider than /8 (IPv6 /32): ::/0",
     ),
     (
         "no audit log",

@@ -13,6 +13,7 @@ import pytest
 
 from gpu_platform.cli.offline import Plan
 
+from ..plans import problems_of
 from .plans import CLUSTER, CRYPTO_KEY, IAM_MEMBER, KEY_MEMBER, KEY_RING, cluster, with_gcp
 
 Config = dict[str, Any]
@@ -81,17 +82,26 @@ def test_a_key_of_the_users_is_used_and_none_created(
     assert [r.type for r in plan.resources if r.type == CLUSTER] == [CLUSTER]
 
 
-@pytest.mark.parametrize("key_location", ["global", "us", "us-east4"])
-def test_a_key_of_the_users_outside_the_clusters_region_is_used(
-    gke_new_config: Config, plan_for: Callable[[Config], Plan], key_location: str
+@pytest.mark.parametrize(
+    ("location", "key_location"),
+    [("us-central1", "global"), ("us-central1", "us"), ("us-central1-a", "us-east4")],
+)
+def test_a_key_of_the_users_outside_the_clusters_region_is_refused(
+    gke_new_config: Config,
+    failed_plan_for: Callable[[Config], Plan],
+    location: str,
+    key_location: str,
 ) -> None:
-    # GKE recommends, but does not require, a key in the cluster's location
-    # (how-to/encrypting-secrets); preflight warns (test_preflight_gke_create.py).
+    # GKE how-to/encrypting-secrets, "Create a Cloud KMS key": a zonal cluster "can only use a
+    # key in" its region, and "The Cloud KMS global region is not supported for use with GKE".
+    gke_new_config["gpu-platform:cluster"]["location"] = location
     key = f"projects/acme-keys/locations/{key_location}/keyRings/gke/cryptoKeys/secrets"
 
-    plan = plan_for(with_gcp(gke_new_config, secretsKmsKeyName=key))
+    problems = problems_of(failed_plan_for(with_gcp(gke_new_config, secretsKmsKeyName=key)))
 
-    assert cluster(plan).inputs["databaseEncryption"] == {"state": "ENCRYPTED", "keyName": key}
+    assert problems["gpu-platform:cluster.create.gcp.secretsKmsKeyName"].startswith(
+        "a key in the cluster's region, "
+    )
 
 
 def test_a_zonal_clusters_key_in_its_region_is_accepted(
