@@ -183,6 +183,10 @@ class Deadline:
 
         threading.Thread(target=worker, name="preflight-calls", daemon=True).start()
         done, _ = wait([outcome], timeout=self.remaining())
-        if not done:
+        # A call's read timeout is the deadline itself (`read_timeout`): on a busy machine the
+        # call's own timeout can end the work just before this thread wakes up to give up on it.
+        # Work that failed once the deadline had passed failed because of it.
+        late_failure = bool(done) and outcome.exception() is not None and not self.remaining()
+        if not done or late_failure:
             raise DeadlinePassed(self.seconds, *(calls.so_far() if calls else (None, 0)))
         return outcome.result()

@@ -4,6 +4,7 @@ the last call under way; each call's socket timeouts stay within it."""
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 
 import pytest
 
@@ -38,6 +39,26 @@ def test_work_past_the_deadline_is_given_up_on_naming_the_call_under_way() -> No
 
     assert passed.value.call == Call("eks DescribeCluster", "https://eks.us-east-1.amazonaws.com")
     assert 1 <= took < 1.5
+
+
+def test_work_that_fails_after_the_deadline_has_passed_is_a_passed_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A busy machine: the waiting thread wakes only after the work's own read timeout (as long
+    # as the deadline) has already ended it.
+    def late_wait(futures: list[Future[None]], timeout: float) -> tuple[list[Future[None]], list]:
+        for future in futures:
+            future.exception()  # blocks until the work has ended, whatever the timeout
+        return list(futures), []
+
+    monkeypatch.setattr("gpu_platform.cli.deadline.wait", late_wait)
+
+    def times_out() -> None:
+        time.sleep(0.2)
+        raise TimeoutError("read timed out")
+
+    with pytest.raises(DeadlinePassed):
+        Deadline(0.1).run(times_out)
 
 
 def test_a_retry_is_counted_as_an_attempt_of_the_same_call() -> None:
