@@ -230,6 +230,25 @@ def test_the_system_nodes_follow_eks_newest_al2023_release_for_the_version(plan:
     assert nodes.inputs["releaseVersion"] == "1.35.6-20260714"
 
 
+def test_the_release_looked_up_is_that_of_the_clusters_version_and_the_nodes_architecture() -> None:
+    config = eks_new()
+    on_version("1.36")(config)
+    create_of(config)["aws"] = {"systemNodes": {"instanceTypes": ["m7g.xlarge"]}}
+
+    plan = run_program("eks-new", config=config, project=PROJECT)
+
+    (lookup,) = [i for i in plan.invokes if i.token == "aws:ssm/getParameter:getParameter"]
+    assert lookup.args["name"] == (
+        "/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/arm64/standard/recommended"
+        "/release_version"
+    )
+    nodes = plan.named(SYSTEM_NODE_GROUP, NODE_GROUP)
+    assert (nodes.inputs["amiType"], nodes.inputs["releaseVersion"]) == (
+        "AL2023_ARM_64_STANDARD",
+        "1.36.2-20260714",
+    )
+
+
 def test_a_pinned_system_release_is_used_and_nothing_looked_up() -> None:
     config = eks_new()
     create_of(config)["aws"] = {"systemNodes": {"amiReleaseVersion": "1.35.5-20260625"}}

@@ -94,6 +94,12 @@ BAD_CLUSTERS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "wider than /8 (IPv6 /32): ::/0",
     ),
     (
+        "public endpoint open to a sixteenth of IPv6's unicast space",
+        lambda i: i["vpcConfig"].update(endpointPublicAccess=True, publicAccessCidrs=["2600::/16"]),
+        "eks-cluster-endpoint",
+        "wider than /8 (IPv6 /32): 2600::/16",
+    ),
+    (
         "no audit log",
         lambda i: i.update(enabledClusterLogTypes=["api", "authenticator"]),
         "eks-cluster-audit-logs",
@@ -115,6 +121,21 @@ def test_a_weakened_cluster_is_reported(
     [message] = found(analyze, policy, changed(plan, change))
 
     assert words in message
+
+
+def test_a_public_endpoint_restricted_to_a_providers_ipv6_block_passes(
+    analyze: Analyze, plan: Plan
+) -> None:
+    # A /32 is what a regional registry allocates to a whole provider (documentation range,
+    # RFC 3849).
+    cluster = changed(
+        plan,
+        lambda i: i["vpcConfig"].update(
+            endpointPublicAccess=True, publicAccessCidrs=["2001:db8::/32"]
+        ),
+    )
+
+    assert found(analyze, "eks-cluster-endpoint", cluster) == []
 
 
 def test_a_public_endpoint_restricted_to_cidrs_passes(analyze: Analyze, plan: Plan) -> None:
