@@ -181,16 +181,6 @@ def _eks_problems(config: StackConfig, aws: EksClusterCreate) -> Iterator[Config
         yield from _eks_zone_problems(config, vpc.zones)
     system = aws.system_nodes
     yield from _bounds_problems((*base, "systemNodes"), "min", system.min, "max", system.max)
-    release = system.ami_release_version
-    version = config.cluster.create.kubernetes_version if config.cluster.create else None
-    if release is not None and version is not None and not release.startswith(f"{version}."):
-        yield ConfigProblem(
-            key_path(*base, "systemNodes", "amiReleaseVersion"),
-            release,
-            f"an AL2023 release for Kubernetes {version} (cluster.create.kubernetesVersion),"
-            f" such as {version}.6-20260714: EKS refuses a node group whose kubelet is not the"
-            " cluster's",
-        )
     for i, instance_type in enumerate(system.instance_types):
         if not STANDARD_INSTANCE_TYPE.match(instance_type):
             yield ConfigProblem(
@@ -269,19 +259,30 @@ def _eks_zone_problems(config: StackConfig, zones: list[str]) -> Iterator[Config
 
 def _ami_release_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     """An AL2023 AMI release names its Kubernetes version; EKS refuses a node group whose
-    release is of another minor than the cluster's being created, but only at `pulumi up`."""
+    release is of another minor than the cluster's being created, but only at `pulumi up`.
+    The system nodes always run AL2023; the pools where the stack's node image is."""
     create = config.cluster.create
-    if create is None or config.node_image != "al2023":
+    if create is None:
         return
-    for i, pool in enumerate(config.pools):
-        release = pool.aws.ami_release_version
-        if release is not None and not release.startswith(create.kubernetes_version + "."):
+    releases: list[tuple[tuple[str | int, ...], str | None]] = [
+        (
+            (*CREATE, "aws", "systemNodes", "amiReleaseVersion"),
+            create.aws.system_nodes.ami_release_version,
+        )
+    ]
+    if config.node_image == "al2023":
+        releases += [
+            (("pools", i, "aws", "amiReleaseVersion"), pool.aws.ami_release_version)
+            for i, pool in enumerate(config.pools)
+        ]
+    version = create.kubernetes_version
+    for path, release in releases:
+        if release is not None and not release.startswith(version + "."):
             yield ConfigProblem(
-                key_path("pools", i, "aws", "amiReleaseVersion"),
+                key_path(*path),
                 release,
-                f"an AL2023 release for Kubernetes {create.kubernetes_version}, the cluster's"
-                f" (cluster.create.kubernetesVersion), such as {create.kubernetes_version}.6-"
-                "20260714",
+                f"an AL2023 release for Kubernetes {version}, the cluster's"
+                f" (cluster.create.kubernetesVersion), such as {version}.6-20260714",
             )
 
 
