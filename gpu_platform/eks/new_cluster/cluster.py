@@ -277,10 +277,9 @@ class NewEksCluster(pulumi.ComponentResource):
             },
         )
         self.cluster = replace(
-            planned,
+            in_vpc,
             endpoint=created.endpoint,
             certificate_authority=created.certificate_authority.data,
-            vpc_id=in_vpc.vpc_id,
             security_group_id=created.vpc_config.cluster_security_group_id,
         )
         # Everything on the nodes waits for their egress, and is deleted before it.
