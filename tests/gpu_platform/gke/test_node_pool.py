@@ -372,6 +372,33 @@ def test_upgrades_surge_one_node_and_take_none_out_of_service_by_default(gke_pla
     }
 
 
+# The per-node durations of an upgrade (gpu_platform/rollout_timeouts.py has their sources): a
+# drain honours disruption budgets for at most an hour (GKE's node-pool-upgrade-strategies page);
+# the platform's 15-minute allowance for a node's start; a quarter more as margin; never below
+# terraform-provider-google resource_container_node_pool.go's 30 minutes.
+
+
+def test_an_upgrade_waits_for_the_longest_surge_the_pool_allows(gke_plan: Plan) -> None:
+    # max 3 over 3 zones, one node at a time: 3 rounds of (15 + 60) = 225 minutes, x 1.25.
+    assert node_pool(gke_plan).custom_timeouts == {"update": "282m"}
+
+
+def test_an_upgrade_waits_for_a_blue_green_pools_drain_wait_and_soak(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    with_pool(
+        gke_config,
+        gcp={
+            "upgradeStrategy": "blue-green",
+            "blueGreenDrainWaitHours": 8,
+            "blueGreenSoakHours": 2,
+        },
+    )
+
+    # 15 (new nodes) + 8 h wait + 3 nodes x 1 h drain + 2 h soak = 13 h 15 = 795 minutes, x 1.25.
+    assert node_pool(plan_for(gke_config)).custom_timeouts == {"update": "994m"}
+
+
 SPECIFIC_RESERVATION: Config = {
     "capacity": "on-demand",
     "zones": ["us-central1-a"],
