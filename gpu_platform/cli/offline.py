@@ -53,6 +53,9 @@ class PlannedResource:
     aliases: tuple[dict[str, Any], ...] = ()
     """Its aliases as the engine is told them (`{"spec": {"noParent": True}}`: it was once a
     child of the stack itself), which keep its state when its URN changes."""
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
+    """How long the provider may take to create, update or delete it, where the program says
+    (`{"update": "300m"}`, Go durations); the provider's own defaults elsewhere."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +223,7 @@ class _RecordingMonitor(mocks.MockMonitor):
                     secret_inputs=frozenset(k for k, v in inputs.items() if _holds_secret(v)),
                     computed_outputs=_computed(inputs, rpc.deserialize_properties(response.object)),
                     aliases=tuple(MessageToDict(alias) for alias in request.aliases),
+                    custom_timeouts=MessageToDict(request.customTimeouts),
                 )
             )
         return response

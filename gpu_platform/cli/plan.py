@@ -235,6 +235,7 @@ def plan_as_json(plan: Plan, verdicts: Sequence[Verdict] = ()) -> dict[str, Any]
                 "dependencies": list(r.dependencies),
                 "protect": r.protect,
                 "ignoreChanges": list(r.ignore_changes),
+                "customTimeouts": r.custom_timeouts,
                 "inputs": {k: SECRET if k in r.secret_inputs else v for k, v in r.inputs.items()},
             }
             for r in plan.resources
@@ -381,6 +382,7 @@ def _add_children(
         flags = [f for f, on in (("protected", resource.protect),) if on]
         if resource.ignore_changes:
             flags.append("ignores changes to " + ", ".join(resource.ignore_changes))
+        flags.extend(f"{op} within {limit}" for op, limit in resource.custom_timeouts.items())
         if flags:
             label += f" [yellow]({'; '.join(flags)})[/yellow]"
         child = node.add(label)

@@ -29,6 +29,7 @@ from gpu_platform.eks.node_labels import eks_node_identity
 from gpu_platform.eks.node_repair import node_repair_config_for
 from gpu_platform.eks.placement import NodeGroupPlacement
 from gpu_platform.node_identity import CLOUD_TAINT_EFFECTS, POOL_LABEL, ResolvedPool
+from gpu_platform.rollout_timeouts import eks_update_timeout
 from gpu_platform.secrets import secret_if
 
 # The autoscaler owns the group's size between min and max: a `pulumi up` that set it back
@@ -176,6 +177,11 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
                     depends_on=[*attachments, *args.after],
                     ignore_changes=[DESIRED_SIZE] if desired is None else [],
                     protect=args.protect,
+                    custom_timeouts=eks_update_timeout(
+                        group.max_size,
+                        _MAX_UNAVAILABLE,
+                        spec.aws.max_unavailable_percent,
+                    ),
                 ),
             )
             autoscaling_group_name = node_group.resources.apply(_autoscaling_group_name)
@@ -355,6 +361,8 @@ def node_role(
 
 # EKS's values for `updateConfig.updateStrategy` (botocore's EKS model, NodegroupUpdateStrategies).
 UPDATE_STRATEGIES = {"minimal": "MINIMAL", "default": "DEFAULT"}
+# Nodes replaced at once where the pool sets no `maxUnavailablePercent`.
+_MAX_UNAVAILABLE = 1
 
 
 def _update_config(args: EksGpuNodeGroupArgs) -> eks.NodeGroupUpdateConfigArgs:
@@ -367,7 +375,7 @@ def _update_config(args: EksGpuNodeGroupArgs) -> eks.NodeGroupUpdateConfigArgs:
         return eks.NodeGroupUpdateConfigArgs(
             max_unavailable_percentage=spec.max_unavailable_percent, update_strategy=strategy
         )
-    return eks.NodeGroupUpdateConfigArgs(max_unavailable=1, update_strategy=strategy)
+    return eks.NodeGroupUpdateConfigArgs(max_unavailable=_MAX_UNAVAILABLE, update_strategy=strategy)
 
 
 def capacity_reservation_options(spec: GpuPoolSpec) -> dict[str, Any]:

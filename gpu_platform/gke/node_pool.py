@@ -26,6 +26,7 @@ reservations (`gcp.reservation`), or through Dynamic Workload Scheduler as flex-
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pulumi
 from pulumi_gcp import container, projects, serviceaccount
@@ -44,6 +45,11 @@ from gpu_platform.config import (
 from gpu_platform.gke.cluster import POOL_RESOURCE_LABEL, GkeCluster
 from gpu_platform.gke.machine_types import boot_disk_types
 from gpu_platform.node_identity import CLOUD_TAINT_EFFECTS, GpuSharer, ResolvedPool
+from gpu_platform.rollout_timeouts import (
+    gke_blue_green_rollout,
+    gke_surge_rollout,
+    gke_update_timeout,
+)
 from gpu_platform.secrets import secret_if
 from gpu_platform.version_order import version_key
 
@@ -139,6 +145,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
                 # preview and do nothing.
                 ignore_changes=[*NODE_COUNT_PROPERTIES, MAINTENANCE_POLICIES],
                 protect=args.protect,
+                custom_timeouts=gke_update_timeout(longest_upgrade(spec, len(args.zones))),
             ),
         )
         self.node_pool_name = self.node_pool.name
@@ -305,6 +312,22 @@ def upgrade_settings(spec: GpuPoolSpec) -> container.NodePoolUpgradeSettingsArgs
     return container.NodePoolUpgradeSettingsArgs(
         strategy="SURGE", max_surge=surge, max_unavailable=unavailable
     )
+
+
+def longest_upgrade(spec: GpuPoolSpec, zones: int) -> timedelta:
+    """The longest upgrade of the pool's nodes (all `max` of them, in each zone where the
+    autoscaling scope is per zone) its `upgrade_settings` allow."""
+    gcp = spec.gcp
+    nodes = spec.max * zones if gcp.autoscaling_scope == "per-zone" else spec.max
+    if gcp.upgrade_strategy == "blue-green":
+        return gke_blue_green_rollout(
+            nodes, _hours(gcp.blue_green_drain_wait_hours), _hours(gcp.blue_green_soak_hours)
+        )
+    return gke_surge_rollout(nodes, zones, *gcp.surge_upgrade)
+
+
+def _hours(hours: int | None) -> timedelta | None:
+    return None if hours is None else timedelta(hours=hours)
 
 
 def _duration(hours: int | None) -> str | None:

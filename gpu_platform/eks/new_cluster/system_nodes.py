@@ -26,6 +26,7 @@ from gpu_platform.config.cluster_create import SYSTEM_NODE_GROUP, EksSystemNodes
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.node_group import imdsv2_only, node_role
 from gpu_platform.eks.node_group_names import node_group_name_prefix
+from gpu_platform.rollout_timeouts import eks_update_timeout
 
 SYSTEM_LABEL = "gpu-platform.io/system"
 # The AMI types of the EKS-optimized AL2023 images without GPU drivers, by architecture
@@ -42,6 +43,8 @@ def release_parameter(kubernetes_version: str, architecture: str) -> str:
 
 
 ROOT_DEVICE = "/dev/xvda"
+# One node at a time, so that the controllers on the others keep running.
+MAX_UNAVAILABLE = 1
 
 
 class EksSystemNodeGroup(pulumi.ComponentResource):
@@ -116,7 +119,7 @@ class EksSystemNodeGroup(pulumi.ComponentResource):
             scaling_config=eks.NodeGroupScalingConfigArgs(
                 min_size=spec.min, desired_size=spec.min, max_size=spec.max
             ),
-            update_config=eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            update_config=eks.NodeGroupUpdateConfigArgs(max_unavailable=MAX_UNAVAILABLE),
             labels={SYSTEM_LABEL: "true"},
             launch_template=eks.NodeGroupLaunchTemplateArgs(
                 id=template.id, version=template.latest_version.apply(str)
@@ -129,6 +132,8 @@ class EksSystemNodeGroup(pulumi.ComponentResource):
                 # The cluster autoscaler sizes the group between min and max (EKS tags its Auto
                 # Scaling group for discovery).
                 ignore_changes=["scalingConfig.desiredSize"],
+                # A new AMI release rolls every system node, one at a time.
+                custom_timeouts=eks_update_timeout(spec.max, MAX_UNAVAILABLE, None),
             ),
         )
         self.register_outputs({"node_group": self.node_group.node_group_name})

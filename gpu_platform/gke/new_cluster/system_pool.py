@@ -21,10 +21,15 @@ from gpu_platform.gke.node_pool import (
     NODE_SERVICE_ACCOUNT_ROLE,
     node_service_account_id,
 )
+from gpu_platform.rollout_timeouts import gke_surge_rollout, gke_update_timeout
 
 SYSTEM_IMAGE_TYPE = "COS_CONTAINERD"
 SYSTEM_DISK_TYPE = "pd-balanced"
 SYSTEM_ROLE_LABEL = "gpu-platform.io/node-role"
+REGION_ZONES = 3
+"""The zones of a regional cluster that names none: GKE's default of three."""
+# One node more at a time, none fewer: the controllers keep running during upgrades.
+SURGE_UPGRADE = (1, 0)
 
 
 def system_node_identity(
@@ -61,7 +66,16 @@ def system_node_pool(
         name,
         args=system_node_pool_args(cluster, cluster_name, spec, service_account),
         opts=pulumi.ResourceOptions.merge(
-            opts, pulumi.ResourceOptions(ignore_changes=list(NODE_COUNT_PROPERTIES))
+            opts,
+            pulumi.ResourceOptions(
+                ignore_changes=list(NODE_COUNT_PROPERTIES),
+                # GKE upgrades the pool with the control plane, a node at a time.
+                custom_timeouts=gke_update_timeout(
+                    gke_surge_rollout(
+                        spec.max_per_zone * REGION_ZONES, REGION_ZONES, *SURGE_UPGRADE
+                    )
+                ),
+            ),
         ),
     )
 
@@ -85,9 +99,8 @@ def system_node_pool_args(
         # The system nodes follow the control plane (a release channel requires it); the GPU
         # pools keep their own pins.
         management=container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
-        # One node more at a time, none fewer: the controllers keep running during upgrades.
         upgrade_settings=container.NodePoolUpgradeSettingsArgs(
-            strategy="SURGE", max_surge=1, max_unavailable=0
+            strategy="SURGE", max_surge=SURGE_UPGRADE[0], max_unavailable=SURGE_UPGRADE[1]
         ),
         node_config=container.NodePoolNodeConfigArgs(
             machine_type=spec.machine_type,

@@ -50,6 +50,13 @@ def test_plan_prints_every_resource_under_the_stack(invoke, dev_plan) -> None:
         assert f"{resource.type} {resource.name}" in result.output
 
 
+def test_plan_shows_how_long_a_node_groups_update_may_take(invoke) -> None:
+    result = invoke("dev")
+
+    assert "aws:eks/nodeGroup:NodeGroup t4-shared-nodes (ignores changes to" in result.output
+    assert "update within 135m" in result.output
+
+
 def test_plan_as_json_lists_resources_with_their_inputs(invoke, dev_plan) -> None:
     result = invoke("dev", "--json")
 
@@ -58,6 +65,8 @@ def test_plan_as_json_lists_resources_with_their_inputs(invoke, dev_plan) -> Non
         r.urn for r in dev_plan.resources
     )
     assert all("inputs" in r for r in document["resources"])
+    (group,) = [r for r in document["resources"] if r["name"] == "t4-shared-nodes"]
+    assert group["customTimeouts"] == {"update": "135m"}
 
 
 def test_plan_shows_the_policy_packs_verdicts(invoke) -> None:

@@ -266,6 +266,13 @@ def test_the_system_nodes_are_repaired_by_eks(plan: Plan) -> None:
     assert nodes.inputs["nodeRepairConfig"] == {"enabled": True}
 
 
+def test_a_new_release_of_the_system_nodes_waits_for_all_of_them(plan: Plan) -> None:
+    # 4 nodes (`systemNodes.max`), one at a time (EKS user guide, managed-node-update-behavior:
+    # 15 minutes' drain and 60 seconds per node; 15 for each start): 15 + 4 x 31 = 139 minutes,
+    # x 1.25: past terraform-provider-aws node_group.go's 60-minute default.
+    assert plan.named(SYSTEM_NODE_GROUP, NODE_GROUP).custom_timeouts == {"update": "174m"}
+
+
 def test_a_dev_stack_has_one_nat_gateway_and_a_protected_one_one_per_zone(
     plans: dict[str, Plan],
 ) -> None:

@@ -164,6 +164,37 @@ def test_a_pool_with_capacity_to_spare_can_surge_on_updates(
     assert node_group(plan_for(dev_config)).inputs["updateConfig"]["updateStrategy"] == "DEFAULT"
 
 
+# The per-node durations of a rollout (gpu_platform/rollout_timeouts.py has their sources): EKS
+# user guide, managed-node-update-behavior: a drain of at most 15 minutes and 60 seconds after the
+# cordon per batch; the platform's 15-minute allowance for a node's start; a quarter more as
+# margin; never below terraform-provider-aws internal/service/eks/node_group.go's 60 minutes.
+
+
+def test_updates_wait_for_the_longest_rollout_of_the_pool(dev_plan: Plan) -> None:
+    # dev's pool: max 3, one node at a time: 15 + 3 x (15 + 1 + 15) = 108 minutes, x 1.25 = 135.
+    assert node_group(dev_plan).custom_timeouts == {"update": "135m"}
+
+
+def test_each_zonal_node_group_waits_for_its_own_share_of_the_pool(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    # max 12 over the stand-in cluster's five zones: 3, 3, 2, 2 and 2 nodes, half of each group
+    # at a time, rounded down.
+    with_pool(dev_config, max=12)
+    with_aws_options(dev_config, nodeGroupPerZone=True, maxUnavailablePercent=50)
+    groups = plan_for(dev_config).of_type(NODE_GROUP)
+
+    # 3 nodes a node at a time: 15 + 3 x 31 = 108 minutes, x 1.25 = 135; 2 nodes: 15 + 2 x 31 =
+    # 77, x 1.25 = 96.25.
+    assert {g.name: g.custom_timeouts["update"] for g in groups} == {
+        "t4-shared-nodes-us-east-1a": "135m",
+        "t4-shared-nodes-us-east-1b": "135m",
+        "t4-shared-nodes-us-east-1c": "97m",
+        "t4-shared-nodes-us-east-1d": "97m",
+        "t4-shared-nodes-us-east-1f": "97m",
+    }
+
+
 def test_taints_are_the_gpu_taint_and_the_pools_own_in_eks_spelling(
     dev_config: Config, plan_for: PlanFor
 ) -> None:

@@ -372,6 +372,17 @@ def test_upgrades_surge_one_node_and_take_none_out_of_service_by_default(gke_pla
     }
 
 
+# The per-node durations of an upgrade (gpu_platform/rollout_timeouts.py has their sources): a
+# drain honours disruption budgets for at most an hour (GKE's node-pool-upgrade-strategies page);
+# the platform's 15-minute allowance for a node's start; a quarter more as margin; never below
+# terraform-provider-google resource_container_node_pool.go's 30 minutes.
+
+
+def test_an_upgrade_waits_for_the_longest_surge_the_pool_allows(gke_plan: Plan) -> None:
+    # max 3 over 3 zones, one node at a time: 3 rounds of (15 + 60) = 225 minutes, x 1.25.
+    assert node_pool(gke_plan).custom_timeouts == {"update": "282m"}
+
+
 SPECIFIC_RESERVATION: Config = {
     "capacity": "on-demand",
     "zones": ["us-central1-a"],
@@ -461,13 +472,18 @@ def test_a_blue_green_pool_with_a_drain_wait_waits_for_its_jobs_before_it_drains
         },
     )
 
-    assert node_pool(plan_for(gke_config)).inputs["upgradeSettings"] == {
+    pool = node_pool(plan_for(gke_config))
+
+    assert pool.inputs["upgradeSettings"] == {
         "strategy": "BLUE_GREEN",
         "blueGreenSettings": {
             "nodePoolSoakDuration": "86400s",
             "autoscaledRolloutPolicy": {"waitForDrainDuration": "345600s"},
         },
     }
+    # `pulumi up` waits through it all: 15 minutes for the new nodes, the 96 h wait, 3 nodes x
+    # an hour's drain, the 24 h soak = 123 h 15 = 7395 minutes, x 1.25 (rollout_timeouts.py).
+    assert pool.custom_timeouts == {"update": "9244m"}
 
 
 @pytest.mark.parametrize(

@@ -50,3 +50,10 @@ def test_the_system_nodes_account_is_a_stack_output(gke_new_plan: Plan) -> None:
         gke_new_plan.outputs["systemNodeServiceAccount"]
         == pool.inputs["nodeConfig"]["serviceAccount"]
     )
+
+
+def test_an_upgrade_of_the_system_nodes_waits_for_all_of_them(gke_new_plan: Plan) -> None:
+    # 2 nodes in each of GKE's 3 default zones, one at a time: 6 rounds of (15 minutes' start +
+    # an hour's drain under disruption budgets, GKE's node-pool-upgrade-strategies page) = 450
+    # minutes, x 1.25: past terraform-provider-google's 30-minute default.
+    assert system_pool(gke_new_plan).custom_timeouts == {"update": "563m"}
