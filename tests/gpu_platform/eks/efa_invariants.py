@@ -82,8 +82,8 @@ def _node_group_problems(plan: Plan, pools: Mapping[str, Any]) -> Iterator[str]:
     for group in plan.of_type(NODE_GROUP):
         component = next(r for r in plan.resources if r.urn == group.parent)
         siblings = plan.children_of(component)
-        (template,) = [r for r in siblings if r.type == LAUNCH_TEMPLATE]
-        interfaces = template.inputs.get("networkInterfaces") or []
+        template = next((r for r in siblings if r.type == LAUNCH_TEMPLATE), None)
+        interfaces = (template.inputs.get("networkInterfaces") if template else None) or []
         listed = sum(i.get("interfaceType") in ("efa", "efa-only") for i in interfaces)
         if not listed and not _is_efa(pools.get(component.name)):
             continue
