@@ -83,7 +83,12 @@ from gpu_platform.config import (
     StackConfig,
     key_path,
 )
-from gpu_platform.eks.instance_types import pool_instance_type_names, pool_sizes
+from gpu_platform.eks.instance_types import (
+    different_efa_counts,
+    pool_instance_type_names,
+    pool_sizes,
+    sizes_key,
+)
 from gpu_platform.eks.karpenter.labels import NODE_POOL_LABEL, stack_mark
 from gpu_platform.eks.node_group_names import is_node_group_of, zone_of, zone_share
 from gpu_platform.eks.subnets import Route, RouteTable, SubnetRouting, routing_of
@@ -1010,10 +1015,19 @@ def _efa_finding(i: int, pool: GpuPoolSpec, interfaces: Mapping[str, int]) -> Fi
             "blocking",
             subject,
             f"aws.efa is on, but EC2 gives {', '.join(without)} no EFA.",
-            f"Choose instance types with EFA in {key_path('pools', i, 'instanceTypes')}, or turn"
-            " aws.efa off.",
+            f"Choose instance types with EFA in {sizes_key(pool, i)[0]}, or turn aws.efa off.",
         )
-    fewest = min(interfaces.values(), default=0)
+    mixed = different_efa_counts(interfaces)
+    if mixed is not None:
+        return Finding(
+            "blocking",
+            subject,
+            "aws.efa is on, but its instance types take different numbers of EFA interfaces"
+            f" ({mixed}), and every node of a pool launches with the same ones.",
+            f"Give {sizes_key(pool, i)[0]} instance types of one number, and make a pool for"
+            " each other number.",
+        )
+    count = next(iter(interfaces.values()), 0)
     if pool.capacity in EC2_RESERVED_CAPACITIES:
         where = (
             "placed by EC2 in the reservation, with no placement group of the stack's (a"
@@ -1027,7 +1041,7 @@ def _efa_finding(i: int, pool: GpuPoolSpec, interfaces: Mapping[str, int]) -> Fi
     return Finding(
         "ok",
         subject,
-        f"{fewest} EFA interface(s) a node, in one zone ({', '.join(pool.zones)}), {where}",
+        f"{count} EFA interface(s) a node, in one zone ({', '.join(pool.zones)}), {where}",
         "Nothing.",
     )
 

@@ -152,8 +152,9 @@ class EksPoolOptions(Model):
     instances close together itself, and matches a launch into a placement group only to
     reservations made in that group (docs/karpenter.md, EFA). Pods ask for
     `vpc.amazonaws.com/efa`, which the EFA device plugin (installed with the first such pool)
-    advertises. Every instance type must support EFA. Changing it replaces the launch template
-    and rolls the pool's nodes."""
+    advertises. Every instance type must support EFA, and all must take the same number of EFA
+    interfaces (a pool's nodes launch with one list of them). Changing it replaces the launch
+    template and rolls the pool's nodes."""
     node_group_per_zone: bool = False
     """One node group per zone of the pool instead of one across them. The cluster autoscaler
     gives a group's scale-from-zero template one zone, its Auto Scaling group's first, so a pod

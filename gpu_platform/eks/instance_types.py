@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpu_platform.accelerators import ACCELERATORS
-from gpu_platform.config import GpuPoolSpec
+from gpu_platform.config import GpuPoolSpec, key_path
 from gpu_platform.eks.max_pods import MAX_PODS
 from gpu_platform.node_identity import GpuShape
 
@@ -145,6 +145,23 @@ def instance_type(
     )
 
 
+EFA_COUNTS_EXPECTED = (
+    "instance types, or families or categories of sizes, that all take the same number of EFA"
+    " interfaces with aws.efa: every node of the pool launches with the same interfaces, so a"
+    " larger size would run short of EFAs (list one number's sizes in instanceTypes, and make a"
+    " pool for each other number); EFA interfaces: "
+)
+"""What an EFA pool's instance types must be, for the error that names theirs."""
+
+
+def different_efa_counts(counts: Mapping[str, int]) -> str | None:
+    """`p5.4xlarge 1, p5.48xlarge 32`: instance types and the EFA interfaces each takes, where
+    they do not all take the same number; None where they do."""
+    if len(set(counts.values())) < 2:
+        return None
+    return ", ".join(f"{name} {n}" for name, n in sorted(counts.items(), key=lambda c: c[::-1]))
+
+
 def zones_offering_all(offered: Mapping[str, set[str]], instance_types: Iterable[str]) -> set[str]:
     """The zones where every one of `instance_types` is offered."""
     zone_sets = [offered.get(name, set()) for name in instance_types]
@@ -165,6 +182,16 @@ def pool_instance_type_names(pool: GpuPoolSpec) -> list[str]:
         for name in MAX_PODS
         if instance_family(name) in families or instance_category(name) in categories
     )
+
+
+def sizes_key(spec: GpuPoolSpec, i: int) -> tuple[str, list[str]]:
+    """The key, and its value, that gives the pool's sizes: `instanceTypes`, or its instance
+    families or categories."""
+    if spec.aws.instance_families:
+        return key_path("pools", i, "aws", "instanceFamilies"), spec.aws.instance_families
+    if spec.aws.instance_categories:
+        return key_path("pools", i, "aws", "instanceCategories"), spec.aws.instance_categories
+    return key_path("pools", i, "instanceTypes"), spec.instance_types
 
 
 def described_instance_type(name: str, described: Mapping[str, Any]) -> InstanceType:

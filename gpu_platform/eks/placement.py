@@ -25,10 +25,13 @@ from gpu_platform.eks.autoscaler_tags import autoscaler_tag_problems, autoscaler
 from gpu_platform.eks.cluster import EksCluster, Subnet
 from gpu_platform.eks.instance_lookups import look_up_instance_type, offered_zones
 from gpu_platform.eks.instance_types import (
+    EFA_COUNTS_EXPECTED,
     InstanceType,
+    different_efa_counts,
     instance_category,
     instance_family,
     pool_instance_type_names,
+    sizes_key,
     zones_offering_all,
 )
 from gpu_platform.eks.kubelet_allocatable import kubelet_allocatable
@@ -66,8 +69,9 @@ class NodeGroupPlacement:
     release_version: str
     """The pinned AMI release, which decides the pool's driver."""
     efa_interfaces: int = 0
-    """EFA interfaces each node gets: the fewest any of the pool's instance types takes; 0
-    unless the pool asks for EFA."""
+    """EFA interfaces each node gets: what every one of the pool's instance types takes (config
+    refuses an EFA pool of types that take different numbers); 0 unless the pool asks for
+    EFA."""
     subnets_by_zone: tuple[tuple[str, tuple[pulumi.Input[str], ...]], ...] = ()
     """`subnet_ids` by zone, in zone order: where each per-zone node group goes."""
     live_scalings: Mapping[str | None, LiveScaling] = field(default_factory=dict)
@@ -121,7 +125,7 @@ def resolve_placement(
     _raise_if_any(_per_zone_problems(spec, index, zones))
     release, driver = _release_and_driver(spec, index, cluster, node_image, largest.architecture)
     pool = resolve_pool(spec, index, largest.gpu, driver=driver)
-    efa_interfaces = min(t.efa_interfaces for t in instance_types) if spec.aws.efa else 0
+    efa_interfaces = instance_types[0].efa_interfaces if spec.aws.efa else 0
     if not karpenter:
         _raise_if_any(
             _node_group_problems(
@@ -201,16 +205,6 @@ def _flexible_sizes(
             ]
         )
     return {t.name: offered[t.name] for t in sizes}, sizes
-
-
-def sizes_key(spec: GpuPoolSpec, i: int) -> tuple[str, list[str]]:
-    """The key, and its value, that gives the pool's sizes: `instanceTypes`, or its instance
-    families or categories."""
-    if spec.aws.instance_families:
-        return key_path("pools", i, "aws", "instanceFamilies"), spec.aws.instance_families
-    if spec.aws.instance_categories:
-        return key_path("pools", i, "aws", "instanceCategories"), spec.aws.instance_categories
-    return key_path("pools", i, "instanceTypes"), spec.instance_types
 
 
 def _raise_if_any(problems: Iterator[ConfigProblem]) -> None:
@@ -353,12 +347,23 @@ def _zones_and_subnets(
 def _efa_problems(
     spec: GpuPoolSpec, i: int, instance_types: Sequence[InstanceType]
 ) -> Iterator[ConfigProblem]:
+    if not spec.aws.efa:
+        return
     without = [t.name for t in instance_types if not t.efa_interfaces]
-    if spec.aws.efa and without:
+    if without:
         yield ConfigProblem(
             *sizes_key(spec, i),
             f"instance types with EFA when aws.efa is on; without: {', '.join(without)}",
         )
+        return
+    # Every node of a pool launches with the one list of interfaces its launch template or
+    # EC2NodeClass names, and Karpenter advertises that list's `efa-only` count, not the
+    # instance type's (aws/karpenter-provider-aws v1.14.1, pkg/providers/launchtemplate/
+    # launchtemplate.go `generateNetworkInterfaces`, pkg/providers/instancetype/types.go `efas`):
+    # sized for one type, a larger one would run short of EFAs, a smaller one not launch.
+    mixed = different_efa_counts({t.name: t.efa_interfaces for t in instance_types})
+    if mixed is not None:
+        yield ConfigProblem(*sizes_key(spec, i), EFA_COUNTS_EXPECTED + mixed)
 
 
 def _per_zone_problems(spec: GpuPoolSpec, i: int, zones: Sequence[str]) -> Iterator[ConfigProblem]:

@@ -44,6 +44,7 @@ from gpu_platform.drivers import cuda_tuple
 from gpu_platform.node_identity import (
     MIG_STARTUP_TAINT,
     POOL_LABEL,
+    ZONE_LABEL,
     ResolvedPool,
     sharing_config_name,
 )
@@ -207,13 +208,14 @@ def gpu_node_affinity(pool: ResolvedPool) -> dict[str, Any]:
     return _pools_affinity([pool.spec.name])
 
 
-def _pools_affinity(names: Sequence[str]) -> dict[str, Any]:
+def _pools_affinity(names: Sequence[str], zone: str | None = None) -> dict[str, Any]:
+    expressions = [{"key": POOL_LABEL, "operator": "In", "values": names}]
+    if zone is not None:
+        expressions.append({"key": ZONE_LABEL, "operator": "In", "values": [zone]})
     return {
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": names}]}
-                ]
+                "nodeSelectorTerms": [{"matchExpressions": expressions}]
             }
         }
     }
@@ -232,10 +234,12 @@ def model_placements(
     expander, GKE's by its own expander, which the platform does not rank.
 
     Pools a pod must not be moved between are not mixed: of another GPU model, sharing mode or
-    MIG profile, with EFA or without. A canary pool, a pool with taints of its own, and a GKE
-    queued-provisioning pool join none: only pods that select the canary, or tolerate those
-    taints, are meant to run there, and a queued pool's nodes come only through a
-    ProvisioningRequest, for its pods (`gpu_platform.gke.capacity_taints`): a pod tolerating
+    MIG profile, with EFA or without, EFA pools of other zones (`h100-80gb-efa-us-east-1a`,
+    whose affinity also pins its zone, where a model's EFA pools are in several). A canary
+    pool, a pool with taints of its own, and a GKE queued-provisioning pool join none: only
+    pods that select the canary, or tolerate those taints, are meant to run there, and a queued
+    pool's nodes come only through a ProvisioningRequest, for its pods
+    (`gpu_platform.gke.capacity_taints`): a pod tolerating
     `cloud.google.com/gke-queued` without one would take a node booked for another job."""
     by_model: dict[str, list[ResolvedPool]] = {}
     for pool in pools:
@@ -243,12 +247,23 @@ def model_placements(
             by_model.setdefault(model_name(pool), []).append(pool)
     # Pools of one model whose drivers reach different CUDA versions (an AMI release or driver
     # pinned per pool) are kept apart, named by CUDA: a container built for the newer one fails
-    # on the older driver ("CUDA driver version is insufficient").
+    # on the older driver ("CUDA driver version is insufficient"). EFA pools of one model in
+    # different zones are kept apart too, named and pinned by zone: EFA traffic does not cross
+    # a zone (EC2 user guide, "Elastic Fabric Adapter", limitations), so one job's pods spread
+    # over two zones would reach each other over TCP alone. A model's EFA pools in one zone
+    # keep the name and affinity they have always had.
     groups: dict[str, list[ResolvedPool]] = {}
+    pinned: dict[str, str] = {}
     for name, members in by_model.items():
-        split = len({_cuda(pool) for pool in members}) > 1
+        by_cuda = len({_cuda(pool) for pool in members}) > 1
+        by_zone = len({_efa_zone(pool) for pool in members}) > 1
         for pool in members:
-            groups.setdefault(f"{name}-cuda-{_cuda(pool)}" if split else name, []).append(pool)
+            key = f"{name}-cuda-{_cuda(pool)}" if by_cuda else name
+            zone = _efa_zone(pool)
+            if by_zone and zone is not None:
+                key = f"{key}-{zone}"
+                pinned[key] = zone
+            groups.setdefault(key, []).append(pool)
     placements = {}
     for name, members in groups.items():
         placements[name] = {
@@ -256,7 +271,7 @@ def model_placements(
             "workload": {
                 "resource": gpu_resource(members[0]),
                 "tolerations": gpu_tolerations(members[0]),
-                "affinity": _pools_affinity([pool.spec.name for pool in members]),
+                "affinity": _pools_affinity([pool.spec.name for pool in members], pinned.get(name)),
                 "annotations": gpu_pod_annotations(provisioner, "Job"),
                 "deploymentAnnotations": gpu_pod_annotations(provisioner, "Deployment"),
             },
@@ -266,6 +281,11 @@ def model_placements(
 
 def _cuda(pool: ResolvedPool) -> str | None:
     return pool.driver.cuda if pool.driver else None
+
+
+def _efa_zone(pool: ResolvedPool) -> str | None:
+    """An EFA pool's one zone (config requires exactly one on EKS); None for any other pool."""
+    return pool.spec.zones[0] if pool.spec.aws.efa and pool.spec.zones else None
 
 
 def model_name(pool: ResolvedPool) -> str:

@@ -1809,6 +1809,27 @@ def test_an_efa_pool_of_an_instance_type_without_efa_blocks(aws: AwsClients) -> 
     )
 
 
+def test_an_efa_pool_of_instance_types_with_other_efa_counts_blocks(aws: AwsClients) -> None:
+    # Every node of a pool launches with one list of interfaces (aws/karpenter-provider-aws
+    # v1.14.1 pkg/providers/launchtemplate/launchtemplate.go `generateNetworkInterfaces`; a
+    # node group's launch template likewise); EC2 gives p5.4xlarge 1 EFA, p5.48xlarge 32.
+    def mixed(c: Config) -> None:
+        efa_pool(c)
+        pools(c)[0]["instanceTypes"] = ["p5.4xlarge", "p5.48xlarge"]
+
+    described = preflight_eks.describe_instance_types(aws.ec2, ["p5.4xlarge", "p5.48xlarge"])
+
+    (finding,) = preflight_eks.efa_findings(stack(mixed), described)
+
+    assert (finding.severity, finding.message, finding.action) == (
+        "blocking",
+        "aws.efa is on, but its instance types take different numbers of EFA interfaces"
+        " (p5.4xlarge 1, p5.48xlarge 32), and every node of a pool launches with the same ones.",
+        "Give gpu-platform:pools[0].instanceTypes instance types of one number, and make a pool"
+        " for each other number.",
+    )
+
+
 def own_autoscaler(config: Config) -> None:
     config["gpu-platform:autoscaler"] = {"install": False}
 

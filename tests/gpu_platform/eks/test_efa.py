@@ -8,7 +8,7 @@ import botocore.session
 import pytest
 from botocore.model import StructureShape
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.config import ConfigError
@@ -16,6 +16,7 @@ from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART
 from tests.repository import PROJECT
 
+from .efa_invariants import efa_problems
 from .plans import asg_tags, launch_template, node_group, with_aws_options, with_pool
 
 Config = dict[str, Any]
@@ -266,3 +267,98 @@ def test_an_efa_pool_of_an_instance_type_without_efa_fails_naming_it(
     (problem,) = error.value.problems
     assert problem.path == "gpu-platform:pools[0].instanceTypes"
     assert problem.expected.endswith("without: g4dn.xlarge")
+
+
+# EFA interfaces per instance type are EC2's (`NetworkInfo.EfaInfo.MaximumEfaInterfaces` of
+# DescribeInstanceTypes, as gpu_platform/cli/stand_ins/ec2_data/instance_types.json keeps
+# moto's copy): p5.4xlarge 1, p5.48xlarge 32; p5e.48xlarge 32, p5en.48xlarge 16.
+MIXED_EFA = (
+    "instance types, or families or categories of sizes, that all take the same number of EFA"
+    " interfaces with aws.efa: every node of the pool launches with the same interfaces, so a"
+    " larger size would run short of EFAs (list one number's sizes in instanceTypes, and make a"
+    " pool for each other number); EFA interfaces: "
+)
+
+
+def on_demand_h100(**changes: Any) -> Config:
+    """karpenter-dev whose EFA pool (pools[0]) is on-demand H100s, changed by `changes`."""
+    config = stack_config("karpenter-dev", PROJECT)
+    pool = config["gpu-platform:pools"][0]
+    pool["capacity"] = "on-demand"
+    del pool["aws"]["capacityReservationId"]
+    pool.update(changes)
+    return config
+
+
+def refused(config: Config, stack: str = "karpenter-dev") -> list[tuple[str, Any, str]]:
+    with pytest.raises(ConfigError) as error:
+        run_program(stack, config, project=PROJECT)
+    return [(p.path, p.value, p.expected) for p in error.value.problems]
+
+
+def test_a_karpenter_efa_pool_of_sizes_with_other_efa_counts_is_refused_naming_them() -> None:
+    # Karpenter launches every node with the node class's interfaces and advertises their
+    # `efa-only` count, not the instance type's (aws/karpenter-provider-aws v1.14.1,
+    # pkg/providers/launchtemplate/launchtemplate.go `generateNetworkInterfaces`,
+    # pkg/providers/instancetype/types.go `efas`): sized for the p5.4xlarge, a p5.48xlarge would
+    # get 1 EFA of its 32.
+    config = on_demand_h100(instanceTypes=["p5.4xlarge", "p5.48xlarge"])
+
+    assert refused(config) == [
+        (
+            "gpu-platform:pools[0].instanceTypes",
+            ["p5.4xlarge", "p5.48xlarge"],
+            MIXED_EFA + "p5.4xlarge 1, p5.48xlarge 32",
+        )
+    ]
+
+
+def test_a_karpenter_efa_pool_of_a_family_whose_sizes_take_other_efa_counts_is_refused() -> None:
+    # The p5 sizes of the platform's table (gpu_platform/eks/max_pods): p5.4xlarge, p5.48xlarge.
+    config = on_demand_h100()
+    pool = config["gpu-platform:pools"][0]
+    del pool["instanceTypes"]
+    pool["aws"]["instanceFamilies"] = ["p5"]
+
+    assert refused(config) == [
+        (
+            "gpu-platform:pools[0].aws.instanceFamilies",
+            ["p5"],
+            MIXED_EFA + "p5.4xlarge 1, p5.48xlarge 32",
+        )
+    ]
+
+
+def test_a_node_group_efa_pool_of_one_shape_but_other_efa_counts_is_refused(
+    dev_config: Config,
+) -> None:
+    # p5e.48xlarge and p5en.48xlarge are one shape to the autoscaler (8 H200s, 192 vCPUs,
+    # 2 TiB), but take 32 and 16 EFAs; a launch template lists one set of interfaces.
+    config = efa_pool(
+        dev_config, instanceTypes=["p5e.48xlarge", "p5en.48xlarge"], zones=["us-east-2a"]
+    )
+    config["gpu-platform:cluster"]["region"] = "us-east-2"
+
+    assert refused(config, "dev") == [
+        (
+            "gpu-platform:pools[0].instanceTypes",
+            ["p5e.48xlarge", "p5en.48xlarge"],
+            MIXED_EFA + "p5en.48xlarge 16, p5e.48xlarge 32",
+        )
+    ]
+
+
+def test_a_karpenter_efa_pool_of_sizes_with_one_efa_count_gives_each_node_that_count() -> None:
+    # g6e.8xlarge (1 L40S) and g6e.12xlarge (4 L40S) both take 1 EFA.
+    config = on_demand_h100(
+        name="l40s-efa", instanceTypes=["g6e.8xlarge", "g6e.12xlarge"], accelerator="l40s"
+    )
+
+    plan = run_program("karpenter-dev", config, project=PROJECT)
+
+    node_class = plan.named("l40s-efa", "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+    assert node_class.inputs["spec"]["networkInterfaces"] == [
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+        {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
+    ]
+    assert efa_problems(plan, config) == []

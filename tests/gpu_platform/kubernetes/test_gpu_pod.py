@@ -374,3 +374,94 @@ def test_a_queued_provisioning_pool_joins_no_model_placement() -> None:
     assert placement["l4"]["workload"]["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
     ]
+
+
+def efa(name: str, zone: str) -> ResolvedPool:
+    return named(name, "h100-80gb", 8, zones=[zone], aws={"efa": True})
+
+
+def test_efa_pools_of_one_model_in_two_zones_get_a_placement_each_pinned_to_its_zone() -> None:
+    # EFA traffic does not cross zones (EC2 user guide, "Elastic Fabric Adapter", limitations:
+    # "EFA traffic can't cross Availability Zones or VPCs"): one placement over both pools would
+    # let a 4-node NCCL job land 2 nodes in each zone.
+    placements = model_placements(
+        [efa("h100-a", "us-east-1a"), efa("h100-b", "us-east-1b")], "karpenter"
+    )
+
+    assert {name: p["pools"] for name, p in placements.items()} == {
+        "h100-80gb-efa-us-east-1a": ["h100-a"],
+        "h100-80gb-efa-us-east-1b": ["h100-b"],
+    }
+    assert placements["h100-80gb-efa-us-east-1b"]["workload"]["affinity"] == {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "gpu-platform.io/pool", "operator": "In", "values": ["h100-b"]},
+                            {
+                                "key": "topology.kubernetes.io/zone",
+                                "operator": "In",
+                                "values": ["us-east-1b"],
+                            },
+                        ]
+                    }
+                ]
+            }
+        }
+    }
+
+
+def test_efa_pools_of_one_model_in_one_zone_keep_their_placement_as_it_was() -> None:
+    # A Job's pod template cannot change and a Deployment's rolls its pods when it does: the
+    # placement other stacks read of a model whose EFA pools share a zone keeps its name and
+    # affinity.
+    placements = model_placements(
+        [efa("h100-a", "us-east-1a"), efa("h100-b", "us-east-1a")], "karpenter"
+    )
+
+    assert list(placements) == ["h100-80gb-efa"]
+    assert placements["h100-80gb-efa"]["pools"] == ["h100-a", "h100-b"]
+    assert placements["h100-80gb-efa"]["workload"]["affinity"] == {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {
+                                "key": "gpu-platform.io/pool",
+                                "operator": "In",
+                                "values": ["h100-a", "h100-b"],
+                            }
+                        ]
+                    }
+                ]
+            }
+        }
+    }
+
+
+def test_pools_without_efa_in_several_zones_still_share_a_placement() -> None:
+    # Without EFA, nodes of one pool or several reach each other over the VPC in any zone.
+    pools = [named("l4-a", zones=["us-east-1a"]), named("l4-b", zones=["us-east-1b"])]
+
+    assert models(*pools) == {"l4": ["l4-a", "l4-b"]}
+
+
+def test_efa_pools_split_by_cuda_and_by_zone_are_named_by_both() -> None:
+    spec = GpuPoolSpec.model_validate(
+        {"name": "h100-a", "instanceTypes": ["x"], "max": 2, "zones": ["us-east-1a"]}
+    )
+    spec = spec.model_copy(update={"aws": spec.aws.model_copy(update={"efa": True})})
+    new = resolve_pool(spec, 0, GpuShape("h100-80gb", 8), driver=NvidiaDriver("580.95.05", "AMI"))
+    old = resolve_pool(
+        spec.model_copy(update={"name": "h100-b", "zones": ["us-east-1b"]}),
+        1,
+        GpuShape("h100-80gb", 8),
+        driver=NvidiaDriver("570.195.03", "AMI"),
+    )
+
+    assert models(new, old) == {
+        "h100-80gb-efa-cuda-13.0-us-east-1a": ["h100-a"],
+        "h100-80gb-efa-cuda-12.8-us-east-1b": ["h100-b"],
+    }
