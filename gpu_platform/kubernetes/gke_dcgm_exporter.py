@@ -77,8 +77,11 @@ _CHART_RUNTIME_CLASS = "nvidia"
 _NO_AWAIT = {"pulumi.com/skipAwait": "true"}
 
 
-def needs_gke_exporter(pools: Sequence[ResolvedPool]) -> bool:
-    return any(pool.sharer is GpuSharer.GKE for pool in pools)
+def needs_gke_exporter(pools: Sequence[ResolvedPool], values: Values) -> bool:
+    """Where GKE shares a pool's GPUs, unless the chart values turn the exporter off
+    (`dcgmExporter.enabled`, which the policy pack's `gpu-operator-release` refuses)."""
+    exporter_on = values["dcgmExporter"].get("enabled", True)
+    return exporter_on and any(pool.sharer is GpuSharer.GKE for pool in pools)
 
 
 def _labels() -> dict[str, str]:

@@ -126,7 +126,7 @@ class GpuOperator(pulumi.ComponentResource):
                     parent=self, depends_on=[release], protect=args.protect
                 ),
             )
-        if needs_gke_exporter(args.pools):
+        if needs_gke_exporter(args.pools, values):
             declare_gke_dcgm_exporter(
                 name,
                 self.namespace,

@@ -193,6 +193,15 @@ def test_a_stack_whose_gpus_only_the_operator_serves_has_no_second_exporter() ->
     assert [r.inputs["metadata"]["name"] for r in plan.of_type(DAEMONSET)] == []
 
 
+def test_an_exporter_turned_off_in_the_chart_values_is_off_on_gke_shared_nodes_too() -> None:
+    config = mixed_config()
+    config["gpu-platform:operator"] = {"overrides": {"dcgmExporter": {"enabled": False}}}
+
+    plan = run_program("gke-dev", config=config, project=PROJECT)
+
+    assert plan.of_type(DAEMONSET) == []
+
+
 def test_an_override_of_the_id_type_leaves_the_gke_exporter_on_device_names() -> None:
     env = gke_exporter_env(
         {
