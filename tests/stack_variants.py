@@ -59,12 +59,9 @@ def with_whole_gpu_quota(config: Config) -> Config:
 def with_gke_capacity_pools(gke_config: Config) -> Config:
     """The GKE fixture's config plus a pool on a specific Compute Engine reservation (in its one
     zone), a flex-start pool whose nodes run for at most a day, and a flex-start pool with
-    queued provisioning, as GKE's guide creates them. The fixture's L4 pool takes whole GPUs
-    here: a stack on COS does not mix pools whose GPUs GKE shares with pools of whole GPUs,
-    which the operator's device plugin serves (one DCGM exporter attributes GPUs to pods for one
-    of the two)."""
+    queued provisioning, as GKE's guide creates them, all of whole GPUs beside the fixture's
+    pool that GKE time-shares."""
     config = with_whole_gpu_quota(copy.deepcopy(gke_config))
-    config["gpu-platform:pools"][0]["sharing"] = {"mode": "exclusive"}
     config["gpu-platform:pools"] += [
         {
             "name": GKE_RESERVED_POOL,

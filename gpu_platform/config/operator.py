@@ -88,8 +88,9 @@ class MonitoringSpec(Model):
     """GPU memory use, in percent of used plus free, above which a pod's GPU counts as nearly
     full."""
     google_managed_prometheus: bool = False
-    """GKE only: also have Google Cloud Managed Service for Prometheus scrape the DCGM exporter,
-    under the job `nvidia-dcgm-exporter` the rules select, and evaluate the recording rules
+    """GKE only: also have Google Cloud Managed Service for Prometheus scrape the DCGM exporters
+    (the operator's, and on nodes whose GPUs GKE shares the platform's), under the job
+    `nvidia-dcgm-exporter` the rules select, and evaluate the recording rules
     (ClusterRules), which a query frontend as `prometheusUrl` then answers from. Its GPU series
     keep the `pod`, `namespace` and `container` of the workload holding each GPU, as on
     Prometheus (not `exported_pod`). The alert rules and the dashboard remain Prometheus

@@ -129,7 +129,10 @@ class GpuPoolSpec(Model):
     taints: list[TaintSpec] = Field(default_factory=list)
     """Extra taints, on top of `nvidia.com/gpu=present:NoSchedule` that every pool has."""
     sharing: Sharing = Field(default_factory=ExclusiveSharing)
-    """How workloads share a GPU: `exclusive`, `time-slicing`, `mps` (EKS only) or `mig`."""
+    """How workloads share a GPU: `exclusive`, `time-slicing`, `mps` (EKS only) or `mig`. On
+    GKE with `nodeImage: cos`, GKE's own device plugin shares `time-slicing` and `mig` pools,
+    and `exclusive` pools keep the operator's; a stack may mix them, each kind of node with a
+    DCGM exporter that finds its pods (docs/gpu-sharing.md)."""
     canary_of: PoolName | None = None
     """Makes this pool the canary of another pool of the same GPUs and sharing mode: a new AMI
     release (EKS), node version (GKE) or, on GKE Ubuntu, driver (`gcp.driverVersion`) goes here

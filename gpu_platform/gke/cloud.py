@@ -37,7 +37,6 @@ from gpu_platform.gke.node_pool import (
     cluster_version_problems,
 )
 from gpu_platform.gke.zones import ZoneOfferings
-from gpu_platform.kubernetes.operator_values import exporter_id_problems
 from gpu_platform.kubernetes.provider import ClusterConnection, connect_with_kubeconfig_context
 from gpu_platform.node_identity import ResolvedPool, resolve_pool, sharer_for
 from gpu_platform.secrets import secret_if
@@ -75,7 +74,6 @@ class GkeCloud:
                 resolved.append(_resolve(spec, i, self.config.platform, self._driver))
             except ConfigError as error:
                 problems += error.problems
-        problems += exporter_id_problems(resolved)
         if problems:
             raise ConfigError(problems)
         zones = ZoneOfferings(self.cluster)

@@ -12,7 +12,9 @@ Who advertises the GPUs depends on the pool (`gpu_platform.node_identity.sharer_
   those settings and knows nothing of the operator's replicas or MIG slices. The operator's
   device plugin and MIG manager stay off those nodes (`nvidia.com/gpu.deploy.device-plugin`
   and `...mig-manager` set to `false`, which the operator leaves as they are:
-  `controllers/state_manager.go` at v26.7.0); its toolkit and DCGM exporter still run there.
+  `controllers/state_manager.go` at v26.7.0); its toolkit still runs there, and a DCGM exporter
+  that reads GKE's device names replaces the operator's (`nvidia.com/gpu.deploy.dcgm-exporter`
+  `false`: gpu_platform/kubernetes/gke_dcgm_exporter.py).
 
 The GPU taint is declared explicitly: GKE adds it itself only when the cluster also has a pool
 without GPUs (terraform-google-kubernetes-engine#703).
@@ -44,6 +46,7 @@ from gpu_platform.config import (
 )
 from gpu_platform.gke.cluster import POOL_RESOURCE_LABEL, GkeCluster
 from gpu_platform.gke.machine_types import boot_disk_types
+from gpu_platform.kubernetes.gke_dcgm_exporter import GKE_EXPORTER_NODES
 from gpu_platform.node_identity import CLOUD_TAINT_EFFECTS, GpuSharer, ResolvedPool
 from gpu_platform.rollout_timeouts import (
     gke_blue_green_rollout,
@@ -61,8 +64,10 @@ GKE_DEVICE_PLUGIN_OFF_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
 OPERATOR_OPERANDS_OFF_LABELS = {
     "nvidia.com/gpu.deploy.device-plugin": "false",
     "nvidia.com/gpu.deploy.mig-manager": "false",
+    **GKE_EXPORTER_NODES,
 }
-"""On nodes whose GPUs GKE shares, the operator's device plugin and MIG manager stay away."""
+"""On nodes whose GPUs GKE shares, the operator's device plugin and MIG manager stay away, and
+its DCGM exporter gives way to the one that matches GKE's device names."""
 GKE_TIME_SHARING = "TIME_SHARING"
 """The API's `gpuSharingStrategy` of a time-sliced pool (config validation refuses MPS on GKE)."""
 DRIVER_LABEL = "gpu-platform.io/driver"

@@ -7,6 +7,10 @@ import pulumi
 from pulumi_kubernetes import apiextensions, core, helm, meta
 
 from gpu_platform.config import MonitoringSpec, OperatorSpec, Platform
+from gpu_platform.kubernetes.gke_dcgm_exporter import (
+    declare_gke_dcgm_exporter,
+    needs_gke_exporter,
+)
 from gpu_platform.kubernetes.helm_release import GPU_OPERATOR_BASE_SECONDS, Rollout, most_nodes
 from gpu_platform.kubernetes.mig_startup_taint import (
     declare_mig_startup_taint_remover,
@@ -53,8 +57,9 @@ _NEEDS_CRITICAL_POD_QUOTA = frozenset({Platform.GKE_COS, Platform.GKE_UBUNTU})
 
 class GpuOperator(pulumi.ComponentResource):
     """The operator's namespace (Pod Security `privileged`: its DaemonSets load kernel modules
-    and reach the host's devices), GKE's quota for its critical pods, the chart release, and on
-    GKE Ubuntu each pool's NVIDIADriver."""
+    and reach the host's devices), GKE's quota for its critical pods, the chart release, on
+    GKE Ubuntu each pool's NVIDIADriver, and where GKE shares a pool's GPUs the DCGM exporter of
+    those nodes."""
 
     namespace: pulumi.Output[str]
     release_name: pulumi.Output[str | None]
@@ -77,6 +82,14 @@ class GpuOperator(pulumi.ComponentResource):
         admission: list[pulumi.Resource] = []
         if args.platform in _NEEDS_CRITICAL_POD_QUOTA:
             admission.append(self._critical_pod_quota(name, args.operator.critical_pod_quota))
+        # Under the platform's values and `operator.overrides`, each operand by the digest
+        # NVIDIA's release bundle records for the chart's tag (operand_images/): a tag pushed
+        # again never reaches the nodes. An override of an operand's image sets `repository`,
+        # `image` and `version` together.
+        values = deep_merge(
+            operand_image_values(args.operator.chart_version),
+            operator_values_for(args.operator, args.platform, args.pools, args.monitoring),
+        )
         release = helm.v3.Release(
             name,
             helm.v3.ReleaseArgs(
@@ -86,19 +99,7 @@ class GpuOperator(pulumi.ComponentResource):
                 repository_opts=helm.v3.RepositoryOptsArgs(repo=args.operator.repository),
                 namespace=self.namespace,
                 create_namespace=False,
-                # Under the platform's values and `operator.overrides`, each operand by the digest
-                # NVIDIA's release bundle records for the chart's tag (operand_images/): a tag
-                # pushed again never reaches the nodes. An override of an operand's image sets
-                # `repository`, `image` and `version` together.
-                values=secret_if(
-                    args.secret_values,
-                    deep_merge(
-                        operand_image_values(args.operator.chart_version),
-                        operator_values_for(
-                            args.operator, args.platform, args.pools, args.monitoring
-                        ),
-                    ),
-                ),
+                values=secret_if(args.secret_values, values),
                 # A failed install or upgrade is rolled back rather than left half applied. The
                 # rollback takes the ClusterPolicy back too: where the operator manages the
                 # driver, its upgrade policy may drain GPU nodes a second time
@@ -124,6 +125,15 @@ class GpuOperator(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(
                     parent=self, depends_on=[release], protect=args.protect
                 ),
+            )
+        if needs_gke_exporter(args.pools, values):
+            declare_gke_dcgm_exporter(
+                name,
+                self.namespace,
+                values,
+                args.operator.chart_version,
+                pulumi.ResourceOptions(parent=self, depends_on=[release]),
+                secret=args.secret_values,
             )
         if needs_remover(args.pools):
             declare_mig_startup_taint_remover(name, self.namespace, parent=self)

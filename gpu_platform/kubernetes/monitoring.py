@@ -59,6 +59,10 @@ sanitizeLabelName)."""
 DCGM_EXPORTER = "nvidia-dcgm-exporter"
 """The name the GPU Operator gives the exporter's DaemonSet, Service and ServiceMonitor, the
 `app` label of its pods, and so (the ServiceMonitor's job label is `app`) its scrape job."""
+GKE_DCGM_EXPORTER = "nvidia-dcgm-exporter-gke"
+"""The DaemonSet, Service and pods' `app` of the exporter on the nodes whose GPUs GKE's device
+plugin serves (gke_dcgm_exporter.py); its Service carries `app: nvidia-dcgm-exporter`, so its
+series have the same job."""
 DCGM_EXPORTER_PORT = 9400
 DASHBOARD_SIDECAR_LABEL = ("grafana_dashboard", "1")
 """The label kube-prometheus-stack's Grafana sidecar loads dashboard ConfigMaps by, from every
@@ -225,7 +229,16 @@ class GpuMonitoring(pulumi.ComponentResource):
             # its series match the rules' `job="nvidia-dcgm-exporter"` as Prometheus's do.
             metadata=meta.v1.ObjectMetaArgs(name=DCGM_EXPORTER),
             spec={
-                "selector": {"matchLabels": {"app": DCGM_EXPORTER}},
+                # The operator's exporter and, on GKE-shared nodes, the platform's.
+                "selector": {
+                    "matchExpressions": [
+                        {
+                            "key": "app",
+                            "operator": "In",
+                            "values": [DCGM_EXPORTER, GKE_DCGM_EXPORTER],
+                        }
+                    ]
+                },
                 "endpoints": [{"port": DCGM_EXPORTER_PORT, "interval": GMP_SCRAPE_INTERVAL}],
                 # The exporter labels a GPU's series with the `pod`, `namespace` and `container`
                 # of the workload holding it. By default the scrape sets those labels to the
@@ -318,6 +331,7 @@ class _Placeholder(Template):
 def _placeholders(monitoring: MonitoringSpec, operator_namespace: str) -> dict[str, str]:
     return {
         "exporter": DCGM_EXPORTER,
+        "gke_exporter": GKE_DCGM_EXPORTER,
         "operator_namespace": operator_namespace,
         # A GPU a workload pod holds: see the header of alerts/gpu-alerts.yaml.
         "allocated": f'job="{DCGM_EXPORTER}", pod!="", namespace!="{operator_namespace}"',

@@ -13,7 +13,6 @@ from typing import Any
 import yaml
 
 from gpu_platform.config import (
-    ConfigProblem,
     ExclusiveSharing,
     MigSharing,
     MonitoringSpec,
@@ -22,7 +21,6 @@ from gpu_platform.config import (
     Platform,
     Sharing,
     TimeSlicingSharing,
-    key_path,
 )
 from gpu_platform.kubernetes.alerts import DCGM_METRICS_FILE
 from gpu_platform.kubernetes.helm_release import daemonset_update_strategy
@@ -264,7 +262,9 @@ def dcgm_exporter_values_for(
 ) -> Values:
     """The DCGM exporter with the platform's metric set and a ServiceMonitor that the cluster's
     Prometheus selects, attributing shared GPUs to the pods that share them when a pool
-    time-slices or shares through MPS."""
+    time-slices or shares through MPS. It matches GPUs to pods by UUID, as the operator's device
+    plugin names them; the nodes whose GPUs GKE's device plugin serves have an exporter of their
+    own (gpu_platform/kubernetes/gke_dcgm_exporter.py), which takes its settings from these."""
     shares = any(_replicates_gpus(p) for p in pools)
     metrics = dcgm_metrics_config_map(operator_namespace)
     return {
@@ -282,7 +282,6 @@ def dcgm_exporter_values_for(
                     "value": f"{operator_namespace}:{metrics['metadata']['name']}",
                 },
                 *(_PER_POD_SHARED_GPU_ENV if shares else []),
-                *([_GKE_DEVICE_NAMES] if _gke_shares(pools) else []),
             ],
             **(_PER_POD_SHARED_GPU_METRICS if shares else {}),
             "serviceMonitor": {
@@ -347,46 +346,6 @@ _PER_POD_SHARED_GPU_METRICS: Values = {"hostPID": True, "enablePodUID": True}
 
 def _replicates_gpus(pool: ResolvedPool) -> bool:
     return isinstance(pool.spec.sharing, TimeSlicingSharing | MpsSharing)
-
-
-# The exporter finds the pod holding a GPU by matching the device IDs the kubelet's pod-resources
-# API reports against one ID of each GPU: its UUID by default, or with `device-name`,
-# `nvidia<index>` (dcgm-exporter pkg/cmd/app.go `--kubernetes-gpu-id-type`,
-# internal/pkg/collector/types.go GetIDOfType; internal/pkg/transformation/kubernetes.go strips
-# GKE's `/vgpu<n>` replica suffix). The operator's device plugin names devices by UUID; GKE's
-# names them `nvidia<minor>`, `nvidia0/vgpu1` for a shared replica (container-engine-accelerators
-# pkg/gpu/nvidia/manager.go), so on GKE-shared nodes only `device-name` finds the pods, as
-# Google's own exporter example sets it (prometheus-engine examples/nvidia-dcgm/exporter.yaml).
-# MIG instances match by GPU and instance whatever the type. One exporter takes one type, so a
-# stack never mixes the two sharers (`exporter_id_problems`).
-GPU_ID_TYPE_ENV = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
-_GKE_DEVICE_NAMES = {"name": GPU_ID_TYPE_ENV, "value": "device-name"}
-
-
-def _gke_shares(pools: Sequence[ResolvedPool]) -> bool:
-    return any(pool.sharer is GpuSharer.GKE for pool in pools)
-
-
-def exporter_id_problems(pools: Sequence[ResolvedPool]) -> list[ConfigProblem]:
-    """A stack whose GPUs both GKE's device plugin and the operator's serve: the one DCGM
-    exporter the GPU Operator runs can match pods to the GPUs of only one of them, and on the
-    others `pod` and `namespace` would be missing from every GPU series, which the idle alert,
-    the idle pod enforcer and the per-namespace dashboard all select by."""
-    gke = [pool.spec.name for pool in pools if pool.sharer is GpuSharer.GKE]
-    if not gke:
-        return []
-    return [
-        ConfigProblem(
-            key_path("pools", pool.index, "sharing", "mode"),
-            pool.spec.sharing.mode,
-            f"a shared mode like the stack's GKE-shared pools ({', '.join(gke)}), or this pool"
-            " in a stack and cluster of its own: on nodeImage cos GKE's device plugin serves"
-            " shared pools and the operator's exclusive ones, and the stack's one DCGM exporter"
-            " attributes GPUs to pods for only one of the two (docs/gpu-sharing.md)",
-        )
-        for pool in pools
-        if pool.sharer is GpuSharer.OPERATOR
-    ]
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> Values:

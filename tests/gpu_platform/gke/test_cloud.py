@@ -129,21 +129,6 @@ def test_mig_on_a_gpu_read_from_the_machine_type_is_checked_too(
     assert plan.resources == []
 
 
-def test_a_cos_stack_mixing_gke_shared_and_whole_gpu_pools_is_refused_before_any_resource(
-    gke_config: Config, failed_plan_for: PlanFor
-) -> None:
-    # The fixture's L4 pool is time-sliced by GKE's device plugin; an exclusive pool would be the
-    # operator's, whose GPUs the one DCGM exporter could not attribute to pods as well.
-    gke_config["gpu-platform:pools"].append(
-        {"name": "h100-train", "instanceTypes": ["a3-highgpu-8g"], "max": 2}
-    )
-
-    plan = failed_plan_for(gke_config)
-
-    assert "GKE-shared pools (l4-shared)" in problems_of(plan)["gpu-platform:pools[1].sharing.mode"]
-    assert plan.resources == []
-
-
 def test_cos_with_the_operators_driver_is_refused_before_any_resource(
     gke_config: Config, failed_plan_for: PlanFor
 ) -> None:

@@ -45,10 +45,16 @@ def test_gke_dev_stack_lookups_are_answered_by_stand_ins(plan: Plan) -> None:
 
 def test_gke_dev_stacks_exporter_finds_the_pods_on_gpus_gke_time_shares(plan: Plan) -> None:
     # GKE's device plugin names the replicas `nvidia0/vgpu<n>` (container-engine-accelerators
-    # pkg/gpu/nvidia/manager.go): dcgm-exporter matches them with `device-name` only (its
-    # internal/pkg/collector/types.go GetIDOfType; prometheus-engine's GKE example sets it).
-    values = plan.named("gpu-operator", "kubernetes:helm.sh/v3:Release").inputs["values"]
+    # pkg/gpu/nvidia/manager.go): dcgm-exporter matches them with `device-name` only (4.5.3-4.8.2
+    # internal/pkg/collector/types.go GetIDOfType; prometheus-engine's GKE example sets it). The
+    # pool's nodes get the exporter that does, not the operator's.
+    (exporter,) = plan.of_type("kubernetes:apps/v1:DaemonSet")
+    spec = exporter.inputs["spec"]["template"]["spec"]
+    labels = plan.named("l4-shared", "gcp:container/nodePool:NodePool").inputs["nodeConfig"][
+        "labels"
+    ]
 
-    assert {"name": "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", "value": "device-name"} in values[
-        "dcgmExporter"
-    ]["env"]
+    assert {"name": "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", "value": "device-name"} in spec[
+        "containers"
+    ][0]["env"]
+    assert spec["nodeSelector"].items() <= labels.items()

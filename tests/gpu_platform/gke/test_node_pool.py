@@ -137,12 +137,14 @@ def test_a_shared_pools_gpus_go_to_gkes_device_plugin_and_not_the_operators(
 ) -> None:
     identity = gke_plan.outputs["pools"]["l4-shared"]["labels"]
 
-    # The operator deploys its device plugin and MIG manager only where these labels are
-    # "true", and leaves a value already set (controllers/state_manager.go at v26.7.0).
+    # The operator deploys its device plugin, MIG manager and DCGM exporter only where these
+    # labels are "true", and leaves a value already set (controllers/state_manager.go at
+    # v26.7.0); the exporter that reads GKE's device names runs where the last is "false".
     assert node_config(gke_plan)["labels"] == {
         **identity,
         "nvidia.com/gpu.deploy.device-plugin": "false",
         "nvidia.com/gpu.deploy.mig-manager": "false",
+        "nvidia.com/gpu.deploy.dcgm-exporter": "false",
     }
     assert "nvidia.com/device-plugin.config" not in identity
 

@@ -257,7 +257,16 @@ OPERATOR_CHILDREN = {(NAMESPACE, "gpu-operator"), (RELEASE, "gpu-operator")}
     ("stack", "children"),
     [
         ("dev_config", OPERATOR_CHILDREN),
-        ("gke_stack", {*OPERATOR_CHILDREN, (QUOTA, "gpu-operator-critical-pods")}),
+        # The fixture's L4 pool is time-sliced by GKE's device plugin: its nodes' exporter too.
+        (
+            "gke_stack",
+            {
+                *OPERATOR_CHILDREN,
+                (QUOTA, "gpu-operator-critical-pods"),
+                ("kubernetes:apps/v1:DaemonSet", "gpu-operator-nvidia-dcgm-exporter-gke"),
+                ("kubernetes:core/v1:Service", "gpu-operator-nvidia-dcgm-exporter-gke"),
+            },
+        ),
     ],
 )
 def test_every_resource_is_a_child_of_the_component(

@@ -332,7 +332,17 @@ def test_managed_prometheus_scrapes_the_dcgm_exporter_on_gke(
     plan = plan_for(with_monitoring(gke, googleManagedPrometheus=True))
     scrape = child(plan, GMP_SCRAPE)
     assert scrape.inputs["apiVersion"] == "monitoring.googleapis.com/v1"
-    assert scrape.inputs["spec"]["selector"] == {"matchLabels": {"app": "nvidia-dcgm-exporter"}}
+    # The pods of the operator's exporter (`app: nvidia-dcgm-exporter`, gpu-operator v26.7.0
+    # assets/state-dcgm-exporter/0800_daemonset.yaml) and of the platform's on GKE-shared nodes.
+    assert scrape.inputs["spec"]["selector"] == {
+        "matchExpressions": [
+            {
+                "key": "app",
+                "operator": "In",
+                "values": ["nvidia-dcgm-exporter", "nvidia-dcgm-exporter-gke"],
+            }
+        ]
+    }
     assert [e["port"] for e in scrape.inputs["spec"]["endpoints"]] == [9400]
 
 

@@ -15,7 +15,6 @@ from gpu_platform.kubernetes.operator_values import (
     DEVICE_PLUGIN_CONFIG_MAP,
     deep_merge,
     device_plugin_config,
-    exporter_id_problems,
     operator_values_for,
     sharing_configs_for,
 )
@@ -368,13 +367,6 @@ def test_without_shared_replicas_the_exporter_keeps_to_its_own_pid_namespace(
     assert [env["name"] for env in exporter["env"]] == ["DCGM_EXPORTER_CONFIGMAP_DATA"]
 
 
-# GKE's device plugin names devices `nvidia0`, `nvidia0/vgpu1` (container-engine-accelerators
-# pkg/gpu/nvidia/manager.go); the exporter matches them only with `device-name` (dcgm-exporter
-# pkg/cmd/app.go, internal/pkg/collector/types.go GetIDOfType), as Google's own exporter does
-# (prometheus-engine examples/nvidia-dcgm/exporter.yaml).
-DEVICE_NAME_IDS = {"name": "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", "value": "device-name"}
-
-
 def gke_shared_pool(index: int = 0, sharing: dict[str, Any] = TIME_SLICING) -> ResolvedPool:
     spec = GpuPoolSpec.model_validate(
         {"name": f"pool-{index}", "instanceTypes": ["a2-highgpu-1g"], "max": 2, "sharing": sharing}
@@ -383,47 +375,24 @@ def gke_shared_pool(index: int = 0, sharing: dict[str, Any] = TIME_SLICING) -> R
 
 
 @pytest.mark.parametrize(
-    "sharing",
-    [TIME_SLICING, MPS, {"mode": "mig", "profile": "all-1g.5gb"}],
-    ids=["time-slicing", "mps", "mig"],
-)
-def test_where_gke_shares_the_gpus_the_exporter_matches_pods_by_device_name(
-    sharing: dict[str, Any],
-) -> None:
-    exporter = values_for(gke_shared_pool(sharing=sharing), platform=Platform.GKE_COS)[
-        "dcgmExporter"
-    ]
-
-    assert DEVICE_NAME_IDS in exporter["env"]
-
-
-@pytest.mark.parametrize(
-    ("platform", "sharing"),
+    ("platform", "pools"),
     [
-        (Platform.GKE_COS, EXCLUSIVE),
-        (Platform.GKE_UBUNTU, EXCLUSIVE),
-        (Platform.EKS_AL2023, TIME_SLICING),
-        (Platform.EKS_AL2023, MIG_MIXED),
+        (Platform.GKE_COS, [pool(sharing=EXCLUSIVE)]),
+        (Platform.GKE_COS, [gke_shared_pool(0), pool(1, EXCLUSIVE)]),
+        (Platform.GKE_UBUNTU, [pool(sharing=EXCLUSIVE)]),
+        (Platform.EKS_AL2023, [pool(sharing=TIME_SLICING)]),
+        (Platform.EKS_AL2023, [pool(sharing=MIG_MIXED)]),
     ],
+    ids=["cos-exclusive", "cos-mixed", "ubuntu", "eks-time-slicing", "eks-mig"],
 )
-def test_where_the_operator_serves_the_gpus_the_exporter_keeps_matching_by_uuid(
-    platform: Platform, sharing: dict[str, Any]
+def test_the_operators_exporter_matches_pods_by_uuid_as_the_operators_device_plugin_names_them(
+    platform: Platform, pools: list[ResolvedPool]
 ) -> None:
-    env = values_for(pool(sharing=sharing), platform=platform)["dcgmExporter"]["env"]
+    # Left out, dcgm-exporter's `--kubernetes-gpu-id-type` is `uid` (4.5.3-4.8.2 pkg/cmd/app.go);
+    # GKE-shared nodes have an exporter of their own (test_gke_dcgm_exporter.py).
+    env = values_for(*pools, platform=platform)["dcgmExporter"]["env"]
 
     assert "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE" not in [e["name"] for e in env]
-
-
-def test_a_stack_mixing_gke_shared_and_operator_served_pools_is_refused_at_the_latter() -> None:
-    (problem,) = exporter_id_problems([gke_shared_pool(0), pool(1), gke_shared_pool(2, MPS)])
-
-    assert (problem.path, problem.value) == ("gpu-platform:pools[1].sharing.mode", "exclusive")
-    assert "GKE-shared pools (pool-0, pool-2)" in problem.expected
-
-
-def test_pools_of_one_sharer_alone_are_accepted() -> None:
-    assert exporter_id_problems([gke_shared_pool(0), gke_shared_pool(1, MPS)]) == []
-    assert exporter_id_problems([pool(0), pool(1, TIME_SLICING)]) == []
 
 
 # --- overrides -------------------------------------------------------------------------------

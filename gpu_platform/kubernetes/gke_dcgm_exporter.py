@@ -1,0 +1,261 @@
+"""The DCGM exporter of the GPU nodes whose GPUs GKE's own device plugin serves.
+
+The exporter labels a GPU's series with the pod holding it by matching the device IDs that the
+kubelet's pod-resources API lists for each container against one ID of the GPU, chosen by
+`DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE` (dcgm-exporter 4.5.3-4.8.2 pkg/cmd/app.go,
+`--kubernetes-gpu-id-type`; internal/pkg/collector/types.go `GetIDOfType`;
+internal/pkg/transformation/kubernetes.go `toDeviceToPod`, `toDeviceToSharingPods`):
+
+- `uid`, the default: the GPU's UUID, as the operator's device plugin names its devices
+  (`GPU-<uuid>`, `GPU-<uuid>::<replica>` for a time-sliced replica);
+- `device-name`: `nvidia<index>`, as GKE's device plugin names them (`nvidia0`, `nvidia0/vgpu1`
+  for a shared replica, whose `/vgpu<n>` the exporter strips: container-engine-accelerators
+  pkg/gpu/nvidia/manager.go, beta_plugin.go).
+
+MIG instances match by GPU and instance whatever the type. The GPU Operator runs one exporter
+DaemonSet with one type, and a stack on Container-Optimized OS has pools of both device plugins
+(shared ones GKE's, exclusive ones the operator's: `gpu_platform.node_identity.sharer_for`).
+So the operator's exporter keeps the default and stays on the nodes of the operator's device
+plugin, and this DaemonSet, the operator's exporter as the chart values describe it with
+`device-name`, runs on GKE's. One node label decides between them: the operator deploys its
+exporter only where `nvidia.com/gpu.deploy.dcgm-exporter` is "true" (0800_daemonset.yaml), and
+sets that label only where it is missing (controllers/state_manager.go, addGPUStateLabels, at
+v26.7.0); GKE-shared pools' nodes join with "false", which this DaemonSet selects. Every GPU node
+has one exporter, never two.
+
+Its Service carries the label the operator's ServiceMonitor selects and takes its job name from
+(`app: nvidia-dcgm-exporter`, `jobLabel: app`: assets/state-dcgm-exporter/0500_service_monitor.
+yaml at v26.7.0), so both exporters are scraped by one ServiceMonitor under one `job`, with its
+interval, labels and relabelings. Its pods have an `app` of their own, so the operator's Service,
+which selects `app: nvidia-dcgm-exporter` pods, never lists them twice.
+"""
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+import pulumi
+from pulumi_kubernetes import apps, core
+
+from gpu_platform.kubernetes.monitoring import (
+    DCGM_EXPORTER,
+    DCGM_EXPORTER_PORT,
+    GKE_DCGM_EXPORTER,
+)
+from gpu_platform.node_identity import GpuSharer, ResolvedPool
+from gpu_platform.secrets import secret_if
+
+Values = dict[str, Any]
+
+EXPORTER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.dcgm-exporter"
+GKE_EXPORTER_NODES = {EXPORTER_DEPLOY_LABEL: "false"}
+"""On the nodes of GKE-shared pools: the operator's exporter stays off, this one runs."""
+GPU_ID_TYPE_ENV = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
+DEVICE_NAMES: Values = {"name": GPU_ID_TYPE_ENV, "value": "device-name"}
+# What the operator's exporter runs with whatever its values say (0800_daemonset.yaml), and what
+# it adds for `enablePodUID` / `enablePodLabels` (controllers/object_controls.go,
+# TransformDCGMExporter, at v26.7.0).
+_BASE_ENV: list[Values] = [
+    {"name": "DCGM_EXPORTER_LISTEN", "value": f":{DCGM_EXPORTER_PORT}"},
+    {"name": "DCGM_EXPORTER_KUBERNETES", "value": "true"},
+    {"name": "DCGM_EXPORTER_COLLECTORS", "value": "/etc/dcgm-exporter/dcp-metrics-included.csv"},
+    {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+]
+_POD_METADATA_ENV = {
+    "enablePodUID": "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID",
+    "enablePodLabels": "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS",
+}
+# The chart's defaults (values.yaml at v26.7.0) for what the platform's values leave out.
+_CHART_PRIORITY_CLASS = "system-node-critical"
+_CHART_VALIDATOR_IMAGE = ("nvcr.io/nvidia", "gpu-operator")
+# Where the operator's container toolkit runtime handler is registered (operator.runtimeClass),
+# which gives the exporter the node's GPUs and driver libraries.
+_CHART_RUNTIME_CLASS = "nvidia"
+# The operator does not wait for its operands, nor does anything wait for this one: like the
+# operator's exporter, whether it runs on a node is the `DcgmExporterDown` and
+# `DcgmExporterMissing` alerts' to say. Pulumi would otherwise wait for a pod on every selected
+# node, and for a Service endpoint that a pool scaled to zero never has.
+_NO_AWAIT = {"pulumi.com/skipAwait": "true"}
+
+
+def needs_gke_exporter(pools: Sequence[ResolvedPool], values: Values) -> bool:
+    """Where GKE shares a pool's GPUs, unless the chart values turn the exporter off
+    (`dcgmExporter.enabled`, which the policy pack's `gpu-operator-release` refuses)."""
+    exporter_on = values["dcgmExporter"].get("enabled", True)
+    return exporter_on and any(pool.sharer is GpuSharer.GKE for pool in pools)
+
+
+def _labels() -> dict[str, str]:
+    return {"app": GKE_DCGM_EXPORTER, "app.kubernetes.io/part-of": "gpu-platform"}
+
+
+def image_path(component: Values, default_version: str = "") -> str:
+    """An operand's image as the operator renders it from `repository`, `image` and `version`,
+    or `image` alone with the other two empty (api/nvidia/v1/clusterpolicy_types.go,
+    imagePath, at v26.7.0)."""
+    repository = component.get("repository", "")
+    image = component["image"]
+    version = component.get("version") or default_version
+    if not repository and not version:
+        return str(image)
+    separator = "@" if version.startswith("sha256:") else ":"
+    return f"{repository}/{image}{separator}{version}"
+
+
+def gke_exporter_env(exporter: Values) -> list[Values]:
+    """The container's env: the operator's own, then what `enablePodUID`, `enablePodLabels` and
+    `dcgmExporter.env` set (the metric set's ConfigMap, per-replica attribution), then
+    `device-name`. A name set again takes the new value in its place, as the operator's
+    `setContainerEnv` does."""
+    metadata = [
+        {"name": n, "value": "true"} for k, n in _POD_METADATA_ENV.items() if exporter.get(k)
+    ]
+    env = {e["name"]: e for e in _BASE_ENV}
+    for setting in (*metadata, *exporter.get("env", []), DEVICE_NAMES):
+        env[setting["name"]] = setting
+    return list(env.values())
+
+
+def gke_exporter_pod_spec(values: Values, chart_version: str) -> Values:
+    """The pod of the operator's exporter (0800_daemonset.yaml and TransformDCGMExporter at
+    v26.7.0) as `values`, the GPU Operator chart's, describe it, on GKE-shared nodes and matching
+    devices by name."""
+    exporter = values["dcgmExporter"]
+    daemonsets = values.get("daemonsets", {})
+    container: Values = {
+        "name": DCGM_EXPORTER,
+        "image": image_path(exporter),
+        "imagePullPolicy": exporter.get("imagePullPolicy", "IfNotPresent"),
+        "env": gke_exporter_env(exporter),
+        "ports": [{"name": "metrics", "containerPort": DCGM_EXPORTER_PORT}],
+        "livenessProbe": _health_probe(periodSeconds=5),
+        "readinessProbe": _health_probe(),
+        "volumeMounts": [
+            {
+                "name": "pod-gpu-resources",
+                "readOnly": True,
+                "mountPath": "/var/lib/kubelet/pod-resources",
+            }
+        ],
+        "securityContext": {"privileged": True},
+    }
+    if exporter.get("resources"):
+        container["resources"] = exporter["resources"]
+    return {
+        "nodeSelector": dict(GKE_EXPORTER_NODES),
+        # The operator's operands' tolerations (`daemonsets.tolerations`): the GPU taint and
+        # every other taint of the pools' nodes (operator_values.toleration_values_for).
+        "tolerations": daemonsets["tolerations"],
+        "priorityClassName": daemonsets.get("priorityClassName", _CHART_PRIORITY_CLASS),
+        # The operator's exporter's account: its Role reads the metric set's ConfigMap, and with
+        # `enablePodUID` its ClusterRole reads pods (0200_role.yaml, 0210_clusterrole.yaml); the
+        # token is mounted because the exporter reads the ConfigMap through the API server.
+        "serviceAccountName": DCGM_EXPORTER,
+        "automountServiceAccountToken": True,
+        "runtimeClassName": values.get("operator", {}).get("runtimeClass", _CHART_RUNTIME_CLASS),
+        "hostPID": bool(exporter.get("hostPID", False)),
+        "initContainers": [_toolkit_validation(values.get("validator", {}), chart_version)],
+        "containers": [container],
+        "volumes": [
+            {"name": "pod-gpu-resources", "hostPath": {"path": "/var/lib/kubelet/pod-resources"}},
+            {"name": "run-nvidia", "hostPath": {"path": "/run/nvidia"}},
+        ],
+    }
+
+
+def _health_probe(**timing: int) -> Values:
+    return {
+        "httpGet": {"port": DCGM_EXPORTER_PORT, "path": "/health"},
+        "initialDelaySeconds": 45,
+        **timing,
+    }
+
+
+def _toolkit_validation(validator: Values, chart_version: str) -> Values:
+    # The exporter starts once the operator's validator on the node has found the container
+    # toolkit working, as the operator's exporter does: the validator's image (chart default:
+    # nvcr.io/nvidia/gpu-operator at the chart's version), already on every GPU node.
+    repository, image = _CHART_VALIDATOR_IMAGE
+    component = {"repository": repository, "image": image, **validator}
+    return {
+        "name": "toolkit-validation",
+        "image": image_path(component, chart_version),
+        "command": ["sh", "-c"],
+        "args": [
+            "until [ -f /run/nvidia/validations/toolkit-ready ]; do echo waiting for nvidia"
+            " container stack to be setup; sleep 5; done"
+        ],
+        "securityContext": {"privileged": True},
+        "volumeMounts": [
+            {
+                "name": "run-nvidia",
+                "mountPath": "/run/nvidia",
+                "mountPropagation": "HostToContainer",
+            }
+        ],
+    }
+
+
+def gke_exporter_service_spec() -> Values:
+    return {
+        "selector": {"app": GKE_DCGM_EXPORTER},
+        # The port name the operator's ServiceMonitor scrapes (`port: gpu-metrics`).
+        "ports": [
+            {
+                "name": "gpu-metrics",
+                "port": DCGM_EXPORTER_PORT,
+                "targetPort": DCGM_EXPORTER_PORT,
+                "protocol": "TCP",
+            }
+        ],
+    }
+
+
+def declare_gke_dcgm_exporter(
+    name: str,
+    namespace: pulumi.Input[str],
+    values: Values,
+    chart_version: str,
+    opts: pulumi.ResourceOptions,
+    secret: bool = False,
+) -> apps.v1.DaemonSet:
+    """The DaemonSet and its Service in the operator's `namespace`, after what `opts` says (the
+    operator's release, which creates the service account and the metric set's ConfigMap);
+    the pod spec `secret` where the chart values are."""
+    core.v1.Service(
+        f"{name}-{GKE_DCGM_EXPORTER}",
+        metadata=cast(
+            Any,
+            {
+                "name": GKE_DCGM_EXPORTER,
+                "namespace": namespace,
+                # Selected by the operator's ServiceMonitor, whose job is this label's value.
+                "labels": {"app": DCGM_EXPORTER, "app.kubernetes.io/part-of": "gpu-platform"},
+                "annotations": {"prometheus.io/scrape": "true", **_NO_AWAIT},
+            },
+        ),
+        spec=cast(Any, gke_exporter_service_spec()),
+        opts=opts,
+    )
+    return apps.v1.DaemonSet(
+        f"{name}-{GKE_DCGM_EXPORTER}",
+        metadata=cast(
+            Any,
+            {
+                "name": GKE_DCGM_EXPORTER,
+                "namespace": namespace,
+                "labels": _labels(),
+                "annotations": _NO_AWAIT,
+            },
+        ),
+        spec=cast(
+            Any,
+            {
+                "selector": {"matchLabels": {"app": GKE_DCGM_EXPORTER}},
+                "template": {
+                    "metadata": {"labels": _labels()},
+                    "spec": secret_if(secret, gke_exporter_pod_spec(values, chart_version)),
+                },
+            },
+        ),
+        opts=opts,
+    )
