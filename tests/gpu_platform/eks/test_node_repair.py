@@ -12,6 +12,7 @@ from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.eks.addon_schemas import addon_schema
 from gpu_platform.kubernetes.alerts import XID_CLASSES_FILE, xid_classes
 from tests.conftest import Config
+from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
 from tests.repository import PROJECT
 
 PlanFor = Callable[[Config], Plan]
@@ -200,6 +201,7 @@ def test_the_node_monitoring_agent_runs_its_dcgm_server_wherever_the_agent_runs(
     # acts on (docs/node-health-issues.adoc at v1.7.0).
     configuration = json.loads(addon.inputs["configurationValues"])
     assert configuration == {"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}
+    assert daemonset_toleration_problems(plan, dev_config) == []
 
 
 def test_the_agents_configuration_is_one_its_add_on_accepts(
