@@ -37,6 +37,15 @@ def values_of(plan: Plan, chart: str) -> dict[str, Any]:
     return dict(release.inputs["values"])
 
 
+def assert_operator_tolerates(plan: Plan, toleration: dict[str, str]) -> None:
+    """Every ClusterPolicy operand takes `daemonsets.tolerations` (gpu-operator v26.7.0
+    controllers/object_controls.go, applyCommonDaemonsetConfig); node-feature-discovery 0.19.0
+    renders `worker.tolerations` on its worker (templates/worker.yaml)."""
+    operator = values_of(plan, "gpu-operator")
+    assert toleration in operator["daemonsets"]["tolerations"]
+    assert toleration in operator["node-feature-discovery"]["worker"]["tolerations"]
+
+
 def tainted(config: Config, *taints: dict[str, str], pool: int = 0) -> Config:
     config["gpu-platform:pools"][pool]["taints"] = list(taints)
     return config
@@ -73,13 +82,8 @@ def test_every_daemonset_reaches_a_pool_tainted_for_one_team(
 ) -> None:
     config = tainted(dev_config, TEAM_A)
     plan = plan_for(config)
-    operator = values_of(plan, "gpu-operator")
 
-    # Every ClusterPolicy operand takes `daemonsets.tolerations` (gpu-operator v26.7.0
-    # controllers/object_controls.go, applyCommonDaemonsetConfig); node-feature-discovery 0.19.0
-    # renders `worker.tolerations` on its worker (templates/worker.yaml).
-    assert TEAM_A_TOLERATION in operator["daemonsets"]["tolerations"]
-    assert TEAM_A_TOLERATION in operator["node-feature-discovery"]["worker"]["tolerations"]
+    assert_operator_tolerates(plan, TEAM_A_TOLERATION)
     assert daemonset_toleration_problems(plan, config) == []
 
 
@@ -163,11 +167,9 @@ def test_every_daemonset_reaches_a_queued_provisioning_pool(
     config = with_gke_capacity_pools(gke_config)
     config["gpu-platform:monitoring"] = {"installPrometheusStack": True}
     plan = plan_for(config)
-    operator = values_of(plan, "gpu-operator")
 
     assert any(p["name"] == QUEUED_POOL for p in config["gpu-platform:pools"])
-    assert GKE_QUEUED_TOLERATION in operator["daemonsets"]["tolerations"]
-    assert GKE_QUEUED_TOLERATION in operator["node-feature-discovery"]["worker"]["tolerations"]
+    assert_operator_tolerates(plan, GKE_QUEUED_TOLERATION)
     assert daemonset_toleration_problems(plan, config) == []
 
 
