@@ -159,7 +159,7 @@ def pool_nodes(plan: Plan) -> Iterator[PoolNodes]:
         if r.type == "aws:eks/nodeGroup:NodeGroup":
             labels = r.inputs.get("labels") or {}
             taints = tuple(
-                (t["key"], t.get("value") or "", _CLOUD_EFFECTS[t["effect"]])
+                (t["key"], t.get("value") or "", _CLOUD_EFFECTS.get(t["effect"], t["effect"]))
                 for t in r.inputs.get("taints") or []
             )
             arm64 = "ARM_64" in (r.inputs.get("amiType") or "")
@@ -185,7 +185,7 @@ def pool_nodes(plan: Plan) -> Iterator[PoolNodes]:
             node_config = r.inputs.get("nodeConfig") or {}
             labels = node_config.get("labels") or {}
             taints = tuple(
-                (t["key"], t.get("value") or "", _CLOUD_EFFECTS[t["effect"]])
+                (t["key"], t.get("value") or "", _CLOUD_EFFECTS.get(t["effect"], t["effect"]))
                 for t in node_config.get("taints") or []
             )
             if (r.inputs.get("queuedProvisioning") or {}).get("enabled"):
