@@ -147,6 +147,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 config.platform,
                 config.operator.namespace,
                 gpu_nodes=most_nodes(config.pools),
+                pools=pools,
                 secret_labels=config.is_secret("monitoring"),
                 protect=config.protect,
             ),

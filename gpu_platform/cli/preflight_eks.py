@@ -47,6 +47,7 @@ from botocore.exceptions import (
 )
 from botocore.retries.standard import RetryEventAdapter, ThrottlingErrorDetector
 
+from gpu_platform.cli.arm64_repair import arm64_repair_findings
 from gpu_platform.cli.autoscaler_settings import autoscaler_settings_findings
 from gpu_platform.cli.cli import fail
 from gpu_platform.cli.deadline import MAX_ATTEMPTS, Call, Calls, Deadline, DeadlinePassed
@@ -301,6 +302,7 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
     )
     findings += _zone_findings(config, clients, subnets, described)
     findings += efa_findings(config, described)
+    findings += arm64_repair_findings(config, described)
     if cluster is not None:
         findings += vpc_cni_findings(config, clients.eks, described)
     if candidates is not None:

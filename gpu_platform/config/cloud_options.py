@@ -65,7 +65,7 @@ class ClusterSpec(Model):
     """EKS: the version of the `eks-node-monitoring-agent` add-on (`aws eks
     describe-addon-versions --addon-name eks-node-monitoring-agent` lists them), instead of the
     one the platform pins. The agent is installed wherever a node group repairs its nodes
-    (`aws.nodeRepair`), with its DCGM server tolerating the GPU taint, so that repair also acts
+    (`aws.nodeRepair`), with its DCGM server tolerating every taint, so that repair also acts
     on nodes whose GPUs fail while the kubelet stays Ready; with Karpenter, only when this is
     set. It runs its own DCGM host engine beside the GPU Operator's exporter, which AWS does not
     support reusing (docs/gpu-health.md)."""
@@ -123,7 +123,8 @@ class EksPoolOptions(Model):
     through the node monitoring agent, `AcceleratedHardwareReady=False`: GPU XIDs, double-bit
     ECC and NVLink errors), one node at a time. XIDs that NVIDIA's catalog answers with an
     application restart or no action (13, 31, 43, 45, 94, ...) take no repair: they end one
-    tenant's process, not the node of every tenant on it (docs/gpu-health.md)."""
+    tenant's process, not the node of every tenant on it (docs/gpu-health.md). On arm64 pools
+    (`g5g`) the agent watches no GPU: only the kubelet's and its other conditions repair."""
     node_repair_max_unhealthy_nodes: int | None = Field(default=None, ge=1)
     """Stop repairing while more than this many of a node group's nodes are unhealthy, which
     points at a cause no replacement fixes (counted per node group, so per zone with

@@ -197,12 +197,16 @@ class EksCloud:
         namespace: pulumi.Input[str],
         opts: pulumi.ResourceOptions,
     ) -> list[pulumi.Resource]:
-        efa_pools = [pool.spec for pool in pools if pool.spec.aws.efa]
+        efa_pools = [pool for pool in pools if pool.spec.aws.efa]
         if not efa_pools:
             return []
         plugin = EfaDevicePlugin(
             "efa-device-plugin",
-            EfaDevicePluginArgs(nodes=most_nodes(efa_pools), namespace=namespace),
+            EfaDevicePluginArgs(
+                nodes=most_nodes(pool.spec for pool in efa_pools),
+                namespace=namespace,
+                pools=efa_pools,
+            ),
             opts,
         )
         return [plugin]

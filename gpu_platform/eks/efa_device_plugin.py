@@ -2,21 +2,25 @@
 
 The plugin advertises a node's Elastic Fabric Adapters as `vpc.amazonaws.com/efa`, which NCCL
 jobs ask for beside their GPUs. The chart (aws/eks-charts `stable/aws-efa-k8s-device-plugin` at
-v0.5.30) tolerates only `CriticalAddonsOnly` and runs on every instance type with EFA; here it
-tolerates the GPU taint and runs only where a pool turned EFA on (`gpu-platform.io/efa`). Its
+v0.5.30) tolerates only `CriticalAddonsOnly` (templates/daemonset.yaml, then `tolerations`) and
+runs on every instance type with EFA; here it runs only where a pool turned EFA on
+(`gpu-platform.io/efa`), and tolerates every taint of those pools: the GPU taint, and each of
+their own exactly (`gpu_node_tolerations`), as a node it misses never advertises its EFAs. Its
 pod mounts the host's `/dev/infiniband` and the kubelet's device-plugin directory (hostPath,
 templates/daemonset.yaml), which only Pod Security `privileged` admits: it runs in the GPU
 Operator's namespace, privileged for the same reason, and so out of kube-system.
 """
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import pulumi
 from pulumi_kubernetes import helm
 
-from gpu_platform.config import GPU_TAINT_KEY
 from gpu_platform.eks.node_labels import EFA_LABEL
 from gpu_platform.kubernetes import helm_release
+from gpu_platform.kubernetes.operator_values import gpu_node_tolerations
+from gpu_platform.node_identity import ResolvedPool
 from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART
 
 
@@ -27,6 +31,8 @@ class EfaDevicePluginArgs:
     nodes: int = 0
     """The most nodes the EFA pools can have together (`helm_release.most_nodes`), which the
     release's wait grows with."""
+    pools: Sequence[ResolvedPool] = field(default_factory=list)
+    """The EFA pools, whose nodes' taints the plugin tolerates."""
 
 
 class EfaDevicePlugin(pulumi.ComponentResource):
@@ -43,7 +49,7 @@ class EfaDevicePlugin(pulumi.ComponentResource):
             version=EFA_DEVICE_PLUGIN_CHART.version,
             repository_opts=helm.v3.RepositoryOptsArgs(repo=EFA_DEVICE_PLUGIN_CHART.repository),
             namespace=args.namespace,
-            values=efa_device_plugin_values(),
+            values=efa_device_plugin_values(args.pools),
             **helm_release.Rollout.with_daemonset(
                 helm_release.EFA_DEVICE_PLUGIN_BASE_SECONDS, args.nodes
             ).release_args(),
@@ -56,9 +62,9 @@ class EfaDevicePlugin(pulumi.ComponentResource):
         self.register_outputs({"release": self.release.name})
 
 
-def efa_device_plugin_values() -> dict[str, object]:
+def efa_device_plugin_values(pools: Sequence[ResolvedPool]) -> dict[str, object]:
     return {
-        "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+        "tolerations": gpu_node_tolerations(pools),
         "nodeSelector": {EFA_LABEL: "true"},
         # The chart renders `updateStrategy` whole (templates/daemonset.yaml: `toYaml`); its
         # default has no `rollingUpdate`, so Kubernetes' maxUnavailable of 1 would apply.

@@ -23,8 +23,8 @@ Both content files hold `@{name}` placeholders, filled from the stack's monitori
 """
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 from typing import Any, cast
@@ -37,7 +37,9 @@ from gpu_platform.config import MonitoringSpec, Platform
 from gpu_platform.kubernetes import helm_release
 from gpu_platform.kubernetes.alerts import ALERTED_CLASSES, xid_classes
 from gpu_platform.kubernetes.idle_gpu_pods import REAPER_NAMESPACE
+from gpu_platform.kubernetes.operator_values import extra_taints, taint_toleration
 from gpu_platform.kubernetes.pod_security import pod_security_labels
+from gpu_platform.node_identity import ResolvedPool
 from gpu_platform.secrets import secret_if
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART
 
@@ -85,6 +87,8 @@ class GpuMonitoringArgs:
     gpu_nodes: int = 0
     """The most GPU nodes the cluster can have (`helm_release.most_nodes` of the pools), which
     the Prometheus stack's wait grows with: its node-exporter runs on every node."""
+    pools: Sequence[ResolvedPool] = field(default_factory=list)
+    """The GPU pools, whose nodes' taints the Prometheus stack's node-exporter tolerates."""
     secret_labels: bool = False
     """`serviceMonitorLabels` came from a config key set as a secret: keep them secret."""
     protect: bool = False
@@ -124,7 +128,7 @@ class GpuMonitoring(pulumi.ComponentResource):
             )
             self.prometheus_operator = [
                 self._prometheus_stack(
-                    name, namespace, node_exporter_namespace, rollout, args.protect
+                    name, namespace, node_exporter_namespace, rollout, args.protect, args.pools
                 )
             ]
             self._prometheus_ingress(name, monitoring.namespace, namespace)
@@ -178,6 +182,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         node_exporter_namespace: pulumi.Input[str],
         rollout: helm_release.Rollout,
         protect: bool,
+        pools: Sequence[ResolvedPool],
     ) -> pulumi.Resource:
         chart = KUBE_PROMETHEUS_STACK_CHART
         return helm.v3.Release(
@@ -191,7 +196,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 repository_opts=helm.v3.RepositoryOptsArgs(repo=chart.repository),
                 namespace=namespace,
                 create_namespace=False,
-                values=prometheus_stack_values(node_exporter_namespace),
+                values=prometheus_stack_values(node_exporter_namespace, pools),
                 **rollout.release_args(),
             ),
             opts=pulumi.ResourceOptions(parent=self, protect=protect),
@@ -280,10 +285,19 @@ def recording_rules(rules: Mapping[str, Any]) -> dict[str, Any]:
     return {"groups": [group for group in groups if group["rules"]]}
 
 
-def prometheus_stack_values(node_exporter_namespace: pulumi.Input[str]) -> dict[str, Any]:
+# node-exporter's default tolerations (prometheus-node-exporter 4.56.1 values.yaml) let it onto
+# every node tainted NoSchedule, but not NoExecute: a pool's NoExecute taints are added, each
+# exactly. Helm replaces a list whole, so the default is restated.
+_NODE_EXPORTER_TOLERATION = {"effect": "NoSchedule", "operator": "Exists"}
+
+
+def prometheus_stack_values(
+    node_exporter_namespace: pulumi.Input[str], pools: Sequence[ResolvedPool]
+) -> dict[str, Any]:
     """kube-prometheus-stack values: the chart's defaults but for Grafana's admin password, the
     dashboard sidecar's label (stated so that the dashboard ConfigMap keeps matching it), and
-    node-exporter's namespace and rolling update."""
+    node-exporter's namespace, rolling update and tolerations of the GPU pools' taints."""
+    no_execute = [taint_toleration(t) for t in extra_taints(pools) if t.effect == "NoExecute"]
     label, value = DASHBOARD_SIDECAR_LABEL
     return {
         # node-exporter runs with the host's network and PID namespaces and mounts its root
@@ -296,6 +310,7 @@ def prometheus_stack_values(node_exporter_namespace: pulumi.Input[str]) -> dict[
         "prometheus-node-exporter": {
             "namespaceOverride": node_exporter_namespace,
             "updateStrategy": helm_release.daemonset_update_strategy(),
+            "tolerations": [_NODE_EXPORTER_TOLERATION, *no_execute],
         },
         "grafana": {
             # The chart's default password is published in its values file; left empty, the

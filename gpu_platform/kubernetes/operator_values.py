@@ -236,13 +236,20 @@ def _served_by_operator(pools: Sequence[ResolvedPool]) -> list[ResolvedPool]:
 def toleration_values_for(pools: Sequence[ResolvedPool]) -> Values:
     """Tolerations that let the operator's DaemonSets, and the node-feature-discovery worker
     that tells the operator which nodes have GPUs, onto every GPU node, extra taints included."""
-    extra = [taint_toleration(taint) for taint in extra_taints(pools)]
+    tolerations = gpu_node_tolerations(pools)
     return {
-        "daemonsets": {"tolerations": [_GPU_TAINT_TOLERATION, *extra]},
+        "daemonsets": {"tolerations": tolerations},
         "node-feature-discovery": {
-            "worker": {"tolerations": [_CONTROL_PLANE_TOLERATION, _GPU_TAINT_TOLERATION, *extra]}
+            "worker": {"tolerations": [_CONTROL_PLANE_TOLERATION, *tolerations]}
         },
     }
+
+
+def gpu_node_tolerations(pools: Iterable[ResolvedPool]) -> list[Values]:
+    """Tolerations that let a DaemonSet onto every node of `pools`: any value of the GPU taint,
+    and each other taint the pools' nodes carry exactly (`extra_taints`), so that it stays off
+    nodes tainted for something else."""
+    return [_GPU_TAINT_TOLERATION, *(taint_toleration(taint) for taint in extra_taints(pools))]
 
 
 def extra_taints(pools: Iterable[ResolvedPool]) -> list[Taint]:

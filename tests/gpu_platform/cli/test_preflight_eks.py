@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 from gpu_platform.cli import preflight_eks, preflight_karpenter
 from gpu_platform.cli.app import app
+from gpu_platform.cli.arm64_repair import arm64_repair_findings
 from gpu_platform.cli.deadline import Calls, Deadline
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.karpenter_permissions import controller_permissions_finding
@@ -1794,6 +1795,42 @@ def test_an_efa_capacity_block_pool_is_told_ec2_places_it_without_a_placement_gr
         " with no placement group of the stack's (a launch into one matches only reservations"
         " made in it)."
     )
+
+
+def arm64_pool(c: Config) -> None:
+    pools(c)[0].update(instanceTypes=["g5g.xlarge"], accelerator="t4", gpusPerNode=1)
+
+
+def test_an_arm64_pool_that_repairs_its_nodes_is_told_no_gpu_fault_repairs_them(
+    aws: AwsClients,
+) -> None:
+    # The agent turns NVIDIA monitoring off on arm64 (aws/eks-node-monitoring-agent v1.7.0
+    # monitors/nvidia/monitor.go), and EC2 describes g5g.xlarge as arm64.
+    described = preflight_eks.describe_instance_types(aws.ec2, ["g5g.xlarge"])
+
+    (finding,) = arm64_repair_findings(stack(arm64_pool), described)
+
+    assert (finding.severity, finding.subject, finding.message) == (
+        "warning",
+        "pool t4-shared",
+        "g5g.xlarge run arm64, where the EKS node monitoring agent watches no GPU: node repair"
+        " acts on the kubelet's and the agent's other conditions, never on an XID, ECC or NVLink"
+        " error.",
+    )
+    assert "gpu-platform:pools[0].aws.nodeRepair" in finding.action
+
+
+def test_amd64_pools_and_arm64_pools_without_repair_are_not_warned(aws: AwsClients) -> None:
+    def without_repair(c: Config) -> None:
+        arm64_pool(c)
+        pools(c)[0]["aws"]["nodeRepair"] = False
+
+    described = preflight_eks.describe_instance_types(
+        aws.ec2, ["g4dn.xlarge", "g4dn.2xlarge", "g5g.xlarge"]
+    )
+
+    assert arm64_repair_findings(stack(), described) == []
+    assert arm64_repair_findings(stack(without_repair), described) == []
 
 
 def test_an_efa_pool_of_an_instance_type_without_efa_blocks(aws: AwsClients) -> None:

@@ -12,6 +12,7 @@ from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.eks.addon_schemas import addon_schema
 from gpu_platform.kubernetes.alerts import XID_CLASSES_FILE, xid_classes
 from tests.conftest import Config
+from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
 from tests.repository import PROJECT
 
 PlanFor = Callable[[Config], Plan]
@@ -180,22 +181,27 @@ def test_the_agent_is_not_installed_where_no_pool_repairs_its_nodes(
     assert plan_for(dev_config).of_type(ADDON) == []
 
 
-def test_the_node_monitoring_agent_runs_its_dcgm_server_on_the_tainted_gpu_nodes(
+def test_the_node_monitoring_agent_runs_its_dcgm_server_wherever_the_agent_runs(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
     dev_config["gpu-platform:cluster"]["nodeMonitoringAgentVersion"] = "v1.7.0-eksbuild.3"
+    # A pool tainted for one team: the DCGM server must reach its nodes too.
+    dev_config["gpu-platform:pools"][0]["taints"] = [
+        {"key": "dedicated", "value": "team-a", "effect": "NoSchedule"}
+    ]
 
-    (addon,) = plan_for(dev_config).of_type(ADDON)
+    plan = plan_for(dev_config)
+    (addon,) = plan.of_type(ADDON)
 
     assert addon.inputs["addonName"] == "eks-node-monitoring-agent"
     assert addon.inputs["addonVersion"] == "v1.7.0-eksbuild.3"
     # aws/eks-node-monitoring-agent v1.7.0 chart values: `dcgmAgent.tolerations: []`, while the
-    # agent's own DaemonSet tolerates every taint (`operator: Exists`).
-    assert json.loads(addon.inputs["configurationValues"]) == {
-        "dcgmAgent": {
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-        }
-    }
+    # agent's own DaemonSet tolerates every taint (`nodeAgent.tolerations: [operator: Exists]`);
+    # where the agent runs without its DCGM server it reports DCGMError, a condition node repair
+    # acts on (docs/node-health-issues.adoc at v1.7.0).
+    configuration = json.loads(addon.inputs["configurationValues"])
+    assert configuration == {"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}
+    assert daemonset_toleration_problems(plan, dev_config) == []
 
 
 def test_the_agents_configuration_is_one_its_add_on_accepts(
