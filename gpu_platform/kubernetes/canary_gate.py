@@ -71,9 +71,18 @@ ROLLOUT_PENDING_CHECK = smoke_test_script(
 
 
 def canary_release(canary: ResolvedPool) -> str:
-    """What the canary runs, in words: its driver and what pins it."""
+    """What the canary runs, in words: its driver, what pins it, and its pinned GKE version."""
     driver = canary.driver
-    return "unknown" if driver is None else f"{driver.version}, {driver.source}"
+    if driver is None:
+        return "unknown"
+    release = f"{driver.version}, {driver.source}"
+    # On GKE Ubuntu what pins the driver is the operator's version alone, yet a new GKE version
+    # is a new node image and kernel, which the operator builds the driver for again: the
+    # canary tries it first all the same. On COS the driver's source names the version already.
+    node_version = canary.spec.gcp.node_version
+    if node_version is not None and node_version not in release:
+        release += f", on GKE {node_version}"
+    return release
 
 
 def canary_release_id(canary: ResolvedPool) -> str:

@@ -367,3 +367,32 @@ def test_the_invariant_finds_a_gate_that_does_not_wait_for_the_canarys_driver(
         " gpu-operator-driver-canary",
     ]
 
+
+def gate_release(config: Config) -> dict[str, str]:
+    metadata = gate(run_program("dev", config=config, project=PROJECT)).inputs["metadata"]
+    return {
+        "name": metadata["name"],
+        "release": metadata["annotations"]["gpu-platform.io/canary-release"],
+    }
+
+
+def test_a_new_gke_version_on_an_ubuntu_canary_is_a_new_gate() -> None:
+    # A GKE version is a node image and kernel of its own; the driver the operator builds
+    # (named by its version alone) is not the only thing the canary tries first.
+    config = ubuntu_config()
+    before = gate_release(config)
+    config["gpu-platform:pools"][1]["gcp"]["nodeVersion"] = "1.33.5-gke.1201000"
+
+    after = gate_release(config)
+
+    assert after["release"] == (
+        "595.120.02, the GPU Operator at 595.120.02, on GKE 1.33.5-gke.1201000"
+    )
+    assert after["name"] != before["name"]
+
+
+def test_a_cos_canarys_release_names_its_gke_version_once() -> None:
+    config = cos_config()
+    config["gpu-platform:pools"][1]["gcp"] = {"nodeVersion": "1.33.5-gke.1201000"}
+
+    assert gate_release(config)["release"].count("1.33.5-gke.1201000") == 1
