@@ -58,7 +58,9 @@ POOL_LABEL = "gpu-platform.io/canary-pool"
 # GPU feature discovery labels each GPU node with its driver as NVML reports it, the string
 # `nvidia-smi --query-gpu=driver_version` prints (NVIDIA/k8s-device-plugin v0.20.0, the
 # operator's v26.7.0 pin, internal/lm/nvml.go `newVersionLabeler`), and labels it again every
-# minute: after the operator reloaded the driver, the label names the new one.
+# minute (`GFD_SLEEP_INTERVAL: 60s`, gpu-operator v26.7.0
+# assets/gpu-feature-discovery/0500_daemonset.yaml): after the operator reloaded the driver, the
+# label names the new one.
 DRIVER_VERSION_NODE_LABEL = "nvidia.com/cuda.driver-version.full"
 # EX_TEMPFAIL (sysexits.h): a node the operator's rollout has not reached yet.
 ROLLOUT_PENDING_EXIT_CODE = 75
