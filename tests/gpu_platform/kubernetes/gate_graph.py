@@ -118,10 +118,13 @@ def _selection_problems(
         if wanted.get(POOL_LABEL, {}).get("values") != [canary]:
             problems.append(f"the gate of {canary} may run outside the canary: {term}")
         if stack.uses_karpenter:
-            (node_pool,) = [n for n in nodes.get(canary, []) if n.type == KARPENTER_NODE_POOL]
-            labels = node_pool.inputs["spec"]["template"]["metadata"]["labels"]
+            released = {
+                n.inputs["spec"]["template"]["metadata"]["labels"].get(KARPENTER_RELEASE_LABEL)
+                for n in nodes.get(canary, [])
+                if n.type == KARPENTER_NODE_POOL
+            }
             release = wanted.get(KARPENTER_RELEASE_LABEL, {})
-            if release.get("values") != [labels.get(KARPENTER_RELEASE_LABEL)]:
+            if None in released or [*released] != release.get("values"):
                 problems.append(f"the gate of {canary} may run on a node drift left: {term}")
         if stack.platform is Platform.GKE_UBUNTU and canary in drivers:
             version = drivers[canary].inputs["spec"]["version"]
