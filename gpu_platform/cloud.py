@@ -57,6 +57,11 @@ class GpuCloud(Protocol):
         (its canary's gate)."""
         ...
 
+    def pool_nodes(self, pool: str) -> pulumi.Resource:
+        """What `create_pools` or `create_held_back_pool` created for the named pool's nodes:
+        its node group (EKS), NodePool and EC2NodeClass (Karpenter) or node pool (GKE)."""
+        ...
+
     def create_device_plugins(
         self,
         pools: Sequence[ResolvedPool],

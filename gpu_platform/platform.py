@@ -39,6 +39,7 @@ from gpu_platform.kubernetes.gpu_pod import model_placements, pool_placement
 from gpu_platform.kubernetes.helm_release import most_nodes
 from gpu_platform.kubernetes.idle_gpu_pods import idle_gpu_reaper
 from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
+from gpu_platform.kubernetes.nvidia_driver import rolls_drivers_in_place
 from gpu_platform.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
 from gpu_platform.node_identity import ResolvedPool, pool_software
 from gpu_platform.secrets import secret_if
@@ -162,6 +163,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 config.monitoring,
                 secret_values=config.is_secret("operator", "pools", "monitoring"),
                 protect=config.protect,
+                held_back=set(canaries),
             ),
             pulumi.ResourceOptions.merge(
                 on_cluster,
@@ -169,33 +171,41 @@ class GpuPlatform(pulumi.ComponentResource):
             ),
         )
         cloud.create_device_plugins(pools, operator.namespace, on_cluster)
-        led_pools = [
-            cloud.create_held_back_pool(
-                pool,
-                connection,
-                children,
-                after=[
-                    canary_gate_job(
-                        canary,
-                        operator.namespace,
-                        config.provisioner,
-                        pulumi.ResourceOptions.merge(
-                            on_cluster, pulumi.ResourceOptions(depends_on=[operator])
+        # The gate waits for its canary's nodes and NVIDIADriver and for the operator's release,
+        # not for the operator as a whole: that holds the led pools' NVIDIADrivers, which wait
+        # for the gate.
+        driver_rollout = config.operator if rolls_drivers_in_place(config.platform) else None
+        led: list[pulumi.Resource] = []
+        for pool in pools:
+            gates = [
+                canary_gate_job(
+                    canary,
+                    operator.namespace,
+                    config.provisioner,
+                    pulumi.ResourceOptions.merge(
+                        on_cluster,
+                        pulumi.ResourceOptions(
+                            depends_on=[
+                                cloud.pool_nodes(canary.spec.name),
+                                *operator.ready_for(canary.spec.name),
+                            ]
                         ),
-                    )
-                    for canary in canaries[pool.spec.name]
-                ],
-            )
-            for pool in pools
-            if pool.spec.name in canaries
-        ]
+                    ),
+                    driver_rollout,
+                )
+                for canary in canaries.get(pool.spec.name, ())
+            ]
+            if gates:
+                led.append(cloud.create_held_back_pool(pool, connection, children, after=gates))
+                driver = operator.held_back_driver(pool.spec.name, gates)
+                led += [] if driver is None else [driver]
         tenants = [
             GpuTenantNamespace(
                 namespace.name,
                 GpuTenantNamespaceArgs(namespace, pools, provisioner=config.provisioner),
                 # A smoke test on a led pool runs on its updated nodes.
                 pulumi.ResourceOptions.merge(
-                    on_cluster, pulumi.ResourceOptions(depends_on=[operator, *led_pools])
+                    on_cluster, pulumi.ResourceOptions(depends_on=[operator, *led])
                 ),
             )
             for namespace in config.namespaces

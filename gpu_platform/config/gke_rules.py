@@ -127,6 +127,16 @@ def _nvidia_driver_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             " has an NVIDIADriver resource of its own: older operators neither hand nodes over"
             " to it nor roll it out with its own upgrade policy",
         )
+    canaries = [i for i, pool in enumerate(config.pools) if pool.canary_of is not None]
+    if canaries and config.operator.driver_upgrade_job_wait_minutes == 0:
+        yield ConfigProblem(
+            key_path("operator", "driverUpgradeJobWaitMinutes"),
+            0,
+            f"1 or more with a canary pool (pools[{canaries[0]}].canaryOf) on"
+            " nodeImage ubuntu: the canary's gate waits for the GPU Operator to load the new"
+            " driver on one of the canary's nodes, which it does only after that node's Jobs,"
+            " and the gate must end",
+        )
     taken = (*NVIDIA_DRIVER_OVERRIDES, *_CHART_DRIVER_OVERRIDES)
     for key, value in config.operator.overrides.get("driver", {}).items():
         # The operator reconciles NVIDIADriver resources whenever ClusterPolicy's

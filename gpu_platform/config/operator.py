@@ -55,7 +55,8 @@ class OperatorSpec(Model):
     new driver (at most one node of a pool at a time is upgraded, whatever the share)."""
     driver_upgrade_job_wait_minutes: int = Field(default=1440, ge=0, le=10080)
     """GKE Ubuntu: how long the operator waits for the Jobs' pods on a node to finish before it
-    deletes the GPU pods left and loads the new driver there; 0 waits for ever."""
+    deletes the GPU pods left and loads the new driver there; 0 waits for ever (not with a
+    `canaryOf` pool, whose gate waits for the new driver on a canary node)."""
     overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Chart values per top-level component (`dcgmExporter`, `driver`, ...), deep-merged over
     the platform's own values last. Component names are checked against the chart's."""

@@ -138,11 +138,11 @@ class GpuPoolSpec(Model):
     release (EKS), node version (GKE) or, on GKE Ubuntu, driver (`gcp.driverVersion`) goes here
     first, and the other pool may not run one newer than its canary. Its nodes carry
     `gpu-platform.io/canary-of`, and only pods that select the canary by its pool label (a smoke
-    test, a team's canary job) run there. The other pool's nodes are updated only after the
-    canary's: whenever the canary's driver or what pins it changes, `pulumi up` first runs a
-    gate Job on the canary (`nvidia-smi` and the driver check, then `canarySoakMinutes` of
-    `nvidia-smi` every minute), and a gate that fails stops the update before the other pool
-    changes (docs/upgrades.md)."""
+    test, a team's canary job) run there. The other pool's nodes (and, on GKE Ubuntu, its
+    NVIDIADriver) are updated only after the canary's: whenever the canary's driver or what
+    pins it changes, `pulumi up` first runs a gate Job on a canary node of the new release
+    (`nvidia-smi` and the driver check, then `canarySoakMinutes` of `nvidia-smi` every minute),
+    and a gate that fails stops the update before the other pool changes (docs/upgrades.md)."""
     canary_soak_minutes: int = Field(default=15, ge=0, le=720)
     """A `canaryOf` pool: how long its gate Job keeps checking the canary's GPU, every minute,
     after the driver check passed, before the pool it leads is updated."""

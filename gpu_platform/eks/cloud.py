@@ -80,6 +80,7 @@ class EksCloud:
         self._subnets: list[Subnet] = []
         self._karpenter_controller: KarpenterController | None = None
         self._cni: list[pulumi.Resource] = []
+        self._nodes_by_pool: dict[str, pulumi.Resource] = {}
         self._new_cluster: NewClusterPlan | None = None
         self._created: NewEksCluster | None = None
 
@@ -223,6 +224,9 @@ class EksCloud:
             return self._node_group(pool, opts, after)
         return self._karpenter_node_pool(pool, self._karpenter_controller, connection, opts, after)
 
+    def pool_nodes(self, pool: str) -> pulumi.Resource:
+        return self._nodes_by_pool[pool]
+
     def _after_cluster(self, opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
         """`opts`, waiting for the cluster the stack creates: node groups, Pod Identity
         associations and add-ons name the cluster by its name alone, so they depend on it
@@ -239,7 +243,7 @@ class EksCloud:
         opts: pulumi.ResourceOptions,
         after: Sequence[pulumi.Resource] = (),
     ) -> pulumi.Resource:
-        return EksGpuNodeGroup(
+        self._nodes_by_pool[pool.spec.name] = EksGpuNodeGroup(
             pool.spec.name,
             EksGpuNodeGroupArgs(
                 **self._pool_nodes(pool),
@@ -249,6 +253,7 @@ class EksCloud:
             ),
             opts,
         )
+        return self._nodes_by_pool[pool.spec.name]
 
     def _karpenter_node_pools(
         self, pools: Sequence[ResolvedPool], on_cluster: pulumi.ResourceOptions
@@ -308,7 +313,7 @@ class EksCloud:
             waits_for: list[pulumi.Resource] = []
         else:
             node_role_name, waits_for = controller.node_role_name, [controller.release]
-        return KarpenterGpuNodePool(
+        self._nodes_by_pool[pool.spec.name] = KarpenterGpuNodePool(
             pool.spec.name,
             KarpenterGpuNodePoolArgs(
                 **self._pool_nodes(pool),
@@ -321,6 +326,7 @@ class EksCloud:
             ),
             pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=waits_for)),
         )
+        return self._nodes_by_pool[pool.spec.name]
 
     def _pool_nodes(self, pool: ResolvedPool) -> _PoolNodes:
         return _PoolNodes(

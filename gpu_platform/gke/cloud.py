@@ -47,7 +47,7 @@ class GkeCloud:
         self.config = config
         self._cluster: GkeCluster | None = None
         self._zones: dict[str, list[str]] = {}
-        self._node_pools: list[GkeGpuNodePool] = []
+        self._node_pools: dict[str, GkeGpuNodePool] = {}
         self._created: NewGkeCluster | None = None
 
     @property
@@ -146,6 +146,9 @@ class GkeCloud:
     ) -> pulumi.Resource:
         return self._node_pool(pool, opts, after)
 
+    def pool_nodes(self, pool: str) -> pulumi.Resource:
+        return self._node_pools[pool]
+
     def create_device_plugins(
         self,
         pools: Sequence[ResolvedPool],
@@ -176,7 +179,7 @@ class GkeCloud:
             ),
             opts,
         )
-        self._node_pools.append(node_pool)
+        self._node_pools[pool.spec.name] = node_pool
         return node_pool
 
     def stack_outputs(self) -> dict[str, Any]:
@@ -186,7 +189,7 @@ class GkeCloud:
         outputs: dict[str, Any] = {
             "nodeServiceAccounts": secret_if(
                 self.config.is_secret("pools"),
-                {pool.pool_name: pool.service_account for pool in self._node_pools},
+                {pool.pool_name: pool.service_account for pool in self._node_pools.values()},
             )
         }
         if self._created is not None:

@@ -1,7 +1,8 @@
 """The NVIDIA GPU Operator, installed from its pinned chart in a namespace of its own."""
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 from pulumi_kubernetes import apiextensions, core, helm, meta
@@ -42,6 +43,9 @@ class GpuOperatorArgs:
     protect: bool = False
     """Protect the operator's namespace, Helm release and NVIDIADriver resources from deletion
     and replacement; value changes still upgrade the release in place."""
+    held_back: Collection[str] = ()
+    """Pools led by a canary: their NVIDIADriver is declared by `held_back_driver`, after the
+    canary's gate, not with the release."""
 
 
 RELEASE_NAME = "gpu-operator"
@@ -112,20 +116,16 @@ class GpuOperator(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=admission, protect=args.protect),
         )
+        self._name, self._args, self._release = name, args, release
+        self._drivers: dict[str, pulumi.Resource] = {}
+        self._held_back: dict[str, dict[str, Any]] = {}
         for driver in nvidia_drivers_for(args.platform, args.operator, args.pools):
-            # The chart installs the NVIDIADriver CRD (from crds/ on install, and from its
-            # `operator.upgradeCRD` hook on upgrades: templates/upgrade_crd.yaml), so the
-            # resources wait for the release.
-            apiextensions.CustomResource(
-                f"{name}-driver-{driver['metadata']['name']}",
-                api_version=driver["apiVersion"],
-                kind=driver["kind"],
-                metadata=driver["metadata"],
-                spec=secret_if(args.secret_values, driver["spec"]),
-                opts=pulumi.ResourceOptions(
-                    parent=self, depends_on=[release], protect=args.protect
-                ),
-            )
+            pool = driver["metadata"]["name"]
+            if pool in args.held_back:
+                self._held_back[pool] = driver
+            else:
+                self._declare_driver(pool, driver, after=())
+        self._installed: list[pulumi.Resource] = [release]
         if needs_gke_exporter(args.pools, values):
             declare_gke_dcgm_exporter(
                 name,
@@ -136,7 +136,9 @@ class GpuOperator(pulumi.ComponentResource):
                 secret=args.secret_values,
             )
         if needs_remover(args.pools):
-            declare_mig_startup_taint_remover(name, self.namespace, parent=self)
+            self._installed.append(
+                declare_mig_startup_taint_remover(name, self.namespace, parent=self)
+            )
         self.release_name = release.name
         self.chart_version = release.version
         self.status = release.status
@@ -148,6 +150,42 @@ class GpuOperator(pulumi.ComponentResource):
                 "status": self.status,
             }
         )
+
+    def ready_for(self, pool: str) -> list[pulumi.Resource]:
+        """What a GPU pod on `pool` waits for of the operator: its release, the MIG startup
+        taint's remover where a pool needs it, and the pool's NVIDIADriver (GKE Ubuntu)."""
+        return [*self._installed, *([self._drivers[pool]] if pool in self._drivers else [])]
+
+    def held_back_driver(
+        self, pool: str, after: Sequence[pulumi.Resource]
+    ) -> pulumi.Resource | None:
+        """The NVIDIADriver of a pool `held_back`, created and updated after `after` (its
+        canary's gate); None where the operator builds no driver."""
+        driver = self._held_back.pop(pool, None)
+        return None if driver is None else self._declare_driver(pool, driver, after)
+
+    def _declare_driver(
+        self, pool: str, driver: dict[str, Any], after: Sequence[pulumi.Resource]
+    ) -> pulumi.Resource:
+        # The chart installs the NVIDIADriver CRD (from crds/ on install, and from its
+        # `operator.upgradeCRD` hook on upgrades: templates/upgrade_crd.yaml), so the resources
+        # wait for the release. The operator rolls each NVIDIADriver out on its own, whenever its
+        # spec changes (v26.7.0 controllers/upgrade_controller.go, reconcileNVIDIADriverUpgrades:
+        # each resource's nodes under its own upgrade policy): only a dependency holds a led
+        # pool's driver back until its canary's gate has passed.
+        self._drivers[pool] = apiextensions.CustomResource(
+            f"{self._name}-driver-{pool}",
+            api_version=driver["apiVersion"],
+            kind=driver["kind"],
+            metadata=driver["metadata"],
+            spec=secret_if(self._args.secret_values, driver["spec"]),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[self._release, *after],
+                protect=self._args.protect,
+            ),
+        )
+        return self._drivers[pool]
 
     def _critical_pod_quota(self, name: str, pods: int) -> core.v1.ResourceQuota:
         return core.v1.ResourceQuota(

@@ -41,6 +41,22 @@ DRIVER_IMAGE = "driver"
 
 # The Job controller labels every pod of a Job with it: the driver upgrade waits for those pods.
 JOB_POD_LABEL = "batch.kubernetes.io/job-name"
+# How long the upgrade tries to delete a node's GPU pods before it gives the node up as failed.
+POD_DELETION_TIMEOUT_SECONDS = 300
+
+
+def rolls_drivers_in_place(platform: Platform) -> bool:
+    """Whether a new driver reaches a pool's running nodes after `pulumi up` has applied it: the
+    GPU Operator's upgrade controller loads it node by node (GKE Ubuntu), where elsewhere a new
+    driver comes with new nodes, which the pool's own update starts."""
+    return platform is Platform.GKE_UBUNTU
+
+
+def upgrade_hold_seconds(operator: OperatorSpec) -> int:
+    """The longest the operator's upgrade keeps a node on its old driver once it has cordoned it,
+    before it reloads the driver: it waits for the node's Jobs (`driverUpgradeJobWaitMinutes`;
+    0, for ever, is refused where a gate waits), then deletes the GPU pods left."""
+    return operator.driver_upgrade_job_wait_minutes * 60 + POD_DELETION_TIMEOUT_SECONDS
 
 
 def nvidia_drivers_for(
@@ -48,7 +64,7 @@ def nvidia_drivers_for(
 ) -> list[dict[str, Any]]:
     """The NVIDIADriver objects of a stack: one per pool where the operator builds the driver
     (GKE Ubuntu), none elsewhere."""
-    if platform is not Platform.GKE_UBUNTU:
+    if not rolls_drivers_in_place(platform):
         return []
     return [nvidia_driver_for(pool, operator) for pool in pools]
 
@@ -101,5 +117,5 @@ def upgrade_policy_for(operator: OperatorSpec) -> dict[str, Any]:
             "podSelector": JOB_POD_LABEL,
             "timeoutSeconds": operator.driver_upgrade_job_wait_minutes * 60,
         },
-        "podDeletion": {"force": False, "timeoutSeconds": 300},
+        "podDeletion": {"force": False, "timeoutSeconds": POD_DELETION_TIMEOUT_SECONDS},
     }

@@ -172,20 +172,28 @@ def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[
 
 
 EXPECTED_DRIVER_ENV = "EXPECTED_NVIDIA_DRIVER"
-# `nvidia-smi`, then every GPU's driver held to the pool's: the exact version where the platform
-# knows it, else its branch. A node that runs another driver than the one the pool's CUDA ceiling
-# was computed from (a table out of date, a branch stated wrongly) fails the smoke test, and with
-# it `pulumi up`, instead of letting workloads find out.
-SMOKE_TEST_SCRIPT = f"""nvidia-smi || exit 1
+
+
+def smoke_test_script(on_other_driver: str = "exit 1") -> str:
+    """The check, where a GPU on another driver than the expected one runs `on_other_driver`
+    (shell) after saying so."""
+    return f"""nvidia-smi || exit 1
 drivers=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader) || exit 1
 for driver in $drivers; do
   case "$driver" in
     "${EXPECTED_DRIVER_ENV}"|"${EXPECTED_DRIVER_ENV}".*) ;;
-    *) echo "NVIDIA driver $driver, not the pool's ${EXPECTED_DRIVER_ENV}"; exit 1 ;;
+    *) echo "NVIDIA driver $driver, not the pool's ${EXPECTED_DRIVER_ENV}"; {on_other_driver} ;;
   esac
 done
 echo "NVIDIA driver $drivers, as expected"
 """
+
+
+# `nvidia-smi`, then every GPU's driver held to the pool's: the exact version where the platform
+# knows it, else its branch. A node that runs another driver than the one the pool's CUDA ceiling
+# was computed from (a table out of date, a branch stated wrongly) fails the smoke test, and with
+# it `pulumi up`, instead of letting workloads find out.
+SMOKE_TEST_SCRIPT = smoke_test_script()
 SOAK_MINUTES_ENV = "SOAK_MINUTES"
 # After the check, `nvidia-smi` once a minute for the soak: a GPU that falls off the bus or a
 # driver that stops answering fails the Job.
@@ -204,10 +212,12 @@ def smoke_test_job_spec(
     deadline_seconds: int,
     provisioner: Provisioner = "cluster-autoscaler",
     soak_minutes: int = 0,
+    check: str = SMOKE_TEST_SCRIPT,
 ) -> dict[str, Any]:
-    """A Job that runs `nvidia-smi` once in a restricted pod on `pool` (see the module doc),
-    then, for `soak_minutes`, once a minute; its deadline covers the soak too."""
-    script = SMOKE_TEST_SCRIPT + (SOAK_SCRIPT if soak_minutes else "")
+    """A Job that runs `nvidia-smi` once in a restricted pod on `pool` (see the module doc; the
+    `check` script where the pool's driver is known), then, for `soak_minutes`, once a minute;
+    its deadline covers the soak too."""
+    script = check + (SOAK_SCRIPT if soak_minutes else "")
     pod = gpu_pod_spec(
         pool,
         GPU_SMOKE_TEST_IMAGE.reference,

@@ -127,11 +127,15 @@ class KarpenterGpuNodePool(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
         )
         # Deleted before its node class: Karpenter holds an EC2NodeClass that NodeClaims still
-        # use until they are gone.
+        # use until they are gone. A change of the NodePool's template alone (labels, sizes)
+        # drifts its nodes too (kubernetes-sigs/karpenter pkg/controllers/nodeclaim/disruption/
+        # drift.go, the NodePool hash), so it waits for what the node class waits for as well.
         self.node_pool = _custom_resource(
             name,
             node_pool_for(args),
-            pulumi.ResourceOptions(parent=self, depends_on=[self.node_class], protect=args.protect),
+            pulumi.ResourceOptions(
+                parent=self, depends_on=[self.node_class, *args.after], protect=args.protect
+            ),
         )
         self.register_outputs({"node_pool_name": name, "node_class_name": name})
 

@@ -1,0 +1,212 @@
+"""The canary ordering over a whole plan, for any stack: every led pool waits, through the
+dependency graph, for its canary's nodes, the canary's NVIDIADriver and the canary's gate; the
+gate waits for the canary's nodes and NVIDIADriver and for nothing of the led pool; and the gate
+runs only on nodes of the canary's new release.
+
+"Waits for" is what the Pulumi engine enforces: a resource is registered only once the resources
+it depends on (`dependencies`, `propertyDependencies`) are, and once its parent is, which waits
+for the parent's own dependencies (the Python SDK awaits the dependencies' and the parent's URNs
+before it registers a resource, pulumi `sdk/python/lib/pulumi/runtime/resource.py`,
+`prepare_resource`). So the walk follows all three, transitively.
+
+Label keys are written out here rather than imported from the code under test.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from gpu_platform.cli.offline import Plan, PlannedResource
+from gpu_platform.cli.stack_files import plain_config
+from gpu_platform.config import Platform, StackConfig, load_stack_config
+
+GATE_TYPE = "kubernetes:batch/v1:Job"
+GATE_POOL_LABEL = "gpu-platform.io/canary-pool"
+POOL_LABEL = "gpu-platform.io/pool"
+NVIDIA_DRIVER = "kubernetes:nvidia.com/v1alpha1:NVIDIADriver"
+EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
+KARPENTER_NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+KARPENTER_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+# Karpenter replaces a changed NodePool's nodes by drift after `pulumi up` went on; the updated
+# NodePool's nodes carry the release's id.
+KARPENTER_RELEASE_LABEL = "gpu-platform.io/canary-release-id"
+# GPU feature discovery's driver label (NVIDIA/k8s-device-plugin v0.20.0 internal/lm/nvml.go):
+# on GKE Ubuntu the GPU Operator loads a new driver on running nodes after `pulumi up`.
+GFD_DRIVER_LABEL = "nvidia.com/cuda.driver-version.full"
+
+
+def canary_ordering_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
+    """What breaks the canary ordering in `plan`, planned from `config` (the stack's config,
+    fully qualified keys, as `run_program` takes it); [] for a stack without canaries."""
+    stack = _loaded(config)
+    leaders: dict[str, list[str]] = {}
+    for pool in stack.pools:
+        if pool.canary_of is not None:
+            leaders.setdefault(pool.canary_of, []).append(pool.name)
+    if not leaders:
+        return []
+    graph = _Graph(plan)
+    nodes = _nodes_by_pool(plan)
+    drivers = _drivers_by_pool(plan)
+    gates = _gates_by_canary(plan)
+    problems: list[str] = []
+    for led, canaries in leaders.items():
+        for canary in canaries:
+            problems += _pair_problems(graph, nodes, drivers, gates, led, canary)
+            gate = gates.get(canary)
+            if gate is not None:
+                problems += _selection_problems(stack, nodes, drivers, gate, canary)
+    return problems
+
+
+def _loaded(config: Mapping[str, Any]) -> StackConfig:
+    plain, secret_keys = plain_config(config)
+    prefix = "gpu-platform:"
+    return load_stack_config(
+        {k.removeprefix(prefix): v for k, v in plain.items() if k.startswith(prefix)},
+        frozenset(k.removeprefix(prefix) for k in secret_keys if k.startswith(prefix)),
+    )
+
+
+def _pair_problems(
+    graph: "_Graph",
+    nodes: Mapping[str, list[PlannedResource]],
+    drivers: Mapping[str, PlannedResource],
+    gates: Mapping[str, PlannedResource],
+    led: str,
+    canary: str,
+) -> list[str]:
+    gate = gates.get(canary)
+    if gate is None:
+        return [f"canary {canary} of {led} has no gate Job"]
+    problems = [
+        f"pool {name} has no node group, node pool or NodePool in the plan"
+        for name in (led, canary)
+        if not nodes.get(name)
+    ]
+    if (led in drivers) != (canary in drivers):
+        problems.append(f"only one of {led} and its canary {canary} has an NVIDIADriver")
+    canary_side = [*nodes.get(canary, []), *([drivers[canary]] if canary in drivers else [])]
+    led_side = [*nodes.get(led, []), *([drivers[led]] if led in drivers else [])]
+    for target in canary_side:
+        if not graph.waits_for(gate, target):
+            problems.append(f"the gate of {canary} does not wait for {_what(target)}")
+    for waiting in led_side:
+        for target in [gate, *canary_side]:
+            if not graph.waits_for(waiting, target):
+                problems.append(f"{_what(waiting)} of {led} does not wait for {_what(target)}")
+        if graph.waits_for(gate, waiting):
+            problems.append(f"the gate of {canary} waits for {_what(waiting)} of {led}")
+    return problems
+
+
+def _selection_problems(
+    stack: StackConfig,
+    nodes: Mapping[str, list[PlannedResource]],
+    drivers: Mapping[str, PlannedResource],
+    gate: PlannedResource,
+    canary: str,
+) -> list[str]:
+    """Every term the gate's pod may be scheduled by names the canary's pool, and, where the
+    canary's nodes move to the new release after `pulumi up`, a mark of the new release."""
+    terms = gate.inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    problems = []
+    for term in terms:
+        wanted = {e["key"]: e for e in term.get("matchExpressions", [])}
+        if wanted.get(POOL_LABEL, {}).get("values") != [canary]:
+            problems.append(f"the gate of {canary} may run outside the canary: {term}")
+        if stack.uses_karpenter:
+            released = {
+                n.inputs["spec"]["template"]["metadata"]["labels"].get(KARPENTER_RELEASE_LABEL)
+                for n in nodes.get(canary, [])
+                if n.type == KARPENTER_NODE_POOL
+            }
+            release = wanted.get(KARPENTER_RELEASE_LABEL, {})
+            if None in released or [*released] != release.get("values"):
+                problems.append(f"the gate of {canary} may run on a node drift left: {term}")
+        if stack.platform is Platform.GKE_UBUNTU and canary in drivers:
+            version = drivers[canary].inputs["spec"]["version"]
+            driver = wanted.get(GFD_DRIVER_LABEL, {})
+            new = driver.get("operator") == "In" and driver.get("values") == [version]
+            if not new and driver.get("operator") != "DoesNotExist":
+                problems.append(
+                    f"the gate of {canary} may run on a node still on its old driver: {term}"
+                )
+    return problems
+
+
+def _what(resource: PlannedResource) -> str:
+    return f"{resource.type.rsplit(':', 1)[-1]} {resource.name}"
+
+
+class _Graph:
+    def __init__(self, plan: Plan):
+        self._edges: dict[str, set[str]] = {}
+        for resource in plan.resources:
+            edges = set(resource.dependencies)
+            for urns in resource.property_dependencies.values():
+                edges.update(urns)
+            if resource.parent is not None:
+                edges.add(resource.parent)
+            self._edges[resource.urn] = edges
+        self._reach: dict[str, set[str]] = {}
+
+    def waits_for(self, resource: PlannedResource, target: PlannedResource) -> bool:
+        return target.urn in self._reachable(resource.urn)
+
+    def _reachable(self, urn: str) -> set[str]:
+        if urn not in self._reach:
+            seen: set[str] = set()
+            todo = list(self._edges.get(urn, ()))
+            while todo:
+                current = todo.pop()
+                if current not in seen:
+                    seen.add(current)
+                    todo.extend(self._edges.get(current, ()))
+            self._reach[urn] = seen
+        return self._reach[urn]
+
+
+def _nodes_by_pool(plan: Plan) -> dict[str, list[PlannedResource]]:
+    """Each pool's node groups (EKS), node pool (GKE), or NodePool and EC2NodeClass
+    (Karpenter), by the pool's name."""
+    found: dict[str, list[PlannedResource]] = {}
+    for resource in plan.resources:
+        pool = _pool_of_nodes(resource)
+        if pool is not None:
+            found.setdefault(pool, []).append(resource)
+    return found
+
+
+def _pool_of_nodes(resource: PlannedResource) -> str | None:
+    inputs = resource.inputs
+    if resource.type == EKS_NODE_GROUP:
+        return _label(inputs.get("labels"))
+    if resource.type == GKE_NODE_POOL:
+        return _label(inputs.get("nodeConfig", {}).get("labels"))
+    if resource.type in (KARPENTER_NODE_POOL, KARPENTER_NODE_CLASS):
+        return str(inputs["metadata"]["name"])
+    return None
+
+
+def _label(labels: Mapping[str, str] | None) -> str | None:
+    return None if labels is None else labels.get(POOL_LABEL)
+
+
+def _drivers_by_pool(plan: Plan) -> dict[str, PlannedResource]:
+    """Each GKE Ubuntu pool's NVIDIADriver, by the pool its nodeSelector selects."""
+    return {
+        d.inputs["spec"]["nodeSelector"][POOL_LABEL]: d
+        for d in plan.of_type(NVIDIA_DRIVER)
+        if POOL_LABEL in d.inputs["spec"].get("nodeSelector", {})
+    }
+
+
+def _gates_by_canary(plan: Plan) -> dict[str, PlannedResource]:
+    return {
+        labels[GATE_POOL_LABEL]: job
+        for job in plan.of_type(GATE_TYPE)
+        if GATE_POOL_LABEL in (labels := job.inputs["metadata"].get("labels", {}))
+    }

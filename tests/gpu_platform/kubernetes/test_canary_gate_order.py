@@ -1,0 +1,398 @@
+"""The gate's place in the dependency graph on every provisioner, edge by edge, and on GKE Ubuntu,
+where the GPU Operator loads a new driver on running nodes after `pulumi up` applied it, a gate
+that checks the new driver only on nodes that run it.
+
+Each edge is a direct dependency the program declares (the SDK records a dependency on a
+component as one on each of its resources), so that taking the line that declares it away fails
+its test. `gate_graph.canary_ordering_problems` checks the whole invariant transitively.
+"""
+
+import copy
+import dataclasses
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpu_platform.cli.offline import Plan, PlannedResource, run_program
+from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.kubernetes.canary_gate import ROLLOUT_PENDING_CHECK
+from tests.conftest import Config, dev_stack_config, gke_stack_config
+from tests.gpu_platform.config.test_canary_rules import canary_of
+from tests.gpu_platform.gke.plans import on_ubuntu, problems_of
+from tests.gpu_platform.kubernetes.gate_graph import (
+    EKS_NODE_GROUP,
+    GATE_TYPE,
+    GKE_NODE_POOL,
+    KARPENTER_NODE_CLASS,
+    KARPENTER_NODE_POOL,
+    NVIDIA_DRIVER,
+    canary_ordering_problems,
+)
+from tests.repository import PROJECT
+
+# The canary's new driver, ahead of the pool's: the operator's pinned default (gpu-operator
+# v26.7.0 values.yaml `driver.version`, 595.91.07).
+NEW_DRIVER = "595.120.02"
+
+
+def gate(plan: Plan) -> PlannedResource:
+    return plan.named("canary-canary-gate", GATE_TYPE)
+
+
+def driver(plan: Plan, pool: str) -> PlannedResource:
+    return plan.named(f"gpu-operator-driver-{pool}", NVIDIA_DRIVER)
+
+
+def ubuntu_config() -> Config:
+    """GKE Ubuntu, the L4 pool `l4-shared` led by `canary`, which runs a newer driver."""
+    config = on_ubuntu(gke_stack_config(dev_stack_config()))
+    canary_of(config, gcp={"driverVersion": NEW_DRIVER})
+    return config
+
+
+def karpenter_config() -> Config:
+    config = copy.deepcopy(dict(stack_config("karpenter-dev", PROJECT)))
+    canary_of(config)
+    return config
+
+
+def cos_config() -> Config:
+    config = gke_stack_config(dev_stack_config())
+    canary_of(config)
+    return config
+
+
+@pytest.fixture(scope="module")
+def ubuntu_plan() -> Plan:
+    return run_program("dev", config=ubuntu_config(), project=PROJECT)
+
+
+@pytest.fixture(scope="module")
+def karpenter_plan() -> Plan:
+    return run_program("dev", config=karpenter_config(), project=PROJECT)
+
+
+@pytest.fixture(scope="module")
+def cos_plan() -> Plan:
+    return run_program("dev", config=cos_config(), project=PROJECT)
+
+
+@pytest.fixture(scope="module")
+def prod_plan() -> Plan:
+    return run_program("prod", project=PROJECT)
+
+
+# --- EKS node groups -----------------------------------------------------------------------
+
+
+def test_an_eks_gate_waits_for_its_canarys_node_group(prod_plan: Plan) -> None:
+    canary = prod_plan.named("a100-canary-nodes", EKS_NODE_GROUP)
+
+    assert canary.urn in prod_plan.named("a100-canary-canary-gate", GATE_TYPE).dependencies
+
+
+def test_an_eks_led_node_group_waits_for_the_gate(prod_plan: Plan) -> None:
+    gate_job = prod_plan.named("a100-canary-canary-gate", GATE_TYPE)
+
+    assert gate_job.urn in prod_plan.named("a100-inference-nodes", EKS_NODE_GROUP).dependencies
+
+
+# --- Karpenter -----------------------------------------------------------------------------
+
+
+def test_a_karpenter_gate_waits_for_its_canarys_nodepool_and_node_class(
+    karpenter_plan: Plan,
+) -> None:
+    dependencies = gate(karpenter_plan).dependencies
+
+    assert karpenter_plan.named("canary", KARPENTER_NODE_POOL).urn in dependencies
+    assert karpenter_plan.named("canary", KARPENTER_NODE_CLASS).urn in dependencies
+
+
+def test_a_karpenter_led_nodepool_waits_for_the_gate_itself(karpenter_plan: Plan) -> None:
+    # Not only through its node class: a change of the NodePool's template alone drifts its
+    # nodes (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/nodeclaim/disruption/drift.go).
+    led = karpenter_config()["gpu-platform:pools"][0]["name"]
+
+    assert gate(karpenter_plan).urn in karpenter_plan.named(led, KARPENTER_NODE_POOL).dependencies
+
+
+# --- GKE COS -------------------------------------------------------------------------------
+
+
+def test_a_cos_gate_waits_for_its_canarys_node_pool(cos_plan: Plan) -> None:
+    assert cos_plan.named("canary", GKE_NODE_POOL).urn in gate(cos_plan).dependencies
+
+
+def test_a_cos_led_node_pool_waits_for_the_gate(cos_plan: Plan) -> None:
+    assert gate(cos_plan).urn in cos_plan.named("l4-shared", GKE_NODE_POOL).dependencies
+
+
+def test_a_cos_gate_checks_its_canary_without_waiting_for_a_driver_label(cos_plan: Plan) -> None:
+    # COS nodes of a new GKE version are new nodes, which the node pool's update has started
+    # before the gate: the pool label alone.
+    (term,) = gate(cos_plan).inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+
+    assert term == {
+        "matchExpressions": [
+            {"key": "gpu-platform.io/pool", "operator": "In", "values": ["canary"]}
+        ]
+    }
+
+
+# --- GKE Ubuntu: the pools' NVIDIADrivers --------------------------------------------------
+
+
+def test_an_ubuntu_gate_waits_for_its_canarys_node_pool(ubuntu_plan: Plan) -> None:
+    assert ubuntu_plan.named("canary", GKE_NODE_POOL).urn in gate(ubuntu_plan).dependencies
+
+
+def test_an_ubuntu_gate_waits_for_its_canarys_nvidiadriver(ubuntu_plan: Plan) -> None:
+    assert driver(ubuntu_plan, "canary").urn in gate(ubuntu_plan).dependencies
+
+
+def test_an_ubuntu_led_node_pool_waits_for_the_gate(ubuntu_plan: Plan) -> None:
+    assert gate(ubuntu_plan).urn in ubuntu_plan.named("l4-shared", GKE_NODE_POOL).dependencies
+
+
+def test_an_ubuntu_led_nvidiadriver_waits_for_the_gate(ubuntu_plan: Plan) -> None:
+    # gpu-operator v26.7.0 controllers/upgrade_controller.go, reconcileNVIDIADriverUpgrades,
+    # rolls each NVIDIADriver's nodes under its own policy as soon as its spec changes: without
+    # the dependency the led pool's driver would roll beside the canary's.
+    assert gate(ubuntu_plan).urn in driver(ubuntu_plan, "l4-shared").dependencies
+
+
+def test_the_gate_does_not_wait_for_the_led_nvidiadriver(ubuntu_plan: Plan) -> None:
+    assert driver(ubuntu_plan, "l4-shared").urn not in gate(ubuntu_plan).dependencies
+
+
+def test_the_canarys_nvidiadriver_does_not_wait_for_its_gate(ubuntu_plan: Plan) -> None:
+    assert gate(ubuntu_plan).urn not in driver(ubuntu_plan, "canary").dependencies
+
+
+# --- GKE Ubuntu: the gate checks the new driver, only where it runs --------------------------
+
+
+def gate_spec(plan: Plan) -> dict[str, Any]:
+    return dict(gate(plan).inputs["spec"])
+
+
+def test_an_ubuntu_gate_runs_only_where_feature_discovery_saw_the_new_driver_or_nothing_yet(
+    ubuntu_plan: Plan,
+) -> None:
+    # GPU feature discovery labels a node with its driver as NVML gives it
+    # (NVIDIA/k8s-device-plugin v0.20.0, the operator's pin, internal/lm/nvml.go
+    # `newVersionLabeler`: nvidia.com/cuda.driver-version.full). Nodes the operator has not
+    # upgraded carry the old driver's; a new node, and the autoscaler's template of one, none.
+    terms = gate_spec(ubuntu_plan)["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+
+    pool = {"key": "gpu-platform.io/pool", "operator": "In", "values": ["canary"]}
+    assert terms == [
+        {
+            "matchExpressions": [
+                pool,
+                {
+                    "key": "nvidia.com/cuda.driver-version.full",
+                    "operator": "In",
+                    "values": ["595.120.02"],
+                },
+            ]
+        },
+        {
+            "matchExpressions": [
+                pool,
+                {"key": "nvidia.com/cuda.driver-version.full", "operator": "DoesNotExist"},
+            ]
+        },
+    ]
+
+
+def test_an_ubuntu_gate_expects_the_canarys_new_driver(ubuntu_plan: Plan) -> None:
+    (container,) = gate_spec(ubuntu_plan)["template"]["spec"]["containers"]
+
+    assert {"name": "EXPECTED_NVIDIA_DRIVER", "value": "595.120.02"} in container["env"]
+    assert container["command"][2].startswith(ROLLOUT_PENDING_CHECK)
+
+
+def test_a_gate_pod_that_found_the_old_driver_is_retried_not_counted(ubuntu_plan: Plan) -> None:
+    # backoffLimit 0 fails the Job at the first counted failure; `Ignore` does not count it and
+    # starts another pod (Kubernetes core/v1 PodFailurePolicyAction). The operator's upgrade
+    # evicts GPU pods (k8s-operator-libs in gpu-operator v26.7.0's vendor/, pkg/upgrade/
+    # pod_manager.go: the drain helper's DeleteOrEvictPods, eviction not disabled), which marks
+    # them DisruptionTarget: ignored too.
+    spec = gate_spec(ubuntu_plan)
+
+    assert spec["backoffLimit"] == 0
+    assert spec["podFailurePolicy"]["rules"] == [
+        {
+            "action": "Ignore",
+            "onExitCodes": {"containerName": "nvidia-smi", "operator": "In", "values": [75]},
+        },
+        {
+            "action": "Ignore",
+            "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+        },
+    ]
+
+
+def test_an_ubuntu_gates_deadline_covers_the_operators_wait_for_a_canary_nodes_jobs(
+    ubuntu_plan: Plan,
+) -> None:
+    # 900 s for a node to start and build the driver, 1440 minutes for the node's Jobs
+    # (driverUpgradeJobWaitMinutes' default, the NVIDIADriver's waitForCompletion), 300 s for
+    # the GPU pods' deletion (its podDeletion timeout), then the 15 minutes of the soak; Pulumi
+    # waits 120 s longer, so the Job's own failure is the one reported.
+    spec = gate_spec(ubuntu_plan)
+    timeout = gate(ubuntu_plan).inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]
+
+    assert (spec["activeDeadlineSeconds"], timeout) == (
+        900 + 1440 * 60 + 300 + 15 * 60,
+        str(900 + 1440 * 60 + 300 + 15 * 60 + 120),
+    )
+
+
+def test_an_ubuntu_gates_deadline_follows_the_job_wait() -> None:
+    config = ubuntu_config()
+    config["gpu-platform:operator"] = {"driverUpgradeJobWaitMinutes": 60}
+
+    spec = gate_spec(run_program("dev", config=config, project=PROJECT))
+
+    assert spec["activeDeadlineSeconds"] == 900 + 60 * 60 + 300 + 15 * 60
+
+
+def test_a_canary_on_ubuntu_refuses_an_endless_wait_for_jobs() -> None:
+    config = ubuntu_config()
+    config["gpu-platform:operator"] = {"driverUpgradeJobWaitMinutes": 0}
+
+    plan = run_program("dev", config=config, project=PROJECT, raise_errors=False)
+
+    assert problems_of(plan) == {
+        "gpu-platform:operator.driverUpgradeJobWaitMinutes": "1 or more with a canary pool"
+        " (pools[1].canaryOf) on nodeImage ubuntu: the canary's gate waits for the GPU Operator"
+        " to load the new driver on one of the canary's nodes, which it does only after that"
+        " node's Jobs, and the gate must end"
+    }
+
+
+def run_check(tmp_path: Path, node_driver: str) -> "subprocess.CompletedProcess[str]":
+    """The Ubuntu gate's check under `sh`, its minute's wait shortened, on a node whose
+    `nvidia-smi` reports `node_driver`."""
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = --query-gpu=driver_version ]; then echo {node_driver}; fi\n'
+        "exit 0\n"
+    )
+    fake.chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "EXPECTED_NVIDIA_DRIVER": NEW_DRIVER}
+    script = ROLLOUT_PENDING_CHECK.replace("sleep 60", "sleep 0")
+    return subprocess.run(
+        ["sh", "-c", script], env=env, capture_output=True, text=True, check=False
+    )
+
+
+def test_the_check_on_a_node_still_on_the_old_driver_asks_for_another_pod(tmp_path: Path) -> None:
+    result = run_check(tmp_path, "595.91.07")
+
+    assert result.returncode == 75
+    assert result.stdout.splitlines()[0] == "NVIDIA driver 595.91.07, not the pool's 595.120.02"
+
+
+def test_the_check_passes_on_the_new_driver(tmp_path: Path) -> None:
+    result = run_check(tmp_path, "595.120.02")
+
+    assert (result.returncode, result.stdout) == (0, "NVIDIA driver 595.120.02, as expected\n")
+
+
+# --- The whole invariant -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("plan", ["prod_plan", "karpenter_plan", "cos_plan", "ubuntu_plan"])
+def test_every_provisioner_orders_its_canaries(plan: str, request: pytest.FixtureRequest) -> None:
+    configs = {
+        "prod_plan": lambda: dict(stack_config("prod", PROJECT)),
+        "karpenter_plan": karpenter_config,
+        "cos_plan": cos_config,
+        "ubuntu_plan": ubuntu_config,
+    }
+
+    assert canary_ordering_problems(request.getfixturevalue(plan), configs[plan]()) == []
+
+
+def test_a_stack_without_canaries_has_no_ordering_to_check(dev_plan: Plan) -> None:
+    assert canary_ordering_problems(dev_plan, dev_stack_config()) == []
+
+
+def without_dependency(plan: Plan, resource: PlannedResource, on: PlannedResource) -> Plan:
+    """`plan` with `resource` no longer depending on `on`."""
+    doctored = copy.deepcopy(plan)
+    doctored.resources = [
+        dataclasses.replace(r, dependencies=tuple(d for d in r.dependencies if d != on.urn))
+        if r.urn == resource.urn
+        else r
+        for r in doctored.resources
+    ]
+    return doctored
+
+
+def test_the_invariant_finds_a_led_driver_that_does_not_wait_for_the_gate(
+    ubuntu_plan: Plan,
+) -> None:
+    plan = without_dependency(ubuntu_plan, driver(ubuntu_plan, "l4-shared"), gate(ubuntu_plan))
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "NVIDIADriver gpu-operator-driver-l4-shared of l4-shared does not wait for Job"
+        " canary-canary-gate",
+        "NVIDIADriver gpu-operator-driver-l4-shared of l4-shared does not wait for NVIDIADriver"
+        " gpu-operator-driver-canary",
+    ]
+
+
+def test_the_invariant_finds_a_gate_that_does_not_wait_for_the_canarys_driver(
+    ubuntu_plan: Plan,
+) -> None:
+    plan = without_dependency(ubuntu_plan, gate(ubuntu_plan), driver(ubuntu_plan, "canary"))
+
+    # Nor, through the gate, does anything of the led pool.
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "the gate of canary does not wait for NVIDIADriver gpu-operator-driver-canary",
+        "NodePool l4-shared of l4-shared does not wait for NVIDIADriver gpu-operator-driver-canary",
+        "NVIDIADriver gpu-operator-driver-l4-shared of l4-shared does not wait for NVIDIADriver"
+        " gpu-operator-driver-canary",
+    ]
+
+
+def gate_release(config: Config) -> dict[str, str]:
+    metadata = gate(run_program("dev", config=config, project=PROJECT)).inputs["metadata"]
+    return {
+        "name": metadata["name"],
+        "release": metadata["annotations"]["gpu-platform.io/canary-release"],
+    }
+
+
+def test_a_new_gke_version_on_an_ubuntu_canary_is_a_new_gate() -> None:
+    # A GKE version is a node image and kernel of its own; the driver the operator builds
+    # (named by its version alone) is not the only thing the canary tries first.
+    config = ubuntu_config()
+    before = gate_release(config)
+    config["gpu-platform:pools"][1]["gcp"]["nodeVersion"] = "1.33.5-gke.1201000"
+
+    after = gate_release(config)
+
+    assert after["release"] == (
+        "595.120.02, the GPU Operator at 595.120.02, on GKE 1.33.5-gke.1201000"
+    )
+    assert after["name"] != before["name"]
+
+
+def test_a_cos_canarys_release_names_its_gke_version_once() -> None:
+    config = cos_config()
+    config["gpu-platform:pools"][1]["gcp"] = {"nodeVersion": "1.33.5-gke.1201000"}
+
+    assert gate_release(config)["release"].count("1.33.5-gke.1201000") == 1
