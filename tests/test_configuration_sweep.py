@@ -30,7 +30,7 @@ from tests.refusals import assert_refused_by_key
 from tests.repository import PROJECT
 
 Config = dict[str, Any]
-EXAMPLES = int(os.environ.get("GPU_PLATFORM_SWEEP_EXAMPLES", "8"))
+EXAMPLES = int(os.environ.get("GPU_PLATFORM_SWEEP_EXAMPLES", "10"))
 PROD_POLICY_CONFIG: Mapping[str, Any] = json.loads(
     (PROJECT.directory / "policy-config" / "prod.json").read_text()
 )
