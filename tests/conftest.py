@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.cli.stand_ins import aws as aws_stand_in
@@ -138,3 +139,11 @@ def dev_plan(dev_plan_once: Plan) -> Plan:
     """The dev stack's plan, a deep copy for the test alone: the program runs once per run, as
     it declares the same resources from the same stack file every time."""
     return copy.deepcopy(dev_plan_once)
+
+
+@pytest.fixture(scope="session")
+def policy_pack() -> Iterator[PolicyPack]:
+    """The policy pack, started once per test session exactly as the engine starts it: a process
+    of its own that takes a second or more to start, which every test configures as it needs."""
+    with PolicyPack(PACK_DIR) as pack:
+        yield pack

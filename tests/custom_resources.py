@@ -14,7 +14,7 @@ The kinds each chart installs, at the pins (gpu_platform/versions.py):
 from typing import Any
 
 from gpu_platform.cli.offline import Plan
-from tests.test_kubernetes_schemas import is_custom_resource, kubernetes_objects, manifest
+from tests.kubernetes_schemas import is_custom_resource, kubernetes_objects, manifest
 
 Kind = tuple[str, str]
 """A custom resource's API group and kind."""

@@ -532,8 +532,10 @@ OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": _pod_identity_association,
     "aws:sqs/queue:Queue": _queue,
     "aws:cloudwatch/eventRule:EventRule": _event_rule,
-    # Karpenter's EC2NodeClass takes a security group by an id of EC2's shape (`sg-...`).
+    # Karpenter's EC2NodeClass takes a security group and subnets by ids of EC2's shape (`sg-...`,
+    # `subnet-...`): its CRD's patterns refuse any other.
     "aws:ec2/securityGroup:SecurityGroup": lambda name, inputs: {"id": _ec2_id("sg", name)},
+    "aws:ec2/subnet:Subnet": lambda name, inputs: {"id": _ec2_id("subnet", name)},
     "aws:ec2/placementGroup:PlacementGroup": lambda name, inputs: {
         "name": _auto_name(name, inputs)
     },

@@ -220,26 +220,24 @@ def _addon(r: PlannedResource) -> Iterator[Request]:
             "resolveConflictsOnCreate",
             "resolveConflictsOnUpdate",
             "podIdentityAssociations",
+            "configurationValues",
         },
     )
     params = {
         "clusterName": i["clusterName"],
         "addonName": i["addonName"],
         "addonVersion": i["addonVersion"],
-        "resolveConflicts": i["resolveConflictsOnCreate"],
     }
-    if "podIdentityAssociations" in i:
-        params["podIdentityAssociations"] = i["podIdentityAssociations"]
+    for key in ("podIdentityAssociations", "configurationValues"):
+        if key in i:
+            params[key] = i[key]
+    if "resolveConflictsOnCreate" in i:
+        params["resolveConflicts"] = i["resolveConflictsOnCreate"]
     yield "eks", "CreateAddon", params
-    yield (
-        "eks",
-        "UpdateAddon",
-        {
-            "clusterName": i["clusterName"],
-            "addonName": i["addonName"],
-            "resolveConflicts": i["resolveConflictsOnUpdate"],
-        },
-    )
+    update = {"clusterName": i["clusterName"], "addonName": i["addonName"]}
+    if "resolveConflictsOnUpdate" in i:
+        update["resolveConflicts"] = i["resolveConflictsOnUpdate"]
+    yield "eks", "UpdateAddon", update
 
 
 def _node_group(r: PlannedResource) -> Iterator[Request]:

@@ -15,6 +15,7 @@ from gpu_platform.cli.stack_files import stack_config
 from tests.stack_variants import with_quota_for_any_pool
 
 from .aws_api import create_launch_template_request, create_nodegroup_request, request_problems
+from .new_cluster_api import requests_for
 from .plans import (
     LAUNCH_TEMPLATE,
     NODE_GROUP,
@@ -174,6 +175,19 @@ def test_node_groups_keep_taints_labels_and_scaling_in_moto_eks(
             request["instanceTypes"],
         )
         assert created["launchTemplate"]["id"] == created_template["LaunchTemplateId"]
+
+
+def test_the_node_monitoring_agent_add_on_is_a_request_eks_accepts(plans: dict[str, Plan]) -> None:
+    # Its `configurationValues` (the DCGM server's tolerations) and no conflict resolution, which
+    # CreateAddon and UpdateAddon leave optional (botocore's EKS model).
+    (addon,) = plans["dev"].of_type("aws:eks/addon:Addon")
+
+    requests = requests_for(addon)
+
+    assert [operation for _, operation, _ in requests] == ["CreateAddon", "UpdateAddon"]
+    assert "configurationValues" in requests[0][2]
+    for service, operation, params in requests:
+        assert request_problems(service, operation, params) == [], operation
 
 
 def test_the_contract_check_catches_what_eks_would_refuse(plans: dict[str, Plan]) -> None:

@@ -16,6 +16,7 @@ from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.eks.new_cluster.addon_pins import CORE_ADDONS
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
+from tests.kubernetes_schemas import manifest, validate
 from tests.repository import PROJECT
 
 from .aws_api import request_problems
@@ -164,6 +165,15 @@ def test_karpenter_launches_gpu_nodes_in_private_subnets_only(plans: dict[str, P
 
     assert len(node_class.inputs["spec"]["subnetSelectorTerms"]) == 3
     assert len(chosen) == 3 and chosen <= private_subnet_urns(plan)
+
+
+def test_karpenter_selects_the_created_subnets_by_ids_its_crd_takes(plans: dict[str, Plan]) -> None:
+    # The pinned EC2NodeClass CRD takes `subnetSelectorTerms[].id` only as `subnet-[0-9a-z]+`,
+    # EC2's shape (aws/karpenter-provider-aws pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml
+    # at v1.14.1): the offline plan gives created subnets ids of that shape, as EC2 does.
+    [node_class] = plans["karpenter"].of_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+
+    validate(manifest(node_class), "1.35")
 
 
 def test_private_subnets_take_three_quarters_of_the_vpc_for_pods(plan: Plan) -> None:

@@ -16,8 +16,8 @@ from gpu_platform.kubernetes.idle_gpu_reaper import ACTIVITY_SERIES, Settings
 from gpu_platform.kubernetes.monitoring import gpu_alert_rules
 from gpu_platform.versions import IDLE_GPU_REAPER_IMAGE, SUPPORTED_KUBERNETES_VERSIONS
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
+from tests.kubernetes_schemas import problems
 from tests.repository import ROOT
-from tests.test_kubernetes_schemas import problems
 
 Config = dict[str, Any]
 COMPONENT = "gpu-platform:kubernetes:IdleGpuReaper"

@@ -1,4 +1,5 @@
-"""The policy pack, started once per test session exactly as the engine starts it.
+"""The policy pack, started once per test session exactly as the engine starts it (the
+`policy_pack` fixture of tests/conftest.py).
 
 Every policy test goes through the analyzer protocol: `analyze(*resources, config=...)`
 configures the pack (levels and parameters reconciled as the engine does, with the levels of
@@ -6,21 +7,15 @@ the Namespaces among the resources listed as a stack's policy config lists them)
 remediates and analyzes each resource and analyzes the stack, and returns the verdicts.
 """
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
-from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack, Verdict
+from gpu_platform.cli.analyzer import PolicyPack, Verdict
 from gpu_platform.cli.namespace_levels import with_namespace_levels
 from gpu_platform.cli.offline import PlannedResource
 from tests.gpu_platform.policy_pack.builders import Analyze
-
-
-@pytest.fixture(scope="session")
-def policy_pack() -> Iterator[PolicyPack]:
-    with PolicyPack(PACK_DIR) as pack:
-        yield pack
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.fit import fitting_pools, pod_spec_of
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.gpu_platform.policy_pack.builders import Analyze, namespace, resource, violations
+from tests.kubernetes_schemas import validate
 from tests.repository import ROOT
 from tests.stack_variants import QUEUED_POOL, with_gke_capacity_pools
-from tests.test_kubernetes_schemas import validate
 
 Config = dict[str, Any]
 NCCL_OVER_EFA = ROOT / "docs" / "examples" / "nccl-tests-over-efa.yaml"

@@ -20,10 +20,22 @@ maintenance policy's recurring window and exclusions inside `window`; `monitorin
 the default pool itself, and refuses `destroy`).
 """
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from tests.gpu_platform.gke.gke_api import to_api_node_pool
+from gpu_platform.cli.offline import Plan
+from tests.gpu_platform.gke.gke_api import api_problems, to_api_node_pool
+from tests.gpu_platform.gke.new_cluster.plans import (
+    CLUSTER,
+    CRYPTO_KEY,
+    KEY_MEMBER,
+    KEY_RING,
+    NETWORK,
+    NODE_POOL,
+    ROUTER,
+    ROUTER_NAT,
+    SUBNETWORK,
+)
 
 CLUSTER_DEPRECATED_SENT = frozenset({"Cluster.initialNodeCount", "Cluster.nodeConfig"})
 """Fields the API has deprecated for node pools' own, which the provider still fills from
@@ -167,3 +179,29 @@ def to_api_crypto_key(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
 def to_api_key_iam_policy(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
     binding = {"role": inputs["role"], "members": [inputs["member"]]}
     return {"policy": {"bindings": [binding]}}
+
+
+# Resource type -> (API, schema, translation).
+CREATED: dict[str, tuple[str, str, Callable[[str, dict[str, Any]], dict[str, Any]]]] = {
+    CLUSTER: ("container.v1", "Cluster", to_api_cluster),
+    NODE_POOL: ("container.v1", "NodePool", to_api_node_pool),
+    NETWORK: ("compute.v1", "Network", to_api_network),
+    SUBNETWORK: ("compute.v1", "Subnetwork", to_api_subnetwork),
+    ROUTER: ("compute.v1", "Router", to_api_router),
+    ROUTER_NAT: ("compute.v1", "RouterNat", to_api_router_nat),
+    KEY_RING: ("cloudkms.v1", "KeyRing", to_api_key_ring),
+    CRYPTO_KEY: ("cloudkms.v1", "CryptoKey", to_api_crypto_key),
+    KEY_MEMBER: ("cloudkms.v1", "SetIamPolicyRequest", to_api_key_iam_policy),
+}
+
+
+def problems_of_created(plan: Plan) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for resource in plan.resources:
+        if resource.type not in CREATED:
+            continue
+        api, schema, translate = CREATED[resource.type]
+        body = translate(resource.name, resource.inputs)
+        deprecated = CLUSTER_DEPRECATED_SENT if schema == "Cluster" else frozenset()
+        found[resource.name] = api_problems(body, schema, api, deprecated)
+    return found

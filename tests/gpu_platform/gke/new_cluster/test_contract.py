@@ -13,28 +13,15 @@ from gpu_platform.cli.offline import Plan
 from gpu_platform.driver_tables.cos import COS_DEFAULT_DRIVERS, CosDefault
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 
-from ..gke_api import api_problems, to_api_node_pool
+from ..gke_api import api_problems
 from .api_bodies import (
     CLUSTER_DEPRECATED_SENT,
+    problems_of_created,
     to_api_cluster,
-    to_api_crypto_key,
-    to_api_key_iam_policy,
-    to_api_key_ring,
-    to_api_network,
-    to_api_router,
     to_api_router_nat,
-    to_api_subnetwork,
 )
 from .plans import (
-    CLUSTER,
-    CRYPTO_KEY,
-    KEY_MEMBER,
-    KEY_RING,
-    NETWORK,
-    NODE_POOL,
-    ROUTER,
     ROUTER_NAT,
-    SUBNETWORK,
     cluster,
     with_create,
     with_gcp,
@@ -42,31 +29,6 @@ from .plans import (
 )
 
 Config = dict[str, Any]
-
-# Resource type -> (API, schema, translation).
-CREATED: dict[str, tuple[str, str, Callable[[str, dict[str, Any]], dict[str, Any]]]] = {
-    CLUSTER: ("container.v1", "Cluster", to_api_cluster),
-    NODE_POOL: ("container.v1", "NodePool", to_api_node_pool),
-    NETWORK: ("compute.v1", "Network", to_api_network),
-    SUBNETWORK: ("compute.v1", "Subnetwork", to_api_subnetwork),
-    ROUTER: ("compute.v1", "Router", to_api_router),
-    ROUTER_NAT: ("compute.v1", "RouterNat", to_api_router_nat),
-    KEY_RING: ("cloudkms.v1", "KeyRing", to_api_key_ring),
-    CRYPTO_KEY: ("cloudkms.v1", "CryptoKey", to_api_crypto_key),
-    KEY_MEMBER: ("cloudkms.v1", "SetIamPolicyRequest", to_api_key_iam_policy),
-}
-
-
-def problems_of_created(plan: Plan) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for resource in plan.resources:
-        if resource.type not in CREATED:
-            continue
-        api, schema, translate = CREATED[resource.type]
-        body = translate(resource.name, resource.inputs)
-        deprecated = CLUSTER_DEPRECATED_SENT if schema == "Cluster" else frozenset()
-        found[resource.name] = api_problems(body, schema, api, deprecated)
-    return found
 
 
 def at_version(config: Config, version: str) -> Config:

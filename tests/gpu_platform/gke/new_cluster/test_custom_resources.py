@@ -17,7 +17,7 @@ import pytest
 
 from gpu_platform.cli.offline import Plan
 from tests.custom_resources import RELEASE, Kind, release_kinds, required_kinds
-from tests.test_kubernetes_schemas import kubernetes_objects, manifest
+from tests.kubernetes_schemas import kubernetes_objects, manifest
 
 from .plans import cluster, with_managed_prometheus
 

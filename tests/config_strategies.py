@@ -1,0 +1,598 @@
+"""Hypothesis strategies for whole stack configurations that look valid: both clouds, node groups
+and Karpenter, every node image, capacity kind and sharing mode, canaries with newer releases,
+versions or drivers, pinned versions and release channels, taints and labels, EFA, zones, update
+strategies, tenants and created clusters.
+
+Values come from the platform's own tables (EC2's instance types and zone offerings as the
+stand-in cluster answers them, gpu_platform/gke/machine_types.py, the AL2023 and Bottlerocket
+driver tables, the stand-in clusters' versions), so that most drawn stacks are ones the loader
+accepts; the rest it must refuse by key. `stack_configs()` draws a stack file's config, fully
+qualified keys, as `run_program` takes it.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+
+from gpu_platform.accelerators import ACCELERATORS
+from gpu_platform.cli.stand_ins.aws import (
+    STAND_IN_KUBERNETES_VERSION,
+    ec2_instance_types,
+    ec2_zone_offerings,
+)
+from gpu_platform.cli.stand_ins.gcp import STAND_IN_MASTER_VERSION, ZONE_OFFERINGS
+from gpu_platform.drivers import AL2023_DRIVERS, BOTTLEROCKET_DRIVERS
+from gpu_platform.eks.instance_types import described_instance_type
+from gpu_platform.eks.max_pods import MAX_PODS
+from gpu_platform.gke.machine_types import FIXED_GPU_SERIES
+from gpu_platform.version_order import version_key
+from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
+
+Config = dict[str, Any]
+AWS_REGION = "us-east-1"
+GCP_REGION = "us-central1"
+# The prod policy config caps pools at 8 nodes and pods at 8 GPUs, and lets no pool keep idle
+# nodes (policy-config/prod.json): the sweep judges stacks by prod's rules.
+MAX_NODES = 8
+
+
+# --- EKS -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ec2Type:
+    name: str
+    accelerator: str
+    gpus: int
+    architecture: str
+    efa_interfaces: int
+    zones: tuple[str, ...]
+
+
+def _ec2_gpu_types() -> tuple[Ec2Type, ...]:
+    """Every GPU instance type of the platform's table (`MAX_PODS`) whose GPU it knows, as EC2
+    describes it in the stand-in's region, with up to 8 GPUs."""
+    described = ec2_instance_types()
+    offered: dict[str, set[str]] = {}
+    for name, zone in ec2_zone_offerings(AWS_REGION):
+        offered.setdefault(name, set()).add(zone)
+    found = []
+    for name in sorted(MAX_PODS):
+        if name not in described or not offered.get(name):
+            continue
+        instance = described_instance_type(name, described[name])
+        if instance.accelerator is None or instance.architecture is None:
+            continue
+        if instance.gpu_count > MAX_NODES:
+            continue
+        efa = described[name].get("NetworkInfo", {}).get("EfaInfo") or {}
+        found.append(
+            Ec2Type(
+                name,
+                instance.accelerator,
+                instance.gpu_count,
+                instance.architecture,
+                int(efa.get("MaximumEfaInterfaces", 0)),
+                tuple(sorted(offered[name])),
+            )
+        )
+    return tuple(found)
+
+
+EC2_GPU_TYPES = _ec2_gpu_types()
+EC2_BY_NAME = {t.name: t for t in EC2_GPU_TYPES}
+
+
+CREATED_VPC_ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+"""The zones of the VPC a created EKS cluster gets in the stand-in's region: its first three."""
+
+
+def _al2023_releases(minor: str) -> list[str]:
+    """AL2023 NVIDIA releases the driver table knows for Kubernetes `minor`, oldest first."""
+    found = [r for r in AL2023_DRIVERS if r.startswith(f"{minor}.")]
+    return sorted(found, key=version_key)[-4:]
+
+
+def _bottlerocket_releases(minor: str) -> list[str]:
+    """Bottlerocket releases whose NVIDIA variant for `minor` the driver table knows."""
+    found = [r for r, drivers in BOTTLEROCKET_DRIVERS.items() if minor in drivers]
+    return [f"{r}.0-0d4a7f31" for r in sorted(found, key=version_key)[-3:]]
+
+
+def _releases(node_image: str, minor: str) -> list[str]:
+    return (
+        _bottlerocket_releases(minor) if node_image == "bottlerocket" else _al2023_releases(minor)
+    )
+
+
+def _hex(draw: st.DrawFn, digits: int) -> str:
+    return draw(st.text("0123456789abcdef", min_size=digits, max_size=digits))
+
+
+LABELS = {"team": "ml", "workload": "training", "example.com/tier": "gold"}
+TAINTS = (
+    {"key": "dedicated", "value": "team-a", "effect": "NoSchedule"},
+    {"key": "example.com/gpu-class", "value": "premium", "effect": "NoSchedule"},
+    {"key": "preemptible", "effect": "PreferNoSchedule"},
+    {"key": "drain", "value": "soon", "effect": "NoExecute"},
+)
+
+
+def _labels_and_taints(draw: st.DrawFn, pool: Config) -> None:
+    labels = draw(st.dictionaries(st.sampled_from(sorted(LABELS)), st.just(""), max_size=2))
+    if labels:
+        pool["labels"] = {key: LABELS[key] for key in labels}
+    taints = draw(st.lists(st.sampled_from(TAINTS), max_size=2, unique_by=lambda t: t["key"]))
+    if taints:
+        pool["taints"] = [dict(t) for t in taints]
+
+
+def _sharing(draw: st.DrawFn, accelerator: str, modes: Sequence[str]) -> Config:
+    mig_profiles = ACCELERATORS[accelerator].mig_profiles
+    allowed = [m for m in modes if m != "mig" or mig_profiles]
+    mode = draw(st.sampled_from(allowed))
+    if mode == "exclusive":
+        return {"mode": "exclusive"}
+    if mode == "mig":
+        profile = draw(st.sampled_from(sorted(mig_profiles)))
+        return {"mode": "mig", "strategy": "mixed", "profile": f"all-{profile}"}
+    return {"mode": mode, "replicas": draw(st.integers(2, 8))}
+
+
+@st.composite
+def eks_pool(
+    draw: st.DrawFn, name: str, node_image: str, minor: str, karpenter: bool, created: bool
+) -> Config:
+    """One EKS pool of GPU nodes."""
+    region_zones = (
+        set(CREATED_VPC_ZONES) if created else {z for t in EC2_GPU_TYPES for z in t.zones}
+    )
+    types = [
+        t
+        for t in EC2_GPU_TYPES
+        if (node_image != "bottlerocket" or t.architecture != "arm64")
+        and region_zones.intersection(t.zones)
+    ]
+    first = draw(st.sampled_from(types))
+    instance_types = [first.name]
+    capacity = draw(st.sampled_from(["on-demand", "spot", "reserved", "capacity-block"]))
+    if karpenter and capacity != "capacity-block" and draw(st.integers(0, 3)) == 0:
+        # Sizes of one GPU model and architecture, which Karpenter picks from per pod.
+        sizes = [
+            t.name
+            for t in types
+            if (t.accelerator, t.architecture) == (first.accelerator, first.architecture)
+            and t.name != first.name
+            and region_zones.intersection(first.zones, t.zones)
+        ]
+        if sizes:
+            instance_types.append(draw(st.sampled_from(sizes)))
+    aws: Config = {"amiReleaseVersion": draw(st.sampled_from(_releases(node_image, minor)))}
+    pool: Config = {
+        "name": name,
+        "instanceTypes": instance_types,
+        "max": draw(st.integers(1, MAX_NODES)),
+        "capacity": capacity,
+    }
+    shared_zones = set(first.zones).intersection(*(EC2_BY_NAME[n].zones for n in instance_types))
+    zones = sorted(shared_zones & region_zones)
+    one_zone = capacity in ("reserved", "capacity-block")
+    if capacity in ("reserved", "capacity-block"):
+        if capacity == "reserved" and not karpenter and draw(st.booleans()):
+            group = draw(st.sampled_from(["gpu-reservations", "team-a-odcrs"]))
+            aws["capacityReservationResourceGroupArn"] = (
+                f"arn:aws:resource-groups:{AWS_REGION}:123456789012:group/{group}"
+            )
+            one_zone = False
+            if draw(st.booleans()):
+                aws["onDemandFallback"] = True
+        else:
+            aws["capacityReservationId"] = f"cr-{_hex(draw, 17)}"
+        if capacity == "capacity-block" and not karpenter:
+            day = draw(st.integers(1, 28))
+            aws["capacityBlockStart"] = f"2026-12-{day:02d}T11:30:00+00:00"
+    if capacity == "spot" and karpenter and draw(st.booleans()):
+        aws["onDemandFallback"] = True
+    if capacity == "reserved" and karpenter and draw(st.booleans()):
+        aws["onDemandFallback"] = True
+    efa_capable = all(EC2_BY_NAME[n].efa_interfaces for n in instance_types)
+    if efa_capable and draw(st.integers(0, 3)) == 0:
+        aws["efa"] = True
+        one_zone = True
+    if one_zone:
+        pool["zones"] = [draw(st.sampled_from(zones))]
+    elif draw(st.booleans()):
+        pool["zones"] = draw(st.lists(st.sampled_from(zones), min_size=1, max_size=3, unique=True))
+    if not karpenter and not aws.get("efa") and draw(st.integers(0, 3)) == 0:
+        # Each zone's node group gets a share of `max`, at least one node.
+        aws["nodeGroupPerZone"] = True
+        pool["max"] = max(pool["max"], len(pool.get("zones", zones)))
+    # Karpenter counts whole GPUs; Bottlerocket's own device plugin serves whole GPUs only.
+    shares = not karpenter and node_image != "bottlerocket"
+    modes = ["exclusive", "time-slicing", "mps", "mig"] if shares else ["exclusive"]
+    pool["sharing"] = _sharing(draw, first.accelerator, modes)
+    if draw(st.booleans()):
+        pool["accelerator"] = first.accelerator
+    if (
+        karpenter
+        and capacity in ("on-demand", "spot")
+        and not aws.get("efa")
+        and draw(st.integers(0, 3)) == 0
+    ):
+        # Every size of the GPU's family, Karpenter picking one per pod.
+        del pool["instanceTypes"]
+        pool["accelerator"] = first.accelerator
+        aws["instanceFamilies"] = [first.name.partition(".")[0]]
+    if draw(st.booleans()):
+        aws["maxUnavailablePercent"] = draw(st.sampled_from([10, 25, 50, 100]))
+    if not karpenter:
+        if draw(st.booleans()):
+            aws["updateStrategy"] = draw(st.sampled_from(["minimal", "default"]))
+        if draw(st.integers(0, 3)) == 0:
+            aws["nodeRepair"] = False
+        elif draw(st.integers(0, 3)) == 0:
+            aws["nodeRepairMaxUnhealthyNodes"] = draw(st.integers(1, 4))
+    elif draw(st.booleans()):
+        aws["consolidateAfterMinutes"] = draw(st.sampled_from([5, 60, "never"]))
+    if draw(st.integers(0, 4)) == 0:
+        pool["diskSizeGib"] = draw(st.sampled_from([100, 500]))
+    _labels_and_taints(draw, pool)
+    pool["aws"] = aws
+    return pool
+
+
+def eks_canary(draw: st.DrawFn, led: Config, node_image: str, minor: str) -> Config:
+    """A canary of `led`: the same instance types and sharing, a release no older than the led
+    pool's, one node at most."""
+    releases = _releases(node_image, minor)
+    led_release = led["aws"]["amiReleaseVersion"]
+    newer = [r for r in releases if version_key(r) >= version_key(led_release)]
+    canary: Config = {
+        "name": f"{led['name']}-canary",
+        "canaryOf": led["name"],
+        "max": 1,
+        "sharing": dict(led["sharing"]),
+        "aws": {"amiReleaseVersion": draw(st.sampled_from(newer))},
+    }
+    for key in ("instanceTypes", "capacity", "zones", "accelerator"):
+        if key in led:
+            canary[key] = led[key]
+    for key in (
+        "capacityReservationId",
+        "capacityReservationResourceGroupArn",
+        "capacityBlockStart",
+        "efa",
+        "instanceFamilies",
+    ):
+        if key in led["aws"]:
+            canary["aws"][key] = led["aws"][key]
+    if draw(st.booleans()):
+        canary["canarySoakMinutes"] = draw(st.sampled_from([0, 5, 30]))
+    return canary
+
+
+@st.composite
+def eks_stack(draw: st.DrawFn) -> Config:
+    karpenter = draw(st.integers(0, 2)) == 0
+    node_image = draw(st.sampled_from(["al2023", "al2023", "bottlerocket"]))
+    created = draw(st.integers(0, 3)) == 0
+    minor = STAND_IN_KUBERNETES_VERSION
+    cluster: Config = {"name": "ml-sweep", "region": AWS_REGION}
+    if created:
+        minors = list(SUPPORTED_KUBERNETES_VERSIONS)
+        if node_image == "bottlerocket":
+            minors = [m for m in minors if _bottlerocket_releases(m)]
+        minor = draw(st.sampled_from(minors))
+        cluster["create"] = {
+            "kubernetesVersion": minor,
+            "endpoint": {"access": "public", "publicCidrs": ["203.0.113.0/24"]},
+            "administrators": ["arn:aws:iam::123456789012:role/platform-admins"],
+        }
+    if node_image != "al2023" or draw(st.booleans()):
+        cluster["nodeImage"] = node_image
+    config: Config = {
+        "aws:region": AWS_REGION,
+        "gpu-platform:cloud": "aws",
+        "gpu-platform:cluster": cluster,
+    }
+    if karpenter:
+        config["gpu-platform:provisioner"] = "karpenter"
+    pools = _pools_with_canaries(
+        draw,
+        lambda name: eks_pool(name, node_image, minor, karpenter, created),
+        eks_canary,
+        node_image,
+        minor,
+    )
+    config["gpu-platform:pools"] = pools
+    if not karpenter and draw(st.booleans()):
+        config["gpu-platform:autoscaler"] = {
+            "gpuNodeIdleMinutes": draw(st.sampled_from([5, 15, 60])),
+            "expander": draw(st.sampled_from(["priority", "least-waste"])),
+            "install": draw(st.sampled_from([True, True, False])),
+        }
+    if karpenter and not created and draw(st.integers(0, 3)) == 0:
+        # An existing Karpenter: the stack declares only the pools' NodePools and node classes.
+        config["gpu-platform:karpenter"] = {
+            "install": False,
+            "nodeRoleArn": "arn:aws:iam::123456789012:role/karpenter-nodes",
+        }
+    _common(draw, config, pools, created)
+    return config
+
+
+# --- GKE -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GceType:
+    name: str
+    accelerator: str
+    gpus: int
+
+
+def _region_zones(machine_type: str) -> list[str]:
+    return sorted(
+        zone
+        for zone, prefixes in ZONE_OFFERINGS.items()
+        if zone.startswith(f"{GCP_REGION}-") and machine_type.startswith(prefixes)
+    )
+
+
+GCE_GPU_TYPES = tuple(
+    GceType(name, series.accelerator, count)
+    for series in FIXED_GPU_SERIES
+    for name, count in series.gpus.items()
+    if count <= MAX_NODES and _region_zones(name)
+)
+# N1 machine types with attached T4s, which a pool states with its zones.
+N1_T4 = (("n1-standard-8", 1), ("n1-standard-16", 2), ("n1-highmem-32", 4))
+GKE_NODE_VERSIONS = ("1.33.4-gke.1036000", STAND_IN_MASTER_VERSION)
+"""Node versions no newer than the stand-in cluster's control plane, oldest first."""
+PINNABLE_MINOR = "1.33"
+"""The minor of a created cluster whose pools may pin those: the stand-in's control plane's."""
+UBUNTU_DRIVERS = ("580.95.05", "580.126.09", "595.91.07")
+"""GPU Operator driver versions, oldest first."""
+
+
+@st.composite
+def gke_pool(
+    draw: st.DrawFn,
+    name: str,
+    node_image: str,
+    shared: bool | None,
+    created_minor: str | None,
+    pinnable: bool,
+) -> Config:
+    """One GKE node pool. `shared`: on COS, whether the stack's pools share their GPUs (None:
+    either); `pinnable`: whether its node version may be pinned."""
+    n1 = draw(st.integers(0, 4)) == 0
+    pool: Config = {"name": name, "max": draw(st.integers(1, MAX_NODES))}
+    gcp: Config = {}
+    if n1:
+        machine, gpus = draw(st.sampled_from(N1_T4))
+        accelerator = "t4"
+        pool.update(instanceTypes=[machine], accelerator="t4", gpusPerNode=gpus)
+        pool["zones"] = draw(
+            st.lists(st.sampled_from(_region_zones(machine)), min_size=1, max_size=2, unique=True)
+        )
+    else:
+        machine_type = draw(st.sampled_from(GCE_GPU_TYPES))
+        accelerator = machine_type.accelerator
+        pool["instanceTypes"] = [machine_type.name]
+        if draw(st.booleans()):
+            pool["accelerator"] = accelerator
+        if draw(st.integers(0, 2)) == 0:
+            pool["zones"] = [draw(st.sampled_from(_region_zones(machine_type.name)))]
+    capacity = draw(st.sampled_from(["on-demand", "spot", "reservation", "flex", "queued"]))
+    if capacity == "spot":
+        pool["capacity"] = "spot"
+    elif capacity == "reservation":
+        kind = draw(st.sampled_from(["any", "specific", "none"]))
+        gcp["reservation"] = kind
+        if kind == "specific":
+            gcp["reservationName"] = draw(
+                st.sampled_from(["h100-ml", "projects/capacity-central/reservations/gpus"])
+            )
+            zones = _region_zones(pool["instanceTypes"][0])
+            pool["zones"] = [draw(st.sampled_from(zones))]
+    elif capacity in ("flex", "queued"):
+        gcp["flexStart"] = True
+        if capacity == "queued":
+            gcp["queuedProvisioning"] = True
+        elif draw(st.booleans()):
+            gcp["maxRunHours"] = draw(st.sampled_from([4, 24, 168]))
+    if node_image == "ubuntu":
+        # GKE's autoscaler plans a node's GPUs as whole ones where the operator shares them.
+        modes = ["exclusive"]
+    elif shared is None:
+        modes = ["exclusive", "time-slicing", "mig"]
+    else:
+        modes = ["time-slicing", "mig"] if shared else ["exclusive"]
+    sharing = _sharing(draw, accelerator, modes)
+    pool["sharing"] = sharing
+    if gcp.get("reservation") != "specific" and not gcp.get("flexStart"):
+        strategy = draw(st.sampled_from(["default", "surge", "blue-green"]))
+        if strategy == "surge":
+            gcp["maxSurge"] = draw(st.integers(0, 2))
+            gcp["maxUnavailable"] = draw(st.integers(0 if gcp["maxSurge"] else 1, 2))
+        elif strategy == "blue-green":
+            gcp["upgradeStrategy"] = "blue-green"
+            if draw(st.booleans()):
+                gcp["blueGreenDrainWaitHours"] = draw(st.sampled_from([0, 2, 24]))
+            if draw(st.booleans()):
+                gcp["blueGreenSoakHours"] = draw(st.sampled_from([0, 1, 24]))
+    if pinnable and draw(st.integers(0, 3)) == 0:
+        gcp["nodeVersion"] = draw(st.sampled_from(GKE_NODE_VERSIONS))
+    if node_image == "ubuntu" and draw(st.integers(0, 3)) == 0:
+        gcp["driverVersion"] = draw(st.sampled_from(UBUNTU_DRIVERS))
+    if node_image == "cos" and created_minor not in (None, "1.32", "1.33"):
+        # GKE publishes no COS driver table from 1.34 on: the pool states its branch.
+        gcp["cosDriverBranch"] = 580
+    if draw(st.integers(0, 4)) == 0:
+        pool["diskSizeGib"] = draw(st.sampled_from([100, 500]))
+    _labels_and_taints(draw, pool)
+    if gcp:
+        pool["gcp"] = gcp
+    return pool
+
+
+def gke_canary(draw: st.DrawFn, led: Config, node_image: str, pinnable: bool) -> Config:
+    """A canary of `led`: the same machine and sharing, a node version (or on Ubuntu a driver)
+    no older than the led pool's, one node at most."""
+    canary: Config = {
+        "name": f"{led['name']}-canary",
+        "canaryOf": led["name"],
+        "instanceTypes": list(led["instanceTypes"]),
+        "max": 1,
+        "sharing": dict(led["sharing"]),
+    }
+    for key in ("capacity", "zones", "accelerator", "gpusPerNode"):
+        if key in led:
+            canary[key] = led[key]
+    led_gcp = led.get("gcp", {})
+    gcp = {
+        key: led_gcp[key]
+        for key in ("reservation", "reservationName", "flexStart", "queuedProvisioning")
+        if key in led_gcp
+    }
+    if "cosDriverBranch" in led_gcp:
+        gcp["cosDriverBranch"] = led_gcp["cosDriverBranch"]
+    if "nodeVersion" in led_gcp:
+        gcp["nodeVersion"] = GKE_NODE_VERSIONS[-1]
+    elif pinnable and draw(st.booleans()):
+        gcp["nodeVersion"] = draw(st.sampled_from(GKE_NODE_VERSIONS))
+    if node_image == "ubuntu" and (draw(st.booleans()) or "driverVersion" in led_gcp):
+        led_driver = led_gcp.get("driverVersion", UBUNTU_DRIVERS[-1])
+        newer = [d for d in UBUNTU_DRIVERS if version_key(d) >= version_key(led_driver)]
+        gcp["driverVersion"] = draw(st.sampled_from(newer))
+    if gcp:
+        canary["gcp"] = gcp
+    if draw(st.booleans()):
+        canary["canarySoakMinutes"] = draw(st.sampled_from([0, 5, 30]))
+    return canary
+
+
+@st.composite
+def gke_stack(draw: st.DrawFn) -> Config:
+    node_image = draw(st.sampled_from(["cos", "cos", "ubuntu"]))
+    created = draw(st.integers(0, 3)) == 0
+    location = draw(st.sampled_from([GCP_REGION, GCP_REGION, f"{GCP_REGION}-a"]))
+    cluster: Config = {"name": "ml-sweep", "project": "ml-platform-sweep", "location": location}
+    created_minor = None
+    pinnable = True
+    if created:
+        cluster["location"] = GCP_REGION
+        created_minor = draw(st.sampled_from(SUPPORTED_KUBERNETES_VERSIONS))
+        gcp: Config = {
+            "releaseChannel": draw(st.sampled_from(["stable", "regular", "rapid", "none"]))
+        }
+        if draw(st.booleans()):
+            gcp["maintenanceWindow"] = {"start": "03:00", "days": ["SA", "SU"], "durationHours": 8}
+        # A created cluster's pools pin versions only outside a release channel, and no newer
+        # than its control plane.
+        pinnable = created_minor == PINNABLE_MINOR and gcp["releaseChannel"] == "none"
+        cluster["create"] = {
+            "kubernetesVersion": created_minor,
+            "endpoint": {"access": "public", "publicCidrs": ["203.0.113.0/24"]},
+            "administrators": ["gke-admins@example.com"],
+            "gcp": gcp,
+        }
+    if node_image != "cos" or draw(st.booleans()):
+        cluster["nodeImage"] = node_image
+    # On COS one DCGM exporter attributes GPUs for pools GKE shares or for whole GPUs, not both.
+    # Drawn apart now and then, which the config refuses while it does.
+    shared = draw(st.sampled_from([True, False, None])) if node_image == "cos" else None
+    config: Config = {"gpu-platform:cloud": "gcp", "gpu-platform:cluster": cluster}
+    pools = _pools_with_canaries(
+        draw,
+        lambda name: gke_pool(name, node_image, shared, created_minor, pinnable),
+        gke_canary,
+        node_image,
+        pinnable,
+    )
+    config["gpu-platform:pools"] = pools
+    _common(draw, config, pools, created)
+    return config
+
+
+# --- Both clouds -----------------------------------------------------------------------------
+
+POOL_NAMES = ("gpu-a", "gpu-b", "gpu-c")
+
+
+def _pools_with_canaries(
+    draw: st.DrawFn, pool: Any, canary: Any, node_image: str, version: Any
+) -> list[Config]:
+    count = draw(st.integers(1, 3))
+    pools: list[Config] = []
+    for name in POOL_NAMES[:count]:
+        led = draw(pool(name))
+        pools.append(led)
+        if draw(st.integers(0, 2)) == 0:
+            pools.append(canary(draw, led, node_image, version))
+    return pools
+
+
+def _quota_setting(pool: Config, cloud: str, node_image: str) -> tuple[str, Any]:
+    """The namespace quota a pool's smoke test asks under, and a value admitting it."""
+    sharing = pool["sharing"]
+    if sharing["mode"] == "exclusive":
+        return "gpuQuota", 8
+    if sharing["mode"] == "mig" and not (cloud == "gcp" and node_image == "cos"):
+        return "migQuota", {sharing["profile"].removeprefix("all-"): 8}
+    return "sharedGpuQuota", 8
+
+
+def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool) -> None:
+    """Tenants, monitoring and protection, on either cloud."""
+    cloud = config["gpu-platform:cloud"]
+    node_image = config["gpu-platform:cluster"].get(
+        "nodeImage", "al2023" if cloud == "aws" else "cos"
+    )
+    namespaces = []
+    for i in range(draw(st.integers(0, 2))):
+        namespace: Config = {"name": f"team-{'ab'[i]}"}
+        for pool in pools:
+            key, value = _quota_setting(pool, cloud, node_image)
+            if key == "migQuota":
+                namespace.setdefault("migQuota", {}).update(value)
+            else:
+                namespace[key] = value
+        if draw(st.booleans()):
+            namespace["smokeTestPool"] = draw(st.sampled_from([p["name"] for p in pools]))
+        namespaces.append(namespace)
+    if namespaces:
+        config["gpu-platform:namespaces"] = namespaces
+    monitoring: Config = {}
+    if created or draw(st.booleans()):
+        monitoring["installPrometheusStack"] = True
+        if draw(st.integers(0, 2)) == 0:
+            for namespace in namespaces:
+                namespace["gpuIdleMinutes"] = 120
+    if draw(st.booleans()):
+        monitoring["idleGpuMinutes"] = draw(st.sampled_from([10, 30, 120]))
+    if cloud == "gcp" and draw(st.integers(0, 3)) == 0:
+        monitoring["googleManagedPrometheus"] = True
+    if monitoring:
+        config["gpu-platform:monitoring"] = monitoring
+    if draw(st.integers(0, 3)) == 0:
+        operator: Config = {"timeoutSeconds": draw(st.sampled_from([300, 1800]))}
+        if node_image == "ubuntu":
+            # The operator builds the driver on GKE Ubuntu only.
+            operator["driverUpgradeMaxUnavailablePercent"] = draw(st.sampled_from([10, 100]))
+        config["gpu-platform:operator"] = operator
+    if draw(st.booleans()):
+        config["gpu-platform:protect"] = True
+
+
+def stack_configs() -> st.SearchStrategy[Config]:
+    """A stack's config on either cloud."""
+    return st.one_of(eks_stack(), gke_stack())
+
+
+def pool_spec(config: Mapping[str, Any], name: str) -> Config:
+    """The config of the pool named `name`."""
+    return next(p for p in config["gpu-platform:pools"] if p["name"] == name)

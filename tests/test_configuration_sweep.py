@@ -1,0 +1,129 @@
+"""A sweep over the configuration space: every stack configuration the loader accepts plans
+clean, and its parts agree at their seams.
+
+Stacks are drawn across the whole config model (tests/config_strategies.py). The loader may
+refuse one, with a config error naming a `gpu-platform:` key and before any resource is
+registered. Every stack it accepts is planned by the real program, and its plan must hold each
+invariant of `INVARIANTS`: the policy pack, configured as prod is, finds no mandatory violation,
+and every resource validates against the official models the suite uses.
+
+CI draws a fixed sequence of `EXAMPLES` stacks (`derandomize`, no example database). A deeper
+run for a release draws more: `GPU_PLATFORM_SWEEP_EXAMPLES=500 pytest -n 0
+tests/test_configuration_sweep.py` (README, Testing).
+"""
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from gpu_platform.cli.analyzer import PolicyPack
+from gpu_platform.cli.namespace_levels import POD_SECURITY, namespace_levels
+from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
+from tests.config_strategies import stack_configs
+from tests.official_models import official_model_problems
+from tests.refusals import assert_refused_by_key
+from tests.repository import PROJECT
+
+Config = dict[str, Any]
+EXAMPLES = int(os.environ.get("GPU_PLATFORM_SWEEP_EXAMPLES", "10"))
+PROD_POLICY_CONFIG: Mapping[str, Any] = json.loads(
+    (PROJECT.directory / "policy-config" / "prod.json").read_text()
+)
+
+
+def prod_policy_config(plan: Plan) -> dict[str, Any]:
+    """prod's policy config for a stack of other namespaces: its levels and parameters, the
+    namespaces' Pod Security levels listed as a stack's policy config lists its own."""
+    pod_security = {
+        **PROD_POLICY_CONFIG[POD_SECURITY],
+        "namespaceLevels": namespace_levels(plan.resources),
+    }
+    return {**PROD_POLICY_CONFIG, POD_SECURITY: pod_security}
+
+
+def kubernetes_minor(config: Config) -> str:
+    """The Kubernetes minor version the stack's cluster runs: a created cluster's, else the
+    newest supported (the stand-in EKS cluster's 1.35 and GKE cluster's 1.33 are both
+    judged at the newest, whose schema the objects must fit to survive upgrades)."""
+    create = config["gpu-platform:cluster"].get("create") or {}
+    return create.get("kubernetesVersion", SUPPORTED_KUBERNETES_VERSIONS[-1])
+
+
+Invariant = Callable[[Plan, Config], list[str]]
+
+
+def pack_problems(pack: PolicyPack) -> Invariant:
+    def check(plan: Plan, config: Config) -> list[str]:
+        pack.configure(prod_policy_config(plan))
+        return [
+            f"{v.policy_name} on {v.urn}: {v.message}"
+            for v in pack.analyze(plan.resources)
+            if v.mandatory
+        ]
+
+    return check
+
+
+def model_problems(plan: Plan, config: Config) -> list[str]:
+    return official_model_problems(plan, kubernetes_minor(config))
+
+
+# Contradictions already known, each being fixed on its own: what each lets pass, as narrowly as
+# it shows. Remove an entry with its fix.
+KNOWN_CONTRADICTIONS: dict[str, Callable[[str, Config], bool]] = {
+    "the pack refuses a pinned GKE pool that the program keeps on auto-upgrade with an"
+    " until-end-of-support exclusion": lambda problem, config: (
+        problem.startswith("gke-node-pool-version on ") and "while auto-upgrade is on" in problem
+    ),
+}
+
+
+def unknown_problems(problems: list[str], config: Config) -> list[str]:
+    return [
+        p for p in problems if not any(known(p, config) for known in KNOWN_CONTRADICTIONS.values())
+    ]
+
+
+def invariants(pack: PolicyPack) -> dict[str, Invariant]:
+    """Everything a plan of an accepted stack must hold, by name, each giving what breaks it:
+    one entry per invariant, a function of the plan and the stack's config."""
+    return {
+        "the policy pack as prod": pack_problems(pack),
+        "the official models": model_problems,
+    }
+
+
+@pytest.fixture(scope="module")
+def checks(policy_pack: PolicyPack) -> dict[str, Invariant]:
+    return invariants(policy_pack)
+
+
+@settings(
+    max_examples=EXAMPLES,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
+@given(config=stack_configs())
+def test_every_accepted_stack_plans_clean_and_agrees_with_itself(
+    checks: dict[str, Invariant], config: Config
+) -> None:
+    plan = run_program("dev", config=config, project=PROJECT, raise_errors=False)
+
+    if plan.error is not None:
+        assert_refused_by_key(plan)
+        return
+    problems = {
+        name: unknown_problems(check(plan, config), config) for name, check in checks.items()
+    }
+    assert problems == {name: [] for name in problems}
