@@ -4,8 +4,11 @@ clean, and its parts agree at their seams.
 Stacks are drawn across the whole config model (tests/config_strategies.py). The loader may
 refuse one, with a config error naming a `gpu-platform:` key and before any resource is
 registered. Every stack it accepts is planned by the real program, and its plan must hold each
-invariant of `INVARIANTS`: the policy pack, configured as prod is, finds no mandatory violation,
-and every resource validates against the official models the suite uses.
+invariant of `invariants`: the policy pack, configured as prod is, finds no mandatory violation;
+every resource validates against the official models the suite uses; every DaemonSet tolerates
+the taints of every pool it must run on; a led pool, and its driver, wait for the canary's nodes,
+driver and gate; update timeouts outlast the longest rollout; each EFA node gets its own
+instance type's EFA count, and each EFA placement stays in one zone.
 
 CI draws a fixed sequence of `EXAMPLES` stacks (`derandomize`, no example database). A deeper
 run for a release draws more: `GPU_PLATFORM_SWEEP_EXAMPLES=500 pytest -n 0
@@ -25,6 +28,10 @@ from gpu_platform.cli.namespace_levels import POD_SECURITY, namespace_levels
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.config_strategies import stack_configs
+from tests.gpu_platform.eks.efa_invariants import efa_problems
+from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
+from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
+from tests.gpu_platform.rollout_invariants import timeout_problems
 from tests.official_models import official_model_problems
 from tests.refusals import assert_refused_by_key
 from tests.repository import PROJECT
@@ -95,6 +102,12 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
     return {
         "the policy pack as prod": pack_problems(pack),
         "the official models": model_problems,
+        "every DaemonSet tolerates the taints of the pools it runs on": (
+            daemonset_toleration_problems
+        ),
+        "led pools wait for their canary's nodes, driver and gate": canary_ordering_problems,
+        "update timeouts outlast the longest rollout": timeout_problems,
+        "each EFA node its own EFA count, each EFA placement in one zone": efa_problems,
     }
 
 
