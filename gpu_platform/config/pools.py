@@ -142,7 +142,9 @@ class GpuPoolSpec(Model):
     canary's: whenever the canary's driver or what pins it changes, `pulumi up` first runs a
     gate Job on the canary (`nvidia-smi` and the driver check, then `canarySoakMinutes` of
     `nvidia-smi` every minute), and a gate that fails stops the update before the other pool
-    changes (docs/upgrades.md)."""
+    changes (docs/upgrades.md). The gate is a plain pod, so a canary may not be on capacity
+    that never starts a node for one: not `capacity-block` (EKS), nor
+    `gcp.queuedProvisioning` (GKE, nodes only for a ProvisioningRequest)."""
     canary_soak_minutes: int = Field(default=15, ge=0, le=720)
     """A `canaryOf` pool: how long its gate Job keeps checking the canary's GPU, every minute,
     after the driver check passed, before the pool it leads is updated."""
