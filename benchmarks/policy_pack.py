@@ -16,10 +16,11 @@ checked by checkov's Kubernetes checks, in checkov's own environment (`uvx`, nev
 dependency), beside the pack started afresh for each run: start-up, configuration, analysis of
 every object, stop. Both include their own start-up, which is most of either's time at the size
 of a stack. The no-op pack, run the same way, shows what is left as the objects grow: the policy
-SDK's own work per object. Sizes: 1, 16, 64 and 167 copies of the stack's objects (6, 96, 384
-and 1,002 for dev).
+SDK's own work per object. Sizes: 1, 16, 64 and 167 copies of the stack's objects (8, 128, 512
+and 1,336 for dev).
 """
 
+import json
 import shutil
 import statistics
 import subprocess
@@ -141,19 +142,35 @@ def print_row(*cells: object) -> None:
 
 
 def noop_pack(directory: Path, policies: Sequence[PolicyInfo]) -> Path:
-    """A pack with a policy that does nothing for each of `policies`, of the same kind."""
+    """A pack with a policy that does nothing for each of `policies`, of the same kind and with
+    the same parameters, so that it takes the policy config the pack takes (the
+    `namespaceLevels` an offline plan lists, a stack's own config)."""
+    schemas = {p.name: dict(p.config_schema) for p in policies}
     entries = "\n".join(
         f"        {'Stack' if p.stack_policy else 'Resource'}ValidationPolicy("
-        f'"{p.name}", "Does nothing.", nothing),'
+        f'"{p.name}", "Does nothing.", nothing, config_schema=schema("{p.name}")),'
         for p in policies
     )
     main = f"""
+        import json
         import sys
+        from pathlib import Path
 
-        from pulumi_policy import PolicyPack, ResourceValidationPolicy, StackValidationPolicy
+        from pulumi_policy import (
+            PolicyConfigSchema,
+            PolicyPack,
+            ResourceValidationPolicy,
+            StackValidationPolicy,
+        )
 
         sys.path.insert(0, {str(PACK_DIR)!r})
         import conversions
+
+        SCHEMAS = json.loads((Path(__file__).parent / "schemas.json").read_text())
+
+
+        def schema(name):
+            return PolicyConfigSchema(properties=SCHEMAS[name]) if SCHEMAS[name] else None
 
 
         def nothing(args, report_violation):
@@ -167,6 +184,7 @@ def noop_pack(directory: Path, policies: Sequence[PolicyInfo]) -> Path:
             ])
     """
     (directory / "PulumiPolicy.yaml").write_text("runtime: python\nversion: 0.0.1\n")
+    (directory / "schemas.json").write_text(json.dumps(schemas))
     (directory / "__main__.py").write_text(textwrap.dedent(main))
     return directory
 

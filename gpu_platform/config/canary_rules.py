@@ -1,5 +1,5 @@
-"""Rules of canary pools: a canary runs the GPUs of the pool it leads, and that pool nothing
-newer than its canary."""
+"""Rules of canary pools: a canary runs the GPUs of the pool it leads, that pool nothing newer
+than its canary, and the canary on capacity that starts a node for its gate's plain pod."""
 
 from collections.abc import Iterator
 
@@ -22,6 +22,7 @@ def canary_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     "no value unless the pool is a canary (canaryOf)",
                 )
             continue
+        yield from _canary_capacity_problems(config, i, pool)
         path = key_path("pools", i, "canaryOf")
         target = by_name.get(pool.canary_of)
         others = sorted(set(by_name) - {pool.name})
@@ -44,6 +45,37 @@ def canary_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             )
         else:
             yield from _canary_lead_problems(config, i, pool, target)
+
+
+def _canary_capacity_problems(
+    config: StackConfig, i: int, canary: GpuPoolSpec
+) -> Iterator[ConfigProblem]:
+    """The gate Job of every new canary release is a plain pod that waits for a node of the
+    canary, started from zero if need be: capacity that never starts one for such a pod would
+    end the gate at its deadline on every `pulumi up`."""
+    if config.cloud is Cloud.AWS and canary.capacity == "capacity-block":
+        # EKS updates a Capacity Block node group only at desired size 0, between blocks
+        # (EKS user guide, "Create a managed node group with Capacity Blocks for ML"), and
+        # no node starts outside the block's window: the gate that follows the update waits
+        # for one in vain.
+        yield ConfigProblem(
+            key_path("pools", i, "capacity"),
+            canary.capacity,
+            "on-demand, spot or reserved on a canary (canaryOf): a Capacity Block starts nodes"
+            " only within its window, and its node group is updated between blocks, so the"
+            " canary's gate would wait for a node until its deadline",
+        )
+    if config.cloud is Cloud.GCP and canary.gcp.queued_provisioning:
+        # GKE's provisioningrequest page: a queued pool's nodes come only for a
+        # ProvisioningRequest; flex-start alone (concepts/dws) starts them for pending pods.
+        yield ConfigProblem(
+            key_path("pools", i, "gcp", "queuedProvisioning"),
+            canary.gcp.queued_provisioning,
+            "false on a canary (canaryOf): a queued pool starts nodes only for a"
+            " ProvisioningRequest, never for the canary's gate, a plain pod, which would wait"
+            " for a node until its deadline; gcp.flexStart without it starts nodes for pending"
+            " pods",
+        )
 
 
 def _canary_lead_problems(

@@ -137,12 +137,17 @@ class GpuPoolSpec(Model):
     """Makes this pool the canary of another pool of the same GPUs and sharing mode: a new AMI
     release (EKS), node version (GKE) or, on GKE Ubuntu, driver (`gcp.driverVersion`) goes here
     first, and the other pool may not run one newer than its canary. Its nodes carry
-    `gpu-platform.io/canary-of`, and only pods that select the canary by its pool label (a smoke
-    test, a team's canary job) run there. The other pool's nodes (and, on GKE Ubuntu, its
-    NVIDIADriver) are updated only after the canary's: whenever the canary's driver or what
-    pins it changes, `pulumi up` first runs a gate Job on a canary node of the new release
-    (`nvidia-smi` and the driver check, then `canarySoakMinutes` of `nvidia-smi` every minute),
-    and a gate that fails stops the update before the other pool changes (docs/upgrades.md)."""
+    `gpu-platform.io/canary-of` and are meant for pods that select the canary by its pool label
+    (a smoke test, a team's canary job): the cluster autoscaler ranks a canary one below the
+    pool it leads, Karpenter one below its own capacity, so that with the pool's capacity a pod
+    that fits both starts a canary node only while the other pool cannot grow (at its `max`, or
+    out of capacity). The other pool's nodes (and, on GKE Ubuntu, its NVIDIADriver) are updated
+    only after the canary's: whenever the canary's driver or what pins it changes, `pulumi up`
+    first runs a gate Job on a canary node of the new release (`nvidia-smi` and the driver
+    check, then `canarySoakMinutes` of `nvidia-smi` every minute), and a gate that fails stops
+    the update before the other pool changes (docs/upgrades.md). The gate is a plain pod, so a
+    canary may not be on capacity that never starts a node for one: not `capacity-block` (EKS),
+    nor `gcp.queuedProvisioning` (GKE, nodes only for a ProvisioningRequest)."""
     canary_soak_minutes: int = Field(default=15, ge=0, le=720)
     """A `canaryOf` pool: how long its gate Job keeps checking the canary's GPU, every minute,
     after the driver check passed, before the pool it leads is updated."""

@@ -32,24 +32,41 @@ OTHER_GROUPS_PRIORITY = 50
 LOOKALIKE_PRIORITY = 1
 
 
+def pool_priority(pool: GpuPoolSpec, pools: Sequence[GpuPoolSpec]) -> int:
+    """The pool's rank: its capacity's, and a canary's one below the pool it leads. The canary
+    runs the led pool's instance types, so a pod that fits one fits both, and tied options go
+    on to least-waste, which ties on identical templates, then to a random pick (the chain's
+    fallback, `expander/factory/chain.go` and `expander_factory.go`, cluster-autoscaler 1.33.6
+    to 1.36.1): a pod that selects neither would start a canary node, on the release not
+    proven yet, half the time. One below, it grows the canary only while the led pool cannot
+    grow. Ranked from the led pool's capacity, not the canary's own, which may be ranked
+    higher (an on-demand canary of a spot pool). The levels stay apart from every capacity's
+    (multiples of ten) and from `LOOKALIKE_PRIORITY`."""
+    if pool.canary_of is None:
+        return CAPACITY_PRIORITIES[pool.capacity]
+    led = next(p for p in pools if p.name == pool.canary_of)
+    return CAPACITY_PRIORITIES[led.capacity] - 1
+
+
 def expander_priorities(pools: Sequence[GpuPoolSpec]) -> str:
     """The `priority` expander's configuration (priority -> node group name expressions), as the
     YAML text the chart puts in the `cluster-autoscaler-priority-expander` ConfigMap.
 
     Every group the autoscaler can see matches an expression: the cluster's other groups
-    (`OTHER_GROUPS_PRIORITY`), each GPU pool's by its capacity, and at the bottom any group named
-    like a pool's. On AWS the autoscaler names a node group by its Auto Scaling group. EKS names
-    a managed node group's group `eks-<node group name>-<uuid>`, and the pools' node groups are
+    (`OTHER_GROUPS_PRIORITY`), each GPU pool's by its capacity (a canary's one below its led
+    pool's, `pool_priority`), and at the bottom any group named like a pool's. On AWS the
+    autoscaler names a node group by its Auto Scaling group. EKS names a managed node group's
+    group `eks-<node group name>-<uuid>`, and the pools' node groups are
     named from a prefix, `<pool>-` (or `<pool>-<zone>-` per zone), and a unique suffix of 26
     characters (18 digits of time and 8 hex of a counter, Terraform's `UniqueId`, which the AWS
     provider uses for `name_prefix`): anchored on it, one pool's expression never matches
     another pool whose name it begins (`node_group_names`). Go's regular expressions have no
     negative lookahead, so "not a GPU pool's" is spelt out character by character
     (`not_prefixed_by`)."""
-    by_capacity: dict[int, list[str]] = {}
+    by_priority: dict[int, list[str]] = {}
     for pool in pools:
         expression = f"^eks-{node_group_pattern(pool.name)}-"
-        by_capacity.setdefault(CAPACITY_PRIORITIES[pool.capacity], []).append(expression)
+        by_priority.setdefault(pool_priority(pool, pools), []).append(expression)
     prefixes = sorted({f"eks-{pool.name}-" for pool in pools})
     levels: list[tuple[int, str, list[str]]] = [
         (
@@ -59,8 +76,8 @@ def expander_priorities(pools: Sequence[GpuPoolSpec]) -> str:
             [not_prefixed_by(prefixes)],
         ),
         *(
-            (level, f"GPU pools of capacity {_capacity_at(level)}.", by_capacity[level])
-            for level in sorted(by_capacity, reverse=True)
+            (level, _level_comment(level), by_priority[level])
+            for level in sorted(by_priority, reverse=True)
         ),
         (
             LOOKALIKE_PRIORITY,
@@ -74,8 +91,13 @@ def expander_priorities(pools: Sequence[GpuPoolSpec]) -> str:
     )
 
 
-def _capacity_at(level: int) -> str:
-    return next(c for c, priority in CAPACITY_PRIORITIES.items() if priority == level)
+def _level_comment(level: int) -> str:
+    by_level = {priority: capacity for capacity, priority in CAPACITY_PRIORITIES.items()}
+    if level in by_level:
+        return f"GPU pools of capacity {by_level[level]}."
+    return (
+        f"Canaries of GPU pools of capacity {by_level[level + 1]}: one below the pools they lead."
+    )
 
 
 def _yaml_string(text: str) -> str:

@@ -21,10 +21,15 @@ terraform-google-kubernetes-engine's safer-cluster module have them:
 - `gke-cluster-upgrades`: in a release channel, where GKE keeps every node pool's auto-upgrade
   on (concepts/release-channels: only a cluster not enrolled in one may turn it off for
   selected node pools), no node pool of the stack's clusters turns auto-upgrade off.
-- `gke-node-pool-version`: a node pool that pins `version` turns auto-upgrade off (pulumi-gcp
-  `container.NodePool.version`: "if this field and `auto_upgrade` are both specified, they will
-  fight each other"). Judged on the pool's inputs: its outputs always hold the version GKE runs,
-  which a stack policy, seeing outputs, would take for a pin.
+- `gke-node-pool-version`: a node pool that pins `version` is held from GKE's upgrades
+  (pulumi-gcp `container.NodePool.version`: "if this field and `auto_upgrade` are both
+  specified, they will fight each other"): auto-upgrade off, or, where a release channel keeps
+  it on (container.v1 `ReleaseChannel`: node auto-upgrade "defaults to true and cannot be
+  disabled"), the node pool's maintenance exclusion until end of support enabled (container.v1
+  `NodePool.maintenancePolicy.exclusionUntilEndOfSupport`; pulumi-gcp: "the node pool will not
+  be automatically upgraded by GKE until the node pool version's end of support date").
+  Judged on the pool's inputs: its outputs always hold the version GKE runs, which a stack
+  policy, seeing outputs, would take for a pin.
 """
 
 import re
@@ -35,7 +40,7 @@ from typing import Any
 from checks import Findings, resource_policy
 from gpu_pools import CLUSTER_TYPE, NODE_POOL_TYPE, linked_resource
 from networks import WIDEST, wider_than_allowed
-from props import Step, elements, field_path, flag, mapping, shown, text, value_at
+from props import Step, any_of, elements, field_path, flag, mapping, shown, text, value_at
 from pulumi_policy import (
     EnforcementLevel,
     PolicyResource,
@@ -192,13 +197,31 @@ def pinned_pool_problems(pool: PolicyResource, cluster: PolicyResource) -> Itera
         )
 
 
+def _held_until_end_of_support(pool: Any) -> bool:
+    """Whether the pool's maintenance exclusion until end of support is enabled: pulumi-gcp
+    states container.v1's one `maintenancePolicy.exclusionUntilEndOfSupport` as lists of at most
+    one."""
+    exclusions = [
+        exclusion
+        for policy in elements(pool, "maintenancePolicies")
+        for exclusion in elements(policy, "exclusionUntilEndOfSupports")
+    ]
+    return any_of(exclusions, lambda exclusion: flag(exclusion, "enabled") is True)
+
+
 def version_fight_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    version = text(args.props, "version")
-    if version is not None and flag(args.props, "management", "autoUpgrade") is not False:
+    props = args.props
+    version = text(props, "version")
+    if version is None or flag(props, "management", "autoUpgrade") is False:
+        return
+    if not _held_until_end_of_support(props):
         yield (
             f"the node pool pins version {shown(version)} while auto-upgrade is on "
-            "(management.autoUpgrade is not false): the two fight over the nodes' version. Fix: "
-            "remove the version, or turn auto-upgrade off on a cluster in no release channel "
+            "(management.autoUpgrade is not false) and no maintenance exclusion holds it "
+            "(maintenancePolicies[0].exclusionUntilEndOfSupports[0].enabled is not true): the "
+            "two fight over the nodes' version. Fix: remove the version; or on a cluster in a "
+            "release channel, where auto-upgrade stays on, enable the node pool's exclusion "
+            "until end of support; or turn auto-upgrade off on a cluster in no release channel "
             '(releaseChannel.channel "UNSPECIFIED").'
         )
 
@@ -265,7 +288,8 @@ POLICIES = [
     ),
     resource_policy(
         "gke-node-pool-version",
-        "A GKE node pool that pins its version turns auto-upgrade off.",
+        "A GKE node pool that pins its version is held from GKE's upgrades: auto-upgrade off, "
+        "or its maintenance exclusion until end of support enabled.",
         version_fight_problems,
         resource_types=(NODE_POOL_TYPE,),
     ),

@@ -319,3 +319,50 @@ def test_an_ubuntu_canary_pinning_its_pools_driver_is_in_step(
     shown = printed_pools(plan_for(gke_config))
 
     assert "canary of l4-shared, in step with it" in shown
+
+
+def test_a_canary_on_a_capacity_block_is_refused(
+    dev_config: Config, failed_plan_for: PlanFor
+) -> None:
+    # EKS user guide, "Create a managed node group with Capacity Blocks for ML": the group is
+    # updated at desired size 0, between blocks, and starts nodes only within the block; the
+    # gate after the canary's update would wait for one until its deadline.
+    canary_of(
+        dev_config,
+        capacity="capacity-block",
+        zones=["us-east-1a"],
+        aws={
+            "amiReleaseVersion": "1.35.6-20260714",
+            "capacityReservationId": "cr-0123456789abcdef0",
+        },
+    )
+
+    assert problems(failed_plan_for(dev_config)) == {
+        "gpu-platform:pools[1].capacity": "on-demand, spot or reserved on a canary (canaryOf): a"
+        " Capacity Block starts nodes only within its window, and its node group is updated"
+        " between blocks, so the canary's gate would wait for a node until its deadline"
+    }
+
+
+def test_a_queued_canary_is_refused(gke_config: Config, failed_plan_for: PlanFor) -> None:
+    # GKE's provisioningrequest page: a queued pool's nodes come only for a ProvisioningRequest,
+    # which the gate's plain pod is not.
+    canary_of(gke_config, capacity="on-demand", gcp={"flexStart": True, "queuedProvisioning": True})
+
+    assert problems(failed_plan_for(gke_config)) == {
+        "gpu-platform:pools[1].gcp.queuedProvisioning": "false on a canary (canaryOf): a queued"
+        " pool starts nodes only for a ProvisioningRequest, never for the canary's gate, a plain"
+        " pod, which would wait for a node until its deadline; gcp.flexStart without it starts"
+        " nodes for pending pods"
+    }
+
+
+def test_a_flex_start_canary_is_accepted(gke_config: Config, plan_for: PlanFor) -> None:
+    # GKE's concepts/dws ("About flex-start provisioning mode"): without queued provisioning,
+    # GKE starts a flex-start node for a pending pod once it finds capacity.
+    canary_of(gke_config, capacity="on-demand", gcp={"flexStart": True})
+
+    plan = plan_for(gke_config)
+
+    assert plan.error is None
+    assert plan.named("canary", NODE_POOL).inputs["nodeConfig"]["flexStart"] is True

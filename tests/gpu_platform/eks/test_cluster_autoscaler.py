@@ -367,6 +367,49 @@ def test_a_gpu_pod_still_grows_the_capacity_already_paid_for(
     assert best == [groups["h100"]]
 
 
+def test_a_canary_ranks_one_below_the_pool_it_leads() -> None:
+    # cluster-autoscaler-1.35.2 (the same from 1.33.6 to 1.36.1): `BestOptions` in
+    # expander/priority/priority.go keeps every option of the highest priority; chain.go hands
+    # what is left to the next filter (least-waste, which ties on the identical templates of a
+    # canary and its pool) and then to expander/random's `BestOption`, a uniform pick. Tied,
+    # a pod that selects neither pool would start a canary node half the time.
+    plan = run_program("prod", project=PROJECT)
+    config_map = priorities_config_map(plan)
+    priorities = parsed_priorities(config_map)
+    led, canary = asg_name(plan, "a100-inference"), asg_name(plan, "a100-canary")
+
+    # Each group at the highest level an expression of it matches, as `BestOptions` keeps it.
+    levels = {
+        group: max(level for level, es in priorities.items() if any(e.search(group) for e in es))
+        for group in (asg_name(plan, "h100-training"), led, canary)
+    }
+
+    # Pulumi.prod.yaml: both A100 pools and h100-training are on demand (20).
+    assert levels == {asg_name(plan, "h100-training"): 20, led: 20, canary: 19}
+    assert best_options(config_map, [canary, led]) == [led]
+    # A pod that selects the canary fits its group alone.
+    assert best_options(config_map, [canary]) == [canary]
+
+
+def test_a_canary_ranks_below_its_pool_whatever_its_own_capacity(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    # An on-demand canary (20 of its own) of the dev stack's spot pool (10): one below the
+    # spot pool, above only the lookalike groups.
+    (pool,) = dev_config["gpu-platform:pools"]
+    dev_config["gpu-platform:pools"].append(
+        {**pool, "name": "t4-canary", "canaryOf": "t4-shared", "capacity": "on-demand"}
+    )
+    plan = plan_for(dev_config)
+    config_map = priorities_config_map(plan)
+    priorities = parsed_priorities(config_map)
+    led, canary = asg_name(plan, "t4-shared"), asg_name(plan, "t4-canary")
+
+    assert list(priorities) == [50, 10, 9, 1]
+    assert [e.search(canary) is not None for e in priorities[9]] == [True]
+    assert best_options(config_map, [canary, led]) == [led]
+
+
 def test_every_group_the_autoscaler_sees_matches_an_expression(
     dev_config: Config, plan_for: PlanFor
 ) -> None:

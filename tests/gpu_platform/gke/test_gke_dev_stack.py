@@ -1,8 +1,14 @@
 """The GKE dev stack in the repository (`Pulumi.gke-dev.yaml`) plans offline, whole."""
 
+import copy
+
 import pytest
 
+from gpu_platform.cli.analyzer import analyze_plan
 from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.plan import _policy_config
+from gpu_platform.cli.stack_files import stack_config
+from tests.repository import PROJECT
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +64,32 @@ def test_gke_dev_stacks_exporter_finds_the_pods_on_gpus_gke_time_shares(plan: Pl
         "containers"
     ][0]["env"]
     assert spec["nodeSelector"].items() <= labels.items()
+
+
+def test_gke_dev_with_a_pinned_pool_and_its_canary_plans_with_no_mandatory_violation() -> None:
+    # docs/upgrades.md, the runbook's step 2 on GKE: the pool and a canary of it pin
+    # `gcp.nodeVersion` on gke-dev's cluster, which is in a release channel (the stand-in's
+    # REGULAR). container.v1 `ReleaseChannel`: node auto-upgrade "defaults to true and cannot
+    # be disabled" there, so each pool keeps it, held by its exclusion until end of support,
+    # and the pack, configured as the stack is, must accept that.
+    config = copy.deepcopy(dict(stack_config("gke-dev", PROJECT)))
+    (pool,) = config["gpu-platform:pools"]
+    pool["gcp"] = {"nodeVersion": "1.33.4-gke.1350000"}
+    canary = {**copy.deepcopy(pool), "name": "l4-canary", "canaryOf": "l4-shared", "max": 1}
+    # The stand-in's control plane runs 1.33.5-gke.1201000: no node may be newer.
+    canary["gcp"] = {"nodeVersion": "1.33.5-gke.1201000"}
+    config["gpu-platform:pools"].append(canary)
+
+    plan = run_program("gke-dev", config=config, project=PROJECT)
+    verdicts = analyze_plan(
+        plan.resources,
+        config=_policy_config(PROJECT.directory / "policy-config", "gke-dev", None),
+    )
+
+    assert plan.error is None
+    pinned = [
+        r.inputs for r in plan.of_type("gcp:container/nodePool:NodePool") if "version" in r.inputs
+    ]
+    assert len(pinned) == 2
+    assert all(p["management"]["autoUpgrade"] is True for p in pinned)
+    assert [v for v in verdicts if v.mandatory] == []

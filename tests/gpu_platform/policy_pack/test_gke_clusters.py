@@ -221,20 +221,73 @@ def test_a_pool_without_auto_upgrade_in_a_release_channel_is_refused(
     assert "turns auto-upgrade off" in message
 
 
+HELD_UNTIL_END_OF_SUPPORT = [{"exclusionUntilEndOfSupports": [{"enabled": True}]}]
+"""pulumi-gcp's container.NodePool `maintenancePolicies` (container.v1
+`NodePool.maintenancePolicy.exclusionUntilEndOfSupport`), enabled."""
+
+
 @pytest.mark.parametrize("management", [None, {"autoUpgrade": True}])
-def test_a_pool_pinned_while_auto_upgrading_is_refused(analyze: Analyze, management: Any) -> None:
+@pytest.mark.parametrize(
+    "policies",
+    [
+        None,
+        [],
+        [{"exclusionUntilEndOfSupports": []}],
+        [{"exclusionUntilEndOfSupports": [{"enabled": False}]}],
+        [{"exclusionUntilEndOfSupports": [{}]}],
+    ],
+)
+def test_a_pool_pinned_while_auto_upgrading_is_refused(
+    analyze: Analyze, management: Any, policies: Any
+) -> None:
     # pulumi-gcp container.NodePool `version`: "if this field and `auto_upgrade` are both
-    # specified, they will fight each other for what the node version should be".
+    # specified, they will fight each other for what the node version should be"; no enabled
+    # exclusion holds the pool back.
     pool = gke_node_pool()
     pool.inputs["version"] = "1.33.5-gke.1201000"
     if management is None:
         pool.inputs.pop("management", None)
     else:
         pool.inputs["management"] = management
+    if policies is not None:
+        pool.inputs["maintenancePolicies"] = policies
 
     (message,) = found(analyze, "gke-node-pool-version", pool)
 
     assert "fight" in message
+
+
+@pytest.mark.parametrize("channel", ["REGULAR", "STABLE", None])
+def test_a_pinned_pool_held_by_its_exclusion_until_end_of_support_passes(
+    analyze: Analyze, channel: Any
+) -> None:
+    # container.v1 discovery document (google-api-python-client), `ReleaseChannel`: on a
+    # channel node auto-upgrade "defaults to true and cannot be disabled"; pulumi-gcp
+    # `NodePoolMaintenancePolicyExclusionUntilEndOfSupport.enabled`: "When true, the node pool
+    # will not be automatically upgraded by GKE until the node pool version's end of support
+    # date". So a pinned pool keeps auto-upgrade and is held by the exclusion.
+    cluster = gke_cluster()
+    if channel is None:
+        del cluster.inputs["releaseChannel"]
+    else:
+        cluster.inputs["releaseChannel"] = {"channel": channel}
+    pool = gke_node_pool()
+    pool.inputs["version"] = "1.33.5-gke.1201000"
+    pool.inputs["management"] = {"autoRepair": True, "autoUpgrade": True}
+    pool.inputs["maintenancePolicies"] = HELD_UNTIL_END_OF_SUPPORT
+
+    verdicts = analyze(cluster, pool)
+
+    assert messages(verdicts, "gke-node-pool-version") == []
+    assert messages(verdicts, "gke-cluster-upgrades") == []
+
+
+def test_an_exclusion_not_known_yet_skips_the_version_check(analyze: Analyze) -> None:
+    pool = gke_node_pool()
+    pool.inputs["version"] = "1.33.5-gke.1201000"
+    pool.inputs["maintenancePolicies"] = [{"exclusionUntilEndOfSupports": [{"enabled": UNKNOWN}]}]
+
+    assert found(analyze, "gke-node-pool-version", pool) == []
 
 
 def test_the_version_gke_reports_for_a_pool_is_not_taken_for_a_pin() -> None:
