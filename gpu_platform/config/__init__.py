@@ -29,6 +29,7 @@ from gpu_platform.config.capacity import (
     KarpenterSpec,
     dynamic_workload_scheduler_modes,
     gke_capacity_too_new,
+    pool_preference,
 )
 from gpu_platform.config.cloud_options import ClusterSpec, EksPoolOptions, GkePoolOptions
 from gpu_platform.config.cluster_create import (
@@ -118,6 +119,7 @@ __all__ = [
     "load_stack_config",
     "mig_problem",
     "pool_driver_version",
+    "pool_preference",
     "quota_setting",
     "read_pulumi_config",
     "secret_config_keys",

@@ -1,7 +1,7 @@
 """Capacity: what launches and scales the GPU nodes on EKS (the cluster autoscaler or Karpenter),
 capacity bought ahead of time, and the GKE versions its capacity modes need."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import Field
@@ -100,6 +100,26 @@ CAPACITY_PREFERENCE: Mapping[str, int] = {
     "on-demand": 20,
     "spot": 10,
 }
+
+
+def pool_preference(pool: GpuPoolSpec, pools: Sequence[GpuPoolSpec]) -> int:
+    """The pool's rank among those a pod fits (the priority expander's priority, a NodePool's
+    `weight`): its capacity's, and a canary's one below the pool it leads. The canary runs the
+    led pool's instance types, so a pod that fits one fits both. Tied, the cluster autoscaler
+    hands the options to least-waste, which ties on identical templates, then to a random pick
+    (the chain's fallback, `expander/factory/chain.go` and `expander_factory.go`,
+    cluster-autoscaler 1.33.6 to 1.36.1), and Karpenter takes the NodePool whose name sorts last
+    (`OrderByWeight`, kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go at v1.14.1,
+    `h100-canary` over `h100`): a pod that selects neither would start a canary node, on the
+    release not proven yet. One below, it grows the canary only while the led pool cannot grow.
+    Ranked from the led pool's capacity, not the canary's own, which may rank higher (an
+    on-demand canary of a spot pool). The levels stay apart from every capacity's (multiples of
+    ten)."""
+    if pool.canary_of is None:
+        return CAPACITY_PREFERENCE[pool.capacity]
+    led = next(p for p in pools if p.name == pool.canary_of)
+    return CAPACITY_PREFERENCE[led.capacity] - 1
+
 
 DRIFT_BUDGET_PERCENT = 10
 """Drifted and underutilized nodes Karpenter may take down at once where the pool sets no

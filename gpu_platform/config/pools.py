@@ -138,10 +138,10 @@ class GpuPoolSpec(Model):
     release (EKS), node version (GKE) or, on GKE Ubuntu, driver (`gcp.driverVersion`) goes here
     first, and the other pool may not run one newer than its canary. Its nodes carry
     `gpu-platform.io/canary-of` and are meant for pods that select the canary by its pool label
-    (a smoke test, a team's canary job): the cluster autoscaler ranks a canary one below the
-    pool it leads, Karpenter one below its own capacity, so that with the pool's capacity a pod
-    that fits both starts a canary node only while the other pool cannot grow (at its `max`, or
-    out of capacity). The other pool's nodes (and, on GKE Ubuntu, its NVIDIADriver) are updated
+    (a smoke test, a team's canary job): the cluster autoscaler and Karpenter rank a canary one
+    below the pool it leads, whatever the canary's own capacity, so that a pod that fits both
+    starts a canary node only while the other pool cannot grow (at its `max`, or out of
+    capacity). The other pool's nodes (and, on GKE Ubuntu, its NVIDIADriver) are updated
     only after the canary's: whenever the canary's driver or what pins it changes, `pulumi up`
     first runs a gate Job on a canary node of the new release (`nvidia-smi` and the driver
     check, then `canarySoakMinutes` of `nvidia-smi` every minute), and a gate that fails stops

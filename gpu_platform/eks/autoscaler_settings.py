@@ -8,7 +8,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from gpu_platform.config import CAPACITY_PREFERENCE, ClusterAutoscalerSpec, GpuPoolSpec
+from gpu_platform.config import (
+    CAPACITY_PREFERENCE,
+    ClusterAutoscalerSpec,
+    GpuPoolSpec,
+    pool_preference,
+)
 from gpu_platform.eks.node_group_names import node_group_pattern
 
 # Higher wins. Capacity already paid for comes first, capacity that can be taken back last. A
@@ -32,29 +37,13 @@ OTHER_GROUPS_PRIORITY = 50
 LOOKALIKE_PRIORITY = 1
 
 
-def pool_priority(pool: GpuPoolSpec, pools: Sequence[GpuPoolSpec]) -> int:
-    """The pool's rank: its capacity's, and a canary's one below the pool it leads. The canary
-    runs the led pool's instance types, so a pod that fits one fits both, and tied options go
-    on to least-waste, which ties on identical templates, then to a random pick (the chain's
-    fallback, `expander/factory/chain.go` and `expander_factory.go`, cluster-autoscaler 1.33.6
-    to 1.36.1): a pod that selects neither would start a canary node, on the release not
-    proven yet, half the time. One below, it grows the canary only while the led pool cannot
-    grow. Ranked from the led pool's capacity, not the canary's own, which may be ranked
-    higher (an on-demand canary of a spot pool). The levels stay apart from every capacity's
-    (multiples of ten) and from `LOOKALIKE_PRIORITY`."""
-    if pool.canary_of is None:
-        return CAPACITY_PRIORITIES[pool.capacity]
-    led = next(p for p in pools if p.name == pool.canary_of)
-    return CAPACITY_PRIORITIES[led.capacity] - 1
-
-
 def expander_priorities(pools: Sequence[GpuPoolSpec]) -> str:
     """The `priority` expander's configuration (priority -> node group name expressions), as the
     YAML text the chart puts in the `cluster-autoscaler-priority-expander` ConfigMap.
 
     Every group the autoscaler can see matches an expression: the cluster's other groups
     (`OTHER_GROUPS_PRIORITY`), each GPU pool's by its capacity (a canary's one below its led
-    pool's, `pool_priority`), and at the bottom any group named like a pool's. On AWS the
+    pool's, `pool_preference`), and at the bottom any group named like a pool's. On AWS the
     autoscaler names a node group by its Auto Scaling group. EKS names a managed node group's
     group `eks-<node group name>-<uuid>`, and the pools' node groups are
     named from a prefix, `<pool>-` (or `<pool>-<zone>-` per zone), and a unique suffix of 26
@@ -66,7 +55,7 @@ def expander_priorities(pools: Sequence[GpuPoolSpec]) -> str:
     by_priority: dict[int, list[str]] = {}
     for pool in pools:
         expression = f"^eks-{node_group_pattern(pool.name)}-"
-        by_priority.setdefault(pool_priority(pool, pools), []).append(expression)
+        by_priority.setdefault(pool_preference(pool, pools), []).append(expression)
     prefixes = sorted({f"eks-{pool.name}-" for pool in pools})
     levels: list[tuple[int, str, list[str]]] = [
         (

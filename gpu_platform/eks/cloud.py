@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import pulumi
 
-from gpu_platform.config import ConfigError, ConfigProblem, StackConfig, key_path
+from gpu_platform.config import (
+    ConfigError,
+    ConfigProblem,
+    StackConfig,
+    key_path,
+    pool_preference,
+)
 from gpu_platform.eks.autoscaler_settings import own_autoscaler_settings
 from gpu_platform.eks.cluster import (
     EksCluster,
@@ -323,6 +329,7 @@ class EksCloud:
                     self.config.karpenter.termination_grace_period_hours
                 ),
                 after=after,
+                weight=pool_preference(pool.spec, self.config.pools),
             ),
             pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=waits_for)),
         )

@@ -23,7 +23,6 @@ import pulumi
 from pulumi_kubernetes.apiextensions import CustomResource
 
 from gpu_platform.config import (
-    CAPACITY_PREFERENCE,
     DRIFT_BUDGET_PERCENT,
     EC2_RESERVED_CAPACITIES,
     GpuPoolSpec,
@@ -89,6 +88,8 @@ class KarpenterGpuNodePoolArgs:
     otherwise (`aws.consolidateAfterMinutes`)."""
     termination_grace_period_hours: int
     """How long Karpenter may drain a node it removes before it deletes the pods left on it."""
+    weight: int
+    """The NodePool's `weight` among the stack's pools (`gpu_platform.config.pool_preference`)."""
     secret_labels: bool = False
     """The pool's labels came from a config key set as a secret: keep them secret."""
     protect: bool = False
@@ -157,13 +158,10 @@ def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
         "spec": {
             # Among NodePools a pod fits, Karpenter launches from the one of the highest weight,
             # and of equal weights from the one whose name sorts last (`OrderByWeight`,
-            # kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go at v1.14.1): ranked by
-            # capacity as the cluster autoscaler ranks node groups, a pod that fits a Capacity
-            # Block pool and an on-demand one starts in the block.
-            # A canary one below the pool it leads, whose capacity it shares: tied, the name
-            # sorting last would win (`h100-canary` over `h100`), and a pod fitting both would
-            # run on the release the canary has not proven yet.
-            "weight": CAPACITY_PREFERENCE[spec.capacity] - (spec.canary_of is not None),
+            # kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go at v1.14.1): ranked as
+            # the cluster autoscaler ranks node groups, a pod that fits a Capacity Block pool and
+            # an on-demand one starts in the block, and a canary stays below its pool.
+            "weight": args.weight,
             "template": {
                 "metadata": {
                     "labels": secret_if(

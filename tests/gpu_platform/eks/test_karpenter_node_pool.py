@@ -26,7 +26,7 @@ from pulumi.runtime.sync_await import _sync_await
 
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stack_files import stack_config
-from gpu_platform.config import GpuPoolSpec
+from gpu_platform.config import CAPACITY_PREFERENCE, GpuPoolSpec
 from gpu_platform.drivers import eks_driver
 from gpu_platform.eks import cloud as eks_cloud
 from gpu_platform.eks.cluster import EksCluster
@@ -117,6 +117,9 @@ def karpenter_args(
         node_role_name=ROLE,
         consolidate_after_minutes=10,
         termination_grace_period_hours=24,
+        # As the stack ranks a pool among pools of its capacity (a canary among those of a pool
+        # of the same capacity), which the plan-level tests below check with other capacities.
+        weight=CAPACITY_PREFERENCE[spec.capacity] - (spec.canary_of is not None),
         secret_labels=secret_labels,
     )
 
@@ -1009,6 +1012,23 @@ def test_a_pod_fitting_a_pool_and_its_canary_starts_in_the_pool() -> None:
     assert order_by_weight([canary, led]) == ["h100", "h100-canary"]
 
 
+def test_an_on_demand_canary_of_a_spot_pool_is_weighted_below_that_pool() -> None:
+    # Weighted from its own capacity (20), the canary would outrank the spot pool it leads (10),
+    # and every pod fitting both would start on the release not proven yet.
+    config = copy.deepcopy(dict(stack_config("karpenter-dev", PROJECT)))
+    (spot,) = [p for p in config["gpu-platform:pools"] if p["name"] == "t4-spot"]
+    canary = {**copy.deepcopy(spot), "name": "t4-canary", "canaryOf": "t4-spot", "max": 1}
+    canary["capacity"] = "on-demand"
+    config["gpu-platform:pools"].append(canary)
+
+    plan = run_program("karpenter-dev", config=config, project=PROJECT)
+    pools = [r.inputs for r in plan.of_type("kubernetes:karpenter.sh/v1:NodePool")]
+    weights = {p["metadata"]["name"]: p["spec"]["weight"] for p in pools}
+
+    assert (weights["t4-spot"], weights["t4-canary"]) == (10, 9)
+    assert order_by_weight(pools).index("t4-spot") < order_by_weight(pools).index("t4-canary")
+
+
 def test_a_pod_fitting_a_spot_and_an_on_demand_pool_starts_on_demand() -> None:
     spot = node_pool_for(karpenter_args(name="t4-spot", capacity="spot"))
     on_demand = node_pool_for(karpenter_args(name="t4-od"))
@@ -1235,6 +1255,7 @@ def test_karpenter_nodes_carry_the_node_groups_labels_taints_and_gpus(
             node_role_name=ROLE,
             consolidate_after_minutes=10,
             termination_grace_period_hours=24,
+            weight=CAPACITY_PREFERENCE[given.pool.spec.capacity],
             secret_labels=given.secret_labels,
         )
     )
