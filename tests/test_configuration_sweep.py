@@ -80,22 +80,6 @@ def model_problems(plan: Plan, config: Config) -> list[str]:
     return official_model_problems(plan, kubernetes_minor(config))
 
 
-# Contradictions already known, each being fixed on its own: what each lets pass, as narrowly as
-# it shows. Remove an entry with its fix.
-KNOWN_CONTRADICTIONS: dict[str, Callable[[str, Config], bool]] = {
-    "the pack refuses a pinned GKE pool that the program keeps on auto-upgrade with an"
-    " until-end-of-support exclusion": lambda problem, config: (
-        problem.startswith("gke-node-pool-version on ") and "while auto-upgrade is on" in problem
-    ),
-}
-
-
-def unknown_problems(problems: list[str], config: Config) -> list[str]:
-    return [
-        p for p in problems if not any(known(p, config) for known in KNOWN_CONTRADICTIONS.values())
-    ]
-
-
 def invariants(pack: PolicyPack) -> dict[str, Invariant]:
     """Everything a plan of an accepted stack must hold, by name, each giving what breaks it:
     one entry per invariant, a function of the plan and the stack's config."""
@@ -136,7 +120,5 @@ def test_every_accepted_stack_plans_clean_and_agrees_with_itself(
     if plan.error is not None:
         assert_refused_by_key(plan)
         return
-    problems = {
-        name: unknown_problems(check(plan, config), config) for name, check in checks.items()
-    }
+    problems = {name: check(plan, config) for name, check in checks.items()}
     assert problems == {name: [] for name in problems}
