@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from benchmarks.policy_pack import noop_pack
-from gpu_platform.cli.analyzer import PACK_DIR, PolicyInfo, PolicyPack
+from gpu_platform.cli.analyzer import PolicyInfo, PolicyPack
 from gpu_platform.cli.namespace_levels import NAMESPACE, config_for_plan
 from tests.repository import PROJECT
 
@@ -18,9 +18,8 @@ POLICY_CONFIGS = sorted((PROJECT.directory / "policy-config").glob("*.json"))
 
 
 @pytest.fixture(scope="module")
-def policies() -> list[PolicyInfo]:
-    with PolicyPack(PACK_DIR) as pack:
-        return list(pack.policies)
+def policies(policy_pack: PolicyPack) -> list[PolicyInfo]:
+    return list(policy_pack.policies)
 
 
 @pytest.fixture(scope="module")
