@@ -20,6 +20,7 @@ The model is split by concern, each concern's types beside the rules across thei
 """
 
 from gpu_platform.config.capacity import (
+    CANARY_PREFERENCE,
     CAPACITY_PREFERENCE,
     DRIFT_BUDGET_PERCENT,
     EC2_RESERVED_CAPACITIES,
@@ -68,6 +69,7 @@ from gpu_platform.config.stack import StackConfig
 from gpu_platform.config.tenants import QuotaSetting, TenantNamespaceSpec, quota_setting
 
 __all__ = [
+    "CANARY_PREFERENCE",
     "CAPACITY_PREFERENCE",
     "CONFIG_NAMESPACE",
     "DRIFT_BUDGET_PERCENT",

@@ -1,5 +1,6 @@
 """Rules of canary pools: a canary runs the GPUs of the pool it leads, that pool nothing newer
-than its canary, and the canary on capacity that starts a node for its gate's plain pod."""
+than its canary, and the canary on capacity that starts a node for its gate's plain pod, which
+the reservation of the pool it leads may not have room for."""
 
 from collections.abc import Iterator
 
@@ -44,6 +45,7 @@ def canary_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 " nothing for them",
             )
         else:
+            yield from _shared_reservation_problems(config, i, pool, target)
             yield from _canary_lead_problems(config, i, pool, target)
 
 
@@ -75,6 +77,49 @@ def _canary_capacity_problems(
             " ProvisioningRequest, never for the canary's gate, a plain pod, which would wait"
             " for a node until its deadline; gcp.flexStart without it starts nodes for pending"
             " pods",
+        )
+
+
+def _shared_reservation_problems(
+    config: StackConfig, i: int, canary: GpuPoolSpec, target: GpuPoolSpec
+) -> Iterator[ConfigProblem]:
+    """A canary whose only capacity is the reservation of the pool it leads gets a node for its
+    gate only while that pool leaves room in it: a pool that fills its reservation, as a pool
+    bought for its load does at its `max`, would keep the gate waiting until its deadline."""
+    if config.cloud is Cloud.AWS:
+        reservation = canary.aws.capacity_reservation_id or (
+            canary.aws.capacity_reservation_resource_group_arn
+        )
+        led = (
+            target.aws.capacity_reservation_id or target.aws.capacity_reservation_resource_group_arn
+        )
+        if (
+            canary.capacity == "reserved"
+            and not canary.aws.on_demand_fallback
+            and reservation is not None
+            and reservation == led
+        ):
+            yield ConfigProblem(
+                key_path("pools", i, "capacity"),
+                canary.capacity,
+                f"on-demand or spot on a canary (canaryOf) of {target.name}, a reservation of its"
+                f" own, or aws.onDemandFallback: true: {reservation} is {target.name}'s"
+                " reservation too, and once that pool fills it the canary's gate waits for a"
+                " node until its deadline",
+            )
+    elif (
+        canary.gcp.reservation == "specific"
+        and canary.gcp.reservation_name is not None
+        and canary.gcp.reservation_name == target.gcp.reservation_name
+    ):
+        # A `specific` pool never falls back to on-demand capacity (GKE, consuming reserved
+        # zonal resources).
+        yield ConfigProblem(
+            key_path("pools", i, "gcp", "reservationName"),
+            canary.gcp.reservation_name,
+            f"a reservation of the canary's own, or gcp.reservation none or any, on a canary"
+            f" (canaryOf) of {target.name}: it is {target.name}'s reservation too, and once that"
+            " pool fills it the canary's gate waits for a node until its deadline",
         )
 
 

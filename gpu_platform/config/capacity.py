@@ -1,7 +1,7 @@
 """Capacity: what launches and scales the GPU nodes on EKS (the cluster autoscaler or Karpenter),
 capacity bought ahead of time, and the GKE versions its capacity modes need."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import Field
@@ -102,23 +102,24 @@ CAPACITY_PREFERENCE: Mapping[str, int] = {
 }
 
 
-def pool_preference(pool: GpuPoolSpec, pools: Sequence[GpuPoolSpec]) -> int:
+CANARY_PREFERENCE = 5
+"""The rank of every canary (`canaryOf`) pool, below every other GPU pool's (`CAPACITY_PREFERENCE`)
+whatever its capacity or its led pool's, and above the autoscaler's lookalike groups (1)."""
+
+
+def pool_preference(pool: GpuPoolSpec) -> int:
     """The pool's rank among those a pod fits (the priority expander's priority, a NodePool's
-    `weight`): its capacity's, and a canary's one below the pool it leads. The canary runs the
-    led pool's instance types, so a pod that fits one fits both. Tied, the cluster autoscaler
-    hands the options to least-waste, which ties on identical templates, then to a random pick
-    (the chain's fallback, `expander/factory/chain.go` and `expander_factory.go`,
-    cluster-autoscaler 1.33.6 to 1.36.1), and Karpenter takes the NodePool whose name sorts last
-    (`OrderByWeight`, kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go at v1.14.1,
-    `h100-canary` over `h100`): a pod that selects neither would start a canary node, on the
-    release not proven yet. One below, it grows the canary only while the led pool cannot grow.
-    Ranked from the led pool's capacity, not the canary's own, which may rank higher (an
-    on-demand canary of a spot pool). The levels stay apart from every capacity's (multiples of
-    ten)."""
-    if pool.canary_of is None:
-        return CAPACITY_PREFERENCE[pool.capacity]
-    led = next(p for p in pools if p.name == pool.canary_of)
-    return CAPACITY_PREFERENCE[led.capacity] - 1
+    `weight`): its capacity's, and `CANARY_PREFERENCE` for a canary. The canary runs the led
+    pool's instance types, so a pod that fits one fits both, and may fit other pools of the same
+    GPUs. Tied with its pool, the cluster autoscaler hands the options to least-waste, which ties
+    on identical templates, then to a random pick (the chain's fallback,
+    `expander/factory/chain.go` and `expander_factory.go`, cluster-autoscaler 1.33.6 to 1.36.1),
+    and Karpenter takes the NodePool whose name sorts last (`OrderByWeight`,
+    kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go at v1.14.1, `h100-canary` over
+    `h100`); ranked from its capacity or one below its led pool, a canary of a reserved pool (30,
+    29) would outrank an on-demand pool of the same GPUs (20). Below every pool, a pod that
+    selects no canary starts a canary node only while no proven pool it fits can grow."""
+    return CANARY_PREFERENCE if pool.canary_of is not None else CAPACITY_PREFERENCE[pool.capacity]
 
 
 DRIFT_BUDGET_PERCENT = 10

@@ -138,16 +138,18 @@ class GpuPoolSpec(Model):
     release (EKS), node version (GKE) or, on GKE Ubuntu, driver (`gcp.driverVersion`) goes here
     first, and the other pool may not run one newer than its canary. Its nodes carry
     `gpu-platform.io/canary-of` and are meant for pods that select the canary by its pool label
-    (a smoke test, a team's canary job): the cluster autoscaler and Karpenter rank a canary one
-    below the pool it leads, whatever the canary's own capacity, so that a pod that fits both
-    starts a canary node only while the other pool cannot grow (at its `max`, or out of
+    (a smoke test, a team's canary job): the cluster autoscaler and Karpenter rank every canary
+    below every other GPU pool, whatever its capacity, so that a pod that selects no canary
+    starts a canary node only while no other pool it fits can grow (at its `max`, or out of
     capacity). The other pool's nodes (and, on GKE Ubuntu, its NVIDIADriver) are updated
     only after the canary's: whenever the canary's driver or what pins it changes, `pulumi up`
     first runs a gate Job on a canary node of the new release (`nvidia-smi` and the driver
     check, then `canarySoakMinutes` of `nvidia-smi` every minute), and a gate that fails stops
     the update before the other pool changes (docs/upgrades.md). The gate is a plain pod, so a
     canary may not be on capacity that never starts a node for one: not `capacity-block` (EKS),
-    nor `gcp.queuedProvisioning` (GKE, nodes only for a ProvisioningRequest)."""
+    nor `gcp.queuedProvisioning` (GKE, nodes only for a ProvisioningRequest), nor only the
+    targeted reservation of the pool it leads, which that pool fills at its `max` (without
+    `aws.onDemandFallback`; a `gcp.reservation: specific` of the same name)."""
     canary_soak_minutes: int = Field(default=15, ge=0, le=720)
     """A `canaryOf` pool: how long its gate Job keeps checking the canary's GPU, every minute,
     after the driver check passed, before the pool it leads is updated."""

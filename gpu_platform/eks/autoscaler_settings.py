@@ -42,8 +42,8 @@ def expander_priorities(pools: Sequence[GpuPoolSpec]) -> str:
     YAML text the chart puts in the `cluster-autoscaler-priority-expander` ConfigMap.
 
     Every group the autoscaler can see matches an expression: the cluster's other groups
-    (`OTHER_GROUPS_PRIORITY`), each GPU pool's by its capacity (a canary's one below its led
-    pool's, `pool_preference`), and at the bottom any group named like a pool's. On AWS the
+    (`OTHER_GROUPS_PRIORITY`), each GPU pool's by its capacity (a canary's below every pool's,
+    `pool_preference`), and at the bottom any group named like a pool's. On AWS the
     autoscaler names a node group by its Auto Scaling group. EKS names a managed node group's
     group `eks-<node group name>-<uuid>`, and the pools' node groups are
     named from a prefix, `<pool>-` (or `<pool>-<zone>-` per zone), and a unique suffix of 26
@@ -55,7 +55,7 @@ def expander_priorities(pools: Sequence[GpuPoolSpec]) -> str:
     by_priority: dict[int, list[str]] = {}
     for pool in pools:
         expression = f"^eks-{node_group_pattern(pool.name)}-"
-        by_priority.setdefault(pool_preference(pool, pools), []).append(expression)
+        by_priority.setdefault(pool_preference(pool), []).append(expression)
     prefixes = sorted({f"eks-{pool.name}-" for pool in pools})
     levels: list[tuple[int, str, list[str]]] = [
         (
@@ -84,9 +84,7 @@ def _level_comment(level: int) -> str:
     by_level = {priority: capacity for capacity, priority in CAPACITY_PRIORITIES.items()}
     if level in by_level:
         return f"GPU pools of capacity {by_level[level]}."
-    return (
-        f"Canaries of GPU pools of capacity {by_level[level + 1]}: one below the pools they lead."
-    )
+    return "Canaries: below every GPU pool, whatever their capacity."
 
 
 def _yaml_string(text: str) -> str:

@@ -329,7 +329,7 @@ class EksCloud:
                     self.config.karpenter.termination_grace_period_hours
                 ),
                 after=after,
-                weight=pool_preference(pool.spec, self.config.pools),
+                weight=pool_preference(pool.spec),
             ),
             pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=waits_for)),
         )

@@ -366,3 +366,73 @@ def test_a_flex_start_canary_is_accepted(gke_config: Config, plan_for: PlanFor) 
 
     assert plan.error is None
     assert plan.named("canary", NODE_POOL).inputs["nodeConfig"]["flexStart"] is True
+
+
+def reserved_pool(config: Config, **aws: Any) -> None:
+    """The dev stack's pool on an on-demand capacity reservation in one zone."""
+    (pool,) = config["gpu-platform:pools"]
+    pool.update(capacity="reserved", zones=["us-east-1a"])
+    pool["aws"].update(capacityReservationId="cr-0123456789abcdef0", **aws)
+
+
+def test_a_canary_on_its_pools_reservation_alone_is_refused(
+    dev_config: Config, failed_plan_for: PlanFor
+) -> None:
+    # A targeted reservation the led pool fills at its max leaves no room for the gate's node,
+    # and a `reserved` node group never launches outside it (EC2 user guide, capacity
+    # reservations: targeted reservations are used only by launches that name them).
+    reserved_pool(dev_config)
+    canary_of(dev_config, max=1)
+
+    assert problems(failed_plan_for(dev_config)) == {
+        "gpu-platform:pools[1].capacity": "on-demand or spot on a canary (canaryOf) of"
+        " t4-shared, a reservation of its own, or aws.onDemandFallback: true:"
+        " cr-0123456789abcdef0 is t4-shared's reservation too, and once that pool fills it the"
+        " canary's gate waits for a node until its deadline"
+    }
+
+
+@pytest.mark.parametrize(
+    "canary",
+    [
+        {"capacity": "on-demand", "aws": {"amiReleaseVersion": "1.35.6-20260714"}},
+        {
+            "aws": {
+                "amiReleaseVersion": "1.35.6-20260714",
+                "capacityReservationId": "cr-0fedcba9876543210",
+            }
+        },
+    ],
+    ids=["on-demand", "its-own-reservation"],
+)
+def test_a_canary_of_a_reserved_pool_with_capacity_of_its_own_is_accepted(
+    dev_config: Config, plan_for: PlanFor, canary: dict[str, Any]
+) -> None:
+    reserved_pool(dev_config)
+    canary_of(dev_config, max=1, **canary)
+
+    plan = plan_for(dev_config)
+
+    assert plan.error is None
+    assert node_group_of(plan, "canary")["labels"]["gpu-platform.io/canary-of"] == "t4-shared"
+
+
+def test_a_gke_canary_on_its_pools_specific_reservation_is_refused(
+    gke_config: Config, failed_plan_for: PlanFor
+) -> None:
+    # GKE, consuming reserved zonal resources: a `specific` pool takes only its reservation and
+    # never falls back to on-demand capacity.
+    (pool,) = gke_config["gpu-platform:pools"]
+    pool.update(
+        capacity="on-demand",
+        zones=["us-central1-a"],
+        gcp={"reservation": "specific", "reservationName": "l4-ml-dev"},
+    )
+    canary_of(gke_config, max=1)
+
+    assert problems(failed_plan_for(gke_config)) == {
+        "gpu-platform:pools[1].gcp.reservationName": "a reservation of the canary's own, or"
+        " gcp.reservation none or any, on a canary (canaryOf) of l4-shared: it is l4-shared's"
+        " reservation too, and once that pool fills it the canary's gate waits for a node until"
+        " its deadline"
+    }

@@ -367,7 +367,7 @@ def test_a_gpu_pod_still_grows_the_capacity_already_paid_for(
     assert best == [groups["h100"]]
 
 
-def test_a_canary_ranks_one_below_the_pool_it_leads() -> None:
+def test_a_canary_ranks_below_the_pool_it_leads() -> None:
     # cluster-autoscaler-1.35.2 (the same from 1.33.6 to 1.36.1): `BestOptions` in
     # expander/priority/priority.go keeps every option of the highest priority; chain.go hands
     # what is left to the next filter (least-waste, which ties on the identical templates of a
@@ -385,7 +385,7 @@ def test_a_canary_ranks_one_below_the_pool_it_leads() -> None:
     }
 
     # Pulumi.prod.yaml: both A100 pools and h100-training are on demand (20).
-    assert levels == {asg_name(plan, "h100-training"): 20, led: 20, canary: 19}
+    assert levels == {asg_name(plan, "h100-training"): 20, led: 20, canary: 5}
     assert best_options(config_map, [canary, led]) == [led]
     # A pod that selects the canary fits its group alone.
     assert best_options(config_map, [canary]) == [canary]
@@ -394,8 +394,8 @@ def test_a_canary_ranks_one_below_the_pool_it_leads() -> None:
 def test_a_canary_ranks_below_its_pool_whatever_its_own_capacity(
     dev_config: Config, plan_for: PlanFor
 ) -> None:
-    # An on-demand canary (20 of its own) of the dev stack's spot pool (10): one below the
-    # spot pool, above only the lookalike groups.
+    # An on-demand canary (20 of its own) of the dev stack's spot pool (10): below the spot
+    # pool, above only the lookalike groups.
     (pool,) = dev_config["gpu-platform:pools"]
     dev_config["gpu-platform:pools"].append(
         {**pool, "name": "t4-canary", "canaryOf": "t4-shared", "capacity": "on-demand"}
@@ -405,8 +405,8 @@ def test_a_canary_ranks_below_its_pool_whatever_its_own_capacity(
     priorities = parsed_priorities(config_map)
     led, canary = asg_name(plan, "t4-shared"), asg_name(plan, "t4-canary")
 
-    assert list(priorities) == [50, 10, 9, 1]
-    assert [e.search(canary) is not None for e in priorities[9]] == [True]
+    assert list(priorities) == [50, 10, 5, 1]
+    assert [e.search(canary) is not None for e in priorities[5]] == [True]
     assert best_options(config_map, [canary, led]) == [led]
 
 

@@ -26,7 +26,7 @@ from pulumi.runtime.sync_await import _sync_await
 
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stack_files import stack_config
-from gpu_platform.config import CAPACITY_PREFERENCE, GpuPoolSpec
+from gpu_platform.config import CAPACITY_PREFERENCE, GpuPoolSpec, pool_preference
 from gpu_platform.drivers import eks_driver
 from gpu_platform.eks import cloud as eks_cloud
 from gpu_platform.eks.cluster import EksCluster
@@ -117,9 +117,8 @@ def karpenter_args(
         node_role_name=ROLE,
         consolidate_after_minutes=10,
         termination_grace_period_hours=24,
-        # As the stack ranks a pool among pools of its capacity (a canary among those of a pool
-        # of the same capacity), which the plan-level tests below check with other capacities.
-        weight=CAPACITY_PREFERENCE[spec.capacity] - (spec.canary_of is not None),
+        # As the stack ranks a pool (`pool_preference`), which the plan-level tests below check.
+        weight=pool_preference(spec),
         secret_labels=secret_labels,
     )
 
@@ -1008,7 +1007,7 @@ def test_a_pod_fitting_a_pool_and_its_canary_starts_in_the_pool() -> None:
     led = node_pool_for(karpenter_args(name="h100"))
     canary = node_pool_for(karpenter_args(name="h100-canary", canaryOf="h100"))
 
-    assert canary["spec"]["weight"] == 19
+    assert canary["spec"]["weight"] == 5
     assert order_by_weight([canary, led]) == ["h100", "h100-canary"]
 
 
@@ -1025,7 +1024,7 @@ def test_an_on_demand_canary_of_a_spot_pool_is_weighted_below_that_pool() -> Non
     pools = [r.inputs for r in plan.of_type("kubernetes:karpenter.sh/v1:NodePool")]
     weights = {p["metadata"]["name"]: p["spec"]["weight"] for p in pools}
 
-    assert (weights["t4-spot"], weights["t4-canary"]) == (10, 9)
+    assert (weights["t4-spot"], weights["t4-canary"]) == (10, 5)
     assert order_by_weight(pools).index("t4-spot") < order_by_weight(pools).index("t4-canary")
 
 
