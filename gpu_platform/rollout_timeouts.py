@@ -80,15 +80,31 @@ def batches(nodes: int, batch: int, zones: int = 1) -> int:
 def eks_rollout(
     max_size: int, max_unavailable: int | None, max_unavailable_percent: int | None
 ) -> timedelta:
-    """The longest update of an EKS managed node group of `max_size` nodes: a scale-up (the
-    first replacement nodes), then per batch of `maxUnavailable` (or the percentage of the
-    group, rounded down, at least one) the drain, the cordon wait and a replacement's start
-    (EKS user guide, managed-node-update-behavior)."""
+    """The longest update of an EKS managed node group of up to `max_size` nodes: a scale-up
+    (the first replacement nodes), then per batch of `maxUnavailable` (or of the percentage of
+    the nodes) the drain, the cordon wait and a replacement's start (EKS user guide,
+    managed-node-update-behavior).
+
+    A percentage applies to the group as it is when the update starts, any size up to
+    `max_size`, so the longest rollout may be at a smaller size (10% of 19 nodes is a batch of
+    one, 19 rounds; of 20, two). Neither the API (botocore `eks` 2017-11-01
+    `NodegroupUpdateConfig.maxUnavailablePercentage`: "This percentage of nodes are updated in
+    parallel, up to 100 nodes at once") nor the user guide says how EKS rounds it: counted
+    rounded down, at least one, the slowest reading."""
+    return max(
+        _eks_rollout_at(size, max_unavailable, max_unavailable_percent)
+        for size in range(max_size + 1)
+    )
+
+
+def _eks_rollout_at(
+    size: int, max_unavailable: int | None, max_unavailable_percent: int | None
+) -> timedelta:
     if max_unavailable_percent is not None:
-        batch = max(1, max_size * max_unavailable_percent // 100)
+        batch = max(1, size * max_unavailable_percent // 100)
     else:
         batch = max_unavailable or 1
-    rounds = batches(max_size, min(batch, EKS_MAX_UNAVAILABLE))
+    rounds = batches(size, min(batch, EKS_MAX_UNAVAILABLE))
     return NODE_START + rounds * (EKS_DRAIN + EKS_CORDON_WAIT + NODE_START)
 
 

@@ -73,14 +73,20 @@ def _rounds(nodes: int, at_once: int, zones: int) -> int:
 
 
 def _eks_rollout(inputs: Mapping[str, Any]) -> timedelta:
-    size = inputs["scalingConfig"]["maxSize"]
+    # EKS takes a percentage of the group as it is when the update starts, any size up to
+    # `maxSize`; how it rounds is stated nowhere (EKS API `NodegroupUpdateConfig`), so down, at
+    # least one node, the slowest reading.
     update = inputs.get("updateConfig") or {}
-    if "maxUnavailablePercentage" in update:
-        at_once = math.floor(size * update["maxUnavailablePercentage"] / 100) or 1
-    else:
-        at_once = update.get("maxUnavailable", 1)
-    rounds = _rounds(size, min(at_once, EKS_QUOTA), 1)
-    return START + rounds * (EKS_BATCH + START)
+    percent = update.get("maxUnavailablePercentage")
+    longest = START
+    for size in range(1, inputs["scalingConfig"]["maxSize"] + 1):
+        if percent is not None:
+            at_once = max(1, math.floor(size * percent / 100))
+        else:
+            at_once = update.get("maxUnavailable", 1)
+        rounds = _rounds(size, min(at_once, EKS_QUOTA), 1)
+        longest = max(longest, START + rounds * (EKS_BATCH + START))
+    return longest
 
 
 def _gke_rollout(inputs: Mapping[str, Any]) -> timedelta:

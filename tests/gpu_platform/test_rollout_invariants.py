@@ -76,3 +76,24 @@ def test_a_pool_left_at_the_providers_default_is_reported(
 
     assert len(problems) == len([r for r in plan.resources if r.type in (NODE_GROUP, NODE_POOL)])
     assert all("the provider's default" in p for p in problems)
+
+
+@pytest.mark.parametrize(("timeout", "reported"), [("407m", True), ("755m", False)])
+def test_an_eks_percentage_is_checked_at_every_size_of_the_group(
+    timeout: str, reported: bool, dev_plan: Plan
+) -> None:
+    # max 20 at 10%: at 19 nodes a batch of one (1.9 rounded down; EKS states no rounding), 19
+    # rounds of 15 minutes' drain, 60 seconds and 15 minutes' start after a 15-minute scale-up:
+    # 604 minutes. 407 covers only the 325 of 20 nodes in batches of two.
+    (group,) = dev_plan.of_type(NODE_GROUP)
+    inputs = {
+        **group.inputs,
+        "scalingConfig": {**group.inputs["scalingConfig"], "maxSize": 20},
+        "updateConfig": {"maxUnavailablePercentage": 10},
+    }
+    plan = dataclasses.replace(
+        dev_plan,
+        resources=[dataclasses.replace(group, inputs=inputs, custom_timeouts={"update": timeout})],
+    )
+
+    assert bool(timeout_problems(plan)) is reported

@@ -53,8 +53,29 @@ def test_an_eks_pool_of_eight_one_node_at_a_time() -> None:
 
 
 def test_an_eks_pool_replacing_a_percentage_rounds_its_batch_down() -> None:
-    # 25% of 10 is 2.5 nodes: batches of 2, 5 rounds: 15 + 5 x 31 = 170 minutes.
-    assert eks_rollout(10, 1, 25) == minutes(170)
+    # EKS takes the percentage of the group as it is (any size up to max) and states no rounding
+    # (botocore eks 2017-11-01 `NodegroupUpdateConfig.maxUnavailablePercentage`): rounded down,
+    # at least one. 25% of 10 is a batch of 2, 5 rounds; of 7, 1.75 nodes: a batch of 1, 7
+    # rounds: 15 + 7 x 31 = 232 minutes.
+    assert eks_rollout(10, 1, 25) == minutes(232)
+
+
+@pytest.mark.parametrize(
+    ("max_size", "percent", "longest", "timeout"),
+    [
+        # At 20 nodes 10% is 2 a round, 10 rounds (325 minutes); at 19 it is 1.9: one a round,
+        # 19 rounds: 15 + 19 x 31 = 604 minutes, x 1.25 = 755.
+        (20, 10, 604, "755m"),
+        # At 8 nodes 25% is 2 a round, 4 rounds; at 7 it is 1.75: 7 rounds, 15 + 7 x 31 = 232
+        # minutes, x 1.25 = 290.
+        (8, 25, 232, "290m"),
+    ],
+)
+def test_an_eks_percentage_rollout_is_longest_at_the_size_that_rounds_to_the_fewest(
+    max_size: int, percent: int, longest: int, timeout: str
+) -> None:
+    assert eks_rollout(max_size, None, percent) == minutes(longest)
+    assert eks_update_timeout(max_size, None, percent).update == timeout
 
 
 def test_an_eks_batch_is_at_least_one_node_and_at_most_eks_quota() -> None:
