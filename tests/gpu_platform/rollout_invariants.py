@@ -1,5 +1,6 @@
 """Over any plan: every EKS node group and GKE node pool waits, in `pulumi up`, longer than the
-longest rollout of its nodes that its own planned inputs allow.
+longest rollout of its nodes that its own planned inputs allow, and a GKE node pool longer than
+the rollouts of every node pool of the plan's cluster together.
 
 The bound is worked out here from the planned resource alone (its `scalingConfig` and
 `updateConfig`, or its `autoscaling`, `nodeLocations` and `upgradeSettings`) and the upstream
@@ -46,12 +47,20 @@ def timeout_problems(plan: Plan, config: Mapping[str, Any] | None = None) -> lis
     is missing or does not exceed its longest rollout. `config` is the stack config the plan
     came from; the bound needs only the plan."""
     del config
+    # A stack's node pools share its one cluster, where GKE runs one node pool operation at a
+    # time; terraform-provider-google retries an update that meets another ("incompatible
+    # operation", FAILED_PRECONDITION) within that update's own timeout
+    # (resource_container_node_pool.go, `RetryWhileIncompatibleOperation(timeout, ...)`), so
+    # each pool may wait through every other pool's rollout before its own.
+    cluster_rollouts = sum(
+        (_gke_rollout(r.inputs) for r in plan.resources if r.type == NODE_POOL), timedelta(0)
+    )
     problems = []
     for resource in plan.resources:
         if resource.type == NODE_GROUP:
             rollout = _eks_rollout(resource.inputs)
         elif resource.type == NODE_POOL:
-            rollout = _gke_rollout(resource.inputs)
+            rollout = cluster_rollouts
         else:
             continue
         timeout = _go_duration(resource.custom_timeouts.get("update"))

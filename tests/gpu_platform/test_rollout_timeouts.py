@@ -93,7 +93,15 @@ def test_a_short_eks_rollout_keeps_the_providers_default() -> None:
 def test_a_gke_surge_pool_of_eight_one_node_at_a_time() -> None:
     # 8 rounds of (15 start + 60 drain) = 600 minutes; x 1.25 = 750.
     assert gke_surge_rollout(8, 1, 1, 0) == minutes(600)
-    assert gke_update_timeout(minutes(600)).update == "750m"
+    assert gke_update_timeout([minutes(600)]).update == "750m"
+
+
+def test_a_gke_pool_waits_through_every_pool_of_its_cluster() -> None:
+    # GKE runs one node pool operation at a time; terraform-provider-google retries an update
+    # that meets another within that update's own timeout (resource_container_node_pool.go,
+    # `RetryWhileIncompatibleOperation(timeout, ...)`): a pool of 600 minutes after one of 450
+    # waits 1050, x 1.25 = 1312.5.
+    assert gke_update_timeout([minutes(600), minutes(450)]).update == "1313m"
 
 
 def test_a_gke_surge_upgrades_at_most_twenty_nodes_at_once() -> None:
@@ -119,4 +127,4 @@ def test_a_gke_blue_green_pool_without_a_soak_counts_an_hour_for_gkes() -> None:
 
 
 def test_a_pool_of_no_nodes_keeps_the_providers_default() -> None:
-    assert gke_update_timeout(gke_blue_green_rollout(0, None, None)).update == "30m"
+    assert gke_update_timeout([gke_blue_green_rollout(0, None, None)]).update == "30m"
