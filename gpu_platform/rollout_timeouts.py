@@ -12,6 +12,15 @@ running operation. So each node group and node pool gets an `update` custom time
 longest rollout with a margin (`rollout_timeouts`). Neither Pulumi nor the providers cap a
 custom timeout (the engine hands the provider any Go duration), so none is capped here.
 
+A GKE cluster runs one node pool operation at a time, and terraform-provider-google waits for
+the others within the update's own timeout: it wraps each node pool update in
+`tpgresource.RetryWhileIncompatibleOperation(timeout, ...)` (`resource_container_node_pool.go`),
+which retries GKE's FAILED_PRECONDITION ("there is an incompatible operation already running on
+the cluster", its comment) until `timeout` runs out. Pools changed in one `up`, and a pool GKE
+upgrades on its own meanwhile (a created cluster's system pool follows the control plane), wait
+for each other's rollouts, so a GKE pool's timeout counts the longest rollouts of every node pool
+of the cluster that may update in the same `up` (`gke_update_timeout`), its own included.
+
 Creating a pool starts its `min` nodes at once, and deleting one does not wait for disruption
 budgets (EKS drains each node for "a few minutes" before terminating it, EKS user guide,
 delete-managed-node-group; GKE respects no budget on deletion unless the pool's
@@ -24,6 +33,7 @@ for them (docs/karpenter.md, Disruption).
 """
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -80,15 +90,31 @@ def batches(nodes: int, batch: int, zones: int = 1) -> int:
 def eks_rollout(
     max_size: int, max_unavailable: int | None, max_unavailable_percent: int | None
 ) -> timedelta:
-    """The longest update of an EKS managed node group of `max_size` nodes: a scale-up (the
-    first replacement nodes), then per batch of `maxUnavailable` (or the percentage of the
-    group, rounded down, at least one) the drain, the cordon wait and a replacement's start
-    (EKS user guide, managed-node-update-behavior)."""
+    """The longest update of an EKS managed node group of up to `max_size` nodes: a scale-up
+    (the first replacement nodes), then per batch of `maxUnavailable` (or of the percentage of
+    the nodes) the drain, the cordon wait and a replacement's start (EKS user guide,
+    managed-node-update-behavior).
+
+    A percentage applies to the group as it is when the update starts, any size up to
+    `max_size`, so the longest rollout may be at a smaller size (10% of 19 nodes is a batch of
+    one, 19 rounds; of 20, two). Neither the API (botocore `eks` 2017-11-01
+    `NodegroupUpdateConfig.maxUnavailablePercentage`: "This percentage of nodes are updated in
+    parallel, up to 100 nodes at once") nor the user guide says how EKS rounds it: counted
+    rounded down, at least one, the slowest reading."""
+    return max(
+        _eks_rollout_at(size, max_unavailable, max_unavailable_percent)
+        for size in range(max_size + 1)
+    )
+
+
+def _eks_rollout_at(
+    size: int, max_unavailable: int | None, max_unavailable_percent: int | None
+) -> timedelta:
     if max_unavailable_percent is not None:
-        batch = max(1, max_size * max_unavailable_percent // 100)
+        batch = max(1, size * max_unavailable_percent // 100)
     else:
         batch = max_unavailable or 1
-    rounds = batches(max_size, min(batch, EKS_MAX_UNAVAILABLE))
+    rounds = batches(size, min(batch, EKS_MAX_UNAVAILABLE))
     return NODE_START + rounds * (EKS_DRAIN + EKS_CORDON_WAIT + NODE_START)
 
 
@@ -143,6 +169,8 @@ def eks_update_timeout(
     return UpdateTimeout(rollout, EKS_DEFAULT_TIMEOUT).custom_timeouts()
 
 
-def gke_update_timeout(rollout: timedelta) -> pulumi.CustomTimeouts:
-    """The custom timeouts of a GKE node pool whose longest upgrade is `rollout`."""
-    return UpdateTimeout(rollout, GKE_DEFAULT_TIMEOUT).custom_timeouts()
+def gke_update_timeout(cluster_rollouts: Iterable[timedelta]) -> pulumi.CustomTimeouts:
+    """The custom timeouts of every GKE node pool of a cluster whose node pools that may update
+    in one `up` have the longest upgrades `cluster_rollouts`: one pool's update may wait through
+    all the others' before its own (the module's docstring)."""
+    return UpdateTimeout(sum(cluster_rollouts, timedelta(0)), GKE_DEFAULT_TIMEOUT).custom_timeouts()

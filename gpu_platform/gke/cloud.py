@@ -3,6 +3,7 @@
 Container-Optimized OS Google's driver installer."""
 
 from collections.abc import Callable, Collection, Sequence
+from datetime import timedelta
 from typing import Any
 
 import pulumi
@@ -30,15 +31,18 @@ from gpu_platform.gke.driver_installer import CosDriverInstaller
 from gpu_platform.gke.machine_types import boot_disk_types, gpu_shape
 from gpu_platform.gke.new_cluster import NewGkeCluster, planned_cluster, planned_cluster_problems
 from gpu_platform.gke.new_cluster.admins import administrator_bindings
+from gpu_platform.gke.new_cluster.system_pool import system_pool_rollout
 from gpu_platform.gke.node_driver import pool_driver
 from gpu_platform.gke.node_pool import (
     GkeGpuNodePool,
     GkeGpuNodePoolArgs,
     cluster_version_problems,
+    longest_upgrade,
 )
 from gpu_platform.gke.zones import ZoneOfferings
 from gpu_platform.kubernetes.provider import ClusterConnection, connect_with_kubeconfig_context
 from gpu_platform.node_identity import ResolvedPool, resolve_pool, sharer_for
+from gpu_platform.rollout_timeouts import gke_update_timeout
 from gpu_platform.secrets import secret_if
 
 
@@ -47,6 +51,8 @@ class GkeCloud:
         self.config = config
         self._cluster: GkeCluster | None = None
         self._zones: dict[str, list[str]] = {}
+        self._rollouts: list[timedelta] = []
+        """The longest upgrade of each GPU pool, held back or not."""
         self._node_pools: dict[str, GkeGpuNodePool] = {}
         self._created: NewGkeCluster | None = None
 
@@ -87,7 +93,19 @@ class GkeCloud:
             problems += cluster_version_problems(pool, self.cluster)
         if problems:
             raise ConfigError(problems)
+        self._rollouts = [
+            longest_upgrade(pool.spec, len(self._zones[pool.spec.name])) for pool in resolved
+        ]
         return resolved
+
+    @property
+    def _update_timeout(self) -> pulumi.CustomTimeouts:
+        """Every node pool's update timeout: the longest upgrades of all node pools of the
+        cluster that may update in one `up`, the GPU pools and a created cluster's system pool,
+        which GKE upgrades with the control plane (`gpu_platform.rollout_timeouts`)."""
+        create = self.config.cluster.create
+        system = [] if create is None else [system_pool_rollout(create.gcp.system_node_pool)]
+        return gke_update_timeout([*self._rollouts, *system])
 
     def _driver(self, spec: GpuPoolSpec, index: int, accelerator: str) -> NvidiaDriver:
         return pool_driver(self.config, self.cluster, spec, index, accelerator)
@@ -101,7 +119,7 @@ class GkeCloud:
             return connect_to(self.cluster, opts)
         # The cluster first, then a provider that waits for it and its system nodes: every
         # Kubernetes object depends on them, so `pulumi destroy` deletes the objects first.
-        created = NewGkeCluster("cluster", self.config, self.cluster, opts)
+        created = NewGkeCluster("cluster", self.config, self.cluster, self._update_timeout, opts)
         self._created = created
         self._cluster = created.cluster
         connection = connect_to(
@@ -173,6 +191,7 @@ class GkeCloud:
                 self.cluster,
                 self.config.platform,
                 self._zones[pool.spec.name],
+                self._update_timeout,
                 secret_labels=self.config.is_secret("pools"),
                 protect=self.config.protect,
                 after=[*after, *ready],

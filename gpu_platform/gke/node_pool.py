@@ -48,11 +48,7 @@ from gpu_platform.gke.cluster import POOL_RESOURCE_LABEL, GkeCluster
 from gpu_platform.gke.machine_types import boot_disk_types
 from gpu_platform.kubernetes.gke_dcgm_exporter import GKE_EXPORTER_NODES
 from gpu_platform.node_identity import CLOUD_TAINT_EFFECTS, GpuSharer, ResolvedPool
-from gpu_platform.rollout_timeouts import (
-    gke_blue_green_rollout,
-    gke_surge_rollout,
-    gke_update_timeout,
-)
+from gpu_platform.rollout_timeouts import gke_blue_green_rollout, gke_surge_rollout
 from gpu_platform.secrets import secret_if
 from gpu_platform.version_order import version_key
 
@@ -100,6 +96,10 @@ class GkeGpuNodePoolArgs:
     """`gke-cos` or `gke-ubuntu`: the node image, and with it who installs the driver."""
     zones: Sequence[str]
     """Zones that offer the pool's machine type (`gpu_platform.gke.zones`)."""
+    update_timeout: pulumi.CustomTimeouts
+    """How long `pulumi up` waits for the pool's update: every node pool's of the cluster
+    (`gpu_platform.rollout_timeouts.gke_update_timeout`), as GKE runs one node pool operation at
+    a time and the provider waits for the others within the update's own timeout."""
     secret_labels: bool = False
     """The pool's labels came from a config key set as a secret: keep them secret."""
     protect: bool = False
@@ -150,7 +150,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
                 # preview and do nothing.
                 ignore_changes=[*NODE_COUNT_PROPERTIES, MAINTENANCE_POLICIES],
                 protect=args.protect,
-                custom_timeouts=gke_update_timeout(longest_upgrade(spec, len(args.zones))),
+                custom_timeouts=args.update_timeout,
             ),
         )
         self.node_pool_name = self.node_pool.name

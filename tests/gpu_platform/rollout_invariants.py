@@ -1,5 +1,6 @@
 """Over any plan: every EKS node group and GKE node pool waits, in `pulumi up`, longer than the
-longest rollout of its nodes that its own planned inputs allow.
+longest rollout of its nodes that its own planned inputs allow, and a GKE node pool longer than
+the rollouts of every node pool of the plan's cluster together.
 
 The bound is worked out here from the planned resource alone (its `scalingConfig` and
 `updateConfig`, or its `autoscaling`, `nodeLocations` and `upgradeSettings`) and the upstream
@@ -46,12 +47,20 @@ def timeout_problems(plan: Plan, config: Mapping[str, Any] | None = None) -> lis
     is missing or does not exceed its longest rollout. `config` is the stack config the plan
     came from; the bound needs only the plan."""
     del config
+    # A stack's node pools share its one cluster, where GKE runs one node pool operation at a
+    # time; terraform-provider-google retries an update that meets another ("incompatible
+    # operation", FAILED_PRECONDITION) within that update's own timeout
+    # (resource_container_node_pool.go, `RetryWhileIncompatibleOperation(timeout, ...)`), so
+    # each pool may wait through every other pool's rollout before its own.
+    cluster_rollouts = sum(
+        (_gke_rollout(r.inputs) for r in plan.resources if r.type == NODE_POOL), timedelta(0)
+    )
     problems = []
     for resource in plan.resources:
         if resource.type == NODE_GROUP:
             rollout = _eks_rollout(resource.inputs)
         elif resource.type == NODE_POOL:
-            rollout = _gke_rollout(resource.inputs)
+            rollout = cluster_rollouts
         else:
             continue
         timeout = _go_duration(resource.custom_timeouts.get("update"))
@@ -73,14 +82,20 @@ def _rounds(nodes: int, at_once: int, zones: int) -> int:
 
 
 def _eks_rollout(inputs: Mapping[str, Any]) -> timedelta:
-    size = inputs["scalingConfig"]["maxSize"]
+    # EKS takes a percentage of the group as it is when the update starts, any size up to
+    # `maxSize`; how it rounds is stated nowhere (EKS API `NodegroupUpdateConfig`), so down, at
+    # least one node, the slowest reading.
     update = inputs.get("updateConfig") or {}
-    if "maxUnavailablePercentage" in update:
-        at_once = math.floor(size * update["maxUnavailablePercentage"] / 100) or 1
-    else:
-        at_once = update.get("maxUnavailable", 1)
-    rounds = _rounds(size, min(at_once, EKS_QUOTA), 1)
-    return START + rounds * (EKS_BATCH + START)
+    percent = update.get("maxUnavailablePercentage")
+    longest = START
+    for size in range(1, inputs["scalingConfig"]["maxSize"] + 1):
+        if percent is not None:
+            at_once = max(1, math.floor(size * percent / 100))
+        else:
+            at_once = update.get("maxUnavailable", 1)
+        rounds = _rounds(size, min(at_once, EKS_QUOTA), 1)
+        longest = max(longest, START + rounds * (EKS_BATCH + START))
+    return longest
 
 
 def _gke_rollout(inputs: Mapping[str, Any]) -> timedelta:

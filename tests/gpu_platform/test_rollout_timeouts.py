@@ -53,8 +53,29 @@ def test_an_eks_pool_of_eight_one_node_at_a_time() -> None:
 
 
 def test_an_eks_pool_replacing_a_percentage_rounds_its_batch_down() -> None:
-    # 25% of 10 is 2.5 nodes: batches of 2, 5 rounds: 15 + 5 x 31 = 170 minutes.
-    assert eks_rollout(10, 1, 25) == minutes(170)
+    # EKS takes the percentage of the group as it is (any size up to max) and states no rounding
+    # (botocore eks 2017-11-01 `NodegroupUpdateConfig.maxUnavailablePercentage`): rounded down,
+    # at least one. 25% of 10 is a batch of 2, 5 rounds; of 7, 1.75 nodes: a batch of 1, 7
+    # rounds: 15 + 7 x 31 = 232 minutes.
+    assert eks_rollout(10, 1, 25) == minutes(232)
+
+
+@pytest.mark.parametrize(
+    ("max_size", "percent", "longest", "timeout"),
+    [
+        # At 20 nodes 10% is 2 a round, 10 rounds (325 minutes); at 19 it is 1.9: one a round,
+        # 19 rounds: 15 + 19 x 31 = 604 minutes, x 1.25 = 755.
+        (20, 10, 604, "755m"),
+        # At 8 nodes 25% is 2 a round, 4 rounds; at 7 it is 1.75: 7 rounds, 15 + 7 x 31 = 232
+        # minutes, x 1.25 = 290.
+        (8, 25, 232, "290m"),
+    ],
+)
+def test_an_eks_percentage_rollout_is_longest_at_the_size_that_rounds_to_the_fewest(
+    max_size: int, percent: int, longest: int, timeout: str
+) -> None:
+    assert eks_rollout(max_size, None, percent) == minutes(longest)
+    assert eks_update_timeout(max_size, None, percent).update == timeout
 
 
 def test_an_eks_batch_is_at_least_one_node_and_at_most_eks_quota() -> None:
@@ -72,7 +93,15 @@ def test_a_short_eks_rollout_keeps_the_providers_default() -> None:
 def test_a_gke_surge_pool_of_eight_one_node_at_a_time() -> None:
     # 8 rounds of (15 start + 60 drain) = 600 minutes; x 1.25 = 750.
     assert gke_surge_rollout(8, 1, 1, 0) == minutes(600)
-    assert gke_update_timeout(minutes(600)).update == "750m"
+    assert gke_update_timeout([minutes(600)]).update == "750m"
+
+
+def test_a_gke_pool_waits_through_every_pool_of_its_cluster() -> None:
+    # GKE runs one node pool operation at a time; terraform-provider-google retries an update
+    # that meets another within that update's own timeout (resource_container_node_pool.go,
+    # `RetryWhileIncompatibleOperation(timeout, ...)`): a pool of 600 minutes after one of 450
+    # waits 1050, x 1.25 = 1312.5.
+    assert gke_update_timeout([minutes(600), minutes(450)]).update == "1313m"
 
 
 def test_a_gke_surge_upgrades_at_most_twenty_nodes_at_once() -> None:
@@ -98,4 +127,4 @@ def test_a_gke_blue_green_pool_without_a_soak_counts_an_hour_for_gkes() -> None:
 
 
 def test_a_pool_of_no_nodes_keeps_the_providers_default() -> None:
-    assert gke_update_timeout(gke_blue_green_rollout(0, None, None)).update == "30m"
+    assert gke_update_timeout([gke_blue_green_rollout(0, None, None)]).update == "30m"

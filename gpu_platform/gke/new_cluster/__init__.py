@@ -112,6 +112,7 @@ class NewGkeCluster(pulumi.ComponentResource):
         name: str,
         config: StackConfig,
         planned: GkeCluster,
+        pool_update_timeout: pulumi.CustomTimeouts,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("gpu-platform:gke:Cluster", name, None, opts)
@@ -154,6 +155,7 @@ class NewGkeCluster(pulumi.ComponentResource):
             self.cluster_resource.name,
             gcp.system_node_pool,
             account.email,
+            pool_update_timeout,
             pulumi.ResourceOptions(parent=self, depends_on=[role, *network.egress]),
         )
         self.admin_grants = [

@@ -10,6 +10,8 @@ privilege Google service accounts", and terraform-google-kubernetes-engine's saf
 (`create_service_account`).
 """
 
+from datetime import timedelta
+
 import pulumi
 from pulumi_gcp import container, projects, serviceaccount
 
@@ -21,7 +23,7 @@ from gpu_platform.gke.node_pool import (
     NODE_SERVICE_ACCOUNT_ROLE,
     node_service_account_id,
 )
-from gpu_platform.rollout_timeouts import gke_surge_rollout, gke_update_timeout
+from gpu_platform.rollout_timeouts import gke_surge_rollout
 
 SYSTEM_IMAGE_TYPE = "COS_CONTAINERD"
 SYSTEM_DISK_TYPE = "pd-balanced"
@@ -60,8 +62,12 @@ def system_node_pool(
     cluster_name: pulumi.Input[str],
     spec: GkeSystemNodePool,
     service_account: pulumi.Input[str],
+    update_timeout: pulumi.CustomTimeouts,
     opts: pulumi.ResourceOptions,
 ) -> container.NodePool:
+    """The system node pool; `update_timeout` is every node pool's of the cluster
+    (`gpu_platform.rollout_timeouts.gke_update_timeout`), as the pool's upgrades wait for the
+    GPU pools' and theirs for it."""
     return container.NodePool(
         name,
         args=system_node_pool_args(cluster, cluster_name, spec, service_account),
@@ -69,15 +75,16 @@ def system_node_pool(
             opts,
             pulumi.ResourceOptions(
                 ignore_changes=list(NODE_COUNT_PROPERTIES),
-                # GKE upgrades the pool with the control plane, a node at a time.
-                custom_timeouts=gke_update_timeout(
-                    gke_surge_rollout(
-                        spec.max_per_zone * REGION_ZONES, REGION_ZONES, *SURGE_UPGRADE
-                    )
-                ),
+                custom_timeouts=update_timeout,
             ),
         ),
     )
+
+
+def system_pool_rollout(spec: GkeSystemNodePool) -> timedelta:
+    """The longest upgrade of the system nodes: GKE upgrades them with the control plane, a node
+    at a time."""
+    return gke_surge_rollout(spec.max_per_zone * REGION_ZONES, REGION_ZONES, *SURGE_UPGRADE)
 
 
 def system_node_pool_args(

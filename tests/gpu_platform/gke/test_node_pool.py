@@ -385,6 +385,22 @@ def test_an_upgrade_waits_for_the_longest_surge_the_pool_allows(gke_plan: Plan) 
     assert node_pool(gke_plan).custom_timeouts == {"update": "282m"}
 
 
+def test_every_pool_waits_through_the_other_pools_upgrades(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    # GKE runs one node pool operation at a time, and terraform-provider-google retries an
+    # update that meets another within the update's own timeout
+    # (resource_container_node_pool.go, `RetryWhileIncompatibleOperation(timeout, ...)`): the
+    # pool of 225 minutes above and one of a single node (one round of 75) may each wait 300,
+    # x 1.25 = 375.
+    first = gke_config["gpu-platform:pools"][0]
+    gke_config["gpu-platform:pools"].append({**first, "name": "l4-batch", "min": 0, "max": 1})
+    plan = plan_for(gke_config)
+
+    assert node_pool(plan).custom_timeouts == {"update": "375m"}
+    assert node_pool(plan, "l4-batch").custom_timeouts == {"update": "375m"}
+
+
 SPECIFIC_RESERVATION: Config = {
     "capacity": "on-demand",
     "zones": ["us-central1-a"],
