@@ -30,6 +30,7 @@ from tests.gpu_platform.kubernetes.gate_graph import (
     NVIDIA_DRIVER,
     canary_ordering_problems,
 )
+from tests.gpu_platform.kubernetes.test_canary_gate import karpenter_canary_of
 from tests.repository import PROJECT
 
 # The canary's new driver, ahead of the pool's: the operator's pinned default (gpu-operator
@@ -54,7 +55,7 @@ def ubuntu_config() -> Config:
 
 def karpenter_config() -> Config:
     config = copy.deepcopy(dict(stack_config("karpenter-dev", PROJECT)))
-    canary_of(config)
+    karpenter_canary_of(config)
     return config
 
 
