@@ -19,12 +19,12 @@ It runs only on nodes of the canary's new release. An EKS node group's or GKE no
 has replaced the canary's nodes before the gate starts. Karpenter replaces them by drift, later:
 the gate asks for a label only the updated NodePool's nodes carry. On GKE Ubuntu the GPU
 Operator loads a new driver on the running nodes after `pulumi up` has changed the NVIDIADriver,
-one node at a time, each after its Jobs (`rolls_drivers_in_place`): the gate asks for a node
-whose driver GPU feature discovery labels as the new one, or that it has not labelled yet (a
-new node, and the autoscaler's template of one, which never carries the label); on a new node
-that still came up on the old driver its pod ends with `ROLLOUT_PENDING_EXIT_CODE`, which the
-Job does not count, and another pod tries again. Its deadline covers the operator's rollout
-reaching one node of the canary.
+one node at a time, each after its Jobs (`rolls_drivers_in_place`): the gate prefers a node
+whose driver GPU feature discovery labels as the new one, and on a node still on the old driver
+its pod ends with `ROLLOUT_PENDING_EXIT_CODE`, which the Job does not count, and another pod
+tries again. It only prefers: required, the label would keep the autoscaler from starting a
+node for it (`_only_on_the_new_driver`). Its deadline covers the operator's rollout reaching one
+node of the canary.
 
 It runs in the GPU Operator's namespace, where no tenant quota counts its GPU, without a service
 account token, under Pod Security `restricted` like any tenant pod.
@@ -159,35 +159,39 @@ def _node_terms(spec: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _only_on_the_new_driver(spec: dict[str, Any], version: str) -> None:
-    """The gate's pod on nodes of the canary that GPU feature discovery labels with `version`,
-    or has not labelled yet, and a pod that found the old driver not counted against the Job's
-    `backoffLimit: 0`: the Job starts another (core/v1 `PodFailurePolicyAction` `Ignore`).
+    """The gate's pod preferably on a node of the canary that GPU feature discovery labels with
+    `version`, and a pod that found another driver not counted against the Job's
+    `backoffLimit: 0`: the Job starts another (core/v1 `PodFailurePolicyAction` `Ignore`). The
+    check, not the affinity, keeps the gate from passing on the old driver.
 
-    The terms of a node affinity are ORed (core/v1 `NodeSelector`). A node being upgraded is
-    cordoned from the start of its upgrade to its end (k8s-operator-libs, vendored in
-    gpu-operator v26.7.0, pkg/upgrade/consts.go: `cordon-required` first, `uncordon-required`
-    after the new driver's validation), so an unlabelled node that can take a pod is a new one;
-    and a pool at zero nodes scales up, as the autoscaler tries a pod on a template node that
-    has the pool's own labels and none of feature discovery's. The upgrade's eviction of a GPU
-    pod (pkg/upgrade/pod_manager.go, `SchedulePodEviction`: the drain helper's
-    `DeleteOrEvictPods`, which evicts) is the smoke test's `DisruptionTarget` rule."""
-    (term,) = _node_terms(spec)
-    pool = term["matchExpressions"]
+    Preferred, not required: the cluster autoscaler starts a node only for a pod that fits its
+    template of the pool, which it builds from a running node of the pool and keeps after the
+    pool went down to zero (kubernetes/autoscaler cluster-autoscaler-1.35.2,
+    processors/nodeinfosprovider/mixed_nodeinfos_processor.go, `nodeInfoCache`), old driver's
+    label and all; it tries the pod there with the scheduler's Filter plugins alone
+    (simulator/clustersnapshot/predicate/plugin_runner.go), and NodeAffinity's Filter matches
+    the required terms only, its Score the preferred ones (kubernetes v1.35,
+    pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go). A required driver label
+    would leave the pod pending on a canary whose nodes are busy, or at zero after an earlier
+    run, with no node ever started for it.
+
+    A node being upgraded is cordoned from the start of its upgrade to its end (k8s-operator-libs,
+    vendored in gpu-operator v26.7.0, pkg/upgrade/consts.go: `cordon-required` first,
+    `uncordon-required` after the new driver's validation), so the pods that keep trying a node
+    not upgraded yet leave it to the upgrade. The upgrade's eviction of a GPU pod
+    (pkg/upgrade/pod_manager.go, `SchedulePodEviction`: the drain helper's `DeleteOrEvictPods`,
+    which evicts) is the smoke test's `DisruptionTarget` rule."""
     spec["template"]["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ]["nodeSelectorTerms"] = [
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    ] = [
         {
-            "matchExpressions": [
-                *pool,
-                {"key": DRIVER_VERSION_NODE_LABEL, "operator": "In", "values": [version]},
-            ]
-        },
-        {
-            "matchExpressions": [
-                *pool,
-                {"key": DRIVER_VERSION_NODE_LABEL, "operator": "DoesNotExist"},
-            ]
-        },
+            "weight": 100,
+            "preference": {
+                "matchExpressions": [
+                    {"key": DRIVER_VERSION_NODE_LABEL, "operator": "In", "values": [version]}
+                ]
+            },
+        }
     ]
     (container,) = spec["template"]["spec"]["containers"]
     spec["podFailurePolicy"]["rules"].insert(

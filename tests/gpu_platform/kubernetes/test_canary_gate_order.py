@@ -182,36 +182,50 @@ def gate_spec(plan: Plan) -> dict[str, Any]:
     return dict(gate(plan).inputs["spec"])
 
 
-def test_an_ubuntu_gate_runs_only_where_feature_discovery_saw_the_new_driver_or_nothing_yet(
+def test_an_ubuntu_gate_prefers_nodes_where_feature_discovery_saw_the_new_driver(
     ubuntu_plan: Plan,
 ) -> None:
     # GPU feature discovery labels a node with its driver as NVML gives it
     # (NVIDIA/k8s-device-plugin v0.20.0, the operator's pin, internal/lm/nvml.go
     # `newVersionLabeler`: nvidia.com/cuda.driver-version.full). Nodes the operator has not
-    # upgraded carry the old driver's; a new node, and the autoscaler's template of one, none.
-    terms = gate_spec(ubuntu_plan)["template"]["spec"]["affinity"]["nodeAffinity"][
+    # upgraded yet carry the old driver's; the scheduler scores the preference
+    # (kubernetes v1.35 pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go, `Score`).
+    affinity = gate_spec(ubuntu_plan)["template"]["spec"]["affinity"]["nodeAffinity"]
+
+    assert affinity["preferredDuringSchedulingIgnoredDuringExecution"] == [
+        {
+            "weight": 100,
+            "preference": {
+                "matchExpressions": [
+                    {
+                        "key": "nvidia.com/cuda.driver-version.full",
+                        "operator": "In",
+                        "values": ["595.120.02"],
+                    }
+                ]
+            },
+        }
+    ]
+
+
+def test_an_ubuntu_gate_requires_no_driver_label_so_the_autoscaler_starts_a_node_for_it(
+    ubuntu_plan: Plan,
+) -> None:
+    # The autoscaler's template of the canary is a running node of it, cached after the pool
+    # went to zero (kubernetes/autoscaler cluster-autoscaler-1.35.2,
+    # processors/nodeinfosprovider/mixed_nodeinfos_processor.go), old driver's label and all;
+    # it tries the pod there with the scheduler's Filter plugins only
+    # (simulator/clustersnapshot/predicate/plugin_runner.go), and NodeAffinity's Filter matches
+    # the required terms only (kubernetes v1.35 node_affinity.go, `Filter`).
+    (term,) = gate_spec(ubuntu_plan)["template"]["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"
     ]["nodeSelectorTerms"]
 
-    pool = {"key": "gpu-platform.io/pool", "operator": "In", "values": ["canary"]}
-    assert terms == [
-        {
-            "matchExpressions": [
-                pool,
-                {
-                    "key": "nvidia.com/cuda.driver-version.full",
-                    "operator": "In",
-                    "values": ["595.120.02"],
-                },
-            ]
-        },
-        {
-            "matchExpressions": [
-                pool,
-                {"key": "nvidia.com/cuda.driver-version.full", "operator": "DoesNotExist"},
-            ]
-        },
-    ]
+    assert term == {
+        "matchExpressions": [
+            {"key": "gpu-platform.io/pool", "operator": "In", "values": ["canary"]}
+        ]
+    }
 
 
 def test_an_ubuntu_gate_expects_the_canarys_new_driver(ubuntu_plan: Plan) -> None:
@@ -397,3 +411,27 @@ def test_a_cos_canarys_release_names_its_gke_version_once() -> None:
     config["gpu-platform:pools"][1]["gcp"] = {"nodeVersion": "1.33.5-gke.1201000"}
 
     assert gate_release(config)["release"].count("1.33.5-gke.1201000") == 1
+
+
+def test_the_invariant_finds_a_gate_that_requires_the_new_drivers_label(
+    ubuntu_plan: Plan,
+) -> None:
+    plan = copy.deepcopy(ubuntu_plan)
+    (term,) = gate(plan).inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    required = {"key": "nvidia.com/cuda.driver-version.full", "operator": "In", "values": ["x"]}
+    term["matchExpressions"].append(required)
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        f"the gate of canary may get no node started for it: {term}"
+    ]
+
+
+def test_the_invariant_finds_a_gate_that_fails_on_the_old_driver(ubuntu_plan: Plan) -> None:
+    plan = copy.deepcopy(ubuntu_plan)
+    del gate(plan).inputs["spec"]["podFailurePolicy"]["rules"][0]
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "the gate of canary fails on a node still on its old driver"
+    ]
