@@ -19,12 +19,9 @@ It runs only on nodes of the canary's new release. An EKS node group's or GKE no
 has replaced the canary's nodes before the gate starts. Karpenter replaces them by drift, later:
 the gate asks for a label only the updated NodePool's nodes carry. On GKE Ubuntu the GPU
 Operator loads a new driver on the running nodes after `pulumi up` has changed the NVIDIADriver,
-one node at a time, each after its Jobs (`rolls_drivers_in_place`): the gate prefers a node
-whose driver GPU feature discovery labels as the new one, and on a node still on the old driver
-its pod ends with `ROLLOUT_PENDING_EXIT_CODE`, which the Job does not count, and another pod
-tries again. It only prefers: required, the label would keep the autoscaler from starting a
-node for it (`_only_on_the_new_driver`). Its deadline covers the operator's rollout reaching one
-node of the canary.
+one node at a time, each after its Jobs (`rolls_drivers_in_place`): the gate waits for the new
+driver as the smoke test does there, retrying a node still on the old one, and its deadline
+covers the operator's rollout reaching one node of the canary.
 
 It runs in the GPU Operator's namespace, where no tenant quota counts its GPU, without a service
 account token, under Pod Security `restricted` like any tenant pod.
@@ -37,11 +34,9 @@ import pulumi
 from pulumi_kubernetes import batch
 
 from gpu_platform.config import OperatorSpec, Provisioner
-from gpu_platform.kubernetes.nvidia_driver import upgrade_hold_seconds
 from gpu_platform.kubernetes.tenant_namespace import (
     SMOKE_TEST_AWAIT_MARGIN_SECONDS,
     smoke_test_job_spec,
-    smoke_test_script,
 )
 from gpu_platform.node_identity import ResolvedPool
 
@@ -55,21 +50,6 @@ RELEASE_ANNOTATION = "gpu-platform.io/canary-release"
 # gate's pod asks for it: only a node launched from the updated NodePool can run the gate.
 RELEASE_NODE_LABEL = "gpu-platform.io/canary-release-id"
 POOL_LABEL = "gpu-platform.io/canary-pool"
-# GPU feature discovery labels each GPU node with its driver as NVML reports it, the string
-# `nvidia-smi --query-gpu=driver_version` prints (NVIDIA/k8s-device-plugin v0.20.0, the
-# operator's v26.7.0 pin, internal/lm/nvml.go `newVersionLabeler`), and labels it again every
-# minute (`GFD_SLEEP_INTERVAL: 60s`, gpu-operator v26.7.0
-# assets/gpu-feature-discovery/0500_daemonset.yaml): after the operator reloaded the driver, the
-# label names the new one.
-DRIVER_VERSION_NODE_LABEL = "nvidia.com/cuda.driver-version.full"
-# EX_TEMPFAIL (sysexits.h): a node the operator's rollout has not reached yet.
-ROLLOUT_PENDING_EXIT_CODE = 75
-# The pod leaves the node after a minute, so that the operator's upgrade, which waits for the
-# Jobs' pods on a node, is not held up by it, and a new pod is not started every second.
-ROLLOUT_PENDING_CHECK = smoke_test_script(
-    'echo "the GPU Operator has not loaded it on this node yet; a new pod tries again";'
-    f" sleep 60; exit {ROLLOUT_PENDING_EXIT_CODE}"
-)
 
 
 def canary_release(canary: ResolvedPool) -> str:
@@ -116,18 +96,13 @@ def canary_gate_job(
     """The gate Job of `canary`; `opts` carry what it waits for (the canary's nodes and driver,
     the GPU Operator). `driver_rollout`: the operator's settings where it loads a new driver on
     the running nodes (GKE Ubuntu)."""
-    soak = canary.spec.canary_soak_minutes
-    if driver_rollout is not None and canary.driver is not None:
-        spec = smoke_test_job_spec(
-            canary,
-            GATE_START_SECONDS + upgrade_hold_seconds(driver_rollout),
-            provisioner,
-            soak,
-            check=ROLLOUT_PENDING_CHECK,
-        )
-        _only_on_the_new_driver(spec, canary.driver.version)
-    else:
-        spec = smoke_test_job_spec(canary, GATE_START_SECONDS, provisioner, soak)
+    spec = smoke_test_job_spec(
+        canary,
+        GATE_START_SECONDS,
+        provisioner,
+        canary.spec.canary_soak_minutes,
+        driver_rollout,
+    )
     for term in _node_terms(spec):
         term["matchExpressions"] += [
             {"key": key, "operator": "In", "values": [value]}
@@ -156,52 +131,3 @@ def canary_gate_job(
 def _node_terms(spec: dict[str, Any]) -> list[dict[str, Any]]:
     affinity = spec["template"]["spec"]["affinity"]["nodeAffinity"]
     return list(affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"])
-
-
-def _only_on_the_new_driver(spec: dict[str, Any], version: str) -> None:
-    """The gate's pod preferably on a node of the canary that GPU feature discovery labels with
-    `version`, and a pod that found another driver not counted against the Job's
-    `backoffLimit: 0`: the Job starts another (core/v1 `PodFailurePolicyAction` `Ignore`). The
-    check, not the affinity, keeps the gate from passing on the old driver.
-
-    Preferred, not required: the cluster autoscaler starts a node only for a pod that fits its
-    template of the pool, which it builds from a running node of the pool and keeps after the
-    pool went down to zero (kubernetes/autoscaler cluster-autoscaler-1.35.2,
-    processors/nodeinfosprovider/mixed_nodeinfos_processor.go, `nodeInfoCache`), old driver's
-    label and all; it tries the pod there with the scheduler's Filter plugins alone
-    (simulator/clustersnapshot/predicate/plugin_runner.go), and NodeAffinity's Filter matches
-    the required terms only, its Score the preferred ones (kubernetes v1.35,
-    pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go). A required driver label
-    would leave the pod pending on a canary whose nodes are busy, or at zero after an earlier
-    run, with no node ever started for it.
-
-    A node being upgraded is cordoned from the start of its upgrade to its end (k8s-operator-libs,
-    vendored in gpu-operator v26.7.0, pkg/upgrade/consts.go: `cordon-required` first,
-    `uncordon-required` after the new driver's validation), so the pods that keep trying a node
-    not upgraded yet leave it to the upgrade. The upgrade's eviction of a GPU pod
-    (pkg/upgrade/pod_manager.go, `SchedulePodEviction`: the drain helper's `DeleteOrEvictPods`,
-    which evicts) is the smoke test's `DisruptionTarget` rule."""
-    spec["template"]["spec"]["affinity"]["nodeAffinity"][
-        "preferredDuringSchedulingIgnoredDuringExecution"
-    ] = [
-        {
-            "weight": 100,
-            "preference": {
-                "matchExpressions": [
-                    {"key": DRIVER_VERSION_NODE_LABEL, "operator": "In", "values": [version]}
-                ]
-            },
-        }
-    ]
-    (container,) = spec["template"]["spec"]["containers"]
-    spec["podFailurePolicy"]["rules"].insert(
-        0,
-        {
-            "action": "Ignore",
-            "onExitCodes": {
-                "containerName": container["name"],
-                "operator": "In",
-                "values": [ROLLOUT_PENDING_EXIT_CODE],
-            },
-        },
-    )
