@@ -400,10 +400,43 @@ def test_a_new_gke_version_on_an_ubuntu_canary_is_a_new_gate() -> None:
 
     after = gate_release(config)
 
-    assert after["release"] == (
-        "595.120.02, the GPU Operator at 595.120.02, on GKE 1.33.5-gke.1201000"
+    assert after["release"].startswith(
+        "595.120.02, the GPU Operator at 595.120.02, on GKE 1.33.5-gke.1201000, NVIDIADriver "
     )
     assert after["name"] != before["name"]
+
+
+@pytest.mark.parametrize(
+    "driver_override", [{"repository": "registry.example.com/nvidia"}, {"image": "driver-fips"}]
+)
+def test_a_new_driver_image_of_the_same_version_on_an_ubuntu_canary_is_a_new_gate(
+    driver_override: dict[str, str],
+) -> None:
+    # `operator.overrides.driver` rewrites every pool's NVIDIADriver image (gpu-operator v26.7.0
+    # internal/image/image.go, ImagePath: repository, image and version), and the operator's
+    # upgrade moves each node whose driver pod is not of its DaemonSet's revision
+    # (k8s-operator-libs, vendored there, pkg/upgrade/common_manager.go `podInSyncWithDS`):
+    # the led pool's driver rolls too, after a gate of its own.
+    config = ubuntu_config()
+    before = gate_release(config)
+    config["gpu-platform:operator"] = {"overrides": {"driver": driver_override}}
+
+    after = gate_release(config)
+
+    assert after["name"] != before["name"]
+    assert after["release"] != before["release"]
+
+
+def test_a_new_driver_upgrade_policy_on_an_ubuntu_canary_keeps_the_gate() -> None:
+    # The NVIDIADriver's upgradePolicy says how the driver reaches the nodes, not which.
+    config = ubuntu_config()
+    before = gate_release(config)
+    config["gpu-platform:operator"] = {
+        "driverUpgradeJobWaitMinutes": 60,
+        "driverUpgradeMaxUnavailablePercent": 50,
+    }
+
+    assert gate_release(config) == before
 
 
 def test_a_cos_canarys_release_names_its_gke_version_once() -> None:
