@@ -159,6 +159,21 @@ def _selection_problems(
     return problems
 
 
+def new_driver_preference(version: str) -> list[dict[str, Any]]:
+    """The preferred node affinity of a pod that waits for the driver `version` on GKE Ubuntu:
+    a node GPU feature discovery labels with it."""
+    return [
+        {
+            "weight": 100,
+            "preference": {
+                "matchExpressions": [
+                    {"key": GFD_DRIVER_LABEL, "operator": "In", "values": [version]}
+                ]
+            },
+        }
+    ]
+
+
 def _what(resource: PlannedResource) -> str:
     return f"{resource.type.rsplit(':', 1)[-1]} {resource.name}"
 

@@ -29,6 +29,7 @@ from tests.gpu_platform.kubernetes.gate_graph import (
     KARPENTER_NODE_POOL,
     NVIDIA_DRIVER,
     canary_ordering_problems,
+    new_driver_preference,
 )
 from tests.gpu_platform.kubernetes.test_canary_gate import karpenter_canary_of
 from tests.repository import PROJECT
@@ -131,12 +132,23 @@ def test_a_cos_led_node_pool_waits_for_the_gate(cos_plan: Plan) -> None:
     assert gate(cos_plan).urn in cos_plan.named("l4-shared", GKE_NODE_POOL).dependencies
 
 
-def test_a_cos_gate_checks_its_canary_without_waiting_for_a_driver_label(cos_plan: Plan) -> None:
+@pytest.mark.parametrize("plan", ["cos_plan", "ubuntu_plan"])
+def test_a_gke_gate_requires_its_canarys_pool_alone(
+    plan: str, request: pytest.FixtureRequest
+) -> None:
     # COS nodes of a new GKE version are new nodes, which the node pool's update has started
-    # before the gate: the pool label alone.
-    (term,) = gate(cos_plan).inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ]["nodeSelectorTerms"]
+    # before the gate. On Ubuntu the driver moves on the running nodes later, yet a required
+    # driver label would keep the autoscaler from starting a node for the gate: its template of
+    # the canary is a running node of it, cached after the pool went to zero
+    # (kubernetes/autoscaler cluster-autoscaler-1.35.2,
+    # processors/nodeinfosprovider/mixed_nodeinfos_processor.go), old driver's label and all;
+    # it tries the pod there with the scheduler's Filter plugins only
+    # (simulator/clustersnapshot/predicate/plugin_runner.go), and NodeAffinity's Filter matches
+    # the required terms only (kubernetes v1.35
+    # pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go, `Filter`).
+    (term,) = gate_spec(request.getfixturevalue(plan))["template"]["spec"]["affinity"][
+        "nodeAffinity"
+    ]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
 
     assert term == {
         "matchExpressions": [
@@ -192,40 +204,9 @@ def test_an_ubuntu_gate_prefers_nodes_where_feature_discovery_saw_the_new_driver
     # (kubernetes v1.35 pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go, `Score`).
     affinity = gate_spec(ubuntu_plan)["template"]["spec"]["affinity"]["nodeAffinity"]
 
-    assert affinity["preferredDuringSchedulingIgnoredDuringExecution"] == [
-        {
-            "weight": 100,
-            "preference": {
-                "matchExpressions": [
-                    {
-                        "key": "nvidia.com/cuda.driver-version.full",
-                        "operator": "In",
-                        "values": ["595.120.02"],
-                    }
-                ]
-            },
-        }
-    ]
-
-
-def test_an_ubuntu_gate_requires_no_driver_label_so_the_autoscaler_starts_a_node_for_it(
-    ubuntu_plan: Plan,
-) -> None:
-    # The autoscaler's template of the canary is a running node of it, cached after the pool
-    # went to zero (kubernetes/autoscaler cluster-autoscaler-1.35.2,
-    # processors/nodeinfosprovider/mixed_nodeinfos_processor.go), old driver's label and all;
-    # it tries the pod there with the scheduler's Filter plugins only
-    # (simulator/clustersnapshot/predicate/plugin_runner.go), and NodeAffinity's Filter matches
-    # the required terms only (kubernetes v1.35 node_affinity.go, `Filter`).
-    (term,) = gate_spec(ubuntu_plan)["template"]["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ]["nodeSelectorTerms"]
-
-    assert term == {
-        "matchExpressions": [
-            {"key": "gpu-platform.io/pool", "operator": "In", "values": ["canary"]}
-        ]
-    }
+    assert affinity["preferredDuringSchedulingIgnoredDuringExecution"] == (
+        new_driver_preference("595.120.02")
+    )
 
 
 def test_an_ubuntu_gate_expects_the_canarys_new_driver(ubuntu_plan: Plan) -> None:

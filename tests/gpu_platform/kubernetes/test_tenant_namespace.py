@@ -15,6 +15,7 @@ from gpu_platform.kubernetes.tenant_namespace import ROLLOUT_PENDING_CHECK, SMOK
 from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE, POD_SECURITY_VERSION
 from tests.conftest import dev_stack_config, gke_stack_config
 from tests.gpu_platform.gke.plans import on_ubuntu
+from tests.gpu_platform.kubernetes.gate_graph import new_driver_preference
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
 from tests.repository import PROJECT
 from tests.stack_variants import MIG_POOL, MIG_SLICE_RESOURCE, with_mig_mixed_pool
@@ -444,20 +445,9 @@ def test_an_ubuntu_smoke_test_prefers_nodes_on_the_new_driver_but_requires_only_
             ]
         }
     ]
-    assert affinity["preferredDuringSchedulingIgnoredDuringExecution"] == [
-        {
-            "weight": 100,
-            "preference": {
-                "matchExpressions": [
-                    {
-                        "key": "nvidia.com/cuda.driver-version.full",
-                        "operator": "In",
-                        "values": ["595.120.02"],
-                    }
-                ]
-            },
-        }
-    ]
+    assert affinity["preferredDuringSchedulingIgnoredDuringExecution"] == (
+        new_driver_preference("595.120.02")
+    )
 
 
 def test_an_ubuntu_smoke_tests_deadline_covers_the_operators_wait_for_a_nodes_jobs(
