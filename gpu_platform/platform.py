@@ -202,7 +202,9 @@ class GpuPlatform(pulumi.ComponentResource):
         tenants = [
             GpuTenantNamespace(
                 namespace.name,
-                GpuTenantNamespaceArgs(namespace, pools, provisioner=config.provisioner),
+                GpuTenantNamespaceArgs(
+                    namespace, pools, provisioner=config.provisioner, driver_rollout=driver_rollout
+                ),
                 # A smoke test on a led pool runs on its updated nodes.
                 pulumi.ResourceOptions.merge(
                     on_cluster, pulumi.ResourceOptions(depends_on=[operator, *led])

@@ -53,7 +53,10 @@ class TenantNamespaceSpec(Model):
     the Job fails, so does `pulumi up`."""
     smoke_test_deadline_seconds: int = Field(default=900, ge=120, le=3600)
     """How long the smoke test may take, scaling its pool up from zero and the GPU Operator
-    preparing the new node included; past it the Job fails, and `pulumi up` with it."""
+    preparing the new node included; past it the Job fails, and `pulumi up` with it. On GKE
+    Ubuntu the smoke test also waits for its pool's new driver, and the deadline grows by the
+    longest the operator may keep a node on the old one (`operator.driverUpgradeJobWaitMinutes`
+    and 5 minutes)."""
     # The enforcer runs every 10 minutes and wants readings from the first and the last 10
     # minutes of the window (idle_gpu_reaper.py): a shorter limit would hardly be a window, and
     # a run's wait could nearly double it.

@@ -6,42 +6,39 @@ really runs is known only on the cluster. So the order is enforced where it is: 
 node group (EKS), NodePool (Karpenter) or node pool (GKE), and on GKE Ubuntu its NVIDIADriver,
 depend on this Job, which depends on the canary's nodes, the canary's NVIDIADriver and the GPU
 Operator's release. Its name is derived from the canary's driver and what pins it (an AMI
-release, a GKE version, the operator's driver version), so a new canary release is a new Job,
-which Pulumi creates, and waits for, before it updates the led pool; a release that changes
-nothing of the canary's runs nothing again. The Job is the tenant smoke test's
-(`smoke_test_job_spec`): `nvidia-smi` and the driver the platform expects, on a node of the
-canary, started from zero if need be, then `canarySoakMinutes` of `nvidia-smi` once a minute.
-pulumi-kubernetes fails `pulumi up` when the Job fails or passes its deadline, and the led pool
-is then left as it was. A failed gate Job is replaced, and so re-run, on the next `pulumi up`
-(`pulumi.com/replaceUnready`).
+release, a GKE version, the operator's driver version, and on GKE Ubuntu the canary's
+NVIDIADriver, its image included), so a new canary release is a new Job, which Pulumi creates,
+and waits for, before it updates the led pool; a release that changes nothing of the canary's
+runs nothing again. The Job is the tenant smoke test's (`smoke_test_job_spec`): `nvidia-smi`
+and the driver the platform expects, on a node of the canary, started from zero if need be,
+then `canarySoakMinutes` of `nvidia-smi` once a minute. pulumi-kubernetes fails `pulumi up` when
+the Job fails or passes its deadline, and the led pool is then left as it was. A failed gate
+Job is replaced, and so re-run, on the next `pulumi up` (`pulumi.com/replaceUnready`).
 
-It runs only on nodes of the canary's new release. An EKS node group's or GKE node pool's update
+It passes only on nodes of the canary's new release. An EKS node group's or GKE node pool's update
 has replaced the canary's nodes before the gate starts. Karpenter replaces them by drift, later:
 the gate asks for a label only the updated NodePool's nodes carry. On GKE Ubuntu the GPU
 Operator loads a new driver on the running nodes after `pulumi up` has changed the NVIDIADriver,
-one node at a time, each after its Jobs (`rolls_drivers_in_place`): the gate asks for a node
-whose driver GPU feature discovery labels as the new one, or that it has not labelled yet (a
-new node, and the autoscaler's template of one, which never carries the label); on a new node
-that still came up on the old driver its pod ends with `ROLLOUT_PENDING_EXIT_CODE`, which the
-Job does not count, and another pod tries again. Its deadline covers the operator's rollout
-reaching one node of the canary.
+one node at a time, each after its Jobs (`rolls_drivers_in_place`): the gate waits for the new
+driver as the smoke test does there, retrying a node still on the old one, and its deadline
+covers the operator's rollout reaching one node of the canary.
 
 It runs in the GPU Operator's namespace, where no tenant quota counts its GPU, without a service
 account token, under Pod Security `restricted` like any tenant pod.
 """
 
 import hashlib
+import json
 from typing import Any, cast
 
 import pulumi
 from pulumi_kubernetes import batch
 
 from gpu_platform.config import OperatorSpec, Provisioner
-from gpu_platform.kubernetes.nvidia_driver import upgrade_hold_seconds
+from gpu_platform.kubernetes.nvidia_driver import nvidia_driver_for
 from gpu_platform.kubernetes.tenant_namespace import (
     SMOKE_TEST_AWAIT_MARGIN_SECONDS,
     smoke_test_job_spec,
-    smoke_test_script,
 )
 from gpu_platform.node_identity import ResolvedPool
 
@@ -55,25 +52,12 @@ RELEASE_ANNOTATION = "gpu-platform.io/canary-release"
 # gate's pod asks for it: only a node launched from the updated NodePool can run the gate.
 RELEASE_NODE_LABEL = "gpu-platform.io/canary-release-id"
 POOL_LABEL = "gpu-platform.io/canary-pool"
-# GPU feature discovery labels each GPU node with its driver as NVML reports it, the string
-# `nvidia-smi --query-gpu=driver_version` prints (NVIDIA/k8s-device-plugin v0.20.0, the
-# operator's v26.7.0 pin, internal/lm/nvml.go `newVersionLabeler`), and labels it again every
-# minute (`GFD_SLEEP_INTERVAL: 60s`, gpu-operator v26.7.0
-# assets/gpu-feature-discovery/0500_daemonset.yaml): after the operator reloaded the driver, the
-# label names the new one.
-DRIVER_VERSION_NODE_LABEL = "nvidia.com/cuda.driver-version.full"
-# EX_TEMPFAIL (sysexits.h): a node the operator's rollout has not reached yet.
-ROLLOUT_PENDING_EXIT_CODE = 75
-# The pod leaves the node after a minute, so that the operator's upgrade, which waits for the
-# Jobs' pods on a node, is not held up by it, and a new pod is not started every second.
-ROLLOUT_PENDING_CHECK = smoke_test_script(
-    'echo "the GPU Operator has not loaded it on this node yet; a new pod tries again";'
-    f" sleep 60; exit {ROLLOUT_PENDING_EXIT_CODE}"
-)
 
 
-def canary_release(canary: ResolvedPool) -> str:
-    """What the canary runs, in words: its driver, what pins it, and its pinned GKE version."""
+def canary_release(canary: ResolvedPool, driver_rollout: OperatorSpec | None = None) -> str:
+    """What the canary runs, in words: its driver, what pins it, and its pinned GKE version;
+    where the operator builds the driver (`driver_rollout`, GKE Ubuntu), a digest of the
+    canary's NVIDIADriver too."""
     driver = canary.driver
     if driver is None:
         return "unknown"
@@ -84,18 +68,39 @@ def canary_release(canary: ResolvedPool) -> str:
     node_version = canary.spec.gcp.node_version
     if node_version is not None and node_version not in release:
         release += f", on GKE {node_version}"
+    if driver_rollout is not None:
+        release += f", NVIDIADriver {_driver_digest(canary, driver_rollout)}"
     return release
 
 
-def canary_release_id(canary: ResolvedPool) -> str:
+# What of an NVIDIADriver leaves the driver its nodes load as it is: how the operator rolls it
+# out, which nodes it selects (the canary's own, always), where its pods may run, and what
+# pulls its image.
+NOT_THE_DRIVER = ("upgradePolicy", "nodeSelector", "tolerations", "imagePullSecrets")
+
+
+def _driver_digest(canary: ResolvedPool, operator: OperatorSpec) -> str:
+    """A digest of what of the canary's NVIDIADriver makes the driver: a new image
+    (`operator.overrides.driver.repository` or `image`) of the same version changes every
+    pool's NVIDIADriver (gpu-operator v26.7.0 internal/image/image.go, ImagePath: repository,
+    image and version), and the operator rolls it out over each pool's nodes as it does a new
+    version, its upgrade moving every node whose driver pod is not of its DaemonSet's current
+    revision (k8s-operator-libs, vendored there, pkg/upgrade/common_manager.go
+    `podInSyncWithDS`)."""
+    spec = nvidia_driver_for(canary, operator)["spec"]
+    driver = {key: value for key, value in spec.items() if key not in NOT_THE_DRIVER}
+    return hashlib.sha256(json.dumps(driver, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def canary_release_id(canary: ResolvedPool, driver_rollout: OperatorSpec | None = None) -> str:
     """A short digest of the canary and its release, fit for a name or a label value."""
-    digest = hashlib.sha256(f"{canary.spec.name}\n{canary_release(canary)}".encode()).hexdigest()
-    return digest[:12]
+    release = canary_release(canary, driver_rollout)
+    return hashlib.sha256(f"{canary.spec.name}\n{release}".encode()).hexdigest()[:12]
 
 
-def gate_job_name(canary: ResolvedPool) -> str:
+def gate_job_name(canary: ResolvedPool, driver_rollout: OperatorSpec | None = None) -> str:
     """A name of the canary and its release: a new release is a new Job."""
-    return f"{GATE_NAME_PREFIX}{canary_release_id(canary)}"
+    return f"{GATE_NAME_PREFIX}{canary_release_id(canary, driver_rollout)}"
 
 
 def canary_node_labels(canary: ResolvedPool, provisioner: Provisioner) -> dict[str, str]:
@@ -116,18 +121,13 @@ def canary_gate_job(
     """The gate Job of `canary`; `opts` carry what it waits for (the canary's nodes and driver,
     the GPU Operator). `driver_rollout`: the operator's settings where it loads a new driver on
     the running nodes (GKE Ubuntu)."""
-    soak = canary.spec.canary_soak_minutes
-    if driver_rollout is not None and canary.driver is not None:
-        spec = smoke_test_job_spec(
-            canary,
-            GATE_START_SECONDS + upgrade_hold_seconds(driver_rollout),
-            provisioner,
-            soak,
-            check=ROLLOUT_PENDING_CHECK,
-        )
-        _only_on_the_new_driver(spec, canary.driver.version)
-    else:
-        spec = smoke_test_job_spec(canary, GATE_START_SECONDS, provisioner, soak)
+    spec = smoke_test_job_spec(
+        canary,
+        GATE_START_SECONDS,
+        provisioner,
+        canary.spec.canary_soak_minutes,
+        driver_rollout,
+    )
     for term in _node_terms(spec):
         term["matchExpressions"] += [
             {"key": key, "operator": "In", "values": [value]}
@@ -136,11 +136,11 @@ def canary_gate_job(
     return batch.v1.Job(
         f"{canary.spec.name}-canary-gate",
         metadata={
-            "name": gate_job_name(canary),
+            "name": gate_job_name(canary, driver_rollout),
             "namespace": namespace,
             "labels": {POOL_LABEL: canary.spec.name, "app.kubernetes.io/part-of": "gpu-platform"},
             "annotations": {
-                RELEASE_ANNOTATION: canary_release(canary),
+                RELEASE_ANNOTATION: canary_release(canary, driver_rollout),
                 "pulumi.com/timeoutSeconds": str(
                     spec["activeDeadlineSeconds"] + SMOKE_TEST_AWAIT_MARGIN_SECONDS
                 ),
@@ -156,48 +156,3 @@ def canary_gate_job(
 def _node_terms(spec: dict[str, Any]) -> list[dict[str, Any]]:
     affinity = spec["template"]["spec"]["affinity"]["nodeAffinity"]
     return list(affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"])
-
-
-def _only_on_the_new_driver(spec: dict[str, Any], version: str) -> None:
-    """The gate's pod on nodes of the canary that GPU feature discovery labels with `version`,
-    or has not labelled yet, and a pod that found the old driver not counted against the Job's
-    `backoffLimit: 0`: the Job starts another (core/v1 `PodFailurePolicyAction` `Ignore`).
-
-    The terms of a node affinity are ORed (core/v1 `NodeSelector`). A node being upgraded is
-    cordoned from the start of its upgrade to its end (k8s-operator-libs, vendored in
-    gpu-operator v26.7.0, pkg/upgrade/consts.go: `cordon-required` first, `uncordon-required`
-    after the new driver's validation), so an unlabelled node that can take a pod is a new one;
-    and a pool at zero nodes scales up, as the autoscaler tries a pod on a template node that
-    has the pool's own labels and none of feature discovery's. The upgrade's eviction of a GPU
-    pod (pkg/upgrade/pod_manager.go, `SchedulePodEviction`: the drain helper's
-    `DeleteOrEvictPods`, which evicts) is the smoke test's `DisruptionTarget` rule."""
-    (term,) = _node_terms(spec)
-    pool = term["matchExpressions"]
-    spec["template"]["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ]["nodeSelectorTerms"] = [
-        {
-            "matchExpressions": [
-                *pool,
-                {"key": DRIVER_VERSION_NODE_LABEL, "operator": "In", "values": [version]},
-            ]
-        },
-        {
-            "matchExpressions": [
-                *pool,
-                {"key": DRIVER_VERSION_NODE_LABEL, "operator": "DoesNotExist"},
-            ]
-        },
-    ]
-    (container,) = spec["template"]["spec"]["containers"]
-    spec["podFailurePolicy"]["rules"].insert(
-        0,
-        {
-            "action": "Ignore",
-            "onExitCodes": {
-                "containerName": container["name"],
-                "operator": "In",
-                "values": [ROLLOUT_PENDING_EXIT_CODE],
-            },
-        },
-    )

@@ -23,6 +23,13 @@ finished Job is kept, not deleted after a TTL: `pulumi refresh` would find it go
 whenever its pod changes (a new image pin, another pool): Kubernetes cannot change a Job's pod
 template, so Pulumi replaces the Job.
 
+On GKE Ubuntu a new driver of its pool is such a change, and the GPU Operator loads that driver on
+the pool's running nodes only after `pulumi up` has applied it, one node at a time, each after
+its Jobs (`nvidia_driver.py`): the new Job would find the old driver. There it waits for the new
+one (`_waiting_for_the_new_driver`, which the canary gate shares), and its deadline is
+`smokeTestDeadlineSeconds` plus the longest the operator keeps a node on its old driver
+(`upgrade_hold_seconds`).
+
 A namespace that sets `gpuIdleMinutes` carries it as the label `gpu-platform.io/gpu-idle-minutes`
 and gets the job that ends its GPU pods once idle that long (`idle_gpu_pods.py`).
 """
@@ -34,9 +41,10 @@ from typing import Any, cast
 import pulumi
 from pulumi_kubernetes import batch, core
 
-from gpu_platform.config import Provisioner, TenantNamespaceSpec, quota_setting
+from gpu_platform.config import OperatorSpec, Provisioner, TenantNamespaceSpec, quota_setting
 from gpu_platform.kubernetes.gpu_pod import gpu_pod_annotations, gpu_pod_spec
 from gpu_platform.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL
+from gpu_platform.kubernetes.nvidia_driver import upgrade_hold_seconds
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.node_identity import (
     GPU_RESOURCE,
@@ -68,6 +76,9 @@ class GpuTenantNamespaceArgs:
     """Every pool of the stack: the quota covers the GPU resources of all of them."""
     provisioner: Provisioner = "cluster-autoscaler"
     """What starts the stack's GPU nodes: the smoke test asks it not to disrupt the node."""
+    driver_rollout: OperatorSpec | None = None
+    """The GPU Operator's settings where it loads a new driver on the running nodes (GKE
+    Ubuntu): the smoke test then waits for its pool's new driver (see the module doc)."""
 
 
 class GpuTenantNamespace(pulumi.ComponentResource):
@@ -103,6 +114,12 @@ class GpuTenantNamespace(pulumi.ComponentResource):
         self.smoke_test_job_name: pulumi.Output[str] | None = None
         if spec.smoke_test_pool is not None:
             pool = next(p for p in args.pools if p.spec.name == spec.smoke_test_pool)
+            job_spec = smoke_test_job_spec(
+                pool,
+                spec.smoke_test_deadline_seconds,
+                args.provisioner,
+                driver_rollout=args.driver_rollout,
+            )
             job = batch.v1.Job(
                 f"{name}-{SMOKE_TEST_NAME}",
                 metadata={
@@ -111,17 +128,14 @@ class GpuTenantNamespace(pulumi.ComponentResource):
                     "labels": _smoke_test_labels(),
                     "annotations": {
                         "pulumi.com/timeoutSeconds": str(
-                            spec.smoke_test_deadline_seconds + SMOKE_TEST_AWAIT_MARGIN_SECONDS
+                            job_spec["activeDeadlineSeconds"] + SMOKE_TEST_AWAIT_MARGIN_SECONDS
                         ),
                         "pulumi.com/replaceUnready": "true",
                     },
                 },
                 # The provider takes Kubernetes' camelCase field names as they are; the SDK's
                 # TypedDicts only know their snake_case spelling.
-                spec=cast(
-                    Any,
-                    smoke_test_job_spec(pool, spec.smoke_test_deadline_seconds, args.provisioner),
-                ),
+                spec=cast(Any, job_spec),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[quota]),
             )
             self.smoke_test_job_name = job.metadata.name
@@ -206,18 +220,40 @@ done
 echo "soaked ${SOAK_MINUTES_ENV} minute(s)"
 """
 
+# GPU feature discovery labels each GPU node with its driver as NVML reports it, the string
+# `nvidia-smi --query-gpu=driver_version` prints (NVIDIA/k8s-device-plugin v0.20.0, the
+# operator's v26.7.0 pin, internal/lm/nvml.go `newVersionLabeler`), and labels it again every
+# minute (`GFD_SLEEP_INTERVAL: 60s`, gpu-operator v26.7.0
+# assets/gpu-feature-discovery/0500_daemonset.yaml): after the operator reloaded the driver, the
+# label names the new one.
+DRIVER_VERSION_NODE_LABEL = "nvidia.com/cuda.driver-version.full"
+# EX_TEMPFAIL (sysexits.h): a node the operator's rollout has not reached yet.
+ROLLOUT_PENDING_EXIT_CODE = 75
+# The pod leaves the node after a minute, so that the operator's upgrade, which waits for the
+# Jobs' pods on a node, is not held up by it, and a new pod is not started every second.
+ROLLOUT_PENDING_CHECK = smoke_test_script(
+    'echo "the GPU Operator has not loaded it on this node yet; a new pod tries again";'
+    f" sleep 60; exit {ROLLOUT_PENDING_EXIT_CODE}"
+)
+
 
 def smoke_test_job_spec(
     pool: ResolvedPool,
     deadline_seconds: int,
     provisioner: Provisioner = "cluster-autoscaler",
     soak_minutes: int = 0,
-    check: str = SMOKE_TEST_SCRIPT,
+    driver_rollout: OperatorSpec | None = None,
 ) -> dict[str, Any]:
     """A Job that runs `nvidia-smi` once in a restricted pod on `pool` (see the module doc; the
-    `check` script where the pool's driver is known), then, for `soak_minutes`, once a minute;
-    its deadline covers the soak too."""
+    driver check where the pool's driver is known), then, for `soak_minutes`, once a minute;
+    its deadline covers the soak too. `driver_rollout`: the GPU Operator's settings where it
+    loads a new driver on the running nodes (GKE Ubuntu), where the Job waits for the pool's
+    new driver, its deadline longer by the most the operator may keep a node on the old one."""
+    rollout = driver_rollout if pool.driver is not None else None
+    check = SMOKE_TEST_SCRIPT if rollout is None else ROLLOUT_PENDING_CHECK
     script = check + (SOAK_SCRIPT if soak_minutes else "")
+    if rollout is not None:
+        deadline_seconds += upgrade_hold_seconds(rollout)
     pod = gpu_pod_spec(
         pool,
         GPU_SMOKE_TEST_IMAGE.reference,
@@ -239,7 +275,7 @@ def smoke_test_job_spec(
     )
     # `nvidia-smi` never calls the Kubernetes API.
     pod["automountServiceAccountToken"] = False
-    return {
+    spec: dict[str, Any] = {
         "backoffLimit": 0,
         "activeDeadlineSeconds": deadline_seconds + soak_minutes * 60,
         "podFailurePolicy": {
@@ -260,7 +296,59 @@ def smoke_test_job_spec(
             "spec": pod,
         },
     }
+    if rollout is not None and pool.driver is not None:
+        _waiting_for_the_new_driver(spec, pool.driver.version)
+    return spec
 
 
 def _smoke_test_labels() -> dict[str, str]:
     return {"app.kubernetes.io/name": SMOKE_TEST_NAME, "app.kubernetes.io/part-of": "gpu-platform"}
+
+
+def _waiting_for_the_new_driver(spec: dict[str, Any], version: str) -> None:
+    """The pod preferably on a node of its pool that GPU feature discovery labels with
+    `version`, and a pod that found another driver not counted against the Job's
+    `backoffLimit: 0`: the Job starts another (core/v1 `PodFailurePolicyAction` `Ignore`). The
+    check (`ROLLOUT_PENDING_CHECK`), not the affinity, keeps it from passing on the old driver.
+
+    Preferred, not required: the cluster autoscaler starts a node only for a pod that fits its
+    template of the pool, which it builds from a running node of the pool and keeps after the
+    pool went down to zero (kubernetes/autoscaler cluster-autoscaler-1.35.2,
+    processors/nodeinfosprovider/mixed_nodeinfos_processor.go, `nodeInfoCache`), old driver's
+    label and all; it tries the pod there with the scheduler's Filter plugins alone
+    (simulator/clustersnapshot/predicate/plugin_runner.go), and NodeAffinity's Filter matches
+    the required terms only, its Score the preferred ones (kubernetes v1.35,
+    pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go). A required driver label
+    would leave the pod pending on a pool whose nodes are busy, or at zero after an earlier run,
+    with no node ever started for it.
+
+    A node being upgraded is cordoned from the start of its upgrade to its end (k8s-operator-libs,
+    vendored in gpu-operator v26.7.0, pkg/upgrade/consts.go: `cordon-required` first,
+    `uncordon-required` after the new driver's validation), so the pods that keep trying a node
+    not upgraded yet leave it to the upgrade. The upgrade's eviction of a GPU pod
+    (pkg/upgrade/pod_manager.go, `SchedulePodEviction`: the drain helper's `DeleteOrEvictPods`,
+    which evicts) is the smoke test's `DisruptionTarget` rule."""
+    spec["template"]["spec"]["affinity"]["nodeAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    ] = [
+        {
+            "weight": 100,
+            "preference": {
+                "matchExpressions": [
+                    {"key": DRIVER_VERSION_NODE_LABEL, "operator": "In", "values": [version]}
+                ]
+            },
+        }
+    ]
+    (container,) = spec["template"]["spec"]["containers"]
+    spec["podFailurePolicy"]["rules"].insert(
+        0,
+        {
+            "action": "Ignore",
+            "onExitCodes": {
+                "containerName": container["name"],
+                "operator": "In",
+                "values": [ROLLOUT_PENDING_EXIT_CODE],
+            },
+        },
+    )

@@ -1,7 +1,7 @@
 """The canary ordering over a whole plan, for any stack: every led pool waits, through the
 dependency graph, for its canary's nodes, the canary's NVIDIADriver and the canary's gate; the
 gate waits for the canary's nodes and NVIDIADriver and for nothing of the led pool; and the gate
-runs only on nodes of the canary's new release.
+passes only on nodes of the canary's new release.
 
 "Waits for" is what the Pulumi engine enforces: a resource is registered only once the resources
 it depends on (`dependencies`, `propertyDependencies`) are, and once its parent is, which waits
@@ -33,6 +33,10 @@ KARPENTER_RELEASE_LABEL = "gpu-platform.io/canary-release-id"
 # GPU feature discovery's driver label (NVIDIA/k8s-device-plugin v0.20.0 internal/lm/nvml.go):
 # on GKE Ubuntu the GPU Operator loads a new driver on running nodes after `pulumi up`.
 GFD_DRIVER_LABEL = "nvidia.com/cuda.driver-version.full"
+# What the gate's check reads, and how its pod ends on a node still on the old driver, which
+# the Job retries rather than counts.
+EXPECTED_DRIVER_ENV = "EXPECTED_NVIDIA_DRIVER"
+ROLLOUT_PENDING_EXIT_CODE = 75
 
 
 def canary_ordering_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
@@ -107,11 +111,16 @@ def _selection_problems(
     gate: PlannedResource,
     canary: str,
 ) -> list[str]:
-    """Every term the gate's pod may be scheduled by names the canary's pool, and, where the
-    canary's nodes move to the new release after `pulumi up`, a mark of the new release."""
-    terms = gate.inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ]["nodeSelectorTerms"]
+    """Every term the gate's pod may be scheduled by names the canary's pool, and, on
+    Karpenter, a mark of the new release; where the canary's driver moves on its running nodes
+    after `pulumi up` (GKE Ubuntu), the gate checks the new driver and retries a node still on
+    the old one, while no term requires a driver label the autoscaler's template of the canary,
+    copied from an old node, may lack."""
+    pod = gate.inputs["spec"]["template"]["spec"]
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    rolls_in_place = stack.platform is Platform.GKE_UBUNTU and canary in drivers
     problems = []
     for term in terms:
         wanted = {e["key"]: e for e in term.get("matchExpressions", [])}
@@ -126,15 +135,43 @@ def _selection_problems(
             release = wanted.get(KARPENTER_RELEASE_LABEL, {})
             if None in released or [*released] != release.get("values"):
                 problems.append(f"the gate of {canary} may run on a node drift left: {term}")
-        if stack.platform is Platform.GKE_UBUNTU and canary in drivers:
-            version = drivers[canary].inputs["spec"]["version"]
-            driver = wanted.get(GFD_DRIVER_LABEL, {})
-            new = driver.get("operator") == "In" and driver.get("values") == [version]
-            if not new and driver.get("operator") != "DoesNotExist":
-                problems.append(
-                    f"the gate of {canary} may run on a node still on its old driver: {term}"
-                )
+        if rolls_in_place and GFD_DRIVER_LABEL in wanted:
+            problems.append(f"the gate of {canary} may get no node started for it: {term}")
+    if rolls_in_place:
+        version = drivers[canary].inputs["spec"]["version"]
+        (container,) = pod["containers"]
+        env = {e["name"]: e.get("value") for e in container.get("env", [])}
+        retried = {
+            "action": "Ignore",
+            "onExitCodes": {
+                "containerName": container["name"],
+                "operator": "In",
+                "values": [ROLLOUT_PENDING_EXIT_CODE],
+            },
+        }
+        if env.get(EXPECTED_DRIVER_ENV) != version:
+            problems.append(f"the gate of {canary} does not check for its new driver {version}")
+        if (
+            retried not in gate.inputs["spec"]["podFailurePolicy"]["rules"]
+            or f"exit {ROLLOUT_PENDING_EXIT_CODE}" not in container["command"][-1]
+        ):
+            problems.append(f"the gate of {canary} fails on a node still on its old driver")
     return problems
+
+
+def new_driver_preference(version: str) -> list[dict[str, Any]]:
+    """The preferred node affinity of a pod that waits for the driver `version` on GKE Ubuntu:
+    a node GPU feature discovery labels with it."""
+    return [
+        {
+            "weight": 100,
+            "preference": {
+                "matchExpressions": [
+                    {"key": GFD_DRIVER_LABEL, "operator": "In", "values": [version]}
+                ]
+            },
+        }
+    ]
 
 
 def _what(resource: PlannedResource) -> str:

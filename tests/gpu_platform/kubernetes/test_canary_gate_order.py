@@ -17,7 +17,7 @@ import pytest
 
 from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.cli.stack_files import stack_config
-from gpu_platform.kubernetes.canary_gate import ROLLOUT_PENDING_CHECK
+from gpu_platform.kubernetes.tenant_namespace import ROLLOUT_PENDING_CHECK
 from tests.conftest import Config, dev_stack_config, gke_stack_config
 from tests.gpu_platform.config.test_canary_rules import canary_of
 from tests.gpu_platform.gke.plans import on_ubuntu, problems_of
@@ -29,7 +29,9 @@ from tests.gpu_platform.kubernetes.gate_graph import (
     KARPENTER_NODE_POOL,
     NVIDIA_DRIVER,
     canary_ordering_problems,
+    new_driver_preference,
 )
+from tests.gpu_platform.kubernetes.test_canary_gate import karpenter_canary_of
 from tests.repository import PROJECT
 
 # The canary's new driver, ahead of the pool's: the operator's pinned default (gpu-operator
@@ -54,7 +56,7 @@ def ubuntu_config() -> Config:
 
 def karpenter_config() -> Config:
     config = copy.deepcopy(dict(stack_config("karpenter-dev", PROJECT)))
-    canary_of(config)
+    karpenter_canary_of(config)
     return config
 
 
@@ -130,12 +132,23 @@ def test_a_cos_led_node_pool_waits_for_the_gate(cos_plan: Plan) -> None:
     assert gate(cos_plan).urn in cos_plan.named("l4-shared", GKE_NODE_POOL).dependencies
 
 
-def test_a_cos_gate_checks_its_canary_without_waiting_for_a_driver_label(cos_plan: Plan) -> None:
+@pytest.mark.parametrize("plan", ["cos_plan", "ubuntu_plan"])
+def test_a_gke_gate_requires_its_canarys_pool_alone(
+    plan: str, request: pytest.FixtureRequest
+) -> None:
     # COS nodes of a new GKE version are new nodes, which the node pool's update has started
-    # before the gate: the pool label alone.
-    (term,) = gate(cos_plan).inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ]["nodeSelectorTerms"]
+    # before the gate. On Ubuntu the driver moves on the running nodes later, yet a required
+    # driver label would keep the autoscaler from starting a node for the gate: its template of
+    # the canary is a running node of it, cached after the pool went to zero
+    # (kubernetes/autoscaler cluster-autoscaler-1.35.2,
+    # processors/nodeinfosprovider/mixed_nodeinfos_processor.go), old driver's label and all;
+    # it tries the pod there with the scheduler's Filter plugins only
+    # (simulator/clustersnapshot/predicate/plugin_runner.go), and NodeAffinity's Filter matches
+    # the required terms only (kubernetes v1.35
+    # pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go, `Filter`).
+    (term,) = gate_spec(request.getfixturevalue(plan))["template"]["spec"]["affinity"][
+        "nodeAffinity"
+    ]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
 
     assert term == {
         "matchExpressions": [
@@ -181,36 +194,19 @@ def gate_spec(plan: Plan) -> dict[str, Any]:
     return dict(gate(plan).inputs["spec"])
 
 
-def test_an_ubuntu_gate_runs_only_where_feature_discovery_saw_the_new_driver_or_nothing_yet(
+def test_an_ubuntu_gate_prefers_nodes_where_feature_discovery_saw_the_new_driver(
     ubuntu_plan: Plan,
 ) -> None:
     # GPU feature discovery labels a node with its driver as NVML gives it
     # (NVIDIA/k8s-device-plugin v0.20.0, the operator's pin, internal/lm/nvml.go
     # `newVersionLabeler`: nvidia.com/cuda.driver-version.full). Nodes the operator has not
-    # upgraded carry the old driver's; a new node, and the autoscaler's template of one, none.
-    terms = gate_spec(ubuntu_plan)["template"]["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ]["nodeSelectorTerms"]
+    # upgraded yet carry the old driver's; the scheduler scores the preference
+    # (kubernetes v1.35 pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go, `Score`).
+    affinity = gate_spec(ubuntu_plan)["template"]["spec"]["affinity"]["nodeAffinity"]
 
-    pool = {"key": "gpu-platform.io/pool", "operator": "In", "values": ["canary"]}
-    assert terms == [
-        {
-            "matchExpressions": [
-                pool,
-                {
-                    "key": "nvidia.com/cuda.driver-version.full",
-                    "operator": "In",
-                    "values": ["595.120.02"],
-                },
-            ]
-        },
-        {
-            "matchExpressions": [
-                pool,
-                {"key": "nvidia.com/cuda.driver-version.full", "operator": "DoesNotExist"},
-            ]
-        },
-    ]
+    assert affinity["preferredDuringSchedulingIgnoredDuringExecution"] == (
+        new_driver_preference("595.120.02")
+    )
 
 
 def test_an_ubuntu_gate_expects_the_canarys_new_driver(ubuntu_plan: Plan) -> None:
@@ -385,10 +381,43 @@ def test_a_new_gke_version_on_an_ubuntu_canary_is_a_new_gate() -> None:
 
     after = gate_release(config)
 
-    assert after["release"] == (
-        "595.120.02, the GPU Operator at 595.120.02, on GKE 1.33.5-gke.1201000"
+    assert after["release"].startswith(
+        "595.120.02, the GPU Operator at 595.120.02, on GKE 1.33.5-gke.1201000, NVIDIADriver "
     )
     assert after["name"] != before["name"]
+
+
+@pytest.mark.parametrize(
+    "driver_override", [{"repository": "registry.example.com/nvidia"}, {"image": "driver-fips"}]
+)
+def test_a_new_driver_image_of_the_same_version_on_an_ubuntu_canary_is_a_new_gate(
+    driver_override: dict[str, str],
+) -> None:
+    # `operator.overrides.driver` rewrites every pool's NVIDIADriver image (gpu-operator v26.7.0
+    # internal/image/image.go, ImagePath: repository, image and version), and the operator's
+    # upgrade moves each node whose driver pod is not of its DaemonSet's revision
+    # (k8s-operator-libs, vendored there, pkg/upgrade/common_manager.go `podInSyncWithDS`):
+    # the led pool's driver rolls too, after a gate of its own.
+    config = ubuntu_config()
+    before = gate_release(config)
+    config["gpu-platform:operator"] = {"overrides": {"driver": driver_override}}
+
+    after = gate_release(config)
+
+    assert after["name"] != before["name"]
+    assert after["release"] != before["release"]
+
+
+def test_a_new_driver_upgrade_policy_on_an_ubuntu_canary_keeps_the_gate() -> None:
+    # The NVIDIADriver's upgradePolicy says how the driver reaches the nodes, not which.
+    config = ubuntu_config()
+    before = gate_release(config)
+    config["gpu-platform:operator"] = {
+        "driverUpgradeJobWaitMinutes": 60,
+        "driverUpgradeMaxUnavailablePercent": 50,
+    }
+
+    assert gate_release(config) == before
 
 
 def test_a_cos_canarys_release_names_its_gke_version_once() -> None:
@@ -396,3 +425,27 @@ def test_a_cos_canarys_release_names_its_gke_version_once() -> None:
     config["gpu-platform:pools"][1]["gcp"] = {"nodeVersion": "1.33.5-gke.1201000"}
 
     assert gate_release(config)["release"].count("1.33.5-gke.1201000") == 1
+
+
+def test_the_invariant_finds_a_gate_that_requires_the_new_drivers_label(
+    ubuntu_plan: Plan,
+) -> None:
+    plan = copy.deepcopy(ubuntu_plan)
+    (term,) = gate(plan).inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    required = {"key": "nvidia.com/cuda.driver-version.full", "operator": "In", "values": ["x"]}
+    term["matchExpressions"].append(required)
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        f"the gate of canary may get no node started for it: {term}"
+    ]
+
+
+def test_the_invariant_finds_a_gate_that_fails_on_the_old_driver(ubuntu_plan: Plan) -> None:
+    plan = copy.deepcopy(ubuntu_plan)
+    del gate(plan).inputs["spec"]["podFailurePolicy"]["rules"][0]
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "the gate of canary fails on a node still on its old driver"
+    ]

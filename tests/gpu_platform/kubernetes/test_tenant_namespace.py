@@ -11,8 +11,11 @@ import pytest
 
 from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.fit import quantity
-from gpu_platform.kubernetes.tenant_namespace import SMOKE_TEST_SCRIPT
+from gpu_platform.kubernetes.tenant_namespace import ROLLOUT_PENDING_CHECK, SMOKE_TEST_SCRIPT
 from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE, POD_SECURITY_VERSION
+from tests.conftest import dev_stack_config, gke_stack_config
+from tests.gpu_platform.gke.plans import on_ubuntu
+from tests.gpu_platform.kubernetes.gate_graph import new_driver_preference
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
 from tests.repository import PROJECT
 from tests.stack_variants import MIG_POOL, MIG_SLICE_RESOURCE, with_mig_mixed_pool
@@ -392,3 +395,70 @@ def test_finished_job_is_kept_so_refresh_does_not_rerun_it(dev_plan) -> None:
 
 def test_smoke_test_waits_for_namespace_and_quota(dev_plan) -> None:
     assert {namespace(dev_plan).urn, quota(dev_plan).urn} <= set(job(dev_plan).dependencies)
+
+
+# --- GKE Ubuntu: the smoke test waits for its pool's new driver -------------------------------
+
+
+@pytest.fixture(scope="module")
+def ubuntu_plan() -> Plan:
+    """GKE Ubuntu, the smoke test on `l4-shared`, which runs a driver of its own."""
+    config = on_ubuntu(gke_stack_config(dev_stack_config()))
+    (pool,) = config["gpu-platform:pools"]
+    pool.setdefault("gcp", {})["driverVersion"] = "595.120.02"
+    return run_program("dev", config=config, project=PROJECT)
+
+
+def test_an_ubuntu_smoke_test_retries_a_node_still_on_the_old_driver(ubuntu_plan: Plan) -> None:
+    # A new driver is a new pod template, so Pulumi replaces the Job once the pool's
+    # NVIDIADriver changed, and the GPU Operator loads the driver on the running nodes after
+    # that, one node at a time (gpu-operator v26.7.0 controllers/upgrade_controller.go,
+    # reconcileNVIDIADriverUpgrades): with `backoffLimit: 0` a pod on a node not reached yet
+    # failed `pulumi up`. `Ignore` does not count the pod and starts another (Kubernetes core/v1
+    # PodFailurePolicyAction).
+    spec = job(ubuntu_plan).inputs["spec"]
+    (container,) = spec["template"]["spec"]["containers"]
+
+    assert spec["podFailurePolicy"]["rules"][0] == {
+        "action": "Ignore",
+        "onExitCodes": {"containerName": "nvidia-smi", "operator": "In", "values": [75]},
+    }
+    assert container["command"][2].startswith(ROLLOUT_PENDING_CHECK)
+    assert {"name": "EXPECTED_NVIDIA_DRIVER", "value": "595.120.02"} in container["env"]
+
+
+def test_an_ubuntu_smoke_test_prefers_nodes_on_the_new_driver_but_requires_only_its_pool(
+    ubuntu_plan: Plan,
+) -> None:
+    # GPU feature discovery's driver label (NVIDIA/k8s-device-plugin v0.20.0 internal/lm/nvml.go
+    # `newVersionLabeler`); required, it would keep the cluster autoscaler from scaling the pool
+    # up, as its template is a copy of an old node (kubernetes/autoscaler
+    # cluster-autoscaler-1.35.2 processors/nodeinfosprovider/mixed_nodeinfos_processor.go) and
+    # only required terms filter (kubernetes v1.35
+    # pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go).
+    affinity = pod(ubuntu_plan)["affinity"]["nodeAffinity"]
+
+    assert affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
+        {
+            "matchExpressions": [
+                {"key": "gpu-platform.io/pool", "operator": "In", "values": ["l4-shared"]}
+            ]
+        }
+    ]
+    assert affinity["preferredDuringSchedulingIgnoredDuringExecution"] == (
+        new_driver_preference("595.120.02")
+    )
+
+
+def test_an_ubuntu_smoke_tests_deadline_covers_the_operators_wait_for_a_nodes_jobs(
+    ubuntu_plan: Plan,
+) -> None:
+    # smokeTestDeadlineSeconds (900 by default), then 1440 minutes for a node's Jobs
+    # (driverUpgradeJobWaitMinutes' default, the NVIDIADriver's waitForCompletion) and 300 s
+    # for the GPU pods' deletion (its podDeletion timeout); Pulumi waits 120 s longer.
+    inputs = job(ubuntu_plan).inputs
+
+    assert (
+        inputs["spec"]["activeDeadlineSeconds"],
+        inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"],
+    ) == (900 + 1440 * 60 + 300, str(900 + 1440 * 60 + 300 + 120))
