@@ -18,11 +18,14 @@ DaemonSet with one type, and a stack on Container-Optimized OS has pools of both
 (shared ones GKE's, exclusive ones the operator's: `gpu_platform.node_identity.sharer_for`).
 So the operator's exporter keeps the default and stays on the nodes of the operator's device
 plugin, and this DaemonSet, the operator's exporter as the chart values describe it with
-`device-name`, runs on GKE's. One node label decides between them: the operator deploys its
-exporter only where `nvidia.com/gpu.deploy.dcgm-exporter` is "true" (0800_daemonset.yaml), and
-sets that label only where it is missing (controllers/state_manager.go, addGPUStateLabels, at
-v26.7.0); GKE-shared pools' nodes join with "false", which this DaemonSet selects. Every GPU node
-has one exporter, never two.
+`device-name`, runs on GKE's. The operator deploys its exporter only where
+`nvidia.com/gpu.deploy.dcgm-exporter` is "true" (0800_daemonset.yaml), and sets that label only
+where it is missing (controllers/state_manager.go, addGPUStateLabels, at v26.7.0); GKE-shared
+pools' nodes join with "false" and the platform's `gpu-platform.io/gpu-sharer: gke`, which this
+DaemonSet selects together: a node an admin opts out of the exporter ("false" by hand) gets
+none, and a GKE-shared node whose operands were turned off (`nvidia.com/gpu.deploy.operands`,
+whose "false" makes the operator remove the deploy labels: removeAllGPUStateLabels) has none
+either. Every GPU node has one exporter at most, never two.
 
 The pod is the operator's exporter as the chart values make it: TransformDCGMExporter,
 transformValidationInitContainer, applyCommonDaemonsetConfig and applyCommonDaemonsetMetadata
@@ -51,13 +54,13 @@ from gpu_platform.kubernetes.monitoring import (
     DCGM_EXPORTER_PORT,
     GKE_DCGM_EXPORTER,
 )
-from gpu_platform.node_identity import GpuSharer, ResolvedPool
+from gpu_platform.node_identity import GPU_SHARER_LABEL, GpuSharer, ResolvedPool
 from gpu_platform.secrets import secret_if
 
 Values = dict[str, Any]
 
 EXPORTER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.dcgm-exporter"
-GKE_EXPORTER_NODES = {EXPORTER_DEPLOY_LABEL: "false"}
+GKE_EXPORTER_NODES = {EXPORTER_DEPLOY_LABEL: "false", GPU_SHARER_LABEL: GpuSharer.GKE.value}
 """On the nodes of GKE-shared pools: the operator's exporter stays off, this one runs."""
 GPU_ID_TYPE_ENV = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
 DEVICE_NAMES: Values = {"name": GPU_ID_TYPE_ENV, "value": "device-name"}

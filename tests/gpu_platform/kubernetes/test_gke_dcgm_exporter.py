@@ -40,6 +40,7 @@ ID_TYPE = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
 # runs where this label is "true"; controllers/state_manager.go (addGPUStateLabels) sets it on
 # GPU nodes only where it is missing or empty.
 OPERATOR_EXPORTER_NODES = {"nvidia.com/gpu.deploy.dcgm-exporter": "true"}
+SHARER_LABEL = "gpu-platform.io/gpu-sharer"
 # 0400_service.yaml: the operator's Service selects these pods; 0500_service_monitor.yaml: its
 # ServiceMonitor selects Services with this label, scrapes their port `gpu-metrics`, and names
 # the job after their `app` label.
@@ -220,6 +221,19 @@ def test_an_override_of_the_id_type_leaves_the_gke_exporter_on_device_names() ->
     assert [e for e in env if e["name"] == ID_TYPE] == [DEVICE_NAMES]
     # A name set again takes its new value in place, as the operator's setContainerEnv does.
     assert [e["value"] for e in env if e["name"] == "DCGM_EXPORTER_LISTEN"] == [":9500"]
+
+
+def test_a_node_opted_out_of_the_operators_exporter_gets_neither(plan: Plan) -> None:
+    # NVIDIA's way to switch the exporter off on a node: its deploy label set to "false".
+    labels = {**node_labels(plan, WHOLE_POOL), "nvidia.com/gpu.deploy.dcgm-exporter": "false"}
+
+    assert not selects(pod_spec(plan)["nodeSelector"], labels)
+    assert not selects(OPERATOR_EXPORTER_NODES, labels)
+
+
+def test_gke_shared_nodes_carry_the_platforms_sharer_label(plan: Plan) -> None:
+    assert node_labels(plan, SHARED_POOL)[SHARER_LABEL] == "gke"
+    assert SHARER_LABEL not in node_labels(plan, WHOLE_POOL)
 
 
 # --- The operator's exporter, as 0800_daemonset.yaml has it --------------------------------
