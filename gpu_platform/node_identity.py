@@ -32,6 +32,9 @@ POOL_LABEL = "gpu-platform.io/pool"
 ACCELERATOR_LABEL = "gpu-platform.io/accelerator"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 CANARY_LABEL = "gpu-platform.io/canary-of"
+# `gke` on the nodes of pools whose GPUs GKE's device plugin serves (`sharer_for`), which the
+# platform's DCGM exporter for those nodes selects (gpu_platform/kubernetes/gke_dcgm_exporter.py).
+GPU_SHARER_LABEL = "gpu-platform.io/gpu-sharer"
 """On a canary pool's nodes: the pool whose new versions it tries first."""
 # The GPU Operator's device plugin reads its sharing config name from this node label, and the
 # MIG manager its partition layout from the other one.

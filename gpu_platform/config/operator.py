@@ -59,7 +59,9 @@ class OperatorSpec(Model):
     `canaryOf` pool, whose gate waits for the new driver on a canary node)."""
     overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Chart values per top-level component (`dcgmExporter`, `driver`, ...), deep-merged over
-    the platform's own values last. Component names are checked against the chart's."""
+    the platform's own values last. Component names are checked against the chart's; with pools
+    GKE shares, `dcgm.enabled`, `cdi.nriPluginEnabled` and `dcgmExporter.hpcJobMapping.enabled`
+    are refused, which the exporter on those nodes cannot follow (docs/gpu-sharing.md)."""
 
 
 class MonitoringSpec(Model):

@@ -2,9 +2,11 @@
 
 import difflib
 from collections.abc import Iterator
+from typing import Any
 
+from gpu_platform.config.pools import gke_shares
 from gpu_platform.config.problems import MISSING, ConfigProblem, key_path
-from gpu_platform.config.stack import StackConfig
+from gpu_platform.config.stack import StackConfig, known_platform
 from gpu_platform.kubernetes.chart_keys import chart_components
 from gpu_platform.versions import GPU_OPERATOR_CHART, KUBE_PROMETHEUS_STACK_CHART
 
@@ -27,6 +29,50 @@ def operator_override_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 values,
                 f"a top-level component of the {chart.name} {chart.version} chart ({hint})",
             )
+
+
+# What the operator does to its DCGM exporter for these chart values (controllers/
+# object_controls.go, TransformDCGMExporter and setRuntimeClassName, at v26.7.0) that the
+# platform's exporter on GKE-shared nodes does not (gpu_platform/kubernetes/gke_dcgm_exporter.py
+# does the rest): set, the nodes of the two kinds would be watched differently, without a word.
+_NOT_ON_GKE_SHARED_NODES: dict[tuple[str, ...], str] = {
+    ("dcgm", "enabled"): "points the operator's exporter at the standalone DCGM host engine"
+    " (nvidia-dcgm:5555)",
+    ("cdi", "nriPluginEnabled"): "gives the operator's exporter the node's GPUs through the"
+    " NRI plugin in place of its runtime class",
+    ("dcgmExporter", "hpcJobMapping", "enabled"): "mounts the HPC job mapping directory into the"
+    " operator's exporter",
+}
+
+
+def gke_exporter_override_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """Chart values the DCGM exporter on the nodes GKE shares cannot follow, refused where the
+    stack has such nodes (and the exporter on)."""
+    platform = known_platform(config)
+    overrides = config.operator.overrides
+    shared = [
+        f"pools[{i}]"
+        for i, pool in enumerate(config.pools)
+        if platform is not None and gke_shares(platform, pool.sharing)
+    ]
+    if not shared or overrides.get("dcgmExporter", {}).get("enabled") is False:
+        return
+    for path, what in _NOT_ON_GKE_SHARED_NODES.items():
+        value = _value_at(overrides, path)
+        if value:
+            yield ConfigProblem(
+                key_path("operator", "overrides", *path),
+                value,
+                f"false or unset while GKE shares the GPUs of {', '.join(shared)}: it {what},"
+                " which the platform's exporter on those nodes (nvidia-dcgm-exporter-gke)"
+                " cannot do",
+            )
+
+
+def _value_at(values: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        values = values.get(key) if isinstance(values, dict) else None
+    return values
 
 
 def monitoring_problems(config: StackConfig) -> Iterator[ConfigProblem]:

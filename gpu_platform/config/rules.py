@@ -18,7 +18,11 @@ from gpu_platform.config.eks_rules import (
 from gpu_platform.config.fields import NODE_IMAGES, Cloud
 from gpu_platform.config.gke_rules import gke_capacity_problems, gke_pool_problems
 from gpu_platform.config.operator import OPERATOR_DRIVER_OPTIONS
-from gpu_platform.config.operator_rules import monitoring_problems, operator_override_problems
+from gpu_platform.config.operator_rules import (
+    gke_exporter_override_problems,
+    monitoring_problems,
+    operator_override_problems,
+)
 from gpu_platform.config.pool_rules import pool_problems
 from gpu_platform.config.problems import MISSING, ConfigProblem, key_of, key_path
 from gpu_platform.config.stack import StackConfig
@@ -38,6 +42,7 @@ def cross_field_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from gke_pool_problems(config)
     yield from gke_capacity_problems(config)
     yield from operator_override_problems(config)
+    yield from gke_exporter_override_problems(config)
     yield from namespace_problems(config)
     yield from monitoring_problems(config)
     yield from karpenter_problems(config)

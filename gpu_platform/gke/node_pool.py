@@ -14,7 +14,7 @@ Who advertises the GPUs depends on the pool (`gpu_platform.node_identity.sharer_
   and `...mig-manager` set to `false`, which the operator leaves as they are:
   `controllers/state_manager.go` at v26.7.0); its toolkit still runs there, and a DCGM exporter
   that reads GKE's device names replaces the operator's (`nvidia.com/gpu.deploy.dcgm-exporter`
-  `false`: gpu_platform/kubernetes/gke_dcgm_exporter.py).
+  `false` and `gpu-platform.io/gpu-sharer` `gke`: gpu_platform/kubernetes/gke_dcgm_exporter.py).
 
 The GPU taint is declared explicitly: GKE adds it itself only when the cluster also has a pool
 without GPUs (terraform-google-kubernetes-engine#703).
@@ -63,7 +63,8 @@ OPERATOR_OPERANDS_OFF_LABELS = {
     **GKE_EXPORTER_NODES,
 }
 """On nodes whose GPUs GKE shares, the operator's device plugin and MIG manager stay away, and
-its DCGM exporter gives way to the one that matches GKE's device names."""
+its DCGM exporter gives way to the one that matches GKE's device names, which selects these
+nodes by `gpu-platform.io/gpu-sharer: gke` as well."""
 GKE_TIME_SHARING = "TIME_SHARING"
 """The API's `gpuSharingStrategy` of a time-sliced pool (config validation refuses MPS on GKE)."""
 DRIVER_LABEL = "gpu-platform.io/driver"

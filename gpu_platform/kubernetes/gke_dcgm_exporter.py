@@ -2,9 +2,10 @@
 
 The exporter labels a GPU's series with the pod holding it by matching the device IDs that the
 kubelet's pod-resources API lists for each container against one ID of the GPU, chosen by
-`DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE` (dcgm-exporter 4.5.3-4.8.2 pkg/cmd/app.go,
-`--kubernetes-gpu-id-type`; internal/pkg/collector/types.go `GetIDOfType`;
-internal/pkg/transformation/kubernetes.go `toDeviceToPod`, `toDeviceToSharingPods`):
+`DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE` (pkg/cmd/app.go, `--kubernetes-gpu-id-type`;
+internal/pkg/collector/types.go `GetIDOfType`; internal/pkg/transformation/kubernetes.go
+`toDeviceToPod`, `toDeviceToSharingPods`; read at dcgm-exporter 4.5.3-4.8.2, the operand images
+pin 4.6.0-4.8.3):
 
 - `uid`, the default: the GPU's UUID, as the operator's device plugin names its devices
   (`GPU-<uuid>`, `GPU-<uuid>::<replica>` for a time-sliced replica);
@@ -17,11 +18,22 @@ DaemonSet with one type, and a stack on Container-Optimized OS has pools of both
 (shared ones GKE's, exclusive ones the operator's: `gpu_platform.node_identity.sharer_for`).
 So the operator's exporter keeps the default and stays on the nodes of the operator's device
 plugin, and this DaemonSet, the operator's exporter as the chart values describe it with
-`device-name`, runs on GKE's. One node label decides between them: the operator deploys its
-exporter only where `nvidia.com/gpu.deploy.dcgm-exporter` is "true" (0800_daemonset.yaml), and
-sets that label only where it is missing (controllers/state_manager.go, addGPUStateLabels, at
-v26.7.0); GKE-shared pools' nodes join with "false", which this DaemonSet selects. Every GPU node
-has one exporter, never two.
+`device-name`, runs on GKE's. The operator deploys its exporter only where
+`nvidia.com/gpu.deploy.dcgm-exporter` is "true" (0800_daemonset.yaml), and sets that label only
+where it is missing (controllers/state_manager.go, addGPUStateLabels, at v26.7.0); GKE-shared
+pools' nodes join with "false" and the platform's `gpu-platform.io/gpu-sharer: gke`, which this
+DaemonSet selects together: a node an admin opts out of the exporter ("false" by hand) gets
+none, and a GKE-shared node whose operands were turned off (`nvidia.com/gpu.deploy.operands`,
+whose "false" makes the operator remove the deploy labels: removeAllGPUStateLabels) has none
+either. Every GPU node has one exporter at most, never two.
+
+The pod is the operator's exporter as the chart values make it: TransformDCGMExporter,
+transformValidationInitContainer, applyCommonDaemonsetConfig and applyCommonDaemonsetMetadata
+(controllers/object_controls.go at v26.7.0) over 0800_daemonset.yaml, for what the chart's
+templates/clusterpolicy.yaml passes on to the ClusterPolicy. What the operator does there that
+this DaemonSet does not (`dcgm.enabled`, `cdi.nriPluginEnabled`, `dcgmExporter.hpcJobMapping`)
+config validation refuses on a stack with GKE-shared pools
+(`gpu_platform.config.operator_rules.gke_exporter_override_problems`).
 
 Its Service carries the label the operator's ServiceMonitor selects and takes its job name from
 (`app: nvidia-dcgm-exporter`, `jobLabel: app`: assets/state-dcgm-exporter/0500_service_monitor.
@@ -30,6 +42,7 @@ interval, labels and relabelings. Its pods have an `app` of their own, so the op
 which selects `app: nvidia-dcgm-exporter` pods, never lists them twice.
 """
 
+import posixpath
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -41,13 +54,13 @@ from gpu_platform.kubernetes.monitoring import (
     DCGM_EXPORTER_PORT,
     GKE_DCGM_EXPORTER,
 )
-from gpu_platform.node_identity import GpuSharer, ResolvedPool
+from gpu_platform.node_identity import GPU_SHARER_LABEL, GpuSharer, ResolvedPool
 from gpu_platform.secrets import secret_if
 
 Values = dict[str, Any]
 
 EXPORTER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.dcgm-exporter"
-GKE_EXPORTER_NODES = {EXPORTER_DEPLOY_LABEL: "false"}
+GKE_EXPORTER_NODES = {EXPORTER_DEPLOY_LABEL: "false", GPU_SHARER_LABEL: GpuSharer.GKE.value}
 """On the nodes of GKE-shared pools: the operator's exporter stays off, this one runs."""
 GPU_ID_TYPE_ENV = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
 DEVICE_NAMES: Values = {"name": GPU_ID_TYPE_ENV, "value": "device-name"}
@@ -64,12 +77,23 @@ _POD_METADATA_ENV = {
     "enablePodUID": "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID",
     "enablePodLabels": "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS",
 }
+_POD_LABEL_ALLOWLIST_ENV = "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX"
+# `dcgmExporter.config.name`: a ConfigMap of the user's whose `dcgm-metrics.csv` the operator
+# mounts as the exporter's metrics file (MetricsConfigMountPath, MetricsConfigFileName).
+_METRICS_FILE = "dcgm-metrics.csv"
+_METRICS_PATH = f"/etc/dcgm-exporter/{_METRICS_FILE}"
+_POD_RESOURCES = "pod-resources"
+_KUBELET_ROOT_DIR = "/var/lib/kubelet"
 # The chart's defaults (values.yaml at v26.7.0) for what the platform's values leave out.
 _CHART_PRIORITY_CLASS = "system-node-critical"
 _CHART_VALIDATOR_IMAGE = ("nvcr.io/nvidia", "gpu-operator")
+_CHART_MAX_UNAVAILABLE = "1"
 # Where the operator's container toolkit runtime handler is registered (operator.runtimeClass),
 # which gives the exporter the node's GPUs and driver libraries.
 _CHART_RUNTIME_CLASS = "nvidia"
+# The pull policies the operator knows; any other is IfNotPresent (api/nvidia/v1/
+# clusterpolicy_types.go, ImagePullPolicy, at v26.7.0).
+_PULL_POLICIES = ("Always", "Never", "IfNotPresent")
 # The operator does not wait for its operands, nor does anything wait for this one: like the
 # operator's exporter, whether it runs on a node is the `DcgmExporterDown` and
 # `DcgmExporterMissing` alerts' to say. Pulumi would otherwise wait for a pod on every selected
@@ -101,18 +125,48 @@ def image_path(component: Values, default_version: str = "") -> str:
     return f"{repository}/{image}{separator}{version}"
 
 
+def _pull_policy(component: Values) -> str:
+    policy = component.get("imagePullPolicy")
+    return policy if policy in _PULL_POLICIES else "IfNotPresent"
+
+
 def gke_exporter_env(exporter: Values) -> list[Values]:
-    """The container's env: the operator's own, then what `enablePodUID`, `enablePodLabels` and
-    `dcgmExporter.env` set (the metric set's ConfigMap, per-replica attribution), then
-    `device-name`. A name set again takes the new value in its place, as the operator's
-    `setContainerEnv` does."""
-    metadata = [
+    """The container's env: the operator's own, then what `enablePodUID`, `enablePodLabels`,
+    `podLabelAllowlistRegex`, `config.name` and `dcgmExporter.env` set (the metric set's
+    ConfigMap, per-replica attribution), then `device-name`. A name set again takes the new
+    value in its place, as the operator's `setContainerEnv` does."""
+    derived = [
         {"name": n, "value": "true"} for k, n in _POD_METADATA_ENV.items() if exporter.get(k)
     ]
+    if exporter.get("podLabelAllowlistRegex"):
+        allowlist = ",".join(exporter["podLabelAllowlistRegex"])
+        derived.append({"name": _POD_LABEL_ALLOWLIST_ENV, "value": allowlist})
+    if _metrics_config_map(exporter):
+        derived.append({"name": "DCGM_EXPORTER_COLLECTORS", "value": _METRICS_PATH})
     env = {e["name"]: e for e in _BASE_ENV}
-    for setting in (*metadata, *exporter.get("env", []), DEVICE_NAMES):
+    for setting in (*derived, *exporter.get("env", []), DEVICE_NAMES):
         env[setting["name"]] = setting
     return list(env.values())
+
+
+def _metrics_config_map(exporter: Values) -> str:
+    return str((exporter.get("config") or {}).get("name") or "")
+
+
+def gke_exporter_pod_metadata(values: Values) -> Values:
+    """The pod's labels and annotations: `dcgmExporter.annotations`, then the operands'
+    `daemonsets.labels` and `daemonsets.annotations`, which never replace the labels the
+    DaemonSet selects its pods by (applyCommonDaemonsetMetadata skips `app` and
+    `app.kubernetes.io/part-of`)."""
+    daemonsets = values.get("daemonsets", {})
+    annotations = {
+        **values["dcgmExporter"].get("annotations", {}),
+        **daemonsets.get("annotations", {}),
+    }
+    metadata: Values = {"labels": {**daemonsets.get("labels", {}), **_labels()}}
+    if annotations:
+        metadata["annotations"] = annotations
+    return metadata
 
 
 def gke_exporter_pod_spec(values: Values, chart_version: str) -> Values:
@@ -121,10 +175,12 @@ def gke_exporter_pod_spec(values: Values, chart_version: str) -> Values:
     devices by name."""
     exporter = values["dcgmExporter"]
     daemonsets = values.get("daemonsets", {})
+    validator = values.get("validator", {})
+    metrics_config_map = _metrics_config_map(exporter)
     container: Values = {
         "name": DCGM_EXPORTER,
         "image": image_path(exporter),
-        "imagePullPolicy": exporter.get("imagePullPolicy", "IfNotPresent"),
+        "imagePullPolicy": _pull_policy(exporter),
         "env": gke_exporter_env(exporter),
         "ports": [{"name": "metrics", "containerPort": DCGM_EXPORTER_PORT}],
         "livenessProbe": _health_probe(periodSeconds=5),
@@ -133,14 +189,39 @@ def gke_exporter_pod_spec(values: Values, chart_version: str) -> Values:
             {
                 "name": "pod-gpu-resources",
                 "readOnly": True,
-                "mountPath": "/var/lib/kubelet/pod-resources",
+                "mountPath": f"{_KUBELET_ROOT_DIR}/{_POD_RESOURCES}",
             }
         ],
         "securityContext": {"privileged": True},
     }
+    if exporter.get("args"):
+        container["args"] = exporter["args"]
     if exporter.get("resources"):
         container["resources"] = exporter["resources"]
-    return {
+    # The kubelet's pod-resources socket, where `hostPaths.kubeletRootDir` puts it; the
+    # container sees it where the exporter looks.
+    kubelet_root = values.get("hostPaths", {}).get("kubeletRootDir") or _KUBELET_ROOT_DIR
+    volumes: list[Values] = [
+        {
+            "name": "pod-gpu-resources",
+            "hostPath": {"path": posixpath.join(kubelet_root, _POD_RESOURCES)},
+        },
+        {"name": "run-nvidia", "hostPath": {"path": "/run/nvidia"}},
+    ]
+    if metrics_config_map:
+        container["volumeMounts"].append(
+            {
+                "name": "metrics-config",
+                "readOnly": True,
+                "mountPath": _METRICS_PATH,
+                "subPath": _METRICS_FILE,
+            }
+        )
+        items = [{"key": _METRICS_FILE, "path": _METRICS_FILE}]
+        volumes.append(
+            {"name": "metrics-config", "configMap": {"name": metrics_config_map, "items": items}}
+        )
+    spec: Values = {
         "nodeSelector": dict(GKE_EXPORTER_NODES),
         # The operator's operands' tolerations (`daemonsets.tolerations`): the GPU taint and
         # every other taint of the pools' nodes (operator_values.toleration_values_for).
@@ -153,13 +234,30 @@ def gke_exporter_pod_spec(values: Values, chart_version: str) -> Values:
         "automountServiceAccountToken": True,
         "runtimeClassName": values.get("operator", {}).get("runtimeClass", _CHART_RUNTIME_CLASS),
         "hostPID": bool(exporter.get("hostPID", False)),
-        "initContainers": [_toolkit_validation(values.get("validator", {}), chart_version)],
+        "initContainers": [_toolkit_validation(validator, chart_version)],
         "containers": [container],
-        "volumes": [
-            {"name": "pod-gpu-resources", "hostPath": {"path": "/var/lib/kubelet/pod-resources"}},
-            {"name": "run-nvidia", "hostPath": {"path": "/run/nvidia"}},
-        ],
+        "volumes": volumes,
     }
+    if exporter.get("hostNetwork"):
+        spec["hostNetwork"] = True
+        spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+    # The validator's image and the exporter's, each from a registry that may need them
+    # (addPullSecrets: in that order, each name once).
+    secrets = [*validator.get("imagePullSecrets", []), *exporter.get("imagePullSecrets", [])]
+    if secrets:
+        spec["imagePullSecrets"] = [{"name": s} for s in dict.fromkeys(secrets)]
+    return spec
+
+
+def gke_exporter_update_strategy(daemonsets: Values) -> Values:
+    """How the DaemonSet rolls, as the operator rolls its operands (`daemonsets.updateStrategy`
+    and `daemonsets.rollingUpdate.maxUnavailable`: applyUpdateStrategyConfig at v26.7.0)."""
+    if daemonsets.get("updateStrategy") == "OnDelete":
+        return {"type": "OnDelete"}
+    rolling = daemonsets.get("rollingUpdate") or {}
+    max_unavailable = str(rolling.get("maxUnavailable", _CHART_MAX_UNAVAILABLE))
+    value = max_unavailable if max_unavailable.endswith("%") else int(max_unavailable)
+    return {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": value}}
 
 
 def _health_probe(**timing: int) -> Values:
@@ -173,18 +271,21 @@ def _health_probe(**timing: int) -> Values:
 def _toolkit_validation(validator: Values, chart_version: str) -> Values:
     # The exporter starts once the operator's validator on the node has found the container
     # toolkit working, as the operator's exporter does: the validator's image (chart default:
-    # nvcr.io/nvidia/gpu-operator at the chart's version), already on every GPU node.
+    # nvcr.io/nvidia/gpu-operator at the chart's version), already on every GPU node, with
+    # `validator.toolkit.env`, `validator.resources` and as root (transformValidationInitContainer,
+    # transformValidatorSecurityContext, at v26.7.0).
     repository, image = _CHART_VALIDATOR_IMAGE
     component = {"repository": repository, "image": image, **validator}
-    return {
+    container: Values = {
         "name": "toolkit-validation",
         "image": image_path(component, chart_version),
+        "imagePullPolicy": _pull_policy(validator),
         "command": ["sh", "-c"],
         "args": [
             "until [ -f /run/nvidia/validations/toolkit-ready ]; do echo waiting for nvidia"
             " container stack to be setup; sleep 5; done"
         ],
-        "securityContext": {"privileged": True},
+        "securityContext": {"privileged": True, "runAsUser": 0},
         "volumeMounts": [
             {
                 "name": "run-nvidia",
@@ -193,10 +294,19 @@ def _toolkit_validation(validator: Values, chart_version: str) -> Values:
             }
         ],
     }
+    toolkit_env = (validator.get("toolkit") or {}).get("env") or []
+    if toolkit_env:
+        container["env"] = toolkit_env
+    if validator.get("resources"):
+        container["resources"] = validator["resources"]
+    return container
 
 
-def gke_exporter_service_spec() -> Values:
-    return {
+def gke_exporter_service_spec(exporter: Values) -> Values:
+    """The Service of the exporter's pods, with the `type` and `internalTrafficPolicy` of
+    `dcgmExporter.service` (TransformDCGMExporterService at v26.7.0)."""
+    service = exporter.get("service") or {}
+    spec: Values = {
         "selector": {"app": GKE_DCGM_EXPORTER},
         # The port name the operator's ServiceMonitor scrapes (`port: gpu-metrics`).
         "ports": [
@@ -208,6 +318,8 @@ def gke_exporter_service_spec() -> Values:
             }
         ],
     }
+    spec.update({k: service[k] for k in ("type", "internalTrafficPolicy") if service.get(k)})
+    return spec
 
 
 def declare_gke_dcgm_exporter(
@@ -233,7 +345,7 @@ def declare_gke_dcgm_exporter(
                 "annotations": {"prometheus.io/scrape": "true", **_NO_AWAIT},
             },
         ),
-        spec=cast(Any, gke_exporter_service_spec()),
+        spec=cast(Any, gke_exporter_service_spec(values["dcgmExporter"])),
         opts=opts,
     )
     return apps.v1.DaemonSet(
@@ -251,8 +363,9 @@ def declare_gke_dcgm_exporter(
             Any,
             {
                 "selector": {"matchLabels": {"app": GKE_DCGM_EXPORTER}},
+                "updateStrategy": gke_exporter_update_strategy(values.get("daemonsets", {})),
                 "template": {
-                    "metadata": {"labels": _labels()},
+                    "metadata": secret_if(secret, gke_exporter_pod_metadata(values)),
                     "spec": secret_if(secret, gke_exporter_pod_spec(values, chart_version)),
                 },
             },

@@ -139,12 +139,14 @@ def test_a_shared_pools_gpus_go_to_gkes_device_plugin_and_not_the_operators(
 
     # The operator deploys its device plugin, MIG manager and DCGM exporter only where these
     # labels are "true", and leaves a value already set (controllers/state_manager.go at
-    # v26.7.0); the exporter that reads GKE's device names runs where the last is "false".
+    # v26.7.0); the exporter that reads GKE's device names runs where the last is "false" and
+    # the platform's sharer label says GKE.
     assert node_config(gke_plan)["labels"] == {
         **identity,
         "nvidia.com/gpu.deploy.device-plugin": "false",
         "nvidia.com/gpu.deploy.mig-manager": "false",
         "nvidia.com/gpu.deploy.dcgm-exporter": "false",
+        "gpu-platform.io/gpu-sharer": "gke",
     }
     assert "nvidia.com/device-plugin.config" not in identity
 

@@ -10,7 +10,11 @@ from gpu_platform.cli.analyzer import analyze_plan
 from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.cli.plan import _policy_config
 from gpu_platform.cli.stack_files import stack_config
-from gpu_platform.kubernetes.gke_dcgm_exporter import gke_exporter_env
+from gpu_platform.config import ConfigError, ConfigProblem, load_stack_config
+from gpu_platform.kubernetes.gke_dcgm_exporter import (
+    gke_exporter_env,
+    gke_exporter_update_strategy,
+)
 from tests.repository import PROJECT
 from tests.stack_variants import with_whole_gpu_quota
 
@@ -20,7 +24,8 @@ NAMESPACE = "gpu-operator"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 SERVICE = "kubernetes:core/v1:Service"
 
-# dcgm-exporter 4.5.3-4.8.2 pkg/cmd/app.go: `--kubernetes-gpu-id-type`, env
+# dcgm-exporter pkg/cmd/app.go, read at 4.5.3-4.8.2 (the operand images pin 4.6.0-4.8.3,
+# gpu_platform/kubernetes/operand_images/): `--kubernetes-gpu-id-type`, env
 # DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE, `uid` when unset; internal/pkg/appconfig/const.go:
 # `uid` and `device-name`. internal/pkg/collector/types.go GetIDOfType gives a GPU's UUID for
 # `uid` and `nvidia<index>` for `device-name`, which internal/pkg/transformation/kubernetes.go
@@ -35,6 +40,7 @@ ID_TYPE = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
 # runs where this label is "true"; controllers/state_manager.go (addGPUStateLabels) sets it on
 # GPU nodes only where it is missing or empty.
 OPERATOR_EXPORTER_NODES = {"nvidia.com/gpu.deploy.dcgm-exporter": "true"}
+SHARER_LABEL = "gpu-platform.io/gpu-sharer"
 # 0400_service.yaml: the operator's Service selects these pods; 0500_service_monitor.yaml: its
 # ServiceMonitor selects Services with this label, scrapes their port `gpu-metrics`, and names
 # the job after their `app` label.
@@ -215,3 +221,339 @@ def test_an_override_of_the_id_type_leaves_the_gke_exporter_on_device_names() ->
     assert [e for e in env if e["name"] == ID_TYPE] == [DEVICE_NAMES]
     # A name set again takes its new value in place, as the operator's setContainerEnv does.
     assert [e["value"] for e in env if e["name"] == "DCGM_EXPORTER_LISTEN"] == [":9500"]
+
+
+def test_a_node_opted_out_of_the_operators_exporter_gets_neither(plan: Plan) -> None:
+    # NVIDIA's way to switch the exporter off on a node: its deploy label set to "false".
+    labels = {**node_labels(plan, WHOLE_POOL), "nvidia.com/gpu.deploy.dcgm-exporter": "false"}
+
+    assert not selects(pod_spec(plan)["nodeSelector"], labels)
+    assert not selects(OPERATOR_EXPORTER_NODES, labels)
+
+
+def test_gke_shared_nodes_carry_the_platforms_sharer_label(plan: Plan) -> None:
+    assert node_labels(plan, SHARED_POOL)[SHARER_LABEL] == "gke"
+    assert SHARER_LABEL not in node_labels(plan, WHOLE_POOL)
+
+
+# --- The operator's exporter, as 0800_daemonset.yaml has it --------------------------------
+
+# gpu-operator v26.7.0 assets/state-dcgm-exporter/0800_daemonset.yaml, with the validator's image
+# that transformValidationInitContainer sets (the chart's `validator`: nvcr.io/nvidia/
+# gpu-operator at the chart's appVersion, values.yaml and templates/clusterpolicy.yaml), its
+# pull policy (values.yaml: IfNotPresent) and transformValidatorSecurityContext's root user
+# (controllers/object_controls.go).
+TOOLKIT_VALIDATION = {
+    "name": "toolkit-validation",
+    "image": "nvcr.io/nvidia/gpu-operator:v26.7.0",
+    "imagePullPolicy": "IfNotPresent",
+    "command": ["sh", "-c"],
+    "args": [
+        "until [ -f /run/nvidia/validations/toolkit-ready ]; do echo waiting for nvidia"
+        " container stack to be setup; sleep 5; done"
+    ],
+    "securityContext": {"privileged": True, "runAsUser": 0},
+    "volumeMounts": [
+        {"name": "run-nvidia", "mountPath": "/run/nvidia", "mountPropagation": "HostToContainer"}
+    ],
+}
+EXPORTER_VOLUMES = [
+    {"name": "pod-gpu-resources", "hostPath": {"path": "/var/lib/kubelet/pod-resources"}},
+    {"name": "run-nvidia", "hostPath": {"path": "/run/nvidia"}},
+]
+POD_RESOURCES_MOUNT = {
+    "name": "pod-gpu-resources",
+    "readOnly": True,
+    "mountPath": "/var/lib/kubelet/pod-resources",
+}
+LIVENESS = {
+    "httpGet": {"port": 9400, "path": "/health"},
+    "initialDelaySeconds": 45,
+    "periodSeconds": 5,
+}
+READINESS = {"httpGet": {"port": 9400, "path": "/health"}, "initialDelaySeconds": 45}
+
+
+def test_the_gke_exporter_waits_for_the_toolkit_as_the_operators_does(plan: Plan) -> None:
+    assert pod_spec(plan)["initContainers"] == [TOOLKIT_VALIDATION]
+
+
+def test_the_gke_exporter_reads_the_kubelets_pod_resources_from_the_host(plan: Plan) -> None:
+    (container,) = pod_spec(plan)["containers"]
+
+    assert pod_spec(plan)["volumes"] == EXPORTER_VOLUMES
+    assert container["volumeMounts"] == [POD_RESOURCES_MOUNT]
+
+
+def test_the_gke_exporter_is_probed_as_the_operators_is(plan: Plan) -> None:
+    (container,) = pod_spec(plan)["containers"]
+
+    assert container["ports"] == [{"name": "metrics", "containerPort": 9400}]
+    assert (container["livenessProbe"], container["readinessProbe"]) == (LIVENESS, READINESS)
+    assert container["securityContext"] == {"privileged": True}
+
+
+def test_the_gke_exporter_rolls_one_node_at_a_time_as_the_operators_operands(plan: Plan) -> None:
+    # The chart's `daemonsets.rollingUpdate.maxUnavailable: "1"` (values.yaml at v26.7.0),
+    # which applyUpdateStrategyConfig turns into the DaemonSet's.
+    assert gke_exporter(plan).inputs["spec"]["updateStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 1},
+    }
+
+
+# --- Chart values, through both exporters -------------------------------------------------
+
+# Each chart value that reaches the operator's exporter (templates/clusterpolicy.yaml at
+# v26.7.0 passes it to the ClusterPolicy), and what the operator makes of it
+# (controllers/object_controls.go at v26.7.0: TransformDCGMExporter, TransformDCGMExporterService,
+# transformValidationInitContainer, addPullSecrets, applyCommonDaemonsetConfig,
+# applyUpdateStrategyConfig, applyCommonDaemonsetMetadata).
+OVERRIDES: dict[str, Any] = {
+    "dcgmExporter": {
+        "imagePullSecrets": ["mirror-pull", "exporter-pull"],
+        "imagePullPolicy": "Always",
+        "args": ["-c", "30000"],
+        "annotations": {"example.com/owner": "ml-platform"},
+        "hostNetwork": True,
+        "podLabelAllowlistRegex": ["^team$", "^app\\.kubernetes\\.io/.*"],
+        "config": {"name": "custom-metrics"},
+        "service": {"internalTrafficPolicy": "Local"},
+    },
+    "validator": {
+        "imagePullSecrets": ["validator-pull", "mirror-pull"],
+        "imagePullPolicy": "Never",
+        "resources": {"limits": {"memory": "64Mi"}},
+        "toolkit": {"env": [{"name": "WITH_WAIT", "value": "true"}]},
+    },
+    "hostPaths": {"kubeletRootDir": "/home/kubernetes/kubelet"},
+    "daemonsets": {
+        "labels": {"team": "ml", "app": "someone-else"},
+        "annotations": {"example.com/cost-center": "research"},
+        "rollingUpdate": {"maxUnavailable": "25%"},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def overridden() -> Plan:
+    config = mixed_config()
+    config["gpu-platform:operator"] = {"overrides": copy.deepcopy(OVERRIDES)}
+    return run_program("gke-dev", config=config, project=PROJECT)
+
+
+def _container(spec: dict[str, Any]) -> dict[str, Any]:
+    (container,) = spec["containers"]
+    return container
+
+
+def _init_container(spec: dict[str, Any]) -> dict[str, Any]:
+    (container,) = spec["initContainers"]
+    return container
+
+
+def _env(spec: dict[str, Any], name: str) -> list[str]:
+    return [e["value"] for e in _container(spec)["env"] if e["name"] == name]
+
+
+@pytest.mark.parametrize(
+    ("override", "seen", "expected"),
+    [
+        (
+            "validator.imagePullSecrets dcgmExporter.imagePullSecrets",
+            lambda spec, _: spec["imagePullSecrets"],
+            # addPullSecrets: the validator's first, each name once.
+            [{"name": "validator-pull"}, {"name": "mirror-pull"}, {"name": "exporter-pull"}],
+        ),
+        (
+            "dcgmExporter.imagePullPolicy",
+            lambda spec, _: _container(spec)["imagePullPolicy"],
+            "Always",
+        ),
+        ("dcgmExporter.args", lambda spec, _: _container(spec)["args"], ["-c", "30000"]),
+        (
+            "dcgmExporter.hostNetwork",
+            lambda spec, _: (spec["hostNetwork"], spec["dnsPolicy"]),
+            (True, "ClusterFirstWithHostNet"),
+        ),
+        (
+            "dcgmExporter.podLabelAllowlistRegex",
+            lambda spec, _: _env(spec, "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX"),
+            ["^team$,^app\\.kubernetes\\.io/.*"],
+        ),
+        (
+            "dcgmExporter.config.name",
+            lambda spec, _: (
+                _env(spec, "DCGM_EXPORTER_COLLECTORS"),
+                _container(spec)["volumeMounts"][1:],
+                spec["volumes"][2:],
+            ),
+            (
+                ["/etc/dcgm-exporter/dcgm-metrics.csv"],
+                [
+                    {
+                        "name": "metrics-config",
+                        "readOnly": True,
+                        "mountPath": "/etc/dcgm-exporter/dcgm-metrics.csv",
+                        "subPath": "dcgm-metrics.csv",
+                    }
+                ],
+                [
+                    {
+                        "name": "metrics-config",
+                        "configMap": {
+                            "name": "custom-metrics",
+                            "items": [{"key": "dcgm-metrics.csv", "path": "dcgm-metrics.csv"}],
+                        },
+                    }
+                ],
+            ),
+        ),
+        (
+            "hostPaths.kubeletRootDir",
+            lambda spec, _: (spec["volumes"][0], _container(spec)["volumeMounts"][0]),
+            (
+                {
+                    "name": "pod-gpu-resources",
+                    "hostPath": {"path": "/home/kubernetes/kubelet/pod-resources"},
+                },
+                POD_RESOURCES_MOUNT,
+            ),
+        ),
+        (
+            "validator.imagePullPolicy",
+            lambda spec, _: _init_container(spec)["imagePullPolicy"],
+            "Never",
+        ),
+        (
+            "validator.resources",
+            lambda spec, _: _init_container(spec)["resources"],
+            {"limits": {"memory": "64Mi"}},
+        ),
+        (
+            "validator.toolkit.env",
+            lambda spec, _: _init_container(spec)["env"],
+            [{"name": "WITH_WAIT", "value": "true"}],
+        ),
+        (
+            "dcgmExporter.annotations daemonsets.annotations",
+            lambda _, template: template["metadata"]["annotations"],
+            {"example.com/owner": "ml-platform", "example.com/cost-center": "research"},
+        ),
+        (
+            "daemonsets.labels",
+            lambda _, template: template["metadata"]["labels"],
+            {
+                "team": "ml",
+                "app": "nvidia-dcgm-exporter-gke",
+                "app.kubernetes.io/part-of": "gpu-platform",
+            },
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_a_chart_value_reaches_both_exporters(
+    overridden: Plan, override: str, seen: Any, expected: Any
+) -> None:
+    values = operator_values(overridden)
+    for path in override.split():
+        # The operator's exporter: the chart values the operator's ClusterPolicy is made from.
+        setting: Any = OVERRIDES
+        given: Any = values
+        for key in path.split("."):
+            setting, given = setting[key], given[key]
+        assert given == setting, path
+    template = gke_exporter(overridden).inputs["spec"]["template"]
+
+    assert seen(template["spec"], template) == expected
+
+
+def test_the_operands_rolling_update_reaches_the_gke_exporter(overridden: Plan) -> None:
+    assert gke_exporter(overridden).inputs["spec"]["updateStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": "25%"},
+    }
+
+
+def test_the_operands_on_delete_update_strategy_reaches_the_gke_exporter() -> None:
+    assert gke_exporter_update_strategy({"updateStrategy": "OnDelete"}) == {"type": "OnDelete"}
+
+
+def test_the_exporters_service_settings_reach_the_gke_exporters_service(overridden: Plan) -> None:
+    (service,) = [
+        r
+        for r in overridden.of_type(SERVICE)
+        if r.inputs["metadata"]["name"] == "nvidia-dcgm-exporter-gke"
+    ]
+
+    assert service.inputs["spec"]["internalTrafficPolicy"] == "Local"
+
+
+def _raw(overrides: dict[str, Any]) -> dict[str, Any]:
+    raw = {
+        key.removeprefix("gpu-platform:"): value
+        for key, value in mixed_config().items()
+        if key.startswith("gpu-platform:")
+    }
+    raw["operator"] = {"overrides": overrides}
+    return raw
+
+
+def _problems(raw: dict[str, Any]) -> list[ConfigProblem]:
+    with pytest.raises(ConfigError) as error:
+        load_stack_config(raw)
+    return error.value.problems
+
+
+@pytest.mark.parametrize(
+    ("overrides", "path", "value", "does"),
+    [
+        (
+            {"dcgm": {"enabled": True}},
+            "dcgm.enabled",
+            True,
+            "points the operator's exporter at the standalone DCGM host engine (nvidia-dcgm:5555)",
+        ),
+        (
+            {"cdi": {"enabled": True, "nriPluginEnabled": True}},
+            "cdi.nriPluginEnabled",
+            True,
+            "gives the operator's exporter the node's GPUs through the NRI plugin in place of its"
+            " runtime class",
+        ),
+        (
+            {"dcgmExporter": {"hpcJobMapping": {"enabled": True, "directory": "/var/lib/hpc"}}},
+            "dcgmExporter.hpcJobMapping.enabled",
+            True,
+            "mounts the HPC job mapping directory into the operator's exporter",
+        ),
+    ],
+)
+def test_a_chart_value_the_gke_exporter_cannot_follow_is_refused(
+    overrides: dict[str, Any], path: str, value: Any, does: str
+) -> None:
+    (problem,) = _problems(_raw(overrides))
+
+    assert (problem.path, problem.value, problem.expected) == (
+        f"gpu-platform:operator.overrides.{path}",
+        value,
+        f"false or unset while GKE shares the GPUs of pools[0]: it {does}, which the platform's"
+        " exporter on those nodes (nvidia-dcgm-exporter-gke) cannot do",
+    )
+
+
+def test_those_chart_values_are_taken_where_gke_shares_no_pool(dev_config) -> None:
+    raw = {
+        key.removeprefix("gpu-platform:"): value
+        for key, value in dev_config.items()
+        if key.startswith("gpu-platform:")
+    }
+    raw["operator"] = {"overrides": {"dcgm": {"enabled": True}}}
+
+    assert load_stack_config(raw).operator.overrides == {"dcgm": {"enabled": True}}
+
+
+def test_those_chart_values_are_taken_with_the_exporter_off() -> None:
+    overrides = {"dcgmExporter": {"enabled": False}, "dcgm": {"enabled": True}}
+
+    assert load_stack_config(_raw(overrides)).operator.overrides == overrides
