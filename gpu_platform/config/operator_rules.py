@@ -1,6 +1,7 @@
 """Rules of the GPU Operator's chart values and of monitoring."""
 
 import difflib
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -67,6 +68,16 @@ def gke_exporter_override_problems(config: StackConfig) -> Iterator[ConfigProble
                 " which the platform's exporter on those nodes (nvidia-dcgm-exporter-gke)"
                 " cannot do",
             )
+    # The exporter on those nodes rolls as the operator rolls its operands, which takes a count
+    # or a percentage here (intstr, applyUpdateStrategyConfig at v26.7.0).
+    path = ("daemonsets", "rollingUpdate", "maxUnavailable")
+    value = _value_at(overrides, path)
+    if value is not None and not re.fullmatch(r"[0-9]+%?", str(value)):
+        yield ConfigProblem(
+            key_path("operator", "overrides", *path),
+            value,
+            'a number of nodes (1) or a percentage ("25%")',
+        )
 
 
 def _value_at(values: Any, path: tuple[str, ...]) -> Any:

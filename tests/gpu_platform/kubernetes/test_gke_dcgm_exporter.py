@@ -557,3 +557,15 @@ def test_those_chart_values_are_taken_with_the_exporter_off() -> None:
     overrides = {"dcgmExporter": {"enabled": False}, "dcgm": {"enabled": True}}
 
     assert load_stack_config(_raw(overrides)).operator.overrides == overrides
+
+
+def test_an_operand_rollout_neither_a_count_nor_a_percentage_is_refused() -> None:
+    # intstr: a count or a percentage (applyUpdateStrategyConfig at v26.7.0), which the GKE
+    # exporter's DaemonSet takes as the operator's operands do.
+    (problem,) = _problems(_raw({"daemonsets": {"rollingUpdate": {"maxUnavailable": "half"}}}))
+
+    assert (problem.path, problem.value, problem.expected) == (
+        "gpu-platform:operator.overrides.daemonsets.rollingUpdate.maxUnavailable",
+        "half",
+        'a number of nodes (1) or a percentage ("25%")',
+    )
