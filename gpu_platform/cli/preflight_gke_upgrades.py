@@ -1,7 +1,8 @@
 """What `gpu-platform preflight` finds of how GKE will upgrade a GKE stack's pools, from the
 cluster as GKE's `clusters.get` answers it (the `Cluster` schema of the container.v1 discovery
-document): pinned node versions against the control plane's, and whether the cluster holds
-GKE's automatic upgrades off the pools that take them.
+document): pinned node versions against the control plane's, whether each pinned pool that
+exists holds GKE's upgrades off with its exclusion until end of support, and whether the cluster
+holds GKE's automatic upgrades off the pools that take them.
 
 GKE runs no node newer than its control plane (its version skew policy), and refuses a node pool
 pinned past it at `pulumi up`. During a surge upgrade GKE honours PodDisruptionBudgets for up to
@@ -16,18 +17,22 @@ from typing import Any
 
 from gpu_platform.cli.findings import Finding
 from gpu_platform.config import GpuPoolSpec, StackConfig, dynamic_workload_scheduler_modes, key_path
+from gpu_platform.node_identity import POOL_LABEL
 from gpu_platform.version_order import version_key
 
 # `MaintenanceExclusionOptions.scope` (container.v1.json): an exclusion without one is
 # NO_UPGRADES. NO_MINOR_UPGRADES still lets GKE apply patch upgrades to nodes.
 _HOLDS_NODE_UPGRADES = frozenset({"NO_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"})
+NO_CHANNEL = "UNSPECIFIED"
+"""`ReleaseChannel.channel`: "No channel specified"."""
 
 
 def upgrade_findings(
     config: StackConfig, cluster: Mapping[str, Any], now: datetime | None = None
 ) -> list[Finding]:
-    """Pinned node versions past the control plane (blocking), then the cluster's hold on the
-    automatic upgrades of the pools GKE upgrades itself."""
+    """Pinned node versions past the control plane and pinned pools without their exclusion
+    (blocking), then the cluster's hold on the automatic upgrades of the pools GKE upgrades
+    itself."""
     version = cluster["currentMasterVersion"]
     findings = [
         Finding(
@@ -42,10 +47,64 @@ def upgrade_findings(
         if pool.gcp.node_version is not None
         and version_key(pool.gcp.node_version) > version_key(version)
     ]
+    findings += _unheld_pin_findings(config, cluster)
     upgraded = [pool.name for pool in config.pools if _auto_upgraded(pool, cluster)]
     if upgraded:
         findings.append(_maintenance_finding(config, cluster, upgraded, now or datetime.now(UTC)))
     return findings
+
+
+def _unheld_pin_findings(config: StackConfig, cluster: Mapping[str, Any]) -> list[Finding]:
+    """Each pinned pool that GKE runs, on a cluster in a release channel, without its node pool
+    maintenance exclusion until end of support. The platform declares the exclusion there
+    (gpu_platform/gke/node_pool.py, `pinned_pool_upgrades`), but terraform-provider-google sends
+    it only when it creates a pool, and the policy pack sees only the inputs the pool was
+    created with: a pool created unpinned and pinned later has it only where someone set it, and
+    only GKE's answer shows whether they did. A pool GKE does not run yet is created with it."""
+    channel = _channel(cluster)
+    if channel == NO_CHANNEL:
+        return []
+    # Pulumi names each node pool with a random suffix: the platform's label names its pool.
+    running = {
+        live.get("config", {}).get("labels", {}).get(POOL_LABEL): live
+        for live in cluster.get("nodePools", [])
+    }
+    return [
+        _unheld_pin_finding(config, i, pool.name, channel, live)
+        for i, pool in enumerate(config.pools)
+        if pool.gcp.node_version is not None
+        and (live := running.get(pool.name)) is not None
+        and live.get("maintenancePolicy", {}).get("exclusionUntilEndOfSupport", {}).get("enabled")
+        is not True
+    ]
+
+
+def _unheld_pin_finding(
+    config: StackConfig, i: int, name: str, channel: str, live: Mapping[str, Any]
+) -> Finding:
+    spec = config.cluster
+    url = (
+        f"https://container.googleapis.com/v1/projects/{spec.project}/locations/{spec.location}"
+        f"/clusters/{spec.name}/nodePools/{live['name']}"
+    )
+    # `UpdateNodePoolRequest` requires `nodeVersion` and `imageType`: the pool's own keep it as
+    # it is.
+    body = (
+        f'{{"nodeVersion": "{live.get("version")}", "imageType":'
+        f' "{live.get("config", {}).get("imageType")}", "maintenancePolicy":'
+        ' {"exclusionUntilEndOfSupport": {"enabled": true}}}'
+    )
+    return Finding(
+        "blocking",
+        f"pool {name}",
+        f"{key_path('pools', i, 'gcp', 'nodeVersion')} pins the pool, whose node pool"
+        f" {live['name']} has no maintenance exclusion until end of support"
+        " (maintenancePolicy.exclusionUntilEndOfSupport.enabled is not true): in release channel"
+        f" {channel} GKE keeps its auto-upgrade on and moves it past the pin. Pulumi cannot add"
+        " the exclusion to a node pool that exists, and the policy pack cannot see it there.",
+        "Enable it with the GKE API's projects.locations.clusters.nodePools.update, which"
+        f" keeps the pool's version and image type: PUT {url} with the body {body}.",
+    )
 
 
 def _auto_upgraded(pool: GpuPoolSpec, cluster: Mapping[str, Any]) -> bool:
@@ -55,8 +114,11 @@ def _auto_upgraded(pool: GpuPoolSpec, cluster: Mapping[str, Any]) -> bool:
     # created without a channel in one, REGULAR by default, and `UNSPECIFIED` means none.
     if dynamic_workload_scheduler_modes(pool):
         return False
-    channel = cluster.get("releaseChannel", {}).get("channel", "UNSPECIFIED")
-    return pool.gcp.node_version is None or channel != "UNSPECIFIED"
+    return pool.gcp.node_version is None or _channel(cluster) != NO_CHANNEL
+
+
+def _channel(cluster: Mapping[str, Any]) -> str:
+    return str(cluster.get("releaseChannel", {}).get("channel", NO_CHANNEL))
 
 
 def _maintenance_finding(

@@ -1,7 +1,8 @@
 """The GKE pre-flight check's upgrade findings, against the fake GKE API of test_preflight_gke
 (answers held to the container.v1 discovery document's `Cluster` schema): pinned node versions
-against the control plane, the cluster's maintenance window and exclusions, and a specific
-reservation's room for surge nodes."""
+against the control plane, the exclusion until end of support of each pinned pool GKE runs, the
+cluster's maintenance window and exclusions, and a specific reservation's room for surge
+nodes."""
 
 from typing import Any
 
@@ -175,3 +176,110 @@ def test_a_pool_that_does_not_surge_is_not_checked_for_spare_vms(google: FakeGoo
     found = base.of_pool(base.findings(google), base.GKE_RESERVED_POOL)
 
     assert not any("maxSurge" in f.message for f in found)
+
+
+# --- A pinned pool's exclusion until end of support -------------------------------------------
+
+
+def running_pools(*pools: dict[str, Any], channel: str = "REGULAR") -> dict[str, Any]:
+    """The cluster's fields with these node pools running (container.v1 `Cluster.nodePools`)."""
+    return {
+        "status": "RUNNING",
+        "currentMasterVersion": base.VERSION,
+        "releaseChannel": {"channel": channel},
+        "nodePools": list(pools),
+    }
+
+
+def node_pool(**fields: Any) -> dict[str, Any]:
+    """l4-shared as GKE runs it: Pulumi named it with a suffix, and the platform's label names
+    the pool (`NodePool.config.labels`)."""
+    return {
+        "name": "l4-shared-5e0d1c2",
+        "version": "1.35.1-gke.1396000",
+        "config": {"imageType": "COS_CONTAINERD", "labels": {"gpu-platform.io/pool": "l4-shared"}},
+        **fields,
+    }
+
+
+def pin_l4_shared(c: Config) -> None:
+    base.pool(c, "l4-shared")["gcp"] = {"nodeVersion": "1.35.1-gke.1396000"}
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [{}, {"maintenancePolicy": {}}, {"maintenancePolicy": {"exclusionUntilEndOfSupport": {}}}],
+)
+def test_a_running_pinned_pool_without_its_exclusion_blocks(
+    google: FakeGoogle, policy: dict[str, Any]
+) -> None:
+    # The exclusion the platform declares reaches GKE only when the provider creates the pool,
+    # and the policy pack cannot see a pool's that exists (docs/upgrades.md). container.v1
+    # `UpdateNodePoolRequest`: `nodeVersion` and `imageType` are required, `maintenancePolicy`
+    # takes `exclusionUntilEndOfSupport.enabled`.
+    google.cluster(**running_pools(node_pool(**policy)))
+
+    assert base.of_pool(base.findings(google, pin_l4_shared), "l4-shared") == [
+        Finding(
+            "blocking",
+            "pool l4-shared",
+            "gpu-platform:pools[0].gcp.nodeVersion pins the pool, whose node pool"
+            " l4-shared-5e0d1c2 has no maintenance exclusion until end of support"
+            " (maintenancePolicy.exclusionUntilEndOfSupport.enabled is not true): in release"
+            " channel REGULAR GKE keeps its auto-upgrade on and moves it past the pin. Pulumi"
+            " cannot add the exclusion to a node pool that exists, and the policy pack cannot see"
+            " it there.",
+            "Enable it with the GKE API's projects.locations.clusters.nodePools.update, which"
+            " keeps the pool's version and image type: PUT https://container.googleapis.com/v1/"
+            "projects/acme-ml-dev/locations/us-central1/clusters/ml-dev/nodePools/"
+            'l4-shared-5e0d1c2 with the body {"nodeVersion": "1.35.1-gke.1396000", "imageType":'
+            ' "COS_CONTAINERD", "maintenancePolicy": {"exclusionUntilEndOfSupport": {"enabled":'
+            " true}}}.",
+        )
+    ]
+
+
+def test_a_disabled_exclusion_blocks(google: FakeGoogle) -> None:
+    disabled = {"exclusionUntilEndOfSupport": {"enabled": False}}
+    google.cluster(**running_pools(node_pool(maintenancePolicy=disabled)))
+
+    (finding,) = base.of_pool(base.findings(google, pin_l4_shared), "l4-shared")
+
+    assert finding.severity == "blocking"
+
+
+def test_a_running_pinned_pool_held_by_its_exclusion_passes(google: FakeGoogle) -> None:
+    held = {
+        "exclusionUntilEndOfSupport": {
+            "enabled": True,
+            "startTime": "2026-11-02T10:00:00Z",
+            "endTime": "2027-10-01T00:00:00Z",
+        }
+    }
+    google.cluster(**running_pools(node_pool(maintenancePolicy=held)))
+
+    assert base.of_pool(base.findings(google, pin_l4_shared), "l4-shared") == []
+
+
+def test_a_pinned_pool_gke_does_not_run_yet_is_created_with_its_exclusion(
+    google: FakeGoogle,
+) -> None:
+    other = node_pool(name="system-1a2b3c4", config={"labels": {"role": "system"}})
+    google.cluster(**running_pools(other))
+
+    assert base.of_pool(base.findings(google, pin_l4_shared), "l4-shared") == []
+
+
+def test_a_running_pinned_pool_of_a_cluster_without_a_channel_needs_no_exclusion(
+    google: FakeGoogle,
+) -> None:
+    # Without a channel the platform turns the pinned pool's auto-upgrade off instead.
+    google.cluster(**running_pools(node_pool(), channel="UNSPECIFIED"))
+
+    assert base.of_pool(base.findings(google, pin_l4_shared), "l4-shared") == []
+
+
+def test_an_unpinned_running_pool_needs_no_exclusion(google: FakeGoogle) -> None:
+    google.cluster(**running_pools(node_pool()))
+
+    assert base.of_pool(base.findings(google), "l4-shared") == []

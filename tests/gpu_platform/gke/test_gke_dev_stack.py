@@ -1,6 +1,7 @@
 """The GKE dev stack in the repository (`Pulumi.gke-dev.yaml`) plans offline, whole."""
 
 import copy
+from dataclasses import replace
 
 import pytest
 
@@ -92,4 +93,34 @@ def test_gke_dev_with_a_pinned_pool_and_its_canary_plans_with_no_mandatory_viola
     ]
     assert len(pinned) == 2
     assert all(p["management"]["autoUpgrade"] is True for p in pinned)
+    assert [v for v in verdicts if v.mandatory] == []
+
+
+def test_gke_dev_with_a_pool_pinned_after_it_was_created_plans_with_no_mandatory_violation() -> (
+    None
+):
+    # docs/upgrades.md: the pool exists unpinned, then pins `gcp.nodeVersion`. Its resource
+    # ignores changes to `maintenancePolicies`, so the engine hands the pack the stored inputs'
+    # (none) instead of the exclusion the program declares (pulumi/pulumi v3.259.0
+    # pkg/resource/deploy/step_generator.go, generateSteps: processIgnoreChanges before the
+    # analyzers): the pack, configured as the stack is, must not stop `pulumi up` there.
+    config = copy.deepcopy(dict(stack_config("gke-dev", PROJECT)))
+    (pool,) = config["gpu-platform:pools"]
+    pool["gcp"] = {"nodeVersion": "1.33.4-gke.1350000"}
+    plan = run_program("gke-dev", config=config, project=PROJECT)
+    (pinned,) = [
+        r for r in plan.of_type("gcp:container/nodePool:NodePool") if "version" in r.inputs
+    ]
+    assert "maintenancePolicies" in pinned.ignore_changes
+    as_analyzed = replace(
+        pinned,
+        inputs={k: v for k, v in pinned.inputs.items() if k != "maintenancePolicies"},
+    )
+
+    verdicts = analyze_plan(
+        [as_analyzed if r is pinned else r for r in plan.resources],
+        config=_policy_config(PROJECT.directory / "policy-config", "gke-dev", None),
+    )
+
+    assert plan.error is None
     assert [v for v in verdicts if v.mandatory] == []

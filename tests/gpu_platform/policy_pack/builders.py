@@ -9,6 +9,8 @@ from gpu_platform.cli.analyzer import Verdict
 from gpu_platform.cli.offline import PlannedResource
 
 Analyze = Callable[..., list[Verdict]]
+Notes = Callable[[], list[str]]
+"""The `new_notes` fixture: the notes the pack logged since the test began."""
 
 STACK_URN_PREFIX = "urn:pulumi:dev::gpu-platform::"
 NAMESPACE = "kubernetes:core/v1:Namespace"

@@ -1,12 +1,11 @@
 """Values not known during preview: the checks that need them are skipped with a note, never
 reported as violations, and the checks that do not still run."""
 
-from collections.abc import Callable
-
 from tests.gpu_platform.policy_pack.builders import (
     NAMESPACE,
     UNKNOWN,
     Analyze,
+    Notes,
     eks_node_group,
     gke_node_pool,
     launch_template,
@@ -17,8 +16,6 @@ from tests.gpu_platform.policy_pack.builders import (
     violations,
     workload,
 )
-
-Notes = Callable[[], list[str]]
 
 
 def test_an_unknown_security_context_skips_only_the_checks_that_read_it(

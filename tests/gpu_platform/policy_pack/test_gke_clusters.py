@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack
+from gpu_platform.cli.offline import PlannedResource
 from tests.gpu_platform.policy_pack.builders import (
     UNKNOWN,
     Analyze,
+    Notes,
     gke_cluster,
     gke_node_pool,
     messages,
@@ -242,7 +244,8 @@ def test_a_pool_pinned_while_auto_upgrading_is_refused(
 ) -> None:
     # pulumi-gcp container.NodePool `version`: "if this field and `auto_upgrade` are both
     # specified, they will fight each other for what the node version should be"; no enabled
-    # exclusion holds the pool back.
+    # exclusion holds the pool back. Absent (None) from a pool that does not ignore changes to
+    # it, the inputs are what the program declares.
     pool = gke_node_pool()
     pool.inputs["version"] = "1.33.5-gke.1201000"
     if management is None:
@@ -280,6 +283,51 @@ def test_a_pinned_pool_held_by_its_exclusion_until_end_of_support_passes(
 
     assert messages(verdicts, "gke-node-pool-version") == []
     assert messages(verdicts, "gke-cluster-upgrades") == []
+
+
+IGNORED_BY_THE_PLATFORM = ("initialNodeCount", "nodeCount", "maintenancePolicies")
+"""The changes the platform's node pools ignore (gpu_platform/gke/node_pool.py):
+terraform-provider-google sends `maintenance_policy` only when it creates a pool."""
+
+
+def pinned_pool_ignoring_maintenance_changes() -> PlannedResource:
+    pool = replace(gke_node_pool(), ignore_changes=IGNORED_BY_THE_PLATFORM)
+    pool.inputs["version"] = "1.33.5-gke.1201000"
+    pool.inputs["management"] = {"autoRepair": True, "autoUpgrade": True}
+    return pool
+
+
+def test_a_pinned_pool_whose_ignored_maintenance_policies_are_absent_is_left_to_preflight(
+    analyze: Analyze, new_notes: Notes
+) -> None:
+    # pulumi/pulumi v3.259.0 pkg/resource/deploy/step_generator.go, generateSteps: for a
+    # resource that exists, `processIgnoreChanges` puts each ignored input back to its old
+    # value before the analyzers see the inputs, and sdk/go/common/resource/properties_path.go
+    # `Reset` deletes one the old inputs lack. A pool created unpinned and pinned later
+    # therefore shows `version` and auto-upgrade but no `maintenancePolicies`, whatever GKE
+    # holds for it.
+    pool = pinned_pool_ignoring_maintenance_changes()
+
+    assert found(analyze, "gke-node-pool-version", pool) == []
+    assert new_notes() == [
+        f'policy "gke-node-pool-version" cannot see the maintenance exclusion of {pool.urn}, '
+        'pinned to "1.33.5-gke.1201000" with auto-upgrade on: its inputs ignore changes to '
+        "maintenancePolicies and those stored when it was created have none. `gpu-platform "
+        "preflight` checks the exclusion of the pool GKE runs."
+    ]
+
+
+@pytest.mark.parametrize("policies", [[], [{"exclusionUntilEndOfSupports": [{"enabled": False}]}]])
+def test_a_pinned_pool_whose_ignored_maintenance_policies_lack_the_exclusion_is_refused(
+    analyze: Analyze, policies: Any
+) -> None:
+    # Present, the property is what the pool was created with (or is being created with).
+    pool = pinned_pool_ignoring_maintenance_changes()
+    pool.inputs["maintenancePolicies"] = policies
+
+    (message,) = found(analyze, "gke-node-pool-version", pool)
+
+    assert "fight" in message
 
 
 def test_an_exclusion_not_known_yet_skips_the_version_check(analyze: Analyze) -> None:

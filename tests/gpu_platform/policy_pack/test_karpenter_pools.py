@@ -1,6 +1,5 @@
 """The GPU pool policies on Karpenter NodePools and their EC2NodeClasses."""
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -9,6 +8,7 @@ from tests.gpu_platform.policy_pack.builders import (
     KARPENTER_NODE_POOL,
     UNKNOWN,
     Analyze,
+    Notes,
     ec2_node_class,
     gpu_alert_rules,
     gpu_operator_release,
@@ -28,7 +28,6 @@ NODE_POOL_POLICIES = (
     "karpenter-gpu-capacity-fallback",
 )
 NODE_CLASS_POLICY = "karpenter-gpu-node-class"
-Notes = Callable[[], list[str]]
 
 
 def requirement(key: str, operator: str, *values: str) -> dict[str, Any]:
