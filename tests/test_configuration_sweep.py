@@ -7,7 +7,8 @@ registered. Every stack it accepts is planned by the real program, and its plan 
 invariant of `invariants`: the policy pack, configured as prod is, finds no mandatory violation;
 every resource validates against the official models the suite uses; every DaemonSet tolerates
 the taints of every pool it must run on; a led pool, and its driver, wait for the canary's nodes,
-driver and gate; update timeouts outlast the longest rollout; each EFA node gets its own
+driver and gate; no canary sits on capacity that never starts its node, and every canary ranks
+below every pool that is not one; update timeouts outlast the longest rollout; each EFA node gets its own
 instance type's EFA count, and each EFA placement stays in one zone.
 
 CI draws a fixed sequence of `EXAMPLES` stacks (`derandomize`, no example database). A deeper
@@ -28,6 +29,7 @@ from gpu_platform.cli.namespace_levels import POD_SECURITY, namespace_levels
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.config_strategies import stack_configs
+from tests.gpu_platform.canary_invariants import canary_capacity_problems, canary_rank_problems
 from tests.gpu_platform.eks.efa_invariants import efa_problems
 from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
 from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
@@ -90,6 +92,8 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
             daemonset_toleration_problems
         ),
         "led pools wait for their canary's nodes, driver and gate": canary_ordering_problems,
+        "no canary on capacity that never starts its node": canary_capacity_problems,
+        "every canary ranks below every pool that is not a canary": canary_rank_problems,
         "update timeouts outlast the longest rollout": timeout_problems,
         "each EFA node its own EFA count, each EFA placement in one zone": efa_problems,
     }
