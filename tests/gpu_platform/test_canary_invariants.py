@@ -32,7 +32,7 @@ def eks_pair(led: dict[str, Any], canary: dict[str, Any]) -> Config:
     }
 
 
-RESERVED = {"capacity": "reserved", "aws": {"capacityReservationId": RESERVATION}}
+RESERVED: Config = {"capacity": "reserved", "aws": {"capacityReservationId": RESERVATION}}
 
 
 @pytest.mark.parametrize(
