@@ -268,6 +268,15 @@ def eks_canary(draw: st.DrawFn, led: Config, node_image: str, minor: str) -> Con
     ):
         if key in led["aws"]:
             canary["aws"][key] = led["aws"][key]
+    if canary.get("capacity") == "reserved":
+        # A canary on its pool's reservation alone is refused; most draw capacity of its own.
+        way = draw(st.sampled_from(["fallback", "on-demand", "refused"]))
+        if way == "fallback":
+            canary["aws"]["onDemandFallback"] = True
+        elif way == "on-demand":
+            canary["capacity"] = "on-demand"
+            for key in ("capacityReservationId", "capacityReservationResourceGroupArn"):
+                canary["aws"].pop(key, None)
     if draw(st.booleans()):
         canary["canarySoakMinutes"] = draw(st.sampled_from([0, 5, 30]))
     return canary
@@ -596,3 +605,118 @@ def stack_configs() -> st.SearchStrategy[Config]:
 def pool_spec(config: Mapping[str, Any], name: str) -> Config:
     """The config of the pool named `name`."""
     return next(p for p in config["gpu-platform:pools"] if p["name"] == name)
+
+
+# --- Corners every run plans -----------------------------------------------------------------
+
+AMI_RELEASE = "1.35.6-20260714"
+"""An AL2023 NVIDIA release of the stand-in EKS cluster's Kubernetes 1.35."""
+CORNER_STACKS: dict[str, Config] = {
+    "EKS node groups: a MIG pool a tenant's migQuota and smoke test use, an arm64 pool": {
+        "aws:region": AWS_REGION,
+        "gpu-platform:cloud": "aws",
+        "gpu-platform:cluster": {"name": "ml-sweep", "region": AWS_REGION},
+        "gpu-platform:pools": [
+            {
+                "name": "a100-mig",
+                "instanceTypes": ["p4d.24xlarge"],
+                "max": 2,
+                "capacity": "on-demand",
+                "sharing": {"mode": "mig", "strategy": "mixed", "profile": "all-1g.5gb"},
+                "aws": {"amiReleaseVersion": AMI_RELEASE},
+            },
+            {
+                "name": "t4-arm",
+                "instanceTypes": ["g5g.xlarge"],
+                "max": 2,
+                "capacity": "spot",
+                "sharing": {"mode": "exclusive"},
+                "aws": {"amiReleaseVersion": AMI_RELEASE},
+            },
+        ],
+        "gpu-platform:namespaces": [
+            {
+                "name": "team-a",
+                "migQuota": {"1g.5gb": 8},
+                "gpuQuota": 8,
+                "smokeTestPool": "a100-mig",
+            }
+        ],
+    },
+    "an existing Karpenter: EFA H100s in two zones, a family pool with its own taints": {
+        "aws:region": AWS_REGION,
+        "gpu-platform:cloud": "aws",
+        "gpu-platform:cluster": {"name": "ml-sweep", "region": AWS_REGION},
+        "gpu-platform:provisioner": "karpenter",
+        "gpu-platform:karpenter": {
+            "install": False,
+            "nodeRoleArn": "arn:aws:iam::123456789012:role/karpenter-nodes",
+        },
+        "gpu-platform:pools": [
+            *(
+                {
+                    "name": f"h100-{zone[-1]}",
+                    "instanceTypes": ["p5.48xlarge"],
+                    "max": 2,
+                    "capacity": "on-demand",
+                    "zones": [zone],
+                    "sharing": {"mode": "exclusive"},
+                    "aws": {"amiReleaseVersion": AMI_RELEASE, "efa": True},
+                }
+                for zone in ("us-east-1a", "us-east-1b")
+            ),
+            {
+                "name": "l4",
+                "accelerator": "l4",
+                "max": 4,
+                "capacity": "spot",
+                "sharing": {"mode": "exclusive"},
+                "taints": [dict(TAINTS[0])],
+                "aws": {"amiReleaseVersion": AMI_RELEASE, "instanceFamilies": ["g6"]},
+            },
+        ],
+    },
+    "GKE: a queued-provisioning pool": {
+        "gpu-platform:cloud": "gcp",
+        "gpu-platform:cluster": {
+            "name": "ml-sweep",
+            "project": "ml-platform-sweep",
+            "location": GCP_REGION,
+        },
+        "gpu-platform:pools": [
+            {
+                "name": "l4-queued",
+                "instanceTypes": ["g2-standard-8"],
+                "max": 4,
+                "sharing": {"mode": "exclusive"},
+                "gcp": {"flexStart": True, "queuedProvisioning": True},
+            },
+        ],
+    },
+    "refused: a canary on a Capacity Block": {
+        "aws:region": AWS_REGION,
+        "gpu-platform:cloud": "aws",
+        "gpu-platform:cluster": {"name": "ml-sweep", "region": AWS_REGION},
+        "gpu-platform:pools": [
+            {
+                "name": name,
+                **({"canaryOf": "h100"} if name != "h100" else {}),
+                "instanceTypes": ["p5.48xlarge"],
+                "max": 1,
+                "capacity": "capacity-block",
+                "zones": ["us-east-1a"],
+                "sharing": {"mode": "exclusive"},
+                "aws": {
+                    "amiReleaseVersion": AMI_RELEASE,
+                    "capacityReservationId": "cr-0123456789abcdef0",
+                    "capacityBlockStart": "2026-12-10T11:30:00+00:00",
+                },
+            }
+            for name in ("h100", "h100-canary")
+        ],
+    },
+}
+"""Stacks that join corners a short run may never draw, each planned (or, the last, refused by
+key) on every run: MIG quotas and smoke tests, arm64, EFA pools of one GPU in two zones, a
+Karpenter the stack does not install, a pool of a whole instance family, a Karpenter pool's own
+taints, queued provisioning."""

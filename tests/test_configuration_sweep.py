@@ -7,10 +7,12 @@ registered. Every stack it accepts is planned by the real program, and its plan 
 invariant of `invariants`: the policy pack, configured as prod is, finds no mandatory violation;
 every resource validates against the official models the suite uses; every DaemonSet tolerates
 the taints of every pool it must run on; a led pool, and its driver, wait for the canary's nodes,
-driver and gate; update timeouts outlast the longest rollout; each EFA node gets its own
-instance type's EFA count, and each EFA placement stays in one zone.
+driver and gate; no canary sits on capacity that never starts its node, and every canary ranks
+below every pool that is not one; update timeouts outlast the longest rollout; each EFA node
+gets its own instance type's EFA count, and each EFA placement stays in one zone.
 
-CI draws a fixed sequence of `EXAMPLES` stacks (`derandomize`, no example database). A deeper
+CI draws a fixed sequence of `EXAMPLES` stacks (`derandomize`, no example database), after the
+few stacks of `CORNER_STACKS` that join the corners such a short run may miss. A deeper
 run for a release draws more: `GPU_PLATFORM_SWEEP_EXAMPLES=500 pytest -n 0
 tests/test_configuration_sweep.py` (README, Testing).
 """
@@ -21,13 +23,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 from gpu_platform.cli.analyzer import PolicyPack
 from gpu_platform.cli.namespace_levels import POD_SECURITY, namespace_levels
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
-from tests.config_strategies import stack_configs
+from tests.config_strategies import CORNER_STACKS, stack_configs
+from tests.gpu_platform.canary_invariants import canary_capacity_problems, canary_rank_problems
 from tests.gpu_platform.eks.efa_invariants import efa_problems
 from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
 from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
@@ -90,6 +93,8 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
             daemonset_toleration_problems
         ),
         "led pools wait for their canary's nodes, driver and gate": canary_ordering_problems,
+        "no canary on capacity that never starts its node": canary_capacity_problems,
+        "every canary ranks below every pool that is not a canary": canary_rank_problems,
         "update timeouts outlast the longest rollout": timeout_problems,
         "each EFA node its own EFA count, each EFA placement in one zone": efa_problems,
     }
@@ -98,6 +103,13 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
 @pytest.fixture(scope="module")
 def checks(policy_pack: PolicyPack) -> dict[str, Invariant]:
     return invariants(policy_pack)
+
+
+def with_corners(test: Callable[..., None]) -> Callable[..., None]:
+    """`test` run on each of `CORNER_STACKS` too, before the drawn stacks."""
+    for config in reversed(CORNER_STACKS.values()):
+        test = example(config=config)(test)
+    return test
 
 
 @settings(
@@ -112,6 +124,7 @@ def checks(policy_pack: PolicyPack) -> dict[str, Invariant]:
     ],
 )
 @given(config=stack_configs())
+@with_corners
 def test_every_accepted_stack_plans_clean_and_agrees_with_itself(
     checks: dict[str, Invariant], config: Config
 ) -> None:

@@ -110,7 +110,12 @@ def _node_class_problems(plan: Plan, pools: Mapping[str, Any], region: str | Non
             template = node_pool.inputs["spec"]["template"]["spec"]
             if template["nodeClassRef"]["name"] == name:
                 owner = f"NodePool {node_pool.inputs['metadata']['name']}"
-                yield from _mismatches(owner, listed, admitted_sizes(node_pool, region))
+                sizes = admitted_sizes(node_pool, region)
+                if not sizes:
+                    # Nothing to compare would pass any count: the NodePool admits no instance
+                    # type EC2 describes (in its zones), so it never starts a node.
+                    yield f"{owner}: admits no instance type EC2 offers in its zones"
+                yield from _mismatches(owner, listed, sizes)
 
 
 def admitted_sizes(node_pool: PlannedResource, region: str | None) -> list[str]:

@@ -13,7 +13,7 @@ from gpu_platform.eks import placement
 from gpu_platform.kubernetes import gpu_pod
 from tests.repository import PROJECT
 
-from .efa_invariants import efa_problems
+from .efa_invariants import FAMILY, INSTANCE_TYPE, NODE_POOL, efa_problems
 from .test_efa import efa_pool, on_demand_h100
 
 Config = dict[str, Any]
@@ -102,4 +102,22 @@ def test_a_node_group_sized_for_another_instance_type_is_found(
     assert efa_problems(plan, config) == [
         "node group t4-shared-nodes: a p5en.48xlarge node gets 32 EFA interface(s), but"
         " p5en.48xlarge takes 16"
+    ]
+
+
+def test_an_efa_node_pool_admitting_no_size_is_found() -> None:
+    # A NodePool whose requirements match no instance type would pass any EFA count unchecked.
+    config = stack_config("karpenter-dev", PROJECT)
+    plan = copy.deepcopy(run_program("karpenter-dev", config, project=PROJECT))
+    node_pool = next(
+        n for n in plan.of_type(NODE_POOL) if n.inputs["metadata"]["name"] == "h100-block"
+    )
+    spec = node_pool.inputs["spec"]["template"]["spec"]
+    spec["requirements"] = [
+        *(r for r in spec["requirements"] if r["key"] != INSTANCE_TYPE),
+        {"key": FAMILY, "operator": "In", "values": ["p9"]},
+    ]
+
+    assert efa_problems(plan, config) == [
+        "NodePool h100-block: admits no instance type EC2 offers in its zones"
     ]

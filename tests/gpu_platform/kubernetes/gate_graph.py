@@ -9,15 +9,16 @@ for the parent's own dependencies (the Python SDK awaits the dependencies' and t
 before it registers a resource, pulumi `sdk/python/lib/pulumi/runtime/resource.py`,
 `prepare_resource`). So the walk follows all three, transitively.
 
-Label keys are written out here rather than imported from the code under test.
+Label keys are written out here rather than imported from the code under test, and the canary
+pairs, the provisioner, the node image and the driver each gate must select are read from the
+stack's config as written, so that a loader or renderer bug can neither empty the check nor
+satisfy it.
 """
 
 from collections.abc import Mapping
 from typing import Any
 
 from gpu_platform.cli.offline import Plan, PlannedResource
-from gpu_platform.cli.stack_files import plain_config
-from gpu_platform.config import Platform, StackConfig, load_stack_config
 
 GATE_TYPE = "kubernetes:batch/v1:Job"
 GATE_POOL_LABEL = "gpu-platform.io/canary-pool"
@@ -37,16 +38,20 @@ GFD_DRIVER_LABEL = "nvidia.com/cuda.driver-version.full"
 # the Job retries rather than counts.
 EXPECTED_DRIVER_ENV = "EXPECTED_NVIDIA_DRIVER"
 ROLLOUT_PENDING_EXIT_CODE = 75
+# The driver the GPU Operator builds where neither the pool (`gcp.driverVersion`) nor the stack
+# (`operator.driverVersion`) names one: the pinned chart's `driver.version`
+# (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml at v26.7.0).
+CHART_DRIVER_VERSION = "595.91.07"
 
 
 def canary_ordering_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
     """What breaks the canary ordering in `plan`, planned from `config` (the stack's config,
     fully qualified keys, as `run_program` takes it); [] for a stack without canaries."""
-    stack = _loaded(config)
+    stack = _Stack(config)
     leaders: dict[str, list[str]] = {}
     for pool in stack.pools:
-        if pool.canary_of is not None:
-            leaders.setdefault(pool.canary_of, []).append(pool.name)
+        if pool.get("canaryOf") is not None:
+            leaders.setdefault(pool["canaryOf"], []).append(pool["name"])
     if not leaders:
         return []
     graph = _Graph(plan)
@@ -57,19 +62,33 @@ def canary_ordering_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]
     for led, canaries in leaders.items():
         for canary in canaries:
             problems += _pair_problems(graph, nodes, drivers, gates, led, canary)
+            if stack.gke_ubuntu and canary not in drivers:
+                problems.append(f"canary {canary} on GKE Ubuntu has no NVIDIADriver")
             gate = gates.get(canary)
             if gate is not None:
-                problems += _selection_problems(stack, nodes, drivers, gate, canary)
+                problems += _selection_problems(stack, nodes, gate, canary)
     return problems
 
 
-def _loaded(config: Mapping[str, Any]) -> StackConfig:
-    plain, secret_keys = plain_config(config)
-    prefix = "gpu-platform:"
-    return load_stack_config(
-        {k.removeprefix(prefix): v for k, v in plain.items() if k.startswith(prefix)},
-        frozenset(k.removeprefix(prefix) for k in secret_keys if k.startswith(prefix)),
-    )
+class _Stack:
+    """What the checks need of the stack's config, fully qualified keys as `run_program` takes
+    them, read as written."""
+
+    def __init__(self, config: Mapping[str, Any]):
+        self.pools: list[Mapping[str, Any]] = list(config.get("gpu-platform:pools", []))
+        self.uses_karpenter = config.get("gpu-platform:provisioner") == "karpenter"
+        cluster = config.get("gpu-platform:cluster", {})
+        self.gke_ubuntu = (
+            config.get("gpu-platform:cloud") == "gcp" and cluster.get("nodeImage") == "ubuntu"
+        )
+        self._operator_driver = (config.get("gpu-platform:operator") or {}).get(
+            "driverVersion", CHART_DRIVER_VERSION
+        )
+
+    def driver_version(self, pool_name: str) -> str:
+        """The driver the operator builds on the pool's nodes (GKE Ubuntu)."""
+        pool = next(p for p in self.pools if p["name"] == pool_name)
+        return str((pool.get("gcp") or {}).get("driverVersion", self._operator_driver))
 
 
 def _pair_problems(
@@ -105,9 +124,8 @@ def _pair_problems(
 
 
 def _selection_problems(
-    stack: StackConfig,
+    stack: _Stack,
     nodes: Mapping[str, list[PlannedResource]],
-    drivers: Mapping[str, PlannedResource],
     gate: PlannedResource,
     canary: str,
 ) -> list[str]:
@@ -120,7 +138,7 @@ def _selection_problems(
     terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"
     ]
-    rolls_in_place = stack.platform is Platform.GKE_UBUNTU and canary in drivers
+    rolls_in_place = stack.gke_ubuntu
     problems = []
     for term in terms:
         wanted = {e["key"]: e for e in term.get("matchExpressions", [])}
@@ -138,7 +156,7 @@ def _selection_problems(
         if rolls_in_place and GFD_DRIVER_LABEL in wanted:
             problems.append(f"the gate of {canary} may get no node started for it: {term}")
     if rolls_in_place:
-        version = drivers[canary].inputs["spec"]["version"]
+        version = stack.driver_version(canary)
         (container,) = pod["containers"]
         env = {e["name"]: e.get("value") for e in container.get("env", [])}
         retried = {

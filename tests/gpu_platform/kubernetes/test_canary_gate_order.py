@@ -364,6 +364,23 @@ def test_the_invariant_finds_a_gate_that_does_not_wait_for_the_canarys_driver(
     ]
 
 
+def test_the_invariant_finds_a_gate_and_driver_both_on_a_driver_the_config_never_named(
+    ubuntu_plan: Plan,
+) -> None:
+    # A renderer that put the led pool's driver in the canary's NVIDIADriver and gate alike
+    # agrees with itself: the driver the gate must select is the config's.
+    plan = copy.deepcopy(ubuntu_plan)
+    driver(plan, "canary").inputs["spec"]["version"] = "595.91.07"
+    (wrong, _) = gate_spec(plan)["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    wrong["matchExpressions"][1]["values"] = ["595.91.07"]
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        f"the gate of canary may run on a node still on its old driver: {wrong}"
+    ]
+
+
 def gate_release(config: Config) -> dict[str, str]:
     metadata = gate(run_program("dev", config=config, project=PROJECT)).inputs["metadata"]
     return {
