@@ -89,7 +89,7 @@ def test_a_canary_tied_with_its_pool_by_the_priority_expander_is_found(
     dev_config: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Every pool at spot's priority (10), the canary as well.
-    monkeypatch.setattr(autoscaler_settings, "pool_preference", lambda pool, pools: 10)
+    monkeypatch.setattr(autoscaler_settings, "pool_preference", lambda pool: 10)
     canary_of(dev_config)
 
     plan = run_program("dev", config=dev_config, project=PROJECT)

@@ -368,16 +368,16 @@ def test_the_invariant_finds_a_gate_and_driver_both_on_a_driver_the_config_never
     ubuntu_plan: Plan,
 ) -> None:
     # A renderer that put the led pool's driver in the canary's NVIDIADriver and gate alike
-    # agrees with itself: the driver the gate must select is the config's.
+    # agrees with itself: the driver the gate must check is the config's.
     plan = copy.deepcopy(ubuntu_plan)
     driver(plan, "canary").inputs["spec"]["version"] = "595.91.07"
-    (wrong, _) = gate_spec(plan)["template"]["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ]["nodeSelectorTerms"]
-    wrong["matchExpressions"][1]["values"] = ["595.91.07"]
+    (container,) = gate_spec(plan)["template"]["spec"]["containers"]
+    for env in container["env"]:
+        if env["name"] == "EXPECTED_NVIDIA_DRIVER":
+            env["value"] = "595.91.07"
 
     assert canary_ordering_problems(plan, ubuntu_config()) == [
-        f"the gate of canary may run on a node still on its old driver: {wrong}"
+        "the gate of canary does not check for its new driver 595.120.02"
     ]
 
 
