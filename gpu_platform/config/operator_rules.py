@@ -72,11 +72,12 @@ def gke_exporter_override_problems(config: StackConfig) -> Iterator[ConfigProble
     # or a percentage here (intstr, applyUpdateStrategyConfig at v26.7.0).
     path = ("daemonsets", "rollingUpdate", "maxUnavailable")
     value = _value_at(overrides, path)
-    if value is not None and not re.fullmatch(r"[0-9]+%?", str(value)):
+    if value is not None and not re.fullmatch(r"[1-9][0-9]*|([1-9][0-9]?|100)%", str(value)):
+        # 0 is refused by the API server where maxSurge is 0, as a DaemonSet's is by default.
         yield ConfigProblem(
             key_path("operator", "overrides", *path),
             value,
-            'a number of nodes (1) or a percentage ("25%")',
+            'a number of nodes, at least 1, or a percentage from "1%" to "100%"',
         )
 
 

@@ -237,6 +237,15 @@ ROLLOUT_PENDING_CHECK = smoke_test_script(
 )
 
 
+# How late a pod that waits for a node's new driver may start after the node got it: GPU
+# feature discovery relabels every 60 s (gpu-operator v26.7.0
+# assets/gpu-feature-discovery/0500_daemonset.yaml), and the Job controller delays each new pod
+# after failed ones, those its podFailurePolicy ignores included, by a backoff that doubles up
+# to ten minutes (kubernetes pkg/controller/job: getNewFinishedPods counts every failed pod,
+# MaxJobPodFailureBackOff, v1.33 to v1.35).
+RETRY_LAG_SECONDS = 60 + 600
+
+
 def smoke_test_job_spec(
     pool: ResolvedPool,
     deadline_seconds: int,
@@ -253,7 +262,7 @@ def smoke_test_job_spec(
     check = SMOKE_TEST_SCRIPT if rollout is None else ROLLOUT_PENDING_CHECK
     script = check + (SOAK_SCRIPT if soak_minutes else "")
     if rollout is not None:
-        deadline_seconds += upgrade_hold_seconds(rollout)
+        deadline_seconds += upgrade_hold_seconds(rollout) + RETRY_LAG_SECONDS
     pod = gpu_pod_spec(
         pool,
         GPU_SMOKE_TEST_IMAGE.reference,

@@ -242,14 +242,16 @@ def test_an_ubuntu_gates_deadline_covers_the_operators_wait_for_a_canary_nodes_j
 ) -> None:
     # 900 s for a node to start and build the driver, 1440 minutes for the node's Jobs
     # (driverUpgradeJobWaitMinutes' default, the NVIDIADriver's waitForCompletion), 300 s for
-    # the GPU pods' deletion (its podDeletion timeout), then the 15 minutes of the soak; Pulumi
-    # waits 120 s longer, so the Job's own failure is the one reported.
+    # the GPU pods' deletion (its podDeletion timeout), 60 s for GPU feature discovery to
+    # relabel and 600 s of the Job controller's backoff after ignored failures
+    # (MaxJobPodFailureBackOff), then the 15 minutes of the soak; Pulumi waits 120 s longer, so
+    # the Job's own failure is the one reported.
     spec = gate_spec(ubuntu_plan)
     timeout = gate(ubuntu_plan).inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]
 
     assert (spec["activeDeadlineSeconds"], timeout) == (
-        900 + 1440 * 60 + 300 + 15 * 60,
-        str(900 + 1440 * 60 + 300 + 15 * 60 + 120),
+        900 + 1440 * 60 + 300 + 660 + 15 * 60,
+        str(900 + 1440 * 60 + 300 + 660 + 15 * 60 + 120),
     )
 
 
@@ -259,7 +261,7 @@ def test_an_ubuntu_gates_deadline_follows_the_job_wait() -> None:
 
     spec = gate_spec(run_program("dev", config=config, project=PROJECT))
 
-    assert spec["activeDeadlineSeconds"] == 900 + 60 * 60 + 300 + 15 * 60
+    assert spec["activeDeadlineSeconds"] == 900 + 60 * 60 + 300 + 660 + 15 * 60
 
 
 def test_a_canary_on_ubuntu_refuses_an_endless_wait_for_jobs() -> None:

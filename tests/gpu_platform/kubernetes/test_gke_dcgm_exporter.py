@@ -559,13 +559,15 @@ def test_those_chart_values_are_taken_with_the_exporter_off() -> None:
     assert load_stack_config(_raw(overrides)).operator.overrides == overrides
 
 
-def test_an_operand_rollout_neither_a_count_nor_a_percentage_is_refused() -> None:
+@pytest.mark.parametrize("value", ["half", 0, "0%", "101%"])
+def test_an_operand_rollout_neither_a_count_nor_a_percentage_is_refused(value: Any) -> None:
     # intstr: a count or a percentage (applyUpdateStrategyConfig at v26.7.0), which the GKE
-    # exporter's DaemonSet takes as the operator's operands do.
-    (problem,) = _problems(_raw({"daemonsets": {"rollingUpdate": {"maxUnavailable": "half"}}}))
+    # exporter's DaemonSet takes as the operator's operands do; the API server refuses 0 where
+    # maxSurge is 0 (a DaemonSet's default).
+    (problem,) = _problems(_raw({"daemonsets": {"rollingUpdate": {"maxUnavailable": value}}}))
 
     assert (problem.path, problem.value, problem.expected) == (
         "gpu-platform:operator.overrides.daemonsets.rollingUpdate.maxUnavailable",
-        "half",
-        'a number of nodes (1) or a percentage ("25%")',
+        value,
+        'a number of nodes, at least 1, or a percentage from "1%" to "100%"',
     )

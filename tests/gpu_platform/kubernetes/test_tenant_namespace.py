@@ -454,11 +454,13 @@ def test_an_ubuntu_smoke_tests_deadline_covers_the_operators_wait_for_a_nodes_jo
     ubuntu_plan: Plan,
 ) -> None:
     # smokeTestDeadlineSeconds (900 by default), then 1440 minutes for a node's Jobs
-    # (driverUpgradeJobWaitMinutes' default, the NVIDIADriver's waitForCompletion) and 300 s
-    # for the GPU pods' deletion (its podDeletion timeout); Pulumi waits 120 s longer.
+    # (driverUpgradeJobWaitMinutes' default, the NVIDIADriver's waitForCompletion), 300 s for
+    # the GPU pods' deletion (its podDeletion timeout), 60 s for GPU feature discovery to
+    # relabel the node and 600 s of the Job controller's backoff after ignored failures
+    # (MaxJobPodFailureBackOff); Pulumi waits 120 s longer.
     inputs = job(ubuntu_plan).inputs
 
     assert (
         inputs["spec"]["activeDeadlineSeconds"],
         inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"],
-    ) == (900 + 1440 * 60 + 300, str(900 + 1440 * 60 + 300 + 120))
+    ) == (900 + 1440 * 60 + 300 + 660, str(900 + 1440 * 60 + 300 + 660 + 120))
