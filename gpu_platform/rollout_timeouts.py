@@ -25,7 +25,9 @@ Creating a pool starts its `min` nodes at once, and deleting one does not wait f
 budgets (EKS drains each node for "a few minutes" before terminating it, EKS user guide,
 delete-managed-node-group; GKE respects no budget on deletion unless the pool's
 `node_drain_config.respect_pdb_during_node_pool_deletion` says so, which the platform does not
-set): both stay within the providers' defaults.
+set): on EKS both stay within the provider's defaults. A GKE pool's creation, though, waits
+for the other pools' operations as its update does (the provider's create retries the same way),
+so GKE pools take the cluster's total for create and delete as well.
 
 Karpenter's NodePools are not here: `pulumi up` applies a NodePool at once and Karpenter
 replaces its drifted nodes afterwards, within the pool's disruption budgets, so no update waits
@@ -153,8 +155,12 @@ class UpdateTimeout:
     def duration(self) -> timedelta:
         return max(self.default, _whole_minutes(self.rollout * MARGIN))
 
-    def custom_timeouts(self) -> pulumi.CustomTimeouts:
-        return pulumi.CustomTimeouts(update=f"{int(self.duration.total_seconds()) // 60}m")
+    def custom_timeouts(self, *, every_operation: bool = False) -> pulumi.CustomTimeouts:
+        """`update`'s timeout, and with `every_operation` `create`'s and `delete`'s as well."""
+        duration = f"{int(self.duration.total_seconds()) // 60}m"
+        if every_operation:
+            return pulumi.CustomTimeouts(create=duration, update=duration, delete=duration)
+        return pulumi.CustomTimeouts(update=duration)
 
 
 def _whole_minutes(duration: timedelta) -> timedelta:
@@ -172,5 +178,10 @@ def eks_update_timeout(
 def gke_update_timeout(cluster_rollouts: Iterable[timedelta]) -> pulumi.CustomTimeouts:
     """The custom timeouts of every GKE node pool of a cluster whose node pools that may update
     in one `up` have the longest upgrades `cluster_rollouts`: one pool's update may wait through
-    all the others' before its own (the module's docstring)."""
-    return UpdateTimeout(sum(cluster_rollouts, timedelta(0)), GKE_DEFAULT_TIMEOUT).custom_timeouts()
+    all the others' before its own (the module's docstring). Creating a pool waits for them as
+    well (terraform-provider-google resource_container_node_pool.go: its create retries while
+    another operation runs on the cluster, within the create's own timeout), and so the create
+    and the delete get the same: a longer timeout costs nothing where nothing waits."""
+    return UpdateTimeout(sum(cluster_rollouts, timedelta(0)), GKE_DEFAULT_TIMEOUT).custom_timeouts(
+        every_operation=True
+    )

@@ -384,7 +384,11 @@ def test_upgrades_surge_one_node_and_take_none_out_of_service_by_default(gke_pla
 
 def test_an_upgrade_waits_for_the_longest_surge_the_pool_allows(gke_plan: Plan) -> None:
     # max 3 over 3 zones, one node at a time: 3 rounds of (15 + 60) = 225 minutes, x 1.25.
-    assert node_pool(gke_plan).custom_timeouts == {"update": "282m"}
+    assert node_pool(gke_plan).custom_timeouts == {
+        "create": "282m",
+        "update": "282m",
+        "delete": "282m",
+    }
 
 
 def test_every_pool_waits_through_the_other_pools_upgrades(
@@ -399,8 +403,12 @@ def test_every_pool_waits_through_the_other_pools_upgrades(
     gke_config["gpu-platform:pools"].append({**first, "name": "l4-batch", "min": 0, "max": 1})
     plan = plan_for(gke_config)
 
-    assert node_pool(plan).custom_timeouts == {"update": "375m"}
-    assert node_pool(plan, "l4-batch").custom_timeouts == {"update": "375m"}
+    assert node_pool(plan).custom_timeouts == {"create": "375m", "update": "375m", "delete": "375m"}
+    assert node_pool(plan, "l4-batch").custom_timeouts == {
+        "create": "375m",
+        "update": "375m",
+        "delete": "375m",
+    }
 
 
 SPECIFIC_RESERVATION: Config = {
@@ -503,7 +511,7 @@ def test_a_blue_green_pool_with_a_drain_wait_waits_for_its_jobs_before_it_drains
     }
     # `pulumi up` waits through it all: 15 minutes for the new nodes, the 96 h wait, 3 nodes x
     # an hour's drain, the 24 h soak = 123 h 15 = 7395 minutes, x 1.25 (rollout_timeouts.py).
-    assert pool.custom_timeouts == {"update": "9244m"}
+    assert pool.custom_timeouts == {"create": "9244m", "update": "9244m", "delete": "9244m"}
 
 
 @pytest.mark.parametrize(

@@ -63,6 +63,6 @@ def test_an_upgrade_of_the_system_nodes_waits_for_all_of_them_and_the_gpu_pools(
     # pool may wait through the others' too. The GPU pool, max 3 over 3 zones one at a time: 3
     # rounds of 75 = 225 minutes. 675 x 1.25 = 843.75, on both pools.
     assert {p.name: p.custom_timeouts for p in gke_new_plan.of_type(NODE_POOL)} == {
-        "cluster-system": {"update": "844m"},
-        "l4-shared": {"update": "844m"},
+        "cluster-system": {"create": "844m", "update": "844m", "delete": "844m"},
+        "l4-shared": {"create": "844m", "update": "844m", "delete": "844m"},
     }
