@@ -45,8 +45,8 @@ class ClusterAutoscalerSpec(Model):
     cluster first, so that a CPU pod that tolerates the GPU taint grows a CPU group, and a GPU
     pool only where no CPU group can grow (at its maximum, or backed off), then capacity-block
     pools, reserved, on-demand and spot ones (capacity already paid for first, capacity that can
-    be taken back last; a `canaryOf` pool one below the pool it leads, so that it grows for
-    other pods only where that pool cannot), and among those `least-waste`; a group whose
+    be taken back last; a `canaryOf` pool below every GPU pool, so that it grows for other
+    pods only where no pool they fit can), and among those `least-waste`; a group whose
     launches fail is backed off and the next one grown. `least-waste` alone picks the one left
     with the least idle CPU and memory, which may be a GPU node for a CPU pod that tolerates the
     GPU taint."""
