@@ -174,7 +174,29 @@ def _selection_problems(
             or f"exit {ROLLOUT_PENDING_EXIT_CODE}" not in container["command"][-1]
         ):
             problems.append(f"the gate of {canary} fails on a node still on its old driver")
+        problems += _driver_pod_check_problems(gate, canary)
     return problems
+
+
+def _driver_pod_check_problems(gate: PlannedResource, canary: str) -> list[str]:
+    """The gate's check that its node runs the driver pod of its NVIDIADriver's current
+    template, which a new image of the same version needs (`nvidia-smi` reports the same
+    version), retried rather than counted while the node is not upgraded yet."""
+    checks = gate.inputs["spec"]["template"]["spec"].get("initContainers", [])
+    named = [c for c in checks if {"name": "NVIDIA_DRIVER", "value": canary} in c.get("env", [])]
+    if not named:
+        return [f"the gate of {canary} does not check its node's driver pod"]
+    retried = {
+        "action": "Ignore",
+        "onExitCodes": {
+            "containerName": named[0]["name"],
+            "operator": "In",
+            "values": [ROLLOUT_PENDING_EXIT_CODE],
+        },
+    }
+    if retried not in gate.inputs["spec"]["podFailurePolicy"]["rules"]:
+        return [f"the gate of {canary} fails on a node whose driver pod is not upgraded yet"]
+    return []
 
 
 def new_driver_preference(version: str) -> list[dict[str, Any]]:

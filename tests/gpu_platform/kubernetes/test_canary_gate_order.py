@@ -232,6 +232,10 @@ def test_a_gate_pod_that_found_the_old_driver_is_retried_not_counted(ubuntu_plan
         },
         {
             "action": "Ignore",
+            "onExitCodes": {"containerName": "driver-rollout", "operator": "In", "values": [75]},
+        },
+        {
+            "action": "Ignore",
             "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
         },
     ]
@@ -458,6 +462,28 @@ def test_the_invariant_finds_a_gate_that_requires_the_new_drivers_label(
 
     assert canary_ordering_problems(plan, ubuntu_config()) == [
         f"the gate of canary may get no node started for it: {term}"
+    ]
+
+
+def test_the_invariant_finds_a_gate_that_does_not_check_its_nodes_driver_pod(
+    ubuntu_plan: Plan,
+) -> None:
+    plan = copy.deepcopy(ubuntu_plan)
+    del gate(plan).inputs["spec"]["template"]["spec"]["initContainers"]
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "the gate of canary does not check its node's driver pod"
+    ]
+
+
+def test_the_invariant_finds_a_gate_that_fails_on_a_driver_pod_not_upgraded_yet(
+    ubuntu_plan: Plan,
+) -> None:
+    plan = copy.deepcopy(ubuntu_plan)
+    del gate(plan).inputs["spec"]["podFailurePolicy"]["rules"][1]
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "the gate of canary fails on a node whose driver pod is not upgraded yet"
     ]
 
 

@@ -1,0 +1,352 @@
+"""On GKE Ubuntu the canary gate passes only on a canary node whose driver pod is of its
+NVIDIADriver's current DaemonSet template, and Ready: a new driver image of the same version,
+which `nvidia-smi` cannot tell from the old one, included. The check's decisions on literal
+objects, and what the program renders for it.
+
+The objects are the GPU Operator's driver DaemonSet and pod as gpu-operator v26.7.0 renders them
+(manifests/state-driver/0500_daemonset.yaml: the `app.kubernetes.io/component: nvidia-driver`
+and `nvidia.com/node.os-version` labels, the `nvidia-driver-ctr` container; internal/state/
+driver.go: the DaemonSet named `nvidia-gpu-driver-<OS tag>-<hash>` and owned by its
+NVIDIADriver), with the labels and annotation the Kubernetes DaemonSet controller and API
+server set (pkg/controller/daemon/util/daemonset_util.go: `pod-template-generation`;
+pkg/registry/apps/daemonset/strategy.go: the template generation, kept in the
+`deprecated.daemonset.template.generation` annotation of apps/v1).
+"""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpu_platform.cli.analyzer import PolicyPack
+from gpu_platform.cli.offline import Plan, PlannedResource, run_program
+from gpu_platform.kubernetes import canary_driver_check
+from gpu_platform.kubernetes.canary_driver_check import driver_pending, node_pending
+from gpu_platform.kubernetes.canary_gate import NOT_THE_DRIVER
+from tests.gpu_platform.kubernetes.test_canary_gate_order import (
+    cos_config,
+    gate,
+    gate_spec,
+    ubuntu_config,
+)
+from tests.official_models import official_model_problems
+from tests.repository import PROJECT
+from tests.test_configuration_sweep import pack_problems
+
+DAEMON_SET = "nvidia-gpu-driver-ubuntu22.04-7c9d8f6b5"
+NEW_IMAGE = "registry.example.com/nvidia/driver:595.120.02"
+
+
+def daemon_set(image: str = NEW_IMAGE, generation: str = "2", owner: str = "canary") -> Any:
+    return {
+        "metadata": {
+            "name": DAEMON_SET,
+            "namespace": "gpu-operator",
+            "labels": {
+                "app": DAEMON_SET,
+                "app.kubernetes.io/component": "nvidia-driver",
+                "nvidia.com/node.os-version": "ubuntu22.04",
+            },
+            "annotations": {"deprecated.daemonset.template.generation": generation},
+            "ownerReferences": [
+                {
+                    "apiVersion": "nvidia.com/v1alpha1",
+                    "kind": "NVIDIADriver",
+                    "name": owner,
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "updateStrategy": {"type": "OnDelete"},
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "nvidia-driver-ctr", "image": f"{image}-ubuntu22.04"},
+                    ]
+                }
+            },
+        },
+    }
+
+
+def driver_pod(generation: str = "2", ready: bool = True, deleting: bool = False) -> Any:
+    metadata: dict[str, Any] = {
+        "name": f"{DAEMON_SET}-x8k2p",
+        "labels": {
+            "app": DAEMON_SET,
+            "app.kubernetes.io/component": "nvidia-driver",
+            "controller-revision-hash": "5d4b9c7f8",
+            "pod-template-generation": generation,
+        },
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": DAEMON_SET}],
+    }
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    status = "True" if ready else "False"
+    return {
+        "metadata": metadata,
+        "spec": {"nodeName": "gke-canary-1"},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": status}]},
+    }
+
+
+# --- The decision ---------------------------------------------------------------------------
+
+
+def test_a_node_whose_driver_pod_is_of_the_old_template_waits() -> None:
+    # Same driver version, new image: the operator has updated the DaemonSet (generation 2),
+    # the node still runs the pod of generation 1, whose `nvidia-smi` reports the same version.
+    reason = driver_pending(driver_pod(generation="1"), daemon_set(), "canary", NEW_IMAGE)
+
+    assert reason == (
+        f"driver pod {DAEMON_SET}-x8k2p is of template generation 1 of DaemonSet {DAEMON_SET},"
+        " not its current 2: the GPU Operator has not upgraded this node yet"
+    )
+
+
+def test_a_daemon_set_the_operator_has_not_updated_yet_waits() -> None:
+    # `pulumi up` changed the NVIDIADriver; the operator still has to render the DaemonSet.
+    old = daemon_set(image="nvcr.io/nvidia/driver:595.120.02", generation="1")
+
+    reason = driver_pending(driver_pod(generation="1"), old, "canary", NEW_IMAGE)
+
+    assert reason == (
+        f"DaemonSet {DAEMON_SET} runs nvcr.io/nvidia/driver:595.120.02-ubuntu22.04, not"
+        f" {NEW_IMAGE}-ubuntu22.04: the GPU Operator has not applied NVIDIADriver canary yet"
+    )
+
+
+def test_a_current_driver_pod_not_ready_yet_waits() -> None:
+    reason = driver_pending(driver_pod(ready=False), daemon_set(), "canary", NEW_IMAGE)
+
+    assert reason == (
+        f"driver pod {DAEMON_SET}-x8k2p runs {NEW_IMAGE}-ubuntu22.04 but is not ready yet"
+    )
+
+
+def test_a_current_and_ready_driver_pod_passes() -> None:
+    assert driver_pending(driver_pod(), daemon_set(), "canary", NEW_IMAGE) is None
+
+
+def test_a_driver_pod_of_another_nvidiadriver_waits() -> None:
+    reason = driver_pending(driver_pod(), daemon_set(owner="l4-shared"), "canary", NEW_IMAGE)
+
+    assert reason == (
+        f"driver pod {DAEMON_SET}-x8k2p is of DaemonSet {DAEMON_SET}, which NVIDIADriver canary"
+        " does not own (its NVIDIADriver: l4-shared)"
+    )
+
+
+def test_an_image_named_by_digest_gets_no_os_tag() -> None:
+    # nvidiadriver_types.go GetImagePath: no `-<OS tag>` where the image has a digest.
+    image = "nvcr.io/nvidia/driver@sha256:" + "a" * 64
+    pinned = daemon_set()
+    pinned["spec"]["template"]["spec"]["containers"][0]["image"] = image
+
+    assert driver_pending(driver_pod(), pinned, "canary", image) is None
+
+
+def test_a_node_without_a_driver_pod_waits() -> None:
+    reason = node_pending([], lambda name: daemon_set(), "canary", NEW_IMAGE, "gke-canary-1")
+
+    assert reason == "no NVIDIA driver pod on node gke-canary-1 yet"
+
+
+def test_a_driver_pod_being_deleted_proves_nothing() -> None:
+    # The operator's upgrade deletes the old pod; until the DaemonSet controller starts the new
+    # one, the old one may still be listed.
+    pods = [driver_pod(deleting=True)]
+
+    reason = node_pending(pods, lambda name: daemon_set(), "canary", NEW_IMAGE, "gke-canary-1")
+
+    assert reason == "no NVIDIA driver pod on node gke-canary-1 yet"
+
+
+class FakeApi:
+    """The API server's answers to the check's two reads."""
+
+    def __init__(self, pod: Any) -> None:
+        self.pod = pod
+        self.paths: list[str] = []
+
+    def get(self, path: str) -> Any:
+        self.paths.append(path)
+        if path.startswith("/api/v1/namespaces/gpu-operator/pods?"):
+            return {"items": [self.pod]}
+        assert path == f"/apis/apps/v1/namespaces/gpu-operator/daemonsets/{DAEMON_SET}"
+        return daemon_set()
+
+
+@pytest.mark.parametrize(
+    ("pod", "exit_code"), [(driver_pod(generation="1"), 75), (driver_pod(), 0)]
+)
+def test_the_check_exits_75_until_the_node_runs_the_current_driver(
+    monkeypatch: pytest.MonkeyPatch, pod: Any, exit_code: int
+) -> None:
+    api = FakeApi(pod)
+    monkeypatch.setattr(canary_driver_check, "Api", lambda: api)
+    monkeypatch.setattr(canary_driver_check.time, "sleep", lambda seconds: None)
+    env = {
+        "NODE_NAME": "gke-canary-1",
+        "POD_NAMESPACE": "gpu-operator",
+        "NVIDIA_DRIVER": "canary",
+        "NVIDIA_DRIVER_IMAGE": NEW_IMAGE,
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+    assert canary_driver_check.main() == exit_code
+    assert api.paths[0] == (
+        "/api/v1/namespaces/gpu-operator/pods?labelSelector=app.kubernetes.io%2Fcomponent"
+        "%3Dnvidia-driver&fieldSelector=spec.nodeName%3Dgke-canary-1"
+    )
+
+
+# --- What the program renders ---------------------------------------------------------------
+
+
+def same_version_new_image() -> dict[str, Any]:
+    config = ubuntu_config()
+    config["gpu-platform:operator"] = {
+        "overrides": {"driver": {"repository": "registry.example.com/nvidia"}}
+    }
+    return config
+
+
+@pytest.fixture(scope="module")
+def image_plan() -> Plan:
+    return run_program("dev", config=same_version_new_image(), project=PROJECT)
+
+
+def check_container(plan: Plan) -> dict[str, Any]:
+    (container,) = gate_spec(plan)["template"]["spec"]["initContainers"]
+    return dict(container)
+
+
+def test_the_gate_checks_the_canarys_nvidiadriver_and_its_image(image_plan: Plan) -> None:
+    env = {
+        e["name"]: e.get("value", e.get("valueFrom")) for e in check_container(image_plan)["env"]
+    }
+
+    assert env == {
+        "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+        "POD_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+        "NVIDIA_DRIVER": "canary",
+        "NVIDIA_DRIVER_IMAGE": "registry.example.com/nvidia/driver:595.120.02",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+def test_the_check_runs_the_shipped_script(image_plan: Plan) -> None:
+    container = check_container(image_plan)
+    (config_map,) = [
+        r
+        for r in image_plan.of_type("kubernetes:core/v1:ConfigMap")
+        if r.name == "canary-canary-gate"
+    ]
+
+    assert container["command"] == ["python3", "/opt/gpu-platform/canary_driver_check.py"]
+    assert config_map.inputs["data"] == {
+        "canary_driver_check.py": Path(canary_driver_check.__file__).read_text()
+    }
+
+
+def test_a_pod_that_found_the_node_not_upgraded_yet_is_retried_not_counted(
+    image_plan: Plan,
+) -> None:
+    rules = gate_spec(image_plan)["podFailurePolicy"]["rules"]
+
+    assert rules[1] == {
+        "action": "Ignore",
+        "onExitCodes": {"containerName": "driver-rollout", "operator": "In", "values": [75]},
+    }
+
+
+def test_only_the_check_gets_a_token(image_plan: Plan) -> None:
+    pod = gate_spec(image_plan)["template"]["spec"]
+    (smoke_test,) = pod["containers"]
+    token = {
+        "name": "driver-check-token",
+        "projected": {
+            "sources": [
+                {"serviceAccountToken": {"path": "token", "expirationSeconds": 600}},
+                {
+                    "configMap": {
+                        "name": "kube-root-ca.crt",
+                        "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                    }
+                },
+            ]
+        },
+    }
+
+    assert (pod["serviceAccountName"], pod["automountServiceAccountToken"]) == (
+        "gpu-canary-gate-canary",
+        False,
+    )
+    assert token in pod["volumes"]
+    assert {
+        "name": "driver-check-token",
+        "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+        "readOnly": True,
+    } in check_container(image_plan)["volumeMounts"]
+    assert "volumeMounts" not in smoke_test
+
+
+def role(plan: Plan) -> PlannedResource:
+    return plan.named("canary-canary-gate", "kubernetes:rbac.authorization.k8s.io/v1:Role")
+
+
+def binding(plan: Plan) -> PlannedResource:
+    return plan.named("canary-canary-gate", "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding")
+
+
+def test_the_gates_account_may_only_read_driver_pods_and_daemon_sets_in_the_operators_namespace(
+    image_plan: Plan,
+) -> None:
+    assert role(image_plan).inputs["metadata"]["namespace"] == "gpu-operator"
+    assert role(image_plan).inputs["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["get"]},
+    ]
+    assert binding(image_plan).inputs["subjects"] == [
+        {"kind": "ServiceAccount", "name": "gpu-canary-gate-canary", "namespace": "gpu-operator"}
+    ]
+    assert binding(image_plan).inputs["roleRef"]["name"] == "gpu-canary-gate-canary"
+
+
+def test_the_gate_starts_once_its_account_may_read(image_plan: Plan) -> None:
+    assert binding(image_plan).urn in gate(image_plan).dependencies
+
+
+def test_every_part_of_the_nvidiadriver_the_gate_names_is_in_the_image_it_checks(
+    image_plan: Plan,
+) -> None:
+    # The check proves the image of the DaemonSet's template (repository, image, version); the
+    # rest of what names the gate must leave the DaemonSet alone or be fixed for every pool. A
+    # new field of the NVIDIADriver that makes the driver needs a check of its own here.
+    spec = image_plan.named("gpu-operator-driver-canary").inputs["spec"]
+
+    assert {k: v for k, v in spec.items() if k not in NOT_THE_DRIVER} == {
+        "default": False,
+        "driverType": "gpu",
+        "repository": "registry.example.com/nvidia",
+        "image": "driver",
+        "version": "595.120.02",
+    }
+
+
+def test_the_ubuntu_gate_plans_clean(image_plan: Plan, policy_pack: PolicyPack) -> None:
+    config = same_version_new_image()
+
+    assert pack_problems(policy_pack)(image_plan, config) == []
+    assert official_model_problems(image_plan, "1.35") == []
+
+
+def test_gates_where_new_drivers_come_with_new_nodes_read_nothing() -> None:
+    # EKS, Karpenter and GKE COS replace a node to change its driver: the gate's node is new.
+    plan = run_program("dev", config=cos_config(), project=PROJECT)
+
+    assert "initContainers" not in gate_spec(plan)["template"]["spec"]
+    assert not plan.of_type("kubernetes:rbac.authorization.k8s.io/v1:Role")
