@@ -20,9 +20,10 @@ So the node passes only when all of these hold:
   generation, the `deprecated.daemonset.template.generation` annotation, read with the
   template in one object. The API server raises it with every change of the template, and only
   then (kubernetes pkg/registry/apps/daemonset/strategy.go `PrepareForUpdate`; `metadata.
-  generation` also moves with other fields of the spec), and the DaemonSet controller labels
-  each pod it starts with it (pkg/controller/daemon/util/daemonset_util.go
-  `GetTemplateGeneration`, `IsPodUpdated`);
+  generation` also moves with other fields of the spec; pkg/apis/apps/v1/conversion.go writes
+  it into the annotation), and the DaemonSet controller labels each pod it starts with it
+  (pkg/controller/daemon/util/daemonset_util.go `CreatePodTemplate`, and `IsPodUpdated`, its
+  own test of a pod's template);
 - the pod is Ready: its driver container's startup probe has seen the driver loaded.
 
 Otherwise it says why, leaves the node after a minute, as the `nvidia-smi` check does on an old
