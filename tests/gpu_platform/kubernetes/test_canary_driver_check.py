@@ -23,6 +23,7 @@ from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.kubernetes import canary_driver_check
 from gpu_platform.kubernetes.canary_driver_check import driver_pending, node_pending
 from gpu_platform.kubernetes.canary_gate import NOT_THE_DRIVER
+from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
 from tests.gpu_platform.kubernetes.test_canary_gate_order import (
     cos_config,
     gate,
@@ -292,6 +293,10 @@ def test_only_the_check_gets_a_token(image_plan: Plan) -> None:
         "readOnly": True,
     } in check_container(image_plan)["volumeMounts"]
     assert "volumeMounts" not in smoke_test
+
+
+def test_the_gate_pod_with_its_check_passes_restricted(image_plan: Plan) -> None:
+    assert restricted_violations(gate_spec(image_plan)["template"]["spec"]) == []
 
 
 def role(plan: Plan) -> PlannedResource:
