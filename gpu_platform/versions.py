@@ -159,7 +159,8 @@ IDLE_GPU_REAPER_IMAGE = ContainerImage("docker.io/library/python", "3.13.9-slim-
 MIG_STARTUP_TAINT_REMOVER_IMAGE = IDLE_GPU_REAPER_IMAGE
 
 # The GKE Ubuntu canary gate's check that its node runs the canary NVIDIADriver's current driver
-# pod (gpu_platform/kubernetes/canary_driver_check.py) is one such script too.
+# pod (gpu_platform/kubernetes/canary_driver_check.py) is one such script too. The image is in
+# the gate's pod, so a new pin (its digest landing included) runs every GKE Ubuntu gate once more.
 CANARY_GATE_CHECK_IMAGE = IDLE_GPU_REAPER_IMAGE
 
 # Google's NVIDIA driver installer DaemonSet for Container-Optimized OS nodes, the `preloaded`

@@ -16,20 +16,25 @@ So the node passes only when all of these hold:
 - the DaemonSet of its driver pod is owned by the canary's NVIDIADriver;
 - that DaemonSet's template runs the image the NVIDIADriver names now: until the operator has
   reconciled the changed NVIDIADriver, the DaemonSet is the old one;
-- the pod is of that template: its `pod-template-generation` label is the DaemonSet's template
-  generation, the `deprecated.daemonset.template.generation` annotation, read with the
-  template in one object. The API server raises it with every change of the template, and only
-  then (kubernetes pkg/registry/apps/daemonset/strategy.go `PrepareForUpdate`; `metadata.
-  generation` also moves with other fields of the spec; pkg/apis/apps/v1/conversion.go writes
-  it into the annotation), and the DaemonSet controller labels each pod it starts with it
-  (pkg/controller/daemon/util/daemonset_util.go `CreatePodTemplate`, and `IsPodUpdated`, its
-  own test of a pod's template);
+- the pod runs that image itself, in its own `nvidia-driver-ctr`;
 - the pod is Ready: its driver container's startup probe has seen the driver loaded.
+
+The pod's own image, not the template it was made from, decides. Kubernetes counts a pod as of
+its DaemonSet's current template when either its `pod-template-generation` or its
+`controller-revision-hash` is the current one (kubernetes v1.35
+pkg/controller/daemon/util/daemonset_util.go `IsPodUpdated`), and after a rollback (image A,
+then B, then A again) the DaemonSet controller takes A's ControllerRevision up again while the
+template generation rises (pkg/controller/daemon/update.go `constructHistory`). The operator's
+upgrade compares the revision hash alone (k8s-operator-libs, vendored in gpu-operator v26.7.0,
+pkg/upgrade/common_manager.go `podInSyncWithDS`), so it never restarts a node still on A: a
+check by generation would wait for it to the gate's deadline. What names the gate's release
+(`canary_gate._driver_digest`) is all in the image, so the image is the whole proof.
 
 Otherwise it says why, leaves the node after a minute, as the `nvidia-smi` check does on an old
 driver, and exits 75, which the gate Job does not count as a failure: the Job starts another pod
-until its deadline. An API server that refuses the gate's service account fails the gate at
-once.
+until its deadline. What waiting cannot mend fails the gate at once (exit 1): an API server that
+goes on refusing the gate's service account, a certificate that does not verify against the
+cluster's CA, a token or CA file that cannot be read.
 """
 
 import json
@@ -47,11 +52,12 @@ from typing import Any
 DRIVER_POD_SELECTOR = "app.kubernetes.io/component=nvidia-driver"
 DRIVER_CONTAINER = "nvidia-driver-ctr"
 OS_TAG_LABEL = "nvidia.com/node.os-version"
-POD_TEMPLATE_GENERATION_LABEL = "pod-template-generation"
-TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
 # EX_TEMPFAIL, as the gate's `nvidia-smi` check exits on a node still on the old driver.
 PENDING_EXIT_CODE = 75
 RETRY_SECONDS = 60
+# A refusal is tried again this many times, this many seconds apart (`check_once_allowed`).
+FORBIDDEN_RETRIES = 5
+FORBIDDEN_RETRY_SECONDS = 2
 TOKEN_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 Object = Mapping[str, Any]
 
@@ -76,21 +82,19 @@ def driver_pending(pod: Object, daemon_set: Object, nvidia_driver: str, image: s
             f"driver pod {pod_name} is of DaemonSet {ds_name}, which NVIDIADriver"
             f" {nvidia_driver} does not own (its NVIDIADriver: {', '.join(owners) or 'none'})"
         )
-    template = (daemon_set.get("spec") or {}).get("template") or {}
-    containers = (template.get("spec") or {}).get("containers") or []
-    running = [c.get("image") for c in containers if c.get("name") == DRIVER_CONTAINER]
     expected = driver_image(image, daemon_set)
-    if running != [expected]:
+    template = (daemon_set.get("spec") or {}).get("template") or {}
+    in_template = _driver_images(template.get("spec") or {})
+    if in_template != [expected]:
         return (
-            f"DaemonSet {ds_name} runs {', '.join(map(str, running)) or 'no driver container'},"
+            f"DaemonSet {ds_name} runs {', '.join(in_template) or 'no driver container'},"
             f" not {expected}: the GPU Operator has not applied NVIDIADriver {nvidia_driver} yet"
         )
-    current = (_meta(daemon_set).get("annotations") or {}).get(TEMPLATE_GENERATION_ANNOTATION)
-    of_pod = _labels(pod).get(POD_TEMPLATE_GENERATION_LABEL)
-    if current is None or of_pod != current:
+    in_pod = _driver_images(pod.get("spec") or {})
+    if in_pod != [expected]:
         return (
-            f"driver pod {pod_name} is of template generation {of_pod} of DaemonSet {ds_name},"
-            f" not its current {current}: the GPU Operator has not upgraded this node yet"
+            f"driver pod {pod_name} runs {', '.join(in_pod) or 'no driver container'}, not"
+            f" {expected}: the GPU Operator has not upgraded this node yet"
         )
     if not _ready(pod):
         return f"driver pod {pod_name} runs {expected} but is not ready yet"
@@ -132,6 +136,11 @@ def _labels(obj: Object) -> Mapping[str, str]:
 
 def _owners(obj: Object) -> list[Mapping[str, Any]]:
     return list(_meta(obj).get("ownerReferences") or [])
+
+
+def _driver_images(pod_spec: Mapping[str, Any]) -> list[str]:
+    containers = pod_spec.get("containers") or []
+    return [str(c.get("image")) for c in containers if c.get("name") == DRIVER_CONTAINER]
 
 
 def _ready(pod: Object) -> bool:
@@ -177,24 +186,57 @@ def check(api: Api, namespace: str, node: str, nvidia_driver: str, image: str) -
     )
 
 
+def check_once_allowed(
+    api: Api, namespace: str, node: str, nvidia_driver: str, image: str
+) -> str | None:
+    """`check`, a refusal (403) tried again a few times first: the API server's RBAC authorizer
+    reads RoleBindings from an informer's cache (kubernetes pkg/kubeapiserver/authorizer,
+    `rbac.New` over the shared informers' listers), which learns of the gate's RoleBinding a
+    moment after it was created, and the gate's pod may start within that moment."""
+    for _ in range(FORBIDDEN_RETRIES):
+        try:
+            return check(api, namespace, node, nvidia_driver, image)
+        except urllib.error.HTTPError as error:
+            if error.code != 403:
+                raise
+            print(f"the API server refuses the gate's service account: {error}; again", flush=True)
+        time.sleep(FORBIDDEN_RETRY_SECONDS)
+    return check(api, namespace, node, nvidia_driver, image)
+
+
 def main() -> int:
     env = os.environ
     node, nvidia_driver, image = env["NODE_NAME"], env["NVIDIA_DRIVER"], env["NVIDIA_DRIVER_IMAGE"]
     try:
-        reason = check(Api(), env["POD_NAMESPACE"], node, nvidia_driver, image)
+        api = Api()
+    except OSError as error:
+        return _failed(f"cannot read the gate's service account token or the cluster's CA: {error}")
+    try:
+        reason = check_once_allowed(api, env["POD_NAMESPACE"], node, nvidia_driver, image)
     except urllib.error.HTTPError as error:
         if error.code in (401, 403):
-            print(f"the API server refuses the gate's service account: {error}", flush=True)
-            return 1
+            return _failed(f"the API server refuses the gate's service account: {error}")
         reason = f"the API server answered {error.code}"
+    except urllib.error.URLError as error:
+        if isinstance(error.reason, ssl.SSLCertVerificationError):
+            return _failed(
+                f"the API server's certificate does not verify against the cluster's CA"
+                f" (kube-root-ca.crt): {error.reason}"
+            )
+        reason = f"could not ask the API server: {error}"
     except (OSError, ValueError) as error:
         reason = f"could not ask the API server: {error}"
     if reason is None:
-        print(f"node {node} runs NVIDIADriver {nvidia_driver}'s current driver pod", flush=True)
+        print(f"node {node} runs NVIDIADriver {nvidia_driver}'s current driver", flush=True)
         return 0
     print(f"{reason}; a new pod tries again", flush=True)
     time.sleep(RETRY_SECONDS)
     return PENDING_EXIT_CODE
+
+
+def _failed(reason: str) -> int:
+    print(f"{reason}; the gate fails", flush=True)
+    return 1
 
 
 if __name__ == "__main__":

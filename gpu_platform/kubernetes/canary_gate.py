@@ -21,9 +21,9 @@ the gate asks for a label only the updated NodePool's nodes carry. On GKE Ubuntu
 Operator loads a new driver on the running nodes after `pulumi up` has changed the NVIDIADriver,
 one node at a time, each after its Jobs (`rolls_drivers_in_place`). There the gate's pod first
 checks, from an init container (`canary_driver_check`), that its node's driver pod belongs to
-the canary's NVIDIADriver, is of its DaemonSet's current template, that template running the
-image the NVIDIADriver names now, and is Ready: proof that the operator has moved this node to
-the NVIDIADriver as `pulumi up` left it. Every part of the NVIDIADriver that names the gate
+the canary's NVIDIADriver, runs the image the NVIDIADriver names now, as its DaemonSet's
+template does, and is Ready: proof that the node loads the driver of the NVIDIADriver as
+`pulumi up` left it. Every part of the NVIDIADriver that names the gate
 (`_driver_digest`: its version, repository and image, the rest fixed) is in that image, so a
 new image of the same version, which `nvidia-smi` reports as the old one's, is proven too.
 Then `nvidia-smi` checks the driver version. A node not there yet is retried, not counted:

@@ -1,18 +1,23 @@
-"""On GKE Ubuntu the canary gate passes only on a canary node whose driver pod is of its
-NVIDIADriver's current DaemonSet template, and Ready: a new driver image of the same version,
-which `nvidia-smi` cannot tell from the old one, included. The check's decisions on literal
-objects, and what the program renders for it.
+"""On GKE Ubuntu the canary gate passes only on a canary node whose driver pod runs the image its
+NVIDIADriver names now, of a DaemonSet whose template runs it too, and Ready: a new driver image
+of the same version, which `nvidia-smi` cannot tell from the old one, included. The check's
+decisions on literal objects, its exits against a fake API server, and what the program renders
+for it.
 
 The objects are the GPU Operator's driver DaemonSet and pod as gpu-operator v26.7.0 renders them
 (manifests/state-driver/0500_daemonset.yaml: the `app.kubernetes.io/component: nvidia-driver`
 and `nvidia.com/node.os-version` labels, the `nvidia-driver-ctr` container; internal/state/
 driver.go: the DaemonSet named `nvidia-gpu-driver-<OS tag>-<hash>` and owned by its
 NVIDIADriver), with the labels and annotation the Kubernetes DaemonSet controller and API
-server set (pkg/controller/daemon/util/daemonset_util.go: `pod-template-generation`;
-pkg/registry/apps/daemonset/strategy.go: the template generation, kept in the
-`deprecated.daemonset.template.generation` annotation of apps/v1).
+server set (pkg/controller/daemon/util/daemonset_util.go: `pod-template-generation`,
+`controller-revision-hash`; pkg/registry/apps/daemonset/strategy.go: the template generation,
+kept in the `deprecated.daemonset.template.generation` annotation of apps/v1).
 """
 
+import email.message
+import ssl
+import urllib.error
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +27,7 @@ from gpu_platform.cli.analyzer import PolicyPack
 from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.kubernetes import canary_driver_check
 from gpu_platform.kubernetes.canary_driver_check import driver_pending, node_pending
-from gpu_platform.kubernetes.canary_gate import NOT_THE_DRIVER
+from gpu_platform.kubernetes.canary_gate import NOT_THE_DRIVER, ROLE_RULES
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
 from tests.gpu_platform.kubernetes.test_canary_gate_order import (
     cos_config,
@@ -35,10 +40,17 @@ from tests.repository import PROJECT
 from tests.test_configuration_sweep import pack_problems
 
 DAEMON_SET = "nvidia-gpu-driver-ubuntu22.04-7c9d8f6b5"
+POD = f"{DAEMON_SET}-x8k2p"
 NEW_IMAGE = "registry.example.com/nvidia/driver:595.120.02"
+OLD_IMAGE = "nvcr.io/nvidia/driver:595.120.02"
 
 
-def daemon_set(image: str = NEW_IMAGE, generation: str = "2", owner: str = "canary") -> Any:
+def daemon_set(
+    image: str = NEW_IMAGE,
+    generation: str = "2",
+    owner: str = "canary",
+    os_tag: str = "ubuntu22.04",
+) -> Any:
     return {
         "metadata": {
             "name": DAEMON_SET,
@@ -46,7 +58,7 @@ def daemon_set(image: str = NEW_IMAGE, generation: str = "2", owner: str = "cana
             "labels": {
                 "app": DAEMON_SET,
                 "app.kubernetes.io/component": "nvidia-driver",
-                "nvidia.com/node.os-version": "ubuntu22.04",
+                "nvidia.com/node.os-version": os_tag,
             },
             "annotations": {"deprecated.daemonset.template.generation": generation},
             "ownerReferences": [
@@ -62,22 +74,28 @@ def daemon_set(image: str = NEW_IMAGE, generation: str = "2", owner: str = "cana
             "updateStrategy": {"type": "OnDelete"},
             "template": {
                 "spec": {
-                    "containers": [
-                        {"name": "nvidia-driver-ctr", "image": f"{image}-ubuntu22.04"},
-                    ]
+                    "containers": [{"name": "nvidia-driver-ctr", "image": f"{image}-{os_tag}"}]
                 }
             },
         },
     }
 
 
-def driver_pod(generation: str = "2", ready: bool = True, deleting: bool = False) -> Any:
+def driver_pod(
+    image: str = NEW_IMAGE,
+    generation: str = "2",
+    ready: bool = True,
+    deleting: bool = False,
+    os_tag: str = "ubuntu22.04",
+    revision: str = "5d4b9c7f8",
+    name: str = POD,
+) -> Any:
     metadata: dict[str, Any] = {
-        "name": f"{DAEMON_SET}-x8k2p",
+        "name": name,
         "labels": {
             "app": DAEMON_SET,
             "app.kubernetes.io/component": "nvidia-driver",
-            "controller-revision-hash": "5d4b9c7f8",
+            "controller-revision-hash": revision,
             "pod-template-generation": generation,
         },
         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": DAEMON_SET}],
@@ -87,7 +105,13 @@ def driver_pod(generation: str = "2", ready: bool = True, deleting: bool = False
     status = "True" if ready else "False"
     return {
         "metadata": metadata,
-        "spec": {"nodeName": "gke-canary-1"},
+        "spec": {
+            "nodeName": "gke-canary-1",
+            "containers": [
+                {"name": "k8s-driver-manager", "image": "nvcr.io/nvidia/cloud-native/x:v1"},
+                {"name": "nvidia-driver-ctr", "image": f"{image}-{os_tag}"},
+            ],
+        },
         "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": status}]},
     }
 
@@ -95,25 +119,41 @@ def driver_pod(generation: str = "2", ready: bool = True, deleting: bool = False
 # --- The decision ---------------------------------------------------------------------------
 
 
-def test_a_node_whose_driver_pod_is_of_the_old_template_waits() -> None:
-    # Same driver version, new image: the operator has updated the DaemonSet (generation 2),
-    # the node still runs the pod of generation 1, whose `nvidia-smi` reports the same version.
-    reason = driver_pending(driver_pod(generation="1"), daemon_set(), "canary", NEW_IMAGE)
+def test_a_node_whose_driver_pod_runs_the_old_image_waits() -> None:
+    # Same driver version, new image: the operator has updated the DaemonSet, the node still
+    # runs the old pod, whose `nvidia-smi` reports the same version.
+    old = driver_pod(image=OLD_IMAGE, generation="1", revision="6f8c5d9b7")
+
+    reason = driver_pending(old, daemon_set(), "canary", NEW_IMAGE)
 
     assert reason == (
-        f"driver pod {DAEMON_SET}-x8k2p is of template generation 1 of DaemonSet {DAEMON_SET},"
-        " not its current 2: the GPU Operator has not upgraded this node yet"
+        f"driver pod {POD} runs {OLD_IMAGE}-ubuntu22.04, not {NEW_IMAGE}-ubuntu22.04:"
+        " the GPU Operator has not upgraded this node yet"
     )
+
+
+def test_a_node_still_on_the_image_a_rollback_returned_to_passes() -> None:
+    # Image A, then B, then A again: the DaemonSet controller takes A's ControllerRevision up
+    # again (kubernetes v1.35 pkg/controller/daemon/update.go `constructHistory`: a history that
+    # matches the template is the current one), while the template generation rises to 3. A
+    # node the operator never moved to B keeps its pod of generation 1, A's revision hash; the
+    # operator calls it in sync (k8s-operator-libs, vendored in gpu-operator v26.7.0,
+    # pkg/upgrade/common_manager.go `podInSyncWithDS`: the revision hashes alone) and never
+    # restarts it, and it runs A.
+    back_to_a = daemon_set(image=OLD_IMAGE, generation="3")
+    never_moved = driver_pod(image=OLD_IMAGE, generation="1", revision="6f8c5d9b7")
+
+    assert driver_pending(never_moved, back_to_a, "canary", OLD_IMAGE) is None
 
 
 def test_a_daemon_set_the_operator_has_not_updated_yet_waits() -> None:
     # `pulumi up` changed the NVIDIADriver; the operator still has to render the DaemonSet.
-    old = daemon_set(image="nvcr.io/nvidia/driver:595.120.02", generation="1")
+    old = daemon_set(image=OLD_IMAGE, generation="1")
 
-    reason = driver_pending(driver_pod(generation="1"), old, "canary", NEW_IMAGE)
+    reason = driver_pending(driver_pod(image=OLD_IMAGE, generation="1"), old, "canary", NEW_IMAGE)
 
     assert reason == (
-        f"DaemonSet {DAEMON_SET} runs nvcr.io/nvidia/driver:595.120.02-ubuntu22.04, not"
+        f"DaemonSet {DAEMON_SET} runs {OLD_IMAGE}-ubuntu22.04, not"
         f" {NEW_IMAGE}-ubuntu22.04: the GPU Operator has not applied NVIDIADriver canary yet"
     )
 
@@ -121,20 +161,30 @@ def test_a_daemon_set_the_operator_has_not_updated_yet_waits() -> None:
 def test_a_current_driver_pod_not_ready_yet_waits() -> None:
     reason = driver_pending(driver_pod(ready=False), daemon_set(), "canary", NEW_IMAGE)
 
-    assert reason == (
-        f"driver pod {DAEMON_SET}-x8k2p runs {NEW_IMAGE}-ubuntu22.04 but is not ready yet"
-    )
+    assert reason == f"driver pod {POD} runs {NEW_IMAGE}-ubuntu22.04 but is not ready yet"
 
 
 def test_a_current_and_ready_driver_pod_passes() -> None:
     assert driver_pending(driver_pod(), daemon_set(), "canary", NEW_IMAGE) is None
 
 
+def test_an_ubuntu_24_04_node_needs_the_24_04_image() -> None:
+    # The OS tag is the DaemonSet's `nvidia.com/node.os-version` label (gpu-operator v26.7.0
+    # manifests/state-driver/0500_daemonset.yaml), one DaemonSet per OS version.
+    noble = daemon_set(os_tag="ubuntu24.04")
+
+    assert driver_pending(driver_pod(os_tag="ubuntu24.04"), noble, "canary", NEW_IMAGE) is None
+    assert driver_pending(driver_pod(), noble, "canary", NEW_IMAGE) == (
+        f"driver pod {POD} runs {NEW_IMAGE}-ubuntu22.04, not {NEW_IMAGE}-ubuntu24.04:"
+        " the GPU Operator has not upgraded this node yet"
+    )
+
+
 def test_a_driver_pod_of_another_nvidiadriver_waits() -> None:
     reason = driver_pending(driver_pod(), daemon_set(owner="l4-shared"), "canary", NEW_IMAGE)
 
     assert reason == (
-        f"driver pod {DAEMON_SET}-x8k2p is of DaemonSet {DAEMON_SET}, which NVIDIADriver canary"
+        f"driver pod {POD} is of DaemonSet {DAEMON_SET}, which NVIDIADriver canary"
         " does not own (its NVIDIADriver: l4-shared)"
     )
 
@@ -142,10 +192,11 @@ def test_a_driver_pod_of_another_nvidiadriver_waits() -> None:
 def test_an_image_named_by_digest_gets_no_os_tag() -> None:
     # nvidiadriver_types.go GetImagePath: no `-<OS tag>` where the image has a digest.
     image = "nvcr.io/nvidia/driver@sha256:" + "a" * 64
-    pinned = daemon_set()
+    pinned, pod = daemon_set(), driver_pod()
     pinned["spec"]["template"]["spec"]["containers"][0]["image"] = image
+    pod["spec"]["containers"][1]["image"] = image
 
-    assert driver_pending(driver_pod(), pinned, "canary", image) is None
+    assert driver_pending(pod, pinned, "canary", image) is None
 
 
 def test_a_node_without_a_driver_pod_waits() -> None:
@@ -164,30 +215,70 @@ def test_a_driver_pod_being_deleted_proves_nothing() -> None:
     assert reason == "no NVIDIA driver pod on node gke-canary-1 yet"
 
 
-class FakeApi:
-    """The API server's answers to the check's two reads."""
+def test_a_node_passes_on_any_of_its_driver_pods() -> None:
+    # The old pod, not deleted yet, listed before the new one.
+    pods = [driver_pod(image=OLD_IMAGE, generation="1", name="old"), driver_pod(name="new")]
 
-    def __init__(self, pod: Any) -> None:
-        self.pod = pod
+    assert node_pending(pods, lambda name: daemon_set(), "canary", NEW_IMAGE, "n") is None
+
+
+def test_a_driver_pod_of_no_daemon_set_proves_nothing() -> None:
+    orphan = driver_pod()
+    orphan["metadata"]["ownerReferences"] = []
+
+    reason = node_pending([orphan], lambda name: daemon_set(), "canary", NEW_IMAGE, "n")
+
+    assert reason == f"driver pod {POD} has no DaemonSet"
+
+
+# --- Against a fake API server --------------------------------------------------------------
+
+
+def allowed_by_role(path: str) -> bool:
+    """Whether `ROLE_RULES`, in the operator's namespace, allow a GET of `path`: a GET of a
+    collection is `list`, of a named object `get` (k8s.io/apiserver
+    pkg/endpoints/request/requestinfo.go, `RequestInfoFactory.NewRequestInfo`)."""
+    parts = urllib.parse.urlsplit(path).path.strip("/").split("/")
+    group, rest = ("", parts[2:]) if parts[0] == "api" else (parts[1], parts[3:])
+    if rest[:2] != ["namespaces", "gpu-operator"]:
+        return False
+    resource, verb = rest[2], "get" if len(rest) > 3 else "list"
+    return any(
+        group in rule["apiGroups"] and resource in rule["resources"] and verb in rule["verbs"]
+        for rule in ROLE_RULES
+    )
+
+
+def http_error(code: int) -> urllib.error.HTTPError:
+    return urllib.error.HTTPError(
+        "https://10.0.0.1/", code, "refused", email.message.Message(), None
+    )
+
+
+class FakeApi:
+    """The API server's answers to the check's reads, every one of them held to the gate's Role;
+    `failures` are raised, one per read, before it answers."""
+
+    def __init__(self, pods: list[Any], failures: list[Exception] | None = None) -> None:
+        self.pods = pods
+        self.failures = list(failures or [])
         self.paths: list[str] = []
 
     def get(self, path: str) -> Any:
+        assert allowed_by_role(path), path
         self.paths.append(path)
+        if self.failures:
+            raise self.failures.pop(0)
         if path.startswith("/api/v1/namespaces/gpu-operator/pods?"):
-            return {"items": [self.pod]}
+            return {"items": self.pods}
         assert path == f"/apis/apps/v1/namespaces/gpu-operator/daemonsets/{DAEMON_SET}"
         return daemon_set()
 
 
-@pytest.mark.parametrize(
-    ("pod", "exit_code"), [(driver_pod(generation="1"), 75), (driver_pod(), 0)]
-)
-def test_the_check_exits_75_until_the_node_runs_the_current_driver(
-    monkeypatch: pytest.MonkeyPatch, pod: Any, exit_code: int
-) -> None:
-    api = FakeApi(pod)
-    monkeypatch.setattr(canary_driver_check, "Api", lambda: api)
-    monkeypatch.setattr(canary_driver_check.time, "sleep", lambda seconds: None)
+@pytest.fixture
+def run_check(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Runs the check's `main` against a FakeApi (None: the real `Api`); gives its exit code
+    and the sleeps it took."""
     env = {
         "NODE_NAME": "gke-canary-1",
         "POD_NAMESPACE": "gpu-operator",
@@ -196,12 +287,122 @@ def test_the_check_exits_75_until_the_node_runs_the_current_driver(
     }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
+    sleeps: list[float] = []
+    monkeypatch.setattr(canary_driver_check.time, "sleep", sleeps.append)
 
-    assert canary_driver_check.main() == exit_code
+    def run(api: FakeApi | None) -> tuple[int, list[float]]:
+        if api is not None:
+            monkeypatch.setattr(canary_driver_check, "Api", lambda: api)
+        return canary_driver_check.main(), sleeps
+
+    return run
+
+
+@pytest.mark.parametrize(
+    ("pods", "exit_code"),
+    [([driver_pod(image=OLD_IMAGE, generation="1")], 75), ([driver_pod()], 0)],
+)
+def test_the_check_exits_75_until_the_node_runs_the_current_driver(
+    run_check: Any, pods: list[Any], exit_code: int
+) -> None:
+    api = FakeApi(pods)
+
+    assert run_check(api)[0] == exit_code
     assert api.paths[0] == (
         "/api/v1/namespaces/gpu-operator/pods?labelSelector=app.kubernetes.io%2Fcomponent"
         "%3Dnvidia-driver&fieldSelector=spec.nodeName%3Dgke-canary-1"
     )
+
+
+def test_the_role_is_held_to_what_the_check_reads() -> None:
+    assert allowed_by_role("/api/v1/namespaces/gpu-operator/pods?labelSelector=a")
+    assert allowed_by_role(f"/apis/apps/v1/namespaces/gpu-operator/daemonsets/{DAEMON_SET}")
+    assert not allowed_by_role(f"/api/v1/namespaces/gpu-operator/pods/{POD}")
+    assert not allowed_by_role("/apis/apps/v1/namespaces/gpu-operator/daemonsets")
+    assert not allowed_by_role("/api/v1/namespaces/default/pods")
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        http_error(500),
+        http_error(503),
+        urllib.error.URLError(ConnectionRefusedError(111, "Connection refused")),
+        ValueError("Expecting value: line 1 column 1 (char 0)"),
+    ],
+)
+def test_an_api_server_not_answering_is_tried_again_by_a_new_pod(
+    run_check: Any, failure: Exception
+) -> None:
+    assert run_check(FakeApi([driver_pod()], [failure])) == (75, [60])
+
+
+def test_an_unknown_token_fails_the_gate_at_once(run_check: Any) -> None:
+    assert run_check(FakeApi([driver_pod()], [http_error(401)])) == (1, [])
+
+
+def test_a_refusal_while_the_role_binding_propagates_is_tried_again(run_check: Any) -> None:
+    api = FakeApi([driver_pod()], [http_error(403), http_error(403)])
+
+    assert run_check(api) == (0, [2, 2])
+
+
+def test_a_lasting_refusal_fails_the_gate_after_five_tries_again(run_check: Any) -> None:
+    api = FakeApi([driver_pod()], [http_error(403)] * 6)
+
+    assert run_check(api) == (1, [2, 2, 2, 2, 2])
+    assert len(api.paths) == 6
+
+
+def test_a_certificate_the_clusters_ca_does_not_verify_fails_the_gate_at_once(
+    run_check: Any,
+) -> None:
+    untrusted = ssl.SSLCertVerificationError(1, "certificate verify failed")
+
+    assert run_check(FakeApi([driver_pod()], [urllib.error.URLError(untrusted)])) == (1, [])
+
+
+@pytest.fixture
+def service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "token").write_text("a-token\n")
+    (tmp_path / "ca.crt").write_text("the cluster's CA")
+    monkeypatch.setattr(canary_driver_check, "TOKEN_DIR", tmp_path)
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("host", "server"),
+    [("10.0.0.1", "https://10.0.0.1:443"), ("fd00:10:96::1", "https://[fd00:10:96::1]:443")],
+)
+def test_the_api_server_is_reached_at_its_service_address_with_the_clusters_ca(
+    service_account: Path, monkeypatch: pytest.MonkeyPatch, host: str, server: str
+) -> None:
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
+    cafiles: list[str | None] = []
+
+    def context(cafile: str | None = None) -> ssl.SSLContext:
+        cafiles.append(cafile)
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+    monkeypatch.setattr(canary_driver_check.ssl, "create_default_context", context)
+
+    api = canary_driver_check.Api()
+
+    assert (api.server, api.token, cafiles) == (
+        server,
+        "a-token",
+        [str(service_account / "ca.crt")],
+    )
+
+
+def test_a_token_or_ca_missing_fails_the_gate_at_once(
+    service_account: Path, monkeypatch: pytest.MonkeyPatch, run_check: Any
+) -> None:
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    (service_account / "ca.crt").unlink()
+
+    assert run_check(None) == (1, [])
 
 
 # --- What the program renders ---------------------------------------------------------------
