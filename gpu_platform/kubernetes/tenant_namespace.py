@@ -249,9 +249,11 @@ RETRY_LAG_SECONDS = 60 + 600
 # upgraded one having no room for them (its node affinity only prefers it).
 ROLLOUT_RETRIES = 3
 # The GPU Operator's upgrade labels each node with where it is: `upgrade-done` once its driver
-# pod is of its DaemonSet's current revision and validated (k8s-operator-libs d720f2557494, the
-# commit gpu-operator v26.7.0's go.mod pins, pkg/upgrade/consts.go `UpgradeStateLabelKeyFmt`,
-# `UpgradeStateDone`; the driver's name is `gpu`, cmd/gpu-operator/main.go `SetDriverName`).
+# pod is of its DaemonSet's current revision, a new node's at once, an upgraded one's after the
+# new driver's validation (k8s-operator-libs d720f2557494, the commit gpu-operator v26.7.0's
+# go.mod pins, pkg/upgrade/consts.go `UpgradeStateLabelKeyFmt`, `UpgradeStateDone`;
+# common_manager.go `ProcessDoneOrUnknownNodes`; the driver's name is `gpu`,
+# cmd/gpu-operator/main.go `SetDriverName`).
 UPGRADE_STATE_NODE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 UPGRADE_DONE = "upgrade-done"
 
