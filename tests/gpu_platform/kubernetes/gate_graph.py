@@ -181,8 +181,8 @@ def _selection_problems(
 
 
 def _driver_pod_check_problems(gate: PlannedResource, canary: str) -> list[str]:
-    """The gate's check that its node runs the driver pod of its NVIDIADriver's current
-    template, which a new image of the same version needs (`nvidia-smi` reports the same
+    """The gate's check that its node's driver pod runs the image its NVIDIADriver names now,
+    which a new image of the same version needs (`nvidia-smi` reports the same
     version), retried rather than counted while the node is not upgraded yet."""
     checks = gate.inputs["spec"]["template"]["spec"].get("initContainers", [])
     named = [c for c in checks if {"name": "NVIDIA_DRIVER", "value": canary} in c.get("env", [])]
