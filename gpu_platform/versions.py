@@ -158,6 +158,11 @@ IDLE_GPU_REAPER_IMAGE = ContainerImage("docker.io/library/python", "3.13.9-slim-
 # one such script too, on the same image.
 MIG_STARTUP_TAINT_REMOVER_IMAGE = IDLE_GPU_REAPER_IMAGE
 
+# The GKE Ubuntu canary gate's check that its node runs the canary NVIDIADriver's current driver
+# pod (gpu_platform/kubernetes/canary_driver_check.py) is one such script too. The image is in
+# the gate's pod, so a new pin (its digest landing included) runs every GKE Ubuntu gate once more.
+CANARY_GATE_CHECK_IMAGE = IDLE_GPU_REAPER_IMAGE
+
 # Google's NVIDIA driver installer DaemonSet for Container-Optimized OS nodes, the `preloaded`
 # variant (GKE ships the installer image on the node, matched to its COS release). GKE COS pools
 # use it instead of the GPU Operator's driver. Pinned to a commit of

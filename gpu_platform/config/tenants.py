@@ -56,8 +56,8 @@ class TenantNamespaceSpec(Model):
     preparing the new node included; past it the Job fails, and `pulumi up` with it. On GKE
     Ubuntu the smoke test also waits for its pool's new driver, and the deadline grows by the
     longest the operator may keep a node on the old one (`operator.driverUpgradeJobWaitMinutes`
-    and 5 minutes) and 11 minutes for the node's relabelling and the Job's backoff between
-    retries."""
+    and 5 minutes) and three times 11 minutes for the node's relabelling and the Job's backoff
+    between retries."""
     # The enforcer runs every 10 minutes and wants readings from the first and the last 10
     # minutes of the window (idle_gpu_reaper.py): a shorter limit would hardly be a window, and
     # a run's wait could nearly double it.

@@ -19,28 +19,41 @@ It passes only on nodes of the canary's new release. An EKS node group's or GKE 
 has replaced the canary's nodes before the gate starts. Karpenter replaces them by drift, later:
 the gate asks for a label only the updated NodePool's nodes carry. On GKE Ubuntu the GPU
 Operator loads a new driver on the running nodes after `pulumi up` has changed the NVIDIADriver,
-one node at a time, each after its Jobs (`rolls_drivers_in_place`): the gate waits for the new
-driver as the smoke test does there, retrying a node still on the old one, and its deadline
-covers the operator's rollout reaching one node of the canary.
+one node at a time, each after its Jobs (`rolls_drivers_in_place`). There the gate's pod first
+checks, from an init container (`canary_driver_check`), that its node's driver pod belongs to
+the canary's NVIDIADriver, runs the image the NVIDIADriver names now, as its DaemonSet's
+template does, and is Ready: proof that the node loads the driver of the NVIDIADriver as
+`pulumi up` left it. Every part of the NVIDIADriver that names the gate
+(`_driver_digest`: its version, repository and image, the rest fixed) is in that image, so a
+new image of the same version, which `nvidia-smi` reports as the old one's, is proven too.
+Then `nvidia-smi` checks the driver version. A node not there yet is retried, not counted:
+its pod leaves after a minute and the Job starts another, and the deadline covers the
+operator's rollout reaching one node of the canary.
 
-It runs in the GPU Operator's namespace, where no tenant quota counts its GPU, without a service
-account token, under Pod Security `restricted` like any tenant pod.
+It runs in the GPU Operator's namespace, where no tenant quota counts its GPU, under Pod
+Security `restricted` like any tenant pod. Its pod mounts no service account token; on GKE
+Ubuntu a token of the gate's own service account, which may only list pods and get DaemonSets
+in that namespace (`ROLE_RULES`), is projected into the check's init container alone.
 """
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any, cast
 
 import pulumi
-from pulumi_kubernetes import batch
+from pulumi_kubernetes import batch, core, rbac
 
 from gpu_platform.config import OperatorSpec, Provisioner
-from gpu_platform.kubernetes.nvidia_driver import nvidia_driver_for
+from gpu_platform.kubernetes.canary_driver_check import PENDING_EXIT_CODE, TOKEN_DIR
+from gpu_platform.kubernetes.nvidia_driver import driver_image_path, nvidia_driver_for
+from gpu_platform.kubernetes.script_pod import NO_BYTECODE, SCRIPT_DIR
 from gpu_platform.kubernetes.tenant_namespace import (
     SMOKE_TEST_AWAIT_MARGIN_SECONDS,
     smoke_test_job_spec,
 )
 from gpu_platform.node_identity import ResolvedPool
+from gpu_platform.versions import CANARY_GATE_CHECK_IMAGE
 
 GATE_NAME_PREFIX = "gpu-canary-gate-"
 # The time the canary's first node may take: started from zero, the GPU Operator preparing it.
@@ -52,6 +65,17 @@ RELEASE_ANNOTATION = "gpu-platform.io/canary-release"
 # gate's pod asks for it: only a node launched from the updated NodePool can run the gate.
 RELEASE_NODE_LABEL = "gpu-platform.io/canary-release-id"
 POOL_LABEL = "gpu-platform.io/canary-pool"
+CHECK_SCRIPT = Path(__file__).with_name("canary_driver_check.py")
+CHECK_CONTAINER = "driver-rollout"
+ROLE_RULES = [
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+    {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["get"]},
+]
+"""What the driver check reads, in the operator's namespace only: the driver pods of its node,
+and their DaemonSet."""
+# The least a projected token may live (core/v1 ServiceAccountTokenProjection
+# `expirationSeconds`: at least 10 minutes): the check runs for seconds.
+TOKEN_SECONDS = 600
 
 
 def canary_release(canary: ResolvedPool, driver_rollout: OperatorSpec | None = None) -> str:
@@ -133,6 +157,26 @@ def canary_gate_job(
             {"key": key, "operator": "In", "values": [value]}
             for key, value in canary_node_labels(canary, provisioner).items()
         ]
+    if driver_rollout is not None and canary.driver is not None:
+        access = _driver_check_access(canary, namespace, opts)
+        spec["template"]["spec"] = driver_check_pod_spec(
+            spec["template"]["spec"], canary, driver_rollout
+        )
+        # Like the `nvidia-smi` check's, a pod that found the node not upgraded yet is not
+        # counted: the Job starts another (core/v1 PodFailurePolicy; an init container's exit
+        # code is matched too, kubernetes pkg/controller/job/pod_failure_policy.go).
+        spec["podFailurePolicy"]["rules"].insert(
+            1,
+            {
+                "action": "Ignore",
+                "onExitCodes": {
+                    "containerName": CHECK_CONTAINER,
+                    "operator": "In",
+                    "values": [PENDING_EXIT_CODE],
+                },
+            },
+        )
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=access))
     return batch.v1.Job(
         f"{canary.spec.name}-canary-gate",
         metadata={
@@ -156,3 +200,102 @@ def canary_gate_job(
 def _node_terms(spec: dict[str, Any]) -> list[dict[str, Any]]:
     affinity = spec["template"]["spec"]["affinity"]["nodeAffinity"]
     return list(affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"])
+
+
+def check_names(canary: ResolvedPool) -> tuple[str, str]:
+    """The names of the canary's driver check's service account (and Role and RoleBinding), and
+    of its script's ConfigMap, named after its content: a new script is a new ConfigMap, and a
+    new gate Job."""
+    account = f"{GATE_NAME_PREFIX}{canary.spec.name}"
+    script = hashlib.sha256(CHECK_SCRIPT.read_bytes()).hexdigest()[:10]
+    return account, f"{account}-{script}"
+
+
+def driver_check_pod_spec(
+    pod: dict[str, Any], canary: ResolvedPool, operator: OperatorSpec
+) -> dict[str, Any]:
+    """The gate's pod with the driver check (`canary_driver_check`) run first, as an init
+    container of the pinned Python image: the smoke test's image has no Python and its
+    container no API access. The check's service account token is projected into the init
+    container alone; the pod mounts none of its own."""
+    account, config_map = check_names(canary)
+    driver = nvidia_driver_for(canary, operator)
+    check = {
+        "name": CHECK_CONTAINER,
+        "image": CANARY_GATE_CHECK_IMAGE.reference,
+        "command": ["python3", f"{SCRIPT_DIR}/{CHECK_SCRIPT.name}"],
+        "env": [
+            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+            {
+                "name": "POD_NAMESPACE",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+            },
+            {"name": "NVIDIA_DRIVER", "value": driver["metadata"]["name"]},
+            {"name": "NVIDIA_DRIVER_IMAGE", "value": driver_image_path(driver)},
+            NO_BYTECODE,
+        ],
+        "resources": {
+            "requests": {"cpu": "10m", "memory": "64Mi"},
+            "limits": {"memory": "64Mi"},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": True,
+        },
+        "volumeMounts": [
+            {"name": "driver-check", "mountPath": SCRIPT_DIR, "readOnly": True},
+            {"name": "driver-check-token", "mountPath": str(TOKEN_DIR), "readOnly": True},
+        ],
+    }
+    token = {"path": "token", "expirationSeconds": TOKEN_SECONDS}
+    # Every namespace has it: the cluster's CA, which the API server's certificate chains to.
+    ca = {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}
+    return {
+        **pod,
+        "serviceAccountName": account,
+        "initContainers": [check],
+        "volumes": [
+            *pod.get("volumes", []),
+            {"name": "driver-check", "configMap": {"name": config_map}},
+            {
+                "name": "driver-check-token",
+                "projected": {"sources": [{"serviceAccountToken": token}, {"configMap": ca}]},
+            },
+        ],
+    }
+
+
+def _driver_check_access(
+    canary: ResolvedPool, namespace: pulumi.Input[str], opts: pulumi.ResourceOptions
+) -> list[pulumi.Resource]:
+    """The check's script and its service account, allowed `ROLE_RULES` in `namespace`."""
+    account_name, config_map_name = check_names(canary)
+    on_cluster = pulumi.ResourceOptions(parent=opts.parent, provider=opts.provider)
+    name = f"{canary.spec.name}-canary-gate"
+    labels = {POOL_LABEL: canary.spec.name, "app.kubernetes.io/part-of": "gpu-platform"}
+    metadata: Any = {"name": account_name, "namespace": namespace, "labels": labels}
+    config_map = core.v1.ConfigMap(
+        name,
+        metadata={**metadata, "name": config_map_name},
+        data={CHECK_SCRIPT.name: CHECK_SCRIPT.read_text()},
+        opts=on_cluster,
+    )
+    account = core.v1.ServiceAccount(
+        name, metadata=metadata, automount_service_account_token=False, opts=on_cluster
+    )
+    role = rbac.v1.Role(name, metadata=metadata, rules=cast(Any, ROLE_RULES), opts=on_cluster)
+    binding = rbac.v1.RoleBinding(
+        name,
+        metadata=metadata,
+        role_ref=cast(
+            Any, {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account_name}
+        ),
+        subjects=cast(
+            Any, [{"kind": "ServiceAccount", "name": account_name, "namespace": namespace}]
+        ),
+        opts=pulumi.ResourceOptions.merge(
+            on_cluster, pulumi.ResourceOptions(depends_on=[account, role])
+        ),
+    )
+    return [config_map, binding]

@@ -98,6 +98,15 @@ def nvidia_driver_for(pool: ResolvedPool, operator: OperatorSpec) -> dict[str, A
     }
 
 
+def driver_image_path(driver: dict[str, Any]) -> str:
+    """The image an NVIDIADriver names, before the operator adds the node's OS to its tag:
+    `<repository>/<image>:<version>`, or `@<version>` for a digest (gpu-operator v26.7.0
+    internal/image/image.go, ImagePath)."""
+    spec = driver["spec"]
+    separator = "@" if spec["version"].startswith("sha256:") else ":"
+    return f"{spec['repository']}/{spec['image']}{separator}{spec['version']}"
+
+
 def upgrade_policy_for(operator: OperatorSpec) -> dict[str, Any]:
     """How a new driver reaches a pool's nodes.
 

@@ -28,7 +28,7 @@ the pool's running nodes only after `pulumi up` has applied it, one node at a ti
 its Jobs (`nvidia_driver.py`): the new Job would find the old driver. There it waits for the new
 one (`_waiting_for_the_new_driver`, which the canary gate shares), and its deadline is
 `smokeTestDeadlineSeconds` plus the longest the operator keeps a node on its old driver
-(`upgrade_hold_seconds`).
+(`upgrade_hold_seconds`) plus a few late starts of its pods after that (`ROLLOUT_RETRIES`).
 
 A namespace that sets `gpuIdleMinutes` carries it as the label `gpu-platform.io/gpu-idle-minutes`
 and gets the job that ends its GPU pods once idle that long (`idle_gpu_pods.py`).
@@ -242,8 +242,20 @@ ROLLOUT_PENDING_CHECK = smoke_test_script(
 # assets/gpu-feature-discovery/0500_daemonset.yaml), and the Job controller delays each new pod
 # after failed ones, those its podFailurePolicy ignores included, by a backoff that doubles up
 # to ten minutes (kubernetes pkg/controller/job: getNewFinishedPods counts every failed pod,
-# MaxJobPodFailureBackOff, v1.33 to v1.35).
+# MaxJobPodFailureBackOff, v1.33 to v1.35; kubernetes/kubernetes#130881).
 RETRY_LAG_SECONDS = 60 + 600
+# How many such late starts the deadline allows once a node of the pool has the new driver:
+# the first pod after it, and two more that the scheduler puts on a node not upgraded yet, the
+# upgraded one having no room for them (its node affinity only prefers it).
+ROLLOUT_RETRIES = 3
+# The GPU Operator's upgrade labels each node with where it is: `upgrade-done` once its driver
+# pod is of its DaemonSet's current revision, a new node's at once, an upgraded one's after the
+# new driver's validation (k8s-operator-libs d720f2557494, the commit gpu-operator v26.7.0's
+# go.mod pins, pkg/upgrade/consts.go `UpgradeStateLabelKeyFmt`, `UpgradeStateDone`;
+# common_manager.go `ProcessDoneOrUnknownNodes`; the driver's name is `gpu`,
+# cmd/gpu-operator/main.go `SetDriverName`).
+UPGRADE_STATE_NODE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+UPGRADE_DONE = "upgrade-done"
 
 
 def smoke_test_job_spec(
@@ -262,7 +274,7 @@ def smoke_test_job_spec(
     check = SMOKE_TEST_SCRIPT if rollout is None else ROLLOUT_PENDING_CHECK
     script = check + (SOAK_SCRIPT if soak_minutes else "")
     if rollout is not None:
-        deadline_seconds += upgrade_hold_seconds(rollout) + RETRY_LAG_SECONDS
+        deadline_seconds += upgrade_hold_seconds(rollout) + ROLLOUT_RETRIES * RETRY_LAG_SECONDS
     pod = gpu_pod_spec(
         pool,
         GPU_SMOKE_TEST_IMAGE.reference,
@@ -316,9 +328,12 @@ def _smoke_test_labels() -> dict[str, str]:
 
 def _waiting_for_the_new_driver(spec: dict[str, Any], version: str) -> None:
     """The pod preferably on a node of its pool that GPU feature discovery labels with
-    `version`, and a pod that found another driver not counted against the Job's
-    `backoffLimit: 0`: the Job starts another (core/v1 `PodFailurePolicyAction` `Ignore`). The
-    check (`ROLLOUT_PENDING_CHECK`), not the affinity, keeps it from passing on the old driver.
+    `version`, and that the operator's upgrade has done with (`UPGRADE_DONE`: after a new image
+    of the same version every node has the version's label), and a pod that found another
+    driver not counted against the Job's `backoffLimit: 0`: the Job starts another (core/v1
+    `PodFailurePolicyAction` `Ignore`). The check (`ROLLOUT_PENDING_CHECK`, and the canary
+    gate's driver pod check), not the affinity, keeps it from passing on the old driver: a
+    node keeps `upgrade-done` from the last upgrade until the operator has seen the new one.
 
     Preferred, not required: the cluster autoscaler starts a node only for a pod that fits its
     template of the pool, which it builds from a running node of the pool and keeps after the
@@ -347,7 +362,15 @@ def _waiting_for_the_new_driver(spec: dict[str, Any], version: str) -> None:
                     {"key": DRIVER_VERSION_NODE_LABEL, "operator": "In", "values": [version]}
                 ]
             },
-        }
+        },
+        {
+            "weight": 100,
+            "preference": {
+                "matchExpressions": [
+                    {"key": UPGRADE_STATE_NODE_LABEL, "operator": "In", "values": [UPGRADE_DONE]}
+                ]
+            },
+        },
     ]
     (container,) = spec["template"]["spec"]["containers"]
     spec["podFailurePolicy"]["rules"].insert(

@@ -34,6 +34,8 @@ KARPENTER_RELEASE_LABEL = "gpu-platform.io/canary-release-id"
 # GPU feature discovery's driver label (NVIDIA/k8s-device-plugin v0.20.0 internal/lm/nvml.go):
 # on GKE Ubuntu the GPU Operator loads a new driver on running nodes after `pulumi up`.
 GFD_DRIVER_LABEL = "nvidia.com/cuda.driver-version.full"
+# A node the cluster autoscaler starts has no upgrade state yet: a gate must not require one.
+UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 # What the gate's check reads, and how its pod ends on a node still on the old driver, which
 # the Job retries rather than counts.
 EXPECTED_DRIVER_ENV = "EXPECTED_NVIDIA_DRIVER"
@@ -153,7 +155,7 @@ def _selection_problems(
             release = wanted.get(KARPENTER_RELEASE_LABEL, {})
             if None in released or [*released] != release.get("values"):
                 problems.append(f"the gate of {canary} may run on a node drift left: {term}")
-        if rolls_in_place and GFD_DRIVER_LABEL in wanted:
+        if rolls_in_place and wanted.keys() & {GFD_DRIVER_LABEL, UPGRADE_STATE_LABEL}:
             problems.append(f"the gate of {canary} may get no node started for it: {term}")
     if rolls_in_place:
         version = stack.driver_version(canary)
@@ -174,12 +176,37 @@ def _selection_problems(
             or f"exit {ROLLOUT_PENDING_EXIT_CODE}" not in container["command"][-1]
         ):
             problems.append(f"the gate of {canary} fails on a node still on its old driver")
+        problems += _driver_pod_check_problems(gate, canary)
     return problems
+
+
+def _driver_pod_check_problems(gate: PlannedResource, canary: str) -> list[str]:
+    """The gate's check that its node's driver pod runs the image its NVIDIADriver names now,
+    which a new image of the same version needs (`nvidia-smi` reports the same
+    version), retried rather than counted while the node is not upgraded yet."""
+    checks = gate.inputs["spec"]["template"]["spec"].get("initContainers", [])
+    named = [c for c in checks if {"name": "NVIDIA_DRIVER", "value": canary} in c.get("env", [])]
+    if not named:
+        return [f"the gate of {canary} does not check its node's driver pod"]
+    retried = {
+        "action": "Ignore",
+        "onExitCodes": {
+            "containerName": named[0]["name"],
+            "operator": "In",
+            "values": [ROLLOUT_PENDING_EXIT_CODE],
+        },
+    }
+    if retried not in gate.inputs["spec"]["podFailurePolicy"]["rules"]:
+        return [f"the gate of {canary} fails on a node whose driver pod is not upgraded yet"]
+    return []
 
 
 def new_driver_preference(version: str) -> list[dict[str, Any]]:
     """The preferred node affinity of a pod that waits for the driver `version` on GKE Ubuntu:
-    a node GPU feature discovery labels with it."""
+    a node GPU feature discovery labels with it, and one the GPU Operator's upgrade is done with
+    (k8s-operator-libs d720f2557494, pinned by gpu-operator v26.7.0's go.mod,
+    pkg/upgrade/consts.go: `UpgradeStateLabelKeyFmt` `nvidia.com/%s-driver-upgrade-state`, the
+    driver named `gpu`; `UpgradeStateDone` `upgrade-done`)."""
     return [
         {
             "weight": 100,
@@ -188,7 +215,15 @@ def new_driver_preference(version: str) -> list[dict[str, Any]]:
                     {"key": GFD_DRIVER_LABEL, "operator": "In", "values": [version]}
                 ]
             },
-        }
+        },
+        {
+            "weight": 100,
+            "preference": {
+                "matchExpressions": [
+                    {"key": UPGRADE_STATE_LABEL, "operator": "In", "values": ["upgrade-done"]}
+                ]
+            },
+        },
     ]
 
 

@@ -194,13 +194,15 @@ def gate_spec(plan: Plan) -> dict[str, Any]:
     return dict(gate(plan).inputs["spec"])
 
 
-def test_an_ubuntu_gate_prefers_nodes_where_feature_discovery_saw_the_new_driver(
+def test_an_ubuntu_gate_prefers_upgraded_nodes_where_feature_discovery_saw_the_new_driver(
     ubuntu_plan: Plan,
 ) -> None:
     # GPU feature discovery labels a node with its driver as NVML gives it
     # (NVIDIA/k8s-device-plugin v0.20.0, the operator's pin, internal/lm/nvml.go
     # `newVersionLabeler`: nvidia.com/cuda.driver-version.full). Nodes the operator has not
-    # upgraded yet carry the old driver's; the scheduler scores the preference
+    # upgraded yet carry the old driver's, and not its `upgrade-done` state (after a new image
+    # of the same version, the only label that tells them apart); the scheduler scores the
+    # preference
     # (kubernetes v1.35 pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go, `Score`).
     affinity = gate_spec(ubuntu_plan)["template"]["spec"]["affinity"]["nodeAffinity"]
 
@@ -232,6 +234,10 @@ def test_a_gate_pod_that_found_the_old_driver_is_retried_not_counted(ubuntu_plan
         },
         {
             "action": "Ignore",
+            "onExitCodes": {"containerName": "driver-rollout", "operator": "In", "values": [75]},
+        },
+        {
+            "action": "Ignore",
             "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
         },
     ]
@@ -244,14 +250,15 @@ def test_an_ubuntu_gates_deadline_covers_the_operators_wait_for_a_canary_nodes_j
     # (driverUpgradeJobWaitMinutes' default, the NVIDIADriver's waitForCompletion), 300 s for
     # the GPU pods' deletion (its podDeletion timeout), 60 s for GPU feature discovery to
     # relabel and 600 s of the Job controller's backoff after ignored failures
-    # (MaxJobPodFailureBackOff), then the 15 minutes of the soak; Pulumi waits 120 s longer, so
-    # the Job's own failure is the one reported.
+    # (MaxJobPodFailureBackOff, which counts ignored failures too, kubernetes/kubernetes#130881)
+    # three times, then the 15 minutes of the soak; Pulumi waits 120 s longer, so the Job's own
+    # failure is the one reported.
     spec = gate_spec(ubuntu_plan)
     timeout = gate(ubuntu_plan).inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]
 
     assert (spec["activeDeadlineSeconds"], timeout) == (
-        900 + 1440 * 60 + 300 + 660 + 15 * 60,
-        str(900 + 1440 * 60 + 300 + 660 + 15 * 60 + 120),
+        900 + 1440 * 60 + 300 + 3 * 660 + 15 * 60,
+        str(900 + 1440 * 60 + 300 + 3 * 660 + 15 * 60 + 120),
     )
 
 
@@ -261,7 +268,7 @@ def test_an_ubuntu_gates_deadline_follows_the_job_wait() -> None:
 
     spec = gate_spec(run_program("dev", config=config, project=PROJECT))
 
-    assert spec["activeDeadlineSeconds"] == 900 + 60 * 60 + 300 + 660 + 15 * 60
+    assert spec["activeDeadlineSeconds"] == 900 + 60 * 60 + 300 + 3 * 660 + 15 * 60
 
 
 def test_a_canary_on_ubuntu_refuses_an_endless_wait_for_jobs() -> None:
@@ -446,18 +453,42 @@ def test_a_cos_canarys_release_names_its_gke_version_once() -> None:
     assert gate_release(config)["release"].count("1.33.5-gke.1201000") == 1
 
 
+@pytest.mark.parametrize(
+    "label", ["nvidia.com/cuda.driver-version.full", "nvidia.com/gpu-driver-upgrade-state"]
+)
 def test_the_invariant_finds_a_gate_that_requires_the_new_drivers_label(
-    ubuntu_plan: Plan,
+    ubuntu_plan: Plan, label: str
 ) -> None:
     plan = copy.deepcopy(ubuntu_plan)
     (term,) = gate(plan).inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"
     ]["nodeSelectorTerms"]
-    required = {"key": "nvidia.com/cuda.driver-version.full", "operator": "In", "values": ["x"]}
-    term["matchExpressions"].append(required)
+    term["matchExpressions"].append({"key": label, "operator": "In", "values": ["x"]})
 
     assert canary_ordering_problems(plan, ubuntu_config()) == [
         f"the gate of canary may get no node started for it: {term}"
+    ]
+
+
+def test_the_invariant_finds_a_gate_that_does_not_check_its_nodes_driver_pod(
+    ubuntu_plan: Plan,
+) -> None:
+    plan = copy.deepcopy(ubuntu_plan)
+    del gate(plan).inputs["spec"]["template"]["spec"]["initContainers"]
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "the gate of canary does not check its node's driver pod"
+    ]
+
+
+def test_the_invariant_finds_a_gate_that_fails_on_a_driver_pod_not_upgraded_yet(
+    ubuntu_plan: Plan,
+) -> None:
+    plan = copy.deepcopy(ubuntu_plan)
+    del gate(plan).inputs["spec"]["podFailurePolicy"]["rules"][1]
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "the gate of canary fails on a node whose driver pod is not upgraded yet"
     ]
 
 
