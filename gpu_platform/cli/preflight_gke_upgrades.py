@@ -23,6 +23,9 @@ from gpu_platform.version_order import version_key
 # `MaintenanceExclusionOptions.scope` (container.v1.json): an exclusion without one is
 # NO_UPGRADES. NO_MINOR_UPGRADES still lets GKE apply patch upgrades to nodes.
 _HOLDS_NODE_UPGRADES = frozenset({"NO_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"})
+_EXCLUSION_ONLY = '{"maintenancePolicy": {"exclusionUntilEndOfSupport": {"enabled": true}}}'
+"""An `UpdateNodePoolRequest` (container.v1.json) that changes the node pool's maintenance policy
+and nothing else."""
 NO_CHANNEL = "UNSPECIFIED"
 """`ReleaseChannel.channel`: "No channel specified"."""
 
@@ -87,13 +90,11 @@ def _unheld_pin_finding(
         f"https://container.googleapis.com/v1/projects/{spec.project}/locations/{spec.location}"
         f"/clusters/{spec.name}/nodePools/{live['name']}"
     )
-    # `UpdateNodePoolRequest` requires `nodeVersion` and `imageType`: the pool's own keep it as
-    # it is.
-    body = (
-        f'{{"nodeVersion": "{live.get("version")}", "imageType":'
-        f' "{live.get("config", {}).get("imageType")}", "maintenancePolicy":'
-        ' {"exclusionUntilEndOfSupport": {"enabled": true}}}'
-    )
+    # The request names the maintenance policy alone, as gcloud's `node-pools update
+    # --add-maintenance-exclusion-until-end-of-support` and terraform-provider-google's update of
+    # any one field send it, though container.v1 marks `UpdateNodePoolRequest.nodeVersion` and
+    # `imageType` "Required": a request with a node version is a node upgrade, and GKE recreates
+    # a pool's nodes when it is upgraded to the version it runs.
     return Finding(
         "blocking",
         f"pool {name}",
@@ -102,8 +103,12 @@ def _unheld_pin_finding(
         " (maintenancePolicy.exclusionUntilEndOfSupport.enabled is not true): in release channel"
         f" {channel} GKE keeps its auto-upgrade on and moves it past the pin. Pulumi cannot add"
         " the exclusion to a node pool that exists, and the policy pack cannot see it there.",
-        "Enable it with the GKE API's projects.locations.clusters.nodePools.update, which"
-        f" keeps the pool's version and image type: PUT {url} with the body {body}.",
+        f"Enable it with gcloud container node-pools update {live['name']} --cluster {spec.name}"
+        f" --location {spec.location} --add-maintenance-exclusion-until-end-of-support (gcloud"
+        " 569.0.0 or later), or the GKE API's projects.locations.clusters.nodePools.update: PUT"
+        f" {url} with the body {_EXCLUSION_ONLY}. Send the maintenance policy alone: a request"
+        " that also names the pool's node version is a node upgrade, which recreates its nodes"
+        " even at the version they run.",
     )
 
 
