@@ -16,8 +16,9 @@ pin 4.6.0-4.8.3):
 MIG instances match by GPU and instance whatever the type. The GPU Operator runs one exporter
 DaemonSet with one type, and a stack on Container-Optimized OS has pools of both device plugins
 (shared ones GKE's, exclusive ones the operator's: `gpu_platform.node_identity.sharer_for`).
-So the operator's exporter keeps the default and stays on the nodes of the operator's device
-plugin, and this DaemonSet, the operator's exporter as the chart values describe it with
+So the operator's exporter keeps the default (but on a stack whose pools are all GKE-shared:
+operator_values.exporter_gpu_id_type) and stays on the nodes of the operator's device plugin,
+and this DaemonSet, the operator's exporter as the chart values describe it with
 `device-name`, runs on GKE's. The operator deploys its exporter only where
 `nvidia.com/gpu.deploy.dcgm-exporter` is "true" (0800_daemonset.yaml), and sets that label only
 where it is missing (controllers/state_manager.go, addGPUStateLabels, at v26.7.0); GKE-shared
@@ -25,7 +26,11 @@ pools' nodes join with "false" and the platform's `gpu-platform.io/gpu-sharer: g
 DaemonSet selects together: a node an admin opts out of the exporter ("false" by hand) gets
 none, and a GKE-shared node whose operands were turned off (`nvidia.com/gpu.deploy.operands`,
 whose "false" makes the operator remove the deploy labels: removeAllGPUStateLabels) has none
-either. Every GPU node has one exporter at most, never two.
+either. Every GPU node has one exporter at most, never two. This DaemonSet selects by the
+sharer label rather than by the pools' names, which its nodes have from their start: the
+"false" that keeps the operator's exporter off comes with the sharer label, so a node without
+it would get both exporters, and a list of pools would restart every exporter pod whenever a
+GKE-shared pool comes or goes.
 
 The pod is the operator's exporter as the chart values make it: TransformDCGMExporter,
 transformValidationInitContainer, applyCommonDaemonsetConfig and applyCommonDaemonsetMetadata
@@ -54,6 +59,7 @@ from gpu_platform.kubernetes.monitoring import (
     DCGM_EXPORTER_PORT,
     GKE_DCGM_EXPORTER,
 )
+from gpu_platform.kubernetes.operator_values import DEVICE_NAMES
 from gpu_platform.node_identity import GPU_SHARER_LABEL, GpuSharer, ResolvedPool
 from gpu_platform.secrets import secret_if
 
@@ -62,8 +68,6 @@ Values = dict[str, Any]
 EXPORTER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.dcgm-exporter"
 GKE_EXPORTER_NODES = {EXPORTER_DEPLOY_LABEL: "false", GPU_SHARER_LABEL: GpuSharer.GKE.value}
 """On the nodes of GKE-shared pools: the operator's exporter stays off, this one runs."""
-GPU_ID_TYPE_ENV = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
-DEVICE_NAMES: Values = {"name": GPU_ID_TYPE_ENV, "value": "device-name"}
 # What the operator's exporter runs with whatever its values say (0800_daemonset.yaml), and what
 # it adds for `enablePodUID` / `enablePodLabels` (controllers/object_controls.go,
 # TransformDCGMExporter, at v26.7.0).

@@ -270,8 +270,9 @@ def dcgm_exporter_values_for(
     """The DCGM exporter with the platform's metric set and a ServiceMonitor that the cluster's
     Prometheus selects, attributing shared GPUs to the pods that share them when a pool
     time-slices or shares through MPS. It matches GPUs to pods by UUID, as the operator's device
-    plugin names them; the nodes whose GPUs GKE's device plugin serves have an exporter of their
-    own (gpu_platform/kubernetes/gke_dcgm_exporter.py), which takes its settings from these."""
+    plugin names them, unless GKE's device plugin serves every pool (`exporter_gpu_id_type`);
+    the nodes whose GPUs GKE's device plugin serves have an exporter of their own
+    (gpu_platform/kubernetes/gke_dcgm_exporter.py), which takes its settings from these."""
     shares = any(_replicates_gpus(p) for p in pools)
     metrics = dcgm_metrics_config_map(operator_namespace)
     return {
@@ -289,6 +290,7 @@ def dcgm_exporter_values_for(
                     "value": f"{operator_namespace}:{metrics['metadata']['name']}",
                 },
                 *(_PER_POD_SHARED_GPU_ENV if shares else []),
+                *exporter_gpu_id_type(pools),
             ],
             **(_PER_POD_SHARED_GPU_METRICS if shares else {}),
             "serviceMonitor": {
@@ -315,6 +317,28 @@ def dcgm_exporter_values_for(
         # with the release, so the ConfigMap exists before the operator starts any exporter.
         "extraObjects": [metrics],
     }
+
+
+GPU_ID_TYPE_ENV = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
+DEVICE_NAMES: Values = {"name": GPU_ID_TYPE_ENV, "value": "device-name"}
+"""How dcgm-exporter finds the pod of a GPU that GKE's device plugin serves, which names its
+devices `nvidia0`, `nvidia0/vgpu1` (gpu_platform/kubernetes/gke_dcgm_exporter.py)."""
+
+
+def exporter_gpu_id_type(pools: Sequence[ResolvedPool]) -> list[Values]:
+    """`device-name` for the operator's exporter where GKE's device plugin serves every pool.
+
+    The operator's exporter runs where `nvidia.com/gpu.deploy.dcgm-exporter` is "true"
+    (gpu-operator v26.7.0 assets/state-dcgm-exporter/0800_daemonset.yaml, its only node
+    selector; the ClusterPolicy has no affinity for it), and GKE-shared pools' nodes get "false"
+    only when their node pool is updated. A GKE-shared node without it yet is one of a pool that
+    had the operator's exporter, by device name, before the platform gave those nodes an
+    exporter of their own, and whose update waits for its canary's gate; or one whose operands
+    were turned off and on. With no node of the operator's device plugin to serve, the
+    operator's exporter keeps matching by device name there, so those pods keep their series."""
+    if pools and all(pool.sharer is GpuSharer.GKE for pool in pools):
+        return [DEVICE_NAMES]
+    return []
 
 
 DCGM_METRICS_CONFIG_MAP = "gpu-platform-dcgm-metrics"

@@ -395,6 +395,31 @@ def test_the_operators_exporter_matches_pods_by_uuid_as_the_operators_device_plu
     assert "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE" not in [e["name"] for e in env]
 
 
+GKE_MIG: Sharing = {"mode": "mig", "strategy": "mixed", "profile": "all-1g.5gb"}
+
+
+@pytest.mark.parametrize(
+    "pools",
+    [[gke_shared_pool(0)], [gke_shared_pool(0), gke_shared_pool(1, GKE_MIG)]],
+    ids=["time-slicing", "time-slicing-and-mig"],
+)
+def test_with_every_pool_gke_shared_the_operators_exporter_matches_pods_by_device_name(
+    pools: list[ResolvedPool],
+) -> None:
+    # The operator's exporter selects nodes by `nvidia.com/gpu.deploy.dcgm-exporter: "true"`
+    # alone (gpu-operator v26.7.0 assets/state-dcgm-exporter/0800_daemonset.yaml), which a
+    # GKE-shared pool's nodes lose only when the pool's update, after its canary's gate, gives
+    # them "false". Until then the exporter runs there, and GKE's device plugin names the devices
+    # `nvidia0/vgpu1` (container-engine-accelerators pkg/gpu/nvidia/manager.go), which
+    # dcgm-exporter finds with `device-name` alone (4.5.3-4.8.2 internal/pkg/collector/types.go
+    # GetIDOfType).
+    env = values_for(*pools, platform=Platform.GKE_COS)["dcgmExporter"]["env"]
+
+    assert [e for e in env if e["name"] == "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"] == [
+        {"name": "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", "value": "device-name"}
+    ]
+
+
 # --- overrides -------------------------------------------------------------------------------
 
 
