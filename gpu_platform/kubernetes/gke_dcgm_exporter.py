@@ -16,7 +16,8 @@ pin 4.6.0-4.8.3):
 MIG instances match by GPU and instance whatever the type. The GPU Operator runs one exporter
 DaemonSet with one type, and a stack on Container-Optimized OS has pools of both device plugins
 (shared ones GKE's, exclusive ones the operator's: `gpu_platform.node_identity.sharer_for`).
-So the operator's exporter keeps the default (but on a stack whose pools are all GKE-shared:
+So the operator's exporter keeps the default (`device-name` only where every pool is
+GKE-shared and it has no node of the operator's device plugin to serve:
 operator_values.exporter_gpu_id_type) and stays on the nodes of the operator's device plugin,
 and this DaemonSet, the operator's exporter as the chart values describe it with
 `device-name`, runs on GKE's. The operator deploys its exporter only where
