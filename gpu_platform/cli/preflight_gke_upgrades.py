@@ -93,8 +93,9 @@ def _unheld_pin_finding(
     # The request names the maintenance policy alone, as gcloud's `node-pools update
     # --add-maintenance-exclusion-until-end-of-support` and terraform-provider-google's update of
     # any one field send it, though container.v1 marks `UpdateNodePoolRequest.nodeVersion` and
-    # `imageType` "Required": a request with a node version is a node upgrade, and GKE recreates
-    # a pool's nodes when it is upgraded to the version it runs.
+    # `imageType` "Required": GKE may treat a request with a node version as a node upgrade, and
+    # it recreates a pool's nodes when `clusters upgrade --node-pool` upgrades it to the version
+    # it runs.
     return Finding(
         "blocking",
         f"pool {name}",
@@ -103,12 +104,13 @@ def _unheld_pin_finding(
         " (maintenancePolicy.exclusionUntilEndOfSupport.enabled is not true): in release channel"
         f" {channel} GKE keeps its auto-upgrade on and moves it past the pin. Pulumi cannot add"
         " the exclusion to a node pool that exists, and the policy pack cannot see it there.",
-        f"Enable it with gcloud container node-pools update {live['name']} --cluster {spec.name}"
-        f" --location {spec.location} --add-maintenance-exclusion-until-end-of-support (gcloud"
-        " 569.0.0 or later), or the GKE API's projects.locations.clusters.nodePools.update: PUT"
-        f" {url} with the body {_EXCLUSION_ONLY}. Send the maintenance policy alone: a request"
-        " that also names the pool's node version is a node upgrade, which recreates its nodes"
-        " even at the version they run.",
+        f"Enable it with gcloud container node-pools update {live['name']} --project"
+        f" {spec.project} --location {spec.location} --cluster {spec.name}"
+        " --add-maintenance-exclusion-until-end-of-support (gcloud 569.0.0 or later), or the GKE"
+        f" API's projects.locations.clusters.nodePools.update: PUT {url} with the body"
+        f" {_EXCLUSION_ONLY}. Send the maintenance policy alone: GKE may treat a request that"
+        " also names the pool's node version as a node upgrade, which recreates its nodes even"
+        " at the version they run.",
     )
 
 

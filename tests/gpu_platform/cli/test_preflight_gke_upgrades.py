@@ -229,14 +229,15 @@ def test_a_running_pinned_pool_without_its_exclusion_blocks(
             " channel REGULAR GKE keeps its auto-upgrade on and moves it past the pin. Pulumi"
             " cannot add the exclusion to a node pool that exists, and the policy pack cannot see"
             " it there.",
-            "Enable it with gcloud container node-pools update l4-shared-5e0d1c2 --cluster ml-dev"
-            " --location us-central1 --add-maintenance-exclusion-until-end-of-support (gcloud"
-            " 569.0.0 or later), or the GKE API's projects.locations.clusters.nodePools.update:"
-            " PUT https://container.googleapis.com/v1/projects/acme-ml-dev/locations/us-central1/"
+            "Enable it with gcloud container node-pools update l4-shared-5e0d1c2 --project"
+            " acme-ml-dev --location us-central1 --cluster ml-dev"
+            " --add-maintenance-exclusion-until-end-of-support (gcloud 569.0.0 or later), or the"
+            " GKE API's projects.locations.clusters.nodePools.update: PUT"
+            " https://container.googleapis.com/v1/projects/acme-ml-dev/locations/us-central1/"
             "clusters/ml-dev/nodePools/l4-shared-5e0d1c2 with the body"
-            f" {EXCLUSION_ONLY}. Send the maintenance policy alone: a request that also names"
-            " the pool's node version is a node upgrade, which recreates its nodes even at the"
-            " version they run.",
+            f" {EXCLUSION_ONLY}. Send the maintenance policy alone: GKE may treat a request that"
+            " also names the pool's node version as a node upgrade, which recreates its nodes"
+            " even at the version they run.",
         )
     ]
 
@@ -246,12 +247,14 @@ EXCLUSION_ONLY = '{"maintenancePolicy": {"exclusionUntilEndOfSupport": {"enabled
 --add-maintenance-exclusion-until-end-of-support` (google-cloud-sdk 578.0.0
 lib/googlecloudsdk/api_lib/container/api_adapter.py: `UpdateNodePoolRequest` names the pool and
 sets `maintenancePolicy` from `_GetNodePoolMaintenancePolicy` alone; the flag is public from
-569.0.0, surface/container/node_pools/update.py). terraform-provider-google v7.45.0
-resource_container_node_pool.go likewise updates `upgrade_settings`, `node_drain_config` or
-`node_locations` with an `UpdateNodePoolRequest` of that field alone, without `nodeVersion` or
-`imageType`, which container.v1 marks "Required". A request with a node version is an upgrade:
-GKE's troubleshooting for "Node pool requires recreation" recreates a pool by upgrading it to the
-version it runs."""
+569.0.0, surface/container/node_pools/update.py). terraform-provider-google-beta v7.45.0, the
+provider pulumi-gcp bridges (pulumi-gcp provider/go.mod replaces that module with ../upstream),
+google-beta/services/container/resource_container_node_pool.go likewise updates
+`upgrade_settings`, `node_drain_config` or `node_locations` with an `UpdateNodePoolRequest` of
+that field alone, without `nodeVersion` or `imageType`, which container.v1 marks "Required". GKE
+may treat a request with a node version as a node upgrade: its troubleshooting for "Node pool
+requires recreation" recreates a pool with `gcloud container clusters upgrade --node-pool` to the
+version it runs (`ClusterUpdate.desiredNodeVersion`), not with `nodePools.update`."""
 
 
 def test_the_advised_body_changes_the_maintenance_policy_alone() -> None:
