@@ -67,11 +67,7 @@ def _unheld_pin_findings(config: StackConfig, cluster: Mapping[str, Any]) -> lis
     channel = _channel(cluster)
     if channel == NO_CHANNEL:
         return []
-    # Pulumi names each node pool with a random suffix: the platform's label names its pool.
-    running = {
-        live.get("config", {}).get("labels", {}).get(POOL_LABEL): live
-        for live in cluster.get("nodePools", [])
-    }
+    running = running_node_pools(cluster)
     return [
         _unheld_pin_finding(config, i, pool.name, channel, live)
         for i, pool in enumerate(config.pools)
@@ -80,6 +76,16 @@ def _unheld_pin_findings(config: StackConfig, cluster: Mapping[str, Any]) -> lis
         and live.get("maintenancePolicy", {}).get("exclusionUntilEndOfSupport", {}).get("enabled")
         is not True
     ]
+
+
+def running_node_pools(cluster: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The node pools GKE runs (`Cluster.nodePools`), by the name of the stack's pool each is."""
+    # Pulumi names each node pool with a random suffix: the platform's label names its pool.
+    return {
+        labels[POOL_LABEL]: live
+        for live in cluster.get("nodePools", [])
+        if POOL_LABEL in (labels := live.get("config", {}).get("labels", {}))
+    }
 
 
 def _unheld_pin_finding(
