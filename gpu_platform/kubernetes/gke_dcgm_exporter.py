@@ -60,7 +60,7 @@ from gpu_platform.kubernetes.monitoring import (
     DCGM_EXPORTER_PORT,
     GKE_DCGM_EXPORTER,
 )
-from gpu_platform.kubernetes.operator_values import DEVICE_NAMES
+from gpu_platform.kubernetes.operator_values import DEVICE_NAMES, env_by_name
 from gpu_platform.node_identity import GPU_SHARER_LABEL, GpuSharer, ResolvedPool
 from gpu_platform.secrets import secret_if
 
@@ -148,10 +148,7 @@ def gke_exporter_env(exporter: Values) -> list[Values]:
         derived.append({"name": _POD_LABEL_ALLOWLIST_ENV, "value": allowlist})
     if _metrics_config_map(exporter):
         derived.append({"name": "DCGM_EXPORTER_COLLECTORS", "value": _METRICS_PATH})
-    env = {e["name"]: e for e in _BASE_ENV}
-    for setting in (*derived, *exporter.get("env", []), DEVICE_NAMES):
-        env[setting["name"]] = setting
-    return list(env.values())
+    return env_by_name(_BASE_ENV, derived, exporter.get("env", []), [DEVICE_NAMES])
 
 
 def _metrics_config_map(exporter: Values) -> str:

@@ -22,6 +22,7 @@ from gpu_platform.config import (
     Sharing,
     TimeSlicingSharing,
 )
+from gpu_platform.config.operator import GPU_ID_TYPE_ENV
 from gpu_platform.kubernetes.alerts import DCGM_METRICS_FILE
 from gpu_platform.kubernetes.helm_release import daemonset_update_strategy
 from gpu_platform.node_identity import (
@@ -129,7 +130,26 @@ def operator_values_for(
         NFD_WORKER_ROLLOUT,
     ):
         values = deep_merge(values, part)
-    return deep_merge(values, operator.overrides)
+    merged = deep_merge(values, operator.overrides)
+    # A list replaced whole would drop the env the exporter needs (the metric set, per-pod
+    # attribution of shared GPUs, the GPU ID type): an override's env joins the platform's.
+    env = operator.overrides.get("dcgmExporter", {}).get("env")
+    if env is not None:
+        merged["dcgmExporter"]["env"] = env_by_name(
+            values["dcgmExporter"]["env"], merged["dcgmExporter"]["env"]
+        )
+    return merged
+
+
+def env_by_name(*envs: Iterable[Values]) -> list[Values]:
+    """The env lists in turn, one entry per name: a name set again takes its new value in its
+    place, as the operator's `setContainerEnv` does (controllers/object_controls.go at
+    v26.7.0)."""
+    merged: dict[str, Values] = {}
+    for env in envs:
+        for setting in env:
+            merged[setting["name"]] = setting
+    return list(merged.values())
 
 
 def driver_values_for(platform: Platform) -> Values:
@@ -319,7 +339,6 @@ def dcgm_exporter_values_for(
     }
 
 
-GPU_ID_TYPE_ENV = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
 DEVICE_NAMES: Values = {"name": GPU_ID_TYPE_ENV, "value": "device-name"}
 """How dcgm-exporter finds the pod of a GPU that GKE's device plugin serves, which names its
 devices `nvidia0`, `nvidia0/vgpu1` (gpu_platform/kubernetes/gke_dcgm_exporter.py)."""

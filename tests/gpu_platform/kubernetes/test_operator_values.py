@@ -446,6 +446,28 @@ def test_overrides_replace_lists_whole() -> None:
     assert values_for(operator=operator)["daemonsets"]["tolerations"] == [toleration]
 
 
+def test_an_exporter_env_override_joins_the_platforms_env_by_name() -> None:
+    # A list override would replace the platform's whole (`deep_merge`), dropping the metric set
+    # and the ID type; the operator sets a name given again in its place (setContainerEnv,
+    # controllers/object_controls.go at v26.7.0).
+    virtual = {"name": "KUBERNETES_VIRTUAL_GPUS", "value": "false"}
+    interval = {"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}
+    operator = OperatorSpec(overrides={"dcgmExporter": {"env": [interval, virtual]}})
+    platforms = values_for(gke_shared_pool(0), platform=Platform.GKE_COS)["dcgmExporter"]["env"]
+
+    env = values_for(gke_shared_pool(0), platform=Platform.GKE_COS, operator=operator)[
+        "dcgmExporter"
+    ]["env"]
+
+    assert [e["name"] for e in env] == [
+        "DCGM_EXPORTER_CONFIGMAP_DATA",
+        "KUBERNETES_VIRTUAL_GPUS",
+        "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE",
+        "DCGM_EXPORTER_INTERVAL",
+    ]
+    assert env == [platforms[0], virtual, platforms[2], interval]
+
+
 def test_deep_merge_changes_neither_input() -> None:
     base = {"a": {"b": [1]}}
     override = {"a": {"c": 2}}
