@@ -22,6 +22,7 @@ Two exporters count each GPU twice; none hides it.
 """
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from gpu_platform.cli.offline import Plan
@@ -32,15 +33,22 @@ DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 DEPLOY_LABEL = "nvidia.com/gpu.deploy.dcgm-exporter"
 GKE_PLUGIN_OFF = "gke-no-default-nvidia-gpu-device-plugin"
 GPU_ID_TYPE = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
+EXPORTER_LABELS = (DEPLOY_LABEL, "gpu-platform.io/gpu-sharer")
+"""What a GKE-shared pool's nodes take when their node pool is updated."""
 Values = Mapping[str, Any]
 
 
 def exporter_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
     """Each pool whose nodes get no DCGM exporter or two, or one that cannot tell which pod
-    holds a GPU there, as sentences."""
+    holds a GPU there, as sentences; where every pool is GKE-shared, also for its nodes that
+    joined before their node pool took the platform's exporter labels (a led pool's, until its
+    update after the canary's gate)."""
     exporters = list(_exporters(plan))
+    pools = list(pool_nodes(plan))
+    if pools and all(_gke_serves(pool) for pool in pools):
+        pools += [_joined_before_the_exporter_labels(pool) for pool in pools]
     problems = []
-    for pool in pool_nodes(plan):
+    for pool in pools:
         running = [(name, env) for name, env, runs_on in exporters if runs_on(pool)]
         if len(running) != 1:
             names = ", ".join(name for name, _ in running) or "none"
@@ -55,6 +63,11 @@ def exporter_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
                 f" names need {wanted}"
             )
     return problems
+
+
+def _joined_before_the_exporter_labels(pool: PoolNodes) -> PoolNodes:
+    labels = {k: v for k, v in pool.labels.items() if k not in EXPORTER_LABELS}
+    return replace(pool, pool=f"{pool.pool} (a node that joined before its update)", labels=labels)
 
 
 def _gke_serves(pool: PoolNodes) -> bool:

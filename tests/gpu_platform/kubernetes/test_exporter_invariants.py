@@ -11,13 +11,11 @@ from gpu_platform.cli.offline import Plan
 from tests.conftest import Config
 from tests.stack_variants import with_gke_capacity_pools
 
-from .exporter_invariants import exporter_problems
+from .exporter_invariants import EXPORTER_LABELS, exporter_problems
 
 PlanFor = Callable[[Config], Plan]
 NODE_POOL = "gcp:container/nodePool:NodePool"
-# The labels a GKE-shared pool's nodes took from the platform's exporter's arrival on: a node
-# that joined before its pool's update has neither.
-EXPORTER_LABELS = ("nvidia.com/gpu.deploy.dcgm-exporter", "gpu-platform.io/gpu-sharer")
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 def joined_before_the_exporter_labels(plan: Plan, pool: str) -> Plan:
@@ -46,18 +44,7 @@ def test_every_gpu_node_of_eks_gke_shared_and_mixed_stacks_has_one_exporter_that
     assert exporter_problems(mixed_plan, {}) == []
 
 
-def test_a_gke_shared_node_that_joined_before_its_pools_update_keeps_its_pods_series(
-    gke_shared_plan: Plan,
-) -> None:
-    # The operator's exporter runs there, as the operator sets the deploy label "true" where it
-    # is missing (gpu-operator v26.7.0 controllers/state_manager.go, addGPUStateLabels), and
-    # matches by device name while every pool is GKE-shared.
-    plan = joined_before_the_exporter_labels(gke_shared_plan, "l4-shared")
-
-    assert exporter_problems(plan, {}) == []
-
-
-def test_beside_whole_gpu_pools_such_a_node_loses_its_pods_series_until_its_pools_update(
+def test_beside_whole_gpu_pools_a_node_that_joined_before_its_pools_update_loses_its_pods(
     mixed_plan: Plan,
 ) -> None:
     # docs/gpu-sharing.md: add whole-GPU pools once every GKE-shared pool took its labels.
@@ -69,20 +56,41 @@ def test_beside_whole_gpu_pools_such_a_node_loses_its_pods_series_until_its_pool
     ]
 
 
-def test_selecting_such_a_node_by_its_pool_would_give_it_two_exporters(
+def test_selecting_gke_shared_nodes_by_their_pool_gives_early_ones_two_exporters(
     gke_shared_plan: Plan,
 ) -> None:
     # The operator's exporter leaves a node only for the deploy label's "false"
     # (assets/state-dcgm-exporter/0800_daemonset.yaml at v26.7.0, its only node selector), which
     # comes with the pool's update: the pool label every node has from its start would put the
     # platform's exporter beside it.
-    plan = joined_before_the_exporter_labels(gke_shared_plan, "l4-shared")
+    plan = gke_shared_plan
     (exporter,) = plan.of_type("kubernetes:apps/v1:DaemonSet")
     exporter.inputs["spec"]["template"]["spec"]["nodeSelector"] = {
         "gpu-platform.io/pool": "l4-shared"
     }
 
     assert exporter_problems(plan, {}) == [
-        "pool l4-shared: 2 DCGM exporters (the GPU Operator's exporter, DaemonSet"
-        " gpu-operator-nvidia-dcgm-exporter-gke)"
+        "pool l4-shared (a node that joined before its update): 2 DCGM exporters (the GPU"
+        " Operator's exporter, DaemonSet gpu-operator-nvidia-dcgm-exporter-gke)"
+    ]
+
+
+def test_the_sweep_sees_an_all_shared_stacks_nodes_that_joined_before_their_pools_update(
+    gke_shared_plan: Plan,
+) -> None:
+    # The plan labels every node as its pool will; the operator's exporter still runs on the
+    # nodes that joined before, and without `device-name` it finds none of their pods.
+    (operator,) = [
+        r
+        for r in gke_shared_plan.of_type(HELM_RELEASE)
+        if r.inputs["chart"].endswith("gpu-operator")
+    ]
+    exporter = operator.inputs["values"]["dcgmExporter"]
+    exporter["env"] = [
+        e for e in exporter["env"] if e["name"] != "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
+    ]
+
+    assert exporter_problems(gke_shared_plan, {}) == [
+        "pool l4-shared (a node that joined before its update): the GPU Operator's exporter"
+        " matches GPUs by uid, its device plugin's names need device-name"
     ]
