@@ -592,6 +592,10 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
         if node_image == "ubuntu":
             # The operator builds the driver on GKE Ubuntu only.
             operator["driverUpgradeMaxUnavailablePercent"] = draw(st.sampled_from([10, 100]))
+        if draw(st.booleans()):
+            # Joins the platform's exporter env by name, which keeps the GPU ID type.
+            interval = {"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}
+            operator["overrides"] = {"dcgmExporter": {"env": [interval]}}
         config["gpu-platform:operator"] = operator
     if draw(st.booleans()):
         config["gpu-platform:protect"] = True

@@ -9,7 +9,8 @@ every resource validates against the official models the suite uses; every Daemo
 the taints of every pool it must run on; a led pool, and its driver, wait for the canary's nodes,
 driver and gate; no canary sits on capacity that never starts its node, and every canary ranks
 below every pool that is not one; update timeouts outlast the longest rollout; each EFA node
-gets its own instance type's EFA count, and each EFA placement stays in one zone.
+gets its own instance type's EFA count, and each EFA placement stays in one zone; every GPU
+node gets one DCGM exporter, matching pods by the device IDs its device plugin uses.
 
 CI draws a fixed sequence of `EXAMPLES` stacks (`derandomize`, no example database), after the
 few stacks of `CORNER_STACKS` that join the corners such a short run may miss. A deeper
@@ -33,6 +34,7 @@ from tests.config_strategies import CORNER_STACKS, stack_configs
 from tests.gpu_platform.canary_invariants import canary_capacity_problems, canary_rank_problems
 from tests.gpu_platform.eks.efa_invariants import efa_problems
 from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
+from tests.gpu_platform.kubernetes.exporter_invariants import exporter_problems
 from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
 from tests.gpu_platform.rollout_invariants import timeout_problems
 from tests.official_models import official_model_problems
@@ -97,6 +99,7 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         "every canary ranks below every pool that is not a canary": canary_rank_problems,
         "update timeouts outlast the longest rollout": timeout_problems,
         "each EFA node its own EFA count, each EFA placement in one zone": efa_problems,
+        "every GPU node one DCGM exporter, which finds the pods on its GPUs": exporter_problems,
     }
 
 

@@ -23,6 +23,9 @@ from gpu_platform.version_order import version_key
 # `MaintenanceExclusionOptions.scope` (container.v1.json): an exclusion without one is
 # NO_UPGRADES. NO_MINOR_UPGRADES still lets GKE apply patch upgrades to nodes.
 _HOLDS_NODE_UPGRADES = frozenset({"NO_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"})
+_EXCLUSION_ONLY = '{"maintenancePolicy": {"exclusionUntilEndOfSupport": {"enabled": true}}}'
+"""An `UpdateNodePoolRequest` (container.v1.json) that changes the node pool's maintenance policy
+and nothing else."""
 NO_CHANNEL = "UNSPECIFIED"
 """`ReleaseChannel.channel`: "No channel specified"."""
 
@@ -64,11 +67,7 @@ def _unheld_pin_findings(config: StackConfig, cluster: Mapping[str, Any]) -> lis
     channel = _channel(cluster)
     if channel == NO_CHANNEL:
         return []
-    # Pulumi names each node pool with a random suffix: the platform's label names its pool.
-    running = {
-        live.get("config", {}).get("labels", {}).get(POOL_LABEL): live
-        for live in cluster.get("nodePools", [])
-    }
+    running = running_node_pools(cluster)
     return [
         _unheld_pin_finding(config, i, pool.name, channel, live)
         for i, pool in enumerate(config.pools)
@@ -79,6 +78,16 @@ def _unheld_pin_findings(config: StackConfig, cluster: Mapping[str, Any]) -> lis
     ]
 
 
+def running_node_pools(cluster: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The node pools GKE runs (`Cluster.nodePools`), by the name of the stack's pool each is."""
+    # Pulumi names each node pool with a random suffix: the platform's label names its pool.
+    return {
+        labels[POOL_LABEL]: live
+        for live in cluster.get("nodePools", [])
+        if POOL_LABEL in (labels := live.get("config", {}).get("labels", {}))
+    }
+
+
 def _unheld_pin_finding(
     config: StackConfig, i: int, name: str, channel: str, live: Mapping[str, Any]
 ) -> Finding:
@@ -87,13 +96,12 @@ def _unheld_pin_finding(
         f"https://container.googleapis.com/v1/projects/{spec.project}/locations/{spec.location}"
         f"/clusters/{spec.name}/nodePools/{live['name']}"
     )
-    # `UpdateNodePoolRequest` requires `nodeVersion` and `imageType`: the pool's own keep it as
-    # it is.
-    body = (
-        f'{{"nodeVersion": "{live.get("version")}", "imageType":'
-        f' "{live.get("config", {}).get("imageType")}", "maintenancePolicy":'
-        ' {"exclusionUntilEndOfSupport": {"enabled": true}}}'
-    )
+    # The request names the maintenance policy alone, as gcloud's `node-pools update
+    # --add-maintenance-exclusion-until-end-of-support` and terraform-provider-google's update of
+    # any one field send it, though container.v1 marks `UpdateNodePoolRequest.nodeVersion` and
+    # `imageType` "Required": GKE may treat a request with a node version as a node upgrade, and
+    # it recreates a pool's nodes when `clusters upgrade --node-pool` upgrades it to the version
+    # it runs.
     return Finding(
         "blocking",
         f"pool {name}",
@@ -102,8 +110,13 @@ def _unheld_pin_finding(
         " (maintenancePolicy.exclusionUntilEndOfSupport.enabled is not true): in release channel"
         f" {channel} GKE keeps its auto-upgrade on and moves it past the pin. Pulumi cannot add"
         " the exclusion to a node pool that exists, and the policy pack cannot see it there.",
-        "Enable it with the GKE API's projects.locations.clusters.nodePools.update, which"
-        f" keeps the pool's version and image type: PUT {url} with the body {body}.",
+        f"Enable it with gcloud container node-pools update {live['name']} --project"
+        f" {spec.project} --location {spec.location} --cluster {spec.name}"
+        " --add-maintenance-exclusion-until-end-of-support (gcloud 569.0.0 or later), or the GKE"
+        f" API's projects.locations.clusters.nodePools.update: PUT {url} with the body"
+        f" {_EXCLUSION_ONLY}. Send the maintenance policy alone: GKE may treat a request that"
+        " also names the pool's node version as a node upgrade, which recreates its nodes even"
+        " at the version they run.",
     )
 
 

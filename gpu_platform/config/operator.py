@@ -21,6 +21,10 @@ from gpu_platform.versions import (
     KUBE_PROMETHEUS_STACK_CHART,
 )
 
+GPU_ID_TYPE_ENV = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
+"""How dcgm-exporter matches GPUs to pods (pkg/cmd/app.go `--kubernetes-gpu-id-type`), which the
+platform sets for each of its exporters from the device plugin of their nodes."""
+
 
 class OperatorSpec(Model):
     """The NVIDIA GPU Operator release."""
@@ -59,9 +63,13 @@ class OperatorSpec(Model):
     `canaryOf` pool, whose gate waits for the new driver on a canary node)."""
     overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Chart values per top-level component (`dcgmExporter`, `driver`, ...), deep-merged over
-    the platform's own values last. Component names are checked against the chart's; with pools
-    GKE shares, `dcgm.enabled`, `cdi.nriPluginEnabled` and `dcgmExporter.hpcJobMapping.enabled`
-    are refused, which the exporter on those nodes cannot follow (docs/gpu-sharing.md)."""
+    the platform's own values last: maps key by key, lists replaced whole, except
+    `dcgmExporter.env`, merged by `name` into the platform's (an entry of a name the platform
+    sets takes its place). Its entries need a `name`, and none may be
+    `DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE`, which the platform sets from each exporter's device
+    plugin. Component names are checked against the chart's; with pools GKE shares,
+    `dcgm.enabled`, `cdi.nriPluginEnabled` and `dcgmExporter.hpcJobMapping.enabled` are refused,
+    which the exporter on those nodes cannot follow (docs/gpu-sharing.md)."""
 
 
 class MonitoringSpec(Model):

@@ -5,6 +5,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from gpu_platform.config.operator import GPU_ID_TYPE_ENV
 from gpu_platform.config.pools import gke_shares
 from gpu_platform.config.problems import MISSING, ConfigProblem, key_path
 from gpu_platform.config.stack import StackConfig, known_platform
@@ -19,6 +20,7 @@ def operator_override_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             config.operator.overrides["driver"]["version"],
             "no value: set operator.driverVersion, which the pools' CUDA ceiling follows",
         )
+    yield from _exporter_env_problems(config.operator.overrides.get("dcgmExporter", {}))
     chart = GPU_OPERATOR_CHART
     components = chart_components(chart.version)
     for name, values in config.operator.overrides.items():
@@ -29,6 +31,33 @@ def operator_override_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 key_path("operator", "overrides", name),
                 values,
                 f"a top-level component of the {chart.name} {chart.version} chart ({hint})",
+            )
+
+
+def _exporter_env_problems(exporter: dict[str, Any]) -> Iterator[ConfigProblem]:
+    """`dcgmExporter.env` joins the platform's env by name (gpu_platform/kubernetes/
+    operator_values.py, `env_by_name`), which needs a name on every entry; the GPU ID type is the
+    platform's, set for each exporter from the device plugin that names its nodes' devices."""
+    if "env" not in exporter:
+        return
+    env = exporter["env"]
+    if not isinstance(env, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("name"), str) for e in env
+    ):
+        yield ConfigProblem(
+            key_path("operator", "overrides", "dcgmExporter", "env"),
+            env,
+            "a list of environment variables, each with a name: {name: NAME, value: VALUE}",
+        )
+        return
+    for i, setting in enumerate(env):
+        if setting["name"] == GPU_ID_TYPE_ENV:
+            yield ConfigProblem(
+                key_path("operator", "overrides", "dcgmExporter", "env", i),
+                setting,
+                f"no entry named {GPU_ID_TYPE_ENV}: the platform sets it for each DCGM exporter,"
+                " uid where the GPU Operator's device plugin names the devices, device-name"
+                " where GKE's does (docs/gpu-sharing.md)",
             )
 
 

@@ -16,8 +16,10 @@ pin 4.6.0-4.8.3):
 MIG instances match by GPU and instance whatever the type. The GPU Operator runs one exporter
 DaemonSet with one type, and a stack on Container-Optimized OS has pools of both device plugins
 (shared ones GKE's, exclusive ones the operator's: `gpu_platform.node_identity.sharer_for`).
-So the operator's exporter keeps the default and stays on the nodes of the operator's device
-plugin, and this DaemonSet, the operator's exporter as the chart values describe it with
+So the operator's exporter keeps the default (`device-name` only where every pool is
+GKE-shared and it has no node of the operator's device plugin to serve:
+operator_values.exporter_gpu_id_type) and stays on the nodes of the operator's device plugin,
+and this DaemonSet, the operator's exporter as the chart values describe it with
 `device-name`, runs on GKE's. The operator deploys its exporter only where
 `nvidia.com/gpu.deploy.dcgm-exporter` is "true" (0800_daemonset.yaml), and sets that label only
 where it is missing (controllers/state_manager.go, addGPUStateLabels, at v26.7.0); GKE-shared
@@ -25,7 +27,11 @@ pools' nodes join with "false" and the platform's `gpu-platform.io/gpu-sharer: g
 DaemonSet selects together: a node an admin opts out of the exporter ("false" by hand) gets
 none, and a GKE-shared node whose operands were turned off (`nvidia.com/gpu.deploy.operands`,
 whose "false" makes the operator remove the deploy labels: removeAllGPUStateLabels) has none
-either. Every GPU node has one exporter at most, never two.
+either. Every GPU node has one exporter at most, never two. This DaemonSet selects by the
+sharer label rather than by the pools' names, which its nodes have from their start: the
+"false" that keeps the operator's exporter off comes with the sharer label, so a node without
+it would get both exporters, and a list of pools would restart every exporter pod whenever a
+GKE-shared pool comes or goes.
 
 The pod is the operator's exporter as the chart values make it: TransformDCGMExporter,
 transformValidationInitContainer, applyCommonDaemonsetConfig and applyCommonDaemonsetMetadata
@@ -54,6 +60,7 @@ from gpu_platform.kubernetes.monitoring import (
     DCGM_EXPORTER_PORT,
     GKE_DCGM_EXPORTER,
 )
+from gpu_platform.kubernetes.operator_values import DEVICE_NAMES, env_by_name
 from gpu_platform.node_identity import GPU_SHARER_LABEL, GpuSharer, ResolvedPool
 from gpu_platform.secrets import secret_if
 
@@ -62,8 +69,6 @@ Values = dict[str, Any]
 EXPORTER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.dcgm-exporter"
 GKE_EXPORTER_NODES = {EXPORTER_DEPLOY_LABEL: "false", GPU_SHARER_LABEL: GpuSharer.GKE.value}
 """On the nodes of GKE-shared pools: the operator's exporter stays off, this one runs."""
-GPU_ID_TYPE_ENV = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
-DEVICE_NAMES: Values = {"name": GPU_ID_TYPE_ENV, "value": "device-name"}
 # What the operator's exporter runs with whatever its values say (0800_daemonset.yaml), and what
 # it adds for `enablePodUID` / `enablePodLabels` (controllers/object_controls.go,
 # TransformDCGMExporter, at v26.7.0).
@@ -143,10 +148,7 @@ def gke_exporter_env(exporter: Values) -> list[Values]:
         derived.append({"name": _POD_LABEL_ALLOWLIST_ENV, "value": allowlist})
     if _metrics_config_map(exporter):
         derived.append({"name": "DCGM_EXPORTER_COLLECTORS", "value": _METRICS_PATH})
-    env = {e["name"]: e for e in _BASE_ENV}
-    for setting in (*derived, *exporter.get("env", []), DEVICE_NAMES):
-        env[setting["name"]] = setting
-    return list(env.values())
+    return env_by_name(_BASE_ENV, derived, exporter.get("env", []), [DEVICE_NAMES])
 
 
 def _metrics_config_map(exporter: Values) -> str:

@@ -22,6 +22,7 @@ from gpu_platform.config import (
     Sharing,
     TimeSlicingSharing,
 )
+from gpu_platform.config.operator import GPU_ID_TYPE_ENV
 from gpu_platform.kubernetes.alerts import DCGM_METRICS_FILE
 from gpu_platform.kubernetes.helm_release import daemonset_update_strategy
 from gpu_platform.node_identity import (
@@ -129,7 +130,26 @@ def operator_values_for(
         NFD_WORKER_ROLLOUT,
     ):
         values = deep_merge(values, part)
-    return deep_merge(values, operator.overrides)
+    merged = deep_merge(values, operator.overrides)
+    # A list replaced whole would drop the env the exporter needs (the metric set, per-pod
+    # attribution of shared GPUs, the GPU ID type): an override's env joins the platform's.
+    env = operator.overrides.get("dcgmExporter", {}).get("env")
+    if env is not None:
+        merged["dcgmExporter"]["env"] = env_by_name(
+            values["dcgmExporter"]["env"], merged["dcgmExporter"]["env"]
+        )
+    return merged
+
+
+def env_by_name(*envs: Iterable[Values]) -> list[Values]:
+    """The env lists in turn, one entry per name: a name set again takes its new value in its
+    place, as the operator's `setContainerEnv` does (controllers/object_controls.go at
+    v26.7.0)."""
+    merged: dict[str, Values] = {}
+    for env in envs:
+        for setting in env:
+            merged[setting["name"]] = setting
+    return list(merged.values())
 
 
 def driver_values_for(platform: Platform) -> Values:
@@ -270,8 +290,9 @@ def dcgm_exporter_values_for(
     """The DCGM exporter with the platform's metric set and a ServiceMonitor that the cluster's
     Prometheus selects, attributing shared GPUs to the pods that share them when a pool
     time-slices or shares through MPS. It matches GPUs to pods by UUID, as the operator's device
-    plugin names them; the nodes whose GPUs GKE's device plugin serves have an exporter of their
-    own (gpu_platform/kubernetes/gke_dcgm_exporter.py), which takes its settings from these."""
+    plugin names them, unless GKE's device plugin serves every pool (`exporter_gpu_id_type`);
+    the nodes whose GPUs GKE's device plugin serves have an exporter of their own
+    (gpu_platform/kubernetes/gke_dcgm_exporter.py), which takes its settings from these."""
     shares = any(_replicates_gpus(p) for p in pools)
     metrics = dcgm_metrics_config_map(operator_namespace)
     return {
@@ -289,6 +310,7 @@ def dcgm_exporter_values_for(
                     "value": f"{operator_namespace}:{metrics['metadata']['name']}",
                 },
                 *(_PER_POD_SHARED_GPU_ENV if shares else []),
+                *exporter_gpu_id_type(pools),
             ],
             **(_PER_POD_SHARED_GPU_METRICS if shares else {}),
             "serviceMonitor": {
@@ -315,6 +337,27 @@ def dcgm_exporter_values_for(
         # with the release, so the ConfigMap exists before the operator starts any exporter.
         "extraObjects": [metrics],
     }
+
+
+DEVICE_NAMES: Values = {"name": GPU_ID_TYPE_ENV, "value": "device-name"}
+"""How dcgm-exporter finds the pod of a GPU that GKE's device plugin serves, which names its
+devices `nvidia0`, `nvidia0/vgpu1` (gpu_platform/kubernetes/gke_dcgm_exporter.py)."""
+
+
+def exporter_gpu_id_type(pools: Sequence[ResolvedPool]) -> list[Values]:
+    """`device-name` for the operator's exporter where GKE's device plugin serves every pool.
+
+    The operator's exporter runs where `nvidia.com/gpu.deploy.dcgm-exporter` is "true"
+    (gpu-operator v26.7.0 assets/state-dcgm-exporter/0800_daemonset.yaml, its only node
+    selector; the ClusterPolicy has no affinity for it), and GKE-shared pools' nodes get "false"
+    only when their node pool is updated. A GKE-shared node without it yet is one of a pool that
+    had the operator's exporter, by device name, before the platform gave those nodes an
+    exporter of their own, and whose update waits for its canary's gate; or one whose operands
+    were turned off and on. With no node of the operator's device plugin to serve, the
+    operator's exporter keeps matching by device name there, so those pods keep their series."""
+    if pools and all(pool.sharer is GpuSharer.GKE for pool in pools):
+        return [DEVICE_NAMES]
+    return []
 
 
 DCGM_METRICS_CONFIG_MAP = "gpu-platform-dcgm-metrics"

@@ -4,12 +4,14 @@ against the control plane, the exclusion until end of support of each pinned poo
 cluster's maintenance window and exclusions, and a specific reservation's room for surge
 nodes."""
 
+import json
 from typing import Any
 
 import pytest
 
 from gpu_platform.cli.findings import Finding
 from tests.gpu_platform.cli import test_preflight_gke as base
+from tests.gpu_platform.gke.gke_api import api_problems
 
 Config = dict[str, Any]
 google = base.google
@@ -214,9 +216,7 @@ def test_a_running_pinned_pool_without_its_exclusion_blocks(
     google: FakeGoogle, policy: dict[str, Any]
 ) -> None:
     # The exclusion the platform declares reaches GKE only when the provider creates the pool,
-    # and the policy pack cannot see a pool's that exists (docs/upgrades.md). container.v1
-    # `UpdateNodePoolRequest`: `nodeVersion` and `imageType` are required, `maintenancePolicy`
-    # takes `exclusionUntilEndOfSupport.enabled`.
+    # and the policy pack cannot see a pool's that exists (docs/upgrades.md).
     google.cluster(**running_pools(node_pool(**policy)))
 
     assert base.of_pool(base.findings(google, pin_l4_shared), "l4-shared") == [
@@ -229,14 +229,41 @@ def test_a_running_pinned_pool_without_its_exclusion_blocks(
             " channel REGULAR GKE keeps its auto-upgrade on and moves it past the pin. Pulumi"
             " cannot add the exclusion to a node pool that exists, and the policy pack cannot see"
             " it there.",
-            "Enable it with the GKE API's projects.locations.clusters.nodePools.update, which"
-            " keeps the pool's version and image type: PUT https://container.googleapis.com/v1/"
-            "projects/acme-ml-dev/locations/us-central1/clusters/ml-dev/nodePools/"
-            'l4-shared-5e0d1c2 with the body {"nodeVersion": "1.35.1-gke.1396000", "imageType":'
-            ' "COS_CONTAINERD", "maintenancePolicy": {"exclusionUntilEndOfSupport": {"enabled":'
-            " true}}}.",
+            "Enable it with gcloud container node-pools update l4-shared-5e0d1c2 --project"
+            " acme-ml-dev --location us-central1 --cluster ml-dev"
+            " --add-maintenance-exclusion-until-end-of-support (gcloud 569.0.0 or later), or the"
+            " GKE API's projects.locations.clusters.nodePools.update: PUT"
+            " https://container.googleapis.com/v1/projects/acme-ml-dev/locations/us-central1/"
+            "clusters/ml-dev/nodePools/l4-shared-5e0d1c2 with the body"
+            f" {EXCLUSION_ONLY}. Send the maintenance policy alone: GKE may treat a request that"
+            " also names the pool's node version as a node upgrade, which recreates its nodes"
+            " even at the version they run.",
         )
     ]
+
+
+EXCLUSION_ONLY = '{"maintenancePolicy": {"exclusionUntilEndOfSupport": {"enabled": true}}}'
+"""The body gcloud sends for `container node-pools update NAME
+--add-maintenance-exclusion-until-end-of-support` (google-cloud-sdk 578.0.0
+lib/googlecloudsdk/api_lib/container/api_adapter.py: `UpdateNodePoolRequest` names the pool and
+sets `maintenancePolicy` from `_GetNodePoolMaintenancePolicy` alone; the flag is public from
+569.0.0, surface/container/node_pools/update.py). terraform-provider-google-beta v7.45.0, the
+provider pulumi-gcp bridges (pulumi-gcp provider/go.mod replaces that module with ../upstream),
+google-beta/services/container/resource_container_node_pool.go likewise updates
+`upgrade_settings`, `node_drain_config` or `node_locations` with an `UpdateNodePoolRequest` of
+that field alone, without `nodeVersion` or `imageType`, which container.v1 marks "Required". GKE
+may treat a request with a node version as a node upgrade: its troubleshooting for "Node pool
+requires recreation" recreates a pool with `gcloud container clusters upgrade --node-pool` to the
+version it runs (`ClusterUpdate.desiredNodeVersion`), not with `nodePools.update`."""
+
+
+def test_the_advised_body_changes_the_maintenance_policy_alone() -> None:
+    # container.v1 discovery document: `UpdateNodePoolRequest.maintenancePolicy` is a
+    # `NodePoolMaintenancePolicy`, whose `exclusionUntilEndOfSupport.enabled` is a boolean.
+    body = json.loads(EXCLUSION_ONLY)
+
+    assert api_problems(body, "UpdateNodePoolRequest") == []
+    assert body.keys() == {"maintenancePolicy"}
 
 
 def test_a_disabled_exclusion_blocks(google: FakeGoogle) -> None:

@@ -119,3 +119,41 @@ def test_a_prometheus_url_other_than_an_http_one_without_query_is_refused(
 )
 def test_an_http_prometheus_url_with_a_path_is_accepted(url: str) -> None:
     assert MonitoringSpec.model_validate({"prometheusUrl": url}).prometheus_url == url
+
+
+# --- The DCGM exporter's env in the chart overrides -------------------------------------------
+
+
+def with_exporter_env(dev_config: Config, env: Any) -> Config:
+    raw = {k.removeprefix("gpu-platform:"): v for k, v in dev_config.items() if ":" in k}
+    raw = {k: v for k, v in raw.items() if not k.startswith("aws")}
+    raw["operator"] = {"overrides": {"dcgmExporter": {"env": env}}}
+    return raw
+
+
+def test_an_override_of_the_exporters_gpu_id_type_is_refused(dev_config: Config) -> None:
+    # dcgm-exporter matches pods by the IDs the node's device plugin lists (4.5.3-4.8.2
+    # internal/pkg/collector/types.go `GetIDOfType`): UUIDs from the operator's, `nvidia0` from
+    # GKE's (container-engine-accelerators pkg/gpu/nvidia/manager.go).
+    setting = {"name": "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", "value": "device-name"}
+    env = [{"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}, setting]
+
+    (problem,) = problems_of(with_exporter_env(dev_config, env))
+
+    assert problem == ConfigProblem(
+        "gpu-platform:operator.overrides.dcgmExporter.env[1]",
+        setting,
+        "no entry named DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE: the platform sets it for each DCGM"
+        " exporter, uid where the GPU Operator's device plugin names the devices, device-name"
+        " where GKE's does (docs/gpu-sharing.md)",
+    )
+
+
+@pytest.mark.parametrize("env", [[{"value": "10000"}], {"DCGM_EXPORTER_INTERVAL": "10000"}])
+def test_an_exporter_env_that_cannot_merge_by_name_is_refused(dev_config: Config, env: Any) -> None:
+    (problem,) = problems_of(with_exporter_env(dev_config, env))
+
+    assert (problem.path, problem.expected) == (
+        "gpu-platform:operator.overrides.dcgmExporter.env",
+        "a list of environment variables, each with a name: {name: NAME, value: VALUE}",
+    )

@@ -99,6 +99,8 @@ class PoolNodes:
     arm64: bool = False
     cos: bool = False
     """A GKE node pool on Container-Optimized OS."""
+    gke: bool = False
+    """A GKE node pool, on any image."""
 
 
 @dataclass(frozen=True)
@@ -192,7 +194,7 @@ def pool_nodes(plan: Plan) -> Iterator[PoolNodes]:
                 taints += (GKE_QUEUED_TAINT,)
             cos = (node_config.get("imageType") or "").startswith("COS")
             if POOL_LABEL in labels:
-                yield PoolNodes(labels[POOL_LABEL], labels, taints, cos=cos)
+                yield PoolNodes(labels[POOL_LABEL], labels, taints, cos=cos, gke=True)
 
 
 class UnknownDaemonSets(Exception):

@@ -395,6 +395,31 @@ def test_the_operators_exporter_matches_pods_by_uuid_as_the_operators_device_plu
     assert "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE" not in [e["name"] for e in env]
 
 
+GKE_MIG: Sharing = {"mode": "mig", "strategy": "mixed", "profile": "all-1g.5gb"}
+
+
+@pytest.mark.parametrize(
+    "pools",
+    [[gke_shared_pool(0)], [gke_shared_pool(0), gke_shared_pool(1, GKE_MIG)]],
+    ids=["time-slicing", "time-slicing-and-mig"],
+)
+def test_with_every_pool_gke_shared_the_operators_exporter_matches_pods_by_device_name(
+    pools: list[ResolvedPool],
+) -> None:
+    # The operator's exporter selects nodes by `nvidia.com/gpu.deploy.dcgm-exporter: "true"`
+    # alone (gpu-operator v26.7.0 assets/state-dcgm-exporter/0800_daemonset.yaml), which a
+    # GKE-shared pool's nodes lose only when the pool's update, after its canary's gate, gives
+    # them "false". Until then the exporter runs there, and GKE's device plugin names the devices
+    # `nvidia0/vgpu1` (container-engine-accelerators pkg/gpu/nvidia/manager.go), which
+    # dcgm-exporter finds with `device-name` alone (4.5.3-4.8.2 internal/pkg/collector/types.go
+    # GetIDOfType).
+    env = values_for(*pools, platform=Platform.GKE_COS)["dcgmExporter"]["env"]
+
+    assert [e for e in env if e["name"] == "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"] == [
+        {"name": "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", "value": "device-name"}
+    ]
+
+
 # --- overrides -------------------------------------------------------------------------------
 
 
@@ -419,6 +444,28 @@ def test_overrides_replace_lists_whole() -> None:
     operator = OperatorSpec(overrides={"daemonsets": {"tolerations": [toleration]}})
 
     assert values_for(operator=operator)["daemonsets"]["tolerations"] == [toleration]
+
+
+def test_an_exporter_env_override_joins_the_platforms_env_by_name() -> None:
+    # A list override would replace the platform's whole (`deep_merge`), dropping the metric set
+    # and the ID type; the operator sets a name given again in its place (setContainerEnv,
+    # controllers/object_controls.go at v26.7.0).
+    virtual = {"name": "KUBERNETES_VIRTUAL_GPUS", "value": "false"}
+    interval = {"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}
+    operator = OperatorSpec(overrides={"dcgmExporter": {"env": [interval, virtual]}})
+    platforms = values_for(gke_shared_pool(0), platform=Platform.GKE_COS)["dcgmExporter"]["env"]
+
+    env = values_for(gke_shared_pool(0), platform=Platform.GKE_COS, operator=operator)[
+        "dcgmExporter"
+    ]["env"]
+
+    assert [e["name"] for e in env] == [
+        "DCGM_EXPORTER_CONFIGMAP_DATA",
+        "KUBERNETES_VIRTUAL_GPUS",
+        "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE",
+        "DCGM_EXPORTER_INTERVAL",
+    ]
+    assert env == [platforms[0], virtual, platforms[2], interval]
 
 
 def test_deep_merge_changes_neither_input() -> None:
