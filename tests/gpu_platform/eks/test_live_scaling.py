@@ -1,14 +1,16 @@
 """A change of a pool's bounds carries a desired size EKS accepts: the running node group's,
-moved within the new bounds. Otherwise the autoscaler's desired size stands."""
+moved within the new bounds, read when the update runs and unknown in a preview, so that a saved
+plan applies however the autoscaler moved. Otherwise the autoscaler's desired size stands."""
 
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.eks.node_group import DESIRED_SIZE
+from tests.repository import PROJECT
 
 from .plans import node_group, with_pool
 
@@ -91,3 +93,32 @@ def test_a_group_of_another_pool_is_not_read_as_this_ones(
     running("t4-shared-extra-20261123120000000000000a1b", min_size=0, max_size=3, desired=0)
 
     assert node_group(plan_for(with_pool(dev_config, min=2))).ignore_changes == (DESIRED_SIZE,)
+
+
+def test_a_saved_plan_holds_no_desired_size_the_autoscaler_can_move(
+    dev_config: Config, running: Callable[..., None]
+) -> None:
+    # pulumi pkg/resource/deploy/plan.go (`checkDiff`) refuses `up --plan` where an input differs
+    # from the planned one ("violates plan: properties changed: ~~scalingConfig") unless the
+    # planned one is unknown (sdk/go/common/resource/properties_diff.go,
+    # `DeepEqualsIncludeUnknowns`: "Anything is equal to a computed"); it also compares each
+    # property's dependencies and the `ignoreChanges` set (`checkGoal`).
+    config = with_pool(dev_config, min=2, max=3)
+    running(min_size=0, max_size=3, desired=0)
+    planned = node_group(run_program("dev", config=config, project=PROJECT, preview=True))
+    # The autoscaler moves the group between the plan and the update.
+    running(min_size=0, max_size=3, desired=3)
+    replanned = node_group(run_program("dev", config=config, project=PROJECT, preview=True))
+    applied = node_group(run_program("dev", config=config, project=PROJECT))
+
+    for plan in (planned, replanned):
+        assert plan.inputs["scalingConfig"] == {"minSize": 2, "maxSize": 3}
+        assert plan.unknown_inputs == {"scalingConfig.desiredSize"}
+        assert plan.ignore_changes == ()
+    assert applied.inputs["scalingConfig"] == {"minSize": 2, "desiredSize": 3, "maxSize": 3}
+    assert applied.ignore_changes == ()
+    assert (
+        planned.property_dependencies["scalingConfig"]
+        == applied.property_dependencies["scalingConfig"]
+    )
+    assert applied.property_dependencies["scalingConfig"]
