@@ -382,12 +382,13 @@ FAKE_GH_API = """\
 import json, os, sys
 with open(os.environ["GH_LOG"], "a") as log:
     log.write(json.dumps(sys.argv[1:]) + "\\n")
-path = sys.argv[2]
-if path.endswith("/commits/main"):
-    print(os.environ["GH_HEAD"])
-elif "/compare/" in path:
-    print(os.environ["GH_COMPARE"], end="")
+if "/actions/workflows/" in sys.argv[2] and os.environ["GH_RUNS"]:
+    print(os.environ["GH_RUNS"])
 """
+# GitHub's `github.workflow_ref` in a called workflow is the caller's ("Reuse workflows": "the
+# github context is always associated with the caller workflow").
+DEPLOY_REF = "acme/gpu-platform/.github/workflows/deploy.yml@refs/heads/main"
+THIS_RUN = "7001"
 
 
 def run_with_fake_gh(
@@ -416,10 +417,15 @@ def run_with_fake_gh(
     )
 
 
-def run_guard(tmp_path: Path, head: str, compare: str = "") -> subprocess.CompletedProcess[str]:
-    """The guard's script, with `gh` answering for GitHub's API."""
-    env = {"GH_HEAD": head, "GH_COMPARE": compare}
+def run_guard(tmp_path: Path, newest_run: str) -> subprocess.CompletedProcess[str]:
+    """The guard's script in run 7001 of deploy.yml, with `gh` answering `newest_run` (`<run id>
+    <commit>`, as its `--jq` prints it) for the newest run of deploy.yml on main."""
+    env = {"GH_RUNS": newest_run, "GITHUB_RUN_ID": THIS_RUN, "GITHUB_WORKFLOW_REF": DEPLOY_REF}
     return run_with_fake_gh(tmp_path, FAKE_GH_API, step_named(GUARD)["run"], env)
+
+
+def guard_calls(tmp_path: Path) -> list[list[str]]:
+    return [json.loads(line) for line in (tmp_path / "gh.log").read_text().splitlines()]
 
 
 def test_the_guard_runs_before_any_credential_and_only_for_updates() -> None:
@@ -431,54 +437,67 @@ def test_the_guard_runs_before_any_credential_and_only_for_updates() -> None:
     assert step_index(GUARD) < step_index("Google Cloud credentials (OIDC)")
 
 
-def test_the_guard_applies_the_head_of_main(tmp_path: Path) -> None:
-    result = run_guard(tmp_path, head="aaa111")
+def test_the_guard_asks_for_the_newest_run_of_the_deploy_workflow_on_main(
+    tmp_path: Path,
+) -> None:
+    # GitHub REST, "List workflow runs for a workflow": the workflow by its file name, runs of
+    # pushes to and dispatches on `branch`, newest first.
+    run_guard(tmp_path, newest_run=f"{THIS_RUN} aaa111")
+
+    assert guard_calls(tmp_path) == [
+        [
+            "api",
+            "repos/acme/gpu-platform/actions/workflows/deploy.yml/runs"
+            "?branch=main&exclude_pull_requests=true&per_page=1",
+            "--jq",
+            '.workflow_runs[0] | "\\(.id) \\(.head_sha)"',
+        ]
+    ]
+
+
+def test_the_guard_applies_the_newest_deploy_whatever_was_pushed_after_it(
+    tmp_path: Path,
+) -> None:
+    # Main has moved on with pushes that started no run: documentation only (deploy.yml's
+    # paths-ignore), a `[skip ci]` commit (GitHub docs, "Skipping workflow runs"), a push made
+    # with GITHUB_TOKEN ("Triggering a workflow from a workflow"). No newer deploy will come.
+    result = run_guard(tmp_path, newest_run=f"{THIS_RUN} aaa111")
 
     assert result.returncode == 0, result.stdout
-    assert (tmp_path / "gh.log").read_text().count("\n") == 1
+    assert "this run is the newest deploy.yml run on main: applying aaa111" in result.stdout
 
 
-def test_the_guard_applies_a_commit_followed_only_by_documentation(tmp_path: Path) -> None:
-    result = run_guard(tmp_path, head="bbb222", compare="ahead\nREADME.md\ndocs/ci.md\n")
-
-    assert result.returncode == 0, result.stdout
-    assert "changes only documentation after aaa111: applying aaa111" in result.stdout
-
-
-def test_the_guard_refuses_a_commit_that_a_deployable_change_follows(tmp_path: Path) -> None:
-    result = run_guard(tmp_path, head="bbb222", compare="ahead\ndocs/ci.md\nPulumi.prod.yaml\n")
+def test_the_guard_refuses_a_commit_that_a_newer_deploy_run_follows(tmp_path: Path) -> None:
+    # Also a re-run of an old deploy: it keeps its run ID, and newer runs exist.
+    result = run_guard(tmp_path, newest_run="7002 bbb222")
 
     assert result.returncode == 1
-    assert "which changes Pulumi.prod.yaml after aaa111" in result.stdout
+    assert "run 7002 of deploy.yml (commit bbb222) is newer than this run on main" in (
+        result.stdout
+    )
 
 
-def test_the_guard_refuses_a_commit_that_main_does_not_contain(tmp_path: Path) -> None:
-    result = run_guard(tmp_path, head="bbb222", compare="diverged\nREADME.md\n")
+def test_the_guard_refuses_when_github_lists_no_run(tmp_path: Path) -> None:
+    result = run_guard(tmp_path, newest_run="null null")
 
     assert result.returncode == 1
-    assert "does not follow aaa111 (diverged)" in result.stdout
 
 
 def test_the_guard_refuses_when_github_cannot_answer(tmp_path: Path) -> None:
-    result = run_guard(tmp_path, head="bbb222", compare="")
+    result = run_guard(tmp_path, newest_run="")
 
     assert result.returncode == 1
+    assert "applying" not in result.stdout
 
 
-def test_the_guard_refuses_when_github_lists_300_files(tmp_path: Path) -> None:
-    # The compare API lists at most 300 files: a docs-only list that long may hide the rest.
-    files = "".join(f"docs/page-{n}.md\n" for n in range(300))
+def test_every_update_may_list_the_deploy_workflows_runs() -> None:
+    # GitHub REST: listing workflow runs needs the token's `actions: read`; a job that sets
+    # `permissions` has none it does not name.
+    deploy = workflow("deploy.yml")
+    updates = [job for _, job in stack_jobs(deploy) if job["with"]["command"] == "up"]
 
-    result = run_guard(tmp_path, head="bbb222", compare=f"ahead\n{files}")
-
-    assert result.returncode == 1
-
-
-def test_the_guard_skips_the_paths_that_start_no_deploy() -> None:
-    ignored = workflow("deploy.yml")["on"]["push"]["paths-ignore"]
-
-    assert ignored == ["**.md", "docs/**"]
-    assert "*.md | docs/*) ;;" in step_named(GUARD)["run"]
+    assert len(updates) == len(deployed_stacks())
+    assert all(job["permissions"]["actions"] == "read" for job in updates)
 
 
 # --- drift --------------------------------------------------------------------------------
