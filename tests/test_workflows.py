@@ -552,6 +552,29 @@ def test_only_an_update_runs_and_holds_credentials_for_three_hours() -> None:
     assert pulumi["with"]["token-expiration"] == per_command
 
 
+def update_timeout_minutes() -> int:
+    match = re.fullmatch(
+        r"\$\{\{ inputs.command == 'up' && (\d+) \|\| \d+ \}\}", pulumi_job()["timeout-minutes"]
+    )
+    assert match is not None
+    return int(match[1])
+
+
+def test_the_esc_credentials_last_as_long_as_an_update_may_run() -> None:
+    # Pulumi ESC, aws-login provider: `duration` "Defaults to 2 hours", and AWS refuses more
+    # than the role's maximum session duration (IAM: one hour unless raised, 12 at most), which
+    # the example's comment says to raise.
+    example = load(PROJECT_DIR / "docs" / "esc-example.yaml")
+    oidc = example["values"]["aws"]["login"]["fn::open::aws-login"]["oidc"]
+    hours = re.fullmatch(r"(\d+)h", oidc["duration"])
+
+    assert hours is not None
+    assert update_timeout_minutes() == 180
+    assert 60 * int(hours[1]) >= update_timeout_minutes()
+    assert int(hours[1]) <= 12
+    assert "--max-session-duration 10800" in (PROJECT_DIR / "docs" / "esc-example.yaml").read_text()
+
+
 def test_every_deploy_waits_for_the_checks() -> None:
     deploy = workflow("deploy.yml")
 
