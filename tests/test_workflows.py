@@ -938,18 +938,30 @@ def test_the_subject_template_carries_the_ref_the_run_started_from() -> None:
     }
 
 
-def test_the_deploy_role_trusts_only_runs_started_from_main() -> None:
-    trust = json.loads(next(b for b in doc_blocks("json") if "AssumeRoleWithWebIdentity" in b))
-    subjects = trust["Statement"][0]["Condition"]["StringEquals"][
-        "token.actions.githubusercontent.com:sub"
-    ]
-    workflow_ref = "acme/gpu-platform/.github/workflows/pulumi-stack.yml@refs/heads/main"
+def trusted_subjects(sid: str) -> list[str]:
+    """The OIDC subjects a trust policy of docs/ci.md admits, by its statement's Sid."""
+    trusts = [json.loads(b) for b in doc_blocks("json") if "AssumeRoleWithWebIdentity" in b]
+    (statement,) = [s for trust in trusts for s in trust["Statement"] if s.get("Sid") == sid]
+    return list(statement["Condition"]["StringEquals"]["token.actions.githubusercontent.com:sub"])
 
-    assert subjects == [
+
+def main_subject(environment: str) -> str:
+    workflow_ref = "acme/gpu-platform/.github/workflows/pulumi-stack.yml@refs/heads/main"
+    return (
         f"repository_owner_id:1234:repository_id:5678:environment:{environment}"
         f":ref:refs/heads/main:job_workflow_ref:{workflow_ref}"
-        for environment in ("prod", "prod-plan")
-    ]
+    )
+
+
+def test_the_deploy_role_trusts_only_runs_started_from_main() -> None:
+    assert trusted_subjects("ProdUpdateFromMain") == [main_subject("prod")]
+
+
+def test_prods_plan_cannot_assume_the_role_that_writes_prod() -> None:
+    # The plan runs on every push to main, before anyone approves `prod`: only `prod`'s
+    # approved update gets the deploy role; the plan gets a role of its own.
+    assert trusted_subjects("ProdPlanFromMain") == [main_subject("prod-plan")]
+    assert main_subject("prod-plan") not in trusted_subjects("ProdUpdateFromMain")
 
 
 def test_google_admits_only_previews_from_another_ref_than_main() -> None:
