@@ -12,7 +12,7 @@ from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.eks.node_group import DESIRED_SIZE
 from tests.repository import PROJECT
 
-from .plans import node_group, with_pool
+from .plans import component, launch_template, node_group, with_pool
 
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
@@ -122,3 +122,29 @@ def test_a_saved_plan_holds_no_desired_size_the_autoscaler_can_move(
         == applied.property_dependencies["scalingConfig"]
     )
     assert applied.property_dependencies["scalingConfig"]
+
+
+def test_a_held_back_pool_reads_its_desired_size_only_after_its_gate_and_node_role(
+    running: Callable[..., None],
+) -> None:
+    # prod's a100-inference is led by a100-canary (Pulumi.prod.yaml, `canaryOf`): its node group
+    # waits for the canary's gate, its launch template and its node role's policy attachments.
+    # The size read must wait for them too, or it is as old as the wait (hours behind a gate);
+    # and the preview's unknown carries the same dependencies as the update's read, which a
+    # saved plan compares (pulumi pkg/resource/deploy/plan.go, `checkGoal`).
+    running("a100-inference-20261123120000000000000a1b", min_size=0, max_size=3, desired=1)
+    plan = run_program("prod", project=PROJECT, preview=True)
+    group = node_group(plan, "a100-inference")
+    waits_for = {
+        plan.named("a100-canary-canary-gate", "kubernetes:batch/v1:Job").urn,
+        launch_template(plan, "a100-inference").urn,
+        *(
+            r.urn
+            for r in plan.children_of(component(plan, "a100-inference"))
+            if r.type == "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+        ),
+    }
+
+    assert len(waits_for) > 2
+    assert group.unknown_inputs == {"scalingConfig.desiredSize"}
+    assert waits_for <= set(group.property_dependencies["scalingConfig"])
