@@ -384,11 +384,16 @@ with open(os.environ["GH_LOG"], "a") as log:
     log.write(json.dumps(sys.argv[1:]) + "\\n")
 if "/actions/workflows/" in sys.argv[2] and os.environ["GH_RUNS"]:
     print(os.environ["GH_RUNS"])
+if "/compare/" in sys.argv[2]:
+    status = json.loads(os.environ["GH_COMPARE"]).get(sys.argv[2].rpartition("...")[2])
+    if status is None:
+        sys.exit(1)
+    print(status)
 """
 # GitHub's `github.workflow_ref` in a called workflow is the caller's ("Reuse workflows": "the
 # github context is always associated with the caller workflow").
 DEPLOY_REF = "acme/gpu-platform/.github/workflows/deploy.yml@refs/heads/main"
-THIS_RUN = "7001"
+THIS_RUN = "7001 aaa111 2026-12-05T10:00:05Z"
 
 
 def run_with_fake_gh(
@@ -417,10 +422,18 @@ def run_with_fake_gh(
     )
 
 
-def run_guard(tmp_path: Path, newest_run: str) -> subprocess.CompletedProcess[str]:
-    """The guard's script in run 7001 of deploy.yml, with `gh` answering `newest_run` (`<run id>
-    <commit>`, as its `--jq` prints it) for the newest run of deploy.yml on main."""
-    env = {"GH_RUNS": newest_run, "GITHUB_RUN_ID": THIS_RUN, "GITHUB_WORKFLOW_REF": DEPLOY_REF}
+def run_guard(
+    tmp_path: Path, *runs: str, compare: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The guard's script in run 7001 of deploy.yml for commit aaa111, with `gh` listing `runs`
+    (`<run id> <commit> <created at>`, as its `--jq` prints them, newest first) for deploy.yml's
+    runs on main, and answering `compare[<commit>]` for the status of aaa111...<commit>."""
+    env = {
+        "GH_RUNS": "\n".join(runs),
+        "GH_COMPARE": json.dumps(compare or {}),
+        "GITHUB_RUN_ID": "7001",
+        "GITHUB_WORKFLOW_REF": DEPLOY_REF,
+    }
     return run_with_fake_gh(tmp_path, FAKE_GH_API, step_named(GUARD)["run"], env)
 
 
@@ -437,21 +450,25 @@ def test_the_guard_runs_before_any_credential_and_only_for_updates() -> None:
     assert step_index(GUARD) < step_index("Google Cloud credentials (OIDC)")
 
 
-def test_the_guard_asks_for_the_newest_run_of_the_deploy_workflow_on_main(
+def test_the_guard_compares_this_commit_with_those_of_the_deploy_workflows_runs_on_main(
     tmp_path: Path,
 ) -> None:
     # GitHub REST, "List workflow runs for a workflow": the workflow by its file name, runs of
-    # pushes to and dispatches on `branch`, newest first.
-    run_guard(tmp_path, newest_run=f"{THIS_RUN} aaa111")
+    # pushes to and dispatches on `branch`, newest first. "Compare two commits": BASE...HEAD,
+    # `status` "ahead" where HEAD follows BASE, "behind" where it precedes it, else "diverged".
+    result = run_guard(
+        tmp_path, THIS_RUN, "6990 fff000 2026-12-04T09:00:00Z", compare={"fff000": "behind"}
+    )
 
+    assert result.returncode == 0, result.stdout + result.stderr
     assert guard_calls(tmp_path) == [
         [
             "api",
-            "repos/acme/gpu-platform/actions/workflows/deploy.yml/runs"
-            "?branch=main&exclude_pull_requests=true&per_page=1",
+            "repos/acme/gpu-platform/actions/workflows/deploy.yml/runs?branch=main&per_page=20",
             "--jq",
-            '.workflow_runs[0] | "\\(.id) \\(.head_sha)"',
-        ]
+            '.workflow_runs[] | "\\(.id) \\(.head_sha) \\(.created_at)"',
+        ],
+        ["api", "repos/acme/gpu-platform/compare/aaa111...fff000", "--jq", ".status"],
     ]
 
 
@@ -461,32 +478,68 @@ def test_the_guard_applies_the_newest_deploy_whatever_was_pushed_after_it(
     # Main has moved on with pushes that started no run: documentation only (deploy.yml's
     # paths-ignore), a `[skip ci]` commit (GitHub docs, "Skipping workflow runs"), a push made
     # with GITHUB_TOKEN ("Triggering a workflow from a workflow"). No newer deploy will come.
-    result = run_guard(tmp_path, newest_run=f"{THIS_RUN} aaa111")
+    result = run_guard(tmp_path, THIS_RUN)
 
-    assert result.returncode == 0, result.stdout
-    assert "this run is the newest deploy.yml run on main: applying aaa111" in result.stdout
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no deploy.yml run on main deploys a commit after aaa111: applying it" in result.stdout
 
 
 def test_the_guard_refuses_a_commit_that_a_newer_deploy_run_follows(tmp_path: Path) -> None:
     # Also a re-run of an old deploy: it keeps its run ID, and newer runs exist.
-    result = run_guard(tmp_path, newest_run="7002 bbb222")
+    result = run_guard(
+        tmp_path, "7002 bbb222 2026-12-05T10:30:00Z", THIS_RUN, compare={"bbb222": "ahead"}
+    )
 
     assert result.returncode == 1
-    assert "run 7002 of deploy.yml (commit bbb222) is newer than this run on main" in (
-        result.stdout
+    assert "run 7002 of deploy.yml deploys bbb222, which follows aaa111 (ahead)" in result.stdout
+
+
+def test_the_guard_refuses_a_commit_that_an_older_run_follows(tmp_path: Path) -> None:
+    # Two pushes seconds apart: GitHub created the run of the later commit bbb222 first, so
+    # this run is listed newest, yet bbb222's deploy applies what this one would.
+    result = run_guard(
+        tmp_path, THIS_RUN, "7000 bbb222 2026-12-05T10:00:04Z", compare={"bbb222": "ahead"}
     )
+
+    assert result.returncode == 1
+    assert "run 7000 of deploy.yml deploys bbb222, which follows aaa111 (ahead)" in result.stdout
+
+
+def test_the_guard_refuses_a_commit_a_force_push_left_behind(tmp_path: Path) -> None:
+    result = run_guard(
+        tmp_path, "7002 ccc333 2026-12-05T11:00:00Z", THIS_RUN, compare={"ccc333": "diverged"}
+    )
+
+    assert result.returncode == 1
+    assert "run 7002 of deploy.yml deploys ccc333, pushed after this run" in result.stdout
+
+
+def test_the_guard_applies_over_an_older_run_of_a_rewritten_history(tmp_path: Path) -> None:
+    result = run_guard(
+        tmp_path, THIS_RUN, "6990 ccc333 2026-12-04T09:00:00Z", compare={"ccc333": "diverged"}
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_guard_refuses_when_this_run_is_not_among_the_newest(tmp_path: Path) -> None:
+    result = run_guard(tmp_path, "7002 aaa111 2026-12-05T11:00:00Z")
+
+    assert result.returncode == 1
+    assert "this run is not among the 20 newest deploy.yml runs on main" in result.stdout
 
 
 def test_the_guard_refuses_when_github_lists_no_run(tmp_path: Path) -> None:
-    result = run_guard(tmp_path, newest_run="null null")
+    result = run_guard(tmp_path)
 
     assert result.returncode == 1
+    assert "applying" not in result.stdout
 
 
-def test_the_guard_refuses_when_github_cannot_answer(tmp_path: Path) -> None:
-    result = run_guard(tmp_path, newest_run="")
+def test_the_guard_refuses_when_github_cannot_compare(tmp_path: Path) -> None:
+    result = run_guard(tmp_path, "7002 bbb222 2026-12-05T10:30:00Z", THIS_RUN)
 
-    assert result.returncode == 1
+    assert result.returncode != 0
     assert "applying" not in result.stdout
 
 
