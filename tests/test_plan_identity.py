@@ -2,10 +2,12 @@
 identity may dry-run every change the stack makes and make none.
 
 Kubernetes authorizes a dry run like the change itself (API concepts, "Dry-run authorization":
-identical for dry-run and non-dry-run requests), runs admission for it with `request.dryRun`
-set (the AdmissionRequest a policy's `request` holds), and exempts
-admissionregistration.k8s.io objects from admission policies (apiserver
-pkg/admission/plugin/policy/generic, `IsExemptAdmissionConfigurationResource`).
+identical for dry-run and non-dry-run requests), and runs admission for it with `request.dryRun`
+set (the AdmissionRequest a policy's `request` holds). Admission policies skip their own kinds
+and nothing else of admissionregistration.k8s.io (kubernetes/apiserver v0.33.13 to v0.36.3,
+pkg/admission/plugin/policy/generic/plugin.go, `admissionResources`, which `shouldIgnoreResource`
+checks; the webhook's `IsExemptAdmissionConfigurationResource` also exempts webhook
+configurations, but only from webhooks).
 """
 
 from typing import Any
@@ -14,6 +16,7 @@ import pytest
 import yaml
 
 from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.stack_files import stack_config
 from tests.kubernetes_schemas import NOT_OBJECTS, validate
 from tests.repository import PROJECT, ROOT
 
@@ -32,6 +35,11 @@ RESOURCES = {
     "batch/v1:Job": ("batch", "jobs"),
     "networking.k8s.io/v1:NetworkPolicy": ("networking.k8s.io", "networkpolicies"),
     "monitoring.coreos.com/v1:PrometheusRule": ("monitoring.coreos.com", "prometheusrules"),
+    "monitoring.googleapis.com/v1:ClusterPodMonitoring": (
+        "monitoring.googleapis.com",
+        "clusterpodmonitorings",
+    ),
+    "monitoring.googleapis.com/v1:ClusterRules": ("monitoring.googleapis.com", "clusterrules"),
     "karpenter.sh/v1:NodePool": ("karpenter.sh", "nodepools"),
     "karpenter.k8s.aws/v1:EC2NodeClass": ("karpenter.k8s.aws", "ec2nodeclasses"),
     "rbac.authorization.k8s.io/v1:ClusterRole": ("rbac.authorization.k8s.io", "clusterroles"),
@@ -40,11 +48,26 @@ RESOURCES = {
         "clusterrolebindings",
     ),
 }
+# What a pinned manifest applied whole holds: Google's COS driver installer is one DaemonSet
+# (GoogleCloudPlatform/container-engine-accelerators nvidia-driver-installer/cos/
+# daemonset-preloaded.yaml, at the commit gpu_platform/versions.py pins).
+MANIFEST_KINDS = {"yaml/v2:ConfigFile": {"apps/v1:DaemonSet"}}
 DRY_RUN_VERBS = {"create", "update", "patch", "delete"}
+# The kinds no admission policy holds (generic/plugin.go `admissionResources`, above).
+POLICY_EXEMPT = {
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
+}
+
+
+def documents() -> list[dict[str, Any]]:
+    return list(yaml.safe_load_all(MANIFEST.read_text()))
 
 
 def objects() -> dict[str, dict[str, Any]]:
-    return {doc["kind"]: doc for doc in yaml.safe_load_all(MANIFEST.read_text())}
+    return {doc["kind"]: doc for doc in documents()}
 
 
 def granted() -> set[tuple[str, str, str]]:
@@ -59,10 +82,20 @@ def granted() -> set[tuple[str, str, str]]:
 
 
 @pytest.fixture(scope="module")
-def approved_stack_plans() -> list[Plan]:
-    # prod, the stack deployed after approval, and karpenter-dev, for the kinds a prod on
-    # Karpenter declares.
-    return [run_program(stack, project=PROJECT) for stack in ("prod", "karpenter-dev")]
+def every_stack_plan(dev_plan_once: Plan) -> list[Plan]:
+    # Any stack may wait for approval: every committed stack, and gke-dev with Managed Service
+    # for Prometheus, whose kinds no committed stack declares.
+    stacks = sorted(path.name.split(".")[1] for path in ROOT.glob("Pulumi.*.yaml"))
+    gke_dev = dict(stack_config("gke-dev", PROJECT))
+    gke_dev["gpu-platform:monitoring"] = {
+        **gke_dev["gpu-platform:monitoring"],
+        "googleManagedPrometheus": True,
+    }
+    return [
+        dev_plan_once,
+        *(run_program(stack, project=PROJECT) for stack in stacks if stack != "dev"),
+        run_program("gke-dev", config=gke_dev, project=PROJECT),
+    ]
 
 
 def test_the_manifest_is_valid_kubernetes() -> None:
@@ -70,15 +103,16 @@ def test_the_manifest_is_valid_kubernetes() -> None:
         validate(obj)
 
 
-def test_the_plan_may_dry_run_every_kind_the_stack_declares(
-    approved_stack_plans: list[Plan],
-) -> None:
-    kinds = {
+def test_the_plan_may_dry_run_every_kind_the_stack_declares(every_stack_plan: list[Plan]) -> None:
+    declared = {
         r.type.removeprefix("kubernetes:")
-        for plan in approved_stack_plans
+        for plan in every_stack_plan
         for r in plan.resources
         if r.type.startswith("kubernetes:") and r.type not in NOT_OBJECTS
     }
+    kinds = set().union(*(MANIFEST_KINDS.get(kind, {kind}) for kind in declared))
+
+    assert {"monitoring.googleapis.com/v1:ClusterPodMonitoring", "apps/v1:DaemonSet"} <= kinds
 
     assert kinds <= set(RESOURCES), kinds - set(RESOURCES)
     for kind in kinds:
@@ -90,6 +124,7 @@ def test_the_plan_is_granted_nothing_admission_policies_cannot_hold() -> None:
     rules = granted()
 
     assert {g for g, _, _ in rules} == {g for g, _ in RESOURCES.values()}
+    assert not POLICY_EXEMPT & {(g, r) for g, r, _ in rules}
     assert "admissionregistration.k8s.io" not in {g for g, _, _ in rules}
     assert not {(g, r, v) for g, r, v in rules if "*" in (g, r, v)}
     assert "impersonate" not in {v for _, _, v in rules}
@@ -128,3 +163,14 @@ def test_every_change_of_the_group_but_a_dry_run_is_refused() -> None:
         "policyName": objects()["ValidatingAdmissionPolicy"]["metadata"]["name"],
         "validationActions": ["Deny"],
     }
+
+
+def test_the_policy_is_applied_before_the_role_it_holds() -> None:
+    # kubectl apply -f creates a file's objects in order: the role's write verbs never exist
+    # before the policy that refuses their real writes.
+    assert [doc["kind"] for doc in documents()] == [
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+    ]
