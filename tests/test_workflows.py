@@ -382,12 +382,18 @@ FAKE_GH_API = """\
 import json, os, sys
 with open(os.environ["GH_LOG"], "a") as log:
     log.write(json.dumps(sys.argv[1:]) + "\\n")
-path = sys.argv[2]
-if path.endswith("/commits/main"):
-    print(os.environ["GH_HEAD"])
-elif "/compare/" in path:
-    print(os.environ["GH_COMPARE"], end="")
+if "/actions/workflows/" in sys.argv[2] and os.environ["GH_RUNS"]:
+    print(os.environ["GH_RUNS"])
+if "/compare/" in sys.argv[2]:
+    status = json.loads(os.environ["GH_COMPARE"]).get(sys.argv[2].rpartition("...")[2])
+    if status is None:
+        sys.exit(1)
+    print(status)
 """
+# GitHub's `github.workflow_ref` in a called workflow is the caller's ("Reuse workflows": "the
+# github context is always associated with the caller workflow").
+DEPLOY_REF = "acme/gpu-platform/.github/workflows/deploy.yml@refs/heads/main"
+THIS_RUN = "7001 aaa111 2026-12-05T10:00:05Z"
 
 
 def run_with_fake_gh(
@@ -416,10 +422,23 @@ def run_with_fake_gh(
     )
 
 
-def run_guard(tmp_path: Path, head: str, compare: str = "") -> subprocess.CompletedProcess[str]:
-    """The guard's script, with `gh` answering for GitHub's API."""
-    env = {"GH_HEAD": head, "GH_COMPARE": compare}
+def run_guard(
+    tmp_path: Path, *runs: str, compare: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The guard's script in run 7001 of deploy.yml for commit aaa111, with `gh` listing `runs`
+    (`<run id> <commit> <created at>`, as its `--jq` prints them, newest first) for deploy.yml's
+    runs on main, and answering `compare[<commit>]` for the status of aaa111...<commit>."""
+    env = {
+        "GH_RUNS": "\n".join(runs),
+        "GH_COMPARE": json.dumps(compare or {}),
+        "GITHUB_RUN_ID": "7001",
+        "GITHUB_WORKFLOW_REF": DEPLOY_REF,
+    }
     return run_with_fake_gh(tmp_path, FAKE_GH_API, step_named(GUARD)["run"], env)
+
+
+def guard_calls(tmp_path: Path) -> list[list[str]]:
+    return [json.loads(line) for line in (tmp_path / "gh.log").read_text().splitlines()]
 
 
 def test_the_guard_runs_before_any_credential_and_only_for_updates() -> None:
@@ -431,54 +450,107 @@ def test_the_guard_runs_before_any_credential_and_only_for_updates() -> None:
     assert step_index(GUARD) < step_index("Google Cloud credentials (OIDC)")
 
 
-def test_the_guard_applies_the_head_of_main(tmp_path: Path) -> None:
-    result = run_guard(tmp_path, head="aaa111")
+def test_the_guard_compares_this_commit_with_those_of_the_deploy_workflows_runs_on_main(
+    tmp_path: Path,
+) -> None:
+    # GitHub REST, "List workflow runs for a workflow": the workflow by its file name, runs of
+    # pushes to and dispatches on `branch`, newest first. "Compare two commits": BASE...HEAD,
+    # `status` "ahead" where HEAD follows BASE, "behind" where it precedes it, else "diverged".
+    result = run_guard(
+        tmp_path, THIS_RUN, "6990 fff000 2026-12-04T09:00:00Z", compare={"fff000": "behind"}
+    )
 
-    assert result.returncode == 0, result.stdout
-    assert (tmp_path / "gh.log").read_text().count("\n") == 1
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert guard_calls(tmp_path) == [
+        [
+            "api",
+            "repos/acme/gpu-platform/actions/workflows/deploy.yml/runs?branch=main&per_page=20",
+            "--jq",
+            '.workflow_runs[] | "\\(.id) \\(.head_sha) \\(.created_at)"',
+        ],
+        ["api", "repos/acme/gpu-platform/compare/aaa111...fff000", "--jq", ".status"],
+    ]
 
 
-def test_the_guard_applies_a_commit_followed_only_by_documentation(tmp_path: Path) -> None:
-    result = run_guard(tmp_path, head="bbb222", compare="ahead\nREADME.md\ndocs/ci.md\n")
+def test_the_guard_applies_the_newest_deploy_whatever_was_pushed_after_it(
+    tmp_path: Path,
+) -> None:
+    # Main has moved on with pushes that started no run: documentation only (deploy.yml's
+    # paths-ignore), a `[skip ci]` commit (GitHub docs, "Skipping workflow runs"), a push made
+    # with GITHUB_TOKEN ("Triggering a workflow from a workflow"). No newer deploy will come.
+    result = run_guard(tmp_path, THIS_RUN)
 
-    assert result.returncode == 0, result.stdout
-    assert "changes only documentation after aaa111: applying aaa111" in result.stdout
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no deploy.yml run on main deploys a commit after aaa111: applying it" in result.stdout
 
 
-def test_the_guard_refuses_a_commit_that_a_deployable_change_follows(tmp_path: Path) -> None:
-    result = run_guard(tmp_path, head="bbb222", compare="ahead\ndocs/ci.md\nPulumi.prod.yaml\n")
+def test_the_guard_refuses_a_commit_that_a_newer_deploy_run_follows(tmp_path: Path) -> None:
+    # Also a re-run of an old deploy: it keeps its run ID, and newer runs exist.
+    result = run_guard(
+        tmp_path, "7002 bbb222 2026-12-05T10:30:00Z", THIS_RUN, compare={"bbb222": "ahead"}
+    )
 
     assert result.returncode == 1
-    assert "which changes Pulumi.prod.yaml after aaa111" in result.stdout
+    assert "run 7002 of deploy.yml deploys bbb222, which follows aaa111 (ahead)" in result.stdout
 
 
-def test_the_guard_refuses_a_commit_that_main_does_not_contain(tmp_path: Path) -> None:
-    result = run_guard(tmp_path, head="bbb222", compare="diverged\nREADME.md\n")
-
-    assert result.returncode == 1
-    assert "does not follow aaa111 (diverged)" in result.stdout
-
-
-def test_the_guard_refuses_when_github_cannot_answer(tmp_path: Path) -> None:
-    result = run_guard(tmp_path, head="bbb222", compare="")
+def test_the_guard_refuses_a_commit_that_an_older_run_follows(tmp_path: Path) -> None:
+    # Two pushes seconds apart: GitHub created the run of the later commit bbb222 first, so
+    # this run is listed newest, yet bbb222's deploy applies what this one would.
+    result = run_guard(
+        tmp_path, THIS_RUN, "7000 bbb222 2026-12-05T10:00:04Z", compare={"bbb222": "ahead"}
+    )
 
     assert result.returncode == 1
+    assert "run 7000 of deploy.yml deploys bbb222, which follows aaa111 (ahead)" in result.stdout
 
 
-def test_the_guard_refuses_when_github_lists_300_files(tmp_path: Path) -> None:
-    # The compare API lists at most 300 files: a docs-only list that long may hide the rest.
-    files = "".join(f"docs/page-{n}.md\n" for n in range(300))
-
-    result = run_guard(tmp_path, head="bbb222", compare=f"ahead\n{files}")
+def test_the_guard_refuses_a_commit_a_force_push_left_behind(tmp_path: Path) -> None:
+    result = run_guard(
+        tmp_path, "7002 ccc333 2026-12-05T11:00:00Z", THIS_RUN, compare={"ccc333": "diverged"}
+    )
 
     assert result.returncode == 1
+    assert "run 7002 of deploy.yml deploys ccc333, pushed after this run" in result.stdout
 
 
-def test_the_guard_skips_the_paths_that_start_no_deploy() -> None:
-    ignored = workflow("deploy.yml")["on"]["push"]["paths-ignore"]
+def test_the_guard_applies_over_an_older_run_of_a_rewritten_history(tmp_path: Path) -> None:
+    result = run_guard(
+        tmp_path, THIS_RUN, "6990 ccc333 2026-12-04T09:00:00Z", compare={"ccc333": "diverged"}
+    )
 
-    assert ignored == ["**.md", "docs/**"]
-    assert "*.md | docs/*) ;;" in step_named(GUARD)["run"]
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_guard_refuses_when_this_run_is_not_among_the_newest(tmp_path: Path) -> None:
+    result = run_guard(tmp_path, "7002 aaa111 2026-12-05T11:00:00Z")
+
+    assert result.returncode == 1
+    assert "this run is not among the 20 newest deploy.yml runs on main" in result.stdout
+
+
+def test_the_guard_refuses_when_github_lists_no_run(tmp_path: Path) -> None:
+    result = run_guard(tmp_path)
+
+    assert result.returncode == 1
+    assert "applying" not in result.stdout
+
+
+def test_the_guard_refuses_when_github_cannot_compare(tmp_path: Path) -> None:
+    result = run_guard(tmp_path, "7002 bbb222 2026-12-05T10:30:00Z", THIS_RUN)
+
+    assert result.returncode != 0
+    assert "applying" not in result.stdout
+
+
+def test_every_update_may_list_the_deploy_workflows_runs() -> None:
+    # GitHub REST: listing workflow runs needs the token's `actions: read`; a job that sets
+    # `permissions` has none it does not name.
+    deploy = workflow("deploy.yml")
+    updates = [job for _, job in stack_jobs(deploy) if job["with"]["command"] == "up"]
+
+    assert len(updates) == len(deployed_stacks())
+    assert all(job["permissions"]["actions"] == "read" for job in updates)
 
 
 # --- drift --------------------------------------------------------------------------------
@@ -531,6 +603,29 @@ def test_only_an_update_runs_and_holds_credentials_for_three_hours() -> None:
     assert job["timeout-minutes"] == "${{ inputs.command == 'up' && 180 || 60 }}"
     assert aws["with"]["role-duration-seconds"] == per_command
     assert pulumi["with"]["token-expiration"] == per_command
+
+
+def update_timeout_minutes() -> int:
+    match = re.fullmatch(
+        r"\$\{\{ inputs.command == 'up' && (\d+) \|\| \d+ \}\}", pulumi_job()["timeout-minutes"]
+    )
+    assert match is not None
+    return int(match[1])
+
+
+def test_the_esc_credentials_last_as_long_as_an_update_may_run() -> None:
+    # Pulumi ESC, aws-login provider: `duration` "Defaults to 2 hours", and AWS refuses more
+    # than the role's maximum session duration (IAM: one hour unless raised, 12 at most), which
+    # the example's comment says to raise.
+    example = load(PROJECT_DIR / "docs" / "esc-example.yaml")
+    oidc = example["values"]["aws"]["login"]["fn::open::aws-login"]["oidc"]
+    hours = re.fullmatch(r"(\d+)h", oidc["duration"])
+
+    assert hours is not None
+    assert update_timeout_minutes() == 180
+    assert 60 * int(hours[1]) >= update_timeout_minutes()
+    assert int(hours[1]) <= 12
+    assert "--max-session-duration 10800" in (PROJECT_DIR / "docs" / "esc-example.yaml").read_text()
 
 
 def test_every_deploy_waits_for_the_checks() -> None:
@@ -896,18 +991,30 @@ def test_the_subject_template_carries_the_ref_the_run_started_from() -> None:
     }
 
 
-def test_the_deploy_role_trusts_only_runs_started_from_main() -> None:
-    trust = json.loads(next(b for b in doc_blocks("json") if "AssumeRoleWithWebIdentity" in b))
-    subjects = trust["Statement"][0]["Condition"]["StringEquals"][
-        "token.actions.githubusercontent.com:sub"
-    ]
-    workflow_ref = "acme/gpu-platform/.github/workflows/pulumi-stack.yml@refs/heads/main"
+def trusted_subjects(sid: str) -> list[str]:
+    """The OIDC subjects a trust policy of docs/ci.md admits, by its statement's Sid."""
+    trusts = [json.loads(b) for b in doc_blocks("json") if "AssumeRoleWithWebIdentity" in b]
+    (statement,) = [s for trust in trusts for s in trust["Statement"] if s.get("Sid") == sid]
+    return list(statement["Condition"]["StringEquals"]["token.actions.githubusercontent.com:sub"])
 
-    assert subjects == [
+
+def main_subject(environment: str) -> str:
+    workflow_ref = "acme/gpu-platform/.github/workflows/pulumi-stack.yml@refs/heads/main"
+    return (
         f"repository_owner_id:1234:repository_id:5678:environment:{environment}"
         f":ref:refs/heads/main:job_workflow_ref:{workflow_ref}"
-        for environment in ("prod", "prod-plan")
-    ]
+    )
+
+
+def test_the_deploy_role_trusts_only_runs_started_from_main() -> None:
+    assert trusted_subjects("ProdUpdateFromMain") == [main_subject("prod")]
+
+
+def test_prods_plan_cannot_assume_the_role_that_writes_prod() -> None:
+    # The plan runs on every push to main, before anyone approves `prod`: only `prod`'s
+    # approved update gets the deploy role; the plan gets a role of its own.
+    assert trusted_subjects("ProdPlanFromMain") == [main_subject("prod-plan")]
+    assert main_subject("prod-plan") not in trusted_subjects("ProdUpdateFromMain")
 
 
 def test_google_admits_only_previews_from_another_ref_than_main() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pulumi
 from google.protobuf.json_format import MessageToDict
+from pulumi.output import Unknown
 from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.config import set_all_config
 from pulumi.runtime.sync_await import _sync_await
@@ -56,6 +57,9 @@ class PlannedResource:
     custom_timeouts: dict[str, str] = field(default_factory=dict)
     """How long the provider may take to create, update or delete it, where the program says
     (`{"update": "300m"}`, Go durations); the provider's own defaults elsewhere."""
+    unknown_inputs: frozenset[str] = frozenset()
+    """Inputs the program left unknown (`scalingConfig.desiredSize`), as paths: left out of
+    `inputs`. Only a preview leaves an input unknown that `pulumi up` knows."""
 
 
 @dataclass(frozen=True)
@@ -98,9 +102,12 @@ def run_program(
     config: Mapping[str, Any] | None = None,
     project: Project | None = None,
     raise_errors: bool = True,
+    preview: bool = False,
 ) -> Plan:
     """Run the project's program once for `stack` (or for `config`, fully qualified keys) and
-    record it. `project` defaults to the one the current directory is in.
+    record it. `project` defaults to the one the current directory is in. With `preview`, the
+    program runs as `pulumi preview` runs it (`pulumi.runtime.is_dry_run()`); otherwise as
+    `pulumi up` does.
 
     With `raise_errors=False` an exception from the program is kept in `Plan.error`, beside
     whatever it registered before failing.
@@ -109,10 +116,10 @@ def run_program(
     values = stack_config(stack, project) if config is None else dict(config)
     plan = Plan(stack=stack)
     monitor = _RecordingMonitor(_StandInMocks(plan), plan)
-    settings.reset_options(project=project.name, stack=stack, preview=False)
+    settings.reset_options(project=project.name, stack=stack, preview=preview)
     _set_config(values)
     mocks.set_mocks(
-        monitor.mocks, project=project.name, stack=stack, preview=False, monitor=monitor
+        monitor.mocks, project=project.name, stack=stack, preview=preview, monitor=monitor
     )
     # Pulumi runs a Python program with its directory first on the module path, so that the
     # program imports its own packages (here `components`).
@@ -224,6 +231,7 @@ class _RecordingMonitor(mocks.MockMonitor):
                     computed_outputs=_computed(inputs, rpc.deserialize_properties(response.object)),
                     aliases=tuple(MessageToDict(alias) for alias in request.aliases),
                     custom_timeouts=MessageToDict(request.customTimeouts),
+                    unknown_inputs=frozenset(_unknown_paths(inputs)),
                 )
             )
         return response
@@ -231,6 +239,24 @@ class _RecordingMonitor(mocks.MockMonitor):
 
 def _computed(inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in _plain(outputs).items() if k not in inputs or _plain(inputs[k]) != v}
+
+
+def _unknown_paths(value: Any, path: str = "") -> list[str]:
+    if _is_unknown(value):
+        return [path]
+    if _is_secret(value):
+        return _unknown_paths(value["value"], path)
+    if isinstance(value, Mapping):
+        return [p for k, v in value.items() for p in _unknown_paths(v, f"{path}.{k}".lstrip("."))]
+    if isinstance(value, list | tuple):
+        return [p for i, v in enumerate(value) for p in _unknown_paths(v, f"{path}[{i}]")]
+    return []
+
+
+def _is_unknown(value: Any) -> bool:
+    # The SDK deserialises an unknown as `Unknown` in a preview, as None otherwise
+    # (`rpc.deserialize_property`).
+    return isinstance(value, Unknown)
 
 
 def _is_secret(value: Any) -> bool:
@@ -256,7 +282,7 @@ def _plain(value: Any) -> Any:
     if _is_secret(value):
         return _plain(value["value"])
     if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items() if v != rpc.UNKNOWN}
+        return {k: _plain(v) for k, v in value.items() if not _is_unknown(v)}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value if v != rpc.UNKNOWN]
+        return [_plain(v) for v in value if not _is_unknown(v)]
     return value

@@ -34,7 +34,8 @@ from gpu_platform.secrets import secret_if
 
 # The autoscaler owns the group's size between min and max: a `pulumi up` that set it back
 # would drain nodes from under running jobs. Engine (camelCase) property path. A change of the
-# bounds sends it, as the live size moved within them (`live_scaling`).
+# bounds sends it, as the running size moved within them, read when the update runs and unknown
+# in a preview, so that an approved plan applies however the autoscaler moved (`live_scaling`).
 DESIRED_SIZE = "scalingConfig.desiredSize"
 
 # A reserved pool's nodes are on-demand instances launched into the reservation: the launch
@@ -138,8 +139,13 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
             # A pool's only group keeps the names it has always had, so that no stack that
             # has one replaces it.
             suffix = "" if group.zone is None else f"-{group.zone}"
+            waits_for = [launch_template, *attachments, *args.after]
             desired = desired_size_to_send(
-                group.min_size, group.max_size, args.placement.live_scalings.get(group.zone)
+                args.cluster,
+                group.min_size,
+                group.max_size,
+                args.placement.live_bounds.get(group.zone),
+                waits_for,
             )
             node_group = eks.NodeGroup(
                 f"{name}-nodes{suffix}",

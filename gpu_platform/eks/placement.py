@@ -35,7 +35,7 @@ from gpu_platform.eks.instance_types import (
     zones_offering_all,
 )
 from gpu_platform.eks.kubelet_allocatable import kubelet_allocatable
-from gpu_platform.eks.live_scaling import LiveScaling, live_scalings
+from gpu_platform.eks.live_scaling import LiveBounds, live_bounds
 from gpu_platform.eks.max_pods import MAX_PODS
 from gpu_platform.eks.node_group_names import (
     NODE_GROUP_NAME_LIMIT,
@@ -74,8 +74,8 @@ class NodeGroupPlacement:
     EFA."""
     subnets_by_zone: tuple[tuple[str, tuple[pulumi.Input[str], ...]], ...] = ()
     """`subnet_ids` by zone, in zone order: where each per-zone node group goes."""
-    live_scalings: Mapping[str | None, LiveScaling] = field(default_factory=dict)
-    """The sizes of the pool's node groups as they run now, by zone (None for a pool's only
+    live_bounds: Mapping[str | None, LiveBounds] = field(default_factory=dict)
+    """The bounds of the pool's node groups as they run now, by zone (None for a pool's only
     group); none before they exist."""
 
 
@@ -143,7 +143,7 @@ def resolve_placement(
             (zone, tuple(s.id for s in subnets if s.zone == zone and s.id in subnet_ids))
             for zone in zones
         ),
-        live_scalings={} if karpenter else live_scalings(cluster, spec.name),
+        live_bounds={} if karpenter else live_bounds(cluster, spec.name),
     )
     return pool, placement
 

@@ -1,16 +1,18 @@
 """A change of a pool's bounds carries a desired size EKS accepts: the running node group's,
-moved within the new bounds. Otherwise the autoscaler's desired size stands."""
+moved within the new bounds, read when the update runs and unknown in a preview, so that a saved
+plan applies however the autoscaler moved. Otherwise the autoscaler's desired size stands."""
 
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.eks.node_group import DESIRED_SIZE
+from tests.repository import PROJECT
 
-from .plans import node_group, with_pool
+from .plans import component, launch_template, node_group, with_pool
 
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
@@ -91,3 +93,58 @@ def test_a_group_of_another_pool_is_not_read_as_this_ones(
     running("t4-shared-extra-20261123120000000000000a1b", min_size=0, max_size=3, desired=0)
 
     assert node_group(plan_for(with_pool(dev_config, min=2))).ignore_changes == (DESIRED_SIZE,)
+
+
+def test_a_saved_plan_holds_no_desired_size_the_autoscaler_can_move(
+    dev_config: Config, running: Callable[..., None]
+) -> None:
+    # pulumi pkg/resource/deploy/plan.go (`checkDiff`) refuses `up --plan` where an input differs
+    # from the planned one ("violates plan: properties changed: ~~scalingConfig") unless the
+    # planned one is unknown (sdk/go/common/resource/properties_diff.go,
+    # `DeepEqualsIncludeUnknowns`: "Anything is equal to a computed"); it also compares each
+    # property's dependencies and the `ignoreChanges` set (`checkGoal`).
+    config = with_pool(dev_config, min=2, max=3)
+    running(min_size=0, max_size=3, desired=0)
+    planned = node_group(run_program("dev", config=config, project=PROJECT, preview=True))
+    # The autoscaler moves the group between the plan and the update.
+    running(min_size=0, max_size=3, desired=3)
+    replanned = node_group(run_program("dev", config=config, project=PROJECT, preview=True))
+    applied = node_group(run_program("dev", config=config, project=PROJECT))
+
+    for plan in (planned, replanned):
+        assert plan.inputs["scalingConfig"] == {"minSize": 2, "maxSize": 3}
+        assert plan.unknown_inputs == {"scalingConfig.desiredSize"}
+        assert plan.ignore_changes == ()
+    assert applied.inputs["scalingConfig"] == {"minSize": 2, "desiredSize": 3, "maxSize": 3}
+    assert applied.ignore_changes == ()
+    assert (
+        planned.property_dependencies["scalingConfig"]
+        == applied.property_dependencies["scalingConfig"]
+    )
+    assert applied.property_dependencies["scalingConfig"]
+
+
+def test_a_held_back_pool_reads_its_desired_size_only_after_its_gate_and_node_role(
+    running: Callable[..., None],
+) -> None:
+    # prod's a100-inference is led by a100-canary (Pulumi.prod.yaml, `canaryOf`): its node group
+    # waits for the canary's gate, its launch template and its node role's policy attachments.
+    # The size read must wait for them too, or it is as old as the wait (hours behind a gate);
+    # and the preview's unknown carries the same dependencies as the update's read, which a
+    # saved plan compares (pulumi pkg/resource/deploy/plan.go, `checkGoal`).
+    running("a100-inference-20261123120000000000000a1b", min_size=0, max_size=3, desired=1)
+    plan = run_program("prod", project=PROJECT, preview=True)
+    group = node_group(plan, "a100-inference")
+    waits_for = {
+        plan.named("a100-canary-canary-gate", "kubernetes:batch/v1:Job").urn,
+        launch_template(plan, "a100-inference").urn,
+        *(
+            r.urn
+            for r in plan.children_of(component(plan, "a100-inference"))
+            if r.type == "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+        ),
+    }
+
+    assert len(waits_for) > 2
+    assert group.unknown_inputs == {"scalingConfig.desiredSize"}
+    assert waits_for <= set(group.property_dependencies["scalingConfig"])
