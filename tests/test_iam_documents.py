@@ -28,6 +28,7 @@ from tests.aws_service_reference import (
     example_arn,
     resource_types,
     supports_condition_key,
+    takes_resource,
     unknown_actions,
 )
 from tests.iam_policy import Policy, Request, Statement, allowed, as_list, statements
@@ -206,11 +207,13 @@ EXPECTED_FINDINGS = {
     # A launch may use subnets, security groups, capacity reservations and placement groups that
     # another account shares through AWS RAM (VPC user guide, "Share your VPC with other
     # accounts"; EC2 user guide, "Shared Capacity Reservations"): Karpenter's template and the
-    # boundary leave their account open.
+    # boundary leave their account open, and the boundary holds subnets, security groups and
+    # network interfaces to the cluster's VPC (`ec2:Vpc`) instead.
     *(
         ("docs/iam/eks-permissions-boundary.json", sid, "write action on any resource", a)
         for sid, actions in (
-            ("LaunchWithWhatALaunchMayUse", ("ec2:RunInstances", "ec2:CreateFleet")),
+            ("LaunchIntoTheClustersVpc", ("ec2:RunInstances", "ec2:CreateFleet")),
+            ("LaunchWithImagesAndReservations", ("ec2:RunInstances", "ec2:CreateFleet")),
             (
                 "ManageNetworkInterfacesInTheClustersVpc",
                 (
@@ -241,18 +244,6 @@ EXPECTED_FINDINGS = {
             "ec2:DetachNetworkInterface",
             "ec2:ModifyNetworkInterfaceAttribute",
         )
-    ),
-    # What a launch creates has no ARN before it: the instance profile it may carry is held to
-    # the cluster's node role (PassOnlyKarpentersNodeRoleToEc2), the launch templates it may
-    # use and delete to Karpenter's of the cluster.
-    *(
-        (
-            "docs/iam/eks-permissions-boundary.json",
-            "LaunchInTheAccount",
-            "unconditioned write on every resource of a type",
-            a,
-        )
-        for a in ("ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate")
     ),
     # AmazonEC2ContainerRegistryPullOnly's pull-through cache import, in the account.
     (
@@ -866,7 +857,10 @@ def witnesses(statement: Statement, account: str, region: str) -> Iterator[Reque
                     if pattern == "*"
                     else _instance(pattern, account, region)
                 )
-                yield Request(action, resource, context)
+                # Upstream's policies list every launch action on every resource a launch
+                # touches; a pair the reference does not define is no request at all.
+                if takes_resource(action, resource):
+                    yield Request(action, resource, context)
 
 
 def _satisfying(statement: Statement, account: str, region: str) -> dict[str, Any]:
@@ -915,6 +909,26 @@ def cluster_of_the_role(cluster: str) -> dict[str, str]:
     }
 
 
+LAUNCHES = ("ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate")
+
+
+def launch_tags(cluster: str) -> dict[str, Any]:
+    """The tags every launch and launch template of Karpenter's carries (karpenter-provider-aws
+    v1.14.1, pkg/utils/utils.go GetTags; pkg/providers/instance/types.go puts them on the
+    fleet, instances, volumes and network interfaces, pkg/providers/launchtemplate on the
+    template): a request's tags are the same for every resource it names, so a launch from one
+    of Karpenter's templates carries them too."""
+    return _tags(
+        "RequestTag",
+        {
+            f"kubernetes.io/cluster/{cluster}": "owned",
+            "karpenter.sh/nodepool": "gpu",
+            "eks:eks-cluster-name": cluster,
+            "karpenter.k8s.aws/ec2nodeclass": "gpu",
+        },
+    )
+
+
 def test_the_boundary_leaves_every_role_what_its_policies_grant(
     eks_plans: dict[str, Plan],
 ) -> None:
@@ -930,7 +944,13 @@ def test_the_boundary_leaves_every_role_what_its_policies_grant(
         world = cluster_of_the_role(clusters.get(name.partition(":")[0], CLUSTER))
         for statement in statements(policy):
             for witness in witnesses(statement, "123456789012", "us-east-1"):
-                request = Request(witness.action, witness.resource, {**world, **witness.context})
+                launch = launch_tags(world["aws:PrincipalTag/gpu-platform.io/cluster"])
+                context = {
+                    **world,
+                    **(launch if witness.action in LAUNCHES else {}),
+                    **witness.context,
+                }
+                request = Request(witness.action, witness.resource, context)
                 assert allowed(request, [policy]), (name, request)
                 checked += 1
                 if not allowed(request, [policy], boundary()):
