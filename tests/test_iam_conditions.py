@@ -236,7 +236,21 @@ ESCALATIONS = [
         "aws:TagKeys",
         "ec2:CreateTags",
         arn("ec2", "security-group/sg-1"),
-        tags("ResourceTag", cluster=CLUSTER) | tags("RequestTag", cluster=OTHER_CLUSTER),
+        tags("ResourceTag", cluster=CLUSTER)
+        | tags("RequestTag", **{f"kubernetes.io/cluster/{OTHER_CLUSTER}": "owned"}),
+    ),
+    # IAM finds the tag key of `aws:RequestTag/<key>` whatever its case, but aws:TagKeys's
+    # StringNotLike compares case-sensitively: a key spelled in other case passes the tag-key
+    # condition, and only the request-tag condition stops it.
+    _e(
+        "deploy-ec2-policy",
+        "RetagOnlyTheClustersLaunchTemplatesSecurityGroupsAndPlacementGroups",
+        "StringEqualsIfExists",
+        "aws:RequestTag/gpu-platform.io/cluster",
+        "ec2:CreateTags",
+        arn("ec2", "launch-template/lt-1"),
+        tags("ResourceTag", cluster=CLUSTER)
+        | tags("RequestTag", **{"GPU-Platform.io/cluster": OTHER_CLUSTER}),
     ),
     _e(
         "deploy-ec2-policy",
