@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.aws_service_reference import sent
 from tests.iam_policy import Policy, Request, allowed, statements
 from tests.test_iam_documents import (
     ACCOUNT,
@@ -122,10 +123,8 @@ class Escalation:
 
 
 def _e(document: str, sid: str, operator: str, key: str, *request: Any) -> Escalation:
-    action, resource, *context = request
-    return Escalation(
-        f"eks-{document}.json", sid, operator, key, Request(action, resource, context[0] or {})
-    )
+    action, resource, context = request
+    return Escalation(f"eks-{document}.json", sid, operator, key, sent(action, resource, context))
 
 
 NODE_GROUP = arn("eks", f"nodegroup/{CLUSTER}/gpu/u")
@@ -136,6 +135,11 @@ INSTANCE = arn("ec2", "instance/i-1")
 ENI = arn("ec2", "network-interface/eni-1")
 GROUP = arn("autoscaling", "autoScalingGroup:u:autoScalingGroupName/eks-gpu")
 PROFILE = arn("iam", "instance-profile/ml_123")
+TEMPLATE = arn("ec2", "launch-template/lt-1")
+# Karpenter v1.14.1 creates an EC2NodeClass's instance profile under
+# /karpenter/<region>/<cluster>/<nodeclass uid>/ (pkg/controllers/nodeclass/instanceprofile.go:
+# 84-91): the path names the cluster.
+OWN_PROFILE = arn("iam", f"instance-profile/karpenter/{REGION}/{CLUSTER}/u/{CLUSTER}_1")
 BOUNDED = {"iam:PermissionsBoundary": BOUNDARY_ARN}
 # What every launch of Karpenter's carries (karpenter-provider-aws v1.14.1 pkg/utils/utils.go
 # GetTags), and what its own policy requires of it (cloudformation.yaml,
@@ -248,7 +252,7 @@ ESCALATIONS = [
         "StringEqualsIfExists",
         "aws:RequestTag/gpu-platform.io/cluster",
         "ec2:CreateTags",
-        arn("ec2", "launch-template/lt-1"),
+        TEMPLATE,
         tags("ResourceTag", cluster=CLUSTER)
         | tags("RequestTag", **{"GPU-Platform.io/cluster": OTHER_CLUSTER}),
     ),
@@ -466,8 +470,8 @@ ESCALATIONS = [
     # --- A role the stack creates, whatever policy it carries: the boundary ------------------
     _e(
         "permissions-boundary",
-        "ManageNetworkInterfacesInTheClustersVpc",
-        "ArnLike",
+        "EnisInVpc",
+        "ArnLikeIfExists",
         "ec2:Vpc",
         "ec2:ModifyNetworkInterfaceAttribute",
         ENI,
@@ -475,7 +479,7 @@ ESCALATIONS = [
     ),
     _e(
         "permissions-boundary",
-        "TagNetworkInterfaces",
+        "TagEnis",
         "ForAllValues:StringNotLike",
         "aws:TagKeys",
         "ec2:CreateTags",
@@ -484,7 +488,7 @@ ESCALATIONS = [
     ),
     _e(
         "permissions-boundary",
-        "TagNetworkInterfaces",
+        "TagEnis",
         "ArnLike",
         "ec2:Vpc",
         "ec2:CreateTags",
@@ -493,7 +497,7 @@ ESCALATIONS = [
     ),
     _e(
         "permissions-boundary",
-        "ScaleAutoScalingGroups",
+        "ScaleAsgs",
         "StringEquals",
         "aws:ResourceTag/eks:cluster-name",
         "autoscaling:SetDesiredCapacity",
@@ -503,8 +507,8 @@ ESCALATIONS = [
     # A launch into another VPC's subnet, even tagged as the cluster's.
     _e(
         "permissions-boundary",
-        "LaunchIntoTheClustersVpc",
-        "ArnLikeIfExists",
+        "LaunchInVpc",
+        "ArnLike",
         "ec2:Vpc",
         "ec2:RunInstances",
         arn("ec2", "subnet/subnet-1"),
@@ -512,7 +516,7 @@ ESCALATIONS = [
     ),
     _e(
         "permissions-boundary",
-        "LaunchOnlyWhatIsTaggedForTheCluster",
+        "LaunchTagged",
         "StringEquals",
         "aws:RequestTag/eks:eks-cluster-name",
         "ec2:CreateFleet",
@@ -521,62 +525,47 @@ ESCALATIONS = [
     ),
     _e(
         "permissions-boundary",
-        "LaunchOnlyWhatIsTaggedForTheCluster",
+        "LaunchTagged",
         "StringLike",
         "aws:RequestTag/karpenter.sh/nodepool",
         "ec2:RunInstances",
         INSTANCE,
         tags("RequestTag", eks_cluster=CLUSTER),
     ),
-    # Any instance retagged as this cluster's Karpenter's, which the role may then terminate.
     _e(
         "permissions-boundary",
-        "TagWhatALaunchCreates",
+        "TagAtLaunch",
+        "StringEquals",
+        "aws:RequestTag/eks:eks-cluster-name",
+        "ec2:CreateTags",
+        INSTANCE,
+        {"ec2:CreateAction": "RunInstances"}
+        | tags("RequestTag", eks_cluster=OTHER_CLUSTER, nodepool="gpu"),
+    ),
+    _e(
+        "permissions-boundary",
+        "TagAtLaunch",
+        "StringLike",
+        "aws:RequestTag/karpenter.sh/nodepool",
+        "ec2:CreateTags",
+        INSTANCE,
+        {"ec2:CreateAction": "RunInstances"} | tags("RequestTag", eks_cluster=CLUSTER),
+    ),
+    # Another cluster's instance retagged as this cluster's Karpenter's, outside a launch: the
+    # role could then terminate it.
+    _e(
+        "permissions-boundary",
+        "TagAtLaunch",
         "StringEquals",
         "ec2:CreateAction",
         "ec2:CreateTags",
         INSTANCE,
-        tags("ResourceTag", eks_cluster=OTHER_CLUSTER) | LAUNCH,
+        tags("ResourceTag", eks_cluster=OTHER_CLUSTER, nodepool="gpu") | LAUNCH,
     ),
+    # Another cluster's node, or a node of this cluster that Karpenter did not launch.
     _e(
         "permissions-boundary",
-        "RetagKarpentersInstancesAndInstanceProfiles",
-        "StringEquals",
-        "aws:ResourceTag/eks:eks-cluster-name",
-        "ec2:CreateTags",
-        INSTANCE,
-        tags("ResourceTag", eks_cluster=OTHER_CLUSTER) | tags("RequestTag", Name="x"),
-    ),
-    _e(
-        "permissions-boundary",
-        "RetagKarpentersInstancesAndInstanceProfiles",
-        "StringEqualsIfExists",
-        "aws:RequestTag/eks:eks-cluster-name",
-        "ec2:CreateTags",
-        INSTANCE,
-        KARPENTERS | tags("RequestTag", eks_cluster=OTHER_CLUSTER),
-    ),
-    _e(
-        "permissions-boundary",
-        "RetagKarpentersInstancesAndInstanceProfiles",
-        "ForAllValues:StringEquals",
-        "aws:TagKeys",
-        "ec2:CreateTags",
-        INSTANCE,
-        KARPENTERS | tags("RequestTag", **{f"kubernetes.io/cluster/{OTHER_CLUSTER}": "owned"}),
-    ),
-    _e(
-        "permissions-boundary",
-        "RemoveKarpentersInstances",
-        "StringLike",
-        "aws:ResourceTag/karpenter.sh/nodepool",
-        "ec2:TerminateInstances",
-        INSTANCE,
-        tags("ResourceTag", eks_cluster=CLUSTER),
-    ),
-    _e(
-        "permissions-boundary",
-        "RemoveKarpentersInstances",
+        "KarpentersOwn",
         "StringEquals",
         "aws:ResourceTag/eks:eks-cluster-name",
         "ec2:TerminateInstances",
@@ -585,18 +574,54 @@ ESCALATIONS = [
     ),
     _e(
         "permissions-boundary",
-        "PassOnlyKarpentersNodeRoleToEc2",
+        "KarpentersOwn",
+        "StringLike",
+        "aws:ResourceTag/karpenter.sh/nodepool",
+        "ec2:TerminateInstances",
+        INSTANCE,
+        tags("ResourceTag", eks_cluster=CLUSTER),
+    ),
+    # Another cluster's launch template, whose user data joins nodes to that cluster.
+    _e(
+        "permissions-boundary",
+        "KarpentersOwn",
+        "StringEquals",
+        "aws:ResourceTag/eks:eks-cluster-name",
+        "ec2:CreateFleet",
+        TEMPLATE,
+        tags("ResourceTag", eks_cluster=OTHER_CLUSTER, nodepool="gpu"),
+    ),
+    _e(
+        "permissions-boundary",
+        "KarpentersOwn",
+        "StringEqualsIfExists",
+        "aws:RequestTag/eks:eks-cluster-name",
+        "ec2:CreateTags",
+        INSTANCE,
+        KARPENTERS | tags("RequestTag", eks_cluster=OTHER_CLUSTER),
+    ),
+    _e(
+        "permissions-boundary",
+        "KarpentersOwn",
+        "ForAllValues:StringEquals",
+        "aws:TagKeys",
+        "ec2:CreateTags",
+        INSTANCE,
+        KARPENTERS | tags("RequestTag", **{f"kubernetes.io/cluster/{OTHER_CLUSTER}": "owned"}),
+    ),
+    _e(
+        "permissions-boundary",
+        "PassNodeRole",
         "StringEquals",
         "iam:PassedToService",
         "iam:PassRole",
         arn("iam", f"role/{CLUSTER}.karpenter-nodes"),
         {"iam:PassedToService": "lambda.amazonaws.com"}
-        | tags("ResourceTag", cluster=CLUSTER)
         | {"iam:ResourceTag/gpu-platform.io/cluster": CLUSTER},
     ),
     _e(
         "permissions-boundary",
-        "PassOnlyKarpentersNodeRoleToEc2",
+        "PassNodeRole",
         "StringEquals",
         "iam:ResourceTag/gpu-platform.io/cluster",
         "iam:PassRole",
@@ -608,25 +633,25 @@ ESCALATIONS = [
     ),
     _e(
         "permissions-boundary",
-        "CreateKarpentersInstanceProfiles",
+        "CreateProfiles",
         "StringLike",
         "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass",
         "iam:CreateInstanceProfile",
-        PROFILE,
+        OWN_PROFILE,
         tags("RequestTag", eks_cluster=CLUSTER),
     ),
     _e(
         "permissions-boundary",
-        "CreateKarpentersInstanceProfiles",
+        "CreateProfiles",
         "StringEquals",
         "aws:RequestTag/eks:eks-cluster-name",
-        "iam:CreateInstanceProfile",
-        PROFILE,
+        "iam:TagInstanceProfile",
+        OWN_PROFILE,
         tags("RequestTag", eks_cluster=OTHER_CLUSTER, nodeclass="gpu"),
     ),
     _e(
         "permissions-boundary",
-        "ManageKarpentersInstanceProfiles",
+        "ManageProfiles",
         "StringLike",
         "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass",
         "iam:DeleteInstanceProfile",
@@ -635,7 +660,7 @@ ESCALATIONS = [
     ),
     _e(
         "permissions-boundary",
-        "ManageKarpentersInstanceProfiles",
+        "ManageProfiles",
         "StringEquals",
         "aws:ResourceTag/eks:eks-cluster-name",
         "iam:AddRoleToInstanceProfile",
@@ -644,7 +669,7 @@ ESCALATIONS = [
     ),
     _e(
         "permissions-boundary",
-        "ReadKarpentersInterruptionQueue",
+        "ReadQueue",
         "StringEquals",
         "aws:ResourceTag/gpu-platform.io/cluster",
         "sqs:ReceiveMessage",
@@ -674,17 +699,24 @@ def test_each_condition_is_what_denies_its_escalation(escalation: Escalation) ->
 @pytest.mark.parametrize(
     ("document", "request_"),
     [
-        # Another VPC's existing network interface on a launch tagged as the cluster's.
-        (BOUNDARY, Request("ec2:RunInstances", ENI, vpc(OTHER_VPC) | LAUNCH)),
+        # Another VPC's existing network interface or security group on a launch tagged as the
+        # cluster's (CreateFleet's launches are authorized as RunInstances for these).
+        (BOUNDARY, sent("ec2:RunInstances", ENI, vpc(OTHER_VPC) | LAUNCH)),
         (
             BOUNDARY,
-            Request("ec2:CreateFleet", arn("ec2", "security-group/sg-1"), vpc(OTHER_VPC) | LAUNCH),
+            sent("ec2:RunInstances", arn("ec2", "security-group/sg-1"), vpc(OTHER_VPC) | LAUNCH),
         ),
-        # Another cluster's instance profile tagged as this cluster's, or this cluster's as
-        # another's: its role and instances would change hands.
+        # A launch template that is not Karpenter's, even of the cluster: its user data is not
+        # Karpenter's.
+        (BOUNDARY, sent("ec2:CreateFleet", TEMPLATE, tags("ResourceTag", eks_cluster=CLUSTER))),
+        # A launch template tagged at its creation only: a launch's request tags are on what it
+        # creates, never on the template it names.
+        (BOUNDARY, sent("ec2:RunInstances", TEMPLATE, LAUNCH)),
+        # Another cluster's instance profile tagged as this cluster's, or one of no cluster's:
+        # its role and instances would change hands.
         (
             BOUNDARY,
-            Request(
+            sent(
                 "iam:TagInstanceProfile",
                 PROFILE,
                 tags("ResourceTag", eks_cluster=OTHER_CLUSTER, nodeclass="gpu")
@@ -693,18 +725,25 @@ def test_each_condition_is_what_denies_its_escalation(escalation: Escalation) ->
         ),
         (
             BOUNDARY,
-            Request(
+            sent(
                 "iam:TagInstanceProfile",
-                PROFILE,
-                tags("ResourceTag", eks_cluster=CLUSTER, nodeclass="gpu")
-                | tags("RequestTag", eks_cluster=OTHER_CLUSTER),
+                arn("iam", f"instance-profile/karpenter/{REGION}/{OTHER_CLUSTER}/u/x"),
+                tags("RequestTag", eks_cluster=CLUSTER, nodeclass="gpu"),
+            ),
+        ),
+        (
+            BOUNDARY,
+            sent(
+                "iam:CreateInstanceProfile",
+                arn("iam", f"instance-profile/{CLUSTER}_1"),
+                tags("RequestTag", eks_cluster=CLUSTER, nodeclass="gpu"),
             ),
         ),
         # The cluster itself is not the stack's to tag (the deploy policies name no cluster ARN
         # in a tagging statement).
         (
             "eks-deploy-cluster-policy.json",
-            Request(
+            sent(
                 "eks:TagResource",
                 arn("eks", f"cluster/{CLUSTER}"),
                 tags("RequestTag", cluster=OTHER_CLUSTER),
@@ -713,37 +752,14 @@ def test_each_condition_is_what_denies_its_escalation(escalation: Escalation) ->
     ],
     ids=[
         "launch-with-another-vpcs-interface",
-        "fleet-with-another-vpcs-group",
+        "launch-with-another-vpcs-group",
+        "launch-from-a-template-not-karpenters",
+        "launch-from-a-template-by-request-tags",
         "profile-into-this-cluster",
-        "profile-into-another-cluster",
+        "profile-at-another-clusters-path",
+        "profile-outside-the-clusters-path",
         "tag-cluster",
     ],
 )
 def test_what_no_document_allows_whatever_the_tags(document: str, request_: Request) -> None:
     assert not evaluate(_documents(), document, request_)
-
-
-def test_a_karpenter_launch_in_the_clusters_vpc_is_within_the_boundary() -> None:
-    # A CreateFleet of Karpenter's names its launch template, subnet, image and what it creates,
-    # with its tags (pkg/providers/instance/types.go): a new network interface may have no VPC
-    # yet, and needs none.
-    in_vpc = vpc(VPC) | LAUNCH
-    requests = [
-        Request("ec2:CreateFleet", arn("ec2", "subnet/subnet-1"), in_vpc),
-        Request("ec2:CreateFleet", arn("ec2", "launch-template/lt-1"), LAUNCH | KARPENTERS),
-        Request("ec2:CreateFleet", "arn:aws:ec2:us-east-1::image/ami-1", LAUNCH),
-        Request("ec2:RunInstances", arn("ec2", "security-group/sg-1"), in_vpc),
-        Request("ec2:RunInstances", arn("ec2", "network-interface/eni-1"), LAUNCH),
-        *(
-            Request("ec2:CreateFleet", arn("ec2", resource), LAUNCH)
-            for resource in ("fleet/f-1", "instance/i-1", "volume/v-1", "spot-instances-request/s")
-        ),
-        Request("ec2:CreateLaunchTemplate", arn("ec2", "launch-template/lt-1"), LAUNCH),
-        Request(
-            "ec2:CreateTags",
-            arn("ec2", "volume/v-1"),
-            LAUNCH | {"ec2:CreateAction": "CreateFleet"},
-        ),
-    ]
-
-    assert [r for r in requests if not evaluate(_documents(), BOUNDARY, r)] == []

@@ -146,8 +146,9 @@ def test_a_resource_policy_allows_only_the_principals_it_names() -> None:
 def test_arn_like_if_exists_checks_a_present_key_part_by_part_and_skips_a_missing_one() -> None:
     # "Condition operators": ArnLike matches each of an ARN's six colon-separated parts on its
     # own, the value's variable taking the request's value; "...IfExists": "If the key is not
-    # present, evaluate the condition element as true". The boundary's launch statement rests
-    # on both: a subnet always has `ec2:Vpc`, a network interface a launch creates has none yet.
+    # present, evaluate the condition element as true". The boundary's network interface
+    # statement rests on both: an existing interface always has `ec2:Vpc`, the one
+    # CreateNetworkInterface creates has none (its subnet and security groups have).
     vpc = {"ArnLikeIfExists": {"ec2:Vpc": "arn:aws:ec2:*:*:vpc/${aws:PrincipalTag/vpc}"}}
     policy = _policy(_allow("ec2:RunInstances", "*", vpc))
     mine = {"aws:PrincipalTag/vpc": "vpc-1"}
