@@ -763,3 +763,138 @@ def test_each_condition_is_what_denies_its_escalation(escalation: Escalation) ->
 )
 def test_what_no_document_allows_whatever_the_tags(document: str, request_: Request) -> None:
     assert not evaluate(_documents(), document, request_)
+
+
+# --- Each value of a condition that lists what it refuses ---------------------------------
+
+
+def listed_values(documents: dict[str, Policy]) -> Iterator[tuple[str, str, str, str, str]]:
+    """(document, statement, operator, key, value) for each value of a condition that lists
+    several. Deleting a value of a negated operator (`StringNotLike`, ...) widens what the
+    statement allows; deleting one of any other operator only narrows it, and what needs those
+    values is tested where they are used: the boundary's `ec2:CreateAction` values and
+    `karpenter.sh/nodeclaim` by Karpenter's calls (tests/test_karpenter_iam.py; `Name` and
+    `eks:eks-cluster-name` Karpenter adds only to an instance without them, which the
+    platform's EC2NodeClass tags never launch, and are kept as upstream's policy has them),
+    the deploy policies' by the requests of each stack's plan (tests/test_iam_documents.py)."""
+    for name, document in documents.items():
+        for statement in statements(document):
+            for operator, block in statement.get("Condition", {}).items():
+                for key, values in block.items():
+                    if isinstance(values, list) and len(values) > 1:
+                        for value in values:
+                            yield name, statement["Sid"], operator, key, value
+
+
+def _negated(operator: str) -> bool:
+    return "Not" in operator.rpartition(":")[2]
+
+
+def without_value(
+    documents: dict[str, Policy], document: str, sid: str, operator: str, key: str, value: str
+) -> dict[str, Policy]:
+    changed = copy.deepcopy(documents)
+    for statement in statements(changed[document]):
+        if statement["Sid"] == sid:
+            statement["Condition"][operator][key].remove(value)
+    return changed
+
+
+DEPLOY_TAGS_AT_CREATION = {"ec2:CreateAction": "CreateSecurityGroup"} | tags(
+    "RequestTag", cluster=CLUSTER
+)
+
+
+def _at_creation(key: str) -> Request:
+    """The deploy role creating a security group tagged for its cluster and with `key`."""
+    context = DEPLOY_TAGS_AT_CREATION | tags("RequestTag", cluster=CLUSTER, **{key: "1"})
+    return sent("ec2:CreateTags", arn("ec2", "security-group/x"), context)
+
+
+def _retag(key: str) -> Request:
+    """The deploy role retagging its cluster's security group with `key`."""
+    context = tags("ResourceTag", cluster=CLUSTER) | tags("RequestTag", **{key: "1"})
+    return sent("ec2:CreateTags", arn("ec2", "security-group/sg-1"), context)
+
+
+def _tag_eni(key: str) -> Request:
+    return sent("ec2:CreateTags", ENI, vpc(VPC) | tags("RequestTag", **{key: "1"}))
+
+
+# Tag keys another cluster's controllers read (the AWS load balancer controller and cloud
+# provider `kubernetes.io/cluster/<name>`, the cluster autoscaler
+# `k8s.io/cluster-autoscaler/<name>`, Karpenter `karpenter.sh/` and `karpenter.k8s.aws/`, EKS
+# and Karpenter `eks:`): each pattern a statement refuses, and a key it matches.
+CONTROLLER_KEYS = (
+    ("kubernetes.io/cluster/*", f"kubernetes.io/cluster/{OTHER_CLUSTER}"),
+    ("k8s.io/cluster-autoscaler/*", f"k8s.io/cluster-autoscaler/{OTHER_CLUSTER}"),
+    ("karpenter.sh/*", "karpenter.sh/nodepool"),
+    ("karpenter.k8s.aws/*", "karpenter.k8s.aws/ec2nodeclass"),
+    ("eks:*", "eks:eks-cluster-name"),
+)
+# Each value of a negated list, with a request only that value refuses: one of those keys, or
+# the tag the role's boundary reads.
+VALUE_ESCALATIONS = (
+    {
+        ("eks-deploy-ec2-policy.json", "TagWhatItCreates", value): _at_creation(key)
+        for value, key in CONTROLLER_KEYS
+    }
+    | {
+        (
+            "eks-deploy-ec2-policy.json",
+            "RetagOnlyTheClustersLaunchTemplatesSecurityGroupsAndPlacementGroups",
+            value,
+        ): _retag(key)
+        for value, key in CONTROLLER_KEYS
+    }
+    | {
+        ("eks-deploy-iam-policy.json", "UntagTheStacksRolesButNeverOfTheirCluster", tag): sent(
+            "iam:UntagRole", OWN_ROLE, keys(tag)
+        )
+        for tag in ("gpu-platform.io/cluster", "gpu-platform.io/vpc")
+    }
+    | {
+        (BOUNDARY, "TagEnis", value): _tag_eni(key)
+        for value, key in CONTROLLER_KEYS
+        if value != "eks:*"
+    }
+)
+# Values no request needs: the request-tag condition beside it already refuses any other
+# value of `gpu-platform.io/cluster`, in any case; the key is listed so that the statement
+# reads as what it refuses.
+REDUNDANT_VALUES = {
+    (
+        "eks-deploy-ec2-policy.json",
+        "RetagOnlyTheClustersLaunchTemplatesSecurityGroupsAndPlacementGroups",
+        "gpu-platform.io/cluster",
+    )
+}
+
+
+def test_every_value_of_a_negated_list_has_an_escalation_it_denies() -> None:
+    negated = {
+        (document, sid, value)
+        for document, sid, operator, _, value in listed_values(_documents())
+        if _negated(operator)
+    }
+
+    assert sorted(set(VALUE_ESCALATIONS) | REDUNDANT_VALUES) == sorted(negated)
+
+
+@pytest.mark.parametrize(
+    ("where", "request_"),
+    [pytest.param(w, r, id=f"{w[1]}:{w[2]}") for w, r in VALUE_ESCALATIONS.items()],
+)
+def test_each_value_is_what_denies_its_escalation(
+    where: tuple[str, str, str], request_: Request
+) -> None:
+    documents = _documents()
+    document, sid, value = where
+    ((operator, key),) = {
+        (o, k) for d, s, o, k, v in listed_values(documents) if (d, s, v) == where
+    }
+
+    assert not evaluate(documents, document, request_)
+    assert evaluate(
+        without_value(documents, document, sid, operator, key, value), document, request_
+    )
