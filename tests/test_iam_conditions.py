@@ -2,11 +2,13 @@
 request that would move a role, a resource or a launch into another cluster or VPC (or past the
 boundary) is denied as the documents stand, and allowed once that one condition is deleted.
 
-Requests carry the condition keys the IAM Service Authorization Reference lists for the action
-and resource type ("Actions, resources, and condition keys for Amazon EC2": `ec2:Vpc` on the
-subnet, security group and network interface of RunInstances and CreateFleet, and on the network
-interface of CreateTags; `aws:RequestTag/${TagKey}` and `aws:TagKeys` on what RunInstances,
-CreateFleet and CreateLaunchTemplate create; `ec2:CreateAction` on CreateTags). Each request is
+Requests carry only the condition keys the IAM Service Authorization Reference lists for the
+action and resource type (`tests.aws_service_reference.sent`; "Actions, resources, and condition
+keys for Amazon EC2": `ec2:Vpc` on the subnet, security group and network interface of
+RunInstances, on the subnet of CreateFleet, and on the network interface of CreateTags;
+`aws:RequestTag/${TagKey}` and `aws:TagKeys` on what RunInstances, CreateFleet and
+CreateLaunchTemplate create, never on the launch template a launch names; `ec2:CreateAction` on
+CreateTags). Each request is
 evaluated as the IAM User Guide's "Policy evaluation logic" does (tests/iam_policy.py): the deploy
 policies for the deploy role, and AdministratorAccess within the boundary for a role the deploy
 role creates, which may carry any policy.
