@@ -231,7 +231,7 @@ CALLS = [
         ],
     ),
     Call(
-        "interruption queue",  # pkg/providers/sqs
+        "interruption queue",  # pkg/providers/sqs/sqs.go:71, 101, 108
         [
             asked(action, QUEUE, resource_tags=QUEUE_TAGS)
             for action in ("sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:DeleteMessage")
