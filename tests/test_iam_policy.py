@@ -141,3 +141,23 @@ def test_a_resource_policy_allows_only_the_principals_it_names() -> None:
     assert not allowed(
         Request("sqs:SendMessage", "arn:aws:sqs:r:1:q", principal="sqs.amazonaws.com"), [policy]
     )
+
+
+def test_arn_like_if_exists_checks_a_present_key_part_by_part_and_skips_a_missing_one() -> None:
+    # "Condition operators": ArnLike matches each of an ARN's six colon-separated parts on its
+    # own, the value's variable taking the request's value; "...IfExists": "If the key is not
+    # present, evaluate the condition element as true". The boundary's network interface
+    # statement rests on both: an existing interface always has `ec2:Vpc`, the one
+    # CreateNetworkInterface creates has none (its subnet and security groups have).
+    vpc = {"ArnLikeIfExists": {"ec2:Vpc": "arn:aws:ec2:*:*:vpc/${aws:PrincipalTag/vpc}"}}
+    policy = _policy(_allow("ec2:RunInstances", "*", vpc))
+    mine = {"aws:PrincipalTag/vpc": "vpc-1"}
+
+    def launch(context: dict) -> bool:
+        return allowed(Request("ec2:RunInstances", "arn:aws:ec2:r:1:subnet/s", context), [policy])
+
+    assert launch(mine | {"ec2:Vpc": "arn:aws:ec2:us-east-1:1:vpc/vpc-1"})
+    assert not launch(mine | {"ec2:Vpc": "arn:aws:ec2:us-east-1:1:vpc/vpc-2"})
+    assert not launch(mine | {"ec2:Vpc": "arn:aws:ec2:us-east-1:1:vpc/vpc-1:x"})
+    assert launch(mine)
+    assert not launch({"ec2:Vpc": "arn:aws:ec2:us-east-1:1:vpc/vpc-1"})
