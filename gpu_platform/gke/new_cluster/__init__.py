@@ -128,6 +128,7 @@ class NewGkeCluster(pulumi.ComponentResource):
         account, role = system_node_identity(f"{name}-system-nodes", planned, self)
         key = secrets_key(name, planned, gcp, config.protect, self)
         self.system_service_account = account.email
+        self.secrets_key_condition = key.condition
         self.cluster_resource = container.Cluster(
             name,
             args=cluster_args(

@@ -6,6 +6,8 @@ cluster's location, the GKE service agent
 `roles/cloudkms.cryptoKeyEncrypterDecrypter` on it, and the cluster's
 `databaseEncryption: {state: ENCRYPTED, keyName}` (container.v1 `DatabaseEncryption`)."""
 
+import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -13,10 +15,13 @@ import pytest
 
 from gpu_platform.cli.offline import Plan
 
+from tests.repository import ROOT
+
 from ..plans import problems_of
 from .plans import CLUSTER, CRYPTO_KEY, IAM_MEMBER, KEY_MEMBER, KEY_RING, cluster, with_gcp
 
 Config = dict[str, Any]
+SECRETS_KEY_ROLE = "projects/PROJECT_ID/roles/gpuPlatformSecretsKey"
 USERS_KEY = "projects/acme-keys/locations/us-central1/keyRings/gke/cryptoKeys/ml-dev-secrets"
 
 
@@ -134,3 +139,103 @@ def test_without_protect_the_grant_goes_with_the_stack(gke_new_plan: Plan) -> No
     (grant,) = gke_new_plan.of_type(KEY_MEMBER)
 
     assert (grant.protect, grant.retain_on_delete) == (False, False)
+
+
+# The deploy identity's Cloud KMS role is granted on the project with an IAM condition on
+# `resource.name` (docs/iam/gke-deploy-create-roles.json). Cloud KMS takes resource attributes
+# in conditions, its key rings' parent being the location `projects/*/locations/*` (IAM,
+# "Resource attributes for IAM Conditions", https://cloud.google.com/iam/docs/
+# conditions-resource-attributes: `cloud.googleapis.com/Location`, "Cloud Key Management
+# Service uses this resource type as the parent of key ring resources"); a key's and a key
+# version's names begin with their ring's (cloudkms.v1 `CryptoKey.name`,
+# `CryptoKeyVersion.name`).
+STACKS_CONDITION = (
+    "resource.name == 'projects/ml-platform-dev/locations/us-central1'"
+    " || resource.name.startsWith("
+    "'projects/ml-platform-dev/locations/us-central1/keyRings/ml-dev_secrets-')"
+)
+REGION = "projects/ml-platform-dev/locations/us-central1"
+
+
+def allows(condition: str, resource_name: str) -> bool:
+    """The condition's verdict on a resource name: the two forms it is written in, CEL's `==`
+    and `startsWith` on `resource.name`, joined by `||`."""
+    verdicts = []
+    for clause in condition.split(" || "):
+        if equal := re.fullmatch(r"resource\.name == '([^']*)'", clause):
+            verdicts.append(resource_name == equal[1])
+        else:
+            prefix = re.fullmatch(r"resource\.name\.startsWith\('([^']*)'\)", clause)
+            assert prefix, f"not a clause the test reads: {clause}"
+            verdicts.append(resource_name.startswith(prefix[1]))
+    return any(verdicts)
+
+
+def test_the_stack_exports_the_condition_that_holds_the_kms_role_to_its_rings(
+    gke_new_plan: Plan,
+) -> None:
+    assert gke_new_plan.outputs["secretsKeyCondition"] == STACKS_CONDITION
+
+
+def test_the_documented_condition_is_the_stacks_with_its_project_region_and_cluster() -> None:
+    roles = json.loads((ROOT / "docs" / "iam" / "gke-deploy-create-roles.json").read_text())
+    template = roles["conditions"][SECRETS_KEY_ROLE]["expression"]
+
+    filled = (
+        template.replace("PROJECT_ID", "ml-platform-dev")
+        .replace("REGION", "us-central1")
+        .replace("CLUSTER_NAME", "ml-dev")
+    )
+
+    assert filled == STACKS_CONDITION
+
+
+def test_the_rings_pulumi_name_falls_under_the_condition(gke_new_plan: Plan) -> None:
+    (ring,) = gke_new_plan.of_type(KEY_RING)
+    # Pulumi names the ring after its resource name and a dash, then 7 random hex digits.
+    created = f"{REGION}/keyRings/{ring.name}-1a2b3c4"
+
+    assert ring.name == "ml-dev_secrets"
+    for name in (
+        REGION,  # cloudkms.keyRings.create, checked on the ring's location
+        created,
+        f"{created}/cryptoKeys/gke-secrets",
+        f"{created}/cryptoKeys/gke-secrets/cryptoKeyVersions/3",
+    ):
+        assert allows(STACKS_CONDITION, name), name
+
+
+@pytest.mark.parametrize(
+    "resource_name",
+    [
+        # Another key ring of the project, and its key.
+        f"{REGION}/keyRings/payments",
+        f"{REGION}/keyRings/payments/cryptoKeys/db",
+        # Another cluster's ring: its name has the `_` no cluster name has right after it.
+        f"{REGION}/keyRings/ml-dev-2_secrets-1a2b3c4/cryptoKeys/gke-secrets",
+        # A ring of the earlier name, the same for every stack.
+        f"{REGION}/keyRings/cluster-secrets-1a2b3c4/cryptoKeys/gke-secrets",
+        # The stack's name in another region, and another project.
+        "projects/ml-platform-dev/locations/europe-west4/keyRings/ml-dev_secrets-1a2b3c4",
+        "projects/ml-platform-prod/locations/us-central1/keyRings/ml-dev_secrets-1a2b3c4",
+        # Another project's location.
+        "projects/ml-platform-prod/locations/us-central1",
+    ],
+)
+def test_the_condition_keeps_the_kms_role_off_every_other_key(resource_name: str) -> None:
+    assert not allows(STACKS_CONDITION, resource_name)
+
+
+def test_a_ring_of_the_earlier_name_is_kept_by_an_alias(gke_new_plan: Plan) -> None:
+    (ring,) = gke_new_plan.of_type(KEY_RING)
+
+    # Of the same parent (an empty `parentUrn`: pulumi's alias spec takes the resource's own).
+    assert ring.aliases == ({"spec": {"name": "cluster-secrets", "parentUrn": ""}},)
+
+
+def test_with_a_key_of_the_users_no_condition_is_exported(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    plan = plan_for(with_gcp(gke_new_config, secretsKmsKeyName=USERS_KEY))
+
+    assert "secretsKeyCondition" not in plan.outputs
