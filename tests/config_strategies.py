@@ -500,6 +500,8 @@ def gke_stack(draw: st.DrawFn) -> Config:
         }
         if draw(st.booleans()):
             gcp["maintenanceWindow"] = {"start": "03:00", "days": ["SA", "SU"], "durationHours": 8}
+        if draw(st.booleans()):
+            gcp["binaryAuthorization"] = draw(st.booleans())
         # A created cluster's pools pin versions only outside a release channel, and no newer
         # than its control plane.
         pinnable = created_minor == PINNABLE_MINOR and gcp["releaseChannel"] == "none"

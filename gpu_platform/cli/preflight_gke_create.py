@@ -1,6 +1,7 @@
 """What `gpu-platform preflight` finds of a GKE stack that creates its cluster (`cluster.create`):
 that nothing of that name exists yet, that the APIs the creation calls are enabled in the project
-(Cloud KMS's too where the stack creates the Secrets key), that GKE offers the version in the
+(Cloud KMS's too where the stack creates the Secrets key, Binary Authorization's where the
+cluster evaluates the project's policy), that GKE offers the version in the
 release channel at the location, that the region's and project's quotas leave room for what is
 created (the system nodes' vCPUs, Cloud NAT's external address, the network, subnet and router),
 and how the deployer will reach a private control plane.
@@ -30,6 +31,12 @@ REQUIRED_SERVICES = (
 KMS_SERVICE = ("cloudkms.googleapis.com", "the key ring and key that encrypt the cluster's Secrets")
 """Called where the stack creates the Secrets key in the cluster's project; a key named in
 `cluster.create.gcp.secretsKmsKeyName` exists already, its API enabled where it is."""
+BINARY_AUTHORIZATION_SERVICE = (
+    "binaryauthorization.googleapis.com",
+    "Binary Authorization's checks of the cluster's images (gcp.binaryAuthorization)",
+)
+"""Called where the cluster evaluates the project's Binary Authorization policy: GKE reads the
+policy from the project's Binary Authorization API."""
 ENABLED = "ENABLED"
 REGION_ZONES = 3
 """The zones GKE puts a regional cluster's nodes in by default."""
@@ -57,6 +64,8 @@ def creation_findings(config: StackConfig, apis: CreationApis) -> list[Finding]:
     services = list(REQUIRED_SERVICES)
     if create.gcp.secrets_kms_key_name is None:
         services.append(KMS_SERVICE)
+    if create.gcp.binary_authorization:
+        services.append(BINARY_AUTHORIZATION_SERVICE)
     findings += [_service_finding(spec.project, name, why, apis) for name, why in services]
     findings.append(version_finding(create, spec.location, apis.server_config(spec.location)))
     findings += cpu_findings(create, spec.location, region, apis.region_quotas(region))

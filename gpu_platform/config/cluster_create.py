@@ -319,6 +319,17 @@ class GkeClusterCreate(Model):
     (`endpoint.access: private`) is deployable from a laptop or a CI runner with no route into
     the network. Off by default: the IP endpoints, as `endpoint` says, are then the only way
     in."""
+    binary_authorization: bool = True
+    """Have GKE check every pod's images against the project's Binary Authorization policy
+    before admitting it (`binaryAuthorization.evaluationMode: PROJECT_SINGLETON_POLICY_ENFORCE`,
+    which terraform-google-kubernetes-engine's safer-cluster always sets). What is checked, and
+    whether a failing image is refused or only logged, is the policy's: one per project, for
+    every cluster in it, which the platform leaves to the project's owner. Until it is written
+    the policy admits every image; a rule with `enforcementMode: DRYRUN_AUDIT_LOG_ONLY` logs
+    the pods it would refuse and admits them (audit), `ENFORCED_BLOCK_AND_AUDIT_LOG` refuses
+    them (docs/create-cluster-gke.md). Needs the Binary Authorization API
+    (`binaryauthorization.googleapis.com`) enabled in the project; `false` has GKE check no
+    image."""
     system_node_pool: GkeSystemNodePool = Field(default_factory=GkeSystemNodePool)
     """The system node pool."""
     secrets_kms_key_name: CloudKmsKeyName | None = None

@@ -6,7 +6,11 @@ terraform-google-kubernetes-engine's safer-cluster module have it:
 - private nodes (no external address; Cloud NAT for egress), and a control plane reached
   privately, or publicly only from `endpoint.publicCidrs`: master authorized networks on, Google
   Cloud's own public ranges not let in, the DNS-based endpoint closed to user traffic;
+- master authorized networks enforced on the private endpoint too
+  (`privateEndpointEnforcementEnabled`), so that a VM of the network outside them does not reach
+  the API;
 - Workload Identity Federation (`<project>.svc.id.goog`), shielded nodes;
+- Binary Authorization, evaluating the project's policy (`gcp.binaryAuthorization`);
 - Secrets encrypted with a Cloud KMS key (application-layer Secrets encryption);
 - a release channel, or a pinned version on none; a weekly maintenance window and exclusions;
 - no default node pool: GKE creates one with the cluster, and `remove_default_node_pool` deletes
@@ -45,6 +49,9 @@ EXCLUSION_SCOPES = {
     "no-minor-or-node-upgrades": "NO_MINOR_OR_NODE_UPGRADES",
 }
 """`maintenanceExclusions[].scope` -> the API's `MaintenanceExclusionOptions.scope`."""
+BINARY_AUTHORIZATION_MODES = {True: "PROJECT_SINGLETON_POLICY_ENFORCE", False: "DISABLED"}
+"""`gcp.binaryAuthorization` -> the API's `BinaryAuthorization.evaluationMode` (container.v1,
+which has no other mode; the `enabled` boolean it replaces is deprecated)."""
 UNTIL_END_OF_SUPPORT = "UNTIL_END_OF_SUPPORT"
 """`MaintenanceExclusionOptions.endTimeBehavior` of an exclusion lasting while the version is
 supported."""
@@ -105,6 +112,9 @@ def cluster_args(
                 enabled=True
             ),
         ),
+        binary_authorization=container.ClusterBinaryAuthorizationArgs(
+            evaluation_mode=BINARY_AUTHORIZATION_MODES[gcp.binary_authorization]
+        ),
         workload_identity_config=container.ClusterWorkloadIdentityConfigArgs(
             workload_pool=cluster.workload_pool
         ),
@@ -161,7 +171,11 @@ def authorized_networks(
 ) -> container.ClusterMasterAuthorizedNetworksConfigArgs:
     """Who reaches the control plane: the nodes' own subnet (where the platform creates it),
     `endpoint.publicCidrs` and `gcp.authorizedNetworks`; never Google Cloud's public ranges
-    (any Compute Engine VM, anyone's)."""
+    (any Compute Engine VM, anyone's). GKE holds only the public endpoint to them unless told
+    to hold the private one too (`MasterAuthorizedNetworksConfig.privateEndpointEnforcementEnabled`,
+    container.v1: "Whether master authorized networks is enforced on private endpoint or not");
+    without it any address of the network, and of networks peered or connected to it, reaches
+    the private endpoint."""
     blocks = []
     if network.node_cidr is not None:
         blocks.append(
@@ -182,7 +196,9 @@ def authorized_networks(
         for extra in create.gcp.authorized_networks
     ]
     return container.ClusterMasterAuthorizedNetworksConfigArgs(
-        cidr_blocks=blocks, gcp_public_cidrs_access_enabled=False
+        cidr_blocks=blocks,
+        gcp_public_cidrs_access_enabled=False,
+        private_endpoint_enforcement_enabled=True,
     )
 
 

@@ -12,7 +12,12 @@ import pytest
 from gpu_platform.cli import preflight_gke
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_gke import GoogleApis
-from gpu_platform.cli.preflight_gke_create import KMS_SERVICE, REQUIRED_SERVICES, machine_cpus
+from gpu_platform.cli.preflight_gke_create import (
+    BINARY_AUTHORIZATION_SERVICE,
+    KMS_SERVICE,
+    REQUIRED_SERVICES,
+    machine_cpus,
+)
 from tests.gpu_platform.cli.test_preflight_gke import PROJECT, FakeGoogle, quota_list, stack
 
 Config = dict[str, Any]
@@ -32,7 +37,8 @@ class Project:
 
     def __init__(self) -> None:
         self.google = FakeGoogle()
-        self.enable(*(name for name, _ in (*REQUIRED_SERVICES, KMS_SERVICE)))
+        services = (*REQUIRED_SERVICES, KMS_SERVICE, BINARY_AUTHORIZATION_SERVICE)
+        self.enable(*(name for name, _ in services))
         self.quotas(ROOMY_REGION, ROOMY_PROJECT)
         self.offers(STABLE=["1.34.1-gke.1829001", "1.33.5-gke.1201000"])
 
@@ -123,6 +129,7 @@ def test_every_api_the_creation_calls_is_checked(project: Project) -> None:
         "API iam.googleapis.com",
         "API cloudresourcemanager.googleapis.com",
         "API cloudkms.googleapis.com",
+        "API binaryauthorization.googleapis.com",
     }
 
 
@@ -145,6 +152,25 @@ def test_with_a_key_of_the_users_the_kms_api_of_the_cluster_project_is_not_asked
     found = project.findings(lambda c: creating(c, gcp={"secretsKmsKeyName": key}))
 
     assert of(found, "API cloudkms.googleapis.com") == []
+
+
+def test_a_disabled_binary_authorization_api_blocks_where_the_cluster_evaluates_its_policy(
+    project: Project,
+) -> None:
+    project.enable("binaryauthorization.googleapis.com", state="DISABLED")
+
+    (found,) = of(project.findings(), "API binaryauthorization.googleapis.com")
+
+    assert found.severity == "blocking"
+    assert found.action == (
+        f"gcloud services enable binaryauthorization.googleapis.com --project {PROJECT}"
+    )
+
+
+def test_without_binary_authorization_its_api_is_not_asked(project: Project) -> None:
+    found = project.findings(lambda c: creating(c, gcp={"binaryAuthorization": False}))
+
+    assert of(found, "API binaryauthorization.googleapis.com") == []
 
 
 def test_system_nodes_past_the_regions_cpus_block(project: Project) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from gpu_platform.cli.offline import Plan
-
 from tests.repository import ROOT
 
 from ..plans import problems_of
