@@ -10,7 +10,9 @@ Credentials, answer what would otherwise surface as a node pool that never gets 
   machine type and GPUs, consumed only by VMs that name it, and holds the pool's `min` and
   `max`, with how many of its VMs are free;
 - each `reservation: any` pool has READY reservations open to any VM in its zones, of its machine
-  type and GPUs, with how many of their VMs are free.
+  type and GPUs, with how many of their VMs are free;
+- the project is the platform's alone: no other cluster shares its Workload Identity pool, and
+  what trusts the pool (`preflight_gke_identity`).
 
 Fields and shapes are those of the APIs' discovery documents as google-api-python-client ships
 them (`googleapiclient/discovery_cache/documents/container.v1.json` and `compute.v1.json`): the
@@ -46,6 +48,7 @@ from gpu_platform.cli.deadline import (
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_gke_create import creation_findings
+from gpu_platform.cli.preflight_gke_identity import identity_findings
 from gpu_platform.cli.preflight_gke_quotas import quota_findings
 from gpu_platform.cli.preflight_gke_upgrades import upgrade_findings
 from gpu_platform.config import (
@@ -65,6 +68,8 @@ from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 CONTAINER_API = "https://container.googleapis.com/v1/"
 COMPUTE_API = "https://compute.googleapis.com/compute/v1/"
 SERVICE_USAGE_API = "https://serviceusage.googleapis.com/v1/"
+IAM_API = "https://iam.googleapis.com/v1/"
+RESOURCE_MANAGER_API = "https://cloudresourcemanager.googleapis.com/v1/"
 
 API_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 """The OAuth scope the check asks its credentials for: the one `gcloud auth application-default
@@ -78,16 +83,25 @@ SERVER_CONFIG_PERMISSION = "container.clusters.list"
 permissions table); only a stack that creates its cluster asks it."""
 REGION_PERMISSION = "compute.regions.get"
 PROJECT_PERMISSION = "compute.projects.get"
+CLUSTERS_PERMISSION = "container.clusters.list"
+"""What `container.projects.locations.clusters.list` asks of the caller."""
+SERVICE_ACCOUNTS_PERMISSION = "iam.serviceAccounts.list"
+SERVICE_ACCOUNT_POLICY_PERMISSION = "iam.serviceAccounts.getIamPolicy"
+PROJECT_POLICY_PERMISSION = "resourcemanager.projects.getIamPolicy"
 READ_ONLY_PERMISSIONS = (
     CLUSTER_PERMISSION,
     RESERVATION_PERMISSION,
     RESERVATIONS_PERMISSION,
     REGION_PERMISSION,
     PROJECT_PERMISSION,
+    CLUSTERS_PERMISSION,
+    SERVICE_ACCOUNTS_PERMISSION,
+    SERVICE_ACCOUNT_POLICY_PERMISSION,
+    PROJECT_POLICY_PERMISSION,
 )
 """Every permission the check's calls need; a test keeps it, and the README's list, equal to
 them."""
-_VIEWER_ROLES = "roles/container.clusterViewer and roles/compute.viewer"
+_VIEWER_ROLES = "roles/container.clusterViewer, roles/compute.viewer and roles/iam.securityReviewer"
 SERVICE_PERMISSION = "serviceusage.services.get"
 """What `serviceusage.services.get` asks of the caller: only a stack that creates its cluster
 checks its project's APIs (roles/serviceusage.serviceUsageViewer grants it)."""
@@ -104,6 +118,9 @@ _UNUSABLE_STATUSES = frozenset({"DELETING", "INVALID"})
 _THROTTLED_STATUS = 429
 _RATE_LIMIT_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded"})
 _RETRIED_STATUSES = (_THROTTLED_STATUS, 500, 502, 503, 504)
+IAM_POLICY_VERSION = 3
+"""The policy version asked for: 3 returns conditional bindings with their conditions (IAM,
+"Policy versions"); an older one leaves them out of the answer."""
 
 
 class GoogleApiError(Exception):
@@ -201,6 +218,40 @@ class GoogleApis:
             self._get(COMPUTE_API, ("projects", self.project), PROJECT_PERMISSION).get("quotas", [])
         )
 
+    def clusters(self) -> list[dict[str, Any]]:
+        """`container.projects.locations.clusters.list` over every location (`-`)."""
+        path = ("projects", self.project, "locations", "-", "clusters")
+        return list(self._get(CONTAINER_API, path, CLUSTERS_PERMISSION).get("clusters", []))
+
+    def service_accounts(self) -> list[dict[str, Any]]:
+        """`iam.projects.serviceAccounts.list`, page by page (`nextPageToken`)."""
+        found: list[dict[str, Any]] = []
+        query: dict[str, str] = {}
+        while True:
+            page = self._get(
+                IAM_API,
+                ("projects", self.project, "serviceAccounts"),
+                SERVICE_ACCOUNTS_PERMISSION,
+                query,
+            )
+            found += page.get("accounts", [])
+            if not page.get("nextPageToken"):
+                return found
+            query = {"pageToken": page["nextPageToken"]}
+
+    def service_account_policy(self, email: str) -> dict[str, Any]:
+        """`iam.projects.serviceAccounts.getIamPolicy`: who may act as the account, and how."""
+        path = ("projects", self.project, "serviceAccounts", email)
+        query = {"options.requestedPolicyVersion": str(IAM_POLICY_VERSION)}
+        return self._read_policy(IAM_API, path, SERVICE_ACCOUNT_POLICY_PERMISSION, query, None)
+
+    def project_policy(self) -> dict[str, Any]:
+        """`cloudresourcemanager.projects.getIamPolicy`: the project's role bindings."""
+        body = {"options": {"requestedPolicyVersion": IAM_POLICY_VERSION}}
+        return self._read_policy(
+            RESOURCE_MANAGER_API, ("projects", self.project), PROJECT_POLICY_PERMISSION, {}, body
+        )
+
     def reservation(
         self, zone: str, name: str, project: str | None = None
     ) -> dict[str, Any] | None:
@@ -236,6 +287,20 @@ class GoogleApis:
                 raise
             return None
 
+    def _read_policy(
+        self,
+        api: str,
+        path: Sequence[str],
+        permission: str,
+        query: Mapping[str, str],
+        body: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        """A resource's IAM policy: `getIamPolicy` is a POST that reads."""
+        resource = "/".join(quote(part, safe="") for part in path)
+        url = f"{api}{resource}:getIamPolicy" + (f"?{urlencode(query)}" if query else "")
+        response = self.session.post(url, json=body, timeout=self.timeout)
+        return self._answer(response, permission, resource)
+
     def _get(
         self,
         api: str,
@@ -246,6 +311,10 @@ class GoogleApis:
         resource = "/".join(quote(part, safe="") for part in path)
         url = f"{api}{resource}" + (f"?{urlencode(query)}" if query else "")
         response = self.session.get(url, timeout=self.timeout)
+        return self._answer(response, permission, resource)
+
+    @staticmethod
+    def _answer(response: requests.Response, permission: str, resource: str) -> dict[str, Any]:
         if response.status_code != 200:
             raise GoogleApiError(permission, resource, response.status_code, response.content)
         found: dict[str, Any] = json.loads(response.content)
@@ -298,9 +367,10 @@ class _RetriedThrottling(_Reported):
 
 
 class _DeadlineRetry(Retry):
-    """urllib3's Retry for the APIs' calls, all GETs: up to MAX_ATTEMPTS tries of a call that
-    meets throttling (429), a server error (500, 502, 503, 504) or a read timeout, backing off
-    0, 2, 4 and 8 s between them, or as long as the answer's Retry-After says
+    """urllib3's Retry for the APIs' calls, all reads (GETs, and `getIamPolicy`'s POSTs): up
+    to MAX_ATTEMPTS tries of a call that meets throttling (429), a server error (500, 502, 503,
+    504) or a read timeout, backing off 0, 2, 4 and 8 s between them, or as long as the answer's
+    Retry-After says
     (urllib3/util/retry.py). A connection that fails (refused, an unknown name, no answer to
     the handshake) is tried once more, at once, and a proxy that refuses the tunnel not at all:
     neither heals within seconds, and the check says at once that Google could not be reached.
@@ -315,7 +385,7 @@ class _DeadlineRetry(Retry):
             "other": 0,
             "backoff_factor": 1,
             "status_forcelist": _RETRIED_STATUSES,
-            "allowed_methods": {"GET"},
+            "allowed_methods": {"GET", "POST"},
             "respect_retry_after_header": True,
             "raise_on_status": False,
         }
@@ -381,7 +451,8 @@ def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
 
 
 def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
-    """Every finding for the stack, in the order: the cluster, then each pool in the stack file's
+    """Every finding for the stack, in the order: the cluster, the project's other clusters and
+    grants to its Workload Identity pool, then each pool in the stack file's
     order (its Dynamic Workload Scheduler modes against the cluster's version, or its
     reservations). ConfigError, before any call, where a pool that consumes reservations has a
     machine type the program would refuse."""
@@ -395,6 +466,7 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
         cluster = apis.cluster(config.cluster.location or "", config.cluster.name)
         if cluster is not None:
             findings += upgrade_findings(config, cluster)
+    findings += identity_findings(config, apis)
     for i, pool in enumerate(config.pools):
         if version is not None and dynamic_workload_scheduler_modes(pool):
             findings.append(_capacity_version_finding(config, i, pool, version))

@@ -41,6 +41,7 @@ class Project:
         self.enable(*(name for name, _ in services))
         self.quotas(ROOMY_REGION, ROOMY_PROJECT)
         self.offers(STABLE=["1.34.1-gke.1829001", "1.33.5-gke.1201000"])
+        self.google.identities(clusters=())
 
     def offers(self, no_channel: Sequence[str] = (), **channels: Sequence[str]) -> None:
         """The versions GKE offers in us-central1, per channel and outside one
@@ -171,6 +172,17 @@ def test_without_binary_authorization_its_api_is_not_asked(project: Project) -> 
     found = project.findings(lambda c: creating(c, gcp={"binaryAuthorization": False}))
 
     assert of(found, "API binaryauthorization.googleapis.com") == []
+
+
+def test_a_project_with_another_cluster_blocks_the_creation(project: Project) -> None:
+    # Every cluster of a project shares its Workload Identity pool: the platform needs a project
+    # of its own (docs/create-cluster-gke.md).
+    project.google.identities(clusters=[("web", "us-east4")])
+
+    (other, _) = of(project.findings(), f"project {PROJECT}")
+
+    assert other.severity == "blocking"
+    assert other.message.startswith("The project has other GKE clusters (web in us-east4):")
 
 
 def test_system_nodes_past_the_regions_cpus_block(project: Project) -> None:
