@@ -9,16 +9,12 @@ workloadIdentityPools/<pool>/subject/ns/<namespace>/sa/<ksa>` (IAM principal ide
 answers are checked against the `iam.v1`, `cloudresourcemanager.v1` and `container.v1`
 discovery documents' `Policy` and `ListClustersResponse`."""
 
-import pytest
-
 from gpu_platform.cli.findings import Finding
-from tests.gpu_platform.cli.test_preflight_gke import (
-    PROJECT,
-    VERSION,
-    FakeGoogle,
-    findings,
-    reservation,
-)
+from tests.gpu_platform.cli import test_preflight_gke
+from tests.gpu_platform.cli.test_preflight_gke import PROJECT, FakeGoogle, findings
+
+google = test_preflight_gke.google
+"""The gke-dev stack's running cluster and reservations, and a project of its own."""
 
 POOL = f"{PROJECT}.svc.id.goog"
 SUBJECT = f"project {PROJECT}"
@@ -39,18 +35,6 @@ ADVICE = (
     " platform's alone; otherwise move them, or the platform, to another project"
     ' (docs/create-cluster-gke.md, "A project of its own").'
 )
-
-
-@pytest.fixture
-def google() -> FakeGoogle:
-    """The gke-dev stack's running cluster, its reserved pool's reservation, and quotas."""
-    fake = FakeGoogle()
-    fake.cluster(status="RUNNING", currentMasterVersion=VERSION)
-    fake.reservation()
-    fake.listed(reservation())
-    fake.quotas()
-    fake.identities()
-    return fake
 
 
 def of_project(found: list[Finding]) -> list[Finding]:
