@@ -32,6 +32,7 @@ from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.config_strategies import CORNER_STACKS, stack_configs
 from tests.gpu_platform.canary_invariants import canary_capacity_problems, canary_rank_problems
 from tests.gpu_platform.eks.efa_invariants import efa_problems
+from tests.gpu_platform.gke.new_cluster.hardening_invariants import hardening_problems
 from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
 from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
 from tests.gpu_platform.rollout_invariants import timeout_problems
@@ -97,6 +98,9 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         "every canary ranks below every pool that is not a canary": canary_rank_problems,
         "update timeouts outlast the longest rollout": timeout_problems,
         "each EFA node its own EFA count, each EFA placement in one zone": efa_problems,
+        "a created GKE cluster's endpoint, images and Secrets key held as the docs say": (
+            hardening_problems
+        ),
     }
 
 

@@ -7,13 +7,13 @@ cluster's location, the GKE service agent
 `databaseEncryption: {state: ENCRYPTED, keyName}` (container.v1 `DatabaseEncryption`)."""
 
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from gpu_platform.cli.offline import Plan
+from tests.gpu_platform.gke.new_cluster.hardening_invariants import allows
 from tests.repository import ROOT
 
 from ..plans import problems_of
@@ -154,20 +154,6 @@ STACKS_CONDITION = (
     "'projects/ml-platform-dev/locations/us-central1/keyRings/ml-dev_secrets-')"
 )
 REGION = "projects/ml-platform-dev/locations/us-central1"
-
-
-def allows(condition: str, resource_name: str) -> bool:
-    """The condition's verdict on a resource name: the two forms it is written in, CEL's `==`
-    and `startsWith` on `resource.name`, joined by `||`."""
-    verdicts = []
-    for clause in condition.split(" || "):
-        if equal := re.fullmatch(r"resource\.name == '([^']*)'", clause):
-            verdicts.append(resource_name == equal[1])
-        else:
-            prefix = re.fullmatch(r"resource\.name\.startsWith\('([^']*)'\)", clause)
-            assert prefix, f"not a clause the test reads: {clause}"
-            verdicts.append(resource_name.startswith(prefix[1]))
-    return any(verdicts)
 
 
 def test_the_stack_exports_the_condition_that_holds_the_kms_role_to_its_rings(

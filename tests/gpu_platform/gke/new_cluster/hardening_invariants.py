@@ -1,0 +1,55 @@
+"""Over any plan: a GKE cluster the platform creates holds master authorized networks on its
+private endpoint (container.v1 `MasterAuthorizedNetworksConfig.privateEndpointEnforcementEnabled`),
+evaluates Binary Authorization as `cluster.create.gcp.binaryAuthorization` says (container.v1
+`BinaryAuthorization.evaluationMode`), and every key ring it creates falls under the IAM
+condition the stack exports for the deploy identity's Cloud KMS role (`secretsKeyCondition`):
+Pulumi names a ring after its resource name, a dash and 7 random hex digits."""
+
+import re
+from typing import Any
+
+from gpu_platform.cli.offline import Plan
+
+CLUSTER = "gcp:container/cluster:Cluster"
+KEY_RING = "gcp:kms/keyRing:KeyRing"
+RANDOM_SUFFIX = "1a2b3c4"
+
+
+def allows(condition: str, resource_name: str) -> bool:
+    """An IAM condition's verdict on a resource name, for the two forms the platform writes, CEL's
+    `resource.name == '…'` and `resource.name.startsWith('…')`, joined by `||`."""
+    verdicts = []
+    for clause in condition.split(" || "):
+        if equal := re.fullmatch(r"resource\.name == '([^']*)'", clause):
+            verdicts.append(resource_name == equal[1])
+        else:
+            prefix = re.fullmatch(r"resource\.name\.startsWith\('([^']*)'\)", clause)
+            assert prefix, f"not a clause the check reads: {clause}"
+            verdicts.append(resource_name.startswith(prefix[1]))
+    return any(verdicts)
+
+
+def hardening_problems(plan: Plan, config: dict[str, Any]) -> list[str]:
+    create = config.get("gpu-platform:cluster", {}).get("create") or {}
+    evaluation = (
+        "PROJECT_SINGLETON_POLICY_ENFORCE"
+        if create.get("gcp", {}).get("binaryAuthorization", True)
+        else "DISABLED"
+    )
+    problems = []
+    for cluster in plan.of_type(CLUSTER):
+        authorized = cluster.inputs.get("masterAuthorizedNetworksConfig", {})
+        if authorized.get("privateEndpointEnforcementEnabled") is not True:
+            problems.append(f"{cluster.name}: authorized networks not held on the private endpoint")
+        mode = cluster.inputs.get("binaryAuthorization", {}).get("evaluationMode")
+        if mode != evaluation:
+            problems.append(f"{cluster.name}: Binary Authorization {mode}, not {evaluation}")
+    condition = plan.outputs.get("secretsKeyCondition")
+    for ring in plan.of_type(KEY_RING):
+        name = (
+            f"projects/{ring.inputs['project']}/locations/{ring.inputs['location']}/keyRings/"
+            f"{ring.name}-{RANDOM_SUFFIX}/cryptoKeys/gke-secrets"
+        )
+        if condition is None or not allows(condition, name):
+            problems.append(f"key ring {ring.name}: outside the condition {condition}")
+    return problems
