@@ -22,6 +22,7 @@ they fake against those schemas.
 
 import json
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -46,6 +47,7 @@ from gpu_platform.cli.deadline import (
     DeadlinePassed,
 )
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.google_api_error import RATE_LIMIT_REASONS, GoogleApiError
 from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_gke_create import creation_findings
 from gpu_platform.cli.preflight_gke_identity import identity_findings
@@ -116,30 +118,15 @@ _UNUSABLE_STATUSES = frozenset({"DELETING", "INVALID"})
 # 502, 503 and 504 (Google's "Retry failed requests": retry 408, 429 and 5xx with exponential
 # backoff); a throttled call that still fails says so.
 _THROTTLED_STATUS = 429
-_RATE_LIMIT_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded"})
 _RETRIED_STATUSES = (_THROTTLED_STATUS, 500, 502, 503, 504)
+SERVICE_ACCOUNTS_PAGE = 100
+POLICY_READERS = 8
+"""How many service accounts' policies are read at once: each call waits on the network, not on
+this machine, and a few at a time keep the check's share of the project's IAM read quota small
+(a throttled call is retried like any other)."""
 IAM_POLICY_VERSION = 3
 """The policy version asked for: 3 returns conditional bindings with their conditions (IAM,
 "Policy versions"); an older one leaves them out of the answer."""
-
-
-class GoogleApiError(Exception):
-    """A Google API's answer other than success, in the APIs' error shape
-    (https://cloud.google.com/apis/design/errors: `{"error": {"code", "message", "status"}}`;
-    Compute Engine gives `errors[].reason` instead of `status`)."""
-
-    def __init__(self, permission: str, resource: str, status: int, body: bytes):
-        try:
-            error = json.loads(body).get("error", {})
-        except (ValueError, AttributeError):
-            error = {}
-        reasons = [e.get("reason", "") for e in error.get("errors", [])]
-        self.permission = permission
-        self.resource = resource
-        self.status = status
-        self.reason = str(error.get("status") or next(iter(reasons), ""))
-        self.message = str(error.get("message") or body[:200].decode(errors="replace"))
-        super().__init__(f"{status} {self.reason}: {self.message}")
 
 
 class GoogleApis:
@@ -218,15 +205,17 @@ class GoogleApis:
             self._get(COMPUTE_API, ("projects", self.project), PROJECT_PERMISSION).get("quotas", [])
         )
 
-    def clusters(self) -> list[dict[str, Any]]:
-        """`container.projects.locations.clusters.list` over every location (`-`)."""
+    def clusters(self) -> dict[str, Any]:
+        """`container.projects.locations.clusters.list` over every location (`-`): the
+        `ListClustersResponse`, whose `missingZones` are the zones that did not answer."""
         path = ("projects", self.project, "locations", "-", "clusters")
-        return list(self._get(CONTAINER_API, path, CLUSTERS_PERMISSION).get("clusters", []))
+        return self._get(CONTAINER_API, path, CLUSTERS_PERMISSION)
 
     def service_accounts(self) -> list[dict[str, Any]]:
-        """`iam.projects.serviceAccounts.list`, page by page (`nextPageToken`)."""
+        """`iam.projects.serviceAccounts.list`, page by page (`nextPageToken`), as many to a page
+        as the API gives (`pageSize`: "The maximum allowed value is 100", iam.v1)."""
         found: list[dict[str, Any]] = []
-        query: dict[str, str] = {}
+        query = {"pageSize": str(SERVICE_ACCOUNTS_PAGE)}
         while True:
             page = self._get(
                 IAM_API,
@@ -237,10 +226,16 @@ class GoogleApis:
             found += page.get("accounts", [])
             if not page.get("nextPageToken"):
                 return found
-            query = {"pageToken": page["nextPageToken"]}
+            query = {**query, "pageToken": page["nextPageToken"]}
 
-    def service_account_policy(self, email: str) -> dict[str, Any]:
-        """`iam.projects.serviceAccounts.getIamPolicy`: who may act as the account, and how."""
+    def service_account_policies(self, emails: Sequence[str]) -> list[dict[str, Any]]:
+        """`iam.projects.serviceAccounts.getIamPolicy` of each account, in `emails`' order:
+        who may act as it, and how. POLICY_READERS at a time, so that a project of hundreds
+        of accounts is read within the deadline; the first call that fails ends them all."""
+        with ThreadPoolExecutor(POLICY_READERS, thread_name_prefix="preflight-policies") as pool:
+            return list(pool.map(self._service_account_policy, emails))
+
+    def _service_account_policy(self, email: str) -> dict[str, Any]:
         path = ("projects", self.project, "serviceAccounts", email)
         query = {"options.requestedPolicyVersion": str(IAM_POLICY_VERSION)}
         return self._read_policy(IAM_API, path, SERVICE_ACCOUNT_POLICY_PERMISSION, query, None)
@@ -423,7 +418,7 @@ def is_throttled(status: int, body: bytes) -> bool:
     with a rate-limit reason."""
     if status == _THROTTLED_STATUS:
         return True
-    return status == 403 and GoogleApiError("", "", status, body).reason in _RATE_LIMIT_REASONS
+    return status == 403 and GoogleApiError("", "", status, body).reason in RATE_LIMIT_REASONS
 
 
 def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
@@ -457,6 +452,7 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
     reservations). ConfigError, before any call, where a pool that consumes reservations has a
     machine type the program would refuse."""
     gpus = _gpus_of_pools(config)
+    cluster = None
     if config.cluster.create is not None:
         # No cluster to look at yet: what its creation needs instead.
         version: str | None = None
@@ -466,7 +462,7 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
         cluster = apis.cluster(config.cluster.location or "", config.cluster.name)
         if cluster is not None:
             findings += upgrade_findings(config, cluster)
-    findings += identity_findings(config, apis)
+    findings += identity_findings(config, apis, cluster)
     for i, pool in enumerate(config.pools):
         if version is not None and dynamic_workload_scheduler_modes(pool):
             findings.append(_capacity_version_finding(config, i, pool, version))
@@ -688,7 +684,7 @@ def _shared_reservation(
     try:
         reservation = apis.reservation(zone, name, owner)
     except GoogleApiError as error:
-        if error.status != 403 or error.reason in _RATE_LIMIT_REASONS:
+        if not error.refused:
             raise
         return Finding(
             "warning",
@@ -943,7 +939,7 @@ def why_it_cannot_check(
         return f"Google Cloud could not be reached ({error}). Check the network, then run it again."
     answer = f"{error.status} {error.reason}: {error.message}"
     if error.status == _THROTTLED_STATUS or (
-        error.status == 403 and error.reason in _RATE_LIMIT_REASONS
+        error.status == 403 and error.reason in RATE_LIMIT_REASONS
     ):
         tries = (
             f" {last.throttled} time(s) in {last.attempts} attempts, backing off between them"

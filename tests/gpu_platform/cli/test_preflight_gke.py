@@ -283,28 +283,45 @@ class FakeGoogle(BaseAdapter):
         clusters: Sequence[tuple[str, str]] = (("ml-dev", "us-central1"),),
         accounts: Mapping[str, list[Json]] | None = None,
         project_bindings: Sequence[Json] = (),
+        missing_zones: Sequence[str] = (),
+        page: int = 100,
     ) -> None:
-        """The project's clusters (name, location) in every location, its service accounts
-        with their policies' bindings (by e-mail), and its own policy's bindings."""
+        """The project's clusters (name, location) in every location and the zones that did not
+        answer, its service accounts with their policies' bindings (by e-mail), `page` of them
+        to a page, and its own policy's bindings."""
+        listed: Json = {"clusters": [{"name": n, "location": loc} for n, loc in clusters]}
+        if missing_zones:
+            listed["missingZones"] = list(missing_zones)
         self.answer(
             "container.projects.locations.clusters.list",
-            {"clusters": [{"name": n, "location": loc} for n, loc in clusters]},
+            listed,
             parent=f"projects/{PROJECT}/locations/-",
         )
         accounts = accounts or {}
-        self.answer(
-            "iam.projects.serviceAccounts.list",
-            {"accounts": [{"email": email} for email in accounts]},
-            name=f"projects/{PROJECT}",
-        )
+        emails = list(accounts)
+        pages = [emails[i : i + page] for i in range(0, len(emails), page)] or [[]]
+        for number, on_page in enumerate(pages):
+            # The check asks for IAM's largest page, 100 (iam.v1 `pageSize`), and follows
+            # `nextPageToken` until an answer has none.
+            body: Json = {"accounts": [{"email": email} for email in on_page]}
+            if number + 1 < len(pages):
+                body["nextPageToken"] = f"page-{number + 2}"
+            token = {"pageToken": f"page-{number + 1}"} if number else {}
+            self.answer(
+                "iam.projects.serviceAccounts.list",
+                body,
+                name=f"projects/{PROJECT}",
+                pageSize="100",
+                **token,
+            )
         for email, bindings in accounts.items():
             # Asked for policy version 3, which alone returns conditional bindings.
             params = {
                 "resource": f"projects/{PROJECT}/serviceAccounts/{email}",
                 "options.requestedPolicyVersion": "3",
             }
-            body = {"version": 3, "bindings": bindings}
-            self.answer("iam.projects.serviceAccounts.getIamPolicy", body, 200, **params)
+            policy = {"version": 3, "bindings": bindings}
+            self.answer("iam.projects.serviceAccounts.getIamPolicy", policy, 200, **params)
         self.answer(
             "cloudresourcemanager.projects.getIamPolicy",
             {"version": 3, "bindings": list(project_bindings)},
@@ -452,7 +469,9 @@ PROJECT_OWN = Finding(
 NO_POOL_GRANTS = Finding(
     "ok",
     f"project {PROJECT}",
-    f"No service account of the project, nor the project, grants a role to {PROJECT}.svc.id.goog.",
+    f"No role granted to {PROJECT}.svc.id.goog in the policies of the project and of each of"
+    " its service accounts. Grants on the project's other resources (buckets, secrets, keys)"
+    " and in other projects were not read.",
     "Nothing.",
 )
 
