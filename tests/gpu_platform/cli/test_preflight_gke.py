@@ -307,13 +307,8 @@ class FakeGoogle(BaseAdapter):
             if number + 1 < len(pages):
                 body["nextPageToken"] = f"page-{number + 2}"
             token = {"pageToken": f"page-{number + 1}"} if number else {}
-            self.answer(
-                "iam.projects.serviceAccounts.list",
-                body,
-                name=f"projects/{PROJECT}",
-                pageSize="100",
-                **token,
-            )
+            params = {"name": f"projects/{PROJECT}", "pageSize": "100", **token}
+            self.answer("iam.projects.serviceAccounts.list", body, 200, **params)
         for email, bindings in accounts.items():
             # Asked for policy version 3, which alone returns conditional bindings.
             params = {

@@ -18,6 +18,7 @@ from tests.gpu_platform.cli.test_preflight_gke import (
     NO_POOL_GRANTS,
     PROJECT,
     FakeGoogle,
+    Json,
     findings,
     not_found,
 )
@@ -121,7 +122,9 @@ def test_a_fleets_pool_is_the_one_checked_and_its_other_clusters_unseen(
 def test_every_page_of_service_accounts_is_read(google: FakeGoogle) -> None:
     # iam.v1 `ListServiceAccountsResponse.nextPageToken`: the last page's account trusts the pool.
     bindings = [{"role": "roles/iam.workloadIdentityUser", "members": [TRUSTED_KSA]}]
-    accounts = {f"a{i}@{PROJECT}.iam.gserviceaccount.com": [] for i in range(4)}
+    accounts: dict[str, list[Json]] = {
+        f"a{i}@{PROJECT}.iam.gserviceaccount.com": [] for i in range(4)
+    }
     google.identities(accounts={**accounts, PAYMENTS: bindings}, page=2)
 
     _, trust = of_project(findings(google))
