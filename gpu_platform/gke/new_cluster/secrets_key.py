@@ -16,8 +16,10 @@ key's versions for destruction (pulumi-gcp `kms.CryptoKey`). The ring is named b
 random suffix, so that a stack created again after a destroy does not collide with the ring it
 left behind; what comes before the suffix is the cluster's name and `_secrets-`, fixed before
 the ring exists, so that the deploy identity's Cloud KMS role can be held to the stack's rings
-by an IAM condition on that prefix (`key_ring_condition`). GKE cluster names take no `_`
-(lowercase letters, digits and hyphens), so no other cluster's ring shares it.
+by an IAM condition on that prefix for the first `up` (docs/iam/gke-deploy-create-roles.json).
+GKE cluster names take no `_` (lowercase letters, digits and hyphens), so no other cluster's ring
+shares it. Once the ring exists, the stack exports a narrower condition, on the ring's own
+resource name (`key_ring_condition`), which also holds a ring created under an earlier name.
 """
 
 from dataclasses import dataclass, field
@@ -43,22 +45,21 @@ same name for every stack, which no condition could tell apart. The alias keeps 
 its name) in the stack rather than replace it and its key."""
 
 
-def key_ring_prefix(project: str, region: str, cluster: str) -> str:
-    """What the resource name of every ring the stack creates begins with: Pulumi names it
-    `<cluster>_secrets-<7 hex digits>`."""
-    return f"projects/{project}/locations/{region}/keyRings/{cluster}{RING_SUFFIX}-"
-
-
-def key_ring_condition(project: str, region: str, cluster: str) -> str:
-    """The IAM condition that holds the deploy identity's Cloud KMS role to the stack's rings,
-    their keys and key versions (whose resource names begin with the ring's), and to the region
-    itself: creating a ring is checked on its parent location,
-    `projects/<project>/locations/<region>` (IAM, "Resource attributes for IAM Conditions":
-    Cloud KMS takes `cloud.googleapis.com/Location` as the parent of key rings, and its resource
-    names are among those a condition reads)."""
-    location = f"projects/{project}/locations/{region}"
-    prefix = key_ring_prefix(project, region, cluster)
-    return f"resource.name == '{location}' || resource.name.startsWith('{prefix}')"
+def key_ring_condition(ring: str) -> str:
+    """The IAM condition that holds the deploy identity's Cloud KMS role to the ring whose
+    resource name is `ring` (`projects/<project>/locations/<region>/keyRings/<name>`, the
+    KeyRing's id: pulumi-gcp kms/key_ring.py's import format), the ring itself
+    (`cloudkms.keyRings.get`), its keys and key versions (whose resource names begin with the
+    ring's and a `/`: cloudkms.v1 `CryptoKey.name`, `CryptoKeyVersion.name`), and its region:
+    creating a ring is checked on its parent location, `projects/<project>/locations/<region>`
+    (IAM, "Resource attributes for IAM Conditions": Cloud KMS takes
+    `cloud.googleapis.com/Location` as the parent of key rings, and its resource names are among
+    those a condition reads)."""
+    location = ring.split("/keyRings/")[0]
+    return (
+        f"resource.name == '{location}' || resource.name == '{ring}'"
+        f" || resource.name.startsWith('{ring}/')"
+    )
 
 
 def gke_service_agent(project_number: str) -> str:
@@ -73,9 +74,9 @@ class SecretsKey:
     name: pulumi.Input[str]
     """Its resource name, `projects/*/locations/*/keyRings/*/cryptoKeys/*`."""
     grants: list[pulumi.Resource] = field(default_factory=list)
-    condition: str | None = None
+    condition: pulumi.Output[str] | None = None
     """Where the platform creates the key: the IAM condition on the deploy identity's Cloud KMS
-    role (docs/iam/gke-deploy-create-roles.json)."""
+    role once the ring exists (`key_ring_condition`)."""
 
 
 def secrets_key(
@@ -116,5 +117,4 @@ def secrets_key(
         # before deleting the old, and that delete would revoke the role the new one states).
         opts=pulumi.ResourceOptions(parent=parent, protect=protect, retain_on_delete=protect),
     )
-    condition = key_ring_condition(cluster.project, cluster.region, cluster.name)
-    return SecretsKey(key.id, [grant], condition)
+    return SecretsKey(key.id, [grant], ring.id.apply(key_ring_condition))

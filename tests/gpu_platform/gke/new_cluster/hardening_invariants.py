@@ -1,9 +1,9 @@
 """Over any plan: a GKE cluster the platform creates holds master authorized networks on its
 private endpoint (container.v1 `MasterAuthorizedNetworksConfig.privateEndpointEnforcementEnabled`),
 evaluates Binary Authorization as `cluster.create.gcp.binaryAuthorization` says (container.v1
-`BinaryAuthorization.evaluationMode`), and every key ring it creates falls under the IAM
-condition the stack exports for the deploy identity's Cloud KMS role (`secretsKeyCondition`):
-Pulumi names a ring after its resource name, a dash and 7 random hex digits."""
+`BinaryAuthorization.evaluationMode`), and every key ring it creates, with its key, falls under
+the IAM condition the stack exports for the deploy identity's Cloud KMS role
+(`secretsKeyCondition`)."""
 
 import re
 from typing import Any
@@ -11,8 +11,7 @@ from typing import Any
 from gpu_platform.cli.offline import Plan
 
 CLUSTER = "gcp:container/cluster:Cluster"
-KEY_RING = "gcp:kms/keyRing:KeyRing"
-RANDOM_SUFFIX = "1a2b3c4"
+CRYPTO_KEY = "gcp:kms/cryptoKey:CryptoKey"
 
 
 def allows(condition: str, resource_name: str) -> bool:
@@ -45,11 +44,9 @@ def hardening_problems(plan: Plan, config: dict[str, Any]) -> list[str]:
         if mode != evaluation:
             problems.append(f"{cluster.name}: Binary Authorization {mode}, not {evaluation}")
     condition = plan.outputs.get("secretsKeyCondition")
-    for ring in plan.of_type(KEY_RING):
-        name = (
-            f"projects/{ring.inputs['project']}/locations/{ring.inputs['location']}/keyRings/"
-            f"{ring.name}-{RANDOM_SUFFIX}/cryptoKeys/gke-secrets"
-        )
-        if condition is None or not allows(condition, name):
-            problems.append(f"key ring {ring.name}: outside the condition {condition}")
+    for key in plan.of_type(CRYPTO_KEY):
+        ring = key.inputs["keyRing"]
+        for name in (ring, f"{ring}/cryptoKeys/{key.inputs['name']}"):
+            if condition is None or not allows(condition, name):
+                problems.append(f"{name}: outside the condition {condition}")
     return problems

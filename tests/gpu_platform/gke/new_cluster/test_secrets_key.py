@@ -6,6 +6,7 @@ cluster's location, the GKE service agent
 `roles/cloudkms.cryptoKeyEncrypterDecrypter` on it, and the cluster's
 `databaseEncryption: {state: ENCRYPTED, keyName}` (container.v1 `DatabaseEncryption`)."""
 
+import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from gpu_platform.cli.offline import Plan
+from gpu_platform.gke.new_cluster.secrets_key import key_ring_condition
 from tests.gpu_platform.gke.new_cluster.hardening_invariants import allows
 from tests.repository import ROOT
 
@@ -148,21 +150,50 @@ def test_without_protect_the_grant_goes_with_the_stack(gke_new_plan: Plan) -> No
 # Service uses this resource type as the parent of key ring resources"); a key's and a key
 # version's names begin with their ring's (cloudkms.v1 `CryptoKey.name`,
 # `CryptoKeyVersion.name`).
-STACKS_CONDITION = (
-    "resource.name == 'projects/ml-platform-dev/locations/us-central1'"
-    " || resource.name.startsWith("
-    "'projects/ml-platform-dev/locations/us-central1/keyRings/ml-dev_secrets-')"
-)
 REGION = "projects/ml-platform-dev/locations/us-central1"
+FIRST_UP_CONDITION = (
+    f"resource.name == '{REGION}' || resource.name.startsWith('{REGION}/keyRings/ml-dev_secrets-')"
+)
+"""The documented condition, filled in for gke-new: the ring does not exist before the first
+`up`, and Pulumi names it `ml-dev_secrets-<7 hex digits>`."""
+# The stand-in names the ring `<its Pulumi name>-<7 hex digits>`, as Pulumi does.
+PLANNED_RING = (
+    f"{REGION}/keyRings/ml-dev_secrets-{hashlib.sha256(b'ml-dev_secrets').hexdigest()[:7]}"
+)
+EARLIER_RING = f"{REGION}/keyRings/cluster-secrets-9f8e7d6"
+"""A ring created before rings were named after the cluster: the alias keeps it, and its name."""
 
 
-def test_the_stack_exports_the_condition_that_holds_the_kms_role_to_its_rings(
-    gke_new_plan: Plan,
-) -> None:
-    assert gke_new_plan.outputs["secretsKeyCondition"] == STACKS_CONDITION
+def ring_and_its_key(ring: str) -> list[str]:
+    """What the deploy identity's Cloud KMS role acts on for the stack: the location a ring is
+    created in (`cloudkms.keyRings.create`), the ring (`keyRings.get`), its key and a version."""
+    return [
+        REGION,
+        ring,
+        f"{ring}/cryptoKeys/gke-secrets",
+        f"{ring}/cryptoKeys/gke-secrets/cryptoKeyVersions/3",
+    ]
 
 
-def test_the_documented_condition_is_the_stacks_with_its_project_region_and_cluster() -> None:
+def test_the_stack_exports_the_condition_on_its_rings_own_name(gke_new_plan: Plan) -> None:
+    assert gke_new_plan.outputs["secretsKeyCondition"] == (
+        f"resource.name == '{REGION}' || resource.name == '{PLANNED_RING}'"
+        f" || resource.name.startsWith('{PLANNED_RING}/')"
+    )
+
+
+@pytest.mark.parametrize("ring", [PLANNED_RING, EARLIER_RING])
+def test_the_exported_condition_holds_the_ring_of_either_name_and_its_key(ring: str) -> None:
+    # A stack whose ring has the earlier name keeps it (the alias): the condition is built from
+    # the ring's resource name, not from the cluster's, so that ring is not refused.
+    condition = key_ring_condition(ring)
+
+    assert [allows(condition, name) for name in ring_and_its_key(ring)] == [True] * 4
+    # A ring whose name begins with this one's is another ring.
+    assert not allows(condition, f"{ring}0/cryptoKeys/gke-secrets")
+
+
+def test_the_documented_condition_is_the_first_ups_with_its_project_region_and_cluster() -> None:
     roles = json.loads((ROOT / "docs" / "iam" / "gke-deploy-create-roles.json").read_text())
     template = roles["conditions"][SECRETS_KEY_ROLE]["expression"]
 
@@ -172,22 +203,27 @@ def test_the_documented_condition_is_the_stacks_with_its_project_region_and_clus
         .replace("CLUSTER_NAME", "ml-dev")
     )
 
-    assert filled == STACKS_CONDITION
+    assert filled == FIRST_UP_CONDITION
 
 
-def test_the_rings_pulumi_name_falls_under_the_condition(gke_new_plan: Plan) -> None:
+def test_the_ring_the_first_up_creates_falls_under_the_documented_condition(
+    gke_new_plan: Plan,
+) -> None:
     (ring,) = gke_new_plan.of_type(KEY_RING)
-    # Pulumi names the ring after its resource name and a dash, then 7 random hex digits.
-    created = f"{REGION}/keyRings/{ring.name}-1a2b3c4"
 
     assert ring.name == "ml-dev_secrets"
-    for name in (
-        REGION,  # cloudkms.keyRings.create, checked on the ring's location
-        created,
-        f"{created}/cryptoKeys/gke-secrets",
-        f"{created}/cryptoKeys/gke-secrets/cryptoKeyVersions/3",
-    ):
-        assert allows(STACKS_CONDITION, name), name
+    for name in ring_and_its_key(PLANNED_RING):
+        assert allows(FIRST_UP_CONDITION, name), name
+
+
+def test_the_ring_is_named_by_pulumi(gke_new_plan: Plan) -> None:
+    # A KeyRing's `name` cannot change in place (terraform-provider-google
+    # google_kms_key_ring: every field ForceNew; Cloud KMS has no key ring update): naming it
+    # would replace every stack's ring, and its key, with it. Pulumi's own name, kept under the
+    # alias, is what the exported condition reads back from the ring.
+    (ring,) = gke_new_plan.of_type(KEY_RING)
+
+    assert "name" not in ring.inputs
 
 
 @pytest.mark.parametrize(
@@ -207,8 +243,9 @@ def test_the_rings_pulumi_name_falls_under_the_condition(gke_new_plan: Plan) -> 
         "projects/ml-platform-prod/locations/us-central1",
     ],
 )
-def test_the_condition_keeps_the_kms_role_off_every_other_key(resource_name: str) -> None:
-    assert not allows(STACKS_CONDITION, resource_name)
+def test_the_conditions_keep_the_kms_role_off_every_other_key(resource_name: str) -> None:
+    assert not allows(FIRST_UP_CONDITION, resource_name)
+    assert not allows(key_ring_condition(PLANNED_RING), resource_name)
 
 
 def test_a_ring_of_the_earlier_name_is_kept_by_an_alias(gke_new_plan: Plan) -> None:
