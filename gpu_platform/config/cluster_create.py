@@ -319,6 +319,15 @@ class GkeClusterCreate(Model):
     (`endpoint.access: private`) is deployable from a laptop or a CI runner with no route into
     the network. Off by default: the IP endpoints, as `endpoint` says, are then the only way
     in."""
+    private_endpoint_enforcement: bool = True
+    """Hold the private endpoint, too, to the cluster's subnet, `endpoint.publicCidrs` and
+    `authorizedNetworks` (`masterAuthorizedNetworksConfig.privateEndpointEnforcementEnabled`,
+    as terraform-google-kubernetes-engine's safer-cluster sets for a private endpoint). Without
+    it any address of the network, of a peered network, or reached through a VPN or
+    interconnect reaches the private endpoint. With it, a runner, bastion or Cloud Build private
+    pool outside the cluster's subnet must be listed in `authorizedNetworks`, or reach the
+    cluster through `dnsEndpoint`; `false` is for a stack that cannot list them yet
+    (docs/create-cluster-gke.md)."""
     binary_authorization: bool = True
     """Have GKE check every pod's images against the project's Binary Authorization policy
     before admitting it (`binaryAuthorization.evaluationMode: PROJECT_SINGLETON_POLICY_ENFORCE`,

@@ -120,7 +120,7 @@ class NewGkeCluster(pulumi.ComponentResource):
         assert create is not None
         gcp = create.gcp
         if gcp.existing_network is not None:
-            network = existing_network(gcp.existing_network)
+            network = existing_network(gcp.existing_network, planned.project, planned.region)
         else:
             network = create_network(
                 planned.name, planned.project, planned.region, gcp.network or GkeNewNetwork(), self

@@ -169,20 +169,18 @@ def monitoring_config(monitoring: MonitoringSpec) -> container.ClusterMonitoring
 def authorized_networks(
     create: ClusterCreate, network: ClusterNetwork
 ) -> container.ClusterMasterAuthorizedNetworksConfigArgs:
-    """Who reaches the control plane: the nodes' own subnet (where the platform creates it),
-    `endpoint.publicCidrs` and `gcp.authorizedNetworks`; never Google Cloud's public ranges
-    (any Compute Engine VM, anyone's). GKE holds only the public endpoint to them unless told
-    to hold the private one too (`MasterAuthorizedNetworksConfig.privateEndpointEnforcementEnabled`,
-    container.v1: "Whether master authorized networks is enforced on private endpoint or not");
-    without it any address of the network, and of networks peered or connected to it, reaches
-    the private endpoint."""
-    blocks = []
-    if network.node_cidr is not None:
-        blocks.append(
-            container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
-                cidr_block=network.node_cidr, display_name="cluster nodes"
-            )
+    """Who reaches the control plane: the nodes' own subnet, `endpoint.publicCidrs` and
+    `gcp.authorizedNetworks`; never Google Cloud's public ranges (any Compute Engine VM,
+    anyone's). GKE holds only the public endpoint to them unless told to hold the private one
+    too (`MasterAuthorizedNetworksConfig.privateEndpointEnforcementEnabled`, container.v1:
+    "Whether master authorized networks is enforced on private endpoint or not",
+    `gcp.privateEndpointEnforcement`); without it any address of the network, and of networks
+    peered or connected to it, reaches the private endpoint."""
+    blocks = [
+        container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+            cidr_block=network.node_cidr, display_name="cluster nodes"
         )
+    ]
     blocks += [
         container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
             cidr_block=cidr, display_name="endpoint.publicCidrs"
@@ -198,7 +196,7 @@ def authorized_networks(
     return container.ClusterMasterAuthorizedNetworksConfigArgs(
         cidr_blocks=blocks,
         gcp_public_cidrs_access_enabled=False,
-        private_endpoint_enforcement_enabled=True,
+        private_endpoint_enforcement_enabled=create.gcp.private_endpoint_enforcement,
     )
 
 

@@ -288,3 +288,47 @@ def test_a_cluster_of_that_name_already_there_is_a_warning(project: Project) -> 
 )
 def test_a_machine_types_vcpus_come_from_its_name(machine_type: str, expected: Any) -> None:
     assert machine_cpus(machine_type) == expected
+
+
+UNENFORCED = {"enabled": True, "cidrBlocks": [{"cidrBlock": "10.0.0.0/20"}]}
+"""A cluster created before the platform held its private endpoint to the authorized networks:
+container.v1 `MasterAuthorizedNetworksConfig` without `privateEndpointEnforcementEnabled`."""
+
+
+def test_turning_private_endpoint_enforcement_on_for_an_existing_cluster_is_a_warning(
+    project: Project,
+) -> None:
+    project.google.cluster(status="RUNNING", masterAuthorizedNetworksConfig=UNENFORCED)
+
+    (enforcement,) = [f for f in project.findings() if "private endpoint admits" in f.message]
+
+    assert enforcement == Finding(
+        "warning",
+        "cluster ml-dev",
+        "Its private endpoint admits any address of its network and of networks connected to"
+        " it; the next `pulumi up` holds it to the authorized networks (10.0.0.0/20), and a"
+        " deployer outside them loses the API half-way through that update.",
+        "Run `pulumi up` from within them, or list the deployer's range in"
+        " gpu-platform:cluster.create.gcp.authorizedNetworks, or reach the cluster through"
+        " gpu-platform:cluster.create.gcp.dnsEndpoint; or keep the endpoint as it is with"
+        " gpu-platform:cluster.create.gcp.privateEndpointEnforcement: false.",
+    )
+
+
+@pytest.mark.parametrize(
+    ("authorized", "gcp"),
+    [
+        ({**UNENFORCED, "privateEndpointEnforcementEnabled": True}, {}),
+        (UNENFORCED, {"privateEndpointEnforcement": False}),
+        (UNENFORCED, {"dnsEndpoint": True}),
+    ],
+    ids=["already enforced", "kept open by its key", "reached through its DNS endpoint"],
+)
+def test_no_enforcement_warning_where_the_next_up_keeps_its_way_in(
+    project: Project, authorized: dict[str, Any], gcp: dict[str, Any]
+) -> None:
+    project.google.cluster(status="RUNNING", masterAuthorizedNetworksConfig=authorized)
+
+    found = project.findings(lambda c: creating(c, gcp=gcp))
+
+    assert [f for f in found if "private endpoint admits" in f.message] == []

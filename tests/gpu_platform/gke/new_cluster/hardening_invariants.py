@@ -1,5 +1,6 @@
-"""Over any plan: a GKE cluster the platform creates holds master authorized networks on its
-private endpoint (container.v1 `MasterAuthorizedNetworksConfig.privateEndpointEnforcementEnabled`),
+"""Over any plan: a GKE cluster the platform creates admits its nodes' range and holds master
+authorized networks on its private endpoint as `gcp.privateEndpointEnforcement` says
+(container.v1 `MasterAuthorizedNetworksConfig.privateEndpointEnforcementEnabled`),
 evaluates Binary Authorization as `cluster.create.gcp.binaryAuthorization` says (container.v1
 `BinaryAuthorization.evaluationMode`), and every key ring it creates, with its key, falls under
 the IAM condition the stack exports for the deploy identity's Cloud KMS role
@@ -30,16 +31,19 @@ def allows(condition: str, resource_name: str) -> bool:
 
 def hardening_problems(plan: Plan, config: dict[str, Any]) -> list[str]:
     create = config.get("gpu-platform:cluster", {}).get("create") or {}
+    gcp = create.get("gcp", {})
     evaluation = (
-        "PROJECT_SINGLETON_POLICY_ENFORCE"
-        if create.get("gcp", {}).get("binaryAuthorization", True)
-        else "DISABLED"
+        "PROJECT_SINGLETON_POLICY_ENFORCE" if gcp.get("binaryAuthorization", True) else "DISABLED"
     )
+    enforced = gcp.get("privateEndpointEnforcement", True)
     problems = []
     for cluster in plan.of_type(CLUSTER):
         authorized = cluster.inputs.get("masterAuthorizedNetworksConfig", {})
-        if authorized.get("privateEndpointEnforcementEnabled") is not True:
-            problems.append(f"{cluster.name}: authorized networks not held on the private endpoint")
+        if authorized.get("privateEndpointEnforcementEnabled") is not enforced:
+            problems.append(f"{cluster.name}: private endpoint enforcement is not {enforced}")
+        blocks = authorized.get("cidrBlocks", [])
+        if not blocks or blocks[0].get("displayName") != "cluster nodes":
+            problems.append(f"{cluster.name}: the nodes' range is not an authorized network")
         mode = cluster.inputs.get("binaryAuthorization", {}).get("evaluationMode")
         if mode != evaluation:
             problems.append(f"{cluster.name}: Binary Authorization {mode}, not {evaluation}")

@@ -51,6 +51,18 @@ def test_authorized_networks_hold_on_the_private_endpoint_too(gke_new_plan: Plan
     assert [block["cidrBlock"] for block in authorized["cidrBlocks"]] == ["10.0.0.0/20"]
 
 
+def test_authorized_networks_leave_the_private_endpoint_open_by_its_key(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    # For a stack whose deployers reach the private endpoint from outside the authorized
+    # networks (a peered network, a VPN) until it lists them.
+    plan = plan_for(with_gcp(gke_new_config, privateEndpointEnforcement=False))
+
+    authorized = cluster(plan).inputs["masterAuthorizedNetworksConfig"]
+    assert authorized["privateEndpointEnforcementEnabled"] is False
+    assert authorized["gcpPublicCidrsAccessEnabled"] is False
+
+
 def test_binary_authorization_evaluates_the_projects_policy_by_default(gke_new_plan: Plan) -> None:
     # terraform-google-kubernetes-engine v44.2.0 `modules/safer-cluster/main.tf`:
     # `enable_binary_authorization = true`, which `modules/beta-private-cluster/cluster.tf`
