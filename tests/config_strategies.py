@@ -501,7 +501,11 @@ def gke_stack(draw: st.DrawFn) -> Config:
         if draw(st.booleans()):
             gcp["maintenanceWindow"] = {"start": "03:00", "days": ["SA", "SU"], "durationHours": 8}
         if draw(st.booleans()):
-            gcp["binaryAuthorization"] = draw(st.booleans())
+            gcp["binaryAuthorization"] = draw(
+                st.sampled_from(["audit", "enforce", "project", "off"])
+            )
+            if gcp["binaryAuthorization"] in ("audit", "enforce") and draw(st.booleans()):
+                gcp["binaryAuthorizationAllowedImages"] = ["us-docker.pkg.dev/acme-ml/images/**"]
         if draw(st.booleans()):
             gcp["privateEndpointEnforcement"] = draw(st.booleans())
         if draw(st.booleans()):

@@ -67,7 +67,7 @@ def creation_findings(config: StackConfig, apis: CreationApis) -> list[Finding]:
     services = list(REQUIRED_SERVICES)
     if create.gcp.secrets_kms_key_name is None:
         services.append(KMS_SERVICE)
-    if create.gcp.binary_authorization:
+    if create.gcp.binary_authorization != "off":
         services.append(BINARY_AUTHORIZATION_SERVICE)
     findings += [_service_finding(spec.project, name, why, apis) for name, why in services]
     findings.append(version_finding(create, spec.location, apis.server_config(spec.location)))

@@ -336,6 +336,13 @@ def _gke_problems(create: ClusterCreate, gcp: GkeClusterCreate) -> Iterator[Conf
             " (cluster.create.kubernetesVersion)",
         )
     yield from _maintenance_problems(gcp)
+    if gcp.binary_authorization_allowed_images and gcp.binary_authorization in ("project", "off"):
+        yield ConfigProblem(
+            key_path(*base, "binaryAuthorizationAllowedImages"),
+            gcp.binary_authorization_allowed_images,
+            f"no value with binaryAuthorization {gcp.binary_authorization}: only the policy the"
+            " platform writes (audit, enforce) admits them",
+        )
     # GKE adds these to the master authorized networks beside endpoint.publicCidrs: with a
     # public endpoint they open it as much.
     yield from _whole_internet_problems(

@@ -10,7 +10,8 @@ terraform-google-kubernetes-engine's safer-cluster module have it:
   (`privateEndpointEnforcementEnabled`), so that a VM of the network outside them does not reach
   the API;
 - Workload Identity Federation (`<project>.svc.id.goog`), shielded nodes;
-- Binary Authorization, evaluating the project's policy (`gcp.binaryAuthorization`);
+- Binary Authorization, evaluating the project's policy, which the platform writes in audit
+  mode by default (`gcp.binaryAuthorization`, `binary_authorization`);
 - Secrets encrypted with a Cloud KMS key (application-layer Secrets encryption);
 - a release channel, or a pinned version on none; a weekly maintenance window and exclusions;
 - no default node pool: GKE creates one with the cluster, and `remove_default_node_pool` deletes
@@ -32,6 +33,7 @@ from gpu_platform.config import (
     MonitoringSpec,
 )
 from gpu_platform.gke.cluster import GkeCluster
+from gpu_platform.gke.new_cluster.binary_authorization import EVALUATION_MODES
 from gpu_platform.gke.new_cluster.network import ClusterNetwork
 from gpu_platform.gke.node_pool import CLOUD_PLATFORM_SCOPE
 
@@ -49,9 +51,6 @@ EXCLUSION_SCOPES = {
     "no-minor-or-node-upgrades": "NO_MINOR_OR_NODE_UPGRADES",
 }
 """`maintenanceExclusions[].scope` -> the API's `MaintenanceExclusionOptions.scope`."""
-BINARY_AUTHORIZATION_MODES = {True: "PROJECT_SINGLETON_POLICY_ENFORCE", False: "DISABLED"}
-"""`gcp.binaryAuthorization` -> the API's `BinaryAuthorization.evaluationMode` (container.v1,
-which has no other mode; the `enabled` boolean it replaces is deprecated)."""
 UNTIL_END_OF_SUPPORT = "UNTIL_END_OF_SUPPORT"
 """`MaintenanceExclusionOptions.endTimeBehavior` of an exclusion lasting while the version is
 supported."""
@@ -113,7 +112,7 @@ def cluster_args(
             ),
         ),
         binary_authorization=container.ClusterBinaryAuthorizationArgs(
-            evaluation_mode=BINARY_AUTHORIZATION_MODES[gcp.binary_authorization]
+            evaluation_mode=EVALUATION_MODES[gcp.binary_authorization]
         ),
         workload_identity_config=container.ClusterWorkloadIdentityConfigArgs(
             workload_pool=cluster.workload_pool

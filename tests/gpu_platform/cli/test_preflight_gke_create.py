@@ -169,7 +169,7 @@ def test_a_disabled_binary_authorization_api_blocks_where_the_cluster_evaluates_
 
 
 def test_without_binary_authorization_its_api_is_not_asked(project: Project) -> None:
-    found = project.findings(lambda c: creating(c, gcp={"binaryAuthorization": False}))
+    found = project.findings(lambda c: creating(c, gcp={"binaryAuthorization": "off"}))
 
     assert of(found, "API binaryauthorization.googleapis.com") == []
 

@@ -1,10 +1,10 @@
 """Over any plan: a GKE cluster the platform creates admits its nodes' range and holds master
 authorized networks on its private endpoint as `gcp.privateEndpointEnforcement` says
-(container.v1 `MasterAuthorizedNetworksConfig.privateEndpointEnforcementEnabled`),
-evaluates Binary Authorization as `cluster.create.gcp.binaryAuthorization` says (container.v1
-`BinaryAuthorization.evaluationMode`), and every key ring it creates, with its key, falls under
-the IAM condition the stack exports for the deploy identity's Cloud KMS role
-(`secretsKeyCondition`)."""
+(container.v1 `MasterAuthorizedNetworksConfig.privateEndpointEnforcementEnabled`), evaluates
+Binary Authorization as `cluster.create.gcp.binaryAuthorization` says (container.v1
+`BinaryAuthorization.evaluationMode`), with the project's policy written in `audit` and
+`enforce` only, and every key ring it creates, with its key, falls under the IAM condition the
+stack exports for the deploy identity's Cloud KMS role (`secretsKeyCondition`)."""
 
 import re
 from typing import Any
@@ -13,6 +13,7 @@ from gpu_platform.cli.offline import Plan
 
 CLUSTER = "gcp:container/cluster:Cluster"
 CRYPTO_KEY = "gcp:kms/cryptoKey:CryptoKey"
+POLICY = "gcp:binaryauthorization/policy:Policy"
 
 
 def allows(condition: str, resource_name: str) -> bool:
@@ -32,9 +33,9 @@ def allows(condition: str, resource_name: str) -> bool:
 def hardening_problems(plan: Plan, config: dict[str, Any]) -> list[str]:
     create = config.get("gpu-platform:cluster", {}).get("create") or {}
     gcp = create.get("gcp", {})
-    evaluation = (
-        "PROJECT_SINGLETON_POLICY_ENFORCE" if gcp.get("binaryAuthorization", True) else "DISABLED"
-    )
+    binary_authorization = gcp.get("binaryAuthorization", "audit")
+    evaluation = "DISABLED" if binary_authorization == "off" else "PROJECT_SINGLETON_POLICY_ENFORCE"
+    written = binary_authorization in ("audit", "enforce")
     enforced = gcp.get("privateEndpointEnforcement", True)
     problems = []
     for cluster in plan.of_type(CLUSTER):
@@ -47,6 +48,10 @@ def hardening_problems(plan: Plan, config: dict[str, Any]) -> list[str]:
         mode = cluster.inputs.get("binaryAuthorization", {}).get("evaluationMode")
         if mode != evaluation:
             problems.append(f"{cluster.name}: Binary Authorization {mode}, not {evaluation}")
+        if written and len(plan.of_type(POLICY)) != 1:
+            problems.append(f"{cluster.name}: no Binary Authorization policy written")
+    if not written and plan.of_type(POLICY):
+        problems.append(f"a Binary Authorization policy written with {binary_authorization}")
     condition = plan.outputs.get("secretsKeyCondition")
     for key in plan.of_type(CRYPTO_KEY):
         ring = key.inputs["keyRing"]

@@ -63,36 +63,6 @@ def test_authorized_networks_leave_the_private_endpoint_open_by_its_key(
     assert authorized["gcpPublicCidrsAccessEnabled"] is False
 
 
-def test_binary_authorization_evaluates_the_projects_policy_by_default(gke_new_plan: Plan) -> None:
-    # terraform-google-kubernetes-engine v44.2.0 `modules/safer-cluster/main.tf`:
-    # `enable_binary_authorization = true`, which `modules/beta-private-cluster/cluster.tf`
-    # sends as `evaluation_mode = "PROJECT_SINGLETON_POLICY_ENFORCE"`.
-    assert cluster(gke_new_plan).inputs["binaryAuthorization"] == {
-        "evaluationMode": "PROJECT_SINGLETON_POLICY_ENFORCE"
-    }
-
-
-def test_binary_authorization_is_turned_off_by_its_key(
-    gke_new_config: Config, plan_for: Callable[[Config], Plan]
-) -> None:
-    plan = plan_for(with_gcp(gke_new_config, binaryAuthorization=False))
-
-    # container.v1 `BinaryAuthorization.evaluationMode`: DISABLED, "Disable BinaryAuthorization".
-    assert cluster(plan).inputs["binaryAuthorization"] == {"evaluationMode": "DISABLED"}
-
-
-def test_a_binary_authorization_mode_the_api_lacks_is_refused_by_its_key(
-    gke_new_config: Config, failed_plan_for: Callable[[Config], Plan]
-) -> None:
-    # container.v1 has no audit mode: dry-run belongs to the project's policy's rules.
-    plan = failed_plan_for(with_gcp(gke_new_config, binaryAuthorization="audit"))
-
-    problems = problems_of(plan)
-    assert problems["gpu-platform:cluster.create.gcp.binaryAuthorization"].startswith(
-        "a valid boolean"
-    )
-
-
 def test_the_kubeconfig_of_a_private_cluster_names_its_private_endpoint(gke_new_plan: Plan) -> None:
     kubeconfig = yaml.safe_load(gke_new_plan.outputs["kubeconfig"])
     server = kubeconfig["clusters"][0]["cluster"]["server"]
