@@ -9,10 +9,15 @@ workloadIdentityPools/<pool>/subject/ns/<namespace>/sa/<ksa>` (IAM principal ide
 answers are checked against the `iam.v1`, `cloudresourcemanager.v1` and `container.v1`
 discovery documents' `Policy` and `ListClustersResponse`."""
 
+import threading
+import time
+from collections.abc import Mapping
+
 import pytest
 
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.google_api_error import GoogleApiError
+from gpu_platform.cli.preflight_gke import POLICY_READERS, GoogleApis
 from tests.gpu_platform.cli import test_preflight_gke
 from tests.gpu_platform.cli.test_preflight_gke import (
     NO_POOL_GRANTS,
@@ -309,3 +314,43 @@ def test_each_service_accounts_policy_is_asked_with_its_conditions(google: FakeG
 
     assert google.calls.count("iam.projects.serviceAccounts.getIamPolicy") == 1
     assert of_project(found)[1].severity == "warning"
+
+
+class Overlapping(FakeGoogle):
+    """The fake project, each service account's policy answered after a pause, counting how
+    many of those calls are under way at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+        self.under_way = 0
+        self.most = 0
+
+    def respond(
+        self, method: str, url: str, headers: Mapping[str, str | bytes]
+    ) -> tuple[int, Json]:
+        if ":getIamPolicy" not in url or "/serviceAccounts/" not in url:
+            return super().respond(method, url, headers)
+        with self.lock:
+            self.under_way += 1
+            self.most = max(self.most, self.under_way)
+        time.sleep(0.05)
+        with self.lock:
+            self.under_way -= 1
+        return super().respond(method, url, headers)
+
+
+def test_service_accounts_policies_are_read_several_at_a_time() -> None:
+    # One call after another, a project of a few hundred accounts outlasts the check's 30 s
+    # deadline; a few at a time it does not.
+    google = Overlapping()
+    google.cluster(status="RUNNING", currentMasterVersion=test_preflight_gke.VERSION)
+    google.identities(accounts={f"a{i}@{PROJECT}.iam.gserviceaccount.com": [] for i in range(16)})
+    apis = GoogleApis(google.session(), PROJECT)
+
+    policies = apis.service_account_policies(
+        [f"a{i}@{PROJECT}.iam.gserviceaccount.com" for i in range(16)]
+    )
+
+    assert len(policies) == 16
+    assert 1 < google.most <= POLICY_READERS
