@@ -500,6 +500,21 @@ def gke_stack(draw: st.DrawFn) -> Config:
         }
         if draw(st.booleans()):
             gcp["maintenanceWindow"] = {"start": "03:00", "days": ["SA", "SU"], "durationHours": 8}
+        if draw(st.booleans()):
+            gcp["binaryAuthorization"] = draw(
+                st.sampled_from(["audit", "enforce", "project", "off"])
+            )
+            if gcp["binaryAuthorization"] in ("audit", "enforce") and draw(st.booleans()):
+                gcp["binaryAuthorizationAllowedImages"] = ["us-docker.pkg.dev/acme-ml/images/**"]
+        if draw(st.booleans()):
+            gcp["privateEndpointEnforcement"] = draw(st.booleans())
+        if draw(st.booleans()):
+            gcp["existingNetwork"] = {
+                "network": "shared",
+                "subnetwork": "gke-sweep",
+                "podsRangeName": "gke-pods",
+                "servicesRangeName": "gke-services",
+            }
         # A created cluster's pools pin versions only outside a release channel, and no newer
         # than its control plane.
         pinnable = created_minor == PINNABLE_MINOR and gcp["releaseChannel"] == "none"

@@ -33,6 +33,7 @@ from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.config_strategies import CORNER_STACKS, stack_configs
 from tests.gpu_platform.canary_invariants import canary_capacity_problems, canary_rank_problems
 from tests.gpu_platform.eks.efa_invariants import efa_problems
+from tests.gpu_platform.gke.new_cluster.hardening_invariants import hardening_problems
 from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
 from tests.gpu_platform.kubernetes.exporter_invariants import exporter_problems
 from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
@@ -100,6 +101,9 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         "update timeouts outlast the longest rollout": timeout_problems,
         "each EFA node its own EFA count, each EFA placement in one zone": efa_problems,
         "every GPU node one DCGM exporter, which finds the pods on its GPUs": exporter_problems,
+        "a created GKE cluster's endpoint, images and Secrets key held as the docs say": (
+            hardening_problems
+        ),
     }
 
 

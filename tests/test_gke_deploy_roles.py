@@ -60,6 +60,14 @@ PREDEFINED: dict[str, set[str]] = {
         "iam.serviceAccounts.list",
     },
     "roles/container.clusterViewer": {"container.clusters.get", "container.clusters.list"},
+    # Binary Authorization roles and permissions (cloud.google.com/iam/docs/roles-permissions/
+    # binaryauthorization): the project's policy, read and written; nothing on its IAM policy.
+    "roles/binaryauthorization.policyEditor": {
+        "binaryauthorization.policy.get",
+        "binaryauthorization.policy.update",
+        "resourcemanager.projects.get",
+        "resourcemanager.projects.list",
+    },
     "roles/container.defaultNodeServiceAccount": {
         "autoscaling.sites.writeMetrics",
         "logging.logEntries.create",

@@ -183,6 +183,8 @@ GCP_RESOURCE_ROLES: dict[str, set[str]] = {
     "gcp:compute/router:Router": {"roles/compute.networkAdmin"},
     "gcp:compute/routerNat:RouterNat": {"roles/compute.networkAdmin"},
     "gcp:kms/keyRing:KeyRing": {SECRETS_KEY_ROLE},
+    # The project's Binary Authorization policy (`binaryauthorization.policy.get`, `.update`).
+    "gcp:binaryauthorization/policy:Policy": {"roles/binaryauthorization.policyEditor"},
     "gcp:kms/cryptoKey:CryptoKey": {SECRETS_KEY_ROLE},
     "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": {SECRETS_KEY_ROLE},
 }

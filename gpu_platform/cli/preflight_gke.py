@@ -10,7 +10,9 @@ Credentials, answer what would otherwise surface as a node pool that never gets 
   machine type and GPUs, consumed only by VMs that name it, and holds the pool's `min` and
   `max`, with how many of its VMs are free;
 - each `reservation: any` pool has READY reservations open to any VM in its zones, of its machine
-  type and GPUs, with how many of their VMs are free.
+  type and GPUs, with how many of their VMs are free;
+- the project is the platform's alone: no other cluster shares its Workload Identity pool, and
+  what trusts the pool (`preflight_gke_identity`).
 
 Fields and shapes are those of the APIs' discovery documents as google-api-python-client ships
 them (`googleapiclient/discovery_cache/documents/container.v1.json` and `compute.v1.json`): the
@@ -20,6 +22,7 @@ they fake against those schemas.
 
 import json
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -44,9 +47,11 @@ from gpu_platform.cli.deadline import (
     DeadlinePassed,
 )
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.google_api_error import RATE_LIMIT_REASONS, GoogleApiError
 from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_gke_create import creation_findings
 from gpu_platform.cli.preflight_gke_exporter import exporter_label_findings
+from gpu_platform.cli.preflight_gke_identity import identity_findings
 from gpu_platform.cli.preflight_gke_quotas import quota_findings
 from gpu_platform.cli.preflight_gke_upgrades import upgrade_findings
 from gpu_platform.config import (
@@ -66,6 +71,8 @@ from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 CONTAINER_API = "https://container.googleapis.com/v1/"
 COMPUTE_API = "https://compute.googleapis.com/compute/v1/"
 SERVICE_USAGE_API = "https://serviceusage.googleapis.com/v1/"
+IAM_API = "https://iam.googleapis.com/v1/"
+RESOURCE_MANAGER_API = "https://cloudresourcemanager.googleapis.com/v1/"
 
 API_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 """The OAuth scope the check asks its credentials for: the one `gcloud auth application-default
@@ -79,16 +86,25 @@ SERVER_CONFIG_PERMISSION = "container.clusters.list"
 permissions table); only a stack that creates its cluster asks it."""
 REGION_PERMISSION = "compute.regions.get"
 PROJECT_PERMISSION = "compute.projects.get"
+CLUSTERS_PERMISSION = "container.clusters.list"
+"""What `container.projects.locations.clusters.list` asks of the caller."""
+SERVICE_ACCOUNTS_PERMISSION = "iam.serviceAccounts.list"
+SERVICE_ACCOUNT_POLICY_PERMISSION = "iam.serviceAccounts.getIamPolicy"
+PROJECT_POLICY_PERMISSION = "resourcemanager.projects.getIamPolicy"
 READ_ONLY_PERMISSIONS = (
     CLUSTER_PERMISSION,
     RESERVATION_PERMISSION,
     RESERVATIONS_PERMISSION,
     REGION_PERMISSION,
     PROJECT_PERMISSION,
+    CLUSTERS_PERMISSION,
+    SERVICE_ACCOUNTS_PERMISSION,
+    SERVICE_ACCOUNT_POLICY_PERMISSION,
+    PROJECT_POLICY_PERMISSION,
 )
 """Every permission the check's calls need; a test keeps it, and the README's list, equal to
 them."""
-_VIEWER_ROLES = "roles/container.clusterViewer and roles/compute.viewer"
+_VIEWER_ROLES = "roles/container.clusterViewer, roles/compute.viewer and roles/iam.securityReviewer"
 SERVICE_PERMISSION = "serviceusage.services.get"
 """What `serviceusage.services.get` asks of the caller: only a stack that creates its cluster
 checks its project's APIs (roles/serviceusage.serviceUsageViewer grants it)."""
@@ -103,27 +119,15 @@ _UNUSABLE_STATUSES = frozenset({"DELETING", "INVALID"})
 # 502, 503 and 504 (Google's "Retry failed requests": retry 408, 429 and 5xx with exponential
 # backoff); a throttled call that still fails says so.
 _THROTTLED_STATUS = 429
-_RATE_LIMIT_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded"})
 _RETRIED_STATUSES = (_THROTTLED_STATUS, 500, 502, 503, 504)
-
-
-class GoogleApiError(Exception):
-    """A Google API's answer other than success, in the APIs' error shape
-    (https://cloud.google.com/apis/design/errors: `{"error": {"code", "message", "status"}}`;
-    Compute Engine gives `errors[].reason` instead of `status`)."""
-
-    def __init__(self, permission: str, resource: str, status: int, body: bytes):
-        try:
-            error = json.loads(body).get("error", {})
-        except (ValueError, AttributeError):
-            error = {}
-        reasons = [e.get("reason", "") for e in error.get("errors", [])]
-        self.permission = permission
-        self.resource = resource
-        self.status = status
-        self.reason = str(error.get("status") or next(iter(reasons), ""))
-        self.message = str(error.get("message") or body[:200].decode(errors="replace"))
-        super().__init__(f"{status} {self.reason}: {self.message}")
+SERVICE_ACCOUNTS_PAGE = 100
+POLICY_READERS = 8
+"""How many service accounts' policies are read at once: each call waits on the network, not on
+this machine, and a few at a time keep the check's share of the project's IAM read quota small
+(a throttled call is retried like any other)."""
+IAM_POLICY_VERSION = 3
+"""The policy version asked for: 3 returns conditional bindings with their conditions (IAM,
+"Policy versions"); an older one leaves them out of the answer."""
 
 
 class GoogleApis:
@@ -202,6 +206,48 @@ class GoogleApis:
             self._get(COMPUTE_API, ("projects", self.project), PROJECT_PERMISSION).get("quotas", [])
         )
 
+    def clusters(self) -> dict[str, Any]:
+        """`container.projects.locations.clusters.list` over every location (`-`): the
+        `ListClustersResponse`, whose `missingZones` are the zones that did not answer."""
+        path = ("projects", self.project, "locations", "-", "clusters")
+        return self._get(CONTAINER_API, path, CLUSTERS_PERMISSION)
+
+    def service_accounts(self) -> list[dict[str, Any]]:
+        """`iam.projects.serviceAccounts.list`, page by page (`nextPageToken`), as many to a page
+        as the API gives (`pageSize`: "The maximum allowed value is 100", iam.v1)."""
+        found: list[dict[str, Any]] = []
+        query = {"pageSize": str(SERVICE_ACCOUNTS_PAGE)}
+        while True:
+            page = self._get(
+                IAM_API,
+                ("projects", self.project, "serviceAccounts"),
+                SERVICE_ACCOUNTS_PERMISSION,
+                query,
+            )
+            found += page.get("accounts", [])
+            if not page.get("nextPageToken"):
+                return found
+            query = {**query, "pageToken": page["nextPageToken"]}
+
+    def service_account_policies(self, emails: Sequence[str]) -> list[dict[str, Any]]:
+        """`iam.projects.serviceAccounts.getIamPolicy` of each account, in `emails`' order:
+        who may act as it, and how. POLICY_READERS at a time, so that a project of hundreds
+        of accounts is read within the deadline; the first call that fails ends them all."""
+        with ThreadPoolExecutor(POLICY_READERS, thread_name_prefix="preflight-policies") as pool:
+            return list(pool.map(self._service_account_policy, emails))
+
+    def _service_account_policy(self, email: str) -> dict[str, Any]:
+        path = ("projects", self.project, "serviceAccounts", email)
+        query = {"options.requestedPolicyVersion": str(IAM_POLICY_VERSION)}
+        return self._read_policy(IAM_API, path, SERVICE_ACCOUNT_POLICY_PERMISSION, query, None)
+
+    def project_policy(self) -> dict[str, Any]:
+        """`cloudresourcemanager.projects.getIamPolicy`: the project's role bindings."""
+        body = {"options": {"requestedPolicyVersion": IAM_POLICY_VERSION}}
+        return self._read_policy(
+            RESOURCE_MANAGER_API, ("projects", self.project), PROJECT_POLICY_PERMISSION, {}, body
+        )
+
     def reservation(
         self, zone: str, name: str, project: str | None = None
     ) -> dict[str, Any] | None:
@@ -237,6 +283,20 @@ class GoogleApis:
                 raise
             return None
 
+    def _read_policy(
+        self,
+        api: str,
+        path: Sequence[str],
+        permission: str,
+        query: Mapping[str, str],
+        body: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        """A resource's IAM policy: `getIamPolicy` is a POST that reads."""
+        resource = "/".join(quote(part, safe="") for part in path)
+        url = f"{api}{resource}:getIamPolicy" + (f"?{urlencode(query)}" if query else "")
+        response = self.session.post(url, json=body, timeout=self.timeout)
+        return self._answer(response, permission, resource)
+
     def _get(
         self,
         api: str,
@@ -247,6 +307,10 @@ class GoogleApis:
         resource = "/".join(quote(part, safe="") for part in path)
         url = f"{api}{resource}" + (f"?{urlencode(query)}" if query else "")
         response = self.session.get(url, timeout=self.timeout)
+        return self._answer(response, permission, resource)
+
+    @staticmethod
+    def _answer(response: requests.Response, permission: str, resource: str) -> dict[str, Any]:
         if response.status_code != 200:
             raise GoogleApiError(permission, resource, response.status_code, response.content)
         found: dict[str, Any] = json.loads(response.content)
@@ -299,9 +363,10 @@ class _RetriedThrottling(_Reported):
 
 
 class _DeadlineRetry(Retry):
-    """urllib3's Retry for the APIs' calls, all GETs: up to MAX_ATTEMPTS tries of a call that
-    meets throttling (429), a server error (500, 502, 503, 504) or a read timeout, backing off
-    0, 2, 4 and 8 s between them, or as long as the answer's Retry-After says
+    """urllib3's Retry for the APIs' calls, all reads (GETs, and `getIamPolicy`'s POSTs): up
+    to MAX_ATTEMPTS tries of a call that meets throttling (429), a server error (500, 502, 503,
+    504) or a read timeout, backing off 0, 2, 4 and 8 s between them, or as long as the answer's
+    Retry-After says
     (urllib3/util/retry.py). A connection that fails (refused, an unknown name, no answer to
     the handshake) is tried once more, at once, and a proxy that refuses the tunnel not at all:
     neither heals within seconds, and the check says at once that Google could not be reached.
@@ -316,7 +381,7 @@ class _DeadlineRetry(Retry):
             "other": 0,
             "backoff_factor": 1,
             "status_forcelist": _RETRIED_STATUSES,
-            "allowed_methods": {"GET"},
+            "allowed_methods": {"GET", "POST"},
             "respect_retry_after_header": True,
             "raise_on_status": False,
         }
@@ -354,7 +419,7 @@ def is_throttled(status: int, body: bytes) -> bool:
     with a rate-limit reason."""
     if status == _THROTTLED_STATUS:
         return True
-    return status == 403 and GoogleApiError("", "", status, body).reason in _RATE_LIMIT_REASONS
+    return status == 403 and GoogleApiError("", "", status, body).reason in RATE_LIMIT_REASONS
 
 
 def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
@@ -382,11 +447,13 @@ def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
 
 
 def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
-    """Every finding for the stack, in the order: the cluster, then each pool in the stack file's
+    """Every finding for the stack, in the order: the cluster, the project's other clusters and
+    grants to its Workload Identity pool, then each pool in the stack file's
     order (its Dynamic Workload Scheduler modes against the cluster's version, or its
     reservations). ConfigError, before any call, where a pool that consumes reservations has a
     machine type the program would refuse."""
     gpus = _gpus_of_pools(config)
+    cluster = None
     if config.cluster.create is not None:
         # No cluster to look at yet: what its creation needs instead.
         version: str | None = None
@@ -397,6 +464,7 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
         if cluster is not None:
             findings += upgrade_findings(config, cluster)
             findings += exporter_label_findings(config, cluster)
+    findings += identity_findings(config, apis, cluster)
     for i, pool in enumerate(config.pools):
         if version is not None and dynamic_workload_scheduler_modes(pool):
             findings.append(_capacity_version_finding(config, i, pool, version))
@@ -618,7 +686,7 @@ def _shared_reservation(
     try:
         reservation = apis.reservation(zone, name, owner)
     except GoogleApiError as error:
-        if error.status != 403 or error.reason in _RATE_LIMIT_REASONS:
+        if not error.refused:
             raise
         return Finding(
             "warning",
@@ -873,7 +941,7 @@ def why_it_cannot_check(
         return f"Google Cloud could not be reached ({error}). Check the network, then run it again."
     answer = f"{error.status} {error.reason}: {error.message}"
     if error.status == _THROTTLED_STATUS or (
-        error.status == 403 and error.reason in _RATE_LIMIT_REASONS
+        error.status == 403 and error.reason in RATE_LIMIT_REASONS
     ):
         tries = (
             f" {last.throttled} time(s) in {last.attempts} attempts, backing off between them"

@@ -1,6 +1,7 @@
 """What `gpu-platform preflight` finds of a GKE stack that creates its cluster (`cluster.create`):
 that nothing of that name exists yet, that the APIs the creation calls are enabled in the project
-(Cloud KMS's too where the stack creates the Secrets key), that GKE offers the version in the
+(Cloud KMS's too where the stack creates the Secrets key, Binary Authorization's where the
+cluster evaluates the project's policy), that GKE offers the version in the
 release channel at the location, that the region's and project's quotas leave room for what is
 created (the system nodes' vCPUs, Cloud NAT's external address, the network, subnet and router),
 and how the deployer will reach a private control plane.
@@ -30,6 +31,12 @@ REQUIRED_SERVICES = (
 KMS_SERVICE = ("cloudkms.googleapis.com", "the key ring and key that encrypt the cluster's Secrets")
 """Called where the stack creates the Secrets key in the cluster's project; a key named in
 `cluster.create.gcp.secretsKmsKeyName` exists already, its API enabled where it is."""
+BINARY_AUTHORIZATION_SERVICE = (
+    "binaryauthorization.googleapis.com",
+    "Binary Authorization's checks of the cluster's images (gcp.binaryAuthorization)",
+)
+"""Called where the cluster evaluates the project's Binary Authorization policy: GKE reads the
+policy from the project's Binary Authorization API."""
 ENABLED = "ENABLED"
 REGION_ZONES = 3
 """The zones GKE puts a regional cluster's nodes in by default."""
@@ -54,9 +61,14 @@ def creation_findings(config: StackConfig, apis: CreationApis) -> list[Finding]:
     assert create is not None and spec.location is not None and spec.project is not None
     region = zone_region(spec.location) or spec.location
     findings = [_existing_finding(config, apis)]
+    existing = apis.cluster(spec.location, spec.name)
+    if existing is not None and create.gcp.private_endpoint_enforcement:
+        findings += _enforcement_findings(spec.name, create, existing)
     services = list(REQUIRED_SERVICES)
     if create.gcp.secrets_kms_key_name is None:
         services.append(KMS_SERVICE)
+    if create.gcp.binary_authorization != "off":
+        services.append(BINARY_AUTHORIZATION_SERVICE)
     findings += [_service_finding(spec.project, name, why, apis) for name, why in services]
     findings.append(version_finding(create, spec.location, apis.server_config(spec.location)))
     findings += cpu_findings(create, spec.location, region, apis.region_quotas(region))
@@ -88,6 +100,37 @@ def _existing_finding(config: StackConfig, apis: CreationApis) -> Finding:
         f" {key_path('cluster', 'name')}, or attach to it by removing"
         f" {key_path('cluster', 'create')}.",
     )
+
+
+def _enforcement_findings(
+    name: str, create: ClusterCreate, cluster: Mapping[str, Any]
+) -> list[Finding]:
+    """A cluster created before the platform held its private endpoint to the authorized
+    networks (container.v1 `MasterAuthorizedNetworksConfig.privateEndpointEnforcementEnabled`,
+    false when absent): the next `up` turns it on, and whatever reached the private endpoint
+    from outside them (a runner in another subnet, a peered network, a VPN) no longer does,
+    including the `up` itself, which then fails on the cluster's Kubernetes objects."""
+    authorized = cluster.get("masterAuthorizedNetworksConfig", {})
+    if authorized.get("privateEndpointEnforcementEnabled") or create.gcp.dns_endpoint:
+        return []
+    allowed = [b.get("cidrBlock", "") for b in authorized.get("cidrBlocks", [])]
+    networks, dns, enforcement = (
+        key_path("cluster", "create", "gcp", key)
+        for key in ("authorizedNetworks", "dnsEndpoint", "privateEndpointEnforcement")
+    )
+    return [
+        Finding(
+            "warning",
+            f"cluster {name}",
+            "Its private endpoint admits any address of its network and of networks connected"
+            " to it; the next `pulumi up` holds it to the authorized networks"
+            f" ({', '.join(allowed) or 'none'}), and a deployer outside them loses the API"
+            " half-way through that update.",
+            f"Run `pulumi up` from within them, or list the deployer's range in {networks},"
+            f" or reach the cluster through {dns}; or keep the endpoint as it is with"
+            f" {enforcement}: false.",
+        )
+    ]
 
 
 def _service_finding(project: str, service: str, why: str, apis: CreationApis) -> Finding:

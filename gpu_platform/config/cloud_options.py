@@ -32,7 +32,9 @@ class ClusterSpec(Model):
     the platform creates."""
 
     name: ClusterName
-    """The cluster's name: the existing cluster's, or the one `create` gives the new cluster."""
+    """The cluster's name: the existing cluster's, or the one `create` gives the new cluster. A
+    GKE cluster the stack creates takes GKE's names: up to 40 lowercase letters, digits and
+    hyphens, beginning with a letter and ending with a letter or digit."""
     create: ClusterCreate | None = None
     """Create the cluster (and on EKS its VPC) instead of attaching to an existing one
     (docs/create-cluster.md). Unset: attach to the cluster `name` names."""

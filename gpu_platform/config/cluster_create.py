@@ -22,6 +22,7 @@ from gpu_platform.config.fields import (
     Ec2InstanceType,
     GceMachineType,
     GkeNodeVersion,
+    ImageNamePattern,
     KmsKeyArn,
     Model,
     NotBlank,
@@ -319,6 +320,31 @@ class GkeClusterCreate(Model):
     (`endpoint.access: private`) is deployable from a laptop or a CI runner with no route into
     the network. Off by default: the IP endpoints, as `endpoint` says, are then the only way
     in."""
+    private_endpoint_enforcement: bool = True
+    """Hold the private endpoint, too, to the cluster's subnet, `endpoint.publicCidrs` and
+    `authorizedNetworks` (`masterAuthorizedNetworksConfig.privateEndpointEnforcementEnabled`,
+    as terraform-google-kubernetes-engine's safer-cluster sets for a private endpoint). Without
+    it any address of the network, of a peered network, or reached through a VPN or
+    interconnect reaches the private endpoint. With it, a runner, bastion or Cloud Build private
+    pool outside the cluster's subnet must be listed in `authorizedNetworks`, or reach the
+    cluster through `dnsEndpoint`; `false` is for a stack that cannot list them yet
+    (docs/create-cluster-gke.md)."""
+    binary_authorization: Literal["audit", "enforce", "project", "off"] = "audit"
+    """Binary Authorization of the cluster's images (GKE checks each pod's images against the
+    project's policy before admitting it, `evaluationMode: PROJECT_SINGLETON_POLICY_ENFORCE`, as
+    terraform-google-kubernetes-engine's safer-cluster sets). `audit`: the platform writes the
+    project's policy, whose default rule denies every image but the platform's own and
+    `binaryAuthorizationAllowedImages`, in dry run (`DRYRUN_AUDIT_LOG_ONLY`: the pod starts,
+    Cloud Logging records it); `enforce`: the same policy refusing such pods
+    (`ENFORCED_BLOCK_AND_AUDIT_LOG`); `project`: GKE evaluates the policy the project's owner
+    writes, which admits every image until written; `off`: no check. The policy is one per
+    project, for every cluster in it: `audit` and `enforce` replace it, for a project of the
+    platform's own (docs/create-cluster-gke.md). Needs the Binary Authorization API
+    (`binaryauthorization.googleapis.com`) enabled in the project, unless `off`."""
+    binary_authorization_allowed_images: list[ImageNamePattern] = Field(default_factory=list)
+    """Image name patterns the platform's policy admits besides the platform's own images
+    (`admissionWhitelistPatterns`): `registry/path/image`, with a trailing `*` (one level) or
+    `**` (every level below), such as your workloads' registry or a mirror of NVIDIA's."""
     system_node_pool: GkeSystemNodePool = Field(default_factory=GkeSystemNodePool)
     """The system node pool."""
     secrets_kms_key_name: CloudKmsKeyName | None = None

@@ -3,6 +3,7 @@ and how the rest of the stack must agree with a cluster that does not exist yet.
 
 import ipaddress
 import itertools
+import re
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
@@ -39,6 +40,11 @@ GKE_NO_UPGRADES_MAX = timedelta(days=30)
 GKE_NO_UPGRADES_EXCLUSIONS = 3
 # Logs without which nobody can tell who did what on the cluster, or as which IAM identity.
 REQUIRED_EKS_LOGS = ("audit", "authenticator")
+GKE_CLUSTER_NAME = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
+"""What GKE creates a cluster under (container.v1 `Cluster.name`: "up to 40 characters with the
+following restrictions: Lowercase letters, numbers, and hyphens only. Must start with a letter.
+Must end with a number or a letter."). The Secrets key ring is created first and named after the
+cluster, so a name GKE refuses would leave a ring behind that Cloud KMS never deletes."""
 NARROWEST_PUBLIC_PREFIX = 8
 """The widest block `endpoint.publicCidrs` and `gcp.authorizedNetworks` take: an /8, a
 sixteen-millionth of the internet."""
@@ -74,6 +80,13 @@ def cluster_create_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         yield from _eks_problems(config, create.aws)
     else:
         yield from _other_cloud_block(create, "aws", Cloud.GCP)
+        if not GKE_CLUSTER_NAME.fullmatch(config.cluster.name):
+            yield ConfigProblem(
+                key_path("cluster", "name"),
+                config.cluster.name,
+                "a name GKE creates a cluster under: up to 40 lowercase letters, digits and"
+                " hyphens, beginning with a letter and ending with a letter or digit",
+            )
         yield from _gke_problems(create, create.gcp)
 
 
@@ -323,6 +336,13 @@ def _gke_problems(create: ClusterCreate, gcp: GkeClusterCreate) -> Iterator[Conf
             " (cluster.create.kubernetesVersion)",
         )
     yield from _maintenance_problems(gcp)
+    if gcp.binary_authorization_allowed_images and gcp.binary_authorization in ("project", "off"):
+        yield ConfigProblem(
+            key_path(*base, "binaryAuthorizationAllowedImages"),
+            gcp.binary_authorization_allowed_images,
+            f"no value with binaryAuthorization {gcp.binary_authorization}: only the policy the"
+            " platform writes (audit, enforce) admits them",
+        )
     # GKE adds these to the master authorized networks beside endpoint.publicCidrs: with a
     # public endpoint they open it as much.
     yield from _whole_internet_problems(

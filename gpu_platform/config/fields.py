@@ -37,6 +37,9 @@ _MIG_PROFILE = r"^all-\d+g\.\d+gb$"
 _MIG_SLICE = r"^\d+g\.\d+gb$"
 _CLUSTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
 _GCP_LOCATION = r"^[a-z]+-[a-z]+[0-9]+(-[a-z])?$"
+# binaryauthorization.v1 `AdmissionWhitelistPattern.namePattern`: `registry/path/to/image`, with
+# a trailing `*` (not matching `/`) or `**` (subdirectories) allowed only after `registry/`.
+_IMAGE_NAME_PATTERN = r"^[a-z0-9][-a-z0-9.]*(:[0-9]+)?/[^*\s]*(\*\*?)?$"
 _GCP_SERVICE_ACCOUNT = r"^[a-z0-9][-a-z0-9]*@[-a-z0-9.]+\.gserviceaccount\.com$"
 # NVIDIA tags every gpu-operator chart `v<major>.<minor>.<patch>`; anything else is a typo, a
 # range or another chart's version, and Helm would only say so at `pulumi up`.
@@ -100,6 +103,7 @@ MigSlice = Annotated[str, StringConstraints(pattern=_MIG_SLICE)]
 """A MIG slice as its resource is named: `1g.10gb` of `nvidia.com/mig-1g.10gb`."""
 ClusterName = Annotated[str, StringConstraints(pattern=_CLUSTER_NAME)]
 GcpLocation = Annotated[str, StringConstraints(pattern=_GCP_LOCATION)]
+ImageNamePattern = Annotated[str, StringConstraints(pattern=_IMAGE_NAME_PATTERN)]
 GcpServiceAccount = Annotated[str, StringConstraints(pattern=_GCP_SERVICE_ACCOUNT)]
 OperatorChartVersion = Annotated[str, StringConstraints(pattern=_OPERATOR_CHART_VERSION)]
 IamRoleArn = Annotated[str, StringConstraints(pattern=_IAM_ROLE_ARN)]
@@ -135,6 +139,10 @@ PATTERN_MEANINGS = {
     _MIG_SLICE: "a MIG slice such as 1g.10gb",
     _CLUSTER_NAME: "letters, digits, '-' and '_', up to 100 characters",
     _GCP_LOCATION: "a GCP region such as us-central1 or a zone such as us-central1-a",
+    _IMAGE_NAME_PATTERN: (
+        "an image name pattern, registry/path/image, with at most a trailing * (one level) or"
+        " ** (every level below), such as us-docker.pkg.dev/acme/images/**"
+    ),
     _GCP_SERVICE_ACCOUNT: "a service account e-mail such as"
     " gpu-nodes@my-project.iam.gserviceaccount.com",
     _OPERATOR_CHART_VERSION: "a gpu-operator chart version such as v26.7.0: 'v', then"

@@ -204,7 +204,9 @@ class GkeCloud:
     def stack_outputs(self) -> dict[str, Any]:
         """`nodeServiceAccounts`: each pool's node service account, on which the deploy identity
         needs `roles/iam.serviceAccountUser` (docs/iam/README.md); `systemNodeServiceAccount`,
-        of a cluster the stack creates, the system nodes' (docs/create-cluster-gke.md)."""
+        of a cluster the stack creates, the system nodes' (docs/create-cluster-gke.md);
+        `secretsKeyCondition`, where the stack creates the cluster's Secrets key, the IAM
+        condition of the deploy identity's Cloud KMS role (docs/iam/README.md)."""
         outputs: dict[str, Any] = {
             "nodeServiceAccounts": secret_if(
                 self.config.is_secret("pools"),
@@ -213,6 +215,8 @@ class GkeCloud:
         }
         if self._created is not None:
             outputs["systemNodeServiceAccount"] = self._created.system_service_account
+            if self._created.secrets_key_condition is not None:
+                outputs["secretsKeyCondition"] = self._created.secrets_key_condition
         return outputs
 
 

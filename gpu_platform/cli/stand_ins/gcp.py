@@ -4,7 +4,8 @@ The program looks up its cluster (`gcp:container/getCluster`; a stack that creat
 planned as on its first run, the lookup failing as the provider's does for a cluster not created
 yet), the zones of the cluster's region (`gcp:compute/getZones`), per zone, whether it offers a
 pool's machine type (`gcp:compute/getMachineTypes`) and, creating its cluster, the project's number
-(`gcp:organizations/getProject`), which names the GKE service agent. The answers here have the
+(`gcp:organizations/getProject`), which names the GKE service agent, and an existing subnet's
+primary range (`gcp:compute/getSubnetwork`). The answers here have the
 API's shape and plausible values: an endpoint in a documentation address range, a CA that is not
 one, and a few regions whose zones offer GPU machine types the way Compute Engine's GPU zone table
 shows them (one zone of us-central1-f without G2, for instance). Any other region answers with
@@ -30,6 +31,8 @@ STAND_IN_CA = base64.b64encode(
 STAND_IN_MASTER_VERSION = "1.33.5-gke.1201000"
 STAND_IN_DNS_ENDPOINT = "gke-0123456789abcdef-000000000000.us-central1.gke.goog"
 """A created cluster's DNS-based endpoint, of GKE's `gke-<id>.<region>.gke.goog` shape."""
+STAND_IN_SUBNET_RANGE = "10.128.0.0/20"
+"""An existing subnet's primary range: us-central1's in an auto mode network."""
 
 _EVERY_SERIES = ("n1-", "a2-", "a3-", "a4-", "g2-")
 # Zone -> the machine type prefixes it offers.
@@ -79,6 +82,17 @@ def existing_cluster(args: dict[str, Any]) -> dict[str, Any]:
         "releaseChannels": [{"channel": "REGULAR"}],
         "workloadIdentityConfigs": [{"workloadPool": f"{project}.svc.id.goog"}],
         "nodeLocations": region_zones(region)[:3] if region == location else [location],
+    }
+
+
+def get_subnetwork(args: dict[str, Any]) -> dict[str, Any]:
+    """An existing subnet (`cluster.create.gcp.existingNetwork`): its primary range."""
+    region, name = args["region"], args["name"]
+    return {
+        "id": f"projects/{args['project']}/regions/{region}/subnetworks/{name}",
+        "name": name,
+        "region": region,
+        "ipCidrRange": STAND_IN_SUBNET_RANGE,
     }
 
 
@@ -200,6 +214,7 @@ INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "gcp:organizations/getProject:getProject": get_project,
     "gcp:container/getCluster:getCluster": get_cluster,
     "gcp:compute/getZones:getZones": get_zones,
+    "gcp:compute/getSubnetwork:getSubnetwork": get_subnetwork,
     "gcp:compute/getMachineTypes:getMachineTypes": get_machine_types,
 }
 OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {

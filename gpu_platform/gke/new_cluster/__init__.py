@@ -22,6 +22,7 @@ from gpu_platform.config import (
     key_path,
 )
 from gpu_platform.gke.cluster import GkeCluster
+from gpu_platform.gke.new_cluster.binary_authorization import binary_authorization_policy
 from gpu_platform.gke.new_cluster.cluster import (
     DEFAULT_POOL_PROPERTIES,
     admin_domain,
@@ -120,14 +121,16 @@ class NewGkeCluster(pulumi.ComponentResource):
         assert create is not None
         gcp = create.gcp
         if gcp.existing_network is not None:
-            network = existing_network(gcp.existing_network)
+            network = existing_network(gcp.existing_network, planned.project, planned.region)
         else:
             network = create_network(
                 planned.name, planned.project, planned.region, gcp.network or GkeNewNetwork(), self
             )
         account, role = system_node_identity(f"{name}-system-nodes", planned, self)
         key = secrets_key(name, planned, gcp, config.protect, self)
+        policy = binary_authorization_policy(name, planned.project, gcp, self)
         self.system_service_account = account.email
+        self.secrets_key_condition = key.condition
         self.cluster_resource = container.Cluster(
             name,
             args=cluster_args(
@@ -144,7 +147,8 @@ class NewGkeCluster(pulumi.ComponentResource):
                 parent=self,
                 # The default pool's nodes start as the system account, holding its role; GKE
                 # checks that its service agent may use the Secrets key.
-                depends_on=[role, *network.egress, *key.grants],
+                # GKE evaluates the project's policy from the cluster's first pod on.
+                depends_on=[role, *network.egress, *key.grants, *([policy] if policy else [])],
                 ignore_changes=list(DEFAULT_POOL_PROPERTIES),
                 protect=config.protect,
             ),

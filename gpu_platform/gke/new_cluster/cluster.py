@@ -6,7 +6,12 @@ terraform-google-kubernetes-engine's safer-cluster module have it:
 - private nodes (no external address; Cloud NAT for egress), and a control plane reached
   privately, or publicly only from `endpoint.publicCidrs`: master authorized networks on, Google
   Cloud's own public ranges not let in, the DNS-based endpoint closed to user traffic;
+- master authorized networks enforced on the private endpoint too
+  (`privateEndpointEnforcementEnabled`), so that a VM of the network outside them does not reach
+  the API;
 - Workload Identity Federation (`<project>.svc.id.goog`), shielded nodes;
+- Binary Authorization, evaluating the project's policy, which the platform writes in audit
+  mode by default (`gcp.binaryAuthorization`, `binary_authorization`);
 - Secrets encrypted with a Cloud KMS key (application-layer Secrets encryption);
 - a release channel, or a pinned version on none; a weekly maintenance window and exclusions;
 - no default node pool: GKE creates one with the cluster, and `remove_default_node_pool` deletes
@@ -28,6 +33,7 @@ from gpu_platform.config import (
     MonitoringSpec,
 )
 from gpu_platform.gke.cluster import GkeCluster
+from gpu_platform.gke.new_cluster.binary_authorization import EVALUATION_MODES
 from gpu_platform.gke.new_cluster.network import ClusterNetwork
 from gpu_platform.gke.node_pool import CLOUD_PLATFORM_SCOPE
 
@@ -105,6 +111,9 @@ def cluster_args(
                 enabled=True
             ),
         ),
+        binary_authorization=container.ClusterBinaryAuthorizationArgs(
+            evaluation_mode=EVALUATION_MODES[gcp.binary_authorization]
+        ),
         workload_identity_config=container.ClusterWorkloadIdentityConfigArgs(
             workload_pool=cluster.workload_pool
         ),
@@ -159,16 +168,18 @@ def monitoring_config(monitoring: MonitoringSpec) -> container.ClusterMonitoring
 def authorized_networks(
     create: ClusterCreate, network: ClusterNetwork
 ) -> container.ClusterMasterAuthorizedNetworksConfigArgs:
-    """Who reaches the control plane: the nodes' own subnet (where the platform creates it),
-    `endpoint.publicCidrs` and `gcp.authorizedNetworks`; never Google Cloud's public ranges
-    (any Compute Engine VM, anyone's)."""
-    blocks = []
-    if network.node_cidr is not None:
-        blocks.append(
-            container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
-                cidr_block=network.node_cidr, display_name="cluster nodes"
-            )
+    """Who reaches the control plane: the nodes' own subnet, `endpoint.publicCidrs` and
+    `gcp.authorizedNetworks`; never Google Cloud's public ranges (any Compute Engine VM,
+    anyone's). GKE holds only the public endpoint to them unless told to hold the private one
+    too (`MasterAuthorizedNetworksConfig.privateEndpointEnforcementEnabled`, container.v1:
+    "Whether master authorized networks is enforced on private endpoint or not",
+    `gcp.privateEndpointEnforcement`); without it any address of the network, and of networks
+    peered or connected to it, reaches the private endpoint."""
+    blocks = [
+        container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+            cidr_block=network.node_cidr, display_name="cluster nodes"
         )
+    ]
     blocks += [
         container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
             cidr_block=cidr, display_name="endpoint.publicCidrs"
@@ -182,7 +193,9 @@ def authorized_networks(
         for extra in create.gcp.authorized_networks
     ]
     return container.ClusterMasterAuthorizedNetworksConfigArgs(
-        cidr_blocks=blocks, gcp_public_cidrs_access_enabled=False
+        cidr_blocks=blocks,
+        gcp_public_cidrs_access_enabled=False,
+        private_endpoint_enforcement_enabled=create.gcp.private_endpoint_enforcement,
     )
 
 

@@ -29,20 +29,23 @@ class ClusterNetwork:
     subnetwork: pulumi.Input[str]
     pods_range_name: str
     services_range_name: str
-    node_cidr: str | None
-    """The nodes' range, where the platform creates the subnet (an existing one's is not
-    looked up)."""
+    node_cidr: pulumi.Input[str]
+    """The nodes' range: the subnet's primary range, which the control plane must admit."""
     egress: tuple[pulumi.Resource, ...] = ()
     """What nodes need before they start: the NAT that lets them pull images."""
 
 
-def existing_network(spec: GkeExistingNetwork) -> ClusterNetwork:
+def existing_network(spec: GkeExistingNetwork, project: str, region: str) -> ClusterNetwork:
+    """The existing subnet, with its primary range looked up (`compute.subnetworks.get`,
+    `ipCidrRange`): nodes reach the control plane from it, and with authorized networks held
+    on the private endpoint a node outside them cannot register."""
+    subnet = compute.get_subnetwork_output(name=spec.subnetwork, project=project, region=region)
     return ClusterNetwork(
         network=spec.network,
         subnetwork=spec.subnetwork,
         pods_range_name=spec.pods_range_name,
         services_range_name=spec.services_range_name,
-        node_cidr=None,
+        node_cidr=subnet.ip_cidr_range,
     )
 
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -58,9 +58,11 @@ DEADLINE_MARGIN_SECONDS = 2
 
 @dataclass(frozen=True)
 class Method:
-    """A GET method of a discovery document."""
+    """A GET method of a discovery document, or a `getIamPolicy` (a POST that reads)."""
 
     id: str
+    http: str
+    """Its HTTP method."""
     url: re.Pattern[str]
     """`rootUrl` + `servicePath` + `path`, each path parameter matched by its `pattern`."""
     query: frozenset[str]
@@ -86,6 +88,7 @@ def api(name: str) -> Api:
     methods = tuple(
         Method(
             method["id"],
+            method["httpMethod"],
             re.compile(re.escape(base) + _path_pattern(method)),
             frozenset(
                 p for p, d in method.get("parameters", {}).items() if d["location"] == "query"
@@ -94,7 +97,8 @@ def api(name: str) -> Api:
             method["response"]["$ref"],
         )
         for method in _methods(document["resources"])
-        if method["httpMethod"] == "GET" and "response" in method
+        if (method["httpMethod"] == "GET" or method["id"].endswith(".getIamPolicy"))
+        and "response" in method
     )
     return Api(name, methods, {n: json_schema(s) for n, s in document["schemas"].items()})
 
@@ -180,7 +184,7 @@ def quota_list(held: Mapping[str, tuple[int, int]]) -> list[Json]:
     return [{"metric": m, "limit": limit, "usage": usage} for m, (limit, usage) in held.items()]
 
 
-APIS = ("container.v1", "compute.v1", "serviceusage.v1")
+APIS = ("container.v1", "compute.v1", "serviceusage.v1", "iam.v1", "cloudresourcemanager.v1")
 """The APIs the check calls, by their discovery documents."""
 
 
@@ -238,16 +242,15 @@ class FakeGoogle(BaseAdapter):
         self, method: str, url: str, headers: Mapping[str, str | bytes]
     ) -> tuple[int, Json]:
         """The status and body the APIs answer `method url` with."""
-        assert method == "GET", f"a read-only check sent {method} {url}"
         parts = urlsplit(url)
         address = f"{parts.scheme}://{parts.netloc}{parts.path}"
         routes = [
             (m, match)
             for name in APIS
             for m in api(name).methods
-            if (match := m.url.fullmatch(address))
+            if m.http == method and (match := m.url.fullmatch(address))
         ]
-        assert len(routes) == 1, f"{url} is not one GET method of the APIs: {routes}"
+        assert len(routes) == 1, f"{method} {url} is not one read method of the APIs: {routes}"
         ((found, match),) = routes
         query = dict(parse_qsl(parts.query))
         assert set(query) <= found.query, f"{found.id} takes no {set(query) - found.query}"
@@ -273,6 +276,51 @@ class FakeGoogle(BaseAdapter):
                 **fields,
             },
             name=f"projects/{PROJECT}/locations/us-central1/clusters/ml-dev",
+        )
+
+    def identities(
+        self,
+        clusters: Sequence[tuple[str, str]] = (("ml-dev", "us-central1"),),
+        accounts: Mapping[str, list[Json]] | None = None,
+        project_bindings: Sequence[Json] = (),
+        missing_zones: Sequence[str] = (),
+        page: int = 100,
+    ) -> None:
+        """The project's clusters (name, location) in every location and the zones that did not
+        answer, its service accounts with their policies' bindings (by e-mail), `page` of them
+        to a page, and its own policy's bindings."""
+        listed: Json = {"clusters": [{"name": n, "location": loc} for n, loc in clusters]}
+        if missing_zones:
+            listed["missingZones"] = list(missing_zones)
+        self.answer(
+            "container.projects.locations.clusters.list",
+            listed,
+            parent=f"projects/{PROJECT}/locations/-",
+        )
+        accounts = accounts or {}
+        emails = list(accounts)
+        pages = [emails[i : i + page] for i in range(0, len(emails), page)] or [[]]
+        for number, on_page in enumerate(pages):
+            # The check asks for IAM's largest page, 100 (iam.v1 `pageSize`), and follows
+            # `nextPageToken` until an answer has none.
+            body: Json = {"accounts": [{"email": email} for email in on_page]}
+            if number + 1 < len(pages):
+                body["nextPageToken"] = f"page-{number + 2}"
+            token = {"pageToken": f"page-{number + 1}"} if number else {}
+            params = {"name": f"projects/{PROJECT}", "pageSize": "100", **token}
+            self.answer("iam.projects.serviceAccounts.list", body, 200, **params)
+        for email, bindings in accounts.items():
+            # Asked for policy version 3, which alone returns conditional bindings.
+            params = {
+                "resource": f"projects/{PROJECT}/serviceAccounts/{email}",
+                "options.requestedPolicyVersion": "3",
+            }
+            policy = {"version": 3, "bindings": bindings}
+            self.answer("iam.projects.serviceAccounts.getIamPolicy", policy, 200, **params)
+        self.answer(
+            "cloudresourcemanager.projects.getIamPolicy",
+            {"version": 3, "bindings": list(project_bindings)},
+            resource=PROJECT,
         )
 
     def quotas(
@@ -359,6 +407,7 @@ def google() -> FakeGoogle:
     fake.reservation()
     fake.listed(reservation())
     fake.quotas()
+    fake.identities()
     return fake
 
 
@@ -406,10 +455,28 @@ WINDOW_OK = Finding(
 )
 
 
+PROJECT_OWN = Finding(
+    "ok",
+    f"project {PROJECT}",
+    "No other GKE cluster in the project: none shares the cluster's Workload Identity pool.",
+    "Nothing.",
+)
+NO_POOL_GRANTS = Finding(
+    "ok",
+    f"project {PROJECT}",
+    f"No role granted to {PROJECT}.svc.id.goog in the policies of the project and of each of"
+    " its service accounts. Grants on the project's other resources (buckets, secrets, keys)"
+    " and in other projects were not read.",
+    "Nothing.",
+)
+
+
 def test_a_ready_project_blocks_nothing(google: FakeGoogle) -> None:
     assert findings(google) == [
         CLUSTER_OK,
         WINDOW_OK,
+        PROJECT_OWN,
+        NO_POOL_GRANTS,
         Finding(
             "ok",
             RESERVED,
@@ -449,6 +516,9 @@ def test_a_ready_project_blocks_nothing(google: FakeGoogle) -> None:
     # Only the named reservation is read: the project's list is for what that lookup misses.
     assert google.calls == [
         "container.projects.locations.clusters.get",
+        "container.projects.locations.clusters.list",
+        "iam.projects.serviceAccounts.list",
+        "cloudresourcemanager.projects.getIamPolicy",
         "compute.reservations.get",
         "compute.regions.get",
         "compute.projects.get",
@@ -517,6 +587,7 @@ def test_an_accelerator_given_by_its_url_is_known_by_its_name(google: FakeGoogle
 
 def test_a_reservation_in_another_zone_blocks_naming_its_zone(google: FakeGoogle) -> None:
     google.answers.clear()
+    google.identities()
     google.cluster(status="RUNNING", currentMasterVersion=VERSION)
     google.quotas()
     google.listed(reservation(zone="us-central1-b"), reservation(name="other"))
@@ -534,6 +605,7 @@ def test_a_reservation_in_another_zone_blocks_naming_its_zone(google: FakeGoogle
 
 def test_a_reservation_compute_engine_does_not_know_blocks(google: FakeGoogle) -> None:
     google.answers.clear()
+    google.identities()
     google.cluster(status="RUNNING", currentMasterVersion=VERSION)
     google.quotas()
     google.listed()
@@ -760,10 +832,11 @@ def test_a_cluster_gke_does_not_know_blocks_and_the_reservations_are_still_check
     google: FakeGoogle,
 ) -> None:
     google.answers.clear()
+    google.identities(clusters=())
     google.reservation()
     google.quotas()
 
-    assert findings(google)[:2] == [
+    assert findings(google)[:4] == [
         Finding(
             "blocking",
             "cluster ml-dev",
@@ -771,6 +844,8 @@ def test_a_cluster_gke_does_not_know_blocks_and_the_reservations_are_still_check
             "Check gpu-platform:cluster.name, gpu-platform:cluster.location and"
             " gpu-platform:cluster.project, or create the cluster first.",
         ),
+        PROJECT_OWN,
+        NO_POOL_GRANTS,
         Finding(
             "ok",
             RESERVED,
@@ -899,8 +974,10 @@ def test_a_refused_permission_is_named_with_what_the_check_needs(
     assert f"Cannot check stack gke-dev: {said}" in result.output
     assert (
         "The check needs, read-only: container.clusters.get, compute.reservations.get,"
-        " compute.reservations.list, compute.regions.get, compute.projects.get"
-        " (roles/container.clusterViewer and roles/compute.viewer grant them)." in result.output
+        " compute.reservations.list, compute.regions.get, compute.projects.get,"
+        " container.clusters.list, iam.serviceAccounts.list, iam.serviceAccounts.getIamPolicy,"
+        " resourcemanager.projects.getIamPolicy (roles/container.clusterViewer,"
+        " roles/compute.viewer and roles/iam.securityReviewer grant them)." in result.output
     )
     assert "Traceback" not in result.output
 
@@ -966,12 +1043,26 @@ def served(
     """`google` served over HTTP on this machine's loopback, where the APIs' addresses point, to
     `gpu-platform preflight gke-dev` with a token that needs no refresh: each call goes through
     the command's own session, its transport and urllib3's retries, as it would to Google."""
-    roots = {"/compute/": "https://compute.googleapis.com", "/": "https://container.googleapis.com"}
+    # Served path prefix -> the API's root, which replaces the prefix.
+    roots = {
+        "/compute/": "https://compute.googleapis.com/compute/",
+        "/iam/": "https://iam.googleapis.com/",
+        "/crm/": "https://cloudresourcemanager.googleapis.com/",
+        "/": "https://container.googleapis.com/",
+    }
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            root = next(r for prefix, r in roots.items() if self.path.startswith(prefix))
-            status, body = google.respond("GET", root + self.path, dict(self.headers))
+            self._answer("GET")
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self._answer("POST")
+
+        def _answer(self, method: str) -> None:
+            prefix, root = next((p, r) for p, r in roots.items() if self.path.startswith(p))
+            url = root + self.path.removeprefix(prefix)
+            status, body = google.respond(method, url, dict(self.headers))
             content = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -987,6 +1078,8 @@ def served(
     address = f"http://127.0.0.1:{server.server_address[1]}"
     monkeypatch.setattr(preflight_gke, "CONTAINER_API", f"{address}/v1/")
     monkeypatch.setattr(preflight_gke, "COMPUTE_API", f"{address}/compute/v1/")
+    monkeypatch.setattr(preflight_gke, "IAM_API", f"{address}/iam/v1/")
+    monkeypatch.setattr(preflight_gke, "RESOURCE_MANAGER_API", f"{address}/crm/v1/")
     monkeypatch.setattr("google.auth.default", lambda scopes: (Credentials(token="t"), None))
     monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack())
     try:
@@ -1023,8 +1116,10 @@ RESERVATION_RATE_LIMITED = Answered(RESERVATION_GET, RESERVATION_PARAMS, RATE_LI
         CLUSTER_QUOTA_EXCEEDED,
         RESERVATION_RATE_LIMITED,
         Answered(CLUSTER_GET, {"name": CLUSTER_NAME}, UNAVAILABLE),
+        # getIamPolicy reads with a POST, retried as the GETs are.
+        Answered("cloudresourcemanager.projects.getIamPolicy", {"resource": PROJECT}, UNAVAILABLE),
     ],
-    ids=["gke-429", "compute-rate-limit", "server-error"],
+    ids=["gke-429", "compute-rate-limit", "server-error", "policy-post"],
 )
 def test_a_throttled_call_is_retried_with_backoff_until_it_is_answered(
     served: FakeGoogle, backoffs: list[float], throttled: Answered
@@ -1273,10 +1368,15 @@ def test_a_host_no_proxy_names_is_called_directly(
 
 # --- What the check calls --------------------------------------------------------------------
 
-# The IAM permission each method asks of its caller (Compute Engine's and GKE's IAM permission
-# references: an aggregated list needs the resource's `list` permission).
+# The IAM permission each method asks of its caller (Compute Engine's, GKE's, IAM's and Resource
+# Manager's IAM permission references: an aggregated list needs the resource's `list`
+# permission).
 PERMISSIONS = {
     "container.projects.locations.clusters.get": "container.clusters.get",
+    "container.projects.locations.clusters.list": "container.clusters.list",
+    "iam.projects.serviceAccounts.list": "iam.serviceAccounts.list",
+    "iam.projects.serviceAccounts.getIamPolicy": "iam.serviceAccounts.getIamPolicy",
+    "cloudresourcemanager.projects.getIamPolicy": "resourcemanager.projects.getIamPolicy",
     "compute.reservations.get": "compute.reservations.get",
     "compute.reservations.aggregatedList": "compute.reservations.list",
     "compute.regions.get": "compute.regions.get",
@@ -1288,13 +1388,15 @@ def documented_permissions() -> set[str]:
     """The permissions the README says the GKE check needs."""
     text = (ROOT / "README.md").read_text()
     section = text.split("**Pre-flight (GKE).**", 1)[1].split("\n\n", 1)[0]
-    return set(re.findall(r"`((?:container|compute)\.\w+\.\w+)`", section))
+    return set(re.findall(r"`((?:container|compute|iam|resourcemanager)\.\w+\.\w+)`", section))
 
 
 def test_the_readme_names_exactly_the_permissions_the_check_calls(google: FakeGoogle) -> None:
-    # Every call: the cluster, a specific pool's reservation missing from its zone (the project's
-    # list is read for it), and an `any` pool.
+    # Every call: the cluster, the project's clusters and a service account's policy, a
+    # specific pool's reservation missing from its zone (the project's list is read for it), and
+    # an `any` pool.
     google.answers.clear()
+    google.identities(accounts={f"ci@{PROJECT}.iam.gserviceaccount.com": []})
     google.cluster(status="RUNNING", currentMasterVersion=VERSION)
     google.quotas()
     google.listed()
@@ -1335,7 +1437,7 @@ def test_the_schemas_the_fake_checks_answers_against_are_json_schema(name: str) 
 
 
 def test_the_fake_refuses_a_call_the_api_does_not_have() -> None:
-    with pytest.raises(AssertionError, match="not one GET method"):
+    with pytest.raises(AssertionError, match="not one read method"):
         FakeGoogle().session().get(f"https://compute.googleapis.com/compute/v1/{PROJECT}/nothing")
 
 

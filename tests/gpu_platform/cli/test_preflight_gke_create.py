@@ -12,7 +12,12 @@ import pytest
 from gpu_platform.cli import preflight_gke
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_gke import GoogleApis
-from gpu_platform.cli.preflight_gke_create import KMS_SERVICE, REQUIRED_SERVICES, machine_cpus
+from gpu_platform.cli.preflight_gke_create import (
+    BINARY_AUTHORIZATION_SERVICE,
+    KMS_SERVICE,
+    REQUIRED_SERVICES,
+    machine_cpus,
+)
 from tests.gpu_platform.cli.test_preflight_gke import PROJECT, FakeGoogle, quota_list, stack
 
 Config = dict[str, Any]
@@ -32,9 +37,11 @@ class Project:
 
     def __init__(self) -> None:
         self.google = FakeGoogle()
-        self.enable(*(name for name, _ in (*REQUIRED_SERVICES, KMS_SERVICE)))
+        services = (*REQUIRED_SERVICES, KMS_SERVICE, BINARY_AUTHORIZATION_SERVICE)
+        self.enable(*(name for name, _ in services))
         self.quotas(ROOMY_REGION, ROOMY_PROJECT)
         self.offers(STABLE=["1.34.1-gke.1829001", "1.33.5-gke.1201000"])
+        self.google.identities(clusters=())
 
     def offers(self, no_channel: Sequence[str] = (), **channels: Sequence[str]) -> None:
         """The versions GKE offers in us-central1, per channel and outside one
@@ -123,6 +130,7 @@ def test_every_api_the_creation_calls_is_checked(project: Project) -> None:
         "API iam.googleapis.com",
         "API cloudresourcemanager.googleapis.com",
         "API cloudkms.googleapis.com",
+        "API binaryauthorization.googleapis.com",
     }
 
 
@@ -145,6 +153,36 @@ def test_with_a_key_of_the_users_the_kms_api_of_the_cluster_project_is_not_asked
     found = project.findings(lambda c: creating(c, gcp={"secretsKmsKeyName": key}))
 
     assert of(found, "API cloudkms.googleapis.com") == []
+
+
+def test_a_disabled_binary_authorization_api_blocks_where_the_cluster_evaluates_its_policy(
+    project: Project,
+) -> None:
+    project.enable("binaryauthorization.googleapis.com", state="DISABLED")
+
+    (found,) = of(project.findings(), "API binaryauthorization.googleapis.com")
+
+    assert found.severity == "blocking"
+    assert found.action == (
+        f"gcloud services enable binaryauthorization.googleapis.com --project {PROJECT}"
+    )
+
+
+def test_without_binary_authorization_its_api_is_not_asked(project: Project) -> None:
+    found = project.findings(lambda c: creating(c, gcp={"binaryAuthorization": "off"}))
+
+    assert of(found, "API binaryauthorization.googleapis.com") == []
+
+
+def test_a_project_with_another_cluster_blocks_the_creation(project: Project) -> None:
+    # Every cluster of a project shares its Workload Identity pool: the platform needs a project
+    # of its own (docs/create-cluster-gke.md).
+    project.google.identities(clusters=[("web", "us-east4")])
+
+    (other, _) = of(project.findings(), f"project {PROJECT}")
+
+    assert other.severity == "blocking"
+    assert other.message.startswith("The project has other GKE clusters (web in us-east4):")
 
 
 def test_system_nodes_past_the_regions_cpus_block(project: Project) -> None:
@@ -250,3 +288,47 @@ def test_a_cluster_of_that_name_already_there_is_a_warning(project: Project) -> 
 )
 def test_a_machine_types_vcpus_come_from_its_name(machine_type: str, expected: Any) -> None:
     assert machine_cpus(machine_type) == expected
+
+
+UNENFORCED = {"enabled": True, "cidrBlocks": [{"cidrBlock": "10.0.0.0/20"}]}
+"""A cluster created before the platform held its private endpoint to the authorized networks:
+container.v1 `MasterAuthorizedNetworksConfig` without `privateEndpointEnforcementEnabled`."""
+
+
+def test_turning_private_endpoint_enforcement_on_for_an_existing_cluster_is_a_warning(
+    project: Project,
+) -> None:
+    project.google.cluster(status="RUNNING", masterAuthorizedNetworksConfig=UNENFORCED)
+
+    (enforcement,) = [f for f in project.findings() if "private endpoint admits" in f.message]
+
+    assert enforcement == Finding(
+        "warning",
+        "cluster ml-dev",
+        "Its private endpoint admits any address of its network and of networks connected to"
+        " it; the next `pulumi up` holds it to the authorized networks (10.0.0.0/20), and a"
+        " deployer outside them loses the API half-way through that update.",
+        "Run `pulumi up` from within them, or list the deployer's range in"
+        " gpu-platform:cluster.create.gcp.authorizedNetworks, or reach the cluster through"
+        " gpu-platform:cluster.create.gcp.dnsEndpoint; or keep the endpoint as it is with"
+        " gpu-platform:cluster.create.gcp.privateEndpointEnforcement: false.",
+    )
+
+
+@pytest.mark.parametrize(
+    ("authorized", "gcp"),
+    [
+        ({**UNENFORCED, "privateEndpointEnforcementEnabled": True}, {}),
+        (UNENFORCED, {"privateEndpointEnforcement": False}),
+        (UNENFORCED, {"dnsEndpoint": True}),
+    ],
+    ids=["already enforced", "kept open by its key", "reached through its DNS endpoint"],
+)
+def test_no_enforcement_warning_where_the_next_up_keeps_its_way_in(
+    project: Project, authorized: dict[str, Any], gcp: dict[str, Any]
+) -> None:
+    project.google.cluster(status="RUNNING", masterAuthorizedNetworksConfig=authorized)
+
+    found = project.findings(lambda c: creating(c, gcp=gcp))
+
+    assert [f for f in found if "private endpoint admits" in f.message] == []

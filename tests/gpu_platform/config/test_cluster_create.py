@@ -427,6 +427,19 @@ BAD: list[tuple[str, Config, Callable[[Config], None], str, str]] = [
         "cluster.create.aws.secretsKmsKeyArn",
         "a KMS key of the cluster's region, us-east-1",
     ),
+    # container.v1 `Cluster.name` (googleapiclient discovery_cache container.v1.json, revision
+    # 20261027): "up to 40 characters ... Lowercase letters, numbers, and hyphens only. Must
+    # start with a letter. Must end with a number or a letter."
+    *(
+        (
+            f"a GKE cluster name GKE refuses: {name}",
+            GKE_NEW,
+            lambda c, name=name: c["cluster"].update(name=name),
+            "cluster.name",
+            "a name GKE creates a cluster under: up to 40 lowercase letters, digits and hyphens",
+        )
+        for name in ("ML_Dev", "ml_dev", "ml-", "1ml", "m" * 41)
+    ),
     (
         "a created EKS cluster without the Prometheus stack",
         EKS_NEW,
@@ -446,6 +459,20 @@ def test_a_bad_create_setting_is_refused_by_its_key(
     found = problems(changed(base, change))
     assert f"gpu-platform:{key}" in found, found
     assert allowed in found[f"gpu-platform:{key}"]
+
+
+@pytest.mark.parametrize("name", ["m", "ml-dev-2", "m" * 40])
+def test_a_gke_cluster_name_gke_creates_is_accepted(name: str) -> None:
+    load_stack_config(changed(GKE_NEW, lambda c: c["cluster"].update(name=name)))
+
+
+def test_an_attached_gke_clusters_name_is_not_held_to_gkes_creation_rule() -> None:
+    # Attaching names a cluster that exists: the rule is for the one the stack creates.
+    attached = changed(GKE_NEW, lambda c: c["cluster"].pop("create"))
+    attached["cluster"]["name"] = "ML_Dev"
+    attached.pop("monitoring")
+
+    assert load_stack_config(attached).cluster.name == "ML_Dev"
 
 
 def test_good_gke_settings_are_accepted() -> None:

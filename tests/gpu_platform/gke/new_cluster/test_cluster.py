@@ -41,6 +41,28 @@ def test_the_endpoint_is_private_by_default(gke_new_plan: Plan) -> None:
     assert dns == {"allowExternalTraffic": False}
 
 
+def test_authorized_networks_hold_on_the_private_endpoint_too(gke_new_plan: Plan) -> None:
+    # container.v1 `MasterAuthorizedNetworksConfig.privateEndpointEnforcementEnabled`: "Whether
+    # master authorized networks is enforced on private endpoint or not", off unless sent
+    # (pulumi-gcp 10.2.0 `ClusterMasterAuthorizedNetworksConfigArgs`: "Defaults to false").
+    authorized = cluster(gke_new_plan).inputs["masterAuthorizedNetworksConfig"]
+
+    assert authorized["privateEndpointEnforcementEnabled"] is True
+    assert [block["cidrBlock"] for block in authorized["cidrBlocks"]] == ["10.0.0.0/20"]
+
+
+def test_authorized_networks_leave_the_private_endpoint_open_by_its_key(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    # For a stack whose deployers reach the private endpoint from outside the authorized
+    # networks (a peered network, a VPN) until it lists them.
+    plan = plan_for(with_gcp(gke_new_config, privateEndpointEnforcement=False))
+
+    authorized = cluster(plan).inputs["masterAuthorizedNetworksConfig"]
+    assert authorized["privateEndpointEnforcementEnabled"] is False
+    assert authorized["gcpPublicCidrsAccessEnabled"] is False
+
+
 def test_the_kubeconfig_of_a_private_cluster_names_its_private_endpoint(gke_new_plan: Plan) -> None:
     kubeconfig = yaml.safe_load(gke_new_plan.outputs["kubeconfig"])
     server = kubeconfig["clusters"][0]["cluster"]["server"]

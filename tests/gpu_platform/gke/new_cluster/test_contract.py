@@ -54,7 +54,7 @@ def test_every_created_object_fits_the_apis_at_each_supported_version(
         "cluster-system",
         "l4-shared",
         "ml-dev",
-        "cluster-secrets",
+        "ml-dev_secrets",
         "cluster-secrets-key",
         "cluster-secrets-gke",
     }

@@ -74,6 +74,36 @@ def test_an_existing_network_is_used_as_given_and_nothing_is_created(
     assert not plan.of_type(NETWORK) and not plan.of_type(ROUTER_NAT)
 
 
+def test_an_existing_subnets_primary_range_is_an_authorized_network(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    # With authorized networks held on the private endpoint, a node outside them cannot reach
+    # the control plane (Network Analyzer, "GKE cluster needs extended authorized range": "The
+    # nodes created in the extended subnet range won't be able to communicate with the GKE
+    # control plane"). The subnet's range is looked up (compute.v1 `Subnetwork.ipCidrRange`).
+    existing = {
+        "network": "shared",
+        "subnetwork": "gke-us-central1",
+        "podsRangeName": "gke-pods",
+        "servicesRangeName": "gke-services",
+    }
+
+    plan = plan_for(with_gcp(gke_new_config, existingNetwork=existing))
+
+    (lookup,) = [i for i in plan.invokes if i.token == "gcp:compute/getSubnetwork:getSubnetwork"]
+    assert lookup.args == {
+        "name": "gke-us-central1",
+        "project": "ml-platform-dev",
+        "region": "us-central1",
+    }
+    authorized = cluster(plan).inputs["masterAuthorizedNetworksConfig"]
+    assert authorized["cidrBlocks"][0] == {
+        "cidrBlock": lookup.result["ipCidrRange"],
+        "displayName": "cluster nodes",
+    }
+    assert authorized["privateEndpointEnforcementEnabled"] is True
+
+
 def test_flow_logs_record_half_the_flows_by_default(gke_new_plan: Plan) -> None:
     # compute.v1 `SubnetworkLogConfig`: flowSampling 0 to 1; 0.5 is what Google Cloud enables.
     (subnet,) = gke_new_plan.of_type(SUBNETWORK)

@@ -6,17 +6,23 @@ cluster's location, the GKE service agent
 `roles/cloudkms.cryptoKeyEncrypterDecrypter` on it, and the cluster's
 `databaseEncryption: {state: ENCRYPTED, keyName}` (container.v1 `DatabaseEncryption`)."""
 
+import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from gpu_platform.cli.offline import Plan
+from gpu_platform.gke.new_cluster.secrets_key import key_ring_condition
+from tests.gpu_platform.gke.new_cluster.hardening_invariants import allows
+from tests.repository import ROOT
 
 from ..plans import problems_of
 from .plans import CLUSTER, CRYPTO_KEY, IAM_MEMBER, KEY_MEMBER, KEY_RING, cluster, with_gcp
 
 Config = dict[str, Any]
+SECRETS_KEY_ROLE = "projects/PROJECT_ID/roles/gpuPlatformSecretsKey"
 USERS_KEY = "projects/acme-keys/locations/us-central1/keyRings/gke/cryptoKeys/ml-dev-secrets"
 
 
@@ -134,3 +140,124 @@ def test_without_protect_the_grant_goes_with_the_stack(gke_new_plan: Plan) -> No
     (grant,) = gke_new_plan.of_type(KEY_MEMBER)
 
     assert (grant.protect, grant.retain_on_delete) == (False, False)
+
+
+# The deploy identity's Cloud KMS role is granted on the project with an IAM condition on
+# `resource.name` (docs/iam/gke-deploy-create-roles.json). Cloud KMS takes resource attributes
+# in conditions, its key rings' parent being the location `projects/*/locations/*` (IAM,
+# "Resource attributes for IAM Conditions", https://cloud.google.com/iam/docs/
+# conditions-resource-attributes: `cloud.googleapis.com/Location`, "Cloud Key Management
+# Service uses this resource type as the parent of key ring resources"); a key's and a key
+# version's names begin with their ring's (cloudkms.v1 `CryptoKey.name`,
+# `CryptoKeyVersion.name`).
+REGION = "projects/ml-platform-dev/locations/us-central1"
+FIRST_UP_CONDITION = (
+    f"resource.name == '{REGION}' || resource.name.startsWith('{REGION}/keyRings/ml-dev_secrets-')"
+)
+"""The documented condition, filled in for gke-new: the ring does not exist before the first
+`up`, and Pulumi names it `ml-dev_secrets-<7 hex digits>`."""
+# The stand-in names the ring `<its Pulumi name>-<7 hex digits>`, as Pulumi does.
+PLANNED_RING = (
+    f"{REGION}/keyRings/ml-dev_secrets-{hashlib.sha256(b'ml-dev_secrets').hexdigest()[:7]}"
+)
+EARLIER_RING = f"{REGION}/keyRings/cluster-secrets-9f8e7d6"
+"""A ring created before rings were named after the cluster: the alias keeps it, and its name."""
+
+
+def ring_and_its_key(ring: str) -> list[str]:
+    """What the deploy identity's Cloud KMS role acts on for the stack: the location a ring is
+    created in (`cloudkms.keyRings.create`), the ring (`keyRings.get`), its key and a version."""
+    return [
+        REGION,
+        ring,
+        f"{ring}/cryptoKeys/gke-secrets",
+        f"{ring}/cryptoKeys/gke-secrets/cryptoKeyVersions/3",
+    ]
+
+
+def test_the_stack_exports_the_condition_on_its_rings_own_name(gke_new_plan: Plan) -> None:
+    assert gke_new_plan.outputs["secretsKeyCondition"] == (
+        f"resource.name == '{REGION}' || resource.name == '{PLANNED_RING}'"
+        f" || resource.name.startsWith('{PLANNED_RING}/')"
+    )
+
+
+@pytest.mark.parametrize("ring", [PLANNED_RING, EARLIER_RING])
+def test_the_exported_condition_holds_the_ring_of_either_name_and_its_key(ring: str) -> None:
+    # A stack whose ring has the earlier name keeps it (the alias): the condition is built from
+    # the ring's resource name, not from the cluster's, so that ring is not refused.
+    condition = key_ring_condition(ring)
+
+    assert [allows(condition, name) for name in ring_and_its_key(ring)] == [True] * 4
+    # A ring whose name begins with this one's is another ring.
+    assert not allows(condition, f"{ring}0/cryptoKeys/gke-secrets")
+
+
+def test_the_documented_condition_is_the_first_ups_with_its_project_region_and_cluster() -> None:
+    roles = json.loads((ROOT / "docs" / "iam" / "gke-deploy-create-roles.json").read_text())
+    template = roles["conditions"][SECRETS_KEY_ROLE]["expression"]
+
+    filled = (
+        template.replace("PROJECT_ID", "ml-platform-dev")
+        .replace("REGION", "us-central1")
+        .replace("CLUSTER_NAME", "ml-dev")
+    )
+
+    assert filled == FIRST_UP_CONDITION
+
+
+def test_the_ring_the_first_up_creates_falls_under_the_documented_condition(
+    gke_new_plan: Plan,
+) -> None:
+    (ring,) = gke_new_plan.of_type(KEY_RING)
+
+    assert ring.name == "ml-dev_secrets"
+    for name in ring_and_its_key(PLANNED_RING):
+        assert allows(FIRST_UP_CONDITION, name), name
+
+
+def test_the_ring_is_named_by_pulumi(gke_new_plan: Plan) -> None:
+    # A KeyRing's `name` cannot change in place (terraform-provider-google
+    # google_kms_key_ring: every field ForceNew; Cloud KMS has no key ring update): naming it
+    # would replace every stack's ring, and its key, with it. Pulumi's own name, kept under the
+    # alias, is what the exported condition reads back from the ring.
+    (ring,) = gke_new_plan.of_type(KEY_RING)
+
+    assert "name" not in ring.inputs
+
+
+@pytest.mark.parametrize(
+    "resource_name",
+    [
+        # Another key ring of the project, and its key.
+        f"{REGION}/keyRings/payments",
+        f"{REGION}/keyRings/payments/cryptoKeys/db",
+        # Another cluster's ring: its name has the `_` no cluster name has right after it.
+        f"{REGION}/keyRings/ml-dev-2_secrets-1a2b3c4/cryptoKeys/gke-secrets",
+        # A ring of the earlier name, the same for every stack.
+        f"{REGION}/keyRings/cluster-secrets-1a2b3c4/cryptoKeys/gke-secrets",
+        # The stack's name in another region, and another project.
+        "projects/ml-platform-dev/locations/europe-west4/keyRings/ml-dev_secrets-1a2b3c4",
+        "projects/ml-platform-prod/locations/us-central1/keyRings/ml-dev_secrets-1a2b3c4",
+        # Another project's location.
+        "projects/ml-platform-prod/locations/us-central1",
+    ],
+)
+def test_the_conditions_keep_the_kms_role_off_every_other_key(resource_name: str) -> None:
+    assert not allows(FIRST_UP_CONDITION, resource_name)
+    assert not allows(key_ring_condition(PLANNED_RING), resource_name)
+
+
+def test_a_ring_of_the_earlier_name_is_kept_by_an_alias(gke_new_plan: Plan) -> None:
+    (ring,) = gke_new_plan.of_type(KEY_RING)
+
+    # Of the same parent (an empty `parentUrn`: pulumi's alias spec takes the resource's own).
+    assert ring.aliases == ({"spec": {"name": "cluster-secrets", "parentUrn": ""}},)
+
+
+def test_with_a_key_of_the_users_no_condition_is_exported(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    plan = plan_for(with_gcp(gke_new_config, secretsKmsKeyName=USERS_KEY))
+
+    assert "secretsKeyCondition" not in plan.outputs

@@ -1,0 +1,149 @@
+"""Binary Authorization of the cluster the platform creates: GKE evaluates the project's policy
+(container.v1 `BinaryAuthorization.evaluationMode: PROJECT_SINGLETON_POLICY_ENFORCE`, which
+terraform-google-kubernetes-engine v44.2.0 `modules/safer-cluster/main.tf` always sets with
+`enable_binary_authorization = true`), and the platform writes that policy unless told not to.
+A project's policy with no rule admits every image, so evaluating it alone checks nothing. The
+policy's fields are binaryauthorization.v1's (googleapiclient discovery revision 20260703):
+`AdmissionRule.evaluationMode` ALWAYS_DENY, "This rule denies all pod creations";
+`enforcementMode` DRYRUN_AUDIT_LOG_ONLY, "Dryrun mode: Audit logging only. This will allow the
+pod creation as if the admission request had specified break-glass", and
+ENFORCED_BLOCK_AND_AUDIT_LOG; `AdmissionWhitelistPattern.namePattern`, "`registry/path/to/
+image`. This supports a trailing `*` wildcard ... This also supports a trailing `**` wildcard
+which matches subdirectories"."""
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gpu_platform.cli.offline import Plan, PlannedResource
+
+from ..plans import problems_of
+from .plans import cluster, with_gcp
+
+Config = dict[str, Any]
+POLICY = "gcp:binaryauthorization/policy:Policy"
+
+
+def policy(plan: Plan) -> PlannedResource:
+    (found,) = plan.of_type(POLICY)
+    return found
+
+
+def admitted(image: str, patterns: list[str]) -> bool:
+    """Whether an allowlist pattern exempts the image: a trailing `**` matches below, a trailing
+    `*` within one level (it does not match `/`: binaryauthorization v1beta1 `namePattern`)."""
+    for pattern in patterns:
+        if pattern.endswith("**") and image.startswith(pattern[:-2]):
+            return True
+        if pattern.endswith("*") and not pattern.endswith("**"):
+            rest = image.removeprefix(pattern[:-1])
+            if rest != image and "/" not in rest:
+                return True
+        if image == pattern:
+            return True
+    return False
+
+
+def images(node: Any, key: str | None = None) -> set[str]:
+    """Every `image` a Kubernetes object of the plan names, however deep."""
+    if isinstance(node, dict):
+        return set().union(*(images(v, k) for k, v in node.items()))
+    if isinstance(node, list):
+        return set().union(*(images(v, key) for v in node))
+    return {node} if key == "image" and isinstance(node, str) else set()
+
+
+def test_by_default_the_cluster_audits_every_image_but_the_platforms(gke_new_plan: Plan) -> None:
+    written = policy(gke_new_plan)
+
+    assert cluster(gke_new_plan).inputs["binaryAuthorization"] == {
+        "evaluationMode": "PROJECT_SINGLETON_POLICY_ENFORCE"
+    }
+    assert written.inputs["project"] == "ml-platform-dev"
+    assert written.inputs["defaultAdmissionRule"] == {
+        "evaluationMode": "ALWAYS_DENY",
+        "enforcementMode": "DRYRUN_AUDIT_LOG_ONLY",
+    }
+    # Google's own system images, by Google's global policy.
+    assert written.inputs["globalPolicyEvaluationMode"] == "ENABLE"
+    # The cluster evaluates the written policy from its first pod on.
+    assert written.urn in cluster(gke_new_plan).dependencies
+
+
+def test_every_image_the_platform_deploys_is_admitted(gke_new_plan: Plan) -> None:
+    patterns = [p["namePattern"] for p in policy(gke_new_plan).inputs["admissionWhitelistPatterns"]]
+    deployed = set().union(*(images(r.inputs) for r in gke_new_plan.resources))
+
+    assert "nvcr.io/nvidia/k8s/container-toolkit" in " ".join(deployed)  # the operands are read
+    assert sorted(i for i in deployed if not admitted(i, patterns)) == []
+
+
+def test_enforce_refuses_what_audit_logs(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    plan = plan_for(with_gcp(gke_new_config, binaryAuthorization="enforce"))
+
+    assert policy(plan).inputs["defaultAdmissionRule"] == {
+        "evaluationMode": "ALWAYS_DENY",
+        "enforcementMode": "ENFORCED_BLOCK_AND_AUDIT_LOG",
+    }
+
+
+def test_further_images_are_admitted_by_their_key(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan]
+) -> None:
+    mine = ["us-docker.pkg.dev/acme-ml/training/**", "ghcr.io/acme/loader*"]
+
+    plan = plan_for(with_gcp(gke_new_config, binaryAuthorizationAllowedImages=mine))
+
+    patterns = [p["namePattern"] for p in policy(plan).inputs["admissionWhitelistPatterns"]]
+    assert patterns[-2:] == mine
+
+
+@pytest.mark.parametrize(
+    ("mode", "evaluation"),
+    [("project", "PROJECT_SINGLETON_POLICY_ENFORCE"), ("off", "DISABLED")],
+)
+def test_the_project_owners_policy_or_none_and_the_platform_writes_none(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan], mode: str, evaluation: str
+) -> None:
+    # container.v1 `BinaryAuthorization.evaluationMode`: DISABLED, "Disable BinaryAuthorization".
+    plan = plan_for(with_gcp(gke_new_config, binaryAuthorization=mode))
+
+    assert cluster(plan).inputs["binaryAuthorization"] == {"evaluationMode": evaluation}
+    assert plan.of_type(POLICY) == []
+
+
+@pytest.mark.parametrize(
+    ("gcp", "key", "expected"),
+    [
+        ({"binaryAuthorization": True}, "binaryAuthorization", "'audit', 'enforce', 'project'"),
+        (
+            {"binaryAuthorizationAllowedImages": ["*"]},
+            "binaryAuthorizationAllowedImages[0]",
+            "an image name pattern, registry/path/image",
+        ),
+        (
+            {"binaryAuthorizationAllowedImages": ["nvcr.io/*/cuda"]},
+            "binaryAuthorizationAllowedImages[0]",
+            "an image name pattern, registry/path/image",
+        ),
+        (
+            {"binaryAuthorization": "project", "binaryAuthorizationAllowedImages": ["ghcr.io/a/*"]},
+            "binaryAuthorizationAllowedImages",
+            "no value with binaryAuthorization project",
+        ),
+    ],
+    ids=["a boolean", "no registry", "a wildcard mid-path", "with the project owner's policy"],
+)
+def test_a_bad_binary_authorization_setting_is_refused_by_its_key(
+    gke_new_config: Config,
+    failed_plan_for: Callable[[Config], Plan],
+    gcp: Config,
+    key: str,
+    expected: str,
+) -> None:
+    problems = problems_of(failed_plan_for(with_gcp(gke_new_config, **gcp)))
+
+    assert expected in problems[f"gpu-platform:cluster.create.gcp.{key}"]
