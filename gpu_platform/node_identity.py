@@ -81,6 +81,14 @@ class GpuSharer(Enum):
     """GKE's own device plugin, from the node pool's GPU sharing or partition settings."""
 
 
+# The GPU Operator runs its DCGM exporter only where this label is "true", and sets it to "true"
+# where it is missing (gpu-operator v26.7.0, 0800_daemonset.yaml and addGPUStateLabels).
+EXPORTER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.dcgm-exporter"
+GKE_EXPORTER_NODES = {EXPORTER_DEPLOY_LABEL: "false", GPU_SHARER_LABEL: GpuSharer.GKE.value}
+"""On the nodes of GKE-shared pools: the operator's exporter stays off, the platform's own
+(gpu_platform/kubernetes/gke_dcgm_exporter.py) runs."""
+
+
 def sharer_for(platform: Platform, sharing: Sharing) -> GpuSharer:
     """GKE shares the GPUs of a shared or partitioned pool on Container-Optimized OS.
 

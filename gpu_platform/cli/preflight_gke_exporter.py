@@ -18,8 +18,7 @@ from typing import Any
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_gke_upgrades import running_node_pools
 from gpu_platform.config import StackConfig
-from gpu_platform.kubernetes.gke_dcgm_exporter import GKE_EXPORTER_NODES
-from gpu_platform.node_identity import GpuSharer, sharer_for
+from gpu_platform.node_identity import GKE_EXPORTER_NODES, GpuSharer, sharer_for
 
 
 def exporter_label_findings(config: StackConfig, cluster: Mapping[str, Any]) -> list[Finding]:

@@ -61,14 +61,11 @@ from gpu_platform.kubernetes.monitoring import (
     GKE_DCGM_EXPORTER,
 )
 from gpu_platform.kubernetes.operator_values import DEVICE_NAMES, env_by_name
-from gpu_platform.node_identity import GPU_SHARER_LABEL, GpuSharer, ResolvedPool
+from gpu_platform.node_identity import GKE_EXPORTER_NODES, GpuSharer, ResolvedPool
 from gpu_platform.secrets import secret_if
 
 Values = dict[str, Any]
 
-EXPORTER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.dcgm-exporter"
-GKE_EXPORTER_NODES = {EXPORTER_DEPLOY_LABEL: "false", GPU_SHARER_LABEL: GpuSharer.GKE.value}
-"""On the nodes of GKE-shared pools: the operator's exporter stays off, this one runs."""
 # What the operator's exporter runs with whatever its values say (0800_daemonset.yaml), and what
 # it adds for `enablePodUID` / `enablePodLabels` (controllers/object_controls.go,
 # TransformDCGMExporter, at v26.7.0).
