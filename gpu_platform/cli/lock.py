@@ -57,6 +57,8 @@ def run(
         resolutions = sources.deadline.run(resolve_all, sources.calls)
     except DeadlinePassed as passed:
         fail(f"gpu-platform lock: {passed.explain('the source')}", EXIT_UNRESOLVED)
+    except ConfigError as error:
+        fail(error.report(), EXIT_BAD_INPUT)
     after = before
     for resolver, resolution in zip(resolvers, resolutions, strict=True):
         after = updated(after, resolver, resolution, prune=not stacks)

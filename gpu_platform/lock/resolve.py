@@ -14,10 +14,13 @@ class Unresolved:
     """A fact a resolver could not read, and why (no answer, 404, a format it does not read)."""
 
     section: Section
-    key: str
+    key: str | None
+    """None where the whole section could not be read (its one source did not answer)."""
     reason: str
 
     def describe(self) -> str:
+        if self.key is None:
+            return f"{self.section.name} (every entry): {self.reason}"
         return f'{self.section.name}["{self.key}"]: {self.reason}'
 
 
@@ -33,6 +36,10 @@ class Resolution:
 
     def fail(self, section: Section, key: str, reason: str) -> None:
         self.unresolved.append(Unresolved(section, key, reason))
+
+    def fail_section(self, section: Section, reason: str) -> None:
+        """The whole section could not be read: the lock keeps it as it was."""
+        self.unresolved.append(Unresolved(section, None, reason))
 
 
 @dataclass(frozen=True)
@@ -58,9 +65,17 @@ def updated(lock: Lock, resolver: Resolver, resolution: Resolution, prune: bool)
     other stacks stay. A fact that could not be read keeps the entry it had."""
     kept = {(u.section, u.key) for u in resolution.unresolved}
     for section in resolver.sections:
+        if (section, None) in kept:
+            continue
         entries = dict(resolution.entries.get(section, {}))
         before = lock.section(section)
-        entries.update({key: before[key] for s, key in kept if s == section and key in before})
+        entries.update(
+            {
+                key: before[key]
+                for s, key in kept
+                if s == section and key is not None and key in before
+            }
+        )
         lock = lock.with_entries(section, entries, replace=prune)
     return lock
 
