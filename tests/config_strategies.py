@@ -438,7 +438,8 @@ def gke_pool(
     if node_image == "ubuntu" and draw(st.integers(0, 3)) == 0:
         gcp["driverVersion"] = draw(st.sampled_from(UBUNTU_DRIVERS))
     if node_image == "cos" and created_minor not in (None, "1.32", "1.33"):
-        # GKE publishes no COS driver table from 1.34 on: the pool states its branch.
+        # From 1.34 on COS's default comes from the lock, which the sweep's plans do not read
+        # (tests/conftest.py): the pool states its branch.
         gcp["cosDriverBranch"] = 580
     if draw(st.integers(0, 4)) == 0:
         pool["diskSizeGib"] = draw(st.sampled_from([100, 500]))

@@ -62,10 +62,10 @@ def run(
     after = before
     for resolver, resolution in zip(resolvers, resolutions, strict=True):
         after = updated(after, resolver, resolution, prune=not stacks)
-    _report(before, after, check)
     unresolved = [u for resolution in resolutions for u in resolution.unresolved]
     for fact in unresolved:
         errors.print(f"could not read {fact.describe()}", markup=False, highlight=False)
+    _write_or_report(before, after, check, complete=not unresolved)
     if unresolved:
         raise typer.Exit(EXIT_UNRESOLVED)
     if check and after != before:
@@ -81,14 +81,17 @@ def _stack(name: str, project: Project) -> StackConfig:
         fail(f"{name}: {error.report()}", EXIT_BAD_INPUT)
 
 
-def _report(before: Lock, after: Lock, check: bool) -> None:
+def _write_or_report(before: Lock, after: Lock, check: bool, complete: bool) -> None:
+    """Print what changed; write the new lock unless `check`. `complete`: every fact was read,
+    so that an unchanged lock is up to date."""
     console = plain_console()
     lines = changes(before, after)
     name = after.path.name
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     if not lines:
-        console.print(f"{name} is up to date", markup=False, highlight=False)
+        if complete:
+            console.print(f"{name} is up to date", markup=False, highlight=False)
     elif check:
         console.print(f"{name} would change: run `gpu-platform lock`", markup=False)
     else:

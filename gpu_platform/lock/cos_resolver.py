@@ -27,7 +27,7 @@ from gpu_platform.lock.lockfile import COS_DRIVERS, GKE_COS_IMAGES, entry
 from gpu_platform.lock.resolve import LockContext, Resolution, Resolver
 from gpu_platform.lock.sources import SourceError, Sources
 
-_GPU_MACHINES_ARCHITECTURE_PREFIX = "cos-arm64-"
+_ARM64_IMAGE_PREFIX = "cos-arm64-"
 
 
 class _Unreadable(Exception):
@@ -120,7 +120,7 @@ def _gke_to_cos(sources: Sources, url: str) -> dict[str, "str | _Ambiguous"]:
         by_version[version].add(image)
     images: dict[str, str | _Ambiguous] = {}
     for version, found in by_version.items():
-        x86 = {i for i in found if not i.startswith(_GPU_MACHINES_ARCHITECTURE_PREFIX)} or found
+        x86 = {i for i in found if not i.startswith(_ARM64_IMAGE_PREFIX)} or found
         images[version] = next(iter(x86)) if len(x86) == 1 else _Ambiguous(x86)
     return images
 

@@ -178,6 +178,7 @@ def test_a_map_in_another_format_is_refused(files: Files, project: Path) -> None
     assert result.exit_code == 4
     assert "could not read gke_cos_images (every entry):" in result.output
     assert "KeyError: 'entries'" in result.output
+    assert "up to date" not in result.output
     assert not (project / "gpu-platform.lock").exists()
 
 
