@@ -1,7 +1,7 @@
 """The NVIDIA driver a GKE pool's nodes run, settled from the nodes' own GKE version and GPU.
 
 On COS the driver is the one COS loads by default for the GPU on the nodes' GKE version
-(gpu_platform/driver_tables/cos.py), not the control plane's: GKE upgrades the control plane
+(gpu_platform/driver_tables/cos.py, else the project's lock), not the control plane's: GKE upgrades the control plane
 first, and an unpinned pool's nodes follow later, so a driver read from the control plane would
 run ahead of the nodes' and the CUDA label with it, admitting pods that crash on their first CUDA
 call. On Ubuntu it is the driver the GPU Operator builds for the pool.
@@ -42,7 +42,8 @@ def pool_driver(
     config: StackConfig, cluster: GkeCluster, spec: GpuPoolSpec, index: int, accelerator: str
 ) -> NvidiaDriver:
     """The pool's driver; ConfigError at `gcp.cosDriverBranch` where no source gives COS's
-    default for the nodes' version and GPU, or where the driver cannot drive the GPU."""
+    default for the nodes' version and GPU, or where the driver cannot drive the GPU;
+    MissingLockEntry where the default is the lock's to give and it has none."""
     version, whence = node_version(spec, cluster)
     driver = gke_driver(
         config.node_image,

@@ -217,9 +217,6 @@ class Lock:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Lock) and self._sections == other._sections
 
-    def __hash__(self) -> int:
-        return hash(self.dumps())
-
 
 def lock_path(start: Path | None = None) -> Path:
     """The lock file: $GPU_PLATFORM_LOCK where set, else `gpu-platform.lock` beside the
