@@ -1,10 +1,11 @@
 """The NVIDIA driver a GKE pool's nodes run, settled from the nodes' own GKE version and GPU.
 
 On COS the driver is the one COS loads by default for the GPU on the nodes' GKE version
-(gpu_platform/driver_tables/cos.py, else the project's lock), not the control plane's: GKE upgrades the control plane
-first, and an unpinned pool's nodes follow later, so a driver read from the control plane would
-run ahead of the nodes' and the CUDA label with it, admitting pods that crash on their first CUDA
-call. On Ubuntu it is the driver the GPU Operator builds for the pool.
+(gpu_platform/driver_tables/cos.py, else the project's lock), not the control plane's: GKE
+upgrades the control plane first, and an unpinned pool's nodes follow later, so a driver read
+from the control plane would run ahead of the nodes' and the CUDA label with it, admitting pods
+that crash on their first CUDA call. On Ubuntu it is the driver the GPU Operator builds for the
+pool.
 """
 
 from gpu_platform.config import (
