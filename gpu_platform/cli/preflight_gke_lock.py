@@ -13,7 +13,7 @@ from typing import Any
 from gpu_platform.cli.findings import Finding
 from gpu_platform.config import GpuPoolSpec, StackConfig
 from gpu_platform.driver_tables.cos import Unpublished
-from gpu_platform.drivers import cos_default_in_lock, locked_cos_default
+from gpu_platform.drivers import NvidiaDriver, cos_default_in_lock, locked_cos_default
 from gpu_platform.lock.lockfile import LOCK_COMMAND, Lock, LockError, MissingLockEntry, load
 from gpu_platform.node_identity import POOL_LABEL, GpuShape
 
@@ -23,13 +23,13 @@ def lock_findings(
 ) -> list[Finding]:
     """For each COS pool whose driver comes from the lock, each GKE version the pool's nodes run
     or are pinned to that the lock has no entry for, or whose COS offers no driver for the GPU
-    (the lock says so); nothing where the lock has what the plan will read."""
+    (the lock says so), or whose default contradicts the pool's `gcp.cosDriverBranch`; nothing
+    where the lock has what the plan will read."""
     if config.node_image != "cos":
         return []
     wanted = [
         (pool, version, gpus[i].accelerator)
         for i, pool in enumerate(config.pools)
-        if pool.gcp.cos_driver_branch is None
         for version in _versions(pool, cluster)
         if cos_default_in_lock(version, gpus[i].accelerator)
     ]
@@ -61,12 +61,28 @@ def _finding(lock: Lock, pool: GpuPoolSpec, version: str, accelerator: str) -> F
     try:
         driver = locked_cos_default(lock, version, accelerator)
     except MissingLockEntry as missing:
+        outcome = (
+            f"The plan takes its gcp.cosDriverBranch ({pool.gcp.cos_driver_branch}) unchecked"
+            if pool.gcp.cos_driver_branch is not None
+            else "The plan and every `pulumi up` stop at it until a refreshed lock is committed"
+        )
         return Finding(
             "warning",
             subject,
             f"GKE {version}, which its nodes run or will run, has no entry in"
-            f" {lock.path.name}: {missing.entry_name}. The plan and `pulumi up` stop at it.",
+            f" {lock.path.name}: {missing.entry_name}. {outcome}.",
             f"Run `{LOCK_COMMAND}` and commit {lock.path.name} (docs/lock.md).",
+        )
+    stated = pool.gcp.cos_driver_branch
+    if isinstance(driver, NvidiaDriver) and stated is not None and driver.branch != stated:
+        return Finding(
+            "blocking",
+            subject,
+            f"Its gcp.cosDriverBranch is {stated}, but on GKE {version}, which its nodes run or"
+            f" will run, COS loads {driver.version} for its GPU ({lock.path.name}): Google's"
+            " installer loads COS's default whatever the pool states, and the pool's labels"
+            " would promise a CUDA its nodes do not run.",
+            f"Remove gcp.cosDriverBranch, or set it to {driver.branch}.",
         )
     if isinstance(driver, Unpublished):
         return Finding(

@@ -16,12 +16,12 @@ from gpu_platform.config import (
     key_path,
     pool_driver_version,
 )
-from gpu_platform.driver_tables.cos import CosDefault, Unpublished
+from gpu_platform.driver_tables.cos import Unpublished
 from gpu_platform.drivers import (
     GPU_MINIMUM_DRIVER_BRANCH,
     NvidiaDriver,
-    cos_default,
     gke_driver,
+    known_cos_default,
     too_old_for,
 )
 from gpu_platform.gke.cluster import GkeCluster
@@ -98,12 +98,12 @@ def pool_driver(
 
 def _contradicted_default(
     config: StackConfig, spec: GpuPoolSpec, version: str, accelerator: str
-) -> CosDefault | None:
-    """COS's published default for the nodes' version and GPU, where the pool's
-    `gcp.cosDriverBranch` states another branch: the label would name a driver the nodes do not
-    run, and the CUDA label a ceiling above theirs."""
+) -> NvidiaDriver | None:
+    """COS's default for the nodes' version and GPU, from the table or the lock, where the
+    pool's `gcp.cosDriverBranch` states another branch: the label would name a driver the nodes
+    do not run, and the CUDA label a ceiling above theirs."""
     stated = spec.gcp.cos_driver_branch
     if config.node_image != "cos" or stated is None:
         return None
-    entry = cos_default(version, accelerator)
-    return entry if isinstance(entry, CosDefault) and entry.branch != stated else None
+    known = known_cos_default(version, accelerator)
+    return known if known is not None and known.branch != stated else None

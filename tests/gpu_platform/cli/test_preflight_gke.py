@@ -508,8 +508,26 @@ def test_a_gke_version_the_lock_lacks_is_a_warning_naming_the_entry(
             "warning",
             "pool l4-shared",
             f"GKE {VERSION}, which its nodes run or will run, has no entry in gpu-platform.lock:"
-            f' gke_cos_images["{VERSION}"]. The plan and `pulumi up` stop at it.',
+            f' gke_cos_images["{VERSION}"]. The plan and every `pulumi up` stop at it until a'
+            " refreshed lock is committed.",
             "Run `gpu-platform lock` and commit gpu-platform.lock (docs/lock.md).",
+        )
+    ]
+
+
+def test_a_stated_branch_that_contradicts_the_locked_default_blocks(google: FakeGoogle) -> None:
+    def states_570(c: Config) -> None:
+        pool(c, "l4-shared").setdefault("gcp", {})["cosDriverBranch"] = 570
+
+    assert of_pool(findings(google, states_570), "l4-shared") == [
+        Finding(
+            "blocking",
+            "pool l4-shared",
+            f"Its gcp.cosDriverBranch is 570, but on GKE {VERSION}, which its nodes run or will"
+            " run, COS loads 580.95.05 for its GPU (gpu-platform.lock): Google's installer loads"
+            " COS's default whatever the pool states, and the pool's labels would promise a CUDA"
+            " its nodes do not run.",
+            "Remove gcp.cosDriverBranch, or set it to 580.",
         )
     ]
 

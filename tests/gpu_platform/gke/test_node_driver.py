@@ -5,6 +5,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 from typer.testing import CliRunner
 
@@ -12,13 +13,12 @@ from gpu_platform.cli.app import app
 from gpu_platform.cli.offline import Plan
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE, MissingLockEntry
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
-from tests.cos_sources import DATA, driver_list_path, published_files, serving
 from tests.repository import ROOT
 
+from .conftest import Files
 from .plans import node_pool, problems_of, with_cluster, with_pool
 
 Config = dict[str, Any]
-Files = dict[str, bytes]
 PlanFor = Callable[[Config], Plan]
 BRANCH_KEY = "gpu-platform:pools[0].gcp.cosDriverBranch"
 # A region without stand-in zone offerings: its three zones offer every GPU machine type.
@@ -60,18 +60,6 @@ def test_a_new_pool_on_a_gke_1_33_control_plane_runs_coss_r535(
     cluster_answer["masterVersion"] = LATEST_PATCH["1.33"]
 
     assert driver_labels(plan_for(gke_config)) == ("535", "12.2")
-
-
-@pytest.fixture
-def locked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
-    """The lock `gpu-platform lock gke-dev` writes from the test data's sources (the GKE
-    versions of LATEST_PATCH, tests/gpu_platform/lock/data/); the sources, to change."""
-    monkeypatch.setenv(LOCK_PATH_VARIABLE, str(tmp_path / "gpu-platform.lock"))
-    files = published_files()
-    with serving(files, monkeypatch):
-        result = CliRunner().invoke(app, ["--cwd", str(ROOT), "lock", "gke-dev"])
-        assert result.exit_code == 0, result.output
-        return files
 
 
 @pytest.mark.parametrize(
@@ -126,28 +114,60 @@ def test_a_lock_with_the_image_but_not_its_driver_names_the_driver_entry(
     assert plan.error.entry_name == 'cos_drivers["cos-125-19216-104-25/h100-80gb"]'
 
 
-def test_a_build_that_lists_no_driver_for_the_gpu_refuses_the_pool(
+def test_a_missing_entry_reaches_pulumi_as_a_run_error_naming_it_and_the_command(
+    gke_config: Config, failed_plan_for: PlanFor, cluster_answer: Config
+) -> None:
+    # What `pulumi up` prints as the message alone, without a traceback (PlatformConfigError).
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.35"]
+
+    plan = failed_plan_for(gke_config)
+
+    assert isinstance(plan.error, pulumi.RunError)
+    assert str(plan.error) == (
+        'gpu-platform.lock has no entry gke_cos_images["1.35.6-gke.1163000"]: the COS image GKE'
+        " 1.35.6-gke.1163000 runs, whose driver list gives COS's default NVIDIA driver for l4."
+        " Run `gpu-platform lock dev` to read it from its source (docs/lock.md)"
+    )
+
+
+def test_an_unreadable_lock_reaches_pulumi_as_a_run_error(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     gke_config: Config,
     failed_plan_for: PlanFor,
     cluster_answer: Config,
 ) -> None:
+    (tmp_path / "gpu-platform.lock").write_text("format: 2\n")
     monkeypatch.setenv(LOCK_PATH_VARIABLE, str(tmp_path / "gpu-platform.lock"))
-    files = published_files()
-    files[driver_list_path("19216.220.44")] = (
-        DATA / "19216.220.44-without-l4.textproto"
-    ).read_bytes()
-    with serving(files, monkeypatch) as base:
-        CliRunner().invoke(app, ["--cwd", str(ROOT), "lock", "gke-dev"])
-    cluster_answer["masterVersion"] = LATEST_PATCH["1.36"]
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.35"]
 
-    assert problems_of(failed_plan_for(gke_config))[BRANCH_KEY] == (
-        "the NVIDIA driver branch that COS loads for l4 on GKE 1.36.2-gke.1045000 (the cluster's"
-        " version, at which GKE creates it): cos-125-19216-220-44, the COS image of GKE"
-        f" 1.36.2-gke.1045000, lists no driver for NVIDIA_L4 ({base}/cos-tools/19216.220.44/"
-        "lakitu/gpu_driver_versions.textproto). `nvidia-smi` on such a node shows it, and the"
-        " smoke test checks it"
+    plan = failed_plan_for(gke_config)
+
+    assert isinstance(plan.error, pulumi.RunError)
+    assert "not a lock of format 1" in str(plan.error)
+
+
+def test_a_stated_branch_that_agrees_with_the_locked_default_labels_its_exact_version(
+    locked: Files, gke_config: Config, plan_for: PlanFor, cluster_answer: Config
+) -> None:
+    # The test data's DEFAULT for NVIDIA_L4 on 1.35's build: 580.95.05.
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.35"]
+    with_pool(gke_config, gcp={"cosDriverBranch": 580})
+
+    assert driver_labels(plan_for(gke_config)) == ("580.95.05", "13.0")
+
+
+def test_a_stated_branch_that_contradicts_the_locked_default_is_refused(
+    locked: Files, gke_config: Config, failed_plan_for: PlanFor, cluster_answer: Config
+) -> None:
+    # The test data's DEFAULT for NVIDIA_L4 on 1.35's build is 580.95.05; a 570 stated when GKE
+    # published no table would label the nodes for a driver they do not run.
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.35"]
+    with_pool(gke_config, gcp={"cosDriverBranch": 570})
+
+    assert problems_of(failed_plan_for(gke_config))[BRANCH_KEY].startswith(
+        "no value, or 580: COS loads R580 for l4 on GKE 1.35.6-gke.1163000 (the cluster's"
+        " version, at which GKE creates it; COS's default on GKE 1.35.6-gke.1163000)"
     )
 
 

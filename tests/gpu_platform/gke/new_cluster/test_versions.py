@@ -8,16 +8,23 @@ the cluster exists, the lookup fails as terraform-provider-google's data source 
 COS's default driver for L4 on GKE 1.33 is R535, CUDA 12.2 (GKE, "Run GPUs in GKE Standard node
 pools"); GKE publishes no such table from 1.34 on, and the lock gives it there."""
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from gpu_platform.cli.app import app
 from gpu_platform.cli.offline import Plan
 from gpu_platform.cli.stand_ins import gcp as stand_in
-from gpu_platform.lock.lockfile import MissingLockEntry
+from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE, MissingLockEntry
+from tests.cos_sources import MAP_PATH, published_files, serving
+from tests.repository import ROOT
 
-from ..plans import GET_CLUSTER
+from ..conftest import Files
+from ..plans import GET_CLUSTER, problems_of
 from ..test_node_driver import LATEST_PATCH, driver_labels
 
 Config = dict[str, Any]
@@ -72,3 +79,65 @@ def test_nodes_still_on_the_created_version_keep_its_driver(
     upgraded_by_gke(created_answer, LATEST_PATCH["1.34"], LATEST_PATCH["1.33"])
 
     assert driver_labels(plan_for(gke_new_config)) == ("535", "12.2")
+
+
+def at_minor(gke_new_config: Config, minor: str) -> Config:
+    gke_new_config["gpu-platform:cluster"]["create"]["kubernetesVersion"] = minor
+    return gke_new_config
+
+
+@pytest.mark.parametrize(
+    ("minor", "labels"),
+    [
+        # The test data's map lists one version of each minor (tests/gpu_platform/lock/data/),
+        # whose build's DEFAULT for NVIDIA_L4 is the locked default; CUDA_BY_DRIVER_BRANCH.
+        ("1.34", ("570.195.03", "12.8")),
+        ("1.35", ("580.95.05", "13.0")),
+        ("1.36", ("580.126.09", "13.0")),
+    ],
+)
+def test_a_cluster_created_at_a_later_minor_takes_the_default_its_versions_agree_on(
+    locked: Files,
+    gke_new_config: Config,
+    plan_for: Callable[[Config], Plan],
+    minor: str,
+    labels: tuple[str, str],
+) -> None:
+    assert driver_labels(plan_for(at_minor(gke_new_config, minor))) == labels
+
+
+def test_a_cluster_created_at_a_minor_whose_versions_differ_must_pin_one(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    gke_new_config: Config,
+    failed_plan_for: Callable[[Config], Plan],
+) -> None:
+    # GKE creates it at its channel's default 1.35 patch: R570 on one, R580 on another.
+    monkeypatch.setenv(LOCK_PATH_VARIABLE, str(tmp_path / "gpu-platform.lock"))
+    files = published_files()
+    published = json.loads(files[MAP_PATH])
+    published["entries"].append({"gke_version": "1.35.7-gke.1000", "image": "cos-121-18867-199-28"})
+    files[MAP_PATH] = json.dumps(published).encode()
+    with serving(files, monkeypatch):
+        assert CliRunner().invoke(app, ["--cwd", str(ROOT), "lock", "gke-dev"]).exit_code == 0
+
+    problems = problems_of(failed_plan_for(at_minor(gke_new_config, "1.35")))
+
+    assert problems["gpu-platform:pools[0].gcp.cosDriverBranch"] == (
+        "the NVIDIA driver branch that COS loads for l4 on GKE 1.35 (the cluster's version, at"
+        " which GKE creates it): COS's default differs between the GKE 1.35 versions the lock"
+        " has (1.35.6-gke.1163000: 580.95.05; 1.35.7-gke.1000: 570.195.03), and GKE creates the"
+        " cluster at its channel's default 1.35 version, which a plan cannot know: pin"
+        " `cluster.create.gcp.version` to one of them. `nvidia-smi` on such a node shows it, and"
+        " the smoke test checks it"
+    )
+
+
+@pytest.mark.parametrize("minor", ["1.34", "1.35", "1.36"])
+def test_a_cluster_created_at_a_later_minor_without_a_lock_names_the_minors_entry(
+    gke_new_config: Config, failed_plan_for: Callable[[Config], Plan], minor: str
+) -> None:
+    plan = failed_plan_for(at_minor(gke_new_config, minor))
+
+    assert isinstance(plan.error, MissingLockEntry)
+    assert plan.error.entry_name == f'gke_cos_images["{minor}.*"]'
