@@ -8,8 +8,9 @@ deadline, with preflight's retries (gpu_platform/cli/deadline.py).
 
 Exit codes: 0 the lock is written (or, with --check, up to date); 1 with --check, the lock would
 change; 2 a bad project, stack or lock file; 4 a fact could not be read (no answer, a 404, a
-format the command does not read), each named; the lock is then written with what could be
-read, the entries of the others kept as they were.
+format the command does not read), each named, or the deadline passed; the lock is then
+written with what could be read, the entries of the others kept as they were (past the
+deadline, those of each kind of fact whose reading had not finished).
 """
 
 from collections.abc import Sequence
@@ -48,25 +49,34 @@ def run(
     except LockError as error:
         fail(str(error), EXIT_BAD_INPUT)
     sources = Sources(Deadline(timeout_seconds))
-    context = LockContext(configs, sources)
+    context = LockContext(configs, sources, before)
+    done: list[tuple[Resolver, Resolution]] = []
 
-    def resolve_all() -> list[Resolution]:
-        return [resolver.resolve(context) for resolver in resolvers]
+    def resolve_all() -> None:
+        for resolver in resolvers:
+            done.append((resolver, resolver.resolve(context)))
 
+    late = None
     try:
-        resolutions = sources.deadline.run(resolve_all, sources.calls)
+        sources.deadline.run(resolve_all, sources.calls)
     except DeadlinePassed as passed:
-        fail(f"gpu-platform lock: {passed.explain('the source')}", EXIT_UNRESOLVED)
+        late = f"gpu-platform lock: {passed.explain('the source')}"
     except ConfigError as error:
         fail(error.report(), EXIT_BAD_INPUT)
+    # What each resolver that finished read is written, even past the deadline: the others'
+    # entries stay as they were.
+    finished = list(done)
     after = before
-    for resolver, resolution in zip(resolvers, resolutions, strict=True):
+    for resolver, resolution in finished:
         after = updated(after, resolver, resolution, prune=not stacks)
+    resolutions = [resolution for _, resolution in finished]
     unresolved = [u for resolution in resolutions for u in resolution.unresolved]
     for fact in unresolved:
         errors.print(f"could not read {fact.describe()}", markup=False, highlight=False)
-    _write_or_report(before, after, check, complete=not unresolved)
-    if unresolved:
+    if late is not None:
+        errors.print(late, markup=False, highlight=False)
+    _write_or_report(before, after, check, complete=not unresolved and late is None)
+    if unresolved or late is not None:
         raise typer.Exit(EXIT_UNRESOLVED)
     if check and after != before:
         raise typer.Exit(EXIT_CHANGED)

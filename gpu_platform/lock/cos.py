@@ -12,8 +12,7 @@ GoogleCloudPlatform/professional-services `tools/gke-gpu-driver-version` (src/ma
 
 import os
 import re
-
-from gpu_platform.accelerators import ACCELERATORS
+from collections.abc import Mapping
 
 GKE_TO_COS_URL = "https://www.gstatic.com/gke-image-maps/gke-to-cos.json"
 COS_TOOLS_URL = "https://storage.googleapis.com/cos-tools"
@@ -44,16 +43,41 @@ def cos_build(image: str) -> str | None:
     return ".".join(match.groups()) if match else None
 
 
+_GVISOR = (
+    "google/gvisor test/gpu/cos_gpu_compatibility_test.go (commit 23c8b4b), unsupportedDevices"
+)
+_UNSEEN = "no published list or COS source seen names it: GKE's accelerator type in capitals"
+COS_GPU_TYPES: Mapping[str, tuple[str, str]] = {
+    "t4": ("NVIDIA_TESLA_T4", _UNSEEN),
+    "l4": ("NVIDIA_L4", _UNSEEN),
+    "v100": ("NVIDIA_TESLA_V100", _GVISOR),
+    "p4": ("NVIDIA_TESLA_P4", _GVISOR),
+    "p100": ("NVIDIA_TESLA_P100", _GVISOR),
+    "a100-40gb": ("NVIDIA_TESLA_A100", _UNSEEN),
+    "a100-80gb": ("NVIDIA_A100_80GB", _UNSEEN),
+    "h100-80gb": (
+        "NVIDIA_H100_80GB",
+        "GoogleCloudPlatform/professional-services tools/gke-gpu-driver-version README.md, whose"
+        " example passes it as --gpu-type",
+    ),
+    # A3 Mega's H100 may be listed as NVIDIA_H100_80GB; no list seen says which.
+    "h100-mega-80gb": ("NVIDIA_H100_MEGA_80GB", _UNSEEN),
+    "h200-141gb": ("NVIDIA_H200_141GB", _UNSEEN),
+    "b200": (
+        "NVIDIA_B200",
+        'COS board-overlays change af3ca4ea, "Update policy to support New Feature Branch drivers"',
+    ),
+}
+"""Accelerator -> how COS's driver lists name the GPU (`gpu_device.gpu_type`), and the source
+of the name. A name no source confirms is GKE's accelerator type in capitals: where a list
+lacks it, `gpu-platform lock` says so and names the types the list has, rather than lock that
+the build offers no driver (tests/gpu_platform/lock/test_cos.py checks every GPU GKE
+offers has a name)."""
+
+
 def cos_gpu_type(accelerator: str) -> str:
-    """How COS's driver lists name the GPU: GKE's accelerator type in capitals, `_` for `-`
-    (`nvidia-h100-80gb` is `NVIDIA_H100_80GB`, as professional-services'
-    tools/gke-gpu-driver-version README passes it; `NVIDIA_TESLA_V100`, `NVIDIA_TESLA_P4` in
-    google/gvisor test/gpu/cos_gpu_compatibility_test.go; `NVIDIA_B200` in COS's
-    board-overlays change af3ca4ea, "Update policy to support New Feature Branch drivers")."""
-    gke_type = ACCELERATORS[accelerator].gke_type
-    if gke_type is None:
-        raise ValueError(f"GKE does not offer {accelerator}")
-    return gke_type.upper().replace("-", "_")
+    """How COS's driver lists name the GPU (`NVIDIA_L4`)."""
+    return COS_GPU_TYPES[accelerator][0]
 
 
 def cos_driver_key(image: str, accelerator: str) -> str:

@@ -6,8 +6,8 @@ from their sources into one file beside the project's `Pulumi.yaml`, `gpu-platfo
 is committed and reviewed like any other pin; the plan and the program read only that file. Each
 entry says where its value was read and when.
 
-The file is YAML, written sorted by section and key, one entry a few lines, so that a refresh
-reads as a diff:
+The file is YAML, written sorted by section and key (numbers in keys compared as numbers, so
+versions are in version order), one entry a few lines, so that a refresh reads as a diff:
 
     format: 1
     cos_drivers:
@@ -21,6 +21,7 @@ which names the entry and the command that fills it.
 """
 
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -153,7 +154,7 @@ class Lock:
                 f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}"
             )
         self._sections = {
-            name: dict(sorted(entries.items()))
+            name: dict(sorted(entries.items(), key=lambda item: _natural(item[0])))
             for name, entries in sorted((sections or {}).items())
         }
         self.path = path or Path(LOCK_FILE_NAME)
@@ -216,6 +217,12 @@ class Lock:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Lock) and self._sections == other._sections
+
+
+def _natural(key: str) -> tuple[tuple[int, int | str], ...]:
+    """A key's numbers compared as numbers (`1.35.10-gke.100` after `1.35.9-gke.200`), so that a
+    refresh's new versions land beside their neighbours in the diff."""
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", key) if p)
 
 
 def lock_path(start: Path | None = None) -> Path:

@@ -44,11 +44,13 @@ class Resolution:
 
 @dataclass(frozen=True)
 class LockContext:
-    """What the resolvers work from: the stacks named (their validated config, by name) and
-    the HTTP client that reads the sources."""
+    """What the resolvers work from: the stacks named (their validated config, by name), the
+    HTTP client that reads the sources, and the lock as it was (for facts that never change
+    once read, which a source may stop listing)."""
 
     stacks: Mapping[str, StackConfig]
     sources: Sources
+    previous: Lock = field(default_factory=Lock)
 
 
 @dataclass(frozen=True)
