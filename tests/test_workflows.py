@@ -626,12 +626,12 @@ def test_only_the_preview_may_comment_on_the_pull_request() -> None:
     assert writers == {("pull-request.yml", "preview"), ("lock-refresh.yml", "refresh")}
 
 
-def test_the_lock_is_refreshed_every_week_as_a_pull_request_of_the_lock_alone() -> None:
+def test_the_lock_is_refreshed_every_day_as_a_pull_request_of_the_lock_alone() -> None:
     document = workflow("lock-refresh.yml")
     steps = document["jobs"]["refresh"]["steps"]
     (propose,) = [s for s in steps if "create-pull-request" in s.get("uses", "")]
 
-    assert document["on"]["schedule"] == [{"cron": "41 5 * * 1"}]
+    assert document["on"]["schedule"] == [{"cron": "41 5 * * *"}]
     assert "gpu-platform lock" in next(s["run"] for s in steps if s.get("id") == "lock")
     assert propose["with"]["add-paths"] == "gpu-platform.lock"
     # The lock is proposed before the job fails on a fact it could not read.

@@ -26,9 +26,9 @@ Where no source this table can cite gives the default, the entry says so (`Unpub
 the plan reads the default from the project's lock instead: `gpu-platform lock` follows the
 published map and lists for every GKE version from this table's oldest on (gpu_platform/lock/,
 docs/lock.md), so that each fact lives in one place, here with its source or there with its URL.
-A pool's `gcp.cosDriverBranch` states the branch instead, and the smoke test checks it on a
-node. `tests/gpu_platform/driver_tables/test_cos.py` fails when a supported version or a GPU
-GKE offers has no entry.
+A pool's `gcp.cosDriverBranch` states the branch where neither gives it, and the smoke test
+checks it on a node. `tests/gpu_platform/driver_tables/test_cos.py` fails when a supported
+version or a GPU GKE offers has no entry.
 """
 
 from collections.abc import Mapping
