@@ -18,6 +18,14 @@ from .plans import GET_CLUSTER
 
 Config = dict[str, Any]
 Files = dict[str, bytes]
+LOCKED_L4_LABELS = {
+    "1.34": ("570.195.03", "12.8"),
+    "1.35": ("580.95.05", "13.0"),
+    "1.36": ("580.126.09", "13.0"),
+}
+"""Per minor, the driver and CUDA labels of an L4 pool on the test data's one version of it, as
+`locked` has it: the DEFAULT for NVIDIA_L4 in the list of the build that version runs
+(tests/gpu_platform/lock/data/); CUDA_BY_DRIVER_BRANCH: R570 runs CUDA 12.8, R580 13.0."""
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE, MissingLockEntry
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.repository import ROOT
 
-from .conftest import Files
+from .conftest import LOCKED_L4_LABELS, Files
 from .plans import node_pool, problems_of, with_cluster, with_pool
 
 Config = dict[str, Any]
@@ -62,16 +62,7 @@ def test_a_new_pool_on_a_gke_1_33_control_plane_runs_coss_r535(
     assert driver_labels(plan_for(gke_config)) == ("535", "12.2")
 
 
-@pytest.mark.parametrize(
-    ("minor", "labels"),
-    [
-        # The DEFAULT driver of NVIDIA_L4 in the test data's list of the build each version
-        # runs; CUDA_BY_DRIVER_BRANCH: R570 runs CUDA 12.8, R580 13.0.
-        ("1.34", ("570.195.03", "12.8")),
-        ("1.35", ("580.95.05", "13.0")),
-        ("1.36", ("580.126.09", "13.0")),
-    ],
-)
+@pytest.mark.parametrize(("minor", "labels"), sorted(LOCKED_L4_LABELS.items()))
 def test_a_new_pool_on_a_later_control_plane_runs_the_default_the_lock_has(
     locked: Files,
     gke_config: Config,

@@ -23,7 +23,7 @@ from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE, MissingLockEntry
 from tests.cos_sources import MAP_PATH, published_files, serving
 from tests.repository import ROOT
 
-from ..conftest import Files
+from ..conftest import LOCKED_L4_LABELS, Files
 from ..plans import GET_CLUSTER, problems_of
 from ..test_node_driver import LATEST_PATCH, driver_labels
 
@@ -86,16 +86,7 @@ def at_minor(gke_new_config: Config, minor: str) -> Config:
     return gke_new_config
 
 
-@pytest.mark.parametrize(
-    ("minor", "labels"),
-    [
-        # The test data's map lists one version of each minor (tests/gpu_platform/lock/data/),
-        # whose build's DEFAULT for NVIDIA_L4 is the locked default; CUDA_BY_DRIVER_BRANCH.
-        ("1.34", ("570.195.03", "12.8")),
-        ("1.35", ("580.95.05", "13.0")),
-        ("1.36", ("580.126.09", "13.0")),
-    ],
-)
+@pytest.mark.parametrize(("minor", "labels"), sorted(LOCKED_L4_LABELS.items()))
 def test_a_cluster_created_at_a_later_minor_takes_the_default_its_versions_agree_on(
     locked: Files,
     gke_new_config: Config,
