@@ -14,6 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpu_platform.driver_tables.cos import COS_DEFAULT_DRIVERS, CosDefault, Unpublished
+from gpu_platform.lock.cos import cos_driver_key, cos_gpu_type
+from gpu_platform.lock.lockfile import (
+    COS_DRIVERS,
+    GKE_COS_IMAGES,
+    Lock,
+    MissingLockEntry,
+    project_lock,
+)
 from gpu_platform.version_order import version_key
 from gpu_platform.versions import CUDA_BY_DRIVER_BRANCH, SUPPORTED_KUBERNETES_VERSIONS
 
@@ -108,7 +116,7 @@ def eks_driver(
 ) -> NvidiaDriver | None:
     """The driver of an EKS NVIDIA AMI release; None where the tables do not list it."""
     if node_image == "bottlerocket":
-        version = BOTTLEROCKET_DRIVERS.get(_minor(release), {}).get(kubernetes_version)
+        version = BOTTLEROCKET_DRIVERS.get(gke_minor(release), {}).get(kubernetes_version)
     else:
         version = AL2023_DRIVERS.get(release, {}).get(architecture)
     return NvidiaDriver(version, f"AMI release {release}") if version else None
@@ -141,28 +149,130 @@ def gke_driver(
     """The driver of a GKE pool's nodes, or on COS why no source gives it.
 
     `node_version` is the GKE version of the nodes themselves, and `accelerator` their GPU: COS's
-    default driver depends on both (gpu_platform/driver_tables/cos.py). `operator` is the driver
+    default driver depends on both, and comes from the table where a source gives it
+    (gpu_platform/driver_tables/cos.py), else from the lock (`gpu-platform lock`, which reads
+    the COS build's own list; MissingLockEntry where the lock lacks it). `operator` is the driver
     the GPU Operator builds for the pool on Ubuntu (its `gcp.driverVersion`, else
     `operator.driverVersion`). What pins it is named by the version alone, so that a canary that
     pins the same version as its pool is in step with it.
     """
     if node_image == "ubuntu":
         return NvidiaDriver(operator, f"the GPU Operator at {operator}")
-    if cos_branch is not None:
-        return NvidiaDriver(str(cos_branch), f"gcp.cosDriverBranch, on GKE {node_version}")
-    entry = cos_default(node_version, accelerator)
-    if entry is None:
-        supported = ", ".join(COS_DEFAULT_DRIVERS)
-        return Unpublished(f"the platform knows COS's defaults on GKE {supported} only")
-    if isinstance(entry, Unpublished):
-        return entry
-    return NvidiaDriver(str(entry.branch), f"COS's default on GKE {node_version}")
+    if cos_branch is None:
+        return cos_default_driver(node_version, accelerator)
+    # The pool's branch stands where no source gives COS's default; where one does, the pool's
+    # rules refuse a branch that contradicts it (gpu_platform/gke/node_driver.py).
+    known = known_cos_default(node_version, accelerator)
+    if known is not None:
+        return known
+    return NvidiaDriver(str(cos_branch), f"gcp.cosDriverBranch, on GKE {node_version}")
 
 
 def cos_default(node_version: str, accelerator: str) -> CosDefault | Unpublished | None:
     """COS's default driver for the GPU on the nodes' GKE version, as the table has it; None
     where the table has no entry for that version."""
-    return COS_DEFAULT_DRIVERS.get(_minor(node_version), {}).get(accelerator)
+    return COS_DEFAULT_DRIVERS.get(gke_minor(node_version), {}).get(accelerator)
+
+
+def cos_default_driver(node_version: str, accelerator: str) -> NvidiaDriver | Unpublished:
+    """COS's default driver for the GPU on the GKE version: the table's where it cites a
+    source, else the project's lock's (MissingLockEntry where the lock lacks it)."""
+    entry = cos_default(node_version, accelerator)
+    if isinstance(entry, CosDefault):
+        return NvidiaDriver(str(entry.branch), f"COS's default on GKE {node_version}")
+    if not cos_default_in_lock(node_version, accelerator):
+        return Unpublished(f"the platform knows COS's defaults from GKE {_OLDEST_COS_MINOR} on")
+    return locked_cos_default(project_lock(), node_version, accelerator)
+
+
+def known_cos_default(node_version: str, accelerator: str) -> NvidiaDriver | None:
+    """COS's default driver for the GPU on the GKE version where the table or the lock gives
+    one; None where neither does."""
+    try:
+        driver = cos_default_driver(node_version, accelerator)
+    except MissingLockEntry:
+        return None
+    return driver if isinstance(driver, NvidiaDriver) else None
+
+
+_OLDEST_COS_MINOR = min(COS_DEFAULT_DRIVERS, key=version_key)
+_BARE_MINOR = re.compile(r"^\d+\.\d+$")
+
+
+def cos_default_in_lock(node_version: str, accelerator: str) -> bool:
+    """Whether COS's default driver for the GPU on the GKE version is the lock's to give: where
+    the table names no source for it, from the table's oldest version on (older ones are older
+    than the platform supports)."""
+    return not isinstance(cos_default(node_version, accelerator), CosDefault) and version_key(
+        gke_minor(node_version)
+    ) >= version_key(_OLDEST_COS_MINOR)
+
+
+def locked_cos_default(
+    lock: Lock, node_version: str, accelerator: str
+) -> NvidiaDriver | Unpublished:
+    """COS's default driver for the GPU on the GKE version, as the lock has it: the COS image
+    the version runs (`gke_cos_images`), then that image's default for the GPU (`cos_drivers`).
+    MissingLockEntry where the lock lacks either. A bare minor (`1.35`: a cluster not created
+    yet, which GKE creates at a patch of its channel's choosing) has the default every version
+    of that minor in the lock agrees on."""
+    if _BARE_MINOR.match(node_version):
+        return _minor_default(lock, node_version, accelerator)
+    image = lock.require(
+        GKE_COS_IMAGES,
+        node_version,
+        f"the COS image GKE {node_version} runs, whose driver list gives COS's default NVIDIA"
+        f" driver for {accelerator}",
+    ).value
+    if image is None:
+        return Unpublished(f"gke-to-cos.json gives no COS image for GKE {node_version}")
+    listed = lock.require(
+        COS_DRIVERS,
+        cos_driver_key(image, accelerator),
+        f"COS's default NVIDIA driver for {accelerator} on {image}, the COS image of GKE"
+        f" {node_version}",
+    )
+    if listed.value is None:
+        return Unpublished(
+            f"{image}, the COS image of GKE {node_version}, lists no driver for"
+            f" {cos_gpu_type(accelerator)} ({listed.source})"
+        )
+    return NvidiaDriver(listed.value, f"COS's default on GKE {node_version}")
+
+
+def _minor_default(lock: Lock, minor: str, accelerator: str) -> NvidiaDriver | Unpublished:
+    """The default of every GKE version of `minor` the lock has, where they agree on a branch.
+
+    GKE creates a cluster at its release channel's default version of the minor asked for,
+    which moves with the channel: no plan can know that patch, so a default that differs
+    between the minor's patches is not a fact the plan can state."""
+    versions = sorted(
+        (v for v in lock.section(GKE_COS_IMAGES) if gke_minor(v) == minor), key=version_key
+    )
+    if not versions:
+        raise MissingLockEntry(
+            GKE_COS_IMAGES,
+            f"{minor}.*",
+            f"any GKE {minor} version, the minor the cluster is created at, whose COS image's"
+            f" driver list gives COS's default NVIDIA driver for {accelerator}",
+            lock.path,
+        )
+    drivers = {v: locked_cos_default(lock, v, accelerator) for v in versions}
+    loaded = [d for d in drivers.values() if isinstance(d, NvidiaDriver)]
+    branches = {d.branch for d in loaded}
+    if len(loaded) == len(drivers) and len(branches) == 1:
+        patches = {d.version for d in loaded}
+        # Patches of one branch agree on the CUDA ceiling, which is what the labels promise.
+        version = patches.pop() if len(patches) == 1 else str(branches.pop())
+        return NvidiaDriver(version, f"COS's default on every GKE {minor} version in the lock")
+    found = "; ".join(
+        f"{v}: {d.version if isinstance(d, NvidiaDriver) else d.why}" for v, d in drivers.items()
+    )
+    return Unpublished(
+        f"COS's default differs between the GKE {minor} versions the lock has ({found}), and"
+        f" GKE creates the cluster at its channel's default {minor} version, which a plan cannot"
+        " know: pin `cluster.create.gcp.version` to one of them"
+    )
 
 
 def too_old_for(accelerator: str, driver: NvidiaDriver) -> int | None:
@@ -171,6 +281,7 @@ def too_old_for(accelerator: str, driver: NvidiaDriver) -> int | None:
     return minimum if minimum is not None and driver.branch < minimum else None
 
 
-def _minor(version: str) -> str:
+def gke_minor(version: str) -> str:
+    """The Kubernetes minor (`1.35`) of a version (`1.35.6-gke.1163000`, `1.35.6-20260714`)."""
     match = re.match(r"(\d+\.\d+)", version)
     return match[1] if match else version

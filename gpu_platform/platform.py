@@ -41,6 +41,7 @@ from gpu_platform.kubernetes.idle_gpu_pods import idle_gpu_reaper
 from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpu_platform.kubernetes.nvidia_driver import rolls_drivers_in_place
 from gpu_platform.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
+from gpu_platform.lock.lockfile import LockError, MissingLockEntry
 from gpu_platform.node_identity import ResolvedPool, pool_software
 from gpu_platform.secrets import secret_if
 
@@ -49,6 +50,20 @@ class PlatformConfigError(ConfigError, pulumi.RunError):
     """A `ConfigError` as Pulumi reports a user's mistake: `pulumi up` prints a `RunError`'s
     message alone, where any other exception gets "Program failed with an unhandled exception"
     and a traceback (pulumi `sdk/python/cmd/pulumi-language-python-exec`)."""
+
+
+class PlatformLockError(LockError, pulumi.RunError):
+    """A lock file the program cannot read, as Pulumi reports a user's mistake (see
+    PlatformConfigError)."""
+
+
+class PlatformMissingLockEntry(MissingLockEntry, pulumi.RunError):
+    """A fact the lock lacks, as Pulumi reports a user's mistake (see PlatformConfigError): the
+    entry and the command that fills it, for the stack being run."""
+
+    def __init__(self, missing: MissingLockEntry, stack: str):
+        super().__init__(missing.section, missing.key, missing.what, missing.path)
+        self.args = (missing.report(stack),)
 
 
 @dataclass(frozen=True)
@@ -270,3 +285,7 @@ def _reported_to_pulumi() -> Iterator[None]:
         yield
     except ConfigError as error:
         raise PlatformConfigError(error.problems) from None
+    except MissingLockEntry as missing:
+        raise PlatformMissingLockEntry(missing, pulumi.get_stack()) from None
+    except LockError as error:
+        raise PlatformLockError(str(error)) from None

@@ -437,8 +437,9 @@ def gke_pool(
         gcp["nodeVersion"] = draw(st.sampled_from(GKE_NODE_VERSIONS))
     if node_image == "ubuntu" and draw(st.integers(0, 3)) == 0:
         gcp["driverVersion"] = draw(st.sampled_from(UBUNTU_DRIVERS))
-    if node_image == "cos" and created_minor not in (None, "1.32", "1.33"):
-        # GKE publishes no COS driver table from 1.34 on: the pool states its branch.
+    if node_image == "cos" and created_minor not in (None, "1.33") and draw(st.integers(0, 3)) == 0:
+        # From 1.34 on COS's default comes from the sweep's lock (tests/sweep_lock.py), R580
+        # for every GPU: a pool may state the branch that agrees with it.
         gcp["cosDriverBranch"] = 580
     if draw(st.integers(0, 4)) == 0:
         pool["diskSizeGib"] = draw(st.sampled_from([100, 500]))
@@ -711,6 +712,36 @@ CORNER_STACKS: dict[str, Config] = {
                 "gcp": {"flexStart": True, "queuedProvisioning": True},
             },
         ],
+    },
+    "GKE created at a bare 1.35 on COS: the drivers its pools run come from the lock": {
+        "gpu-platform:cloud": "gcp",
+        "gpu-platform:cluster": {
+            "name": "ml-sweep",
+            "project": "ml-platform-sweep",
+            "location": GCP_REGION,
+            "create": {
+                "kubernetesVersion": "1.35",
+                "endpoint": {"access": "public", "publicCidrs": ["203.0.113.0/24"]},
+                "administrators": ["gke-admins@example.com"],
+                "gcp": {"releaseChannel": "regular"},
+            },
+        },
+        "gpu-platform:pools": [
+            {
+                "name": "l4",
+                "instanceTypes": ["g2-standard-8"],
+                "max": 2,
+                "sharing": {"mode": "exclusive"},
+            },
+            {
+                "name": "l4-stated",
+                "instanceTypes": ["g2-standard-8"],
+                "max": 2,
+                "sharing": {"mode": "exclusive"},
+                "gcp": {"cosDriverBranch": 580},
+            },
+        ],
+        "gpu-platform:monitoring": {"installPrometheusStack": True},
     },
     "refused: a canary on a Capacity Block": {
         "aws:region": AWS_REGION,

@@ -20,7 +20,7 @@ tests/test_configuration_sweep.py` (README, Testing).
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, example, given, settings
 from gpu_platform.cli.analyzer import PolicyPack
 from gpu_platform.cli.namespace_levels import POD_SECURITY, namespace_levels
 from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.config_strategies import CORNER_STACKS, stack_configs
 from tests.gpu_platform.canary_invariants import canary_capacity_problems, canary_rank_problems
@@ -41,6 +42,7 @@ from tests.gpu_platform.rollout_invariants import timeout_problems
 from tests.official_models import official_model_problems
 from tests.refusals import assert_refused_by_key
 from tests.repository import PROJECT
+from tests.sweep_lock import write_sweep_lock
 
 Config = dict[str, Any]
 EXAMPLES = int(os.environ.get("GPU_PLATFORM_SWEEP_EXAMPLES", "10"))
@@ -105,6 +107,16 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
             hardening_problems
         ),
     }
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sweep_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The sweep's plans read tests/sweep_lock.py's lock."""
+    path = tmp_path_factory.mktemp("sweep-lock") / "gpu-platform.lock"
+    write_sweep_lock(path)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(LOCK_PATH_VARIABLE, str(path))
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -52,6 +52,7 @@ from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_CANNOT_CH
 from gpu_platform.cli.preflight_gke_create import creation_findings
 from gpu_platform.cli.preflight_gke_exporter import exporter_label_findings
 from gpu_platform.cli.preflight_gke_identity import identity_findings
+from gpu_platform.cli.preflight_gke_lock import lock_findings
 from gpu_platform.cli.preflight_gke_quotas import quota_findings
 from gpu_platform.cli.preflight_gke_upgrades import upgrade_findings
 from gpu_platform.config import (
@@ -464,6 +465,7 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
         if cluster is not None:
             findings += upgrade_findings(config, cluster)
             findings += exporter_label_findings(config, cluster)
+            findings += lock_findings(config, cluster, gpus)
     findings += identity_findings(config, apis, cluster)
     for i, pool in enumerate(config.pools):
         if version is not None and dynamic_workload_scheduler_modes(pool):

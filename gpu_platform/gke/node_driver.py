@@ -1,10 +1,11 @@
 """The NVIDIA driver a GKE pool's nodes run, settled from the nodes' own GKE version and GPU.
 
 On COS the driver is the one COS loads by default for the GPU on the nodes' GKE version
-(gpu_platform/driver_tables/cos.py), not the control plane's: GKE upgrades the control plane
-first, and an unpinned pool's nodes follow later, so a driver read from the control plane would
-run ahead of the nodes' and the CUDA label with it, admitting pods that crash on their first CUDA
-call. On Ubuntu it is the driver the GPU Operator builds for the pool.
+(gpu_platform/driver_tables/cos.py, else the project's lock), not the control plane's: GKE
+upgrades the control plane first, and an unpinned pool's nodes follow later, so a driver read
+from the control plane would run ahead of the nodes' and the CUDA label with it, admitting pods
+that crash on their first CUDA call. On Ubuntu it is the driver the GPU Operator builds for the
+pool.
 """
 
 from gpu_platform.config import (
@@ -15,12 +16,12 @@ from gpu_platform.config import (
     key_path,
     pool_driver_version,
 )
-from gpu_platform.driver_tables.cos import CosDefault, Unpublished
+from gpu_platform.driver_tables.cos import Unpublished
 from gpu_platform.drivers import (
     GPU_MINIMUM_DRIVER_BRANCH,
     NvidiaDriver,
-    cos_default,
     gke_driver,
+    known_cos_default,
     too_old_for,
 )
 from gpu_platform.gke.cluster import GkeCluster
@@ -42,7 +43,8 @@ def pool_driver(
     config: StackConfig, cluster: GkeCluster, spec: GpuPoolSpec, index: int, accelerator: str
 ) -> NvidiaDriver:
     """The pool's driver; ConfigError at `gcp.cosDriverBranch` where no source gives COS's
-    default for the nodes' version and GPU, or where the driver cannot drive the GPU."""
+    default for the nodes' version and GPU, or where the driver cannot drive the GPU;
+    MissingLockEntry where the default is the lock's to give and it has none."""
     version, whence = node_version(spec, cluster)
     driver = gke_driver(
         config.node_image,
@@ -96,12 +98,12 @@ def pool_driver(
 
 def _contradicted_default(
     config: StackConfig, spec: GpuPoolSpec, version: str, accelerator: str
-) -> CosDefault | None:
-    """COS's published default for the nodes' version and GPU, where the pool's
-    `gcp.cosDriverBranch` states another branch: the label would name a driver the nodes do not
-    run, and the CUDA label a ceiling above theirs."""
+) -> NvidiaDriver | None:
+    """COS's default for the nodes' version and GPU, from the table or the lock, where the
+    pool's `gcp.cosDriverBranch` states another branch: the label would name a driver the nodes
+    do not run, and the CUDA label a ceiling above theirs."""
     stated = spec.gcp.cos_driver_branch
     if config.node_image != "cos" or stated is None:
         return None
-    entry = cos_default(version, accelerator)
-    return entry if isinstance(entry, CosDefault) and entry.branch != stated else None
+    known = known_cos_default(version, accelerator)
+    return known if known is not None and known.branch != stated else None

@@ -1,16 +1,31 @@
 """Fixtures for the GKE side: the program's plan for the shared `gke_config`."""
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from gpu_platform.cli.app import app
 from gpu_platform.cli.offline import Plan
 from gpu_platform.cli.stand_ins import gcp as stand_in
+from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
+from tests.cos_sources import published_files, serving
+from tests.repository import ROOT
 
 from .plans import GET_CLUSTER
 
 Config = dict[str, Any]
+Files = dict[str, bytes]
+LOCKED_L4_LABELS = {
+    "1.34": ("570.195.03", "12.8"),
+    "1.35": ("580.95.05", "13.0"),
+    "1.36": ("580.126.09", "13.0"),
+}
+"""Per minor, the driver and CUDA labels of an L4 pool on the test data's one version of it, as
+`locked` has it: the DEFAULT for NVIDIA_L4 in the list of the build that version runs
+(tests/gpu_platform/lock/data/); CUDA_BY_DRIVER_BRANCH: R570 runs CUDA 12.8, R580 13.0."""
 
 
 @pytest.fixture
@@ -25,3 +40,15 @@ def cluster_answer(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     answer = stand_in.INVOKES[GET_CLUSTER]
     monkeypatch.setitem(stand_in.INVOKES, GET_CLUSTER, lambda args: answer(args) | changes)
     yield changes
+
+
+@pytest.fixture
+def locked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
+    """The lock `gpu-platform lock gke-dev` writes from the test data's sources (the GKE
+    versions of LATEST_PATCH, tests/gpu_platform/lock/data/); the sources, to change."""
+    monkeypatch.setenv(LOCK_PATH_VARIABLE, str(tmp_path / "gpu-platform.lock"))
+    files = published_files()
+    with serving(files, monkeypatch):
+        result = CliRunner().invoke(app, ["--cwd", str(ROOT), "lock", "gke-dev"])
+        assert result.exit_code == 0, result.output
+        return files

@@ -2,13 +2,20 @@
 (mocked program, with the stand-in control plane at each supported version)."""
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
+from typer.testing import CliRunner
 
+from gpu_platform.cli.app import app
 from gpu_platform.cli.offline import Plan
+from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE, MissingLockEntry
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
+from tests.repository import ROOT
 
+from .conftest import LOCKED_L4_LABELS, Files
 from .plans import node_pool, problems_of, with_cluster, with_pool
 
 Config = dict[str, Any]
@@ -55,19 +62,119 @@ def test_a_new_pool_on_a_gke_1_33_control_plane_runs_coss_r535(
     assert driver_labels(plan_for(gke_config)) == ("535", "12.2")
 
 
+@pytest.mark.parametrize(("minor", "labels"), sorted(LOCKED_L4_LABELS.items()))
+def test_a_new_pool_on_a_later_control_plane_runs_the_default_the_lock_has(
+    locked: Files,
+    gke_config: Config,
+    plan_for: PlanFor,
+    cluster_answer: Config,
+    minor: str,
+    labels: tuple[str, str],
+) -> None:
+    cluster_answer["masterVersion"] = LATEST_PATCH[minor]
+
+    assert driver_labels(plan_for(gke_config)) == labels
+
+
 @pytest.mark.parametrize("minor", ["1.34", "1.35", "1.36"])
-def test_a_new_pool_on_a_later_control_plane_must_state_coss_branch(
+def test_a_later_control_plane_without_a_lock_entry_names_it_and_the_command(
     gke_config: Config, failed_plan_for: PlanFor, cluster_answer: Config, minor: str
 ) -> None:
     cluster_answer["masterVersion"] = LATEST_PATCH[minor]
 
     plan = failed_plan_for(gke_config)
 
-    assert problems_of(plan)[BRANCH_KEY].startswith(
-        f"the NVIDIA driver branch that COS loads for l4 on GKE {LATEST_PATCH[minor]} (the"
-        " cluster's version, at which GKE creates it): GKE publishes no COS driver table"
+    assert isinstance(plan.error, MissingLockEntry)
+    assert plan.error.report("gke-dev") == (
+        f'gpu-platform.lock has no entry gke_cos_images["{LATEST_PATCH[minor]}"]: the COS image'
+        f" GKE {LATEST_PATCH[minor]} runs, whose driver list gives COS's default NVIDIA driver"
+        " for l4. Run `gpu-platform lock gke-dev` to read it from its source (docs/lock.md)"
     )
     assert plan.resources == []
+
+
+def test_a_lock_with_the_image_but_not_its_driver_names_the_driver_entry(
+    locked: Files, gke_config: Config, failed_plan_for: PlanFor, cluster_answer: Config
+) -> None:
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.35"]
+    on_machine(gke_config, "a3-highgpu-8g")
+
+    plan = failed_plan_for(gke_config)
+
+    assert isinstance(plan.error, MissingLockEntry)
+    assert plan.error.entry_name == 'cos_drivers["cos-125-19216-104-25/h100-80gb"]'
+
+
+def test_a_missing_entry_reaches_pulumi_as_a_run_error_naming_it_and_the_command(
+    gke_config: Config, failed_plan_for: PlanFor, cluster_answer: Config
+) -> None:
+    # What `pulumi up` prints as the message alone, without a traceback (PlatformConfigError).
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.35"]
+
+    plan = failed_plan_for(gke_config)
+
+    assert isinstance(plan.error, pulumi.RunError)
+    assert str(plan.error) == (
+        'gpu-platform.lock has no entry gke_cos_images["1.35.6-gke.1163000"]: the COS image GKE'
+        " 1.35.6-gke.1163000 runs, whose driver list gives COS's default NVIDIA driver for l4."
+        " Run `gpu-platform lock dev` to read it from its source (docs/lock.md)"
+    )
+
+
+def test_an_unreadable_lock_reaches_pulumi_as_a_run_error(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    gke_config: Config,
+    failed_plan_for: PlanFor,
+    cluster_answer: Config,
+) -> None:
+    (tmp_path / "gpu-platform.lock").write_text("format: 2\n")
+    monkeypatch.setenv(LOCK_PATH_VARIABLE, str(tmp_path / "gpu-platform.lock"))
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.35"]
+
+    plan = failed_plan_for(gke_config)
+
+    assert isinstance(plan.error, pulumi.RunError)
+    assert "not a lock of format 1" in str(plan.error)
+
+
+def test_a_stated_branch_that_agrees_with_the_locked_default_labels_its_exact_version(
+    locked: Files, gke_config: Config, plan_for: PlanFor, cluster_answer: Config
+) -> None:
+    # The test data's DEFAULT for NVIDIA_L4 on 1.35's build: 580.95.05.
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.35"]
+    with_pool(gke_config, gcp={"cosDriverBranch": 580})
+
+    assert driver_labels(plan_for(gke_config)) == ("580.95.05", "13.0")
+
+
+def test_a_stated_branch_that_contradicts_the_locked_default_is_refused(
+    locked: Files, gke_config: Config, failed_plan_for: PlanFor, cluster_answer: Config
+) -> None:
+    # The test data's DEFAULT for NVIDIA_L4 on 1.35's build is 580.95.05; a 570 stated when GKE
+    # published no table would label the nodes for a driver they do not run.
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.35"]
+    with_pool(gke_config, gcp={"cosDriverBranch": 570})
+
+    assert problems_of(failed_plan_for(gke_config))[BRANCH_KEY].startswith(
+        "no value, or 580: COS loads R580 for l4 on GKE 1.35.6-gke.1163000 (the cluster's"
+        " version, at which GKE creates it; COS's default on GKE 1.35.6-gke.1163000)"
+    )
+
+
+def test_gpu_platform_plan_exits_2_naming_the_missing_entry_and_the_command(
+    cluster_answer: Config,
+) -> None:
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.35"]
+
+    result = CliRunner().invoke(app, ["--cwd", str(ROOT), "plan", "gke-dev"])
+
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        'gpu-platform.lock has no entry gke_cos_images["1.35.6-gke.1163000"]: the COS image GKE'
+        " 1.35.6-gke.1163000 runs, whose driver list gives COS's default NVIDIA driver for l4."
+        " Run `gpu-platform lock gke-dev` to read it from its source (docs/lock.md)"
+    )
 
 
 @pytest.mark.parametrize("minor", ["1.34", "1.35", "1.36"])
@@ -103,12 +210,13 @@ def test_nodes_that_lag_the_control_plane_are_labelled_for_their_own_version(
 
 
 def test_a_pinned_node_version_decides_the_driver_whatever_the_nodes_run(
-    gke_config: Config, failed_plan_for: PlanFor, cluster_answer: Config
+    locked: Files, gke_config: Config, plan_for: PlanFor, cluster_answer: Config
 ) -> None:
+    # The nodes still run 1.33 (R535), the pool pins 1.34: the test data's default there.
     nodes_lag_a_1_34_control_plane(cluster_answer)
     with_pool(gke_config, gcp={"nodeVersion": LATEST_PATCH["1.34"]})
 
-    assert "(its gcp.nodeVersion)" in problems_of(failed_plan_for(gke_config))[BRANCH_KEY]
+    assert driver_labels(plan_for(gke_config)) == ("570.195.03", "12.8")
 
 
 @pytest.mark.parametrize(
@@ -128,15 +236,16 @@ def test_a3_pools_on_gke_1_33_are_labelled_with_the_driver_cos_loads_for_their_g
     assert driver_labels(plan_for(gke_config)) == labels
 
 
-def test_an_a4_pool_must_state_the_branch_as_no_source_gives_coss_for_b200(
+def test_an_a4_pool_takes_coss_default_for_b200_from_the_lock_as_no_table_gives_it(
     gke_config: Config, failed_plan_for: PlanFor
 ) -> None:
     on_machine(gke_config, "a4-highgpu-8g")
 
-    assert problems_of(failed_plan_for(gke_config))[BRANCH_KEY].startswith(
-        "the NVIDIA driver branch (at least 570, the oldest that drives it) that COS loads for"
-        " b200 on GKE 1.33.5-gke.1201000"
-    )
+    plan = failed_plan_for(gke_config)
+
+    assert isinstance(plan.error, MissingLockEntry)
+    assert plan.error.entry_name == 'gke_cos_images["1.33.5-gke.1201000"]'
+    assert plan.error.what.endswith("COS's default NVIDIA driver for b200")
 
 
 def test_an_a4_pool_stating_a_branch_too_old_for_b200_is_refused(

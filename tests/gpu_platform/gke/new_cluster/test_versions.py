@@ -6,16 +6,24 @@ the cluster exists, the lookup fails as terraform-provider-google's data source 
 (`datasourceContainerClusterRead`: "<id> not found") and the created version stands.
 
 COS's default driver for L4 on GKE 1.33 is R535, CUDA 12.2 (GKE, "Run GPUs in GKE Standard node
-pools"); GKE publishes no such table from 1.34 on."""
+pools"); GKE publishes no such table from 1.34 on, and the lock gives it there."""
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from gpu_platform.cli.app import app
 from gpu_platform.cli.offline import Plan
 from gpu_platform.cli.stand_ins import gcp as stand_in
+from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE, MissingLockEntry
+from tests.cos_sources import MAP_PATH, published_files, serving
+from tests.repository import ROOT
 
+from ..conftest import LOCKED_L4_LABELS, Files
 from ..plans import GET_CLUSTER, problems_of
 from ..test_node_driver import LATEST_PATCH, driver_labels
 
@@ -56,15 +64,13 @@ def test_once_gke_upgraded_the_nodes_their_labels_follow_the_nodes_version(
     gke_new_config: Config, failed_plan_for: Callable[[Config], Plan], created_answer: Config
 ) -> None:
     # Created at 1.33; the stable channel has since moved control plane and nodes to 1.34,
-    # whose COS driver the platform cannot know: it asks rather than keep 1.33's labels.
+    # whose COS driver only the lock gives: the plan asks for it rather than keep 1.33's labels.
     upgraded_by_gke(created_answer, LATEST_PATCH["1.34"], LATEST_PATCH["1.34"])
 
-    problems = problems_of(failed_plan_for(gke_new_config))
+    plan = failed_plan_for(gke_new_config)
 
-    assert (
-        f"GKE {LATEST_PATCH['1.34']} (the version its nodes run)"
-        in (problems["gpu-platform:pools[0].gcp.cosDriverBranch"])
-    )
+    assert isinstance(plan.error, MissingLockEntry)
+    assert plan.error.entry_name == f'gke_cos_images["{LATEST_PATCH["1.34"]}"]'
 
 
 def test_nodes_still_on_the_created_version_keep_its_driver(
@@ -73,3 +79,56 @@ def test_nodes_still_on_the_created_version_keep_its_driver(
     upgraded_by_gke(created_answer, LATEST_PATCH["1.34"], LATEST_PATCH["1.33"])
 
     assert driver_labels(plan_for(gke_new_config)) == ("535", "12.2")
+
+
+def at_minor(gke_new_config: Config, minor: str) -> Config:
+    gke_new_config["gpu-platform:cluster"]["create"]["kubernetesVersion"] = minor
+    return gke_new_config
+
+
+@pytest.mark.parametrize(("minor", "labels"), sorted(LOCKED_L4_LABELS.items()))
+def test_a_cluster_created_at_a_later_minor_takes_the_default_its_versions_agree_on(
+    locked: Files,
+    gke_new_config: Config,
+    plan_for: Callable[[Config], Plan],
+    minor: str,
+    labels: tuple[str, str],
+) -> None:
+    assert driver_labels(plan_for(at_minor(gke_new_config, minor))) == labels
+
+
+def test_a_cluster_created_at_a_minor_whose_versions_differ_must_pin_one(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    gke_new_config: Config,
+    failed_plan_for: Callable[[Config], Plan],
+) -> None:
+    # GKE creates it at its channel's default 1.35 patch: R570 on one, R580 on another.
+    monkeypatch.setenv(LOCK_PATH_VARIABLE, str(tmp_path / "gpu-platform.lock"))
+    files = published_files()
+    published = json.loads(files[MAP_PATH])
+    published["entries"].append({"gke_version": "1.35.7-gke.1000", "image": "cos-121-18867-199-28"})
+    files[MAP_PATH] = json.dumps(published).encode()
+    with serving(files, monkeypatch):
+        assert CliRunner().invoke(app, ["--cwd", str(ROOT), "lock", "gke-dev"]).exit_code == 0
+
+    problems = problems_of(failed_plan_for(at_minor(gke_new_config, "1.35")))
+
+    assert problems["gpu-platform:pools[0].gcp.cosDriverBranch"] == (
+        "the NVIDIA driver branch that COS loads for l4 on GKE 1.35 (the cluster's version, at"
+        " which GKE creates it): COS's default differs between the GKE 1.35 versions the lock"
+        " has (1.35.6-gke.1163000: 580.95.05; 1.35.7-gke.1000: 570.195.03), and GKE creates the"
+        " cluster at its channel's default 1.35 version, which a plan cannot know: pin"
+        " `cluster.create.gcp.version` to one of them. `nvidia-smi` on such a node shows it, and"
+        " the smoke test checks it"
+    )
+
+
+@pytest.mark.parametrize("minor", ["1.34", "1.35", "1.36"])
+def test_a_cluster_created_at_a_later_minor_without_a_lock_names_the_minors_entry(
+    gke_new_config: Config, failed_plan_for: Callable[[Config], Plan], minor: str
+) -> None:
+    plan = failed_plan_for(at_minor(gke_new_config, minor))
+
+    assert isinstance(plan.error, MissingLockEntry)
+    assert plan.error.entry_name == f'gke_cos_images["{minor}.*"]'
