@@ -72,9 +72,11 @@ def run(
     resolutions = [resolution for _, resolution in finished]
     unresolved = [u for resolution in resolutions for u in resolution.unresolved]
     for fact in unresolved:
-        errors.print(f"could not read {fact.describe()}", markup=False, highlight=False)
+        errors.print(
+            f"could not read {fact.describe()}", markup=False, highlight=False, soft_wrap=True
+        )
     if late is not None:
-        errors.print(late, markup=False, highlight=False)
+        errors.print(late, markup=False, highlight=False, soft_wrap=True)
     _write_or_report(before, after, check, complete=not unresolved and late is None)
     if unresolved or late is not None:
         raise typer.Exit(EXIT_UNRESOLVED)
@@ -101,9 +103,9 @@ def _write_or_report(before: Lock, after: Lock, check: bool, complete: bool) -> 
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     if not lines:
         if complete:
-            console.print(f"{name} is up to date", markup=False, highlight=False)
+            console.print(f"{name} is up to date", markup=False, highlight=False, soft_wrap=True)
     elif check:
         console.print(f"{name} would change: run `gpu-platform lock`", markup=False)
     else:
         after.save()
-        console.print(f"wrote {after.path}", markup=False, highlight=False)
+        console.print(f"wrote {after.path}", markup=False, highlight=False, soft_wrap=True)
