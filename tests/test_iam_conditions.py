@@ -491,7 +491,7 @@ ESCALATIONS = [
     _e(
         "permissions-boundary",
         "TagEnis",
-        "ArnLike",
+        "ArnLikeIfExists",
         "ec2:Vpc",
         "ec2:CreateTags",
         ENI,
