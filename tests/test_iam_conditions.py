@@ -32,13 +32,14 @@ from tests.test_iam_documents import (
     DEPLOY_ROLE,
     IAM_DOCS,
     ML_PROD_ROLE,
+    REGION,
     VPC,
 )
 
 BOUNDARY = "eks-permissions-boundary.json"
 OTHER_CLUSTER = "ml-dev"
 OTHER_VPC = "vpc-0database"
-REGION = "us-east-1"
+OTHER_REGION = "eu-west-1"
 
 
 def _documents() -> dict[str, Policy]:
@@ -91,6 +92,7 @@ def tags(kind: str, **values: str) -> dict[str, Any]:
     names = {
         "cluster": "gpu-platform.io/cluster",
         "vpc": "gpu-platform.io/vpc",
+        "region": "gpu-platform.io/region",
         "eks_cluster": "eks:eks-cluster-name",
         "nodepool": "karpenter.sh/nodepool",
         "nodeclass": "karpenter.k8s.aws/ec2nodeclass",
@@ -294,7 +296,7 @@ ESCALATIONS = [
         "iam:CreateRole",
         OWN_ROLE,
         {"iam:PermissionsBoundary": arn("iam", "policy/PowerUserAccess")}
-        | tags("RequestTag", cluster=CLUSTER, vpc=VPC),
+        | tags("RequestTag", cluster=CLUSTER, vpc=VPC, region=REGION),
     ),
     _e(
         "deploy-iam-policy",
@@ -303,7 +305,7 @@ ESCALATIONS = [
         "aws:RequestTag/gpu-platform.io/cluster",
         "iam:CreateRole",
         OWN_ROLE,
-        BOUNDED | tags("RequestTag", cluster=OTHER_CLUSTER, vpc=VPC),
+        BOUNDED | tags("RequestTag", cluster=OTHER_CLUSTER, vpc=VPC, region=REGION),
     ),
     _e(
         "deploy-iam-policy",
@@ -312,7 +314,18 @@ ESCALATIONS = [
         "aws:RequestTag/gpu-platform.io/vpc",
         "iam:CreateRole",
         OWN_ROLE,
-        BOUNDED | tags("RequestTag", cluster=CLUSTER, vpc=OTHER_VPC),
+        BOUNDED | tags("RequestTag", cluster=CLUSTER, vpc=OTHER_VPC, region=REGION),
+    ),
+    # A role tagged with another region makes its profiles under another region's path, where
+    # a cluster of the same name there keeps its own.
+    _e(
+        "deploy-iam-policy",
+        "CreateRolesOnlyUnderThePrefixAndWithinTheBoundary",
+        "StringEquals",
+        "aws:RequestTag/gpu-platform.io/region",
+        "iam:CreateRole",
+        OWN_ROLE,
+        BOUNDED | tags("RequestTag", cluster=CLUSTER, vpc=VPC, region=OTHER_REGION),
     ),
     # A role under the prefix made by hand, without the boundary.
     _e(
@@ -361,6 +374,15 @@ ESCALATIONS = [
         "iam:TagRole",
         OWN_ROLE,
         tags("RequestTag", vpc=OTHER_VPC),
+    ),
+    _e(
+        "deploy-iam-policy",
+        "TagTheStacksRolesButNeverMoveThemToAnotherCluster",
+        "StringEqualsIfExists",
+        "aws:RequestTag/gpu-platform.io/region",
+        "iam:TagRole",
+        OWN_ROLE,
+        tags("RequestTag", region=OTHER_REGION),
     ),
     _e(
         "deploy-iam-policy",
@@ -733,6 +755,28 @@ def test_each_condition_is_what_denies_its_escalation(escalation: Escalation) ->
                 tags("RequestTag", eks_cluster=CLUSTER, nodeclass="gpu"),
             ),
         ),
+        # IAM's `*` matches `/` as well: a path that fixed only the cluster's name would let
+        # this cluster's role nest a profile under another cluster's path, which that
+        # cluster's Karpenter lists and fails on (karpenter-provider-aws v1.14.1:
+        # pkg/controllers/nodeclass/garbagecollection/controller.go:115-131 returns on its
+        # first failed deletion; pkg/controllers/nodeclass/controller.go:175-189 keeps the
+        # EC2NodeClass's finalizer while one fails).
+        (
+            BOUNDARY,
+            sent(
+                "iam:CreateInstanceProfile",
+                arn("iam", f"instance-profile/karpenter/{REGION}/{OTHER_CLUSTER}/{CLUSTER}/x"),
+                tags("RequestTag", eks_cluster=CLUSTER, nodeclass="gpu"),
+            ),
+        ),
+        (
+            BOUNDARY,
+            sent(
+                "iam:CreateInstanceProfile",
+                arn("iam", f"instance-profile/karpenter/{OTHER_REGION}/{CLUSTER}/u/x"),
+                tags("RequestTag", eks_cluster=CLUSTER, nodeclass="gpu"),
+            ),
+        ),
         (
             BOUNDARY,
             sent(
@@ -759,6 +803,8 @@ def test_each_condition_is_what_denies_its_escalation(escalation: Escalation) ->
         "launch-from-a-template-by-request-tags",
         "profile-into-this-cluster",
         "profile-at-another-clusters-path",
+        "profile-nested-under-another-clusters-path",
+        "profile-at-another-regions-path",
         "profile-outside-the-clusters-path",
         "tag-cluster",
     ],
@@ -853,7 +899,7 @@ VALUE_ESCALATIONS = (
         ("eks-deploy-iam-policy.json", "UntagTheStacksRolesButNeverOfTheirCluster", tag): sent(
             "iam:UntagRole", OWN_ROLE, keys(tag)
         )
-        for tag in ("gpu-platform.io/cluster", "gpu-platform.io/vpc")
+        for tag in ("gpu-platform.io/cluster", "gpu-platform.io/vpc", "gpu-platform.io/region")
     }
     | {
         (BOUNDARY, "TagEnis", value): _tag_eni(key)
