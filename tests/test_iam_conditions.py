@@ -615,9 +615,30 @@ ESCALATIONS = [
         TEMPLATE,
         tags("ResourceTag", eks_cluster=OTHER_CLUSTER, nodepool="gpu"),
     ),
+    # Another cluster's node retagged, or one of this cluster's that Karpenter did not launch.
     _e(
         "permissions-boundary",
-        "KarpentersOwn",
+        "RetagKarpenters",
+        "StringEquals",
+        "aws:ResourceTag/eks:eks-cluster-name",
+        "ec2:CreateTags",
+        INSTANCE,
+        tags("ResourceTag", eks_cluster=OTHER_CLUSTER, nodepool="gpu")
+        | tags("RequestTag", **{"karpenter.sh/nodeclaim": "gpu-x"}),
+    ),
+    _e(
+        "permissions-boundary",
+        "RetagKarpenters",
+        "StringLike",
+        "aws:ResourceTag/karpenter.sh/nodepool",
+        "ec2:CreateTags",
+        INSTANCE,
+        tags("ResourceTag", eks_cluster=CLUSTER)
+        | tags("RequestTag", **{"karpenter.sh/nodeclaim": "gpu-x"}),
+    ),
+    _e(
+        "permissions-boundary",
+        "RetagKarpenters",
         "StringEqualsIfExists",
         "aws:RequestTag/eks:eks-cluster-name",
         "ec2:CreateTags",
@@ -626,7 +647,7 @@ ESCALATIONS = [
     ),
     _e(
         "permissions-boundary",
-        "KarpentersOwn",
+        "RetagKarpenters",
         "ForAllValues:StringEquals",
         "aws:TagKeys",
         "ec2:CreateTags",

@@ -365,3 +365,20 @@ def test_the_boundary_lets_an_instance_profile_be_created_tagged_however_iam_nam
 
     assert "aws:ResourceTag/eks:eks-cluster-name" not in untagged.context
     assert allowed(untagged, [ADMIN], boundary())
+
+
+@pytest.mark.parametrize("action", ["ec2:RunInstances", "ec2:CreateFleet"])
+def test_the_use_of_karpenters_template_depends_on_no_tag_key_of_the_request(action: str) -> None:
+    # Upstream keeps the template's use (AllowScopedEC2LaunchTemplateAccessActions) apart
+    # from the retagging whose tag keys it limits (AllowScopedResourceTagging),
+    # cloudformation.yaml at v1.14.1: were a request on the template ever to carry tag keys
+    # (the reference lists them only on what a launch creates), its use would still turn on
+    # the template's own tags alone.
+    context = {
+        **ML_PROD_ROLE,
+        **{f"aws:ResourceTag/{key}": value for key, value in launch_tags("gpu").items()},
+        "aws:RequestTag/team": "research",
+        "aws:TagKeys": ["team"],
+    }
+
+    assert allowed(Request(action, LAUNCH_TEMPLATE, context), controller_identity(), boundary())
