@@ -218,7 +218,19 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str, str]] = [
         "node role in a partition AWS does not have",
         lambda c: with_aws_options(c, nodeRoleArn="arn:aws-eu:iam::123456789012:role/gpu-nodes"),
         "gpu-platform:pools[0].aws.nodeRoleArn",
-        "partition aws, aws-cn or aws-us-gov",
+        "partition aws only",
+    ),
+    (
+        "cluster in the aws-cn partition",
+        lambda c: with_cluster(c, region="cn-north-1"),
+        "gpu-platform:cluster.region",
+        "a region of the aws partition",
+    ),
+    (
+        "cluster in the aws-us-gov partition",
+        lambda c: with_cluster(c, region="us-gov-west-1"),
+        "gpu-platform:cluster.region",
+        "a region of the aws partition",
     ),
     (
         "AMI release without its build",
