@@ -724,6 +724,16 @@ ESCALATIONS = [
 ]
 
 
+def _new_profile(action: str, path: str) -> tuple[str, Request]:
+    """A role of this cluster creating or tagging the instance profile `path` tagged as its
+    cluster's Karpenter tags one."""
+    return BOUNDARY, sent(
+        action,
+        arn("iam", f"instance-profile/{path}"),
+        tags("RequestTag", eks_cluster=CLUSTER, nodeclass="gpu"),
+    )
+
+
 def test_every_condition_of_the_documents_has_an_escalation_it_denies() -> None:
     covered = {(e.document, e.sid, e.operator, e.key) for e in ESCALATIONS}
 
@@ -768,44 +778,18 @@ def test_each_condition_is_what_denies_its_escalation(escalation: Escalation) ->
                 | tags("RequestTag", eks_cluster=CLUSTER, nodeclass="gpu"),
             ),
         ),
-        (
-            BOUNDARY,
-            sent(
-                "iam:TagInstanceProfile",
-                arn("iam", f"instance-profile/karpenter/{REGION}/{OTHER_CLUSTER}/u/x"),
-                tags("RequestTag", eks_cluster=CLUSTER, nodeclass="gpu"),
-            ),
-        ),
+        _new_profile("iam:TagInstanceProfile", f"karpenter/{REGION}/{OTHER_CLUSTER}/u/x"),
         # IAM's `*` matches `/` as well: a path that fixed only the cluster's name would let
         # this cluster's role nest a profile under another cluster's path, which that
         # cluster's Karpenter lists and fails on (karpenter-provider-aws v1.14.1:
         # pkg/controllers/nodeclass/garbagecollection/controller.go:115-131 returns on its
         # first failed deletion; pkg/controllers/nodeclass/controller.go:175-189 keeps the
         # EC2NodeClass's finalizer while one fails).
-        (
-            BOUNDARY,
-            sent(
-                "iam:CreateInstanceProfile",
-                arn("iam", f"instance-profile/karpenter/{REGION}/{OTHER_CLUSTER}/{CLUSTER}/x"),
-                tags("RequestTag", eks_cluster=CLUSTER, nodeclass="gpu"),
-            ),
+        _new_profile(
+            "iam:CreateInstanceProfile", f"karpenter/{REGION}/{OTHER_CLUSTER}/{CLUSTER}/x"
         ),
-        (
-            BOUNDARY,
-            sent(
-                "iam:CreateInstanceProfile",
-                arn("iam", f"instance-profile/karpenter/{OTHER_REGION}/{CLUSTER}/u/x"),
-                tags("RequestTag", eks_cluster=CLUSTER, nodeclass="gpu"),
-            ),
-        ),
-        (
-            BOUNDARY,
-            sent(
-                "iam:CreateInstanceProfile",
-                arn("iam", f"instance-profile/{CLUSTER}_1"),
-                tags("RequestTag", eks_cluster=CLUSTER, nodeclass="gpu"),
-            ),
-        ),
+        _new_profile("iam:CreateInstanceProfile", f"karpenter/{OTHER_REGION}/{CLUSTER}/u/x"),
+        _new_profile("iam:CreateInstanceProfile", f"{CLUSTER}_1"),
         # The cluster itself is not the stack's to tag (the deploy policies name no cluster ARN
         # in a tagging statement).
         (

@@ -220,17 +220,14 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str, str]] = [
         "gpu-platform:pools[0].aws.nodeRoleArn",
         "partition aws only",
     ),
-    (
-        "cluster in the aws-cn partition",
-        lambda c: with_cluster(c, region="cn-north-1"),
-        "gpu-platform:cluster.region",
-        "a region of the aws partition",
-    ),
-    (
-        "cluster in the aws-us-gov partition",
-        lambda c: with_cluster(c, region="us-gov-west-1"),
-        "gpu-platform:cluster.region",
-        "a region of the aws partition",
+    *(
+        (
+            f"cluster in the {partition} partition",
+            lambda c, region=region: with_cluster(c, region=region),
+            "gpu-platform:cluster.region",
+            "a region of the aws partition",
+        )
+        for partition, region in (("aws-cn", "cn-north-1"), ("aws-us-gov", "us-gov-west-1"))
     ),
     (
         "AMI release without its build",
