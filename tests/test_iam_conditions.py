@@ -32,13 +32,14 @@ from tests.test_iam_documents import (
     DEPLOY_ROLE,
     IAM_DOCS,
     ML_PROD_ROLE,
+    REGION,
     VPC,
 )
 
 BOUNDARY = "eks-permissions-boundary.json"
 OTHER_CLUSTER = "ml-dev"
 OTHER_VPC = "vpc-0database"
-REGION = "us-east-1"
+OTHER_REGION = "eu-west-1"
 
 
 def _documents() -> dict[str, Policy]:
@@ -91,6 +92,7 @@ def tags(kind: str, **values: str) -> dict[str, Any]:
     names = {
         "cluster": "gpu-platform.io/cluster",
         "vpc": "gpu-platform.io/vpc",
+        "region": "gpu-platform.io/region",
         "eks_cluster": "eks:eks-cluster-name",
         "nodepool": "karpenter.sh/nodepool",
         "nodeclass": "karpenter.k8s.aws/ec2nodeclass",
@@ -294,7 +296,7 @@ ESCALATIONS = [
         "iam:CreateRole",
         OWN_ROLE,
         {"iam:PermissionsBoundary": arn("iam", "policy/PowerUserAccess")}
-        | tags("RequestTag", cluster=CLUSTER, vpc=VPC),
+        | tags("RequestTag", cluster=CLUSTER, vpc=VPC, region=REGION),
     ),
     _e(
         "deploy-iam-policy",
@@ -303,7 +305,7 @@ ESCALATIONS = [
         "aws:RequestTag/gpu-platform.io/cluster",
         "iam:CreateRole",
         OWN_ROLE,
-        BOUNDED | tags("RequestTag", cluster=OTHER_CLUSTER, vpc=VPC),
+        BOUNDED | tags("RequestTag", cluster=OTHER_CLUSTER, vpc=VPC, region=REGION),
     ),
     _e(
         "deploy-iam-policy",
@@ -312,7 +314,18 @@ ESCALATIONS = [
         "aws:RequestTag/gpu-platform.io/vpc",
         "iam:CreateRole",
         OWN_ROLE,
-        BOUNDED | tags("RequestTag", cluster=CLUSTER, vpc=OTHER_VPC),
+        BOUNDED | tags("RequestTag", cluster=CLUSTER, vpc=OTHER_VPC, region=REGION),
+    ),
+    # A role tagged with another region makes its profiles under another region's path, where
+    # a cluster of the same name there keeps its own.
+    _e(
+        "deploy-iam-policy",
+        "CreateRolesOnlyUnderThePrefixAndWithinTheBoundary",
+        "StringEquals",
+        "aws:RequestTag/gpu-platform.io/region",
+        "iam:CreateRole",
+        OWN_ROLE,
+        BOUNDED | tags("RequestTag", cluster=CLUSTER, vpc=VPC, region=OTHER_REGION),
     ),
     # A role under the prefix made by hand, without the boundary.
     _e(
@@ -361,6 +374,15 @@ ESCALATIONS = [
         "iam:TagRole",
         OWN_ROLE,
         tags("RequestTag", vpc=OTHER_VPC),
+    ),
+    _e(
+        "deploy-iam-policy",
+        "TagTheStacksRolesButNeverMoveThemToAnotherCluster",
+        "StringEqualsIfExists",
+        "aws:RequestTag/gpu-platform.io/region",
+        "iam:TagRole",
+        OWN_ROLE,
+        tags("RequestTag", region=OTHER_REGION),
     ),
     _e(
         "deploy-iam-policy",
@@ -491,7 +513,7 @@ ESCALATIONS = [
     _e(
         "permissions-boundary",
         "TagEnis",
-        "ArnLike",
+        "ArnLikeIfExists",
         "ec2:Vpc",
         "ec2:CreateTags",
         ENI,
@@ -593,9 +615,30 @@ ESCALATIONS = [
         TEMPLATE,
         tags("ResourceTag", eks_cluster=OTHER_CLUSTER, nodepool="gpu"),
     ),
+    # Another cluster's node retagged, or one of this cluster's that Karpenter did not launch.
     _e(
         "permissions-boundary",
-        "KarpentersOwn",
+        "RetagKarpenters",
+        "StringEquals",
+        "aws:ResourceTag/eks:eks-cluster-name",
+        "ec2:CreateTags",
+        INSTANCE,
+        tags("ResourceTag", eks_cluster=OTHER_CLUSTER, nodepool="gpu")
+        | tags("RequestTag", **{"karpenter.sh/nodeclaim": "gpu-x"}),
+    ),
+    _e(
+        "permissions-boundary",
+        "RetagKarpenters",
+        "StringLike",
+        "aws:ResourceTag/karpenter.sh/nodepool",
+        "ec2:CreateTags",
+        INSTANCE,
+        tags("ResourceTag", eks_cluster=CLUSTER)
+        | tags("RequestTag", **{"karpenter.sh/nodeclaim": "gpu-x"}),
+    ),
+    _e(
+        "permissions-boundary",
+        "RetagKarpenters",
         "StringEqualsIfExists",
         "aws:RequestTag/eks:eks-cluster-name",
         "ec2:CreateTags",
@@ -604,7 +647,7 @@ ESCALATIONS = [
     ),
     _e(
         "permissions-boundary",
-        "KarpentersOwn",
+        "RetagKarpenters",
         "ForAllValues:StringEquals",
         "aws:TagKeys",
         "ec2:CreateTags",
@@ -681,6 +724,16 @@ ESCALATIONS = [
 ]
 
 
+def _new_profile(action: str, path: str) -> tuple[str, Request]:
+    """A role of this cluster creating or tagging the instance profile `path` tagged as its
+    cluster's Karpenter tags one."""
+    return BOUNDARY, sent(
+        action,
+        arn("iam", f"instance-profile/{path}"),
+        tags("RequestTag", eks_cluster=CLUSTER, nodeclass="gpu"),
+    )
+
+
 def test_every_condition_of_the_documents_has_an_escalation_it_denies() -> None:
     covered = {(e.document, e.sid, e.operator, e.key) for e in ESCALATIONS}
 
@@ -725,22 +778,18 @@ def test_each_condition_is_what_denies_its_escalation(escalation: Escalation) ->
                 | tags("RequestTag", eks_cluster=CLUSTER, nodeclass="gpu"),
             ),
         ),
-        (
-            BOUNDARY,
-            sent(
-                "iam:TagInstanceProfile",
-                arn("iam", f"instance-profile/karpenter/{REGION}/{OTHER_CLUSTER}/u/x"),
-                tags("RequestTag", eks_cluster=CLUSTER, nodeclass="gpu"),
-            ),
+        _new_profile("iam:TagInstanceProfile", f"karpenter/{REGION}/{OTHER_CLUSTER}/u/x"),
+        # IAM's `*` matches `/` as well: a path that fixed only the cluster's name would let
+        # this cluster's role nest a profile under another cluster's path, which that
+        # cluster's Karpenter lists and fails on (karpenter-provider-aws v1.14.1:
+        # pkg/controllers/nodeclass/garbagecollection/controller.go:115-131 returns on its
+        # first failed deletion; pkg/controllers/nodeclass/controller.go:175-189 keeps the
+        # EC2NodeClass's finalizer while one fails).
+        _new_profile(
+            "iam:CreateInstanceProfile", f"karpenter/{REGION}/{OTHER_CLUSTER}/{CLUSTER}/x"
         ),
-        (
-            BOUNDARY,
-            sent(
-                "iam:CreateInstanceProfile",
-                arn("iam", f"instance-profile/{CLUSTER}_1"),
-                tags("RequestTag", eks_cluster=CLUSTER, nodeclass="gpu"),
-            ),
-        ),
+        _new_profile("iam:CreateInstanceProfile", f"karpenter/{OTHER_REGION}/{CLUSTER}/u/x"),
+        _new_profile("iam:CreateInstanceProfile", f"{CLUSTER}_1"),
         # The cluster itself is not the stack's to tag (the deploy policies name no cluster ARN
         # in a tagging statement).
         (
@@ -759,6 +808,8 @@ def test_each_condition_is_what_denies_its_escalation(escalation: Escalation) ->
         "launch-from-a-template-by-request-tags",
         "profile-into-this-cluster",
         "profile-at-another-clusters-path",
+        "profile-nested-under-another-clusters-path",
+        "profile-at-another-regions-path",
         "profile-outside-the-clusters-path",
         "tag-cluster",
     ],
@@ -853,7 +904,7 @@ VALUE_ESCALATIONS = (
         ("eks-deploy-iam-policy.json", "UntagTheStacksRolesButNeverOfTheirCluster", tag): sent(
             "iam:UntagRole", OWN_ROLE, keys(tag)
         )
-        for tag in ("gpu-platform.io/cluster", "gpu-platform.io/vpc")
+        for tag in ("gpu-platform.io/cluster", "gpu-platform.io/vpc", "gpu-platform.io/region")
     }
     | {
         (BOUNDARY, "TagEnis", value): _tag_eni(key)

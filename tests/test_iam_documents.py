@@ -42,11 +42,13 @@ CLUSTER = "ml-prod"
 BOUNDARY_ARN = f"arn:aws:iam::{ACCOUNT}:policy/gpu-platform-permissions-boundary"
 # The deploy role of the `ml-prod` stack: its account and the two tags its policies read.
 VPC = "vpc-0123456789abcdef0"
+REGION = "us-east-1"
 DEPLOY_ROLE = {
     "aws:PrincipalAccount": ACCOUNT,
     "aws:PrincipalTag/gpu-platform-cluster": CLUSTER,
     "aws:PrincipalTag/gpu-platform-prefix": CLUSTER,
     "aws:PrincipalTag/gpu-platform-vpc": VPC,
+    "aws:PrincipalTag/gpu-platform-region": REGION,
 }
 NODE_POLICIES = [
     f"arn:aws:iam::aws:policy/{name}"
@@ -395,6 +397,7 @@ def test_the_deploy_role_creates_roles_only_with_the_boundary() -> None:
     tagged = {
         "aws_RequestTag__gpu-platform.io__cluster": CLUSTER,
         "aws_RequestTag__gpu-platform.io__vpc": VPC,
+        "aws_RequestTag__gpu-platform.io__region": REGION,
     }
     other = f"arn:aws:iam::{ACCOUNT}:policy/PowerUserAccess"
 
@@ -403,7 +406,11 @@ def test_the_deploy_role_creates_roles_only_with_the_boundary() -> None:
     assert deploy_may("iam:CreateRole", target, iam_PermissionsBoundary=BOUNDARY_ARN, **tagged)
     # Tagged for another VPC, or for none: the boundary would hold it to the wrong network.
     for vpc in ({"aws_RequestTag__gpu-platform.io__vpc": "vpc-0other"}, {}):
-        wrong = {"aws_RequestTag__gpu-platform.io__cluster": CLUSTER, **vpc}
+        wrong = {
+            "aws_RequestTag__gpu-platform.io__cluster": CLUSTER,
+            "aws_RequestTag__gpu-platform.io__region": REGION,
+            **vpc,
+        }
         assert not deploy_may(
             "iam:CreateRole", target, iam_PermissionsBoundary=BOUNDARY_ARN, **wrong
         )
@@ -480,6 +487,7 @@ ML_PROD_ROLE = {
     "aws:PrincipalAccount": ACCOUNT,
     "aws:PrincipalTag/gpu-platform.io/cluster": CLUSTER,
     "aws:PrincipalTag/gpu-platform.io/vpc": VPC,
+    "aws:PrincipalTag/gpu-platform.io/region": REGION,
 }
 ADMIN = {
     "Version": "2012-10-17",
@@ -674,7 +682,6 @@ def test_the_deploy_role_cannot_reach_what_the_stack_does_not_own(
 
 
 STAND_IN_ACCOUNT = "123456789012"
-REGION = "us-east-1"
 
 
 @dataclass(frozen=True)
@@ -695,6 +702,7 @@ class StackRequests:
             "aws:PrincipalTag/gpu-platform-cluster": tags["gpu-platform-cluster"],
             "aws:PrincipalTag/gpu-platform-prefix": tags["gpu-platform-prefix"],
             "aws:PrincipalTag/gpu-platform-vpc": tags["gpu-platform-vpc"],
+            "aws:PrincipalTag/gpu-platform-region": tags["gpu-platform-region"],
         }
         return Request(action, resource, principal | context)
 
@@ -906,6 +914,7 @@ def cluster_of_the_role(cluster: str) -> dict[str, str]:
     return {
         "aws:PrincipalTag/gpu-platform.io/cluster": cluster,
         "aws:PrincipalTag/gpu-platform.io/vpc": VPC,
+        "aws:PrincipalTag/gpu-platform.io/region": REGION,
         "ec2:Vpc": f"arn:aws:ec2:us-east-1:123456789012:vpc/{VPC}",
         "aws:ResourceTag/eks:cluster-name": cluster,
         "aws:ResourceTag/eks:eks-cluster-name": cluster,

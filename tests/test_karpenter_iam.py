@@ -21,7 +21,7 @@ import pytest
 
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.karpenter.controller import controller_policies
-from tests.aws_service_reference import sent
+from tests.aws_service_reference import sent, takes_resource
 from tests.iam_policy import Request, allowed
 from tests.test_iam_documents import ACCOUNT, ADMIN, CLUSTER, ML_PROD_ROLE, VPC, boundary
 
@@ -147,6 +147,34 @@ def launch(action: str, nodepool: str, creates: tuple[str, ...]) -> list[Request
 
 PASSED_TO_EC2 = {"iam:PassedToService": "ec2.amazonaws.com"}
 FLEET_CREATES = ("fleet/fleet-new", "instance/i-new", "volume/vol-new")
+# An EC2NodeClass's instance profile from an older Karpenter, named as LegacyInstanceProfileName
+# gives it (pkg/apis/v1/ec2nodeclass.go:612-614) at the path `/`, and tagged as v1.0.0 tagged it
+# already (v1.0.0 pkg/providers/instanceprofile/instanceprofile.go:63 with
+# pkg/apis/v1/ec2nodeclass.go:469-475): the same tags as a profile of today's.
+LEGACY_PROFILE = f"arn:aws:iam::{ACCOUNT}:instance-profile/{CLUSTER}_9876543210"
+
+
+def delete_profile(profile: str, tags: Mapping[str, str]) -> list[Request]:
+    """instanceprofile.go:188-214 (Delete): read the profile, take its role out, delete it."""
+    return [
+        asked(action, profile, resource_tags=tags)
+        for action in (
+            "iam:GetInstanceProfile",
+            "iam:RemoveRoleFromInstanceProfile",
+            "iam:DeleteInstanceProfile",
+        )
+    ]
+
+
+def launch_with(resource: str) -> list[Request]:
+    """What a launch from a template that names `resource` asks besides a plain launch's:
+    CreateFleet for the fleet, and RunInstances for each instance (an instant fleet launches
+    as its caller), each on `resource` where the reference lists its type for the action."""
+    return [
+        asked(action, resource)
+        for action in ("ec2:CreateFleet", "ec2:RunInstances")
+        if takes_resource(action, resource)
+    ]
 
 
 @dataclass(frozen=True)
@@ -223,13 +251,52 @@ CALLS = [
         "DeleteLaunchTemplate",  # launchtemplate.go:482, 525
         [asked("ec2:DeleteLaunchTemplate", LAUNCH_TEMPLATE, resource_tags=launch_tags("gpu"))],
     ),
+    # A Spot node: the same instant fleet with `spot` as its capacity type
+    # (instance.go:375-391); Karpenter tags no Spot request (types.go:170-181 tags the fleet,
+    # instances and volumes). Upstream's policy lists `spot-instances-request` among what a
+    # launch creates (cloudformation.yaml, AllowScopedEC2InstanceActionsWithTags), which the
+    # reference's rows for CreateFleet and RunInstances do not: the request is made here as
+    # that policy has it, carrying the launch's tags.
     Call(
-        "DeleteInstanceProfile",  # instanceprofile.go:199-206
-        [
-            asked(action, PROFILE, resource_tags=PROFILE_TAGS)
-            for action in ("iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile")
+        "CreateFleet:spot",
+        launch("ec2:CreateFleet", "gpu", FLEET_CREATES)
+        + launch("ec2:RunInstances", "gpu", ("instance/i-new", "volume/vol-new"))
+        + [
+            Request(
+                "ec2:RunInstances",
+                f"{EC2}:spot-instances-request/sir-new",
+                {
+                    **ML_PROD_ROLE,
+                    **{f"aws:RequestTag/{k}": v for k, v in launch_tags("gpu").items()},
+                }
+                | {"aws:TagKeys": list(launch_tags("gpu"))},
+            )
         ],
     ),
+    # A reserved node: its launch template targets the Capacity Reservation
+    # (launchtemplate/types.go:153-166); and one in a placement group, which the template
+    # names (types.go:184-195).
+    Call(
+        "CreateFleet:capacity-reservation",
+        launch_with(f"{EC2}:capacity-reservation/cr-0123456789abcdef0"),
+    ),
+    Call("CreateFleet:placement-group", launch_with(f"{EC2}:placement-group/pg-0123456789abcdef0")),
+    # The EC2NodeClass's role changed: the profile's old role taken out before the new one is
+    # added (instanceprofile.go:147-166, ensureRole).
+    Call(
+        "ensureRole:RemoveRoleFromInstanceProfile",
+        [asked("iam:RemoveRoleFromInstanceProfile", PROFILE, resource_tags=PROFILE_TAGS)],
+    ),
+    # The EC2NodeClass deleted: its profiles listed under its path and deleted, then its
+    # legacy profile (pkg/controllers/nodeclass/controller.go:175-202); the garbage collection
+    # of profiles no class uses lists under the cluster's path and deletes the same way
+    # (garbagecollection/controller.go:104-131). A failed deletion holds the class's finalizer,
+    # or stops the collection.
+    Call(
+        "cleanupInstanceProfiles",
+        [asked("iam:ListInstanceProfiles", "*"), *delete_profile(PROFILE, PROFILE_TAGS)],
+    ),
+    Call("cleanupLegacyInstanceProfile", delete_profile(LEGACY_PROFILE, PROFILE_TAGS)),
     Call(
         "interruption queue",  # pkg/providers/sqs/sqs.go:71, 101, 108
         [
@@ -298,3 +365,20 @@ def test_the_boundary_lets_an_instance_profile_be_created_tagged_however_iam_nam
 
     assert "aws:ResourceTag/eks:eks-cluster-name" not in untagged.context
     assert allowed(untagged, [ADMIN], boundary())
+
+
+@pytest.mark.parametrize("action", ["ec2:RunInstances", "ec2:CreateFleet"])
+def test_the_use_of_karpenters_template_depends_on_no_tag_key_of_the_request(action: str) -> None:
+    # Upstream keeps the template's use (AllowScopedEC2LaunchTemplateAccessActions) apart
+    # from the retagging whose tag keys it limits (AllowScopedResourceTagging),
+    # cloudformation.yaml at v1.14.1: were a request on the template ever to carry tag keys
+    # (the reference lists them only on what a launch creates), its use would still turn on
+    # the template's own tags alone.
+    context = {
+        **ML_PROD_ROLE,
+        **{f"aws:ResourceTag/{key}": value for key, value in launch_tags("gpu").items()},
+        "aws:RequestTag/team": "research",
+        "aws:TagKeys": ["team"],
+    }
+
+    assert allowed(Request(action, LAUNCH_TEMPLATE, context), controller_identity(), boundary())

@@ -39,7 +39,8 @@ class ClusterSpec(Model):
     """Create the cluster (and on EKS its VPC) instead of attaching to an existing one
     (docs/create-cluster.md). Unset: attach to the cluster `name` names."""
     region: NotBlank | None = None
-    """AWS region of the EKS cluster."""
+    """AWS region of the EKS cluster: one of the `aws` partition, whose ARNs the IAM documents
+    in docs/iam/ name (not `cn-*` or `us-gov-*`)."""
     project: NotBlank | None = None
     """GCP project of the GKE cluster."""
     location: GcpLocation | None = None

@@ -47,18 +47,17 @@ _OPERATOR_CHART_VERSION = r"^v[0-9]+\.[0-9]+\.[0-9]+$"
 # Something other than whitespace: an empty or blank name would silently mean "none" (the
 # current kubeconfig context, the provider's default region) instead of being refused.
 _NOT_BLANK = r"^\s*\S"
-_IAM_ROLE_ARN = (
-    r"^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:role/([!-~]+/)?[A-Za-z0-9_+=,.@-]{1,64}$"
-)
+# ARNs of the `aws` partition only: the IAM documents the platform's roles are created under
+# (docs/iam/, the permissions boundary and the deploy policies) name `arn:aws:` and
+# `ec2.amazonaws.com`, which match nothing in aws-cn or aws-us-gov.
+_IAM_ROLE_ARN = r"^arn:aws:iam::[0-9]{12}:role/([!-~]+/)?[A-Za-z0-9_+=,.@-]{1,64}$"
 # The release of an EKS-optimized AMI: the Kubernetes version, then the build date on AL2023
 # (`1.33.4-20251016`) or the Bottlerocket build's commit (`1.52.0-0d4a7f31`). A date is also
 # eight hex digits, so the field takes either; the EKS rules check AL2023's.
 _AMI_RELEASE = r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9a-f]{8}$"
 _SUBNET_ID = r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$"
 _CAPACITY_RESERVATION_ID = r"^cr-[0-9a-f]{17}$"
-_RESOURCE_GROUP_ARN = (
-    r"^arn:aws(-cn|-us-gov)?:resource-groups:[a-z0-9-]+:[0-9]{12}:group/[A-Za-z0-9_.-]{1,128}$"
-)
+_RESOURCE_GROUP_ARN = r"^arn:aws:resource-groups:[a-z0-9-]+:[0-9]{12}:group/[A-Za-z0-9_.-]{1,128}$"
 # A reservation of the cluster's project by its name, or one another project shares with it as
 # `projects/<owner>/reservations/<name>` (compute.v1.json `ReservationAffinity.values`: "a name
 # to a reservation in the same project or "projects/different-project/reservations/
@@ -72,11 +71,9 @@ _EKS_ADDON_VERSION = r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$"
 _DRIVER_VERSION = r"^[0-9]{3}\.[0-9]+(\.[0-9]+)?$"
 _EC2_INSTANCE_TYPE = r"^[a-z][a-z0-9-]*\.[a-z0-9]+$"
 _GCE_MACHINE_TYPE = r"^[a-z][a-z0-9]*-[a-z0-9-]+$"
-_KMS_KEY_ARN = r"^arn:(aws|aws-cn|aws-us-gov):kms:[a-z0-9-]+:[0-9]{12}:key/[0-9a-f-]{36}$"
+_KMS_KEY_ARN = r"^arn:aws:kms:[a-z0-9-]+:[0-9]{12}:key/[0-9a-f-]{36}$"
 # An IAM role or user an EKS access entry can name (EKS CreateAccessEntry: "principalArn").
-_IAM_PRINCIPAL_ARN = (
-    r"^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:(role|user)/([!-~]+/)?[A-Za-z0-9_+=,.@-]{1,64}$"
-)
+_IAM_PRINCIPAL_ARN = r"^arn:aws:iam::[0-9]{12}:(role|user)/([!-~]+/)?[A-Za-z0-9_+=,.@-]{1,64}$"
 _CLOUD_KMS_KEY_NAME = (
     r"^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/locations/[a-z0-9-]+/keyRings/[A-Za-z0-9_-]{1,63}"
     r"/cryptoKeys/[A-Za-z0-9_-]{1,63}$"
@@ -149,7 +146,7 @@ PATTERN_MEANINGS = {
     " major.minor.patch (no ranges, no 'latest')",
     _NOT_BLANK: "a value that is not empty or blank",
     _IAM_ROLE_ARN: "an IAM role ARN such as arn:aws:iam::123456789012:role/gpu-nodes (partition"
-    " aws, aws-cn or aws-us-gov, a 12-digit account id)",
+    " aws only, whose ARNs docs/iam's documents name; a 12-digit account id)",
     _AMI_RELEASE: "an EKS-optimized AMI release: 1.33.4-20251016 on AL2023 (Kubernetes version,"
     " build date) or 1.52.0-0d4a7f31 on Bottlerocket (version, build commit)",
     _SUBNET_ID: "a subnet id: 'subnet-' and 8 or 17 hex digits, such as subnet-0123456789abcdef0",
@@ -165,7 +162,7 @@ PATTERN_MEANINGS = {
     _DRIVER_VERSION: "an NVIDIA driver version such as 595.91.07",
     _EC2_INSTANCE_TYPE: "an EC2 instance type such as m7i.xlarge",
     _GCE_MACHINE_TYPE: "a Compute Engine machine type such as e2-standard-4",
-    _KMS_KEY_ARN: "a KMS key ARN such as"
+    _KMS_KEY_ARN: "a KMS key ARN of the aws partition such as"
     " arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
     _CLOUD_KMS_KEY_NAME: "a Cloud KMS key's resource name such as"
     " projects/my-project/locations/us-central1/keyRings/gke/cryptoKeys/secrets",

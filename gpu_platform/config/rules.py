@@ -48,6 +48,10 @@ def cross_field_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from karpenter_problems(config)
 
 
+_OTHER_PARTITIONS = ("cn-", "us-gov-")
+"""How the regions of the aws-cn and aws-us-gov partitions begin."""
+
+
 def _cluster_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     cluster = config.cluster
     required = ("region",) if config.cloud is Cloud.AWS else ("project", "location")
@@ -56,6 +60,14 @@ def _cluster_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             yield ConfigProblem(
                 key_path("cluster", field), MISSING, f"a value when cloud is {config.cloud}"
             )
+    if config.cloud is Cloud.AWS and (cluster.region or "").startswith(_OTHER_PARTITIONS):
+        yield ConfigProblem(
+            key_path("cluster", "region"),
+            cluster.region,
+            "a region of the aws partition: docs/iam's documents (the permissions boundary every"
+            " role the stack creates carries among them) name arn:aws: ARNs only, which match"
+            " nothing in aws-cn (cn-*) or aws-us-gov (us-gov-*)",
+        )
     images = NODE_IMAGES[config.cloud]
     if cluster.node_image is not None and cluster.node_image not in images:
         yield ConfigProblem(

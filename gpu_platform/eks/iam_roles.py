@@ -33,9 +33,15 @@ CLUSTER_TAG = "gpu-platform.io/cluster"
 VPC_TAG = "gpu-platform.io/vpc"
 """On every role the stack creates: its cluster's VPC, the only one whose network interfaces
 the boundary lets the role touch (the VPC CNI's rights name no cluster)."""
+REGION_TAG = "gpu-platform.io/region"
+"""On every role the stack creates: its cluster's region, which with the cluster's name makes
+the instance profile path (`/karpenter/<region>/<cluster>/`) the boundary lets the role create
+profiles under: IAM's `*` in a resource matches `/` too, so a path with only the cluster's name
+fixed would also match another cluster's (`/karpenter/<region>/ml-dev/ml-prod/`)."""
 DEPLOY_ROLE_CLUSTER_TAG = "gpu-platform-cluster"
 DEPLOY_ROLE_PREFIX_TAG = "gpu-platform-prefix"
 DEPLOY_ROLE_VPC_TAG = "gpu-platform-vpc"
+DEPLOY_ROLE_REGION_TAG = "gpu-platform-region"
 """The deploy role's own tags, which its policy's `${aws:PrincipalTag/...}` variables read."""
 PREFIX_LIMIT = 26
 """64 (IAM's limit on a role name) less `.pool-` and a pool name of 32."""
@@ -70,6 +76,7 @@ def deploy_role_tags(cluster: EksCluster) -> dict[str, pulumi.Input[str]]:
         DEPLOY_ROLE_CLUSTER_TAG: cluster.name,
         DEPLOY_ROLE_PREFIX_TAG: name_prefix(cluster.name),
         DEPLOY_ROLE_VPC_TAG: cluster.vpc_id,
+        DEPLOY_ROLE_REGION_TAG: cluster.region,
     }
 
 
@@ -114,13 +121,18 @@ def platform_role(
     tags: Mapping[str, str] | None = None,
 ) -> iam.Role:
     """The role `<prefix>.<purpose>`, within the boundary and tagged with its cluster and the
-    cluster's VPC."""
+    cluster's VPC and region."""
     return iam.Role(
         resource_name,
         name=role_name(cluster, purpose),
         description=description,
         assume_role_policy=json.dumps(trust_policy),
         permissions_boundary=boundary_arn(cluster),
-        tags={**(tags or {}), **cluster_tags(cluster), VPC_TAG: cluster.vpc_id},
+        tags={
+            **(tags or {}),
+            **cluster_tags(cluster),
+            VPC_TAG: cluster.vpc_id,
+            REGION_TAG: cluster.region,
+        },
         opts=opts,
     )

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.config import ExclusiveSharing, Platform, load_stack_config
+from gpu_platform.config import ConfigError, ExclusiveSharing, Platform, load_stack_config
 from gpu_platform.versions import GPU_OPERATOR_CHART
 from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
 
@@ -40,20 +40,35 @@ def test_root_disk_defaults_to_room_for_gpu_images() -> None:
     assert load_stack_config(MINIMAL).pools[0].disk_size_gib >= 100
 
 
+def _with_node_role(arn: str) -> dict[str, Any]:
+    gpu_pool = MINIMAL["pools"][0]
+    return {**MINIMAL, "pools": [{**gpu_pool, "aws": {**gpu_pool["aws"], "nodeRoleArn": arn}}]}
+
+
 @pytest.mark.parametrize(
     "arn",
     [
         "arn:aws:iam::123456789012:role/gpu-nodes",
+        "arn:aws:iam::123456789012:role/platform/gpu/gpu-nodes",
+    ],
+    ids=["aws", "aws with a path"],
+)
+def test_node_roles_of_the_aws_partition_are_accepted(arn: str) -> None:
+    assert load_stack_config(_with_node_role(arn)).pools[0].aws.node_role_arn == arn
+
+
+@pytest.mark.parametrize(
+    "arn",
+    [
         "arn:aws-cn:iam::123456789012:role/gpu-nodes",
         "arn:aws-us-gov:iam::123456789012:role/platform/gpu/gpu-nodes",
     ],
-    ids=["aws", "aws-cn", "aws-us-gov with a path"],
+    ids=["aws-cn", "aws-us-gov"],
 )
-def test_node_roles_of_every_partition_are_accepted(arn: str) -> None:
-    gpu_pool = MINIMAL["pools"][0]
-    raw = {**MINIMAL, "pools": [{**gpu_pool, "aws": {**gpu_pool["aws"], "nodeRoleArn": arn}}]}
-
-    assert load_stack_config(raw).pools[0].aws.node_role_arn == arn
+def test_node_roles_of_other_partitions_are_refused(arn: str) -> None:
+    # docs/iam/eks-permissions-boundary.json and the deploy policies name arn:aws: only.
+    with pytest.raises(ConfigError, match=r"partition aws only"):
+        load_stack_config(_with_node_role(arn))
 
 
 @pytest.mark.parametrize("subnet", ["subnet-0a1b2c3d", "subnet-0123456789abcdef0"])

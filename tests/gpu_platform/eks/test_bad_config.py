@@ -218,7 +218,16 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str, str]] = [
         "node role in a partition AWS does not have",
         lambda c: with_aws_options(c, nodeRoleArn="arn:aws-eu:iam::123456789012:role/gpu-nodes"),
         "gpu-platform:pools[0].aws.nodeRoleArn",
-        "partition aws, aws-cn or aws-us-gov",
+        "partition aws only",
+    ),
+    *(
+        (
+            f"cluster in the {partition} partition",
+            lambda c, region=region: with_cluster(c, region=region),
+            "gpu-platform:cluster.region",
+            "a region of the aws partition",
+        )
+        for partition, region in (("aws-cn", "cn-north-1"), ("aws-us-gov", "us-gov-west-1"))
     ),
     (
         "AMI release without its build",

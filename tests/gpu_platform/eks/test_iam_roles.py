@@ -57,13 +57,16 @@ def test_the_roles_are_the_node_and_controller_roles() -> None:
     }
 
 
-def test_the_deploy_role_tags_are_the_cluster_the_prefix_and_the_vpc(plan: Plan) -> None:
+def test_the_deploy_role_tags_are_the_cluster_the_prefix_the_vpc_and_the_region(
+    plan: Plan,
+) -> None:
     tags = plan.outputs["deployRoleTags"]
 
     assert tags == {
         "gpu-platform-cluster": tags["gpu-platform-cluster"],
         "gpu-platform-prefix": tags["gpu-platform-cluster"],
         "gpu-platform-vpc": tags["gpu-platform-vpc"],
+        "gpu-platform-region": "us-east-1",
     }
     assert tags["gpu-platform-cluster"] in {"ml-dev", "ml-prod", "ml-karpenter-dev"}
     assert re.fullmatch(r"vpc-[0-9a-f]+", tags["gpu-platform-vpc"])
@@ -75,6 +78,13 @@ def test_every_role_is_tagged_with_its_clusters_vpc(plan: Plan) -> None:
     vpc = plan.outputs["deployRoleTags"]["gpu-platform-vpc"]
 
     assert all(r.inputs["tags"]["gpu-platform.io/vpc"] == vpc for r in plan.of_type(ROLE))
+
+
+def test_every_role_is_tagged_with_its_clusters_region(plan: Plan) -> None:
+    # docs/iam/eks-permissions-boundary.json lets a role create instance profiles only under
+    # /karpenter/<this tag>/<cluster>/; docs/iam/eks-deploy-iam-policy.json requires it at
+    # creation. Every EKS example stack is in us-east-1.
+    assert {r.inputs["tags"]["gpu-platform.io/region"] for r in plan.of_type(ROLE)} == {"us-east-1"}
 
 
 def test_a_long_cluster_names_prefix_leaves_room_for_any_pool() -> None:
