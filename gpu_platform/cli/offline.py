@@ -79,6 +79,9 @@ class Plan:
     outputs: dict[str, Any] = field(default_factory=dict)
     secret_outputs: frozenset[str] = frozenset()
     error: BaseException | None = None
+    component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """What each component (and the stack) registered as its outputs, by URN: what the stack's
+    state keeps of it after the update."""
 
     def of_type(self, type_: str) -> list[PlannedResource]:
         return [r for r in self.resources if r.type == type_]
@@ -112,7 +115,13 @@ def run_program(
     settings.reset_options(project=project.name, stack=stack, preview=False)
     _set_config(values)
     mocks.set_mocks(
-        monitor.mocks, project=project.name, stack=stack, preview=False, monitor=monitor
+        monitor.mocks,
+        project=project.name,
+        stack=stack,
+        preview=False,
+        monitor=monitor,
+        # The self-managed backends' one organization.
+        organization="organization",
     )
     # Pulumi runs a Python program with its directory first on the module path, so that the
     # program imports its own packages (here `components`).
@@ -227,6 +236,12 @@ class _RecordingMonitor(mocks.MockMonitor):
                 )
             )
         return response
+
+    def RegisterResourceOutputs(self, request: Any) -> Any:
+        self.plan.component_outputs[request.urn] = _plain(
+            rpc.deserialize_properties(request.outputs)
+        )
+        return super().RegisterResourceOutputs(request)
 
 
 def _computed(inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from gpu_platform.eks.iam_roles import cluster_tags
 from gpu_platform.eks.instance_lookups import look_up_instance_type
 from gpu_platform.eks.new_cluster.addon_pins import AFTER_NODES, BEFORE_NODES
 from gpu_platform.eks.new_cluster.addons import addons, ebs_csi_role
-from gpu_platform.eks.new_cluster.control_plane import CREATOR_TAG, EksControlPlane
+from gpu_platform.eks.new_cluster.control_plane import EksControlPlane
+from gpu_platform.eks.new_cluster.creator import recorded_creator
 from gpu_platform.eks.new_cluster.layout import (
     EKS_UNSUPPORTED_ZONE_IDS,
     NEW_VPC_ZONES,
@@ -47,8 +48,8 @@ class NewClusterPlan:
     existing ones given."""
     creator_arn: str
     """The IAM role or user that created the cluster, which keeps an admin access entry whoever
-    runs the program later: on the first run the one running it, afterwards the one the
-    cluster's tag `CREATOR_TAG` recorded at creation."""
+    runs the program later: on the first run the one running it, afterwards the one the stack's
+    state recorded (`creator.py`), never a tag anyone may rewrite in the cloud."""
     system_architecture: str
 
 
@@ -67,7 +68,7 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
         if config.cluster.name in existing
         else None
     )
-    creator = (live.tags.get(CREATOR_TAG) if live is not None else None) or deployer
+    creator = deployer if live is None else _creator_of_existing(config.cluster.name, deployer)
     planned = EksCluster(
         name=config.cluster.name,
         region=region,
@@ -104,6 +105,20 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
     if problems:
         raise ConfigError(problems)
     return NewClusterPlan(planned, subnets, creator, str(architectures.pop()))
+
+
+def _creator_of_existing(name: str, deployer: str) -> str:
+    recorded = recorded_creator()
+    if recorded is not None:
+        return recorded
+    # A stack whose state records no creator (an update before the platform kept it there):
+    # the one running it now is taken as the creator, being an administrator already.
+    pulumi.log.warn(
+        f"The stack's state records no creator of EKS cluster {name}: {deployer}, who runs this"
+        " update, gets the creator's access entry from now on; list any other administrator in"
+        f" {key_path('cluster', 'create', 'administrators')}."
+    )
+    return deployer
 
 
 def _version_problems(wanted: str, running: str) -> list[ConfigProblem]:

@@ -6,7 +6,7 @@ As terraform-aws-eks does (main.tf, v21): `API` authentication mode, the creator
 not bootstrapped by EKS (`bootstrapClusterCreatorAdminPermissions: false`, which EKS can never
 take back) but given as an access entry like any other. Unlike terraform-aws-eks's
 `cluster_creator` entry, which follows whoever applies (its issue #2911), the creator is the
-identity that created the cluster, recorded in the cluster's tag `CREATOR_TAG`: botocore's
+identity that created the cluster, recorded in the stack's state (`creator.py`): botocore's
 CreateAccessEntryRequest `principalArn` "can't be changed after access entry creation" and no
 two entries may share one, so each entry is named from its principal, not its place in a list.
 A KMS key with yearly rotation for envelope encryption of Secrets, the log group created
@@ -26,6 +26,7 @@ from gpu_platform.administrators import administrator_resource_name
 from gpu_platform.config import ClusterCreate
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.iam_roles import role_name, unbounded_role
+from gpu_platform.eks.new_cluster.creator import CONTROL_PLANE_TYPE, CREATOR_OUTPUT
 
 CLUSTER_POLICY = "AmazonEKSClusterPolicy"
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
@@ -44,8 +45,6 @@ EKS_TRUST_POLICY = {
 # `aws_iam_policy.cluster_encryption`).
 KMS_ACTIONS = ("kms:Encrypt", "kms:Decrypt", "kms:ListGrants", "kms:DescribeKey")
 KEY_DELETION_WINDOW_DAYS = 30
-CREATOR_TAG = "gpu-platform.io/created-by"
-"""The cluster's tag naming the IAM role or user that created it (its access entry's principal)."""
 
 
 def log_group_name(cluster_name: str) -> str:
@@ -76,7 +75,7 @@ class EksControlPlane(pulumi.ComponentResource):
         tags: Mapping[str, str],
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__("gpu-platform:eks:ControlPlane", name, None, opts)
+        super().__init__(CONTROL_PLANE_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         aws = create.aws
         region = planned.region
@@ -164,7 +163,7 @@ class EksControlPlane(pulumi.ComponentResource):
             # costs").
             upgrade_policy=eks.ClusterUpgradePolicyArgs(support_type=aws.support_type),
             deletion_protection=protect,
-            tags={**tags, CREATOR_TAG: creator_arn},
+            tags=dict(tags),
             region=region,
             # The role's policies must outlive the cluster, or EKS cannot delete the network
             # interfaces and security groups it made (pulumi-aws eks.Cluster, `role_arn`).
@@ -194,4 +193,5 @@ class EksControlPlane(pulumi.ComponentResource):
                 opts=child,
             )
             self.access += [entry, association]
-        self.register_outputs({"cluster": self.cluster.arn})
+        # Kept in the stack's state for the next update to read back (`creator.py`).
+        self.register_outputs({"cluster": self.cluster.arn, CREATOR_OUTPUT: creator_arn})

@@ -6,6 +6,11 @@ as it is, whoever runs `pulumi up` and whatever EC2 says of a zone today.
   creation." An entry moved onto another principal is replaced, and its replacement collides
   with the entry that principal already has (terraform-aws-eks issue #2911, its
   `cluster_creator` entry following whoever applies).
+- The creator: read back from the stack's state, what the engine's
+  `pulumi:pulumi:readStackResourceOutputs` answers (pulumi pkg/resource/deploy/builtins.go and
+  pkg/backend/backend.go `GetStackResourceOutputs`: `{"name", "outputs": {urn: {"type",
+  "outputs"}}}`), never from a tag of the cluster, which anyone with `eks:TagResource` rewrites
+  (botocore EKS TagResource).
 - Zones: EC2 AvailabilityZoneState is `available`, `information`, `impaired` or `unavailable`;
   a zone leaving `available` must not move the created subnets.
 - Kubernetes version: EKS user guide, update-cluster.adoc: "you can update only one minor version
@@ -19,6 +24,7 @@ import pytest
 
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stand_ins import aws as stand_in
+from gpu_platform.cli.stand_ins import engine
 from tests.repository import PROJECT
 
 from .plans import problems_of
@@ -27,6 +33,7 @@ from .test_new_cluster import ACCESS_ENTRY, CLUSTER, SUBNET, create_of, eks_new,
 Config = dict[str, Any]
 CREATOR = "arn:aws:iam::123456789012:role/gpu-platform-deploy"  # the stand-in deployer's role
 SOMEONE_ELSE = "arn:aws:iam::123456789012:role/platform-admins"
+INTRUDER = "arn:aws:iam::123456789012:role/may-tag-clusters"
 ADMINS = [SOMEONE_ELSE, "arn:aws:iam::123456789012:role/sre", "arn:aws:iam::123456789012:user/ana"]
 
 
@@ -64,9 +71,13 @@ def created(monkeypatch: pytest.MonkeyPatch, first_run: Plan) -> Callable[..., N
     by `deployer`; `version` is the cluster's, `zones` what EC2 now lists as available."""
 
     def exists(
-        deployer: str = SOMEONE_ELSE, version: str = "1.35", zones: list[str] | None = None
+        deployer: str = SOMEONE_ELSE,
+        version: str = "1.35",
+        zones: list[str] | None = None,
+        retagged: dict[str, str] | None = None,
+        state: dict[str, Any] | None = None,
     ) -> None:
-        cluster_tags = only(first_run, CLUSTER).inputs["tags"]
+        cluster_tags = only(first_run, CLUSTER).inputs["tags"] | (retagged or {})
         subnet_zones = {f"subnet-{zone}": zone for zone in private_zones(first_run)}
         invokes = stand_in.INVOKES
         monkeypatch.setitem(
@@ -99,6 +110,20 @@ def created(monkeypatch: pytest.MonkeyPatch, first_run: Plan) -> Callable[..., N
             "aws:iam/getSessionContext:getSessionContext",
             lambda args: stand_in.get_session_context(args) | {"issuerArn": deployer},
         )
+        # What the first run left in the stack's state: its components' outputs.
+        recorded = (
+            state
+            if state is not None
+            else {
+                urn: {"type": urn.split("::")[-2].split("$")[-1], "outputs": outputs}
+                for urn, outputs in first_run.component_outputs.items()
+            }
+        )
+        monkeypatch.setitem(
+            engine.INVOKES,
+            "pulumi:pulumi:readStackResourceOutputs",
+            lambda args: {"name": args["stackName"], "outputs": recorded},
+        )
         if zones is not None:
             monkeypatch.setitem(
                 invokes,
@@ -118,6 +143,32 @@ def test_the_creator_keeps_its_access_entry_when_someone_else_runs_pulumi_up(
 
     assert CREATOR in entries(first_run).values()
     assert later == entries(first_run)
+
+
+def test_a_cluster_retagged_with_another_creator_changes_no_access_entry(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    # The tag the platform once read the creator from, rewritten by someone who may tag clusters.
+    created(deployer=SOMEONE_ELSE, retagged={"gpu-platform.io/created-by": INTRUDER})
+
+    later = plan_of(with_admins(ADMINS))
+
+    assert entries(later) == entries(first_run)
+    assert INTRUDER not in entries(later).values()
+    assert "gpu-platform.io/created-by" not in only(later, CLUSTER).inputs["tags"]
+    assert [i.args for i in later.invokes if i.token.startswith("pulumi:")] == [
+        {"stackName": "organization/gpu-platform/eks-new"}
+    ]
+
+
+def test_a_state_without_a_recorded_creator_gives_the_entry_to_the_one_running_the_update(
+    created: Callable[..., None],
+) -> None:
+    created(deployer=SOMEONE_ELSE, state={})
+
+    assert sorted(entries(plan_of(with_admins(ADMINS[1:]))).values()) == sorted(
+        [SOMEONE_ELSE, *ADMINS[1:]]
+    )
 
 
 def test_removing_an_administrator_leaves_the_other_entries_as_they_are(first_run: Plan) -> None:
