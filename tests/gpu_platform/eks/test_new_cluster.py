@@ -433,6 +433,28 @@ def test_every_core_addon_is_pinned_for_the_clusters_version(
     assert pinned["kube-proxy"].startswith(f"v{version}.")
 
 
+def test_the_vpc_cni_enforces_network_policies_and_no_other_core_addon_is_configured(
+    plan: Plan,
+) -> None:
+    configured = {
+        r.inputs["addonName"]: r.inputs.get("configurationValues")
+        for r in plan.of_type(ADDON)
+        if r.inputs["addonName"] in CORE_ADDONS
+    }
+
+    # EKS user guide, cni-network-policy-configure.adoc: `{ "enableNetworkPolicy": "true" }`,
+    # a string as aws/amazon-vpc-cni-k8s v1.21.1 charts/aws-vpc-cni/values.yaml declares it
+    # (`enableNetworkPolicy: "false"` by default), which the pinned v1.21.1 passes on as the
+    # node agent's `--enable-network-policy` (templates/daemonset.yaml).
+    assert configured == {
+        "vpc-cni": '{"enableNetworkPolicy": "true"}',
+        "kube-proxy": None,
+        "eks-pod-identity-agent": None,
+        "coredns": None,
+        "aws-ebs-csi-driver": None,
+    }
+
+
 def test_the_nodes_cni_and_the_pod_identity_agent_come_before_the_system_nodes(plan: Plan) -> None:
     system = plan.named("cluster-system-nodes", NODE_GROUP)
     addons = {r.inputs["addonName"]: r.urn for r in plan.of_type(ADDON)}
