@@ -83,6 +83,8 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
     problems: list[ConfigProblem] = []
     if live is not None:
         problems += _version_problems(create.kubernetes_version, live.version)
+    elif not create.aws.subnet_ids and create.endpoint.access == "private":
+        problems.append(_unreachable_first_run_problem())
     if create.aws.subnet_ids:
         subnets = look_up_subnets(create.aws.subnet_ids, region)
         problems += _existing_subnet_problems(subnets)
@@ -119,6 +121,21 @@ def _creator_of_existing(name: str, deployer: str) -> str:
         f" {key_path('cluster', 'create', 'administrators')}."
     )
     return deployer
+
+
+def _unreachable_first_run_problem() -> ConfigProblem:
+    """The run that creates a new VPC installs the platform through the cluster's endpoint right
+    after creating it: no runner, VPN or peering reaches a private endpoint in a VPC that did
+    not exist before the run, so it would fail halfway, the cluster built and the platform
+    not."""
+    return ConfigProblem(
+        key_path("cluster", "create", "endpoint", "access"),
+        "private",
+        "public, with endpoint.publicCidrs, for the first `pulumi up`, which creates the VPC that"
+        " nothing reaches privately yet; once a runner, VPN or peering reaches the VPC (named in"
+        " aws.privateEndpointCidrs or aws.privateEndpointSecurityGroupIds), set it to private"
+        " (docs/create-cluster.md)",
+    )
 
 
 def _version_problems(wanted: str, running: str) -> list[ConfigProblem]:
@@ -227,7 +244,8 @@ class NewEksCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         if create.aws.subnet_ids:
             self.subnet_ids = {s.id: s.id for s in plan.subnets}
-            vpc_id: pulumi.Input[str] = ""
+            # EKS requires the cluster's subnets to be of one VPC.
+            vpc_id: pulumi.Input[str] = plan.subnets[0].vpc_id
             egress: list[pulumi.Resource] = []
         else:
             vpc = create.aws.vpc or EksNewVpc()
@@ -251,6 +269,7 @@ class NewEksCluster(pulumi.ComponentResource):
             name,
             planned,
             create,
+            vpc_id,
             list(self.subnet_ids.values()),
             plan.creator_arn,
             config.protect,
@@ -262,7 +281,7 @@ class NewEksCluster(pulumi.ComponentResource):
         # The roles within the platform's boundary carry their VPC as a tag, the only VPC whose
         # network interfaces the boundary lets them touch (`ec2:Vpc`): an empty tag matches no
         # VPC, and the VPC CNI could then give no pod an address.
-        in_vpc = replace(planned, vpc_id=vpc_id or created.vpc_config.vpc_id)
+        in_vpc = replace(planned, vpc_id=vpc_id)
         self.cni = (
             [VpcCniIdentity("vpc-cni", in_vpc, on_cluster)] if config.cluster.vpc_cni_role else []
         )

@@ -13,17 +13,23 @@ A KMS key with yearly rotation for envelope encryption of Secrets, the log group
 beforehand with a retention (EKS would create it keeping logs forever), and no self-managed
 add-ons (`addons.py`). The private endpoint is always on; the public one only with
 `access: public`, restricted to its CIDRs (EKS best practices guide, "Cluster access
-management": "make the cluster endpoint private" or restrict the public one).
+management": "make the cluster endpoint private" or restrict the public one). EKS's cluster
+security group admits only its members, the nodes; the networks and groups
+`aws.privateEndpointCidrs` and `aws.privateEndpointSecurityGroupIds` name reach the private
+endpoint through a security group of the control plane's own (`<name>-api`), with an ingress rule
+on 443 for each, as terraform-aws-eks's `security_group_additional_rules` (main.tf,
+`aws_security_group.cluster`, v21): never the cluster security group, which the nodes carry too
+and which would open them to those networks.
 """
 
 import json
 from collections.abc import Mapping, Sequence
 
 import pulumi
-from pulumi_aws import cloudwatch, eks, iam, kms
+from pulumi_aws import cloudwatch, ec2, eks, iam, kms
 
 from gpu_platform.administrators import administrator_resource_name
-from gpu_platform.config import ClusterCreate
+from gpu_platform.config import ClusterCreate, EksClusterCreate
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.iam_roles import role_name, unbounded_role
 from gpu_platform.eks.new_cluster.creator import CONTROL_PLANE_TYPE, CREATOR_OUTPUT
@@ -45,6 +51,7 @@ EKS_TRUST_POLICY = {
 # `aws_iam_policy.cluster_encryption`).
 KMS_ACTIONS = ("kms:Encrypt", "kms:Decrypt", "kms:ListGrants", "kms:DescribeKey")
 KEY_DELETION_WINDOW_DAYS = 30
+API_PORT = 443
 
 
 def log_group_name(cluster_name: str) -> str:
@@ -54,6 +61,44 @@ def log_group_name(cluster_name: str) -> str:
 
 def admin_policy_arn(partition: str) -> str:
     return f"arn:{partition}:eks::aws:cluster-access-policy/{ADMIN_POLICY}"
+
+
+def api_security_group(
+    name: str,
+    cluster: EksCluster,
+    aws: EksClusterCreate,
+    vpc_id: pulumi.Input[str],
+    tags: Mapping[str, str],
+    opts: pulumi.ResourceOptions,
+) -> ec2.SecurityGroup | None:
+    """The control plane's group admitting `aws.privateEndpointCidrs` and
+    `aws.privateEndpointSecurityGroupIds` to the API; None where neither names anything."""
+    sources: list[tuple[str | None, str | None]] = [
+        *((cidr, None) for cidr in aws.private_endpoint_cidrs),
+        *((None, group) for group in aws.private_endpoint_security_group_ids),
+    ]
+    rules = [
+        ec2.SecurityGroupIngressArgs(
+            protocol="tcp",
+            from_port=API_PORT,
+            to_port=API_PORT,
+            description=f"Kubernetes API of EKS cluster {cluster.name}",
+            cidr_blocks=[cidr] if cidr else None,
+            security_groups=[group] if group else None,
+        )
+        for cidr, group in sources
+    ]
+    if not rules:
+        return None
+    return ec2.SecurityGroup(
+        f"{name}-api",
+        description=f"Who reaches the Kubernetes API of EKS cluster {cluster.name} privately",
+        vpc_id=vpc_id,
+        ingress=rules,
+        tags={**tags, "Name": f"{cluster.name}-api"},
+        region=cluster.region,
+        opts=opts,
+    )
 
 
 class EksControlPlane(pulumi.ComponentResource):
@@ -69,6 +114,7 @@ class EksControlPlane(pulumi.ComponentResource):
         name: str,
         planned: EksCluster,
         create: ClusterCreate,
+        vpc_id: pulumi.Input[str],
         subnet_ids: Sequence[pulumi.Input[str]],
         creator_arn: str,
         protect: bool,
@@ -137,6 +183,7 @@ class EksControlPlane(pulumi.ComponentResource):
             opts=child,
         )
         public = create.endpoint.access == "public"
+        api = api_security_group(name, planned, aws, vpc_id, tags, child)
         self.cluster = eks.Cluster(
             name,
             name=planned.name,
@@ -144,6 +191,7 @@ class EksControlPlane(pulumi.ComponentResource):
             role_arn=role.arn,
             vpc_config=eks.ClusterVpcConfigArgs(
                 subnet_ids=list(subnet_ids),
+                security_group_ids=[api.id] if api is not None else None,
                 endpoint_private_access=True,
                 endpoint_public_access=public,
                 public_access_cidrs=list(create.endpoint.public_cidrs) if public else None,
