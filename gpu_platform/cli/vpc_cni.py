@@ -59,6 +59,19 @@ def efa_only_pools(config: StackConfig, described: Mapping[str, Mapping[str, Any
     return found
 
 
+def _vpc_cni_addon(eks: Any, cluster: str) -> Mapping[str, Any] | None:
+    """The cluster's `vpc-cni` EKS add-on; None where the CNI is installed some other way."""
+    try:
+        addon: Mapping[str, Any] = eks.describe_addon(clusterName=cluster, addonName=VPC_CNI)[
+            "addon"
+        ]
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+            raise
+        return None
+    return addon
+
+
 def network_policy_findings(config: StackConfig, eks: Any) -> list[Finding]:
     """Whether the NetworkPolicies the platform declares (with the Prometheus stack it
     installs, `monitoring.installPrometheusStack`) are enforced."""
@@ -70,11 +83,8 @@ def network_policy_findings(config: StackConfig, eks: Any) -> list[Finding]:
         "the NetworkPolicies that keep tenants' pods from Prometheus (every tenant's series,"
         " no authentication) and Alertmanager (silences, no authentication)"
     )
-    try:
-        addon = eks.describe_addon(clusterName=name, addonName=VPC_CNI)["addon"]
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
-            raise
+    addon = _vpc_cni_addon(eks, name)
+    if addon is None:
         return [
             Finding(
                 "warning",
@@ -121,11 +131,8 @@ def vpc_cni_findings(
     subject = f"cluster {config.cluster.name} {VPC_CNI}"
     needed = f"{FIRST_EFA_ONLY_RELEASE} or later"
     why = f"the nodes of {', '.join(pools)} get EFA-only interfaces, which it must ignore"
-    try:
-        addon = eks.describe_addon(clusterName=config.cluster.name, addonName=VPC_CNI)["addon"]
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
-            raise
+    addon = _vpc_cni_addon(eks, config.cluster.name)
+    if addon is None:
         return [
             Finding(
                 "warning",

@@ -252,19 +252,24 @@ def test_system_nodes_that_fit_but_cannot_surge_for_an_update_are_a_warning(
         assert "--desired-value 40" in finding.action
 
 
+def existing_subnets(aws: AwsClients, zones: list[str]) -> list[str]:
+    """Subnets of a new VPC in moto's account, one in each of `zones`."""
+    vpc = aws.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    return [
+        aws.ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=zone)[
+            "Subnet"
+        ]["SubnetId"]
+        for i, zone in enumerate(zones)
+    ]
+
+
 @pytest.mark.parametrize(("quota", "severity"), [(31.0, "warning"), (32.0, "ok")])
 def test_the_update_surge_counts_the_zones_of_existing_subnets_not_the_subnets(
     aws: AwsClients, quotas: Stubber, quota: float, severity: str
 ) -> None:
     # Three subnets in two zones: an update adds up to 2 x 2 nodes (managed-node-update-behavior),
     # 16 vCPUs beside the 16 of the group at its max.
-    vpc = aws.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
-    subnets = [
-        aws.ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=zone)[
-            "Subnet"
-        ]["SubnetId"]
-        for i, zone in enumerate(["us-east-1a", "us-east-1a", "us-east-1b"])
-    ]
+    subnets = existing_subnets(aws, ["us-east-1a", "us-east-1a", "us-east-1b"])
     account(
         aws, quotas, [(s, c, quota if c == "L-1216C47A" else v) for s, c, v in CREATION_QUOTAS[:2]]
     )
@@ -420,13 +425,7 @@ def test_a_private_endpoint_in_existing_subnets_names_who_reaches_it(
 ) -> None:
     # cluster-endpoint.adoc: "You must ensure that your Amazon EKS control plane security group
     # contains rules to allow ingress traffic on port 443 from your connected network".
-    vpc = aws.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
-    subnets = [
-        aws.ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=zone)[
-            "Subnet"
-        ]["SubnetId"]
-        for i, zone in enumerate(["us-east-1a", "us-east-1b"])
-    ]
+    subnets = existing_subnets(aws, ["us-east-1a", "us-east-1b"])
     account(aws, quotas, CREATION_QUOTAS[:2])
 
     def in_subnets(config: Config) -> None:
