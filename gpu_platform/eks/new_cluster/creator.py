@@ -5,7 +5,8 @@ of every resource in the stack's last snapshot, `pkg/backend/backend.go`
 `GetStackResourceOutputs`; the `pulumi` package's functions go to the engine's built-in
 provider, pkg/resource/deploy/providers/registry.go).
 
-Only an update of the stack writes its state, and whoever can run one is a cluster
+Only an update of the stack writes its state (or whoever may write its state backend, who can
+change everything else the stack deploys as well), and whoever can run one is a cluster
 administrator already. A cloud tag would not do: anyone with `eks:TagResource` could name
 themselves the creator, and the next `pulumi up` would make them cluster-admin and drop the real
 creator's access entry.
