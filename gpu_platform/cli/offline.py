@@ -82,6 +82,8 @@ class Plan:
     component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     """What each component (and the stack) registered as its outputs, by URN: what the stack's
     state keeps of it after the update."""
+    component_secret_outputs: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Which of those outputs the state keeps encrypted, by URN."""
 
     def of_type(self, type_: str) -> list[PlannedResource]:
         return [r for r in self.resources if r.type == type_]
@@ -238,8 +240,10 @@ class _RecordingMonitor(mocks.MockMonitor):
         return response
 
     def RegisterResourceOutputs(self, request: Any) -> Any:
-        self.plan.component_outputs[request.urn] = _plain(
-            rpc.deserialize_properties(request.outputs)
+        outputs = rpc.deserialize_properties(request.outputs)
+        self.plan.component_outputs[request.urn] = _plain(outputs)
+        self.plan.component_secret_outputs[request.urn] = frozenset(
+            k for k, v in outputs.items() if _holds_secret(v)
         )
         return super().RegisterResourceOutputs(request)
 

@@ -17,7 +17,7 @@ from gpu_platform.eks.instance_lookups import look_up_instance_type
 from gpu_platform.eks.new_cluster.addon_pins import AFTER_NODES, BEFORE_NODES
 from gpu_platform.eks.new_cluster.addons import addons, ebs_csi_role
 from gpu_platform.eks.new_cluster.control_plane import EksControlPlane
-from gpu_platform.eks.new_cluster.creator import recorded_creator
+from gpu_platform.eks.new_cluster.creator import LEGACY_CREATOR_TAG, existing_creator
 from gpu_platform.eks.new_cluster.layout import (
     EKS_UNSUPPORTED_ZONE_IDS,
     NEW_VPC_ZONES,
@@ -68,7 +68,16 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
         if config.cluster.name in existing
         else None
     )
-    creator = deployer if live is None else _creator_of_existing(config.cluster.name, deployer)
+    creator = (
+        deployer
+        if live is None
+        else existing_creator(
+            config.cluster.name,
+            deployer,
+            create.administrators,
+            (live.tags or {}).get(LEGACY_CREATOR_TAG),
+        )
+    )
     planned = EksCluster(
         name=config.cluster.name,
         region=region,
@@ -107,20 +116,6 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
     if problems:
         raise ConfigError(problems)
     return NewClusterPlan(planned, subnets, creator, str(architectures.pop()))
-
-
-def _creator_of_existing(name: str, deployer: str) -> str:
-    recorded = recorded_creator()
-    if recorded is not None:
-        return recorded
-    # A stack whose state records no creator (an update before the platform kept it there):
-    # the one running it now is taken as the creator, being an administrator already.
-    pulumi.log.warn(
-        f"The stack's state records no creator of EKS cluster {name}: {deployer}, who runs this"
-        " update, gets the creator's access entry from now on; list any other administrator in"
-        f" {key_path('cluster', 'create', 'administrators')}."
-    )
-    return deployer
 
 
 def _unreachable_first_run_problem() -> ConfigProblem:

@@ -241,5 +241,8 @@ class EksControlPlane(pulumi.ComponentResource):
                 opts=child,
             )
             self.access += [entry, association]
-        # Kept in the stack's state for the next update to read back (`creator.py`).
-        self.register_outputs({"cluster": self.cluster.arn, CREATOR_OUTPUT: creator_arn})
+        # Kept in the stack's state for the next update to read back, encrypted with the
+        # stack's secrets provider (`creator.py`).
+        self.register_outputs(
+            {"cluster": self.cluster.arn, CREATOR_OUTPUT: pulumi.Output.secret(creator_arn)}
+        )

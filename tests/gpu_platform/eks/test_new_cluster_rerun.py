@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.stand_ins import LookupFailed, engine
 from gpu_platform.cli.stand_ins import aws as stand_in
-from gpu_platform.cli.stand_ins import engine
 from tests.repository import PROJECT
 
 from .plans import problems_of
@@ -34,6 +34,8 @@ Config = dict[str, Any]
 CREATOR = "arn:aws:iam::123456789012:role/gpu-platform-deploy"  # the stand-in deployer's role
 SOMEONE_ELSE = "arn:aws:iam::123456789012:role/platform-admins"
 INTRUDER = "arn:aws:iam::123456789012:role/may-tag-clusters"
+CONTROL_PLANE = "gpu-platform:eks:ControlPlane"
+LEGACY_TAG = "gpu-platform.io/created-by"  # where the platform kept the creator before
 ADMINS = [SOMEONE_ELSE, "arn:aws:iam::123456789012:role/sre", "arn:aws:iam::123456789012:user/ana"]
 
 
@@ -58,6 +60,29 @@ def private_zones(plan: Plan) -> list[str]:
         for r in plan.of_type(SUBNET)
         if "kubernetes.io/role/internal-elb" in r.inputs["tags"]
     )
+
+
+def state_of(plan: Plan) -> dict[str, Any]:
+    """What the update `plan` left in the stack's state, as `readStackResourceOutputs` answers
+    it: every resource's and component's outputs by URN."""
+    resources = {
+        r.urn: {"type": r.type, "outputs": r.inputs | r.computed_outputs} for r in plan.resources
+    }
+    components = {
+        urn: {"type": urn.split("::")[-2].split("$")[-1], "outputs": outputs}
+        for urn, outputs in plan.component_outputs.items()
+    }
+    return resources | components
+
+
+def without_recorded_creator(plan: Plan) -> dict[str, Any]:
+    """The state an update before the platform recorded the creator left: the control plane's
+    only output was the cluster's ARN."""
+    state = state_of(plan)
+    for resource in state.values():
+        if resource["type"] == CONTROL_PLANE:
+            resource["outputs"] = {"cluster": resource["outputs"]["cluster"]}
+    return state
 
 
 @pytest.fixture
@@ -110,15 +135,7 @@ def created(monkeypatch: pytest.MonkeyPatch, first_run: Plan) -> Callable[..., N
             "aws:iam/getSessionContext:getSessionContext",
             lambda args: stand_in.get_session_context(args) | {"issuerArn": deployer},
         )
-        # What the first run left in the stack's state: its components' outputs.
-        recorded = (
-            state
-            if state is not None
-            else {
-                urn: {"type": urn.split("::")[-2].split("$")[-1], "outputs": outputs}
-                for urn, outputs in first_run.component_outputs.items()
-            }
-        )
+        recorded = state_of(first_run) if state is None else state
         monkeypatch.setitem(
             engine.INVOKES,
             "pulumi:pulumi:readStackResourceOutputs",
@@ -149,25 +166,156 @@ def test_a_cluster_retagged_with_another_creator_changes_no_access_entry(
     first_run: Plan, created: Callable[..., None]
 ) -> None:
     # The tag the platform once read the creator from, rewritten by someone who may tag clusters.
-    created(deployer=SOMEONE_ELSE, retagged={"gpu-platform.io/created-by": INTRUDER})
+    created(deployer=SOMEONE_ELSE, retagged={LEGACY_TAG: INTRUDER})
 
     later = plan_of(with_admins(ADMINS))
 
     assert entries(later) == entries(first_run)
     assert INTRUDER not in entries(later).values()
-    assert "gpu-platform.io/created-by" not in only(later, CLUSTER).inputs["tags"]
+    assert LEGACY_TAG not in only(later, CLUSTER).inputs["tags"]
     assert [i.args for i in later.invokes if i.token.startswith("pulumi:")] == [
         {"stackName": "organization/gpu-platform/eks-new"}
     ]
 
 
-def test_a_state_without_a_recorded_creator_gives_the_entry_to_the_one_running_the_update(
+def test_the_creator_is_kept_in_the_state_as_a_secret(first_run: Plan) -> None:
+    # Encrypted with the stack's secrets provider (pulumi sdk/python pulumi/output.py
+    # `Output.secret`), which a writer of the state backend without the stack's key cannot forge.
+    [control_plane] = [u for u in first_run.component_outputs if f"${CONTROL_PLANE}::" in u]
+    assert first_run.component_outputs[control_plane]["creator"] == CREATOR
+    assert first_run.component_secret_outputs[control_plane] == {"creator"}
+
+
+def test_a_state_from_before_the_recorded_creator_keeps_the_creators_entry(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    state = without_recorded_creator(first_run)
+    # Another component's access entry (Karpenter's node role) is no administrator's either.
+    state[
+        "urn:pulumi:eks-new::gpu-platform::gpu-platform:eks:Karpenter$aws:eks/accessEntry:AccessEntry::nodes"
+    ] = {
+        "type": ACCESS_ENTRY,
+        "outputs": {"principalArn": "arn:aws:iam::123456789012:role/ml-new.karpenter-node"},
+    }
+    # The CI role, an administrator, runs the first update after the change, on a cluster
+    # created with the tag the platform then kept the creator in.
+    created(deployer=SOMEONE_ELSE, state=state, retagged={LEGACY_TAG: CREATOR})
+
+    assert entries(plan_of(with_admins(ADMINS))) == entries(first_run)
+
+
+def test_a_state_from_before_the_recorded_creator_where_every_entry_is_an_administrators(
     created: Callable[..., None],
 ) -> None:
-    created(deployer=SOMEONE_ELSE, state={})
+    first = plan_of(with_admins([*ADMINS, CREATOR]))
+    created(deployer=SOMEONE_ELSE, state=without_recorded_creator(first))
 
-    assert sorted(entries(plan_of(with_admins(ADMINS[1:]))).values()) == sorted(
-        [SOMEONE_ELSE, *ADMINS[1:]]
+    # The creator keeps its entry as an administrator; the one running the update is the creator.
+    later = plan_of(with_admins([*ADMINS, CREATOR]))
+    assert entries(later) == entries(first)
+    [control_plane] = [u for u in later.component_outputs if f"${CONTROL_PLANE}::" in u]
+    assert later.component_outputs[control_plane]["creator"] == SOMEONE_ELSE
+
+
+def test_a_state_from_before_the_recorded_creator_with_two_candidates_is_refused_by_key(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    created(
+        deployer=SOMEONE_ELSE,
+        state=without_recorded_creator(first_run),
+        retagged={LEGACY_TAG: CREATOR},
+    )
+
+    # SOMEONE_ELSE removed from the administrators in the same update: its entry or the
+    # creator's, which is which is unknown.
+    problems = problems_of(plan_of(with_admins(ADMINS[1:]), raise_errors=False))
+
+    expected = problems["gpu-platform:cluster.create.administrators"]
+    assert expected.startswith(
+        "every principal that is to keep its access, for this update, but the cluster's creator"
+    )
+    assert f"the access entries of {CREATOR}, {SOMEONE_ELSE} are not among" in expected
+
+
+@pytest.mark.parametrize("tag", [INTRUDER, None], ids=["retagged", "untagged"])
+def test_a_state_whose_creator_was_removed_and_a_tag_that_disagrees_are_refused_by_key(
+    first_run: Plan, created: Callable[..., None], tag: str | None
+) -> None:
+    # The recorded creator deleted from the state (whoever may write its backend), and the
+    # cluster's old tag rewritten (eks:TagResource) or absent (a cluster created since the
+    # platform records the creator in the state): neither alone names the creator.
+    created(
+        deployer=SOMEONE_ELSE,
+        state=without_recorded_creator(first_run),
+        retagged={LEGACY_TAG: tag} if tag else None,
+    )
+
+    problems = problems_of(plan_of(with_admins(ADMINS), raise_errors=False))
+
+    assert (
+        f"the access entry of {CREATOR}, not among the administrators, and the cluster's tag"
+        f" {LEGACY_TAG} ({tag or 'none'}) should both name the creator and do not"
+    ) in problems["gpu-platform:cluster.create.administrators"]
+
+
+def test_only_the_control_planes_output_names_the_creator(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    # Another resource's output of the same name, listed first.
+    other = {
+        "urn:pulumi:eks-new::gpu-platform::gpu-platform:eks:NewCluster$aws:s3/bucket:Bucket::x": {
+            "type": "aws:s3/bucket:Bucket",
+            "outputs": {"creator": INTRUDER},
+        }
+    }
+    created(
+        deployer=SOMEONE_ELSE,
+        state=other | without_recorded_creator(first_run),
+        retagged={LEGACY_TAG: CREATOR},
+    )
+
+    assert entries(plan_of(with_admins(ADMINS))) == entries(first_run)
+
+
+def test_a_legacy_self_managed_stack_is_read_by_its_bare_name(
+    first_run: Plan, created: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created(deployer=SOMEONE_ELSE)
+    state = state_of(first_run)
+
+    def legacy(args: dict[str, Any]) -> dict[str, Any]:
+        # pulumi pkg/backend/diy/store.go `legacyReferenceStore.ParseReference`:
+        # tokens.ParseStackName refuses a name with "/".
+        if "/" in args["stackName"]:
+            raise LookupFailed(f"a stack name may not contain slashes: {args['stackName']}")
+        return {"name": args["stackName"], "outputs": state}
+
+    monkeypatch.setitem(engine.INVOKES, "pulumi:pulumi:readStackResourceOutputs", legacy)
+
+    later = plan_of(with_admins(ADMINS))
+
+    assert entries(later) == entries(first_run)
+    assert [i.args for i in later.invokes if i.token.startswith("pulumi:")] == [
+        {"stackName": "organization/gpu-platform/eks-new"},
+        {"stackName": "eks-new"},
+    ]
+
+
+def test_a_state_the_engine_cannot_read_is_refused_by_key(
+    created: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created(deployer=SOMEONE_ELSE)
+
+    def unreadable(args: dict[str, Any]) -> dict[str, Any]:
+        # pulumi pkg/backend/backend.go `GetStackResourceOutputs`: `unknown stack %q`.
+        raise LookupFailed(f'unknown stack "{args["stackName"]}"')
+
+    monkeypatch.setitem(engine.INVOKES, "pulumi:pulumi:readStackResourceOutputs", unreadable)
+
+    problems = problems_of(plan_of(with_admins(ADMINS), raise_errors=False))
+
+    assert problems["gpu-platform:cluster.name"].startswith(
+        "a cluster this stack created and whose state it can read: EKS cluster ml-new exists"
     )
 
 
