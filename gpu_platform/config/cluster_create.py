@@ -212,9 +212,10 @@ class EksClusterCreate(Model):
         default_factory=list, max_length=PRIVATE_ENDPOINT_RULES
     )
     """Security groups whose members may reach the private API endpoint on port 443: a CI
-    runner's or a bastion's, in the cluster's VPC or a VPC peered with it in the same region.
-    Together with `privateEndpointCidrs` at most 60 (EC2's default inbound rules per security
-    group)."""
+    runner's or a bastion's, in the cluster's VPC or a VPC peered with it in the same region;
+    for a runner on the cluster's own nodes, the cluster security group EKS made
+    (`clusterSecurityGroupId` of `aws eks describe-cluster`). Together with
+    `privateEndpointCidrs` at most 60 (EC2's default inbound rules per security group)."""
 
 
 class GkeNewNetwork(Model):

@@ -143,9 +143,13 @@ def _private_endpoint_problems(create: ClusterCreate) -> Iterator[ConfigProblem]
             MISSING,
             "the networks `pulumi up` reaches the private endpoint from (a VPN's, a peered VPC's,"
             " a CI runner's subnet), or aws.privateEndpointSecurityGroupIds, with endpoint.access"
-            " private: EKS's cluster security group admits only the cluster's nodes. To create"
-            " the cluster from outside its VPC, endpoint.access public with endpoint.publicCidrs"
-            " (docs/create-cluster.md)",
+            " private: EKS's cluster security group admits only its members, the cluster's"
+            " nodes. Where `pulumi up` ran from the cluster's nodes (a runner pod) or an"
+            " instance given that group, name the cluster security group"
+            " (cluster.resourcesVpcConfig.clusterSecurityGroupId of `aws eks describe-cluster`)"
+            " in aws.privateEndpointSecurityGroupIds; where a rule was added to it by hand, name"
+            " its sources here. To create the cluster from outside its VPC, endpoint.access"
+            " public with endpoint.publicCidrs (docs/create-cluster.md)",
         )
     for key, values in (
         ("privateEndpointCidrs", cidrs),

@@ -437,6 +437,16 @@ BAD: list[tuple[str, Config, Callable[[Config], None], str, str]] = [
         "the networks `pulumi up` reaches the private endpoint from",
     ),
     (
+        # A private stack that worked before the key existed: its runner a member of the
+        # cluster security group, which admits its members (EKS user guide, sec-group-reqs.adoc).
+        "a private EKS endpoint reached through the cluster security group",
+        EKS_NEW,
+        lambda c: create_of(c).pop("aws"),
+        "cluster.create.aws.privateEndpointCidrs",
+        "name the cluster security group (cluster.resourcesVpcConfig.clusterSecurityGroupId of"
+        " `aws eks describe-cluster`) in aws.privateEndpointSecurityGroupIds",
+    ),
+    (
         "a private endpoint open to half the internet",
         EKS_NEW,
         _set(["aws", "privateEndpointCidrs"], ["10.8.0.0/16", "0.0.0.0/1"]),
