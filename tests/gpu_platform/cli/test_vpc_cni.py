@@ -141,7 +141,14 @@ def configured(stubber: Stubber, values: str | None) -> None:
     # EKS user guide, cni-network-policy-configure.adoc: `{ "enableNetworkPolicy": "true" }`;
     # EKS takes configuration values as JSON or YAML (botocore EKS CreateAddon
     # `configurationValues`: "the schema returned by DescribeAddonConfiguration").
-    ['{"enableNetworkPolicy": "true"}', 'enableNetworkPolicy: "true"\nenv: {}'],
+    # A boolean renders the same flag, `--enable-network-policy=true` (aws/amazon-vpc-cni-k8s
+    # v1.21.1 charts/aws-vpc-cni/templates/daemonset.yaml: `{{ .Values.enableNetworkPolicy }}`).
+    [
+        '{"enableNetworkPolicy": "true"}',
+        'enableNetworkPolicy: "true"\nenv: {}',
+        '{"enableNetworkPolicy": true}',
+        "enableNetworkPolicy: true",
+    ],
 )
 def test_an_agent_turned_on_enforces_them(eks: tuple[Any, Stubber], values: str) -> None:
     client, stubber = eks
