@@ -16,10 +16,10 @@ add-ons (`addons.py`). The private endpoint is always on; the public one only wi
 management": "make the cluster endpoint private" or restrict the public one). EKS's cluster
 security group admits only its members, the nodes; the networks and groups
 `aws.privateEndpointCidrs` and `aws.privateEndpointSecurityGroupIds` name reach the private
-endpoint through a security group of the control plane's own (`<name>-api`), with an ingress rule
-on 443 for each, as terraform-aws-eks's `security_group_additional_rules` (main.tf,
-`aws_security_group.cluster`, v21): never the cluster security group, which the nodes carry too
-and which would open them to those networks.
+endpoint through a security group of the control plane's own (`<name>-api`, always created,
+as terraform-aws-eks creates its `aws_security_group.cluster` by default, main.tf), with an
+ingress rule on 443 for each, as its `security_group_additional_rules`: never the cluster
+security group, which the nodes carry too and which would open them to those networks.
 """
 
 import json
@@ -70,9 +70,11 @@ def api_security_group(
     vpc_id: pulumi.Input[str],
     tags: Mapping[str, str],
     opts: pulumi.ResourceOptions,
-) -> ec2.SecurityGroup | None:
+) -> ec2.SecurityGroup:
     """The control plane's group admitting `aws.privateEndpointCidrs` and
-    `aws.privateEndpointSecurityGroupIds` to the API; None where neither names anything."""
+    `aws.privateEndpointSecurityGroupIds` to the API. There where neither names anything too:
+    adding or removing the last source then changes the group's rules only, never the
+    cluster's `vpcConfig.securityGroupIds`, which would otherwise go from one group to none."""
     sources: list[tuple[str | None, str | None]] = [
         *((cidr, None) for cidr in aws.private_endpoint_cidrs),
         *((None, group) for group in aws.private_endpoint_security_group_ids),
@@ -88,12 +90,13 @@ def api_security_group(
         )
         for cidr, group in sources
     ]
-    if not rules:
-        return None
     return ec2.SecurityGroup(
         f"{name}-api",
         description=f"Who reaches the Kubernetes API of EKS cluster {cluster.name} privately",
         vpc_id=vpc_id,
+        # Always given, an empty list included: a group without `ingress` keeps whatever rules
+        # it has (terraform-provider-aws issue #644, "no way to specify no ingress"; pulumi-eks
+        # sets `[]` for this, pulumi/pulumi issue #2675), so the last source removed would stay.
         ingress=rules,
         tags={**tags, "Name": f"{cluster.name}-api"},
         region=cluster.region,
@@ -191,7 +194,7 @@ class EksControlPlane(pulumi.ComponentResource):
             role_arn=role.arn,
             vpc_config=eks.ClusterVpcConfigArgs(
                 subnet_ids=list(subnet_ids),
-                security_group_ids=[api.id] if api is not None else None,
+                security_group_ids=[api.id],
                 endpoint_private_access=True,
                 endpoint_public_access=public,
                 public_access_cidrs=list(create.endpoint.public_cidrs) if public else None,

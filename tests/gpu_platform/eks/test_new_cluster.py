@@ -138,9 +138,9 @@ def test_every_aws_object_is_a_request_the_api_accepts(
         for service, operation, params in requests_for(resource):
             assert request_problems(service, operation, params) == [], (resource.name, operation)
         checked.add(resource.type)
-    # The private endpoint's variant goes into existing subnets, with a group for its endpoint.
-    network = {SECURITY_GROUP} if variant == "private endpoint" else {SUBNET, NAT, VPC_ENDPOINT}
-    assert {CLUSTER, NODE_GROUP, ADDON, KMS_KEY, ACCESS_ENTRY, *network} <= checked
+    # The private endpoint's variant goes into existing subnets.
+    network = set() if variant == "private endpoint" else {SUBNET, NAT, VPC_ENDPOINT}
+    assert {CLUSTER, NODE_GROUP, ADDON, KMS_KEY, ACCESS_ENTRY, SECURITY_GROUP, *network} <= checked
 
 
 # --- Nodes only in private subnets -------------------------------------------------------------
@@ -412,9 +412,23 @@ def test_the_private_endpoint_admits_the_networks_and_groups_given_on_443_only(
     assert group.inputs["vpcId"].startswith("vpc-")
 
 
-def test_without_private_sources_the_control_plane_has_no_group_of_its_own(plan: Plan) -> None:
-    assert plan.of_type(SECURITY_GROUP) == []
-    assert "securityGroupIds" not in only(plan, CLUSTER).inputs["vpcConfig"]
+def test_without_private_sources_the_control_planes_group_stays_with_no_rules(
+    plans: dict[str, Plan],
+) -> None:
+    # The sources emptied on a cluster that had some: its `vpcConfig.securityGroupIds` must not
+    # change, as terraform-provider-aws sends an update of it as UpdateClusterConfig with the
+    # new set (internal/service/eks/cluster.go, `vpc_config.0.security_group_ids`), here none.
+    without = plans["kubernetes 1.35"]
+    [group] = without.of_type(SECURITY_GROUP)
+    cluster = only(without, CLUSTER)
+    opened = only(plans["private endpoint"], CLUSTER)
+    assert group.urn in cluster.property_dependencies["vpcConfig"]
+    [group_id] = cluster.inputs["vpcConfig"]["securityGroupIds"]
+    assert group_id.startswith("sg-")
+    assert opened.inputs["vpcConfig"]["securityGroupIds"] == [group_id]
+    # `ingress` given empty, not left out: a group without it keeps the rules it has
+    # (terraform-provider-aws issue #644; pulumi/pulumi issue #2675).
+    assert group.inputs["ingress"] == []
 
 
 def test_a_private_endpoint_in_the_vpc_the_first_run_creates_is_refused_by_key() -> None:
