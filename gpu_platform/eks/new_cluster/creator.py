@@ -29,6 +29,7 @@ CONTROL_PLANE_TYPE = "gpu-platform:eks:ControlPlane"
 CREATOR_OUTPUT = "creator"
 ACCESS_ENTRY_TYPE = "aws:eks/accessEntry:AccessEntry"
 READ_STACK_RESOURCE_OUTPUTS = "pulumi:pulumi:readStackResourceOutputs"
+SELF_MANAGED_ORGANIZATION = "organization"
 LEGACY_CREATOR_TAG = "gpu-platform.io/created-by"
 """The cluster's tag the platform once recorded the creator in."""
 
@@ -38,10 +39,13 @@ def stack_names() -> list[str]:
     self-managed backends' project-scoped layout take `<organization>/<project>/<stack>` (the
     self-managed organization is `organization`); their legacy layout takes only `<stack>`
     (pulumi pkg/backend/diy/store.go: `legacyReferenceStore.ParseReference` parses it with
-    `tokens.ParseStackName`, which refuses a `/`). A bare name elsewhere resolves in the
-    default organization, which need not be the stack's, so it comes second."""
-    stack = pulumi.get_stack()
-    return [f"{pulumi.get_organization()}/{pulumi.get_project()}/{stack}", stack]
+    `tokens.ParseStackName`, which refuses a `/`). Only there: Pulumi Cloud resolves a bare
+    name in the user's default organization, which need not be the stack's, and the
+    self-managed backends run every update in the organization `organization`
+    (pkg/backend/diy/state.go)."""
+    organization, stack = pulumi.get_organization(), pulumi.get_stack()
+    full = f"{organization}/{pulumi.get_project()}/{stack}"
+    return [full, stack] if organization == SELF_MANAGED_ORGANIZATION else [full]
 
 
 def stack_state(cluster: str) -> Mapping[str, Any]:

@@ -20,6 +20,7 @@ as it is, whoever runs `pulumi up` and whatever EC2 says of a zone today.
 from collections.abc import Callable
 from typing import Any
 
+import pulumi
 import pytest
 
 from gpu_platform.cli.offline import Plan, run_program
@@ -299,6 +300,26 @@ def test_a_legacy_self_managed_stack_is_read_by_its_bare_name(
         {"stackName": "organization/gpu-platform/eks-new"},
         {"stackName": "eks-new"},
     ]
+
+
+def test_a_pulumi_cloud_stack_is_never_read_by_its_bare_name(
+    created: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created(deployer=SOMEONE_ELSE)
+
+    def failing(args: dict[str, Any]) -> dict[str, Any]:
+        raise LookupFailed("the service is unavailable")
+
+    monkeypatch.setitem(engine.INVOKES, "pulumi:pulumi:readStackResourceOutputs", failing)
+    # A Pulumi Cloud organization: a bare name would resolve in the user's default one.
+    monkeypatch.setattr(pulumi, "get_organization", lambda: "acme")
+
+    plan = plan_of(with_admins(ADMINS), raise_errors=False)
+
+    assert [i.args for i in plan.invokes if i.token.startswith("pulumi:")] == [
+        {"stackName": "acme/gpu-platform/eks-new"}
+    ]
+    assert "gpu-platform:cluster.name" in problems_of(plan)
 
 
 def test_a_state_the_engine_cannot_read_is_refused_by_key(
