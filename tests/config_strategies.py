@@ -299,6 +299,17 @@ def eks_stack(draw: st.DrawFn) -> Config:
             "endpoint": {"access": "public", "publicCidrs": ["203.0.113.0/24"]},
             "administrators": ["arn:aws:iam::123456789012:role/platform-admins"],
         }
+        # Who reaches the private endpoint too; `access: private` is refused for the first run
+        # into a new VPC, which every drawn stack is.
+        private: Config = {}
+        if draw(st.booleans()):
+            private["privateEndpointCidrs"] = draw(
+                st.sampled_from([["10.8.0.0/16"], ["10.8.0.0/16", "192.168.0.0/24"]])
+            )
+        if draw(st.booleans()):
+            private["privateEndpointSecurityGroupIds"] = ["sg-0123456789abcdef0"]
+        if private:
+            cluster["create"]["aws"] = private
     if node_image != "al2023" or draw(st.booleans()):
         cluster["nodeImage"] = node_image
     config: Config = {

@@ -83,6 +83,11 @@ class Plan:
     outputs: dict[str, Any] = field(default_factory=dict)
     secret_outputs: frozenset[str] = frozenset()
     error: BaseException | None = None
+    component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """What each component (and the stack) registered as its outputs, by URN: what the stack's
+    state keeps of it after the update."""
+    component_secret_outputs: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Which of those outputs the state keeps encrypted, by URN."""
 
     def of_type(self, type_: str) -> list[PlannedResource]:
         return [r for r in self.resources if r.type == type_]
@@ -119,7 +124,13 @@ def run_program(
     settings.reset_options(project=project.name, stack=stack, preview=preview)
     _set_config(values)
     mocks.set_mocks(
-        monitor.mocks, project=project.name, stack=stack, preview=preview, monitor=monitor
+        monitor.mocks,
+        project=project.name,
+        stack=stack,
+        preview=preview,
+        monitor=monitor,
+        # The self-managed backends' one organization.
+        organization="organization",
     )
     # Pulumi runs a Python program with its directory first on the module path, so that the
     # program imports its own packages (here `components`).
@@ -235,6 +246,14 @@ class _RecordingMonitor(mocks.MockMonitor):
                 )
             )
         return response
+
+    def RegisterResourceOutputs(self, request: Any) -> Any:
+        outputs = rpc.deserialize_properties(request.outputs)
+        self.plan.component_outputs[request.urn] = _plain(outputs)
+        self.plan.component_secret_outputs[request.urn] = frozenset(
+            k for k, v in outputs.items() if _holds_secret(v)
+        )
+        return super().RegisterResourceOutputs(request)
 
 
 def _computed(inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,8 @@ Read-only AWS calls (credentials from the usual AWS environment or profile) chec
 - every pool's instance types are offered in the zones its nodes go to, and have EFA where the
   pool asks for it, and the `vpc-cni` add-on ignores the EFA-only interfaces of such nodes
   (`gpu_platform.cli.vpc_cni`);
+- the `vpc-cni` add-on's network policy agent is on where the platform's NetworkPolicies keep
+  tenants from the Prometheus stack it installs (`gpu_platform.cli.vpc_cni`);
 - which subnets the GPU nodes use, private by their route tables, and why the others are left
   out (`gpu_platform.eks.subnets`);
 - the node subnets reach the internet, or have a VPC endpoint for every AWS API the nodes and
@@ -76,7 +78,7 @@ from gpu_platform.cli.running_autoscaler import (
     image_tag,
     running_autoscaler_finding,
 )
-from gpu_platform.cli.vpc_cni import vpc_cni_findings
+from gpu_platform.cli.vpc_cni import network_policy_findings, vpc_cni_findings
 from gpu_platform.config import (
     DRIFT_BUDGET_PERCENT,
     EC2_RESERVED_CAPACITIES,
@@ -305,6 +307,7 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
     findings += arm64_repair_findings(config, described)
     if cluster is not None:
         findings += vpc_cni_findings(config, clients.eks, described)
+        findings += network_policy_findings(config, clients.eks)
     if candidates is not None:
         findings.append(node_subnet_finding(config, candidates))
     if private:

@@ -171,20 +171,37 @@ def support_finding(create: ClusterCreate, eks: Any) -> Finding:
 
 
 def _endpoint_finding(create: ClusterCreate, name: str) -> Finding:
-    """EKS's private endpoint answers only inside the VPC (EKS user guide,
-    cluster-endpoint.adoc)."""
+    """EKS's private endpoint answers only inside the VPC and the networks connected to it,
+    and there only those its security groups admit (EKS user guide, cluster-endpoint.adoc:
+    "You must ensure that your Amazon EKS control plane security group contains rules to allow
+    ingress traffic on port 443")."""
+    subject = f"endpoint of cluster {name}"
+    aws = create.aws
+    cidrs_key = key_path("cluster", "create", "aws", "privateEndpointCidrs")
+    groups_key = key_path("cluster", "create", "aws", "privateEndpointSecurityGroupIds")
+    access_key = key_path("cluster", "create", "endpoint", "access")
+    public_cidrs_key = key_path("cluster", "create", "endpoint", "publicCidrs")
+    if create.endpoint.access == "private" and not aws.subnet_ids:
+        return Finding(
+            "blocking",
+            subject,
+            "The API endpoint is private, in a VPC the same `pulumi up` creates: nothing reaches"
+            " it from outside yet, and that run installs the GPU Operator and monitoring through"
+            " it.",
+            f"Set {access_key}: public with your egress range in {public_cidrs_key} for the first"
+            " `pulumi up`; once a runner, VPN or peering reaches the VPC, name it in"
+            f" {cidrs_key} or {groups_key} and set {access_key}: private (docs/create-cluster.md).",
+        )
+    sources = ", ".join([*aws.private_endpoint_cidrs, *aws.private_endpoint_security_group_ids])
     return endpoint_finding(
         create.endpoint,
-        f"endpoint of cluster {name}",
+        subject,
         api="The API endpoint",
-        also_answers="and inside the VPC",
-        private="The API endpoint is private: after creating the VPC and the cluster, `pulumi up`"
-        " installs the GPU Operator and monitoring through it, and fails where it runs outside"
-        " the cluster's VPC.",
-        fix="Run `pulumi up` from inside the VPC (a CI runner or VM there, or a VPN or Direct"
-        f" Connect into it), or set {key_path('cluster', 'create', 'endpoint', 'access')}: public"
-        f" with your egress range in {key_path('cluster', 'create', 'endpoint', 'publicCidrs')}"
-        " (docs/create-cluster.md).",
+        also_answers=f"and privately {sources}" if sources else "and privately only its nodes",
+        private="The API endpoint is private: after creating the cluster, `pulumi up` installs"
+        f" the GPU Operator and monitoring through it, which answers only {sources} ({cidrs_key},"
+        f" {groups_key}), in the VPC or a network connected to it.",
+        fix="Run `pulumi up` from an address in those ranges, or an instance in those groups.",
     )
 
 

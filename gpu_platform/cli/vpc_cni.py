@@ -1,5 +1,13 @@
-"""Preflight on an EKS stack with EFA pools whose nodes get EFA-only interfaces: the Amazon VPC
-CNI must be one that ignores them.
+"""Preflight of the Amazon VPC CNI of an existing EKS cluster.
+
+Its network policy agent: the platform's NetworkPolicies keep tenants away from the installed
+Prometheus, which serves every tenant's series without authentication, and from Alertmanager,
+whose API takes silences; the VPC CNI enforces them only with `enableNetworkPolicy` on (EKS user
+guide, cni-network-policy-configure.adoc), which EKS leaves off. The check reads the `vpc-cni`
+add-on's configuration values; a CNI installed some other way, or another network plugin that
+enforces them, cannot be read from AWS, which is a warning.
+
+For EFA pools whose nodes get EFA-only interfaces, the CNI must be one that ignores them.
 
 An EFA pool's nodes get one EFA per network card, all but the first of type `efa-only`, with no
 IP address (gpu_platform/eks/efa.py). The VPC CNI manages every interface of the node, and
@@ -10,10 +18,12 @@ The check reads the `vpc-cni` EKS add-on's version; a CNI installed some other w
 read from AWS, which is a warning.
 """
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
+import yaml
 from botocore.exceptions import ClientError
 
 from gpu_platform.cli.findings import Finding
@@ -23,6 +33,10 @@ from gpu_platform.version_order import version_key
 
 VPC_CNI = "vpc-cni"
 FIRST_EFA_ONLY_RELEASE = "v1.18.5"
+NETWORK_POLICY_SETTING = "enableNetworkPolicy"
+# The aws-node DaemonSet's network policy agent and its flag (aws/amazon-vpc-cni-k8s
+# charts/aws-vpc-cni/templates/daemonset.yaml, v1.21.1).
+NODE_AGENT_CONTAINER = "aws-eks-nodeagent"
 _ADDON_VERSION = re.compile(r"^(v\d+\.\d+\.\d+)")
 
 
@@ -45,6 +59,69 @@ def efa_only_pools(config: StackConfig, described: Mapping[str, Mapping[str, Any
     return found
 
 
+def _vpc_cni_addon(eks: Any, cluster: str) -> Mapping[str, Any] | None:
+    """The cluster's `vpc-cni` EKS add-on; None where the CNI is installed some other way."""
+    try:
+        addon: Mapping[str, Any] = eks.describe_addon(clusterName=cluster, addonName=VPC_CNI)[
+            "addon"
+        ]
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+            raise
+        return None
+    return addon
+
+
+def network_policy_findings(config: StackConfig, eks: Any) -> list[Finding]:
+    """Whether the NetworkPolicies the platform declares (with the Prometheus stack it
+    installs, `monitoring.installPrometheusStack`) are enforced."""
+    if not config.monitoring.install_prometheus_stack:
+        return []
+    name = config.cluster.name
+    subject = f"cluster {name} network policies"
+    unenforced = (
+        "the NetworkPolicies that keep tenants' pods from Prometheus (every tenant's series,"
+        " no authentication) and Alertmanager (silences, no authentication)"
+    )
+    addon = _vpc_cni_addon(eks, name)
+    if addon is None:
+        return [
+            Finding(
+                "warning",
+                subject,
+                f"The VPC CNI is not an EKS add-on, so whether it enforces {unenforced} cannot"
+                " be read.",
+                f"Check that the {NODE_AGENT_CONTAINER} container of the aws-node DaemonSet runs"
+                " with --enable-network-policy=true (kubectl -n kube-system get daemonset"
+                " aws-node -o yaml), or that another network plugin (Calico, Cilium) enforces"
+                " NetworkPolicies.",
+            )
+        ]
+    settings = yaml.safe_load(addon.get("configurationValues") or "{}") or {}
+    if str(settings.get(NETWORK_POLICY_SETTING, "false")).lower() == "true":
+        return [
+            Finding(
+                "ok",
+                subject,
+                f"The vpc-cni add-on enforces NetworkPolicies ({NETWORK_POLICY_SETTING}: true).",
+                "Nothing.",
+            )
+        ]
+    values = json.dumps({**settings, NETWORK_POLICY_SETTING: "true"})
+    return [
+        Finding(
+            "warning",
+            subject,
+            f"The vpc-cni add-on's network policy agent is off ({NETWORK_POLICY_SETTING} not"
+            f" true), so {unenforced} are accepted and not enforced, unless another network"
+            " plugin enforces them.",
+            f"aws eks update-addon --cluster-name {name} --addon-name {VPC_CNI}"
+            f" --resolve-conflicts PRESERVE --configuration-values '{values}' (EKS user guide,"
+            " cni-network-policy-configure.adoc; nodes need kernel 5.10 or later).",
+        )
+    ]
+
+
 def vpc_cni_findings(
     config: StackConfig, eks: Any, described: Mapping[str, Mapping[str, Any]]
 ) -> list[Finding]:
@@ -54,11 +131,8 @@ def vpc_cni_findings(
     subject = f"cluster {config.cluster.name} {VPC_CNI}"
     needed = f"{FIRST_EFA_ONLY_RELEASE} or later"
     why = f"the nodes of {', '.join(pools)} get EFA-only interfaces, which it must ignore"
-    try:
-        addon = eks.describe_addon(clusterName=config.cluster.name, addonName=VPC_CNI)["addon"]
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
-            raise
+    addon = _vpc_cni_addon(eks, config.cluster.name)
+    if addon is None:
         return [
             Finding(
                 "warning",

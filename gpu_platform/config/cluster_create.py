@@ -26,6 +26,7 @@ from gpu_platform.config.fields import (
     KmsKeyArn,
     Model,
     NotBlank,
+    SecurityGroupId,
     SubnetId,
     TimeOfDay,
 )
@@ -81,9 +82,12 @@ class EndpointAccess(Model):
     access: Literal["private", "public"] = "private"
     """`private`: the API answers only inside the network (the VPC, peered networks, a VPN or
     a bastion there), so `pulumi up`, which installs the platform through it right after
-    creating the cluster, must run there too, the first run included. `public`: it also
-    answers on the internet, but only to `publicCidrs`. Either way requests still need the
-    cluster's credentials; this is the layer in front of them."""
+    creating the cluster, must run there too. On EKS only from the networks and security
+    groups `aws.privateEndpointCidrs` and `aws.privateEndpointSecurityGroupIds` name, and never
+    for the first `pulumi up` into a new VPC, which nothing reaches yet: create the cluster
+    with `public`, then switch (docs/create-cluster.md, "First `pulumi up` on EKS").
+    `public`: it also answers on the internet, but only to `publicCidrs`. Either way requests
+    still need the cluster's credentials; this is the layer in front of them."""
     public_cidrs: list[Ipv4Cidr] = Field(default_factory=list, max_length=40)
     """With `access: public`, the only addresses the public endpoint answers: the deployers'
     and CI runners' egress ranges. Required there, and none wider than a /8 (`0.0.0.0/0`, or
@@ -112,6 +116,10 @@ class EksNewVpc(Model):
     cross-zone traffic. Unset: `one-per-zone` where `protect` is on (the production setting),
     else `single`."""
 
+
+PRIVATE_ENDPOINT_RULES = 60
+"""EC2's default quota of inbound rules per security group (Amazon VPC user guide, "Amazon VPC
+quotas": "Inbound or outbound rules per security group", 60)."""
 
 STANDARD_INSTANCE_TYPE = re.compile(r"^(a|c|d|h|i|im|is|m|r|t|z)\d")
 """Instance types of the On-Demand Standard quota (EC2 user guide, "Amazon EC2 On-Demand
@@ -191,6 +199,24 @@ class EksClusterCreate(Model):
     secrets_kms_key_arn: KmsKeyArn | None = None
     """An existing symmetric KMS key to encrypt Secrets with, instead of the key the platform
     creates for the cluster (rotated yearly, 30 days' deletion window)."""
+    private_endpoint_cidrs: list[Ipv4Cidr] = Field(
+        default_factory=list, max_length=PRIVATE_ENDPOINT_RULES
+    )
+    """The networks allowed to reach the private API endpoint on port 443: a VPN's or Direct
+    Connect's range, a peered VPC's, the subnet of a CI runner or bastion in the VPC. EKS's own
+    cluster security group admits only the cluster's nodes, so anything else, `pulumi up`
+    included, times out there without a rule. Each block becomes an ingress rule of the
+    security group the platform adds to the control plane (`<name>-api`), as terraform-aws-eks
+    does; none wider than a /8. With `endpoint.access: private` this or
+    `privateEndpointSecurityGroupIds` is required."""
+    private_endpoint_security_group_ids: list[SecurityGroupId] = Field(
+        default_factory=list, max_length=PRIVATE_ENDPOINT_RULES
+    )
+    """Security groups whose members may reach the private API endpoint on port 443: a CI
+    runner's or a bastion's, in the cluster's VPC or a VPC peered with it in the same region;
+    for a runner on the cluster's own nodes, the cluster security group EKS made
+    (`clusterSecurityGroupId` of `aws eks describe-cluster`). Together with
+    `privateEndpointCidrs` at most 60 (EC2's default inbound rules per security group)."""
 
 
 class GkeNewNetwork(Model):

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
 from gpu_platform.config.cluster_create import (
+    PRIVATE_ENDPOINT_RULES,
     STANDARD_INSTANCE_TYPE,
     SYSTEM_NODE_GROUP,
     ClusterCreate,
@@ -78,6 +79,7 @@ def cluster_create_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     if config.cloud is Cloud.AWS:
         yield from _other_cloud_block(create, "gcp", Cloud.AWS)
         yield from _eks_problems(config, create.aws)
+        yield from _private_endpoint_problems(create)
     else:
         yield from _other_cloud_block(create, "aws", Cloud.GCP)
         if not GKE_CLUSTER_NAME.fullmatch(config.cluster.name):
@@ -136,6 +138,49 @@ def _whole_internet_problems(
                 f"a block narrower than the whole internet, /{NARROWEST_PUBLIC_PREFIX} or"
                 " smaller: the deployers' own egress ranges",
             )
+
+
+def _private_endpoint_problems(create: ClusterCreate) -> Iterator[ConfigProblem]:
+    """Who reaches EKS's private endpoint: only the cluster security group's members (the
+    nodes) unless the control plane has a group with rules for others (EKS user guide,
+    cluster-endpoint.adoc: "You must ensure that your Amazon EKS control plane security group
+    contains rules to allow ingress traffic on port 443")."""
+    base = (*CREATE, "aws")
+    cidrs, groups = (
+        create.aws.private_endpoint_cidrs,
+        create.aws.private_endpoint_security_group_ids,
+    )
+    if create.endpoint.access == "private" and not cidrs and not groups:
+        yield ConfigProblem(
+            key_path(*base, "privateEndpointCidrs"),
+            MISSING,
+            "the networks `pulumi up` reaches the private endpoint from (a VPN's, a peered VPC's,"
+            " a CI runner's subnet), or aws.privateEndpointSecurityGroupIds, with endpoint.access"
+            " private: EKS's cluster security group admits only its members, the cluster's"
+            " nodes. Where `pulumi up` ran from the cluster's nodes (a runner pod) or an"
+            " instance given that group, name the cluster security group"
+            " (cluster.resourcesVpcConfig.clusterSecurityGroupId of `aws eks describe-cluster`)"
+            " in aws.privateEndpointSecurityGroupIds; where a rule was added to it by hand, name"
+            " its sources here. To create the cluster from outside its VPC, endpoint.access"
+            " public with endpoint.publicCidrs (docs/create-cluster.md)",
+        )
+    for key, values in (
+        ("privateEndpointCidrs", cidrs),
+        ("privateEndpointSecurityGroupIds", groups),
+    ):
+        for i, value in enumerate(values):
+            if value in values[:i]:
+                yield ConfigProblem(key_path(*base, key, i), value, "each once")
+    yield from _whole_internet_problems(
+        ((*base, "privateEndpointCidrs", i), cidr) for i, cidr in enumerate(cidrs)
+    )
+    if len(cidrs) + len(groups) > PRIVATE_ENDPOINT_RULES:
+        yield ConfigProblem(
+            key_path(*base, "privateEndpointSecurityGroupIds"),
+            groups,
+            f"at most {PRIVATE_ENDPOINT_RULES} groups and privateEndpointCidrs together, each an"
+            f" inbound rule of one security group ({len(cidrs)} blocks given)",
+        )
 
 
 def _administrator_problems(cloud: Cloud, create: ClusterCreate) -> Iterator[ConfigProblem]:

@@ -56,6 +56,7 @@ _IAM_ROLE_ARN = r"^arn:aws:iam::[0-9]{12}:role/([!-~]+/)?[A-Za-z0-9_+=,.@-]{1,64
 # eight hex digits, so the field takes either; the EKS rules check AL2023's.
 _AMI_RELEASE = r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9a-f]{8}$"
 _SUBNET_ID = r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$"
+_SECURITY_GROUP_ID = r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$"
 _CAPACITY_RESERVATION_ID = r"^cr-[0-9a-f]{17}$"
 _RESOURCE_GROUP_ARN = r"^arn:aws:resource-groups:[a-z0-9-]+:[0-9]{12}:group/[A-Za-z0-9_.-]{1,128}$"
 # A reservation of the cluster's project by its name, or one another project shares with it as
@@ -106,6 +107,7 @@ OperatorChartVersion = Annotated[str, StringConstraints(pattern=_OPERATOR_CHART_
 IamRoleArn = Annotated[str, StringConstraints(pattern=_IAM_ROLE_ARN)]
 AmiRelease = Annotated[str, StringConstraints(pattern=_AMI_RELEASE)]
 SubnetId = Annotated[str, StringConstraints(pattern=_SUBNET_ID)]
+SecurityGroupId = Annotated[str, StringConstraints(pattern=_SECURITY_GROUP_ID)]
 CapacityReservationId = Annotated[str, StringConstraints(pattern=_CAPACITY_RESERVATION_ID)]
 ResourceGroupArn = Annotated[str, StringConstraints(pattern=_RESOURCE_GROUP_ARN)]
 GceReservationName = Annotated[str, StringConstraints(pattern=_GCE_RESERVATION_NAME)]
@@ -150,6 +152,8 @@ PATTERN_MEANINGS = {
     _AMI_RELEASE: "an EKS-optimized AMI release: 1.33.4-20251016 on AL2023 (Kubernetes version,"
     " build date) or 1.52.0-0d4a7f31 on Bottlerocket (version, build commit)",
     _SUBNET_ID: "a subnet id: 'subnet-' and 8 or 17 hex digits, such as subnet-0123456789abcdef0",
+    _SECURITY_GROUP_ID: "a security group id: 'sg-' and 8 or 17 hex digits, such as"
+    " sg-0123456789abcdef0",
     _CAPACITY_RESERVATION_ID: "a capacity reservation id: 'cr-' and 17 hex digits,"
     " such as cr-0123456789abcdef0",
     _RESOURCE_GROUP_ARN: "a resource group ARN such as"

@@ -62,6 +62,8 @@ class Subnet:
     zone: str
     routing: SubnetRouting
     """Its route table, which makes it public or private (`gpu_platform.eks.subnets`)."""
+    vpc_id: str = ""
+    """Its VPC; empty for a subnet not created yet."""
 
 
 def look_up_cluster(spec: ClusterSpec) -> EksCluster:
@@ -87,7 +89,7 @@ def look_up_subnets(ids: Iterable[str], region: str) -> list[Subnet]:
     found = [(subnet_id, ec2.get_subnet(id=subnet_id, region=region)) for subnet_id in ids]
     tables = _route_tables([(subnet_id, s.vpc_id) for subnet_id, s in found], region)
     return [
-        Subnet(subnet_id, s.availability_zone, routing_of(subnet_id, s.vpc_id, tables))
+        Subnet(subnet_id, s.availability_zone, routing_of(subnet_id, s.vpc_id, tables), s.vpc_id)
         for subnet_id, s in found
     ]
 

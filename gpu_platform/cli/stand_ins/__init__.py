@@ -20,6 +20,7 @@ OutputStandIn = Callable[[str, dict[str, Any]], dict[str, Any]]
 _MODULES: Mapping[str, str] = {
     "aws": "gpu_platform.cli.stand_ins.aws",
     "gcp": "gpu_platform.cli.stand_ins.gcp",
+    "pulumi": "gpu_platform.cli.stand_ins.engine",
 }
 
 

@@ -8,8 +8,13 @@ version. Those the nodes need to become Ready come before the system node group 
 kube-proxy, and the Pod Identity agent that gives the CNI its credentials); those that run as
 Deployments after it, as they only turn ACTIVE once their pods run (terraform-aws-eks's
 `before_compute`, main.tf `aws_eks_addon.before_compute`).
+
+The VPC CNI runs with its network policy agent on (`ADDON_CONFIGURATION`), which EKS leaves off:
+without it the NetworkPolicies that keep tenants away from Prometheus and Alertmanager are
+accepted and do nothing.
 """
 
+import json
 from collections.abc import Mapping, Sequence
 
 import pulumi
@@ -25,6 +30,18 @@ from gpu_platform.eks.pod_identity import pod_identity_trust_policy
 EBS_CSI_SERVICE_ACCOUNT = ("kube-system", "ebs-csi-controller-sa")
 EBS_CSI_POLICY = "service-role/AmazonEBSCSIDriverPolicy"
 EBS_CSI_PURPOSE = "ebs-csi"
+ADDON_CONFIGURATION: Mapping[str, Mapping[str, str]] = {
+    # EKS user guide, cni-network-policy-configure.adoc: the add-on's configuration value
+    # `"enableNetworkPolicy": "true"` (a string, as the add-on's chart declares it,
+    # aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml, default "false"), from
+    # v1.14.0-eksbuild.3; it passes `--enable-network-policy` to the node agent container
+    # and turns on EKS's network policy controller (the chart's `amazon-vpc-cni` ConfigMap,
+    # `enable-network-policy-controller`). The agent enforces through eBPF on the node: no IAM
+    # permission, kernel 5.10 or later and the BPF file system, which EKS's AL2023 and the
+    # accelerated AMIs have.
+    "vpc-cni": {"enableNetworkPolicy": "true"},
+}
+"""Each core add-on's configuration values, where the platform sets any."""
 
 
 def addons(
@@ -45,6 +62,9 @@ def addons(
             # overwritten, not kept in conflict.
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
+            configuration_values=(
+                json.dumps(ADDON_CONFIGURATION[addon]) if addon in ADDON_CONFIGURATION else None
+            ),
             pod_identity_associations=(
                 [pod_identities[addon]] if pod_identities and addon in pod_identities else None
             ),

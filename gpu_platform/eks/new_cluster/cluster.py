@@ -16,7 +16,8 @@ from gpu_platform.eks.iam_roles import cluster_tags
 from gpu_platform.eks.instance_lookups import look_up_instance_type
 from gpu_platform.eks.new_cluster.addon_pins import AFTER_NODES, BEFORE_NODES
 from gpu_platform.eks.new_cluster.addons import addons, ebs_csi_role
-from gpu_platform.eks.new_cluster.control_plane import CREATOR_TAG, EksControlPlane
+from gpu_platform.eks.new_cluster.control_plane import EksControlPlane
+from gpu_platform.eks.new_cluster.creator import LEGACY_CREATOR_TAG, existing_creator
 from gpu_platform.eks.new_cluster.layout import (
     EKS_UNSUPPORTED_ZONE_IDS,
     NEW_VPC_ZONES,
@@ -47,8 +48,8 @@ class NewClusterPlan:
     existing ones given."""
     creator_arn: str
     """The IAM role or user that created the cluster, which keeps an admin access entry whoever
-    runs the program later: on the first run the one running it, afterwards the one the
-    cluster's tag `CREATOR_TAG` recorded at creation."""
+    runs the program later: on the first run the one running it, afterwards the one the stack's
+    state recorded (`creator.py`), never a tag anyone may rewrite in the cloud."""
     system_architecture: str
 
 
@@ -67,7 +68,16 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
         if config.cluster.name in existing
         else None
     )
-    creator = (live.tags.get(CREATOR_TAG) if live is not None else None) or deployer
+    creator = (
+        deployer
+        if live is None
+        else existing_creator(
+            config.cluster.name,
+            deployer,
+            create.administrators,
+            (live.tags or {}).get(LEGACY_CREATOR_TAG),
+        )
+    )
     planned = EksCluster(
         name=config.cluster.name,
         region=region,
@@ -82,6 +92,8 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
     problems: list[ConfigProblem] = []
     if live is not None:
         problems += _version_problems(create.kubernetes_version, live.version)
+    elif not create.aws.subnet_ids and create.endpoint.access == "private":
+        problems.append(_unreachable_first_run_problem())
     if create.aws.subnet_ids:
         subnets = look_up_subnets(create.aws.subnet_ids, region)
         problems += _existing_subnet_problems(subnets)
@@ -104,6 +116,21 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
     if problems:
         raise ConfigError(problems)
     return NewClusterPlan(planned, subnets, creator, str(architectures.pop()))
+
+
+def _unreachable_first_run_problem() -> ConfigProblem:
+    """The run that creates a new VPC installs the platform through the cluster's endpoint right
+    after creating it: no runner, VPN or peering reaches a private endpoint in a VPC that did
+    not exist before the run, so it would fail halfway, the cluster built and the platform
+    not."""
+    return ConfigProblem(
+        key_path("cluster", "create", "endpoint", "access"),
+        "private",
+        "public, with endpoint.publicCidrs, for the first `pulumi up`, which creates the VPC that"
+        " nothing reaches privately yet; once a runner, VPN or peering reaches the VPC (named in"
+        " aws.privateEndpointCidrs or aws.privateEndpointSecurityGroupIds), set it to private"
+        " (docs/create-cluster.md)",
+    )
 
 
 def _version_problems(wanted: str, running: str) -> list[ConfigProblem]:
@@ -212,7 +239,8 @@ class NewEksCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         if create.aws.subnet_ids:
             self.subnet_ids = {s.id: s.id for s in plan.subnets}
-            vpc_id: pulumi.Input[str] = ""
+            # EKS requires the cluster's subnets to be of one VPC.
+            vpc_id: pulumi.Input[str] = plan.subnets[0].vpc_id
             egress: list[pulumi.Resource] = []
         else:
             vpc = create.aws.vpc or EksNewVpc()
@@ -236,6 +264,7 @@ class NewEksCluster(pulumi.ComponentResource):
             name,
             planned,
             create,
+            vpc_id,
             list(self.subnet_ids.values()),
             plan.creator_arn,
             config.protect,
@@ -247,7 +276,7 @@ class NewEksCluster(pulumi.ComponentResource):
         # The roles within the platform's boundary carry their VPC as a tag, the only VPC whose
         # network interfaces the boundary lets them touch (`ec2:Vpc`): an empty tag matches no
         # VPC, and the VPC CNI could then give no pod an address.
-        in_vpc = replace(planned, vpc_id=vpc_id or created.vpc_config.vpc_id)
+        in_vpc = replace(planned, vpc_id=vpc_id)
         self.cni = (
             [VpcCniIdentity("vpc-cni", in_vpc, on_cluster)] if config.cluster.vpc_cni_role else []
         )

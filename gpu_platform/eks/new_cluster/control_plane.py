@@ -6,26 +6,33 @@ As terraform-aws-eks does (main.tf, v21): `API` authentication mode, the creator
 not bootstrapped by EKS (`bootstrapClusterCreatorAdminPermissions: false`, which EKS can never
 take back) but given as an access entry like any other. Unlike terraform-aws-eks's
 `cluster_creator` entry, which follows whoever applies (its issue #2911), the creator is the
-identity that created the cluster, recorded in the cluster's tag `CREATOR_TAG`: botocore's
+identity that created the cluster, recorded in the stack's state (`creator.py`): botocore's
 CreateAccessEntryRequest `principalArn` "can't be changed after access entry creation" and no
 two entries may share one, so each entry is named from its principal, not its place in a list.
 A KMS key with yearly rotation for envelope encryption of Secrets, the log group created
 beforehand with a retention (EKS would create it keeping logs forever), and no self-managed
 add-ons (`addons.py`). The private endpoint is always on; the public one only with
 `access: public`, restricted to its CIDRs (EKS best practices guide, "Cluster access
-management": "make the cluster endpoint private" or restrict the public one).
+management": "make the cluster endpoint private" or restrict the public one). EKS's cluster
+security group admits only its members, the nodes; the networks and groups
+`aws.privateEndpointCidrs` and `aws.privateEndpointSecurityGroupIds` name reach the private
+endpoint through a security group of the control plane's own (`<name>-api`, always created,
+as terraform-aws-eks creates its `aws_security_group.cluster` by default, main.tf), with an
+ingress rule on 443 for each, as its `security_group_additional_rules`: never the cluster
+security group, which the nodes carry too and which would open them to those networks.
 """
 
 import json
 from collections.abc import Mapping, Sequence
 
 import pulumi
-from pulumi_aws import cloudwatch, eks, iam, kms
+from pulumi_aws import cloudwatch, ec2, eks, iam, kms
 
 from gpu_platform.administrators import administrator_resource_name
-from gpu_platform.config import ClusterCreate
+from gpu_platform.config import ClusterCreate, EksClusterCreate
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.iam_roles import role_name, unbounded_role
+from gpu_platform.eks.new_cluster.creator import CONTROL_PLANE_TYPE, CREATOR_OUTPUT
 
 CLUSTER_POLICY = "AmazonEKSClusterPolicy"
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
@@ -44,8 +51,7 @@ EKS_TRUST_POLICY = {
 # `aws_iam_policy.cluster_encryption`).
 KMS_ACTIONS = ("kms:Encrypt", "kms:Decrypt", "kms:ListGrants", "kms:DescribeKey")
 KEY_DELETION_WINDOW_DAYS = 30
-CREATOR_TAG = "gpu-platform.io/created-by"
-"""The cluster's tag naming the IAM role or user that created it (its access entry's principal)."""
+API_PORT = 443
 
 
 def log_group_name(cluster_name: str) -> str:
@@ -55,6 +61,47 @@ def log_group_name(cluster_name: str) -> str:
 
 def admin_policy_arn(partition: str) -> str:
     return f"arn:{partition}:eks::aws:cluster-access-policy/{ADMIN_POLICY}"
+
+
+def api_security_group(
+    name: str,
+    cluster: EksCluster,
+    aws: EksClusterCreate,
+    vpc_id: pulumi.Input[str],
+    tags: Mapping[str, str],
+    opts: pulumi.ResourceOptions,
+) -> ec2.SecurityGroup:
+    """The control plane's group admitting `aws.privateEndpointCidrs` and
+    `aws.privateEndpointSecurityGroupIds` to the API. There where neither names anything too:
+    adding or removing the last source then changes the group's rules only, never the
+    cluster's `vpcConfig.securityGroupIds`, which would otherwise go from one group to none."""
+    sources: list[tuple[str | None, str | None]] = [
+        *((cidr, None) for cidr in aws.private_endpoint_cidrs),
+        *((None, group) for group in aws.private_endpoint_security_group_ids),
+    ]
+    rules = [
+        ec2.SecurityGroupIngressArgs(
+            protocol="tcp",
+            from_port=API_PORT,
+            to_port=API_PORT,
+            description=f"Kubernetes API of EKS cluster {cluster.name}",
+            cidr_blocks=[cidr] if cidr else None,
+            security_groups=[group] if group else None,
+        )
+        for cidr, group in sources
+    ]
+    return ec2.SecurityGroup(
+        f"{name}-api",
+        description=f"Who reaches the Kubernetes API of EKS cluster {cluster.name} privately",
+        vpc_id=vpc_id,
+        # Always given, an empty list included: a group without `ingress` keeps whatever rules
+        # it has (terraform-provider-aws issue #644, "no way to specify no ingress"; pulumi-eks
+        # sets `[]` for this, pulumi/pulumi issue #2675), so the last source removed would stay.
+        ingress=rules,
+        tags={**tags, "Name": f"{cluster.name}-api"},
+        region=cluster.region,
+        opts=opts,
+    )
 
 
 class EksControlPlane(pulumi.ComponentResource):
@@ -70,13 +117,14 @@ class EksControlPlane(pulumi.ComponentResource):
         name: str,
         planned: EksCluster,
         create: ClusterCreate,
+        vpc_id: pulumi.Input[str],
         subnet_ids: Sequence[pulumi.Input[str]],
         creator_arn: str,
         protect: bool,
         tags: Mapping[str, str],
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__("gpu-platform:eks:ControlPlane", name, None, opts)
+        super().__init__(CONTROL_PLANE_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         aws = create.aws
         region = planned.region
@@ -138,6 +186,7 @@ class EksControlPlane(pulumi.ComponentResource):
             opts=child,
         )
         public = create.endpoint.access == "public"
+        api = api_security_group(name, planned, aws, vpc_id, tags, child)
         self.cluster = eks.Cluster(
             name,
             name=planned.name,
@@ -145,6 +194,7 @@ class EksControlPlane(pulumi.ComponentResource):
             role_arn=role.arn,
             vpc_config=eks.ClusterVpcConfigArgs(
                 subnet_ids=list(subnet_ids),
+                security_group_ids=[api.id],
                 endpoint_private_access=True,
                 endpoint_public_access=public,
                 public_access_cidrs=list(create.endpoint.public_cidrs) if public else None,
@@ -164,7 +214,7 @@ class EksControlPlane(pulumi.ComponentResource):
             # costs").
             upgrade_policy=eks.ClusterUpgradePolicyArgs(support_type=aws.support_type),
             deletion_protection=protect,
-            tags={**tags, CREATOR_TAG: creator_arn},
+            tags=dict(tags),
             region=region,
             # The role's policies must outlive the cluster, or EKS cannot delete the network
             # interfaces and security groups it made (pulumi-aws eks.Cluster, `role_arn`).
@@ -194,4 +244,8 @@ class EksControlPlane(pulumi.ComponentResource):
                 opts=child,
             )
             self.access += [entry, association]
-        self.register_outputs({"cluster": self.cluster.arn})
+        # Kept in the stack's state for the next update to read back, encrypted with the
+        # stack's secrets provider (`creator.py`).
+        self.register_outputs(
+            {"cluster": self.cluster.arn, CREATOR_OUTPUT: pulumi.Output.secret(creator_arn)}
+        )

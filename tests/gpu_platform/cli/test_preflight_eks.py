@@ -226,6 +226,32 @@ def test_a_ready_account_blocks_nothing(aws: AwsClients, quotas: Stubber) -> Non
     assert findings == ready(network)
 
 
+def test_an_attached_cluster_whose_cni_leaves_network_policies_unenforced_is_warned_of(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    # Every add-on answered as installed with no configuration values: EKS's default, the
+    # VPC CNI's network policy agent off (EKS user guide, cni-network-policy-configure.adoc).
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+
+    def with_prometheus(config: Config) -> None:
+        config["gpu-platform:monitoring"] = {"installPrometheusStack": True}
+
+    findings = preflight_eks.preflight(stack(with_prometheus), aws)
+
+    assert [
+        (f.severity, f.message.split(",")[0])
+        for f in findings
+        if f.subject == "cluster ml-dev network policies"
+    ] == [
+        (
+            "warning",
+            "The vpc-cni add-on's network policy agent is off (enableNetworkPolicy not true)",
+        )
+    ]
+
+
 def test_max_above_the_quota_is_a_blocking_finding_not_a_crash(
     aws: AwsClients, quotas: Stubber
 ) -> None:

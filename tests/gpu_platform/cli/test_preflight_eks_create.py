@@ -252,19 +252,24 @@ def test_system_nodes_that_fit_but_cannot_surge_for_an_update_are_a_warning(
         assert "--desired-value 40" in finding.action
 
 
+def existing_subnets(aws: AwsClients, zones: list[str]) -> list[str]:
+    """Subnets of a new VPC in moto's account, one in each of `zones`."""
+    vpc = aws.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    return [
+        aws.ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=zone)[
+            "Subnet"
+        ]["SubnetId"]
+        for i, zone in enumerate(zones)
+    ]
+
+
 @pytest.mark.parametrize(("quota", "severity"), [(31.0, "warning"), (32.0, "ok")])
 def test_the_update_surge_counts_the_zones_of_existing_subnets_not_the_subnets(
     aws: AwsClients, quotas: Stubber, quota: float, severity: str
 ) -> None:
     # Three subnets in two zones: an update adds up to 2 x 2 nodes (managed-node-update-behavior),
     # 16 vCPUs beside the 16 of the group at its max.
-    vpc = aws.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
-    subnets = [
-        aws.ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=zone)[
-            "Subnet"
-        ]["SubnetId"]
-        for i, zone in enumerate(["us-east-1a", "us-east-1a", "us-east-1b"])
-    ]
+    subnets = existing_subnets(aws, ["us-east-1a", "us-east-1a", "us-east-1b"])
     account(
         aws, quotas, [(s, c, quota if c == "L-1216C47A" else v) for s, c, v in CREATION_QUOTAS[:2]]
     )
@@ -387,23 +392,60 @@ def test_a_version_in_extended_support_only_blocks_unless_extended_support_is_ch
 
 
 def private_endpoint(config: Config) -> None:
-    config["gpu-platform:cluster"]["create"]["endpoint"] = {"access": "private"}
+    create = config["gpu-platform:cluster"]["create"]
+    create["endpoint"] = {"access": "private"}
+    create.setdefault("aws", {})["privateEndpointCidrs"] = ["10.8.0.0/16"]
 
 
-def test_a_private_endpoint_warns_that_pulumi_up_must_run_inside_the_vpc(
+def test_a_private_endpoint_in_a_vpc_the_same_run_creates_blocks(
     aws: AwsClients, quotas: Stubber
 ) -> None:
-    # EKS user guide, cluster-endpoint.adoc: with the public endpoint off, the API server is
-    # reachable only from within the cluster's VPC (or a network connected to it).
+    # EKS user guide, cluster-endpoint.adoc: with the public endpoint off, "All traffic to
+    # your cluster API server must come from within your cluster's VPC or a connected network",
+    # and neither exists before the run that creates the VPC.
     account(aws, quotas)
 
     finding = by_subject(preflight_eks.preflight(stack(private_endpoint), aws))[
         "endpoint of cluster ml-new"
     ]
 
-    assert finding.severity == "warning"
-    assert "outside the cluster's VPC" in finding.message
-    assert "gpu-platform:cluster.create.endpoint.publicCidrs" in finding.action
+    assert finding.severity == "blocking"
+    assert finding.action == (
+        "Set gpu-platform:cluster.create.endpoint.access: public with your egress range in"
+        " gpu-platform:cluster.create.endpoint.publicCidrs for the first `pulumi up`; once a"
+        " runner, VPN or peering reaches the VPC, name it in"
+        " gpu-platform:cluster.create.aws.privateEndpointCidrs or"
+        " gpu-platform:cluster.create.aws.privateEndpointSecurityGroupIds and set"
+        " gpu-platform:cluster.create.endpoint.access: private (docs/create-cluster.md)."
+    )
+
+
+def test_a_private_endpoint_in_existing_subnets_names_who_reaches_it(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    # cluster-endpoint.adoc: "You must ensure that your Amazon EKS control plane security group
+    # contains rules to allow ingress traffic on port 443 from your connected network".
+    subnets = existing_subnets(aws, ["us-east-1a", "us-east-1b"])
+    account(aws, quotas, CREATION_QUOTAS[:2])
+
+    def in_subnets(config: Config) -> None:
+        private_endpoint(config)
+        aws_create = config["gpu-platform:cluster"]["create"]["aws"]
+        aws_create["subnetIds"] = subnets
+        aws_create["privateEndpointSecurityGroupIds"] = ["sg-0123456789abcdef0"]
+
+    finding = by_subject(preflight_eks.preflight(stack(in_subnets), aws))[
+        "endpoint of cluster ml-new"
+    ]
+
+    assert (finding.severity, finding.message) == (
+        "warning",
+        "The API endpoint is private: after creating the cluster, `pulumi up` installs the GPU"
+        " Operator and monitoring through it, which answers only 10.8.0.0/16,"
+        " sg-0123456789abcdef0 (gpu-platform:cluster.create.aws.privateEndpointCidrs,"
+        " gpu-platform:cluster.create.aws.privateEndpointSecurityGroupIds), in the VPC or a"
+        " network connected to it.",
+    )
 
 
 def test_a_public_endpoint_names_the_ranges_pulumi_up_must_run_from(
@@ -415,7 +457,7 @@ def test_a_public_endpoint_names_the_ranges_pulumi_up_must_run_from(
 
     assert (finding.severity, finding.message) == (
         "ok",
-        "The API endpoint answers publicly only 203.0.113.0/24 (and inside the VPC).",
+        "The API endpoint answers publicly only 203.0.113.0/24 (and privately only its nodes).",
     )
 
 

@@ -1,5 +1,6 @@
-"""Preflight's check of the VPC CNI for pools whose nodes get EFA-only interfaces: the `vpc-cni`
-add-on answered by botocore's Stubber (moto has no add-ons), instance types from EC2's data."""
+"""Preflight's checks of the VPC CNI: for pools whose nodes get EFA-only interfaces, and whether
+its network policy agent enforces the platform's NetworkPolicies. The `vpc-cni` add-on answered
+by botocore's Stubber (moto has no add-ons), instance types from EC2's data."""
 
 import copy
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ from moto import mock_aws
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_eks import describe_instance_types
 from gpu_platform.cli.stack_files import stack_config
-from gpu_platform.cli.vpc_cni import vpc_cni_findings
+from gpu_platform.cli.vpc_cni import network_policy_findings, vpc_cni_findings
 from gpu_platform.config import StackConfig, load_stack_config
 
 SUBJECT = "cluster ml-dev vpc-cni"
@@ -107,8 +108,100 @@ def test_pools_without_efa_only_interfaces_are_not_checked(
     assert vpc_cni_findings(load_stack_config_of_dev(), client, described) == []
 
 
-def load_stack_config_of_dev() -> StackConfig:
-    values = stack_config("dev")
+def load_stack_config_of_dev(install_prometheus_stack: bool = False) -> StackConfig:
+    values = copy.deepcopy(stack_config("dev"))
+    if install_prometheus_stack:
+        values.setdefault("gpu-platform:monitoring", {})["installPrometheusStack"] = True
     return load_stack_config(
         {k.removeprefix("gpu-platform:"): v for k, v in values.items() if k.startswith("gpu-")}
     )
+
+
+# --- The network policy agent ------------------------------------------------------------------
+
+POLICIES = "cluster ml-dev network policies"
+
+
+def with_prometheus() -> StackConfig:
+    """The dev stack with the Prometheus stack the platform's NetworkPolicies guard."""
+    return load_stack_config_of_dev(install_prometheus_stack=True)
+
+
+def configured(stubber: Stubber, values: str | None) -> None:
+    answer: dict[str, Any] = {"addonName": "vpc-cni", "addonVersion": "v1.21.1-eksbuild.8"}
+    if values is not None:
+        answer["configurationValues"] = values
+    stubber.add_response(
+        "describe_addon", {"addon": answer}, {"clusterName": "ml-dev", "addonName": "vpc-cni"}
+    )
+
+
+@pytest.mark.parametrize(
+    "values",
+    # EKS user guide, cni-network-policy-configure.adoc: `{ "enableNetworkPolicy": "true" }`;
+    # EKS takes configuration values as JSON or YAML (botocore EKS CreateAddon
+    # `configurationValues`: "the schema returned by DescribeAddonConfiguration").
+    # A boolean renders the same flag, `--enable-network-policy=true` (aws/amazon-vpc-cni-k8s
+    # v1.21.1 charts/aws-vpc-cni/templates/daemonset.yaml: `{{ .Values.enableNetworkPolicy }}`).
+    [
+        '{"enableNetworkPolicy": "true"}',
+        'enableNetworkPolicy: "true"\nenv: {}',
+        '{"enableNetworkPolicy": true}',
+        "enableNetworkPolicy: true",
+    ],
+)
+def test_an_agent_turned_on_enforces_them(eks: tuple[Any, Stubber], values: str) -> None:
+    client, stubber = eks
+    configured(stubber, values)
+
+    assert network_policy_findings(with_prometheus(), client) == [
+        Finding(
+            "ok",
+            POLICIES,
+            "The vpc-cni add-on enforces NetworkPolicies (enableNetworkPolicy: true).",
+            "Nothing.",
+        )
+    ]
+
+
+def test_an_agent_left_off_warns_and_says_how_to_turn_it_on(eks: tuple[Any, Stubber]) -> None:
+    client, stubber = eks
+    # EKS's default: no configuration values; the add-on's chart then renders
+    # `--enable-network-policy=false` (aws/amazon-vpc-cni-k8s v1.21.1
+    # charts/aws-vpc-cni/values.yaml `enableNetworkPolicy: "false"`).
+    configured(stubber, '{"env": {"WARM_IP_TARGET": "5"}}')
+
+    assert network_policy_findings(with_prometheus(), client) == [
+        Finding(
+            "warning",
+            POLICIES,
+            "The vpc-cni add-on's network policy agent is off (enableNetworkPolicy not true), so"
+            " the NetworkPolicies that keep tenants' pods from Prometheus (every tenant's series,"
+            " no authentication) and Alertmanager (silences, no authentication) are accepted and"
+            " not enforced, unless another network plugin enforces them.",
+            "aws eks update-addon --cluster-name ml-dev --addon-name vpc-cni --resolve-conflicts"
+            ' PRESERVE --configuration-values \'{"env": {"WARM_IP_TARGET": "5"},'
+            ' "enableNetworkPolicy": "true"}\' (EKS user guide, cni-network-policy-configure.adoc;'
+            " nodes need kernel 5.10 or later).",
+        )
+    ]
+
+
+def test_a_cni_that_is_no_add_on_leaves_enforcement_unknown(eks: tuple[Any, Stubber]) -> None:
+    client, stubber = eks
+    stubber.add_client_error("describe_addon", "ResourceNotFoundException", http_status_code=404)
+
+    (finding,) = network_policy_findings(with_prometheus(), client)
+
+    # The network policy agent's container in the add-on's DaemonSet
+    # (aws/amazon-vpc-cni-k8s v1.21.1 charts/aws-vpc-cni/templates/daemonset.yaml).
+    assert finding.severity == "warning"
+    assert "aws-eks-nodeagent container of the aws-node DaemonSet" in finding.action
+
+
+def test_without_the_prometheus_stack_there_is_nothing_to_enforce(
+    eks: tuple[Any, Stubber],
+) -> None:
+    client, _ = eks
+
+    assert network_policy_findings(load_stack_config_of_dev(), client) == []

@@ -19,6 +19,8 @@ EKS_NEW: Config = {
         "create": {
             "kubernetesVersion": "1.35",
             "administrators": ["arn:aws:iam::123456789012:role/platform-admins"],
+            # A VPN's range: the default private endpoint admits nothing but the nodes without it.
+            "aws": {"privateEndpointCidrs": ["10.8.0.0/16"]},
         },
     },
     "pools": [
@@ -439,6 +441,58 @@ BAD: list[tuple[str, Config, Callable[[Config], None], str, str]] = [
             "a name GKE creates a cluster under: up to 40 lowercase letters, digits and hyphens",
         )
         for name in ("ML_Dev", "ml_dev", "ml-", "1ml", "m" * 41)
+    ),
+    (
+        "a private EKS endpoint nothing but the nodes reaches",
+        EKS_NEW,
+        lambda c: create_of(c).pop("aws"),
+        "cluster.create.aws.privateEndpointCidrs",
+        "the networks `pulumi up` reaches the private endpoint from",
+    ),
+    (
+        # A private stack that worked before the key existed: its runner a member of the
+        # cluster security group, which admits its members (EKS user guide, sec-group-reqs.adoc).
+        "a private EKS endpoint reached through the cluster security group",
+        EKS_NEW,
+        lambda c: create_of(c).pop("aws"),
+        "cluster.create.aws.privateEndpointCidrs",
+        "name the cluster security group (cluster.resourcesVpcConfig.clusterSecurityGroupId of"
+        " `aws eks describe-cluster`) in aws.privateEndpointSecurityGroupIds",
+    ),
+    (
+        "a private endpoint open to half the internet",
+        EKS_NEW,
+        _set(["aws", "privateEndpointCidrs"], ["10.8.0.0/16", "0.0.0.0/1"]),
+        "cluster.create.aws.privateEndpointCidrs[1]",
+        "narrower than the whole internet",
+    ),
+    (
+        "a security group named by its name",
+        EKS_NEW,
+        _set(["aws", "privateEndpointSecurityGroupIds"], ["ci-runners"]),
+        "cluster.create.aws.privateEndpointSecurityGroupIds[0]",
+        "a security group id: 'sg-' and 8 or 17 hex digits",
+    ),
+    (
+        "a security group twice",
+        EKS_NEW,
+        _set(["aws", "privateEndpointSecurityGroupIds"], ["sg-0123abcd", "sg-0123abcd"]),
+        "cluster.create.aws.privateEndpointSecurityGroupIds[1]",
+        "each once",
+    ),
+    (
+        # Amazon VPC quotas: 60 inbound rules per security group by default.
+        "more sources than a security group holds rules",
+        EKS_NEW,
+        _set(
+            ["aws"],
+            {
+                "privateEndpointCidrs": [f"10.{i}.0.0/16" for i in range(31)],
+                "privateEndpointSecurityGroupIds": [f"sg-{i:08x}" for i in range(30)],
+            },
+        ),
+        "cluster.create.aws.privateEndpointSecurityGroupIds",
+        "at most 60 groups and privateEndpointCidrs together",
     ),
     (
         "a created EKS cluster without the Prometheus stack",

@@ -100,6 +100,41 @@ def _default_security_group(r: PlannedResource) -> Iterator[Request]:
     yield "ec2", "CreateTags", {"Resources": ["sg-0"], "Tags": tags}
 
 
+def _security_group(r: PlannedResource) -> Iterator[Request]:
+    # terraform-provider-aws `aws_security_group`: CreateSecurityGroup (a generated name where
+    # none is given), then one Authorize call per direction with its inline rules.
+    i = _known(r, {"description", "vpcId", "ingress", "egress", "tags"})
+    yield (
+        "ec2",
+        "CreateSecurityGroup",
+        {
+            "GroupName": f"{r.name}-generated",
+            "Description": i["description"],
+            "VpcId": i["vpcId"],
+            "TagSpecifications": _ec2_tags("security-group", i.get("tags")),
+        },
+    )
+    for key, operation in (
+        ("ingress", "AuthorizeSecurityGroupIngress"),
+        ("egress", "AuthorizeSecurityGroupEgress"),
+    ):
+        if i.get(key):
+            permissions = [_ip_permission(rule) for rule in i[key]]
+            yield "ec2", operation, {"GroupId": "sg-0", "IpPermissions": permissions}
+
+
+def _ip_permission(rule: dict[str, Any]) -> dict[str, Any]:
+    described = {"Description": rule["description"]} if "description" in rule else {}
+    groups = [*rule.get("securityGroups", []), *(["sg-0"] if rule.get("self") else [])]
+    return {
+        "IpProtocol": rule["protocol"],
+        "FromPort": rule["fromPort"],
+        "ToPort": rule["toPort"],
+        "IpRanges": [{"CidrIp": cidr, **described} for cidr in rule.get("cidrBlocks", [])],
+        "UserIdGroupPairs": [{"GroupId": group, **described} for group in groups],
+    }
+
+
 _ROUTE_TARGETS = {"gatewayId": "GatewayId", "natGatewayId": "NatGatewayId"}
 
 
@@ -337,6 +372,7 @@ TRANSLATIONS: dict[str, Callable[[PlannedResource], Iterator[Request]]] = {
     "aws:ec2/subnet:Subnet": _subnet,
     "aws:ec2/internetGateway:InternetGateway": _internet_gateway,
     "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup": _default_security_group,
+    "aws:ec2/securityGroup:SecurityGroup": _security_group,
     "aws:ec2/routeTable:RouteTable": _route_table,
     "aws:ec2/routeTableAssociation:RouteTableAssociation": _route_table_association,
     "aws:ec2/eip:Eip": _eip,

@@ -21,6 +21,7 @@ from tests.repository import PROJECT
 
 from .aws_api import request_problems
 from .new_cluster_api import requests_for
+from .plans import problems_of
 
 Config = dict[str, Any]
 NEW_CLUSTER = "gpu-platform:eks:NewCluster"
@@ -33,6 +34,7 @@ NAT = "aws:ec2/natGateway:NatGateway"
 ADDON = "aws:eks/addon:Addon"
 KMS_KEY = "aws:kms/key:Key"
 ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
+SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 # One AL2023 NVIDIA release of each supported minor whose driver the platform knows
 # (gpu_platform/driver_tables/al2023-nvidia.json).
@@ -63,8 +65,20 @@ def on_version(version: str) -> Callable[[Config], None]:
     return change
 
 
+EXISTING_SUBNETS = [f"subnet-0123456789abcdef{i}" for i in range(3)]
+VPN = "10.8.0.0/16"
+RUNNERS = "sg-0123456789abcdef0"
+
+
 def private_endpoint(config: Config) -> None:
+    """A private endpoint reached from a VPN's range and a CI runner's group, in existing subnets:
+    a new VPC is reached by nothing on its first `pulumi up`."""
     create_of(config)["endpoint"] = {"access": "private"}
+    create_of(config)["aws"] = {
+        "subnetIds": EXISTING_SUBNETS,
+        "privateEndpointCidrs": [VPN],
+        "privateEndpointSecurityGroupIds": [RUNNERS],
+    }
 
 
 def protected(config: Config) -> None:
@@ -124,7 +138,9 @@ def test_every_aws_object_is_a_request_the_api_accepts(
         for service, operation, params in requests_for(resource):
             assert request_problems(service, operation, params) == [], (resource.name, operation)
         checked.add(resource.type)
-    assert {CLUSTER, NODE_GROUP, SUBNET, NAT, ADDON, KMS_KEY, ACCESS_ENTRY, VPC_ENDPOINT} <= checked
+    # The private endpoint's variant goes into existing subnets.
+    network = set() if variant == "private endpoint" else {SUBNET, NAT, VPC_ENDPOINT}
+    assert {CLUSTER, NODE_GROUP, ADDON, KMS_KEY, ACCESS_ENTRY, SECURITY_GROUP, *network} <= checked
 
 
 # --- Nodes only in private subnets -------------------------------------------------------------
@@ -331,7 +347,7 @@ def test_every_role_within_the_boundary_names_the_created_vpc(plan: Plan) -> Non
 
 def test_in_existing_subnets_every_role_within_the_boundary_names_their_vpc() -> None:
     config = eks_new()
-    create_of(config)["aws"] = {"subnetIds": [f"subnet-0123456789abcdef{i}" for i in range(3)]}
+    create_of(config)["aws"] = {"subnetIds": EXISTING_SUBNETS}
 
     vpcs = bounded_roles_vpcs(run_program("eks-new", config=config, project=PROJECT))
 
@@ -367,6 +383,64 @@ def test_the_endpoint_is_private_unless_opened_to_the_cidrs_given(plans: dict[st
     assert (private["endpointPrivateAccess"], private["endpointPublicAccess"]) == (True, False)
     assert "publicAccessCidrs" not in private
     assert (public["endpointPublicAccess"], public["publicAccessCidrs"]) == (True, EKS_NEW_CIDRS)
+
+
+def test_the_private_endpoint_admits_the_networks_and_groups_given_on_443_only(
+    plans: dict[str, Plan],
+) -> None:
+    plan = plans["private endpoint"]
+    [group] = plan.of_type(SECURITY_GROUP)
+    cluster = only(plan, CLUSTER)
+
+    # EKS user guide, cluster-endpoint.adoc: "You must ensure that your Amazon EKS control plane
+    # security group contains rules to allow ingress traffic on port 443"; a group of the control
+    # plane's own, as terraform-aws-eks v21 main.tf `aws_security_group.cluster` with
+    # `security_group_additional_rules`, attached through `vpc_config.security_group_ids`.
+    assert cluster.property_dependencies["vpcConfig"] == (group.urn,)
+    assert [
+        (
+            rule["protocol"],
+            rule["fromPort"],
+            rule["toPort"],
+            rule.get("cidrBlocks"),
+            rule.get("securityGroups"),
+        )
+        for rule in group.inputs["ingress"]
+    ] == [("tcp", 443, 443, [VPN], None), ("tcp", 443, 443, None, [RUNNERS])]
+    assert "egress" not in group.inputs
+    # In the subnets' VPC (the stand-in's), which the cluster goes into.
+    assert group.inputs["vpcId"].startswith("vpc-")
+
+
+def test_without_private_sources_the_control_planes_group_stays_with_no_rules(
+    plans: dict[str, Plan],
+) -> None:
+    # The sources emptied on a cluster that had some: its `vpcConfig.securityGroupIds` must not
+    # change, as terraform-provider-aws sends an update of it as UpdateClusterConfig with the
+    # new set (internal/service/eks/cluster.go, `vpc_config.0.security_group_ids`), here none.
+    without = plans["kubernetes 1.35"]
+    [group] = without.of_type(SECURITY_GROUP)
+    cluster = only(without, CLUSTER)
+    opened = only(plans["private endpoint"], CLUSTER)
+    assert group.urn in cluster.property_dependencies["vpcConfig"]
+    [group_id] = cluster.inputs["vpcConfig"]["securityGroupIds"]
+    assert group_id.startswith("sg-")
+    assert opened.inputs["vpcConfig"]["securityGroupIds"] == [group_id]
+    # `ingress` given empty, not left out: a group without it keeps the rules it has
+    # (terraform-provider-aws issue #644; pulumi/pulumi issue #2675).
+    assert group.inputs["ingress"] == []
+
+
+def test_a_private_endpoint_in_the_vpc_the_first_run_creates_is_refused_by_key() -> None:
+    config = eks_new()
+    create_of(config)["endpoint"] = {"access": "private"}
+    create_of(config)["aws"] = {"privateEndpointCidrs": [VPN]}
+
+    problems = problems_of(run_program("eks-new", config, PROJECT, raise_errors=False))
+
+    assert problems["gpu-platform:cluster.create.endpoint.access"].startswith(
+        "public, with endpoint.publicCidrs, for the first `pulumi up`"
+    )
 
 
 def test_access_is_by_access_entries_only(plan: Plan) -> None:
@@ -431,6 +505,28 @@ def test_every_core_addon_is_pinned_for_the_clusters_version(
     # kube-proxy is built per Kubernetes minor, and must be the cluster's (EKS user guide,
     # managing-kube-proxy.adoc: "the same minor version as your cluster").
     assert pinned["kube-proxy"].startswith(f"v{version}.")
+
+
+def test_the_vpc_cni_enforces_network_policies_and_no_other_core_addon_is_configured(
+    plan: Plan,
+) -> None:
+    configured = {
+        r.inputs["addonName"]: r.inputs.get("configurationValues")
+        for r in plan.of_type(ADDON)
+        if r.inputs["addonName"] in CORE_ADDONS
+    }
+
+    # EKS user guide, cni-network-policy-configure.adoc: `{ "enableNetworkPolicy": "true" }`,
+    # a string as aws/amazon-vpc-cni-k8s v1.21.1 charts/aws-vpc-cni/values.yaml declares it
+    # (`enableNetworkPolicy: "false"` by default), which the pinned v1.21.1 passes on as the
+    # node agent's `--enable-network-policy` (templates/daemonset.yaml).
+    assert configured == {
+        "vpc-cni": '{"enableNetworkPolicy": "true"}',
+        "kube-proxy": None,
+        "eks-pod-identity-agent": None,
+        "coredns": None,
+        "aws-ebs-csi-driver": None,
+    }
 
 
 def test_the_nodes_cni_and_the_pod_identity_agent_come_before_the_system_nodes(plan: Plan) -> None:

@@ -6,6 +6,11 @@ as it is, whoever runs `pulumi up` and whatever EC2 says of a zone today.
   creation." An entry moved onto another principal is replaced, and its replacement collides
   with the entry that principal already has (terraform-aws-eks issue #2911, its
   `cluster_creator` entry following whoever applies).
+- The creator: read back from the stack's state, what the engine's
+  `pulumi:pulumi:readStackResourceOutputs` answers (pulumi pkg/resource/deploy/builtins.go and
+  pkg/backend/backend.go `GetStackResourceOutputs`: `{"name", "outputs": {urn: {"type",
+  "outputs"}}}`), never from a tag of the cluster, which anyone with `eks:TagResource` rewrites
+  (botocore EKS TagResource).
 - Zones: EC2 AvailabilityZoneState is `available`, `information`, `impaired` or `unavailable`;
   a zone leaving `available` must not move the created subnets.
 - Kubernetes version: EKS user guide, update-cluster.adoc: "you can update only one minor version
@@ -15,9 +20,11 @@ as it is, whoever runs `pulumi up` and whatever EC2 says of a zone today.
 from collections.abc import Callable
 from typing import Any
 
+import pulumi
 import pytest
 
 from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.stand_ins import LookupFailed, engine
 from gpu_platform.cli.stand_ins import aws as stand_in
 from tests.repository import PROJECT
 
@@ -27,6 +34,9 @@ from .test_new_cluster import ACCESS_ENTRY, CLUSTER, SUBNET, create_of, eks_new,
 Config = dict[str, Any]
 CREATOR = "arn:aws:iam::123456789012:role/gpu-platform-deploy"  # the stand-in deployer's role
 SOMEONE_ELSE = "arn:aws:iam::123456789012:role/platform-admins"
+INTRUDER = "arn:aws:iam::123456789012:role/may-tag-clusters"
+CONTROL_PLANE = "gpu-platform:eks:ControlPlane"
+LEGACY_TAG = "gpu-platform.io/created-by"  # where the platform kept the creator before
 ADMINS = [SOMEONE_ELSE, "arn:aws:iam::123456789012:role/sre", "arn:aws:iam::123456789012:user/ana"]
 
 
@@ -53,6 +63,29 @@ def private_zones(plan: Plan) -> list[str]:
     )
 
 
+def state_of(plan: Plan) -> dict[str, Any]:
+    """What the update `plan` left in the stack's state, as `readStackResourceOutputs` answers
+    it: every resource's and component's outputs by URN."""
+    resources = {
+        r.urn: {"type": r.type, "outputs": r.inputs | r.computed_outputs} for r in plan.resources
+    }
+    components = {
+        urn: {"type": urn.split("::")[-2].split("$")[-1], "outputs": outputs}
+        for urn, outputs in plan.component_outputs.items()
+    }
+    return resources | components
+
+
+def without_recorded_creator(plan: Plan) -> dict[str, Any]:
+    """The state an update before the platform recorded the creator left: the control plane's
+    only output was the cluster's ARN."""
+    state = state_of(plan)
+    for resource in state.values():
+        if resource["type"] == CONTROL_PLANE:
+            resource["outputs"] = {"cluster": resource["outputs"]["cluster"]}
+    return state
+
+
 @pytest.fixture
 def first_run() -> Plan:
     return plan_of(with_admins(ADMINS))
@@ -64,9 +97,13 @@ def created(monkeypatch: pytest.MonkeyPatch, first_run: Plan) -> Callable[..., N
     by `deployer`; `version` is the cluster's, `zones` what EC2 now lists as available."""
 
     def exists(
-        deployer: str = SOMEONE_ELSE, version: str = "1.35", zones: list[str] | None = None
+        deployer: str = SOMEONE_ELSE,
+        version: str = "1.35",
+        zones: list[str] | None = None,
+        retagged: dict[str, str] | None = None,
+        state: dict[str, Any] | None = None,
     ) -> None:
-        cluster_tags = only(first_run, CLUSTER).inputs["tags"]
+        cluster_tags = only(first_run, CLUSTER).inputs["tags"] | (retagged or {})
         subnet_zones = {f"subnet-{zone}": zone for zone in private_zones(first_run)}
         invokes = stand_in.INVOKES
         monkeypatch.setitem(
@@ -99,6 +136,12 @@ def created(monkeypatch: pytest.MonkeyPatch, first_run: Plan) -> Callable[..., N
             "aws:iam/getSessionContext:getSessionContext",
             lambda args: stand_in.get_session_context(args) | {"issuerArn": deployer},
         )
+        recorded = state_of(first_run) if state is None else state
+        monkeypatch.setitem(
+            engine.INVOKES,
+            "pulumi:pulumi:readStackResourceOutputs",
+            lambda args: {"name": args["stackName"], "outputs": recorded},
+        )
         if zones is not None:
             monkeypatch.setitem(
                 invokes,
@@ -118,6 +161,183 @@ def test_the_creator_keeps_its_access_entry_when_someone_else_runs_pulumi_up(
 
     assert CREATOR in entries(first_run).values()
     assert later == entries(first_run)
+
+
+def test_a_cluster_retagged_with_another_creator_changes_no_access_entry(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    # The tag the platform once read the creator from, rewritten by someone who may tag clusters.
+    created(deployer=SOMEONE_ELSE, retagged={LEGACY_TAG: INTRUDER})
+
+    later = plan_of(with_admins(ADMINS))
+
+    assert entries(later) == entries(first_run)
+    assert INTRUDER not in entries(later).values()
+    assert LEGACY_TAG not in only(later, CLUSTER).inputs["tags"]
+    assert [i.args for i in later.invokes if i.token.startswith("pulumi:")] == [
+        {"stackName": "organization/gpu-platform/eks-new"}
+    ]
+
+
+def test_the_creator_is_kept_in_the_state_as_a_secret(first_run: Plan) -> None:
+    # Encrypted with the stack's secrets provider (pulumi sdk/python pulumi/output.py
+    # `Output.secret`), which a writer of the state backend without the stack's key cannot forge.
+    [control_plane] = [u for u in first_run.component_outputs if f"${CONTROL_PLANE}::" in u]
+    assert first_run.component_outputs[control_plane]["creator"] == CREATOR
+    assert first_run.component_secret_outputs[control_plane] == {"creator"}
+
+
+def test_a_state_from_before_the_recorded_creator_keeps_the_creators_entry(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    state = without_recorded_creator(first_run)
+    # Another component's access entry (Karpenter's node role) is no administrator's either.
+    state[
+        "urn:pulumi:eks-new::gpu-platform::gpu-platform:eks:Karpenter$aws:eks/accessEntry:AccessEntry::nodes"
+    ] = {
+        "type": ACCESS_ENTRY,
+        "outputs": {"principalArn": "arn:aws:iam::123456789012:role/ml-new.karpenter-node"},
+    }
+    # The CI role, an administrator, runs the first update after the change, on a cluster
+    # created with the tag the platform then kept the creator in.
+    created(deployer=SOMEONE_ELSE, state=state, retagged={LEGACY_TAG: CREATOR})
+
+    assert entries(plan_of(with_admins(ADMINS))) == entries(first_run)
+
+
+def test_a_state_from_before_the_recorded_creator_where_every_entry_is_an_administrators(
+    created: Callable[..., None],
+) -> None:
+    first = plan_of(with_admins([*ADMINS, CREATOR]))
+    created(deployer=SOMEONE_ELSE, state=without_recorded_creator(first))
+
+    # The creator keeps its entry as an administrator; the one running the update is the creator.
+    later = plan_of(with_admins([*ADMINS, CREATOR]))
+    assert entries(later) == entries(first)
+    [control_plane] = [u for u in later.component_outputs if f"${CONTROL_PLANE}::" in u]
+    assert later.component_outputs[control_plane]["creator"] == SOMEONE_ELSE
+
+
+def test_a_state_from_before_the_recorded_creator_with_two_candidates_is_refused_by_key(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    created(
+        deployer=SOMEONE_ELSE,
+        state=without_recorded_creator(first_run),
+        retagged={LEGACY_TAG: CREATOR},
+    )
+
+    # SOMEONE_ELSE removed from the administrators in the same update: its entry or the
+    # creator's, which is which is unknown.
+    problems = problems_of(plan_of(with_admins(ADMINS[1:]), raise_errors=False))
+
+    expected = problems["gpu-platform:cluster.create.administrators"]
+    assert expected.startswith(
+        "every principal that is to keep its access, for this update, but the cluster's creator"
+    )
+    assert f"the access entries of {CREATOR}, {SOMEONE_ELSE} are not among" in expected
+
+
+@pytest.mark.parametrize("tag", [INTRUDER, None], ids=["retagged", "untagged"])
+def test_a_state_whose_creator_was_removed_and_a_tag_that_disagrees_are_refused_by_key(
+    first_run: Plan, created: Callable[..., None], tag: str | None
+) -> None:
+    # The recorded creator deleted from the state (whoever may write its backend), and the
+    # cluster's old tag rewritten (eks:TagResource) or absent (a cluster created since the
+    # platform records the creator in the state): neither alone names the creator.
+    created(
+        deployer=SOMEONE_ELSE,
+        state=without_recorded_creator(first_run),
+        retagged={LEGACY_TAG: tag} if tag else None,
+    )
+
+    problems = problems_of(plan_of(with_admins(ADMINS), raise_errors=False))
+
+    assert (
+        f"the access entry of {CREATOR}, not among the administrators, and the cluster's tag"
+        f" {LEGACY_TAG} ({tag or 'none'}) should both name the creator and do not"
+    ) in problems["gpu-platform:cluster.create.administrators"]
+
+
+def test_only_the_control_planes_output_names_the_creator(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    # Another resource's output of the same name, listed first.
+    other = {
+        "urn:pulumi:eks-new::gpu-platform::gpu-platform:eks:NewCluster$aws:s3/bucket:Bucket::x": {
+            "type": "aws:s3/bucket:Bucket",
+            "outputs": {"creator": INTRUDER},
+        }
+    }
+    created(
+        deployer=SOMEONE_ELSE,
+        state=other | without_recorded_creator(first_run),
+        retagged={LEGACY_TAG: CREATOR},
+    )
+
+    assert entries(plan_of(with_admins(ADMINS))) == entries(first_run)
+
+
+def test_a_legacy_self_managed_stack_is_read_by_its_bare_name(
+    first_run: Plan, created: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created(deployer=SOMEONE_ELSE)
+    state = state_of(first_run)
+
+    def legacy(args: dict[str, Any]) -> dict[str, Any]:
+        # pulumi pkg/backend/diy/store.go `legacyReferenceStore.ParseReference`:
+        # tokens.ParseStackName refuses a name with "/".
+        if "/" in args["stackName"]:
+            raise LookupFailed(f"a stack name may not contain slashes: {args['stackName']}")
+        return {"name": args["stackName"], "outputs": state}
+
+    monkeypatch.setitem(engine.INVOKES, "pulumi:pulumi:readStackResourceOutputs", legacy)
+
+    later = plan_of(with_admins(ADMINS))
+
+    assert entries(later) == entries(first_run)
+    assert [i.args for i in later.invokes if i.token.startswith("pulumi:")] == [
+        {"stackName": "organization/gpu-platform/eks-new"},
+        {"stackName": "eks-new"},
+    ]
+
+
+def test_a_pulumi_cloud_stack_is_never_read_by_its_bare_name(
+    created: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created(deployer=SOMEONE_ELSE)
+
+    def failing(args: dict[str, Any]) -> dict[str, Any]:
+        raise LookupFailed("the service is unavailable")
+
+    monkeypatch.setitem(engine.INVOKES, "pulumi:pulumi:readStackResourceOutputs", failing)
+    # A Pulumi Cloud organization: a bare name would resolve in the user's default one.
+    monkeypatch.setattr(pulumi, "get_organization", lambda: "acme")
+
+    plan = plan_of(with_admins(ADMINS), raise_errors=False)
+
+    assert [i.args for i in plan.invokes if i.token.startswith("pulumi:")] == [
+        {"stackName": "acme/gpu-platform/eks-new"}
+    ]
+    assert "gpu-platform:cluster.name" in problems_of(plan)
+
+
+def test_a_state_the_engine_cannot_read_is_refused_by_key(
+    created: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created(deployer=SOMEONE_ELSE)
+
+    def unreadable(args: dict[str, Any]) -> dict[str, Any]:
+        # pulumi pkg/backend/backend.go `GetStackResourceOutputs`: `unknown stack %q`.
+        raise LookupFailed(f'unknown stack "{args["stackName"]}"')
+
+    monkeypatch.setitem(engine.INVOKES, "pulumi:pulumi:readStackResourceOutputs", unreadable)
+
+    problems = problems_of(plan_of(with_admins(ADMINS), raise_errors=False))
+
+    assert problems["gpu-platform:cluster.name"].startswith(
+        "a cluster this stack created and whose state it can read: EKS cluster ml-new exists"
+    )
 
 
 def test_removing_an_administrator_leaves_the_other_entries_as_they_are(first_run: Plan) -> None:
