@@ -38,9 +38,7 @@ def free_port() -> int:
 
 
 def registry_binary() -> str:
-    executable = shutil.which(BINARY) or (
-        "/usr/bin/docker-registry" if Path("/usr/bin/docker-registry").exists() else None
-    )
+    executable = shutil.which(BINARY)
     if executable is None:
         missing = (
             f"{BINARY} is not installed: install Debian's `docker-registry` package (apt-get"
