@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpu_platform.driver_tables.cos import COS_DEFAULT_DRIVERS, CosDefault, Unpublished
+from gpu_platform.lock.cos import cos_driver_key, cos_gpu_type
+from gpu_platform.lock.lockfile import COS_DRIVERS, GKE_COS_IMAGES, Lock, project_lock
 from gpu_platform.version_order import version_key
 from gpu_platform.versions import CUDA_BY_DRIVER_BRANCH, SUPPORTED_KUBERNETES_VERSIONS
 
@@ -141,7 +143,9 @@ def gke_driver(
     """The driver of a GKE pool's nodes, or on COS why no source gives it.
 
     `node_version` is the GKE version of the nodes themselves, and `accelerator` their GPU: COS's
-    default driver depends on both (gpu_platform/driver_tables/cos.py). `operator` is the driver
+    default driver depends on both, and comes from the table where a source gives it
+    (gpu_platform/driver_tables/cos.py), else from the lock (`gpu-platform lock`, which reads
+    the COS build's own list; MissingLockEntry where the lock lacks it). `operator` is the driver
     the GPU Operator builds for the pool on Ubuntu (its `gcp.driverVersion`, else
     `operator.driverVersion`). What pins it is named by the version alone, so that a canary that
     pins the same version as its pool is in step with it.
@@ -151,18 +155,57 @@ def gke_driver(
     if cos_branch is not None:
         return NvidiaDriver(str(cos_branch), f"gcp.cosDriverBranch, on GKE {node_version}")
     entry = cos_default(node_version, accelerator)
-    if entry is None:
-        supported = ", ".join(COS_DEFAULT_DRIVERS)
-        return Unpublished(f"the platform knows COS's defaults on GKE {supported} only")
-    if isinstance(entry, Unpublished):
-        return entry
-    return NvidiaDriver(str(entry.branch), f"COS's default on GKE {node_version}")
+    if isinstance(entry, CosDefault):
+        return NvidiaDriver(str(entry.branch), f"COS's default on GKE {node_version}")
+    if not cos_default_in_lock(node_version, accelerator):
+        return Unpublished(f"the platform knows COS's defaults from GKE {_OLDEST_COS_MINOR} on")
+    return locked_cos_default(project_lock(), node_version, accelerator)
 
 
 def cos_default(node_version: str, accelerator: str) -> CosDefault | Unpublished | None:
     """COS's default driver for the GPU on the nodes' GKE version, as the table has it; None
     where the table has no entry for that version."""
     return COS_DEFAULT_DRIVERS.get(_minor(node_version), {}).get(accelerator)
+
+
+_OLDEST_COS_MINOR = min(COS_DEFAULT_DRIVERS, key=version_key)
+
+
+def cos_default_in_lock(node_version: str, accelerator: str) -> bool:
+    """Whether COS's default driver for the GPU on the GKE version is the lock's to give: where
+    the table names no source for it, from the table's oldest version on (older ones are older
+    than the platform supports)."""
+    return not isinstance(cos_default(node_version, accelerator), CosDefault) and version_key(
+        _minor(node_version)
+    ) >= version_key(_OLDEST_COS_MINOR)
+
+
+def locked_cos_default(
+    lock: Lock, node_version: str, accelerator: str
+) -> NvidiaDriver | Unpublished:
+    """COS's default driver for the GPU on the GKE version, as the lock has it: the COS image
+    the version runs (`gke_cos_images`), then that image's default for the GPU (`cos_drivers`).
+    MissingLockEntry where the lock lacks either."""
+    image = lock.require(
+        GKE_COS_IMAGES,
+        node_version,
+        f"the COS image GKE {node_version} runs, whose driver list gives COS's default NVIDIA"
+        f" driver for {accelerator}",
+    ).value
+    if image is None:
+        return Unpublished(f"gke-to-cos.json gives no COS image for GKE {node_version}")
+    listed = lock.require(
+        COS_DRIVERS,
+        cos_driver_key(image, accelerator),
+        f"COS's default NVIDIA driver for {accelerator} on {image}, the COS image of GKE"
+        f" {node_version}",
+    )
+    if listed.value is None:
+        return Unpublished(
+            f"{image}, the COS image of GKE {node_version}, lists no driver for"
+            f" {cos_gpu_type(accelerator)} ({listed.source})"
+        )
+    return NvidiaDriver(listed.value, f"COS's default on GKE {node_version}")
 
 
 def too_old_for(accelerator: str, driver: NvidiaDriver) -> int | None:

@@ -185,6 +185,44 @@ def fit(
     command.run(stack, pod_file)
 
 
+@app.command()
+def lock(
+    stacks: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="The stacks whose facts to read (Pulumi.<stack>.yaml). Default: every stack of"
+            " the project, and the lock is pruned of what none of them needs.",
+            show_default=False,
+            autocompletion=_stack_names,
+        ),
+    ] = None,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Write nothing: print what would change, exit 1 if any."),
+    ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            min=1,
+            help="Seconds the whole command may take, retries included; past them it exits 4"
+            " naming the source that did not answer.",
+        ),
+    ] = 120,
+    cwd: Cwd = None,
+) -> None:
+    """Read the facts the plan needs from their sources (COS drivers, image digests) into the
+    project's gpu-platform.lock, each with its source and when it was read.
+
+    Exit codes: 0 written, or up to date; 1 with --check, the lock would change; 2 a bad
+    project, stack or lock file; 4 a fact could not be read (each is named), the others
+    written.
+    """
+    _enter(cwd)
+    from gpu_platform.cli import lock as command
+
+    command.run(stacks or [], check, timeout)
+
+
 @app.command("config-reference")
 def config_reference(
     update_readme: Annotated[

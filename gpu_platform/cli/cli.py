@@ -14,6 +14,7 @@ from gpu_platform.cli.options import options
 from gpu_platform.cli.project import Project
 from gpu_platform.cli.stack_files import StackFileError
 from gpu_platform.config import ConfigError
+from gpu_platform.lock.lockfile import LockError, MissingLockEntry
 
 if TYPE_CHECKING:
     from gpu_platform.cli.offline import Plan
@@ -57,8 +58,12 @@ def plan_or_fail(
         fail(str(unreadable), config_error_exit)
     except OSError as unreadable:
         fail(f"cannot read {unreadable.filename}: {unreadable.strerror}", config_error_exit)
+    if isinstance(plan.error, LockError):
+        fail(str(plan.error), config_error_exit)
     if isinstance(plan.error, ConfigError):
         fail(plan.error.report(), config_error_exit)
+    if isinstance(plan.error, MissingLockEntry):
+        fail(plan.error.report(stack), config_error_exit)
     if plan.error is not None:
         fail(program_failure(plan.error, (project or Project.find()).directory), program_error_exit)
     return plan

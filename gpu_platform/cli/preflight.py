@@ -16,8 +16,7 @@ it, exit 4 names the endpoint that did not answer.
 """
 
 import urllib.request
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import typer
 import yaml
@@ -30,9 +29,8 @@ from gpu_platform.cli.cli import fail, plain_console
 from gpu_platform.cli.deadline import Deadline, DeadlinePassed
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_BLOCKED
-from gpu_platform.cli.stack_files import StackFileError, plain_config, stack_config
+from gpu_platform.cli.stack_files import StackFileError, gpu_platform_config, stack_config
 from gpu_platform.config import (
-    CONFIG_NAMESPACE,
     Cloud,
     ConfigError,
     StackConfig,
@@ -49,7 +47,7 @@ def run(stack: str, timeout_seconds: float) -> None:
     deadline = Deadline(timeout_seconds)
     console = plain_console()
     try:
-        config = load_stack_config(*_gpu_platform_config(stack_config(stack)))
+        config = load_stack_config(*gpu_platform_config(stack_config(stack)))
     except (FileNotFoundError, StackFileError) as unreadable:
         fail(str(unreadable), EXIT_BAD_STACK)
     except ConfigError as error:
@@ -140,14 +138,3 @@ def chart_findings(config: StackConfig, deadline: Deadline) -> list[Finding]:
             f" {GPU_OPERATOR_CHART.version}, the one the platform's values are checked against.",
         )
     ]
-
-
-def _gpu_platform_config(values: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
-    """The stack file's `gpu-platform:` keys without the prefix, secure values replaced, and
-    those of them set as secrets."""
-    plain, secret_keys = plain_config(values)
-    prefix = CONFIG_NAMESPACE + ":"
-    return (
-        {k.removeprefix(prefix): v for k, v in plain.items() if k.startswith(prefix)},
-        frozenset(k.removeprefix(prefix) for k in secret_keys if k.startswith(prefix)),
-    )

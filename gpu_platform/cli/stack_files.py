@@ -16,6 +16,7 @@ import yaml
 
 from gpu_platform import yaml_documents
 from gpu_platform.cli.project import Project
+from gpu_platform.config.problems import CONFIG_NAMESPACE
 
 # `secure:` values in a stack file are encrypted for the stack's secrets provider, which the
 # offline plan does not have; they are replaced by this, and still marked secret.
@@ -111,3 +112,14 @@ def _without_secure_values(value: Any) -> tuple[Any, bool]:
         elements = [_without_secure_values(v) for v in value]
         return [v for v, _ in elements], any(s for _, s in elements)
     return value, False
+
+
+def gpu_platform_config(values: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
+    """The stack file's `gpu-platform:` keys without the prefix, secure values replaced, and
+    those of them set as secrets."""
+    plain, secret_keys = plain_config(values)
+    prefix = CONFIG_NAMESPACE + ":"
+    return (
+        {k.removeprefix(prefix): v for k, v in plain.items() if k.startswith(prefix)},
+        frozenset(k.removeprefix(prefix) for k in secret_keys if k.startswith(prefix)),
+    )

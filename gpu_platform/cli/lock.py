@@ -1,0 +1,96 @@
+"""`gpu-platform lock`: read the facts the stacks' plans need from their sources into the
+project's lock file (gpu_platform/lock/, docs/lock.md).
+
+The stacks named, or every stack of the project: then each section holds only what some stack
+needs, and what none needs any longer is dropped. A fact whose source gives the value it gave
+before keeps its entry, so that the file changes only where a fact moved. Everything within one
+deadline, with preflight's retries (gpu_platform/cli/deadline.py).
+
+Exit codes: 0 the lock is written (or, with --check, up to date); 1 with --check, the lock would
+change; 2 a bad project, stack or lock file; 4 a fact could not be read (no answer, a 404, a
+format the command does not read), each named; the lock is then written with what could be
+read, the entries of the others kept as they were.
+"""
+
+from collections.abc import Sequence
+
+import typer
+
+from gpu_platform.cli.cli import errors, fail, plain_console
+from gpu_platform.cli.deadline import Deadline, DeadlinePassed
+from gpu_platform.cli.project import Project, ProjectNotFound
+from gpu_platform.cli.stack_files import StackFileError, gpu_platform_config, stack_config
+from gpu_platform.config import ConfigError, StackConfig, load_stack_config
+from gpu_platform.lock.lockfile import Lock, LockError, load, lock_path
+from gpu_platform.lock.resolve import LockContext, Resolution, Resolver, changes, updated
+from gpu_platform.lock.resolvers import RESOLVERS
+from gpu_platform.lock.sources import Sources
+
+EXIT_CHANGED = 1
+EXIT_BAD_INPUT = 2
+EXIT_UNRESOLVED = 4
+
+
+def run(
+    stacks: Sequence[str],
+    check: bool,
+    timeout_seconds: float,
+    resolvers: Sequence[Resolver] = RESOLVERS,
+) -> None:
+    try:
+        project = Project.find()
+    except ProjectNotFound as error:
+        fail(str(error), EXIT_BAD_INPUT)
+    configs = {name: _stack(name, project) for name in (stacks or project.stacks())}
+    path = lock_path(project.directory)
+    try:
+        before = load(path)
+    except LockError as error:
+        fail(str(error), EXIT_BAD_INPUT)
+    sources = Sources(Deadline(timeout_seconds))
+    context = LockContext(configs, sources)
+
+    def resolve_all() -> list[Resolution]:
+        return [resolver.resolve(context) for resolver in resolvers]
+
+    try:
+        resolutions = sources.deadline.run(resolve_all, sources.calls)
+    except DeadlinePassed as passed:
+        fail(f"gpu-platform lock: {passed.explain('the source')}", EXIT_UNRESOLVED)
+    except ConfigError as error:
+        fail(error.report(), EXIT_BAD_INPUT)
+    after = before
+    for resolver, resolution in zip(resolvers, resolutions, strict=True):
+        after = updated(after, resolver, resolution, prune=not stacks)
+    _report(before, after, check)
+    unresolved = [u for resolution in resolutions for u in resolution.unresolved]
+    for fact in unresolved:
+        errors.print(f"could not read {fact.describe()}", markup=False, highlight=False)
+    if unresolved:
+        raise typer.Exit(EXIT_UNRESOLVED)
+    if check and after != before:
+        raise typer.Exit(EXIT_CHANGED)
+
+
+def _stack(name: str, project: Project) -> StackConfig:
+    try:
+        return load_stack_config(*gpu_platform_config(stack_config(name, project)))
+    except (FileNotFoundError, StackFileError) as unreadable:
+        fail(str(unreadable), EXIT_BAD_INPUT)
+    except ConfigError as error:
+        fail(f"{name}: {error.report()}", EXIT_BAD_INPUT)
+
+
+def _report(before: Lock, after: Lock, check: bool) -> None:
+    console = plain_console()
+    lines = changes(before, after)
+    name = after.path.name
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if not lines:
+        console.print(f"{name} is up to date", markup=False, highlight=False)
+    elif check:
+        console.print(f"{name} would change: run `gpu-platform lock`", markup=False)
+    else:
+        after.save()
+        console.print(f"wrote {after.path}", markup=False, highlight=False)

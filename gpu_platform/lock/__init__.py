@@ -1,0 +1,1 @@
+"""Facts read online into the project's lock file, for the offline plan (docs/lock.md)."""

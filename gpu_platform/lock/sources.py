@@ -1,0 +1,98 @@
+"""Reading a fact's source over HTTP for `gpu-platform lock`, with preflight's rules: each call
+bounded by the command's deadline, tried again on no answer, throttling or a server error, and
+reported as it goes (`Calls`), so that a deadline that passes names the source that did not
+answer (gpu_platform/cli/deadline.py)."""
+
+import email.utils
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from gpu_platform.cli.deadline import MAX_ATTEMPTS, Calls, Deadline
+
+USER_AGENT = "gpu-platform-lock"
+_RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+_THROTTLED_STATUSES = frozenset({429, 503})
+_BACKOFF_SECONDS = (0.0, 2.0, 4.0, 8.0)
+"""Between tries, as urllib3's Retry waits with backoff_factor 1 (as preflight's GKE calls)."""
+
+
+class SourceError(Exception):
+    """A source that gave no usable answer: no connection, or a server error every time."""
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+@dataclass
+class Sources:
+    """The HTTP client the resolvers read their sources with."""
+
+    deadline: Deadline
+    calls: Calls = field(default_factory=Calls)
+
+    def get(
+        self,
+        url: str,
+        api: str,
+        headers: Mapping[str, str] | None = None,
+        method: str = "GET",
+    ) -> Response:
+        """The answer of `url`, whatever its status, once it is not one worth trying again (or
+        the last try's); SourceError where no try got an answer. `api` names the call in
+        messages (`gke-to-cos.json`)."""
+        request_headers = {"User-Agent": USER_AGENT, **(headers or {})}
+        failure = ""
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            self.calls.sent(api, url, attempt)
+            request = urllib.request.Request(url, headers=request_headers, method=method)
+            try:
+                response = self._send(request)
+            except (urllib.error.URLError, OSError) as error:
+                reason = getattr(error, "reason", error)
+                failure = f"no answer from {url}: {reason}"
+                wait = _BACKOFF_SECONDS[min(attempt, len(_BACKOFF_SECONDS)) - 1]
+            else:
+                throttled = response.status in _THROTTLED_STATUSES
+                self.calls.answered(throttled)
+                if response.status not in _RETRIED_STATUSES or attempt == MAX_ATTEMPTS:
+                    return response
+                failure = f"{url} answered {response.status}"
+                wait = (
+                    _retry_after(response.headers)
+                    or _BACKOFF_SECONDS[min(attempt, len(_BACKOFF_SECONDS)) - 1]
+                )
+            if attempt < MAX_ATTEMPTS:
+                time.sleep(min(wait, self.deadline.remaining()))
+        raise SourceError(f"{failure} ({MAX_ATTEMPTS} attempts)")
+
+    def _send(self, request: urllib.request.Request) -> Response:
+        # urlopen's one timeout bounds the connection and each read; the deadline bounds the
+        # whole (Deadline.run).
+        timeout = self.deadline.read_timeout
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as answer:
+                return Response(answer.status, dict(answer.headers), answer.read())
+        except urllib.error.HTTPError as error:
+            return Response(error.code, dict(error.headers or {}), error.read())
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asked to wait (`Retry-After`, in seconds or as a date)."""
+    value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
+    if value is None:
+        return None
+    if value.strip().isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
