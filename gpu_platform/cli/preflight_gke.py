@@ -22,18 +22,21 @@ import json
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import google.auth
 import requests
 from google.auth.exceptions import DefaultCredentialsError, GoogleAuthError, RefreshError
 from google.auth.transport.requests import AuthorizedSession, Request
+from requests.adapters import HTTPAdapter
 from urllib3.exceptions import MaxRetryError
+from urllib3.util.retry import Retry
 
 from gpu_platform.accelerators import ACCELERATORS
 from gpu_platform.cli.cli import fail
 from gpu_platform.cli.deadline import (
     CONNECT_TIMEOUT_SECONDS,
+    MAX_ATTEMPTS,
     READ_TIMEOUT_SECONDS,
     Call,
     Calls,
@@ -45,7 +48,6 @@ from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_CANNOT_CH
 from gpu_platform.cli.preflight_gke_create import creation_findings
 from gpu_platform.cli.preflight_gke_quotas import quota_findings
 from gpu_platform.cli.preflight_gke_upgrades import upgrade_findings
-from gpu_platform.cli.reported_http import THROTTLED_STATUS, DeadlineRetry, ReportedAdapter
 from gpu_platform.config import (
     ConfigError,
     GpuPoolSpec,
@@ -99,7 +101,9 @@ _UNUSABLE_STATUSES = frozenset({"DELETING", "INVALID"})
 # ("Compute Engine rate quotas"). Both are retried with backoff within the deadline, with 500,
 # 502, 503 and 504 (Google's "Retry failed requests": retry 408, 429 and 5xx with exponential
 # backoff); a throttled call that still fails says so.
+_THROTTLED_STATUS = 429
 _RATE_LIMIT_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded"})
+_RETRIED_STATUSES = (_THROTTLED_STATUS, 500, 502, 503, 504)
 
 
 class GoogleApiError(Exception):
@@ -145,7 +149,7 @@ class GoogleApis:
         HTTPS_PROXY and NO_PROXY, and CA certificates from REQUESTS_CA_BUNDLE, for the
         credentials' own calls (token refresh, the metadata server) and for the APIs alike.
         The APIs' calls are retried on throttling, server errors and timeouts within the
-        deadline (`DeadlineRetry`). Each request is reported to `calls`."""
+        deadline (`_DeadlineRetry`). Each request is reported to `calls`."""
         # Without a credentials file, google-auth asks the Compute Engine metadata server
         # (google/auth/compute_engine/_metadata.py, `ping`: 3 tries of 3 s each).
         calls.step("looking for Application Default Credentials")
@@ -156,13 +160,12 @@ class GoogleApis:
         # is each call's timeout, which AuthorizedSession.request passes on to it: its
         # `refresh_timeout` argument is kept but never read (google-auth 2.62).
         refresh = requests.Session()
-        refresh.mount("https://", ReportedAdapter(calls, 3, is_throttled))
-        refresh.mount("http://", ReportedAdapter(calls, 3, is_throttled))
+        refresh.mount("https://", _Reported(calls, max_retries=3))
+        refresh.mount("http://", _Reported(calls, max_retries=3))
         session = AuthorizedSession(credentials, auth_request=Request(refresh))
-        # Only a 429 or a rate-limit 403 (`_RetriedThrottling`) is retried for throttling.
-        retries = DeadlineRetry(calls, deadline, throttled=(THROTTLED_STATUS, 403))
-        session.mount("https://", _RetriedThrottling(calls, retries, is_throttled))
-        session.mount("http://", _RetriedThrottling(calls, retries, is_throttled))
+        retries = _DeadlineRetry(calls, deadline)
+        session.mount("https://", _RetriedThrottling(calls, retries))
+        session.mount("http://", _RetriedThrottling(calls, retries))
         return cls(session, project, (deadline.connect_timeout, deadline.read_timeout))
 
     def cluster(self, location: str, name: str) -> dict[str, Any] | None:
@@ -249,8 +252,31 @@ class GoogleApis:
         return found
 
 
-class _RetriedThrottling(ReportedAdapter):
-    """The APIs' transport: urllib3 retries 429 and 5xx answers itself (`DeadlineRetry`);
+class _Reported(HTTPAdapter):
+    """requests' own transport, reporting each request it sends to `calls`, and whether it was
+    answered, throttled or not."""
+
+    def __init__(self, calls: Calls, max_retries: Retry | int = 0):
+        super().__init__(max_retries=max_retries)
+        self._calls = calls
+
+    def send(
+        self, request: requests.PreparedRequest, *args: Any, **kwargs: Any
+    ) -> requests.Response:
+        url = str(request.url)
+        self._calls.sent(f"{request.method} {urlsplit(url).path}", url)
+        response = self._send(request, *args, **kwargs)
+        self._calls.answered(throttled=is_throttled(response.status_code, response.content))
+        return response
+
+    def _send(
+        self, request: requests.PreparedRequest, *args: Any, **kwargs: Any
+    ) -> requests.Response:
+        return super().send(request, *args, **kwargs)
+
+
+class _RetriedThrottling(_Reported):
+    """The APIs' transport: urllib3 retries 429 and 5xx answers itself (`_DeadlineRetry`);
     Compute Engine's rate-limit 403 is told from a refusal by its body, which urllib3 does not
     read, so it is retried here, as urllib3 would a 429: the same Retry's count and backoff."""
 
@@ -260,7 +286,7 @@ class _RetriedThrottling(ReportedAdapter):
         retries = self.max_retries
         while True:
             response = super()._send(request, *args, **kwargs)
-            if response.status_code == THROTTLED_STATUS or not is_throttled(
+            if response.status_code == _THROTTLED_STATUS or not is_throttled(
                 response.status_code, response.content
             ):
                 return response
@@ -271,10 +297,61 @@ class _RetriedThrottling(ReportedAdapter):
             retries.sleep(response.raw)
 
 
+class _DeadlineRetry(Retry):
+    """urllib3's Retry for the APIs' calls, all GETs: up to MAX_ATTEMPTS tries of a call that
+    meets throttling (429), a server error (500, 502, 503, 504) or a read timeout, backing off
+    0, 2, 4 and 8 s between them, or as long as the answer's Retry-After says
+    (urllib3/util/retry.py). A connection that fails (refused, an unknown name, no answer to
+    the handshake) is tried once more, at once, and a proxy that refuses the tunnel not at all:
+    neither heals within seconds, and the check says at once that Google could not be reached.
+    Each retry is reported to `calls`; one whose wait would pass the deadline is not made. The
+    last answer is returned, not raised (`raise_on_status=False`), so that the error Google
+    gave, which says it was throttled, is what the check reports."""
+
+    def __init__(self, calls: Calls, deadline: Deadline, **kwargs: Any):
+        defaults: dict[str, Any] = {
+            "total": MAX_ATTEMPTS - 1,
+            "connect": 1,
+            "other": 0,
+            "backoff_factor": 1,
+            "status_forcelist": _RETRIED_STATUSES,
+            "allowed_methods": {"GET"},
+            "respect_retry_after_header": True,
+            "raise_on_status": False,
+        }
+        super().__init__(**(defaults | kwargs))
+        self.calls = calls
+        self.deadline = deadline
+
+    def new(self, **kwargs: Any) -> "_DeadlineRetry":
+        # urllib3 makes each next Retry with `type(self)(**params)`.
+        return super().new(calls=self.calls, deadline=self.deadline, **kwargs)
+
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: Any = None,
+        error: Exception | None = None,
+        _pool: Any = None,
+        _stacktrace: Any = None,
+    ) -> "_DeadlineRetry":
+        retry = super().increment(method, url, response, error, _pool, _stacktrace)
+        after = retry.get_retry_after(response) if response is not None else None
+        wait = after if self.respect_retry_after_header and after else retry.get_backoff_time()
+        if wait >= self.deadline.remaining():
+            raise MaxRetryError(_pool, url, error) from error
+        if response is not None:
+            # Only a 429 or a rate-limit 403 (`_RetriedThrottling`) is retried for throttling.
+            self.calls.answered(throttled=response.status in (_THROTTLED_STATUS, 403))
+        self.calls.again()
+        return retry
+
+
 def is_throttled(status: int, body: bytes) -> bool:
     """Whether an answer is Google's to a used-up rate quota: a 429, or Compute Engine's 403
     with a rate-limit reason."""
-    if status == THROTTLED_STATUS:
+    if status == _THROTTLED_STATUS:
         return True
     return status == 403 and GoogleApiError("", "", status, body).reason in _RATE_LIMIT_REASONS
 
@@ -793,7 +870,7 @@ def why_it_cannot_check(
     if not isinstance(error, GoogleApiError):
         return f"Google Cloud could not be reached ({error}). Check the network, then run it again."
     answer = f"{error.status} {error.reason}: {error.message}"
-    if error.status == THROTTLED_STATUS or (
+    if error.status == _THROTTLED_STATUS or (
         error.status == 403 and error.reason in _RATE_LIMIT_REASONS
     ):
         tries = (
