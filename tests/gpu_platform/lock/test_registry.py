@@ -12,13 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gpu_platform.cli.deadline import Calls, Deadline, DeadlinePassed
-from gpu_platform.cli.image_registry import (
-    ImageNotResolved,
-    RegistryClient,
-    ResolvedImage,
-    registry_of,
-)
+from gpu_platform.cli.deadline import Deadline, DeadlinePassed
+from gpu_platform.lock.registry import ImageNotResolved, RegistryClient, ResolvedImage, registry_of
+from gpu_platform.lock.sources import Sources
 from tests.oci_registry import (
     OCI_INDEX,
     OCI_MANIFEST,
@@ -31,16 +27,11 @@ from tests.oci_registry import (
 DIGEST = "sha256:" + "3c" * 32
 
 
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
-    with running_registry(tmp_path_factory.mktemp("registry")) as running:
-        yield running
-
-
 def resolve(host: str, repository: str, tag: str, seconds: float = 10) -> ResolvedImage:
-    deadline, calls = Deadline(seconds), Calls()
-    client = RegistryClient.within(deadline, calls, plain_http={host})
-    return deadline.run(lambda: client.resolve(repository, tag), calls)
+    deadline = Deadline(seconds)
+    sources = Sources(deadline)
+    client = RegistryClient(sources, plain_http={host})
+    return deadline.run(lambda: client.resolve(repository, tag), sources.calls)
 
 
 def test_a_tag_resolves_to_the_digest_of_the_manifest_it_names(registry: Registry) -> None:

@@ -14,23 +14,19 @@ realm=...,service=...,scope=...` (Docker's "Token Authentication Specification")
 nvcr.io, public.ecr.aws alike). No credentials are ever sent: an image that needs them is
 reported, not resolved.
 
-Calls follow preflight's deadline rules (gpu_platform/cli/deadline.py): each one reported to
-`Calls`, throttling, server errors and timeouts retried within the deadline, the whole bounded
-by the caller's `Deadline.run`.
+Calls go through the lock's `Sources`, with preflight's deadline rules: each one reported,
+throttling, server errors and no answer tried again, the whole bounded by `Deadline.run`.
 """
 
 import hashlib
 import json
 import re
 import urllib.parse
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
-import requests
-
-from gpu_platform.cli.deadline import Calls, Deadline
-from gpu_platform.cli.reported_http import DeadlineRetry, reported_session
+from gpu_platform.lock.sources import Response, Sources
 
 INDEX_MEDIA_TYPES = (
     "application/vnd.oci.image.index.v1+json",
@@ -90,39 +86,23 @@ def registry_of(repository: str) -> tuple[str, str]:
 
 
 class RegistryClient:
-    """Anonymous, read-only calls to image registries through `session`, each given up after
-    `timeout` (connect, read). `plain_http` names registries (`host:port`) asked over HTTP
-    rather than HTTPS: a registry on this machine's loopback, as tests run one; every other is
-    asked over HTTPS."""
+    """Anonymous, read-only calls to image registries through `sources`. `plain_http` names
+    registries (`host:port`) asked over HTTP rather than HTTPS: a registry on this machine's
+    loopback, as tests run one; every other is asked over HTTPS."""
 
-    def __init__(
-        self,
-        session: requests.Session,
-        timeout: tuple[float, float],
-        plain_http: Collection[str] = (),
-    ):
-        self.session = session
-        self.timeout = timeout
+    def __init__(self, sources: Sources, plain_http: Collection[str] = ()):
+        self.sources = sources
         self.plain_http = frozenset(plain_http)
         self._tokens: dict[tuple[str, str], str] = {}
 
-    @classmethod
-    def within(
-        cls, deadline: Deadline, calls: Calls, plain_http: Collection[str] = ()
-    ) -> "RegistryClient":
-        """A client whose calls are reported to `calls` and retried within `deadline`."""
-        retry = DeadlineRetry(calls, deadline, allowed_methods={"GET", "HEAD"})
-        session = reported_session(calls, retry)
-        return cls(session, (deadline.connect_timeout, deadline.read_timeout), plain_http)
-
     def resolve(self, repository: str, tag: str) -> ResolvedImage:
         """The digest of the manifest `repository:tag` names now. ImageNotResolved where the
-        registry names none; requests' errors where it cannot be reached."""
+        registry names none; SourceError where it cannot be reached."""
         host, name = registry_of(repository)
         scheme = "http" if host in self.plain_http else "https"
         url = f"{scheme}://{host}/v2/{name}/manifests/{urllib.parse.quote(tag, safe='')}"
         response = self._ask("HEAD", url, host, name)
-        if response.status_code == 401:
+        if response.status == 401:
             self._tokens[(host, name)] = self._token(repository, tag, name, response)
             response = self._ask("HEAD", url, host, name)
         problem = _problem(repository, tag, url, response)
@@ -136,7 +116,7 @@ class RegistryClient:
             problem = _problem(repository, tag, url, response)
             if problem is not None:
                 raise problem
-            digest = "sha256:" + hashlib.sha256(response.content).hexdigest()
+            digest = "sha256:" + hashlib.sha256(response.body).hexdigest()
             media_type = _header(response, "Content-Type").partition(";")[0].strip()
         if not DIGEST.fullmatch(digest):
             raise ImageNotResolved(
@@ -152,14 +132,14 @@ class RegistryClient:
             )
         return ResolvedImage(repository, tag, digest, media_type, url)
 
-    def _ask(self, method: str, url: str, host: str, name: str) -> requests.Response:
+    def _ask(self, method: str, url: str, host: str, name: str) -> Response:
         headers = {"Accept": ACCEPT}
         token = self._tokens.get((host, name))
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        return self.session.request(method, url, headers=headers, timeout=self.timeout)
+        return self.sources.get(url, f"{method} {urllib.parse.urlsplit(url).path}", headers, method)
 
-    def _token(self, repository: str, tag: str, name: str, answer: requests.Response) -> str:
+    def _token(self, repository: str, tag: str, name: str, answer: Response) -> str:
         """An anonymous pull token from the realm the registry's challenge names."""
         challenge = _header(answer, "WWW-Authenticate")
         scheme, _, params = challenge.partition(" ")
@@ -175,11 +155,11 @@ class RegistryClient:
         query = {k: v for k, v in fields.items() if k in ("service", "scope")}
         query.setdefault("scope", f"repository:{name}:pull")
         realm = f"{fields['realm']}?{urllib.parse.urlencode(query)}"
-        response = self.session.get(realm, timeout=self.timeout)
+        response = self.sources.get(realm, "an anonymous pull token")
         token = ""
-        if response.status_code == 200:
+        if response.status == 200:
             try:
-                body = json.loads(response.content)
+                body = json.loads(response.body)
             except ValueError:
                 body = {}
             token = str(body.get("token") or body.get("access_token") or "")
@@ -188,16 +168,14 @@ class RegistryClient:
                 repository,
                 tag,
                 "auth",
-                f"{fields['realm']} gave no anonymous pull token ({response.status_code}): the"
+                f"{fields['realm']} gave no anonymous pull token ({response.status}): the"
                 " image is private, or the registry wants credentials",
             )
         return token
 
 
-def _problem(
-    repository: str, tag: str, url: str, response: requests.Response
-) -> ImageNotResolved | None:
-    status = response.status_code
+def _problem(repository: str, tag: str, url: str, response: Response) -> ImageNotResolved | None:
+    status = response.status
     if status == 200:
         return None
     if status == 404:
@@ -215,13 +193,5 @@ def _problem(
     return ImageNotResolved(repository, tag, "answer", f"{url} answered {status}")
 
 
-def _header(response: requests.Response, name: str) -> str:
-    return str(response.headers.get(name, ""))
-
-
-def resolved_references(resolved: Mapping[tuple[str, str], ResolvedImage]) -> dict[str, str]:
-    """`repository:tag` -> `repository:tag@digest`, for each resolved image."""
-    return {
-        f"{repository}:{tag}": f"{repository}:{tag}@{image.digest}"
-        for (repository, tag), image in resolved.items()
-    }
+def _header(response: Response, name: str) -> str:
+    return next((v for k, v in response.headers.items() if k.lower() == name.lower()), "")
