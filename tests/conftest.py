@@ -16,6 +16,7 @@ from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.cli.stand_ins import aws as aws_stand_in
 from gpu_platform.cli.stand_ins import gcp as gcp_stand_in
+from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
 from tests.repository import PROJECT
 from tests.stack_variants import with_quota_for_any_pool
 
@@ -35,6 +36,16 @@ def moto_without_public_images() -> Iterator[None]:
     the image they run instead."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_project_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Plans read no lock but the one a test writes: the repository's own gpu-platform.lock
+    changes with every refresh, and a test's expectations must not."""
+    absent = tmp_path_factory.mktemp("lock") / "gpu-platform.lock"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(LOCK_PATH_VARIABLE, str(absent))
         yield
 
 

@@ -564,7 +564,9 @@ def test_no_other_concurrency_group_holds_a_stack_command(name: str) -> None:
 # --- credentials and permissions ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["pull-request.yml", "deploy.yml", "checks.yml", "drift.yml"])
+@pytest.mark.parametrize(
+    "name", ["pull-request.yml", "deploy.yml", "checks.yml", "drift.yml", "lock-refresh.yml"]
+)
 def test_workflows_default_to_reading_the_repository_only(name: str) -> None:
     assert workflow(name)["permissions"] == {"contents": "read"}
 
@@ -621,7 +623,19 @@ def test_only_the_preview_may_comment_on_the_pull_request() -> None:
         if job.get("permissions", {}).get("pull-requests") == "write"
     }
 
-    assert writers == {("pull-request.yml", "preview")}
+    assert writers == {("pull-request.yml", "preview"), ("lock-refresh.yml", "refresh")}
+
+
+def test_the_lock_is_refreshed_every_week_as_a_pull_request_of_the_lock_alone() -> None:
+    document = workflow("lock-refresh.yml")
+    steps = document["jobs"]["refresh"]["steps"]
+    (propose,) = [s for s in steps if "create-pull-request" in s.get("uses", "")]
+
+    assert document["on"]["schedule"] == [{"cron": "41 5 * * 1"}]
+    assert "gpu-platform lock" in next(s["run"] for s in steps if s.get("id") == "lock")
+    assert propose["with"]["add-paths"] == "gpu-platform.lock"
+    # The lock is proposed before the job fails on a fact it could not read.
+    assert steps[-1]["if"] == "steps.lock.outputs.status != '0'"
 
 
 def test_the_preview_runs_only_for_branches_of_this_repository() -> None:
@@ -703,6 +717,7 @@ def code_owners(path: str) -> list[str]:
         "policy-config/prod.json",
         "Pulumi.prod.yaml",
         "Pulumi.yaml",
+        "gpu-platform.lock",
     ],
 )
 def test_code_owners_review_what_decides_credentials_policies_and_stacks(path: str) -> None:

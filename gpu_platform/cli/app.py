@@ -130,8 +130,8 @@ def plan(
 ) -> None:
     """Plan a stack offline, with the policy pack's verdicts: no credentials, no Pulumi CLI.
 
-    Exit codes: 0 planned; 1 the program or the policy pack failed; 2 a configuration error;
-    3 a mandatory policy violation.
+    Exit codes: 0 planned; 1 the program or the policy pack failed; 2 a configuration error, or
+    a fact the lock lacks (`gpu-platform lock` fills it); 3 a mandatory policy violation.
     """
     _enter(cwd)
     from gpu_platform.cli import plan as command

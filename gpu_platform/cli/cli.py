@@ -46,8 +46,8 @@ def fail(message: str, exit_code: int) -> NoReturn:
 def plan_or_fail(
     stack: str, config_error_exit: int, program_error_exit: int, project: Project | None = None
 ) -> "Plan":
-    """The stack's plan; a missing project or stack file, a config error or a failing program
-    ends the command."""
+    """The stack's plan; a missing project or stack file, a config error, a fact the lock lacks
+    (or a lock it cannot read) or a failing program ends the command."""
     # Imported here: the commands that run no program (`preflight`, `config-reference`) share
     # this module without loading the Pulumi SDK.
     from gpu_platform.cli.offline import run_program

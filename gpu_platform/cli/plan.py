@@ -8,7 +8,7 @@ driver, the subnets the GPU nodes use and why the others are left out (EKS), the
 and the policy verdicts; `--json` prints the same for machines.
 
 Exit codes: 0 planned; 1 the program or the policy pack failed; 2 a configuration error (the
-stack's or the policy pack's); 3 a mandatory policy violation.
+stack's or the policy pack's) or a fact gpu-platform.lock lacks; 3 a mandatory policy violation.
 """
 
 import json

@@ -46,6 +46,7 @@ from gpu_platform.cli.deadline import (
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_gke_create import creation_findings
+from gpu_platform.cli.preflight_gke_lock import lock_findings
 from gpu_platform.cli.preflight_gke_quotas import quota_findings, unchecked_pools
 from gpu_platform.cli.preflight_gke_upgrades import upgrade_findings
 from gpu_platform.config import (
@@ -413,6 +414,7 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
         cluster = apis.cluster(config.cluster.location or "", config.cluster.name)
         if cluster is not None:
             findings += upgrade_findings(config, cluster)
+            findings += lock_findings(config, cluster, gpus)
     for i, pool in enumerate(config.pools):
         if version is not None and dynamic_workload_scheduler_modes(pool):
             findings.append(_capacity_version_finding(config, i, pool, version))

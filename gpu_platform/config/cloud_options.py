@@ -235,10 +235,11 @@ class GkePoolOptions(Model):
     maintenance exclusion holds it."""
     cos_driver_branch: int | None = Field(default=None, ge=450, le=999)
     """COS only: the NVIDIA driver branch (`580`) COS loads for the pool's GPU on its nodes' GKE
-    version, where no source the platform knows gives it (gpu_platform/driver_tables/cos.py:
-    GKE 1.34 and later, B200). At least 550 for H200 and 570 for B200; where the platform knows
-    COS's default, only that branch (Google's installer loads it whatever the pool says). The
-    smoke test checks it on the pool it runs on."""
+    version, instead of the default the lock gives (`gpu-platform lock`, docs/lock.md: GKE 1.34
+    and later, B200), for a version the lock does not have yet. At least 550 for H200 and 570
+    for B200; where the hand table gives COS's default (gpu_platform/driver_tables/cos.py), only
+    that branch (Google's installer loads it whatever the pool says). The smoke test checks it
+    on the pool it runs on."""
     driver_version: DriverVersion | None = None
     """Ubuntu only: the NVIDIA driver the GPU Operator builds on this pool's nodes (its own
     NVIDIADriver resource), instead of `operator.driverVersion`. Set it on a `canaryOf` pool

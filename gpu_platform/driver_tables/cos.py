@@ -22,10 +22,13 @@ What is known, and from where:
   version"); GoogleCloudPlatform/professional-services `tools/gke-gpu-driver-version` does the
   lookup for a version and GPU.
 
-Where no source gives the default, the entry says so (`Unpublished`): the platform refuses the
-pool until its `gcp.cosDriverBranch` states the branch, and the smoke test checks it on a node.
-`tests/gpu_platform/driver_tables/test_cos.py` fails when a supported version or a GPU GKE
-offers has no entry.
+Where no source this table can cite gives the default, the entry says so (`Unpublished`), and
+the plan reads the default from the project's lock instead: `gpu-platform lock` follows the
+published map and lists for every GKE version from this table's oldest on (gpu_platform/lock/,
+docs/lock.md), so that each fact lives in one place, here with its source or there with its URL.
+A pool's `gcp.cosDriverBranch` states the branch instead, and the smoke test checks it on a
+node. `tests/gpu_platform/driver_tables/test_cos.py` fails when a supported version or a GPU
+GKE offers has no entry.
 """
 
 from collections.abc import Mapping
@@ -58,7 +61,8 @@ _NO_B200_DEFAULT = (
 _NO_TABLE = (
     "GKE publishes no COS driver table from 1.34 on: the default is in the gpu_driver_versions"
     ' list of the COS build that GKE version runs (how-to/gpus, "Map the GKE version and'
-    ' Container-Optimized OS node image version to the GPU driver version")'
+    ' Container-Optimized OS node image version to the GPU driver version"), which the lock'
+    " holds"
 )
 
 _NO_TABLE_MINORS = ("1.34", "1.35", "1.36")

@@ -214,22 +214,6 @@ def test_a_cos_pool_runs_the_default_driver_gke_documents_for_its_version(
     )
 
 
-def test_a_cos_pool_on_a_version_gke_documents_no_driver_for_must_state_its_branch(
-    gke_config: Config, failed_plan_for: PlanFor
-) -> None:
-    gke_config["gpu-platform:pools"][0]["gcp"] = {"nodeVersion": "1.34.1-gke.1829001"}
-
-    plan = failed_plan_for(gke_config)
-
-    assert isinstance(plan.error, ConfigError)
-    (problem,) = plan.error.problems
-    assert problem.path == "gpu-platform:pools[0].gcp.cosDriverBranch"
-    assert problem.expected.startswith(
-        "the NVIDIA driver branch that COS loads for l4 on GKE 1.34.1-gke.1829001 (its"
-        " gcp.nodeVersion): GKE publishes no COS driver table from 1.34 on"
-    )
-
-
 def test_an_ubuntu_pool_runs_the_operators_pinned_driver(
     gke_config: Config, plan_for: PlanFor
 ) -> None:

@@ -13,7 +13,7 @@ import yaml
 from tests.console import COMMAND, gpu_platform, own_project_in
 from tests.repository import ROOT
 
-SUBCOMMANDS = ("plan", "preflight", "fit", "config-reference")
+SUBCOMMANDS = ("plan", "preflight", "fit", "lock", "config-reference")
 
 
 def test_version_is_the_installed_packages() -> None:

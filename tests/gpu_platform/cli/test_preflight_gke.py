@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
@@ -31,6 +32,7 @@ from google.oauth2.credentials import Credentials
 from requests.adapters import BaseAdapter, HTTPAdapter
 from typer.testing import CliRunner
 
+from gpu_platform.accelerators import ACCELERATORS
 from gpu_platform.cli import preflight, preflight_gke
 from gpu_platform.cli.app import app
 from gpu_platform.cli.deadline import Calls, Deadline
@@ -39,6 +41,13 @@ from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_gke import GoogleApis
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import StackConfig, load_stack_config
+from gpu_platform.lock.lockfile import (
+    COS_DRIVERS,
+    GKE_COS_IMAGES,
+    LOCK_PATH_VARIABLE,
+    Lock,
+    entry,
+)
 from tests.repository import ROOT
 from tests.stack_variants import GKE_RESERVED_POOL, with_gke_capacity_pools
 
@@ -373,6 +382,37 @@ def reservation(
     }
 
 
+IMAGE = "cos-125-19216-104-25"
+"""The COS image the lock gives VERSION (test data)."""
+
+
+def lock_of(path: Path, drivers: Mapping[str, str | None]) -> Lock:
+    """A lock giving VERSION the image IMAGE, and IMAGE the driver of each GPU in `drivers`."""
+    read = datetime(2026, 12, 1, tzinfo=UTC)
+    return (
+        Lock(path=path)
+        .with_entries(GKE_COS_IMAGES, {VERSION: entry(IMAGE, "https://map.test/", read)})
+        .with_entries(
+            COS_DRIVERS,
+            {
+                f"{IMAGE}/{gpu}": entry(driver, "https://cos-tools.test/textproto", read)
+                for gpu, driver in drivers.items()
+            },
+        )
+    )
+
+
+@pytest.fixture(autouse=True)
+def locked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A lock with COS's default for every GPU GKE offers on the cluster's VERSION, where the
+    plan reads it: the checks but the lock's own see nothing missing."""
+    path = tmp_path / "gpu-platform.lock"
+    monkeypatch.setenv(LOCK_PATH_VARIABLE, str(path))
+    gpus = [name for name, accelerator in ACCELERATORS.items() if accelerator.gke_type]
+    lock_of(path, dict.fromkeys(gpus, "580.95.05")).save()
+    return path
+
+
 @pytest.fixture
 def google() -> FakeGoogle:
     """A project whose cluster runs GKE 1.35 and whose reserved pool's reservation fits it."""
@@ -478,6 +518,38 @@ def test_a_ready_project_blocks_nothing(google: FakeGoogle) -> None:
 
 
 # --- reservation: specific ---------------------------------------------------------------------
+
+
+def test_a_gke_version_the_lock_lacks_is_a_warning_naming_the_entry(
+    google: FakeGoogle, locked: Path
+) -> None:
+    Lock(path=locked).save()
+
+    assert of_pool(findings(google), "l4-shared") == [
+        Finding(
+            "warning",
+            "pool l4-shared",
+            f"GKE {VERSION}, which its nodes run or will run, has no entry in gpu-platform.lock:"
+            f' gke_cos_images["{VERSION}"]. The plan and `pulumi up` stop at it.',
+            "Run `gpu-platform lock` and commit gpu-platform.lock (docs/lock.md).",
+        )
+    ]
+
+
+def test_a_gke_version_whose_cos_offers_no_driver_for_the_gpu_blocks(
+    google: FakeGoogle, locked: Path
+) -> None:
+    lock_of(locked, {"l4": None, "h100-80gb": "580.95.05"}).save()
+
+    assert of_pool(findings(google), "l4-shared") == [
+        Finding(
+            "blocking",
+            "pool l4-shared",
+            f"On GKE {VERSION}, which its nodes run or will run: {IMAGE}, the COS image of GKE"
+            f" {VERSION}, lists no driver for NVIDIA_L4 (https://cos-tools.test/textproto).",
+            "Run the pool on a GKE version whose COS offers a driver for its GPU.",
+        )
+    ]
 
 
 def test_a_reservation_of_another_machine_type_blocks(google: FakeGoogle) -> None:

@@ -2,16 +2,23 @@
 (mocked program, with the stand-in control plane at each supported version)."""
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from gpu_platform.cli.app import app
 from gpu_platform.cli.offline import Plan
+from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE, MissingLockEntry
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
+from tests.cos_sources import DATA, driver_list_path, published_files, serving
+from tests.repository import ROOT
 
 from .plans import node_pool, problems_of, with_cluster, with_pool
 
 Config = dict[str, Any]
+Files = dict[str, bytes]
 PlanFor = Callable[[Config], Plan]
 BRANCH_KEY = "gpu-platform:pools[0].gcp.cosDriverBranch"
 # A region without stand-in zone offerings: its three zones offer every GPU machine type.
@@ -55,19 +62,108 @@ def test_a_new_pool_on_a_gke_1_33_control_plane_runs_coss_r535(
     assert driver_labels(plan_for(gke_config)) == ("535", "12.2")
 
 
+@pytest.fixture
+def locked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
+    """The lock `gpu-platform lock gke-dev` writes from the test data's sources (the GKE
+    versions of LATEST_PATCH, tests/gpu_platform/lock/data/); the sources, to change."""
+    monkeypatch.setenv(LOCK_PATH_VARIABLE, str(tmp_path / "gpu-platform.lock"))
+    files = published_files()
+    with serving(files, monkeypatch):
+        result = CliRunner().invoke(app, ["--cwd", str(ROOT), "lock", "gke-dev"])
+        assert result.exit_code == 0, result.output
+        return files
+
+
+@pytest.mark.parametrize(
+    ("minor", "labels"),
+    [
+        # The DEFAULT driver of NVIDIA_L4 in the test data's list of the build each version
+        # runs; CUDA_BY_DRIVER_BRANCH: R570 runs CUDA 12.8, R580 13.0.
+        ("1.34", ("570.195.03", "12.8")),
+        ("1.35", ("580.95.05", "13.0")),
+        ("1.36", ("580.126.09", "13.0")),
+    ],
+)
+def test_a_new_pool_on_a_later_control_plane_runs_the_default_the_lock_has(
+    locked: Files,
+    gke_config: Config,
+    plan_for: PlanFor,
+    cluster_answer: Config,
+    minor: str,
+    labels: tuple[str, str],
+) -> None:
+    cluster_answer["masterVersion"] = LATEST_PATCH[minor]
+
+    assert driver_labels(plan_for(gke_config)) == labels
+
+
 @pytest.mark.parametrize("minor", ["1.34", "1.35", "1.36"])
-def test_a_new_pool_on_a_later_control_plane_must_state_coss_branch(
+def test_a_later_control_plane_without_a_lock_entry_names_it_and_the_command(
     gke_config: Config, failed_plan_for: PlanFor, cluster_answer: Config, minor: str
 ) -> None:
     cluster_answer["masterVersion"] = LATEST_PATCH[minor]
 
     plan = failed_plan_for(gke_config)
 
-    assert problems_of(plan)[BRANCH_KEY].startswith(
-        f"the NVIDIA driver branch that COS loads for l4 on GKE {LATEST_PATCH[minor]} (the"
-        " cluster's version, at which GKE creates it): GKE publishes no COS driver table"
+    assert isinstance(plan.error, MissingLockEntry)
+    assert plan.error.report("gke-dev") == (
+        f'gpu-platform.lock has no entry gke_cos_images["{LATEST_PATCH[minor]}"]: the COS image'
+        f" GKE {LATEST_PATCH[minor]} runs, whose driver list gives COS's default NVIDIA driver"
+        " for l4. Run `gpu-platform lock gke-dev` to read it from its source (docs/lock.md)"
     )
     assert plan.resources == []
+
+
+def test_a_lock_with_the_image_but_not_its_driver_names_the_driver_entry(
+    locked: Files, gke_config: Config, failed_plan_for: PlanFor, cluster_answer: Config
+) -> None:
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.35"]
+    on_machine(gke_config, "a3-highgpu-8g")
+
+    plan = failed_plan_for(gke_config)
+
+    assert isinstance(plan.error, MissingLockEntry)
+    assert plan.error.entry_name == 'cos_drivers["cos-125-19216-104-25/h100-80gb"]'
+
+
+def test_a_build_that_lists_no_driver_for_the_gpu_refuses_the_pool(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    gke_config: Config,
+    failed_plan_for: PlanFor,
+    cluster_answer: Config,
+) -> None:
+    monkeypatch.setenv(LOCK_PATH_VARIABLE, str(tmp_path / "gpu-platform.lock"))
+    files = published_files()
+    files[driver_list_path("19216.220.44")] = (
+        DATA / "19216.220.44-without-l4.textproto"
+    ).read_bytes()
+    with serving(files, monkeypatch) as base:
+        CliRunner().invoke(app, ["--cwd", str(ROOT), "lock", "gke-dev"])
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.36"]
+
+    assert problems_of(failed_plan_for(gke_config))[BRANCH_KEY] == (
+        "the NVIDIA driver branch that COS loads for l4 on GKE 1.36.2-gke.1045000 (the cluster's"
+        " version, at which GKE creates it): cos-125-19216-220-44, the COS image of GKE"
+        f" 1.36.2-gke.1045000, lists no driver for NVIDIA_L4 ({base}/cos-tools/19216.220.44/"
+        "lakitu/gpu_driver_versions.textproto). `nvidia-smi` on such a node shows it, and the"
+        " smoke test checks it"
+    )
+
+
+def test_gpu_platform_plan_exits_2_naming_the_missing_entry_and_the_command(
+    cluster_answer: Config,
+) -> None:
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.35"]
+
+    result = CliRunner().invoke(app, ["--cwd", str(ROOT), "plan", "gke-dev"])
+
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        'gpu-platform.lock has no entry gke_cos_images["1.35.6-gke.1163000"]: the COS image GKE'
+        " 1.35.6-gke.1163000 runs, whose driver list gives COS's default NVIDIA driver for l4."
+        " Run `gpu-platform lock gke-dev` to read it from its source (docs/lock.md)"
+    )
 
 
 @pytest.mark.parametrize("minor", ["1.34", "1.35", "1.36"])
@@ -103,12 +199,13 @@ def test_nodes_that_lag_the_control_plane_are_labelled_for_their_own_version(
 
 
 def test_a_pinned_node_version_decides_the_driver_whatever_the_nodes_run(
-    gke_config: Config, failed_plan_for: PlanFor, cluster_answer: Config
+    locked: Files, gke_config: Config, plan_for: PlanFor, cluster_answer: Config
 ) -> None:
+    # The nodes still run 1.33 (R535), the pool pins 1.34: the test data's default there.
     nodes_lag_a_1_34_control_plane(cluster_answer)
     with_pool(gke_config, gcp={"nodeVersion": LATEST_PATCH["1.34"]})
 
-    assert "(its gcp.nodeVersion)" in problems_of(failed_plan_for(gke_config))[BRANCH_KEY]
+    assert driver_labels(plan_for(gke_config)) == ("570.195.03", "12.8")
 
 
 @pytest.mark.parametrize(
@@ -128,15 +225,16 @@ def test_a3_pools_on_gke_1_33_are_labelled_with_the_driver_cos_loads_for_their_g
     assert driver_labels(plan_for(gke_config)) == labels
 
 
-def test_an_a4_pool_must_state_the_branch_as_no_source_gives_coss_for_b200(
+def test_an_a4_pool_takes_coss_default_for_b200_from_the_lock_as_no_table_gives_it(
     gke_config: Config, failed_plan_for: PlanFor
 ) -> None:
     on_machine(gke_config, "a4-highgpu-8g")
 
-    assert problems_of(failed_plan_for(gke_config))[BRANCH_KEY].startswith(
-        "the NVIDIA driver branch (at least 570, the oldest that drives it) that COS loads for"
-        " b200 on GKE 1.33.5-gke.1201000"
-    )
+    plan = failed_plan_for(gke_config)
+
+    assert isinstance(plan.error, MissingLockEntry)
+    assert plan.error.entry_name == 'gke_cos_images["1.33.5-gke.1201000"]'
+    assert plan.error.what.endswith("COS's default NVIDIA driver for b200")
 
 
 def test_an_a4_pool_stating_a_branch_too_old_for_b200_is_refused(

@@ -6,7 +6,7 @@ the cluster exists, the lookup fails as terraform-provider-google's data source 
 (`datasourceContainerClusterRead`: "<id> not found") and the created version stands.
 
 COS's default driver for L4 on GKE 1.33 is R535, CUDA 12.2 (GKE, "Run GPUs in GKE Standard node
-pools"); GKE publishes no such table from 1.34 on."""
+pools"); GKE publishes no such table from 1.34 on, and the lock gives it there."""
 
 from collections.abc import Callable
 from typing import Any
@@ -15,8 +15,9 @@ import pytest
 
 from gpu_platform.cli.offline import Plan
 from gpu_platform.cli.stand_ins import gcp as stand_in
+from gpu_platform.lock.lockfile import MissingLockEntry
 
-from ..plans import GET_CLUSTER, problems_of
+from ..plans import GET_CLUSTER
 from ..test_node_driver import LATEST_PATCH, driver_labels
 
 Config = dict[str, Any]
@@ -56,15 +57,13 @@ def test_once_gke_upgraded_the_nodes_their_labels_follow_the_nodes_version(
     gke_new_config: Config, failed_plan_for: Callable[[Config], Plan], created_answer: Config
 ) -> None:
     # Created at 1.33; the stable channel has since moved control plane and nodes to 1.34,
-    # whose COS driver the platform cannot know: it asks rather than keep 1.33's labels.
+    # whose COS driver only the lock gives: the plan asks for it rather than keep 1.33's labels.
     upgraded_by_gke(created_answer, LATEST_PATCH["1.34"], LATEST_PATCH["1.34"])
 
-    problems = problems_of(failed_plan_for(gke_new_config))
+    plan = failed_plan_for(gke_new_config)
 
-    assert (
-        f"GKE {LATEST_PATCH['1.34']} (the version its nodes run)"
-        in (problems["gpu-platform:pools[0].gcp.cosDriverBranch"])
-    )
+    assert isinstance(plan.error, MissingLockEntry)
+    assert plan.error.entry_name == f'gke_cos_images["{LATEST_PATCH["1.34"]}"]'
 
 
 def test_nodes_still_on_the_created_version_keep_its_driver(
