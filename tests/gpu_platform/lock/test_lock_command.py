@@ -12,6 +12,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from gpu_platform.cli.app import app
+from gpu_platform.lock import image_resolver
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
 from tests.cos_sources import (
     DATA,
@@ -48,7 +49,10 @@ def files(monkeypatch: pytest.MonkeyPatch) -> Iterator[Files]:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project with the repository's gke-dev stack (L4 on COS) and its EKS dev stack."""
+    """A project with the repository's gke-dev stack (L4 on COS) and its EKS dev stack, whose
+    images the command does not read here (test_image_resolver.py reads them from a registry on
+    loopback)."""
+    monkeypatch.setattr(image_resolver, "platform_images", lambda config: [])
     (tmp_path / "Pulumi.yaml").write_text("name: gpu-platform\nruntime: python\n")
     (tmp_path / "__main__.py").write_text("")
     for stack in ("gke-dev", "dev"):
