@@ -23,7 +23,7 @@ PYTHON = "docker.io/library/python:3.13.9-slim-trixie"
 AUTOSCALER = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.2"
 OPERATOR = "nvcr.io/nvidia/gpu-operator:v26.7.0"
 CUDA = "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04"
-DAEMONSETS = {"tolerations": []}
+DAEMONSETS: dict[str, Any] = {"tolerations": []}
 
 
 def lock_of(path: Path, *images: str) -> Lock:
