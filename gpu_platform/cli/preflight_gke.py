@@ -53,7 +53,7 @@ from gpu_platform.cli.preflight_gke_create import creation_findings
 from gpu_platform.cli.preflight_gke_exporter import exporter_label_findings
 from gpu_platform.cli.preflight_gke_identity import identity_findings
 from gpu_platform.cli.preflight_gke_lock import lock_findings
-from gpu_platform.cli.preflight_gke_quotas import quota_findings
+from gpu_platform.cli.preflight_gke_quotas import quota_findings, unchecked_pools
 from gpu_platform.cli.preflight_gke_upgrades import upgrade_findings
 from gpu_platform.config import (
     ConfigError,
@@ -74,6 +74,7 @@ COMPUTE_API = "https://compute.googleapis.com/compute/v1/"
 SERVICE_USAGE_API = "https://serviceusage.googleapis.com/v1/"
 IAM_API = "https://iam.googleapis.com/v1/"
 RESOURCE_MANAGER_API = "https://cloudresourcemanager.googleapis.com/v1/"
+CLOUD_QUOTAS_API = "https://cloudquotas.googleapis.com/v1/"
 
 API_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 """The OAuth scope the check asks its credentials for: the one `gcloud auth application-default
@@ -92,6 +93,9 @@ CLUSTERS_PERMISSION = "container.clusters.list"
 SERVICE_ACCOUNTS_PERMISSION = "iam.serviceAccounts.list"
 SERVICE_ACCOUNT_POLICY_PERMISSION = "iam.serviceAccounts.getIamPolicy"
 PROJECT_POLICY_PERMISSION = "resourcemanager.projects.getIamPolicy"
+QUOTA_INFOS_PERMISSION = "cloudquotas.quotas.get"
+"""What Cloud Quotas' `quotaInfos.list` asks of the caller; asked only for pools whose GPUs
+Compute Engine's API names no quota for, and a refusal is a warning, not a failed check."""
 READ_ONLY_PERMISSIONS = (
     CLUSTER_PERMISSION,
     RESERVATION_PERMISSION,
@@ -248,6 +252,20 @@ class GoogleApis:
         return self._read_policy(
             RESOURCE_MANAGER_API, ("projects", self.project), PROJECT_POLICY_PERMISSION, {}, body
         )
+
+    def compute_quota_infos(self) -> list[dict[str, Any]]:
+        """Cloud Quotas' `projects.locations.services.quotaInfos.list` for Compute Engine,
+        page by page (`nextPageToken`)."""
+        service = ("services", "compute.googleapis.com", "quotaInfos")
+        path = ("projects", self.project, "locations", "global", *service)
+        found: list[dict[str, Any]] = []
+        query: dict[str, str] = {}
+        while True:
+            page = self._get(CLOUD_QUOTAS_API, path, QUOTA_INFOS_PERMISSION, query)
+            found += page.get("quotaInfos", [])
+            if not page.get("nextPageToken"):
+                return found
+            query = {"pageToken": page["nextPageToken"]}
 
     def reservation(
         self, zone: str, name: str, project: str | None = None
@@ -484,7 +502,17 @@ def _quota_findings(
     assert location is not None  # config validation requires it on GCP
     region = zone_region(location) or location
     pools = [(pool, gpus[i]) for i, pool in enumerate(config.pools)]
-    return quota_findings(pools, region, apis.region_quotas(region), apis.project_quotas())
+    regional, global_ = apis.region_quotas(region), apis.project_quotas()
+    family_quotas: list[dict[str, Any]] | str = []
+    if unchecked_pools(pools):
+        try:
+            family_quotas = apis.compute_quota_infos()
+        except GoogleApiError as error:
+            family_quotas = (
+                f"{error.status} {error.reason}: {error.message} (it needs the Cloud Quotas API,"
+                f" cloudquotas.googleapis.com, enabled and {QUOTA_INFOS_PERMISSION})"
+            )
+    return quota_findings(pools, region, regional, global_, family_quotas)
 
 
 def _gpus_of_pools(config: StackConfig) -> dict[int, GpuShape]:
