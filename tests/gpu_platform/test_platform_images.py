@@ -6,6 +6,7 @@ from typing import Any
 from gpu_platform.cli.stack_files import gpu_platform_config, stack_config
 from gpu_platform.config import StackConfig, load_stack_config
 from gpu_platform.platform_images import platform_images
+from tests.gpu_platform.kubernetes.test_canary_gate_order import cos_config, ubuntu_config
 from tests.repository import PROJECT
 
 # The GPU Operator's operands at chart v26.7.0, by the digests NVIDIA's OLM bundle records
@@ -81,3 +82,24 @@ def test_the_driver_manager_runs_where_the_operator_builds_the_driver(gke_config
 
     assert manager in keys(ubuntu)
     assert manager not in keys(cos)
+
+
+def test_a_gke_ubuntu_canary_gate_locks_its_driver_checks_image_without_a_reaper() -> None:
+    # The gate's init container runs the Python image (`canary_gate.CANARY_GATE_CHECK_IMAGE`) on
+    # GKE Ubuntu alone, where the operator rolls drivers in place; the reaper, which runs the
+    # same image, is off here.
+    config = ubuntu_config()
+    for namespace in config["gpu-platform:namespaces"]:
+        namespace.pop("gpuIdleMinutes", None)
+    loaded = load_stack_config(*gpu_platform_config(config))
+
+    assert not any(namespace.gpu_idle_minutes for namespace in loaded.namespaces)
+    assert PYTHON in keys(loaded)
+
+
+def test_a_cos_canary_gate_runs_no_driver_check() -> None:
+    config = cos_config()
+    for namespace in config["gpu-platform:namespaces"]:
+        namespace.pop("gpuIdleMinutes", None)
+
+    assert PYTHON not in keys(load_stack_config(*gpu_platform_config(config)))
