@@ -17,7 +17,7 @@ from gpu_platform.eks.instance_lookups import look_up_instance_type
 from gpu_platform.eks.new_cluster.addon_pins import AFTER_NODES, BEFORE_NODES
 from gpu_platform.eks.new_cluster.addons import addons, ebs_csi_role
 from gpu_platform.eks.new_cluster.control_plane import EksControlPlane
-from gpu_platform.eks.new_cluster.creator import LEGACY_CREATOR_TAG, existing_creator
+from gpu_platform.eks.new_cluster.creator import LEGACY_CREATOR_TAG, Creator, existing_creator
 from gpu_platform.eks.new_cluster.layout import (
     EKS_UNSUPPORTED_ZONE_IDS,
     NEW_VPC_ZONES,
@@ -46,7 +46,7 @@ class NewClusterPlan:
     subnets: list[Subnet]
     """The node subnets: the new VPC's private ones (ids `planned-private-<zone>`), or the
     existing ones given."""
-    creator_arn: str
+    creator: Creator
     """The IAM role or user that created the cluster, which keeps an admin access entry whoever
     runs the program later: on the first run the one running it, afterwards the one the stack's
     state recorded (`creator.py`), never a tag anyone may rewrite in the cloud."""
@@ -69,7 +69,7 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
         else None
     )
     creator = (
-        deployer
+        Creator(deployer, recorded=False)
         if live is None
         else existing_creator(
             config.cluster.name,
@@ -266,7 +266,7 @@ class NewEksCluster(pulumi.ComponentResource):
             create,
             vpc_id,
             list(self.subnet_ids.values()),
-            plan.creator_arn,
+            plan.creator,
             config.protect,
             tags,
             child,
