@@ -217,6 +217,12 @@ class EksClusterCreate(Model):
     for a runner on the cluster's own nodes, the cluster security group EKS made
     (`clusterSecurityGroupId` of `aws eks describe-cluster`). Together with
     `privateEndpointCidrs` at most 60 (EC2's default inbound rules per security group)."""
+    creator_access: bool = True
+    """Whether the identity that created the cluster keeps its cluster-admin access entry, as
+    terraform-aws-eks's `enable_cluster_creator_admin_permissions`. `false` deletes that entry
+    at the next `pulumi up`, unless the creator is among `administrators`: the way to retire
+    the identity that created the cluster. The identity running `pulumi up` must then be among
+    `administrators`, as the platform installs through the cluster's API with its access."""
 
 
 class GkeNewNetwork(Model):

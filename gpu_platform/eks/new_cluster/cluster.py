@@ -90,6 +90,8 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
         exists=live is not None,
     )
     problems: list[ConfigProblem] = []
+    if not create.aws.creator_access and deployer not in create.administrators:
+        problems.append(_deployer_without_access_problem(deployer))
     if live is not None:
         problems += _version_problems(create.kubernetes_version, live.version)
     elif not create.aws.subnet_ids and create.endpoint.access == "private":
@@ -116,6 +118,18 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
     if problems:
         raise ConfigError(problems)
     return NewClusterPlan(planned, subnets, creator, str(architectures.pop()))
+
+
+def _deployer_without_access_problem(deployer: str) -> ConfigProblem:
+    """Without the creator's entry, the one running `pulumi up` has the access administrators
+    have, or none: the program installs the platform through the cluster's API."""
+    return ConfigProblem(
+        key_path("cluster", "create", "aws", "creatorAccess"),
+        False,
+        f"true, or {deployer}, who runs this update, among administrators: without the"
+        " creator's access entry it has no access to the cluster's API, through which the"
+        " platform is installed",
+    )
 
 
 def _unreachable_first_run_problem() -> ConfigProblem:

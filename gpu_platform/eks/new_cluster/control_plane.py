@@ -230,7 +230,8 @@ class EksControlPlane(pulumi.ComponentResource):
             ),
         )
         self.access = []
-        for principal in dict.fromkeys([creator.arn, *create.administrators]):
+        creator_entry = [creator.arn] if aws.creator_access else []
+        for principal in dict.fromkeys([*creator_entry, *create.administrators]):
             entry_name = administrator_resource_name(name, principal)
             entry = eks.AccessEntry(
                 entry_name,

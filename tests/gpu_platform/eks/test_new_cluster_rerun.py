@@ -408,6 +408,48 @@ def test_a_state_the_engine_cannot_read_is_refused_by_key(
     )
 
 
+def without_creator_access(admins: list[str]) -> Config:
+    config = with_admins(admins)
+    create_of(config).setdefault("aws", {})["creatorAccess"] = False
+    return config
+
+
+def test_creator_access_off_deletes_the_creators_entry_and_keeps_the_record(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    # terraform-aws-eks v21 variables.tf `enable_cluster_creator_admin_permissions`: the
+    # creator's admin access entry only while it is true.
+    created(deployer=SOMEONE_ELSE)
+
+    later = plan_of(without_creator_access(ADMINS))
+
+    assert sorted(entries(later).values()) == sorted(ADMINS)
+    [control_plane] = [u for u in later.component_outputs if f"${CONTROL_PLANE}::" in u]
+    assert later.component_outputs[control_plane]["creator"] == CREATOR
+
+
+def test_creator_access_off_keeps_a_creator_listed_among_the_administrators(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    created(deployer=SOMEONE_ELSE)
+
+    later = plan_of(without_creator_access([*ADMINS, CREATOR]))
+
+    assert entries(later) == entries(first_run)
+
+
+def test_creator_access_off_with_the_deployer_no_administrator_is_refused_by_key(
+    created: Callable[..., None],
+) -> None:
+    created(deployer=INTRUDER)
+
+    problems = problems_of(plan_of(without_creator_access(ADMINS), raise_errors=False))
+
+    assert problems["gpu-platform:cluster.create.aws.creatorAccess"].startswith(
+        f"true, or {INTRUDER}, who runs this update, among administrators"
+    )
+
+
 def test_removing_an_administrator_leaves_the_other_entries_as_they_are(first_run: Plan) -> None:
     fewer = entries(plan_of(with_admins([ADMINS[0], ADMINS[2]])))
 
