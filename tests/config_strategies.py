@@ -311,6 +311,8 @@ def eks_stack(draw: st.DrawFn) -> Config:
         if draw(st.booleans()):
             private["privateEndpointSecurityGroupIds"] = ["sg-0123456789abcdef0"]
         if draw(st.booleans()):
+            private["vpcCniConfiguration"] = {"env": {"WARM_IP_TARGET": "5"}}
+        if draw(st.booleans()):
             # The creator's entry left out: the one running `pulumi up` (the stand-in
             # deployer) must then be an administrator.
             private["creatorAccess"] = False

@@ -294,7 +294,13 @@ class NewEksCluster(pulumi.ComponentResource):
         self.cni = (
             [VpcCniIdentity("vpc-cni", in_vpc, on_cluster)] if config.cluster.vpc_cni_role else []
         )
-        before = addons(f"{name}-addon", planned, BEFORE_NODES, on_cluster)
+        before = addons(
+            f"{name}-addon",
+            planned,
+            BEFORE_NODES,
+            on_cluster,
+            vpc_cni_configuration=create.aws.vpc_cni_configuration,
+        )
         system = EksSystemNodeGroup(
             f"{name}-system",
             in_vpc,
