@@ -11,6 +11,7 @@ from gpu_platform.config.cluster_create import (
     PRIVATE_ENDPOINT_RULES,
     STANDARD_INSTANCE_TYPE,
     SYSTEM_NODE_GROUP,
+    VPC_CNI_NETWORK_POLICY,
     ClusterCreate,
     EksClusterCreate,
     GkeClusterCreate,
@@ -208,6 +209,13 @@ def _eks_problems(config: StackConfig, aws: EksClusterCreate) -> Iterator[Config
             key_path(*base, "subnetIds"),
             aws.subnet_ids,
             "no value beside aws.vpc: the cluster goes into a new VPC or into existing subnets",
+        )
+    if VPC_CNI_NETWORK_POLICY in aws.vpc_cni_configuration:
+        yield ConfigProblem(
+            key_path(*base, "vpcCniConfiguration", VPC_CNI_NETWORK_POLICY),
+            aws.vpc_cni_configuration[VPC_CNI_NETWORK_POLICY],
+            'no value: the platform sets it to "true", so that the NetworkPolicies keeping'
+            " tenants from Prometheus and Alertmanager are enforced",
         )
     new_vpc = aws.subnet_ids == []
     if new_vpc and config.cluster.node_subnet_ids:
