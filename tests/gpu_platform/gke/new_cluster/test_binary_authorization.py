@@ -18,7 +18,7 @@ import pytest
 
 from gpu_platform.cli.offline import Plan, PlannedResource
 
-from ..plans import problems_of
+from ..plans import on_ubuntu, problems_of
 from .plans import cluster, with_gcp
 
 Config = dict[str, Any]
@@ -79,10 +79,15 @@ def test_every_image_the_platform_deploys_is_admitted(gke_new_plan: Plan) -> Non
     assert sorted(i for i in deployed if not admitted(i, patterns)) == []
 
 
+def enforcing(config: Config) -> Config:
+    """The config enforcing its policy, on Ubuntu nodes (enforce is refused on COS)."""
+    return with_gcp(on_ubuntu(config), binaryAuthorization="enforce")
+
+
 def test_enforce_refuses_what_audit_logs(
     gke_new_config: Config, plan_for: Callable[[Config], Plan]
 ) -> None:
-    plan = plan_for(with_gcp(gke_new_config, binaryAuthorization="enforce"))
+    plan = plan_for(enforcing(gke_new_config))
 
     assert policy(plan).inputs["defaultAdmissionRule"] == {
         "evaluationMode": "ALWAYS_DENY",
@@ -134,8 +139,22 @@ def test_the_project_owners_policy_or_none_and_the_platform_writes_none(
             "binaryAuthorizationAllowedImages",
             "no value with binaryAuthorization project",
         ),
+        # GKE's COS driver installer runs `image: cos-nvidia-installer:fixed`, no registry
+        # (GoogleCloudPlatform/container-engine-accelerators, nvidia-driver-installer/cos/
+        # daemonset-preloaded.yaml): no `registry/path/image` pattern admits it.
+        (
+            {"binaryAuthorization": "enforce"},
+            "binaryAuthorization",
+            "the COS driver installer's image (cos-nvidia-installer:fixed) names no registry",
+        ),
     ],
-    ids=["a boolean", "no registry", "a wildcard mid-path", "with the project owner's policy"],
+    ids=[
+        "a boolean",
+        "no registry",
+        "a wildcard mid-path",
+        "with the project owner's policy",
+        "enforce on COS",
+    ],
 )
 def test_a_bad_binary_authorization_setting_is_refused_by_its_key(
     gke_new_config: Config,
