@@ -79,6 +79,37 @@ def test_every_image_the_platform_deploys_is_admitted(gke_new_plan: Plan) -> Non
     assert sorted(i for i in deployed if not admitted(i, patterns)) == []
 
 
+# Images of the Prometheus stack's pods, as kube-prometheus-stack 88.5.3's values.yaml names them
+# (prometheus-community/helm-charts, charts/kube-prometheus-stack/values.yaml at
+# kube-prometheus-stack-88.5.3; the stored copy stops there, the pin is 93.4.1): the admission
+# webhook's certificate job (`prometheusOperator.admissionWebhooks.patch.image`, moved from
+# registry.k8s.io to ghcr.io by helm-charts #6406), the operator, its config reloader,
+# Prometheus and Alertmanager; kube-state-metrics 8.4.0's and prometheus-node-exporter
+# 4.56.1's `image`; Grafana 12.11.1's and its sidecar's (grafana-community/helm-charts
+# charts/grafana/values.yaml at grafana-12.11.1).
+PROMETHEUS_STACK_IMAGES = [
+    "ghcr.io/jkroepke/kube-webhook-certgen",
+    "quay.io/prometheus-operator/prometheus-operator",
+    "quay.io/prometheus-operator/prometheus-config-reloader",
+    "quay.io/prometheus/prometheus",
+    "quay.io/prometheus/alertmanager",
+    "registry.k8s.io/kube-state-metrics/kube-state-metrics",
+    "quay.io/prometheus/node-exporter",
+    "docker.io/grafana/grafana",
+    "quay.io/kiwigrid/k8s-sidecar",
+]
+
+
+def test_every_image_of_the_prometheus_stack_is_admitted(gke_new_plan: Plan) -> None:
+    patterns = [p["namePattern"] for p in policy(gke_new_plan).inputs["admissionWhitelistPatterns"]]
+
+    # The charts join `registry/repository:tag` (or `@sha256:...` with `sha`): any tag.
+    assert [i for i in PROMETHEUS_STACK_IMAGES if not admitted(f"{i}:1.8.7", patterns)] == []
+    # Each repository exactly, not its whole registry.
+    assert not admitted("ghcr.io/someone/miner:1", patterns)
+    assert not admitted("quay.io/prometheus/other:1", patterns)
+
+
 def enforcing(config: Config) -> Config:
     """The config enforcing its policy, on Ubuntu nodes (enforce is refused on COS)."""
     return with_gcp(on_ubuntu(config), binaryAuthorization="enforce")
