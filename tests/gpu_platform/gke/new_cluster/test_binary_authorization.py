@@ -16,13 +16,18 @@ from typing import Any
 
 import pytest
 
+from gpu_platform.cli.analyzer import PolicyPack
 from gpu_platform.cli.offline import Plan, PlannedResource
+from tests.official_models import official_model_problems
+from tests.test_configuration_sweep import pack_problems
 
 from ..plans import on_ubuntu, problems_of
 from .plans import cluster, with_gcp
 
 Config = dict[str, Any]
 POLICY = "gcp:binaryauthorization/policy:Policy"
+VALIDATING_POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+VALIDATING_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 
 
 def policy(plan: Plan) -> PlannedResource:
@@ -115,8 +120,8 @@ def enforcing(config: Config) -> Config:
     return with_gcp(on_ubuntu(config), binaryAuthorization="enforce")
 
 
-def test_enforce_refuses_what_audit_logs(
-    gke_new_config: Config, plan_for: Callable[[Config], Plan]
+def test_enforce_refuses_what_audit_logs_and_break_glass(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan], policy_pack: PolicyPack
 ) -> None:
     plan = plan_for(enforcing(gke_new_config))
 
@@ -124,6 +129,40 @@ def test_enforce_refuses_what_audit_logs(
         "evaluationMode": "ALWAYS_DENY",
         "enforcementMode": "ENFORCED_BLOCK_AND_AUDIT_LOG",
     }
+    # Binary Authorization admits a pod annotated `alpha.image-policy.k8s.io/break-glass`
+    # whatever its images (Google's "Using breakglass", binaryauthorization.v1
+    # `DRYRUN_AUDIT_LOG_ONLY`: "as if the admission request had specified break-glass"): refused
+    # on every pod outside kube-system.
+    (refusal,) = plan.of_type(VALIDATING_POLICY)
+    (binding,) = plan.of_type(VALIDATING_BINDING)
+    spec = refusal.inputs["spec"]
+    assert spec["failurePolicy"] == "Fail"
+    assert spec["matchConstraints"]["resourceRules"] == [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["pods"],
+        }
+    ]
+    assert [v["expression"] for v in spec["validations"]] == [
+        "!has(object.metadata.annotations) || "
+        "!('alpha.image-policy.k8s.io/break-glass' in object.metadata.annotations)"
+    ]
+    assert binding.inputs["spec"]["policyName"] == refusal.inputs["metadata"]["name"]
+    assert binding.inputs["spec"]["validationActions"] == ["Deny"]
+    assert binding.inputs["spec"]["matchResources"]["namespaceSelector"] == {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}
+        ]
+    }
+    assert pack_problems(policy_pack)(plan, gke_new_config) == []
+    assert official_model_problems(plan, "1.33") == []
+
+
+def test_audit_leaves_break_glass_to_the_policy(gke_new_plan: Plan) -> None:
+    # In dry run every pod starts anyway: nothing to refuse.
+    assert gke_new_plan.of_type(VALIDATING_POLICY) == []
 
 
 def test_further_images_are_admitted_by_their_key(
