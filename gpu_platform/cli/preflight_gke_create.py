@@ -62,7 +62,10 @@ def creation_findings(config: StackConfig, apis: CreationApis) -> list[Finding]:
     region = zone_region(spec.location) or spec.location
     findings = [_existing_finding(config, apis)]
     existing = apis.cluster(spec.location, spec.name)
-    if existing is not None and create.gcp.private_endpoint_enforcement:
+    # A public endpoint's deployer comes in through it, from endpoint.publicCidrs, which the
+    # update keeps: only a deployer of the private endpoint can be shut out.
+    private = create.endpoint.access == "private"
+    if existing is not None and private and create.gcp.private_endpoint_enforcement:
         findings += _enforcement_findings(spec.name, create, existing)
     services = list(REQUIRED_SERVICES)
     if create.gcp.secrets_kms_key_name is None:

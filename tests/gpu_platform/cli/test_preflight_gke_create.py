@@ -316,19 +316,27 @@ def test_turning_private_endpoint_enforcement_on_for_an_existing_cluster_is_a_wa
 
 
 @pytest.mark.parametrize(
-    ("authorized", "gcp"),
+    ("authorized", "create"),
     [
         ({**UNENFORCED, "privateEndpointEnforcementEnabled": True}, {}),
-        (UNENFORCED, {"privateEndpointEnforcement": False}),
-        (UNENFORCED, {"dnsEndpoint": True}),
+        (UNENFORCED, {"gcp": {"privateEndpointEnforcement": False}}),
+        (UNENFORCED, {"gcp": {"dnsEndpoint": True}}),
+        # The deployer reaches a public endpoint from endpoint.publicCidrs, which the update
+        # keeps authorized (container.v1 `MasterAuthorizedNetworksConfig`).
+        (UNENFORCED, {"endpoint": {"access": "public", "publicCidrs": ["203.0.113.0/24"]}}),
     ],
-    ids=["already enforced", "kept open by its key", "reached through its DNS endpoint"],
+    ids=[
+        "already enforced",
+        "kept open by its key",
+        "reached through its DNS endpoint",
+        "reached through its public endpoint",
+    ],
 )
 def test_no_enforcement_warning_where_the_next_up_keeps_its_way_in(
-    project: Project, authorized: dict[str, Any], gcp: dict[str, Any]
+    project: Project, authorized: dict[str, Any], create: dict[str, Any]
 ) -> None:
     project.google.cluster(status="RUNNING", masterAuthorizedNetworksConfig=authorized)
 
-    found = project.findings(lambda c: creating(c, gcp=gcp))
+    found = project.findings(lambda c: creating(c, **create))
 
     assert [f for f in found if "private endpoint admits" in f.message] == []
