@@ -240,7 +240,14 @@ class GoogleApis:
     def _service_account_policy(self, email: str) -> dict[str, Any]:
         path = ("projects", self.project, "serviceAccounts", email)
         query = {"options.requestedPolicyVersion": str(IAM_POLICY_VERSION)}
-        return self._read_policy(IAM_API, path, SERVICE_ACCOUNT_POLICY_PERMISSION, query, None)
+        try:
+            return self._read_policy(IAM_API, path, SERVICE_ACCOUNT_POLICY_PERMISSION, query, None)
+        except GoogleApiError as error:
+            # Deleted between the list and this read: an account that no longer exists
+            # trusts no one.
+            if error.status != 404:
+                raise
+            return {}
 
     def project_policy(self) -> dict[str, Any]:
         """`cloudresourcemanager.projects.getIamPolicy`: the project's role bindings."""
