@@ -113,11 +113,14 @@ def test_a_fleets_pool_is_the_one_checked_and_its_other_clusters_unseen(
     fleet_ksa = f"serviceAccount:{fleet_pool}[payments/api]"
 
     google.identities(
-        accounts={PAYMENTS: [{"role": "roles/iam.workloadIdentityUser", "members": [fleet_ksa]}]}
+        clusters=[("ml-dev", "us-central1"), ("web", "europe-west1")],
+        accounts={PAYMENTS: [{"role": "roles/iam.workloadIdentityUser", "members": [fleet_ksa]}]},
     )
 
-    _, fleet, trust = of_project(findings(google))
+    other, fleet, trust = of_project(findings(google))
 
+    # The pool the project's other clusters share with this one is the one it uses.
+    assert f"shares the Workload Identity pool {fleet_pool}, so" in other.message
     assert fleet.severity == "warning"
     assert fleet.message.startswith(
         f"The cluster's Workload Identity pool is {fleet_pool}, its fleet host project's:"
