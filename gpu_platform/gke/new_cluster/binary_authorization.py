@@ -18,6 +18,7 @@ import pulumi
 from pulumi_gcp import binaryauthorization
 
 from gpu_platform.config import GkeClusterCreate
+from gpu_platform.gke.policy_owner import POLICY_DESCRIPTION
 from gpu_platform.kubernetes.chart_images import prometheus_stack_images
 
 EVALUATION_MODES = {
@@ -72,8 +73,7 @@ def binary_authorization_policy(
     return binaryauthorization.Policy(
         f"{name}-binary-authorization",
         project=project,
-        description="Written by gpu-platform: the platform's images, and those allowed by"
-        " cluster.create.gcp.binaryAuthorizationAllowedImages.",
+        description=POLICY_DESCRIPTION,
         # Google's own system images (GKE's add-ons) are admitted by Google's global policy.
         global_policy_evaluation_mode="ENABLE",
         admission_whitelist_patterns=[
