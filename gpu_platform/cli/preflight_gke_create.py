@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from gpu_platform.cli.created_endpoint import endpoint_finding
 from gpu_platform.cli.findings import Finding
 from gpu_platform.config import ClusterCreate, StackConfig, key_path
+from gpu_platform.gke.authorized_networks import authorized_after_update
 from gpu_platform.gke.locations import zone_region
 from gpu_platform.gke.policy_owner import policy_owner
 
@@ -122,7 +123,7 @@ def _enforcement_findings(
     authorized = cluster.get("masterAuthorizedNetworksConfig", {})
     if authorized.get("privateEndpointEnforcementEnabled") or create.gcp.dns_endpoint:
         return []
-    allowed = [b.get("cidrBlock", "") for b in authorized.get("cidrBlocks", [])]
+    allowed = authorized_after_update(create, authorized)
     networks, dns, enforcement = (
         key_path("cluster", "create", "gcp", key)
         for key in ("authorizedNetworks", "dnsEndpoint", "privateEndpointEnforcement")

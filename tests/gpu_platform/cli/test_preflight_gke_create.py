@@ -309,7 +309,13 @@ def test_a_machine_types_vcpus_come_from_its_name(machine_type: str, expected: A
     assert machine_cpus(machine_type) == expected
 
 
-UNENFORCED = {"enabled": True, "cidrBlocks": [{"cidrBlock": "10.0.0.0/20"}]}
+UNENFORCED = {
+    "enabled": True,
+    "cidrBlocks": [
+        {"cidrBlock": "10.0.0.0/20", "displayName": "cluster nodes"},
+        {"cidrBlock": "198.51.100.0/24", "displayName": "a VPN since removed from the stack"},
+    ],
+}
 """A cluster created before the platform held its private endpoint to the authorized networks:
 container.v1 `MasterAuthorizedNetworksConfig` without `privateEndpointEnforcementEnabled`."""
 
@@ -318,14 +324,20 @@ def test_turning_private_endpoint_enforcement_on_for_an_existing_cluster_is_a_wa
     project: Project,
 ) -> None:
     project.google.cluster(status="RUNNING", masterAuthorizedNetworksConfig=UNENFORCED)
+    vpn = {"cidr": "192.0.2.0/24", "displayName": "vpn"}
 
-    (enforcement,) = [f for f in project.findings() if "private endpoint admits" in f.message]
+    found = project.findings(lambda c: creating(c, gcp={"authorizedNetworks": [vpn]}))
+
+    # The ranges the update leaves: the nodes' subnet and the configured ones, not the live
+    # list's others, which the update removes.
+    (enforcement,) = [f for f in found if "private endpoint admits" in f.message]
 
     assert enforcement == Finding(
         "warning",
         "cluster ml-dev",
         "Its private endpoint admits any address of its network and of networks connected to"
-        " it; the next `pulumi up` holds it to the authorized networks (10.0.0.0/20), and a"
+        " it; the next `pulumi up` holds it to the authorized networks (10.0.0.0/20,"
+        " 192.0.2.0/24), and a"
         " deployer outside them loses the API half-way through that update.",
         "Run `pulumi up` from within them, or list the deployer's range in"
         " gpu-platform:cluster.create.gcp.authorizedNetworks, or reach the cluster through"
