@@ -115,6 +115,23 @@ def test_every_image_of_the_prometheus_stack_is_admitted(gke_new_plan: Plan) -> 
     assert not admitted("quay.io/prometheus/other:1", patterns)
 
 
+def test_the_cos_driver_installers_registry_images_are_admitted(gke_new_plan: Plan) -> None:
+    # GoogleCloudPlatform/container-engine-accelerators nvidia-driver-installer/cos/
+    # daemonset-preloaded.yaml: its partition-gpus init container (068b15a9, the stored copy)
+    # and, at the pinned f2cf4197, its pause container moved to gke.gcr.io/pause:3.8
+    # (gpu_platform/versions.py). Its installer, `cos-nvidia-installer:fixed`, names no registry:
+    # no pattern admits it, which is why enforce is refused on COS.
+    patterns = [p["namePattern"] for p in policy(gke_new_plan).inputs["admissionWhitelistPatterns"]]
+    partition = (
+        "gcr.io/gke-release/nvidia-partition-gpu@sha256:"
+        "c54fd003948fac687c2a93a55ea6e4d47ffbd641278a9191e75e822fe72471c2"
+    )
+
+    assert admitted(partition, patterns)
+    assert admitted("gke.gcr.io/pause:3.8", patterns)
+    assert not admitted("cos-nvidia-installer:fixed", patterns)
+
+
 def enforcing(config: Config) -> Config:
     """The config enforcing its policy, on Ubuntu nodes (enforce is refused on COS)."""
     return with_gcp(on_ubuntu(config), binaryAuthorization="enforce")
@@ -184,6 +201,9 @@ def test_the_project_owners_policy_or_none_and_the_platform_writes_none(
     gke_new_config: Config, plan_for: Callable[[Config], Plan], mode: str, evaluation: str
 ) -> None:
     # container.v1 `BinaryAuthorization.evaluationMode`: DISABLED, "Disable BinaryAuthorization".
+    # No Policy resource: a stack switched to them from audit or enforce deletes the one it
+    # wrote, which resets the project's policy to Binary Authorization's default
+    # (docs/create-cluster-gke.md says so before the switch).
     plan = plan_for(with_gcp(gke_new_config, binaryAuthorization=mode))
 
     assert cluster(plan).inputs["binaryAuthorization"] == {"evaluationMode": evaluation}
