@@ -22,11 +22,11 @@ from tests.official_models import official_model_problems
 from tests.test_configuration_sweep import pack_problems
 
 from ..plans import on_ubuntu, problems_of
+from .hardening_invariants import VALIDATING_POLICY
 from .plans import cluster, with_gcp
 
 Config = dict[str, Any]
 POLICY = "gcp:binaryauthorization/policy:Policy"
-VALIDATING_POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 VALIDATING_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 
 
