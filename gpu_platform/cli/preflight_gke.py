@@ -75,6 +75,7 @@ SERVICE_USAGE_API = "https://serviceusage.googleapis.com/v1/"
 IAM_API = "https://iam.googleapis.com/v1/"
 RESOURCE_MANAGER_API = "https://cloudresourcemanager.googleapis.com/v1/"
 CLOUD_QUOTAS_API = "https://cloudquotas.googleapis.com/v1/"
+BINARY_AUTHORIZATION_API = "https://binaryauthorization.googleapis.com/v1/"
 
 API_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 """The OAuth scope the check asks its credentials for: the one `gcloud auth application-default
@@ -113,6 +114,10 @@ _VIEWER_ROLES = "roles/container.clusterViewer, roles/compute.viewer and roles/i
 SERVICE_PERMISSION = "serviceusage.services.get"
 """What `serviceusage.services.get` asks of the caller: only a stack that creates its cluster
 checks its project's APIs (roles/serviceusage.serviceUsageViewer grants it)."""
+BINARY_AUTHORIZATION_POLICY_PERMISSION = "binaryauthorization.policy.get"
+"""What `binaryauthorization.projects.getPolicy` asks of the caller: only a stack that creates
+its cluster and writes the project's policy reads it (roles/binaryauthorization.policyViewer
+grants it)."""
 
 # `Reservation.status` (compute.v1.json): READY is "ready for use"; a reservation CREATING
 # ("resources are being allocated") or UPDATING is on its way there, one DELETING or INVALID
@@ -211,6 +216,12 @@ class GoogleApis:
             self._get(COMPUTE_API, ("projects", self.project), PROJECT_PERMISSION).get("quotas", [])
         )
 
+    def binary_authorization_policy(self) -> dict[str, Any]:
+        """`binaryauthorization.projects.getPolicy`: the project's policy (`Policy`), Binary
+        Authorization's default where no one wrote one."""
+        path = ("projects", self.project, "policy")
+        return self._get(BINARY_AUTHORIZATION_API, path, BINARY_AUTHORIZATION_POLICY_PERMISSION)
+
     def clusters(self) -> dict[str, Any]:
         """`container.projects.locations.clusters.list` over every location (`-`): the
         `ListClustersResponse`, whose `missingZones` are the zones that did not answer."""
@@ -244,7 +255,14 @@ class GoogleApis:
     def _service_account_policy(self, email: str) -> dict[str, Any]:
         path = ("projects", self.project, "serviceAccounts", email)
         query = {"options.requestedPolicyVersion": str(IAM_POLICY_VERSION)}
-        return self._read_policy(IAM_API, path, SERVICE_ACCOUNT_POLICY_PERMISSION, query, None)
+        try:
+            return self._read_policy(IAM_API, path, SERVICE_ACCOUNT_POLICY_PERMISSION, query, None)
+        except GoogleApiError as error:
+            # Deleted between the list and this read: an account that no longer exists
+            # trusts no one.
+            if error.status != 404:
+                raise
+            return {}
 
     def project_policy(self) -> dict[str, Any]:
         """`cloudresourcemanager.projects.getIamPolicy`: the project's role bindings."""
@@ -994,6 +1012,14 @@ def why_it_cannot_check(
         if error.permission == SERVICE_PERMISSION:
             needs += f" and, as the stack creates its cluster, {SERVICE_PERMISSION}"
             roles += " and roles/serviceusage.serviceUsageViewer"
+        if error.permission == BINARY_AUTHORIZATION_POLICY_PERMISSION:
+            needs += (
+                ", and, as the stack writes the project's Binary Authorization policy,"
+                f" {SERVICE_PERMISSION} and {BINARY_AUTHORIZATION_POLICY_PERMISSION}"
+            )
+            roles += (
+                ", roles/serviceusage.serviceUsageViewer and roles/binaryauthorization.policyViewer"
+            )
         return (
             f"Google Cloud refused {error.permission} on {error.resource} ({answer}). The check"
             f" needs, read-only: {needs} ({roles} grant them)."

@@ -381,8 +381,10 @@ class GkeClusterCreate(Model):
     project's policy, whose default rule denies every image but the platform's own and
     `binaryAuthorizationAllowedImages`, in dry run (`DRYRUN_AUDIT_LOG_ONLY`: the pod starts,
     Cloud Logging records it); `enforce`: the same policy refusing such pods
-    (`ENFORCED_BLOCK_AND_AUDIT_LOG`); `project`: GKE evaluates the policy the project's owner
-    writes, which admits every image until written; `off`: no check. The policy is one per
+    (`ENFORCED_BLOCK_AND_AUDIT_LOG`), only with `nodeImage: ubuntu` (COS's driver installer
+    runs an image that names no registry, which no allowlist pattern admits); `project`: GKE
+    evaluates the policy the project's owner writes, which admits every image until written;
+    `off`: no check. The policy is one per
     project, for every cluster in it: `audit` and `enforce` replace it, for a project of the
     platform's own (docs/create-cluster-gke.md). Needs the Binary Authorization API
     (`binaryauthorization.googleapis.com`) enabled in the project, unless `off`."""

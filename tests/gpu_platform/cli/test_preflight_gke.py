@@ -193,7 +193,14 @@ def quota_list(held: Mapping[str, tuple[int, int]]) -> list[Json]:
     return [{"metric": m, "limit": limit, "usage": usage} for m, (limit, usage) in held.items()]
 
 
-APIS = ("container.v1", "compute.v1", "serviceusage.v1", "iam.v1", "cloudresourcemanager.v1")
+APIS = (
+    "container.v1",
+    "compute.v1",
+    "serviceusage.v1",
+    "iam.v1",
+    "cloudresourcemanager.v1",
+    "binaryauthorization.v1",
+)
 """The APIs the check calls, by their discovery documents."""
 
 
