@@ -8,7 +8,8 @@ add-on's configuration values; a CNI installed some other way, or another networ
 enforces them, cannot be read from AWS, which is a warning. So is a refused read: the EKS preview
 role's policy (docs/iam/eks-preview-policy.json, the deploy policies' reads) allows
 `eks:DescribeAddon` on the node monitoring agent's add-on only, which is all the deploy role
-manages, and the rest of the check still runs under it.
+manages, and the rest of the check still runs under it; the pre-flight policy
+(docs/iam/eks-preflight-policy.json) allows the read.
 
 For EFA pools whose nodes get EFA-only interfaces, the CNI must be one that ignores them.
 
