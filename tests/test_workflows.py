@@ -721,6 +721,22 @@ def test_only_the_preview_may_comment_on_the_pull_request() -> None:
     assert writers == {("pull-request.yml", "preview"), ("lock-refresh.yml", "refresh")}
 
 
+def test_the_tests_run_with_promtool_and_the_registry_required() -> None:
+    # The alert rule tests and the image resolver's tests skip where promtool or
+    # docker-registry is missing (tests/oci_registry.py): GitHub's runners install both, and
+    # the variables make a missing one fail the run rather than skip its tests.
+    job = workflow("checks.yml")["jobs"]["tests"]
+    install = next(step["run"] for step in job["steps"] if "apt-get install" in step.get("run", ""))
+    run = next(step for step in job["steps"] if step.get("run") == "./uvw run --locked pytest")
+
+    assert {"prometheus", "docker-registry"} <= set(install.split())
+    assert "sudo systemctl disable --now docker-registry || true" in install
+    assert run["env"] == {
+        "GPU_PLATFORM_REQUIRE_PROMTOOL": "1",
+        "GPU_PLATFORM_REQUIRE_REGISTRY": "1",
+    }
+
+
 def test_the_lock_is_refreshed_every_day_as_a_pull_request_of_the_lock_alone() -> None:
     document = workflow("lock-refresh.yml")
     steps = document["jobs"]["refresh"]["steps"]
