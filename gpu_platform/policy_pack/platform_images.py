@@ -6,11 +6,12 @@ type among their parents, as `helm.is_platform_release` tells them): the contain
 containers of their pods and pod templates (Pod, Deployment, DaemonSet, StatefulSet,
 ReplicaSet, Job, CronJob: the smoke tests, the canary gates, the idle GPU pod reaper, the MIG
 startup taint remover, the GKE DCGM exporter), and the image references their Helm releases'
-values name: an image map (`image: {repository, tag, digest}`, as the cluster autoscaler's and
-Karpenter's charts take it) and an operand's image string (`image: "<repository>:<tag>@..."`,
-as the GPU Operator's chart takes it). A chart's default images, which the values leave to the
-chart, are out of the pack's sight: the lock's image list (`gpu_platform/platform_images.py`)
-names them. A stack's own workloads are `gpu-pods-pinned-images`' to judge.
+values name: an image map (`image: {repository, tag, digest}`, as the cluster autoscaler's,
+Karpenter's, node-feature-discovery's and the EFA device plugin's charts take it), an operand's
+image string (`image: "<repository>:<tag>@..."`, as the GPU Operator's chart takes it) and a
+`{repository, image, version}` triple (the GPU Operator's own images). A chart's default
+images, which the values leave to the chart, are out of the pack's sight: the lock's image list
+(`gpu_platform/platform_images.py`) names them. A stack's own workloads are `gpu-pods-pinned-images`' to judge.
 """
 
 from collections.abc import Iterator, Mapping
@@ -74,6 +75,12 @@ def _value_images(values: Any, path: tuple[str | int, ...]) -> Iterator[tuple[st
         elif isinstance(image, str) and "/" in image and not values.get("repository"):
             # The GPU Operator's `{repository: "", image: <whole reference>, version: ""}`.
             yield field_path(*path, "image"), image
+        elif isinstance(image, str) and isinstance(values.get("repository"), str):
+            # The GPU Operator's `{repository, image, version}`, rendered
+            # `repository/image:version` (deployments/gpu-operator/templates/_helpers.tpl at
+            # v26.7.0), where `version` may be `tag@sha256:...`.
+            reference = f"{values['repository']}/{image}:{values.get('version') or ''}"
+            yield field_path(*path, "version"), reference
         for key, value in values.items():
             if key != "image":
                 yield from _value_images(value, (*path, key))

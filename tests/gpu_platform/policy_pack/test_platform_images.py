@@ -42,8 +42,11 @@ def autoscaler(tag: str) -> Any:
     )
 
 
-def operator(toolkit: str) -> Any:
-    values = {"toolkit": {"repository": "", "image": toolkit, "version": ""}}
+def operator(toolkit: str, version: str = f"v26.7.0@{DIGEST}") -> Any:
+    values = {
+        "toolkit": {"repository": "", "image": toolkit, "version": ""},
+        "operator": {"repository": "nvcr.io/nvidia", "image": "gpu-operator", "version": version},
+    }
     return resource(
         RELEASE,
         "gpu-operator",
@@ -106,6 +109,21 @@ def test_helm_values_name_images_by_digest_in_an_operands_image(analyze: Analyze
     assert messages(analyze(operator(f"{toolkit}@{DIGEST}")), POLICY) == []
     (message,) = messages(analyze(operator(toolkit)), POLICY)
     assert message.startswith(f'values.toolkit.image: the platform\'s image "{toolkit}" has no')
+
+
+def test_helm_values_name_images_by_digest_in_a_repository_image_version_triple(
+    analyze: Analyze,
+) -> None:
+    # The GPU Operator chart renders `repository/image:version` (deployments/gpu-operator/
+    # templates/_helpers.tpl at v26.7.0): the digest goes after the tag in `version`.
+    toolkit = f"nvcr.io/nvidia/k8s/container-toolkit:v1.20.0@{DIGEST}"
+
+    assert messages(analyze(operator(toolkit)), POLICY) == []
+    (message,) = messages(analyze(operator(toolkit, version="v26.7.0")), POLICY)
+    assert message.startswith(
+        'values.operator.version: the platform\'s image "nvcr.io/nvidia/gpu-operator:v26.7.0"'
+        " has no digest."
+    )
 
 
 def test_the_rule_is_advisory_unless_a_stacks_config_makes_it_mandatory(analyze: Analyze) -> None:
