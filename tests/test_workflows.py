@@ -749,6 +749,18 @@ def test_the_lock_is_refreshed_every_day_as_a_pull_request_of_the_lock_alone() -
     assert steps[-1]["if"] == "steps.lock.outputs.status != '0'"
 
 
+def test_the_lock_refresh_reads_ecr_with_an_optional_aws_role() -> None:
+    # EKS's EFA device plugin image is in Amazon ECR, which answers AWS credentials only
+    # (gpu_platform/lock/ecr.py): without the role the refresh warns, with it reads the digest.
+    steps = workflow("lock-refresh.yml")["jobs"]["refresh"]["steps"]
+    names = [s.get("id") or s.get("uses", "").split("@")[0] for s in steps]
+    (aws,) = [s for s in steps if "configure-aws-credentials" in s.get("uses", "")]
+
+    assert aws["if"] == "vars.LOCK_REFRESH_AWS_ROLE_ARN != ''"
+    assert aws["with"]["role-to-assume"] == "${{ vars.LOCK_REFRESH_AWS_ROLE_ARN }}"
+    assert names.index("aws-actions/configure-aws-credentials") < names.index("lock")
+
+
 def test_the_preview_runs_only_for_branches_of_this_repository() -> None:
     preview = workflow("pull-request.yml")["jobs"]["preview"]
 
