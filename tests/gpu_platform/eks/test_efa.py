@@ -15,6 +15,7 @@ from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.config import ConfigError
 from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.lock.lockfile import IMAGES, Lock, entry
+from gpu_platform.platform_images import EFA_DEVICE_PLUGIN_IMAGE
 from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART
 from tests.repository import PROJECT
 
@@ -187,10 +188,7 @@ def test_the_efa_device_plugin_runs_on_the_efa_pools_only_tolerating_the_gpu_tai
     assert plugin.inputs["values"] == {
         # values.yaml's own image, set whole so that the policy pack sees it (by tag here: the
         # tests' lock holds no digest).
-        "image": {
-            "repository": "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin",
-            "tag": "v0.5.20",
-        },
+        "image": {"repository": EFA_DEVICE_PLUGIN_IMAGE.repository, "tag": "v0.5.20"},
         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         "nodeSelector": {"gpu-platform.io/efa": "true"},
         "updateStrategy": {"rollingUpdate": {"maxUnavailable": "25%"}},
@@ -252,6 +250,7 @@ def test_the_efa_device_plugin_runs_by_the_locks_digest(
     dev_config: Config, plan_for: PlanFor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     digest = "sha256:" + "e7" * 32
+    # stable/aws-efa-k8s-device-plugin/values.yaml at chart v0.5.30, `image.repository`.
     image = "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin"
     lock = Lock(path=tmp_path / "gpu-platform.lock")
     lock.with_entries(IMAGES, {f"{image}:v0.5.20": entry(digest, "https://ecr.example")}).save()
@@ -263,6 +262,7 @@ def test_the_efa_device_plugin_runs_by_the_locks_digest(
     # and templates/daemonset.yaml renders the image as `<image.repository>:<image.tag>`, so the
     # digest follows the tag.
     assert plugin.inputs["values"]["image"] == {"repository": image, "tag": f"v0.5.20@{digest}"}
+    assert EFA_DEVICE_PLUGIN_IMAGE.repository == image
 
 
 def test_a_stack_without_efa_pools_installs_no_efa_device_plugin(dev_plan: Plan) -> None:

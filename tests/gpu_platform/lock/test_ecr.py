@@ -2,12 +2,9 @@
 ECR token where AWS credentials are at hand, left as they were with a warning where not."""
 
 import base64
-import threading
+import http.server
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -21,6 +18,7 @@ from gpu_platform.lock.lockfile import IMAGES, Lock, entry, load
 from gpu_platform.lock.registry import ImageNotResolved, RegistryClient
 from gpu_platform.lock.sources import Response, Sources
 from gpu_platform.platform_images import EFA_DEVICE_PLUGIN_IMAGE
+from tests.oci_registry import Answer, stand_in
 
 DIGEST = "sha256:" + "4d" * 32
 BASIC = base64.b64encode(b"AWS:a-password").decode()
@@ -30,33 +28,13 @@ CHALLENGE = 'Basic realm="https://602401143452.dkr.ecr.us-west-2.amazonaws.com/"
 EFA = f"{EFA_DEVICE_PLUGIN_IMAGE.repository}:{EFA_DEVICE_PLUGIN_IMAGE.tag}"
 
 
-class _BasicRegistry(BaseHTTPRequestHandler):
-    """A stand-in for an ECR registry: a manifest's digest to a call with its Basic
-    credentials, 401 with ECR's challenge to any other."""
-
-    def do_HEAD(self) -> None:
-        if self.headers.get("Authorization") == f"Basic {BASIC}":
-            self.send_response(200)
-            self.send_header("Docker-Content-Digest", DIGEST)
-            self.send_header("Content-Type", "application/vnd.oci.image.index.v1+json")
-        else:
-            self.send_response(401)
-            self.send_header("WWW-Authenticate", CHALLENGE)
-        self.end_headers()
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-@contextmanager
-def basic_registry() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _BasicRegistry)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+def ecr_stand_in(request: http.server.BaseHTTPRequestHandler) -> Answer:
+    """An ECR registry: a manifest's digest to a call with its Basic credentials, 401 with
+    ECR's challenge to any other."""
+    if request.headers.get("Authorization") == f"Basic {BASIC}":
+        index = "application/vnd.oci.image.index.v1+json"
+        return 200, {"Docker-Content-Digest": DIGEST, "Content-Type": index}, b""
+    return 401, {"WWW-Authenticate": CHALLENGE}, b""
 
 
 @pytest.fixture
@@ -69,7 +47,7 @@ def no_aws_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def test_a_registry_asking_for_basic_credentials_is_sent_those_given_for_its_host() -> None:
-    with basic_registry() as host:
+    with stand_in(ecr_stand_in) as host:
         client = RegistryClient(
             Sources(Deadline(20)), {host}, lambda asked: BASIC if asked == host else None
         )
@@ -82,7 +60,7 @@ def test_without_credentials_for_its_host_the_image_is_left_for_want_of_them() -
     def none_at_hand(host: str) -> str | None:
         raise NoCredentials("no AWS credentials")
 
-    with basic_registry() as host:
+    with stand_in(ecr_stand_in) as host:
         client = RegistryClient(Sources(Deadline(20)), {host}, none_at_hand)
         with pytest.raises(ImageNotResolved) as refused:
             client.resolve(f"{host}/eks/aws-efa-k8s-device-plugin", "v0.5.20")
