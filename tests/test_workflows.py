@@ -737,14 +737,21 @@ def test_the_tests_run_with_promtool_and_the_registry_required() -> None:
     }
 
 
-def test_the_lock_is_refreshed_every_day_as_a_pull_request_of_the_lock_alone() -> None:
+def test_the_lock_is_refreshed_every_day_as_a_pull_request_of_the_lock_and_awaited_images() -> None:
     document = workflow("lock-refresh.yml")
     steps = document["jobs"]["refresh"]["steps"]
     (propose,) = [s for s in steps if "create-pull-request" in s.get("uses", "")]
 
     assert document["on"]["schedule"] == [{"cron": "41 5 * * *"}]
     assert "gpu-platform lock" in next(s["run"] for s in steps if s.get("id") == "lock")
-    assert propose["with"]["add-paths"] == "gpu-platform.lock"
+    # An image the refresh locks by digest leaves the policy configs' awaitingDigests in the
+    # same pull request (gpu_platform/lock/awaiting.py), else the tests fail on it.
+    assert propose["with"]["add-paths"].split() == ["gpu-platform.lock", "policy-config/*.json"]
+    assert any(
+        s.get("run")
+        == "./uvw run --locked python -m gpu_platform.lock.awaiting policy-config/*.json"
+        for s in steps
+    )
     # The lock is proposed before the job fails on a fact it could not read.
     assert steps[-1]["if"] == "steps.lock.outputs.status != '0'"
 
