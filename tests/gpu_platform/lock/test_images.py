@@ -8,6 +8,7 @@ import pytest
 from gpu_platform.cloud import pools_as_declared
 from gpu_platform.config import ClusterAutoscalerSpec, load_stack_config
 from gpu_platform.eks.cluster_autoscaler import autoscaler_image
+from gpu_platform.kubernetes.canary_gate import CHECK_CONTAINER
 from gpu_platform.kubernetes.gke_dcgm_exporter import gke_exporter_pod_spec
 from gpu_platform.kubernetes.mig_startup_taint import remover_pod_spec
 from gpu_platform.kubernetes.operator_values import operator_values_for
@@ -19,6 +20,7 @@ from gpu_platform.versions import (
     MIG_STARTUP_TAINT_REMOVER_IMAGE,
     ContainerImage,
 )
+from tests.gpu_platform.kubernetes.test_canary_gate_order import ubuntu_config
 from tests.gpu_platform.kubernetes.test_chart_keys import stack
 
 DIGEST = "sha256:" + "5e" * 32
@@ -158,3 +160,18 @@ def test_the_operator_charts_own_images_run_by_tag_without_the_locks_digest() ->
         "version": "v26.7.0",
     }
     assert "manager" not in values.get("driver", {})
+
+
+def test_a_gke_ubuntu_canary_gates_driver_check_runs_by_the_locks_digest(
+    project_lock: Path, plan_for: Any
+) -> None:
+    plan = plan_for(ubuntu_config())
+    jobs = [r for r in plan.resources if r.type == "kubernetes:batch/v1:Job"]
+
+    checks = [
+        container["image"]
+        for job in jobs
+        for container in job.inputs["spec"]["template"]["spec"].get("initContainers", [])
+        if container["name"] == CHECK_CONTAINER
+    ]
+    assert checks and set(checks) == {f"{PYTHON}@{DIGEST}"}
