@@ -2,14 +2,16 @@
 node-feature-discovery subchart's) by the digest the lock holds for their tags.
 
 The chart renders each as `<repository>/<image>:<version>` (deployments/gpu-operator/templates/
-_helpers.tpl at v26.7.0), and the operator builds the driver manager's path the same way, with
-`@` only for a version that is a bare digest (internal/image/image.go, ImagePath):
+_helpers.tpl at v26.7.0, lines 71-87), and the operator builds the driver manager's path the
+same way, with `@` only for a version that is a bare digest (internal/image/image.go,
+ImagePath):
 `version: v26.7.0@sha256:...` names the tag and its digest. node-feature-discovery's chart
 (v0.19.0) renders `image.repository:image.tag`, its appVersion where the tag is empty, so
 `image.tag` takes `v0.19.0@sha256:...` alike. The whole reference is set, by tag where the lock
-has no digest yet, so that the policy pack's `platform-images-by-digest` sees each one; the
-driver manager's, where the operator runs one (GKE Ubuntu), reaches it as the operator's
-`DRIVER_MANAGER_IMAGE`.
+has no digest yet, so that the policy pack's `platform-images-by-digest` sees each one. The
+driver manager's reaches the operator as its `DRIVER_MANAGER_IMAGE` (templates/operator.yaml),
+which an NVIDIADriver without `spec.manager`, as the platform's are, runs
+(internal/state/driver.go, ImagePath's fallback to that variable).
 """
 
 from gpu_platform.config import Platform

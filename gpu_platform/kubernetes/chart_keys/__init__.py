@@ -28,8 +28,9 @@ def key_list_file(version: str, chart: str = GPU_OPERATOR_CHART.name) -> Path:
 # Keys a chart's templates read that its values.yaml only names in a comment, so that no key
 # list derived from it holds them: the GPU Operator's `operator.version` and
 # `validator.version` (deployments/gpu-operator/values.yaml at v26.7.0, `#version: ""`, "If
-# version is not specified, then default is to use chart.AppVersion"; templates/_helpers.tpl
-# renders each image as `repository/image:version`, `version | default .Chart.AppVersion`).
+# version is not specified, then default is to use chart.AppVersion"; templates/_helpers.tpl,
+# `gpu-operator.fullimage` and `validator.fullimage`, read `version | default
+# .Chart.AppVersion`).
 COMMENTED_KEYS: Mapping[tuple[str, str], frozenset[str]] = {
     (GPU_OPERATOR_CHART.name, "v26.7.0"): frozenset({"operator.version", "validator.version"}),
 }
