@@ -9,13 +9,15 @@ instead.
 """
 
 import hashlib
+import http.server
 import json
 import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,3 +189,35 @@ def silent_server() -> Iterator[str]:
         server.bind(("127.0.0.1", 0))
         server.listen(8)
         yield f"127.0.0.1:{server.getsockname()[1]}"
+
+
+Answer = tuple[int, dict[str, str], bytes]
+
+
+@contextmanager
+def stand_in(answer: Callable[[http.server.BaseHTTPRequestHandler], Answer]) -> Iterator[str]:
+    """A loopback HTTP server answering every request with `answer(request)`; its host."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def reply(self) -> None:
+            status, headers, body = answer(self)
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_GET = do_HEAD = reply
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -10,7 +10,8 @@ Exit codes: 0 the lock is written (or, with --check, up to date); 1 with --check
 change; 2 a bad project, stack or lock file; 4 a fact could not be read (no answer, a 404, a
 format the command does not read), each named, or the deadline passed; the lock is then
 written with what could be read, the entries of the others kept as they were (past the
-deadline, those of each kind of fact whose reading had not finished).
+deadline, those of each kind of fact whose reading had not finished). An image whose registry
+takes AWS credentials the run was not given is a warning, not a failure (docs/lock.md).
 """
 
 from collections.abc import Sequence
@@ -70,11 +71,11 @@ def run(
     for resolver, resolution in finished:
         after = updated(after, resolver, resolution, prune=not stacks)
     resolutions = [resolution for _, resolution in finished]
-    unresolved = [u for resolution in resolutions for u in resolution.unresolved]
-    for fact in unresolved:
-        errors.print(
-            f"could not read {fact.describe()}", markup=False, highlight=False, soft_wrap=True
-        )
+    unread = [u for resolution in resolutions for u in resolution.unresolved]
+    unresolved = [u for u in unread if u.blocking]
+    for fact in unread:
+        prefix = "could not read" if fact.blocking else "warning: left as it was,"
+        errors.print(f"{prefix} {fact.describe()}", markup=False, highlight=False, soft_wrap=True)
     if late is not None:
         errors.print(late, markup=False, highlight=False, soft_wrap=True)
     _write_or_report(before, after, check, complete=not unresolved and late is None)

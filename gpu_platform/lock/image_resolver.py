@@ -3,16 +3,20 @@ stacks deploy (gpu_platform/platform_images.py) but those whose upstream release
 digest already (the GPU Operator's operands, Karpenter's controller), read from each image's
 registry (gpu_platform/lock/registry.py)."""
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
+from gpu_platform.lock.ecr import EcrCredentials
 from gpu_platform.lock.lockfile import IMAGES, entry
-from gpu_platform.lock.registry import ImageNotResolved, RegistryClient
+from gpu_platform.lock.registry import Credentials, ImageNotResolved, RegistryClient
 from gpu_platform.lock.resolve import LockContext, Resolution, Resolver
 from gpu_platform.lock.sources import SourceError
 from gpu_platform.platform_images import PlatformImage, platform_images
 
 PLAIN_HTTP_REGISTRIES: Collection[str] = ()
 """Registries asked over HTTP: none but a test's registry on loopback."""
+CREDENTIALS: Callable[[], Credentials] = EcrCredentials
+"""What gives the credentials a registry asking for them takes: Amazon ECR's, from AWS
+credentials where boto3 finds some."""
 
 
 def images_to_lock(context: LockContext) -> dict[str, PlatformImage]:
@@ -27,12 +31,16 @@ def images_to_lock(context: LockContext) -> dict[str, PlatformImage]:
 
 def resolve(context: LockContext) -> Resolution:
     result = Resolution()
-    client = RegistryClient(context.sources, PLAIN_HTTP_REGISTRIES)
+    client = RegistryClient(context.sources, PLAIN_HTTP_REGISTRIES, CREDENTIALS())
     for key, image in sorted(images_to_lock(context).items()):
         try:
             found = client.resolve(image.repository, image.tag)
         except ImageNotResolved as error:
-            result.fail(IMAGES, key, f"{error.detail} ({image.deployed_by})")
+            reason = f"{error.detail} ({image.deployed_by})"
+            if error.problem == "credentials":
+                result.skip(IMAGES, key, reason)
+            else:
+                result.fail(IMAGES, key, reason)
         except SourceError as error:
             result.fail(IMAGES, key, str(error))
         else:

@@ -26,3 +26,10 @@ def locked(image: ContainerImage, lock: Lock | None = None) -> ContainerImage:
         return image
     digest = locked_digest(image.repository, image.tag, lock)
     return image if digest is None else replace(image, digest=digest)
+
+
+def pinned_version(image: ContainerImage) -> str:
+    """`<tag>@<digest>` where the lock holds the tag's digest, else the tag: the `tag` (or
+    `version`) value of a chart that renders `<repository>:<tag>`."""
+    found = locked(image)
+    return found.tag if found.digest is None else f"{found.tag}@{found.digest}"

@@ -11,8 +11,9 @@ index, the one digest every node of every architecture can pull by; a single-pla
 its manifest. A registry that wants a token answers 401 with `WWW-Authenticate: Bearer
 realm=...,service=...,scope=...` (Docker's "Token Authentication Specification"); an anonymous
 `GET` of that realm gives a pull token for public images (Docker Hub, registry.k8s.io,
-nvcr.io, public.ecr.aws alike). No credentials are ever sent: an image that needs them is
-reported, not resolved.
+nvcr.io, public.ecr.aws alike). A registry that answers `WWW-Authenticate: Basic` wants a user's
+credentials: only those `credentials` gives for its host are sent (an Amazon ECR registry's
+token, gpu_platform/lock/ecr.py); with none, the image is reported, not resolved.
 
 Calls go through the lock's `Sources`, with preflight's deadline rules: each one reported,
 throttling, server errors and no answer tried again, the whole bounded by `Deadline.run`.
@@ -22,10 +23,11 @@ import hashlib
 import json
 import re
 import urllib.parse
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Literal
 
+from gpu_platform.lock.ecr import CredentialsRefused, NoCredentials
 from gpu_platform.lock.sources import Response, Sources
 
 INDEX_MEDIA_TYPES = (
@@ -41,7 +43,14 @@ DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 # Docker Hub's registry, for images named without a registry or with `docker.io`.
 _DOCKER_HUB = "registry-1.docker.io"
 
-Problem = Literal["missing", "auth", "answer"]
+Problem = Literal["missing", "auth", "credentials", "answer"]
+Credentials = Callable[[str], str | None]
+"""Basic credentials (base64 `user:password`) for a registry host, None where none are known;
+raises NoCredentials where the host wants some that are not at hand."""
+
+
+def no_credentials(host: str) -> str | None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,8 @@ class ResolvedImage:
 class ImageNotResolved(Exception):
     """A registry's answer that names no digest for `repository:tag`: the tag or repository is
     not there (`missing`), the registry wants credentials the resolver does not send (`auth`),
-    or its answer is one the resolver cannot read (`answer`)."""
+    credentials it could send were not at hand (`credentials`: left to a run that has them), or
+    its answer is one the resolver cannot read (`answer`)."""
 
     def __init__(self, repository: str, tag: str, problem: Problem, detail: str):
         self.repository = repository
@@ -88,12 +98,19 @@ def registry_of(repository: str) -> tuple[str, str]:
 class RegistryClient:
     """Anonymous, read-only calls to image registries through `sources`. `plain_http` names
     registries (`host:port`) asked over HTTP rather than HTTPS: a registry on this machine's
-    loopback, as tests run one; every other is asked over HTTPS."""
+    loopback, as tests run one; every other is asked over HTTPS. `credentials` gives those a
+    registry asking for Basic authentication takes."""
 
-    def __init__(self, sources: Sources, plain_http: Collection[str] = ()):
+    def __init__(
+        self,
+        sources: Sources,
+        plain_http: Collection[str] = (),
+        credentials: Credentials = no_credentials,
+    ):
         self.sources = sources
         self.plain_http = frozenset(plain_http)
-        self._tokens: dict[tuple[str, str], str] = {}
+        self.credentials = credentials
+        self._authorizations: dict[tuple[str, str], str] = {}
 
     def resolve(self, repository: str, tag: str) -> ResolvedImage:
         """The digest of the manifest `repository:tag` names now. ImageNotResolved where the
@@ -103,7 +120,9 @@ class RegistryClient:
         url = f"{scheme}://{host}/v2/{name}/manifests/{urllib.parse.quote(tag, safe='')}"
         response = self._ask("HEAD", url, host, name)
         if response.status == 401:
-            self._tokens[(host, name)] = self._token(repository, tag, name, response)
+            self._authorizations[(host, name)] = self._authorization(
+                repository, tag, host, name, response
+            )
             response = self._ask("HEAD", url, host, name)
         problem = _problem(repository, tag, url, response)
         if problem is not None:
@@ -134,15 +153,27 @@ class RegistryClient:
 
     def _ask(self, method: str, url: str, host: str, name: str) -> Response:
         headers = {"Accept": ACCEPT}
-        token = self._tokens.get((host, name))
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
+        authorization = self._authorizations.get((host, name))
+        if authorization:
+            headers["Authorization"] = authorization
         return self.sources.get(url, f"{method} {urllib.parse.urlsplit(url).path}", headers, method)
 
-    def _token(self, repository: str, tag: str, name: str, answer: Response) -> str:
-        """An anonymous pull token from the realm the registry's challenge names."""
+    def _authorization(
+        self, repository: str, tag: str, host: str, name: str, answer: Response
+    ) -> str:
+        """The `Authorization` the registry's challenge asks for: the Basic credentials
+        `credentials` has for the host, or an anonymous pull token from the realm it names."""
         challenge = _header(answer, "WWW-Authenticate")
         scheme, _, params = challenge.partition(" ")
+        if scheme.lower() == "basic":
+            try:
+                basic = self.credentials(host)
+            except NoCredentials as error:
+                raise ImageNotResolved(repository, tag, "credentials", str(error)) from error
+            except CredentialsRefused as error:
+                raise ImageNotResolved(repository, tag, "auth", str(error)) from error
+            if basic:
+                return f"Basic {basic}"
         fields = dict(re.findall(r'(\w+)="([^"]*)"', params))
         if scheme.lower() != "bearer" or "realm" not in fields:
             raise ImageNotResolved(
@@ -171,7 +202,7 @@ class RegistryClient:
                 f"{fields['realm']} gave no anonymous pull token ({response.status}): the"
                 " image is private, or the registry wants credentials",
             )
-        return token
+        return f"Bearer {token}"
 
 
 def _problem(repository: str, tag: str, url: str, response: Response) -> ImageNotResolved | None:

@@ -17,6 +17,9 @@ class Unresolved:
     key: str | None
     """None where the whole section could not be read (its one source did not answer)."""
     reason: str
+    blocking: bool = True
+    """False for a fact left to a run that has what it needs (an image whose registry takes
+    credentials this run was not given): reported as a warning, and the command succeeds."""
 
     def describe(self) -> str:
         if self.key is None:
@@ -36,6 +39,10 @@ class Resolution:
 
     def fail(self, section: Section, key: str, reason: str) -> None:
         self.unresolved.append(Unresolved(section, key, reason))
+
+    def skip(self, section: Section, key: str, reason: str) -> None:
+        """A fact this run cannot read but another may: its entry stays as it was."""
+        self.unresolved.append(Unresolved(section, key, reason, blocking=False))
 
     def fail_section(self, section: Section, reason: str) -> None:
         """The whole section could not be read: the lock keeps it as it was."""

@@ -5,12 +5,15 @@ Scope: the resources one of the platform's components declares (a `gpu-platform:
 type among their parents, as `helm.is_platform_release` tells them): the containers and init
 containers of their pods and pod templates (Pod, Deployment, DaemonSet, StatefulSet,
 ReplicaSet, Job, CronJob: the smoke tests, the canary gates, the idle GPU pod reaper, the MIG
-startup taint remover, the GKE DCGM exporter), and the image references their Helm releases'
-values name: an image map (`image: {repository, tag, digest}`, as the cluster autoscaler's and
-Karpenter's charts take it) and an operand's image string (`image: "<repository>:<tag>@..."`,
-as the GPU Operator's chart takes it). A chart's default images, which the values leave to the
-chart, are out of the pack's sight: the lock's image list (`gpu_platform/platform_images.py`)
-names them. A stack's own workloads are `gpu-pods-pinned-images`' to judge.
+startup taint remover, the GKE DCGM exporter, Google's COS driver installer, whose preloaded
+installer image, never pulled, needs no digest), and the image references their Helm releases'
+values name: an image map (`image: {repository, tag, digest}`, as the cluster autoscaler's,
+Karpenter's, node-feature-discovery's and the EFA device plugin's charts take it), an operand's
+image string (`image: "<repository>:<tag>@..."`, as the GPU Operator's chart takes it) and a
+`{repository, image, version}` triple (the GPU Operator's own images). A chart's default
+images, which the values leave to the chart, are out of the pack's sight: the lock's image list
+(`gpu_platform/platform_images.py`) names them. A stack's own workloads are
+`gpu-pods-pinned-images`' to judge.
 """
 
 from collections.abc import Iterator, Mapping
@@ -56,11 +59,24 @@ def _platform_resource_problems(args: ResourceValidationArgs) -> Iterator[str]:
 def _pod_problems(pod: Pod, awaiting: frozenset[str]) -> Iterator[str]:
     def container_problems(container: Container) -> Iterator[str]:
         image = value_at(container.props, "image")
-        if isinstance(image, str):
+        if isinstance(image, str) and not _node_local(image, container):
             where = f"{container.label} ({pod.container_field(container, 'image')})"
             yield from _problems(image, where, awaiting)
 
     return each(pod.containers(), container_problems, pod.container_field)
+
+
+def _node_local(image: str, container: Container) -> bool:
+    """An image the node has already and is never pulled (`imagePullPolicy: Never`), named
+    without a registry: no registry could give it a digest. Google's COS driver installer
+    DaemonSet runs its installer so (`cos-nvidia-installer:fixed`, preloaded on COS nodes:
+    GoogleCloudPlatform/container-engine-accelerators
+    nvidia-driver-installer/cos/daemonset-preloaded.yaml at the commit gpu_platform/versions.py
+    pins)."""
+    if value_at(container.props, "imagePullPolicy") != "Never":
+        return False
+    first, slash, _ = image.partition("/")
+    return not slash or not ("." in first or ":" in first or first == "localhost")
 
 
 def _value_images(values: Any, path: tuple[str | int, ...]) -> Iterator[tuple[str, str]]:
@@ -74,6 +90,12 @@ def _value_images(values: Any, path: tuple[str | int, ...]) -> Iterator[tuple[st
         elif isinstance(image, str) and "/" in image and not values.get("repository"):
             # The GPU Operator's `{repository: "", image: <whole reference>, version: ""}`.
             yield field_path(*path, "image"), image
+        elif isinstance(image, str) and isinstance(values.get("repository"), str):
+            # The GPU Operator's `{repository, image, version}`, rendered
+            # `repository/image:version` (deployments/gpu-operator/templates/_helpers.tpl at
+            # v26.7.0), where `version` may be `tag@sha256:...`.
+            reference = f"{values['repository']}/{image}:{values.get('version') or ''}"
+            yield field_path(*path, "version"), reference
         for key, value in values.items():
             if key != "image":
                 yield from _value_images(value, (*path, key))

@@ -5,10 +5,13 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.config import ClusterAutoscalerSpec
+from gpu_platform.cloud import pools_as_declared
+from gpu_platform.config import ClusterAutoscalerSpec, load_stack_config
 from gpu_platform.eks.cluster_autoscaler import autoscaler_image
+from gpu_platform.kubernetes.canary_gate import CHECK_CONTAINER
 from gpu_platform.kubernetes.gke_dcgm_exporter import gke_exporter_pod_spec
 from gpu_platform.kubernetes.mig_startup_taint import remover_pod_spec
+from gpu_platform.kubernetes.operator_values import operator_values_for
 from gpu_platform.lock.images import locked
 from gpu_platform.lock.lockfile import IMAGES, Lock, entry
 from gpu_platform.versions import (
@@ -17,12 +20,18 @@ from gpu_platform.versions import (
     MIG_STARTUP_TAINT_REMOVER_IMAGE,
     ContainerImage,
 )
+from tests.gpu_platform.kubernetes.test_canary_gate_order import ubuntu_config
+from tests.gpu_platform.kubernetes.test_chart_keys import stack
 
 DIGEST = "sha256:" + "5e" * 32
 PYTHON = "docker.io/library/python:3.13.9-slim-trixie"
 AUTOSCALER = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.2"
 OPERATOR = "nvcr.io/nvidia/gpu-operator:v26.7.0"
 CUDA = "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04"
+# deployments/gpu-operator/values.yaml at v26.7.0 (`driver.manager`) and node-feature-discovery's
+# deployment/helm/node-feature-discovery/Chart.yaml at v0.19.0 (appVersion).
+DRIVER_MANAGER = "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"
+NFD = "registry.k8s.io/nfd/node-feature-discovery:v0.19.0"
 DAEMONSETS: dict[str, Any] = {"tolerations": []}
 
 
@@ -35,7 +44,7 @@ def lock_of(path: Path, *images: str) -> Lock:
 def project_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The project's lock, holding a digest for the images of this file."""
     path = tmp_path / "gpu-platform.lock"
-    lock_of(path, PYTHON, AUTOSCALER, OPERATOR, CUDA).save()
+    lock_of(path, PYTHON, AUTOSCALER, OPERATOR, CUDA, DRIVER_MANAGER, NFD).save()
     monkeypatch.setenv("GPU_PLATFORM_LOCK", str(path))
     return path
 
@@ -106,3 +115,63 @@ def test_the_smoke_test_runs_by_the_locks_digest_in_the_plan(
         c["image"] for job in jobs for c in job.inputs["spec"]["template"]["spec"]["containers"]
     }
     assert images == {f"{CUDA}@{DIGEST}"}
+
+
+def test_the_operator_charts_own_images_run_by_the_locks_digest(project_lock: Path) -> None:
+    config = load_stack_config(stack("gcp", "ubuntu"))
+
+    values = operator_values_for(
+        config.operator, config.platform, pools_as_declared(config), config.monitoring
+    )
+
+    # The chart renders `repository/image:version` (deployments/gpu-operator/templates/
+    # _helpers.tpl at v26.7.0), the operator the driver manager's alike (internal/image/
+    # image.go, ImagePath): the digest follows the tag.
+    operator = {
+        "repository": "nvcr.io/nvidia",
+        "image": "gpu-operator",
+        "version": f"v26.7.0@{DIGEST}",
+    }
+    assert (values["operator"] | {"upgradeCRD": True}, values["validator"]) == (
+        operator | {"upgradeCRD": True},
+        operator,
+    )
+    assert values["driver"]["manager"] == {
+        "repository": "nvcr.io/nvidia/cloud-native",
+        "image": "k8s-driver-manager",
+        "version": f"v0.12.0@{DIGEST}",
+    }
+    assert values["node-feature-discovery"]["image"] == {
+        "repository": "registry.k8s.io/nfd/node-feature-discovery",
+        "tag": f"v0.19.0@{DIGEST}",
+    }
+
+
+def test_the_operator_charts_own_images_run_by_tag_without_the_locks_digest() -> None:
+    config = load_stack_config(stack("aws", "al2023"))
+
+    values = operator_values_for(
+        config.operator, config.platform, pools_as_declared(config), config.monitoring
+    )
+
+    assert values["validator"] == {
+        "repository": "nvcr.io/nvidia",
+        "image": "gpu-operator",
+        "version": "v26.7.0",
+    }
+    assert "manager" not in values.get("driver", {})
+
+
+def test_a_gke_ubuntu_canary_gates_driver_check_runs_by_the_locks_digest(
+    project_lock: Path, plan_for: Any
+) -> None:
+    plan = plan_for(ubuntu_config())
+    jobs = [r for r in plan.resources if r.type == "kubernetes:batch/v1:Job"]
+
+    checks = [
+        container["image"]
+        for job in jobs
+        for container in job.inputs["spec"]["template"]["spec"].get("initContainers", [])
+        if container["name"] == CHECK_CONTAINER
+    ]
+    assert checks and set(checks) == {f"{PYTHON}@{DIGEST}"}

@@ -5,9 +5,6 @@ wants credentials, one that hands out anonymous tokens (Docker Hub and the other
 and throttling."""
 
 import http.server
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,10 +15,12 @@ from gpu_platform.lock.sources import Sources
 from tests.oci_registry import (
     OCI_INDEX,
     OCI_MANIFEST,
+    Answer,
     Registry,
     running_registry,
     sha256,
     silent_server,
+    stand_in,
 )
 
 DIGEST = "sha256:" + "3c" * 32
@@ -98,38 +97,6 @@ def test_each_image_is_asked_of_its_registry(repository: str, expected: tuple[st
     assert registry_of(repository) == expected
 
 
-Answer = tuple[int, dict[str, str], bytes]
-
-
-@contextmanager
-def stand_in(answer: Callable[[http.server.BaseHTTPRequestHandler], Answer]) -> Iterator[str]:
-    """A loopback HTTP server answering every request with `answer(request)`; its host."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def reply(self) -> None:
-            status, headers, body = answer(self)
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-
-        do_GET = do_HEAD = reply
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_a_registry_that_wants_credentials_is_reported_as_such(tmp_path: Path) -> None:
     with (
         running_registry(tmp_path, private=True) as private,
@@ -202,3 +169,49 @@ def test_without_the_digest_header_the_digest_is_the_manifests_own() -> None:
     body = b'{"schemaVersion": 2}'
     with stand_in(lambda _: (200, {"Content-Type": OCI_MANIFEST}, body)) as host:
         assert resolve(host, f"{host}/library/python", "3.13").digest == sha256(body)
+
+
+def test_a_redirect_keeps_the_head_and_sends_no_credentials_to_another_host() -> None:
+    # registry.k8s.io answers with a redirect to a regional backend; CPython's own redirect
+    # handler (Lib/urllib/request.py, HTTPRedirectHandler.redirect_request, 3.11) would make
+    # the HEAD a GET and carry `Authorization` to the other host.
+    asked: list[tuple[str, str]] = []
+
+    def backend(request: http.server.BaseHTTPRequestHandler) -> Answer:
+        asked.append((request.command, request.headers.get("Authorization", "")))
+        return 200, {"Docker-Content-Digest": DIGEST, "Content-Type": OCI_INDEX}, b""
+
+    with stand_in(backend) as other:
+        port = other.rpartition(":")[2]
+
+        def front(request: http.server.BaseHTTPRequestHandler) -> Answer:
+            location = f"http://localhost:{port}{request.path}"
+            return 307, {"Location": location}, b""
+
+        with stand_in(front) as host:
+            sources = Sources(Deadline(10))
+            answer = sources.get(
+                f"http://{host}/v2/pause/manifests/3.10",
+                "a manifest",
+                {"Authorization": "Bearer t0k"},
+                "HEAD",
+            )
+
+    assert (answer.status, asked) == (200, [("HEAD", "")])
+
+
+def test_a_manifest_neither_an_index_nor_an_image_is_refused() -> None:
+    # A Docker schema 1 manifest (distribution-spec v1.1.0 lists only the OCI and Docker v2
+    # types the resolver asks for; a registry may still answer another).
+    schema1 = "application/vnd.docker.distribution.manifest.v1+prettyjws"
+    headers = {"Docker-Content-Digest": DIGEST, "Content-Type": schema1}
+    with (
+        stand_in(lambda _: (200, headers, b"")) as host,
+        pytest.raises(ImageNotResolved) as refused,
+    ):
+        resolve(host, f"{host}/library/python", "3.13")
+
+    assert refused.value.problem == "answer"
+    assert refused.value.detail.endswith(
+        f"answered a {schema1} manifest, neither an image index nor an image manifest"
+    )

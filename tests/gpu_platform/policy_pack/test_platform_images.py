@@ -42,8 +42,11 @@ def autoscaler(tag: str) -> Any:
     )
 
 
-def operator(toolkit: str) -> Any:
-    values = {"toolkit": {"repository": "", "image": toolkit, "version": ""}}
+def operator(toolkit: str, version: str = f"v26.7.0@{DIGEST}") -> Any:
+    values = {
+        "toolkit": {"repository": "", "image": toolkit, "version": ""},
+        "operator": {"repository": "nvcr.io/nvidia", "image": "gpu-operator", "version": version},
+    }
     return resource(
         RELEASE,
         "gpu-operator",
@@ -82,6 +85,43 @@ def test_an_image_awaiting_its_digest_passes_by_tag(analyze: Analyze) -> None:
     assert messages(analyze(platform_workload(PYTHON), config=config), POLICY) == []
 
 
+def cos_driver_installer(installer: dict[str, Any]) -> Any:
+    """The DaemonSet of Google's COS driver installer manifest, as the platform's component
+    declares it: GoogleCloudPlatform/container-engine-accelerators
+    nvidia-driver-installer/cos/daemonset-preloaded.yaml at f2cf4197a5c3f0f20133be15d5fad8b7453beed5
+    (gpu_platform/versions.py), its images (lines 78-79, 124 and 142)."""
+    partition = "gcr.io/gke-release/nvidia-partition-gpu@sha256:" + (
+        "de12f85ebfb4fb6c1893cd30c23aab662a72fa0448f97ef74fccb82d7522ef17"
+    )
+    pause = "gke.gcr.io/pause:3.8@sha256:" + (
+        "880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
+    )
+    spec = {
+        "initContainers": [installer, {"name": "partition-gpus", "image": partition}],
+        "containers": [{"name": "pause", "image": pause}],
+    }
+    found = workload("DaemonSet", spec, name="nvidia-driver-installer", namespace="kube-system")
+    parents = (PLATFORM, "gpu-platform:gke:CosDriverInstaller", "kubernetes:yaml/v2:ConfigFile")
+    return replace(found, urn=urn(found.type, found.name, parents))
+
+
+def test_the_cos_installers_preloaded_image_never_pulled_needs_no_digest(
+    analyze: Analyze,
+) -> None:
+    installer = {
+        "image": "cos-nvidia-installer:fixed",
+        "imagePullPolicy": "Never",
+        "name": "nvidia-driver-installer",
+    }
+
+    assert messages(analyze(cos_driver_installer(installer)), POLICY) == []
+    # Pulled, it is judged as any other.
+    (pulled,) = messages(
+        analyze(cos_driver_installer({**installer, "imagePullPolicy": "Always"})), POLICY
+    )
+    assert pulled.startswith('init container "nvidia-driver-installer"')
+
+
 def test_a_stacks_own_workload_is_not_judged(analyze: Analyze) -> None:
     spec = restricted_pod_spec()
     spec["containers"][0]["image"] = PYTHON
@@ -106,6 +146,21 @@ def test_helm_values_name_images_by_digest_in_an_operands_image(analyze: Analyze
     assert messages(analyze(operator(f"{toolkit}@{DIGEST}")), POLICY) == []
     (message,) = messages(analyze(operator(toolkit)), POLICY)
     assert message.startswith(f'values.toolkit.image: the platform\'s image "{toolkit}" has no')
+
+
+def test_helm_values_name_images_by_digest_in_a_repository_image_version_triple(
+    analyze: Analyze,
+) -> None:
+    # The GPU Operator chart renders `repository/image:version` (deployments/gpu-operator/
+    # templates/_helpers.tpl at v26.7.0): the digest goes after the tag in `version`.
+    toolkit = f"nvcr.io/nvidia/k8s/container-toolkit:v1.20.0@{DIGEST}"
+
+    assert messages(analyze(operator(toolkit)), POLICY) == []
+    (message,) = messages(analyze(operator(toolkit, version="v26.7.0")), POLICY)
+    assert message.startswith(
+        'values.operator.version: the platform\'s image "nvcr.io/nvidia/gpu-operator:v26.7.0"'
+        " has no digest."
+    )
 
 
 def test_the_rule_is_advisory_unless_a_stacks_config_makes_it_mandatory(analyze: Analyze) -> None:
