@@ -10,6 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from gpu_platform.cli.project import Project
+from gpu_platform.cli.stack_files import gpu_platform_config, stack_config
+from gpu_platform.config import load_stack_config
+from gpu_platform.lock.lockfile import IMAGES, LOCK_FILE_NAME, Lock, entry
+from gpu_platform.platform_images import platform_images
 from tests.repository import ROOT
 
 EXAMPLE = ROOT / "examples" / "own-project"
@@ -121,9 +126,20 @@ def test_the_example_plans_beside_its_own_components_package(
     assert "  owner: ml-platform@example.com\n" in result.stdout
 
 
+def write_project_lock(project: Path) -> None:
+    """A lock beside the example's Pulumi.yaml holding a digest (test data) for each image its
+    dev stack deploys that has none upstream, as `gpu-platform lock` writes it: without one
+    each image runs by tag, which `platform-images-by-digest` reports (docs/lock.md)."""
+    stack = load_stack_config(*gpu_platform_config(stack_config("dev", Project.find(project))))
+    digest = entry("sha256:" + "0e" * 32, "https://registry.example")
+    images = {image.key: digest for image in platform_images(stack) if image.digest is None}
+    Lock(path=project / LOCK_FILE_NAME).with_entries(IMAGES, images).save()
+
+
 def test_the_installed_policy_pack_judges_the_examples_plan(installed: Path, project: Path) -> None:
     pack = installed / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     pack = pack / "site-packages" / "gpu_platform" / "policy_pack"
+    write_project_lock(project)
 
     result = run(installed, "plan", "dev", cwd=project)
 

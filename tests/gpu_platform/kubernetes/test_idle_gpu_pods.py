@@ -4,6 +4,7 @@ namespace, and its restricted pod in the platform's own namespace, running the r
 it is in the repository."""
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,8 @@ from gpu_platform.config import MonitoringSpec, OperatorSpec
 from gpu_platform.kubernetes.idle_gpu_pods import script_config_map_name
 from gpu_platform.kubernetes.idle_gpu_reaper import ACTIVITY_SERIES, Settings
 from gpu_platform.kubernetes.monitoring import gpu_alert_rules
+from gpu_platform.lock.images import image_key
+from gpu_platform.lock.lockfile import IMAGES, LOCK_PATH_VARIABLE, Lock, entry
 from gpu_platform.versions import IDLE_GPU_REAPER_IMAGE, SUPPORTED_KUBERNETES_VERSIONS
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
 from tests.kubernetes_schemas import problems
@@ -126,7 +129,19 @@ def test_the_enforcer_objects_validate_at_every_supported_version(plan) -> None:
     assert found == {minor: [] for minor in SUPPORTED_KUBERNETES_VERSIONS}
 
 
-def test_the_enforcer_draws_no_verdict_from_the_policy_pack(plan) -> None:
+def test_the_enforcer_draws_no_verdict_from_the_policy_pack(
+    dev_config, plan_for, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Planned with a project lock that holds the reaper image's digest, as `gpu-platform lock`
+    # writes it: without one the job runs the image by tag, which `platform-images-by-digest`
+    # reports by design (docs/lock.md).
+    lock = Lock(path=tmp_path / "gpu-platform.lock")
+    digest = entry("sha256:" + "5e" * 32, "https://registry.example")
+    lock.with_entries(
+        IMAGES, {image_key(IDLE_GPU_REAPER_IMAGE.repository, IDLE_GPU_REAPER_IMAGE.tag): digest}
+    ).save()
+    monkeypatch.setenv(LOCK_PATH_VARIABLE, str(lock.path))
+    plan = plan_for(opted_in(dev_config))
     ours = [r for r in plan.resources if r.name in (REAPER, SHARED, "ml-sandbox")]
 
     assert analyze_plan(ours) == []
