@@ -426,7 +426,8 @@ def run_guard(
     tmp_path: Path, *runs: str, compare: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """The guard's script in run 7001 of deploy.yml for commit aaa111, with `gh` listing `runs`
-    (`<run id> <commit> <created at>`, as its `--jq` prints them, newest first) for deploy.yml's
+    (`<run id> <commit> <created at> <conclusion>`, as its `--jq` prints them, newest first; jq
+    prints a run's null conclusion as `null`) for deploy.yml's
     runs on main, and answering `compare[<commit>]` for the status of aaa111...<commit>."""
     env = {
         "GH_RUNS": "\n".join(runs),
@@ -466,7 +467,7 @@ def test_the_guard_compares_this_commit_with_those_of_the_deploy_workflows_runs_
             "api",
             "repos/acme/gpu-platform/actions/workflows/deploy.yml/runs?branch=main&per_page=20",
             "--jq",
-            '.workflow_runs[] | "\\(.id) \\(.head_sha) \\(.created_at)"',
+            '.workflow_runs[] | "\\(.id) \\(.head_sha) \\(.created_at) \\(.conclusion)"',
         ],
         ["api", "repos/acme/gpu-platform/compare/aaa111...fff000", "--jq", ".status"],
     ]
@@ -485,9 +486,47 @@ def test_the_guard_applies_the_newest_deploy_whatever_was_pushed_after_it(
 
 
 def test_the_guard_refuses_a_commit_that_a_newer_deploy_run_follows(tmp_path: Path) -> None:
-    # Also a re-run of an old deploy: it keeps its run ID, and newer runs exist.
+    # Also a re-run of an old deploy: it keeps its run ID, and newer runs exist, which deployed.
     result = run_guard(
-        tmp_path, "7002 bbb222 2026-12-05T10:30:00Z", THIS_RUN, compare={"bbb222": "ahead"}
+        tmp_path,
+        "7002 bbb222 2026-12-05T10:30:00Z success",
+        f"{THIS_RUN} null",
+        compare={"bbb222": "ahead"},
+    )
+
+    assert result.returncode == 1
+    assert "run 7002 of deploy.yml deploys bbb222, which follows aaa111 (ahead)" in result.stdout
+
+
+@pytest.mark.parametrize("conclusion", ["failure", "cancelled", "skipped"])
+def test_the_guard_applies_over_a_newer_run_that_ended_without_deploying(
+    tmp_path: Path, conclusion: str
+) -> None:
+    # GitHub REST, "List workflow runs for a workflow": a run's `conclusion` is null until it
+    # completes, then one of success, failure, cancelled, skipped, timed_out, startup_failure,
+    # neutral, stale, action_required. A newer run that failed or was cancelled before its
+    # `prod` job will never deploy bbb222; this run waiting for `prod` approval is the one that
+    # will.
+    result = run_guard(
+        tmp_path,
+        f"7002 bbb222 2026-12-05T10:30:00Z {conclusion}",
+        f"{THIS_RUN} null",
+        compare={"bbb222": "ahead"},
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"run 7002 of deploy.yml for bbb222 ended {conclusion}: it deploys nothing" in (
+        result.stdout
+    )
+    assert "no deploy.yml run on main deploys a commit after aaa111: applying it" in result.stdout
+
+
+def test_the_guard_refuses_a_commit_that_a_newer_run_in_progress_follows(tmp_path: Path) -> None:
+    result = run_guard(
+        tmp_path,
+        "7002 bbb222 2026-12-05T10:30:00Z null",
+        f"{THIS_RUN} null",
+        compare={"bbb222": "ahead"},
     )
 
     assert result.returncode == 1
