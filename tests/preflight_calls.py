@@ -25,6 +25,8 @@ from tests.repository import PROJECT, ROOT
 
 POLICY = ROOT / "docs" / "iam" / "eks-preflight-policy.json"
 EKS_STACKS = ("dev", "prod", "karpenter-dev", "eks-new")
+CONTROLLER_ROLE_NAME = "KarpenterControllerRole-ml"
+"""The existing Karpenter controller's role in the tests' Pod Identity associations."""
 ACCOUNT = "123456789012"
 """moto's account, which the Stubber's answers use too."""
 _COMMAND_CODE = "gpu_platform.cli."
@@ -94,7 +96,8 @@ def resource_of(action: str, params: Mapping[str, Any], region: str) -> str:
 @cache
 def _principal_contexts() -> list[dict[str, str]]:
     """The condition keys of a role tagged, as docs/iam/README.md asks, with each committed EKS
-    stack's cluster: the only tag the pre-flight policy reads."""
+    stack's cluster and the existing Karpenter controller's role the tests' Pod Identity
+    association names: the tags the pre-flight policy reads."""
     contexts = []
     for stack in EKS_STACKS:
         cluster = stack_config(stack, PROJECT)["gpu-platform:cluster"]["name"]
@@ -102,6 +105,7 @@ def _principal_contexts() -> list[dict[str, str]]:
             {
                 "aws:PrincipalAccount": ACCOUNT,
                 "aws:PrincipalTag/gpu-platform-cluster": cluster,
+                "aws:PrincipalTag/gpu-platform-karpenter-controller-role": CONTROLLER_ROLE_NAME,
             }
         )
     return contexts

@@ -1031,3 +1031,24 @@ def test_the_read_only_policies_read_no_data(document: str) -> None:
     assert all([m.lower() for m in actions_matching(a)] == [a.lower()] for a in actions), actions
     assert {access_level(a) for a in actions} <= {"Read", "List"}
     assert actions & DATA_PLANE_READS == set()
+
+
+@pytest.mark.parametrize(
+    ("tag", "role", "expected"),
+    [
+        ("KarpenterControllerRole-ml", "KarpenterControllerRole-ml", True),
+        ("KarpenterControllerRole-ml", "ml-prod.deploy", False),
+        (None, "KarpenterControllerRole-ml", False),
+    ],
+)
+def test_the_preflight_policy_simulates_only_the_role_its_tag_names(
+    tag: str | None, role: str, expected: bool
+) -> None:
+    # IAM User Guide, "IAM policy elements: Variables and tags": a variable the request has no
+    # value for matches nothing, so an untagged role simulates no role at all.
+    context = {"aws:PrincipalAccount": ACCOUNT}
+    if tag is not None:
+        context["aws:PrincipalTag/gpu-platform-karpenter-controller-role"] = tag
+    request = sent("iam:SimulatePrincipalPolicy", f"arn:aws:iam::{ACCOUNT}:role/{role}", context)
+
+    assert allowed(request, [_document("eks-preflight-policy.json")]) is expected

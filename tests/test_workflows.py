@@ -426,7 +426,8 @@ def run_guard(
     tmp_path: Path, *runs: str, compare: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """The guard's script in run 7001 of deploy.yml for commit aaa111, with `gh` listing `runs`
-    (`<run id> <commit> <created at>`, as its `--jq` prints them, newest first) for deploy.yml's
+    (`<run id> <commit> <created at> <conclusion>`, as its `--jq` prints them, newest first; jq
+    prints a run's null conclusion as `null`) for deploy.yml's
     runs on main, and answering `compare[<commit>]` for the status of aaa111...<commit>."""
     env = {
         "GH_RUNS": "\n".join(runs),
@@ -466,7 +467,7 @@ def test_the_guard_compares_this_commit_with_those_of_the_deploy_workflows_runs_
             "api",
             "repos/acme/gpu-platform/actions/workflows/deploy.yml/runs?branch=main&per_page=20",
             "--jq",
-            '.workflow_runs[] | "\\(.id) \\(.head_sha) \\(.created_at)"',
+            '.workflow_runs[] | "\\(.id) \\(.head_sha) \\(.created_at) \\(.conclusion)"',
         ],
         ["api", "repos/acme/gpu-platform/compare/aaa111...fff000", "--jq", ".status"],
     ]
@@ -484,14 +485,35 @@ def test_the_guard_applies_the_newest_deploy_whatever_was_pushed_after_it(
     assert "no deploy.yml run on main deploys a commit after aaa111: applying it" in result.stdout
 
 
-def test_the_guard_refuses_a_commit_that_a_newer_deploy_run_follows(tmp_path: Path) -> None:
-    # Also a re-run of an old deploy: it keeps its run ID, and newer runs exist.
+# GitHub REST, "List workflow runs for a workflow": a run's `conclusion` is null until it
+# completes (jq prints `null`), then one of success, failure, cancelled, skipped, timed_out,
+# startup_failure, neutral, stale, action_required.
+@pytest.mark.parametrize(
+    ("conclusion", "outcome"),
+    [
+        # Queued, in progress or waiting for approval: it will deploy bbb222. Also a re-run of
+        # an old deploy: it keeps its run ID, and newer runs exist.
+        ("null", "deploys bbb222, which follows aaa111 (ahead)"),
+        ("success", "deploys bbb222, which follows aaa111 (ahead)"),
+        # It failed or was cancelled before its `prod` job and will never deploy bbb222: this
+        # run, waiting for `prod` approval, is the one that will.
+        ("failure", "for bbb222 ended failure: it deploys nothing"),
+        ("cancelled", "for bbb222 ended cancelled: it deploys nothing"),
+        ("skipped", "for bbb222 ended skipped: it deploys nothing"),
+    ],
+)
+def test_the_guard_weighs_a_newer_deploy_run_by_its_conclusion(
+    tmp_path: Path, conclusion: str, outcome: str
+) -> None:
     result = run_guard(
-        tmp_path, "7002 bbb222 2026-12-05T10:30:00Z", THIS_RUN, compare={"bbb222": "ahead"}
+        tmp_path,
+        f"7002 bbb222 2026-12-05T10:30:00Z {conclusion}",
+        f"{THIS_RUN} null",
+        compare={"bbb222": "ahead"},
     )
 
-    assert result.returncode == 1
-    assert "run 7002 of deploy.yml deploys bbb222, which follows aaa111 (ahead)" in result.stdout
+    assert f"run 7002 of deploy.yml {outcome}" in result.stdout
+    assert result.returncode == (0 if "deploys nothing" in outcome else 1)
 
 
 def test_the_guard_refuses_a_commit_that_an_older_run_follows(tmp_path: Path) -> None:

@@ -18,9 +18,14 @@ getting-started template at v1.14.1 (getting-started-with-karpenter/cloudformati
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from gpu_platform.cli.findings import Finding
 from gpu_platform.config import EC2_RESERVED_CAPACITIES, StackConfig, key_path
 
+CONTROLLER_ROLE_TAG = "gpu-platform-karpenter-controller-role"
+"""The tag on the pre-flight check's role naming the existing controller's role (its name, with
+its path), the only role docs/iam/eks-preflight-policy.json lets it simulate."""
 DEFAULT_SERVICE_ACCOUNT = "karpenter"
 """The chart's controller service account (charts/karpenter values.yaml `serviceAccount`, named
 after the release)."""
@@ -79,7 +84,23 @@ def controller_permissions_finding(
             " placement-group/* and capacity-reservation/* for ec2:CreateFleet and"
             f" ec2:RunInstances, and iam:PassRole on {key_path('karpenter', 'nodeRoleArn')}.",
         )
-    denied, unevaluated = _denied(iam, role, needed_permissions(config, cluster["arn"]), cluster)
+    try:
+        denied, unevaluated = _denied(
+            iam, role, needed_permissions(config, cluster["arn"]), cluster
+        )
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "AccessDenied":
+            raise
+        return Finding(
+            "warning",
+            subject,
+            f"IAM refused to simulate {role}'s policies: docs/iam/eks-preflight-policy.json"
+            " allows it only on the role the check's own role names in its tag"
+            f" {CONTROLLER_ROLE_TAG}, so that a preview learns no other role's permissions.",
+            f"Tag the role the check runs with {CONTROLLER_ROLE_TAG}={role.split(':role/')[1]}"
+            " (docs/iam/README.md), or check that the controller's role allows what upstream's"
+            " v1.14.1 controller policy does.",
+        )
     if denied:
         return Finding(
             "blocking",

@@ -260,3 +260,25 @@ def test_the_role_is_that_of_the_service_account_the_controller_runs_as(
     )
 
     assert [f.severity for f in found if f.subject == SUBJECT] == ["ok"]
+
+
+def test_a_check_not_tagged_with_the_controllers_role_warns(eks: Stubber, iam: Stubber) -> None:
+    # docs/iam/eks-preflight-policy.json lets the check simulate only the role its own role's
+    # tag names; IAM answers any other with AccessDenied.
+    associated(eks)
+    iam.add_client_error("simulate_principal_policy", "AccessDenied", "not authorized")
+
+    finding = controller_permissions_finding(existing_stack(), CLUSTER, eks.client, iam.client)
+
+    assert finding == Finding(
+        "warning",
+        SUBJECT,
+        f"IAM refused to simulate {CONTROLLER_ROLE}'s policies: docs/iam/eks-preflight-policy.json"
+        " allows it only on the role the check's own role names in its tag"
+        " gpu-platform-karpenter-controller-role, so that a preview learns no other role's"
+        " permissions.",
+        "Tag the role the check runs with"
+        " gpu-platform-karpenter-controller-role=KarpenterControllerRole-ml"
+        " (docs/iam/README.md), or check that the controller's role allows what upstream's"
+        " v1.14.1 controller policy does.",
+    )

@@ -31,6 +31,7 @@ from gpu_platform.cli.preflight_eks import AwsClients
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import GpuPoolSpec, StackConfig, load_stack_config
+from tests.preflight_calls import CONTROLLER_ROLE_NAME
 from tests.repository import ROOT
 from tests.stack_variants import (
     AL2023_RELEASE,
@@ -1360,7 +1361,10 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
         eks.add_response(
             "list_pod_identity_associations", {"associations": [{"associationId": "a"}]}
         )
-        eks.add_response("describe_pod_identity_association", {"association": {"roleArn": ROLE}})
+        eks.add_response(
+            "describe_pod_identity_association",
+            {"association": {"roleArn": f"arn:aws:iam::123456789012:role/{CONTROLLER_ROLE_NAME}"}},
+        )
         iam.add_response("simulate_principal_policy", {"EvaluationResults": []})
         controller_permissions_finding(
             stack(on_existing_karpenter),
