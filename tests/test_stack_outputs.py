@@ -107,9 +107,12 @@ def test_the_documented_preview_access_scope_is_the_dev_stacks_release_namespace
     dev_plan,
 ) -> None:
     ci = (ROOT / "docs" / "ci.md").read_text()
-    (scope,) = re.findall(r"--access-scope type=namespace,namespaces=(\S+)", ci)
+    # The preview role's and the plan role's access entries: both read the release namespaces.
+    scopes = re.findall(r"--access-scope type=namespace,namespaces=(\S+)", ci)
 
-    assert scope.split(",") == dev_plan.outputs["helmReleaseNamespaces"]
+    assert len(scopes) == 2
+    for scope in scopes:
+        assert scope.split(",") == dev_plan.outputs["helmReleaseNamespaces"]
 
 
 def test_node_subnets_are_the_used_ones_then_those_left_out_each_by_zone(dev_plan) -> None:
