@@ -9,8 +9,8 @@ deadline, with preflight's retries (gpu_platform/cli/deadline.py).
 Exit codes: 0 the lock is written (or, with --check, up to date); 1 with --check, the lock would
 change; 2 a bad project, stack or lock file; 4 a fact could not be read (no answer, a 404, a
 format the command does not read), each named, or the deadline passed; the lock is then
-written with what could be read, the entries of the others kept as they were (past the
-deadline, those of each kind of fact whose reading had not finished).
+written with what could be read, the entries of the others kept as they were. A fact no stack
+needs yet (see the resolver) is reported without failing the command.
 """
 
 from collections.abc import Sequence
@@ -49,12 +49,15 @@ def run(
     except LockError as error:
         fail(str(error), EXIT_BAD_INPUT)
     sources = Sources(Deadline(timeout_seconds))
-    context = LockContext(configs, sources, before)
     done: list[tuple[Resolver, Resolution]] = []
+    reading: list[tuple[Resolver, Resolution]] = []
 
     def resolve_all() -> None:
         for resolver in resolvers:
+            context = LockContext(configs, sources, before, Resolution())
+            reading[:] = [(resolver, context.results)]
             done.append((resolver, resolver.resolve(context)))
+            reading.clear()
 
     late = None
     try:
@@ -69,12 +72,18 @@ def run(
     after = before
     for resolver, resolution in finished:
         after = updated(after, resolver, resolution, prune=not stacks)
+    if late is not None and reading:
+        # The one the deadline stopped: what it had read is merged in, nothing dropped. Its
+        # thread may still be adding entries: each section is copied at once.
+        resolver, partial = reading[0]
+        read = Resolution({s: dict(e) for s, e in list(partial.entries.items())})
+        after = updated(after, resolver, read, prune=False)
     resolutions = [resolution for _, resolution in finished]
-    unresolved = [u for resolution in resolutions for u in resolution.unresolved]
-    for fact in unresolved:
-        errors.print(
-            f"could not read {fact.describe()}", markup=False, highlight=False, soft_wrap=True
-        )
+    unread = [u for resolution in resolutions for u in resolution.unresolved]
+    unresolved = [u for u in unread if u.fatal]
+    for fact in unread:
+        what = "could not read" if fact.fatal else "note: no stack needs yet, could not read"
+        errors.print(f"{what} {fact.describe()}", markup=False, highlight=False, soft_wrap=True)
     if late is not None:
         errors.print(late, markup=False, highlight=False, soft_wrap=True)
     _write_or_report(before, after, check, complete=not unresolved and late is None)

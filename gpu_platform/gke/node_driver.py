@@ -20,11 +20,13 @@ from gpu_platform.driver_tables.cos import Unpublished
 from gpu_platform.drivers import (
     GPU_MINIMUM_DRIVER_BRANCH,
     NvidiaDriver,
+    differing_branches,
     gke_driver,
     known_cos_default,
     too_old_for,
 )
 from gpu_platform.gke.cluster import GkeCluster
+from gpu_platform.lock.lockfile import LOCK_FILE_NAME
 
 
 def node_version(spec: GpuPoolSpec, cluster: GkeCluster) -> tuple[str, str]:
@@ -67,6 +69,19 @@ def pool_driver(
                 )
             ]
         )
+    allowed = _branches_cos_may_load(config, spec, version, accelerator)
+    if allowed is not None:
+        raise ConfigError(
+            [
+                ConfigProblem(
+                    branch_key,
+                    spec.gcp.cos_driver_branch,
+                    f"one of {', '.join(map(str, allowed))}: the branches COS loads for"
+                    f" {accelerator} on the GKE {version} versions gke-to-cos.json lists ({whence};"
+                    f" {LOCK_FILE_NAME}), at one of which GKE creates the cluster",
+                )
+            ]
+        )
     if isinstance(driver, Unpublished):
         minimum = GPU_MINIMUM_DRIVER_BRANCH.get(accelerator)
         at_least = f" (at least {minimum}, the oldest that drives it)" if minimum else ""
@@ -94,6 +109,19 @@ def pool_driver(
             ]
         )
     return driver
+
+
+def _branches_cos_may_load(
+    config: StackConfig, spec: GpuPoolSpec, version: str, accelerator: str
+) -> tuple[int, ...] | None:
+    """Where the pool states a branch for a minor whose listed versions' COS load others than
+    it, those branches: a cluster created at its channel's default runs one of them, never the
+    one stated."""
+    stated = spec.gcp.cos_driver_branch
+    if config.node_image != "cos" or stated is None:
+        return None
+    branches = differing_branches(version, accelerator)
+    return branches if branches is not None and stated not in branches else None
 
 
 def _contradicted_default(

@@ -17,6 +17,9 @@ class Unresolved:
     key: str | None
     """None where the whole section could not be read (its one source did not answer)."""
     reason: str
+    fatal: bool = True
+    """Whether `lock` fails for it: False for a fact no stack's plan needs yet (a version GKE
+    lists that no pool pins and no cluster is created at), reported and kept as it was."""
 
     def describe(self) -> str:
         if self.key is None:
@@ -34,8 +37,8 @@ class Resolution:
     def add(self, section: Section, key: str, found: LockEntry) -> None:
         self.entries.setdefault(section, {})[key] = found
 
-    def fail(self, section: Section, key: str, reason: str) -> None:
-        self.unresolved.append(Unresolved(section, key, reason))
+    def fail(self, section: Section, key: str, reason: str, fatal: bool = True) -> None:
+        self.unresolved.append(Unresolved(section, key, reason, fatal))
 
     def fail_section(self, section: Section, reason: str) -> None:
         """The whole section could not be read: the lock keeps it as it was."""
@@ -51,6 +54,9 @@ class LockContext:
     stacks: Mapping[str, StackConfig]
     sources: Sources
     previous: Lock = field(default_factory=Lock)
+    results: Resolution = field(default_factory=Resolution)
+    """Where a resolver may add what it reads as it reads it (and return it): past the deadline
+    `lock` writes the entries it holds, so that what was read is kept."""
 
 
 @dataclass(frozen=True)
