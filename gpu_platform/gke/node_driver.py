@@ -26,7 +26,7 @@ from gpu_platform.drivers import (
     too_old_for,
 )
 from gpu_platform.gke.cluster import GkeCluster
-from gpu_platform.lock.lockfile import LOCK_FILE_NAME
+from gpu_platform.lock.lockfile import LOCK_FILE_NAME, REFRESH_BRANCH, MissingLockEntry
 
 
 def node_version(spec: GpuPoolSpec, cluster: GkeCluster) -> tuple[str, str]:
@@ -48,13 +48,27 @@ def pool_driver(
     default for the nodes' version and GPU, or where the driver cannot drive the GPU;
     MissingLockEntry where the default is the lock's to give and it has none."""
     version, whence = node_version(spec, cluster)
-    driver = gke_driver(
-        config.node_image,
-        version,
-        accelerator,
-        spec.gcp.cos_driver_branch,
-        pool_driver_version(config.operator, spec),
-    )
+    try:
+        driver = gke_driver(
+            config.node_image,
+            version,
+            accelerator,
+            spec.gcp.cos_driver_branch,
+            pool_driver_version(config.operator, spec),
+        )
+    except MissingLockEntry as missing:
+        if spec.gcp.node_version is not None or not cluster.exists:
+            raise
+        # A release channel moves the cluster and its pools on any day of its maintenance
+        # window: the version is GKE's choice, not the stack's, and the refresh proposes it.
+        raise MissingLockEntry(
+            missing.section,
+            missing.key,
+            f"{missing.what}. Pool {spec.name} is at GKE {version} ({whence}): GKE moved the"
+            " cluster to it since the lock was last refreshed; merge the refresh's pull request"
+            f" (branch {REFRESH_BRANCH}) if it has it",
+            missing.path,
+        ) from None
     branch_key = key_path("pools", index, "gcp", "cosDriverBranch")
     contradicted = _contradicted_default(config, spec, version, accelerator)
     if contradicted is not None:

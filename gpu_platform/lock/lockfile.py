@@ -39,6 +39,8 @@ LOCK_PATH_VARIABLE = "GPU_PLATFORM_LOCK"
 FORMAT = 1
 """The file's format, written as its `format:`; a file of another format is refused."""
 LOCK_COMMAND = "gpu-platform lock"
+REFRESH_BRANCH = "gpu-platform-lock/refresh"
+"""The branch the scheduled refresh (.github/workflows/lock-refresh.yml) proposes the lock from."""
 _PROJECT_FILES = ("Pulumi.yaml", "Pulumi.yml")
 _HEADER = (
     "# Facts gpu-platform read from their sources, for the offline plan and the program.\n"
