@@ -99,7 +99,7 @@ def resolve(context: LockContext) -> Resolution:
     for minor, versions in offered.items():
         result.add(GKE_LISTED_VERSIONS, minor, entry(" ".join(versions), url))
     for minor, where in sorted(needs.minors.items()):
-        if minor not in offered:
+        if not any(gke_minor(version) == minor for version in listed):
             result.fail(
                 GKE_LISTED_VERSIONS,
                 minor,

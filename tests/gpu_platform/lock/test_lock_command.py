@@ -413,3 +413,16 @@ def test_past_the_deadline_the_cos_drivers_read_are_written(
     assert values(written(project), "cos_drivers") == {
         key: value for key, value in L4_DEFAULTS.items() if "19216-220-44" not in key
     }
+
+
+def test_a_new_cluster_at_a_minor_the_hand_table_gives_needs_no_listed_versions(
+    files: Files, project: Path
+) -> None:
+    # gpu_platform/driver_tables/cos.py cites GKE's own table for 1.33: the map's 1.33 versions
+    # are not the lock's to hold, yet the minor is listed.
+    new_cluster_at(project, "1.33")
+
+    result = lock(project, "gke-dev")
+
+    assert result.exit_code == 0, result.output
+    assert "1.33" not in values(written(project), "gke_listed_versions")
