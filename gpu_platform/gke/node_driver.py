@@ -64,9 +64,9 @@ def pool_driver(
         raise MissingLockEntry(
             missing.section,
             missing.key,
-            f"{missing.what}. Pool {spec.name} is at GKE {version} ({whence}): GKE moved the"
-            " cluster to it since the lock was last refreshed; merge the refresh's pull request"
-            f" (branch {REFRESH_BRANCH}) if it has it",
+            f"{missing.what}. Pool {spec.name} is at GKE {version} ({whence}), a version GKE"
+            " chose: where GKE moved the cluster there since the lock was last refreshed, the"
+            f" daily refresh proposes the entry in a pull request from the branch {REFRESH_BRANCH}",
             missing.path,
         ) from None
     branch_key = key_path("pools", index, "gcp", "cosDriverBranch")

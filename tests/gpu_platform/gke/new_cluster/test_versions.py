@@ -72,9 +72,10 @@ def test_once_gke_upgraded_the_nodes_their_labels_follow_the_nodes_version(
     assert isinstance(plan.error, MissingLockEntry)
     assert plan.error.entry_name == f'gke_cos_images["{LATEST_PATCH["1.34"]}"]'
     assert plan.error.what.endswith(
-        f". Pool l4-shared is at GKE {LATEST_PATCH['1.34']} (the version its nodes run): GKE"
-        " moved the cluster to it since the lock was last refreshed; merge the refresh's pull"
-        " request (branch gpu-platform-lock/refresh) if it has it"
+        f". Pool l4-shared is at GKE {LATEST_PATCH['1.34']} (the version its nodes run), a"
+        " version GKE chose: where GKE moved the cluster there since the lock was last"
+        " refreshed, the daily refresh proposes the entry in a pull request from the branch"
+        " gpu-platform-lock/refresh"
     )
 
 
