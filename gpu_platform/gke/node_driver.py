@@ -70,31 +70,24 @@ def pool_driver(
             missing.path,
         ) from None
     branch_key = key_path("pools", index, "gcp", "cosDriverBranch")
+    stated = spec.gcp.cos_driver_branch
     contradicted = _contradicted_default(config, spec, version, accelerator)
     if contradicted is not None:
-        raise ConfigError(
-            [
-                ConfigProblem(
-                    branch_key,
-                    spec.gcp.cos_driver_branch,
-                    f"no value, or {contradicted.branch}: COS loads R{contradicted.branch} for"
-                    f" {accelerator} on GKE {version} ({whence}; {contradicted.source}), and"
-                    " Google's installer loads COS's default whatever the pool states",
-                )
-            ]
+        raise _refused(
+            branch_key,
+            stated,
+            f"no value, or {contradicted.branch}: COS loads R{contradicted.branch} for"
+            f" {accelerator} on GKE {version} ({whence}; {contradicted.source}), and"
+            " Google's installer loads COS's default whatever the pool states",
         )
     allowed = _branches_cos_may_load(config, spec, version, accelerator)
     if allowed is not None:
-        raise ConfigError(
-            [
-                ConfigProblem(
-                    branch_key,
-                    spec.gcp.cos_driver_branch,
-                    f"one of {', '.join(map(str, allowed))}: the branches COS loads for"
-                    f" {accelerator} on the GKE {version} versions gke-to-cos.json lists ({whence};"
-                    f" {LOCK_FILE_NAME}), at one of which GKE creates the cluster",
-                )
-            ]
+        raise _refused(
+            branch_key,
+            stated,
+            f"one of {', '.join(map(str, allowed))}: the branches COS loads for {accelerator}"
+            f" on the GKE {version} versions gke-to-cos.json lists ({whence}; {LOCK_FILE_NAME}),"
+            " at one of which GKE creates the cluster",
         )
     if isinstance(driver, Unpublished):
         minimum = GPU_MINIMUM_DRIVER_BRANCH.get(accelerator)
@@ -123,6 +116,10 @@ def pool_driver(
             ]
         )
     return driver
+
+
+def _refused(key: str, value: object, expected: str) -> ConfigError:
+    return ConfigError([ConfigProblem(key, value, expected)])
 
 
 def _branches_cos_may_load(

@@ -369,6 +369,16 @@ def locked_1_35(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lock_of(path, {"l4": "580.95.05"}).with_entries(GKE_LISTED_VERSIONS, listed).save()
 
 
+AT_1_35_NOT_LOCKED = Finding(
+    "warning",
+    "pool l4-shared",
+    f"GKE {AT_1_35}, which its nodes run or will run, has no entry in gpu-platform.lock:"
+    f' gke_cos_images["{AT_1_35}"]. The plan and every `pulumi up` stop at it until a'
+    " refreshed lock is committed.",
+    "Run `gpu-platform lock` and commit gpu-platform.lock (docs/lock.md).",
+)
+
+
 def at_1_35(config: Config) -> None:
     creating(config, kubernetesVersion="1.35")
 
@@ -378,16 +388,7 @@ def test_before_creation_the_channels_default_patch_the_lock_lacks_is_a_warning(
 ) -> None:
     project.offers(defaults={"STABLE": AT_1_35}, STABLE=[AT_1_35, VERSION])
 
-    assert of(project.findings(at_1_35), "pool l4-shared") == [
-        Finding(
-            "warning",
-            "pool l4-shared",
-            f"GKE {AT_1_35}, which its nodes run or will run, has no entry in gpu-platform.lock:"
-            f' gke_cos_images["{AT_1_35}"]. The plan and every `pulumi up` stop at it until a'
-            " refreshed lock is committed.",
-            "Run `gpu-platform lock` and commit gpu-platform.lock (docs/lock.md).",
-        )
-    ]
+    assert of(project.findings(at_1_35), "pool l4-shared") == [AT_1_35_NOT_LOCKED]
 
 
 def test_before_creation_a_default_patch_the_lock_has_is_no_finding(
@@ -404,13 +405,4 @@ def test_once_created_the_version_the_cluster_runs_is_checked_against_the_lock(
     project.offers(defaults={"STABLE": VERSION}, STABLE=[VERSION])
     project.google.cluster(status="RUNNING", currentMasterVersion=AT_1_35)
 
-    assert of(project.findings(at_1_35), "pool l4-shared") == [
-        Finding(
-            "warning",
-            "pool l4-shared",
-            f"GKE {AT_1_35}, which its nodes run or will run, has no entry in gpu-platform.lock:"
-            f' gke_cos_images["{AT_1_35}"]. The plan and every `pulumi up` stop at it until a'
-            " refreshed lock is committed.",
-            "Run `gpu-platform lock` and commit gpu-platform.lock (docs/lock.md).",
-        )
-    ]
+    assert of(project.findings(at_1_35), "pool l4-shared") == [AT_1_35_NOT_LOCKED]

@@ -121,17 +121,23 @@ def lock_with_a_second_1_35_version(
             assert CliRunner().invoke(app, ["--cwd", str(ROOT), "lock", "gke-dev"]).exit_code == 0
 
 
+@pytest.fixture
+def differing_1_35(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lock_with_a_second_1_35_version(tmp_path, monkeypatch)
+
+
+def at_1_35_stating(gke_new_config: Config, branch: int) -> Config:
+    config = at_minor(gke_new_config, "1.35")
+    config["gpu-platform:pools"][0].setdefault("gcp", {})["cosDriverBranch"] = branch
+    return config
+
+
 def test_a_cluster_created_at_a_minor_whose_versions_differ_must_pin_one_or_state_a_branch(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    gke_new_config: Config,
-    failed_plan_for: Callable[[Config], Plan],
+    differing_1_35: None, gke_new_config: Config, failed_plan_for: Callable[[Config], Plan]
 ) -> None:
     # GKE creates it at its channel's default 1.35 patch: R580 on one, R570 on another. A
     # version is pinned only outside a release channel (gpu_platform/config: `gcp.version`
     # with `releaseChannel: none`).
-    lock_with_a_second_1_35_version(tmp_path, monkeypatch)
-
     problems = problems_of(failed_plan_for(at_minor(gke_new_config, "1.35")))
 
     assert problems["gpu-platform:pools[0].gcp.cosDriverBranch"] == (
@@ -146,30 +152,16 @@ def test_a_cluster_created_at_a_minor_whose_versions_differ_must_pin_one_or_stat
 
 
 def test_a_stated_branch_one_of_the_minors_versions_loads_is_taken(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    gke_new_config: Config,
-    plan_for: Callable[[Config], Plan],
+    differing_1_35: None, gke_new_config: Config, plan_for: Callable[[Config], Plan]
 ) -> None:
-    lock_with_a_second_1_35_version(tmp_path, monkeypatch)
-    config = at_minor(gke_new_config, "1.35")
-    config["gpu-platform:pools"][0].setdefault("gcp", {})["cosDriverBranch"] = 570
-
     # CUDA_BY_DRIVER_BRANCH: R570 runs CUDA 12.8.
-    assert driver_labels(plan_for(config)) == ("570", "12.8")
+    assert driver_labels(plan_for(at_1_35_stating(gke_new_config, 570))) == ("570", "12.8")
 
 
 def test_a_stated_branch_none_of_the_minors_versions_loads_is_refused(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    gke_new_config: Config,
-    failed_plan_for: Callable[[Config], Plan],
+    differing_1_35: None, gke_new_config: Config, failed_plan_for: Callable[[Config], Plan]
 ) -> None:
-    lock_with_a_second_1_35_version(tmp_path, monkeypatch)
-    config = at_minor(gke_new_config, "1.35")
-    config["gpu-platform:pools"][0].setdefault("gcp", {})["cosDriverBranch"] = 535
-
-    problems = problems_of(failed_plan_for(config))
+    problems = problems_of(failed_plan_for(at_1_35_stating(gke_new_config, 535)))
 
     assert problems["gpu-platform:pools[0].gcp.cosDriverBranch"] == (
         "one of 570, 580: the branches COS loads for l4 on the GKE 1.35 versions gke-to-cos.json"
