@@ -10,16 +10,16 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ContainerImage:
-    """An image the platform runs: by tag, for people, and by the digest of the image index
-    that tag named when it was pinned, which is what the nodes pull. `python -m
-    gpu_platform.image_digests` resolves the digests from the registries and writes them here;
-    `--check` says which tags have moved since."""
+    """An image the platform runs, by repository and tag. Its digest, what the nodes pull,
+    is the lock's (`gpu-platform lock` reads it from the registry), except where the image's
+    own upstream release records it (Karpenter's chart): then it is set here, from that
+    record."""
 
     repository: str
     tag: str
     digest: str | None = None
-    """`sha256:<64 hex>` of the image index; None until resolved (tests/gpu_platform/
-    test_versions.py lists which still are)."""
+    """`sha256:<64 hex>` of the image index, where an upstream release records it; None for
+    an image whose digest the lock holds."""
 
     @property
     def reference(self) -> str:

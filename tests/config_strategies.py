@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from gpu_platform.accelerators import ACCELERATORS
 from gpu_platform.cli.stand_ins.aws import (
+    STAND_IN_ACCOUNT,
+    STAND_IN_DEPLOY_ROLE,
     STAND_IN_KUBERNETES_VERSION,
     ec2_instance_types,
     ec2_zone_offerings,
@@ -308,6 +310,15 @@ def eks_stack(draw: st.DrawFn) -> Config:
             )
         if draw(st.booleans()):
             private["privateEndpointSecurityGroupIds"] = ["sg-0123456789abcdef0"]
+        if draw(st.booleans()):
+            private["vpcCniConfiguration"] = {"env": {"WARM_IP_TARGET": "5"}}
+        if draw(st.booleans()):
+            # The creator's entry left out: the one running `pulumi up` (the stand-in
+            # deployer) must then be an administrator.
+            private["creatorAccess"] = False
+            cluster["create"]["administrators"].append(
+                f"arn:aws:iam::{STAND_IN_ACCOUNT}:role/{STAND_IN_DEPLOY_ROLE}"
+            )
         if private:
             cluster["create"]["aws"] = private
     if node_image != "al2023" or draw(st.booleans()):
@@ -513,9 +524,9 @@ def gke_stack(draw: st.DrawFn) -> Config:
         if draw(st.booleans()):
             gcp["maintenanceWindow"] = {"start": "03:00", "days": ["SA", "SU"], "durationHours": 8}
         if draw(st.booleans()):
-            gcp["binaryAuthorization"] = draw(
-                st.sampled_from(["audit", "enforce", "project", "off"])
-            )
+            # enforce is refused on COS: its driver installer's image names no registry.
+            modes = ["audit", "project", "off", *(["enforce"] if node_image == "ubuntu" else [])]
+            gcp["binaryAuthorization"] = draw(st.sampled_from(modes))
             if gcp["binaryAuthorization"] in ("audit", "enforce") and draw(st.booleans()):
                 gcp["binaryAuthorizationAllowedImages"] = ["us-docker.pkg.dev/acme-ml/images/**"]
         if draw(st.booleans()):

@@ -29,7 +29,11 @@ from hypothesis import HealthCheck, example, given, settings
 from gpu_platform.cli.analyzer import PolicyPack
 from gpu_platform.cli.namespace_levels import POD_SECURITY, namespace_levels
 from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.stack_files import gpu_platform_config
+from gpu_platform.config import load_stack_config
+from gpu_platform.lock.images import locked_digest
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
+from gpu_platform.platform_images import platform_images
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.config_strategies import CORNER_STACKS, stack_configs
 from tests.gpu_platform.canary_invariants import canary_capacity_problems, canary_rank_problems
@@ -46,6 +50,7 @@ from tests.sweep_lock import write_sweep_lock
 
 Config = dict[str, Any]
 EXAMPLES = int(os.environ.get("GPU_PLATFORM_SWEEP_EXAMPLES", "10"))
+PLATFORM_IMAGES = "platform-images-by-digest"
 PROD_POLICY_CONFIG: Mapping[str, Any] = json.loads(
     (PROJECT.directory / "policy-config" / "prod.json").read_text()
 )
@@ -72,9 +77,23 @@ def kubernetes_minor(config: Config) -> str:
 Invariant = Callable[[Plan, Config], list[str]]
 
 
+def awaited_digests(config: Config) -> dict[str, Any]:
+    """prod's `platform-images-by-digest` settings for this stack: its images the lock has no
+    digest for are awaited, as a stack's own policy config would list them (prod's lists
+    prod's; a GKE Ubuntu stack deploys the driver manager, which prod does not)."""
+    settings = PROD_POLICY_CONFIG[PLATFORM_IMAGES]
+    loaded = load_stack_config(*gpu_platform_config(config))
+    awaiting = {
+        image.key
+        for image in platform_images(loaded)
+        if image.digest is None and locked_digest(image.repository, image.tag) is None
+    }
+    return {**settings, "awaitingDigests": sorted(awaiting | set(settings["awaitingDigests"]))}
+
+
 def pack_problems(pack: PolicyPack) -> Invariant:
     def check(plan: Plan, config: Config) -> list[str]:
-        pack.configure(prod_policy_config(plan))
+        pack.configure({**prod_policy_config(plan), PLATFORM_IMAGES: awaited_digests(config)})
         return [
             f"{v.policy_name} on {v.urn}: {v.message}"
             for v in pack.analyze(plan.resources)

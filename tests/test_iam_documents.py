@@ -1022,9 +1022,12 @@ def test_the_preview_policy_is_the_deploy_policies_reads() -> None:
     assert _document("eks-preview-policy.json") == {"Version": "2012-10-17", "Statement": derived}
 
 
-def test_the_preview_policy_reads_no_data() -> None:
-    actions = {a for s in statements(_document("eks-preview-policy.json")) for a in s["Action"]}
+@pytest.mark.parametrize("document", ["eks-preview-policy.json", "eks-preflight-policy.json"])
+def test_the_read_only_policies_read_no_data(document: str) -> None:
+    actions = {a for s in statements(_document(document)) for a in as_list(s["Action"])}
 
     assert actions
+    # Each names one action, never a pattern a later action of another access level may match.
+    assert all([m.lower() for m in actions_matching(a)] == [a.lower()] for a in actions), actions
     assert {access_level(a) for a in actions} <= {"Read", "List"}
     assert actions & DATA_PLANE_READS == set()

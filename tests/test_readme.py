@@ -21,10 +21,12 @@ def test_readme_has_two_commands_plan_then_tests() -> None:
     assert " plan dev" in plan and tests.endswith("pytest")
 
 
-def test_ci_runs_the_readmes_test_command_with_the_alert_tests_required() -> None:
+def test_ci_runs_the_readmes_test_command_with_the_alert_and_registry_tests_required() -> None:
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
 
     assert f"GPU_PLATFORM_REQUIRE_PROMTOOL=1 {commands_in_readme()[1]}" in ci
+    assert "export GPU_PLATFORM_REQUIRE_REGISTRY=1" in ci
+    assert "[ -x /usr/bin/docker-registry ] || missing+=(docker-registry)" in ci
 
 
 def test_config_reference_in_readme_matches_the_model() -> None:

@@ -1,6 +1,7 @@
 """Every stack file in the repository plans offline with its own policy config, and a change
 that breaks a platform rule makes the plan fail with the violation."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,10 @@ from gpu_platform.cli.analyzer import analyze_plan
 from gpu_platform.cli.app import app
 from gpu_platform.cli.offline import run_program
 from gpu_platform.cli.plan import EXIT_MANDATORY_VIOLATION, _policy_config
-from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.cli.stack_files import gpu_platform_config, stack_config
+from gpu_platform.config import load_stack_config
+from gpu_platform.lock.lockfile import IMAGES, load, lock_path
+from gpu_platform.platform_images import platform_images
 from gpu_platform.versions import HelmChart
 from tests.repository import PROJECT, STACKS
 
@@ -37,6 +41,22 @@ def test_stack_plans_with_no_mandatory_violation(stack: str) -> None:
     verdicts = analyze_plan(plan.resources, config=_policy_config(POLICY_CONFIG_DIR, stack, None))
 
     assert [v for v in verdicts if v.mandatory] == []
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_an_image_awaits_its_digest_only_while_the_lock_has_none_and_the_stack_runs_it(
+    stack: str,
+) -> None:
+    config = json.loads((POLICY_CONFIG_DIR / f"{stack}.json").read_text())
+    awaiting = config.get("platform-images-by-digest", {}).get("awaitingDigests", [])
+    lock = load(lock_path(PROJECT.directory))
+    stack_config_ = load_stack_config(*gpu_platform_config(stack_config(stack, PROJECT)))
+    deployed = {image.key for image in platform_images(stack_config_)}
+
+    assert [image for image in awaiting if lock.get(IMAGES, image)] == [], (
+        "the lock has their digests now: remove them from awaitingDigests"
+    )
+    assert set(awaiting) <= deployed
 
 
 def plan_dev() -> tuple[int, str]:

@@ -721,14 +721,37 @@ def test_only_the_preview_may_comment_on_the_pull_request() -> None:
     assert writers == {("pull-request.yml", "preview"), ("lock-refresh.yml", "refresh")}
 
 
-def test_the_lock_is_refreshed_every_day_as_a_pull_request_of_the_lock_alone() -> None:
+def test_the_tests_run_with_promtool_and_the_registry_required() -> None:
+    # The alert rule tests and the image resolver's tests skip where promtool or
+    # docker-registry is missing (tests/oci_registry.py): GitHub's runners install both, and
+    # the variables make a missing one fail the run rather than skip its tests.
+    job = workflow("checks.yml")["jobs"]["tests"]
+    install = next(step["run"] for step in job["steps"] if "apt-get install" in step.get("run", ""))
+    run = next(step for step in job["steps"] if step.get("run") == "./uvw run --locked pytest")
+
+    assert {"prometheus", "docker-registry"} <= set(install.split())
+    assert "sudo systemctl disable --now docker-registry || true" in install
+    assert run["env"] == {
+        "GPU_PLATFORM_REQUIRE_PROMTOOL": "1",
+        "GPU_PLATFORM_REQUIRE_REGISTRY": "1",
+    }
+
+
+def test_the_lock_is_refreshed_every_day_as_a_pull_request_of_the_lock_and_awaited_images() -> None:
     document = workflow("lock-refresh.yml")
     steps = document["jobs"]["refresh"]["steps"]
     (propose,) = [s for s in steps if "create-pull-request" in s.get("uses", "")]
 
     assert document["on"]["schedule"] == [{"cron": "41 5 * * *"}]
     assert "gpu-platform lock" in next(s["run"] for s in steps if s.get("id") == "lock")
-    assert propose["with"]["add-paths"] == "gpu-platform.lock"
+    # An image the refresh locks by digest leaves the policy configs' awaitingDigests in the
+    # same pull request (gpu_platform/lock/awaiting.py), else the tests fail on it.
+    assert propose["with"]["add-paths"].split() == ["gpu-platform.lock", "policy-config/*.json"]
+    assert any(
+        s.get("run")
+        == "./uvw run --locked python -m gpu_platform.lock.awaiting policy-config/*.json"
+        for s in steps
+    )
     # The lock is proposed before the job fails on a fact it could not read.
     assert steps[-1]["if"] == "steps.lock.outputs.status != '0'"
 
@@ -776,6 +799,18 @@ def test_the_refresh_pull_request_lists_the_facts_not_read(tmp_path: Path) -> No
         (tmp_path / "body.md").read_text()
     )
     assert output.read_text() == "status=4\n"
+
+
+def test_the_lock_refresh_reads_ecr_with_an_optional_aws_role() -> None:
+    # EKS's EFA device plugin image is in Amazon ECR, which answers AWS credentials only
+    # (gpu_platform/lock/ecr.py): without the role the refresh warns, with it reads the digest.
+    steps = workflow("lock-refresh.yml")["jobs"]["refresh"]["steps"]
+    names = [s.get("id") or s.get("uses", "").split("@")[0] for s in steps]
+    (aws,) = [s for s in steps if "configure-aws-credentials" in s.get("uses", "")]
+
+    assert aws["if"] == "vars.LOCK_REFRESH_AWS_ROLE_ARN != ''"
+    assert aws["with"]["role-to-assume"] == "${{ vars.LOCK_REFRESH_AWS_ROLE_ARN }}"
+    assert names.index("aws-actions/configure-aws-credentials") < names.index("lock")
 
 
 def test_the_preview_runs_only_for_branches_of_this_repository() -> None:

@@ -9,8 +9,10 @@ deadline, with preflight's retries (gpu_platform/cli/deadline.py).
 Exit codes: 0 the lock is written (or, with --check, up to date); 1 with --check, the lock would
 change; 2 a bad project, stack or lock file; 4 a fact could not be read (no answer, a 404, a
 format the command does not read), each named, or the deadline passed; the lock is then
-written with what could be read, the entries of the others kept as they were. A fact no stack
-needs yet (see the resolver) is reported without failing the command.
+written with what could be read, the entries of the others kept as they were (past the
+deadline, those of each kind of fact whose reading had not finished). A fact no stack needs yet,
+and an image whose registry takes AWS credentials the run was not given, are warnings, not
+failures (docs/lock.md).
 """
 
 from collections.abc import Sequence
@@ -80,10 +82,10 @@ def run(
         after = updated(after, resolver, read, prune=False)
     resolutions = [resolution for _, resolution in finished]
     unread = [u for resolution in resolutions for u in resolution.unresolved]
-    unresolved = [u for u in unread if u.fatal]
+    unresolved = [u for u in unread if u.blocking]
     for fact in unread:
-        what = "could not read" if fact.fatal else "note: no stack needs yet, could not read"
-        errors.print(f"{what} {fact.describe()}", markup=False, highlight=False, soft_wrap=True)
+        prefix = "could not read" if fact.blocking else "warning: left as it was,"
+        errors.print(f"{prefix} {fact.describe()}", markup=False, highlight=False, soft_wrap=True)
     if late is not None:
         errors.print(late, markup=False, highlight=False, soft_wrap=True)
     _write_or_report(before, after, check, complete=not unresolved and late is None)

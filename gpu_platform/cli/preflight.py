@@ -7,7 +7,9 @@ EKS check does not load Google's auth library, a GKE check not boto3):
   they reach, live node group sizes, reservations and EC2 quotas;
 - `gpu_platform.cli.preflight_gke`: the GKE cluster and reservations.
 Both are followed by one check made from the chart repository's index rather than the cloud: that
-the GPU Operator chart version exists.
+the GPU Operator chart version exists; and one of the image registries
+(`gpu_platform.cli.preflight_images`): the images the lock has no digest for, and the tags pushed
+again since it was written.
 
 Each finding says what to do. Exits 1 if any finding blocks the deployment, 2 for a bad stack,
 4 when it cannot check (no credentials, no way to the cloud, a permission missing, an API that
@@ -29,6 +31,7 @@ from gpu_platform.cli.cli import fail, plain_console
 from gpu_platform.cli.deadline import Deadline, DeadlinePassed
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_BLOCKED
+from gpu_platform.cli.preflight_images import image_findings
 from gpu_platform.cli.stack_files import StackFileError, gpu_platform_config, stack_config
 from gpu_platform.config import (
     Cloud,
@@ -52,7 +55,11 @@ def run(stack: str, timeout_seconds: float) -> None:
         fail(str(unreadable), EXIT_BAD_STACK)
     except ConfigError as error:
         fail(error.report(), EXIT_BAD_STACK)
-    findings = _cloud_findings(stack, config, deadline) + chart_findings(config, deadline)
+    findings = (
+        _cloud_findings(stack, config, deadline)
+        + chart_findings(config, deadline)
+        + image_findings(stack, config, deadline)
+    )
     print_findings(findings, console)
     if any(f.blocking for f in findings):
         raise typer.Exit(EXIT_BLOCKED)

@@ -53,7 +53,7 @@ from gpu_platform.cli.preflight_gke_create import creation_findings
 from gpu_platform.cli.preflight_gke_exporter import exporter_label_findings
 from gpu_platform.cli.preflight_gke_identity import identity_findings
 from gpu_platform.cli.preflight_gke_lock import lock_findings
-from gpu_platform.cli.preflight_gke_quotas import quota_findings
+from gpu_platform.cli.preflight_gke_quotas import quota_findings, unchecked_pools
 from gpu_platform.cli.preflight_gke_upgrades import upgrade_findings
 from gpu_platform.config import (
     ConfigError,
@@ -74,6 +74,8 @@ COMPUTE_API = "https://compute.googleapis.com/compute/v1/"
 SERVICE_USAGE_API = "https://serviceusage.googleapis.com/v1/"
 IAM_API = "https://iam.googleapis.com/v1/"
 RESOURCE_MANAGER_API = "https://cloudresourcemanager.googleapis.com/v1/"
+CLOUD_QUOTAS_API = "https://cloudquotas.googleapis.com/v1/"
+BINARY_AUTHORIZATION_API = "https://binaryauthorization.googleapis.com/v1/"
 
 API_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 """The OAuth scope the check asks its credentials for: the one `gcloud auth application-default
@@ -92,6 +94,9 @@ CLUSTERS_PERMISSION = "container.clusters.list"
 SERVICE_ACCOUNTS_PERMISSION = "iam.serviceAccounts.list"
 SERVICE_ACCOUNT_POLICY_PERMISSION = "iam.serviceAccounts.getIamPolicy"
 PROJECT_POLICY_PERMISSION = "resourcemanager.projects.getIamPolicy"
+QUOTA_INFOS_PERMISSION = "cloudquotas.quotas.get"
+"""What Cloud Quotas' `quotaInfos.list` asks of the caller; asked only for pools whose GPUs
+Compute Engine's API names no quota for, and a refusal is a warning, not a failed check."""
 READ_ONLY_PERMISSIONS = (
     CLUSTER_PERMISSION,
     RESERVATION_PERMISSION,
@@ -109,6 +114,10 @@ _VIEWER_ROLES = "roles/container.clusterViewer, roles/compute.viewer and roles/i
 SERVICE_PERMISSION = "serviceusage.services.get"
 """What `serviceusage.services.get` asks of the caller: only a stack that creates its cluster
 checks its project's APIs (roles/serviceusage.serviceUsageViewer grants it)."""
+BINARY_AUTHORIZATION_POLICY_PERMISSION = "binaryauthorization.policy.get"
+"""What `binaryauthorization.projects.getPolicy` asks of the caller: only a stack that creates
+its cluster and writes the project's policy reads it (roles/binaryauthorization.policyViewer
+grants it)."""
 
 # `Reservation.status` (compute.v1.json): READY is "ready for use"; a reservation CREATING
 # ("resources are being allocated") or UPDATING is on its way there, one DELETING or INVALID
@@ -212,6 +221,12 @@ class GoogleApis:
             self._get(COMPUTE_API, ("projects", self.project), PROJECT_PERMISSION).get("quotas", [])
         )
 
+    def binary_authorization_policy(self) -> dict[str, Any]:
+        """`binaryauthorization.projects.getPolicy`: the project's policy (`Policy`), Binary
+        Authorization's default where no one wrote one."""
+        path = ("projects", self.project, "policy")
+        return self._get(BINARY_AUTHORIZATION_API, path, BINARY_AUTHORIZATION_POLICY_PERMISSION)
+
     def clusters(self) -> dict[str, Any]:
         """`container.projects.locations.clusters.list` over every location (`-`): the
         `ListClustersResponse`, whose `missingZones` are the zones that did not answer."""
@@ -245,7 +260,14 @@ class GoogleApis:
     def _service_account_policy(self, email: str) -> dict[str, Any]:
         path = ("projects", self.project, "serviceAccounts", email)
         query = {"options.requestedPolicyVersion": str(IAM_POLICY_VERSION)}
-        return self._read_policy(IAM_API, path, SERVICE_ACCOUNT_POLICY_PERMISSION, query, None)
+        try:
+            return self._read_policy(IAM_API, path, SERVICE_ACCOUNT_POLICY_PERMISSION, query, None)
+        except GoogleApiError as error:
+            # Deleted between the list and this read: an account that no longer exists
+            # trusts no one.
+            if error.status != 404:
+                raise
+            return {}
 
     def project_policy(self) -> dict[str, Any]:
         """`cloudresourcemanager.projects.getIamPolicy`: the project's role bindings."""
@@ -253,6 +275,20 @@ class GoogleApis:
         return self._read_policy(
             RESOURCE_MANAGER_API, ("projects", self.project), PROJECT_POLICY_PERMISSION, {}, body
         )
+
+    def compute_quota_infos(self) -> list[dict[str, Any]]:
+        """Cloud Quotas' `projects.locations.services.quotaInfos.list` for Compute Engine,
+        page by page (`nextPageToken`)."""
+        service = ("services", "compute.googleapis.com", "quotaInfos")
+        path = ("projects", self.project, "locations", "global", *service)
+        found: list[dict[str, Any]] = []
+        query: dict[str, str] = {}
+        while True:
+            page = self._get(CLOUD_QUOTAS_API, path, QUOTA_INFOS_PERMISSION, query)
+            found += page.get("quotaInfos", [])
+            if not page.get("nextPageToken"):
+                return found
+            query = {"pageToken": page["nextPageToken"]}
 
     def reservation(
         self, zone: str, name: str, project: str | None = None
@@ -492,7 +528,17 @@ def _quota_findings(
     assert location is not None  # config validation requires it on GCP
     region = zone_region(location) or location
     pools = [(pool, gpus[i]) for i, pool in enumerate(config.pools)]
-    return quota_findings(pools, region, apis.region_quotas(region), apis.project_quotas())
+    regional, global_ = apis.region_quotas(region), apis.project_quotas()
+    family_quotas: list[dict[str, Any]] | str = []
+    if unchecked_pools(pools):
+        try:
+            family_quotas = apis.compute_quota_infos()
+        except GoogleApiError as error:
+            family_quotas = (
+                f"{error.status} {error.reason}: {error.message} (it needs the Cloud Quotas API,"
+                f" cloudquotas.googleapis.com, enabled and {QUOTA_INFOS_PERMISSION})"
+            )
+    return quota_findings(pools, region, regional, global_, family_quotas)
 
 
 def _gpus_of_pools(config: StackConfig) -> dict[int, GpuShape]:
@@ -974,6 +1020,14 @@ def why_it_cannot_check(
         if error.permission == SERVICE_PERMISSION:
             needs += f" and, as the stack creates its cluster, {SERVICE_PERMISSION}"
             roles += " and roles/serviceusage.serviceUsageViewer"
+        if error.permission == BINARY_AUTHORIZATION_POLICY_PERMISSION:
+            needs += (
+                ", and, as the stack writes the project's Binary Authorization policy,"
+                f" {SERVICE_PERMISSION} and {BINARY_AUTHORIZATION_POLICY_PERMISSION}"
+            )
+            roles += (
+                ", roles/serviceusage.serviceUsageViewer and roles/binaryauthorization.policyViewer"
+            )
         return (
             f"Google Cloud refused {error.permission} on {error.resource} ({answer}). The check"
             f" needs, read-only: {needs} ({roles} grant them)."

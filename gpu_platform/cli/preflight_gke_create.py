@@ -19,7 +19,9 @@ from typing import Any, Protocol
 from gpu_platform.cli.created_endpoint import endpoint_finding
 from gpu_platform.cli.findings import Finding
 from gpu_platform.config import ClusterCreate, StackConfig, key_path
+from gpu_platform.gke.authorized_networks import authorized_after_update
 from gpu_platform.gke.locations import zone_region
+from gpu_platform.gke.policy_owner import policy_owner
 
 REQUIRED_SERVICES = (
     ("container.googleapis.com", "the cluster and its node pools"),
@@ -54,6 +56,8 @@ class CreationApis(Protocol):
 
     def project_quotas(self) -> list[dict[str, Any]]: ...
 
+    def binary_authorization_policy(self) -> dict[str, Any]: ...
+
 
 def creation_findings(config: StackConfig, apis: CreationApis) -> list[Finding]:
     spec = config.cluster
@@ -62,7 +66,10 @@ def creation_findings(config: StackConfig, apis: CreationApis) -> list[Finding]:
     region = zone_region(spec.location) or spec.location
     findings = [_existing_finding(config, apis)]
     existing = apis.cluster(spec.location, spec.name)
-    if existing is not None and create.gcp.private_endpoint_enforcement:
+    # A public endpoint's deployer comes in through it, from endpoint.publicCidrs, which the
+    # update keeps: only a deployer of the private endpoint can be shut out.
+    private = create.endpoint.access == "private"
+    if existing is not None and private and create.gcp.private_endpoint_enforcement:
         findings += _enforcement_findings(spec.name, create, existing)
     services = list(REQUIRED_SERVICES)
     if create.gcp.secrets_kms_key_name is None:
@@ -70,6 +77,9 @@ def creation_findings(config: StackConfig, apis: CreationApis) -> list[Finding]:
     if create.gcp.binary_authorization != "off":
         services.append(BINARY_AUTHORIZATION_SERVICE)
     findings += [_service_finding(spec.project, name, why, apis) for name, why in services]
+    writes_policy = create.gcp.binary_authorization in ("audit", "enforce")
+    if writes_policy and apis.service_state(BINARY_AUTHORIZATION_SERVICE[0]) == ENABLED:
+        findings.append(_policy_finding(spec.project, apis.binary_authorization_policy()))
     findings.append(version_finding(create, spec.location, apis.server_config(spec.location)))
     findings += cpu_findings(create, spec.location, region, apis.region_quotas(region))
     if create.gcp.existing_network is None:
@@ -113,7 +123,7 @@ def _enforcement_findings(
     authorized = cluster.get("masterAuthorizedNetworksConfig", {})
     if authorized.get("privateEndpointEnforcementEnabled") or create.gcp.dns_endpoint:
         return []
-    allowed = [b.get("cidrBlock", "") for b in authorized.get("cidrBlocks", [])]
+    allowed = authorized_after_update(create, authorized)
     networks, dns, enforcement = (
         key_path("cluster", "create", "gcp", key)
         for key in ("authorizedNetworks", "dnsEndpoint", "privateEndpointEnforcement")
@@ -131,6 +141,36 @@ def _enforcement_findings(
             f" {enforcement}: false.",
         )
     ]
+
+
+def _policy_finding(project: str, policy: Mapping[str, Any]) -> Finding:
+    """The project's Binary Authorization policy, which `up` overwrites and removing the
+    platform's resets to Binary Authorization's default (pulumi-gcp
+    `binaryauthorization.Policy`: one per project, its delete resets it)."""
+    subject = f"Binary Authorization policy of {project}"
+    mode = key_path("cluster", "create", "gcp", "binaryAuthorization")
+    owner = policy_owner(policy)
+    if owner == "platform":
+        return Finding("ok", subject, "The platform's, written by an earlier `up`.", "Nothing.")
+    if owner == "default":
+        return Finding(
+            "ok",
+            subject,
+            "Binary Authorization's default (every image admitted): `pulumi up` writes the"
+            " platform's.",
+            "Nothing.",
+        )
+    rule = policy.get("defaultAdmissionRule", {})
+    return Finding(
+        "warning",
+        subject,
+        f"Written by someone else ({policy.get('description') or 'no description'}; default"
+        f" rule {rule.get('evaluationMode', 'unset')}): `pulumi up` replaces it for every"
+        " cluster of the project, and removing the platform's later (`pulumi destroy`, or"
+        f" {mode} project or off) resets it to Binary Authorization's default, not to this one.",
+        f"Export it first (gcloud container binauthz policy export --project {project}), or keep"
+        f" it with {mode}: project.",
+    )
 
 
 def _service_finding(project: str, service: str, why: str, apis: CreationApis) -> Finding:

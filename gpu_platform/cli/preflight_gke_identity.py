@@ -83,7 +83,7 @@ def identity_findings(
     findings = _reading(
         subject,
         "whether another GKE cluster shares the project",
-        lambda: _clusters_findings(config, apis.clusters()),
+        lambda: _clusters_findings(config, apis.clusters(), pool),
     )
     if pool != own:
         findings.append(_fleet_finding(subject, pool))
@@ -130,7 +130,7 @@ def _reading(subject: str, what: str, read: Callable[[], list[Finding]]) -> list
         ]
 
 
-def _clusters_findings(config: StackConfig, listed: Mapping[str, Any]) -> list[Finding]:
+def _clusters_findings(config: StackConfig, listed: Mapping[str, Any], pool: str) -> list[Finding]:
     spec = config.cluster
     assert spec.project is not None
     subject = f"project {spec.project}"
@@ -139,7 +139,7 @@ def _clusters_findings(config: StackConfig, listed: Mapping[str, Any]) -> list[F
         for c in listed.get("clusters", [])
         if (c.get("name"), c.get("location")) != (spec.name, spec.location)
     )
-    findings = [_other_clusters_finding(subject, spec.project, others, spec.create is not None)]
+    findings = [_other_clusters_finding(subject, pool, others, spec.create is not None)]
     if listed.get("missingZones"):
         zones = ", ".join(listed["missingZones"])
         findings.append(
@@ -154,9 +154,7 @@ def _clusters_findings(config: StackConfig, listed: Mapping[str, Any]) -> list[F
     return findings
 
 
-def _other_clusters_finding(
-    subject: str, project: str, others: list[str], created: bool
-) -> Finding:
+def _other_clusters_finding(subject: str, pool: str, others: list[str], created: bool) -> Finding:
     if not others:
         return Finding(
             "ok",
@@ -167,7 +165,7 @@ def _other_clusters_finding(
         )
     message = (
         f"The project has other GKE clusters ({', '.join(others)}): every cluster of a project"
-        f" shares the Workload Identity pool {workload_pool(project)}, so the deploy identity,"
+        f" shares the Workload Identity pool {pool}, so the deploy identity,"
         " which can create any namespace and Kubernetes service account in this stack's"
         " cluster, can act as every Google service account their workloads use, and its"
         " roles/container.admin reaches those clusters themselves."

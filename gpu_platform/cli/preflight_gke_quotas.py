@@ -10,6 +10,19 @@ well (docs/gke-capacity.md); `GPUS_ALL_REGIONS` caps the project's GPUs over eve
 reservation holds it. The pools' GPUs in the cluster's region are summed per quota at their
 `max` (and `min`, which GKE must be able to start): past a quota, a scale-up fails and pods
 wait Pending.
+
+For the GPUs that API names no quota for, preflight reads the Cloud Quotas API
+(`cloudquotas.googleapis.com`, v1 `projects.locations.services.quotaInfos.list` of
+`compute.googleapis.com`, which needs the permission `cloudquotas.quotas.get` and the API
+enabled in the project: https://cloud.google.com/docs/quotas/reference/rest/v1/
+projects.locations.services.quotaInfos/list). Compute Engine counts GPUs there by the
+service-specific dimension `gpu_family` ("Configure Cloud Quotas dimensions" and "Quota and
+system limit terminology" in Google's Cloud Quotas documentation); each `QuotaInfo` holds a
+value per combination of dimensions (`dimensionsInfos[].dimensions`, `.details.value`,
+`.applicableLocations`). Google's documentation names the dimension but neither the quota IDs
+that carry it nor its values (which `gpu_family` an H100, H200 or B200 counts against): the
+platform does not guess them, and shows the pools' region's GPU-family quotas as the project's
+answer lists them, for the pools' GPUs to be compared by eye.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,6 +47,9 @@ QUOTA_METRICS: Mapping[str, tuple[str | None, str | None]] = {
     "h100-80gb": (None, "PREEMPTIBLE_NVIDIA_H100_GPUS"),
 }
 ALL_REGIONS = "GPUS_ALL_REGIONS"
+GPU_FAMILY_DIMENSION = "gpu_family"
+GLOBAL_LOCATION = "global"
+"""`DimensionsInfo.applicableLocations` of a quota that is not per region or zone."""
 
 
 @dataclass
@@ -45,14 +61,26 @@ class _Need:
     at_max: int = 0
 
 
+def unchecked_pools(pools: Sequence[tuple[GpuPoolSpec, GpuShape]]) -> list[str]:
+    """The pools whose GPUs and capacity Compute Engine's API names no regional quota for."""
+    return [
+        pool.name
+        for pool, gpus in pools
+        if pool.gcp.reservation != "specific" and _metric(pool, gpus.accelerator) is None
+    ]
+
+
 def quota_findings(
     pools: Sequence[tuple[GpuPoolSpec, GpuShape]],
     region: str,
     regional: Iterable[Mapping[str, Any]],
     global_: Iterable[Mapping[str, Any]],
+    family_quotas: Sequence[Mapping[str, Any]] | str = (),
 ) -> list[Finding]:
     """One finding per quota the pools count against, the regional ones first, then those
-    with no quota to check; `regional` and `global_` are `Region.quotas` and `Project.quotas`."""
+    with no quota to check; `regional` and `global_` are `Region.quotas` and `Project.quotas`,
+    `family_quotas` the `QuotaInfo`s of Compute Engine that Cloud Quotas lists, or why it could
+    not be read."""
     needs: dict[str, _Need] = {}
     unchecked = []
     for pool, gpus in pools:
@@ -71,17 +99,49 @@ def quota_findings(
         for metric, need in sorted(needs.items(), key=lambda item: item[0] == ALL_REGIONS)
     ]
     if unchecked:
-        findings.append(
-            Finding(
-                "warning",
-                "GPU quota",
-                f"Not checked for {', '.join(unchecked)}: Compute Engine's API names no regional"
-                " quota for their GPUs and capacity.",
-                "Check the pools' GPUs in the console's Quotas page (Cloud Quotas) before they"
-                " scale up.",
-            )
-        )
+        findings.append(_unchecked_finding(unchecked, region, family_quotas))
     return findings
+
+
+def _unchecked_finding(
+    unchecked: Sequence[str], region: str, family_quotas: Sequence[Mapping[str, Any]] | str
+) -> Finding:
+    if isinstance(family_quotas, str):
+        listed = f" Cloud Quotas could not be read: {family_quotas}."
+    else:
+        held = gpu_family_quotas(family_quotas, region)
+        listed = (
+            f" Cloud Quotas lists these GPU-family quotas in {region}: {'; '.join(held)}."
+            if held
+            else f" Cloud Quotas lists no GPU-family quota in {region}."
+        )
+    return Finding(
+        "warning",
+        "GPU quota",
+        f"Not checked for {', '.join(unchecked)}: Compute Engine's API names no regional"
+        f" quota for their GPUs and capacity.{listed}",
+        "Check the pools' GPUs against their family's quota (the console's Quotas page) before"
+        " they scale up.",
+    )
+
+
+def gpu_family_quotas(quota_infos: Iterable[Mapping[str, Any]], region: str) -> list[str]:
+    """`<quotaId> gpu_family=<family>: <value>` of each value a `QuotaInfo` with the
+    `gpu_family` dimension holds for `region` (or for every location), sorted."""
+    found = []
+    for info in quota_infos:
+        if GPU_FAMILY_DIMENSION not in info.get("dimensions", []):
+            continue
+        for values in info.get("dimensionsInfos", []):
+            dimensions = values.get("dimensions", {})
+            if dimensions.get("region", region) != region:
+                continue
+            if not {region, GLOBAL_LOCATION} & set(values.get("applicableLocations", [])):
+                continue
+            family = dimensions.get(GPU_FAMILY_DIMENSION, "any other")
+            value = values.get("details", {}).get("value", "?")
+            found.append(f"{info.get('quotaId', '?')} {GPU_FAMILY_DIMENSION}={family}: {value}")
+    return sorted(found)
 
 
 def _metric(pool: GpuPoolSpec, accelerator: str) -> str | None:

@@ -5,7 +5,11 @@ Prometheus, which serves every tenant's series without authentication, and from 
 whose API takes silences; the VPC CNI enforces them only with `enableNetworkPolicy` on (EKS user
 guide, cni-network-policy-configure.adoc), which EKS leaves off. The check reads the `vpc-cni`
 add-on's configuration values; a CNI installed some other way, or another network plugin that
-enforces them, cannot be read from AWS, which is a warning.
+enforces them, cannot be read from AWS, which is a warning. So is a refused read: the EKS preview
+role's policy (docs/iam/eks-preview-policy.json, the deploy policies' reads) allows
+`eks:DescribeAddon` on the node monitoring agent's add-on only, which is all the deploy role
+manages, and the rest of the check still runs under it; the pre-flight policy
+(docs/iam/eks-preflight-policy.json) allows the read.
 
 For EFA pools whose nodes get EFA-only interfaces, the CNI must be one that ignores them.
 
@@ -37,6 +41,9 @@ NETWORK_POLICY_SETTING = "enableNetworkPolicy"
 # The aws-node DaemonSet's network policy agent and its flag (aws/amazon-vpc-cni-k8s
 # charts/aws-vpc-cni/templates/daemonset.yaml, v1.21.1).
 NODE_AGENT_CONTAINER = "aws-eks-nodeagent"
+# EKS's answer to a caller not allowed the call (botocore's EKS service model, error shape
+# `AccessDeniedException`).
+ACCESS_DENIED = "AccessDeniedException"
 _ADDON_VERSION = re.compile(r"^(v\d+\.\d+\.\d+)")
 
 
@@ -83,7 +90,23 @@ def network_policy_findings(config: StackConfig, eks: Any) -> list[Finding]:
         "the NetworkPolicies that keep tenants' pods from Prometheus (every tenant's series,"
         " no authentication) and Alertmanager (silences, no authentication)"
     )
-    addon = _vpc_cni_addon(eks, name)
+    try:
+        addon = _vpc_cni_addon(eks, name)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != ACCESS_DENIED:
+            raise
+        return [
+            Finding(
+                "warning",
+                subject,
+                f"Whether the VPC CNI enforces {unenforced} cannot be read: eks:DescribeAddon on"
+                f" the {VPC_CNI} add-on was refused.",
+                f"Run the check with a role allowed eks:DescribeAddon on"
+                f" arn:aws:eks:<region>:<account>:addon/{name}/{VPC_CNI}/*, or run aws eks"
+                f" describe-addon --cluster-name {name} --addon-name {VPC_CNI} where it is, and"
+                f" check its configurationValues set {NETWORK_POLICY_SETTING} to true.",
+            )
+        ]
     if addon is None:
         return [
             Finding(

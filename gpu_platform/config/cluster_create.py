@@ -163,6 +163,10 @@ EksLogType = Literal["api", "audit", "authenticator", "controllerManager", "sche
 DEFAULT_EKS_LOG_TYPES: tuple[EksLogType, ...] = ("audit", "api", "authenticator")
 
 
+VPC_CNI_NETWORK_POLICY = "enableNetworkPolicy"
+"""The VPC CNI add-on's configuration value the platform sets on every cluster it creates."""
+
+
 class EksClusterCreate(Model):
     """What only an EKS cluster the platform creates has."""
 
@@ -217,6 +221,21 @@ class EksClusterCreate(Model):
     for a runner on the cluster's own nodes, the cluster security group EKS made
     (`clusterSecurityGroupId` of `aws eks describe-cluster`). Together with
     `privateEndpointCidrs` at most 60 (EC2's default inbound rules per security group)."""
+    vpc_cni_configuration: dict[str, Any] = Field(default_factory=dict)
+    """More configuration values of the `vpc-cni` add-on, such as
+    `env: {ENABLE_PREFIX_DELEGATION: "true", WARM_PREFIX_TARGET: "1"}` (EKS user guide,
+    cni-increase-ip-addresses.adoc), sent with the platform's `enableNetworkPolicy: "true"`,
+    which may not be set here. They are the add-on's whole configuration: EKS replaces what the
+    add-on had with them at each update, so settings made by hand (`aws eks update-addon`)
+    are lost unless listed here. EKS checks them against the add-on version's schema (`aws eks
+    describe-addon-configuration --addon-name vpc-cni --addon-version <version>`) and refuses
+    the update otherwise."""
+    creator_access: bool = True
+    """Whether the identity that created the cluster keeps its cluster-admin access entry, as
+    terraform-aws-eks's `enable_cluster_creator_admin_permissions`. `false` deletes that entry
+    at the next `pulumi up`, unless the creator is among `administrators`: the way to retire
+    the identity that created the cluster. The identity running `pulumi up` must then be among
+    `administrators`, as the platform installs through the cluster's API with its access."""
 
 
 class GkeNewNetwork(Model):
@@ -362,8 +381,10 @@ class GkeClusterCreate(Model):
     project's policy, whose default rule denies every image but the platform's own and
     `binaryAuthorizationAllowedImages`, in dry run (`DRYRUN_AUDIT_LOG_ONLY`: the pod starts,
     Cloud Logging records it); `enforce`: the same policy refusing such pods
-    (`ENFORCED_BLOCK_AND_AUDIT_LOG`); `project`: GKE evaluates the policy the project's owner
-    writes, which admits every image until written; `off`: no check. The policy is one per
+    (`ENFORCED_BLOCK_AND_AUDIT_LOG`), only with `nodeImage: ubuntu` (COS's driver installer
+    runs an image that names no registry, which no allowlist pattern admits); `project`: GKE
+    evaluates the policy the project's owner writes, which admits every image until written;
+    `off`: no check. The policy is one per
     project, for every cluster in it: `audit` and `enforce` replace it, for a project of the
     platform's own (docs/create-cluster-gke.md). Needs the Binary Authorization API
     (`binaryauthorization.googleapis.com`) enabled in the project, unless `off`."""

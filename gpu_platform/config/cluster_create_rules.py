@@ -11,6 +11,7 @@ from gpu_platform.config.cluster_create import (
     PRIVATE_ENDPOINT_RULES,
     STANDARD_INSTANCE_TYPE,
     SYSTEM_NODE_GROUP,
+    VPC_CNI_NETWORK_POLICY,
     ClusterCreate,
     EksClusterCreate,
     GkeClusterCreate,
@@ -90,6 +91,7 @@ def cluster_create_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 " hyphens, beginning with a letter and ending with a letter or digit",
             )
         yield from _gke_problems(create, create.gcp)
+        yield from _binary_authorization_problems(config, create.gcp)
 
 
 def _other_cloud_block(create: ClusterCreate, block: str, cloud: Cloud) -> Iterator[ConfigProblem]:
@@ -208,6 +210,13 @@ def _eks_problems(config: StackConfig, aws: EksClusterCreate) -> Iterator[Config
             key_path(*base, "subnetIds"),
             aws.subnet_ids,
             "no value beside aws.vpc: the cluster goes into a new VPC or into existing subnets",
+        )
+    if VPC_CNI_NETWORK_POLICY in aws.vpc_cni_configuration:
+        yield ConfigProblem(
+            key_path(*base, "vpcCniConfiguration", VPC_CNI_NETWORK_POLICY),
+            aws.vpc_cni_configuration[VPC_CNI_NETWORK_POLICY],
+            'no value: the platform sets it to "true", so that the NetworkPolicies keeping'
+            " tenants from Prometheus and Alertmanager are enforced",
         )
     new_vpc = aws.subnet_ids == []
     if new_vpc and config.cluster.node_subnet_ids:
@@ -381,13 +390,6 @@ def _gke_problems(create: ClusterCreate, gcp: GkeClusterCreate) -> Iterator[Conf
             " (cluster.create.kubernetesVersion)",
         )
     yield from _maintenance_problems(gcp)
-    if gcp.binary_authorization_allowed_images and gcp.binary_authorization in ("project", "off"):
-        yield ConfigProblem(
-            key_path(*base, "binaryAuthorizationAllowedImages"),
-            gcp.binary_authorization_allowed_images,
-            f"no value with binaryAuthorization {gcp.binary_authorization}: only the policy the"
-            " platform writes (audit, enforce) admits them",
-        )
     # GKE adds these to the master authorized networks beside endpoint.publicCidrs: with a
     # public endpoint they open it as much.
     yield from _whole_internet_problems(
@@ -398,6 +400,32 @@ def _gke_problems(create: ClusterCreate, gcp: GkeClusterCreate) -> Iterator[Conf
     yield from _bounds_problems(
         (*base, "systemNodePool"), "minPerZone", pool.min_per_zone, "maxPerZone", pool.max_per_zone
     )
+
+
+def _binary_authorization_problems(
+    config: StackConfig, gcp: GkeClusterCreate
+) -> Iterator[ConfigProblem]:
+    base = (*CREATE, "gcp")
+    if gcp.binary_authorization_allowed_images and gcp.binary_authorization in ("project", "off"):
+        yield ConfigProblem(
+            key_path(*base, "binaryAuthorizationAllowedImages"),
+            gcp.binary_authorization_allowed_images,
+            f"no value with binaryAuthorization {gcp.binary_authorization}: only the policy the"
+            " platform writes (audit, enforce) admits them",
+        )
+    if gcp.binary_authorization == "enforce" and config.node_image == "cos":
+        # GKE's COS driver installer (container-engine-accelerators nvidia-driver-installer/cos/
+        # daemonset-preloaded.yaml) runs `cos-nvidia-installer:fixed`, an image preloaded on the
+        # node that names no registry: no allowlist pattern (`registry/path/image`) can admit
+        # it, and nothing documents Google's global policy doing so. Refused, the GPU nodes
+        # never get a driver.
+        yield ConfigProblem(
+            key_path(*base, "binaryAuthorization"),
+            gcp.binary_authorization,
+            "audit, project or off with cluster.nodeImage cos: the COS driver installer's image"
+            " (cos-nvidia-installer:fixed) names no registry an allowlist could admit, so enforce"
+            " could leave the GPU nodes without a driver; enforce needs nodeImage ubuntu",
+        )
 
 
 def _maintenance_problems(gcp: GkeClusterCreate) -> Iterator[ConfigProblem]:

@@ -22,6 +22,7 @@ from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.pod_identity import pod_identity
 from gpu_platform.kubernetes import helm_release
 from gpu_platform.kubernetes.pod_security import pod_security_labels
+from gpu_platform.lock.images import locked
 from gpu_platform.node_identity import ResolvedPool
 from gpu_platform.versions import (
     CLUSTER_AUTOSCALER_CHART,
@@ -160,11 +161,12 @@ def autoscaler_policy(cluster: EksCluster) -> dict[str, Any]:
 
 def autoscaler_image(spec: ClusterAutoscalerSpec, kubernetes_version: str) -> ContainerImage | None:
     """The pinned image for the cluster's Kubernetes minor version, or the configured tag of the
-    same repository (by tag alone); None if neither exists."""
+    same repository, by the digest the lock holds for the tag; None if neither exists."""
     if spec.image_tag is None:
-        return CLUSTER_AUTOSCALER_IMAGES.get(kubernetes_version)
+        pinned = CLUSTER_AUTOSCALER_IMAGES.get(kubernetes_version)
+        return None if pinned is None else locked(pinned)
     repository = next(iter(CLUSTER_AUTOSCALER_IMAGES.values())).repository
-    return ContainerImage(repository, spec.image_tag)
+    return locked(ContainerImage(repository, spec.image_tag))
 
 
 def autoscaler_values(

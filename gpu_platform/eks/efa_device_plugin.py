@@ -20,7 +20,9 @@ from pulumi_kubernetes import helm
 from gpu_platform.eks.node_labels import EFA_LABEL
 from gpu_platform.kubernetes import helm_release
 from gpu_platform.kubernetes.operator_values import gpu_node_tolerations
+from gpu_platform.lock.images import pinned_version
 from gpu_platform.node_identity import ResolvedPool
+from gpu_platform.platform_images import EFA_DEVICE_PLUGIN_IMAGE
 from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART
 
 
@@ -64,6 +66,12 @@ class EfaDevicePlugin(pulumi.ComponentResource):
 
 def efa_device_plugin_values(pools: Sequence[ResolvedPool]) -> dict[str, object]:
     return {
+        # The chart renders `repository:tag` (templates/daemonset.yaml at chart v0.5.30): the
+        # digest the lock holds follows the tag. Set whole, so the policy pack sees it.
+        "image": {
+            "repository": EFA_DEVICE_PLUGIN_IMAGE.repository,
+            "tag": pinned_version(EFA_DEVICE_PLUGIN_IMAGE),
+        },
         "tolerations": gpu_node_tolerations(pools),
         "nodeSelector": {EFA_LABEL: "true"},
         # The chart renders `updateStrategy` whole (templates/daemonset.yaml: `toYaml`); its

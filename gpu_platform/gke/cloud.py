@@ -31,6 +31,7 @@ from gpu_platform.gke.driver_installer import CosDriverInstaller
 from gpu_platform.gke.machine_types import boot_disk_types, gpu_shape
 from gpu_platform.gke.new_cluster import NewGkeCluster, planned_cluster, planned_cluster_problems
 from gpu_platform.gke.new_cluster.admins import administrator_bindings
+from gpu_platform.gke.new_cluster.break_glass import break_glass_refusal
 from gpu_platform.gke.new_cluster.system_pool import system_pool_rollout
 from gpu_platform.gke.node_driver import pool_driver
 from gpu_platform.gke.node_pool import (
@@ -130,6 +131,9 @@ class GkeCloud:
         administrator_bindings(
             create.administrators,
             pulumi.ResourceOptions(parent=created, provider=connection.provider),
+        )
+        break_glass_refusal(
+            create.gcp, pulumi.ResourceOptions(parent=created, provider=connection.provider)
         )
         return connection
 

@@ -52,6 +52,7 @@ from gpu_platform.kubernetes.tenant_namespace import (
     SMOKE_TEST_AWAIT_MARGIN_SECONDS,
     smoke_test_job_spec,
 )
+from gpu_platform.lock.images import locked
 from gpu_platform.node_identity import ResolvedPool
 from gpu_platform.versions import CANARY_GATE_CHECK_IMAGE
 
@@ -222,7 +223,7 @@ def driver_check_pod_spec(
     driver = nvidia_driver_for(canary, operator)
     check = {
         "name": CHECK_CONTAINER,
-        "image": CANARY_GATE_CHECK_IMAGE.reference,
+        "image": locked(CANARY_GATE_CHECK_IMAGE).reference,
         "command": ["python3", f"{SCRIPT_DIR}/{CHECK_SCRIPT.name}"],
         "env": [
             {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},

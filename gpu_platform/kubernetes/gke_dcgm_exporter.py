@@ -61,6 +61,7 @@ from gpu_platform.kubernetes.monitoring import (
     GKE_DCGM_EXPORTER,
 )
 from gpu_platform.kubernetes.operator_values import DEVICE_NAMES, env_by_name
+from gpu_platform.lock.images import locked_digest
 from gpu_platform.node_identity import GKE_EXPORTER_NODES, GpuSharer, ResolvedPool
 from gpu_platform.secrets import secret_if
 
@@ -125,6 +126,16 @@ def image_path(component: Values, default_version: str = "") -> str:
         return str(image)
     separator = "@" if version.startswith("sha256:") else ":"
     return f"{repository}/{image}{separator}{version}"
+
+
+def _locked_version(component: Values, default_version: str) -> str:
+    """The version an operand's image takes by default (the chart's), with the digest the lock
+    holds for it (`<version>@sha256:...`, which `image_path` renders after the tag)."""
+    if component.get("version") or not component.get("repository"):
+        return default_version
+    repository = f"{component['repository']}/{component['image']}"
+    digest = locked_digest(repository, default_version)
+    return default_version if digest is None else f"{default_version}@{digest}"
 
 
 def _pull_policy(component: Values) -> str:
@@ -277,7 +288,7 @@ def _toolkit_validation(validator: Values, chart_version: str) -> Values:
     component = {"repository": repository, "image": image, **validator}
     container: Values = {
         "name": "toolkit-validation",
-        "image": image_path(component, chart_version),
+        "image": image_path(component, _locked_version(component, chart_version)),
         "imagePullPolicy": _pull_policy(validator),
         "command": ["sh", "-c"],
         "args": [

@@ -25,6 +25,7 @@ from gpu_platform.config import (
 from gpu_platform.config.operator import GPU_ID_TYPE_ENV
 from gpu_platform.kubernetes.alerts import DCGM_METRICS_FILE
 from gpu_platform.kubernetes.helm_release import daemonset_update_strategy
+from gpu_platform.kubernetes.operator_images import operator_image_values
 from gpu_platform.node_identity import (
     GPU_RESOURCE,
     GPU_TAINT,
@@ -128,6 +129,7 @@ def operator_values_for(
         toleration_values_for(pools),
         dcgm_exporter_values_for(monitoring, pools, operator.namespace),
         NFD_WORKER_ROLLOUT,
+        operator_image_values(operator.chart_version, platform),
     ):
         values = deep_merge(values, part)
     merged = deep_merge(values, operator.overrides)

@@ -7,6 +7,7 @@ read-only root filesystem, with the service account token the script calls the A
 from pathlib import Path
 from typing import Any
 
+from gpu_platform.lock.images import locked
 from gpu_platform.versions import ContainerImage
 
 SCRIPT_DIR = "/opt/gpu-platform"
@@ -44,7 +45,7 @@ def script_pod_spec(
         "containers": [
             {
                 "name": container,
-                "image": image.reference,
+                "image": locked(image).reference,
                 "command": ["python3", f"{SCRIPT_DIR}/{script.name}"],
                 "env": env,
                 "resources": {

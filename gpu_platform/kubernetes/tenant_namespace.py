@@ -46,6 +46,7 @@ from gpu_platform.kubernetes.gpu_pod import gpu_pod_annotations, gpu_pod_spec
 from gpu_platform.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL
 from gpu_platform.kubernetes.nvidia_driver import upgrade_hold_seconds
 from gpu_platform.kubernetes.pod_security import pod_security_labels
+from gpu_platform.lock.images import locked
 from gpu_platform.node_identity import (
     GPU_RESOURCE,
     MIG_RESOURCE_PREFIX,
@@ -277,7 +278,7 @@ def smoke_test_job_spec(
         deadline_seconds += upgrade_hold_seconds(rollout) + ROLLOUT_RETRIES * RETRY_LAG_SECONDS
     pod = gpu_pod_spec(
         pool,
-        GPU_SMOKE_TEST_IMAGE.reference,
+        locked(GPU_SMOKE_TEST_IMAGE).reference,
         ["sh", "-c", script] if pool.driver else ["nvidia-smi"],
         container_name="nvidia-smi",
         env={

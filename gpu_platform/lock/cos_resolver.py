@@ -200,11 +200,19 @@ def _gke_to_cos(sources: Sources, url: str) -> dict[str, "str | _Unlisted"]:
     return images
 
 
-def _read_drivers(context: LockContext, image: str, accelerators: list[str], fatal: bool) -> None:
+def _read_drivers(context: LockContext, image: str, accelerators: list[str], needed: bool) -> None:
     """COS's default driver for each GPU on the image, from its build's driver list; where the
     lock has them all, as it has them: a published build's list never changes, and reading
-    every build ever locked again each day would outgrow the deadline."""
+    every build ever locked again each day would outgrow the deadline. A list no stack `needed`
+    yet that cannot be read is a warning: every daily refresh would fail for a version no
+    cluster may ever run."""
     result = context.results
+
+    def fail(key: str, reason: str) -> None:
+        if not needed:
+            reason = f"{reason} (no stack needs it yet)"
+        result.fail(COS_DRIVERS, key, reason, blocking=needed)
+
     keys = {accelerator: cos_driver_key(image, accelerator) for accelerator in accelerators}
     kept = {a: context.previous.get(COS_DRIVERS, key) for a, key in keys.items()}
     for accelerator, found in kept.items():
@@ -216,14 +224,14 @@ def _read_drivers(context: LockContext, image: str, accelerators: list[str], fat
     build = cos_build(image)
     if build is None:
         for key in keys.values():
-            result.fail(COS_DRIVERS, key, f"{image} is not a COS image name (cos-M-B-B-P)", fatal)
+            fail(key, f"{image} is not a COS image name (cos-M-B-B-P)")
         return
     url = driver_list_url(build)
     try:
         drivers = _driver_list(context.sources, url)
     except (SourceError, _Unreadable) as error:
         for key in keys.values():
-            result.fail(COS_DRIVERS, key, str(error), fatal)
+            fail(key, str(error))
         return
     for accelerator, key in keys.items():
         gpu_type = cos_gpu_type(accelerator)
@@ -232,22 +240,18 @@ def _read_drivers(context: LockContext, image: str, accelerators: list[str], fat
             # A name the list lacks may be the platform's name for the GPU, not the build's
             # offer (gpu_platform/lock/cos.py, COS_GPU_TYPES): not a fact to lock.
             listed = ", ".join(sorted(drivers))
-            result.fail(COS_DRIVERS, key, f"{url} lists no {gpu_type}; it lists {listed}", fatal)
+            fail(key, f"{url} lists no {gpu_type}; it lists {listed}")
         elif DEFAULT_LABEL not in labels:
-            result.fail(
-                COS_DRIVERS, key, f"{url} labels none of {gpu_type}'s drivers DEFAULT", fatal
-            )
+            fail(key, f"{url} labels none of {gpu_type}'s drivers DEFAULT")
         else:
             default = labels[DEFAULT_LABEL]
             try:
                 _DRIVER_VERSION.validate_python(default)
             except ValidationError:
-                result.fail(
-                    COS_DRIVERS,
+                fail(
                     key,
                     f"{url} labels {gpu_type}'s {default!r} DEFAULT, not an NVIDIA driver version"
                     " (`580.95.05`)",
-                    fatal,
                 )
                 continue
             result.add(COS_DRIVERS, key, entry(default, url))

@@ -17,9 +17,11 @@ class Unresolved:
     key: str | None
     """None where the whole section could not be read (its one source did not answer)."""
     reason: str
-    fatal: bool = True
-    """Whether `lock` fails for it: False for a fact no stack's plan needs yet (a version GKE
-    lists that no pool pins and no cluster is created at), reported and kept as it was."""
+    blocking: bool = True
+    """Whether `lock` fails for it. False for a fact this run may leave as it was: one no
+    stack's plan needs yet (a version GKE lists that no pool pins and no cluster is created at),
+    or one left to a run that has what it needs (an image whose registry takes credentials this
+    run was not given). Reported as a warning, and the command succeeds."""
 
     def describe(self) -> str:
         if self.key is None:
@@ -37,8 +39,9 @@ class Resolution:
     def add(self, section: Section, key: str, found: LockEntry) -> None:
         self.entries.setdefault(section, {})[key] = found
 
-    def fail(self, section: Section, key: str, reason: str, fatal: bool = True) -> None:
-        self.unresolved.append(Unresolved(section, key, reason, fatal))
+    def fail(self, section: Section, key: str, reason: str, blocking: bool = True) -> None:
+        """A fact not read: its entry stays as it was; see `Unresolved.blocking`."""
+        self.unresolved.append(Unresolved(section, key, reason, blocking))
 
     def fail_section(self, section: Section, reason: str) -> None:
         """The whole section could not be read: the lock keeps it as it was."""

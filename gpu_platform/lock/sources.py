@@ -6,10 +6,12 @@ answer (gpu_platform/cli/deadline.py)."""
 import email.utils
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from gpu_platform.cli.deadline import MAX_ATTEMPTS, Calls, Deadline
 
@@ -78,7 +80,7 @@ class Sources:
         # whole (Deadline.run).
         timeout = self.deadline.read_timeout
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as answer:
+            with _OPENER.open(request, timeout=timeout) as answer:
                 return Response(answer.status, dict(answer.headers), answer.read())
         except urllib.error.HTTPError as error:
             return Response(error.code, dict(error.headers or {}), error.read())
@@ -96,3 +98,38 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+class _Redirects(urllib.request.HTTPRedirectHandler):
+    """Redirects that keep the request's method, and send its credentials to its own host
+    only. CPython's handler (Lib/urllib/request.py, HTTPRedirectHandler.redirect_request, 3.11
+    to 3.13) builds the new request without a method, so a HEAD becomes a GET, and copies
+    every header but the content ones, `Authorization` included, to whichever host the
+    redirect names; registries redirect to other hosts (registry.k8s.io to its regional
+    backends, Docker Hub to its blob storage)."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        redirected = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if redirected is None:
+            return None
+        kept = dict(redirected.headers)
+        if urllib.parse.urlsplit(newurl).netloc != urllib.parse.urlsplit(req.full_url).netloc:
+            kept = {k: v for k, v in kept.items() if k.lower() != "authorization"}
+        return urllib.request.Request(
+            redirected.full_url,
+            headers=kept,
+            origin_req_host=req.origin_req_host,
+            unverifiable=True,
+            method=req.get_method(),
+        )
+
+
+_OPENER = urllib.request.build_opener(_Redirects)

@@ -18,6 +18,7 @@ import idle_gpu_pods
 import karpenter_pools
 import namespaces
 import pack_config
+import platform_images
 import pod_security
 import preview
 import workload_kinds
@@ -40,6 +41,7 @@ POLICIES = [
             *karpenter_pools.POLICIES,
             *eks_cluster.POLICIES,
             *helm.POLICIES,
+            *platform_images.POLICIES,
             *gpu_stack.POLICIES,
             workload_kinds.POLICY,
         ],

@@ -9,7 +9,6 @@ import pytest
 
 from gpu_platform import versions
 from gpu_platform.eks.addon_schemas import addon_schema
-from gpu_platform.image_digests import VERSIONS_FILE, pinned_images
 from gpu_platform.versions import ContainerImage, HelmChart, Subchart
 
 EXACT_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")
@@ -42,40 +41,23 @@ def images() -> list[tuple[str, str]]:
     return [(n, v.reference) for n, v in pins() if isinstance(v, ContainerImage)]
 
 
-# The images whose digests are not yet recorded: every registry is out of reach where these pins
-# were last changed, and no upstream file records the digest of these tags (the autoscaler's
-# are promoted through kubernetes/k8s.io's registry.k8s.io manifests, NVIDIA's and Docker's are
-# recorded nowhere in a repository). `python -m gpu_platform.image_digests` resolves them;
-# remove each from this list as its digest lands in versions.py.
-AWAITING_DIGESTS = {
-    "GPU_SMOKE_TEST_IMAGE",
-    "IDLE_GPU_REAPER_IMAGE",
-    "MIG_STARTUP_TAINT_REMOVER_IMAGE",
-    "CANARY_GATE_CHECK_IMAGE",
-    "CLUSTER_AUTOSCALER_IMAGES[1.33]",
-    "CLUSTER_AUTOSCALER_IMAGES[1.34]",
-    "CLUSTER_AUTOSCALER_IMAGES[1.35]",
-    "CLUSTER_AUTOSCALER_IMAGES[1.36]",
-}
+# The only digests versions.py holds are those an upstream release records for its own image
+# (Karpenter's chart values); every other image's digest is read from its registry into the
+# lock by `gpu-platform lock`, so that a tag's digest has one place.
+DIGESTS_FROM_UPSTREAM_RELEASES = {"KARPENTER_CONTROLLER_IMAGE"}
 
 
 @pytest.mark.parametrize(("name", "image"), images())
-def test_image_is_pinned_by_digest_or_awaits_one(name: str, image: str) -> None:
+def test_only_an_upstream_recorded_digest_is_pinned_here(name: str, image: str) -> None:
     digest = image.partition("@")[2]
 
-    assert re.fullmatch(r"sha256:[0-9a-f]{64}", digest) or name in AWAITING_DIGESTS, name
+    assert bool(digest) == (name in DIGESTS_FROM_UPSTREAM_RELEASES), name
+    assert not digest or re.fullmatch(r"sha256:[0-9a-f]{64}", digest), name
 
 
 def test_every_image_with_a_digest_keeps_its_tag_for_people() -> None:
     # `repository:tag@digest`: a digest alone tells a reader nothing.
     assert all(":" in image.partition("@")[0].rsplit("/", 1)[-1] for _, image in images())
-
-
-def test_the_digest_refresher_finds_every_image() -> None:
-    found = {(repository, tag) for repository, tag, _ in pinned_images(VERSIONS_FILE.read_text())}
-
-    assert found == {(v.repository, v.tag) for _, v in pins() if isinstance(v, ContainerImage)}
-    assert len(found) == 7
 
 
 @pytest.mark.parametrize(("name", "chart"), charts())

@@ -11,15 +11,19 @@ Deployments after it, as they only turn ACTIVE once their pods run (terraform-aw
 
 The VPC CNI runs with its network policy agent on (`ADDON_CONFIGURATION`), which EKS leaves off:
 without it the NetworkPolicies that keep tenants away from Prometheus and Alertmanager are
-accepted and do nothing.
+accepted and do nothing. The user's `aws.vpcCniConfiguration` goes in the same document: EKS
+replaces an add-on's whole configuration with what an update sends, and the platform sends it
+with `OVERWRITE`, so anything set on the add-on by hand is lost unless listed there.
 """
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pulumi
 from pulumi_aws import eks, iam
 
+from gpu_platform.config.cluster_create import VPC_CNI_NETWORK_POLICY
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.iam_roles import role_name, unbounded_role
 from gpu_platform.eks.new_cluster.addon_pins import addon_versions
@@ -39,9 +43,10 @@ ADDON_CONFIGURATION: Mapping[str, Mapping[str, str]] = {
     # `enable-network-policy-controller`). The agent enforces through eBPF on the node: no IAM
     # permission, kernel 5.10 or later and the BPF file system, which EKS's AL2023 and the
     # accelerated AMIs have.
-    "vpc-cni": {"enableNetworkPolicy": "true"},
+    "vpc-cni": {VPC_CNI_NETWORK_POLICY: "true"},
 }
 """Each core add-on's configuration values, where the platform sets any."""
+VPC_CNI = "vpc-cni"
 
 
 def addons(
@@ -50,8 +55,16 @@ def addons(
     names: Sequence[str],
     opts: pulumi.ResourceOptions,
     pod_identities: Mapping[str, eks.AddonPodIdentityAssociationArgs] | None = None,
+    vpc_cni_configuration: Mapping[str, Any] | None = None,
 ) -> list[eks.Addon]:
+    """`vpc_cni_configuration`: the user's `aws.vpcCniConfiguration`, sent with the platform's
+    own values in one document, as EKS takes an add-on's whole configuration at each update
+    (botocore EKS UpdateAddonRequest `configurationValues`), overwriting what it had."""
     versions = addon_versions()[cluster.version]
+    configuration = {
+        addon: {**(vpc_cni_configuration or {}), **values} if addon == VPC_CNI else values
+        for addon, values in ADDON_CONFIGURATION.items()
+    }
     return [
         eks.Addon(
             f"{name}-{addon}",
@@ -63,7 +76,7 @@ def addons(
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             configuration_values=(
-                json.dumps(ADDON_CONFIGURATION[addon]) if addon in ADDON_CONFIGURATION else None
+                json.dumps(configuration[addon]) if addon in configuration else None
             ),
             pod_identity_associations=(
                 [pod_identities[addon]] if pod_identities and addon in pod_identities else None

@@ -17,7 +17,7 @@ from gpu_platform.eks.instance_lookups import look_up_instance_type
 from gpu_platform.eks.new_cluster.addon_pins import AFTER_NODES, BEFORE_NODES
 from gpu_platform.eks.new_cluster.addons import addons, ebs_csi_role
 from gpu_platform.eks.new_cluster.control_plane import EksControlPlane
-from gpu_platform.eks.new_cluster.creator import LEGACY_CREATOR_TAG, existing_creator
+from gpu_platform.eks.new_cluster.creator import LEGACY_CREATOR_TAG, Creator, existing_creator
 from gpu_platform.eks.new_cluster.layout import (
     EKS_UNSUPPORTED_ZONE_IDS,
     NEW_VPC_ZONES,
@@ -46,7 +46,7 @@ class NewClusterPlan:
     subnets: list[Subnet]
     """The node subnets: the new VPC's private ones (ids `planned-private-<zone>`), or the
     existing ones given."""
-    creator_arn: str
+    creator: Creator
     """The IAM role or user that created the cluster, which keeps an admin access entry whoever
     runs the program later: on the first run the one running it, afterwards the one the stack's
     state recorded (`creator.py`), never a tag anyone may rewrite in the cloud."""
@@ -69,7 +69,7 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
         else None
     )
     creator = (
-        deployer
+        Creator(deployer, recorded=False)
         if live is None
         else existing_creator(
             config.cluster.name,
@@ -90,6 +90,8 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
         exists=live is not None,
     )
     problems: list[ConfigProblem] = []
+    if not create.aws.creator_access and deployer not in create.administrators:
+        problems.append(_deployer_without_access_problem(deployer))
     if live is not None:
         problems += _version_problems(create.kubernetes_version, live.version)
     elif not create.aws.subnet_ids and create.endpoint.access == "private":
@@ -116,6 +118,18 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
     if problems:
         raise ConfigError(problems)
     return NewClusterPlan(planned, subnets, creator, str(architectures.pop()))
+
+
+def _deployer_without_access_problem(deployer: str) -> ConfigProblem:
+    """Without the creator's entry, the one running `pulumi up` has the access administrators
+    have, or none: the program installs the platform through the cluster's API."""
+    return ConfigProblem(
+        key_path("cluster", "create", "aws", "creatorAccess"),
+        False,
+        f"true, or {deployer}, who runs this update, among administrators: without the"
+        " creator's access entry it has no access to the cluster's API, through which the"
+        " platform is installed",
+    )
 
 
 def _unreachable_first_run_problem() -> ConfigProblem:
@@ -266,7 +280,7 @@ class NewEksCluster(pulumi.ComponentResource):
             create,
             vpc_id,
             list(self.subnet_ids.values()),
-            plan.creator_arn,
+            plan.creator,
             config.protect,
             tags,
             child,
@@ -280,7 +294,13 @@ class NewEksCluster(pulumi.ComponentResource):
         self.cni = (
             [VpcCniIdentity("vpc-cni", in_vpc, on_cluster)] if config.cluster.vpc_cni_role else []
         )
-        before = addons(f"{name}-addon", planned, BEFORE_NODES, on_cluster)
+        before = addons(
+            f"{name}-addon",
+            planned,
+            BEFORE_NODES,
+            on_cluster,
+            vpc_cni_configuration=create.aws.vpc_cni_configuration,
+        )
         system = EksSystemNodeGroup(
             f"{name}-system",
             in_vpc,

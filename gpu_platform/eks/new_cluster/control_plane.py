@@ -32,7 +32,12 @@ from gpu_platform.administrators import administrator_resource_name
 from gpu_platform.config import ClusterCreate, EksClusterCreate
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.iam_roles import role_name, unbounded_role
-from gpu_platform.eks.new_cluster.creator import CONTROL_PLANE_TYPE, CREATOR_OUTPUT
+from gpu_platform.eks.new_cluster.creator import (
+    CONTROL_PLANE_TYPE,
+    CREATOR_OUTPUT,
+    LEGACY_CREATOR_TAG,
+    Creator,
+)
 
 CLUSTER_POLICY = "AmazonEKSClusterPolicy"
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
@@ -119,7 +124,7 @@ class EksControlPlane(pulumi.ComponentResource):
         create: ClusterCreate,
         vpc_id: pulumi.Input[str],
         subnet_ids: Sequence[pulumi.Input[str]],
-        creator_arn: str,
+        creator: Creator,
         protect: bool,
         tags: Mapping[str, str],
         opts: pulumi.ResourceOptions | None = None,
@@ -214,7 +219,9 @@ class EksControlPlane(pulumi.ComponentResource):
             # costs").
             upgrade_policy=eks.ClusterUpgradePolicyArgs(support_type=aws.support_type),
             deletion_protection=protect,
-            tags=dict(tags),
+            # The old tag stays until the state records the creator (`creator.py`): an update
+            # that removed it and was interrupted before recording would leave neither.
+            tags=dict(tags) if creator.recorded else {**tags, LEGACY_CREATOR_TAG: creator.arn},
             region=region,
             # The role's policies must outlive the cluster, or EKS cannot delete the network
             # interfaces and security groups it made (pulumi-aws eks.Cluster, `role_arn`).
@@ -223,7 +230,8 @@ class EksControlPlane(pulumi.ComponentResource):
             ),
         )
         self.access = []
-        for principal in dict.fromkeys([creator_arn, *create.administrators]):
+        creator_entry = [creator.arn] if aws.creator_access else []
+        for principal in dict.fromkeys([*creator_entry, *create.administrators]):
             entry_name = administrator_resource_name(name, principal)
             entry = eks.AccessEntry(
                 entry_name,
@@ -247,5 +255,5 @@ class EksControlPlane(pulumi.ComponentResource):
         # Kept in the stack's state for the next update to read back, encrypted with the
         # stack's secrets provider (`creator.py`).
         self.register_outputs(
-            {"cluster": self.cluster.arn, CREATOR_OUTPUT: pulumi.Output.secret(creator_arn)}
+            {"cluster": self.cluster.arn, CREATOR_OUTPUT: pulumi.Output.secret(creator.arn)}
         )

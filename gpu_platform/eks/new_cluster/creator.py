@@ -15,11 +15,16 @@ writer of the state backend without the stack's key cannot put another principal
 A stack updated before the platform kept the creator there has none; the access entries its
 last update left name it instead: an entry's `principalArn` cannot change after creation
 (botocore EKS CreateAccessEntryRequest), so the one entry of a principal not among
-`administrators` is the creator's, where the cluster's old creator tag agrees.
+`administrators` is the creator's, where the cluster's old creator tag agrees. The cluster keeps
+that tag until an update has recorded the creator (`Creator.recorded`): the provider changes a
+resource's tags before the rest of its update (terraform-provider-aws
+internal/provider/sdkv2/tags_interceptor.go, `UpdateTags` ahead of the resource's Update), and
+the creator is recorded only once the cluster's update is done, minutes later; an update
+interrupted in between would otherwise leave neither.
 """
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import pulumi
 
@@ -32,6 +37,14 @@ READ_STACK_RESOURCE_OUTPUTS = "pulumi:pulumi:readStackResourceOutputs"
 SELF_MANAGED_ORGANIZATION = "organization"
 LEGACY_CREATOR_TAG = "gpu-platform.io/created-by"
 """The cluster's tag the platform once recorded the creator in."""
+
+
+class Creator(NamedTuple):
+    arn: str
+    """The IAM role or user that created the cluster."""
+    recorded: bool
+    """Whether the stack's state records it already: until then the cluster carries it in its
+    tag `LEGACY_CREATOR_TAG` too."""
 
 
 def stack_names() -> list[str]:
@@ -98,7 +111,7 @@ def _entry_principals(state: Mapping[str, Any]) -> Iterator[str]:
 
 def existing_creator(
     cluster: str, deployer: str, administrators: Sequence[str], tagged: str | None
-) -> str:
+) -> Creator:
     """The creator of a cluster that exists: the one the state recorded. In a state from before
     the platform recorded it, the cluster still carries the tag `LEGACY_CREATOR_TAG` it then
     read the creator from (`tagged`): the one previous access entry not among `administrators`
@@ -108,17 +121,19 @@ def existing_creator(
     state = stack_state(cluster)
     recorded = creator_in(state)
     if recorded is not None:
-        return recorded
+        return Creator(recorded, recorded=True)
     previous = sorted(set(_entry_principals(state)) - set(administrators))
     if not previous:
-        return deployer
+        return Creator(deployer, recorded=False)
     if previous == [tagged]:
-        return previous[0]
+        return Creator(previous[0], recorded=False)
     if len(previous) == 1:
         why = (
             f"the access entry of {previous[0]}, not among the administrators, and the cluster's"
             f" tag {LEGACY_CREATOR_TAG} ({tagged or 'none'}) should both name the creator and do"
-            " not: one of them was changed"
+            " not: one of them was changed, or an update interrupted before it recorded the"
+            f" creator removed the tag; if {previous[0]} is to keep its access, add"
+            f" {previous[0]} to administrators for this update"
         )
     else:
         why = (

@@ -18,6 +18,8 @@ import pulumi
 from pulumi_gcp import binaryauthorization
 
 from gpu_platform.config import GkeClusterCreate
+from gpu_platform.gke.policy_owner import POLICY_DESCRIPTION
+from gpu_platform.kubernetes.chart_images import prometheus_stack_images
 
 EVALUATION_MODES = {
     "audit": "PROJECT_SINGLETON_POLICY_ENFORCE",
@@ -34,28 +36,31 @@ PLATFORM_IMAGES = (
     # (gpu-operator v26.7.0 values.yaml: nvcr.io/nvidia, nvcr.io/nvidia/cloud-native,
     # nvcr.io/nvidia/k8s).
     "nvcr.io/nvidia/**",
-    # Node Feature Discovery (the GPU Operator's dependency), kube-state-metrics and the
-    # admission webhook's certificate job (kube-prometheus-stack).
-    "registry.k8s.io/**",
-    # kube-prometheus-stack: Prometheus, Alertmanager, node-exporter, the Prometheus Operator
-    # and its config reloader, Grafana and its dashboard sidecar.
-    "quay.io/prometheus/**",
-    "quay.io/prometheus-operator/**",
-    "docker.io/grafana/**",
-    "quay.io/kiwigrid/**",
+    # Node Feature Discovery, the GPU Operator's dependency (node-feature-discovery v0.19.0
+    # deployment/helm/node-feature-discovery/values.yaml `image.repository`).
+    "registry.k8s.io/nfd/node-feature-discovery*",
     # Google's NVIDIA driver installer for COS pools (container-engine-accelerators
     # nvidia-driver-installer/cos/daemonset-preloaded.yaml, gpu_platform/versions.py): its
     # partition-gpus and pause containers. Its installer image, `cos-nvidia-installer:fixed`,
-    # is preloaded on the node and names no registry a pattern could take.
+    # is preloaded on the node and names no registry a pattern could take, which is why
+    # `enforce` is refused on COS.
     "gcr.io/gke-release/**",
     "gke.gcr.io/**",
     # The scripts the platform runs in pods (the idle GPU reaper, checks): the official Python
     # image (gpu_platform/versions.py).
     "docker.io/library/python*",
 )
-"""What the platform deploys, by registry path: binaryauthorization.v1
-`AdmissionWhitelistPattern.namePattern` takes a trailing `*`, which does not match `/`, or `**`,
+"""What the platform deploys besides the Prometheus stack, by registry path:
+binaryauthorization.v1 `AdmissionWhitelistPattern.namePattern` takes a trailing `*`, which does
+not match `/` (`gcr.io/nginx*` matches `gcr.io/nginx@latest`, v1beta1's wording), or `**`,
 which matches subdirectories."""
+
+
+def allowed_images(gcp: GkeClusterCreate) -> list[str]:
+    """The policy's allowlist: the platform's images, each repository the Prometheus stack's
+    charts name (its tag or digest matched by a trailing `*`), then the stack's own."""
+    charts = [f"{repository}*" for repository in prometheus_stack_images()]
+    return [*PLATFORM_IMAGES, *charts, *gcp.binary_authorization_allowed_images]
 
 
 def binary_authorization_policy(
@@ -65,17 +70,15 @@ def binary_authorization_policy(
     enforcement = ENFORCEMENT_MODES.get(gcp.binary_authorization)
     if enforcement is None:
         return None
-    allowed = [*PLATFORM_IMAGES, *gcp.binary_authorization_allowed_images]
     return binaryauthorization.Policy(
         f"{name}-binary-authorization",
         project=project,
-        description="Written by gpu-platform: the platform's images, and those allowed by"
-        " cluster.create.gcp.binaryAuthorizationAllowedImages.",
+        description=POLICY_DESCRIPTION,
         # Google's own system images (GKE's add-ons) are admitted by Google's global policy.
         global_policy_evaluation_mode="ENABLE",
         admission_whitelist_patterns=[
             binaryauthorization.PolicyAdmissionWhitelistPatternArgs(name_pattern=pattern)
-            for pattern in allowed
+            for pattern in allowed_images(gcp)
         ],
         default_admission_rule=binaryauthorization.PolicyDefaultAdmissionRuleArgs(
             evaluation_mode="ALWAYS_DENY", enforcement_mode=enforcement

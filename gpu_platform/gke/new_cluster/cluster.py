@@ -32,6 +32,7 @@ from gpu_platform.config import (
     GkeMaintenanceWindow,
     MonitoringSpec,
 )
+from gpu_platform.gke.authorized_networks import NODES_BLOCK_NAME
 from gpu_platform.gke.cluster import GkeCluster
 from gpu_platform.gke.new_cluster.binary_authorization import EVALUATION_MODES
 from gpu_platform.gke.new_cluster.network import ClusterNetwork
@@ -177,7 +178,7 @@ def authorized_networks(
     peered or connected to it, reaches the private endpoint."""
     blocks = [
         container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
-            cidr_block=network.node_cidr, display_name="cluster nodes"
+            cidr_block=network.node_cidr, display_name=NODES_BLOCK_NAME
         )
     ]
     blocks += [

@@ -25,10 +25,23 @@ def key_list_file(version: str, chart: str = GPU_OPERATOR_CHART.name) -> Path:
     return KEY_LISTS_DIR / f"{chart}-{version}.txt"
 
 
+# Keys a chart's templates read that its values.yaml only names in a comment, so that no key
+# list derived from it holds them: the GPU Operator's `operator.version` and
+# `validator.version` (deployments/gpu-operator/values.yaml at v26.7.0, `#version: ""`, "If
+# version is not specified, then default is to use chart.AppVersion"; templates/_helpers.tpl,
+# `gpu-operator.fullimage` and `validator.fullimage`, read `version | default
+# .Chart.AppVersion`).
+COMMENTED_KEYS: Mapping[tuple[str, str], frozenset[str]] = {
+    (GPU_OPERATOR_CHART.name, "v26.7.0"): frozenset({"operator.version", "validator.version"}),
+}
+
+
 @cache
 def chart_key_paths(version: str, chart: str = GPU_OPERATOR_CHART.name) -> frozenset[str]:
-    """Every leaf key path of `chart` `version`'s values (`dcgmExporter.serviceMonitor.enabled`)."""
-    return frozenset(key_list_file(version, chart).read_text().split())
+    """Every leaf key path of `chart` `version`'s values (`dcgmExporter.serviceMonitor.enabled`),
+    and those its templates read that values.yaml names only in a comment."""
+    listed = frozenset(key_list_file(version, chart).read_text().split())
+    return listed | COMMENTED_KEYS.get((chart, version), frozenset())
 
 
 def chart_components(version: str) -> frozenset[str]:

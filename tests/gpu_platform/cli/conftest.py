@@ -1,5 +1,5 @@
-"""What the command's tests share: no `preflight` reaches a real chart repository, and a network
-that never answers."""
+"""What the command's tests share: no `preflight` reaches a real chart repository, every AWS call
+it makes is one the pre-flight policy allows, and a network that never answers."""
 
 import copy
 import socket
@@ -11,6 +11,7 @@ import pytest
 from gpu_platform.cli import preflight
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import StackConfig, load_stack_config
+from tests.preflight_calls import permitted, recorded
 
 # An excerpt of a Helm repository index (`helm repo index` writes this shape).
 CHART_INDEX = b"""apiVersion: v1
@@ -51,6 +52,16 @@ def chart_repository(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(preflight, "read_chart_index", index)
     return read
+
+
+@pytest.fixture(autouse=True)
+def calls_the_preflight_policy_allows(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every AWS call the command's code makes in a test is one docs/iam/eks-preflight-policy.json
+    allows, on the resource the call names, for a role tagged like a committed EKS stack's."""
+    with recorded(monkeypatch) as calls:
+        yield
+    denied = sorted(f"{c.action} on {c.resource}" for c in calls if not permitted(c))
+    assert not denied, f"docs/iam/eks-preflight-policy.json denies: {denied}"
 
 
 @pytest.fixture

@@ -193,8 +193,31 @@ def quota_list(held: Mapping[str, tuple[int, int]]) -> list[Json]:
     return [{"metric": m, "limit": limit, "usage": usage} for m, (limit, usage) in held.items()]
 
 
-APIS = ("container.v1", "compute.v1", "serviceusage.v1", "iam.v1", "cloudresourcemanager.v1")
+APIS = (
+    "container.v1",
+    "compute.v1",
+    "serviceusage.v1",
+    "iam.v1",
+    "cloudresourcemanager.v1",
+    "binaryauthorization.v1",
+)
 """The APIs the check calls, by their discovery documents."""
+
+
+CLOUD_QUOTAS_INFOS = (
+    f"{preflight_gke.CLOUD_QUOTAS_API}projects/{PROJECT}/locations/global/services/"
+    "compute.googleapis.com/quotaInfos"
+)
+# Google's answer where a project has not enabled the Cloud Quotas API (the APIs' error shape,
+# https://cloud.google.com/apis/design/errors).
+CLOUD_QUOTAS_DISABLED = {
+    "error": {
+        "code": 403,
+        "message": "Cloud Quotas API has not been used in project acme-ml-dev before or it is"
+        " disabled.",
+        "status": "PERMISSION_DENIED",
+    }
+}
 
 
 class FakeGoogle(BaseAdapter):
@@ -209,6 +232,7 @@ class FakeGoogle(BaseAdapter):
         self.calls: list[str] = []
         self.sent_headers: list[Mapping[str, str | bytes]] = []
         self.timeouts: list[float | tuple[float | None, float | None] | None] = []
+        self.quota_infos: tuple[int, Json] = (403, CLOUD_QUOTAS_DISABLED)
 
     def answer(self, method_id: str, body: Json, status: int = 200, **params: str) -> None:
         """What the method answers for these parameters (path and query); a success must fit
@@ -252,6 +276,11 @@ class FakeGoogle(BaseAdapter):
     ) -> tuple[int, Json]:
         """The status and body the APIs answer `method url` with."""
         parts = urlsplit(url)
+        if url.startswith(CLOUD_QUOTAS_INFOS):
+            # No discovery document of Cloud Quotas ships with google-api-python-client: its
+            # answer is the REST reference's ListQuotaInfosResponse, given whole by the test.
+            self.calls.append("cloudquotas.projects.locations.services.quotaInfos.list")
+            return self.quota_infos
         address = f"{parts.scheme}://{parts.netloc}{parts.path}"
         routes = [
             (m, match)

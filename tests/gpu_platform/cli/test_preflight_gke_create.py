@@ -42,6 +42,18 @@ def creating(config: Config, **create: Any) -> None:
     config["gpu-platform:pools"] = config["gpu-platform:pools"][:1]
 
 
+DEFAULT_POLICY: dict[str, Any] = {
+    "name": f"projects/{PROJECT}/policy",
+    "globalPolicyEvaluationMode": "ENABLE",
+    "defaultAdmissionRule": {
+        "evaluationMode": "ALWAYS_ALLOW",
+        "enforcementMode": "ENFORCED_BLOCK_AND_AUDIT_LOG",
+    },
+}
+"""A project's policy no one wrote: Binary Authorization's default admits every image (Google's
+"Binary Authorization policy" overview: the default policy allows all images)."""
+
+
 class Project:
     """The fake project: APIs enabled or not, and its quotas."""
 
@@ -52,6 +64,13 @@ class Project:
         self.quotas(ROOMY_REGION, ROOMY_PROJECT)
         self.offers(STABLE=["1.34.1-gke.1829001", "1.33.5-gke.1201000"])
         self.google.identities(clusters=())
+        self.policy(DEFAULT_POLICY)
+
+    def policy(self, policy: dict[str, Any]) -> None:
+        """The project's Binary Authorization policy (binaryauthorization.v1 `Policy`)."""
+        self.google.answer(
+            "binaryauthorization.projects.getPolicy", policy, name=f"projects/{PROJECT}/policy"
+        )
 
     def offers(
         self,
@@ -306,7 +325,13 @@ def test_a_machine_types_vcpus_come_from_its_name(machine_type: str, expected: A
     assert machine_cpus(machine_type) == expected
 
 
-UNENFORCED = {"enabled": True, "cidrBlocks": [{"cidrBlock": "10.0.0.0/20"}]}
+UNENFORCED = {
+    "enabled": True,
+    "cidrBlocks": [
+        {"cidrBlock": "10.0.0.0/20", "displayName": "cluster nodes"},
+        {"cidrBlock": "198.51.100.0/24", "displayName": "a VPN since removed from the stack"},
+    ],
+}
 """A cluster created before the platform held its private endpoint to the authorized networks:
 container.v1 `MasterAuthorizedNetworksConfig` without `privateEndpointEnforcementEnabled`."""
 
@@ -315,14 +340,20 @@ def test_turning_private_endpoint_enforcement_on_for_an_existing_cluster_is_a_wa
     project: Project,
 ) -> None:
     project.google.cluster(status="RUNNING", masterAuthorizedNetworksConfig=UNENFORCED)
+    vpn = {"cidr": "192.0.2.0/24", "displayName": "vpn"}
 
-    (enforcement,) = [f for f in project.findings() if "private endpoint admits" in f.message]
+    found = project.findings(lambda c: creating(c, gcp={"authorizedNetworks": [vpn]}))
+
+    # The ranges the update leaves: the nodes' subnet and the configured ones, not the live
+    # list's others, which the update removes.
+    (enforcement,) = [f for f in found if "private endpoint admits" in f.message]
 
     assert enforcement == Finding(
         "warning",
         "cluster ml-dev",
         "Its private endpoint admits any address of its network and of networks connected to"
-        " it; the next `pulumi up` holds it to the authorized networks (10.0.0.0/20), and a"
+        " it; the next `pulumi up` holds it to the authorized networks (10.0.0.0/20,"
+        " 192.0.2.0/24), and a"
         " deployer outside them loses the API half-way through that update.",
         "Run `pulumi up` from within them, or list the deployer's range in"
         " gpu-platform:cluster.create.gcp.authorizedNetworks, or reach the cluster through"
@@ -332,22 +363,105 @@ def test_turning_private_endpoint_enforcement_on_for_an_existing_cluster_is_a_wa
 
 
 @pytest.mark.parametrize(
-    ("authorized", "gcp"),
+    ("authorized", "create"),
     [
         ({**UNENFORCED, "privateEndpointEnforcementEnabled": True}, {}),
-        (UNENFORCED, {"privateEndpointEnforcement": False}),
-        (UNENFORCED, {"dnsEndpoint": True}),
+        (UNENFORCED, {"gcp": {"privateEndpointEnforcement": False}}),
+        (UNENFORCED, {"gcp": {"dnsEndpoint": True}}),
+        # The deployer reaches a public endpoint from endpoint.publicCidrs, which the update
+        # keeps authorized (container.v1 `MasterAuthorizedNetworksConfig`).
+        (UNENFORCED, {"endpoint": {"access": "public", "publicCidrs": ["203.0.113.0/24"]}}),
     ],
-    ids=["already enforced", "kept open by its key", "reached through its DNS endpoint"],
+    ids=[
+        "already enforced",
+        "kept open by its key",
+        "reached through its DNS endpoint",
+        "reached through its public endpoint",
+    ],
 )
 def test_no_enforcement_warning_where_the_next_up_keeps_its_way_in(
-    project: Project, authorized: dict[str, Any], gcp: dict[str, Any]
+    project: Project, authorized: dict[str, Any], create: dict[str, Any]
 ) -> None:
     project.google.cluster(status="RUNNING", masterAuthorizedNetworksConfig=authorized)
 
-    found = project.findings(lambda c: creating(c, gcp=gcp))
+    found = project.findings(lambda c: creating(c, **create))
 
     assert [f for f in found if "private endpoint admits" in f.message] == []
+
+
+POLICY_SUBJECT = f"Binary Authorization policy of {PROJECT}"
+
+
+def policy_finding(found: list[Finding]) -> list[Finding]:
+    return [f for f in found if f.subject == POLICY_SUBJECT]
+
+
+def test_a_policy_someone_else_wrote_is_a_warning(project: Project) -> None:
+    # pulumi-gcp `binaryauthorization.Policy` is one per project: `up` replaces it, and its
+    # delete resets the project to Binary Authorization's default.
+    project.policy(
+        {
+            **DEFAULT_POLICY,
+            "description": "security team's policy",
+            "defaultAdmissionRule": {
+                "evaluationMode": "REQUIRE_ATTESTATION",
+                "enforcementMode": "ENFORCED_BLOCK_AND_AUDIT_LOG",
+                "requireAttestationsBy": [f"projects/{PROJECT}/attestors/built-by-ci"],
+            },
+        }
+    )
+
+    assert policy_finding(project.findings()) == [
+        Finding(
+            "warning",
+            POLICY_SUBJECT,
+            "Written by someone else (security team's policy; default rule"
+            " REQUIRE_ATTESTATION): `pulumi up` replaces it for every cluster of the project,"
+            " and removing the platform's later (`pulumi destroy`, or"
+            " gpu-platform:cluster.create.gcp.binaryAuthorization project or off) resets it to"
+            " Binary Authorization's default, not to this one.",
+            f"Export it first (gcloud container binauthz policy export --project {PROJECT}), or"
+            " keep it with gpu-platform:cluster.create.gcp.binaryAuthorization: project.",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        DEFAULT_POLICY,
+        {
+            **DEFAULT_POLICY,
+            # What gpu_platform/gke/new_cluster/binary_authorization.py writes.
+            "description": "Written by gpu-platform: the platform's images, and those allowed"
+            " by cluster.create.gcp.binaryAuthorizationAllowedImages.",
+            "defaultAdmissionRule": {
+                "evaluationMode": "ALWAYS_DENY",
+                "enforcementMode": "DRYRUN_AUDIT_LOG_ONLY",
+            },
+        },
+    ],
+    ids=["the default", "the platform's"],
+)
+def test_the_default_or_the_platforms_own_policy_is_fine(
+    project: Project, policy: dict[str, Any]
+) -> None:
+    project.policy(policy)
+
+    assert [f.severity for f in policy_finding(project.findings())] == ["ok"]
+
+
+def test_the_policy_is_not_read_where_the_platform_writes_none(project: Project) -> None:
+    project.google.answers.pop(
+        (
+            "binaryauthorization.projects.getPolicy",
+            frozenset({("name", f"projects/{PROJECT}/policy")}),
+        )
+    )
+
+    found = project.findings(lambda c: creating(c, gcp={"binaryAuthorization": "project"}))
+
+    assert policy_finding(found) == []
 
 
 # --- The lock ----------------------------------------------------------------------------------

@@ -111,12 +111,16 @@ def test_a_fleets_pool_is_the_one_checked_and_its_other_clusters_unseen(
         workloadIdentityConfig={"workloadPool": fleet_pool},
     )
     fleet_ksa = f"serviceAccount:{fleet_pool}[payments/api]"
+
     google.identities(
-        accounts={PAYMENTS: [{"role": "roles/iam.workloadIdentityUser", "members": [fleet_ksa]}]}
+        clusters=[("ml-dev", "us-central1"), ("web", "europe-west1")],
+        accounts={PAYMENTS: [{"role": "roles/iam.workloadIdentityUser", "members": [fleet_ksa]}]},
     )
 
-    _, fleet, trust = of_project(findings(google))
+    other, fleet, trust = of_project(findings(google))
 
+    # The pool the project's other clusters share with this one is the one it uses.
+    assert f"shares the Workload Identity pool {fleet_pool}, so" in other.message
     assert fleet.severity == "warning"
     assert fleet.message.startswith(
         f"The cluster's Workload Identity pool is {fleet_pool}, its fleet host project's:"
@@ -211,13 +215,40 @@ def test_each_identity_read_refused_is_a_warning(google: FakeGoogle) -> None:
     ]
 
 
-def test_a_missing_service_account_is_not_a_refusal(google: FakeGoogle) -> None:
-    # Only a 403 leaves a part unchecked; any other failure still ends the check (exit 4).
-    google.identities(accounts={PAYMENTS: []})
+def test_a_service_account_deleted_after_the_list_is_skipped(google: FakeGoogle) -> None:
+    # `iam.projects.serviceAccounts.getIamPolicy` answers 404 NOT_FOUND for an account deleted
+    # since `serviceAccounts.list` (iam.v1): it trusts no one any more, and the others are read.
+    google.identities(
+        accounts={
+            PAYMENTS: [],
+            f"nodes@{PROJECT}.iam.gserviceaccount.com": [
+                {"role": "roles/iam.workloadIdentityUser", "members": [TRUSTED_KSA]}
+            ],
+        }
+    )
     google.answer(
         "iam.projects.serviceAccounts.getIamPolicy",
         not_found("x"),
         404,
+        resource=f"projects/{PROJECT}/serviceAccounts/{PAYMENTS}",
+        **{"options.requestedPolicyVersion": "3"},
+    )
+
+    _, trust = of_project(findings(google))
+
+    assert trust.severity == "warning"
+    assert f"nodes@{PROJECT}.iam.gserviceaccount.com" in trust.message
+    assert PAYMENTS not in trust.message
+
+
+def test_a_failed_read_of_a_service_accounts_policy_ends_the_check(google: FakeGoogle) -> None:
+    # Only a 403 leaves a part unchecked and a 404 skips the account; any other failure still
+    # ends the check (exit 4).
+    google.identities(accounts={PAYMENTS: []})
+    google.answer(
+        "iam.projects.serviceAccounts.getIamPolicy",
+        {"error": {"code": 500, "message": "backend error", "status": "INTERNAL"}},
+        500,
         resource=f"projects/{PROJECT}/serviceAccounts/{PAYMENTS}",
         **{"options.requestedPolicyVersion": "3"},
     )

@@ -91,23 +91,90 @@ def test_on_demand_l4s_count_against_the_on_demand_quota(google: FakeGoogle) -> 
     )
 
 
-def test_gpus_without_a_quota_in_the_api_are_named_as_not_checked(google: FakeGoogle) -> None:
-    # The discovery document names no on-demand H100 quota.
-    def on_demand_h100(c: Config) -> None:
-        base.pool(c, "l4-shared").update(
-            instanceTypes=["a3-highgpu-8g"],
-            accelerator=None,
-            gpusPerNode=None,
-            capacity="on-demand",
-        )
+def on_demand_h100(c: Config) -> None:
+    # The compute.v1 discovery document names no on-demand H100 quota.
+    base.pool(c, "l4-shared").update(
+        instanceTypes=["a3-highgpu-8g"],
+        accelerator=None,
+        gpusPerNode=None,
+        capacity="on-demand",
+    )
+
+
+NOT_CHECKED = (
+    "Not checked for l4-shared: Compute Engine's API names no regional quota for their GPUs and"
+    " capacity."
+)
+ACTION = (
+    "Check the pools' GPUs against their family's quota (the console's Quotas page) before they"
+    " scale up."
+)
+
+
+def test_gpus_without_a_quota_in_the_api_are_shown_their_regions_gpu_family_quotas(
+    google: FakeGoogle,
+) -> None:
+    # A ListQuotaInfosResponse as the Cloud Quotas v1 REST reference shapes it (QuotaInfo:
+    # quotaId, dimensions, dimensionsInfos[].dimensions/details.value/applicableLocations);
+    # the quota IDs and gpu_family values are test data, not Google's.
+    family = {
+        "quotaId": "TEST-GPUS-PER-FAMILY-per-project-region",
+        "service": "compute.googleapis.com",
+        "dimensions": ["region", "gpu_family"],
+        "dimensionsInfos": [
+            {
+                "dimensions": {"region": "us-central1", "gpu_family": "TEST_H100"},
+                "details": {"value": "16"},
+                "applicableLocations": ["us-central1"],
+            },
+            {
+                "dimensions": {"region": "europe-west4", "gpu_family": "TEST_H100"},
+                "details": {"value": "64"},
+                "applicableLocations": ["europe-west4"],
+            },
+            {
+                "dimensions": {"region": "us-central1"},
+                "details": {"value": "0"},
+                "applicableLocations": ["us-central1"],
+            },
+        ],
+    }
+    cpus = {
+        "quotaId": "TEST-CPUS-per-project-region",
+        "dimensions": ["region"],
+        "dimensionsInfos": [{"details": {"value": "24"}, "applicableLocations": ["us-central1"]}],
+    }
+    google.quota_infos = (200, {"quotaInfos": [family, cpus]})
 
     assert quota_findings(base.findings(google, on_demand_h100))["GPU quota"] == Finding(
         "warning",
         "GPU quota",
-        "Not checked for l4-shared: Compute Engine's API names no regional quota for their GPUs"
-        " and capacity.",
-        "Check the pools' GPUs in the console's Quotas page (Cloud Quotas) before they scale up.",
+        f"{NOT_CHECKED} Cloud Quotas lists these GPU-family quotas in us-central1:"
+        " TEST-GPUS-PER-FAMILY-per-project-region gpu_family=TEST_H100: 16;"
+        " TEST-GPUS-PER-FAMILY-per-project-region gpu_family=any other: 0.",
+        ACTION,
     )
+
+
+def test_a_project_without_the_cloud_quotas_api_says_what_it_needs(google: FakeGoogle) -> None:
+    assert quota_findings(base.findings(google, on_demand_h100))["GPU quota"] == Finding(
+        "warning",
+        "GPU quota",
+        f"{NOT_CHECKED} Cloud Quotas could not be read: 403 PERMISSION_DENIED: Cloud Quotas API"
+        " has not been used in project acme-ml-dev before or it is disabled. (it needs the Cloud"
+        " Quotas API, cloudquotas.googleapis.com, enabled and cloudquotas.quotas.get).",
+        ACTION,
+    )
+
+
+def test_cloud_quotas_is_asked_only_for_gpus_compute_engine_names_no_quota_for(
+    google: FakeGoogle,
+) -> None:
+    # Every pool of the stack counts against a quota compute.v1 names (Spot and flex-start
+    # against the preemptible ones).
+    base.findings(google)
+
+    assert "cloudquotas.projects.locations.services.quotaInfos.list" not in google.calls
 
 
 def test_a_pool_on_a_specific_reservation_counts_against_no_quota(google: FakeGoogle) -> None:

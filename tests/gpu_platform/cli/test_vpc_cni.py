@@ -3,11 +3,13 @@ its network policy agent enforces the platform's NetworkPolicies. The `vpc-cni` 
 by botocore's Stubber (moto has no add-ons), instance types from EC2's data."""
 
 import copy
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from moto import mock_aws
 
@@ -16,6 +18,8 @@ from gpu_platform.cli.preflight_eks import describe_instance_types
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.cli.vpc_cni import network_policy_findings, vpc_cni_findings
 from gpu_platform.config import StackConfig, load_stack_config
+from tests.iam_policy import Request, allowed
+from tests.repository import ROOT
 
 SUBJECT = "cluster ml-dev vpc-cni"
 
@@ -205,3 +209,41 @@ def test_without_the_prometheus_stack_there_is_nothing_to_enforce(
     client, _ = eks
 
     assert network_policy_findings(load_stack_config_of_dev(), client) == []
+
+
+def test_a_refused_read_of_the_add_on_warns_under_the_preview_role(
+    eks: tuple[Any, Stubber],
+) -> None:
+    # The EKS preview role's policy allows eks:DescribeAddon on the node monitoring agent's
+    # add-on only (the add-on ARN: `arn:aws:eks:<region>:<account>:addon/<cluster>/<addon>/<id>`,
+    # Service Authorization Reference, Amazon EKS, resource type `addon`).
+    preview = json.loads((ROOT / "docs" / "iam" / "eks-preview-policy.json").read_text())
+    role = {
+        "aws:PrincipalAccount": "111111111111",
+        "aws:PrincipalTag/gpu-platform-cluster": "ml-dev",
+    }
+    addon_arn = (
+        "arn:aws:eks:us-east-1:111111111111:addon/ml-dev/{}/0ac9a1c2-0000-4000-8000-000000000000"
+    )
+    assert allowed(
+        Request("eks:DescribeAddon", addon_arn.format("eks-node-monitoring-agent"), role), [preview]
+    )
+    assert not allowed(Request("eks:DescribeAddon", addon_arn.format("vpc-cni"), role), [preview])
+    client, stubber = eks
+    stubber.add_client_error("describe_addon", "AccessDeniedException", http_status_code=403)
+
+    (finding,) = network_policy_findings(with_prometheus(), client)
+
+    assert finding.severity == "warning"
+    assert finding.message.endswith("eks:DescribeAddon on the vpc-cni add-on was refused.")
+    assert "eks:DescribeAddon on arn:aws:eks:<region>:<account>:addon/ml-dev/vpc-cni/*" in (
+        finding.action
+    )
+
+
+def test_another_failure_of_the_read_is_not_taken_for_a_refusal(eks: tuple[Any, Stubber]) -> None:
+    client, stubber = eks
+    stubber.add_client_error("describe_addon", "ServerException", http_status_code=500)
+
+    with pytest.raises(ClientError):
+        network_policy_findings(with_prometheus(), client)

@@ -551,3 +551,21 @@ def test_good_gke_settings_are_accepted() -> None:
     )
     create = load_stack_config(config).cluster.create
     assert create is not None and create.gcp.version == "1.35.1-gke.1000"
+
+
+def test_the_network_policy_agent_may_not_be_set_among_the_vpc_cni_configuration() -> None:
+    # The platform sets it (EKS user guide, cni-network-policy-configure.adoc), so that the
+    # NetworkPolicies guarding Prometheus and Alertmanager are enforced.
+    raw = changed(
+        EKS_NEW,
+        lambda c: create_of(c)["aws"].update(
+            vpcCniConfiguration={"enableNetworkPolicy": "false", "env": {"WARM_IP_TARGET": "5"}}
+        ),
+    )
+
+    assert problems(raw) == {
+        "gpu-platform:cluster.create.aws.vpcCniConfiguration.enableNetworkPolicy": (
+            'no value: the platform sets it to "true", so that the NetworkPolicies keeping'
+            " tenants from Prometheus and Alertmanager are enforced"
+        )
+    }

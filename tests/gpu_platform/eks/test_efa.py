@@ -2,6 +2,7 @@
 card, in one zone and a cluster placement group, with the EFA device plugin to advertise them."""
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import botocore.session
@@ -13,6 +14,8 @@ from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.config import ConfigError
 from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
+from gpu_platform.lock.lockfile import IMAGES, Lock, entry
+from gpu_platform.platform_images import EFA_DEVICE_PLUGIN_IMAGE
 from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART
 from tests.repository import PROJECT
 
@@ -183,6 +186,9 @@ def test_the_efa_device_plugin_runs_on_the_efa_pools_only_tolerating_the_gpu_tai
     # `nodeSelector: {}` (the template adds only CriticalAddonsOnly), `updateStrategy:
     # {type: RollingUpdate}`, one node at a time.
     assert plugin.inputs["values"] == {
+        # values.yaml's own image, set whole so that the policy pack sees it (by tag here: the
+        # tests' lock holds no digest).
+        "image": {"repository": EFA_DEVICE_PLUGIN_IMAGE.repository, "tag": "v0.5.20"},
         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         "nodeSelector": {"gpu-platform.io/efa": "true"},
         "updateStrategy": {"rollingUpdate": {"maxUnavailable": "25%"}},
@@ -238,6 +244,25 @@ def test_the_efa_device_plugin_values_are_the_charts_keys(
     assert paths - chart_key_paths("v0.5.30", "aws-efa-k8s-device-plugin") == {
         "updateStrategy.rollingUpdate.maxUnavailable"
     }
+
+
+def test_the_efa_device_plugin_runs_by_the_locks_digest(
+    dev_config: Config, plan_for: PlanFor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    digest = "sha256:" + "e7" * 32
+    # stable/aws-efa-k8s-device-plugin/values.yaml at chart v0.5.30, `image.repository`.
+    image = "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin"
+    lock = Lock(path=tmp_path / "gpu-platform.lock")
+    lock.with_entries(IMAGES, {f"{image}:v0.5.20": entry(digest, "https://ecr.example")}).save()
+    monkeypatch.setenv("GPU_PLATFORM_LOCK", str(lock.path))
+    releases = plan_for(efa_pool(dev_config)).of_type(RELEASE)
+    (plugin,) = [r for r in releases if r.inputs["chart"] == EFA_DEVICE_PLUGIN_CHART.name]
+
+    # stable/aws-efa-k8s-device-plugin at chart v0.5.30: values.yaml's `image.tag` is v0.5.20,
+    # and templates/daemonset.yaml renders the image as `<image.repository>:<image.tag>`, so the
+    # digest follows the tag.
+    assert plugin.inputs["values"]["image"] == {"repository": image, "tag": f"v0.5.20@{digest}"}
+    assert EFA_DEVICE_PLUGIN_IMAGE.repository == image
 
 
 def test_a_stack_without_efa_pools_installs_no_efa_device_plugin(dev_plan: Plan) -> None:

@@ -7,6 +7,7 @@ exactly as on a cluster the stack attaches to."""
 
 import copy
 import ipaddress
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -526,6 +527,26 @@ def test_the_vpc_cni_enforces_network_policies_and_no_other_core_addon_is_config
         "eks-pod-identity-agent": None,
         "coredns": None,
         "aws-ebs-csi-driver": None,
+    }
+
+
+def test_the_vpc_cni_configuration_given_is_sent_with_the_network_policy_agent() -> None:
+    # botocore EKS UpdateAddonRequest `configurationValues` is the add-on's whole
+    # configuration, sent with `resolveConflicts: OVERWRITE`: what the add-on had by hand is
+    # replaced, so the user's values go in the same document. Prefix delegation as the EKS user
+    # guide sets it (cni-increase-ip-addresses.adoc: `ENABLE_PREFIX_DELEGATION` "true" in the
+    # add-on's `env`).
+    config = eks_new()
+    create_of(config).setdefault("aws", {})["vpcCniConfiguration"] = {
+        "env": {"ENABLE_PREFIX_DELEGATION": "true", "WARM_PREFIX_TARGET": "1"}
+    }
+
+    plan = run_program("eks-new", config=config, project=PROJECT)
+
+    [cni] = [r for r in plan.of_type(ADDON) if r.inputs["addonName"] == "vpc-cni"]
+    assert json.loads(cni.inputs["configurationValues"]) == {
+        "env": {"ENABLE_PREFIX_DELEGATION": "true", "WARM_PREFIX_TARGET": "1"},
+        "enableNetworkPolicy": "true",
     }
 
 

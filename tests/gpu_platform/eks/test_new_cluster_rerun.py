@@ -100,10 +100,15 @@ def created(monkeypatch: pytest.MonkeyPatch, first_run: Plan) -> Callable[..., N
         deployer: str = SOMEONE_ELSE,
         version: str = "1.35",
         zones: list[str] | None = None,
-        retagged: dict[str, str] | None = None,
+        retagged: dict[str, str | None] | None = None,
         state: dict[str, Any] | None = None,
     ) -> None:
-        cluster_tags = only(first_run, CLUSTER).inputs["tags"] | (retagged or {})
+        # A tag retagged to None is removed.
+        cluster_tags = {
+            key: value
+            for key, value in (only(first_run, CLUSTER).inputs["tags"] | (retagged or {})).items()
+            if value is not None
+        }
         subnet_zones = {f"subnet-{zone}": zone for zone in private_zones(first_run)}
         invokes = stand_in.INVOKES
         monkeypatch.setitem(
@@ -248,7 +253,7 @@ def test_a_state_whose_creator_was_removed_and_a_tag_that_disagrees_are_refused_
     created(
         deployer=SOMEONE_ELSE,
         state=without_recorded_creator(first_run),
-        retagged={LEGACY_TAG: tag} if tag else None,
+        retagged={LEGACY_TAG: tag},
     )
 
     problems = problems_of(plan_of(with_admins(ADMINS), raise_errors=False))
@@ -257,6 +262,69 @@ def test_a_state_whose_creator_was_removed_and_a_tag_that_disagrees_are_refused_
         f"the access entry of {CREATOR}, not among the administrators, and the cluster's tag"
         f" {LEGACY_TAG} ({tag or 'none'}) should both name the creator and do not"
     ) in problems["gpu-platform:cluster.create.administrators"]
+
+
+def test_the_old_creator_tag_stays_until_the_state_records_the_creator(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    # terraform-provider-aws internal/provider/sdkv2/tags_interceptor.go: a resource's tags are
+    # changed before its Update, and the cluster's update (cluster.go `resourceClusterUpdate`,
+    # `updateVPCConfig` then `waitClusterUpdateSuccessful`) takes minutes before the control
+    # plane's outputs, the recorded creator, are written. Until the state records the creator,
+    # the cluster keeps the tag an interrupted update would otherwise have removed.
+    assert only(first_run, CLUSTER).inputs["tags"][LEGACY_TAG] == CREATOR
+    created(
+        deployer=SOMEONE_ELSE,
+        state=without_recorded_creator(first_run),
+        retagged={LEGACY_TAG: CREATOR},
+    )
+
+    migrating = plan_of(with_admins(ADMINS))
+
+    assert only(migrating, CLUSTER).inputs["tags"][LEGACY_TAG] == CREATOR
+    [control_plane] = [u for u in migrating.component_outputs if f"${CONTROL_PLANE}::" in u]
+    assert migrating.component_outputs[control_plane]["creator"] == CREATOR
+
+
+def test_an_update_interrupted_after_the_tag_was_removed_names_the_way_out(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    # What an update that removed the tag at once and was interrupted before recording the
+    # creator left: no record, the creator's entry, no tag.
+    untagged = {"deployer": SOMEONE_ELSE, "state": without_recorded_creator(first_run)}
+    created(**untagged, retagged={LEGACY_TAG: None})
+
+    problems = problems_of(plan_of(with_admins(ADMINS), raise_errors=False))
+
+    assert (
+        f"if {CREATOR} is to keep its access, add {CREATOR} to administrators for this update"
+    ) in problems["gpu-platform:cluster.create.administrators"]
+    # Taking the way out: the creator keeps its entry, as an administrator now.
+    later = plan_of(with_admins([*ADMINS, CREATOR]))
+    assert entries(later) == entries(first_run)
+
+
+def test_a_creator_the_engine_sends_as_a_secret_is_read_as_the_creator(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    # pulumi pkg/resource/deploy/source_eval.go `resmon.Invoke` (v3.272.0) marshals the
+    # invoke's answer with `KeepSecrets: true`: the recorded creator, a secret output, arrives
+    # in the secret envelope (sdk/python pulumi/runtime/rpc.py `_special_secret_sig`), and
+    # goes through the SDK's deserialization (`deserialize_properties_unwrap_secrets`) here.
+    state = state_of(first_run)
+    for resource in state.values():
+        if resource["type"] == CONTROL_PLANE:
+            resource["outputs"]["creator"] = {
+                "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270",
+                "value": CREATOR,
+            }
+    # A tag naming another: only the recorded creator can name CREATOR here.
+    created(deployer=SOMEONE_ELSE, state=state, retagged={LEGACY_TAG: INTRUDER})
+
+    later = plan_of(with_admins(ADMINS))
+
+    assert entries(later) == entries(first_run)
+    assert LEGACY_TAG not in only(later, CLUSTER).inputs["tags"]
 
 
 def test_only_the_control_planes_output_names_the_creator(
@@ -337,6 +405,48 @@ def test_a_state_the_engine_cannot_read_is_refused_by_key(
 
     assert problems["gpu-platform:cluster.name"].startswith(
         "a cluster this stack created and whose state it can read: EKS cluster ml-new exists"
+    )
+
+
+def without_creator_access(admins: list[str]) -> Config:
+    config = with_admins(admins)
+    create_of(config).setdefault("aws", {})["creatorAccess"] = False
+    return config
+
+
+def test_creator_access_off_deletes_the_creators_entry_and_keeps_the_record(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    # terraform-aws-eks v21 variables.tf `enable_cluster_creator_admin_permissions`: the
+    # creator's admin access entry only while it is true.
+    created(deployer=SOMEONE_ELSE)
+
+    later = plan_of(without_creator_access(ADMINS))
+
+    assert sorted(entries(later).values()) == sorted(ADMINS)
+    [control_plane] = [u for u in later.component_outputs if f"${CONTROL_PLANE}::" in u]
+    assert later.component_outputs[control_plane]["creator"] == CREATOR
+
+
+def test_creator_access_off_keeps_a_creator_listed_among_the_administrators(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    created(deployer=SOMEONE_ELSE)
+
+    later = plan_of(without_creator_access([*ADMINS, CREATOR]))
+
+    assert entries(later) == entries(first_run)
+
+
+def test_creator_access_off_with_the_deployer_no_administrator_is_refused_by_key(
+    created: Callable[..., None],
+) -> None:
+    created(deployer=INTRUDER)
+
+    problems = problems_of(plan_of(without_creator_access(ADMINS), raise_errors=False))
+
+    assert problems["gpu-platform:cluster.create.aws.creatorAccess"].startswith(
+        f"true, or {INTRUDER}, who runs this update, among administrators"
     )
 
 

@@ -247,9 +247,10 @@ def test_a_digest_that_is_not_a_sha256_does_not_pin(analyze: Analyze) -> None:
 
 
 def test_prod_requires_digests_and_blocks_on_them_once_its_canary_image_has_one() -> None:
-    # prod's canary gate runs GPU_SMOKE_TEST_IMAGE, whose digest awaits a registry
-    # (tests/gpu_platform/test_versions.py AWAITING_DIGESTS): until it lands, a missing digest
-    # is reported without blocking; then the rule blocks again.
+    # prod's canary gate runs GPU_SMOKE_TEST_IMAGE, whose digest awaits its registry
+    # (policy-config/prod.json's platform-images-by-digest.awaitingDigests; the lock, docs/
+    # lock.md): until it lands, a missing digest is reported without blocking; then the rule
+    # blocks again.
     config = json.loads((ROOT / "policy-config" / "prod.json").read_text())
     advisory = {"requireDigests": True, "enforcementLevel": "advisory"}
 

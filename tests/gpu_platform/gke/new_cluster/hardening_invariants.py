@@ -3,8 +3,9 @@ authorized networks on its private endpoint as `gcp.privateEndpointEnforcement` 
 (container.v1 `MasterAuthorizedNetworksConfig.privateEndpointEnforcementEnabled`), evaluates
 Binary Authorization as `cluster.create.gcp.binaryAuthorization` says (container.v1
 `BinaryAuthorization.evaluationMode`), with the project's policy written in `audit` and
-`enforce` only, and every key ring it creates, with its key, falls under the IAM condition the
-stack exports for the deploy identity's Cloud KMS role (`secretsKeyCondition`)."""
+`enforce` only and break-glass refused in `enforce` only, and every key ring it creates, with
+its key, falls under the IAM condition the stack exports for the deploy identity's Cloud KMS
+role (`secretsKeyCondition`)."""
 
 import re
 from typing import Any
@@ -14,6 +15,7 @@ from gpu_platform.cli.offline import Plan
 CLUSTER = "gcp:container/cluster:Cluster"
 CRYPTO_KEY = "gcp:kms/cryptoKey:CryptoKey"
 POLICY = "gcp:binaryauthorization/policy:Policy"
+VALIDATING_POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 
 
 def allows(condition: str, resource_name: str) -> bool:
@@ -52,6 +54,10 @@ def hardening_problems(plan: Plan, config: dict[str, Any]) -> list[str]:
             problems.append(f"{cluster.name}: no Binary Authorization policy written")
     if not written and plan.of_type(POLICY):
         problems.append(f"a Binary Authorization policy written with {binary_authorization}")
+    # Binary Authorization's break-glass annotation would admit any image under enforce.
+    refusing = bool(plan.of_type(VALIDATING_POLICY))
+    if create and refusing is not (binary_authorization == "enforce"):
+        problems.append(f"break-glass refused is {refusing} with {binary_authorization}")
     condition = plan.outputs.get("secretsKeyCondition")
     for key in plan.of_type(CRYPTO_KEY):
         ring = key.inputs["keyRing"]

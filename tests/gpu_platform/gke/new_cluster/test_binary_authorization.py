@@ -16,13 +16,18 @@ from typing import Any
 
 import pytest
 
+from gpu_platform.cli.analyzer import PolicyPack
 from gpu_platform.cli.offline import Plan, PlannedResource
+from tests.official_models import official_model_problems
+from tests.test_configuration_sweep import pack_problems
 
-from ..plans import problems_of
+from ..plans import on_ubuntu, problems_of
+from .hardening_invariants import VALIDATING_POLICY
 from .plans import cluster, with_gcp
 
 Config = dict[str, Any]
 POLICY = "gcp:binaryauthorization/policy:Policy"
+VALIDATING_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 
 
 def policy(plan: Plan) -> PlannedResource:
@@ -79,15 +84,102 @@ def test_every_image_the_platform_deploys_is_admitted(gke_new_plan: Plan) -> Non
     assert sorted(i for i in deployed if not admitted(i, patterns)) == []
 
 
-def test_enforce_refuses_what_audit_logs(
-    gke_new_config: Config, plan_for: Callable[[Config], Plan]
+# Images of the Prometheus stack's pods, as kube-prometheus-stack 88.5.3's values.yaml names them
+# (prometheus-community/helm-charts, charts/kube-prometheus-stack/values.yaml at
+# kube-prometheus-stack-88.5.3; the stored copy stops there, the pin is 93.4.1): the admission
+# webhook's certificate job (`prometheusOperator.admissionWebhooks.patch.image`, moved from
+# registry.k8s.io to ghcr.io by helm-charts #6406), the operator, its config reloader,
+# Prometheus and Alertmanager; kube-state-metrics 8.4.0's and prometheus-node-exporter
+# 4.56.1's `image`; Grafana 12.11.1's and its sidecar's (grafana-community/helm-charts
+# charts/grafana/values.yaml at grafana-12.11.1).
+PROMETHEUS_STACK_IMAGES = [
+    "ghcr.io/jkroepke/kube-webhook-certgen",
+    "quay.io/prometheus-operator/prometheus-operator",
+    "quay.io/prometheus-operator/prometheus-config-reloader",
+    "quay.io/prometheus/prometheus",
+    "quay.io/prometheus/alertmanager",
+    "registry.k8s.io/kube-state-metrics/kube-state-metrics",
+    "quay.io/prometheus/node-exporter",
+    "docker.io/grafana/grafana",
+    "quay.io/kiwigrid/k8s-sidecar",
+]
+
+
+def test_every_image_of_the_prometheus_stack_is_admitted(gke_new_plan: Plan) -> None:
+    patterns = [p["namePattern"] for p in policy(gke_new_plan).inputs["admissionWhitelistPatterns"]]
+
+    # The charts join `registry/repository:tag` (or `@sha256:...` with `sha`): any tag.
+    assert [i for i in PROMETHEUS_STACK_IMAGES if not admitted(f"{i}:1.8.7", patterns)] == []
+    # Each repository exactly, not its whole registry.
+    assert not admitted("ghcr.io/someone/miner:1", patterns)
+    assert not admitted("quay.io/prometheus/other:1", patterns)
+
+
+def test_the_cos_driver_installers_registry_images_are_admitted(gke_new_plan: Plan) -> None:
+    # GoogleCloudPlatform/container-engine-accelerators nvidia-driver-installer/cos/
+    # daemonset-preloaded.yaml: its partition-gpus init container (068b15a9, the stored copy)
+    # and, at the pinned f2cf4197, its pause container moved to gke.gcr.io/pause:3.8
+    # (gpu_platform/versions.py). Its installer, `cos-nvidia-installer:fixed`, names no registry:
+    # no pattern admits it, which is why enforce is refused on COS.
+    patterns = [p["namePattern"] for p in policy(gke_new_plan).inputs["admissionWhitelistPatterns"]]
+    partition = (
+        "gcr.io/gke-release/nvidia-partition-gpu@sha256:"
+        "c54fd003948fac687c2a93a55ea6e4d47ffbd641278a9191e75e822fe72471c2"
+    )
+
+    assert admitted(partition, patterns)
+    assert admitted("gke.gcr.io/pause:3.8", patterns)
+    assert not admitted("cos-nvidia-installer:fixed", patterns)
+
+
+def enforcing(config: Config) -> Config:
+    """The config enforcing its policy, on Ubuntu nodes (enforce is refused on COS)."""
+    return with_gcp(on_ubuntu(config), binaryAuthorization="enforce")
+
+
+def test_enforce_refuses_what_audit_logs_and_break_glass(
+    gke_new_config: Config, plan_for: Callable[[Config], Plan], policy_pack: PolicyPack
 ) -> None:
-    plan = plan_for(with_gcp(gke_new_config, binaryAuthorization="enforce"))
+    plan = plan_for(enforcing(gke_new_config))
 
     assert policy(plan).inputs["defaultAdmissionRule"] == {
         "evaluationMode": "ALWAYS_DENY",
         "enforcementMode": "ENFORCED_BLOCK_AND_AUDIT_LOG",
     }
+    # Binary Authorization admits a pod annotated `alpha.image-policy.k8s.io/break-glass`
+    # whatever its images (Google's "Using breakglass", binaryauthorization.v1
+    # `DRYRUN_AUDIT_LOG_ONLY`: "as if the admission request had specified break-glass"): refused
+    # on every pod outside kube-system.
+    (refusal,) = plan.of_type(VALIDATING_POLICY)
+    (binding,) = plan.of_type(VALIDATING_BINDING)
+    spec = refusal.inputs["spec"]
+    assert spec["failurePolicy"] == "Fail"
+    assert spec["matchConstraints"]["resourceRules"] == [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["pods"],
+        }
+    ]
+    assert [v["expression"] for v in spec["validations"]] == [
+        "!has(object.metadata.annotations) || "
+        "!('alpha.image-policy.k8s.io/break-glass' in object.metadata.annotations)"
+    ]
+    assert binding.inputs["spec"]["policyName"] == refusal.inputs["metadata"]["name"]
+    assert binding.inputs["spec"]["validationActions"] == ["Deny"]
+    assert binding.inputs["spec"]["matchResources"]["namespaceSelector"] == {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}
+        ]
+    }
+    assert pack_problems(policy_pack)(plan, gke_new_config) == []
+    assert official_model_problems(plan, "1.33") == []
+
+
+def test_audit_leaves_break_glass_to_the_policy(gke_new_plan: Plan) -> None:
+    # In dry run every pod starts anyway: nothing to refuse.
+    assert gke_new_plan.of_type(VALIDATING_POLICY) == []
 
 
 def test_further_images_are_admitted_by_their_key(
@@ -109,6 +201,9 @@ def test_the_project_owners_policy_or_none_and_the_platform_writes_none(
     gke_new_config: Config, plan_for: Callable[[Config], Plan], mode: str, evaluation: str
 ) -> None:
     # container.v1 `BinaryAuthorization.evaluationMode`: DISABLED, "Disable BinaryAuthorization".
+    # No Policy resource: a stack switched to them from audit or enforce deletes the one it
+    # wrote, which resets the project's policy to Binary Authorization's default
+    # (docs/create-cluster-gke.md says so before the switch).
     plan = plan_for(with_gcp(gke_new_config, binaryAuthorization=mode))
 
     assert cluster(plan).inputs["binaryAuthorization"] == {"evaluationMode": evaluation}
@@ -134,8 +229,22 @@ def test_the_project_owners_policy_or_none_and_the_platform_writes_none(
             "binaryAuthorizationAllowedImages",
             "no value with binaryAuthorization project",
         ),
+        # GKE's COS driver installer runs `image: cos-nvidia-installer:fixed`, no registry
+        # (GoogleCloudPlatform/container-engine-accelerators, nvidia-driver-installer/cos/
+        # daemonset-preloaded.yaml): no `registry/path/image` pattern admits it.
+        (
+            {"binaryAuthorization": "enforce"},
+            "binaryAuthorization",
+            "the COS driver installer's image (cos-nvidia-installer:fixed) names no registry",
+        ),
     ],
-    ids=["a boolean", "no registry", "a wildcard mid-path", "with the project owner's policy"],
+    ids=[
+        "a boolean",
+        "no registry",
+        "a wildcard mid-path",
+        "with the project owner's policy",
+        "enforce on COS",
+    ],
 )
 def test_a_bad_binary_authorization_setting_is_refused_by_its_key(
     gke_new_config: Config,

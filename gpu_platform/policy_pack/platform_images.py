@@ -1,0 +1,127 @@
+"""The platform's own images run by digest: what its components deploy is the image the lock
+names, not whatever its tag names on the day a node pulls it.
+
+Scope: the resources one of the platform's components declares (a `gpu-platform:` component
+type among their parents, as `helm.is_platform_release` tells them): the containers and init
+containers of their pods and pod templates (Pod, Deployment, DaemonSet, StatefulSet,
+ReplicaSet, Job, CronJob: the smoke tests, the canary gates, the idle GPU pod reaper, the MIG
+startup taint remover, the GKE DCGM exporter, Google's COS driver installer, whose preloaded
+installer image, never pulled, needs no digest), and the image references their Helm releases'
+values name: an image map (`image: {repository, tag, digest}`, as the cluster autoscaler's,
+Karpenter's, node-feature-discovery's and the EFA device plugin's charts take it), an operand's
+image string (`image: "<repository>:<tag>@..."`, as the GPU Operator's chart takes it) and a
+`{repository, image, version}` triple (the GPU Operator's own images). A chart's default
+images, which the values leave to the chart, are out of the pack's sight: the lock's image list
+(`gpu_platform/platform_images.py`) names them. A stack's own workloads are
+`gpu-pods-pinned-images`' to judge.
+"""
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from checks import each, resource_policy
+from gpu_workloads import image_problem
+from helm import RELEASE_TYPE, is_platform_release
+from pods import Container, Pod, pods_of
+from props import field_path, shown, value_at
+from pulumi_policy import EnforcementLevel, ResourceValidationArgs
+from settings import Setting
+
+NAME = "platform-images-by-digest"
+
+AWAITING_DIGESTS = Setting(
+    "awaitingDigests",
+    {
+        "type": "array",
+        "items": {"type": "string", "pattern": r"^[^@\s]+:[^@:/\s]+$"},
+        "default": [],
+        "description": "Images of the platform, as `<repository>:<tag>`, that may run by tag "
+        "while the project's lock (gpu-platform.lock) has no digest for them yet: each one a "
+        "reviewed exception, to remove once `gpu-platform lock` has read its digest.",
+    },
+)
+
+
+def _platform_resource_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    if not is_platform_release(args):
+        return iter(())
+    awaiting = frozenset(AWAITING_DIGESTS.read(args.get_config()))
+    if args.resource_type == RELEASE_TYPE:
+        return each(
+            _value_images(args.props.get("values"), ("values",)),
+            lambda found: _problems(found[1], found[0], awaiting),
+            lambda found: found[0],
+        )
+    pods = [pod for pod in pods_of(args.resource_type, args.props) if not pod.partial]
+    return each(pods, lambda pod: _pod_problems(pod, awaiting), lambda pod: pod.label)
+
+
+def _pod_problems(pod: Pod, awaiting: frozenset[str]) -> Iterator[str]:
+    def container_problems(container: Container) -> Iterator[str]:
+        image = value_at(container.props, "image")
+        if isinstance(image, str) and not _node_local(image, container):
+            where = f"{container.label} ({pod.container_field(container, 'image')})"
+            yield from _problems(image, where, awaiting)
+
+    return each(pod.containers(), container_problems, pod.container_field)
+
+
+def _node_local(image: str, container: Container) -> bool:
+    """An image the node has already and is never pulled (`imagePullPolicy: Never`), named
+    without a registry: no registry could give it a digest. Google's COS driver installer
+    DaemonSet runs its installer so (`cos-nvidia-installer:fixed`, preloaded on COS nodes:
+    GoogleCloudPlatform/container-engine-accelerators
+    nvidia-driver-installer/cos/daemonset-preloaded.yaml at the commit gpu_platform/versions.py
+    pins)."""
+    if value_at(container.props, "imagePullPolicy") != "Never":
+        return False
+    first, slash, _ = image.partition("/")
+    return not slash or not ("." in first or ":" in first or first == "localhost")
+
+
+def _value_images(values: Any, path: tuple[str | int, ...]) -> Iterator[tuple[str, str]]:
+    """(where, `repository:tag[@digest]`) of every image reference in Helm values."""
+    if isinstance(values, Mapping):
+        image = values.get("image")
+        if isinstance(image, Mapping) and isinstance(image.get("repository"), str):
+            tag, digest = str(image.get("tag") or ""), str(image.get("digest") or "")
+            reference = f"{image['repository']}:{tag}" + (f"@{digest}" if digest else "")
+            yield field_path(*path, "image"), reference
+        elif isinstance(image, str) and "/" in image and not values.get("repository"):
+            # The GPU Operator's `{repository: "", image: <whole reference>, version: ""}`.
+            yield field_path(*path, "image"), image
+        elif isinstance(image, str) and isinstance(values.get("repository"), str):
+            # The GPU Operator's `{repository, image, version}`, rendered
+            # `repository/image:version` (deployments/gpu-operator/templates/_helpers.tpl at
+            # v26.7.0), where `version` may be `tag@sha256:...`.
+            reference = f"{values['repository']}/{image}:{values.get('version') or ''}"
+            yield field_path(*path, "version"), reference
+        for key, value in values.items():
+            if key != "image":
+                yield from _value_images(value, (*path, key))
+    elif isinstance(values, list):
+        for index, value in enumerate(values):
+            yield from _value_images(value, (*path, index))
+
+
+def _problems(image: str, where: str, awaiting: frozenset[str]) -> Iterator[str]:
+    problem = image_problem(image, require_digest=True)
+    if problem is None or image in awaiting:
+        return
+    yield (
+        f"{where}: the platform's image {shown(image)} {problem}. Fix: run `gpu-platform lock`"
+        f" to read its digest into the lock, or list {shown(image)} in {AWAITING_DIGESTS.key}"
+        " while its registry cannot be read."
+    )
+
+
+POLICIES = [
+    resource_policy(
+        NAME,
+        "The platform's own pods and Helm values name each image by digest "
+        "(repository:tag@sha256:...), from the lock.",
+        _platform_resource_problems,
+        AWAITING_DIGESTS,
+        enforcement_level=EnforcementLevel.ADVISORY,
+    )
+]

@@ -1,0 +1,105 @@
+"""Every image a stack deploys, from its config: what `gpu-platform lock` locks."""
+
+import copy
+from typing import Any
+
+from gpu_platform.cli.stack_files import gpu_platform_config, stack_config
+from gpu_platform.config import StackConfig, load_stack_config
+from gpu_platform.platform_images import platform_images
+from tests.gpu_platform.kubernetes.test_canary_gate_order import cos_config, ubuntu_config
+from tests.repository import PROJECT
+
+# The GPU Operator's operands at chart v26.7.0, by the digests NVIDIA's OLM bundle records
+# (gpu_platform/kubernetes/operand_images/gpu-operator-v26.7.0.json).
+OPERANDS = {
+    "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0",
+    "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
+    "nvcr.io/nvidia/k8s/container-toolkit:v1.20.0",
+    "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
+}
+# NVIDIA/gpu-operator values.yaml at v26.7.0 (`operator`, at the chart's version) and
+# kubernetes-sigs/node-feature-discovery values.yaml at v0.19.0 (`image`, the appVersion tag).
+CHART_DEFAULTS = {
+    "nvcr.io/nvidia/gpu-operator:v26.7.0",
+    "registry.k8s.io/nfd/node-feature-discovery:v0.19.0",
+}
+AUTOSCALERS = {
+    "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.6",
+    "registry.k8s.io/autoscaling/cluster-autoscaler:v1.34.5",
+    "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.2",
+    "registry.k8s.io/autoscaling/cluster-autoscaler:v1.36.1",
+}
+SMOKE = "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04"
+PYTHON = "docker.io/library/python:3.13.9-slim-trixie"
+EFA = "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.20"
+
+
+def config_of(stack: str, **changes: Any) -> StackConfig:
+    raw = copy.deepcopy(stack_config(stack, PROJECT))
+    raw.update({f"gpu-platform:{key}": value for key, value in changes.items()})
+    return load_stack_config(*gpu_platform_config(raw))
+
+
+def keys(config: StackConfig) -> set[str]:
+    return {image.key for image in platform_images(config)}
+
+
+def test_prod_deploys_the_operator_its_gate_mig_remover_autoscaler_and_efa_plugin() -> None:
+    # An existing cluster: its version, which picks the autoscaler's release, is the deploy's
+    # to read, so every pinned release is listed.
+    assert keys(config_of("prod")) == (
+        OPERANDS | CHART_DEFAULTS | AUTOSCALERS | {SMOKE, PYTHON, EFA}
+    )
+
+
+def test_only_the_images_the_lock_holds_have_no_digest_of_their_own() -> None:
+    upstream = {i.key for i in platform_images(config_of("karpenter-dev")) if i.digest}
+
+    assert upstream == OPERANDS | {"public.ecr.aws/karpenter/controller:1.14.1"}
+
+
+def test_a_cluster_the_platform_creates_runs_the_autoscaler_of_its_version() -> None:
+    # Pulumi.eks-new.yaml creates its cluster at Kubernetes 1.35.
+    assert keys(config_of("eks-new")) & AUTOSCALERS == {
+        "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.2"
+    }
+
+
+def test_an_autoscaler_tag_of_the_stacks_is_the_one_listed() -> None:
+    config = config_of("dev", autoscaler={"imageTag": "v1.35.9"})
+
+    assert {i for i in keys(config) if "cluster-autoscaler" in i} == {
+        "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.9"
+    }
+
+
+def test_the_driver_manager_runs_where_the_operator_builds_the_driver(gke_config: Any) -> None:
+    manager = "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"
+    cos = load_stack_config(*gpu_platform_config(gke_config))
+    gke_config["gpu-platform:cluster"]["nodeImage"] = "ubuntu"
+    gke_config["gpu-platform:pools"][0]["sharing"] = {"mode": "exclusive"}
+    ubuntu = load_stack_config(*gpu_platform_config(gke_config))
+
+    assert manager in keys(ubuntu)
+    assert manager not in keys(cos)
+
+
+def test_a_gke_ubuntu_canary_gate_locks_its_driver_checks_image_without_a_reaper() -> None:
+    # The gate's init container runs the Python image (`canary_gate.CANARY_GATE_CHECK_IMAGE`) on
+    # GKE Ubuntu alone, where the operator rolls drivers in place; the reaper, which runs the
+    # same image, is off here.
+    config = ubuntu_config()
+    for namespace in config["gpu-platform:namespaces"]:
+        namespace.pop("gpuIdleMinutes", None)
+    loaded = load_stack_config(*gpu_platform_config(config))
+
+    assert not any(namespace.gpu_idle_minutes for namespace in loaded.namespaces)
+    assert PYTHON in keys(loaded)
+
+
+def test_a_cos_canary_gate_runs_no_driver_check() -> None:
+    config = cos_config()
+    for namespace in config["gpu-platform:namespaces"]:
+        namespace.pop("gpuIdleMinutes", None)
+
+    assert PYTHON not in keys(load_stack_config(*gpu_platform_config(config)))
