@@ -14,16 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from gpu_platform.cli.app import app
 from gpu_platform.cli.offline import Plan
 from gpu_platform.cli.stand_ins import gcp as stand_in
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE, MissingLockEntry
 from tests.cos_sources import MAP_PATH, published_files, serving
-from tests.repository import ROOT
 
-from ..conftest import LOCKED_L4_LABELS, Files
+from ..conftest import LOCKED_L4_LABELS, Files, lock_gke_dev
 from ..plans import GET_CLUSTER, problems_of
 from ..test_node_driver import LATEST_PATCH, driver_labels
 
@@ -115,10 +112,10 @@ def lock_with_a_second_1_35_version(
     published["entries"].append({"gke_version": "1.35.7-gke.1000", "image": "cos-121-18867-199-28"})
     files[MAP_PATH] = json.dumps(published).encode()
     with serving(files, monkeypatch):
-        assert CliRunner().invoke(app, ["--cwd", str(ROOT), "lock", "gke-dev"]).exit_code == 0
+        lock_gke_dev(monkeypatch)
         if not listed:
             files[MAP_PATH] = original
-            assert CliRunner().invoke(app, ["--cwd", str(ROOT), "lock", "gke-dev"]).exit_code == 0
+            lock_gke_dev(monkeypatch)
 
 
 @pytest.fixture
