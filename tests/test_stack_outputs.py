@@ -107,7 +107,10 @@ def test_the_documented_preview_access_scope_is_the_dev_stacks_release_namespace
     dev_plan,
 ) -> None:
     ci = (ROOT / "docs" / "ci.md").read_text()
-    (scope,) = re.findall(r"--access-scope type=namespace,namespaces=(\S+)", ci)
+    # The dev preview role's scope; prod's plan role has a block of its own.
+    (scope,) = re.findall(
+        r"--cluster-name ml-dev [^`]*?--access-scope type=namespace,namespaces=(\S+)", ci
+    )
 
     assert scope.split(",") == dev_plan.outputs["helmReleaseNamespaces"]
 
