@@ -18,6 +18,7 @@ from gpu_platform.lock.cos import cos_driver_key, cos_gpu_type
 from gpu_platform.lock.lockfile import (
     COS_DRIVERS,
     GKE_COS_IMAGES,
+    GKE_LISTED_VERSIONS,
     Lock,
     MissingLockEntry,
     project_lock,
@@ -215,7 +216,7 @@ def locked_cos_default(
     the version runs (`gke_cos_images`), then that image's default for the GPU (`cos_drivers`).
     MissingLockEntry where the lock lacks either. A bare minor (`1.35`: a cluster not created
     yet, which GKE creates at a patch of its channel's choosing) has the default every version
-    of that minor in the lock agrees on."""
+    of that minor gke-to-cos.json lists agrees on."""
     if _BARE_MINOR.match(node_version):
         return _minor_default(lock, node_version, accelerator)
     image = lock.require(
@@ -240,39 +241,66 @@ def locked_cos_default(
     return NvidiaDriver(listed.value, f"COS's default on GKE {node_version}")
 
 
+@dataclass(frozen=True)
+class DifferingDefaults(Unpublished):
+    """COS's default differs between the versions GKE may create a cluster of a minor at."""
+
+    branches: tuple[int, ...] = ()
+    """The branches those versions' COS loads for the GPU, one of which a pool may state."""
+
+
 def _minor_default(lock: Lock, minor: str, accelerator: str) -> NvidiaDriver | Unpublished:
-    """The default of every GKE version of `minor` the lock has, where they agree on a branch.
+    """The default every GKE version of `minor` that gke-to-cos.json listed when the lock was
+    written agrees on (`gke_listed_versions`).
 
     GKE creates a cluster at its release channel's default version of the minor asked for,
     which moves with the channel: no plan can know that patch, so a default that differs
-    between the minor's patches is not a fact the plan can state."""
-    versions = sorted(
-        (v for v in lock.section(GKE_COS_IMAGES) if gke_minor(v) == minor), key=version_key
+    between the minor's patches is not a fact the plan can state. Only the versions the map
+    lists now count: one it dropped is no channel's default any longer, though the lock keeps
+    it for the clusters that still run it."""
+    listed = lock.require(
+        GKE_LISTED_VERSIONS,
+        minor,
+        f"the GKE {minor} versions gke-to-cos.json lists, the minor the cluster is created at,"
+        f" whose COS images' driver lists give COS's default NVIDIA driver for {accelerator}",
     )
+    versions = (listed.value or "").split()
     if not versions:
-        raise MissingLockEntry(
-            GKE_COS_IMAGES,
-            f"{minor}.*",
-            f"any GKE {minor} version, the minor the cluster is created at, whose COS image's"
-            f" driver list gives COS's default NVIDIA driver for {accelerator}",
-            lock.path,
-        )
+        return Unpublished(f"gke-to-cos.json listed no GKE {minor} version ({listed.source})")
     drivers = {v: locked_cos_default(lock, v, accelerator) for v in versions}
     loaded = [d for d in drivers.values() if isinstance(d, NvidiaDriver)]
-    branches = {d.branch for d in loaded}
+    branches = sorted({d.branch for d in loaded})
     if len(loaded) == len(drivers) and len(branches) == 1:
         patches = {d.version for d in loaded}
         # Patches of one branch agree on the CUDA ceiling, which is what the labels promise.
-        version = patches.pop() if len(patches) == 1 else str(branches.pop())
-        return NvidiaDriver(version, f"COS's default on every GKE {minor} version in the lock")
+        version = patches.pop() if len(patches) == 1 else str(branches[0])
+        return NvidiaDriver(version, f"COS's default on every GKE {minor} version GKE offers")
     found = "; ".join(
         f"{v}: {d.version if isinstance(d, NvidiaDriver) else d.why}" for v, d in drivers.items()
     )
-    return Unpublished(
-        f"COS's default differs between the GKE {minor} versions the lock has ({found}), and"
-        f" GKE creates the cluster at its channel's default {minor} version, which a plan cannot"
-        " know: pin `cluster.create.gcp.version` to one of them"
+    state = (
+        f", or state the branch in gcp.cosDriverBranch (one of {', '.join(map(str, branches))},"
+        " the branches they load)"
+        if branches
+        else ""
     )
+    return DifferingDefaults(
+        f"COS's default differs between the GKE {minor} versions gke-to-cos.json lists"
+        f" ({found}), and GKE creates the cluster at its channel's default {minor} version,"
+        " which a plan cannot know: set `cluster.create.gcp.releaseChannel` to none and"
+        f" `cluster.create.gcp.version` to one of them{state}",
+        tuple(branches),
+    )
+
+
+def differing_branches(node_version: str, accelerator: str) -> tuple[int, ...] | None:
+    """Where the nodes' version is a minor whose listed versions' COS load different branches
+    for the GPU (a cluster created at its channel's default), those branches; else None."""
+    try:
+        driver = cos_default_driver(node_version, accelerator)
+    except MissingLockEntry:
+        return None
+    return driver.branches if isinstance(driver, DifferingDefaults) else None
 
 
 def too_old_for(accelerator: str, driver: NvidiaDriver) -> int | None:

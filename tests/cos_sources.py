@@ -33,6 +33,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     server: "_Server"
 
     def do_GET(self) -> None:
+        self.server.requested.append(self.path)
+        if self.path in self.server.hanging:
+            self.server.released.wait(30)
+            return
         body = self.server.files.get(self.path)
         self.send_response(200 if body is not None else 404)
         self.send_header("Content-Length", str(len(body or b"")))
@@ -44,15 +48,29 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
     files: dict[str, bytes]
+    requested: list[str]
+    hanging: set[str]
+    released: threading.Event
 
 
 @contextlib.contextmanager
-def serving(files: dict[str, bytes], monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def serving(
+    files: dict[str, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+    requested: list[str] | None = None,
+    hanging: set[str] | None = None,
+) -> Iterator[str]:
     """Serve `files` (changes to it show at once) on a free loopback port, and point the lock's
-    COS sources at it; its base URL."""
+    COS sources at it; its base URL. Each path asked for is added to `requested`; a path in
+    `hanging` is never answered."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.files = files
+    server.requested = requested if requested is not None else []
+    server.hanging = hanging or set()
+    server.released = threading.Event()
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
     )
@@ -63,6 +81,7 @@ def serving(files: dict[str, bytes], monkeypatch: pytest.MonkeyPatch) -> Iterato
     try:
         yield base
     finally:
+        server.released.set()
         server.shutdown()
         server.server_close()
 

@@ -3,8 +3,8 @@
 COS's default driver from GKE 1.34 on comes from the project's lock (docs/lock.md), so that the
 sweep's COS pools plan at every supported minor without stating `gcp.cosDriverBranch`: each GKE
 version a drawn stack may run (the stand-in control plane's, the versions pools pin, one of each
-later minor, which a cluster created at a bare minor takes) runs a made-up COS image whose
-default for every GPU GKE offers is SWEEP_LOCK_DRIVER.
+later minor, which a cluster created at a bare minor takes, the map listing them) runs a
+made-up COS image whose default for every GPU GKE offers is SWEEP_LOCK_DRIVER.
 """
 
 from datetime import UTC, datetime
@@ -12,8 +12,9 @@ from pathlib import Path
 
 from gpu_platform.accelerators import ACCELERATORS
 from gpu_platform.cli.stand_ins.gcp import STAND_IN_MASTER_VERSION
+from gpu_platform.drivers import gke_minor
 from gpu_platform.lock.cos import cos_driver_key
-from gpu_platform.lock.lockfile import COS_DRIVERS, GKE_COS_IMAGES, Lock, entry
+from gpu_platform.lock.lockfile import COS_DRIVERS, GKE_COS_IMAGES, GKE_LISTED_VERSIONS, Lock, entry
 
 SWEEP_LOCK_DRIVER = "580.95.05"
 _VERSIONS = (
@@ -38,5 +39,11 @@ def write_sweep_lock(path: Path) -> None:
             cos_driver_key(image, gpu): entry(SWEEP_LOCK_DRIVER, _SOURCE, _READ_AT)
             for image in images.values()
             for gpu in gpus
+        },
+    ).with_entries(
+        GKE_LISTED_VERSIONS,
+        {
+            minor: entry(" ".join(v for v in _VERSIONS if gke_minor(v) == minor), _SOURCE, _READ_AT)
+            for minor in {gke_minor(v) for v in _VERSIONS}
         },
     ).save()

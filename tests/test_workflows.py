@@ -778,6 +778,51 @@ def test_the_lock_is_refreshed_every_day_as_a_pull_request_of_the_lock_and_await
     assert steps[-1]["if"] == "steps.lock.outputs.status != '0'"
 
 
+def refresh_steps() -> list[Document]:
+    steps: list[Document] = workflow("lock-refresh.yml")["jobs"]["refresh"]["steps"]
+    return steps
+
+
+def test_one_refresh_runs_at_a_time() -> None:
+    assert workflow("lock-refresh.yml")["concurrency"] == {
+        "group": "lock-refresh",
+        "cancel-in-progress": False,
+    }
+
+
+def test_the_refresh_opens_its_pull_request_as_the_github_app_where_one_is_set() -> None:
+    # A pull request opened with GITHUB_TOKEN starts no workflow, so its checks never run
+    # (create-pull-request v8.1.1 docs/concepts-guidelines.md, "Triggering further workflow
+    # runs"); one opened with a GitHub App's token does.
+    steps = refresh_steps()
+    (app,) = [s for s in steps if "create-github-app-token" in s.get("uses", "")]
+    (propose,) = [s for s in steps if "create-pull-request" in s.get("uses", "")]
+
+    assert app["if"] == "vars.LOCK_REFRESH_APP_CLIENT_ID != ''"
+    assert app["with"]["private-key"] == "${{ secrets.LOCK_REFRESH_APP_PRIVATE_KEY }}"
+    assert propose["with"]["token"] == "${{ steps.app.outputs.token || github.token }}"
+    assert steps.index(app) < steps.index(propose)
+
+
+def test_the_refresh_pull_request_lists_the_facts_not_read(tmp_path: Path) -> None:
+    (read,) = [s for s in refresh_steps() if s.get("id") == "lock"]
+    (propose,) = [s for s in refresh_steps() if "create-pull-request" in s.get("uses", "")]
+    unread = 'could not read cos_drivers["cos-125-19216-220-44/l4"]: ... answered 404'
+    uvw = tmp_path / "uvw"
+    uvw.write_text(f"#!/bin/sh\necho '{unread}' >&2\nexit 4\n")
+    uvw.chmod(0o755)
+    output = tmp_path / "output"
+    environment = {**os.environ, "RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(output)}
+
+    subprocess.run(["bash", "-e", "-c", read["run"]], cwd=tmp_path, env=environment, check=True)
+
+    assert propose["with"]["body-path"] == "${{ runner.temp }}/body.md"
+    assert f"Not read this time (each keeps the entry it had):\n\n```\n{unread}\n```" in (
+        (tmp_path / "body.md").read_text()
+    )
+    assert output.read_text() == "status=4\n"
+
+
 def test_the_lock_refresh_reads_ecr_with_an_optional_aws_role() -> None:
     # EKS's EFA device plugin image is in Amazon ECR, which answers AWS credentials only
     # (gpu_platform/lock/ecr.py): without the role the refresh warns, with it reads the digest.

@@ -10,8 +10,9 @@ Exit codes: 0 the lock is written (or, with --check, up to date); 1 with --check
 change; 2 a bad project, stack or lock file; 4 a fact could not be read (no answer, a 404, a
 format the command does not read), each named, or the deadline passed; the lock is then
 written with what could be read, the entries of the others kept as they were (past the
-deadline, those of each kind of fact whose reading had not finished). An image whose registry
-takes AWS credentials the run was not given is a warning, not a failure (docs/lock.md).
+deadline, those of each kind of fact whose reading had not finished). A fact no stack needs yet,
+and an image whose registry takes AWS credentials the run was not given, are warnings, not
+failures (docs/lock.md).
 """
 
 from collections.abc import Sequence
@@ -50,12 +51,15 @@ def run(
     except LockError as error:
         fail(str(error), EXIT_BAD_INPUT)
     sources = Sources(Deadline(timeout_seconds))
-    context = LockContext(configs, sources, before)
     done: list[tuple[Resolver, Resolution]] = []
+    reading: list[tuple[Resolver, Resolution]] = []
 
     def resolve_all() -> None:
         for resolver in resolvers:
+            context = LockContext(configs, sources, before, Resolution())
+            reading[:] = [(resolver, context.results)]
             done.append((resolver, resolver.resolve(context)))
+            reading.clear()
 
     late = None
     try:
@@ -70,6 +74,12 @@ def run(
     after = before
     for resolver, resolution in finished:
         after = updated(after, resolver, resolution, prune=not stacks)
+    if late is not None and reading:
+        # The one the deadline stopped: what it had read is merged in, nothing dropped. Its
+        # thread may still be adding entries: each section is copied at once.
+        resolver, partial = reading[0]
+        read = Resolution({s: dict(e) for s, e in list(partial.entries.items())})
+        after = updated(after, resolver, read, prune=False)
     resolutions = [resolution for _, resolution in finished]
     unread = [u for resolution in resolutions for u in resolution.unresolved]
     unresolved = [u for u in unread if u.blocking]

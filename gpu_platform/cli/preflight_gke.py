@@ -155,6 +155,7 @@ class GoogleApis:
         self.project = project
         self.timeout = timeout
         self._clusters: dict[tuple[str, str], dict[str, Any] | None] = {}
+        self._server_configs: dict[str, dict[str, Any]] = {}
 
     @classmethod
     def with_default_credentials(
@@ -201,9 +202,13 @@ class GoogleApis:
     def server_config(self, location: str) -> dict[str, Any]:
         """`container.projects.locations.getServerConfig`: the versions GKE offers in the
         location, per release channel (`ServerConfig.channels[].validVersions`) and outside
-        one (`validMasterVersions`)."""
-        path = ("projects", self.project, "locations", location, "serverConfig")
-        return self._get(CONTAINER_API, path, SERVER_CONFIG_PERMISSION)
+        one (`validMasterVersions`); asked once."""
+        if location not in self._server_configs:
+            path = ("projects", self.project, "locations", location, "serverConfig")
+            self._server_configs[location] = self._get(
+                CONTAINER_API, path, SERVER_CONFIG_PERMISSION
+            )
+        return self._server_configs[location]
 
     def region_quotas(self, region: str) -> list[dict[str, Any]]:
         """`compute.regions.get`: the region's quotas (`Region.quotas`)."""
@@ -490,18 +495,21 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
     reservations). ConfigError, before any call, where a pool that consumes reservations has a
     machine type the program would refuse."""
     gpus = _gpus_of_pools(config)
-    cluster = None
+    location = config.cluster.location or ""
+    cluster = apis.cluster(location, config.cluster.name)
     if config.cluster.create is not None:
-        # No cluster to look at yet: what its creation needs instead.
+        # What its creation needs, and where an earlier `up` created it, the lock's entries for
+        # the versions it runs; before that, for those GKE creates it at.
         version: str | None = None
         findings = creation_findings(config, apis)
+        findings += lock_findings(config, cluster, gpus, lambda: apis.server_config(location))
+        cluster = None
     else:
         version, findings = _cluster_findings(config, apis)
-        cluster = apis.cluster(config.cluster.location or "", config.cluster.name)
         if cluster is not None:
             findings += upgrade_findings(config, cluster)
             findings += exporter_label_findings(config, cluster)
-            findings += lock_findings(config, cluster, gpus)
+            findings += lock_findings(config, cluster, gpus, lambda: apis.server_config(location))
     findings += identity_findings(config, apis, cluster)
     for i, pool in enumerate(config.pools):
         if version is not None and dynamic_workload_scheduler_modes(pool):

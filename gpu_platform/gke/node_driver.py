@@ -20,11 +20,13 @@ from gpu_platform.driver_tables.cos import Unpublished
 from gpu_platform.drivers import (
     GPU_MINIMUM_DRIVER_BRANCH,
     NvidiaDriver,
+    differing_branches,
     gke_driver,
     known_cos_default,
     too_old_for,
 )
 from gpu_platform.gke.cluster import GkeCluster
+from gpu_platform.lock.lockfile import LOCK_FILE_NAME, REFRESH_BRANCH, MissingLockEntry
 
 
 def node_version(spec: GpuPoolSpec, cluster: GkeCluster) -> tuple[str, str]:
@@ -46,26 +48,46 @@ def pool_driver(
     default for the nodes' version and GPU, or where the driver cannot drive the GPU;
     MissingLockEntry where the default is the lock's to give and it has none."""
     version, whence = node_version(spec, cluster)
-    driver = gke_driver(
-        config.node_image,
-        version,
-        accelerator,
-        spec.gcp.cos_driver_branch,
-        pool_driver_version(config.operator, spec),
-    )
+    try:
+        driver = gke_driver(
+            config.node_image,
+            version,
+            accelerator,
+            spec.gcp.cos_driver_branch,
+            pool_driver_version(config.operator, spec),
+        )
+    except MissingLockEntry as missing:
+        if spec.gcp.node_version is not None or not cluster.exists:
+            raise
+        # A release channel moves the cluster and its pools on any day of its maintenance
+        # window: the version is GKE's choice, not the stack's, and the refresh proposes it.
+        raise MissingLockEntry(
+            missing.section,
+            missing.key,
+            f"{missing.what}. Pool {spec.name} is at GKE {version} ({whence}), a version GKE"
+            " chose: where GKE moved the cluster there since the lock was last refreshed, the"
+            f" daily refresh proposes the entry in a pull request from the branch {REFRESH_BRANCH}",
+            missing.path,
+        ) from None
     branch_key = key_path("pools", index, "gcp", "cosDriverBranch")
+    stated = spec.gcp.cos_driver_branch
     contradicted = _contradicted_default(config, spec, version, accelerator)
     if contradicted is not None:
-        raise ConfigError(
-            [
-                ConfigProblem(
-                    branch_key,
-                    spec.gcp.cos_driver_branch,
-                    f"no value, or {contradicted.branch}: COS loads R{contradicted.branch} for"
-                    f" {accelerator} on GKE {version} ({whence}; {contradicted.source}), and"
-                    " Google's installer loads COS's default whatever the pool states",
-                )
-            ]
+        raise _refused(
+            branch_key,
+            stated,
+            f"no value, or {contradicted.branch}: COS loads R{contradicted.branch} for"
+            f" {accelerator} on GKE {version} ({whence}; {contradicted.source}), and"
+            " Google's installer loads COS's default whatever the pool states",
+        )
+    allowed = _branches_cos_may_load(config, spec, version, accelerator)
+    if allowed is not None:
+        raise _refused(
+            branch_key,
+            stated,
+            f"one of {', '.join(map(str, allowed))}: the branches COS loads for {accelerator}"
+            f" on the GKE {version} versions gke-to-cos.json lists ({whence}; {LOCK_FILE_NAME}),"
+            " at one of which GKE creates the cluster",
         )
     if isinstance(driver, Unpublished):
         minimum = GPU_MINIMUM_DRIVER_BRANCH.get(accelerator)
@@ -94,6 +116,23 @@ def pool_driver(
             ]
         )
     return driver
+
+
+def _refused(key: str, value: object, expected: str) -> ConfigError:
+    return ConfigError([ConfigProblem(key, value, expected)])
+
+
+def _branches_cos_may_load(
+    config: StackConfig, spec: GpuPoolSpec, version: str, accelerator: str
+) -> tuple[int, ...] | None:
+    """Where the pool states a branch for a minor whose listed versions' COS load others than
+    it, those branches: a cluster created at its channel's default runs one of them, never the
+    one stated."""
+    stated = spec.gcp.cos_driver_branch
+    if config.node_image != "cos" or stated is None:
+        return None
+    branches = differing_branches(version, accelerator)
+    return branches if branches is not None and stated not in branches else None
 
 
 def _contradicted_default(

@@ -10,7 +10,16 @@ run, so every version GKE may give them is locked, not only one. A pool that sta
 A released GKE version's image and a COS build's list never change, so a version the map stops
 listing keeps its entry (and its image its drivers): a cluster may still run it. A version a
 pool pins, or the minor a cluster is created at, that neither the map nor the lock has is a fact
-the command could not read.
+the command could not read. A build whose drivers the lock has is not read again.
+
+The versions of each minor the map lists now are locked too (`gke_listed_versions`): GKE creates
+a cluster at its channel's default version of the minor, one of those, and a version the map
+dropped is no channel's default any longer.
+
+A fact that could not be read fails the command only where a pool pins its version or a cluster
+is created at its minor; for the other versions the map lists (a new one whose list is not
+published yet, one no cluster may ever run) it is reported, and preflight warns where a cluster
+runs it or its channel offers it.
 """
 
 import json
@@ -32,9 +41,10 @@ from gpu_platform.lock.cos import (
     gke_to_cos_url,
 )
 from gpu_platform.lock.gpu_driver_versions import DEFAULT_LABEL, UnreadableList, labelled_drivers
-from gpu_platform.lock.lockfile import COS_DRIVERS, GKE_COS_IMAGES, entry
+from gpu_platform.lock.lockfile import COS_DRIVERS, GKE_COS_IMAGES, GKE_LISTED_VERSIONS, entry
 from gpu_platform.lock.resolve import LockContext, Resolution, Resolver
 from gpu_platform.lock.sources import SourceError, Sources
+from gpu_platform.version_order import version_key
 
 _ARM64_IMAGE_PREFIX = "cos-arm64-"
 _DRIVER_VERSION: TypeAdapter[str] = TypeAdapter(DriverVersion)
@@ -55,7 +65,8 @@ class _Needs:
 
 
 def resolve(context: LockContext) -> Resolution:
-    result = Resolution()
+    # Entries go into `context.results` as they are read: past the deadline, `lock` keeps them.
+    result = context.results
     needs = _needs(context.stacks)
     if not needs.accelerators:
         return result
@@ -64,6 +75,7 @@ def resolve(context: LockContext) -> Resolution:
         listed = _gke_to_cos(context.sources, url)
     except (SourceError, _Unreadable) as error:
         result.fail_section(GKE_COS_IMAGES, str(error))
+        result.fail_section(GKE_LISTED_VERSIONS, str(error))
         result.fail_section(COS_DRIVERS, "no COS images to read the drivers of")
         return result
     locked = {
@@ -80,27 +92,40 @@ def resolve(context: LockContext) -> Resolution:
                 f"{url} does not list GKE {version} ({', '.join(where)}): a version GKE no longer"
                 " offers, or not yet",
             )
+    offered: dict[str, list[str]] = defaultdict(list)
+    for version in sorted(listed, key=version_key):
+        if _lockable(version, needs.accelerators):
+            offered[gke_minor(version)].append(version)
+    for minor, versions in offered.items():
+        result.add(GKE_LISTED_VERSIONS, minor, entry(" ".join(versions), url))
     for minor, where in sorted(needs.minors.items()):
-        if not any(gke_minor(version) == minor for version in known):
+        if not any(gke_minor(version) == minor for version in listed):
             result.fail(
-                GKE_COS_IMAGES,
-                f"{minor}.*",
+                GKE_LISTED_VERSIONS,
+                minor,
                 f"{url} lists no GKE {minor} version ({', '.join(where)}), the minor the cluster"
                 " is created at",
             )
+    # A fact only a version no pool pins and no cluster is created at needs (one GKE lists,
+    # a cluster may never run) does not fail the command: preflight warns where a cluster runs
+    # it or its channel offers it (gpu_platform/cli/preflight_gke_lock.py).
+    required = set(needs.pinned) | {v for m in needs.minors for v in offered.get(m, [])}
     needed: dict[str, set[str]] = defaultdict(set)
+    required_images = set()
     images = {version: found.value for version, found in locked.items()} | listed
     for version, image in sorted(images.items()):
         wanted = {a for a in needs.accelerators if cos_default_in_lock(version, a)}
         if not wanted or image is None:
             continue
         if isinstance(image, _Unlisted):
-            result.fail(GKE_COS_IMAGES, version, f"{url} gives it {image.why}")
+            result.fail(GKE_COS_IMAGES, version, f"{url} gives it {image.why}", version in required)
             continue
         result.add(GKE_COS_IMAGES, version, locked.get(version) or entry(image, url))
         needed[image] |= wanted
+        if version in required:
+            required_images.add(image)
     for image, wanted in sorted(needed.items()):
-        _read_drivers(context.sources, image, sorted(wanted), result)
+        _read_drivers(context, image, sorted(wanted), image in required_images)
     return result
 
 
@@ -175,22 +200,38 @@ def _gke_to_cos(sources: Sources, url: str) -> dict[str, "str | _Unlisted"]:
     return images
 
 
-def _read_drivers(
-    sources: Sources, image: str, accelerators: list[str], result: Resolution
-) -> None:
-    """COS's default driver for each GPU on the image, from its build's driver list."""
+def _read_drivers(context: LockContext, image: str, accelerators: list[str], needed: bool) -> None:
+    """COS's default driver for each GPU on the image, from its build's driver list; where the
+    lock has them all, as it has them: a published build's list never changes, and reading
+    every build ever locked again each day would outgrow the deadline. A list no stack `needed`
+    yet that cannot be read is a warning: every daily refresh would fail for a version no
+    cluster may ever run."""
+    result = context.results
+
+    def fail(key: str, reason: str) -> None:
+        if not needed:
+            reason = f"{reason} (no stack needs it yet)"
+        result.fail(COS_DRIVERS, key, reason, blocking=needed)
+
     keys = {accelerator: cos_driver_key(image, accelerator) for accelerator in accelerators}
+    kept = {a: context.previous.get(COS_DRIVERS, key) for a, key in keys.items()}
+    for accelerator, found in kept.items():
+        if found is not None:
+            result.add(COS_DRIVERS, keys[accelerator], found)
+    keys = {a: key for a, key in keys.items() if kept[a] is None}
+    if not keys:
+        return
     build = cos_build(image)
     if build is None:
         for key in keys.values():
-            result.fail(COS_DRIVERS, key, f"{image} is not a COS image name (cos-M-B-B-P)")
+            fail(key, f"{image} is not a COS image name (cos-M-B-B-P)")
         return
     url = driver_list_url(build)
     try:
-        drivers = _driver_list(sources, url)
+        drivers = _driver_list(context.sources, url)
     except (SourceError, _Unreadable) as error:
         for key in keys.values():
-            result.fail(COS_DRIVERS, key, str(error))
+            fail(key, str(error))
         return
     for accelerator, key in keys.items():
         gpu_type = cos_gpu_type(accelerator)
@@ -199,16 +240,15 @@ def _read_drivers(
             # A name the list lacks may be the platform's name for the GPU, not the build's
             # offer (gpu_platform/lock/cos.py, COS_GPU_TYPES): not a fact to lock.
             listed = ", ".join(sorted(drivers))
-            result.fail(COS_DRIVERS, key, f"{url} lists no {gpu_type}; it lists {listed}")
+            fail(key, f"{url} lists no {gpu_type}; it lists {listed}")
         elif DEFAULT_LABEL not in labels:
-            result.fail(COS_DRIVERS, key, f"{url} labels none of {gpu_type}'s drivers DEFAULT")
+            fail(key, f"{url} labels none of {gpu_type}'s drivers DEFAULT")
         else:
             default = labels[DEFAULT_LABEL]
             try:
                 _DRIVER_VERSION.validate_python(default)
             except ValidationError:
-                result.fail(
-                    COS_DRIVERS,
+                fail(
                     key,
                     f"{url} labels {gpu_type}'s {default!r} DEFAULT, not an NVIDIA driver version"
                     " (`580.95.05`)",
@@ -234,4 +274,4 @@ def _driver_list(sources: Sources, url: str) -> dict[str, dict[str, str]]:
     return drivers
 
 
-RESOLVER = Resolver(sections=(GKE_COS_IMAGES, COS_DRIVERS), resolve=resolve)
+RESOLVER = Resolver(sections=(GKE_COS_IMAGES, GKE_LISTED_VERSIONS, COS_DRIVERS), resolve=resolve)

@@ -37,10 +37,7 @@ def resolve(context: LockContext) -> Resolution:
             found = client.resolve(image.repository, image.tag)
         except ImageNotResolved as error:
             reason = f"{error.detail} ({image.deployed_by})"
-            if error.problem == "credentials":
-                result.skip(IMAGES, key, reason)
-            else:
-                result.fail(IMAGES, key, reason)
+            result.fail(IMAGES, key, reason, blocking=error.problem != "credentials")
         except SourceError as error:
             result.fail(IMAGES, key, str(error))
         else:

@@ -39,6 +39,8 @@ LOCK_PATH_VARIABLE = "GPU_PLATFORM_LOCK"
 FORMAT = 1
 """The file's format, written as its `format:`; a file of another format is refused."""
 LOCK_COMMAND = "gpu-platform lock"
+REFRESH_BRANCH = "gpu-platform-lock/refresh"
+"""The branch the scheduled refresh (.github/workflows/lock-refresh.yml) proposes the lock from."""
 _PROJECT_FILES = ("Pulumi.yaml", "Pulumi.yml")
 _HEADER = (
     "# Facts gpu-platform read from their sources, for the offline plan and the program.\n"
@@ -67,12 +69,21 @@ COS_DRIVERS = Section(
     "the NVIDIA driver COS loads by default for the GPU (`DEFAULT` in the build's"
     " gpu_driver_versions.textproto); empty where the build lists no driver for it",
 )
+GKE_LISTED_VERSIONS = Section(
+    "gke_listed_versions",
+    "a GKE minor (`1.35`)",
+    "the versions of the minor gke-to-cos.json listed when the lock was written, space-separated:"
+    " those GKE may create a cluster of that minor at now, unlike versions it no longer offers,"
+    " which `gke_cos_images` keeps for the clusters that still run them",
+)
 IMAGES = Section(
     "images",
     "`<repository>:<tag>` (`nvcr.io/nvidia/gpu-operator:v26.7.0`)",
     "the digest the tag names (an image index's for a multi-platform image)",
 )
-SECTIONS: Mapping[str, Section] = {s.name: s for s in (GKE_COS_IMAGES, COS_DRIVERS, IMAGES)}
+SECTIONS: Mapping[str, Section] = {
+    s.name: s for s in (GKE_COS_IMAGES, GKE_LISTED_VERSIONS, COS_DRIVERS, IMAGES)
+}
 """Every section the file may hold, by name."""
 
 

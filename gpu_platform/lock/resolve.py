@@ -18,8 +18,10 @@ class Unresolved:
     """None where the whole section could not be read (its one source did not answer)."""
     reason: str
     blocking: bool = True
-    """False for a fact left to a run that has what it needs (an image whose registry takes
-    credentials this run was not given): reported as a warning, and the command succeeds."""
+    """Whether `lock` fails for it. False for a fact this run may leave as it was: one no
+    stack's plan needs yet (a version GKE lists that no pool pins and no cluster is created at),
+    or one left to a run that has what it needs (an image whose registry takes credentials this
+    run was not given). Reported as a warning, and the command succeeds."""
 
     def describe(self) -> str:
         if self.key is None:
@@ -37,12 +39,9 @@ class Resolution:
     def add(self, section: Section, key: str, found: LockEntry) -> None:
         self.entries.setdefault(section, {})[key] = found
 
-    def fail(self, section: Section, key: str, reason: str) -> None:
-        self.unresolved.append(Unresolved(section, key, reason))
-
-    def skip(self, section: Section, key: str, reason: str) -> None:
-        """A fact this run cannot read but another may: its entry stays as it was."""
-        self.unresolved.append(Unresolved(section, key, reason, blocking=False))
+    def fail(self, section: Section, key: str, reason: str, blocking: bool = True) -> None:
+        """A fact not read: its entry stays as it was; see `Unresolved.blocking`."""
+        self.unresolved.append(Unresolved(section, key, reason, blocking))
 
     def fail_section(self, section: Section, reason: str) -> None:
         """The whole section could not be read: the lock keeps it as it was."""
@@ -58,6 +57,9 @@ class LockContext:
     stacks: Mapping[str, StackConfig]
     sources: Sources
     previous: Lock = field(default_factory=Lock)
+    results: Resolution = field(default_factory=Resolution)
+    """Where a resolver may add what it reads as it reads it (and return it): past the deadline
+    `lock` writes the entries it holds, so that what was read is kept."""
 
 
 @dataclass(frozen=True)

@@ -316,6 +316,20 @@ class FakeGoogle(BaseAdapter):
             name=f"projects/{PROJECT}/locations/us-central1/clusters/ml-dev",
         )
 
+    def server_config(self, channels: Mapping[str, Sequence[str]]) -> None:
+        """The versions each release channel offers in us-central1, its default the first
+        (container.v1 `ServerConfig.channels[]`)."""
+        self.answer(
+            "container.projects.locations.getServerConfig",
+            {
+                "channels": [
+                    {"channel": name, "defaultVersion": versions[0], "validVersions": versions}
+                    for name, versions in channels.items()
+                ]
+            },
+            name=f"projects/{PROJECT}/locations/us-central1",
+        )
+
     def identities(
         self,
         clusters: Sequence[tuple[str, str]] = (("ml-dev", "us-central1"),),
@@ -441,12 +455,17 @@ IMAGE = "cos-125-19216-104-25"
 """The COS image the lock gives VERSION (test data)."""
 
 
-def lock_of(path: Path, drivers: Mapping[str, str | None]) -> Lock:
-    """A lock giving VERSION the image IMAGE, and IMAGE the driver of each GPU in `drivers`."""
+def lock_of(
+    path: Path, drivers: Mapping[str, str | None], versions: Sequence[str] = (VERSION,)
+) -> Lock:
+    """A lock giving each of `versions` the image IMAGE, and IMAGE the driver of each GPU in
+    `drivers`."""
     read = datetime(2026, 12, 1, tzinfo=UTC)
     return (
         Lock(path=path)
-        .with_entries(GKE_COS_IMAGES, {VERSION: entry(IMAGE, "https://map.test/", read)})
+        .with_entries(
+            GKE_COS_IMAGES, {v: entry(IMAGE, "https://map.test/", read) for v in versions}
+        )
         .with_entries(
             COS_DRIVERS,
             {
@@ -473,6 +492,7 @@ def google() -> FakeGoogle:
     """A project whose cluster runs GKE 1.35 and whose reserved pool's reservation fits it."""
     fake = FakeGoogle()
     fake.cluster(status="RUNNING", currentMasterVersion=VERSION)
+    fake.server_config({c: [VERSION] for c in ("RAPID", "REGULAR", "STABLE", "EXTENDED")})
     fake.reservation()
     fake.listed(reservation())
     fake.quotas()
@@ -610,6 +630,33 @@ def test_a_gke_version_the_lock_lacks_is_a_warning_naming_the_entry(
             f' gke_cos_images["{VERSION}"]. The plan and every `pulumi up` stop at it until a'
             " refreshed lock is committed.",
             "Run `gpu-platform lock` and commit gpu-platform.lock (docs/lock.md).",
+        )
+    ]
+
+
+def test_a_version_the_channel_may_move_the_cluster_to_that_the_lock_lacks_is_a_warning(
+    google: FakeGoogle,
+) -> None:
+    # A channel auto-upgrades the cluster to the versions it offers (container.v1
+    # `ReleaseChannelConfig.validVersions`), newer than the cluster's here: the plan would stop
+    # at the first `up` after the move.
+    ahead = "1.36.1-gke.1000"
+    google.cluster(
+        status="RUNNING", currentMasterVersion=VERSION, releaseChannel={"channel": "REGULAR"}
+    )
+    # The older one offered is no move.
+    google.server_config({"REGULAR": [VERSION, ahead, "1.34.1-gke.1829001"]})
+
+    assert [f for f in findings(google) if f.subject.startswith("GKE ")] == [
+        Finding(
+            "warning",
+            f"GKE {ahead}",
+            "The cluster's regular channel offers it, and may move the cluster and its pools"
+            " l4-shared, h100-specific, l4-flex, h100-queued to it on any day of the maintenance"
+            f' window; gpu-platform.lock has no entry gke_cos_images["{ahead}"]: the plan and'
+            " every `pulumi up` would stop there.",
+            "Merge the refresh's pull request (branch gpu-platform-lock/refresh), or run"
+            " `gpu-platform lock` and commit gpu-platform.lock (docs/lock.md).",
         )
     ]
 

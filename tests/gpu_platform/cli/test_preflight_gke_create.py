@@ -5,6 +5,8 @@ discovery document), the region's CPU and address quotas and the project's netwo
 fake answers only the APIs' GET methods, each answer checked against its response schema."""
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +20,15 @@ from gpu_platform.cli.preflight_gke_create import (
     REQUIRED_SERVICES,
     machine_cpus,
 )
-from tests.gpu_platform.cli.test_preflight_gke import PROJECT, FakeGoogle, quota_list, stack
+from gpu_platform.lock.lockfile import GKE_LISTED_VERSIONS, LOCK_PATH_VARIABLE, entry
+from tests.gpu_platform.cli.test_preflight_gke import (
+    PROJECT,
+    VERSION,
+    FakeGoogle,
+    lock_of,
+    quota_list,
+    stack,
+)
 
 Config = dict[str, Any]
 ROOMY_REGION = {"CPUS": (24, 0), "E2_CPUS": (24, 0), "IN_USE_ADDRESSES": (8, 0)}
@@ -62,14 +72,20 @@ class Project:
             "binaryauthorization.projects.getPolicy", policy, name=f"projects/{PROJECT}/policy"
         )
 
-    def offers(self, no_channel: Sequence[str] = (), **channels: Sequence[str]) -> None:
-        """The versions GKE offers in us-central1, per channel and outside one
-        (container.v1 `ServerConfig`)."""
+    def offers(
+        self,
+        no_channel: Sequence[str] = (),
+        defaults: Mapping[str, str] = {},
+        **channels: Sequence[str],
+    ) -> None:
+        """The versions GKE offers in us-central1, per channel (and the channel's default,
+        where `defaults` gives it) and outside one (container.v1 `ServerConfig`)."""
         self.google.answer(
             "container.projects.locations.getServerConfig",
             {
                 "channels": [
                     {"channel": name, "validVersions": list(versions)}
+                    | ({"defaultVersion": defaults[name]} if name in defaults else {})
                     for name, versions in channels.items()
                 ],
                 "validMasterVersions": list(no_channel),
@@ -446,3 +462,61 @@ def test_the_policy_is_not_read_where_the_platform_writes_none(project: Project)
     found = project.findings(lambda c: creating(c, gcp={"binaryAuthorization": "project"}))
 
     assert policy_finding(found) == []
+
+
+# --- The lock ----------------------------------------------------------------------------------
+# GKE creates a cluster asked for at a minor at its channel's default version
+# (container.v1 `ReleaseChannelConfig.defaultVersion`, "The default version for newly created
+# clusters on the channel"): the lock must have that patch, whose driver the pools' labels take
+# once the cluster exists.
+
+AT_1_35 = "1.35.7-gke.2000"
+"""Another 1.35 patch than the lock's VERSION."""
+
+
+@pytest.fixture
+def locked_1_35(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lock with L4's default on VERSION, the one 1.35 version the map lists."""
+    path = tmp_path / "gpu-platform.lock"
+    monkeypatch.setenv(LOCK_PATH_VARIABLE, str(path))
+    listed = {"1.35": entry(VERSION, "https://map.test/", datetime(2026, 12, 1, tzinfo=UTC))}
+    lock_of(path, {"l4": "580.95.05"}).with_entries(GKE_LISTED_VERSIONS, listed).save()
+
+
+AT_1_35_NOT_LOCKED = Finding(
+    "warning",
+    "pool l4-shared",
+    f"GKE {AT_1_35}, which its nodes run or will run, has no entry in gpu-platform.lock:"
+    f' gke_cos_images["{AT_1_35}"]. The plan and every `pulumi up` stop at it until a'
+    " refreshed lock is committed.",
+    "Run `gpu-platform lock` and commit gpu-platform.lock (docs/lock.md).",
+)
+
+
+def at_1_35(config: Config) -> None:
+    creating(config, kubernetesVersion="1.35")
+
+
+def test_before_creation_the_channels_default_patch_the_lock_lacks_is_a_warning(
+    project: Project, locked_1_35: None
+) -> None:
+    project.offers(defaults={"STABLE": AT_1_35}, STABLE=[AT_1_35, VERSION])
+
+    assert of(project.findings(at_1_35), "pool l4-shared") == [AT_1_35_NOT_LOCKED]
+
+
+def test_before_creation_a_default_patch_the_lock_has_is_no_finding(
+    project: Project, locked_1_35: None
+) -> None:
+    project.offers(defaults={"STABLE": VERSION}, STABLE=[AT_1_35, VERSION])
+
+    assert of(project.findings(at_1_35), "pool l4-shared") == []
+
+
+def test_once_created_the_version_the_cluster_runs_is_checked_against_the_lock(
+    project: Project, locked_1_35: None
+) -> None:
+    project.offers(defaults={"STABLE": VERSION}, STABLE=[VERSION])
+    project.google.cluster(status="RUNNING", currentMasterVersion=AT_1_35)
+
+    assert of(project.findings(at_1_35), "pool l4-shared") == [AT_1_35_NOT_LOCKED]

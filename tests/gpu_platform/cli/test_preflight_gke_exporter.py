@@ -17,6 +17,8 @@ from tests.gpu_platform.cli.test_preflight_gke_upgrades import node_pool, runnin
 
 Config = dict[str, Any]
 google = base.google
+# The lock gives every GPU its driver on the cluster's version: its own findings are not these.
+locked = base.locked
 FakeGoogle = base.FakeGoogle
 EXPORTER_LABELS = {
     "nvidia.com/gpu.deploy.dcgm-exporter": "false",

@@ -5,16 +5,30 @@ cluster's maintenance window and exclusions, and a specific reservation's room f
 nodes."""
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpu_platform.cli.findings import Finding
+from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
 from tests.gpu_platform.cli import test_preflight_gke as base
 from tests.gpu_platform.gke.gke_api import api_problems
 
 Config = dict[str, Any]
 google = base.google
+
+
+@pytest.fixture(autouse=True)
+def locked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lock with L4's and H100's driver on every version these tests run or pin: its own
+    findings are not these."""
+    path = tmp_path / "gpu-platform.lock"
+    monkeypatch.setenv(LOCK_PATH_VARIABLE, str(path))
+    versions = (base.VERSION, "1.35.1-gke.1396000", "1.35.3-gke.1000")
+    base.lock_of(path, {"l4": "580.95.05", "h100-80gb": "580.95.05"}, versions).save()
+
+
 FakeGoogle = base.FakeGoogle
 CLUSTER = "cluster ml-dev"
 RESERVED = base.RESERVED

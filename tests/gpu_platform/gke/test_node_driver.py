@@ -88,7 +88,11 @@ def test_a_later_control_plane_without_a_lock_entry_names_it_and_the_command(
     assert plan.error.report("gke-dev") == (
         f'gpu-platform.lock has no entry gke_cos_images["{LATEST_PATCH[minor]}"]: the COS image'
         f" GKE {LATEST_PATCH[minor]} runs, whose driver list gives COS's default NVIDIA driver"
-        " for l4. Run `gpu-platform lock gke-dev` to read it from its source (docs/lock.md)"
+        f" for l4. Pool l4-shared is at GKE {LATEST_PATCH[minor]} (the cluster's version, at"
+        " which GKE creates it), a version GKE chose: where GKE moved the cluster there since"
+        " the lock was last refreshed, the daily refresh proposes the entry in a pull request"
+        " from the branch gpu-platform-lock/refresh. Run `gpu-platform lock gke-dev` to read it"
+        " from its source (docs/lock.md)"
     )
     assert plan.resources == []
 
@@ -117,7 +121,11 @@ def test_a_missing_entry_reaches_pulumi_as_a_run_error_naming_it_and_the_command
     assert str(plan.error) == (
         'gpu-platform.lock has no entry gke_cos_images["1.35.6-gke.1163000"]: the COS image GKE'
         " 1.35.6-gke.1163000 runs, whose driver list gives COS's default NVIDIA driver for l4."
-        " Run `gpu-platform lock dev` to read it from its source (docs/lock.md)"
+        " Pool l4-shared is at GKE 1.35.6-gke.1163000 (the cluster's version, at which GKE"
+        " creates it), a version GKE chose: where GKE moved the cluster there since the lock"
+        " was last refreshed, the daily refresh proposes the entry in a pull request from the"
+        " branch gpu-platform-lock/refresh. Run `gpu-platform lock dev` to read it from its"
+        " source (docs/lock.md)"
     )
 
 
@@ -173,7 +181,11 @@ def test_gpu_platform_plan_exits_2_naming_the_missing_entry_and_the_command(
     assert result.output.strip() == (
         'gpu-platform.lock has no entry gke_cos_images["1.35.6-gke.1163000"]: the COS image GKE'
         " 1.35.6-gke.1163000 runs, whose driver list gives COS's default NVIDIA driver for l4."
-        " Run `gpu-platform lock gke-dev` to read it from its source (docs/lock.md)"
+        " Pool l4-shared is at GKE 1.35.6-gke.1163000 (the cluster's version, at which GKE"
+        " creates it), a version GKE chose: where GKE moved the cluster there since the lock"
+        " was last refreshed, the daily refresh proposes the entry in a pull request from the"
+        " branch gpu-platform-lock/refresh. Run `gpu-platform lock gke-dev` to read it from its"
+        " source (docs/lock.md)"
     )
 
 
@@ -245,7 +257,7 @@ def test_an_a4_pool_takes_coss_default_for_b200_from_the_lock_as_no_table_gives_
 
     assert isinstance(plan.error, MissingLockEntry)
     assert plan.error.entry_name == 'gke_cos_images["1.33.5-gke.1201000"]'
-    assert plan.error.what.endswith("COS's default NVIDIA driver for b200")
+    assert "COS's default NVIDIA driver for b200. Pool l4-shared is at GKE" in plan.error.what
 
 
 def test_an_a4_pool_stating_a_branch_too_old_for_b200_is_refused(

@@ -105,27 +105,32 @@ def test_the_file_is_sorted_and_a_second_run_changes_nothing(files: Files, proje
     # The same facts keep the time they were first read: a refresh changes only what moved.
     assert (project / "gpu-platform.lock").read_text() == first
     keys = [line for line in first.splitlines() if not line.startswith((" ", "#"))]
-    assert keys == ["format: 1", "cos_drivers:", "gke_cos_images:"]
+    assert keys == ["format: 1", "cos_drivers:", "gke_cos_images:", "gke_listed_versions:"]
 
 
-def test_check_reports_a_moved_default_without_writing(files: Files, project: Path) -> None:
+def test_check_reports_a_new_version_without_writing(files: Files, project: Path) -> None:
     lock(project)
     before = (project / "gpu-platform.lock").read_text()
-    files[driver_list_path("19216.104.25")] = files[driver_list_path("19216.104.25")].replace(
-        b'label: "DEFAULT"\n    version: "580.95.05"',
-        b'label: "DEFAULT"\n    version: "580.105.08"',
+    files[MAP_PATH] = files[MAP_PATH].replace(
+        b"  ]",
+        b'  ,{"gke_version": "1.35.10-gke.1000", "image": "cos-125-19216-104-25"}\n  ]',
     )
 
     result = lock(project, "--check")
 
     assert result.exit_code == 1
-    assert '~ cos_drivers["cos-125-19216-104-25/l4"]: 580.95.05 -> 580.105.08' in result.output
+    assert '+ gke_cos_images["1.35.10-gke.1000"]: cos-125-19216-104-25' in result.output
+    assert (
+        '~ gke_listed_versions["1.35"]: 1.35.6-gke.1163000 -> 1.35.6-gke.1163000 1.35.10-gke.1000'
+        in result.output
+    )
     assert (project / "gpu-platform.lock").read_text() == before
 
 
 def test_a_build_without_a_published_list_is_named_and_the_rest_written(
     files: Files, project: Path
 ) -> None:
+    pin(project, {"nodeVersion": "1.36.2-gke.1045000"})
     del files[driver_list_path("19216.220.44")]
 
     result = lock(project)
@@ -142,10 +147,41 @@ def test_a_build_without_a_published_list_is_named_and_the_rest_written(
 
 def test_a_failed_read_keeps_the_entry_the_lock_had(files: Files, project: Path) -> None:
     lock(project)
-    del files[driver_list_path("19216.220.44")]
+    before = written(project)
+    del files[MAP_PATH]
 
     assert lock(project).exit_code == 4
-    assert values(written(project), "cos_drivers") == L4_DEFAULTS
+    assert written(project) == before
+
+
+def test_a_version_no_stack_needs_yet_is_reported_without_failing(
+    files: Files, project: Path
+) -> None:
+    # A version GKE lists whose build's list is not published yet, which no pool pins and no
+    # cluster is created at: every daily refresh would fail for a cluster that may never run it.
+    del files[driver_list_path("19216.220.44")]
+
+    result = lock(project)
+
+    assert result.exit_code == 0, result.output
+    assert 'warning: left as it was, cos_drivers["cos-125-19216-220-44/l4"]:' in result.output
+    assert "(no stack needs it yet)" in result.output
+    assert "cos-125-19216-220-44/l4" not in values(written(project), "cos_drivers")
+
+
+def test_a_build_the_lock_has_the_drivers_of_is_not_read_again(
+    files: Files, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A published build's list never changes: re-reading every build ever locked each day
+    # would outgrow the deadline as the lock grows.
+    lock(project)
+    requested: list[str] = []
+
+    with serving(files, monkeypatch, requested):
+        result = lock(project)
+
+    assert result.exit_code == 0, result.output
+    assert requested == [MAP_PATH]
 
 
 def test_a_list_without_the_gpus_type_is_unresolved_naming_the_types_it_has(
@@ -153,6 +189,7 @@ def test_a_list_without_the_gpus_type_is_unresolved_naming_the_types_it_has(
 ) -> None:
     # The platform's name for a GPU may not be the build's (gpu_platform/lock/cos.py): a list
     # that lacks it is no proof the build offers no driver, so nothing is locked for it.
+    pin(project, {"nodeVersion": "1.36.2-gke.1045000"})
     files[driver_list_path("19216.220.44")] = (
         DATA / "19216.220.44-without-l4.textproto"
     ).read_bytes()
@@ -168,6 +205,7 @@ def test_a_list_without_the_gpus_type_is_unresolved_naming_the_types_it_has(
 
 
 def test_a_default_that_is_not_a_driver_version_is_unresolved(files: Files, project: Path) -> None:
+    pin(project, {"nodeVersion": "1.35.6-gke.1163000"})
     files[driver_list_path("19216.104.25")] = files[driver_list_path("19216.104.25")].replace(
         b'label: "DEFAULT"\n    version: "580.95.05"', b'label: "DEFAULT"\n    version: "R580"'
     )
@@ -183,6 +221,7 @@ def test_a_version_the_map_gives_only_an_arm64_image_is_unresolved(
     files: Files, project: Path
 ) -> None:
     # An arm64 image's build publishes its list under another board than lakitu/, the x86 one.
+    pin(project, {"nodeVersion": "1.36.2-gke.1045000"})
     files[MAP_PATH] = files[MAP_PATH].replace(
         b'"image": "cos-125-19216-220-44"', b'"image": "cos-arm64-125-19216-220-44"'
     )
@@ -265,6 +304,7 @@ def test_a_map_in_another_format_is_refused(files: Files, project: Path) -> None
 
 
 def test_a_driver_list_in_another_format_is_refused(files: Files, project: Path) -> None:
+    pin(project, {"nodeVersion": "1.35.6-gke.1163000"})
     files[driver_list_path("19216.104.25")] = b"<html>Not Found</html>"
 
     result = lock(project)
@@ -328,7 +368,7 @@ def test_a_new_clusters_minor_the_map_lists_no_version_of_is_named(
     result = lock(project, "gke-dev")
 
     assert result.exit_code == 4
-    assert 'could not read gke_cos_images["1.36.*"]: http://127.0.0.1:' in result.output
+    assert 'could not read gke_listed_versions["1.36"]: http://127.0.0.1:' in result.output
     assert (
         "lists no GKE 1.36 version (gke-dev: gpu-platform:cluster.create.kubernetesVersion), the"
         " minor the cluster is created at" in result.output
@@ -358,3 +398,33 @@ def test_past_the_deadline_what_was_read_is_written(
 
     assert exited.value.exit_code == 4
     assert values(written(project), "images") == {"registry.example/app:v1": "sha256:" + "0" * 64}
+
+
+def test_past_the_deadline_the_cos_drivers_read_are_written(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The newest build's list never answers: the map and the two lists read before it are kept.
+    with serving(published_files(), monkeypatch, hanging={driver_list_path("19216.220.44")}):
+        result = lock(project, "--timeout", "1.5")
+
+    assert result.exit_code == 4
+    assert "did not answer gpu_driver_versions.textproto within the 1.5 s deadline" in (
+        result.output
+    )
+    assert values(written(project), "gke_cos_images") == LOCKED_IMAGES
+    assert values(written(project), "cos_drivers") == {
+        key: value for key, value in L4_DEFAULTS.items() if "19216-220-44" not in key
+    }
+
+
+def test_a_new_cluster_at_a_minor_the_hand_table_gives_needs_no_listed_versions(
+    files: Files, project: Path
+) -> None:
+    # gpu_platform/driver_tables/cos.py cites GKE's own table for 1.33: the map's 1.33 versions
+    # are not the lock's to hold, yet the minor is listed.
+    new_cluster_at(project, "1.33")
+
+    result = lock(project, "gke-dev")
+
+    assert result.exit_code == 0, result.output
+    assert "1.33" not in values(written(project), "gke_listed_versions")
