@@ -6,6 +6,7 @@ config or from a config the test builds on top of it.
 
 import copy
 import json
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -27,6 +28,15 @@ def dev_stack_config() -> Config:
     """The dev stack's config, fully qualified keys, a copy of its own, its namespace allowed
     GPUs of every kind (`with_quota_for_any_pool`)."""
     return with_quota_for_any_pool(copy.deepcopy(stack_config("dev", PROJECT)))
+
+
+@pytest.fixture(autouse=True)
+def back_in_the_starting_directory() -> Iterator[None]:
+    """`gpu-platform --cwd DIR` enters DIR for good, as a command does: a test that runs it in
+    this process would leave every later test of its worker looking for stack files there."""
+    start = os.getcwd()
+    yield
+    os.chdir(start)
 
 
 @pytest.fixture(autouse=True, scope="session")

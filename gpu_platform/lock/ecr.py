@@ -12,15 +12,7 @@ run that has them (`NoCredentials`), not failed: `gpu-platform lock` says so and
 
 import re
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
-
 ECR_HOST = re.compile(r"(\d{12})\.dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?")
-# Within `gpu-platform lock`'s own deadline, which bounds the whole run (Deadline.run).
-_CLIENT_CONFIG = Config(
-    connect_timeout=10, read_timeout=20, retries={"max_attempts": 3, "mode": "standard"}
-)
 
 
 class NoCredentials(Exception):
@@ -49,6 +41,12 @@ class EcrCredentials:
 
 
 def _token(region: str) -> str:
+    # Imported here: GKE's preflight reads the lock too, and imports neither boto3 nor botocore
+    # (tests/gpu_platform/cli/test_imports.py).
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
     session = boto3.Session(region_name=region)
     if session.get_credentials() is None:
         raise NoCredentials(
@@ -57,7 +55,11 @@ def _token(region: str) -> str:
             " ecr:GetAuthorizationToken) to read its digest"
         )
     try:
-        answer = session.client("ecr", config=_CLIENT_CONFIG).get_authorization_token()
+        # Within `gpu-platform lock`'s own deadline, which bounds the whole run (Deadline.run).
+        config = Config(
+            connect_timeout=10, read_timeout=20, retries={"max_attempts": 3, "mode": "standard"}
+        )
+        answer = session.client("ecr", config=config).get_authorization_token()
         return str(answer["authorizationData"][0]["authorizationToken"])
     except (BotoCoreError, ClientError, KeyError, IndexError) as error:
         raise CredentialsRefused(

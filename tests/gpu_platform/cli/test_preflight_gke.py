@@ -1058,7 +1058,8 @@ def command(monkeypatch: pytest.MonkeyPatch, google: FakeGoogle) -> Callable[...
 
     def run(change: Callable[[Config], Any] = lambda c: None) -> Any:
         monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack(change))
-        return CliRunner().invoke(app, ["preflight", "gke-dev"])
+        # Wide, as test_plan.py's: a table cut at a terminal's width splits the words checked.
+        return CliRunner().invoke(app, ["preflight", "gke-dev"], env={"COLUMNS": "300"})
 
     return run
 

@@ -51,8 +51,16 @@ def admitted(image: str, patterns: list[str]) -> bool:
 
 
 def images(node: Any, key: str | None = None) -> set[str]:
-    """Every `image` a Kubernetes object of the plan names, however deep."""
+    """Every `image` a Kubernetes object of the plan names, however deep; in the GPU Operator
+    chart's values, `{repository, image, version}` name one image together
+    (deployments/gpu-operator/templates/_helpers.tpl at v26.7.0: `repository/image:version`),
+    or `image` alone, a whole reference, where the other two are empty (internal/image/image.go
+    `ImagePath`)."""
     if isinstance(node, dict):
+        if {"repository", "image", "version"} <= node.keys():
+            repository, image, version = node["repository"], node["image"], node["version"]
+            reference = f"{repository}/{image}" if repository else image
+            return {f"{reference}:{version}" if version else reference}
         return set().union(*(images(v, k) for k, v in node.items()))
     if isinstance(node, list):
         return set().union(*(images(v, key) for v in node))
