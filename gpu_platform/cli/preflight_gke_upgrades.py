@@ -2,7 +2,8 @@
 cluster as GKE's `clusters.get` answers it (the `Cluster` schema of the container.v1 discovery
 document): pinned node versions against the control plane's, whether each pinned pool that
 exists holds GKE's upgrades off with its exclusion until end of support, and whether the cluster
-holds GKE's automatic upgrades off the pools that take them.
+holds GKE's automatic upgrades off the unpinned pools that take them: a maintenance window only
+says when GKE upgrades, so it is no hold for a pinned pool.
 
 GKE runs no node newer than its control plane (its version skew policy), and refuses a node pool
 pinned past it at `pulumi up`. During a surge upgrade GKE honours PodDisruptionBudgets for up to
@@ -34,8 +35,8 @@ def upgrade_findings(
     config: StackConfig, cluster: Mapping[str, Any], now: datetime | None = None
 ) -> list[Finding]:
     """Pinned node versions past the control plane and pinned pools without their exclusion
-    (blocking), then the cluster's hold on the automatic upgrades of the pools GKE upgrades
-    itself."""
+    (blocking), then the cluster's hold on the automatic upgrades of the unpinned pools GKE
+    upgrades itself."""
     version = cluster["currentMasterVersion"]
     findings = [
         Finding(
@@ -51,7 +52,7 @@ def upgrade_findings(
         and version_key(pool.gcp.node_version) > version_key(version)
     ]
     findings += _unheld_pin_findings(config, cluster)
-    upgraded = [pool.name for pool in config.pools if _auto_upgraded(pool, cluster)]
+    upgraded = [pool.name for pool in config.pools if _auto_upgraded(pool)]
     if upgraded:
         findings.append(_maintenance_finding(config, cluster, upgraded, now or datetime.now(UTC)))
     return findings
@@ -120,14 +121,13 @@ def _unheld_pin_finding(
     )
 
 
-def _auto_upgraded(pool: GpuPoolSpec, cluster: Mapping[str, Any]) -> bool:
-    # GKE replaces flex-start and queued nodes as they end. A pinned pool's auto-upgrade is off,
-    # but on a cluster enrolled in a release channel GKE still upgrades it when auto-upgrade
-    # runs (`gcp.nodeVersion`); `Cluster.releaseChannel` (container.v1.json) enrols a cluster
-    # created without a channel in one, REGULAR by default, and `UNSPECIFIED` means none.
-    if dynamic_workload_scheduler_modes(pool):
-        return False
-    return pool.gcp.node_version is None or _channel(cluster) != NO_CHANNEL
+def _auto_upgraded(pool: GpuPoolSpec) -> bool:
+    # GKE replaces flex-start and queued nodes as they end. A pinned pool is held by its own
+    # exclusion until end of support on a cluster in a release channel (judged by
+    # `_unheld_pin_findings`), and has auto-upgrade off on one without: neither a maintenance
+    # window, which only says when GKE upgrades, nor the cluster's exclusions, which end, keep
+    # GKE from moving it past its pin.
+    return not dynamic_workload_scheduler_modes(pool) and pool.gcp.node_version is None
 
 
 def _channel(cluster: Mapping[str, Any]) -> str:

@@ -49,9 +49,15 @@ RUNBOOKS = "docs/gpu-health.md"
 """Where the alerts' `runbook_url` points, with a section per alert (`#<alert name in lower
 case>`): the runbook's path in this repository, since the platform does not know where its users
 publish it. Alertmanager and Grafana show it as it is."""
-PER_GPU_LABELS = ("Hostname", "hostname", "gpu", "UUID", "modelName", "pci_bus_id")
-"""The exporter's labels that name one GPU: the node (`Hostname` up to exporter 4.5.3-4.8.2,
-`hostname` after, dcgm-exporter#655), its index there, its UUID, model and PCI address."""
+PER_GPU_LABELS = ("hostname", "gpu", "UUID", "modelName", "pci_bus_id")
+"""The exporter's labels that name one GPU: the node, its index there, its UUID, model and PCI
+address. The node is `hostname` from exporter 4.6.0-4.8.3 (the GPU Operator v26.7.0's) and
+`Hostname` before (dcgm-exporter#655): the rules copy the old name into the new one with
+`HOSTNAME_FROM_OLD_LABEL` before they aggregate over these, so that one GPU's series from both
+exporters, which overlap while an upgrade replaces the exporter, make one alert."""
+HOSTNAME_FROM_OLD_LABEL = '"hostname", "$1", "Hostname", "(.+)"'
+"""The arguments of `label_replace` after the vector: `hostname` set to `Hostname` where a
+series has that label (`.+` does not match a missing one, which leaves the series as it is)."""
 KUBE_STATE_GPU_RESOURCES = "nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.+"
 """The GPU resources a node advertises (`nvidia.com/gpu`, `nvidia.com/gpu.shared` on shared
 pools, `nvidia.com/mig-<slice>` on MIG pools) as kube-state-metrics names them in its `resource`
@@ -354,6 +360,7 @@ def _placeholders(monitoring: MonitoringSpec, operator_namespace: str) -> dict[s
         "idle_gpu_utilization_percent": str(monitoring.idle_gpu_utilization_percent),
         "framebuffer_full_percent": str(monitoring.framebuffer_full_percent),
         "per_gpu": ", ".join(PER_GPU_LABELS),
+        "as_hostname": HOSTNAME_FROM_OLD_LABEL,
         "gpu_resources": KUBE_STATE_GPU_RESOURCES,
         "runbooks": RUNBOOKS,
         **_xid_placeholders(),

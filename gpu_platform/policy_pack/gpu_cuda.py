@@ -44,7 +44,10 @@ per container, from the first of:
    PyTorch's wheel tags `cu124`.
 
 The image's own environment is not visible to the API server, so a pod whose CUDA release none of
-these gives is reported by the advisory `gpu-pods-cuda-known`, not refused.
+these gives is reported by the advisory `gpu-pods-cuda-known`, not refused. So is, once, a stack
+with GPU pods that declares no node pool and is configured with none whose CUDA release is known:
+without a pool no pod can be judged, and a tenant's stack whose `gpuPools` was never set would
+otherwise pass every CUDA policy without a word.
 """
 
 import re
@@ -56,7 +59,7 @@ from typing import Any
 from checks import Findings, each
 from gpu_sharing import POOL_LABEL, POOL_LABELS_PATH, check_pods_on_pools
 from gpu_workloads import RESOURCE_CONTAINERS, gpu_limits, quantity
-from pods import Container, Pod
+from pods import Container, Pod, pods_of
 from props import elements, mapping, text
 from pulumi_policy import (
     EnforcementLevel,
@@ -287,26 +290,76 @@ def _unknown_cuda(pod: Pod, pool: PoolDriver, container: Container) -> Iterator[
         )
 
 
+def unjudged_gpu_pods(
+    args: StackValidationArgs, configured: Mapping[str, PoolDriver]
+) -> Iterator[str]:
+    """One problem for the stack when it has GPU pods but no pool to hold them to: it declares
+    no node pool (node group, GKE node pool or Karpenter NodePool) and `configured` is empty
+    (`gpuPools` unset, or without a CUDA release)."""
+    if configured or any(r.resource_type in POOL_LABELS_PATH for r in args.resources):
+        return
+    workloads = [
+        resource.urn
+        for resource in args.resources
+        if any(
+            _asks_for_gpus(pod)
+            for pod in pods_of(resource.resource_type, resource.props)
+            if not pod.partial
+        )
+    ]
+    if workloads:
+        policies = ", ".join((NAME, MINOR_COMPATIBILITY_NAME, KNOWN_NAME))
+        yield (
+            f"{len(workloads)} GPU workload(s) ({', '.join(workloads)}) were not held to any"
+            f" pool's driver: the stack declares no node pool, and the `{GPU_POOLS.key}`"
+            " parameter of the CUDA policies lists no pool with a known CUDA release, so"
+            f" {NAME} could not judge whether their CUDA release runs there. Fix: set"
+            f" `{GPU_POOLS.key}` of each of {policies} in the policy pack's config to the"
+            " platform stack's gpuPools output (pulumi stack output gpuPools --stack <platform"
+            " stack>)."
+        )
+
+
+def _asks_for_gpus(pod: Pod) -> bool:
+    return any(
+        quantity(limit)
+        for container in pod.containers(RESOURCE_CONTAINERS)
+        for limit in gpu_limits(container).values()
+    )
+
+
 CudaCheck = Callable[[Pod, PoolDriver], Iterator[str]]
 
 
 def _validate(
-    name: str, check: CudaCheck, args: StackValidationArgs, report_violation: ReportViolation
+    name: str,
+    check: CudaCheck,
+    args: StackValidationArgs,
+    report_violation: ReportViolation,
+    *,
+    report_unjudged: bool = False,
 ) -> None:
     with Findings(name, "the stack", report_violation) as findings:
         configured = configured_pools(args.get_config())
         check_pods_on_pools(
             args, findings, pool_driver, check, configured, labels_of=lambda pool: pool.labels
         )
+        if report_unjudged:
+            findings.check("the stack's GPU pods", partial(unjudged_gpu_pods, args, configured))
 
 
 def _policy(
-    name: str, description: str, check: CudaCheck, level: EnforcementLevel
+    name: str,
+    description: str,
+    check: CudaCheck,
+    level: EnforcementLevel,
+    *,
+    report_unjudged: bool = False,
 ) -> StackValidationPolicy:
     return StackValidationPolicy(
         name=name,
         description=description,
-        validate=partial(_validate, name, check),
+        validate=partial(_validate, name, check, report_unjudged=report_unjudged),
         enforcement_level=level,
         config_schema=config_schema(GPU_POOLS),
     )
@@ -327,10 +380,14 @@ POLICIES: list[StackValidationPolicy] = [
         minor_compatibility,
         EnforcementLevel.ADVISORY,
     ),
+    # The stack-wide advisory is reported by this advisory policy alone: once per stack, and
+    # never failing a plan.
     _policy(
         KNOWN_NAME,
-        "GPU pods on the stack's pools say which CUDA release they need.",
+        "GPU pods on the stack's pools say which CUDA release they need, and a stack with GPU "
+        "pods has pools (its own, or `gpuPools`) to hold them to.",
         unknown_cuda,
         EnforcementLevel.ADVISORY,
+        report_unjudged=True,
     ),
 ]

@@ -139,22 +139,32 @@ def test_pinned_pools_of_a_cluster_without_a_channel_need_no_window(google: Fake
     assert cluster_findings(base.findings(google, pin_the_upgraded_pools)) == [base.CLUSTER_OK]
 
 
-def test_pinned_pools_of_a_cluster_on_a_release_channel_still_need_a_window(
+def test_pinned_pools_of_a_cluster_on_a_release_channel_are_not_judged_by_its_window(
     google: FakeGoogle,
 ) -> None:
-    # On a release channel GKE upgrades pinned pools too when auto-upgrade runs (gcp.nodeVersion);
-    # container.v1 `Cluster.releaseChannel` enrols a cluster created without a channel in one.
+    # On a release channel a pinned pool is held by its own exclusion until end of support
+    # (pulumi-gcp NodePoolMaintenancePolicyExclusionUntilEndOfSupport `enabled`: "the node pool
+    # will not be automatically upgraded by GKE until the node pool version's end of support
+    # date"), which the pool's own finding judges; a window only says when GKE upgrades. Both
+    # pinned pools run with it, and the others are flex-start or queued: the cluster has no
+    # pool for a window to cover.
+    held = {"exclusionUntilEndOfSupport": {"enabled": True}}
     google.cluster(
-        status="RUNNING",
-        currentMasterVersion=base.VERSION,
+        **running_pools(
+            node_pool(maintenancePolicy=held),
+            node_pool(
+                name="h100-specific-9f8e7d6",
+                config={"labels": {"gpu-platform.io/pool": base.GKE_RESERVED_POOL}},
+                maintenancePolicy=held,
+            ),
+        ),
         maintenancePolicy={},
-        releaseChannel={"channel": "REGULAR"},
     )
 
-    (_, maintenance) = cluster_findings(base.findings(google, pin_the_upgraded_pools))
+    found = base.findings(google, pin_the_upgraded_pools)
 
-    assert maintenance.severity == "warning"
-    assert "l4-shared, h100-specific at any time" in maintenance.message
+    assert [f for f in cluster_findings(found) if "maintenance" in f.message.lower()] == []
+    assert base.of_pool(found, "l4-shared") == []
 
 
 # --- A specific reservation's room for surge nodes --------------------------------------------

@@ -157,10 +157,14 @@ def test_the_dashboard_is_the_rendered_dashboard_json(dev_plan: Plan) -> None:
     assert "@{" not in json.dumps(dashboard)
 
 
+# The node is `hostname` in the series of dcgm-exporter 4.6.0-4.8.3, the GPU Operator v26.7.0's
+# exporter (NVIDIA/dcgm-exporter#655, internal/pkg/rendermetrics/render_metrics.go), and
+# `Hostname` in those of 4.5.3-4.8.2 and older, which a dashboard of the pinned exporter's
+# nodes would find none of.
 @pytest.mark.parametrize(
     ("view", "aggregation"),
     [
-        ("node", "by (Hostname)"),
+        ("node", "by (hostname)"),
         ("namespace", "by (namespace)"),
         ("pod", "by (namespace, pod)"),
     ],
@@ -175,6 +179,15 @@ def test_the_dashboard_shows_gpu_utilisation_and_memory_per(
     ]
     assert any(aggregation in q and "gpu_activity:percent" in q for q in queries), view
     assert any(aggregation in q and "DCGM_FI_DEV_FB_USED" in q for q in queries), view
+
+
+def test_the_dashboard_lists_the_nodes_by_the_pinned_exporters_label(dev_plan: Plan) -> None:
+    (node,) = [v for v in dashboard_json(dev_plan)["templating"]["list"] if v["name"] == "node"]
+
+    assert node["query"]["query"] == (
+        'label_values(DCGM_FI_DEV_FB_FREE{job="nvidia-dcgm-exporter"}, hostname)'
+    )
+    assert "Hostname" not in json.dumps(dashboard_json(dev_plan))
 
 
 def test_the_dashboard_lists_gpus_held_by_pods_but_idle(dev_plan: Plan) -> None:

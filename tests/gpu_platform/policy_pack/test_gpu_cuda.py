@@ -287,12 +287,38 @@ def test_a_stack_without_pools_is_held_to_the_configured_pools(analyze: Analyze)
     (verdict,) = [v for v in verdicts if v.policy_name == POLICY]
     assert (verdict.enforcement_level, verdict.urn) == ("mandatory", deployment.urn)
     assert 'pool "l4" runs NVIDIA driver 535.288.01' in verdict.message
+    assert messages(verdicts, KNOWN) == []
 
 
-def test_a_stack_without_pools_and_without_the_setting_is_not_judged(analyze: Analyze) -> None:
-    verdicts = analyze(pod(CUDA_13_0))
+def test_a_stack_without_pools_and_without_the_setting_says_once_it_was_not_judged(
+    analyze: Analyze,
+) -> None:
+    # Two GPU workloads, one advisory for the stack, from the advisory policy alone: the
+    # mandatory policy has no pool to refuse anything on.
+    first = pod(CUDA_13_0)
+    second = workload("StatefulSet", gpu_pod_spec("1"))
+
+    verdicts = analyze(first, second)
 
     assert messages(verdicts, POLICY) == []
+    assert messages(verdicts, MINOR) == []
+    (verdict,) = [v for v in verdicts if v.policy_name == KNOWN]
+    assert verdict.enforcement_level == "advisory"
+    assert verdict.message == (
+        f"2 GPU workload(s) ({first.urn}, {second.urn}) were not held to any pool's driver:"
+        " the stack declares no node pool, and the `gpuPools` parameter of the CUDA policies"
+        " lists no pool with a known CUDA release, so gpu-pods-cuda-within-driver could not"
+        " judge whether their CUDA release runs there. Fix: set `gpuPools` of each of"
+        " gpu-pods-cuda-within-driver, gpu-pods-cuda-minor-compatibility, gpu-pods-cuda-known"
+        " in the policy pack's config to the platform stack's gpuPools output (pulumi stack"
+        " output gpuPools --stack <platform stack>)."
+    )
+
+
+def test_a_stack_without_pools_or_gpu_pods_needs_no_setting(analyze: Analyze) -> None:
+    verdicts = analyze(pod(CUDA_13_0, gpus="0"))
+
+    assert messages(verdicts, KNOWN) == []
 
 
 def test_a_configured_pool_the_pod_does_not_select_holds_nothing(analyze: Analyze) -> None:
@@ -313,6 +339,9 @@ def test_a_configured_pool_without_a_known_driver_holds_nothing(analyze: Analyze
     verdicts = analyze(pod(CUDA_13_0), config=tenant_config(unknown))
 
     assert messages(verdicts, POLICY) == []
+    # The setting gives no pool a CUDA release: the stack's pods were not judged.
+    (message,) = messages(verdicts, KNOWN)
+    assert message.startswith("1 GPU workload(s) (")
 
 
 # --- Where a pod's CUDA release is read -------------------------------------------------------

@@ -591,7 +591,10 @@ def test_a_restricted_gpu_predictor_passes(analyze: Analyze) -> None:
 
     verdicts = analyze(namespace(), kserve_predictor({**spec, "model": model}))
 
-    assert [v.policy_name for v in verdicts if v.policy_name != "checks-deferred-at-preview"] == []
+    # A stack without pools or `gpuPools`: the CUDA policies say, once, that they could not judge.
+    assert [v.policy_name for v in verdicts if v.policy_name != "checks-deferred-at-preview"] == [
+        "gpu-pods-cuda-known"
+    ]
 
 
 def test_an_unknown_model_server_hides_nothing_of_the_predictors_containers(
