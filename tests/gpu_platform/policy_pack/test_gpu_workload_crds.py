@@ -824,7 +824,7 @@ def test_a_stack_names_its_own_container_templates_in_the_pack_config(analyze: A
 
 
 def test_an_unreadable_container_template_entry_is_reported(analyze: Analyze) -> None:
-    entry = {"example.com/Pipeline": {"spec.steps.*": []}}
+    entry: dict[str, Any] = {"example.com/Pipeline": {"spec.steps.*": []}}
 
     verdicts = analyze(config={"gpu-workload-kinds": {"containerTemplates": entry}})
 
