@@ -184,11 +184,15 @@ GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
     # pkg/apis/serving/v1alpha1/llm_inference_service_types.go): the WorkloadSpec inlined in the
     # spec and the prefill's each hold a PodSpec at `template` (the main or decode pods) and
     # `worker` (multi-node workers), and the router's scheduler one at `template` (the endpoint
-    # picker). An LLMInferenceServiceConfig, merged into the services naming it (baseRefs),
-    # holds only the values it sets.
+    # picker). Both are judged on the values they set: KServe merges every service, by strategic
+    # merge patch, over the well-known LLMInferenceServiceConfig of its layout, then its
+    # baseRefs (pkg/controller/v1alpha2/llmisvc/config_merge.go, combineBaseRefsConfig,
+    # mergeSpecs), and those configs hold the rest of the pod: config/llmisvcconfig/
+    # config-llm-template.yaml gives the `main` container runAsNonRoot, RuntimeDefault seccomp,
+    # no privilege escalation and no capabilities.
     **{
         ("serving.kserve.io", kind): tuple(
-            PodPath(path, inline=True, partial=kind == "LLMInferenceServiceConfig")
+            PodPath(path, inline=True, partial=True)
             for path in (
                 ("spec", "template"),
                 ("spec", "worker"),

@@ -836,6 +836,22 @@ def test_an_unreadable_container_template_entry_is_reported(analyze: Analyze) ->
     ]
 
 
+def test_an_llm_inference_service_is_held_only_to_the_values_it_sets(analyze: Analyze) -> None:
+    # kserve/kserve v0.20.0 pkg/controller/v1alpha2/llmisvc/config_merge.go: the service is
+    # merged over the well-known config of its layout, and config/llmisvcconfig/
+    # config-llm-template.yaml gives container `main` runAsNonRoot, RuntimeDefault seccomp, no
+    # privilege escalation and no capabilities.
+    limits = {"limits": {"nvidia.com/gpu": "1"}}
+    pod = {"containers": [{"name": "main", "resources": limits}]}
+    inputs = {
+        "metadata": {"name": "llm", "namespace": "team-a"},
+        "spec": {"model": {"uri": "hf://org/model"}, "template": pod},
+    }
+    service = resource("kubernetes:serving.kserve.io/v1alpha2:LLMInferenceService", "llm", inputs)
+
+    assert messages(analyze(namespace(), service), "pod-security-standards") == []
+
+
 # --- Trainer v2.1's podTemplateOverrides ------------------------------------------------------
 
 
