@@ -877,3 +877,14 @@ def test_a_host_path_added_through_a_train_jobs_pod_template_override_is_refused
         "persistentVolumeClaim, emptyDir or another volume type instead of hostPath. [Pod "
         'Security baseline v1.35, from namespace "team-a"]'
     ]
+
+
+def test_an_argo_step_not_known_yet_hides_nothing_of_the_others(analyze: Analyze) -> None:
+    unknown_container = {"name": "later", "container": UNKNOWN}
+    spec = {"templates": [UNKNOWN, unknown_container, argo_step(privileged_spec())]}
+
+    (message,) = messages(analyze(namespace(), workflow(spec)), "pod-security-standards")
+    assert message.startswith(
+        'privileged: container "app" sets spec.templates[2].container.securityContext.'
+        "privileged=true."
+    )
