@@ -135,6 +135,9 @@ def _limit_problems(pod: Pod, container: Container) -> Iterator[str]:
     for name, asked in _gpu_entries(container, "requests").items():
         field = pod.container_field(container, "resources", "requests", name)
         if name not in limits:
+            if pod.partial:
+                # The object a patch changes may hold the limit.
+                continue
             yield (
                 f"{container.label} asks for {name} in {field} but sets no limit for it. "
                 f'Fix: set resources.limits["{name}"] to {shown(asked)}; Kubernetes takes '
@@ -270,6 +273,8 @@ def image_problem(image: str, require_digest: bool = False) -> str | None:
 
 
 def image_problems(pod: Pod, config: Mapping[str, Any]) -> Iterator[str]:
+    # A patch that sets no GPU count may change a GPU pod's image or another pod's: which, the
+    # object it patches says, and the pack does not see that object.
     if not is_gpu_pod(pod):
         return iter(())
     require_digest = REQUIRE_DIGESTS.read(config)
@@ -300,13 +305,18 @@ def pod_policy(
     problems: Callable[[Pod, Mapping[str, Any]], Iterator[str]],
     *settings: Setting,
     trainers: bool = False,
+    patches: bool = False,
 ) -> ResourceValidationPolicy:
-    """A policy checking every pod of every kind that carries one, and with `trainers` the
-    training container a TrainJob's trainer overrides (its GPU count and image)."""
+    """A policy checking every pod of every kind that carries one, with `trainers` the
+    training container a TrainJob's trainer overrides (its GPU count and image), and with
+    `patches` the values a patch's pod sets (`Pod.partial`: a `DeploymentPatch`, a runtime
+    patch), for the rules that judge only values a patch may set on its own (GPU counts and
+    images)."""
 
     def pod_problems(args: ResourceValidationArgs) -> Iterator[str]:
-        # A patch's pod lacks what the object it patches already has.
-        pods = [pod for pod in pods_of(args.resource_type, args.props) if not pod.partial]
+        # A patch's pod lacks what the object it patches already has: its tolerations and node
+        # selection may be the object's.
+        pods = [p for p in pods_of(args.resource_type, args.props) if patches or not p.partial]
         if trainers:
             pods += trainer_overrides(args.resource_type, args.props)
         config = args.get_config()
@@ -321,6 +331,7 @@ POLICIES = [
         "gpu-resources-in-limits",
         "Containers ask for GPUs in whole numbers in resources.limits, with any request equal.",
         limit_problems,
+        patches=True,
     ),
     pod_policy(
         "gpu-pods-tolerate-gpu-taint",
@@ -338,6 +349,7 @@ POLICIES = [
         gpu_count_problems,
         MAX_GPUS_PER_POD,
         trainers=True,
+        patches=True,
     ),
     pod_policy(
         "gpu-pods-pinned-images",
@@ -345,5 +357,6 @@ POLICIES = [
         image_problems,
         REQUIRE_DIGESTS,
         trainers=True,
+        patches=True,
     ),
 ]

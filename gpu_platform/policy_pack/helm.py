@@ -14,6 +14,7 @@ from itertools import takewhile
 from typing import Any
 
 from checks import resource_policy
+from platform_releases import PLATFORM_RELEASES, PlatformRelease
 from pods import namespace_or_default
 from props import flag, number, shown, text, value_at
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs
@@ -23,8 +24,6 @@ RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 HELM_TYPES = (RELEASE_TYPE, CHART_TYPE)
 GPU_OPERATOR_CHART = "gpu-operator"
-PLATFORM_TYPE_PREFIX = "gpu-platform:"
-"""The package of the platform's component types (`gpu-platform:kubernetes:GpuOperator`)."""
 
 # One exact SemVer release, with Helm's optional leading v: no ranges, wildcards or `latest`.
 EXACT_VERSION = re.compile(
@@ -183,24 +182,22 @@ def gpu_operator_problems(args: ResourceValidationArgs) -> Iterator[str]:
         )
 
 
-def parent_types(urn: str) -> list[str]:
-    """The types of a resource's parents, outermost first, from its URN:
-    `urn:pulumi:<stack>::<project>::<parent types and its own, joined by $>::<name>` (pulumi
-    sdk/go/common/resource/urn.go, NewURN: a child's type follows its parent's qualified type;
-    stack and project names hold no `::`, a resource's name may)."""
-    qualified_type = urn.split("::", 3)[2] if urn.count("::") >= 3 else ""
-    return qualified_type.split("$")[:-1]
-
-
 def is_platform_release(args: ResourceValidationArgs) -> bool:
-    """A release one of the platform's components declares, whatever its chart is called (a
-    mirror may rename it): one of the component types is among its parents. Its settings and
-    workloads are the platform's, reviewed and tested with it (Karpenter 1.14.1's controller,
-    say, runs as 65532, non-root, without privilege escalation or capabilities, on a read-only
-    root filesystem with the RuntimeDefault seccomp profile: charts/karpenter/templates/
-    deployment.yaml). A release of the same chart that a stack's own program declares is the
-    stack's."""
-    return any(t.startswith(PLATFORM_TYPE_PREFIX) for t in parent_types(args.urn))
+    """A release the platform declares (`platform_releases.PLATFORM_RELEASES`): its name,
+    namespace, chart and version. Its settings and workloads are the platform's, reviewed and
+    tested with it (Karpenter 1.14.1's controller, say, runs as 65532, non-root, without
+    privilege escalation or capabilities, on a read-only root filesystem with the RuntimeDefault
+    seccomp profile: charts/karpenter/templates/deployment.yaml). Its place in the program (its
+    parents' types) says nothing: a program registers whatever types it likes."""
+    if args.resource_type != RELEASE_TYPE:
+        return False
+    declared = PlatformRelease(
+        text(args.props, "name") or "",
+        namespace_or_default(text(args.props, "namespace"), args.provider),
+        chart_reference(args.props) or "",
+        text(args.props, "version") or "",
+    )
+    return declared in PLATFORM_RELEASES
 
 
 REVIEWED_RELEASES = Setting(

@@ -1,8 +1,9 @@
 """The platform's own images run by digest: what its components deploy is the image the lock
 names, not whatever its tag names on the day a node pulls it.
 
-Scope: the resources one of the platform's components declares (a `gpu-platform:` component
-type among their parents, as `helm.is_platform_release` tells them): the containers and init
+Scope: the Helm releases the platform declares (`helm.is_platform_release`), and the other
+resources one of its components declares (a `gpu-platform:` component type among their
+parents, `in_scope`): the containers and init
 containers of their pods and pod templates (Pod, Deployment, DaemonSet, StatefulSet,
 ReplicaSet, Job, CronJob: the smoke tests, the canary gates, the idle GPU pod reaper, the MIG
 startup taint remover, the GKE DCGM exporter, Google's COS driver installer, whose preloaded
@@ -42,8 +43,31 @@ AWAITING_DIGESTS = Setting(
 )
 
 
+PLATFORM_TYPE_PREFIX = "gpu-platform:"
+"""The package of the platform's component types (`gpu-platform:kubernetes:GpuOperator`)."""
+
+
+def parent_types(urn: str) -> list[str]:
+    """The types of a resource's parents, outermost first, from its URN:
+    `urn:pulumi:<stack>::<project>::<parent types and its own, joined by $>::<name>` (pulumi
+    sdk/go/common/resource/urn.go, NewURN: a child's type follows its parent's qualified type;
+    stack and project names hold no `::`, a resource's name may)."""
+    qualified_type = urn.split("::", 3)[2] if urn.count("::") >= 3 else ""
+    return qualified_type.split("$")[:-1]
+
+
+def in_scope(args: ResourceValidationArgs) -> bool:
+    """A release the platform declares (`helm.is_platform_release`), or another resource
+    under one of its component types. A program may register any parent types, so a parent
+    type only ever adds this rule to a resource: a stack's own pod under a forged
+    `gpu-platform:` parent is held to digests on top of its own rules, never spared any."""
+    if args.resource_type == RELEASE_TYPE:
+        return is_platform_release(args)
+    return any(t.startswith(PLATFORM_TYPE_PREFIX) for t in parent_types(args.urn))
+
+
 def _platform_resource_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    if not is_platform_release(args):
+    if not in_scope(args):
         return iter(())
     awaiting = frozenset(AWAITING_DIGESTS.read(args.get_config()))
     if args.resource_type == RELEASE_TYPE:

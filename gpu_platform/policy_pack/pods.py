@@ -19,7 +19,7 @@ one container, is read, and raises, only when a check reads that pod or that con
 """
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -60,6 +60,14 @@ class PodPath:
     """A pod spec itself (KServe's `spec.predictor`), not a template of metadata and spec."""
     partial: bool = False
     """A patch of a pod (Trainer v2's runtime patches): only the values it sets."""
+    containers: tuple[tuple[str, ...], ...] = ()
+    """For a template that runs containers of its own fields rather than a pod spec's list
+    (Argo Workflows' `container`, `script`, `sidecars`): their dotted patterns from `steps`. The
+    template then holds the pod's other fields (`securityContext`, `volumes`,
+    `initContainers`, ...) inline, and is a pod only where one of them finds a container."""
+    inherits: tuple[str, ...] | None = None
+    """Where the resource keeps pod fields the template takes when it sets none of its own
+    (`INHERITED_FIELDS`, Argo's workflow-level spec)."""
 
 
 def _templates(*patterns: tuple[str, ...], partial: bool = False) -> tuple[PodPath, ...]:
@@ -91,6 +99,13 @@ _TRAINING_RUNTIME = _templates(
     ("spec", "template", "spec", "replicatedJobs", "*", "template", "spec", "template")
 )
 
+_ARGO_CONTAINERS = (
+    ("container",),
+    ("script",),
+    ("containerSet", "containers", "*"),
+    ("sidecars", "*"),
+)
+
 GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
     **{
         ("ray.io", kind): _templates(
@@ -109,22 +124,6 @@ GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
     ("kubeflow.org", "PaddleJob"): _templates(("spec", "paddleReplicaSpecs", "*", "template")),
     ("trainer.kubeflow.org", "TrainingRuntime"): _TRAINING_RUNTIME,
     ("trainer.kubeflow.org", "ClusterTrainingRuntime"): _TRAINING_RUNTIME,
-    ("trainer.kubeflow.org", "TrainJob"): _templates(
-        (
-            "spec",
-            "runtimePatches",
-            "*",
-            "trainingRuntimeSpec",
-            "template",
-            "spec",
-            "replicatedJobs",
-            "*",
-            "template",
-            "spec",
-            "template",
-        ),
-        partial=True,
-    ),
     # JobSet (jobset.x-k8s.io): each replicated Job's pod template.
     ("jobset.x-k8s.io", "JobSet"): _templates(
         ("spec", "replicatedJobs", "*", "template", "spec", "template")
@@ -158,7 +157,118 @@ GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
         ("spec", "leaderWorkerTemplate", "leaderTemplate"),
         ("spec", "leaderWorkerTemplate", "workerTemplate"),
     ),
+    # Kubeflow Trainer v2.1 (kubeflow/trainer v2.1.0 pkg/apis/trainer/v1alpha1/
+    # trainjob_types.go): a TrainJob's podTemplateOverrides[].spec, a PodTemplateSpecOverride of
+    # the runtime's pods (node selection, tolerations, volumes, containers' env and mounts),
+    # merged into them; v2.2 replaced it by runtimePatches.
+    ("trainer.kubeflow.org", "TrainJob"): (
+        *_templates(
+            (
+                "spec",
+                "runtimePatches",
+                "*",
+                "trainingRuntimeSpec",
+                "template",
+                "spec",
+                "replicatedJobs",
+                "*",
+                "template",
+                "spec",
+                "template",
+            ),
+            partial=True,
+        ),
+        PodPath(("spec", "podTemplateOverrides", "*", "spec"), inline=True, partial=True),
+    ),
+    # KServe's LLMInferenceService (serving.kserve.io v1alpha1 and v1alpha2, kserve/kserve v0.20.0
+    # pkg/apis/serving/v1alpha1/llm_inference_service_types.go): the WorkloadSpec inlined in the
+    # spec and the prefill's each hold a PodSpec at `template` (the main or decode pods) and
+    # `worker` (multi-node workers), and the router's scheduler one at `template` (the endpoint
+    # picker). Both are judged on the values they set: KServe merges every service, by strategic
+    # merge patch, over the well-known LLMInferenceServiceConfig of its layout, then its
+    # baseRefs (pkg/controller/v1alpha2/llmisvc/config_merge.go, combineBaseRefsConfig,
+    # mergeSpecs), and those configs hold the rest of the pod: config/llmisvcconfig/
+    # config-llm-template.yaml gives the `main` container runAsNonRoot, RuntimeDefault seccomp,
+    # no privilege escalation and no capabilities.
+    **{
+        ("serving.kserve.io", kind): tuple(
+            PodPath(path, inline=True, partial=True)
+            for path in (
+                ("spec", "template"),
+                ("spec", "worker"),
+                ("spec", "prefill", "template"),
+                ("spec", "prefill", "worker"),
+                ("spec", "router", "scheduler", "template"),
+            )
+        )
+        for kind in ("LLMInferenceService", "LLMInferenceServiceConfig")
+    },
+    # Kubeflow Notebooks (kubeflow.org/v1, kubeflow/kubeflow at 0708d13 components/
+    # notebook-controller/api/v1/notebook_types.go): NotebookSpec.template, a
+    # NotebookTemplateSpec of a PodSpec at `spec`.
+    ("kubeflow.org", "Notebook"): _templates(("spec", "template")),
+    # Seldon Core (machinelearning.seldon.io/v1, SeldonIO/seldon-core at 00908a9
+    # operator/apis/machinelearning.seldon.io/v1/seldondeployment_types.go): each predictor's
+    # componentSpecs[], a SeldonPodSpec of metadata and a PodSpec.
+    ("machinelearning.seldon.io", "SeldonDeployment"): _templates(
+        ("spec", "predictors", "*", "componentSpecs", "*")
+    ),
+    # Argo Workflows (argoproj.io/v1alpha1, argoproj/argo-workflows v4.1.2
+    # pkg/apis/workflow/v1alpha1/): a WorkflowSpec's templates[] each run one pod of their own
+    # fields (workflow_types.go, Template: `container` or `script`, a ScriptTemplate of a
+    # Container inline, or `containerSet.containers[]`, with `sidecars[]` and `initContainers[]`
+    # beside it, and the pod's securityContext, volumes, nodeSelector, tolerations and affinity);
+    # the workflow's spec holds the defaults (`INHERITED_FIELDS`). A CronWorkflow's WorkflowSpec
+    # is its spec.workflowSpec (cron_workflow_types.go).
+    **{
+        ("argoproj.io", kind): (
+            PodPath(
+                (*workflow, "templates", "*"),
+                inline=True,
+                containers=_ARGO_CONTAINERS,
+                inherits=workflow,
+            ),
+        )
+        for kind, workflow in (
+            ("Workflow", ("spec",)),
+            ("WorkflowTemplate", ("spec",)),
+            ("ClusterWorkflowTemplate", ("spec",)),
+            ("CronWorkflow", ("spec", "workflowSpec")),
+        )
+    },
 }
+
+# argoproj/argo-workflows v4.1.2 workflow/controller/workflowpod.go: the pod fields a template
+# takes from the workflow's spec where it sets none (addSchedulingConstraints: nodeSelector,
+# affinity, tolerations, securityContext), the workflow's alone (hostNetwork), and the
+# workflow's volumes, which a template's pod gets beside its own (addVolumeReferences adds
+# those its containers mount; the pack judges them all, so a workflow volume that no template
+# mounts is still judged in each template's pod).
+INHERITED_FIELDS = (
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "securityContext",
+    "hostNetwork",
+    "volumes",
+)
+
+
+class _Joined(Sequence[Any]):
+    """Two lists read as one, item by item, so an item not known yet raises only when read."""
+
+    def __init__(self, first: Sequence[Any], second: Sequence[Any]) -> None:
+        self._parts = (first, second)
+
+    def __len__(self) -> int:
+        return sum(map(len, self._parts))
+
+    def __getitem__(self, index: Any) -> Any:
+        first, second = self._parts
+        if not isinstance(index, int):
+            raise TypeError("a joined list is read by index")
+        return first[index] if index < len(first) else second[index - len(first)]
+
 
 # In the order the built-in admission visits them, which is the order violations are listed.
 CONTAINER_COLLECTIONS = ("initContainers", "containers", "ephemeralContainers")
@@ -196,9 +306,15 @@ class Container:
         if self.fixed_name is not None:
             return self.fixed_name
         try:
-            return text(self.props, "name") or f"#{self.index}"
+            return text(self.props, "name") or self._place
         except UnknownValueError:
-            return f"#{self.index}"
+            return self._place
+
+    @property
+    def _place(self) -> str:
+        # A template's own container (Argo's `container`) is named by the field holding it.
+        last = self.root[-1] if self.root else None
+        return last if isinstance(last, str) else f"#{self.index if last is None else last}"
 
     @property
     def label(self) -> str:
@@ -219,6 +335,8 @@ class Pod:
     """`path` leads to the pod spec itself, with no metadata of its own."""
     added: tuple[Container, ...] = ()
     """Containers the operator adds to the pod from elsewhere in the resource."""
+    inherits: tuple[Step, ...] | None = None
+    """Where the pod fields it takes when it sets none of its own are (`PodPath.inherits`)."""
 
     @property
     def metadata(self) -> Mapping[str, Any]:
@@ -228,14 +346,34 @@ class Pod:
 
     @property
     def spec(self) -> Mapping[str, Any]:
-        return mapping(self.props, *self._spec_path) or {}
+        own = mapping(self.props, *self._spec_path) or {}
+        if self.inherits is None:
+            return own
+        inherited = self._inherited
+        spec = {**{key: inherited[key] for key in INHERITED_FIELDS if key in inherited}, **own}
+        if is_list(own.get("volumes")) and is_list(inherited.get("volumes")):
+            spec["volumes"] = _Joined(own["volumes"], inherited["volumes"])
+        return spec
+
+    @property
+    def _inherited(self) -> Mapping[str, Any]:
+        return {} if self.inherits is None else mapping(self.props, *self.inherits) or {}
 
     @property
     def _spec_path(self) -> tuple[Step, ...]:
         return self.path if self.inline else (*self.path, "spec")
 
     def spec_field(self, *steps: Step) -> str:
-        """The path of a spec field in the resource, for messages."""
+        """The path of a spec field in the resource, for messages: an inherited one where the
+        workflow holds it."""
+        if self.inherits is not None and steps and steps[0] in INHERITED_FIELDS:
+            own = mapping(self.props, *self._spec_path) or {}
+            if steps[0] == "volumes" and len(steps) > 1 and isinstance(steps[1], int):
+                count = len(own["volumes"]) if is_list(own.get("volumes")) else 0
+                if steps[1] >= count:
+                    return field_path(*self.inherits, "volumes", steps[1] - count, *steps[2:])
+            elif steps[0] not in own and steps[0] in self._inherited:
+                return field_path(*self.inherits, *steps)
         return field_path(*self._spec_path, *steps)
 
     def metadata_field(self, *steps: Step) -> str:
@@ -293,9 +431,17 @@ def pods_of(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
     if paths is None and patched != kind:
         kind, paths, patch = patched, pod_paths(group, patched), True
     pods = [
-        Pod(kind, props, found, partial=patch or where.partial, inline=where.inline)
+        Pod(
+            kind,
+            props,
+            found,
+            partial=patch or where.partial,
+            inline=where.inline,
+            added=_own_containers(props, found, where.containers),
+            inherits=where.inherits,
+        )
         for where in paths or ()
-        for found in expand(props, where.steps)
+        for found in found_pods(props, where)
     ]
     if group == "ray.io" and kind in RAY_CLUSTER_SPECS:
         head = (*RAY_CLUSTER_SPECS[kind], *_HEAD)
@@ -307,6 +453,32 @@ def pods_of(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
             for p in pods
         ]
     return pods
+
+
+def found_pods(props: Mapping[str, Any], where: PodPath) -> list[tuple[Step, ...]]:
+    """The paths of the pods `where` finds in `props`: a container template only where one of
+    its container paths finds a container."""
+    return [
+        found
+        for found in expand(props, where.steps)
+        if not where.containers or _own_containers(props, found, where.containers)
+    ]
+
+
+def _own_containers(
+    props: Mapping[str, Any], template: tuple[Step, ...], patterns: tuple[tuple[str, ...], ...]
+) -> tuple[Container, ...]:
+    """The containers a template runs of its own fields (`PodPath.containers`)."""
+    found = []
+    for pattern in patterns:
+        for root in expand(props, (*template, *pattern)):
+            container: Any
+            try:
+                container = value_at(props, *root)
+            except UnknownValueError as unknown:
+                container = unknown.unknown_type_sentinel
+            found.append(Container("containers", -1, container, root=root))
+    return tuple(found)
 
 
 def pod_paths(group: str, kind: str) -> tuple[PodPath, ...] | None:
@@ -413,40 +585,70 @@ CUSTOM_KINDS: dict[tuple[str, str], tuple[PodPath, ...]] = {}
 """The stack's own (API group, kind) -> where its pods are, from `gpu-workload-kinds`' config."""
 
 
-EXAMPLE_PATHS = {"podTemplates": '["spec.workers.*.template"]', "podSpecs": '["spec.predictor"]'}
+EXAMPLE_PATHS = {
+    "podTemplates": '["spec.workers.*.template"]',
+    "podSpecs": '["spec.predictor"]',
+    "containerTemplates": '{"spec.steps.*": ["container", "sidecars.*"]}',
+}
+_WHAT = {
+    "podTemplates": "a list of dotted paths to its pod templates",
+    "podSpecs": "a list of dotted paths to its inline pod specs",
+    "containerTemplates": "a map of dotted paths to its templates, each to a list of dotted "
+    "paths (from the template) to the containers it runs",
+}
+
+
+def _dotted(paths: Any) -> tuple[tuple[str, ...], ...] | None:
+    """The patterns of a non-empty list of dotted paths, or None for anything else."""
+    valid = (
+        isinstance(paths, list)
+        and paths
+        and all(isinstance(p, str) and p and "" not in p.split(".") for p in paths)
+    )
+    return tuple(tuple(p.split(".")) for p in paths) if valid else None
+
+
+def _pod_paths_of(setting: str, value: Any) -> tuple[PodPath, ...] | None:
+    """Where a config entry of `setting` says a kind keeps its pods, or None when it cannot be
+    read."""
+    if setting != "containerTemplates":
+        patterns = _dotted(value)
+        inline = setting == "podSpecs"
+        return None if patterns is None else tuple(PodPath(p, inline=inline) for p in patterns)
+    if not isinstance(value, dict) or not value:
+        return None
+    found = []
+    for template, containers in value.items():
+        steps, patterns = _dotted([template]), _dotted(containers)
+        if steps is None or patterns is None:
+            return None
+        found.append(PodPath(steps[0], inline=True, containers=patterns))
+    return tuple(found)
 
 
 def custom_kinds_from(
-    pod_templates: Mapping[str, Any], pod_specs: Mapping[str, Any]
+    settings: Mapping[str, Mapping[str, Any]],
 ) -> tuple[dict[tuple[str, str], tuple[PodPath, ...]], list[str]]:
-    """(API group, kind) -> where its pods are, from `{"<group>/<Kind>": ["<dotted path>"]}`
-    of pod templates and of inline pod specs, and a problem for each entry that cannot be
-    read."""
+    """(API group, kind) -> where its pods are, from each setting of `gpu-workload-kinds`
+    (`podTemplates`, `podSpecs`, `containerTemplates`: `{"<group>/<Kind>": <paths>}`), and a
+    problem for each entry that cannot be read."""
     kinds: dict[tuple[str, str], tuple[PodPath, ...]] = {}
     problems = []
-    for setting, entries, inline, what in (
-        ("podTemplates", pod_templates, False, "pod templates"),
-        ("podSpecs", pod_specs, True, "inline pod specs"),
-    ):
-        for name, paths in entries.items():
+    for setting, entries in settings.items():
+        for name, value in entries.items():
             group, slash, kind = str(name).rpartition("/")
-            valid_paths = (
-                isinstance(paths, list)
-                and paths
-                and all(isinstance(p, str) and p and "" not in p.split(".") for p in paths)
-            )
+            found = _pod_paths_of(setting, value)
             if not slash or not group or not kind or group in _CORE_GROUPS:
                 problems.append(
                     f'{setting}: "{name}" is not an API group and kind of a custom resource, '
                     'such as "example.com/TrainingRun"'
                 )
-            elif not valid_paths:
+            elif found is None:
                 problems.append(
-                    f'{setting}: "{name}" needs a list of dotted paths to its {what}, such as '
-                    f"{EXAMPLE_PATHS[setting]}, not " + json.dumps(paths)
+                    f'{setting}: "{name}" needs {_WHAT[setting]}, such as '
+                    f"{EXAMPLE_PATHS[setting]}, not " + json.dumps(value)
                 )
             else:
-                found = tuple(PodPath(tuple(p.split(".")), inline=inline) for p in paths)
                 kinds[(group, kind)] = kinds.get((group, kind), ()) + found
     return kinds, problems
 
@@ -461,7 +663,7 @@ def api_group_and_kind(resource_type: str) -> tuple[str, str] | None:
     return None if kind is None else (_api_group(resource_type), kind)
 
 
-def expand(props: Mapping[str, Any], pattern: tuple[str, ...]) -> list[tuple[Step, ...]]:
+def expand(props: Mapping[str, Any], pattern: tuple[Step, ...]) -> list[tuple[Step, ...]]:
     """The concrete paths `pattern` names in `props` that lead to a pod template (a mapping).
 
     Where a value on the way is not known yet (at preview), the path is kept as far as it

@@ -2,13 +2,21 @@
 
 The pack knows where the common GPU workload CRDs keep their pod templates
 (`pods.GPU_WORKLOAD_CRDS`); a platform that runs another operator names its kinds in the config
-of `gpu-workload-kinds`, pod templates and inline pod specs apart, and every policy that judges
-pods reads them there too:
+of `gpu-workload-kinds`, pod templates, inline pod specs and container templates apart, and
+every policy that judges pods reads them there too:
 
     "gpu-workload-kinds": {
       "podTemplates": {"example.com/TrainingRun": ["spec.workers.*.template"]},
-      "podSpecs": {"serving.example.com/ModelServer": ["spec.server"]}
+      "podSpecs": {"serving.example.com/ModelServer": ["spec.server"]},
+      "containerTemplates": {
+        "example.com/Pipeline": {"spec.steps.*": ["container", "sidecars.*"]}
+      }
     }
+
+A container template is a step of a workflow engine that runs one container of its own fields
+(Argo's `container` or `script`) beside the pod's other fields (`securityContext`, `volumes`,
+`initContainers`): its entry names the templates, each with the paths from there to the
+containers it runs.
 
 A resource of a configured kind in which no configured path finds a pod is reported, not
 passed over in silence.
@@ -20,7 +28,7 @@ The policies each read only their own config, so the pack takes this one when it
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from pods import CUSTOM_KINDS, PodPath, api_group_and_kind, custom_kinds_from, expand
+from pods import CUSTOM_KINDS, PodPath, api_group_and_kind, custom_kinds_from, found_pods
 from pulumi_policy import (
     EnforcementLevel,
     PolicyResource,
@@ -33,12 +41,15 @@ from settings import Setting, config_schema
 NAME = "gpu-workload-kinds"
 
 
-def _kinds_setting(key: str, leads_to: str) -> Setting:
+_PATHS = {"type": "array", "items": {"type": "string"}}
+
+
+def _kinds_setting(key: str, leads_to: str, paths: Mapping[str, Any] = _PATHS) -> Setting:
     return Setting(
         key,
         {
             "type": "object",
-            "additionalProperties": {"type": "array", "items": {"type": "string"}},
+            "additionalProperties": paths,
             "default": {},
             "description": 'Custom resource kinds as "<API group>/<kind>", each with the dotted '
             f"paths of {leads_to} (`*` for every element of a list or value of a map), judged "
@@ -53,12 +64,24 @@ POD_SPECS = _kinds_setting(
     "the pod specs it holds inline, without a template's metadata (as KServe's predictor: "
     "spec.predictor)",
 )
+CONTAINER_TEMPLATES = _kinds_setting(
+    "containerTemplates",
+    "its templates that run containers of their own fields rather than a pod spec's list (as "
+    "Argo Workflows' spec.templates.*, whose `container` or `script` is the one it runs), each "
+    "with the dotted paths, from the template, of those containers; the template holds the "
+    "pod's other fields (securityContext, volumes, initContainers, ...). A template in which no "
+    "container path finds one is no pod",
+    {"type": "object", "additionalProperties": _PATHS},
+)
+
+
+SETTINGS = (POD_TEMPLATES, POD_SPECS, CONTAINER_TEMPLATES)
 
 
 def _kinds(
     config: Mapping[str, Any],
 ) -> tuple[dict[tuple[str, str], tuple[PodPath, ...]], list[str]]:
-    return custom_kinds_from(POD_TEMPLATES.read(config), POD_SPECS.read(config))
+    return custom_kinds_from({s.key: s.read(config) for s in SETTINGS})
 
 
 def configure(config: Mapping[str, Any]) -> None:
@@ -81,13 +104,14 @@ def unmatched_problems(
         key = api_group_and_kind(resource.resource_type)
         if key is None or key not in kinds:
             continue
-        if not any(expand(resource.props, where.steps) for where in kinds[key]):
+        if not any(found_pods(resource.props, where) for where in kinds[key]):
             names = ", ".join(".".join(where.steps) for where in kinds[key])
             yield (
                 f"no path configured for {key[0]}/{key[1]} ({names}) finds a pod in this "
                 "resource, so no policy judges its pods. Fix: correct the paths in "
                 f"{NAME}'s config (podTemplates for templates of metadata and spec, podSpecs "
-                "for pod specs held inline).",
+                "for pod specs held inline, containerTemplates for templates that run "
+                "containers of their own fields).",
                 resource.urn,
             )
 
@@ -106,5 +130,5 @@ POLICY = StackValidationPolicy(
     description="The stack's own GPU workload kinds, whose pod templates every pod policy judges.",
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=config_schema(POD_TEMPLATES, POD_SPECS),
+    config_schema=config_schema(*SETTINGS),
 )

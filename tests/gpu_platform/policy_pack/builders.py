@@ -363,6 +363,7 @@ def gpu_operator_release(name: str = "gpu-operator") -> PlannedResource:
         RELEASE,
         name,
         {
+            "name": "gpu-operator",
             "chart": "gpu-operator",
             "version": "v26.7.0",
             "repositoryOpts": {"repo": "https://helm.ngc.nvidia.com/nvidia"},

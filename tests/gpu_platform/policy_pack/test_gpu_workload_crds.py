@@ -157,7 +157,75 @@ CARRIERS = {
         },
         "spec.leaderWorkerTemplate.workerTemplate.spec",
     ),
+    # kserve/kserve v0.20.0 pkg/apis/serving/v1alpha1/llm_inference_service_types.go:
+    # WorkloadSpec.template and .worker are PodSpecs, inlined in the spec and in `prefill`.
+    "LLMInferenceService": (
+        "kubernetes:serving.kserve.io/v1alpha1:LLMInferenceService",
+        lambda pod: {"model": {"uri": "hf://org/model"}, "template": pod},
+        "spec.template",
+    ),
+    "LLMInferenceServicePrefillWorkers": (
+        "kubernetes:serving.kserve.io/v1alpha1:LLMInferenceService",
+        lambda pod: {
+            "model": {"uri": "hf://org/model"},
+            "template": restricted_pod_spec(),
+            "prefill": {"template": restricted_pod_spec(), "worker": pod},
+        },
+        "spec.prefill.worker",
+    ),
+    # kubeflow/kubeflow components/notebook-controller/api/v1/notebook_types.go:
+    # NotebookSpec.template.spec is a PodSpec.
+    "Notebook": (
+        "kubernetes:kubeflow.org/v1:Notebook",
+        lambda pod: {"template": {"spec": pod}},
+        "spec.template.spec",
+    ),
+    # SeldonIO/seldon-core operator/apis/machinelearning.seldon.io/v1/
+    # seldondeployment_types.go: PredictorSpec.componentSpecs[] are SeldonPodSpecs of a
+    # PodSpec at `spec`.
+    "SeldonDeployment": (
+        "kubernetes:machinelearning.seldon.io/v1:SeldonDeployment",
+        lambda pod: {
+            "predictors": [
+                {"name": "default", "graph": {"name": "model"}, "componentSpecs": [template(pod)]}
+            ]
+        },
+        "spec.predictors[0].componentSpecs[0].spec",
+    ),
+    # argoproj/argo-workflows v4.1.2 pkg/apis/workflow/v1alpha1/workflow_types.go: a
+    # Template runs one `container` beside the pod's other fields, which it holds itself.
+    "ArgoWorkflow": (
+        "kubernetes:argoproj.io/v1alpha1:Workflow",
+        lambda pod: {"entrypoint": "train", "templates": [argo_step(pod)]},
+        "spec.templates[0]",
+    ),
+    # cron_workflow_types.go: CronWorkflowSpec.workflowSpec is a WorkflowSpec.
+    "ArgoCronWorkflow": (
+        "kubernetes:argoproj.io/v1alpha1:CronWorkflow",
+        lambda pod: {
+            "schedules": ["0 3 * * *"],
+            "workflowSpec": {"entrypoint": "train", "templates": [argo_step(pod)]},
+        },
+        "spec.workflowSpec.templates[0]",
+    ),
 }
+ARGO_KINDS = ("ArgoWorkflow", "ArgoCronWorkflow")
+
+
+def argo_step(pod: dict[str, Any]) -> dict[str, Any]:
+    """An Argo template running the pod spec's one container as its `container`."""
+    (container,) = pod["containers"]
+    return {
+        "name": "train",
+        **{k: v for k, v in pod.items() if k != "containers"},
+        "container": container,
+    }
+
+
+def container_at(kind: str) -> str:
+    """Where the carrier's container is in the resource."""
+    where = CARRIERS[kind][2]
+    return f"{where}.container" if kind in ARGO_KINDS else f"{where}.containers[0]"
 
 
 def carrier(kind: str, pod: dict[str, Any]) -> Any:
@@ -171,9 +239,8 @@ def test_a_privileged_pod_in_a_gpu_workload_crd_is_refused(analyze: Analyze, kin
     verdicts = analyze(namespace(), carrier(kind, privileged_spec()))
 
     (message,) = messages(verdicts, "pod-security-standards")
-    where = CARRIERS[kind][2]
     assert message.startswith(
-        f'privileged: container "app" sets {where}.containers[0].securityContext.privileged=true.'
+        f'privileged: container "app" sets {container_at(kind)}.securityContext.privileged=true.'
     )
 
 
@@ -185,7 +252,35 @@ def test_a_gpu_pod_in_a_gpu_workload_crd_meets_the_gpu_rules(analyze: Analyze, k
     verdicts = analyze(namespace(), carrier(kind, spec))
 
     (message,) = messages(verdicts, "gpu-pods-pinned-images")
-    assert f"({CARRIERS[kind][2]}.containers[0].image)" in message
+    assert f"({container_at(kind)}.image)" in message
+
+
+@pytest.mark.parametrize("kind", CARRIERS)
+def test_a_host_path_in_a_gpu_workload_crd_is_refused(analyze: Analyze, kind: str) -> None:
+    spec = restricted_pod_spec()
+    spec["volumes"] = [{"name": "host", "hostPath": {"path": "/"}}]
+
+    verdicts = analyze(namespace(level="baseline"), carrier(kind, spec))
+
+    assert messages(verdicts, "pod-security-standards") == [
+        f'hostPath volumes: volume "host" mounts the node\'s filesystem '
+        f"({CARRIERS[kind][2]}.volumes[0].hostPath). Fix: use a persistentVolumeClaim, emptyDir "
+        "or another volume type instead of hostPath. [Pod Security baseline v1.35, from "
+        'namespace "team-a"]'
+    ]
+
+
+@pytest.mark.parametrize("kind", CARRIERS)
+def test_a_gpu_workload_crd_asking_more_gpus_than_allowed_is_refused(
+    analyze: Analyze, kind: str
+) -> None:
+    verdicts = analyze(namespace(), carrier(kind, gpu_pod_spec("9")))
+
+    assert messages(verdicts, "gpu-pods-max-gpus") == [
+        f"the pod ({CARRIERS[kind][2]}) asks for 9 GPUs, more than the 8 allowed per pod "
+        "(maxGpusPerPod). Fix: ask for at most 8, or raise maxGpusPerPod if a node really has "
+        "that many."
+    ]
 
 
 def test_a_kind_of_the_same_name_in_another_group_is_not_read_as_one(analyze: Analyze) -> None:
@@ -470,7 +565,8 @@ def test_a_resource_in_which_no_path_finds_a_pod_is_reported(analyze: Analyze) -
         "no path configured for serving.example.com/ModelServer (spec.predictor.template) "
         "finds a pod in this resource, so no policy judges its pods. Fix: correct the paths in "
         "gpu-workload-kinds's config (podTemplates for templates of metadata and spec, podSpecs "
-        "for pod specs held inline)."
+        "for pod specs held inline, containerTemplates for templates that run containers of "
+        "their own fields)."
     ]
     assert [v.urn for v in verdicts if v.policy_name == "gpu-workload-kinds"] == [service.urn]
 
@@ -638,3 +734,160 @@ def test_a_serving_runtime_is_held_only_to_the_values_it_sets(analyze: Analyze) 
     verdicts = analyze(namespace(), serving_runtime({}))
 
     assert messages(verdicts, "pod-security-standards") == []
+
+
+# --- Argo Workflows: templates that run one container, and the workflow's pod fields ----------
+
+
+def workflow(spec: dict[str, Any]) -> Any:
+    inputs = {"metadata": {"name": "train", "namespace": "team-a"}, "spec": spec}
+    return resource("kubernetes:argoproj.io/v1alpha1:Workflow", "train", inputs)
+
+
+def test_an_argo_step_takes_the_workflows_security_context_where_it_sets_none(
+    analyze: Analyze,
+) -> None:
+    # argoproj/argo-workflows v4.1.2 workflow/controller/workflowpod.go,
+    # addSchedulingConstraints: a template without a securityContext runs with the workflow's.
+    pod = restricted_pod_spec()
+    step = argo_step({"containers": pod["containers"]})
+    spec = {"securityContext": pod["securityContext"], "templates": [step]}
+
+    assert messages(analyze(namespace(), workflow(spec)), "pod-security-standards") == []
+    del spec["securityContext"]
+    (first, *_) = messages(analyze(namespace(), workflow(spec)), "pod-security-standards")
+    assert first.startswith(
+        'runAsNonRoot != true: container "app" does not set '
+        "spec.templates[0].container.securityContext.runAsNonRoot=true"
+    )
+
+
+def test_the_workflows_host_network_and_volumes_are_judged_in_each_steps_pod(
+    analyze: Analyze,
+) -> None:
+    # workflowpod.go: pod.Spec.HostNetwork is the workflow's (a template has none), and a
+    # workflow volume a step mounts joins the step's pod (addVolumeReferences).
+    step = argo_step(restricted_pod_spec())
+    step["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+    spec = {
+        "hostNetwork": True,
+        "volumes": [{"name": "host", "hostPath": {"path": "/"}}],
+        "templates": [step],
+    }
+
+    verdicts = analyze(namespace(level="baseline"), workflow(spec))
+
+    assert messages(verdicts, "pod-security-standards") == [
+        "host namespaces: pod sets spec.hostNetwork=true. Fix: remove hostNetwork or set it to "
+        'false. [Pod Security baseline v1.35, from namespace "team-a"]',
+        'hostPath volumes: volume "host" mounts the node\'s filesystem '
+        "(spec.volumes[0].hostPath). Fix: use a persistentVolumeClaim, emptyDir or another "
+        'volume type instead of hostPath. [Pod Security baseline v1.35, from namespace "team-a"]',
+    ]
+
+
+def test_an_argo_steps_sidecars_and_scripts_are_its_pods_containers(analyze: Analyze) -> None:
+    # workflow_types.go: Template.script is a Container inline (ScriptTemplate), and
+    # Template.sidecars[] run beside it in the same pod.
+    pod = gpu_pod_spec("6")
+    (container,) = pod.pop("containers")
+    sidecar = {**container, "name": "loader"}
+    step = {"name": "train", **pod, "script": {**container, "source": "train()"}}
+    step["sidecars"] = [sidecar]
+
+    verdicts = analyze(namespace(), workflow({"templates": [step, {"name": "dag", "dag": {}}]}))
+
+    assert messages(verdicts, "gpu-pods-max-gpus") == [
+        "the pod (spec.templates[0]) asks for 12 GPUs, more than the 8 allowed per pod "
+        "(maxGpusPerPod). Fix: ask for at most 8, or raise maxGpusPerPod if a node really has "
+        "that many."
+    ]
+
+
+def pipeline(step: dict[str, Any]) -> Any:
+    inputs = {"metadata": {"name": "p", "namespace": "team-a"}, "spec": {"steps": [step]}}
+    return resource("kubernetes:example.com/v1:Pipeline", "p", inputs)
+
+
+def test_a_stack_names_its_own_container_templates_in_the_pack_config(analyze: Analyze) -> None:
+    step = argo_step(privileged_spec())
+    config = {
+        "gpu-workload-kinds": {
+            "containerTemplates": {"example.com/Pipeline": {"spec.steps.*": ["container"]}}
+        }
+    }
+
+    assert messages(analyze(namespace(), pipeline(step)), "pod-security-standards") == []
+    (message,) = messages(
+        analyze(namespace(), pipeline(step), config=config), "pod-security-standards"
+    )
+    assert message.startswith(
+        'privileged: container "app" sets spec.steps[0].container.securityContext.privileged=true.'
+    )
+
+
+def test_an_unreadable_container_template_entry_is_reported(analyze: Analyze) -> None:
+    entry: dict[str, Any] = {"example.com/Pipeline": {"spec.steps.*": []}}
+
+    verdicts = analyze(config={"gpu-workload-kinds": {"containerTemplates": entry}})
+
+    assert messages(verdicts, "gpu-workload-kinds") == [
+        'containerTemplates: "example.com/Pipeline" needs a map of dotted paths to its '
+        "templates, each to a list of dotted paths (from the template) to the containers it "
+        'runs, such as {"spec.steps.*": ["container", "sidecars.*"]}, not '
+        '{"spec.steps.*": []}. Until it is fixed, no policy reads that kind\'s pods.'
+    ]
+
+
+def test_an_llm_inference_service_is_held_only_to_the_values_it_sets(analyze: Analyze) -> None:
+    # kserve/kserve v0.20.0 pkg/controller/v1alpha2/llmisvc/config_merge.go: the service is
+    # merged over the well-known config of its layout, and config/llmisvcconfig/
+    # config-llm-template.yaml gives container `main` runAsNonRoot, RuntimeDefault seccomp, no
+    # privilege escalation and no capabilities.
+    limits = {"limits": {"nvidia.com/gpu": "1"}}
+    pod = {"containers": [{"name": "main", "resources": limits}]}
+    inputs = {
+        "metadata": {"name": "llm", "namespace": "team-a"},
+        "spec": {"model": {"uri": "hf://org/model"}, "template": pod},
+    }
+    service = resource("kubernetes:serving.kserve.io/v1alpha2:LLMInferenceService", "llm", inputs)
+
+    assert messages(analyze(namespace(), service), "pod-security-standards") == []
+
+
+# --- Trainer v2.1's podTemplateOverrides ------------------------------------------------------
+
+
+def test_a_host_path_added_through_a_train_jobs_pod_template_override_is_refused(
+    analyze: Analyze,
+) -> None:
+    # kubeflow/trainer v2.1.0 pkg/apis/trainer/v1alpha1/trainjob_types.go: a
+    # PodTemplateOverride's spec (PodTemplateSpecOverride) sets the runtime pods' volumes.
+    override = {
+        "targetJobs": [{"name": "node"}],
+        "spec": {"volumes": [{"name": "host", "hostPath": {"path": "/var/run"}}]},
+    }
+    spec = {"runtimeRef": {"name": "torch-distributed"}, "podTemplateOverrides": [override]}
+    inputs = {"metadata": {"name": "train", "namespace": "team-a"}, "spec": spec}
+    job = resource("kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob", "train", inputs)
+
+    verdicts = analyze(namespace(level="baseline"), job)
+
+    # Only the volume: the override leaves the rest of the pod to the runtime.
+    assert messages(verdicts, "pod-security-standards") == [
+        'hostPath volumes: volume "host" mounts the node\'s filesystem '
+        "(spec.podTemplateOverrides[0].spec.volumes[0].hostPath). Fix: use a "
+        "persistentVolumeClaim, emptyDir or another volume type instead of hostPath. [Pod "
+        'Security baseline v1.35, from namespace "team-a"]'
+    ]
+
+
+def test_an_argo_step_not_known_yet_hides_nothing_of_the_others(analyze: Analyze) -> None:
+    unknown_container = {"name": "later", "container": UNKNOWN}
+    spec = {"templates": [UNKNOWN, unknown_container, argo_step(privileged_spec())]}
+
+    (message,) = messages(analyze(namespace(), workflow(spec)), "pod-security-standards")
+    assert message.startswith(
+        'privileged: container "app" sets spec.templates[2].container.securityContext.'
+        "privileged=true."
+    )

@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 
+from gpu_platform import versions
 from gpu_platform.cli.analyzer import PolicyConfigError, PolicyPack, reconcile_config
 from gpu_platform.cli.offline import run_program
+from gpu_platform.policy_pack.platform_releases import PLATFORM_RELEASES
 from tests.gpu_platform.policy_pack.builders import (
     CHART,
     PLATFORM,
@@ -331,6 +333,8 @@ def autoscaler_release(**inputs: Any) -> Any:
         RELEASE,
         "cluster-autoscaler",
         {
+            "name": "cluster-autoscaler",
+            "namespace": "gpu-platform-system",
             "chart": "cluster-autoscaler",
             "version": "9.59.0",
             "repositoryOpts": {"repo": "https://kubernetes.github.io/autoscaler"},
@@ -433,19 +437,81 @@ def test_a_stacks_own_release_of_a_chart_the_platform_also_installs_is_advised(
     )
 
 
-def test_a_platform_release_of_a_mirrored_chart_is_held_to_the_mandatory_rule(
-    analyze: Analyze,
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("chart", "nvidia-gpu-operator"),
+        ("repositoryOpts", {"repo": "https://charts.example.com/nvidia"}),
+        ("version", "v26.3.0"),
+        ("namespace", "team-a"),
+        ("name", "my-gpu-operator"),
+    ],
+)
+def test_a_release_off_the_platforms_pins_is_the_stacks_own(
+    analyze: Analyze, field: str, value: Any
 ) -> None:
-    # A mirror that serves the GPU Operator's chart under a name of its own.
-    mirrored = gpu_operator_release()
-    mirrored.inputs["chart"] = "nvidia-gpu-operator"
-    del mirrored.inputs["atomic"]
+    # The platform's own table (gpu_platform/policy_pack/platform_releases.py) names the
+    # release, its namespace, chart and version; a release that differs in any is not it,
+    # whatever its parents.
+    release = gpu_operator_release()
+    release.inputs[field] = value
+    del release.inputs["atomic"]
 
-    verdicts = analyze(mirrored)
+    verdicts = analyze(release)
 
     assert [(p, level) for p, level, _ in rollback_verdicts(verdicts)] == [
-        ("platform-release-rollback", "mandatory")
+        ("helm-release-rollback", "advisory")
     ]
+    assert [v.policy_name for v in verdicts if v.policy_name == VISIBLE] == [VISIBLE]
+
+
+def test_a_forged_platform_parent_changes_no_verdict(analyze: Analyze) -> None:
+    # pulumi sdk/go/common/resource/urn.go: a URN's type path is the types its parents were
+    # registered with, which a program chooses: `gpu-platform:mine:Anything` is one.
+    inputs = {
+        "name": "root-daemonset",
+        "chart": "oci://registry.example.com/charts/root-daemonset",
+        "version": "1.0.0",
+        "namespace": "gpu-operator",
+    }
+    forged = resource(RELEASE, "root", inputs, parents=("gpu-platform:mine:Anything",))
+    plain = resource(RELEASE, "root", inputs)
+
+    def judged(release: Any) -> list[tuple[str, str, str]]:
+        return sorted(
+            (v.policy_name, v.enforcement_level, v.message)
+            for v in analyze(release, config={"all": "mandatory"})
+        )
+
+    assert judged(forged) == judged(plain)
+    assert [p for p, _, _ in judged(forged)] == [
+        "helm-release-rollback",
+        "helm-release-rollback",
+        "helm-release-rollback",
+        "helm-release-rollback",
+        VISIBLE,
+    ]
+
+
+def test_the_platforms_release_table_is_what_the_platform_pins() -> None:
+    table = {(r.name, r.chart, r.version) for r in PLATFORM_RELEASES}
+    pinned = {
+        (chart.name, chart_of(chart), chart.version)
+        for chart in (
+            versions.GPU_OPERATOR_CHART,
+            versions.EFA_DEVICE_PLUGIN_CHART,
+            versions.KUBE_PROMETHEUS_STACK_CHART,
+            versions.CLUSTER_AUTOSCALER_CHART,
+            versions.KARPENTER_CHART,
+            versions.KARPENTER_CRD_CHART,
+        )
+    }
+
+    assert table == pinned
+
+
+def chart_of(chart: versions.HelmChart) -> str:
+    return f"{chart.repository}/{chart.name}"
 
 
 def test_a_zero_timeout_and_an_unlimited_history_are_reported(analyze: Analyze) -> None:

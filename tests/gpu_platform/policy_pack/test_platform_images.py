@@ -9,6 +9,7 @@ from tests.gpu_platform.policy_pack.builders import (
     PLATFORM,
     RELEASE,
     Analyze,
+    gpu_operator_release,
     messages,
     resource,
     restricted_pod_spec,
@@ -37,7 +38,14 @@ def autoscaler(tag: str) -> Any:
     return resource(
         RELEASE,
         "cluster-autoscaler",
-        {"chart": "cluster-autoscaler", "version": "9.59.0", "values": values},
+        {
+            "name": "cluster-autoscaler",
+            "namespace": "gpu-platform-system",
+            "chart": "cluster-autoscaler",
+            "version": "9.59.0",
+            "repositoryOpts": {"repo": "https://kubernetes.github.io/autoscaler"},
+            "values": values,
+        },
         parents=(PLATFORM, "gpu-platform:eks:ClusterAutoscaler"),
     )
 
@@ -47,12 +55,9 @@ def operator(toolkit: str, version: str = f"v26.7.0@{DIGEST}") -> Any:
         "toolkit": {"repository": "", "image": toolkit, "version": ""},
         "operator": {"repository": "nvcr.io/nvidia", "image": "gpu-operator", "version": version},
     }
-    return resource(
-        RELEASE,
-        "gpu-operator",
-        {"chart": "gpu-operator", "version": "v26.7.0", "values": values},
-        parents=OPERATOR_PARENTS,
-    )
+    release = gpu_operator_release()
+    release.inputs["values"] = values
+    return release
 
 
 def test_a_platform_pods_image_by_tag_alone_is_reported_with_the_command(

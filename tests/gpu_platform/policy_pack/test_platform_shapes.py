@@ -75,6 +75,7 @@ def test_the_platforms_resources_draw_no_verdict(analyze: Analyze) -> None:
         RELEASE,
         "kube-prometheus-stack",
         {
+            "name": "kube-prometheus-stack",
             "chart": "kube-prometheus-stack",
             "version": "93.4.1",
             "repositoryOpts": {"repo": "https://prometheus-community.github.io/helm-charts"},
