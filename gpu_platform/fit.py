@@ -260,9 +260,14 @@ def eks_node_template(
        (`extractLabelsFromAsg`);
     4. the hints' taints, then DescribeNodegroup's: `amiType`, `eks.amazonaws.com/capacityType`,
        `k8sVersion`, `eks.amazonaws.com/nodegroup` and the group's labels, which win over the
-       hints, and its taints with a value, appended.
+       hints, and its taints with a value, appended;
+    5. `UpdateDeprecatedLabels` (utils/labels/labels.go), which `SanitizedTemplateNodeInfoFrom
+       NodeGroup` calls on every template: the beta instance type, region and zone labels.
 
-    The node group's name ends in a suffix the provider makes up, known here by its form.
+    The node group's name ends in a suffix the provider makes up, known here by its form: the
+    group's own `nodeGroupNamePrefix` and a suffix, so that a per-zone group's template never
+    takes a sibling's name. The pods the autoscaler places on it first are added by
+    `with_template_pods`.
     """
     # A zonal group's own name only: a sibling's zone in its name is another group's template.
     name = (
@@ -638,6 +643,9 @@ def gke_node_template(node_pool: Mapping[str, Any], name: str) -> NodeTemplate:
     the next 8, 6% of the next 112 and 2% of the rest, and the 100 MiB eviction threshold; 110
     pods) where the platform knows the machine type's size (`machine_size`: N1, G2, A2 and A3);
     elsewhere they are not judged.
+
+    The deprecated labels `UpdateDeprecatedLabels` copies are assumed of GKE's autoscaler too,
+    which shares the open-source core's `SanitizedTemplateNodeInfoFromNodeGroup`.
 
     A queued-provisioning pool's nodes carry the `cloud.google.com/gke-queued` taint, which GKE
     adds to the pool itself, and flex-start nodes the `cloud.google.com/gke-flex-start: "true"`
