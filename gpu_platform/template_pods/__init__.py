@@ -13,9 +13,10 @@ cluster-autoscaler-1.35.2):
   `NodeShouldRunDaemonPod`, its node selector, node affinity and tolerations against the
   template's labels and sanitized taints).
 
-Karpenter counts the DaemonSets' pods the same way (kubernetes-sigs/karpenter v1.14.1,
-scheduling/nodeclaim.go `daemonOverheadGroups`, requests by `resources.RequestsForPods`) and
-adds no kube-proxy of its own.
+Karpenter counts the DaemonSets' pods much the same way (kubernetes-sigs/karpenter v1.14.1,
+scheduling/scheduler.go `isDaemonPodCompatible`: the NodePool's taints and requirements;
+scheduling/nodeclaim.go `daemonOverheadGroups`, requests by `resources.RequestsForPods`) and adds
+no kube-proxy of its own.
 
 `daemonset-pods.json` holds the pods of the charts and manifests the platform installs, derived
 from their pinned versions by `derive.py`.
