@@ -6,11 +6,14 @@ Pending and no pool scales up for it. `NodeTemplate` is that template, cloud-neu
 derives its own (`eks_node_template` from the hints on an EKS node group's Auto Scaling group,
 `gke_node_template` from a GKE node pool's own configuration). Karpenter decides the same way
 for each instance type a NodePool allows (`karpenter_node_templates`), and a pod fits the pool
-where it fits one of them.
+where it fits one of them. Before a pod is tried, each template holds the pods its provisioner
+places there first (`with_template_pods`: kube-proxy, DaemonSets), whose requests take their
+share of its allocatable, and the deprecated labels the autoscaler copies (`DEPRECATED_LABELS`).
 `fits` checks a pod spec, as the API server admits it (ExtendedResourceToleration), against
 templates with the scheduler's rules that decide it, each reason named by its kube-scheduler
 plugin: node selector and required node affinity (`NodeAffinity`), untolerated `NoSchedule`/
-`NoExecute` taints (`TaintToleration`), resources (`NodeResourcesFit`), and the device plugin's
+`NoExecute` taints (`TaintToleration`), resources as `PodRequests` adds them up
+(`NodeResourcesFit`), and the device plugin's
 own limit on shared GPUs. docs/fit.md says how each cloud's template is built and where `fit`
 and the autoscaler cannot agree.
 """
@@ -21,7 +24,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from gpu_platform.accelerators import ACCELERATORS, mig_instances_per_gpu
 from gpu_platform.eks.autoscaler_tags import (
@@ -32,7 +35,7 @@ from gpu_platform.eks.autoscaler_tags import (
 from gpu_platform.eks.instance_types import INSTANCE_TYPE_SCHEME, InstanceType, kebab
 from gpu_platform.eks.karpenter.labels import AWS_LABEL_PREFIX, CAPACITY_TYPE_LABEL, NODE_POOL_LABEL
 from gpu_platform.eks.kubelet_allocatable import kube_reserved_cpu_millicores
-from gpu_platform.eks.node_group_names import node_group_pattern
+from gpu_platform.eks.node_group_names import NODE_GROUP_SUFFIX, node_group_pattern
 from gpu_platform.eks.node_labels import EFA_RESOURCE
 from gpu_platform.gke.capacity_taints import GKE_QUEUED_TAINT
 from gpu_platform.gke.locations import zone_region
@@ -46,6 +49,7 @@ from gpu_platform.node_identity import (
     ZONE_LABEL,
     Taint,
 )
+from gpu_platform.template_pods import TemplatePod
 
 PodSpec = Mapping[str, Any]
 
@@ -99,6 +103,10 @@ class NodeTemplate:
     template_only: frozenset[str] = frozenset()
     """Labels of the autoscaler's template that the node it starts does not carry: a pod that
     needs one has a node started for it that it is never scheduled on."""
+    pods: tuple[TemplatePod, ...] = ()
+    """The pods the provisioner puts on the template before it tries a pod there (its cloud
+    provider's kube-proxy, the DaemonSets that would run on the node): their requests are held
+    against its allocatable (`gpu_platform.template_pods`)."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +181,27 @@ def _pool_fit(pod_spec: PodSpec, pool: str, templates: Sequence[NodeTemplate]) -
     return Fit(pool, (*common, *own))
 
 
+def with_template_pods(
+    template: NodeTemplate,
+    provider_pods: Sequence[TemplatePod],
+    daemonsets: Iterable[TemplatePod],
+) -> NodeTemplate:
+    """The template with the pods its provisioner puts there first: those of its cloud provider
+    (`provider_pods`), then each DaemonSet's that would run on the node. A DaemonSet's pod runs
+    where its node selector and required node affinity match the template's labels and it
+    tolerates every `NoSchedule` and `NoExecute` taint but those the autoscaler sanitizes
+    (`NodeShouldRunDaemonPod`, kubernetes pkg/controller/daemon, as utils/daemonset
+    `GetDaemonSetPodsForNode` calls it, cluster-autoscaler-1.35.2). Resources are not judged:
+    the autoscaler adds every such pod (`forceDaemonSets`)."""
+    landing = [
+        pod
+        for pod in daemonsets
+        if not any(_label_problems(pod.spec, template))
+        and not any(_untolerated(pod.spec, template))
+    ]
+    return replace(template, pods=(*template.pods, *provider_pods, *landing))
+
+
 def fitting_pools(pod_spec: PodSpec, templates: Iterable[NodeTemplate]) -> list[str]:
     return [f.pool for f in fits(pod_spec, templates) if f.fits]
 
@@ -207,6 +236,10 @@ class EksNodeGroup:
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     """Those with a value: the autoscaler skips a node group taint without one."""
+    name_prefix: str | None = None
+    """The node group's `nodeGroupNamePrefix` (`<pool>-`, or `<pool>-<zone>-` for one of a
+    pool's per-zone groups): its name is this and the provider's suffix. None: any name of the
+    pool's groups."""
 
 
 def eks_node_template(
@@ -227,17 +260,28 @@ def eks_node_template(
        (`extractLabelsFromAsg`);
     4. the hints' taints, then DescribeNodegroup's: `amiType`, `eks.amazonaws.com/capacityType`,
        `k8sVersion`, `eks.amazonaws.com/nodegroup` and the group's labels, which win over the
-       hints, and its taints with a value, appended.
+       hints, and its taints with a value, appended;
+    5. `UpdateDeprecatedLabels` (utils/labels/labels.go), which `SanitizedTemplateNodeInfoFrom
+       NodeGroup` calls on every template: the beta instance type, region and zone labels.
 
-    The node group's name ends in a suffix the provider makes up, known here by its form.
+    The node group's name ends in a suffix the provider makes up, known here by its form: the
+    group's own `nodeGroupNamePrefix` and a suffix, so that a per-zone group's template never
+    takes a sibling's name. The pods the autoscaler places on it first are added by
+    `with_template_pods`.
     """
-    asg = f"eks-{node_group_pattern(group.pool)}-{_EKS_UUID}"
+    # A zonal group's own name only: a sibling's zone in its name is another group's template.
+    name = (
+        node_group_pattern(group.pool)
+        if group.name_prefix is None
+        else re.escape(group.name_prefix) + NODE_GROUP_SUFFIX
+    )
+    asg = f"eks-{name}-{_EKS_UUID}"
     labels = _ec2_node_labels(instance_type, group.zone[:-1])
     labels |= {ZONE_LABEL: group.zone, "topology.ebs.csi.aws.com/zone": group.zone}
     patterns = {
         "kubernetes.io/hostname": f"{asg}-asg-[0-9]+",
-        "nodegroup-name": node_group_pattern(group.pool),
-        "eks.amazonaws.com/nodegroup": node_group_pattern(group.pool),
+        "nodegroup-name": name,
+        "eks.amazonaws.com/nodegroup": name,
     }
     taints = []
     resources = {
@@ -265,7 +309,7 @@ def eks_node_template(
     unique = tuple(dict.fromkeys([*taints, *group.taints]))
     return NodeTemplate(
         labels.get(POOL_LABEL, group.pool),
-        labels,
+        with_deprecated_labels(labels),
         unique,
         resources,
         patterns=patterns,
@@ -273,6 +317,30 @@ def eks_node_template(
         variant=group.zone,
         template_only=_EKS_TEMPLATE_ONLY_LABELS,
     )
+
+
+# The labels `UpdateDeprecatedLabels` (utils/labels/labels.go, cluster-autoscaler-1.35.2) copies
+# from their stable names onto every template (`SanitizedTemplateNodeInfoFromNodeGroup`): not
+# `beta.kubernetes.io/os` or `beta.kubernetes.io/arch`, which a template therefore lacks.
+DEPRECATED_LABELS = {
+    INSTANCE_TYPE_LABEL: "beta.kubernetes.io/instance-type",
+    "topology.kubernetes.io/region": "failure-domain.beta.kubernetes.io/region",
+    ZONE_LABEL: "failure-domain.beta.kubernetes.io/zone",
+}
+
+
+DEPRECATED_NAMES = frozenset(
+    {*DEPRECATED_LABELS.values(), "beta.kubernetes.io/os", "beta.kubernetes.io/arch"}
+)
+"""Every deprecated well-known label a provisioner may give a template."""
+
+
+def with_deprecated_labels(labels: Mapping[str, str]) -> dict[str, str]:
+    """`labels` and the deprecated names the autoscaler gives three of them."""
+    return {
+        **labels,
+        **{old: labels[new] for new, old in DEPRECATED_LABELS.items() if new in labels},
+    }
 
 
 # Labels the AWS template takes from the Auto Scaling group's `eks:` tags and from
@@ -326,6 +394,23 @@ _KARPENTER_WELL_KNOWN = frozenset(
         "topology.k8s.aws/zone-id",
     }
 )
+_V = TypeVar("_V")
+# Karpenter reads a pod's requirement on a deprecated label as one on its stable name
+# (pkg/apis/v1/labels.go `NormalizedLabels`): the os and arch ones too.
+_KARPENTER_NORMALIZED = {
+    **DEPRECATED_LABELS,
+    "kubernetes.io/os": "beta.kubernetes.io/os",
+    "kubernetes.io/arch": "beta.kubernetes.io/arch",
+}
+
+
+def _normalized(labels: Mapping[str, _V]) -> dict[str, _V]:
+    return {
+        **labels,
+        **{old: labels[new] for new, old in _KARPENTER_NORMALIZED.items() if new in labels},
+    }
+
+
 # kube-reserved CPU, by range of the node's millicores (types.go `kubeReservedResources`).
 _KUBE_RESERVED_CPU = (
     (0, 1000, Decimal("0.06")),
@@ -371,7 +456,7 @@ def karpenter_node_templates(
       node's ENI-limited pod count, which the instance data here does not hold.
 
     Requirements on labels the instance data gives rule out the instance types that do not
-    meet them. DaemonSets' requests are not subtracted, as in `eks_node_template`.
+    meet them. The pods Karpenter places first are added by `with_template_pods`.
     """
     template = node_pool["spec"]["template"]
     labels = dict((template.get("metadata") or {}).get("labels") or {})
@@ -399,14 +484,15 @@ def karpenter_node_templates(
             _expression_matches(r, described) for r in requirements if r["key"] in described
         ):
             continue
+        choices = {key: values for key, values in chosen.items() if len(values) != 1}
         templates.append(
             NodeTemplate(
                 labels.get(POOL_LABEL, node_pool["metadata"]["name"]),
-                {**described, **own},
+                _normalized({**described, **own}),
                 taints,
                 _karpenter_allocatable(instance_type, node_class_spec),
                 complete=False,
-                choices={key: values for key, values in chosen.items() if len(values) != 1},
+                choices=_normalized(choices),
             )
         )
     return templates
@@ -558,6 +644,9 @@ def gke_node_template(node_pool: Mapping[str, Any], name: str) -> NodeTemplate:
     pods) where the platform knows the machine type's size (`machine_size`: N1, G2, A2 and A3);
     elsewhere they are not judged.
 
+    The deprecated labels `UpdateDeprecatedLabels` copies are assumed of GKE's autoscaler too,
+    which shares the open-source core's `SanitizedTemplateNodeInfoFromNodeGroup`.
+
     A queued-provisioning pool's nodes carry the `cloud.google.com/gke-queued` taint, which GKE
     adds to the pool itself, and flex-start nodes the `cloud.google.com/gke-flex-start: "true"`
     label that GKE's flex-start guides select them by (the provisioningrequest page and "Run a
@@ -568,7 +657,9 @@ def gke_node_template(node_pool: Mapping[str, Any], name: str) -> NodeTemplate:
     location = node_pool["location"]
     zones = tuple(node_pool.get("nodeLocations") or ())
     labels = {
-        **({z: location for z in _GKE_ZONE_LABELS} if zone_region(location) and not zones else {}),
+        **(
+            {z: location for z in _gke_zone_labels()} if zone_region(location) and not zones else {}
+        ),
         "kubernetes.io/os": "linux",
         # Every machine type that takes NVIDIA GPUs on GKE the platform knows is x86.
         "kubernetes.io/arch": "amd64",
@@ -592,11 +683,11 @@ def gke_node_template(node_pool: Mapping[str, Any], name: str) -> NodeTemplate:
     }
     return NodeTemplate(
         labels.get(POOL_LABEL, "?"),
-        labels,
+        with_deprecated_labels(labels),
         taints,
         resources,
         complete="cpu" in resources,
-        choices={z: zones for z in _GKE_ZONE_LABELS} if zones else {},
+        choices={z: zones for z in _gke_zone_labels()} if zones else {},
         patterns={"cloud.google.com/gke-nodepool": f"{re.escape(name)}-[0-9a-f]{{7}}"},
         per_container=_gke_sharing_limits(accelerator),
     )
@@ -604,6 +695,14 @@ def gke_node_template(node_pool: Mapping[str, Any], name: str) -> NodeTemplate:
 
 # The zone labels of a GCE template (`BuildGenericLabels`, cloudprovider/gce/templates.go).
 _GKE_ZONE_LABELS = (ZONE_LABEL, "topology.gke.io/zone")
+
+
+def _gke_zone_labels() -> tuple[str, ...]:
+    """The zone labels of a GKE template: the GCE provider's, and the deprecated one
+    `UpdateDeprecatedLabels` copies from the first (assumed of GKE's autoscaler too)."""
+    return (*_GKE_ZONE_LABELS, DEPRECATED_LABELS[ZONE_LABEL])
+
+
 # GKE's memory reservation: (GiB of the machine's memory up to which, share reserved).
 _GKE_MEMORY_RESERVED = ((4, Decimal("0.25")), (8, Decimal("0.2")), (16, Decimal("0.1")))
 _GKE_MEMORY_RESERVED_ABOVE = ((128, Decimal("0.06")), (None, Decimal("0.02")))
@@ -676,15 +775,10 @@ def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
             f"NodeAffinity: needs the label {key}, which the autoscaler's template has and the"
             " nodes it starts do not: a node would start, and the pod never be scheduled there"
         )
-    tolerations = pod.get("tolerations") or []
-    for taint in template.taints:
-        if taint.key.startswith(_SANITIZED_TAINT_PREFIXES):
-            continue
-        if taint.effect in _REPELLING_EFFECTS and not any(
-            _tolerates(t, taint) for t in tolerations
-        ):
-            spelt = f"{taint.key}={taint.value}:{taint.effect}"
-            yield f"TaintToleration: taint {spelt} is not tolerated"
+    for taint in _untolerated(pod, template):
+        spelt = f"{taint.key}={taint.value}:{taint.effect}"
+        yield f"TaintToleration: taint {spelt} is not tolerated"
+    taken = template_requests(template)
     for name, wanted in pod_requests(pod).items():
         available = template.resources.get(name)
         asks = f"NodeResourcesFit: asks for {format_quantity(name, wanted)} {name}"
@@ -694,8 +788,18 @@ def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
             )
             if not unknown and wanted > 0:
                 yield f"{asks}; its nodes advertise none"
-        elif wanted > available:
-            yield f"{asks}; a node has {format_quantity(name, available)}"
+        elif wanted + taken.get(name, Decimal(0)) > available:
+            has = f"{asks}; a node has {format_quantity(name, available)}"
+            if taken.get(name):
+                has += f", {format_quantity(name, taken[name])} of it for the template's own pods"
+            yield has
+    # The scheduler's NodeResourcesFit counts pods against the node's `pods` too.
+    most_pods = template.resources.get("pods")
+    if most_pods is not None and len(template.pods) + 1 > most_pods:
+        yield (
+            f"NodeResourcesFit: a node runs at most {most_pods} pods, and"
+            f" {len(template.pods)} are {_pod_names(template)}"
+        )
     # The kubelet asks the device plugin for an init container's devices too (its device
     # manager allocates each container of the pod), so the limit holds for those as well.
     for name, most in template.per_container.items():
@@ -707,6 +811,17 @@ def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
                     f" the pool's device plugin hands shared GPUs out {most} a container: a node"
                     " would start, and the kubelet then refuse the pod (UnexpectedAdmissionError)"
                 )
+
+
+def _untolerated(pod: PodSpec, template: NodeTemplate) -> Iterable[Taint]:
+    tolerations = pod.get("tolerations") or []
+    for taint in template.taints:
+        if taint.key.startswith(_SANITIZED_TAINT_PREFIXES):
+            continue
+        if taint.effect in _REPELLING_EFFECTS and not any(
+            _tolerates(t, taint) for t in tolerations
+        ):
+            yield taint
 
 
 # What a label known only by its form reads as when the pod names no value of that form.
@@ -831,16 +946,63 @@ def _tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
 
 
 def pod_requests(pod: PodSpec) -> dict[str, Decimal]:
-    """What the scheduler reserves for the pod: the containers' requests summed, or the largest
-    init container's where that is more. A limit without a request counts as the request."""
+    """What the scheduler reserves for the pod, as `PodRequests` computes it
+    (k8s.io/component-helpers resource/helpers.go at v0.35.6, cluster-autoscaler-1.35.2's):
+
+    - the containers' requests summed; a limit without a request counts as the request (the
+      API server's defaulting);
+    - init containers run one after the other, so the pod needs the largest of them at any
+      time; a restartable one (`restartPolicy: Always`, a sidecar) keeps running, so its
+      requests add to the steady sum and to every init container after it;
+    - pod-level `resources.requests`, for CPU, memory and hugepages (`IsSupportedPodLevelResource`),
+      replace what the containers add up to for the resources they name; without pod-level
+      requests, pod-level limits stand for them (`defaultPodRequests`, pkg/apis/core/v1/
+      defaults.go, where no container asks for the resource);
+    - `overhead` (a RuntimeClass's, which admission copies into the pod) adds to all of it."""
     total: dict[str, Decimal] = {}
     for container in pod.get("containers") or []:
-        for name, amount in _container_requests(container).items():
-            total[name] = total.get(name, Decimal(0)) + amount
+        _add(total, _container_requests(container))
+    sidecars: dict[str, Decimal] = {}
+    largest_init: dict[str, Decimal] = {}
     for container in pod.get("initContainers") or []:
-        for name, amount in _container_requests(container).items():
-            total[name] = max(total.get(name, Decimal(0)), amount)
+        requests = _container_requests(container)
+        if container.get("restartPolicy") == "Always":
+            _add(total, requests)
+            _add(sidecars, requests)
+            running = dict(sidecars)
+        else:
+            running = dict(requests)
+            _add(running, sidecars)
+        for name, amount in running.items():
+            largest_init[name] = max(largest_init.get(name, Decimal(0)), amount)
+    for name, amount in largest_init.items():
+        total[name] = max(total.get(name, Decimal(0)), amount)
+    pod_level = pod.get("resources") or {}
+    requested = {**(pod_level.get("limits") or {}), **(pod_level.get("requests") or {})}
+    for name, amount in requested.items():
+        if name in ("cpu", "memory") or name.startswith("hugepages-"):
+            explicit = name in (pod_level.get("requests") or {})
+            if explicit or name not in total:
+                total[name] = quantity(amount)
+    _add(total, {name: quantity(amount) for name, amount in (pod.get("overhead") or {}).items()})
     return total
+
+
+def _add(total: dict[str, Decimal], more: Mapping[str, Decimal]) -> None:
+    for name, amount in more.items():
+        total[name] = total.get(name, Decimal(0)) + amount
+
+
+def template_requests(template: NodeTemplate) -> dict[str, Decimal]:
+    """What the template's own pods reserve of its allocatable, summed."""
+    taken: dict[str, Decimal] = {}
+    for pod in template.pods:
+        _add(taken, pod_requests(pod.spec))
+    return taken
+
+
+def _pod_names(template: NodeTemplate) -> str:
+    return ", ".join(pod.name for pod in template.pods)
 
 
 def _container_requests(container: Mapping[str, Any]) -> dict[str, Decimal]:

@@ -7,7 +7,7 @@ and checks every pod spec in a YAML file (Pods, Deployments,
 Jobs, ...) against them. Exits 1 if some pod fits no pool, 2 for a bad stack or pod file.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,18 +22,30 @@ from gpu_platform.cli.cli import fail, plain_console, plan_or_fail
 from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.eks.instance_types import Gpus, InstanceType, instance_type
 from gpu_platform.fit import (
+    DEPRECATED_NAMES,
     KUBERNETES_EFFECTS,
     EksNodeGroup,
     NodeTemplate,
     PodSpec,
     eks_node_template,
     fits,
+    format_quantity,
     gke_node_template,
     karpenter_node_templates,
     pod_requests,
     pod_spec_of,
+    template_requests,
+    with_template_pods,
 )
 from gpu_platform.node_identity import Taint
+from gpu_platform.template_pods import (
+    KUBE_PROXY,
+    TemplatePod,
+    cos_driver_installer,
+    efa_device_plugin,
+    nfd_worker,
+)
+from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART, GPU_OPERATOR_CHART
 
 _YAML_KINDS = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}
 EXIT_NO_FIT = 1
@@ -49,6 +61,7 @@ def run(stack: str, pod_file: Path) -> None:
         fail(str(error), EXIT_BAD_INPUT)
     plan = plan_or_fail(stack, EXIT_BAD_INPUT, EXIT_BAD_INPUT)
     templates = node_templates(plan)
+    console.print(counted(templates))
     homeless = 0
     for title, spec in specs:
         table = Table(title=escape(title), title_justify="left")
@@ -66,6 +79,36 @@ def run(stack: str, pod_file: Path) -> None:
         homeless += not any(r.fits for r in results)
     if homeless:
         raise typer.Exit(EXIT_NO_FIT)
+
+
+def counted(templates: Sequence[NodeTemplate]) -> Table:
+    """What each pool's template holds before a pod is tried on it: the pods placed there first
+    and their requests, and the deprecated labels the provisioner adds."""
+    table = Table(title="What each pool's node template counts", title_justify="left")
+    table.add_column("pool")
+    table.add_column("pods placed first")
+    table.add_column("their requests")
+    table.add_column("deprecated labels")
+    shown: set[tuple[str, tuple[str, ...]]] = set()
+    for template in templates:
+        names = tuple(pod.name for pod in template.pods)
+        if (template.pool, names) in shown:
+            continue
+        shown.add((template.pool, names))
+        taken = template_requests(template)
+        table.add_row(
+            escape(template.pool),
+            escape(", ".join(names) or "none"),
+            escape(", ".join(f"{format_quantity(k, v)} {k}" for k, v in sorted(taken.items()))),
+            escape(
+                ", ".join(
+                    sorted(
+                        k for k in {**template.labels, **template.choices} if k in DEPRECATED_NAMES
+                    )
+                )
+            ),
+        )
+    return table
 
 
 def pods_in(pod_file: Path) -> list[tuple[str, PodSpec]]:
@@ -121,22 +164,60 @@ def node_templates(plan: Plan) -> list[NodeTemplate]:
     instance_types = {
         i.args["instanceType"]: _instance_type(i.args["instanceType"], i.result) for i in looked_up
     }
+    daemonsets = platform_daemonsets(plan)
     templates = []
     for pool in plan.resources:
         if pool.type == "gpu-platform:eks:GpuNodeGroup":
-            templates += _node_group_templates(plan, pool, instance_types)
+            templates += [
+                with_template_pods(t, [KUBE_PROXY], daemonsets)
+                for t in _node_group_templates(plan, pool, instance_types)
+            ]
         elif pool.type == "gpu-platform:eks:KarpenterGpuNodePool":
             # One cluster, so one region: every lookup's.
             (region,) = {i.args["region"] for i in looked_up}
-            templates += _node_pool_templates(plan, pool, instance_types, region)
+            templates += [
+                with_template_pods(t, [], daemonsets)
+                for t in _node_pool_templates(plan, pool, instance_types, region)
+            ]
     templates += [
-        replace(
-            gke_node_template(pool.inputs, pool.name),
-            secret_labels="nodeConfig" in pool.secret_inputs,
+        with_template_pods(
+            replace(
+                gke_node_template(pool.inputs, pool.name),
+                secret_labels="nodeConfig" in pool.secret_inputs,
+            ),
+            # GKE's autoscaler is Google's own: assumed to place kube-proxy as the open-source
+            # GCE provider does (gce_cloud_provider.go `TemplateNodeInfo`), as GKE runs it on
+            # every node of a cluster without GKE Dataplane V2, the platform's clusters.
+            [KUBE_PROXY],
+            daemonsets,
         )
         for pool in plan.of_type("gcp:container/nodePool:NodePool")
     ]
     return templates
+
+
+def platform_daemonsets(plan: Plan) -> list[TemplatePod]:
+    """A pod of each DaemonSet the plan installs that requests anything: the GPU Operator
+    release's node-feature-discovery worker (the operator's own DaemonSets request nothing, and
+    select `nvidia.com/gpu.deploy.*` labels the operator sets on a running node), the EFA device
+    plugin, Google's COS driver installer and the DaemonSets the program declares itself. A
+    chart's requests come from its pinned values (`gpu_platform.template_pods`), where it runs
+    from the release's values."""
+    pods = []
+    for resource in plan.resources:
+        inputs = resource.inputs
+        values: Mapping[str, Any] = inputs.get("values") or {}
+        chart = inputs.get("chart")
+        if chart == GPU_OPERATOR_CHART.name and (values.get("nfd") or {}).get("enabled", True):
+            pods.append(nfd_worker((values.get("node-feature-discovery") or {}).get("worker", {})))
+        elif chart == EFA_DEVICE_PLUGIN_CHART.name:
+            pods.append(efa_device_plugin(values))
+        elif resource.type == "gpu-platform:gke:CosDriverInstaller":
+            pods.append(cos_driver_installer())
+        elif resource.type == "kubernetes:apps/v1:DaemonSet":
+            spec = inputs["spec"]["template"]["spec"]
+            pods.append(TemplatePod(inputs["metadata"]["name"], spec))
+    return pods
 
 
 def _node_group_templates(
@@ -171,6 +252,7 @@ def _node_group_templates(
             capacity_type=inputs["capacityType"],
             ami_type=inputs["amiType"],
             kubernetes_version=version,
+            name_prefix=inputs.get("nodeGroupNamePrefix"),
             labels=inputs.get("labels") or {},
             taints=tuple(
                 Taint(t["key"], t["value"], KUBERNETES_EFFECTS[t["effect"]])

@@ -23,9 +23,12 @@ from gpu_platform.fit import (
     pod_requests,
     pod_spec_of,
     quantity,
+    template_requests,
+    with_template_pods,
 )
 from gpu_platform.kubernetes.gpu_pod import gpu_pod_spec
 from gpu_platform.node_identity import GPU_TAINT, GpuShape, ResolvedPool, Taint, resolve_pool
+from gpu_platform.template_pods import KUBE_PROXY, TemplatePod
 from tests.stack_variants import AL2023_RELEASE
 
 IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
@@ -179,7 +182,10 @@ def test_a_pod_asking_for_more_than_a_node_has_fits_nowhere_and_says_why(
     assert fitting_pools(pod, templates) == []
     assert t4.reasons == (
         "NodeResourcesFit: asks for 5 nvidia.com/gpu; a node has 4",
-        "NodeResourcesFit: asks for 8 cpu; a node has 3920m",
+        # The autoscaler's kube-proxy (100m) and the node-feature-discovery worker (5m) are on
+        # the template first.
+        "NodeResourcesFit: asks for 8 cpu; a node has 3920m, 105m of it for the template's own"
+        " pods",
         # The pool is time-sliced: the device plugin hands out one replica a container
         # (failRequestsGreaterThanOne, k8s-device-plugin v0.20.0 internal/rm/rm.go).
         "device plugin: container main asks for 5 nvidia.com/gpu; the pool's device plugin"
@@ -406,6 +412,73 @@ def test_pod_requests_sum_containers_and_take_the_largest_init_container() -> No
     assert pod_requests(pod) == {"cpu": Decimal(3), "nvidia.com/gpu": Decimal(2)}
 
 
+# PodRequests: k8s.io/component-helpers resource/helpers.go at v0.35.6, the version
+# cluster-autoscaler-1.35.2's go.mod pins (and Karpenter v1.14.1's resources.Ceiling calls).
+
+
+def test_a_sidecar_adds_to_the_containers_and_to_every_init_container_after_it() -> None:
+    # AggregateContainerRequests: a restartable init container adds to the steady sum and to
+    # restartableInitContainerReqs, which each later init container's requests include; the
+    # pod needs the larger of the sum and the largest init container: max(1 + 0.5, 2 + 0.5).
+    pod: dict[str, Any] = {
+        "initContainers": [
+            {"name": "before", "resources": {"requests": {"cpu": "3"}}},
+            {
+                "name": "proxy",
+                "restartPolicy": "Always",
+                "resources": {"requests": {"cpu": "500m"}},
+            },
+            {"name": "after", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}},
+        ],
+        "containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}],
+    }
+
+    assert pod_requests(pod) == {"cpu": Decimal(3), "memory": Decimal(2**30)}
+    pod["initContainers"][0]["resources"]["requests"]["cpu"] = "1"
+    assert pod_requests(pod)["cpu"] == Decimal("2.5")
+
+
+def test_overhead_adds_to_the_pods_requests() -> None:
+    # PodRequests: `addResourceList(reqs, pod.Spec.Overhead)` unless ExcludeOverhead.
+    pod = {
+        "overhead": {"cpu": "250m", "memory": "120Mi"},
+        "containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}],
+    }
+
+    assert pod_requests(pod) == {"cpu": Decimal("1.25"), "memory": Decimal(120 * 2**20)}
+
+
+def test_pod_level_requests_replace_the_containers_for_cpu_memory_and_hugepages_only() -> None:
+    # PodRequests: with IsPodLevelRequestsSet, each pod-level request of a resource
+    # IsSupportedPodLevelResource allows (cpu, memory, hugepages-*) replaces the containers'
+    # sum; others (an extended resource) are not pod-level resources, and the containers' stand.
+    pod = {
+        "resources": {"requests": {"cpu": "2", "nvidia.com/gpu": "4"}},
+        "containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "3", "memory": "1Gi"}}},
+            {"name": "b", "resources": {"limits": {"nvidia.com/gpu": "1"}}},
+        ],
+    }
+
+    assert pod_requests(pod) == {
+        "cpu": Decimal(2),
+        "memory": Decimal(2**30),
+        "nvidia.com/gpu": Decimal(1),
+    }
+
+
+def test_pod_level_limits_stand_for_requests_nothing_else_sets() -> None:
+    # The API server defaults a pod-level request from the pod-level limit where no container
+    # asks for the resource (KEP-2837, pod-level resources), from the containers' sum where
+    # they do.
+    pod = {
+        "resources": {"limits": {"cpu": "2", "memory": "4Gi"}},
+        "containers": [{"name": "a", "resources": {"requests": {"memory": "1Gi"}}}],
+    }
+
+    assert pod_requests(pod) == {"cpu": Decimal(2), "memory": Decimal(2**30)}
+
+
 @pytest.mark.parametrize(
     ("text", "value"),
     [
@@ -447,18 +520,47 @@ def test_a_document_without_a_pod_spec_is_refused() -> None:
         pod_spec_of({"kind": "Service", "spec": {}})
 
 
-def test_a_pool_with_a_node_group_per_zone_has_a_template_per_zone(stack: dict[str, Any]) -> None:
+@pytest.fixture(scope="module")
+def zonal_templates(stack: dict[str, Any]) -> list[NodeTemplate]:
+    """t4-shared with a node group in each of two zones."""
     zonal = copy.deepcopy(stack)
     zonal["gpu-platform:pools"][0].update(zones=["us-east-1a", "us-east-1b"], max=2)
     zonal["gpu-platform:pools"][0]["aws"]["nodeGroupPerZone"] = True
+    return [t for t in node_templates(run_program("dev", config=zonal)) if t.pool == "t4-shared"]
 
-    found = [t for t in node_templates(run_program("dev", config=zonal)) if t.pool == "t4-shared"]
+
+def test_a_pool_with_a_node_group_per_zone_has_a_template_per_zone(
+    zonal_templates: list[NodeTemplate],
+) -> None:
+    found = zonal_templates
 
     # Each group's template has its Auto Scaling group's first zone (getAsgTemplate,
     # cloudprovider/aws/aws_manager.go, cluster-autoscaler-1.35.2).
     assert [t.labels[ZONE] for t in found] == ["us-east-1a", "us-east-1b"]
     pod = {**gpu_tolerating_pod(), "nodeSelector": {ZONE: "us-east-1b"}}
     assert "t4-shared" in fitting_pools(pod, found)
+
+
+def test_a_zonal_template_carries_its_own_groups_name_only(
+    zonal_templates: list[NodeTemplate],
+) -> None:
+    # Each node group is its own Auto Scaling group with its own template (aws_manager.go
+    # getAsgTemplate; aws_wrapper.go getManagedNodegroupInfo names the group): us-east-1b's
+    # template is named `t4-shared-us-east-1b-<suffix>`, never its sibling's.
+    key = "eks.amazonaws.com/nodegroup"
+    suffix = "2026071412000000000a1b2c3d"
+    a, b = zonal_templates
+
+    def on_group(zone: str) -> dict[str, Any]:
+        return {**gpu_tolerating_pod(), "nodeSelector": {key: f"t4-shared-{zone}-{suffix}"}}
+
+    (sibling,) = fits(on_group("us-east-1a"), [b])
+    assert sibling.reasons == (
+        f"NodeAffinity: nodeSelector {key}=t4-shared-us-east-1a-{suffix}: its nodes have"
+        f" {key}=<made up when the node starts>",
+    )
+    assert fitting_pools(on_group("us-east-1b"), [b]) == ["t4-shared"]
+    assert fitting_pools(on_group("us-east-1a"), [a]) == ["t4-shared"]
 
 
 def test_a_pod_asking_for_efa_fits_only_the_efa_pool() -> None:
@@ -633,13 +735,19 @@ def test_cpu_is_what_karpenter_leaves_after_kube_reserved(
     karpenter_templates: list[NodeTemplate],
 ) -> None:
     # 4 vCPUs: kube-reserved 6% of the first core, 1% of the second, 0.5% of the next two:
-    # 60m + 10m + 10m (types.go kubeReservedResources).
-    pod = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1", "cpu": "4"}), "t4-spot")
-    smaller = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1", "cpu": "3920m"}), "t4-spot")
+    # 60m + 10m + 10m (types.go kubeReservedResources). Karpenter holds the DaemonSets that
+    # would run there against it too (kubernetes-sigs/karpenter v1.14.1 scheduling/nodeclaim.go
+    # `daemonOverheadGroups`): the node-feature-discovery worker's 5m, and no kube-proxy of its
+    # own, so 3915m are left.
+    pod = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1", "cpu": "3916m"}), "t4-spot")
+    smaller = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1", "cpu": "3915m"}), "t4-spot")
 
     (t4,) = [f for f in fits(pod, karpenter_templates) if f.pool == "t4-spot"]
 
-    assert t4.reasons == ("NodeResourcesFit: asks for 4 cpu; a node has 3920m",)
+    assert t4.reasons == (
+        "NodeResourcesFit: asks for 3916m cpu; a node has 3920m, 5m of it for the template's"
+        " own pods",
+    )
     assert fitting_pools(smaller, karpenter_templates) == ["t4-spot"]
 
 
@@ -763,6 +871,97 @@ def test_a_nodepool_of_reserved_capacity_needs_its_node_class_to_select_reservat
         "NodeAffinity: the pool allows its nodes no karpenter.sh/capacity-type, so it starts none",
     )
     assert fitting_pools(pod, templates_of(node_pool(reserved), with_reservation)) == ["l4"]
+
+
+# --- The pods a template holds first -----------------------------------------------------------
+
+DAEMONSET = TemplatePod(
+    "agent",
+    {
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+        "containers": [{"name": "agent", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+    },
+)
+
+
+def test_a_template_holds_its_providers_pods_and_the_daemonsets_that_would_run_there() -> None:
+    # GetDaemonSetPodsForNode (utils/daemonset, cluster-autoscaler-1.35.2) runs the DaemonSet
+    # controller's NodeShouldRunDaemonPod: node selector, node affinity, taints. `TEMPLATE`
+    # has the GPU taint and `evict=yes:NoExecute`; PreferNoSchedule keeps nothing off.
+    tolerant = replace(
+        DAEMONSET,
+        name="tolerant",
+        spec={**DAEMONSET.spec, "tolerations": TOLERATE_ALL},
+    )
+    elsewhere = replace(
+        tolerant, name="elsewhere", spec={**tolerant.spec, "nodeSelector": {"zone": "b"}}
+    )
+
+    found = with_template_pods(TEMPLATE, [KUBE_PROXY], [DAEMONSET, tolerant, elsewhere])
+
+    assert [pod.name for pod in found.pods] == [KUBE_PROXY.name, "tolerant"]
+    assert template_requests(found) == {"cpu": Decimal("1.1"), "memory": Decimal(2**30)}
+
+
+def test_a_daemonset_lands_on_a_node_whose_only_untolerated_taint_is_a_startup_taint() -> None:
+    # podsExpectedOnFreshNode judges the DaemonSets against the sanitized template, startup
+    # taints gone (node_info_utils.go: "The provided nodeInfo has to have taints properly
+    # sanitized").
+    startup = Taint("startup-taint.cluster-autoscaler.kubernetes.io/mig", "pending", "NoSchedule")
+    template = replace(TEMPLATE, taints=(GPU_TAINT, startup))
+
+    assert with_template_pods(template, [], [DAEMONSET]).pods == (DAEMONSET,)
+
+
+def test_the_template_pods_requests_are_held_against_its_allocatable() -> None:
+    template = with_template_pods(TEMPLATE, [KUBE_PROXY], [])
+
+    assert fitting_pools(pod_with({"requests": {"cpu": "7900m"}}), [template]) == ["p"]
+    assert fits(pod_with({"requests": {"cpu": "7901m"}}), [template])[0].reasons == (
+        "NodeResourcesFit: asks for 7901m cpu; a node has 8, 100m of it for the template's own"
+        " pods",
+    )
+
+
+def test_the_template_pods_count_against_its_pods() -> None:
+    # NodeResourcesFit: a node runs at most its allocatable `pods`, the new one included.
+    small = replace(TEMPLATE, resources={**TEMPLATE.resources, "pods": Decimal(2)})
+
+    assert fitting_pools(pod_with({}), [with_template_pods(small, [KUBE_PROXY], [])]) == ["p"]
+    assert fits(pod_with({}), [with_template_pods(small, [KUBE_PROXY, KUBE_PROXY], [])])[
+        0
+    ].reasons == (
+        f"NodeResourcesFit: a node runs at most 2 pods, and 2 are {KUBE_PROXY.name},"
+        f" {KUBE_PROXY.name}",
+    )
+
+
+def test_eks_templates_hold_kube_proxy_and_the_platforms_daemonsets(
+    templates: list[NodeTemplate],
+) -> None:
+    # The AWS provider's kube-proxy (aws_cloud_provider.go TemplateNodeInfo, 100m); the
+    # node-feature-discovery worker (0.19.0 values.yaml: 5m, 64Mi), which tolerates the GPU
+    # taint; no EFA device plugin, which no pool of this stack asks for.
+    t4 = next(t for t in templates if t.pool == "t4-shared")
+
+    assert [pod.name for pod in t4.pods] == [KUBE_PROXY.name, "node-feature-discovery worker"]
+    assert template_requests(t4) == {"cpu": Decimal("0.105"), "memory": Decimal(64 * 2**20)}
+
+
+def test_templates_carry_the_deprecated_labels_the_autoscaler_copies(
+    templates: list[NodeTemplate],
+) -> None:
+    # UpdateDeprecatedLabels (utils/labels/labels.go, cluster-autoscaler-1.35.2): instance type,
+    # region and zone; not os or arch.
+    t4 = next(t for t in templates if t.pool == "t4-shared")
+
+    assert {
+        "beta.kubernetes.io/instance-type": "g4dn.xlarge",
+        "failure-domain.beta.kubernetes.io/region": "us-east-1",
+        "failure-domain.beta.kubernetes.io/zone": "us-east-1a",
+    }.items() <= t4.labels.items()
+    assert "beta.kubernetes.io/arch" not in t4.labels
+    assert "beta.kubernetes.io/os" not in t4.labels
 
 
 # --- Admission and units ---------------------------------------------------------------------

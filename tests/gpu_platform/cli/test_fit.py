@@ -128,3 +128,15 @@ def test_karpenter_pools_are_judged_from_their_nodepools(tmp_path: Path) -> None
 
     assert code == 0, output
     assert "l4-on-demand" in output and "t4-spot" in output
+
+
+def test_the_output_says_what_each_template_counts(tmp_path: Path) -> None:
+    # prod's h100-training: the AWS provider's kube-proxy (100m), the node-feature-discovery
+    # worker (5m, 64Mi) and the EFA device plugin (10m, 20Mi) on the template first.
+    _, output = run_fit(tmp_path, SMOKE_TEST_POD, stack="prod")
+
+    assert "What each pool's node template counts" in output
+    row = next(line for line in output.splitlines() if "h100-training" in line)
+    assert "115m cpu, 84Mi memory" in row
+    assert "EFA device plugin" in output
+    assert "failure-domain.beta.kubernetes.io/zone" in output
