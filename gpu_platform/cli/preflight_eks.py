@@ -117,6 +117,7 @@ READ_ONLY_PERMISSIONS = (
     "eks:ListPodIdentityAssociations",
     "eks:DescribePodIdentityAssociation",
     "iam:SimulatePrincipalPolicy",
+    "eks:DescribeAccessEntry",
 )
 """Every AWS action the check calls; a test keeps it, and the README's list, equal to them."""
 # What AWS answers for a caller it does not know, or does not let do something.
@@ -329,8 +330,13 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
         if cluster is None or clients.node_pools is None or not config.uses_karpenter
         else clients.node_pools(cluster)
     )
+    config_maps = (
+        clients.config_maps(cluster)
+        if cluster is not None and clients.config_maps is not None and reads_controller
+        else None
+    )
     findings += karpenter_findings(
-        config, cluster, clients.iam, crds, mark, deployments, node_pools, clients.eks
+        config, cluster, clients.iam, crds, mark, deployments, node_pools, clients.eks, config_maps
     )
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)

@@ -27,6 +27,7 @@ from gpu_platform.cli.app import app
 from gpu_platform.cli.arm64_repair import arm64_repair_findings
 from gpu_platform.cli.deadline import Calls, Deadline
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.karpenter_node_access import node_role_access_finding
 from gpu_platform.cli.karpenter_permissions import controller_permissions_finding
 from gpu_platform.cli.preflight_eks import AwsClients
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
@@ -1367,12 +1368,14 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
             {"association": {"roleArn": f"arn:aws:iam::123456789012:role/{CONTROLLER_ROLE_NAME}"}},
         )
         iam.add_response("simulate_principal_policy", {"EvaluationResults": []})
-        controller_permissions_finding(
-            stack(on_existing_karpenter),
-            {"name": "ml-dev", "arn": "arn:aws:eks:us-east-1:123456789012:cluster/ml-dev"},
-            aws.eks,
-            aws.iam,
-        )
+        eks.add_response("describe_access_entry", {"accessEntry": {"type": "EC2_LINUX"}})
+        existing = {
+            "name": "ml-dev",
+            "arn": "arn:aws:eks:us-east-1:123456789012:cluster/ml-dev",
+            "accessConfig": {"authenticationMode": "API"},
+        }
+        controller_permissions_finding(stack(on_existing_karpenter), existing, aws.eks, aws.iam)
+        node_role_access_finding(stack(on_existing_karpenter), existing, aws.eks)
 
     assert calls == documented_permissions()
     # The refusal message names the same actions.
