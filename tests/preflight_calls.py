@@ -80,6 +80,12 @@ def resource_of(action: str, params: Mapping[str, Any], region: str) -> str:
         "eks:DescribePodIdentityAssociation": lambda: _eks(
             region, f"podidentityassociation/{p['clusterName']}/{p['associationId']}"
         ),
+        # The principal's account and name, then an id the call does not know: any does.
+        "eks:DescribeAccessEntry": lambda: _eks(
+            region,
+            f"access-entry/{p['clusterName']}/role/{p['principalArn'].split(':')[4]}"
+            f"/{p['principalArn'].rsplit('/', 1)[-1]}/id",
+        ),
         "servicequotas:GetServiceQuota": lambda: (
             f"arn:aws:servicequotas:{region}:{ACCOUNT}:{p['ServiceCode']}/{p['QuotaCode']}"
         ),

@@ -54,6 +54,7 @@ from gpu_platform.cli.autoscaler_settings import autoscaler_settings_findings
 from gpu_platform.cli.cli import fail
 from gpu_platform.cli.deadline import MAX_ATTEMPTS, Call, Calls, Deadline, DeadlinePassed
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.node_repair_threshold import leftover_threshold_finding
 from gpu_platform.cli.preflight_eks_create import (
     CREATE_PERMISSIONS,
     creation_findings,
@@ -116,6 +117,7 @@ READ_ONLY_PERMISSIONS = (
     "eks:ListPodIdentityAssociations",
     "eks:DescribePodIdentityAssociation",
     "iam:SimulatePrincipalPolicy",
+    "eks:DescribeAccessEntry",
 )
 """Every AWS action the check calls; a test keeps it, and the README's list, equal to them."""
 # What AWS answers for a caller it does not know, or does not let do something.
@@ -313,7 +315,7 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
     if private:
         findings += reachability_findings(config, clients.ec2, private)
     if cluster is not None:
-        findings += size_change_findings(config, clients.eks)
+        findings += live_node_group_findings(config, clients.eks)
         findings += _running_autoscaler_findings(config, clients, cluster)
     crds = None if cluster is None or clients.crds is None else clients.crds(cluster)
     # The running controller is read only where the stack relies on one it did not install.
@@ -328,8 +330,13 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
         if cluster is None or clients.node_pools is None or not config.uses_karpenter
         else clients.node_pools(cluster)
     )
+    config_maps = (
+        clients.config_maps(cluster)
+        if cluster is not None and clients.config_maps is not None and reads_controller
+        else None
+    )
     findings += karpenter_findings(
-        config, cluster, clients.iam, crds, mark, deployments, node_pools, clients.eks
+        config, cluster, clients.iam, crds, mark, deployments, node_pools, clients.eks, config_maps
     )
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)
@@ -338,11 +345,13 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
     return findings
 
 
-# --- Size changes on live node groups --------------------------------------------------------
+# --- Size changes and leftover repair thresholds on live node groups ---------------------------
 
 
-def size_change_findings(config: StackConfig, eks: Any) -> list[Finding]:
-    """Pools whose new bounds move their running node groups' sizes on the next update.
+def live_node_group_findings(config: StackConfig, eks: Any) -> list[Finding]:
+    """Pools whose new bounds move their running node groups' sizes on the next update, and
+    node groups whose repair still stops at a percentage of unhealthy nodes
+    (`leftover_threshold_finding`).
 
     The program sends a group's live desired size moved within its new bounds
     (`gpu_platform.eks.live_scaling`): raising `min` above it starts nodes, lowering `max` below
@@ -366,8 +375,8 @@ def size_change_findings(config: StackConfig, eks: Any) -> list[Finding]:
             group = eks.describe_nodegroup(clusterName=config.cluster.name, nodegroupName=name)
             desired = group["nodegroup"]["scalingConfig"]["desiredSize"]
             finding = _size_change_finding(i, pool, name, desired, bounds[name])
-            if finding is not None:
-                findings.append(finding)
+            leftover = leftover_threshold_finding(config.cluster.name, i, pool, group["nodegroup"])
+            findings += [f for f in (finding, leftover) if f is not None]
     return findings
 
 

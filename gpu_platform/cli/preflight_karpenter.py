@@ -3,6 +3,8 @@ the checks every EKS stack gets (`gpu_platform.cli.preflight_eks`):
 
 - where the platform installs Karpenter, the cluster's authentication mode lets the node role's
   EKS access entry in: `API` or `API_AND_CONFIG_MAP`, not `CONFIG_MAP` alone;
+- with `install: false`, that the existing Karpenter's node role has an access entry of type
+  `EC2_LINUX` or an `aws-auth` mapping (`gpu_platform.cli.karpenter_node_access`);
 - where a pool is `spot`, the account has EC2's Spot service-linked role, which Karpenter's
   CreateFleet needs and its role may not create;
 - Karpenter's CRDs in the cluster, read through its Kubernetes API: where the platform installs
@@ -24,11 +26,12 @@ import requests
 from botocore.exceptions import BotoCoreError, ClientError
 
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.karpenter_node_access import node_role_access_finding
 from gpu_platform.cli.karpenter_permissions import (
     DEFAULT_SERVICE_ACCOUNT,
     controller_permissions_finding,
 )
-from gpu_platform.cli.running_autoscaler import Deployments, eks_api, image_tag
+from gpu_platform.cli.running_autoscaler import ConfigMaps, Deployments, eks_api, image_tag
 from gpu_platform.config import (
     CAPACITY_PREFERENCE,
     EC2_RESERVED_CAPACITIES,
@@ -79,11 +82,13 @@ def karpenter_findings(
     deployments: Deployments | None = None,
     node_pools: NodePools | None = None,
     eks: Any = None,
+    config_maps: ConfigMaps | None = None,
 ) -> list[Finding]:
     """The Karpenter stack's findings, in the order: authentication mode, the Spot role, the
     CRDs (unchecked where `crds` is None), which the platform's own carry `mark`, and with
-    `install: false` the running controller (unchecked where `deployments` is None) and its
-    role's permissions (unchecked where `eks` is None), and the cluster's other NodePools'
+    `install: false` the running controller (unchecked where `deployments` is None), its
+    role's permissions and its node role's way into the cluster (unchecked where `eks` is
+    None; its `aws-auth` mapping where `config_maps` is), and the cluster's other NodePools'
     weights (unchecked where `node_pools` is None)."""
     if not config.uses_karpenter:
         return []
@@ -101,6 +106,7 @@ def karpenter_findings(
     if cluster is not None and eks is not None and not config.karpenter_installed:
         account = _service_account(config, deployments)
         findings.append(controller_permissions_finding(config, cluster, eks, iam, account))
+        findings.append(node_role_access_finding(config, cluster, eks, config_maps))
     if node_pools is not None:
         node_pools = cache(node_pools)
         findings.append(weight_finding(config, node_pools))

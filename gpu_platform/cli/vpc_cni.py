@@ -13,10 +13,13 @@ manages, and the rest of the check still runs under it; the pre-flight policy
 
 For EFA pools whose nodes get EFA-only interfaces, the CNI must be one that ignores them.
 
-An EFA pool's nodes get one EFA per network card, all but the first of type `efa-only`, with no
-IP address (gpu_platform/eks/efa.py). The VPC CNI manages every interface of the node, and
-releases before v1.18.5 fail on one that has no IP information; v1.18.5 is the first to filter
-them out (aws/amazon-vpc-cni-k8s#3047, "Filter for interfaces with no ip info",
+An EFA pool's nodes get one EFA per network card with no IP address, of type `efa-only`: on a
+node group's node all but the first, card 0's `efa` (gpu_platform/eks/efa.py), so none on an
+instance type of one EFA; on a Karpenter node every one, card 0's included, beside an ordinary
+primary interface (`efa_network_interfaces`, gpu_platform/eks/karpenter/node_pool.py), so a
+p5.4xlarge, g6.8xlarge or g6e.8xlarge node has one too. The VPC CNI manages every interface of
+the node, and releases before v1.18.5 fail on one that has no IP information; v1.18.5 is the
+first to filter them out (aws/amazon-vpc-cni-k8s#3047, "Filter for interfaces with no ip info",
 pkg/awsutils/awsutils.go, brought to the release-1.18 branch by #3049; every v1.19 has it).
 The check reads the `vpc-cni` EKS add-on's version; a CNI installed some other way cannot be
 read from AWS, which is a warning.
@@ -48,11 +51,14 @@ _ADDON_VERSION = re.compile(r"^(v\d+\.\d+\.\d+)")
 
 
 def efa_only_pools(config: StackConfig, described: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """The EFA pools whose nodes get EFA-only interfaces: instance types of more than one EFA
-    (`described`, from DescribeInstanceTypes)."""
+    """The EFA pools whose nodes get EFA-only interfaces: every one under Karpenter, else those
+    of instance types of more than one EFA (`described`, from DescribeInstanceTypes)."""
     found = []
     for pool in config.pools:
         if not pool.aws.efa:
+            continue
+        if config.uses_karpenter:
+            found.append(pool.name)
             continue
         counts = [
             (described[n].get("NetworkInfo") or {})

@@ -104,7 +104,10 @@ class EksPoolOptions(Model):
     """A `spot` or `reserved` pool: launch on-demand nodes when no spot or reserved capacity is
     to be had, instead of leaving pods pending. Off by default, so that a pool never costs more
     than was planned for it. Managed node groups can do so only for a `reserved` pool on a
-    resource group (docs/capacity-reservations.md)."""
+    resource group (docs/capacity-reservations.md). Under Karpenter a reserved pool's fallback
+    launches its own `instanceTypes`, ahead of the on-demand pools: config refuses it beside an
+    on-demand pool of smaller sizes of the same family that the pool does not list
+    (docs/karpenter.md, Reservations and Capacity Blocks)."""
     max_unavailable_percent: int | None = Field(default=None, ge=1, le=100)
     """Replace up to this share of the pool's nodes at once on an update (a new AMI release,
     launch template or labels); unset replaces one node at a time. EKS drains each node first,

@@ -23,6 +23,8 @@ condition with reason `NvidiaDoubleBitError`, which no override names, as the GP
 for a reset after any double-bit error (docs/gpu-health.md).
 """
 
+from typing import Any
+
 from pulumi_aws import eks
 
 from gpu_platform.config import GpuPoolSpec
@@ -44,22 +46,46 @@ def no_repair_xids() -> list[int]:
     return sorted([*classes["application"], *classes["ignore"]])
 
 
-def node_repair_config_for(spec: GpuPoolSpec) -> eks.NodeGroupNodeRepairConfigArgs:
-    """Repair one node at a time (many nodes failing at once point at a cause, a driver or the
-    network, that no replacement fixes), stopping above the pool's threshold if it has one."""
+def node_repair_request(spec: GpuPoolSpec) -> dict[str, Any]:
+    """The pool's node repair configuration as EKS's API spells it (botocore's EKS model,
+    NodeRepairConfig): what the program sends through the provider (`node_repair_config_for`)
+    and what `aws eks update-nodegroup-config --node-repair-config` takes. Repair one node at a
+    time (many nodes failing at once point at a cause, a driver or the network, that no
+    replacement fixes), stopping above the pool's threshold if it has one."""
     if not spec.aws.node_repair:
-        return eks.NodeGroupNodeRepairConfigArgs(enabled=False)
+        return {"enabled": False}
+    request: dict[str, Any] = {"enabled": True, "maxParallelNodesRepairedCount": 1}
+    if spec.aws.node_repair_max_unhealthy_nodes is not None:
+        request["maxUnhealthyNodeThresholdCount"] = spec.aws.node_repair_max_unhealthy_nodes
+    request["nodeRepairConfigOverrides"] = [
+        {
+            "nodeMonitoringCondition": ACCELERATED_HARDWARE,
+            "nodeUnhealthyReason": XID_REASON.format(code=code),
+            "minRepairWaitTimeMins": _REPAIR_WAIT_MINUTES,
+            "repairAction": NO_ACTION,
+        }
+        for code in no_repair_xids()
+    ]
+    return request
+
+
+def node_repair_config_for(spec: GpuPoolSpec) -> eks.NodeGroupNodeRepairConfigArgs:
+    """`node_repair_request` as the provider's arguments."""
+    request = node_repair_request(spec)
+    overrides = request.get("nodeRepairConfigOverrides")
     return eks.NodeGroupNodeRepairConfigArgs(
-        enabled=True,
-        max_parallel_nodes_repaired_count=1,
-        max_unhealthy_node_threshold_count=spec.aws.node_repair_max_unhealthy_nodes,
-        node_repair_config_overrides=[
+        enabled=request["enabled"],
+        max_parallel_nodes_repaired_count=request.get("maxParallelNodesRepairedCount"),
+        max_unhealthy_node_threshold_count=request.get("maxUnhealthyNodeThresholdCount"),
+        node_repair_config_overrides=None
+        if overrides is None
+        else [
             eks.NodeGroupNodeRepairConfigNodeRepairConfigOverrideArgs(
-                node_monitoring_condition=ACCELERATED_HARDWARE,
-                node_unhealthy_reason=XID_REASON.format(code=code),
-                min_repair_wait_time_mins=_REPAIR_WAIT_MINUTES,
-                repair_action=NO_ACTION,
+                node_monitoring_condition=o["nodeMonitoringCondition"],
+                node_unhealthy_reason=o["nodeUnhealthyReason"],
+                min_repair_wait_time_mins=o["minRepairWaitTimeMins"],
+                repair_action=o["repairAction"],
             )
-            for code in no_repair_xids()
+            for o in overrides
         ],
     )

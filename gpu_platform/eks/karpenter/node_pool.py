@@ -324,10 +324,17 @@ def efa_network_interfaces(interfaces: int) -> list[dict[str, Any]]:
     pkg/providers/instance/instance.go), and an ordinary interface otherwise, on which NCCL
     falls back to TCP sockets for every later job."""
     primary = {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}
-    # Device 1 on every card, card 0's beside the primary: where the node group's launch template
-    # puts its EFA-only interfaces (`gpu_platform.eks.efa`).
+    # AWS's layout for instances of several network cards (EC2 user guide, "Maximize network
+    # bandwidth on Amazon EC2 instances with multiple network cards"): an ENA primary, an
+    # `efa-only` beside it at card 0 device 1, and an `efa-only` at device 0 of every further
+    # card. The CRD's rules admit it (a primary `interface` at card 0 device 0, unique
+    # card/device pairs, one `efa-only` per card; pkg/apis/v1/ec2nodeclass.go at v1.14.1), as
+    # does the compatibility filter (a device index below the card's `MaximumNetworkInterfaces`,
+    # pkg/providers/instancetype/compatibility/compatibility.go). The node group's launch
+    # template differs: it has no ENA primary, its card 0 device 0 is an `efa` interface
+    # (`gpu_platform.eks.efa`).
     efa_only = [
-        {"networkCardIndex": card, "deviceIndex": 1, "interfaceType": "efa-only"}
+        {"networkCardIndex": card, "deviceIndex": 0 if card else 1, "interfaceType": "efa-only"}
         for card in range(interfaces)
     ]
     return [primary, *efa_only]

@@ -1,4 +1,5 @@
-"""With `karpenter.install: false`, the existing controller's role against what the pools need:
+"""With `karpenter.install: false`, the existing controller's role against what the pools need, and
+its node role's way into the cluster:
 EKS's Pod Identity association and IAM's policy simulator, answered by botocore's Stubber with
 the answers' shapes from botocore's models. The actions and resources are those of upstream's
 controller policy (aws/karpenter-provider-aws v1.14.1, website/content/en/docs/getting-started/
@@ -10,9 +11,11 @@ from typing import Any
 
 import boto3
 import pytest
+import yaml
 from botocore.stub import Stubber
 
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.karpenter_node_access import node_role_access_finding
 from gpu_platform.cli.karpenter_permissions import (
     controller_permissions_finding,
     needed_permissions,
@@ -254,12 +257,14 @@ def test_the_role_is_that_of_the_service_account_the_controller_runs_as(
     }
     associated(eks, service_account="karpenter-controller")
     simulated(iam, stack, denied=set())
+    access_entry(eks, "EC2_LINUX")
 
     found = karpenter_findings(
         stack, CLUSTER, iam.client, None, "", lambda: [deployment], None, eks.client
     )
 
     assert [f.severity for f in found if f.subject == SUBJECT] == ["ok"]
+    assert [f.severity for f in found if f.subject == NODE_SUBJECT] == ["ok"]
 
 
 def test_a_check_not_tagged_with_the_controllers_role_warns(eks: Stubber, iam: Stubber) -> None:
@@ -281,4 +286,133 @@ def test_a_check_not_tagged_with_the_controllers_role_warns(eks: Stubber, iam: S
         " gpu-platform-karpenter-controller-role=KarpenterControllerRole-ml"
         " (docs/iam/README.md), or check that the controller's role allows what upstream's"
         " v1.14.1 controller policy does.",
+    )
+
+
+# --- The node role's way into the cluster --------------------------------------------------------
+
+NODE_SUBJECT = "cluster ml-karpenter-dev Karpenter node role"
+# What a node that cannot join costs: Karpenter deletes its NodeClaim 15 minutes after launch
+# (`registrationTimeout`, kubernetes-sigs/karpenter v1.14.1
+# pkg/controllers/nodeclaim/lifecycle/liveness.go) and launches another.
+NEVER_JOIN = (
+    "its nodes would never register, and Karpenter deletes each 15 minutes after launch and"
+    " launches another (liveness.go, registrationTimeout), every one paid for."
+)
+CREATE_ENTRY = (
+    "aws eks create-access-entry --cluster-name ml-karpenter-dev --principal-arn"
+    f" {NODE_ROLE} --type EC2_LINUX"
+)
+
+
+def access_entry(eks: Stubber, kind: str | None) -> None:
+    """EKS's DescribeAccessEntry for the node role: an entry of type `kind`, or none."""
+    expected = {"clusterName": "ml-karpenter-dev", "principalArn": NODE_ROLE}
+    if kind is None:
+        eks.add_client_error(
+            "describe_access_entry", "ResourceNotFoundException", "", 404, expected_params=expected
+        )
+        return
+    eks.add_response(
+        "describe_access_entry",
+        {
+            "accessEntry": {
+                "clusterName": "ml-karpenter-dev",
+                "principalArn": NODE_ROLE,
+                "type": kind,
+            }
+        },
+        expected,
+    )
+
+
+def in_mode(mode: str) -> dict[str, Any]:
+    return {**CLUSTER, "accessConfig": {"authenticationMode": mode}}
+
+
+def aws_auth(*mapped: dict[str, Any]) -> Any:
+    """kube-system's aws-auth ConfigMap mapping `mapped`, as the Kubernetes API returns it."""
+    config_map = {"data": {"mapRoles": yaml.safe_dump(list(mapped))}}
+    return lambda namespace, name: (
+        config_map if (namespace, name) == ("kube-system", "aws-auth") else None
+    )
+
+
+def test_a_node_role_with_an_ec2_linux_access_entry_joins(eks: Stubber) -> None:
+    access_entry(eks, "EC2_LINUX")
+
+    finding = node_role_access_finding(existing_stack(), in_mode("API"), eks.client)
+
+    assert finding.severity == "ok"
+
+
+@pytest.mark.parametrize("kind", ["STANDARD", "EC2"])
+def test_a_node_role_whose_entry_is_of_another_type_blocks(eks: Stubber, kind: str) -> None:
+    # botocore's EKS model, CreateAccessEntryRequest `type`: EC2_LINUX for "an IAM role that's
+    # used for self-managed Amazon EC2 nodes", EC2 "for EKS Auto Mode", STANDARD otherwise;
+    # "You can't change this value once you've created the access entry".
+    access_entry(eks, kind)
+
+    finding = node_role_access_finding(existing_stack(), in_mode("API_AND_CONFIG_MAP"), eks.client)
+
+    assert finding == Finding(
+        "blocking",
+        NODE_SUBJECT,
+        f"{NODE_ROLE} (gpu-platform:karpenter.nodeRoleArn) has an access entry of type {kind},"
+        " not EC2_LINUX, the type of self-managed Linux nodes (EC2 is EKS Auto Mode's): "
+        + NEVER_JOIN,
+        "An entry's type cannot be changed: aws eks delete-access-entry --cluster-name"
+        f" ml-karpenter-dev --principal-arn {NODE_ROLE}, then {CREATE_ENTRY}.",
+    )
+
+
+def test_a_node_role_without_an_entry_in_api_mode_blocks(eks: Stubber) -> None:
+    access_entry(eks, None)
+
+    finding = node_role_access_finding(existing_stack(), in_mode("API"), eks.client)
+
+    assert finding == Finding(
+        "blocking",
+        NODE_SUBJECT,
+        f"{NODE_ROLE} (gpu-platform:karpenter.nodeRoleArn) has no access entry, and in"
+        " authentication mode API EKS reads no aws-auth ConfigMap: " + NEVER_JOIN,
+        CREATE_ENTRY,
+    )
+
+
+# The mapping upstream's migration guide adds for Karpenter's node role (aws/karpenter-provider-aws
+# v1.14.1, getting-started/migrating-from-cas/_index.md, "Update aws-auth ConfigMap").
+NODE_MAPPING = {
+    "groups": ["system:bootstrappers", "system:nodes"],
+    "rolearn": NODE_ROLE,
+    "username": "system:node:{{EC2PrivateDNSName}}",
+}
+
+
+def test_a_node_role_mapped_in_aws_auth_joins_where_the_mode_reads_it(eks: Stubber) -> None:
+    access_entry(eks, None)
+
+    finding = node_role_access_finding(
+        existing_stack(), in_mode("API_AND_CONFIG_MAP"), eks.client, aws_auth(NODE_MAPPING)
+    )
+
+    assert finding.severity == "ok"
+
+
+def test_a_node_role_mapped_without_the_nodes_groups_blocks(eks: Stubber) -> None:
+    # CONFIG_MAP mode reads no access entry: none is asked for.
+    mapping = {**NODE_MAPPING, "groups": ["system:masters"]}
+
+    finding = node_role_access_finding(
+        existing_stack(), in_mode("CONFIG_MAP"), eks.client, aws_auth(mapping)
+    )
+
+    assert finding == Finding(
+        "blocking",
+        NODE_SUBJECT,
+        f"{NODE_ROLE} (gpu-platform:karpenter.nodeRoleArn) has no access entry, and its"
+        " aws-auth mapping lacks system:bootstrappers or system:nodes: " + NEVER_JOIN,
+        f"Map {NODE_ROLE} to the groups system:bootstrappers and system:nodes with username"
+        " system:node:{{EC2PrivateDNSName}} in kube-system's aws-auth ConfigMap (kubectl -n"
+        " kube-system edit configmap aws-auth)",
     )

@@ -3,6 +3,7 @@ EC2's real data), with Service Quotas and the add-on lookup, which moto lacks, a
 botocore's Stubber and a `before-call` hook. Findings are asserted exactly."""
 
 import copy
+import json
 import re
 import threading
 import time
@@ -26,6 +27,7 @@ from gpu_platform.cli.app import app
 from gpu_platform.cli.arm64_repair import arm64_repair_findings
 from gpu_platform.cli.deadline import Calls, Deadline
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.karpenter_node_access import node_role_access_finding
 from gpu_platform.cli.karpenter_permissions import controller_permissions_finding
 from gpu_platform.cli.preflight_eks import AwsClients
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
@@ -1366,12 +1368,14 @@ def test_the_readme_names_exactly_the_actions_preflight_calls(
             {"association": {"roleArn": f"arn:aws:iam::123456789012:role/{CONTROLLER_ROLE_NAME}"}},
         )
         iam.add_response("simulate_principal_policy", {"EvaluationResults": []})
-        controller_permissions_finding(
-            stack(on_existing_karpenter),
-            {"name": "ml-dev", "arn": "arn:aws:eks:us-east-1:123456789012:cluster/ml-dev"},
-            aws.eks,
-            aws.iam,
-        )
+        eks.add_response("describe_access_entry", {"accessEntry": {"type": "EC2_LINUX"}})
+        existing = {
+            "name": "ml-dev",
+            "arn": "arn:aws:eks:us-east-1:123456789012:cluster/ml-dev",
+            "accessConfig": {"authenticationMode": "API"},
+        }
+        controller_permissions_finding(stack(on_existing_karpenter), existing, aws.eks, aws.iam)
+        node_role_access_finding(stack(on_existing_karpenter), existing, aws.eks)
 
     assert calls == documented_permissions()
     # The refusal message names the same actions.
@@ -1727,7 +1731,7 @@ def test_raising_min_above_the_running_size_warns_of_the_nodes_it_starts(
     cluster(aws)
     live_node_group(aws, desired=0)
 
-    findings = preflight_eks.size_change_findings(
+    findings = preflight_eks.live_node_group_findings(
         stack(lambda c: pools(c)[0].update(min=2)), aws.eks
     )
 
@@ -1748,7 +1752,7 @@ def test_lowering_max_below_the_running_size_warns_of_the_nodes_it_removes(
     cluster(aws)
     live_node_group(aws, desired=3)
 
-    (finding,) = preflight_eks.size_change_findings(
+    (finding,) = preflight_eks.live_node_group_findings(
         stack(lambda c: pools(c)[0].update(max=2)), aws.eks
     )
 
@@ -1761,7 +1765,7 @@ def test_per_zone_groups_are_held_to_their_zones_share_of_the_bounds(aws: AwsCli
     for zone in ("us-east-1a", "us-east-1b"):
         live_node_group(aws, desired=0, name=f"t4-shared-{zone}-2026112312000000000000000a")
 
-    findings = preflight_eks.size_change_findings(
+    findings = preflight_eks.live_node_group_findings(
         stack(lambda c: pools(c)[0].update(min=3)), aws.eks
     )
 
@@ -1776,7 +1780,58 @@ def test_sizes_the_live_group_admits_and_other_groups_are_left_alone(aws: AwsCli
     live_node_group(aws, desired=1)
     live_node_group(aws, desired=0, name="t4-shared-by-hand")
 
-    assert preflight_eks.size_change_findings(stack(), aws.eks) == []
+    assert preflight_eks.live_node_group_findings(stack(), aws.eks) == []
+
+
+def test_a_live_group_that_kept_the_old_repair_threshold_is_reported_with_its_fix(
+    aws: AwsClients,
+) -> None:
+    # A node group made by an earlier release, which sent a 20 % threshold. EKS answers it in
+    # DescribeNodegroup (botocore's EKS model: Nodegroup.nodeRepairConfig, NodeRepairConfig's
+    # members); moto 5.2.5 keeps it but leaves it out of its answer, so it is added there.
+    cluster(aws)
+    live_node_group(aws, desired=1)
+    old = {
+        "enabled": True,
+        "maxParallelNodesRepairedCount": 1,
+        "maxUnhealthyNodeThresholdPercentage": 20,
+    }
+
+    def with_old_repair(parsed: dict[str, Any], **_: Any) -> None:
+        parsed["nodegroup"]["nodeRepairConfig"] = old
+
+    aws.eks.meta.events.register("after-call.eks.DescribeNodegroup", with_old_repair)
+
+    (finding,) = preflight_eks.live_node_group_findings(stack(), aws.eks)
+
+    # EKS user guide, node-repair: repair stops while the unhealthy share is above the
+    # percentage; one node of four is 25 %, of five 20 %.
+    assert (finding.severity, finding.subject, finding.message) == (
+        "warning",
+        "pool t4-shared",
+        f"Node group {LIVE_GROUP} keeps maxUnhealthyNodeThresholdPercentage 20 from an earlier"
+        " release of the platform: EKS stops repairing while more than 20% of its nodes are"
+        " unhealthy, so with up to 4 node(s) one unhealthy node is never repaired. The program"
+        " sends no percentage (a count only where"
+        " gpu-platform:pools[0].aws.nodeRepairMaxUnhealthyNodes is set), which need not clear"
+        " it.",
+    )
+    command, _, rest = finding.action.partition(" --node-repair-config '")
+    assert command == (
+        f"aws eks update-nodegroup-config --cluster-name ml-dev --nodegroup-name {LIVE_GROUP}"
+    )
+    sent, _, after = rest.partition("'")
+    assert after == ", then run preflight again to see it gone."
+    repair = json.loads(sent)
+    assert "maxUnhealthyNodeThresholdPercentage" not in repair
+    assert (repair["enabled"], repair["maxParallelNodesRepairedCount"]) == (True, 1)
+    # XID 13 is an application's fault (NVIDIA's XID catalog): no repair, as the program sends.
+    assert {
+        "nodeMonitoringCondition": "AcceleratedHardwareReady",
+        "nodeUnhealthyReason": "NvidiaXID13Error",
+        "minRepairWaitTimeMins": 10,
+        "repairAction": "NoAction",
+    } in repair["nodeRepairConfigOverrides"]
 
 
 def efa_pool(c: Config, instance_type: str = "p5.48xlarge") -> None:

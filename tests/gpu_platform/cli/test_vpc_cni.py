@@ -24,8 +24,8 @@ from tests.repository import ROOT
 SUBJECT = "cluster ml-dev vpc-cni"
 
 
-def efa_stack(instance_type: str = "p5.48xlarge") -> StackConfig:
-    values = copy.deepcopy(stack_config("dev"))
+def efa_stack(instance_type: str = "p5.48xlarge", stack: str = "dev") -> StackConfig:
+    values = copy.deepcopy(stack_config(stack))
     values["gpu-platform:pools"][0].update(
         instanceTypes=[instance_type], accelerator=None, gpusPerNode=None, zones=["us-east-1a"]
     )
@@ -52,11 +52,11 @@ def eks() -> Iterator[tuple[Any, Stubber]]:
         stubber.assert_no_pending_responses()
 
 
-def addon(stubber: Stubber, version: str) -> None:
+def addon(stubber: Stubber, version: str, cluster: str = "ml-dev") -> None:
     stubber.add_response(
         "describe_addon",
         {"addon": {"addonName": "vpc-cni", "addonVersion": version}},
-        {"clusterName": "ml-dev", "addonName": "vpc-cni"},
+        {"clusterName": cluster, "addonName": "vpc-cni"},
     )
 
 
@@ -110,6 +110,27 @@ def test_pools_without_efa_only_interfaces_are_not_checked(
     # A g6.8xlarge has one EFA: the node's primary interface, which carries IP traffic.
     assert vpc_cni_findings(efa_stack("g6.8xlarge"), client, described) == []
     assert vpc_cni_findings(load_stack_config_of_dev(), client, described) == []
+
+
+def test_a_karpenter_pool_of_one_efa_gets_an_efa_only_interface_and_is_checked(
+    eks: tuple[Any, Stubber], described: Any
+) -> None:
+    client, stubber = eks
+    config = efa_stack("g6.8xlarge", "karpenter-dev")
+    addon(stubber, "v1.18.4-eksbuild.1", config.cluster.name)
+
+    # Karpenter launches no `efa` type: its EC2NodeClass's one EFA is an `efa-only` at card 0,
+    # device 1, beside an ordinary primary (the CRD's interfaceType enum {interface,efa-only},
+    # aws/karpenter-provider-aws pkg/apis/v1/ec2nodeclass.go at v1.14.1), so even a node of one
+    # EFA has an interface without IP information, which v1.18.4 fails on.
+    (finding,) = vpc_cni_findings(config, client, described)
+
+    assert (finding.severity, finding.message) == (
+        "blocking",
+        f"The vpc-cni add-on is v1.18.4-eksbuild.1: the nodes of {config.pools[0].name} get"
+        " EFA-only interfaces, which it must ignore, and releases before v1.18.5 fail on them"
+        " (aws/amazon-vpc-cni-k8s#3047).",
+    )
 
 
 def load_stack_config_of_dev(install_prometheus_stack: bool = False) -> StackConfig:

@@ -1286,15 +1286,20 @@ def test_an_efa_pools_nodes_get_the_primary_interface_and_one_efa_device_per_car
     # A p4d.24xlarge has 4 network cards (EC2 `MaximumEfaInterfaces`). The CRD's enum has no
     # `efa` type for the primary (karpenter.k8s.aws_ec2nodeclasses.yaml at v1.14.1): card 0
     # carries an ordinary `interface` at device 0 and its EFA at device 1, as in Karpenter's
-    # own example (concepts/nodeclasses.md, "spec.networkInterfaces").
+    # own example (concepts/nodeclasses.md, "spec.networkInterfaces"). Every further card's
+    # `efa-only` is at device 0, as the EC2 user guide lays them out ("Maximize network
+    # bandwidth on Amazon EC2 instances with multiple network cards": "For each additional
+    # network interface, use the next unused network card index, device index 0, for EFA-only
+    # network interface") and as Karpenter's own tests launch them
+    # (pkg/providers/instancetype/compatibility/suite_test.go at v1.14.1: card 1, device 0).
     args = karpenter_args(instance_type=P4D_24XLARGE, zones=["us-east-1a"], aws={"efa": True})
 
     assert node_class_spec(args)["networkInterfaces"] == [
         {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
         {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
-        {"networkCardIndex": 1, "deviceIndex": 1, "interfaceType": "efa-only"},
-        {"networkCardIndex": 2, "deviceIndex": 1, "interfaceType": "efa-only"},
-        {"networkCardIndex": 3, "deviceIndex": 1, "interfaceType": "efa-only"},
+        {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+        {"networkCardIndex": 2, "deviceIndex": 0, "interfaceType": "efa-only"},
+        {"networkCardIndex": 3, "deviceIndex": 0, "interfaceType": "efa-only"},
     ]
 
 

@@ -1,0 +1,172 @@
+"""With `karpenter.install: false`, whether the existing Karpenter's node role
+(`karpenter.nodeRoleArn`) lets its nodes join the cluster.
+
+A node joins as its instance role: through an EKS access entry of type `EC2_LINUX` (botocore's
+EKS model, CreateAccessEntryRequest `type`: "If the principalArn is for an IAM role that's used
+for self-managed Amazon EC2 nodes, specify EC2_LINUX"; `EC2` is for EKS Auto Mode's nodes,
+`STANDARD` for people and tools), or where the cluster reads the ConfigMap, through an
+`aws-auth` mapping of the role to the groups `system:bootstrappers` and `system:nodes`
+(aws/karpenter-provider-aws v1.14.1, getting-started/migrating-from-cas, "Update aws-auth
+ConfigMap"; its ARN without a path, as the EKS user guide's aws-auth page asks). A node without
+either never registers: Karpenter deletes its NodeClaim 15 minutes after launch
+(`registrationTimeout`, kubernetes-sigs/karpenter v1.14.1
+pkg/controllers/nodeclaim/lifecycle/liveness.go) and launches another for the same pods, each
+instance paid for, a costly loop on p5.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+import requests
+import yaml
+from botocore.exceptions import ClientError
+
+from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.running_autoscaler import ConfigMaps
+from gpu_platform.config import StackConfig, key_path
+
+NODE_ENTRY_TYPE = "EC2_LINUX"
+NODE_GROUPS = ("system:bootstrappers", "system:nodes")
+AWS_AUTH = ("kube-system", "aws-auth")
+# `AccessConfigResponse.authenticationMode` (botocore's EKS model): which of access entries and
+# the ConfigMap EKS reads.
+_READS_ENTRIES = ("API", "API_AND_CONFIG_MAP")
+_READS_CONFIG_MAP = ("CONFIG_MAP", "API_AND_CONFIG_MAP")
+_NEVER_JOIN = (
+    "its nodes would never register, and Karpenter deletes each 15 minutes after launch and"
+    " launches another (liveness.go, registrationTimeout), every one paid for"
+)
+
+
+def node_role_access_finding(
+    config: StackConfig,
+    cluster: Mapping[str, Any],
+    eks: Any,
+    config_maps: ConfigMaps | None = None,
+) -> Finding:
+    """The node role's access entry, else its `aws-auth` mapping (unread where `config_maps`
+    is None), as the cluster's authentication mode lets EKS read them."""
+    role = str(config.karpenter.node_role_arn)
+    name = config.cluster.name
+    subject = f"cluster {name} Karpenter node role"
+    mode = (cluster.get("accessConfig") or {}).get("authenticationMode", "CONFIG_MAP")
+    create = (
+        f"aws eks create-access-entry --cluster-name {name} --principal-arn {role}"
+        f" --type {NODE_ENTRY_TYPE}"
+    )
+    if mode in _READS_ENTRIES:
+        try:
+            entry = eks.describe_access_entry(clusterName=name, principalArn=role)["accessEntry"]
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code")
+            if code in ("AccessDeniedException", "AccessDenied"):
+                return Finding(
+                    "warning",
+                    subject,
+                    f"Whether {role} ({key_path('karpenter', 'nodeRoleArn')}) may join the"
+                    " cluster cannot be read: eks:DescribeAccessEntry was refused.",
+                    f"Run aws eks describe-access-entry --cluster-name {name} --principal-arn"
+                    f" {role} and check its type is {NODE_ENTRY_TYPE}"
+                    " (docs/iam/eks-preflight-policy.json allows it).",
+                )
+            if code != "ResourceNotFoundException":
+                raise
+        else:
+            kind = entry.get("type")
+            if kind == NODE_ENTRY_TYPE:
+                return Finding(
+                    "ok",
+                    subject,
+                    f"{role} has an access entry of type {NODE_ENTRY_TYPE}: its nodes join.",
+                    "Nothing.",
+                )
+            return Finding(
+                "blocking",
+                subject,
+                f"{role} ({key_path('karpenter', 'nodeRoleArn')}) has an access entry of type"
+                f" {kind}, not {NODE_ENTRY_TYPE}, the type of self-managed Linux nodes (EC2 is"
+                f" EKS Auto Mode's): {_NEVER_JOIN}.",
+                "An entry's type cannot be changed: aws eks delete-access-entry --cluster-name"
+                f" {name} --principal-arn {role}, then {create}.",
+            )
+    if mode not in _READS_CONFIG_MAP:
+        return Finding(
+            "blocking",
+            subject,
+            f"{role} ({key_path('karpenter', 'nodeRoleArn')}) has no access entry, and in"
+            f" authentication mode {mode} EKS reads no aws-auth ConfigMap: {_NEVER_JOIN}.",
+            create,
+        )
+    return _aws_auth_finding(config, subject, role, mode, config_maps, create)
+
+
+def _aws_auth_finding(
+    config: StackConfig,
+    subject: str,
+    role: str,
+    mode: str,
+    config_maps: ConfigMaps | None,
+    create: str,
+) -> Finding:
+    fix = (
+        create
+        if mode in _READS_ENTRIES
+        else f"Map {_without_path(role)} to the groups {' and '.join(NODE_GROUPS)} with username"
+        " system:node:{{EC2PrivateDNSName}} in kube-system's aws-auth ConfigMap (kubectl -n"
+        " kube-system edit configmap aws-auth)"
+    )
+    if config_maps is None:
+        return Finding(
+            "warning",
+            subject,
+            f"{role} has no access entry, and the aws-auth ConfigMap was not read.",
+            f"Check that kube-system's aws-auth maps {_without_path(role)} to"
+            f" {' and '.join(NODE_GROUPS)}, or {create}.",
+        )
+    try:
+        found = config_maps(*AWS_AUTH)
+    except requests.RequestException as error:
+        return Finding(
+            "warning",
+            subject,
+            f"{role} has no access entry, and the aws-auth ConfigMap cannot be read: {error}.",
+            "Check that it maps the role to the nodes' groups (kubectl -n kube-system get"
+            f" configmap aws-auth -o yaml), or {create}.",
+        )
+    groups = _mapped_groups(found, role)
+    if groups is not None and set(NODE_GROUPS) <= groups:
+        return Finding(
+            "ok",
+            subject,
+            f"The aws-auth ConfigMap maps {_without_path(role)} to {' and '.join(NODE_GROUPS)}:"
+            " its nodes join.",
+            "Nothing.",
+        )
+    what = (
+        "no access entry and no aws-auth mapping"
+        if groups is None
+        else f"no access entry, and its aws-auth mapping lacks {' or '.join(NODE_GROUPS)}"
+    )
+    return Finding(
+        "blocking",
+        subject,
+        f"{role} ({key_path('karpenter', 'nodeRoleArn')}) has {what}: {_NEVER_JOIN}.",
+        fix,
+    )
+
+
+def _mapped_groups(config_map: Mapping[str, Any] | None, role: str) -> set[str] | None:
+    """The groups `aws-auth`'s `mapRoles` gives the role, by its ARN with or without a path;
+    None where it does not map it."""
+    text = ((config_map or {}).get("data") or {}).get("mapRoles") or "[]"
+    wanted = {role, _without_path(role)}
+    for mapping in yaml.safe_load(text) or []:
+        if isinstance(mapping, Mapping) and mapping.get("rolearn") in wanted:
+            return set(mapping.get("groups") or [])
+    return None
+
+
+def _without_path(role: str) -> str:
+    """`arn:aws:iam::1:role/a/b/Name` as `arn:aws:iam::1:role/Name`."""
+    prefix, _, rest = role.partition(":role/")
+    return f"{prefix}:role/{rest.rsplit('/', 1)[-1]}"
