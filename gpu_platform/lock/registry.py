@@ -174,7 +174,7 @@ class RegistryClient:
                 raise ImageNotResolved(repository, tag, "auth", str(error)) from error
             if basic:
                 return f"Basic {basic}"
-        fields = dict(re.findall(r'(\w+)="([^"]*)"', params))
+        fields = _auth_params(params)
         if scheme.lower() != "bearer" or "realm" not in fields:
             raise ImageNotResolved(
                 repository,
@@ -183,9 +183,7 @@ class RegistryClient:
                 f"the registry asks for credentials ({challenge or 'no challenge'}), not an"
                 " anonymous token: the resolver reads public images only",
             )
-        query = {k: v for k, v in fields.items() if k in ("service", "scope")}
-        query.setdefault("scope", f"repository:{name}:pull")
-        realm = f"{fields['realm']}?{urllib.parse.urlencode(query)}"
+        realm = _token_url(fields, name)
         response = self.sources.get(realm, "an anonymous pull token")
         token = ""
         if response.status == 200:
@@ -203,6 +201,36 @@ class RegistryClient:
                 " image is private, or the registry wants credentials",
             )
         return f"Bearer {token}"
+
+
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+# RFC 7235 section 2.1: `auth-param = token BWS "=" BWS ( token / quoted-string )`. A bare value
+# is read up to the next comma or space, as a realm URL is sent bare by some registries though
+# it is no token; gcr.io sends `service` bare (cloudflare/serverless-registry#122).
+_AUTH_PARAM = re.compile(rf'({_TOKEN})[ \t]*=[ \t]*(?:"((?:[^"\\]|\\.)*)"|([^,\s"]+))')
+
+
+def _auth_params(params: str) -> dict[str, str]:
+    """The parameters of a `WWW-Authenticate` challenge, names in lower case (RFC 7235:
+    case-insensitive), quoted-string values unescaped."""
+    return {
+        name.lower(): re.sub(r"\\(.)", r"\1", quoted) if bare == "" else bare
+        for name, quoted, bare in _AUTH_PARAM.findall(params)
+    }
+
+
+def _token_url(fields: dict[str, str], name: str) -> str:
+    """The URL of an anonymous pull token: the challenge's realm, asked for its `service` and
+    `scope` (the image's repository, pull, where the challenge names none). A realm that
+    carries a query already (nvcr.io's older challenges: `realm="https://nvcr.io/proxy_auth?
+    scope=..."`) keeps it, the others joined with `&`, none asked twice."""
+    realm = urllib.parse.urlsplit(fields["realm"])
+    carried = dict(urllib.parse.parse_qsl(realm.query, keep_blank_values=True))
+    query = {k: v for k, v in fields.items() if k in ("service", "scope") and k not in carried}
+    if "scope" not in carried:
+        query.setdefault("scope", f"repository:{name}:pull")
+    joined = "&".join(part for part in (realm.query, urllib.parse.urlencode(query)) if part)
+    return urllib.parse.urlunsplit(realm._replace(query=joined))
 
 
 def _problem(repository: str, tag: str, url: str, response: Response) -> ImageNotResolved | None:

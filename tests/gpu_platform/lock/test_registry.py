@@ -132,6 +132,43 @@ def test_an_anonymous_pull_token_is_asked_of_the_challenges_realm_then_sent() ->
     ]
 
 
+@pytest.mark.parametrize(
+    ("challenge", "token_request"),
+    [
+        # RFC 7235 section 2.1: a parameter's value is a token or a quoted-string; gcr.io sends
+        # `service` as a bare token (cloudflare/serverless-registry#122).
+        (
+            'Bearer realm="{realm}",service=gcr.io',
+            "/token?service=gcr.io&scope=repository%3Anvidia%2Fcuda%3Apull",
+        ),
+        # nvcr.io's older challenge names the realm with its query in it: the query is kept,
+        # the rest joined with `&`, the scope not asked twice.
+        (
+            'Bearer realm="{realm}?scope=repository:nvidia/cuda:pull",service="nvcr"',
+            "/token?scope=repository:nvidia/cuda:pull&service=nvcr",
+        ),
+    ],
+)
+def test_a_challenge_with_bare_values_or_a_realm_with_a_query_asks_for_the_token_as_meant(
+    challenge: str, token_request: str
+) -> None:
+    asked: list[str] = []
+
+    def registry(request: http.server.BaseHTTPRequestHandler) -> Answer:
+        if request.path.startswith("/token"):
+            asked.append(request.path)
+            return 200, {}, b'{"token": "t0k"}'
+        if request.headers.get("Authorization") != "Bearer t0k":
+            realm = f"http://{request.headers['Host']}/token"
+            return 401, {"WWW-Authenticate": challenge.format(realm=realm)}, b""
+        return 200, {"Docker-Content-Digest": DIGEST, "Content-Type": OCI_INDEX}, b""
+
+    with stand_in(registry) as host:
+        assert resolve(host, f"{host}/nvidia/cuda", "12.2.2").digest == DIGEST
+
+    assert asked == [token_request]
+
+
 def test_a_token_realm_that_refuses_an_anonymous_token_is_an_auth_problem() -> None:
     def registry(request: http.server.BaseHTTPRequestHandler) -> Answer:
         if request.path.startswith("/token"):
