@@ -5,13 +5,14 @@ wants credentials, one that hands out anonymous tokens (Docker Hub and the other
 and throttling."""
 
 import http.server
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from gpu_platform.cli.deadline import Deadline, DeadlinePassed
 from gpu_platform.lock.registry import ImageNotResolved, RegistryClient, ResolvedImage, registry_of
-from gpu_platform.lock.sources import Sources
+from gpu_platform.lock.sources import Sources, _Redirects
 from tests.oci_registry import (
     OCI_INDEX,
     OCI_MANIFEST,
@@ -235,6 +236,30 @@ def test_a_redirect_keeps_the_head_and_sends_no_credentials_to_another_host() ->
             )
 
     assert (answer.status, asked) == (200, [("HEAD", "")])
+
+
+@pytest.mark.parametrize(
+    ("redirect", "authorization"),
+    [
+        ("https://registry.example/v2/pause/manifests/3.10?backend=1", "Bearer t0k"),
+        # From HTTPS to plain HTTP on the same host the token would travel in the clear
+        # (requests' Session.should_strip_auth drops it on a scheme change too).
+        ("http://registry.example/v2/pause/manifests/3.10", None),
+    ],
+)
+def test_a_redirect_on_the_same_host_keeps_credentials_over_https_only(
+    redirect: str, authorization: str | None
+) -> None:
+    request = urllib.request.Request(
+        "https://registry.example/v2/pause/manifests/3.10",
+        headers={"Authorization": "Bearer t0k"},
+        method="HEAD",
+    )
+
+    redirected = _Redirects().redirect_request(request, None, 307, "", {}, redirect)
+
+    assert redirected is not None and redirected.get_method() == "HEAD"
+    assert redirected.get_header("Authorization") == authorization
 
 
 def test_a_manifest_neither_an_index_nor_an_image_is_refused() -> None:
