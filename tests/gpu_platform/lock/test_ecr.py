@@ -8,6 +8,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import typer
 from moto import mock_aws
 
 from gpu_platform.cli import lock
@@ -118,3 +119,27 @@ def test_lock_over_the_committed_stacks_warns_of_the_ecr_image_keeps_its_entry_a
     images = load(path).section(IMAGES)
     assert images[EFA].source == "https://an-earlier-run"
     assert images["nvcr.io/nvidia/gpu-operator:v26.7.0"].value == DIGEST
+
+
+def test_check_without_aws_credentials_names_the_ecr_image_and_does_not_say_up_to_date(
+    no_aws_credentials: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = tmp_path / "gpu-platform.lock"
+    monkeypatch.setenv("GPU_PLATFORM_LOCK", str(path))
+    monkeypatch.setattr(Sources, "_send", stand_in_registries)
+    lock.run([], check=False, timeout_seconds=60, resolvers=[image_resolver.RESOLVER])
+    capsys.readouterr()
+
+    with pytest.raises(typer.Exit) as exited:
+        lock.run([], check=True, timeout_seconds=60, resolvers=[image_resolver.RESOLVER])
+
+    # 4, as preflight exits when it cannot check (gpu_platform/cli/preflight_exit_codes.py).
+    assert exited.value.exit_code == 4
+    output = capsys.readouterr()
+    assert f'warning: left as it was, images["{EFA}"]' in " ".join(output.err.split())
+    assert " ".join(output.out.split()) == (
+        "gpu-platform.lock is up to date except 1 fact not read (the warnings above)"
+    )
