@@ -6,19 +6,23 @@ import http.server
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import typer
 from moto import mock_aws
 
-from gpu_platform.cli import lock
+from gpu_platform.cli import lock, preflight_images
 from gpu_platform.cli.deadline import Deadline
+from gpu_platform.cli.findings import Finding
+from gpu_platform.config import Cloud
 from gpu_platform.lock import image_resolver
 from gpu_platform.lock.ecr import ECR_HOST, EcrCredentials, NoCredentials
 from gpu_platform.lock.lockfile import IMAGES, Lock, entry, load
 from gpu_platform.lock.registry import ImageNotResolved, RegistryClient
 from gpu_platform.lock.sources import Response, Sources
-from gpu_platform.platform_images import EFA_DEVICE_PLUGIN_IMAGE
+from gpu_platform.platform_images import EFA_DEVICE_PLUGIN_IMAGE, PlatformImage
 from tests.oci_registry import Answer, stand_in
 
 DIGEST = "sha256:" + "4d" * 32
@@ -143,3 +147,30 @@ def test_check_without_aws_credentials_names_the_ecr_image_and_does_not_say_up_t
     assert " ".join(output.out.split()) == (
         "gpu-platform.lock is up to date except 1 fact not read (the warnings above)"
     )
+
+
+def test_eks_preflight_compares_an_ecr_image_with_the_token_its_aws_credentials_get(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+
+    def ecr(self: Sources, request: urllib.request.Request) -> Response:
+        sent = str(request.get_header("Authorization") or "").removeprefix("Basic ")
+        if sent and base64.b64decode(sent).startswith(b"AWS:"):
+            index = "application/vnd.oci.image.index.v1+json"
+            return Response(200, {"Docker-Content-Digest": DIGEST, "Content-Type": index}, b"")
+        return Response(401, {"WWW-Authenticate": CHALLENGE}, b"")
+
+    monkeypatch.setattr(Sources, "_send", ecr)
+    image = PlatformImage(EFA_DEVICE_PLUGIN_IMAGE.repository, EFA_DEVICE_PLUGIN_IMAGE.tag, "EFA")
+    monkeypatch.setattr(preflight_images, "platform_images", lambda config: [image])
+    locked = Lock(path=tmp_path / "lock").with_entries(IMAGES, {EFA: entry(DIGEST, "https://e")})
+
+    eks: Any = SimpleNamespace(cloud=Cloud.AWS)
+    with mock_aws():
+        found = preflight_images.image_findings("prod", eks, Deadline(20), locked)
+
+    assert found == [
+        Finding("ok", "image digests", "The 1 locked tags name their digests still.", "")
+    ]
