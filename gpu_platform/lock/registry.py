@@ -115,26 +115,12 @@ class RegistryClient:
     def resolve(self, repository: str, tag: str) -> ResolvedImage:
         """The digest of the manifest `repository:tag` names now. ImageNotResolved where the
         registry names none; SourceError where it cannot be reached."""
-        host, name = registry_of(repository)
-        scheme = "http" if host in self.plain_http else "https"
-        url = f"{scheme}://{host}/v2/{name}/manifests/{urllib.parse.quote(tag, safe='')}"
-        response = self._ask("HEAD", url, host, name)
-        if response.status == 401:
-            self._authorizations[(host, name)] = self._authorization(
-                repository, tag, host, name, response
-            )
-            response = self._ask("HEAD", url, host, name)
-        problem = _problem(repository, tag, url, response)
-        if problem is not None:
-            raise problem
+        url, response = self._answer("HEAD", repository, tag, f"manifests/{tag}", ACCEPT)
         digest = _header(response, "Docker-Content-Digest")
         media_type = _header(response, "Content-Type").partition(";")[0].strip()
         if not digest:
             # The header is a SHOULD of the spec: without it, the digest is the body's.
-            response = self._ask("GET", url, host, name)
-            problem = _problem(repository, tag, url, response)
-            if problem is not None:
-                raise problem
+            url, response = self._answer("GET", repository, tag, f"manifests/{tag}", ACCEPT)
             digest = "sha256:" + hashlib.sha256(response.body).hexdigest()
             media_type = _header(response, "Content-Type").partition(";")[0].strip()
         if not DIGEST.fullmatch(digest):
@@ -151,8 +137,34 @@ class RegistryClient:
             )
         return ResolvedImage(repository, tag, digest, media_type, url)
 
-    def _ask(self, method: str, url: str, host: str, name: str) -> Response:
-        headers = {"Accept": ACCEPT}
+    def read(self, repository: str, path: str, accept: str) -> tuple[bytes, str]:
+        """The body of `/v2/<name>/<path>` (`manifests/<reference>`, `blobs/<digest>`) in the
+        repository's registry, and its URL; ImageNotResolved or SourceError as `resolve`."""
+        url, response = self._answer("GET", repository, path, path, accept)
+        return response.body, url
+
+    def _answer(
+        self, method: str, repository: str, tag: str, path: str, accept: str
+    ) -> tuple[str, Response]:
+        """The registry's 200 answer to `/v2/<name>/<path>`, with the credentials or the
+        anonymous token its challenge asks for; ImageNotResolved for any other."""
+        host, name = registry_of(repository)
+        scheme = "http" if host in self.plain_http else "https"
+        kind, _, reference = path.partition("/")
+        url = f"{scheme}://{host}/v2/{name}/{kind}/{urllib.parse.quote(reference, safe=':')}"
+        response = self._ask(method, url, host, name, accept)
+        if response.status == 401:
+            self._authorizations[(host, name)] = self._authorization(
+                repository, tag, host, name, response
+            )
+            response = self._ask(method, url, host, name, accept)
+        problem = _problem(repository, tag, url, response)
+        if problem is not None:
+            raise problem
+        return url, response
+
+    def _ask(self, method: str, url: str, host: str, name: str, accept: str) -> Response:
+        headers = {"Accept": accept}
         authorization = self._authorizations.get((host, name))
         if authorization:
             headers["Authorization"] = authorization
