@@ -359,3 +359,29 @@ def test_the_plans_prometheus_stack_values_pin_the_images_the_project_lock_holds
     # grafana 12.11.1 templates/_pod.tpl: `@sha256:{{ .Values.image.sha }}`.
     assert values["grafana"]["image"] == {"sha": "5e" * 32}
     assert values["grafana"]["adminPassword"] == ""
+
+
+def test_where_the_chart_cannot_be_read_the_images_the_lock_held_are_read_again(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    manifest = registry.push_image("grafana/grafana", "13.2.0", b"grafana again")
+    reference = f"{registry.host}/grafana/grafana:13.2.0"
+    previous = Lock(path=tmp_path / "gpu-platform.lock").with_entries(
+        CHART_IMAGES, {f"kube-prometheus-stack@{VERSION}/grafana.image": entry_of(reference)}
+    )
+    monkeypatch.setattr(image_resolver, "platform_images", lambda config: [])
+    monkeypatch.setattr(image_resolver, "PLAIN_HTTP_REGISTRIES", {registry.host})
+    monkeypatch.setattr(image_resolver, "CREDENTIALS", lambda: no_credentials)
+    stack: Any = SimpleNamespace(monitoring=SimpleNamespace(install_prometheus_stack=True))
+
+    with serving({}, monkeypatch) as base:
+        monkeypatch.setattr(
+            image_resolver, "PROMETHEUS_STACK", HelmChart("kube-prometheus-stack", VERSION, base)
+        )
+        context = LockContext({"gke-dev": stack}, Sources(Deadline(20)), previous)
+        resolution = image_resolver.resolve(context)
+
+    (unread,) = resolution.unresolved
+    assert (unread.section, unread.key, unread.blocking) == (CHART_IMAGES, None, True)
+    assert unread.reason.endswith("index.yaml answered 404")
+    assert resolution.entries[IMAGES][reference].value == sha256(manifest)
