@@ -12,10 +12,10 @@ Not listed, because no tag of theirs names one image: the driver the GPU Operato
 Ubuntu (`nvcr.io/nvidia/driver:<version>-<os>`: the operator appends each node's OS to the tag,
 internal/image/image.go at v26.7.0), and the images of Google's COS driver installer manifest,
 pinned by commit and already by digest where they are pulled (`cos-nvidia-installer:fixed` is
-preloaded on the node). kube-prometheus-stack's own images (Prometheus, Alertmanager, the
-operator, Grafana, kube-state-metrics, node-exporter) are those of its chart at
-KUBE_PROMETHEUS_STACK_CHART's version, whose values the platform does not record: the stack is
-listed as unrecorded (`UNRECORDED_CHART_IMAGES`) until they are.
+preloaded on the node). Nor kube-prometheus-stack's own images (Prometheus, Alertmanager, the
+operator, Grafana, kube-state-metrics, node-exporter): `gpu-platform lock` reads them from the
+pinned chart's archive itself (gpu_platform/lock/image_resolver.py,
+gpu_platform/kubernetes/chart_images/prometheus_stack.py).
 """
 
 from collections.abc import Iterator
@@ -30,7 +30,6 @@ from gpu_platform.versions import (
     GPU_SMOKE_TEST_IMAGE,
     IDLE_GPU_REAPER_IMAGE,
     KARPENTER_CONTROLLER_IMAGE,
-    KUBE_PROMETHEUS_STACK_CHART,
     MIG_STARTUP_TAINT_REMOVER_IMAGE,
     ContainerImage,
 )
@@ -55,10 +54,6 @@ NODE_FEATURE_DISCOVERY_IMAGE = ContainerImage(
 EFA_DEVICE_PLUGIN_IMAGE = ContainerImage(
     "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin", "v0.5.20"
 )
-UNRECORDED_CHART_IMAGES = (
-    f"{KUBE_PROMETHEUS_STACK_CHART.name} {KUBE_PROMETHEUS_STACK_CHART.version}"
-)
-"""A chart whose default images are not recorded here: its images are not listed."""
 
 
 @dataclass(frozen=True, order=True)

@@ -12,7 +12,8 @@ format the command does not read), each named, or the deadline passed; the lock 
 written with what could be read, the entries of the others kept as they were (past the
 deadline, those of each kind of fact whose reading had not finished). A fact no stack needs yet,
 and an image whose registry takes AWS credentials the run was not given, are warnings, not
-failures (docs/lock.md).
+failures (docs/lock.md), but for --check: it exits 4 then, as preflight does when it cannot
+check, since a fact it did not read may have moved.
 """
 
 from collections.abc import Sequence
@@ -88,8 +89,10 @@ def run(
         errors.print(f"{prefix} {fact.describe()}", markup=False, highlight=False, soft_wrap=True)
     if late is not None:
         errors.print(late, markup=False, highlight=False, soft_wrap=True)
-    _write_or_report(before, after, check, complete=not unresolved and late is None)
-    if unresolved or late is not None:
+    left = 0 if unresolved or late is not None else len(unread)
+    _write_or_report(before, after, check, complete=not unresolved and late is None, left=left)
+    # --check cannot say the lock is up to date while facts it did not read may have moved.
+    if unresolved or late is not None or (check and left):
         raise typer.Exit(EXIT_UNRESOLVED)
     if check and after != before:
         raise typer.Exit(EXIT_CHANGED)
@@ -104,9 +107,10 @@ def _stack(name: str, project: Project) -> StackConfig:
         fail(f"{name}: {error.report()}", EXIT_BAD_INPUT)
 
 
-def _write_or_report(before: Lock, after: Lock, check: bool, complete: bool) -> None:
-    """Print what changed; write the new lock unless `check`. `complete`: every fact was read,
-    so that an unchanged lock is up to date."""
+def _write_or_report(before: Lock, after: Lock, check: bool, complete: bool, left: int) -> None:
+    """Print what changed; write the new lock unless `check`. `complete`: every fact a stack
+    needs was read; `left`: how many others were left as they were (the warnings printed), so
+    that an unchanged lock is up to date but for those."""
     console = plain_console()
     lines = changes(before, after)
     name = after.path.name
@@ -114,7 +118,11 @@ def _write_or_report(before: Lock, after: Lock, check: bool, complete: bool) -> 
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     if not lines:
         if complete:
-            console.print(f"{name} is up to date", markup=False, highlight=False, soft_wrap=True)
+            facts = f"{left} fact" if left == 1 else f"{left} facts"
+            but = f" except {facts} not read (the warnings above)" if left else ""
+            console.print(
+                f"{name} is up to date{but}", markup=False, highlight=False, soft_wrap=True
+            )
     elif check:
         console.print(f"{name} would change: run `gpu-platform lock`", markup=False)
     else:

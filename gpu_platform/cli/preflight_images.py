@@ -1,16 +1,23 @@
 """What `gpu-platform preflight` finds of a stack's images: those the lock has no digest for,
 which run by tag, and those whose tag names another image now than the digest the lock holds (a
 tag pushed again since `gpu-platform lock` read it). The registries are read as the lock reads
-them (gpu_platform/lock/registry.py: anonymously, within the command's deadline); an image whose
-registry cannot be read that way is named, not compared."""
+them (gpu_platform/lock/registry.py: anonymously, within the command's deadline, and, for an EKS
+stack, whose preflight runs with AWS credentials, Amazon ECR's registries with an ECR token); an
+image whose registry cannot be read that way is named, not compared."""
 
 from collections.abc import Collection
 
 from gpu_platform.cli.deadline import Deadline, DeadlinePassed
 from gpu_platform.cli.findings import Finding
-from gpu_platform.config import StackConfig
+from gpu_platform.config import Cloud, StackConfig
+from gpu_platform.lock.ecr import EcrCredentials
 from gpu_platform.lock.lockfile import IMAGES, LOCK_COMMAND, Lock, project_lock
-from gpu_platform.lock.registry import ImageNotResolved, RegistryClient
+from gpu_platform.lock.registry import (
+    Credentials,
+    ImageNotResolved,
+    RegistryClient,
+    no_credentials,
+)
 from gpu_platform.lock.sources import SourceError, Sources
 from gpu_platform.platform_images import PlatformImage, platform_images
 
@@ -49,7 +56,10 @@ def image_findings(
             )
         )
     if locked:
-        findings += _drift(locked, deadline, refresh, plain_http)
+        # EKS's own images (the EFA device plugin's) are in an ECR registry that answers AWS
+        # credentials only (gpu_platform/lock/ecr.py); a GKE stack deploys none.
+        credentials = EcrCredentials() if config.cloud is Cloud.AWS else no_credentials
+        findings += _drift(locked, deadline, refresh, plain_http, credentials)
     return findings
 
 
@@ -58,9 +68,10 @@ def _drift(
     deadline: Deadline,
     refresh: str,
     plain_http: Collection[str],
+    credentials: Credentials,
 ) -> list[Finding]:
     sources = Sources(deadline)
-    client = RegistryClient(sources, plain_http)
+    client = RegistryClient(sources, plain_http, credentials)
 
     def read() -> tuple[dict[str, str], list[str]]:
         live, unread = {}, []

@@ -36,6 +36,7 @@ from gpu_platform import yaml_documents
 from gpu_platform.config import MonitoringSpec, Platform
 from gpu_platform.kubernetes import helm_release
 from gpu_platform.kubernetes.alerts import ALERTED_CLASSES, xid_classes
+from gpu_platform.kubernetes.chart_images.prometheus_stack import with_digests
 from gpu_platform.kubernetes.idle_gpu_pods import REAPER_NAMESPACE
 from gpu_platform.kubernetes.operator_values import extra_taints, taint_toleration
 from gpu_platform.kubernetes.pod_security import pod_security_labels
@@ -301,11 +302,12 @@ def prometheus_stack_values(
     node_exporter_namespace: pulumi.Input[str], pools: Sequence[ResolvedPool]
 ) -> dict[str, Any]:
     """kube-prometheus-stack values: the chart's defaults but for Grafana's admin password, the
-    dashboard sidecar's label (stated so that the dashboard ConfigMap keeps matching it), and
-    node-exporter's namespace, rolling update and tolerations of the GPU pools' taints."""
+    dashboard sidecar's label (stated so that the dashboard ConfigMap keeps matching it),
+    node-exporter's namespace, rolling update and tolerations of the GPU pools' taints, and the
+    digest of each of the chart's images the lock holds one for (docs/lock.md)."""
     no_execute = [taint_toleration(t) for t in extra_taints(pools) if t.effect == "NoExecute"]
     label, value = DASHBOARD_SIDECAR_LABEL
-    return {
+    settings = {
         # node-exporter runs with the host's network and PID namespaces and mounts its root
         # filesystem to read the node's metrics: only `privileged` admits it. Every other pod of
         # the stack (operator, Prometheus, Alertmanager, Grafana, kube-state-metrics) needs no
@@ -325,6 +327,7 @@ def prometheus_stack_values(
             "sidecar": {"dashboards": {"enabled": True, "label": label, "labelValue": value}},
         },
     }
+    return with_digests(settings)
 
 
 def gpu_alert_rules(monitoring: MonitoringSpec, operator_namespace: str) -> dict[str, Any]:

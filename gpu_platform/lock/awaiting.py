@@ -24,7 +24,9 @@ def prune(path: Path, lock: Lock) -> list[str]:
     text = path.read_text()
     config = json.loads(text)
     awaiting = config.get("platform-images-by-digest", {}).get("awaitingDigests", [])
-    dropped = [image for image in awaiting if lock.get(IMAGES, image) is not None]
+    # An entry may hold no value (its source read, no such fact): that image runs by tag still.
+    held = {key for key, found in lock.section(IMAGES).items() if found.value is not None}
+    dropped = [image for image in awaiting if image in held]
     if dropped:
         kept = [image for image in awaiting if image not in dropped]
         path.write_text(_AWAITING.sub(f'"awaitingDigests": {json.dumps(kept)}', text, count=1))

@@ -1,22 +1,37 @@
 """`gpu-platform lock` for image digests: the digest each tag names now, for every image the
 stacks deploy (gpu_platform/platform_images.py) but those whose upstream release records the
 digest already (the GPU Operator's operands, Karpenter's controller), read from each image's
-registry (gpu_platform/lock/registry.py)."""
+registry (gpu_platform/lock/registry.py); and, for stacks that install the Prometheus stack, the
+images of kube-prometheus-stack at its pinned version, read from the chart's own archive
+(gpu_platform/lock/chart_archive.py) into `chart_images`, with the digests of those the platform
+pins (gpu_platform/kubernetes/chart_images/prometheus_stack.py)."""
 
 from collections.abc import Callable, Collection
 
+from gpu_platform.kubernetes.chart_images.prometheus_stack import (
+    NOT_RUN,
+    PINNED,
+    PinnedImage,
+    lock_key,
+    locked_images,
+    split_reference,
+)
+from gpu_platform.lock.chart_archive import ChartImage, ChartNotRead, chart_images, fetch
 from gpu_platform.lock.ecr import EcrCredentials
-from gpu_platform.lock.lockfile import IMAGES, entry
+from gpu_platform.lock.lockfile import CHART_IMAGES, IMAGES, entry
 from gpu_platform.lock.registry import Credentials, ImageNotResolved, RegistryClient
 from gpu_platform.lock.resolve import LockContext, Resolution, Resolver
 from gpu_platform.lock.sources import SourceError
 from gpu_platform.platform_images import PlatformImage, platform_images
+from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART, HelmChart
 
 PLAIN_HTTP_REGISTRIES: Collection[str] = ()
 """Registries asked over HTTP: none but a test's registry on loopback."""
 CREDENTIALS: Callable[[], Credentials] = EcrCredentials
 """What gives the credentials a registry asking for them takes: Amazon ECR's, from AWS
 credentials where boto3 finds some."""
+PROMETHEUS_STACK: HelmChart = KUBE_PROMETHEUS_STACK_CHART
+"""The Prometheus stack's chart, whose archive the images are read from."""
 
 
 def images_to_lock(context: LockContext) -> dict[str, PlatformImage]:
@@ -32,7 +47,10 @@ def images_to_lock(context: LockContext) -> dict[str, PlatformImage]:
 def resolve(context: LockContext) -> Resolution:
     result = Resolution()
     client = RegistryClient(context.sources, PLAIN_HTTP_REGISTRIES, CREDENTIALS())
-    for key, image in sorted(images_to_lock(context).items()):
+    images = images_to_lock(context)
+    if any(config.monitoring.install_prometheus_stack for config in context.stacks.values()):
+        images.update(chart_images_to_lock(context, client, result))
+    for key, image in sorted(images.items()):
         try:
             found = client.resolve(image.repository, image.tag)
         except ImageNotResolved as error:
@@ -45,4 +63,73 @@ def resolve(context: LockContext) -> Resolution:
     return result
 
 
-RESOLVER = Resolver(sections=(IMAGES,), resolve=resolve)
+def chart_images_to_lock(
+    context: LockContext, client: RegistryClient, result: Resolution
+) -> dict[str, PlatformImage]:
+    """The chart's images into `chart_images`, and those the platform pins, by key. Where the
+    chart cannot be read, the section stays as it was and the images it held are read again."""
+    chart = PROMETHEUS_STACK
+    rules = {rule.path: rule for rule in PINNED}
+    try:
+        archive, source = fetch(context.sources, client, chart)
+        found = {image.path: image for image in chart_images(archive, chart.name)}
+    except (ChartNotRead, SourceError) as error:
+        result.fail_section(CHART_IMAGES, f"{chart.name} {chart.version}: {error}")
+        held = locked_images(context.previous, chart)
+        return {held[p]: _pinned(held[p], chart, rules[p]) for p in rules if p in held}
+    pinned: dict[str, PlatformImage] = {}
+    for path, image in found.items():
+        reference = _reference(image, rules.get(path))
+        result.add(CHART_IMAGES, lock_key(path, chart), entry(reference, source))
+        if path not in NOT_RUN and path not in rules:
+            result.fail(
+                CHART_IMAGES,
+                lock_key(path, chart),
+                f"an image the platform does not know ({reference}): it runs by its tag; list"
+                " it in gpu_platform/kubernetes/chart_images/prometheus_stack.py",
+                blocking=False,
+            )
+    for path, rule in rules.items():
+        problem = _unpinnable(found.get(path), rule)
+        if problem is not None:
+            result.fail(
+                CHART_IMAGES,
+                lock_key(path, chart),
+                f"{chart.name} {chart.version} has {problem} at {path}, which the platform pins"
+                " by digest: the chart changed (gpu_platform/kubernetes/chart_images/"
+                "prometheus_stack.py)",
+            )
+        else:
+            reference = _reference(found[path], rule)
+            pinned[reference] = _pinned(reference, chart, rule)
+    return pinned
+
+
+def _unpinnable(image: ChartImage | None, rule: PinnedImage) -> str | None:
+    """What keeps the platform from pinning the image by the rule, if anything."""
+    if image is None:
+        return "no image"
+    if rule.key not in image.values:
+        return f"no `{rule.key}` in the image"
+    if not split_reference(_reference(image, rule))[1]:
+        return "no tag for the image"
+    return None
+
+
+def _reference(image: ChartImage, rule: PinnedImage | None) -> str:
+    """`<registry>/<repository>:<tag>` as the chart's template renders it (the repository
+    alone where it renders no tag)."""
+    name = f"{image.values['registry']}/{image.values['repository']}"
+    tag = str(image.values.get("tag") or "")
+    if not tag and rule is not None and rule.empty_tag != "none":
+        tag = ("v" if rule.empty_tag == "v + appVersion" else "") + image.app_version
+    if tag and rule is not None and rule.distroless and image.values.get("distroless") is True:
+        tag += "-distroless"
+    return f"{name}:{tag}" if tag else name
+
+
+def _pinned(reference: str, chart: HelmChart, rule: PinnedImage) -> PlatformImage:
+    return PlatformImage(*split_reference(reference), f"{chart.name} {chart.version} {rule.path}")
+
+
+RESOLVER = Resolver(sections=(IMAGES, CHART_IMAGES), resolve=resolve)

@@ -81,8 +81,15 @@ IMAGES = Section(
     "`<repository>:<tag>` (`nvcr.io/nvidia/gpu-operator:v26.7.0`)",
     "the digest the tag names (an image index's for a multi-platform image)",
 )
+CHART_IMAGES = Section(
+    "chart_images",
+    "`<chart>@<version>/<values path>` of an image a chart runs by its own default"
+    " (`kube-prometheus-stack@93.4.1/grafana.image`)",
+    "`<repository>:<tag>` as the chart at that version renders it (its digest is under"
+    " `images`), or the repository alone where its values name no tag",
+)
 SECTIONS: Mapping[str, Section] = {
-    s.name: s for s in (GKE_COS_IMAGES, GKE_LISTED_VERSIONS, COS_DRIVERS, IMAGES)
+    s.name: s for s in (GKE_COS_IMAGES, GKE_LISTED_VERSIONS, COS_DRIVERS, IMAGES, CHART_IMAGES)
 }
 """Every section the file may hold, by name."""
 

@@ -115,26 +115,12 @@ class RegistryClient:
     def resolve(self, repository: str, tag: str) -> ResolvedImage:
         """The digest of the manifest `repository:tag` names now. ImageNotResolved where the
         registry names none; SourceError where it cannot be reached."""
-        host, name = registry_of(repository)
-        scheme = "http" if host in self.plain_http else "https"
-        url = f"{scheme}://{host}/v2/{name}/manifests/{urllib.parse.quote(tag, safe='')}"
-        response = self._ask("HEAD", url, host, name)
-        if response.status == 401:
-            self._authorizations[(host, name)] = self._authorization(
-                repository, tag, host, name, response
-            )
-            response = self._ask("HEAD", url, host, name)
-        problem = _problem(repository, tag, url, response)
-        if problem is not None:
-            raise problem
+        url, response = self._answer("HEAD", repository, tag, f"manifests/{tag}", ACCEPT)
         digest = _header(response, "Docker-Content-Digest")
         media_type = _header(response, "Content-Type").partition(";")[0].strip()
         if not digest:
             # The header is a SHOULD of the spec: without it, the digest is the body's.
-            response = self._ask("GET", url, host, name)
-            problem = _problem(repository, tag, url, response)
-            if problem is not None:
-                raise problem
+            url, response = self._answer("GET", repository, tag, f"manifests/{tag}", ACCEPT)
             digest = "sha256:" + hashlib.sha256(response.body).hexdigest()
             media_type = _header(response, "Content-Type").partition(";")[0].strip()
         if not DIGEST.fullmatch(digest):
@@ -151,8 +137,34 @@ class RegistryClient:
             )
         return ResolvedImage(repository, tag, digest, media_type, url)
 
-    def _ask(self, method: str, url: str, host: str, name: str) -> Response:
-        headers = {"Accept": ACCEPT}
+    def read(self, repository: str, path: str, accept: str) -> tuple[bytes, str]:
+        """The body of `/v2/<name>/<path>` (`manifests/<reference>`, `blobs/<digest>`) in the
+        repository's registry, and its URL; ImageNotResolved or SourceError as `resolve`."""
+        url, response = self._answer("GET", repository, path, path, accept)
+        return response.body, url
+
+    def _answer(
+        self, method: str, repository: str, tag: str, path: str, accept: str
+    ) -> tuple[str, Response]:
+        """The registry's 200 answer to `/v2/<name>/<path>`, with the credentials or the
+        anonymous token its challenge asks for; ImageNotResolved for any other."""
+        host, name = registry_of(repository)
+        scheme = "http" if host in self.plain_http else "https"
+        kind, _, reference = path.partition("/")
+        url = f"{scheme}://{host}/v2/{name}/{kind}/{urllib.parse.quote(reference, safe=':')}"
+        response = self._ask(method, url, host, name, accept)
+        if response.status == 401:
+            self._authorizations[(host, name)] = self._authorization(
+                repository, tag, host, name, response
+            )
+            response = self._ask(method, url, host, name, accept)
+        problem = _problem(repository, tag, url, response)
+        if problem is not None:
+            raise problem
+        return url, response
+
+    def _ask(self, method: str, url: str, host: str, name: str, accept: str) -> Response:
+        headers = {"Accept": accept}
         authorization = self._authorizations.get((host, name))
         if authorization:
             headers["Authorization"] = authorization
@@ -174,7 +186,7 @@ class RegistryClient:
                 raise ImageNotResolved(repository, tag, "auth", str(error)) from error
             if basic:
                 return f"Basic {basic}"
-        fields = dict(re.findall(r'(\w+)="([^"]*)"', params))
+        fields = _auth_params(params)
         if scheme.lower() != "bearer" or "realm" not in fields:
             raise ImageNotResolved(
                 repository,
@@ -183,9 +195,7 @@ class RegistryClient:
                 f"the registry asks for credentials ({challenge or 'no challenge'}), not an"
                 " anonymous token: the resolver reads public images only",
             )
-        query = {k: v for k, v in fields.items() if k in ("service", "scope")}
-        query.setdefault("scope", f"repository:{name}:pull")
-        realm = f"{fields['realm']}?{urllib.parse.urlencode(query)}"
+        realm = _token_url(fields, name)
         response = self.sources.get(realm, "an anonymous pull token")
         token = ""
         if response.status == 200:
@@ -203,6 +213,36 @@ class RegistryClient:
                 " image is private, or the registry wants credentials",
             )
         return f"Bearer {token}"
+
+
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+# RFC 7235 section 2.1: `auth-param = token BWS "=" BWS ( token / quoted-string )`. A bare value
+# is read up to the next comma or space, as a realm URL is sent bare by some registries though
+# it is no token; gcr.io sends `service` bare (cloudflare/serverless-registry#122).
+_AUTH_PARAM = re.compile(rf'({_TOKEN})[ \t]*=[ \t]*(?:"((?:[^"\\]|\\.)*)"|([^,\s"]+))')
+
+
+def _auth_params(params: str) -> dict[str, str]:
+    """The parameters of a `WWW-Authenticate` challenge, names in lower case (RFC 7235:
+    case-insensitive), quoted-string values unescaped."""
+    return {
+        name.lower(): re.sub(r"\\(.)", r"\1", quoted) if bare == "" else bare
+        for name, quoted, bare in _AUTH_PARAM.findall(params)
+    }
+
+
+def _token_url(fields: dict[str, str], name: str) -> str:
+    """The URL of an anonymous pull token: the challenge's realm, asked for its `service` and
+    `scope` (the image's repository, pull, where the challenge names none). A realm that
+    carries a query already (nvcr.io's older challenges: `realm="https://nvcr.io/proxy_auth?
+    scope=..."`) keeps it, the others joined with `&`, none asked twice."""
+    realm = urllib.parse.urlsplit(fields["realm"])
+    carried = dict(urllib.parse.parse_qsl(realm.query, keep_blank_values=True))
+    query = {k: v for k, v in fields.items() if k in ("service", "scope") and k not in carried}
+    if "scope" not in carried:
+        query.setdefault("scope", f"repository:{name}:pull")
+    joined = "&".join(part for part in (realm.query, urllib.parse.urlencode(query)) if part)
+    return urllib.parse.urlunsplit(realm._replace(query=joined))
 
 
 def _problem(repository: str, tag: str, url: str, response: Response) -> ImageNotResolved | None:

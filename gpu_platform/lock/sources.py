@@ -106,7 +106,8 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
     to 3.13) builds the new request without a method, so a HEAD becomes a GET, and copies
     every header but the content ones, `Authorization` included, to whichever host the
     redirect names; registries redirect to other hosts (registry.k8s.io to its regional
-    backends, Docker Hub to its blob storage)."""
+    backends, Docker Hub to its blob storage), and a token sent over HTTPS must not leave it
+    in the clear."""
 
     def redirect_request(
         self,
@@ -121,7 +122,9 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
         if redirected is None:
             return None
         kept = dict(redirected.headers)
-        if urllib.parse.urlsplit(newurl).netloc != urllib.parse.urlsplit(req.full_url).netloc:
+        to, came_from = urllib.parse.urlsplit(newurl), urllib.parse.urlsplit(req.full_url)
+        # Nor over plain HTTP from HTTPS, on the same host too: as requests' should_strip_auth.
+        if to.netloc != came_from.netloc or (came_from.scheme, to.scheme) == ("https", "http"):
             kept = {k: v for k, v in kept.items() if k.lower() != "authorization"}
         return urllib.request.Request(
             redirected.full_url,

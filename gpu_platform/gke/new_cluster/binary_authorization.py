@@ -20,6 +20,7 @@ from pulumi_gcp import binaryauthorization
 from gpu_platform.config import GkeClusterCreate
 from gpu_platform.gke.policy_owner import POLICY_DESCRIPTION
 from gpu_platform.kubernetes.chart_images import prometheus_stack_images
+from gpu_platform.kubernetes.chart_images.prometheus_stack import locked_repositories
 
 EVALUATION_MODES = {
     "audit": "PROJECT_SINGLETON_POLICY_ENFORCE",
@@ -58,8 +59,11 @@ which matches subdirectories."""
 
 def allowed_images(gcp: GkeClusterCreate) -> list[str]:
     """The policy's allowlist: the platform's images, each repository the Prometheus stack's
-    charts name (its tag or digest matched by a trailing `*`), then the stack's own."""
-    charts = [f"{repository}*" for repository in prometheus_stack_images()]
+    charts name (its tag or digest matched by a trailing `*`), then the stack's own. The charts'
+    repositories are those the lock read from the pinned chart (`chart_images`), or, where it
+    holds none, the committed list derived from an earlier release."""
+    repositories = locked_repositories() or prometheus_stack_images()
+    charts = [f"{repository}*" for repository in repositories]
     return [*PLATFORM_IMAGES, *charts, *gcp.binary_authorization_allowed_images]
 
 

@@ -13,17 +13,25 @@ is admitted once the list is derived again.
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 PROMETHEUS_STACK_IMAGES_FILE = Path(__file__).parent / "kube-prometheus-stack.txt"
 
 
+def is_image_map(values: Any) -> TypeGuard[Mapping[str, Any]]:
+    """Whether `values` is an image map: a `registry` and a `repository`, neither empty."""
+    if not isinstance(values, Mapping):
+        return False
+    registry, repository = values.get("registry"), values.get("repository")
+    named = isinstance(registry, str) and isinstance(repository, str)
+    return named and bool(registry and repository)
+
+
 def image_repositories(values: Any) -> Iterator[str]:
     """`registry/repository` of every image map (`registry` and `repository` keys) in values."""
+    if is_image_map(values):
+        yield f"{values['registry']}/{values['repository']}"
     if isinstance(values, Mapping):
-        registry, repository = values.get("registry"), values.get("repository")
-        if isinstance(registry, str) and isinstance(repository, str) and registry and repository:
-            yield f"{registry}/{repository}"
         for value in values.values():
             yield from image_repositories(value)
     elif isinstance(values, list):

@@ -46,9 +46,10 @@ def cluster_answer(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
 def lock_gke_dev(monkeypatch: pytest.MonkeyPatch) -> None:
     """Run `gpu-platform lock gke-dev` against the sources `serving` points it at. Its images'
     digests are not read: their registries are not on loopback here (tests/gpu_platform/lock/
-    test_image_resolver.py reads them from one that is), and the plan runs an image the lock
-    has no digest for by its tag."""
+    test_image_resolver.py reads them from one that is, test_chart_archive.py the Prometheus
+    stack's from its chart), and the plan runs an image the lock has no digest for by its tag."""
     monkeypatch.setattr(image_resolver, "platform_images", lambda config: [])
+    monkeypatch.setattr(image_resolver, "chart_images_to_lock", lambda *read: {})
     result = CliRunner().invoke(app, ["--cwd", str(ROOT), "lock", "gke-dev"])
     assert result.exit_code == 0, result.output
 

@@ -1,6 +1,9 @@
 """The Prometheus stack's images, read from its charts' values."""
 
-from gpu_platform.kubernetes.chart_images import image_repositories
+import pytest
+
+from gpu_platform.kubernetes.chart_images import PROMETHEUS_STACK_IMAGES_FILE, image_repositories
+from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART
 
 
 def test_every_image_map_of_the_values_is_read() -> None:
@@ -32,3 +35,19 @@ def test_every_image_map_of_the_values_is_read() -> None:
         "ghcr.io/jkroepke/kube-webhook-certgen",
         "quay.io/prometheus-operator/prometheus-operator",
     ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the committed list is derived from kube-prometheus-stack 88.5.3: re-derive it"
+    " (derive.py) from the pinned chart, whose values are not at hand offline",
+)
+def test_the_committed_list_is_derived_from_the_pinned_chart() -> None:
+    # The list is Binary Authorization's fallback where the lock holds no `chart_images` yet.
+    header = PROMETHEUS_STACK_IMAGES_FILE.read_text().splitlines()[0]
+
+    name, version = header.removeprefix("# ").split(",")[0].split()[:2]
+    assert (name, version) == (
+        KUBE_PROMETHEUS_STACK_CHART.name,
+        KUBE_PROMETHEUS_STACK_CHART.version,
+    )

@@ -27,3 +27,15 @@ def test_an_image_the_lock_holds_is_no_longer_awaited_and_the_rest_is_kept(tmp_p
         f'  "platform-images-by-digest": {{"awaitingDigests": ["{CUDA}"]}}\n}}\n'
     )
     assert json.loads(path.read_text())["all"] == "mandatory"
+
+
+def test_an_image_whose_entry_holds_no_digest_is_still_awaited(tmp_path: Path) -> None:
+    path = tmp_path / "prod.json"
+    text = f'{{"platform-images-by-digest": {{"awaitingDigests": ["{CUDA}"]}}}}\n'
+    path.write_text(text)
+    lock = Lock(path=tmp_path / "lock").with_entries(
+        IMAGES, {CUDA: entry(None, "https://registry.example")}
+    )
+
+    assert prune(path, lock) == []
+    assert path.read_text() == text

@@ -6,18 +6,23 @@ import http.server
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
+import typer
 from moto import mock_aws
 
-from gpu_platform.cli import lock
+from gpu_platform.cli import lock, preflight_images
 from gpu_platform.cli.deadline import Deadline
+from gpu_platform.cli.findings import Finding
+from gpu_platform.config import Cloud
 from gpu_platform.lock import image_resolver
 from gpu_platform.lock.ecr import ECR_HOST, EcrCredentials, NoCredentials
 from gpu_platform.lock.lockfile import IMAGES, Lock, entry, load
 from gpu_platform.lock.registry import ImageNotResolved, RegistryClient
 from gpu_platform.lock.sources import Response, Sources
-from gpu_platform.platform_images import EFA_DEVICE_PLUGIN_IMAGE
+from gpu_platform.platform_images import EFA_DEVICE_PLUGIN_IMAGE, PlatformImage
 from tests.oci_registry import Answer, stand_in
 
 DIGEST = "sha256:" + "4d" * 32
@@ -108,6 +113,7 @@ def test_lock_over_the_committed_stacks_warns_of_the_ecr_image_keeps_its_entry_a
     Lock(path=path).with_entries(IMAGES, {EFA: entry(DIGEST, "https://an-earlier-run")}).save()
     monkeypatch.setenv("GPU_PLATFORM_LOCK", str(path))
     monkeypatch.setattr(Sources, "_send", stand_in_registries)
+    monkeypatch.setattr(image_resolver, "chart_images_to_lock", lambda *read: {})
 
     # Returns: no exit 4, though prod's and karpenter-dev's EFA pools deploy EKS's plugin.
     lock.run([], check=False, timeout_seconds=60, resolvers=[image_resolver.RESOLVER])
@@ -118,3 +124,55 @@ def test_lock_over_the_committed_stacks_warns_of_the_ecr_image_keeps_its_entry_a
     images = load(path).section(IMAGES)
     assert images[EFA].source == "https://an-earlier-run"
     assert images["nvcr.io/nvidia/gpu-operator:v26.7.0"].value == DIGEST
+
+
+def test_check_without_aws_credentials_names_the_ecr_image_and_does_not_say_up_to_date(
+    no_aws_credentials: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = tmp_path / "gpu-platform.lock"
+    monkeypatch.setenv("GPU_PLATFORM_LOCK", str(path))
+    monkeypatch.setattr(Sources, "_send", stand_in_registries)
+    monkeypatch.setattr(image_resolver, "chart_images_to_lock", lambda *read: {})
+    lock.run([], check=False, timeout_seconds=60, resolvers=[image_resolver.RESOLVER])
+    capsys.readouterr()
+
+    with pytest.raises(typer.Exit) as exited:
+        lock.run([], check=True, timeout_seconds=60, resolvers=[image_resolver.RESOLVER])
+
+    # 4, as preflight exits when it cannot check (gpu_platform/cli/preflight_exit_codes.py).
+    assert exited.value.exit_code == 4
+    output = capsys.readouterr()
+    assert f'warning: left as it was, images["{EFA}"]' in " ".join(output.err.split())
+    assert " ".join(output.out.split()) == (
+        "gpu-platform.lock is up to date except 1 fact not read (the warnings above)"
+    )
+
+
+def test_eks_preflight_compares_an_ecr_image_with_the_token_its_aws_credentials_get(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+
+    def ecr(self: Sources, request: urllib.request.Request) -> Response:
+        sent = str(request.get_header("Authorization") or "").removeprefix("Basic ")
+        if sent and base64.b64decode(sent).startswith(b"AWS:"):
+            index = "application/vnd.oci.image.index.v1+json"
+            return Response(200, {"Docker-Content-Digest": DIGEST, "Content-Type": index}, b"")
+        return Response(401, {"WWW-Authenticate": CHALLENGE}, b"")
+
+    monkeypatch.setattr(Sources, "_send", ecr)
+    image = PlatformImage(EFA_DEVICE_PLUGIN_IMAGE.repository, EFA_DEVICE_PLUGIN_IMAGE.tag, "EFA")
+    monkeypatch.setattr(preflight_images, "platform_images", lambda config: [image])
+    locked = Lock(path=tmp_path / "lock").with_entries(IMAGES, {EFA: entry(DIGEST, "https://e")})
+
+    eks: Any = SimpleNamespace(cloud=Cloud.AWS)
+    with mock_aws():
+        found = preflight_images.image_findings("prod", eks, Deadline(20), locked)
+
+    assert found == [
+        Finding("ok", "image digests", "The 1 locked tags name their digests still.", "")
+    ]

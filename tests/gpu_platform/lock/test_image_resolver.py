@@ -30,6 +30,7 @@ def stack_images(monkeypatch: pytest.MonkeyPatch, registry: Registry, *images: s
     recorded = PlatformImage(f"{registry.host}/recorded", "1.0", "a test", "sha256:" + "ab" * 32)
     monkeypatch.setattr(image_resolver, "platform_images", lambda config: [*deployed, recorded])
     monkeypatch.setattr(image_resolver, "PLAIN_HTTP_REGISTRIES", {registry.host})
+    monkeypatch.setattr(image_resolver, "chart_images_to_lock", lambda *read: {})
 
 
 def test_the_lock_holds_each_images_digest_and_where_it_was_read(

@@ -55,8 +55,9 @@ def files(monkeypatch: pytest.MonkeyPatch) -> Iterator[Files]:
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project with the repository's gke-dev stack (L4 on COS) and its EKS dev stack, whose
     images the command does not read here (test_image_resolver.py reads them from a registry on
-    loopback)."""
+    loopback, test_chart_archive.py the Prometheus stack's from its chart)."""
     monkeypatch.setattr(image_resolver, "platform_images", lambda config: [])
+    monkeypatch.setattr(image_resolver, "chart_images_to_lock", lambda *read: {})
     (tmp_path / "Pulumi.yaml").write_text("name: gpu-platform\nruntime: python\n")
     (tmp_path / "__main__.py").write_text("")
     for stack in ("gke-dev", "dev"):

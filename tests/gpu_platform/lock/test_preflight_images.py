@@ -2,6 +2,7 @@
 (tests/oci_registry.py): a tag pushed again since the lock was written is a warning."""
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from gpu_platform.cli import preflight_images
 from gpu_platform.cli.deadline import Deadline
 from gpu_platform.cli.findings import Finding
+from gpu_platform.config import Cloud
 from gpu_platform.lock.lockfile import IMAGES, Lock, entry
 from gpu_platform.platform_images import PlatformImage
 from tests.oci_registry import Registry, sha256, silent_server
@@ -31,7 +33,7 @@ def findings(
     monkeypatch.setattr(preflight_images, "platform_images", lambda config: images)
     entries = {f"{host}/{k}": entry(v, "https://registry.example") for k, v in locked.items() if v}
     lock = Lock(path=tmp_path / "lock").with_entries(IMAGES, entries)
-    config: Any = None
+    config: Any = SimpleNamespace(cloud=Cloud.GCP)
     return preflight_images.image_findings("dev", config, Deadline(seconds), lock, {host})
 
 

@@ -5,13 +5,14 @@ wants credentials, one that hands out anonymous tokens (Docker Hub and the other
 and throttling."""
 
 import http.server
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from gpu_platform.cli.deadline import Deadline, DeadlinePassed
 from gpu_platform.lock.registry import ImageNotResolved, RegistryClient, ResolvedImage, registry_of
-from gpu_platform.lock.sources import Sources
+from gpu_platform.lock.sources import Sources, _Redirects
 from tests.oci_registry import (
     OCI_INDEX,
     OCI_MANIFEST,
@@ -132,6 +133,43 @@ def test_an_anonymous_pull_token_is_asked_of_the_challenges_realm_then_sent() ->
     ]
 
 
+@pytest.mark.parametrize(
+    ("challenge", "token_request"),
+    [
+        # RFC 7235 section 2.1: a parameter's value is a token or a quoted-string; gcr.io sends
+        # `service` as a bare token (cloudflare/serverless-registry#122).
+        (
+            'Bearer realm="{realm}",service=gcr.io',
+            "/token?service=gcr.io&scope=repository%3Anvidia%2Fcuda%3Apull",
+        ),
+        # nvcr.io's older challenge names the realm with its query in it: the query is kept,
+        # the rest joined with `&`, the scope not asked twice.
+        (
+            'Bearer realm="{realm}?scope=repository:nvidia/cuda:pull",service="nvcr"',
+            "/token?scope=repository:nvidia/cuda:pull&service=nvcr",
+        ),
+    ],
+)
+def test_a_challenge_with_bare_values_or_a_realm_with_a_query_asks_for_the_token_as_meant(
+    challenge: str, token_request: str
+) -> None:
+    asked: list[str] = []
+
+    def registry(request: http.server.BaseHTTPRequestHandler) -> Answer:
+        if request.path.startswith("/token"):
+            asked.append(request.path)
+            return 200, {}, b'{"token": "t0k"}'
+        if request.headers.get("Authorization") != "Bearer t0k":
+            realm = f"http://{request.headers['Host']}/token"
+            return 401, {"WWW-Authenticate": challenge.format(realm=realm)}, b""
+        return 200, {"Docker-Content-Digest": DIGEST, "Content-Type": OCI_INDEX}, b""
+
+    with stand_in(registry) as host:
+        assert resolve(host, f"{host}/nvidia/cuda", "12.2.2").digest == DIGEST
+
+    assert asked == [token_request]
+
+
 def test_a_token_realm_that_refuses_an_anonymous_token_is_an_auth_problem() -> None:
     def registry(request: http.server.BaseHTTPRequestHandler) -> Answer:
         if request.path.startswith("/token"):
@@ -198,6 +236,30 @@ def test_a_redirect_keeps_the_head_and_sends_no_credentials_to_another_host() ->
             )
 
     assert (answer.status, asked) == (200, [("HEAD", "")])
+
+
+@pytest.mark.parametrize(
+    ("redirect", "authorization"),
+    [
+        ("https://registry.example/v2/pause/manifests/3.10?backend=1", "Bearer t0k"),
+        # From HTTPS to plain HTTP on the same host the token would travel in the clear
+        # (requests' Session.should_strip_auth drops it on a scheme change too).
+        ("http://registry.example/v2/pause/manifests/3.10", None),
+    ],
+)
+def test_a_redirect_on_the_same_host_keeps_credentials_over_https_only(
+    redirect: str, authorization: str | None
+) -> None:
+    request = urllib.request.Request(
+        "https://registry.example/v2/pause/manifests/3.10",
+        headers={"Authorization": "Bearer t0k"},
+        method="HEAD",
+    )
+
+    redirected = _Redirects().redirect_request(request, None, 307, "", {}, redirect)
+
+    assert redirected is not None and redirected.get_method() == "HEAD"
+    assert redirected.get_header("Authorization") == authorization
 
 
 def test_a_manifest_neither_an_index_nor_an_image_is_refused() -> None:

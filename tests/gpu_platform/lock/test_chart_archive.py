@@ -1,0 +1,387 @@
+"""`gpu-platform lock` reads kube-prometheus-stack's images from the pinned chart's own archive:
+from a Helm repository on loopback (tests/cos_sources.py serving an index.yaml and an archive
+the test makes, tests/helm_charts.py) or from the registry on loopback as an OCI artifact
+(tests/oci_registry.py); each image's digest from that registry; and the plan sets each digest
+where the chart's template reads it."""
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from gpu_platform.cli.deadline import Deadline
+from gpu_platform.gke.new_cluster.binary_authorization import allowed_images
+from gpu_platform.kubernetes.chart_images.prometheus_stack import with_digests
+from gpu_platform.kubernetes.monitoring import prometheus_stack_values
+from gpu_platform.lock import image_resolver
+from gpu_platform.lock.chart_archive import (
+    HELM_CHART_LAYER,
+    ChartNotRead,
+    chart_images,
+    fetch,
+)
+from gpu_platform.lock.lockfile import (
+    CHART_IMAGES,
+    IMAGES,
+    LOCK_PATH_VARIABLE,
+    Lock,
+    LockEntry,
+    entry,
+)
+from gpu_platform.lock.registry import RegistryClient, no_credentials
+from gpu_platform.lock.resolve import LockContext
+from gpu_platform.lock.sources import Sources
+from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART, HelmChart
+from tests.cos_sources import serving
+from tests.helm_charts import Chart, archive, index
+from tests.oci_registry import Registry, sha256
+
+VERSION = KUBE_PROMETHEUS_STACK_CHART.version
+"""The test chart's version: the pinned one, which the program reads the lock's entries of."""
+
+
+def entry_of(reference: str) -> LockEntry:
+    return entry(reference, "https://charts.example/kube-prometheus-stack.tgz")
+
+
+def image(registry: str, repository: str, tag: str = "", key: str = "sha") -> dict[str, Any]:
+    return {"registry": registry, "repository": repository, "tag": tag, key: ""}
+
+
+def prometheus_stack(registry: str) -> Chart:
+    """Test data shaped as kube-prometheus-stack 88.5.3 and the subcharts it pins are
+    (prometheus-community/helm-charts charts/kube-prometheus-stack/values.yaml and Chart.yaml
+    at kube-prometheus-stack-88.5.3): each image map where its release has it, the subcharts
+    behind their `condition`, kube-state-metrics packed as `helm dependency build` leaves it."""
+    state_metrics = Chart(
+        "kube-state-metrics",
+        "8.4.0",
+        "2.20.0",
+        {"image": image(registry, "kube-state-metrics/kube-state-metrics")},
+        packed=True,
+    )
+    node_exporter = Chart(
+        "prometheus-node-exporter",
+        "4.56.1",
+        "1.12.1",
+        {
+            "image": {
+                **image(registry, "prometheus/node-exporter", key="digest"),
+                "distroless": False,
+            }
+        },
+    )
+    grafana = Chart(
+        "grafana",
+        "12.11.1",
+        "13.2.0",
+        {
+            "image": image(registry, "grafana/grafana"),
+            "sidecar": {"image": image(registry, "kiwigrid/k8s-sidecar", "2.10.1")},
+            "testFramework": {"image": {"registry": registry, "repository": "bats/bats"}},
+        },
+    )
+    windows = Chart(
+        "prometheus-windows-exporter",
+        "0.12.0",
+        "0.31.0",
+        {"image": image(registry, "prometheus-community/windows-exporter")},
+    )
+    operator = "prometheus-operator"
+    values = {
+        "alertmanager": {
+            "alertmanagerSpec": {"image": image(registry, "prometheus/alertmanager", "v0.34.0")}
+        },
+        "prometheus": {
+            "prometheusSpec": {
+                "image": image(registry, "prometheus/prometheus", "v3.14.0-distroless")
+            }
+        },
+        "prometheusOperator": {
+            "image": image(registry, f"{operator}/prometheus-operator"),
+            "prometheusConfigReloader": {
+                "image": image(registry, f"{operator}/prometheus-config-reloader")
+            },
+            "thanosImage": image(registry, "thanos/thanos", "v0.42.4"),
+            "admissionWebhooks": {
+                "patch": {"image": image(registry, "jkroepke/kube-webhook-certgen", "1.8.7")},
+                "deployment": {"image": image(registry, f"{operator}/admission-webhook")},
+            },
+        },
+        "thanosRuler": {"thanosRulerSpec": {"image": image(registry, "thanos/thanos", "v0.42.4")}},
+        # Test data: an image no release has, as a new release may add one.
+        "newExporter": {"image": image(registry, "example/new-exporter", "v1")},
+        "kubeStateMetrics": {"enabled": True},
+        "nodeExporter": {"enabled": True},
+        "grafana": {"enabled": True},
+        "windowsMonitoring": {"enabled": False},
+        "prometheus-node-exporter": {"image": {"distroless": True}},
+    }
+    return Chart(
+        "kube-prometheus-stack",
+        VERSION,
+        "v0.95.0",
+        values,
+        [
+            (state_metrics, "kubeStateMetrics.enabled"),
+            (node_exporter, "nodeExporter.enabled"),
+            (grafana, "grafana.enabled"),
+            (windows, "windowsMonitoring.enabled"),
+        ],
+    )
+
+
+def pinned_references(registry: str) -> dict[str, str]:
+    """The images the platform pins, as the charts' templates render them: an empty tag is the
+    chart's appVersion (kube-prometheus-stack's operator, reloader and webhook; Grafana), or it
+    after a `v` (kube-state-metrics, node-exporter, then `-distroless` as the parent's values
+    ask)."""
+    operator = f"{registry}/prometheus-operator"
+    return {
+        "alertmanager.alertmanagerSpec.image": f"{registry}/prometheus/alertmanager:v0.34.0",
+        "prometheus.prometheusSpec.image": f"{registry}/prometheus/prometheus:v3.14.0-distroless",
+        "prometheusOperator.image": f"{operator}/prometheus-operator:v0.95.0",
+        "prometheusOperator.prometheusConfigReloader.image": (
+            f"{operator}/prometheus-config-reloader:v0.95.0"
+        ),
+        "prometheusOperator.thanosImage": f"{registry}/thanos/thanos:v0.42.4",
+        "prometheusOperator.admissionWebhooks.patch.image": (
+            f"{registry}/jkroepke/kube-webhook-certgen:1.8.7"
+        ),
+        "prometheusOperator.admissionWebhooks.deployment.image": (
+            f"{operator}/admission-webhook:v0.95.0"
+        ),
+        "kube-state-metrics.image": (f"{registry}/kube-state-metrics/kube-state-metrics:v2.20.0"),
+        "prometheus-node-exporter.image": f"{registry}/prometheus/node-exporter:v1.12.1-distroless",
+        "grafana.image": f"{registry}/grafana/grafana:13.2.0",
+        "grafana.sidecar.image": f"{registry}/kiwigrid/k8s-sidecar:2.10.1",
+    }
+
+
+def test_the_images_are_the_charts_and_those_of_the_subcharts_it_enables() -> None:
+    found = {
+        i.path: i
+        for i in chart_images(archive(prometheus_stack("quay.io")), "kube-prometheus-stack")
+    }
+
+    assert sorted(found) == sorted(
+        [
+            *pinned_references("quay.io"),
+            "thanosRuler.thanosRulerSpec.image",
+            "grafana.testFramework.image",
+            "newExporter.image",
+        ]
+    )
+    # The parent's values for a subchart override the subchart's own (Helm's value merging).
+    assert found["prometheus-node-exporter.image"].values["distroless"] is True
+    assert (found["grafana.image"].chart, found["grafana.image"].app_version) == (
+        "grafana",
+        "13.2.0",
+    )
+
+
+def serve_chart(chart: Chart, monkeypatch: pytest.MonkeyPatch, url: str | None = None) -> Any:
+    content = archive(chart)
+    name = f"{chart.name}-{chart.version}.tgz"
+    files = {"/charts/index.yaml": index(chart, url or name, content), f"/charts/{name}": content}
+    return serving(files, monkeypatch)
+
+
+def read(chart: HelmChart, plain_http: set[str] | None = None) -> tuple[bytes, str]:
+    sources = Sources(Deadline(20))
+    return fetch(sources, RegistryClient(sources, plain_http or set()), chart)
+
+
+def test_the_archive_is_the_one_the_repository_index_lists_at_the_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    chart = prometheus_stack("quay.io")
+    with serve_chart(chart, monkeypatch) as base:
+        content, source = read(HelmChart(chart.name, VERSION, f"{base}/charts/"))
+        with pytest.raises(ChartNotRead, match=r"lists no kube-prometheus-stack 93\.4\.2"):
+            read(HelmChart(chart.name, "93.4.2", f"{base}/charts"))
+
+    assert (content, source) == (
+        archive(chart),
+        f"{base}/charts/kube-prometheus-stack-{VERSION}.tgz",
+    )
+
+
+def test_an_archive_that_is_not_the_one_the_index_lists_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    chart = prometheus_stack("quay.io")
+    content = archive(chart)
+    files = {
+        "/charts/index.yaml": index(chart, "stack.tgz", content),
+        "/charts/stack.tgz": archive(prometheus_stack("docker.io")),
+    }
+    with serving(files, monkeypatch) as base, pytest.raises(ChartNotRead, match="is not the"):
+        read(HelmChart(chart.name, VERSION, f"{base}/charts"))
+
+
+def test_a_chart_in_an_oci_registry_is_read_from_its_chart_layer(registry: Registry) -> None:
+    # Helm's "Use OCI-based registries": the chart's archive is the artifact's one layer.
+    content = archive(prometheus_stack("quay.io"))
+    config = json.dumps({"name": "kube-prometheus-stack", "version": VERSION}).encode()
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {
+            "mediaType": "application/vnd.cncf.helm.config.v1+json",
+            **registry.push_blob("charts/kube-prometheus-stack", config),
+        },
+        "layers": [
+            {
+                "mediaType": HELM_CHART_LAYER,
+                **registry.push_blob("charts/kube-prometheus-stack", content),
+            }
+        ],
+    }
+    registry.push_manifest(
+        "charts/kube-prometheus-stack",
+        VERSION,
+        "application/vnd.oci.image.manifest.v1+json",
+        json.dumps(manifest).encode(),
+    )
+
+    found, source = read(
+        HelmChart("kube-prometheus-stack", VERSION, f"oci://{registry.host}/charts"),
+        {registry.host},
+    )
+
+    assert found == content
+    assert (
+        source == f"http://{registry.host}/v2/charts/kube-prometheus-stack/blobs/{sha256(content)}"
+    )
+
+
+def test_lock_records_the_pinned_charts_images_and_their_digests_and_the_plan_pins_them(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    chart = prometheus_stack(registry.host)
+    pushed = {}
+    for path, reference in pinned_references(registry.host).items():
+        name, _, tag = reference.removeprefix(f"{registry.host}/").rpartition(":")
+        pushed[path] = sha256(registry.push_image(name, tag, f"{path} layer".encode()))
+    monkeypatch.setattr(image_resolver, "platform_images", lambda config: [])
+    monkeypatch.setattr(image_resolver, "PLAIN_HTTP_REGISTRIES", {registry.host})
+    monkeypatch.setattr(image_resolver, "CREDENTIALS", lambda: no_credentials)
+    stack: Any = SimpleNamespace(monitoring=SimpleNamespace(install_prometheus_stack=True))
+
+    with serve_chart(chart, monkeypatch) as base:
+        monkeypatch.setattr(
+            image_resolver, "PROMETHEUS_STACK", HelmChart(chart.name, VERSION, f"{base}/charts")
+        )
+        resolution = image_resolver.resolve(LockContext({"gke-dev": stack}, Sources(Deadline(60))))
+
+    # An image the platform neither pins nor knows not to run is a warning, not a failure.
+    assert [(u.key, u.blocking) for u in resolution.unresolved] == [
+        (f"kube-prometheus-stack@{VERSION}/newExporter.image", False)
+    ]
+    recorded = {k: e.value for k, e in resolution.entries[CHART_IMAGES].items()}
+    for path, reference in pinned_references(registry.host).items():
+        assert recorded[f"kube-prometheus-stack@{VERSION}/{path}"] == reference
+        assert resolution.entries[IMAGES][reference].value == pushed[path]
+    lock = Lock(path=tmp_path / "gpu-platform.lock")
+    for section, entries in resolution.entries.items():
+        lock = lock.with_entries(section, entries)
+
+    values = with_digests({"grafana": {"adminPassword": ""}}, lock)
+
+    hex_of = {path: digest.removeprefix("sha256:") for path, digest in pushed.items()}
+    # kube-prometheus-stack's and Grafana's templates render `@sha256:{{ sha }}`;
+    # kube-state-metrics 8.4.0 `@%s` of its `sha`, node-exporter 4.56.1 of its `digest`.
+    assert values["alertmanager"]["alertmanagerSpec"]["image"] == {
+        "sha": hex_of["alertmanager.alertmanagerSpec.image"]
+    }
+    assert values["prometheusOperator"]["image"] == {"sha": hex_of["prometheusOperator.image"]}
+    assert values["kube-state-metrics"]["image"] == {"sha": pushed["kube-state-metrics.image"]}
+    assert values["prometheus-node-exporter"]["image"] == {
+        "digest": pushed["prometheus-node-exporter.image"]
+    }
+    assert values["grafana"] == {
+        "adminPassword": "",
+        "image": {"sha": hex_of["grafana.image"]},
+        "sidecar": {"image": {"sha": hex_of["grafana.sidecar.image"]}},
+    }
+
+
+def test_without_the_lock_the_stack_runs_its_images_by_tag(tmp_path: Path) -> None:
+    assert with_digests({"grafana": {}}, Lock(path=tmp_path / "none")) == {"grafana": {}}
+
+
+def test_binary_authorization_admits_the_repositories_the_lock_read_from_the_pinned_chart(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "gpu-platform.lock"
+    lock = Lock(path=path).with_entries(
+        CHART_IMAGES,
+        {
+            f"kube-prometheus-stack@{VERSION}/grafana.image": entry_of(
+                "docker.io/grafana/grafana:13.2.0"
+            ),
+            f"kube-prometheus-stack@{VERSION}/crds.upgradeJob.image.kubectl": entry_of(
+                "registry.k8s.io/kubectl"
+            ),
+            # Another version's entry is not the pinned chart's.
+            "kube-prometheus-stack@88.5.3/grafana.image": entry_of("docker.io/old/grafana:1"),
+        },
+    )
+    lock.save()
+    monkeypatch.setenv(LOCK_PATH_VARIABLE, str(path))
+    gcp: Any = SimpleNamespace(binary_authorization_allowed_images=[])
+
+    allowed = allowed_images(gcp)
+
+    assert [p for p in allowed if "grafana" in p or "kubectl" in p] == [
+        "docker.io/grafana/grafana*",
+        "registry.k8s.io/kubectl*",
+    ]
+    assert "quay.io/prometheus/prometheus*" not in allowed
+
+
+def test_the_plans_prometheus_stack_values_pin_the_images_the_project_lock_holds(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "gpu-platform.lock"
+    digest = "sha256:" + "5e" * 32
+    reference = "docker.io/grafana/grafana:13.2.0"
+    Lock(path=path).with_entries(
+        CHART_IMAGES, {f"kube-prometheus-stack@{VERSION}/grafana.image": entry_of(reference)}
+    ).with_entries(IMAGES, {reference: entry(digest, "https://registry.example")}).save()
+    monkeypatch.setenv(LOCK_PATH_VARIABLE, str(path))
+
+    values = prometheus_stack_values("monitoring-node-exporter", [])
+
+    # grafana 12.11.1 templates/_pod.tpl: `@sha256:{{ .Values.image.sha }}`.
+    assert values["grafana"]["image"] == {"sha": "5e" * 32}
+    assert values["grafana"]["adminPassword"] == ""
+
+
+def test_where_the_chart_cannot_be_read_the_images_the_lock_held_are_read_again(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    manifest = registry.push_image("grafana/grafana", "13.2.0", b"grafana again")
+    reference = f"{registry.host}/grafana/grafana:13.2.0"
+    previous = Lock(path=tmp_path / "gpu-platform.lock").with_entries(
+        CHART_IMAGES, {f"kube-prometheus-stack@{VERSION}/grafana.image": entry_of(reference)}
+    )
+    monkeypatch.setattr(image_resolver, "platform_images", lambda config: [])
+    monkeypatch.setattr(image_resolver, "PLAIN_HTTP_REGISTRIES", {registry.host})
+    monkeypatch.setattr(image_resolver, "CREDENTIALS", lambda: no_credentials)
+    stack: Any = SimpleNamespace(monitoring=SimpleNamespace(install_prometheus_stack=True))
+
+    with serving({}, monkeypatch) as base:
+        monkeypatch.setattr(
+            image_resolver, "PROMETHEUS_STACK", HelmChart("kube-prometheus-stack", VERSION, base)
+        )
+        context = LockContext({"gke-dev": stack}, Sources(Deadline(20)), previous)
+        resolution = image_resolver.resolve(context)
+
+    (unread,) = resolution.unresolved
+    assert (unread.section, unread.key, unread.blocking) == (CHART_IMAGES, None, True)
+    assert unread.reason.endswith("index.yaml answered 404")
+    assert resolution.entries[IMAGES][reference].value == sha256(manifest)
