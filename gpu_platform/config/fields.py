@@ -18,7 +18,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from gpu_platform.accelerators import ACCELERATORS
+from gpu_platform.accelerators import ACCELERATORS, MIG_SLICES
 
 # RFC 1123 label: what Kubernetes accepts as a namespace name and what node group, node pool and
 # Helm release names can safely be derived from. Pools are capped lower because GKE limits node
@@ -97,8 +97,6 @@ NotBlank = Annotated[str, StringConstraints(pattern=_NOT_BLANK)]
 HttpsUrl = Annotated[str, StringConstraints(pattern=_HTTPS_URL)]
 HttpUrl = Annotated[str, StringConstraints(pattern=_HTTP_URL)]
 MigProfile = Annotated[str, StringConstraints(pattern=_MIG_PROFILE)]
-MigSlice = Annotated[str, StringConstraints(pattern=_MIG_SLICE)]
-"""A MIG slice as its resource is named: `1g.10gb` of `nvidia.com/mig-1g.10gb`."""
 ClusterName = Annotated[str, StringConstraints(pattern=_CLUSTER_NAME)]
 GcpLocation = Annotated[str, StringConstraints(pattern=_GCP_LOCATION)]
 ImageNamePattern = Annotated[str, StringConstraints(pattern=_IMAGE_NAME_PATTERN)]
@@ -189,6 +187,21 @@ AcceleratorName = Annotated[
     AfterValidator(_known_accelerator),
     WithJsonSchema({"type": "string", "enum": list(ACCELERATORS)}),
 ]
+
+
+def _known_mig_slice(name: str) -> str:
+    if name not in MIG_SLICES:
+        raise PydanticCustomError(
+            "unknown_mig_slice",
+            "a MIG slice of a GPU the platform knows: {allowed}",
+            {"allowed": ", ".join(MIG_SLICES)},
+        )
+    return name
+
+
+MigSlice = Annotated[str, StringConstraints(pattern=_MIG_SLICE), AfterValidator(_known_mig_slice)]
+"""A MIG slice as its resource is named: `1g.10gb` of `nvidia.com/mig-1g.10gb`, one of a GPU
+the platform knows (`gpu_platform/accelerators.py`)."""
 
 
 _MOST_IDLE_MINUTES = 1440
