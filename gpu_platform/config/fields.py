@@ -3,7 +3,7 @@ and the constrained string types, each pattern with what it means in words for t
 """
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -174,32 +174,30 @@ PATTERN_MEANINGS = {
 }
 
 
-def _known_accelerator(name: str) -> str:
-    if name not in ACCELERATORS:
-        raise PydanticCustomError(
-            "unknown_accelerator", "one of {allowed}", {"allowed": ", ".join(ACCELERATORS)}
-        )
-    return name
+def _one_of(allowed: Sequence[str], error_type: str, expected: str) -> AfterValidator:
+    """A validator of a name among `allowed`, whose error says `expected` with `{allowed}`
+    filled in."""
+
+    def check(name: str) -> str:
+        if name not in allowed:
+            raise PydanticCustomError(error_type, expected, {"allowed": ", ".join(allowed)})
+        return name
+
+    return AfterValidator(check)
 
 
 AcceleratorName = Annotated[
     str,
-    AfterValidator(_known_accelerator),
+    _one_of(list(ACCELERATORS), "unknown_accelerator", "one of {allowed}"),
     WithJsonSchema({"type": "string", "enum": list(ACCELERATORS)}),
 ]
 
 
-def _known_mig_slice(name: str) -> str:
-    if name not in MIG_SLICES:
-        raise PydanticCustomError(
-            "unknown_mig_slice",
-            "a MIG slice of a GPU the platform knows: {allowed}",
-            {"allowed": ", ".join(MIG_SLICES)},
-        )
-    return name
-
-
-MigSlice = Annotated[str, StringConstraints(pattern=_MIG_SLICE), AfterValidator(_known_mig_slice)]
+MigSlice = Annotated[
+    str,
+    StringConstraints(pattern=_MIG_SLICE),
+    _one_of(MIG_SLICES, "unknown_mig_slice", "a MIG slice of a GPU the platform knows: {allowed}"),
+]
 """A MIG slice as its resource is named: `1g.10gb` of `nvidia.com/mig-1g.10gb`, one of a GPU
 the platform knows (`gpu_platform/accelerators.py`)."""
 
