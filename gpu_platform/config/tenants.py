@@ -17,8 +17,9 @@ QuotaSetting = Literal["gpuQuota", "sharedGpuQuota", "migQuota"]
 def quota_setting(sharing: Sharing, shared_by_gke: bool) -> QuotaSetting:
     """The namespace setting that caps what pods ask of a pool shared this way: whole GPUs of an
     exclusive pool; replicas of a time-sliced or MPS pool and the partitions GKE makes, which
-    are all advertised as `nvidia.com/gpu`; the slices the operator's MIG manager makes, each
-    profile its own `nvidia.com/mig-<slice>`."""
+    are all advertised as `nvidia.com/gpu` (where the stack has exclusive pools too, `gpuQuota`
+    caps them as well: see `TenantNamespaceSpec.gpu_quota`); the slices the operator's MIG
+    manager makes, each profile its own `nvidia.com/mig-<slice>`."""
     if isinstance(sharing, ExclusiveSharing):
         return "gpuQuota"
     if isinstance(sharing, MigSharing) and not shared_by_gke:
