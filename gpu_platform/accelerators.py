@@ -61,6 +61,13 @@ ACCELERATORS: Mapping[str, Accelerator] = {
 }
 
 
+MIG_SLICES: tuple[str, ...] = tuple(
+    sorted({profile for gpu in ACCELERATORS.values() for profile in gpu.mig_profiles})
+)
+"""Every uniform MIG profile of every GPU the platform knows (`1g.10gb`): the slices a pool can
+be partitioned into, and so the `nvidia.com/mig-<slice>` names a node can advertise."""
+
+
 def mig_instances_per_gpu(accelerator: str, profile: str) -> int:
     """Instances of a uniform `all-<slice>` MIG profile that one GPU of this model holds."""
     return ACCELERATORS[accelerator].mig_profiles[profile.removeprefix("all-")]

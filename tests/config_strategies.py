@@ -718,7 +718,7 @@ CORNER_STACKS: dict[str, Config] = {
             },
         ],
     },
-    "GKE: a queued-provisioning pool": {
+    "GKE: a queued-provisioning pool beside one GKE time-shares, a tenant on both": {
         "gpu-platform:cloud": "gcp",
         "gpu-platform:cluster": {
             "name": "ml-sweep",
@@ -733,6 +733,16 @@ CORNER_STACKS: dict[str, Config] = {
                 "sharing": {"mode": "exclusive"},
                 "gcp": {"flexStart": True, "queuedProvisioning": True},
             },
+            {
+                "name": "l4-shared",
+                "instanceTypes": ["g2-standard-8"],
+                "max": 2,
+                "sharing": {"mode": "time-slicing", "replicas": 4},
+            },
+        ],
+        # Whole GPUs and replicas are both nvidia.com/gpu: gpuQuota caps them together.
+        "gpu-platform:namespaces": [
+            {"name": "team-a", "gpuQuota": 8, "sharedGpuQuota": 8, "smokeTestPool": "l4-shared"}
         ],
     },
     "GKE created at a bare 1.35 on COS: the drivers its pools run come from the lock": {
@@ -791,4 +801,4 @@ CORNER_STACKS: dict[str, Config] = {
 """Stacks that join corners a short run may never draw, each planned (or, the last, refused by
 key) on every run: MIG quotas and smoke tests, arm64, EFA pools of one GPU in two zones, a
 Karpenter the stack does not install, a pool of a whole instance family, a Karpenter pool's own
-taints, queued provisioning."""
+taints, queued provisioning beside GKE's time-sharing under one tenant's quota."""

@@ -10,7 +10,9 @@ the taints of every pool it must run on; a led pool, and its driver, wait for th
 driver and gate; no canary sits on capacity that never starts its node, and every canary ranks
 below every pool that is not one; update timeouts outlast the longest rollout; each EFA node
 gets its own instance type's EFA count, and each EFA placement stays in one zone; every GPU
-node gets one DCGM exporter, matching pods by the device IDs its device plugin uses.
+node gets one DCGM exporter, matching pods by the device IDs its device plugin uses; every
+tenant namespace's quota caps each MIG slice its pools advertise, and no more whole GPUs than its
+`gpuQuota`.
 
 CI draws a fixed sequence of `EXAMPLES` stacks (`derandomize`, no example database), after the
 few stacks of `CORNER_STACKS` that join the corners such a short run may miss. A deeper
@@ -42,6 +44,7 @@ from tests.gpu_platform.gke.new_cluster.hardening_invariants import hardening_pr
 from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
 from tests.gpu_platform.kubernetes.exporter_invariants import exporter_problems
 from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
+from tests.gpu_platform.kubernetes.quota_invariants import quota_problems
 from tests.gpu_platform.rollout_invariants import timeout_problems
 from tests.official_models import official_model_problems
 from tests.refusals import assert_refused_by_key
@@ -124,6 +127,9 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         "every GPU node one DCGM exporter, which finds the pods on its GPUs": exporter_problems,
         "a created GKE cluster's endpoint, images and Secrets key held as the docs say": (
             hardening_problems
+        ),
+        "each tenant quota caps its pools' MIG slices, and whole GPUs at gpuQuota": (
+            quota_problems
         ),
     }
 

@@ -397,7 +397,17 @@ def _key_inputs(resource: PlannedResource) -> Iterable[tuple[str, Any]]:
     if paths is None:
         paths = [k for k, v in resource.inputs.items() if isinstance(v, str | int | float | bool)]
     for path in paths:
-        yield from _values_at(resource.inputs, path.split("."), "")
+        for key, value in _values_at(resource.inputs, path.split("."), ""):
+            yield key, _caps_first(value) if key == "spec.hard" else value
+
+
+def _caps_first(hard: Mapping[str, Any]) -> str:
+    """A quota's caps above 0, and how many it holds at 0: a tenant's quota holds every MIG
+    slice the platform knows at 0 but those its `migQuota` allows, and a line of those would
+    hide its caps."""
+    caps = ", ".join(f"{k}: {v}" for k, v in sorted(hard.items()) if str(v) != "0")
+    zeros = sum(str(v) == "0" for v in hard.values())
+    return f"{caps or 'nothing'}; {zeros} more at 0" if zeros else caps
 
 
 def _values_at(value: Any, parts: Sequence[str], shown: str) -> Iterable[tuple[str, Any]]:

@@ -3,7 +3,7 @@ and the constrained string types, each pattern with what it means in words for t
 """
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -18,7 +18,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from gpu_platform.accelerators import ACCELERATORS
+from gpu_platform.accelerators import ACCELERATORS, MIG_SLICES
 
 # RFC 1123 label: what Kubernetes accepts as a namespace name and what node group, node pool and
 # Helm release names can safely be derived from. Pools are capped lower because GKE limits node
@@ -97,8 +97,6 @@ NotBlank = Annotated[str, StringConstraints(pattern=_NOT_BLANK)]
 HttpsUrl = Annotated[str, StringConstraints(pattern=_HTTPS_URL)]
 HttpUrl = Annotated[str, StringConstraints(pattern=_HTTP_URL)]
 MigProfile = Annotated[str, StringConstraints(pattern=_MIG_PROFILE)]
-MigSlice = Annotated[str, StringConstraints(pattern=_MIG_SLICE)]
-"""A MIG slice as its resource is named: `1g.10gb` of `nvidia.com/mig-1g.10gb`."""
 ClusterName = Annotated[str, StringConstraints(pattern=_CLUSTER_NAME)]
 GcpLocation = Annotated[str, StringConstraints(pattern=_GCP_LOCATION)]
 ImageNamePattern = Annotated[str, StringConstraints(pattern=_IMAGE_NAME_PATTERN)]
@@ -176,19 +174,32 @@ PATTERN_MEANINGS = {
 }
 
 
-def _known_accelerator(name: str) -> str:
-    if name not in ACCELERATORS:
-        raise PydanticCustomError(
-            "unknown_accelerator", "one of {allowed}", {"allowed": ", ".join(ACCELERATORS)}
-        )
-    return name
+def _one_of(allowed: Sequence[str], error_type: str, expected: str) -> AfterValidator:
+    """A validator of a name among `allowed`, whose error says `expected` with `{allowed}`
+    filled in."""
+
+    def check(name: str) -> str:
+        if name not in allowed:
+            raise PydanticCustomError(error_type, expected, {"allowed": ", ".join(allowed)})
+        return name
+
+    return AfterValidator(check)
 
 
 AcceleratorName = Annotated[
     str,
-    AfterValidator(_known_accelerator),
+    _one_of(list(ACCELERATORS), "unknown_accelerator", "one of {allowed}"),
     WithJsonSchema({"type": "string", "enum": list(ACCELERATORS)}),
 ]
+
+
+MigSlice = Annotated[
+    str,
+    StringConstraints(pattern=_MIG_SLICE),
+    _one_of(MIG_SLICES, "unknown_mig_slice", "a MIG slice of a GPU the platform knows: {allowed}"),
+]
+"""A MIG slice as its resource is named: `1g.10gb` of `nvidia.com/mig-1g.10gb`, one of a GPU
+the platform knows (`gpu_platform/accelerators.py`)."""
 
 
 _MOST_IDLE_MINUTES = 1440

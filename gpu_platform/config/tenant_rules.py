@@ -78,7 +78,9 @@ def _quota_problems(
     config: StackConfig, i: int, ns: TenantNamespaceSpec
 ) -> Iterator[ConfigProblem]:
     """A `gpuQuota` that caps nothing the stack offers, as a stack file written before the
-    quotas per kind of GPU has it; and at least one of what the smoke test's pod asks for."""
+    quotas per kind of GPU has it; a `sharedGpuQuota` past the `gpuQuota` that caps replicas
+    too where whole GPUs and replicas share their resource name; and at least one of what the
+    smoke test's pod asks for."""
     platform = known_platform(config)
     if platform is None:
         return
@@ -101,12 +103,30 @@ def _quota_problems(
             " replicas of time-sliced and MPS GPUs and GKE's partitions with sharedGpuQuota,"
             " and the MIG manager's slices with migQuota",
         )
+    mixed = "gpuQuota" in settings and "sharedGpuQuota" in settings
+    if mixed and ns.shared_gpu_quota > ns.gpu_quota:
+        # Whole GPUs, replicas and GKE's partitions are all `nvidia.com/gpu`, and a
+        # ResourceQuota caps a resource by its name: the one cap is `gpuQuota`, so that pods
+        # never take more whole GPUs than it allows, and replicas cannot go past it.
+        yield ConfigProblem(
+            key_path("namespaces", i, "sharedGpuQuota"),
+            ns.shared_gpu_quota,
+            f"at most gpuQuota ({ns.gpu_quota}) where the stack has exclusive pools"
+            f" ({', '.join(settings['gpuQuota'])}) beside shared ones"
+            f" ({', '.join(settings['sharedGpuQuota'])}): both hand out nvidia.com/gpu, which"
+            " Kubernetes cannot tell apart, so gpuQuota caps whole GPUs and replicas together"
+            " there, each replica counted as a GPU; raise gpuQuota (it lets pods take as many"
+            " whole GPUs), or run whole and shared GPUs in separate stacks to cap replicas on"
+            " their own",
+        )
     pool_name = ns.smoke_test_pool
     if pool_name is None or pool_name not in {p.name for p in config.pools}:
         return
     # The quota would refuse the smoke test's pod, and `pulumi up` would wait out the Job's
     # deadline before saying so.
     setting = next(s for s, pools in settings.items() if pool_name in pools)
+    if mixed and setting == "sharedGpuQuota":
+        setting = "gpuQuota"
     quotas = {
         "gpuQuota": ns.gpu_quota,
         "sharedGpuQuota": ns.shared_gpu_quota,

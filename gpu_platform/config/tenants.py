@@ -17,8 +17,9 @@ QuotaSetting = Literal["gpuQuota", "sharedGpuQuota", "migQuota"]
 def quota_setting(sharing: Sharing, shared_by_gke: bool) -> QuotaSetting:
     """The namespace setting that caps what pods ask of a pool shared this way: whole GPUs of an
     exclusive pool; replicas of a time-sliced or MPS pool and the partitions GKE makes, which
-    are all advertised as `nvidia.com/gpu`; the slices the operator's MIG manager makes, each
-    profile its own `nvidia.com/mig-<slice>`."""
+    are all advertised as `nvidia.com/gpu` (where the stack has exclusive pools too, `gpuQuota`
+    caps them as well: see `TenantNamespaceSpec.gpu_quota`); the slices the operator's MIG
+    manager makes, each profile its own `nvidia.com/mig-<slice>`."""
     if isinstance(sharing, ExclusiveSharing):
         return "gpuQuota"
     if isinstance(sharing, MigSharing) and not shared_by_gke:
@@ -34,17 +35,21 @@ class TenantNamespaceSpec(Model):
     `kube-node-lease`, `default`) and none the operator, monitoring or autoscaler run in."""
     gpu_quota: int = Field(default=0, ge=0, le=10000)
     """Whole GPUs of exclusive pools the namespace's pods may request at once
-    (`requests.nvidia.com/gpu`). Kubernetes names shared GPUs' replicas `nvidia.com/gpu` too: in
-    a stack with exclusive and shared pools one cap holds both, this plus `sharedGpuQuota`, which
-    pods may take as either."""
+    (`requests.nvidia.com/gpu`). Kubernetes names shared GPUs' replicas and GKE's MIG partitions
+    `nvidia.com/gpu` too, and cannot tell them from whole GPUs: in a stack with exclusive and
+    shared pools this caps both, each replica counted as a GPU, so that pods never take more
+    whole GPUs than it allows."""
     shared_gpu_quota: int = Field(default=0, ge=0, le=10000)
     """Replicas of time-sliced and MPS pools' GPUs, and MIG partitions GKE makes, the namespace's
-    pods may request at once: each is one `nvidia.com/gpu` to Kubernetes."""
+    pods may request at once: each is one `nvidia.com/gpu` to Kubernetes. In a stack with
+    exclusive pools as well, `gpuQuota` caps whole GPUs and replicas together, and this may be
+    at most `gpuQuota`: replicas cannot be capped apart from whole GPUs there."""
     mig_quota: dict[MigSlice, Annotated[int, Field(ge=0, le=100000)]] = Field(default_factory=dict)
     """MIG slices of each profile the namespace's pods may request at once, by slice
     (`1g.10gb: 56` caps `requests.nvidia.com/mig-1g.10gb`), on pools whose slices the operator's
-    MIG manager makes (EKS). A slice the stack's pools advertise and this leaves out is capped
-    at 0; GKE's partitions are `nvidia.com/gpu`, which `sharedGpuQuota` caps."""
+    MIG manager makes (EKS). Every slice of every GPU the platform knows that this leaves out is
+    capped at 0, whatever the stack's pools; GKE's partitions are `nvidia.com/gpu`, which
+    `sharedGpuQuota` caps (`gpuQuota` where the stack has exclusive pools too)."""
     pod_security: Literal["restricted", "baseline"] = "restricted"
     """Pod Security level enforced, audited and warned about; `privileged` is reserved for the
     GPU Operator. `baseline` is for images that cannot run as a non-root user."""

@@ -220,7 +220,12 @@ def _shared_gpu_config(how: str, replicas: int) -> Values:
         "sharing": {
             how: {
                 # Keep advertising `nvidia.com/gpu`, which the node identity, the autoscaler's
-                # scale-from-zero hints and the tenants' quotas count.
+                # scale-from-zero hints and the tenants' quotas count. `true` would advertise
+                # `nvidia.com/gpu.shared` (k8s-device-plugin v0.20.0 api/config/v1/replicas.go,
+                # `DefaultSharedRename`), which no released cluster autoscaler counts as a GPU
+                # (processors/customresources/gpu_processor.go) and GKE's device plugin has no
+                # counterpart of: the quotas cap whole GPUs and replicas together where a stack
+                # has both (docs/gpu-sharing.md, "Quotas per kind of GPU").
                 "renameByDefault": False,
                 # Two replicas may be slices of one GPU: a pod asking for more than one would
                 # get no more GPU than with one, so it is refused instead of misled.

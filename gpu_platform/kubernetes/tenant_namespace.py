@@ -3,12 +3,12 @@
 The Namespace enforces, audits and warns at the configured Pod Security level, pinned to
 `POD_SECURITY_VERSION`. A LimitRange gives containers that request no CPU or memory a small
 request of each, so that the cluster autoscaler counts a node busy while a GPU pod runs there
-(`DEFAULT_CONTAINER_REQUESTS`). A ResourceQuota caps the GPUs its pods may request, under every GPU
-resource name the stack's pools advertise. Optionally a smoke-test Job runs `nvidia-smi` on one
-pool, built like any tenant workload (`gpu_pod_spec`), so that `pulumi up` only succeeds once a
-restricted pod in the namespace has really reached a GPU. Children are registered once the
-component is, and the component once what it depends on (the GPU Operator) exists, so the
-smoke test never starts before the operator is installed.
+(`DEFAULT_CONTAINER_REQUESTS`). A ResourceQuota caps the GPUs its pods may request, under every
+GPU resource name a node of the platform's can advertise. Optionally a smoke-test Job runs
+`nvidia-smi` on one pool, built like any tenant workload (`gpu_pod_spec`), so that `pulumi up`
+only succeeds once a restricted pod in the namespace has really reached a GPU. Children are
+registered once the component is, and the component once what it depends on (the GPU Operator)
+exists, so the smoke test never starts before the operator is installed.
 
 How `pulumi up` waits for the smoke test: pulumi-kubernetes waits for a Job to complete and
 fails at once when the Job reports `Failed` with reason `BackoffLimitExceeded` or
@@ -41,6 +41,7 @@ from typing import Any, cast
 import pulumi
 from pulumi_kubernetes import batch, core
 
+from gpu_platform.accelerators import MIG_SLICES
 from gpu_platform.config import OperatorSpec, Provisioner, TenantNamespaceSpec, quota_setting
 from gpu_platform.kubernetes.gpu_pod import gpu_pod_annotations, gpu_pod_spec
 from gpu_platform.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL
@@ -74,7 +75,8 @@ SMOKE_TEST_AWAIT_MARGIN_SECONDS = 120
 class GpuTenantNamespaceArgs:
     namespace: TenantNamespaceSpec
     pools: Sequence[ResolvedPool]
-    """Every pool of the stack: the quota covers the GPU resources of all of them."""
+    """Every pool of the stack: which of them hand out whole GPUs decides what the quota's
+    `nvidia.com/gpu` cap counts."""
     provisioner: Provisioner = "cluster-autoscaler"
     """What starts the stack's GPU nodes: the smoke test asks it not to disrupt the node."""
     driver_rollout: OperatorSpec | None = None
@@ -164,24 +166,30 @@ def limit_range_spec() -> dict[str, Any]:
 
 
 def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[str, str]:
-    """`requests.<resource>` for each GPU resource the pools advertise: `nvidia.com/gpu` at
-    `gpuQuota` where it means whole GPUs, `sharedGpuQuota` where it means replicas, their sum
-    where the stack has both kinds of pool (Kubernetes counts both under the one name, and a
-    ResourceQuota caps a resource by its name), and each MIG slice `nvidia.com/mig-<slice>` at
-    its `migQuota`, 0 where that leaves it out (a slice `migQuota` names that no pool advertises
-    is capped all the same, ready for a pool that will).
+    """`requests.<resource>` for each GPU resource a pod of the namespace could ask for:
+    `nvidia.com/gpu` at `gpuQuota` where the stack has exclusive pools or no shared ones, else at
+    `sharedGpuQuota`; and every MIG slice of every GPU the platform knows,
+    `nvidia.com/mig-<slice>`, at its `migQuota`, 0 where that leaves it out.
+
+    A ResourceQuota caps only the resources it names: admission masks a pod's usage to the names
+    in its `hard` (k8s.io/apiserver v0.35.0, Kubernetes 1.35,
+    pkg/admission/plugin/resourcequota/controller.go `CheckRequest`). So every slice is named,
+    whatever the stack's pools advertise today: a pool added later, or a node partitioned
+    another way, is capped at 0 until the namespace is given a quota of it.
+
+    Where whole GPUs and replicas or GKE's partitions are both `nvidia.com/gpu` (a stack with
+    exclusive and shared pools), Kubernetes cannot tell them apart, and any cap of replicas
+    added to it would let pods take as many more whole GPUs: `gpuQuota` alone caps both there,
+    each replica counted as a GPU (config validation refuses a `sharedGpuQuota` above it).
 
     Extended resources can only be capped on requests; pods set GPUs as limits and Kubernetes
     copies them into requests, so the cap holds. `nvidia.com/gpu` is always capped, so that a
     pool added later is never uncapped in the meantime.
     """
     settings = {quota_setting(p.spec.sharing, p.sharer is GpuSharer.GKE) for p in pools}
-    whole = spec.gpu_quota if "gpuQuota" in settings or "sharedGpuQuota" not in settings else 0
-    replicas = spec.shared_gpu_quota if "sharedGpuQuota" in settings else 0
-    hard = {f"requests.{GPU_RESOURCE}": str(whole + replicas)}
-    advertised = {r for pool in pools for r in pool.identity.resources}
-    slices = {r.removeprefix(MIG_RESOURCE_PREFIX) for r in advertised if r != GPU_RESOURCE}
-    for slice_name in sorted(slices | set(spec.mig_quota)):
+    whole = "gpuQuota" in settings or "sharedGpuQuota" not in settings
+    hard = {f"requests.{GPU_RESOURCE}": str(spec.gpu_quota if whole else spec.shared_gpu_quota)}
+    for slice_name in MIG_SLICES:
         hard[f"requests.{MIG_RESOURCE_PREFIX}{slice_name}"] = str(spec.mig_quota.get(slice_name, 0))
     return hard
 

@@ -61,6 +61,8 @@ GPU_SHAPES = {
 def stack() -> dict[str, Any]:
     config = copy.deepcopy(stack_config("dev"))
     config["gpu-platform:pools"] += EXTRA_POOLS
+    # Whole L4s beside the time-sliced T4s: gpuQuota caps both, each replica counted as a GPU.
+    config["gpu-platform:namespaces"][0]["gpuQuota"] = 8
     return config
 
 

@@ -87,6 +87,14 @@ def test_plan_shows_what_each_karpenter_nodepool_may_launch(invoke) -> None:
     assert 'spec.amiSelectorTerms = [{"alias": "al2023@v20260714"}]' in output
 
 
+def test_plan_shows_a_tenants_gpu_caps_before_the_slices_it_holds_at_0(invoke) -> None:
+    output = invoke("dev").output
+
+    # ml-sandbox may hold 8 replicas, and none of the 26 MIG slices of the GPUs the platform
+    # knows (NVIDIA's MIG user guide, "Supported MIG Profiles").
+    assert "spec.hard = requests.nvidia.com/gpu: 8; 26 more at 0" in output
+
+
 def test_plan_shows_secret_outputs_as_secret(invoke) -> None:
     assert "kubeconfig: [secret]" in invoke("dev").output
 

@@ -234,6 +234,17 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
         "gpu-platform:namespaces[0].migQuota.big",
     ),
     (
+        "a MIG slice no GPU the platform knows has",
+        lambda c: c["gpu-platform:namespaces"][0].update(migQuota={"1g.11gb": 4}),
+        "gpu-platform:namespaces[0].migQuota.1g.11gb",
+    ),
+    (
+        # Whole GPUs and replicas are both nvidia.com/gpu: gpuQuota caps both.
+        "more replicas than whole GPUs where a stack has both",
+        lambda c: _with_whole_gpus(c, gpuQuota=2, sharedGpuQuota=12),
+        "gpu-platform:namespaces[0].sharedGpuQuota",
+    ),
+    (
         # A stack file written when `gpuQuota` capped replicas and slices as well: on the dev
         # stack's time-sliced pool it would now allow no GPU at all.
         "a whole-GPU quota alone where no pool is exclusive",
@@ -252,6 +263,18 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
     ),
     ("misspelt top-level key", lambda c: c.update({"gpu-platform:pool": []}), "gpu-platform:pool"),
 ]
+
+
+def _with_whole_gpus(config: Config, **quotas: int) -> None:
+    config["gpu-platform:pools"].append(
+        {
+            "name": "t4-whole",
+            "instanceTypes": ["g4dn.xlarge"],
+            "max": 1,
+            "aws": {"amiReleaseVersion": "1.35.6-20260714"},
+        }
+    )
+    config["gpu-platform:namespaces"][0].update(quotas)
 
 
 def _only_whole_gpus(namespace: dict[str, Any]) -> None:
@@ -287,6 +310,20 @@ def test_a_smoke_test_on_a_mig_pool_needs_a_quota_of_its_slice(
     assert isinstance(plan.error, ConfigError), plan.error
     (problem,) = plan.error.problems
     assert (problem.path, problem.value) == ("gpu-platform:namespaces[0].migQuota.1g.10gb", 0)
+
+
+def test_a_smoke_test_on_shared_gpus_beside_whole_ones_needs_a_gpu_quota(
+    dev_config: Config, failed_plan_for
+) -> None:
+    _with_whole_gpus(dev_config, gpuQuota=0, sharedGpuQuota=0)
+
+    plan = failed_plan_for(dev_config)
+
+    # The dev stack's smoke test runs on its time-sliced pool, whose replicas gpuQuota caps
+    # beside the exclusive pool's GPUs.
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == ("gpu-platform:namespaces[0].gpuQuota", 0)
 
 
 DEV = "dev_config"

@@ -10,8 +10,14 @@ from typing import Any
 import pytest
 
 from gpu_platform.cli.offline import Plan, PlannedResource, run_program
+from gpu_platform.config import GpuPoolSpec, TenantNamespaceSpec
 from gpu_platform.fit import quantity
-from gpu_platform.kubernetes.tenant_namespace import ROLLOUT_PENDING_CHECK, SMOKE_TEST_SCRIPT
+from gpu_platform.kubernetes.tenant_namespace import (
+    ROLLOUT_PENDING_CHECK,
+    SMOKE_TEST_SCRIPT,
+    gpu_quota,
+)
+from gpu_platform.node_identity import GpuShape, ResolvedPool, resolve_pool
 from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE, POD_SECURITY_VERSION
 from tests.conftest import dev_stack_config, gke_stack_config
 from tests.gpu_platform.gke.plans import on_ubuntu
@@ -32,6 +38,13 @@ def namespace(plan: Plan, name: str = "ml-sandbox") -> PlannedResource:
 
 def quota(plan: Plan, name: str = "ml-sandbox") -> PlannedResource:
     return plan.named(f"{name}-gpu-quota", QUOTA)
+
+
+def pool(index: int, sharing: dict[str, Any]) -> ResolvedPool:
+    spec = GpuPoolSpec.model_validate(
+        {"name": f"pool-{index}", "instanceTypes": ["g4dn.xlarge"], "max": 1, "sharing": sharing}
+    )
+    return resolve_pool(spec, index, GpuShape("t4", 1))
 
 
 def job(plan: Plan, name: str = "ml-sandbox") -> PlannedResource:
@@ -108,12 +121,34 @@ def test_children_belong_to_the_component(dev_plan) -> None:
 # --- Quota ---------------------------------------------------------------------------------
 
 
+# Every uniform MIG profile of the GPUs the platform knows (A30, A100 40GB and 80GB, H100, H200,
+# B200), from NVIDIA's MIG user guide, "Supported MIG Profiles": what the device plugin's `mixed`
+# strategy can advertise as `nvidia.com/mig-<profile>` (k8s-device-plugin v0.20.0, the GPU
+# Operator v26.7.0's, internal/rm/rm.go `AddDefaultResourcesToConfig`).
+MIG_SLICES = {
+    *("1g.6gb", "2g.12gb", "4g.24gb"),
+    *("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"),
+    *("1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
+    *("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"),
+    *("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb"),
+}
+
+
+def hard(plan: Plan, name: str = "ml-sandbox") -> dict[str, str]:
+    return dict(quota(plan, name).inputs["spec"]["hard"])
+
+
+def allowed(plan: Plan, name: str = "ml-sandbox") -> dict[str, str]:
+    """The quota's caps but the MIG slices it holds at 0."""
+    return {k: v for k, v in hard(plan, name).items() if v != "0" or "mig-" not in k}
+
+
 def test_quota_caps_gpu_requests_in_the_namespace(dev_plan) -> None:
     inputs = quota(dev_plan).inputs
 
-    assert (inputs["metadata"]["namespace"], inputs["spec"]) == (
+    assert (inputs["metadata"]["namespace"], allowed(dev_plan)) == (
         "ml-sandbox",
-        {"hard": {"requests.nvidia.com/gpu": "8"}},
+        {"requests.nvidia.com/gpu": "8"},
     )
 
 
@@ -121,14 +156,34 @@ def test_quota_waits_for_its_namespace(dev_plan) -> None:
     assert namespace(dev_plan).urn in quota(dev_plan).dependencies
 
 
+def test_every_mig_slice_is_capped_whatever_the_stacks_pools(dev_plan) -> None:
+    # The dev stack has no MIG pool and its namespace no migQuota. A ResourceQuota caps only
+    # the names in its `hard` (k8s.io/apiserver v0.35.0,
+    # pkg/admission/plugin/resourcequota/controller.go `CheckRequest`): a slice left out would
+    # be unlimited on a MIG pool added later.
+    assert {k: v for k, v in hard(dev_plan).items() if "mig-" in k} == {
+        f"requests.nvidia.com/mig-{s}": "0" for s in MIG_SLICES
+    }
+
+
+def test_a_slice_migquota_leaves_out_is_capped_at_0_beside_one_it_lists(prod_plan) -> None:
+    caps = hard(prod_plan, "ml-inference")
+
+    # prod's pools advertise 1g.10gb alone; 3g.40gb is a slice of the same GPU.
+    assert (caps["requests.nvidia.com/mig-1g.10gb"], caps["requests.nvidia.com/mig-3g.40gb"]) == (
+        "112",
+        "0",
+    )
+
+
 def test_replicas_of_shared_gpus_are_capped_by_their_own_setting(dev_config, plan_for) -> None:
     dev_config["gpu-platform:namespaces"][0].update(gpuQuota=3, sharedGpuQuota=12, migQuota={})
 
     # The dev stack's only pool is time-sliced: its nvidia.com/gpu are replicas.
-    assert quota(plan_for(dev_config)).inputs["spec"]["hard"] == {"requests.nvidia.com/gpu": "12"}
+    assert allowed(plan_for(dev_config)) == {"requests.nvidia.com/gpu": "12"}
 
 
-def test_whole_gpus_and_replicas_share_one_cap_of_both(dev_config, plan_for) -> None:
+def test_whole_gpus_and_replicas_are_capped_by_gpu_quota_alone(dev_config, plan_for) -> None:
     dev_config["gpu-platform:pools"].append(
         {
             "name": "t4-whole",
@@ -137,22 +192,30 @@ def test_whole_gpus_and_replicas_share_one_cap_of_both(dev_config, plan_for) -> 
             "aws": {"amiReleaseVersion": "1.35.6-20260714"},
         }
     )
-    dev_config["gpu-platform:namespaces"][0].update(gpuQuota=2, sharedGpuQuota=12, migQuota={})
+    dev_config["gpu-platform:namespaces"][0].update(gpuQuota=8, sharedGpuQuota=8, migQuota={})
 
-    # Both are nvidia.com/gpu, and a ResourceQuota caps a resource by its name.
-    assert quota(plan_for(dev_config)).inputs["spec"]["hard"] == {"requests.nvidia.com/gpu": "14"}
+    # Both are nvidia.com/gpu, and a ResourceQuota caps a resource by its name: a cap of 8 + 8
+    # would let the namespace's pods take 16 whole GPUs.
+    assert allowed(plan_for(dev_config)) == {"requests.nvidia.com/gpu": "8"}
+
+
+def test_a_replica_cap_never_lets_pods_take_more_whole_gpus() -> None:
+    spec = TenantNamespaceSpec.model_validate({"name": "team", "gpuQuota": 2, "sharedGpuQuota": 12})
+    pools = [pool(0, {"mode": "exclusive"}), pool(1, {"mode": "time-slicing", "replicas": 4})]
+
+    # Config validation refuses a sharedGpuQuota above gpuQuota here; the cap stays at
+    # gpuQuota all the same.
+    assert gpu_quota(spec, pools)["requests.nvidia.com/gpu"] == "2"
 
 
 def test_whole_gpus_are_capped_by_gpu_quota(prod_plan) -> None:
-    assert quota(prod_plan, "ml-training").inputs["spec"]["hard"] == {
+    assert allowed(prod_plan, "ml-training") == {
         "requests.nvidia.com/gpu": "16",
-        # Slices are their own setting, which ml-training leaves out.
-        "requests.nvidia.com/mig-1g.10gb": "0",
     }
 
 
 def test_mig_slices_are_capped_by_their_own_setting(prod_plan) -> None:
-    assert quota(prod_plan, "ml-inference").inputs["spec"]["hard"] == {
+    assert allowed(prod_plan, "ml-inference") == {
         # No whole GPU: ml-inference sets only migQuota.
         "requests.nvidia.com/gpu": "0",
         "requests.nvidia.com/mig-1g.10gb": "112",
@@ -160,7 +223,7 @@ def test_mig_slices_are_capped_by_their_own_setting(prod_plan) -> None:
 
 
 def test_quota_caps_mig_slices_of_a_mixed_pool_apart_from_replicas(mig_plan) -> None:
-    assert quota(mig_plan).inputs["spec"]["hard"] == {
+    assert allowed(mig_plan) == {
         "requests.nvidia.com/gpu": "8",
         f"requests.{MIG_SLICE_RESOURCE}": "8",
     }
@@ -169,7 +232,7 @@ def test_quota_caps_mig_slices_of_a_mixed_pool_apart_from_replicas(mig_plan) -> 
 def test_quota_of_zero_keeps_gpus_out(dev_config, plan_for) -> None:
     dev_config["gpu-platform:namespaces"][0] = {"name": "ml-sandbox"}
 
-    assert quota(plan_for(dev_config)).inputs["spec"]["hard"] == {"requests.nvidia.com/gpu": "0"}
+    assert set(hard(plan_for(dev_config)).values()) == {"0"}
 
 
 # --- Smoke test ----------------------------------------------------------------------------
