@@ -242,8 +242,9 @@ def config_reference(update: UpdatePage = None, cwd: Cwd = None) -> None:
     default and what is allowed."""
     _enter(cwd)
     from gpu_platform.cli import config_reference as command
+    from gpu_platform.cli.generated_section import print_or_update
 
-    command.run(update)
+    print_or_update(update, command.COMMAND, command.render_reference())
 
 
 @app.command("cli-reference")
@@ -252,8 +253,9 @@ def cli_reference(update: UpdatePage = None, cwd: Cwd = None) -> None:
     options."""
     _enter(cwd)
     from gpu_platform.cli import cli_reference as command
+    from gpu_platform.cli.generated_section import print_or_update
 
-    command.run(update)
+    print_or_update(update, command.COMMAND, command.render_reference())
 
 
 @app.command("policy-pack-path")

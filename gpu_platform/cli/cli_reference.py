@@ -7,21 +7,10 @@ a fresh rendering.
 """
 
 import inspect
-from pathlib import Path
 
 import typer
 
-from gpu_platform.cli import generated_section
-
 COMMAND = "cli-reference"
-
-
-def run(page: Path | None = None) -> None:
-    """Print the command line reference as Markdown, or rewrite its section of `page`."""
-    if page is None:
-        typer.echo(render_reference())
-    else:
-        generated_section.update(page, COMMAND, render_reference())
 
 
 def render_reference() -> str:
@@ -31,9 +20,11 @@ def render_reference() -> str:
     from gpu_platform.cli.app import app
 
     group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
     context = typer.Context(group, info_name="gpu-platform")
     lines = _command(group, context)
-    for name, command in getattr(group, "commands", {}).items():
+    for name, command in group.commands.items():
+        assert isinstance(command, typer.core.TyperCommand)
         if not command.hidden:
             lines += [
                 "",

@@ -7,25 +7,14 @@ with a fresh rendering.
 
 import json
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
-import typer
 from pydantic import BaseModel
 
 from gpu_platform import config as config_model
-from gpu_platform.cli import generated_section
 from gpu_platform.config import CONFIG_NAMESPACE, StackConfig
 
 COMMAND = "config-reference"
-
-
-def run(page: Path | None = None) -> None:
-    """Print the stack config reference as Markdown, or rewrite its section of `page`."""
-    if page is None:
-        typer.echo(render_reference())
-    else:
-        generated_section.update(page, COMMAND, render_reference())
 
 
 def render_reference() -> str:

@@ -3,6 +3,8 @@
 
 from pathlib import Path
 
+import typer
+
 from gpu_platform.cli.cli import fail
 
 EXIT_BAD_PAGE = 2
@@ -20,6 +22,14 @@ def section(text: str, command: str) -> str:
     """What lies between the command's markers in `text`."""
     start, end = markers(command)
     return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def print_or_update(page: Path | None, command: str, rendered: str) -> None:
+    """Print `rendered`, or with a page rewrite the command's section of it."""
+    if page is None:
+        typer.echo(rendered)
+    else:
+        update(page, command, rendered)
 
 
 def update(page: Path, command: str, rendered: str) -> None:
