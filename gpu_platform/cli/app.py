@@ -223,19 +223,39 @@ def lock(
     command.run(stacks or [], check, timeout)
 
 
+UpdatePage = Annotated[
+    Path | None,
+    typer.Option(
+        "--update",
+        metavar="PAGE",
+        help="Rewrite the reference between its markers in this Markdown page instead of"
+        " printing it; exit 2 where the page lacks them.",
+        dir_okay=False,
+        show_default=False,
+    ),
+]
+
+
 @app.command("config-reference")
-def config_reference(
-    update_readme: Annotated[
-        bool,
-        typer.Option("--update-readme", help="Rewrite the reference section of README.md."),
-    ] = False,
-    cwd: Cwd = None,
-) -> None:
-    """Print the stack config reference as Markdown."""
+def config_reference(update: UpdatePage = None, cwd: Cwd = None) -> None:
+    """Print the stack config reference as Markdown: every key of Pulumi.<stack>.yaml, its type,
+    default and what is allowed."""
     _enter(cwd)
     from gpu_platform.cli import config_reference as command
+    from gpu_platform.cli.generated_section import print_or_update
 
-    command.run(update_readme)
+    print_or_update(update, command.COMMAND, command.render_reference())
+
+
+@app.command("cli-reference")
+def cli_reference(update: UpdatePage = None, cwd: Cwd = None) -> None:
+    """Print this command line reference as Markdown: each command's usage, arguments and
+    options."""
+    _enter(cwd)
+    from gpu_platform.cli import cli_reference as command
+    from gpu_platform.cli.generated_section import print_or_update
+
+    print_or_update(update, command.COMMAND, command.render_reference())
 
 
 @app.command("policy-pack-path")

@@ -1,48 +1,20 @@
 """The config reference, generated from the config model so that it cannot drift from it.
 
-`gpu-platform config-reference` prints it as Markdown; the README carries a copy between
-markers, which a test compares with a fresh rendering, and `--update-readme` rewrites.
+`gpu-platform config-reference` prints it as Markdown; `--update PAGE` rewrites its section of a
+page (the docs site's configuration reference, docs/reference/config.md), which a test compares
+with a fresh rendering.
 """
 
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import typer
 from pydantic import BaseModel
 
 from gpu_platform import config as config_model
-from gpu_platform.cli.cli import fail
-from gpu_platform.cli.project import Project, ProjectNotFound
 from gpu_platform.config import CONFIG_NAMESPACE, StackConfig
 
-START_MARKER = "<!-- config-reference:start (gpu-platform config-reference --update-readme) -->"
-END_MARKER = "<!-- config-reference:end -->"
-EXIT_NO_README = 2
-
-
-def run(update_readme: bool = False) -> None:
-    """Print the stack config reference as Markdown, or rewrite the README's copy of it."""
-    if not update_readme:
-        typer.echo(render_reference())
-        return
-    try:
-        readme = Project.find().directory / "README.md"
-    except ProjectNotFound as error:
-        fail(str(error), EXIT_NO_README)
-    try:
-        text = readme.read_text()
-    except OSError as error:
-        fail(f"cannot read {readme}: {error.strerror}", EXIT_NO_README)
-    if text.count(START_MARKER) != 1 or text.count(END_MARKER) != 1:
-        fail(
-            f"{readme} needs the reference's markers, once each, to rewrite what is between"
-            f" them:\n{START_MARKER}\n{END_MARKER}",
-            EXIT_NO_README,
-        )
-    head, rest = text.split(START_MARKER)
-    tail = rest.split(END_MARKER)[1]
-    readme.write_text(f"{head}{START_MARKER}\n{render_reference()}\n{END_MARKER}{tail}")
+COMMAND = "config-reference"
 
 
 def render_reference() -> str:

@@ -13,7 +13,7 @@ import yaml
 from tests.console import COMMAND, gpu_platform, own_project_in
 from tests.repository import ROOT
 
-SUBCOMMANDS = ("plan", "preflight", "fit", "lock", "config-reference")
+SUBCOMMANDS = ("plan", "preflight", "fit", "lock", "config-reference", "cli-reference")
 
 
 def test_version_is_the_installed_packages() -> None:
@@ -106,6 +106,14 @@ def test_config_reference_prints_markdown() -> None:
     assert "| `gpu-platform:pools` |" in result.stdout
 
 
+def test_cli_reference_prints_markdown() -> None:
+    result = gpu_platform("cli-reference")
+
+    assert result.returncode == 0
+    assert "### `gpu-platform fit`" in result.stdout
+    assert "| `--update PAGE` |" in result.stdout
+
+
 # --- A project of the user's own ----------------------------------------------------------------
 
 
@@ -191,23 +199,40 @@ def test_debug_shows_an_internal_errors_traceback(capsys: pytest.CaptureFixture[
 
 
 @pytest.mark.parametrize(
-    ("readme", "words"),
-    [(None, "README.md"), ("# Our GPUs\n", "needs the reference's markers")],
-    ids=["no README", "no markers"],
+    ("page", "words"),
+    [(None, "cannot read reference.md"), ("# Our GPUs\n", "needs the markers")],
+    ids=["no page", "no markers"],
 )
-def test_updating_a_readme_without_its_reference_markers_exits_2(
-    own_project: Path, readme: str | None, words: str
+@pytest.mark.parametrize("command", ["config-reference", "cli-reference"])
+def test_updating_a_page_without_its_reference_markers_exits_2(
+    own_project: Path, command: str, page: str | None, words: str
 ) -> None:
-    if readme is not None:
-        (own_project / "README.md").write_text(readme)
+    if page is not None:
+        (own_project / "reference.md").write_text(page)
 
-    result = gpu_platform("config-reference", "--update-readme", cwd=own_project)
+    result = gpu_platform(command, "--update", "reference.md", cwd=own_project)
 
     assert result.returncode == 2
     assert words in result.stderr
     assert "Traceback" not in result.stderr
-    if readme is not None:
-        assert (own_project / "README.md").read_text() == readme
+    if page is not None:
+        assert (own_project / "reference.md").read_text() == page
+
+
+def test_updating_a_page_rewrites_only_between_its_markers(own_project: Path) -> None:
+    page = own_project / "reference.md"
+    page.write_text(
+        "# Our GPUs\n\n<!-- config-reference:start (gpu-platform config-reference --update PAGE)"
+        " -->\nold\n<!-- config-reference:end -->\n\nOur notes.\n"
+    )
+
+    result = gpu_platform("config-reference", "--update", "reference.md", cwd=own_project)
+
+    assert result.returncode == 0, result.stderr
+    head, rest = page.read_text().split(" -->\n", 1)
+    assert head.startswith("# Our GPUs\n\n<!-- config-reference:start")
+    assert rest.startswith("Keys of `Pulumi.<stack>.yaml`")
+    assert rest.endswith("\n<!-- config-reference:end -->\n\nOur notes.\n")
 
 
 # --- As `pulumi` takes them -----------------------------------------------------------------------

@@ -20,6 +20,7 @@ OTHER_COMMANDS = (
     "gpu_platform.cli.preflight_eks",
     "gpu_platform.cli.preflight_gke",
     "gpu_platform.cli.config_reference",
+    "gpu_platform.cli.cli_reference",
     "gpu_platform.fit",
 )
 

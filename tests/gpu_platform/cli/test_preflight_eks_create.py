@@ -475,7 +475,7 @@ def test_the_readme_names_the_actions_creation_adds(aws: AwsClients, quotas: Stu
 
     preflight_eks.preflight(stack(), aws)
 
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "getting-started.md").read_text()
     section = text.split("**Pre-flight of a cluster to create (EKS).**", 1)[1].split("\n\n", 1)[0]
     documented = set(re.findall(r"`([a-z0-9-]+:[A-Za-z]+)`", section))
     created = calls - set(preflight_eks.READ_ONLY_PERMISSIONS)

@@ -1552,13 +1552,13 @@ PERMISSIONS = {
 
 
 def documented_permissions() -> set[str]:
-    """The permissions the README says the GKE check needs."""
-    text = (ROOT / "README.md").read_text()
+    """The permissions the docs say the GKE check needs (docs/deploy.md)."""
+    text = (ROOT / "docs" / "deploy.md").read_text()
     section = text.split("**Pre-flight (GKE).**", 1)[1].split("\n\n", 1)[0]
     return set(re.findall(r"`((?:container|compute|iam|resourcemanager)\.\w+\.\w+)`", section))
 
 
-def test_the_readme_names_exactly_the_permissions_the_check_calls(google: FakeGoogle) -> None:
+def test_the_docs_name_exactly_the_permissions_the_check_calls(google: FakeGoogle) -> None:
     # Every call: the cluster, the project's clusters and a service account's policy, a
     # specific pool's reservation missing from its zone (the project's list is read for it), and
     # an `any` pool.
