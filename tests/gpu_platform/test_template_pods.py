@@ -264,13 +264,17 @@ def test_an_addon_release_nothing_was_derived_from_is_not_guessed() -> None:
 
 
 def test_an_addons_configuration_sets_where_its_pods_run() -> None:
-    _, dcgm = eks_addon_pods(
+    # The platform's configuration of the node monitoring agent (node_monitoring_agent.py).
+    dcgm = _addon_pod("eks-node-monitoring-agent", "v1.7.0-eksbuild.1", 1)
+    configured = eks_addon_pods(
         "eks-node-monitoring-agent",
         "v1.7.0-eksbuild.1",
         {"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}},
-    ) or [None, None]
+    )
 
-    assert dcgm is not None and dcgm.spec["tolerations"] == [{"operator": "Exists"}]
+    assert "tolerations" not in dcgm.spec
+    assert configured is not None
+    assert configured[1].spec["tolerations"] == [{"operator": "Exists"}]
     # aws/eks-node-monitoring-agent v1.7.0 chart values: dcgmAgent.affinity requires one of
     # the NVIDIA instance types it lists.
-    assert "affinity" in dcgm.spec
+    assert "affinity" in configured[1].spec
