@@ -202,6 +202,22 @@ def with_template_pods(
     return replace(template, pods=(*template.pods, *provider_pods, *landing))
 
 
+TEMPLATE_NODE_LABEL = "cluster-autoscaler.kubernetes.io/template-node"
+
+
+def with_autoscaler_label(template: NodeTemplate) -> NodeTemplate:
+    """The template with the label the cluster autoscaler gives every template node once its
+    pods are placed (`SanitizedTemplateNodeInfoFromNodeInfo`, simulator/node_info_utils.go,
+    cluster-autoscaler-1.35.2: `cluster-autoscaler.kubernetes.io/template-node: "true"`), which
+    the node it starts does not carry; assumed of GKE's autoscaler too, as the deprecated
+    labels are."""
+    return replace(
+        template,
+        labels={**template.labels, TEMPLATE_NODE_LABEL: "true"},
+        template_only=template.template_only | {TEMPLATE_NODE_LABEL},
+    )
+
+
 def fitting_pools(pod_spec: PodSpec, templates: Iterable[NodeTemplate]) -> list[str]:
     return [f.pool for f in fits(pod_spec, templates) if f.fits]
 

@@ -7,6 +7,7 @@ and checks every pod spec in a YAML file (Pods, Deployments,
 Jobs, ...) against them. Exits 1 if some pod fits no pool, 2 for a bad stack or pod file.
 """
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -35,15 +36,19 @@ from gpu_platform.fit import (
     pod_requests,
     pod_spec_of,
     template_requests,
+    with_autoscaler_label,
     with_template_pods,
 )
 from gpu_platform.node_identity import Taint
 from gpu_platform.template_pods import (
     KUBE_PROXY,
+    NODE_MONITORING_AGENT,
     TemplatePod,
     cos_driver_installer,
     efa_device_plugin,
+    eks_addon_pods,
     nfd_worker,
+    pinned_addon_release,
 )
 from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART, GPU_OPERATOR_CHART
 
@@ -62,6 +67,8 @@ def run(stack: str, pod_file: Path) -> None:
     plan = plan_or_fail(stack, EXIT_BAD_INPUT, EXIT_BAD_INPUT)
     templates = node_templates(plan)
     console.print(counted(templates))
+    for note in assumptions(plan):
+        console.print(escape(note))
     homeless = 0
     for title, spec in specs:
         table = Table(title=escape(title), title_justify="left")
@@ -165,35 +172,132 @@ def node_templates(plan: Plan) -> list[NodeTemplate]:
         i.args["instanceType"]: _instance_type(i.args["instanceType"], i.result) for i in looked_up
     }
     daemonsets = platform_daemonsets(plan)
+    eks_daemonsets = [*eks_addon_daemonsets(plan)[0], *daemonsets]
     templates = []
     for pool in plan.resources:
         if pool.type == "gpu-platform:eks:GpuNodeGroup":
             templates += [
-                with_template_pods(t, [KUBE_PROXY], daemonsets)
+                with_autoscaler_label(with_template_pods(t, [KUBE_PROXY], eks_daemonsets))
                 for t in _node_group_templates(plan, pool, instance_types)
             ]
         elif pool.type == "gpu-platform:eks:KarpenterGpuNodePool":
             # One cluster, so one region: every lookup's.
             (region,) = {i.args["region"] for i in looked_up}
             templates += [
-                with_template_pods(t, [], daemonsets)
+                with_template_pods(t, [], eks_daemonsets)
                 for t in _node_pool_templates(plan, pool, instance_types, region)
             ]
+    # GKE's autoscaler is Google's own: assumed to place kube-proxy as the open-source GCE
+    # provider does (gce_cloud_provider.go `TemplateNodeInfo`), except on a cluster the platform
+    # creates, which runs GKE Dataplane V2: its nodes run anetd and no kube-proxy (GKE's "GKE
+    # Dataplane V2" page: "implemented without kube-proxy").
+    gke_provider_pods = [] if _gke_dataplane_v2(plan) else [KUBE_PROXY]
     templates += [
-        with_template_pods(
-            replace(
-                gke_node_template(pool.inputs, pool.name),
-                secret_labels="nodeConfig" in pool.secret_inputs,
-            ),
-            # GKE's autoscaler is Google's own: assumed to place kube-proxy as the open-source
-            # GCE provider does (gce_cloud_provider.go `TemplateNodeInfo`), as GKE runs it on
-            # every node of a cluster without GKE Dataplane V2, the platform's clusters.
-            [KUBE_PROXY],
-            daemonsets,
+        with_autoscaler_label(
+            with_template_pods(
+                replace(
+                    gke_node_template(pool.inputs, pool.name),
+                    secret_labels="nodeConfig" in pool.secret_inputs,
+                ),
+                gke_provider_pods,
+                daemonsets,
+            )
         )
-        for pool in plan.of_type("gcp:container/nodePool:NodePool")
+        for pool in _gke_gpu_node_pools(plan)
     ]
     return templates
+
+
+# The EKS add-ons every EKS cluster the platform creates runs on each node, and an existing
+# cluster is assumed to (`eks_addon_daemonsets`); coredns runs as a Deployment.
+_ASSUMED_EKS_ADDONS = ("vpc-cni", "kube-proxy", "aws-ebs-csi-driver", "eks-pod-identity-agent")
+_GKE_CLUSTER = "gcp:container/cluster:Cluster"
+
+
+def _gke_gpu_node_pools(plan: Plan) -> list[PlannedResource]:
+    """The GKE node pools with GPUs: not the system node pool of a cluster the platform
+    creates."""
+    return [
+        pool
+        for pool in plan.of_type("gcp:container/nodePool:NodePool")
+        if pool.inputs["nodeConfig"].get("guestAccelerators")
+    ]
+
+
+def _gke_dataplane_v2(plan: Plan) -> bool:
+    return any(
+        c.inputs.get("datapathProvider") == "ADVANCED_DATAPATH" for c in plan.of_type(_GKE_CLUSTER)
+    )
+
+
+def eks_addon_daemonsets(plan: Plan) -> tuple[list[TemplatePod], list[str]]:
+    """The pods of the EKS add-ons' DaemonSets (`gpu_platform.template_pods`), and what was
+    assumed or left out. A cluster the platform creates runs the add-ons the plan declares, at
+    their versions; an existing cluster is assumed to run the core add-ons at the platform's
+    pins, as EKS clusters commonly do: counting an add-on a cluster lacks makes `fit` say no to a
+    pod the autoscaler would start a node for, a warning; leaving out one it runs makes `fit` say
+    yes to a pod that then stays Pending. Either runs the node monitoring agent where the plan
+    declares it."""
+    if not any(r.type.startswith("gpu-platform:eks:") for r in plan.resources):
+        return [], []
+    declared = {
+        str(r.inputs["addonName"]): r for r in plan.resources if r.type == "aws:eks/addon:Addon"
+    }
+    notes = []
+    if any(addon in declared for addon in _ASSUMED_EKS_ADDONS):
+        versions = {a: str(r.inputs.get("addonVersion")) for a, r in declared.items()}
+    else:
+        versions = {
+            addon: ""
+            if addon in ("kube-proxy", "eks-pod-identity-agent")
+            else pinned_addon_release(addon)
+            for addon in _ASSUMED_EKS_ADDONS
+        }
+        if NODE_MONITORING_AGENT in declared:
+            versions[NODE_MONITORING_AGENT] = str(
+                declared[NODE_MONITORING_AGENT].inputs.get("addonVersion")
+            )
+        notes.append(
+            "EKS add-ons: the cluster is not the platform's, so fit assumes it runs "
+            + ", ".join(_ASSUMED_EKS_ADDONS)
+            + " at the platform's pinned versions and counts their DaemonSets' pods"
+        )
+    pods = []
+    for addon, version in versions.items():
+        resource = declared.get(addon)
+        configuration = (
+            json.loads(str(resource.inputs.get("configurationValues") or "{}")) if resource else {}
+        )
+        found = eks_addon_pods(addon, version, configuration)
+        if found is None:
+            notes.append(
+                f"not counted: the EKS add-on {addon} {version}, whose pods fit does not know"
+            )
+        else:
+            pods += found
+    return pods, notes
+
+
+def assumptions(plan: Plan) -> list[str]:
+    """What `fit` assumed of the cluster, and what it could not count."""
+    notes = eks_addon_daemonsets(plan)[1]
+    if _gke_gpu_node_pools(plan):
+        if _gke_dataplane_v2(plan):
+            notes.append(
+                "GKE: the platform's cluster runs GKE Dataplane V2, so no kube-proxy is counted"
+            )
+        else:
+            notes.append(
+                "GKE: the cluster is not the platform's and its datapath unknown: fit counts"
+                " kube-proxy's 100m CPU, which a cluster with GKE Dataplane V2 does not run"
+            )
+        notes.append(
+            "not counted: GKE's own system DaemonSets (such as fluentbit-gke,"
+            " gke-metadata-server, pdcsi-node, anetd or netd, GKE's GPU device plugin), whose"
+            " requests GKE does not publish: a pod at a GKE node's edge may be told yes"
+        )
+    notes.append("not counted: DaemonSets installed outside this stack")
+    return notes
 
 
 def platform_daemonsets(plan: Plan) -> list[TemplatePod]:

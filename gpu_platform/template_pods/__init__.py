@@ -18,8 +18,12 @@ scheduling/scheduler.go `isDaemonPodCompatible`: the NodePool's taints and requi
 scheduling/nodeclaim.go `daemonOverheadGroups`, requests by `resources.RequestsForPods`) and adds
 no kube-proxy of its own.
 
-`daemonset-pods.json` holds the pods of the charts and manifests the platform installs, derived
-from their pinned versions by `derive.py`.
+The autoscaler's kube-proxy pod is a mirror pod, owned by no DaemonSet, so `podsExpectedOnFresh
+Node` marks no DaemonSet as running and adds the cluster's own kube-proxy DaemonSet's pod beside
+it: on EKS both are counted.
+
+`daemonset-pods.json` holds the pods of the charts and manifests the platform installs, and of
+the EKS add-ons' DaemonSets, derived from their pinned versions by `derive.py`.
 """
 
 import json
@@ -28,8 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpu_platform.eks.new_cluster.addon_pins import addon_versions
 from gpu_platform.versions import (
     EFA_DEVICE_PLUGIN_CHART,
+    EKS_NODE_MONITORING_AGENT_ADDON_VERSION,
     GKE_COS_DRIVER_INSTALLER_MANIFEST,
     GPU_OPERATOR_NFD_SUBCHART,
 )
@@ -53,6 +59,77 @@ KUBE_PROXY = TemplatePod(
 )
 """`BuildKubeProxy`'s pod (cloudprovider/utils.go, cluster-autoscaler-1.35.2): one container
 requesting `KubeProxyCpuRequestMillis`, 100m CPU, and nothing else."""
+
+
+EKS_KUBE_PROXY = TemplatePod(
+    "kube-proxy (EKS add-on)",
+    {
+        "containers": [{"name": "kube-proxy", "resources": {"requests": {"cpu": "100m"}}}],
+        "tolerations": [{"operator": "Exists"}],
+    },
+)
+"""The DaemonSet of EKS's kube-proxy add-on, which EKS does not publish: 100m CPU, as the add-on
+renders it in a cluster, tolerating every taint."""
+
+EKS_POD_IDENTITY_AGENT = TemplatePod(
+    "eks-pod-identity-agent",
+    {"containers": [{"name": "eks-pod-identity-agent"}], "tolerations": [{"operator": "Exists"}]},
+)
+"""The Pod Identity agent's DaemonSet: it requests nothing and tolerates every taint (aws/eks-pod-
+identity-agent charts/eks-pod-identity-agent/values.yaml, `resources: {}` and `tolerations`, read
+at chart 1.2.0, commit d4dc0f3; the repository tags no release of the add-on's v1.3.8). It takes
+one of a node's pods."""
+
+NODE_MONITORING_AGENT = "eks-node-monitoring-agent"
+# What each EKS add-on runs on every node, by the name of its derived DaemonSet, and the section
+# of the add-on's configuration values (its chart's values) that sets where that DaemonSet runs.
+_ADDON_DAEMONSETS: Mapping[str, tuple[tuple[str, str | None], ...]] = {
+    "vpc-cni": (("aws-node", None),),
+    "aws-ebs-csi-driver": (("ebs-csi-node", "node"),),
+    NODE_MONITORING_AGENT: (("agent", "nodeAgent"), ("dcgm-server", "dcgmAgent")),
+}
+
+
+def addon_release(version: str) -> str:
+    """The upstream release of an EKS add-on version (`v1.21.1-eksbuild.8`: `v1.21.1`)."""
+    return version.partition("-eksbuild")[0]
+
+
+def addon_key(addon: str, release: str, daemonset: str) -> str:
+    """Where `daemonset-pods.json` keeps an add-on DaemonSet's pod."""
+    return f"{addon}-{release}/{daemonset}"
+
+
+def pinned_addon_release(addon: str) -> str:
+    """The release the platform pins an add-on to, for every Kubernetes minor it supports."""
+    if addon == NODE_MONITORING_AGENT:
+        return addon_release(EKS_NODE_MONITORING_AGENT_ADDON_VERSION)
+    (release,) = {addon_release(pins[addon]) for pins in addon_versions().values()}
+    return release
+
+
+def eks_addon_pods(
+    addon: str, version: str, configuration: Mapping[str, Any]
+) -> list[TemplatePod] | None:
+    """The pods an EKS add-on at `version` runs on every node it reaches, with the add-on's
+    `configuration` values setting where they run as a chart's values would; none for an add-on
+    that runs no DaemonSet (coredns); None where no pod of that release is derived."""
+    if addon == "kube-proxy":
+        return [EKS_KUBE_PROXY]
+    if addon == "eks-pod-identity-agent":
+        return [EKS_POD_IDENTITY_AGENT]
+    release = addon_release(version)
+    daemonsets = _ADDON_DAEMONSETS.get(addon, ())
+    if any(addon_key(addon, release, name) not in _DERIVED for name, _ in daemonsets):
+        return None
+    return [
+        _chart_pod(
+            f"{name} ({addon} {release})",
+            addon_key(addon, release, name),
+            configuration if section is None else configuration.get(section) or {},
+        )
+        for name, section in daemonsets
+    ]
 
 
 def nfd_worker(scheduling: Mapping[str, Any]) -> TemplatePod:

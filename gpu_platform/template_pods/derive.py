@@ -4,16 +4,25 @@ as the autoscaler's template node needs them (`daemonset-pods.json` beside this 
     uv run python -m gpu_platform.template_pods.derive \
         --nfd-values node-feature-discovery/values.yaml \
         --efa-values aws-efa-k8s-device-plugin/values.yaml \
-        --cos-manifest daemonset-preloaded.yaml
+        --cos-manifest daemonset-preloaded.yaml \
+        --vpc-cni-manifest aws-k8s-cni.yaml \
+        --ebs-csi-manifest node.yaml \
+        --node-monitoring-values eks-node-monitoring-agent/values.yaml
 
 Run it on the chart's own values files (`helm show values` of the versions in
 gpu_platform/versions.py: node-feature-discovery at `GPU_OPERATOR_NFD_SUBCHART`,
-aws-efa-k8s-device-plugin at `EFA_DEVICE_PLUGIN_CHART`) and on the COS driver installer's
-manifest at `GKE_COS_DRIVER_INSTALLER_MANIFEST`, whenever one of those pins moves, and commit the
-file it writes. Each entry keeps what decides where the pod runs and what it reserves: its
-containers' and init containers' `resources` (and `restartPolicy`), tolerations, node selector,
-affinity and priority class. Settings the platform gives a release (its tolerations and node
-selector) are read from the stack's plan instead (`gpu_platform.cli.fit`).
+aws-efa-k8s-device-plugin at `EFA_DEVICE_PLUGIN_CHART`), on the COS driver installer's
+manifest at `GKE_COS_DRIVER_INSTALLER_MANIFEST`, and on the EKS add-ons' upstream sources at the
+releases the platform pins (gpu_platform/eks/new_cluster/addon_versions.json, less EKS's
+`-eksbuild.N`; `EKS_NODE_MONITORING_AGENT_ADDON_VERSION`): aws/amazon-vpc-cni-k8s
+`config/master/aws-k8s-cni.yaml`, kubernetes-sigs/aws-ebs-csi-driver
+`deploy/kubernetes/base/node.yaml` and aws/eks-node-monitoring-agent
+`charts/eks-node-monitoring-agent/values.yaml`, each at its release's tag, whenever one of
+those pins moves, and commit the file it writes. Each entry keeps what decides where the pod
+runs and what it reserves: its containers' and init containers' `resources` (and
+`restartPolicy`), tolerations, node selector, affinity and priority class. Settings the
+platform gives a release or an add-on (its tolerations and node selector) are read from the
+stack's plan instead (`gpu_platform.cli.fit`).
 """
 
 import json
@@ -25,6 +34,7 @@ import typer
 import yaml
 
 from gpu_platform.kubernetes.chart_files import write_derived
+from gpu_platform.template_pods import addon_key, pinned_addon_release
 from gpu_platform.versions import (
     EFA_DEVICE_PLUGIN_CHART,
     GKE_COS_DRIVER_INSTALLER_MANIFEST,
@@ -59,8 +69,24 @@ def manifest_pod(manifest: str) -> dict[str, Any]:
     return pod | {key: spec[key] for key in _SCHEDULING_KEYS if spec.get(key)}
 
 
-def derive(nfd_values: str, efa_values: str, cos_manifest: str) -> dict[str, Any]:
+def derive(
+    nfd_values: str,
+    efa_values: str,
+    cos_manifest: str,
+    vpc_cni_manifest: str,
+    ebs_csi_manifest: str,
+    node_monitoring_values: str,
+) -> dict[str, Any]:
     """Each DaemonSet's pod, by a key naming its source and pinned version."""
+    monitoring = yaml.safe_load(node_monitoring_values)
+    addons = {
+        ("vpc-cni", "aws-node"): manifest_pod(vpc_cni_manifest),
+        ("aws-ebs-csi-driver", "ebs-csi-node"): manifest_pod(ebs_csi_manifest),
+        ("eks-node-monitoring-agent", "agent"): chart_pod(monitoring["nodeAgent"], "agent"),
+        ("eks-node-monitoring-agent", "dcgm-server"): chart_pod(
+            monitoring["dcgmAgent"], "dcgm-server"
+        ),
+    }
     return {
         f"node-feature-discovery-{GPU_OPERATOR_NFD_SUBCHART.version}/worker": chart_pod(
             yaml.safe_load(nfd_values)["worker"], "worker"
@@ -69,15 +95,34 @@ def derive(nfd_values: str, efa_values: str, cos_manifest: str) -> dict[str, Any
             yaml.safe_load(efa_values), EFA_DEVICE_PLUGIN_CHART.name
         ),
         GKE_COS_DRIVER_INSTALLER_MANIFEST: manifest_pod(cos_manifest),
+        **{
+            addon_key(addon, pinned_addon_release(addon), daemonset): pod
+            for (addon, daemonset), pod in addons.items()
+        },
     }
 
 
 File = Annotated[Path, typer.Option(exists=True, dir_okay=False)]
 
 
-def main(nfd_values: File, efa_values: File, cos_manifest: File) -> None:
+def main(
+    nfd_values: File,
+    efa_values: File,
+    cos_manifest: File,
+    vpc_cni_manifest: File,
+    ebs_csi_manifest: File,
+    node_monitoring_values: File,
+) -> None:
     """Write the DaemonSets' pods beside this script."""
-    pods = derive(nfd_values.read_text(), efa_values.read_text(), cos_manifest.read_text())
+    sources = (
+        nfd_values,
+        efa_values,
+        cos_manifest,
+        vpc_cni_manifest,
+        ebs_csi_manifest,
+        node_monitoring_values,
+    )
+    pods = derive(*(source.read_text() for source in sources))
     text = json.dumps(pods, indent=1, sort_keys=True) + "\n"
     write_derived(OUTPUT, text, f"{len(pods)} DaemonSet pods")
 

@@ -184,9 +184,9 @@ def test_a_pod_asking_for_more_than_a_node_has_fits_nowhere_and_says_why(
     assert fitting_pools(pod, templates) == []
     assert t4.reasons == (
         "NodeResourcesFit: asks for 5 nvidia.com/gpu; a node has 4",
-        # The autoscaler's kube-proxy (100m) and the node-feature-discovery worker (5m) are on
-        # the template first.
-        "NodeResourcesFit: asks for 8 cpu; a node has 3920m, 105m of it for the template's own"
+        # The autoscaler's kube-proxy (100m), the EKS add-ons' DaemonSets and the
+        # node-feature-discovery worker (295m in all, fit_cases.yaml) are on the template first.
+        "NodeResourcesFit: asks for 8 cpu; a node has 3920m, 295m of it for the template's own"
         " pods",
         # The pool is time-sliced: the device plugin hands out one replica a container
         # (failRequestsGreaterThanOne, k8s-device-plugin v0.20.0 internal/rm/rm.go).
@@ -739,15 +739,17 @@ def test_cpu_is_what_karpenter_leaves_after_kube_reserved(
     # 4 vCPUs: kube-reserved 6% of the first core, 1% of the second, 0.5% of the next two:
     # 60m + 10m + 10m (types.go kubeReservedResources). Karpenter holds the DaemonSets that
     # would run there against it too (kubernetes-sigs/karpenter v1.14.1 scheduling/nodeclaim.go
-    # `daemonOverheadGroups`): the node-feature-discovery worker's 5m, and no kube-proxy of its
-    # own, so 3915m are left.
+    # `daemonOverheadGroups`): EKS's kube-proxy 100m, aws-node 50m (amazon-vpc-cni-k8s v1.21.1
+    # config/master/aws-k8s-cni.yaml), ebs-csi-node 30m (aws-ebs-csi-driver v1.48.0
+    # deploy/kubernetes/base/node.yaml) and the node-feature-discovery worker's 5m, and no
+    # kube-proxy of its own, so 3735m are left.
     pod = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1", "cpu": "3916m"}), "t4-spot")
-    smaller = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1", "cpu": "3915m"}), "t4-spot")
+    smaller = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "1", "cpu": "3735m"}), "t4-spot")
 
     (t4,) = [f for f in fits(pod, karpenter_templates) if f.pool == "t4-spot"]
 
     assert t4.reasons == (
-        "NodeResourcesFit: asks for 3916m cpu; a node has 3920m, 5m of it for the template's"
+        "NodeResourcesFit: asks for 3916m cpu; a node has 3920m, 185m of it for the template's"
         " own pods",
     )
     assert fitting_pools(smaller, karpenter_templates) == ["t4-spot"]
@@ -938,16 +940,30 @@ def test_the_template_pods_count_against_its_pods() -> None:
     )
 
 
-def test_eks_templates_hold_kube_proxy_and_the_platforms_daemonsets(
+def test_eks_templates_hold_kube_proxy_the_addons_and_the_platforms_daemonsets(
     templates: list[NodeTemplate],
 ) -> None:
-    # The AWS provider's kube-proxy (aws_cloud_provider.go TemplateNodeInfo, 100m); the
-    # node-feature-discovery worker (0.19.0 values.yaml: 5m, 64Mi), which tolerates the GPU
-    # taint; no EFA device plugin, which no pool of this stack asks for.
+    # The AWS provider's kube-proxy (aws_cloud_provider.go TemplateNodeInfo, 100m), a mirror
+    # pod, so podsExpectedOnFreshNode (simulator/node_info_utils.go, cluster-autoscaler-1.35.2)
+    # adds EKS's kube-proxy DaemonSet too; the EKS add-ons' DaemonSets and the
+    # node-feature-discovery worker (0.19.0 values.yaml: 5m, 64Mi), which tolerate the GPU
+    # taint; no EFA device plugin, which no pool of this stack asks for. Requests: 100m + 100m
+    # (kube-proxy twice) + 50m (aws-node) + 30m and 120Mi (ebs-csi-node) + 10m and 30Mi (the
+    # node monitoring agent) + 5m and 64Mi: fit_cases.yaml cites each source.
     t4 = next(t for t in templates if t.pool == "t4-shared")
 
-    assert [pod.name for pod in t4.pods] == [KUBE_PROXY.name, "node-feature-discovery worker"]
-    assert template_requests(t4) == {"cpu": Decimal("0.105"), "memory": Decimal(64 * 2**20)}
+    assert [pod.name for pod in t4.pods] == [
+        KUBE_PROXY.name,
+        "aws-node (vpc-cni v1.21.1)",
+        "kube-proxy (EKS add-on)",
+        "ebs-csi-node (aws-ebs-csi-driver v1.48.0)",
+        "eks-pod-identity-agent",
+        "agent (eks-node-monitoring-agent v1.7.0)",
+        "dcgm-server (eks-node-monitoring-agent v1.7.0)",
+        "node-feature-discovery worker",
+    ]
+    assert template_requests(t4) == {"cpu": Decimal("0.295"), "memory": Decimal(214 * 2**20)}
+    assert t4.labels["cluster-autoscaler.kubernetes.io/template-node"] == "true"
 
 
 def test_templates_carry_the_deprecated_labels_the_autoscaler_copies(

@@ -24,7 +24,7 @@ def templates(stack: str) -> tuple[NodeTemplate, ...]:
 
 def test_the_table_covers_every_stack_with_at_least_40_pods() -> None:
     assert len(CASES) >= 40
-    assert {c["stack"] for c in CASES} == {"dev", "prod", "gke-dev", "karpenter-dev"}
+    assert {c["stack"] for c in CASES} == {"dev", "prod", "gke-dev", "gke-new", "karpenter-dev"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])

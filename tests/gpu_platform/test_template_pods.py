@@ -7,17 +7,28 @@ from pathlib import Path
 
 import pytest
 
+from gpu_platform.eks.new_cluster.addon_pins import addon_versions
 from gpu_platform.fit import pod_requests
 from gpu_platform.template_pods import (
+    EKS_KUBE_PROXY,
+    EKS_POD_IDENTITY_AGENT,
     KUBE_PROXY,
     TemplatePod,
     cos_driver_installer,
     derive,
     efa_device_plugin,
+    eks_addon_pods,
     nfd_worker,
 )
+from gpu_platform.versions import EKS_NODE_MONITORING_AGENT_ADDON_VERSION
 
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def _addon_pod(addon: str, version: str, index: int = 0) -> TemplatePod:
+    pods = eks_addon_pods(addon, version, {})
+    assert pods is not None
+    return pods[index]
 
 
 @pytest.mark.parametrize(
@@ -36,8 +47,39 @@ GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSc
         # nvidia-driver-installer and partition-gpus of 150m each, one after the other, and a
         # pause container asking for nothing.
         (cos_driver_installer(), {"cpu": Decimal("0.15")}),
+        # aws/amazon-vpc-cni-k8s v1.21.1 config/master/aws-k8s-cni.yaml: aws-node and
+        # aws-eks-nodeagent 25m each; the aws-vpc-cni-init container's 25m runs before them.
+        (_addon_pod("vpc-cni", "v1.21.1-eksbuild.8"), {"cpu": Decimal("0.05")}),
+        # kubernetes-sigs/aws-ebs-csi-driver v1.48.0 deploy/kubernetes/base/node.yaml:
+        # ebs-plugin, node-driver-registrar and liveness-probe, 10m and 40Mi each.
+        (
+            _addon_pod("aws-ebs-csi-driver", "v1.48.0-eksbuild.2"),
+            {"cpu": Decimal("0.03"), "memory": Decimal(120 * 2**20)},
+        ),
+        # aws/eks-node-monitoring-agent v1.7.0 charts/eks-node-monitoring-agent/values.yaml:
+        # nodeAgent.resources.requests; dcgmAgent.resources is {}.
+        (
+            _addon_pod("eks-node-monitoring-agent", "v1.7.0-eksbuild.1"),
+            {"cpu": Decimal("0.01"), "memory": Decimal(30 * 2**20)},
+        ),
+        (_addon_pod("eks-node-monitoring-agent", "v1.7.0-eksbuild.1", 1), {}),
+        (EKS_KUBE_PROXY, {"cpu": Decimal("0.1")}),
+        # aws/eks-pod-identity-agent charts/eks-pod-identity-agent/values.yaml (chart 1.2.0):
+        # `resources: {}`.
+        (EKS_POD_IDENTITY_AGENT, {}),
     ],
-    ids=["kube-proxy", "nfd-worker", "efa-device-plugin", "cos-driver-installer"],
+    ids=[
+        "kube-proxy",
+        "nfd-worker",
+        "efa-device-plugin",
+        "cos-driver-installer",
+        "aws-node",
+        "ebs-csi-node",
+        "node-monitoring-agent",
+        "dcgm-server",
+        "eks-kube-proxy",
+        "pod-identity-agent",
+    ],
 )
 def test_each_pod_requests_what_its_pinned_source_says(
     pod: TemplatePod, requests: dict[str, Decimal]
@@ -96,12 +138,71 @@ spec:
       containers:
       - {name: pause, image: p}
 """
+VPC_CNI_MANIFEST = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: aws-node}
+spec:
+  template:
+    spec:
+      tolerations: [{operator: Exists}]
+      initContainers: [{name: aws-vpc-cni-init, resources: {requests: {cpu: 25m}}}]
+      containers:
+      - {name: aws-node, resources: {requests: {cpu: 25m}}}
+      - {name: aws-eks-nodeagent, resources: {requests: {cpu: 25m}}}
+"""
+EBS_CSI_MANIFEST = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: ebs-csi-node}
+spec:
+  template:
+    spec:
+      nodeSelector: {kubernetes.io/os: linux}
+      containers: [{name: ebs-plugin, resources: {requests: {cpu: 10m, memory: 40Mi}}}]
+"""
+NODE_MONITORING_VALUES = """
+nodeAgent: {resources: {requests: {cpu: 10m, memory: 30Mi}}, tolerations: [{operator: Exists}]}
+dcgmAgent: {resources: {}, tolerations: []}
+"""
+SOURCES = (
+    NFD_VALUES,
+    EFA_VALUES,
+    COS_MANIFEST,
+    VPC_CNI_MANIFEST,
+    EBS_CSI_MANIFEST,
+    NODE_MONITORING_VALUES,
+)
 
 
 def test_derive_keeps_each_pods_requests_and_scheduling() -> None:
-    pods = derive.derive(NFD_VALUES, EFA_VALUES, COS_MANIFEST)
+    pods = derive.derive(*SOURCES)
 
-    assert list(pods.values()) == [
+    assert pods["vpc-cni-v1.21.1/aws-node"] == {
+        "initContainers": [{"name": "aws-vpc-cni-init", "resources": {"requests": {"cpu": "25m"}}}],
+        "containers": [
+            {"name": "aws-node", "resources": {"requests": {"cpu": "25m"}}},
+            {"name": "aws-eks-nodeagent", "resources": {"requests": {"cpu": "25m"}}},
+        ],
+        "tolerations": [{"operator": "Exists"}],
+    }
+    assert pods["aws-ebs-csi-driver-v1.48.0/ebs-csi-node"] == {
+        "initContainers": [],
+        "containers": [
+            {"name": "ebs-plugin", "resources": {"requests": {"cpu": "10m", "memory": "40Mi"}}}
+        ],
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+    }
+    assert pods["eks-node-monitoring-agent-v1.7.0/agent"] == {
+        "containers": [
+            {"name": "agent", "resources": {"requests": {"cpu": "10m", "memory": "30Mi"}}}
+        ],
+        "tolerations": [{"operator": "Exists"}],
+    }
+    assert pods["eks-node-monitoring-agent-v1.7.0/dcgm-server"] == {
+        "containers": [{"name": "dcgm-server", "resources": {}}]
+    }
+    assert list(pods.values())[:3] == [
         {
             "containers": [
                 {
@@ -134,20 +235,46 @@ def test_derive_keeps_each_pods_requests_and_scheduling() -> None:
 def test_derive_writes_the_file_the_platform_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sources = {}
-    for name, text in (("nfd", NFD_VALUES), ("efa", EFA_VALUES), ("cos", COS_MANIFEST)):
-        sources[name] = tmp_path / f"{name}.yaml"
-        sources[name].write_text(text)
+    files = []
+    for number, text in enumerate(SOURCES):
+        files.append(tmp_path / f"{number}.yaml")
+        files[-1].write_text(text)
     monkeypatch.setattr(derive, "OUTPUT", tmp_path / "daemonset-pods.json")
 
-    derive.main(sources["nfd"], sources["efa"], sources["cos"])
+    derive.main(*files)
 
-    assert json.loads((tmp_path / "daemonset-pods.json").read_text()) == derive.derive(
-        NFD_VALUES, EFA_VALUES, COS_MANIFEST
-    )
+    assert json.loads((tmp_path / "daemonset-pods.json").read_text()) == derive.derive(*SOURCES)
 
 
 def test_the_committed_file_names_the_pinned_versions() -> None:
     committed = json.loads(derive.OUTPUT.read_text())
 
-    assert set(committed) == set(derive.derive(NFD_VALUES, EFA_VALUES, COS_MANIFEST))
+    assert set(committed) == set(derive.derive(*SOURCES))
+
+
+def test_every_pinned_eks_addon_has_its_pods() -> None:
+    pinned = {(a, v) for pins in addon_versions().values() for a, v in pins.items()}
+    pinned.add(("eks-node-monitoring-agent", EKS_NODE_MONITORING_AGENT_ADDON_VERSION))
+
+    assert [(a, v) for a, v in sorted(pinned) if eks_addon_pods(a, v, {}) is None] == []
+
+
+def test_an_addon_release_nothing_was_derived_from_is_not_guessed() -> None:
+    assert eks_addon_pods("vpc-cni", "v1.99.0-eksbuild.1", {}) is None
+
+
+def test_an_addons_configuration_sets_where_its_pods_run() -> None:
+    # The platform's configuration of the node monitoring agent (node_monitoring_agent.py).
+    dcgm = _addon_pod("eks-node-monitoring-agent", "v1.7.0-eksbuild.1", 1)
+    configured = eks_addon_pods(
+        "eks-node-monitoring-agent",
+        "v1.7.0-eksbuild.1",
+        {"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}},
+    )
+
+    assert "tolerations" not in dcgm.spec
+    assert configured is not None
+    assert configured[1].spec["tolerations"] == [{"operator": "Exists"}]
+    # aws/eks-node-monitoring-agent v1.7.0 chart values: dcgmAgent.affinity requires one of
+    # the NVIDIA instance types it lists.
+    assert "affinity" in configured[1].spec

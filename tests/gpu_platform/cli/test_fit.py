@@ -131,12 +131,38 @@ def test_karpenter_pools_are_judged_from_their_nodepools(tmp_path: Path) -> None
 
 
 def test_the_output_says_what_each_template_counts(tmp_path: Path) -> None:
-    # prod's h100-training: the AWS provider's kube-proxy (100m), the node-feature-discovery
-    # worker (5m, 64Mi) and the EFA device plugin (10m, 20Mi) on the template first.
+    # prod's h100-training: dev's 295m and 214Mi (fit_cases.yaml) and the EFA device plugin
+    # (10m, 20Mi) on the template first.
     _, output = run_fit(tmp_path, SMOKE_TEST_POD, stack="prod")
 
     assert "What each pool's node template counts" in output
     row = next(line for line in output.splitlines() if "h100-training" in line)
-    assert "115m cpu, 84Mi memory" in row
+    assert "305m cpu, 234Mi memory" in row
     assert "EFA device plugin" in output
     assert "failure-domain.beta.kubernetes.io/zone" in output
+
+
+def test_the_output_says_what_fit_assumed_of_an_existing_eks_cluster(tmp_path: Path) -> None:
+    _, output = run_fit(tmp_path, SMOKE_TEST_POD, stack="dev")
+
+    assert "the cluster is not the platform's, so fit assumes it runs vpc-cni" in output
+    assert "not counted: DaemonSets installed outside this stack" in output
+
+
+@pytest.mark.parametrize(
+    ("stack", "said"),
+    [
+        ("gke-new", "the platform's cluster runs GKE Dataplane V2, so no kube-proxy is counted"),
+        ("gke-dev", "its datapath unknown: fit counts kube-proxy's 100m CPU"),
+    ],
+)
+def test_the_output_says_what_fit_assumed_of_a_gke_datapath(
+    tmp_path: Path, stack: str, said: str
+) -> None:
+    pod = copy.deepcopy(SMOKE_TEST_POD)
+    del pod["spec"]["nodeSelector"]
+
+    _, output = run_fit(tmp_path, pod, stack=stack)
+
+    assert said in " ".join(output.split())
+    assert "GKE's own system DaemonSets" in " ".join(output.split())
