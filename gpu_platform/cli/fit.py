@@ -54,6 +54,8 @@ from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART, GPU_OPERATOR_CHART
 
 _YAML_KINDS = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}
 EXIT_NO_FIT = 1
+_SUBNET = "aws:ec2/subnet:Subnet"
+_CLUSTER = "aws:eks/cluster:Cluster"
 EXIT_BAD_INPUT = 2
 
 
@@ -329,14 +331,15 @@ def _node_group_templates(
 ) -> list[NodeTemplate]:
     """One template per node group of the pool (one, or one per zone), as the autoscaler builds
     it from the group's hints, its first zone and DescribeNodegroup's answer."""
+    # A cluster the stack creates is not looked up: its subnets and version are the plan's own.
     zones = {
         i.args["id"]: i.result["availabilityZone"]
         for i in plan.invokes
         if i.token == "aws:ec2/getSubnet:getSubnet"
-    }
+    } | {r.id: r.inputs["availabilityZone"] for r in plan.resources if r.type == _SUBNET and r.id}
     (version,) = {
         i.result["version"] for i in plan.invokes if i.token == "aws:eks/getCluster:getCluster"
-    }
+    } | {r.inputs["version"] for r in plan.resources if r.type == _CLUSTER}
     children = plan.children_of(group)
     tags_by_group: dict[str, dict[str, str]] = {}
     for tag in (c for c in children if c.type == "aws:autoscaling/tag:Tag"):

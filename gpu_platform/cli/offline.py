@@ -51,6 +51,9 @@ class PlannedResource:
     computed_outputs: dict[str, Any] = field(default_factory=dict)
     """The outputs the provider adds to the inputs on creating it (stand-ins: ids, ARNs,
     generated names): not known until `pulumi up` creates it."""
+    id: str | None = None
+    """The id a stand-in gives it (`subnet-...`), by which the program's other resources refer to
+    it: what `pulumi up` would read from the cloud."""
     aliases: tuple[dict[str, Any], ...] = ()
     """Its aliases as the engine is told them (`{"spec": {"noParent": True}}`: it was once a
     child of the stack itself), which keep its state when its URN changes."""
@@ -243,6 +246,7 @@ class _RecordingMonitor(mocks.MockMonitor):
                     aliases=tuple(MessageToDict(alias) for alias in request.aliases),
                     custom_timeouts=MessageToDict(request.customTimeouts),
                     unknown_inputs=frozenset(_unknown_paths(inputs)),
+                    id=response.id or None,
                 )
             )
         return response

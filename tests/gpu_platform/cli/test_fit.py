@@ -47,6 +47,23 @@ def test_gke_pools_are_judged_from_their_node_pools(tmp_path: Path) -> None:
     assert code == 0 and "l4-shared" in output
 
 
+def test_a_stack_that_creates_its_cluster_is_judged_from_its_planned_subnets_and_version(
+    tmp_path: Path,
+) -> None:
+    # Nothing is looked up for a cluster the stack creates: its node groups' zones come from the
+    # subnets it plans, and the template's version from the cluster it plans.
+    pod = copy.deepcopy(SMOKE_TEST_POD)
+    pod["spec"]["nodeSelector"] = {
+        "gpu-platform.io/pool": "l4",
+        "failure-domain.beta.kubernetes.io/zone": "us-east-1a",
+    }
+
+    code, output = run_fit(tmp_path, pod, stack="eks-new")
+
+    assert code == 0, output
+    assert "│ l4   │ yes" in output
+
+
 def test_a_pod_that_fits_a_pool_exits_0(tmp_path: Path) -> None:
     code, output = run_fit(tmp_path, SMOKE_TEST_POD)
 
