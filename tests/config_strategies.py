@@ -641,8 +641,10 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
             # Joins the platform's exporter env by name, which keeps the GPU ID type.
             interval = {"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}
             operator["overrides"] = {"dcgmExporter": {"env": [interval]}}
-        # GKE Ubuntu's per-pool drivers need the pinned chart or newer.
-        trial = {} if node_image == "ubuntu" else {"chartVersion": TRIAL_OPERATOR_CHART}
+        # EKS only: GKE Ubuntu's per-pool drivers need the pinned chart or newer, and the
+        # platform's own DCGM exporter for GKE-shared COS pools reads the pinned chart's
+        # values, which another version's lack (a KeyError, not a refusal by key).
+        trial = {"chartVersion": TRIAL_OPERATOR_CHART} if cloud == "aws" else {}
         operator.update(_moved(draw, repository=MIRROR, namespace="nvidia-gpu", **trial))
         config["gpu-platform:operator"] = operator
     if draw(st.booleans()):
