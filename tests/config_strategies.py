@@ -343,6 +343,8 @@ def eks_stack(draw: st.DrawFn) -> Config:
             "gpuNodeIdleMinutes": draw(st.sampled_from([5, 15, 60])),
             "expander": draw(st.sampled_from(["priority", "least-waste"])),
             "install": draw(st.sampled_from([True, True, False])),
+            # The documented way back to kube-system (docs/upgrades.md), a chart trial.
+            **_moved(draw, namespace="kube-system", chartVersion=TRIAL_AUTOSCALER_CHART),
         }
     if karpenter and not created and draw(st.integers(0, 3)) == 0:
         # An existing Karpenter: the stack declares only the pools' NodePools and node classes.
@@ -350,6 +352,10 @@ def eks_stack(draw: st.DrawFn) -> Config:
             "install": False,
             "nodeRoleArn": "arn:aws:iam::123456789012:role/karpenter-nodes",
         }
+    elif karpenter and draw(st.integers(0, 3)) == 0:
+        config["gpu-platform:karpenter"] = _moved(
+            draw, namespace="karpenter", chartVersion=TRIAL_KARPENTER_CHART
+        )
     _common(draw, config, pools, created)
     return config
 
@@ -623,6 +629,7 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
         monitoring["idleGpuMinutes"] = draw(st.sampled_from([10, 30, 120]))
     if cloud == "gcp" and draw(st.integers(0, 3)) == 0:
         monitoring["googleManagedPrometheus"] = True
+    monitoring.update(_moved(draw, namespace="observability"))
     if monitoring:
         config["gpu-platform:monitoring"] = monitoring
     if draw(st.integers(0, 3)) == 0:
@@ -634,9 +641,27 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
             # Joins the platform's exporter env by name, which keeps the GPU ID type.
             interval = {"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}
             operator["overrides"] = {"dcgmExporter": {"env": [interval]}}
+        # EKS only: GKE Ubuntu's per-pool drivers need the pinned chart or newer, and the
+        # platform's own DCGM exporter for GKE-shared COS pools reads the pinned chart's
+        # values, which another version's lack (a KeyError, not a refusal by key).
+        trial = {"chartVersion": TRIAL_OPERATOR_CHART} if cloud == "aws" else {}
+        operator.update(_moved(draw, repository=MIRROR, namespace="nvidia-gpu", **trial))
         config["gpu-platform:operator"] = operator
     if draw(st.booleans()):
         config["gpu-platform:protect"] = True
+
+
+TRIAL_OPERATOR_CHART = "v26.3.0"
+TRIAL_AUTOSCALER_CHART = "9.58.0"
+TRIAL_KARPENTER_CHART = "1.13.0"
+MIRROR = "https://charts.example.com/nvidia"
+"""Settings that move the platform's own releases off their pins: a stack using one declares
+the release in its policy config (`platformReleases`), as `declared_releases` does."""
+
+
+def _moved(draw: st.DrawFn, **settings: str) -> Config:
+    """Each of `settings` now and then."""
+    return {key: value for key, value in settings.items() if draw(st.integers(0, 3)) == 0}
 
 
 def stack_configs() -> st.SearchStrategy[Config]:

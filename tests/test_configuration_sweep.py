@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, example, given, settings
 from gpu_platform.cli.analyzer import PolicyPack
 from gpu_platform.cli.namespace_levels import POD_SECURITY, namespace_levels
 from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.stack_files import gpu_platform_config
+from gpu_platform.cli.stack_files import gpu_platform_config, stack_config
 from gpu_platform.config import load_stack_config
 from gpu_platform.lock.images import locked_digest
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
@@ -59,14 +59,54 @@ PROD_POLICY_CONFIG: Mapping[str, Any] = json.loads(
 )
 
 
-def prod_policy_config(plan: Plan) -> dict[str, Any]:
-    """prod's policy config for a stack of other namespaces: its levels and parameters, the
-    namespaces' Pod Security levels listed as a stack's policy config lists its own."""
+def prod_policy_config(plan: Plan, config: Config) -> dict[str, Any]:
+    """prod's policy config for a stack of other namespaces and settings: its levels and
+    parameters, with what a stack's own policy config declares for them: its namespaces' Pod
+    Security levels, the namespaces its settings move the platform's privileged and baseline
+    ones to (exempt, given to both Pod Security policies alike), and the releases they move
+    off the pins (`platformReleases`)."""
+    exempt = [*PROD_POLICY_CONFIG[POD_SECURITY]["exemptNamespaces"], *moved_namespaces(config)]
     pod_security = {
         **PROD_POLICY_CONFIG[POD_SECURITY],
         "namespaceLevels": namespace_levels(plan.resources),
+        "exemptNamespaces": exempt,
     }
-    return {**PROD_POLICY_CONFIG, POD_SECURITY: pod_security}
+    return {
+        **PROD_POLICY_CONFIG,
+        POD_SECURITY: pod_security,
+        "namespace-pod-security": {"exemptNamespaces": exempt},
+        "platform-release-rollback": {"platformReleases": declared_releases(config)},
+    }
+
+
+def moved_namespaces(config: Config) -> list[str]:
+    """The operator's and the monitoring namespaces the stack moves, which need the host (the
+    operator's, the Prometheus stack's node-exporter) or run baseline (the Prometheus stack)."""
+    moved = []
+    if namespace := config.get("gpu-platform:operator", {}).get("namespace"):
+        moved.append(namespace)
+    if namespace := config.get("gpu-platform:monitoring", {}).get("namespace"):
+        moved += [namespace, f"{namespace}-node-exporter"]
+    return moved
+
+
+def declared_releases(config: Config) -> list[str]:
+    """The platform's releases the stack's settings move off their pins, as its policy config
+    declares them (`platform-release-rollback`'s `platformReleases`,
+    `<repository>/<chart>@<version>`; gpu_platform/policy_pack/README.md)."""
+    operator = config.get("gpu-platform:operator", {})
+    declared = []
+    if {"repository", "chartVersion"} & set(operator):
+        repository = operator.get("repository", "https://helm.ngc.nvidia.com/nvidia")
+        declared.append(f"{repository}/gpu-operator@{operator.get('chartVersion', 'v26.7.0')}")
+    if version := config.get("gpu-platform:autoscaler", {}).get("chartVersion"):
+        declared.append(f"https://kubernetes.github.io/autoscaler/cluster-autoscaler@{version}")
+    if version := config.get("gpu-platform:karpenter", {}).get("chartVersion"):
+        declared += [
+            f"oci://public.ecr.aws/karpenter/{chart}@{version}"
+            for chart in ("karpenter-crd", "karpenter")
+        ]
+    return declared
 
 
 def kubernetes_minor(config: Config) -> str:
@@ -96,7 +136,9 @@ def awaited_digests(config: Config) -> dict[str, Any]:
 
 def pack_problems(pack: PolicyPack) -> Invariant:
     def check(plan: Plan, config: Config) -> list[str]:
-        pack.configure({**prod_policy_config(plan), PLATFORM_IMAGES: awaited_digests(config)})
+        pack.configure(
+            {**prod_policy_config(plan, config), PLATFORM_IMAGES: awaited_digests(config)}
+        )
         return [
             f"{v.policy_name} on {v.urn}: {v.message}"
             for v in pack.analyze(plan.resources)
@@ -147,6 +189,57 @@ def sweep_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 @pytest.fixture(scope="module")
 def checks(policy_pack: PolicyPack) -> dict[str, Invariant]:
     return invariants(policy_pack)
+
+
+MOVED_RELEASES = {
+    "prod: the GPU Operator from a mirror, at a trial version, in a namespace of its own": (
+        "prod",
+        {
+            "gpu-platform:operator": {
+                "repository": "https://charts.example.com/nvidia",
+                "chartVersion": "v26.3.0",
+                "namespace": "nvidia-gpu",
+            }
+        },
+        ["https://charts.example.com/nvidia/gpu-operator@v26.3.0"],
+    ),
+    "prod: the autoscaler back in kube-system (docs/upgrades.md) at another chart version, "
+    "the Prometheus stack in another namespace": (
+        "prod",
+        {
+            "gpu-platform:autoscaler": {"namespace": "kube-system", "chartVersion": "9.58.0"},
+            "gpu-platform:monitoring": {
+                "namespace": "observability",
+                "installPrometheusStack": True,
+            },
+        },
+        ["https://kubernetes.github.io/autoscaler/cluster-autoscaler@9.58.0"],
+    ),
+    "karpenter-dev: Karpenter at another chart version, in a namespace of its own": (
+        "karpenter-dev",
+        {"gpu-platform:karpenter": {"chartVersion": "1.13.0", "namespace": "karpenter"}},
+        [
+            "oci://public.ecr.aws/karpenter/karpenter-crd@1.13.0",
+            "oci://public.ecr.aws/karpenter/karpenter@1.13.0",
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("stack", "settings", "declared"), MOVED_RELEASES.values(), ids=list(MOVED_RELEASES)
+)
+def test_a_stack_that_moves_the_platforms_releases_and_declares_them_plans_clean_as_prod(
+    policy_pack: PolicyPack, stack: str, settings: Config, declared: list[str]
+) -> None:
+    # Each setting is one the loader accepts; prod's policy config makes every policy
+    # mandatory. The platform's releases are known by their pins and the policy config's
+    # declarations, never by their name, namespace or parents.
+    config = {**stack_config(stack, PROJECT), **settings}
+    plan = run_program(stack, config=config, project=PROJECT)
+
+    assert declared_releases(config) == declared
+    assert pack_problems(policy_pack)(plan, config) == []
 
 
 def with_corners(test: Callable[..., None]) -> Callable[..., None]:

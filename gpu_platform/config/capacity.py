@@ -29,7 +29,9 @@ class ClusterAutoscalerSpec(Model):
     never removes the node it runs on, wherever it runs. Changing it replaces the release: the
     old autoscaler is removed before the new one starts (docs/upgrades.md)."""
     chart_version: ExactVersion = CLUSTER_AUTOSCALER_CHART.version
-    """The `cluster-autoscaler` chart version."""
+    """The `cluster-autoscaler` chart version; another than the pinned one is declared in the
+    stack's policy config (`platform-release-rollback`'s `platformReleases`:
+    docs/upgrades.md)."""
     image_tag: ExactVersion | None = None
     """The autoscaler image tag; by default the pinned release for the cluster's Kubernetes
     minor version, which it must match."""
@@ -74,7 +76,9 @@ class KarpenterSpec(Model):
     upstream installs it, the API server's default FlowSchemas give its calls the priority of
     the cluster's own controllers; elsewhere, give it a FlowSchema of its own."""
     chart_version: ExactVersion = KARPENTER_CHART.version
-    """The `karpenter` and `karpenter-crd` chart version (the two move together)."""
+    """The `karpenter` and `karpenter-crd` chart version (the two move together); another than
+    the pinned one is declared, both charts, in the stack's policy config
+    (`platform-release-rollback`'s `platformReleases`: docs/upgrades.md)."""
     consolidate_after_minutes: int = Field(default=10, ge=1, le=1440)
     """How long a GPU node must have been empty before Karpenter removes it, for pools that do
     not set their own (`aws.consolidateAfterMinutes`). Karpenter never consolidates a GPU node

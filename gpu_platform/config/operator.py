@@ -31,9 +31,13 @@ class OperatorSpec(Model):
 
     chart_version: OperatorChartVersion = GPU_OPERATOR_CHART.version
     """The `gpu-operator` chart version. The values the platform sets are checked against the
-    pinned version's keys only: another version is for trying an upgrade in one environment."""
+    pinned version's keys only: another version is for trying an upgrade in one environment,
+    whose policy config declares the release (`platform-release-rollback`'s
+    `platformReleases`: docs/upgrades.md)."""
     repository: HttpsUrl = GPU_OPERATOR_CHART.repository
-    """The Helm repository serving the chart, for a mirror of NVIDIA's."""
+    """The Helm repository serving the chart, for a mirror of NVIDIA's; the stack's policy
+    config declares the mirrored release (`platform-release-rollback`'s `platformReleases`:
+    docs/upgrades.md)."""
     namespace: DnsLabel = "gpu-operator"
     """The operator's own namespace, which the platform runs as Pod Security `privileged`: the
     drivers, toolkit and device plugin need the host. The only other is node-exporter's, where

@@ -59,6 +59,7 @@ if __name__ == "__main__":
             workload_kinds.NAME: workload_kinds.configure,
             gpu_pools.SCALING: gpu_pools.take_scaling_config,
             pod_security.NAME: pod_security.configure,
+            helm.PLATFORM_ROLLBACK: helm.configure,
         },
     )
     PolicyPack(

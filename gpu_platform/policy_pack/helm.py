@@ -14,7 +14,7 @@ from itertools import takewhile
 from typing import Any
 
 from checks import resource_policy
-from platform_releases import PLATFORM_RELEASES, PlatformRelease
+from platform_releases import PLATFORM_RELEASES
 from pods import namespace_or_default
 from props import flag, number, shown, text, value_at
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs
@@ -24,6 +24,7 @@ RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 HELM_TYPES = (RELEASE_TYPE, CHART_TYPE)
 GPU_OPERATOR_CHART = "gpu-operator"
+PLATFORM_ROLLBACK = "platform-release-rollback"
 
 # One exact SemVer release, with Helm's optional leading v: no ranges, wildcards or `latest`.
 EXACT_VERSION = re.compile(
@@ -182,22 +183,71 @@ def gpu_operator_problems(args: ResourceValidationArgs) -> Iterator[str]:
         )
 
 
+_PLATFORM_CHARTS = "|".join(sorted({re.escape(r.name) for r in PLATFORM_RELEASES}))
+DECLARED_RELEASES = Setting(
+    "platformReleases",
+    {
+        "type": "array",
+        # The repository, one of the platform's charts and one exact version: a mirror or a
+        # trial of the platform's own release, never another chart, nor every version of one.
+        "items": {
+            "type": "string",
+            "pattern": rf"^(https|oci)://[^\s@]+/({_PLATFORM_CHARTS})@{EXACT_VERSION.pattern}$",
+        },
+        "default": [],
+        "description": "Releases of the platform's own charts that the stack installs off the "
+        "pins, each as `<repository>/<chart>@<version>`: a mirror (operator.repository), a "
+        "trial version (operator.chartVersion, autoscaler.chartVersion, "
+        "karpenter.chartVersion). Each one is the platform's release, as the pinned ones are. "
+        "The other Helm policies read it here too.",
+    },
+)
+
+DECLARED: set[tuple[str, str]] = set()
+"""(chart, version) of each release the stack's policy config declares (`platformReleases`)."""
+
+
+def configure(config: Mapping[str, Any]) -> None:
+    """Take `PLATFORM_ROLLBACK`'s config as the pack is configured: every policy that
+    tells the platform's releases from the stack's reads it, while the engine gives each
+    policy only its own (`pack_config.watch_pack_config`)."""
+    DECLARED.clear()
+    for entry in DECLARED_RELEASES.read(config):
+        chart, _, version = entry.rpartition("@")
+        DECLARED.add((chart, version))
+
+
+PINNED = frozenset((r.chart, r.version) for r in PLATFORM_RELEASES)
+
+
 def is_platform_release(args: ResourceValidationArgs) -> bool:
-    """A release the platform declares (`platform_releases.PLATFORM_RELEASES`): its name,
-    namespace, chart and version. Its settings and workloads are the platform's, reviewed and
-    tested with it (Karpenter 1.14.1's controller, say, runs as 65532, non-root, without
-    privilege escalation or capabilities, on a read-only root filesystem with the RuntimeDefault
-    seccomp profile: charts/karpenter/templates/deployment.yaml). Its place in the program (its
-    parents' types) says nothing: a program registers whatever types it likes."""
+    """A release of one of the platform's charts at the version it pins
+    (`platform_releases.PLATFORM_RELEASES`), or one the stack's policy config declares
+    (`platformReleases`). Its settings and workloads are the platform's, reviewed and tested
+    with it (Karpenter 1.14.1's controller, say, runs as 65532, non-root, without privilege
+    escalation or capabilities, on a read-only root filesystem with the RuntimeDefault
+    seccomp profile: charts/karpenter/templates/deployment.yaml). Neither its place in the
+    program (its parents' types) nor its name or namespace says anything: a program chooses
+    them all."""
     if args.resource_type != RELEASE_TYPE:
         return False
-    declared = PlatformRelease(
-        text(args.props, "name") or "",
-        namespace_or_default(text(args.props, "namespace"), args.provider),
-        chart_reference(args.props) or "",
-        text(args.props, "version") or "",
-    )
-    return declared in PLATFORM_RELEASES
+    installed = (chart_reference(args.props) or "", text(args.props, "version") or "")
+    return installed in PINNED or installed in DECLARED
+
+
+def settings_moving(chart: str, version: str) -> tuple[str, ...]:
+    """The stack settings that install the platform's release of `chart`'s name as `chart` at
+    `version` (from a mirror, at a trial version); none where no setting of the stack does."""
+    for release in PLATFORM_RELEASES:
+        if release.name != chart_name(chart):
+            continue
+        needed = (
+            release.repository_setting if chart != release.chart else "",
+            release.version_setting if version != release.version else "",
+        )
+        if None not in needed:
+            return tuple(filter(None, needed))
+    return ()
 
 
 REVIEWED_RELEASES = Setting(
@@ -237,12 +287,21 @@ def opaque_release_problems(args: ResourceValidationArgs) -> Iterator[str]:
     ):
         return
     named = shown(reference) if reference else "its repository and chart"
+    version = text(args.props, "version") or ""
+    settings = settings_moving(reference, version) if reference else ()
+    declare = ""
+    if settings:
+        declare = (
+            f"; where a setting of the stack ({', '.join(settings)}) installs the platform's own "
+            f"release so, off its pin, declare it in the stack's policy config: add "
+            f"{shown(f'{reference}@{version}')} to {PLATFORM_ROLLBACK}'s {DECLARED_RELEASES.key}"
+        )
     yield (
         f"chart {shown(chart)} is installed as a helm.v3.Release, whose workloads the policies "
         "never see: Helm creates them, not Pulumi, so no Pod Security or GPU rule checks them. "
         "Fix: install it with helm.v4.Chart, which registers every object it renders as a "
         f"resource the policies check, or add {named} to {REVIEWED_RELEASES.key} once its "
-        "workloads are reviewed another way."
+        f"workloads are reviewed another way{declare}."
     )
 
 
@@ -325,10 +384,11 @@ POLICIES = [
         resource_types=HELM_TYPES,
     ),
     resource_policy(
-        "platform-release-rollback",
+        PLATFORM_ROLLBACK,
         "The platform's own Helm releases undo a failed install or upgrade by themselves: atomic, "
         "cleanupOnFail, a timeout and a bounded maxHistory.",
         ROLLBACK_CHECKS,
+        DECLARED_RELEASES,
         resource_types=(RELEASE_TYPE,),
         applies=is_platform_release,
     ),

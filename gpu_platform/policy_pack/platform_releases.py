@@ -1,13 +1,19 @@
 """The Helm releases the platform's components declare, as the project pins them: a release is
-the platform's only when its name, namespace, chart and version are one of these.
+the platform's when it installs one of these charts (repository and name) at its version, or one
+the stack's policy config declares in `platform-release-rollback`'s `platformReleases` (a
+mirror, a trial version that a setting of the stack chose).
 
 A program may give its resources any parent types it likes (pulumi
 sdk/go/common/resource/urn.go: a URN's type path is whatever types its parents were registered
-with), so a URN says nothing of who declared a release; this table, part of the pack, does.
-Every entry mirrors `gpu_platform/versions.py` and the component that installs it, which
-tests/gpu_platform/policy_pack/test_helm.py checks, with the releases of a plan of every
-committed stack. A stack that moves one of these releases (another chart version, a mirror,
-another namespace) has it judged as the stack's own.
+with), so a URN says nothing of who declared a release; this table, part of the pack, and the
+policy config, which the program cannot write, do. The release's name and namespace are no part
+of it: what the chart runs is the chart's, at its version, wherever it is installed, and a
+program names a release and picks its namespace as freely as its parents. Where a chart must
+run is a rule of its own (`gpu-operator-release`: the GPU Operator in a namespace of its own,
+which Pod Security lets it run privileged in, as the stack's policy config lists it).
+
+Every entry mirrors `gpu_platform/versions.py`, which tests/gpu_platform/policy_pack/test_helm.py
+checks, with the releases of a plan of every committed stack.
 """
 
 from dataclasses import dataclass
@@ -16,45 +22,58 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class PlatformRelease:
     name: str
-    """The Helm release's name."""
-    namespace: str
-    chart: str
-    """The chart as `reviewedCharts` names one: `<https repository>/<chart>`, or the `oci://`
-    chart itself."""
+    """The chart's name."""
+    repository: str
+    """The https repository serving it, or the `oci://` path it sits under."""
     version: str
+    repository_setting: str | None = None
+    """The stack setting that installs it from another repository (a mirror), as users spell
+    it."""
+    version_setting: str | None = None
+    """The stack setting that installs another version of it."""
+
+    @property
+    def chart(self) -> str:
+        """The chart as `reviewedCharts` names one: `<https repository>/<chart>`, or the
+        `oci://` chart itself."""
+        return f"{self.repository}/{self.name}"
+
+    @property
+    def entry(self) -> str:
+        """As `platformReleases` lists a release: `<repository>/<chart>@<version>`."""
+        return f"{self.chart}@{self.version}"
 
 
 PLATFORM_RELEASES = (
-    # gpu_platform/kubernetes/gpu_operator.py, in operator.namespace's default.
+    # gpu_platform/kubernetes/gpu_operator.py.
     PlatformRelease(
-        "gpu-operator", "gpu-operator", "https://helm.ngc.nvidia.com/nvidia/gpu-operator", "v26.7.0"
-    ),
-    # gpu_platform/eks/efa_device_plugin.py, beside the GPU Operator.
-    PlatformRelease(
-        "aws-efa-k8s-device-plugin",
         "gpu-operator",
-        "https://aws.github.io/eks-charts/aws-efa-k8s-device-plugin",
-        "v0.5.30",
+        "https://helm.ngc.nvidia.com/nvidia",
+        "v26.7.0",
+        repository_setting="operator.repository",
+        version_setting="operator.chartVersion",
     ),
-    # gpu_platform/kubernetes/monitoring.py, in monitoring.namespace's default.
+    # gpu_platform/eks/efa_device_plugin.py.
+    PlatformRelease("aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "v0.5.30"),
+    # gpu_platform/kubernetes/monitoring.py.
     PlatformRelease(
-        "kube-prometheus-stack",
-        "monitoring",
-        "https://prometheus-community.github.io/helm-charts/kube-prometheus-stack",
-        "93.4.1",
+        "kube-prometheus-stack", "https://prometheus-community.github.io/helm-charts", "93.4.1"
     ),
-    # gpu_platform/eks/cluster_autoscaler.py, in autoscaler.namespace's default.
+    # gpu_platform/eks/cluster_autoscaler.py.
     PlatformRelease(
         "cluster-autoscaler",
-        "gpu-platform-system",
-        "https://kubernetes.github.io/autoscaler/cluster-autoscaler",
+        "https://kubernetes.github.io/autoscaler",
         "9.59.0",
+        version_setting="autoscaler.chartVersion",
     ),
-    # gpu_platform/eks/karpenter/controller.py, in karpenter.namespace's default.
-    PlatformRelease(
-        "karpenter-crd", "kube-system", "oci://public.ecr.aws/karpenter/karpenter-crd", "1.14.1"
-    ),
-    PlatformRelease(
-        "karpenter", "kube-system", "oci://public.ecr.aws/karpenter/karpenter", "1.14.1"
+    # gpu_platform/eks/karpenter/controller.py: the two move together.
+    *(
+        PlatformRelease(
+            chart,
+            "oci://public.ecr.aws/karpenter",
+            "1.14.1",
+            version_setting="karpenter.chartVersion",
+        )
+        for chart in ("karpenter-crd", "karpenter")
     ),
 )

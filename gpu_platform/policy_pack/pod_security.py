@@ -21,6 +21,7 @@ from checks import Findings, each, parts
 from pods import Container, Pod, namespace_or_default, pods_of
 from props import (
     elements,
+    field_path,
     flag,
     indexed,
     keys,
@@ -944,8 +945,28 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
     standard = standard_for(_namespace_name(args), args.get_config())
     with Findings(NAME, args.urn, report_violation) as findings:
         for pod in pods:
+            if pod.unread:
+                findings.check(NAME, partial(unread_problems, pod, standard))
+                continue
             for check in checks_for(standard, pod.partial):
                 findings.check(check.id, partial(problems_of, pod, standard, check))
+
+
+def unread_problems(pod: Pod, standard: Standard) -> Iterator[str]:
+    """A patch no policy can read (`Pod.unread`) is refused wherever the standard has checks.
+    It is not left to `checks-deferred-at-preview`, as a value not known at preview is: that
+    value is judged at `pulumi up`, this patch only once its pod is built, after every policy
+    has run; like a configured workload kind in which no pod is found (`gpu-workload-kinds`),
+    it is reported rather than passed over."""
+    if standard.level == "privileged":
+        return
+    yield (
+        f"{field_path(*pod.path)} is neither JSON nor YAML until Argo substitutes its {{{{...}}}} "
+        "expressions, when it builds the pod, after every policy has run, so what it sets "
+        "(privileged containers, host paths, GPUs) is never judged. Fix: write it as a literal "
+        "JSON or YAML PodSpec with expressions only in its values, or set those fields on the "
+        f"template itself. [{standard.describe()}]"
+    )
 
 
 LISTED_NAME = "pod-security-levels-listed"

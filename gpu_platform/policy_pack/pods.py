@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import argo
 from props import (
     UNKNOWN_SENTINELS,
     Step,
@@ -99,6 +100,13 @@ _TRAINING_RUNTIME = _templates(
     ("spec", "template", "spec", "replicatedJobs", "*", "template", "spec", "template")
 )
 
+ARGO_WORKFLOWS: Mapping[str, tuple[str, ...]] = {
+    "Workflow": ("spec",),
+    "WorkflowTemplate": ("spec",),
+    "ClusterWorkflowTemplate": ("spec",),
+    "CronWorkflow": ("spec", "workflowSpec"),
+}
+"""Where each Argo kind keeps its WorkflowSpec."""
 _ARGO_CONTAINERS = (
     ("container",),
     ("script",),
@@ -229,12 +237,7 @@ GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
                 inherits=workflow,
             ),
         )
-        for kind, workflow in (
-            ("Workflow", ("spec",)),
-            ("WorkflowTemplate", ("spec",)),
-            ("ClusterWorkflowTemplate", ("spec",)),
-            ("CronWorkflow", ("spec", "workflowSpec")),
-        )
+        for kind, workflow in ARGO_WORKFLOWS.items()
     },
 }
 
@@ -337,6 +340,10 @@ class Pod:
     """Containers the operator adds to the pod from elsewhere in the resource."""
     inherits: tuple[Step, ...] | None = None
     """Where the pod fields it takes when it sets none of its own are (`PodPath.inherits`)."""
+    unread: bool = False
+    """A patch that cannot be read before the pod is built (an Argo podSpecPatch that is
+    neither JSON nor YAML until its `{{...}}` expressions are substituted): what it sets is
+    not known, and never will be before the pod runs."""
 
     @property
     def metadata(self) -> Mapping[str, Any]:
@@ -430,19 +437,10 @@ def pods_of(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
     patch = False
     if paths is None and patched != kind:
         kind, paths, patch = patched, pod_paths(group, patched), True
-    pods = [
-        Pod(
-            kind,
-            props,
-            found,
-            partial=patch or where.partial,
-            inline=where.inline,
-            added=_own_containers(props, found, where.containers),
-            inherits=where.inherits,
-        )
-        for where in paths or ()
-        for found in found_pods(props, where)
-    ]
+    workflow = ARGO_WORKFLOWS.get(kind) if group == "argoproj.io" and paths else None
+    if workflow is not None and (group, kind) not in CUSTOM_KINDS:
+        return _argo_pods(kind, props, workflow, paths or ())
+    pods = _found(kind, props, paths or (), patch)
     if group == "ray.io" and kind in RAY_CLUSTER_SPECS:
         head = (*RAY_CLUSTER_SPECS[kind], *_HEAD)
         autoscaler = _ray_autoscaler(props, RAY_CLUSTER_SPECS[kind])
@@ -453,6 +451,94 @@ def pods_of(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
             for p in pods
         ]
     return pods
+
+
+def _found(
+    kind: str, props: Mapping[str, Any], paths: Sequence[PodPath], patch: bool = False
+) -> list[Pod]:
+    return [
+        Pod(
+            kind,
+            props,
+            found,
+            partial=patch or where.partial,
+            inline=where.inline,
+            added=_own_containers(props, found, where.containers),
+            inherits=where.inherits,
+        )
+        for where in paths
+        for found in found_pods(props, where)
+    ]
+
+
+def _argo_pods(
+    kind: str, props: Mapping[str, Any], workflow: tuple[str, ...], paths: Sequence[PodPath]
+) -> list[Pod]:
+    """The pods an Argo workflow's templates run, each under the workflow's `templateDefaults`
+    (`argo.with_defaults`), and as partial pods what the podSpecPatches set. A workflow whose
+    own templates run no pod (one that only references a WorkflowTemplate, by
+    `workflowTemplateRef` or its steps' `templateRef`) still gives the pods it runs elsewhere
+    its pod fields, its templateDefaults and its podSpecPatch (workflow/util/merge.go,
+    JoinWorkflowSpec: the Workflow's spec over the template's): those are judged as a partial
+    pod of their own, whose containers are templateDefaults'."""
+    props = _argo_defaulted(props, workflow)
+    pods = _found(kind, props, paths)
+    if not pods:
+        inherited = PodPath(
+            (*workflow, "templateDefaults"),
+            inline=True,
+            partial=True,
+            containers=_ARGO_CONTAINERS,
+            inherits=workflow,
+        )
+        pods = _found(kind, props, [inherited]) or [
+            Pod(kind, props, workflow, partial=True, inline=True)
+        ]
+    patched = [*(pod.path for pod in pods if pod.path != workflow), workflow]
+    return pods + [p for path in patched if (p := _argo_patch(kind, props, path)) is not None]
+
+
+def _argo_defaulted(props: Mapping[str, Any], workflow: tuple[str, ...]) -> Mapping[str, Any]:
+    """`props` with each template of the workflow under its `templateDefaults`; each template
+    not known yet where the defaults are not (at preview), so that each check skips it."""
+    templates: Any = None
+    try:
+        templates = value_at(props, *workflow, "templates")
+        if not is_list(templates):
+            return props
+        defaults = mapping(props, *workflow, "templateDefaults")
+        if not defaults:
+            return props
+        defaulted = [
+            argo.with_defaults(defaults, argo.read(templates, i)) for i in range(len(templates))
+        ]
+    except UnknownValueError as unknown:
+        if not is_list(templates):
+            return props
+        defaulted = [unknown.unknown_type_sentinel] * len(templates)
+    return argo.placed(props, (*workflow, "templates"), defaulted)
+
+
+def _argo_patch(kind: str, props: Mapping[str, Any], holder: tuple[Step, ...]) -> Pod | None:
+    """The partial pod of the podSpecPatch at `holder` (a template, the workflow), if any."""
+    path = (*holder, "podSpecPatch")
+    try:
+        patch = text(props, *path)
+    except UnknownValueError as unknown:
+        # Read, and skipped, by each check.
+        return Pod(
+            kind,
+            argo.placed(props, path, unknown.unknown_type_sentinel),
+            path,
+            partial=True,
+            inline=True,
+        )
+    if patch is None:
+        return None
+    parsed = argo.parsed_patch(patch)
+    if parsed is None:
+        return Pod(kind, {}, path, partial=True, inline=True, unread=True)
+    return Pod(kind, argo.placed(props, path, parsed), path, partial=True, inline=True)
 
 
 def found_pods(props: Mapping[str, Any], where: PodPath) -> list[tuple[Step, ...]]:

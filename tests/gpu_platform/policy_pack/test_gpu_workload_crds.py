@@ -891,3 +891,181 @@ def test_an_argo_step_not_known_yet_hides_nothing_of_the_others(analyze: Analyze
         'privileged: container "app" sets spec.templates[2].container.securityContext.'
         "privileged=true."
     )
+
+
+# --- Argo: what the controller adds to a template's pod (templateDefaults, podSpecPatch) -------
+
+BASELINE = '[Pod Security baseline v1.35, from namespace "team-a"]'
+RESTRICTED = '[Pod Security restricted v1.35, from namespace "team-a"]'
+
+
+def test_a_workflow_that_only_references_a_template_has_its_pod_fields_judged(
+    analyze: Analyze,
+) -> None:
+    # argoproj/argo-workflows v4.1.2 workflow/util/merge.go, JoinWorkflowSpec: the Workflow's
+    # spec is merged over the referenced WorkflowTemplate's, its hostNetwork and volumes
+    # winning, and workflowpod.go gives every pod the workflow's hostNetwork.
+    spec = {
+        "workflowTemplateRef": {"name": "train"},
+        "hostNetwork": True,
+        "volumes": [{"name": "host", "hostPath": {"path": "/"}}],
+    }
+
+    verdicts = analyze(namespace(level="baseline"), workflow(spec))
+
+    assert messages(verdicts, "pod-security-standards") == [
+        "host namespaces: pod sets spec.hostNetwork=true. Fix: remove hostNetwork or set it to "
+        f"false. {BASELINE}",
+        'hostPath volumes: volume "host" mounts the node\'s filesystem '
+        "(spec.volumes[0].hostPath). Fix: use a persistentVolumeClaim, emptyDir or another "
+        f"volume type instead of hostPath. {BASELINE}",
+    ]
+
+
+def test_a_referencing_workflows_template_defaults_are_judged_as_the_containers_they_set(
+    analyze: Analyze,
+) -> None:
+    # operator.go, mergedTemplateDefaultsInto: the defaults reach every container template of
+    # the referenced WorkflowTemplate that does not set the value itself.
+    defaults = {"container": {"securityContext": {"privileged": True}}}
+    spec = {"workflowTemplateRef": {"name": "train"}, "templateDefaults": defaults}
+
+    (message,) = messages(analyze(namespace(), workflow(spec)), "pod-security-standards")
+
+    assert message.startswith(
+        'privileged: container "container" sets '
+        "spec.templateDefaults.container.securityContext.privileged=true."
+    )
+
+
+def test_template_defaults_are_merged_under_each_template_before_it_is_judged(
+    analyze: Analyze,
+) -> None:
+    # mergedTemplateDefaultsInto strategic-merges the template over the defaults: a template
+    # that leaves its securityContext to the defaults runs with theirs, restricted here.
+    pod = restricted_pod_spec()
+    (container,) = pod["containers"]
+    defaults = {
+        "securityContext": pod["securityContext"],
+        "container": {"securityContext": container.pop("securityContext")},
+    }
+    step = {"name": "train", "container": container}
+    spec = {"templateDefaults": defaults, "templates": [step]}
+
+    assert messages(analyze(namespace(), workflow(spec)), "pod-security-standards") == []
+
+
+def test_template_defaults_of_another_template_type_do_not_apply(analyze: Analyze) -> None:
+    # mergedTemplateDefaultsInto drops the defaults of each template type but the template's
+    # own: a `script` default reaches no `container` template.
+    defaults = {"script": {"securityContext": {"privileged": True}}}
+    step = argo_step(restricted_pod_spec())
+
+    verdicts = analyze(namespace(), workflow({"templateDefaults": defaults, "templates": [step]}))
+
+    assert messages(verdicts, "pod-security-standards") == []
+
+
+def test_a_template_default_a_template_overrides_is_not_judged(analyze: Analyze) -> None:
+    defaults = {"container": {"securityContext": {"privileged": True}}}
+    step = argo_step(restricted_pod_spec())
+    step["container"]["securityContext"]["privileged"] = False
+
+    verdicts = analyze(namespace(), workflow({"templateDefaults": defaults, "templates": [step]}))
+
+    assert messages(verdicts, "pod-security-standards") == []
+
+
+def test_what_a_templates_pod_spec_patch_sets_is_judged_as_a_patch(analyze: Analyze) -> None:
+    # workflowpod.go applies the template's podSpecPatch (JSON or YAML) to the pod as a
+    # strategic merge patch (workflow/util/util.go, ApplyPodSpecPatch); the main container is
+    # `main`.
+    step = argo_step(gpu_pod_spec())
+    step["podSpecPatch"] = (
+        '{"containers": [{"name": "main", "securityContext": {"privileged": true},'
+        ' "resources": {"limits": {"nvidia.com/gpu": "64"}}}]}'
+    )
+
+    verdicts = analyze(namespace(), workflow({"templates": [step]}))
+
+    (privileged,) = messages(verdicts, "pod-security-standards")
+    assert privileged.startswith(
+        'privileged: container "main" sets '
+        "spec.templates[0].podSpecPatch.containers[0].securityContext.privileged=true."
+    )
+    assert messages(verdicts, "gpu-pods-max-gpus") == [
+        "the pod (spec.templates[0].podSpecPatch) asks for 64 GPUs, more than the 8 allowed per "
+        "pod (maxGpusPerPod). Fix: ask for at most 8, or raise maxGpusPerPod if a node really "
+        "has that many."
+    ]
+
+
+def test_a_workflows_yaml_pod_spec_patch_is_judged_once(analyze: Analyze) -> None:
+    # processPodSpecPatch applies the workflow's podSpecPatch to every pod, before the
+    # template's own.
+    spec = {
+        "workflowTemplateRef": {"name": "train"},
+        "podSpecPatch": "volumes:\n- name: host\n  hostPath:\n    path: /var/run\n",
+    }
+
+    verdicts = analyze(namespace(level="baseline"), workflow(spec))
+
+    assert messages(verdicts, "pod-security-standards") == [
+        'hostPath volumes: volume "host" mounts the node\'s filesystem '
+        "(spec.podSpecPatch.volumes[0].hostPath). Fix: use a persistentVolumeClaim, emptyDir or "
+        f"another volume type instead of hostPath. {BASELINE}"
+    ]
+
+
+def test_a_pod_spec_patch_with_expressions_in_its_values_is_judged(analyze: Analyze) -> None:
+    # The use Argo documents: a parameter where a PodSpec field is not a string.
+    step = argo_step(restricted_pod_spec())
+    step["podSpecPatch"] = (
+        '{"containers": [{"name": "main", "resources": {"limits": {"cpu": '
+        '"{{inputs.parameters.cpu}}"}}}]}'
+    )
+
+    assert (
+        messages(analyze(namespace(), workflow({"templates": [step]})), "pod-security-standards")
+        == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("level", "refused"), [("restricted", True), ("baseline", True), ("privileged", False)]
+)
+def test_a_pod_spec_patch_that_cannot_be_read_is_refused_where_pods_are_judged(
+    analyze: Analyze, level: str, refused: bool
+) -> None:
+    # Argo substitutes the expression when it builds the pod, after every policy has run.
+    step = argo_step(restricted_pod_spec())
+    step["podSpecPatch"] = "{{inputs.parameters.patch}}"
+
+    verdicts = analyze(namespace(level=level), workflow({"templates": [step]}))
+
+    standard = f'[Pod Security {level} v1.35, from namespace "team-a"]'
+    assert messages(verdicts, "pod-security-standards") == (
+        [
+            "spec.templates[0].podSpecPatch is neither JSON nor YAML until Argo substitutes its "
+            "{{...}} expressions, when it builds the pod, after every policy has run, so what it "
+            "sets (privileged containers, host paths, GPUs) is never judged. Fix: write it as a "
+            "literal JSON or YAML PodSpec with expressions only in its values, or set those "
+            f"fields on the template itself. {standard}"
+        ]
+        if refused
+        else []
+    )
+
+
+def test_template_defaults_and_a_pod_spec_patch_not_known_yet_skip_what_they_reach(
+    analyze: Analyze, new_notes: Any
+) -> None:
+    # At preview: the defaults reach every template, so each is judged at `pulumi up`.
+    step = argo_step(privileged_spec())
+    spec = {"templateDefaults": UNKNOWN, "podSpecPatch": UNKNOWN, "templates": [step]}
+
+    verdicts = analyze(namespace(), workflow(spec))
+
+    assert messages(verdicts, "pod-security-standards") == []
+    assert any("spec.templates[0]" in note for note in new_notes())
+    assert any("spec.podSpecPatch" in note for note in new_notes())

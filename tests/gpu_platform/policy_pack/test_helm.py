@@ -24,6 +24,7 @@ from tests.gpu_platform.policy_pack.builders import (
 from tests.repository import STACKS
 
 VISIBLE = "helm-release-workloads-visible"
+MIRROR_ENTRY = "https://charts.example.com/nvidia/gpu-operator@v26.7.0"
 
 
 def chart(type_: str = RELEASE, **inputs: Any) -> Any:
@@ -312,7 +313,8 @@ def test_a_reviewed_chart_entry_without_its_repository_is_refused(
 def test_a_stacks_own_release_of_a_chart_the_platform_installs_is_said_to_be_invisible(
     analyze: Analyze,
 ) -> None:
-    verdicts = analyze(prometheus_stack_release())
+    # At another version than the platform pins (93.4.1), which no setting of the stack moves.
+    verdicts = analyze(prometheus_stack_release(version="93.0.0"))
 
     assert messages(verdicts, "helm-release-workloads-visible") == [
         'chart "kube-prometheus-stack" is installed as a helm.v3.Release, whose workloads the '
@@ -430,7 +432,7 @@ def test_another_release_is_advised_to_roll_back_by_itself(analyze: Analyze) -> 
 def test_a_stacks_own_release_of_a_chart_the_platform_also_installs_is_advised(
     analyze: Analyze, parents: tuple[str, ...]
 ) -> None:
-    verdicts = analyze(prometheus_stack_release(parents))
+    verdicts = analyze(prometheus_stack_release(parents, version="93.0.0"))
 
     assert rollback_verdicts(verdicts) == without_rollback(
         "kube-prometheus-stack", "advisory", "helm-release-rollback"
@@ -443,15 +445,13 @@ def test_a_stacks_own_release_of_a_chart_the_platform_also_installs_is_advised(
         ("chart", "nvidia-gpu-operator"),
         ("repositoryOpts", {"repo": "https://charts.example.com/nvidia"}),
         ("version", "v26.3.0"),
-        ("namespace", "team-a"),
-        ("name", "my-gpu-operator"),
     ],
 )
 def test_a_release_off_the_platforms_pins_is_the_stacks_own(
     analyze: Analyze, field: str, value: Any
 ) -> None:
     # The platform's own table (gpu_platform/policy_pack/platform_releases.py) names the
-    # release, its namespace, chart and version; a release that differs in any is not it,
+    # chart (repository and name) and version; a release that differs in any is not it,
     # whatever its parents.
     release = gpu_operator_release()
     release.inputs[field] = value
@@ -463,6 +463,114 @@ def test_a_release_off_the_platforms_pins_is_the_stacks_own(
         ("helm-release-rollback", "advisory")
     ]
     assert [v.policy_name for v in verdicts if v.policy_name == VISIBLE] == [VISIBLE]
+
+
+@pytest.mark.parametrize(
+    "parents", [(), ("acme:monitoring:ClusterMonitoring",)], ids=["stack-root", "own-component"]
+)
+def test_a_pinned_chart_is_the_platforms_whatever_its_name_namespace_or_parents(
+    analyze: Analyze, parents: tuple[str, ...]
+) -> None:
+    # What the chart runs is the chart's at its version: a program names a release and picks
+    # its namespace as freely as its parents, so none of them moves a verdict.
+    release = prometheus_stack_release(parents, name="metrics", namespace="observability")
+
+    verdicts = analyze(release, config={"all": "mandatory"})
+
+    assert rollback_verdicts(verdicts) == without_rollback(
+        "kube-prometheus-stack", "mandatory", "platform-release-rollback"
+    )
+    assert messages(verdicts, VISIBLE) == []
+
+
+def mirrored_operator(version: str = "v26.7.0") -> Any:
+    release = gpu_operator_release()
+    release.inputs["repositoryOpts"] = {"repo": "https://charts.example.com/nvidia"}
+    release.inputs["version"] = version
+    del release.inputs["atomic"]
+    return release
+
+
+DECLARED = {"platform-release-rollback": {"platformReleases": [MIRROR_ENTRY]}}
+
+
+def test_a_release_the_policy_config_declares_is_the_platforms(analyze: Analyze) -> None:
+    # A mirror in operator.repository, declared by whoever owns the stack's policy config.
+    verdicts = analyze(mirrored_operator(), config={"all": "mandatory", **DECLARED})
+
+    assert [(p, level) for p, level, _ in rollback_verdicts(verdicts)] == [
+        ("platform-release-rollback", "mandatory")
+    ]
+    assert messages(verdicts, VISIBLE) == []
+
+
+def test_a_declared_release_at_another_version_is_not_the_declared_one(analyze: Analyze) -> None:
+    verdicts = analyze(mirrored_operator("v26.3.0"), config={"all": "mandatory", **DECLARED})
+
+    assert [p for p, _, _ in rollback_verdicts(verdicts)] == ["helm-release-rollback"]
+    assert messages(verdicts, VISIBLE) == [
+        'chart "gpu-operator" is installed as a helm.v3.Release, whose workloads the policies '
+        "never see: Helm creates them, not Pulumi, so no Pod Security or GPU rule checks them. "
+        "Fix: install it with helm.v4.Chart, which registers every object it renders as a "
+        'resource the policies check, or add "https://charts.example.com/nvidia/gpu-operator" '
+        "to reviewedCharts once its workloads are reviewed another way; where a setting of the "
+        "stack (operator.repository, operator.chartVersion) installs the platform's own release "
+        "so, off its pin, declare it in the stack's policy config: add "
+        '"https://charts.example.com/nvidia/gpu-operator@v26.3.0" to '
+        "platform-release-rollback's platformReleases."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("release", "settings"),
+    [
+        (lambda: autoscaler_release(version="9.58.0"), "autoscaler.chartVersion"),
+        (lambda: mirrored_operator(), "operator.repository"),
+    ],
+    ids=["trial-version", "mirror"],
+)
+def test_an_undeclared_move_names_the_setting_that_moved_it(
+    analyze: Analyze, release: Any, settings: str
+) -> None:
+    (message,) = messages(analyze(release()), VISIBLE)
+
+    assert f"where a setting of the stack ({settings}) installs the platform's own" in message
+
+
+def test_a_lookalike_no_setting_could_install_is_not_told_to_declare_itself(
+    analyze: Analyze,
+) -> None:
+    # karpenter.chartVersion moves the version, never the registry.
+    lookalike = chart(chart="oci://registry.example.com/anyone/karpenter", repositoryOpts={})
+
+    (message,) = messages(analyze(lookalike), VISIBLE)
+
+    assert "platformReleases" not in message
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "https://charts.example.com/nvidia/gpu-operator",
+        "https://charts.example.com/nvidia/gpu-operator@^26.0.0",
+        "gpu-operator@v26.7.0",
+        "http://charts.example.com/nvidia/gpu-operator@v26.7.0",
+        "https://charts.example.com/ingress-nginx@4.11.3",
+    ],
+    ids=["no-version", "range", "no-repository", "plain-http", "not-a-platform-chart"],
+)
+def test_a_declared_release_must_be_one_platform_chart_at_one_version(
+    policy_pack: PolicyPack, entry: str
+) -> None:
+    # The engine checks each policy's config against its schema (pulumi
+    # pkg/resource/analyzer/config.go, validatePolicyConfig); so does the offline plan.
+    with pytest.raises(PolicyConfigError) as refused:
+        reconcile_config(
+            policy_pack.policies, {"platform-release-rollback": {"platformReleases": [entry]}}
+        )
+
+    (problem,) = refused.value.problems
+    assert problem.startswith(f"platform-release-rollback.platformReleases.0: {entry!r} does not")
 
 
 def test_a_forged_platform_parent_changes_no_verdict(analyze: Analyze) -> None:
@@ -494,9 +602,9 @@ def test_a_forged_platform_parent_changes_no_verdict(analyze: Analyze) -> None:
 
 
 def test_the_platforms_release_table_is_what_the_platform_pins() -> None:
-    table = {(r.name, r.chart, r.version) for r in PLATFORM_RELEASES}
+    table = {(r.name, r.repository, r.version) for r in PLATFORM_RELEASES}
     pinned = {
-        (chart.name, chart_of(chart), chart.version)
+        (chart.name, chart.repository, chart.version)
         for chart in (
             versions.GPU_OPERATOR_CHART,
             versions.EFA_DEVICE_PLUGIN_CHART,
@@ -508,10 +616,6 @@ def test_the_platforms_release_table_is_what_the_platform_pins() -> None:
     }
 
     assert table == pinned
-
-
-def chart_of(chart: versions.HelmChart) -> str:
-    return f"{chart.repository}/{chart.name}"
 
 
 def test_a_zero_timeout_and_an_unlimited_history_are_reported(analyze: Analyze) -> None:
