@@ -10,7 +10,7 @@ wires them.
 
 ```python
 import pulumi
-from gpu_platform.platform import GpuPlatform, GpuPlatformArgs
+from gpu_platform import GpuPlatform, GpuPlatformArgs
 
 platform = GpuPlatform("gpu-platform", GpuPlatformArgs.from_config())
 for name, value in platform.stack_outputs.items():
@@ -29,6 +29,7 @@ from gpu_platform.cloud import cloud_for
 from gpu_platform.config import (
     ConfigError,
     StackConfig,
+    check_stack_config,
     load_stack_config,
     read_pulumi_config,
     secret_config_keys,
@@ -68,12 +69,30 @@ class PlatformMissingLockEntry(MissingLockEntry, pulumi.RunError):
 
 @dataclass(frozen=True)
 class GpuPlatformArgs:
-    """The platform's settings: the validated config model, however it was given.
+    """The platform's settings, validated in full however they are given, before any resource is
+    registered: every field's own rules and the rules across fields, all problems in one
+    `ConfigError` (the key, the value unless secret, what is allowed).
 
-    Build it with `from_config()` from the stack's `gpu-platform:` config keys, or with
-    `from_settings()` from a mapping of the same keys in code. Both validate with the same rules
-    and raise the same `ConfigError` (the key, the value unless secret, what is allowed) before
-    any resource is registered.
+    - `GpuPlatformArgs.from_config()`: the stack's `gpu-platform:` config keys.
+    - `GpuPlatformArgs.from_settings({...})`: the same keys, from a mapping in code.
+    - `GpuPlatformArgs(StackConfig(...))`: the config model's classes built in code, each field
+      by its name, defaults as the classes declare them (`help(StackConfig)`)::
+
+        GpuPlatformArgs(
+            StackConfig(
+                cloud="gcp",
+                cluster=ClusterSpec(name="ml", project="acme-ml", location="us-central1"),
+                pools=[
+                    GpuPoolSpec(
+                        name="l4",
+                        instance_types=["g2-standard-8"],
+                        accelerator="l4",
+                        gpus_per_node=1,
+                        max=2,
+                    )
+                ],
+            )
+        )
     """
 
     config: StackConfig
@@ -84,6 +103,11 @@ class GpuPlatformArgs:
     alias to its former place, so that `pulumi up` updates it in place rather than replacing it.
     Leave it off in a project that never did: the aliases would claim any root resource of the
     same type and name (a Kubernetes provider named `kubernetes`, say)."""
+
+    def __post_init__(self) -> None:
+        # A StackConfig built in code has passed its fields' rules only.
+        with _reported_to_pulumi():
+            check_stack_config(self.config)
 
     @classmethod
     def from_config(cls, moved_from_stack_root: bool = False) -> "GpuPlatformArgs":

@@ -2,10 +2,11 @@
 and the constrained string types, each pattern with what it means in words for the error report.
 """
 
+import json
 import re
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -13,6 +14,7 @@ from pydantic import (
     ConfigDict,
     PlainValidator,
     StringConstraints,
+    ValidationError,
     WithJsonSchema,
 )
 from pydantic.alias_generators import to_camel
@@ -230,6 +232,46 @@ class Model(BaseModel):
         # Field docstrings become descriptions, from which the config reference is generated.
         use_attribute_docstrings=True,
     )
+
+    def __init__(self, /, **data: Any) -> None:
+        """Built in code, each field by its name (`gpus_per_node=1`) or its stack file key
+        (`gpusPerNode`), as strictly as the stack file's loader reads it (`max=True` is not
+        a number), a bad value reported as it reports one: a `ConfigError` naming the field
+        (`GpuPoolSpec.max`), the value and what is allowed."""
+        # The loader builds on the models: imported once a model is built, not defined.
+        from gpu_platform.config.loading import construction_problems
+        from gpu_platform.config.problems import ConfigError
+
+        not_plain = construction_problems(type(self), data)
+        if not_plain:
+            raise ConfigError(not_plain)
+        try:
+            self.__pydantic_validator__.validate_json(
+                json.dumps(_as_json(data), default=str),
+                strict=True,
+                by_alias=True,
+                by_name=True,
+                self_instance=self,
+            )
+        except ValidationError as error:
+            raise ConfigError(construction_problems(type(self), data, error)) from None
+
+    # Validation builds a nested model without calling its `__init__` only where that is
+    # marked as pydantic's own, as RootModel marks its (pydantic 2.14.3 root_model.py,
+    # _model_construction.py `__pydantic_custom_init__`): else every nested model would raise
+    # its own ConfigError mid-validation, and the loader could not report all at once.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+
+def _as_json(value: Any) -> Any:
+    """`value` as the stack file would give it: a model by the keys that were set in it."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    if isinstance(value, Mapping):
+        return {key: _as_json(v) for key, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_as_json(v) for v in value]
+    return value
 
 
 class Cloud(StrEnum):

@@ -3,11 +3,12 @@ for the platform but set elsewhere), validated into a `StackConfig`, every probl
 once in one `ConfigError` without a secret's value."""
 
 import copy
+import datetime
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from gpu_platform.config.fields import PATTERN_MEANINGS, Cloud
 from gpu_platform.config.near_misses import misdirected_key_problems, unknown_key_expectation
@@ -85,6 +86,9 @@ def load_stack_config(
     default standing in); only where a required key is missing or bad do they wait for the next
     round.
     """
+    not_plain = list(not_plain_problems(raw))
+    if not_plain:
+        raise ConfigError(not_plain)
     try:
         config = _validated(raw)
     except ValidationError as error:
@@ -96,6 +100,45 @@ def load_stack_config(
         raise ConfigError(problems).hiding_secrets(secret_keys, raw)
     config._secret_keys = secret_keys
     return config
+
+
+_PLAIN_VALUES = (str, int, float, bool, type(None), datetime.date)
+"""What a stack file's YAML can give a key (a date among them)."""
+
+
+def not_plain_problems(
+    value: Any, loc: tuple[str | int, ...] = (), path_of: Callable[..., str] = key_path
+) -> Iterator[ConfigProblem]:
+    """A problem for each value in settings given in code that is not plain data: an `Output`
+    (of a cluster the program creates, a `StackReference`) has no value while the program
+    decides what to create."""
+    if isinstance(value, BaseModel):
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from not_plain_problems(item, (*loc, str(key)), path_of)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for i, item in enumerate(value):
+            yield from not_plain_problems(item, (*loc, i), path_of)
+    elif not isinstance(value, _PLAIN_VALUES):
+        yield ConfigProblem(
+            path_of(*loc),
+            f"<{type(value).__name__}>",
+            "a plain value: the settings decide which resources the platform creates, and how"
+            " they are named, before any exists, so a value another resource gives (an Output)"
+            " cannot be one; give the value itself (the name the program creates its cluster"
+            " with), and pass the cluster's endpoint and credentials through the Kubernetes"
+            " provider in the component's `providers`",
+        )
+
+
+def check_stack_config(config: StackConfig) -> None:
+    """The rules across fields over a config built in code (`StackConfig(...)`), which field
+    rules alone have validated: a `ConfigError` for every problem, as the loader raises."""
+    problems = list(cross_field_problems(config))
+    if problems:
+        raw = config.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        raise ConfigError(problems).hiding_secrets(config.secret_keys, raw)
 
 
 def _validated(raw: Mapping[str, Any]) -> StackConfig:
@@ -157,24 +200,47 @@ def _key_loc(loc: Sequence[str | int]) -> list[str | int]:
 _EXPECTATION_PREFIXES = ("Input should be ", "Value should ", "String should ")
 
 
-def _problems_from(error: ValidationError, given: Iterable[str]) -> Iterator[ConfigProblem]:
-    """The problems pydantic found; `given` are the stack's keys (without the namespace)."""
+def construction_problems(
+    model: type[BaseModel], data: Mapping[str, Any], error: ValidationError | None = None
+) -> list[ConfigProblem]:
+    """The problems in `data`, given to build a model in code (`GpuPoolSpec(max=True)`): its
+    values that are not plain data, else those `error` (pydantic's) found, each by the
+    model's name and the path of fields within it (`GpuPoolSpec.max`)."""
+
+    def path_of(*loc: str | int) -> str:
+        within = key_path(*loc).removeprefix(CONFIG_NAMESPACE + ":")
+        return f"{model.__name__}.{within}" if within else model.__name__
+
+    not_plain = list(not_plain_problems(data, (), path_of))
+    if not_plain or error is None:
+        return not_plain
+    return list(_problems_from(error, given=(), root=model, path_of=path_of))
+
+
+def _problems_from(
+    error: ValidationError,
+    given: Iterable[str],
+    root: type[BaseModel] = StackConfig,
+    path_of: Callable[..., str] = key_path,
+) -> Iterator[ConfigProblem]:
+    """The problems pydantic found in `root`, each at the path `path_of` writes; `given` are
+    the stack's keys (without the namespace)."""
     for e in error.errors(include_url=False):
         loc = _key_loc(e["loc"])
         if e["type"] == "union_tag_not_found" and loc[-1] == "sharing":
             # `sharing: {replicas: 4}`: the key missing is the mode, which decides what the
             # others mean; pydantic would only say it found no tag in the whole object.
             modes = ", ".join(f"'{mode}'" for mode in SHARING_MODES)
-            yield ConfigProblem(key_path(*loc, "mode"), MISSING, f"one of {modes}")
+            yield ConfigProblem(path_of(*loc, "mode"), MISSING, f"one of {modes}")
             continue
         if e["type"] == "extra_forbidden":
-            expected = unknown_key_expectation(e["loc"], loc)
-        elif e["type"] == "missing" and loc == ["cloud"]:
+            expected = unknown_key_expectation(e["loc"], loc, root, path_of)
+        elif e["type"] == "missing" and loc == ["cloud"] and root is StackConfig:
             expected = _cloud_expectation(given)
         else:
             expected = _expectation(e["type"], e["msg"], e.get("ctx", {}))
         yield ConfigProblem(
-            key_path(*loc), MISSING if e["type"] == "missing" else e["input"], expected
+            path_of(*loc), MISSING if e["type"] == "missing" else e["input"], expected
         )
 
 

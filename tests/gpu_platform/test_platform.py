@@ -1,6 +1,8 @@
 """GpuPlatform: the whole platform as one component, from stack config or from settings in code."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -8,12 +10,23 @@ import pulumi
 import pytest
 import yaml
 
+from gpu_platform import (
+    ClusterSpec,
+    ConfigError,
+    EksPoolOptions,
+    GpuPlatform,
+    GpuPlatformArgs,
+    GpuPoolSpec,
+    MigSharing,
+    PlatformConfigError,
+    StackConfig,
+    TenantNamespaceSpec,
+)
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.project import Project
-from gpu_platform.config import ConfigError
-from gpu_platform.platform import GpuPlatform, GpuPlatformArgs
 from tests.conftest import Config
 from tests.repository import PROJECT, STACKS
+from tests.stack_variants import AL2023_RELEASE
 
 NAMESPACE = "gpu-platform:"
 
@@ -150,3 +163,42 @@ def test_settings_in_code_are_refused_as_stack_config_is(dev_config: Config) -> 
         "Invalid stack configuration (1 problem(s)):\n"
         "  gpu-platform:pools[0].max: got -1; expected greater than or equal to 1"
     )
+
+
+def test_args_built_from_the_config_classes_pass_the_rules_across_fields() -> None:
+    # A MIG-only stack hands out no whole GPU: a gpuQuota there is a rule across `pools` and
+    # `namespaces`, which a StackConfig built in code has not met.
+    mig_only = StackConfig(
+        cloud="aws",
+        cluster=ClusterSpec(name="ml", region="us-east-1"),
+        pools=[
+            GpuPoolSpec(
+                name="h100",
+                instance_types=["p5.48xlarge"],
+                max=1,
+                sharing=MigSharing(mode="mig", profile="all-1g.10gb"),
+                aws=EksPoolOptions(ami_release_version=AL2023_RELEASE),
+            )
+        ],
+        namespaces=[TenantNamespaceSpec(name="ml", gpu_quota=4)],
+    )
+
+    with pytest.raises(PlatformConfigError) as refused:
+        GpuPlatformArgs(mig_only)
+
+    assert [p.path for p in refused.value.problems] == ["gpu-platform:namespaces[0].gpuQuota"]
+
+
+def test_every_public_name_is_the_packages() -> None:
+    # Asked of a fresh interpreter: the package alone loads no Pulumi SDK, for the commands
+    # that only read stack files.
+    script = (
+        "import sys, gpu_platform\n"
+        "assert 'pulumi' not in sys.modules\n"
+        "from gpu_platform import GpuPlatform, GpuPlatformArgs, StackConfig, GpuPoolSpec\n"
+        "from gpu_platform.platform import GpuPlatform as component\n"
+        "from gpu_platform.config import StackConfig as model\n"
+        "assert (GpuPlatform, StackConfig) == (component, model)\n"
+    )
+
+    subprocess.run([sys.executable, "-c", script], check=True)
