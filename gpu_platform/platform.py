@@ -28,8 +28,10 @@ import pulumi
 from gpu_platform.cloud import cloud_for
 from gpu_platform.config import (
     ConfigError,
+    ConfigProblem,
     StackConfig,
     check_stack_config,
+    key_path,
     load_stack_config,
     read_pulumi_config,
     secret_config_keys,
@@ -41,8 +43,10 @@ from gpu_platform.kubernetes.helm_release import most_nodes
 from gpu_platform.kubernetes.idle_gpu_pods import idle_gpu_reaper
 from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpu_platform.kubernetes.nvidia_driver import rolls_drivers_in_place
+from gpu_platform.kubernetes.provider import ClusterConnection
 from gpu_platform.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
 from gpu_platform.lock.lockfile import LockError, MissingLockEntry
+from gpu_platform.lookups import given_providers, lookups_through
 from gpu_platform.node_identity import ResolvedPool, pool_software
 from gpu_platform.secrets import secret_if
 
@@ -156,7 +160,36 @@ class GpuPlatform(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: GpuPlatformArgs, opts: pulumi.ResourceOptions | None = None
     ):
+        """`name`: the component's own (its parts take names of their own); `args`: the
+        settings; `opts`: the usual resource options. Where the program disables default
+        providers, give them in `opts` (`providers=[aws_provider, kubernetes_provider]`): the
+        cloud's resources and lookups use the AWS or Google Cloud one, the Kubernetes objects
+        the Kubernetes one (else a provider the component makes for the cluster it looks up or
+        creates)."""
+        providers = given_providers(opts)
+        with lookups_through(providers):
+            self._declare(name, args, opts, providers.get("kubernetes"))
+
+    def _declare(
+        self,
+        name: str,
+        args: GpuPlatformArgs,
+        opts: pulumi.ResourceOptions | None,
+        kubernetes: pulumi.ProviderResource | None,
+    ) -> None:
         config = args.config
+        if kubernetes is not None and config.cluster.create is not None:
+            raise PlatformConfigError(
+                [
+                    ConfigProblem(
+                        key_path("cluster", "create"),
+                        "a Kubernetes provider in the component's providers",
+                        "no Kubernetes provider of the program's own where the platform creates"
+                        " the cluster: it reaches the cluster through one it makes from what it"
+                        " creates",
+                    )
+                ]
+            )
         cloud = cloud_for(config)
         # Lookups only: a pool that cannot work is a config error before anything, this
         # component included, is registered.
@@ -171,7 +204,11 @@ class GpuPlatform(pulumi.ComponentResource):
             if args.moved_from_stack_root
             else None,
         )
-        connection = cloud.connect(children)
+        connection = (
+            cloud.connect(children)
+            if kubernetes is None
+            else ClusterConnection(kubernetes, kubeconfig=None)
+        )
         # A pool that has a canary is created and updated after its canary's gate, which needs
         # the GPU Operator; every other pool before the operator, as it always was.
         canaries = canaries_by_pool(pools)

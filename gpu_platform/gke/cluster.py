@@ -20,6 +20,7 @@ from gpu_platform.kubernetes.provider import (
     connect_with_kubeconfig,
     exec_kubeconfig,
 )
+from gpu_platform.lookups import lookup_options
 
 POOL_RESOURCE_LABEL = "gpu-platform-pool"
 """Compute Engine label on a pool's VMs and disks, for billing reports per pool; it also finds
@@ -80,7 +81,12 @@ def lookup_cluster(spec: ClusterSpec) -> GkeCluster:
     assert spec.project is not None and spec.location is not None
     # With its node pools: an existing pool's version is what its nodes run, and with it their
     # driver on COS.
-    found = container.get_cluster(project=spec.project, location=spec.location, name=spec.name)
+    found = container.get_cluster(
+        project=spec.project,
+        location=spec.location,
+        name=spec.name,
+        opts=lookup_options("gcp"),
+    )
     workload_identity = found.workload_identity_configs
     return GkeCluster(
         project=spec.project,

@@ -14,7 +14,7 @@ from pulumi_kubernetes.provider import Provider
 class ClusterConnection:
     """How the program reaches the cluster's API."""
 
-    provider: Provider
+    provider: pulumi.ProviderResource
     kubeconfig: pulumi.Output[str] | None
     """A secret output (it grants access to the cluster); None where the deployer's own
     kubeconfig is used."""

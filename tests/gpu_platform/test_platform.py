@@ -24,7 +24,7 @@ from gpu_platform import (
 )
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.project import Project
-from tests.conftest import Config
+from tests.conftest import Config, dev_stack_config
 from tests.repository import PROJECT, STACKS
 from tests.stack_variants import AL2023_RELEASE
 
@@ -202,3 +202,81 @@ def test_every_public_name_is_the_packages() -> None:
     )
 
     subprocess.run([sys.executable, "-c", script], check=True)
+
+
+# A program that creates its EKS cluster and reaches it through a Kubernetes provider of its
+# own, made from the cluster's outputs, with every default provider disabled.
+COMPOSING_PROGRAM = """\
+import base64
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as kubernetes
+
+from gpu_platform import GpuPlatform, GpuPlatformArgs
+
+cloud = aws.Provider("aws", region="us-east-1")
+cluster = aws.eks.Cluster(
+    "ml-dev",
+    name="ml-dev",
+    role_arn="arn:aws:iam::123456789012:role/eks-cluster",
+    vpc_config={"subnet_ids": ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"]},
+    opts=pulumi.ResourceOptions(provider=cloud),
+)
+kubeconfig = pulumi.Output.all(cluster.endpoint, cluster.certificate_authority.data).apply(
+    lambda found: f"server: {found[0]}, ca: {found[1]}"
+)
+reach = kubernetes.Provider("ml-dev", kubeconfig=kubeconfig)
+platform = GpuPlatform(
+    "gpu-platform",
+    GpuPlatformArgs.from_config(),
+    pulumi.ResourceOptions(providers=[cloud, reach]),
+)
+"""
+
+
+@pytest.fixture(scope="module")
+def composed_plan(tmp_path_factory: pytest.TempPathFactory) -> Plan:
+    directory = tmp_path_factory.mktemp("composed")
+    (directory / "Pulumi.yaml").write_text(
+        yaml.safe_dump({"name": PROJECT.name, "runtime": "python"})
+    )
+    (directory / "__main__.py").write_text(COMPOSING_PROGRAM)
+    config = {
+        **{k: v for k, v in dev_stack_config().items() if not k.startswith("aws:")},
+        "pulumi:disable-default-providers": ["*"],
+    }
+    # A preview: the cluster's endpoint and CA are unknown until it exists.
+    return run_program("dev", config=config, project=Project.find(directory), preview=True)
+
+
+def provider_urn(reference: str | None) -> str:
+    """A provider reference, `<urn>::<id>`, without the id."""
+    return (reference or "").rsplit("::", 1)[0]
+
+
+def test_with_default_providers_disabled_every_resource_takes_a_given_provider(
+    composed_plan: Plan,
+) -> None:
+    # The engine refuses a default provider under `pulumi:disable-default-providers`; the
+    # mock monitor does not, so the test reads what each registration names.
+    (cloud,) = composed_plan.of_type("pulumi:providers:aws")
+    (reach,) = composed_plan.of_type("pulumi:providers:kubernetes")
+    expected = {"aws": cloud.urn, "kubernetes": reach.urn}
+
+    assert [
+        (r.urn, r.provider)
+        for r in composed_plan.resources
+        if r.custom
+        and not r.type.startswith("pulumi:providers:")
+        and provider_urn(r.provider) != expected[r.type.split(":")[0]]
+    ] == []
+
+
+def test_with_default_providers_disabled_every_lookup_takes_the_given_provider(
+    composed_plan: Plan,
+) -> None:
+    (cloud,) = composed_plan.of_type("pulumi:providers:aws")
+
+    assert composed_plan.invokes
+    assert {provider_urn(i.provider) for i in composed_plan.invokes} == {cloud.urn}
