@@ -36,6 +36,7 @@ from gpu_platform.config import (
     read_pulumi_config,
     secret_config_keys,
 )
+from gpu_platform.instance import declaring, given_providers, part_name
 from gpu_platform.kubernetes.canary_gate import canary_gate_job
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.kubernetes.gpu_pod import model_placements, pool_placement
@@ -46,7 +47,6 @@ from gpu_platform.kubernetes.nvidia_driver import rolls_drivers_in_place
 from gpu_platform.kubernetes.provider import ClusterConnection
 from gpu_platform.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
 from gpu_platform.lock.lockfile import LockError, MissingLockEntry
-from gpu_platform.lookups import given_providers, lookups_through
 from gpu_platform.node_identity import ResolvedPool, pool_software
 from gpu_platform.secrets import secret_if
 
@@ -108,18 +108,26 @@ class GpuPlatformArgs:
     Leave it off in a project that never did: the aliases would claim any root resource of the
     same type and name (a Kubernetes provider named `kubernetes`, say)."""
 
+    part_names_under_it: bool = False
+    """Name every part after the component, `<name>-<part>` (`ml-a-gpu-operator`, `ml-a-l4`),
+    so that several `GpuPlatform`s (each on a cluster of its own) live in one stack. Off, the
+    parts have the names a stack's one platform has always given them (`gpu-operator`, the
+    pools' names): turning it on for an existing stack renames, and so replaces, every part."""
+
     def __post_init__(self) -> None:
         # A StackConfig built in code has passed its fields' rules only.
         with _reported_to_pulumi():
             check_stack_config(self.config)
 
     @classmethod
-    def from_config(cls, moved_from_stack_root: bool = False) -> "GpuPlatformArgs":
+    def from_config(
+        cls, moved_from_stack_root: bool = False, part_names_under_it: bool = False
+    ) -> "GpuPlatformArgs":
         """The stack's `gpu-platform:` config keys (`Pulumi.<stack>.yaml`), with the keys set as
         secrets kept secret in every resource and output they reach."""
         with _reported_to_pulumi():
             config = load_stack_config(read_pulumi_config(), secret_config_keys())
-        return cls(config, moved_from_stack_root)
+        return cls(config, moved_from_stack_root, part_names_under_it)
 
     @classmethod
     def from_settings(
@@ -127,6 +135,7 @@ class GpuPlatformArgs:
         settings: Mapping[str, Any],
         secret_keys: frozenset[str] = frozenset(),
         moved_from_stack_root: bool = False,
+        part_names_under_it: bool = False,
     ) -> "GpuPlatformArgs":
         """Settings given in code, keyed as in a stack file without the namespace (`cloud`,
         `cluster`, `pools`, ...); `secret_keys` names those whose values are to stay secret.
@@ -134,7 +143,7 @@ class GpuPlatformArgs:
         `StackReference`) cannot decide a pool's shape before anything is created."""
         with _reported_to_pulumi():
             config = load_stack_config(settings, secret_keys)
-        return cls(config, moved_from_stack_root)
+        return cls(config, moved_from_stack_root, part_names_under_it)
 
 
 class GpuPlatform(pulumi.ComponentResource):
@@ -167,7 +176,8 @@ class GpuPlatform(pulumi.ComponentResource):
         the Kubernetes one (else a provider the component makes for the cluster it looks up or
         creates)."""
         providers = given_providers(opts)
-        with lookups_through(providers):
+        prefix = f"{name}-" if args.part_names_under_it else ""
+        with declaring(providers, prefix):
             self._declare(name, args, opts, providers.get("kubernetes"))
 
     def _declare(
@@ -218,7 +228,7 @@ class GpuPlatform(pulumi.ComponentResource):
         )
 
         monitoring = GpuMonitoring(
-            "gpu-monitoring",
+            part_name("gpu-monitoring"),
             GpuMonitoringArgs(
                 config.monitoring,
                 config.platform,
@@ -231,7 +241,7 @@ class GpuPlatform(pulumi.ComponentResource):
             on_cluster,
         )
         operator = GpuOperator(
-            "gpu-operator",
+            part_name("gpu-operator"),
             GpuOperatorArgs(
                 config.operator,
                 config.platform,
@@ -277,7 +287,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 led += [] if driver is None else [driver]
         tenants = [
             GpuTenantNamespace(
-                namespace.name,
+                part_name(namespace.name),
                 GpuTenantNamespaceArgs(
                     namespace, pools, provisioner=config.provisioner, driver_rollout=driver_rollout
                 ),

@@ -14,13 +14,13 @@ from pulumi_aws import ec2, eks
 
 from gpu_platform.config import ClusterSpec
 from gpu_platform.eks.subnets import Route, RouteTable, SubnetRouting, routing_of
+from gpu_platform.instance import lookup_options
 from gpu_platform.kubernetes.provider import (
     ClusterConnection,
     connect_with_kubeconfig,
     connect_with_kubeconfig_context,
     exec_kubeconfig,
 )
-from gpu_platform.lookups import lookup_options
 
 # The version the AWS CLI and client-go agree on for exec credentials.
 

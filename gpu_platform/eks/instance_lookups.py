@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pulumi_aws import ec2
 
 from gpu_platform.eks.instance_types import Gpus, InstanceType, instance_type
-from gpu_platform.lookups import lookup_options
+from gpu_platform.instance import lookup_options
 
 
 def look_up_instance_type(name: str, region: str) -> InstanceType:

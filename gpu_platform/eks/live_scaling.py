@@ -44,7 +44,7 @@ from pulumi_aws import eks
 
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.node_group_names import is_node_group_of, zone_of
-from gpu_platform.lookups import lookup_options, lookup_provider
+from gpu_platform.instance import lookup_options, lookup_provider
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ from pulumi_gcp import container
 
 from gpu_platform.config import ClusterSpec, ConfigProblem, key_path
 from gpu_platform.gke.locations import zone_region
+from gpu_platform.instance import lookup_options
 from gpu_platform.kubernetes.provider import (
     ClusterConnection,
     connect_with_kubeconfig,
     exec_kubeconfig,
 )
-from gpu_platform.lookups import lookup_options
 
 POOL_RESOURCE_LABEL = "gpu-platform-pool"
 """Compute Engine label on a pool's VMs and disks, for billing reports per pool; it also finds

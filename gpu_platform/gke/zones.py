@@ -14,7 +14,7 @@ from gpu_platform.config import ConfigError, ConfigProblem, key_path
 from gpu_platform.gke.cluster import GkeCluster
 from gpu_platform.gke.locations import zone_region
 from gpu_platform.gke.machine_types import is_n1
-from gpu_platform.lookups import lookup_options
+from gpu_platform.instance import lookup_options
 from gpu_platform.node_identity import ResolvedPool
 
 GPU_ZONES_DOC = "https://cloud.google.com/compute/docs/gpus/gpu-regions-zones"

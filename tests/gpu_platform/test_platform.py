@@ -280,3 +280,45 @@ def test_with_default_providers_disabled_every_lookup_takes_the_given_provider(
 
     assert composed_plan.invokes
     assert {provider_urn(i.provider) for i in composed_plan.invokes} == {cloud.urn}
+
+
+# Two platforms in one stack, each on its cluster, their parts named under each.
+TWO_PLATFORMS_PROGRAM = """\
+import json
+import pathlib
+
+from gpu_platform import GpuPlatform, GpuPlatformArgs
+
+settings = json.loads((pathlib.Path(__file__).parent / "settings.json").read_text())
+for name, cluster in (("team-a", "ml-dev"), ("team-b", "ml-other")):
+    settings["cluster"]["name"] = cluster
+    GpuPlatform(name, GpuPlatformArgs.from_settings(settings, part_names_under_it=True))
+"""
+
+
+def test_two_platforms_in_one_stack_name_their_parts_apart(
+    tmp_path: Path, dev_config: Config, shared_plan_for
+) -> None:
+    project = in_code_project(tmp_path, platform_settings(dev_config))
+    (tmp_path / "__main__.py").write_text(TWO_PLATFORMS_PROGRAM)
+    one = shared_plan_for(dev_config)
+
+    plan = run_program("dev", config=other_config(dev_config), project=project)
+
+    # The engine refuses a URN given twice; the mock monitor does not.
+    urns = [r.urn for r in plan.resources]
+    assert len(urns) == len(set(urns)) == 2 * len(one.resources)
+    # The parts are the stack's one platform's, under the platform's name; the Kubernetes
+    # objects keep their own names (a cluster each).
+    team_a = {
+        (r.type, r.name.removeprefix("team-a-")): r
+        for r in plan.resources
+        if r.name.startswith("team-a")
+    }
+    alone = {(r.type, "team-a" if r.name == "gpu-platform" else r.name): r for r in one.resources}
+    assert team_a.keys() == alone.keys()
+    assert [
+        key
+        for key, r in team_a.items()
+        if r.type.startswith("kubernetes:") and r.inputs != alone[key].inputs
+    ] == []

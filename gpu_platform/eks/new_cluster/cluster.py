@@ -28,7 +28,7 @@ from gpu_platform.eks.new_cluster.system_nodes import EksSystemNodeGroup
 from gpu_platform.eks.placement import NodeGroupPlacement
 from gpu_platform.eks.subnets import Route, SubnetRouting
 from gpu_platform.eks.vpc_cni import VpcCniIdentity
-from gpu_platform.lookups import lookup_options
+from gpu_platform.instance import lookup_options, part_name
 
 PLANNED_SUBNET_PREFIX = "planned-private-"
 """The id a new VPC's private subnet has until it is created: `planned-private-<zone>`."""
@@ -296,7 +296,9 @@ class NewEksCluster(pulumi.ComponentResource):
         # VPC, and the VPC CNI could then give no pod an address.
         in_vpc = replace(planned, vpc_id=vpc_id)
         self.cni = (
-            [VpcCniIdentity("vpc-cni", in_vpc, on_cluster)] if config.cluster.vpc_cni_role else []
+            [VpcCniIdentity(part_name("vpc-cni"), in_vpc, on_cluster)]
+            if config.cluster.vpc_cni_role
+            else []
         )
         before = addons(
             f"{name}-addon",

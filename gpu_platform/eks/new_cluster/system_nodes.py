@@ -26,7 +26,7 @@ from gpu_platform.config.cluster_create import SYSTEM_NODE_GROUP, EksSystemNodes
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.node_group import imdsv2_only, node_role
 from gpu_platform.eks.node_group_names import node_group_name_prefix
-from gpu_platform.lookups import lookup_provider
+from gpu_platform.instance import lookup_provider
 from gpu_platform.rollout_timeouts import eks_update_timeout
 
 SYSTEM_LABEL = "gpu-platform.io/system"

@@ -9,7 +9,7 @@ import pulumi
 from pulumi_gcp import compute
 
 from gpu_platform.config import GkeExistingNetwork, GkeNewNetwork
-from gpu_platform.lookups import lookup_provider
+from gpu_platform.instance import lookup_provider
 
 PODS_RANGE = "pods"
 SERVICES_RANGE = "services"

@@ -29,7 +29,7 @@ from pulumi_gcp import kms, organizations
 
 from gpu_platform.config import GkeClusterCreate
 from gpu_platform.gke.cluster import GkeCluster
-from gpu_platform.lookups import lookup_provider
+from gpu_platform.instance import lookup_provider
 
 ENCRYPTER_DECRYPTER_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
 KEY_PURPOSE = "ENCRYPT_DECRYPT"

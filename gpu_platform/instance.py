@@ -1,10 +1,12 @@
-"""Which provider the platform's lookups (invokes) go through.
+"""What the `GpuPlatform` being declared gives every part it declares, however deep: the
+providers its lookups (invokes) go through, and the prefix of its parts' names.
 
 A program that disables default providers (`pulumi:disable-default-providers`) hands
 `GpuPlatform` its own: the component's resources inherit them from it, as every child does its
 parent's, but a lookup runs before the component is registered (a pool that cannot work is
-refused before anything exists) and deep inside the parts, so `GpuPlatform` sets them here for
-as long as it declares its parts, and each lookup asks for its package's.
+refused before anything exists) and deep inside the parts. A second `GpuPlatform` in a stack
+needs other names for its parts: a resource's URN holds its name and its ancestors' types, not
+their names. `GpuPlatform` sets both here for as long as it declares its parts.
 """
 
 from collections.abc import Iterator, Mapping
@@ -16,17 +18,26 @@ import pulumi
 _PROVIDERS: ContextVar[Mapping[str, pulumi.ProviderResource] | None] = ContextVar(
     "lookup_providers", default=None
 )
+_PREFIX: ContextVar[str] = ContextVar("part_name_prefix", default="")
 
 
 @contextmanager
-def lookups_through(providers: Mapping[str, pulumi.ProviderResource]) -> Iterator[None]:
-    """Lookups of each package (`aws`, `gcp`) go through its provider in `providers` while the
-    block runs; those of another package, through the stack's default provider."""
-    token = _PROVIDERS.set(providers)
+def declaring(providers: Mapping[str, pulumi.ProviderResource], prefix: str) -> Iterator[None]:
+    """While the block runs, lookups of each package (`aws`, `gcp`) go through its provider in
+    `providers` (those of another package, through the stack's default provider), and each
+    part's name begins with `prefix`."""
+    tokens = _PROVIDERS.set(providers), _PREFIX.set(prefix)
     try:
         yield
     finally:
-        _PROVIDERS.reset(token)
+        _PROVIDERS.reset(tokens[0])
+        _PREFIX.reset(tokens[1])
+
+
+def part_name(name: str) -> str:
+    """The name of a part the platform declares (`gpu-operator`, a pool's), under the
+    platform being declared."""
+    return _PREFIX.get() + name
 
 
 def lookup_provider(package: str) -> pulumi.ProviderResource | None:
