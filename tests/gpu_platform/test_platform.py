@@ -24,6 +24,7 @@ from gpu_platform import (
 )
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.project import Project
+from gpu_platform.cli.stack_files import stack_config
 from tests.conftest import Config, dev_stack_config
 from tests.repository import PROJECT, STACKS
 from tests.stack_variants import AL2023_RELEASE
@@ -235,19 +236,27 @@ platform = GpuPlatform(
 """
 
 
-@pytest.fixture(scope="module")
-def composed_plan(tmp_path_factory: pytest.TempPathFactory) -> Plan:
-    directory = tmp_path_factory.mktemp("composed")
+def composed(directory: Path, stack_config: Config) -> Plan:
+    """`COMPOSING_PROGRAM` previewed: the cluster's endpoint and CA are unknown until it
+    exists."""
     (directory / "Pulumi.yaml").write_text(
         yaml.safe_dump({"name": PROJECT.name, "runtime": "python"})
     )
     (directory / "__main__.py").write_text(COMPOSING_PROGRAM)
     config = {
-        **{k: v for k, v in dev_stack_config().items() if not k.startswith("aws:")},
+        **{k: v for k, v in stack_config.items() if not k.startswith("aws:")},
         "pulumi:disable-default-providers": ["*"],
     }
-    # A preview: the cluster's endpoint and CA are unknown until it exists.
-    return run_program("dev", config=config, project=Project.find(directory), preview=True)
+    return run_program(
+        "dev", config=config, project=Project.find(directory), preview=True, raise_errors=False
+    )
+
+
+@pytest.fixture(scope="module")
+def composed_plan(tmp_path_factory: pytest.TempPathFactory) -> Plan:
+    plan = composed(tmp_path_factory.mktemp("composed"), dev_stack_config())
+    assert plan.error is None
+    return plan
 
 
 def provider_urn(reference: str | None) -> str:
@@ -322,3 +331,14 @@ def test_two_platforms_in_one_stack_name_their_parts_apart(
         for key, r in team_a.items()
         if r.type.startswith("kubernetes:") and r.inputs != alone[key].inputs
     ] == []
+
+
+def test_a_kubernetes_provider_of_the_programs_own_is_refused_for_a_cluster_it_creates(
+    tmp_path: Path,
+) -> None:
+    # The platform reaches a cluster it creates through a provider made from it, which waits
+    # for the cluster's access entries and system nodes.
+    plan = composed(tmp_path, stack_config("eks-new", PROJECT))
+
+    assert isinstance(plan.error, PlatformConfigError)
+    assert [p.path for p in plan.error.problems] == ["gpu-platform:cluster.create"]
