@@ -11,15 +11,7 @@ command line's modules live in this package too, and a command that only reads s
 """
 
 import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from gpu_platform.config import *  # noqa: F403
-    from gpu_platform.platform import GpuPlatform as GpuPlatform
-    from gpu_platform.platform import GpuPlatformArgs as GpuPlatformArgs
-    from gpu_platform.platform import PlatformConfigError as PlatformConfigError
-    from gpu_platform.platform import PlatformLockError as PlatformLockError
-    from gpu_platform.platform import PlatformMissingLockEntry as PlatformMissingLockEntry
+from typing import Any
 
 _PLATFORM_NAMES = (
     "GpuPlatform",

@@ -3,14 +3,13 @@ for the platform but set elsewhere), validated into a `StackConfig`, every probl
 once in one `ConfigError` without a secret's value."""
 
 import copy
-import datetime
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from gpu_platform.config.fields import PATTERN_MEANINGS, Cloud
+from gpu_platform.config.fields import Cloud, expectation
 from gpu_platform.config.near_misses import misdirected_key_problems, unknown_key_expectation
 from gpu_platform.config.pools import SHARING_MODES
 from gpu_platform.config.problems import (
@@ -20,6 +19,7 @@ from gpu_platform.config.problems import (
     ConfigError,
     ConfigProblem,
     key_path,
+    not_plain_problems,
 )
 from gpu_platform.config.rules import cross_field_problems
 from gpu_platform.config.stack import StackConfig
@@ -102,36 +102,6 @@ def load_stack_config(
     return config
 
 
-_PLAIN_VALUES = (str, int, float, bool, type(None), datetime.date)
-"""What a stack file's YAML can give a key (a date among them)."""
-
-
-def not_plain_problems(
-    value: Any, loc: tuple[str | int, ...] = (), path_of: Callable[..., str] = key_path
-) -> Iterator[ConfigProblem]:
-    """A problem for each value in settings given in code that is not plain data: an `Output`
-    (of a cluster the program creates, a `StackReference`) has no value while the program
-    decides what to create."""
-    if isinstance(value, BaseModel):
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from not_plain_problems(item, (*loc, str(key)), path_of)
-    elif isinstance(value, list | tuple | set | frozenset):
-        for i, item in enumerate(value):
-            yield from not_plain_problems(item, (*loc, i), path_of)
-    elif not isinstance(value, _PLAIN_VALUES):
-        yield ConfigProblem(
-            path_of(*loc),
-            f"<{type(value).__name__}>",
-            "a plain value: the settings decide which resources the platform creates, and how"
-            " they are named, before any exists, so a value another resource gives (an Output)"
-            " cannot be one; give the value itself (the name the program creates its cluster"
-            " with), and pass the cluster's endpoint and credentials through the Kubernetes"
-            " provider in the component's `providers`",
-        )
-
-
 def check_stack_config(config: StackConfig) -> None:
     """The rules across fields over a config built in code (`StackConfig(...)`), which field
     rules alone have validated: a `ConfigError` for every problem, as the loader raises."""
@@ -197,50 +167,24 @@ def _key_loc(loc: Sequence[str | int]) -> list[str | int]:
     ]
 
 
-_EXPECTATION_PREFIXES = ("Input should be ", "Value should ", "String should ")
-
-
-def construction_problems(
-    model: type[BaseModel], data: Mapping[str, Any], error: ValidationError | None = None
-) -> list[ConfigProblem]:
-    """The problems in `data`, given to build a model in code (`GpuPoolSpec(max=True)`): its
-    values that are not plain data, else those `error` (pydantic's) found, each by the
-    model's name and the path of fields within it (`GpuPoolSpec.max`)."""
-
-    def path_of(*loc: str | int) -> str:
-        within = key_path(*loc).removeprefix(CONFIG_NAMESPACE + ":")
-        return f"{model.__name__}.{within}" if within else model.__name__
-
-    not_plain = list(not_plain_problems(data, (), path_of))
-    if not_plain or error is None:
-        return not_plain
-    return list(_problems_from(error, given=(), root=model, path_of=path_of))
-
-
-def _problems_from(
-    error: ValidationError,
-    given: Iterable[str],
-    root: type[BaseModel] = StackConfig,
-    path_of: Callable[..., str] = key_path,
-) -> Iterator[ConfigProblem]:
-    """The problems pydantic found in `root`, each at the path `path_of` writes; `given` are
-    the stack's keys (without the namespace)."""
+def _problems_from(error: ValidationError, given: Iterable[str]) -> Iterator[ConfigProblem]:
+    """The problems pydantic found; `given` are the stack's keys (without the namespace)."""
     for e in error.errors(include_url=False):
         loc = _key_loc(e["loc"])
         if e["type"] == "union_tag_not_found" and loc[-1] == "sharing":
             # `sharing: {replicas: 4}`: the key missing is the mode, which decides what the
             # others mean; pydantic would only say it found no tag in the whole object.
             modes = ", ".join(f"'{mode}'" for mode in SHARING_MODES)
-            yield ConfigProblem(path_of(*loc, "mode"), MISSING, f"one of {modes}")
+            yield ConfigProblem(key_path(*loc, "mode"), MISSING, f"one of {modes}")
             continue
         if e["type"] == "extra_forbidden":
-            expected = unknown_key_expectation(e["loc"], loc, root, path_of)
-        elif e["type"] == "missing" and loc == ["cloud"] and root is StackConfig:
+            expected = unknown_key_expectation(e["loc"], loc)
+        elif e["type"] == "missing" and loc == ["cloud"]:
             expected = _cloud_expectation(given)
         else:
-            expected = _expectation(e["type"], e["msg"], e.get("ctx", {}))
+            expected = expectation(e["type"], e["msg"], e.get("ctx", {}))
         yield ConfigProblem(
-            path_of(*loc), MISSING if e["type"] == "missing" else e["input"], expected
+            key_path(*loc), MISSING if e["type"] == "missing" else e["input"], expected
         )
 
 
@@ -252,16 +196,3 @@ def _cloud_expectation(given: Iterable[str]) -> str:
     if not found:
         return f"{clouds} (the stack sets no key in the {CONFIG_NAMESPACE} namespace)"
     return f"{clouds} (the stack sets {found}, but not {key_path('cloud')})"
-
-
-def _expectation(kind: str, message: str, ctx: Mapping[str, Any]) -> str:
-    if kind == "missing":
-        return "a value"
-    if kind == "string_pattern_mismatch":
-        return PATTERN_MEANINGS[ctx["pattern"]]
-    if kind == "union_tag_invalid":
-        return f"one of {ctx['expected_tags']}"
-    for prefix in _EXPECTATION_PREFIXES:
-        if message.startswith(prefix):
-            return message.removeprefix(prefix)
-    return message[0].lower() + message[1:]

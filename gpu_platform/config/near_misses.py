@@ -56,20 +56,13 @@ def _near_miss(namespace: str, project: str) -> bool:
     )
 
 
-def unknown_key_expectation(
-    loc: Sequence[str | int],
-    key_loc: Sequence[str | int],
-    root: type[BaseModel] = StackConfig,
-    path_of: Callable[..., str] = key_path,
-) -> str:
+def unknown_key_expectation(loc: Sequence[str | int], key_loc: Sequence[str | int]) -> str:
     """What to say of a key the model has no field for: at pydantic's error location `loc`
-    (with a union's tag in it) in `root`, written as `key_loc` (without), a path as `path_of`
-    writes it. In code (`root` other than the stack's) a field goes by its name."""
-    model = _model_at(loc[:-1], root)
-    known = _keys_of(model) if root is StackConfig else [*(model.model_fields if model else ())]
+    (with a union's tag in it), written as `key_loc` (without)."""
+    known = _keys_of(_model_at(loc[:-1]))
     guess = difflib.get_close_matches(str(loc[-1]), known, n=1)
     if guess:
-        return f"no such key; did you mean {path_of(*key_loc[:-1], guess[0])}?"
+        return f"no such key; did you mean {key_path(*key_loc[:-1], guess[0])}?"
     return "no such key (check its spelling against the config reference)"
 
 
@@ -80,17 +73,13 @@ def _keys_of(model: type[BaseModel] | None) -> list[str]:
     return [info.alias or name for name, info in model.model_fields.items()]
 
 
-def _model_at(loc: Sequence[str | int], root: type[BaseModel]) -> type[BaseModel] | None:
-    """The model whose keys are given at `loc` of `root`, if a model's."""
-    annotation: Any = root
+def _model_at(loc: Sequence[str | int]) -> type[BaseModel] | None:
+    """The model whose keys are given at `loc` of the stack's config, if a model's."""
+    annotation: Any = StackConfig
     for part in loc:
         annotation = _unwrapped(annotation, part)
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            fields = {
-                key: info
-                for name, info in annotation.model_fields.items()
-                for key in (name, info.alias or name)
-            }
+            fields = {info.alias or name: info for name, info in annotation.model_fields.items()}
             if part in fields:
                 annotation = fields[part].annotation
             elif part not in _tags_of(annotation):

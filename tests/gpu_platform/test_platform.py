@@ -10,21 +10,19 @@ import pulumi
 import pytest
 import yaml
 
-from gpu_platform import (
-    ClusterSpec,
-    ConfigError,
-    EksPoolOptions,
-    GpuPlatform,
-    GpuPlatformArgs,
-    GpuPoolSpec,
-    MigSharing,
-    PlatformConfigError,
-    StackConfig,
-    TenantNamespaceSpec,
-)
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.project import Project
 from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.config import (
+    ClusterSpec,
+    ConfigError,
+    EksPoolOptions,
+    GpuPoolSpec,
+    MigSharing,
+    StackConfig,
+    TenantNamespaceSpec,
+)
+from gpu_platform.platform import GpuPlatform, GpuPlatformArgs, PlatformConfigError
 from tests.conftest import Config, dev_stack_config
 from tests.repository import PROJECT, STACKS
 from tests.stack_variants import AL2023_RELEASE
