@@ -1,1 +1,38 @@
-"""Reusable Pulumi components for GPU node pools on EKS and GKE and their Kubernetes side."""
+"""Reusable Pulumi components for GPU node pools on EKS and GKE and their Kubernetes side.
+
+```python
+from gpu_platform import GpuPlatform, GpuPlatformArgs
+```
+
+Every public name of the component (`gpu_platform.platform`) and of the config model
+(`gpu_platform.config`) is importable from here. Each is imported when first asked for: the
+command line's modules live in this package too, and a command that only reads stack files
+(`preflight`) loads neither the Pulumi SDK nor a cloud's.
+"""
+
+import importlib
+from typing import Any
+
+_PLATFORM_NAMES = (
+    "GpuPlatform",
+    "GpuPlatformArgs",
+    "PlatformConfigError",
+    "PlatformLockError",
+    "PlatformMissingLockEntry",
+)
+
+
+def _config_names() -> list[str]:
+    return list(importlib.import_module("gpu_platform.config").__all__)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PLATFORM_NAMES:
+        return getattr(importlib.import_module("gpu_platform.platform"), name)
+    if not name.startswith("_") and name in _config_names():
+        return getattr(importlib.import_module("gpu_platform.config"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PLATFORM_NAMES, *_config_names()})

@@ -10,7 +10,7 @@ wires them.
 
 ```python
 import pulumi
-from gpu_platform.platform import GpuPlatform, GpuPlatformArgs
+from gpu_platform import GpuPlatform, GpuPlatformArgs
 
 platform = GpuPlatform("gpu-platform", GpuPlatformArgs.from_config())
 for name, value in platform.stack_outputs.items():
@@ -28,11 +28,15 @@ import pulumi
 from gpu_platform.cloud import cloud_for
 from gpu_platform.config import (
     ConfigError,
+    ConfigProblem,
     StackConfig,
+    check_stack_config,
+    key_path,
     load_stack_config,
     read_pulumi_config,
     secret_config_keys,
 )
+from gpu_platform.instance import declaring, given_providers, part_name
 from gpu_platform.kubernetes.canary_gate import canary_gate_job
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.kubernetes.gpu_pod import model_placements, pool_placement
@@ -40,6 +44,7 @@ from gpu_platform.kubernetes.helm_release import most_nodes
 from gpu_platform.kubernetes.idle_gpu_pods import idle_gpu_reaper
 from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpu_platform.kubernetes.nvidia_driver import rolls_drivers_in_place
+from gpu_platform.kubernetes.provider import ClusterConnection
 from gpu_platform.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
 from gpu_platform.lock.lockfile import LockError, MissingLockEntry
 from gpu_platform.node_identity import ResolvedPool, pool_software
@@ -68,12 +73,30 @@ class PlatformMissingLockEntry(MissingLockEntry, pulumi.RunError):
 
 @dataclass(frozen=True)
 class GpuPlatformArgs:
-    """The platform's settings: the validated config model, however it was given.
+    """The platform's settings, validated in full however they are given, before any resource is
+    registered: every field's own rules and the rules across fields, all problems in one
+    `ConfigError` (the key, the value unless secret, what is allowed).
 
-    Build it with `from_config()` from the stack's `gpu-platform:` config keys, or with
-    `from_settings()` from a mapping of the same keys in code. Both validate with the same rules
-    and raise the same `ConfigError` (the key, the value unless secret, what is allowed) before
-    any resource is registered.
+    - `GpuPlatformArgs.from_config()`: the stack's `gpu-platform:` config keys.
+    - `GpuPlatformArgs.from_settings({...})`: the same keys, from a mapping in code.
+    - `GpuPlatformArgs(StackConfig(...))`: the config model's classes built in code, each field
+      by its name, defaults as the classes declare them (`help(StackConfig)`)::
+
+        GpuPlatformArgs(
+            StackConfig(
+                cloud="gcp",
+                cluster=ClusterSpec(name="ml", project="acme-ml", location="us-central1"),
+                pools=[
+                    GpuPoolSpec(
+                        name="l4",
+                        instance_types=["g2-standard-8"],
+                        accelerator="l4",
+                        gpus_per_node=1,
+                        max=2,
+                    )
+                ],
+            )
+        )
     """
 
     config: StackConfig
@@ -85,13 +108,26 @@ class GpuPlatformArgs:
     Leave it off in a project that never did: the aliases would claim any root resource of the
     same type and name (a Kubernetes provider named `kubernetes`, say)."""
 
+    part_names_under_it: bool = False
+    """Name every part after the component, `<name>-<part>` (`ml-a-gpu-operator`, `ml-a-l4`),
+    so that several `GpuPlatform`s (each on a cluster of its own) live in one stack. Off, the
+    parts have the names a stack's one platform has always given them (`gpu-operator`, the
+    pools' names): turning it on for an existing stack renames, and so replaces, every part."""
+
+    def __post_init__(self) -> None:
+        # A StackConfig built in code has passed its fields' rules only.
+        with _reported_to_pulumi():
+            check_stack_config(self.config)
+
     @classmethod
-    def from_config(cls, moved_from_stack_root: bool = False) -> "GpuPlatformArgs":
+    def from_config(
+        cls, moved_from_stack_root: bool = False, part_names_under_it: bool = False
+    ) -> "GpuPlatformArgs":
         """The stack's `gpu-platform:` config keys (`Pulumi.<stack>.yaml`), with the keys set as
         secrets kept secret in every resource and output they reach."""
         with _reported_to_pulumi():
             config = load_stack_config(read_pulumi_config(), secret_config_keys())
-        return cls(config, moved_from_stack_root)
+        return cls(config, moved_from_stack_root, part_names_under_it)
 
     @classmethod
     def from_settings(
@@ -99,6 +135,7 @@ class GpuPlatformArgs:
         settings: Mapping[str, Any],
         secret_keys: frozenset[str] = frozenset(),
         moved_from_stack_root: bool = False,
+        part_names_under_it: bool = False,
     ) -> "GpuPlatformArgs":
         """Settings given in code, keyed as in a stack file without the namespace (`cloud`,
         `cluster`, `pools`, ...); `secret_keys` names those whose values are to stay secret.
@@ -106,7 +143,7 @@ class GpuPlatformArgs:
         `StackReference`) cannot decide a pool's shape before anything is created."""
         with _reported_to_pulumi():
             config = load_stack_config(settings, secret_keys)
-        return cls(config, moved_from_stack_root)
+        return cls(config, moved_from_stack_root, part_names_under_it)
 
 
 class GpuPlatform(pulumi.ComponentResource):
@@ -132,7 +169,37 @@ class GpuPlatform(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: GpuPlatformArgs, opts: pulumi.ResourceOptions | None = None
     ):
+        """`name`: the component's own (its parts take names of their own); `args`: the
+        settings; `opts`: the usual resource options. Where the program disables default
+        providers, give them in `opts` (`providers=[aws_provider, kubernetes_provider]`): the
+        cloud's resources and lookups use the AWS or Google Cloud one, the Kubernetes objects
+        the Kubernetes one (else a provider the component makes for the cluster it looks up or
+        creates)."""
+        providers = given_providers(opts)
+        prefix = f"{name}-" if args.part_names_under_it else ""
+        with declaring(providers, prefix):
+            self._declare(name, args, opts, providers.get("kubernetes"))
+
+    def _declare(
+        self,
+        name: str,
+        args: GpuPlatformArgs,
+        opts: pulumi.ResourceOptions | None,
+        kubernetes: pulumi.ProviderResource | None,
+    ) -> None:
         config = args.config
+        if kubernetes is not None and config.cluster.create is not None:
+            raise PlatformConfigError(
+                [
+                    ConfigProblem(
+                        key_path("cluster", "create"),
+                        "a Kubernetes provider in the component's providers",
+                        "no Kubernetes provider of the program's own where the platform creates"
+                        " the cluster: it reaches the cluster through one it makes from what it"
+                        " creates",
+                    )
+                ]
+            )
         cloud = cloud_for(config)
         # Lookups only: a pool that cannot work is a config error before anything, this
         # component included, is registered.
@@ -147,7 +214,11 @@ class GpuPlatform(pulumi.ComponentResource):
             if args.moved_from_stack_root
             else None,
         )
-        connection = cloud.connect(children)
+        connection = (
+            cloud.connect(children)
+            if kubernetes is None
+            else ClusterConnection(kubernetes, kubeconfig=None)
+        )
         # A pool that has a canary is created and updated after its canary's gate, which needs
         # the GPU Operator; every other pool before the operator, as it always was.
         canaries = canaries_by_pool(pools)
@@ -157,7 +228,7 @@ class GpuPlatform(pulumi.ComponentResource):
         )
 
         monitoring = GpuMonitoring(
-            "gpu-monitoring",
+            part_name("gpu-monitoring"),
             GpuMonitoringArgs(
                 config.monitoring,
                 config.platform,
@@ -170,7 +241,7 @@ class GpuPlatform(pulumi.ComponentResource):
             on_cluster,
         )
         operator = GpuOperator(
-            "gpu-operator",
+            part_name("gpu-operator"),
             GpuOperatorArgs(
                 config.operator,
                 config.platform,
@@ -216,7 +287,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 led += [] if driver is None else [driver]
         tenants = [
             GpuTenantNamespace(
-                namespace.name,
+                part_name(namespace.name),
                 GpuTenantNamespaceArgs(
                     namespace, pools, provisioner=config.provisioner, driver_rollout=driver_rollout
                 ),

@@ -3,7 +3,7 @@
 import pulumi
 from components.teams import OWNER
 
-from gpu_platform.platform import GpuPlatform, GpuPlatformArgs
+from gpu_platform import GpuPlatform, GpuPlatformArgs
 
 platform = GpuPlatform("gpu-platform", GpuPlatformArgs.from_config())
 for name, value in platform.stack_outputs.items():

@@ -73,6 +73,8 @@ class InvokeRecord:
     token: str
     args: dict[str, Any]
     result: dict[str, Any]
+    provider: str | None = None
+    """The provider it went through (`<urn>::<id>`); None for the stack's default."""
 
 
 @dataclass
@@ -198,10 +200,14 @@ class _StandInMocks(mocks.Mocks):
         try:
             result = stand_ins.invoke(args.token, dict(args.args))
         except stand_ins.LookupFailed as failed:
-            self.plan.invokes.append(InvokeRecord(args.token, dict(args.args), {}))
+            self.plan.invokes.append(
+                InvokeRecord(args.token, dict(args.args), {}, args.provider or None)
+            )
             # The SDK raises "invoke of <token> failed: <reason> (<property>)".
             return {}, [("", str(failed))]
-        self.plan.invokes.append(InvokeRecord(args.token, dict(args.args), result))
+        self.plan.invokes.append(
+            InvokeRecord(args.token, dict(args.args), result, args.provider or None)
+        )
         # No check failures; the mock monitor iterates this list, so it cannot be None.
         return result, []
 

@@ -21,6 +21,10 @@ from gpu_platform.config.problems import CONFIG_NAMESPACE
 # `secure:` values in a stack file are encrypted for the stack's secrets provider, which the
 # offline plan does not have; they are replaced by this, and still marked secret.
 SECRET_STAND_IN = "offline-plan-secret"
+# The top-level keys of a stack file; Pulumi decodes it into its `ProjectStack` and drops any
+# other key without a word (pulumi/pulumi sdk/go/common/workspace/project.go, `ProjectStack`;
+# loaders.go, `LoadProjectStackBytes`), so a config key written above `config:` would be lost.
+_STACK_FILE_KEYS = ("config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt")
 # `<namespace>:<name>`, or the older `<namespace>:config:<name>` (Pulumi's config.ParseKey).
 _NAMESPACED_KEY = re.compile(r"^[^:]+:(config:)?[^:]+$")
 
@@ -49,6 +53,13 @@ def stack_config(stack: str, project: Project | None = None) -> dict[str, Any]:
         return {}
     if not isinstance(document, dict):
         raise StackFileError(f"{path} must be a YAML mapping (with a `config:` block)")
+    stray = [key for key in document if key not in _STACK_FILE_KEYS]
+    if stray:
+        raise StackFileError(
+            f"{path}: {', '.join(map(repr, stray))}: not a key of a stack file, which Pulumi"
+            f" would ignore (it reads {', '.join(_STACK_FILE_KEYS)}); a configuration key"
+            " belongs under `config:`"
+        )
     config = document.get("config") or {}
     if not isinstance(config, dict):
         raise StackFileError(f"{path}: `config:` must be a mapping of `<namespace>:<name>` keys")

@@ -49,7 +49,12 @@ from gpu_platform.config.cluster_create import (
 )
 from gpu_platform.config.fields import Cloud, Platform, Provisioner
 from gpu_platform.config.gke_rules import NVIDIA_DRIVER_MIN_CHART_VERSION, NVIDIA_DRIVER_OVERRIDES
-from gpu_platform.config.loading import load_stack_config, read_pulumi_config, secret_config_keys
+from gpu_platform.config.loading import (
+    check_stack_config,
+    load_stack_config,
+    read_pulumi_config,
+    secret_config_keys,
+)
 from gpu_platform.config.operator import MonitoringSpec, OperatorSpec, pool_driver_version
 from gpu_platform.config.pool_rules import mig_problem
 from gpu_platform.config.pools import (
@@ -114,6 +119,7 @@ __all__ = [
     "TaintSpec",
     "TenantNamespaceSpec",
     "TimeSlicingSharing",
+    "check_stack_config",
     "dynamic_workload_scheduler_modes",
     "gke_capacity_too_new",
     "gke_shares",

@@ -2,10 +2,12 @@
 and the constrained string types, each pattern with what it means in words for the error report.
 """
 
+import difflib
+import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -13,12 +15,21 @@ from pydantic import (
     ConfigDict,
     PlainValidator,
     StringConstraints,
+    ValidationError,
     WithJsonSchema,
 )
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from gpu_platform.accelerators import ACCELERATORS, MIG_SLICES
+from gpu_platform.config.problems import (
+    CONFIG_NAMESPACE,
+    MISSING,
+    ConfigError,
+    ConfigProblem,
+    key_path,
+    not_plain_problems,
+)
 
 # RFC 1123 label: what Kubernetes accepts as a namespace name and what node group, node pool and
 # Helm release names can safely be derived from. Pools are capped lower because GKE limits node
@@ -241,6 +252,89 @@ class Model(BaseModel):
         # Field docstrings become descriptions, from which the config reference is generated.
         use_attribute_docstrings=True,
     )
+
+    def __init__(self, /, **data: Any) -> None:
+        """Built in code, each field by its name (`gpus_per_node=1`) or its stack file key
+        (`gpusPerNode`), as strictly as the stack file's loader reads it (`max=True` is not
+        a number), a bad value reported as it reports one: a `ConfigError` naming the field
+        (`GpuPoolSpec.max`), the value and what is allowed."""
+        path_of = _path_in(type(self))
+        not_plain = list(not_plain_problems(data, (), path_of))
+        if not_plain:
+            raise ConfigError(not_plain)
+        try:
+            self.__pydantic_validator__.validate_json(
+                json.dumps(_as_json(data), default=str),
+                strict=True,
+                by_alias=True,
+                by_name=True,
+                self_instance=self,
+            )
+        except ValidationError as error:
+            raise ConfigError(_built_problems(type(self), error, path_of)) from None
+
+    # Validation builds a nested model without calling its `__init__` only where that is
+    # marked as pydantic's own, as RootModel marks its (pydantic 2.14.3 root_model.py,
+    # _model_construction.py `__pydantic_custom_init__`): else every nested model would raise
+    # its own ConfigError mid-validation, and the loader could not report all at once.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+
+def _path_in(model: type[BaseModel]) -> Callable[..., str]:
+    """How a problem of a model built in code names its field: `GpuPoolSpec.max`."""
+
+    def path_of(*loc: str | int) -> str:
+        within = key_path(*loc).removeprefix(CONFIG_NAMESPACE + ":")
+        return f"{model.__name__}.{within}" if within else model.__name__
+
+    return path_of
+
+
+def _built_problems(
+    model: type[BaseModel], error: ValidationError, path_of: Callable[..., str]
+) -> Iterator[ConfigProblem]:
+    """The problems pydantic found in a model built in code; an unknown field of the model
+    itself with the nearest of its fields' names."""
+    for e in error.errors(include_url=False):
+        loc = [part for part in e["loc"] if part != "[key]"]
+        if e["type"] == "extra_forbidden":
+            guess = difflib.get_close_matches(str(loc[-1]), model.model_fields, n=1)
+            expected = "no such key"
+            if len(loc) == 1 and guess:
+                expected += f"; did you mean {path_of(guess[0])}?"
+        else:
+            expected = expectation(e["type"], e["msg"], e.get("ctx", {}))
+        yield ConfigProblem(
+            path_of(*loc), MISSING if e["type"] == "missing" else e["input"], expected
+        )
+
+
+_EXPECTATION_PREFIXES = ("Input should be ", "Value should ", "String should ")
+
+
+def expectation(kind: str, message: str, ctx: Mapping[str, Any]) -> str:
+    """What a field allows, in words, from what pydantic says of a value it refused."""
+    if kind == "missing":
+        return "a value"
+    if kind == "string_pattern_mismatch":
+        return PATTERN_MEANINGS[ctx["pattern"]]
+    if kind == "union_tag_invalid":
+        return f"one of {ctx['expected_tags']}"
+    for prefix in _EXPECTATION_PREFIXES:
+        if message.startswith(prefix):
+            return message.removeprefix(prefix)
+    return message[0].lower() + message[1:]
+
+
+def _as_json(value: Any) -> Any:
+    """`value` as the stack file would give it: a model by the keys that were set in it."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    if isinstance(value, Mapping):
+        return {key: _as_json(v) for key, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_as_json(v) for v in value]
+    return value
 
 
 class Cloud(StrEnum):

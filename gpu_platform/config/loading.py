@@ -2,13 +2,14 @@
 for the platform but set elsewhere), validated into a `StackConfig`, every problem reported at
 once in one `ConfigError` without a secret's value."""
 
+import copy
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
-from gpu_platform.config.fields import PATTERN_MEANINGS, Cloud
+from gpu_platform.config.fields import Cloud, expectation
 from gpu_platform.config.near_misses import misdirected_key_problems, unknown_key_expectation
 from gpu_platform.config.pools import SHARING_MODES
 from gpu_platform.config.problems import (
@@ -18,6 +19,7 @@ from gpu_platform.config.problems import (
     ConfigError,
     ConfigProblem,
     key_path,
+    not_plain_problems,
 )
 from gpu_platform.config.rules import cross_field_problems
 from gpu_platform.config.stack import StackConfig
@@ -79,14 +81,20 @@ def load_stack_config(
     """Validate the stack's `gpu-platform:` keys (given without the namespace); `secret_keys`
     are those set as secrets, whose values no error shows and the components keep secret.
 
-    Field rules run first; rules across fields run once every field is valid, so each reported
-    problem is about a value the user can fix as it stands.
+    Every problem the settings alone show comes in one report: each field's own, and the rules
+    across fields. Those run over the fields that are valid, an invalid one set aside (its
+    default standing in); only where a required key is missing or bad do they wait for the next
+    round.
     """
+    not_plain = list(not_plain_problems(raw))
+    if not_plain:
+        raise ConfigError(not_plain)
     try:
-        config = StackConfig.model_validate(raw)
+        config = _validated(raw)
     except ValidationError as error:
-        field_problems = _problems_from(error, given=raw.keys())
-        raise ConfigError(field_problems).hiding_secrets(secret_keys, raw) from None
+        problems = list(_problems_from(error, given=raw.keys()))
+        problems += _problems_without(error, raw, reported=[p.path for p in problems])
+        raise ConfigError(problems).hiding_secrets(secret_keys, raw) from None
     problems = list(cross_field_problems(config))
     if problems:
         raise ConfigError(problems).hiding_secrets(secret_keys, raw)
@@ -94,20 +102,75 @@ def load_stack_config(
     return config
 
 
-_EXPECTATION_PREFIXES = ("Input should be ", "Value should ", "String should ")
+def check_stack_config(config: StackConfig) -> None:
+    """The rules across fields over a config built in code (`StackConfig(...)`), which field
+    rules alone have validated: a `ConfigError` for every problem, as the loader raises."""
+    problems = list(cross_field_problems(config))
+    if problems:
+        raw = config.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        raise ConfigError(problems).hiding_secrets(config.secret_keys, raw)
+
+
+def _validated(raw: Mapping[str, Any]) -> StackConfig:
+    # Strictly, as JSON, which is what Pulumi hands a program its config as: `max: true` is a
+    # boolean, not the 1 pydantic's lax mode would read it as; `"3"` is not a number.
+    return StackConfig.model_validate_json(json.dumps(raw, default=str), strict=True)
+
+
+def _problems_without(
+    error: ValidationError, raw: Mapping[str, Any], reported: Sequence[str]
+) -> Iterator[ConfigProblem]:
+    """The rules across fields, over `raw` without the keys `error` found invalid (as if they
+    were not set), but what they say of a key already `reported` (a rule would say a bad
+    value's key is missing); nothing where one of them cannot be set aside (a required key, an
+    element of a list)."""
+    repaired = copy.deepcopy(dict(raw))
+    for e in error.errors(include_url=False):
+        loc = _key_loc(e["loc"])
+        if e["type"] == "missing" or not loc or not _set_aside(repaired, loc):
+            return
+    try:
+        config = _validated(repaired)
+    except ValidationError:
+        return
+    for problem in cross_field_problems(config):
+        if not any(_within(problem.path, path) for path in reported):
+            yield problem
+
+
+def _within(path: str, other: str) -> bool:
+    """Whether the key path `path` is `other` or a key within it."""
+    return path == other or path.startswith((other + ".", other + "["))
+
+
+def _set_aside(raw: dict[str, Any], loc: Sequence[str | int]) -> bool:
+    """Remove the key at `loc` from `raw`; whether there was one to remove."""
+    parent: Any = raw
+    for part in loc[:-1]:
+        try:
+            parent = parent[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    if not isinstance(parent, dict) or not isinstance(loc[-1], str) or loc[-1] not in parent:
+        return False
+    del parent[loc[-1]]
+    return True
+
+
+def _key_loc(loc: Sequence[str | int]) -> list[str | int]:
+    """pydantic's error location as the stack file's keys: a discriminated union puts the chosen
+    tag in the location, and a mapping's key that fails its own type `[key]` after the key."""
+    return [
+        part
+        for i, part in enumerate(loc)
+        if not (i > 0 and loc[i - 1] == "sharing" and part in SHARING_MODES) and part != "[key]"
+    ]
 
 
 def _problems_from(error: ValidationError, given: Iterable[str]) -> Iterator[ConfigProblem]:
     """The problems pydantic found; `given` are the stack's keys (without the namespace)."""
     for e in error.errors(include_url=False):
-        # A discriminated union puts the chosen tag in the location, and a mapping's key that
-        # fails its own type `[key]` after the key: drop both.
-        loc = [
-            part
-            for i, part in enumerate(e["loc"])
-            if not (i > 0 and e["loc"][i - 1] == "sharing" and part in SHARING_MODES)
-            and part != "[key]"
-        ]
+        loc = _key_loc(e["loc"])
         if e["type"] == "union_tag_not_found" and loc[-1] == "sharing":
             # `sharing: {replicas: 4}`: the key missing is the mode, which decides what the
             # others mean; pydantic would only say it found no tag in the whole object.
@@ -119,7 +182,7 @@ def _problems_from(error: ValidationError, given: Iterable[str]) -> Iterator[Con
         elif e["type"] == "missing" and loc == ["cloud"]:
             expected = _cloud_expectation(given)
         else:
-            expected = _expectation(e["type"], e["msg"], e.get("ctx", {}))
+            expected = expectation(e["type"], e["msg"], e.get("ctx", {}))
         yield ConfigProblem(
             key_path(*loc), MISSING if e["type"] == "missing" else e["input"], expected
         )
@@ -133,16 +196,3 @@ def _cloud_expectation(given: Iterable[str]) -> str:
     if not found:
         return f"{clouds} (the stack sets no key in the {CONFIG_NAMESPACE} namespace)"
     return f"{clouds} (the stack sets {found}, but not {key_path('cloud')})"
-
-
-def _expectation(kind: str, message: str, ctx: Mapping[str, Any]) -> str:
-    if kind == "missing":
-        return "a value"
-    if kind == "string_pattern_mismatch":
-        return PATTERN_MEANINGS[ctx["pattern"]]
-    if kind == "union_tag_invalid":
-        return f"one of {ctx['expected_tags']}"
-    for prefix in _EXPECTATION_PREFIXES:
-        if message.startswith(prefix):
-            return message.removeprefix(prefix)
-    return message[0].lower() + message[1:]

@@ -1,9 +1,10 @@
 """The error report: each problem by its key path as the user writes it, the value found (never
 a secret's) and what is allowed, all of them in one `ConfigError`."""
 
+import datetime
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel
@@ -142,6 +143,36 @@ def key_path(*loc: str | int) -> str:
         else:
             path += part if i == 0 else f".{part}"
     return path
+
+
+_PLAIN_VALUES = (str, int, float, bool, type(None), datetime.date)
+"""What a stack file's YAML can give a key (a date among them)."""
+
+
+def not_plain_problems(
+    value: Any, loc: tuple[str | int, ...] = (), path_of: Callable[..., str] = key_path
+) -> Iterator[ConfigProblem]:
+    """A problem for each value in settings given in code that is not plain data: an `Output`
+    (of a cluster the program creates, a `StackReference`) has no value while the program
+    decides what to create."""
+    if isinstance(value, BaseModel):
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from not_plain_problems(item, (*loc, str(key)), path_of)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for i, item in enumerate(value):
+            yield from not_plain_problems(item, (*loc, i), path_of)
+    elif not isinstance(value, _PLAIN_VALUES):
+        yield ConfigProblem(
+            path_of(*loc),
+            f"<{type(value).__name__}>",
+            "a plain value: the settings decide which resources the platform creates, and how"
+            " they are named, before any exists, so a value another resource gives (an Output)"
+            " cannot be one; give the value itself (the name the program creates its cluster"
+            " with), and pass the cluster's endpoint and credentials through the Kubernetes"
+            " provider in the component's `providers`",
+        )
 
 
 def key_of(model: type[BaseModel], field: str) -> str:

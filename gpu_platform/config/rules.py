@@ -2,6 +2,9 @@
 report lists them, and those about the stack as a whole (the cluster, settings of the other
 cloud)."""
 
+import functools
+import importlib.resources
+import json
 from collections.abc import Iterator, Mapping
 
 from pydantic import BaseModel
@@ -54,6 +57,20 @@ _OTHER_PARTITIONS = ("cn-", "us-gov-")
 """How the regions of the aws-cn and aws-us-gov partitions begin."""
 
 
+@functools.cache
+def aws_regions() -> frozenset[str]:
+    """The regions of the aws partition, as the AWS SDK the platform is installed with lists
+    them (botocore `data/endpoints.json`, `partitions[].regions`): a misspelt region would
+    otherwise reach the lookups, whose every answer is "nothing there" (no instance type
+    offered), and be blamed on the pools. A region opened since that release of botocore comes
+    with its next one."""
+    data = json.loads(
+        importlib.resources.files("botocore").joinpath("data/endpoints.json").read_bytes()
+    )
+    (aws,) = (p for p in data["partitions"] if p["partition"] == "aws")
+    return frozenset(aws["regions"])
+
+
 def _cluster_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     cluster = config.cluster
     required = ("region",) if config.cloud is Cloud.AWS else ("project", "location")
@@ -69,6 +86,12 @@ def _cluster_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             "a region of the aws partition: docs/iam's documents (the permissions boundary every"
             " role the stack creates carries among them) name arn:aws: ARNs only, which match"
             " nothing in aws-cn (cn-*) or aws-us-gov (us-gov-*)",
+        )
+    elif config.cloud is Cloud.AWS and cluster.region and cluster.region not in aws_regions():
+        yield ConfigProblem(
+            key_path("cluster", "region"),
+            cluster.region,
+            f"a region of the aws partition, one of {', '.join(sorted(aws_regions()))}",
         )
     images = NODE_IMAGES[config.cloud]
     if cluster.node_image is not None and cluster.node_image not in images:

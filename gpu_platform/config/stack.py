@@ -61,6 +61,11 @@ class StackConfig(Model):
             found.add(self.karpenter.namespace)
         return sorted(found)
 
+    @property
+    def secret_keys(self) -> frozenset[str]:
+        """The keys (`operator`, `pools`...) set as secrets."""
+        return self._secret_keys
+
     def is_secret(self, *keys: str) -> bool:
         """Whether any of these keys (`operator`, `pools`...) was set as a secret. Pulumi marks a
         whole key secret when any part of its value is, so every value taken from it is to be

@@ -51,6 +51,7 @@ from gpu_platform.eks.node_group_names import names_a_zone_of
 from gpu_platform.eks.node_monitoring_agent import NodeMonitoringAgent, NodeMonitoringAgentArgs
 from gpu_platform.eks.placement import NodeGroupPlacement, resolve_placement
 from gpu_platform.eks.vpc_cni import VpcCniIdentity
+from gpu_platform.instance import part_name
 from gpu_platform.kubernetes.helm_release import most_nodes
 from gpu_platform.kubernetes.provider import ClusterConnection
 from gpu_platform.node_identity import ResolvedPool
@@ -142,7 +143,7 @@ class EksCloud:
         # The cluster first, then a provider that waits for it, its access entries, system nodes
         # and add-ons: every Kubernetes object depends on them, so `pulumi destroy` deletes the
         # objects before the cluster.
-        created = NewEksCluster("cluster", self.config, self._new_cluster, opts)
+        created = NewEksCluster(part_name("cluster"), self.config, self._new_cluster, opts)
         self._created = created
         self._cluster = created.cluster
         self._placements = {
@@ -171,7 +172,7 @@ class EksCloud:
         if self._created is not None:
             self._cni = list(self._created.cni)
         elif self.config.cluster.vpc_cni_role:
-            self._cni = [VpcCniIdentity("vpc-cni", self.cluster, opts)]
+            self._cni = [VpcCniIdentity(part_name("vpc-cni"), self.cluster, opts)]
         now = [pool for pool in pools if pool.spec.name not in held_back]
         if self.config.provisioner == "karpenter":
             created = self._karpenter_node_pools(now, on_cluster)
@@ -182,7 +183,7 @@ class EksCloud:
         if agent_version is not None:
             created.append(
                 NodeMonitoringAgent(
-                    "node-monitoring-agent",
+                    part_name("node-monitoring-agent"),
                     NodeMonitoringAgentArgs(self.cluster, agent_version),
                     opts,
                 )
@@ -190,7 +191,7 @@ class EksCloud:
         if self._autoscaler_image is None:
             return created
         autoscaler = ClusterAutoscaler(
-            "cluster-autoscaler",
+            part_name("cluster-autoscaler"),
             ClusterAutoscalerArgs(
                 self.config.autoscaler, self.cluster, self._autoscaler_image, pools
             ),
@@ -208,7 +209,7 @@ class EksCloud:
         if not efa_pools:
             return []
         plugin = EfaDevicePlugin(
-            "efa-device-plugin",
+            part_name("efa-device-plugin"),
             EfaDevicePluginArgs(
                 nodes=most_nodes(pool.spec for pool in efa_pools),
                 namespace=namespace,
@@ -250,7 +251,7 @@ class EksCloud:
         after: Sequence[pulumi.Resource] = (),
     ) -> pulumi.Resource:
         self._nodes_by_pool[pool.spec.name] = EksGpuNodeGroup(
-            pool.spec.name,
+            part_name(pool.spec.name),
             EksGpuNodeGroupArgs(
                 **self._pool_nodes(pool),
                 cni_policy_on_node_role=self.config.cluster.cni_policy_on_node_role,
@@ -275,7 +276,7 @@ class EksCloud:
         if not self.config.karpenter.install:
             return [self._karpenter_node_pool(pool, None, None, on_cluster) for pool in pools]
         controller = KarpenterController(
-            "karpenter",
+            part_name("karpenter"),
             KarpenterControllerArgs(
                 self.config.karpenter,
                 self.cluster,
@@ -320,7 +321,7 @@ class EksCloud:
         else:
             node_role_name, waits_for = controller.node_role_name, [controller.release]
         self._nodes_by_pool[pool.spec.name] = KarpenterGpuNodePool(
-            pool.spec.name,
+            part_name(pool.spec.name),
             KarpenterGpuNodePoolArgs(
                 **self._pool_nodes(pool),
                 node_role_name=node_role_name,

@@ -14,6 +14,7 @@ from pulumi_aws import ec2, eks
 
 from gpu_platform.config import ClusterSpec
 from gpu_platform.eks.subnets import Route, RouteTable, SubnetRouting, routing_of
+from gpu_platform.instance import lookup_options
 from gpu_platform.kubernetes.provider import (
     ClusterConnection,
     connect_with_kubeconfig,
@@ -69,7 +70,7 @@ class Subnet:
 def look_up_cluster(spec: ClusterSpec) -> EksCluster:
     """The cluster named in the stack config; EKS answers with an error if it does not exist."""
     assert spec.region is not None  # config validation requires it on AWS
-    found = eks.get_cluster(name=spec.name, region=spec.region)
+    found = eks.get_cluster(name=spec.name, region=spec.region, opts=lookup_options("aws"))
     return EksCluster(
         name=found.name,
         region=spec.region,
@@ -86,7 +87,10 @@ def look_up_cluster(spec: ClusterSpec) -> EksCluster:
 
 def look_up_subnets(ids: Iterable[str], region: str) -> list[Subnet]:
     """The subnets, in the order given, each with the route table it uses."""
-    found = [(subnet_id, ec2.get_subnet(id=subnet_id, region=region)) for subnet_id in ids]
+    found = [
+        (subnet_id, ec2.get_subnet(id=subnet_id, region=region, opts=lookup_options("aws")))
+        for subnet_id in ids
+    ]
     tables = _route_tables([(subnet_id, s.vpc_id) for subnet_id, s in found], region)
     return [
         Subnet(subnet_id, s.availability_zone, routing_of(subnet_id, s.vpc_id, tables), s.vpc_id)
@@ -131,9 +135,14 @@ def _route_tables(subnets: Sequence[tuple[str, str]], region: str) -> list[Route
             vpc_id=vpc_id,
             filters=[{"name": "association.subnet-id", "values": ids}],
             region=region,
+            opts=lookup_options("aws"),
         )
         own = [
-            _route_table(ec2.get_route_table(route_table_id=table_id, region=region))
+            _route_table(
+                ec2.get_route_table(
+                    route_table_id=table_id, region=region, opts=lookup_options("aws")
+                )
+            )
             for table_id in sorted(associated.ids)
         ]
         tables += own
@@ -142,6 +151,7 @@ def _route_tables(subnets: Sequence[tuple[str, str]], region: str) -> list[Route
                 vpc_id=vpc_id,
                 filters=[{"name": "association.main", "values": ["true"]}],
                 region=region,
+                opts=lookup_options("aws"),
             )
             tables.append(_route_table(main))
     return tables

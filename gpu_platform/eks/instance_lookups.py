@@ -7,11 +7,12 @@ from collections.abc import Iterable
 from pulumi_aws import ec2
 
 from gpu_platform.eks.instance_types import Gpus, InstanceType, instance_type
+from gpu_platform.instance import lookup_options
 
 
 def look_up_instance_type(name: str, region: str) -> InstanceType:
     """The instance type as EC2 describes it in `region`."""
-    found = ec2.get_instance_type(instance_type=name, region=region)
+    found = ec2.get_instance_type(instance_type=name, region=region, opts=lookup_options("aws"))
     return instance_type(
         name,
         found.default_vcpus,
@@ -31,6 +32,7 @@ def offered_zones(instance_types: Iterable[str], region: str) -> dict[str, set[s
         filters=[ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=names)],
         location_type="availability-zone",
         region=region,
+        opts=lookup_options("aws"),
     )
     zones: dict[str, set[str]] = {name: set() for name in names}
     for name, zone in zip(found.instance_types, found.locations, strict=True):

@@ -44,6 +44,7 @@ from pulumi_aws import eks
 
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.node_group_names import is_node_group_of, zone_of
+from gpu_platform.instance import lookup_options, lookup_provider
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,9 @@ def live_bounds(cluster: EksCluster, pool_name: str) -> dict[str | None, LiveBou
     group is left out while a replacement runs beside it (two of the same zone)."""
     if not cluster.exists:
         return {}
-    names = eks.get_node_groups(cluster_name=cluster.name, region=cluster.region).names
+    names = eks.get_node_groups(
+        cluster_name=cluster.name, region=cluster.region, opts=lookup_options("aws")
+    ).names
     by_zone: dict[str | None, list[str]] = {}
     for name in names:
         if is_node_group_of(pool_name, name):
@@ -70,7 +73,10 @@ def live_bounds(cluster: EksCluster, pool_name: str) -> dict[str | None, LiveBou
         if others:
             continue
         group = eks.get_node_group(
-            cluster_name=cluster.name, node_group_name=name, region=cluster.region
+            cluster_name=cluster.name,
+            node_group_name=name,
+            region=cluster.region,
+            opts=lookup_options("aws"),
         )
         (scaling,) = group.scaling_configs
         found[zone] = LiveBounds(name, scaling.min_size, scaling.max_size)
@@ -97,7 +103,7 @@ def desired_size_to_send(
         cluster_name=cluster.name,
         node_group_name=live.node_group,
         region=cluster.region,
-        opts=pulumi.InvokeOutputOptions(depends_on=list(after)),
+        opts=pulumi.InvokeOutputOptions(depends_on=list(after), provider=lookup_provider("aws")),
     )
     return group.scaling_configs.apply(
         lambda configs: min(max(configs[0].desired_size, min_size), max_size)

@@ -41,6 +41,7 @@ from gpu_platform.gke.node_pool import (
     longest_upgrade,
 )
 from gpu_platform.gke.zones import ZoneOfferings
+from gpu_platform.instance import part_name
 from gpu_platform.kubernetes.provider import ClusterConnection, connect_with_kubeconfig_context
 from gpu_platform.node_identity import ResolvedPool, resolve_pool, sharer_for
 from gpu_platform.rollout_timeouts import gke_update_timeout
@@ -120,7 +121,9 @@ class GkeCloud:
             return connect_to(self.cluster, opts)
         # The cluster first, then a provider that waits for it and its system nodes: every
         # Kubernetes object depends on them, so `pulumi destroy` deletes the objects first.
-        created = NewGkeCluster("cluster", self.config, self.cluster, self._update_timeout, opts)
+        created = NewGkeCluster(
+            part_name("cluster"), self.config, self.cluster, self._update_timeout, opts
+        )
         self._created = created
         self._cluster = created.cluster
         connection = connect_to(
@@ -151,7 +154,7 @@ class GkeCloud:
         if platform is Platform.GKE_COS:
             created.append(
                 CosDriverInstaller(
-                    "nvidia-driver-installer",
+                    part_name("nvidia-driver-installer"),
                     pulumi.ResourceOptions.merge(
                         opts, pulumi.ResourceOptions(provider=connection.provider)
                     ),
@@ -189,7 +192,7 @@ class GkeCloud:
         # system nodes explicitly, and is deleted before them.
         ready = self._created.ready if self._created is not None else []
         node_pool = GkeGpuNodePool(
-            pool.spec.name,
+            part_name(pool.spec.name),
             GkeGpuNodePoolArgs(
                 pool,
                 self.cluster,

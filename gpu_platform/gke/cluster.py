@@ -15,6 +15,7 @@ from pulumi_gcp import container
 
 from gpu_platform.config import ClusterSpec, ConfigProblem, key_path
 from gpu_platform.gke.locations import zone_region
+from gpu_platform.instance import lookup_options
 from gpu_platform.kubernetes.provider import (
     ClusterConnection,
     connect_with_kubeconfig,
@@ -80,7 +81,12 @@ def lookup_cluster(spec: ClusterSpec) -> GkeCluster:
     assert spec.project is not None and spec.location is not None
     # With its node pools: an existing pool's version is what its nodes run, and with it their
     # driver on COS.
-    found = container.get_cluster(project=spec.project, location=spec.location, name=spec.name)
+    found = container.get_cluster(
+        project=spec.project,
+        location=spec.location,
+        name=spec.name,
+        opts=lookup_options("gcp"),
+    )
     workload_identity = found.workload_identity_configs
     return GkeCluster(
         project=spec.project,

@@ -14,6 +14,7 @@ from gpu_platform.config import ConfigError, ConfigProblem, key_path
 from gpu_platform.gke.cluster import GkeCluster
 from gpu_platform.gke.locations import zone_region
 from gpu_platform.gke.machine_types import is_n1
+from gpu_platform.instance import lookup_options
 from gpu_platform.node_identity import ResolvedPool
 
 GPU_ZONES_DOC = "https://cloud.google.com/compute/docs/gpus/gpu-regions-zones"
@@ -31,7 +32,10 @@ class ZoneOfferings:
         """The zones of the cluster's region that are up."""
         if self._region_zones is None:
             found = compute.get_zones(
-                project=self.cluster.project, region=self.cluster.region, status="UP"
+                project=self.cluster.project,
+                region=self.cluster.region,
+                status="UP",
+                opts=lookup_options("gcp"),
             )
             self._region_zones = sorted(found.names)
         return self._region_zones
@@ -40,7 +44,10 @@ class ZoneOfferings:
         key = (zone, machine_type)
         if key not in self._offered:
             found = compute.get_machine_types(
-                project=self.cluster.project, zone=zone, filter=f'name = "{machine_type}"'
+                project=self.cluster.project,
+                zone=zone,
+                filter=f'name = "{machine_type}"',
+                opts=lookup_options("gcp"),
             )
             self._offered[key] = any(m.name == machine_type for m in found.machine_types)
         return self._offered[key]

@@ -45,6 +45,7 @@ import pulumi
 from pulumi_kubernetes import batch, core, rbac
 
 from gpu_platform.config import OperatorSpec, Provisioner
+from gpu_platform.instance import part_name
 from gpu_platform.kubernetes.canary_driver_check import PENDING_EXIT_CODE, TOKEN_DIR
 from gpu_platform.kubernetes.nvidia_driver import driver_image_path, nvidia_driver_for
 from gpu_platform.kubernetes.script_pod import NO_BYTECODE, SCRIPT_DIR
@@ -179,7 +180,7 @@ def canary_gate_job(
         )
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=access))
     return batch.v1.Job(
-        f"{canary.spec.name}-canary-gate",
+        part_name(f"{canary.spec.name}-canary-gate"),
         metadata={
             "name": gate_job_name(canary, driver_rollout),
             "namespace": namespace,
@@ -273,7 +274,7 @@ def _driver_check_access(
     """The check's script and its service account, allowed `ROLE_RULES` in `namespace`."""
     account_name, config_map_name = check_names(canary)
     on_cluster = pulumi.ResourceOptions(parent=opts.parent, provider=opts.provider)
-    name = f"{canary.spec.name}-canary-gate"
+    name = part_name(f"{canary.spec.name}-canary-gate")
     labels = {POOL_LABEL: canary.spec.name, "app.kubernetes.io/part-of": "gpu-platform"}
     metadata: Any = {"name": account_name, "namespace": namespace, "labels": labels}
     config_map = core.v1.ConfigMap(

@@ -40,6 +40,7 @@ import pulumi
 from pulumi_kubernetes import batch, core, rbac
 
 from gpu_platform.config import MonitoringSpec, TenantNamespaceSpec
+from gpu_platform.instance import part_name
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.kubernetes.script_pod import NO_BYTECODE, script_pod_spec
 from gpu_platform.secrets import secret_if
@@ -321,4 +322,4 @@ def idle_gpu_reaper(
     args = IdleGpuReaperArgs(
         reaped, monitoring.idle_gpu_utilization_percent, secret_if(secret_url, url)
     )
-    return IdleGpuReaper(REAPER_NAME, args, opts)
+    return IdleGpuReaper(part_name(REAPER_NAME), args, opts)

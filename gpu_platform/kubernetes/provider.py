@@ -9,12 +9,14 @@ import pulumi
 import yaml
 from pulumi_kubernetes.provider import Provider
 
+from gpu_platform.instance import part_name
+
 
 @dataclass(frozen=True)
 class ClusterConnection:
     """How the program reaches the cluster's API."""
 
-    provider: Provider
+    provider: pulumi.ProviderResource
     kubeconfig: pulumi.Output[str] | None
     """A secret output (it grants access to the cluster); None where the deployer's own
     kubeconfig is used."""
@@ -57,7 +59,7 @@ def connect_with_kubeconfig(
     """A provider for the cluster `kubeconfig` describes; the kubeconfig is kept as a secret."""
     secret = pulumi.Output.secret(kubeconfig)
     provider = Provider(
-        provider_name,
+        part_name(provider_name),
         kubeconfig=secret,
         # Server-side apply lets the GPU Operator and Helm share fields without conflicts.
         enable_server_side_apply=True,
@@ -73,5 +75,7 @@ def connect_with_kubeconfig_context(
 
     The kubeconfig stays on the deployer's machine, so there is none to export.
     """
-    provider = Provider("kubernetes", context=context, enable_server_side_apply=True, opts=opts)
+    provider = Provider(
+        part_name("kubernetes"), context=context, enable_server_side_apply=True, opts=opts
+    )
     return ClusterConnection(provider, kubeconfig=None)

@@ -1,6 +1,8 @@
 """GpuPlatform: the whole platform as one component, from stack config or from settings in code."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,10 +12,20 @@ import yaml
 
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.project import Project
-from gpu_platform.config import ConfigError
-from gpu_platform.platform import GpuPlatform, GpuPlatformArgs
-from tests.conftest import Config
+from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.config import (
+    ClusterSpec,
+    ConfigError,
+    EksPoolOptions,
+    GpuPoolSpec,
+    MigSharing,
+    StackConfig,
+    TenantNamespaceSpec,
+)
+from gpu_platform.platform import GpuPlatform, GpuPlatformArgs, PlatformConfigError
+from tests.conftest import Config, dev_stack_config
 from tests.repository import PROJECT, STACKS
+from tests.stack_variants import AL2023_RELEASE
 
 NAMESPACE = "gpu-platform:"
 
@@ -150,3 +162,181 @@ def test_settings_in_code_are_refused_as_stack_config_is(dev_config: Config) -> 
         "Invalid stack configuration (1 problem(s)):\n"
         "  gpu-platform:pools[0].max: got -1; expected greater than or equal to 1"
     )
+
+
+def test_args_built_from_the_config_classes_pass_the_rules_across_fields() -> None:
+    # A MIG-only stack hands out no whole GPU: a gpuQuota there is a rule across `pools` and
+    # `namespaces`, which a StackConfig built in code has not met.
+    mig_only = StackConfig(
+        cloud="aws",
+        cluster=ClusterSpec(name="ml", region="us-east-1"),
+        pools=[
+            GpuPoolSpec(
+                name="h100",
+                instance_types=["p5.48xlarge"],
+                max=1,
+                sharing=MigSharing(mode="mig", profile="all-1g.10gb"),
+                aws=EksPoolOptions(ami_release_version=AL2023_RELEASE),
+            )
+        ],
+        namespaces=[TenantNamespaceSpec(name="ml", gpu_quota=4)],
+    )
+
+    with pytest.raises(PlatformConfigError) as refused:
+        GpuPlatformArgs(mig_only)
+
+    assert [p.path for p in refused.value.problems] == ["gpu-platform:namespaces[0].gpuQuota"]
+
+
+def test_every_public_name_is_the_packages() -> None:
+    # Asked of a fresh interpreter: the package alone loads no Pulumi SDK, for the commands
+    # that only read stack files.
+    script = (
+        "import sys, gpu_platform\n"
+        "assert 'pulumi' not in sys.modules\n"
+        "from gpu_platform import GpuPlatform, GpuPlatformArgs, StackConfig, GpuPoolSpec\n"
+        "from gpu_platform.platform import GpuPlatform as component\n"
+        "from gpu_platform.config import StackConfig as model\n"
+        "assert (GpuPlatform, StackConfig) == (component, model)\n"
+    )
+
+    subprocess.run([sys.executable, "-c", script], check=True)
+
+
+# A program that creates its EKS cluster and reaches it through a Kubernetes provider of its
+# own, made from the cluster's outputs, with every default provider disabled.
+COMPOSING_PROGRAM = """\
+import base64
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as kubernetes
+
+from gpu_platform import GpuPlatform, GpuPlatformArgs
+
+cloud = aws.Provider("aws", region="us-east-1")
+cluster = aws.eks.Cluster(
+    "ml-dev",
+    name="ml-dev",
+    role_arn="arn:aws:iam::123456789012:role/eks-cluster",
+    vpc_config={"subnet_ids": ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"]},
+    opts=pulumi.ResourceOptions(provider=cloud),
+)
+kubeconfig = pulumi.Output.all(cluster.endpoint, cluster.certificate_authority.data).apply(
+    lambda found: f"server: {found[0]}, ca: {found[1]}"
+)
+reach = kubernetes.Provider("ml-dev", kubeconfig=kubeconfig)
+platform = GpuPlatform(
+    "gpu-platform",
+    GpuPlatformArgs.from_config(),
+    pulumi.ResourceOptions(providers=[cloud, reach]),
+)
+"""
+
+
+def composed(directory: Path, stack_config: Config) -> Plan:
+    """`COMPOSING_PROGRAM` previewed: the cluster's endpoint and CA are unknown until it
+    exists."""
+    (directory / "Pulumi.yaml").write_text(
+        yaml.safe_dump({"name": PROJECT.name, "runtime": "python"})
+    )
+    (directory / "__main__.py").write_text(COMPOSING_PROGRAM)
+    config = {
+        **{k: v for k, v in stack_config.items() if not k.startswith("aws:")},
+        "pulumi:disable-default-providers": ["*"],
+    }
+    return run_program(
+        "dev", config=config, project=Project.find(directory), preview=True, raise_errors=False
+    )
+
+
+@pytest.fixture(scope="module")
+def composed_plan(tmp_path_factory: pytest.TempPathFactory) -> Plan:
+    plan = composed(tmp_path_factory.mktemp("composed"), dev_stack_config())
+    assert plan.error is None
+    return plan
+
+
+def provider_urn(reference: str | None) -> str:
+    """A provider reference, `<urn>::<id>`, without the id."""
+    return (reference or "").rsplit("::", 1)[0]
+
+
+def test_with_default_providers_disabled_every_resource_takes_a_given_provider(
+    composed_plan: Plan,
+) -> None:
+    # The engine refuses a default provider under `pulumi:disable-default-providers`; the
+    # mock monitor does not, so the test reads what each registration names.
+    (cloud,) = composed_plan.of_type("pulumi:providers:aws")
+    (reach,) = composed_plan.of_type("pulumi:providers:kubernetes")
+    expected = {"aws": cloud.urn, "kubernetes": reach.urn}
+
+    assert [
+        (r.urn, r.provider)
+        for r in composed_plan.resources
+        if r.custom
+        and not r.type.startswith("pulumi:providers:")
+        and provider_urn(r.provider) != expected[r.type.split(":")[0]]
+    ] == []
+
+
+def test_with_default_providers_disabled_every_lookup_takes_the_given_provider(
+    composed_plan: Plan,
+) -> None:
+    (cloud,) = composed_plan.of_type("pulumi:providers:aws")
+
+    assert composed_plan.invokes
+    assert {provider_urn(i.provider) for i in composed_plan.invokes} == {cloud.urn}
+
+
+# Two platforms in one stack, each on its cluster, their parts named under each.
+TWO_PLATFORMS_PROGRAM = """\
+import json
+import pathlib
+
+from gpu_platform import GpuPlatform, GpuPlatformArgs
+
+settings = json.loads((pathlib.Path(__file__).parent / "settings.json").read_text())
+for name, cluster in (("team-a", "ml-dev"), ("team-b", "ml-other")):
+    settings["cluster"]["name"] = cluster
+    GpuPlatform(name, GpuPlatformArgs.from_settings(settings, part_names_under_it=True))
+"""
+
+
+def test_two_platforms_in_one_stack_name_their_parts_apart(
+    tmp_path: Path, dev_config: Config, shared_plan_for
+) -> None:
+    project = in_code_project(tmp_path, platform_settings(dev_config))
+    (tmp_path / "__main__.py").write_text(TWO_PLATFORMS_PROGRAM)
+    one = shared_plan_for(dev_config)
+
+    plan = run_program("dev", config=other_config(dev_config), project=project)
+
+    # The engine refuses a URN given twice; the mock monitor does not.
+    urns = [r.urn for r in plan.resources]
+    assert len(urns) == len(set(urns)) == 2 * len(one.resources)
+    # The parts are the stack's one platform's, under the platform's name; the Kubernetes
+    # objects keep their own names (a cluster each).
+    team_a = {
+        (r.type, r.name.removeprefix("team-a-")): r
+        for r in plan.resources
+        if r.name.startswith("team-a")
+    }
+    alone = {(r.type, "team-a" if r.name == "gpu-platform" else r.name): r for r in one.resources}
+    assert team_a.keys() == alone.keys()
+    assert [
+        key
+        for key, r in team_a.items()
+        if r.type.startswith("kubernetes:") and r.inputs != alone[key].inputs
+    ] == []
+
+
+def test_a_kubernetes_provider_of_the_programs_own_is_refused_for_a_cluster_it_creates(
+    tmp_path: Path,
+) -> None:
+    # The platform reaches a cluster it creates through a provider made from it, which waits
+    # for the cluster's access entries and system nodes.
+    plan = composed(tmp_path, stack_config("eks-new", PROJECT))
+
+    assert isinstance(plan.error, PlatformConfigError)
+    assert [p.path for p in plan.error.problems] == ["gpu-platform:cluster.create"]

@@ -28,6 +28,7 @@ from gpu_platform.eks.new_cluster.system_nodes import EksSystemNodeGroup
 from gpu_platform.eks.placement import NodeGroupPlacement
 from gpu_platform.eks.subnets import Route, SubnetRouting
 from gpu_platform.eks.vpc_cni import VpcCniIdentity
+from gpu_platform.instance import lookup_options, part_name
 
 PLANNED_SUBNET_PREFIX = "planned-private-"
 """The id a new VPC's private subnet has until it is created: `planned-private-<zone>`."""
@@ -58,13 +59,13 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
     create = config.cluster.create
     region = config.cluster.region
     assert create is not None and region is not None  # config validation requires them
-    caller = get_caller_identity()
-    partition = get_partition().partition
+    caller = get_caller_identity(opts=lookup_options("aws"))
+    partition = get_partition(opts=lookup_options("aws")).partition
     # An assumed role's session ARN names the session, not the role an access entry needs.
-    deployer = iam.get_session_context(arn=caller.arn).issuer_arn
-    existing = eks.get_clusters(region=region).names
+    deployer = iam.get_session_context(arn=caller.arn, opts=lookup_options("aws")).issuer_arn
+    existing = eks.get_clusters(region=region, opts=lookup_options("aws")).names
     live = (
-        eks.get_cluster(name=config.cluster.name, region=region)
+        eks.get_cluster(name=config.cluster.name, region=region, opts=lookup_options("aws"))
         if config.cluster.name in existing
         else None
     )
@@ -179,7 +180,9 @@ def _zones(config: StackConfig, region: str, live: eks.GetClusterResult | None) 
         # unavailable) would move subnets, NAT gateways and node groups during a zone's outage.
         return sorted(
             {
-                ec2.get_subnet(id=subnet_id, region=region).availability_zone
+                ec2.get_subnet(
+                    id=subnet_id, region=region, opts=lookup_options("aws")
+                ).availability_zone
                 for subnet_id in live.vpc_config.subnet_ids
             }
         )
@@ -188,6 +191,7 @@ def _zones(config: StackConfig, region: str, live: eks.GetClusterResult | None) 
         exclude_zone_ids=list(EKS_UNSUPPORTED_ZONE_IDS),
         filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}],
         region=region,
+        opts=lookup_options("aws"),
     ).names
     if len(found) < NEW_VPC_ZONES:
         raise ConfigError(
@@ -292,7 +296,9 @@ class NewEksCluster(pulumi.ComponentResource):
         # VPC, and the VPC CNI could then give no pod an address.
         in_vpc = replace(planned, vpc_id=vpc_id)
         self.cni = (
-            [VpcCniIdentity("vpc-cni", in_vpc, on_cluster)] if config.cluster.vpc_cni_role else []
+            [VpcCniIdentity(part_name("vpc-cni"), in_vpc, on_cluster)]
+            if config.cluster.vpc_cni_role
+            else []
         )
         before = addons(
             f"{name}-addon",

@@ -26,6 +26,7 @@ from gpu_platform.config.cluster_create import SYSTEM_NODE_GROUP, EksSystemNodes
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.node_group import imdsv2_only, node_role
 from gpu_platform.eks.node_group_names import node_group_name_prefix
+from gpu_platform.instance import lookup_provider
 from gpu_platform.rollout_timeouts import eks_update_timeout
 
 SYSTEM_LABEL = "gpu-platform.io/system"
@@ -111,7 +112,9 @@ class EksSystemNodeGroup(pulumi.ComponentResource):
             # release the nodes move to.
             release_version=spec.ami_release_version
             or ssm.get_parameter_output(
-                name=release_parameter(cluster.version, architecture), region=cluster.region
+                name=release_parameter(cluster.version, architecture),
+                region=cluster.region,
+                opts=pulumi.InvokeOutputOptions(provider=lookup_provider("aws")),
             ).insecure_value,
             node_repair_config=eks.NodeGroupNodeRepairConfigArgs(enabled=True),
             instance_types=list(spec.instance_types),

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import pulumi
 from pulumi_kubernetes import meta, rbac
 
+from gpu_platform.instance import part_name
+
 RBAC_API_GROUP = "rbac.authorization.k8s.io"
 
 
@@ -21,7 +23,7 @@ def administrator_bindings(
     if not groups:
         return None
     return rbac.v1.ClusterRoleBinding(
-        "cluster-administrators",
+        part_name("cluster-administrators"),
         metadata=meta.v1.ObjectMetaArgs(name="gpu-platform-administrators"),
         role_ref=rbac.v1.RoleRefArgs(
             api_group=RBAC_API_GROUP, kind="ClusterRole", name="cluster-admin"

@@ -12,6 +12,7 @@ import pulumi
 from pulumi_kubernetes import admissionregistration, meta
 
 from gpu_platform.config import GkeClusterCreate
+from gpu_platform.instance import part_name
 
 BREAK_GLASS_ANNOTATION = "alpha.image-policy.k8s.io/break-glass"
 POLICY_NAME = "gpu-platform-no-break-glass"
@@ -22,7 +23,7 @@ def break_glass_refusal(gcp: GkeClusterCreate, opts: pulumi.ResourceOptions) -> 
     if gcp.binary_authorization != "enforce":
         return
     policy = admissionregistration.v1.ValidatingAdmissionPolicy(
-        "no-break-glass",
+        part_name("no-break-glass"),
         metadata=meta.v1.ObjectMetaArgs(name=POLICY_NAME),
         spec=admissionregistration.v1.ValidatingAdmissionPolicySpecArgs(
             failure_policy="Fail",
@@ -48,7 +49,7 @@ def break_glass_refusal(gcp: GkeClusterCreate, opts: pulumi.ResourceOptions) -> 
         opts=opts,
     )
     admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-        "no-break-glass",
+        part_name("no-break-glass"),
         metadata=meta.v1.ObjectMetaArgs(name=POLICY_NAME),
         spec=admissionregistration.v1.ValidatingAdmissionPolicyBindingSpecArgs(
             policy_name=POLICY_NAME,

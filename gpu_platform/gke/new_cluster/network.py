@@ -9,6 +9,7 @@ import pulumi
 from pulumi_gcp import compute
 
 from gpu_platform.config import GkeExistingNetwork, GkeNewNetwork
+from gpu_platform.instance import lookup_provider
 
 PODS_RANGE = "pods"
 SERVICES_RANGE = "services"
@@ -39,7 +40,12 @@ def existing_network(spec: GkeExistingNetwork, project: str, region: str) -> Clu
     """The existing subnet, with its primary range looked up (`compute.subnetworks.get`,
     `ipCidrRange`): nodes reach the control plane from it, and with authorized networks held
     on the private endpoint a node outside them cannot register."""
-    subnet = compute.get_subnetwork_output(name=spec.subnetwork, project=project, region=region)
+    subnet = compute.get_subnetwork_output(
+        name=spec.subnetwork,
+        project=project,
+        region=region,
+        opts=pulumi.InvokeOutputOptions(provider=lookup_provider("gcp")),
+    )
     return ClusterNetwork(
         network=spec.network,
         subnetwork=spec.subnetwork,

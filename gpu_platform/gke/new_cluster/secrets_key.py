@@ -29,6 +29,7 @@ from pulumi_gcp import kms, organizations
 
 from gpu_platform.config import GkeClusterCreate
 from gpu_platform.gke.cluster import GkeCluster
+from gpu_platform.instance import lookup_provider
 
 ENCRYPTER_DECRYPTER_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
 KEY_PURPOSE = "ENCRYPT_DECRYPT"
@@ -106,7 +107,10 @@ def secrets_key(
         labels={"managed-by": "gpu-platform"},
         opts=protected,
     )
-    project = organizations.get_project_output(project_id=cluster.project)
+    project = organizations.get_project_output(
+        project_id=cluster.project,
+        opts=pulumi.InvokeOutputOptions(provider=lookup_provider("gcp")),
+    )
     grant = kms.CryptoKeyIAMMember(
         f"{name}-secrets-gke",
         crypto_key_id=key.id,

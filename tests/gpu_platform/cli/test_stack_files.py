@@ -85,6 +85,22 @@ def test_a_stack_file_in_utf16_with_its_byte_order_mark_is_read(project: Path) -
     assert result.exit_code == 0, result.output
 
 
+def test_a_config_key_above_the_config_block_is_refused_by_key(tmp_path: Path) -> None:
+    # Pulumi decodes a stack file into its ProjectStack (secretsprovider, encryptedkey,
+    # encryptionsalt, config, environment: pulumi/pulumi sdk/go/common/workspace/project.go)
+    # and drops any other top-level key silently: this pool would never reach the program.
+    stray = DEV_STACK + "gpu-platform:protect: true\n"
+
+    exit_code, stderr = plan_in_own_project(tmp_path, stray.encode())
+
+    assert (exit_code, stderr) == (
+        2,
+        "Pulumi.staging.yaml: 'gpu-platform:protect': not a key of a stack file, which Pulumi"
+        " would ignore (it reads config, environment, secretsprovider, encryptedkey,"
+        " encryptionsalt); a configuration key belongs under `config:`\n",
+    )
+
+
 def test_a_key_given_twice_in_a_mapping_is_refused_as_pulumi_refuses_it(tmp_path: Path) -> None:
     # gopkg.in/yaml.v3 v3.0.1 decode.go, `mapping`, which Pulumi reads stack files with
     # (sdk/go/common/encoding/marshal.go): "line %d: mapping key %#v already defined at line %d".

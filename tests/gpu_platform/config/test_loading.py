@@ -1,9 +1,13 @@
 """The report of a bad stack config: every problem at once, each by its key path, the value found
 and what is allowed in words."""
 
+import copy
 from typing import Any
 
-from gpu_platform.config import ConfigError, ConfigProblem
+import pytest
+
+from gpu_platform.config import ConfigError, ConfigProblem, load_stack_config
+from tests.gpu_platform.config.test_stack import MINIMAL
 
 Config = dict[str, Any]
 POOLS = "gpu-platform:pools"
@@ -64,3 +68,36 @@ def test_missing_key_says_it_is_required(dev_config: Config, failed_plan_for) ->
     plan = failed_plan_for(dev_config)
 
     assert "the key is required" in plan.error.report()  # type: ignore[union-attr]
+
+
+def test_field_problems_and_rules_across_fields_come_in_one_report() -> None:
+    # A bad chart version (a field's own rule) and a node image of the other cloud (a rule
+    # across `cloud` and `cluster.nodeImage`): one round, not two.
+    settings = copy.deepcopy(MINIMAL)
+    settings["operator"] = {"chartVersion": "latest"}
+    settings["cluster"]["nodeImage"] = "cos"
+
+    with pytest.raises(ConfigError) as raised:
+        load_stack_config(settings)
+
+    assert [p.path for p in raised.value.problems] == [
+        "gpu-platform:operator.chartVersion",
+        "gpu-platform:cluster.nodeImage",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("max", True), ("max", 2.0), ("max", "2"), ("diskSizeGib", False)],
+)
+def test_a_number_is_given_as_a_whole_number(key: str, value: Any) -> None:
+    # Pulumi hands config values over as JSON; pydantic's lax mode would read `true` as 1.
+    settings = copy.deepcopy(MINIMAL)
+    settings["pools"][0][key] = value
+
+    with pytest.raises(ConfigError) as raised:
+        load_stack_config(settings)
+
+    assert [(p.path, p.value, p.expected) for p in raised.value.problems] == [
+        (f"gpu-platform:pools[0].{key}", value, "a valid integer")
+    ]

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.config import ConfigError
+from gpu_platform.config import ConfigError, load_stack_config
+from tests.gpu_platform.config.test_stack import MINIMAL
 from tests.stack_variants import with_mig_mixed_pool
 
 Config = dict[str, Any]
@@ -778,3 +779,19 @@ def test_an_empty_block_for_the_other_cloud_sets_nothing(gke_config: Config, pla
     plan = plan_for(gke_config)
 
     assert plan.error is None
+
+
+def test_a_misspelt_region_is_named_as_such() -> None:
+    # Else the lookups run in a region EC2 does not have, and what fails first is a pool's
+    # instance types, "not offered there". The aws partition's regions are botocore's
+    # (botocore 1.44.5 data/endpoints.json, `partitions[0].regions`): us-east-1 is one,
+    # us-east-9 is not.
+    settings = {**MINIMAL, "cluster": {"name": "ml", "region": "us-east-9"}}
+
+    with pytest.raises(ConfigError) as raised:
+        load_stack_config(settings)
+
+    ((path, value, expected),) = raised.value.problems
+    assert (path, value) == ("gpu-platform:cluster.region", "us-east-9")
+    assert expected.startswith("a region of the aws partition, one of af-south-1,")
+    assert ", us-east-1, " in expected

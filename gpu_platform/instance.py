@@ -1,0 +1,75 @@
+"""What the `GpuPlatform` being declared gives every part it declares, however deep: the
+providers its lookups (invokes) go through, and the prefix of its parts' names.
+
+A program that disables default providers (`pulumi:disable-default-providers`) hands
+`GpuPlatform` its own: the component's resources inherit them from it, as every child does its
+parent's, but a lookup runs before the component is registered (a pool that cannot work is
+refused before anything exists) and deep inside the parts. A second `GpuPlatform` in a stack
+needs other names for its parts: a resource's URN holds its name and its ancestors' types, not
+their names. `GpuPlatform` sets both here for as long as it declares its parts.
+"""
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+import pulumi
+
+_PROVIDERS: ContextVar[Mapping[str, pulumi.ProviderResource] | None] = ContextVar(
+    "lookup_providers", default=None
+)
+_PREFIX: ContextVar[str] = ContextVar("part_name_prefix", default="")
+
+
+@contextmanager
+def declaring(providers: Mapping[str, pulumi.ProviderResource], prefix: str) -> Iterator[None]:
+    """While the block runs, lookups of each package (`aws`, `gcp`) go through its provider in
+    `providers` (those of another package, through the stack's default provider), and each
+    part's name begins with `prefix`."""
+    tokens = _PROVIDERS.set(providers), _PREFIX.set(prefix)
+    try:
+        yield
+    finally:
+        _PROVIDERS.reset(tokens[0])
+        _PREFIX.reset(tokens[1])
+
+
+def part_name(name: str) -> str:
+    """The name of a part the platform declares (`gpu-operator`, a pool's), under the
+    platform being declared."""
+    return _PREFIX.get() + name
+
+
+def lookup_provider(package: str) -> pulumi.ProviderResource | None:
+    """The provider the package's lookups go through; None for the stack's default."""
+    return (_PROVIDERS.get() or {}).get(package)
+
+
+def lookup_options(package: str) -> pulumi.InvokeOptions:
+    """Options of a lookup of `package` (`aws`, `gcp`)."""
+    return pulumi.InvokeOptions(provider=lookup_provider(package))
+
+
+PACKAGES = ("aws", "gcp", "kubernetes")
+"""The packages whose providers the platform uses."""
+
+
+def given_providers(opts: pulumi.ResourceOptions | None) -> dict[str, pulumi.ProviderResource]:
+    """The providers of `PACKAGES` that `opts` gives a component, by package, as its children
+    inherit them: its parent's, then `providers`, then `provider` (pulumi 3.272
+    sdk/python/lib/pulumi/resource.py, `Resource.__init__` and `_get_providers`)."""
+    if opts is None:
+        return {}
+    found: dict[str, pulumi.ProviderResource] = {}
+    if opts.parent is not None:
+        for package in PACKAGES:
+            inherited = opts.parent.get_provider(f"{package}:index:lookup")
+            if inherited is not None:
+                found[package] = inherited
+    if isinstance(opts.providers, Mapping):
+        found.update(opts.providers)
+    elif opts.providers:
+        found.update({provider.package: provider for provider in opts.providers})
+    if opts.provider is not None:
+        found[opts.provider.package] = opts.provider
+    return {package: found[package] for package in PACKAGES if package in found}
