@@ -641,17 +641,24 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
             # Joins the platform's exporter env by name, which keeps the GPU ID type.
             interval = {"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}
             operator["overrides"] = {"dcgmExporter": {"env": [interval]}}
-        # EKS only: GKE Ubuntu's per-pool drivers need the pinned chart or newer, and the
-        # platform's own DCGM exporter for GKE-shared COS pools reads the pinned chart's
-        # values, which another version's lack (a KeyError, not a refusal by key).
-        trial = {"chartVersion": TRIAL_OPERATOR_CHART} if cloud == "aws" else {}
+        # Not on GKE Ubuntu, whose per-pool drivers need the pinned chart or newer.
+        trial = {"chartVersion": TRIAL_OPERATOR_CHART} if node_image != "ubuntu" else {}
         operator.update(_moved(draw, repository=MIRROR, namespace="nvidia-gpu", **trial))
+        if cloud == "gcp" and "chartVersion" in operator:
+            # The platform's own exporter on GKE-shared nodes is told that version's image.
+            overrides = operator.setdefault("overrides", {})
+            overrides.setdefault("dcgmExporter", {}).update(TRIAL_EXPORTER_IMAGE)
         config["gpu-platform:operator"] = operator
     if draw(st.booleans()):
         config["gpu-platform:protect"] = True
 
 
 TRIAL_OPERATOR_CHART = "v26.3.0"
+TRIAL_EXPORTER_IMAGE = {
+    "repository": "nvcr.io/nvidia/k8s",
+    "image": "dcgm-exporter",
+    "version": "4.5.2-4.8.1-distroless@sha256:" + "0" * 64,
+}
 TRIAL_AUTOSCALER_CHART = "9.58.0"
 TRIAL_KARPENTER_CHART = "1.13.0"
 MIRROR = "https://charts.example.com/nvidia"

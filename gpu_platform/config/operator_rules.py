@@ -87,6 +87,20 @@ def gke_exporter_override_problems(config: StackConfig) -> Iterator[ConfigProble
     ]
     if not shared or overrides.get("dcgmExporter", {}).get("enabled") is False:
         return
+    chart = config.operator.chart_version
+    exporter = overrides.get("dcgmExporter", {})
+    if chart != GPU_OPERATOR_CHART.version and not exporter.get("image"):
+        # The platform's exporter on those nodes runs the operator's exporter image, which it
+        # knows for the pinned chart only (gpu_platform/kubernetes/operand_images/).
+        yield ConfigProblem(
+            key_path("operator", "chartVersion"),
+            chart,
+            f"{GPU_OPERATOR_CHART.version} while GKE shares the GPUs of {', '.join(shared)}, or"
+            " the image that chart version's DCGM exporter runs in"
+            " operator.overrides.dcgmExporter (repository, image and version): the platform"
+            " runs that exporter itself on those nodes (nvidia-dcgm-exporter-gke) and knows"
+            f" its image for {GPU_OPERATOR_CHART.version} only",
+        )
     for path, what in _NOT_ON_GKE_SHARED_NODES.items():
         value = _value_at(overrides, path)
         if value:

@@ -542,6 +542,29 @@ def test_a_chart_value_the_gke_exporter_cannot_follow_is_refused(
     )
 
 
+def test_another_chart_version_without_the_exporters_image_is_refused_where_gke_shares() -> None:
+    # The GKE exporter runs the operator's exporter image, which only the pinned chart's
+    # operand digests (gpu_platform/kubernetes/operand_images/) name.
+    raw = _raw({})
+    raw["operator"]["chartVersion"] = "v26.3.0"
+
+    (problem,) = _problems(raw)
+
+    assert (problem.path, problem.value) == ("gpu-platform:operator.chartVersion", "v26.3.0")
+    assert problem.expected.startswith("v26.7.0 while GKE shares the GPUs of pools[0], or the")
+    assert "operator.overrides.dcgmExporter (repository, image and version)" in problem.expected
+
+
+def test_another_chart_version_with_the_exporters_image_is_taken() -> None:
+    exporter = {"repository": "nvcr.io/nvidia/k8s", "image": "dcgm-exporter", "version": "4.5.2"}
+    raw = _raw({"dcgmExporter": exporter})
+    raw["operator"]["chartVersion"] = "v26.3.0"
+
+    config = load_stack_config(raw)
+
+    assert config.operator.chart_version == "v26.3.0"
+
+
 def test_those_chart_values_are_taken_where_gke_shares_no_pool(dev_config) -> None:
     raw = {
         key.removeprefix("gpu-platform:"): value
