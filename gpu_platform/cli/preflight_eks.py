@@ -63,8 +63,10 @@ from gpu_platform.cli.preflight_eks_create import (
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_karpenter import (
     CustomResourceDefinitions,
+    NodeClasses,
     NodePools,
     eks_crds,
+    eks_node_classes,
     eks_node_pools,
     karpenter_findings,
 )
@@ -179,6 +181,8 @@ class AwsClients:
     and flags unchecked."""
     node_pools: Callable[[Mapping[str, Any]], NodePools] | None = None
     """The NodePools of a cluster, through its Kubernetes API; None leaves them unchecked."""
+    node_classes: Callable[[Mapping[str, Any]], NodeClasses] | None = None
+    """The EC2NodeClasses of a cluster, likewise; None leaves the EFA pools' unchecked."""
 
     @classmethod
     def for_region(
@@ -220,6 +224,7 @@ class AwsClients:
             lambda cluster: eks_crds(session, region, cluster),
             lambda cluster: eks_config_maps(session, region, cluster),
             lambda cluster: eks_node_pools(session, region, cluster),
+            lambda cluster: eks_node_classes(session, region, cluster),
         )
 
 
@@ -335,8 +340,22 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
         if cluster is not None and clients.config_maps is not None and reads_controller
         else None
     )
+    node_classes = (
+        None
+        if cluster is None or clients.node_classes is None or not config.uses_karpenter
+        else clients.node_classes(cluster)
+    )
     findings += karpenter_findings(
-        config, cluster, clients.iam, crds, mark, deployments, node_pools, clients.eks, config_maps
+        config,
+        cluster,
+        clients.iam,
+        crds,
+        mark,
+        deployments,
+        node_pools,
+        clients.eks,
+        config_maps,
+        node_classes,
     )
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)

@@ -61,7 +61,7 @@ def aws() -> Iterator[AwsClients]:
         # The cluster's Kubernetes API is not moto's: Karpenter's CRDs are read in
         # test_preflight_karpenter.py, and so are its NodePools.
         clients = AwsClients.for_region(REGION, Deadline(30), Calls(), with_iam=True)
-        yield replace(clients, crds=None, node_pools=None)
+        yield replace(clients, crds=None, node_pools=None, node_classes=None)
 
 
 @pytest.fixture
@@ -513,6 +513,52 @@ def test_without_the_pod_identity_agent_karpenter_would_be_stuck(
         " scale a GPU pool up.",
         "aws eks create-addon --cluster-name ml-dev --addon-name eks-pod-identity-agent",
     )
+
+
+@pytest.mark.parametrize(
+    ("change", "reads_config_maps"), [(on_karpenter, False), (on_existing_karpenter, True)]
+)
+def test_karpenter_checks_get_the_clusters_node_classes_and_on_an_existing_karpenter_aws_auth(
+    aws: AwsClients,
+    quotas: Stubber,
+    monkeypatch: pytest.MonkeyPatch,
+    change: Callable[[Config], None],
+    reads_config_maps: bool,
+) -> None:
+    # aws-auth is read only to find the node role of a Karpenter the stack did not install
+    # (karpenter_node_access); the EC2NodeClasses of any Karpenter stack (karpenter_efa_layout).
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    readers: dict[str, Any] = {}
+
+    def reader(kind: str) -> Callable[[Any], Any]:
+        def for_cluster(described: Any) -> Any:
+            assert described["name"] == "ml-dev"
+            readers[kind] = lambda *_: []
+            return readers[kind]
+
+        return for_cluster
+
+    passed: dict[str, Any] = {}
+
+    def spy(*args: Any) -> list[Finding]:
+        passed.update(config_maps=args[8], node_classes=args[9])
+        return []
+
+    monkeypatch.setattr(preflight_eks, "karpenter_findings", spy)
+    clients = replace(
+        aws,
+        deployments=lambda _: lambda: [],
+        config_maps=reader("config_maps"),
+        node_classes=reader("node_classes"),
+    )
+
+    preflight_eks.preflight(stack(change), clients)
+
+    assert passed["node_classes"] is readers["node_classes"]
+    assert passed["config_maps"] is readers.get("config_maps")
+    assert ("config_maps" in readers) is reads_config_maps
 
 
 def test_karpenters_own_nodes_count_within_their_pools_max(
