@@ -347,39 +347,42 @@ def test_a_node_role_with_an_ec2_linux_access_entry_joins(eks: Stubber) -> None:
     assert finding.severity == "ok"
 
 
-def test_a_node_role_whose_entry_is_standard_blocks_and_is_recreated(eks: Stubber) -> None:
+@pytest.mark.parametrize(
+    ("kind", "what", "action"),
+    [
+        # A STANDARD entry serves no node: it is deleted and made again.
+        (
+            "STANDARD",
+            "STANDARD, for people and tools, not EC2_LINUX, the type of self-managed Linux nodes",
+            "An entry's type cannot be changed: aws eks delete-access-entry --cluster-name"
+            f" ml-karpenter-dev --principal-arn {NODE_ROLE}, then {CREATE_ENTRY}.",
+        ),
+        # An EC2 entry serves EKS Auto Mode's nodes, which share the role: it is kept.
+        (
+            "EC2",
+            "EC2, not EC2_LINUX, the type of self-managed Linux nodes (EC2 is EKS Auto Mode's)",
+            "Give Karpenter's nodes a role of their own (gpu-platform:karpenter.nodeRoleArn) with"
+            " an access entry of type EC2_LINUX: deleting this entry would cut off the nodes it"
+            " is for.",
+        ),
+    ],
+)
+def test_a_node_role_whose_entry_is_of_another_type_blocks(
+    eks: Stubber, kind: str, what: str, action: str
+) -> None:
     # botocore's EKS model, CreateAccessEntryRequest `type`: EC2_LINUX for "an IAM role that's
-    # used for self-managed Amazon EC2 nodes", STANDARD otherwise; "You can't change this value
-    # once you've created the access entry". A STANDARD entry serves no node.
-    access_entry(eks, "STANDARD")
+    # used for self-managed Amazon EC2 nodes", EC2 "for EKS Auto Mode", STANDARD otherwise;
+    # "You can't change this value once you've created the access entry".
+    access_entry(eks, kind)
 
     finding = node_role_access_finding(existing_stack(), in_mode("API_AND_CONFIG_MAP"), eks.client)
 
     assert finding == Finding(
         "blocking",
         NODE_SUBJECT,
-        f"{NODE_ROLE} (gpu-platform:karpenter.nodeRoleArn) has an access entry of type STANDARD,"
-        " for people and tools, not EC2_LINUX, the type of self-managed Linux nodes: " + NEVER_JOIN,
-        "An entry's type cannot be changed: aws eks delete-access-entry --cluster-name"
-        f" ml-karpenter-dev --principal-arn {NODE_ROLE}, then {CREATE_ENTRY}.",
-    )
-
-
-def test_a_node_role_of_auto_modes_nodes_blocks_without_deleting_their_entry(
-    eks: Stubber,
-) -> None:
-    # `EC2` is the type "for EKS Auto Mode" (botocore's EKS model): its nodes share the role.
-    access_entry(eks, "EC2")
-
-    finding = node_role_access_finding(existing_stack(), in_mode("API"), eks.client)
-
-    assert finding == Finding(
-        "blocking",
-        NODE_SUBJECT,
-        f"{NODE_ROLE} (gpu-platform:karpenter.nodeRoleArn) has an access entry of type EC2, not"
-        " EC2_LINUX, the type of self-managed Linux nodes (EC2 is EKS Auto Mode's): " + NEVER_JOIN,
-        "Give Karpenter's nodes a role of their own (gpu-platform:karpenter.nodeRoleArn) with an"
-        " access entry of type EC2_LINUX: deleting this entry would cut off the nodes it is for.",
+        f"{NODE_ROLE} (gpu-platform:karpenter.nodeRoleArn) has an access entry of type {what}: "
+        + NEVER_JOIN,
+        action,
     )
 
 
