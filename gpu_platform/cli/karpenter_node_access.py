@@ -7,7 +7,10 @@ for self-managed Amazon EC2 nodes, specify EC2_LINUX"; `EC2` is for EKS Auto Mod
 `STANDARD` for people and tools), or where the cluster reads the ConfigMap, through an
 `aws-auth` mapping of the role to the groups `system:bootstrappers` and `system:nodes`
 (aws/karpenter-provider-aws v1.14.1, getting-started/migrating-from-cas, "Update aws-auth
-ConfigMap"; its ARN without a path, as the EKS user guide's aws-auth page asks). A node without
+ConfigMap"; by its ARN without a path: "ARNs in aws-auth ConfigMap entries can't include a
+path", EKS user guide, "Create access entries"). A role with an entry of another node type
+(`EC2_WINDOWS`, `EC2`) may serve other nodes too: preflight never prints the command that
+deletes it. A node without
 either never registers: Karpenter deletes its NodeClaim 15 minutes after launch
 (`registrationTimeout`, kubernetes-sigs/karpenter v1.14.1
 pkg/controllers/nodeclaim/lifecycle/liveness.go) and launches another for the same pods, each
@@ -80,15 +83,7 @@ def node_role_access_finding(
                     f"{role} has an access entry of type {NODE_ENTRY_TYPE}: its nodes join.",
                     "Nothing.",
                 )
-            return Finding(
-                "blocking",
-                subject,
-                f"{role} ({key_path('karpenter', 'nodeRoleArn')}) has an access entry of type"
-                f" {kind}, not {NODE_ENTRY_TYPE}, the type of self-managed Linux nodes (EC2 is"
-                f" EKS Auto Mode's): {_NEVER_JOIN}.",
-                "An entry's type cannot be changed: aws eks delete-access-entry --cluster-name"
-                f" {name} --principal-arn {role}, then {create}.",
-            )
+            return _entry_type_finding(subject, role, name, str(kind), create)
     if mode not in _READS_CONFIG_MAP:
         return Finding(
             "blocking",
@@ -98,6 +93,41 @@ def node_role_access_finding(
             create,
         )
     return _aws_auth_finding(config, subject, role, mode, config_maps, create)
+
+
+def _entry_type_finding(subject: str, role: str, cluster: str, kind: str, create: str) -> Finding:
+    """The node role's access entry of another type than `EC2_LINUX`. A principal has one entry,
+    whose type cannot be changed (botocore's EKS model, UpdateAccessEntry takes no `type`):
+    deleting a node type's entry would cut off the other nodes that share the role."""
+    key = key_path("karpenter", "nodeRoleArn")
+    if kind == "EC2_WINDOWS":
+        return Finding(
+            "warning",
+            subject,
+            f"{role} ({key}) has an access entry of type EC2_WINDOWS, for self-managed Windows"
+            " nodes (botocore's EKS model, CreateAccessEntryRequest `type`), not"
+            f" {NODE_ENTRY_TYPE}: whether Karpenter's Linux nodes join with it is unverified,"
+            " and deleting it would cut off the Windows nodes that share the role.",
+            f"Give Karpenter's nodes a role of their own ({key}) with an access entry of type"
+            f" {NODE_ENTRY_TYPE}.",
+        )
+    if kind != "STANDARD":
+        return Finding(
+            "blocking",
+            subject,
+            f"{role} ({key}) has an access entry of type {kind}, not {NODE_ENTRY_TYPE}, the type"
+            f" of self-managed Linux nodes (EC2 is EKS Auto Mode's): {_NEVER_JOIN}.",
+            f"Give Karpenter's nodes a role of their own ({key}) with an access entry of type"
+            f" {NODE_ENTRY_TYPE}: deleting this entry would cut off the nodes it is for.",
+        )
+    return Finding(
+        "blocking",
+        subject,
+        f"{role} ({key}) has an access entry of type STANDARD, for people and tools, not"
+        f" {NODE_ENTRY_TYPE}, the type of self-managed Linux nodes: {_NEVER_JOIN}.",
+        "An entry's type cannot be changed: aws eks delete-access-entry --cluster-name"
+        f" {cluster} --principal-arn {role}, then {create}.",
+    )
 
 
 def _aws_auth_finding(
@@ -133,7 +163,32 @@ def _aws_auth_finding(
             "Check that it maps the role to the nodes' groups (kubectl -n kube-system get"
             f" configmap aws-auth -o yaml), or {create}.",
         )
-    groups = _mapped_groups(found, role)
+    try:
+        mapped = _mapping(found, role)
+    except yaml.YAMLError as error:
+        return Finding(
+            "warning",
+            subject,
+            f"{role} has no access entry, and the aws-auth ConfigMap's mapRoles is not YAML:"
+            f" {error}.",
+            "Check that it maps the role to the nodes' groups (kubectl -n kube-system get"
+            f" configmap aws-auth -o yaml), or {create}.",
+        )
+    mapped_arn = None if mapped is None else str(mapped.get("rolearn"))
+    if mapped_arn is not None and mapped_arn != _without_path(mapped_arn):
+        return Finding(
+            "blocking",
+            subject,
+            f"The aws-auth ConfigMap maps {role} ({key_path('karpenter', 'nodeRoleArn')}) as"
+            f' {mapped_arn}, an ARN with a path, which EKS never matches ("ARNs in aws-auth'
+            ' ConfigMap entries can\'t include a path", EKS user guide, "Create access'
+            f' entries"; kubernetes-sigs/aws-iam-authenticator#153): {_NEVER_JOIN}.',
+            f"Map {_without_path(role)} instead of {mapped_arn} in kube-system's aws-auth"
+            " ConfigMap (kubectl -n kube-system edit configmap aws-auth)"
+            + ("" if mode not in _READS_ENTRIES else f", or {create}")
+            + ".",
+        )
+    groups = None if mapped is None else set(mapped.get("groups") or [])
     if groups is not None and set(NODE_GROUPS) <= groups:
         return Finding(
             "ok",
@@ -155,14 +210,14 @@ def _aws_auth_finding(
     )
 
 
-def _mapped_groups(config_map: Mapping[str, Any] | None, role: str) -> set[str] | None:
-    """The groups `aws-auth`'s `mapRoles` gives the role, by its ARN with or without a path;
-    None where it does not map it."""
+def _mapping(config_map: Mapping[str, Any] | None, role: str) -> Mapping[str, Any] | None:
+    """The entry of `aws-auth`'s `mapRoles` for the role, by its ARN with or without a path;
+    None where it has none."""
     text = ((config_map or {}).get("data") or {}).get("mapRoles") or "[]"
-    wanted = {role, _without_path(role)}
+    wanted = _without_path(role)
     for mapping in yaml.safe_load(text) or []:
-        if isinstance(mapping, Mapping) and mapping.get("rolearn") in wanted:
-            return set(mapping.get("groups") or [])
+        if isinstance(mapping, Mapping) and _without_path(str(mapping.get("rolearn"))) == wanted:
+            return mapping
     return None
 
 

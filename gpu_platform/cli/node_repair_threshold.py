@@ -8,8 +8,11 @@ or fewer is never repaired. The program now sends no threshold unless the pool s
 update clears one a group already has: EKS's UpdateNodegroupConfig takes a partial
 configuration, and the provider may keep a value it is no longer given. So preflight reads each
 node group's `nodeRepairConfig` (DescribeNodegroup, botocore's EKS model) and reports a
-percentage left there, with the command that sends the pool's whole configuration in its
-place.
+percentage left there. The fix it prints sends a count in its place, the only way the API offers
+to state another threshold: botocore's EKS model says of NodeRepairConfig's
+`maxUnhealthyNodeThresholdCount` and `maxUnhealthyNodeThresholdPercentage` that "you cannot also
+set" one with the other. Whether EKS then drops the stored percentage is unverified, so the fix
+ends by reading the group's configuration back.
 """
 
 import json
@@ -38,16 +41,31 @@ def leftover_threshold_finding(
     if largest < 1:
         return None
     name = group["nodegroupName"]
-    request = json.dumps(node_repair_request(pool), separators=(",", ":"))
+    count_key = key_path("pools", i, "aws", "nodeRepairMaxUnhealthyNodes")
+    count = pool.aws.node_repair_max_unhealthy_nodes
+    # Above `max` unhealthy nodes never happens: repair never stops, as EKS's own threshold
+    # never stops it in a group of up to five nodes (docs/gpu-health.md).
+    replacement = pool.max if count is None else count
+    request = json.dumps(
+        {**node_repair_request(pool), "maxUnhealthyNodeThresholdCount": replacement},
+        separators=(",", ":"),
+    )
+    keep = (
+        f"set {count_key}: {replacement} so that `up` keeps sending it"
+        if count is None
+        else f"the count {count_key} sets"
+    )
     return Finding(
         "warning",
         f"pool {pool.name}",
         f"Node group {name} keeps {LEFTOVER} {percentage} from an earlier release of the"
         f" platform: EKS stops repairing while more than {percentage}% of its nodes are"
         f" unhealthy, so with up to {largest} node(s) one unhealthy node is never repaired. The"
-        " program sends no percentage (a count only where"
-        f" {key_path('pools', i, 'aws', 'nodeRepairMaxUnhealthyNodes')} is set), which need not"
-        " clear it.",
-        f"aws eks update-nodegroup-config --cluster-name {cluster} --nodegroup-name {name}"
-        f" --node-repair-config '{request}', then run preflight again to see it gone.",
+        f" program sends no percentage (a count only where {count_key} is set), and whether an"
+        " update that omits it clears it is unverified.",
+        f"Send a count in its place ({keep}; the API takes no count beside a percentage): aws"
+        f" eks update-nodegroup-config --cluster-name {cluster} --nodegroup-name {name}"
+        f" --node-repair-config '{request}'. Then check that {LEFTOVER} is gone: aws eks"
+        f" describe-nodegroup --cluster-name {cluster} --nodegroup-name {name} --query"
+        " nodegroup.nodeRepairConfig.",
     )

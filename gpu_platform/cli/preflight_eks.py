@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache, partial
-from typing import Any
+from typing import Any, TypeVar
 
 import boto3
 import requests
@@ -63,8 +63,10 @@ from gpu_platform.cli.preflight_eks_create import (
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.preflight_karpenter import (
     CustomResourceDefinitions,
+    NodeClasses,
     NodePools,
     eks_crds,
+    eks_node_classes,
     eks_node_pools,
     karpenter_findings,
 )
@@ -136,6 +138,7 @@ _REFUSALS = frozenset(
     }
 )
 
+_T = TypeVar("_T")
 POD_IDENTITY_AGENT = "eks-pod-identity-agent"
 
 
@@ -179,6 +182,8 @@ class AwsClients:
     and flags unchecked."""
     node_pools: Callable[[Mapping[str, Any]], NodePools] | None = None
     """The NodePools of a cluster, through its Kubernetes API; None leaves them unchecked."""
+    node_classes: Callable[[Mapping[str, Any]], NodeClasses] | None = None
+    """The EC2NodeClasses of a cluster, likewise; None leaves the EFA pools' unchecked."""
 
     @classmethod
     def for_region(
@@ -220,6 +225,7 @@ class AwsClients:
             lambda cluster: eks_crds(session, region, cluster),
             lambda cluster: eks_config_maps(session, region, cluster),
             lambda cluster: eks_node_pools(session, region, cluster),
+            lambda cluster: eks_node_classes(session, region, cluster),
         )
 
 
@@ -317,26 +323,24 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
     if cluster is not None:
         findings += live_node_group_findings(config, clients.eks)
         findings += _running_autoscaler_findings(config, clients, cluster)
-    crds = None if cluster is None or clients.crds is None else clients.crds(cluster)
+    crds = _read(clients.crds, cluster)
     # The running controller is read only where the stack relies on one it did not install.
     reads_controller = config.uses_karpenter and not config.karpenter_installed
-    deployments = (
-        clients.deployments(cluster)
-        if cluster is not None and clients.deployments is not None and reads_controller
-        else None
-    )
-    node_pools = (
-        None
-        if cluster is None or clients.node_pools is None or not config.uses_karpenter
-        else clients.node_pools(cluster)
-    )
-    config_maps = (
-        clients.config_maps(cluster)
-        if cluster is not None and clients.config_maps is not None and reads_controller
-        else None
-    )
+    deployments = _read(clients.deployments, cluster, reads_controller)
+    node_pools = _read(clients.node_pools, cluster, config.uses_karpenter)
+    config_maps = _read(clients.config_maps, cluster, reads_controller)
+    node_classes = _read(clients.node_classes, cluster, config.uses_karpenter)
     findings += karpenter_findings(
-        config, cluster, clients.iam, crds, mark, deployments, node_pools, clients.eks, config_maps
+        config,
+        cluster,
+        clients.iam,
+        crds,
+        mark,
+        deployments,
+        node_pools,
+        clients.eks,
+        config_maps,
+        node_classes,
     )
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)
@@ -346,6 +350,16 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
 
 
 # --- Size changes and leftover repair thresholds on live node groups ---------------------------
+
+
+def _read(
+    reader: Callable[[Mapping[str, Any]], _T] | None,
+    cluster: Mapping[str, Any] | None,
+    wanted: bool = True,
+) -> _T | None:
+    """The cluster's reader of some Kubernetes objects, where there is a cluster, the clients
+    have the reader, and the stack needs the objects; else None, which leaves them unchecked."""
+    return reader(cluster) if cluster is not None and reader is not None and wanted else None
 
 
 def live_node_group_findings(config: StackConfig, eks: Any) -> list[Finding]:

@@ -26,6 +26,7 @@ import requests
 from botocore.exceptions import BotoCoreError, ClientError
 
 from gpu_platform.cli.findings import Finding
+from gpu_platform.cli.karpenter_efa_layout import NodeClasses, efa_layout_findings
 from gpu_platform.cli.karpenter_node_access import node_role_access_finding
 from gpu_platform.cli.karpenter_permissions import (
     DEFAULT_SERVICE_ACCOUNT,
@@ -83,13 +84,15 @@ def karpenter_findings(
     node_pools: NodePools | None = None,
     eks: Any = None,
     config_maps: ConfigMaps | None = None,
+    node_classes: NodeClasses | None = None,
 ) -> list[Finding]:
     """The Karpenter stack's findings, in the order: authentication mode, the Spot role, the
     CRDs (unchecked where `crds` is None), which the platform's own carry `mark`, and with
     `install: false` the running controller (unchecked where `deployments` is None), its
     role's permissions and its node role's way into the cluster (unchecked where `eks` is
     None; its `aws-auth` mapping where `config_maps` is), and the cluster's other NodePools'
-    weights (unchecked where `node_pools` is None)."""
+    weights (unchecked where `node_pools` is None), and the EFA pools' live EC2NodeClasses
+    (unchecked where `node_classes` is None)."""
     if not config.uses_karpenter:
         return []
     findings = []
@@ -113,6 +116,8 @@ def karpenter_findings(
         clash = name_clash_finding(config, node_pools)
         if clash is not None:
             findings.append(clash)
+    if node_classes is not None:
+        findings += efa_layout_findings(config, node_classes)
     return findings
 
 
@@ -225,9 +230,29 @@ def eks_node_pools(
     http: requests.Session | None = None,
 ) -> NodePools:
     """Every `karpenter.sh/v1` NodePool of the EKS cluster; none where it has no such CRD."""
+    return _eks_list(session, region, cluster, http, "/apis/karpenter.sh/v1/nodepools")
 
+
+def eks_node_classes(
+    session: boto3.Session,
+    region: str,
+    cluster: Mapping[str, Any],
+    http: requests.Session | None = None,
+) -> NodeClasses:
+    """Every `karpenter.k8s.aws/v1` EC2NodeClass of the EKS cluster; none where it has no such
+    CRD."""
+    return _eks_list(session, region, cluster, http, "/apis/karpenter.k8s.aws/v1/ec2nodeclasses")
+
+
+def _eks_list(
+    session: boto3.Session,
+    region: str,
+    cluster: Mapping[str, Any],
+    http: requests.Session | None,
+    path: str,
+) -> Callable[[], Sequence[Mapping[str, Any]]]:
     def read() -> Sequence[Mapping[str, Any]]:
-        found = _eks_get(session, region, cluster, http, "/apis/karpenter.sh/v1/nodepools")
+        found = _eks_get(session, region, cluster, http, path)
         items: Sequence[Mapping[str, Any]] = (found or {}).get("items") or []
         return items
 

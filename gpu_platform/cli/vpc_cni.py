@@ -16,8 +16,9 @@ For EFA pools whose nodes get EFA-only interfaces, the CNI must be one that igno
 An EFA pool's nodes get one EFA per network card with no IP address, of type `efa-only`: on a
 node group's node all but the first, card 0's `efa` (gpu_platform/eks/efa.py), so none on an
 instance type of one EFA; on a Karpenter node every one, card 0's included, beside an ordinary
-primary interface (`efa_network_interfaces`, gpu_platform/eks/karpenter/node_pool.py), so a
-p5.4xlarge, g6.8xlarge or g6e.8xlarge node has one too. The VPC CNI manages every interface of
+primary interface (`efa_network_interfaces`,
+gpu_platform/eks/karpenter/network_interfaces.py), so a p5.4xlarge, g6.8xlarge or g6e.8xlarge
+node has one too. The VPC CNI manages every interface of
 the node, and releases before v1.18.5 fail on one that has no IP information; v1.18.5 is the
 first to filter them out (aws/amazon-vpc-cni-k8s#3047, "Filter for interfaces with no ip info",
 pkg/awsutils/awsutils.go, brought to the release-1.18 branch by #3049; every v1.19 has it).

@@ -18,7 +18,6 @@ from gpu_platform.config.eks_rules import (
     karpenter_problems,
     reservation_problems,
 )
-from gpu_platform.config.fallback_rules import fallback_order_problems
 from gpu_platform.config.fields import NODE_IMAGES, Cloud
 from gpu_platform.config.gke_rules import gke_capacity_problems, gke_pool_problems
 from gpu_platform.config.operator import OPERATOR_DRIVER_OPTIONS
@@ -50,7 +49,6 @@ def cross_field_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from namespace_problems(config)
     yield from monitoring_problems(config)
     yield from karpenter_problems(config)
-    yield from fallback_order_problems(config)
 
 
 _OTHER_PARTITIONS = ("cn-", "us-gov-")

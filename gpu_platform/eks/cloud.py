@@ -40,6 +40,7 @@ from gpu_platform.eks.cluster_autoscaler import (
 )
 from gpu_platform.eks.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from gpu_platform.eks.iam_roles import deploy_role_tags
+from gpu_platform.eks.karpenter.fallback_order import fallback_order_problems
 from gpu_platform.eks.new_cluster.cluster import (
     NewClusterPlan,
     NewEksCluster,
@@ -121,6 +122,11 @@ class EksCloud:
                 continue
             pools.append(pool)
             self._placements[spec.name] = placement
+        problems.extend(
+            fallback_order_problems(
+                self.config, {name: p.instance_types for name, p in self._placements.items()}
+            )
+        )
         if self.config.provisioner == "cluster-autoscaler" and self.config.autoscaler.install:
             self._autoscaler_image = autoscaler_image(self.config.autoscaler, self.cluster.version)
             if self._autoscaler_image is None:

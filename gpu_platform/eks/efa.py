@@ -83,6 +83,13 @@ def efa_launch_template_options(
     if not interfaces:
         return {}
     network = efa_network(name, cluster, reserved, tags, opts)
+    # Cards above 0 keep their `efa-only` at device index 1, which EC2 accepts and earlier
+    # releases wrote, where AWS's guide ("Maximize network bandwidth on Amazon EC2 instances with
+    # multiple network cards") now shows device 0 (as the Karpenter node classes use, under a
+    # primary of their own: `efa_network_interfaces`). Moving it would make a new launch template
+    # version, and the node group takes every new version as an update that replaces all its
+    # nodes (EKS user guide, "Understand each phase of node updates"): every running EFA training
+    # node of every stack, for no change in the EFA devices its pods get.
     network_interfaces = [
         ec2.LaunchTemplateNetworkInterfaceArgs(
             device_index=0 if card == 0 else 1,

@@ -11,6 +11,7 @@ from typing import Any
 
 import boto3
 import pytest
+import requests
 import yaml
 from botocore.stub import Stubber
 
@@ -346,8 +347,29 @@ def test_a_node_role_with_an_ec2_linux_access_entry_joins(eks: Stubber) -> None:
     assert finding.severity == "ok"
 
 
-@pytest.mark.parametrize("kind", ["STANDARD", "EC2"])
-def test_a_node_role_whose_entry_is_of_another_type_blocks(eks: Stubber, kind: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "what", "action"),
+    [
+        # A STANDARD entry serves no node: it is deleted and made again.
+        (
+            "STANDARD",
+            "STANDARD, for people and tools, not EC2_LINUX, the type of self-managed Linux nodes",
+            "An entry's type cannot be changed: aws eks delete-access-entry --cluster-name"
+            f" ml-karpenter-dev --principal-arn {NODE_ROLE}, then {CREATE_ENTRY}.",
+        ),
+        # An EC2 entry serves EKS Auto Mode's nodes, which share the role: it is kept.
+        (
+            "EC2",
+            "EC2, not EC2_LINUX, the type of self-managed Linux nodes (EC2 is EKS Auto Mode's)",
+            "Give Karpenter's nodes a role of their own (gpu-platform:karpenter.nodeRoleArn) with"
+            " an access entry of type EC2_LINUX: deleting this entry would cut off the nodes it"
+            " is for.",
+        ),
+    ],
+)
+def test_a_node_role_whose_entry_is_of_another_type_blocks(
+    eks: Stubber, kind: str, what: str, action: str
+) -> None:
     # botocore's EKS model, CreateAccessEntryRequest `type`: EC2_LINUX for "an IAM role that's
     # used for self-managed Amazon EC2 nodes", EC2 "for EKS Auto Mode", STANDARD otherwise;
     # "You can't change this value once you've created the access entry".
@@ -358,11 +380,36 @@ def test_a_node_role_whose_entry_is_of_another_type_blocks(eks: Stubber, kind: s
     assert finding == Finding(
         "blocking",
         NODE_SUBJECT,
-        f"{NODE_ROLE} (gpu-platform:karpenter.nodeRoleArn) has an access entry of type {kind},"
-        " not EC2_LINUX, the type of self-managed Linux nodes (EC2 is EKS Auto Mode's): "
+        f"{NODE_ROLE} (gpu-platform:karpenter.nodeRoleArn) has an access entry of type {what}: "
         + NEVER_JOIN,
-        "An entry's type cannot be changed: aws eks delete-access-entry --cluster-name"
-        f" ml-karpenter-dev --principal-arn {NODE_ROLE}, then {CREATE_ENTRY}.",
+        action,
+    )
+
+
+def test_a_node_role_of_windows_nodes_warns_without_deleting_their_entry(eks: Stubber) -> None:
+    # botocore's EKS model, CreateAccessEntryRequest `type`: "If the principalArn is for an IAM
+    # role that's used for self-managed Amazon EC2 nodes, specify EC2_LINUX or EC2_WINDOWS".
+    access_entry(eks, "EC2_WINDOWS")
+
+    finding = node_role_access_finding(existing_stack(), in_mode("API"), eks.client)
+
+    assert finding.severity == "warning"
+    assert "delete-access-entry" not in finding.action
+    assert finding.action == (
+        "Give Karpenter's nodes a role of their own (gpu-platform:karpenter.nodeRoleArn) with an"
+        " access entry of type EC2_LINUX."
+    )
+
+
+def test_a_refused_access_entry_read_warns(eks: Stubber) -> None:
+    eks.add_client_error("describe_access_entry", "AccessDeniedException", "", 403)
+
+    finding = node_role_access_finding(existing_stack(), in_mode("API"), eks.client)
+
+    assert (finding.severity, finding.message) == (
+        "warning",
+        f"Whether {NODE_ROLE} (gpu-platform:karpenter.nodeRoleArn) may join the cluster cannot"
+        " be read: eks:DescribeAccessEntry was refused.",
     )
 
 
@@ -415,4 +462,50 @@ def test_a_node_role_mapped_without_the_nodes_groups_blocks(eks: Stubber) -> Non
         f"Map {NODE_ROLE} to the groups system:bootstrappers and system:nodes with username"
         " system:node:{{EC2PrivateDNSName}} in kube-system's aws-auth ConfigMap (kubectl -n"
         " kube-system edit configmap aws-auth)",
+    )
+
+
+def test_an_unread_or_unreadable_aws_auth_warns(eks: Stubber) -> None:
+    def refused(namespace: str, name: str) -> Any:
+        raise requests.HTTPError("403 Forbidden")
+
+    access_entry(eks, None)
+    unread = node_role_access_finding(existing_stack(), in_mode("API_AND_CONFIG_MAP"), eks.client)
+    unreadable = node_role_access_finding(
+        existing_stack(), in_mode("CONFIG_MAP"), eks.client, refused
+    )
+    not_yaml = node_role_access_finding(
+        existing_stack(),
+        in_mode("CONFIG_MAP"),
+        eks.client,
+        lambda namespace, name: {"data": {"mapRoles": "- rolearn: [unclosed"}},
+    )
+
+    assert unread.severity == unreadable.severity == not_yaml.severity == "warning"
+    assert unread.message.endswith("and the aws-auth ConfigMap was not read.")
+    assert unreadable.message.endswith("cannot be read: 403 Forbidden.")
+    assert "the aws-auth ConfigMap's mapRoles is not YAML" in not_yaml.message
+
+
+def test_a_node_role_mapped_in_aws_auth_by_an_arn_with_a_path_blocks(eks: Stubber) -> None:
+    # "ARNs in aws-auth ConfigMap entries can't include a path" (EKS user guide, "Create access
+    # entries"; kubernetes-sigs/aws-iam-authenticator#153): the mapping never matches.
+    pathed = "arn:aws:iam::123456789012:role/ml/nodes/KarpenterNodeRole-ml"
+
+    finding = node_role_access_finding(
+        existing_stack(),
+        in_mode("CONFIG_MAP"),
+        eks.client,
+        aws_auth({**NODE_MAPPING, "rolearn": pathed}),
+    )
+
+    assert finding == Finding(
+        "blocking",
+        NODE_SUBJECT,
+        f"The aws-auth ConfigMap maps {NODE_ROLE} (gpu-platform:karpenter.nodeRoleArn) as {pathed},"
+        " an ARN with a path, which EKS never matches (\"ARNs in aws-auth ConfigMap entries can't"
+        ' include a path", EKS user guide, "Create access entries";'
+        " kubernetes-sigs/aws-iam-authenticator#153): " + NEVER_JOIN,
+        f"Map {NODE_ROLE} instead of {pathed} in kube-system's aws-auth ConfigMap (kubectl -n"
+        " kube-system edit configmap aws-auth).",
     )

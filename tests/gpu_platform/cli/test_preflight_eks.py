@@ -29,6 +29,7 @@ from gpu_platform.cli.deadline import Calls, Deadline
 from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.karpenter_node_access import node_role_access_finding
 from gpu_platform.cli.karpenter_permissions import controller_permissions_finding
+from gpu_platform.cli.node_repair_threshold import leftover_threshold_finding
 from gpu_platform.cli.preflight_eks import AwsClients
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.cli.stack_files import stack_config
@@ -61,7 +62,7 @@ def aws() -> Iterator[AwsClients]:
         # The cluster's Kubernetes API is not moto's: Karpenter's CRDs are read in
         # test_preflight_karpenter.py, and so are its NodePools.
         clients = AwsClients.for_region(REGION, Deadline(30), Calls(), with_iam=True)
-        yield replace(clients, crds=None, node_pools=None)
+        yield replace(clients, crds=None, node_pools=None, node_classes=None)
 
 
 @pytest.fixture
@@ -513,6 +514,52 @@ def test_without_the_pod_identity_agent_karpenter_would_be_stuck(
         " scale a GPU pool up.",
         "aws eks create-addon --cluster-name ml-dev --addon-name eks-pod-identity-agent",
     )
+
+
+@pytest.mark.parametrize(
+    ("change", "reads_config_maps"), [(on_karpenter, False), (on_existing_karpenter, True)]
+)
+def test_karpenter_checks_get_the_clusters_node_classes_and_on_an_existing_karpenter_aws_auth(
+    aws: AwsClients,
+    quotas: Stubber,
+    monkeypatch: pytest.MonkeyPatch,
+    change: Callable[[Config], None],
+    reads_config_maps: bool,
+) -> None:
+    # aws-auth is read only to find the node role of a Karpenter the stack did not install
+    # (karpenter_node_access); the EC2NodeClasses of any Karpenter stack (karpenter_efa_layout).
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    readers: dict[str, Any] = {}
+
+    def reader(kind: str) -> Callable[[Any], Any]:
+        def for_cluster(described: Any) -> Any:
+            assert described["name"] == "ml-dev"
+            readers[kind] = lambda *_: []
+            return readers[kind]
+
+        return for_cluster
+
+    passed: dict[str, Any] = {}
+
+    def spy(*args: Any) -> list[Finding]:
+        passed.update(config_maps=args[8], node_classes=args[9])
+        return []
+
+    monkeypatch.setattr(preflight_eks, "karpenter_findings", spy)
+    clients = replace(
+        aws,
+        deployments=lambda _: lambda: [],
+        config_maps=reader("config_maps"),
+        node_classes=reader("node_classes"),
+    )
+
+    preflight_eks.preflight(stack(change), clients)
+
+    assert passed["node_classes"] is readers["node_classes"]
+    assert passed["config_maps"] is readers.get("config_maps")
+    assert ("config_maps" in readers) is reads_config_maps
 
 
 def test_karpenters_own_nodes_count_within_their_pools_max(
@@ -1813,18 +1860,30 @@ def test_a_live_group_that_kept_the_old_repair_threshold_is_reported_with_its_fi
         " release of the platform: EKS stops repairing while more than 20% of its nodes are"
         " unhealthy, so with up to 4 node(s) one unhealthy node is never repaired. The program"
         " sends no percentage (a count only where"
-        " gpu-platform:pools[0].aws.nodeRepairMaxUnhealthyNodes is set), which need not clear"
-        " it.",
+        " gpu-platform:pools[0].aws.nodeRepairMaxUnhealthyNodes is set), and whether an update"
+        " that omits it clears it is unverified.",
     )
-    command, _, rest = finding.action.partition(" --node-repair-config '")
-    assert command == (
-        f"aws eks update-nodegroup-config --cluster-name ml-dev --nodegroup-name {LIVE_GROUP}"
+    # botocore's EKS model, NodeRepairConfig: of the count and the percentage "you cannot also
+    # set" one with the other, so a count is what can take the percentage's place.
+    fix, _, rest = finding.action.partition(" --node-repair-config '")
+    assert fix == (
+        "Send a count in its place (set gpu-platform:pools[0].aws.nodeRepairMaxUnhealthyNodes: 3"
+        " so that `up` keeps sending it; the API takes no count beside a percentage): aws eks"
+        f" update-nodegroup-config --cluster-name ml-dev --nodegroup-name {LIVE_GROUP}"
     )
     sent, _, after = rest.partition("'")
-    assert after == ", then run preflight again to see it gone."
+    assert after == (
+        ". Then check that maxUnhealthyNodeThresholdPercentage is gone: aws eks describe-nodegroup"
+        f" --cluster-name ml-dev --nodegroup-name {LIVE_GROUP} --query nodegroup.nodeRepairConfig."
+    )
     repair = json.loads(sent)
     assert "maxUnhealthyNodeThresholdPercentage" not in repair
-    assert (repair["enabled"], repair["maxParallelNodesRepairedCount"]) == (True, 1)
+    # The dev pool's max is 3: more unhealthy nodes than that never happens.
+    assert (
+        repair["enabled"],
+        repair["maxParallelNodesRepairedCount"],
+        repair["maxUnhealthyNodeThresholdCount"],
+    ) == (True, 1, 3)
     # XID 13 is an application's fault (NVIDIA's XID catalog): no repair, as the program sends.
     assert {
         "nodeMonitoringCondition": "AcceleratedHardwareReady",
@@ -1832,6 +1891,41 @@ def test_a_live_group_that_kept_the_old_repair_threshold_is_reported_with_its_fi
         "minRepairWaitTimeMins": 10,
         "repairAction": "NoAction",
     } in repair["nodeRepairConfigOverrides"]
+
+
+def old_threshold(percentage: int) -> dict[str, Any]:
+    """A DescribeNodegroup `nodegroup` of the dev pool repairing up to `percentage`."""
+    return {
+        "nodegroupName": LIVE_GROUP,
+        "nodeRepairConfig": {"enabled": True, "maxUnhealthyNodeThresholdPercentage": percentage},
+    }
+
+
+def test_a_leftover_threshold_sends_the_pools_own_count_in_its_place() -> None:
+    def with_count(c: Config) -> None:
+        pools(c)[0]["aws"]["nodeRepairMaxUnhealthyNodes"] = 2
+
+    finding = leftover_threshold_finding("ml-dev", 0, stack(with_count).pools[0], old_threshold(20))
+
+    assert finding is not None
+    assert finding.action.startswith(
+        "Send a count in its place (the count"
+        " gpu-platform:pools[0].aws.nodeRepairMaxUnhealthyNodes sets;"
+    )
+    assert '"maxUnhealthyNodeThresholdCount":2,' in finding.action
+
+
+def test_a_leftover_threshold_is_no_finding_without_repair_or_where_one_node_is_below_it() -> None:
+    def without_repair(c: Config) -> None:
+        pools(c)[0]["aws"]["nodeRepair"] = False
+
+    # One unhealthy node of any group is at most 100 %, never above a threshold of 100.
+    assert leftover_threshold_finding("ml-dev", 0, stack().pools[0], old_threshold(100)) is None
+    # With repair off no threshold stops anything.
+    assert (
+        leftover_threshold_finding("ml-dev", 0, stack(without_repair).pools[0], old_threshold(20))
+        is None
+    )
 
 
 def efa_pool(c: Config, instance_type: str = "p5.48xlarge") -> None:

@@ -731,3 +731,89 @@ def test_iam_refusing_get_role_exits_cannot_check_naming_the_permission(
     assert result.exit_code == EXIT_CANNOT_CHECK, result.output
     assert "AWS refused GetRole (AccessDenied" in result.output
     assert "iam:GetRole" in result.output
+
+
+# --- The EFA pools' live EC2NodeClasses -------------------------------------------------------
+
+
+def node_class(name: str, device_above_card_0: int, cards: int = 32) -> dict[str, Any]:
+    """An EC2NodeClass as the cluster returns it, its `efa-only` interfaces of cards above 0 at
+    `device_above_card_0`: 1 as earlier releases of the platform wrote it, 0 in AWS's layout
+    (EC2 user guide, "Maximize network bandwidth on Amazon EC2 instances with multiple network
+    cards")."""
+    interfaces = [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}]
+    interfaces += [
+        {
+            "networkCardIndex": card,
+            "deviceIndex": device_above_card_0 if card else 1,
+            "interfaceType": "efa-only",
+        }
+        for card in range(cards)
+    ]
+    return {"metadata": {"name": name}, "spec": {"networkInterfaces": interfaces}}
+
+
+def layout_findings(stack: StackConfig, *classes: dict[str, Any]) -> list[Finding]:
+    def read() -> list[dict[str, Any]]:
+        return list(classes)
+
+    found = karpenter_findings(stack, described_cluster("API"), None, None, MARK, node_classes=read)
+    return [
+        f
+        for f in found
+        if f.subject in ("pool h100-block", "cluster ml-karpenter-dev EC2NodeClasses")
+    ]
+
+
+def test_a_node_class_of_the_earlier_layout_warns_that_up_replaces_its_nodes(
+    spot_free_stack: StackConfig,
+) -> None:
+    # `EC2NodeClass.Hash` hashes the whole spec, networkInterfaces included (no
+    # `hash:"ignore"` tag; aws/karpenter-provider-aws pkg/apis/v1/ec2nodeclass.go at v1.14.1):
+    # karpenter-dev's h100-block (32 EFA cards) drifts.
+    (finding,) = layout_findings(
+        spot_free_stack, node_class("h100-block", 1), node_class("other", 1)
+    )
+
+    label = "-l gpu-platform.io/pool=h100-block"
+    assert finding == Finding(
+        "warning",
+        "pool h100-block",
+        "EC2NodeClass h100-block lays out its EFA interfaces as an earlier release of the"
+        " platform did (efa-only at device 1 of cards above 0); `up` writes AWS's layout (device"
+        " 0), and Karpenter hashes the node class's whole spec (EC2NodeClass.Hash,"
+        " aws/karpenter-provider-aws v1.14.1), so every running node of the pool drifts and is"
+        " replaced within the pool's Drifted budget, its jobs drained (where its NodeClaim has a"
+        " terminationGracePeriod, at its end even with do-not-disrupt pods).",
+        # A node's own do-not-disrupt annotation blocks every disruption of it
+        # (`ValidateNodeDisruptable`, kubernetes-sigs/karpenter
+        # pkg/controllers/state/statenode.go), the grace period notwithstanding.
+        f"Run `up` between jobs; or hold the replacement: kubectl annotate nodes {label}"
+        f" karpenter.sh/do-not-disrupt=true before `up`, and kubectl annotate nodes {label}"
+        " karpenter.sh/do-not-disrupt- once the jobs end (docs/karpenter.md, Upgrading a"
+        " Karpenter stack to AWS's EFA layout).",
+    )
+
+
+def test_a_node_class_of_aws_layout_or_none_yet_is_no_finding(
+    spot_free_stack: StackConfig,
+) -> None:
+    # In any order the API server returns them.
+    current = node_class("h100-block", 0)
+    current["spec"]["networkInterfaces"].reverse()
+
+    assert layout_findings(spot_free_stack, current) == []
+    assert layout_findings(spot_free_stack) == []
+
+
+def test_unreadable_node_classes_warn(spot_free_stack: StackConfig) -> None:
+    def refused() -> list[dict[str, Any]]:
+        raise requests.HTTPError("403 Forbidden")
+
+    found = karpenter_findings(
+        spot_free_stack, described_cluster("API"), None, None, MARK, node_classes=refused
+    )
+
+    (finding,) = [f for f in found if f.subject == "cluster ml-karpenter-dev EC2NodeClasses"]
+    assert finding.severity == "warning"
+    assert finding.message.startswith("Cannot read the cluster's EC2NodeClasses: 403 Forbidden.")

@@ -62,6 +62,8 @@ def test_each_network_card_gets_an_efa_the_first_also_carrying_ip_traffic(
     )
     cluster_group, efa_group = first["securityGroups"]
     assert cluster_group == cluster_security_group()
+    # Device 1 on the further cards, as the stacks' launch templates have it: another index
+    # would be a new launch template version, which replaces every node of the node group.
     assert [
         (i["deviceIndex"], i["networkCardIndex"], i["interfaceType"], i["securityGroups"])
         for i in others

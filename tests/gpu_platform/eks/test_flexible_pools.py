@@ -64,6 +64,10 @@ def flexible(accelerator: str, **options: list[str]) -> Config:
     del pool["instanceTypes"]
     pool["accelerator"] = accelerator
     pool["aws"].update(options)
+    # l4-reserved's on-demand fallback would outrank the family's sizes it lacks, which the plan
+    # refuses (gpu_platform/eks/karpenter/fallback_order.py): without it a full reservation
+    # leaves the pods to this pool.
+    config["gpu-platform:pools"][1]["aws"].pop("onDemandFallback")
     return config
 
 

@@ -32,12 +32,12 @@ from gpu_platform.eks import cloud as eks_cloud
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.efa import EfaNetwork
 from gpu_platform.eks.instance_types import InstanceType
+from gpu_platform.eks.karpenter.network_interfaces import efa_network_interfaces
 from gpu_platform.eks.karpenter.node_pool import (
     DRIFT_BUDGET_PERCENT,
     KarpenterGpuNodePool,
     KarpenterGpuNodePoolArgs,
     ec2_node_class_for,
-    efa_network_interfaces,
     node_pool_for,
 )
 from gpu_platform.eks.node_group import EksGpuNodeGroupArgs
