@@ -52,7 +52,7 @@ word.
 """
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -344,10 +344,19 @@ def unjudged_gpu_pods(args: StackValidationArgs, judged: Mapping[str, PoolDriver
             " stack>)."
         )
     yield (
-        f"{len(workloads)} GPU workload(s) ({', '.join(workloads)}) were not held to any pool's"
+        f"{len(workloads)} GPU workload(s) ({_first(workloads)}) were not held to any pool's"
         f" driver: {why}, so {NAME} could not judge whether their CUDA release runs there."
         f" Fix: {fix}"
     )
+
+
+_NAMED_WORKLOADS = 5
+"""How many workloads the stack's one advisory names: a tenant's stack may have hundreds."""
+
+
+def _first(urns: Sequence[str]) -> str:
+    rest = len(urns) - _NAMED_WORKLOADS
+    return ", ".join(urns[:_NAMED_WORKLOADS]) + (f" and {rest} more" if rest > 0 else "")
 
 
 def _asks_for_gpus(pod: Pod) -> bool:

@@ -315,6 +315,16 @@ def test_a_stack_without_pools_and_without_the_setting_says_once_it_was_not_judg
     )
 
 
+def test_the_advisory_names_five_workloads_and_counts_the_rest(analyze: Analyze) -> None:
+    deployments = [workload("Deployment", gpu_pod_spec("1"), name=f"app-{i}") for i in range(7)]
+
+    verdicts = analyze(*deployments)
+
+    (message,) = messages(verdicts, KNOWN)
+    named = ", ".join(d.urn for d in deployments[:5])
+    assert message.startswith(f"7 GPU workload(s) ({named} and 2 more) were not held")
+
+
 def test_a_stack_without_pools_or_gpu_pods_needs_no_setting(analyze: Analyze) -> None:
     verdicts = analyze(pod(CUDA_13_0, gpus="0"))
 
