@@ -1,9 +1,13 @@
 """What `gpu-platform preflight` finds of how GKE will upgrade a GKE stack's pools, from the
 cluster as GKE's `clusters.get` answers it (the `Cluster` schema of the container.v1 discovery
 document): pinned node versions against the control plane's, whether each pinned pool that
-exists holds GKE's upgrades off with its exclusion until end of support, and whether the cluster
-holds GKE's automatic upgrades off the unpinned pools that take them: a maintenance window only
-says when GKE upgrades, so it is no hold for a pinned pool.
+exists holds GKE's upgrades off with its exclusion until end of support, and when GKE may
+upgrade the pools it upgrades itself: the unpinned pools whenever the cluster's maintenance
+window and exclusions let it, and the pinned ones too once their exclusion ends at the end of
+support of their version (container.v1 `NodePool.ExclusionUntilEndOfSupport.endTime`, "the
+cluster control plane version's end of support time"). GKE upgrades nodes automatically "when
+there is an open maintenance window and no active maintenance exclusion" (GKE's
+maintenance-windows-and-exclusions page), so the window decides when that forced upgrade lands.
 
 GKE runs no node newer than its control plane (its version skew policy), and refuses a node pool
 pinned past it at `pulumi up`. During a surge upgrade GKE honours PodDisruptionBudgets for up to
@@ -35,8 +39,8 @@ def upgrade_findings(
     config: StackConfig, cluster: Mapping[str, Any], now: datetime | None = None
 ) -> list[Finding]:
     """Pinned node versions past the control plane and pinned pools without their exclusion
-    (blocking), then the cluster's hold on the automatic upgrades of the unpinned pools GKE
-    upgrades itself."""
+    (blocking), then when the cluster lets GKE upgrade the pools it upgrades itself."""
+    now = now or datetime.now(UTC)
     version = cluster["currentMasterVersion"]
     findings = [
         Finding(
@@ -51,31 +55,60 @@ def upgrade_findings(
         if pool.gcp.node_version is not None
         and version_key(pool.gcp.node_version) > version_key(version)
     ]
-    findings += _unheld_pin_findings(config, cluster)
+    findings += _unheld_pin_findings(config, cluster, now)
     upgraded = [pool.name for pool in config.pools if _auto_upgraded(pool)]
-    if upgraded:
-        findings.append(_maintenance_finding(config, cluster, upgraded, now or datetime.now(UTC)))
+    pinned = _pinned_until_end_of_support(config, cluster)
+    if upgraded or pinned:
+        findings.append(_maintenance_finding(config, cluster, upgraded, pinned, now))
     return findings
 
 
-def _unheld_pin_findings(config: StackConfig, cluster: Mapping[str, Any]) -> list[Finding]:
+def _unheld_pin_findings(
+    config: StackConfig, cluster: Mapping[str, Any], now: datetime
+) -> list[Finding]:
     """Each pinned pool that GKE runs, on a cluster in a release channel, without its node pool
     maintenance exclusion until end of support. The platform declares the exclusion there
     (gpu_platform/gke/node_pool.py, `pinned_pool_upgrades`), but terraform-provider-google sends
     it only when it creates a pool, and the policy pack sees only the inputs the pool was
     created with: a pool created unpinned and pinned later has it only where someone set it, and
-    only GKE's answer shows whether they did. A pool GKE does not run yet is created with it."""
+    only GKE's answer shows whether they did. A pool GKE does not run yet is created with it.
+    A cluster exclusion in force that holds node upgrades off holds the pool too, until it ends:
+    then a warning."""
     channel = _channel(cluster)
     if channel == NO_CHANNEL:
         return []
     running = running_node_pools(cluster)
+    held = _cluster_exclusions_in_force(cluster, now)
     return [
-        _unheld_pin_finding(config, i, pool.name, channel, live)
+        _unheld_pin_finding(config, i, pool.name, channel, live, held)
         for i, pool in enumerate(config.pools)
         if pool.gcp.node_version is not None
         and (live := running.get(pool.name)) is not None
-        and live.get("maintenancePolicy", {}).get("exclusionUntilEndOfSupport", {}).get("enabled")
-        is not True
+        and _own_exclusion(live).get("enabled") is not True
+    ]
+
+
+def _own_exclusion(live: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A running node pool's `maintenancePolicy.exclusionUntilEndOfSupport` (container.v1)."""
+    exclusion: Mapping[str, Any] = live.get("maintenancePolicy", {}).get(
+        "exclusionUntilEndOfSupport", {}
+    )
+    return exclusion
+
+
+def _pinned_until_end_of_support(
+    config: StackConfig, cluster: Mapping[str, Any]
+) -> list[tuple[str, str | None]]:
+    """The pinned pools GKE upgrades itself once their exclusion until end of support ends, with
+    its `endTime` where GKE reports one: on a cluster in a release channel, whose pinned pools
+    keep auto-upgrade on. Without a channel the platform turns their auto-upgrade off."""
+    if _channel(cluster) == NO_CHANNEL:
+        return []
+    running = running_node_pools(cluster)
+    return [
+        (pool.name, _own_exclusion(running.get(pool.name, {})).get("endTime"))
+        for pool in config.pools
+        if pool.gcp.node_version is not None and not dynamic_workload_scheduler_modes(pool)
     ]
 
 
@@ -90,7 +123,12 @@ def running_node_pools(cluster: Mapping[str, Any]) -> dict[str, Mapping[str, Any
 
 
 def _unheld_pin_finding(
-    config: StackConfig, i: int, name: str, channel: str, live: Mapping[str, Any]
+    config: StackConfig,
+    i: int,
+    name: str,
+    channel: str,
+    live: Mapping[str, Any],
+    cluster_held: Sequence[str],
 ) -> Finding:
     spec = config.cluster
     url = (
@@ -103,14 +141,21 @@ def _unheld_pin_finding(
     # `imageType` "Required": GKE may treat a request with a node version as a node upgrade, and
     # it recreates a pool's nodes when `clusters upgrade --node-pool` upgrades it to the version
     # it runs.
+    consequence = (
+        f"the cluster's maintenance exclusion {'; '.join(cluster_held)} holds it for now, and"
+        f" once that ends GKE, which keeps its auto-upgrade on in release channel {channel},"
+        " moves it past the pin"
+        if cluster_held
+        else f"in release channel {channel} GKE keeps its auto-upgrade on and moves it past the pin"
+    )
     return Finding(
-        "blocking",
+        "warning" if cluster_held else "blocking",
         f"pool {name}",
         f"{key_path('pools', i, 'gcp', 'nodeVersion')} pins the pool, whose node pool"
         f" {live['name']} has no maintenance exclusion until end of support"
-        " (maintenancePolicy.exclusionUntilEndOfSupport.enabled is not true): in release channel"
-        f" {channel} GKE keeps its auto-upgrade on and moves it past the pin. Pulumi cannot add"
-        " the exclusion to a node pool that exists, and the policy pack cannot see it there.",
+        f" (maintenancePolicy.exclusionUntilEndOfSupport.enabled is not true): {consequence}."
+        " Pulumi cannot add the exclusion to a node pool that exists, and the policy pack cannot"
+        " see it there.",
         f"Enable it with gcloud container node-pools update {live['name']} --project"
         f" {spec.project} --location {spec.location} --cluster {spec.name}"
         " --add-maintenance-exclusion-until-end-of-support (gcloud 569.0.0 or later), or the GKE"
@@ -124,9 +169,8 @@ def _unheld_pin_finding(
 def _auto_upgraded(pool: GpuPoolSpec) -> bool:
     # GKE replaces flex-start and queued nodes as they end. A pinned pool is held by its own
     # exclusion until end of support on a cluster in a release channel (judged by
-    # `_unheld_pin_findings`), and has auto-upgrade off on one without: neither a maintenance
-    # window, which only says when GKE upgrades, nor the cluster's exclusions, which end, keep
-    # GKE from moving it past its pin.
+    # `_unheld_pin_findings`, and upgraded after it: `_pinned_until_end_of_support`), and has
+    # auto-upgrade off on one without.
     return not dynamic_workload_scheduler_modes(pool) and pool.gcp.node_version is None
 
 
@@ -134,16 +178,40 @@ def _channel(cluster: Mapping[str, Any]) -> str:
     return str(cluster.get("releaseChannel", {}).get("channel", NO_CHANNEL))
 
 
-def _maintenance_finding(
-    config: StackConfig, cluster: Mapping[str, Any], pools: Sequence[str], now: datetime
-) -> Finding:
-    subject = f"cluster {config.cluster.name}"
+def _cluster_exclusions_in_force(cluster: Mapping[str, Any], now: datetime) -> list[str]:
+    """The cluster's maintenance exclusions that hold node upgrades off now, each as "NAME until
+    END"."""
     window = cluster.get("maintenancePolicy", {}).get("window", {})
-    held = [
+    return [
         f"{name} until {exclusion.get('endTime', 'the end of support')}"
         for name, exclusion in window.get("maintenanceExclusions", {}).items()
         if _in_force(exclusion, now)
     ]
+
+
+def _pinned_upgrade(pinned: Sequence[tuple[str, str | None]]) -> str:
+    """When GKE upgrades the pinned pools: as their exclusion until end of support ends."""
+    ends = ", ".join(
+        f"{name} at {end}" if end else f"{name} at its version's end of support"
+        for name, end in pinned
+    )
+    return (
+        "the pinned pools once their exclusion until end of support ends"
+        f" (exclusionUntilEndOfSupport.endTime: {ends})"
+    )
+
+
+def _maintenance_finding(
+    config: StackConfig,
+    cluster: Mapping[str, Any],
+    pools: Sequence[str],
+    pinned: Sequence[tuple[str, str | None]],
+    now: datetime,
+) -> Finding:
+    subject = f"cluster {config.cluster.name}"
+    window = cluster.get("maintenancePolicy", {}).get("window", {})
+    held = _cluster_exclusions_in_force(cluster, now)
+    also = f" That includes {_pinned_upgrade(pinned)}." if pinned else ""
     if held:
         return Finding(
             "ok",
@@ -157,7 +225,8 @@ def _maintenance_finding(
         return Finding(
             "ok",
             subject,
-            f"GKE upgrades nodes only in the maintenance window ({recurring.get('recurrence')}).",
+            f"GKE upgrades nodes only in the maintenance window ({recurring.get('recurrence')})."
+            + also,
             "Nothing.",
         )
     if daily:
@@ -165,16 +234,18 @@ def _maintenance_finding(
             "ok",
             subject,
             f"GKE upgrades nodes only in the daily maintenance window from {daily.get('startTime')}"
-            " GMT.",
+            " GMT." + also,
             "Nothing.",
         )
     spec = config.cluster
+    upgraded = [f"{', '.join(pools)} at any time"] if pools else []
+    upgraded += [_pinned_upgrade(pinned)] if pinned else []
     return Finding(
         "warning",
         subject,
-        f"No maintenance window or exclusion: GKE may upgrade the nodes of {', '.join(pools)} at"
-        " any time, honouring PodDisruptionBudgets for up to an hour during a surge upgrade"
-        " before it evicts, so a longer job is ended.",
+        f"No maintenance window or exclusion: GKE may upgrade the nodes of"
+        f" {', and those of '.join(upgraded)}, honouring PodDisruptionBudgets for up to an hour"
+        " during a surge upgrade before it evicts, so a longer job is ended.",
         "Set a maintenance window, or before long jobs an exclusion"
         f" (gcloud container clusters update {spec.name} --location {spec.location}"
         " --add-maintenance-exclusion-name NAME --add-maintenance-exclusion-start START"

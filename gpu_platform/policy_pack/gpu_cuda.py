@@ -45,13 +45,14 @@ per container, from the first of:
 
 The image's own environment is not visible to the API server, so a pod whose CUDA release none of
 these gives is reported by the advisory `gpu-pods-cuda-known`, not refused. So is, once, a stack
-with GPU pods that declares no node pool and is configured with none whose CUDA release is known:
-without a pool no pod can be judged, and a tenant's stack whose `gpuPools` was never set would
-otherwise pass every CUDA policy without a word.
+with GPU pods but no pool, declared or configured, whose CUDA release is known: without a pool no
+pod can be judged, and a tenant's stack whose `gpuPools` was never set, or was copied from a
+platform stack whose pools' drivers are unknown, would otherwise pass every CUDA policy without a
+word.
 """
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -290,13 +291,12 @@ def _unknown_cuda(pod: Pod, pool: PoolDriver, container: Container) -> Iterator[
         )
 
 
-def unjudged_gpu_pods(
-    args: StackValidationArgs, configured: Mapping[str, PoolDriver]
-) -> Iterator[str]:
-    """One problem for the stack when it has GPU pods but no pool to hold them to: it declares
-    no node pool (node group, GKE node pool or Karpenter NodePool) and `configured` is empty
-    (`gpuPools` unset, or without a CUDA release)."""
-    if configured or any(r.resource_type in POOL_LABELS_PATH for r in args.resources):
+def unjudged_gpu_pods(args: StackValidationArgs, judged: Mapping[str, PoolDriver]) -> Iterator[str]:
+    """One problem for the stack when it has GPU pods but `judged`, the pools the CUDA checks
+    held its pods to, is empty: no pool it declares (node group, GKE node pool or Karpenter
+    NodePool) or `gpuPools` lists has a known CUDA release. It names the pools whose release is
+    unknown."""
+    if judged:
         return
     workloads = [
         resource.urn
@@ -307,17 +307,56 @@ def unjudged_gpu_pods(
             if not pod.partial
         )
     ]
-    if workloads:
-        policies = ", ".join((NAME, MINOR_COMPATIBILITY_NAME, KNOWN_NAME))
-        yield (
-            f"{len(workloads)} GPU workload(s) ({', '.join(workloads)}) were not held to any"
-            f" pool's driver: the stack declares no node pool, and the `{GPU_POOLS.key}`"
-            " parameter of the CUDA policies lists no pool with a known CUDA release, so"
-            f" {NAME} could not judge whether their CUDA release runs there. Fix: set"
-            f" `{GPU_POOLS.key}` of each of {policies} in the policy pack's config to the"
+    if not workloads:
+        return
+    declared = [
+        text(mapping(resource.props, *POOL_LABELS_PATH[resource.resource_type]), POOL_LABEL)
+        or resource.name
+        for resource in args.resources
+        if resource.resource_type in POOL_LABELS_PATH
+    ]
+    configured = list(GPU_POOLS.read(args.get_config()))
+    policies = ", ".join((NAME, MINOR_COMPATIBILITY_NAME, KNOWN_NAME))
+    unknown = []
+    if declared:
+        unknown.append(
+            f"the stack's node pool(s) {', '.join(declared)} carry no {CUDA_LABEL} label"
+        )
+    if configured:
+        unknown.append(f"`{GPU_POOLS.key}` gives no cuda for {', '.join(configured)}")
+    if unknown:
+        why = f"no pool has a known CUDA release ({'; '.join(unknown)})"
+        fix = (
+            "a platform stack knows a pool's CUDA release only where it knows the driver of"
+            " the pool's node image (`gpu-platform plan` shows each pool's): pin the GPU pools to"
+            f" a node image whose driver it knows, then set `{GPU_POOLS.key}` of each of"
+            f" {policies} to the platform stack's gpuPools output again. A pool without GPUs"
+            " needs nothing."
+        )
+    else:
+        why = (
+            f"the stack declares no node pool, and the `{GPU_POOLS.key}` parameter of the CUDA"
+            " policies lists no pool"
+        )
+        fix = (
+            f"set `{GPU_POOLS.key}` of each of {policies} in the policy pack's config to the"
             " platform stack's gpuPools output (pulumi stack output gpuPools --stack <platform"
             " stack>)."
         )
+    yield (
+        f"{len(workloads)} GPU workload(s) ({_first(workloads)}) were not held to any pool's"
+        f" driver: {why}, so {NAME} could not judge whether their CUDA release runs there."
+        f" Fix: {fix}"
+    )
+
+
+_NAMED_WORKLOADS = 5
+"""How many workloads the stack's one advisory names: a tenant's stack may have hundreds."""
+
+
+def _first(urns: Sequence[str]) -> str:
+    rest = len(urns) - _NAMED_WORKLOADS
+    return ", ".join(urns[:_NAMED_WORKLOADS]) + (f" and {rest} more" if rest > 0 else "")
 
 
 def _asks_for_gpus(pod: Pod) -> bool:
@@ -341,11 +380,11 @@ def _validate(
 ) -> None:
     with Findings(name, "the stack", report_violation) as findings:
         configured = configured_pools(args.get_config())
-        check_pods_on_pools(
+        judged = check_pods_on_pools(
             args, findings, pool_driver, check, configured, labels_of=lambda pool: pool.labels
         )
         if report_unjudged:
-            findings.check("the stack's GPU pods", partial(unjudged_gpu_pods, args, configured))
+            findings.check("the stack's GPU pods", partial(unjudged_gpu_pods, args, judged))
 
 
 def _policy(

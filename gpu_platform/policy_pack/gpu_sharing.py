@@ -201,13 +201,14 @@ def check_pods_on_pools(
     problems: Callable[[Pod, P], Iterator[str]],
     configured: Mapping[str, P] | None = None,
     labels_of: Callable[[P], Mapping[str, str]] | None = None,
-) -> None:
+) -> dict[str, P]:
     """Read each of the stack's pools with `read_pool`, then report `problems(pod, pool)` for
     every complete pod of the stack and every pool it selects, one by one. `configured` adds
     pools the stack does not declare (a tenant's stack, on the platform stack's pools); a pool
     the stack declares wins over a configured one of the same name. With `labels_of`, a pod is
     held to every pool whose labels its node selector and affinity admit (`may_land_on`), a pod
-    that selects nothing to every pool; without it, only to the pools it names."""
+    that selects nothing to every pool; without it, only to the pools it names. Returns the pools
+    the pods were held to."""
     pools: dict[str, P] = dict(configured or {})
     for resource in args.resources:
         if resource.resource_type in POOL_LABELS_PATH:
@@ -215,7 +216,7 @@ def check_pods_on_pools(
             if found is not None:
                 pools[found.name] = found
     if not pools:
-        return
+        return pools
     for resource in args.resources:
         complete = (p for p in pods_of(resource.resource_type, resource.props) if not p.partial)
         for pod in complete:
@@ -232,6 +233,7 @@ def check_pods_on_pools(
                     partial(problems, pod, pool),
                     resource.urn,
                 )
+    return pools
 
 
 def _admitting(

@@ -139,32 +139,136 @@ def test_pinned_pools_of_a_cluster_without_a_channel_need_no_window(google: Fake
     assert cluster_findings(base.findings(google, pin_the_upgraded_pools)) == [base.CLUSTER_OK]
 
 
-def test_pinned_pools_of_a_cluster_on_a_release_channel_are_not_judged_by_its_window(
-    google: FakeGoogle,
-) -> None:
-    # On a release channel a pinned pool is held by its own exclusion until end of support
-    # (pulumi-gcp NodePoolMaintenancePolicyExclusionUntilEndOfSupport `enabled`: "the node pool
-    # will not be automatically upgraded by GKE until the node pool version's end of support
-    # date"), which the pool's own finding judges; a window only says when GKE upgrades. Both
-    # pinned pools run with it, and the others are flex-start or queued: the cluster has no
-    # pool for a window to cover.
-    held = {"exclusionUntilEndOfSupport": {"enabled": True}}
-    google.cluster(
+# A pinned pool's exclusion until end of support ends then (container.v1
+# `NodePool.ExclusionUntilEndOfSupport.endTime`: "the cluster control plane version's end of
+# support time"), and GKE upgrades the pool: automatic node upgrades happen "when there is an
+# open maintenance window and no active maintenance exclusion" (GKE's
+# maintenance-windows-and-exclusions page), so the cluster's window still decides when.
+HELD_UNTIL = {
+    "exclusionUntilEndOfSupport": {
+        "enabled": True,
+        "startTime": "2026-11-02T10:00:00Z",
+        "endTime": "2027-10-01T00:00:00Z",
+    }
+}
+
+
+def maintenance_findings(found: list[Finding]) -> list[Finding]:
+    """The cluster's finding on when GKE upgrades its pools: a running pool here lacks the
+    labels of the cluster's exporter finding, which is not this one."""
+    return [f for f in cluster_findings(found) if "maintenance" in f.message.lower()]
+
+
+def pinned_pools_running(**cluster: Any) -> dict[str, Any]:
+    """Both pinned pools running on a release channel: l4-shared with its exclusion's end as GKE
+    reports it, h100-specific with an exclusion GKE gives no end for; the others are flex-start
+    or queued, which GKE replaces as they end."""
+    reserved_labels = {"labels": {"gpu-platform.io/pool": base.GKE_RESERVED_POOL}}
+    return {
         **running_pools(
-            node_pool(maintenancePolicy=held),
+            node_pool(maintenancePolicy=HELD_UNTIL),
             node_pool(
                 name="h100-specific-9f8e7d6",
-                config={"labels": {"gpu-platform.io/pool": base.GKE_RESERVED_POOL}},
-                maintenancePolicy=held,
+                config=reserved_labels,
+                maintenancePolicy={"exclusionUntilEndOfSupport": {"enabled": True}},
             ),
         ),
-        maintenancePolicy={},
-    )
+        **cluster,
+    }
+
+
+def test_pinned_pools_without_a_window_are_upgraded_at_any_time_once_their_exclusion_ends(
+    google: FakeGoogle,
+) -> None:
+    google.cluster(**pinned_pools_running(maintenancePolicy={}))
 
     found = base.findings(google, pin_the_upgraded_pools)
 
-    assert [f for f in cluster_findings(found) if "maintenance" in f.message.lower()] == []
+    (maintenance,) = maintenance_findings(found)
+    assert maintenance.severity == "warning"
+    assert maintenance.message == (
+        "No maintenance window or exclusion: GKE may upgrade the nodes of the pinned pools once"
+        " their exclusion until end of support ends (exclusionUntilEndOfSupport.endTime:"
+        " l4-shared at 2027-10-01T00:00:00Z, h100-specific at its version's end of support),"
+        " honouring PodDisruptionBudgets for up to an hour during a surge upgrade before it"
+        " evicts, so a longer job is ended."
+    )
     assert base.of_pool(found, "l4-shared") == []
+
+
+def test_a_window_says_when_the_pinned_pools_are_upgraded_after_their_exclusion(
+    google: FakeGoogle,
+) -> None:
+    daily = {"window": {"dailyMaintenanceWindow": {"startTime": "03:00"}}}
+    google.cluster(**pinned_pools_running(maintenancePolicy=daily))
+
+    (maintenance,) = maintenance_findings(base.findings(google, pin_the_upgraded_pools))
+
+    assert maintenance == Finding(
+        "ok",
+        CLUSTER,
+        "GKE upgrades nodes only in the daily maintenance window from 03:00 GMT. That includes"
+        " the pinned pools once their exclusion until end of support ends"
+        " (exclusionUntilEndOfSupport.endTime: l4-shared at 2027-10-01T00:00:00Z, h100-specific"
+        " at its version's end of support).",
+        "Nothing.",
+    )
+
+
+def test_unpinned_and_pinned_pools_without_a_window_are_named_apart(google: FakeGoogle) -> None:
+    google.cluster(**running_pools(node_pool(maintenancePolicy=HELD_UNTIL)), maintenancePolicy={})
+
+    (maintenance,) = maintenance_findings(base.findings(google, pin_l4_shared))
+
+    assert maintenance.message.startswith(
+        "No maintenance window or exclusion: GKE may upgrade the nodes of h100-specific at any"
+        " time, and those of the pinned pools once their exclusion until end of support ends"
+        " (exclusionUntilEndOfSupport.endTime: l4-shared at 2027-10-01T00:00:00Z), honouring"
+    )
+
+
+def test_a_cluster_exclusion_in_force_holds_a_pinned_pool_without_its_own_until_it_ends(
+    google: FakeGoogle,
+) -> None:
+    # MaintenanceExclusionOptions.scope NO_MINOR_OR_NODE_UPGRADES holds every node upgrade off
+    # while in force, the pinned pool's too; once it ends GKE moves the pool past its pin.
+    training = exclusion("NO_MINOR_OR_NODE_UPGRADES")["maintenancePolicy"]
+    google.cluster(**running_pools(node_pool()), maintenancePolicy=training)
+
+    found = base.findings(google, pin_l4_shared)
+
+    (finding,) = base.of_pool(found, "l4-shared")
+    assert (finding.severity, finding.message) == (
+        "warning",
+        "gpu-platform:pools[0].gcp.nodeVersion pins the pool, whose node pool l4-shared-5e0d1c2"
+        " has no maintenance exclusion until end of support"
+        " (maintenancePolicy.exclusionUntilEndOfSupport.enabled is not true): the cluster's"
+        " maintenance exclusion training until 2099-01-01T00:00:00Z holds it for now, and once"
+        " that ends GKE, which keeps its auto-upgrade on in release channel REGULAR, moves it"
+        " past the pin. Pulumi cannot add the exclusion to a node pool that exists, and the"
+        " policy pack cannot see it there.",
+    )
+    assert maintenance_findings(found) == [
+        Finding(
+            "ok",
+            CLUSTER,
+            "Maintenance exclusion training until 2099-01-01T00:00:00Z holds GKE's node upgrades"
+            " off.",
+            "Nothing.",
+        )
+    ]
+
+
+def test_a_cluster_exclusion_of_minor_upgrades_only_does_not_hold_a_pinned_pool(
+    google: FakeGoogle,
+) -> None:
+    # NO_MINOR_UPGRADES lets GKE patch the pool's nodes, past a patch-level pin.
+    training = exclusion("NO_MINOR_UPGRADES")["maintenancePolicy"]
+    google.cluster(**running_pools(node_pool()), maintenancePolicy=training)
+
+    (finding,) = base.of_pool(base.findings(google, pin_l4_shared), "l4-shared")
+
+    assert finding.severity == "blocking"
 
 
 # --- A specific reservation's room for surge nodes --------------------------------------------

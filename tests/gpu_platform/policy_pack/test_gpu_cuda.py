@@ -307,12 +307,22 @@ def test_a_stack_without_pools_and_without_the_setting_says_once_it_was_not_judg
     assert verdict.message == (
         f"2 GPU workload(s) ({first.urn}, {second.urn}) were not held to any pool's driver:"
         " the stack declares no node pool, and the `gpuPools` parameter of the CUDA policies"
-        " lists no pool with a known CUDA release, so gpu-pods-cuda-within-driver could not"
-        " judge whether their CUDA release runs there. Fix: set `gpuPools` of each of"
+        " lists no pool, so gpu-pods-cuda-within-driver could not judge whether their CUDA"
+        " release runs there. Fix: set `gpuPools` of each of"
         " gpu-pods-cuda-within-driver, gpu-pods-cuda-minor-compatibility, gpu-pods-cuda-known"
         " in the policy pack's config to the platform stack's gpuPools output (pulumi stack"
         " output gpuPools --stack <platform stack>)."
     )
+
+
+def test_the_advisory_names_five_workloads_and_counts_the_rest(analyze: Analyze) -> None:
+    deployments = [workload("Deployment", gpu_pod_spec("1"), name=f"app-{i}") for i in range(7)]
+
+    verdicts = analyze(*deployments)
+
+    (message,) = messages(verdicts, KNOWN)
+    named = ", ".join(d.urn for d in deployments[:5])
+    assert message.startswith(f"7 GPU workload(s) ({named} and 2 more) were not held")
 
 
 def test_a_stack_without_pools_or_gpu_pods_needs_no_setting(analyze: Analyze) -> None:
@@ -336,12 +346,25 @@ def test_a_pool_the_stack_declares_wins_over_a_configured_one(analyze: Analyze) 
 def test_a_configured_pool_without_a_known_driver_holds_nothing(analyze: Analyze) -> None:
     unknown = {"l4": {"nvidiaDriver": None, "cuda": None, "pinnedBy": None, "canaryOf": None}}
 
-    verdicts = analyze(pod(CUDA_13_0), config=tenant_config(unknown))
+    deployment = pod(CUDA_13_0)
+
+    verdicts = analyze(deployment, config=tenant_config(unknown))
 
     assert messages(verdicts, POLICY) == []
-    # The setting gives no pool a CUDA release: the stack's pods were not judged.
+    # The setting gives no pool a CUDA release, as a platform stack's gpuPools output does for
+    # pools whose driver it does not know: the stack's pods were not judged, and the advice is
+    # not to set what is already set.
     (message,) = messages(verdicts, KNOWN)
-    assert message.startswith("1 GPU workload(s) (")
+    assert message == (
+        f"1 GPU workload(s) ({deployment.urn}) were not held to any pool's driver: no pool has"
+        " a known CUDA release (`gpuPools` gives no cuda for l4), so gpu-pods-cuda-within-driver"
+        " could not judge whether their CUDA release runs there. Fix: a platform stack knows a"
+        " pool's CUDA release only where it knows the driver of the pool's node image"
+        " (`gpu-platform plan` shows each pool's): pin the GPU pools to a node image whose driver"
+        " it knows, then set `gpuPools` of each of gpu-pods-cuda-within-driver,"
+        " gpu-pods-cuda-minor-compatibility, gpu-pods-cuda-known to the platform stack's gpuPools"
+        " output again. A pool without GPUs needs nothing."
+    )
 
 
 # --- Where a pod's CUDA release is read -------------------------------------------------------
@@ -422,8 +445,18 @@ def test_a_pod_without_gpus_is_not_held_to_the_ceiling(analyze: Analyze) -> None
     assert messages(verdicts, KNOWN) == []
 
 
-def test_a_pool_without_a_cuda_label_holds_no_pod(analyze: Analyze) -> None:
-    verdicts = analyze(pool({}), pod(CUDA_13_0))
+def test_a_pool_without_a_cuda_label_holds_no_pod_and_says_so(analyze: Analyze) -> None:
+    # A platform stack labels a pool with its CUDA release only where it knows the driver (an
+    # EKS AMI release missing from its tables has none), and a system node group has none: a
+    # stack whose pools all lack it judged nothing.
+    deployment = pod(CUDA_13_0)
+
+    verdicts = analyze(pool({}), pool({}, name="system"), deployment)
 
     assert verdicts_by_policy(verdicts) == {}
-    assert messages(verdicts, KNOWN) == []
+    (message,) = messages(verdicts, KNOWN)
+    assert message.startswith(
+        f"1 GPU workload(s) ({deployment.urn}) were not held to any pool's driver: no pool has"
+        " a known CUDA release (the stack's node pool(s) l4, system carry no"
+        " gpu-platform.io/cuda label), so"
+    )
