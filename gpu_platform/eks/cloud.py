@@ -40,7 +40,6 @@ from gpu_platform.eks.cluster_autoscaler import (
 )
 from gpu_platform.eks.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from gpu_platform.eks.iam_roles import deploy_role_tags
-from gpu_platform.eks.karpenter.fallback_order import fallback_order_problems
 from gpu_platform.eks.new_cluster.cluster import (
     NewClusterPlan,
     NewEksCluster,
@@ -122,11 +121,12 @@ class EksCloud:
                 continue
             pools.append(pool)
             self._placements[spec.name] = placement
-        problems.extend(
-            fallback_order_problems(
-                self.config, {name: p.instance_types for name, p in self._placements.items()}
-            )
-        )
+        if self.config.provisioner == "karpenter":
+            # Imported here, as the rest of the Karpenter side: node-group stacks never load it.
+            from gpu_platform.eks.karpenter.fallback_order import fallback_order_problems
+
+            sizes = {name: p.instance_types for name, p in self._placements.items()}
+            problems.extend(fallback_order_problems(self.config, sizes))
         if self.config.provisioner == "cluster-autoscaler" and self.config.autoscaler.install:
             self._autoscaler_image = autoscaler_image(self.config.autoscaler, self.cluster.version)
             if self._autoscaler_image is None:

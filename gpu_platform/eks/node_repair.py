@@ -23,12 +23,13 @@ condition with reason `NvidiaDoubleBitError`, which no override names, as the GP
 for a reset after any double-bit error (docs/gpu-health.md).
 """
 
-from typing import Any
-
-from pulumi_aws import eks
+from typing import TYPE_CHECKING, Any
 
 from gpu_platform.config import GpuPoolSpec
 from gpu_platform.kubernetes.alerts import xid_classes
+
+if TYPE_CHECKING:
+    from pulumi_aws import eks
 
 # The condition the node monitoring agent sets for GPU faults, and the reason it gives an XID
 # that sets it (pkg/reasons/reasons.go, `NvidiaXID%dError`).
@@ -69,8 +70,11 @@ def node_repair_request(spec: GpuPoolSpec) -> dict[str, Any]:
     return request
 
 
-def node_repair_config_for(spec: GpuPoolSpec) -> eks.NodeGroupNodeRepairConfigArgs:
+def node_repair_config_for(spec: GpuPoolSpec) -> "eks.NodeGroupNodeRepairConfigArgs":
     """`node_repair_request` as the provider's arguments."""
+    # Here rather than at the top: preflight reads `node_repair_request` and loads no Pulumi SDK.
+    from pulumi_aws import eks
+
     request = node_repair_request(spec)
     overrides = request.get("nodeRepairConfigOverrides")
     return eks.NodeGroupNodeRepairConfigArgs(
