@@ -92,5 +92,5 @@ def test_the_test_command_skips_the_alert_tests_saying_how_to_run_them(
     )
 
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "15 skipped" in result.stdout
+    assert "16 skipped" in result.stdout
     assert "promtool is not on PATH: install Debian's `prometheus` package" in result.stdout
