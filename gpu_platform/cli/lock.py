@@ -87,6 +87,8 @@ def run(
     for fact in unread:
         prefix = "could not read" if fact.blocking else "warning: left as it was,"
         errors.print(f"{prefix} {fact.describe()}", markup=False, highlight=False, soft_wrap=True)
+    for warning in (w for resolution in resolutions for w in resolution.warnings):
+        errors.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if late is not None:
         errors.print(late, markup=False, highlight=False, soft_wrap=True)
     left = 0 if unresolved or late is not None else len(unread)

@@ -37,8 +37,17 @@ class PinnedImage:
     empty_tag: EmptyTag
     """The tag the template renders where the values' `tag` is empty: none, the chart's
     appVersion, or it with a `v` before it."""
+    fragment: str = ""
+    """The text of the chart's template that renders the digest, as read at the release this
+    rule was read from: `lock` refuses a chart whose templates lack it (they changed how the
+    digest renders). Default: `@sha256:{{ .Values.<path>.sha }}`."""
     distroless: bool = False
     """Whether the image map's `distroless: true` appends `-distroless` to the tag."""
+
+    def __post_init__(self) -> None:
+        if not self.fragment:
+            values = self.path if self.chart == _STACK else self.path.partition(".")[2]
+            object.__setattr__(self, "fragment", f"@sha256:{{{{ .Values.{values}.sha }}}}")
 
     def digest_value(self, digest: str) -> str:
         return digest if self.prefixed else digest.removeprefix("sha256:")
@@ -49,7 +58,14 @@ PINNED: tuple[PinnedImage, ...] = (
     # templates/alertmanager/alertmanager.yaml: `:{{ tag }}@sha256:{{ sha }}`.
     PinnedImage("alertmanager.alertmanagerSpec.image", _STACK, "sha", False, "none"),
     # templates/prometheus/prometheus.yaml: `printf "@sha256:%s" sha` after the tag.
-    PinnedImage("prometheus.prometheusSpec.image", _STACK, "sha", False, "none"),
+    PinnedImage(
+        "prometheus.prometheusSpec.image",
+        _STACK,
+        "sha",
+        False,
+        "none",
+        '(printf "@sha256:%s" .Values.prometheus.prometheusSpec.image.sha)',
+    ),
     # templates/prometheus-operator/deployment.yaml: `tag | default .Chart.AppVersion` then
     # `@sha256:{{ sha }}`, for the operator, the config reloader it gives every Prometheus and
     # Alertmanager, and the Thanos sidecar's default image.
@@ -70,7 +86,15 @@ PINNED: tuple[PinnedImage, ...] = (
     ),
     # kube-state-metrics 8.4.0 templates/_helpers.tpl: `printf "%s/%s:%s@%s"` with
     # `default (printf "v%s" .Chart.AppVersion) tag` and the sha whole.
-    PinnedImage("kube-state-metrics.image", "kube-state-metrics", "sha", True, "v + appVersion"),
+    PinnedImage(
+        "kube-state-metrics.image",
+        "kube-state-metrics",
+        "sha",
+        True,
+        "v + appVersion",
+        '{{- printf "%s/%s:%s@%s" .Values.image.registry .Values.image.repository (default'
+        ' (printf "v%s" .Chart.AppVersion) .Values.image.tag) .Values.image.sha }}',
+    ),
     # prometheus-node-exporter 4.56.1 templates/_helpers.tpl: `image.sha` fails the render
     # ("Use image.digest instead"); `@%s` takes the digest whole, after the tag with
     # `-distroless` where `image.distroless` (kube-prometheus-stack's values set it).
@@ -80,6 +104,9 @@ PINNED: tuple[PinnedImage, ...] = (
         "digest",
         True,
         "v + appVersion",
+        '{{- printf "%s/%s:%s%s@%s" .Values.image.registry .Values.image.repository (default'
+        ' (printf "v%s" .Chart.AppVersion) .Values.image.tag) (ternary "-distroless" ""'
+        " .Values.image.distroless) .Values.image.digest }}",
         distroless=True,
     ),
     # grafana 12.11.1 templates/_pod.tpl: `tag | default .Chart.AppVersion` and the sidecar's
