@@ -13,7 +13,8 @@ from gpu_platform.kubernetes.chart_images.prometheus_stack import (
     PINNED,
     PinnedImage,
     lock_key,
-    locked_images,
+    pinned_image,
+    pinned_images,
     split_reference,
 )
 from gpu_platform.lock.chart_archive import (
@@ -82,8 +83,7 @@ def chart_images_to_lock(
         templates = chart_templates(archive, chart.name)
     except (ChartNotRead, SourceError) as error:
         result.fail_section(CHART_IMAGES, f"{chart.name} {chart.version}: {error}")
-        held = locked_images(context.previous, chart)
-        return {held[p]: _pinned(held[p], chart, rules[p]) for p in rules if p in held}
+        return {image.key: image for image in pinned_images(context.previous, chart)}
     pinned: dict[str, PlatformImage] = {}
     for path, image in found.items():
         reference = _reference(image, rules.get(path))
@@ -107,7 +107,7 @@ def chart_images_to_lock(
             )
         else:
             reference = _reference(found[path], rule)
-            pinned[reference] = _pinned(reference, chart, rule)
+            pinned[reference] = pinned_image(reference, rule, chart)
     return pinned
 
 
@@ -137,10 +137,6 @@ def _reference(image: ChartImage, rule: PinnedImage | None) -> str:
     if tag and rule is not None and rule.distroless and image.values.get("distroless") is True:
         tag += "-distroless"
     return f"{name}:{tag}" if tag else name
-
-
-def _pinned(reference: str, chart: HelmChart, rule: PinnedImage) -> PlatformImage:
-    return PlatformImage(*split_reference(reference), f"{chart.name} {chart.version} {rule.path}")
 
 
 RESOLVER = Resolver(sections=(IMAGES, CHART_IMAGES), resolve=resolve)

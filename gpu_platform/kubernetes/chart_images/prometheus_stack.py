@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from gpu_platform.lock.images import locked_digest
 from gpu_platform.lock.lockfile import CHART_IMAGES, Lock, project_lock
+from gpu_platform.platform_images import PlatformImage
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART, HelmChart
 
 EmptyTag = Literal["none", "appVersion", "v + appVersion"]
@@ -148,6 +149,19 @@ def locked_images(lock: Lock, chart: HelmChart = KUBE_PROMETHEUS_STACK_CHART) ->
         for key, found in lock.section(CHART_IMAGES).items()
         if key.startswith(prefix) and found.value
     }
+
+
+def pinned_image(reference: str, rule: PinnedImage, chart: HelmChart) -> PlatformImage:
+    """The image the rule pins, `<repository>:<tag>` as the chart renders it."""
+    return PlatformImage(*split_reference(reference), f"{chart.name} {chart.version} {rule.path}")
+
+
+def pinned_images(
+    lock: Lock, chart: HelmChart = KUBE_PROMETHEUS_STACK_CHART
+) -> list[PlatformImage]:
+    """The images the platform pins of those the lock holds for the chart at its version."""
+    held = locked_images(lock, chart)
+    return [pinned_image(held[rule.path], rule, chart) for rule in PINNED if rule.path in held]
 
 
 def split_reference(image: str) -> tuple[str, str]:

@@ -196,7 +196,9 @@ def test_eks_preflight_compares_an_ecr_image_with_the_token_its_aws_credentials_
     monkeypatch.setattr(preflight_images, "platform_images", lambda config: [image])
     locked = Lock(path=tmp_path / "lock").with_entries(IMAGES, {EFA: entry(DIGEST, "https://e")})
 
-    eks: Any = SimpleNamespace(cloud=Cloud.AWS)
+    eks: Any = SimpleNamespace(
+        cloud=Cloud.AWS, monitoring=SimpleNamespace(install_prometheus_stack=False)
+    )
     with mock_aws():
         found = preflight_images.image_findings("prod", eks, Deadline(20), locked)
 
