@@ -171,6 +171,25 @@ def split_reference(image: str) -> tuple[str, str]:
     return (name, tag) if name and "/" not in tag else (image, "")
 
 
+def unlocked_pin(lock: Lock, chart: HelmChart = KUBE_PROMETHEUS_STACK_CHART) -> str | None:
+    """What the plan says where the lock holds the images of another version of the chart and
+    none of the pinned one (the pin moved, the lock was not run since): its images run by tag
+    and Binary Authorization admits the committed list."""
+    versions = {
+        key.partition("@")[2].partition("/")[0]
+        for key in lock.section(CHART_IMAGES)
+        if key.startswith(f"{chart.name}@")
+    }
+    if not versions or chart.version in versions:
+        return None
+    return (
+        f"{lock.path.name} holds {chart.name} images of {', '.join(sorted(versions))}, none of"
+        f" the pinned {chart.version}: the Prometheus stack's images run by tag, and Binary"
+        " Authorization admits the repositories committed for an older release. Run"
+        " `gpu-platform lock` to read the pinned chart."
+    )
+
+
 def locked_repositories(lock: Lock | None = None) -> tuple[str, ...]:
     """The repositories of every image the lock holds for the pinned chart, sorted; empty where
     it holds none."""

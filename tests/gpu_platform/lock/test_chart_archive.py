@@ -12,9 +12,10 @@ from typing import Any, cast
 
 import pytest
 
+from gpu_platform.cli import plan as plan_command
 from gpu_platform.cli.deadline import Deadline
 from gpu_platform.gke.new_cluster.binary_authorization import allowed_images
-from gpu_platform.kubernetes.chart_images.prometheus_stack import with_digests
+from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin, with_digests
 from gpu_platform.kubernetes.monitoring import prometheus_stack_values
 from gpu_platform.lock import image_resolver
 from gpu_platform.lock.chart_archive import (
@@ -571,3 +572,22 @@ def test_an_oci_chart_is_asked_for_by_the_tag_helm_pushes_and_its_blob_checked()
         read_artifact(StoredArtifact([{**layer, "mediaType": "application/octet-stream"}], content))
     with pytest.raises(ChartNotRead, match=f"is not the blob {sha256(content)}"):
         read_artifact(StoredArtifact([layer], b"test data: another archive"))
+
+
+def test_the_plan_warns_when_the_chart_pin_moved_without_a_new_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    older = HelmChart("kube-prometheus-stack", "88.5.3", "https://charts.example")
+    held = {"kube-prometheus-stack@88.5.3/grafana.image": entry_of("docker.io/grafana/grafana:1")}
+    lock = Lock(path=tmp_path / "gpu-platform.lock").with_entries(CHART_IMAGES, held)
+    monkeypatch.setattr(plan_command, "project_lock", lambda: lock)
+
+    plan_command._warn_of_an_unlocked_chart_pin()
+
+    assert capsys.readouterr().err.startswith(
+        f"warning: gpu-platform.lock holds kube-prometheus-stack images of 88.5.3, none of the"
+        f" pinned {VERSION}:"
+    )
+    # Read again at the pinned version (or never read), the lock is what the plan uses.
+    assert unlocked_pin(lock, older) is None
+    assert unlocked_pin(Lock(path=tmp_path / "gpu-platform.lock")) is None
