@@ -13,7 +13,8 @@ written with what could be read, the entries of the others kept as they were (pa
 deadline, those of each kind of fact whose reading had not finished). A fact no stack needs yet,
 and an image whose registry takes AWS credentials the run was not given, are warnings, not
 failures (docs/lock.md), but for --check: it exits 4 then, as preflight does when it cannot
-check, since a fact it did not read may have moved.
+check, since a fact it did not read may have moved. A warning about a fact that was read (an image
+of a chart the platform does not know) fails neither.
 """
 
 from collections.abc import Sequence
