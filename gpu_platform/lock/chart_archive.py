@@ -9,6 +9,11 @@ registry holds it as an artifact whose layer is the archive (Helm's "Use OCI-bas
 `application/vnd.cncf.helm.chart.content.v1.tar+gzip`). The archive holds `<chart>/Chart.yaml`,
 `<chart>/values.yaml` and each dependency under `<chart>/charts/`, a directory or an archive of
 its own (Helm's chartutil.Save writes directories; `helm dependency build` leaves archives).
+
+A repository's index.yaml lists every release of every chart it holds: prometheus-community's
+runs to several MB, read and parsed within the command's deadline on each run. The same charts
+are published as OCI artifacts (`oci://ghcr.io/prometheus-community/charts`, the repository's
+README), which are read by their one manifest and layer where versions.py names that repository.
 """
 
 import hashlib
