@@ -4,6 +4,7 @@ lists them (Helm's "Chart Repository Guide": `entries.<chart>[].version`, `urls`
 Test data: small charts shaped as kube-prometheus-stack and its subcharts are, not their
 releases."""
 
+import gzip
 import hashlib
 import io
 import tarfile
@@ -24,6 +25,10 @@ class Chart:
     """Each subchart and its `condition`."""
     packed: bool = False
     """As a subchart: an archive of its own under `charts/` rather than a directory."""
+    templates: Mapping[str, str] = field(default_factory=dict)
+    """Its files under `templates/`, by name."""
+    tags: Mapping[str, list[str]] = field(default_factory=dict)
+    """Each subchart's dependency `tags`, by its name."""
 
 
 def _add(tar: tarfile.TarFile, name: str, content: bytes) -> None:
@@ -41,11 +46,18 @@ def _write(tar: tarfile.TarFile, chart: Chart, directory: str) -> None:
     }
     if chart.dependencies:
         described["dependencies"] = [
-            {"name": sub.name, "version": sub.version, **({"condition": c} if c else {})}
+            {
+                "name": sub.name,
+                "version": sub.version,
+                **({"condition": c} if c else {}),
+                **({"tags": chart.tags[sub.name]} if sub.name in chart.tags else {}),
+            }
             for sub, c in chart.dependencies
         ]
     _add(tar, f"{directory}/Chart.yaml", yaml.safe_dump(described).encode())
     _add(tar, f"{directory}/values.yaml", yaml.safe_dump(dict(chart.values)).encode())
+    for name, text in chart.templates.items():
+        _add(tar, f"{directory}/templates/{name}", text.encode())
     for sub, _ in chart.dependencies:
         if sub.packed:
             _add(tar, f"{directory}/charts/{sub.name}-{sub.version}.tgz", archive(sub))
@@ -56,7 +68,11 @@ def _write(tar: tarfile.TarFile, chart: Chart, directory: str) -> None:
 def archive(chart: Chart) -> bytes:
     """The chart as `helm package` writes it: a gzipped tar under `<chart>/`."""
     out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+    # The gzip header's time fixed, so that the same chart is the same archive (and sha256).
+    with (
+        gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as packed,
+        tarfile.open(fileobj=packed, mode="w") as tar,
+    ):
         _write(tar, chart, chart.name)
     return out.getvalue()
 

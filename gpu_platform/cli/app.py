@@ -215,7 +215,7 @@ def lock(
 
     Exit codes: 0 written, or up to date; 1 with --check, the lock would change; 2 a bad
     project, stack or lock file; 4 a fact could not be read (each is named), the others
-    written.
+    written, or, with --check, a fact was left unread (a warning says which).
     """
     _enter(cwd)
     from gpu_platform.cli import lock as command

@@ -13,7 +13,8 @@ written with what could be read, the entries of the others kept as they were (pa
 deadline, those of each kind of fact whose reading had not finished). A fact no stack needs yet,
 and an image whose registry takes AWS credentials the run was not given, are warnings, not
 failures (docs/lock.md), but for --check: it exits 4 then, as preflight does when it cannot
-check, since a fact it did not read may have moved.
+check, since a fact it did not read may have moved. A warning about a fact that was read (an image
+of a chart the platform does not know) fails neither.
 """
 
 from collections.abc import Sequence
@@ -87,6 +88,8 @@ def run(
     for fact in unread:
         prefix = "could not read" if fact.blocking else "warning: left as it was,"
         errors.print(f"{prefix} {fact.describe()}", markup=False, highlight=False, soft_wrap=True)
+    for warning in (w for resolution in resolutions for w in resolution.warnings):
+        errors.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if late is not None:
         errors.print(late, markup=False, highlight=False, soft_wrap=True)
     left = 0 if unresolved or late is not None else len(unread)

@@ -25,10 +25,12 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack, PolicyPackError, Verdict
-from gpu_platform.cli.cli import fail, plain_console, plan_or_fail
+from gpu_platform.cli.cli import errors, fail, plain_console, plan_or_fail
 from gpu_platform.cli.namespace_levels import config_for_plan
 from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.cli.project import Project, ProjectNotFound
+from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin
+from gpu_platform.lock.lockfile import LockError, project_lock
 
 EXIT_PROGRAM_ERROR = 1
 EXIT_CONFIG_ERROR = 2
@@ -122,6 +124,7 @@ def run(
     pack_dir = policy_pack or PACK_DIR
     with _pack_started_meanwhile(pack_dir, project.name, stack) as started_pack:
         plan = plan_or_fail(stack, EXIT_CONFIG_ERROR, EXIT_PROGRAM_ERROR, project)
+        _warn_of_an_unlocked_chart_pin()
         try:
             pack = started_pack()
             config = _policy_config(project.directory / POLICY_CONFIG_DIR, stack, policy_config)
@@ -137,6 +140,15 @@ def run(
         print_verdicts(verdicts, plan, console, pack_dir)
     if any(v.mandatory for v in verdicts):
         raise typer.Exit(EXIT_MANDATORY_VIOLATION)
+
+
+def _warn_of_an_unlocked_chart_pin() -> None:
+    try:
+        note = unlocked_pin(project_lock())
+    except LockError:
+        return  # the plan read no lock, or reported it
+    if note is not None:
+        errors.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
 
 
 def default_stack(project: Project) -> str:

@@ -1,6 +1,8 @@
 """What `gpu-platform preflight` finds of a stack's images: those the lock has no digest for,
 which run by tag, and those whose tag names another image now than the digest the lock holds (a
-tag pushed again since `gpu-platform lock` read it). The registries are read as the lock reads
+tag pushed again since `gpu-platform lock` read it), kube-prometheus-stack's pinned images among
+them where the stack installs it (those the lock read from the pinned chart: none where the
+chart's pin moved since). The registries are read as the lock reads
 them (gpu_platform/lock/registry.py: anonymously, within the command's deadline, and, for an EKS
 stack, whose preflight runs with AWS credentials, Amazon ECR's registries with an ECR token); an
 image whose registry cannot be read that way is named, not compared."""
@@ -10,6 +12,7 @@ from collections.abc import Collection
 from gpu_platform.cli.deadline import Deadline, DeadlinePassed
 from gpu_platform.cli.findings import Finding
 from gpu_platform.config import Cloud, StackConfig
+from gpu_platform.kubernetes.chart_images.prometheus_stack import pinned_images
 from gpu_platform.lock.ecr import EcrCredentials
 from gpu_platform.lock.lockfile import IMAGES, LOCK_COMMAND, Lock, project_lock
 from gpu_platform.lock.registry import (
@@ -20,6 +23,7 @@ from gpu_platform.lock.registry import (
 )
 from gpu_platform.lock.sources import SourceError, Sources
 from gpu_platform.platform_images import PlatformImage, platform_images
+from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART
 
 SUBJECT = "image digests"
 
@@ -37,15 +41,30 @@ def image_findings(
     refresh = f"`{LOCK_COMMAND} {stack}`"
     locked: dict[str, tuple[PlatformImage, str]] = {}
     by_tag = []
-    for image in platform_images(config):
-        if image.digest:
-            continue
+    images = [image for image in platform_images(config) if not image.digest]
+    findings = []
+    if config.monitoring.install_prometheus_stack:
+        chart = KUBE_PROMETHEUS_STACK_CHART
+        chart_images = pinned_images(lock, chart)
+        images += chart_images
+        if not chart_images:
+            findings.append(
+                Finding(
+                    "warning",
+                    SUBJECT,
+                    f"The lock holds no image of {chart.name} {chart.version}, the pinned"
+                    " chart (a chart pin moved, or the lock was never run for this stack): its"
+                    " images run by tag, and Binary Authorization's allowlist is the one"
+                    " committed for an older release.",
+                    f"Run {refresh} to read the chart's images and their digests.",
+                )
+            )
+    for image in images:
         found = lock.get(IMAGES, image.key)
         if found is None or found.value is None:
             by_tag.append(image.key)
         else:
             locked[image.key] = (image, found.value)
-    findings = []
     if by_tag:
         findings.append(
             Finding(

@@ -9,12 +9,17 @@ registry holds it as an artifact whose layer is the archive (Helm's "Use OCI-bas
 `application/vnd.cncf.helm.chart.content.v1.tar+gzip`). The archive holds `<chart>/Chart.yaml`,
 `<chart>/values.yaml` and each dependency under `<chart>/charts/`, a directory or an archive of
 its own (Helm's chartutil.Save writes directories; `helm dependency build` leaves archives).
+
+A repository's index.yaml lists every release of every chart it holds: prometheus-community's
+runs to several MB, read and parsed within the command's deadline on each run. The same charts
+are published as OCI artifacts (`oci://ghcr.io/prometheus-community/charts`, the repository's
+README), which are read by their one manifest and layer where versions.py names that repository.
 """
 
-import fnmatch
 import hashlib
 import io
 import json
+import re
 import tarfile
 import urllib.parse
 from collections.abc import Iterator, Mapping
@@ -78,7 +83,10 @@ def fetch(sources: Sources, registries: RegistryClient, chart: HelmChart) -> tup
 def _from_registry(registries: RegistryClient, chart: HelmChart) -> tuple[bytes, str]:
     repository = f"{chart.repository.removeprefix('oci://').rstrip('/')}/{chart.name}"
     try:
-        manifest, _ = registries.read(repository, f"manifests/{chart.version}", _OCI_MANIFEST)
+        # An OCI tag cannot hold SemVer's `+`: Helm pushes `1.0.0+build` as `1.0.0_build`
+        # (helm/helm pkg/registry/util.go, parseReference).
+        tag = chart.version.replace("+", "_")
+        manifest, _ = registries.read(repository, f"manifests/{tag}", _OCI_MANIFEST)
         layers = json.loads(manifest).get("layers") or []
         digest = next(str(d["digest"]) for d in layers if d.get("mediaType") == HELM_CHART_LAYER)
         archive, url = registries.read(repository, f"blobs/{digest}", "*/*")
@@ -89,6 +97,30 @@ def _from_registry(registries: RegistryClient, chart: HelmChart) -> tuple[bytes,
     if "sha256:" + hashlib.sha256(archive).hexdigest() != digest:
         raise ChartNotRead(f"{url} is not the blob {digest}")
     return archive, url
+
+
+def chart_templates(archive: bytes, name: str) -> dict[str, str]:
+    """The text of the templates of the chart and of each subchart it holds, by chart name."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+            return _templates(_Archive(tar), name)
+    except (tarfile.TarError, OSError, ValueError, KeyError, TypeError) as error:
+        raise ChartNotRead(f"not a Helm chart archive of {name}: {error}") from error
+
+
+def _templates(archive: "_Archive", directory: str) -> dict[str, str]:
+    chart = archive.yaml(f"{directory}/Chart.yaml")
+    prefix = f"{directory}/templates/"
+    texts = [archive.read(f).decode() for f in sorted(archive.files) if f.startswith(prefix)]
+    found = {str(chart["name"]): "\n".join(texts)}
+    for dependency in chart.get("dependencies") or []:
+        inner = _subchart_directory(archive, directory, dependency)
+        if inner is None:
+            packed = _packed(archive, directory, dependency)
+            found.update(chart_templates(archive.read(packed), dependency["name"]))
+        else:
+            found.update(_templates(archive, inner))
+    return found
 
 
 def chart_images(archive: bytes, name: str) -> list[ChartImage]:
@@ -124,32 +156,81 @@ def _images(archive: _Archive, directory: str) -> Iterator[ChartImage]:
     own = {key: value for key, value in values.items() if key not in keys}
     yield from _image_maps(own, chart["name"], str(chart.get("appVersion") or ""), ())
     for dependency in dependencies:
-        if not _enabled(values, dependency.get("condition")):
+        if not _enabled(values, dependency):
             continue
         key = dependency.get("alias") or dependency["name"]
-        for image in _subchart(archive, directory, dependency["name"]):
+        inner = _subchart(archive, directory, dependency)
+        for image in inner.images:
             merged = _overlaid(image.values, _at(values.get(key), image.path))
             yield ChartImage(f"{key}.{image.path}", image.chart, image.app_version, merged)
+        # Helm coalesces the parent's values for a subchart over the subchart's own, keeping
+        # the keys only the parent has (helm/helm pkg/chartutil/coalesce.go): an image
+        # map the parent alone gives is the subchart's too (kube-prometheus-stack 88.5.3's
+        # `crds.upgradeJob.image`, under the `crds` subchart, which has no values.yaml).
+        known = {image.path for image in inner.images}
+        for image in _image_maps(values.get(key), inner.name, inner.app_version, ()):
+            if image.path not in known:
+                yield ChartImage(f"{key}.{image.path}", inner.name, inner.app_version, image.values)
 
 
-def _subchart(archive: _Archive, directory: str, name: str) -> list[ChartImage]:
+@dataclass(frozen=True)
+class _Subchart:
+    name: str
+    app_version: str
+    images: list[ChartImage]
+
+
+def _subchart(archive: _Archive, directory: str, dependency: Mapping[str, Any]) -> _Subchart:
     """The subchart's image maps, from its directory or its own archive under `charts/`."""
-    if f"{directory}/charts/{name}/Chart.yaml" in archive.files:
-        return list(_images(archive, f"{directory}/charts/{name}"))
-    packed = fnmatch.filter(archive.files, f"{directory}/charts/{name}-*.tgz")
+    inner = _subchart_directory(archive, directory, dependency)
+    if inner is not None:
+        chart, images = archive.yaml(f"{inner}/Chart.yaml"), list(_images(archive, inner))
+    else:
+        with tarfile.open(
+            fileobj=io.BytesIO(archive.read(_packed(archive, directory, dependency))), mode="r:gz"
+        ) as tar:
+            packed = _Archive(tar)
+            name = dependency["name"]
+            chart, images = packed.yaml(f"{name}/Chart.yaml"), list(_images(packed, name))
+    return _Subchart(str(chart["name"]), str(chart.get("appVersion") or ""), images)
+
+
+def _subchart_directory(
+    archive: _Archive, directory: str, dependency: Mapping[str, Any]
+) -> str | None:
+    inner = f"{directory}/charts/{dependency['name']}"
+    return inner if f"{inner}/Chart.yaml" in archive.files else None
+
+
+def _packed(archive: _Archive, directory: str, dependency: Mapping[str, Any]) -> str:
+    """The subchart's own archive, `<name>-<version>.tgz` as `helm dependency build` names it:
+    its version a SemVer (Helm's rule for chart versions), so that another subchart whose name
+    starts with this one's and a `-` is not taken for it."""
+    name = re.escape(str(dependency["name"]))
+    pattern = re.compile(
+        rf"{re.escape(directory)}/charts/{name}-\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]*)?\.tgz"
+    )
+    packed = [file for file in archive.files if pattern.fullmatch(file)]
     if len(packed) != 1:
-        raise KeyError(f"{directory}/charts/{name}")
-    return chart_images(archive.read(packed[0]), name)
+        raise KeyError(f"{directory}/charts/{dependency['name']}")
+    return packed[0]
 
 
-def _enabled(values: Mapping[str, Any], condition: str | None) -> bool:
-    """Helm's dependency `condition`: the first of its comma-separated value paths that the
-    values hold decides; none, enabled."""
-    for path in (condition or "").split(","):
+def _enabled(values: Mapping[str, Any], dependency: Mapping[str, Any]) -> bool:
+    """Helm's dependency `condition`, then its `tags` (helm/helm pkg/chartutil/dependencies.go,
+    processDependencyTags and processDependencyConditions): the first of the
+    condition's comma-separated value paths that the values hold decides; else a tag set true
+    under the values' `tags` enables it, one set false (and none true) disables it; else it is
+    enabled."""
+    for path in str(dependency.get("condition") or "").split(","):
         found = _at(values, path.strip())
         if isinstance(found, bool):
             return found
-    return True
+    tags = values.get("tags")
+    set_to = {
+        tags.get(tag) if isinstance(tags, Mapping) else None for tag in dependency.get("tags") or []
+    }
+    return True in set_to or False not in set_to
 
 
 def _at(values: Any, path: str) -> Any:

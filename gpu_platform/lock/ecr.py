@@ -12,6 +12,12 @@ run that has them (`NoCredentials`), not failed: `gpu-platform lock` says so and
 
 import re
 
+from gpu_platform.cli.deadline import (
+    CONNECT_TIMEOUT_SECONDS,
+    MAX_ATTEMPTS,
+    READ_TIMEOUT_SECONDS,
+)
+
 ECR_HOST = re.compile(r"(\d{12})\.dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?")
 
 
@@ -55,9 +61,13 @@ def _token(region: str) -> str:
             " ecr:GetAuthorizationToken) to read its digest"
         )
     try:
-        # Within `gpu-platform lock`'s own deadline, which bounds the whole run (Deadline.run).
+        # Preflight's rules for every call (gpu_platform/cli/deadline.py, docs/deploy.md), within
+        # the command's own deadline, which bounds the whole run (Deadline.run). As in
+        # preflight_eks.py, `total_max_attempts` counts the first attempt (botocore/config.py).
         config = Config(
-            connect_timeout=10, read_timeout=20, retries={"max_attempts": 3, "mode": "standard"}
+            connect_timeout=CONNECT_TIMEOUT_SECONDS,
+            read_timeout=READ_TIMEOUT_SECONDS,
+            retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
         )
         answer = session.client("ecr", config=config).get_authorization_token()
         return str(answer["authorizationData"][0]["authorizationToken"])

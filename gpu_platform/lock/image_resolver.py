@@ -13,10 +13,17 @@ from gpu_platform.kubernetes.chart_images.prometheus_stack import (
     PINNED,
     PinnedImage,
     lock_key,
-    locked_images,
+    pinned_image,
+    pinned_images,
     split_reference,
 )
-from gpu_platform.lock.chart_archive import ChartImage, ChartNotRead, chart_images, fetch
+from gpu_platform.lock.chart_archive import (
+    ChartImage,
+    ChartNotRead,
+    chart_images,
+    chart_templates,
+    fetch,
+)
 from gpu_platform.lock.ecr import EcrCredentials
 from gpu_platform.lock.lockfile import CHART_IMAGES, IMAGES, entry
 from gpu_platform.lock.registry import Credentials, ImageNotResolved, RegistryClient
@@ -73,24 +80,23 @@ def chart_images_to_lock(
     try:
         archive, source = fetch(context.sources, client, chart)
         found = {image.path: image for image in chart_images(archive, chart.name)}
+        templates = chart_templates(archive, chart.name)
     except (ChartNotRead, SourceError) as error:
         result.fail_section(CHART_IMAGES, f"{chart.name} {chart.version}: {error}")
-        held = locked_images(context.previous, chart)
-        return {held[p]: _pinned(held[p], chart, rules[p]) for p in rules if p in held}
+        return {image.key: image for image in pinned_images(context.previous, chart)}
     pinned: dict[str, PlatformImage] = {}
     for path, image in found.items():
         reference = _reference(image, rules.get(path))
         result.add(CHART_IMAGES, lock_key(path, chart), entry(reference, source))
         if path not in NOT_RUN and path not in rules:
-            result.fail(
+            result.warn(
                 CHART_IMAGES,
                 lock_key(path, chart),
                 f"an image the platform does not know ({reference}): it runs by its tag; list"
                 " it in gpu_platform/kubernetes/chart_images/prometheus_stack.py",
-                blocking=False,
             )
     for path, rule in rules.items():
-        problem = _unpinnable(found.get(path), rule)
+        problem = _unpinnable(found.get(path), rule, templates.get(rule.chart, ""))
         if problem is not None:
             result.fail(
                 CHART_IMAGES,
@@ -101,16 +107,21 @@ def chart_images_to_lock(
             )
         else:
             reference = _reference(found[path], rule)
-            pinned[reference] = _pinned(reference, chart, rule)
+            pinned[reference] = pinned_image(reference, rule, chart)
     return pinned
 
 
-def _unpinnable(image: ChartImage | None, rule: PinnedImage) -> str | None:
-    """What keeps the platform from pinning the image by the rule, if anything."""
+def _unpinnable(image: ChartImage | None, rule: PinnedImage, templates: str) -> str | None:
+    """What keeps the platform from pinning the image by the rule, if anything: the image,
+    its digest key, or the template text that renders the digest as the rule sets it (were it
+    to render `@%s` where the rule gives hex alone, the pod's image would be `...@<hex>`, and
+    `@sha256:sha256:<hex>` the other way round: an image name the kubelet refuses)."""
     if image is None:
         return "no image"
     if rule.key not in image.values:
         return f"no `{rule.key}` in the image"
+    if rule.fragment not in templates:
+        return f"no template rendering the digest as `{rule.fragment}` ({rule.chart})"
     if not split_reference(_reference(image, rule))[1]:
         return "no tag for the image"
     return None
@@ -126,10 +137,6 @@ def _reference(image: ChartImage, rule: PinnedImage | None) -> str:
     if tag and rule is not None and rule.distroless and image.values.get("distroless") is True:
         tag += "-distroless"
     return f"{name}:{tag}" if tag else name
-
-
-def _pinned(reference: str, chart: HelmChart, rule: PinnedImage) -> PlatformImage:
-    return PlatformImage(*split_reference(reference), f"{chart.name} {chart.version} {rule.path}")
 
 
 RESOLVER = Resolver(sections=(IMAGES, CHART_IMAGES), resolve=resolve)

@@ -35,6 +35,10 @@ class Resolution:
 
     entries: dict[Section, dict[str, LockEntry]] = field(default_factory=dict)
     unresolved: list[Unresolved] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """What a fact read says the code should look at (an image of a chart the platform does not
+    know): printed, while the fact is written as read; neither `lock` nor `--check` fails for
+    it, as `uv lock --check` fails only for a lock that would change."""
 
     def add(self, section: Section, key: str, found: LockEntry) -> None:
         self.entries.setdefault(section, {})[key] = found
@@ -42,6 +46,9 @@ class Resolution:
     def fail(self, section: Section, key: str, reason: str, blocking: bool = True) -> None:
         """A fact not read: its entry stays as it was; see `Unresolved.blocking`."""
         self.unresolved.append(Unresolved(section, key, reason, blocking))
+
+    def warn(self, section: Section, key: str, message: str) -> None:
+        self.warnings.append(f'{section.name}["{key}"]: {message}')
 
     def fail_section(self, section: Section, reason: str) -> None:
         """The whole section could not be read: the lock keeps it as it was."""

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from gpu_platform.lock.images import locked_digest
 from gpu_platform.lock.lockfile import CHART_IMAGES, Lock, project_lock
+from gpu_platform.platform_images import PlatformImage
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART, HelmChart
 
 EmptyTag = Literal["none", "appVersion", "v + appVersion"]
@@ -37,8 +38,17 @@ class PinnedImage:
     empty_tag: EmptyTag
     """The tag the template renders where the values' `tag` is empty: none, the chart's
     appVersion, or it with a `v` before it."""
+    fragment: str = ""
+    """The text of the chart's template that renders the digest, as read at the release this
+    rule was read from: `lock` refuses a chart whose templates lack it (they changed how the
+    digest renders). Default: `@sha256:{{ .Values.<path>.sha }}`."""
     distroless: bool = False
     """Whether the image map's `distroless: true` appends `-distroless` to the tag."""
+
+    def __post_init__(self) -> None:
+        if not self.fragment:
+            values = self.path if self.chart == _STACK else self.path.partition(".")[2]
+            object.__setattr__(self, "fragment", f"@sha256:{{{{ .Values.{values}.sha }}}}")
 
     def digest_value(self, digest: str) -> str:
         return digest if self.prefixed else digest.removeprefix("sha256:")
@@ -49,7 +59,14 @@ PINNED: tuple[PinnedImage, ...] = (
     # templates/alertmanager/alertmanager.yaml: `:{{ tag }}@sha256:{{ sha }}`.
     PinnedImage("alertmanager.alertmanagerSpec.image", _STACK, "sha", False, "none"),
     # templates/prometheus/prometheus.yaml: `printf "@sha256:%s" sha` after the tag.
-    PinnedImage("prometheus.prometheusSpec.image", _STACK, "sha", False, "none"),
+    PinnedImage(
+        "prometheus.prometheusSpec.image",
+        _STACK,
+        "sha",
+        False,
+        "none",
+        '(printf "@sha256:%s" .Values.prometheus.prometheusSpec.image.sha)',
+    ),
     # templates/prometheus-operator/deployment.yaml: `tag | default .Chart.AppVersion` then
     # `@sha256:{{ sha }}`, for the operator, the config reloader it gives every Prometheus and
     # Alertmanager, and the Thanos sidecar's default image.
@@ -70,7 +87,15 @@ PINNED: tuple[PinnedImage, ...] = (
     ),
     # kube-state-metrics 8.4.0 templates/_helpers.tpl: `printf "%s/%s:%s@%s"` with
     # `default (printf "v%s" .Chart.AppVersion) tag` and the sha whole.
-    PinnedImage("kube-state-metrics.image", "kube-state-metrics", "sha", True, "v + appVersion"),
+    PinnedImage(
+        "kube-state-metrics.image",
+        "kube-state-metrics",
+        "sha",
+        True,
+        "v + appVersion",
+        '{{- printf "%s/%s:%s@%s" .Values.image.registry .Values.image.repository (default'
+        ' (printf "v%s" .Chart.AppVersion) .Values.image.tag) .Values.image.sha }}',
+    ),
     # prometheus-node-exporter 4.56.1 templates/_helpers.tpl: `image.sha` fails the render
     # ("Use image.digest instead"); `@%s` takes the digest whole, after the tag with
     # `-distroless` where `image.distroless` (kube-prometheus-stack's values set it).
@@ -80,6 +105,9 @@ PINNED: tuple[PinnedImage, ...] = (
         "digest",
         True,
         "v + appVersion",
+        '{{- printf "%s/%s:%s%s@%s" .Values.image.registry .Values.image.repository (default'
+        ' (printf "v%s" .Chart.AppVersion) .Values.image.tag) (ternary "-distroless" ""'
+        " .Values.image.distroless) .Values.image.digest }}",
         distroless=True,
     ),
     # grafana 12.11.1 templates/_pod.tpl: `tag | default .Chart.AppVersion` and the sidecar's
@@ -123,11 +151,43 @@ def locked_images(lock: Lock, chart: HelmChart = KUBE_PROMETHEUS_STACK_CHART) ->
     }
 
 
+def pinned_image(reference: str, rule: PinnedImage, chart: HelmChart) -> PlatformImage:
+    """The image the rule pins, `<repository>:<tag>` as the chart renders it."""
+    return PlatformImage(*split_reference(reference), f"{chart.name} {chart.version} {rule.path}")
+
+
+def pinned_images(
+    lock: Lock, chart: HelmChart = KUBE_PROMETHEUS_STACK_CHART
+) -> list[PlatformImage]:
+    """The images the platform pins of those the lock holds for the chart at its version."""
+    held = locked_images(lock, chart)
+    return [pinned_image(held[rule.path], rule, chart) for rule in PINNED if rule.path in held]
+
+
 def split_reference(image: str) -> tuple[str, str]:
     """The repository and tag of `<repository>:<tag>` (the tag empty for a repository named
     alone, whose registry may have a port)."""
     name, _, tag = image.rpartition(":")
     return (name, tag) if name and "/" not in tag else (image, "")
+
+
+def unlocked_pin(lock: Lock, chart: HelmChart = KUBE_PROMETHEUS_STACK_CHART) -> str | None:
+    """What the plan says where the lock holds the images of another version of the chart and
+    none of the pinned one (the pin moved, the lock was not run since): its images run by tag
+    and Binary Authorization admits the committed list."""
+    versions = {
+        key.partition("@")[2].partition("/")[0]
+        for key in lock.section(CHART_IMAGES)
+        if key.startswith(f"{chart.name}@")
+    }
+    if not versions or chart.version in versions:
+        return None
+    return (
+        f"{lock.path.name} holds {chart.name} images of {', '.join(sorted(versions))}, none of"
+        f" the pinned {chart.version}: the Prometheus stack's images run by tag, and Binary"
+        " Authorization admits the repositories committed for an older release. Run"
+        " `gpu-platform lock` to read the pinned chart."
+    )
 
 
 def locked_repositories(lock: Lock | None = None) -> tuple[str, ...]:

@@ -5,15 +5,17 @@ the test makes, tests/helm_charts.py) or from the registry on loopback as an OCI
 where the chart's template reads it."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from gpu_platform.cli import plan as plan_command
 from gpu_platform.cli.deadline import Deadline
 from gpu_platform.gke.new_cluster.binary_authorization import allowed_images
-from gpu_platform.kubernetes.chart_images.prometheus_stack import with_digests
+from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin, with_digests
 from gpu_platform.kubernetes.monitoring import prometheus_stack_values
 from gpu_platform.lock import image_resolver
 from gpu_platform.lock.chart_archive import (
@@ -50,7 +52,48 @@ def image(registry: str, repository: str, tag: str = "", key: str = "sha") -> di
     return {"registry": registry, "repository": repository, "tag": tag, key: ""}
 
 
-def prometheus_stack(registry: str) -> Chart:
+STACK_TEMPLATES = {
+    # kube-prometheus-stack-88.5.3 (prometheus-community/helm-charts): the lines that render each
+    # pinned image's digest, templates/alertmanager/alertmanager.yaml:21,
+    # prometheus/prometheus.yaml:55, prometheus-operator/deployment.yaml:54/97/124,
+    # admission-webhooks/job-patch/job-createSecret.yaml:40, deployment/deployment.yaml:52.
+    "alertmanager.yaml": '  image: "{{ $registry }}/{{ .Values.alertmanager.alertmanagerSpec'
+    ".image.repository }}:{{ .Values.alertmanager.alertmanagerSpec.image.tag }}@sha256:{{"
+    ' .Values.alertmanager.alertmanagerSpec.image.sha }}"',
+    "prometheus.yaml": "  {{- $sha := (.Values.prometheus.prometheusSpec.image.sha | empty | not)"
+    ' | ternary (printf "@sha256:%s" .Values.prometheus.prometheusSpec.image.sha) "" }}',
+    "operator.yaml": "\n".join(
+        f"image: x:{{{{ .Values.{path}.tag }}}}@sha256:{{{{ .Values.{path}.sha }}}}"
+        for path in (
+            "prometheusOperator.image",
+            "prometheusOperator.prometheusConfigReloader.image",
+            "prometheusOperator.thanosImage",
+            "prometheusOperator.admissionWebhooks.patch.image",
+            "prometheusOperator.admissionWebhooks.deployment.image",
+        )
+    ),
+}
+STATE_METRICS_TEMPLATE = (
+    # kube-state-metrics-8.4.0 templates/_helpers.tpl:147.
+    '{{- printf "%s/%s:%s@%s" .Values.image.registry .Values.image.repository (default (printf'
+    ' "v%s" .Chart.AppVersion) .Values.image.tag) .Values.image.sha }}'
+)
+NODE_EXPORTER_TEMPLATE = (
+    # prometheus-node-exporter-4.56.1 templates/_helpers.tpl:84.
+    '{{- printf "%s/%s:%s%s@%s" .Values.image.registry .Values.image.repository (default'
+    ' (printf "v%s" .Chart.AppVersion) .Values.image.tag) (ternary "-distroless" ""'
+    " .Values.image.distroless) .Values.image.digest }}"
+)
+GRAFANA_TEMPLATE = (
+    # grafana-12.11.1 (grafana-community/helm-charts) templates/_pod.tpl:122 and :1248.
+    'image: "{{ $registry }}/{{ .Values.image.repository }}:{{ .Values.image.tag | default'
+    ' .Chart.AppVersion }}@sha256:{{ .Values.image.sha }}"\n'
+    'image: "{{ $registry }}/{{ .Values.sidecar.image.repository }}:{{ .Values.sidecar.image.tag'
+    ' }}@sha256:{{ .Values.sidecar.image.sha }}"'
+)
+
+
+def prometheus_stack(registry: str, state_metrics_template: str = STATE_METRICS_TEMPLATE) -> Chart:
     """Test data shaped as kube-prometheus-stack 88.5.3 and the subcharts it pins are
     (prometheus-community/helm-charts charts/kube-prometheus-stack/values.yaml and Chart.yaml
     at kube-prometheus-stack-88.5.3): each image map where its release has it, the subcharts
@@ -61,6 +104,7 @@ def prometheus_stack(registry: str) -> Chart:
         "2.20.0",
         {"image": image(registry, "kube-state-metrics/kube-state-metrics")},
         packed=True,
+        templates={"_helpers.tpl": state_metrics_template},
     )
     node_exporter = Chart(
         "prometheus-node-exporter",
@@ -72,6 +116,7 @@ def prometheus_stack(registry: str) -> Chart:
                 "distroless": False,
             }
         },
+        templates={"_helpers.tpl": NODE_EXPORTER_TEMPLATE},
     )
     grafana = Chart(
         "grafana",
@@ -82,6 +127,7 @@ def prometheus_stack(registry: str) -> Chart:
             "sidecar": {"image": image(registry, "kiwigrid/k8s-sidecar", "2.10.1")},
             "testFramework": {"image": {"registry": registry, "repository": "bats/bats"}},
         },
+        templates={"_pod.tpl": GRAFANA_TEMPLATE},
     )
     windows = Chart(
         "prometheus-windows-exporter",
@@ -130,6 +176,7 @@ def prometheus_stack(registry: str) -> Chart:
             (grafana, "grafana.enabled"),
             (windows, "windowsMonitoring.enabled"),
         ],
+        templates=STACK_TEMPLATES,
     )
 
 
@@ -278,8 +325,9 @@ def test_lock_records_the_pinned_charts_images_and_their_digests_and_the_plan_pi
         resolution = image_resolver.resolve(LockContext({"gke-dev": stack}, Sources(Deadline(60))))
 
     # An image the platform neither pins nor knows not to run is a warning, not a failure.
-    assert [(u.key, u.blocking) for u in resolution.unresolved] == [
-        (f"kube-prometheus-stack@{VERSION}/newExporter.image", False)
+    assert resolution.unresolved == []
+    assert [w.partition(":")[0] for w in resolution.warnings] == [
+        f'chart_images["kube-prometheus-stack@{VERSION}/newExporter.image"]'
     ]
     recorded = {k: e.value for k, e in resolution.entries[CHART_IMAGES].items()}
     for path, reference in pinned_references(registry.host).items():
@@ -385,3 +433,161 @@ def test_where_the_chart_cannot_be_read_the_images_the_lock_held_are_read_again(
     assert (unread.section, unread.key, unread.blocking) == (CHART_IMAGES, None, True)
     assert unread.reason.endswith("index.yaml answered 404")
     assert resolution.entries[IMAGES][reference].value == sha256(manifest)
+
+
+def resolve_chart(chart: Chart, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """What `lock` reads of the chart, served by a repository on loopback, without reading the
+    images' digests."""
+    stack: Any = SimpleNamespace(monitoring=SimpleNamespace(install_prometheus_stack=True))
+    monkeypatch.setattr(image_resolver, "platform_images", lambda config: [])
+    monkeypatch.setattr(image_resolver, "CREDENTIALS", lambda: no_credentials)
+    resolution = image_resolver.Resolution()
+    with serve_chart(chart, monkeypatch) as base:
+        monkeypatch.setattr(
+            image_resolver, "PROMETHEUS_STACK", HelmChart(chart.name, VERSION, f"{base}/charts")
+        )
+        sources = Sources(Deadline(20))
+        image_resolver.chart_images_to_lock(
+            LockContext({"gke-dev": stack}, sources),
+            RegistryClient(sources, set()),
+            resolution,
+        )
+    return resolution
+
+
+def test_a_template_that_renders_the_digest_otherwise_fails_the_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Test data: kube-state-metrics' template as a release could change it, rendering
+    # `@sha256:%s` of the same `sha`; the platform's full digest there would render
+    # `@sha256:sha256:<hex>`.
+    moved = STATE_METRICS_TEMPLATE.replace('"%s/%s:%s@%s"', '"%s/%s:%s@sha256:%s"')
+    resolution = resolve_chart(prometheus_stack("quay.io", moved), monkeypatch)
+
+    key = f"kube-prometheus-stack@{VERSION}/kube-state-metrics.image"
+    assert [(u.key, u.blocking) for u in resolution.unresolved] == [(key, True)]
+    assert "no template rendering the digest as" in resolution.unresolved[0].reason
+
+
+def test_a_pinned_image_that_lost_its_digest_key_or_left_the_chart_fails_the_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    chart = prometheus_stack("quay.io")
+    values = dict(chart.values)
+    values["alertmanager"] = {
+        "alertmanagerSpec": {"image": {"registry": "quay.io", "repository": "a"}}
+    }
+    operator = dict(values["prometheusOperator"])
+    del operator["thanosImage"]
+    values["prometheusOperator"] = operator
+    resolution = resolve_chart(replace(chart, values=values), monkeypatch)
+
+    assert sorted((u.key, u.reason.split(" at ")[0]) for u in resolution.unresolved) == [
+        (
+            f"kube-prometheus-stack@{VERSION}/alertmanager.alertmanagerSpec.image",
+            f"kube-prometheus-stack {VERSION} has no `sha` in the image",
+        ),
+        (
+            f"kube-prometheus-stack@{VERSION}/prometheusOperator.thanosImage",
+            f"kube-prometheus-stack {VERSION} has no image",
+        ),
+    ]
+
+
+def test_an_image_map_the_parent_alone_gives_a_subchart_is_read() -> None:
+    # kube-prometheus-stack-88.5.3 values.yaml:33-56: `crds.upgradeJob.image.{busybox,kubectl}`,
+    # under the `crds` subchart, which has no values.yaml of its own.
+    crds = Chart("crds", "0.0.0", "", {})
+    parent = Chart(
+        "parent",
+        "1.0.0",
+        "1.0.0",
+        {"crds": {"upgradeJob": {"image": {"kubectl": image("registry.k8s.io", "kubectl")}}}},
+        [(crds, None)],
+    )
+
+    found = chart_images(archive(parent), "parent")
+
+    assert [(i.path, i.chart, i.values["repository"]) for i in found] == [
+        ("crds.upgradeJob.image.kubectl", "crds", "kubectl")
+    ]
+
+
+def test_a_packed_subchart_is_its_own_archive_and_dependency_tags_are_honoured() -> None:
+    # Two subcharts, one's name the other's and `-exporter` (test data): each is read from its
+    # own `<name>-<version>.tgz`. Helm's tags (pkg/chartutil/dependencies.go): a tag set false
+    # disables a subchart without a condition; a tag set true enables it.
+    node = Chart("node", "1.0.0", "1.0.0", {"image": image("r", "node")}, packed=True)
+    exporter = Chart(
+        "node-exporter", "2.0.0", "2.0.0", {"image": image("r", "exporter")}, packed=True
+    )
+    off = Chart("off", "1.0.0", "1.0.0", {"image": image("r", "off")})
+    on = Chart("on", "1.0.0", "1.0.0", {"image": image("r", "on")})
+    parent = Chart(
+        "parent",
+        "1.0.0",
+        "1.0.0",
+        {"tags": {"extra": False, "wanted": True}},
+        [(node, None), (exporter, None), (off, None), (on, None)],
+        tags={"off": ["extra"], "on": ["extra", "wanted"]},
+    )
+
+    found = chart_images(archive(parent), "parent")
+
+    assert [(i.path, i.values["repository"]) for i in found] == [
+        ("node.image", "node"),
+        ("node-exporter.image", "exporter"),
+        ("on.image", "on"),
+    ]
+
+
+class StoredArtifact:
+    """A registry holding one chart artifact (test data), as RegistryClient.read gives it."""
+
+    def __init__(self, layers: list[dict[str, Any]], blob: bytes):
+        self.manifest = json.dumps({"schemaVersion": 2, "layers": layers}).encode()
+        self.blob = blob
+        self.asked: list[str] = []
+
+    def read(self, repository: str, path: str, accept: str) -> tuple[bytes, str]:
+        self.asked.append(path)
+        url = f"https://registry.example/v2/{repository}/{path}"
+        return (self.manifest, url) if path.startswith("manifests/") else (self.blob, url)
+
+
+def read_artifact(artifact: StoredArtifact, version: str = VERSION) -> tuple[bytes, str]:
+    chart = HelmChart("kube-prometheus-stack", version, "oci://registry.example/charts")
+    return fetch(Sources(Deadline(5)), cast(RegistryClient, artifact), chart)
+
+
+def test_an_oci_chart_is_asked_for_by_the_tag_helm_pushes_and_its_blob_checked() -> None:
+    content = b"test data: a chart archive"
+    layer = {"mediaType": HELM_CHART_LAYER, "digest": sha256(content)}
+    artifact = StoredArtifact([layer], content)
+    # helm/helm pkg/registry/util.go, parseReference: `+` in a chart version is `_` in its tag.
+    assert read_artifact(artifact, "1.2.3+build.4")[0] == content
+    assert artifact.asked[0] == "manifests/1.2.3_build.4"
+
+    with pytest.raises(ChartNotRead, match="holds no Helm chart layer"):
+        read_artifact(StoredArtifact([{**layer, "mediaType": "application/octet-stream"}], content))
+    with pytest.raises(ChartNotRead, match=f"is not the blob {sha256(content)}"):
+        read_artifact(StoredArtifact([layer], b"test data: another archive"))
+
+
+def test_the_plan_warns_when_the_chart_pin_moved_without_a_new_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    older = HelmChart("kube-prometheus-stack", "88.5.3", "https://charts.example")
+    held = {"kube-prometheus-stack@88.5.3/grafana.image": entry_of("docker.io/grafana/grafana:1")}
+    lock = Lock(path=tmp_path / "gpu-platform.lock").with_entries(CHART_IMAGES, held)
+    monkeypatch.setattr(plan_command, "project_lock", lambda: lock)
+
+    plan_command._warn_of_an_unlocked_chart_pin()
+
+    assert capsys.readouterr().err.startswith(
+        f"warning: gpu-platform.lock holds kube-prometheus-stack images of 88.5.3, none of the"
+        f" pinned {VERSION}:"
+    )
+    # Read again at the pinned version (or never read), the lock is what the plan uses.
+    assert unlocked_pin(lock, older) is None
+    assert unlocked_pin(Lock(path=tmp_path / "gpu-platform.lock")) is None

@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import boto3.session
 import pytest
 import typer
 from moto import mock_aws
@@ -86,6 +87,32 @@ def test_an_ecr_registry_takes_the_token_ecr_gives_in_its_region(
     # ECR API Reference, GetAuthorizationToken: a base64 `user:password`, the user `AWS`.
     assert token is not None and base64.b64decode(token).startswith(b"AWS:")
     assert credentials("registry.k8s.io") is None
+
+
+def test_the_token_is_asked_for_with_preflights_timeouts_and_attempts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    configs = []
+    client = boto3.session.Session.client
+
+    def recording(self: boto3.session.Session, *args: Any, **kwargs: Any) -> Any:
+        configs.append(kwargs["config"])
+        return client(self, *args, **kwargs)
+
+    monkeypatch.setattr(boto3.session.Session, "client", recording)
+    with mock_aws():
+        EcrCredentials()("602401143452.dkr.ecr.us-west-2.amazonaws.com")
+
+    # docs/deploy.md, "How long it takes": a connection given up after 5 s, an answer after
+    # 15 s, up to 5 attempts in botocore's standard retry mode.
+    [config] = configs
+    assert (config.connect_timeout, config.read_timeout, config.retries) == (
+        5,
+        15,
+        {"mode": "standard", "total_max_attempts": 5},
+    )
 
 
 def test_an_ecr_registry_without_aws_credentials_wants_them(no_aws_credentials: None) -> None:
@@ -169,7 +196,9 @@ def test_eks_preflight_compares_an_ecr_image_with_the_token_its_aws_credentials_
     monkeypatch.setattr(preflight_images, "platform_images", lambda config: [image])
     locked = Lock(path=tmp_path / "lock").with_entries(IMAGES, {EFA: entry(DIGEST, "https://e")})
 
-    eks: Any = SimpleNamespace(cloud=Cloud.AWS)
+    eks: Any = SimpleNamespace(
+        cloud=Cloud.AWS, monitoring=SimpleNamespace(install_prometheus_stack=False)
+    )
     with mock_aws():
         found = preflight_images.image_findings("prod", eks, Deadline(20), locked)
 

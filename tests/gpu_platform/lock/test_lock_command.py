@@ -16,7 +16,7 @@ from typer.testing import CliRunner, Result
 from gpu_platform.cli import lock as lock_command
 from gpu_platform.cli.app import app
 from gpu_platform.lock import image_resolver
-from gpu_platform.lock.lockfile import COS_DRIVERS, IMAGES, LOCK_PATH_VARIABLE, entry
+from gpu_platform.lock.lockfile import CHART_IMAGES, COS_DRIVERS, IMAGES, LOCK_PATH_VARIABLE, entry
 from gpu_platform.lock.resolve import LockContext, Resolution, Resolver
 from tests.cos_sources import (
     DATA,
@@ -429,3 +429,27 @@ def test_a_new_cluster_at_a_minor_the_hand_table_gives_needs_no_listed_versions(
 
     assert result.exit_code == 0, result.output
     assert "1.33" not in values(written(project), "gke_listed_versions")
+
+
+def test_check_with_only_an_image_the_platform_does_not_know_says_up_to_date(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The warning is of the code, not of the lock: the entry is written as read, and --check,
+    # which fails only for a lock that would change (as `uv lock --check` does), passes.
+    key = "kube-prometheus-stack@1.0.0/newExporter.image"
+
+    def read(context: LockContext) -> Resolution:
+        result = Resolution()
+        result.add(CHART_IMAGES, key, entry("registry.example/new-exporter:v1", "test"))
+        result.warn(CHART_IMAGES, key, "an image the platform does not know")
+        return result
+
+    monkeypatch.chdir(project)
+    resolvers = [Resolver([CHART_IMAGES], read)]
+    lock_command.run([], check=False, timeout_seconds=5, resolvers=resolvers)
+    lock_command.run([], check=True, timeout_seconds=5, resolvers=resolvers)
+
+    out, err = capsys.readouterr()
+    assert values(written(project), "chart_images") == {key: "registry.example/new-exporter:v1"}
+    assert out.splitlines()[-1] == "gpu-platform.lock is up to date"
+    assert err.count(f'warning: chart_images["{key}"]: an image the platform does not know') == 2
