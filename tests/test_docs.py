@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpu_platform.cli import cli_reference, config_reference
+from gpu_platform.cli.app import app
 from gpu_platform.cli.generated_section import section
 from tests.repository import ROOT
 
@@ -33,7 +34,7 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
 
 REFERENCES = {
     "config": ("reference/config.md", config_reference.COMMAND, config_reference.render_reference),
-    "cli": ("reference/cli.md", cli_reference.COMMAND, cli_reference.render_reference),
+    "cli": ("reference/cli.md", cli_reference.COMMAND, lambda: cli_reference.render_reference(app)),
 }
 
 

@@ -255,7 +255,7 @@ def cli_reference(update: UpdatePage = None, cwd: Cwd = None) -> None:
     from gpu_platform.cli import cli_reference as command
     from gpu_platform.cli.generated_section import print_or_update
 
-    print_or_update(update, command.COMMAND, command.render_reference())
+    print_or_update(update, command.COMMAND, command.render_reference(app))
 
 
 @app.command("policy-pack-path")

@@ -13,12 +13,9 @@ import typer
 COMMAND = "cli-reference"
 
 
-def render_reference() -> str:
-    """Each command's usage, description, arguments and options, as `--help` shows them."""
-    # Imported here: the app imports this module only when the command runs, as it does every
-    # command's module.
-    from gpu_platform.cli.app import app
-
+def render_reference(app: typer.Typer) -> str:
+    """Each command of `app` (the `gpu-platform` command, which passes itself) with its usage,
+    description, arguments and options, as `--help` shows them."""
     group = typer.main.get_command(app)
     assert isinstance(group, typer.core.TyperGroup)
     context = typer.Context(group, info_name="gpu-platform")
