@@ -20,6 +20,7 @@ from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.eks import node_group
 from tests.repository import PROJECT, ROOT
+from tests.shared_plans import shared_plan
 from tests.stack_variants import with_ec2_reserved_pools
 
 Config = dict[str, Any]
@@ -302,7 +303,7 @@ def test_the_eks_deploy_policy_manages_only_the_roles_the_stack_names(
 def test_an_eks_stack_creating_its_cluster_names_every_role_under_its_prefix() -> None:
     # The control plane's role and the EBS CSI driver's role included (an unnamed role gets a
     # name Pulumi makes up, outside the prefix).
-    plan = run_program("eks-new", project=PROJECT)
+    plan = shared_plan("eks-new")
     names = {r.inputs.get("name") for r in plan.of_type("aws:iam/role:Role")}
 
     assert {"ml-new.cluster", "ml-new.ebs-csi"} <= names
@@ -328,11 +329,11 @@ def gke_document(name: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def gke_new_plan() -> Plan:
-    return run_program("gke-new", project=PROJECT)
+    return shared_plan("gke-new")
 
 
 def test_the_gke_deploy_roles_are_exactly_what_the_program_needs() -> None:
-    needed = gke_roles_needed(run_program("gke-dev", project=PROJECT))
+    needed = gke_roles_needed(shared_plan("gke-dev"))
     granted = gke_document("gke-deploy-roles.json")
 
     assert set(granted["projectRoles"]) == needed
@@ -380,7 +381,7 @@ def test_a_gke_stack_creating_its_cluster_may_grant_only_the_roles_it_grants(
 
 
 def test_the_gke_deploy_account_may_grant_only_the_node_service_accounts_role() -> None:
-    plan = run_program("gke-dev", project=PROJECT)
+    plan = shared_plan("gke-dev")
     granted_roles = {r.inputs["role"] for r in plan.of_type("gcp:projects/iAMMember:IAMMember")}
     roles = json.loads((ROOT / "docs" / "iam" / "gke-deploy-roles.json").read_text())
     condition = roles["conditions"]["roles/resourcemanager.projectIamAdmin"]["expression"]

@@ -14,6 +14,7 @@ from gpu_platform.config import ConfigError
 from gpu_platform.platform import GpuPlatform, GpuPlatformArgs
 from tests.conftest import Config
 from tests.repository import PROJECT, STACKS
+from tests.shared_plans import shared_plan
 
 NAMESPACE = "gpu-platform:"
 
@@ -69,7 +70,7 @@ def test_the_platform_from_settings_in_code_declares_what_stack_config_declares(
 
 @pytest.fixture(scope="module", params=STACKS)
 def stack_plan(request: pytest.FixtureRequest) -> Plan:
-    return run_program(request.param, project=PROJECT)
+    return shared_plan(request.param)
 
 
 def platform_of(plan: Plan) -> tuple[Any, list[Any]]:

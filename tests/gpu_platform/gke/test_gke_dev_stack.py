@@ -10,11 +10,12 @@ from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.plan import _policy_config
 from gpu_platform.cli.stack_files import stack_config
 from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 
 @pytest.fixture(scope="module")
 def plan() -> Plan:
-    return run_program("gke-dev")
+    return shared_plan("gke-dev")
 
 
 @pytest.mark.parametrize(

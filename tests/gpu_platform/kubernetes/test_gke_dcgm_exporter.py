@@ -16,6 +16,7 @@ from gpu_platform.kubernetes.gke_dcgm_exporter import (
     gke_exporter_update_strategy,
 )
 from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 from tests.stack_variants import with_whole_gpu_quota
 
 SHARED_POOL = "l4-shared"
@@ -194,7 +195,7 @@ def test_the_gke_exporter_waits_for_the_operators_release(plan: Plan) -> None:
 
 
 def test_a_stack_whose_gpus_only_the_operator_serves_has_no_second_exporter() -> None:
-    plan = run_program("dev")
+    plan = shared_plan("dev")
 
     assert [r.inputs["metadata"]["name"] for r in plan.of_type(DAEMONSET)] == []
 

@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from gpu_platform.cli.analyzer import PolicyConfigError, PolicyPack, reconcile_config
-from gpu_platform.cli.offline import run_program
 from tests.gpu_platform.policy_pack.builders import (
     CHART,
     PLATFORM,
@@ -20,6 +19,7 @@ from tests.gpu_platform.policy_pack.builders import (
     resource,
 )
 from tests.repository import STACKS
+from tests.shared_plans import shared_plan
 
 VISIBLE = "helm-release-workloads-visible"
 
@@ -473,7 +473,7 @@ def test_a_timeout_not_known_at_preview_skips_only_its_own_check(analyze: Analyz
 def test_every_release_the_platform_installs_is_held_to_the_mandatory_rule(
     analyze: Analyze, stack: str
 ) -> None:
-    releases = [r for r in run_program(stack).resources if r.type == RELEASE]
+    releases = [r for r in shared_plan(stack).resources if r.type == RELEASE]
     for release in releases:
         del release.inputs["atomic"]
 
