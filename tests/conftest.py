@@ -6,13 +6,14 @@ config or from a config the test builds on top of it.
 
 import copy
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
 
-from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack
-from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack, Verdict
+from gpu_platform.cli.namespace_levels import config_for_plan
+from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
 from tests.repository import PROJECT
@@ -152,3 +153,18 @@ def policy_pack() -> Iterator[PolicyPack]:
     of its own that takes a second or more to start, which every test configures as it needs."""
     with PolicyPack(PACK_DIR) as pack:
         yield pack
+
+
+@pytest.fixture
+def analyze_plan(policy_pack: PolicyPack) -> Callable[..., list[Verdict]]:
+    """`gpu_platform.cli.analyzer.analyze_plan` of the project's pack, on the session's pack
+    rather than a new process: the pack configured by `config`, as the offline plan configures
+    it (`config_for_plan`), then its verdicts on the resources."""
+
+    def run(
+        resources: Sequence[PlannedResource], config: Mapping[str, Any] | None = None
+    ) -> list[Verdict]:
+        policy_pack.configure(config_for_plan(config, resources))
+        return policy_pack.analyze(resources)
+
+    return run

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.analyzer import analyze_plan
 from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.cli.plan import _policy_config
 from gpu_platform.cli.stack_files import stack_config
@@ -100,7 +99,7 @@ def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
 
 
 def test_a_cos_stack_of_gke_shared_and_whole_gpu_pools_plans_with_no_mandatory_violation(
-    plan: Plan,
+    plan: Plan, analyze_plan
 ) -> None:
     assert plan.error is None
     config = _policy_config(PROJECT.directory / "policy-config", "gke-dev", None)
