@@ -2,9 +2,10 @@
 same stack and config every time, and most tests only read a plan.
 
 A plan is shared only between runs that would make the same one: the stack, its config, the
-stand-in answers in place (a test that replaces one, `monkeypatch.setitem(stand_in.INVOKES,
-...)`, gets a plan of its own) and the lock the plan reads pick it. A test that patches the
-program any other way (a module's constant, `node_group.now`) plans with `run_program` itself.
+stand-ins in place (a test that replaces an answer, `monkeypatch.setitem(stand_in.INVOKES,
+...)`, or lists live node groups gets a plan of its own) and the lock the plan reads pick it.
+A test that patches the program any other way (a module's constant, `node_group.now`) plans
+with `run_program` itself.
 Each caller gets a deep copy of its own, free to change.
 """
 
@@ -17,11 +18,14 @@ from typing import Any
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.cli.stand_ins import aws as aws_stand_in
+from gpu_platform.cli.stand_ins import engine as engine_stand_in
 from gpu_platform.cli.stand_ins import gcp as gcp_stand_in
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
 from tests.repository import PROJECT
 
-_plans: dict[tuple[str, str, tuple[tuple[str, int], ...], str | None], Plan] = {}
+_STAND_INS = (aws_stand_in, gcp_stand_in, engine_stand_in)
+
+_plans: dict[tuple[str, str, tuple[tuple[str, int], ...], str, str | None], Plan] = {}
 
 
 def shared_plan(stack: str, config: Mapping[str, Any] | None = None) -> Plan:
@@ -30,10 +34,13 @@ def shared_plan(stack: str, config: Mapping[str, Any] | None = None) -> Plan:
     values = stack_config(stack, PROJECT) if config is None else config
     answers = tuple(
         (key, id(answer))
-        for invokes in (aws_stand_in.INVOKES, gcp_stand_in.INVOKES)
-        for key, answer in sorted(invokes.items())
+        for module in _STAND_INS
+        for table in (module.INVOKES, module.OUTPUTS)
+        for key, answer in sorted(table.items())
     )
-    key = (stack, json.dumps(values, sort_keys=True), answers, os.environ.get(LOCK_PATH_VARIABLE))
+    live = json.dumps(aws_stand_in.LIVE_NODE_GROUPS, sort_keys=True)
+    lock = os.environ.get(LOCK_PATH_VARIABLE)
+    key = (stack, json.dumps(values, sort_keys=True), answers, live, lock)
     if key not in _plans:
         _plans[key] = run_program(stack, config=values, project=PROJECT)
     return copy.deepcopy(_plans[key])
