@@ -9,7 +9,7 @@ written here and granted in docs/iam/.
 """
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from typing import Any
@@ -19,11 +19,10 @@ import pytest
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.eks import node_group
+from tests.conftest import dev_stack_config
 from tests.repository import PROJECT, ROOT
 from tests.shared_plans import shared_plan
 from tests.stack_variants import with_ec2_reserved_pools
-
-Config = dict[str, Any]
 
 AWS_RESOURCE_ACTIONS: dict[str, set[str]] = {
     "aws:eks/addon:Addon": {
@@ -230,23 +229,24 @@ def cloud_calls(plans: Iterable[Plan], provider: str) -> tuple[set[str], set[str
     return types, lookups
 
 
-@pytest.fixture
-def eks_plans(
-    dev_config: Config, plan_for: Callable[[Config], Plan], monkeypatch: pytest.MonkeyPatch
-) -> list[Plan]:
+@pytest.fixture(scope="module")
+def eks_plans() -> list[Plan]:
     """Every EKS stack, the dev stack with a running node group and the node monitoring
     agent, and the dev stack with a pool in a capacity reservation and one on a Capacity Block
-    yet to start."""
+    yet to start; planned once for the module's tests, which only read them."""
+    dev_config = dev_stack_config()
     dev_config["gpu-platform:cluster"]["nodeMonitoringAgentVersion"] = "v1.7.0-eksbuild.1"
     stand_in.LIVE_NODE_GROUPS[RUNNING_GROUP] = {"minSize": 0, "maxSize": 3, "desiredSize": 1}
     try:
-        running = plan_for(dev_config)
+        running = run_program("dev", config=dev_config, project=PROJECT)
     finally:
         stand_in.LIVE_NODE_GROUPS.clear()
-    monkeypatch.setattr(node_group, "now", lambda: BEFORE_THE_BLOCK)
-    reserved = plan_for(with_ec2_reserved_pools(dev_config))
-    stacks = ("dev", "prod", "karpenter-dev")
-    return [run_program(stack, project=PROJECT) for stack in stacks] + [running, reserved]
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(node_group, "now", lambda: BEFORE_THE_BLOCK)
+        reserved = run_program("dev", config=with_ec2_reserved_pools(dev_config), project=PROJECT)
+        stacks = ("dev", "prod", "karpenter-dev")
+        committed = [run_program(stack, project=PROJECT) for stack in stacks]
+    return [*committed, running, reserved]
 
 
 def deploy_statements() -> list[dict[str, Any]]:
