@@ -5,20 +5,19 @@ config or from a config the test builds on top of it.
 """
 
 import copy
-import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
 
-from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack
-from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack, Verdict
+from gpu_platform.cli.namespace_levels import config_for_plan
+from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.cli.stack_files import stack_config
-from gpu_platform.cli.stand_ins import aws as aws_stand_in
-from gpu_platform.cli.stand_ins import gcp as gcp_stand_in
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
 from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 from tests.stack_variants import with_quota_for_any_pool
 
 Config = dict[str, Any]
@@ -115,25 +114,11 @@ def plan_for() -> Callable[[Config], Plan]:
 
 @pytest.fixture(scope="session")
 def shared_plan_for() -> Callable[[Config], Plan]:
-    """`plan_for` that runs the program once per run for each config, and gives each caller a
-    deep copy of its own: for fixtures that plan the same config in many tests. A stand-in
-    answer a test replaces (`monkeypatch.setitem(stand_in.INVOKES, ...)`) is part of what
-    picks the plan, so a plan made under other answers is never handed out; a test that
-    patches the program any other way plans with `plan_for`."""
-    plans: dict[tuple[str, tuple[tuple[str, int], ...]], Plan] = {}
-
-    def run(config: Config) -> Plan:
-        answers = tuple(
-            (key, id(answer))
-            for invokes in (aws_stand_in.INVOKES, gcp_stand_in.INVOKES)
-            for key, answer in sorted(invokes.items())
-        )
-        key = (json.dumps(config, sort_keys=True), answers)
-        if key not in plans:
-            plans[key] = run_program("dev", config=config, project=PROJECT)
-        return copy.deepcopy(plans[key])
-
-    return run
+    """`plan_for` that runs the program once per process for each config, and gives each caller
+    a deep copy of its own (`tests.shared_plans`): for fixtures that plan the same config in many
+    tests. A test that patches the program other than through the stand-ins' answers plans with
+    `plan_for`."""
+    return lambda config: shared_plan("dev", config)
 
 
 @pytest.fixture
@@ -152,7 +137,7 @@ def failed_plan_for() -> Callable[[Config], Plan]:
 def dev_plan_once() -> Plan:
     """The dev stack planned once per run: read it through `dev_plan`, which gives each test a
     copy of its own."""
-    return run_program("dev", project=PROJECT)
+    return shared_plan("dev")
 
 
 @pytest.fixture
@@ -168,3 +153,18 @@ def policy_pack() -> Iterator[PolicyPack]:
     of its own that takes a second or more to start, which every test configures as it needs."""
     with PolicyPack(PACK_DIR) as pack:
         yield pack
+
+
+@pytest.fixture
+def analyze_plan(policy_pack: PolicyPack) -> Callable[..., list[Verdict]]:
+    """`gpu_platform.cli.analyzer.analyze_plan` of the project's pack, on the session's pack
+    rather than a new process: the pack configured by `config`, as the offline plan configures
+    it (`config_for_plan`), then its verdicts on the resources."""
+
+    def run(
+        resources: Sequence[PlannedResource], config: Mapping[str, Any] | None = None
+    ) -> list[Verdict]:
+        policy_pack.configure(config_for_plan(config, resources))
+        return policy_pack.analyze(resources)
+
+    return run

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.offline import Plan
 from tests.aws_managed_policies import MANAGED_POLICIES
 from tests.aws_service_reference import (
     access_level,
@@ -33,7 +33,8 @@ from tests.aws_service_reference import (
     unknown_actions,
 )
 from tests.iam_policy import Policy, Request, Statement, allowed, as_list, statements
-from tests.repository import PROJECT, ROOT
+from tests.repository import ROOT
+from tests.shared_plans import shared_plan
 
 IAM_DOCS = ROOT / "docs" / "iam"
 EKS_STACKS = ("dev", "prod", "karpenter-dev")
@@ -71,7 +72,7 @@ def boundary() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def eks_plans() -> dict[str, Plan]:
-    return {stack: run_program(stack, project=PROJECT) for stack in EKS_STACKS}
+    return {stack: shared_plan(stack) for stack in EKS_STACKS}
 
 
 def created_policies(plans: Mapping[str, Plan]) -> dict[str, Policy]:

@@ -9,7 +9,7 @@ written here and granted in docs/iam/.
 """
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from typing import Any
@@ -19,10 +19,10 @@ import pytest
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.eks import node_group
+from tests.conftest import dev_stack_config
 from tests.repository import PROJECT, ROOT
+from tests.shared_plans import shared_plan
 from tests.stack_variants import with_ec2_reserved_pools
-
-Config = dict[str, Any]
 
 AWS_RESOURCE_ACTIONS: dict[str, set[str]] = {
     "aws:eks/addon:Addon": {
@@ -229,23 +229,24 @@ def cloud_calls(plans: Iterable[Plan], provider: str) -> tuple[set[str], set[str
     return types, lookups
 
 
-@pytest.fixture
-def eks_plans(
-    dev_config: Config, plan_for: Callable[[Config], Plan], monkeypatch: pytest.MonkeyPatch
-) -> list[Plan]:
+@pytest.fixture(scope="module")
+def eks_plans() -> list[Plan]:
     """Every EKS stack, the dev stack with a running node group and the node monitoring
     agent, and the dev stack with a pool in a capacity reservation and one on a Capacity Block
-    yet to start."""
+    yet to start; planned once for the module's tests, which only read them."""
+    dev_config = dev_stack_config()
     dev_config["gpu-platform:cluster"]["nodeMonitoringAgentVersion"] = "v1.7.0-eksbuild.1"
     stand_in.LIVE_NODE_GROUPS[RUNNING_GROUP] = {"minSize": 0, "maxSize": 3, "desiredSize": 1}
     try:
-        running = plan_for(dev_config)
+        running = run_program("dev", config=dev_config, project=PROJECT)
     finally:
         stand_in.LIVE_NODE_GROUPS.clear()
-    monkeypatch.setattr(node_group, "now", lambda: BEFORE_THE_BLOCK)
-    reserved = plan_for(with_ec2_reserved_pools(dev_config))
-    stacks = ("dev", "prod", "karpenter-dev")
-    return [run_program(stack, project=PROJECT) for stack in stacks] + [running, reserved]
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(node_group, "now", lambda: BEFORE_THE_BLOCK)
+        reserved = run_program("dev", config=with_ec2_reserved_pools(dev_config), project=PROJECT)
+        stacks = ("dev", "prod", "karpenter-dev")
+        committed = [run_program(stack, project=PROJECT) for stack in stacks]
+    return [*committed, running, reserved]
 
 
 def deploy_statements() -> list[dict[str, Any]]:
@@ -302,7 +303,7 @@ def test_the_eks_deploy_policy_manages_only_the_roles_the_stack_names(
 def test_an_eks_stack_creating_its_cluster_names_every_role_under_its_prefix() -> None:
     # The control plane's role and the EBS CSI driver's role included (an unnamed role gets a
     # name Pulumi makes up, outside the prefix).
-    plan = run_program("eks-new", project=PROJECT)
+    plan = shared_plan("eks-new")
     names = {r.inputs.get("name") for r in plan.of_type("aws:iam/role:Role")}
 
     assert {"ml-new.cluster", "ml-new.ebs-csi"} <= names
@@ -328,11 +329,11 @@ def gke_document(name: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def gke_new_plan() -> Plan:
-    return run_program("gke-new", project=PROJECT)
+    return shared_plan("gke-new")
 
 
 def test_the_gke_deploy_roles_are_exactly_what_the_program_needs() -> None:
-    needed = gke_roles_needed(run_program("gke-dev", project=PROJECT))
+    needed = gke_roles_needed(shared_plan("gke-dev"))
     granted = gke_document("gke-deploy-roles.json")
 
     assert set(granted["projectRoles"]) == needed
@@ -380,7 +381,7 @@ def test_a_gke_stack_creating_its_cluster_may_grant_only_the_roles_it_grants(
 
 
 def test_the_gke_deploy_account_may_grant_only_the_node_service_accounts_role() -> None:
-    plan = run_program("gke-dev", project=PROJECT)
+    plan = shared_plan("gke-dev")
     granted_roles = {r.inputs["role"] for r in plan.of_type("gcp:projects/iAMMember:IAMMember")}
     roles = json.loads((ROOT / "docs" / "iam" / "gke-deploy-roles.json").read_text())
     condition = roles["conditions"]["roles/resourcemanager.projectIamAdmin"]["expression"]

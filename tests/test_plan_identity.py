@@ -19,6 +19,7 @@ from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stack_files import stack_config
 from tests.kubernetes_schemas import NOT_OBJECTS, validate
 from tests.repository import PROJECT, ROOT
+from tests.shared_plans import shared_plan
 
 MANIFEST = ROOT / "docs" / "plan-identity.yaml"
 GROUP = "gpu-platform:plan"
@@ -93,7 +94,7 @@ def every_stack_plan(dev_plan_once: Plan) -> list[Plan]:
     }
     return [
         dev_plan_once,
-        *(run_program(stack, project=PROJECT) for stack in stacks if stack != "dev"),
+        *(shared_plan(stack) for stack in stacks if stack != "dev"),
         run_program("gke-dev", config=gke_dev, project=PROJECT),
     ]
 

@@ -19,6 +19,7 @@ import pytest
 from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.cli.stack_files import stack_config
 from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 Config = dict[str, Any]
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
@@ -267,7 +268,7 @@ def test_removing_a_pool_would_delete_its_protected_node_pool(
 
 @pytest.mark.parametrize("stack", ["dev", "gke-dev", "karpenter-dev"])
 def test_other_stacks_protect_nothing(stack: str) -> None:
-    assert not any(r.protect for r in run_program(stack, project=PROJECT).resources)
+    assert not any(r.protect for r in shared_plan(stack).resources)
 
 
 def test_gke_pools_are_protected_but_not_their_service_accounts(

@@ -13,6 +13,7 @@ from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.fit import fits
 from tests.gpu_platform.eks.test_karpenter_node_pool import order_by_weight
 from tests.repository import PROJECT, ROOT
+from tests.shared_plans import shared_plan
 
 POOL = "t4-shared"
 
@@ -64,15 +65,13 @@ def test_each_pool_exports_the_annotation_that_keeps_its_jobs_from_eviction(dev_
 
 
 def test_a_gke_pool_exports_the_annotation_gkes_autoscaler_reads() -> None:
-    (workload,) = [
-        p["workload"] for p in run_program("gke-dev", project=PROJECT).outputs["pools"].values()
-    ]
+    (workload,) = [p["workload"] for p in shared_plan("gke-dev").outputs["pools"].values()]
 
     assert workload["annotations"] == {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
 
 
 def test_a_karpenter_stacks_pools_export_the_annotation_karpenter_reads() -> None:
-    pools = run_program("karpenter-dev", project=PROJECT).outputs["pools"]
+    pools = shared_plan("karpenter-dev").outputs["pools"]
 
     # For batch Jobs; Deployments get none, so that drift moves them (docs/karpenter.md).
     jobs = {"karpenter.sh/do-not-disrupt": "true"}
@@ -86,7 +85,7 @@ def test_a_karpenter_stacks_pools_export_the_annotation_karpenter_reads() -> Non
 def test_helm_release_namespaces_are_where_the_stack_installs_releases(stack: str) -> None:
     # The namespaces in which a preview must read Secrets (Helm's release records); docs/ci.md
     # scopes the preview identity's Secret reads to them.
-    plan = run_program(stack, project=PROJECT)
+    plan = shared_plan(stack)
     releases = plan.of_type("kubernetes:helm.sh/v3:Release")
 
     assert plan.outputs["helmReleaseNamespaces"] == sorted(
@@ -98,7 +97,7 @@ def test_helm_release_namespaces_are_where_the_stack_installs_releases(stack: st
 def test_no_stack_without_karpenter_keeps_a_release_in_kube_system(stack: str) -> None:
     # So that its preview reads no Secret of kube-system: the autoscaler runs in
     # gpu-platform-system and the EFA plugin in the operator's namespace (docs/ci.md).
-    plan = run_program(stack, project=PROJECT)
+    plan = shared_plan(stack)
 
     assert "kube-system" not in plan.outputs["helmReleaseNamespaces"]
 
@@ -155,12 +154,12 @@ def test_node_subnets_are_secret_where_the_cluster_config_is(dev_config, plan_fo
 
 
 def test_a_gke_stack_exports_no_node_subnets() -> None:
-    assert "nodeSubnets" not in run_program("gke-dev", project=PROJECT).outputs
+    assert "nodeSubnets" not in shared_plan("gke-dev").outputs
 
 
 def test_a_gke_stack_exports_the_node_service_accounts_the_deploy_identity_acts_as() -> None:
     # docs/iam/gke-deploy-roles.json: `roles/iam.serviceAccountUser` on each of them.
-    outputs = run_program("gke-dev", project=PROJECT).outputs
+    outputs = shared_plan("gke-dev").outputs
 
     assert outputs["nodeServiceAccounts"] == {
         "l4-shared": "gpu-l4-shared-954376@acme-ml-dev.iam.gserviceaccount.com"

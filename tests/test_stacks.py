@@ -7,9 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gpu_platform.cli.analyzer import analyze_plan
 from gpu_platform.cli.app import app
-from gpu_platform.cli.offline import run_program
 from gpu_platform.cli.plan import EXIT_MANDATORY_VIOLATION, _policy_config
 from gpu_platform.cli.stack_files import gpu_platform_config, stack_config
 from gpu_platform.config import load_stack_config
@@ -17,6 +15,7 @@ from gpu_platform.lock.lockfile import IMAGES, load, lock_path
 from gpu_platform.platform_images import platform_images
 from gpu_platform.versions import HelmChart
 from tests.repository import PROJECT, STACKS
+from tests.shared_plans import shared_plan
 
 POLICY_CONFIG_DIR = PROJECT.directory / "policy-config"
 
@@ -35,8 +34,8 @@ def test_every_stack_has_its_own_policy_config(stack: str) -> None:
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_stack_plans_with_no_mandatory_violation(stack: str) -> None:
-    plan = run_program(stack)
+def test_stack_plans_with_no_mandatory_violation(stack: str, analyze_plan) -> None:
+    plan = shared_plan(stack)
 
     verdicts = analyze_plan(plan.resources, config=_policy_config(POLICY_CONFIG_DIR, stack, None))
 
@@ -112,6 +111,6 @@ def test_a_root_gpu_pod_fails_the_plan(monkeypatch) -> None:
     assert "mandatory pod-security-standards" in output and "runAsUser" in output
 
 
-def test_policy_config_files_are_json_objects_of_known_policies() -> None:
+def test_policy_config_files_are_json_objects_of_known_policies(analyze_plan) -> None:
     for path in Path(POLICY_CONFIG_DIR).glob("*.json"):
         analyze_plan([], config=_policy_config(POLICY_CONFIG_DIR, path.stem, path))

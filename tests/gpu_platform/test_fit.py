@@ -29,6 +29,7 @@ from gpu_platform.fit import (
 from gpu_platform.kubernetes.gpu_pod import gpu_pod_spec
 from gpu_platform.node_identity import GPU_TAINT, GpuShape, ResolvedPool, Taint, resolve_pool
 from gpu_platform.template_pods import KUBE_PROXY, TemplatePod
+from tests.shared_plans import shared_plan
 from tests.stack_variants import AL2023_RELEASE
 
 IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
@@ -568,7 +569,7 @@ def test_a_zonal_template_carries_its_own_groups_name_only(
 def test_a_pod_asking_for_efa_fits_only_the_efa_pool() -> None:
     # prod's h100-training has 32 EFA interfaces a node; a100-inference has none, which the
     # autoscaler's template (and so `fit`) counts as 0.
-    templates = node_templates(run_program("prod"))
+    templates = node_templates(shared_plan("prod"))
     pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"})
 
     assert fitting_pools(pod, templates) == ["h100-training"]
@@ -594,7 +595,7 @@ def karpenter_templates() -> list[NodeTemplate]:
 
 def test_a_pod_fits_a_karpenter_pool_that_offers_a_size_large_enough() -> None:
     # karpenter-dev's L4 pool allows g6.xlarge (1 L4) and g6.12xlarge (4 L4s).
-    templates = node_templates(run_program("karpenter-dev"))
+    templates = node_templates(shared_plan("karpenter-dev"))
     four = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "4"}), "l4-on-demand")
     five = on_pool(gpu_tolerating_pod(**{"nvidia.com/gpu": "5"}), "l4-on-demand")
 

@@ -10,16 +10,16 @@ import pytest
 import yaml
 
 from gpu_platform.cli.fit import node_templates
-from gpu_platform.cli.offline import run_program
 from gpu_platform.fit import NodeTemplate, fits
-from tests.repository import PROJECT, ROOT
+from tests.repository import ROOT
+from tests.shared_plans import shared_plan
 
 CASES: list[dict[str, Any]] = yaml.safe_load(Path(__file__).with_name("fit_cases.yaml").read_text())
 
 
 @cache
 def templates(stack: str) -> tuple[NodeTemplate, ...]:
-    return tuple(node_templates(run_program(stack, project=PROJECT)))
+    return tuple(node_templates(shared_plan(stack)))
 
 
 def test_the_table_covers_every_stack_with_at_least_40_pods() -> None:

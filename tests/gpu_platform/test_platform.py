@@ -25,6 +25,7 @@ from gpu_platform.config import (
 from gpu_platform.platform import GpuPlatform, GpuPlatformArgs, PlatformConfigError
 from tests.conftest import Config, dev_stack_config
 from tests.repository import PROJECT, STACKS
+from tests.shared_plans import shared_plan
 from tests.stack_variants import AL2023_RELEASE
 
 NAMESPACE = "gpu-platform:"
@@ -81,7 +82,7 @@ def test_the_platform_from_settings_in_code_declares_what_stack_config_declares(
 
 @pytest.fixture(scope="module", params=STACKS)
 def stack_plan(request: pytest.FixtureRequest) -> Plan:
-    return run_program(request.param, project=PROJECT)
+    return shared_plan(request.param)
 
 
 def platform_of(plan: Plan) -> tuple[Any, list[Any]]:

@@ -13,6 +13,7 @@ from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import ConfigError, load_stack_config
 from tests.conftest import Config
 from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 PlanFor = Callable[[Config], Plan]
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -49,7 +50,7 @@ def test_a_canarys_nodes_say_whose_canary_they_are(dev_config: Config, plan_for:
 
 
 def test_changing_the_canarys_release_leaves_every_other_pool_unchanged() -> None:
-    before = run_program("prod", project=PROJECT)
+    before = shared_plan("prod")
     config = copy.deepcopy(dict(stack_config("prod", PROJECT)))
     canary = next(p for p in config["gpu-platform:pools"] if p["name"] == "a100-canary")
     canary["aws"]["amiReleaseVersion"] = "1.35.6-20260625"
@@ -182,7 +183,7 @@ def printed_pools(plan: Plan) -> str:
 
 
 def test_the_plan_shows_a_canary_ahead_of_its_pool() -> None:
-    shown = printed_pools(run_program("prod", project=PROJECT))
+    shown = printed_pools(shared_plan("prod"))
 
     assert (
         "a100-canary: NVIDIA driver 580.159.03 (CUDA 13.0), pinned by AMI release"

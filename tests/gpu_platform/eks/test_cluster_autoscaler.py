@@ -16,6 +16,7 @@ from gpu_platform.versions import (
     ContainerImage,
 )
 from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 from .plans import RELEASE, asg_tags, problems_of, with_aws_options, with_extra_pool, with_pool
 from .priority_expander import best_options, parsed_priorities, rendered_config_map
@@ -373,7 +374,7 @@ def test_a_canary_ranks_below_the_pool_it_leads() -> None:
     # what is left to the next filter (least-waste, which ties on the identical templates of a
     # canary and its pool) and then to expander/random's `BestOption`, a uniform pick. Tied,
     # a pod that selects neither pool would start a canary node half the time.
-    plan = run_program("prod", project=PROJECT)
+    plan = shared_plan("prod")
     config_map = priorities_config_map(plan)
     priorities = parsed_priorities(config_map)
     led, canary = asg_name(plan, "a100-inference"), asg_name(plan, "a100-canary")

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.analyzer import analyze_plan
 from gpu_platform.cli.fit import node_templates
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.plan import _policy_config
@@ -162,7 +161,9 @@ def test_fit_plans_a_node_of_every_size_of_the_family(g6_plan: Plan) -> None:
     assert planned == G6_SIZES
 
 
-def test_a_stack_with_a_family_pool_plans_with_no_mandatory_violation(g6_plan: Plan) -> None:
+def test_a_stack_with_a_family_pool_plans_with_no_mandatory_violation(
+    g6_plan: Plan, analyze_plan
+) -> None:
     config = _policy_config(PROJECT.directory / "policy-config", "karpenter-dev", None)
 
     verdicts = analyze_plan(g6_plan.resources, config=config)

@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.offline import Plan
 from gpu_platform.eks.iam_roles import name_prefix
-from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 ROLE = "aws:iam/role:Role"
 BOUNDARY = "arn:aws:iam::123456789012:policy/gpu-platform-permissions-boundary"
@@ -19,7 +19,7 @@ LONGEST_POOL = "p" * 32
 
 @pytest.fixture(scope="module", params=["dev", "prod", "karpenter-dev"])
 def plan(request: pytest.FixtureRequest) -> Plan:
-    return run_program(request.param, project=PROJECT)
+    return shared_plan(request.param)
 
 
 def test_every_role_has_the_platforms_boundary(plan: Plan) -> None:
@@ -43,7 +43,7 @@ def test_every_role_is_tagged_with_its_cluster(plan: Plan) -> None:
 
 def test_the_roles_are_the_node_and_controller_roles() -> None:
     names = {
-        stack: sorted(r.inputs["name"] for r in run_program(stack, project=PROJECT).of_type(ROLE))
+        stack: sorted(r.inputs["name"] for r in shared_plan(stack).of_type(ROLE))
         for stack in ("dev", "karpenter-dev")
     }
 

@@ -24,6 +24,7 @@ from gpu_platform.kubernetes.chart_keys import KEY_LISTS_DIR, chart_key_paths, k
 from gpu_platform.versions import KARPENTER_CHART
 from tests.iam_policy import Request, allowed
 from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 from .aws_api import request_problems, service_model
 from .plans import NODE_GROUP, RELEASE
@@ -58,7 +59,7 @@ OPAQUE_VALUES = {"controller.resources"}
 
 @pytest.fixture(scope="module")
 def plan() -> Plan:
-    return run_program(STACK, project=PROJECT)
+    return shared_plan(STACK)
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.stand_ins import LookupFailed, engine
 from gpu_platform.cli.stand_ins import aws as stand_in
 from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 from .plans import problems_of
 from .test_new_cluster import ACCESS_ENTRY, CLUSTER, SUBNET, create_of, eks_new, only
@@ -88,7 +89,7 @@ def without_recorded_creator(plan: Plan) -> dict[str, Any]:
 
 @pytest.fixture
 def first_run() -> Plan:
-    return plan_of(with_admins(ADMINS))
+    return shared_plan("eks-new", with_admins(ADMINS))
 
 
 @pytest.fixture

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from jsonschema import Draft7Validator
 
-from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.offline import Plan
 from gpu_platform.eks.addon_schemas import addon_schema
 from gpu_platform.kubernetes.alerts import XID_CLASSES_FILE, xid_classes
 from tests.conftest import Config
 from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
-from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 PlanFor = Callable[[Config], Plan]
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -23,7 +23,7 @@ ADDON = "aws:eks/addon:Addon"
 @pytest.fixture(scope="module")
 def dev_stack_plan() -> Plan:
     """The dev stack's plan, once for the module's many readings of it."""
-    return run_program("dev", project=PROJECT)
+    return shared_plan("dev")
 
 
 def repair_config(plan: Plan) -> dict[str, Any]:

@@ -7,16 +7,16 @@ import json
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.offline import Plan
 from tests.iam_policy import Request, allowed
-from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 
 
 @pytest.fixture(scope="module", params=["dev", "karpenter-dev"])
 def plan(request: pytest.FixtureRequest) -> Plan:
-    return run_program(request.param, project=PROJECT)
+    return shared_plan(request.param)
 
 
 def _trust_of(plan: Plan, role_arn: str) -> dict:

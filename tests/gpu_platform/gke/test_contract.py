@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.offline import Plan
+from tests.shared_plans import shared_plan
 from tests.stack_variants import with_gke_capacity_pools
 
 from .gke_api import api_problems, discovery_document, to_api_node_pool
@@ -23,7 +24,7 @@ def api_node_pools(plan: Plan) -> list[dict[str, Any]]:
 
 
 def test_gke_dev_stack_node_pools_fit_the_api() -> None:
-    for body in api_node_pools(run_program("gke-dev")):
+    for body in api_node_pools(shared_plan("gke-dev")):
         assert api_problems(body) == []
 
 

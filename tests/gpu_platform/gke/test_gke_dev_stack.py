@@ -5,16 +5,16 @@ from dataclasses import replace
 
 import pytest
 
-from gpu_platform.cli.analyzer import analyze_plan
 from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.plan import _policy_config
 from gpu_platform.cli.stack_files import stack_config
 from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 
 @pytest.fixture(scope="module")
 def plan() -> Plan:
-    return run_program("gke-dev")
+    return shared_plan("gke-dev")
 
 
 @pytest.mark.parametrize(
@@ -67,7 +67,9 @@ def test_gke_dev_stacks_exporter_finds_the_pods_on_gpus_gke_time_shares(plan: Pl
     assert spec["nodeSelector"].items() <= labels.items()
 
 
-def test_gke_dev_with_a_pinned_pool_and_its_canary_plans_with_no_mandatory_violation() -> None:
+def test_gke_dev_with_a_pinned_pool_and_its_canary_plans_with_no_mandatory_violation(
+    analyze_plan,
+) -> None:
     # docs/upgrades.md, the runbook's step 2 on GKE: the pool and a canary of it pin
     # `gcp.nodeVersion` on gke-dev's cluster, which is in a release channel (the stand-in's
     # REGULAR). container.v1 `ReleaseChannel`: node auto-upgrade "defaults to true and cannot
@@ -96,9 +98,9 @@ def test_gke_dev_with_a_pinned_pool_and_its_canary_plans_with_no_mandatory_viola
     assert [v for v in verdicts if v.mandatory] == []
 
 
-def test_gke_dev_with_a_pool_pinned_after_it_was_created_plans_with_no_mandatory_violation() -> (
-    None
-):
+def test_gke_dev_with_a_pool_pinned_after_it_was_created_plans_with_no_mandatory_violation(
+    analyze_plan,
+) -> None:
     # docs/upgrades.md: the pool exists unpinned, then pins `gcp.nodeVersion`. Its resource
     # ignores changes to `maintenancePolicies`, so the engine hands the pack the stored inputs'
     # (none) instead of the exclusion the program declares (pulumi/pulumi v3.259.0

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.offline import Plan
 from gpu_platform.cli.plan import print_replacing_settings
 from gpu_platform.gke.replacing_settings import REPLACING_SETTINGS
+from tests.shared_plans import shared_plan
 
 from .plans import node_pool, on_ubuntu, with_cluster, with_pool
 
@@ -100,11 +101,11 @@ def printed(plan: Plan) -> str:
 
 
 def test_the_plan_of_a_gke_stack_lists_the_settings_that_replace_a_node_pool() -> None:
-    shown = printed(run_program("gke-dev"))
+    shown = printed(shared_plan("gke-dev"))
 
     assert "A change of pools[].instanceTypes, pools[].accelerator," in shown
     assert "cluster.nodeImage replaces the node pool and its nodes" in shown
 
 
 def test_the_plan_of_an_eks_stack_says_nothing_of_gke_node_pools() -> None:
-    assert printed(run_program("dev")) == ""
+    assert printed(shared_plan("dev")) == ""

@@ -14,6 +14,7 @@ from gpu_platform.kubernetes.tenant_namespace import SMOKE_TEST_SCRIPT, SOAK_SCR
 from tests.conftest import Config
 from tests.gpu_platform.config.test_canary_rules import PlanFor, canary_of, problems
 from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 JOB = "kubernetes:batch/v1:Job"
 NODE_GROUP_COMPONENT = "gpu-platform:eks:GpuNodeGroup"
@@ -33,7 +34,7 @@ def prod_pool(config: Config, name: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def prod_plan() -> Plan:
-    return run_program("prod", project=PROJECT)
+    return shared_plan("prod")
 
 
 def node_group(plan: Plan, pool: str) -> PlannedResource:

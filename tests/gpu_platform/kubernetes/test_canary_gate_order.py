@@ -33,6 +33,7 @@ from tests.gpu_platform.kubernetes.gate_graph import (
 )
 from tests.gpu_platform.kubernetes.test_canary_gate import karpenter_canary_of
 from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 # The canary's new driver, ahead of the pool's: the operator's pinned default (gpu-operator
 # v26.7.0 values.yaml `driver.version`, 595.91.07).
@@ -83,7 +84,7 @@ def cos_plan() -> Plan:
 
 @pytest.fixture(scope="module")
 def prod_plan() -> Plan:
-    return run_program("prod", project=PROJECT)
+    return shared_plan("prod")
 
 
 # --- EKS node groups -----------------------------------------------------------------------

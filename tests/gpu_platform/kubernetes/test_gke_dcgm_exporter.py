@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.analyzer import analyze_plan
 from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.cli.plan import _policy_config
 from gpu_platform.cli.stack_files import stack_config
@@ -16,6 +15,7 @@ from gpu_platform.kubernetes.gke_dcgm_exporter import (
     gke_exporter_update_strategy,
 )
 from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 from tests.stack_variants import with_whole_gpu_quota
 
 SHARED_POOL = "l4-shared"
@@ -99,7 +99,7 @@ def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
 
 
 def test_a_cos_stack_of_gke_shared_and_whole_gpu_pools_plans_with_no_mandatory_violation(
-    plan: Plan,
+    plan: Plan, analyze_plan
 ) -> None:
     assert plan.error is None
     config = _policy_config(PROJECT.directory / "policy-config", "gke-dev", None)
@@ -194,7 +194,7 @@ def test_the_gke_exporter_waits_for_the_operators_release(plan: Plan) -> None:
 
 
 def test_a_stack_whose_gpus_only_the_operator_serves_has_no_second_exporter() -> None:
-    plan = run_program("dev")
+    plan = shared_plan("dev")
 
     assert [r.inputs["metadata"]["name"] for r in plan.of_type(DAEMONSET)] == []
 

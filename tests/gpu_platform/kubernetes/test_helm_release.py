@@ -18,6 +18,7 @@ from gpu_platform.kubernetes.helm_release import daemonset_update_strategy
 from gpu_platform.kubernetes.operator_values import deep_merge
 from gpu_platform.versions import HelmChart
 from tests.repository import PROJECT, STACKS
+from tests.shared_plans import shared_plan
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -59,7 +60,7 @@ def releases(plan: Plan) -> dict[str, dict[str, Any]]:
 @cache
 def stack_releases(stack: str) -> dict[str, dict[str, Any]]:
     """The stack's releases' inputs by chart name, planned once: tests read them only."""
-    return releases(run_program(stack))
+    return releases(shared_plan(stack))
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.analyzer import analyze_plan
 from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.config import MonitoringSpec, OperatorSpec
 from gpu_platform.kubernetes.idle_gpu_pods import script_config_map_name
@@ -130,7 +129,7 @@ def test_the_enforcer_objects_validate_at_every_supported_version(plan) -> None:
 
 
 def test_the_enforcer_draws_no_verdict_from_the_policy_pack(
-    dev_config, plan_for, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    dev_config, plan_for, analyze_plan, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Planned with a project lock that holds the reaper image's digest, as `gpu-platform lock`
     # writes it: without one the job runs the image by tag, which `platform-images-by-digest`

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource, run_program
+from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.config import GpuPoolSpec
 from gpu_platform.kubernetes.gpu_pod import gpu_tolerations
 from gpu_platform.kubernetes.mig_startup_taint_remover import Nodes, sweep, taint_removal
@@ -15,7 +15,7 @@ from gpu_platform.node_identity import GpuShape, GpuSharer, Taint, resolve_pool
 from gpu_platform.versions import MIG_STARTUP_TAINT_REMOVER_IMAGE
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
 from tests.gpu_platform.kubernetes.test_idle_gpu_reaper import serve
-from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 # cluster-autoscaler FAQ "Startup taints" and `StartupTaintPrefix` (utils/taints/taints.go,
 # cluster-autoscaler-1.35.2): every taint whose key has this prefix is a startup taint.
@@ -27,7 +27,7 @@ NAME = "gpu-operator-gpu-mig-startup-taint-remover"
 
 @pytest.fixture(scope="module")
 def prod_plan() -> Plan:
-    return run_program("prod", project=PROJECT)
+    return shared_plan("prod")
 
 
 def mig_spec() -> GpuPoolSpec:

@@ -24,6 +24,7 @@ from tests.gpu_platform.gke.plans import on_ubuntu
 from tests.gpu_platform.kubernetes.gate_graph import new_driver_preference
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
 from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 from tests.stack_variants import MIG_POOL, MIG_SLICE_RESOURCE, with_mig_mixed_pool
 
 COMPONENT = "gpu-platform:kubernetes:GpuTenantNamespace"
@@ -57,7 +58,7 @@ def pod(plan: Plan) -> dict[str, Any]:
 
 @pytest.fixture
 def prod_plan() -> Plan:
-    return run_program("prod", project=PROJECT)
+    return shared_plan("prod")
 
 
 @pytest.fixture
@@ -411,9 +412,7 @@ def test_the_autoscaler_never_drains_a_node_mid_smoke_test(dev_plan) -> None:
 def test_karpenter_never_disrupts_a_node_mid_smoke_test() -> None:
     # Karpenter reads no cluster autoscaler annotation; `karpenter.sh/do-not-disrupt` keeps it
     # from consolidating, drifting or evicting (concepts/disruption.md at v1.14.1).
-    metadata = job(run_program("karpenter-dev", project=PROJECT)).inputs["spec"]["template"][
-        "metadata"
-    ]
+    metadata = job(shared_plan("karpenter-dev")).inputs["spec"]["template"]["metadata"]
 
     assert metadata["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource, run_program
+from gpu_platform.cli.offline import Plan, PlannedResource
 from tests.gpu_platform.policy_pack.builders import Analyze, messages, resource
-from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 CLUSTER = "aws:eks/cluster:Cluster"
 ADDON = "aws:eks/addon:Addon"
@@ -26,7 +26,7 @@ CLUSTER_POLICIES = (
 
 @pytest.fixture(scope="module")
 def plan() -> Plan:
-    return run_program("eks-new", project=PROJECT)
+    return shared_plan("eks-new")
 
 
 def the(plan: Plan, type_: str, name: str) -> PlannedResource:

@@ -10,12 +10,13 @@ import pytest
 import yaml
 
 from gpu_platform.cli.fit import node_templates
-from gpu_platform.cli.offline import Plan, PlannedResource, run_program
+from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.fit import fitting_pools, pod_spec_of
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.gpu_platform.policy_pack.builders import Analyze, namespace, resource, violations
 from tests.kubernetes_schemas import validate
 from tests.repository import ROOT
+from tests.shared_plans import shared_plan
 from tests.stack_variants import QUEUED_POOL, with_gke_capacity_pools
 
 Config = dict[str, Any]
@@ -61,7 +62,7 @@ def test_the_nccl_over_efa_job_passes_the_pack_in_a_restricted_namespace(
 def test_the_nccl_over_efa_workers_land_on_the_efa_pool_only() -> None:
     workers = example(NCCL_OVER_EFA)["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
 
-    assert fitting_pools(workers, node_templates(run_program("prod"))) == ["h100-training"]
+    assert fitting_pools(workers, node_templates(shared_plan("prod"))) == ["h100-training"]
 
 
 # The queued-provisioning job: a PodTemplate, the ProvisioningRequest for it, and the Job whose

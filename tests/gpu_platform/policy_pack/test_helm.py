@@ -8,7 +8,6 @@ import pytest
 
 from gpu_platform import versions
 from gpu_platform.cli.analyzer import PolicyConfigError, PolicyPack, reconcile_config
-from gpu_platform.cli.offline import run_program
 from gpu_platform.policy_pack.platform_releases import PLATFORM_RELEASES
 from tests.gpu_platform.policy_pack.builders import (
     CHART,
@@ -22,6 +21,7 @@ from tests.gpu_platform.policy_pack.builders import (
     resource,
 )
 from tests.repository import STACKS
+from tests.shared_plans import shared_plan
 
 VISIBLE = "helm-release-workloads-visible"
 MIRROR_ENTRY = "https://charts.example.com/nvidia/gpu-operator@v26.7.0"
@@ -643,7 +643,7 @@ def test_a_timeout_not_known_at_preview_skips_only_its_own_check(analyze: Analyz
 def test_every_release_the_platform_installs_is_held_to_the_mandatory_rule(
     analyze: Analyze, stack: str
 ) -> None:
-    releases = [r for r in run_program(stack).resources if r.type == RELEASE]
+    releases = [r for r in shared_plan(stack).resources if r.type == RELEASE]
     for release in releases:
         del release.inputs["atomic"]
 

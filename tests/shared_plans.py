@@ -1,0 +1,46 @@
+"""Plans made once per test process and shared: the program declares the same resources for the
+same stack and config every time, and most tests only read a plan.
+
+A plan is shared only between runs that would make the same one: the stack, its config, the
+stand-ins in place (a test that replaces an answer, `monkeypatch.setitem(stand_in.INVOKES,
+...)`, or lists live node groups gets a plan of its own) and the lock the plan reads pick it.
+A test that patches the program any other way (a module's constant, `node_group.now`) plans
+with `run_program` itself.
+Each caller gets a deep copy of its own, free to change.
+"""
+
+import copy
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.cli.stand_ins import aws as aws_stand_in
+from gpu_platform.cli.stand_ins import engine as engine_stand_in
+from gpu_platform.cli.stand_ins import gcp as gcp_stand_in
+from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
+from tests.repository import PROJECT
+
+_STAND_INS = (aws_stand_in, gcp_stand_in, engine_stand_in)
+
+_plans: dict[tuple[str, str, tuple[tuple[str, int], ...], str, str | None], Plan] = {}
+
+
+def shared_plan(stack: str, config: Mapping[str, Any] | None = None) -> Plan:
+    """`run_program(stack, config, project=PROJECT)`, run once per process for each stack and
+    config (the stack file's own config without one), as a copy for the caller alone."""
+    values = stack_config(stack, PROJECT) if config is None else config
+    answers = tuple(
+        (key, id(answer))
+        for module in _STAND_INS
+        for table in (module.INVOKES, module.OUTPUTS)
+        for key, answer in sorted(table.items())
+    )
+    live = json.dumps(aws_stand_in.LIVE_NODE_GROUPS, sort_keys=True)
+    lock = os.environ.get(LOCK_PATH_VARIABLE)
+    key = (stack, json.dumps(values, sort_keys=True), answers, live, lock)
+    if key not in _plans:
+        _plans[key] = run_program(stack, config=values, project=PROJECT)
+    return copy.deepcopy(_plans[key])
