@@ -9,9 +9,8 @@ Each check reads the published output of one of NVIDIA's tools and decides with 
 - `memory`: no row remapping pending or failed, no page retirement pending, and fewer retired
   pages than DCGM's limit (`DCGM_LIMIT_MAX_RETIRED_PAGES`, 63, in DCGM's
   common/DcgmGPUHardwareLimits.h: its software test fails a GPU at 63 or more);
-- `pcie`: every GPU's link as wide as its maximum and, on a busy GPU, of its maximum
-  generation (a GPU lowers its link's generation when idle to save power, so an idle GPU's
-  generation says nothing);
+- `pcie`: every busy GPU's link at its maximum generation and width (an idle GPU may lower
+  both, so an idle GPU's link says nothing);
 - `nvlink`: `nvidia-smi nvlink --status` shows each GPU with the active links its model has;
 - `dcgm-diag`: `dcgmi diag -r <level> -j` (level 1 unless the pool asks for 2) reports no failed
   test and no runtime error;
@@ -39,8 +38,9 @@ from typing import Any
 DCGM_MAX_RETIRED_PAGES = 63
 DEFAULT_BUSBW_SHARE = 0.8
 DIAG_LEVELS = ("1", "2")
-# Seconds per tool. DCGM's user guide ("Run Levels") gives level 1 seconds and level 2 about two
-# minutes; the limits leave room for a slow start of its host engine.
+# Seconds per tool. DCGM's `dcgmi diag` reference (`--run`) gives level 1 "normally lasting
+# seconds" and level 2 "approximately two minutes"; the limits leave room for a slow start of its
+# host engine.
 NVIDIA_SMI_TIMEOUT = 60
 DCGM_DIAG_TIMEOUT = {"1": 300, "2": 900}
 NCCL_TIMEOUT = 600
@@ -143,25 +143,24 @@ def memory(smi: ElementTree.Element) -> Result:
 
 
 def pcie(smi: ElementTree.Element) -> Result:
+    """Each busy GPU's link against its maximum. nvidia-smi's documentation of the current link
+    generation and width: "These may be reduced when the GPU is not in use", so only a GPU in
+    performance state P0 is judged."""
     problems = []
     for gpu in _gpus(smi):
+        if _text(gpu, "performance_state") != "P0":
+            continue
         link = "pci/pci_gpu_link_info"
-        width, max_width = (
-            _text(gpu, f"{link}/link_widths/current_link_width"),
-            _text(gpu, f"{link}/link_widths/max_link_width"),
-        )
-        if _count(width.rstrip("x")) < _count(max_width.rstrip("x")):
-            problems.append(f"{_name(gpu)} PCIe link {width} wide of {max_width}")
-        gen, max_gen = (
-            _text(gpu, f"{link}/pcie_gen/current_link_gen"),
-            _text(gpu, f"{link}/pcie_gen/max_link_gen"),
-        )
-        busy = _text(gpu, "performance_state") == "P0"
-        if busy and _count(gen) < _count(max_gen):
-            problems.append(f"{_name(gpu)} PCIe link at gen {gen} of {max_gen} while busy")
+        for what, current, maximum in (
+            ("generation", "pcie_gen/current_link_gen", "pcie_gen/max_link_gen"),
+            ("width", "link_widths/current_link_width", "link_widths/max_link_width"),
+        ):
+            now, most = _text(gpu, f"{link}/{current}"), _text(gpu, f"{link}/{maximum}")
+            if _count(now.rstrip("x")) < _count(most.rstrip("x")):
+                problems.append(f"{_name(gpu)} PCIe link {what} {now} of {most}")
     if problems:
         return Result("pcie", False, "; ".join(problems))
-    return Result("pcie", True, "every GPU's PCIe link at its maximum width")
+    return Result("pcie", True, "every busy GPU's PCIe link at its maximum generation and width")
 
 
 def nvlink(status: str, expected_per_gpu: int) -> Result:

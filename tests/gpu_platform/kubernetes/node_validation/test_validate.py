@@ -127,29 +127,30 @@ def test_retired_pages_fail_at_dcgms_limit(single: str, double: str, passed: boo
     assert memory(parse_smi(SMI.replace(element, changed))).passed is passed
 
 
-def test_a_narrow_pcie_link_fails() -> None:
-    xml = on_gpu(
-        "BA",
-        "<current_link_width>16x</current_link_width>",
-        "<current_link_width>8x</current_link_width>",
-    )
-    assert pcie(parse_smi(xml)) == Result(
-        "pcie", False, "GPU 00000000:BA:00.0 PCIe link 8x wide of 16x"
-    )
-
-
-def test_a_lower_pcie_generation_fails_only_on_a_busy_gpu() -> None:
-    # An idle GPU lowers its link's generation to save power (nvidia-smi's `-q` documentation of
-    # "PCIe Generation": the current generation "may be reduced when the GPU is not in use").
-    lowered = on_gpu(
-        "BA", "<current_link_gen>5</current_link_gen>", "<current_link_gen>1</current_link_gen>"
-    )
-    assert pcie(parse_smi(lowered)) == Result(
-        "pcie", False, "GPU 00000000:BA:00.0 PCIe link at gen 1 of 5 while busy"
-    )
-    element = gpu_element(lowered, "BA")
-    idle = lowered.replace(element, element.replace("P0", "P8"))
-    assert pcie(parse_smi(idle)).passed
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        (
+            "<current_link_width>16x</current_link_width>",
+            "<current_link_width>8x</current_link_width>",
+            "GPU 00000000:BA:00.0 PCIe link width 8x of 16x",
+        ),
+        (
+            "<current_link_gen>5</current_link_gen>",
+            "<current_link_gen>1</current_link_gen>",
+            "GPU 00000000:BA:00.0 PCIe link generation 1 of 5",
+        ),
+    ],
+)
+def test_a_degraded_pcie_link_fails_on_a_busy_gpu_only(old: str, new: str, reason: str) -> None:
+    # nvidia-smi's documentation of the current link generation and width (`nvidia-smi
+    # --help-query-gpu`, pcie.link.gen.gpucurrent and pcie.link.width.current): "These may be
+    # reduced when the GPU is not in use."
+    degraded = on_gpu("BA", old, new)
+    assert pcie(parse_smi(degraded)) == Result("pcie", False, reason)
+    element = gpu_element(degraded, "BA")
+    idle = element.replace("<performance_state>P0<", "<performance_state>P8<")
+    assert pcie(parse_smi(degraded.replace(element, idle))).passed
 
 
 def test_an_inactive_nvlink_fails() -> None:
