@@ -18,7 +18,7 @@ Each check reads the published output of one of NVIDIA's tools and decides with 
   model's expected bus bandwidth, with no wrong or out-of-bounds values;
 - `efa`: the node has as many EFA devices (`/sys/class/infiniband`) as its instance type.
 
-It is configured by environment variables (`main` names them), runs each tool under a timeout,
+It is configured by environment variables (`config` names them), runs each tool under a timeout,
 prints the results as one JSON object on stdout and exits 0 when every check passed, 1 when one
 failed, 2 when its configuration is wrong.
 """

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
+from gpu_platform.accelerators import ACCELERATORS
 from gpu_platform.kubernetes.node_validation import validate
+from gpu_platform.kubernetes.node_validation.expectations import NVLINK_LINKS
 from gpu_platform.kubernetes.node_validation.validate import (
     Result,
     ToolFailed,
@@ -308,3 +310,9 @@ def test_bad_configuration_exits_2_naming_the_variable(
     assert code == 2
     assert report["passed"] is False and report["error"].startswith(error)
     assert ran == []
+
+
+def test_nvlink_expectations_name_known_nvlinked_accelerators() -> None:
+    # The T4, L4, A10G and L40S have no NVLink (NVIDIA's datasheets): no entry, no check.
+    assert set(NVLINK_LINKS) <= set(ACCELERATORS)
+    assert {"t4", "l4", "a10g", "l40s"}.isdisjoint(NVLINK_LINKS)
