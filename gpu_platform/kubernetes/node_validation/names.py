@@ -1,0 +1,35 @@
+"""The names node validation shares: the taint a GPU node joins with until it has proven itself,
+the labels its validator sets, and the service account that may set them.
+
+The taint's key has the cluster autoscaler's startup-taint prefix (`StartupTaintPrefix`,
+cluster-autoscaler utils/taints/taints.go; its FAQ "How can I scale a node group to 0?" and
+"Startup taints"), so the autoscaler treats a node carrying it as one that is still starting,
+not as a node that cannot take the pods it was scaled up for.
+"""
+
+from gpu_platform.node_identity import Taint
+
+VALIDATION_TAINT = Taint(
+    key="startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation",
+    value="pending",
+    effect="NoSchedule",
+)
+
+LABEL_PREFIX = "gpu-platform.io/"
+RESULT_LABEL = f"{LABEL_PREFIX}validation"
+"""`passed` or `failed`."""
+FAILED_CHECK_LABEL = f"{LABEL_PREFIX}validation-failed-check"
+"""The first check that failed (`gpu-count`, `ecc`, ...), on a node that failed."""
+VALIDATED_DRIVER_LABEL = f"{LABEL_PREFIX}validated-driver"
+"""The NVIDIA driver version the node passed with."""
+VALIDATED_RELEASE_LABEL = f"{LABEL_PREFIX}validated-release"
+"""The node image the node passed with: the AMI id or GKE node version."""
+VALIDATION_LABELS = (
+    RESULT_LABEL,
+    FAILED_CHECK_LABEL,
+    VALIDATED_DRIVER_LABEL,
+    VALIDATED_RELEASE_LABEL,
+)
+"""Every label the validator may set, change or remove, and no other."""
+
+VALIDATOR_SERVICE_ACCOUNT = "gpu-node-validator"
