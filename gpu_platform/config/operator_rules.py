@@ -97,7 +97,8 @@ def gke_exporter_override_problems(config: StackConfig) -> Iterator[ConfigProble
             chart,
             f"{GPU_OPERATOR_CHART.version} while GKE shares the GPUs of {', '.join(shared)}, or"
             " the image that chart version's DCGM exporter runs in"
-            " operator.overrides.dcgmExporter (repository, image and version): the platform"
+            " operator.overrides.dcgmExporter (image, with repository and version or as a whole"
+            " reference, as the operator reads them): the platform"
             " runs that exporter itself on those nodes (nvidia-dcgm-exporter-gke) and knows"
             f" its image for {GPU_OPERATOR_CHART.version} only",
         )

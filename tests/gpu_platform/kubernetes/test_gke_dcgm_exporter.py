@@ -552,7 +552,10 @@ def test_another_chart_version_without_the_exporters_image_is_refused_where_gke_
 
     assert (problem.path, problem.value) == ("gpu-platform:operator.chartVersion", "v26.3.0")
     assert problem.expected.startswith("v26.7.0 while GKE shares the GPUs of pools[0], or the")
-    assert "operator.overrides.dcgmExporter (repository, image and version)" in problem.expected
+    assert (
+        "operator.overrides.dcgmExporter (image, with repository and version or as a whole"
+        " reference, as the operator reads them)"
+    ) in problem.expected
 
 
 def test_another_chart_version_with_the_exporters_image_is_taken() -> None:
