@@ -1,12 +1,12 @@
 """The component the package's provider constructs: `GpuPlatform`, from the schema's inputs.
 
 The provider host hands the component its inputs as one dict, each key by its Python name
-(`gpus_per_node`) and numbers as the engine sends them, as floats (pulumi v3.272.0
-`sdk/python/lib/pulumi/provider/experimental/component.py`, `map_input_properties`, converts
-only an `integer` property itself, not a list's items or a map's values). This component turns
-them back into the stack file's keys and numbers and validates them as
+(`gpus_per_node`) and numbers as the engine sends them, as floats: `map_input_properties`
+(pulumi v3.272.0 `sdk/python/lib/pulumi/provider/experimental/component.py`) converts an
+`integer` property with `int()` and then stores the value it was sent over it. This component
+turns them back into the stack file's keys, whole numbers into integers, and validates them as
 `GpuPlatformArgs.from_settings` does: every problem in one report, each by its key as the
-schema spells it (`pools[0].gpusPerNode`).
+schema spells it (`pools[0].gpusPerNode: got 1.5`).
 """
 
 import types

@@ -59,12 +59,12 @@ class EksSystemNodesArgs(TypedDict, total=False):
 `m7i.xlarge`): Prometheus and the controllers fit on two with room to spare. Only types of
 the On-Demand Standard quota (A, C, D, H, I, M, R, T, Z families), which preflight checks:
 a GPU, accelerator or high-memory type would spend another quota on controllers."""
-    min: float
+    min: int
     """At least two, so that the controllers survive a node's replacement; the group is spread
 over the zones."""
-    max: float
+    max: int
     """The most nodes the cluster autoscaler may grow the group to."""
-    disk_size_gib: float
+    disk_size_gib: int
     """Each node's root volume (gp3, encrypted)."""
     ami_release_version: str
     """The EKS-optimized AL2023 release the nodes run (`1.35.6-20260714`), of the cluster's
@@ -93,7 +93,7 @@ balancers need `kubernetes.io/role/elb: 1`."""
 required (who did what, as whom). The default leaves out the controller manager's and
 scheduler's, as terraform-aws-eks does: on GPU batch clusters with many short pods they are
 the most voluminous, and CloudWatch bills every GB ingested."""
-    log_retention_days: float
+    log_retention_days: int
     """How long CloudWatch keeps them (the values CloudWatch Logs accepts, from 30 days)."""
     support_type: str
     """EKS's support policy for the cluster's Kubernetes version (`upgradePolicy.supportType`).
@@ -175,7 +175,7 @@ class GkeMaintenanceWindowArgs(TypedDict, total=False):
 
     start: str
     """The window's start, `HH:MM` in UTC."""
-    duration_hours: float
+    duration_hours: int
     """Its length; GKE needs at least 4 contiguous hours."""
     days: list[str]
     """The days it opens on (RRULE `BYDAY`). GKE needs at least 48 hours of windows in any 32
@@ -217,11 +217,11 @@ class GkeSystemNodePoolArgs(TypedDict, total=False):
 
     machine_type: str
     """Its machine type (4 vCPU, 16 GiB)."""
-    min_per_zone: float
+    min_per_zone: int
     """Nodes kept in each zone of the cluster's region (three zones: three nodes)."""
-    max_per_zone: float
+    max_per_zone: int
     """The most nodes the autoscaler may grow each zone to."""
-    disk_size_gib: float
+    disk_size_gib: int
 
 
 class GkeClusterCreateArgs(TypedDict, total=False):
@@ -381,7 +381,7 @@ class GpuPoolSpecSharingArgs(TypedDict, total=False):
 
     mode: Required[str]
     """One of `exclusive`, `time-slicing`, `mps`, `mig`."""
-    replicas: float
+    replicas: int
     """`time-slicing`: Containers per GPU; each node advertises GPUs x replicas `nvidia.com/gpu`. At
 most 48 on GKE, whose own device plugin shares the GPUs there.
 `mps`: Containers per GPU, each with an equal share of its memory."""
@@ -405,7 +405,7 @@ pool's pods may use: the platform knows the driver of every release in its table
 `maxUnavailablePercent`; move a pool's `canaryOf` pool first."""
     node_role_arn: str
     """An existing node IAM role to use instead of creating one for the pool."""
-    metadata_hop_limit: float
+    metadata_hop_limit: int
     """IMDSv2 hop limit: 1 keeps pods from reaching the node's credentials; 2 only for
 workloads that must call IMDS through an extra network hop (no IRSA or Pod Identity)."""
     capacity_reservation_id: str
@@ -427,13 +427,13 @@ resource group (docs/capacity-reservations.md). Under Karpenter a reserved pool'
 launches its own `instanceTypes`, ahead of the on-demand pools: config refuses it beside an
 on-demand pool of smaller sizes of the same family that the pool does not list
 (docs/karpenter.md, Reservations and Capacity Blocks)."""
-    max_unavailable_percent: float
+    max_unavailable_percent: int
     """Replace up to this share of the pool's nodes at once on an update (a new AMI release,
 launch template or labels); unset replaces one node at a time. EKS drains each node first,
 waiting up to 15 minutes for its pods' disruption budgets before it fails the update. Under
 Karpenter it is the budget of drifted nodes, 10% (rounded up) where unset
 (docs/karpenter.md, Disruption budgets)."""
-    empty_nodes_budget_percent: float
+    empty_nodes_budget_percent: int
     """Karpenter: the share of the pool's nodes it may remove at once for being empty. All of
 them by default, so that a large teardown is not paced one node at a time and a node that
 stays NotReady (Karpenter counts it against every budget of its pool) does not keep the
@@ -450,7 +450,7 @@ ECC and NVLink errors), one node at a time. XIDs that NVIDIA's catalog answers w
 application restart or no action (13, 31, 43, 45, 94, ...) take no repair: they end one
 tenant's process, not the node of every tenant on it (docs/gpu-health.md). On arm64 pools
 (`g5g`) the agent watches no GPU: only the kubelet's and its other conditions repair."""
-    node_repair_max_unhealthy_nodes: float
+    node_repair_max_unhealthy_nodes: int
     """Stop repairing while more than this many of a node group's nodes are unhealthy, which
 points at a cause no replacement fixes (counted per node group, so per zone with
 `nodeGroupPerZone`). Unset sets no threshold: EKS then pauses repairs only in a node group
@@ -462,10 +462,10 @@ its replacement starts, so the pool never holds more GPU instances than its size
 `default` starts replacements first (up to two extra nodes per zone), which needs spare
 capacity that scarce or reserved GPU types rarely have (the update fails with
 NodeCreationFailure), but keeps the pool's capacity during the update."""
-    volume_throughput_mibps: float
+    volume_throughput_mibps: int
     """Throughput of the gp3 volume that holds the container images, in MiB/s (gp3: 125 to
 1000, at most a quarter of the IOPS)."""
-    volume_iops: float
+    volume_iops: int
     """IOPS of that volume (gp3: 3000 to 16000)."""
     efa: bool
     """A pool for training across nodes: its nodes get one Elastic Fabric Adapter per network
@@ -515,13 +515,13 @@ holds only `roles/container.defaultNodeServiceAccount`)."""
     disk_type: str
     """Boot disk type; unset is `pd-balanced`, or `hyperdisk-balanced` on A3 Ultra and A4
 machine types, which take no Persistent Disk. N1, A2 and G2 take no Hyperdisk."""
-    max_surge: float
+    max_surge: int
     """Extra nodes GKE adds while it surge-upgrades the pool: each is another GPU machine that
 must be available to start. Unset: 1, but 0 on a `reservation: specific` pool, as GKE counts
 surge nodes against the reservation, which holds none beyond the pool's own, and keeps
 retrying the upgrade while it has no room. Set it there only where the reservation holds
 spare VMs, which `gpu-platform preflight` checks."""
-    max_unavailable: float
+    max_unavailable: int
     """Nodes GKE takes out of service at once to surge-upgrade them in place. Unset: 1 where
 `maxSurge` is 0, else 0. One of the two must be above 0."""
     upgrade_strategy: str
@@ -535,13 +535,13 @@ GKE's autoscaled blue-green instead (in Preview), which waits that long for the 
 jobs to end before it drains them: for pools of long training jobs. Not on a `reservation:
 specific` pool, nor with `flexStart` or `queuedProvisioning`, whose nodes GKE replaces as
 they end. Changing it does not replace the pool."""
-    blue_green_drain_wait_hours: float
+    blue_green_drain_wait_hours: int
     """`upgradeStrategy: blue-green` only: take GKE's autoscaled blue-green rollout (in Preview),
 which cordons the old nodes, lets the autoscaler start new ones as pods need them, and waits
 this long before it drains the old nodes, evicting the jobs still running there (the API's
 `waitForDrainDuration`). Set it above the longest job. Unset: the standard rollout, which
 drains the old nodes as soon as the new ones are up."""
-    blue_green_soak_hours: float
+    blue_green_soak_hours: int
     """`upgradeStrategy: blue-green` only: how long GKE keeps the drained old nodes before it
 deletes them (the API's `nodePoolSoakDuration`); unset, GKE's default."""
     node_version: str
@@ -550,7 +550,7 @@ NVIDIA driver GKE's installer loads; unset follows the cluster's version. Pin it
 `canaryOf` pool to try a new version there first. GKE still upgrades a pinned pool when its
 version leaves support, and clusters on a release channel when auto-upgrade runs, unless a
 maintenance exclusion holds it."""
-    cos_driver_branch: float
+    cos_driver_branch: int
     """COS only: the NVIDIA driver branch (`580`) COS loads for the pool's GPU on its nodes' GKE
 version, for a version whose default the lock does not have yet (`gpu-platform lock`,
 docs/lock.md: GKE 1.34 and later, B200). At least 550 for H200 and 570 for B200; where the
@@ -586,7 +586,7 @@ and nodes on GKE 1.32.2-gke.1652000 or later, on-demand capacity, no reservation
     """Nodes come only through a ProvisioningRequest, all of a request's nodes at once, and
 carry the `cloud.google.com/gke-queued` taint (docs/gke-capacity.md). Needs `min` 0 and no
 reservation; GKE's guide pairs it with `flexStart`."""
-    max_run_hours: float
+    max_run_hours: int
     """A `flexStart` pool: how long each node may run before GKE removes it, at most 168 hours
 (7 days, also GKE's default). A queued pool's requests set theirs with the
 ProvisioningRequest's `maxRunDurationSeconds`."""
@@ -607,11 +607,11 @@ pod."""
     accelerator: str
     """The GPU model. Read from the machine when left out: on EKS from the instance type, on GKE
 from accelerator-optimized machine types (A2, A3, A4, G2); N1 pools must state it."""
-    gpus_per_node: float
+    gpus_per_node: int
     """GPUs per node, read from the machine like `accelerator` when left out."""
-    min: float
+    min: int
     """Nodes kept when idle. Every node above zero bills around the clock."""
-    max: Required[float]
+    max: Required[int]
     """The most nodes the autoscaler may start: the pool's cost ceiling. Under Karpenter, limits
 of `max` nodes and of `max` times the GPUs and vCPUs of the pool's largest instance type,
 which a fast scale-out can pass by a node or two, and drift by its Drifted budget's nodes
@@ -625,7 +625,7 @@ an EC2 Capacity Block (docs/capacity-reservations.md); GKE reservations are
     """Zones to place nodes in, kept only where every instance type is offered. Empty means
 every zone of the cluster's node subnets (EKS) or of its region that offers the machine
 type (GKE); GKE N1 pools with attached GPUs must list theirs."""
-    disk_size_gib: float
+    disk_size_gib: int
     """Root disk; CUDA and framework images run to tens of GiB before any model weights."""
     labels: dict[str, str]
     """Extra node labels; the platform's own (`nvidia.com/`, `gpu-platform.io/`) are reserved."""
@@ -653,7 +653,7 @@ canary may not be on capacity that never starts a node for one: not `capacity-bl
 nor `gcp.queuedProvisioning` (GKE, nodes only for a ProvisioningRequest), nor only the
 targeted reservation of the pool it leads, which that pool fills at its `max` (without
 `aws.onDemandFallback`; a `gcp.reservation: specific` of the same name)."""
-    canary_soak_minutes: float
+    canary_soak_minutes: int
     """A `canaryOf` pool: how long its gate Job keeps checking the canary's GPU, every minute,
 after the driver check passed, before the pool it leads is updated."""
     aws: EksPoolOptionsArgs
@@ -678,13 +678,13 @@ docs/upgrades.md)."""
     """The operator's own namespace, which the platform runs as Pod Security `privileged`: the
 drivers, toolkit and device plugin need the host. The only other is node-exporter's, where
 the platform installs the Prometheus stack."""
-    timeout_seconds: float
+    timeout_seconds: int
     """How long Helm waits for the release to be ready (its CRD upgrade Job, the operator, and
 node-feature-discovery's worker on every node), and then for a rollback of a failed
 upgrade as long again. Unset: 900 s and 5 s more for each node the GPU pools can have
 together at their `max`, at most 3600 s. The drivers, toolkit and device plugin the
 operator starts are not waited for."""
-    critical_pod_quota: float
+    critical_pod_quota: int
     """GKE only: how many `system-node-critical`/`system-cluster-critical` pods the operator's
 namespace may hold. GKE admits them outside kube-system only under a quota, and the chart's
 node-feature-discovery worker runs on every node of the cluster, GPU or not, beside about
@@ -694,10 +694,10 @@ eight operator pods on each GPU node: keep it above all of those together."""
 no `gcp.driverVersion`, pinned so that a chart upgrade does not move it. A new one rolls out
 through the operator's upgrade controller, pool by pool within
 `driverUpgradeMaxUnavailablePercent`."""
-    driver_upgrade_max_unavailable_percent: float
+    driver_upgrade_max_unavailable_percent: int
     """GKE Ubuntu: the most nodes of a pool the operator takes out of service at once to load a
 new driver (at most one node of a pool at a time is upgraded, whatever the share)."""
-    driver_upgrade_job_wait_minutes: float
+    driver_upgrade_job_wait_minutes: int
     """GKE Ubuntu: how long the operator waits for the Jobs' pods on a node to finish before it
 deletes the GPU pods left and loads the new driver there; 0 waits for ever (not with a
 `canaryOf` pool, whose gate waits for the new driver on a canary node)."""
@@ -729,11 +729,11 @@ namespace enforces Pod Security `baseline`; its node-exporter, which needs the h
     """Labels the cluster's Prometheus selects ServiceMonitors and PrometheusRules by. With
 `installPrometheusStack` they must include `release: kube-prometheus-stack`, the installed
 stack's selector."""
-    idle_gpu_minutes: float
+    idle_gpu_minutes: int
     """How long a GPU held by a pod may stay idle before the alert fires."""
-    idle_gpu_utilization_percent: float
+    idle_gpu_utilization_percent: int
     """GPU utilisation, in percent, below which a GPU held by a pod counts as idle."""
-    framebuffer_full_percent: float
+    framebuffer_full_percent: int
     """GPU memory use, in percent of used plus free, above which a pod's GPU counts as nearly
 full."""
     google_managed_prometheus: bool
@@ -759,18 +759,18 @@ class TenantNamespaceSpecArgs(TypedDict, total=False):
     name: Required[str]
     """A namespace of the team's own: none of Kubernetes' (`kube-system`, `kube-public`,
 `kube-node-lease`, `default`) and none the operator, monitoring or autoscaler run in."""
-    gpu_quota: float
+    gpu_quota: int
     """Whole GPUs of exclusive pools the namespace's pods may request at once
 (`requests.nvidia.com/gpu`). Kubernetes names shared GPUs' replicas and GKE's MIG partitions
 `nvidia.com/gpu` too, and cannot tell them from whole GPUs: in a stack with exclusive and
 shared pools this caps both, each replica counted as a GPU, so that pods never take more
 whole GPUs than it allows."""
-    shared_gpu_quota: float
+    shared_gpu_quota: int
     """Replicas of time-sliced and MPS pools' GPUs, and MIG partitions GKE makes, the namespace's
 pods may request at once: each is one `nvidia.com/gpu` to Kubernetes. In a stack with
 exclusive pools as well, `gpuQuota` caps whole GPUs and replicas together, and this may be
 at most `gpuQuota`: replicas cannot be capped apart from whole GPUs there."""
-    mig_quota: dict[str, float]
+    mig_quota: dict[str, int]
     """MIG slices of each profile the namespace's pods may request at once, by slice
 (`1g.10gb: 56` caps `requests.nvidia.com/mig-1g.10gb`), on pools whose slices the operator's
 MIG manager makes (EKS). Every slice of every GPU the platform knows that this leaves out is
@@ -782,14 +782,14 @@ GPU Operator. `baseline` is for images that cannot run as a non-root user."""
     smoke_test_pool: str
     """Run a `nvidia-smi` Job on this pool after deployment to prove the GPU path works; when
 the Job fails, so does `pulumi up`."""
-    smoke_test_deadline_seconds: float
+    smoke_test_deadline_seconds: int
     """How long the smoke test may take, scaling its pool up from zero and the GPU Operator
 preparing the new node included; past it the Job fails, and `pulumi up` with it. On GKE
 Ubuntu the smoke test also waits for its pool's new driver, and the deadline grows by the
 longest the operator may keep a node on the old one (`operator.driverUpgradeJobWaitMinutes`
 and 5 minutes) and three times 11 minutes for the node's relabelling and the Job's backoff
 between retries."""
-    gpu_idle_minutes: float
+    gpu_idle_minutes: int
     """Opt in to ending idle GPU pods: the longest a GPU pod here may hold GPUs that do no work
 (below `monitoring.idleGpuUtilizationPercent`), in minutes. A pod may ask for less with the
 annotation `gpu-platform.io/max-idle-minutes`. Past it, the pod is warned or ended
@@ -820,7 +820,7 @@ docs/upgrades.md)."""
     image_tag: str
     """The autoscaler image tag; by default the pinned release for the cluster's Kubernetes
 minor version, which it must match."""
-    gpu_node_idle_minutes: float
+    gpu_node_idle_minutes: int
     """How long a GPU node may sit unneeded before it is removed. Shorter saves idle GPU time;
 longer keeps a node warm between jobs instead of paying its startup again."""
     balance_similar_node_groups: bool
@@ -864,11 +864,11 @@ the cluster's own controllers; elsewhere, give it a FlowSchema of its own."""
     """The `karpenter` and `karpenter-crd` chart version (the two move together); another than
 the pinned one is declared, both charts, in the stack's policy config
 (`platform-release-rollback`'s `platformReleases`: docs/upgrades.md)."""
-    consolidate_after_minutes: float
+    consolidate_after_minutes: int
     """How long a GPU node must have been empty before Karpenter removes it, for pools that do
 not set their own (`aws.consolidateAfterMinutes`). Karpenter never consolidates a GPU node
 that still runs a pod."""
-    termination_grace_period_hours: float
+    termination_grace_period_hours: int
     """How long Karpenter may take to drain a GPU node it is removing (a drifted node: a new
 AMI release, a changed node class) before it deletes the pods left on it, those marked
 `karpenter.sh/do-not-disrupt` and those a PodDisruptionBudget protects included. It also

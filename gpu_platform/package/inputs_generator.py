@@ -11,10 +11,7 @@ of `StackConfig` becomes a `TypedDict` of the same fields, each with its field's
   description saying what is allowed, the loader refusing anything else by key;
 - a discriminated union of models (a pool's `sharing`): one type with every variant's fields,
   all optional, the loader checking them against the variant `mode` names;
-- any other union of plain values (`idleMinutes`, a number or `never`): `Any`;
-- integers: `float`, a `number` in the schema, as the host truncates a number sent for an
-  `integer` property (`int(1.5)`, `ComponentProvider.map_input_properties`) and so would hide
-  a fraction the loader refuses by key.
+- any other union of plain values (`idleMinutes`, a number or `never`): `Any`.
 
 `python -m gpu_platform.package.inputs_generator` rewrites the module; a test checks that it is
 up to date.
@@ -111,11 +108,7 @@ class _Generator:
         if annotation in (AwareDatetime, datetime, date):
             # Given in a stack file as an RFC 3339 string (`2026-11-26T00:00:00Z`).
             return "str"
-        if annotation is int:
-            # A number: the host truncates one sent for an `integer` property (`int(1.5)`, in
-            # `ComponentProvider.map_input_properties`), where the loader refuses it by key.
-            return "float"
-        if annotation in (str, float, bool):
+        if annotation in (str, int, float, bool):
             return str(annotation.__name__)
         raise TypeError(f"no schema type for {annotation!r} ({name_if_merged})")
 
@@ -168,8 +161,7 @@ def _plain_type(values: typing.Iterable[Any]) -> str:
     kinds = {type(v) for v in values}
     if len(kinds) != 1:
         raise TypeError(f"mixed literal values {values!r}")
-    kind = kinds.pop()
-    return "float" if kind is int else kind.__name__
+    return kinds.pop().__name__
 
 
 def _extra_fields() -> Iterator[_Field]:
