@@ -7,6 +7,7 @@ docstrings under them, `component.py` maps the schema's names to Python's in Con
 """
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from tests.repository import ROOT
 
 TOKEN = "gpu-platform:index:GpuPlatform"
 YAML_EXAMPLE = ROOT / "examples" / "yaml" / "Pulumi.yaml"
+DOCS = ROOT / "docs" / "component-package.md"
 # What `GpuPlatform` sets and registers (gpu_platform/platform.py), by the schema's names.
 OUTPUTS = {
     "kubeconfig",
@@ -149,6 +151,21 @@ def test_the_yaml_example_fits_the_schema(schema: dict[str, Any]) -> None:
         assert output.removeprefix("${platform.").removesuffix("}") in component["properties"]
 
 
+def test_the_documented_typescript_program_fits_the_schema(schema: dict[str, Any]) -> None:
+    (program,) = re.findall(r"```ts\n(.*?)```", DOCS.read_text(), re.DOTALL)
+    call = program.split('new gpuPlatform.GpuPlatform("gpu-platform", ', 1)[1]
+    args = call.split("\n});")[0] + "}"
+    # A TypeScript object literal of plain values is YAML's flow style, but for trailing commas.
+    properties = yaml.safe_load(re.sub(r",(\s*[}\]])", r"\1", args))
+    component = schema["resources"][TOKEN]
+    misfits = _misfits(
+        schema, component["inputProperties"], component["requiredInputs"], properties, ""
+    )
+    assert list(misfits) == []
+    for output in re.findall(r"platform\.(\w+);", program):
+        assert output in component["properties"]
+
+
 def test_construct_registers_what_the_python_program_does(tmp_path: Path) -> None:
     """Construct, as the provider's server calls it, under the mock monitor, for the YAML
     example's properties, against the Python program given the same settings."""
@@ -190,6 +207,7 @@ def test_construct_reports_every_bad_setting_by_its_key(tmp_path: Path) -> None:
 # request's Struct (numbers as floats), then `ComponentProvider.construct`.
 CONSTRUCT_PROGRAM = """\
 import json
+import re
 import pathlib
 
 import pulumi
