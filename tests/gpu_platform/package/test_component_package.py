@@ -18,6 +18,8 @@ import grpc
 import pytest
 import yaml
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
+from pulumi.runtime.rpc import _special_secret_sig as SECRET_SIG
+from pulumi.runtime.rpc import _special_sig_key as SECRET_SIG_KEY
 from pydantic import BaseModel
 
 from gpu_platform import config as config_model
@@ -184,6 +186,35 @@ def test_construct_registers_what_the_python_program_does(tmp_path: Path) -> Non
     assert constructed.outputs["stackOutputs"] == in_code.outputs
 
 
+def test_construct_uses_the_providers_the_program_gives(tmp_path: Path) -> None:
+    (resource,) = yaml.safe_load(YAML_EXAMPLE.read_text())["resources"].values()
+    project = _construct_project(tmp_path, resource["properties"])
+    (tmp_path / "own-aws").touch()
+
+    plan = run_program("dev", config={}, project=project)
+
+    own = plan.named("own-aws", "pulumi:providers:aws")
+    (node_group,) = plan.of_type("aws:eks/nodeGroup:NodeGroup")
+    assert node_group.provider is not None and node_group.provider.startswith(own.urn)
+    assert {i.provider for i in plan.invokes if i.token.startswith("aws:")} == {
+        f"{own.urn}::{own.id}"
+    }
+
+
+def test_construct_refuses_a_secret_setting_by_its_key(tmp_path: Path) -> None:
+    """The server wraps a secret input in a secret Output, which no setting may be."""
+    (resource,) = yaml.safe_load(YAML_EXAMPLE.read_text())["resources"].values()
+    settings = resource["properties"]
+    settings["cloud"] = {SECRET_SIG_KEY: SECRET_SIG, "value": "aws"}
+
+    plan = run_program(
+        "dev", config={}, project=_construct_project(tmp_path, settings), raise_errors=False
+    )
+
+    assert "gpu-platform:cloud" in str(plan.error)
+    assert plan.resources == []
+
+
 def test_construct_reports_every_bad_setting_by_its_key(tmp_path: Path) -> None:
     """A fraction for an integer reaches the component as it was sent, a float: the host's
     `int()` of it is overwritten (`component.py` `map_input_properties`, no `continue` after
@@ -203,25 +234,33 @@ def test_construct_reports_every_bad_setting_by_its_key(tmp_path: Path) -> None:
     assert plan.resources == []
 
 
-# The engine's Construct, as the provider's server makes it: the inputs deserialized from the
-# request's Struct (numbers as floats), then `ComponentProvider.construct`.
+# The engine's Construct as the provider's server makes it (pulumi v3.272.0
+# `sdk/python/lib/pulumi/provider/server.py`, `_construct`): the request's inputs deserialized,
+# a secret one wrapped in a secret Output, then `ComponentProvider.construct`, the providers
+# the program gives in its options handed over as a map by package (`_construct_options`).
 CONSTRUCT_PROGRAM = """\
 import json
-import re
 import pathlib
 
 import pulumi
+import pulumi_aws as aws
 from google.protobuf import struct_pb2
 from pulumi.provider.experimental.component import ComponentProvider
-from pulumi.runtime import rpc
+from pulumi.provider.server import ProviderServicer
+from pulumi.runtime.sync_await import _sync_await
 
 from gpu_platform.package.component import GpuPlatform
 
+here = pathlib.Path(__file__).parent
 request = struct_pb2.Struct()
-request.update(json.loads((pathlib.Path(__file__).parent / "settings.json").read_text()))
-provider = ComponentProvider([GpuPlatform], "gpu-platform")
-result = provider.construct(
-    "gpu-platform", "gpu-platform:index:GpuPlatform", rpc.deserialize_properties(request)
+request.update(json.loads((here / "settings.json").read_text()))
+own = (here / "own-aws").exists()
+providers = {"aws": aws.Provider("own-aws", region="us-east-1")} if own else {}
+result = ComponentProvider([GpuPlatform], "gpu-platform").construct(
+    "gpu-platform",
+    "gpu-platform:index:GpuPlatform",
+    _sync_await(ProviderServicer._construct_inputs(request, {})),
+    pulumi.ResourceOptions(providers=providers),
 )
 for name, value in result.state.items():
     pulumi.export(name, value)
