@@ -19,7 +19,6 @@ up to date.
 
 import ast
 import inspect
-import sys
 import textwrap
 import types
 import typing
@@ -244,4 +243,3 @@ def _docstring(text: str | None, indent: str = "") -> list[str]:
 
 if __name__ == "__main__":
     INPUTS_MODULE.write_text(generated_source())
-    sys.exit(0)
