@@ -162,6 +162,7 @@ class GpuPlatform(pulumi.ComponentResource):
     gpu_operator_namespace: pulumi.Output[str]
     prometheus_rule_names: pulumi.Output[list[str]]
     pools: pulumi.Output[dict[str, Any]]
+    gpu_models: pulumi.Output[dict[str, Any]]
     gpu_pools: pulumi.Output[dict[str, Any]]
     stack_outputs: dict[str, Any]
     """Every output by its stack output name (`gpuOperatorVersion`, `pools`, ...), to export."""

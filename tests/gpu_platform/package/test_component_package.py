@@ -1,0 +1,330 @@
+"""The component package: its provider started as the engine starts it, its schema read over
+gRPC, its Construct run under the mock monitor, and the YAML example checked against the schema.
+
+The provider host is the Python SDK's (pulumi v3.272.0 `sdk/python/lib/pulumi/provider/
+experimental/`): `host.py` serves it, `analyzer.py` infers the schema from annotations and the
+docstrings under them, `component.py` maps the schema's names to Python's in Construct.
+"""
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+import yaml
+from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
+from pulumi.runtime.rpc import _special_secret_sig as SECRET_SIG
+from pulumi.runtime.rpc import _special_sig_key as SECRET_SIG_KEY
+from pydantic import BaseModel
+
+from gpu_platform import config as config_model
+from gpu_platform.cli.offline import run_program
+from gpu_platform.cli.project import Project
+from gpu_platform.package import inputs_generator
+from tests.gpu_platform.test_platform import declared, in_code_project
+from tests.repository import ROOT
+
+TOKEN = "gpu-platform:index:GpuPlatform"
+YAML_EXAMPLE = ROOT / "examples" / "yaml" / "Pulumi.yaml"
+DOCS = ROOT / "docs" / "component-package.md"
+# What `GpuPlatform` sets and registers (gpu_platform/platform.py), by the schema's names.
+OUTPUTS = {
+    "kubeconfig",
+    "gpuOperatorVersion",
+    "gpuOperatorNamespace",
+    "prometheusRuleNames",
+    "pools",
+    "gpuModels",
+    "gpuPools",
+    "stackOutputs",
+}
+
+
+@pytest.fixture(scope="module")
+def schema() -> Iterator[dict[str, Any]]:
+    """The schema, from the provider run as Pulumi's Python language host runs a plugin:
+    `python <plugin directory> <engine address>`; it prints the port it serves on (pulumi
+    v3.272.0 `sdk/python/lib/pulumi/provider/server.py`, `main`)."""
+    provider = subprocess.Popen(
+        [sys.executable, str(ROOT / "gpu_platform" / "package"), "127.0.0.1:1"],
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    try:
+        assert provider.stdout is not None
+        port = int(provider.stdout.readline())
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = provider_pb2_grpc.ResourceProviderStub(channel)
+            response = stub.GetSchema(provider_pb2.GetSchemaRequest(version=0), timeout=60)
+        yield json.loads(response.schema)
+    finally:
+        provider.terminate()
+        provider.wait(timeout=30)
+
+
+def test_the_inputs_module_is_generated_from_the_config_model() -> None:
+    assert inputs_generator.INPUTS_MODULE.read_text() == inputs_generator.generated_source()
+
+
+def test_the_schema_names_the_component_by_the_token_it_registers(schema: dict[str, Any]) -> None:
+    assert schema["name"] == "gpu-platform"
+    assert list(schema["resources"]) == [TOKEN]
+    assert schema["resources"][TOKEN]["isComponent"] is True
+
+
+def test_the_inputs_are_the_stack_keys_with_their_descriptions(schema: dict[str, Any]) -> None:
+    resource = schema["resources"][TOKEN]
+    inputs = resource["inputProperties"]
+    assert set(inputs) == {*_keys(config_model.StackConfig), "partNamesUnderIt"}
+    assert set(resource["requiredInputs"]) == {"cloud", "cluster", "pools"}
+    for name, field in config_model.StackConfig.model_fields.items():
+        assert inputs[field.alias or name].get("description") == field.description, name
+    # Settings decide which resources exist before any does: plain values, not Inputs.
+    assert all(prop.get("plain") for prop in inputs.values())
+
+
+def test_each_model_of_the_config_is_a_type_with_its_fields(schema: dict[str, Any]) -> None:
+    types = schema["types"]
+    sharing = "gpu-platform:index:GpuPoolSpecSharingArgs"
+    checked = set()
+    for token, type_ in types.items():
+        if token == sharing:
+            continue
+        model = getattr(config_model, token.split(":")[-1].removesuffix("Args"))
+        assert set(type_["properties"]) == set(_keys(model)), token
+        assert set(type_.get("required", [])) == {
+            field.alias or name for name, field in model.model_fields.items() if field.is_required()
+        }, token
+        for name, field in model.model_fields.items():
+            assert type_["properties"][field.alias or name].get("description") == field.description
+        checked.add(model)
+    # Every model the stack's config is built from, but the four ways to share a GPU.
+    assert len(checked) == 22
+    assert set(types[sharing]["properties"]) == {"mode", "replicas", "strategy", "profile"}
+    assert types[sharing]["required"] == ["mode"]
+
+
+def test_the_schema_types_follow_the_models_fields(schema: dict[str, Any]) -> None:
+    pool = schema["types"]["gpu-platform:index:GpuPoolSpecArgs"]["properties"]
+    assert pool["name"]["type"] == "string"
+    assert pool["max"]["type"] == "integer"
+    assert pool["instanceTypes"]["items"]["type"] == "string"
+    assert pool["labels"]["additionalProperties"]["type"] == "string"
+    assert pool["sharing"]["$ref"] == "#/types/gpu-platform:index:GpuPoolSpecSharingArgs"
+    assert pool["aws"]["$ref"] == "#/types/gpu-platform:index:EksPoolOptionsArgs"
+    eks = schema["types"]["gpu-platform:index:EksPoolOptionsArgs"]["properties"]
+    # A number of minutes or `never`: the host takes no union, so any value.
+    assert eks["consolidateAfterMinutes"]["$ref"] == "pulumi.json#/Any"
+
+
+def test_the_outputs_are_what_the_component_registers(schema: dict[str, Any]) -> None:
+    resource = schema["resources"][TOKEN]
+    assert set(resource["properties"]) == OUTPUTS
+    assert resource["properties"]["gpuModels"]["additionalProperties"]["$ref"] == (
+        "pulumi.json#/Any"
+    )
+    assert resource["properties"]["kubeconfig"]["type"] == "string"
+    assert "kubeconfig" not in resource.get("required", [])
+
+
+def test_the_yaml_example_fits_the_schema(schema: dict[str, Any]) -> None:
+    program = yaml.safe_load(YAML_EXAMPLE.read_text())
+    (resource,) = program["resources"].values()
+    assert resource["type"] == TOKEN
+    component = schema["resources"][TOKEN]
+    assert (
+        list(
+            _misfits(
+                schema,
+                component["inputProperties"],
+                component["requiredInputs"],
+                resource["properties"],
+                "",
+            )
+        )
+        == []
+    )
+    for output in program["outputs"].values():
+        assert output.removeprefix("${platform.").removesuffix("}") in component["properties"]
+
+
+def test_the_documented_typescript_program_fits_the_schema(schema: dict[str, Any]) -> None:
+    (program,) = re.findall(r"```ts\n(.*?)```", DOCS.read_text(), re.DOTALL)
+    call = program.split('new gpuPlatform.GpuPlatform("gpu-platform", ', 1)[1]
+    args = call.split("\n});")[0] + "}"
+    # A TypeScript object literal of plain values is YAML's flow style, but for trailing commas.
+    properties = yaml.safe_load(re.sub(r",(\s*[}\]])", r"\1", args))
+    component = schema["resources"][TOKEN]
+    misfits = _misfits(
+        schema, component["inputProperties"], component["requiredInputs"], properties, ""
+    )
+    assert list(misfits) == []
+    for output in re.findall(r"platform\.(\w+);", program):
+        assert output in component["properties"]
+
+
+def test_construct_registers_what_the_python_program_does(tmp_path: Path) -> None:
+    """Construct, as the provider's server calls it, under the mock monitor, for the YAML
+    example's properties, against the Python program given the same settings."""
+    (resource,) = yaml.safe_load(YAML_EXAMPLE.read_text())["resources"].values()
+    settings = resource["properties"]
+
+    constructed = run_program(
+        "dev", config={}, project=_construct_project(tmp_path / "c", settings)
+    )
+    (tmp_path / "p").mkdir()
+    in_code = run_program("dev", config={}, project=in_code_project(tmp_path / "p", settings))
+
+    assert declared(constructed) == declared(in_code)
+    assert any(r.type == "aws:eks/nodeGroup:NodeGroup" for r in constructed.resources)
+    assert set(constructed.outputs) == OUTPUTS
+    assert constructed.outputs["stackOutputs"] == in_code.outputs
+
+
+def test_construct_uses_the_providers_the_program_gives(tmp_path: Path) -> None:
+    (resource,) = yaml.safe_load(YAML_EXAMPLE.read_text())["resources"].values()
+    project = _construct_project(tmp_path, resource["properties"])
+    (tmp_path / "own-aws").touch()
+
+    plan = run_program("dev", config={}, project=project)
+
+    own = plan.named("own-aws", "pulumi:providers:aws")
+    (node_group,) = plan.of_type("aws:eks/nodeGroup:NodeGroup")
+    assert node_group.provider is not None and node_group.provider.startswith(own.urn)
+    assert {i.provider for i in plan.invokes if i.token.startswith("aws:")} == {
+        f"{own.urn}::{own.id}"
+    }
+
+
+def test_construct_refuses_a_secret_setting_by_its_key(tmp_path: Path) -> None:
+    """The server wraps a secret input in a secret Output, which no setting may be."""
+    (resource,) = yaml.safe_load(YAML_EXAMPLE.read_text())["resources"].values()
+    settings = resource["properties"]
+    settings["cloud"] = {SECRET_SIG_KEY: SECRET_SIG, "value": "aws"}
+
+    plan = run_program(
+        "dev", config={}, project=_construct_project(tmp_path, settings), raise_errors=False
+    )
+
+    assert "gpu-platform:cloud" in str(plan.error)
+    assert plan.resources == []
+
+
+def test_construct_reports_every_bad_setting_by_its_key(tmp_path: Path) -> None:
+    """A fraction for an integer reaches the component as it was sent, a float: the host's
+    `int()` of it is overwritten (`component.py` `map_input_properties`, no `continue` after
+    the conversion), and the loader refuses it with everything else wrong."""
+    (resource,) = yaml.safe_load(YAML_EXAMPLE.read_text())["resources"].values()
+    settings = resource["properties"]
+    settings["pools"][0]["gpusPerNode"] = 1.5
+    settings["pools"][0]["sharing"]["replicas"] = 100
+
+    plan = run_program(
+        "dev", config={}, project=_construct_project(tmp_path, settings), raise_errors=False
+    )
+
+    message = str(plan.error)
+    assert "gpu-platform:pools[0].gpusPerNode: got 1.5" in message
+    assert "gpu-platform:pools[0].sharing.replicas: got 100" in message
+    assert plan.resources == []
+
+
+# The engine's Construct as the provider's server makes it (pulumi v3.272.0
+# `sdk/python/lib/pulumi/provider/server.py`, `_construct`): the request's inputs deserialized,
+# a secret one wrapped in a secret Output, then `ComponentProvider.construct`, the providers
+# the program gives in its options handed over as a map by package (`_construct_options`).
+CONSTRUCT_PROGRAM = """\
+import json
+import pathlib
+
+import pulumi
+import pulumi_aws as aws
+from google.protobuf import struct_pb2
+from pulumi.provider.experimental.component import ComponentProvider
+from pulumi.provider.server import ProviderServicer
+from pulumi.runtime.sync_await import _sync_await
+
+from gpu_platform.package.component import GpuPlatform
+
+here = pathlib.Path(__file__).parent
+request = struct_pb2.Struct()
+request.update(json.loads((here / "settings.json").read_text()))
+own = (here / "own-aws").exists()
+providers = {"aws": aws.Provider("own-aws", region="us-east-1")} if own else {}
+result = ComponentProvider([GpuPlatform], "gpu-platform").construct(
+    "gpu-platform",
+    "gpu-platform:index:GpuPlatform",
+    _sync_await(ProviderServicer._construct_inputs(request, {})),
+    pulumi.ResourceOptions(providers=providers),
+)
+for name, value in result.state.items():
+    pulumi.export(name, value)
+"""
+
+
+def _construct_project(directory: Path, settings: dict[str, Any]) -> Project:
+    directory.mkdir(exist_ok=True)
+    in_code_project(directory, settings)
+    (directory / "__main__.py").write_text(CONSTRUCT_PROGRAM)
+    return Project.find(directory)
+
+
+def _keys(model: type[BaseModel]) -> list[str]:
+    return [field.alias or name for name, field in model.model_fields.items()]
+
+
+_YAML_TYPES: dict[str, Any] = {
+    "string": str,
+    "boolean": bool,
+    "integer": int,
+    "number": int | float,
+    "array": list,
+    "object": dict,
+}
+
+
+def _misfits(
+    schema: dict[str, Any],
+    properties: dict[str, Any],
+    required: list[str],
+    value: dict[str, Any],
+    path: str,
+) -> Iterator[str]:
+    """Where `value` does not fit an object type of the schema: unknown or missing keys, values
+    of another type."""
+    yield from (f"{path}{key}: missing" for key in required if key not in value)
+    for key, item in value.items():
+        if key not in properties:
+            yield f"{path}{key}: no such property"
+        else:
+            yield from _misfit(schema, properties[key], item, f"{path}{key}")
+
+
+def _misfit(schema: dict[str, Any], prop: dict[str, Any], value: Any, path: str) -> Iterator[str]:
+    ref = prop.get("$ref")
+    if ref == "pulumi.json#/Any":
+        return
+    if ref is not None:
+        type_ = schema["types"][ref.removeprefix("#/types/")]
+        if not isinstance(value, dict):
+            yield f"{path}: not an object"
+            return
+        yield from _misfits(
+            schema, type_["properties"], type_.get("required", []), value, f"{path}."
+        )
+        return
+    if not isinstance(value, _YAML_TYPES[prop["type"]]) or (
+        isinstance(value, bool) and prop["type"] != "boolean"
+    ):
+        yield f"{path}: {value!r} is not a {prop['type']}"
+    elif prop["type"] == "array":
+        for index, item in enumerate(value):
+            yield from _misfit(schema, prop["items"], item, f"{path}[{index}]")
+    elif prop["type"] == "object":
+        for key, item in value.items():
+            yield from _misfit(schema, prop["additionalProperties"], item, f"{path}.{key}")
