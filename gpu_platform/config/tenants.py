@@ -42,8 +42,8 @@ class TenantNamespaceSpec(Model):
     shared_gpu_quota: int = Field(default=0, ge=0, le=10000)
     """Replicas of time-sliced and MPS pools' GPUs, and MIG partitions GKE makes, the namespace's
     pods may request at once: each is one `nvidia.com/gpu` to Kubernetes. In a stack with
-    exclusive pools as well, `gpuQuota` caps whole GPUs and replicas together, and this may be
-    at most `gpuQuota`: replicas cannot be capped apart from whole GPUs there."""
+    exclusive pools as well, `gpuQuota` caps whole GPUs and replicas together, and this must be
+    left out: replicas cannot be capped apart from whole GPUs there."""
     mig_quota: dict[MigSlice, Annotated[int, Field(ge=0, le=100000)]] = Field(default_factory=dict)
     """MIG slices of each profile the namespace's pods may request at once, by slice
     (`1g.10gb: 56` caps `requests.nvidia.com/mig-1g.10gb`), on pools whose slices the operator's

@@ -183,28 +183,13 @@ def test_replicas_of_shared_gpus_are_capped_by_their_own_setting(dev_config, pla
     assert allowed(plan_for(dev_config)) == {"requests.nvidia.com/gpu": "12"}
 
 
-def test_whole_gpus_and_replicas_are_capped_by_gpu_quota_alone(dev_config, plan_for) -> None:
-    dev_config["gpu-platform:pools"].append(
-        {
-            "name": "t4-whole",
-            "instanceTypes": ["g4dn.xlarge"],
-            "max": 1,
-            "aws": {"amiReleaseVersion": "1.35.6-20260714"},
-        }
-    )
-    dev_config["gpu-platform:namespaces"][0].update(gpuQuota=8, sharedGpuQuota=8, migQuota={})
-
-    # Both are nvidia.com/gpu, and a ResourceQuota caps a resource by its name: a cap of 8 + 8
-    # would let the namespace's pods take 16 whole GPUs.
-    assert allowed(plan_for(dev_config)) == {"requests.nvidia.com/gpu": "8"}
-
-
 def test_a_replica_cap_never_lets_pods_take_more_whole_gpus() -> None:
     spec = TenantNamespaceSpec.model_validate({"name": "team", "gpuQuota": 2, "sharedGpuQuota": 12})
     pools = [pool(0, {"mode": "exclusive"}), pool(1, {"mode": "time-slicing", "replicas": 4})]
 
-    # Config validation refuses a sharedGpuQuota above gpuQuota here; the cap stays at
-    # gpuQuota all the same.
+    # Both are nvidia.com/gpu, and a ResourceQuota caps a resource by its name: a cap of 2 + 12
+    # would let the namespace's pods take 14 whole GPUs. Config validation refuses any
+    # sharedGpuQuota here; the cap stays at gpuQuota all the same.
     assert gpu_quota(spec, pools)["requests.nvidia.com/gpu"] == "2"
 
 
