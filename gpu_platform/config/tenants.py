@@ -46,10 +46,11 @@ class TenantNamespaceSpec(Model):
     left out: replicas cannot be capped apart from whole GPUs there."""
     mig_quota: dict[MigSlice, Annotated[int, Field(ge=0, le=100000)]] = Field(default_factory=dict)
     """MIG slices of each profile the namespace's pods may request at once, by slice
-    (`1g.10gb: 56` caps `requests.nvidia.com/mig-1g.10gb`), on pools whose slices the operator's
-    MIG manager makes (EKS). Every slice of every GPU the platform knows that this leaves out is
-    capped at 0, whatever the stack's pools; GKE's partitions are `nvidia.com/gpu`, which
-    `sharedGpuQuota` caps (`gpuQuota` where the stack has exclusive pools too)."""
+    (`1g.10gb: 56` caps `requests.nvidia.com/mig-1g.10gb`, `1g.10gb.me` the profile with media
+    engines), on pools whose slices the operator's MIG manager makes (EKS). Every slice of every
+    GPU the platform knows that this leaves out is capped at 0, whatever the stack's pools;
+    GKE's partitions are `nvidia.com/gpu`, which `sharedGpuQuota` caps (`gpuQuota` where the
+    stack has exclusive pools too)."""
     pod_security: Literal["restricted", "baseline"] = "restricted"
     """Pod Security level enforced, audited and warned about; `privileged` is reserved for the
     GPU Operator. `baseline` is for images that cannot run as a non-root user."""
