@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 from gpu_platform.cli.config_reference import END_MARKER, START_MARKER, render_reference
+from gpu_platform.config import StackConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -35,6 +36,19 @@ def test_config_reference_in_readme_matches_the_model() -> None:
     assert section.strip() == render_reference().strip(), (
         "the config model changed: run `gpu-platform config-reference --update-readme`"
     )
+
+
+def test_config_reference_lists_the_mig_slices_a_quota_may_name() -> None:
+    # The loader refuses a migQuota key that is no slice of a known GPU: an editor validating
+    # against the schema, and a reader of the reference, should see the same list. A slice of
+    # the A30 and one with media engines of the A100 80GB (k8s-device-plugin v0.20.0,
+    # internal/rm/rm.go, names NVML's `1g.10gb+me` `mig-1g.10gb.me`).
+    schema = StackConfig.model_json_schema(by_alias=True)
+    mig_quota = schema["$defs"]["TenantNamespaceSpec"]["properties"]["migQuota"]
+    (row,) = [line for line in render_reference().splitlines() if line.startswith("| `migQuota`")]
+
+    assert {"1g.6gb", "1g.10gb.me"} <= set(mig_quota["propertyNames"]["enum"])
+    assert "map of integer by `1g.10gb` \\| `1g.10gb.me` \\|" in row
 
 
 def test_every_stack_file_has_a_row_in_the_environments_table() -> None:

@@ -197,6 +197,7 @@ MigSlice = Annotated[
     str,
     StringConstraints(pattern=_MIG_SLICE),
     _one_of(MIG_SLICES, "unknown_mig_slice", "a MIG slice of a GPU the platform knows: {allowed}"),
+    WithJsonSchema({"type": "string", "enum": list(MIG_SLICES)}),
 ]
 """A MIG slice as its resource is named: `1g.10gb` of `nvidia.com/mig-1g.10gb`, `1g.10gb.me` of
 the profile with media engines, one of a GPU the platform knows (`gpu_platform/accelerators.py`)."""
