@@ -31,7 +31,7 @@ from gpu_platform.eks.max_pods import MAX_PODS
 from gpu_platform.gke.machine_types import FIXED_GPU_SERIES
 from gpu_platform.version_order import version_key
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
-from tests.stack_variants import quota_key, with_one_gpu_cap
+from tests.stack_variants import quota_key, with_gpu_quotas_fitting_its_pools
 
 Config = dict[str, Any]
 AWS_REGION = "us-east-1"
@@ -612,7 +612,7 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
         namespaces.append(namespace)
     if namespaces:
         config["gpu-platform:namespaces"] = namespaces
-        with_one_gpu_cap(config)
+        with_gpu_quotas_fitting_its_pools(config)
     monitoring: Config = {}
     if created or draw(st.booleans()):
         monitoring["installPrometheusStack"] = True

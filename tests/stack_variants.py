@@ -56,21 +56,25 @@ def with_whole_gpu_quota(config: Config) -> Config:
     each namespace's `sharedGpuQuota` is added to its `gpuQuota` there."""
     for namespace in config.get("gpu-platform:namespaces", []):
         namespace.setdefault("gpuQuota", namespace.get("sharedGpuQuota", 8))
-    return with_one_gpu_cap(config)
+    return with_gpu_quotas_fitting_its_pools(config)
 
 
-def with_one_gpu_cap(config: Config) -> Config:
-    """`config` whose namespaces, where its pools hand out whole GPUs beside shared ones, have
-    their `sharedGpuQuota` added to their `gpuQuota` (the plan refuses it there)."""
+def with_gpu_quotas_fitting_its_pools(config: Config) -> Config:
+    """`config` whose namespaces' caps of `nvidia.com/gpu` fit its pools as they now are: where
+    they hand out whole GPUs beside shared ones, `sharedGpuQuota` added to `gpuQuota` (both are
+    `nvidia.com/gpu` there, which `gpuQuota` alone caps; the plan refuses a `sharedGpuQuota`);
+    where they only share GPUs, a `gpuQuota` alone, from a stack that had whole GPUs, made
+    `sharedGpuQuota` too (the plan refuses a `gpuQuota` that caps nothing)."""
     cluster = config.get("gpu-platform:cluster", {})
     cloud = config["gpu-platform:cloud"]
     node_image = cluster.get("nodeImage", "al2023" if cloud == "aws" else "cos")
     keys = {quota_key(pool, cloud, node_image) for pool in config.get("gpu-platform:pools", [])}
-    if {"gpuQuota", "sharedGpuQuota"} <= keys:
-        for namespace in config.get("gpu-platform:namespaces", []):
-            if "sharedGpuQuota" in namespace:
-                shared = namespace.pop("sharedGpuQuota")
-                namespace["gpuQuota"] = namespace.get("gpuQuota", 0) + shared
+    for namespace in config.get("gpu-platform:namespaces", []):
+        if {"gpuQuota", "sharedGpuQuota"} <= keys and "sharedGpuQuota" in namespace:
+            shared = namespace.pop("sharedGpuQuota")
+            namespace["gpuQuota"] = namespace.get("gpuQuota", 0) + shared
+        elif "gpuQuota" not in keys and "sharedGpuQuota" in keys:
+            namespace.setdefault("sharedGpuQuota", namespace.get("gpuQuota", 0))
     return config
 
 
