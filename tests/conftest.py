@@ -19,7 +19,7 @@ from gpu_platform.cli.stand_ins import aws as aws_stand_in
 from gpu_platform.cli.stand_ins import gcp as gcp_stand_in
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
 from tests.repository import PROJECT
-from tests.stack_variants import with_quota_for_any_pool
+from tests.stack_variants import with_gpu_quotas_fitting_its_pools, with_quota_for_any_pool
 
 Config = dict[str, Any]
 
@@ -105,10 +105,13 @@ def gke_stack_config(dev_config: Config) -> Config:
 
 @pytest.fixture
 def plan_for() -> Callable[[Config], Plan]:
-    """Run the program for a config and return what it declared."""
+    """Run the program for a config and return what it declared, the namespaces' GPU quotas
+    first fitted to the pools a test leaves (`with_gpu_quotas_fitting_its_pools`: `dev_config`
+    allows replicas and whole GPUs apart, which a stack with both refuses)."""
 
     def run(config: Config) -> Plan:
-        return run_program("dev", config=config, project=PROJECT)
+        fitted = with_gpu_quotas_fitting_its_pools(copy.deepcopy(config))
+        return run_program("dev", config=fitted, project=PROJECT)
 
     return run
 
@@ -130,7 +133,8 @@ def shared_plan_for() -> Callable[[Config], Plan]:
         )
         key = (json.dumps(config, sort_keys=True), answers)
         if key not in plans:
-            plans[key] = run_program("dev", config=config, project=PROJECT)
+            fitted = with_gpu_quotas_fitting_its_pools(copy.deepcopy(config))
+            plans[key] = run_program("dev", config=fitted, project=PROJECT)
         return copy.deepcopy(plans[key])
 
     return run
