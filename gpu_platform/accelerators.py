@@ -21,6 +21,11 @@ class Accelerator:
     """GKE's `guest_accelerator.type`, or None where GKE does not offer the model."""
     mig_profiles: Mapping[str, int] = field(default_factory=dict)
     """Uniform MIG profile (`1g.10gb`) -> instances per GPU; empty for GPUs without MIG."""
+    mig_media_slices: tuple[str, ...] = ()
+    """The GPU's MIG profiles with its media engines (NVML's `1g.10gb+me`, one instance per
+    GPU), spelt as the device plugin names their resource: `1g.10gb.me` of
+    `nvidia.com/mig-1g.10gb.me`. No pool is partitioned into them, but the MIG manager's default
+    config has an `all-<profile>.me` entry for each, so a node relabelled by hand advertises one."""
 
     @property
     def mig_capable(self) -> bool:
@@ -40,32 +45,44 @@ ACCELERATORS: Mapping[str, Accelerator] = {
         Accelerator("v100", 16, "nvidia-tesla-v100"),
         Accelerator("p4", 8, "nvidia-tesla-p4"),
         Accelerator("p100", 16, "nvidia-tesla-p100"),
-        Accelerator("a30", 24, None, {"1g.6gb": 4, "2g.12gb": 2, "4g.24gb": 1}),
-        Accelerator("a100-40gb", 40, "nvidia-tesla-a100", _A100_40GB_MIG),
-        Accelerator("a100-80gb", 80, "nvidia-a100-80gb", _80GB_MIG),
-        Accelerator("h100-80gb", 80, "nvidia-h100-80gb", _80GB_MIG),
-        Accelerator("h100-mega-80gb", 80, "nvidia-h100-mega-80gb", _80GB_MIG),
+        Accelerator(
+            "a30", 24, None, {"1g.6gb": 4, "2g.12gb": 2, "4g.24gb": 1}, ("1g.6gb.me", "2g.12gb.me")
+        ),
+        Accelerator("a100-40gb", 40, "nvidia-tesla-a100", _A100_40GB_MIG, ("1g.5gb.me",)),
+        Accelerator("a100-80gb", 80, "nvidia-a100-80gb", _80GB_MIG, ("1g.10gb.me",)),
+        Accelerator("h100-80gb", 80, "nvidia-h100-80gb", _80GB_MIG, ("1g.10gb.me",)),
+        Accelerator("h100-mega-80gb", 80, "nvidia-h100-mega-80gb", _80GB_MIG, ("1g.10gb.me",)),
         Accelerator(
             "h200-141gb",
             141,
             "nvidia-h200-141gb",
             {"1g.18gb": 7, "1g.35gb": 4, "2g.35gb": 3, "3g.71gb": 2, "4g.71gb": 1, "7g.141gb": 1},
+            ("1g.18gb.me",),
         ),
         Accelerator(
             "b200",
             180,
             "nvidia-b200",
             {"1g.23gb": 7, "1g.45gb": 4, "2g.45gb": 3, "3g.90gb": 2, "4g.90gb": 1, "7g.180gb": 1},
+            ("1g.23gb.me",),
         ),
     )
 }
 
 
 MIG_SLICES: tuple[str, ...] = tuple(
-    sorted({profile for gpu in ACCELERATORS.values() for profile in gpu.mig_profiles})
+    sorted(
+        {
+            *(profile for gpu in ACCELERATORS.values() for profile in gpu.mig_profiles),
+            *(media for gpu in ACCELERATORS.values() for media in gpu.mig_media_slices),
+        }
+    )
 )
-"""Every uniform MIG profile of every GPU the platform knows (`1g.10gb`): the slices a pool can
-be partitioned into, and so the `nvidia.com/mig-<slice>` names a node can advertise."""
+"""Every MIG slice of every GPU the platform knows, as its resource is named: the uniform
+profiles a pool can be partitioned into (`1g.10gb`) and those with media engines
+(`1g.10gb.me`), so every `nvidia.com/mig-<slice>` a node can advertise. Under the `mixed`
+strategy the device plugin names a resource after each profile NVML lists, `+` made `.`
+(k8s-device-plugin v0.20.0, internal/rm/rm.go `AddDefaultResourcesToConfig`)."""
 
 
 def mig_instances_per_gpu(accelerator: str, profile: str) -> int:

@@ -31,6 +31,7 @@ from gpu_platform.eks.max_pods import MAX_PODS
 from gpu_platform.gke.machine_types import FIXED_GPU_SERIES
 from gpu_platform.version_order import version_key
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
+from tests.stack_variants import quota_key, with_gpu_quotas_fitting_its_pools
 
 Config = dict[str, Any]
 AWS_REGION = "us-east-1"
@@ -591,12 +592,10 @@ def _pools_with_canaries(
 
 def _quota_setting(pool: Config, cloud: str, node_image: str) -> tuple[str, Any]:
     """The namespace quota a pool's smoke test asks under, and a value admitting it."""
-    sharing = pool["sharing"]
-    if sharing["mode"] == "exclusive":
-        return "gpuQuota", 8
-    if sharing["mode"] == "mig" and not (cloud == "gcp" and node_image == "cos"):
-        return "migQuota", {sharing["profile"].removeprefix("all-"): 8}
-    return "sharedGpuQuota", 8
+    key = quota_key(pool, cloud, node_image)
+    if key == "migQuota":
+        return key, {pool["sharing"]["profile"].removeprefix("all-"): 8}
+    return key, 8
 
 
 def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool) -> None:
@@ -619,6 +618,7 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
         namespaces.append(namespace)
     if namespaces:
         config["gpu-platform:namespaces"] = namespaces
+        with_gpu_quotas_fitting_its_pools(config)
     monitoring: Config = {}
     if created or draw(st.booleans()):
         monitoring["installPrometheusStack"] = True
@@ -774,7 +774,7 @@ CORNER_STACKS: dict[str, Config] = {
         ],
         # Whole GPUs and replicas are both nvidia.com/gpu: gpuQuota caps them together.
         "gpu-platform:namespaces": [
-            {"name": "team-a", "gpuQuota": 8, "sharedGpuQuota": 8, "smokeTestPool": "l4-shared"}
+            {"name": "team-a", "gpuQuota": 16, "smokeTestPool": "l4-shared"}
         ],
     },
     "GKE created at a bare 1.35 on COS: the drivers its pools run come from the lock": {

@@ -18,7 +18,7 @@ from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
-from tests.stack_variants import with_quota_for_any_pool
+from tests.stack_variants import with_gpu_quotas_fitting_its_pools, with_quota_for_any_pool
 
 Config = dict[str, Any]
 
@@ -104,10 +104,13 @@ def gke_stack_config(dev_config: Config) -> Config:
 
 @pytest.fixture
 def plan_for() -> Callable[[Config], Plan]:
-    """Run the program for a config and return what it declared."""
+    """Run the program for a config and return what it declared, the namespaces' GPU quotas
+    first fitted to the pools a test leaves (`with_gpu_quotas_fitting_its_pools`: `dev_config`
+    allows replicas and whole GPUs apart, which a stack with both refuses)."""
 
     def run(config: Config) -> Plan:
-        return run_program("dev", config=config, project=PROJECT)
+        fitted = with_gpu_quotas_fitting_its_pools(copy.deepcopy(config))
+        return run_program("dev", config=fitted, project=PROJECT)
 
     return run
 
@@ -118,7 +121,9 @@ def shared_plan_for() -> Callable[[Config], Plan]:
     a deep copy of its own (`tests.shared_plans`): for fixtures that plan the same config in many
     tests. A test that patches the program other than through the stand-ins' answers plans with
     `plan_for`."""
-    return lambda config: shared_plan("dev", config)
+    return lambda config: shared_plan(
+        "dev", with_gpu_quotas_fitting_its_pools(copy.deepcopy(config))
+    )
 
 
 @pytest.fixture

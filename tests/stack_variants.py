@@ -49,11 +49,45 @@ QUEUED_POOL = "h100-queued"
 
 
 def with_whole_gpu_quota(config: Config) -> Config:
-    """`config` whose namespaces may also hold whole GPUs (`gpuQuota`), as many as the replicas
-    of shared ones they hold: a smoke test on an exclusive pool asks for a whole GPU."""
+    """`config`, with its pools as they will be, whose namespaces may also hold whole GPUs
+    (`gpuQuota`), as many as the replicas of shared ones they hold: a smoke test on an exclusive
+    pool asks for a whole GPU. Where the pools hand out whole GPUs beside shared ones, both are
+    `nvidia.com/gpu`, which `gpuQuota` alone caps and the plan refuses a `sharedGpuQuota` for:
+    each namespace's `sharedGpuQuota` is added to its `gpuQuota` there."""
     for namespace in config.get("gpu-platform:namespaces", []):
         namespace.setdefault("gpuQuota", namespace.get("sharedGpuQuota", 8))
+    return with_gpu_quotas_fitting_its_pools(config)
+
+
+def with_gpu_quotas_fitting_its_pools(config: Config) -> Config:
+    """`config` whose namespaces' caps of `nvidia.com/gpu` fit its pools as they now are: where
+    they hand out whole GPUs beside shared ones, `sharedGpuQuota` added to `gpuQuota` (both are
+    `nvidia.com/gpu` there, which `gpuQuota` alone caps; the plan refuses a `sharedGpuQuota`);
+    where they only share GPUs, a `gpuQuota` alone, from a stack that had whole GPUs, made
+    `sharedGpuQuota` too (the plan refuses a `gpuQuota` that caps nothing)."""
+    cluster = config.get("gpu-platform:cluster", {})
+    cloud = config["gpu-platform:cloud"]
+    node_image = cluster.get("nodeImage", "al2023" if cloud == "aws" else "cos")
+    keys = {quota_key(pool, cloud, node_image) for pool in config.get("gpu-platform:pools", [])}
+    for namespace in config.get("gpu-platform:namespaces", []):
+        if {"gpuQuota", "sharedGpuQuota"} <= keys and "sharedGpuQuota" in namespace:
+            shared = namespace.pop("sharedGpuQuota")
+            namespace["gpuQuota"] = namespace.get("gpuQuota", 0) + shared
+        elif "gpuQuota" not in keys and "sharedGpuQuota" in keys:
+            namespace.setdefault("sharedGpuQuota", namespace.get("gpuQuota", 0))
     return config
+
+
+def quota_key(pool: Config, cloud: str, node_image: str) -> str:
+    """The namespace setting that caps what pods ask of a pool: `gpuQuota` whole GPUs,
+    `sharedGpuQuota` replicas of time-sliced and MPS GPUs and GKE's partitions (GKE partitions
+    MIG GPUs on COS), `migQuota` the slices the operator's MIG manager makes."""
+    mode = pool.get("sharing", {}).get("mode", "exclusive")
+    if mode == "exclusive":
+        return "gpuQuota"
+    if mode == "mig" and not (cloud == "gcp" and node_image == "cos"):
+        return "migQuota"
+    return "sharedGpuQuota"
 
 
 def with_gke_capacity_pools(gke_config: Config) -> Config:
@@ -61,7 +95,7 @@ def with_gke_capacity_pools(gke_config: Config) -> Config:
     zone), a flex-start pool whose nodes run for at most a day, and a flex-start pool with
     queued provisioning, as GKE's guide creates them, all of whole GPUs beside the fixture's
     pool that GKE time-shares."""
-    config = with_whole_gpu_quota(copy.deepcopy(gke_config))
+    config = copy.deepcopy(gke_config)
     config["gpu-platform:pools"] += [
         {
             "name": GKE_RESERVED_POOL,
@@ -83,7 +117,7 @@ def with_gke_capacity_pools(gke_config: Config) -> Config:
             "gcp": {"flexStart": True, "queuedProvisioning": True},
         },
     ]
-    return config
+    return with_whole_gpu_quota(config)
 
 
 ODCR_POOL = "h100-odcr"

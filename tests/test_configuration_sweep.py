@@ -11,8 +11,9 @@ driver and gate; no canary sits on capacity that never starts its node, and ever
 below every pool that is not one; update timeouts outlast the longest rollout; each EFA node
 gets its own instance type's EFA count, and each EFA placement stays in one zone; every GPU
 node gets one DCGM exporter, matching pods by the device IDs its device plugin uses; every
-tenant namespace's quota caps each MIG slice its pools advertise, and no more whole GPUs than its
-`gpuQuota`.
+tenant namespace's quota caps every MIG slice of every GPU the platform knows at its `migQuota`,
+and no more whole GPUs than its `gpuQuota` (replicas than its `sharedGpuQuota` where no pool is
+exclusive).
 
 CI draws a fixed sequence of `EXAMPLES` stacks (`derandomize`, no example database), after the
 few stacks of `CORNER_STACKS` that join the corners such a short run may miss. A deeper
@@ -170,9 +171,7 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         "a created GKE cluster's endpoint, images and Secrets key held as the docs say": (
             hardening_problems
         ),
-        "each tenant quota caps its pools' MIG slices, and whole GPUs at gpuQuota": (
-            quota_problems
-        ),
+        "each tenant quota caps every MIG slice, and whole GPUs at gpuQuota": (quota_problems),
     }
 
 

@@ -13,6 +13,7 @@ import pytest
 from gpu_platform.cli import cli_reference, config_reference
 from gpu_platform.cli.app import app
 from gpu_platform.cli.generated_section import section
+from gpu_platform.config import StackConfig
 from tests.repository import ROOT
 
 DOCS = ROOT / "docs"
@@ -55,3 +56,20 @@ def test_every_stack_file_has_a_row_in_the_environments_table() -> None:
     stacks = {path.name[len("Pulumi.") : -len(".yaml")] for path in ROOT.glob("Pulumi.*.yaml")}
 
     assert rows == stacks
+
+
+def test_config_reference_lists_the_mig_slices_a_quota_may_name() -> None:
+    # The loader refuses a migQuota key that is no slice of a known GPU: an editor validating
+    # against the schema, and a reader of the reference, should see the same list. A slice of
+    # the A30 and one with media engines of the A100 80GB (k8s-device-plugin v0.20.0,
+    # internal/rm/rm.go, names NVML's `1g.10gb+me` `mig-1g.10gb.me`).
+    schema = StackConfig.model_json_schema(by_alias=True)
+    mig_quota = schema["$defs"]["TenantNamespaceSpec"]["properties"]["migQuota"]
+    (row,) = [
+        line
+        for line in config_reference.render_reference().splitlines()
+        if line.startswith("| `migQuota`")
+    ]
+
+    assert {"1g.6gb", "1g.10gb.me"} <= set(mig_quota["propertyNames"]["enum"])
+    assert "map of integer by `1g.10gb` \\| `1g.10gb.me` \\|" in row

@@ -101,7 +101,11 @@ def _type(field: Mapping[str, Any], definitions: Mapping[str, Any]) -> str:
         values = field.get("additionalProperties") or next(
             iter(field.get("patternProperties", {}).values()), None
         )
-        return f"map of {_type(values, definitions)}" if isinstance(values, Mapping) else kind
+        if not isinstance(values, Mapping):
+            return kind
+        keys = field.get("propertyNames", {}).get("enum")
+        by = f" by {_enum(keys)}" if keys else ""
+        return f"map of {_type(values, definitions)}{by}"
     return kind
 
 

@@ -45,7 +45,7 @@ _EXACT_VERSION = r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"
 _HTTPS_URL = r"^(https|oci)://[^\s]+$"
 _HTTP_URL = r"^https?://[^\s/?#]+(/[^\s?#]*)?$"
 _MIG_PROFILE = r"^all-\d+g\.\d+gb$"
-_MIG_SLICE = r"^\d+g\.\d+gb$"
+_MIG_SLICE = r"^\d+g\.\d+gb(\.me)?$"
 _CLUSTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
 _GCP_LOCATION = r"^[a-z]+-[a-z]+[0-9]+(-[a-z])?$"
 # binaryauthorization.v1 `AdmissionWhitelistPattern.namePattern`: `registry/path/to/image`, with
@@ -144,7 +144,7 @@ PATTERN_MEANINGS = {
     _HTTP_URL: "an http:// or https:// URL with no query or fragment, such as"
     " http://prometheus-operated.monitoring.svc:9090",
     _MIG_PROFILE: "a uniform MIG profile such as all-1g.10gb",
-    _MIG_SLICE: "a MIG slice such as 1g.10gb",
+    _MIG_SLICE: "a MIG slice such as 1g.10gb or 1g.10gb.me",
     _CLUSTER_NAME: "letters, digits, '-' and '_', up to 100 characters",
     _GCP_LOCATION: "a GCP region such as us-central1 or a zone such as us-central1-a",
     _IMAGE_NAME_PATTERN: (
@@ -208,9 +208,10 @@ MigSlice = Annotated[
     str,
     StringConstraints(pattern=_MIG_SLICE),
     _one_of(MIG_SLICES, "unknown_mig_slice", "a MIG slice of a GPU the platform knows: {allowed}"),
+    WithJsonSchema({"type": "string", "enum": list(MIG_SLICES)}),
 ]
-"""A MIG slice as its resource is named: `1g.10gb` of `nvidia.com/mig-1g.10gb`, one of a GPU
-the platform knows (`gpu_platform/accelerators.py`)."""
+"""A MIG slice as its resource is named: `1g.10gb` of `nvidia.com/mig-1g.10gb`, `1g.10gb.me` of
+the profile with media engines, one of a GPU the platform knows (`gpu_platform/accelerators.py`)."""
 
 
 _MOST_IDLE_MINUTES = 1440

@@ -78,8 +78,8 @@ def _quota_problems(
     config: StackConfig, i: int, ns: TenantNamespaceSpec
 ) -> Iterator[ConfigProblem]:
     """A `gpuQuota` that caps nothing the stack offers, as a stack file written before the
-    quotas per kind of GPU has it; a `sharedGpuQuota` past the `gpuQuota` that caps replicas
-    too where whole GPUs and replicas share their resource name; and at least one of what the
+    quotas per kind of GPU has it; a `sharedGpuQuota` where whole GPUs and replicas share their
+    resource name, which `gpuQuota` alone caps there; and at least one of what the
     smoke test's pod asks for."""
     platform = known_platform(config)
     if platform is None:
@@ -104,20 +104,23 @@ def _quota_problems(
             " and the MIG manager's slices with migQuota",
         )
     mixed = "gpuQuota" in settings and "sharedGpuQuota" in settings
-    if mixed and ns.shared_gpu_quota > ns.gpu_quota:
+    if mixed and ns.shared_gpu_quota:
         # Whole GPUs, replicas and GKE's partitions are all `nvidia.com/gpu`, and a
         # ResourceQuota caps a resource by its name: the one cap is `gpuQuota`, so that pods
-        # never take more whole GPUs than it allows, and replicas cannot go past it.
+        # never take more whole GPUs than it allows. A `sharedGpuQuota` beside it would cap
+        # nothing, and a stack file from before the quotas per kind of GPU, whose namespace was
+        # allowed both together, would lose that much of its cap without a word.
+        old_cap = ns.gpu_quota + ns.shared_gpu_quota
         yield ConfigProblem(
             key_path("namespaces", i, "sharedGpuQuota"),
             ns.shared_gpu_quota,
-            f"at most gpuQuota ({ns.gpu_quota}) where the stack has exclusive pools"
-            f" ({', '.join(settings['gpuQuota'])}) beside shared ones"
-            f" ({', '.join(settings['sharedGpuQuota'])}): both hand out nvidia.com/gpu, which"
-            " Kubernetes cannot tell apart, so gpuQuota caps whole GPUs and replicas together"
-            " there, each replica counted as a GPU; raise gpuQuota (it lets pods take as many"
-            " whole GPUs), or run whole and shared GPUs in separate stacks to cap replicas on"
-            " their own",
+            f"unset where the stack has exclusive pools ({', '.join(settings['gpuQuota'])})"
+            f" beside shared ones ({', '.join(settings['sharedGpuQuota'])}): both hand out"
+            " nvidia.com/gpu, which Kubernetes cannot tell apart, so gpuQuota alone caps whole"
+            " GPUs and replicas together there, each replica counted as a GPU. The namespace"
+            f" was allowed gpuQuota + sharedGpuQuota = {old_cap} of them: set gpuQuota to"
+            f" {old_cap} (it lets pods take {old_cap} whole GPUs) and remove sharedGpuQuota, or"
+            " run whole and shared GPUs in separate stacks to cap replicas on their own",
         )
     pool_name = ns.smoke_test_pool
     if pool_name is None or pool_name not in {p.name for p in config.pools}:

@@ -42,14 +42,15 @@ class TenantNamespaceSpec(Model):
     shared_gpu_quota: int = Field(default=0, ge=0, le=10000)
     """Replicas of time-sliced and MPS pools' GPUs, and MIG partitions GKE makes, the namespace's
     pods may request at once: each is one `nvidia.com/gpu` to Kubernetes. In a stack with
-    exclusive pools as well, `gpuQuota` caps whole GPUs and replicas together, and this may be
-    at most `gpuQuota`: replicas cannot be capped apart from whole GPUs there."""
+    exclusive pools as well, `gpuQuota` caps whole GPUs and replicas together, and this must be
+    left out: replicas cannot be capped apart from whole GPUs there."""
     mig_quota: dict[MigSlice, Annotated[int, Field(ge=0, le=100000)]] = Field(default_factory=dict)
     """MIG slices of each profile the namespace's pods may request at once, by slice
-    (`1g.10gb: 56` caps `requests.nvidia.com/mig-1g.10gb`), on pools whose slices the operator's
-    MIG manager makes (EKS). Every slice of every GPU the platform knows that this leaves out is
-    capped at 0, whatever the stack's pools; GKE's partitions are `nvidia.com/gpu`, which
-    `sharedGpuQuota` caps (`gpuQuota` where the stack has exclusive pools too)."""
+    (`1g.10gb: 56` caps `requests.nvidia.com/mig-1g.10gb`, `1g.10gb.me` the profile with media
+    engines), on pools whose slices the operator's MIG manager makes (EKS). Every slice of every
+    GPU the platform knows that this leaves out is capped at 0, whatever the stack's pools;
+    GKE's partitions are `nvidia.com/gpu`, which `sharedGpuQuota` caps (`gpuQuota` where the
+    stack has exclusive pools too)."""
     pod_security: Literal["restricted", "baseline"] = "restricted"
     """Pod Security level enforced, audited and warned about; `privileged` is reserved for the
     GPU Operator. `baseline` is for images that cannot run as a non-root user."""

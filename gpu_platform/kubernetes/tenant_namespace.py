@@ -180,7 +180,7 @@ def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[
     Where whole GPUs and replicas or GKE's partitions are both `nvidia.com/gpu` (a stack with
     exclusive and shared pools), Kubernetes cannot tell them apart, and any cap of replicas
     added to it would let pods take as many more whole GPUs: `gpuQuota` alone caps both there,
-    each replica counted as a GPU (config validation refuses a `sharedGpuQuota` above it).
+    each replica counted as a GPU (config validation refuses a `sharedGpuQuota` there).
 
     Extended resources can only be capped on requests; pods set GPUs as limits and Kubernetes
     copies them into requests, so the cap holds. `nvidia.com/gpu` is always capped, so that a

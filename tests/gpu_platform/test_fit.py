@@ -30,7 +30,7 @@ from gpu_platform.kubernetes.gpu_pod import gpu_pod_spec
 from gpu_platform.node_identity import GPU_TAINT, GpuShape, ResolvedPool, Taint, resolve_pool
 from gpu_platform.template_pods import KUBE_PROXY, TemplatePod
 from tests.shared_plans import shared_plan
-from tests.stack_variants import AL2023_RELEASE
+from tests.stack_variants import AL2023_RELEASE, with_whole_gpu_quota
 
 IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 ZONE = "topology.kubernetes.io/zone"
@@ -63,8 +63,7 @@ def stack() -> dict[str, Any]:
     config = copy.deepcopy(stack_config("dev"))
     config["gpu-platform:pools"] += EXTRA_POOLS
     # Whole L4s beside the time-sliced T4s: gpuQuota caps both, each replica counted as a GPU.
-    config["gpu-platform:namespaces"][0]["gpuQuota"] = 8
-    return config
+    return with_whole_gpu_quota(config)
 
 
 @pytest.fixture(scope="module")

@@ -90,9 +90,10 @@ def test_plan_shows_what_each_karpenter_nodepool_may_launch(invoke) -> None:
 def test_plan_shows_a_tenants_gpu_caps_before_the_slices_it_holds_at_0(invoke) -> None:
     output = invoke("dev").output
 
-    # ml-sandbox may hold 8 replicas, and none of the 26 MIG slices of the GPUs the platform
-    # knows (NVIDIA's MIG user guide, "Supported MIG Profiles").
-    assert "spec.hard = requests.nvidia.com/gpu: 8; 26 more at 0" in output
+    # ml-sandbox may hold 8 replicas, and none of the 32 MIG slices of the GPUs the platform
+    # knows: 26 uniform profiles (NVIDIA's MIG user guide, "Supported MIG Profiles") and 6 with
+    # media engines (gpu-operator v26.7.0 assets/state-mig-manager/0400_configmap.yaml).
+    assert "spec.hard = requests.nvidia.com/gpu: 8; 32 more at 0" in output
 
 
 def test_plan_shows_secret_outputs_as_secret(invoke) -> None:

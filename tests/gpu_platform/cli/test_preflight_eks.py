@@ -40,6 +40,7 @@ from tests.stack_variants import (
     AL2023_RELEASE,
     ODCR,
     ODCR_GROUP,
+    with_gpu_quotas_fitting_its_pools,
     with_quota_for_any_pool,
     with_whole_gpu_quota,
 )
@@ -163,6 +164,7 @@ def stack(change: Callable[[Config], Any] = lambda c: None) -> StackConfig:
     values = with_quota_for_any_pool(copy.deepcopy(stack_config("dev")))
     values["gpu-platform:pools"][0]["instanceTypes"] = ["g4dn.xlarge", "g4dn.2xlarge"]
     change(values)
+    with_gpu_quotas_fitting_its_pools(values)
     return load_stack_config(
         {k.removeprefix("gpu-platform:"): v for k, v in values.items() if k.startswith("gpu-")}
     )

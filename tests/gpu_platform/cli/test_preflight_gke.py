@@ -49,7 +49,11 @@ from gpu_platform.lock.lockfile import (
     entry,
 )
 from tests.repository import ROOT
-from tests.stack_variants import GKE_RESERVED_POOL, with_gke_capacity_pools
+from tests.stack_variants import (
+    GKE_RESERVED_POOL,
+    with_gke_capacity_pools,
+    with_gpu_quotas_fitting_its_pools,
+)
 
 Config = dict[str, Any]
 Json = dict[str, Any]
@@ -506,10 +510,11 @@ def google() -> FakeGoogle:
 def gke_stack(change: Callable[[Config], Any] = lambda c: None) -> Config:
     """The gke-dev stack's config (a spot L4 pool) with the capacity pools of
     `with_gke_capacity_pools`: h100-specific on reservation h100-ml-dev in us-central1-a,
-    l4-flex (flex-start) and h100-queued (flex-start and queued), changed by `change`."""
+    l4-flex (flex-start) and h100-queued (flex-start and queued), changed by `change`, its
+    namespace's GPU quotas then fitting the pools left."""
     values = with_gke_capacity_pools(copy.deepcopy(stack_config("gke-dev")))
     change(values)
-    return values
+    return with_gpu_quotas_fitting_its_pools(values)
 
 
 def stack(change: Callable[[Config], Any] = lambda c: None) -> StackConfig:

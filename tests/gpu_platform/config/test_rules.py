@@ -240,12 +240,6 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
         "gpu-platform:namespaces[0].migQuota.1g.11gb",
     ),
     (
-        # Whole GPUs and replicas are both nvidia.com/gpu: gpuQuota caps both.
-        "more replicas than whole GPUs where a stack has both",
-        lambda c: _with_whole_gpus(c, gpuQuota=2, sharedGpuQuota=12),
-        "gpu-platform:namespaces[0].sharedGpuQuota",
-    ),
-    (
         # A stack file written when `gpuQuota` capped replicas and slices as well: on the dev
         # stack's time-sliced pool it would now allow no GPU at all.
         "a whole-GPU quota alone where no pool is exclusive",
@@ -311,6 +305,23 @@ def test_a_smoke_test_on_a_mig_pool_needs_a_quota_of_its_slice(
     assert isinstance(plan.error, ConfigError), plan.error
     (problem,) = plan.error.problems
     assert (problem.path, problem.value) == ("gpu-platform:namespaces[0].migQuota.1g.10gb", 0)
+
+
+def test_a_replica_quota_beside_whole_gpus_is_refused_saying_the_cap_it_had(
+    dev_config: Config, failed_plan_for
+) -> None:
+    # Whole GPUs and replicas are both nvidia.com/gpu, which gpuQuota alone caps: a
+    # sharedGpuQuota below it, which once added to the cap, would cap nothing now.
+    _with_whole_gpus(dev_config, gpuQuota=8, sharedGpuQuota=4)
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == ("gpu-platform:namespaces[0].sharedGpuQuota", 4)
+    assert "gpuQuota + sharedGpuQuota = 12" in problem.expected
+    assert "set gpuQuota to 12" in problem.expected
+    assert "remove sharedGpuQuota" in problem.expected
 
 
 def test_a_smoke_test_on_shared_gpus_beside_whole_ones_needs_a_gpu_quota(

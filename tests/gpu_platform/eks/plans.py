@@ -4,7 +4,12 @@ from typing import Any
 
 from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.config import ConfigError
-from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE, with_whole_gpu_quota
+from tests.stack_variants import (
+    AL2023_RELEASE,
+    BOTTLEROCKET_RELEASE,
+    with_gpu_quotas_fitting_its_pools,
+    with_whole_gpu_quota,
+)
 
 Config = dict[str, Any]
 POOLS = "gpu-platform:pools"
@@ -54,10 +59,11 @@ def with_cluster(config: Config, **changes: Any) -> Config:
 
 
 def with_extra_pool(config: Config, **fields: Any) -> Config:
-    """The config with another pool, on AL2023_RELEASE unless `fields` pin another release."""
+    """The config with another pool, on AL2023_RELEASE unless `fields` pin another release, and
+    its namespaces' GPU quotas fitted to the pools (`with_gpu_quotas_fitting_its_pools`)."""
     aws = {"amiReleaseVersion": AL2023_RELEASE, **fields.get("aws", {})}
     config[POOLS].append({**fields, "aws": aws})
-    return config
+    return with_gpu_quotas_fitting_its_pools(config)
 
 
 def on_bottlerocket(config: Config) -> Config:

@@ -1,41 +1,44 @@
-"""Does every tenant namespace's quota cap what the stack's GPU nodes advertise?
+"""Does every tenant namespace's quota cap what the stack's GPU nodes can advertise?
 
 A ResourceQuota caps only the resources its `hard` names (k8s.io/apiserver v0.35.0,
 pkg/admission/plugin/resourcequota/controller.go `CheckRequest`). `quota_problems(plan, config)`
 reads, for each pool's nodes as the planned resources label them when they join:
-- a pool whose slices the operator's MIG manager makes, by the layout it selects
-  (`nvidia.com/mig.config: all-<slice>`), advertises `nvidia.com/mig-<slice>` under the `mixed`
-  strategy (k8s-device-plugin v0.20.0 internal/rm/rm.go `AddDefaultResourcesToConfig`);
+- a MIG node advertises `nvidia.com/mig-<profile>` for each profile NVML lists, `+` made `.`
+  (k8s-device-plugin v0.20.0 internal/rm/rm.go `AddDefaultResourcesToConfig`): the profile its
+  pool selects (`nvidia.com/mig.config: all-<slice>`), or any other of its GPU's once an admin
+  relabels it, so every slice of every GPU the platform knows is capped, at no more than the
+  namespace's `migQuota` of it;
 - a pool whose device plugin config is `exclusive` hands out whole GPUs as `nvidia.com/gpu`, the
-  name replicas of shared GPUs have too, so no namespace's cap of it may pass its `gpuQuota`.
+  name replicas of shared GPUs have too, so no namespace's cap of it may pass its `gpuQuota`;
+- where no pool hands out whole GPUs but one shares them (time-slicing, MPS, GKE's sharing),
+  `nvidia.com/gpu` are replicas, capped at no more than `sharedGpuQuota`.
 """
 
 from collections.abc import Mapping
 from typing import Any
 
+from gpu_platform.accelerators import MIG_SLICES
 from gpu_platform.cli.offline import Plan
 from tests.gpu_platform.kubernetes.daemonset_tolerations import pool_nodes
 
 QUOTA = "kubernetes:core/v1:ResourceQuota"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
-WHOLE_GPUS = "requests.nvidia.com/gpu"
+GPUS = "requests.nvidia.com/gpu"
+MIG_PREFIX = "requests.nvidia.com/mig-"
 
 
 def quota_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
-    """Each tenant namespace without a quota, each MIG slice a pool advertises that a quota
-    leaves uncapped, and each cap of `nvidia.com/gpu` above the namespace's `gpuQuota` where a
-    pool hands out whole GPUs, as sentences."""
+    """Each tenant namespace without a quota, each MIG slice a quota leaves uncapped or caps
+    above its `migQuota`, and each cap of `nvidia.com/gpu` above the namespace's `gpuQuota`
+    where a pool hands out whole GPUs, or above its `sharedGpuQuota` where pools only share
+    them, as sentences."""
     quotas = {
         r.inputs["metadata"]["namespace"]: r.inputs["spec"]["hard"] for r in plan.of_type(QUOTA)
     }
     pools = list(pool_nodes(plan))
-    slices = {
-        pool.pool: "requests.nvidia.com/mig-" + pool.labels[MIG_CONFIG_LABEL].removeprefix("all-")
-        for pool in pools
-        if MIG_CONFIG_LABEL in pool.labels
-    }
     whole = [p.pool for p in pools if p.labels.get(DEVICE_PLUGIN_CONFIG_LABEL) == "exclusive"]
+    shared = [p.pool for p in pools if p.pool not in whole and MIG_CONFIG_LABEL not in p.labels]
     problems = []
     for namespace in config.get("gpu-platform:namespaces", []):
         name = namespace["name"]
@@ -43,15 +46,26 @@ def quota_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
         if hard is None:
             problems.append(f"namespace {name}: no ResourceQuota")
             continue
-        problems += [
-            f"namespace {name}: {resource} of pool {pool} uncapped"
-            for pool, resource in slices.items()
-            if resource not in hard
-        ]
-        gpu_quota = namespace.get("gpuQuota", 0)
-        if whole and int(hard.get(WHOLE_GPUS, gpu_quota + 1)) > gpu_quota:
+        mig_quota = namespace.get("migQuota", {})
+        for slice_name in MIG_SLICES:
+            resource = MIG_PREFIX + slice_name
+            if resource not in hard:
+                problems.append(f"namespace {name}: {resource} uncapped")
+            elif int(hard[resource]) > mig_quota.get(slice_name, 0):
+                problems.append(
+                    f"namespace {name}: {resource} {hard[resource]} above its migQuota"
+                    f" {mig_quota.get(slice_name, 0)}"
+                )
+        if whole:
+            kind, setting, pools_named = "whole GPUs", "gpuQuota", whole
+        elif shared:
+            kind, setting, pools_named = "replicas", "sharedGpuQuota", shared
+        else:
+            continue
+        limit = namespace.get(setting, 0)
+        if int(hard.get(GPUS, limit + 1)) > limit:
             problems.append(
-                f"namespace {name}: {WHOLE_GPUS} {hard.get(WHOLE_GPUS)} lets pods take more"
-                f" whole GPUs of {', '.join(whole)} than gpuQuota {gpu_quota}"
+                f"namespace {name}: {GPUS} {hard.get(GPUS)} lets pods take more {kind} of"
+                f" {', '.join(pools_named)} than {setting} {limit}"
             )
     return problems

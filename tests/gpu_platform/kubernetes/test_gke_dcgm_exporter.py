@@ -58,11 +58,11 @@ GKE_EFFECTS = {
 def mixed_config() -> dict[str, Any]:
     """gke-dev (COS, time-sliced spot L4s, which GKE's device plugin shares) with a pool of
     whole H100s for training, which the operator's device plugin serves."""
-    config = with_whole_gpu_quota(copy.deepcopy(stack_config("gke-dev", PROJECT)))
+    config = copy.deepcopy(stack_config("gke-dev", PROJECT))
     config["gpu-platform:pools"].append(
         {"name": WHOLE_POOL, "instanceTypes": ["a3-highgpu-8g"], "max": 2}
     )
-    return config
+    return with_whole_gpu_quota(config)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
-"""Every tenant namespace's quota caps the MIG slices the stack's pools advertise, and no more
-`nvidia.com/gpu` than its `gpuQuota` where a pool hands out whole GPUs."""
+"""Every tenant namespace's quota caps every MIG slice of every GPU the platform knows, and no
+more `nvidia.com/gpu` than its `gpuQuota` where a pool hands out whole GPUs, or its
+`sharedGpuQuota` where pools only share them."""
 
 from collections.abc import Callable
 
@@ -7,7 +8,7 @@ import pytest
 
 from gpu_platform.cli.offline import Plan
 from gpu_platform.cli.stack_files import stack_config
-from tests.conftest import Config
+from tests.conftest import Config, dev_stack_config
 from tests.repository import PROJECT
 
 from .quota_invariants import QUOTA, quota_problems
@@ -35,8 +36,20 @@ def test_a_quota_that_leaves_an_advertised_slice_out_is_found(prod_plan: Plan) -
     del hard(prod_plan, "ml-training")["requests.nvidia.com/mig-1g.10gb"]
 
     assert quota_problems(prod_plan, PROD) == [
-        "namespace ml-training: requests.nvidia.com/mig-1g.10gb of pool a100-canary uncapped",
-        "namespace ml-training: requests.nvidia.com/mig-1g.10gb of pool a100-inference uncapped",
+        "namespace ml-training: requests.nvidia.com/mig-1g.10gb uncapped",
+    ]
+
+
+def test_a_quota_that_leaves_out_a_slice_no_pool_advertises_is_found(prod_plan: Plan) -> None:
+    # No pool of prod is partitioned into 1g.10gb+me, but an admin may relabel an A100 node
+    # `nvidia.com/mig.config=all-1g.10gb.me` (gpu-operator v26.7.0
+    # assets/state-mig-manager/0400_configmap.yaml) and its device plugin then advertises it.
+    del hard(prod_plan, "ml-inference")["requests.nvidia.com/mig-1g.10gb.me"]
+    hard(prod_plan, "ml-training")["requests.nvidia.com/mig-7g.80gb"] = "1"
+
+    assert quota_problems(prod_plan, PROD) == [
+        "namespace ml-training: requests.nvidia.com/mig-7g.80gb 1 above its migQuota 0",
+        "namespace ml-inference: requests.nvidia.com/mig-1g.10gb.me uncapped",
     ]
 
 
@@ -46,4 +59,16 @@ def test_a_gpu_cap_above_gpu_quota_beside_whole_gpus_is_found(prod_plan: Plan) -
     assert quota_problems(prod_plan, PROD) == [
         "namespace ml-inference: requests.nvidia.com/gpu 1 lets pods take more whole GPUs of"
         " h100-training than gpuQuota 0"
+    ]
+
+
+def test_a_gpu_cap_above_shared_gpu_quota_where_pools_only_share_is_found(
+    dev_plan: Plan,
+) -> None:
+    # dev: t4-shared alone, time-sliced; ml-sandbox sets sharedGpuQuota 8.
+    hard(dev_plan, "ml-sandbox")["requests.nvidia.com/gpu"] = "9"
+
+    assert quota_problems(dev_plan, dev_stack_config()) == [
+        "namespace ml-sandbox: requests.nvidia.com/gpu 9 lets pods take more replicas of"
+        " t4-shared than sharedGpuQuota 8"
     ]

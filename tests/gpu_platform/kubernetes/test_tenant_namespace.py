@@ -123,15 +123,18 @@ def test_children_belong_to_the_component(dev_plan) -> None:
 
 
 # Every uniform MIG profile of the GPUs the platform knows (A30, A100 40GB and 80GB, H100, H200,
-# B200), from NVIDIA's MIG user guide, "Supported MIG Profiles": what the device plugin's `mixed`
-# strategy can advertise as `nvidia.com/mig-<profile>` (k8s-device-plugin v0.20.0, the GPU
-# Operator v26.7.0's, internal/rm/rm.go `AddDefaultResourcesToConfig`).
+# B200), from NVIDIA's MIG user guide, "Supported MIG Profiles", and each GPU's profiles with
+# media engines, which the GPU Operator v26.7.0's MIG manager offers as `all-<profile>.me`
+# (assets/state-mig-manager/0400_configmap.yaml): what the device plugin's `mixed` strategy can
+# advertise as `nvidia.com/mig-<profile>`, NVML's `1g.10gb+me` as `mig-1g.10gb.me`
+# (k8s-device-plugin v0.20.0, the operator's, internal/rm/rm.go `AddDefaultResourcesToConfig`:
+# `strings.ReplaceAll("mig-"+p.String(), "+", ".")`).
 MIG_SLICES = {
-    *("1g.6gb", "2g.12gb", "4g.24gb"),
-    *("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"),
-    *("1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
-    *("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"),
-    *("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb"),
+    *("1g.6gb", "2g.12gb", "4g.24gb", "1g.6gb.me", "2g.12gb.me"),
+    *("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", "1g.5gb.me"),
+    *("1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", "1g.10gb.me"),
+    *("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb", "1g.18gb.me"),
+    *("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb", "1g.23gb.me"),
 }
 
 
@@ -184,29 +187,29 @@ def test_replicas_of_shared_gpus_are_capped_by_their_own_setting(dev_config, pla
     assert allowed(plan_for(dev_config)) == {"requests.nvidia.com/gpu": "12"}
 
 
-def test_whole_gpus_and_replicas_are_capped_by_gpu_quota_alone(dev_config, plan_for) -> None:
-    dev_config["gpu-platform:pools"].append(
-        {
-            "name": "t4-whole",
-            "instanceTypes": ["g4dn.xlarge"],
-            "max": 1,
-            "aws": {"amiReleaseVersion": "1.35.6-20260714"},
-        }
-    )
-    dev_config["gpu-platform:namespaces"][0].update(gpuQuota=8, sharedGpuQuota=8, migQuota={})
-
-    # Both are nvidia.com/gpu, and a ResourceQuota caps a resource by its name: a cap of 8 + 8
-    # would let the namespace's pods take 16 whole GPUs.
-    assert allowed(plan_for(dev_config)) == {"requests.nvidia.com/gpu": "8"}
-
-
 def test_a_replica_cap_never_lets_pods_take_more_whole_gpus() -> None:
     spec = TenantNamespaceSpec.model_validate({"name": "team", "gpuQuota": 2, "sharedGpuQuota": 12})
     pools = [pool(0, {"mode": "exclusive"}), pool(1, {"mode": "time-slicing", "replicas": 4})]
 
-    # Config validation refuses a sharedGpuQuota above gpuQuota here; the cap stays at
-    # gpuQuota all the same.
+    # Both are nvidia.com/gpu, and a ResourceQuota caps a resource by its name: a cap of 2 + 12
+    # would let the namespace's pods take 14 whole GPUs. Config validation refuses any
+    # sharedGpuQuota here; the cap stays at gpuQuota all the same.
     assert gpu_quota(spec, pools)["requests.nvidia.com/gpu"] == "2"
+
+
+def test_a_profile_with_media_engines_is_capped_under_the_device_plugins_name() -> None:
+    spec = TenantNamespaceSpec.model_validate({"name": "team", "migQuota": {"1g.10gb.me": 2}})
+    caps = gpu_quota(spec, [pool(0, {"mode": "exclusive"})])
+
+    # NVML's 1g.10gb+me, as k8s-device-plugin v0.20.0 names it (internal/rm/rm.go); its
+    # sibling of the A100 40GB, which migQuota leaves out, at 0.
+    assert (
+        caps["requests.nvidia.com/mig-1g.10gb.me"],
+        caps["requests.nvidia.com/mig-1g.5gb.me"],
+    ) == (
+        "2",
+        "0",
+    )
 
 
 def test_whole_gpus_are_capped_by_gpu_quota(prod_plan) -> None:

@@ -170,6 +170,22 @@ def test_the_request_asks_gke_for_the_jobs_pods_and_the_jobs_pods_consume_it(
     assert {o["metadata"]["namespace"] for o in queued.values()} == {"ml-training"}
 
 
+def test_the_docs_size_the_namespaces_gpu_quota_for_the_requests_pods(
+    queued: dict[str, dict[str, Any]],
+) -> None:
+    # A ResourceQuota counts pods when each is created, not the VMs a ProvisioningRequest books
+    # (k8s.io/apiserver v0.35.0, pkg/admission/plugin/resourcequota): docs/gke-capacity.md
+    # says how much gpuQuota the example's request needs, which must be its pods' GPUs.
+    (pod_set,) = queued["ProvisioningRequest"]["spec"]["podSets"]
+    (container,) = queued["PodTemplate"]["template"]["spec"]["containers"]
+    gpus = int(container["resources"]["limits"]["nvidia.com/gpu"])
+    docs = " ".join((ROOT / "docs" / "gke-capacity.md").read_text().split())
+
+    assert (pod_set["count"], gpus) == (2, 8)
+    assert "`gpuQuota` must cover the request's GPUs" in docs
+    assert "2 \N{MULTIPLICATION SIGN} 8 = 16 in the example" in docs
+
+
 def test_the_queued_provisioning_pods_land_on_the_queued_pool_only(
     queued: dict[str, dict[str, Any]],
     gke_config: Config,
