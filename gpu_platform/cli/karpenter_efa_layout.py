@@ -2,7 +2,8 @@
 `up` would rewrite, which replaces every running node of the pool.
 
 Earlier releases of the platform put each `efa-only` interface of a network card above 0 at
-device index 1; the platform now uses AWS's layout, device 0 (`efa_network_interfaces`). The
+device index 1; the platform now uses AWS's layout, device 0 (`efa_network_interfaces`). A node
+class may also differ by hand, so the warning names what differs rather than a cause. The
 provider hashes an EC2NodeClass's whole spec, `networkInterfaces` included (no `hash:"ignore"`
 tag; `EC2NodeClass.Hash`, aws/karpenter-provider-aws pkg/apis/v1/ec2nodeclass.go at v1.14.1),
 and a NodeClaim whose recorded hash differs is drifted, so the first `up` after the change
@@ -57,20 +58,21 @@ def efa_layout_findings(config: StackConfig, node_classes: NodeClasses) -> list[
         if not interfaces:
             continue
         cards = sum(1 for i in interfaces if i.get("interfaceType") == "efa-only")
-        if _layout(interfaces) == _layout(efa_network_interfaces(cards)):
+        live_layout, planned = _layout(interfaces), _layout(efa_network_interfaces(cards))
+        if live_layout == planned:
             continue
         nodes = f"-l {POOL_LABEL}={pool.name}"
         findings.append(
             Finding(
                 "warning",
                 f"pool {pool.name}",
-                f"EC2NodeClass {pool.name} lays out its EFA interfaces as an earlier release of"
-                " the platform did (efa-only at device 1 of cards above 0); `up` writes AWS's"
-                " layout (device 0), and Karpenter hashes the node class's whole spec"
-                " (EC2NodeClass.Hash, aws/karpenter-provider-aws v1.14.1), so every running node"
-                " of the pool drifts and is replaced within the pool's Drifted budget, its jobs"
-                " drained (where its NodeClaim has a terminationGracePeriod, at its end even"
-                " with do-not-disrupt pods).",
+                f"EC2NodeClass {pool.name}'s network interfaces differ from AWS's EFA layout,"
+                f" which `up` writes: it has {_described(live_layout - planned)} where `up`"
+                f" writes {_described(planned - live_layout)}. Karpenter hashes the node"
+                " class's whole spec (EC2NodeClass.Hash, aws/karpenter-provider-aws v1.14.1),"
+                " so every running node of the pool drifts and is replaced within the pool's"
+                " Drifted budget, its jobs drained (where its NodeClaim has a"
+                " terminationGracePeriod, at its end even with do-not-disrupt pods).",
                 f"Run `up` between jobs; or hold the replacement: kubectl annotate nodes {nodes}"
                 f" {DO_NOT_DISRUPT}=true before `up`, and kubectl annotate nodes {nodes}"
                 f" {DO_NOT_DISRUPT}- once the jobs end (docs/karpenter.md, Upgrading a Karpenter"
@@ -86,3 +88,29 @@ def _layout(interfaces: Sequence[Mapping[str, Any]]) -> set[tuple[Any, Any, Any]
         (i.get("networkCardIndex"), i.get("deviceIndex"), i.get("interfaceType"))
         for i in interfaces
     }
+
+
+def _described(layout: set[tuple[Any, Any, Any]]) -> str:
+    """`layout`'s interfaces by type and device index, each with its cards: "efa-only at device
+    1 of cards 1-3"."""
+    cards: dict[tuple[str, str], list[int]] = {}
+    for card, device, kind in layout:
+        cards.setdefault((str(kind), str(device)), []).append(int(card or 0))
+    if not cards:
+        return "nothing"
+    return ", ".join(
+        f"{kind} at device {device} of {_cards(sorted(numbers))}"
+        for (kind, device), numbers in sorted(cards.items())
+    )
+
+
+def _cards(numbers: list[int]) -> str:
+    """Sorted card indexes as runs: "card 0", "cards 1-3, 5"."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    text = ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+    return f"card {text}" if len(numbers) == 1 else f"cards {text}"

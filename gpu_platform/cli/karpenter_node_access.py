@@ -212,13 +212,16 @@ def _aws_auth_finding(
 
 def _mapping(config_map: Mapping[str, Any] | None, role: str) -> Mapping[str, Any] | None:
     """The entry of `aws-auth`'s `mapRoles` for the role, by its ARN with or without a path;
-    None where it has none."""
+    None where it has none. Of several, the first without a path before any with one: EKS
+    matches only the ARN without a path, so a pathed entry left beside it keeps no node out."""
     text = ((config_map or {}).get("data") or {}).get("mapRoles") or "[]"
     wanted = _without_path(role)
-    for mapping in yaml.safe_load(text) or []:
-        if isinstance(mapping, Mapping) and _without_path(str(mapping.get("rolearn"))) == wanted:
-            return mapping
-    return None
+    found = [
+        mapping
+        for mapping in yaml.safe_load(text) or []
+        if isinstance(mapping, Mapping) and _without_path(str(mapping.get("rolearn"))) == wanted
+    ]
+    return min(found, key=lambda mapping: str(mapping.get("rolearn")) != wanted, default=None)
 
 
 def _without_path(role: str) -> str:

@@ -8,11 +8,18 @@ or fewer is never repaired. The program now sends no threshold unless the pool s
 update clears one a group already has: EKS's UpdateNodegroupConfig takes a partial
 configuration, and the provider may keep a value it is no longer given. So preflight reads each
 node group's `nodeRepairConfig` (DescribeNodegroup, botocore's EKS model) and reports a
-percentage left there. The fix it prints sends a count in its place, the only way the API offers
-to state another threshold: botocore's EKS model says of NodeRepairConfig's
-`maxUnhealthyNodeThresholdCount` and `maxUnhealthyNodeThresholdPercentage` that "you cannot also
-set" one with the other. Whether EKS then drops the stored percentage is unverified, so the fix
-ends by reading the group's configuration back.
+percentage left there, with two routes to replace it. botocore's EKS model says of
+NodeRepairConfig's `maxUnhealthyNodeThresholdCount` and `maxUnhealthyNodeThresholdPercentage`
+that "you cannot also set" one with the other, so if EKS merges an update into the stored
+configuration, one that sends a count beside the stored percentage may be refused, and so may
+every later `up` that sends it. The first route sends the pool's count where it sets one, else
+a percentage of 100 (the model's largest `PercentCapacity`) in the stored one's own member, so
+that no count sits beside it and no share of nodes is ever above it. The second turns repair
+off (`enabled: false`, what the program sends for a pool without repair) and on again with the
+full configuration. Whether EKS
+merges, and whether turning repair off drops the stored thresholds, is unverified, so the fix
+ends by reading the group's configuration back. A count printed from the pool's `max` would go
+stale when `max` grows; the count is the pool's own setting or none.
 """
 
 import json
@@ -25,6 +32,11 @@ from gpu_platform.config import GpuPoolSpec, key_path
 from gpu_platform.eks.node_repair import node_repair_request
 
 LEFTOVER = "maxUnhealthyNodeThresholdPercentage"
+NEVER_STOPS = 100
+"""The largest percentage botocore's EKS model takes (`PercentCapacity`, 1 to 100): repair
+stops only above it, which no share of a group's nodes is."""
+REPAIR_OFF = {"enabled": False}
+"""What the program sends for a pool without repair (`node_repair_request`)."""
 
 
 def leftover_threshold_finding(
@@ -43,18 +55,27 @@ def leftover_threshold_finding(
     name = group["nodegroupName"]
     count_key = key_path("pools", i, "aws", "nodeRepairMaxUnhealthyNodes")
     count = pool.aws.node_repair_max_unhealthy_nodes
-    # Above `max` unhealthy nodes never happens: repair never stops, as EKS's own threshold
-    # never stops it in a group of up to five nodes (docs/gpu-health.md).
-    replacement = pool.max if count is None else count
-    request = json.dumps(
-        {**node_repair_request(pool), "maxUnhealthyNodeThresholdCount": replacement},
-        separators=(",", ":"),
+    full = node_repair_request(pool)
+    in_place = {**full, LEFTOVER: NEVER_STOPS} if count is None else full
+    update = (
+        f"aws eks update-nodegroup-config --cluster-name {cluster} --nodegroup-name {name}"
+        " --node-repair-config"
     )
-    keep = (
-        f"set {count_key}: {replacement} so that `up` keeps sending it"
-        if count is None
-        else f"the count {count_key} sets"
-    )
+    if count is None:
+        why = (
+            f"{LEFTOVER} {NEVER_STOPS}, which no share of unhealthy nodes is above, in the same"
+            " member, so that no count sits beside it"
+        )
+        again, left = f"the first command again without {LEFTOVER}", f"{NEVER_STOPS} or gone"
+        bound = (
+            f" To stop repair above a number of unhealthy nodes instead, set {count_key}, which"
+            " `up` then sends (a count you raise with `max` yourself: one printed here from"
+            " `max` would go stale when it grows), and take the second route with"
+            " maxUnhealthyNodeThresholdCount in place of the percentage."
+        )
+    else:
+        why = f"the count {count_key} sets, which `up` sends too"
+        again, left, bound = "the first command again", "gone", ""
     return Finding(
         "warning",
         f"pool {pool.name}",
@@ -63,9 +84,15 @@ def leftover_threshold_finding(
         f" unhealthy, so with up to {largest} node(s) one unhealthy node is never repaired. The"
         f" program sends no percentage (a count only where {count_key} is set), and whether an"
         " update that omits it clears it is unverified.",
-        f"Send a count in its place ({keep}; the API takes no count beside a percentage): aws"
-        f" eks update-nodegroup-config --cluster-name {cluster} --nodegroup-name {name}"
-        f" --node-repair-config '{request}'. Then check that {LEFTOVER} is gone: aws eks"
-        f" describe-nodegroup --cluster-name {cluster} --nodegroup-name {name} --query"
-        " nodegroup.nodeRepairConfig.",
+        f"Replace it in place ({why}): {update} '{_json(in_place)}'. The API takes no count"
+        " beside a percentage, and whether an update merges into the stored configuration is"
+        " unverified: if EKS refuses that or the percentage stays, turn repair off and on"
+        f" again: {update} '{_json(REPAIR_OFF)}', then {again} (whether turning repair off"
+        f" drops the stored threshold is unverified too). Then check that {LEFTOVER} is {left}:"
+        f" aws eks describe-nodegroup --cluster-name {cluster} --nodegroup-name {name} --query"
+        f" nodegroup.nodeRepairConfig.{bound}",
     )
+
+
+def _json(request: Mapping[str, Any]) -> str:
+    return json.dumps(request, separators=(",", ":"))

@@ -105,9 +105,11 @@ class EksPoolOptions(Model):
     to be had, instead of leaving pods pending. Off by default, so that a pool never costs more
     than was planned for it. Managed node groups can do so only for a `reserved` pool on a
     resource group (docs/capacity-reservations.md). Under Karpenter a reserved pool's fallback
-    launches its own sizes, ahead of the on-demand and spot pools: the plan refuses it beside
-    such a pool with a size of the same GPU model, of fewer GPUs, vCPUs or memory, that the pool
-    does not list (docs/karpenter.md, Reservations and Capacity Blocks)."""
+    launches its own sizes on demand, ahead of the on-demand and spot pools, spot pools of the
+    same sizes included: the plan refuses it beside an on-demand pool with a size of the same GPU
+    model, of fewer GPUs, vCPUs or memory, that the pool does not list, and beside a spot pool
+    with any size of that model up to the pool's largest, whose own `onDemandFallback` falls back
+    after spot instead (docs/karpenter.md, Reservations and Capacity Blocks)."""
     max_unavailable_percent: int | None = Field(default=None, ge=1, le=100)
     """Replace up to this share of the pool's nodes at once on an update (a new AMI release,
     launch template or labels); unset replaces one node at a time. EKS drains each node first,

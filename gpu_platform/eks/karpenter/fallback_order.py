@@ -15,7 +15,14 @@ pkg/providers/instance/instance.go at v1.14.1, takes `reserved` wherever an inst
 available reserved offering), and its fallback the cheapest size that fits (EC2 Fleet's
 `lowest-price` on-demand allocation, pkg/providers/instance/types.go). A NodePool weighs its
 capacity types together, so the platform cannot rank the fallback below the other pools while
-it keeps the reservation above them: the combination is refused, naming both ways out.
+it keeps the reservation above them: the combination is refused, naming both ways out. Beside a
+spot pool the second way out would only move the loss: with the spot pool's sizes among its own,
+the fallback still outranks the spot pool and launches those sizes on demand, at several times
+spot's price, while spot has room. So there every size of the spot pool's GPU model that the
+fallback can launch in its place counts, same shape or not, and the way out is the spot pool's own
+`onDemandFallback`: a NodePool that takes both launches spot before on-demand
+(Karpenter's docs at v1.14, `concepts/nodepools.md`, "Capacity Type"), so the pods go
+to the reservation, then spot, then on demand.
 
 Sizes are compared by what a node costs a pod: its GPUs, then vCPUs, then memory, from EC2's
 instance type data, not by the number in the size's name (a g6.16xlarge has 1 GPU, a
@@ -41,9 +48,10 @@ FALLBACK_OVER = ("on-demand", "spot")
 def fallback_order_problems(
     config: StackConfig, sizes: Mapping[str, Sequence[InstanceType]]
 ) -> Iterator[ConfigProblem]:
-    """A reserved Karpenter pool with `onDemandFallback` beside an on-demand or spot pool with
-    a cheaper size of the same GPU model that the reserved pool lacks: its fallback would take
-    the pods that size fits. `sizes` are the instance types of each pool, by name, as EC2
+    """A reserved Karpenter pool with `onDemandFallback` beside an on-demand pool with a cheaper
+    size of the same GPU model that the reserved pool lacks, or beside a spot pool with a size of
+    that model up to the reserved pool's largest: its fallback would take the pods that size
+    fits, on demand. `sizes` are the instance types of each pool, by name, as EC2
     describes them; a pool without them is not compared."""
     if config.provisioner != "karpenter":
         return
@@ -61,7 +69,7 @@ def fallback_order_problems(
         if not own:
             continue
         for j, other in others:
-            cheaper = _cheaper_sizes(own, sizes[other.name])
+            cheaper = _cheaper_sizes(own, sizes[other.name], spot=other.capacity == "spot")
             if cheaper:
                 yield _problem(config, i, pool, j, other, own, cheaper)
                 break
@@ -72,9 +80,12 @@ def _cost(size: InstanceType) -> tuple[int, int, int]:
     return (size.gpu_count, size.vcpus, size.memory_mib)
 
 
-def _cheaper_sizes(own: Sequence[InstanceType], other: Sequence[InstanceType]) -> list[str]:
+def _cheaper_sizes(
+    own: Sequence[InstanceType], other: Sequence[InstanceType], *, spot: bool
+) -> list[str]:
     """`other`'s sizes of a GPU model of `own`'s that cost less than `own`'s largest of that
-    model and that `own` has no size of the same shape for."""
+    model and that `own` has no size of the same shape for; of a `spot` pool, every size of the
+    model up to `own`'s largest, which the fallback launches on demand in its place."""
     largest: dict[str | None, tuple[int, int, int]] = {}
     for size in own:
         largest[size.accelerator] = max(largest.get(size.accelerator, _cost(size)), _cost(size))
@@ -83,8 +94,12 @@ def _cheaper_sizes(own: Sequence[InstanceType], other: Sequence[InstanceType]) -
         size.name
         for size in other
         if size.accelerator in largest
-        and _cost(size) < largest[size.accelerator]
-        and (size.accelerator, _cost(size)) not in shapes
+        and (
+            _cost(size) <= largest[size.accelerator]
+            if spot
+            else _cost(size) < largest[size.accelerator]
+            and (size.accelerator, _cost(size)) not in shapes
+        )
     ]
 
 
@@ -106,15 +121,30 @@ def _problem(
     else:
         add = cheaper
     largest = max(own, key=_cost)
+    keeps = (
+        f"Karpenter keeps this pool, which outranks it, and launches its sizes on demand for pods"
+        f" {', '.join(cheaper)} fit (scheduler.go addToNewNodeClaim, kubernetes-sigs/karpenter"
+        f" v1.14.1). Without the fallback Karpenter moves on to {other.name}"
+    )
+    if other.capacity == "spot":
+        return ConfigProblem(
+            key_path("pools", i, "aws", "onDemandFallback"),
+            True,
+            f"false or no value beside spot pool {other.name} ({other_path}:"
+            f" {', '.join(other_sizes)}, of which {', '.join(cheaper)} have no more GPUs, vCPUs"
+            f" or memory than this pool's {largest.name}, {largest.gpu_count} GPU(s)) under"
+            f" provisioner {config.provisioner}: with the reservation full, {keeps} and starts"
+            f" them as spot nodes. The fallback outranks spot pools of the same sizes too, so"
+            " listing them here would launch them on demand while spot has room; for on-demand"
+            f" once spot has none, set {key_path('pools', j, 'aws', 'onDemandFallback')}: true"
+            " instead (a NodePool launches spot before on-demand)",
+        )
     return ConfigProblem(
         key_path("pools", i, "aws", "onDemandFallback"),
         True,
         f"false or no value beside {other.capacity} pool {other.name} ({other_path}:"
         f" {', '.join(other_sizes)}, of which {', '.join(cheaper)} cost less than this pool's"
         f" {largest.name}, {largest.gpu_count} GPU(s)) under provisioner"
-        f" {config.provisioner}: with the reservation full, Karpenter keeps this pool, which"
-        f" outranks it, and launches its sizes on demand for pods {', '.join(cheaper)} fit"
-        " (scheduler.go addToNewNodeClaim, kubernetes-sigs/karpenter v1.14.1). Without the"
-        f" fallback Karpenter moves on to {other.name}; or add {', '.join(add)} to {path}, so"
-        " that the fallback launches the cheapest size that fits",
+        f" {config.provisioner}: with the reservation full, {keeps}; or add {', '.join(add)}"
+        f" to {path}, so that the fallback launches the cheapest size that fits",
     )

@@ -509,3 +509,16 @@ def test_a_node_role_mapped_in_aws_auth_by_an_arn_with_a_path_blocks(eks: Stubbe
         f"Map {NODE_ROLE} instead of {pathed} in kube-system's aws-auth ConfigMap (kubectl -n"
         " kube-system edit configmap aws-auth).",
     )
+
+
+def test_a_node_role_mapped_both_with_and_without_a_path_joins(eks: Stubber) -> None:
+    # EKS matches the entry without a path (EKS user guide, "Create access entries"): a pathed
+    # one left beside it, before or after, keeps no node out.
+    pathed = {**NODE_MAPPING, "rolearn": "arn:aws:iam::123456789012:role/ml/KarpenterNodeRole-ml"}
+
+    for mapped in [(pathed, NODE_MAPPING), (NODE_MAPPING, pathed)]:
+        finding = node_role_access_finding(
+            existing_stack(), in_mode("CONFIG_MAP"), eks.client, aws_auth(*mapped)
+        )
+
+        assert finding.severity == "ok", mapped

@@ -1865,27 +1865,44 @@ def test_a_live_group_that_kept_the_old_repair_threshold_is_reported_with_its_fi
         " gpu-platform:pools[0].aws.nodeRepairMaxUnhealthyNodes is set), and whether an update"
         " that omits it clears it is unverified.",
     )
-    # botocore's EKS model, NodeRepairConfig: of the count and the percentage "you cannot also
-    # set" one with the other, so a count is what can take the percentage's place.
-    fix, _, rest = finding.action.partition(" --node-repair-config '")
-    assert fix == (
-        "Send a count in its place (set gpu-platform:pools[0].aws.nodeRepairMaxUnhealthyNodes: 3"
-        " so that `up` keeps sending it; the API takes no count beside a percentage): aws eks"
-        f" update-nodegroup-config --cluster-name ml-dev --nodegroup-name {LIVE_GROUP}"
+    # botocore's EKS model (1.44.5), NodeRepairConfig: of the count and the percentage "you
+    # cannot also set" one with the other, and a PercentCapacity is 1 to 100. The first route
+    # sends 100 in the percentage's own member, the second turns repair off and on.
+    command = (
+        f"aws eks update-nodegroup-config --cluster-name ml-dev --nodegroup-name {LIVE_GROUP}"
+        " --node-repair-config"
     )
-    sent, _, after = rest.partition("'")
+    first, sent, between, off, after = finding.action.split("'")
+    assert first == (
+        "Replace it in place (maxUnhealthyNodeThresholdPercentage 100, which no share of"
+        " unhealthy nodes is above, in the same member, so that no count sits beside it):"
+        f" {command} "
+    )
+    assert between == (
+        ". The API takes no count beside a percentage, and whether an update merges into the"
+        " stored configuration is unverified: if EKS refuses that or the percentage stays, turn"
+        f" repair off and on again: {command} "
+    )
+    assert json.loads(off) == {"enabled": False}
     assert after == (
-        ". Then check that maxUnhealthyNodeThresholdPercentage is gone: aws eks describe-nodegroup"
+        ", then the first command again without maxUnhealthyNodeThresholdPercentage (whether"
+        " turning repair off drops the stored threshold is unverified too). Then check that"
+        " maxUnhealthyNodeThresholdPercentage is 100 or gone: aws eks describe-nodegroup"
         f" --cluster-name ml-dev --nodegroup-name {LIVE_GROUP} --query nodegroup.nodeRepairConfig."
+        " To stop repair above a number of unhealthy nodes instead, set"
+        " gpu-platform:pools[0].aws.nodeRepairMaxUnhealthyNodes, which `up` then sends (a count"
+        " you raise with `max` yourself: one printed here from `max` would go stale when it"
+        " grows), and take the second route with maxUnhealthyNodeThresholdCount in place of the"
+        " percentage."
     )
     repair = json.loads(sent)
-    assert "maxUnhealthyNodeThresholdPercentage" not in repair
-    # The dev pool's max is 3: more unhealthy nodes than that never happens.
+    # No count from the pool's max (3): it would go stale when max grows.
+    assert "maxUnhealthyNodeThresholdCount" not in repair
     assert (
         repair["enabled"],
         repair["maxParallelNodesRepairedCount"],
-        repair["maxUnhealthyNodeThresholdCount"],
-    ) == (True, 1, 3)
+        repair["maxUnhealthyNodeThresholdPercentage"],
+    ) == (True, 1, 100)
     # XID 13 is an application's fault (NVIDIA's XID catalog): no repair, as the program sends.
     assert {
         "nodeMonitoringCondition": "AcceleratedHardwareReady",
@@ -1910,11 +1927,16 @@ def test_a_leftover_threshold_sends_the_pools_own_count_in_its_place() -> None:
     finding = leftover_threshold_finding("ml-dev", 0, stack(with_count).pools[0], old_threshold(20))
 
     assert finding is not None
-    assert finding.action.startswith(
-        "Send a count in its place (the count"
-        " gpu-platform:pools[0].aws.nodeRepairMaxUnhealthyNodes sets;"
+    first, sent, _, off, after = finding.action.split("'")
+    assert first.startswith(
+        "Replace it in place (the count gpu-platform:pools[0].aws.nodeRepairMaxUnhealthyNodes"
+        " sets, which `up` sends too): aws eks update-nodegroup-config"
     )
-    assert '"maxUnhealthyNodeThresholdCount":2,' in finding.action
+    assert "maxUnhealthyNodeThresholdPercentage" not in json.loads(sent)
+    assert json.loads(sent)["maxUnhealthyNodeThresholdCount"] == 2
+    assert json.loads(off) == {"enabled": False}
+    assert after.startswith(", then the first command again (whether turning repair off")
+    assert after.endswith("--query nodegroup.nodeRepairConfig.")
 
 
 def test_a_leftover_threshold_is_no_finding_without_repair_or_where_one_node_is_below_it() -> None:

@@ -779,9 +779,9 @@ def test_a_node_class_of_the_earlier_layout_warns_that_up_replaces_its_nodes(
     assert finding == Finding(
         "warning",
         "pool h100-block",
-        "EC2NodeClass h100-block lays out its EFA interfaces as an earlier release of the"
-        " platform did (efa-only at device 1 of cards above 0); `up` writes AWS's layout (device"
-        " 0), and Karpenter hashes the node class's whole spec (EC2NodeClass.Hash,"
+        "EC2NodeClass h100-block's network interfaces differ from AWS's EFA layout, which `up`"
+        " writes: it has efa-only at device 1 of cards 1-31 where `up` writes efa-only at device"
+        " 0 of cards 1-31. Karpenter hashes the node class's whole spec (EC2NodeClass.Hash,"
         " aws/karpenter-provider-aws v1.14.1), so every running node of the pool drifts and is"
         " replaced within the pool's Drifted budget, its jobs drained (where its NodeClaim has a"
         " terminationGracePeriod, at its end even with do-not-disrupt pods).",
@@ -792,6 +792,20 @@ def test_a_node_class_of_the_earlier_layout_warns_that_up_replaces_its_nodes(
         f" karpenter.sh/do-not-disrupt=true before `up`, and kubectl annotate nodes {label}"
         " karpenter.sh/do-not-disrupt- once the jobs end (docs/karpenter.md, Upgrading a"
         " Karpenter stack to AWS's EFA layout).",
+    )
+
+
+def test_a_hand_edited_node_class_is_described_as_it_is(spot_free_stack: StackConfig) -> None:
+    # Not every difference is an earlier release's layout: one card moved by hand.
+    edited = node_class("h100-block", 0)
+    edited["spec"]["networkInterfaces"][3]["deviceIndex"] = 2
+
+    (finding,) = layout_findings(spot_free_stack, edited)
+
+    assert finding.message.startswith(
+        "EC2NodeClass h100-block's network interfaces differ from AWS's EFA layout, which `up`"
+        " writes: it has efa-only at device 2 of card 2 where `up` writes efa-only at device 0"
+        " of card 2. Karpenter"
     )
 
 

@@ -126,8 +126,39 @@ def test_a_spot_pool_of_the_gpu_model_is_compared() -> None:
 
     assert problems(values)[FALLBACK].startswith(
         "false or no value beside spot pool t4-spot (gpu-platform:pools[2].instanceTypes:"
-        " g6.xlarge, of which g6.xlarge cost less"
+        " g6.xlarge, of which g6.xlarge have no more GPUs"
     )
+
+
+def test_a_spot_size_the_reserved_pool_also_lists_is_refused_with_the_spot_pools_fallback() -> None:
+    # With the reservation full, l4-reserved (30) still outranks the spot pool (10) and launches
+    # g6.xlarge on demand (`addToNewNodeClaim`, kubernetes-sigs/karpenter scheduler.go at
+    # v1.14.1). A NodePool that takes spot and on-demand launches spot first (Karpenter's
+    # docs at v1.14, concepts/nodepools.md, "Capacity Type"), so the spot pool's own
+    # fallback is the way out. A larger spot size is a pod's dearer choice, and not compared.
+    values = karpenter_dev(
+        **{
+            "1": {"instanceTypes": ["g6.xlarge", "g6.12xlarge"]},
+            "2": {"instanceTypes": ["g6.xlarge", "g6.24xlarge"], "accelerator": "l4"},
+            "3": {"instanceTypes": ["g6e.xlarge"], "accelerator": "l40s"},
+        }
+    )
+
+    assert problems(values) == {
+        FALLBACK: "false or no value beside spot pool t4-spot (gpu-platform:pools[2].instanceTypes:"
+        " g6.xlarge, g6.24xlarge, of which g6.xlarge have no more GPUs, vCPUs or memory than this"
+        " pool's g6.12xlarge, 4 GPU(s)) under provisioner karpenter: with the reservation full,"
+        " Karpenter keeps this pool, which outranks it, and launches its sizes on demand for pods"
+        " g6.xlarge fit (scheduler.go addToNewNodeClaim, kubernetes-sigs/karpenter v1.14.1)."
+        " Without the fallback Karpenter moves on to t4-spot and starts them as spot nodes. The"
+        " fallback outranks spot pools of the same sizes too, so listing them here would launch"
+        " them on demand while spot has room; for on-demand once spot has none, set"
+        " gpu-platform:pools[2].aws.onDemandFallback: true instead (a NodePool launches spot"
+        " before on-demand)"
+    }
+    values["gpu-platform:pools"][1]["instanceTypes"] = ["g6.xlarge"]
+    values["gpu-platform:pools"][2]["instanceTypes"] = ["g6.24xlarge"]
+    assert problems(values) == {}
 
 
 def test_an_on_demand_pool_of_a_family_is_compared_by_its_sizes() -> None:
