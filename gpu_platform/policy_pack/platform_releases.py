@@ -84,11 +84,13 @@ PLATFORM_RELEASES = (
 )
 
 
-RAW_MANIFEST_KEYS = frozenset({"extraObjects", "extraManifests"})
+RAW_MANIFEST_KEYS = frozenset({"extraObjects", "extraManifests", "extraResources"})
 """Values whose entries the pinned charts render as given, as manifests of their own, at any
-depth (a subchart's values sit under its name): gpu-operator v26.7.0 and cluster-autoscaler
-9.59.0 (charts/cluster-autoscaler/templates/extra-manifests.yaml) `extraObjects`;
-kube-prometheus-stack 93.4.1 `extraManifests`, its grafana subchart's `extraObjects`, its
+depth (a subchart's values sit under its name), as a list or a map of them: gpu-operator
+v26.7.0 and cluster-autoscaler 9.59.0 (charts/cluster-autoscaler/templates/extra-manifests.yaml)
+`extraObjects`; kube-prometheus-stack `extraManifests` (templates/extra-objects.yaml, each entry
+through `tpl`) and, in the versions that have it, `alertmanager.extraResources`
+(templates/alertmanager/extraresources.yaml), its grafana subchart's `extraObjects`, its
 kube-state-metrics and prometheus-node-exporter subcharts' `extraManifests`. Karpenter 1.14.1
 and aws-efa-k8s-device-plugin v0.5.30 have none."""
 

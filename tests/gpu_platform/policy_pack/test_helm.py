@@ -518,11 +518,27 @@ PRIVILEGED_DAEMONSET = {
             {"values": {"prometheus-node-exporter": {"extraManifests": ["kind: DaemonSet"]}}},
             "values.prometheus-node-exporter.extraManifests[0]",
         ),
+        # kube-prometheus-stack templates/extra-objects.yaml also takes a map of manifests.
+        (
+            {"values": {"extraManifests": {"shell": PRIVILEGED_DAEMONSET}}},
+            "values.extraManifests",
+        ),
+        (
+            {"values": {"alertmanager": {"extraResources": [PRIVILEGED_DAEMONSET]}}},
+            "values.alertmanager.extraResources[0]",
+        ),
         # pulumi-kubernetes 4.34.2 helm/v3 Release: "Postrender command to run".
         ({"postrender": "/bin/add-a-daemonset"}, "postrender"),
         ({"valueYamlFiles": [{"path": "values.yaml"}]}, "valueYamlFiles"),
     ],
-    ids=["extraObjects", "subchart-extraManifests", "postrender", "valueYamlFiles"],
+    ids=[
+        "extraObjects",
+        "subchart-extraManifests",
+        "extraManifests-map",
+        "extraResources",
+        "postrender",
+        "valueYamlFiles",
+    ],
 )
 def test_a_pinned_chart_running_more_than_its_templates_is_the_stacks_own(
     analyze: Analyze, inputs: dict[str, Any], found: str
