@@ -9,7 +9,11 @@ argoproj/argo-workflows v4.1.2:
 - workflow/controller/workflowpod.go, processPodSpecPatch and build: the workflow's
   podSpecPatch, then the template's, each a JSON or YAML PodSpec applied as a strategic merge
   patch (workflow/util/util.go, ApplyPodSpecPatch) after the controller has built the pod.
-  Each may hold `{{...}}` expressions, which Argo substitutes when it builds the pod.
+  Each may hold `{{...}}` expressions, which Argo substitutes when it builds the pod, into the
+  template's JSON, escaping a value once for the JSON string the patch is
+  (workflow/common/util.go SubstituteParams; util/template/simple_template.go, strconv.Quote),
+  so that a parameter's quotes end up unescaped in the patch: an expression even in a value
+  of the patch can set any field of the pod, and a patch holding one is not read (`EXPRESSION`).
 
 The values are plain dicts and lists after a merge or a parse; a value not known yet (at
 preview) is kept as the engine's unknown sentinel, which raises when a check reads it
@@ -108,10 +112,13 @@ def with_defaults(defaults: Mapping[str, Any], template: Any) -> Any:
     return merged(applicable, template)
 
 
+EXPRESSION = "{{"
+"""What opens an Argo expression (util/template: `{{` to `}}`)."""
+
+
 def parsed_patch(patch: str) -> Mapping[str, Any] | None:
     """A podSpecPatch's PodSpec fields, read as Argo reads them (JSON, else YAML), or None
-    where it is neither a JSON nor a YAML mapping: the controller reads it only once its
-    `{{...}}` expressions are substituted, when it builds the pod."""
+    where it is neither a JSON nor a YAML mapping."""
     try:
         found = json.loads(patch)
     except ValueError:

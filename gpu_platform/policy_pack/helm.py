@@ -13,11 +13,13 @@ from functools import partial
 from itertools import takewhile
 from typing import Any
 
+from argo import EXPRESSION
 from checks import resource_policy
-from platform_releases import PLATFORM_RELEASES
+from platform_releases import PLATFORM_OBJECT_PREFIX, PLATFORM_RELEASES, RAW_MANIFEST_KEYS
 from pods import namespace_or_default
-from props import flag, number, shown, text, value_at
+from props import Step, elements, field_path, flag, is_list, number, shown, text, value_at
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs
+from pulumi_policy.proxy import UnknownValueError
 from settings import Setting
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
@@ -220,19 +222,82 @@ def configure(config: Mapping[str, Any]) -> None:
 PINNED = frozenset((r.chart, r.version) for r in PLATFORM_RELEASES)
 
 
-def is_platform_release(args: ResourceValidationArgs) -> bool:
+def is_platform_chart(args: ResourceValidationArgs) -> bool:
     """A release of one of the platform's charts at the version it pins
     (`platform_releases.PLATFORM_RELEASES`), or one the stack's policy config declares
-    (`platformReleases`). Its settings and workloads are the platform's, reviewed and tested
-    with it (Karpenter 1.14.1's controller, say, runs as 65532, non-root, without privilege
-    escalation or capabilities, on a read-only root filesystem with the RuntimeDefault
-    seccomp profile: charts/karpenter/templates/deployment.yaml). Neither its place in the
-    program (its parents' types) nor its name or namespace says anything: a program chooses
-    them all."""
+    (`platformReleases`), whatever its values."""
     if args.resource_type != RELEASE_TYPE:
         return False
     installed = (chart_reference(args.props) or "", text(args.props, "version") or "")
     return installed in PINNED or installed in DECLARED
+
+
+def is_platform_release(args: ResourceValidationArgs) -> bool:
+    """A release of the platform's chart at its version (`is_platform_chart`) that runs only
+    what the chart's own templates do (`foreign_settings`). Its settings and workloads are the
+    platform's, reviewed and tested with it (Karpenter 1.14.1's controller, say, runs as 65532,
+    non-root, without privilege escalation or capabilities, on a read-only root filesystem
+    with the RuntimeDefault seccomp profile: charts/karpenter/templates/deployment.yaml).
+    Neither its place in the program (its parents' types) nor its name or namespace says
+    anything: a program chooses them all."""
+    return is_platform_chart(args) and not foreign_settings(args.props)
+
+
+def foreign_settings(props: Mapping[str, Any]) -> list[str]:
+    """The settings of a release that make its chart run what the platform's own release does
+    not: a `postrender` command and `valueYamlFiles`, which no policy reads, and each object in
+    a value the chart renders as given (`platform_releases.RAW_MANIFEST_KEYS`) but the
+    platform's own (`PLATFORM_OBJECT_PREFIX`)."""
+    found = [key for key in ("postrender",) if text(props, key)]
+    found += ["valueYamlFiles"] if elements(props, "valueYamlFiles") else []
+    return found + [
+        field_path("values", *path)
+        for path, item in _raw_manifests(value_at(props, "values"), ())
+        if not _platform_object(item)
+    ]
+
+
+def _raw_manifests(values: Any, path: tuple[Step, ...]) -> Iterator[tuple[tuple[Step, ...], Any]]:
+    """(path, entry) of each entry of a `RAW_MANIFEST_KEYS` value in `values`, at any depth; a
+    value not known yet (at preview) is passed over unless it is one of those."""
+    steps: list[Step] = []
+    if isinstance(values, Mapping):
+        steps = [key for key in values if isinstance(key, str)]
+    elif is_list(values):
+        steps = list(range(len(values)))
+    for step in steps:
+        try:
+            value = values[step]
+        except UnknownValueError:
+            if step in RAW_MANIFEST_KEYS:
+                raise
+            continue
+        if step not in RAW_MANIFEST_KEYS:
+            yield from _raw_manifests(value, (*path, step))
+        elif is_list(value):
+            yield from (((*path, step, i), value[i]) for i in range(len(value)))
+        elif value:
+            yield (*path, step), value
+
+
+def _platform_object(item: Any) -> bool:
+    """The exporter metric set's ConfigMap as the platform writes it, and nothing else: no
+    other field, and no `{{` that a chart rendering it through `tpl` would expand."""
+    if not isinstance(item, Mapping) or set(item) - {"apiVersion", "kind", "metadata", "data"}:
+        return False
+    metadata, data = value_at(item, "metadata"), value_at(item, "data")
+    if not isinstance(metadata, Mapping) or set(metadata) - {"name", "namespace"}:
+        return False
+    if not isinstance(data, Mapping) or set(data) - {"metrics"}:
+        return False
+    strings = [text(item, *path) for path in (("metadata", "namespace"), ("data", "metrics"))]
+    name = text(item, "metadata", "name") or ""
+    return (
+        text(item, "apiVersion") == "v1"
+        and text(item, "kind") == "ConfigMap"
+        and name.startswith(PLATFORM_OBJECT_PREFIX)
+        and not any(EXPRESSION in found for found in [name, *strings] if found)
+    )
 
 
 def settings_moving(chart: str, version: str) -> tuple[str, ...]:
@@ -296,9 +361,18 @@ def opaque_release_problems(args: ResourceValidationArgs) -> Iterator[str]:
             f"release so, off its pin, declare it in the stack's policy config: add "
             f"{shown(f'{reference}@{version}')} to {PLATFORM_ROLLBACK}'s {DECLARED_RELEASES.key}"
         )
+    foreign = ""
+    if is_platform_chart(args):
+        settings_found = ", ".join(foreign_settings(args.props))
+        foreign = (
+            f" It installs the platform's chart at its version, but {settings_found} make it run "
+            "what the platform's own release does not, so it is not the platform's; without "
+            "them it would be."
+        )
     yield (
         f"chart {shown(chart)} is installed as a helm.v3.Release, whose workloads the policies "
-        "never see: Helm creates them, not Pulumi, so no Pod Security or GPU rule checks them. "
+        "never see: Helm creates them, not Pulumi, so no Pod Security or GPU rule checks "
+        f"them.{foreign} "
         "Fix: install it with helm.v4.Chart, which registers every object it renders as a "
         f"resource the policies check, or add {named} to {REVIEWED_RELEASES.key} once its "
         f"workloads are reviewed another way{declare}."

@@ -12,6 +12,11 @@ program names a release and picks its namespace as freely as its parents. Where 
 run is a rule of its own (`gpu-operator-release`: the GPU Operator in a namespace of its own,
 which Pod Security lets it run privileged in, as the stack's policy config lists it).
 
+Chart and version are not all: the same chart at the same version runs whatever its values
+make it run. A release with a `postrender` command or `valueYamlFiles` (values the policies never
+read), or with objects in a value its chart renders as given (`RAW_MANIFEST_KEYS`) other than
+the platform's own (`PLATFORM_OBJECT_PREFIX`), is not the platform's.
+
 Every entry mirrors `gpu_platform/versions.py`, which tests/gpu_platform/policy_pack/test_helm.py
 checks, with the releases of a plan of every committed stack.
 """
@@ -77,3 +82,20 @@ PLATFORM_RELEASES = (
         for chart in ("karpenter-crd", "karpenter")
     ),
 )
+
+
+RAW_MANIFEST_KEYS = frozenset({"extraObjects", "extraManifests", "extraResources"})
+"""Values whose entries the pinned charts render as given, as manifests of their own, at any
+depth (a subchart's values sit under its name), as a list or a map of them: gpu-operator
+v26.7.0 and cluster-autoscaler 9.59.0 (charts/cluster-autoscaler/templates/extra-manifests.yaml)
+`extraObjects`; kube-prometheus-stack `extraManifests` (templates/extra-objects.yaml, each entry
+through `tpl`) and, in the versions that have it, `alertmanager.extraResources`
+(templates/alertmanager/extraresources.yaml), its grafana subchart's `extraObjects`, its
+kube-state-metrics and prometheus-node-exporter subcharts' `extraManifests`. Karpenter 1.14.1
+and aws-efa-k8s-device-plugin v0.5.30 have none."""
+
+PLATFORM_OBJECT_PREFIX = "gpu-platform-dcgm-metrics-"
+"""The name prefix of the one object the platform gives a chart in `extraObjects`: the
+ConfigMap of the GPU Operator's exporter metric set (gpu_platform/kubernetes/operator_values.py,
+`DCGM_METRICS_CONFIG_MAP`), a v1 ConfigMap of `metadata.name`, `metadata.namespace` and
+`data.metrics` alone."""

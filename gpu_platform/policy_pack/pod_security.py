@@ -961,11 +961,13 @@ def unread_problems(pod: Pod, standard: Standard) -> Iterator[str]:
     if standard.level == "privileged":
         return
     yield (
-        f"{field_path(*pod.path)} is neither JSON nor YAML until Argo substitutes its {{{{...}}}} "
-        "expressions, when it builds the pod, after every policy has run, so what it sets "
-        "(privileged containers, host paths, GPUs) is never judged. Fix: write it as a literal "
-        "JSON or YAML PodSpec with expressions only in its values, or set those fields on the "
-        f"template itself. [{standard.describe()}]"
+        f"{field_path(*pod.path)} is not a literal PodSpec: it holds {{{{...}}}} expressions, or "
+        "is neither JSON nor YAML. Argo substitutes the expressions when it builds the pod, "
+        "after every policy has run, and a parameter's quotes come out unescaped in the patch, "
+        "so even an expression in a value can set any field (privileged containers, host "
+        "paths, GPUs), which is never judged. Fix: write it as a literal JSON or YAML PodSpec "
+        "without expressions, or set those fields on the template itself, where an expression "
+        f"stays a value. [{standard.describe()}]"
     )
 
 

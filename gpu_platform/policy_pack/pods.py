@@ -494,7 +494,14 @@ def _argo_pods(
         pods = _found(kind, props, [inherited]) or [
             Pod(kind, props, workflow, partial=True, inline=True)
         ]
-    patched = [*(pod.path for pod in pods if pod.path != workflow), workflow]
+    # The artifact-GC pod takes the workflow-level artifactGC's podSpecPatch (argo-workflows
+    # v4.1.2 workflow/controller/artifact_gc.go, createArtifactGCPod); an artifact's own
+    # artifactGC has none.
+    patched = [
+        *(pod.path for pod in pods if pod.path != workflow),
+        workflow,
+        (*workflow, "artifactGC"),
+    ]
     return pods + [p for path in patched if (p := _argo_patch(kind, props, path)) is not None]
 
 
@@ -535,7 +542,7 @@ def _argo_patch(kind: str, props: Mapping[str, Any], holder: tuple[Step, ...]) -
         )
     if patch is None:
         return None
-    parsed = argo.parsed_patch(patch)
+    parsed = None if argo.EXPRESSION in patch else argo.parsed_patch(patch)
     if parsed is None:
         return Pod(kind, {}, path, partial=True, inline=True, unread=True)
     return Pod(kind, argo.placed(props, path, parsed), path, partial=True, inline=True)

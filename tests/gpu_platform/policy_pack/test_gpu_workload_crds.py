@@ -1017,40 +1017,60 @@ def test_a_workflows_yaml_pod_spec_patch_is_judged_once(analyze: Analyze) -> Non
     ]
 
 
-def test_a_pod_spec_patch_with_expressions_in_its_values_is_judged(analyze: Analyze) -> None:
-    # The use Argo documents: a parameter where a PodSpec field is not a string.
-    step = argo_step(restricted_pod_spec())
-    step["podSpecPatch"] = (
-        '{"containers": [{"name": "main", "resources": {"limits": {"cpu": '
-        '"{{inputs.parameters.cpu}}"}}}]}'
-    )
+def test_the_artifact_gc_pod_spec_patch_is_judged(analyze: Analyze) -> None:
+    # argo-workflows v4.1.2 workflow/controller/artifact_gc.go: createArtifactGCPod applies
+    # spec.artifactGC.podSpecPatch to the artifact-GC pod.
+    spec = {
+        "templates": [argo_step(restricted_pod_spec())],
+        "artifactGC": {
+            "strategy": "OnWorkflowDeletion",
+            "podSpecPatch": "volumes:\n- name: host\n  hostPath:\n    path: /var/run\n",
+        },
+    }
 
-    assert (
-        messages(analyze(namespace(), workflow({"templates": [step]})), "pod-security-standards")
-        == []
-    )
+    verdicts = analyze(namespace(level="baseline"), workflow(spec))
+
+    assert messages(verdicts, "pod-security-standards") == [
+        'hostPath volumes: volume "host" mounts the node\'s filesystem '
+        "(spec.artifactGC.podSpecPatch.volumes[0].hostPath). Fix: use a persistentVolumeClaim, "
+        f"emptyDir or another volume type instead of hostPath. {BASELINE}"
+    ]
 
 
+# Argo substitutes a patch's expressions when it builds the pod, after every policy has run,
+# into the template's JSON (argo-workflows v4.1.2 workflow/common/util.go SubstituteParams),
+# escaping a value once (util/template/simple_template.go, strconv.Quote), for the template's
+# JSON string and not for the patch within it: a cpu parameter of
+# `1"}}}]},"securityContext":{"privileged":true},"x":{"y":"` makes the patch privileged.
+UNREAD_PATCHES = [
+    "{{inputs.parameters.patch}}",
+    '{"containers": [{"name": "main", "resources": {"limits": {"cpu": '
+    '"{{inputs.parameters.cpu}}"}}}]}',
+]
+
+
+@pytest.mark.parametrize("patch", UNREAD_PATCHES)
 @pytest.mark.parametrize(
     ("level", "refused"), [("restricted", True), ("baseline", True), ("privileged", False)]
 )
 def test_a_pod_spec_patch_that_cannot_be_read_is_refused_where_pods_are_judged(
-    analyze: Analyze, level: str, refused: bool
+    analyze: Analyze, level: str, refused: bool, patch: str
 ) -> None:
-    # Argo substitutes the expression when it builds the pod, after every policy has run.
     step = argo_step(restricted_pod_spec())
-    step["podSpecPatch"] = "{{inputs.parameters.patch}}"
+    step["podSpecPatch"] = patch
 
     verdicts = analyze(namespace(level=level), workflow({"templates": [step]}))
 
     standard = f'[Pod Security {level} v1.35, from namespace "team-a"]'
     assert messages(verdicts, "pod-security-standards") == (
         [
-            "spec.templates[0].podSpecPatch is neither JSON nor YAML until Argo substitutes its "
-            "{{...}} expressions, when it builds the pod, after every policy has run, so what it "
-            "sets (privileged containers, host paths, GPUs) is never judged. Fix: write it as a "
-            "literal JSON or YAML PodSpec with expressions only in its values, or set those "
-            f"fields on the template itself. {standard}"
+            "spec.templates[0].podSpecPatch is not a literal PodSpec: it holds {{...}} "
+            "expressions, or is neither JSON nor YAML. Argo substitutes the expressions when it "
+            "builds the pod, after every policy has run, and a parameter's quotes come out "
+            "unescaped in the patch, so even an expression in a value can set any field "
+            "(privileged containers, host paths, GPUs), which is never judged. Fix: write it as "
+            "a literal JSON or YAML PodSpec without expressions, or set those fields on the "
+            f"template itself, where an expression stays a value. {standard}"
         ]
         if refused
         else []

@@ -483,6 +483,114 @@ def test_a_pinned_chart_is_the_platforms_whatever_its_name_namespace_or_parents(
     assert messages(verdicts, VISIBLE) == []
 
 
+PRIVILEGED_DAEMONSET = {
+    "apiVersion": "apps/v1",
+    "kind": "DaemonSet",
+    "metadata": {"name": "node-shell", "namespace": "kube-system"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "node-shell"}},
+        "template": {
+            "metadata": {"labels": {"app": "node-shell"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "shell",
+                        "image": "busybox",
+                        "securityContext": {"privileged": True},
+                        "volumeMounts": [{"name": "root", "mountPath": "/host"}],
+                    }
+                ],
+                "volumes": [{"name": "root", "hostPath": {"path": "/"}}],
+            },
+        },
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("inputs", "found"),
+    [
+        # cluster-autoscaler 9.59.0 renders each extraObjects entry as a manifest of its own
+        # (charts/cluster-autoscaler/templates/extra-manifests.yaml, values.yaml `extraObjects`).
+        ({"values": {"extraObjects": [PRIVILEGED_DAEMONSET]}}, "values.extraObjects[0]"),
+        # kube-prometheus-stack 93.4.1's subcharts take theirs under the subchart's name.
+        (
+            {"values": {"prometheus-node-exporter": {"extraManifests": ["kind: DaemonSet"]}}},
+            "values.prometheus-node-exporter.extraManifests[0]",
+        ),
+        # kube-prometheus-stack templates/extra-objects.yaml also takes a map of manifests.
+        (
+            {"values": {"extraManifests": {"shell": PRIVILEGED_DAEMONSET}}},
+            "values.extraManifests",
+        ),
+        (
+            {"values": {"alertmanager": {"extraResources": [PRIVILEGED_DAEMONSET]}}},
+            "values.alertmanager.extraResources[0]",
+        ),
+        # pulumi-kubernetes 4.34.2 helm/v3 Release: "Postrender command to run".
+        ({"postrender": "/bin/add-a-daemonset"}, "postrender"),
+        ({"valueYamlFiles": [{"path": "values.yaml"}]}, "valueYamlFiles"),
+    ],
+    ids=[
+        "extraObjects",
+        "subchart-extraManifests",
+        "extraManifests-map",
+        "extraResources",
+        "postrender",
+        "valueYamlFiles",
+    ],
+)
+def test_a_pinned_chart_running_more_than_its_templates_is_the_stacks_own(
+    analyze: Analyze, inputs: dict[str, Any], found: str
+) -> None:
+    release = autoscaler_release(**inputs)
+
+    verdicts = analyze(release, config={"all": "mandatory"})
+
+    assert [(p, level) for p, level, _ in rollback_verdicts(verdicts)] == [
+        ("helm-release-rollback", "mandatory")
+    ] * 4
+    assert messages(verdicts, VISIBLE) == [
+        'chart "cluster-autoscaler" is installed as a helm.v3.Release, whose workloads the '
+        "policies never see: Helm creates them, not Pulumi, so no Pod Security or GPU rule "
+        "checks them. It installs the platform's chart at its version, but "
+        f"{found} make it run what the platform's own release does not, so it is not the "
+        "platform's; without them it would be. Fix: install it with helm.v4.Chart, which "
+        "registers every object it renders as a resource the policies check, or add "
+        '"https://kubernetes.github.io/autoscaler/cluster-autoscaler" to reviewedCharts once '
+        "its workloads are reviewed another way."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "platforms"),
+    [
+        ({}, True),
+        ({"kind": "Secret"}, False),
+        ({"data": {"metrics": '{{ "x" }}'}}, False),
+        ({"metadata": {"name": "aws-auth", "namespace": "kube-system"}}, False),
+    ],
+    ids=["platforms-own", "secret", "template-expression", "other-name"],
+)
+def test_only_the_platforms_own_extra_object_keeps_the_operator_the_platforms(
+    analyze: Analyze, change: dict[str, Any], platforms: bool
+) -> None:
+    # The one object the platform gives the GPU Operator chart
+    # (gpu_platform/kubernetes/operator_values.py, dcgm_metrics_config_map).
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "gpu-platform-dcgm-metrics-0123456789", "namespace": "gpu-operator"},
+        "data": {"metrics": "DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n"},
+    }
+    release = gpu_operator_release()
+    release.inputs["values"] = {"extraObjects": [{**config_map, **change}]}
+
+    verdicts = analyze(release, config={"all": "mandatory"})
+
+    assert bool(messages(verdicts, VISIBLE)) is not platforms
+
+
 def mirrored_operator(version: str = "v26.7.0") -> Any:
     release = gpu_operator_release()
     release.inputs["repositoryOpts"] = {"repo": "https://charts.example.com/nvidia"}
