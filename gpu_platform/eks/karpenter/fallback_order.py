@@ -68,8 +68,20 @@ def fallback_order_problems(
         own = sizes.get(pool.name)
         if not own:
             continue
+        # An on-demand pool outranks the spot pools (`CAPACITY_PREFERENCE`): a spot size it
+        # offers in the same shape is one Karpenter would start on demand without the fallback
+        # too, so the fallback costs nothing more there.
+        on_demand = {
+            (size.accelerator, _cost(size))
+            for _, other in others
+            if other.capacity == "on-demand"
+            for size in sizes[other.name]
+        }
         for j, other in others:
-            cheaper = _cheaper_sizes(own, sizes[other.name], spot=other.capacity == "spot")
+            theirs = sizes[other.name]
+            if other.capacity == "spot":
+                theirs = [s for s in theirs if (s.accelerator, _cost(s)) not in on_demand]
+            cheaper = _cheaper_sizes(own, theirs, spot=other.capacity == "spot")
             if cheaper:
                 yield _problem(config, i, pool, j, other, own, cheaper)
                 break

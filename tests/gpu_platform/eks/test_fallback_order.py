@@ -161,6 +161,37 @@ def test_a_spot_size_the_reserved_pool_also_lists_is_refused_with_the_spot_pools
     assert problems(values) == {}
 
 
+def test_a_spot_size_of_no_more_than_the_reserved_pools_only_size_is_refused() -> None:
+    # The same shape on both sides: the fallback starts it on demand while spot has room.
+    values = karpenter_dev(
+        **{
+            "1": {"instanceTypes": ["g6.xlarge"]},
+            "2": {"instanceTypes": ["g6.xlarge"], "accelerator": "l4"},
+            "3": {"instanceTypes": ["g6e.xlarge"], "accelerator": "l40s"},
+        }
+    )
+
+    assert problems(values)[FALLBACK].startswith(
+        "false or no value beside spot pool t4-spot (gpu-platform:pools[2].instanceTypes:"
+        " g6.xlarge, of which g6.xlarge have no more GPUs"
+    )
+
+
+def test_a_spot_size_an_outranking_on_demand_pool_offers_too_is_not_held_against_it() -> None:
+    # Without the fallback Karpenter moves on to l4-on-demand (weight 20) before t4-spot (10)
+    # (`CAPACITY_PREFERENCE`; `addToNewNodeClaim`, scheduler.go at v1.14.1) and starts the same
+    # g6.xlarge on demand: the fallback starts nothing dearer.
+    values = karpenter_dev(
+        **{
+            "1": {"instanceTypes": ["g6.xlarge", "g6.12xlarge"]},
+            "2": {"instanceTypes": ["g6.xlarge"], "accelerator": "l4"},
+            "3": {"instanceTypes": ["g6.xlarge"]},
+        }
+    )
+
+    assert problems(values) == {}
+
+
 def test_an_on_demand_pool_of_a_family_is_compared_by_its_sizes() -> None:
     # EC2 offers g6.xlarge (1 L4) among g6's sizes.
     values = karpenter_dev(**{"1": {"instanceTypes": ["g6.12xlarge"]}})
