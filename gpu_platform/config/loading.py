@@ -115,15 +115,16 @@ def check_stack_config(config: StackConfig) -> None:
 def _validated(raw: Mapping[str, Any]) -> StackConfig:
     # Strictly, as JSON, which is what Pulumi hands a program its config as: `max: true` is a
     # boolean, not the 1 pydantic's lax mode would read it as; `"two"` is not a number.
+    given = dict(raw)
     while True:
         try:
-            return StackConfig.model_validate_json(json.dumps(raw, default=str), strict=True)
+            return StackConfig.model_validate_json(json.dumps(given, default=str), strict=True)
         except ValidationError as error:
             numbers = list(_numbers_given_as_text(error))
             if not numbers:
                 raise
-            raw = copy.deepcopy(dict(raw))
-            if not all(_replace(raw, loc, number) for loc, number in numbers):
+            given = copy.deepcopy(given)
+            if not all(_replace(given, loc, number) for loc, number in numbers):
                 raise
 
 
