@@ -60,6 +60,19 @@ def test_a_parents_providers_are_given_unless_the_options_give_their_own(
     }
 
 
+def test_a_parents_kubernetes_provider_is_not_given(
+    providers: dict[str, pulumi.ProviderResource],
+) -> None:
+    # A parent about another cluster: its Kubernetes provider would install the platform there.
+    parent = pulumi.ComponentResource(
+        "test:index:Parent",
+        "parent",
+        opts=pulumi.ResourceOptions(providers=[providers["aws"], providers["kubernetes"]]),
+    )
+
+    assert given_providers(pulumi.ResourceOptions(parent=parent)) == {"aws": providers["aws"]}
+
+
 def test_while_declaring_lookups_and_names_are_the_platforms(
     providers: dict[str, pulumi.ProviderResource],
 ) -> None:
