@@ -27,6 +27,7 @@ import pulumi
 
 from gpu_platform.cloud import cloud_for
 from gpu_platform.config import (
+    Cloud,
     ConfigError,
     ConfigProblem,
     StackConfig,
@@ -36,6 +37,7 @@ from gpu_platform.config import (
     read_pulumi_config,
     secret_config_keys,
 )
+from gpu_platform.eks.iam_roles import instance_role_name_problems
 from gpu_platform.instance import declaring, given_providers, part_name
 from gpu_platform.kubernetes.canary_gate import canary_gate_job
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
@@ -201,6 +203,10 @@ class GpuPlatform(pulumi.ComponentResource):
                     )
                 ]
             )
+        if args.part_names_under_it and config.cloud is Cloud.AWS:
+            too_long = list(instance_role_name_problems(name, config.cluster.name))
+            if too_long:
+                raise PlatformConfigError(too_long)
         cloud = cloud_for(config)
         # Lookups only: a pool that cannot work is a config error before anything, this
         # component included, is registered.
