@@ -114,7 +114,10 @@ class GpuPlatformArgs:
     """Name every part after the component, `<name>-<part>` (`ml-a-gpu-operator`, `ml-a-l4`),
     so that several `GpuPlatform`s (each on a cluster of its own) live in one stack. Off, the
     parts have the names a stack's one platform has always given them (`gpu-operator`, the
-    pools' names): turning it on for an existing stack renames, and so replaces, every part."""
+    pools' names). Leave it off for an instance a stack already has and on for the ones added:
+    turned on, an existing instance's renamed parts collide with its parts still in place. On
+    EKS the Pod Identity roles take the part's name, so a name that would make one longer than
+    IAM's 64 characters is refused."""
 
     def __post_init__(self) -> None:
         # A StackConfig built in code has passed its fields' rules only.
