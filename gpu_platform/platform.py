@@ -194,6 +194,18 @@ class GpuPlatform(pulumi.ComponentResource):
         kubernetes: pulumi.ProviderResource | None,
     ) -> None:
         config = args.config
+        if kubernetes is not None and config.cluster.kubeconfig_context is not None:
+            raise PlatformConfigError(
+                [
+                    ConfigProblem(
+                        key_path("cluster", "kubeconfigContext"),
+                        config.cluster.kubeconfig_context,
+                        "no context where the component's providers give a Kubernetes provider:"
+                        " the provider reaches the cluster, and a context beside it would go"
+                        " unused",
+                    )
+                ]
+            )
         if kubernetes is not None and config.cluster.create is not None:
             raise PlatformConfigError(
                 [

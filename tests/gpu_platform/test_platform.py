@@ -359,3 +359,17 @@ def test_an_instance_name_too_long_for_its_iam_roles_is_refused_by_name(
     assert [(p.path, p.value) for p in plan.error.problems] == [("GpuPlatform.name", "a" * 39)]
     assert "a name of at most 38 characters on EKS cluster ml-dev" in plan.error.report()
     assert plan.resources == []
+
+
+def test_a_kubeconfig_context_beside_a_kubernetes_provider_of_the_programs_own_is_refused(
+    tmp_path: Path,
+) -> None:
+    config = dev_stack_config()
+    config["gpu-platform:cluster"] = {**config["gpu-platform:cluster"], "kubeconfigContext": "a"}
+
+    plan = composed(tmp_path, config)
+
+    assert isinstance(plan.error, PlatformConfigError)
+    assert [(p.path, p.value) for p in plan.error.problems] == [
+        ("gpu-platform:cluster.kubeconfigContext", "a")
+    ]
