@@ -119,4 +119,7 @@ def test_a_fraction_set_with_path_is_read_as_the_number() -> None:
     settings = copy.deepcopy(GKE_NEW)
     settings["cluster"]["create"]["gcp"] = {"network": {"flowLogSampling": "0.25"}}
 
-    assert load_stack_config(settings).cluster.create.gcp.network.flow_log_sampling == 0.25
+    create = load_stack_config(settings).cluster.create
+
+    assert create is not None and create.gcp.network is not None
+    assert create.gcp.network.flow_log_sampling == 0.25
