@@ -50,19 +50,23 @@ def lookup_options(package: str) -> pulumi.InvokeOptions:
     return pulumi.InvokeOptions(provider=lookup_provider(package))
 
 
-PACKAGES = ("aws", "gcp", "kubernetes")
+CLOUD_PACKAGES = ("aws", "gcp")
+"""The packages of the clouds the platform runs on, whose providers a parent may hand down."""
+PACKAGES = (*CLOUD_PACKAGES, "kubernetes")
 """The packages whose providers the platform uses."""
 
 
 def given_providers(opts: pulumi.ResourceOptions | None) -> dict[str, pulumi.ProviderResource]:
     """The providers of `PACKAGES` that `opts` gives a component, by package, as its children
     inherit them: its parent's, then `providers`, then `provider` (pulumi 3.272
-    sdk/python/lib/pulumi/resource.py, `Resource.__init__` and `_get_providers`)."""
+    sdk/python/lib/pulumi/resource.py, `Resource.__init__` and `_get_providers`); but a
+    Kubernetes provider only where `opts` gives it: a parent's reaches whatever cluster the
+    parent is about, and the platform would install into that one instead of its own."""
     if opts is None:
         return {}
     found: dict[str, pulumi.ProviderResource] = {}
     if opts.parent is not None:
-        for package in PACKAGES:
+        for package in CLOUD_PACKAGES:
             inherited = opts.parent.get_provider(f"{package}:index:lookup")
             if inherited is not None:
                 found[package] = inherited

@@ -27,6 +27,7 @@ import pulumi
 
 from gpu_platform.cloud import cloud_for
 from gpu_platform.config import (
+    Cloud,
     ConfigError,
     ConfigProblem,
     StackConfig,
@@ -36,6 +37,7 @@ from gpu_platform.config import (
     read_pulumi_config,
     secret_config_keys,
 )
+from gpu_platform.eks.iam_roles import instance_role_name_problems
 from gpu_platform.instance import declaring, given_providers, part_name
 from gpu_platform.kubernetes.canary_gate import canary_gate_job
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
@@ -112,7 +114,10 @@ class GpuPlatformArgs:
     """Name every part after the component, `<name>-<part>` (`ml-a-gpu-operator`, `ml-a-l4`),
     so that several `GpuPlatform`s (each on a cluster of its own) live in one stack. Off, the
     parts have the names a stack's one platform has always given them (`gpu-operator`, the
-    pools' names): turning it on for an existing stack renames, and so replaces, every part."""
+    pools' names). Leave it off for an instance a stack already has and on for the ones added:
+    turned on, an existing instance's renamed parts collide with its parts still in place. On
+    EKS the Pod Identity roles take the part's name, so a name that would make one longer than
+    IAM's 64 characters is refused."""
 
     def __post_init__(self) -> None:
         # A StackConfig built in code has passed its fields' rules only.
@@ -175,7 +180,8 @@ class GpuPlatform(pulumi.ComponentResource):
         providers, give them in `opts` (`providers=[aws_provider, kubernetes_provider]`): the
         cloud's resources and lookups use the AWS or Google Cloud one, the Kubernetes objects
         the Kubernetes one (else a provider the component makes for the cluster it looks up or
-        creates)."""
+        creates). A Kubernetes provider counts only given here: one a parent component holds is
+        not used, as it may reach another cluster."""
         providers = given_providers(opts)
         prefix = f"{name}-" if args.part_names_under_it else ""
         with declaring(providers, prefix):
@@ -189,6 +195,18 @@ class GpuPlatform(pulumi.ComponentResource):
         kubernetes: pulumi.ProviderResource | None,
     ) -> None:
         config = args.config
+        if kubernetes is not None and config.cluster.kubeconfig_context is not None:
+            raise PlatformConfigError(
+                [
+                    ConfigProblem(
+                        key_path("cluster", "kubeconfigContext"),
+                        config.cluster.kubeconfig_context,
+                        "no context where the component's providers give a Kubernetes provider:"
+                        " the provider reaches the cluster, and a context beside it would go"
+                        " unused",
+                    )
+                ]
+            )
         if kubernetes is not None and config.cluster.create is not None:
             raise PlatformConfigError(
                 [
@@ -201,6 +219,10 @@ class GpuPlatform(pulumi.ComponentResource):
                     )
                 ]
             )
+        if args.part_names_under_it and config.cloud is Cloud.AWS:
+            too_long = list(instance_role_name_problems(name, config.cluster.name))
+            if too_long:
+                raise PlatformConfigError(too_long)
         cloud = cloud_for(config)
         # Lookups only: a pool that cannot work is a config error before anything, this
         # component included, is registered.

@@ -15,11 +15,12 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.cli.offline import Plan, run_program
 from tests.aws_managed_policies import MANAGED_POLICIES
 from tests.aws_service_reference import (
     access_level,
@@ -31,6 +32,13 @@ from tests.aws_service_reference import (
     supports_condition_key,
     takes_resource,
     unknown_actions,
+)
+from tests.conftest import Config
+from tests.gpu_platform.test_platform import (
+    TWO_PLATFORMS_PROGRAM,
+    in_code_project,
+    other_config,
+    platform_settings,
 )
 from tests.iam_policy import Policy, Request, Statement, allowed, as_list, statements
 from tests.repository import ROOT
@@ -1053,3 +1061,44 @@ def test_the_preflight_policy_simulates_only_the_role_its_tag_names(
     request = sent("iam:SimulatePrincipalPolicy", f"arn:aws:iam::{ACCOUNT}:role/{role}", context)
 
     assert allowed(request, [_document("eks-preflight-policy.json")]) is expected
+
+
+def test_the_deploy_role_passes_the_roles_of_parts_named_under_an_instance(
+    tmp_path: Path, dev_config: Config
+) -> None:
+    # With part_names_under_it a Pod Identity role takes the part's name: `ml-dev.team-a-vpc-cni`.
+    project = in_code_project(tmp_path, platform_settings(dev_config))
+    (tmp_path / "__main__.py").write_text(TWO_PLATFORMS_PROGRAM)
+    plan = run_program("dev", config=other_config(dev_config), project=project)
+    ml_dev = DEPLOY_ROLE | {
+        "aws:PrincipalAccount": STAND_IN_ACCOUNT,
+        "aws:PrincipalTag/gpu-platform-cluster": "ml-dev",
+        "aws:PrincipalTag/gpu-platform-prefix": "ml-dev",
+    }
+    passed = [
+        a.inputs["roleArn"]
+        for a in plan.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+        if a.name.startswith("team-a-")
+    ]
+
+    assert {arn.rsplit("/", 1)[-1] for arn in passed} == {
+        "ml-dev.team-a-cluster-autoscaler",
+        "ml-dev.team-a-vpc-cni",
+    }
+    service = {"iam:PassedToService": "pods.eks.amazonaws.com"}
+    assert [
+        arn
+        for arn in passed
+        if not allowed(Request("iam:PassRole", arn, ml_dev | service), deploy_policies())
+    ] == []
+    assert deploy_may(
+        "iam:PassRole",
+        role(f"{CLUSTER}.team-a-karpenter"),
+        iam_PassedToService="pods.eks.amazonaws.com",
+    )
+    # Another cluster's, under its own prefix, stays out of reach.
+    assert not deploy_may(
+        "iam:PassRole",
+        role("ml-dev.team-a-karpenter"),
+        iam_PassedToService="pods.eks.amazonaws.com",
+    )

@@ -4,6 +4,7 @@ once in one `ConfigError` without a secret's value."""
 
 import copy
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -113,8 +114,48 @@ def check_stack_config(config: StackConfig) -> None:
 
 def _validated(raw: Mapping[str, Any]) -> StackConfig:
     # Strictly, as JSON, which is what Pulumi hands a program its config as: `max: true` is a
-    # boolean, not the 1 pydantic's lax mode would read it as; `"3"` is not a number.
-    return StackConfig.model_validate_json(json.dumps(raw, default=str), strict=True)
+    # boolean, not the 1 pydantic's lax mode would read it as; `"two"` is not a number.
+    given = dict(raw)
+    while True:
+        try:
+            return StackConfig.model_validate_json(json.dumps(given, default=str), strict=True)
+        except ValidationError as error:
+            numbers = list(_numbers_given_as_text(error))
+            if not numbers:
+                raise
+            given = copy.deepcopy(given)
+            if not all(_replace(given, loc, number) for loc, number in numbers):
+                raise
+
+
+# Where a number is expected, a string that is exactly a JSON number is read as that number:
+# Pulumi's config storage types only booleans and integers set with `pulumi config set --path`
+# and holds every other value as a string (`adjustObjectValue` in pulumi's
+# package sdk/go/common/resource/config), so `--path ...flowLogSampling 0.25` arrives as
+# "0.25", and a nested `--secret` number decrypts to a string.
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_NUMBER_EXPECTED = frozenset({"int_type", "float_type"})
+
+
+def _numbers_given_as_text(error: ValidationError) -> Iterator[tuple[list[str | int], Any]]:
+    """The locations where `error` expected a number and found the text of one, with it."""
+    for e in error.errors(include_url=False):
+        text = e.get("input")
+        if e["type"] in _NUMBER_EXPECTED and isinstance(text, str) and _JSON_NUMBER.fullmatch(text):
+            yield _key_loc(e["loc"]), json.loads(text)
+
+
+def _replace(raw: dict[str, Any], loc: Sequence[str | int], value: Any) -> bool:
+    """Set the value at `loc` in `raw`; whether it held one there to replace."""
+    parent: Any = raw
+    try:
+        for part in loc[:-1]:
+            parent = parent[part]
+        parent[loc[-1]]
+    except (KeyError, IndexError, TypeError):
+        return False
+    parent[loc[-1]] = value
+    return True
 
 
 def _problems_without(

@@ -3,6 +3,7 @@ report lists them, and those about the stack as a whole (the cluster, settings o
 cloud)."""
 
 import functools
+import importlib.metadata
 import importlib.resources
 import json
 from collections.abc import Iterator, Mapping
@@ -89,7 +90,11 @@ def _cluster_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         yield ConfigProblem(
             key_path("cluster", "region"),
             cluster.region,
-            f"a region of the aws partition, one of {', '.join(sorted(aws_regions()))}",
+            f"a region of the aws partition, one of {', '.join(sorted(aws_regions()))}; a"
+            " region AWS opened after the installed botocore"
+            f" {importlib.metadata.version('botocore')} (whose list this is) is not among them:"
+            " upgrade botocore where the program runs (`uv lock --upgrade-package botocore`"
+            " in a project locked with uv, `pip install --upgrade botocore` otherwise)",
         )
     images = NODE_IMAGES[config.cloud]
     if cluster.node_image is not None and cluster.node_image not in images:

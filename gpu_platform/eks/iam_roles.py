@@ -19,12 +19,13 @@ boundaries for IAM entities", delegating role creation).
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pulumi
 from pulumi_aws import iam
 
+from gpu_platform.config import ConfigProblem
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.permissions_boundary import PERMISSIONS_BOUNDARY
 
@@ -54,6 +55,30 @@ def name_prefix(cluster_name: str) -> str:
         return cluster_name
     digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:_DIGEST]
     return f"{cluster_name[: PREFIX_LIMIT - _DIGEST - 1]}-{digest}"
+
+
+ROLE_NAME_LIMIT = 64
+"""IAM's limit on a role's name (IAM CreateRole, `RoleName`)."""
+PARTS_WITH_ROLES = ("cluster-autoscaler", "karpenter", "vpc-cni")
+"""The parts whose Pod Identity role takes the part's name as its purpose
+(`gpu_platform.eks.pod_identity`): named under the instance, they grow with its name."""
+
+
+def instance_role_name_problems(instance: str, cluster_name: str) -> Iterator[ConfigProblem]:
+    """Where the parts of the `GpuPlatform` named `instance` are named under it: a problem by
+    the instance's name where the role of a part would pass IAM's limit on the cluster
+    `cluster_name`. A role's name is fixed when it is created, so `pulumi up` would fail there,
+    after other parts were created."""
+    part = max(PARTS_WITH_ROLES, key=len)
+    name = f"{name_prefix(cluster_name)}.{instance}-{part}"
+    if len(name) > ROLE_NAME_LIMIT:
+        yield ConfigProblem(
+            "GpuPlatform.name",
+            instance,
+            f"a name of at most {ROLE_NAME_LIMIT - len(name) + len(instance)} characters on EKS"
+            f" cluster {cluster_name} with part_names_under_it: the IAM role of its {part}"
+            f" would be {name}, longer than IAM's {ROLE_NAME_LIMIT} characters",
+        )
 
 
 def role_name(cluster: EksCluster, purpose: str) -> str:

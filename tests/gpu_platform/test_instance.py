@@ -42,7 +42,7 @@ def test_the_providers_given_in_a_list_a_mapping_or_alone(
     assert given_providers(None) == {}
 
 
-def test_a_parents_providers_are_given_unless_the_options_give_their_own(
+def test_a_parents_cloud_providers_are_given_unless_the_options_give_their_own(
     providers: dict[str, pulumi.ProviderResource],
 ) -> None:
     # As a child inherits them (pulumi 3.272 sdk/python/lib/pulumi/resource.py,
@@ -58,6 +58,9 @@ def test_a_parents_providers_are_given_unless_the_options_give_their_own(
         "aws": providers["aws"],
         "kubernetes": other,
     }
+    # Never its Kubernetes provider: the parent may be about another cluster, where the
+    # platform would install itself.
+    assert given_providers(pulumi.ResourceOptions(parent=parent)) == {"aws": providers["aws"]}
 
 
 def test_while_declaring_lookups_and_names_are_the_platforms(

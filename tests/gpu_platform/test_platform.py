@@ -341,3 +341,35 @@ def test_a_kubernetes_provider_of_the_programs_own_is_refused_for_a_cluster_it_c
 
     assert isinstance(plan.error, PlatformConfigError)
     assert [p.path for p in plan.error.problems] == ["gpu-platform:cluster.create"]
+
+
+def test_an_instance_name_too_long_for_its_iam_roles_is_refused_by_name(
+    tmp_path: Path, dev_config: Config
+) -> None:
+    # On ml-dev the cluster autoscaler's role is `ml-dev.<instance>-cluster-autoscaler`: an
+    # instance name of 38 characters makes it IAM's 64 (IAM CreateRole, `RoleName`), 39 one more.
+    project = in_code_project(tmp_path, platform_settings(dev_config))
+    (tmp_path / "__main__.py").write_text(
+        TWO_PLATFORMS_PROGRAM.replace('"team-a"', '"' + "a" * 39 + '"')
+    )
+
+    plan = run_program("dev", config=other_config(dev_config), project=project, raise_errors=False)
+
+    assert isinstance(plan.error, PlatformConfigError)
+    assert [(p.path, p.value) for p in plan.error.problems] == [("GpuPlatform.name", "a" * 39)]
+    assert "a name of at most 38 characters on EKS cluster ml-dev" in plan.error.report()
+    assert plan.resources == []
+
+
+def test_a_kubeconfig_context_beside_a_kubernetes_provider_of_the_programs_own_is_refused(
+    tmp_path: Path,
+) -> None:
+    config = dev_stack_config()
+    config["gpu-platform:cluster"] = {**config["gpu-platform:cluster"], "kubeconfigContext": "a"}
+
+    plan = composed(tmp_path, config)
+
+    assert isinstance(plan.error, PlatformConfigError)
+    assert [(p.path, p.value) for p in plan.error.problems] == [
+        ("gpu-platform:cluster.kubeconfigContext", "a")
+    ]

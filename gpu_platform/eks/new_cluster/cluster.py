@@ -74,6 +74,7 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
         if live is None
         else existing_creator(
             config.cluster.name,
+            live.arn,
             deployer,
             create.administrators,
             (live.tags or {}).get(LEGACY_CREATOR_TAG),

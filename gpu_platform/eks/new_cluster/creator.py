@@ -88,29 +88,42 @@ def stack_state(cluster: str) -> Mapping[str, Any]:
     )
 
 
-def creator_in(state: Mapping[str, Any]) -> str | None:
-    """The creator the stack's last update recorded, None where it recorded none."""
+def creator_in(state: Mapping[str, Any], cluster_arn: str) -> str | None:
+    """The creator the stack's last update recorded for the cluster `cluster_arn`, None where it
+    recorded none. A stack may create several clusters (one per platform instance), each with its
+    own control plane: only the one whose `cluster` output is this cluster's ARN speaks for it."""
     for resource in (state.get("outputs") or {}).values():
-        if resource.get("type") == CONTROL_PLANE_TYPE:
-            creator = (resource.get("outputs") or {}).get(CREATOR_OUTPUT)
+        outputs = resource.get("outputs") or {}
+        if resource.get("type") == CONTROL_PLANE_TYPE and outputs.get("cluster") == cluster_arn:
+            creator = outputs.get(CREATOR_OUTPUT)
             if isinstance(creator, str) and creator:
                 return creator
     return None
 
 
-def _entry_principals(state: Mapping[str, Any]) -> Iterator[str]:
-    """The principals of the control plane's access entries in the state, not those of other
-    components (Karpenter's node role)."""
+def _entry_principals(state: Mapping[str, Any], cluster: str) -> Iterator[str]:
+    """The principals of the access entries a control plane made for the cluster named
+    `cluster` in the state, not those of other components (Karpenter's node role) or of
+    another cluster the stack creates."""
     child = f"{CONTROL_PLANE_TYPE}${ACCESS_ENTRY_TYPE}"
     for urn, resource in (state.get("outputs") or {}).items():
         qualified_type = urn.split("::")[-2] if urn.count("::") >= 3 else ""
-        principal = (resource.get("outputs") or {}).get("principalArn")
-        if qualified_type.endswith(child) and isinstance(principal, str):
+        outputs = resource.get("outputs") or {}
+        principal = outputs.get("principalArn")
+        if (
+            qualified_type.endswith(child)
+            and outputs.get("clusterName") == cluster
+            and isinstance(principal, str)
+        ):
             yield principal
 
 
 def existing_creator(
-    cluster: str, deployer: str, administrators: Sequence[str], tagged: str | None
+    cluster: str,
+    cluster_arn: str,
+    deployer: str,
+    administrators: Sequence[str],
+    tagged: str | None,
 ) -> Creator:
     """The creator of a cluster that exists: the one the state recorded. In a state from before
     the platform recorded it, the cluster still carries the tag `LEGACY_CREATOR_TAG` it then
@@ -119,10 +132,10 @@ def existing_creator(
     `eks:TagResource` alone chooses it; the deployer where every previous entry is an
     administrator's (the creator keeps its access as one)."""
     state = stack_state(cluster)
-    recorded = creator_in(state)
+    recorded = creator_in(state, cluster_arn)
     if recorded is not None:
         return Creator(recorded, recorded=True)
-    previous = sorted(set(_entry_principals(state)) - set(administrators))
+    previous = sorted(set(_entry_principals(state, cluster)) - set(administrators))
     if not previous:
         return Creator(deployer, recorded=False)
     if previous == [tagged]:

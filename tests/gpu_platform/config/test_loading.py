@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from gpu_platform.config import ConfigError, ConfigProblem, load_stack_config
+from tests.gpu_platform.config.test_cluster_create import GKE_NEW
 from tests.gpu_platform.config.test_stack import MINIMAL
 
 Config = dict[str, Any]
@@ -88,7 +89,7 @@ def test_field_problems_and_rules_across_fields_come_in_one_report() -> None:
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("max", True), ("max", 2.0), ("max", "2"), ("diskSizeGib", False)],
+    [("max", True), ("max", 2.0), ("max", "two"), ("diskSizeGib", False)],
 )
 def test_a_number_is_given_as_a_whole_number(key: str, value: Any) -> None:
     # Pulumi hands config values over as JSON; pydantic's lax mode would read `true` as 1.
@@ -101,3 +102,24 @@ def test_a_number_is_given_as_a_whole_number(key: str, value: Any) -> None:
     assert [(p.path, p.value, p.expected) for p in raised.value.problems] == [
         (f"gpu-platform:pools[0].{key}", value, "a valid integer")
     ]
+
+
+def test_a_whole_number_set_as_text_is_read_as_the_number() -> None:
+    # A nested `--secret` value reaches the program as a string: pulumi's
+    # package sdk/go/common/resource/config (v3.272.0) types only what `--path` sets plainly.
+    settings = copy.deepcopy(MINIMAL)
+    settings["pools"][0]["max"] = "2"
+
+    assert load_stack_config(settings).pools[0].max == 2
+
+
+def test_a_fraction_set_with_path_is_read_as_the_number() -> None:
+    # `pulumi config set --path ...flowLogSampling 0.25` stores "0.25": `adjustObjectValue`
+    # (pulumi v3.272.0, package sdk/go/common/resource/config) types booleans and integers only.
+    settings = copy.deepcopy(GKE_NEW)
+    settings["cluster"]["create"]["gcp"] = {"network": {"flowLogSampling": "0.25"}}
+
+    create = load_stack_config(settings).cluster.create
+
+    assert create is not None and create.gcp.network is not None
+    assert create.gcp.network.flow_log_sampling == 0.25

@@ -2,6 +2,7 @@
 stack config fails with the key, the value and what is allowed, before any resource is
 registered."""
 
+import importlib.metadata
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -806,3 +807,16 @@ def test_a_misspelt_region_is_named_as_such() -> None:
     assert (path, value) == ("gpu-platform:cluster.region", "us-east-9")
     assert expected.startswith("a region of the aws partition, one of af-south-1,")
     assert ", us-east-1, " in expected
+
+
+def test_an_unknown_region_may_be_newer_than_botocore_and_says_how_to_proceed() -> None:
+    # The list is the installed botocore's (data/endpoints.json), which knows no region AWS
+    # opened after its release; pulumi-aws would accept such a region.
+    settings = {**MINIMAL, "cluster": {"name": "ml", "region": "us-east-9"}}
+
+    with pytest.raises(ConfigError) as raised:
+        load_stack_config(settings)
+
+    ((_, _, expected),) = raised.value.problems
+    assert f"after the installed botocore {importlib.metadata.version('botocore')} " in expected
+    assert "upgrade botocore where the program runs" in expected

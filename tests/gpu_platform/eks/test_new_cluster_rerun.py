@@ -493,3 +493,41 @@ def test_one_minor_up_is_planned(created: Callable[..., None]) -> None:
     created(version="1.34")
 
     assert only(plan_of(with_admins(ADMINS)), CLUSTER).inputs["version"] == "1.35"
+
+
+def another_clusters_state(state: dict[str, Any]) -> dict[str, Any]:
+    """`state` behind the control plane and access entry of another cluster the stack creates
+    (a second platform instance, parts named under it), created by INTRUDER; its URNs sort
+    first, as the engine's answer (a protobuf Struct) lists them."""
+    prefix = "urn:pulumi:eks-new::gpu-platform::"
+    other = {
+        f"{prefix}gpu-platform:eks:NewCluster$gpu-platform:eks:ControlPlane::b.cluster": {
+            "type": CONTROL_PLANE,
+            "outputs": {
+                "cluster": "arn:aws:eks:us-east-1:123456789012:cluster/ml-b",
+                "creator": INTRUDER,
+            },
+        },
+        f"{prefix}gpu-platform:eks:ControlPlane$aws:eks/accessEntry:AccessEntry::b.cluster-admin": {
+            "type": ACCESS_ENTRY,
+            "outputs": {"clusterName": "ml-b", "principalArn": INTRUDER},
+        },
+    }
+    return other | state
+
+
+def test_another_clusters_recorded_creator_is_not_this_clusters(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    created(deployer=SOMEONE_ELSE, state=another_clusters_state(state_of(first_run)))
+
+    assert entries(plan_of(with_admins(ADMINS))) == entries(first_run)
+
+
+def test_another_clusters_access_entries_are_no_candidates_for_this_clusters_creator(
+    first_run: Plan, created: Callable[..., None]
+) -> None:
+    state = another_clusters_state(without_recorded_creator(first_run))
+    created(deployer=SOMEONE_ELSE, state=state, retagged={LEGACY_TAG: CREATOR})
+
+    assert entries(plan_of(with_admins(ADMINS))) == entries(first_run)
