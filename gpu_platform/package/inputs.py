@@ -424,9 +424,11 @@ checks it against the block."""
 to be had, instead of leaving pods pending. Off by default, so that a pool never costs more
 than was planned for it. Managed node groups can do so only for a `reserved` pool on a
 resource group (docs/capacity-reservations.md). Under Karpenter a reserved pool's fallback
-launches its own `instanceTypes`, ahead of the on-demand pools: config refuses it beside an
-on-demand pool of smaller sizes of the same family that the pool does not list
-(docs/karpenter.md, Reservations and Capacity Blocks)."""
+launches its own sizes on demand, ahead of the on-demand and spot pools, spot pools of the
+same sizes included: the plan refuses it beside an on-demand pool with a size of the same GPU
+model, of fewer GPUs, vCPUs or memory, that the pool does not list, and beside a spot pool
+with any size of that model up to the pool's largest, whose own `onDemandFallback` falls back
+after spot instead (docs/karpenter.md, Reservations and Capacity Blocks)."""
     max_unavailable_percent: int
     """Replace up to this share of the pool's nodes at once on an update (a new AMI release,
 launch template or labels); unset replaces one node at a time. EKS drains each node first,
@@ -768,14 +770,15 @@ whole GPUs than it allows."""
     shared_gpu_quota: int
     """Replicas of time-sliced and MPS pools' GPUs, and MIG partitions GKE makes, the namespace's
 pods may request at once: each is one `nvidia.com/gpu` to Kubernetes. In a stack with
-exclusive pools as well, `gpuQuota` caps whole GPUs and replicas together, and this may be
-at most `gpuQuota`: replicas cannot be capped apart from whole GPUs there."""
+exclusive pools as well, `gpuQuota` caps whole GPUs and replicas together, and this must be
+left out: replicas cannot be capped apart from whole GPUs there."""
     mig_quota: dict[str, int]
     """MIG slices of each profile the namespace's pods may request at once, by slice
-(`1g.10gb: 56` caps `requests.nvidia.com/mig-1g.10gb`), on pools whose slices the operator's
-MIG manager makes (EKS). Every slice of every GPU the platform knows that this leaves out is
-capped at 0, whatever the stack's pools; GKE's partitions are `nvidia.com/gpu`, which
-`sharedGpuQuota` caps (`gpuQuota` where the stack has exclusive pools too)."""
+(`1g.10gb: 56` caps `requests.nvidia.com/mig-1g.10gb`, `1g.10gb.me` the profile with media
+engines), on pools whose slices the operator's MIG manager makes (EKS). Every slice of every
+GPU the platform knows that this leaves out is capped at 0, whatever the stack's pools;
+GKE's partitions are `nvidia.com/gpu`, which `sharedGpuQuota` caps (`gpuQuota` where the
+stack has exclusive pools too)."""
     pod_security: str
     """Pod Security level enforced, audited and warned about; `privileged` is reserved for the
 GPU Operator. `baseline` is for images that cannot run as a non-root user."""
@@ -920,4 +923,7 @@ Karpenter NodePools (one per pool). With `karpenter`, every pool is `exclusive` 
     """Name every part after the component, `<name>-<part>` (`ml-a-gpu-operator`, `ml-a-l4`),
 so that several `GpuPlatform`s (each on a cluster of its own) live in one stack. Off, the
 parts have the names a stack's one platform has always given them (`gpu-operator`, the
-pools' names): turning it on for an existing stack renames, and so replaces, every part."""
+pools' names). Leave it off for an instance a stack already has and on for the ones added:
+turned on, an existing instance's renamed parts collide with its parts still in place. On
+EKS the Pod Identity roles take the part's name, so a name that would make one longer than
+IAM's 64 characters is refused."""
