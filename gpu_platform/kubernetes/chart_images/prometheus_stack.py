@@ -47,8 +47,14 @@ class PinnedImage:
 
     def __post_init__(self) -> None:
         if not self.fragment:
-            values = self.path if self.chart == _STACK else self.path.partition(".")[2]
-            object.__setattr__(self, "fragment", f"@sha256:{{{{ .Values.{values}.sha }}}}")
+            object.__setattr__(self, "fragment", f"@sha256:{{{{ {self.fragment_value} }}}}")
+
+    @property
+    def fragment_value(self) -> str:
+        """The digest value as the chart's templates read it, `.Values.<path>.<key>` (the path
+        within the subchart for a subchart's)."""
+        values = self.path if self.chart == _STACK else self.path.partition(".")[2]
+        return f".Values.{values}.{self.key}"
 
     def digest_value(self, digest: str) -> str:
         return digest if self.prefixed else digest.removeprefix("sha256:")

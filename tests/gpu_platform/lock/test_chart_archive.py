@@ -469,6 +469,38 @@ def test_a_template_that_renders_the_digest_otherwise_fails_the_command(
     assert "no template rendering the digest as" in resolution.unresolved[0].reason
 
 
+def test_a_second_template_rendering_the_digest_otherwise_fails_the_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # grafana 12.11.1 templates/_pod.tpl renders the sidecar's image in 9 places, each behind
+    # `{{- if .Values.sidecar.image.sha }}`; kube-prometheus-stack 88.5.3
+    # alertmanager/alertmanager.yaml:32 also gives the digest to the resource's `sha:` field.
+    # Test data: one of grafana's places rewritten to `@{{ sha }}`, which with the hex the
+    # platform sets would render `...:<tag>@<hex>`.
+    guarded = "{{- if .Values.sidecar.image.sha }}\n" + GRAFANA_TEMPLATE
+    sha_field = "\n  sha: {{ .Values.alertmanager.alertmanagerSpec.image.sha }}"
+    stack = prometheus_stack("quay.io")
+    stack = replace(stack, templates={**STACK_TEMPLATES, "sha.yaml": sha_field})
+
+    def with_grafana(template: str) -> Chart:
+        return replace(
+            stack,
+            dependencies=[
+                (replace(c, templates={"_pod.tpl": template}) if c.name == "grafana" else c, on)
+                for c, on in stack.dependencies
+            ],
+        )
+
+    assert resolve_chart(with_grafana(guarded), monkeypatch).unresolved == []
+    moved = 'image: "{{ .Values.sidecar.image.repository }}@{{ .Values.sidecar.image.sha }}"'
+    resolution = resolve_chart(with_grafana(f"{guarded}\n{moved}"), monkeypatch)
+
+    assert [(u.key, u.blocking) for u in resolution.unresolved] == [
+        (f"kube-prometheus-stack@{VERSION}/grafana.sidecar.image", True)
+    ]
+    assert "`{{ .Values.sidecar.image.sha }}` (grafana)" in resolution.unresolved[0].reason
+
+
 def test_a_pinned_image_that_lost_its_digest_key_or_left_the_chart_fails_the_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
