@@ -5,6 +5,8 @@ the test makes, tests/helm_charts.py) or from the registry on loopback as an OCI
 where the chart's template reads it."""
 
 import json
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,8 +16,9 @@ import pytest
 
 from gpu_platform.cli import plan as plan_command
 from gpu_platform.cli.deadline import Deadline
+from gpu_platform.cli.offline import Plan
 from gpu_platform.gke.new_cluster.binary_authorization import allowed_images
-from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin, with_digests
+from gpu_platform.kubernetes.chart_images.prometheus_stack import with_digests
 from gpu_platform.kubernetes.monitoring import prometheus_stack_values
 from gpu_platform.lock import image_resolver
 from gpu_platform.lock.chart_archive import (
@@ -606,20 +609,64 @@ def test_an_oci_chart_is_asked_for_by_the_tag_helm_pushes_and_its_blob_checked()
         read_artifact(StoredArtifact([layer], b"test data: another archive"))
 
 
-def test_the_plan_warns_when_the_chart_pin_moved_without_a_new_lock(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.fixture
+def plan_warnings(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[[Plan, Lock], str]:
+    """What `gpu-platform plan` warns of, for a plan the program made, with a lock (the policy
+    pack, which reads no lock, left out)."""
+
+    def run(plan: Plan, lock: Lock) -> str:
+        monkeypatch.setattr(plan_command, "plan_or_fail", lambda *args: plan)
+        monkeypatch.setattr(plan_command, "project_lock", lambda: lock)
+        monkeypatch.setattr(
+            plan_command, "_pack_started_meanwhile", lambda *args: nullcontext(lambda: None)
+        )
+        monkeypatch.setattr(plan_command, "_verdicts", lambda *args: [])
+        plan_command.run(plan.stack)
+        return "\n".join(
+            line for line in capsys.readouterr().err.splitlines() if line.startswith("warning")
+        )
+
+    return run
+
+
+@pytest.fixture
+def prometheus_plan(shared_plan_for: Callable[[dict[str, Any]], Plan], dev_config: Any) -> Plan:
+    dev_config["gpu-platform:monitoring"] = {"installPrometheusStack": True}
+    return shared_plan_for(dev_config)
+
+
+def test_the_plan_warns_of_the_pinned_images_the_lock_has_no_digest_for(
+    tmp_path: Path, prometheus_plan: Plan, plan_warnings: Callable[[Plan, Lock], str]
 ) -> None:
-    older = HelmChart("kube-prometheus-stack", "88.5.3", "https://charts.example")
-    held = {"kube-prometheus-stack@88.5.3/grafana.image": entry_of("docker.io/grafana/grafana:1")}
-    lock = Lock(path=tmp_path / "gpu-platform.lock").with_entries(CHART_IMAGES, held)
-    monkeypatch.setattr(plan_command, "project_lock", lambda: lock)
-
-    plan_command._warn_of_an_unlocked_chart_pin()
-
-    assert capsys.readouterr().err.startswith(
-        f"warning: gpu-platform.lock holds kube-prometheus-stack images of 88.5.3, none of the"
-        f" pinned {VERSION}:"
+    # A lock written before the chart's images were locked, or for other stacks only.
+    never = Lock(path=tmp_path / "gpu-platform.lock")
+    assert plan_warnings(prometheus_plan, never) == (
+        "warning: gpu-platform.lock has no digest for any of the 11 images the platform pins"
+        f" of kube-prometheus-stack {VERSION}, the pinned chart: they run by tag. Run"
+        " `gpu-platform lock dev` to pin them."
     )
-    # Read again at the pinned version (or never read), the lock is what the plan uses.
-    assert unlocked_pin(lock, older) is None
-    assert unlocked_pin(Lock(path=tmp_path / "gpu-platform.lock")) is None
+    # The lock read another release of the chart (its pin moved since).
+    older = {"kube-prometheus-stack@88.5.3/grafana.image": entry_of("docker.io/grafana/grafana:1")}
+    moved = never.with_entries(CHART_IMAGES, older)
+    assert "the pinned chart (it holds those of 88.5.3): they run" in plan_warnings(
+        prometheus_plan, moved
+    )
+    # All but one pinned: the one is named.
+    references = pinned_references("quay.io")
+    held = {f"kube-prometheus-stack@{VERSION}/{p}": entry_of(r) for p, r in references.items()}
+    digests = {reference: entry_of(f"sha256:{'0' * 64}") for reference in references.values()}
+    del digests["quay.io/thanos/thanos:v0.42.4"]
+    partly = never.with_entries(CHART_IMAGES, held).with_entries(IMAGES, digests)
+    assert "no digest for 1 of the 11 images: prometheusOperator.thanosImage the" in (
+        plan_warnings(prometheus_plan, partly)
+    )
+    full = partly.with_entries(IMAGES, {"quay.io/thanos/thanos:v0.42.4": entry_of("sha256:1")})
+    assert plan_warnings(prometheus_plan, full) == ""
+
+
+def test_the_plan_of_a_stack_without_the_prometheus_stack_warns_of_none_of_its_images(
+    tmp_path: Path, dev_plan: Plan, plan_warnings: Callable[[Plan, Lock], str]
+) -> None:
+    assert plan_warnings(dev_plan, Lock(path=tmp_path / "gpu-platform.lock")) == ""
