@@ -551,20 +551,28 @@ def test_an_image_map_the_parent_alone_gives_a_subchart_is_read() -> None:
 def test_a_packed_subchart_is_its_own_archive_and_dependency_tags_are_honoured() -> None:
     # Two subcharts, one's name the other's and `-exporter` (test data): each is read from its
     # own `<name>-<version>.tgz`. Helm's tags (pkg/chartutil/dependencies.go): a tag set false
-    # disables a subchart without a condition; a tag set true enables it.
+    # disables a subchart without a condition; a tag set true enables it; a tag set to other
+    # than a bool counts as neither (processDependencyTags's `tagValue.(bool)`).
     node = Chart("node", "1.0.0", "1.0.0", {"image": image("r", "node")}, packed=True)
     exporter = Chart(
         "node-exporter", "2.0.0", "2.0.0", {"image": image("r", "exporter")}, packed=True
     )
     off = Chart("off", "1.0.0", "1.0.0", {"image": image("r", "off")})
     on = Chart("on", "1.0.0", "1.0.0", {"image": image("r", "on")})
+    one = Chart("one", "1.0.0", "1.0.0", {"image": image("r", "one")})
+    zero = Chart("zero", "1.0.0", "1.0.0", {"image": image("r", "zero")})
     parent = Chart(
         "parent",
         "1.0.0",
         "1.0.0",
-        {"tags": {"extra": False, "wanted": True}},
-        [(node, None), (exporter, None), (off, None), (on, None)],
-        tags={"off": ["extra"], "on": ["extra", "wanted"]},
+        {"tags": {"extra": False, "wanted": True, "one": 1, "zero": 0}},
+        [(node, None), (exporter, None), (off, None), (on, None), (one, None), (zero, None)],
+        tags={
+            "off": ["extra"],
+            "on": ["extra", "wanted"],
+            "one": ["extra", "one"],
+            "zero": ["zero"],
+        },
     )
 
     found = chart_images(archive(parent), "parent")
@@ -573,6 +581,7 @@ def test_a_packed_subchart_is_its_own_archive_and_dependency_tags_are_honoured()
         ("node.image", "node"),
         ("node-exporter.image", "exporter"),
         ("on.image", "on"),
+        ("zero.image", "zero"),
     ]
 
 
