@@ -141,9 +141,13 @@ def _other_rendering(rule: PinnedImage, templates: str) -> str | None:
     (grafana's `_pod.tpl`), `(<value> | empty | not)` (kube-prometheus-stack 88.5.3
     templates/prometheus/prometheus.yaml:55), and `sha: {{ <value> }}`
     (alertmanager/alertmanager.yaml:32, thanos-ruler/ruler.yaml:27), a field
-    prometheus-operator ignores where `image` is set."""
+    prometheus-operator ignores where `image` is set. The fragment's other values may differ:
+    kube-state-metrics 8.4.0 and prometheus-node-exporter 4.56.1 templates/_helpers.tpl repeat
+    their `printf` line with `.Values.global.imageRegistry` for `.Values.image.registry`."""
+    templates = _other_values_alike(templates, rule.fragment_value)
+    fragment = _other_values_alike(rule.fragment, rule.fragment_value)
     value = re.escape(rule.fragment_value)
-    inside = [(m.start(), m.end()) for m in re.finditer(re.escape(rule.fragment), templates)]
+    inside = [(m.start(), m.end()) for m in re.finditer(re.escape(fragment), templates)]
     for use in re.finditer(rf"{value}(?![\w.])", templates):
         if any(start <= use.start() and use.end() <= end for start, end in inside):
             continue
@@ -157,6 +161,11 @@ def _other_rendering(rule: PinnedImage, templates: str) -> str | None:
             continue
         return action
     return None
+
+
+def _other_values_alike(text: str, value: str) -> str:
+    """The template text with every `.Values` reference but `value` read as one placeholder."""
+    return re.sub(r"\.Values(?:\.[\w-]+)+", lambda m: m[0] if m[0] == value else ".Values.*", text)
 
 
 def _action(templates: str, at: int) -> str:

@@ -18,7 +18,7 @@ from gpu_platform.cli import plan as plan_command
 from gpu_platform.cli.deadline import Deadline
 from gpu_platform.cli.offline import Plan
 from gpu_platform.gke.new_cluster.binary_authorization import allowed_images
-from gpu_platform.kubernetes.chart_images.prometheus_stack import with_digests
+from gpu_platform.kubernetes.chart_images.prometheus_stack import PINNED, PinnedImage, with_digests
 from gpu_platform.kubernetes.monitoring import prometheus_stack_values
 from gpu_platform.lock import image_resolver
 from gpu_platform.lock.chart_archive import (
@@ -502,6 +502,27 @@ def test_a_second_template_rendering_the_digest_otherwise_fails_the_command(
         (f"kube-prometheus-stack@{VERSION}/grafana.sidecar.image", True)
     ]
     assert "`{{ .Values.sidecar.image.sha }}` (grafana)" in resolution.unresolved[0].reason
+
+
+def upstream_digest_lines() -> dict[str, str]:
+    """Chart name -> the lines of its real templates that read a pinned image's digest value
+    (upstream_digest_lines.txt, copied from the tags its headers name)."""
+    lines: dict[str, list[str]] = {}
+    chart = ""
+    text = (Path(__file__).parent / "upstream_digest_lines.txt").read_text()
+    for line in text.splitlines():
+        if line.startswith("== "):
+            chart = line.split()[1]
+        elif not line.startswith("#"):
+            lines.setdefault(chart, []).append(line.partition(":")[2])
+    return {name: "\n".join(found) for name, found in lines.items()}
+
+
+@pytest.mark.parametrize("rule", PINNED, ids=lambda rule: rule.path)
+def test_the_real_templates_render_each_pinned_digest_as_its_rule_says(rule: PinnedImage) -> None:
+    templates = upstream_digest_lines()[rule.chart]
+    assert rule.fragment in templates
+    assert image_resolver._other_rendering(rule, templates) is None
 
 
 def test_a_pinned_image_that_lost_its_digest_key_or_left_the_chart_fails_the_command(
