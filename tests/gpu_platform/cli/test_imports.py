@@ -149,17 +149,3 @@ def test_the_config_reference_does_not_import_pulumi() -> None:
 
     assert "gpu_platform.cli.config_reference" in imported
     assert top_level(imported) & PULUMI_SDKS == set()
-
-
-def test_the_lock_imports_first_in_a_fresh_interpreter() -> None:
-    # Tools and tests import the lock first; `from gpu_platform import yaml_documents` there
-    # must not load the config model, which imports the lock back.
-    result = subprocess.run(
-        [sys.executable, "-c", "import gpu_platform.lock.lockfile"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
