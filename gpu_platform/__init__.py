@@ -11,6 +11,7 @@ command line's modules live in this package too, and a command that only reads s
 """
 
 import importlib
+import importlib.util
 from typing import Any
 
 _PLATFORM_NAMES = (
@@ -27,6 +28,12 @@ def _config_names() -> list[str]:
 
 
 def __getattr__(name: str) -> Any:
+    # `from gpu_platform import yaml_documents` asks the package for the submodule before
+    # importing it (importlib's _handle_fromlist): answered from the config model, it would
+    # import `gpu_platform.config`, which imports the lock, while a module importing it is the
+    # lock itself, half initialised. A submodule's name is left to the import system.
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if name in _PLATFORM_NAMES:
         return getattr(importlib.import_module("gpu_platform.platform"), name)
     if not name.startswith("_") and name in _config_names():

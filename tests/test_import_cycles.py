@@ -7,6 +7,8 @@ the source with `ast`; `graphlib` names a cycle when it finds one.
 
 import ast
 import graphlib
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -96,3 +98,18 @@ def test_the_package_has_no_import_cycle() -> None:
     graph = import_graph(module_sources(ROOT, PACKAGE))
 
     assert import_cycle(graph) == []
+
+
+def test_the_lock_imports_first_in_a_fresh_interpreter() -> None:
+    # The package's `__getattr__` imports the config model, which imports the lock, at run time,
+    # where the graph above cannot see it: `from gpu_platform import yaml_documents` in the lock
+    # must not call it (tools and tests import the lock first).
+    result = subprocess.run(
+        [sys.executable, "-c", "import gpu_platform.lock.lockfile"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr

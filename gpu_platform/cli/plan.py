@@ -31,6 +31,7 @@ from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.cli.project import Project, ProjectNotFound
 from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin
 from gpu_platform.lock.lockfile import LockError, project_lock
+from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART
 
 EXIT_PROGRAM_ERROR = 1
 EXIT_CONFIG_ERROR = 2
@@ -39,6 +40,7 @@ EXIT_MANDATORY_VIOLATION = 3
 POLICY_CONFIG_DIR = "policy-config"
 SECRET = "[secret]"
 GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 DEFAULT_STACK = "dev"
 
 # The inputs worth reading in a plan, per resource type; other types show their scalars.
@@ -97,7 +99,7 @@ KEY_INPUTS: Mapping[str, Sequence[str]] = {
         "spec.version",
         "spec.nodeSelector",
     ),
-    "kubernetes:helm.sh/v3:Release": ("chart", "version", "repositoryOpts.repo", "namespace"),
+    HELM_RELEASE: ("chart", "version", "repositoryOpts.repo", "namespace"),
     "kubernetes:core/v1:Namespace": ("metadata.name", "metadata.labels"),
     "kubernetes:core/v1:ResourceQuota": ("metadata.namespace", "spec.hard"),
 }
@@ -124,7 +126,7 @@ def run(
     pack_dir = policy_pack or PACK_DIR
     with _pack_started_meanwhile(pack_dir, project.name, stack) as started_pack:
         plan = plan_or_fail(stack, EXIT_CONFIG_ERROR, EXIT_PROGRAM_ERROR, project)
-        _warn_of_an_unlocked_chart_pin()
+        _warn_of_an_unlocked_chart_pin(plan)
         try:
             pack = started_pack()
             config = _policy_config(project.directory / POLICY_CONFIG_DIR, stack, policy_config)
@@ -142,9 +144,14 @@ def run(
         raise typer.Exit(EXIT_MANDATORY_VIOLATION)
 
 
-def _warn_of_an_unlocked_chart_pin() -> None:
+def _warn_of_an_unlocked_chart_pin(plan: Plan) -> None:
+    """Warns where the stack installs kube-prometheus-stack and the lock pins fewer of the
+    chart's images than the platform does (`monitoring.installPrometheusStack`)."""
+    chart = KUBE_PROMETHEUS_STACK_CHART
+    if not any(r.inputs.get("chart") == chart.name for r in plan.of_type(HELM_RELEASE)):
+        return
     try:
-        note = unlocked_pin(project_lock())
+        note = unlocked_pin(project_lock(), plan.stack, chart)
     except LockError:
         return  # the plan read no lock, or reported it
     if note is not None:

@@ -48,14 +48,19 @@ def image_findings(
         chart_images = pinned_images(lock, chart)
         images += chart_images
         if not chart_images:
+            # Binary Authorization is GKE's alone (cluster.create.gcp.binaryAuthorization).
+            allowlist = (
+                ", and Binary Authorization's allowlist is the one committed for an older release"
+                if config.cloud is Cloud.GCP
+                else ""
+            )
             findings.append(
                 Finding(
                     "warning",
                     SUBJECT,
                     f"The lock holds no image of {chart.name} {chart.version}, the pinned"
                     " chart (a chart pin moved, or the lock was never run for this stack): its"
-                    " images run by tag, and Binary Authorization's allowlist is the one"
-                    " committed for an older release.",
+                    f" images run by tag{allowlist}.",
                     f"Run {refresh} to read the chart's images and their digests.",
                 )
             )

@@ -220,16 +220,18 @@ def _enabled(values: Mapping[str, Any], dependency: Mapping[str, Any]) -> bool:
     """Helm's dependency `condition`, then its `tags` (helm/helm pkg/chartutil/dependencies.go,
     processDependencyTags and processDependencyConditions): the first of the
     condition's comma-separated value paths that the values hold decides; else a tag set true
-    under the values' `tags` enables it, one set false (and none true) disables it; else it is
-    enabled."""
+    under the values' `tags` enables it, one set false (and none true) disables it (a tag set to
+    other than a bool counts as neither); else it is enabled."""
     for path in str(dependency.get("condition") or "").split(","):
         found = _at(values, path.strip())
         if isinstance(found, bool):
             return found
     tags = values.get("tags")
-    set_to = {
-        tags.get(tag) if isinstance(tags, Mapping) else None for tag in dependency.get("tags") or []
-    }
+    given = (
+        [tags.get(tag) for tag in dependency.get("tags") or []] if isinstance(tags, Mapping) else []
+    )
+    # Bools alone, as Helm's `tagValue.(bool)`: in Python `True in {1}` and `False in {0}`.
+    set_to = {value for value in given if isinstance(value, bool)}
     return True in set_to or False not in set_to
 
 

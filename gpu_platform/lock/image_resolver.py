@@ -6,6 +6,7 @@ images of kube-prometheus-stack at its pinned version, read from the chart's own
 (gpu_platform/lock/chart_archive.py) into `chart_images`, with the digests of those the platform
 pins (gpu_platform/kubernetes/chart_images/prometheus_stack.py)."""
 
+import re
 from collections.abc import Callable, Collection
 
 from gpu_platform.kubernetes.chart_images.prometheus_stack import (
@@ -122,9 +123,56 @@ def _unpinnable(image: ChartImage | None, rule: PinnedImage, templates: str) -> 
         return f"no `{rule.key}` in the image"
     if rule.fragment not in templates:
         return f"no template rendering the digest as `{rule.fragment}` ({rule.chart})"
+    other = _other_rendering(rule, templates)
+    if other is not None:
+        return f"a template rendering the digest otherwise, `{other}` ({rule.chart})"
     if not split_reference(_reference(image, rule))[1]:
         return "no tag for the image"
     return None
+
+
+def _other_rendering(rule: PinnedImage, templates: str) -> str | None:
+    """The first template action that reads the rule's digest value outside the rule's
+    fragment, a test of it and the `sha:` field of prometheus-operator's resources, if any.
+
+    One template may keep the fragment while another renders the same value another way
+    (grafana 12.11.1 templates/_pod.tpl reads `.Values.sidecar.image.sha` in 9 places); the
+    value the platform sets must suit them all. The tests allowed: `{{ if/with <value> }}`
+    (grafana's `_pod.tpl`), `(<value> | empty | not)` (kube-prometheus-stack 88.5.3
+    templates/prometheus/prometheus.yaml:55), and `sha: {{ <value> }}`
+    (alertmanager/alertmanager.yaml:32, thanos-ruler/ruler.yaml:27), a field
+    prometheus-operator ignores where `image` is set. The fragment's other values may differ:
+    kube-state-metrics 8.4.0 and prometheus-node-exporter 4.56.1 templates/_helpers.tpl repeat
+    their `printf` line with `.Values.global.imageRegistry` for `.Values.image.registry`."""
+    templates = _other_values_alike(templates, rule.fragment_value)
+    fragment = _other_values_alike(rule.fragment, rule.fragment_value)
+    value = re.escape(rule.fragment_value)
+    inside = [(m.start(), m.end()) for m in re.finditer(re.escape(fragment), templates)]
+    for use in re.finditer(rf"{value}(?![\w.])", templates):
+        if any(start <= use.start() and use.end() <= end for start, end in inside):
+            continue
+        action = _action(templates, use.start())
+        line = templates[templates.rfind("\n", 0, use.start()) + 1 : use.start()]
+        if (
+            re.match(r"{{-?\s*(if|else if|with)\s", action)
+            or templates.startswith(" | empty", use.end())
+            or re.fullmatch(r"\s*sha:\s*{{-?\s*", line)
+        ):
+            continue
+        return action
+    return None
+
+
+def _other_values_alike(text: str, value: str) -> str:
+    """The template text with every `.Values` reference but `value` read as one placeholder."""
+    return re.sub(r"\.Values(?:\.[\w-]+)+", lambda m: m[0] if m[0] == value else ".Values.*", text)
+
+
+def _action(templates: str, at: int) -> str:
+    """The `{{ ... }}` template action around a position."""
+    start = templates.rfind("{{", 0, at)
+    end = templates.find("}}", at)
+    return templates[start : end + 2] if start >= 0 and end >= 0 else templates[at : at + 80]
 
 
 def _reference(image: ChartImage, rule: PinnedImage | None) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from gpu_platform.lock.images import locked_digest
-from gpu_platform.lock.lockfile import CHART_IMAGES, Lock, project_lock
+from gpu_platform.lock.lockfile import CHART_IMAGES, LOCK_COMMAND, Lock, project_lock
 from gpu_platform.platform_images import PlatformImage
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART, HelmChart
 
@@ -47,8 +47,14 @@ class PinnedImage:
 
     def __post_init__(self) -> None:
         if not self.fragment:
-            values = self.path if self.chart == _STACK else self.path.partition(".")[2]
-            object.__setattr__(self, "fragment", f"@sha256:{{{{ .Values.{values}.sha }}}}")
+            object.__setattr__(self, "fragment", f"@sha256:{{{{ {self.fragment_value} }}}}")
+
+    @property
+    def fragment_value(self) -> str:
+        """The digest value as the chart's templates read it, `.Values.<path>.<key>` (the path
+        within the subchart for a subchart's)."""
+        values = self.path if self.chart == _STACK else self.path.partition(".")[2]
+        return f".Values.{values}.{self.key}"
 
     def digest_value(self, digest: str) -> str:
         return digest if self.prefixed else digest.removeprefix("sha256:")
@@ -171,23 +177,48 @@ def split_reference(image: str) -> tuple[str, str]:
     return (name, tag) if name and "/" not in tag else (image, "")
 
 
-def unlocked_pin(lock: Lock, chart: HelmChart = KUBE_PROMETHEUS_STACK_CHART) -> str | None:
-    """What the plan says where the lock holds the images of another version of the chart and
-    none of the pinned one (the pin moved, the lock was not run since): its images run by tag
-    and Binary Authorization admits the committed list."""
-    versions = {
-        key.partition("@")[2].partition("/")[0]
-        for key in lock.section(CHART_IMAGES)
-        if key.startswith(f"{chart.name}@")
-    }
-    if not versions or chart.version in versions:
+def unlocked_pin(
+    lock: Lock, stack: str, chart: HelmChart = KUBE_PROMETHEUS_STACK_CHART
+) -> str | None:
+    """What the plan of a stack that installs the chart says where the lock has no digest for
+    some image the platform pins of it (a lock written before, or for other stacks only, or
+    before the chart's pin moved): those images run by tag, which the policy pack cannot see
+    (they are the chart's defaults, not the platform's values)."""
+    digests = locked_digests(lock, chart)
+    missing = [rule.path for rule in PINNED if rule.path not in digests]
+    if not missing:
         return None
-    return (
-        f"{lock.path.name} holds {chart.name} images of {', '.join(sorted(versions))}, none of"
-        f" the pinned {chart.version}: the Prometheus stack's images run by tag, and Binary"
-        " Authorization admits the repositories committed for an older release. Run"
-        " `gpu-platform lock` to read the pinned chart."
+    if len(missing) < len(PINNED):
+        what = f"{len(missing)} of the {len(PINNED)} images: {', '.join(missing)}"
+    else:
+        what = f"any of the {len(PINNED)} images"
+    versions = sorted(
+        {
+            key.partition("@")[2].partition("/")[0]
+            for key in lock.section(CHART_IMAGES)
+            if key.startswith(f"{chart.name}@")
+        }
+        - {chart.version}
     )
+    moved = f" (it holds those of {', '.join(versions)})" if versions else ""
+    return (
+        f"{lock.path.name} has no digest for {what} the platform pins of {chart.name}"
+        f" {chart.version}, the pinned chart{moved}: they run by tag. Run"
+        f" `{LOCK_COMMAND} {stack}` to pin them."
+    )
+
+
+def locked_digests(lock: Lock, chart: HelmChart = KUBE_PROMETHEUS_STACK_CHART) -> dict[str, str]:
+    """Values path -> the digest the lock holds, for each image the platform pins of the chart
+    at its version that it holds one for."""
+    images = locked_images(lock, chart)
+    found = {}
+    for pinned in PINNED:
+        image = images.get(pinned.path)
+        digest = None if image is None else locked_digest(*split_reference(image), lock)
+        if digest is not None:
+            found[pinned.path] = digest
+    return found
 
 
 def locked_repositories(lock: Lock | None = None) -> tuple[str, ...]:
@@ -200,11 +231,9 @@ def locked_repositories(lock: Lock | None = None) -> tuple[str, ...]:
 def with_digests(values: dict[str, Any], lock: Lock | None = None) -> dict[str, Any]:
     """`values` (the chart's values the platform sets) with the digest value of each image the
     lock holds a digest for; an image it holds none for runs by its tag."""
-    lock = lock or project_lock()
-    images = locked_images(lock)
+    digests = locked_digests(lock or project_lock())
     for pinned in PINNED:
-        image = images.get(pinned.path)
-        digest = None if image is None else locked_digest(*split_reference(image), lock)
+        digest = digests.get(pinned.path)
         if digest is not None:
             _set(values, [*pinned.path.split("."), pinned.key], pinned.digest_value(digest))
     return values

@@ -5,6 +5,8 @@ the test makes, tests/helm_charts.py) or from the registry on loopback as an OCI
 where the chart's template reads it."""
 
 import json
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,8 +16,9 @@ import pytest
 
 from gpu_platform.cli import plan as plan_command
 from gpu_platform.cli.deadline import Deadline
+from gpu_platform.cli.offline import Plan
 from gpu_platform.gke.new_cluster.binary_authorization import allowed_images
-from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin, with_digests
+from gpu_platform.kubernetes.chart_images.prometheus_stack import PINNED, PinnedImage, with_digests
 from gpu_platform.kubernetes.monitoring import prometheus_stack_values
 from gpu_platform.lock import image_resolver
 from gpu_platform.lock.chart_archive import (
@@ -469,6 +472,59 @@ def test_a_template_that_renders_the_digest_otherwise_fails_the_command(
     assert "no template rendering the digest as" in resolution.unresolved[0].reason
 
 
+def test_a_second_template_rendering_the_digest_otherwise_fails_the_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # grafana 12.11.1 templates/_pod.tpl renders the sidecar's image in 9 places, each behind
+    # `{{- if .Values.sidecar.image.sha }}`; kube-prometheus-stack 88.5.3
+    # alertmanager/alertmanager.yaml:32 also gives the digest to the resource's `sha:` field.
+    # Test data: one of grafana's places rewritten to `@{{ sha }}`, which with the hex the
+    # platform sets would render `...:<tag>@<hex>`.
+    guarded = "{{- if .Values.sidecar.image.sha }}\n" + GRAFANA_TEMPLATE
+    sha_field = "\n  sha: {{ .Values.alertmanager.alertmanagerSpec.image.sha }}"
+    stack = prometheus_stack("quay.io")
+    stack = replace(stack, templates={**STACK_TEMPLATES, "sha.yaml": sha_field})
+
+    def with_grafana(template: str) -> Chart:
+        return replace(
+            stack,
+            dependencies=[
+                (replace(c, templates={"_pod.tpl": template}) if c.name == "grafana" else c, on)
+                for c, on in stack.dependencies
+            ],
+        )
+
+    assert resolve_chart(with_grafana(guarded), monkeypatch).unresolved == []
+    moved = 'image: "{{ .Values.sidecar.image.repository }}@{{ .Values.sidecar.image.sha }}"'
+    resolution = resolve_chart(with_grafana(f"{guarded}\n{moved}"), monkeypatch)
+
+    assert [(u.key, u.blocking) for u in resolution.unresolved] == [
+        (f"kube-prometheus-stack@{VERSION}/grafana.sidecar.image", True)
+    ]
+    assert "`{{ .Values.sidecar.image.sha }}` (grafana)" in resolution.unresolved[0].reason
+
+
+def upstream_digest_lines() -> dict[str, str]:
+    """Chart name -> the lines of its real templates that read a pinned image's digest value
+    (upstream_digest_lines.txt, copied from the tags its headers name)."""
+    lines: dict[str, list[str]] = {}
+    chart = ""
+    text = (Path(__file__).parent / "upstream_digest_lines.txt").read_text()
+    for line in text.splitlines():
+        if line.startswith("== "):
+            chart = line.split()[1]
+        elif not line.startswith("#"):
+            lines.setdefault(chart, []).append(line.partition(":")[2])
+    return {name: "\n".join(found) for name, found in lines.items()}
+
+
+@pytest.mark.parametrize("rule", PINNED, ids=lambda rule: rule.path)
+def test_the_real_templates_render_each_pinned_digest_as_its_rule_says(rule: PinnedImage) -> None:
+    templates = upstream_digest_lines()[rule.chart]
+    assert rule.fragment in templates
+    assert image_resolver._other_rendering(rule, templates) is None
+
+
 def test_a_pinned_image_that_lost_its_digest_key_or_left_the_chart_fails_the_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -516,20 +572,28 @@ def test_an_image_map_the_parent_alone_gives_a_subchart_is_read() -> None:
 def test_a_packed_subchart_is_its_own_archive_and_dependency_tags_are_honoured() -> None:
     # Two subcharts, one's name the other's and `-exporter` (test data): each is read from its
     # own `<name>-<version>.tgz`. Helm's tags (pkg/chartutil/dependencies.go): a tag set false
-    # disables a subchart without a condition; a tag set true enables it.
+    # disables a subchart without a condition; a tag set true enables it; a tag set to other
+    # than a bool counts as neither (processDependencyTags's `tagValue.(bool)`).
     node = Chart("node", "1.0.0", "1.0.0", {"image": image("r", "node")}, packed=True)
     exporter = Chart(
         "node-exporter", "2.0.0", "2.0.0", {"image": image("r", "exporter")}, packed=True
     )
     off = Chart("off", "1.0.0", "1.0.0", {"image": image("r", "off")})
     on = Chart("on", "1.0.0", "1.0.0", {"image": image("r", "on")})
+    one = Chart("one", "1.0.0", "1.0.0", {"image": image("r", "one")})
+    zero = Chart("zero", "1.0.0", "1.0.0", {"image": image("r", "zero")})
     parent = Chart(
         "parent",
         "1.0.0",
         "1.0.0",
-        {"tags": {"extra": False, "wanted": True}},
-        [(node, None), (exporter, None), (off, None), (on, None)],
-        tags={"off": ["extra"], "on": ["extra", "wanted"]},
+        {"tags": {"extra": False, "wanted": True, "one": 1, "zero": 0}},
+        [(node, None), (exporter, None), (off, None), (on, None), (one, None), (zero, None)],
+        tags={
+            "off": ["extra"],
+            "on": ["extra", "wanted"],
+            "one": ["extra", "one"],
+            "zero": ["zero"],
+        },
     )
 
     found = chart_images(archive(parent), "parent")
@@ -538,6 +602,7 @@ def test_a_packed_subchart_is_its_own_archive_and_dependency_tags_are_honoured()
         ("node.image", "node"),
         ("node-exporter.image", "exporter"),
         ("on.image", "on"),
+        ("zero.image", "zero"),
     ]
 
 
@@ -574,20 +639,64 @@ def test_an_oci_chart_is_asked_for_by_the_tag_helm_pushes_and_its_blob_checked()
         read_artifact(StoredArtifact([layer], b"test data: another archive"))
 
 
-def test_the_plan_warns_when_the_chart_pin_moved_without_a_new_lock(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.fixture
+def plan_warnings(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[[Plan, Lock], str]:
+    """What `gpu-platform plan` warns of, for a plan the program made, with a lock (the policy
+    pack, which reads no lock, left out)."""
+
+    def run(plan: Plan, lock: Lock) -> str:
+        monkeypatch.setattr(plan_command, "plan_or_fail", lambda *args: plan)
+        monkeypatch.setattr(plan_command, "project_lock", lambda: lock)
+        monkeypatch.setattr(
+            plan_command, "_pack_started_meanwhile", lambda *args: nullcontext(lambda: None)
+        )
+        monkeypatch.setattr(plan_command, "_verdicts", lambda *args: [])
+        plan_command.run(plan.stack)
+        return "\n".join(
+            line for line in capsys.readouterr().err.splitlines() if line.startswith("warning")
+        )
+
+    return run
+
+
+@pytest.fixture
+def prometheus_plan(shared_plan_for: Callable[[dict[str, Any]], Plan], dev_config: Any) -> Plan:
+    dev_config["gpu-platform:monitoring"] = {"installPrometheusStack": True}
+    return shared_plan_for(dev_config)
+
+
+def test_the_plan_warns_of_the_pinned_images_the_lock_has_no_digest_for(
+    tmp_path: Path, prometheus_plan: Plan, plan_warnings: Callable[[Plan, Lock], str]
 ) -> None:
-    older = HelmChart("kube-prometheus-stack", "88.5.3", "https://charts.example")
-    held = {"kube-prometheus-stack@88.5.3/grafana.image": entry_of("docker.io/grafana/grafana:1")}
-    lock = Lock(path=tmp_path / "gpu-platform.lock").with_entries(CHART_IMAGES, held)
-    monkeypatch.setattr(plan_command, "project_lock", lambda: lock)
-
-    plan_command._warn_of_an_unlocked_chart_pin()
-
-    assert capsys.readouterr().err.startswith(
-        f"warning: gpu-platform.lock holds kube-prometheus-stack images of 88.5.3, none of the"
-        f" pinned {VERSION}:"
+    # A lock written before the chart's images were locked, or for other stacks only.
+    never = Lock(path=tmp_path / "gpu-platform.lock")
+    assert plan_warnings(prometheus_plan, never) == (
+        "warning: gpu-platform.lock has no digest for any of the 11 images the platform pins"
+        f" of kube-prometheus-stack {VERSION}, the pinned chart: they run by tag. Run"
+        " `gpu-platform lock dev` to pin them."
     )
-    # Read again at the pinned version (or never read), the lock is what the plan uses.
-    assert unlocked_pin(lock, older) is None
-    assert unlocked_pin(Lock(path=tmp_path / "gpu-platform.lock")) is None
+    # The lock read another release of the chart (its pin moved since).
+    older = {"kube-prometheus-stack@88.5.3/grafana.image": entry_of("docker.io/grafana/grafana:1")}
+    moved = never.with_entries(CHART_IMAGES, older)
+    assert "the pinned chart (it holds those of 88.5.3): they run" in plan_warnings(
+        prometheus_plan, moved
+    )
+    # All but one pinned: the one is named.
+    references = pinned_references("quay.io")
+    held = {f"kube-prometheus-stack@{VERSION}/{p}": entry_of(r) for p, r in references.items()}
+    digests = {reference: entry_of(f"sha256:{'0' * 64}") for reference in references.values()}
+    del digests["quay.io/thanos/thanos:v0.42.4"]
+    partly = never.with_entries(CHART_IMAGES, held).with_entries(IMAGES, digests)
+    assert "no digest for 1 of the 11 images: prometheusOperator.thanosImage the" in (
+        plan_warnings(prometheus_plan, partly)
+    )
+    full = partly.with_entries(IMAGES, {"quay.io/thanos/thanos:v0.42.4": entry_of("sha256:1")})
+    assert plan_warnings(prometheus_plan, full) == ""
+
+
+def test_the_plan_of_a_stack_without_the_prometheus_stack_warns_of_none_of_its_images(
+    tmp_path: Path, dev_plan: Plan, plan_warnings: Callable[[Plan, Lock], str]
+) -> None:
+    assert plan_warnings(dev_plan, Lock(path=tmp_path / "gpu-platform.lock")) == ""

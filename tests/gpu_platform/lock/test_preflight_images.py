@@ -27,6 +27,7 @@ def findings(
     tmp_path: Path,
     seconds: float = 10,
     chart_images: dict[str, str] | None = None,
+    cloud: Cloud = Cloud.GCP,
 ) -> list[Finding]:
     """Preflight's image findings for a stack that deploys `<host>/<key>` for each key of
     `locked` and a lock holding, for each, the digest given (none where it is empty)."""
@@ -47,7 +48,7 @@ def findings(
         }
         lock = lock.with_entries(CHART_IMAGES, chart)
     monitoring = SimpleNamespace(install_prometheus_stack=chart_images is not None)
-    config: Any = SimpleNamespace(cloud=Cloud.GCP, monitoring=monitoring)
+    config: Any = SimpleNamespace(cloud=cloud, monitoring=monitoring)
     return preflight_images.image_findings("dev", config, Deadline(seconds), lock, {host})
 
 
@@ -129,6 +130,13 @@ def test_a_stack_whose_lock_holds_none_of_the_pinned_charts_images_is_told_to_lo
     assert finding.message.startswith(
         f"The lock holds no image of kube-prometheus-stack {KUBE_PROMETHEUS_STACK_CHART.version},"
     )
+    assert finding.message.endswith(
+        "its images run by tag, and Binary Authorization's allowlist is the one committed for an"
+        " older release."
+    )
     assert finding.action == (
         "Run `gpu-platform lock dev` to read the chart's images and their digests."
     )
+    # An EKS stack has no Binary Authorization.
+    (eks,) = findings(monkeypatch, registry.host, {}, tmp_path, chart_images={}, cloud=Cloud.AWS)
+    assert eks.message.endswith("its images run by tag.")
