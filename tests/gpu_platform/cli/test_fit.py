@@ -34,7 +34,10 @@ WEB_DEPLOYMENT = {
 def run_fit(tmp_path: Path, *documents: dict, stack: str = "dev") -> tuple[int, str]:
     pod_file = tmp_path / "pods.yaml"
     pod_file.write_text(yaml.safe_dump_all(documents))
-    result = CliRunner().invoke(app, ["fit", stack, str(pod_file)], terminal_width=200)
+    # Wide enough for a row of the templates' table whatever COLUMNS the run has.
+    result = CliRunner().invoke(
+        app, ["fit", stack, str(pod_file)], terminal_width=200, env={"COLUMNS": "1000"}
+    )
     return result.exit_code, result.output
 
 

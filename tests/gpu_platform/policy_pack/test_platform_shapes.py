@@ -84,6 +84,12 @@ def test_the_platforms_resources_draw_no_verdict(analyze: Analyze) -> None:
         },
         parents=(PLATFORM, "gpu-platform:kubernetes:GpuMonitoring"),
     )
+    # The driver and CUDA release the platform labels each pool with (gpu-pods-cuda-known reads
+    # them; a pool without them draws its advisory).
+    node_group = eks_node_group(template)
+    node_group.inputs["labels"].update(
+        {"gpu-platform.io/nvidia-driver": "580.95.05", "gpu-platform.io/cuda": "13.0"}
+    )
     smoke_test = workload("Job", smoke_test_pod(), name="gpu-smoke-test", namespace="ml-sandbox")
     smoke_test.inputs["spec"].update(backoffLimit=0, activeDeadlineSeconds=1800)
 
@@ -92,7 +98,7 @@ def test_the_platforms_resources_draw_no_verdict(analyze: Analyze) -> None:
         namespace("monitoring", "privileged"),
         namespace("ml-sandbox", "restricted"),
         template,
-        eks_node_group(template),
+        node_group,
         gke_node_pool(),
         gpu_operator_release(),
         monitoring_stack,
