@@ -37,7 +37,6 @@ from gpu_platform.config import (
     read_pulumi_config,
     secret_config_keys,
 )
-from gpu_platform.eks.iam_roles import instance_role_name_problems
 from gpu_platform.instance import declaring, given_providers, part_name
 from gpu_platform.kubernetes.canary_gate import canary_gate_job
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
@@ -220,6 +219,9 @@ class GpuPlatform(pulumi.ComponentResource):
                 ]
             )
         if args.part_names_under_it and config.cloud is Cloud.AWS:
+            # Imported here, as the EKS side is by `cloud_for`: a GKE plan loads no AWS SDK.
+            from gpu_platform.eks.iam_roles import instance_role_name_problems
+
             too_long = list(instance_role_name_problems(name, config.cluster.name))
             if too_long:
                 raise PlatformConfigError(too_long)

@@ -146,7 +146,7 @@ def with_ec2_reserved_pools(config: Config) -> Config:
             capacityBlockStart=BLOCK_START,
         ),
     ]
-    return config
+    return with_gpu_quotas_fitting_its_pools(config)
 
 
 def _h100_pool(name: str, capacity: str, **aws: str) -> dict[str, Any]:
