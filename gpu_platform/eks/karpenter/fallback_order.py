@@ -62,25 +62,25 @@ def fallback_order_problems(
         # that tolerate its taint: the fallback never competes with it for a pod.
         if pool.capacity in FALLBACK_OVER and pool.canary_of is None and pool.name in sizes
     ]
+    # An on-demand pool outranks the spot pools (`CAPACITY_PREFERENCE`): a spot size it offers
+    # in the same shape is one Karpenter would start on demand without the fallback too, so the
+    # fallback costs nothing more there.
+    on_demand = {
+        _shape(size)
+        for _, other in others
+        if other.capacity == "on-demand"
+        for size in sizes[other.name]
+    }
     for i, pool in enumerate(config.pools):
         if pool.capacity != "reserved" or not pool.aws.on_demand_fallback:
             continue
         own = sizes.get(pool.name)
         if not own:
             continue
-        # An on-demand pool outranks the spot pools (`CAPACITY_PREFERENCE`): a spot size it
-        # offers in the same shape is one Karpenter would start on demand without the fallback
-        # too, so the fallback costs nothing more there.
-        on_demand = {
-            (size.accelerator, _cost(size))
-            for _, other in others
-            if other.capacity == "on-demand"
-            for size in sizes[other.name]
-        }
         for j, other in others:
             theirs = sizes[other.name]
             if other.capacity == "spot":
-                theirs = [s for s in theirs if (s.accelerator, _cost(s)) not in on_demand]
+                theirs = [size for size in theirs if _shape(size) not in on_demand]
             cheaper = _cheaper_sizes(own, theirs, spot=other.capacity == "spot")
             if cheaper:
                 yield _problem(config, i, pool, j, other, own, cheaper)
@@ -92,6 +92,11 @@ def _cost(size: InstanceType) -> tuple[int, int, int]:
     return (size.gpu_count, size.vcpus, size.memory_mib)
 
 
+def _shape(size: InstanceType) -> tuple[str | None, tuple[int, int, int]]:
+    """A size as a pod sees it: its GPU model and what a node gives."""
+    return (size.accelerator, _cost(size))
+
+
 def _cheaper_sizes(
     own: Sequence[InstanceType], other: Sequence[InstanceType], *, spot: bool
 ) -> list[str]:
@@ -101,7 +106,7 @@ def _cheaper_sizes(
     largest: dict[str | None, tuple[int, int, int]] = {}
     for size in own:
         largest[size.accelerator] = max(largest.get(size.accelerator, _cost(size)), _cost(size))
-    shapes = {(size.accelerator, _cost(size)) for size in own}
+    shapes = {_shape(size) for size in own}
     return [
         size.name
         for size in other
@@ -109,8 +114,7 @@ def _cheaper_sizes(
         and (
             _cost(size) <= largest[size.accelerator]
             if spot
-            else _cost(size) < largest[size.accelerator]
-            and (size.accelerator, _cost(size)) not in shapes
+            else _cost(size) < largest[size.accelerator] and _shape(size) not in shapes
         )
     ]
 
