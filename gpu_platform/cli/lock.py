@@ -58,7 +58,7 @@ def run(
 
     def resolve_all() -> None:
         for resolver in resolvers:
-            context = LockContext(configs, sources, before, Resolution())
+            context = LockContext(configs, sources, before)
             reading[:] = [(resolver, context.results)]
             done.append((resolver, resolver.resolve(context)))
             reading.clear()
@@ -76,10 +76,12 @@ def run(
     after = before
     for resolver, resolution in finished:
         after = updated(after, resolver, resolution, prune=not stacks)
-    if late is not None and reading:
+    # The resolver's thread may still run past the deadline and clear `reading`: read it once.
+    stopped = list(reading)
+    if late is not None and stopped:
         # The one the deadline stopped: what it had read is merged in, nothing dropped. Its
         # thread may still be adding entries: each section is copied at once.
-        resolver, partial = reading[0]
+        resolver, partial = stopped[0]
         read = Resolution({s: dict(e) for s, e in list(partial.entries.items())})
         after = updated(after, resolver, read, prune=False)
     resolutions = [resolution for _, resolution in finished]
@@ -92,10 +94,10 @@ def run(
         errors.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if late is not None:
         errors.print(late, markup=False, highlight=False, soft_wrap=True)
-    left = 0 if unresolved or late is not None else len(unread)
-    _write_or_report(before, after, check, complete=not unresolved and late is None, left=left)
+    complete = not unresolved and late is None
+    _write_or_report(before, after, check, complete=complete, left=len(unread))
     # --check cannot say the lock is up to date while facts it did not read may have moved.
-    if unresolved or late is not None or (check and left):
+    if not complete or (check and unread):
         raise typer.Exit(EXIT_UNRESOLVED)
     if check and after != before:
         raise typer.Exit(EXIT_CHANGED)

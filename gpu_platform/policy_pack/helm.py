@@ -347,7 +347,10 @@ def chart_reference(props: Mapping[str, Any]) -> str | None:
 def opaque_release_problems(args: ResourceValidationArgs) -> Iterator[str]:
     chart = text(args.props, "chart") or ""
     reference = chart_reference(args.props)
-    if is_platform_release(args) or (
+    platform_chart = is_platform_chart(args)
+    found = foreign_settings(args.props) if platform_chart else []
+    # `is_platform_release`, with what the settings found kept for the message.
+    if (platform_chart and not found) or (
         reference is not None and reference in REVIEWED_RELEASES.read(args.get_config())
     ):
         return
@@ -362,8 +365,8 @@ def opaque_release_problems(args: ResourceValidationArgs) -> Iterator[str]:
             f"{shown(f'{reference}@{version}')} to {PLATFORM_ROLLBACK}'s {DECLARED_RELEASES.key}"
         )
     foreign = ""
-    if is_platform_chart(args):
-        settings_found = ", ".join(foreign_settings(args.props))
+    if platform_chart:
+        settings_found = ", ".join(found)
         foreign = (
             f" It installs the platform's chart at its version, but {settings_found} make it run "
             "what the platform's own release does not, so it is not the platform's; without "

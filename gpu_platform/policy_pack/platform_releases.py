@@ -43,11 +43,6 @@ class PlatformRelease:
         `oci://` chart itself."""
         return f"{self.repository}/{self.name}"
 
-    @property
-    def entry(self) -> str:
-        """As `platformReleases` lists a release: `<repository>/<chart>@<version>`."""
-        return f"{self.chart}@{self.version}"
-
 
 PLATFORM_RELEASES = (
     # gpu_platform/kubernetes/gpu_operator.py.
