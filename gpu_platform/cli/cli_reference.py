@@ -10,6 +10,8 @@ import inspect
 
 import typer
 
+from gpu_platform.cli.generated_section import table_cell
+
 COMMAND = "cli-reference"
 
 
@@ -41,12 +43,8 @@ def _command(
         record = param.get_help_record(context)
         if record is not None:
             names, help_text = record
-            lines.append(f"| `{names}` | {_markdown(_one_line(help_text))} |")
+            lines.append(f"| `{names}` | {_markdown(table_cell(help_text))} |")
     return lines
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
 
 
 def _markdown(text: str) -> str:

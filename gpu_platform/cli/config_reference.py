@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from gpu_platform import config as config_model
+from gpu_platform.cli.generated_section import table_cell
 from gpu_platform.config import CONFIG_NAMESPACE, StackConfig
 
 COMMAND = "config-reference"
@@ -30,7 +31,7 @@ def render_reference() -> str:
         definition = definitions[name]
         lines += ["", f"#### {name}", ""]
         if definition.get("description"):
-            lines += [_one_line(definition["description"]), ""]
+            lines += [table_cell(definition["description"]), ""]
         lines += _table(getattr(config_model, name), definition, definitions, prefix="")
     return "\n".join(lines)
 
@@ -52,7 +53,7 @@ def _table(
         default = _default(defaults[key]) if key in defaults else "required"
         rows.append(
             f"| `{prefix}{key}` | {_type(field, definitions)} | {default} | "
-            f"{_one_line(descriptions[key])}{_constraints(field)} |"
+            f"{table_cell(descriptions[key])}{_constraints(field)} |"
         )
     return rows
 
@@ -140,7 +141,3 @@ def _bounds(field: Mapping[str, Any]) -> Iterator[str]:
     for key, template in _BOUNDS.items():
         if key in field:
             yield template.format(field[key])
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")

@@ -48,3 +48,8 @@ def update(page: Path, command: str, rendered: str) -> None:
     head, rest = text.split(start)
     tail = rest.split(end)[1]
     page.write_text(f"{head}{start}\n{rendered}\n{end}{tail}")
+
+
+def table_cell(text: str) -> str:
+    """`text` on one line, with `|` escaped, as a cell of a Markdown table."""
+    return " ".join(text.split()).replace("|", "\\|")
