@@ -81,6 +81,9 @@ at chart 1.2.0, commit d4dc0f3; the repository tags no release of the add-on's v
 one of a node's pods."""
 
 NODE_MONITORING_AGENT = "eks-node-monitoring-agent"
+NFD_WORKER_KEY = f"node-feature-discovery-{GPU_OPERATOR_NFD_SUBCHART.version}/worker"
+EFA_DEVICE_PLUGIN_KEY = f"{EFA_DEVICE_PLUGIN_CHART.name}-{EFA_DEVICE_PLUGIN_CHART.version}"
+"""The keys of the pinned charts' pods in daemonset-pods.json, which derive.py writes."""
 # What each EKS add-on runs on every node, by the name of its derived DaemonSet, and the section
 # of the add-on's configuration values (its chart's values) that sets where that DaemonSet runs.
 _ADDON_DAEMONSETS: Mapping[str, tuple[tuple[str, str | None], ...]] = {
@@ -137,7 +140,7 @@ def nfd_worker(scheduling: Mapping[str, Any]) -> TemplatePod:
     release's `node-feature-discovery.worker` tolerations and node selector."""
     return _chart_pod(
         "node-feature-discovery worker",
-        f"node-feature-discovery-{GPU_OPERATOR_NFD_SUBCHART.version}/worker",
+        NFD_WORKER_KEY,
         scheduling,
     )
 
@@ -147,7 +150,7 @@ def efa_device_plugin(scheduling: Mapping[str, Any]) -> TemplatePod:
     node selector."""
     return _chart_pod(
         "EFA device plugin",
-        f"{EFA_DEVICE_PLUGIN_CHART.name}-{EFA_DEVICE_PLUGIN_CHART.version}",
+        EFA_DEVICE_PLUGIN_KEY,
         scheduling,
     )
 

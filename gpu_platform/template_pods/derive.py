@@ -34,11 +34,15 @@ import typer
 import yaml
 
 from gpu_platform.kubernetes.chart_files import write_derived
-from gpu_platform.template_pods import addon_key, pinned_addon_release
+from gpu_platform.template_pods import (
+    EFA_DEVICE_PLUGIN_KEY,
+    NFD_WORKER_KEY,
+    addon_key,
+    pinned_addon_release,
+)
 from gpu_platform.versions import (
     EFA_DEVICE_PLUGIN_CHART,
     GKE_COS_DRIVER_INSTALLER_MANIFEST,
-    GPU_OPERATOR_NFD_SUBCHART,
 )
 
 OUTPUT = Path(__file__).with_name("daemonset-pods.json")
@@ -88,12 +92,8 @@ def derive(
         ),
     }
     return {
-        f"node-feature-discovery-{GPU_OPERATOR_NFD_SUBCHART.version}/worker": chart_pod(
-            yaml.safe_load(nfd_values)["worker"], "worker"
-        ),
-        f"{EFA_DEVICE_PLUGIN_CHART.name}-{EFA_DEVICE_PLUGIN_CHART.version}": chart_pod(
-            yaml.safe_load(efa_values), EFA_DEVICE_PLUGIN_CHART.name
-        ),
+        NFD_WORKER_KEY: chart_pod(yaml.safe_load(nfd_values)["worker"], "worker"),
+        EFA_DEVICE_PLUGIN_KEY: chart_pod(yaml.safe_load(efa_values), EFA_DEVICE_PLUGIN_CHART.name),
         GKE_COS_DRIVER_INSTALLER_MANIFEST: manifest_pod(cos_manifest),
         **{
             addon_key(addon, pinned_addon_release(addon), daemonset): pod
