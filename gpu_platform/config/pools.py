@@ -87,6 +87,31 @@ class TaintSpec(Model):
     """Kubernetes spelling; each cloud component translates it."""
 
 
+ValidationCheck = Literal[
+    "gpu-count", "driver", "ecc", "memory", "pcie", "nvlink", "dcgm-diag", "nccl-bandwidth", "efa"
+]
+"""A check of the node validator (gpu_platform/kubernetes/node_validation/validate.py `CHECKS`)."""
+
+
+class PoolValidation(Model):
+    """How each new node of the pool proves itself whole before work lands on it
+    (docs/node-validation.md)."""
+
+    enabled: bool = True
+    """Every new node joins with the validation taint, and only a node whose validation passed
+    takes the pool's GPU pods. Off, a node takes them as soon as its device plugin advertises
+    GPUs, however broken it joined."""
+    dcgm_diag_level: Literal[1, 2] = 1
+    """The DCGM diagnostic's level: 1 takes seconds; 2 about two minutes more per node, and
+    finds faults (PCIe, memory bandwidth) that level 1 does not."""
+    skip_checks: list[ValidationCheck] = Field(default_factory=list)
+    """Checks not to run on this pool's nodes: `gpu-count`, `driver`, `ecc`, `memory`, `pcie`,
+    `nvlink`, `dcgm-diag`, `nccl-bandwidth`, `efa`."""
+    bus_bandwidth_share: float = Field(default=0.8, gt=0, le=1)
+    """The share of the GPU model's expected all-reduce bus bandwidth a multi-GPU node must
+    reach in the NCCL check."""
+
+
 class GpuPoolSpec(Model):
     """One pool of GPU nodes, described once for every cloud."""
 
@@ -153,6 +178,8 @@ class GpuPoolSpec(Model):
     canary_soak_minutes: int = Field(default=15, ge=0, le=720)
     """A `canaryOf` pool: how long its gate Job keeps checking the canary's GPU, every minute,
     after the driver check passed, before the pool it leads is updated."""
+    validation: PoolValidation = Field(default_factory=PoolValidation)
+    """How each new node proves itself before the pool's GPU pods land on it."""
     aws: EksPoolOptions = Field(default_factory=EksPoolOptions)
     """EKS-only settings."""
     gcp: GkePoolOptions = Field(default_factory=GkePoolOptions)

@@ -393,6 +393,25 @@ manager has partitioned them, so a pod can get a whole GPU (gpu-operator#2670)."
     """A uniform MIG manager profile such as `all-1g.10gb`."""
 
 
+class PoolValidationArgs(TypedDict, total=False):
+    """How each new node of the pool proves itself whole before work lands on it
+    (docs/node-validation.md)."""
+
+    enabled: bool
+    """Every new node joins with the validation taint, and only a node whose validation passed
+takes the pool's GPU pods. Off, a node takes them as soon as its device plugin advertises
+GPUs, however broken it joined."""
+    dcgm_diag_level: int
+    """The DCGM diagnostic's level: 1 takes seconds; 2 about two minutes more per node, and
+finds faults (PCIe, memory bandwidth) that level 1 does not."""
+    skip_checks: list[str]
+    """Checks not to run on this pool's nodes: `gpu-count`, `driver`, `ecc`, `memory`, `pcie`,
+`nvlink`, `dcgm-diag`, `nccl-bandwidth`, `efa`."""
+    bus_bandwidth_share: float
+    """The share of the GPU model's expected all-reduce bus bandwidth a multi-GPU node must
+reach in the NCCL check."""
+
+
 class EksPoolOptionsArgs(TypedDict, total=False):
     """Settings that only an EKS managed node group has."""
 
@@ -658,6 +677,8 @@ targeted reservation of the pool it leads, which that pool fills at its `max` (w
     canary_soak_minutes: int
     """A `canaryOf` pool: how long its gate Job keeps checking the canary's GPU, every minute,
 after the driver check passed, before the pool it leads is updated."""
+    validation: PoolValidationArgs
+    """How each new node proves itself before the pool's GPU pods land on it."""
     aws: EksPoolOptionsArgs
     """EKS-only settings."""
     gcp: GkePoolOptionsArgs

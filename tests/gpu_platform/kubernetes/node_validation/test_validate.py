@@ -7,11 +7,12 @@ src/common.cu). The files under data/ say what each is."""
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
 from gpu_platform.accelerators import ACCELERATORS
+from gpu_platform.config.pools import ValidationCheck
 from gpu_platform.kubernetes.node_validation import validate
 from gpu_platform.kubernetes.node_validation.expectations import NVLINK_LINKS
 from gpu_platform.kubernetes.node_validation.validate import (
@@ -316,3 +317,18 @@ def test_nvlink_expectations_name_known_nvlinked_accelerators() -> None:
     # The T4, L4, A10G and L40S have no NVLink (NVIDIA's datasheets): no entry, no check.
     assert set(NVLINK_LINKS) <= set(ACCELERATORS)
     assert {"t4", "l4", "a10g", "l40s"}.isdisjoint(NVLINK_LINKS)
+
+
+def test_a_pools_skip_checks_accept_exactly_the_validators_checks() -> None:
+    assert get_args(ValidationCheck) == (
+        "gpu-count",
+        "driver",
+        "ecc",
+        "memory",
+        "pcie",
+        "nvlink",
+        "dcgm-diag",
+        "nccl-bandwidth",
+        "efa",
+    )
+    assert get_args(ValidationCheck) == validate.CHECKS
