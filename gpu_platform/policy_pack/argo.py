@@ -189,6 +189,8 @@ def resource_manifests(resource: Mapping[str, Any]) -> list[Manifest] | str:
         return _unread(f"runs the action {shown(action)}")
     if any(isinstance(text, str) and EXPRESSION in text for text in [manifest, *flags]):
         return _unread("holds {{...}} expressions in its manifest or flags")
+    if manifest is None:
+        return []  # Argo refuses the workflow (workflow/validate/validate.go): nothing runs.
     found = _documents(manifest) if isinstance(manifest, str) else None
     if found is None:
         return _unread("has a manifest that is neither YAML nor JSON")

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.gpu_platform.policy_pack.builders import (
+    UNKNOWN,
     Analyze,
     gpu_pod_spec,
     messages,
@@ -169,3 +170,19 @@ def test_a_step_whose_objects_cannot_be_read_is_refused(analyze: Analyze, case: 
     assert refused.endswith(
         "[Pod Security restricted v1.37, the default, as the namespace is not known]"
     )
+
+
+def test_a_manifest_not_known_yet_is_judged_at_pulumi_up(analyze: Analyze, new_notes: Any) -> None:
+    # At preview: what it creates is known once the value is, unlike an expression.
+    template = step("create", manifest=UNKNOWN)
+
+    verdicts = analyze(namespace(), argo("Workflow", template))
+
+    assert messages(verdicts, POD_SECURITY) == []
+    assert any("spec.templates[0].resource" in note for note in new_notes())
+
+
+def test_a_step_with_no_manifest_creates_nothing(analyze: Analyze) -> None:
+    # workflow/validate/validate.go: a `create` without `manifest` or `manifestFrom` is
+    # refused with the workflow, before any step runs.
+    assert messages(analyze(namespace(), argo("Workflow", step("create"))), POD_SECURITY) == []
