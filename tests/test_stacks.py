@@ -1,6 +1,7 @@
 """Every stack file in the repository plans offline with its own policy config, and a change
 that breaks a platform rule makes the plan fail with the violation."""
 
+import copy
 import json
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from typer.testing import CliRunner
 from gpu_platform.cli.app import app
 from gpu_platform.cli.plan import EXIT_MANDATORY_VIOLATION, _policy_config
 from gpu_platform.cli.stack_files import gpu_platform_config, stack_config
-from gpu_platform.config import load_stack_config
+from gpu_platform.config import ConfigError, load_stack_config
 from gpu_platform.lock.lockfile import IMAGES, load, lock_path
 from gpu_platform.platform_images import platform_images
 from gpu_platform.versions import HelmChart
@@ -114,3 +115,27 @@ def test_a_root_gpu_pod_fails_the_plan(monkeypatch) -> None:
 def test_policy_config_files_are_json_objects_of_known_policies(analyze_plan) -> None:
     for path in Path(POLICY_CONFIG_DIR).glob("*.json"):
         analyze_plan([], config=_policy_config(POLICY_CONFIG_DIR, path.stem, path))
+
+
+def test_gke_dev_takes_the_exclusive_pool_its_header_invites_with_the_quota_it_says() -> None:
+    # Pulumi.gke-dev.yaml's header: an exclusive a3-highgpu-8g pool may join, with ml-sandbox's
+    # `sharedGpuQuota: 8` replaced by a `gpuQuota` counting the replicas and the pool's GPUs.
+    config = copy.deepcopy(stack_config("gke-dev", PROJECT))
+    pool = {"name": "h100-train", "instanceTypes": ["a3-highgpu-8g"], "max": 2}
+    config["gpu-platform:pools"].append(pool)
+    with pytest.raises(ConfigError) as refused:
+        load_stack_config(*gpu_platform_config(config))
+    # The smoke test's replica then needs gpuQuota, which the stack does not set yet.
+    assert sorted(p.path for p in refused.value.problems) == [
+        "gpu-platform:namespaces[0].gpuQuota",
+        "gpu-platform:namespaces[0].sharedGpuQuota",
+    ]
+
+    (sandbox,) = config["gpu-platform:namespaces"]
+    del sandbox["sharedGpuQuota"]
+    sandbox["gpuQuota"] = 8 + 16
+
+    assert [p.name for p in load_stack_config(*gpu_platform_config(config)).pools] == [
+        "l4-shared",
+        "h100-train",
+    ]

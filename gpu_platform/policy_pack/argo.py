@@ -22,10 +22,11 @@ preview) is kept as the engine's unknown sentinel, which raises when a check rea
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from props import is_list
+from props import Step, is_list, shown, value_at
 from pulumi_policy.proxy import UnknownValueError
 
 TEMPLATE_TYPES = (
@@ -143,3 +144,131 @@ def placed(props: Any, path: tuple[Any, ...], value: Any) -> Any:
     items += [None] * (step + 1 - len(items))
     items[step] = placed(items[step], rest, value)
     return items
+
+
+# A `resource` template runs `kubectl <action> -f <manifest> -o json` with its `flags` before
+# the file (argo-workflows v4.1.2 workflow/executor/resource.go, getKubectlArguments; the
+# manifest is written as given, workflow/executor/executor.go, StageFiles): every document of
+# the manifest is created or changed, and a `List`'s items, as kubectl reads a file, before
+# Argo reads kubectl's answer.
+CHANGING_ACTIONS = ("create", "apply", "replace", "patch")
+"""The actions that create or change the manifest's objects; `get` and `delete` do neither
+(pkg/apis/workflow/v1alpha1/workflow_types.go, ResourceTemplate.Action)."""
+_FILE_FLAGS = ("-f", "--filename", "-k", "--kustomize")
+_NAMESPACE_FLAGS = ("-n", "--namespace")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One object a resource template creates or changes."""
+
+    resource_type: str
+    """As Pulumi types it (`kubernetes:apps/v1:Deployment`), `...Patch` for a patch."""
+    props: Mapping[str, Any]
+    steps: tuple[Step, ...]
+    """Where it is in the manifest: its document, then its place in a `List`'s `items`."""
+    namespace: str | None
+    """The namespace it names, or its flags do; None for the workflow's own."""
+
+
+def resource_manifests(resource: Mapping[str, Any]) -> list[Manifest] | str:
+    """The objects a literal `resource` template creates or changes, or why they cannot be
+    known before the step runs. Raises `UnknownValueError` for a field not known yet."""
+    action = value_at(resource, "action")
+    if action in ("get", "delete"):
+        return []
+    if "manifestFrom" in resource:
+        return (
+            "creates the objects of an artifact (`manifestFrom`), which exists only when the "
+            "step runs, so no policy sees them. Fix: write them in `manifest`, literally"
+        )
+    listed = value_at(resource, "flags")
+    flags = [value_at(listed, i) for i in range(len(listed))] if is_list(listed) else []
+    manifest = value_at(resource, "manifest")
+    if not isinstance(action, str) or action not in CHANGING_ACTIONS:
+        return _unread(f"runs the action {shown(action)}")
+    if any(isinstance(text, str) and EXPRESSION in text for text in [manifest, *flags]):
+        return _unread("holds {{...}} expressions in its manifest or flags")
+    if manifest is None:
+        return []  # Argo refuses the workflow (workflow/validate/validate.go): nothing runs.
+    found = _documents(manifest) if isinstance(manifest, str) else None
+    if found is None:
+        return _unread("has a manifest that is neither YAML nor JSON")
+    if any(_flag_names(flag, _FILE_FLAGS) for flag in flags):
+        return _unread("names files of its own in its flags (-f, -k)")
+    patch = action == "patch"
+    if patch and value_at(resource, "mergeStrategy") == "json":
+        return _unread("is a JSON patch (`mergeStrategy: json`) of an object its flags name")
+    namespace = _flag_value(flags, _NAMESPACE_FLAGS)
+    manifests = []
+    for steps, document in found:
+        api_version, kind = document.get("apiVersion"), document.get("kind")
+        if not isinstance(api_version, str) or not isinstance(kind, str):
+            if patch:
+                return _unread("patches an object its flags name, not one its manifest names")
+            continue  # kubectl refuses an object without them: nothing is created.
+        group, _, version = api_version.rpartition("/")
+        own = value_at(document, "metadata", "namespace")
+        manifests.append(
+            Manifest(
+                f"kubernetes:{group or 'core'}/{version}:{kind}{'Patch' if patch else ''}",
+                document,
+                steps,
+                own if isinstance(own, str) else namespace,
+            )
+        )
+    return manifests
+
+
+def _unread(why: str) -> str:
+    return (
+        f"{why}, so what it creates (a privileged pod, a pod asking for any number of GPUs) is "
+        "known only when the step runs, after every policy has run. Fix: write each object "
+        "literally in `manifest`, with its apiVersion, kind and name and without expressions "
+        "(a patch as a strategic or merge patch), or declare it as a resource of the stack"
+    )
+
+
+def _documents(manifest: str) -> list[tuple[tuple[Step, ...], dict[str, Any]]] | None:
+    """The manifest's objects as kubectl reads a file: each YAML (or JSON) document, a
+    `List`'s items in its place; None where it cannot be read."""
+    try:
+        documents = list(yaml.safe_load_all(manifest))
+    except yaml.YAMLError:
+        return None
+    found: list[tuple[tuple[Step, ...], dict[str, Any]]] = []
+    for index, document in enumerate(documents):
+        if not isinstance(document, dict):
+            continue
+        items = document.get("items")
+        if document.get("kind") == "List" and isinstance(items, list):
+            found += [
+                ((index, "items", i), item)
+                for i, item in enumerate(items)
+                if isinstance(item, dict)
+            ]
+        else:
+            found.append(((index,), document))
+    return found
+
+
+def _flag_names(flag: Any, names: tuple[str, ...]) -> bool:
+    """Whether `flag` is one of `names`, alone, with `=value` or, for a short one, `-nvalue`."""
+    return isinstance(flag, str) and any(
+        flag == name or flag.startswith(name + "=") or (name[1] != "-" and flag.startswith(name))
+        for name in names
+    )
+
+
+def _flag_value(flags: list[Any], names: tuple[str, ...]) -> str | None:
+    """The value of the last flag of `names` (`-n ml`, `--namespace=ml`, `-nml`)."""
+    value = None
+    for index, flag in enumerate(flags):
+        if not _flag_names(flag, names):
+            continue
+        if flag in names:
+            following = flags[index + 1] if index + 1 < len(flags) else None
+            value = following if isinstance(following, str) else value
+        else:
+            value = flag.split("=", 1)[1] if "=" in flag else flag[2:]
+    return value

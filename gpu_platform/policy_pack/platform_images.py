@@ -1,13 +1,12 @@
 """The platform's own images run by digest: what its components deploy is the image the lock
 names, not whatever its tag names on the day a node pulls it.
 
-Scope: the Helm releases the platform declares (`helm.is_platform_release`), and the other
-resources one of its components declares (a `gpu-platform:` component type among their
-parents, `in_scope`): the containers and init
-containers of their pods and pod templates (Pod, Deployment, DaemonSet, StatefulSet,
-ReplicaSet, Job, CronJob: the smoke tests, the canary gates, the idle GPU pod reaper, the MIG
-startup taint remover, the GKE DCGM exporter, Google's COS driver installer, whose preloaded
-installer image, never pulled, needs no digest), and the image references their Helm releases'
+Scope: the Helm releases the platform declares (`helm.is_platform_release`), and the objects
+of the platform's own kinds and names (`platform_objects.PLATFORM_OBJECTS`), never told by
+their parent types, which a program chooses (`in_scope`): the containers and init containers
+of their pods (the smoke tests, the canary gates, the idle GPU pod reaper, the MIG startup
+taint remover, the GKE DCGM exporter, Google's COS driver installer, whose preloaded installer
+image, never pulled, needs no digest), and the image references their Helm releases'
 values name: an image map (`image: {repository, tag, digest}`, as the cluster autoscaler's,
 Karpenter's, node-feature-discovery's and the EFA device plugin's charts take it), an operand's
 image string (`image: "<repository>:<tag>@..."`, as the GPU Operator's chart takes it) and a
@@ -23,8 +22,9 @@ from typing import Any
 from checks import each, resource_policy
 from gpu_workloads import image_problem
 from helm import RELEASE_TYPE, is_platform_release
-from pods import Container, Pod, pods_of
-from props import field_path, shown, value_at
+from platform_objects import PLATFORM_OBJECTS
+from pods import Container, Pod, api_group_and_kind, namespace_or_default, pods_of
+from props import field_path, shown, text, value_at
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 from settings import Setting
 
@@ -43,27 +43,28 @@ AWAITING_DIGESTS = Setting(
 )
 
 
-PLATFORM_TYPE_PREFIX = "gpu-platform:"
-"""The package of the platform's component types (`gpu-platform:kubernetes:GpuOperator`)."""
-
-
-def parent_types(urn: str) -> list[str]:
-    """The types of a resource's parents, outermost first, from its URN:
-    `urn:pulumi:<stack>::<project>::<parent types and its own, joined by $>::<name>` (pulumi
-    sdk/go/common/resource/urn.go, NewURN: a child's type follows its parent's qualified type;
-    stack and project names hold no `::`, a resource's name may)."""
-    qualified_type = urn.split("::", 3)[2] if urn.count("::") >= 3 else ""
-    return qualified_type.split("$")[:-1]
+_BUILT_IN_GROUPS = ("core", "apps", "batch")
 
 
 def in_scope(args: ResourceValidationArgs) -> bool:
-    """A release the platform declares (`helm.is_platform_release`), or another resource
-    under one of its component types. A program may register any parent types, so a parent
-    type only ever adds this rule to a resource: a stack's own pod under a forged
-    `gpu-platform:` parent is held to digests on top of its own rules, never spared any."""
+    """A release the platform declares (`helm.is_platform_release`), or an object of the
+    platform's own kind and name (`platform_objects.PLATFORM_OBJECTS`); never by its parent
+    types, which a program chooses. Raises `UnknownValueError` where the name, or the
+    namespace an entry needs, is not known yet."""
     if args.resource_type == RELEASE_TYPE:
         return is_platform_release(args)
-    return any(t.startswith(PLATFORM_TYPE_PREFIX) for t in parent_types(args.urn))
+    found = api_group_and_kind(args.resource_type)
+    if found is None or found[0] not in _BUILT_IN_GROUPS:
+        return False
+    kind, name = found[1], text(args.props, "metadata", "name")
+    for entry in PLATFORM_OBJECTS:
+        if entry.names(kind, name) and (
+            entry.namespace is None
+            or entry.namespace
+            == namespace_or_default(text(args.props, "metadata", "namespace"), args.provider)
+        ):
+            return True
+    return False
 
 
 def _platform_resource_problems(args: ResourceValidationArgs) -> Iterator[str]:

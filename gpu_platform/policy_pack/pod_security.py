@@ -942,33 +942,28 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
     pods = pods_of(args.resource_type, args.props)
     if not pods:
         return
-    standard = standard_for(_namespace_name(args), args.get_config())
+    config = args.get_config()
+    standard = standard_for(_namespace_name(args), config)
     with Findings(NAME, args.urn, report_violation) as findings:
         for pod in pods:
+            # An object an Argo resource template creates lands in a namespace of its own.
+            held_to = standard_for(pod.namespace, config) if pod.own_namespace else standard
             if pod.unread:
-                findings.check(NAME, partial(unread_problems, pod, standard))
+                findings.check(NAME, partial(unread_problems, pod, held_to))
                 continue
-            for check in checks_for(standard, pod.partial):
-                findings.check(check.id, partial(problems_of, pod, standard, check))
+            for check in checks_for(held_to, pod.partial):
+                findings.check(check.id, partial(problems_of, pod, held_to, check))
 
 
 def unread_problems(pod: Pod, standard: Standard) -> Iterator[str]:
-    """A patch no policy can read (`Pod.unread`) is refused wherever the standard has checks.
+    """What no policy can read (`Pod.unread`) is refused wherever the standard has checks.
     It is not left to `checks-deferred-at-preview`, as a value not known at preview is: that
-    value is judged at `pulumi up`, this patch only once its pod is built, after every policy
-    has run; like a configured workload kind in which no pod is found (`gpu-workload-kinds`),
-    it is reported rather than passed over."""
+    value is judged at `pulumi up`, this only once its pod is built, after every policy has
+    run; like a configured workload kind in which no pod is found (`gpu-workload-kinds`), it
+    is reported rather than passed over."""
     if standard.level == "privileged":
         return
-    yield (
-        f"{field_path(*pod.path)} is not a literal PodSpec: it holds {{{{...}}}} expressions, or "
-        "is neither JSON nor YAML. Argo substitutes the expressions when it builds the pod, "
-        "after every policy has run, and a parameter's quotes come out unescaped in the patch, "
-        "so even an expression in a value can set any field (privileged containers, host "
-        "paths, GPUs), which is never judged. Fix: write it as a literal JSON or YAML PodSpec "
-        "without expressions, or set those fields on the template itself, where an expression "
-        f"stays a value. [{standard.describe()}]"
-    )
+    yield f"{field_path(*pod.path)} {pod.unread}. [{standard.describe()}]"
 
 
 LISTED_NAME = "pod-security-levels-listed"

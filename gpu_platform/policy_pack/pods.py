@@ -340,10 +340,14 @@ class Pod:
     """Containers the operator adds to the pod from elsewhere in the resource."""
     inherits: tuple[Step, ...] | None = None
     """Where the pod fields it takes when it sets none of its own are (`PodPath.inherits`)."""
-    unread: bool = False
-    """A patch that cannot be read before the pod is built (an Argo podSpecPatch that is
-    neither JSON nor YAML until its `{{...}}` expressions are substituted): what it sets is
-    not known, and never will be before the pod runs."""
+    unread: str | None = None
+    """Why what it sets cannot be read before the pod is built, and the fix: an Argo
+    podSpecPatch that is neither JSON nor YAML until its `{{...}}` expressions are substituted,
+    a resource template's manifest that is not literal. Never known before the pod runs."""
+    own_namespace: bool = False
+    """Whether it lands in a namespace of its own rather than the resource's: an object an
+    Argo resource template creates, in `namespace`, or one not known where that is None."""
+    namespace: str | None = None
 
     @property
     def metadata(self) -> Mapping[str, Any]:
@@ -502,7 +506,62 @@ def _argo_pods(
         workflow,
         (*workflow, "artifactGC"),
     ]
-    return pods + [p for path in patched if (p := _argo_patch(kind, props, path)) is not None]
+    patches = [p for path in patched if (p := _argo_patch(kind, props, path)) is not None]
+    return pods + patches + _argo_resources(kind, props, workflow)
+
+
+_UNREAD_PATCH = (
+    "is not a literal PodSpec: it holds {{...}} expressions, or is neither JSON nor YAML. Argo "
+    "substitutes the expressions when it builds the pod, after every policy has run, and a "
+    "parameter's quotes come out unescaped in the patch, so even an expression in a value can "
+    "set any field (privileged containers, host paths, GPUs), which is never judged. Fix: "
+    "write it as a literal JSON or YAML PodSpec without expressions, or set those fields on "
+    "the template itself, where an expression stays a value"
+)
+
+
+def _argo_resources(kind: str, props: Mapping[str, Any], workflow: tuple[str, ...]) -> list[Pod]:
+    """The pods of the objects each `resource` template creates or changes
+    (`argo.resource_manifests`), as the pack judges those objects declared on their own, in the
+    namespace they land in, at their place in the manifest (`manifest[0]`, its first
+    document); a template whose objects cannot be read is one unread pod."""
+    pods = []
+    for template in expand(props, (*workflow, "templates", "*", "resource")):
+        try:
+            found = argo.resource_manifests(mapping(props, *template) or {})
+        except UnknownValueError as unknown:
+            # Read, and skipped, by each check.
+            unknown_props = argo.placed(props, template, unknown.unknown_type_sentinel)
+            pods.append(Pod(kind, unknown_props, template, partial=True, inline=True))
+            continue
+        if isinstance(found, str):
+            unread = Pod(kind, {}, template, partial=True, inline=True, unread=found)
+            pods.append(replace(unread, own_namespace=True))
+            continue
+        for manifest in found:
+            where = (*template, "manifest", *manifest.steps)
+            for pod in pods_of(manifest.resource_type, manifest.props):
+                pods.append(_moved(pod, props, where, manifest.namespace))
+    return pods
+
+
+def _moved(
+    pod: Pod, props: Mapping[str, Any], where: tuple[Step, ...], namespace: str | None
+) -> Pod:
+    """`pod`, of an object at `where` in `props`, as a pod of `props`: its paths from there."""
+
+    def under(path: tuple[Step, ...]) -> tuple[Step, ...]:
+        return (*where, *path)
+
+    return replace(
+        pod,
+        props=argo.placed(props, where, pod.props),
+        path=under(pod.path),
+        inherits=None if pod.inherits is None else under(pod.inherits),
+        added=tuple(c if c.root is None else replace(c, root=under(c.root)) for c in pod.added),
+        own_namespace=namespace is not None or pod.own_namespace,
+        namespace=namespace if namespace is not None else pod.namespace,
+    )
 
 
 def _argo_defaulted(props: Mapping[str, Any], workflow: tuple[str, ...]) -> Mapping[str, Any]:
@@ -544,7 +603,7 @@ def _argo_patch(kind: str, props: Mapping[str, Any], holder: tuple[Step, ...]) -
         return None
     parsed = None if argo.EXPRESSION in patch else argo.parsed_patch(patch)
     if parsed is None:
-        return Pod(kind, {}, path, partial=True, inline=True, unread=True)
+        return Pod(kind, {}, path, partial=True, inline=True, unread=_UNREAD_PATCH)
     return Pod(kind, argo.placed(props, path, parsed), path, partial=True, inline=True)
 
 

@@ -4,8 +4,16 @@ digest; a stack's own workloads are not its to judge."""
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
+from gpu_platform.kubernetes.canary_gate import GATE_NAME_PREFIX
+from gpu_platform.kubernetes.idle_gpu_pods import REAPER_NAMESPACE
+from gpu_platform.kubernetes.mig_startup_taint import NAME as MIG_REMOVER
+from gpu_platform.kubernetes.monitoring import GKE_DCGM_EXPORTER
+from gpu_platform.kubernetes.tenant_namespace import SMOKE_TEST_NAME
+from gpu_platform.policy_pack.platform_objects import PLATFORM_OBJECTS
 from tests.gpu_platform.policy_pack.builders import (
-    OPERATOR_PARENTS,
+    KIND_TYPES,
     PLATFORM,
     RELEASE,
     Analyze,
@@ -16,21 +24,23 @@ from tests.gpu_platform.policy_pack.builders import (
     urn,
     workload,
 )
+from tests.repository import STACKS
+from tests.shared_plans import shared_plan
 
 POLICY = "platform-images-by-digest"
 DIGEST = "sha256:" + "3c" * 32
 PYTHON = "docker.io/library/python:3.13.9-slim-trixie"
-REMOVER_PARENTS = (*OPERATOR_PARENTS, "gpu-platform:kubernetes:MigStartupTaintRemover")
 
 
 def platform_workload(image: str, init_image: str | None = None) -> Any:
-    """The MIG startup taint remover's Deployment, as the operator's component declares it."""
+    """The MIG startup taint remover's Deployment, by the name the platform gives it
+    (gpu_platform/kubernetes/mig_startup_taint.py), declared under no component of the
+    platform: the name, not the parents, makes it the platform's."""
     spec = restricted_pod_spec()
     spec["containers"][0]["image"] = image
     if init_image is not None:
         spec["initContainers"] = [{**spec["containers"][0], "name": "init", "image": init_image}]
-    found = workload("Deployment", spec, name="remover", namespace="gpu-operator")
-    return replace(found, urn=urn(found.type, found.name, REMOVER_PARENTS))
+    return workload("Deployment", spec, name=MIG_REMOVER, namespace="gpu-operator")
 
 
 def autoscaler(tag: str) -> Any:
@@ -127,11 +137,62 @@ def test_the_cos_installers_preloaded_image_never_pulled_needs_no_digest(
     assert pulled.startswith('init container "nvidia-driver-installer"')
 
 
-def test_a_stacks_own_workload_is_not_judged(analyze: Analyze) -> None:
+def test_a_stacks_own_workload_is_not_judged_whatever_parent_types_it_claims(
+    analyze: Analyze,
+) -> None:
     spec = restricted_pod_spec()
     spec["containers"][0]["image"] = PYTHON
+    own = workload("Deployment", spec)
+    # A program registers whatever parent types it likes (pulumi sdk/go/common/resource/urn.go).
+    forged = replace(own, urn=urn(own.type, own.name, (PLATFORM, "gpu-platform:mine:Anything")))
 
-    assert messages(analyze(workload("Deployment", spec)), POLICY) == []
+    assert messages(analyze(own), POLICY) == []
+    assert messages(analyze(forged), POLICY) == []
+
+
+def test_the_table_names_the_platforms_objects_as_its_code_names_them() -> None:
+    assert {(o.kind, o.name, o.namespace, o.prefix) for o in PLATFORM_OBJECTS} == {
+        ("Job", SMOKE_TEST_NAME, None, False),
+        ("Job", GATE_NAME_PREFIX, None, True),
+        ("DaemonSet", GKE_DCGM_EXPORTER, None, False),
+        ("Deployment", MIG_REMOVER, None, False),
+        ("CronJob", None, REAPER_NAMESPACE, False),
+        # GoogleCloudPlatform/container-engine-accelerators
+        # nvidia-driver-installer/cos/daemonset-preloaded.yaml at the commit
+        # gpu_platform/versions.py pins: metadata.name and metadata.namespace.
+        ("DaemonSet", "nvidia-driver-installer", "kube-system", False),
+    }
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_table_holds_every_pod_carrier_the_platform_declares_and_no_other(stack: str) -> None:
+    # The plan's parent types, which the pack never reads, tell the test what the platform's
+    # components declared.
+    resources = shared_plan(stack).resources
+    types = {r.urn: r.type for r in resources}
+    parents = {r.urn: r.parent for r in resources}
+
+    def declared_by_the_platform(urn: str | None) -> bool:
+        while urn is not None:
+            if types.get(urn, "").startswith("gpu-platform:"):
+                return True
+            urn = parents.get(urn)
+        return False
+
+    carriers = [r for r in resources if r.type in KIND_TYPES.values()]
+    ours = {(r.type, r.name) for r in carriers if declared_by_the_platform(r.parent)}
+    assert ours
+
+    def in_table(found: Any) -> bool:
+        kind = found.type.rsplit(":", 1)[1]
+        metadata = found.inputs.get("metadata", {})
+        return any(
+            entry.names(kind, metadata.get("name"))
+            and entry.namespace in (None, metadata.get("namespace"))
+            for entry in PLATFORM_OBJECTS
+        )
+
+    assert {(r.type, r.name) for r in carriers if in_table(r)} == ours
 
 
 def test_helm_values_name_images_by_digest_in_an_image_map(analyze: Analyze) -> None:

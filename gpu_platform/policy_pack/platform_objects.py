@@ -1,0 +1,57 @@
+"""The objects with pods that the platform's components declare outside Helm, by kind and name
+as the platform names them: its own objects are these, wherever a program declares them.
+
+A program may give its resources any parent types it likes (pulumi
+sdk/go/common/resource/urn.go: a URN's type path is whatever types its parents were registered
+with), so a parent type says nothing of who declared an object; like the platform's Helm
+releases (`platform_releases.py`), its other objects are told by what the platform itself
+names. A stack's own object of the same kind and name is held to the same rules: those the
+platform's objects meet (their images by digest), never fewer.
+
+Every entry mirrors the name the platform's code gives the object, which
+tests/gpu_platform/policy_pack/test_platform_images.py checks against the code and against the
+objects of a plan of every committed stack.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PlatformObject:
+    kind: str
+    """Its Kubernetes kind (`Deployment`), of the built-in API groups."""
+    name: str | None
+    """Its name; None for any name in `namespace`."""
+    namespace: str | None = None
+    """Its namespace; None for any (a tenant's namespace, the GPU Operator's, which the
+    stack's config chooses)."""
+    prefix: bool = False
+    """Whether `name` starts its name, the rest naming a release (the canary gate's)."""
+
+    def names(self, kind: str, name: str | None) -> bool:
+        """Whether an object of `kind` and `name` may be this one (its namespace aside)."""
+        if kind != self.kind:
+            return False
+        if self.name is None:
+            return True
+        return name is not None and (
+            name.startswith(self.name) if self.prefix else name == self.name
+        )
+
+
+PLATFORM_OBJECTS = (
+    # gpu_platform/kubernetes/tenant_namespace.py, SMOKE_TEST_NAME: in each tenant namespace.
+    PlatformObject("Job", "gpu-smoke-test"),
+    # gpu_platform/kubernetes/canary_gate.py, GATE_NAME_PREFIX and the release's id.
+    PlatformObject("Job", "gpu-canary-gate-", prefix=True),
+    # gpu_platform/kubernetes/monitoring.py, GKE_DCGM_EXPORTER: in the operator's namespace.
+    PlatformObject("DaemonSet", "nvidia-dcgm-exporter-gke"),
+    # gpu_platform/kubernetes/mig_startup_taint.py, NAME: in the operator's namespace.
+    PlatformObject("Deployment", "gpu-mig-startup-taint-remover"),
+    # gpu_platform/kubernetes/idle_gpu_pods.py: a CronJob per tenant namespace, named after it,
+    # in the reaper's own namespace (REAPER_NAMESPACE).
+    PlatformObject("CronJob", None, "gpu-idle-reaper"),
+    # gpu_platform/gke/driver_installer.py: Google's COS driver installer manifest
+    # (nvidia-driver-installer/cos/daemonset-preloaded.yaml), as published.
+    PlatformObject("DaemonSet", "nvidia-driver-installer", "kube-system"),
+)
