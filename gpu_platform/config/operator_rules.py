@@ -51,27 +51,31 @@ def _foreign_override_problems(values: Any, path: tuple[str | int, ...]) -> Iter
     elif isinstance(values, list):
         steps = list(enumerate(values))
     for step, value in steps:
-        if step in FOREIGN_ANYWHERE:
-            yield ConfigProblem(
-                key_path("operator", "overrides", *path, step),
-                value,
-                "no value: it moves the chart's objects out of the GPU Operator's namespace"
-                " (operator.namespace), and the policy pack then takes the operator's release"
-                " for the stack's own, which helm-release-workloads-visible refuses where it is"
-                " mandatory (docs/concepts.md, Helm releases)",
-            )
-        elif step in RAW_MANIFEST_KEYS:
-            yield ConfigProblem(
-                key_path("operator", "overrides", *path, step),
-                value,
-                "no value: the chart renders its entries as objects no policy sees, and the"
-                " policy pack then takes the operator's release for the stack's own, which"
-                " helm-release-workloads-visible refuses where it is mandatory; declare such"
-                " objects as resources of the stack's own program (docs/concepts.md, Helm"
-                " releases)",
-            )
-        else:
+        what = _foreign_override(step)
+        if what is None:
             yield from _foreign_override_problems(value, (*path, step))
+            continue
+        yield ConfigProblem(
+            key_path("operator", "overrides", *path, step),
+            value,
+            f"no value: {what}, and the policy pack would take the operator's release for the"
+            " stack's own, which helm-release-workloads-visible refuses where it is mandatory"
+            ' (docs/concepts.md, "Helm releases")',
+        )
+
+
+def _foreign_override(key: str | int) -> str | None:
+    """What a key of `operator.overrides` that the pack takes for a foreign setting does."""
+    if key in FOREIGN_ANYWHERE:
+        return (
+            "it moves the chart's objects out of the GPU Operator's namespace (operator.namespace)"
+        )
+    if key in RAW_MANIFEST_KEYS:
+        return (
+            "the chart renders its entries as objects no policy sees (declare such objects as"
+            " resources of the stack's own program)"
+        )
+    return None
 
 
 def _exporter_env_problems(exporter: dict[str, Any]) -> Iterator[ConfigProblem]:
