@@ -641,6 +641,11 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
             # Joins the platform's exporter env by name, which keeps the GPU ID type.
             interval = {"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}
             operator["overrides"] = {"dcgmExporter": {"env": [interval]}}
+        if draw(st.booleans()):
+            # Values the platform does not set: the policy pack takes the release for the
+            # platform's still, as prod's policy config requires of every config the loader
+            # accepts.
+            operator.setdefault("overrides", {}).update(draw(st.sampled_from(OPERATOR_OVERRIDES)))
         # Not on GKE Ubuntu, whose per-pool drivers need the pinned chart or newer.
         trial = {"chartVersion": TRIAL_OPERATOR_CHART} if node_image != "ubuntu" else {}
         operator.update(_moved(draw, repository=MIRROR, namespace="nvidia-gpu", **trial))
@@ -653,6 +658,18 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
         config["gpu-platform:protect"] = True
 
 
+OPERATOR_OVERRIDES: tuple[Config, ...] = (
+    {
+        "daemonsets": {
+            "labels": {"team": "ml-platform"},
+            "priorityClassName": "system-node-critical",
+        }
+    },
+    {"operator": {"resources": {"limits": {"memory": "1Gi"}}, "logging": {"level": "debug"}}},
+    {"validator": {"plugin": {"env": [{"name": "WITH_WORKLOAD", "value": "false"}]}}},
+)
+"""`operator.overrides` of chart values the platform leaves to the chart (gpu-operator v26.7.0
+values.yaml)."""
 TRIAL_OPERATOR_CHART = "v26.3.0"
 TRIAL_EXPORTER_IMAGE = {
     "repository": "nvcr.io/nvidia/k8s",
@@ -686,7 +703,8 @@ def pool_spec(config: Mapping[str, Any], name: str) -> Config:
 AMI_RELEASE = "1.35.6-20260714"
 """An AL2023 NVIDIA release of the stand-in EKS cluster's Kubernetes 1.35."""
 CORNER_STACKS: dict[str, Config] = {
-    "EKS node groups: a MIG pool a tenant's migQuota and smoke test use, an arm64 pool": {
+    "EKS node groups: a MIG pool a tenant's migQuota and smoke test use, an arm64 pool, chart "
+    "values the platform does not set": {
         "aws:region": AWS_REGION,
         "gpu-platform:cloud": "aws",
         "gpu-platform:cluster": {"name": "ml-sweep", "region": AWS_REGION},
@@ -716,6 +734,9 @@ CORNER_STACKS: dict[str, Config] = {
                 "smokeTestPool": "a100-mig",
             }
         ],
+        "gpu-platform:operator": {
+            "overrides": {key: value for o in OPERATOR_OVERRIDES for key, value in o.items()}
+        },
     },
     "an existing Karpenter: EFA H100s in two zones, a family pool with its own taints": {
         "aws:region": AWS_REGION,

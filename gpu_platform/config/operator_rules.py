@@ -10,6 +10,8 @@ from gpu_platform.config.pools import gke_shares
 from gpu_platform.config.problems import MISSING, ConfigProblem, key_path
 from gpu_platform.config.stack import StackConfig, known_platform
 from gpu_platform.kubernetes.chart_keys import chart_components
+from gpu_platform.policy_pack.platform_releases import RAW_MANIFEST_KEYS
+from gpu_platform.policy_pack.platform_values import FOREIGN_ANYWHERE
 from gpu_platform.versions import GPU_OPERATOR_CHART, KUBE_PROMETHEUS_STACK_CHART
 
 
@@ -32,6 +34,48 @@ def operator_override_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 values,
                 f"a top-level component of the {chart.name} {chart.version} chart ({hint})",
             )
+        else:
+            yield from _foreign_override_problems(values, (name,))
+
+
+def _foreign_override_problems(values: Any, path: tuple[str | int, ...]) -> Iterator[ConfigProblem]:
+    """Keys that would make the GPU Operator's release one the policy pack takes for the
+    stack's own, not the platform's (gpu_platform/policy_pack/platform_values.py): a subchart's
+    `namespaceOverride` (node-feature-discovery 0.19.0's) moves its objects out of the
+    operator's namespace, and a chart renders the entries of `extraObjects`, `extraManifests`
+    or `extraResources` as manifests of their own, which no policy sees. Under prod's policy
+    config the release would then fail `helm-release-workloads-visible`."""
+    steps: list[tuple[str | int, Any]] = []
+    if isinstance(values, dict):
+        steps = list(values.items())
+    elif isinstance(values, list):
+        steps = list(enumerate(values))
+    for step, value in steps:
+        what = _foreign_override(step)
+        if what is None:
+            yield from _foreign_override_problems(value, (*path, step))
+            continue
+        yield ConfigProblem(
+            key_path("operator", "overrides", *path, step),
+            value,
+            f"no value: {what}, and the policy pack would take the operator's release for the"
+            " stack's own, which helm-release-workloads-visible refuses where it is mandatory"
+            ' (docs/concepts.md, "Helm releases")',
+        )
+
+
+def _foreign_override(key: str | int) -> str | None:
+    """What a key of `operator.overrides` that the pack takes for a foreign setting does."""
+    if key in FOREIGN_ANYWHERE:
+        return (
+            "it moves the chart's objects out of the GPU Operator's namespace (operator.namespace)"
+        )
+    if key in RAW_MANIFEST_KEYS:
+        return (
+            "the chart renders its entries as objects no policy sees (declare such objects as"
+            " resources of the stack's own program)"
+        )
+    return None
 
 
 def _exporter_env_problems(exporter: dict[str, Any]) -> Iterator[ConfigProblem]:

@@ -16,6 +16,7 @@ from typing import Any
 from argo import EXPRESSION
 from checks import resource_policy
 from platform_releases import PLATFORM_OBJECT_PREFIX, PLATFORM_RELEASES, RAW_MANIFEST_KEYS
+from platform_values import PLATFORM_VALUES, ChartValues, KeyPath
 from pods import namespace_or_default
 from props import Step, elements, field_path, flag, is_list, number, shown, text, value_at
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs
@@ -245,16 +246,50 @@ def is_platform_release(args: ResourceValidationArgs) -> bool:
 
 def foreign_settings(props: Mapping[str, Any]) -> list[str]:
     """The settings of a release that make its chart run what the platform's own release does
-    not: a `postrender` command and `valueYamlFiles`, which no policy reads, and each object in
-    a value the chart renders as given (`platform_releases.RAW_MANIFEST_KEYS`) but the
-    platform's own (`PLATFORM_OBJECT_PREFIX`)."""
+    not: a `postrender` command and `valueYamlFiles`, which no policy reads; each value at a key
+    path the platform's release of the chart does not set, or an image repository other than
+    the one it pins (`platform_values.PLATFORM_VALUES`); and each object in a value the chart
+    renders as given (`platform_releases.RAW_MANIFEST_KEYS`) but the platform's own
+    (`PLATFORM_OBJECT_PREFIX`) where the platform gives the chart one."""
     found = [key for key in ("postrender",) if text(props, key)]
     found += ["valueYamlFiles"] if elements(props, "valueYamlFiles") else []
+    table = PLATFORM_VALUES.get(chart_name(text(props, "chart") or ""), ChartValues(frozenset()))
+    values = value_at(props, "values")
+    foreign = list(_foreign_keys(values, (), table))
+    found += [field_path("values", *path) for path in foreign]
     return found + [
         field_path("values", *path)
-        for path, item in _raw_manifests(value_at(props, "values"), ())
-        if not _platform_object(item)
+        for path, item in _raw_manifests(values, ())
+        if not any(path[: len(f)] == f for f in foreign)
+        and not (_raw_path(path) in table.paths and _platform_object(item))
     ]
+
+
+def _foreign_keys(values: Any, path: KeyPath, table: ChartValues) -> Iterator[KeyPath]:
+    """Each key path in `values` the platform's release of the chart does not set, outermost
+    first, or sets to another image repository than the one it pins; the values the chart
+    renders as manifests are `_raw_manifests`' to judge. A value not known yet (at preview) is
+    judged by its key alone, unless it is one the platform pins or one to look into."""
+    if not isinstance(values, Mapping):
+        return
+    for key in values:
+        here = (*path, str(key))
+        if key in RAW_MANIFEST_KEYS:
+            continue
+        if table.sets(here):
+            pinned = table.images.get(here)
+            if pinned is not None and values[key] != pinned:
+                yield here
+        elif table.leads_to(here) and isinstance(values[key], Mapping):
+            yield from _foreign_keys(values[key], here, table)
+        else:
+            yield here
+
+
+def _raw_path(path: tuple[Step, ...]) -> KeyPath:
+    """The key path of the raw-manifest value an entry's path (`extraObjects[0]`) is in."""
+    keys = tuple(str(step) for step in path)
+    return keys[: max(i for i, key in enumerate(keys) if key in RAW_MANIFEST_KEYS) + 1]
 
 
 def _raw_manifests(values: Any, path: tuple[Step, ...]) -> Iterator[tuple[tuple[Step, ...], Any]]:

@@ -14,8 +14,10 @@ which Pod Security lets it run privileged in, as the stack's policy config lists
 
 Chart and version are not all: the same chart at the same version runs whatever its values
 make it run. A release with a `postrender` command or `valueYamlFiles` (values the policies never
-read), or with objects in a value its chart renders as given (`RAW_MANIFEST_KEYS`) other than
-the platform's own (`PLATFORM_OBJECT_PREFIX`), is not the platform's.
+read), with a value at a key path the platform does not set for its chart or another image
+repository than it pins (`platform_values.PLATFORM_VALUES`), or with objects in a value its
+chart renders as given (`RAW_MANIFEST_KEYS`) other than the platform's own
+(`PLATFORM_OBJECT_PREFIX`), is not the platform's.
 
 Every entry mirrors `gpu_platform/versions.py`, which tests/gpu_platform/policy_pack/test_helm.py
 checks, with the releases of a plan of every committed stack.

@@ -124,11 +124,15 @@ def test_an_http_prometheus_url_with_a_path_is_accepted(url: str) -> None:
 # --- The DCGM exporter's env in the chart overrides -------------------------------------------
 
 
-def with_exporter_env(dev_config: Config, env: Any) -> Config:
+def with_overrides(dev_config: Config, overrides: dict[str, Any]) -> Config:
     raw = {k.removeprefix("gpu-platform:"): v for k, v in dev_config.items() if ":" in k}
     raw = {k: v for k, v in raw.items() if not k.startswith("aws")}
-    raw["operator"] = {"overrides": {"dcgmExporter": {"env": env}}}
+    raw["operator"] = {"overrides": overrides}
     return raw
+
+
+def with_exporter_env(dev_config: Config, env: Any) -> Config:
+    return with_overrides(dev_config, {"dcgmExporter": {"env": env}})
 
 
 def test_an_override_of_the_exporters_gpu_id_type_is_refused(dev_config: Config) -> None:
@@ -157,3 +161,34 @@ def test_an_exporter_env_that_cannot_merge_by_name_is_refused(dev_config: Config
         "gpu-platform:operator.overrides.dcgmExporter.env",
         "a list of environment variables, each with a name: {name: NAME, value: VALUE}",
     )
+
+
+# --- Overrides that would make the operator's release the stack's own --------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "path", "value"),
+    [
+        # node-feature-discovery 0.19.0 (the gpu-operator v26.7.0 chart's subchart) values.yaml
+        # `namespaceOverride`: its objects go to that namespace.
+        (
+            {"node-feature-discovery": {"namespaceOverride": "kube-system"}},
+            "node-feature-discovery.namespaceOverride",
+            "kube-system",
+        ),
+        (
+            {"driver": {"manager": {"extraObjects": [{"kind": "Pod"}]}}},
+            "driver.manager.extraObjects",
+            [{"kind": "Pod"}],
+        ),
+    ],
+    ids=["namespaceOverride", "extraObjects"],
+)
+def test_an_override_the_pack_would_take_for_the_stacks_own_is_refused(
+    dev_config: Config, overrides: dict[str, Any], path: str, value: Any
+) -> None:
+    (problem,) = problems_of(with_overrides(dev_config, overrides))
+
+    assert (problem.path, problem.value) == (f"gpu-platform:operator.overrides.{path}", value)
+    assert problem.expected.startswith("no value: ")
+    assert "helm-release-workloads-visible" in problem.expected

@@ -1,0 +1,273 @@
+"""The chart values the platform's releases set (gpu_platform/policy_pack/platform_values.py):
+the table holds every key path the program sets and no other, and a release of a pinned chart
+setting anything else is the stack's own."""
+
+import copy
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from gpu_platform.cli.offline import Plan
+from gpu_platform.kubernetes.chart_images.prometheus_stack import PINNED
+from gpu_platform.kubernetes.chart_keys import chart_components
+from gpu_platform.policy_pack.platform_values import PLATFORM_VALUES, KeyPath
+from gpu_platform.versions import GPU_OPERATOR_CHART
+from tests.conftest import Config, dev_stack_config, gke_stack_config
+from tests.gpu_platform.policy_pack.builders import (
+    RELEASE,
+    ROLLS_BACK,
+    Analyze,
+    gpu_operator_release,
+    messages,
+    resource,
+)
+from tests.repository import STACKS
+from tests.shared_plans import shared_plan
+
+VISIBLE = "helm-release-workloads-visible"
+PROD = {"all": "mandatory"}
+
+
+def _chart(release: Any) -> str:
+    return str(release.inputs["chart"]).rsplit("/", 1)[-1]
+
+
+def _key_paths(values: Any, path: KeyPath = ()) -> Iterator[tuple[KeyPath, Any]]:
+    """(key path, value) of each leaf of a values tree: a scalar, a list, an empty map."""
+    if isinstance(values, Mapping) and values:
+        for key, value in values.items():
+            yield from _key_paths(value, (*path, key))
+    elif path:
+        yield path, values
+
+
+def _releases(plan: Plan) -> list[Any]:
+    return [r for r in plan.resources if r.type == RELEASE]
+
+
+def _every_optional_release(dev: Config) -> list[Config]:
+    """Configs beside the committed stacks that turn on what they leave off: GKE Ubuntu (the
+    operator's per-pool drivers) with the Prometheus stack moved, and EKS with the Prometheus
+    stack, an EFA pool and the priority expander."""
+    ubuntu = gke_stack_config(copy.deepcopy(dev))
+    ubuntu["gpu-platform:cluster"]["nodeImage"] = "ubuntu"
+    ubuntu["gpu-platform:pools"][0]["sharing"] = {"mode": "exclusive"}
+    ubuntu["gpu-platform:monitoring"] = {"installPrometheusStack": True, "namespace": "metrics"}
+    eks = copy.deepcopy(dev)
+    eks["gpu-platform:monitoring"] = {"installPrometheusStack": True}
+    eks["gpu-platform:autoscaler"] = {"expander": "priority"}
+    return [ubuntu, eks]
+
+
+@pytest.fixture(scope="module")
+def planned(shared_plan_for: Callable[[Config], Plan]) -> list[Any]:
+    plans = [shared_plan(stack) for stack in STACKS]
+    plans += [shared_plan_for(config) for config in _every_optional_release(dev_stack_config())]
+    return [release for plan in plans for release in _releases(plan)]
+
+
+def test_every_value_the_program_sets_is_in_its_charts_table(planned: list[Any]) -> None:
+    outside = sorted(
+        (_chart(release), path)
+        for release in planned
+        for path, _ in _key_paths(release.inputs.get("values", {}))
+        if not PLATFORM_VALUES[_chart(release)].sets(path)
+    )
+
+    assert outside == []
+
+
+def test_every_image_repository_the_program_sets_is_the_pinned_one(planned: list[Any]) -> None:
+    repositories = {
+        (_chart(release), path): value
+        for release in planned
+        for path, value in _key_paths(release.inputs.get("values", {}))
+        if path in PLATFORM_VALUES[_chart(release)].images
+    }
+
+    assert repositories == {
+        (chart, path): repository
+        for chart, table in PLATFORM_VALUES.items()
+        for path, repository in table.images.items()
+    }
+
+
+def test_the_table_holds_no_path_the_program_never_sets(planned: list[Any]) -> None:
+    set_ = {
+        (_chart(release), path)
+        for release in planned
+        for path, _ in _key_paths(release.inputs.get("values", {}))
+    }
+    # The Prometheus stack's digests, set where the lock holds one (no lock in the tests).
+    set_ |= {("kube-prometheus-stack", (*p.path.split("."), p.key)) for p in PINNED}
+
+    assert {
+        (chart, path) for chart, table in PLATFORM_VALUES.items() for path in table.paths
+    } <= set_
+
+
+def test_the_operators_components_are_the_pinned_charts() -> None:
+    # Every top-level component `operator.overrides` may name (the config loader checks names
+    # against the pinned chart's key list, gpu_platform/kubernetes/chart_keys/).
+    assert PLATFORM_VALUES["gpu-operator"].components == chart_components(
+        GPU_OPERATOR_CHART.version
+    )
+
+
+def test_the_platforms_releases_of_every_config_are_its_own(
+    analyze: Analyze, planned: list[Any]
+) -> None:
+    assert messages(analyze(*planned, config=PROD), VISIBLE) == []
+
+
+def autoscaler(values: Mapping[str, Any]) -> Any:
+    """cluster-autoscaler 9.59.0 from its pinned repository, as a stack's program may release
+    it, with the platform's image and `values` beside it."""
+    return resource(
+        RELEASE,
+        "autoscaler",
+        {
+            "chart": "cluster-autoscaler",
+            "version": "9.59.0",
+            "repositoryOpts": {"repo": "https://kubernetes.github.io/autoscaler"},
+            **ROLLS_BACK,
+            "values": {
+                "image": {"repository": "registry.k8s.io/autoscaling/cluster-autoscaler"},
+                **values,
+            },
+        },
+    )
+
+
+def prometheus_stack(values: Mapping[str, Any]) -> Any:
+    return resource(
+        RELEASE,
+        "metrics",
+        {
+            "chart": "kube-prometheus-stack",
+            "version": "93.4.1",
+            "repositoryOpts": {"repo": "https://prometheus-community.github.io/helm-charts"},
+            **ROLLS_BACK,
+            "values": values,
+        },
+    )
+
+
+def foreign(found: str) -> str:
+    return (
+        "It installs the platform's chart at its version, but "
+        f"{found} make it run what the platform's own release does not"
+    )
+
+
+# The one object the platform gives a chart, the GPU Operator's
+# (gpu_platform/kubernetes/operator_values.py, dcgm_metrics_config_map).
+METRICS_CONFIG_MAP = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "gpu-platform-dcgm-metrics-0123456789", "namespace": "kube-system"},
+    "data": {"metrics": "DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n"},
+}
+PRIVILEGED_CONTAINER = {
+    "name": "shell",
+    "image": "busybox",
+    "securityContext": {"privileged": True},
+}
+
+
+@pytest.mark.parametrize(
+    ("release", "found"),
+    [
+        # cluster-autoscaler 9.59.0 values.yaml `initContainers`, `hostNetwork`,
+        # `extraVolumes`, `image.repository`, `resources`, rendered by
+        # charts/cluster-autoscaler/templates/deployment.yaml into its Deployment.
+        (autoscaler({"initContainers": [PRIVILEGED_CONTAINER]}), "values.initContainers"),
+        (autoscaler({"hostNetwork": True}), "values.hostNetwork"),
+        # The GPU Operator's object is the platform's in that chart's values alone.
+        (autoscaler({"extraObjects": [METRICS_CONFIG_MAP]}), "values.extraObjects[0]"),
+        (
+            autoscaler({"extraVolumes": [{"name": "root", "hostPath": {"path": "/"}}]}),
+            "values.extraVolumes",
+        ),
+        (autoscaler({"image": {"repository": "evil/x"}}), "values.image.repository"),
+        (
+            autoscaler({"resources": {"limits": {"nvidia.com/gpu": 64}}}),
+            'values.resources.limits["nvidia.com/gpu"]',
+        ),
+        # prometheus-node-exporter (kube-prometheus-stack 93.4.1's subchart) renders its
+        # objects in `namespaceOverride` where set (templates/_helpers.tpl,
+        # `prometheus-node-exporter.namespace`); kube-state-metrics likewise.
+        (
+            prometheus_stack({"kube-state-metrics": {"namespaceOverride": "kube-system"}}),
+            "values.kube-state-metrics.namespaceOverride",
+        ),
+        (prometheus_stack({"namespaceOverride": "kube-system"}), "values.namespaceOverride"),
+        (
+            prometheus_stack(
+                {
+                    "prometheus-node-exporter": {
+                        "namespaceOverride": "monitoring-node-exporter",
+                        "image": {"repository": "evil/x"},
+                    }
+                }
+            ),
+            "values.prometheus-node-exporter.image.repository",
+        ),
+        (
+            prometheus_stack({"prometheus-node-exporter": {"extraManifests": ["kind: Pod"]}}),
+            "values.prometheus-node-exporter.extraManifests[0]",
+        ),
+    ],
+    ids=[
+        "initContainers",
+        "hostNetwork",
+        "operators-object",
+        "hostPath-extraVolumes",
+        "image-repository",
+        "gpus",
+        "subchart-namespaceOverride",
+        "namespaceOverride",
+        "node-exporter-image",
+        "subchart-extraManifests",
+    ],
+)
+def test_a_pinned_chart_with_values_the_platform_does_not_set_is_the_stacks_own(
+    analyze: Analyze, release: Any, found: str
+) -> None:
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert foreign(found) in message
+
+
+def test_the_platforms_own_values_of_a_pinned_chart_leave_it_the_platforms(
+    analyze: Analyze,
+) -> None:
+    # kube-prometheus-stack with node-exporter in the namespace the platform gives it
+    # (gpu_platform/kubernetes/monitoring.py, `prometheus_stack_values`).
+    release = prometheus_stack(
+        {"prometheus-node-exporter": {"namespaceOverride": "monitoring-node-exporter"}}
+    )
+
+    assert messages(analyze(release, autoscaler({}), config=PROD), VISIBLE) == []
+
+
+@pytest.mark.parametrize(
+    ("values", "platforms"),
+    [
+        # What `operator.overrides` may merge in: any key of a top-level component.
+        ({"driver": {"repository": "registry.example.com/nvidia"}}, True),
+        ({"toolkit": {"env": [{"name": "CONTAINERD_SOCKET", "value": "/run/c.sock"}]}}, True),
+        # node-feature-discovery 0.19.0 (the operator's subchart) values.yaml `namespaceOverride`.
+        ({"node-feature-discovery": {"namespaceOverride": "kube-system"}}, False),
+        ({"hostNetwork": True}, False),
+    ],
+    ids=["driver-repository", "toolkit-env", "nfd-namespaceOverride", "top-level-key"],
+)
+def test_the_operators_values_are_its_components(
+    analyze: Analyze, values: dict[str, Any], platforms: bool
+) -> None:
+    release = gpu_operator_release()
+    release.inputs["values"] = values
+
+    assert bool(messages(analyze(release, config=PROD), VISIBLE)) is not platforms
