@@ -54,7 +54,13 @@ def in_scope(args: ResourceValidationArgs) -> bool:
     if args.resource_type == RELEASE_TYPE:
         return is_platform_release(args)
     found = api_group_and_kind(args.resource_type)
-    if found is None or found[0] not in _BUILT_IN_GROUPS:
+    # Only a kind the platform declares has its name read: a name not known at preview
+    # (a stack's Namespace named after another resource) must not hold up this rule elsewhere.
+    if (
+        found is None
+        or found[0] not in _BUILT_IN_GROUPS
+        or all(entry.kind != found[1] for entry in PLATFORM_OBJECTS)
+    ):
         return False
     kind, name = found[1], text(args.props, "metadata", "name")
     for entry in PLATFORM_OBJECTS:
