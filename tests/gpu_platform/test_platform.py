@@ -361,6 +361,26 @@ def test_an_instance_name_too_long_for_its_iam_roles_is_refused_by_name(
     assert plan.resources == []
 
 
+def test_an_instance_name_that_makes_a_role_name_of_iams_64_characters_plans(
+    tmp_path: Path,
+) -> None:
+    # IAM CreateRole, `RoleName`: at most 64 characters. On a created ml-dev, an instance name
+    # of 38 characters makes `ml-dev.<instance>-cluster-autoscaler` exactly 64; the system
+    # node group's and the pools' roles do not take it.
+    instance = "a" * 38
+    config = stack_config("eks-new", PROJECT)
+    project = in_code_project(tmp_path, platform_settings(config))
+    (tmp_path / "__main__.py").write_text(
+        TWO_PLATFORMS_PROGRAM.replace('"team-a"', f'"{instance}"')
+    )
+
+    plan = run_program("eks-new", config=other_config(config), project=project)
+
+    names = {r.inputs["name"] for r in plan.of_type("aws:iam/role:Role")}
+    assert max(len(name) for name in names) == 64
+    assert {f"ml-dev.{instance}-cluster-autoscaler", "ml-dev.system-nodes"} <= names
+
+
 def test_a_kubeconfig_context_beside_a_kubernetes_provider_of_the_programs_own_is_refused(
     tmp_path: Path,
 ) -> None:
