@@ -15,12 +15,12 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.cli.stack_files import stack_config
 from tests.aws_managed_policies import MANAGED_POLICIES
 from tests.aws_service_reference import (
     access_level,
@@ -33,7 +33,6 @@ from tests.aws_service_reference import (
     takes_resource,
     unknown_actions,
 )
-from tests.conftest import Config
 from tests.gpu_platform.test_platform import (
     TWO_PLATFORMS_PROGRAM,
     in_code_project,
@@ -41,7 +40,7 @@ from tests.gpu_platform.test_platform import (
     platform_settings,
 )
 from tests.iam_policy import Policy, Request, Statement, allowed, as_list, statements
-from tests.repository import ROOT
+from tests.repository import PROJECT, ROOT
 from tests.shared_plans import shared_plan
 
 IAM_DOCS = ROOT / "docs" / "iam"
@@ -733,7 +732,12 @@ def iam_requests(stack: StackRequests) -> Iterator[Request]:
     by_name = {inputs["name"]: inputs for inputs in roles.values()}
 
     def on_role(action: str, inputs: Mapping[str, Any], **context: Any) -> Request:
-        bounded = {"iam:PermissionsBoundary": inputs["permissionsBoundary"]}
+        # A created cluster's own role and its EBS CSI driver's carry no boundary.
+        bounded = (
+            {"iam:PermissionsBoundary": inputs["permissionsBoundary"]}
+            if "permissionsBoundary" in inputs
+            else {}
+        )
         return stack.request(
             action, stack.arn("iam", f"role/{inputs['name']}"), **bounded, **context
         )
@@ -1063,39 +1067,103 @@ def test_the_preflight_policy_simulates_only_the_role_its_tag_names(
     assert allowed(request, [_document("eks-preflight-policy.json")]) is expected
 
 
-def test_the_deploy_role_passes_the_roles_of_parts_named_under_an_instance(
-    tmp_path: Path, dev_config: Config
-) -> None:
-    # With part_names_under_it a Pod Identity role takes the part's name: `ml-dev.team-a-vpc-cni`.
-    project = in_code_project(tmp_path, platform_settings(dev_config))
-    (tmp_path / "__main__.py").write_text(TWO_PLATFORMS_PROGRAM)
-    plan = run_program("dev", config=other_config(dev_config), project=project)
-    ml_dev = DEPLOY_ROLE | {
-        "aws:PrincipalAccount": STAND_IN_ACCOUNT,
-        "aws:PrincipalTag/gpu-platform-cluster": "ml-dev",
-        "aws:PrincipalTag/gpu-platform-prefix": "ml-dev",
-    }
-    passed = [
-        a.inputs["roleArn"]
-        for a in plan.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
-        if a.name.startswith("team-a-")
-    ]
+TWO_INSTANCE_STACKS = ("dev", "karpenter-dev", "eks-new")
 
-    assert {arn.rsplit("/", 1)[-1] for arn in passed} == {
-        "ml-dev.team-a-cluster-autoscaler",
-        "ml-dev.team-a-vpc-cni",
-    }
-    service = {"iam:PassedToService": "pods.eks.amazonaws.com"}
-    assert [
-        arn
-        for arn in passed
-        if not allowed(Request("iam:PassRole", arn, ml_dev | service), deploy_policies())
-    ] == []
-    assert deploy_may(
-        "iam:PassRole",
-        role(f"{CLUSTER}.team-a-karpenter"),
-        iam_PassedToService="pods.eks.amazonaws.com",
+
+@pytest.fixture(scope="module")
+def two_instance_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Plan]:
+    """Each EKS kind of stack (node groups, Karpenter, a created cluster) planned as two
+    platforms, `team-a` on ml-dev and `team-b` on ml-other, their parts named under each."""
+    plans = {}
+    for stack in TWO_INSTANCE_STACKS:
+        config = stack_config(stack, PROJECT)
+        project = in_code_project(tmp_path_factory.mktemp(stack), platform_settings(config))
+        (project.program.parent / "__main__.py").write_text(TWO_PLATFORMS_PROGRAM)
+        plans[stack] = run_program(stack, config=other_config(config), project=project)
+    return plans
+
+
+def instance_plan(plan: Plan, instance: str) -> Plan:
+    """What the platform `instance` of a two-platform plan declares, with the deploy role tags
+    it registers as its outputs (`deployRoleTags`)."""
+    (platform,) = [r for r in plan.of_type("gpu-platform:index:GpuPlatform") if r.name == instance]
+    return Plan(
+        plan.stack,
+        resources=[r for r in plan.resources if r.name.startswith(f"{instance}-")],
+        outputs=plan.component_outputs[platform.urn],
     )
+
+
+def instance_role_requests(plan: Plan, instance: str) -> list[Request]:
+    """The IAM requests that create, change and pass the roles the platform `instance` of a
+    two-platform plan creates."""
+    one = instance_plan(plan, instance)
+    created = {r.inputs["name"] for r in one.of_type("aws:iam/role:Role")}
+    return [r for r in iam_requests(StackRequests(one)) if r.resource.rsplit("/", 1)[-1] in created]
+
+
+def test_the_deploy_policy_reaches_every_role_two_instances_create_within_the_boundary(
+    two_instance_plans: dict[str, Plan],
+) -> None:
+    # With part_names_under_it a Pod Identity role takes the part's name
+    # (`ml-dev.team-a-vpc-cni`); a created cluster's system node group has a node role of its
+    # own (`ml-dev.system-nodes`), passed to EKS like the pools'.
+    requests = {
+        (stack, instance): instance_role_requests(plan, instance)
+        for stack, plan in two_instance_plans.items()
+        for instance in ("team-a", "team-b")
+    }
+    roles = {
+        (stack, r.resource.rsplit("/", 1)[-1])
+        for (stack, instance), made in requests.items()
+        if instance == "team-a"
+        for r in made
+    }
+
+    assert roles == {
+        ("dev", "ml-dev.pool-t4-shared"),
+        ("dev", "ml-dev.team-a-cluster-autoscaler"),
+        ("dev", "ml-dev.team-a-vpc-cni"),
+        ("karpenter-dev", "ml-dev.karpenter-nodes"),
+        ("karpenter-dev", "ml-dev.team-a-karpenter"),
+        ("karpenter-dev", "ml-dev.team-a-vpc-cni"),
+        ("eks-new", "ml-dev.cluster"),
+        ("eks-new", "ml-dev.ebs-csi"),
+        ("eks-new", "ml-dev.pool-l4"),
+        ("eks-new", "ml-dev.system-nodes"),
+        ("eks-new", "ml-dev.team-a-cluster-autoscaler"),
+        ("eks-new", "ml-dev.team-a-vpc-cni"),
+    }
+    assert {"iam:CreateRole", "iam:PassRole"} <= {
+        r.action for made in requests.values() for r in made
+    }
+    # Only the two roles outside the boundary, which the first `pulumi up` of a created cluster
+    # makes as an administrator (docs/iam/README.md, "A stack that creates its EKS cluster").
+    assert {
+        (stack, r.resource.rsplit("/", 1)[-1])
+        for (stack, _), made in requests.items()
+        for r in made
+        if not allowed(r, deploy_policies())
+    } == {
+        ("eks-new", "ml-dev.cluster"),
+        ("eks-new", "ml-dev.ebs-csi"),
+        ("eks-new", "ml-other.cluster"),
+        ("eks-new", "ml-other.ebs-csi"),
+    }
+
+
+def test_the_deploy_policies_allow_what_two_instances_on_existing_clusters_create(
+    two_instance_plans: dict[str, Plan],
+) -> None:
+    # Each instance as its own cluster's deploy role makes it: its queue, rules, launch
+    # templates and roles under its cluster's prefix.
+    assert [
+        (stack, instance, r.action, r.resource)
+        for stack in ("dev", "karpenter-dev")
+        for instance in ("team-a", "team-b")
+        for r in program_requests(instance_plan(two_instance_plans[stack], instance))
+        if not allowed(r, deploy_policies())
+    ] == []
     # Another cluster's, under its own prefix, stays out of reach.
     assert not deploy_may(
         "iam:PassRole",

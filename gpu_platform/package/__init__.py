@@ -1,6 +1,7 @@
 """`GpuPlatform` as a Pulumi component package, for programs in every Pulumi language.
 
-`PulumiPlugin.yaml` at the repository's root names this package's `__main__.py`, which hosts
+This directory is the plugin `pulumi package add` names: its `PulumiPlugin.yaml` has Pulumi
+run its `__main__.py`, which hosts
 `gpu_platform.package.component.GpuPlatform` with the Python SDK's component provider host: the
 host infers the package's schema from the component's annotations, and SDKs for TypeScript, Go,
 .NET, Java and YAML are generated from that schema (`pulumi package add`).

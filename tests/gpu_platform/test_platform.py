@@ -361,6 +361,26 @@ def test_an_instance_name_too_long_for_its_iam_roles_is_refused_by_name(
     assert plan.resources == []
 
 
+def test_an_instance_name_that_makes_a_role_name_of_iams_64_characters_plans(
+    tmp_path: Path,
+) -> None:
+    # IAM CreateRole, `RoleName`: at most 64 characters. On a created ml-dev, an instance name
+    # of 38 characters makes `ml-dev.<instance>-cluster-autoscaler` exactly 64; the system
+    # node group's and the pools' roles do not take it.
+    instance = "a" * 38
+    config = stack_config("eks-new", PROJECT)
+    project = in_code_project(tmp_path, platform_settings(config))
+    (tmp_path / "__main__.py").write_text(
+        TWO_PLATFORMS_PROGRAM.replace('"team-a"', f'"{instance}"')
+    )
+
+    plan = run_program("eks-new", config=other_config(config), project=project)
+
+    names = {r.inputs["name"] for r in plan.of_type("aws:iam/role:Role")}
+    assert max(len(name) for name in names) == 64
+    assert {f"ml-dev.{instance}-cluster-autoscaler", "ml-dev.system-nodes"} <= names
+
+
 def test_a_kubeconfig_context_beside_a_kubernetes_provider_of_the_programs_own_is_refused(
     tmp_path: Path,
 ) -> None:
@@ -373,3 +393,88 @@ def test_a_kubeconfig_context_beside_a_kubernetes_provider_of_the_programs_own_i
     assert [(p.path, p.value) for p in plan.error.problems] == [
         ("gpu-platform:cluster.kubeconfigContext", "a")
     ]
+
+
+# A program that disables every default provider and gives the platform its own, made from the
+# stack's settings: a cloud provider, and a Kubernetes provider where the cluster exists (for one
+# it creates, the platform makes its own).
+EXPLICIT_PROVIDERS_PROGRAM = """\
+import json
+import pathlib
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_gcp as gcp
+import pulumi_kubernetes as kubernetes
+
+from gpu_platform import GpuPlatform, GpuPlatformArgs
+
+settings = json.loads((pathlib.Path(__file__).parent / "settings.json").read_text())
+cluster = settings["cluster"]
+if settings["cloud"] == "aws":
+    providers = [aws.Provider("cloud", region=cluster["region"])]
+else:
+    providers = [gcp.Provider("cloud", project=cluster["project"], region=cluster["location"])]
+if "create" not in cluster:
+    providers.append(kubernetes.Provider("reach", kubeconfig="kubeconfig"))
+GpuPlatform(
+    "gpu-platform",
+    GpuPlatformArgs.from_settings(settings),
+    pulumi.ResourceOptions(providers=providers),
+)
+"""
+
+
+# A created GKE cluster in a network of the user's looks its subnet up; in a new one, nothing.
+EXISTING_GKE_NETWORK = {
+    "network": "shared",
+    "subnetwork": "gke-us-central1",
+    "podsRangeName": "gke-pods",
+    "servicesRangeName": "gke-services",
+}
+
+
+@pytest.fixture(
+    scope="module", params=["dev", "eks-new", "gke-dev", "gke-new", "gke-new/existingNetwork"]
+)
+def explicit_providers_plan(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Plan:
+    """The stack's platform planned by `EXPLICIT_PROVIDERS_PROGRAM`: EKS and GKE, each on a
+    cluster it finds and on one it creates (GKE's in a new network and in an existing one)."""
+    stack, _, variant = request.param.partition("/")
+    config = stack_config(stack, PROJECT)
+    settings = platform_settings(config)
+    if variant:
+        settings["cluster"]["create"]["gcp"][variant] = EXISTING_GKE_NETWORK
+    project = in_code_project(tmp_path_factory.mktemp("explicit"), settings)
+    (project.program.parent / "__main__.py").write_text(EXPLICIT_PROVIDERS_PROGRAM)
+    config = {
+        **{k: v for k, v in other_config(config).items() if not k.startswith(("aws:", "gcp:"))},
+        "pulumi:disable-default-providers": ["*"],
+    }
+    return run_program(stack, config=config, project=project)
+
+
+def test_with_default_providers_disabled_every_call_names_a_provider_of_the_program(
+    explicit_providers_plan: Plan,
+) -> None:
+    # Under `pulumi:disable-default-providers` the engine refuses a resource or invoke that names
+    # no provider (pulumi v3.260.0 pkg/resource/deploy/default_providers.go, `shouldDenyRequest`;
+    # sdk/go/common/diag/errors.go: "Default provider for '%v' disabled"); the mock monitor
+    # does not, so the test reads what each registration and invoke names. A lookup goes
+    # through the given cloud provider; a resource through a provider the program or the
+    # platform declares, of its own package.
+    plan = explicit_providers_plan
+    providers = {r.urn: r.type for r in plan.resources if r.type.startswith("pulumi:providers:")}
+    (cloud,) = [urn for urn, type_ in providers.items() if type_.split(":")[2] in ("aws", "gcp")]
+
+    assert plan.invokes
+    assert [(i.token, i.provider) for i in plan.invokes if provider_urn(i.provider) != cloud] == []
+    assert [
+        (r.urn, r.provider)
+        for r in plan.resources
+        if r.custom
+        and r.urn not in providers
+        and providers.get(provider_urn(r.provider)) != "pulumi:providers:" + r.type.split(":")[0]
+    ] == []

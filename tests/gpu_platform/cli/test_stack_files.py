@@ -10,6 +10,8 @@ import yaml
 from typer.testing import CliRunner
 
 from gpu_platform.cli.app import app
+from gpu_platform.cli.project import Project
+from gpu_platform.cli.stack_files import stack_config
 from tests.console import gpu_platform, own_project_in
 from tests.repository import ROOT
 
@@ -99,6 +101,22 @@ def test_a_config_key_above_the_config_block_is_refused_by_key(tmp_path: Path) -
         " would ignore (it reads config, environment, secretsprovider, encryptedkey,"
         " encryptionsalt); a configuration key belongs under `config:`\n",
     )
+
+
+def test_every_key_pulumi_reads_of_a_stack_file_is_accepted(project: Path) -> None:
+    # The yaml tags of `ProjectStack` (pulumi v3.260.0 sdk/go/common/workspace/project.go):
+    # secretsprovider, encryptedkey, encryptionsalt, config, environment (one name or a list of
+    # Pulumi ESC environments).
+    (project / "Pulumi.full.yaml").write_text(
+        "secretsprovider: awskms://alias/pulumi-secrets?region=us-east-1\n"
+        "encryptedkey: AQICAHh0ZXN0\n"
+        "encryptionsalt: v1:c2FsdA==:v1:aXY=:Y2lwaGVy\n"
+        "environment:\n  - ml/dev\n" + DEV_STACK
+    )
+
+    config = stack_config("full", Project.find(project))
+
+    assert config == stack_config("dev", Project.find(ROOT))
 
 
 def test_a_key_given_twice_in_a_mapping_is_refused_as_pulumi_refuses_it(tmp_path: Path) -> None:

@@ -45,13 +45,40 @@ OUTPUTS = {
 }
 
 
+# What pulumi's `PluginProject` reads of a PulumiPlugin.yaml (pulumi v3.260.0
+# sdk/go/common/workspace/project.go): `LoadPluginProject` (loaders.go) unmarshals it without
+# refusing other keys, so a key outside these (`main`) is ignored silently.
+PLUGIN_PROJECT_KEYS = {"runtime", "packages", "requiredPulumiVersion", "template"}
+
+
+def plugin_directory() -> Path:
+    """The repository's one directory with a PulumiPlugin.yaml: what `pulumi package add` is
+    given, and where the engine starts the plugin (pulumi v3.260.0
+    sdk/go/common/resource/plugin/plugin.go, `execPlugin`: the program info's root and program
+    directory are both that directory)."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "*PulumiPlugin.yaml"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.split()
+    (manifest,) = tracked
+    return (ROOT / manifest).parent
+
+
+def test_the_plugin_manifest_is_what_pulumi_reads() -> None:
+    manifest = yaml.safe_load((plugin_directory() / "PulumiPlugin.yaml").read_text())
+
+    assert set(manifest) <= PLUGIN_PROJECT_KEYS
+    assert manifest["runtime"] == {"name": "python", "options": {"toolchain": "uv"}}
+
+
 @pytest.fixture(scope="module")
 def schema() -> Iterator[dict[str, Any]]:
-    """The schema, from the provider run as Pulumi's Python language host runs a plugin:
-    `python <plugin directory> <engine address>`; it prints the port it serves on (pulumi
-    v3.272.0 `sdk/python/lib/pulumi/provider/server.py`, `main`)."""
+    """The schema, from the provider run as Pulumi's Python language host runs a plugin with a
+    `__main__.py` in its directory: `python <plugin directory> <engine address>` (pulumi
+    v3.260.0 sdk/python/cmd/pulumi-language-python/main.go, `RunPlugin`); it prints the port it
+    serves on (pulumi v3.272.0 `sdk/python/lib/pulumi/provider/server.py`, `main`)."""
+    assert (plugin_directory() / "__main__.py").is_file()
     provider = subprocess.Popen(
-        [sys.executable, str(ROOT / "gpu_platform" / "package"), "127.0.0.1:1"],
+        [sys.executable, str(plugin_directory()), "127.0.0.1:1"],
         stdout=subprocess.PIPE,
         cwd=ROOT,
     )
