@@ -732,7 +732,10 @@ sets takes its place). Its entries need a `name`, and none may be
 `DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE`, which the platform sets from each exporter's device
 plugin. Component names are checked against the chart's; with pools GKE shares,
 `dcgm.enabled`, `cdi.nriPluginEnabled` and `dcgmExporter.hpcJobMapping.enabled` are refused,
-which the exporter on those nodes cannot follow (docs/gpu-sharing.md)."""
+which the exporter on those nodes cannot follow (docs/gpu-sharing.md). `namespaceOverride`
+and `extraObjects`, `extraManifests` or `extraResources` are refused at any depth: they
+would make the release one the policy pack takes for the stack's own (docs/concepts.md,
+"Helm releases"). The pack judges no other value set here."""
 
 
 class MonitoringSpecArgs(TypedDict, total=False):
