@@ -1,11 +1,12 @@
 """`GpuPlatformArgs(cluster_facts=...)`: a program that creates its cluster hands its outputs to
 the platform, which looks nothing up about it.
 
-The programs are previewed with the created cluster's outputs unknown, as on a first
-`pulumi preview` (the stand-in answers nothing for the cluster), and the stand-ins' cluster
-lookups do not find a cluster the program creates: a lookup of it fails the plan.
+The programs are docs/library.md's, previewed with the created cluster's outputs unknown, as on
+a first `pulumi preview` (the stand-in answers nothing for the cluster), and the stand-ins'
+cluster lookups do not find a cluster the program creates: a lookup of it fails the plan.
 """
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,68 +21,23 @@ from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.cli.stand_ins import aws as aws_stand_in
 from gpu_platform.cli.stand_ins import gcp as gcp_stand_in
 from tests.conftest import Config, dev_stack_config, gke_stack_config
-from tests.repository import PROJECT
+from tests.repository import PROJECT, ROOT
 
-EKS_PROGRAM = """\
-import pulumi
-import pulumi_aws as aws
 
-from gpu_platform import EksClusterFacts, GpuPlatform, GpuPlatformArgs
+def documented_program(cloud: str) -> str:
+    """docs/library.md's program composing a cluster it creates with the platform, on `cloud`."""
+    marker = f"<!-- facts-example-{cloud}"
+    found = re.search(
+        rf"{marker}:start -->\n```python\n(.*?)```\n{marker}:end -->",
+        (ROOT / "docs" / "library.md").read_text(),
+        re.S,
+    )
+    assert found is not None
+    return found.group(1)
 
-cloud = aws.Provider("aws", region="us-east-1")
-cluster = aws.eks.Cluster(
-    "ml-dev",
-    name="ml-dev",
-    role_arn="arn:aws:iam::123456789012:role/eks-cluster",
-    vpc_config={"subnet_ids": ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"]},
-    opts=pulumi.ResourceOptions(provider=cloud),
-)
-facts = EksClusterFacts(
-    name=cluster.name,
-    endpoint=cluster.endpoint,
-    certificate_authority=cluster.certificate_authority.data,
-    security_group_id=cluster.vpc_config.cluster_security_group_id,
-    vpc_id=cluster.vpc_config.vpc_id,
-    kubernetes_version="1.35",
-    node_subnets={
-        "subnet-0a1b2c3d4e5f60001": "us-east-1a",
-        "subnet-0a1b2c3d4e5f60002": "us-east-1b",
-    },
-)
-GpuPlatform(
-    "gpu-platform",
-    GpuPlatformArgs.from_config(cluster_facts=facts),
-    pulumi.ResourceOptions(providers=[cloud]),
-)
-"""
 
-GKE_PROGRAM = """\
-import pulumi
-import pulumi_gcp as gcp
-
-from gpu_platform import GkeClusterFacts, GpuPlatform, GpuPlatformArgs
-
-cloud = gcp.Provider("gcp", project="ml-platform-dev")
-cluster = gcp.container.Cluster(
-    "ml-dev",
-    name="ml-dev",
-    location="us-central1",
-    initial_node_count=1,
-    workload_identity_config={"workload_pool": "ml-platform-dev.svc.id.goog"},
-    opts=pulumi.ResourceOptions(provider=cloud),
-)
-facts = GkeClusterFacts(
-    name=cluster.name,
-    endpoint=cluster.endpoint,
-    ca_certificate=cluster.master_auth.cluster_ca_certificate,
-    kubernetes_version="1.33.5-gke.1201000",
-)
-GpuPlatform(
-    "gpu-platform",
-    GpuPlatformArgs.from_config(cluster_facts=facts),
-    pulumi.ResourceOptions(providers=[cloud]),
-)
-"""
+EKS_PROGRAM = documented_program("eks")
+GKE_PROGRAM = documented_program("gke")
 
 # Every lookup of an existing cluster and of its network: none runs where the facts are given.
 CLUSTER_LOOKUPS = {
