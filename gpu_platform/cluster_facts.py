@@ -42,7 +42,9 @@ GKE_RELEASE_CHANNELS = ("RAPID", "REGULAR", "STABLE", "EXTENDED")
 @dataclass(frozen=True)
 class EksClusterFacts:
     """An EKS cluster the program creates or knows, as `GpuPlatform` would otherwise look it up
-    (`aws eks describe-cluster`). With `aws.eks.Cluster` as `cluster`::
+    (`aws eks describe-cluster`): given, nothing about the cluster is looked up.
+
+    With `aws.eks.Cluster` as `cluster`::
 
         EksClusterFacts(
             name=cluster.name,
@@ -80,8 +82,10 @@ class EksClusterFacts:
 @dataclass(frozen=True)
 class GkeClusterFacts:
     """A GKE Standard cluster the program creates or knows, with Workload Identity Federation
-    for GKE on, as `GpuPlatform` would otherwise look it up. With `gcp.container.Cluster` as
-    `cluster`::
+    for GKE on, as `GpuPlatform` would otherwise look it up: given, nothing about the cluster
+    is looked up.
+
+    With `gcp.container.Cluster` as `cluster`::
 
         GkeClusterFacts(
             name=cluster.name,
