@@ -44,17 +44,8 @@ class EksClusterFacts:
     """An EKS cluster the program creates or knows, as `GpuPlatform` would otherwise look it up
     (`aws eks describe-cluster`): given, nothing about the cluster is looked up.
 
-    With `aws.eks.Cluster` as `cluster`::
-
-        EksClusterFacts(
-            name=cluster.name,
-            endpoint=cluster.endpoint,
-            certificate_authority=cluster.certificate_authority.data,
-            security_group_id=cluster.vpc_config.cluster_security_group_id,
-            vpc_id=cluster.vpc_config.vpc_id,
-            kubernetes_version="1.35",
-            node_subnets={"subnet-0a1b2c3d4e5f60001": "us-east-1a"},
-        )
+    From `aws.eks.Cluster` (docs/library.md shows a program): `name`, `endpoint`,
+    `certificate_authority.data`, `vpc_config.cluster_security_group_id` and `vpc_config.vpc_id`.
     """
 
     name: pulumi.Input[str]
@@ -85,15 +76,8 @@ class GkeClusterFacts:
     for GKE on, as `GpuPlatform` would otherwise look it up: given, nothing about the cluster
     is looked up.
 
-    With `gcp.container.Cluster` as `cluster`::
-
-        GkeClusterFacts(
-            name=cluster.name,
-            endpoint=cluster.endpoint,
-            ca_certificate=cluster.master_auth.cluster_ca_certificate,
-            kubernetes_version="1.33",
-            release_channel="REGULAR",
-        )
+    From `gcp.container.Cluster` (docs/library.md shows a program): `name`, `endpoint` and
+    `master_auth.cluster_ca_certificate`.
     """
 
     name: pulumi.Input[str]

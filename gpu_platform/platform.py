@@ -202,9 +202,9 @@ class GpuPlatform(pulumi.ComponentResource):
         settings; `opts`: the usual resource options. Where the program disables default
         providers, give them in `opts` (`providers=[aws_provider, kubernetes_provider]`): the
         cloud's resources and lookups use the AWS or Google Cloud one, the Kubernetes objects
-        the Kubernetes one (else a provider the component makes for the cluster it looks up or
-        creates). A Kubernetes provider counts only given here: one a parent component holds is
-        not used, as it may reach another cluster."""
+        the Kubernetes one (else a provider the component makes for the cluster it looks up,
+        creates or is given the facts of). A Kubernetes provider counts only given here: one a
+        parent component holds is not used, as it may reach another cluster."""
         providers = given_providers(opts)
         prefix = f"{name}-" if args.part_names_under_it else ""
         with declaring(providers, prefix):
