@@ -111,6 +111,7 @@ def cluster_facts_problems(facts: ClusterFacts, config: StackConfig) -> Iterator
             f" ({config.cloud.value})",
         )
         return
+    yield from own_problems(facts)
     if config.cluster.create is not None:
         yield ConfigProblem(
             ARGUMENT,
@@ -126,25 +127,21 @@ def cluster_facts_problems(facts: ClusterFacts, config: StackConfig) -> Iterator
             " take",
         )
     if isinstance(facts, EksClusterFacts):
-        yield from _eks_problems(facts, config)
-    else:
+        yield from _eks_subnet_problems(facts, config)
+
+
+def own_problems(facts: ClusterFacts) -> Iterator[ConfigProblem]:
+    """What is wrong with the facts whatever the settings: reported beside the settings' own
+    problems, in the same round."""
+    if isinstance(facts, GkeClusterFacts):
         yield from _gke_problems(facts)
-
-
-def _eks_problems(facts: EksClusterFacts, config: StackConfig) -> Iterator[ConfigProblem]:
+        return
     if facts.kubernetes_version not in SUPPORTED_KUBERNETES_VERSIONS:
         yield ConfigProblem(
             f"{ARGUMENT}.kubernetes_version",
             facts.kubernetes_version,
             "one of the Kubernetes versions the platform supports: "
             + ", ".join(SUPPORTED_KUBERNETES_VERSIONS),
-        )
-    if config.cluster.node_subnet_ids:
-        yield ConfigProblem(
-            f"{ARGUMENT}.node_subnets",
-            dict(facts.node_subnets),
-            "the node subnets in one place: the facts' node_subnets, or the settings'"
-            " cluster.nodeSubnetIds, not both",
         )
     if not isinstance(facts.node_subnets, Mapping) or not facts.node_subnets:
         yield ConfigProblem(
@@ -154,14 +151,27 @@ def _eks_problems(facts: EksClusterFacts, config: StackConfig) -> Iterator[Confi
             ' ({"subnet-0a1b2c3d4e5f60001": "us-east-1a"})',
         )
         return
-    region = config.cluster.region or ""
-    for subnet_id, zone in facts.node_subnets.items():
+    for subnet_id in facts.node_subnets:
         if not isinstance(subnet_id, str) or not _SUBNET_ID.match(subnet_id):
             yield ConfigProblem(
                 f"{ARGUMENT}.node_subnets",
                 subnet_id,
                 "a subnet id known before anything is created (`subnet-` and 8 or 17 hex digits)",
             )
+
+
+def _eks_subnet_problems(facts: EksClusterFacts, config: StackConfig) -> Iterator[ConfigProblem]:
+    if config.cluster.node_subnet_ids:
+        yield ConfigProblem(
+            f"{ARGUMENT}.node_subnets",
+            facts.node_subnets,
+            "the node subnets in one place: the facts' node_subnets, or the settings'"
+            " cluster.nodeSubnetIds, not both",
+        )
+    if not isinstance(facts.node_subnets, Mapping):
+        return
+    region = config.cluster.region or ""
+    for subnet_id, zone in facts.node_subnets.items():
         if not isinstance(zone, str) or not (
             zone.startswith(region) and _ZONE_SUFFIX.match(zone.removeprefix(region))
         ):

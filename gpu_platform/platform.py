@@ -26,7 +26,7 @@ from typing import Any
 import pulumi
 
 from gpu_platform.cloud import cloud_for
-from gpu_platform.cluster_facts import ClusterFacts, cluster_facts_problems
+from gpu_platform.cluster_facts import ClusterFacts, cluster_facts_problems, own_problems
 from gpu_platform.config import (
     Cloud,
     ConfigError,
@@ -151,8 +151,7 @@ class GpuPlatformArgs:
     ) -> "GpuPlatformArgs":
         """The stack's `gpu-platform:` config keys (`Pulumi.<stack>.yaml`), with the keys set as
         secrets kept secret in every resource and output they reach."""
-        with _reported_to_pulumi():
-            config = load_stack_config(read_pulumi_config(), secret_config_keys())
+        config = _loaded(read_pulumi_config(), secret_config_keys(), cluster_facts)
         return cls(config, moved_from_stack_root, part_names_under_it, cluster_facts)
 
     @classmethod
@@ -169,9 +168,23 @@ class GpuPlatformArgs:
         Values are plain data: an `Output` (of a cluster created in the same program, or a
         `StackReference`) cannot decide a pool's shape before anything is created; such a
         cluster's outputs go in `cluster_facts`."""
-        with _reported_to_pulumi():
-            config = load_stack_config(settings, secret_keys)
+        config = _loaded(settings, secret_keys, cluster_facts)
         return cls(config, moved_from_stack_root, part_names_under_it, cluster_facts)
+
+
+def _loaded(
+    settings: Mapping[str, Any], secret_keys: frozenset[str], facts: ClusterFacts | None
+) -> StackConfig:
+    """The settings, loaded; where they are wrong, what is wrong with the facts whatever the
+    settings comes in the same report."""
+    with _reported_to_pulumi():
+        try:
+            return load_stack_config(settings, secret_keys)
+        except ConfigError as error:
+            own = [] if facts is None else list(own_problems(facts))
+            if not own:
+                raise
+            raise ConfigError([*error.problems, *own]) from None
 
 
 class GpuPlatform(pulumi.ComponentResource):

@@ -203,6 +203,19 @@ def test_a_missing_or_malformed_plain_fact_is_refused_by_its_argument(
     assert [(p.path, p.value) for p in raised.value.problems] == expected
 
 
+def test_a_bad_fact_is_reported_with_the_settings_problems_in_one_round() -> None:
+    settings = {**EKS_SETTINGS, "pools": [{**EKS_SETTINGS["pools"][0], "max": True}]}
+    facts = EksClusterFacts(**{**EKS_FACTS, "kubernetes_version": "1.35.2"})
+
+    with pytest.raises(PlatformConfigError) as raised:
+        GpuPlatformArgs.from_settings(settings, cluster_facts=facts)
+
+    assert [p.path for p in raised.value.problems] == [
+        "gpu-platform:pools[0].max",
+        f"{FACTS}.kubernetes_version",
+    ]
+
+
 def test_facts_of_a_cluster_the_platform_creates_are_refused() -> None:
     settings = {
         key.removeprefix("gpu-platform:"): value
