@@ -87,7 +87,7 @@ def test_a_stand_in_lookup_of_a_cluster_the_program_creates_fails(tmp_path: Path
 
     plan = previewed(tmp_path, program, dev_stack_config())
 
-    assert "reading EKS Cluster (ml-dev): couldn't find resource" in str(plan.error)
+    assert "reading EKS Cluster (ml-dev): ResourceNotFoundException" in str(plan.error)
 
 
 @pytest.mark.usefixtures("created_outputs_unknown")

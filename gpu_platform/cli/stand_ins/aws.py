@@ -177,10 +177,15 @@ def _vpc_id(region: str) -> str:
 
 
 def get_cluster(args: dict[str, Any]) -> dict[str, Any]:
-    """Any cluster but one the program creates, which EKS does not find before it exists (its
-    `ResourceNotFoundException`, as terraform-provider-aws's data source reports it)."""
-    if args["name"] in CREATED_CLUSTERS:
-        raise LookupFailed(f"reading EKS Cluster ({args['name']}): couldn't find resource")
+    """Any cluster but one the program creates, which EKS does not find before it exists: its
+    `ResourceNotFoundException` in terraform-provider-aws's data source's words
+    (internal/service/eks/cluster_data_source.go, "reading EKS Cluster (%s): %s")."""
+    name = args["name"]
+    if name in CREATED_CLUSTERS:
+        raise LookupFailed(
+            f"reading EKS Cluster ({name}): ResourceNotFoundException: No cluster found for"
+            f" name: {name}."
+        )
     return _described(args)
 
 
