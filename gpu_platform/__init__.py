@@ -4,8 +4,9 @@
 from gpu_platform import GpuPlatform, GpuPlatformArgs
 ```
 
-Every public name of the component (`gpu_platform.platform`) and of the config model
-(`gpu_platform.config`) is importable from here. Each is imported when first asked for: the
+Every public name of the component (`gpu_platform.platform`, and the facts of a cluster the
+program creates, `gpu_platform.cluster_facts`) and of the config model (`gpu_platform.config`)
+is importable from here. Each is imported when first asked for: the
 command line's modules live in this package too, and a command that only reads stack files
 (`preflight`) loads neither the Pulumi SDK nor a cloud's.
 """
@@ -21,6 +22,7 @@ _PLATFORM_NAMES = (
     "PlatformLockError",
     "PlatformMissingLockEntry",
 )
+_CLUSTER_FACTS_NAMES = ("EksClusterFacts", "GkeClusterFacts")
 
 
 def _config_names() -> list[str]:
@@ -36,10 +38,12 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if name in _PLATFORM_NAMES:
         return getattr(importlib.import_module("gpu_platform.platform"), name)
+    if name in _CLUSTER_FACTS_NAMES:
+        return getattr(importlib.import_module("gpu_platform.cluster_facts"), name)
     if not name.startswith("_") and name in _config_names():
         return getattr(importlib.import_module("gpu_platform.config"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_PLATFORM_NAMES, *_config_names()})
+    return sorted({*globals(), *_PLATFORM_NAMES, *_CLUSTER_FACTS_NAMES, *_config_names()})

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import pulumi
 
+from gpu_platform.cluster_facts import ClusterFacts, EksClusterFacts, GkeClusterFacts
 from gpu_platform.config import Cloud, ConfigError, ConfigProblem, StackConfig, key_path
 from gpu_platform.kubernetes.provider import ClusterConnection
 from gpu_platform.node_identity import GpuShape, ResolvedPool, resolve_pool, sharer_for
@@ -77,16 +78,19 @@ class GpuCloud(Protocol):
         ...
 
 
-def cloud_for(config: StackConfig) -> GpuCloud:
-    """The stack's cloud. Only its own components, and so its own provider SDK, are imported:
-    each SDK takes a good part of a second to import, and a stack runs on one cloud."""
+def cloud_for(config: StackConfig, facts: ClusterFacts | None = None) -> GpuCloud:
+    """The stack's cloud, on the cluster the settings name or, given its `facts`, on that one.
+    Only its own components, and so its own provider SDK, are imported: each SDK takes a good
+    part of a second to import, and a stack runs on one cloud."""
     if config.cloud is Cloud.AWS:
         from gpu_platform.eks.cloud import EksCloud
 
-        return EksCloud(config)
+        assert facts is None or isinstance(facts, EksClusterFacts)  # GpuPlatformArgs checks it
+        return EksCloud(config, facts)
     from gpu_platform.gke.cloud import GkeCloud
 
-    return GkeCloud(config)
+    assert facts is None or isinstance(facts, GkeClusterFacts)
+    return GkeCloud(config, facts)
 
 
 def pools_as_declared(config: StackConfig) -> list[ResolvedPool]:

@@ -26,6 +26,7 @@ from typing import Any
 import pulumi
 
 from gpu_platform.cloud import cloud_for
+from gpu_platform.cluster_facts import ClusterFacts, cluster_facts_problems, own_problems
 from gpu_platform.config import (
     Cloud,
     ConfigError,
@@ -118,20 +119,40 @@ class GpuPlatformArgs:
     EKS the Pod Identity roles take the part's name, so a name that would make one longer than
     IAM's 64 characters is refused."""
 
+    cluster_facts: ClusterFacts | None = None
+    """The cluster's facts, `EksClusterFacts` or `GkeClusterFacts`, where the program creates
+    the cluster itself (or knows it): the platform then looks nothing up about the cluster,
+    which on a first `pulumi preview` does not exist yet. Its name, endpoint, CA and network
+    ids may be outputs of the program's cluster; what shapes the resources (its Kubernetes
+    version, the node subnets' zones) is given plainly (`gpu_platform.cluster_facts`). None:
+    the platform looks up the cluster the settings name."""
+
     def __post_init__(self) -> None:
         # A StackConfig built in code has passed its fields' rules only.
+        facts = (
+            []
+            if self.cluster_facts is None
+            else list(cluster_facts_problems(self.cluster_facts, self.config))
+        )
         with _reported_to_pulumi():
-            check_stack_config(self.config)
+            try:
+                check_stack_config(self.config)
+            except ConfigError as error:
+                raise ConfigError([*error.problems, *facts]) from None
+            if facts:
+                raise ConfigError(facts)
 
     @classmethod
     def from_config(
-        cls, moved_from_stack_root: bool = False, part_names_under_it: bool = False
+        cls,
+        moved_from_stack_root: bool = False,
+        part_names_under_it: bool = False,
+        cluster_facts: ClusterFacts | None = None,
     ) -> "GpuPlatformArgs":
         """The stack's `gpu-platform:` config keys (`Pulumi.<stack>.yaml`), with the keys set as
         secrets kept secret in every resource and output they reach."""
-        with _reported_to_pulumi():
-            config = load_stack_config(read_pulumi_config(), secret_config_keys())
-        return cls(config, moved_from_stack_root, part_names_under_it)
+        config = _loaded(read_pulumi_config(), secret_config_keys(), cluster_facts)
+        return cls(config, moved_from_stack_root, part_names_under_it, cluster_facts)
 
     @classmethod
     def from_settings(
@@ -140,14 +161,30 @@ class GpuPlatformArgs:
         secret_keys: frozenset[str] = frozenset(),
         moved_from_stack_root: bool = False,
         part_names_under_it: bool = False,
+        cluster_facts: ClusterFacts | None = None,
     ) -> "GpuPlatformArgs":
         """Settings given in code, keyed as in a stack file without the namespace (`cloud`,
         `cluster`, `pools`, ...); `secret_keys` names those whose values are to stay secret.
         Values are plain data: an `Output` (of a cluster created in the same program, or a
-        `StackReference`) cannot decide a pool's shape before anything is created."""
-        with _reported_to_pulumi():
-            config = load_stack_config(settings, secret_keys)
-        return cls(config, moved_from_stack_root, part_names_under_it)
+        `StackReference`) cannot decide a pool's shape before anything is created; such a
+        cluster's outputs go in `cluster_facts`."""
+        config = _loaded(settings, secret_keys, cluster_facts)
+        return cls(config, moved_from_stack_root, part_names_under_it, cluster_facts)
+
+
+def _loaded(
+    settings: Mapping[str, Any], secret_keys: frozenset[str], facts: ClusterFacts | None
+) -> StackConfig:
+    """The settings, loaded; where they are wrong, what is wrong with the facts whatever the
+    settings comes in the same report."""
+    with _reported_to_pulumi():
+        try:
+            return load_stack_config(settings, secret_keys)
+        except ConfigError as error:
+            own = [] if facts is None else list(own_problems(facts))
+            if not own:
+                raise
+            raise ConfigError([*error.problems, *own]) from None
 
 
 class GpuPlatform(pulumi.ComponentResource):
@@ -178,9 +215,9 @@ class GpuPlatform(pulumi.ComponentResource):
         settings; `opts`: the usual resource options. Where the program disables default
         providers, give them in `opts` (`providers=[aws_provider, kubernetes_provider]`): the
         cloud's resources and lookups use the AWS or Google Cloud one, the Kubernetes objects
-        the Kubernetes one (else a provider the component makes for the cluster it looks up or
-        creates). A Kubernetes provider counts only given here: one a parent component holds is
-        not used, as it may reach another cluster."""
+        the Kubernetes one (else a provider the component makes for the cluster it looks up,
+        creates or is given the facts of). A Kubernetes provider counts only given here: one a
+        parent component holds is not used, as it may reach another cluster."""
         providers = given_providers(opts)
         prefix = f"{name}-" if args.part_names_under_it else ""
         with declaring(providers, prefix):
@@ -225,7 +262,7 @@ class GpuPlatform(pulumi.ComponentResource):
             too_long = list(instance_role_name_problems(name, config.cluster.name))
             if too_long:
                 raise PlatformConfigError(too_long)
-        cloud = cloud_for(config)
+        cloud = cloud_for(config, args.cluster_facts)
         # Lookups only: a pool that cannot work is a config error before anything, this
         # component included, is registered.
         with _reported_to_pulumi():

@@ -144,11 +144,13 @@ def run_program(
         sys.path.insert(0, program_dir)
 
     constructed: dict[tuple[str, str], int] = {}
+    stand_ins.CREATED_CLUSTERS.clear()
 
     def record_construction(
         args: pulumi.ResourceTransformationArgs,
     ) -> pulumi.ResourceTransformationResult | None:
         constructed.setdefault((args.type_, args.name), len(constructed))
+        stand_ins.created(args.type_, args.name, args.props)
         return None
 
     def program() -> None:

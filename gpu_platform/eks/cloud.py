@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import pulumi
 
+from gpu_platform.cluster_facts import EksClusterFacts
 from gpu_platform.config import (
     ConfigError,
     ConfigProblem,
@@ -28,6 +29,7 @@ from gpu_platform.eks.cluster import (
     EksCluster,
     Subnet,
     connect,
+    given_cluster,
     look_up_cluster,
     look_up_subnets,
     node_subnets_output,
@@ -79,8 +81,9 @@ class _PoolNodes(TypedDict):
 
 
 class EksCloud:
-    def __init__(self, config: StackConfig):
+    def __init__(self, config: StackConfig, facts: EksClusterFacts | None = None):
         self.config = config
+        self._facts = facts
         self._cluster: EksCluster | None = None
         self._placements: dict[str, NodeGroupPlacement] = {}
         self._autoscaler_image: ContainerImage | None = None
@@ -97,6 +100,8 @@ class EksCloud:
             if self.config.cluster.create is not None:
                 self._new_cluster = plan_new_cluster(self.config)
                 self._cluster = self._new_cluster.cluster
+            elif self._facts is not None:
+                self._cluster, self._subnets = given_cluster(self.config.cluster, self._facts)
             else:
                 self._cluster = look_up_cluster(self.config.cluster)
         return self._cluster
@@ -380,13 +385,17 @@ class EksCloud:
         return outputs
 
     def _node_subnets(self) -> list[Subnet]:
-        """The private ones of `cluster.nodeSubnetIds`, else of the cluster's subnets; a
-        ConfigError for a public one named there, or for a cluster without a private one."""
+        """The private ones of `cluster.nodeSubnetIds`, else of the cluster's subnets (with
+        cluster facts, those given); a ConfigError for a public one named there, or for a
+        cluster without a private one."""
         chosen = self.config.cluster.node_subnet_ids
         cluster = self.cluster
         if self._new_cluster is not None and not chosen:
             self._subnets = list(self._new_cluster.subnets)
             return private_subnets(self._subnets)
+        if self._facts is not None:
+            # The program's own, as `given_cluster` read them.
+            return self._subnets
         self._subnets = look_up_subnets(chosen or cluster.subnet_ids, cluster.region)
         problems = (
             _public_node_subnet_problems(self._subnets)

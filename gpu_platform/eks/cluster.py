@@ -7,11 +7,14 @@ do. It is still exported only as a secret, since it tells where the API server i
 """
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pulumi
 from pulumi_aws import ec2, eks
+from pulumi_aws.get_caller_identity import get_caller_identity
+from pulumi_aws.get_partition import get_partition
 
+from gpu_platform.cluster_facts import EksClusterFacts
 from gpu_platform.config import ClusterSpec
 from gpu_platform.eks.subnets import Route, RouteTable, SubnetRouting, routing_of
 from gpu_platform.instance import lookup_options
@@ -46,6 +49,15 @@ class EksCluster:
     exists: bool = True
     """False for a cluster the platform is about to create: there is nothing to look up in it
     yet (its node groups' live sizes)."""
+    name_as_given: pulumi.Input[str] | None = None
+    """The name as the program gave it (`EksClusterFacts.name`, an output of the cluster it
+    creates); None where the platform looked the cluster up or creates it."""
+
+    @property
+    def name_input(self) -> pulumi.Input[str]:
+        """The name, for the properties that name the cluster (a node group's `clusterName`):
+        given as the program's cluster's output, they wait for that cluster through it."""
+        return self.name if self.name_as_given is None else self.name_as_given
 
     @property
     def partition(self) -> str:
@@ -83,6 +95,41 @@ def look_up_cluster(spec: ClusterSpec) -> EksCluster:
         vpc_id=found.vpc_config.vpc_id,
         security_group_id=found.vpc_config.cluster_security_group_id,
     )
+
+
+GIVEN_SUBNET_ROUTING = SubnetRouting(
+    table_id="(not looked up: a node subnet the program gave)",
+    implicit=False,
+    internet_route=None,
+)
+
+
+def given_cluster(spec: ClusterSpec, facts: EksClusterFacts) -> tuple[EksCluster, list[Subnet]]:
+    """The cluster as the program gave it, and its node subnets; nothing about the cluster is
+    looked up, as on a first `pulumi preview` of a program creating it there is nothing yet. The
+    account and partition (of the ARNs the IAM documents name) are the deployer's, and whether
+    the cluster exists yet comes from the region's list of clusters, which names no cluster in
+    particular."""
+    assert spec.region is not None  # config validation requires it on AWS
+    account = get_caller_identity(opts=lookup_options("aws")).account_id
+    partition = get_partition(opts=lookup_options("aws")).partition
+    existing = eks.get_clusters(region=spec.region, opts=lookup_options("aws")).names
+    cluster = EksCluster(
+        name=spec.name,
+        region=spec.region,
+        arn=f"arn:{partition}:eks:{spec.region}:{account}:cluster/{spec.name}",
+        endpoint=facts.endpoint,
+        certificate_authority=facts.certificate_authority,
+        version=facts.kubernetes_version,
+        status="ACTIVE",
+        subnet_ids=tuple(facts.node_subnets),
+        vpc_id=facts.vpc_id,
+        security_group_id=facts.security_group_id,
+        exists=spec.name in existing,
+        name_as_given=facts.name,
+    )
+    given = facts.node_subnets.items()
+    return cluster, [Subnet(subnet_id, zone, GIVEN_SUBNET_ROUTING) for subnet_id, zone in given]
 
 
 def look_up_subnets(ids: Iterable[str], region: str) -> list[Subnet]:
@@ -193,9 +240,9 @@ def _route_table(found: ec2.GetRouteTableResult) -> RouteTable:
 def kubeconfig_output(cluster: EksCluster) -> pulumi.Output[str]:
     """`kubeconfig_for`, of a cluster whose endpoint and CA may be outputs (one the platform
     creates)."""
-    return pulumi.Output.all(cluster.endpoint, cluster.certificate_authority).apply(
-        lambda found: kubeconfig_for(cluster, found[0], found[1])
-    )
+    return pulumi.Output.all(
+        cluster.endpoint, cluster.certificate_authority, cluster.name_input
+    ).apply(lambda found: kubeconfig_for(replace(cluster, name=found[2]), found[0], found[1]))
 
 
 def kubeconfig_for(

@@ -149,7 +149,7 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
             )
             node_group = eks.NodeGroup(
                 f"{name}-nodes{suffix}",
-                cluster_name=args.cluster.name,
+                cluster_name=args.cluster.name_input,
                 node_group_name_prefix=node_group_name_prefix(spec.name, group.zone),
                 node_role_arn=role_arn,
                 subnet_ids=list(group.subnet_ids),

@@ -52,7 +52,7 @@ class NodeMonitoringAgent(pulumi.ComponentResource):
         super().__init__("gpu-platform:eks:NodeMonitoringAgent", name, None, opts)
         self.addon = eks.Addon(
             name,
-            cluster_name=args.cluster.name,
+            cluster_name=args.cluster.name_input,
             addon_name=ADDON_NAME,
             addon_version=args.version,
             configuration_values=json.dumps(node_monitoring_agent_configuration()),

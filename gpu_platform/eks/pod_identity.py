@@ -36,7 +36,7 @@ def pod_identity(
     role = platform_role(f"{name}-role", name, cluster, description, trust, opts)
     association = eks.PodIdentityAssociation(
         f"{name}-pod-identity",
-        cluster_name=cluster.name,
+        cluster_name=cluster.name_input,
         namespace=namespace,
         service_account=service_account,
         role_arn=role.arn,

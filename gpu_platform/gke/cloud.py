@@ -8,6 +8,7 @@ from typing import Any
 
 import pulumi
 
+from gpu_platform.cluster_facts import GkeClusterFacts
 from gpu_platform.config import (
     ConfigError,
     ConfigProblem,
@@ -25,6 +26,7 @@ from gpu_platform.gke.cluster import (
     cluster_problems,
     connect_to,
     created_cluster,
+    given_cluster,
     lookup_cluster,
 )
 from gpu_platform.gke.driver_installer import CosDriverInstaller
@@ -49,8 +51,9 @@ from gpu_platform.secrets import secret_if
 
 
 class GkeCloud:
-    def __init__(self, config: StackConfig):
+    def __init__(self, config: StackConfig, facts: GkeClusterFacts | None = None):
         self.config = config
+        self._facts = facts
         self._cluster: GkeCluster | None = None
         self._zones: dict[str, list[str]] = {}
         self._rollouts: list[timedelta] = []
@@ -60,12 +63,15 @@ class GkeCloud:
 
     @property
     def cluster(self) -> GkeCluster:
-        """The stack's cluster, looked up once (or planned, where the stack creates it);
+        """The stack's cluster, looked up once (or planned, where the stack creates it, or as
+        the program gave it);
         ConfigError when the platform cannot use it."""
         if self._cluster is None:
             if self.config.cluster.create is not None:
                 cluster = created_cluster(self.config.cluster) or planned_cluster(self.config)
                 problems = list(planned_cluster_problems(self.config))
+            elif self._facts is not None:
+                cluster, problems = given_cluster(self.config.cluster, self._facts), []
             else:
                 cluster = lookup_cluster(self.config.cluster)
                 problems = list(cluster_problems(cluster))

@@ -13,6 +13,7 @@ from typing import Any
 import pulumi
 from pulumi_gcp import container
 
+from gpu_platform.cluster_facts import GkeClusterFacts
 from gpu_platform.config import ClusterSpec, ConfigProblem, key_path
 from gpu_platform.gke.locations import zone_region
 from gpu_platform.instance import lookup_options
@@ -60,6 +61,15 @@ class GkeCluster:
     exists: bool = True
     """False for a cluster the platform is about to create; its `master_version` is then the
     version it is created at (a minor, where the release channel picks its patch)."""
+    name_as_given: pulumi.Input[str] | None = None
+    """The name (or id) as the program gave it (`GkeClusterFacts.name`, an output of the
+    cluster it creates); None where the platform looked the cluster up or creates it."""
+
+    @property
+    def name_input(self) -> pulumi.Input[str]:
+        """The name, for the properties that name the cluster (a node pool's `cluster`): given
+        as the program's cluster's output, they wait for that cluster through it."""
+        return self.name if self.name_as_given is None else self.name_as_given
 
     @property
     def region(self) -> str:
@@ -104,6 +114,26 @@ def lookup_cluster(spec: ClusterSpec) -> GkeCluster:
             for config in pool.node_configs[:1]
             if POOL_RESOURCE_LABEL in (config.resource_labels or {})
         },
+    )
+
+
+def given_cluster(spec: ClusterSpec, facts: GkeClusterFacts) -> GkeCluster:
+    """The cluster as the program gave it; nothing about it is looked up, as on a first
+    `pulumi preview` of a program creating it there is nothing yet. Its node pools are taken to
+    run the version given, as a created cluster's are on its first run."""
+    assert spec.project is not None and spec.location is not None
+    return GkeCluster(
+        project=spec.project,
+        location=spec.location,
+        name=spec.name,
+        endpoint=facts.endpoint,
+        ca_certificate=facts.ca_certificate,
+        master_version=facts.kubernetes_version,
+        autopilot=False,
+        workload_pool=f"{spec.project}.svc.id.goog",
+        release_channel=facts.release_channel,
+        exists=False,
+        name_as_given=facts.name,
     )
 
 

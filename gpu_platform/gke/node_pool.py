@@ -202,7 +202,7 @@ def node_pool_args(
     return container.NodePoolArgs(
         project=args.cluster.project,
         location=args.cluster.location,
-        cluster=args.cluster.name,
+        cluster=args.cluster.name_input,
         node_locations=list(args.zones),
         # Per zone: the cloud component refuses a total `min` that the zones do not divide.
         initial_node_count=spec.min if per_zone else spec.min // len(args.zones),

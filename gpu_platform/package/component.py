@@ -18,7 +18,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from gpu_platform import platform
-from gpu_platform.config import StackConfig
+from gpu_platform.cluster_facts import EksClusterFacts, GkeClusterFacts
+from gpu_platform.config import ConfigProblem, StackConfig
 from gpu_platform.package.inputs import GpuPlatformInputs
 from gpu_platform.platform import GpuPlatformArgs
 
@@ -27,18 +28,42 @@ class GpuPlatform(platform.GpuPlatform):
     """GPU node pools, the NVIDIA GPU Operator, GPU monitoring and tenant namespaces on an existing
     EKS or GKE cluster, or on one the platform creates (`cluster.create`). Its inputs are the
     stack file's `gpu-platform:` keys (docs/reference/config.md), plain values, all validated
-    before any resource is registered. Give the AWS or Google Cloud provider, and a Kubernetes
-    one, in the resource's `providers` option where the program disables default providers."""
+    before any resource is registered; and where the program creates the cluster, its facts
+    (`eksClusterFacts`, `gkeClusterFacts`), the cluster's outputs among them. Give the AWS or
+    Google Cloud provider, and a Kubernetes one, in the resource's `providers` option where the
+    program disables default providers."""
 
     def __init__(
         self, name: str, args: GpuPlatformInputs, opts: pulumi.ResourceOptions | None = None
     ):
-        inputs = dict(args)
+        inputs: dict[str, Any] = dict(args)
         part_names_under_it = bool(inputs.pop("part_names_under_it", False))
+        given = [
+            facts(**inputs.pop(name))
+            for name, facts in (
+                ("eks_cluster_facts", EksClusterFacts),
+                ("gke_cluster_facts", GkeClusterFacts),
+            )
+            if name in inputs
+        ]
+        if len(given) > 1:
+            raise platform.PlatformConfigError(
+                [
+                    ConfigProblem(
+                        "gkeClusterFacts",
+                        "GkeClusterFacts",
+                        "the facts of one cluster: eksClusterFacts or gkeClusterFacts",
+                    )
+                ]
+            )
         settings = _stack_keys(inputs, StackConfig)
         super().__init__(
             name,
-            GpuPlatformArgs.from_settings(settings, part_names_under_it=part_names_under_it),
+            GpuPlatformArgs.from_settings(
+                settings,
+                part_names_under_it=part_names_under_it,
+                cluster_facts=given[0] if given else None,
+            ),
             opts,
         )
 

@@ -6,6 +6,8 @@ edit (`gpu_platform/package/inputs_generator.py` says why the types are plain).
 
 from typing import Any, Required, TypedDict
 
+import pulumi
+
 
 class EndpointAccessArgs(TypedDict, total=False):
     """Who reaches the cluster's Kubernetes API."""
@@ -907,6 +909,54 @@ replacement node can launch: a full Capacity Block or reservation blocks drift o
 nodes. Changing it replaces the pools' nodes (drift)."""
 
 
+class EksClusterFactsArgs(TypedDict, total=False):
+    """An EKS cluster the program creates or knows, as `GpuPlatform` would otherwise look it up
+    (`aws eks describe-cluster`): given, nothing about the cluster is looked up."""
+
+    name: Required[pulumi.Input[str]]
+    """The cluster's name, as node groups, Pod Identity associations and add-ons name their
+cluster: they wait for it through this. It must be the settings' `cluster.name`, which
+the platform's own names (IAM roles, tags, node labels) take before anything exists."""
+    endpoint: Required[pulumi.Input[str]]
+    """The API server's URL (`https://...`), for the Kubernetes provider the platform makes."""
+    certificate_authority: Required[pulumi.Input[str]]
+    """The cluster's CA, base64 PEM (`certificateAuthority.data`)."""
+    security_group_id: Required[pulumi.Input[str]]
+    """The cluster security group EKS creates (`vpcConfig.clusterSecurityGroupId`), which
+Karpenter's and EFA nodes join to reach the control plane."""
+    vpc_id: Required[pulumi.Input[str]]
+    """The cluster's VPC (`vpcConfig.vpcId`), which the platform's IAM roles are bound to."""
+    kubernetes_version: Required[str]
+    """The cluster's Kubernetes version, `major.minor` (`1.35`): it picks the node AMIs, their
+drivers and the autoscaler's release, so it is given plainly."""
+    node_subnets: Required[dict[str, str]]
+    """The private subnets for the GPU nodes, each id with its zone (`{"subnet-...":
+"us-east-1a"}`): a node group per zone, so given plainly, and used as given (the platform
+does not look up their route tables)."""
+
+
+class GkeClusterFactsArgs(TypedDict, total=False):
+    """A GKE Standard cluster the program creates or knows, with Workload Identity Federation
+    for GKE on, as `GpuPlatform` would otherwise look it up: given, nothing about the cluster
+    is looked up."""
+
+    name: Required[pulumi.Input[str]]
+    """The cluster's name (or id), as the GPU node pools name their cluster: they wait for it
+through this. Its name must be the settings' `cluster.name`, which the pools' own names
+take before anything exists."""
+    endpoint: Required[pulumi.Input[str]]
+    """The API server's address (`endpoint`, an IP without a scheme), for the Kubernetes
+provider the platform makes."""
+    ca_certificate: Required[pulumi.Input[str]]
+    """The cluster's CA, base64 PEM (`masterAuth.clusterCaCertificate`)."""
+    kubernetes_version: Required[str]
+    """The version the control plane and new node pools run: a minor (`1.33`) or GKE's full
+version (`1.33.5-gke.1162000`). It picks the nodes' driver, so it is given plainly."""
+    release_channel: str
+    """The release channel the cluster is enrolled in (`RAPID`, `REGULAR`, `STABLE`,
+`EXTENDED`), None for none: on a channel GKE keeps node auto-upgrade on."""
+
+
 class GpuPlatformInputs(TypedDict, total=False):
     """The platform's settings, each key as in a stack file without the `gpu-platform:` namespace
     (docs/reference/config.md), validated in full before any resource is registered."""
@@ -951,3 +1001,14 @@ pools' names). Leave it off for an instance a stack already has and on for the o
 turned on, an existing instance's renamed parts collide with its parts still in place. On
 EKS the Pod Identity roles take the part's name, so a name that would make one longer than
 IAM's 64 characters is refused."""
+    eks_cluster_facts: EksClusterFactsArgs
+    """An EKS cluster the program creates or knows, as `GpuPlatform` would otherwise look it up
+(`aws eks describe-cluster`): given, nothing about the cluster is looked up. For a cluster
+the program creates: at most one of `eksClusterFacts` and `gkeClusterFacts`, the settings'
+cloud's (docs/library.md, Composing it with resources of your program)."""
+    gke_cluster_facts: GkeClusterFactsArgs
+    """A GKE Standard cluster the program creates or knows, with Workload Identity Federation for
+GKE on, as `GpuPlatform` would otherwise look it up: given, nothing about the cluster is
+looked up. For a cluster the program creates: at most one of `eksClusterFacts` and
+`gkeClusterFacts`, the settings' cloud's (docs/library.md, Composing it with resources of
+your program)."""

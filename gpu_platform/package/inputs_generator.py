@@ -18,11 +18,12 @@ up to date.
 """
 
 import ast
+import dataclasses
 import inspect
 import textwrap
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import Enum
@@ -33,6 +34,7 @@ from pydantic import AwareDatetime, BaseModel
 from pydantic.alias_generators import to_pascal
 from pydantic.fields import FieldInfo
 
+from gpu_platform.cluster_facts import EksClusterFacts, GkeClusterFacts
 from gpu_platform.config import StackConfig
 from gpu_platform.package.component import is_model
 from gpu_platform.platform import GpuPlatformArgs
@@ -43,6 +45,9 @@ TOP_LEVEL = "GpuPlatformInputs"
 # sense for a program that is not this repository's own (`moved_from_stack_root` is only for
 # stacks that ran its program before `GpuPlatform` existed).
 EXTRA_ARGS = ("part_names_under_it",)
+# The facts of a cluster the program creates (`GpuPlatformArgs.cluster_facts`), one input per
+# cloud, as the host takes no union: their Inputs stay Inputs in the schema.
+FACTS_ARGS = {"eks_cluster_facts": EksClusterFacts, "gke_cluster_facts": GkeClusterFacts}
 
 
 @dataclass
@@ -170,6 +175,44 @@ def _extra_fields() -> Iterator[_Field]:
         yield _Field(name, hints[name].__name__, False, docstrings[name])
 
 
+def _facts_fields(generator: _Generator) -> Iterator[_Field]:
+    for name, facts in FACTS_ARGS.items():
+        summary = (inspect.getdoc(facts) or "").split("\n\n")[0]
+        description = textwrap.fill(
+            f"{' '.join(summary.split())} For a cluster the program creates: at most one of"
+            " `eksClusterFacts` and `gkeClusterFacts`, the settings' cloud's (docs/library.md,"
+            " Composing it with resources of your program).",
+            92,
+        )
+        generator.classes[f"{facts.__name__}Args"] = _Class(
+            f"{facts.__name__}Args",
+            summary,
+            [
+                _Field(
+                    field.name,
+                    _facts_annotation(field.type),
+                    field.default is dataclasses.MISSING,
+                    _attribute_docstrings(facts)[field.name],
+                )
+                for field in dataclasses.fields(facts)
+            ],
+        )
+        # Before the top level's class, which names it.
+        generator.done.insert(generator.done.index(TOP_LEVEL), f"{facts.__name__}Args")
+        yield _Field(name, f"{facts.__name__}Args", False, description)
+
+
+def _facts_annotation(annotation: Any) -> str:
+    """A fact's type as the host reads it: `pulumi.Input[str]` (a union of the value, an
+    `Awaitable` and an `Output`, the last a forward reference), a plain `str` (or None), a map
+    of strings."""
+    if any(get_origin(member) is Awaitable for member in get_args(annotation)):
+        return "pulumi.Input[str]"
+    if get_origin(annotation) is Mapping:
+        return "dict[str, str]"
+    return "str"
+
+
 def _attribute_docstrings(cls: type) -> dict[str, str]:
     """The docstrings under a class's annotated attributes, as the provider host reads them."""
     (node,) = ast.parse(inspect.getsource(cls)).body
@@ -197,7 +240,7 @@ def generated_source() -> str:
         " registered.",
         96,
     )
-    top.fields += list(_extra_fields())
+    top.fields += [*_extra_fields(), *_facts_fields(generator)]
     return _HEADER + "".join(_class_source(generator.classes[name]) for name in generator.done)
 
 
@@ -208,6 +251,8 @@ edit (`gpu_platform/package/inputs_generator.py` says why the types are plain).
 """
 
 from typing import Any, Required, TypedDict
+
+import pulumi
 '''
 
 

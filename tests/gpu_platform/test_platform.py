@@ -204,16 +204,15 @@ def test_every_public_name_is_the_packages() -> None:
     subprocess.run([sys.executable, "-c", script], check=True)
 
 
-# A program that creates its EKS cluster and reaches it through a Kubernetes provider of its
-# own, made from the cluster's outputs, with every default provider disabled.
+# A program that creates its EKS cluster, hands its outputs to the platform and reaches it
+# through a Kubernetes provider of its own, made from the cluster's outputs, with every default
+# provider disabled.
 COMPOSING_PROGRAM = """\
-import base64
-
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as kubernetes
 
-from gpu_platform import GpuPlatform, GpuPlatformArgs
+from gpu_platform import EksClusterFacts, GpuPlatform, GpuPlatformArgs
 
 cloud = aws.Provider("aws", region="us-east-1")
 cluster = aws.eks.Cluster(
@@ -227,21 +226,40 @@ kubeconfig = pulumi.Output.all(cluster.endpoint, cluster.certificate_authority.d
     lambda found: f"server: {found[0]}, ca: {found[1]}"
 )
 reach = kubernetes.Provider("ml-dev", kubeconfig=kubeconfig)
+facts = EksClusterFacts(
+    name=cluster.name,
+    endpoint=cluster.endpoint,
+    certificate_authority=cluster.certificate_authority.data,
+    security_group_id=cluster.vpc_config.cluster_security_group_id,
+    vpc_id=cluster.vpc_config.vpc_id,
+    kubernetes_version="1.35",
+    node_subnets={
+        "subnet-0a1b2c3d4e5f60001": "us-east-1a",
+        "subnet-0a1b2c3d4e5f60002": "us-east-1b",
+    },
+)
 platform = GpuPlatform(
     "gpu-platform",
-    GpuPlatformArgs.from_config(),
-    pulumi.ResourceOptions(providers=[cloud, reach]),
+    GpuPlatformArgs.from_config(cluster_facts=FACTS),
+    pulumi.ResourceOptions(providers=PROVIDERS),
 )
 """
 
 
-def composed(directory: Path, stack_config: Config) -> Plan:
-    """`COMPOSING_PROGRAM` previewed: the cluster's endpoint and CA are unknown until it
-    exists."""
+def composed(
+    directory: Path,
+    stack_config: Config,
+    providers: str = "[cloud, reach]",
+    facts: str = "facts",
+) -> Plan:
+    """`COMPOSING_PROGRAM` previewed, the platform given `providers` and `facts`: the
+    cluster's endpoint and CA are unknown until it exists."""
     (directory / "Pulumi.yaml").write_text(
         yaml.safe_dump({"name": PROJECT.name, "runtime": "python"})
     )
-    (directory / "__main__.py").write_text(COMPOSING_PROGRAM)
+    (directory / "__main__.py").write_text(
+        COMPOSING_PROGRAM.replace("PROVIDERS", providers).replace("FACTS", facts)
+    )
     config = {
         **{k: v for k, v in stack_config.items() if not k.startswith("aws:")},
         "pulumi:disable-default-providers": ["*"],
@@ -337,7 +355,7 @@ def test_a_kubernetes_provider_of_the_programs_own_is_refused_for_a_cluster_it_c
 ) -> None:
     # The platform reaches a cluster it creates through a provider made from it, which waits
     # for the cluster's access entries and system nodes.
-    plan = composed(tmp_path, stack_config("eks-new", PROJECT))
+    plan = composed(tmp_path, stack_config("eks-new", PROJECT), facts="None")
 
     assert isinstance(plan.error, PlatformConfigError)
     assert [p.path for p in plan.error.problems] == ["gpu-platform:cluster.create"]

@@ -33,6 +33,22 @@ class LookupFailed(Exception):
     provider's message."""
 
 
+CLUSTER_TYPES = ("aws:eks/cluster:Cluster", "gcp:container/cluster:Cluster")
+"""The clusters a program may create itself, beside the platform."""
+CREATED_CLUSTERS: set[str] = set()
+"""The names of the clusters the program being planned creates (`created`): the cluster
+lookups do not find them, as the cloud's do not on the first `pulumi preview`, before they
+exist."""
+
+
+def created(type_: str, name: str, props: Mapping[str, Any]) -> None:
+    """Note a resource the program constructs, before it asks anything of the cloud: a cluster
+    by the name it gives it, or by its resource name, which an auto-name begins with."""
+    if type_ in CLUSTER_TYPES:
+        given = props.get("name")
+        CREATED_CLUSTERS.add(given if isinstance(given, str) else name)
+
+
 def invoke(token: str, args: dict[str, Any]) -> dict[str, Any]:
     stand_in = _stand_ins(token, "INVOKES").get(token)
     if stand_in is None:

@@ -25,6 +25,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from gpu_platform.cli.stand_ins import CREATED_CLUSTERS, LookupFailed
 from gpu_platform.drivers import AL2023_DRIVERS
 
 STAND_IN_ACCOUNT = "123456789012"
@@ -176,6 +177,19 @@ def _vpc_id(region: str) -> str:
 
 
 def get_cluster(args: dict[str, Any]) -> dict[str, Any]:
+    """Any cluster but one the program creates, which EKS does not find before it exists: its
+    `ResourceNotFoundException` in terraform-provider-aws's data source's words
+    (internal/service/eks/cluster_data_source.go, "reading EKS Cluster (%s): %s")."""
+    name = args["name"]
+    if name in CREATED_CLUSTERS:
+        raise LookupFailed(
+            f"reading EKS Cluster ({name}): ResourceNotFoundException: No cluster found for"
+            f" name: {name}."
+        )
+    return _described(args)
+
+
+def _described(args: dict[str, Any]) -> dict[str, Any]:
     name = args["name"]
     region = args.get("region") or "us-east-1"
     digest = hashlib.sha256(f"{region}/{name}".encode()).hexdigest()
@@ -504,7 +518,7 @@ def _event_rule(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
 
 def _cluster(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """A created cluster's endpoint, CA and security group: those of the looked-up stand-in."""
-    found = get_cluster({"name": inputs.get("name", name), "region": inputs.get("region")})
+    found = _described({"name": inputs.get("name", name), "region": inputs.get("region")})
     vpc_config = {**inputs.get("vpcConfig", {})}
     vpc_config["clusterSecurityGroupId"] = found["vpcConfig"]["clusterSecurityGroupId"]
     vpc_config["vpcId"] = found["vpcConfig"]["vpcId"]

@@ -20,7 +20,7 @@ from typing import Any
 import pulumi
 
 from gpu_platform.accelerators import ACCELERATORS
-from gpu_platform.cli.stand_ins import LookupFailed
+from gpu_platform.cli.stand_ins import CREATED_CLUSTERS, LookupFailed
 from gpu_platform.gke.locations import zone_region
 from gpu_platform.gke.machine_types import fixed_series_of
 
@@ -58,9 +58,12 @@ def region_zones(region: str) -> list[str]:
 
 def get_cluster(args: dict[str, Any]) -> dict[str, Any]:
     project, location, name = args["project"], args["location"], args["name"]
-    if "create" in (pulumi.Config("gpu-platform").get_object("cluster") or {}):
-        # The plan of a stack that creates its cluster shows its first run: no cluster yet,
-        # which the provider's lookup says as terraform-provider-google's data source does.
+    if name in CREATED_CLUSTERS or "create" in (
+        pulumi.Config("gpu-platform").get_object("cluster") or {}
+    ):
+        # The plan of a stack, or a program, that creates its cluster shows its first run: no
+        # cluster yet, which the provider's lookup says as terraform-provider-google's data
+        # source does.
         raise LookupFailed(f"projects/{project}/locations/{location}/clusters/{name} not found")
     return existing_cluster(args)
 

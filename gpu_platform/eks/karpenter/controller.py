@@ -140,7 +140,7 @@ class KarpenterController(pulumi.ComponentResource):
         )
         access_entry = eks.AccessEntry(
             f"{name}-node-access-entry",
-            cluster_name=cluster.name,
+            cluster_name=cluster.name_input,
             principal_arn=node_iam_role.arn,
             type=ACCESS_ENTRY_TYPE,
             region=cluster.region,

@@ -30,6 +30,8 @@ from tests.gpu_platform.test_platform import declared, in_code_project
 from tests.repository import ROOT
 
 TOKEN = "gpu-platform:index:GpuPlatform"
+# The facts of a cluster the program creates, by input and type.
+FACTS = {"eksClusterFacts": "EksClusterFactsArgs", "gkeClusterFacts": "GkeClusterFactsArgs"}
 YAML_EXAMPLE = ROOT / "examples" / "yaml" / "Pulumi.yaml"
 DOCS = ROOT / "docs" / "component-package.md"
 # What `GpuPlatform` sets and registers (gpu_platform/platform.py), by the schema's names.
@@ -107,7 +109,7 @@ def test_the_schema_names_the_component_by_the_token_it_registers(schema: dict[s
 def test_the_inputs_are_the_stack_keys_with_their_descriptions(schema: dict[str, Any]) -> None:
     resource = schema["resources"][TOKEN]
     inputs = resource["inputProperties"]
-    assert set(inputs) == {*_keys(config_model.StackConfig), "partNamesUnderIt"}
+    assert set(inputs) == {*_keys(config_model.StackConfig), *FACTS, "partNamesUnderIt"}
     assert set(resource["requiredInputs"]) == {"cloud", "cluster", "pools"}
     for name, field in config_model.StackConfig.model_fields.items():
         assert inputs[field.alias or name].get("description") == field.description, name
@@ -115,12 +117,28 @@ def test_the_inputs_are_the_stack_keys_with_their_descriptions(schema: dict[str,
     assert all(prop.get("plain") for prop in inputs.values())
 
 
+def test_a_clusters_facts_are_inputs_where_they_only_flow_into_properties(
+    schema: dict[str, Any],
+) -> None:
+    inputs = schema["resources"][TOKEN]["inputProperties"]
+    not_plain = {}
+    for name, type_ in FACTS.items():
+        assert inputs[name]["$ref"] == f"#/types/gpu-platform:index:{type_}"
+        properties = schema["types"][f"gpu-platform:index:{type_}"]["properties"]
+        not_plain[name] = {key for key, prop in properties.items() if not prop.get("plain")}
+
+    assert not_plain == {
+        "eksClusterFacts": {"name", "endpoint", "certificateAuthority", "securityGroupId", "vpcId"},
+        "gkeClusterFacts": {"name", "endpoint", "caCertificate"},
+    }
+
+
 def test_each_model_of_the_config_is_a_type_with_its_fields(schema: dict[str, Any]) -> None:
     types = schema["types"]
     sharing = "gpu-platform:index:GpuPoolSpecSharingArgs"
     checked = set()
     for token, type_ in types.items():
-        if token == sharing:
+        if token == sharing or token.split(":")[-1] in FACTS.values():
             continue
         model = getattr(config_model, token.split(":")[-1].removesuffix("Args"))
         assert set(type_["properties"]) == set(_keys(model)), token
@@ -226,6 +244,26 @@ def test_construct_uses_the_providers_the_program_gives(tmp_path: Path) -> None:
     assert {i.provider for i in plan.invokes if i.token.startswith("aws:")} == {
         f"{own.urn}::{own.id}"
     }
+
+
+def test_construct_takes_a_clusters_facts_in_place_of_its_lookup(tmp_path: Path) -> None:
+    (resource,) = yaml.safe_load(YAML_EXAMPLE.read_text())["resources"].values()
+    settings = resource["properties"]
+    settings["eksClusterFacts"] = {
+        "name": settings["cluster"]["name"],
+        "endpoint": "https://example.invalid",
+        "certificateAuthority": "Q0E=",
+        "securityGroupId": "sg-0a1b2c3d4e5f60001",
+        "vpcId": "vpc-0a1b2c3d4e5f60001",
+        "kubernetesVersion": "1.35",
+        "nodeSubnets": {"subnet-0a1b2c3d4e5f60001": "us-east-1a"},
+    }
+
+    plan = run_program("dev", config={}, project=_construct_project(tmp_path, settings))
+
+    assert [i.token for i in plan.invokes if i.token == "aws:eks/getCluster:getCluster"] == []
+    (node_group,) = plan.of_type("aws:eks/nodeGroup:NodeGroup")
+    assert node_group.inputs["subnetIds"] == ["subnet-0a1b2c3d4e5f60001"]
 
 
 def test_construct_refuses_a_secret_setting_by_its_key(tmp_path: Path) -> None:
