@@ -5,8 +5,10 @@ once in one `ConfigError` without a secret's value."""
 import copy
 import json
 import re
+import types
+import typing
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
@@ -129,11 +131,53 @@ def load_stack_config(
 
 def check_stack_config(config: StackConfig) -> None:
     """The rules across fields over a config built in code (`StackConfig(...)`), which field
-    rules alone have validated: a `ConfigError` for every problem, as the loader raises."""
+    rules alone have validated: a `ConfigError` for every problem, each key named as a field's
+    own problem names it in code (`StackConfig.namespaces[0].gpu_quota`)."""
     problems = list(cross_field_problems(config))
     if problems:
         raw = config.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        raise ConfigError(problems).hiding_secrets(config.secret_keys, raw)
+        shown = ConfigError(problems).hiding_secrets(config.secret_keys, raw).problems
+        raise ConfigError(p._replace(path=_code_path(p.path)) for p in shown)
+
+
+_KEY_PART = re.compile(r"\[(\d+)\]|\.?([^.\[]+)")
+
+
+def _code_path(path: str) -> str:
+    """A key path of the stack file (`gpu-platform:namespaces[0].gpuQuota`) as the classes built
+    in code name it, as a field's own problem does: `StackConfig.namespaces[0].gpu_quota`."""
+    annotation: Any = StackConfig
+    written = path.removeprefix(key_path())
+    named = StackConfig.__name__
+    while written:
+        part = _KEY_PART.match(written)
+        if part is None:
+            break
+        annotation = _unwrapped(annotation)
+        if part[1] is not None:
+            named += part[0]
+            args = typing.get_args(annotation)
+            annotation = args[0] if typing.get_origin(annotation) is list and args else None
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            fields = {info.alias or n: (n, info) for n, info in annotation.model_fields.items()}
+            name, info = fields.get(part[2], (part[2], None))
+            named += f".{name}"
+            annotation = info.annotation if info is not None else None
+        else:
+            named += written
+            break
+        written = written[part.end() :]
+    return named
+
+
+def _unwrapped(annotation: Any) -> Any:
+    """`annotation` without `Annotated` or `| None`."""
+    if typing.get_origin(annotation) is Annotated:
+        return _unwrapped(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _unwrapped(members[0]) if len(members) == 1 else annotation
+    return annotation
 
 
 def _validated(raw: Mapping[str, Any], context: Any = None) -> StackConfig:

@@ -71,9 +71,10 @@ def _field(model: type[BaseModel], name: str, value: Any, invalid: Sequence[Loc]
 @functools.cache
 def _adapter(model: type[BaseModel], name: str) -> TypeAdapter[Any]:
     info = model.model_fields[name]
-    return TypeAdapter(
-        Annotated[info.annotation, *info.metadata, Field(discriminator=info.discriminator)]
-    )
+    annotated: Any = Annotated[
+        info.annotation, *info.metadata, Field(discriminator=info.discriminator)
+    ]
+    return TypeAdapter(annotated)
 
 
 def _optional(annotation: Any) -> Any:
