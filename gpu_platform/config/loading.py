@@ -5,15 +5,14 @@ once in one `ConfigError` without a secret's value."""
 import copy
 import json
 import re
-import types
-import typing
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from gpu_platform.config.fields import Cloud, expectation
+from gpu_platform.config.key_paths import code_path
 from gpu_platform.config.near_misses import misdirected_key_problems, unknown_key_expectation
 from gpu_platform.config.pools import SHARING_MODES
 from gpu_platform.config.problems import (
@@ -23,6 +22,7 @@ from gpu_platform.config.problems import (
     SECRET,
     ConfigError,
     ConfigProblem,
+    key_of,
     key_path,
     not_plain_problems,
 )
@@ -137,58 +137,16 @@ def check_stack_config(config: StackConfig) -> None:
     if problems:
         raw = config.model_dump(mode="json", by_alias=True, exclude_unset=True)
         shown = ConfigError(problems).hiding_secrets(config.secret_keys, raw).problems
-        raise ConfigError(p._replace(path=_code_path(p.path)) for p in shown)
+        raise ConfigError(p._replace(path=code_path(p.path)) for p in shown)
 
 
-_KEY_PART = re.compile(r"\[(\d+)\]|\.?([^.\[]+)")
-
-
-def _code_path(path: str) -> str:
-    """A key path of the stack file (`gpu-platform:namespaces[0].gpuQuota`) as the classes built
-    in code name it, as a field's own problem does: `StackConfig.namespaces[0].gpu_quota`."""
-    annotation: Any = StackConfig
-    written = path.removeprefix(key_path())
-    named = StackConfig.__name__
-    while written:
-        part = _KEY_PART.match(written)
-        if part is None:
-            break
-        annotation = _unwrapped(annotation)
-        if part[1] is not None:
-            named += part[0]
-            args = typing.get_args(annotation)
-            annotation = args[0] if typing.get_origin(annotation) is list and args else None
-        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            fields = {info.alias or n: (n, info) for n, info in annotation.model_fields.items()}
-            name, info = fields.get(part[2], (part[2], None))
-            named += f".{name}"
-            annotation = info.annotation if info is not None else None
-        else:
-            named += written
-            break
-        written = written[part.end() :]
-    return named
-
-
-def _unwrapped(annotation: Any) -> Any:
-    """`annotation` without `Annotated` or `| None`."""
-    if typing.get_origin(annotation) is Annotated:
-        return _unwrapped(typing.get_args(annotation)[0])
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        members = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return _unwrapped(members[0]) if len(members) == 1 else annotation
-    return annotation
-
-
-def _validated(raw: Mapping[str, Any], context: Any = None) -> StackConfig:
+def _validated(raw: Mapping[str, Any]) -> StackConfig:
     # Strictly, as JSON, which is what Pulumi hands a program its config as: `max: true` is a
     # boolean, not the 1 pydantic's lax mode would read it as; `"two"` is not a number.
     given = dict(raw)
     while True:
         try:
-            return StackConfig.model_validate_json(
-                json.dumps(given, default=str), strict=True, context=context
-            )
+            return StackConfig.model_validate_json(json.dumps(given, default=str), strict=True)
         except ValidationError as error:
             numbers = list(_numbers_given_as_text(error))
             if not numbers:
@@ -230,7 +188,7 @@ def _replace(raw: dict[str, Any], loc: Sequence[str | int], value: Any) -> bool:
 
 def _set_elsewhere(problems: Iterable[ConfigProblem], raw: Mapping[str, Any]) -> list[str]:
     """The platform's keys that `problems` find set in another namespace, and `raw` lacks."""
-    keys = {info.alias or name for name, info in StackConfig.model_fields.items()}
+    keys = {key_of(StackConfig, field) for field in StackConfig.model_fields}
     names = (p.path.partition(":")[2] for p in problems if not p.path.startswith(key_path()))
     return sorted({name for name in names if name in keys and name not in raw})
 

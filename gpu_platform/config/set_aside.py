@@ -5,7 +5,6 @@ default standing in for it."""
 
 import functools
 import json
-import types
 import typing
 from collections.abc import Collection, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
@@ -13,6 +12,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from gpu_platform.config.fields import Model
+from gpu_platform.config.key_paths import unwrapped
 
 Loc = tuple[str | int, ...]
 """A key's place in the stack's config: `("pools", 1, "max")`."""
@@ -45,7 +45,7 @@ _LEFT_OUT = object()
 def _field(model: type[BaseModel], name: str, value: Any, invalid: Sequence[Loc]) -> Any:
     """The field `name` of `model` from `value`, with what is `invalid` within it set aside
     where the field holds models (one, or a list of them); else left out as a whole."""
-    annotation = _optional(model.model_fields[name].annotation)
+    annotation = unwrapped(model.model_fields[name].annotation, None)
     if not invalid:
         try:
             return _adapter(model, name).validate_json(json.dumps(value, default=str), strict=True)
@@ -75,15 +75,6 @@ def _adapter(model: type[BaseModel], name: str) -> TypeAdapter[Any]:
         info.annotation, *info.metadata, Field(discriminator=info.discriminator)
     ]
     return TypeAdapter(annotated)
-
-
-def _optional(annotation: Any) -> Any:
-    """`annotation` without a `| None`."""
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        members = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(members) == 1:
-            return members[0]
-    return annotation
 
 
 def _is_model(annotation: Any) -> bool:

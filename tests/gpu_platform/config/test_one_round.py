@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from gpu_platform.cli.project import Project
 from gpu_platform.cli.stack_files import StackFileError, gpu_platform_config, stack_config
 from gpu_platform.config import (
     ClusterSpec,
@@ -94,24 +95,31 @@ def test_keys_set_elsewhere_values_not_plain_and_every_other_problem_come_in_one
     }
 
 
-def test_a_stray_stack_file_key_comes_with_the_configs_problems(tmp_path: Path) -> None:
+def test_a_stack_files_own_problems_come_with_the_configs(tmp_path: Path) -> None:
+    # Pulumi drops a top-level key other than ProjectStack's (pulumi/pulumi
+    # sdk/go/common/workspace/project.go) and refuses a config key that is not
+    # `<namespace>:<name>` (config.ParseKey); `monitoring` is the project's key
+    # (loaders.go, `stackConfigNamespacedWithProject`).
     (tmp_path / "Pulumi.yaml").write_text("name: ml-gpus\nruntime: python\n")
     (tmp_path / "__main__.py").write_text("")
     text = Path("Pulumi.dev.yaml").read_text().replace("max: 3", "max: true")
+    text = text.replace("config:\n", "config:\n  a:b:c: 1\n  monitoring: {}\n")
     (tmp_path / "Pulumi.staging.yaml").write_text(text + "gpu-platform:protect: true\n")
-    from gpu_platform.cli.project import Project
 
     with pytest.raises(StackFileError) as error:
         stack_config("staging", Project.find(tmp_path))
 
-    lines = str(error.value).splitlines()
-    assert lines[0].endswith(
-        "'gpu-platform:protect': not a key of a stack file, which Pulumi"
-        " would ignore (it reads config, environment, secretsprovider, encryptedkey,"
-        " encryptionsalt); a configuration key belongs under `config:`"
-    )
-    assert lines[1:] == [
-        "Invalid stack configuration (1 problem(s)):",
+    stack_file = tmp_path / "Pulumi.staging.yaml"
+    assert str(error.value).splitlines() == [
+        f"{stack_file}: 'gpu-platform:protect': not a key of a stack file, which Pulumi would"
+        " ignore (it reads config, environment, secretsprovider, encryptedkey, encryptionsalt);"
+        " a configuration key belongs under `config:`",
+        f"{stack_file}: 'a:b:c': could not parse as a configuration key (configuration keys"
+        " should be of the form `<namespace>:<name>`, as in `gpu-platform:pools`)",
+        "Invalid stack configuration (2 problem(s)):",
+        "  ml-gpus:monitoring: got {}; expected the key gpu-platform:monitoring: the platform"
+        " reads the gpu-platform namespace only, not the project's (ml-gpus); set it with"
+        " `pulumi config set gpu-platform:monitoring ...`",
         "  gpu-platform:pools[0].max: got true; expected a valid integer",
     ]
 
