@@ -103,18 +103,16 @@ def load_stack_config(
     """
     problems = [*(raw.problems if isinstance(raw, ReadSettings) else ()), *not_plain_problems(raw)]
     unknown: list[Loc] = [(key,) for key in _set_elsewhere(problems, raw)]
-    given = _plain_part(raw, (), unknown)
+    given, config = _validated(_plain_part(raw, (), unknown))
     errors: list[ErrorDetails] = []
-    try:
-        config = _validated(given)
-    except ValidationError as error:
-        errors = error.errors(include_url=False)
+    if isinstance(config, ValidationError):
+        errors = config.errors(include_url=False)
         problems += [
             p
             for p in _problems_from(errors, given=raw.keys())
             if not any(_within(p.path, key_path(*loc)) for loc in unknown)
         ]
-    if not problems:
+    if isinstance(config, StackConfig) and not problems:
         problems = list(cross_field_problems(config))
     else:
         reported = [p.path for p in problems]
@@ -123,7 +121,7 @@ def load_stack_config(
             for p in cross_field_problems(_set_aside(given, errors, unknown))
             if not any(_within(p.path, path) for path in reported)
         ]
-    if problems:
+    if problems or not isinstance(config, StackConfig):
         raise ConfigError(problems).hiding_secrets(secret_keys, raw)
     config._secret_keys = secret_keys
     return config
@@ -140,20 +138,24 @@ def check_stack_config(config: StackConfig) -> None:
         raise ConfigError(p._replace(path=code_path(p.path)) for p in shown)
 
 
-def _validated(raw: Mapping[str, Any]) -> StackConfig:
+def _validated(raw: Mapping[str, Any]) -> tuple[dict[str, Any], StackConfig | ValidationError]:
+    """`raw` with the numbers it gives as text read as numbers, and its config, or what is
+    wrong with it."""
     # Strictly, as JSON, which is what Pulumi hands a program its config as: `max: true` is a
     # boolean, not the 1 pydantic's lax mode would read it as; `"two"` is not a number.
     given = dict(raw)
     while True:
         try:
-            return StackConfig.model_validate_json(json.dumps(given, default=str), strict=True)
+            return given, StackConfig.model_validate_json(
+                json.dumps(given, default=str), strict=True
+            )
         except ValidationError as error:
             numbers = list(_numbers_given_as_text(error))
             if not numbers:
-                raise
+                return given, error
             given = copy.deepcopy(given)
             if not all(_replace(given, loc, number) for loc, number in numbers):
-                raise
+                return given, error
 
 
 # Where a number is expected, a string that is exactly a JSON number is read as that number:

@@ -33,8 +33,10 @@ def set_aside(model: type[M], raw: Mapping[str, Any], invalid: Collection[Loc]) 
             values[fields[key]] = built
     given = {fields[key] for key in raw if key in fields}
     built_model = model.model_construct(_fields_set=given, **values)
-    # model_construct fills in the defaults of what it was not given.
-    for name in model.model_fields.keys() - values.keys():
+    # model_construct fills in the default of a field it was not given; where the stack gave
+    # the field (or left out a required one), that default is not the stack's value.
+    missing = {fields[loc[0]] for loc in invalid if len(loc) == 1 and loc[0] in fields}
+    for name in (given | missing) - values.keys():
         built_model.__dict__.pop(name, None)
     return built_model
 

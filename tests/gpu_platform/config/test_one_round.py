@@ -62,6 +62,30 @@ def test_a_bad_list_element_and_a_missing_required_key_leave_the_other_rules_run
     }
 
 
+def test_the_rules_read_the_defaults_of_keys_the_stack_does_not_set_beside_a_bad_key() -> None:
+    # The tenant rules read `provisioner`, which dev leaves to its default: only a key the
+    # stack gives (or must give) is set aside, not one it leaves to the model.
+    raw = committed("dev")
+    raw["pools"][0]["capacity"] = "preemptible"
+    raw["namespaces"][0]["smokeTestPool"] = "nope"
+
+    assert found(raw) == {
+        ("gpu-platform:pools[0].capacity", "preemptible"),
+        ("gpu-platform:namespaces[0].smokeTestPool", "nope"),
+    }
+
+
+def test_a_number_given_as_text_is_judged_across_fields_beside_a_bad_key() -> None:
+    raw = committed("dev")
+    raw["pools"][0]["min"] = "5"
+    raw["operator"] = {"chartVersion": "latest"}
+
+    assert found(raw) == {
+        ("gpu-platform:operator.chartVersion", "latest"),
+        ("gpu-platform:pools[0].min", 5),
+    }
+
+
 def test_a_misspelt_provisioner_blames_no_other_key() -> None:
     # The node groups' rules would judge karpenter-dev's pools by the default provisioner,
     # cluster-autoscaler, and refuse its reserved pool's on-demand fallback.
