@@ -34,7 +34,7 @@ from gpu_platform.config.tenant_rules import namespace_problems
 
 
 def cross_field_problems(config: StackConfig) -> Iterator[ConfigProblem]:
-    """Every rule's problems. Over a config whose invalid fields were set aside (`loading`), a
+    """Every rule's problems. Over a config whose invalid keys were set aside (`set_aside`), a
     rule that reads one stops there: what it found before stands, as it read valid fields
     only, and it says nothing more, as it would judge without the value it depends on."""
     for rule in _RULES:
