@@ -16,7 +16,9 @@ import yaml
 
 from gpu_platform import yaml_documents
 from gpu_platform.cli.project import Project
-from gpu_platform.config.problems import CONFIG_NAMESPACE
+from gpu_platform.config.loading import ReadSettings, load_stack_config
+from gpu_platform.config.near_misses import misdirected_key_problems
+from gpu_platform.config.problems import CONFIG_NAMESPACE, SECRET, ConfigError
 
 # `secure:` values in a stack file are encrypted for the stack's secrets provider, which the
 # offline plan does not have; they are replaced by this, and still marked secret.
@@ -53,9 +55,10 @@ def stack_config(stack: str, project: Project | None = None) -> dict[str, Any]:
         return {}
     if not isinstance(document, dict):
         raise StackFileError(f"{path} must be a YAML mapping (with a `config:` block)")
+    refused: list[str] = []
     stray = [key for key in document if key not in _STACK_FILE_KEYS]
     if stray:
-        raise StackFileError(
+        refused.append(
             f"{path}: {', '.join(map(repr, stray))}: not a key of a stack file, which Pulumi"
             f" would ignore (it reads {', '.join(_STACK_FILE_KEYS)}); a configuration key"
             " belongs under `config:`"
@@ -70,12 +73,31 @@ def stack_config(stack: str, project: Project | None = None) -> dict[str, Any]:
     config = {key if ":" in str(key) else f"{project.name}:{key}": v for key, v in config.items()}
     malformed = [key for key in config if not _NAMESPACED_KEY.match(str(key))]
     if malformed:
-        raise StackFileError(
+        refused.append(
             f"{path}: {', '.join(map(repr, malformed))}: could not parse as a configuration key"
             " (configuration keys should be of the form `<namespace>:<name>`, as in"
             " `gpu-platform:pools`)"
         )
+    if refused:
+        # With every problem of the keys it could read, so that one round shows them all.
+        readable = {key: v for key, v in config.items() if key not in malformed}
+        raise StackFileError("\n".join([*refused, *_config_problems(readable, project.name)]))
     return config
+
+
+def _config_problems(config: Mapping[str, Any], project: str) -> list[str]:
+    """The report of what is wrong with the platform's keys of `config` (none: nothing)."""
+    values, secret_keys = gpu_platform_config(config)
+    misdirected = misdirected_key_problems(
+        config,
+        project,
+        lambda key: SECRET if _without_secure_values(config[key])[1] else config[key],
+    )
+    try:
+        load_stack_config(ReadSettings(values, misdirected), secret_keys)
+    except ConfigError as error:
+        return [error.report()]
+    return []
 
 
 def _refuse_other_than_utf8(path: Path, data: bytes) -> None:

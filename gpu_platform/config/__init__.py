@@ -14,7 +14,9 @@ The model is split by concern, each concern's types beside the rules across thei
   `cluster_create` (a cluster the platform creates, `cluster.create`),
   `capacity` (autoscaler, Karpenter, reservations), `operator` (GPU Operator, monitoring),
   `tenants` (tenant namespaces), and `stack`, the whole stack's model;
-- `problems` (the error report), `loading` (reading and validating the stack's keys);
+- `problems` (the error report), `key_paths` (how keys are named, in the stack file and in
+  code), `loading` (reading and validating the stack's keys), `set_aside` (the config with its
+  invalid keys left out, for the rules across fields to run over the valid ones);
 - `rules` runs the rules across fields: `pool_rules`, `eks_rules`, `gke_rules`,
   `canary_rules`, `operator_rules`, `tenant_rules`, `cluster_create_rules`.
 """

@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -279,6 +279,22 @@ class Model(BaseModel):
     # _model_construction.py `__pydantic_custom_init__`): else every nested model would raise
     # its own ConfigError mid-validation, and the loader could not report all at once.
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    if not TYPE_CHECKING:
+        # Reached only where normal lookup fails: a field that the loader left out of a model
+        # as invalid (`set_aside`; pydantic keeps no class attribute for a field).
+        def __getattr__(self, name: str) -> Any:
+            if name in type(self).model_fields:
+                raise SetAsideKeyRead(type(self), name)
+            return super().__getattr__(name)
+
+
+class SetAsideKeyRead(Exception):
+    """A rule read a field that was left out of its model as invalid: whatever it would say
+    depends on a value the report has refused already."""
+
+    def __init__(self, model: type[BaseModel], field: str):
+        super().__init__(f"{model.__name__}.{field} was set aside as invalid")
 
 
 def _path_in(model: type[BaseModel]) -> Callable[..., str]:

@@ -8,25 +8,40 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from gpu_platform.config.fields import Cloud, expectation
+from gpu_platform.config.key_paths import code_path
 from gpu_platform.config.near_misses import misdirected_key_problems, unknown_key_expectation
 from gpu_platform.config.pools import SHARING_MODES
 from gpu_platform.config.problems import (
     CONFIG_NAMESPACE,
     MISSING,
+    PLAIN_VALUES,
     SECRET,
     ConfigError,
     ConfigProblem,
+    key_of,
     key_path,
     not_plain_problems,
 )
 from gpu_platform.config.rules import cross_field_problems
+from gpu_platform.config.set_aside import Loc, set_aside
 from gpu_platform.config.stack import StackConfig
 
 
-def read_pulumi_config() -> dict[str, Any]:
+class ReadSettings(dict[str, Any]):
+    """The stack's `gpu-platform:` keys as read, with the problems the reading found (keys meant
+    for the platform set where it does not read them), which `load_stack_config` reports with
+    every other problem."""
+
+    def __init__(self, values: Mapping[str, Any], problems: Iterable[ConfigProblem] = ()):
+        super().__init__(values)
+        self.problems = list(problems)
+
+
+def read_pulumi_config() -> ReadSettings:
     """The stack's `gpu-platform:` keys, without the namespace, values parsed from JSON.
 
     Every key is read, not only the known ones, so that a misspelt key is reported rather than
@@ -45,16 +60,14 @@ def read_pulumi_config() -> dict[str, Any]:
         except ValueError:
             return text
 
-    misdirected = list(
+    return ReadSettings(
+        {key.removeprefix(prefix): value(key) for key in keys if key.startswith(prefix)},
         misdirected_key_problems(
             keys,
             pulumi.get_project(),
             lambda key: SECRET if runtime_config.is_config_secret(key) else value(key),
-        )
+        ),
     )
-    if misdirected:
-        raise ConfigError(misdirected)
-    return {key.removeprefix(prefix): value(key) for key in keys if key.startswith(prefix)}
 
 
 def secret_config_keys() -> frozenset[str]:
@@ -82,22 +95,33 @@ def load_stack_config(
     """Validate the stack's `gpu-platform:` keys (given without the namespace); `secret_keys`
     are those set as secrets, whose values no error shows and the components keep secret.
 
-    Every problem the settings alone show comes in one report: each field's own, and the rules
-    across fields. Those run over the fields that are valid, an invalid one set aside (its
-    default standing in); only where a required key is missing or bad do they wait for the next
-    round.
+    Every problem the settings alone show comes in one report: what the reading found (a key
+    set in another namespace, `ReadSettings`), values that are not plain data, each field's own,
+    and the rules across fields. Those run over the fields that are valid: a rule that reads a
+    key found invalid, or not known (a value that is not plain, a key set elsewhere), says
+    nothing from there on rather than judge by a default standing in for it.
     """
-    not_plain = list(not_plain_problems(raw))
-    if not_plain:
-        raise ConfigError(not_plain)
-    try:
-        config = _validated(raw)
-    except ValidationError as error:
-        problems = list(_problems_from(error, given=raw.keys()))
-        problems += _problems_without(error, raw, reported=[p.path for p in problems])
-        raise ConfigError(problems).hiding_secrets(secret_keys, raw) from None
-    problems = list(cross_field_problems(config))
-    if problems:
+    problems = [*(raw.problems if isinstance(raw, ReadSettings) else ()), *not_plain_problems(raw)]
+    unknown: list[Loc] = [(key,) for key in _set_elsewhere(problems, raw)]
+    given, config = _validated(_plain_part(raw, (), unknown))
+    errors: list[ErrorDetails] = []
+    if isinstance(config, ValidationError):
+        errors = config.errors(include_url=False)
+        problems += [
+            p
+            for p in _problems_from(errors, given=raw.keys())
+            if not any(_within(p.path, key_path(*loc)) for loc in unknown)
+        ]
+    if isinstance(config, StackConfig) and not problems:
+        problems = list(cross_field_problems(config))
+    else:
+        reported = [p.path for p in problems]
+        problems += [
+            p
+            for p in cross_field_problems(_set_aside(given, errors, unknown))
+            if not any(_within(p.path, path) for path in reported)
+        ]
+    if problems or not isinstance(config, StackConfig):
         raise ConfigError(problems).hiding_secrets(secret_keys, raw)
     config._secret_keys = secret_keys
     return config
@@ -105,27 +129,33 @@ def load_stack_config(
 
 def check_stack_config(config: StackConfig) -> None:
     """The rules across fields over a config built in code (`StackConfig(...)`), which field
-    rules alone have validated: a `ConfigError` for every problem, as the loader raises."""
+    rules alone have validated: a `ConfigError` for every problem, each key named as a field's
+    own problem names it in code (`StackConfig.namespaces[0].gpu_quota`)."""
     problems = list(cross_field_problems(config))
     if problems:
         raw = config.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        raise ConfigError(problems).hiding_secrets(config.secret_keys, raw)
+        shown = ConfigError(problems).hiding_secrets(config.secret_keys, raw).problems
+        raise ConfigError(p._replace(path=code_path(p.path)) for p in shown)
 
 
-def _validated(raw: Mapping[str, Any]) -> StackConfig:
+def _validated(raw: Mapping[str, Any]) -> tuple[dict[str, Any], StackConfig | ValidationError]:
+    """`raw` with the numbers it gives as text read as numbers, and its config, or what is
+    wrong with it."""
     # Strictly, as JSON, which is what Pulumi hands a program its config as: `max: true` is a
     # boolean, not the 1 pydantic's lax mode would read it as; `"two"` is not a number.
     given = dict(raw)
     while True:
         try:
-            return StackConfig.model_validate_json(json.dumps(given, default=str), strict=True)
+            return given, StackConfig.model_validate_json(
+                json.dumps(given, default=str), strict=True
+            )
         except ValidationError as error:
             numbers = list(_numbers_given_as_text(error))
             if not numbers:
-                raise
+                return given, error
             given = copy.deepcopy(given)
             if not all(_replace(given, loc, number) for loc, number in numbers):
-                raise
+                return given, error
 
 
 # Where a number is expected, a string that is exactly a JSON number is read as that number:
@@ -158,44 +188,38 @@ def _replace(raw: dict[str, Any], loc: Sequence[str | int], value: Any) -> bool:
     return True
 
 
-def _problems_without(
-    error: ValidationError, raw: Mapping[str, Any], reported: Sequence[str]
-) -> Iterator[ConfigProblem]:
-    """The rules across fields, over `raw` without the keys `error` found invalid (as if they
-    were not set), but what they say of a key already `reported` (a rule would say a bad
-    value's key is missing); nothing where one of them cannot be set aside (a required key, an
-    element of a list)."""
-    repaired = copy.deepcopy(dict(raw))
-    for e in error.errors(include_url=False):
-        loc = _key_loc(e["loc"])
-        if e["type"] == "missing" or not loc or not _set_aside(repaired, loc):
-            return
-    try:
-        config = _validated(repaired)
-    except ValidationError:
-        return
-    for problem in cross_field_problems(config):
-        if not any(_within(problem.path, path) for path in reported):
-            yield problem
+def _set_elsewhere(problems: Iterable[ConfigProblem], raw: Mapping[str, Any]) -> list[str]:
+    """The platform's keys that `problems` find set in another namespace, and `raw` lacks."""
+    keys = {key_of(StackConfig, field) for field in StackConfig.model_fields}
+    names = (p.path.partition(":")[2] for p in problems if not p.path.startswith(key_path()))
+    return sorted({name for name in names if name in keys and name not in raw})
+
+
+def _plain_part(value: Any, loc: Loc, not_plain: list[Loc]) -> Any:
+    """`value` with each part that is not plain data (`not_plain_problems`) taken out (None in
+    its place), its place added to `not_plain`."""
+    if isinstance(value, Mapping):
+        return {key: _plain_part(item, (*loc, str(key)), not_plain) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_plain_part(item, (*loc, i), not_plain) for i, item in enumerate(value)]
+    if isinstance(value, (*PLAIN_VALUES, BaseModel)):
+        return value
+    not_plain.append(loc)
+    return None
+
+
+def _set_aside(
+    given: Mapping[str, Any], errors: Iterable[ErrorDetails], unknown: Iterable[Loc]
+) -> StackConfig:
+    """The config of `given` with every key that `errors` found invalid or missing, or whose
+    value is not known, set aside (`set_aside`)."""
+    invalid = {tuple(_key_loc(e["loc"])) for e in errors}
+    return set_aside(StackConfig, given, invalid | set(unknown))
 
 
 def _within(path: str, other: str) -> bool:
     """Whether the key path `path` is `other` or a key within it."""
     return path == other or path.startswith((other + ".", other + "["))
-
-
-def _set_aside(raw: dict[str, Any], loc: Sequence[str | int]) -> bool:
-    """Remove the key at `loc` from `raw`; whether there was one to remove."""
-    parent: Any = raw
-    for part in loc[:-1]:
-        try:
-            parent = parent[part]
-        except (KeyError, IndexError, TypeError):
-            return False
-    if not isinstance(parent, dict) or not isinstance(loc[-1], str) or loc[-1] not in parent:
-        return False
-    del parent[loc[-1]]
-    return True
 
 
 def _key_loc(loc: Sequence[str | int]) -> list[str | int]:
@@ -208,9 +232,9 @@ def _key_loc(loc: Sequence[str | int]) -> list[str | int]:
     ]
 
 
-def _problems_from(error: ValidationError, given: Iterable[str]) -> Iterator[ConfigProblem]:
+def _problems_from(errors: Iterable[ErrorDetails], given: Iterable[str]) -> Iterator[ConfigProblem]:
     """The problems pydantic found; `given` are the stack's keys (without the namespace)."""
-    for e in error.errors(include_url=False):
+    for e in errors:
         loc = _key_loc(e["loc"])
         if e["type"] == "union_tag_not_found" and loc[-1] == "sharing":
             # `sharing: {replicas: 4}`: the key missing is the mode, which decides what the

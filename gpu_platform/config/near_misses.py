@@ -2,13 +2,13 @@
 key set in the project's own namespace, a key misspelt within the platform's (did you mean...)."""
 
 import difflib
-import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import BaseModel
 
+from gpu_platform.config.key_paths import tags_of, unwrapped
 from gpu_platform.config.problems import CONFIG_NAMESPACE, ConfigProblem, key_path
 from gpu_platform.config.stack import StackConfig
 
@@ -77,37 +77,18 @@ def _model_at(loc: Sequence[str | int]) -> type[BaseModel] | None:
     """The model whose keys are given at `loc` of the stack's config, if a model's."""
     annotation: Any = StackConfig
     for part in loc:
-        annotation = _unwrapped(annotation, part)
+        annotation = unwrapped(annotation, part)
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             fields = {info.alias or name: info for name, info in annotation.model_fields.items()}
             if part in fields:
                 annotation = fields[part].annotation
-            elif part not in _tags_of(annotation):
+            elif part not in tags_of(annotation):
                 return None
         elif typing.get_origin(annotation) in (list, dict):
             annotation = typing.get_args(annotation)[-1]
         else:
             return None
-    annotation = _unwrapped(annotation, None)
+    annotation = unwrapped(annotation, None)
     return (
         annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
     )
-
-
-def _unwrapped(annotation: Any, tag: str | int | None) -> Any:
-    """`annotation` without `Annotated` or `None`; of a union of models, the member whose
-    `mode` is `tag` (pydantic puts a discriminated union's tag in the error location)."""
-    if typing.get_origin(annotation) is Annotated:
-        return _unwrapped(typing.get_args(annotation)[0], tag)
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        members = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(members) == 1:
-            return _unwrapped(members[0], tag)
-        return next((m for m in members if tag in _tags_of(m)), None)
-    return annotation
-
-
-def _tags_of(model: Any) -> tuple[Any, ...]:
-    """A union member's tag: its `mode` (`Literal["mig"]`), which every sharing mode has."""
-    fields = getattr(model, "model_fields", {})
-    return typing.get_args(fields["mode"].annotation) if "mode" in fields else ()

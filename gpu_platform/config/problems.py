@@ -145,7 +145,7 @@ def key_path(*loc: str | int) -> str:
     return path
 
 
-_PLAIN_VALUES = (str, int, float, bool, type(None), datetime.date)
+PLAIN_VALUES = (str, int, float, bool, type(None), datetime.date)
 """What a stack file's YAML can give a key (a date among them)."""
 
 
@@ -163,7 +163,7 @@ def not_plain_problems(
     elif isinstance(value, list | tuple | set | frozenset):
         for i, item in enumerate(value):
             yield from not_plain_problems(item, (*loc, i), path_of)
-    elif not isinstance(value, _PLAIN_VALUES):
+    elif not isinstance(value, PLAIN_VALUES):
         yield ConfigProblem(
             path_of(*loc),
             f"<{type(value).__name__}>",

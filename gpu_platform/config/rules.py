@@ -6,7 +6,7 @@ import functools
 import importlib.metadata
 import importlib.resources
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from pydantic import BaseModel
 
@@ -19,7 +19,7 @@ from gpu_platform.config.eks_rules import (
     karpenter_problems,
     reservation_problems,
 )
-from gpu_platform.config.fields import NODE_IMAGES, Cloud
+from gpu_platform.config.fields import NODE_IMAGES, Cloud, SetAsideKeyRead
 from gpu_platform.config.gke_rules import gke_capacity_problems, gke_pool_problems
 from gpu_platform.config.operator import OPERATOR_DRIVER_OPTIONS
 from gpu_platform.config.operator_rules import (
@@ -34,22 +34,14 @@ from gpu_platform.config.tenant_rules import namespace_problems
 
 
 def cross_field_problems(config: StackConfig) -> Iterator[ConfigProblem]:
-    yield from _cluster_problems(config)
-    yield from cluster_create_problems(config)
-    yield from _other_cloud_problems(config)
-    yield from pool_problems(config)
-    yield from reservation_problems(config)
-    yield from instance_choice_problems(config)
-    yield from ami_release_problems(config)
-    yield from canary_problems(config)
-    yield from bottlerocket_sharing_problems(config)
-    yield from gke_pool_problems(config)
-    yield from gke_capacity_problems(config)
-    yield from operator_override_problems(config)
-    yield from gke_exporter_override_problems(config)
-    yield from namespace_problems(config)
-    yield from monitoring_problems(config)
-    yield from karpenter_problems(config)
+    """Every rule's problems. Over a config whose invalid keys were set aside (`set_aside`), a
+    rule that reads one stops there: what it found before stands, as it read valid fields
+    only, and it says nothing more, as it would judge without the value it depends on."""
+    for rule in _RULES:
+        try:
+            yield from rule(config)
+        except SetAsideKeyRead:
+            continue
 
 
 _OTHER_PARTITIONS = ("cn-", "us-gov-")
@@ -162,3 +154,23 @@ def _other_cloud_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 f"no value when cloud is {config.cloud}: it applies to {cloud} stacks only"
                 f" ({what})",
             )
+
+
+_RULES: tuple[Callable[[StackConfig], Iterator[ConfigProblem]], ...] = (
+    _cluster_problems,
+    cluster_create_problems,
+    _other_cloud_problems,
+    pool_problems,
+    reservation_problems,
+    instance_choice_problems,
+    ami_release_problems,
+    canary_problems,
+    bottlerocket_sharing_problems,
+    gke_pool_problems,
+    gke_capacity_problems,
+    operator_override_problems,
+    gke_exporter_override_problems,
+    namespace_problems,
+    monitoring_problems,
+    karpenter_problems,
+)

@@ -186,7 +186,7 @@ def test_args_built_from_the_config_classes_pass_the_rules_across_fields() -> No
     with pytest.raises(PlatformConfigError) as refused:
         GpuPlatformArgs(mig_only)
 
-    assert [p.path for p in refused.value.problems] == ["gpu-platform:namespaces[0].gpuQuota"]
+    assert [p.path for p in refused.value.problems] == ["StackConfig.namespaces[0].gpu_quota"]
 
 
 def test_every_public_name_is_the_packages() -> None:
