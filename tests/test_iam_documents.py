@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.offline.program import Plan, run_program
 from tests.aws_managed_policies import MANAGED_POLICIES
 from tests.aws_service_reference import (
     access_level,

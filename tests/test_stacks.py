@@ -9,10 +9,10 @@ from typer.testing import CliRunner
 
 from gpu_platform.cli.app import app
 from gpu_platform.cli.plan import EXIT_MANDATORY_VIOLATION, _policy_config
-from gpu_platform.cli.stack_files import gpu_platform_config, stack_config
 from gpu_platform.config import load_stack_config
 from gpu_platform.lock.lockfile import IMAGES, load, lock_path
 from gpu_platform.platform_images import platform_images
+from gpu_platform.stack_files import gpu_platform_config, stack_config
 from gpu_platform.versions import HelmChart
 from tests.repository import PROJECT, STACKS
 from tests.shared_plans import shared_plan
@@ -75,8 +75,8 @@ def test_an_untainted_gpu_pool_fails_the_plan(monkeypatch) -> None:
 
 
 def test_an_unpinned_chart_fails_the_plan(monkeypatch, dev_config) -> None:
-    from gpu_platform.cli import offline
     from gpu_platform.kubernetes import monitoring
+    from gpu_platform.offline import program as offline
 
     dev_config["gpu-platform:monitoring"] = {"installPrometheusStack": True}
     monkeypatch.setattr(offline, "stack_config", lambda stack, project=None: dev_config)

@@ -11,13 +11,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from gpu_platform.cli.options import options
-from gpu_platform.cli.project import Project
-from gpu_platform.cli.stack_files import StackFileError
 from gpu_platform.config import ConfigError
 from gpu_platform.lock.lockfile import LockError, MissingLockEntry
+from gpu_platform.project import Project
+from gpu_platform.stack_files import StackFileError
 
 if TYPE_CHECKING:
-    from gpu_platform.cli.offline import Plan
+    from gpu_platform.offline.program import Plan
 
 
 def plain_console(stderr: bool = False) -> Console:
@@ -50,7 +50,7 @@ def plan_or_fail(
     (or a lock it cannot read) or a failing program ends the command."""
     # Imported here: the commands that run no program (`preflight`, `config-reference`) share
     # this module without loading the Pulumi SDK.
-    from gpu_platform.cli.offline import run_program
+    from gpu_platform.offline.program import run_program
 
     try:
         plan = run_program(stack, project=project, raise_errors=False)

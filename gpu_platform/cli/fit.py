@@ -1,6 +1,6 @@
 """Which of a stack's GPU pools a pod would land on, before anything is deployed.
 
-Plans the stack offline (`gpu_platform.cli.offline`), builds each pool's node template as the
+Plans the stack offline (`gpu_platform.offline.program`), builds each pool's node template as the
 cluster autoscaler would see it at zero (from what the plan declares: an EKS node group's Auto
 Scaling group hints and instance type), or Karpenter would (a NodePool's, one per instance type),
 and checks every pod spec in a YAML file (Pods, Deployments,
@@ -20,7 +20,6 @@ from rich.table import Table
 
 from gpu_platform import yaml_documents
 from gpu_platform.cli.cli import fail, plain_console, plan_or_fail
-from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.eks.instance_types import Gpus, InstanceType, instance_type
 from gpu_platform.fit import (
     DEPRECATED_NAMES,
@@ -40,6 +39,7 @@ from gpu_platform.fit import (
     with_template_pods,
 )
 from gpu_platform.node_identity import Taint
+from gpu_platform.offline.program import Plan, PlannedResource
 from gpu_platform.template_pods import (
     KUBE_PROXY,
     NODE_MONITORING_AGENT,

@@ -4,7 +4,7 @@ project's lock file (gpu_platform/lock/, docs/lock.md).
 The stacks named, or every stack of the project: then each section holds only what some stack
 needs, and what none needs any longer is dropped. A fact whose source gives the value it gave
 before keeps its entry, so that the file changes only where a fact moved. Everything within one
-deadline, with preflight's retries (gpu_platform/cli/deadline.py).
+deadline, with preflight's retries (gpu_platform/deadline.py).
 
 Exit codes: 0 the lock is written (or, with --check, up to date); 1 with --check, the lock would
 change; 2 a bad project, stack or lock file; 4 a fact could not be read (no answer, a 404, a
@@ -22,14 +22,14 @@ from collections.abc import Sequence
 import typer
 
 from gpu_platform.cli.cli import errors, fail, plain_console
-from gpu_platform.cli.deadline import Deadline, DeadlinePassed
-from gpu_platform.cli.project import Project, ProjectNotFound
-from gpu_platform.cli.stack_files import StackFileError, gpu_platform_config, stack_config
 from gpu_platform.config import ConfigError, StackConfig, load_stack_config
+from gpu_platform.deadline import Deadline, DeadlinePassed
 from gpu_platform.lock.lockfile import Lock, LockError, load, lock_path
 from gpu_platform.lock.resolve import LockContext, Resolution, Resolver, changes, updated
 from gpu_platform.lock.resolvers import RESOLVERS
 from gpu_platform.lock.sources import Sources
+from gpu_platform.project import Project, ProjectNotFound
+from gpu_platform.stack_files import StackFileError, gpu_platform_config, stack_config
 
 EXIT_CHANGED = 1
 EXIT_BAD_INPUT = 2

@@ -1,8 +1,8 @@
 """The offline plan: what the program would create for a stack, without credentials.
 
-Runs the real program under the Pulumi SDK's mock monitor (`gpu_platform.cli.offline`), then the
+Runs the real program under the Pulumi SDK's mock monitor (`gpu_platform.offline.program`), then the
 policy pack over what it declared through the analyzer protocol, as `pulumi preview --policy-pack
-policies` would (`gpu_platform.cli.analyzer`). Prints the resources as a tree of parents and
+policies` would (`gpu_platform.offline.analyzer`). Prints the resources as a tree of parents and
 children with the inputs that matter, the lookups answered by offline stand-ins, each pool's
 driver, the subnets the GPU nodes use and why the others are left out (EKS), the stack outputs
 and the policy verdicts; `--json` prints the same for machines.
@@ -24,13 +24,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
-from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack, PolicyPackError, Verdict
 from gpu_platform.cli.cli import errors, fail, plain_console, plan_or_fail
-from gpu_platform.cli.namespace_levels import config_for_plan
-from gpu_platform.cli.offline import Plan, PlannedResource
-from gpu_platform.cli.project import Project, ProjectNotFound
 from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin
 from gpu_platform.lock.lockfile import LockError, project_lock
+from gpu_platform.offline.analyzer import PACK_DIR, PolicyPack, PolicyPackError, Verdict
+from gpu_platform.offline.namespace_levels import config_for_plan
+from gpu_platform.offline.program import Plan, PlannedResource
+from gpu_platform.project import Project, ProjectNotFound
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART
 
 EXIT_PROGRAM_ERROR = 1

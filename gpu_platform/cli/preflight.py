@@ -3,17 +3,17 @@
 Read-only calls answer what would otherwise surface half-way through a deployment or, worse, as
 a GPU pool that never scales up. Each cloud has its own checks, loaded for its stacks only (an
 EKS check does not load Google's auth library, a GKE check not boto3):
-- `gpu_platform.cli.preflight_eks`: the EKS cluster, instance type offerings, subnets and what
+- `gpu_platform.eks.preflight.checks`: the EKS cluster, instance type offerings, subnets and what
   they reach, live node group sizes, reservations and EC2 quotas;
-- `gpu_platform.cli.preflight_gke`: the GKE cluster and reservations.
+- `gpu_platform.gke.preflight.checks`: the GKE cluster and reservations.
 Both are followed by one check made from the chart repository's index rather than the cloud: that
 the GPU Operator chart version exists; and one of the image registries
-(`gpu_platform.cli.preflight_images`): the images the lock has no digest for, and the tags pushed
+(`gpu_platform.preflight.images`): the images the lock has no digest for, and the tags pushed
 again since it was written.
 
 Each finding says what to do. Exits 1 if any finding blocks the deployment, 2 for a bad stack,
 4 when it cannot check (no credentials, no way to the cloud, a permission missing, an API that
-kept throttling), within one deadline for the whole command (`gpu_platform.cli.deadline`): past
+kept throttling), within one deadline for the whole command (`gpu_platform.deadline`): past
 it, exit 4 names the endpoint that did not answer.
 """
 
@@ -28,11 +28,7 @@ from rich.table import Table
 
 from gpu_platform import yaml_documents
 from gpu_platform.cli.cli import fail, plain_console
-from gpu_platform.cli.deadline import Deadline, DeadlinePassed
-from gpu_platform.cli.findings import Finding
 from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_BLOCKED
-from gpu_platform.cli.preflight_images import image_findings
-from gpu_platform.cli.stack_files import StackFileError, gpu_platform_config, stack_config
 from gpu_platform.config import (
     Cloud,
     ConfigError,
@@ -40,6 +36,10 @@ from gpu_platform.config import (
     key_path,
     load_stack_config,
 )
+from gpu_platform.deadline import Deadline, DeadlinePassed
+from gpu_platform.preflight.findings import Finding
+from gpu_platform.preflight.images import image_findings
+from gpu_platform.stack_files import StackFileError, gpu_platform_config, stack_config
 from gpu_platform.versions import GPU_OPERATOR_CHART
 
 
@@ -68,12 +68,12 @@ def run(stack: str, timeout_seconds: float) -> None:
 def _cloud_findings(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
     # Each cloud's checks load its own client library (boto3, Google's auth) for its stacks only.
     if config.cloud is Cloud.GCP:
-        from gpu_platform.cli import preflight_gke
+        from gpu_platform.gke.preflight import checks
 
-        return preflight_gke.check(stack, config, deadline)
-    from gpu_platform.cli import preflight_eks
+        return checks.check(stack, config, deadline)
+    from gpu_platform.eks.preflight import checks as eks_checks
 
-    return preflight_eks.check(stack, config, deadline)
+    return eks_checks.check(stack, config, deadline)
 
 
 def print_findings(findings: Sequence[Finding], console: Console) -> None:

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from gpu_platform.cli import preflight
 from gpu_platform.cli.app import app
-from gpu_platform.cli.deadline import Deadline
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import StackConfig, load_stack_config
+from gpu_platform.deadline import Deadline
+from gpu_platform.stack_files import stack_config
 
 # The real reader, kept before the `chart_repository` fixture (conftest.py) replaces it.
 READ_CHART_INDEX = preflight.read_chart_index

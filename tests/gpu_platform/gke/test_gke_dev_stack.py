@@ -5,9 +5,9 @@ from dataclasses import replace
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.plan import _policy_config
-from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.stack_files import stack_config
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
 

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.cli.plan import _policy_config
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import ConfigError, ConfigProblem, load_stack_config
 from gpu_platform.kubernetes.gke_dcgm_exporter import (
     gke_exporter_env,
     gke_exporter_update_strategy,
 )
+from gpu_platform.offline.program import Plan, PlannedResource, run_program
+from gpu_platform.stack_files import stack_config
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
 from tests.stack_variants import with_whole_gpu_quota

@@ -15,8 +15,7 @@ from typing import Any, cast
 import pytest
 
 from gpu_platform.cli import plan as plan_command
-from gpu_platform.cli.deadline import Deadline
-from gpu_platform.cli.offline import Plan
+from gpu_platform.deadline import Deadline
 from gpu_platform.gke.new_cluster.binary_authorization import allowed_images
 from gpu_platform.kubernetes.chart_images.prometheus_stack import PINNED, PinnedImage, with_digests
 from gpu_platform.kubernetes.monitoring import prometheus_stack_values
@@ -38,6 +37,7 @@ from gpu_platform.lock.lockfile import (
 from gpu_platform.lock.registry import RegistryClient, no_credentials
 from gpu_platform.lock.resolve import LockContext
 from gpu_platform.lock.sources import Sources
+from gpu_platform.offline.program import Plan
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART, HelmChart
 from tests.cos_sources import serving
 from tests.helm_charts import Chart, archive, index
