@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from gpu_platform.cli import preflight
 from gpu_platform.config import StackConfig, load_stack_config
+from gpu_platform.preflight import chart
 from gpu_platform.stack_files import stack_config
 from tests.preflight_calls import permitted, recorded
 
@@ -51,7 +51,7 @@ def chart_repository(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         read.append(repository)
         return CHART_INDEX
 
-    monkeypatch.setattr(preflight, "read_chart_index", index)
+    monkeypatch.setattr(chart, "read_chart_index", index)
     return read
 
 

@@ -8,9 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from gpu_platform.cli.app import app
-from gpu_platform.cli.plan import EXIT_MANDATORY_VIOLATION, _policy_config
+from gpu_platform.cli.plan import EXIT_MANDATORY_VIOLATION
 from gpu_platform.config import load_stack_config
 from gpu_platform.lock.lockfile import IMAGES, load, lock_path
+from gpu_platform.offline.plan import read_policy_config
 from gpu_platform.platform_images import platform_images
 from gpu_platform.stack_files import gpu_platform_config, stack_config
 from gpu_platform.versions import HelmChart
@@ -29,7 +30,7 @@ def test_the_repository_has_a_stack_whose_gpu_nodes_karpenter_launches() -> None
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_stack_has_its_own_policy_config(stack: str) -> None:
+def test_every_stack_has_its_ownread_policy_config(stack: str) -> None:
     assert (POLICY_CONFIG_DIR / f"{stack}.json").is_file()
 
 
@@ -37,7 +38,9 @@ def test_every_stack_has_its_own_policy_config(stack: str) -> None:
 def test_stack_plans_with_no_mandatory_violation(stack: str, analyze_plan) -> None:
     plan = shared_plan(stack)
 
-    verdicts = analyze_plan(plan.resources, config=_policy_config(POLICY_CONFIG_DIR, stack, None))
+    verdicts = analyze_plan(
+        plan.resources, config=read_policy_config(POLICY_CONFIG_DIR, stack, None)
+    )
 
     assert [v for v in verdicts if v.mandatory] == []
 
@@ -113,4 +116,4 @@ def test_a_root_gpu_pod_fails_the_plan(monkeypatch) -> None:
 
 def test_policy_config_files_are_json_objects_of_known_policies(analyze_plan) -> None:
     for path in Path(POLICY_CONFIG_DIR).glob("*.json"):
-        analyze_plan([], config=_policy_config(POLICY_CONFIG_DIR, path.stem, path))
+        analyze_plan([], config=read_policy_config(POLICY_CONFIG_DIR, path.stem, path))

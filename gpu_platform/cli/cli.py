@@ -46,27 +46,34 @@ def fail(message: str, exit_code: int) -> NoReturn:
 def plan_or_fail(
     stack: str, config_error_exit: int, program_error_exit: int, project: Project | None = None
 ) -> "Plan":
-    """The stack's plan; a missing project or stack file, a config error, a fact the lock lacks
-    (or a lock it cannot read) or a failing program ends the command."""
+    """The stack's plan (`gpu_platform.offline.plan.program_plan`); a missing project or stack
+    file, a config error, a fact the lock lacks (or a lock it cannot read) or a failing program
+    ends the command."""
     # Imported here: the commands that run no program (`preflight`, `config-reference`) share
     # this module without loading the Pulumi SDK.
-    from gpu_platform.offline.program import run_program
+    from gpu_platform.offline.plan import ProgramFailed, program_plan
 
     try:
-        plan = run_program(stack, project=project, raise_errors=False)
-    except (FileNotFoundError, StackFileError) as unreadable:
-        fail(str(unreadable), config_error_exit)
-    except OSError as unreadable:
-        fail(f"cannot read {unreadable.filename}: {unreadable.strerror}", config_error_exit)
-    if isinstance(plan.error, LockError):
-        fail(str(plan.error), config_error_exit)
-    if isinstance(plan.error, ConfigError):
-        fail(plan.error.report(), config_error_exit)
-    if isinstance(plan.error, MissingLockEntry):
-        fail(plan.error.report(stack), config_error_exit)
-    if plan.error is not None:
-        fail(program_failure(plan.error, (project or Project.find()).directory), program_error_exit)
-    return plan
+        return program_plan(stack, project)
+    except ProgramFailed as failed:
+        fail(program_failure(failed.error, failed.project_dir), program_error_exit)
+    except Exception as error:
+        fail_for_planning(error, stack, config_error_exit)
+
+
+def fail_for_planning(error: Exception, stack: str, exit_code: int) -> NoReturn:
+    """End the command for what stopped a stack's plan before its program ran to the end: a
+    missing project or stack file, a config error, a fact the lock lacks or a lock it cannot
+    read; any other error is raised again."""
+    if isinstance(error, (FileNotFoundError, StackFileError, LockError)):
+        fail(str(error), exit_code)
+    if isinstance(error, OSError):
+        fail(f"cannot read {error.filename}: {error.strerror}", exit_code)
+    if isinstance(error, ConfigError):
+        fail(error.report(), exit_code)
+    if isinstance(error, MissingLockEntry):
+        fail(error.report(stack), exit_code)
+    raise error
 
 
 def program_failure(error: BaseException, project_dir: Path) -> str:

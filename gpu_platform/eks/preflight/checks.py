@@ -49,8 +49,6 @@ from botocore.exceptions import (
 )
 from botocore.retries.standard import RetryEventAdapter, ThrottlingErrorDetector
 
-from gpu_platform.cli.cli import fail
-from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.config import (
     DRIFT_BUDGET_PERCENT,
     EC2_RESERVED_CAPACITIES,
@@ -96,6 +94,7 @@ from gpu_platform.eks.preflight.running_autoscaler import (
 )
 from gpu_platform.eks.preflight.vpc_cni import network_policy_findings, vpc_cni_findings
 from gpu_platform.eks.subnets import Route, RouteTable, SubnetRouting, routing_of
+from gpu_platform.preflight.cannot_check import CannotCheck
 from gpu_platform.preflight.findings import Finding
 from gpu_platform.project import Project
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
@@ -266,8 +265,8 @@ def _answered(calls: Calls, **kwargs: Any) -> None:
 
 
 def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
-    """Every finding for an EKS stack; a cluster it cannot check, or an account that does not
-    answer by the deadline, ends the command with exit 4."""
+    """Every finding for an EKS stack; CannotCheck for a cluster it cannot check, or an account
+    that does not answer by the deadline."""
     region = config.cluster.region
     assert region is not None  # config validation requires it on AWS
     calls = Calls()
@@ -287,10 +286,10 @@ def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
             calls,
         )
     except DeadlinePassed as passed:
-        fail(f"Cannot check stack {stack}: {passed.explain('AWS')}", EXIT_CANNOT_CHECK)
+        raise CannotCheck(f"Cannot check stack {stack}: {passed.explain('AWS')}") from passed
     except (BotoCoreError, ClientError) as error:
         reason = why_it_cannot_check(error, calls.last)
-        fail(f"Cannot check stack {stack}: {reason}", EXIT_CANNOT_CHECK)
+        raise CannotCheck(f"Cannot check stack {stack}: {reason}") from error
 
 
 def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[Finding]:

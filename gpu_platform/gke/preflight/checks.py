@@ -36,8 +36,6 @@ from urllib3.exceptions import MaxRetryError
 from urllib3.util.retry import Retry
 
 from gpu_platform.accelerators import ACCELERATORS
-from gpu_platform.cli.cli import fail
-from gpu_platform.cli.preflight_exit_codes import EXIT_BAD_STACK, EXIT_CANNOT_CHECK
 from gpu_platform.config import (
     ConfigError,
     GpuPoolSpec,
@@ -65,6 +63,7 @@ from gpu_platform.gke.preflight.lock import lock_findings
 from gpu_platform.gke.preflight.quotas import quota_findings, unchecked_pools
 from gpu_platform.gke.preflight.upgrades import upgrade_findings
 from gpu_platform.node_identity import GpuShape
+from gpu_platform.preflight.cannot_check import CannotCheck
 from gpu_platform.preflight.findings import Finding
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 
@@ -465,8 +464,9 @@ def is_throttled(status: int, body: bytes) -> bool:
 
 
 def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
-    """Every finding for a GKE stack. A pool the program would refuse ends the command with
-    exit 2; a project it cannot check, or that does not answer by the deadline, with exit 4."""
+    """Every finding for a GKE stack. ConfigError for a pool the program would refuse (its
+    secret pools not shown); CannotCheck for a project it cannot check, or that does not answer
+    by the deadline."""
     project = config.cluster.project
     assert project is not None  # config validation requires it on GCP
     calls = Calls()
@@ -478,14 +478,16 @@ def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
             calls,
         )
     except DeadlinePassed as passed:
-        fail(f"Cannot check stack {stack}: {passed.explain('Google Cloud')}", EXIT_CANNOT_CHECK)
+        raise CannotCheck(
+            f"Cannot check stack {stack}: {passed.explain('Google Cloud')}"
+        ) from passed
     except ConfigError as error:
         secret = ["pools"] if config.is_secret("pools") else []
         pools = [pool.model_dump(mode="json", by_alias=True) for pool in config.pools]
-        fail(error.hiding_secrets(secret, {"pools": pools}).report(), EXIT_BAD_STACK)
+        raise error.hiding_secrets(secret, {"pools": pools}) from None
     except (GoogleAuthError, GoogleApiError, requests.RequestException) as error:
         reason = why_it_cannot_check(error, calls.last)
-        fail(f"Cannot check stack {stack}: {reason}", EXIT_CANNOT_CHECK)
+        raise CannotCheck(f"Cannot check stack {stack}: {reason}") from error
 
 
 def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:

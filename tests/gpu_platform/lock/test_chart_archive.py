@@ -37,6 +37,7 @@ from gpu_platform.lock.lockfile import (
 from gpu_platform.lock.registry import RegistryClient, no_credentials
 from gpu_platform.lock.resolve import LockContext
 from gpu_platform.lock.sources import Sources
+from gpu_platform.offline import plan as offline_plan
 from gpu_platform.offline.program import Plan
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART, HelmChart
 from tests.cos_sources import serving
@@ -647,12 +648,12 @@ def plan_warnings(
     pack, which reads no lock, left out)."""
 
     def run(plan: Plan, lock: Lock) -> str:
-        monkeypatch.setattr(plan_command, "plan_or_fail", lambda *args: plan)
-        monkeypatch.setattr(plan_command, "project_lock", lambda: lock)
+        monkeypatch.setattr(offline_plan, "program_plan", lambda *args: plan)
+        monkeypatch.setattr(offline_plan, "project_lock", lambda: lock)
         monkeypatch.setattr(
-            plan_command, "_pack_started_meanwhile", lambda *args: nullcontext(lambda: None)
+            offline_plan, "_pack_started_meanwhile", lambda *args: nullcontext(lambda: None)
         )
-        monkeypatch.setattr(plan_command, "_verdicts", lambda *args: [])
+        monkeypatch.setattr(offline_plan, "_verdicts", lambda *args: [])
         plan_command.run(plan.stack)
         return "\n".join(
             line for line in capsys.readouterr().err.splitlines() if line.startswith("warning")

@@ -12,6 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, NamedTuple
+from unittest.mock import ANY
 
 import boto3
 import botocore.endpoint
@@ -33,6 +34,8 @@ from gpu_platform.eks.preflight.checks import AwsClients
 from gpu_platform.eks.preflight.karpenter_node_access import node_role_access_finding
 from gpu_platform.eks.preflight.karpenter_permissions import controller_permissions_finding
 from gpu_platform.eks.preflight.node_repair_threshold import leftover_threshold_finding
+from gpu_platform.preflight.cannot_check import CannotCheck
+from gpu_platform.preflight.check import check_stack
 from gpu_platform.preflight.findings import Finding
 from gpu_platform.stack_files import stack_config
 from tests.preflight_calls import CONTROLLER_ROLE_NAME
@@ -1459,6 +1462,27 @@ def test_the_command_exits_non_zero_on_a_blocking_finding(
     assert result.output.rstrip().endswith(last_line)
 
 
+def test_a_program_checks_a_stack_and_reads_its_findings(
+    aws: AwsClients, quotas: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`check_stack`, as a program (Automation API, a test harness) calls it: the findings are
+    returned, nothing is printed and nothing exits."""
+    cluster(aws)
+    pod_identity_agent(aws)
+    # The dev stack needs 12 spot G vCPUs: 3 g4dn.xlarge of 4 each.
+    quota(quotas, SPOT_G, 8)
+    monkeypatch.setattr(AwsClients, "for_region", classmethod(lambda cls, *_, **__: aws))
+
+    report = check_stack("dev", timeout_seconds=30)
+
+    assert report.stack == "dev"
+    assert CLUSTER_OK in report.findings
+    # The chart index the `chart_repository` fixture serves (tests/preflight_fixtures.py).
+    assert Finding("ok", "chart gpu-operator v26.7.0", ANY, "") in report.findings
+    (blocking,) = report.blocking
+    assert (blocking.severity, blocking.subject) == ("blocking", f"quota {SPOT_G}")
+
+
 # --- When it cannot check --------------------------------------------------------------------
 
 
@@ -1481,6 +1505,13 @@ def no_aws_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> pytest.Mo
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     return monkeypatch
+
+
+def test_a_program_is_told_it_cannot_check_without_credentials(
+    no_aws_settings: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(CannotCheck, match="Cannot check stack dev: no usable AWS credentials"):
+        check_stack("dev", timeout_seconds=30)
 
 
 def test_without_credentials_it_says_it_cannot_check_and_how_to_fix_it(

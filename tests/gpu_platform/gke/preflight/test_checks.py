@@ -33,7 +33,6 @@ from requests.adapters import BaseAdapter, HTTPAdapter
 from typer.testing import CliRunner
 
 from gpu_platform.accelerators import ACCELERATORS
-from gpu_platform.cli import preflight
 from gpu_platform.cli.app import app
 from gpu_platform.cli.preflight_exit_codes import EXIT_CANNOT_CHECK
 from gpu_platform.config import StackConfig, load_stack_config
@@ -47,6 +46,7 @@ from gpu_platform.lock.lockfile import (
     Lock,
     entry,
 )
+from gpu_platform.preflight import check
 from gpu_platform.preflight.findings import Finding
 from gpu_platform.stack_files import stack_config
 from tests.repository import ROOT
@@ -1063,7 +1063,7 @@ def command(monkeypatch: pytest.MonkeyPatch, google: FakeGoogle) -> Callable[...
     )
 
     def run(change: Callable[[Config], Any] = lambda c: None) -> Any:
-        monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack(change))
+        monkeypatch.setattr(check, "stack_config", lambda stack: gke_stack(change))
         # Wide, as test_plan.py's: a table cut at a terminal's width splits the words checked.
         return CliRunner().invoke(app, ["preflight", "gke-dev"], env={"COLUMNS": "300"})
 
@@ -1254,7 +1254,7 @@ def served(
     monkeypatch.setattr(preflight_gke, "IAM_API", f"{address}/iam/v1/")
     monkeypatch.setattr(preflight_gke, "RESOURCE_MANAGER_API", f"{address}/crm/v1/")
     monkeypatch.setattr("google.auth.default", lambda scopes: (Credentials(token="t"), None))
-    monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack())
+    monkeypatch.setattr(check, "stack_config", lambda stack: gke_stack())
     try:
         yield google
     finally:
@@ -1412,7 +1412,7 @@ def preflight_within(seconds: int) -> tuple[Any, float]:
 def test_on_a_network_that_never_answers_it_exits_4_by_the_deadline_naming_the_endpoint(
     monkeypatch: pytest.MonkeyPatch, silent_endpoint: str, no_proxy: None
 ) -> None:
-    monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack())
+    monkeypatch.setattr(check, "stack_config", lambda stack: gke_stack())
     monkeypatch.setattr(preflight_gke, "CONTAINER_API", f"{silent_endpoint}/v1/")
     monkeypatch.setattr("google.auth.default", lambda scopes: (Credentials(token="t"), None))
 
@@ -1438,7 +1438,7 @@ def test_a_token_refresh_that_never_answers_is_held_to_the_deadline_too(
         client_secret="secret",
         token_uri=f"{silent_endpoint}/token",
     )
-    monkeypatch.setattr(preflight, "stack_config", lambda stack: gke_stack())
+    monkeypatch.setattr(check, "stack_config", lambda stack: gke_stack())
     monkeypatch.setattr("google.auth.default", lambda scopes: (credentials, None))
 
     result, took = preflight_within(3)
