@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from gpu_platform.cli.fit import node_templates
 from gpu_platform.fit import fits
+from gpu_platform.offline.fit import node_templates
 from gpu_platform.offline.program import run_program
 from gpu_platform.offline.stand_ins import aws as stand_in
 from gpu_platform.stack_files import stack_config

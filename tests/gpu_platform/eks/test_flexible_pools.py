@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.fit import node_templates
 from gpu_platform.config import ConfigError
 from gpu_platform.kubernetes.crd_schemas import validation_errors
 from gpu_platform.node_identity import INSTANCE_TYPE_LABEL
+from gpu_platform.offline.fit import node_templates
 from gpu_platform.offline.plan import read_policy_config
 from gpu_platform.offline.program import Plan, run_program
 from gpu_platform.stack_files import stack_config

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.fit import node_templates
 from gpu_platform.config import ConfigError
 from gpu_platform.eks.node_group import DESIRED_SIZE
+from gpu_platform.offline.fit import node_templates
 from gpu_platform.offline.program import Plan, PlannedResource
 from gpu_platform.offline.stand_ins import aws as stand_in
 
