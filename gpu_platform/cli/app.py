@@ -180,7 +180,7 @@ def fit(
     Exit codes: 0 every pod fits a pool; 1 some pod fits none; 2 a bad stack or pod file.
     """
     _enter(cwd)
-    from gpu_platform.offline import fit as command
+    from gpu_platform.cli import fit as command
 
     command.run(stack, pod_file)
 

@@ -21,10 +21,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
-from gpu_platform.cli.cli import errors, fail, fail_for_planning, plain_console, program_failure
+from gpu_platform.cli.cli import errors, fail, plain_console, planning
 from gpu_platform.offline.analyzer import PolicyPackError, Verdict
-from gpu_platform.offline.plan import HELM_RELEASE, ProgramFailed, plan_stack
+from gpu_platform.offline.plan import HELM_RELEASE, default_stack, plan_stack
 from gpu_platform.offline.program import Plan, PlannedResource
+from gpu_platform.project import Project
 
 EXIT_PROGRAM_ERROR = 1
 EXIT_CONFIG_ERROR = 2
@@ -104,16 +105,15 @@ def run(
     """Plan `stack` (None: the default stack) of the project in the current directory and run
     the policy pack over it (`gpu_platform.offline.plan.plan_stack`); print what it found."""
     console = plain_console()
-    try:
-        planned = plan_stack(stack, policy_pack=policy_pack, policy_config=policy_config)
-    except ProgramFailed as failed:
-        fail(program_failure(failed.error, failed.project_dir), EXIT_PROGRAM_ERROR)
-    except PolicyPackError as error:
-        fail(str(error), EXIT_PROGRAM_ERROR)
-    except ValueError as error:  # NoStackNamed, and PolicyConfigError for the policy config
-        fail(str(error), EXIT_CONFIG_ERROR)
-    except Exception as error:
-        fail_for_planning(error, stack or "", EXIT_CONFIG_ERROR)
+    with planning("", EXIT_CONFIG_ERROR, EXIT_PROGRAM_ERROR):
+        project = Project.find()
+        named = stack or default_stack(project)
+    # The stack named, for a fact the lock lacks: `gpu-platform lock <stack>` reads it.
+    with planning(named, EXIT_CONFIG_ERROR, EXIT_PROGRAM_ERROR):
+        try:
+            planned = plan_stack(named, project, policy_pack, policy_config)
+        except PolicyPackError as error:
+            fail(str(error), EXIT_PROGRAM_ERROR)
     for note in planned.warnings:
         errors.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
     plan, verdicts = planned.plan, planned.verdicts

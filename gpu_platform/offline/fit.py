@@ -1,45 +1,41 @@
 """Which of a stack's GPU pools a pod would land on, before anything is deployed.
 
-Plans the stack offline (`gpu_platform.offline.program`), builds each pool's node template as the
-cluster autoscaler would see it at zero (from what the plan declares: an EKS node group's Auto
-Scaling group hints and instance type), or Karpenter would (a NodePool's, one per instance type),
-and checks every pod spec in a YAML file (Pods, Deployments,
-Jobs, ...) against them. Exits 1 if some pod fits no pool, 2 for a bad stack or pod file.
+`fit_pods` plans the stack offline (`gpu_platform.offline.plan.program_plan`), builds each pool's
+node template as the cluster autoscaler would see it at zero (from what the plan declares: an EKS
+node group's Auto Scaling group hints and instance type), or Karpenter would (a NodePool's, one
+per instance type), and checks every pod spec in a YAML file (Pods, Deployments, Jobs, ...)
+against them (`gpu_platform.fit`).
 """
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import typer
 import yaml
-from rich.markup import escape
-from rich.table import Table
 
 from gpu_platform import yaml_documents
-from gpu_platform.cli.cli import fail, plain_console, plan_or_fail
 from gpu_platform.eks.instance_types import Gpus, InstanceType, instance_type
 from gpu_platform.fit import (
-    DEPRECATED_NAMES,
     KUBERNETES_EFFECTS,
     EksNodeGroup,
+    Fit,
     NodeTemplate,
     PodSpec,
     eks_node_template,
     fits,
-    format_quantity,
     gke_node_template,
     karpenter_node_templates,
     pod_requests,
     pod_spec_of,
-    template_requests,
     with_autoscaler_label,
     with_template_pods,
 )
 from gpu_platform.node_identity import Taint
+from gpu_platform.offline.plan import program_plan
 from gpu_platform.offline.program import Plan, PlannedResource
+from gpu_platform.project import Project
 from gpu_platform.template_pods import (
     KUBE_PROXY,
     NODE_MONITORING_AGENT,
@@ -53,71 +49,52 @@ from gpu_platform.template_pods import (
 from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART, GPU_OPERATOR_CHART
 
 _YAML_KINDS = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}
-EXIT_NO_FIT = 1
 _SUBNET = "aws:ec2/subnet:Subnet"
 _CLUSTER = "aws:eks/cluster:Cluster"
-EXIT_BAD_INPUT = 2
 
 
-def run(stack: str, pod_file: Path) -> None:
-    """Show which GPU pools each pod in `pod_file` fits, and why not the others."""
-    console = plain_console()
-    try:
-        specs = pods_in(pod_file)
-    except ValueError as error:
-        fail(str(error), EXIT_BAD_INPUT)
-    plan = plan_or_fail(stack, EXIT_BAD_INPUT, EXIT_BAD_INPUT)
+@dataclass(frozen=True)
+class PodFit:
+    """One pod of the pod file against every pool's templates."""
+
+    title: str
+    """The object's kind and name, as the pod file has them."""
+    fits: tuple[Fit, ...]
+    """Per template, whether the pod fits it and, if not, why."""
+
+    @property
+    def lands(self) -> bool:
+        """Whether some pool takes the pod."""
+        return any(f.fits for f in self.fits)
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """What `fit_pods` found: the pools' node templates, what the check assumes of the
+    cluster, and each pod against the templates."""
+
+    templates: tuple[NodeTemplate, ...]
+    assumptions: tuple[str, ...]
+    pods: tuple[PodFit, ...]
+
+    @property
+    def homeless(self) -> tuple[PodFit, ...]:
+        """The pods no pool takes."""
+        return tuple(p for p in self.pods if not p.lands)
+
+
+def fit_pods(stack: str, pod_file: Path, project: Project | None = None) -> FitReport:
+    """Which of `stack`'s GPU pools each pod in `pod_file` fits from zero nodes, and why not the
+    others. Raises ValueError for a pod file it cannot read (naming the file, the document and
+    what is wrong), and what `gpu_platform.offline.plan.program_plan` raises for the stack."""
+    specs = pods_in(pod_file)
+    plan = program_plan(stack, project)
     templates = node_templates(plan)
-    console.print(counted(templates))
-    for note in assumptions(plan):
-        console.print(escape(note))
-    homeless = 0
-    for title, spec in specs:
-        table = Table(title=escape(title), title_justify="left")
-        table.add_column("pool")
-        table.add_column("fits")
-        table.add_column("why not")
-        results = fits(spec, templates)
-        for result in results:
-            table.add_row(
-                escape(result.pool),
-                "[green]yes[/green]" if result.fits else "[red]no[/red]",
-                escape("\n".join(result.reasons)),
-            )
-        console.print(table)
-        homeless += not any(r.fits for r in results)
-    if homeless:
-        raise typer.Exit(EXIT_NO_FIT)
-
-
-def counted(templates: Sequence[NodeTemplate]) -> Table:
-    """What each pool's template holds before a pod is tried on it: the pods placed there first
-    and their requests, and the deprecated labels the provisioner adds."""
-    table = Table(title="What each pool's node template counts", title_justify="left")
-    table.add_column("pool")
-    table.add_column("pods placed first")
-    table.add_column("their requests")
-    table.add_column("deprecated labels")
-    shown: set[tuple[str, tuple[str, ...]]] = set()
-    for template in templates:
-        names = tuple(pod.name for pod in template.pods)
-        if (template.pool, names) in shown:
-            continue
-        shown.add((template.pool, names))
-        taken = template_requests(template)
-        table.add_row(
-            escape(template.pool),
-            escape(", ".join(names) or "none"),
-            escape(", ".join(f"{format_quantity(k, v)} {k}" for k, v in sorted(taken.items()))),
-            escape(
-                ", ".join(
-                    sorted(
-                        k for k in {**template.labels, **template.choices} if k in DEPRECATED_NAMES
-                    )
-                )
-            ),
-        )
-    return table
+    return FitReport(
+        tuple(templates),
+        tuple(assumptions(plan)),
+        tuple(PodFit(title, tuple(fits(spec, templates))) for title, spec in specs),
+    )
 
 
 def pods_in(pod_file: Path) -> list[tuple[str, PodSpec]]:

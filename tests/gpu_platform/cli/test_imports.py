@@ -15,8 +15,10 @@ from tests.repository import ROOT
 PULUMI_SDKS = {"pulumi", "pulumi_aws", "pulumi_gcp", "pulumi_kubernetes"}
 """What a command that runs no program (pre-flight checks, the config reference) does not load."""
 OTHER_COMMANDS = (
+    "gpu_platform.cli.fit",
     "gpu_platform.offline.fit",
     "gpu_platform.cli.preflight",
+    "gpu_platform.preflight.check",
     "gpu_platform.eks.preflight.checks",
     "gpu_platform.gke.preflight.checks",
     "gpu_platform.cli.config_reference",
