@@ -3,11 +3,11 @@
     ./uvw run --locked python -m benchmarks.plan
     ./uvw run --locked python -m benchmarks.plan --repeats 9 --pools 1 --pools 256
 
-The floor is a bare Pulumi program that registers the same number of resources under the same mock
-monitor and stand-ins (`gpu_platform.cli.offline.run_program`), measured in the same run: what any
-program of that size costs, whatever it does. The gap between the two is this program's own work:
-validating the config, deriving pools, building the operator's values, and the provider SDKs'
-resource classes.
+The floor is a bare Pulumi program that registers the same number of resources under the same
+mock monitor and stand-ins (`gpu_platform.offline.program.run_program`), measured in the same run:
+what any program of that size costs, whatever it does. The gap between the two is this program's
+own work: validating the config, deriving pools, building the operator's values, and the provider
+SDKs' resource classes.
 
 Two measurements, each the median of several runs:
 - in process: the program run again in an interpreter that has already imported everything,
@@ -42,9 +42,9 @@ from rich.console import Console
 from rich.table import Table
 
 from gpu_platform.cli.app import GC_THRESHOLD
-from gpu_platform.cli.offline import run_program
-from gpu_platform.cli.project import Project
-from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.offline.program import run_program
+from gpu_platform.project import Project
+from gpu_platform.stack_files import stack_config
 
 FLOOR_PROGRAM = '''\
 """A bare Pulumi program: `floor:resources` custom resources and nothing else."""
@@ -70,7 +70,7 @@ print(time.perf_counter() - start)
 # Run in a fresh interpreter: the stack's program, then the provider SDK modules it loaded.
 SDK_MODULES = f"""\
 import json, sys
-from gpu_platform.cli.offline import run_program
+from gpu_platform.offline.program import run_program
 run_program(sys.argv[1])
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {PROVIDER_SDKS!r})))
 """
@@ -200,7 +200,7 @@ def time_fresh_process(case: Case, floor: Project, repeats: int) -> Timing:
         sys.executable,
         "-c",
         "import sys; from pathlib import Path; from benchmarks.plan import run_floor; "
-        "from gpu_platform.cli.project import Project; "
+        "from gpu_platform.project import Project; "
         "run_floor(Project.find(Path(sys.argv[1])), int(sys.argv[2]))",
         str(floor.directory),
         str(resources),

@@ -3,7 +3,7 @@
     ./uvw run --locked python -m benchmarks.policy_pack
     ./uvw run --locked python -m benchmarks.policy_pack --stack gke-dev --copies 1 --copies 32
 
-Both packs run as the engine runs them (`gpu_platform.cli.analyzer`): one `Remediate` and one
+Both packs run as the engine runs them (`gpu_platform.offline.analyzer`): one `Remediate` and one
 `Analyze` call per resource, then one `AnalyzeStack`. The no-op pack has the same number of resource
 and stack policies, and converts properties once per request as the pack does
 (`conversions.py`), so the gRPC round trips, the property conversions and the policy SDK's own
@@ -37,8 +37,8 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from gpu_platform.cli.analyzer import PACK_DIR, PolicyInfo, PolicyPack, analyze_plan
-from gpu_platform.cli.offline import PlannedResource, run_program
+from gpu_platform.offline.analyzer import PACK_DIR, PolicyInfo, PolicyPack, analyze_plan
+from gpu_platform.offline.program import PlannedResource, run_program
 
 COPIES = (1, 4, 16)
 MANIFEST_COPIES = (1, 16, 64, 167)

@@ -17,18 +17,18 @@ from typing import Any
 from hypothesis import strategies as st
 
 from gpu_platform.accelerators import ACCELERATORS
-from gpu_platform.cli.stand_ins.aws import (
+from gpu_platform.drivers import AL2023_DRIVERS, BOTTLEROCKET_DRIVERS
+from gpu_platform.eks.instance_types import described_instance_type
+from gpu_platform.eks.max_pods import MAX_PODS
+from gpu_platform.gke.machine_types import FIXED_GPU_SERIES
+from gpu_platform.offline.stand_ins.aws import (
     STAND_IN_ACCOUNT,
     STAND_IN_DEPLOY_ROLE,
     STAND_IN_KUBERNETES_VERSION,
     ec2_instance_types,
     ec2_zone_offerings,
 )
-from gpu_platform.cli.stand_ins.gcp import STAND_IN_MASTER_VERSION, ZONE_OFFERINGS
-from gpu_platform.drivers import AL2023_DRIVERS, BOTTLEROCKET_DRIVERS
-from gpu_platform.eks.instance_types import described_instance_type
-from gpu_platform.eks.max_pods import MAX_PODS
-from gpu_platform.gke.machine_types import FIXED_GPU_SERIES
+from gpu_platform.offline.stand_ins.gcp import STAND_IN_MASTER_VERSION, ZONE_OFFERINGS
 from gpu_platform.version_order import version_key
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.stack_variants import quota_key, with_gpu_quotas_fitting_its_pools

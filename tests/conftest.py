@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack, Verdict
-from gpu_platform.cli.namespace_levels import config_for_plan
-from gpu_platform.cli.offline import Plan, PlannedResource, run_program
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
+from gpu_platform.offline.analyzer import PACK_DIR, PolicyPack, Verdict
+from gpu_platform.offline.namespace_levels import config_for_plan
+from gpu_platform.offline.program import Plan, PlannedResource, run_program
+from gpu_platform.stack_files import stack_config
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
 from tests.stack_variants import with_gpu_quotas_fitting_its_pools, with_quota_for_any_pool
@@ -162,7 +162,7 @@ def policy_pack() -> Iterator[PolicyPack]:
 
 @pytest.fixture
 def analyze_plan(policy_pack: PolicyPack) -> Callable[..., list[Verdict]]:
-    """`gpu_platform.cli.analyzer.analyze_plan` of the project's pack, on the session's pack
+    """`gpu_platform.offline.analyzer.analyze_plan` of the project's pack, on the session's pack
     rather than a new process: the pack configured by `config`, as the offline plan configures
     it (`config_for_plan`), then its verdicts on the resources."""
 

@@ -13,7 +13,7 @@ The kinds each chart installs, at the pins (gpu_platform/versions.py):
 
 from typing import Any
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 from tests.kubernetes_schemas import is_custom_resource, kubernetes_objects, manifest
 
 Kind = tuple[str, str]

@@ -17,8 +17,8 @@ from typing import Any
 import kubernetes_validate
 import kubernetes_validate.utils
 
-from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.kubernetes.crd_schemas import chart_crds, validation_errors
+from gpu_platform.offline.program import Plan, PlannedResource
 from gpu_platform.versions import (
     GPU_OPERATOR_CHART,
     KARPENTER_CHART,

@@ -5,7 +5,7 @@ resources as the requests the provider makes, against botocore's models
 resources against their discovery documents (tests/gpu_platform/gke/gke_api.py,
 new_cluster/api_bodies.py). Resource types none of them translates are not checked here."""
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 from tests.gpu_platform.eks.aws_api import request_problems
 from tests.gpu_platform.eks.new_cluster_api import TRANSLATIONS, requests_for
 from tests.gpu_platform.gke.new_cluster.api_bodies import problems_of_created

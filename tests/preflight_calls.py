@@ -18,7 +18,7 @@ from typing import Any
 import botocore.client
 import pytest
 
-from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.stack_files import stack_config
 from tests.aws_service_reference import resource_types, sent
 from tests.iam_policy import allowed
 from tests.repository import PROJECT, ROOT

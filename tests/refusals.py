@@ -1,8 +1,8 @@
 """How the program refuses a stack's config: with a config error naming `gpu-platform:` keys,
 before it registers any resource."""
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.config import ConfigError
+from gpu_platform.offline.program import Plan
 
 
 def assert_refused_by_key(plan: Plan) -> None:

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from gpu_platform.cli.project import Project
+from gpu_platform.project import Project
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = Project.find(ROOT)

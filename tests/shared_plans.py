@@ -15,12 +15,12 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.stack_files import stack_config
-from gpu_platform.cli.stand_ins import aws as aws_stand_in
-from gpu_platform.cli.stand_ins import engine as engine_stand_in
-from gpu_platform.cli.stand_ins import gcp as gcp_stand_in
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.offline.stand_ins import aws as aws_stand_in
+from gpu_platform.offline.stand_ins import engine as engine_stand_in
+from gpu_platform.offline.stand_ins import gcp as gcp_stand_in
+from gpu_platform.stack_files import stack_config
 from tests.repository import PROJECT
 
 _STAND_INS = (aws_stand_in, gcp_stand_in, engine_stand_in)

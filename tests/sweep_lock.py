@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gpu_platform.accelerators import ACCELERATORS
-from gpu_platform.cli.stand_ins.gcp import STAND_IN_MASTER_VERSION
 from gpu_platform.drivers import gke_minor
 from gpu_platform.lock.cos import cos_driver_key
 from gpu_platform.lock.lockfile import COS_DRIVERS, GKE_COS_IMAGES, GKE_LISTED_VERSIONS, Lock, entry
+from gpu_platform.offline.stand_ins.gcp import STAND_IN_MASTER_VERSION
 
 SWEEP_LOCK_DRIVER = "580.95.05"
 _VERSIONS = (

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from benchmarks.policy_pack import noop_pack
-from gpu_platform.cli.analyzer import PolicyInfo, PolicyPack
-from gpu_platform.cli.namespace_levels import NAMESPACE, config_for_plan
+from gpu_platform.offline.analyzer import PolicyInfo, PolicyPack
+from gpu_platform.offline.namespace_levels import NAMESPACE, config_for_plan
 from tests.repository import PROJECT
 
 POLICY_CONFIGS = sorted((PROJECT.directory / "policy-config").glob("*.json"))

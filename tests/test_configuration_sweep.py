@@ -29,14 +29,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 
-from gpu_platform.cli.analyzer import PolicyPack
-from gpu_platform.cli.namespace_levels import POD_SECURITY, namespace_levels
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.stack_files import gpu_platform_config, stack_config
 from gpu_platform.config import load_stack_config
 from gpu_platform.lock.images import locked_digest
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
+from gpu_platform.offline.analyzer import PolicyPack
+from gpu_platform.offline.namespace_levels import POD_SECURITY, namespace_levels
+from gpu_platform.offline.program import Plan, run_program
 from gpu_platform.platform_images import platform_images
+from gpu_platform.stack_files import gpu_platform_config, stack_config
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.config_strategies import CORNER_STACKS, stack_configs
 from tests.gpu_platform.canary_invariants import canary_capacity_problems, canary_rank_problems

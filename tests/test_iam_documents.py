@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.stack_files import stack_config
 from tests.aws_managed_policies import MANAGED_POLICIES
 from tests.aws_service_reference import (
     access_level,

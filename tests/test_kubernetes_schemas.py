@@ -13,8 +13,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from gpu_platform.cli.offline import Plan
-from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.offline.program import Plan
+from gpu_platform.stack_files import stack_config
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.gpu_platform.gke.plans import on_ubuntu
 from tests.kubernetes_schemas import crd_chart, kubernetes_objects, manifest, problems, validate

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.eks import node_group
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.offline.stand_ins import aws as stand_in
 from tests.conftest import dev_stack_config
 from tests.repository import PROJECT, ROOT
 from tests.shared_plans import shared_plan

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.stack_files import stack_config
 from tests.kubernetes_schemas import NOT_OBJECTS, validate
 from tests.repository import PROJECT, ROOT
 from tests.shared_plans import shared_plan

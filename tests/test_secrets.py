@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.stack_files import SECRET_STAND_IN, stack_config
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.stack_files import SECRET_STAND_IN, stack_config
 from tests.repository import PROJECT, STACKS
 
 Config = dict[str, Any]
@@ -117,8 +117,8 @@ def test_the_plan_command_prints_no_secret_from_a_bad_secret_key(
 ) -> None:
     from typer.testing import CliRunner
 
-    from gpu_platform.cli import offline
     from gpu_platform.cli.app import app
+    from gpu_platform.offline import program as offline
 
     config = copy.deepcopy(stack_config("dev", PROJECT))
     config["gpu-platform:pools"][0]["labels"] = {"bad key!": SECURE}
@@ -137,8 +137,8 @@ def test_fit_names_a_secret_label_but_not_its_value(
     import yaml
     from typer.testing import CliRunner
 
-    from gpu_platform.cli import offline
     from gpu_platform.cli.app import app
+    from gpu_platform.offline import program as offline
 
     config = copy.deepcopy(stack_config("dev", PROJECT))
     node_label(config)

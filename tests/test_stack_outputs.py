@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from gpu_platform.cli.fit import node_templates
-from gpu_platform.cli.offline import run_program
-from gpu_platform.cli.stack_files import stack_config
-from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.fit import fits
+from gpu_platform.offline.fit import node_templates
+from gpu_platform.offline.program import run_program
+from gpu_platform.offline.stand_ins import aws as stand_in
+from gpu_platform.stack_files import stack_config
 from tests.gpu_platform.eks.test_karpenter_node_pool import order_by_weight
 from tests.repository import PROJECT, ROOT
 from tests.shared_plans import shared_plan

@@ -9,11 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 from gpu_platform.cli.app import app
-from gpu_platform.cli.plan import EXIT_MANDATORY_VIOLATION, _policy_config
-from gpu_platform.cli.stack_files import gpu_platform_config, stack_config
+from gpu_platform.cli.plan import EXIT_MANDATORY_VIOLATION
 from gpu_platform.config import ConfigError, load_stack_config
 from gpu_platform.lock.lockfile import IMAGES, load, lock_path
+from gpu_platform.offline.plan import read_policy_config
 from gpu_platform.platform_images import platform_images
+from gpu_platform.stack_files import gpu_platform_config, stack_config
 from gpu_platform.versions import HelmChart
 from tests.repository import PROJECT, STACKS
 from tests.shared_plans import shared_plan
@@ -30,7 +31,7 @@ def test_the_repository_has_a_stack_whose_gpu_nodes_karpenter_launches() -> None
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_stack_has_its_own_policy_config(stack: str) -> None:
+def test_every_stack_has_its_ownread_policy_config(stack: str) -> None:
     assert (POLICY_CONFIG_DIR / f"{stack}.json").is_file()
 
 
@@ -38,7 +39,9 @@ def test_every_stack_has_its_own_policy_config(stack: str) -> None:
 def test_stack_plans_with_no_mandatory_violation(stack: str, analyze_plan) -> None:
     plan = shared_plan(stack)
 
-    verdicts = analyze_plan(plan.resources, config=_policy_config(POLICY_CONFIG_DIR, stack, None))
+    verdicts = analyze_plan(
+        plan.resources, config=read_policy_config(POLICY_CONFIG_DIR, stack, None)
+    )
 
     assert [v for v in verdicts if v.mandatory] == []
 
@@ -76,8 +79,8 @@ def test_an_untainted_gpu_pool_fails_the_plan(monkeypatch) -> None:
 
 
 def test_an_unpinned_chart_fails_the_plan(monkeypatch, dev_config) -> None:
-    from gpu_platform.cli import offline
     from gpu_platform.kubernetes import monitoring
+    from gpu_platform.offline import program as offline
 
     dev_config["gpu-platform:monitoring"] = {"installPrometheusStack": True}
     monkeypatch.setattr(offline, "stack_config", lambda stack, project=None: dev_config)
@@ -114,7 +117,7 @@ def test_a_root_gpu_pod_fails_the_plan(monkeypatch) -> None:
 
 def test_policy_config_files_are_json_objects_of_known_policies(analyze_plan) -> None:
     for path in Path(POLICY_CONFIG_DIR).glob("*.json"):
-        analyze_plan([], config=_policy_config(POLICY_CONFIG_DIR, path.stem, path))
+        analyze_plan([], config=read_policy_config(POLICY_CONFIG_DIR, path.stem, path))
 
 
 def test_gke_dev_takes_the_exclusive_pool_its_header_invites_with_the_quota_it_says() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.stack_files import stack_config
 from tests.repository import PROJECT
 from tests.repository import ROOT as PROJECT_DIR
 

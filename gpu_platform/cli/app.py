@@ -34,7 +34,7 @@ stack or the account."""
 
 def _stack_names(incomplete: str) -> list[str]:
     """Shell completion: the stacks of the project the command would work on."""
-    from gpu_platform.cli.project import Project, ProjectNotFound
+    from gpu_platform.project import Project, ProjectNotFound
 
     try:
         stacks = Project.find().stacks()

@@ -3,21 +3,18 @@
 import os
 import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from gpu_platform.cli.options import options
-from gpu_platform.cli.project import Project
-from gpu_platform.cli.stack_files import StackFileError
 from gpu_platform.config import ConfigError
 from gpu_platform.lock.lockfile import LockError, MissingLockEntry
-
-if TYPE_CHECKING:
-    from gpu_platform.cli.offline import Plan
 
 
 def plain_console(stderr: bool = False) -> Console:
@@ -43,30 +40,37 @@ def fail(message: str, exit_code: int) -> NoReturn:
     raise typer.Exit(exit_code)
 
 
-def plan_or_fail(
-    stack: str, config_error_exit: int, program_error_exit: int, project: Project | None = None
-) -> "Plan":
-    """The stack's plan; a missing project or stack file, a config error, a fact the lock lacks
-    (or a lock it cannot read) or a failing program ends the command."""
+@contextmanager
+def planning(stack: str, config_error_exit: int, program_error_exit: int) -> Iterator[None]:
+    """Ends the command for what stops the stack's offline plan in the block: a missing project
+    or stack file, a config error, a fact the lock lacks (or a lock it cannot read) or another
+    bad input with `config_error_exit`; a failing program with `program_error_exit`."""
     # Imported here: the commands that run no program (`preflight`, `config-reference`) share
     # this module without loading the Pulumi SDK.
-    from gpu_platform.cli.offline import run_program
+    from gpu_platform.offline.plan import ProgramFailed
 
     try:
-        plan = run_program(stack, project=project, raise_errors=False)
-    except (FileNotFoundError, StackFileError) as unreadable:
-        fail(str(unreadable), config_error_exit)
-    except OSError as unreadable:
-        fail(f"cannot read {unreadable.filename}: {unreadable.strerror}", config_error_exit)
-    if isinstance(plan.error, LockError):
-        fail(str(plan.error), config_error_exit)
-    if isinstance(plan.error, ConfigError):
-        fail(plan.error.report(), config_error_exit)
-    if isinstance(plan.error, MissingLockEntry):
-        fail(plan.error.report(stack), config_error_exit)
-    if plan.error is not None:
-        fail(program_failure(plan.error, (project or Project.find()).directory), program_error_exit)
-    return plan
+        yield
+    except ProgramFailed as failed:
+        fail(program_failure(failed.error, failed.project_dir), program_error_exit)
+    except Exception as error:
+        fail_for_planning(error, stack, config_error_exit)
+
+
+def fail_for_planning(error: Exception, stack: str, exit_code: int) -> NoReturn:
+    """End the command for what stopped a stack's plan before its program ran to the end: a
+    missing project or stack file, a config error, a fact the lock lacks or a lock it cannot
+    read, another bad input; any other error is raised again."""
+    # StackFileError and NoStackNamed are ValueErrors, and so are a bad policy config and pod file.
+    if isinstance(error, (FileNotFoundError, ValueError, LockError)):
+        fail(str(error), exit_code)
+    if isinstance(error, OSError):
+        fail(f"cannot read {error.filename}: {error.strerror}", exit_code)
+    if isinstance(error, ConfigError):
+        fail(error.report(), exit_code)
+    if isinstance(error, MissingLockEntry):
+        fail(error.report(stack), exit_code)
+    raise error
 
 
 def program_failure(error: BaseException, project_dir: Path) -> str:

@@ -1,10 +1,8 @@
 """`gpu-platform lock`: read the facts the stacks' plans need from their sources into the
 project's lock file (gpu_platform/lock/, docs/lock.md).
 
-The stacks named, or every stack of the project: then each section holds only what some stack
-needs, and what none needs any longer is dropped. A fact whose source gives the value it gave
-before keeps its entry, so that the file changes only where a fact moved. Everything within one
-deadline, with preflight's retries (gpu_platform/cli/deadline.py).
+What it reads and keeps is `gpu_platform.lock.relock.relock`'s; this prints it and writes the
+file.
 
 Exit codes: 0 the lock is written (or, with --check, up to date); 1 with --check, the lock would
 change; 2 a bad project, stack or lock file; 4 a fact could not be read (no answer, a 404, a
@@ -22,14 +20,12 @@ from collections.abc import Sequence
 import typer
 
 from gpu_platform.cli.cli import errors, fail, plain_console
-from gpu_platform.cli.deadline import Deadline, DeadlinePassed
-from gpu_platform.cli.project import Project, ProjectNotFound
-from gpu_platform.cli.stack_files import StackFileError, gpu_platform_config, stack_config
-from gpu_platform.config import ConfigError, StackConfig, load_stack_config
-from gpu_platform.lock.lockfile import Lock, LockError, load, lock_path
-from gpu_platform.lock.resolve import LockContext, Resolution, Resolver, changes, updated
+from gpu_platform.config import ConfigError
+from gpu_platform.lock.lockfile import Lock, LockError
+from gpu_platform.lock.relock import StackNotLockable, relock
+from gpu_platform.lock.resolve import Resolver, changes
 from gpu_platform.lock.resolvers import RESOLVERS
-from gpu_platform.lock.sources import Sources
+from gpu_platform.stack_files import StackFileError
 
 EXIT_CHANGED = 1
 EXIT_BAD_INPUT = 2
@@ -42,74 +38,28 @@ def run(
     timeout_seconds: float,
     resolvers: Sequence[Resolver] = RESOLVERS,
 ) -> None:
+    """Relock (`gpu_platform.lock.relock.relock`), print what changed and what was not read,
+    and write the lock unless `check`."""
     try:
-        project = Project.find()
-    except ProjectNotFound as error:
-        fail(str(error), EXIT_BAD_INPUT)
-    configs = {name: _stack(name, project) for name in (stacks or project.stacks())}
-    path = lock_path(project.directory)
-    try:
-        before = load(path)
-    except LockError as error:
-        fail(str(error), EXIT_BAD_INPUT)
-    sources = Sources(Deadline(timeout_seconds))
-    done: list[tuple[Resolver, Resolution]] = []
-    reading: list[tuple[Resolver, Resolution]] = []
-
-    def resolve_all() -> None:
-        for resolver in resolvers:
-            context = LockContext(configs, sources, before)
-            reading[:] = [(resolver, context.results)]
-            done.append((resolver, resolver.resolve(context)))
-            reading.clear()
-
-    late = None
-    try:
-        sources.deadline.run(resolve_all, sources.calls)
-    except DeadlinePassed as passed:
-        late = f"gpu-platform lock: {passed.explain('the source')}"
+        relocked = relock(stacks, timeout_seconds, resolvers=resolvers)
+    except (FileNotFoundError, StackFileError, LockError, StackNotLockable) as error:
+        fail(str(error), EXIT_BAD_INPUT)  # ProjectNotFound is a FileNotFoundError
     except ConfigError as error:
         fail(error.report(), EXIT_BAD_INPUT)
-    # What each resolver that finished read is written, even past the deadline: the others'
-    # entries stay as they were.
-    finished = list(done)
-    after = before
-    for resolver, resolution in finished:
-        after = updated(after, resolver, resolution, prune=not stacks)
-    # The resolver's thread may still run past the deadline and clear `reading`: read it once.
-    stopped = list(reading)
-    if late is not None and stopped:
-        # The one the deadline stopped: what it had read is merged in, nothing dropped. Its
-        # thread may still be adding entries: each section is copied at once.
-        resolver, partial = stopped[0]
-        read = Resolution({s: dict(e) for s, e in list(partial.entries.items())})
-        after = updated(after, resolver, read, prune=False)
-    resolutions = [resolution for _, resolution in finished]
-    unread = [u for resolution in resolutions for u in resolution.unresolved]
-    unresolved = [u for u in unread if u.blocking]
-    for fact in unread:
+    for fact in relocked.unread:
         prefix = "could not read" if fact.blocking else "warning: left as it was,"
         errors.print(f"{prefix} {fact.describe()}", markup=False, highlight=False, soft_wrap=True)
-    for warning in (w for resolution in resolutions for w in resolution.warnings):
+    for warning in relocked.warnings:
         errors.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
-    if late is not None:
-        errors.print(late, markup=False, highlight=False, soft_wrap=True)
-    complete = not unresolved and late is None
-    _write_or_report(before, after, check, complete=complete, left=len(unread))
+    if relocked.late is not None:
+        errors.print(relocked.late, markup=False, highlight=False, soft_wrap=True)
+    before, after = relocked.before, relocked.after
+    _write_or_report(before, after, check, complete=relocked.complete, left=len(relocked.unread))
     # --check cannot say the lock is up to date while facts it did not read may have moved.
-    if not complete or (check and unread):
+    if not relocked.complete or (check and relocked.unread):
         raise typer.Exit(EXIT_UNRESOLVED)
     if check and after != before:
         raise typer.Exit(EXIT_CHANGED)
-
-
-def _stack(name: str, project: Project) -> StackConfig:
-    try:
-        return load_stack_config(*gpu_platform_config(stack_config(name, project)))
-    except (FileNotFoundError, StackFileError) as unreadable:
-        fail(str(unreadable), EXIT_BAD_INPUT)
-    except ConfigError as error:
-        fail(f"{name}: {error.report()}", EXIT_BAD_INPUT)
 
 
 def _write_or_report(before: Lock, after: Lock, check: bool, complete: bool, left: int) -> None:

@@ -1,11 +1,10 @@
 """The offline plan: what the program would create for a stack, without credentials.
 
-Runs the real program under the Pulumi SDK's mock monitor (`gpu_platform.cli.offline`), then the
-policy pack over what it declared through the analyzer protocol, as `pulumi preview --policy-pack
-policies` would (`gpu_platform.cli.analyzer`). Prints the resources as a tree of parents and
-children with the inputs that matter, the lookups answered by offline stand-ins, each pool's
-driver, the subnets the GPU nodes use and why the others are left out (EKS), the stack outputs
-and the policy verdicts; `--json` prints the same for machines.
+Plans the stack as `gpu_platform.offline.plan.plan_stack` does (the program under the Pulumi
+SDK's mock monitor, then the policy pack over what it declared). Prints the resources as a tree
+of parents and children with the inputs that matter, the lookups answered by offline stand-ins,
+each pool's driver, the subnets the GPU nodes use and why the others are left out (EKS), the
+stack outputs and the policy verdicts; `--json` prints the same for machines.
 
 Exit codes: 0 planned; 1 the program or the policy pack failed; 2 a configuration error (the
 stack's or the policy pack's) or a fact gpu-platform.lock lacks; 3 a mandatory policy violation.
@@ -13,9 +12,7 @@ stack's or the policy pack's) or a fact gpu-platform.lock lacks; 3 a mandatory p
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,24 +21,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
-from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack, PolicyPackError, Verdict
-from gpu_platform.cli.cli import errors, fail, plain_console, plan_or_fail
-from gpu_platform.cli.namespace_levels import config_for_plan
-from gpu_platform.cli.offline import Plan, PlannedResource
-from gpu_platform.cli.project import Project, ProjectNotFound
-from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin
-from gpu_platform.lock.lockfile import LockError, project_lock
-from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART
+from gpu_platform.cli.cli import errors, fail, plain_console, planning
+from gpu_platform.offline.analyzer import PolicyPackError, Verdict
+from gpu_platform.offline.plan import HELM_RELEASE, default_stack, plan_stack
+from gpu_platform.offline.program import Plan, PlannedResource
+from gpu_platform.project import Project
 
 EXIT_PROGRAM_ERROR = 1
 EXIT_CONFIG_ERROR = 2
 EXIT_MANDATORY_VIOLATION = 3
-# Policy pack config per stack, beside the stack files: `<project>/policy-config/<stack>.json`.
-POLICY_CONFIG_DIR = "policy-config"
 SECRET = "[secret]"
 GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-DEFAULT_STACK = "dev"
 
 # The inputs worth reading in a plan, per resource type; other types show their scalars.
 KEY_INPUTS: Mapping[str, Sequence[str]] = {
@@ -113,108 +103,27 @@ def run(
     policy_config: Path | None = None,
 ) -> None:
     """Plan `stack` (None: the default stack) of the project in the current directory and run
-    the policy pack over it."""
+    the policy pack over it (`gpu_platform.offline.plan.plan_stack`); print what it found."""
     console = plain_console()
-    try:
+    with planning("", EXIT_CONFIG_ERROR, EXIT_PROGRAM_ERROR):
         project = Project.find()
-    except ProjectNotFound as error:
-        fail(str(error), EXIT_CONFIG_ERROR)
-    if stack is None:
-        stack = default_stack(project)
-    if policy_pack is not None and not _is_policy_pack(policy_pack):
-        fail(f"no policy pack at {policy_pack}: it has no PulumiPolicy.yaml", EXIT_CONFIG_ERROR)
-    pack_dir = policy_pack or PACK_DIR
-    with _pack_started_meanwhile(pack_dir, project.name, stack) as started_pack:
-        plan = plan_or_fail(stack, EXIT_CONFIG_ERROR, EXIT_PROGRAM_ERROR, project)
-        _warn_of_an_unlocked_chart_pin(plan)
+        named = stack or default_stack(project)
+    # The stack named, for a fact the lock lacks: `gpu-platform lock <stack>` reads it.
+    with planning(named, EXIT_CONFIG_ERROR, EXIT_PROGRAM_ERROR):
         try:
-            pack = started_pack()
-            config = _policy_config(project.directory / POLICY_CONFIG_DIR, stack, policy_config)
-            verdicts = _verdicts(pack, plan, config)
-        except (FileNotFoundError, ValueError) as error:  # PolicyConfigError is a ValueError
-            fail(str(error), EXIT_CONFIG_ERROR)
+            planned = plan_stack(named, project, policy_pack, policy_config)
         except PolicyPackError as error:
             fail(str(error), EXIT_PROGRAM_ERROR)
+    for note in planned.warnings:
+        errors.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
+    plan, verdicts = planned.plan, planned.verdicts
     if as_json:
         console.print_json(json.dumps(plan_as_json(plan, verdicts)))
     else:
         print_plan(plan, console)
-        print_verdicts(verdicts, plan, console, pack_dir)
-    if any(v.mandatory for v in verdicts):
+        print_verdicts(verdicts, plan, console, planned.pack_dir)
+    if planned.mandatory_violations:
         raise typer.Exit(EXIT_MANDATORY_VIOLATION)
-
-
-def _warn_of_an_unlocked_chart_pin(plan: Plan) -> None:
-    """Warns where the stack installs kube-prometheus-stack and the lock pins fewer of the
-    chart's images than the platform does (`monitoring.installPrometheusStack`)."""
-    chart = KUBE_PROMETHEUS_STACK_CHART
-    if not any(r.inputs.get("chart") == chart.name for r in plan.of_type(HELM_RELEASE)):
-        return
-    try:
-        note = unlocked_pin(project_lock(), plan.stack, chart)
-    except LockError:
-        return  # the plan read no lock, or reported it
-    if note is not None:
-        errors.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
-
-
-def default_stack(project: Project) -> str:
-    """The stack to plan when none is named: the project's only one, else `dev`."""
-    stacks = project.stacks()
-    if len(stacks) == 1:
-        return stacks[0]
-    if DEFAULT_STACK in stacks:
-        return DEFAULT_STACK
-    found = ", ".join(stacks) or f"no Pulumi.<stack>.yaml in {project.stack_config_dir}"
-    fail(f"Name the stack to plan: `gpu-platform plan STACK`. Stacks: {found}.", EXIT_CONFIG_ERROR)
-
-
-def _is_policy_pack(path: Path) -> bool:
-    return (path / "PulumiPolicy.yaml").is_file()
-
-
-@contextmanager
-def _pack_started_meanwhile(
-    pack_dir: Path, project: str, stack: str
-) -> Iterator[Callable[[], PolicyPack]]:
-    """Starts the policy pack while the program runs, and stops it on leaving.
-
-    Starting the pack is a Python process of its own importing the policy SDK (over half a
-    second); the program's run is another. On a machine with two cores they overlap, so the
-    plan costs the longer of the two, not their sum.
-    """
-    with ThreadPoolExecutor(max_workers=1) as executor:
-        starting = executor.submit(PolicyPack, pack_dir, project=project, stack=stack)
-        try:
-            yield starting.result
-        finally:
-            if starting.exception() is None:
-                starting.result().close()
-
-
-def _verdicts(pack: PolicyPack, plan: Plan, config: Mapping[str, Any] | None) -> list[Verdict]:
-    pack.configure(config_for_plan(config, plan.resources))
-    return pack.analyze(plan.resources)
-
-
-def _policy_config(config_dir: Path, stack: str, path: Path | None) -> dict[str, Any] | None:
-    """The policy pack's config for a stack: the given file, else the project's own for the
-    stack (`policy-config/<stack>.json`) if any."""
-    if path is None:
-        path = config_dir / f"{stack}.json"
-        if not path.exists():
-            return None
-    if not path.is_file():
-        raise FileNotFoundError(f"no policy config file {path}")
-    try:
-        config = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path} is not valid JSON: {error}") from None
-    except OSError as error:
-        raise ValueError(f"cannot read the policy config {path}: {error.strerror}") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"{path} must hold a JSON object of policy names")
-    return config
 
 
 def print_verdicts(

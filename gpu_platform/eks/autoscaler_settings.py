@@ -1,7 +1,8 @@
 """The cluster autoscaler's settings the GPU pools rely on, whoever installs it: the flags and
 the `priority` expander's configuration. The release the stack installs gets them as chart values
 (`gpu_platform.eks.cluster_autoscaler`); a cluster that runs its own autoscaler is told them
-(`own_autoscaler_settings`) and preflight checks them (`gpu_platform.cli.autoscaler_settings`).
+(`own_autoscaler_settings`) and preflight checks them
+(`gpu_platform.eks.preflight.autoscaler_settings`).
 """
 
 import re

@@ -108,7 +108,7 @@ def resolve(context: LockContext) -> Resolution:
             )
     # A fact only a version no pool pins and no cluster is created at needs (one GKE lists,
     # a cluster may never run) does not fail the command: preflight warns where a cluster runs
-    # it or its channel offers it (gpu_platform/cli/preflight_gke_lock.py).
+    # it or its channel offers it (gpu_platform/gke/preflight/lock.py).
     required = set(needs.pinned) | {v for m in needs.minors for v in offered.get(m, [])}
     needed: dict[str, set[str]] = defaultdict(set)
     required_images = set()

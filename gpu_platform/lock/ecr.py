@@ -12,7 +12,7 @@ run that has them (`NoCredentials`), not failed: `gpu-platform lock` says so and
 
 import re
 
-from gpu_platform.cli.deadline import (
+from gpu_platform.deadline import (
     CONNECT_TIMEOUT_SECONDS,
     MAX_ATTEMPTS,
     READ_TIMEOUT_SECONDS,
@@ -61,9 +61,10 @@ def _token(region: str) -> str:
             " ecr:GetAuthorizationToken) to read its digest"
         )
     try:
-        # Preflight's rules for every call (gpu_platform/cli/deadline.py, docs/deploy.md), within
+        # Preflight's rules for every call (gpu_platform/deadline.py, docs/deploy.md), within
         # the command's own deadline, which bounds the whole run (Deadline.run). As in
-        # preflight_eks.py, `total_max_attempts` counts the first attempt (botocore/config.py).
+        # eks/preflight/checks.py, `total_max_attempts` counts the first attempt
+        # (botocore/config.py).
         config = Config(
             connect_timeout=CONNECT_TIMEOUT_SECONDS,
             read_timeout=READ_TIMEOUT_SECONDS,

@@ -1,7 +1,7 @@
 """Reading a fact's source over HTTP for `gpu-platform lock`, with preflight's rules: each call
 bounded by the command's deadline, tried again on no answer, throttling or a server error, and
 reported as it goes (`Calls`), so that a deadline that passes names the source that did not
-answer (gpu_platform/cli/deadline.py)."""
+answer (gpu_platform/deadline.py)."""
 
 import email.utils
 import time
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from gpu_platform.cli.deadline import MAX_ATTEMPTS, Calls, Deadline
+from gpu_platform.deadline import MAX_ATTEMPTS, Calls, Deadline
 
 USER_AGENT = "gpu-platform-lock"
 _RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})

@@ -22,7 +22,7 @@ those pins moves, and commit the file it writes. Each entry keeps what decides w
 runs and what it reserves: its containers' and init containers' `resources` (and
 `restartPolicy`), tolerations, node selector, affinity and priority class. Settings the
 platform gives a release or an add-on (its tolerations and node selector) are read from the
-stack's plan instead (`gpu_platform.cli.fit`).
+stack's plan instead (`gpu_platform.offline.fit`).
 """
 
 import json

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import yaml
 
-from gpu_platform.cli.offline import run_program
-from gpu_platform.cli.project import Project
+from gpu_platform.offline.program import run_program
+from gpu_platform.project import Project
 from tests.conftest import Config
 from tests.repository import ROOT
 

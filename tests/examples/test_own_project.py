@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from gpu_platform.cli.project import Project
-from gpu_platform.cli.stack_files import gpu_platform_config, stack_config
 from gpu_platform.config import load_stack_config
 from gpu_platform.lock.lockfile import IMAGES, LOCK_FILE_NAME, Lock, entry
 from gpu_platform.platform_images import platform_images
+from gpu_platform.project import Project
+from gpu_platform.stack_files import gpu_platform_config, stack_config
 from tests.repository import ROOT
 
 EXAMPLE = ROOT / "examples" / "own-project"

@@ -23,7 +23,7 @@ written (never the loader's reading of it) and the plan.
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 from tests.gpu_platform.eks.priority_expander import parsed_priorities, rendered_config_map
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from gpu_platform.cli.offline import Plan, PlannedResource
+from gpu_platform.offline.program import Plan, PlannedResource
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 NODE_POOL = "gcp:container/nodePool:NodePool"

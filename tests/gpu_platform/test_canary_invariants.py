@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.eks import autoscaler_settings
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.stack_files import stack_config
 from tests.conftest import Config
 from tests.gpu_platform.config.test_canary_rules import canary_of
 from tests.repository import PROJECT

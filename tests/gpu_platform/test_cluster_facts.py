@@ -15,11 +15,11 @@ import pytest
 import yaml
 
 from gpu_platform import EksClusterFacts, GkeClusterFacts, GpuPlatformArgs, PlatformConfigError
-from gpu_platform.cli.offline import Plan, PlannedResource, run_program
-from gpu_platform.cli.project import Project
-from gpu_platform.cli.stack_files import stack_config
-from gpu_platform.cli.stand_ins import aws as aws_stand_in
-from gpu_platform.cli.stand_ins import gcp as gcp_stand_in
+from gpu_platform.offline.program import Plan, PlannedResource, run_program
+from gpu_platform.offline.stand_ins import aws as aws_stand_in
+from gpu_platform.offline.stand_ins import gcp as gcp_stand_in
+from gpu_platform.project import Project
+from gpu_platform.stack_files import stack_config
 from tests.conftest import Config, dev_stack_config, gke_stack_config
 from tests.repository import PROJECT, ROOT
 

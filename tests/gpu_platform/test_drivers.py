@@ -5,7 +5,6 @@ from collections.abc import Callable
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.config import ConfigError
 from gpu_platform.driver_tables.derive_al2023 import drivers_by_release
 from gpu_platform.drivers import (
@@ -13,6 +12,7 @@ from gpu_platform.drivers import (
     cuda_for_branch,
     eks_driver,
 )
+from gpu_platform.offline.program import Plan
 from gpu_platform.versions import CUDA_BY_DRIVER_BRANCH, SUPPORTED_KUBERNETES_VERSIONS
 from tests.conftest import Config
 

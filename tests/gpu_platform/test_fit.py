@@ -8,9 +8,6 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.fit import node_templates
-from gpu_platform.cli.offline import run_program
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import load_stack_config
 from gpu_platform.eks.instance_types import Gpus, instance_type
 from gpu_platform.fit import (
@@ -28,6 +25,9 @@ from gpu_platform.fit import (
 )
 from gpu_platform.kubernetes.gpu_pod import gpu_pod_spec
 from gpu_platform.node_identity import GPU_TAINT, GpuShape, ResolvedPool, Taint, resolve_pool
+from gpu_platform.offline.fit import node_templates
+from gpu_platform.offline.program import run_program
+from gpu_platform.stack_files import stack_config
 from gpu_platform.template_pods import KUBE_PROXY, TemplatePod
 from tests.shared_plans import shared_plan
 from tests.stack_variants import AL2023_RELEASE, with_whole_gpu_quota

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_platform.cli.fit import node_templates
 from gpu_platform.fit import NodeTemplate, fits
+from gpu_platform.offline.fit import node_templates
 from tests.repository import ROOT
 from tests.shared_plans import shared_plan
 

@@ -10,9 +10,6 @@ import pulumi
 import pytest
 import yaml
 
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.project import Project
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import (
     ClusterSpec,
     ConfigError,
@@ -22,7 +19,10 @@ from gpu_platform.config import (
     StackConfig,
     TenantNamespaceSpec,
 )
+from gpu_platform.offline.program import Plan, run_program
 from gpu_platform.platform import GpuPlatform, GpuPlatformArgs, PlatformConfigError
+from gpu_platform.project import Project
+from gpu_platform.stack_files import stack_config
 from tests.conftest import Config, dev_stack_config
 from tests.repository import PROJECT, STACKS
 from tests.shared_plans import shared_plan

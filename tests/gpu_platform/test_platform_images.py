@@ -3,9 +3,9 @@
 import copy
 from typing import Any
 
-from gpu_platform.cli.stack_files import gpu_platform_config, stack_config
 from gpu_platform.config import StackConfig, load_stack_config
 from gpu_platform.platform_images import platform_images
+from gpu_platform.stack_files import gpu_platform_config, stack_config
 from tests.gpu_platform.kubernetes.test_canary_gate_order import cos_config, ubuntu_config
 from tests.repository import PROJECT
 

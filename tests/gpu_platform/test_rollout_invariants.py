@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
-from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.offline.program import Plan
+from gpu_platform.stack_files import stack_config
 from tests.repository import PROJECT
 
 from .rollout_invariants import NODE_GROUP, NODE_POOL, timeout_problems

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.config import ConfigError
+from gpu_platform.offline.program import Plan
 from tests.stack_variants import AL2023_RELEASE
 
 Config = dict[str, Any]

@@ -16,9 +16,11 @@ PULUMI_SDKS = {"pulumi", "pulumi_aws", "pulumi_gcp", "pulumi_kubernetes"}
 """What a command that runs no program (pre-flight checks, the config reference) does not load."""
 OTHER_COMMANDS = (
     "gpu_platform.cli.fit",
+    "gpu_platform.offline.fit",
     "gpu_platform.cli.preflight",
-    "gpu_platform.cli.preflight_eks",
-    "gpu_platform.cli.preflight_gke",
+    "gpu_platform.preflight.check",
+    "gpu_platform.eks.preflight.checks",
+    "gpu_platform.gke.preflight.checks",
     "gpu_platform.cli.config_reference",
     "gpu_platform.cli.cli_reference",
     "gpu_platform.fit",
@@ -127,8 +129,8 @@ def test_a_gke_preflight_does_not_import_the_eks_check_or_boto3(
 ) -> None:
     imported = imported_by("preflight", "gke-dev", env=without_credentials)
 
-    assert "gpu_platform.cli.preflight_gke" in imported
-    assert "gpu_platform.cli.preflight_eks" not in imported
+    assert "gpu_platform.gke.preflight.checks" in imported
+    assert "gpu_platform.eks.preflight.checks" not in imported
     assert top_level(imported) & {"boto3", "botocore", "moto"} == set()
     assert top_level(imported) & PULUMI_SDKS == set()
 
@@ -138,8 +140,8 @@ def test_an_eks_preflight_does_not_import_the_gke_check_or_googles_auth_library(
 ) -> None:
     imported = imported_by("preflight", "dev", env=without_credentials)
 
-    assert "gpu_platform.cli.preflight_eks" in imported
-    assert "gpu_platform.cli.preflight_gke" not in imported
+    assert "gpu_platform.eks.preflight.checks" in imported
+    assert "gpu_platform.gke.preflight.checks" not in imported
     assert not any(m.startswith("google.auth") for m in imported)
     assert top_level(imported) & PULUMI_SDKS == set()
 

@@ -8,7 +8,6 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from gpu_platform.cli import offline
 from gpu_platform.cli.app import app
 from gpu_platform.cli.plan import (
     EXIT_CONFIG_ERROR,
@@ -16,7 +15,8 @@ from gpu_platform.cli.plan import (
     print_node_subnets,
     print_own_autoscaler,
 )
-from gpu_platform.cli.stand_ins import aws as stand_in
+from gpu_platform.offline import program as offline
+from gpu_platform.offline.stand_ins import aws as stand_in
 from tests.repository import POLICY_PACK
 
 

@@ -9,21 +9,21 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from gpu_platform.cli import preflight
 from gpu_platform.cli.app import app
-from gpu_platform.cli.deadline import Deadline
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import StackConfig, load_stack_config
+from gpu_platform.deadline import Deadline
+from gpu_platform.preflight import chart, check
+from gpu_platform.stack_files import stack_config
 
 # The real reader, kept before the `chart_repository` fixture (conftest.py) replaces it.
-READ_CHART_INDEX = preflight.read_chart_index
+READ_CHART_INDEX = chart.read_chart_index
 
 
 # --- The stack file --------------------------------------------------------------------------
 
 
 def test_the_command_reports_a_bad_stack_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(preflight, "stack_config", lambda stack: {"gpu-platform:cloud": "aws"})
+    monkeypatch.setattr(check, "stack_config", lambda stack: {"gpu-platform:cloud": "aws"})
 
     result = CliRunner().invoke(app, ["preflight", "broken"])
 
@@ -35,7 +35,7 @@ def test_a_bad_value_that_looks_like_markup_is_printed_as_written(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     stack = {"gpu-platform:cloud": "aws", "gpu-platform:cluster": {"name": "ml", "regio": "[/red]"}}
-    monkeypatch.setattr(preflight, "stack_config", lambda stack_name: stack)
+    monkeypatch.setattr(check, "stack_config", lambda stack_name: stack)
 
     result = CliRunner().invoke(app, ["preflight", "dev"])
 
@@ -48,7 +48,7 @@ def test_a_secret_keys_bad_value_is_not_printed(monkeypatch: pytest.MonkeyPatch)
         "gpu-platform:cloud": "aws",
         "gpu-platform:cluster": {"name": "ml", "region": {"secure": "v1:ciphertext"}, "x": 1},
     }
-    monkeypatch.setattr(preflight, "stack_config", lambda stack_name: stack)
+    monkeypatch.setattr(check, "stack_config", lambda stack_name: stack)
 
     result = CliRunner().invoke(app, ["preflight", "dev"])
 
@@ -70,14 +70,14 @@ def operator_chart(version: str) -> StackConfig:
 
 
 def test_a_chart_version_the_repository_serves_is_fine(chart_repository: list[str]) -> None:
-    (finding,) = preflight.chart_findings(operator_chart("v25.10.1"), Deadline(30))
+    (finding,) = chart.chart_findings(operator_chart("v25.10.1"), Deadline(30))
 
     assert finding.severity == "ok"
     assert chart_repository == ["https://helm.ngc.nvidia.com/nvidia"]
 
 
 def test_a_chart_version_the_repository_does_not_serve_blocks() -> None:
-    (finding,) = preflight.chart_findings(operator_chart("v26.9.0"), Deadline(30))
+    (finding,) = chart.chart_findings(operator_chart("v26.9.0"), Deadline(30))
 
     assert finding.blocking
     assert "serves no gpu-operator v26.9.0 (2 other versions)" in finding.message
@@ -88,9 +88,9 @@ def test_an_unreadable_index_is_a_warning_not_a_crash(monkeypatch: pytest.Monkey
     def unreachable(repository: str, timeout: float) -> bytes:
         raise OSError("Connection refused")
 
-    monkeypatch.setattr(preflight, "read_chart_index", unreachable)
+    monkeypatch.setattr(chart, "read_chart_index", unreachable)
 
-    (finding,) = preflight.chart_findings(operator_chart("v26.7.0"), Deadline(30))
+    (finding,) = chart.chart_findings(operator_chart("v26.7.0"), Deadline(30))
 
     assert finding.severity == "warning"
     assert "Connection refused" in finding.message
@@ -100,9 +100,9 @@ def test_a_repository_that_does_not_answer_by_the_deadline_is_a_warning(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     never = threading.Event()
-    monkeypatch.setattr(preflight, "read_chart_index", lambda repository, timeout: never.wait(30))
+    monkeypatch.setattr(chart, "read_chart_index", lambda repository, timeout: never.wait(30))
 
-    (finding,) = preflight.chart_findings(operator_chart("v26.7.0"), Deadline(1))
+    (finding,) = chart.chart_findings(operator_chart("v26.7.0"), Deadline(1))
     never.set()
 
     assert finding.severity == "warning"

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from gpu_platform.cli.offline import Plan, run_program
 from gpu_platform.cli.plan import print_pool_software
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import ConfigError, load_stack_config
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.stack_files import stack_config
 from tests.conftest import Config
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan

@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpu_platform.cli.offline import run_program
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import StackConfig
+from gpu_platform.offline.program import run_program
+from gpu_platform.stack_files import stack_config
 from tests.refusals import assert_refused_by_key
 from tests.repository import PROJECT
 

@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.project import Project
-from gpu_platform.cli.stack_files import StackFileError, gpu_platform_config, stack_config
 from gpu_platform.config import (
     ClusterSpec,
     ConfigError,
@@ -23,6 +21,8 @@ from gpu_platform.config import (
 from gpu_platform.config.loading import ReadSettings
 from gpu_platform.config.near_misses import misdirected_key_problems
 from gpu_platform.config.problems import MISSING
+from gpu_platform.project import Project
+from gpu_platform.stack_files import StackFileError, gpu_platform_config, stack_config
 
 Config = dict[str, Any]
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.config import ConfigError
+from gpu_platform.offline.program import Plan
 from tests.console import gpu_platform, own_project_in
 from tests.stack_variants import AL2023_RELEASE
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.config import ConfigError, ConfigProblem
+from gpu_platform.offline.program import Plan
 
 Config = dict[str, Any]
 

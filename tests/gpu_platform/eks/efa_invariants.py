@@ -9,7 +9,7 @@
    (pkg/providers/instancetype/types.go `efas`); an EKS node group launches from its launch
    template as it is. So every instance type a pool admits must take exactly as many EFAs as
    are listed: EC2's `NetworkInfo.EfaInfo.MaximumEfaInterfaces`, from EC2's own instance data as
-   the offline plan's stand-ins hold it (gpu_platform/cli/stand_ins/ec2_data, from moto). The
+   the offline plan's stand-ins hold it (gpu_platform/offline/stand_ins/ec2_data, from moto). The
    cluster autoscaler's scale-from-zero template must offer the same count.
 2. Every `gpuModels` placement of EFA pools stays in one zone: EFA traffic does not cross
    Availability Zones (EC2 user guide, "Elastic Fabric Adapter", limitations: "EFA traffic
@@ -23,9 +23,9 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from gpu_platform.cli.offline import Plan, PlannedResource
-from gpu_platform.cli.stand_ins.aws import ec2_instance_types, ec2_zone_offerings
 from gpu_platform.eks.instance_types import instance_category, instance_family, kebab
+from gpu_platform.offline.program import Plan, PlannedResource
+from gpu_platform.offline.stand_ins.aws import ec2_instance_types, ec2_zone_offerings
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"

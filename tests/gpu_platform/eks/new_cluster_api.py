@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from gpu_platform.cli.offline import PlannedResource
+from gpu_platform.offline.program import PlannedResource
 
 from .aws_api import create_launch_template_request, create_nodegroup_request
 

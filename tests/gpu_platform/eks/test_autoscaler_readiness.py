@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.eks.instance_types import Gpus, instance_type
 from gpu_platform.fit import EksNodeGroup, eks_node_template
+from gpu_platform.offline.program import Plan
 
 from .plans import asg_tags, mig_pool, node_group, with_extra_pool
 

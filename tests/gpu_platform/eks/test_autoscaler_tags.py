@@ -5,10 +5,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.config import GpuPoolSpec
 from gpu_platform.eks.autoscaler_tags import autoscaler_tags, ephemeral_storage_gib
 from gpu_platform.node_identity import GpuShape, NodeIdentity, Taint, resolve_pool
+from gpu_platform.offline.program import Plan
 
 from .plans import (
     ASG_TAG,

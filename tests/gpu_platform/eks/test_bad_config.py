@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.config import ConfigError
+from gpu_platform.offline.program import Plan
 
 from .plans import mig_pool, with_aws_options, with_cluster, with_extra_pool, with_pool
 

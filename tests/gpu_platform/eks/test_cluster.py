@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_platform.cli.offline import Plan
-from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.eks.cluster import EksCluster, Subnet, kubeconfig_for, private_subnets
 from gpu_platform.eks.subnets import Route, SubnetRouting
+from gpu_platform.offline.program import Plan
+from gpu_platform.offline.stand_ins import aws as stand_in
 
 from .plans import node_group, problems_of, with_cluster
 

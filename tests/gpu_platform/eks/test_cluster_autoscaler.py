@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource, run_program
-from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.eks import cluster_autoscaler
+from gpu_platform.offline.program import Plan, PlannedResource, run_program
+from gpu_platform.offline.stand_ins import aws as stand_in
 from gpu_platform.versions import (
     CLUSTER_AUTOSCALER_CHART,
     CLUSTER_AUTOSCALER_IMAGES,

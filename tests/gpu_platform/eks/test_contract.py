@@ -10,8 +10,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.stack_files import stack_config
 from tests.stack_variants import with_quota_for_any_pool
 
 from .aws_api import create_launch_template_request, create_nodegroup_request, request_problems

@@ -9,13 +9,13 @@ import botocore.session
 import pytest
 from botocore.model import StructureShape
 
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.stack_files import stack_config
-from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.config import ConfigError
 from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.lock.lockfile import IMAGES, Lock, entry
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.offline.stand_ins import aws as stand_in
 from gpu_platform.platform_images import EFA_DEVICE_PLUGIN_IMAGE
+from gpu_platform.stack_files import stack_config
 from gpu_platform.versions import EFA_DEVICE_PLUGIN_CHART
 from tests.repository import PROJECT
 
@@ -297,7 +297,7 @@ def test_an_efa_pool_of_an_instance_type_without_efa_fails_naming_it(
 
 
 # EFA interfaces per instance type are EC2's (`NetworkInfo.EfaInfo.MaximumEfaInterfaces` of
-# DescribeInstanceTypes, as gpu_platform/cli/stand_ins/ec2_data/instance_types.json keeps
+# DescribeInstanceTypes, as gpu_platform/offline/stand_ins/ec2_data/instance_types.json keeps
 # moto's copy): p5.4xlarge 1, p5.48xlarge 32; p5e.48xlarge 32, p5en.48xlarge 16.
 MIXED_EFA = (
     "instance types, or families or categories of sizes, that all take the same number of EFA"

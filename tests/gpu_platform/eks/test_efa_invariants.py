@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import run_program
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.eks import placement
 from gpu_platform.kubernetes import gpu_pod
+from gpu_platform.offline.program import run_program
+from gpu_platform.stack_files import stack_config
 from tests.repository import PROJECT
 
 from .efa_invariants import FAMILY, INSTANCE_TYPE, NODE_POOL, efa_problems

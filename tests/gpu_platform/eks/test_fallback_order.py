@@ -6,10 +6,10 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import ConfigError, StackConfig, load_stack_config
 from gpu_platform.eks.instance_types import InstanceType, pool_instance_type_names
 from gpu_platform.eks.karpenter.fallback_order import fallback_order_problems
+from gpu_platform.stack_files import stack_config
 from tests.conftest import Config
 from tests.repository import PROJECT
 

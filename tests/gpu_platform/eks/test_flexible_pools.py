@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.fit import node_templates
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.plan import _policy_config
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import ConfigError
 from gpu_platform.kubernetes.crd_schemas import validation_errors
 from gpu_platform.node_identity import INSTANCE_TYPE_LABEL
+from gpu_platform.offline.fit import node_templates
+from gpu_platform.offline.plan import read_policy_config
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.stack_files import stack_config
 from gpu_platform.versions import KARPENTER_CHART
 from tests.gpu_platform.eks.test_karpenter_node_pool import (
     FLEXIBLE_POOL_LABELS,
@@ -164,7 +164,7 @@ def test_fit_plans_a_node_of_every_size_of_the_family(g6_plan: Plan) -> None:
 def test_a_stack_with_a_family_pool_plans_with_no_mandatory_violation(
     g6_plan: Plan, analyze_plan
 ) -> None:
-    config = _policy_config(PROJECT.directory / "policy-config", "karpenter-dev", None)
+    config = read_policy_config(PROJECT.directory / "policy-config", "karpenter-dev", None)
 
     verdicts = analyze_plan(g6_plan.resources, config=config)
 

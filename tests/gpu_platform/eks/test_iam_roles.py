@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.eks.iam_roles import name_prefix
+from gpu_platform.offline.program import Plan
 from tests.shared_plans import shared_plan
 
 ROLE = "aws:iam/role:Role"

@@ -3,9 +3,9 @@ platform's accelerators, fractional and non-NVIDIA GPUs refused; zones offering 
 
 import pytest
 
-from gpu_platform.cli.stand_ins.aws import ec2_instance_types
 from gpu_platform.eks.instance_types import Gpus, InstanceType, instance_type, zones_offering_all
 from gpu_platform.node_identity import GpuShape
+from gpu_platform.offline.stand_ins.aws import ec2_instance_types
 
 
 def described(name: str) -> InstanceType:

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource, run_program
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.eks.karpenter.controller import interruption_queue_name
 from gpu_platform.kubernetes.chart_keys import KEY_LISTS_DIR, chart_key_paths, key_paths
+from gpu_platform.offline.program import Plan, PlannedResource, run_program
+from gpu_platform.stack_files import stack_config
 from gpu_platform.versions import KARPENTER_CHART
 from tests.iam_policy import Request, allowed
 from tests.repository import PROJECT

@@ -24,8 +24,6 @@ from google.protobuf import json_format
 from pulumi.runtime import mocks
 from pulumi.runtime.sync_await import _sync_await
 
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import CAPACITY_PREFERENCE, GpuPoolSpec, pool_preference
 from gpu_platform.drivers import eks_driver
 from gpu_platform.eks import cloud as eks_cloud
@@ -46,6 +44,8 @@ from gpu_platform.eks.placement import AMI_TYPES, NodeGroupPlacement
 from gpu_platform.kubernetes.canary_gate import RELEASE_NODE_LABEL, canary_release_id
 from gpu_platform.kubernetes.crd_schemas import SCHEMAS_DIR, chart_crds, validation_errors
 from gpu_platform.node_identity import CLOUD_TAINT_EFFECTS, resolve_pool
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.stack_files import stack_config
 from gpu_platform.versions import KARPENTER_CHART
 from tests.repository import PROJECT, ROOT
 from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE

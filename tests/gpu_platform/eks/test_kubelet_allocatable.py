@@ -1,8 +1,8 @@
 """What a GPU node's kubelet offers pods, as the node group's hints tell the autoscaler."""
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.eks.instance_types import Gpus, instance_type
 from gpu_platform.eks.kubelet_allocatable import kube_reserved_cpu_millicores, kubelet_allocatable
+from gpu_platform.offline.program import Plan
 
 from .plans import asg_tags
 

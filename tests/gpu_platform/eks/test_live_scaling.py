@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.eks.node_group import DESIRED_SIZE
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.offline.stand_ins import aws as stand_in
 from tests.repository import PROJECT
 
 from .plans import component, launch_template, node_group, with_pool

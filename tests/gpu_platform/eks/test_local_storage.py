@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 
 from .plans import asg_tags, launch_template, on_bottlerocket, with_aws_options, with_pool
 

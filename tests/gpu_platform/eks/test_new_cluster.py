@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource, run_program
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.eks.new_cluster.addon_pins import CORE_ADDONS
+from gpu_platform.offline.program import Plan, PlannedResource, run_program
+from gpu_platform.stack_files import stack_config
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.kubernetes_schemas import manifest, validate
 from tests.repository import PROJECT
@@ -472,7 +472,7 @@ def test_the_deployer_and_the_administrators_get_access_entries(plan: Plan) -> N
     principals = {r.inputs["principalArn"] for r in plan.of_type(ACCESS_ENTRY)}
 
     # The stand-in deployer is a session of the role gpu-platform-deploy
-    # (gpu_platform/cli/stand_ins/aws.py): its entry names the role, not the session.
+    # (gpu_platform/offline/stand_ins/aws.py): its entry names the role, not the session.
     assert principals == {
         "arn:aws:iam::123456789012:role/gpu-platform-deploy",
         "arn:aws:iam::123456789012:role/platform-admins",

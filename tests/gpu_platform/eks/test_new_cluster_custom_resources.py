@@ -6,7 +6,7 @@ tests/custom_resources.py.
 
 import pytest
 
-from gpu_platform.cli.offline import run_program
+from gpu_platform.offline.program import run_program
 from tests.custom_resources import release_kinds, required_kinds
 from tests.repository import PROJECT
 

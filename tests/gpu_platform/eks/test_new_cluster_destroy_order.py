@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource, run_program
+from gpu_platform.offline.program import Plan, PlannedResource, run_program
 from tests.repository import PROJECT
 
 from .test_new_cluster import eks_new, on_karpenter

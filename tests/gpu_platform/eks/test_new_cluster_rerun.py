@@ -23,9 +23,9 @@ from typing import Any
 import pulumi
 import pytest
 
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.stand_ins import LookupFailed, engine
-from gpu_platform.cli.stand_ins import aws as stand_in
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.offline.stand_ins import LookupFailed, engine
+from gpu_platform.offline.stand_ins import aws as stand_in
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
-from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.eks.node_group import CNI_POLICY, DESIRED_SIZE, NODE_POLICIES
+from gpu_platform.offline.program import Plan
+from gpu_platform.offline.stand_ins import aws as stand_in
 
 from .plans import (
     COMPONENT,

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from jsonschema import Draft7Validator
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.eks.addon_schemas import addon_schema
 from gpu_platform.kubernetes.alerts import XID_CLASSES_FILE, xid_classes
+from gpu_platform.offline.program import Plan
 from tests.conftest import Config
 from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
 from tests.shared_plans import shared_plan

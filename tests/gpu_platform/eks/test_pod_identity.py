@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 from tests.iam_policy import Request, allowed
 from tests.shared_plans import shared_plan
 

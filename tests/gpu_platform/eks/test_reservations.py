@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.eks import node_group
+from gpu_platform.offline.program import Plan, PlannedResource
 from tests.stack_variants import (
     BLOCK,
     BLOCK_POOL,

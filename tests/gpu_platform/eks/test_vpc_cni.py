@@ -7,7 +7,7 @@ cni-iam-role.adoc)."""
 from collections.abc import Callable
 from typing import Any
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 
 from .plans import with_cluster
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.fit import node_templates
-from gpu_platform.cli.offline import Plan, PlannedResource
-from gpu_platform.cli.stand_ins import aws as stand_in
 from gpu_platform.config import ConfigError
 from gpu_platform.eks.node_group import DESIRED_SIZE
+from gpu_platform.offline.fit import node_templates
+from gpu_platform.offline.program import Plan, PlannedResource
+from gpu_platform.offline.stand_ins import aws as stand_in
 
 from .plans import ASG_TAG, NODE_GROUP, component, with_aws_options, with_extra_pool, with_pool
 from .test_cluster_autoscaler import release

@@ -8,10 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from gpu_platform.cli.app import app
-from gpu_platform.cli.offline import Plan
-from gpu_platform.cli.stand_ins import gcp as stand_in
 from gpu_platform.lock import image_resolver
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
+from gpu_platform.offline.program import Plan
+from gpu_platform.offline.stand_ins import gcp as stand_in
 from tests.cos_sources import published_files, serving
 from tests.repository import ROOT
 

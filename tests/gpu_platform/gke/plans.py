@@ -2,8 +2,8 @@
 
 from typing import Any
 
-from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.config import ConfigError
+from gpu_platform.offline.program import Plan, PlannedResource
 from tests.stack_variants import with_whole_gpu_quota
 
 Config = dict[str, Any]

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.config import ConfigError
+from gpu_platform.offline.program import Plan
 
 from .plans import node_pool, on_ubuntu, problems_of, with_pool
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 
 from .plans import GET_CLUSTER, on_ubuntu, problems_of, with_cluster, with_pool
 

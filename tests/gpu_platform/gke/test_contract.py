@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 from tests.shared_plans import shared_plan
 from tests.stack_variants import with_gke_capacity_pools
 

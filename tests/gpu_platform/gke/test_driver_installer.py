@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpu_platform import versions
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 
 from .plans import on_ubuntu
 

@@ -5,12 +5,12 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.config import load_stack_config
 from gpu_platform.fit import NodeTemplate, fits, fitting_pools, gke_node_template
 from gpu_platform.gke.machine_types import gpu_shape
 from gpu_platform.kubernetes.gpu_pod import gpu_pod_spec
 from gpu_platform.node_identity import ResolvedPool, Taint, resolve_pool, sharer_for
+from gpu_platform.offline.program import Plan
 from tests.stack_variants import FLEX_START_POOL, QUEUED_POOL, with_gke_capacity_pools
 
 from .plans import NODE_POOL

@@ -5,9 +5,9 @@ from dataclasses import replace
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.plan import _policy_config
-from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.offline.plan import read_policy_config
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.stack_files import stack_config
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
 
@@ -86,7 +86,7 @@ def test_gke_dev_with_a_pinned_pool_and_its_canary_plans_with_no_mandatory_viola
     plan = run_program("gke-dev", config=config, project=PROJECT)
     verdicts = analyze_plan(
         plan.resources,
-        config=_policy_config(PROJECT.directory / "policy-config", "gke-dev", None),
+        config=read_policy_config(PROJECT.directory / "policy-config", "gke-dev", None),
     )
 
     assert plan.error is None
@@ -121,7 +121,7 @@ def test_gke_dev_with_a_pool_pinned_after_it_was_created_plans_with_no_mandatory
 
     verdicts = analyze_plan(
         [as_analyzed if r is pinned else r for r in plan.resources],
-        config=_policy_config(PROJECT.directory / "policy-config", "gke-dev", None),
+        config=read_policy_config(PROJECT.directory / "policy-config", "gke-dev", None),
     )
 
     assert plan.error is None

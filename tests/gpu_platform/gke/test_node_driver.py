@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from gpu_platform.cli.app import app
-from gpu_platform.cli.offline import Plan
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE, MissingLockEntry
+from gpu_platform.offline.program import Plan
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.repository import ROOT
 

@@ -8,9 +8,9 @@ import pytest
 from pulumi import _types
 from pulumi_gcp import container
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.gke.cluster import GkeCluster
 from gpu_platform.gke.node_pool import NODE_SERVICE_ACCOUNT_ROLE, node_service_account_id
+from gpu_platform.offline.program import Plan
 
 from .gke_api import api_problems, to_api_node_pool
 from .plans import node_pool, on_ubuntu, problems_of, with_cluster, with_pool

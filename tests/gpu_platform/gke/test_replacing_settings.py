@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.cli.plan import print_replacing_settings
 from gpu_platform.gke.replacing_settings import REPLACING_SETTINGS
+from gpu_platform.offline.program import Plan
 from tests.shared_plans import shared_plan
 
 from .plans import node_pool, on_ubuntu, with_cluster, with_pool

@@ -6,7 +6,7 @@ The stand-in us-central1 has zones a, b, c and f; f offers no G2 and no A2 Ultra
 from collections.abc import Callable
 from typing import Any
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 
 from .plans import node_pool, problems_of, with_cluster, with_pool
 

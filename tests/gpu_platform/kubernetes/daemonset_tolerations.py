@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpu_platform.cli.offline import Plan, PlannedResource
+from gpu_platform.offline.program import Plan, PlannedResource
 
 Toleration = Mapping[str, Any]
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 from tests.gpu_platform.kubernetes.daemonset_tolerations import PoolNodes, pool_nodes
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -18,7 +18,7 @@ satisfy it.
 from collections.abc import Mapping
 from typing import Any
 
-from gpu_platform.cli.offline import Plan, PlannedResource
+from gpu_platform.offline.program import Plan, PlannedResource
 
 GATE_TYPE = "kubernetes:batch/v1:Job"
 GATE_POOL_LABEL = "gpu-platform.io/canary-pool"

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpu_platform.accelerators import MIG_SLICES
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 from tests.gpu_platform.kubernetes.daemonset_tolerations import pool_nodes
 
 QUOTA = "kubernetes:core/v1:ResourceQuota"

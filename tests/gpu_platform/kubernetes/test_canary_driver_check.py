@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.analyzer import PolicyPack
-from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.kubernetes import canary_driver_check
 from gpu_platform.kubernetes.canary_driver_check import driver_pending, node_pending
 from gpu_platform.kubernetes.canary_gate import NOT_THE_DRIVER, ROLE_RULES
+from gpu_platform.offline.analyzer import PolicyPack
+from gpu_platform.offline.program import Plan, PlannedResource, run_program
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
 from tests.gpu_platform.kubernetes.test_canary_gate_order import (
     cos_config,

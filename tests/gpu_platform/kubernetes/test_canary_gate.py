@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource, run_program
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.kubernetes.tenant_namespace import SMOKE_TEST_SCRIPT, SOAK_SCRIPT
+from gpu_platform.offline.program import Plan, PlannedResource, run_program
+from gpu_platform.stack_files import stack_config
 from tests.conftest import Config
 from tests.gpu_platform.config.test_canary_rules import PlanFor, canary_of, problems
 from tests.repository import PROJECT

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource, run_program
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.kubernetes.tenant_namespace import ROLLOUT_PENDING_CHECK
+from gpu_platform.offline.program import Plan, PlannedResource, run_program
+from gpu_platform.stack_files import stack_config
 from tests.conftest import Config, dev_stack_config, gke_stack_config
 from tests.gpu_platform.config.test_canary_rules import canary_of
 from tests.gpu_platform.gke.plans import on_ubuntu, problems_of

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.stack_files import stack_config
 from tests.conftest import Config
 from tests.gpu_platform.eks.test_efa import efa_pool
 from tests.repository import PROJECT

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 from tests.conftest import Config
 from tests.stack_variants import with_gke_capacity_pools
 

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource, run_program
-from gpu_platform.cli.plan import _policy_config
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.config import ConfigError, ConfigProblem, load_stack_config
 from gpu_platform.kubernetes.gke_dcgm_exporter import (
     gke_exporter_env,
     gke_exporter_update_strategy,
 )
+from gpu_platform.offline.plan import read_policy_config
+from gpu_platform.offline.program import Plan, PlannedResource, run_program
+from gpu_platform.stack_files import stack_config
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
 from tests.stack_variants import with_whole_gpu_quota
@@ -102,7 +102,7 @@ def test_a_cos_stack_of_gke_shared_and_whole_gpu_pools_plans_with_no_mandatory_v
     plan: Plan, analyze_plan
 ) -> None:
     assert plan.error is None
-    config = _policy_config(PROJECT.directory / "policy-config", "gke-dev", None)
+    config = read_policy_config(PROJECT.directory / "policy-config", "gke-dev", None)
 
     verdicts = analyze_plan(plan.resources, config=config)
 

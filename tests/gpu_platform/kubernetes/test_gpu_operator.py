@@ -6,11 +6,11 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.cloud import pools_as_declared
 from gpu_platform.config import ConfigError, load_stack_config
 from gpu_platform.kubernetes.operand_images import operand_image_values
 from gpu_platform.kubernetes.operator_values import deep_merge, operator_values_for
+from gpu_platform.offline.program import Plan, PlannedResource
 from gpu_platform.versions import (
     GPU_OPERATOR_CHART,
     POD_SECURITY_VERSION,

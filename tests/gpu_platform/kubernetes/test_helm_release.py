@@ -12,10 +12,10 @@ import kubernetes_validate
 import pytest
 
 from gpu_platform import versions
-from gpu_platform.cli.offline import Plan, run_program
-from gpu_platform.cli.stack_files import stack_config
 from gpu_platform.kubernetes.helm_release import daemonset_update_strategy
 from gpu_platform.kubernetes.operator_values import deep_merge
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.stack_files import stack_config
 from gpu_platform.versions import HelmChart
 from tests.repository import PROJECT, STACKS
 from tests.shared_plans import shared_plan

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.config import MonitoringSpec, OperatorSpec
 from gpu_platform.kubernetes.idle_gpu_pods import script_config_map_name
 from gpu_platform.kubernetes.idle_gpu_reaper import ACTIVITY_SERIES, Settings
 from gpu_platform.kubernetes.monitoring import gpu_alert_rules
 from gpu_platform.lock.images import image_key
 from gpu_platform.lock.lockfile import IMAGES, LOCK_PATH_VARIABLE, Lock, entry
+from gpu_platform.offline.program import Plan, PlannedResource
 from gpu_platform.versions import IDLE_GPU_REAPER_IMAGE, SUPPORTED_KUBERNETES_VERSIONS
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
 from tests.kubernetes_schemas import problems

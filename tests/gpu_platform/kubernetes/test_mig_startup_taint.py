@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.config import GpuPoolSpec
 from gpu_platform.kubernetes.gpu_pod import gpu_tolerations
 from gpu_platform.kubernetes.mig_startup_taint_remover import Nodes, sweep, taint_removal
 from gpu_platform.node_identity import GpuShape, GpuSharer, Taint, resolve_pool
+from gpu_platform.offline.program import Plan, PlannedResource
 from gpu_platform.versions import MIG_STARTUP_TAINT_REMOVER_IMAGE
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
 from tests.gpu_platform.kubernetes.test_idle_gpu_reaper import serve

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_platform.cli.offline import Plan, PlannedResource
 from gpu_platform.config import MonitoringSpec, OperatorSpec
 from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.kubernetes.monitoring import (
@@ -18,6 +17,7 @@ from gpu_platform.kubernetes.monitoring import (
     gpu_alert_rules,
     gpu_dashboard,
 )
+from gpu_platform.offline.program import Plan, PlannedResource
 from gpu_platform.versions import (
     KUBE_PROMETHEUS_STACK_CHART,
     KUBE_PROMETHEUS_STACK_NODE_EXPORTER_SUBCHART,

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource
-from gpu_platform.cli.stack_files import SECRET_STAND_IN
 from gpu_platform.config import ConfigError, load_stack_config
 from gpu_platform.kubernetes.crd_schemas import SCHEMAS_DIR, chart_crds, validation_errors
+from gpu_platform.offline.program import Plan, PlannedResource
+from gpu_platform.stack_files import SECRET_STAND_IN
 from gpu_platform.versions import GPU_OPERATOR_CHART
 from tests.conftest import Config
 from tests.gpu_platform.gke.plans import NODE_POOL, on_ubuntu

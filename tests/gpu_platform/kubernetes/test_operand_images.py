@@ -7,9 +7,9 @@ the same tag."""
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.kubernetes.operand_images import OPERANDS, operand_image_values
 from gpu_platform.kubernetes.operand_images.derive import derive
+from gpu_platform.offline.program import Plan
 from gpu_platform.versions import GPU_OPERATOR_CHART
 from tests.gpu_platform.kubernetes.test_gpu_operator import release
 

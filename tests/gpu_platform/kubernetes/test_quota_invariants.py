@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
-from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.offline.program import Plan
+from gpu_platform.stack_files import stack_config
 from tests.conftest import Config, dev_stack_config
 from tests.repository import PROJECT
 

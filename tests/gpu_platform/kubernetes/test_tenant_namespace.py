@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource, run_program
 from gpu_platform.config import GpuPoolSpec, TenantNamespaceSpec
 from gpu_platform.fit import quantity
 from gpu_platform.kubernetes.tenant_namespace import (
@@ -18,6 +17,7 @@ from gpu_platform.kubernetes.tenant_namespace import (
     gpu_quota,
 )
 from gpu_platform.node_identity import GpuShape, ResolvedPool, resolve_pool
+from gpu_platform.offline.program import Plan, PlannedResource, run_program
 from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE, POD_SECURITY_VERSION
 from tests.conftest import dev_stack_config, gke_stack_config
 from tests.gpu_platform.gke.plans import on_ubuntu

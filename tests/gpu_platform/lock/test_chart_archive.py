@@ -15,8 +15,7 @@ from typing import Any, cast
 import pytest
 
 from gpu_platform.cli import plan as plan_command
-from gpu_platform.cli.deadline import Deadline
-from gpu_platform.cli.offline import Plan
+from gpu_platform.deadline import Deadline
 from gpu_platform.gke.new_cluster.binary_authorization import allowed_images
 from gpu_platform.kubernetes.chart_images.prometheus_stack import PINNED, PinnedImage, with_digests
 from gpu_platform.kubernetes.monitoring import prometheus_stack_values
@@ -38,6 +37,8 @@ from gpu_platform.lock.lockfile import (
 from gpu_platform.lock.registry import RegistryClient, no_credentials
 from gpu_platform.lock.resolve import LockContext
 from gpu_platform.lock.sources import Sources
+from gpu_platform.offline import plan as offline_plan
+from gpu_platform.offline.program import Plan
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART, HelmChart
 from tests.cos_sources import serving
 from tests.helm_charts import Chart, archive, index
@@ -647,12 +648,12 @@ def plan_warnings(
     pack, which reads no lock, left out)."""
 
     def run(plan: Plan, lock: Lock) -> str:
-        monkeypatch.setattr(plan_command, "plan_or_fail", lambda *args: plan)
-        monkeypatch.setattr(plan_command, "project_lock", lambda: lock)
+        monkeypatch.setattr(offline_plan, "program_plan", lambda *args: plan)
+        monkeypatch.setattr(offline_plan, "project_lock", lambda: lock)
         monkeypatch.setattr(
-            plan_command, "_pack_started_meanwhile", lambda *args: nullcontext(lambda: None)
+            offline_plan, "_pack_started_meanwhile", lambda *args: nullcontext(lambda: None)
         )
-        monkeypatch.setattr(plan_command, "_verdicts", lambda *args: [])
+        monkeypatch.setattr(offline_plan, "_verdicts", lambda *args: [])
         plan_command.run(plan.stack)
         return "\n".join(
             line for line in capsys.readouterr().err.splitlines() if line.startswith("warning")

@@ -14,16 +14,17 @@ import pytest
 import typer
 from moto import mock_aws
 
-from gpu_platform.cli import lock, preflight_images
-from gpu_platform.cli.deadline import Deadline
-from gpu_platform.cli.findings import Finding
+from gpu_platform.cli import lock
 from gpu_platform.config import Cloud
+from gpu_platform.deadline import Deadline
 from gpu_platform.lock import image_resolver
 from gpu_platform.lock.ecr import ECR_HOST, EcrCredentials, NoCredentials
 from gpu_platform.lock.lockfile import IMAGES, Lock, entry, load
 from gpu_platform.lock.registry import ImageNotResolved, RegistryClient
 from gpu_platform.lock.sources import Response, Sources
 from gpu_platform.platform_images import EFA_DEVICE_PLUGIN_IMAGE, PlatformImage
+from gpu_platform.preflight import images as preflight_images
+from gpu_platform.preflight.findings import Finding
 from tests.oci_registry import Answer, stand_in
 
 DIGEST = "sha256:" + "4d" * 32
@@ -169,7 +170,7 @@ def test_check_without_aws_credentials_names_the_ecr_image_and_does_not_say_up_t
     with pytest.raises(typer.Exit) as exited:
         lock.run([], check=True, timeout_seconds=60, resolvers=[image_resolver.RESOLVER])
 
-    # 4, as preflight exits when it cannot check (gpu_platform/cli/preflight_exit_codes.py).
+    # 4, as preflight exits when it cannot check (gpu_platform/preflight/exit_codes.py).
     assert exited.value.exit_code == 4
     output = capsys.readouterr()
     assert f'warning: left as it was, images["{EFA}"]' in " ".join(output.err.split())

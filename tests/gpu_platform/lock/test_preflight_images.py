@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli import preflight_images
-from gpu_platform.cli.deadline import Deadline
-from gpu_platform.cli.findings import Finding
 from gpu_platform.config import Cloud
+from gpu_platform.deadline import Deadline
 from gpu_platform.kubernetes.chart_images.prometheus_stack import lock_key
 from gpu_platform.lock.lockfile import CHART_IMAGES, IMAGES, Lock, entry
 from gpu_platform.platform_images import PlatformImage
+from gpu_platform.preflight import images as preflight_images
+from gpu_platform.preflight.findings import Finding
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART
 from tests.oci_registry import Registry, sha256, silent_server
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu_platform.cli.deadline import Deadline, DeadlinePassed
+from gpu_platform.deadline import Deadline, DeadlinePassed
 from gpu_platform.lock.registry import ImageNotResolved, RegistryClient, ResolvedImage, registry_of
 from gpu_platform.lock.sources import Sources, _Redirects
 from tests.oci_registry import (

@@ -23,9 +23,9 @@ from pulumi.runtime.rpc import _special_sig_key as SECRET_SIG_KEY
 from pydantic import BaseModel
 
 from gpu_platform import config as config_model
-from gpu_platform.cli.offline import run_program
-from gpu_platform.cli.project import Project
+from gpu_platform.offline.program import run_program
 from gpu_platform.package import inputs_generator
+from gpu_platform.project import Project
 from tests.gpu_platform.test_platform import declared, in_code_project
 from tests.repository import ROOT
 

@@ -1,12 +1,12 @@
 """Builders for the resources policy tests hand the pack, shaped as the recording mock runner
-records them (`gpu_platform.cli.offline.PlannedResource`: engine, camelCase input names)."""
+records them (`gpu_platform.offline.program.PlannedResource`: engine, camelCase input names)."""
 
 import copy
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from gpu_platform.cli.analyzer import Verdict
-from gpu_platform.cli.offline import PlannedResource
+from gpu_platform.offline.analyzer import Verdict
+from gpu_platform.offline.program import PlannedResource
 
 Analyze = Callable[..., list[Verdict]]
 Notes = Callable[[], list[str]]

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.analyzer import PolicyPack, Verdict
-from gpu_platform.cli.namespace_levels import with_namespace_levels
-from gpu_platform.cli.offline import PlannedResource
+from gpu_platform.offline.analyzer import PolicyPack, Verdict
+from gpu_platform.offline.namespace_levels import with_namespace_levels
+from gpu_platform.offline.program import PlannedResource
 from tests.gpu_platform.policy_pack.builders import Analyze
 
 

@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 
-from gpu_platform.cli.analyzer import PACK_DIR
+from gpu_platform.offline.analyzer import PACK_DIR
 from tests.gpu_platform.policy_pack.builders import (
     Analyze,
     gpu_pod_spec,

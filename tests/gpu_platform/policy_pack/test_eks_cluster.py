@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, PlannedResource
+from gpu_platform.offline.program import Plan, PlannedResource
 from tests.gpu_platform.policy_pack.builders import Analyze, messages, resource
 from tests.shared_plans import shared_plan
 

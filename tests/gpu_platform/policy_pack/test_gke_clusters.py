@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack
-from gpu_platform.cli.offline import PlannedResource
+from gpu_platform.offline.analyzer import PACK_DIR, PolicyPack
+from gpu_platform.offline.program import PlannedResource
 from tests.gpu_platform.policy_pack.builders import (
     UNKNOWN,
     Analyze,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gpu_platform import versions
-from gpu_platform.cli.analyzer import PolicyConfigError, PolicyPack, reconcile_config
+from gpu_platform.offline.analyzer import PolicyConfigError, PolicyPack, reconcile_config
 from gpu_platform.policy_pack.platform_releases import PLATFORM_RELEASES
 from tests.gpu_platform.policy_pack.builders import (
     CHART,

@@ -8,7 +8,7 @@ import tomllib
 
 import yaml
 
-from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack, reconcile_config
+from gpu_platform.offline.analyzer import PACK_DIR, PolicyPack, reconcile_config
 from tests.gpu_platform.policy_pack.builders import eks_node_group
 
 ROOT = PACK_DIR.parent.parent

@@ -2,7 +2,7 @@
 checks and the GPU rules judge the values a patch sets, never the fields it leaves to the
 object."""
 
-from gpu_platform.cli.analyzer import Verdict
+from gpu_platform.offline.analyzer import Verdict
 from tests.gpu_platform.policy_pack.builders import Analyze, messages, namespace, resource
 
 POLICY = "pod-security-standards"

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.kubernetes.chart_images.prometheus_stack import PINNED
 from gpu_platform.kubernetes.chart_keys import chart_components
+from gpu_platform.offline.program import Plan
 from gpu_platform.policy_pack.platform_values import PLATFORM_VALUES, KeyPath
 from gpu_platform.versions import GPU_OPERATOR_CHART
 from tests.conftest import Config, dev_stack_config, gke_stack_config

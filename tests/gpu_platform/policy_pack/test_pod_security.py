@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.analyzer import PACK_DIR, PolicyPack
-from gpu_platform.cli.namespace_levels import with_namespace_levels
+from gpu_platform.offline.analyzer import PACK_DIR, PolicyPack
+from gpu_platform.offline.namespace_levels import with_namespace_levels
 from tests.gpu_platform.policy_pack.builders import (
     KIND_TYPES,
     NAMESPACE,

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpu_platform.cli.analyzer import PolicyPack, Verdict
-from gpu_platform.cli.offline import PlannedResource
+from gpu_platform.offline.analyzer import PolicyPack, Verdict
+from gpu_platform.offline.program import PlannedResource
 from tests.gpu_platform.policy_pack.builders import (
     CHART,
     GKE_CLUSTER,

@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import PlannedResource
+from gpu_platform.offline.program import PlannedResource
 from tests.gpu_platform.policy_pack.builders import (
     Analyze,
     FieldPath,

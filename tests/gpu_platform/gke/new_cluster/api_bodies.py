@@ -23,7 +23,7 @@ the default pool itself, and refuses `destroy`).
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 from tests.gpu_platform.gke.gke_api import api_problems, to_api_node_pool
 from tests.gpu_platform.gke.new_cluster.plans import (
     CLUSTER,

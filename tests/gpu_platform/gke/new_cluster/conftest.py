@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan, run_program
+from gpu_platform.offline.program import Plan, run_program
 from tests.conftest import dev_stack_config, gke_stack_config
 from tests.repository import PROJECT
 

@@ -10,7 +10,7 @@ role (`secretsKeyCondition`)."""
 import re
 from typing import Any
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 
 CLUSTER = "gcp:container/cluster:Cluster"
 CRYPTO_KEY = "gcp:kms/cryptoKey:CryptoKey"

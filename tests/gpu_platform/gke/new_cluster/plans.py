@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from gpu_platform.cli.offline import Plan, PlannedResource
+from gpu_platform.offline.program import Plan, PlannedResource
 
 Config = dict[str, Any]
 CLUSTER = "gcp:container/cluster:Cluster"

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.analyzer import PolicyPack
-from gpu_platform.cli.offline import Plan, PlannedResource
+from gpu_platform.offline.analyzer import PolicyPack
+from gpu_platform.offline.program import Plan, PlannedResource
 from tests.official_models import official_model_problems
 from tests.test_configuration_sweep import pack_problems
 

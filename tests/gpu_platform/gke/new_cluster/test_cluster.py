@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_platform.cli.offline import Plan
-from gpu_platform.cli.stand_ins import gcp as stand_in
+from gpu_platform.offline.program import Plan
+from gpu_platform.offline.stand_ins import gcp as stand_in
 
 from ..plans import problems_of
 from .plans import (

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.driver_tables.cos import COS_DEFAULT_DRIVERS, CosDefault
+from gpu_platform.offline.program import Plan
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 
 from ..gke_api import api_problems

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 from tests.custom_resources import RELEASE, Kind, release_kinds, required_kinds
 from tests.kubernetes_schemas import kubernetes_objects, manifest
 

@@ -10,7 +10,7 @@ exactly those edges of the plan.
 from collections.abc import Callable
 from typing import Any
 
-from gpu_platform.cli.offline import Plan, PlannedResource
+from gpu_platform.offline.program import Plan, PlannedResource
 
 from .plans import NODE_POOL, SYSTEM_POOL, cluster, system_pool
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 
 from .plans import NODE_POOL, SYSTEM_POOL, cluster, system_pool
 

@@ -4,7 +4,7 @@ Cloud NAT as the only way out for nodes without external addresses."""
 from collections.abc import Callable
 from typing import Any
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 
 from .plans import NETWORK, ROUTER_NAT, SUBNETWORK, cluster, with_gcp
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
 from gpu_platform.gke.new_cluster.secrets_key import key_ring_condition
+from gpu_platform.offline.program import Plan
 from tests.gpu_platform.gke.new_cluster.hardening_invariants import allows
 from tests.repository import ROOT
 

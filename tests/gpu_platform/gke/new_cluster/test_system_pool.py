@@ -2,7 +2,7 @@
 their own that holds only `roles/container.defaultNodeServiceAccount` (GKE hardening guide, "Use
 least privilege Google service accounts")."""
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 
 from .plans import IAM_MEMBER, NODE_POOL, SERVICE_ACCOUNT, system_pool
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
-from gpu_platform.cli.stand_ins import gcp as stand_in
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE, MissingLockEntry
+from gpu_platform.offline.program import Plan
+from gpu_platform.offline.stand_ins import gcp as stand_in
 from tests.cos_sources import MAP_PATH, published_files, serving
 
 from ..conftest import LOCKED_L4_LABELS, Files, lock_gke_dev

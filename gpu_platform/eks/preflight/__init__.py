@@ -1,0 +1,1 @@
+"""The EKS pre-flight checks."""

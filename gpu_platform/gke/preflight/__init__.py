@@ -1,0 +1,1 @@
+"""The GKE pre-flight checks."""
