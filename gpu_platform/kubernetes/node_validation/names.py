@@ -7,7 +7,7 @@ cluster-autoscaler utils/taints/taints.go; its FAQ "How can I scale a node group
 not as a node that cannot take the pods it was scaled up for.
 """
 
-from gpu_platform.node_identity import Taint
+from gpu_platform.taints import Taint
 
 VALIDATION_TAINT = Taint(
     key="startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation",
