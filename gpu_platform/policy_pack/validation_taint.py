@@ -1,7 +1,7 @@
 """Only the platform's pods tolerate the node validation taint.
 
 A GPU node of a validated pool joins with the taint
-`startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation=pending:NoSchedule`, and
+`startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation=pending:NoSchedule`, and
 keeps it until its validation passed (docs/node-validation.md). A tenant's pod that tolerates it
 could start on a node that is still being proven, or that failed and was left tainted for that
 reason. So a pod outside the namespaces the platform's own pods run in (`exemptNamespaces`, the
@@ -22,7 +22,7 @@ from settings import EXEMPT_NAMESPACES
 
 NAME = "gpu-validation-taint-platform-only"
 # gpu_platform/kubernetes/node_validation/names.py, VALIDATION_TAINT (a test keeps them equal).
-TAINT_KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation"
+TAINT_KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation"
 TAINT_VALUE = "pending"
 TAINT_EFFECT = "NoSchedule"
 

@@ -124,7 +124,7 @@ def test_the_mig_pools_startup_taint_is_left_out_as_the_autoscaler_leaves_it(
 
 
 VALIDATION_TAINT = Taint(
-    "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation",
+    "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
     "pending",
     "NoSchedule",
 )

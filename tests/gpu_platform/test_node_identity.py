@@ -43,7 +43,7 @@ def test_extra_taints_follow_the_gpu_taint() -> None:
 # The cluster autoscaler's startup-taint prefix (`StartupTaintPrefix`, kubernetes/autoscaler
 # cluster-autoscaler-1.35.2 cluster-autoscaler/utils/taints/taints.go).
 VALIDATION = Taint(
-    "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation",
+    "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
     "pending",
     "NoSchedule",
 )
@@ -72,6 +72,11 @@ def test_a_validated_pools_nodes_join_with_the_validation_taint(
     assert identity.taints == taints
     assert identity.startup_taints == taints[1:]
     assert identity.lasting_taints == (GPU_TAINT,)
+
+
+def test_the_validation_taint_key_fits_an_eks_node_group() -> None:
+    # botocore `eks` 2017-11-01 service model: `taintKey` "max": 63, the prefix included.
+    assert len(VALIDATION.key) <= 63
 
 
 def test_a_mig_pools_startup_taints_are_the_mig_and_validation_ones() -> None:

@@ -9,8 +9,10 @@ not as a node that cannot take the pods it was scaled up for.
 
 from gpu_platform.taints import Taint
 
+# 61 characters: EKS refuses a node group taint key over 63, prefix included (botocore `eks`
+# 2017-11-01 service model, `taintKey`: "max": 63).
 VALIDATION_TAINT = Taint(
-    key="startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation",
+    key="startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
     value="pending",
     effect="NoSchedule",
 )

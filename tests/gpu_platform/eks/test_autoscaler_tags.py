@@ -178,7 +178,7 @@ def test_program_hints_what_the_node_group_sets_and_the_device_plugin_advertises
     }
     assert {t["key"] for t in inputs["taints"]} == {
         "nvidia.com/gpu",
-        "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation",
+        "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
     }
     # Four time-sliced replicas of the one T4 of a g4dn.xlarge.
     assert advertised == {"nvidia.com/gpu": 4}

@@ -163,7 +163,7 @@ def test_gpu_taint_is_declared_explicitly_in_gke_spelling(gke_plan: Plan) -> Non
     assert node_config(gke_plan)["taints"] == [
         {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"},
         {
-            "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation",
+            "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
             "value": "pending",
             "effect": "NO_SCHEDULE",
         },

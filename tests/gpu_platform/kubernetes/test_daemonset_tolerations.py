@@ -23,7 +23,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 TEAM_A = {"key": "dedicated", "value": "team-a", "effect": "NoSchedule"}
 TEAM_A_TOLERATION = {**TEAM_A, "operator": "Equal"}
 GPU_TAINT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-VALIDATION_TAINT = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation"
+VALIDATION_TAINT = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation"
 VALIDATION_TOLERATION = {
     "key": VALIDATION_TAINT,
     "operator": "Equal",

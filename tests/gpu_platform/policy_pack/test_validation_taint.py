@@ -19,7 +19,7 @@ from tests.gpu_platform.policy_pack.builders import (
 from tests.gpu_platform.policy_pack.test_gpu_workload_crds import CARRIERS, carrier
 
 POLICY = "gpu-validation-taint-platform-only"
-KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation"
+KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
