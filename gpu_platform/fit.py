@@ -41,7 +41,6 @@ from gpu_platform.gke.capacity_taints import GKE_QUEUED_TAINT
 from gpu_platform.gke.locations import zone_region
 from gpu_platform.gke.machine_types import machine_size
 from gpu_platform.node_identity import (
-    CLOUD_TAINT_EFFECTS,
     DEVICE_PLUGIN_CONFIG_LABEL,
     GPU_RESOURCE,
     INSTANCE_TYPE_LABEL,
@@ -49,6 +48,7 @@ from gpu_platform.node_identity import (
     ZONE_LABEL,
     Taint,
 )
+from gpu_platform.taints import CLOUD_TAINT_EFFECTS
 from gpu_platform.template_pods import TemplatePod
 
 PodSpec = Mapping[str, Any]

@@ -24,6 +24,8 @@ from gpu_platform.config import (
 )
 from gpu_platform.drivers import CUDA_LABEL, DRIVER_LABEL, NvidiaDriver
 from gpu_platform.kubernetes.mig_startup_taint_remover import STARTUP_TAINT_KEY
+from gpu_platform.kubernetes.node_validation.names import VALIDATION_TAINT
+from gpu_platform.taints import Taint
 
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
@@ -46,22 +48,6 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
 
-@dataclass(frozen=True)
-class Taint:
-    """A Kubernetes taint, spelled as Kubernetes spells it (`NoSchedule`)."""
-
-    key: str
-    value: str
-    effect: str
-
-
-# Kubernetes spells taint effects `NoSchedule`; the EKS and GKE APIs both spell them `NO_SCHEDULE`.
-CLOUD_TAINT_EFFECTS: Mapping[str, str] = {
-    "NoSchedule": "NO_SCHEDULE",
-    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
-    "NoExecute": "NO_EXECUTE",
-}
-
 # Every GPU node carries it, so only pods that tolerate it (GPU workloads and the operator's
 # DaemonSets, whose default toleration is `nvidia.com/gpu` Exists) are scheduled there.
 GPU_TAINT = Taint(key=GPU_TAINT_KEY, value="present", effect="NoSchedule")
@@ -70,6 +56,13 @@ GPU_TAINT = Taint(key=GPU_TAINT_KEY, value="present", effect="NoSchedule")
 # (gpu_platform/kubernetes/mig_startup_taint_remover.py says why, and removes it). The operator's
 # DaemonSets tolerate it, as they do every taint of a pool (`extra_taints`); workloads do not.
 MIG_STARTUP_TAINT = Taint(key=STARTUP_TAINT_KEY, value="pending", effect="NoSchedule")
+# On every node of a pool whose nodes prove themselves (`validation.enabled`), from the moment it
+# joins until its validation passed (docs/node-validation.md). Like the MIG one, a startup taint:
+# the platform's DaemonSets tolerate it, workloads do not, and the provisioners plan with it gone.
+PLATFORM_STARTUP_TAINTS = (MIG_STARTUP_TAINT, VALIDATION_TAINT)
+"""The taints the platform puts on a new node and takes off once the node is ready: each under
+the cluster autoscaler's startup-taint prefix (`gpu_platform.taints`), each a Karpenter
+NodePool's `startupTaints`."""
 
 
 class GpuSharer(Enum):
@@ -127,6 +120,17 @@ class NodeIdentity:
     cloud_taints: tuple[Taint, ...] = ()
     """Taints the cloud puts on the nodes itself (GKE's queued-provisioning taint): tolerated
     like the others, never declared on the pool."""
+
+    @property
+    def startup_taints(self) -> tuple[Taint, ...]:
+        """The taints its nodes join with and lose once they are ready (`PLATFORM_STARTUP_TAINTS`):
+        what no workload tolerates, and what a provisioner plans a new node without."""
+        return tuple(t for t in self.taints if t in PLATFORM_STARTUP_TAINTS)
+
+    @property
+    def lasting_taints(self) -> tuple[Taint, ...]:
+        """The taints its nodes keep: the pool's own and the GPU taint."""
+        return tuple(t for t in self.taints if t not in PLATFORM_STARTUP_TAINTS)
 
     @property
     def node_taints(self) -> tuple[Taint, ...]:
@@ -196,6 +200,8 @@ def node_identity_for(
     extra_taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
     if sharer is GpuSharer.OPERATOR and isinstance(pool.sharing, MigSharing):
         extra_taints += (MIG_STARTUP_TAINT,)
+    if pool.validation.enabled:
+        extra_taints += (VALIDATION_TAINT,)
     return NodeIdentity(
         labels=labels,
         taints=(GPU_TAINT, *extra_taints),

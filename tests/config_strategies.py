@@ -132,6 +132,25 @@ def _labels_and_taints(draw: st.DrawFn, pool: Config) -> None:
         pool["taints"] = [dict(t) for t in taints]
 
 
+VALIDATION_CHECKS = ("nvlink", "dcgm-diag", "nccl-bandwidth", "efa", "ecc")
+
+
+def _validation(draw: st.DrawFn, pool: Config) -> None:
+    """Node validation as a pool may set it: mostly left to its default (on), or off, or with a
+    level, skipped checks and a bandwidth share."""
+    way = draw(st.integers(0, 3))
+    if way == 1:
+        pool["validation"] = {"enabled": False}
+    elif way > 1:
+        validation: Config = {"dcgmDiagLevel": draw(st.sampled_from([1, 2]))}
+        skips = draw(st.lists(st.sampled_from(VALIDATION_CHECKS), max_size=2, unique=True))
+        if skips:
+            validation["skipChecks"] = skips
+        if draw(st.booleans()):
+            validation["busBandwidthShare"] = draw(st.sampled_from([0.5, 0.9, 1]))
+        pool["validation"] = validation
+
+
 def _sharing(draw: st.DrawFn, accelerator: str, modes: Sequence[str]) -> Config:
     mig_profiles = ACCELERATORS[accelerator].mig_profiles
     allowed = [m for m in modes if m != "mig" or mig_profiles]
@@ -242,6 +261,7 @@ def eks_pool(
     if draw(st.integers(0, 4)) == 0:
         pool["diskSizeGib"] = draw(st.sampled_from([100, 500]))
     _labels_and_taints(draw, pool)
+    _validation(draw, pool)
     pool["aws"] = aws
     return pool
 
@@ -282,6 +302,7 @@ def eks_canary(draw: st.DrawFn, led: Config, node_image: str, minor: str) -> Con
                 canary["aws"].pop(key, None)
     if draw(st.booleans()):
         canary["canarySoakMinutes"] = draw(st.sampled_from([0, 5, 30]))
+    _validation(draw, canary)
     return canary
 
 
@@ -473,6 +494,7 @@ def gke_pool(
     if draw(st.integers(0, 4)) == 0:
         pool["diskSizeGib"] = draw(st.sampled_from([100, 500]))
     _labels_and_taints(draw, pool)
+    _validation(draw, pool)
     if gcp:
         pool["gcp"] = gcp
     return pool
@@ -511,6 +533,7 @@ def gke_canary(draw: st.DrawFn, led: Config, node_image: str, pinnable: bool) ->
         canary["gcp"] = gcp
     if draw(st.booleans()):
         canary["canarySoakMinutes"] = draw(st.sampled_from([0, 5, 30]))
+    _validation(draw, canary)
     return canary
 
 

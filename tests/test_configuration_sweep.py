@@ -45,6 +45,9 @@ from tests.gpu_platform.gke.new_cluster.hardening_invariants import hardening_pr
 from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
 from tests.gpu_platform.kubernetes.exporter_invariants import exporter_problems
 from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
+from tests.gpu_platform.kubernetes.node_validation.taint_invariants import (
+    validation_taint_problems,
+)
 from tests.gpu_platform.kubernetes.quota_invariants import quota_problems
 from tests.gpu_platform.rollout_invariants import timeout_problems
 from tests.official_models import official_model_problems
@@ -64,7 +67,8 @@ def prod_policy_config(plan: Plan, config: Config) -> dict[str, Any]:
     """prod's policy config for a stack of other namespaces and settings: its levels and
     parameters, with what a stack's own policy config declares for them: its namespaces' Pod
     Security levels, the namespaces its settings move the platform's privileged and baseline
-    ones to (exempt, given to both Pod Security policies alike), and the releases they move
+    ones to (exempt, given alike to both Pod Security policies and to the one that keeps the node
+    validation taint to those namespaces), and the releases they move
     off the pins (`platformReleases`)."""
     exempt = [*PROD_POLICY_CONFIG[POD_SECURITY]["exemptNamespaces"], *moved_namespaces(config)]
     pod_security = {
@@ -76,6 +80,7 @@ def prod_policy_config(plan: Plan, config: Config) -> dict[str, Any]:
         **PROD_POLICY_CONFIG,
         POD_SECURITY: pod_security,
         "namespace-pod-security": {"exemptNamespaces": exempt},
+        "gpu-validation-taint-platform-only": {"exemptNamespaces": exempt},
         "platform-release-rollback": {"platformReleases": declared_releases(config)},
     }
 
@@ -159,8 +164,11 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
     return {
         "the policy pack as prod": pack_problems(pack),
         "the official models": model_problems,
-        "every DaemonSet tolerates the taints of the pools it runs on": (
+        "every DaemonSet tolerates the taints of the pools it runs on, validation's included": (
             daemonset_toleration_problems
+        ),
+        "a validated pool's nodes join with the validation taint, others without": (
+            validation_taint_problems
         ),
         "led pools wait for their canary's nodes, driver and gate": canary_ordering_problems,
         "no canary on capacity that never starts its node": canary_capacity_problems,

@@ -46,7 +46,19 @@ def test_each_pool_exports_its_labels_and_taints(dev_plan) -> None:
     pool = dev_plan.outputs["pools"][POOL]
 
     assert pool["labels"]["gpu-platform.io/pool"] == POOL
-    assert pool["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    # Every taint its nodes carry, the validation taint a new node joins with included; the
+    # exported workload tolerates all but that one.
+    assert pool["taints"] == [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+        {
+            "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
+            "value": "pending",
+            "effect": "NoSchedule",
+        },
+    ]
+    assert pool["workload"]["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+    ]
 
 
 def test_exported_placement_is_what_the_smoke_test_pod_uses(dev_plan) -> None:

@@ -50,8 +50,15 @@ def autoscaler_tags(
     """
     tags = {DISCOVERY_TAG: "true", cluster_discovery_tag(cluster_name): "owned"}
     tags.update({LABEL_TAG_PREFIX + key: value for key, value in identity.labels.items()})
+    # Not the startup taints: the autoscaler reads a taint tag into the template node
+    # (`extractTaintsFromAsg`, cloudprovider/aws/aws_manager.go) and then drops every taint of the
+    # startup prefix from the template (`SanitizeTaints`, utils/taints/taints.go; both
+    # cluster-autoscaler-1.35.2), so such a tag would spend one of the group's 50 for nothing.
     tags.update(
-        {TAINT_TAG_PREFIX + taint.key: f"{taint.value}:{taint.effect}" for taint in identity.taints}
+        {
+            TAINT_TAG_PREFIX + taint.key: f"{taint.value}:{taint.effect}"
+            for taint in identity.lasting_taints
+        }
     )
     tags.update({RESOURCE_TAG_PREFIX + name: str(n) for name, n in identity.resources.items()})
     tags[RESOURCE_TAG_PREFIX + "ephemeral-storage"] = f"{ephemeral_storage_gib(disk_size_gib)}Gi"

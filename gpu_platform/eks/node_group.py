@@ -28,9 +28,10 @@ from gpu_platform.eks.node_group_names import node_group_name_prefix, zone_share
 from gpu_platform.eks.node_labels import eks_node_identity
 from gpu_platform.eks.node_repair import node_repair_config_for
 from gpu_platform.eks.placement import NodeGroupPlacement
-from gpu_platform.node_identity import CLOUD_TAINT_EFFECTS, POOL_LABEL, ResolvedPool
+from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
 from gpu_platform.rollout_timeouts import eks_update_timeout
 from gpu_platform.secrets import secret_if
+from gpu_platform.taints import CLOUD_TAINT_EFFECTS
 
 # The autoscaler owns the group's size between min and max: a `pulumi up` that set it back
 # would drain nodes from under running jobs. Engine (camelCase) property path. A change of the

@@ -46,14 +46,10 @@ from gpu_platform.config import (
 )
 from gpu_platform.gke.cluster import POOL_RESOURCE_LABEL, GkeCluster
 from gpu_platform.gke.machine_types import boot_disk_types
-from gpu_platform.node_identity import (
-    CLOUD_TAINT_EFFECTS,
-    GKE_EXPORTER_NODES,
-    GpuSharer,
-    ResolvedPool,
-)
+from gpu_platform.node_identity import GKE_EXPORTER_NODES, GpuSharer, ResolvedPool
 from gpu_platform.rollout_timeouts import gke_blue_green_rollout, gke_surge_rollout
 from gpu_platform.secrets import secret_if
+from gpu_platform.taints import CLOUD_TAINT_EFFECTS
 from gpu_platform.version_order import version_key
 
 NODE_SERVICE_ACCOUNT_ROLE = "roles/container.defaultNodeServiceAccount"

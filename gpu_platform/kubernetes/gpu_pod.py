@@ -42,7 +42,6 @@ from gpu_platform.config import (
 )
 from gpu_platform.drivers import cuda_tuple
 from gpu_platform.node_identity import (
-    MIG_STARTUP_TAINT,
     POOL_LABEL,
     ZONE_LABEL,
     ResolvedPool,
@@ -187,14 +186,14 @@ def gpu_resource(pool: ResolvedPool) -> str:
 
 def gpu_tolerations(pool: ResolvedPool) -> list[dict[str, str]]:
     """Tolerations for the taints on the pool's nodes: the GPU taint, the pool's own and those
-    the cloud adds. Not the MIG startup taint, which is there to keep workloads off a node until
-    its slices exist."""
+    the cloud adds. Not its startup taints, which are there to keep workloads off a node until
+    its slices exist and it has passed validation."""
     return [
         {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
         if t.value
         else {"key": t.key, "operator": "Exists", "effect": t.effect}
         for t in pool.identity.node_taints
-        if t != MIG_STARTUP_TAINT
+        if t not in pool.identity.startup_taints
     ]
 
 

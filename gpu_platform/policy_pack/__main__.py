@@ -21,6 +21,7 @@ import pack_config
 import platform_images
 import pod_security
 import preview
+import validation_taint
 import workload_kinds
 from pulumi_policy import PolicyPack
 
@@ -33,6 +34,7 @@ POLICIES = [
             *pod_security.POLICIES,
             *namespaces.POLICIES,
             *gpu_workloads.POLICIES,
+            *validation_taint.POLICIES,
             *gpu_sharing.POLICIES,
             *gpu_cuda.POLICIES,
             *idle_gpu_pods.POLICIES,

@@ -47,14 +47,16 @@ EXEMPT_NAMESPACES = Setting(
         "default": ["gpu-operator", "monitoring", "monitoring-node-exporter", "kube-system"],
         "description": "Namespaces whose pods may need host access (the GPU Operator's drivers "
         "and device plugin, node exporters, cluster add-ons): a Namespace the stack declares may "
-        "enforce a level below restricted there, and workloads in one that pod-security-"
-        "standards' namespaceLevels does not list are not checked. Both Pod Security policies "
-        "read it: give them the same list.",
+        "enforce a level below restricted there, workloads in one that pod-security-"
+        "standards' namespaceLevels does not list are not checked, and pods there may tolerate "
+        "the node validation taint. Both Pod Security policies and "
+        "gpu-validation-taint-platform-only read it: give them the same list.",
     },
 )
 """One setting for both Pod Security policies (`namespace-pod-security` and
-`pod-security-standards`). The engine configures each policy on its own, so a stack's policy
-config repeats the list under each; `gpu-platform plan` refuses a config where they differ."""
+`pod-security-standards`) and `gpu-validation-taint-platform-only`. The engine configures each
+policy on its own, so a stack's policy config repeats the list under each; `gpu-platform plan`
+refuses a config where they differ."""
 
 
 def config_schema(*settings: Setting) -> PolicyConfigSchema:

@@ -123,6 +123,36 @@ def test_the_mig_pools_startup_taint_is_left_out_as_the_autoscaler_leaves_it(
     assert fits(gpu_tolerating_pod(**{"nvidia.com/mig-1g.10gb": "1"}), [mig])[0].fits
 
 
+VALIDATION_TAINT = Taint(
+    "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
+    "pending",
+    "NoSchedule",
+)
+
+
+@pytest.mark.parametrize(
+    ("stack_name", "in_templates"),
+    [("dev", True), ("gke-dev", True), ("karpenter-dev", False)],
+)
+def test_the_validation_taint_changes_no_verdict(stack_name: str, in_templates: bool) -> None:
+    templates = node_templates(shared_plan(stack_name))
+    untainted = [
+        replace(t, taints=tuple(x for x in t.taints if x != VALIDATION_TAINT)) for t in templates
+    ]
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "1"})
+
+    # Every pool's nodes join with it, and no pod tolerates it. The cluster autoscaler drops a
+    # startup taint from its templates (`SanitizeTaints`, utils/taints/taints.go, called from
+    # `SanitizedTemplateNodeInfoFromNodeGroup`, simulator/node_info_utils.go, cluster-autoscaler-
+    # 1.35.2); Karpenter leaves a NodePool's `startupTaints` out of what a pod must tolerate
+    # (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/provisioning/scheduling/nodeclaim.go
+    # line 126, `CanAdd`, which checks `Taints` alone), so its templates never carry it.
+    assert any(VALIDATION_TAINT in t.taints for t in templates) is in_templates
+    verdicts = fits(pod, templates)
+    assert verdicts == fits(pod, untainted)
+    assert any(verdict.fits for verdict in verdicts)
+
+
 def test_an_ordinary_pod_without_the_toleration_fits_no_gpu_pool(
     templates: list[NodeTemplate],
 ) -> None:

@@ -37,7 +37,55 @@ def test_extra_taints_follow_the_gpu_taint() -> None:
         spec(taints=[{"key": "team", "value": "vision", "effect": "NoExecute"}]), A100S
     )
 
-    assert identity.taints == (GPU_TAINT, Taint("team", "vision", "NoExecute"))
+    assert identity.taints == (GPU_TAINT, Taint("team", "vision", "NoExecute"), VALIDATION)
+
+
+# The cluster autoscaler's startup-taint prefix (`StartupTaintPrefix`, kubernetes/autoscaler
+# cluster-autoscaler-1.35.2 cluster-autoscaler/utils/taints/taints.go).
+VALIDATION = Taint(
+    "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
+    "pending",
+    "NoSchedule",
+)
+MIG_STARTUP = Taint(
+    "startup-taint.cluster-autoscaler.kubernetes.io/mig-config", "pending", "NoSchedule"
+)
+
+
+@pytest.mark.parametrize(
+    ("validation", "taints"),
+    [
+        pytest.param({}, (GPU_TAINT, VALIDATION), id="by-default"),
+        pytest.param(
+            {"dcgmDiagLevel": 2, "skipChecks": ["nccl-bandwidth"]},
+            (GPU_TAINT, VALIDATION),
+            id="configured",
+        ),
+        pytest.param({"enabled": False}, (GPU_TAINT,), id="off"),
+    ],
+)
+def test_a_validated_pools_nodes_join_with_the_validation_taint(
+    validation: dict[str, object], taints: tuple[Taint, ...]
+) -> None:
+    identity = node_identity_for(spec(validation=validation), A100S)
+
+    assert identity.taints == taints
+    assert identity.startup_taints == taints[1:]
+    assert identity.lasting_taints == (GPU_TAINT,)
+
+
+def test_the_validation_taint_key_fits_an_eks_node_group() -> None:
+    # botocore `eks` 2017-11-01 service model: `taintKey` "max": 63, the prefix included.
+    assert len(VALIDATION.key) <= 63
+
+
+def test_a_mig_pools_startup_taints_are_the_mig_and_validation_ones() -> None:
+    identity = node_identity_for(
+        spec(sharing={"mode": "mig", "profile": "all-1g.10gb"}), GpuShape("a100-80gb", 8)
+    )
+
+    assert identity.startup_taints == (MIG_STARTUP, VALIDATION)
+    assert identity.lasting_taints == (GPU_TAINT,)
 
 
 def test_labels_name_pool_accelerator_and_gpu_presence() -> None:

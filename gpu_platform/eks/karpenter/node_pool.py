@@ -46,6 +46,7 @@ from gpu_platform.node_identity import (
     GPU_RESOURCE,
     INSTANCE_TYPE_LABEL,
     ZONE_LABEL,
+    NodeIdentity,
     ResolvedPool,
     Taint,
 )
@@ -176,7 +177,11 @@ def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
                         "kind": NODE_CLASS_KIND,
                         "name": spec.name,
                     },
-                    "taints": [_taint(t) for t in identity.taints],
+                    "taints": [_taint(t) for t in identity.lasting_taints],
+                    # Karpenter plans a node without them (a pod need not tolerate them to have
+                    # a node started for it) and puts them on the node it starts (karpenter.sh
+                    # v1.14 docs, concepts/nodepools; the NodePool CRD's `startupTaints`).
+                    **_startup_taints(identity),
                     "requirements": [
                         *size_requirements(spec, placement),
                         _one_of(ZONE_LABEL, list(placement.zones)),
@@ -350,6 +355,11 @@ def _taint(taint: Taint) -> dict[str, str]:
     # none, as Kubernetes writes it.
     value = {"value": taint.value} if taint.value else {}
     return {"key": taint.key, **value, "effect": taint.effect}
+
+
+def _startup_taints(identity: NodeIdentity) -> dict[str, Any]:
+    startup = [_taint(t) for t in identity.startup_taints]
+    return {"startupTaints": startup} if startup else {}
 
 
 def _one_of(key: str, values: list[str]) -> dict[str, Any]:

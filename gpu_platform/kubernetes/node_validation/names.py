@@ -7,10 +7,12 @@ cluster-autoscaler utils/taints/taints.go; its FAQ "How can I scale a node group
 not as a node that cannot take the pods it was scaled up for.
 """
 
-from gpu_platform.node_identity import Taint
+from gpu_platform.taints import Taint
 
+# 61 characters: EKS refuses a node group taint key over 63, prefix included (botocore `eks`
+# 2017-11-01 service model, `taintKey`: "max": 63).
 VALIDATION_TAINT = Taint(
-    key="startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation",
+    key="startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
     value="pending",
     effect="NoSchedule",
 )

@@ -171,8 +171,14 @@ def test_program_hints_what_the_node_group_sets_and_the_device_plugin_advertises
     assert {k.removeprefix(prefix + "label/"): v for k, v in tags.items() if "/label/" in k} == (
         inputs["labels"]
     )
+    # Every taint of the node group but its startup taint, which the autoscaler would drop from
+    # the template anyway (`SanitizeTaints`, utils/taints/taints.go, cluster-autoscaler-1.35.2).
     assert {k.removeprefix(prefix + "taint/"): v for k, v in tags.items() if "/taint/" in k} == {
-        t["key"]: f"{t['value']}:NoSchedule" for t in inputs["taints"]
+        "nvidia.com/gpu": "present:NoSchedule"
+    }
+    assert {t["key"] for t in inputs["taints"]} == {
+        "nvidia.com/gpu",
+        "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
     }
     # Four time-sliced replicas of the one T4 of a g4dn.xlarge.
     assert advertised == {"nvidia.com/gpu": 4}

@@ -191,7 +191,16 @@ def test_the_efa_device_plugin_runs_on_the_efa_pools_only_tolerating_the_gpu_tai
         # values.yaml's own image, set whole so that the policy pack sees it (by tag here: the
         # tests' lock holds no digest).
         "image": {"repository": EFA_DEVICE_PLUGIN_IMAGE.repository, "tag": "v0.5.20"},
-        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "tolerations": [
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+            # It must run on a node before its validation, which checks the EFA devices.
+            {
+                "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
+                "operator": "Equal",
+                "value": "pending",
+                "effect": "NoSchedule",
+            },
+        ],
         "nodeSelector": {"gpu-platform.io/efa": "true"},
         "updateStrategy": {"rollingUpdate": {"maxUnavailable": "25%"}},
     }

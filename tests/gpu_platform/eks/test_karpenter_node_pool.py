@@ -43,9 +43,10 @@ from gpu_platform.eks.node_labels import eks_node_identity
 from gpu_platform.eks.placement import AMI_TYPES, NodeGroupPlacement
 from gpu_platform.kubernetes.canary_gate import RELEASE_NODE_LABEL, canary_release_id
 from gpu_platform.kubernetes.crd_schemas import SCHEMAS_DIR, chart_crds, validation_errors
-from gpu_platform.node_identity import CLOUD_TAINT_EFFECTS, resolve_pool
+from gpu_platform.node_identity import resolve_pool
 from gpu_platform.offline.program import Plan, run_program
 from gpu_platform.stack_files import stack_config
+from gpu_platform.taints import CLOUD_TAINT_EFFECTS
 from gpu_platform.versions import KARPENTER_CHART
 from tests.repository import PROJECT, ROOT
 from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
@@ -53,6 +54,8 @@ from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
 from .plans import asg_tags, node_group
 
 Config = dict[str, Any]
+# kubernetes/autoscaler cluster-autoscaler-1.35.2 utils/taints/taints.go, `StartupTaintPrefix`.
+STARTUP_TAINT_PREFIX = "startup-taint.cluster-autoscaler.kubernetes.io/"
 CHART, PINNED = KARPENTER_CHART.name, KARPENTER_CHART.version
 KINDS = ("NodePool", "EC2NodeClass")
 RESERVATION = "cr-0123456789abcdef0"
@@ -1273,7 +1276,11 @@ def test_karpenter_nodes_carry_the_node_groups_labels_taints_and_gpus(
         canary_release_id(given.pool) if given.pool.spec.canary_of else None
     )
     assert labels == group["labels"]
-    assert karpenter["template"]["spec"]["taints"] == group_taints
+    # The node group's startup taints are the NodePool's `startupTaints`, its others `taints`.
+    startup = [t for t in group_taints if t["key"].startswith(STARTUP_TAINT_PREFIX)]
+    assert startup
+    assert karpenter["template"]["spec"]["taints"] == [t for t in group_taints if t not in startup]
+    assert karpenter["template"]["spec"]["startupTaints"] == startup
     max_size = int(group["scalingConfig"]["maxSize"])
     assert karpenter["limits"]["nvidia.com/gpu"] == str(max_size * gpus_per_node)
     assert karpenter["limits"]["nodes"] == str(max_size)

@@ -214,6 +214,12 @@ def test_taints_are_the_gpu_taint_and_the_pools_own_in_eks_spelling(
         {"key": "team", "value": "vision", "effect": "NO_SCHEDULE"},
         {"key": "preemptible", "effect": "PREFER_NO_SCHEDULE"},
         {"key": "maintenance", "value": "soon", "effect": "NO_EXECUTE"},
+        # The pool's validation taint (docs/node-validation.md).
+        {
+            "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
+            "value": "pending",
+            "effect": "NO_SCHEDULE",
+        },
     ]
 
 

@@ -169,7 +169,8 @@ def test_a_queued_pool_declares_only_the_gpu_taint_as_gke_adds_its_own(
     with_pool(gke_config, **QUEUED)
 
     assert node_config(plan_for(gke_config))["taints"] == [
-        {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"},
+        {"key": VALIDATION_TOLERATION["key"], "value": "pending", "effect": "NO_SCHEDULE"},
     ]
 
 
@@ -181,6 +182,14 @@ GKE_QUEUED_TOLERATION = {
     "key": "cloud.google.com/gke-queued",
     "operator": "Equal",
     "value": "true",
+    "effect": "NoSchedule",
+}
+# Every validated pool's own startup taint (docs/node-validation.md), which the platform's
+# DaemonSets tolerate as they do the pool's other taints.
+VALIDATION_TOLERATION = {
+    "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
+    "operator": "Equal",
+    "value": "pending",
     "effect": "NoSchedule",
 }
 
@@ -219,7 +228,7 @@ def test_a_queued_ubuntu_pools_driver_tolerates_the_taint_gke_puts_on_it(
 
     (driver,) = plan_for(gke_config).of_type("kubernetes:nvidia.com/v1alpha1:NVIDIADriver")
 
-    assert driver.inputs["spec"]["tolerations"] == [GKE_QUEUED_TOLERATION]
+    assert driver.inputs["spec"]["tolerations"] == [VALIDATION_TOLERATION, GKE_QUEUED_TOLERATION]
 
 
 def test_a_queued_pools_workloads_are_told_to_tolerate_the_taint_gke_puts_on_it(
@@ -243,7 +252,10 @@ def test_pools_gke_does_not_taint_add_no_toleration_for_it(
 
     tolerations = operator_values(plan_for(gke_config))["daemonsets"]["tolerations"]
 
-    assert tolerations == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert tolerations == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        VALIDATION_TOLERATION,
+    ]
 
 
 @pytest.mark.parametrize("mode", [FLEX_START, QUEUED])

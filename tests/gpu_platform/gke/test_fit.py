@@ -157,8 +157,12 @@ def test_a_queued_pools_template_has_the_taint_gke_adds_to_its_nodes(
     plan = plan_for(with_gke_capacity_pools(gke_config))
     (template,) = [t for t in templates(plan) if t.pool == QUEUED_POOL]
 
+    # The pool's validation taint too, which no verdict holds against a pod (a startup taint).
     assert template.taints == (
         Taint("nvidia.com/gpu", "present", "NoSchedule"),
+        Taint(
+            "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation", "pending", "NoSchedule"
+        ),
         Taint("cloud.google.com/gke-queued", "true", "NoSchedule"),
     )
 

@@ -161,7 +161,12 @@ def test_a_mig_pool_has_no_mig_manager_layout_label(gke_config: Config, plan_for
 
 def test_gpu_taint_is_declared_explicitly_in_gke_spelling(gke_plan: Plan) -> None:
     assert node_config(gke_plan)["taints"] == [
-        {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"},
+        {
+            "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
+            "value": "pending",
+            "effect": "NO_SCHEDULE",
+        },
     ]
 
 
@@ -169,7 +174,7 @@ def test_extra_taints_follow_the_gpu_taint_in_gke_spelling(
     gke_config: Config, plan_for: PlanFor
 ) -> None:
     with_pool(gke_config, taints=[{"key": "team", "value": "vision", "effect": "NoExecute"}])
-    assert node_config(plan_for(gke_config))["taints"][1:] == [
+    assert node_config(plan_for(gke_config))["taints"][1:2] == [
         {"key": "team", "value": "vision", "effect": "NO_EXECUTE"}
     ]
 

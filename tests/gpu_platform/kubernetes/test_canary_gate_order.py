@@ -244,6 +244,12 @@ def test_a_gate_pod_that_found_the_old_driver_is_retried_not_counted(ubuntu_plan
     ]
 
 
+# The longest a one-GPU canary node stays unvalidated (validate.py's timeouts): 60 s for
+# `nvidia-smi -q -x`, 60 for its NVLink status, 300 for a level-1 `dcgmi diag`, no NCCL test on one
+# GPU, and 300 for the validation pod to start.
+VALIDATION = 60 + 60 + 300 + 300
+
+
 def test_an_ubuntu_gates_deadline_covers_the_operators_wait_for_a_canary_nodes_jobs(
     ubuntu_plan: Plan,
 ) -> None:
@@ -253,13 +259,13 @@ def test_an_ubuntu_gates_deadline_covers_the_operators_wait_for_a_canary_nodes_j
     # relabel and 600 s of the Job controller's backoff after ignored failures
     # (MaxJobPodFailureBackOff, which counts ignored failures too, kubernetes/kubernetes#130881)
     # three times, then the 15 minutes of the soak; Pulumi waits 120 s longer, so the Job's own
-    # failure is the one reported.
+    # failure is the one reported. A new node of the canary is validated first (VALIDATION).
     spec = gate_spec(ubuntu_plan)
     timeout = gate(ubuntu_plan).inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]
 
     assert (spec["activeDeadlineSeconds"], timeout) == (
-        900 + 1440 * 60 + 300 + 3 * 660 + 15 * 60,
-        str(900 + 1440 * 60 + 300 + 3 * 660 + 15 * 60 + 120),
+        900 + VALIDATION + 1440 * 60 + 300 + 3 * 660 + 15 * 60,
+        str(900 + VALIDATION + 1440 * 60 + 300 + 3 * 660 + 15 * 60 + 120),
     )
 
 
@@ -269,7 +275,7 @@ def test_an_ubuntu_gates_deadline_follows_the_job_wait() -> None:
 
     spec = gate_spec(run_program("dev", config=config, project=PROJECT))
 
-    assert spec["activeDeadlineSeconds"] == 900 + 60 * 60 + 300 + 3 * 660 + 15 * 60
+    assert spec["activeDeadlineSeconds"] == 900 + VALIDATION + 60 * 60 + 300 + 3 * 660 + 15 * 60
 
 
 def test_a_canary_on_ubuntu_refuses_an_endless_wait_for_jobs() -> None:

@@ -1,5 +1,6 @@
 """Every DaemonSet the platform installs tolerates the taints of the pools it must run on: the
-pools' own, their MIG startup taint, and what the cloud adds (GKE's queued-provisioning taint)."""
+pools' own, their startup taints (MIG's, node validation's), and what the cloud adds (GKE's
+queued-provisioning taint)."""
 
 import copy
 import json
@@ -22,6 +23,13 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 TEAM_A = {"key": "dedicated", "value": "team-a", "effect": "NoSchedule"}
 TEAM_A_TOLERATION = {**TEAM_A, "operator": "Equal"}
 GPU_TAINT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+VALIDATION_TAINT = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation"
+VALIDATION_TOLERATION = {
+    "key": VALIDATION_TAINT,
+    "operator": "Equal",
+    "value": "pending",
+    "effect": "NoSchedule",
+}
 # GKE's queued-provisioning taint (GKE, "Deploy GPUs for batch and AI workloads with Dynamic
 # Workload Scheduler").
 GKE_QUEUED_TOLERATION = {
@@ -102,6 +110,26 @@ def test_the_check_names_a_daemonset_that_misses_a_pools_taint(
         " t4-shared not tolerated",
         "the node monitoring agent's DCGM server: taint dedicated=team-a:NoSchedule of pool"
         " t4-shared not tolerated",
+        f"the node monitoring agent's DCGM server: taint {VALIDATION_TAINT}=pending:NoSchedule"
+        " of pool t4-shared not tolerated",
+    ]
+
+
+def test_every_daemonset_reaches_a_node_before_its_validation(
+    dev_plan: Plan, dev_config: Config
+) -> None:
+    # A DaemonSet kept off an unvalidated node would leave it without its driver, device plugin
+    # or exporters until it passed: the operator's operands, feature discovery's worker, the EFA
+    # plugin and the monitoring agents tolerate the validation taint as they do the pool's own.
+    assert_operator_tolerates(dev_plan, VALIDATION_TOLERATION)
+    assert daemonset_toleration_problems(dev_plan, dev_config) == []
+    release = next(r for r in dev_plan.of_type(RELEASE) if r.inputs["chart"] == "gpu-operator")
+    operands = release.inputs["values"]["daemonsets"]
+    operands["tolerations"] = [t for t in operands["tolerations"] if t != VALIDATION_TOLERATION]
+
+    assert daemonset_toleration_problems(dev_plan, dev_config) == [
+        f"the GPU Operator's operands: taint {VALIDATION_TAINT}=pending:NoSchedule of pool"
+        " t4-shared not tolerated"
     ]
 
 
@@ -143,6 +171,7 @@ def test_the_efa_device_plugin_reaches_a_tainted_efa_pool(
     assert values_of(plan, "aws-efa-k8s-device-plugin")["tolerations"] == [
         GPU_TAINT_TOLERATION,
         TEAM_A_TOLERATION,
+        VALIDATION_TOLERATION,
     ]
     assert daemonset_toleration_problems(plan, config) == []
 

@@ -58,6 +58,14 @@ def accepts(config: Config) -> bool:
 
 # --- the resource ----------------------------------------------------------------------------
 
+# Every validated pool's startup taint (docs/node-validation.md).
+VALIDATION_TOLERATION = {
+    "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
+    "operator": "Equal",
+    "value": "pending",
+    "effect": "NoSchedule",
+}
+
 
 def test_each_ubuntu_pool_gets_an_nvidiadriver_of_its_own(
     ubuntu: Config, plan_for: PlanFor
@@ -74,7 +82,8 @@ def test_each_ubuntu_pool_gets_an_nvidiadriver_of_its_own(
             "version": PINNED_DRIVER,
             "nodeSelector": {"gpu-platform.io/pool": "l4-team"},
             "tolerations": [
-                {"key": "team", "operator": "Equal", "value": "vision", "effect": "NoSchedule"}
+                {"key": "team", "operator": "Equal", "value": "vision", "effect": "NoSchedule"},
+                VALIDATION_TOLERATION,
             ],
             "upgradePolicy": {
                 "autoUpgrade": True,
@@ -90,9 +99,19 @@ def test_each_ubuntu_pool_gets_an_nvidiadriver_of_its_own(
     }
 
 
-def test_a_pool_without_extra_taints_adds_no_toleration(ubuntu: Config, plan_for: PlanFor) -> None:
+def test_a_pool_without_extra_taints_adds_only_its_validation_taint(
+    ubuntu: Config, plan_for: PlanFor
+) -> None:
     # The driver's DaemonSet tolerates the GPU taint itself (gpu-operator v26.7.0
-    # manifests/state-driver/0500_daemonset.yaml).
+    # manifests/state-driver/0500_daemonset.yaml); a new node needs its driver before it can be
+    # validated.
+    assert drivers(plan_for(ubuntu))["l4-shared"]["spec"]["tolerations"] == [VALIDATION_TOLERATION]
+
+
+def test_a_pool_without_validation_adds_no_toleration(ubuntu: Config, plan_for: PlanFor) -> None:
+    for pool in ubuntu["gpu-platform:pools"]:
+        pool["validation"] = {"enabled": False}
+
     assert drivers(plan_for(ubuntu))["l4-shared"]["spec"]["tolerations"] == []
 
 

@@ -34,6 +34,13 @@ MIG_MIXED: Sharing = {"mode": "mig", "strategy": "mixed", "profile": "all-3g.40g
 
 # The chart's default `daemonsets.tolerations` (values.yaml of the pinned chart).
 CHART_DEFAULT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+# Every validated pool's startup taint (docs/node-validation.md).
+VALIDATION_TOLERATION = {
+    "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
+    "operator": "Equal",
+    "value": "pending",
+    "effect": "NoSchedule",
+}
 
 
 def pool(index: int = 0, sharing: dict[str, Any] = EXCLUSIVE, **fields: Any) -> ResolvedPool:
@@ -269,7 +276,16 @@ def test_without_mig_pools_the_mig_manager_is_off_and_the_strategy_untouched() -
 
 
 def test_daemonsets_tolerate_the_gpu_taint_as_the_chart_does_by_default() -> None:
-    assert values_for(pool())["daemonsets"]["tolerations"] == [CHART_DEFAULT_TOLERATION]
+    assert values_for(pool(validation={"enabled": False}))["daemonsets"]["tolerations"] == [
+        CHART_DEFAULT_TOLERATION
+    ]
+
+
+def test_daemonsets_tolerate_the_validation_taint_of_a_validated_pool() -> None:
+    assert values_for(pool())["daemonsets"]["tolerations"] == [
+        CHART_DEFAULT_TOLERATION,
+        VALIDATION_TOLERATION,
+    ]
 
 
 def test_daemonsets_tolerate_a_pools_extra_taints() -> None:
@@ -277,7 +293,11 @@ def test_daemonsets_tolerate_a_pools_extra_taints() -> None:
 
     tolerations = values_for(pool(taints=[taint]))["daemonsets"]["tolerations"]
 
-    assert tolerations == [CHART_DEFAULT_TOLERATION, {**taint, "operator": "Equal"}]
+    assert tolerations == [
+        CHART_DEFAULT_TOLERATION,
+        {**taint, "operator": "Equal"},
+        VALIDATION_TOLERATION,
+    ]
 
 
 def test_node_feature_discovery_worker_tolerates_a_pools_extra_taints() -> None:
@@ -309,7 +329,8 @@ def test_a_taint_on_several_pools_is_tolerated_once() -> None:
         "tolerations"
     ]
 
-    assert len(tolerations) == 2
+    # The GPU taint's, the team's and the validation taint's.
+    assert len(tolerations) == 3
 
 
 # --- DCGM exporter ---------------------------------------------------------------------------

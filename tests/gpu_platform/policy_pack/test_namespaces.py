@@ -44,7 +44,11 @@ def test_exempt_namespaces_may_be_privileged(analyze: Analyze) -> None:
 
 def test_the_exemption_list_is_configurable(analyze: Analyze) -> None:
     exempt = {"exemptNamespaces": ["ray-system"]}
-    config = {POLICY: exempt, "pod-security-standards": exempt}
+    config = {
+        POLICY: exempt,
+        "pod-security-standards": exempt,
+        "gpu-validation-taint-platform-only": exempt,
+    }
 
     assert messages(analyze(namespace("ray-system", "baseline"), config=config), POLICY) == []
     assert (

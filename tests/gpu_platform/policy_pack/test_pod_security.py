@@ -440,13 +440,15 @@ def test_workloads_in_an_exempt_namespace_of_another_stack_are_not_checked(
     analyze: Analyze, exempt: str
 ) -> None:
     # A node-exporter DaemonSet in a monitoring namespace that another stack owns needs host
-    # access; exemptNamespaces is the one list both Pod Security policies read.
+    # access; exemptNamespaces is the one list both Pod Security policies read, and the one that
+    # keeps the node validation taint to the platform's namespaces.
     assert messages(analyze(_privileged_deployment(namespace=exempt)), POLICY) == []
     configured = analyze(
         _privileged_deployment(namespace=exempt),
         config={
             POLICY: {"exemptNamespaces": []},
             "namespace-pod-security": {"exemptNamespaces": []},
+            "gpu-validation-taint-platform-only": {"exemptNamespaces": []},
         },
     )
     assert len(messages(configured, POLICY)) == 1

@@ -1,0 +1,40 @@
+"""How long a new node of a pool may stay unvalidated at most: what anything that waits for a
+validated node (the canary gate) must allow beyond the node's start.
+
+The validator runs its tools one after another, each under its own timeout (`validate.py`): one
+`nvidia-smi -q -x` that the GPU count, driver, ECC, memory and PCIe checks all read, `nvidia-smi
+nvlink --status`, `dcgmi diag` at the pool's level, and on a node of several GPUs the NCCL
+all-reduce test. A check the pool skips does not run; the five read from one `nvidia-smi` skip
+it only all together.
+"""
+
+from gpu_platform.config.pools import PoolValidation
+from gpu_platform.kubernetes.node_validation.validate import (
+    DCGM_DIAG_TIMEOUT,
+    NCCL_TIMEOUT,
+    NVIDIA_SMI_TIMEOUT,
+)
+
+SMI_CHECKS = frozenset({"gpu-count", "driver", "ecc", "memory", "pcie"})
+"""The checks that read the one `nvidia-smi -q -x` (`validate.checks`)."""
+POD_START_SECONDS = 300
+"""Our allowance for the validation pod to start once the node's driver and device plugin are up
+(its image pulled, DCGM's host engine started): no source bounds it."""
+
+
+def worst_case_seconds(validation: PoolValidation, gpus: int) -> int:
+    """The longest a node of `gpus` GPUs of a pool with `validation` waits for its validation to
+    pass: every tool it runs reaching its timeout. 0 where the pool's nodes are not validated."""
+    if not validation.enabled:
+        return 0
+    skipped = set(validation.skip_checks)
+    seconds = POD_START_SECONDS
+    if not skipped >= SMI_CHECKS:
+        seconds += NVIDIA_SMI_TIMEOUT
+    if "nvlink" not in skipped:
+        seconds += NVIDIA_SMI_TIMEOUT
+    if "dcgm-diag" not in skipped:
+        seconds += DCGM_DIAG_TIMEOUT[str(validation.dcgm_diag_level)]
+    if gpus > 1 and "nccl-bandwidth" not in skipped:
+        seconds += NCCL_TIMEOUT
+    return seconds

@@ -1,0 +1,113 @@
+"""Only the platform's pods tolerate the node validation taint: a toleration of its key, or of
+every taint, is refused outside the platform's namespaces, in every kind the pack reads pods
+from."""
+
+from typing import Any
+
+import pytest
+
+from gpu_platform.kubernetes.node_validation.names import VALIDATION_TAINT
+from tests.gpu_platform.policy_pack.builders import (
+    KIND_TYPES,
+    SPEC_PATHS,
+    Analyze,
+    gpu_pod_spec,
+    messages,
+    namespace,
+    workload,
+)
+from tests.gpu_platform.policy_pack.test_gpu_workload_crds import CARRIERS, carrier
+
+POLICY = "gpu-validation-taint-platform-only"
+KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation"
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def tolerating(*tolerations: dict[str, str]) -> dict[str, Any]:
+    spec = gpu_pod_spec()
+    spec["tolerations"] = [GPU_TOLERATION, *tolerations]
+    return spec
+
+
+def refusal(path: str, every: bool = False) -> str:
+    return (
+        f"{path}.tolerations[1] tolerates {'every taint' if every else 'it'}, the node validation"
+        f" taint {KEY}=pending:NoSchedule included, so the pod could start on a GPU node that has"
+        " not passed validation, or failed it. Fix: tolerate the taints the pod needs by their"
+        " keys; only the platform's namespaces (exemptNamespaces) may tolerate this one."
+    )
+
+
+def test_the_pack_names_the_taint_the_platform_sets() -> None:
+    assert (VALIDATION_TAINT.key, VALIDATION_TAINT.value, VALIDATION_TAINT.effect) == (
+        KEY,
+        "pending",
+        "NoSchedule",
+    )
+
+
+@pytest.mark.parametrize(
+    ("toleration", "every"),
+    [
+        pytest.param({"key": KEY, "operator": "Exists"}, False, id="exists"),
+        pytest.param({"key": KEY, "value": "pending", "effect": "NoSchedule"}, False, id="equal"),
+        pytest.param({"operator": "Exists"}, True, id="every-taint"),
+        pytest.param({"operator": "Exists", "effect": "NoSchedule"}, True, id="every-noschedule"),
+    ],
+)
+def test_a_tenants_toleration_of_the_validation_taint_is_refused(
+    analyze: Analyze, toleration: dict[str, str], every: bool
+) -> None:
+    verdicts = analyze(namespace(), workload("Deployment", tolerating(toleration)))
+
+    assert messages(verdicts, POLICY) == [refusal("spec.template.spec", every)]
+
+
+@pytest.mark.parametrize(
+    "toleration",
+    [
+        pytest.param({"key": KEY, "value": "passed"}, id="other-value"),
+        pytest.param({"key": KEY, "operator": "Exists", "effect": "NoExecute"}, id="other-effect"),
+        pytest.param({"operator": "Exists", "effect": "NoExecute"}, id="every-noexecute"),
+        pytest.param({"key": "dedicated", "operator": "Exists"}, id="other-key"),
+    ],
+)
+def test_tolerations_that_do_not_match_the_taint_pass(
+    analyze: Analyze, toleration: dict[str, str]
+) -> None:
+    # k8s.io/api core/v1 toleration.go, ToleratesTaint: a set effect must equal the taint's, and
+    # `Equal` (the default operator) compares the value.
+    verdicts = analyze(namespace(), workload("Deployment", tolerating(toleration)))
+
+    assert messages(verdicts, POLICY) == []
+
+
+@pytest.mark.parametrize("kind", [k for k in KIND_TYPES if k != "Deployment"])
+def test_every_built_in_kind_is_judged(analyze: Analyze, kind: str) -> None:
+    verdicts = analyze(namespace(), workload(kind, tolerating({"operator": "Exists"})))
+
+    assert messages(verdicts, POLICY) == [refusal(SPEC_PATHS[kind], every=True)]
+
+
+@pytest.mark.parametrize("kind", ["RayCluster", "PyTorchJob"])
+def test_workload_custom_resources_are_judged(analyze: Analyze, kind: str) -> None:
+    verdicts = analyze(namespace(), carrier(kind, tolerating({"key": KEY, "operator": "Exists"})))
+
+    assert messages(verdicts, POLICY) == [refusal(CARRIERS[kind][2])]
+
+
+def test_the_platforms_namespaces_may_tolerate_it(analyze: Analyze) -> None:
+    spec = tolerating({"operator": "Exists"})
+
+    default = analyze(workload("DaemonSet", spec, namespace="gpu-operator"))
+    configured = analyze(
+        workload("DaemonSet", spec, namespace="gpu-system"),
+        # One setting with the Pod Security policies', which the config must give alike.
+        config={
+            name: {"exemptNamespaces": ["gpu-system"]}
+            for name in (POLICY, "pod-security-standards", "namespace-pod-security")
+        },
+    )
+
+    assert messages(default, POLICY) == []
+    assert messages(configured, POLICY) == []
