@@ -62,6 +62,11 @@ class GpuCloud(Protocol):
         its node group (EKS), NodePool and EC2NodeClass (Karpenter) or node pool (GKE)."""
         ...
 
+    def efa_devices(self, pool: str) -> int:
+        """The EFA devices each node of the named pool has: its instance type's EFA interfaces
+        on an EKS pool with `aws.efa`, else 0."""
+        ...
+
     def create_device_plugins(
         self,
         pools: Sequence[ResolvedPool],

@@ -242,8 +242,28 @@ def eks_pool(
     if draw(st.integers(0, 4)) == 0:
         pool["diskSizeGib"] = draw(st.sampled_from([100, 500]))
     _labels_and_taints(draw, pool)
+    _validation(draw, pool, karpenter)
     pool["aws"] = aws
     return pool
+
+
+def _validation(draw: st.DrawFn, pool: Config, karpenter: bool = False) -> None:
+    """Now and then, a pool's node validation settings: off, level 2, checks skipped, and on
+    Karpenter a cap on replacements (0 among them)."""
+    if draw(st.integers(0, 5)) == 0:
+        pool["validation"] = {"enabled": False}
+        return
+    validation: Config = {}
+    if draw(st.integers(0, 3)) == 0:
+        validation["dcgmDiagLevel"] = 2
+    if draw(st.integers(0, 3)) == 0:
+        validation["skipChecks"] = draw(
+            st.lists(st.sampled_from(["dcgm-diag", "pcie", "nvlink", "efa"]), unique=True)
+        )
+    if karpenter and draw(st.integers(0, 2)) == 0:
+        validation["replacementsPerHour"] = draw(st.sampled_from([0, 1, 5]))
+    if validation:
+        pool["validation"] = validation
 
 
 def eks_canary(draw: st.DrawFn, led: Config, node_image: str, minor: str) -> Config:
@@ -473,6 +493,7 @@ def gke_pool(
     if draw(st.integers(0, 4)) == 0:
         pool["diskSizeGib"] = draw(st.sampled_from([100, 500]))
     _labels_and_taints(draw, pool)
+    _validation(draw, pool)
     if gcp:
         pool["gcp"] = gcp
     return pool

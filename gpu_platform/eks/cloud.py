@@ -240,6 +240,9 @@ class EksCloud:
     def pool_nodes(self, pool: str) -> pulumi.Resource:
         return self._nodes_by_pool[pool]
 
+    def efa_devices(self, pool: str) -> int:
+        return self._placements[pool].efa_interfaces
+
     def _after_cluster(self, opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
         """`opts`, waiting for the cluster the stack creates: node groups, Pod Identity
         associations and add-ons name the cluster by its name alone, so they depend on it

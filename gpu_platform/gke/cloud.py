@@ -174,6 +174,9 @@ class GkeCloud:
     def pool_nodes(self, pool: str) -> pulumi.Resource:
         return self._node_pools[pool]
 
+    def efa_devices(self, pool: str) -> int:
+        return 0
+
     def create_device_plugins(
         self,
         pools: Sequence[ResolvedPool],
