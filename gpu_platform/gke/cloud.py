@@ -177,6 +177,9 @@ class GkeCloud:
     def efa_devices(self, pool: str) -> int:
         return 0
 
+    def gpus_by_instance_type(self, pool: str) -> dict[str, int]:
+        return {}
+
     def create_device_plugins(
         self,
         pools: Sequence[ResolvedPool],

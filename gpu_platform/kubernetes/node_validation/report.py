@@ -51,6 +51,7 @@ VALIDATED_DRIVER_LABEL = "gpu-platform.io/validated-driver"
 VALIDATED_RELEASE_LABEL = "gpu-platform.io/validated-release"
 # Set by EKS on a managed node group's nodes: the AMI id they run.
 NODEGROUP_IMAGE_LABEL = "eks.amazonaws.com/nodegroup-image"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 COMPONENT = "gpu-node-validator"
 RETRIES = 5
 RETRY_SECONDS = 2
@@ -271,16 +272,29 @@ def report(
     return f"{name}: validation failed ({failed}), node kept tainted"
 
 
+def node_env(env: Mapping[str, str], node: Object) -> dict[str, str]:
+    """`env` with the expectations `BY_INSTANCE_TYPE` (JSON) holds for the node's instance type
+    (its `node.kubernetes.io/instance-type` label), where it holds any."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    by_type = json.loads(env.get("BY_INSTANCE_TYPE") or "{}")
+    return {**env, **by_type.get(labels.get(INSTANCE_TYPE_LABEL, ""), {})}
+
+
 def main() -> int:
     try:
-        cfg = validate.config(os.environ)
+        api = Api.from_pod()
+        env = node_env(os.environ, api.call("GET", _node_path(os.environ["NODE_NAME"])))
+        cfg = validate.config(env)
+    except ApiError as error:
+        print(f"could not read the node: {error}", file=sys.stderr, flush=True)
+        return 1
     except ValueError as error:
         print(json.dumps({"passed": False, "error": str(error)}), flush=True)
         return 2
     results = validate.validate(cfg)
     print(json.dumps({"passed": failed_check(results) is None, "checks": results}), flush=True)
     try:
-        print(report(Api.from_pod(), os.environ, cfg, results), flush=True)
+        print(report(api, env, cfg, results), flush=True)
     except ApiError as error:
         print(f"could not record the result: {error}", file=sys.stderr, flush=True)
         return 1

@@ -41,8 +41,10 @@ ledger ConfigMap.
 """
 
 import hashlib
+import json
 import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -109,24 +111,50 @@ def skipped_checks(pool: ResolvedPool) -> list[str]:
     return skipped
 
 
-def expected_nvlinks(pool: ResolvedPool) -> int:
-    if pool.gpu.count < WHOLE_BOARD_GPUS:
+@dataclass(frozen=True)
+class NodeHardware:
+    """What a pool's instance or machine types give each node, beyond the pool's GPU shape."""
+
+    efa_devices: int = 0
+    gpus_by_instance_type: Mapping[str, int] = field(default_factory=dict)
+    """GPUs of each instance type the pool's nodes may be; empty where all have the pool's."""
+
+
+def expected_nvlinks(accelerator: str, gpus: int) -> int:
+    if gpus < WHOLE_BOARD_GPUS:
         return 0
-    return NVLINK_LINKS.get(pool.gpu.accelerator, 0)
+    return NVLINK_LINKS.get(accelerator, 0)
 
 
-def validator_env(pool: ResolvedPool, efa_devices: int, replacements: int) -> list[dict[str, Any]]:
+def by_instance_type(pool: ResolvedPool, hardware: NodeHardware) -> dict[str, dict[str, str]]:
+    """The expectations of each instance type whose GPUs differ from the pool's (its largest):
+    a Karpenter pool of several sizes; the reporter reads the node's type and applies them."""
+    accelerator = pool.gpu.accelerator
+    return {
+        name: {
+            "EXPECTED_GPUS": str(gpus),
+            "EXPECTED_NVLINKS": str(expected_nvlinks(accelerator, gpus)),
+        }
+        for name, gpus in sorted(hardware.gpus_by_instance_type.items())
+        if gpus != pool.gpu.count
+    }
+
+
+def validator_env(
+    pool: ResolvedPool, hardware: NodeHardware, replacements: int
+) -> list[dict[str, Any]]:
     """The validator's configuration (`validate.config`) and the reporter's, from the pool."""
     if pool.driver is None:
         raise ValueError(f"pool {pool.spec.name} has no NVIDIA driver to validate against")
     validation = pool.spec.validation
     plain = {
         "EXPECTED_GPUS": pool.gpu.count,
+        "BY_INSTANCE_TYPE": json.dumps(by_instance_type(pool, hardware), sort_keys=True),
         "DRIVER_VERSION": pool.driver.version,
-        "EXPECTED_NVLINKS": expected_nvlinks(pool),
+        "EXPECTED_NVLINKS": expected_nvlinks(pool.gpu.accelerator, pool.gpu.count),
         "DCGM_DIAG_LEVEL": validation.dcgm_diag_level,
         "BUSBW_SHARE": validation.bus_bandwidth_share,
-        "EXPECTED_EFA_DEVICES": efa_devices,
+        "EXPECTED_EFA_DEVICES": hardware.efa_devices,
         "SKIP_CHECKS": ",".join(skipped_checks(pool)),
         "RECORDED_OUTPUTS": RECORDED_DIR,
         "POOL": pool.spec.name,
@@ -188,7 +216,7 @@ def node_affinity(pool: ResolvedPool) -> dict[str, Any]:
 
 
 def validation_pod_spec(
-    pool: ResolvedPool, config_map: str, efa_devices: int, replacements: int
+    pool: ResolvedPool, config_map: str, hardware: NodeHardware, replacements: int
 ) -> dict[str, Any]:
     spec = script_pod_spec(
         name=NAME,
@@ -196,7 +224,7 @@ def validation_pod_spec(
         image=NODE_VALIDATOR_IMAGE,
         script=SCRIPTS[0],
         config_map=config_map,
-        env=validator_env(pool, efa_devices, replacements),
+        env=validator_env(pool, hardware, replacements),
         cpu_request="100m",
         memory="256Mi",
     )
@@ -254,7 +282,7 @@ def declare_node_validation(
     pools: Sequence[ResolvedPool],
     namespace: pulumi.Input[str],
     namespace_name: str,
-    efa_devices: Mapping[str, int],
+    hardware: Mapping[str, NodeHardware],
     karpenter: bool,
     opts: pulumi.ResourceOptions,
 ) -> list[pulumi.Resource]:
@@ -352,7 +380,7 @@ def declare_node_validation(
             pool,
             namespace,
             config_map_name,
-            efa_devices.get(pool.spec.name, 0),
+            hardware.get(pool.spec.name, NodeHardware()),
             caps[pool.spec.name],
             ready,
         )
@@ -365,7 +393,7 @@ def _daemon_set(
     pool: ResolvedPool,
     namespace: pulumi.Input[str],
     config_map: str,
-    efa_devices: int,
+    hardware: NodeHardware,
     replacements: int,
     opts: pulumi.ResourceOptions,
 ) -> apps.v1.DaemonSet:
@@ -384,7 +412,7 @@ def _daemon_set(
                 "selector": {"matchLabels": labels},
                 "template": {
                     "metadata": {"labels": labels},
-                    "spec": validation_pod_spec(pool, config_map, efa_devices, replacements),
+                    "spec": validation_pod_spec(pool, config_map, hardware, replacements),
                 },
             },
         ),
