@@ -277,6 +277,13 @@ def _labels(**extra: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "gpu-platform", **extra}
 
 
+class NodeValidation(pulumi.ComponentResource):
+    """The parent of node validation's objects (`declare_node_validation`)."""
+
+    def __init__(self, name: str, opts: pulumi.ResourceOptions) -> None:
+        super().__init__("gpu-platform:kubernetes:NodeValidation", name, None, opts)
+
+
 def declare_node_validation(
     name: str,
     pools: Sequence[ResolvedPool],
@@ -292,6 +299,7 @@ def declare_node_validation(
     validated = validated_pools(pools)
     if not validated:
         return []
+    opts = pulumi.ResourceOptions(parent=NodeValidation(name, opts))
     caps = {p.spec.name: replacements_per_hour(p, karpenter) for p in validated}
     replaces = any(caps.values())
     scripts = {path.name: path.read_text() for path in SCRIPTS}
