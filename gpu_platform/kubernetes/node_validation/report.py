@@ -26,7 +26,6 @@ container validates the node again.
 import json
 import os
 import re
-import ssl
 import sys
 import time
 import urllib.error
@@ -34,13 +33,14 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 if __package__:
+    from gpu_platform.kubernetes.mig_startup_taint_remover import Nodes
     from gpu_platform.kubernetes.node_validation import validate
-else:  # run as a script, beside validate.py in the pod's ConfigMap
+else:  # run as a script, beside validate.py and the remover in the pod's ConfigMap
     import validate  # type: ignore[no-redef]
+    from mig_startup_taint_remover import Nodes  # type: ignore[no-redef]
 
 # gpu_platform/kubernetes/node_validation/names.py, which this script cannot import (the pod
 # has none of the platform's modules); a test holds the two to each other.
@@ -56,7 +56,6 @@ COMPONENT = "gpu-node-validator"
 RETRIES = 5
 RETRY_SECONDS = 2
 HOUR_SECONDS = 3600
-TOKEN_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 Object = Mapping[str, Any]
 # A label value: 63 characters at most, alphanumeric at both ends, `-`, `_` and `.` inside.
 _LABEL_VALUE_OTHER = re.compile(r"[^A-Za-z0-9_.-]")
@@ -163,27 +162,10 @@ def recent(entry: str, now: float) -> list[float]:
     return [t for t in times if now - t < HOUR_SECONDS]
 
 
-class Api:
-    """The calls to the API server at `server` with a bearer `token`, each tried again on a
-    connection error, a 429 or a 5xx."""
-
-    def __init__(self, server: str, token: str, context: ssl.SSLContext | None = None) -> None:
-        self.server = server
-        self.token = token
-        # The API server only: no proxy from the environment sees the token.
-        self.opener = urllib.request.build_opener(
-            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
-        )
-
-    @classmethod
-    def from_pod(cls) -> "Api":
-        """As a pod reaches the API server: its service's address, its account's token and CA."""
-        env = os.environ
-        host = env["KUBERNETES_SERVICE_HOST"]
-        server = f"https://[{host}]" if ":" in host else f"https://{host}"
-        context = ssl.create_default_context(cafile=str(TOKEN_DIR / "ca.crt"))
-        token = (TOKEN_DIR / "token").read_text().strip()
-        return cls(f"{server}:{env['KUBERNETES_SERVICE_PORT']}", token, context)
+class Api(Nodes):
+    """The calls to the API server, connected as the MIG startup taint remover connects (its
+    service's address, the account's token and CA, no proxy), each tried again on a connection
+    error, a 429 or a 5xx."""
 
     def call(self, method: str, path: str, body: Any = None, content: str = "") -> Any:
         for attempt in range(RETRIES + 1):

@@ -26,13 +26,14 @@ Its containers, each tool from a pinned official image:
   (`validate.recorded`). It runs as root with `SYS_ADMIN`, as DCGM's container documentation runs
   it.
 - `validator`: the platform's script pod (`script_pod.script_pod_spec`), running `report.py`
-  beside `validate.py` from a ConfigMap: `nvidia-smi` (mounted by the toolkit), `/sys/class/
+  beside `validate.py` (and the MIG startup taint remover, whose API connection it shares)
+  from a ConfigMap: `nvidia-smi` (mounted by the toolkit), `/sys/class/
   infiniband`, the recorded diagnostic, then the Node's patch, its Event and, on a Karpenter pool
   within the pool's cap, the Node's deletion.
 
-The NCCL check is not run: no pinned official image carries nccl-tests' `all_reduce_perf`
-(NVIDIA's NGC framework images build it into some releases, unlisted), and NVIDIA publishes no
-single-node all-reduce bus bandwidth per GPU model to hold a node to.
+The NCCL check is not run: no pinned official image is known to carry nccl-tests'
+`all_reduce_perf`, and NVIDIA publishes no single-node all-reduce bus bandwidth per GPU model to
+hold a node to.
 
 The validator's service account may get and patch Nodes, which the admission policy
 (`admission_policy.py`, declared here) narrows to the taint and the labels; create Events in its
@@ -52,6 +53,7 @@ import pulumi
 from pulumi_kubernetes import admissionregistration, apps, core, rbac
 
 from gpu_platform.config import MigSharing
+from gpu_platform.kubernetes.mig_startup_taint import SCRIPT_FILE as MIG_REMOVER_SCRIPT
 from gpu_platform.kubernetes.mig_startup_taint_remover import MIG_READY, MIG_STATE_LABEL
 from gpu_platform.kubernetes.node_validation import validate
 from gpu_platform.kubernetes.node_validation.admission_policy import (
@@ -71,7 +73,8 @@ from gpu_platform.versions import NODE_VALIDATOR_DCGM_IMAGE, NODE_VALIDATOR_IMAG
 
 NAME = VALIDATOR_SERVICE_ACCOUNT
 HERE = Path(__file__).parent
-SCRIPTS = (HERE / "report.py", HERE / "validate.py")
+# The reporter, and what it imports: the validator and the remover's API connection.
+SCRIPTS = (HERE / "report.py", HERE / "validate.py", MIG_REMOVER_SCRIPT)
 LEDGER = "gpu-node-validation-replacements"
 DEFAULT_REPLACEMENTS_PER_HOUR = 2
 RECORDED_DIR = "/recorded"
