@@ -91,6 +91,13 @@ GPU_ENV = [
     {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
     {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"},
 ]
+# The cluster autoscaler puts a DaemonSet's pod on every template node it would run on, whatever
+# its requests (cluster-autoscaler `forceDaemonSets`; gpu_platform/fit.py), and this one runs on
+# every new node of its pool: whatever it requested would be taken, in the autoscaler's plan, from
+# what a pod sized to the node may ask, for a pod gone minutes after the node joined. So it
+# requests nothing, stated (a limit alone would make the request the limit), and runs on what the
+# new node has free, where nothing but the platform's agents runs yet.
+NO_REQUESTS = {"cpu": "0", "memory": "0"}
 # A daemon pod per node, on nodes that come and go: Pulumi would wait for a pod on each.
 _NO_AWAIT = {"pulumi.com/skipAwait": "true"}
 
@@ -188,10 +195,7 @@ def dcgm_container(level: int) -> dict[str, Any]:
         "image": locked(NODE_VALIDATOR_DCGM_IMAGE).reference,
         "command": ["sh", "-c", script],
         "env": GPU_ENV,
-        "resources": {
-            "requests": {"cpu": "500m", "memory": "512Mi"},
-            "limits": {"memory": "2Gi"},
-        },
+        "resources": {"requests": NO_REQUESTS, "limits": {"memory": "2Gi"}},
         "securityContext": {
             "runAsNonRoot": False,
             "runAsUser": 0,
@@ -228,8 +232,9 @@ def validation_pod_spec(
         script=SCRIPTS[0],
         config_map=config_map,
         env=validator_env(pool, hardware, replacements),
-        cpu_request="100m",
+        cpu_request=NO_REQUESTS["cpu"],
         memory="256Mi",
+        memory_request=NO_REQUESTS["memory"],
     )
     validator = spec["containers"][0]
     validator["volumeMounts"].append(
