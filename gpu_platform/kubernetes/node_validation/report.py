@@ -147,7 +147,8 @@ def event(node: Object, namespace: str, results: Sequence[Object], now: datetime
         },
         "reason": "NodeValidationPassed" if failed is None else "NodeValidationFailed",
         "type": "Normal" if failed is None else "Warning",
-        # The API server refuses a message over 1 KiB (core validation, ValidateEvent).
+        # Kubernetes holds an Event's note to 1 KiB (NoteLengthLimit, pkg/apis/core/validation/
+        # events.go).
         "message": summary(results)[:1024],
         "source": {"component": COMPONENT, "host": meta.get("name")},
         "firstTimestamp": stamp,
