@@ -63,6 +63,17 @@ class GpuCloud(Protocol):
         its node group (EKS), NodePool and EC2NodeClass (Karpenter) or node pool (GKE)."""
         ...
 
+    def efa_devices(self, pool: str) -> int:
+        """The EFA devices each node of the named pool has: its instance type's EFA interfaces
+        on an EKS pool with `aws.efa`, else 0."""
+        ...
+
+    def gpus_by_instance_type(self, pool: str) -> dict[str, int]:
+        """The GPUs of each instance type the named pool's nodes may be (EKS: a Karpenter pool
+        has several sizes); empty where the pool has one machine type (GKE), whose GPUs are the
+        pool's."""
+        ...
+
     def create_device_plugins(
         self,
         pools: Sequence[ResolvedPool],

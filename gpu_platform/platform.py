@@ -45,6 +45,10 @@ from gpu_platform.kubernetes.gpu_pod import model_placements, pool_placement
 from gpu_platform.kubernetes.helm_release import most_nodes
 from gpu_platform.kubernetes.idle_gpu_pods import idle_gpu_reaper
 from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
+from gpu_platform.kubernetes.node_validation.workload import (
+    NodeHardware,
+    declare_node_validation,
+)
 from gpu_platform.kubernetes.nvidia_driver import rolls_drivers_in_place
 from gpu_platform.kubernetes.provider import ClusterConnection
 from gpu_platform.kubernetes.tenant_namespace import GpuTenantNamespace, GpuTenantNamespaceArgs
@@ -319,6 +323,21 @@ class GpuPlatform(pulumi.ComponentResource):
             ),
         )
         cloud.create_device_plugins(pools, operator.namespace, on_cluster)
+        declare_node_validation(
+            part_name("node-validation"),
+            pools,
+            operator.namespace,
+            config.operator.namespace,
+            {
+                pool.spec.name: NodeHardware(
+                    cloud.efa_devices(pool.spec.name),
+                    cloud.gpus_by_instance_type(pool.spec.name),
+                )
+                for pool in pools
+            },
+            karpenter=config.uses_karpenter,
+            opts=on_cluster,
+        )
         # The gate waits for its canary's nodes and NVIDIADriver and for the operator's release,
         # not for the operator as a whole: that holds the led pools' NVIDIADrivers, which wait
         # for the gate.

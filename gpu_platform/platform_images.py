@@ -31,6 +31,8 @@ from gpu_platform.versions import (
     IDLE_GPU_REAPER_IMAGE,
     KARPENTER_CONTROLLER_IMAGE,
     MIG_STARTUP_TAINT_REMOVER_IMAGE,
+    NODE_VALIDATOR_DCGM_IMAGE,
+    NODE_VALIDATOR_IMAGE,
     ContainerImage,
 )
 
@@ -104,6 +106,9 @@ def _images(config: StackConfig) -> Iterator[PlatformImage]:
         yield _image(CANARY_GATE_CHECK_IMAGE, "canary gates' driver check")
     if any(isinstance(pool.sharing, MigSharing) for pool in config.pools):
         yield _image(MIG_STARTUP_TAINT_REMOVER_IMAGE, "MIG startup taint remover")
+    if any(pool.validation.enabled for pool in config.pools):
+        yield _image(NODE_VALIDATOR_IMAGE, "node validation")
+        yield _image(NODE_VALIDATOR_DCGM_IMAGE, "node validation's DCGM diagnostic")
     if config.cloud is Cloud.AWS:
         yield from _eks_images(config)
 

@@ -158,6 +158,18 @@ IDLE_GPU_REAPER_IMAGE = ContainerImage("docker.io/library/python", "3.13.9-slim-
 # one such script too, on the same image.
 MIG_STARTUP_TAINT_REMOVER_IMAGE = IDLE_GPU_REAPER_IMAGE
 
+# The node validation pod's main container (gpu_platform/kubernetes/node_validation/report.py
+# and validate.py) is one such script too: `nvidia-smi`, which it runs, the NVIDIA Container
+# Toolkit mounts from the node's driver into any image.
+NODE_VALIDATOR_IMAGE = IDLE_GPU_REAPER_IMAGE
+# DCGM's own image, for `dcgmi diag` and its host engine in the validation pod: the image and
+# tag the pinned GPU Operator chart names for its standalone DCGM (`dcgm` in
+# deployments/gpu-operator/values.yaml at v26.7.0), the DCGM release its DCGM exporter
+# (4.6.0-4.8.3) is built on. Move it with GPU_OPERATOR_CHART.
+NODE_VALIDATOR_DCGM_IMAGE = ContainerImage(
+    "nvcr.io/nvidia/cloud-native/dcgm", "4.6.0-1-ubuntu24.04"
+)
+
 # The GKE Ubuntu canary gate's check that its node runs the canary NVIDIADriver's current driver
 # pod (gpu_platform/kubernetes/canary_driver_check.py) is one such script too. The image is in
 # the gate's pod, so a new pin (its digest landing included) runs every GKE Ubuntu gate once more.

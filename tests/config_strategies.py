@@ -135,9 +135,10 @@ def _labels_and_taints(draw: st.DrawFn, pool: Config) -> None:
 VALIDATION_CHECKS = ("nvlink", "dcgm-diag", "nccl-bandwidth", "efa", "ecc")
 
 
-def _validation(draw: st.DrawFn, pool: Config) -> None:
+def _validation(draw: st.DrawFn, pool: Config, karpenter: bool = False) -> None:
     """Node validation as a pool may set it: mostly left to its default (on), or off, or with a
-    level, skipped checks and a bandwidth share."""
+    level, skipped checks, a bandwidth share and, on Karpenter, a cap on replacements (0 among
+    them)."""
     way = draw(st.integers(0, 3))
     if way == 1:
         pool["validation"] = {"enabled": False}
@@ -148,6 +149,8 @@ def _validation(draw: st.DrawFn, pool: Config) -> None:
             validation["skipChecks"] = skips
         if draw(st.booleans()):
             validation["busBandwidthShare"] = draw(st.sampled_from([0.5, 0.9, 1]))
+        if karpenter and draw(st.booleans()):
+            validation["replacementsPerHour"] = draw(st.sampled_from([0, 1, 5]))
         pool["validation"] = validation
 
 
@@ -261,7 +264,7 @@ def eks_pool(
     if draw(st.integers(0, 4)) == 0:
         pool["diskSizeGib"] = draw(st.sampled_from([100, 500]))
     _labels_and_taints(draw, pool)
-    _validation(draw, pool)
+    _validation(draw, pool, karpenter)
     pool["aws"] = aws
     return pool
 

@@ -80,6 +80,14 @@ def pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 pool.instance_types,
                 "exactly one machine type (a GKE node pool has one)",
             )
+        if pool.validation.replacements_per_hour is not None and not config.uses_karpenter:
+            yield ConfigProblem(
+                key_path("pools", i, "validation", "replacementsPerHour"),
+                pool.validation.replacements_per_hour,
+                "no value without `provisioner: karpenter`: only Karpenter terminates the"
+                " instance of a deleted Node, so a node group's or GKE node pool's failed node"
+                " is never replaced by deleting it",
+            )
         if isinstance(pool.sharing, MigSharing):
             yield from _mig_problems(pool, i)
 

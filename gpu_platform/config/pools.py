@@ -110,6 +110,13 @@ class PoolValidation(Model):
     bus_bandwidth_share: float = Field(default=0.8, gt=0, le=1)
     """The share of the GPU model's expected all-reduce bus bandwidth a multi-GPU node must
     reach in the NCCL check."""
+    replacements_per_hour: int | None = Field(default=None, ge=0)
+    """How many of the pool's nodes that failed validation may be replaced in any hour: the
+    failed Node is deleted, and Karpenter terminates its instance and launches another. Beyond
+    it a failed node stays, tainted, until someone looks (a bad release must not churn the
+    fleet); 0 never replaces. Karpenter pools only (`provisioner: karpenter`), where it is 2
+    unless set: nothing terminates a node group's or GKE node pool's instance for a deleted
+    Node (docs/node-validation.md)."""
 
 
 class GpuPoolSpec(Model):

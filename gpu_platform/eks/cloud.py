@@ -245,6 +245,12 @@ class EksCloud:
     def pool_nodes(self, pool: str) -> pulumi.Resource:
         return self._nodes_by_pool[pool]
 
+    def efa_devices(self, pool: str) -> int:
+        return self._placements[pool].efa_interfaces
+
+    def gpus_by_instance_type(self, pool: str) -> dict[str, int]:
+        return {t.name: t.gpu_count for t in self._placements[pool].instance_types}
+
     def _after_cluster(self, opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
         """`opts`, waiting for the cluster the stack creates: node groups, Pod Identity
         associations and add-ons name the cluster by its name alone, so they depend on it

@@ -180,6 +180,12 @@ class GkeCloud:
     def pool_nodes(self, pool: str) -> pulumi.Resource:
         return self._node_pools[pool]
 
+    def efa_devices(self, pool: str) -> int:
+        return 0
+
+    def gpus_by_instance_type(self, pool: str) -> dict[str, int]:
+        return {}
+
     def create_device_plugins(
         self,
         pools: Sequence[ResolvedPool],

@@ -28,7 +28,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 STARTUP_TAINT_KEY = "startup-taint.cluster-autoscaler.kubernetes.io/mig-config"
 MIG_STATE_LABEL = "nvidia.com/mig.config.state"
@@ -65,7 +65,7 @@ class Nodes:
         )
 
     @classmethod
-    def from_pod(cls) -> "Nodes":
+    def from_pod(cls) -> Self:
         """As a pod reaches the API server: its service's address, its account's token and CA."""
         env = os.environ
         host = env["KUBERNETES_SERVICE_HOST"]

@@ -23,6 +23,7 @@ Both content files hold `@{name}` placeholders, filled from the stack's monitori
 """
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,12 @@ from gpu_platform.kubernetes import helm_release
 from gpu_platform.kubernetes.alerts import ALERTED_CLASSES, xid_classes
 from gpu_platform.kubernetes.chart_images.prometheus_stack import with_digests
 from gpu_platform.kubernetes.idle_gpu_pods import REAPER_NAMESPACE
+from gpu_platform.kubernetes.node_validation.names import (
+    FAILED_CHECK_LABEL,
+    RESULT_LABEL,
+    VALIDATION_LABELS,
+    VALIDATION_TAINT,
+)
 from gpu_platform.kubernetes.operator_values import extra_taints, taint_toleration
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.node_identity import ResolvedPool
@@ -320,6 +327,11 @@ def prometheus_stack_values(
             "updateStrategy": helm_release.daemonset_update_strategy(),
             "tolerations": [_NODE_EXPORTER_TOLERATION, *no_execute],
         },
+        # The validation labels on `kube_node_labels`, which the node validation alerts read:
+        # kube-state-metrics exports no label of a node's it is not allowed (the
+        # kube-state-metrics chart's `metricLabelsAllowlist`, empty by default, which it passes
+        # as `--metric-labels-allowlist`).
+        "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{','.join(VALIDATION_LABELS)}]"]},
         "grafana": {
             # The chart's default password is published in its values file; left empty, the
             # Grafana chart generates one into its Secret (`kube-prometheus-stack-grafana`).
@@ -366,8 +378,18 @@ def _placeholders(monitoring: MonitoringSpec, operator_namespace: str) -> dict[s
         "as_hostname": HOSTNAME_FROM_OLD_LABEL,
         "gpu_resources": KUBE_STATE_GPU_RESOURCES,
         "runbooks": RUNBOOKS,
+        "validation_taint": VALIDATION_TAINT.key,
+        "result_label": kube_state_label(RESULT_LABEL),
+        "failed_check_label": kube_state_label(FAILED_CHECK_LABEL),
         **_xid_placeholders(),
     }
+
+
+def kube_state_label(key: str) -> str:
+    """A node label's name on `kube_node_labels`: `label_` and the key with every character but
+    letters, digits and `_` as `_` (kube-state-metrics internal/store/utils.go,
+    `kubeMapToPrometheusLabels` and `sanitizeLabelName`)."""
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
 
 
 def _xid_placeholders() -> dict[str, str]:

@@ -979,7 +979,8 @@ def test_eks_templates_hold_kube_proxy_the_addons_and_the_platforms_daemonsets(
     # node-feature-discovery worker (0.19.0 values.yaml: 5m, 64Mi), which tolerate the GPU
     # taint; no EFA device plugin, which no pool of this stack asks for. Requests: 100m + 100m
     # (kube-proxy twice) + 50m (aws-node) + 30m and 120Mi (ebs-csi-node) + 10m and 30Mi (the
-    # node monitoring agent) + 5m and 64Mi: fit_cases.yaml cites each source.
+    # node monitoring agent) + 5m and 64Mi: fit_cases.yaml cites each source. The pool's node
+    # validator runs on every new node, requesting nothing.
     t4 = next(t for t in templates if t.pool == "t4-shared")
 
     assert [pod.name for pod in t4.pods] == [
@@ -991,6 +992,7 @@ def test_eks_templates_hold_kube_proxy_the_addons_and_the_platforms_daemonsets(
         "agent (eks-node-monitoring-agent v1.7.0)",
         "dcgm-server (eks-node-monitoring-agent v1.7.0)",
         "node-feature-discovery worker",
+        "gpu-node-validator-t4-shared",
     ]
     assert template_requests(t4) == {"cpu": Decimal("0.295"), "memory": Decimal(214 * 2**20)}
     assert t4.labels["cluster-autoscaler.kubernetes.io/template-node"] == "true"

@@ -124,7 +124,11 @@ def test_a_new_projects_platform_claims_no_root_resource(
 
     plan = run_program("dev", config=other_config(dev_config), project=project)
 
-    assert [r.urn for r in plan.resources if r.aliases] == []
+    # The Kubernetes SDK aliases some kinds to their older API versions itself (a DaemonSet to
+    # apps/v1beta2's, a Role to rbac v1beta1's, under the same parent): none claims the root.
+    assert [
+        r.urn for r in plan.resources if any(a["spec"].get("noParent") for a in r.aliases)
+    ] == []
 
 
 def test_the_platform_registers_its_stack_outputs(

@@ -31,6 +31,9 @@ AUTOSCALERS = {
 }
 SMOKE = "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04"
 PYTHON = "docker.io/library/python:3.13.9-slim-trixie"
+# The GPU Operator chart's standalone DCGM at v26.7.0 (`dcgm` in its values.yaml), which node
+# validation runs its diagnostic from.
+DCGM = "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"
 EFA = "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.20"
 
 
@@ -48,7 +51,7 @@ def test_prod_deploys_the_operator_its_gate_mig_remover_autoscaler_and_efa_plugi
     # An existing cluster: its version, which picks the autoscaler's release, is the deploy's
     # to read, so every pinned release is listed.
     assert keys(config_of("prod")) == (
-        OPERANDS | CHART_DEFAULTS | AUTOSCALERS | {SMOKE, PYTHON, EFA}
+        OPERANDS | CHART_DEFAULTS | AUTOSCALERS | {SMOKE, PYTHON, DCGM, EFA}
     )
 
 
@@ -97,9 +100,23 @@ def test_a_gke_ubuntu_canary_gate_locks_its_driver_checks_image_without_a_reaper
     assert PYTHON in keys(loaded)
 
 
+def without_validation(config: dict[str, Any]) -> dict[str, Any]:
+    for pool in config["gpu-platform:pools"]:
+        pool["validation"] = {"enabled": False}
+    return config
+
+
 def test_a_cos_canary_gate_runs_no_driver_check() -> None:
-    config = cos_config()
+    config = without_validation(cos_config())
     for namespace in config["gpu-platform:namespaces"]:
         namespace.pop("gpuIdleMinutes", None)
 
     assert PYTHON not in keys(load_stack_config(*gpu_platform_config(config)))
+
+
+def test_node_validation_locks_its_images_where_a_pool_validates() -> None:
+    validated = load_stack_config(*gpu_platform_config(cos_config()))
+    unvalidated = load_stack_config(*gpu_platform_config(without_validation(cos_config())))
+
+    assert {PYTHON, DCGM} <= keys(validated)
+    assert not {PYTHON, DCGM} & keys(unvalidated)

@@ -45,6 +45,11 @@ NVIDIA_SMI_TIMEOUT = 60
 DCGM_DIAG_TIMEOUT = {"1": 300, "2": 900}
 NCCL_TIMEOUT = 600
 INFINIBAND_DEVICES = "/sys/class/infiniband"
+# Where a tool another container of the pod ran left its answer (`recorded`): `<tool>.out`, its
+# standard output, `<tool>.err`, its standard error, and `<tool>.rc`, its exit status, which
+# coreutils' `timeout` makes 124 when the tool ran out of time.
+RECORDED_SUFFIXES = (".out", ".err", ".rc")
+TIMED_OUT = 124
 CHECKS = (
     "gpu-count",
     "driver",
@@ -97,8 +102,11 @@ def gpu_count(smi: ElementTree.Element, expected: int) -> Result:
 
 
 def driver(smi: ElementTree.Element, expected: str) -> Result:
+    """The driver against the pool's: a full version (`580.95.05`) must be that version; a bare
+    branch (`580`, where the pool pins only the branch, as an EKS AMI release's name does) any
+    version of that branch."""
     found = (smi.findtext("driver_version") or "").strip()
-    if found == expected:
+    if found == expected or ("." not in expected and found.split(".")[0] == expected):
         return Result("driver", True, f"driver {found}")
     return Result("driver", False, f"driver {found or 'unknown'}, the pool pins {expected}")
 
@@ -279,6 +287,28 @@ def run(command: Sequence[str], timeout: float) -> str:
     return done.stdout
 
 
+def recorded(directory: str, command: Sequence[str], timeout: float) -> str | None:
+    """The output of `command` as another container of the pod ran it under `timeout` and left
+    it in `directory`; None where it left nothing for the tool (then it runs here). A container
+    holds a tool that this one's image does not: DCGM's `dcgmi` and its host engine."""
+    out, err, rc = (os.path.join(directory, command[0] + s) for s in RECORDED_SUFFIXES)
+    if not os.path.exists(rc):
+        return None
+    with open(rc) as status, open(out) as stdout, open(err) as stderr:
+        code, output, errors = status.read().strip(), stdout.read(), stderr.read()
+    if code == str(TIMED_OUT):
+        raise ToolFailed(f"`{' '.join(command)}` timed out after {timeout:g}s")
+    if code != "0":
+        tail = (errors or output).strip().splitlines()[-1:]
+        raise ToolFailed(f"`{' '.join(command)}` exited {code}: {' '.join(tail)}")
+    return output
+
+
+def diag_command(level: str) -> list[str]:
+    """DCGM's diagnostic at `level`, as JSON."""
+    return ["dcgmi", "diag", "-r", level, "-j"]
+
+
 @dataclass(frozen=True)
 class Config:
     gpus: int
@@ -289,13 +319,16 @@ class Config:
     busbw_share: float
     efa_devices: int
     skip: frozenset[str]
+    recorded: str = ""
 
 
 def config(env: Mapping[str, str]) -> Config:
     """From `EXPECTED_GPUS`, `DRIVER_VERSION` (required), `EXPECTED_NVLINKS`, `DCGM_DIAG_LEVEL`
     (1 or 2, default 1), `EXPECTED_BUSBW_GBPS` (0 or unset: no NCCL test), `BUSBW_SHARE`
-    (default 0.8), `EXPECTED_EFA_DEVICES` (0 or unset: not an EFA pool) and `SKIP_CHECKS` (a
-    comma-separated list of check names). Raises ValueError naming the variable."""
+    (default 0.8), `EXPECTED_EFA_DEVICES` (0 or unset: not an EFA pool), `SKIP_CHECKS` (a
+    comma-separated list of check names) and `RECORDED_OUTPUTS` (a directory where other
+    containers of the pod left the outputs of tools they ran: `recorded`). Raises ValueError
+    naming the variable."""
 
     def number(name: str, kind: Callable[[str], Any], default: str = "0") -> Any:
         value = env.get(name, default)
@@ -328,6 +361,7 @@ def config(env: Mapping[str, str]) -> Config:
         busbw_share=share,
         efa_devices=number("EXPECTED_EFA_DEVICES", int),
         skip=skip,
+        recorded=env.get("RECORDED_OUTPUTS", ""),
     )
 
 
@@ -357,9 +391,14 @@ def checks(cfg: Config) -> list[tuple[str, Callable[[], Result]]]:
     if cfg.nvlinks:
         status = ["nvidia-smi", "nvlink", "--status"]
         planned.append(("nvlink", lambda: nvlink(run(status, NVIDIA_SMI_TIMEOUT), cfg.nvlinks)))
-    diag = ["dcgmi", "diag", "-r", cfg.diag_level, "-j"]
+    diag = diag_command(cfg.diag_level)
     timeout = DCGM_DIAG_TIMEOUT[cfg.diag_level]
-    planned.append(("dcgm-diag", lambda: dcgm_diag(json.loads(run(diag, timeout)))))
+
+    def diagnostic() -> Result:
+        found = recorded(cfg.recorded, diag, timeout) if cfg.recorded else None
+        return dcgm_diag(json.loads(run(diag, timeout) if found is None else found))
+
+    planned.append(("dcgm-diag", diagnostic))
     if cfg.busbw_gbps and cfg.gpus > 1:
         # 1 GiB to 8 GiB: sizes at which the bus bandwidth levels off (doc/PERFORMANCE.md).
         nccl = ["all_reduce_perf", "-b", "1G", "-e", "8G", "-f", "2", "-g", str(cfg.gpus)]

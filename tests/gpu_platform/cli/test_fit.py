@@ -152,12 +152,13 @@ def test_karpenter_pools_are_judged_from_their_nodepools(tmp_path: Path) -> None
 
 def test_the_output_says_what_each_template_counts(tmp_path: Path) -> None:
     # prod's h100-training: dev's 295m and 214Mi (fit_cases.yaml) and the EFA device plugin
-    # (10m, 20Mi) on the template first.
+    # (10m, 20Mi) on the template first; the node validator's pod, there too, requests nothing.
     _, output = run_fit(tmp_path, SMOKE_TEST_POD, stack="prod")
 
     assert "What each pool's node template counts" in output
     row = next(line for line in output.splitlines() if "h100-training" in line)
     assert "305m cpu, 234Mi memory" in row
+    assert "gpu-node-validator-h100-training" in row
     assert "EFA device plugin" in output
     assert "failure-domain.beta.kubernetes.io/zone" in output
 

@@ -99,3 +99,18 @@ def test_a_cloud_google_com_label_is_refused_on_gke(gke_config: Config, failed_p
         "gpu-platform:pools[0].labels.cloud.google.com/gke-nodepool",
         "no label under cloud.google.com/ (GKE sets those)",
     )
+
+
+def test_a_replacement_cap_off_karpenter_is_refused(dev_config: Config, failed_plan_for) -> None:
+    # dev's pools are managed node groups: deleting a Node terminates none of their instances.
+    dev_config["gpu-platform:pools"][0]["validation"] = {"replacementsPerHour": 1}
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError)
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == (
+        "gpu-platform:pools[0].validation.replacementsPerHour",
+        1,
+    )
+    assert "provisioner: karpenter" in problem.expected

@@ -209,16 +209,41 @@ def _selected_by(selector: Mapping[str, str]) -> Callable[[PoolNodes], bool]:
     return lambda pool: all(pool.labels.get(k) == v for k, v in selector.items())
 
 
+def _affinity_in(pod: Mapping[str, Any]) -> Callable[[PoolNodes], bool]:
+    """The pools a pod's required node affinity selects by their pool label: a node matches any
+    one term, all of whose expressions (k8s.io/api core/v1 NodeSelectorTerm). Expressions on
+    other labels (those a node gains later, such as the validation result) are left out: they
+    select among a pool's nodes, not among pools."""
+    required = (pod.get("affinity") or {}).get("nodeAffinity", {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = [
+        [
+            e
+            for e in term.get("matchExpressions") or []
+            if e["key"] == POOL_LABEL and e["operator"] == "In"
+        ]
+        for term in required.get("nodeSelectorTerms") or []
+    ]
+    if not terms:
+        return _every_pool
+    return lambda pool: any(
+        all(pool.labels.get(e["key"]) in e["values"] for e in term) for term in terms
+    )
+
+
 def node_daemonsets(resource: PlannedResource) -> list[NodeDaemonSet]:
     """The DaemonSets the resource installs, as rendered, with the pools each must run on."""
     inputs = resource.inputs
     if resource.type == "kubernetes:apps/v1:DaemonSet":
         pod = inputs["spec"]["template"]["spec"]
+        selected = _selected_by(pod.get("nodeSelector") or {})
+        within = _affinity_in(pod)
         return [
             NodeDaemonSet(
                 resource.name,
                 pod.get("tolerations") or [],
-                _selected_by(pod.get("nodeSelector") or {}),
+                lambda pool: selected(pool) and within(pool),
             )
         ]
     if resource.type == "kubernetes:nvidia.com/v1alpha1:NVIDIADriver":

@@ -16,6 +16,7 @@ from gpu_platform.kubernetes.monitoring import (
     alert_names,
     gpu_alert_rules,
     gpu_dashboard,
+    prometheus_stack_values,
 )
 from gpu_platform.offline.program import Plan, PlannedResource
 from gpu_platform.versions import (
@@ -127,6 +128,8 @@ def test_the_alert_names_are_exported(dev_plan: Plan) -> None:
         "GpuPcieReplays",
         "GpuOutOfService",
         "GpuThrottledWhileBusy",
+        "GpuNodeValidationFailed",
+        "GpuNodeNotValidated",
     ]
 
 
@@ -191,7 +194,11 @@ def test_the_dashboard_lists_the_nodes_by_the_pinned_exporters_label(dev_plan: P
 
 
 def test_the_dashboard_lists_gpus_held_by_pods_but_idle(dev_plan: Plan) -> None:
-    (idle_table,) = [p for p in dashboard_json(dev_plan)["panels"] if p["type"] == "table"]
+    (idle_table,) = [
+        p
+        for p in dashboard_json(dev_plan)["panels"]
+        if p["title"] == "GPUs held by pods but idle now"
+    ]
     (query,) = [target["expr"] for target in idle_table["targets"]]
     assert query.startswith("gpu_platform:allocated_gpu_activity:percent{")
     assert query.endswith(f"< {MonitoringSpec().idle_gpu_utilization_percent}")
@@ -537,3 +544,27 @@ def test_only_its_namespace_reaches_the_installed_alertmanager(
 
 def test_a_prometheus_the_stack_does_not_install_gets_no_network_policy(dev_plan: Plan) -> None:
     assert dev_plan.of_type(NETWORK_POLICY) == []
+
+
+def test_the_dashboard_lists_nodes_that_failed_validation_with_the_check(dev_plan: Plan) -> None:
+    (failed,) = [
+        p
+        for p in dashboard_json(dev_plan)["panels"]
+        if p["title"] == "GPU nodes that failed validation"
+    ]
+
+    # kube-state-metrics' name of the labels gpu-platform.io/validation and
+    # gpu-platform.io/validation-failed-check (internal/store/utils.go, sanitizeLabelName).
+    assert failed["targets"][0]["expr"] == (
+        "max by (node, label_gpu_platform_io_validation_failed_check)"
+        ' (kube_node_labels{label_gpu_platform_io_validation="failed", node=~"$node"})'
+    )
+
+
+def test_kube_state_metrics_exports_the_validation_labels() -> None:
+    values = prometheus_stack_values("monitoring-node-exporter", [])
+
+    assert values["kube-state-metrics"]["metricLabelsAllowlist"] == [
+        "nodes=[gpu-platform.io/validation,gpu-platform.io/validation-failed-check,"
+        "gpu-platform.io/validated-driver,gpu-platform.io/validated-release]"
+    ]

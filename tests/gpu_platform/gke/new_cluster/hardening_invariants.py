@@ -10,6 +10,7 @@ role (`secretsKeyCondition`)."""
 import re
 from typing import Any
 
+from gpu_platform.gke.new_cluster.break_glass import POLICY_NAME as BREAK_GLASS_POLICY
 from gpu_platform.offline.program import Plan
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -55,7 +56,10 @@ def hardening_problems(plan: Plan, config: dict[str, Any]) -> list[str]:
     if not written and plan.of_type(POLICY):
         problems.append(f"a Binary Authorization policy written with {binary_authorization}")
     # Binary Authorization's break-glass annotation would admit any image under enforce.
-    refusing = bool(plan.of_type(VALIDATING_POLICY))
+    # Other admission policies of the platform's (node validation's) refuse nothing of the kind.
+    refusing = any(
+        p.inputs["metadata"]["name"] == BREAK_GLASS_POLICY for p in plan.of_type(VALIDATING_POLICY)
+    )
     if create and refusing is not (binary_authorization == "enforce"):
         problems.append(f"break-glass refused is {refusing} with {binary_authorization}")
     condition = plan.outputs.get("secretsKeyCondition")

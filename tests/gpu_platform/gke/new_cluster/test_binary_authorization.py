@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from gpu_platform.gke.new_cluster.break_glass import POLICY_NAME
 from gpu_platform.offline.analyzer import PolicyPack
 from gpu_platform.offline.program import Plan, PlannedResource
 from tests.official_models import official_model_problems
@@ -28,6 +29,12 @@ from .plans import cluster, with_gcp
 Config = dict[str, Any]
 POLICY = "gcp:binaryauthorization/policy:Policy"
 VALIDATING_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+
+
+def break_glass(plan: Plan, kind: str) -> list[PlannedResource]:
+    """The break-glass refusal's objects of `kind`: node validation has an admission policy of
+    its own."""
+    return [r for r in plan.of_type(kind) if r.inputs["metadata"]["name"] == POLICY_NAME]
 
 
 def policy(plan: Plan) -> PlannedResource:
@@ -158,8 +165,8 @@ def test_enforce_refuses_what_audit_logs_and_break_glass(
     # whatever its images (Google's "Using breakglass", binaryauthorization.v1
     # `DRYRUN_AUDIT_LOG_ONLY`: "as if the admission request had specified break-glass"): refused
     # on every pod outside kube-system.
-    (refusal,) = plan.of_type(VALIDATING_POLICY)
-    (binding,) = plan.of_type(VALIDATING_BINDING)
+    (refusal,) = break_glass(plan, VALIDATING_POLICY)
+    (binding,) = break_glass(plan, VALIDATING_BINDING)
     spec = refusal.inputs["spec"]
     assert spec["failurePolicy"] == "Fail"
     assert spec["matchConstraints"]["resourceRules"] == [
@@ -187,7 +194,7 @@ def test_enforce_refuses_what_audit_logs_and_break_glass(
 
 def test_audit_leaves_break_glass_to_the_policy(gke_new_plan: Plan) -> None:
     # In dry run every pod starts anyway: nothing to refuse.
-    assert gke_new_plan.of_type(VALIDATING_POLICY) == []
+    assert break_glass(gke_new_plan, VALIDATING_POLICY) == []
 
 
 def test_further_images_are_admitted_by_their_key(

@@ -12,7 +12,7 @@ one). The DaemonSets that must reach such a node are the toleration invariant's
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpu_platform.cli.offline import Plan
+from gpu_platform.offline.program import Plan
 
 KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation"
 POOL_LABEL = "gpu-platform.io/pool"

@@ -5,8 +5,8 @@ import copy
 
 import pytest
 
-from gpu_platform.cli.offline import Plan
-from gpu_platform.cli.stack_files import stack_config
+from gpu_platform.offline.program import Plan
+from gpu_platform.stack_files import stack_config
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
 

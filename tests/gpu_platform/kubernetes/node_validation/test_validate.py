@@ -332,3 +332,44 @@ def test_a_pools_skip_checks_accept_exactly_the_validators_checks() -> None:
         "efa",
     )
     assert get_args(ValidationCheck) == validate.CHECKS
+
+
+def test_a_pool_pinning_only_the_branch_takes_any_driver_of_it() -> None:
+    # An EKS AMI release names the driver's branch alone (`NvidiaDriver.version` "595").
+    assert driver(parse_smi(SMI), "595").passed
+    assert not driver(parse_smi(SMI), "580").passed
+
+
+def record(directory: Path, tool: str, out: str, rc: int, err: str = "") -> None:
+    for suffix, text in ((".out", out), (".err", err), (".rc", f"{rc}\n")):
+        (directory / f"{tool}{suffix}").write_text(text)
+
+
+def test_a_diagnostic_another_container_ran_is_read_not_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    record(tmp_path, "dcgmi", json.dumps(DIAG_FAILED), 0)
+    ran = node(monkeypatch, {k: v for k, v in WHOLE_NODE.items() if k != "dcgmi"})
+
+    code, report = main(monkeypatch, capsys, env(RECORDED_OUTPUTS=str(tmp_path)))
+
+    assert code == 1
+    assert [c["check"] for c in report["checks"] if not c["passed"]] == ["dcgm-diag"]
+    assert not any(command[0] == "dcgmi" for command in ran)
+
+
+@pytest.mark.parametrize(
+    ("rc", "reason"),
+    [
+        # coreutils `timeout` exits 124 when the command ran out of time.
+        (124, "`dcgmi diag -r 1 -j` timed out after 300s"),
+        (255, "`dcgmi diag -r 1 -j` exited 255: Error: unable to establish a connection"),
+    ],
+)
+def test_a_diagnostic_that_failed_in_its_container_fails(
+    tmp_path: Path, rc: int, reason: str
+) -> None:
+    record(tmp_path, "dcgmi", "", rc, "Error: unable to establish a connection\n")
+
+    with pytest.raises(ToolFailed, match=reason.replace("(", r"\(")):
+        validate.recorded(str(tmp_path), validate.diag_command("1"), 300)

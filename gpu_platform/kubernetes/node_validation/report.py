@@ -1,0 +1,289 @@
+"""Validate the GPU node this pod runs on (`validate.py`, shipped beside it) and record the
+result on the Node: the validation pod's main container, standard library only.
+
+- Passed: one JSON patch (RFC 6902) removes the validation taint, after a `test` that it is still
+  at that index (a concurrent change of the node's taints fails the patch instead of removing
+  another taint), and sets `gpu-platform.io/validation=passed`, the driver and the release the
+  node proved. The release is what the Node shows of its image: the AMI id of an EKS managed node
+  group's node (its `eks.amazonaws.com/nodegroup-image` label), else the kubelet's version in
+  `status.nodeInfo` (a GKE node's version, `v1.33.5-gke.1080000`; on a Karpenter node the EKS
+  build of Kubernetes its AMI carries, since the Node names no AMI).
+- Failed: the taint stays; the node is labelled `failed` with the first failed check.
+- Either way an Event on the Node (created in this pod's namespace: `kubectl describe node`
+  lists a node's events from every namespace) gives every check's result and seconds.
+- Failed on a pool whose nodes are replaced (`REPLACEMENTS_PER_HOUR` above 0, Karpenter's
+  pools): the Node is deleted, which Karpenter answers by terminating its instance, unless the
+  pool has already had that many replacements in the past hour. The replacements are counted in
+  a ConfigMap (`REPLACEMENT_LEDGER`, one key per pool, the times of its replacements), updated
+  with its `resourceVersion`, so two nodes failing at once cannot both take the last place.
+
+Once labelled, the node no longer matches the DaemonSet's node affinity and the DaemonSet
+controller deletes this pod; until then it sleeps, since a DaemonSet's pods restart on exit.
+An API call is tried again `RETRIES` times; one that still fails exits 1, and the restarted
+container validates the node again.
+"""
+
+import json
+import os
+import re
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+if __package__:
+    from gpu_platform.kubernetes.mig_startup_taint_remover import Nodes
+    from gpu_platform.kubernetes.node_validation import validate
+else:  # run as a script, beside validate.py and the remover in the pod's ConfigMap
+    import validate  # type: ignore[no-redef]
+    from mig_startup_taint_remover import Nodes  # type: ignore[no-redef]
+
+# gpu_platform/kubernetes/node_validation/names.py, which this script cannot import (the pod
+# has none of the platform's modules); a test holds the two to each other.
+VALIDATION_TAINT_KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation"
+RESULT_LABEL = "gpu-platform.io/validation"
+FAILED_CHECK_LABEL = "gpu-platform.io/validation-failed-check"
+VALIDATED_DRIVER_LABEL = "gpu-platform.io/validated-driver"
+VALIDATED_RELEASE_LABEL = "gpu-platform.io/validated-release"
+# Set by EKS on a managed node group's nodes: the AMI id they run.
+NODEGROUP_IMAGE_LABEL = "eks.amazonaws.com/nodegroup-image"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+COMPONENT = "gpu-node-validator"
+RETRIES = 5
+RETRY_SECONDS = 2
+HOUR_SECONDS = 3600
+Object = Mapping[str, Any]
+# A label value: 63 characters at most, alphanumeric at both ends, `-`, `_` and `.` inside.
+_LABEL_VALUE_OTHER = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+class ApiError(Exception):
+    """An API call that failed for good, with its status (0 where none came back)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def label_value(text: str) -> str:
+    value = _LABEL_VALUE_OTHER.sub("_", text)[:63]
+    return value.strip("-_.")
+
+
+def _escaped(key: str) -> str:
+    """A key as a JSON pointer's reference token (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def release_of(node: Object) -> str:
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    found = labels.get(NODEGROUP_IMAGE_LABEL) or (
+        ((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion") or "unknown"
+    )
+    return label_value(str(found))
+
+
+def failed_check(results: Sequence[Object]) -> str | None:
+    return next((str(r["check"]) for r in results if not r["passed"]), None)
+
+
+def result_patch(node: Object, results: Sequence[Object], driver: str) -> list[dict[str, Any]]:
+    """The JSON patch that records `results` on `node`: on a pass, the taint's removal too."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    failed = failed_check(results)
+    patch: list[dict[str, Any]] = []
+    if failed is None:
+        for index, taint in enumerate((node.get("spec") or {}).get("taints") or []):
+            if taint.get("key") == VALIDATION_TAINT_KEY:
+                path = f"/spec/taints/{index}"
+                patch += [
+                    {"op": "test", "path": f"{path}/key", "value": VALIDATION_TAINT_KEY},
+                    {"op": "remove", "path": path},
+                ]
+                break
+        values = {
+            RESULT_LABEL: "passed",
+            VALIDATED_DRIVER_LABEL: label_value(driver),
+            VALIDATED_RELEASE_LABEL: release_of(node),
+        }
+        stale = [FAILED_CHECK_LABEL]
+    else:
+        values = {RESULT_LABEL: "failed", FAILED_CHECK_LABEL: failed}
+        stale = [VALIDATED_DRIVER_LABEL, VALIDATED_RELEASE_LABEL]
+    patch += [
+        {"op": "add", "path": f"/metadata/labels/{_escaped(k)}", "value": v}
+        for k, v in values.items()
+    ]
+    patch += [
+        {"op": "remove", "path": f"/metadata/labels/{_escaped(k)}"} for k in stale if k in labels
+    ]
+    return patch
+
+
+def summary(results: Sequence[Object]) -> str:
+    return "; ".join(
+        f"{r['check']} {'passed' if r['passed'] else 'FAILED'} ({r['seconds']:g}s): {r['reason']}"
+        for r in results
+    )
+
+
+def event(node: Object, namespace: str, results: Sequence[Object], now: datetime) -> Object:
+    meta = node.get("metadata") or {}
+    failed = failed_check(results)
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
+        "involvedObject": {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "name": meta.get("name"),
+            "uid": meta.get("uid"),
+        },
+        "reason": "NodeValidationPassed" if failed is None else "NodeValidationFailed",
+        "type": "Normal" if failed is None else "Warning",
+        # Kubernetes holds an Event's note to 1 KiB (NoteLengthLimit, pkg/apis/core/validation/
+        # events.go).
+        "message": summary(results)[:1024],
+        "source": {"component": COMPONENT, "host": meta.get("name")},
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+
+
+def recent(entry: str, now: float) -> list[float]:
+    """The replacement times of a ledger entry within the past hour."""
+    times = [float(t) for t in entry.split() if t.replace(".", "", 1).isdigit()]
+    return [t for t in times if now - t < HOUR_SECONDS]
+
+
+class Api(Nodes):
+    """The calls to the API server, connected as the MIG startup taint remover connects (its
+    service's address, the account's token and CA, no proxy), each tried again on a connection
+    error, a 429 or a 5xx."""
+
+    def call(self, method: str, path: str, body: Any = None, content: str = "") -> Any:
+        for attempt in range(RETRIES + 1):
+            request = urllib.request.Request(self.server + path, method=method)
+            request.add_header("Authorization", f"Bearer {self.token}")
+            request.add_header("Accept", "application/json")
+            if body is not None:
+                request.data = json.dumps(body).encode()
+                request.add_header("Content-Type", content or "application/json")
+            try:
+                with self.opener.open(request, timeout=30) as response:
+                    return json.load(response)
+            except urllib.error.HTTPError as error:
+                if (error.code != 429 and error.code < 500) or attempt == RETRIES:
+                    message = f"{method} {path}: {error.code} {error.reason}"
+                    raise ApiError(error.code, message) from None
+            except OSError as error:
+                if attempt == RETRIES:
+                    raise ApiError(0, f"{method} {path}: {error}") from None
+            time.sleep(RETRY_SECONDS * (attempt + 1))
+        raise AssertionError("unreachable")
+
+
+def _node_path(name: str) -> str:
+    return f"/api/v1/nodes/{urllib.parse.quote(name)}"
+
+
+def record(api: Api, name: str, results: Sequence[Object], driver: str) -> Object:
+    """Patch the node with the result, reading it again when the patch's `test` or `remove`
+    finds it changed meanwhile (422, 409); the node as it was read."""
+    for attempt in range(RETRIES + 1):
+        node: Object = api.call("GET", _node_path(name))
+        try:
+            api.call(
+                "PATCH",
+                _node_path(name),
+                result_patch(node, results, driver),
+                "application/json-patch+json",
+            )
+            return node
+        except ApiError as error:
+            if error.status not in (409, 422) or attempt == RETRIES:
+                raise
+    raise AssertionError("unreachable")
+
+
+def take_replacement(api: Api, namespace: str, ledger: str, pool: str, cap: int) -> bool:
+    """Whether the pool may replace one more node this hour, counting it if so."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps/{urllib.parse.quote(ledger)}"
+    for attempt in range(RETRIES + 1):
+        found = dict(api.call("GET", path))
+        now = time.time()
+        times = recent((found.get("data") or {}).get(pool, ""), now)
+        if len(times) >= cap:
+            return False
+        found["data"] = {
+            **(found.get("data") or {}),
+            pool: " ".join(f"{t:.0f}" for t in [*times, now]),
+        }
+        try:
+            api.call("PUT", path, found)
+            return True
+        except ApiError as error:
+            if error.status != 409 or attempt == RETRIES:
+                raise
+    raise AssertionError("unreachable")
+
+
+def report(
+    api: Api, env: Mapping[str, str], cfg: validate.Config, results: Sequence[Object]
+) -> str:
+    """Record `results` for the node `NODE_NAME`; what was done, in words."""
+    name, namespace = env["NODE_NAME"], env["POD_NAMESPACE"]
+    node = record(api, name, results, cfg.driver)
+    created = event(node, namespace, results, datetime.now(UTC))
+    api.call("POST", f"/api/v1/namespaces/{namespace}/events", created)
+    failed = failed_check(results)
+    if failed is None:
+        return f"{name}: validation passed, taint removed"
+    cap, pool = int(env.get("REPLACEMENTS_PER_HOUR") or 0), env.get("POOL", "")
+    if cap and take_replacement(api, namespace, env["REPLACEMENT_LEDGER"], pool, cap):
+        api.call("DELETE", _node_path(name))
+        return f"{name}: validation failed ({failed}), node deleted for replacement"
+    if cap:
+        return f"{name}: validation failed ({failed}); pool {pool} replaced {cap} nodes this hour"
+    return f"{name}: validation failed ({failed}), node kept tainted"
+
+
+def node_env(env: Mapping[str, str], node: Object) -> dict[str, str]:
+    """`env` with the expectations `BY_INSTANCE_TYPE` (JSON) holds for the node's instance type
+    (its `node.kubernetes.io/instance-type` label), where it holds any."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    by_type = json.loads(env.get("BY_INSTANCE_TYPE") or "{}")
+    return {**env, **by_type.get(labels.get(INSTANCE_TYPE_LABEL, ""), {})}
+
+
+def main() -> int:
+    try:
+        api = Api.from_pod()
+        env = node_env(os.environ, api.call("GET", _node_path(os.environ["NODE_NAME"])))
+        cfg = validate.config(env)
+    except ApiError as error:
+        print(f"could not read the node: {error}", file=sys.stderr, flush=True)
+        return 1
+    except ValueError as error:
+        print(json.dumps({"passed": False, "error": str(error)}), flush=True)
+        return 2
+    results = validate.validate(cfg)
+    print(json.dumps({"passed": failed_check(results) is None, "checks": results}), flush=True)
+    try:
+        print(report(api, env, cfg, results), flush=True)
+    except ApiError as error:
+        print(f"could not record the result: {error}", file=sys.stderr, flush=True)
+        return 1
+    while True:
+        time.sleep(HOUR_SECONDS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,436 @@
+"""What validates each new node of a pool with `validation.enabled`, in the GPU Operator's
+namespace (Pod Security `privileged`), the only namespace it runs in.
+
+One DaemonSet per pool runs a validation pod on each of the pool's nodes that has no
+`gpu-platform.io/validation` label yet. Once the pod has labelled its node `passed` or `failed`
+the node no longer matches the DaemonSet's node affinity, and the DaemonSet controller deletes
+the pod: `NodeShouldRunDaemonPod` answers (false, false) for a node whose labels its required
+node affinity does not match, and `podsShouldBeOnNode` deletes the daemon pods of a node where
+`shouldContinueRunning` is false (kubernetes pkg/controller/daemon/daemon_controller.go, the
+same from v1.33 to v1.36). The pod therefore runs once per node, and again only if someone
+removes the label.
+
+The pod takes the node's GPUs as the operator's own operands do, through the container
+toolkit's runtime class with `NVIDIA_VISIBLE_DEVICES=all`, not by requesting `nvidia.com/gpu`:
+a node with a GPU fallen off the bus advertises fewer GPUs, and a pod requesting the full count
+would wait there unscheduled instead of failing the `gpu-count` check; a MIG, time-sliced or
+MPS node advertises slices or replicas, not GPUs. Nothing else takes the GPUs meanwhile: the
+validation taint keeps every GPU pod off the node until the pod passes it. On a MIG pool the pod
+waits for the MIG manager's `nvidia.com/mig.config.state=success` (it would otherwise hold the
+GPUs the reconfiguration resets), and skips `nvlink`: NVLink is off on a GPU in MIG mode (DCGM
+2.0.15 release notes).
+
+Its containers, each tool from a pinned official image:
+- `dcgm-diag` (init, unless the pool skips `dcgm-diag`): DCGM's image runs its host engine and
+  `dcgmi diag` under the validator's timeout, and leaves the output for the validator
+  (`validate.recorded`). It runs as root with `SYS_ADMIN`, as DCGM's container documentation runs
+  it.
+- `validator`: the platform's script pod (`script_pod.script_pod_spec`), running `report.py`
+  beside `validate.py` (and the MIG startup taint remover, whose API connection it shares)
+  from a ConfigMap: `nvidia-smi` (mounted by the toolkit), `/sys/class/
+  infiniband`, the recorded diagnostic, then the Node's patch, its Event and, on a Karpenter pool
+  within the pool's cap, the Node's deletion.
+
+The NCCL check is not run: no pinned official image is known to carry nccl-tests'
+`all_reduce_perf`, and NVIDIA publishes no single-node all-reduce bus bandwidth per GPU model to
+hold a node to.
+
+The validator's service account may get and patch Nodes, which the admission policy
+(`admission_policy.py`, declared here) narrows to the taint and the labels; create Events in its
+namespace; and, where a pool replaces failed nodes, delete Nodes and read and update its one
+ledger ConfigMap.
+"""
+
+import hashlib
+import json
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import pulumi
+from pulumi_kubernetes import admissionregistration, apps, core, rbac
+
+from gpu_platform.config import MigSharing
+from gpu_platform.kubernetes.mig_startup_taint import SCRIPT_FILE as MIG_REMOVER_SCRIPT
+from gpu_platform.kubernetes.mig_startup_taint_remover import MIG_READY, MIG_STATE_LABEL
+from gpu_platform.kubernetes.node_validation import validate
+from gpu_platform.kubernetes.node_validation.admission_policy import (
+    node_validator_admission_policy,
+)
+from gpu_platform.kubernetes.node_validation.expectations import NVLINK_LINKS
+from gpu_platform.kubernetes.node_validation.names import (
+    RESULT_LABEL,
+    VALIDATION_TAINT,
+    VALIDATOR_SERVICE_ACCOUNT,
+)
+from gpu_platform.kubernetes.operator_values import gpu_node_tolerations, taint_toleration
+from gpu_platform.kubernetes.script_pod import NO_BYTECODE, script_pod_spec
+from gpu_platform.lock.images import locked
+from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
+from gpu_platform.versions import NODE_VALIDATOR_DCGM_IMAGE, NODE_VALIDATOR_IMAGE
+
+NAME = VALIDATOR_SERVICE_ACCOUNT
+HERE = Path(__file__).parent
+# The reporter, and what it imports: the validator and the remover's API connection.
+SCRIPTS = (HERE / "report.py", HERE / "validate.py", MIG_REMOVER_SCRIPT)
+LEDGER = "gpu-node-validation-replacements"
+DEFAULT_REPLACEMENTS_PER_HOUR = 2
+RECORDED_DIR = "/recorded"
+# Where the GPU Operator's container toolkit registers its runtime handler (the chart's
+# `operator.runtimeClass`, `nvidia`, at v26.7.0), which gives a container the node's GPUs and
+# driver tools.
+RUNTIME_CLASS = "nvidia"
+# Seconds DCGM's host engine gets to stop after the diagnostic, beyond the diagnostic's limit.
+DCGM_EXTRA_SECONDS = 60
+# A node with 8 GPUs or more is a whole NVLinked board (expectations.NVLINK_LINKS); fewer are a
+# part of one, whose links to the GPUs of other tenants' VMs are down.
+WHOLE_BOARD_GPUS = 8
+GPU_ENV = [
+    {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+    {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"},
+]
+# The cluster autoscaler puts a DaemonSet's pod on every template node it would run on, whatever
+# its requests (cluster-autoscaler `forceDaemonSets`; gpu_platform/fit.py), and this one runs on
+# every new node of its pool: whatever it requested would be taken, in the autoscaler's plan, from
+# what a pod sized to the node may ask, for a pod gone minutes after the node joined. So it
+# requests nothing, stated (a limit alone would make the request the limit), and runs on what the
+# new node has free, where nothing but the platform's agents runs yet.
+NO_REQUESTS = {"cpu": "0", "memory": "0"}
+# A daemon pod per node, on nodes that come and go: Pulumi would wait for a pod on each.
+_NO_AWAIT = {"pulumi.com/skipAwait": "true"}
+
+
+def validated_pools(pools: Sequence[ResolvedPool]) -> list[ResolvedPool]:
+    return [pool for pool in pools if pool.spec.validation.enabled]
+
+
+def replacements_per_hour(pool: ResolvedPool, karpenter: bool) -> int:
+    """The pool's cap on replacing failed nodes: none off Karpenter (config rules refuse one)."""
+    if not karpenter:
+        return 0
+    found = pool.spec.validation.replacements_per_hour
+    return DEFAULT_REPLACEMENTS_PER_HOUR if found is None else found
+
+
+def skipped_checks(pool: ResolvedPool) -> list[str]:
+    skipped: list[str] = list(pool.spec.validation.skip_checks)
+    if isinstance(pool.spec.sharing, MigSharing) and "nvlink" not in skipped:
+        skipped.append("nvlink")
+    return skipped
+
+
+@dataclass(frozen=True)
+class NodeHardware:
+    """What a pool's instance or machine types give each node, beyond the pool's GPU shape."""
+
+    efa_devices: int = 0
+    gpus_by_instance_type: Mapping[str, int] = field(default_factory=dict)
+    """GPUs of each instance type the pool's nodes may be; empty where all have the pool's."""
+
+
+def expected_nvlinks(accelerator: str, gpus: int) -> int:
+    if gpus < WHOLE_BOARD_GPUS:
+        return 0
+    return NVLINK_LINKS.get(accelerator, 0)
+
+
+def by_instance_type(pool: ResolvedPool, hardware: NodeHardware) -> dict[str, dict[str, str]]:
+    """The expectations of each instance type whose GPUs differ from the pool's (its largest):
+    a Karpenter pool of several sizes; the reporter reads the node's type and applies them."""
+    accelerator = pool.gpu.accelerator
+    return {
+        name: {
+            "EXPECTED_GPUS": str(gpus),
+            "EXPECTED_NVLINKS": str(expected_nvlinks(accelerator, gpus)),
+        }
+        for name, gpus in sorted(hardware.gpus_by_instance_type.items())
+        if gpus != pool.gpu.count
+    }
+
+
+def validator_env(
+    pool: ResolvedPool, hardware: NodeHardware, replacements: int
+) -> list[dict[str, Any]]:
+    """The validator's configuration (`validate.config`) and the reporter's, from the pool."""
+    if pool.driver is None:
+        raise ValueError(f"pool {pool.spec.name} has no NVIDIA driver to validate against")
+    validation = pool.spec.validation
+    plain = {
+        "EXPECTED_GPUS": pool.gpu.count,
+        "BY_INSTANCE_TYPE": json.dumps(by_instance_type(pool, hardware), sort_keys=True),
+        "DRIVER_VERSION": pool.driver.version,
+        "EXPECTED_NVLINKS": expected_nvlinks(pool.gpu.accelerator, pool.gpu.count),
+        "DCGM_DIAG_LEVEL": validation.dcgm_diag_level,
+        "BUSBW_SHARE": validation.bus_bandwidth_share,
+        "EXPECTED_EFA_DEVICES": hardware.efa_devices,
+        "SKIP_CHECKS": ",".join(skipped_checks(pool)),
+        "RECORDED_OUTPUTS": RECORDED_DIR,
+        "POOL": pool.spec.name,
+        "REPLACEMENTS_PER_HOUR": replacements,
+        "REPLACEMENT_LEDGER": LEDGER,
+    }
+    fields = {"NODE_NAME": "spec.nodeName", "POD_NAMESPACE": "metadata.namespace"}
+    return [
+        *({"name": k, "value": str(v)} for k, v in plain.items()),
+        *({"name": k, "valueFrom": {"fieldRef": {"fieldPath": f}}} for k, f in fields.items()),
+        *GPU_ENV,
+        NO_BYTECODE,
+    ]
+
+
+def dcgm_container(level: int) -> dict[str, Any]:
+    """DCGM's diagnostic at `level`, its output left in the recorded directory."""
+    command = validate.diag_command(str(level))
+    timeout = validate.DCGM_DIAG_TIMEOUT[str(level)]
+    out, err, rc = (f"{RECORDED_DIR}/{command[0]}{s}" for s in validate.RECORDED_SUFFIXES)
+    script = (
+        f"nv-hostengine > {RECORDED_DIR}/nv-hostengine.log 2>&1;"
+        f" timeout {timeout} {shlex.join(command)} > {out} 2> {err}; echo $? > {rc};"
+        " nv-hostengine --term > /dev/null 2>&1; exit 0"
+    )
+    return {
+        "name": "dcgm-diag",
+        "image": locked(NODE_VALIDATOR_DCGM_IMAGE).reference,
+        "command": ["sh", "-c", script],
+        "env": GPU_ENV,
+        "resources": {"requests": NO_REQUESTS, "limits": {"memory": "2Gi"}},
+        "securityContext": {
+            "runAsNonRoot": False,
+            "runAsUser": 0,
+            "runAsGroup": 0,
+            "capabilities": {"add": ["SYS_ADMIN"]},
+        },
+        "volumeMounts": [{"name": "recorded", "mountPath": RECORDED_DIR}],
+    }
+
+
+def node_affinity(pool: ResolvedPool) -> dict[str, Any]:
+    expressions = [
+        {"key": POOL_LABEL, "operator": "In", "values": [pool.spec.name]},
+        {"key": RESULT_LABEL, "operator": "DoesNotExist"},
+    ]
+    if isinstance(pool.spec.sharing, MigSharing):
+        expressions.append({"key": MIG_STATE_LABEL, "operator": "In", "values": [MIG_READY]})
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": expressions}]
+            }
+        }
+    }
+
+
+def validation_pod_spec(
+    pool: ResolvedPool, config_map: str, hardware: NodeHardware, replacements: int
+) -> dict[str, Any]:
+    spec = script_pod_spec(
+        name=NAME,
+        container="validator",
+        image=NODE_VALIDATOR_IMAGE,
+        script=SCRIPTS[0],
+        config_map=config_map,
+        env=validator_env(pool, hardware, replacements),
+        cpu_request=NO_REQUESTS["cpu"],
+        memory="256Mi",
+        memory_request=NO_REQUESTS["memory"],
+    )
+    validator = spec["containers"][0]
+    validator["volumeMounts"].append(
+        {"name": "recorded", "mountPath": RECORDED_DIR, "readOnly": True}
+    )
+    spec["volumes"].append({"name": "recorded", "emptyDir": {}})
+    tolerations = [*gpu_node_tolerations([pool]), taint_toleration(VALIDATION_TAINT)]
+    spec.update(
+        runtimeClassName=RUNTIME_CLASS,
+        affinity=node_affinity(pool),
+        tolerations=list({repr(t): t for t in tolerations}.values()),
+        priorityClassName="system-node-critical",
+    )
+    if "dcgm-diag" not in pool.spec.validation.skip_checks:
+        spec["initContainers"] = [dcgm_container(pool.spec.validation.dcgm_diag_level)]
+    return spec
+
+
+def cluster_role_rules(replaces: bool) -> list[dict[str, Any]]:
+    """Nodes: reading and patching the node the pod runs on (the admission policy narrows the
+    patch), and deleting it where a pool replaces failed nodes."""
+    verbs = ["get", "patch", *(["delete"] if replaces else [])]
+    return [{"apiGroups": [""], "resources": ["nodes"], "verbs": verbs}]
+
+
+def role_rules(replaces: bool) -> list[dict[str, Any]]:
+    """In the namespace: creating Events, and the replacement ledger's read and update."""
+    rules: list[dict[str, Any]] = [
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}
+    ]
+    if replaces:
+        rules.append(
+            {
+                "apiGroups": [""],
+                "resources": ["configmaps"],
+                "resourceNames": [LEDGER],
+                "verbs": ["get", "update"],
+            }
+        )
+    return rules
+
+
+def _role_ref(kind: str) -> Any:
+    return {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": NAME}
+
+
+def _labels(**extra: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "gpu-platform", **extra}
+
+
+class NodeValidation(pulumi.ComponentResource):
+    """The parent of node validation's objects (`declare_node_validation`)."""
+
+    def __init__(self, name: str, opts: pulumi.ResourceOptions) -> None:
+        super().__init__("gpu-platform:kubernetes:NodeValidation", name, None, opts)
+
+
+def declare_node_validation(
+    name: str,
+    pools: Sequence[ResolvedPool],
+    namespace: pulumi.Input[str],
+    namespace_name: str,
+    hardware: Mapping[str, NodeHardware],
+    karpenter: bool,
+    opts: pulumi.ResourceOptions,
+) -> list[pulumi.Resource]:
+    """The validation of every pool with `validation.enabled`, in the operator's `namespace`
+    (`namespace_name` as configured, which the admission policy names the account by); the
+    DaemonSets, one per pool. Nothing where no pool validates."""
+    validated = validated_pools(pools)
+    if not validated:
+        return []
+    opts = pulumi.ResourceOptions(parent=NodeValidation(name, opts))
+    caps = {p.spec.name: replacements_per_hour(p, karpenter) for p in validated}
+    replaces = any(caps.values())
+    scripts = {path.name: path.read_text() for path in SCRIPTS}
+    digest = hashlib.sha256("".join(scripts.values()).encode()).hexdigest()[:10]
+    # Named after its content: new scripts are a new ConfigMap, and the DaemonSets roll to it.
+    config_map_name = f"{NAME}-{digest}"
+    config_map = core.v1.ConfigMap(
+        f"{name}-scripts",
+        metadata={"name": config_map_name, "namespace": namespace, "labels": _labels()},
+        data=scripts,
+        opts=opts,
+    )
+    account = core.v1.ServiceAccount(
+        name,
+        metadata={"name": NAME, "namespace": namespace, "labels": _labels()},
+        automount_service_account_token=False,
+        opts=opts,
+    )
+    subjects = cast(Any, [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}])
+    cluster_role = rbac.v1.ClusterRole(
+        name,
+        metadata={"name": NAME, "labels": _labels()},
+        rules=cast(Any, cluster_role_rules(replaces)),
+        opts=opts,
+    )
+    role = rbac.v1.Role(
+        name,
+        metadata={"name": NAME, "namespace": namespace, "labels": _labels()},
+        rules=cast(Any, role_rules(replaces)),
+        opts=opts,
+    )
+    after_roles = pulumi.ResourceOptions.merge(
+        opts, pulumi.ResourceOptions(depends_on=[account, cluster_role, role])
+    )
+    bindings: list[pulumi.Resource] = [
+        rbac.v1.ClusterRoleBinding(
+            name,
+            metadata={"name": NAME, "labels": _labels()},
+            role_ref=_role_ref("ClusterRole"),
+            subjects=subjects,
+            opts=after_roles,
+        ),
+        rbac.v1.RoleBinding(
+            name,
+            metadata={"name": NAME, "namespace": namespace, "labels": _labels()},
+            role_ref=_role_ref("Role"),
+            subjects=subjects,
+            opts=after_roles,
+        ),
+    ]
+    policy, policy_binding = node_validator_admission_policy(namespace_name)
+    declared_policy = admissionregistration.v1.ValidatingAdmissionPolicy(
+        name,
+        metadata=policy["metadata"],
+        spec=policy["spec"],
+        opts=opts,
+    )
+    bindings.append(
+        admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            name,
+            metadata=policy_binding["metadata"],
+            spec=policy_binding["spec"],
+            opts=pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(depends_on=[declared_policy])
+            ),
+        )
+    )
+    if replaces:
+        # The validators write the times of their replacements into it; Pulumi only creates it.
+        bindings.append(
+            core.v1.ConfigMap(
+                f"{name}-ledger",
+                metadata={"name": LEDGER, "namespace": namespace, "labels": _labels()},
+                opts=pulumi.ResourceOptions.merge(
+                    opts, pulumi.ResourceOptions(ignore_changes=["data"])
+                ),
+            )
+        )
+    # The policy binds before any validator runs: a validator without it could patch anything.
+    ready = pulumi.ResourceOptions.merge(
+        opts, pulumi.ResourceOptions(depends_on=[config_map, *bindings])
+    )
+    return [
+        _daemon_set(
+            f"{name}-{pool.spec.name}",
+            pool,
+            namespace,
+            config_map_name,
+            hardware.get(pool.spec.name, NodeHardware()),
+            caps[pool.spec.name],
+            ready,
+        )
+        for pool in validated
+    ]
+
+
+def _daemon_set(
+    resource_name: str,
+    pool: ResolvedPool,
+    namespace: pulumi.Input[str],
+    config_map: str,
+    hardware: NodeHardware,
+    replacements: int,
+    opts: pulumi.ResourceOptions,
+) -> apps.v1.DaemonSet:
+    labels = _labels(**{POOL_LABEL: pool.spec.name})
+    return apps.v1.DaemonSet(
+        resource_name,
+        metadata={
+            "name": f"{NAME}-{pool.spec.name}",
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": _NO_AWAIT,
+        },
+        spec=cast(
+            Any,
+            {
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": validation_pod_spec(pool, config_map, hardware, replacements),
+                },
+            },
+        ),
+        opts=opts,
+    )

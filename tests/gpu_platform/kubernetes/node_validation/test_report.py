@@ -1,0 +1,207 @@
+"""How the validation pod records a result: against a fake API server that holds every call to
+the validator's ClusterRole and Role (as the program declares them) and every Node update to the
+admission policy's CEL, and applies the JSON patches (RFC 6902) as the API server does."""
+
+import copy
+import urllib.parse
+from typing import Any
+
+import pytest
+
+from gpu_platform.kubernetes.node_validation import names, report
+from gpu_platform.kubernetes.node_validation.validate import Config
+from gpu_platform.kubernetes.node_validation.workload import LEDGER, cluster_role_rules, role_rules
+from tests.gpu_platform.kubernetes.node_validation.test_admission_policy import NODE, admitted
+
+NAMESPACE = "gpu-operator"
+NAME = NODE["metadata"]["name"]
+CFG = Config(
+    gpus=8,
+    driver="580.95.05",
+    nvlinks=18,
+    diag_level="1",
+    busbw_gbps=0,
+    busbw_share=0.8,
+    efa_devices=32,
+    skip=frozenset(),
+)
+PASSED = [{"check": "gpu-count", "passed": True, "reason": "8 GPUs", "seconds": 0.2}]
+FAILED = [
+    *PASSED,
+    {"check": "ecc", "passed": False, "reason": "GPU 3 ECC Disabled", "seconds": 0.0},
+]
+ENV = {"NODE_NAME": NAME, "POD_NAMESPACE": NAMESPACE, "POOL": "h100", "REPLACEMENT_LEDGER": LEDGER}
+
+
+def _pointer(path: str) -> list[str]:
+    return [p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]]
+
+
+def apply(obj: Any, patch: list[dict[str, Any]]) -> Any:
+    """RFC 6902's add, remove and test, as much as the validator uses."""
+    result = copy.deepcopy(obj)
+    for op in patch:
+        *parents, last = _pointer(op["path"])
+        target = result
+        for part in parents:
+            target = target[int(part)] if isinstance(target, list) else target[part]
+        key: Any = int(last) if isinstance(target, list) else last
+        if op["op"] == "test":
+            assert target[key] == op["value"], op
+        elif op["op"] == "remove":
+            del target[key]
+        else:
+            assert op["op"] == "add"
+            target[key] = op["value"]
+    return result
+
+
+def allowed(method: str, path: str, replaces: bool) -> bool:
+    """Whether the validator's rules allow the call: the verb of a request to a named object
+    (k8s.io/apiserver pkg/endpoints/request/requestinfo.go, NewRequestInfo), on nodes by the
+    ClusterRole, in the namespace by the Role."""
+    parts = urllib.parse.urlsplit(path).path.strip("/").split("/")[2:]
+    verb = {"GET": "get", "PATCH": "patch", "PUT": "update", "DELETE": "delete", "POST": "create"}
+    if parts[0] == "nodes":
+        rules, resource, name = cluster_role_rules(replaces), "nodes", parts[1]
+    elif parts[:2] == ["namespaces", NAMESPACE]:
+        rules, resource = role_rules(replaces), parts[2]
+        name = parts[3] if len(parts) > 3 else ""
+    else:
+        return False
+    return any(
+        resource in r["resources"]
+        and verb[method] in r["verbs"]
+        and (not r.get("resourceNames") or name in r["resourceNames"])
+        for r in rules
+    )
+
+
+class FakeApi(report.Api):
+    def __init__(self, node: Any, ledger: str = "", replaces: bool = True) -> None:
+        self.node = copy.deepcopy(node)
+        self.ledger = {"metadata": {"name": LEDGER, "resourceVersion": "1"}, "data": {}}
+        if ledger:
+            self.ledger["data"] = {"h100": ledger}
+        self.replaces = replaces
+        self.calls: list[tuple[str, str]] = []
+        self.events: list[Any] = []
+
+    def call(self, method: str, path: str, body: Any = None, content: str = "") -> Any:
+        assert allowed(method, path, self.replaces), (method, path)
+        self.calls.append((method, path))
+        if path == f"/api/v1/nodes/{NAME}":
+            if method == "PATCH":
+                assert content == "application/json-patch+json"
+                updated = apply(self.node, body)
+                assert admitted(self.node, updated) == []
+                self.node = updated
+            return self.node if method != "DELETE" else {}
+        if path.endswith("/events"):
+            self.events.append(body)
+            return body
+        assert path == f"/api/v1/namespaces/{NAMESPACE}/configmaps/{LEDGER}"
+        if method == "PUT":
+            assert body["metadata"]["resourceVersion"] == self.ledger["metadata"]["resourceVersion"]
+            self.ledger = body
+        return self.ledger
+
+
+def labels(api: FakeApi) -> dict[str, str]:
+    return {k: v for k, v in api.node["metadata"]["labels"].items() if k.startswith("gpu-platform")}
+
+
+def test_a_passing_node_loses_the_taint_and_is_labelled_with_what_it_proved() -> None:
+    node = copy.deepcopy(NODE)
+    node["metadata"]["labels"]["eks.amazonaws.com/nodegroup-image"] = "ami-0abc1234def567890"
+    api = FakeApi(node)
+
+    report.report(api, ENV, CFG, PASSED)
+
+    assert [t["key"] for t in api.node["spec"]["taints"]] == ["nvidia.com/gpu"]
+    assert labels(api) == {
+        names.RESULT_LABEL: "passed",
+        names.VALIDATED_DRIVER_LABEL: "580.95.05",
+        names.VALIDATED_RELEASE_LABEL: "ami-0abc1234def567890",
+    }
+    assert (api.events[0]["reason"], api.events[0]["type"]) == ("NodeValidationPassed", "Normal")
+
+
+def test_a_node_without_an_ami_label_proves_its_kubelet_version() -> None:
+    node = copy.deepcopy(NODE)
+    node["status"] = {"nodeInfo": {"kubeletVersion": "v1.33.5-gke.1080000"}}
+    api = FakeApi(node)
+
+    report.report(api, ENV, CFG, PASSED)
+
+    assert labels(api)[names.VALIDATED_RELEASE_LABEL] == "v1.33.5-gke.1080000"
+
+
+def test_a_failing_node_keeps_the_taint_and_names_the_check() -> None:
+    api = FakeApi(NODE, replaces=False)
+
+    said = report.report(api, ENV, CFG, FAILED)
+
+    assert api.node["spec"]["taints"] == NODE["spec"]["taints"]
+    assert labels(api) == {names.RESULT_LABEL: "failed", names.FAILED_CHECK_LABEL: "ecc"}
+    event = api.events[0]
+    assert (event["reason"], event["type"], event["involvedObject"]["kind"]) == (
+        "NodeValidationFailed",
+        "Warning",
+        "Node",
+    )
+    assert "ecc FAILED (0s): GPU 3 ECC Disabled" in event["message"]
+    assert said.endswith("node kept tainted")
+    assert ("DELETE", f"/api/v1/nodes/{NAME}") not in api.calls
+
+
+def test_a_failing_node_is_replaced_within_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report.time, "time", lambda: 10_000.0)
+    # One replacement 10 minutes ago, one over an hour ago: one counts against a cap of 2.
+    api = FakeApi(NODE, ledger="5400 9400")
+
+    report.report(api, {**ENV, "REPLACEMENTS_PER_HOUR": "2"}, CFG, FAILED)
+
+    assert api.calls[-1] == ("DELETE", f"/api/v1/nodes/{NAME}")
+    assert api.ledger["data"]["h100"] == "9400 10000"
+
+
+def test_a_pool_at_its_cap_keeps_the_failed_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report.time, "time", lambda: 10_000.0)
+    api = FakeApi(NODE, ledger="9000 9400")
+
+    said = report.report(api, {**ENV, "REPLACEMENTS_PER_HOUR": "2"}, CFG, FAILED)
+
+    assert ("DELETE", f"/api/v1/nodes/{NAME}") not in api.calls
+    assert labels(api)[names.RESULT_LABEL] == "failed"
+    assert "replaced 2 nodes this hour" in said
+
+
+def test_a_node_that_passes_after_failing_drops_the_failed_check() -> None:
+    api = FakeApi(NODE, replaces=False)
+    report.report(api, ENV, CFG, FAILED)
+
+    report.report(api, ENV, CFG, PASSED)
+
+    assert names.FAILED_CHECK_LABEL not in labels(api)
+
+
+def test_a_node_of_a_smaller_size_takes_its_types_expectations() -> None:
+    node = copy.deepcopy(NODE)
+    node["metadata"]["labels"]["node.kubernetes.io/instance-type"] = "g6.xlarge"
+    by_type = '{"g6.xlarge": {"EXPECTED_GPUS": "1", "EXPECTED_NVLINKS": "0"}}'
+
+    found = report.node_env({"EXPECTED_GPUS": "4", "BY_INSTANCE_TYPE": by_type}, node)
+
+    assert (found["EXPECTED_GPUS"], found["EXPECTED_NVLINKS"]) == ("1", "0")
+
+
+def test_the_script_names_what_names_py_names() -> None:
+    # The pod cannot import names.py; the script keeps the names literally.
+    assert (names.VALIDATION_TAINT.key, *names.VALIDATION_LABELS) == (
+        report.VALIDATION_TAINT_KEY,
+        report.RESULT_LABEL,
+        report.FAILED_CHECK_LABEL,
+        report.VALIDATED_DRIVER_LABEL,
+        report.VALIDATED_RELEASE_LABEL,
+    )

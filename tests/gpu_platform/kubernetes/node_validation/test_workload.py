@@ -1,0 +1,192 @@
+"""What the program deploys to validate new nodes, on the planned resources of the real program
+under mocks: one DaemonSet per validated pool in the operator's namespace, configured from the
+pool, its RBAC, the admission policy and, on Karpenter, the replacement ledger."""
+
+import json
+from typing import Any
+
+import pytest
+
+from gpu_platform.kubernetes.node_validation import validate
+from gpu_platform.offline.program import Plan, PlannedResource
+from gpu_platform.stack_files import stack_config
+from tests.kubernetes_schemas import manifest
+from tests.kubernetes_schemas import validate as validate_schema
+from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
+
+DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
+# Pulumi.karpenter-dev.yaml: h100-block is p5.48xlarge (8 H100, 32 EFA interfaces: EC2's
+# accelerated computing instance table), l4-reserved g6.xlarge (1 L4) and g6.12xlarge (4 L4).
+KARPENTER = "karpenter-dev"
+KARPENTER_POOLS = ("h100-block", "l4-reserved", "t4-spot", "l4-on-demand")
+
+
+def karpenter_plan(**pool_changes: Any) -> Plan:
+    config = stack_config(KARPENTER, PROJECT)
+    for pool in config["gpu-platform:pools"]:
+        pool.update(pool_changes.get(pool["name"], {}))
+    return shared_plan(KARPENTER, config)
+
+
+def validator(plan: Plan, pool: str) -> PlannedResource:
+    return plan.named(f"node-validation-{pool}", DAEMON_SET)
+
+
+def env(daemon_set: PlannedResource) -> dict[str, Any]:
+    container = daemon_set.inputs["spec"]["template"]["spec"]["containers"][0]
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+def pod(daemon_set: PlannedResource) -> dict[str, Any]:
+    spec: dict[str, Any] = daemon_set.inputs["spec"]["template"]["spec"]
+    return spec
+
+
+@pytest.fixture(scope="module")
+def plan() -> Plan:
+    return karpenter_plan()
+
+
+def test_each_pool_validates_in_the_operators_namespace_once_per_node(plan: Plan) -> None:
+    daemon_set = validator(plan, "h100-block")
+    terms = pod(daemon_set)["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+
+    assert daemon_set.inputs["metadata"]["namespace"] == "gpu-operator"
+    assert terms == [
+        {
+            "matchExpressions": [
+                {"key": "gpu-platform.io/pool", "operator": "In", "values": ["h100-block"]},
+                {"key": "gpu-platform.io/validation", "operator": "DoesNotExist"},
+            ]
+        }
+    ]
+
+
+def test_the_pod_takes_every_gpu_through_the_runtime_class_without_requesting_any(
+    plan: Plan,
+) -> None:
+    spec = pod(validator(plan, "h100-block"))
+    containers = [*spec["initContainers"], *spec["containers"]]
+
+    assert spec["runtimeClassName"] == "nvidia"
+    assert not any("nvidia.com/gpu" in str(c.get("resources")) for c in containers)
+    assert all({"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"} in c["env"] for c in containers)
+    assert {
+        "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation",
+        "operator": "Equal",
+        "value": "pending",
+        "effect": "NoSchedule",
+    } in spec["tolerations"]
+
+
+def test_the_validator_is_configured_from_the_pool(plan: Plan) -> None:
+    found = env(validator(plan, "h100-block"))
+
+    assert {k: found[k] for k in ("EXPECTED_GPUS", "EXPECTED_NVLINKS", "EXPECTED_EFA_DEVICES")} == {
+        "EXPECTED_GPUS": "8",
+        # NVIDIA H100 Tensor Core GPU Architecture whitepaper: 18 NVLink links per H100 SXM5.
+        "EXPECTED_NVLINKS": "18",
+        "EXPECTED_EFA_DEVICES": "32",
+    }
+    assert (found["DCGM_DIAG_LEVEL"], found["SKIP_CHECKS"]) == ("1", "")
+    assert found["NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    validate.config({k: v for k, v in found.items() if isinstance(v, str)})
+
+
+def test_a_pool_of_several_sizes_expects_each_sizes_gpus(plan: Plan) -> None:
+    found = env(validator(plan, "l4-reserved"))
+
+    assert found["EXPECTED_GPUS"] == "4"
+    assert json.loads(found["BY_INSTANCE_TYPE"]) == {
+        "g6.xlarge": {"EXPECTED_GPUS": "1", "EXPECTED_NVLINKS": "0"}
+    }
+
+
+def test_level_two_and_skipped_checks_reach_the_pod() -> None:
+    plan = karpenter_plan(
+        **{"h100-block": {"validation": {"dcgmDiagLevel": 2, "skipChecks": ["pcie"]}}}
+    )
+    spec = pod(validator(plan, "h100-block"))
+    script = spec["initContainers"][0]["command"][2]
+
+    assert env(validator(plan, "h100-block"))["SKIP_CHECKS"] == "pcie"
+    # validate.py DCGM_DIAG_TIMEOUT: 900 seconds for level 2.
+    assert "timeout 900 dcgmi diag -r 2 -j > /recorded/dcgmi.out" in script
+
+
+def test_a_pool_that_skips_the_diagnostic_runs_no_dcgm_container() -> None:
+    plan = karpenter_plan(**{"h100-block": {"validation": {"skipChecks": ["dcgm-diag"]}}})
+
+    assert "initContainers" not in pod(validator(plan, "h100-block"))
+
+
+def test_a_pool_without_validation_gets_no_validator() -> None:
+    plan = karpenter_plan(**{"h100-block": {"validation": {"enabled": False}}})
+
+    assert {r.name for r in plan.of_type(DAEMON_SET) if "node-validation" in r.name} == {
+        f"node-validation-{pool}" for pool in KARPENTER_POOLS if pool != "h100-block"
+    }
+
+
+def test_karpenter_pools_replace_within_their_cap(plan: Plan) -> None:
+    cluster_role = plan.named(
+        "node-validation", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+    )
+    role = plan.named("node-validation", "kubernetes:rbac.authorization.k8s.io/v1:Role")
+
+    assert env(validator(plan, "h100-block"))["REPLACEMENTS_PER_HOUR"] == "2"
+    assert cluster_role.inputs["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch", "delete"]}
+    ]
+    assert role.inputs["rules"][1] == {
+        "apiGroups": [""],
+        "resources": ["configmaps"],
+        "resourceNames": ["gpu-node-validation-replacements"],
+        "verbs": ["get", "update"],
+    }
+    assert plan.named("node-validation-ledger", "kubernetes:core/v1:ConfigMap")
+
+
+def test_a_cap_of_zero_everywhere_may_delete_no_node() -> None:
+    never = {"validation": {"replacementsPerHour": 0}}
+    plan = karpenter_plan(**{p: never for p in KARPENTER_POOLS})
+    cluster_role = plan.named(
+        "node-validation", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+    )
+    role = plan.named("node-validation", "kubernetes:rbac.authorization.k8s.io/v1:Role")
+
+    assert cluster_role.inputs["rules"][0]["verbs"] == ["get", "patch"]
+    assert role.inputs["rules"] == [
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}
+    ]
+
+
+def test_a_node_group_pool_never_replaces(shared_plan_for: Any, dev_config: Any) -> None:
+    plan = shared_plan_for(dev_config)
+    daemon_sets = [r for r in plan.of_type(DAEMON_SET) if r.name.startswith("node-validation-")]
+
+    assert daemon_sets
+    assert {env(d)["REPLACEMENTS_PER_HOUR"] for d in daemon_sets} == {"0"}
+
+
+def test_the_admission_policy_binds_before_any_validator_runs(plan: Plan) -> None:
+    binding = plan.named(
+        "node-validation",
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding",
+    )
+    daemon_set = validator(plan, "h100-block")
+
+    assert binding.urn in daemon_set.dependencies
+    assert binding.inputs["spec"] == {
+        "policyName": "gpu-platform-node-validator",
+        "validationActions": ["Deny"],
+    }
+
+
+def test_the_validators_objects_are_valid_kubernetes(plan: Plan) -> None:
+    for resource in plan.resources:
+        if resource.name.startswith("node-validation") and resource.type.startswith("kubernetes:"):
+            validate_schema(manifest(resource))
