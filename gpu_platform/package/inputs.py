@@ -412,6 +412,13 @@ finds faults (PCIe, memory bandwidth) that level 1 does not."""
     bus_bandwidth_share: float
     """The share of the GPU model's expected all-reduce bus bandwidth a multi-GPU node must
 reach in the NCCL check."""
+    replacements_per_hour: int
+    """How many of the pool's nodes that failed validation may be replaced in any hour: the
+failed Node is deleted, and Karpenter terminates its instance and launches another. Beyond
+it a failed node stays, tainted, until someone looks (a bad release must not churn the
+fleet); 0 never replaces. Karpenter pools only (`provisioner: karpenter`), where it is 2
+unless set: nothing terminates a node group's or GKE node pool's instance for a deleted
+Node (docs/node-validation.md)."""
 
 
 class EksPoolOptionsArgs(TypedDict, total=False):
