@@ -13,6 +13,7 @@ from functools import partial
 from itertools import takewhile
 from typing import Any
 
+import pod_security
 from argo import EXPRESSION
 from checks import resource_policy
 from platform_releases import PLATFORM_OBJECT_PREFIX, PLATFORM_RELEASES, RAW_MANIFEST_KEYS
@@ -21,7 +22,7 @@ from pods import namespace_or_default
 from props import Step, elements, field_path, flag, is_list, number, shown, text, value_at
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 from pulumi_policy.proxy import UnknownValueError
-from settings import Setting
+from settings import EXEMPT_NAMESPACES, Setting
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
@@ -239,8 +240,9 @@ def is_platform_release(args: ResourceValidationArgs) -> bool:
     platform's, reviewed and tested with it (Karpenter 1.14.1's controller, say, runs as 65532,
     non-root, without privilege escalation or capabilities, on a read-only root filesystem
     with the RuntimeDefault seccomp profile: charts/karpenter/templates/deployment.yaml).
-    Neither its place in the program (its parents' types) nor its name or namespace says
-    anything: a program chooses them all."""
+    Neither its place in the program (its parents' types) nor its name or namespace makes it
+    the platform's, as a program chooses them all; name and namespace only narrow what its
+    values may hold (`_named_as_the_platforms`, node-exporter's namespace)."""
     return is_platform_chart(args) and not foreign_settings(args.props)
 
 
@@ -254,6 +256,8 @@ def foreign_settings(props: Mapping[str, Any]) -> list[str]:
     found = [key for key in ("postrender",) if text(props, key)]
     found += ["valueYamlFiles"] if elements(props, "valueYamlFiles") else []
     table = PLATFORM_VALUES.get(chart_name(text(props, "chart") or ""), ChartValues({}))
+    if table.components and not _named_as_the_platforms(props, table):
+        table = table.without_components()
     values = value_at(props, "values")
     try:
         namespace: str | None = text(props, "namespace") or ""
@@ -275,6 +279,14 @@ def foreign_settings(props: Mapping[str, Any]) -> list[str]:
         if not any(path[: len(f)] == f for f in foreign)
         and not (_raw_path(path) in table.paths and _platform_object(item))
     ]
+
+
+def _named_as_the_platforms(props: Mapping[str, Any], table: ChartValues) -> bool:
+    """Whether a release has the name the platform gives its release of the chart and runs in
+    a namespace the stack's policy config exempts (`exemptNamespaces`, which
+    pod-security-standards is given): the GPU Operator's, whose privileged pods need one."""
+    exempt = EXEMPT_NAMESPACES.read(pod_security.CONFIGURED)
+    return text(props, "name") == table.release and text(props, "namespace") in exempt
 
 
 def _foreign_keys(

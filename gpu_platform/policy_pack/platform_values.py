@@ -23,11 +23,14 @@ The GPU Operator's values are the platform's and the stack's `operator.overrides
 program merges over them (gpu_platform/kubernetes/operator_values.py) under any top-level
 component of the chart: so its table takes every key under those components, but
 `namespaceOverride` and the raw-manifest keys at any depth, which the config loader refuses in
-`operator.overrides` too (gpu_platform/config/operator_rules.py). A second release of the
-chart beside the platform's cannot be installed: the chart's ClusterRole is named
-`gpu-operator` whatever the release (gpu-operator v26.7.0
-deployments/gpu-operator/templates/clusterrole.yaml), and Helm refuses an object another release
-owns.
+`operator.overrides` too (gpu_platform/config/operator_rules.py). That holds for the release
+the platform declares alone: of the name it gives it, in a namespace the stack's policy config
+exempts (`exemptNamespaces`, where the operator's privileged pods run); another release of the
+chart is judged by its table's key paths alone, like any other chart's. The chart's
+ClusterRole is named `gpu-operator` whatever the release (gpu-operator v26.7.0
+deployments/gpu-operator/templates/clusterrole.yaml), and Helm refuses an object another
+release owns, so whichever release installs first holds the cluster: name and namespace only
+narrow what is taken wholesale.
 
 tests/gpu_platform/policy_pack/test_platform_values.py derives every key path and value the
 program sets, for the committed stacks and for configs that turn every optional release on,
@@ -161,7 +164,16 @@ class ChartValues:
     """The key paths the platform sets, each with the values it may hold there."""
     components: frozenset[str] = field(default_factory=frozenset)
     """Top-level components of the chart under which every key path is the stack's setting the
-    platform merges in (the GPU Operator's `operator.overrides`)."""
+    platform merges in (the GPU Operator's `operator.overrides`), in the release `release`
+    names alone."""
+    release: str | None = None
+    """The name the platform gives its release of the chart, where it has `components`: only
+    a release of that name, in a namespace the stack's policy config exempts, has its
+    components taken wholesale."""
+
+    def without_components(self) -> "ChartValues":
+        """This table for a release that is not the one the platform names."""
+        return ChartValues(self.paths)
 
     def sets(self, path: KeyPath) -> bool:
         """Whether `path` is one the platform's release of the chart may set."""
@@ -205,6 +217,8 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
     # gpu_platform/kubernetes/gpu_operator.py and operator_values.py.
     "gpu-operator": ChartValues(
         _paths(("extraObjects", LIST)),
+        # gpu_platform/kubernetes/gpu_operator.py, `RELEASE_NAME`.
+        release="gpu-operator",
         # The top-level maps of deployments/gpu-operator/values.yaml at v26.7.0.
         components=frozenset(
             {

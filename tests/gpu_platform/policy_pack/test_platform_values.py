@@ -11,6 +11,7 @@ import pytest
 from gpu_platform.cli.offline import Plan
 from gpu_platform.kubernetes.chart_images.prometheus_stack import PINNED
 from gpu_platform.kubernetes.chart_keys import chart_components
+from gpu_platform.kubernetes.gpu_operator import RELEASE_NAME
 from gpu_platform.policy_pack.platform_values import PLATFORM_VALUES, KeyPath, matching
 from gpu_platform.versions import GPU_OPERATOR_CHART
 from tests.conftest import Config, dev_stack_config, gke_stack_config
@@ -378,3 +379,28 @@ def test_the_operators_values_are_its_components(
     release.inputs["values"] = values
 
     assert bool(messages(analyze(release, config=PROD), VISIBLE)) is not platforms
+
+
+def test_the_operators_release_name_is_the_one_the_platform_gives_it() -> None:
+    assert PLATFORM_VALUES["gpu-operator"].release == RELEASE_NAME
+
+
+@pytest.mark.parametrize(
+    ("name", "namespace"),
+    [("my-operator", "gpu-operator"), ("gpu-operator", "team-a")],
+    ids=["another-name", "another-namespace"],
+)
+def test_a_stacks_own_operator_release_has_no_component_taken_wholesale(
+    analyze: Analyze, name: str, namespace: str
+) -> None:
+    # The chart's ClusterRole `gpu-operator` (v26.7.0 templates/clusterrole.yaml) goes to
+    # whichever release installs first: a stack's own release of the chart, named and placed
+    # otherwise than the platform's, is judged by the table's key paths like any chart.
+    release = gpu_operator_release()
+    release.inputs.update(
+        name=name, namespace=namespace, values={"driver": {"repository": "evil.example.com"}}
+    )
+
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert foreign("values.driver") in message
