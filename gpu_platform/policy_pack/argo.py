@@ -149,8 +149,8 @@ def placed(props: Any, path: tuple[Any, ...], value: Any) -> Any:
 # A `resource` template runs `kubectl <action> -f <manifest> -o json` with its `flags` before
 # the file (argo-workflows v4.1.2 workflow/executor/resource.go, getKubectlArguments; the
 # manifest is written as given, workflow/executor/executor.go, StageFiles): every document of
-# the manifest is created or changed, and a `List`'s items, as kubectl reads a file, before
-# Argo reads kubectl's answer.
+# the manifest is created or changed, and the items of any list (a document with `items`), as
+# kubectl reads a file, before Argo reads kubectl's answer.
 CHANGING_ACTIONS = ("create", "apply", "replace", "patch")
 """The actions that create or change the manifest's objects; `get` and `delete` do neither
 (pkg/apis/workflow/v1alpha1/workflow_types.go, ResourceTemplate.Action)."""
@@ -166,7 +166,7 @@ class Manifest:
     """As Pulumi types it (`kubernetes:apps/v1:Deployment`), `...Patch` for a patch."""
     props: Mapping[str, Any]
     steps: tuple[Step, ...]
-    """Where it is in the manifest: its document, then its place in a `List`'s `items`."""
+    """Where it is in the manifest: its document, then its place in a list's `items`."""
     namespace: str | None
     """The namespace it names, or its flags do; None for the workflow's own."""
 
@@ -230,8 +230,8 @@ def _unread(why: str) -> str:
 
 
 def _documents(manifest: str) -> list[tuple[tuple[Step, ...], dict[str, Any]]] | None:
-    """The manifest's objects as kubectl reads a file: each YAML (or JSON) document, a
-    `List`'s items in its place; None where it cannot be read."""
+    """The manifest's objects as kubectl reads a file: each YAML (or JSON) document, a list's
+    items in its place (`_flattened`); None where it cannot be read."""
     try:
         documents = list(yaml.safe_load_all(manifest))
     except yaml.YAMLError:
@@ -240,15 +240,40 @@ def _documents(manifest: str) -> list[tuple[tuple[Step, ...], dict[str, Any]]] |
     for index, document in enumerate(documents):
         if not isinstance(document, dict):
             continue
-        items = document.get("items")
-        if document.get("kind") == "List" and isinstance(items, list):
-            found += [
-                ((index, "items", i), item)
-                for i, item in enumerate(items)
-                if isinstance(item, dict)
-            ]
-        else:
-            found.append(((index,), document))
+        objects = _flattened((index,), document)
+        if objects is None:
+            return None
+        found += objects
+    return found
+
+
+def _flattened(
+    path: tuple[Step, ...], document: dict[str, Any]
+) -> list[tuple[tuple[Step, ...], dict[str, Any]]] | None:
+    """A document's objects as kubectl creates them: any document with `items` is a list,
+    whatever its kind (apimachinery pkg/apis/meta/v1/unstructured/unstructured.go,
+    `unstructuredJSONScheme.decode` takes any object with an `items` field for an
+    `UnstructuredList`, and kubectl's resource builder flattens lists, nested ones too); an item
+    with neither kind nor apiVersion takes the list's kind without `List` and its apiVersion
+    (`decodeToList`: a `PodList`'s items are Pods). None where the items are no list of objects,
+    which the decoder refuses."""
+    if "items" not in document:
+        return [(path, document)]
+    items = document["items"]
+    if items is None:
+        return []
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        return None
+    kind, api_version = document.get("kind"), document.get("apiVersion")
+    found: list[tuple[tuple[Step, ...], dict[str, Any]]] = []
+    for i, item in enumerate(items):
+        if not item.get("kind") and not item.get("apiVersion"):
+            item_kind = kind.removesuffix("List") if isinstance(kind, str) else kind
+            item = {**item, "kind": item_kind, "apiVersion": api_version}
+        objects = _flattened((*path, "items", i), item)
+        if objects is None:
+            return None
+        found += objects
     return found
 
 

@@ -256,11 +256,24 @@ REQUIRE_DIGESTS = Setting(
     },
 )
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+# An image reference's name and tag as the container runtimes parse one (distribution/reference
+# regexp.go: `[domain[:port]/]path-component[/path-component...][:tag]`, lowercase path
+# components, a tag of up to 128 word characters, dots and dashes). What comes before the `@`
+# must be one: a tag value that ends in `@sha256:<digest>` but holds a line break or a quote
+# (YAML of its own in a chart that writes it unescaped) is no pinned reference.
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_NAME_AND_TAG = re.compile(
+    rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*(?::[0-9]+)?/)?"
+    rf"{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*(?::[\w][\w.-]{{0,127}})?"
+)
 
 
 def image_problem(image: str, require_digest: bool = False) -> str | None:
     """What keeps an image reference from being pinned, or None when it is pinned."""
     name, _, digest = image.partition("@")
+    if not _NAME_AND_TAG.fullmatch(name):
+        return "is not an image reference ([registry/]name[:tag][@sha256:<64 hex>])"
     if digest:
         return None if _DIGEST.fullmatch(digest) else "has a digest that is not sha256:<64 hex>"
     if require_digest:

@@ -13,6 +13,7 @@ from functools import partial
 from itertools import takewhile
 from typing import Any
 
+import pod_security
 from argo import EXPRESSION
 from checks import resource_policy
 from platform_releases import PLATFORM_OBJECT_PREFIX, PLATFORM_RELEASES, RAW_MANIFEST_KEYS
@@ -21,7 +22,7 @@ from pods import namespace_or_default
 from props import Step, elements, field_path, flag, is_list, number, shown, text, value_at
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 from pulumi_policy.proxy import UnknownValueError
-from settings import Setting
+from settings import EXEMPT_NAMESPACES, Setting
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
@@ -239,24 +240,39 @@ def is_platform_release(args: ResourceValidationArgs) -> bool:
     platform's, reviewed and tested with it (Karpenter 1.14.1's controller, say, runs as 65532,
     non-root, without privilege escalation or capabilities, on a read-only root filesystem
     with the RuntimeDefault seccomp profile: charts/karpenter/templates/deployment.yaml).
-    Neither its place in the program (its parents' types) nor its name or namespace says
-    anything: a program chooses them all."""
+    Neither its place in the program (its parents' types) nor its name or namespace makes it
+    the platform's, as a program chooses them all; name and namespace only narrow what its
+    values may hold (`_named_as_the_platforms`, node-exporter's namespace)."""
     return is_platform_chart(args) and not foreign_settings(args.props)
 
 
 def foreign_settings(props: Mapping[str, Any]) -> list[str]:
     """The settings of a release that make its chart run what the platform's own release does
     not: a `postrender` command and `valueYamlFiles`, which no policy reads; each value at a key
-    path the platform's release of the chart does not set, or an image repository other than
-    the one it pins (`platform_values.PLATFORM_VALUES`); and each object in a value the chart
+    path the platform's release of the chart does not set, or that holds what the platform never
+    sets there (`platform_values.PLATFORM_VALUES`); and each object in a value the chart
     renders as given (`platform_releases.RAW_MANIFEST_KEYS`) but the platform's own
     (`PLATFORM_OBJECT_PREFIX`) where the platform gives the chart one."""
     found = [key for key in ("postrender",) if text(props, key)]
     found += ["valueYamlFiles"] if elements(props, "valueYamlFiles") else []
-    table = PLATFORM_VALUES.get(chart_name(text(props, "chart") or ""), ChartValues(frozenset()))
+    table = PLATFORM_VALUES.get(chart_name(text(props, "chart") or ""), ChartValues({}))
+    if table.components and not _named_as_the_platforms(props, table):
+        table = table.without_components()
     values = value_at(props, "values")
-    foreign = list(_foreign_keys(values, (), table))
-    found += [field_path("values", *path) for path in foreign]
+    try:
+        namespace: str | None = text(props, "namespace") or ""
+    except UnknownValueError:
+        namespace = None
+    foreign = list(_foreign_keys(values, (), table, namespace))
+    found += [
+        field_path("values", *path)
+        + (
+            f" (the platform's release sets {table.allowed(path).means})"
+            if table.sets(path)
+            else ""
+        )
+        for path in foreign
+    ]
     return found + [
         field_path("values", *path)
         for path, item in _raw_manifests(values, ())
@@ -265,11 +281,22 @@ def foreign_settings(props: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _foreign_keys(values: Any, path: KeyPath, table: ChartValues) -> Iterator[KeyPath]:
+def _named_as_the_platforms(props: Mapping[str, Any], table: ChartValues) -> bool:
+    """Whether a release has the name the platform gives its release of the chart and runs in
+    a namespace the stack's policy config exempts (`exemptNamespaces`, which
+    pod-security-standards is given): the GPU Operator's, whose privileged pods need one."""
+    exempt = EXEMPT_NAMESPACES.read(pod_security.CONFIGURED)
+    return text(props, "name") == table.release and text(props, "namespace") in exempt
+
+
+def _foreign_keys(
+    values: Any, path: KeyPath, table: ChartValues, namespace: str | None
+) -> Iterator[KeyPath]:
     """Each key path in `values` the platform's release of the chart does not set, outermost
-    first, or sets to another image repository than the one it pins; the values the chart
-    renders as manifests are `_raw_manifests`' to judge. A value not known yet (at preview) is
-    judged by its key alone, unless it is one the platform pins or one to look into."""
+    first, or sets to what it never does (`ChartValues.allowed`: a chart writes most values into
+    its YAML unescaped, so the value decides what it runs as much as the key); the values the
+    chart renders as manifests are `_raw_manifests`' to judge. A value not known yet (at
+    preview) is judged by its key alone, until the update that knows it."""
     if not isinstance(values, Mapping):
         return
     for key in values:
@@ -277,11 +304,13 @@ def _foreign_keys(values: Any, path: KeyPath, table: ChartValues) -> Iterator[Ke
         if key in RAW_MANIFEST_KEYS:
             continue
         if table.sets(here):
-            pinned = table.images.get(here)
-            if pinned is not None and values[key] != pinned:
-                yield here
+            try:
+                if not table.allowed(here).holds(values[key], namespace):
+                    yield here
+            except UnknownValueError:
+                continue
         elif table.leads_to(here) and isinstance(values[key], Mapping):
-            yield from _foreign_keys(values[key], here, table)
+            yield from _foreign_keys(values[key], here, table, namespace)
         else:
             yield here
 

@@ -6,9 +6,10 @@ mirror, a trial version that a setting of the stack chose).
 A program may give its resources any parent types it likes (pulumi
 sdk/go/common/resource/urn.go: a URN's type path is whatever types its parents were registered
 with), so a URN says nothing of who declared a release; this table, part of the pack, and the
-policy config, which the program cannot write, do. The release's name and namespace are no part
-of it: what the chart runs is the chart's, at its version, wherever it is installed, and a
-program names a release and picks its namespace as freely as its parents. Where a chart must
+policy config, which the program cannot write, do. The release's name and namespace never make
+it the platform's: what the chart runs is the chart's, at its version, wherever it is
+installed, and a program names a release and picks its namespace as freely as its parents; they
+only narrow what its values may hold (`platform_values.ChartValues.release`). Where a chart must
 run is a rule of its own (`gpu-operator-release`: the GPU Operator in a namespace of its own,
 which Pod Security lets it run privileged in, as the stack's policy config lists it).
 

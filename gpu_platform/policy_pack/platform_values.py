@@ -1,7 +1,9 @@
 """The chart values the platform's own releases set, per pinned chart: a release of one of the
 platform's charts (`platform_releases.PLATFORM_RELEASES`) is the platform's only when every
-value it sets is at one of its chart's key paths here, and each image repository the platform
-sets is the one it pins.
+value it sets is at one of its chart's key paths here, and holds what the platform sets there
+(`Allowed`): the constant where it always sets one, a strict pattern elsewhere. The charts
+write most values into their YAML unescaped (`UNSAFE_TEXT`), so a value decides what a release
+runs as much as its key does.
 
 A chart at its version runs whatever its values make it run: cluster-autoscaler 9.59.0 renders
 `initContainers`, `hostNetwork`, `extraVolumes` and `image.repository` into its Deployment
@@ -12,30 +14,38 @@ on the host's network and PID namespace wherever that is. So the keys the platfo
 are the stack's, whoever sets them.
 
 A key path is a tuple of map keys from the top of the values. Where the platform sets a list
-(tolerations, env, relabelings, node selector terms, dropped capabilities), the path names the
-list, and what its entries hold is not judged, but for `extraObjects`, whose entries the chart
-renders as manifests of their own (`platform_releases.RAW_MANIFEST_KEYS`).
+(tolerations, relabelings, node selector terms), the path names the list, and what its entries
+hold is not judged (the charts write them with `toYaml`, which quotes what it must), but for
+`extraObjects`, whose entries the chart renders as manifests of their own
+(`platform_releases.RAW_MANIFEST_KEYS`), and the dropped capabilities, which are `[ALL]`.
 
 The GPU Operator's values are the platform's and the stack's `operator.overrides`, which the
 program merges over them (gpu_platform/kubernetes/operator_values.py) under any top-level
 component of the chart: so its table takes every key under those components, but
 `namespaceOverride` and the raw-manifest keys at any depth, which the config loader refuses in
-`operator.overrides` too (gpu_platform/config/operator_rules.py). A second release of the
-chart beside the platform's cannot be installed: the chart's ClusterRole is named
-`gpu-operator` whatever the release (gpu-operator v26.7.0
-deployments/gpu-operator/templates/clusterrole.yaml), and Helm refuses an object another release
-owns.
+`operator.overrides` too (gpu_platform/config/operator_rules.py). That holds for the release
+the platform declares alone: of the name it gives it, in a namespace the stack's policy config
+exempts (`exemptNamespaces`, where the operator's privileged pods run); another release of the
+chart is judged by its table's key paths alone, like any other chart's. The chart's
+ClusterRole is named `gpu-operator` whatever the release (gpu-operator v26.7.0
+deployments/gpu-operator/templates/clusterrole.yaml), and Helm refuses an object another
+release owns, so whichever release installs first holds the cluster: name and namespace only
+narrow what is taken wholesale.
 
-tests/gpu_platform/policy_pack/test_platform_values.py derives every key path the program sets,
-for the committed stacks and for configs that turn every optional release on, and holds this
-table to them both ways.
+tests/gpu_platform/policy_pack/test_platform_values.py derives every key path and value the
+program sets, for the committed stacks and for configs that turn every optional release on,
+and holds this table to them both ways: every path it sets is here, every path here is set, and
+every value it sets is one its path allows.
 
 This module imports nothing of the pack's or the platform's: the pack runs it as its own
 process, and the config loader reads `FOREIGN_ANYWHERE` from it.
 """
 
-from collections.abc import Mapping
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 KeyPath = tuple[str, ...]
 
@@ -46,22 +56,124 @@ node-feature-discovery 0.19.0 subchart, take one. Foreign at any depth but where
 lists it (kube-prometheus-stack's `prometheus-node-exporter.namespaceOverride`, the namespace
 the platform gives node-exporter: gpu_platform/kubernetes/monitoring.py)."""
 
+# The charts write scalars into their YAML as they are, unquoted or inside a quoted scalar:
+# cluster-autoscaler 9.59.0 templates/deployment.yaml `image: "{{ .Values.image.repository
+# }}:{{ .Values.image.tag }}"` (line 63), `- --{{ $key }}={{ $value }}` for `extraArgs` (line
+# 138), `tpl` on `awsRegion` and `autoDiscovery.clusterName`; Karpenter 1.14.1's controller
+# image (tag and digest, unquoted) and `settings.*` through `tpl`; prometheus-node-exporter's
+# `namespace:` from `namespaceOverride`, unquoted. A line break or a quote closes the scalar and
+# what follows is YAML of the value's own (another container, privileged); `{{` is a template
+# wherever the chart runs `tpl`; `---` on a line of its own starts another object.
+UNSAFE_TEXT = re.compile(r'[\n\r"]|\{\{|---')
 
-def _paths(*dotted: str | KeyPath) -> frozenset[KeyPath]:
-    """Key paths written `a.b.c`, or as a tuple where a key holds a dot."""
-    return frozenset(p if isinstance(p, tuple) else tuple(p.split(".")) for p in dotted)
+
+@dataclass(frozen=True)
+class Allowed:
+    """What a value at one key path of the platform's may hold."""
+
+    holds: Callable[[Any, str | None], bool]
+    """Whether a value is allowed, given the release's namespace, which some values follow
+    (None while it is not known, at preview)."""
+    means: str
+    """What is allowed, as a message says it."""
+
+
+def _same(value: Any, constant: Any) -> bool:
+    """`value` is `constant`, as the engine sends properties: numbers as floats, a bool never
+    the number 0 or 1."""
+    if isinstance(constant, bool) or isinstance(value, bool):
+        return value is constant
+    if isinstance(constant, int | float):
+        return isinstance(value, int | float) and value == constant
+    if isinstance(constant, tuple):
+        return (
+            isinstance(value, Sequence)
+            and not isinstance(value, str)
+            and len(value) == len(constant)
+            and all(_same(value[i], c) for i, c in enumerate(constant))
+        )
+    return isinstance(value, str) and value == constant
+
+
+def equal(constant: Any) -> Allowed:
+    """The one value the platform sets there (a list as a tuple)."""
+    shown = json.dumps(list(constant) if isinstance(constant, tuple) else constant)
+    return Allowed(lambda value, _: _same(value, constant), f"only {shown}")
+
+
+def matching(pattern: str, what: str) -> Allowed:
+    """A string matching `pattern` whole, and none a chart's template would read as YAML of its
+    own (`UNSAFE_TEXT`)."""
+    compiled = re.compile(pattern)
+
+    def holds(value: Any, _: str | None) -> bool:
+        return (
+            isinstance(value, str)
+            and compiled.fullmatch(value) is not None
+            and not UNSAFE_TEXT.search(value)
+        )
+
+    return Allowed(holds, what)
+
+
+def one_of(*choices: str) -> Allowed:
+    return Allowed(lambda value, _: value in choices, f"one of {', '.join(choices)}")
+
+
+ANY_BOOL = Allowed(lambda value, _: isinstance(value, bool), "true or false")
+LIST = Allowed(
+    lambda value, _: isinstance(value, Sequence) and not isinstance(value, str),
+    "a list (the chart writes it with toYaml, which quotes what it must)",
+)
+BLOCK_TEXT = Allowed(
+    lambda value, _: isinstance(value, str) and "{{" not in value,
+    "a string the chart indents as a block scalar of its own",
+)
+# Tags as the OCI distribution spec names them, with the digest the platform adds after the
+# tag where the chart renders `<repository>:<tag>` alone.
+TAG = matching(
+    r"[\w][\w.-]{0,127}(@sha256:[0-9a-f]{64})?", "an image tag, @sha256:<digest> after it"
+)
+DIGEST = matching(r"(sha256:)?[0-9a-f]{64}", "a sha256 digest")
+QUANTITY = matching(r"[0-9]+(\.[0-9]+)?(m|[KMGTPE]i?)?", "a resource quantity (100m, 1Gi)")
+PERCENT = matching(r"[0-9]{1,3}%", "a percentage (25%)")
+# EKS CreateCluster's `name` (EKS API reference): what an EKS cluster may be named.
+EKS_CLUSTER = matching(r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}", "an EKS cluster's name")
+AWS_REGION = matching(r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]", "an AWS region (us-east-1)")
+# SQS CreateQueue `QueueName`: up to 80 letters, digits, hyphens and underscores.
+SQS_QUEUE = matching(r"[A-Za-z0-9_-]{1,80}", "an SQS queue's name")
+STACK_MARK = matching(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", "<project>/<stack>")
+NODE_EXPORTER_NAMESPACE = Allowed(
+    lambda value, namespace: (
+        isinstance(value, str) and (namespace is None or value == f"{namespace}-node-exporter")
+    ),
+    "the namespace the platform gives node-exporter: the release's own namespace followed by "
+    "-node-exporter",
+)
+ANY = Allowed(lambda value, _: True, "any value")
+
+
+def _paths(*entries: tuple[str | KeyPath, Allowed]) -> Mapping[KeyPath, Allowed]:
+    """Key paths written `a.b.c`, or as a tuple where a key holds a dot, each with its values."""
+    return {(p if isinstance(p, tuple) else tuple(p.split("."))): a for p, a in entries}
 
 
 @dataclass(frozen=True)
 class ChartValues:
-    paths: frozenset[KeyPath]
-    """The key paths the platform sets."""
-    images: Mapping[KeyPath, str] = field(default_factory=dict)
-    """The image repository the platform pins, by the key path it is set at: a release setting
-    another there runs another image."""
-    components: frozenset[str] = frozenset()
+    paths: Mapping[KeyPath, Allowed]
+    """The key paths the platform sets, each with the values it may hold there."""
+    components: frozenset[str] = field(default_factory=frozenset)
     """Top-level components of the chart under which every key path is the stack's setting the
-    platform merges in (the GPU Operator's `operator.overrides`)."""
+    platform merges in (the GPU Operator's `operator.overrides`), in the release `release`
+    names alone."""
+    release: str | None = None
+    """The name the platform gives its release of the chart, where it has `components`: only
+    a release of that name, in a namespace the stack's policy config exempts, has its
+    components taken wholesale."""
+
+    def without_components(self) -> "ChartValues":
+        """This table for a release that is not the one the platform names."""
+        return ChartValues(self.paths)
 
     def sets(self, path: KeyPath) -> bool:
         """Whether `path` is one the platform's release of the chart may set."""
@@ -77,10 +189,10 @@ class ChartValues:
             return True
         return any(len(e) > len(path) and e[: len(path)] == path for e in self.paths)
 
+    def allowed(self, path: KeyPath) -> Allowed:
+        """What a value at `path`, one the platform sets, may hold."""
+        return self.paths.get(path, ANY)
 
-_AUTOSCALER_IMAGE = ("image", "repository")
-_EFA_IMAGE = ("image", "repository")
-_KARPENTER_IMAGE = ("controller", "image", "repository")
 
 # kube-prometheus-stack's images the platform runs by the digest the lock holds, each by the
 # key its template reads it from (gpu_platform/kubernetes/chart_images/prometheus_stack.py,
@@ -98,11 +210,15 @@ _PROMETHEUS_STACK_DIGESTS = (
     "grafana.image.sha",
     "grafana.sidecar.image.sha",
 )
+# gpu_platform/kubernetes/helm_release.py, `DAEMONSET_MAX_UNAVAILABLE`.
+_ROLLOUT = PERCENT
 
 PLATFORM_VALUES: Mapping[str, ChartValues] = {
     # gpu_platform/kubernetes/gpu_operator.py and operator_values.py.
     "gpu-operator": ChartValues(
-        _paths("extraObjects"),
+        _paths(("extraObjects", LIST)),
+        # gpu_platform/kubernetes/gpu_operator.py, `RELEASE_NAME`.
+        release="gpu-operator",
         # The top-level maps of deployments/gpu-operator/values.yaml at v26.7.0.
         components=frozenset(
             {
@@ -143,75 +259,89 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
     # gpu_platform/eks/efa_device_plugin.py.
     "aws-efa-k8s-device-plugin": ChartValues(
         _paths(
-            "image.repository",
-            "image.tag",
-            ("nodeSelector", "gpu-platform.io/efa"),
-            "tolerations",
-            "updateStrategy.rollingUpdate.maxUnavailable",
-        ),
-        {_EFA_IMAGE: "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin"},
+            (
+                "image.repository",
+                equal("602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin"),
+            ),
+            ("image.tag", TAG),
+            (("nodeSelector", "gpu-platform.io/efa"), equal("true")),
+            ("tolerations", LIST),
+            ("updateStrategy.rollingUpdate.maxUnavailable", _ROLLOUT),
+        )
     ),
     # gpu_platform/kubernetes/monitoring.py.
     "kube-prometheus-stack": ChartValues(
         _paths(
-            "grafana.adminPassword",
-            "grafana.sidecar.dashboards.enabled",
-            "grafana.sidecar.dashboards.label",
-            "grafana.sidecar.dashboards.labelValue",
-            "prometheus-node-exporter.namespaceOverride",
-            "prometheus-node-exporter.tolerations",
-            "prometheus-node-exporter.updateStrategy.rollingUpdate.maxUnavailable",
-            *_PROMETHEUS_STACK_DIGESTS,
+            ("grafana.adminPassword", equal("")),
+            ("grafana.sidecar.dashboards.enabled", equal(True)),
+            ("grafana.sidecar.dashboards.label", equal("grafana_dashboard")),
+            ("grafana.sidecar.dashboards.labelValue", equal("1")),
+            ("prometheus-node-exporter.namespaceOverride", NODE_EXPORTER_NAMESPACE),
+            ("prometheus-node-exporter.tolerations", LIST),
+            ("prometheus-node-exporter.updateStrategy.rollingUpdate.maxUnavailable", _ROLLOUT),
+            *((path, DIGEST) for path in _PROMETHEUS_STACK_DIGESTS),
         )
     ),
-    # gpu_platform/eks/cluster_autoscaler.py.
+    # gpu_platform/eks/cluster_autoscaler.py and autoscaler_settings.py.
     "cluster-autoscaler": ChartValues(
         _paths(
-            "autoDiscovery.clusterName",
-            "awsRegion",
-            "cloudProvider",
-            "containerSecurityContext.allowPrivilegeEscalation",
-            "containerSecurityContext.capabilities.drop",
-            "containerSecurityContext.readOnlyRootFilesystem",
-            "expanderPriorities",
-            "extraArgs.balance-similar-node-groups",
-            "extraArgs.balancing-ignore-label",
-            "extraArgs.expander",
-            "image.repository",
-            "image.tag",
-            ("podAnnotations", "cluster-autoscaler.kubernetes.io/safe-to-evict"),
-            "rbac.serviceAccount.create",
-            "rbac.serviceAccount.name",
-            "resources.limits.memory",
-            "resources.requests.cpu",
-            "resources.requests.memory",
-            "securityContext.fsGroup",
-            "securityContext.runAsGroup",
-            "securityContext.runAsNonRoot",
-            "securityContext.runAsUser",
-            "securityContext.seccompProfile.type",
-        ),
-        {_AUTOSCALER_IMAGE: "registry.k8s.io/autoscaling/cluster-autoscaler"},
+            ("autoDiscovery.clusterName", EKS_CLUSTER),
+            ("awsRegion", AWS_REGION),
+            ("cloudProvider", equal("aws")),
+            ("containerSecurityContext.allowPrivilegeEscalation", equal(False)),
+            ("containerSecurityContext.capabilities.drop", equal(("ALL",))),
+            ("containerSecurityContext.readOnlyRootFilesystem", equal(True)),
+            # templates/priority-expander-configmap.yaml: under `priorities: |-`, every line
+            # indented by `indent 4`, so no line of it leaves the block scalar.
+            ("expanderPriorities", BLOCK_TEXT),
+            ("extraArgs.balance-similar-node-groups", ANY_BOOL),
+            ("extraArgs.balancing-ignore-label", equal("nodegroup-name")),
+            # The stack's `autoscaler.expander` (gpu_platform/config/capacity.py).
+            (
+                "extraArgs.expander",
+                one_of("priority,least-waste", "least-waste", "most-pods", "random"),
+            ),
+            ("image.repository", equal("registry.k8s.io/autoscaling/cluster-autoscaler")),
+            ("image.tag", TAG),
+            (
+                ("podAnnotations", "cluster-autoscaler.kubernetes.io/safe-to-evict"),
+                equal("false"),
+            ),
+            ("rbac.serviceAccount.create", equal(True)),
+            ("rbac.serviceAccount.name", equal("cluster-autoscaler")),
+            ("resources.limits.memory", QUANTITY),
+            ("resources.requests.cpu", QUANTITY),
+            ("resources.requests.memory", QUANTITY),
+            ("securityContext.fsGroup", equal(65534)),
+            ("securityContext.runAsGroup", equal(65534)),
+            ("securityContext.runAsNonRoot", equal(True)),
+            ("securityContext.runAsUser", equal(65534)),
+            ("securityContext.seccompProfile.type", equal("RuntimeDefault")),
+        )
     ),
     # gpu_platform/eks/karpenter/controller.py.
-    "karpenter-crd": ChartValues(_paths(("additionalAnnotations", "gpu-platform.io/stack"))),
+    "karpenter-crd": ChartValues(
+        _paths((("additionalAnnotations", "gpu-platform.io/stack"), STACK_MARK))
+    ),
     "karpenter": ChartValues(
         _paths(
-            "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-            ".nodeSelectorTerms",
-            "controller.image.digest",
-            "controller.image.repository",
-            "controller.image.tag",
-            "controller.resources.limits.cpu",
-            "controller.resources.limits.memory",
-            "controller.resources.requests.cpu",
-            "controller.resources.requests.memory",
-            "serviceAccount.name",
-            "settings.clusterName",
-            "settings.enableZonalShift",
-            "settings.interruptionQueue",
-        ),
-        {_KARPENTER_IMAGE: "public.ecr.aws/karpenter/controller"},
+            (
+                "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                ".nodeSelectorTerms",
+                LIST,
+            ),
+            ("controller.image.digest", DIGEST),
+            ("controller.image.repository", equal("public.ecr.aws/karpenter/controller")),
+            ("controller.image.tag", TAG),
+            ("controller.resources.limits.cpu", QUANTITY),
+            ("controller.resources.limits.memory", QUANTITY),
+            ("controller.resources.requests.cpu", QUANTITY),
+            ("controller.resources.requests.memory", QUANTITY),
+            ("serviceAccount.name", equal("karpenter")),
+            ("settings.clusterName", EKS_CLUSTER),
+            ("settings.enableZonalShift", equal(False)),
+            ("settings.interruptionQueue", SQS_QUEUE),
+        )
     ),
 }
 """Each pinned chart's table, by the chart's name."""

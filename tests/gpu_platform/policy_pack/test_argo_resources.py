@@ -85,6 +85,24 @@ def test_a_steps_job_asking_more_gpus_than_allowed_is_refused_in_any_document(
     ]
 
 
+def test_a_typed_list_is_judged_item_by_item(analyze: Analyze) -> None:
+    # Any document with `items` is a list to kubectl, whatever its kind, and an item with
+    # neither kind nor apiVersion takes the list's kind without `List`: a PodList's items are
+    # Pods (apimachinery pkg/apis/meta/v1/unstructured/unstructured.go, decode and decodeToList).
+    pod = privileged_pod()
+    del pod["apiVersion"], pod["kind"]
+    pods = {"apiVersion": "v1", "kind": "PodList", "items": [pod]}
+
+    verdicts = analyze(namespace(), argo("Workflow", step("create", pods)))
+
+    (privileged,) = messages(verdicts, POD_SECURITY)
+    assert privileged.startswith(
+        'privileged: container "app" sets '
+        "spec.templates[0].resource.manifest[0].items[0].spec.containers[0].securityContext"
+        ".privileged=true."
+    )
+
+
 def test_a_step_creating_a_clean_gpu_job_passes(analyze: Analyze) -> None:
     verdicts = analyze(namespace(), argo("Workflow", step("create", gpu_job("1"))))
 

@@ -10,8 +10,9 @@ import pytest
 
 from gpu_platform.kubernetes.chart_images.prometheus_stack import PINNED
 from gpu_platform.kubernetes.chart_keys import chart_components
+from gpu_platform.kubernetes.gpu_operator import RELEASE_NAME
 from gpu_platform.offline.program import Plan
-from gpu_platform.policy_pack.platform_values import PLATFORM_VALUES, KeyPath
+from gpu_platform.policy_pack.platform_values import PLATFORM_VALUES, KeyPath, matching
 from gpu_platform.versions import GPU_OPERATOR_CHART
 from tests.conftest import Config, dev_stack_config, gke_stack_config
 from tests.gpu_platform.policy_pack.builders import (
@@ -78,19 +79,18 @@ def test_every_value_the_program_sets_is_in_its_charts_table(planned: list[Any])
     assert outside == []
 
 
-def test_every_image_repository_the_program_sets_is_the_pinned_one(planned: list[Any]) -> None:
-    repositories = {
-        (_chart(release), path): value
+def test_every_value_the_program_sets_is_one_its_path_allows(planned: list[Any]) -> None:
+    # The constraints are no stricter than the program: each value it sets, at each path.
+    refused = sorted(
+        (_chart(release), path, str(value))
         for release in planned
         for path, value in _key_paths(release.inputs.get("values", {}))
-        if path in PLATFORM_VALUES[_chart(release)].images
-    }
+        if not PLATFORM_VALUES[_chart(release)]
+        .allowed(path)
+        .holds(value, release.inputs.get("namespace"))
+    )
 
-    assert repositories == {
-        (chart, path): repository
-        for chart, table in PLATFORM_VALUES.items()
-        for path, repository in table.images.items()
-    }
+    assert refused == []
 
 
 def test_the_table_holds_no_path_the_program_never_sets(planned: list[Any]) -> None:
@@ -148,6 +148,7 @@ def prometheus_stack(values: Mapping[str, Any]) -> Any:
             "chart": "kube-prometheus-stack",
             "version": "93.4.1",
             "repositoryOpts": {"repo": "https://prometheus-community.github.io/helm-charts"},
+            "namespace": "monitoring",
             **ROLLS_BACK,
             "values": values,
         },
@@ -190,7 +191,11 @@ PRIVILEGED_CONTAINER = {
             autoscaler({"extraVolumes": [{"name": "root", "hostPath": {"path": "/"}}]}),
             "values.extraVolumes",
         ),
-        (autoscaler({"image": {"repository": "evil/x"}}), "values.image.repository"),
+        (
+            autoscaler({"image": {"repository": "evil/x"}}),
+            "values.image.repository (the platform's release sets only \"registry.k8s.io/"
+            'autoscaling/cluster-autoscaler")',
+        ),
         (
             autoscaler({"resources": {"limits": {"nvidia.com/gpu": 64}}}),
             'values.resources.limits["nvidia.com/gpu"]',
@@ -240,6 +245,109 @@ def test_a_pinned_chart_with_values_the_platform_does_not_set_is_the_stacks_own(
     assert foreign(found) in message
 
 
+# A second container, privileged, as a line break in a value the chart writes unescaped makes
+# one: cluster-autoscaler 9.59.0 templates/deployment.yaml renders the container list's
+# `image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"` (line 63) and
+# `- --{{ $key }}={{ $value }}` for each of `extraArgs` (line 138), at this indentation.
+INJECTED = (
+    "\n        - name: evil\n          image: evil/x\n          securityContext: {privileged: true}"
+)
+DIGEST = "@sha256:" + "0" * 64
+
+
+def karpenter(values: Mapping[str, Any]) -> Any:
+    return resource(
+        RELEASE,
+        "karpenter",
+        {
+            "chart": "oci://public.ecr.aws/karpenter/karpenter",
+            "version": "1.14.1",
+            **ROLLS_BACK,
+            "values": values,
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("release", "found"),
+    [
+        (
+            autoscaler({"extraArgs": {"expander": f"priority{INJECTED}"}}),
+            "values.extraArgs.expander (the platform's release sets one of priority,least-waste, "
+            "least-waste, most-pods, random)",
+        ),
+        # Ending in a digest, as the platform's own tag does (`<tag>@sha256:<digest>`).
+        (
+            autoscaler(
+                {"image": {"tag": f'v1.35.2"{INJECTED}\n          workingDir: "/x{DIGEST}'}}
+            ),
+            "values.image.tag (the platform's release sets an image tag, @sha256:<digest> after "
+            "it)",
+        ),
+        # Karpenter 1.14.1 charts/karpenter/templates/_helpers.tpl `karpenter.controller.image`
+        # writes the tag unquoted into the Deployment's `image:`.
+        (
+            karpenter({"controller": {"image": {"tag": f"1.14.1{INJECTED}"}}}),
+            "values.controller.image.tag (the platform's release sets an image tag, "
+            "@sha256:<digest> after it)",
+        ),
+        # The same templates' `securityContext` and `containerSecurityContext` (toYaml): the
+        # platform's values are the restricted ones (gpu_platform/eks/cluster_autoscaler.py).
+        (
+            autoscaler({"securityContext": {"runAsUser": 0}}),
+            "values.securityContext.runAsUser (the platform's release sets only 65534)",
+        ),
+        (
+            autoscaler({"securityContext": {"seccompProfile": {"type": "Unconfined"}}}),
+            "values.securityContext.seccompProfile.type (the platform's release sets only "
+            '"RuntimeDefault")',
+        ),
+        (
+            autoscaler({"containerSecurityContext": {"allowPrivilegeEscalation": True}}),
+            "values.containerSecurityContext.allowPrivilegeEscalation (the platform's release "
+            "sets only false)",
+        ),
+        (
+            autoscaler({"containerSecurityContext": {"capabilities": {"drop": []}}}),
+            "values.containerSecurityContext.capabilities.drop (the platform's release sets "
+            'only ["ALL"])',
+        ),
+        # prometheus-node-exporter (kube-prometheus-stack 93.4.1's subchart)
+        # templates/_helpers.tpl `prometheus-node-exporter.namespace`: its DaemonSet, on the
+        # host's network and PID namespace, lands in `namespaceOverride`.
+        (
+            prometheus_stack({"prometheus-node-exporter": {"namespaceOverride": "kube-system"}}),
+            "values.prometheus-node-exporter.namespaceOverride (the platform's release sets the "
+            "namespace the platform gives node-exporter: the release's own namespace followed "
+            "by -node-exporter)",
+        ),
+    ],
+    ids=[
+        "expander-injection",
+        "tag-injection-ending-in-a-digest",
+        "karpenter-tag-injection",
+        "runAsUser-0",
+        "seccomp-Unconfined",
+        "allowPrivilegeEscalation",
+        "capabilities-kept",
+        "node-exporter-in-kube-system",
+    ],
+)
+def test_a_value_the_platform_never_sets_at_its_path_makes_the_release_the_stacks(
+    analyze: Analyze, release: Any, found: str
+) -> None:
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert foreign(found) in message
+
+
+@pytest.mark.parametrize("value", ["a\nb", 'a"b', "a{{ .Values.x }}b", "a---b"])
+def test_no_pattern_lets_a_value_write_yaml_of_its_own(value: str) -> None:
+    # Whatever a path's pattern, a line break, a quote, a template or a document marker is
+    # refused: the charts write the value unescaped (UNSAFE_TEXT's comment has the lines).
+    assert not matching(r".+", "any line").holds(value, "monitoring")
+
+
 def test_the_platforms_own_values_of_a_pinned_chart_leave_it_the_platforms(
     analyze: Analyze,
 ) -> None:
@@ -271,3 +379,28 @@ def test_the_operators_values_are_its_components(
     release.inputs["values"] = values
 
     assert bool(messages(analyze(release, config=PROD), VISIBLE)) is not platforms
+
+
+def test_the_operators_release_name_is_the_one_the_platform_gives_it() -> None:
+    assert PLATFORM_VALUES["gpu-operator"].release == RELEASE_NAME
+
+
+@pytest.mark.parametrize(
+    ("name", "namespace"),
+    [("my-operator", "gpu-operator"), ("gpu-operator", "team-a")],
+    ids=["another-name", "another-namespace"],
+)
+def test_a_stacks_own_operator_release_has_no_component_taken_wholesale(
+    analyze: Analyze, name: str, namespace: str
+) -> None:
+    # The chart's ClusterRole `gpu-operator` (v26.7.0 templates/clusterrole.yaml) goes to
+    # whichever release installs first: a stack's own release of the chart, named and placed
+    # otherwise than the platform's, is judged by the table's key paths like any chart.
+    release = gpu_operator_release()
+    release.inputs.update(
+        name=name, namespace=namespace, values={"driver": {"repository": "evil.example.com"}}
+    )
+
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert foreign("values.driver") in message
