@@ -276,6 +276,20 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             ("grafana.sidecar.dashboards.enabled", equal(True)),
             ("grafana.sidecar.dashboards.label", equal("grafana_dashboard")),
             ("grafana.sidecar.dashboards.labelValue", equal("1")),
+            # The node validation labels (gpu_platform/kubernetes/node_validation/names.py,
+            # `VALIDATION_LABELS`) on `kube_node_labels`. The kube-state-metrics chart joins the
+            # list unquoted into an argument (templates/deployment.yaml,
+            # `--metric-labels-allowlist={{ .Values.metricLabelsAllowlist | join "," }}`), so
+            # its entries are judged as well: the one the platform sets.
+            (
+                "kube-state-metrics.metricLabelsAllowlist",
+                equal(
+                    (
+                        "nodes=[gpu-platform.io/validation,gpu-platform.io/validation-failed-check,"
+                        "gpu-platform.io/validated-driver,gpu-platform.io/validated-release]",
+                    )
+                ),
+            ),
             ("prometheus-node-exporter.namespaceOverride", NODE_EXPORTER_NAMESPACE),
             ("prometheus-node-exporter.tolerations", LIST),
             ("prometheus-node-exporter.updateStrategy.rollingUpdate.maxUnavailable", _ROLLOUT),
