@@ -26,7 +26,8 @@ class PlatformObject:
     """Its namespace; None for any (a tenant's namespace, the GPU Operator's, which the
     stack's config chooses)."""
     prefix: bool = False
-    """Whether `name` starts its name, the rest naming a release (the canary gate's)."""
+    """Whether `name` starts its name, the rest naming a release (the canary gate's) or a pool
+    (node validation's)."""
 
     def names(self, kind: str, name: str | None) -> bool:
         """Whether an object of `kind` and `name` may be this one (its namespace aside)."""
@@ -46,6 +47,9 @@ PLATFORM_OBJECTS = (
     PlatformObject("Job", "gpu-canary-gate-", prefix=True),
     # gpu_platform/kubernetes/monitoring.py, GKE_DCGM_EXPORTER: in the operator's namespace.
     PlatformObject("DaemonSet", "nvidia-dcgm-exporter-gke"),
+    # gpu_platform/kubernetes/node_validation/workload.py, NAME and the validated pool's name:
+    # in the operator's namespace.
+    PlatformObject("DaemonSet", "gpu-node-validator-", prefix=True),
     # gpu_platform/kubernetes/mig_startup_taint.py, NAME: in the operator's namespace.
     PlatformObject("Deployment", "gpu-mig-startup-taint-remover"),
     # gpu_platform/kubernetes/idle_gpu_pods.py: a CronJob per tenant namespace, named after it,

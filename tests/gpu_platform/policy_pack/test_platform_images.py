@@ -10,6 +10,7 @@ from gpu_platform.kubernetes.canary_gate import GATE_NAME_PREFIX
 from gpu_platform.kubernetes.idle_gpu_pods import REAPER_NAMESPACE
 from gpu_platform.kubernetes.mig_startup_taint import NAME as MIG_REMOVER
 from gpu_platform.kubernetes.monitoring import GKE_DCGM_EXPORTER
+from gpu_platform.kubernetes.node_validation.workload import NAME as NODE_VALIDATOR
 from gpu_platform.kubernetes.tenant_namespace import SMOKE_TEST_NAME
 from gpu_platform.policy_pack.platform_objects import PLATFORM_OBJECTS
 from tests.gpu_platform.policy_pack.builders import (
@@ -156,6 +157,7 @@ def test_the_table_names_the_platforms_objects_as_its_code_names_them() -> None:
         ("Job", GATE_NAME_PREFIX, None, True),
         ("DaemonSet", GKE_DCGM_EXPORTER, None, False),
         ("Deployment", MIG_REMOVER, None, False),
+        ("DaemonSet", f"{NODE_VALIDATOR}-", None, True),
         ("CronJob", None, REAPER_NAMESPACE, False),
         # GoogleCloudPlatform/container-engine-accelerators
         # nvidia-driver-installer/cos/daemonset-preloaded.yaml at the commit
