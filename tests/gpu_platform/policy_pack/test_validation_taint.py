@@ -2,11 +2,15 @@
 every taint, is refused outside the platform's namespaces, in every kind the pack reads pods
 from."""
 
+import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from gpu_platform.kubernetes.node_validation.names import VALIDATION_TAINT
+from gpu_platform.kubernetes.node_validation.workload import NAME as VALIDATOR
+from gpu_platform.offline.analyzer import Verdict
 from tests.gpu_platform.policy_pack.builders import (
     KIND_TYPES,
     SPEC_PATHS,
@@ -17,6 +21,8 @@ from tests.gpu_platform.policy_pack.builders import (
     workload,
 )
 from tests.gpu_platform.policy_pack.test_gpu_workload_crds import CARRIERS, carrier
+from tests.repository import ROOT, STACKS
+from tests.shared_plans import shared_plan
 
 POLICY = "gpu-validation-taint-platform-only"
 KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation"
@@ -111,3 +117,30 @@ def test_the_platforms_namespaces_may_tolerate_it(analyze: Analyze) -> None:
 
     assert messages(default, POLICY) == []
     assert messages(configured, POLICY) == []
+
+
+PROD_POLICY_CONFIG = json.loads((ROOT / "policy-config" / "prod.json").read_text())
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_platforms_own_pods_tolerate_it_under_prods_config(
+    stack: str, analyze_plan: Callable[..., list[Verdict]]
+) -> None:
+    # The validator DaemonSets, the operator's operands and every other pod the platform runs on
+    # a validated pool's nodes tolerate the taint, in the namespaces prod's policy config exempts.
+    resources = shared_plan(stack).resources
+    validators = [
+        r
+        for r in resources
+        if r.type == "kubernetes:apps/v1:DaemonSet"
+        and r.inputs["metadata"]["name"].startswith(f"{VALIDATOR}-")
+    ]
+
+    verdicts = analyze_plan(resources, PROD_POLICY_CONFIG)
+
+    assert all(
+        {"key": KEY, "operator": "Equal", "value": "pending", "effect": "NoSchedule"}
+        in r.inputs["spec"]["template"]["spec"]["tolerations"]
+        for r in validators
+    )
+    assert [v.message for v in verdicts if v.policy_name == POLICY] == []
