@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+from gpu_platform.kubernetes.monitoring import GKE_DCGM_EXPORTER
 from gpu_platform.offline.plan import read_policy_config
 from gpu_platform.offline.program import Plan, run_program
 from gpu_platform.stack_files import stack_config
@@ -55,7 +56,11 @@ def test_gke_dev_stacks_exporter_finds_the_pods_on_gpus_gke_time_shares(plan: Pl
     # pkg/gpu/nvidia/manager.go): dcgm-exporter matches them with `device-name` only (4.5.3-4.8.2
     # internal/pkg/collector/types.go GetIDOfType; prometheus-engine's GKE example sets it). The
     # pool's nodes get the exporter that does, not the operator's.
-    (exporter,) = plan.of_type("kubernetes:apps/v1:DaemonSet")
+    (exporter,) = [
+        r
+        for r in plan.of_type("kubernetes:apps/v1:DaemonSet")
+        if r.inputs["metadata"]["name"] == GKE_DCGM_EXPORTER
+    ]
     spec = exporter.inputs["spec"]["template"]["spec"]
     labels = plan.named("l4-shared", "gcp:container/nodePool:NodePool").inputs["nodeConfig"][
         "labels"

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from gpu_platform.kubernetes.monitoring import GKE_DCGM_EXPORTER
 from gpu_platform.offline.program import Plan
 from tests.conftest import Config
 from tests.stack_variants import with_gke_capacity_pools
@@ -64,7 +65,11 @@ def test_selecting_gke_shared_nodes_by_their_pool_gives_early_ones_two_exporters
     # comes with the pool's update: the pool label every node has from its start would put the
     # platform's exporter beside it.
     plan = gke_shared_plan
-    (exporter,) = plan.of_type("kubernetes:apps/v1:DaemonSet")
+    (exporter,) = [
+        r
+        for r in plan.of_type("kubernetes:apps/v1:DaemonSet")
+        if r.inputs["metadata"]["name"] == GKE_DCGM_EXPORTER
+    ]
     exporter.inputs["spec"]["template"]["spec"]["nodeSelector"] = {
         "gpu-platform.io/pool": "l4-shared"
     }

@@ -11,6 +11,7 @@ from gpu_platform.kubernetes.gke_dcgm_exporter import (
     gke_exporter_env,
     gke_exporter_update_strategy,
 )
+from gpu_platform.kubernetes.monitoring import GKE_DCGM_EXPORTER
 from gpu_platform.offline.plan import read_policy_config
 from gpu_platform.offline.program import Plan, PlannedResource, run_program
 from gpu_platform.stack_files import stack_config
@@ -70,12 +71,13 @@ def plan() -> Plan:
     return run_program("gke-dev", config=mixed_config(), project=PROJECT)
 
 
+def gke_exporters(plan: Plan) -> list[PlannedResource]:
+    """The platform's exporter DaemonSets, among its others (node validation's)."""
+    return [r for r in plan.of_type(DAEMONSET) if r.inputs["metadata"]["name"] == GKE_DCGM_EXPORTER]
+
+
 def gke_exporter(plan: Plan) -> PlannedResource:
-    (daemonset,) = [
-        r
-        for r in plan.of_type(DAEMONSET)
-        if r.inputs["metadata"]["name"] == "nvidia-dcgm-exporter-gke"
-    ]
+    (daemonset,) = gke_exporters(plan)
     return daemonset
 
 
@@ -196,7 +198,7 @@ def test_the_gke_exporter_waits_for_the_operators_release(plan: Plan) -> None:
 def test_a_stack_whose_gpus_only_the_operator_serves_has_no_second_exporter() -> None:
     plan = shared_plan("dev")
 
-    assert [r.inputs["metadata"]["name"] for r in plan.of_type(DAEMONSET)] == []
+    assert gke_exporters(plan) == []
 
 
 def test_an_exporter_turned_off_in_the_chart_values_is_off_on_gke_shared_nodes_too() -> None:
@@ -205,7 +207,7 @@ def test_an_exporter_turned_off_in_the_chart_values_is_off_on_gke_shared_nodes_t
 
     plan = run_program("gke-dev", config=config, project=PROJECT)
 
-    assert plan.of_type(DAEMONSET) == []
+    assert gke_exporters(plan) == []
 
 
 def test_an_override_of_the_id_type_leaves_the_gke_exporter_on_device_names() -> None:
