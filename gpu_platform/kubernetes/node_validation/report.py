@@ -1,7 +1,7 @@
 """Validate the GPU node this pod runs on (`validate.py`, shipped beside it) and record the
 result on the Node: the validation pod's main container, standard library only.
 
-- Passed: one JSON patch (RFC 6902) removes the validation taint, after a `test` that it is still
+- Passed: one JSON patch (RFC 6902) removes the validation taint (`VALIDATION_TAINT_KEY`), after a `test` that it is still
   at that index (a concurrent change of the node's taints fails the patch instead of removing
   another taint), and sets `gpu-platform.io/validation=passed`, the driver and the release the
   node proved. The release is what the Node shows of its image: the AMI id of an EKS managed node
@@ -43,8 +43,8 @@ else:  # run as a script, beside validate.py and the remover in the pod's Config
     from mig_startup_taint_remover import Nodes  # type: ignore[no-redef]
 
 # gpu_platform/kubernetes/node_validation/names.py, which this script cannot import (the pod
-# has none of the platform's modules); a test holds the two to each other.
-VALIDATION_TAINT_KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation"
+# has none of the platform's modules); a test holds the two to each other. The taint's key comes
+# from the pod's `VALIDATION_TAINT_KEY`, which the DaemonSet sets from names.py.
 RESULT_LABEL = "gpu-platform.io/validation"
 FAILED_CHECK_LABEL = "gpu-platform.io/validation-failed-check"
 VALIDATED_DRIVER_LABEL = "gpu-platform.io/validated-driver"
@@ -91,17 +91,20 @@ def failed_check(results: Sequence[Object]) -> str | None:
     return next((str(r["check"]) for r in results if not r["passed"]), None)
 
 
-def result_patch(node: Object, results: Sequence[Object], driver: str) -> list[dict[str, Any]]:
-    """The JSON patch that records `results` on `node`: on a pass, the taint's removal too."""
+def result_patch(
+    node: Object, results: Sequence[Object], driver: str, taint_key: str
+) -> list[dict[str, Any]]:
+    """The JSON patch that records `results` on `node`: on a pass, the removal of the taint
+    `taint_key` too."""
     labels = (node.get("metadata") or {}).get("labels") or {}
     failed = failed_check(results)
     patch: list[dict[str, Any]] = []
     if failed is None:
         for index, taint in enumerate((node.get("spec") or {}).get("taints") or []):
-            if taint.get("key") == VALIDATION_TAINT_KEY:
+            if taint.get("key") == taint_key:
                 path = f"/spec/taints/{index}"
                 patch += [
-                    {"op": "test", "path": f"{path}/key", "value": VALIDATION_TAINT_KEY},
+                    {"op": "test", "path": f"{path}/key", "value": taint_key},
                     {"op": "remove", "path": path},
                 ]
                 break
@@ -194,7 +197,9 @@ def _node_path(name: str) -> str:
     return f"/api/v1/nodes/{urllib.parse.quote(name)}"
 
 
-def record(api: Api, name: str, results: Sequence[Object], driver: str) -> Object:
+def record(
+    api: Api, name: str, results: Sequence[Object], driver: str, taint_key: str
+) -> Object:
     """Patch the node with the result, reading it again when the patch's `test` or `remove`
     finds it changed meanwhile (422, 409); the node as it was read."""
     for attempt in range(RETRIES + 1):
@@ -203,7 +208,7 @@ def record(api: Api, name: str, results: Sequence[Object], driver: str) -> Objec
             api.call(
                 "PATCH",
                 _node_path(name),
-                result_patch(node, results, driver),
+                result_patch(node, results, driver, taint_key),
                 "application/json-patch+json",
             )
             return node
@@ -240,7 +245,7 @@ def report(
 ) -> str:
     """Record `results` for the node `NODE_NAME`; what was done, in words."""
     name, namespace = env["NODE_NAME"], env["POD_NAMESPACE"]
-    node = record(api, name, results, cfg.driver)
+    node = record(api, name, results, cfg.driver, env["VALIDATION_TAINT_KEY"])
     created = event(node, namespace, results, datetime.now(UTC))
     api.call("POST", f"/api/v1/namespaces/{namespace}/events", created)
     failed = failed_check(results)

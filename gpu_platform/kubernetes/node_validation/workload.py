@@ -170,6 +170,7 @@ def validator_env(
         "POOL": pool.spec.name,
         "REPLACEMENTS_PER_HOUR": replacements,
         "REPLACEMENT_LEDGER": LEDGER,
+        "VALIDATION_TAINT_KEY": VALIDATION_TAINT.key,
     }
     fields = {"NODE_NAME": "spec.nodeName", "POD_NAMESPACE": "metadata.namespace"}
     return [

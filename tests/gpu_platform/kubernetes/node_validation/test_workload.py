@@ -75,7 +75,7 @@ def test_the_pod_takes_every_gpu_through_the_runtime_class_without_requesting_an
     assert not any("nvidia.com/gpu" in str(c.get("resources")) for c in containers)
     assert all({"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"} in c["env"] for c in containers)
     assert {
-        "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-platform-validation",
+        "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
         "operator": "Equal",
         "value": "pending",
         "effect": "NoSchedule",
@@ -93,6 +93,10 @@ def test_the_validator_is_configured_from_the_pool(plan: Plan) -> None:
     }
     assert (found["DCGM_DIAG_LEVEL"], found["SKIP_CHECKS"]) == ("1", "")
     assert found["NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    # The taint report.py removes on a pass: the one the pool's nodes join with.
+    assert found["VALIDATION_TAINT_KEY"] == (
+        "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation"
+    )
     validate.config({k: v for k, v in found.items() if isinstance(v, str)})
 
 
