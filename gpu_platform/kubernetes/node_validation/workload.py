@@ -67,6 +67,7 @@ from gpu_platform.kubernetes.node_validation.admission_policy import (
 )
 from gpu_platform.kubernetes.node_validation.expectations import NVLINK_LINKS
 from gpu_platform.kubernetes.node_validation.names import (
+    FAILED_TAINT_KEY,
     RESULT_LABEL,
     VALIDATION_TAINT,
     VALIDATOR_SERVICE_ACCOUNT,
@@ -260,7 +261,13 @@ def validation_pod_spec(
         {"name": "recorded", "mountPath": RECORDED_DIR, "readOnly": True}
     )
     spec["volumes"].append({"name": "recorded", "emptyDir": {}})
-    tolerations = [*gpu_node_tolerations([pool]), taint_toleration(VALIDATION_TAINT)]
+    tolerations = [
+        *gpu_node_tolerations([pool]),
+        taint_toleration(VALIDATION_TAINT),
+        # A failed node kept has it: without it a failed node's validation could not run again
+        # once its label is removed.
+        {"key": FAILED_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
+    ]
     spec.update(
         runtimeClassName=RUNTIME_CLASS,
         affinity=node_affinity(pool),

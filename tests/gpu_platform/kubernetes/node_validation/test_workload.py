@@ -209,3 +209,14 @@ def test_the_validators_objects_are_valid_kubernetes(plan: Plan) -> None:
     for resource in plan.resources:
         if resource.name.startswith("node-validation") and resource.type.startswith("kubernetes:"):
             validate_schema(manifest(resource))
+
+
+def test_a_failed_node_can_be_validated_again(plan: Plan) -> None:
+    # A failed node that was not replaced carries the failure taint beside the validation taint.
+    tolerations = pod(validator(plan, "h100-block"))["tolerations"]
+
+    assert {
+        "key": "gpu-platform.io/validation-failed",
+        "operator": "Exists",
+        "effect": "NoSchedule",
+    } in tolerations
