@@ -9,8 +9,8 @@ result on the Node: the validation pod's main container, standard library only.
   (its `eks.amazonaws.com/nodegroup-image` label), else the kubelet's version in
   `status.nodeInfo` (a GKE node's version, `v1.33.5-gke.1080000`; on a Karpenter node the EKS
   build of Kubernetes its AMI carries, since the Node names no AMI).
-- Failed: an Event first; then, on a pool whose nodes are replaced (`REPLACEMENTS_PER_HOUR`
-  above 0, Karpenter's pools), the Node is deleted, which Karpenter answers by terminating its
+- Failed: on a pool whose nodes are replaced (`REPLACEMENTS_PER_HOUR` above 0, Karpenter's
+  pools), the Node is deleted, which Karpenter answers by terminating its
   instance, unless the pool has already had that many replacements in the past hour. The
   replacements are counted in a ConfigMap (`REPLACEMENT_LEDGER`, one key per pool, the times of
   its replacements), updated with its `resourceVersion`, so two nodes failing at once cannot
@@ -19,8 +19,9 @@ result on the Node: the validation pod's main container, standard library only.
   `FAILED_TAINT_KEY` (names.py says why). The label comes last because it ends this pod (below):
   labelled first, the pod could be killed between the ledger's update and the deletion, a
   replacement counted and none made. SIGTERM is held off from the ledger's update to the label.
-- Either way the Event on the Node (created in this pod's namespace: `kubectl describe node`
-  lists a node's events from every namespace) gives every check's result and seconds.
+- Either way an Event on the Node (created in this pod's namespace: `kubectl describe node`
+  lists a node's events from every namespace), posted before anything else, gives every check's
+  result and seconds, and the label comes last, with SIGTERM held off until it is set.
 - With `--exempt-untainted` (the pod's first init container, before any tool runs): a node
   without the validation taint is labelled `exempt` and nothing is checked. Such a node joined
   before its pool was validated, or had its label removed; it may carry tenants' work, which
@@ -303,14 +304,6 @@ def report(
     name, namespace = env["NODE_NAME"], env["POD_NAMESPACE"]
     taint_key = env["VALIDATION_TAINT_KEY"]
     failed = failed_check(results)
-    if failed is None:
-        node = record(api, name, results, cfg.driver, taint_key)
-        api.call(
-            "POST",
-            f"/api/v1/namespaces/{namespace}/events",
-            event(node, namespace, results, datetime.now(UTC)),
-        )
-        return f"{name}: validation passed, taint removed"
     node = api.call("GET", _node_path(name))
     api.call(
         "POST",
@@ -319,7 +312,8 @@ def report(
     )
     cap, pool = int(env.get("REPLACEMENTS_PER_HOUR") or 0), env.get("POOL", "")
     with sigterm_held_off():
-        replaced = bool(cap) and take_replacement(
+        replaced = failed is not None and bool(cap)
+        replaced = replaced and take_replacement(
             api, namespace, env["REPLACEMENT_LEDGER"], pool, cap
         )
         if replaced:
@@ -330,6 +324,8 @@ def report(
             # Deleted, the Node may be gone already (Karpenter's finalizer ended).
             if not replaced or error.status != 404:
                 raise
+    if failed is None:
+        return f"{name}: validation passed, taint removed"
     if replaced:
         return f"{name}: validation failed ({failed}), node deleted for replacement"
     if cap:
