@@ -16,6 +16,7 @@ from gpu_platform.config import (
     pool_preference,
 )
 from gpu_platform.eks.node_group_names import node_group_pattern
+from gpu_platform.kubernetes.node_validation.duration import go_duration, until_validated_seconds
 
 # Higher wins. Capacity already paid for comes first, capacity that can be taken back last. A
 # group whose new nodes fail to start (a full reservation) is backed off and another one grown:
@@ -138,13 +139,36 @@ PRIORITY_CONFIG_MAP = "cluster-autoscaler-priority-expander"
 the autoscaler's `--namespace` flag (`PriorityConfigMapName`, expander/priority/priority.go)."""
 
 
-def autoscaler_args(spec: ClusterAutoscalerSpec) -> dict[str, Any]:
+def autoscaler_args(spec: ClusterAutoscalerSpec, pools: Sequence[GpuPoolSpec]) -> dict[str, Any]:
     """The autoscaler's flags the platform depends on, as the chart's `extraArgs`."""
     return {
         "balance-similar-node-groups": spec.balance_similar_node_groups,
         **(BALANCING_IGNORED_LABELS if spec.balance_similar_node_groups else {}),
         # Groups of one priority are compared by the next expander of the list.
         "expander": "priority,least-waste" if spec.expander == "priority" else spec.expander,
+        **_validation_start_times(pools),
+    }
+
+
+def _validation_start_times(pools: Sequence[GpuPoolSpec]) -> dict[str, str]:
+    """How long the autoscaler lets a new node start, stretched to a validated node's longest wait.
+
+    A node still carrying the validation taint (a startup taint) is not ready to the autoscaler.
+    Younger than `max-node-startup-time` it is starting; older, unready, and removed once unready
+    `scale-down-unready-time` (`updateReadinessStats`, clusterstate/clusterstate.go). A scale-up
+    whose node is not started by `max-node-provision-time` times out and backs its group off
+    (`updateScaleRequests`). Both default to 15 minutes (config/flags/flags.go), less than a
+    validation at its tools' timeouts takes. On AWS neither can be set per group: its
+    `autoscaling-options/` tags are read for the scale-down options only (`GetOptions`,
+    cloudprovider/aws/aws_manager.go; all cluster-autoscaler-1.35.2), so they are the
+    cluster's flags, and every group's scale-up timeout grows with them.
+    """
+    seconds = until_validated_seconds(pools)
+    if not seconds:
+        return {}
+    return {
+        "max-node-provision-time": go_duration(seconds),
+        "max-node-startup-time": go_duration(seconds),
     }
 
 
@@ -156,7 +180,7 @@ def own_autoscaler_settings(
     and the priority expander's ConfigMap text (None where the stack's expander is another)."""
     flags = [
         f"--{key}={str(value).lower() if isinstance(value, bool) else value}"
-        for key, value in autoscaler_args(spec).items()
+        for key, value in autoscaler_args(spec, pools).items()
     ]
     return {
         "flags": flags,

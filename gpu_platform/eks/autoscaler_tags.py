@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 
 from gpu_platform.config import ConfigProblem, key_path
 from gpu_platform.eks.node_labels import AWS_ACCELERATOR_LABEL
+from gpu_platform.kubernetes.node_validation.duration import go_duration
 from gpu_platform.node_identity import NodeIdentity, ResolvedPool
 
 AUTOSCALER_PREFIX = "k8s.io/cluster-autoscaler/"
@@ -39,11 +40,13 @@ def autoscaler_tags(
     idle_minutes: int,
     disk_size_gib: int,
     allocatable: Mapping[str, str] | None = None,
+    until_validated_seconds: int = 0,
 ) -> dict[str, str]:
     """The discovery tags, every node-template hint and the scale-down options for a group of
     nodes with `identity` whose kubelet keeps pods' data on a `disk_size_gib` filesystem
     (`gpu_platform.eks.local_storage.kubelet_disk_gib`) and offers pods `allocatable` CPU,
-    memory and pods (`gpu_platform.eks.kubelet_allocatable`).
+    memory and pods (`gpu_platform.eks.kubelet_allocatable`), and whose new nodes may stay
+    unvalidated up to `until_validated_seconds` after their scale-up.
 
     EKS tags a managed node group's Auto Scaling group for discovery itself; these use the same
     values, so neither overwrites the other, and discovery no longer hangs on it.
@@ -67,6 +70,12 @@ def autoscaler_tags(
     # without changing it for every other node group of the cluster.
     tags[OPTION_TAG_PREFIX + "scaledownunneededtime"] = f"{idle_minutes}m0s"
     tags.update(_never_drain_a_running_job(identity))
+    if until_validated_seconds:
+        # A node still validating is unready to the autoscaler, which removes an unready node
+        # after `--scale-down-unready-time` (20 minutes; core/scaledown/eligibility/
+        # eligibility.go), read per group from this tag (`GetOptions`, cloudprovider/aws/
+        # aws_manager.go; cluster-autoscaler-1.35.2).
+        tags[OPTION_TAG_PREFIX + "scaledownunreadytime"] = go_duration(until_validated_seconds)
     return tags
 
 

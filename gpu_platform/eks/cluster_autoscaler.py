@@ -192,7 +192,7 @@ def autoscaler_values(
         # keeps it from draining its own node mid-operation (cluster-autoscaler FAQ, "What types
         # of pods can prevent CA from removing a node?").
         "podAnnotations": {SAFE_TO_EVICT: "false"},
-        "extraArgs": autoscaler_args(spec),
+        "extraArgs": autoscaler_args(spec, [pool.spec for pool in pools]),
         **(
             {"expanderPriorities": expander_priorities([pool.spec for pool in pools])}
             if spec.expander == "priority"

@@ -28,6 +28,7 @@ from gpu_platform.eks.node_group_names import node_group_name_prefix, zone_share
 from gpu_platform.eks.node_labels import eks_node_identity
 from gpu_platform.eks.node_repair import node_repair_config_for
 from gpu_platform.eks.placement import NodeGroupPlacement
+from gpu_platform.kubernetes.node_validation.duration import until_validated_seconds
 from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
 from gpu_platform.rollout_timeouts import eks_update_timeout
 from gpu_platform.secrets import secret_if
@@ -132,7 +133,12 @@ class EksGpuNodeGroup(pulumi.ComponentResource):
         disk_gib = kubelet_disk_gib(spec, args.placement.instance_types, args.node_image)
         allocatable = kubelet_allocatable(args.placement.instance_types[0])
         hints = autoscaler_tags(
-            identity, args.cluster.name, args.idle_minutes, disk_gib, allocatable
+            identity,
+            args.cluster.name,
+            args.idle_minutes,
+            disk_gib,
+            allocatable,
+            until_validated_seconds([spec]),
         )
         self.node_groups: list[eks.NodeGroup] = []
         autoscaling_group_names = []

@@ -47,7 +47,10 @@ from pulumi_kubernetes import batch, core, rbac
 from gpu_platform.config import OperatorSpec, Provisioner
 from gpu_platform.instance import part_name
 from gpu_platform.kubernetes.canary_driver_check import PENDING_EXIT_CODE, TOKEN_DIR
-from gpu_platform.kubernetes.node_validation.duration import worst_case_seconds
+from gpu_platform.kubernetes.node_validation.duration import (
+    NODE_START_SECONDS,
+    worst_case_seconds,
+)
 from gpu_platform.kubernetes.nvidia_driver import driver_image_path, nvidia_driver_for
 from gpu_platform.kubernetes.script_pod import NO_BYTECODE, SCRIPT_DIR
 from gpu_platform.kubernetes.tenant_namespace import (
@@ -59,10 +62,6 @@ from gpu_platform.node_identity import ResolvedPool
 from gpu_platform.versions import CANARY_GATE_CHECK_IMAGE
 
 GATE_NAME_PREFIX = "gpu-canary-gate-"
-# The time the canary's first node may take: started from zero, the GPU Operator preparing it.
-# Where the canary's nodes prove themselves, its gate's pod waits for that too: no pod of the gate
-# tolerates the validation taint (`gate_start_seconds`).
-GATE_START_SECONDS = 900
 RELEASE_ANNOTATION = "gpu-platform.io/canary-release"
 # Karpenter replaces the nodes of an updated NodePool or EC2NodeClass by drift, after `pulumi up`
 # has moved on (karpenter.sh docs, concepts/disruption.md, "Drift"), so an old node of the canary
@@ -142,8 +141,9 @@ def canary_node_labels(canary: ResolvedPool, provisioner: Provisioner) -> dict[s
 
 def gate_start_seconds(canary: ResolvedPool) -> int:
     """How long the gate's pod may wait for a node of the canary it can run on: the node's start
-    and, on a validated pool, its validation at the longest its tools may take."""
-    return GATE_START_SECONDS + worst_case_seconds(canary.spec.validation, canary.gpu.count)
+    and, on a validated pool, its validation at the longest its tools may take: no pod of the
+    gate tolerates the validation taint."""
+    return NODE_START_SECONDS + worst_case_seconds(canary.spec.validation, canary.gpu.count)
 
 
 def canary_gate_job(

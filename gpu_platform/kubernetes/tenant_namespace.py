@@ -15,7 +15,8 @@ fails at once when the Job reports `Failed` with reason `BackoffLimitExceeded` o
 `DeadlineExceeded`; any other reason (a `podFailurePolicy` rule's `FailJob`) goes unnoticed
 until the wait times out. So the Job does not retry a failed `nvidia-smi` (`backoffLimit: 0`),
 except when the pod was disrupted (a spot node reclaimed); it gives up after
-`smokeTestDeadlineSeconds`, which must cover scaling the pool up from zero; and Pulumi's own
+`smokeTestDeadlineSeconds`, which must cover scaling the pool up from zero, and on a validated
+pool the longest its new node's validation may take (`worst_case_seconds`); and Pulumi's own
 timeout is set past that deadline, so the error shown is the Job's, with its pods' warnings. A
 failed Job is replaced, and so re-run, on the next `pulumi up` (`pulumi.com/replaceUnready`). A
 finished Job is kept, not deleted after a TTL: `pulumi refresh` would find it gone and the next
@@ -45,6 +46,7 @@ from gpu_platform.accelerators import MIG_SLICES
 from gpu_platform.config import OperatorSpec, Provisioner, TenantNamespaceSpec, quota_setting
 from gpu_platform.kubernetes.gpu_pod import gpu_pod_annotations, gpu_pod_spec
 from gpu_platform.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL
+from gpu_platform.kubernetes.node_validation.duration import worst_case_seconds
 from gpu_platform.kubernetes.nvidia_driver import upgrade_hold_seconds
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.lock.images import locked
@@ -119,7 +121,7 @@ class GpuTenantNamespace(pulumi.ComponentResource):
             pool = next(p for p in args.pools if p.spec.name == spec.smoke_test_pool)
             job_spec = smoke_test_job_spec(
                 pool,
-                spec.smoke_test_deadline_seconds,
+                smoke_test_deadline_seconds(spec, pool),
                 args.provisioner,
                 driver_rollout=args.driver_rollout,
             )
@@ -149,6 +151,14 @@ class GpuTenantNamespace(pulumi.ComponentResource):
                 "smoke_test_job_name": self.smoke_test_job_name,
             }
         )
+
+
+def smoke_test_deadline_seconds(spec: TenantNamespaceSpec, pool: ResolvedPool) -> int:
+    """`smokeTestDeadlineSeconds`, and on a validated pool the longest a new node may stay
+    tainted before it takes the Job's pod, which does not tolerate the validation taint."""
+    return spec.smoke_test_deadline_seconds + worst_case_seconds(
+        pool.spec.validation, pool.gpu.count
+    )
 
 
 def namespace_labels(spec: TenantNamespaceSpec) -> dict[str, str]:

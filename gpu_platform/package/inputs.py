@@ -820,7 +820,9 @@ GPU Operator. `baseline` is for images that cannot run as a non-root user."""
 the Job fails, so does `pulumi up`."""
     smoke_test_deadline_seconds: int
     """How long the smoke test may take, scaling its pool up from zero and the GPU Operator
-preparing the new node included; past it the Job fails, and `pulumi up` with it. On GKE
+preparing the new node included; past it the Job fails, and `pulumi up` with it. On a pool
+whose nodes are validated (`pools[].validation`) the deadline grows by the longest a new
+node's validation may take, every check at its timeout (docs/node-validation.md). On GKE
 Ubuntu the smoke test also waits for its pool's new driver, and the deadline grows by the
 longest the operator may keep a node on the old one (`operator.driverUpgradeJobWaitMinutes`
 and 5 minutes) and three times 11 minutes for the node's relabelling and the Job's backoff

@@ -1,23 +1,34 @@
 """The admission policy that holds the node validator's service account to its one job on Nodes:
-taking the validation taint off and setting the validation labels, nothing else.
+taking the validation taint off, marking a failed node and setting the validation labels, on its
+own node only, and deleting its own node only while that node has not passed.
 
-RBAC cannot say which fields of a Node a `patch` may change; a ValidatingAdmissionPolicy
-(admissionregistration.k8s.io/v1, GA in Kubernetes 1.30) can, comparing the Node after the
-update (`object`) with the Node before it (`oldObject`) in CEL. The policy matches only updates
-of Nodes by the validator's service account (`matchConditions` on `request.userInfo.username`)
-and denies one unless:
-- its taints are the old ones, or the old ones less the validation taint;
+RBAC cannot say which fields of a Node a `patch` may change, nor which Node: a
+ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA in Kubernetes 1.30) can, comparing
+the Node after the update (`object`) with the Node before it (`oldObject`) in CEL. The policy
+matches only updates and deletions of Nodes by the validator's service account (`matchConditions`
+on `request.userInfo.username`) and denies one unless the Node is the one the request's token
+was bound to: the pod's service account token, bound to its pod, carries the pod's node in the
+user's extra `authentication.kubernetes.io/node-name` (KEP-4193, "Improved multi-node
+ServiceAccount token binding": beta and on by default from Kubernetes 1.30, GA in 1.32,
+`ServiceAccountTokenPodNodeInfo` in kubernetes pkg/features/kube_features.go; every version
+the platform supports, `SUPPORTED_KUBERNETES_VERSIONS`, is newer). An update is denied too
+unless:
+- its taints are the old ones, the old ones less the validation and failure taints, or the old
+  ones with only failure taints (`FAILED_TAINT_KEY`, `NoSchedule`) changed;
 - every label other than the validation labels is as it was, none added or removed;
 - its annotations, finalizers and owner references are as they were;
 - the rest of its spec (every NodeSpec field but `taints`) is as it was.
+A deletion is denied unless the Node still carries the validation taint: a node that passed is
+never deleted.
 
-The expressions use only standard CEL (`has`, `all`, `filter`, `in`, equality), none of
-Kubernetes' CEL libraries, so that a CEL implementation outside Kubernetes can evaluate them.
+The expressions use only standard CEL (`has`, `all`, `exists`, `filter`, `in`, equality), none
+of Kubernetes' CEL libraries, so that a CEL implementation outside Kubernetes can evaluate them.
 """
 
 from typing import Any
 
 from gpu_platform.kubernetes.node_validation.names import (
+    FAILED_TAINT_KEY,
     VALIDATION_LABELS,
     VALIDATION_TAINT,
     VALIDATOR_SERVICE_ACCOUNT,
@@ -34,6 +45,7 @@ OTHER_SPEC_FIELDS = (
     "providerID",
     "unschedulable",
 )
+NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
 # ObjectMeta's fields a client can change on update besides `labels`; the others are the API
 # server's or immutable.
 OTHER_METADATA_FIELDS = ("annotations", "finalizers", "ownerReferences")
@@ -51,34 +63,64 @@ def _quoted(values: tuple[str, ...]) -> str:
 
 
 VARIABLES = [
+    {"name": "deleting", "expression": "request.operation == 'DELETE'"},
     {
         "name": "oldTaints",
         "expression": "has(oldObject.spec.taints) ? oldObject.spec.taints : []",
     },
-    {"name": "newTaints", "expression": "has(object.spec.taints) ? object.spec.taints : []"},
+    {
+        "name": "newTaints",
+        "expression": (
+            "variables.deleting ? [] : has(object.spec.taints) ? object.spec.taints : []"
+        ),
+    },
     {
         "name": "oldLabels",
         "expression": "has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}",
     },
     {
         "name": "newLabels",
-        "expression": "has(object.metadata.labels) ? object.metadata.labels : {}",
+        "expression": (
+            "variables.deleting ? {} : has(object.metadata.labels) ? object.metadata.labels : {}"
+        ),
     },
 ]
 
 
+def _on_update(expression: str) -> str:
+    """CEL: `expression` holds, or the request is a deletion (which has no `object`)."""
+    return f"variables.deleting || ({expression})"
+
+
 def validations() -> list[dict[str, str]]:
-    taint, labels = f"'{VALIDATION_TAINT.key}'", _quoted(VALIDATION_LABELS)
+    taint, failed = f"'{VALIDATION_TAINT.key}'", f"'{FAILED_TAINT_KEY}'"
+    labels = _quoted(VALIDATION_LABELS)
     return [
         {
             "expression": (
-                "variables.newTaints == variables.oldTaints || variables.newTaints =="
-                f" variables.oldTaints.filter(t, t.key != {taint})"
+                f"'{NODE_NAME_EXTRA}' in request.userInfo.extra &&"
+                f" request.userInfo.extra['{NODE_NAME_EXTRA}'] == [oldObject.metadata.name]"
             ),
-            "message": f"the node validator may only remove the taint {VALIDATION_TAINT.key}",
+            "message": "the node validator may only change or delete the node its pod runs on",
         },
         {
-            "expression": (
+            "expression": f"!variables.deleting || variables.oldTaints.exists(t, t.key == {taint})",
+            "message": f"the node validator may only delete a node that has the taint"
+            f" {VALIDATION_TAINT.key}",
+        },
+        {
+            "expression": _on_update(
+                "variables.newTaints == variables.oldTaints || variables.newTaints =="
+                f" variables.oldTaints.filter(t, t.key != {taint} && t.key != {failed}) ||"
+                f" (variables.newTaints.filter(t, t.key != {failed}) =="
+                f" variables.oldTaints.filter(t, t.key != {failed}) &&"
+                f" variables.newTaints.all(t, t.key != {failed} || t.effect == 'NoSchedule'))"
+            ),
+            "message": f"the node validator may only remove the taint {VALIDATION_TAINT.key}"
+            f" and set or remove the taint {FAILED_TAINT_KEY}",
+        },
+        {
+            "expression": _on_update(
                 f"variables.newLabels.all(k, k in {labels} || (k in variables.oldLabels &&"
                 " variables.oldLabels[k] == variables.newLabels[k])) &&"
                 f" variables.oldLabels.all(k, k in {labels} || k in variables.newLabels)"
@@ -89,17 +131,19 @@ def validations() -> list[dict[str, str]]:
             ),
         },
         {
-            "expression": " && ".join(
-                f"({_unchanged(f'metadata.{field}')})" for field in OTHER_METADATA_FIELDS
+            "expression": _on_update(
+                " && ".join(
+                    f"({_unchanged(f'metadata.{field}')})" for field in OTHER_METADATA_FIELDS
+                )
             ),
             "message": "the node validator may not change a node's annotations, finalizers or"
             " owners",
         },
         {
-            "expression": " && ".join(
-                f"({_unchanged(f'spec.{field}')})" for field in OTHER_SPEC_FIELDS
+            "expression": _on_update(
+                " && ".join(f"({_unchanged(f'spec.{field}')})" for field in OTHER_SPEC_FIELDS)
             ),
-            "message": "the node validator may not change a node's spec beyond its taint",
+            "message": "the node validator may not change a node's spec beyond its taints",
         },
     ]
 
@@ -122,7 +166,7 @@ def node_validator_admission_policy(namespace: str) -> list[dict[str, Any]]:
                     {
                         "apiGroups": [""],
                         "apiVersions": ["v1"],
-                        "operations": ["UPDATE"],
+                        "operations": ["UPDATE", "DELETE"],
                         "resources": ["nodes"],
                     }
                 ]

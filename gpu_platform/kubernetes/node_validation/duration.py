@@ -8,7 +8,9 @@ all-reduce test. A check the pool skips does not run; the five read from one `nv
 it only all together.
 """
 
-from gpu_platform.config.pools import PoolValidation
+from collections.abc import Iterable
+
+from gpu_platform.config.pools import GpuPoolSpec, PoolValidation
 from gpu_platform.kubernetes.node_validation.validate import (
     DCGM_DIAG_TIMEOUT,
     NCCL_TIMEOUT,
@@ -17,6 +19,9 @@ from gpu_platform.kubernetes.node_validation.validate import (
 
 SMI_CHECKS = frozenset({"gpu-count", "driver", "ecc", "memory", "pcie"})
 """The checks that read the one `nvidia-smi -q -x` (`validate.checks`)."""
+NODE_START_SECONDS = 900
+"""Our allowance for a new GPU node to start, from the scale-up to its device plugin's GPUs: the
+instance launched, the node registered, the GPU Operator's driver and plugin ready."""
 POD_START_SECONDS = 300
 """Our allowance for the validation pod to start once the node's driver and device plugin are up
 (its image pulled, DCGM's host engine started): no source bounds it."""
@@ -38,3 +43,20 @@ def worst_case_seconds(validation: PoolValidation, gpus: int) -> int:
     if gpus > 1 and "nccl-bandwidth" not in skipped:
         seconds += NCCL_TIMEOUT
     return seconds
+
+
+def until_validated_seconds(pools: Iterable[GpuPoolSpec]) -> int:
+    """The longest a new node of any of `pools` may take from its scale-up to its validation's
+    end: its start and its validation's worst case; 0 where no pool validates its nodes. Before
+    its machine is resolved a pool may not say how many GPUs its nodes have: then the NCCL test,
+    which only a node of several GPUs runs, is counted, an upper bound."""
+    longest = max(
+        (worst_case_seconds(pool.validation, pool.gpus_per_node or 2) for pool in pools),
+        default=0,
+    )
+    return NODE_START_SECONDS + longest if longest else 0
+
+
+def go_duration(seconds: int) -> str:
+    """`seconds` as a Go duration (`time.ParseDuration`), spelt as Go prints one: `37m0s`."""
+    return f"{seconds // 60}m{seconds % 60}s"

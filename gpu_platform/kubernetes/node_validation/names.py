@@ -18,8 +18,20 @@ VALIDATION_TAINT = Taint(
 )
 
 LABEL_PREFIX = "gpu-platform.io/"
+# 33 characters, within EKS's 63. Not a startup taint, nor in any NodePool's `startupTaints`:
+# Karpenter leaves a node's startup taints out when it decides whether a pending pod fits a node
+# that is not initialized yet (`StateNode.Taints`, pkg/controllers/state/statenode.go), and a
+# failed node never is, so it would keep counting the failed node as room for the pool's pods.
+# A taint it does not know of it holds against them (`ExistingNode.CanAdd`, pkg/controllers/
+# provisioning/scheduling/existingnode.go; kubernetes-sigs/karpenter v1.14.1), and starts
+# another node for them.
+FAILED_TAINT_KEY = f"{LABEL_PREFIX}validation-failed"
+"""A lasting taint, its value the failed check, on a node that failed and is not replaced."""
 RESULT_LABEL = f"{LABEL_PREFIX}validation"
-"""`passed` or `failed`."""
+"""`passed`, `failed`, or `exempt` on a node that had no validation taint when its validation
+pod started (a node that joined before its pool was validated): nothing was checked there, since
+the checks would run beside the work it already carries."""
+EXEMPT = "exempt"
 FAILED_CHECK_LABEL = f"{LABEL_PREFIX}validation-failed-check"
 """The first check that failed (`gpu-count`, `ecc`, ...), on a node that failed."""
 VALIDATED_DRIVER_LABEL = f"{LABEL_PREFIX}validated-driver"

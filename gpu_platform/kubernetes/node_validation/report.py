@@ -1,21 +1,31 @@
 """Validate the GPU node this pod runs on (`validate.py`, shipped beside it) and record the
 result on the Node: the validation pod's main container, standard library only.
 
-- Passed: one JSON patch (RFC 6902) removes the validation taint (`VALIDATION_TAINT_KEY`), after a
-  `test` that it is still at that index (a concurrent change of the node's taints fails the patch
-  instead of removing another taint), and sets `gpu-platform.io/validation=passed`, the driver and
-  the release the node proved. The release is what the Node shows of its image: the AMI id of an
-  EKS managed node group's node (its `eks.amazonaws.com/nodegroup-image` label), else the kubelet's
-  version in `status.nodeInfo` (a GKE node's version, `v1.33.5-gke.1080000`; on a Karpenter node
-  the EKS build of Kubernetes its AMI carries, since the Node names no AMI).
-- Failed: the taint stays; the node is labelled `failed` with the first failed check.
+- Passed: one JSON patch (RFC 6902) removes the validation taint (`VALIDATION_TAINT_KEY`) and
+  any `FAILED_TAINT_KEY` of an earlier failure, after a `test` that each is still at its index (a
+  concurrent change of the node's taints fails the patch instead of removing another taint),
+  and sets `gpu-platform.io/validation=passed`, the driver and the release the node proved. The
+  release is what the Node shows of its image: the AMI id of an EKS managed node group's node
+  (its `eks.amazonaws.com/nodegroup-image` label), else the kubelet's version in
+  `status.nodeInfo` (a GKE node's version, `v1.33.5-gke.1080000`; on a Karpenter node the EKS
+  build of Kubernetes its AMI carries, since the Node names no AMI).
+- Failed: on a pool whose nodes are replaced (`REPLACEMENTS_PER_HOUR` above 0, Karpenter's
+  pools), the Node is deleted, which Karpenter answers by terminating its
+  instance, unless the pool has already had that many replacements in the past hour. The
+  replacements are counted in a ConfigMap (`REPLACEMENT_LEDGER`, one key per pool, the times of
+  its replacements), updated with its `resourceVersion`, so two nodes failing at once cannot
+  both take the last place. Last, the node keeps the validation taint and is labelled `failed`
+  with the first failed check; one that is not replaced also gets the lasting taint
+  `FAILED_TAINT_KEY` (names.py says why). The label comes last because it ends this pod (below):
+  labelled first, the pod could be killed between the ledger's update and the deletion, a
+  replacement counted and none made. SIGTERM is held off from the ledger's update to the label.
 - Either way an Event on the Node (created in this pod's namespace: `kubectl describe node`
-  lists a node's events from every namespace) gives every check's result and seconds.
-- Failed on a pool whose nodes are replaced (`REPLACEMENTS_PER_HOUR` above 0, Karpenter's
-  pools): the Node is deleted, which Karpenter answers by terminating its instance, unless the
-  pool has already had that many replacements in the past hour. The replacements are counted in
-  a ConfigMap (`REPLACEMENT_LEDGER`, one key per pool, the times of its replacements), updated
-  with its `resourceVersion`, so two nodes failing at once cannot both take the last place.
+  lists a node's events from every namespace), posted before anything else, gives every check's
+  result and seconds, and the label comes last, with SIGTERM held off until it is set.
+- With `--exempt-untainted` (the pod's first init container, before any tool runs): a node
+  without the validation taint is labelled `exempt` and nothing is checked. Such a node joined
+  before its pool was validated, or had its label removed; it may carry tenants' work, which
+  DCGM's diagnostic would contend with.
 
 Once labelled, the node no longer matches the DaemonSet's node affinity and the DaemonSet
 controller deletes this pod; until then it sleeps, since a DaemonSet's pods restart on exit.
@@ -26,12 +36,14 @@ container validates the node again.
 import json
 import os
 import re
+import signal
 import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,6 +58,8 @@ else:  # run as a script, beside validate.py and the remover in the pod's Config
 # has none of the platform's modules); a test holds the two to each other. The taint's key comes
 # from the pod's `VALIDATION_TAINT_KEY`, which the DaemonSet sets from names.py.
 RESULT_LABEL = "gpu-platform.io/validation"
+EXEMPT = "exempt"
+FAILED_TAINT_KEY = "gpu-platform.io/validation-failed"
 FAILED_CHECK_LABEL = "gpu-platform.io/validation-failed-check"
 VALIDATED_DRIVER_LABEL = "gpu-platform.io/validated-driver"
 VALIDATED_RELEASE_LABEL = "gpu-platform.io/validated-release"
@@ -91,23 +105,36 @@ def failed_check(results: Sequence[Object]) -> str | None:
     return next((str(r["check"]) for r in results if not r["passed"]), None)
 
 
+def _taint_removals(node: Object, keys: Sequence[str]) -> list[dict[str, Any]]:
+    """JSON patch operations that remove the node's taints of `keys`, each after a `test` that
+    it is still there; the last first, so that no removal moves another's index."""
+    taints = list(enumerate((node.get("spec") or {}).get("taints") or []))
+    patch: list[dict[str, Any]] = []
+    for index, taint in reversed(taints):
+        if taint.get("key") in keys:
+            path = f"/spec/taints/{index}"
+            patch += [
+                {"op": "test", "path": f"{path}/key", "value": taint["key"]},
+                {"op": "remove", "path": path},
+            ]
+    return patch
+
+
+def has_taint(node: Object, key: str) -> bool:
+    return any(t.get("key") == key for t in (node.get("spec") or {}).get("taints") or [])
+
+
 def result_patch(
-    node: Object, results: Sequence[Object], driver: str, taint_key: str
+    node: Object, results: Sequence[Object], driver: str, taint_key: str, replaced: bool = False
 ) -> list[dict[str, Any]]:
     """The JSON patch that records `results` on `node`: on a pass, the removal of the taint
-    `taint_key` too."""
+    `taint_key` (and of an earlier failure's) too; on a failure of a node not `replaced`, the
+    lasting failure taint."""
     labels = (node.get("metadata") or {}).get("labels") or {}
     failed = failed_check(results)
     patch: list[dict[str, Any]] = []
     if failed is None:
-        for index, taint in enumerate((node.get("spec") or {}).get("taints") or []):
-            if taint.get("key") == taint_key:
-                path = f"/spec/taints/{index}"
-                patch += [
-                    {"op": "test", "path": f"{path}/key", "value": taint_key},
-                    {"op": "remove", "path": path},
-                ]
-                break
+        patch += _taint_removals(node, [taint_key, FAILED_TAINT_KEY])
         values = {
             RESULT_LABEL: "passed",
             VALIDATED_DRIVER_LABEL: label_value(driver),
@@ -115,16 +142,26 @@ def result_patch(
         }
         stale = [FAILED_CHECK_LABEL]
     else:
+        if not replaced:
+            taint = {"key": FAILED_TAINT_KEY, "value": failed, "effect": "NoSchedule"}
+            patch += _taint_removals(node, [FAILED_TAINT_KEY])
+            patch.append({"op": "add", "path": "/spec/taints/-", "value": taint})
         values = {RESULT_LABEL: "failed", FAILED_CHECK_LABEL: failed}
         stale = [VALIDATED_DRIVER_LABEL, VALIDATED_RELEASE_LABEL]
-    patch += [
+    return patch + label_patch(labels, values, stale)
+
+
+def label_patch(
+    labels: Object, values: Mapping[str, str], stale: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Set `values`, remove the `stale` labels the node has."""
+    patch: list[dict[str, Any]] = [
         {"op": "add", "path": f"/metadata/labels/{_escaped(k)}", "value": v}
         for k, v in values.items()
     ]
-    patch += [
+    return patch + [
         {"op": "remove", "path": f"/metadata/labels/{_escaped(k)}"} for k in stale if k in labels
     ]
-    return patch
 
 
 def summary(results: Sequence[Object]) -> str:
@@ -197,7 +234,14 @@ def _node_path(name: str) -> str:
     return f"/api/v1/nodes/{urllib.parse.quote(name)}"
 
 
-def record(api: Api, name: str, results: Sequence[Object], driver: str, taint_key: str) -> Object:
+def record(
+    api: Api,
+    name: str,
+    results: Sequence[Object],
+    driver: str,
+    taint_key: str,
+    replaced: bool = False,
+) -> Object:
     """Patch the node with the result, reading it again when the patch's `test` or `remove`
     finds it changed meanwhile (422, 409); the node as it was read."""
     for attempt in range(RETRIES + 1):
@@ -206,7 +250,7 @@ def record(api: Api, name: str, results: Sequence[Object], driver: str, taint_ke
             api.call(
                 "PATCH",
                 _node_path(name),
-                result_patch(node, results, driver, taint_key),
+                result_patch(node, results, driver, taint_key, replaced),
                 "application/json-patch+json",
             )
             return node
@@ -238,24 +282,67 @@ def take_replacement(api: Api, namespace: str, ledger: str, pool: str, cap: int)
     raise AssertionError("unreachable")
 
 
+@contextmanager
+def sigterm_held_off() -> Iterator[None]:
+    """Run the block to its end even if SIGTERM comes meanwhile, and exit after it if one did:
+    the kubelet sends it when the DaemonSet controller deletes the pod, and gives the pod its
+    termination grace period to end before killing it."""
+    received: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, _: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if received:
+        raise SystemExit(0)
+
+
 def report(
     api: Api, env: Mapping[str, str], cfg: validate.Config, results: Sequence[Object]
 ) -> str:
     """Record `results` for the node `NODE_NAME`; what was done, in words."""
     name, namespace = env["NODE_NAME"], env["POD_NAMESPACE"]
-    node = record(api, name, results, cfg.driver, env["VALIDATION_TAINT_KEY"])
-    created = event(node, namespace, results, datetime.now(UTC))
-    api.call("POST", f"/api/v1/namespaces/{namespace}/events", created)
+    taint_key = env["VALIDATION_TAINT_KEY"]
     failed = failed_check(results)
+    node = api.call("GET", _node_path(name))
+    api.call(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/events",
+        event(node, namespace, results, datetime.now(UTC)),
+    )
+    cap, pool = int(env.get("REPLACEMENTS_PER_HOUR") or 0), env.get("POOL", "")
+    with sigterm_held_off():
+        replaced = failed is not None and bool(cap)
+        replaced = replaced and take_replacement(
+            api, namespace, env["REPLACEMENT_LEDGER"], pool, cap
+        )
+        if replaced:
+            api.call("DELETE", _node_path(name))
+        try:
+            record(api, name, results, cfg.driver, taint_key, replaced)
+        except ApiError as error:
+            # Deleted, the Node may be gone already (Karpenter's finalizer ended).
+            if not replaced or error.status != 404:
+                raise
     if failed is None:
         return f"{name}: validation passed, taint removed"
-    cap, pool = int(env.get("REPLACEMENTS_PER_HOUR") or 0), env.get("POOL", "")
-    if cap and take_replacement(api, namespace, env["REPLACEMENT_LEDGER"], pool, cap):
-        api.call("DELETE", _node_path(name))
+    if replaced:
         return f"{name}: validation failed ({failed}), node deleted for replacement"
     if cap:
         return f"{name}: validation failed ({failed}); pool {pool} replaced {cap} nodes this hour"
     return f"{name}: validation failed ({failed}), node kept tainted"
+
+
+def exempt_untainted(api: Api, env: Mapping[str, str]) -> str | None:
+    """Label the node `exempt` if it has no validation taint, saying so; None if it has one."""
+    name = env["NODE_NAME"]
+    node: Object = api.call("GET", _node_path(name))
+    if has_taint(node, env["VALIDATION_TAINT_KEY"]):
+        return None
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    patch = label_patch(labels, {RESULT_LABEL: EXEMPT}, [FAILED_CHECK_LABEL])
+    api.call("PATCH", _node_path(name), patch, "application/json-patch+json")
+    return f"{name}: no validation taint, nothing checked, labelled {EXEMPT}"
 
 
 def node_env(env: Mapping[str, str], node: Object) -> dict[str, str]:
@@ -267,6 +354,17 @@ def node_env(env: Mapping[str, str], node: Object) -> dict[str, str]:
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--exempt-untainted"]:
+        try:
+            said = exempt_untainted(Api.from_pod(), os.environ)
+        except ApiError as error:
+            print(f"could not read or label the node: {error}", file=sys.stderr, flush=True)
+            return 1
+        if said is None:
+            return 0
+        print(said, flush=True)
+        while True:
+            time.sleep(HOUR_SECONDS)
     try:
         api = Api.from_pod()
         env = node_env(os.environ, api.call("GET", _node_path(os.environ["NODE_NAME"])))

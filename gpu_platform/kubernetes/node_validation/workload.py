@@ -8,7 +8,7 @@ the pod: `NodeShouldRunDaemonPod` answers (false, false) for a node whose labels
 node affinity does not match, and `podsShouldBeOnNode` deletes the daemon pods of a node where
 `shouldContinueRunning` is false (kubernetes pkg/controller/daemon/daemon_controller.go, the
 same from v1.33 to v1.36). The pod therefore runs once per node, and again only if someone
-removes the label.
+removes the label (and checks the node only if it has the validation taint again).
 
 The pod takes the node's GPUs as the operator's own operands do, through the container
 toolkit's runtime class with `NVIDIA_VISIBLE_DEVICES=all`, not by requesting `nvidia.com/gpu`:
@@ -21,6 +21,11 @@ GPUs the reconfiguration resets), and skips `nvlink`: NVLink is off on a GPU in 
 2.0.15 release notes).
 
 Its containers, each tool from a pinned official image:
+- `exempt-untainted` (init): `report.py --exempt-untainted` labels a node that has no validation
+  taint `exempt` and checks nothing there: it joined before its pool was validated, or had its
+  label removed, and may carry tenants' work, which DCGM's diagnostic would contend with ("can
+  consume substantial GPU, CPU, memory, power, and fabric resources", DCGM's `dcgmi diag`
+  documentation). No node affinity can select on a taint, so the pod asks the node.
 - `dcgm-diag` (init, unless the pool skips `dcgm-diag`): DCGM's image runs its host engine and
   `dcgmi diag` under the validator's timeout, and leaves the output for the validator
   (`validate.recorded`). It runs as root with `SYS_ADMIN`, as DCGM's container documentation runs
@@ -41,6 +46,7 @@ namespace; and, where a pool replaces failed nodes, delete Nodes and read and up
 ledger ConfigMap.
 """
 
+import copy
 import hashlib
 import json
 import shlex
@@ -61,6 +67,7 @@ from gpu_platform.kubernetes.node_validation.admission_policy import (
 )
 from gpu_platform.kubernetes.node_validation.expectations import NVLINK_LINKS
 from gpu_platform.kubernetes.node_validation.names import (
+    FAILED_TAINT_KEY,
     RESULT_LABEL,
     VALIDATION_TAINT,
     VALIDATOR_SERVICE_ACCOUNT,
@@ -223,6 +230,12 @@ def node_affinity(pool: ResolvedPool) -> dict[str, Any]:
     }
 
 
+# How long the validator may finish recording a failure once asked to stop (report.py holds
+# SIGTERM off from the replacement ledger's update to the node's label): each of its four calls
+# (the ledger's read and update, the deletion, the label) answered within its 30 s timeout.
+TERMINATION_GRACE_SECONDS = 4 * 30
+
+
 def validation_pod_spec(
     pool: ResolvedPool, config_map: str, hardware: NodeHardware, replacements: int
 ) -> dict[str, Any]:
@@ -238,19 +251,33 @@ def validation_pod_spec(
         memory_request=NO_REQUESTS["memory"],
     )
     validator = spec["containers"][0]
+    # Before any tool: a node without the validation taint is labelled exempt, not checked.
+    untainted_check = {
+        **copy.deepcopy(validator),
+        "name": "exempt-untainted",
+        "command": [*validator["command"], "--exempt-untainted"],
+    }
     validator["volumeMounts"].append(
         {"name": "recorded", "mountPath": RECORDED_DIR, "readOnly": True}
     )
     spec["volumes"].append({"name": "recorded", "emptyDir": {}})
-    tolerations = [*gpu_node_tolerations([pool]), taint_toleration(VALIDATION_TAINT)]
+    tolerations = [
+        *gpu_node_tolerations([pool]),
+        taint_toleration(VALIDATION_TAINT),
+        # A failed node kept has it: without it a failed node's validation could not run again
+        # once its label is removed.
+        {"key": FAILED_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
+    ]
     spec.update(
         runtimeClassName=RUNTIME_CLASS,
         affinity=node_affinity(pool),
         tolerations=list({repr(t): t for t in tolerations}.values()),
         priorityClassName="system-node-critical",
+        terminationGracePeriodSeconds=TERMINATION_GRACE_SECONDS,
     )
+    spec["initContainers"] = [untainted_check]
     if "dcgm-diag" not in pool.spec.validation.skip_checks:
-        spec["initContainers"] = [dcgm_container(pool.spec.validation.dcgm_diag_level)]
+        spec["initContainers"].append(dcgm_container(pool.spec.validation.dcgm_diag_level))
     return spec
 
 

@@ -202,6 +202,21 @@ def test_gpu_nodes_get_the_configured_idle_time(dev_config: Config, plan_for: Pl
     ] == ("25m0s")
 
 
+def test_a_validating_node_is_not_removed_as_unready(dev_config: Config, plan_for: PlanFor) -> None:
+    dev_config["gpu-platform:pools"][0]["validation"] = {"dcgmDiagLevel": 2}
+
+    tags = asg_tags(plan_for(dev_config))
+
+    # A node still validating is unready to the autoscaler, removed after
+    # `scaledownunreadytime` (read per group, `GetOptions`, cloudprovider/aws/aws_manager.go,
+    # cluster-autoscaler-1.35.2; 20 minutes by default). The one-GPU t4 pool's: 900 s for the
+    # node's start, 300 s for the validation pod's, 60 s each for `nvidia-smi -q -x` and
+    # `nvlink --status`, 900 s for `dcgmi diag -r 2`: 2220 s.
+    assert tags[
+        "k8s.io/cluster-autoscaler/node-template/autoscaling-options/scaledownunreadytime"
+    ] == ("37m0s")
+
+
 def test_each_pool_tags_its_own_group(dev_config: Config, plan_for: PlanFor) -> None:
     plan = plan_for(with_extra_pool(dev_config, **mig_pool()))
 

@@ -258,9 +258,34 @@ def test_gpu_aware_settings_come_from_config(dev_config: Config, plan_for: PlanF
         "expander": "most-pods",
     }
 
+    dev_config["gpu-platform:pools"][0]["validation"] = {"enabled": False}
+
     args = release(plan_for(dev_config)).inputs["values"]["extraArgs"]
 
     assert args == {"balance-similar-node-groups": False, "expander": "most-pods"}
+
+
+def test_a_validating_node_is_neither_timed_out_nor_removed(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    with_extra_pool(
+        dev_config,
+        name="a100",
+        instanceTypes=["p4d.24xlarge"],
+        max=2,
+        validation={"dcgmDiagLevel": 2},
+    )
+
+    args = release(plan_for(dev_config)).inputs["values"]["extraArgs"]
+
+    # The cluster autoscaler backs a group off when its new node has not started within
+    # `--max-node-provision-time` and counts it unready past `--max-node-startup-time` (15
+    # minutes each, config/flags/flags.go; clusterstate/clusterstate.go; cluster-autoscaler-
+    # 1.35.2), and a node still validating has not started. The longest pool's: 900 s for the
+    # node's start, then the 8-GPU a100's validation at level 2: 300 s for the pod's start, 60 s
+    # each for `nvidia-smi -q -x` and `nvlink --status`, 900 s for `dcgmi diag -r 2` and 600 s
+    # for the NCCL test, 2820 s in all; the one-GPU t4's at level 1 is 900 + 300 + 60 + 60 + 300.
+    assert (args["max-node-provision-time"], args["max-node-startup-time"]) == ("47m0s", "47m0s")
 
 
 def test_defaults_balance_similar_groups_and_rank_by_capacity_then_waste(dev_plan: Plan) -> None:
@@ -628,11 +653,14 @@ def test_a_cluster_running_its_own_autoscaler_is_told_the_flags_it_needs(
 
     # Spelt as pflag reads them (config/flags/flags.go, cluster-autoscaler-1.35.2): the priority
     # expander then least-waste, balancing, and the label that names each zonal group
-    # (kubernetes/autoscaler#6954, processors/nodegroupset/aws_nodegroups.go).
+    # (kubernetes/autoscaler#6954, processors/nodegroupset/aws_nodegroups.go), and the start
+    # times a validated node needs (test_a_validating_node_is_neither_timed_out_nor_removed).
     assert plan.outputs["ownAutoscaler"]["flags"] == [
         "--balance-similar-node-groups=true",
         "--balancing-ignore-label=nodegroup-name",
         "--expander=priority,least-waste",
+        "--max-node-provision-time=27m0s",
+        "--max-node-startup-time=27m0s",
     ]
     # `PriorityConfigMapName` and `ConfigMapKey`, expander/priority/priority.go (1.35.2).
     assert plan.outputs["ownAutoscaler"]["priorityConfigMap"]["name"] == (

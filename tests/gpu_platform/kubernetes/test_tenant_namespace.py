@@ -48,6 +48,12 @@ def pool(index: int, sharing: dict[str, Any]) -> ResolvedPool:
     return resolve_pool(spec, index, GpuShape("t4", 1))
 
 
+# The longest a new one-GPU node of a validated pool stays tainted: 300 s for the validation
+# pod's start, 60 s each for `nvidia-smi -q -x` and `nvidia-smi nvlink --status`, 300 s for
+# `dcgmi diag -r 1` (node_validation/validate.py's timeouts).
+VALIDATION = 300 + 60 + 60 + 300
+
+
 def job(plan: Plan, name: str = "ml-sandbox") -> PlannedResource:
     return plan.named(f"{name}-gpu-smoke-test", JOB)
 
@@ -439,8 +445,16 @@ def test_disrupted_pod_is_retried_rather_than_counted_as_a_failure(dev_plan) -> 
 
 def test_job_gives_up_after_the_configured_deadline(dev_config, plan_for) -> None:
     dev_config["gpu-platform:namespaces"][0]["smokeTestDeadlineSeconds"] = 1200
+    dev_config["gpu-platform:pools"][0]["validation"] = {"enabled": False}
 
     assert job(plan_for(dev_config)).inputs["spec"]["activeDeadlineSeconds"] == 1200
+
+
+def test_a_validated_pools_smoke_test_waits_for_its_nodes_validation(dev_plan) -> None:
+    # The Job's pod does not tolerate the validation taint: the 900 s of
+    # smokeTestDeadlineSeconds' default, then the dev stack's one-GPU node's validation (no NCCL
+    # test on one GPU).
+    assert job(dev_plan).inputs["spec"]["activeDeadlineSeconds"] == 900 + VALIDATION
 
 
 def test_pulumi_waits_past_the_jobs_deadline(dev_plan) -> None:
@@ -524,10 +538,13 @@ def test_an_ubuntu_smoke_tests_deadline_covers_the_operators_wait_for_a_nodes_jo
     # relabel the node and 600 s of the Job controller's backoff after ignored failures
     # (MaxJobPodFailureBackOff, which counts ignored failures too, kubernetes/kubernetes#130881),
     # three times: the first pod after the upgrade and two on nodes not upgraded yet; Pulumi
-    # waits 120 s longer.
+    # waits 120 s longer. A new node's validation adds its worst case (VALIDATION).
     inputs = job(ubuntu_plan).inputs
 
     assert (
         inputs["spec"]["activeDeadlineSeconds"],
         inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"],
-    ) == (900 + 1440 * 60 + 300 + 3 * 660, str(900 + 1440 * 60 + 300 + 3 * 660 + 120))
+    ) == (
+        900 + VALIDATION + 1440 * 60 + 300 + 3 * 660,
+        str(900 + VALIDATION + 1440 * 60 + 300 + 3 * 660 + 120),
+    )

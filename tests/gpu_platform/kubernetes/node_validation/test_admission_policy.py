@@ -68,15 +68,36 @@ def evaluate(expression: str, activation: dict[str, Any]) -> Any:
     return program.evaluate({k: celpy.json_to_cel(v) for k, v in activation.items()})
 
 
-def admitted(old: Node, new: Node, username: str | None = None) -> list[str]:
-    """The messages of the validations that deny updating `old` to `new`; [] if admitted."""
-    request = {"userInfo": {"username": username or validator_username(NAMESPACE)}}
+def admitted(
+    old: Node, new: Node | None, username: str | None = None, on: str | None = None
+) -> list[str]:
+    """The messages of the validations that deny updating `old` to `new` (deleting it where
+    `new` is None) by a pod on the node `on` (`old`'s unless given); [] if admitted. A bound
+    service account token names its pod's node in the user's extra (KEP-4193; the
+    `authentication.kubernetes.io/node-name` key, k8s.io/apiserver pkg/authentication/
+    serviceaccount/util.go `NodeNameKey`)."""
+    node_name = on or old["metadata"]["name"]
+    request = {
+        "operation": "UPDATE" if new is not None else "DELETE",
+        "userInfo": {
+            "username": username or validator_username(NAMESPACE),
+            "extra": {"authentication.kubernetes.io/node-name": [node_name]},
+        },
+    }
     spec = POLICY["spec"]
     if not all(evaluate(c["expression"], {"request": request}) for c in spec["matchConditions"]):
         return []
-    activation: dict[str, Any] = {"object": new, "oldObject": old, "variables": {}}
+    activation: dict[str, Any] = {
+        "object": new,
+        "oldObject": old,
+        "request": request,
+        "variables": {},
+    }
     for variable in spec["variables"]:
-        activation["variables"][variable["name"]] = evaluate(variable["expression"], activation)
+        value = evaluate(variable["expression"], activation)
+        # celpy's BoolType is an int, which json_to_cel would read back as an IntType.
+        is_bool = isinstance(value, celpy.celtypes.BoolType)
+        activation["variables"][variable["name"]] = bool(value) if is_bool else value
     return [v["message"] for v in spec["validations"] if not evaluate(v["expression"], activation)]
 
 
@@ -105,9 +126,22 @@ def failed(node: Node) -> None:
     node["metadata"]["labels"].update({RESULT_LABEL: "failed", FAILED_CHECK_LABEL: "gpu-count"})
 
 
+def failed_for_good(node: Node) -> None:
+    failed(node)
+    node["spec"]["taints"].append(
+        {"key": "gpu-platform.io/validation-failed", "value": "gpu-count", "effect": "NoSchedule"}
+    )
+
+
+def exempt(node: Node) -> None:
+    without_validation_taint(node)
+    node["metadata"]["labels"][RESULT_LABEL] = "exempt"
+
+
 ALLOWED = {
     "passed: taint off, labels on": passed,
     "failed: taint kept, labels on": failed,
+    "failed, not replaced: the lasting taint added": failed_for_good,
     "only the taint off": without_validation_taint,
     "nothing changed": lambda node: None,
 }
@@ -127,6 +161,40 @@ def test_the_validator_may_take_a_label_of_its_own_off() -> None:
     assert admitted(old, new) == []
 
 
+def test_a_node_that_passes_after_failing_loses_both_taints() -> None:
+    assert admitted(changed(failed_for_good), changed(passed)) == []
+
+
+def test_an_untainted_node_may_be_labelled_exempt() -> None:
+    untainted = changed(without_validation_taint)
+    assert admitted(untainted, changed(exempt)) == []
+
+
+NODE_ONLY = "the node validator may only change or delete the node its pod runs on"
+DELETE_TAINTED = "the node validator may only delete a node that has the taint"
+
+
+def test_a_validator_may_not_patch_another_node() -> None:
+    assert admitted(NODE, changed(passed), on="ip-10-0-9-99.ec2.internal") == [NODE_ONLY]
+
+
+def test_a_token_not_bound_to_a_node_patches_nothing() -> None:
+    # A token requested for the service account alone (`kubectl create token`) has no node.
+    request = {
+        "operation": "UPDATE",
+        "userInfo": {"username": validator_username(NAMESPACE), "extra": {}},
+    }
+    (check,) = [v for v in POLICY["spec"]["validations"] if v["message"] == NODE_ONLY]
+    assert evaluate(check["expression"], {"request": request, "oldObject": NODE}) is not True
+
+
+def test_a_validator_may_delete_its_own_tainted_node_only() -> None:
+    assert admitted(NODE, None) == []
+    assert admitted(changed(failed), None) == []
+    assert admitted(NODE, None, on="ip-10-0-9-99.ec2.internal") == [NODE_ONLY]
+    assert [m[: len(DELETE_TAINTED)] for m in admitted(changed(passed), None)] == [DELETE_TAINTED]
+
+
 def test_the_validator_may_take_the_taint_off_a_node_with_no_other() -> None:
     old = changed(lambda node: node["spec"].update(taints=node["spec"]["taints"][1:]))
     new = changed(lambda node: node["spec"].pop("taints"))
@@ -136,7 +204,7 @@ def test_the_validator_may_take_the_taint_off_a_node_with_no_other() -> None:
 TAINTS = "the node validator may only remove the taint " + VALIDATION_TAINT.key
 LABELS = "the node validator may only set or remove the labels "
 METADATA = "the node validator may not change a node's annotations, finalizers or owners"
-SPEC = "the node validator may not change a node's spec beyond its taint"
+SPEC = "the node validator may not change a node's spec beyond its taints"
 FORBIDDEN = {
     "another taint removed": (
         lambda node: node["spec"].update(taints=node["spec"]["taints"][1:]),
@@ -150,6 +218,21 @@ FORBIDDEN = {
     ),
     "the validation taint changed, not removed": (
         lambda node: node["spec"]["taints"][1].update(effect="PreferNoSchedule"),
+        TAINTS,
+    ),
+    "a failure taint that does not keep pods off": (
+        lambda node: node["spec"]["taints"].append(
+            {"key": "gpu-platform.io/validation-failed", "effect": "PreferNoSchedule"}
+        ),
+        TAINTS,
+    ),
+    "the failure taint added, the validation taint removed": (
+        lambda node: node["spec"].update(
+            taints=[
+                node["spec"]["taints"][0],
+                {"key": "gpu-platform.io/validation-failed", "effect": "NoSchedule"},
+            ]
+        ),
         TAINTS,
     ),
     "another label changed": (
@@ -210,6 +293,10 @@ def test_the_binding_denies_with_the_policy() -> None:
         "validationActions": ["Deny"],
     }
     assert POLICY["spec"]["matchConstraints"]["resourceRules"][0]["resources"] == ["nodes"]
+    assert POLICY["spec"]["matchConstraints"]["resourceRules"][0]["operations"] == [
+        "UPDATE",
+        "DELETE",
+    ]
 
 
 @pytest.mark.parametrize("minor", SUPPORTED_KUBERNETES_VERSIONS)

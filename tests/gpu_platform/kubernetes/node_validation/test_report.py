@@ -3,6 +3,7 @@ the validator's ClusterRole and Role (as the program declares them) and every No
 admission policy's CEL, and applies the JSON patches (RFC 6902) as the API server does."""
 
 import copy
+import signal
 import urllib.parse
 from typing import Any
 
@@ -44,15 +45,19 @@ def _pointer(path: str) -> list[str]:
 
 
 def apply(obj: Any, patch: list[dict[str, Any]]) -> Any:
-    """RFC 6902's add, remove and test, as much as the validator uses."""
+    """RFC 6902's add (`-` appending to an array), remove and test, as much as the validator
+    uses."""
     result = copy.deepcopy(obj)
     for op in patch:
         *parents, last = _pointer(op["path"])
         target = result
         for part in parents:
             target = target[int(part)] if isinstance(target, list) else target[part]
-        key: Any = int(last) if isinstance(target, list) else last
-        if op["op"] == "test":
+        key: Any = int(last) if isinstance(target, list) and last != "-" else last
+        if key == "-":  # the end of an array
+            assert op["op"] == "add" and isinstance(target, list), op
+            target.append(op["value"])
+        elif op["op"] == "test":
             assert target[key] == op["value"], op
         elif op["op"] == "remove":
             del target[key]
@@ -102,7 +107,10 @@ class FakeApi(report.Api):
                 updated = apply(self.node, body)
                 assert admitted(self.node, updated) == []
                 self.node = updated
-            return self.node if method != "DELETE" else {}
+            if method == "DELETE":
+                assert admitted(self.node, None) == []
+                return {}
+            return self.node
         if path.endswith("/events"):
             self.events.append(body)
             return body
@@ -148,7 +156,7 @@ def test_a_failing_node_keeps_the_taint_and_names_the_check() -> None:
 
     said = report.report(api, ENV, CFG, FAILED)
 
-    assert api.node["spec"]["taints"] == NODE["spec"]["taints"]
+    assert api.node["spec"]["taints"][:2] == NODE["spec"]["taints"]
     assert labels(api) == {names.RESULT_LABEL: "failed", names.FAILED_CHECK_LABEL: "ecc"}
     event = api.events[0]
     assert (event["reason"], event["type"], event["involvedObject"]["kind"]) == (
@@ -161,6 +169,10 @@ def test_a_failing_node_keeps_the_taint_and_names_the_check() -> None:
     assert ("DELETE", f"/api/v1/nodes/{NAME}") not in api.calls
 
 
+NODE_PATH = f"/api/v1/nodes/{NAME}"
+LEDGER_PATH = f"/api/v1/namespaces/{NAMESPACE}/configmaps/{LEDGER}"
+
+
 def test_a_failing_node_is_replaced_within_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(report.time, "time", lambda: 10_000.0)
     # One replacement 10 minutes ago, one over an hour ago: one counts against a cap of 2.
@@ -168,8 +180,63 @@ def test_a_failing_node_is_replaced_within_the_cap(monkeypatch: pytest.MonkeyPat
 
     report.report(api, {**ENV, "REPLACEMENTS_PER_HOUR": "2"}, CFG, FAILED)
 
-    assert api.calls[-1] == ("DELETE", f"/api/v1/nodes/{NAME}")
+    # The label ends the pod (the DaemonSet controller deletes it once the node no longer
+    # matches its affinity): it comes after the ledger's update and the deletion.
+    writes = [call for call in api.calls if call[0] != "GET"]
+    assert writes == [
+        ("POST", f"/api/v1/namespaces/{NAMESPACE}/events"),
+        ("PUT", LEDGER_PATH),
+        ("DELETE", NODE_PATH),
+        ("PATCH", NODE_PATH),
+    ]
     assert api.ledger["data"]["h100"] == "9400 10000"
+    assert labels(api)[names.RESULT_LABEL] == "failed"
+    # Replaced, it gets no lasting taint: Karpenter drains and terminates it.
+    assert api.node["spec"]["taints"] == NODE["spec"]["taints"]
+
+
+def test_a_sigterm_while_replacing_waits_for_the_deletion(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report.time, "time", lambda: 10_000.0)
+
+    class KilledOnLedgerUpdate(FakeApi):
+        def call(self, method: str, path: str, body: Any = None, content: str = "") -> Any:
+            answer = super().call(method, path, body, content)
+            if method == "PUT":
+                signal.raise_signal(signal.SIGTERM)
+            return answer
+
+    class Killed(Exception):
+        pass
+
+    def killed(*_: object) -> None:
+        raise Killed
+
+    api = KilledOnLedgerUpdate(NODE)
+    previous = signal.signal(signal.SIGTERM, killed)
+    try:
+        with pytest.raises(SystemExit):
+            report.report(api, {**ENV, "REPLACEMENTS_PER_HOUR": "2"}, CFG, FAILED)
+        assert signal.getsignal(signal.SIGTERM) is killed
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+    assert api.calls[-3:] == [("DELETE", NODE_PATH), ("GET", NODE_PATH), ("PATCH", NODE_PATH)]
+
+
+def test_a_node_gone_before_its_label_is_a_replacement_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(report.time, "time", lambda: 10_000.0)
+
+    class GoneOnDelete(FakeApi):
+        def call(self, method: str, path: str, body: Any = None, content: str = "") -> Any:
+            if path == NODE_PATH and ("DELETE", NODE_PATH) in self.calls:
+                raise report.ApiError(404, "not found")
+            return super().call(method, path, body, content)
+
+    said = report.report(GoneOnDelete(NODE), {**ENV, "REPLACEMENTS_PER_HOUR": "2"}, CFG, FAILED)
+
+    assert said.endswith("node deleted for replacement")
 
 
 def test_a_pool_at_its_cap_keeps_the_failed_node(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -181,6 +248,49 @@ def test_a_pool_at_its_cap_keeps_the_failed_node(monkeypatch: pytest.MonkeyPatch
     assert ("DELETE", f"/api/v1/nodes/{NAME}") not in api.calls
     assert labels(api)[names.RESULT_LABEL] == "failed"
     assert "replaced 2 nodes this hour" in said
+    # Not replaced, a failed node gets a taint Karpenter holds against pending pods (only its
+    # startup taints it leaves out before the node is initialized: StateNode.Taints,
+    # pkg/controllers/state/statenode.go, kubernetes-sigs/karpenter v1.14.1), so it starts
+    # another node for them.
+    assert api.node["spec"]["taints"][-1] == {
+        "key": "gpu-platform.io/validation-failed",
+        "value": "ecc",
+        "effect": "NoSchedule",
+    }
+    assert api.calls[-1] == ("PATCH", NODE_PATH)
+
+
+def test_a_node_that_fails_again_keeps_one_failure_taint() -> None:
+    api = FakeApi(NODE, replaces=False)
+    report.report(api, ENV, CFG, FAILED)
+
+    report.report(api, ENV, CFG, [*PASSED, {**FAILED[1], "check": "memory"}])
+
+    failure = [t for t in api.node["spec"]["taints"] if t["key"] == names.FAILED_TAINT_KEY]
+    assert failure == [
+        {"key": "gpu-platform.io/validation-failed", "value": "memory", "effect": "NoSchedule"}
+    ]
+
+
+def test_an_untainted_node_is_exempt_and_nothing_is_checked() -> None:
+    # A node that joined before its pool was validated, or whose label was removed, may run
+    # tenants' work: DCGM's diagnostic would contend with it.
+    untainted = copy.deepcopy(NODE)
+    untainted["spec"]["taints"] = untainted["spec"]["taints"][:1]
+    api = FakeApi(untainted, replaces=False)
+
+    said = report.exempt_untainted(api, ENV)
+
+    assert labels(api) == {names.RESULT_LABEL: "exempt"}
+    assert said is not None and said.endswith("labelled exempt")
+    assert api.node["spec"]["taints"] == untainted["spec"]["taints"]
+
+
+def test_a_tainted_node_is_validated() -> None:
+    api = FakeApi(NODE, replaces=False)
+
+    assert report.exempt_untainted(api, ENV) is None
+    assert labels(api) == {}
 
 
 def test_a_node_that_passes_after_failing_drops_the_failed_check() -> None:
@@ -190,6 +300,7 @@ def test_a_node_that_passes_after_failing_drops_the_failed_check() -> None:
     report.report(api, ENV, CFG, PASSED)
 
     assert names.FAILED_CHECK_LABEL not in labels(api)
+    assert [t["key"] for t in api.node["spec"]["taints"]] == ["nvidia.com/gpu"]
 
 
 def test_a_node_of_a_smaller_size_takes_its_types_expectations() -> None:
@@ -210,3 +321,4 @@ def test_the_script_names_what_names_py_names() -> None:
         report.VALIDATED_DRIVER_LABEL,
         report.VALIDATED_RELEASE_LABEL,
     )
+    assert (names.FAILED_TAINT_KEY, names.EXEMPT) == (report.FAILED_TAINT_KEY, report.EXEMPT)

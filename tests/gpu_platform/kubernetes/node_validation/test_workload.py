@@ -114,7 +114,7 @@ def test_level_two_and_skipped_checks_reach_the_pod() -> None:
         **{"h100-block": {"validation": {"dcgmDiagLevel": 2, "skipChecks": ["pcie"]}}}
     )
     spec = pod(validator(plan, "h100-block"))
-    script = spec["initContainers"][0]["command"][2]
+    script = spec["initContainers"][1]["command"][2]
 
     assert env(validator(plan, "h100-block"))["SKIP_CHECKS"] == "pcie"
     # validate.py DCGM_DIAG_TIMEOUT: 900 seconds for level 2.
@@ -124,7 +124,22 @@ def test_level_two_and_skipped_checks_reach_the_pod() -> None:
 def test_a_pool_that_skips_the_diagnostic_runs_no_dcgm_container() -> None:
     plan = karpenter_plan(**{"h100-block": {"validation": {"skipChecks": ["dcgm-diag"]}}})
 
-    assert "initContainers" not in pod(validator(plan, "h100-block"))
+    names = [c["name"] for c in pod(validator(plan, "h100-block"))["initContainers"]]
+
+    assert names == ["exempt-untainted"]
+
+
+def test_an_untainted_node_is_exempted_before_any_tool_runs(plan: Plan) -> None:
+    spec = pod(validator(plan, "h100-block"))
+
+    first, *_ = spec["initContainers"]
+    assert first["command"][-2:] == ["/opt/gpu-platform/report.py", "--exempt-untainted"]
+    assert [c["name"] for c in spec["initContainers"]] == ["exempt-untainted", "dcgm-diag"]
+
+
+def test_the_pod_has_time_to_record_a_failure_when_stopped(plan: Plan) -> None:
+    # report.py holds SIGTERM off across four API calls, each within its 30 s timeout.
+    assert pod(validator(plan, "h100-block"))["terminationGracePeriodSeconds"] == 120
 
 
 def test_a_pool_without_validation_gets_no_validator() -> None:
@@ -194,3 +209,14 @@ def test_the_validators_objects_are_valid_kubernetes(plan: Plan) -> None:
     for resource in plan.resources:
         if resource.name.startswith("node-validation") and resource.type.startswith("kubernetes:"):
             validate_schema(manifest(resource))
+
+
+def test_a_failed_node_can_be_validated_again(plan: Plan) -> None:
+    # A failed node that was not replaced carries the failure taint beside the validation taint.
+    tolerations = pod(validator(plan, "h100-block"))["tolerations"]
+
+    assert {
+        "key": "gpu-platform.io/validation-failed",
+        "operator": "Exists",
+        "effect": "NoSchedule",
+    } in tolerations
