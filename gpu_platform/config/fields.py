@@ -30,6 +30,7 @@ from gpu_platform.config.problems import (
     key_path,
     not_plain_problems,
 )
+from gpu_platform.policy_pack.platform_values import IMAGE_TAG
 
 # RFC 1123 label: what Kubernetes accepts as a namespace name and what node group, node pool and
 # Helm release names can safely be derived from. Pools are capped lower because GKE limits node
@@ -183,6 +184,23 @@ PATTERN_MEANINGS = {
     _INSTANCE_FAMILY: "an EC2 instance family such as g6 or p5en (no size)",
     _INSTANCE_CATEGORY: "an EC2 instance category such as g or p (letters only)",
 }
+
+
+def _image_tag(version: str) -> str:
+    """An exact version that is an image tag too, as the policy pack holds the platform's
+    releases' tags to (`platform_values.IMAGE_TAG`): a SemVer build (`+build.1`) is none."""
+    if not re.fullmatch(IMAGE_TAG, version):
+        raise PydanticCustomError(
+            "image_tag",
+            "an image tag such as v1.35.2: letters, digits, '_', '.' and '-', up to 128,"
+            " from a letter, digit or '_' (no '+': an image reference cannot hold a SemVer"
+            " build)",
+        )
+    return version
+
+
+ExactImageTag = Annotated[ExactVersion, AfterValidator(_image_tag)]
+"""An exact version (`ExactVersion`) that names an image by its tag."""
 
 
 def _one_of(allowed: Sequence[str], error_type: str, expected: str) -> AfterValidator:

@@ -38,7 +38,7 @@ and holds this table to them both ways: every path it sets is here, every path h
 every value it sets is one its path allows.
 
 This module imports nothing of the pack's or the platform's: the pack runs it as its own
-process, and the config loader reads `FOREIGN_ANYWHERE` from it.
+process, and the config loader reads `FOREIGN_ANYWHERE` and `IMAGE_TAG` from it.
 """
 
 import json
@@ -129,11 +129,13 @@ BLOCK_TEXT = Allowed(
     lambda value, _: isinstance(value, str) and "{{" not in value,
     "a string the chart indents as a block scalar of its own",
 )
-# Tags as the OCI distribution spec names them, with the digest the platform adds after the
-# tag where the chart renders `<repository>:<tag>` alone.
-TAG = matching(
-    r"[\w][\w.-]{0,127}(@sha256:[0-9a-f]{64})?", "an image tag, @sha256:<digest> after it"
-)
+IMAGE_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+r"""An image tag as an image reference spells it (distribution/reference regexp.go, `tag`:
+`[\w][\w.-]{0,127}`, Go's `\w` being ASCII): no `+`, so a SemVer build (`v1.35.2+build.1`)
+is no tag. The config loader holds the tags a stack sets to it too."""
+# With the digest the platform adds after the tag where the chart renders `<repository>:<tag>`
+# alone.
+TAG = matching(rf"{IMAGE_TAG}(@sha256:[0-9a-f]{{64}})?", "an image tag, @sha256:<digest> after it")
 DIGEST = matching(r"(sha256:)?[0-9a-f]{64}", "a sha256 digest")
 QUANTITY = matching(r"[0-9]+(\.[0-9]+)?(m|[KMGTPE]i?)?", "a resource quantity (100m, 1Gi)")
 PERCENT = matching(r"[0-9]{1,3}%", "a percentage (25%)")
