@@ -671,7 +671,14 @@ OPERATOR_OVERRIDES: tuple[Config, ...] = (
             "priorityClassName": "system-node-critical",
         }
     },
-    {"operator": {"resources": {"limits": {"memory": "1Gi"}}, "logging": {"level": "debug"}}},
+    {
+        "operator": {
+            "resources": {"limits": {"memory": "1Gi"}},
+            "logging": {"level": "debug"},
+            # Rendered with toYaml (templates/operator.yaml), so a line break is the value's.
+            "annotations": {"example.com/owners": "ml-platform\ngpu-oncall"},
+        }
+    },
     {"validator": {"plugin": {"env": [{"name": "WITH_WORKLOAD", "value": "false"}]}}},
 )
 """`operator.overrides` of chart values the platform leaves to the chart (gpu-operator v26.7.0

@@ -369,8 +369,26 @@ def test_the_platforms_own_values_of_a_pinned_chart_leave_it_the_platforms(
         # node-feature-discovery 0.19.0 (the operator's subchart) values.yaml `namespaceOverride`.
         ({"node-feature-discovery": {"namespaceOverride": "kube-system"}}, False),
         ({"hostNetwork": True}, False),
+        # v26.7.0 templates/clusterpolicy.yaml writes `repository: {{ .Values.driver.repository
+        # }}` unquoted at an indentation of 4: the line break ends the scalar and the rest is
+        # the driver's own `image`.
+        ({"driver": {"repository": "nvcr.io/nvidia\n    image: evil/driver"}}, False),
+        ({"operator": {"imagePullSecrets": ['a"\n      - name: b']}}, False),
+        # ... and renders `toolkit.env` (`env: {{ toYaml .Values.toolkit.env | nindent 6 }}`)
+        # and, in templates/plugin_config.yaml, `devicePlugin.config.data` with toYaml.
+        ({"toolkit": {"env": [{"name": "A", "value": 'x\n"y"\n---'}]}}, True),
+        ({"devicePlugin": {"config": {"data": {"a": "version: v1\nflags: {}\n"}}}}, True),
     ],
-    ids=["driver-repository", "toolkit-env", "nfd-namespaceOverride", "top-level-key"],
+    ids=[
+        "driver-repository",
+        "toolkit-env",
+        "nfd-namespaceOverride",
+        "top-level-key",
+        "driver-repository-line-break",
+        "range-rendered-list",
+        "to-yaml-env",
+        "device-plugin-configs",
+    ],
 )
 def test_the_operators_values_are_its_components(
     analyze: Analyze, values: dict[str, Any], platforms: bool
@@ -379,6 +397,26 @@ def test_the_operators_values_are_its_components(
     release.inputs["values"] = values
 
     assert bool(messages(analyze(release, config=PROD), VISIBLE)) is not platforms
+
+
+def test_a_line_break_in_an_operator_scalar_is_judged_by_its_key(analyze: Analyze) -> None:
+    release = gpu_operator_release()
+    release.inputs["values"] = {"driver": {"repository": "nvcr.io/nvidia\n    image: evil/x"}}
+
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert (
+        "but values.driver.repository (the platform's release sets no line break, '\"', '{{' or"
+        " '---' where the chart writes the value into its YAML as it is (any key but those it"
+        " renders with toYaml)) make it run what the platform's own release does not"
+    ) in message
+
+
+def test_the_operators_toyaml_paths_are_the_pinned_charts() -> None:
+    # The list is derived from the chart version gpu_platform/versions.py pins.
+    assert GPU_OPERATOR_CHART.version == "v26.7.0"
+    assert ("driver", "env") in PLATFORM_VALUES["gpu-operator"].whole
+    assert ("driver", "repository") not in PLATFORM_VALUES["gpu-operator"].whole
 
 
 def test_the_operators_release_name_is_the_one_the_platform_gives_it() -> None:
