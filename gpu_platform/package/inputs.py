@@ -848,7 +848,8 @@ stack's policy config (`platform-release-rollback`'s `platformReleases`:
 docs/upgrades.md)."""
     image_tag: str
     """The autoscaler image tag; by default the pinned release for the cluster's Kubernetes
-minor version, which it must match."""
+minor version, which it must match. An exact version that is an image tag too: no SemVer
+build (`+...`), which no image reference can hold."""
     gpu_node_idle_minutes: int
     """How long a GPU node may sit unneeded before it is removed. Shorter saves idle GPU time;
 longer keeps a node warm between jobs instead of paying its startup again."""
