@@ -256,7 +256,13 @@ def foreign_settings(props: Mapping[str, Any]) -> list[str]:
     found = [key for key in ("postrender",) if text(props, key)]
     found += ["valueYamlFiles"] if elements(props, "valueYamlFiles") else []
     table = PLATFORM_VALUES.get(chart_name(text(props, "chart") or ""), ChartValues({}))
-    if table.components and not _named_as_the_platforms(props, table):
+    platforms_operator = bool(table.components) and _named_as_the_platforms(props, table)
+    # Without the OpenAPI check Helm applies what a value's text makes of a manifest unchecked
+    # (a key given twice, a field of another kind); the platform turns it off for its GPU
+    # Operator release alone (gpu_platform/kubernetes/gpu_operator.py).
+    if value_at(props, "disableOpenapiValidation") is True and not platforms_operator:
+        found.append("disableOpenapiValidation")
+    if table.components and not platforms_operator:
         table = table.without_components()
     values = value_at(props, "values")
     try:

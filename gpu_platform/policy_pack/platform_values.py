@@ -69,8 +69,11 @@ the platform gives node-exporter: gpu_platform/kubernetes/monitoring.py)."""
 # image (tag and digest, unquoted) and `settings.*` through `tpl`; prometheus-node-exporter's
 # `namespace:` from `namespaceOverride`, unquoted. A line break or a quote closes the scalar and
 # what follows is YAML of the value's own (another container, privileged); `{{` is a template
-# wherever the chart runs `tpl`; `---` on a line of its own starts another object.
-UNSAFE_TEXT = re.compile(r'[\n\r"]|\{\{|---')
+# wherever the chart runs `tpl`; `---` on a line of its own starts another object. YAML breaks
+# lines at NEL, LS and PS as well as at CR and LF (go-yaml's `is_break`, the libyaml port Helm
+# and Kubernetes parse with; YAML 1.1's b-char), so all five count.
+LINE_BREAKS = "\n\r\x85\u2028\u2029"
+UNSAFE_TEXT = re.compile(rf'[{LINE_BREAKS}"]|\{{\{{|---')
 
 
 @dataclass(frozen=True)
@@ -131,9 +134,15 @@ LIST = Allowed(
     lambda value, _: isinstance(value, Sequence) and not isinstance(value, str),
     "a list (the chart writes it with toYaml, which quotes what it must)",
 )
+# Helm's `indent` indents after each "\n" alone, so any other line break YAML knows ends the
+# block scalar.
 BLOCK_TEXT = Allowed(
-    lambda value, _: isinstance(value, str) and "{{" not in value,
-    "a string the chart indents as a block scalar of its own",
+    lambda value, _: (
+        isinstance(value, str)
+        and "{{" not in value
+        and not re.search(f"[{LINE_BREAKS.removeprefix(chr(10))}]", value)
+    ),
+    "a string the chart indents as a block scalar of its own, its lines broken by \\n alone",
 )
 IMAGE_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
 r"""An image tag as an image reference spells it (distribution/reference regexp.go, `tag`:

@@ -228,3 +228,18 @@ def test_an_override_the_chart_renders_with_to_yaml_may_hold_line_breaks(
     }
 
     load_stack_config(with_overrides(dev_config, overrides))
+
+
+def test_an_override_broken_by_a_unicode_line_separator_is_refused_by_key(
+    dev_config: Config,
+) -> None:
+    # go-yaml's `is_break` breaks a line at U+2028 too; gpu-operator v26.7.0
+    # templates/operator.yaml writes `priorityClassName` unquoted.
+    injected = "system-node-critical\u2028      hostPID: true"
+
+    (problem,) = problems_of(
+        with_overrides(dev_config, {"operator": {"priorityClassName": injected}})
+    )
+
+    assert problem.path == "gpu-platform:operator.overrides.operator.priorityClassName"
+    assert problem.value == injected

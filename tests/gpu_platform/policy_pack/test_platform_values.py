@@ -341,7 +341,9 @@ def test_a_value_the_platform_never_sets_at_its_path_makes_the_release_the_stack
     assert foreign(found) in message
 
 
-@pytest.mark.parametrize("value", ["a\nb", 'a"b', "a{{ .Values.x }}b", "a---b"])
+@pytest.mark.parametrize(
+    "value", ["a\nb", "a\rb", "a\x85b", "a\u2028b", "a\u2029b", 'a"b', "a{{ .Values.x }}b", "a---b"]
+)
 def test_no_pattern_lets_a_value_write_yaml_of_its_own(value: str) -> None:
     # Whatever a path's pattern, a line break, a quote, a template or a document marker is
     # refused: the charts write the value unescaped (UNSAFE_TEXT's comment has the lines).
@@ -442,3 +444,43 @@ def test_a_stacks_own_operator_release_has_no_component_taken_wholesale(
     (message,) = messages(analyze(release, config=PROD), VISIBLE)
 
     assert foreign("values.driver") in message
+
+
+# go-yaml's `is_break` (the libyaml port Helm and Kubernetes parse with) breaks a line at NEL,
+# LS and PS as well as at CR and LF: gpu-operator v26.7.0 templates/operator.yaml writes
+# `priorityClassName: {{ .Values.operator.priorityClassName }}` unquoted, so what follows any of
+# them is YAML of the value's own.
+@pytest.mark.parametrize("line_break", ["\r", "\x85", "\u2028", "\u2029"])
+def test_any_line_break_yaml_knows_in_an_operator_scalar_makes_the_release_the_stacks(
+    analyze: Analyze, line_break: str
+) -> None:
+    release = gpu_operator_release()
+    injected = line_break.join(["system-node-critical", "      hostPID: true"])
+    release.inputs["values"] = {"operator": {"priorityClassName": injected}}
+
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert "values.operator.priorityClassName" in message
+
+
+def test_a_line_break_other_than_lf_in_the_expander_priorities_is_the_stacks(
+    analyze: Analyze,
+) -> None:
+    # cluster-autoscaler 9.59.0 templates/priority-expander-configmap.yaml writes it with
+    # `indent 4`, which indents after "\n" alone: a CR ends the block scalar.
+    release = autoscaler({"expanderPriorities": "10:\n  - .*\r  evil: key"})
+
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert "values.expanderPriorities" in message
+
+
+def test_a_pinned_chart_released_without_openapi_validation_is_the_stacks(
+    analyze: Analyze,
+) -> None:
+    release = autoscaler({})
+    release.inputs["disableOpenapiValidation"] = True
+
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert foreign("disableOpenapiValidation") in message
