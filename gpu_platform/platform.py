@@ -38,7 +38,7 @@ from gpu_platform.config import (
     read_pulumi_config,
     secret_config_keys,
 )
-from gpu_platform.instance import declaring, given_providers, part_name
+from gpu_platform.instance import claim, declaring, given_providers, part_name
 from gpu_platform.kubernetes.canary_gate import canary_gate_job
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.kubernetes.gpu_pod import model_placements, pool_placement
@@ -231,6 +231,22 @@ class GpuPlatform(pulumi.ComponentResource):
         kubernetes: pulumi.ProviderResource | None,
     ) -> None:
         config = args.config
+        cluster = config.cluster
+        first = claim(
+            (config.cloud, cluster.project, cluster.region or cluster.location, cluster.name), name
+        )
+        if first is not None:
+            raise PlatformConfigError(
+                [
+                    ConfigProblem(
+                        key_path("cluster", "name"),
+                        cluster.name,
+                        f"a cluster no other GpuPlatform in the program is on: {first!r} is on"
+                        " it, and two would declare the same node pools' roles, releases and"
+                        " namespaces",
+                    )
+                ]
+            )
         if kubernetes is not None and config.cluster.kubeconfig_context is not None:
             raise PlatformConfigError(
                 [

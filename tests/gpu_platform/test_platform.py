@@ -350,6 +350,24 @@ def test_two_platforms_in_one_stack_name_their_parts_apart(
     ] == []
 
 
+def test_a_second_platform_on_the_same_cluster_is_refused_before_it_registers(
+    tmp_path: Path, dev_config: Config
+) -> None:
+    # Both would declare the pools' IAM role `ml-dev.pool-t4-shared`, the operator's Helm
+    # release and the tenants' namespaces: `pulumi up` would fail partway.
+    project = in_code_project(tmp_path, platform_settings(dev_config))
+    (tmp_path / "__main__.py").write_text(TWO_PLATFORMS_PROGRAM.replace('"ml-other"', '"ml-dev"'))
+
+    plan = run_program("dev", config=other_config(dev_config), project=project, raise_errors=False)
+
+    assert isinstance(plan.error, PlatformConfigError)
+    assert [(p.path, p.value) for p in plan.error.problems] == [
+        ("gpu-platform:cluster.name", "ml-dev")
+    ]
+    assert "'team-a' is on it" in plan.error.report()
+    assert not any(r.name.startswith("team-b") for r in plan.resources)
+
+
 def test_a_kubernetes_provider_of_the_programs_own_is_refused_for_a_cluster_it_creates(
     tmp_path: Path,
 ) -> None:
