@@ -286,11 +286,16 @@ class GpuPlatform(pulumi.ComponentResource):
         super().__init__("gpu-platform:index:GpuPlatform", name, None, opts)
         # Descendants inherit their parent's aliases (pulumi `step_generator.go`
         # generateAliases), and a provider aliased to its old URN does not replace what uses it.
+        # What the program gave in `depends_on` (a created cluster's add-ons and system nodes)
+        # reaches each part as its own dependency: a child waits only for its parent's URN
+        # (pulumi 3.272 sdk/python/lib/pulumi/runtime/resource.py, `prepare_resource`), and the
+        # engine orders deletes by the dependencies each resource records.
         children = pulumi.ResourceOptions(
             parent=self,
             aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
             if args.moved_from_stack_root
             else None,
+            depends_on=None if opts is None else opts.depends_on,
         )
         connection = (
             cloud.connect(children)

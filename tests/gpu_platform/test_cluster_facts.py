@@ -99,7 +99,8 @@ def test_an_eks_cluster_the_program_creates_flows_into_the_platform_unlooked_up(
     assert plan.error is None
     assert {i.token for i in plan.invokes} & CLUSTER_LOOKUPS == set()
     cluster = created_cluster(plan, "aws:eks/cluster:Cluster")
-    groups = plan.of_type("aws:eks/nodeGroup:NodeGroup")
+    # The program's own system node group aside.
+    groups = [g for g in plan.of_type("aws:eks/nodeGroup:NodeGroup") if g.name != "system"]
     # The dev stack's one pool, in the given subnets (its node group spans their zones).
     assert [g.inputs["subnetIds"] for g in groups] == [
         ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"]
@@ -120,6 +121,34 @@ def test_an_eks_cluster_the_program_creates_flows_into_the_platform_unlooked_up(
     on_cluster = [r for r in plan.resources if r.type.startswith("kubernetes:")]
     assert on_cluster
     assert {r.provider.rsplit("::", 1)[0] for r in on_cluster if r.provider} == {provider.urn}
+
+
+@pytest.mark.usefixtures("created_outputs_unknown")
+def test_the_platform_waits_for_what_the_documented_eks_program_gives_it_in_depends_on(
+    tmp_path: Path,
+) -> None:
+    plan = previewed(tmp_path, EKS_PROGRAM, dev_stack_config())
+
+    assert plan.error is None
+    (cluster,) = plan.of_type("aws:eks/cluster:Cluster")
+    # EKS CreateCluster defaults `accessConfig.authenticationMode` to CONFIG_MAP (botocore
+    # data/eks/2017-11-01/service-2.json, `CreateAccessConfigRequest`), where access entries
+    # are refused.
+    assert cluster.inputs["accessConfig"]["authenticationMode"] == "API_AND_CONFIG_MAP"
+    (agent,) = [
+        r
+        for r in plan.of_type("aws:eks/addon:Addon")
+        if r.inputs["addonName"] == "eks-pod-identity-agent"
+    ]
+    system = plan.named("system", "aws:eks/nodeGroup:NodeGroup")
+    provider = platform_provider(plan)
+    assert {agent.urn, system.urn} <= set(provider.dependencies)
+    # A resource registers once its provider has (pulumi 3.272
+    # sdk/python/lib/pulumi/runtime/resource.py, `prepare_resource` awaits the provider's
+    # reference), and the engine deletes it before its provider.
+    releases = plan.of_type("kubernetes:helm.sh/v3:Release")
+    assert releases
+    assert {r.provider.rsplit("::", 1)[0] for r in releases if r.provider} == {provider.urn}
 
 
 @pytest.mark.usefixtures("created_outputs_unknown")
