@@ -217,7 +217,9 @@ class GpuPlatform(pulumi.ComponentResource):
         cloud's resources and lookups use the AWS or Google Cloud one, the Kubernetes objects
         the Kubernetes one (else a provider the component makes for the cluster it looks up,
         creates or is given the facts of). A Kubernetes provider counts only given here: one a
-        parent component holds is not used, as it may reach another cluster."""
+        parent component holds is not used, as it may reach another cluster. `depends_on`: what
+        every part waits for, the Kubernetes provider the component makes among them: a cluster
+        the program creates needs its add-ons and system nodes first (docs/library.md)."""
         providers = given_providers(opts)
         prefix = f"{name}-" if args.part_names_under_it else ""
         with declaring(providers, prefix):
