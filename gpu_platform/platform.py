@@ -121,8 +121,9 @@ class GpuPlatformArgs:
 
     cluster_facts: ClusterFacts | None = None
     """The cluster's facts, `EksClusterFacts` or `GkeClusterFacts`, where the program creates
-    the cluster itself (or knows it): the platform then looks nothing up about the cluster,
-    which on a first `pulumi preview` does not exist yet. Its name, endpoint, CA and network
+    the cluster itself (or knows it): the platform then needs no lookup of the cluster, which
+    on a first `pulumi preview` does not exist yet (on GKE, once it exists, the versions GKE
+    moved it and its pools to are read back). Its name, endpoint, CA and network
     ids may be outputs of the program's cluster; what shapes the resources (its Kubernetes
     version, the node subnets' zones) is given plainly (`gpu_platform.cluster_facts`). None:
     the platform looks up the cluster the settings name."""
