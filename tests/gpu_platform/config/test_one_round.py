@@ -49,6 +49,20 @@ def test_a_bad_required_key_leaves_the_misspelt_region_reported() -> None:
     }
 
 
+def test_a_pool_with_a_bad_key_leaves_the_other_pools_judged() -> None:
+    raw = committed("dev")
+    raw["pools"][0]["max"] = True
+    second = copy.deepcopy(raw["pools"][0])
+    raw["pools"].append({**second, "name": "t4-other", "min": 5, "max": 2})
+    raw["pools"][1]["labels"] = {"nvidia.com/x": "y"}
+
+    assert found(raw) == {
+        ("gpu-platform:pools[0].max", True),
+        ("gpu-platform:pools[1].min", 5),
+        ("gpu-platform:pools[1].labels.nvidia.com/x", "y"),
+    }
+
+
 def test_a_bad_list_element_and_a_missing_required_key_leave_the_other_rules_running() -> None:
     raw = committed("dev")
     raw["pools"][0]["zones"] = ["us-east-1a", 5]
