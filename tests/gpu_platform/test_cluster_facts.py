@@ -39,12 +39,15 @@ def documented_program(cloud: str) -> str:
 EKS_PROGRAM = documented_program("eks")
 GKE_PROGRAM = documented_program("gke")
 
-# Every lookup of an existing cluster and of its network: none runs where the facts are given.
-CLUSTER_LOOKUPS = {
-    "aws:eks/getCluster:getCluster",
+SUBNET_LOOKUPS = {
     "aws:ec2/getSubnet:getSubnet",
     "aws:ec2/getRouteTables:getRouteTables",
     "aws:ec2/getRouteTable:getRouteTable",
+}
+# Every lookup of an existing cluster and of its network.
+CLUSTER_LOOKUPS = {
+    "aws:eks/getCluster:getCluster",
+    *SUBNET_LOOKUPS,
     "gcp:container/getCluster:getCluster",
 }
 
@@ -97,13 +100,14 @@ def test_an_eks_cluster_the_program_creates_flows_into_the_platform_unlooked_up(
     plan = previewed(tmp_path, EKS_PROGRAM, dev_stack_config())
 
     assert plan.error is None
-    assert {i.token for i in plan.invokes} & CLUSTER_LOOKUPS == set()
+    # The node subnets exist already, and are looked up as the settings' are; the cluster is not.
+    assert {i.token for i in plan.invokes} & CLUSTER_LOOKUPS == SUBNET_LOOKUPS
     cluster = created_cluster(plan, "aws:eks/cluster:Cluster")
     # The program's own system node group aside.
     groups = [g for g in plan.of_type("aws:eks/nodeGroup:NodeGroup") if g.name != "system"]
     # The dev stack's one pool, in the given subnets (its node group spans their zones).
     assert [g.inputs["subnetIds"] for g in groups] == [
-        ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"]
+        ["subnet-0a1b2c3d4e5f60017", "subnet-0a1b2c3d4e5f60013"]
     ]
     assert [
         g.name for g in groups if cluster.urn not in g.property_dependencies["clusterName"]
@@ -121,6 +125,30 @@ def test_an_eks_cluster_the_program_creates_flows_into_the_platform_unlooked_up(
     on_cluster = [r for r in plan.resources if r.type.startswith("kubernetes:")]
     assert on_cluster
     assert {r.provider.rsplit("::", 1)[0] for r in on_cluster if r.provider} == {provider.urn}
+
+
+def test_a_public_or_misplaced_node_subnet_in_the_facts_is_refused_by_its_key(
+    tmp_path: Path,
+) -> None:
+    # The stand-in VPC's public subnet, its route table sending 0.0.0.0/0 to an internet
+    # gateway, in us-east-1a; the documented program's first subnet is in us-east-1a.
+    public = next(
+        i for i, (_, is_public) in aws_stand_in.cluster_subnets("us-east-1").items() if is_public
+    )
+    program = EKS_PROGRAM.replace(
+        '"subnet-0a1b2c3d4e5f60017": "us-east-1a"', f'"{public}": "us-east-1a"'
+    ).replace(
+        '"subnet-0a1b2c3d4e5f60013": "us-east-1b"', '"subnet-0a1b2c3d4e5f60013": "us-east-1c"'
+    )
+
+    plan = previewed(tmp_path, program, dev_stack_config())
+
+    assert isinstance(plan.error, PlatformConfigError)
+    assert [(p.path, p.value) for p in plan.error.problems] == [
+        (f"{FACTS}.node_subnets", public),
+        (f"{FACTS}.node_subnets['subnet-0a1b2c3d4e5f60013']", "us-east-1c"),
+    ]
+    assert "sends 0.0.0.0/0 to igw-" in plan.error.report()
 
 
 @pytest.mark.usefixtures("created_outputs_unknown")
@@ -192,7 +220,7 @@ EKS_FACTS: dict[str, Any] = {
     "security_group_id": "sg-0a1b2c3d4e5f60001",
     "vpc_id": "vpc-0a1b2c3d4e5f60001",
     "kubernetes_version": "1.35",
-    "node_subnets": {"subnet-0a1b2c3d4e5f60001": "us-east-1a"},
+    "node_subnets": {"subnet-0a1b2c3d4e5f60017": "us-east-1a"},
 }
 GKE_FACTS: dict[str, Any] = {
     "name": "ml",

@@ -219,7 +219,7 @@ cluster = aws.eks.Cluster(
     "ml-dev",
     name="ml-dev",
     role_arn="arn:aws:iam::123456789012:role/eks-cluster",
-    vpc_config={"subnet_ids": ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"]},
+    vpc_config={"subnet_ids": ["subnet-0a1b2c3d4e5f60017", "subnet-0a1b2c3d4e5f60013"]},
     opts=pulumi.ResourceOptions(provider=cloud),
 )
 kubeconfig = pulumi.Output.all(cluster.endpoint, cluster.certificate_authority.data).apply(
@@ -234,8 +234,8 @@ facts = EksClusterFacts(
     vpc_id=cluster.vpc_config.vpc_id,
     kubernetes_version="1.35",
     node_subnets={
-        "subnet-0a1b2c3d4e5f60001": "us-east-1a",
-        "subnet-0a1b2c3d4e5f60002": "us-east-1b",
+        "subnet-0a1b2c3d4e5f60017": "us-east-1a",
+        "subnet-0a1b2c3d4e5f60013": "us-east-1b",
     },
 )
 platform = GpuPlatform(
