@@ -18,6 +18,7 @@ from gpu_platform.config import (
     check_stack_config,
     load_stack_config,
 )
+from gpu_platform.config.fields import SetAsideKeyRead
 from gpu_platform.config.loading import ReadSettings
 from gpu_platform.config.near_misses import misdirected_key_problems
 from gpu_platform.config.problems import MISSING
@@ -192,3 +193,12 @@ def test_classes_built_in_code_name_a_rule_across_fields_as_a_fields_own_problem
             namespaces=[{"name": "a", "gpu_quota": True}],
         )
     assert [p.path for p in field_error.value.problems] == ["StackConfig.namespaces[0].gpu_quota"]
+
+
+def test_a_set_aside_field_is_an_attribute_the_model_lacks() -> None:
+    # `max` is required: a model built without it has no such attribute.
+    pool = GpuPoolSpec.model_construct(name="x")
+
+    assert not hasattr(pool, "max")
+    with pytest.raises(SetAsideKeyRead):
+        pool.max  # noqa: B018
