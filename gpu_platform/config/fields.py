@@ -307,9 +307,10 @@ class Model(BaseModel):
             return super().__getattr__(name)
 
 
-class SetAsideKeyRead(Exception):
+class SetAsideKeyRead(AttributeError):
     """A rule read a field that was left out of its model as invalid: whatever it would say
-    depends on a value the report has refused already."""
+    depends on a value the report has refused already. An AttributeError, as the model has no
+    such attribute: `hasattr` says False rather than raising."""
 
     def __init__(self, model: type[BaseModel], field: str):
         super().__init__(f"{model.__name__}.{field} was set aside as invalid")

@@ -932,8 +932,9 @@ Karpenter's and EFA nodes join to reach the control plane."""
 drivers and the autoscaler's release, so it is given plainly."""
     node_subnets: Required[dict[str, str]]
     """The private subnets for the GPU nodes, each id with its zone (`{"subnet-...":
-"us-east-1a"}`): a node group per zone, so given plainly, and used as given (the platform
-does not look up their route tables)."""
+"us-east-1a"}`): a node group per zone, so given plainly. They exist already, and are
+looked up as the settings' `cluster.nodeSubnetIds` are: a public one (its route table
+sending traffic to an internet gateway) or a zone other than EC2's is refused."""
 
 
 class GkeClusterFactsArgs(TypedDict, total=False):
