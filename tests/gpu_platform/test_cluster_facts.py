@@ -93,6 +93,12 @@ def test_a_stand_in_lookup_of_a_cluster_the_program_creates_fails(tmp_path: Path
     assert "reading EKS Cluster (ml-dev): ResourceNotFoundException" in str(plan.error)
 
 
+def test_a_cluster_one_program_creates_is_found_by_lookups_after_it(tmp_path: Path) -> None:
+    previewed(tmp_path, EKS_PROGRAM.replace("cluster_facts=facts", ""), dev_stack_config())
+
+    assert aws_stand_in.get_cluster({"name": "ml-dev"})["name"] == "ml-dev"
+
+
 @pytest.mark.usefixtures("created_outputs_unknown")
 def test_an_eks_cluster_the_program_creates_flows_into_the_platform_unlooked_up(
     tmp_path: Path,
