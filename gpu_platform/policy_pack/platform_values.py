@@ -72,8 +72,10 @@ the platform gives node-exporter: gpu_platform/kubernetes/monitoring.py)."""
 # wherever the chart runs `tpl`; `---` on a line of its own starts another object. YAML breaks
 # lines at NEL, LS and PS as well as at CR and LF (go-yaml's `is_break`, the libyaml port Helm
 # and Kubernetes parse with; YAML 1.1's b-char), so all five count.
+# A backslash before the closing quote of a double-quoted scalar (gpu-operator v26.7.0
+# templates/operator.yaml writes the validator's and driver manager's images so) escapes it.
 LINE_BREAKS = "\n\r\x85\u2028\u2029"
-UNSAFE_TEXT = re.compile(rf'[{LINE_BREAKS}"]|\{{\{{|---')
+UNSAFE_TEXT = re.compile(rf'[{LINE_BREAKS}"\\]|\{{\{{|---')
 
 
 @dataclass(frozen=True)
@@ -192,8 +194,8 @@ def unsafe_scalars(values: Any, place: Place, whole: frozenset[KeyPath]) -> Iter
 
 
 SCALAR_TEXT = (
-    "no line break, '\"', '{{' or '---' where the chart writes the value into its YAML as it is"
-    " (any key but those it renders with toYaml)"
+    "no line break, '\"', '\\', '{{' or '---' where the chart writes the value into its YAML as"
+    " it is (any key but those it renders with toYaml)"
 )
 
 

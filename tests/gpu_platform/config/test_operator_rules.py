@@ -210,8 +210,8 @@ def test_an_override_the_chart_would_read_as_yaml_of_its_own_is_refused_by_key(
     assert problem == ConfigProblem(
         "gpu-platform:operator.overrides.driver.repository",
         DRIVER_INJECTION,
-        "no line break, '\"', '{{' or '---' where the chart writes the value into its YAML as it"
-        " is (any key but those it renders with toYaml): the policy pack would take the"
+        "no line break, '\"', '\\', '{{' or '---' where the chart writes the value into its YAML"
+        " as it is (any key but those it renders with toYaml): the policy pack would take the"
         " operator's release for the stack's own, which helm-release-workloads-visible refuses"
         ' where it is mandatory (docs/concepts.md, "Helm releases")',
     )
@@ -230,12 +230,13 @@ def test_an_override_the_chart_renders_with_to_yaml_may_hold_line_breaks(
     load_stack_config(with_overrides(dev_config, overrides))
 
 
-def test_an_override_broken_by_a_unicode_line_separator_is_refused_by_key(
-    dev_config: Config,
+@pytest.mark.parametrize("line_break", ["\r", "\x85", "\u2028", "\u2029"])
+def test_an_override_broken_by_any_line_break_yaml_knows_is_refused_by_key(
+    dev_config: Config, line_break: str
 ) -> None:
-    # go-yaml's `is_break` breaks a line at U+2028 too; gpu-operator v26.7.0
-    # templates/operator.yaml writes `priorityClassName` unquoted.
-    injected = "system-node-critical\u2028      hostPID: true"
+    # go-yaml's `is_break` breaks a line at CR, NEL, LS and PS as well as LF; gpu-operator
+    # v26.7.0 templates/operator.yaml writes `priorityClassName` unquoted.
+    injected = f"system-node-critical{line_break}      hostPID: true"
 
     (problem,) = problems_of(
         with_overrides(dev_config, {"operator": {"priorityClassName": injected}})

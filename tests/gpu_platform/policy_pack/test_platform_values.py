@@ -342,7 +342,8 @@ def test_a_value_the_platform_never_sets_at_its_path_makes_the_release_the_stack
 
 
 @pytest.mark.parametrize(
-    "value", ["a\nb", "a\rb", "a\x85b", "a\u2028b", "a\u2029b", 'a"b', "a{{ .Values.x }}b", "a---b"]
+    "value",
+    ["a\nb", "a\rb", "a\x85b", "a\u2028b", "a\u2029b", 'a"b', "a\\", "a{{ .Values.x }}b", "a---b"],
 )
 def test_no_pattern_lets_a_value_write_yaml_of_its_own(value: str) -> None:
     # Whatever a path's pattern, a line break, a quote, a template or a document marker is
@@ -408,9 +409,9 @@ def test_a_line_break_in_an_operator_scalar_is_judged_by_its_key(analyze: Analyz
     (message,) = messages(analyze(release, config=PROD), VISIBLE)
 
     assert (
-        "but values.driver.repository (the platform's release sets no line break, '\"', '{{' or"
-        " '---' where the chart writes the value into its YAML as it is (any key but those it"
-        " renders with toYaml)) make it run what the platform's own release does not"
+        "but values.driver.repository (the platform's release sets no line break, '\"', '\\',"
+        " '{{' or '---' where the chart writes the value into its YAML as it is (any key but"
+        " those it renders with toYaml)) make it run what the platform's own release does not"
     ) in message
 
 
@@ -463,12 +464,13 @@ def test_any_line_break_yaml_knows_in_an_operator_scalar_makes_the_release_the_s
     assert "values.operator.priorityClassName" in message
 
 
+@pytest.mark.parametrize("line_break", ["\r", "\x85", "\u2028", "\u2029"])
 def test_a_line_break_other_than_lf_in_the_expander_priorities_is_the_stacks(
-    analyze: Analyze,
+    analyze: Analyze, line_break: str
 ) -> None:
     # cluster-autoscaler 9.59.0 templates/priority-expander-configmap.yaml writes it with
-    # `indent 4`, which indents after "\n" alone: a CR ends the block scalar.
-    release = autoscaler({"expanderPriorities": "10:\n  - .*\r  evil: key"})
+    # `indent 4`, which indents after "\n" alone: any other line break ends the block scalar.
+    release = autoscaler({"expanderPriorities": f"10:\n  - .*{line_break}  evil: key"})
 
     (message,) = messages(analyze(release, config=PROD), VISIBLE)
 
@@ -484,3 +486,19 @@ def test_a_pinned_chart_released_without_openapi_validation_is_the_stacks(
     (message,) = messages(analyze(release, config=PROD), VISIBLE)
 
     assert foreign("disableOpenapiValidation") in message
+
+
+@pytest.mark.parametrize("setting", ["takeOwnership", "reuseValues", "disableOpenapiValidation"])
+def test_an_operator_release_not_named_as_the_platforms_with_a_helm_switch_is_the_stacks(
+    analyze: Analyze, setting: str
+) -> None:
+    # takeOwnership: Helm's pkg/action/validate.go (requireAdoption) adopts the ClusterRole,
+    # ClusterRoleBinding and ClusterPolicy gpu-operator v26.7.0 names whatever the release
+    # (templates/clusterrole.yaml, clusterrolebinding.yaml, clusterpolicy.yaml); reuseValues:
+    # Helm's upgrade renders the last revision's stored values under the ones sent.
+    release = gpu_operator_release()
+    release.inputs.update({"name": "other", "namespace": "team-a", setting: True})
+
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert setting in message
