@@ -66,8 +66,9 @@ class EksClusterFacts:
     drivers and the autoscaler's release, so it is given plainly."""
     node_subnets: Mapping[str, str]
     """The private subnets for the GPU nodes, each id with its zone (`{"subnet-...":
-    "us-east-1a"}`): a node group per zone, so given plainly, and used as given (the platform
-    does not look up their route tables)."""
+    "us-east-1a"}`): a node group per zone, so given plainly. They exist already, and are
+    looked up as the settings' `cluster.nodeSubnetIds` are: a public one (its route table
+    sending traffic to an internet gateway) or a zone other than EC2's is refused."""
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ def own_problems(facts: ClusterFacts) -> Iterator[ConfigProblem]:
             f"{ARGUMENT}.node_subnets",
             facts.node_subnets,
             "at least one private subnet for the GPU nodes, each id with its zone"
-            ' ({"subnet-0a1b2c3d4e5f60001": "us-east-1a"})',
+            ' ({"subnet-0a1b2c3d4e5f60017": "us-east-1a"})',
         )
         return
     for subnet_id in facts.node_subnets:

@@ -9,11 +9,13 @@ needs other names for its parts: a resource's URN holds its name and its ancesto
 their names. `GpuPlatform` sets both here for as long as it declares its parts.
 """
 
-from collections.abc import Iterator, Mapping
+import weakref
+from collections.abc import Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 import pulumi
+from pulumi.runtime import settings
 
 _PROVIDERS: ContextVar[Mapping[str, pulumi.ProviderResource] | None] = ContextVar(
     "lookup_providers", default=None
@@ -77,3 +79,22 @@ def given_providers(opts: pulumi.ResourceOptions | None) -> dict[str, pulumi.Pro
     if opts.provider is not None:
         found[opts.provider.package] = opts.provider
     return {package: found[package] for package in PACKAGES if package in found}
+
+
+# Per program: a program talks to one resource monitor for its whole run, and each program a
+# process runs under mocks (a test's, the offline plan's) gets a monitor of its own
+# (pulumi 3.272 sdk/python/lib/pulumi/runtime/mocks.py, `set_mocks`).
+_CLAIMED: "weakref.WeakKeyDictionary[object, dict[Hashable, str]]" = weakref.WeakKeyDictionary()
+
+
+def claim(cluster: Hashable, instance: str) -> str | None:
+    """Claim `cluster` for the instance named `instance` in the program being run; the instance
+    that claimed it first, if another did. Two instances on one cluster would declare the same
+    cloud and Kubernetes objects (the pools' IAM roles, the operator's release, the namespaces)
+    and collide at `pulumi up`, where a plan shows nothing wrong."""
+    monitor = settings.get_monitor()
+    if monitor is None:
+        # Nothing can be registered without one, so nothing can collide.
+        return None
+    first = _CLAIMED.setdefault(monitor, {}).setdefault(cluster, instance)
+    return None if first == instance else first

@@ -38,7 +38,7 @@ from gpu_platform.config import (
     read_pulumi_config,
     secret_config_keys,
 )
-from gpu_platform.instance import declaring, given_providers, part_name
+from gpu_platform.instance import claim, declaring, given_providers, part_name
 from gpu_platform.kubernetes.canary_gate import canary_gate_job
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.kubernetes.gpu_pod import model_placements, pool_placement
@@ -125,8 +125,9 @@ class GpuPlatformArgs:
 
     cluster_facts: ClusterFacts | None = None
     """The cluster's facts, `EksClusterFacts` or `GkeClusterFacts`, where the program creates
-    the cluster itself (or knows it): the platform then looks nothing up about the cluster,
-    which on a first `pulumi preview` does not exist yet. Its name, endpoint, CA and network
+    the cluster itself (or knows it): the platform then needs no lookup of the cluster, which
+    on a first `pulumi preview` does not exist yet (on GKE, once it exists, the versions GKE
+    moved it and its pools to are read back). Its name, endpoint, CA and network
     ids may be outputs of the program's cluster; what shapes the resources (its Kubernetes
     version, the node subnets' zones) is given plainly (`gpu_platform.cluster_facts`). None:
     the platform looks up the cluster the settings name."""
@@ -221,7 +222,9 @@ class GpuPlatform(pulumi.ComponentResource):
         cloud's resources and lookups use the AWS or Google Cloud one, the Kubernetes objects
         the Kubernetes one (else a provider the component makes for the cluster it looks up,
         creates or is given the facts of). A Kubernetes provider counts only given here: one a
-        parent component holds is not used, as it may reach another cluster."""
+        parent component holds is not used, as it may reach another cluster. `depends_on`: what
+        every part waits for, the Kubernetes provider the component makes among them: a cluster
+        the program creates needs its add-ons and system nodes first (docs/library.md)."""
         providers = given_providers(opts)
         prefix = f"{name}-" if args.part_names_under_it else ""
         with declaring(providers, prefix):
@@ -235,6 +238,22 @@ class GpuPlatform(pulumi.ComponentResource):
         kubernetes: pulumi.ProviderResource | None,
     ) -> None:
         config = args.config
+        cluster = config.cluster
+        first = claim(
+            (config.cloud, cluster.project, cluster.region or cluster.location, cluster.name), name
+        )
+        if first is not None:
+            raise PlatformConfigError(
+                [
+                    ConfigProblem(
+                        key_path("cluster", "name"),
+                        cluster.name,
+                        f"a cluster no other GpuPlatform in the program is on: {first!r} is on"
+                        " it, and two would declare the same node pools' roles, releases and"
+                        " namespaces",
+                    )
+                ]
+            )
         if kubernetes is not None and config.cluster.kubeconfig_context is not None:
             raise PlatformConfigError(
                 [
@@ -274,11 +293,16 @@ class GpuPlatform(pulumi.ComponentResource):
         super().__init__("gpu-platform:index:GpuPlatform", name, None, opts)
         # Descendants inherit their parent's aliases (pulumi `step_generator.go`
         # generateAliases), and a provider aliased to its old URN does not replace what uses it.
+        # What the program gave in `depends_on` (a created cluster's add-ons and system nodes)
+        # reaches each part as its own dependency: a child waits only for its parent's URN
+        # (pulumi 3.272 sdk/python/lib/pulumi/runtime/resource.py, `prepare_resource`), and the
+        # engine orders deletes by the dependencies each resource records.
         children = pulumi.ResourceOptions(
             parent=self,
             aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
             if args.moved_from_stack_root
             else None,
+            depends_on=None if opts is None else opts.depends_on,
         )
         connection = (
             cloud.connect(children)

@@ -30,7 +30,7 @@ from gpu_platform.offline.stand_ins.aws import (
 )
 from gpu_platform.offline.stand_ins.gcp import STAND_IN_MASTER_VERSION, ZONE_OFFERINGS
 from gpu_platform.version_order import version_key
-from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
+from gpu_platform.versions import CLUSTER_AUTOSCALER_IMAGES, SUPPORTED_KUBERNETES_VERSIONS
 from tests.stack_variants import quota_key, with_gpu_quotas_fitting_its_pools
 
 Config = dict[str, Any]
@@ -371,6 +371,12 @@ def eks_stack(draw: st.DrawFn) -> Config:
             # The documented way back to kube-system (docs/upgrades.md), a chart trial.
             **_moved(draw, namespace="kube-system", chartVersion=TRIAL_AUTOSCALER_CHART),
         }
+        if draw(st.integers(0, 3)) == 0:
+            # The pinned tag, or an exact version that is no image tag (a SemVer build), which
+            # the policy pack refuses in the release's `image.tag` and so must the loader.
+            pinned = CLUSTER_AUTOSCALER_IMAGES[minor].tag
+            tag = draw(st.sampled_from([pinned, f"{pinned}+build.1"]))
+            config["gpu-platform:autoscaler"]["imageTag"] = tag
     if karpenter and not created and draw(st.integers(0, 3)) == 0:
         # An existing Karpenter: the stack declares only the pools' NodePools and node classes.
         config["gpu-platform:karpenter"] = {
@@ -691,7 +697,14 @@ OPERATOR_OVERRIDES: tuple[Config, ...] = (
             "priorityClassName": "system-node-critical",
         }
     },
-    {"operator": {"resources": {"limits": {"memory": "1Gi"}}, "logging": {"level": "debug"}}},
+    {
+        "operator": {
+            "resources": {"limits": {"memory": "1Gi"}},
+            "logging": {"level": "debug"},
+            # Rendered with toYaml (templates/operator.yaml), so a line break is the value's.
+            "annotations": {"example.com/owners": "ml-platform\ngpu-oncall"},
+        }
+    },
     {"validator": {"plugin": {"env": [{"name": "WITH_WORKLOAD", "value": "false"}]}}},
 )
 """`operator.overrides` of chart values the platform leaves to the chart (gpu-operator v26.7.0

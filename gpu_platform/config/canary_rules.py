@@ -8,13 +8,15 @@ from gpu_platform.config.fields import Cloud, Platform
 from gpu_platform.config.operator import pool_driver_version
 from gpu_platform.config.pools import GpuPoolSpec
 from gpu_platform.config.problems import ConfigProblem, key_path
+from gpu_platform.config.set_aside import per_element
 from gpu_platform.config.stack import StackConfig, known_platform
 from gpu_platform.version_order import version_key
 
 
 def canary_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     by_name = {pool.name: pool for pool in config.pools}
-    for i, pool in enumerate(config.pools):
+
+    def of_pool(i: int, pool: GpuPoolSpec) -> Iterator[ConfigProblem]:
         if pool.canary_of is None:
             if "canary_soak_minutes" in pool.model_fields_set:
                 yield ConfigProblem(
@@ -22,7 +24,7 @@ def canary_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     pool.canary_soak_minutes,
                     "no value unless the pool is a canary (canaryOf)",
                 )
-            continue
+            return
         yield from _canary_capacity_problems(config, i, pool)
         path = key_path("pools", i, "canaryOf")
         target = by_name.get(pool.canary_of)
@@ -47,6 +49,8 @@ def canary_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         else:
             yield from _shared_reservation_problems(config, i, pool, target)
             yield from _canary_lead_problems(config, i, pool, target)
+
+    yield from per_element(config.pools, of_pool)
 
 
 def _canary_capacity_problems(

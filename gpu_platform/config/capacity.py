@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from gpu_platform.config.fields import DnsLabel, ExactVersion, IamRoleArn, Model
+from gpu_platform.config.fields import DnsLabel, ExactImageTag, ExactVersion, IamRoleArn, Model
 from gpu_platform.config.pools import GpuPoolSpec
 from gpu_platform.version_order import version_key
 from gpu_platform.versions import CLUSTER_AUTOSCALER_CHART, KARPENTER_CHART
@@ -32,9 +32,10 @@ class ClusterAutoscalerSpec(Model):
     """The `cluster-autoscaler` chart version; another than the pinned one is declared in the
     stack's policy config (`platform-release-rollback`'s `platformReleases`:
     docs/upgrades.md)."""
-    image_tag: ExactVersion | None = None
+    image_tag: ExactImageTag | None = None
     """The autoscaler image tag; by default the pinned release for the cluster's Kubernetes
-    minor version, which it must match."""
+    minor version, which it must match. An exact version that is an image tag too: no SemVer
+    build (`+...`), which no image reference can hold."""
     gpu_node_idle_minutes: int = Field(default=10, ge=1, le=1440)
     """How long a GPU node may sit unneeded before it is removed. Shorter saves idle GPU time;
     longer keeps a node warm between jobs instead of paying its startup again."""

@@ -15,6 +15,7 @@ from gpu_platform.config.problems import (
     key_path,
     set_field_problems,
 )
+from gpu_platform.config.set_aside import per_element
 from gpu_platform.config.stack import StackConfig, known_platform
 from gpu_platform.config.tenants import SYSTEM_NAMESPACES
 from gpu_platform.drivers import known_releases
@@ -33,7 +34,7 @@ _RESERVATION_OPTIONS: Mapping[str, tuple[str, ...]] = {
 
 
 def reservation_problems(config: StackConfig) -> Iterator[ConfigProblem]:
-    for i, pool in enumerate(config.pools):
+    def of_pool(i: int, pool: GpuPoolSpec) -> Iterator[ConfigProblem]:
         if config.cloud is Cloud.AWS:
             yield from _ec2_reservation_problems(config, pool, i)
         elif pool.capacity in EC2_RESERVED_CAPACITIES:
@@ -43,6 +44,8 @@ def reservation_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 "on-demand or spot on GKE (reserved and capacity-block buy EC2 capacity; a GKE"
                 " pool consumes Compute Engine reservations through gcp.reservation)",
             )
+
+    yield from per_element(config.pools, of_pool)
 
 
 def _ec2_reservation_problems(
@@ -158,7 +161,8 @@ def instance_choice_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     categories and its one GPU model."""
     if config.cloud is not Cloud.AWS:
         return
-    for i, pool in enumerate(config.pools):
+
+    def of_pool(i: int, pool: GpuPoolSpec) -> Iterator[ConfigProblem]:
         options = pool.aws
         families = key_path("pools", i, "aws", "instanceFamilies")
         categories = key_path("pools", i, "aws", "instanceCategories")
@@ -202,12 +206,15 @@ def instance_choice_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 " aws.instanceFamilies or aws.instanceCategories)",
             )
 
+    yield from per_element(config.pools, of_pool)
+
 
 def ami_release_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     platform = known_platform(config)
     if platform not in (Platform.EKS_AL2023, Platform.EKS_BOTTLEROCKET):
         return
-    for i, pool in enumerate(config.pools):
+
+    def of_pool(i: int, pool: GpuPoolSpec) -> Iterator[ConfigProblem]:
         release = pool.aws.ami_release_version
         path = key_path("pools", i, "aws", "amiReleaseVersion")
         if release is None:
@@ -227,6 +234,8 @@ def ami_release_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 " date, such as 1.33.4-20251016 (1.52.0-0d4a7f31 is Bottlerocket's form)",
             )
 
+    yield from per_element(config.pools, of_pool)
+
 
 def bottlerocket_sharing_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     # Bottlerocket's NVIDIA variant runs its own device plugin, so the GPU Operator's is off
@@ -234,7 +243,8 @@ def bottlerocket_sharing_problems(config: StackConfig) -> Iterator[ConfigProblem
     # advertise whole GPUs while the autoscaler expects slices.
     if config.cloud is not Cloud.AWS or config.cluster.node_image != "bottlerocket":
         return
-    for i, pool in enumerate(config.pools):
+
+    def of_pool(i: int, pool: GpuPoolSpec) -> Iterator[ConfigProblem]:
         if not isinstance(pool.sharing, ExclusiveSharing):
             yield ConfigProblem(
                 key_path("pools", i, "sharing", "mode"),
@@ -242,6 +252,8 @@ def bottlerocket_sharing_problems(config: StackConfig) -> Iterator[ConfigProblem
                 "exclusive on Bottlerocket nodes (its own NVIDIA device plugin serves the GPUs,"
                 " not the GPU Operator's); use nodeImage al2023 to share GPUs",
             )
+
+    yield from per_element(config.pools, of_pool)
 
 
 # Pool settings only a managed node group acts on, with what Karpenter does instead: set on a

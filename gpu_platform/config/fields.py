@@ -30,6 +30,7 @@ from gpu_platform.config.problems import (
     key_path,
     not_plain_problems,
 )
+from gpu_platform.policy_pack.platform_values import IMAGE_TAG
 
 # RFC 1123 label: what Kubernetes accepts as a namespace name and what node group, node pool and
 # Helm release names can safely be derived from. Pools are capped lower because GKE limits node
@@ -185,6 +186,23 @@ PATTERN_MEANINGS = {
 }
 
 
+def _image_tag(version: str) -> str:
+    """An exact version that is an image tag too, as the policy pack holds the platform's
+    releases' tags to (`platform_values.IMAGE_TAG`): a SemVer build (`+build.1`) is none."""
+    if not re.fullmatch(IMAGE_TAG, version):
+        raise PydanticCustomError(
+            "image_tag",
+            "an image tag such as v1.35.2: letters, digits, '_', '.' and '-', up to 128,"
+            " from a letter, digit or '_' (no '+': an image reference cannot hold a SemVer"
+            " build)",
+        )
+    return version
+
+
+ExactImageTag = Annotated[ExactVersion, AfterValidator(_image_tag)]
+"""An exact version (`ExactVersion`) that names an image by its tag."""
+
+
 def _one_of(allowed: Sequence[str], error_type: str, expected: str) -> AfterValidator:
     """A validator of a name among `allowed`, whose error says `expected` with `{allowed}`
     filled in."""
@@ -289,9 +307,10 @@ class Model(BaseModel):
             return super().__getattr__(name)
 
 
-class SetAsideKeyRead(Exception):
+class SetAsideKeyRead(AttributeError):
     """A rule read a field that was left out of its model as invalid: whatever it would say
-    depends on a value the report has refused already."""
+    depends on a value the report has refused already. An AttributeError, as the model has no
+    such attribute: `hasattr` says False rather than raising."""
 
     def __init__(self, model: type[BaseModel], field: str):
         super().__init__(f"{model.__name__}.{field} was set aside as invalid")

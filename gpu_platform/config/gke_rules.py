@@ -13,6 +13,7 @@ from gpu_platform.config.pools import (
     TimeSlicingSharing,
 )
 from gpu_platform.config.problems import MISSING, ConfigProblem, key_path, set_field_problems
+from gpu_platform.config.set_aside import per_element
 from gpu_platform.config.stack import StackConfig, known_platform
 from gpu_platform.version_order import version_key
 
@@ -40,7 +41,8 @@ def gke_pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         )
     if platform is Platform.GKE_UBUNTU:
         yield from _nvidia_driver_problems(config)
-    for i, pool in enumerate(config.pools):
+
+    def of_pool(i: int, pool: GpuPoolSpec) -> Iterator[ConfigProblem]:
         if pool.gcp.cos_driver_branch is not None and platform is not Platform.GKE_COS:
             yield ConfigProblem(
                 key_path("pools", i, "gcp", "cosDriverBranch"),
@@ -57,6 +59,8 @@ def gke_pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             )
         yield from _gke_sharing_problems(config, pool, i)
         yield from _upgrade_problems(pool, i)
+
+    yield from per_element(config.pools, of_pool)
 
 
 def _upgrade_problems(pool: GpuPoolSpec, i: int) -> Iterator[ConfigProblem]:
@@ -210,7 +214,8 @@ def gke_capacity_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     # On AWS, the rule of the other cloud's settings refuses the whole `gcp` block.
     if config.cloud is not Cloud.GCP:
         return
-    for i, pool in enumerate(config.pools):
+
+    def of_pool(i: int, pool: GpuPoolSpec) -> Iterator[ConfigProblem]:
         gcp = pool.gcp
         modes = " and ".join(f"gcp.{key}" for key in dynamic_workload_scheduler_modes(pool))
         yield from _gke_reservation_problems(pool, i, bool(modes))
@@ -248,6 +253,8 @@ def gke_capacity_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     gcp.node_version,
                     f"{minimum} or later with gcp.{key}, the oldest GKE version with it",
                 )
+
+    yield from per_element(config.pools, of_pool)
 
 
 def _gke_reservation_problems(

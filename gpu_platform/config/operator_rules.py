@@ -11,7 +11,12 @@ from gpu_platform.config.problems import MISSING, ConfigProblem, key_path
 from gpu_platform.config.stack import StackConfig, known_platform
 from gpu_platform.kubernetes.chart_keys import chart_components
 from gpu_platform.policy_pack.platform_releases import RAW_MANIFEST_KEYS
-from gpu_platform.policy_pack.platform_values import FOREIGN_ANYWHERE
+from gpu_platform.policy_pack.platform_values import (
+    FOREIGN_ANYWHERE,
+    PLATFORM_VALUES,
+    SCALAR_TEXT,
+    unsafe_scalars,
+)
 from gpu_platform.versions import GPU_OPERATOR_CHART, KUBE_PROMETHEUS_STACK_CHART
 
 
@@ -36,6 +41,7 @@ def operator_override_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             )
         else:
             yield from _foreign_override_problems(values, (name,))
+            yield from _scalar_override_problems(values, name)
 
 
 def _foreign_override_problems(values: Any, path: tuple[str | int, ...]) -> Iterator[ConfigProblem]:
@@ -60,6 +66,28 @@ def _foreign_override_problems(values: Any, path: tuple[str | int, ...]) -> Iter
             value,
             f"no value: {what}, and the policy pack would take the operator's release for the"
             " stack's own, which helm-release-workloads-visible refuses where it is mandatory"
+            ' (docs/concepts.md, "Helm releases")',
+        )
+
+
+def _scalar_override_problems(values: Any, component: str) -> Iterator[ConfigProblem]:
+    """Strings the GPU Operator's chart would write into its YAML as they are, where a line
+    break or a quote ends the scalar and what follows is YAML of the value's own (v26.7.0
+    templates/clusterpolicy.yaml writes `driver.repository`, `image` and `version` unquoted):
+    the policy pack takes a release holding one for the stack's own
+    (gpu_platform/policy_pack/platform_values.py), which under prod's policy config fails
+    `helm-release-workloads-visible`."""
+    whole = PLATFORM_VALUES[GPU_OPERATOR_CHART.name].whole
+    for place in unsafe_scalars(values, (component,), whole):
+        value: Any = values
+        for step in place[1:]:
+            value = value[step]
+        yield ConfigProblem(
+            key_path("operator", "overrides", *place),
+            value,
+            f"{SCALAR_TEXT}: the policy pack"
+            " would take the operator's release for the stack's own, which"
+            " helm-release-workloads-visible refuses where it is mandatory"
             ' (docs/concepts.md, "Helm releases")',
         )
 

@@ -7,6 +7,7 @@ from gpu_platform.accelerators import ACCELERATORS
 from gpu_platform.config.fields import Cloud
 from gpu_platform.config.pools import GPU_TAINT_KEY, GpuPoolSpec, MigSharing
 from gpu_platform.config.problems import ConfigProblem, key_path
+from gpu_platform.config.set_aside import per_element
 from gpu_platform.config.stack import StackConfig
 
 # Labels the platform sets from the pool's description; a pool overriding one would break
@@ -43,7 +44,8 @@ def _label_problem(key: str, cloud: Cloud) -> str | None:
 
 def pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     seen: dict[str, int] = {}
-    for i, pool in enumerate(config.pools):
+
+    def of_pool(i: int, pool: GpuPoolSpec) -> Iterator[ConfigProblem]:
         if pool.name in seen:
             yield ConfigProblem(
                 key_path("pools", i, "name"),
@@ -90,6 +92,8 @@ def pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             )
         if isinstance(pool.sharing, MigSharing):
             yield from _mig_problems(pool, i)
+
+    yield from per_element(config.pools, of_pool)
 
 
 def mig_problem(pool: GpuPoolSpec, accelerator: str, index: int) -> ConfigProblem | None:

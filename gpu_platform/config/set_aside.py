@@ -6,13 +6,14 @@ default standing in for it."""
 import functools
 import json
 import typing
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from gpu_platform.config.fields import Model
+from gpu_platform.config.fields import Model, SetAsideKeyRead
 from gpu_platform.config.key_paths import unwrapped
+from gpu_platform.config.problems import ConfigProblem
 
 Loc = tuple[str | int, ...]
 """A key's place in the stack's config: `("pools", 1, "max")`."""
@@ -89,3 +90,19 @@ def _list_item(annotation: Any) -> Any:
     if typing.get_origin(annotation) is list and len(args) == 1 and _is_model(args[0]):
         return args[0]
     return None
+
+
+E = TypeVar("E")
+
+
+def per_element(
+    elements: Sequence[E], problems_of: Callable[[int, E], Iterator[ConfigProblem]]
+) -> Iterator[ConfigProblem]:
+    """`problems_of` each element (a pool, a namespace) with its index. An element whose rule
+    reads one of its keys set aside says nothing more, as a rule does (`cross_field_problems`);
+    the elements after it are still judged, so that each pool's problems come in one report."""
+    for i, element in enumerate(elements):
+        try:
+            yield from problems_of(i, element)
+        except SetAsideKeyRead:
+            continue

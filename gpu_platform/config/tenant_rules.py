@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 from gpu_platform.config.pools import MigSharing, gke_shares
 from gpu_platform.config.problems import ConfigProblem, key_path
+from gpu_platform.config.set_aside import per_element
 from gpu_platform.config.stack import StackConfig, known_platform
 from gpu_platform.config.tenants import (
     SYSTEM_NAMESPACES,
@@ -36,7 +37,8 @@ def namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     }
     pool_names = {p.name for p in config.pools}
     seen: set[str] = set()
-    for i, ns in enumerate(config.namespaces):
+
+    def of_namespace(i: int, ns: TenantNamespaceSpec) -> Iterator[ConfigProblem]:
         if ns.name in reserved:
             yield ConfigProblem(
                 key_path("namespaces", i, "name"),
@@ -56,6 +58,8 @@ def namespace_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 f"one of the pools: {sorted(pool_names)}",
             )
         yield from _quota_problems(config, i, ns)
+
+    yield from per_element(config.namespaces, of_namespace)
     tenants = [ns.name for ns in config.namespaces]
     autoscaler = config.autoscaler.namespace
     # Any pod of a tenant's namespace may run as the autoscaler's service account there, whose

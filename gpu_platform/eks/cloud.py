@@ -11,11 +11,12 @@ or, with Karpenter, the controller and a NodePool for each pool. `create_device_
 the EFA device plugin where a pool asks for EFA.
 """
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import pulumi
 
+from gpu_platform.cluster_facts import ARGUMENT as FACTS_ARGUMENT
 from gpu_platform.cluster_facts import EksClusterFacts
 from gpu_platform.config import (
     ConfigError,
@@ -101,7 +102,7 @@ class EksCloud:
                 self._new_cluster = plan_new_cluster(self.config)
                 self._cluster = self._new_cluster.cluster
             elif self._facts is not None:
-                self._cluster, self._subnets = given_cluster(self.config.cluster, self._facts)
+                self._cluster = given_cluster(self.config.cluster, self._facts)
             else:
                 self._cluster = look_up_cluster(self.config.cluster)
         return self._cluster
@@ -400,7 +401,12 @@ class EksCloud:
             self._subnets = list(self._new_cluster.subnets)
             return private_subnets(self._subnets)
         if self._facts is not None:
-            # The program's own, as `given_cluster` read them.
+            # They exist before the cluster does (docs/library.md): looked up as the settings'
+            # are, so that a public one or a zone given wrong is refused rather than used.
+            self._subnets = look_up_subnets(self._facts.node_subnets, cluster.region)
+            problems = list(given_subnet_problems(self._facts.node_subnets, self._subnets))
+            if problems:
+                raise ConfigError(problems)
             return self._subnets
         self._subnets = look_up_subnets(chosen or cluster.subnet_ids, cluster.region)
         problems = (
@@ -415,15 +421,36 @@ class EksCloud:
 
 def _public_node_subnet_problems(named: Sequence[Subnet]) -> list[ConfigProblem]:
     return [
-        ConfigProblem(
-            key_path("cluster", "nodeSubnetIds", i),
-            subnet.id,
-            "a private subnet (GPU nodes must not sit in a public one), but its"
-            f" {subnet.routing.reason}",
-        )
+        _public_subnet_problem(key_path("cluster", "nodeSubnetIds", i), subnet)
         for i, subnet in enumerate(named)
         if subnet.routing.public
     ]
+
+
+def _public_subnet_problem(path: str, subnet: Subnet) -> ConfigProblem:
+    return ConfigProblem(
+        path,
+        subnet.id,
+        f"a private subnet (GPU nodes must not sit in a public one), but its"
+        f" {subnet.routing.reason}",
+    )
+
+
+def given_subnet_problems(
+    given: Mapping[str, str], found: Sequence[Subnet]
+) -> Iterator[ConfigProblem]:
+    """What is wrong with the node subnets the cluster's facts give, as their lookup `found`
+    them: a public one, or one in another zone than given."""
+    path = f"{FACTS_ARGUMENT}.node_subnets"
+    for subnet in found:
+        if subnet.routing.public:
+            yield _public_subnet_problem(path, subnet)
+        if given[subnet.id] != subnet.zone:
+            yield ConfigProblem(
+                f"{path}[{subnet.id!r}]",
+                given[subnet.id],
+                f"the subnet's zone, {subnet.zone}, as EC2 reports it",
+            )
 
 
 def _no_private_subnet_problems(cluster: str, subnets: Sequence[Subnet]) -> list[ConfigProblem]:

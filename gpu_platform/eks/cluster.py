@@ -97,24 +97,16 @@ def look_up_cluster(spec: ClusterSpec) -> EksCluster:
     )
 
 
-GIVEN_SUBNET_ROUTING = SubnetRouting(
-    table_id="(not looked up: a node subnet the program gave)",
-    implicit=False,
-    internet_route=None,
-)
-
-
-def given_cluster(spec: ClusterSpec, facts: EksClusterFacts) -> tuple[EksCluster, list[Subnet]]:
-    """The cluster as the program gave it, and its node subnets; nothing about the cluster is
-    looked up, as on a first `pulumi preview` of a program creating it there is nothing yet. The
-    account and partition (of the ARNs the IAM documents name) are the deployer's, and whether
-    the cluster exists yet comes from the region's list of clusters, which names no cluster in
-    particular."""
+def given_cluster(spec: ClusterSpec, facts: EksClusterFacts) -> EksCluster:
+    """The cluster as the program gave it; nothing about the cluster is looked up, as on a first
+    `pulumi preview` of a program creating it there is nothing yet. The account and partition
+    (of the ARNs the IAM documents name) are the deployer's, and whether the cluster exists yet
+    comes from the region's list of clusters, which names no cluster in particular."""
     assert spec.region is not None  # config validation requires it on AWS
     account = get_caller_identity(opts=lookup_options("aws")).account_id
     partition = get_partition(opts=lookup_options("aws")).partition
     existing = eks.get_clusters(region=spec.region, opts=lookup_options("aws")).names
-    cluster = EksCluster(
+    return EksCluster(
         name=spec.name,
         region=spec.region,
         arn=f"arn:{partition}:eks:{spec.region}:{account}:cluster/{spec.name}",
@@ -128,8 +120,6 @@ def given_cluster(spec: ClusterSpec, facts: EksClusterFacts) -> tuple[EksCluster
         exists=spec.name in existing,
         name_as_given=facts.name,
     )
-    given = facts.node_subnets.items()
-    return cluster, [Subnet(subnet_id, zone, GIVEN_SUBNET_ROUTING) for subnet_id, zone in given]
 
 
 def look_up_subnets(ids: Iterable[str], region: str) -> list[Subnet]:

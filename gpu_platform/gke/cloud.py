@@ -25,7 +25,7 @@ from gpu_platform.gke.cluster import (
     GkeCluster,
     cluster_problems,
     connect_to,
-    created_cluster,
+    existing_cluster,
     given_cluster,
     lookup_cluster,
 )
@@ -68,7 +68,7 @@ class GkeCloud:
         ConfigError when the platform cannot use it."""
         if self._cluster is None:
             if self.config.cluster.create is not None:
-                cluster = created_cluster(self.config.cluster) or planned_cluster(self.config)
+                cluster = existing_cluster(self.config.cluster) or planned_cluster(self.config)
                 problems = list(planned_cluster_problems(self.config))
             elif self._facts is not None:
                 cluster, problems = given_cluster(self.config.cluster, self._facts), []

@@ -118,21 +118,24 @@ def lookup_cluster(spec: ClusterSpec) -> GkeCluster:
 
 
 def given_cluster(spec: ClusterSpec, facts: GkeClusterFacts) -> GkeCluster:
-    """The cluster as the program gave it; nothing about it is looked up, as on a first
-    `pulumi preview` of a program creating it there is nothing yet. Its node pools are taken to
-    run the version given, as a created cluster's are on its first run."""
+    """The cluster as the program gave it. Before it exists (a first `pulumi preview` of a
+    program creating it), it and its node pools are taken to run the version given. Once it
+    does, the versions are read back, as of a cluster the platform creates: GKE upgrades the
+    control plane and the pools itself, and the given version, plain, stays what it was."""
     assert spec.project is not None and spec.location is not None
+    found = existing_cluster(spec)
     return GkeCluster(
         project=spec.project,
         location=spec.location,
         name=spec.name,
         endpoint=facts.endpoint,
         ca_certificate=facts.ca_certificate,
-        master_version=facts.kubernetes_version,
+        master_version=facts.kubernetes_version if found is None else found.master_version,
         autopilot=False,
         workload_pool=f"{spec.project}.svc.id.goog",
-        release_channel=facts.release_channel,
-        exists=False,
+        release_channel=facts.release_channel if found is None else found.release_channel,
+        pool_versions={} if found is None else found.pool_versions,
+        exists=found is not None,
         name_as_given=facts.name,
     )
 
@@ -143,12 +146,12 @@ def release_channel_of(channels: Sequence[Any] | None) -> str | None:
     return None if channel in (None, "", "UNSPECIFIED") else str(channel)
 
 
-def created_cluster(spec: ClusterSpec) -> GkeCluster | None:
-    """The cluster `cluster.create` made, on the runs after the first: GKE upgrades its control
-    plane and node pools itself (container.v1 `ReleaseChannel`: "Node auto-upgrade defaults to
-    true and cannot be disabled"), so the versions the nodes' drivers follow are read back as
-    in attach mode. None before it exists: pulumi-gcp's lookup then fails with
-    "projects/<p>/locations/<l>/clusters/<n> not found" (terraform-provider-google
+def existing_cluster(spec: ClusterSpec) -> GkeCluster | None:
+    """The cluster the platform or the program creates, on the runs after the first: GKE
+    upgrades its control plane and node pools itself (container.v1 `ReleaseChannel`: "Node
+    auto-upgrade defaults to true and cannot be disabled"), so the versions the nodes' drivers
+    follow are read back as in attach mode. None before it exists: pulumi-gcp's lookup then
+    fails with "projects/<p>/locations/<l>/clusters/<n> not found" (terraform-provider-google
     `datasourceContainerClusterRead`)."""
     try:
         return lookup_cluster(spec)

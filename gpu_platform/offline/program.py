@@ -164,6 +164,10 @@ def run_program(
         if raise_errors:
             raise
         plan.error = error
+    finally:
+        # The clusters this program creates are its own: a lookup made after it (another
+        # program, a test calling a stand-in) must not find them missing.
+        stand_ins.CREATED_CLUSTERS.clear()
     # The engine is told of resources as their inputs resolve, in an order that changes from run
     # to run; the order the program constructs them in does not: pools in the stack file's order.
     plan.resources.sort(key=lambda r: constructed.get((r.type, r.name), len(constructed)))

@@ -857,7 +857,8 @@ stack's policy config (`platform-release-rollback`'s `platformReleases`:
 docs/upgrades.md)."""
     image_tag: str
     """The autoscaler image tag; by default the pinned release for the cluster's Kubernetes
-minor version, which it must match."""
+minor version, which it must match. An exact version that is an image tag too: no SemVer
+build (`+...`), which no image reference can hold."""
     gpu_node_idle_minutes: int
     """How long a GPU node may sit unneeded before it is removed. Shorter saves idle GPU time;
 longer keeps a node warm between jobs instead of paying its startup again."""
@@ -940,8 +941,9 @@ Karpenter's and EFA nodes join to reach the control plane."""
 drivers and the autoscaler's release, so it is given plainly."""
     node_subnets: Required[dict[str, str]]
     """The private subnets for the GPU nodes, each id with its zone (`{"subnet-...":
-"us-east-1a"}`): a node group per zone, so given plainly, and used as given (the platform
-does not look up their route tables)."""
+"us-east-1a"}`): a node group per zone, so given plainly. They exist already, and are
+looked up as the settings' `cluster.nodeSubnetIds` are: a public one (its route table
+sending traffic to an internet gateway) or a zone other than EC2's is refused."""
 
 
 class GkeClusterFactsArgs(TypedDict, total=False):

@@ -255,8 +255,19 @@ def foreign_settings(props: Mapping[str, Any]) -> list[str]:
     (`PLATFORM_OBJECT_PREFIX`) where the platform gives the chart one."""
     found = [key for key in ("postrender",) if text(props, key)]
     found += ["valueYamlFiles"] if elements(props, "valueYamlFiles") else []
+    # `takeOwnership` adopts the objects that already exist under the chart's fixed names (the
+    # GPU Operator's ClusterRoleBinding and ClusterPolicy) whoever owns them (Helm's
+    # pkg/action/validate.go, requireAdoption); `reuseValues` renders the values stored with the
+    # last revision under the ones sent, which no policy sees. The platform sets neither.
+    found += [key for key in ("takeOwnership", "reuseValues") if value_at(props, key) is True]
     table = PLATFORM_VALUES.get(chart_name(text(props, "chart") or ""), ChartValues({}))
-    if table.components and not _named_as_the_platforms(props, table):
+    platforms_operator = bool(table.components) and _named_as_the_platforms(props, table)
+    # Without the OpenAPI check Helm applies what a value's text makes of a manifest unchecked
+    # (a key given twice, a field of another kind); the platform turns it off for its GPU
+    # Operator release alone (gpu_platform/kubernetes/gpu_operator.py).
+    if value_at(props, "disableOpenapiValidation") is True and not platforms_operator:
+        found.append("disableOpenapiValidation")
+    if table.components and not platforms_operator:
         table = table.without_components()
     values = value_at(props, "values")
     try:

@@ -22,7 +22,9 @@ hold is not judged (the charts write them with `toYaml`, which quotes what it mu
 The GPU Operator's values are the platform's and the stack's `operator.overrides`, which the
 program merges over them (gpu_platform/kubernetes/operator_values.py) under any top-level
 component of the chart: so its table takes every key under those components, but
-`namespaceOverride` and the raw-manifest keys at any depth, which the config loader refuses in
+`namespaceOverride` and the raw-manifest keys at any depth, and a string holding `UNSAFE_TEXT`
+anywhere but below the key paths the chart renders with `toYaml` (`ChartValues.whole`, derived
+from the chart's templates by derive_yaml_values.py), which the config loader refuses in
 `operator.overrides` too (gpu_platform/config/operator_rules.py). That holds for the release
 the platform declares alone: of the name it gives it, in a namespace the stack's policy config
 exempts (`exemptNamespaces`, where the operator's privileged pods run); another release of the
@@ -38,16 +40,20 @@ and holds this table to them both ways: every path it sets is here, every path h
 every value it sets is one its path allows.
 
 This module imports nothing of the pack's or the platform's: the pack runs it as its own
-process, and the config loader reads `FOREIGN_ANYWHERE` from it.
+process, and the config loader reads `FOREIGN_ANYWHERE`, `IMAGE_TAG` and the GPU Operator's
+table from it.
 """
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 KeyPath = tuple[str, ...]
+Place = tuple[str | int, ...]
+"""Where a value sits in a chart's values: map keys, and list indices where it is in a list."""
 
 FOREIGN_ANYWHERE = frozenset({"namespaceOverride"})
 """Keys that move a chart's (or its subchart's) objects out of the release's namespace, into
@@ -63,8 +69,13 @@ the platform gives node-exporter: gpu_platform/kubernetes/monitoring.py)."""
 # image (tag and digest, unquoted) and `settings.*` through `tpl`; prometheus-node-exporter's
 # `namespace:` from `namespaceOverride`, unquoted. A line break or a quote closes the scalar and
 # what follows is YAML of the value's own (another container, privileged); `{{` is a template
-# wherever the chart runs `tpl`; `---` on a line of its own starts another object.
-UNSAFE_TEXT = re.compile(r'[\n\r"]|\{\{|---')
+# wherever the chart runs `tpl`; `---` on a line of its own starts another object. YAML breaks
+# lines at NEL, LS and PS as well as at CR and LF (go-yaml's `is_break`, the libyaml port Helm
+# and Kubernetes parse with; YAML 1.1's b-char), so all five count.
+# A backslash before the closing quote of a double-quoted scalar (gpu-operator v26.7.0
+# templates/operator.yaml writes the validator's and driver manager's images so) escapes it.
+LINE_BREAKS = "\n\r\x85\u2028\u2029"
+UNSAFE_TEXT = re.compile(rf'[{LINE_BREAKS}"\\]|\{{\{{|---')
 
 
 @dataclass(frozen=True)
@@ -125,15 +136,23 @@ LIST = Allowed(
     lambda value, _: isinstance(value, Sequence) and not isinstance(value, str),
     "a list (the chart writes it with toYaml, which quotes what it must)",
 )
+# Helm's `indent` indents after each "\n" alone, so any other line break YAML knows ends the
+# block scalar.
 BLOCK_TEXT = Allowed(
-    lambda value, _: isinstance(value, str) and "{{" not in value,
-    "a string the chart indents as a block scalar of its own",
+    lambda value, _: (
+        isinstance(value, str)
+        and "{{" not in value
+        and not re.search(f"[{LINE_BREAKS.removeprefix(chr(10))}]", value)
+    ),
+    "a string the chart indents as a block scalar of its own, its lines broken by \\n alone",
 )
-# Tags as the OCI distribution spec names them, with the digest the platform adds after the
-# tag where the chart renders `<repository>:<tag>` alone.
-TAG = matching(
-    r"[\w][\w.-]{0,127}(@sha256:[0-9a-f]{64})?", "an image tag, @sha256:<digest> after it"
-)
+IMAGE_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+r"""An image tag as an image reference spells it (distribution/reference regexp.go, `tag`:
+`[\w][\w.-]{0,127}`, Go's `\w` being ASCII): no `+`, so a SemVer build (`v1.35.2+build.1`)
+is no tag. The config loader holds the tags a stack sets to it too."""
+# With the digest the platform adds after the tag where the chart renders `<repository>:<tag>`
+# alone.
+TAG = matching(rf"{IMAGE_TAG}(@sha256:[0-9a-f]{{64}})?", "an image tag, @sha256:<digest> after it")
 DIGEST = matching(r"(sha256:)?[0-9a-f]{64}", "a sha256 digest")
 QUANTITY = matching(r"[0-9]+(\.[0-9]+)?(m|[KMGTPE]i?)?", "a resource quantity (100m, 1Gi)")
 PERCENT = matching(r"[0-9]{1,3}%", "a percentage (25%)")
@@ -153,6 +172,40 @@ NODE_EXPORTER_NAMESPACE = Allowed(
 ANY = Allowed(lambda value, _: True, "any value")
 
 
+def unsafe_scalars(values: Any, place: Place, whole: frozenset[KeyPath]) -> Iterator[Place]:
+    """Each place in `values` (which sits at `place`) whose string, or key, a chart writing it
+    as it is would read as YAML of its own (`UNSAFE_TEXT`), but for what lies below the key
+    paths in `whole`, which the chart renders whole (`toYaml`, which quotes what it must)."""
+    keys = tuple(step for step in place if isinstance(step, str))
+    if any(keys[: len(path)] == path for path in whole):
+        return
+    if isinstance(values, str):
+        if UNSAFE_TEXT.search(values):
+            yield place
+    elif isinstance(values, Mapping):
+        for key, value in values.items():
+            if UNSAFE_TEXT.search(str(key)):
+                yield (*place, str(key))
+            else:
+                yield from unsafe_scalars(value, (*place, str(key)), whole)
+    elif isinstance(values, Sequence):
+        for i, value in enumerate(values):
+            yield from unsafe_scalars(value, (*place, i), whole)
+
+
+SCALAR_TEXT = (
+    "no line break, '\"', '\\', '{{' or '---' where the chart writes the value into its YAML as"
+    " it is (any key but those it renders with toYaml)"
+)
+
+
+def _rendered_whole(chart: str, version: str) -> frozenset[KeyPath]:
+    """The key paths of `chart` at `version` whose values its templates render whole, as
+    derive_yaml_values.py writes them beside this module."""
+    listed = (Path(__file__).parent / f"{chart}-{version}.yaml-values.txt").read_text()
+    return frozenset(tuple(line.split(".")) for line in listed.split())
+
+
 def _paths(*entries: tuple[str | KeyPath, Allowed]) -> Mapping[KeyPath, Allowed]:
     """Key paths written `a.b.c`, or as a tuple where a key holds a dot, each with its values."""
     return {(p if isinstance(p, tuple) else tuple(p.split("."))): a for p, a in entries}
@@ -170,6 +223,9 @@ class ChartValues:
     """The name the platform gives its release of the chart, where it has `components`: only
     a release of that name, in a namespace the stack's policy config exempts, has its
     components taken wholesale."""
+    whole: frozenset[KeyPath] = frozenset()
+    """Key paths under `components` whose values the chart renders whole (`toYaml`): every
+    other string under them, written as it is, may hold no `UNSAFE_TEXT`."""
 
     def without_components(self) -> "ChartValues":
         """This table for a release that is not the one the platform names."""
@@ -191,6 +247,11 @@ class ChartValues:
 
     def allowed(self, path: KeyPath) -> Allowed:
         """What a value at `path`, one the platform sets, may hold."""
+        if path not in self.paths and path[0] in self.components:
+            return Allowed(
+                lambda value, _: next(unsafe_scalars(value, path, self.whole), None) is None,
+                SCALAR_TEXT,
+            )
         return self.paths.get(path, ANY)
 
 
@@ -219,6 +280,11 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
         _paths(("extraObjects", LIST)),
         # gpu_platform/kubernetes/gpu_operator.py, `RELEASE_NAME`.
         release="gpu-operator",
+        # The chart's templates at the version gpu_platform/versions.py pins: clusterpolicy.yaml
+        # writes `driver.repository`, `image`, `version` and the like unquoted, and renders
+        # `driver.env`, `devicePlugin.config.data` (in plugin_config.yaml) and the like with
+        # toYaml.
+        whole=_rendered_whole("gpu-operator", "v26.7.0"),
         # The top-level maps of deployments/gpu-operator/values.yaml at v26.7.0.
         components=frozenset(
             {

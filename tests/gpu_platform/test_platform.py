@@ -223,7 +223,7 @@ cluster = aws.eks.Cluster(
     "ml-dev",
     name="ml-dev",
     role_arn="arn:aws:iam::123456789012:role/eks-cluster",
-    vpc_config={"subnet_ids": ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"]},
+    vpc_config={"subnet_ids": ["subnet-0a1b2c3d4e5f60017", "subnet-0a1b2c3d4e5f60013"]},
     opts=pulumi.ResourceOptions(provider=cloud),
 )
 kubeconfig = pulumi.Output.all(cluster.endpoint, cluster.certificate_authority.data).apply(
@@ -238,8 +238,8 @@ facts = EksClusterFacts(
     vpc_id=cluster.vpc_config.vpc_id,
     kubernetes_version="1.35",
     node_subnets={
-        "subnet-0a1b2c3d4e5f60001": "us-east-1a",
-        "subnet-0a1b2c3d4e5f60002": "us-east-1b",
+        "subnet-0a1b2c3d4e5f60017": "us-east-1a",
+        "subnet-0a1b2c3d4e5f60013": "us-east-1b",
     },
 )
 platform = GpuPlatform(
@@ -352,6 +352,24 @@ def test_two_platforms_in_one_stack_name_their_parts_apart(
         for key, r in team_a.items()
         if r.type.startswith("kubernetes:") and r.inputs != alone[key].inputs
     ] == []
+
+
+def test_a_second_platform_on_the_same_cluster_is_refused_before_it_registers(
+    tmp_path: Path, dev_config: Config
+) -> None:
+    # Both would declare the pools' IAM role `ml-dev.pool-t4-shared`, the operator's Helm
+    # release and the tenants' namespaces: `pulumi up` would fail partway.
+    project = in_code_project(tmp_path, platform_settings(dev_config))
+    (tmp_path / "__main__.py").write_text(TWO_PLATFORMS_PROGRAM.replace('"ml-other"', '"ml-dev"'))
+
+    plan = run_program("dev", config=other_config(dev_config), project=project, raise_errors=False)
+
+    assert isinstance(plan.error, PlatformConfigError)
+    assert [(p.path, p.value) for p in plan.error.problems] == [
+        ("gpu-platform:cluster.name", "ml-dev")
+    ]
+    assert "'team-a' is on it" in plan.error.report()
+    assert not any(r.name.startswith("team-b") for r in plan.resources)
 
 
 def test_a_kubernetes_provider_of_the_programs_own_is_refused_for_a_cluster_it_creates(

@@ -18,9 +18,11 @@ from gpu_platform.config import (
     check_stack_config,
     load_stack_config,
 )
+from gpu_platform.config.fields import SetAsideKeyRead
 from gpu_platform.config.loading import ReadSettings
 from gpu_platform.config.near_misses import misdirected_key_problems
 from gpu_platform.config.problems import MISSING
+from gpu_platform.config.set_aside import set_aside
 from gpu_platform.project import Project
 from gpu_platform.stack_files import StackFileError, gpu_platform_config, stack_config
 
@@ -46,6 +48,20 @@ def test_a_bad_required_key_leaves_the_misspelt_region_reported() -> None:
     assert found(raw) == {
         ("gpu-platform:pools[0].max", True),
         ("gpu-platform:cluster.region", "us-east-9"),
+    }
+
+
+def test_a_pool_with_a_bad_key_leaves_the_other_pools_judged() -> None:
+    raw = committed("dev")
+    raw["pools"][0]["max"] = True
+    second = copy.deepcopy(raw["pools"][0])
+    raw["pools"].append({**second, "name": "t4-other", "min": 5, "max": 2})
+    raw["pools"][1]["labels"] = {"nvidia.com/x": "y"}
+
+    assert found(raw) == {
+        ("gpu-platform:pools[0].max", True),
+        ("gpu-platform:pools[1].min", 5),
+        ("gpu-platform:pools[1].labels.nvidia.com/x", "y"),
     }
 
 
@@ -178,3 +194,12 @@ def test_classes_built_in_code_name_a_rule_across_fields_as_a_fields_own_problem
             namespaces=[{"name": "a", "gpu_quota": True}],
         )
     assert [p.path for p in field_error.value.problems] == ["StackConfig.namespaces[0].gpu_quota"]
+
+
+def test_a_set_aside_field_is_an_attribute_the_model_lacks() -> None:
+    # As the loader builds a pool whose `max` it refused.
+    pool = set_aside(GpuPoolSpec, {"name": "x", "max": True}, [("max",)])
+
+    assert not hasattr(pool, "max")
+    with pytest.raises(SetAsideKeyRead):
+        pool.max  # noqa: B018

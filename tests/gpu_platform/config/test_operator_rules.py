@@ -192,3 +192,55 @@ def test_an_override_the_pack_would_take_for_the_stacks_own_is_refused(
     assert (problem.path, problem.value) == (f"gpu-platform:operator.overrides.{path}", value)
     assert problem.expected.startswith("no value: ")
     assert "helm-release-workloads-visible" in problem.expected
+
+
+# gpu-operator v26.7.0 templates/clusterpolicy.yaml writes `repository: {{
+# .Values.driver.repository }}` unquoted into the ClusterPolicy's `driver` section (at an
+# indentation of 4): a line break ends the scalar, and what follows is a key of the driver's own.
+DRIVER_INJECTION = "nvcr.io/nvidia\n    imagePullPolicy: Always\n    image: evil/driver"
+
+
+def test_an_override_the_chart_would_read_as_yaml_of_its_own_is_refused_by_key(
+    dev_config: Config,
+) -> None:
+    (problem,) = problems_of(
+        with_overrides(dev_config, {"driver": {"repository": DRIVER_INJECTION}})
+    )
+
+    assert problem == ConfigProblem(
+        "gpu-platform:operator.overrides.driver.repository",
+        DRIVER_INJECTION,
+        "no line break, '\"', '\\', '{{' or '---' where the chart writes the value into its YAML"
+        " as it is (any key but those it renders with toYaml): the policy pack would take the"
+        " operator's release for the stack's own, which helm-release-workloads-visible refuses"
+        ' where it is mandatory (docs/concepts.md, "Helm releases")',
+    )
+
+
+def test_an_override_the_chart_renders_with_to_yaml_may_hold_line_breaks(
+    dev_config: Config,
+) -> None:
+    # v26.7.0 templates/clusterpolicy.yaml `env: {{ toYaml .Values.driver.env | nindent 6 }}`,
+    # templates/plugin_config.yaml `data: {{ toYaml .Values.devicePlugin.config.data | ... }}`.
+    overrides = {
+        "driver": {"env": [{"name": "NOTE", "value": 'a\n"b"\n---\n{{ c }}'}]},
+        "devicePlugin": {"config": {"data": {"custom": "version: v1\nflags: {}\n"}}},
+    }
+
+    load_stack_config(with_overrides(dev_config, overrides))
+
+
+@pytest.mark.parametrize("line_break", ["\r", "\x85", "\u2028", "\u2029"])
+def test_an_override_broken_by_any_line_break_yaml_knows_is_refused_by_key(
+    dev_config: Config, line_break: str
+) -> None:
+    # go-yaml's `is_break` breaks a line at CR, NEL, LS and PS as well as LF; gpu-operator
+    # v26.7.0 templates/operator.yaml writes `priorityClassName` unquoted.
+    injected = f"system-node-critical{line_break}      hostPID: true"
+
+    (problem,) = problems_of(
+        with_overrides(dev_config, {"operator": {"priorityClassName": injected}})
+    )
+
+    assert problem.path == "gpu-platform:operator.overrides.operator.priorityClassName"
+    assert problem.value == injected

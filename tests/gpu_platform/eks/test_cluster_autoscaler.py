@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from gpu_platform.config import ConfigError
 from gpu_platform.eks import cluster_autoscaler
 from gpu_platform.offline.program import Plan, PlannedResource, run_program
 from gpu_platform.offline.stand_ins import aws as stand_in
@@ -225,6 +226,24 @@ def test_image_tag_from_config_overrides_the_pinned_one(
         "repository": "registry.k8s.io/autoscaling/cluster-autoscaler",
         "tag": "v1.35.9",
     }
+
+
+def test_an_image_tag_with_a_semver_build_is_refused_by_key(
+    dev_config: Config, failed_plan_for: PlanFor
+) -> None:
+    # An exact version, but no image tag: distribution/reference regexp.go's tag grammar is
+    # `[\w][\w.-]{0,127}`, which the policy pack holds the autoscaler release's `image.tag` to
+    # (under prod's policy config the stack would fail it).
+    dev_config["gpu-platform:autoscaler"] = {"imageTag": "v1.35.2+build.1"}
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError)
+    assert plan.error.report().splitlines()[1:] == [
+        '  gpu-platform:autoscaler.imageTag: got "v1.35.2+build.1"; expected an image tag such'
+        " as v1.35.2: letters, digits, '_', '.' and '-', up to 128, from a letter, digit or '_'"
+        " (no '+': an image reference cannot hold a SemVer build)"
+    ]
 
 
 def test_a_cluster_version_without_an_autoscaler_release_is_a_config_error(

@@ -12,11 +12,13 @@ from typer.testing import CliRunner
 from gpu_platform.cli.app import app
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE, MissingLockEntry
 from gpu_platform.offline.program import Plan
+from gpu_platform.offline.stand_ins import gcp as stand_in
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
+from tests.gpu_platform.test_cluster_facts import GKE_PROGRAM, previewed
 from tests.repository import ROOT
 
 from .conftest import LOCKED_L4_LABELS, Files
-from .plans import node_pool, problems_of, with_cluster, with_pool
+from .plans import GET_CLUSTER, node_pool, problems_of, with_cluster, with_pool
 
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
@@ -229,6 +231,26 @@ def test_a_pinned_node_version_decides_the_driver_whatever_the_nodes_run(
     with_pool(gke_config, gcp={"nodeVersion": LATEST_PATCH["1.34"]})
 
     assert driver_labels(plan_for(gke_config)) == ("570.195.03", "12.8")
+
+
+def test_a_cluster_the_program_creates_is_read_back_once_it_exists(
+    locked: Files, gke_config: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # docs/library.md's program gives the cluster's version as 1.33.5-gke.1201000: its first
+    # run labels the pool for COS's R535 there. By the next, GKE (REGULAR channel) has moved
+    # the control plane and the pool to 1.34: the labels follow the nodes, not the given version.
+    first = previewed(tmp_path, GKE_PROGRAM, gke_config)
+    upgraded: Config = {}
+    nodes_lag_a_1_34_control_plane(upgraded)
+    upgraded["nodePools"][0]["version"] = LATEST_PATCH["1.34"]
+    monkeypatch.setitem(
+        stand_in.INVOKES, GET_CLUSTER, lambda args: stand_in.existing_cluster(args) | upgraded
+    )
+    later = previewed(tmp_path, GKE_PROGRAM, gke_config)
+
+    assert (first.error, later.error) == (None, None)
+    assert driver_labels(first) == ("535", "12.2")
+    assert driver_labels(later) == LOCKED_L4_LABELS["1.34"]
 
 
 @pytest.mark.parametrize(

@@ -256,14 +256,14 @@ def test_construct_takes_a_clusters_facts_in_place_of_its_lookup(tmp_path: Path)
         "securityGroupId": "sg-0a1b2c3d4e5f60001",
         "vpcId": "vpc-0a1b2c3d4e5f60001",
         "kubernetesVersion": "1.35",
-        "nodeSubnets": {"subnet-0a1b2c3d4e5f60001": "us-east-1a"},
+        "nodeSubnets": {"subnet-0a1b2c3d4e5f60017": "us-east-1a"},
     }
 
     plan = run_program("dev", config={}, project=_construct_project(tmp_path, settings))
 
     assert [i.token for i in plan.invokes if i.token == "aws:eks/getCluster:getCluster"] == []
     (node_group,) = plan.of_type("aws:eks/nodeGroup:NodeGroup")
-    assert node_group.inputs["subnetIds"] == ["subnet-0a1b2c3d4e5f60001"]
+    assert node_group.inputs["subnetIds"] == ["subnet-0a1b2c3d4e5f60017"]
 
 
 def test_construct_refuses_a_secret_setting_by_its_key(tmp_path: Path) -> None:

@@ -232,15 +232,14 @@ def test_helm_values_name_images_by_digest_in_a_repository_image_version_triple(
 
 
 def test_a_digest_after_what_is_no_image_reference_pins_nothing(analyze: Analyze) -> None:
-    # An operand's image under `operator.overrides`, which the operator's release takes
-    # wholesale, holding a quote and line breaks before a valid `@sha256:<digest>`: what comes
-    # before the `@` is no reference a runtime parses (distribution/reference regexp.go), and
-    # a chart writing it unescaped would read YAML of its own in it.
-    toolkit = f'nvcr.io/nvidia/k8s/container-toolkit:v1"\n    privileged: true\n    x: "y@{DIGEST}'
+    # A platform object's image holding a quote and line breaks before a valid
+    # `@sha256:<digest>`: what comes before the `@` is no reference a runtime parses
+    # (distribution/reference regexp.go). (In a platform release's values such a string already
+    # makes the release the stack's own: platform_values.unsafe_scalars.)
+    image = f'{PYTHON}"\n    privileged: true\n    x: "y@{DIGEST}'
 
-    (message,) = messages(analyze(operator(toolkit)), POLICY)
+    (message,) = messages(analyze(platform_workload(image)), POLICY)
 
-    assert message.startswith("values.toolkit.image: the platform's image ")
     assert "is not an image reference ([registry/]name[:tag][@sha256:<64 hex>])" in message
 
 

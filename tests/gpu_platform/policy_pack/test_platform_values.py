@@ -341,7 +341,10 @@ def test_a_value_the_platform_never_sets_at_its_path_makes_the_release_the_stack
     assert foreign(found) in message
 
 
-@pytest.mark.parametrize("value", ["a\nb", 'a"b', "a{{ .Values.x }}b", "a---b"])
+@pytest.mark.parametrize(
+    "value",
+    ["a\nb", "a\rb", "a\x85b", "a\u2028b", "a\u2029b", 'a"b', "a\\", "a{{ .Values.x }}b", "a---b"],
+)
 def test_no_pattern_lets_a_value_write_yaml_of_its_own(value: str) -> None:
     # Whatever a path's pattern, a line break, a quote, a template or a document marker is
     # refused: the charts write the value unescaped (UNSAFE_TEXT's comment has the lines).
@@ -369,8 +372,26 @@ def test_the_platforms_own_values_of_a_pinned_chart_leave_it_the_platforms(
         # node-feature-discovery 0.19.0 (the operator's subchart) values.yaml `namespaceOverride`.
         ({"node-feature-discovery": {"namespaceOverride": "kube-system"}}, False),
         ({"hostNetwork": True}, False),
+        # v26.7.0 templates/clusterpolicy.yaml writes `repository: {{ .Values.driver.repository
+        # }}` unquoted at an indentation of 4: the line break ends the scalar and the rest is
+        # the driver's own `image`.
+        ({"driver": {"repository": "nvcr.io/nvidia\n    image: evil/driver"}}, False),
+        ({"operator": {"imagePullSecrets": ['a"\n      - name: b']}}, False),
+        # ... and renders `toolkit.env` (`env: {{ toYaml .Values.toolkit.env | nindent 6 }}`)
+        # and, in templates/plugin_config.yaml, `devicePlugin.config.data` with toYaml.
+        ({"toolkit": {"env": [{"name": "A", "value": 'x\n"y"\n---'}]}}, True),
+        ({"devicePlugin": {"config": {"data": {"a": "version: v1\nflags: {}\n"}}}}, True),
     ],
-    ids=["driver-repository", "toolkit-env", "nfd-namespaceOverride", "top-level-key"],
+    ids=[
+        "driver-repository",
+        "toolkit-env",
+        "nfd-namespaceOverride",
+        "top-level-key",
+        "driver-repository-line-break",
+        "range-rendered-list",
+        "to-yaml-env",
+        "device-plugin-configs",
+    ],
 )
 def test_the_operators_values_are_its_components(
     analyze: Analyze, values: dict[str, Any], platforms: bool
@@ -379,6 +400,26 @@ def test_the_operators_values_are_its_components(
     release.inputs["values"] = values
 
     assert bool(messages(analyze(release, config=PROD), VISIBLE)) is not platforms
+
+
+def test_a_line_break_in_an_operator_scalar_is_judged_by_its_key(analyze: Analyze) -> None:
+    release = gpu_operator_release()
+    release.inputs["values"] = {"driver": {"repository": "nvcr.io/nvidia\n    image: evil/x"}}
+
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert (
+        "but values.driver.repository (the platform's release sets no line break, '\"', '\\',"
+        " '{{' or '---' where the chart writes the value into its YAML as it is (any key but"
+        " those it renders with toYaml)) make it run what the platform's own release does not"
+    ) in message
+
+
+def test_the_operators_toyaml_paths_are_the_pinned_charts() -> None:
+    # The list is derived from the chart version gpu_platform/versions.py pins.
+    assert GPU_OPERATOR_CHART.version == "v26.7.0"
+    assert ("driver", "env") in PLATFORM_VALUES["gpu-operator"].whole
+    assert ("driver", "repository") not in PLATFORM_VALUES["gpu-operator"].whole
 
 
 def test_the_operators_release_name_is_the_one_the_platform_gives_it() -> None:
@@ -404,3 +445,60 @@ def test_a_stacks_own_operator_release_has_no_component_taken_wholesale(
     (message,) = messages(analyze(release, config=PROD), VISIBLE)
 
     assert foreign("values.driver") in message
+
+
+# go-yaml's `is_break` (the libyaml port Helm and Kubernetes parse with) breaks a line at NEL,
+# LS and PS as well as at CR and LF: gpu-operator v26.7.0 templates/operator.yaml writes
+# `priorityClassName: {{ .Values.operator.priorityClassName }}` unquoted, so what follows any of
+# them is YAML of the value's own.
+@pytest.mark.parametrize("line_break", ["\r", "\x85", "\u2028", "\u2029"])
+def test_any_line_break_yaml_knows_in_an_operator_scalar_makes_the_release_the_stacks(
+    analyze: Analyze, line_break: str
+) -> None:
+    release = gpu_operator_release()
+    injected = line_break.join(["system-node-critical", "      hostPID: true"])
+    release.inputs["values"] = {"operator": {"priorityClassName": injected}}
+
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert "values.operator.priorityClassName" in message
+
+
+@pytest.mark.parametrize("line_break", ["\r", "\x85", "\u2028", "\u2029"])
+def test_a_line_break_other_than_lf_in_the_expander_priorities_is_the_stacks(
+    analyze: Analyze, line_break: str
+) -> None:
+    # cluster-autoscaler 9.59.0 templates/priority-expander-configmap.yaml writes it with
+    # `indent 4`, which indents after "\n" alone: any other line break ends the block scalar.
+    release = autoscaler({"expanderPriorities": f"10:\n  - .*{line_break}  evil: key"})
+
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert "values.expanderPriorities" in message
+
+
+def test_a_pinned_chart_released_without_openapi_validation_is_the_stacks(
+    analyze: Analyze,
+) -> None:
+    release = autoscaler({})
+    release.inputs["disableOpenapiValidation"] = True
+
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert foreign("disableOpenapiValidation") in message
+
+
+@pytest.mark.parametrize("setting", ["takeOwnership", "reuseValues", "disableOpenapiValidation"])
+def test_an_operator_release_not_named_as_the_platforms_with_a_helm_switch_is_the_stacks(
+    analyze: Analyze, setting: str
+) -> None:
+    # takeOwnership: Helm's pkg/action/validate.go (requireAdoption) adopts the ClusterRole,
+    # ClusterRoleBinding and ClusterPolicy gpu-operator v26.7.0 names whatever the release
+    # (templates/clusterrole.yaml, clusterrolebinding.yaml, clusterpolicy.yaml); reuseValues:
+    # Helm's upgrade renders the last revision's stored values under the ones sent.
+    release = gpu_operator_release()
+    release.inputs.update({"name": "other", "namespace": "team-a", setting: True})
+
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert setting in message
