@@ -154,6 +154,7 @@ is no tag. The config loader holds the tags a stack sets to it too."""
 # alone.
 TAG = matching(rf"{IMAGE_TAG}(@sha256:[0-9a-f]{{64}})?", "an image tag, @sha256:<digest> after it")
 DIGEST = matching(r"(sha256:)?[0-9a-f]{64}", "a sha256 digest")
+GO_DURATION = matching(r"[0-9]{1,4}m[0-9]{1,2}s", "a duration in minutes and seconds (47m0s)")
 QUANTITY = matching(r"[0-9]+(\.[0-9]+)?(m|[KMGTPE]i?)?", "a resource quantity (100m, 1Gi)")
 PERCENT = matching(r"[0-9]{1,3}%", "a percentage (25%)")
 # EKS CreateCluster's `name` (EKS API reference): what an EKS cluster may be named.
@@ -381,6 +382,10 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
                 "extraArgs.expander",
                 one_of("priority,least-waste", "least-waste", "most-pods", "random"),
             ),
+            # A validated node's start, as the platform stretches it: a Go duration as
+            # gpu_platform/kubernetes/node_validation/duration.py writes one (`47m0s`).
+            ("extraArgs.max-node-provision-time", GO_DURATION),
+            ("extraArgs.max-node-startup-time", GO_DURATION),
             ("image.repository", equal("registry.k8s.io/autoscaling/cluster-autoscaler")),
             ("image.tag", TAG),
             (
