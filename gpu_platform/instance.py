@@ -16,6 +16,7 @@ from contextvars import ContextVar
 
 import pulumi
 from pulumi.runtime import settings
+from pulumi.runtime.proto import resource_pb2_grpc
 
 _PROVIDERS: ContextVar[Mapping[str, pulumi.ProviderResource] | None] = ContextVar(
     "lookup_providers", default=None
@@ -81,20 +82,31 @@ def given_providers(opts: pulumi.ResourceOptions | None) -> dict[str, pulumi.Pro
     return {package: found[package] for package in PACKAGES if package in found}
 
 
-# Per program: a program talks to one resource monitor for its whole run, and each program a
-# process runs under mocks (a test's, the offline plan's) gets a monitor of its own
-# (pulumi 3.272 sdk/python/lib/pulumi/runtime/mocks.py, `set_mocks`).
-_CLAIMED: "weakref.WeakKeyDictionary[object, dict[Hashable, str]]" = weakref.WeakKeyDictionary()
+# Per deployment. A program run by the Pulumi CLI talks to one resource monitor over gRPC, and
+# the component package's provider serves one deployment, but starts each Construct with a
+# monitor connection of its own (pulumi 3.272 sdk/python/lib/pulumi/provider/server.py,
+# `_construct`: `reset_options(monitor_address=...)`): there the deployment is the organization,
+# project and stack. Each program a process runs under mocks (a test's, the offline plan's) gets a
+# mock monitor object of its own (runtime/mocks.py, `set_mocks`), which is the deployment there.
+_CLAIMED_BY_MOCK: "weakref.WeakKeyDictionary[object, dict[Hashable, str]]" = (
+    weakref.WeakKeyDictionary()
+)
+_CLAIMED_BY_DEPLOYMENT: dict[tuple[str, str, str], dict[Hashable, str]] = {}
 
 
 def claim(cluster: Hashable, instance: str) -> str | None:
-    """Claim `cluster` for the instance named `instance` in the program being run; the instance
-    that claimed it first, if another did. Two instances on one cluster would declare the same
-    cloud and Kubernetes objects (the pools' IAM roles, the operator's release, the namespaces)
-    and collide at `pulumi up`, where a plan shows nothing wrong."""
+    """Claim `cluster` for the instance named `instance` in the deployment being run; the
+    instance that claimed it first, if another did. Two instances on one cluster would declare
+    the same cloud and Kubernetes objects (the pools' IAM roles, the operator's release, the
+    namespaces) and collide at `pulumi up`, where a plan shows nothing wrong."""
     monitor = settings.get_monitor()
     if monitor is None:
         # Nothing can be registered without one, so nothing can collide.
         return None
-    first = _CLAIMED.setdefault(monitor, {}).setdefault(cluster, instance)
+    if isinstance(monitor, resource_pb2_grpc.ResourceMonitorStub):
+        deployment = (pulumi.get_organization(), pulumi.get_project(), pulumi.get_stack())
+        claimed = _CLAIMED_BY_DEPLOYMENT.setdefault(deployment, {})
+    else:
+        claimed = _CLAIMED_BY_MOCK.setdefault(monitor, {})
+    first = claimed.setdefault(cluster, instance)
     return None if first == instance else first

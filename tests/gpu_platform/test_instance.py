@@ -1,13 +1,15 @@
 """What the GpuPlatform being declared gives its parts: the providers it was given, however the
 options give them, and the prefix of its parts' names."""
 
+import contextvars
 from collections.abc import Iterator
 
 import pulumi
 import pytest
 from pulumi.runtime import mocks
+from pulumi.runtime.settings import reset_options
 
-from gpu_platform.instance import declaring, given_providers, lookup_provider, part_name
+from gpu_platform.instance import claim, declaring, given_providers, lookup_provider, part_name
 
 
 class _Mocks(mocks.Mocks):
@@ -71,3 +73,23 @@ def test_while_declaring_lookups_and_names_are_the_platforms(
         assert part_name("gpu-operator") == "team-a-gpu-operator"
 
     assert (lookup_provider("aws"), part_name("gpu-operator")) == (None, "gpu-operator")
+
+
+def test_two_constructs_of_one_deployment_claim_a_cluster_once() -> None:
+    # The component package's provider starts each Construct with a monitor connection of its
+    # own (pulumi 3.272 sdk/python/lib/pulumi/provider/server.py, `_construct`): the claim
+    # outlives the connection, as it holds for the deployment.
+    def construct(instance: str) -> str | None:
+        reset_options(
+            organization="organization",
+            project="two-constructs",
+            stack="dev",
+            monitor_address="127.0.0.1:1",
+        )
+        return claim(("aws", "us-east-1", "ml-dev"), instance)
+
+    # Each Construct in a context of its own, as the SDK's settings are context variables: the
+    # test's own settings are left as they were.
+    assert contextvars.copy_context().run(construct, "team-a") is None
+    assert contextvars.copy_context().run(construct, "team-b") == "team-a"
+    assert contextvars.copy_context().run(construct, "team-a") is None
