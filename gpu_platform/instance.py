@@ -16,7 +16,6 @@ from contextvars import ContextVar
 
 import pulumi
 from pulumi.runtime import settings
-from pulumi.runtime.proto import resource_pb2_grpc
 
 _PROVIDERS: ContextVar[Mapping[str, pulumi.ProviderResource] | None] = ContextVar(
     "lookup_providers", default=None
@@ -82,31 +81,36 @@ def given_providers(opts: pulumi.ResourceOptions | None) -> dict[str, pulumi.Pro
     return {package: found[package] for package in PACKAGES if package in found}
 
 
-# Per deployment. A program run by the Pulumi CLI talks to one resource monitor over gRPC, and
-# the component package's provider serves one deployment, but starts each Construct with a
-# monitor connection of its own (pulumi 3.272 sdk/python/lib/pulumi/provider/server.py,
-# `_construct`: `reset_options(monitor_address=...)`): there the deployment is the organization,
-# project and stack. Each program a process runs under mocks (a test's, the offline plan's) gets a
-# mock monitor object of its own (runtime/mocks.py, `set_mocks`), which is the deployment there.
-_CLAIMED_BY_MOCK: "weakref.WeakKeyDictionary[object, dict[Hashable, str]]" = (
-    weakref.WeakKeyDictionary()
-)
-_CLAIMED_BY_DEPLOYMENT: dict[tuple[str, str, str], dict[Hashable, str]] = {}
+# Per program: a program run by the Pulumi CLI or the Automation API talks to one resource
+# monitor for its whole run (each run a monitor of its own: pulumi 3.272
+# sdk/python/lib/pulumi/automation/_server.py), and each program a process runs under mocks (a
+# test's, the offline plan's) gets a mock monitor of its own (runtime/mocks.py, `set_mocks`).
+# The component package's provider is the exception: the engine starts one for a deployment's
+# default provider and it starts each Construct with a monitor connection of its own
+# (provider/server.py, `_construct`: `reset_options(monitor_address=...)`), so there the claims
+# are the process's (`claim_per_process`). Explicit provider instances of the package each get
+# a process of their own (pulumi pkg/resource/deploy/providers/registry.go), which this cannot
+# see across.
+_CLAIMED: "weakref.WeakKeyDictionary[object, dict[Hashable, str]]" = weakref.WeakKeyDictionary()
+_PROCESS_CLAIMS: dict[Hashable, str] | None = None
+
+
+def claim_per_process() -> None:
+    """Hold claims for the life of the process rather than of a monitor connection: for the
+    component package's provider, which serves one deployment."""
+    global _PROCESS_CLAIMS
+    _PROCESS_CLAIMS = {}
 
 
 def claim(cluster: Hashable, instance: str) -> str | None:
-    """Claim `cluster` for the instance named `instance` in the deployment being run; the
-    instance that claimed it first, if another did. Two instances on one cluster would declare
-    the same cloud and Kubernetes objects (the pools' IAM roles, the operator's release, the
-    namespaces) and collide at `pulumi up`, where a plan shows nothing wrong."""
+    """Claim `cluster` for the instance named `instance` in the program being run; the instance
+    that claimed it first, if another did. Two instances on one cluster would declare the same
+    cloud and Kubernetes objects (the pools' IAM roles, the operator's release, the namespaces)
+    and collide at `pulumi up`, where a plan shows nothing wrong."""
     monitor = settings.get_monitor()
     if monitor is None:
         # Nothing can be registered without one, so nothing can collide.
         return None
-    if isinstance(monitor, resource_pb2_grpc.ResourceMonitorStub):
-        deployment = (pulumi.get_organization(), pulumi.get_project(), pulumi.get_stack())
-        claimed = _CLAIMED_BY_DEPLOYMENT.setdefault(deployment, {})
-    else:
-        claimed = _CLAIMED_BY_MOCK.setdefault(monitor, {})
+    claimed = _PROCESS_CLAIMS if _PROCESS_CLAIMS is not None else _CLAIMED.setdefault(monitor, {})
     first = claimed.setdefault(cluster, instance)
     return None if first == instance else first

@@ -9,6 +9,7 @@ import pytest
 from pulumi.runtime import mocks
 from pulumi.runtime.settings import reset_options
 
+from gpu_platform import instance
 from gpu_platform.instance import claim, declaring, given_providers, lookup_provider, part_name
 
 
@@ -75,21 +76,37 @@ def test_while_declaring_lookups_and_names_are_the_platforms(
     assert (lookup_provider("aws"), part_name("gpu-operator")) == (None, "gpu-operator")
 
 
-def test_two_constructs_of_one_deployment_claim_a_cluster_once() -> None:
-    # The component package's provider starts each Construct with a monitor connection of its
-    # own (pulumi 3.272 sdk/python/lib/pulumi/provider/server.py, `_construct`): the claim
-    # outlives the connection, as it holds for the deployment.
-    def construct(instance: str) -> str | None:
+def _run_with_a_new_monitor(instance: str) -> str | None:
+    """A claim made as a program does that starts over a monitor connection of its own: each
+    Construct of the component package's provider (pulumi 3.272
+    sdk/python/lib/pulumi/provider/server.py, `_construct`), each Automation API run
+    (automation/_server.py). In a context of its own, as the SDK's settings are context
+    variables: the test's own settings are left as they were."""
+
+    def run() -> str | None:
         reset_options(
             organization="organization",
-            project="two-constructs",
+            project="two-runs",
             stack="dev",
             monitor_address="127.0.0.1:1",
         )
         return claim(("aws", "us-east-1", "ml-dev"), instance)
 
-    # Each Construct in a context of its own, as the SDK's settings are context variables: the
-    # test's own settings are left as they were.
-    assert contextvars.copy_context().run(construct, "team-a") is None
-    assert contextvars.copy_context().run(construct, "team-b") == "team-a"
-    assert contextvars.copy_context().run(construct, "team-a") is None
+    return contextvars.copy_context().run(run)
+
+
+def test_two_constructs_of_the_component_providers_process_claim_a_cluster_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(instance, "_PROCESS_CLAIMS", None)
+    instance.claim_per_process()
+
+    assert _run_with_a_new_monitor("team-a") is None
+    assert _run_with_a_new_monitor("team-b") == "team-a"
+    assert _run_with_a_new_monitor("team-a") is None
+
+
+def test_a_later_run_in_the_same_process_may_rename_its_platform() -> None:
+    # Automation API: one process, a run after another, the instance renamed between them.
+    assert _run_with_a_new_monitor("gpu") is None
+    assert _run_with_a_new_monitor("gpu-platform") is None
