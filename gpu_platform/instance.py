@@ -81,10 +81,25 @@ def given_providers(opts: pulumi.ResourceOptions | None) -> dict[str, pulumi.Pro
     return {package: found[package] for package in PACKAGES if package in found}
 
 
-# Per program: a program talks to one resource monitor for its whole run, and each program a
-# process runs under mocks (a test's, the offline plan's) gets a monitor of its own
-# (pulumi 3.272 sdk/python/lib/pulumi/runtime/mocks.py, `set_mocks`).
+# Per program: a program run by the Pulumi CLI or the Automation API talks to one resource
+# monitor for its whole run (each run a monitor of its own: pulumi 3.272
+# sdk/python/lib/pulumi/automation/_server.py), and each program a process runs under mocks (a
+# test's, the offline plan's) gets a mock monitor of its own (runtime/mocks.py, `set_mocks`).
+# The component package's provider is the exception: the engine starts one for a deployment's
+# default provider and it starts each Construct with a monitor connection of its own
+# (provider/server.py, `_construct`: `reset_options(monitor_address=...)`), so there the claims
+# are the process's (`claim_per_process`). Explicit provider instances of the package each get
+# a process of their own (pulumi pkg/resource/deploy/providers/registry.go), which this cannot
+# see across.
 _CLAIMED: "weakref.WeakKeyDictionary[object, dict[Hashable, str]]" = weakref.WeakKeyDictionary()
+_PROCESS_CLAIMS: dict[Hashable, str] | None = None
+
+
+def claim_per_process() -> None:
+    """Hold claims for the life of the process rather than of a monitor connection: for the
+    component package's provider, which serves one deployment."""
+    global _PROCESS_CLAIMS
+    _PROCESS_CLAIMS = {}
 
 
 def claim(cluster: Hashable, instance: str) -> str | None:
@@ -96,5 +111,6 @@ def claim(cluster: Hashable, instance: str) -> str | None:
     if monitor is None:
         # Nothing can be registered without one, so nothing can collide.
         return None
-    first = _CLAIMED.setdefault(monitor, {}).setdefault(cluster, instance)
+    claimed = _PROCESS_CLAIMS if _PROCESS_CLAIMS is not None else _CLAIMED.setdefault(monitor, {})
+    first = claimed.setdefault(cluster, instance)
     return None if first == instance else first

@@ -223,8 +223,9 @@ class GpuPlatform(pulumi.ComponentResource):
         the Kubernetes one (else a provider the component makes for the cluster it looks up,
         creates or is given the facts of). A Kubernetes provider counts only given here: one a
         parent component holds is not used, as it may reach another cluster. `depends_on`: what
-        every part waits for, the Kubernetes provider the component makes among them: a cluster
-        the program creates needs its add-ons and system nodes first (docs/library.md)."""
+        the component's direct parts wait for, the Kubernetes provider it makes among them, and
+        through it everything on the cluster: a cluster the program creates needs its add-ons
+        and system nodes first (docs/library.md)."""
         providers = given_providers(opts)
         prefix = f"{name}-" if args.part_names_under_it else ""
         with declaring(providers, prefix):
@@ -294,7 +295,7 @@ class GpuPlatform(pulumi.ComponentResource):
         # Descendants inherit their parent's aliases (pulumi `step_generator.go`
         # generateAliases), and a provider aliased to its old URN does not replace what uses it.
         # What the program gave in `depends_on` (a created cluster's add-ons and system nodes)
-        # reaches each part as its own dependency: a child waits only for its parent's URN
+        # reaches each direct part as its own dependency: a child waits only for its parent's URN
         # (pulumi 3.272 sdk/python/lib/pulumi/runtime/resource.py, `prepare_resource`), and the
         # engine orders deletes by the dependencies each resource records.
         children = pulumi.ResourceOptions(

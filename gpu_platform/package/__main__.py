@@ -8,7 +8,10 @@ from importlib.metadata import version
 
 from pulumi.provider.experimental import component_provider_host
 
+from gpu_platform.instance import claim_per_process
 from gpu_platform.package.component import GpuPlatform
 
 if __name__ == "__main__":
+    # One process serves one deployment's Constructs, each over a connection of its own.
+    claim_per_process()
     component_provider_host([GpuPlatform], name="gpu-platform", version=version("gpu-platform"))

@@ -1,13 +1,16 @@
 """What the GpuPlatform being declared gives its parts: the providers it was given, however the
 options give them, and the prefix of its parts' names."""
 
+import contextvars
 from collections.abc import Iterator
 
 import pulumi
 import pytest
 from pulumi.runtime import mocks
+from pulumi.runtime.settings import reset_options
 
-from gpu_platform.instance import declaring, given_providers, lookup_provider, part_name
+from gpu_platform import instance
+from gpu_platform.instance import claim, declaring, given_providers, lookup_provider, part_name
 
 
 class _Mocks(mocks.Mocks):
@@ -71,3 +74,39 @@ def test_while_declaring_lookups_and_names_are_the_platforms(
         assert part_name("gpu-operator") == "team-a-gpu-operator"
 
     assert (lookup_provider("aws"), part_name("gpu-operator")) == (None, "gpu-operator")
+
+
+def _run_with_a_new_monitor(instance: str) -> str | None:
+    """A claim made as a program does that starts over a monitor connection of its own: each
+    Construct of the component package's provider (pulumi 3.272
+    sdk/python/lib/pulumi/provider/server.py, `_construct`), each Automation API run
+    (automation/_server.py). In a context of its own, as the SDK's settings are context
+    variables: the test's own settings are left as they were."""
+
+    def run() -> str | None:
+        reset_options(
+            organization="organization",
+            project="two-runs",
+            stack="dev",
+            monitor_address="127.0.0.1:1",
+        )
+        return claim(("aws", "us-east-1", "ml-dev"), instance)
+
+    return contextvars.copy_context().run(run)
+
+
+def test_two_constructs_of_the_component_providers_process_claim_a_cluster_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(instance, "_PROCESS_CLAIMS", None)
+    instance.claim_per_process()
+
+    assert _run_with_a_new_monitor("team-a") is None
+    assert _run_with_a_new_monitor("team-b") == "team-a"
+    assert _run_with_a_new_monitor("team-a") is None
+
+
+def test_a_later_run_in_the_same_process_may_rename_its_platform() -> None:
+    # Automation API: one process, a run after another, the instance renamed between them.
+    assert _run_with_a_new_monitor("gpu") is None
+    assert _run_with_a_new_monitor("gpu-platform") is None
