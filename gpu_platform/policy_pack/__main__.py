@@ -9,6 +9,7 @@ import conversions
 import eks_cluster
 import gke_clusters
 import gpu_cuda
+import gpu_operator_resources
 import gpu_pools
 import gpu_sharing
 import gpu_stack
@@ -43,6 +44,7 @@ POLICIES = [
             *karpenter_pools.POLICIES,
             *eks_cluster.POLICIES,
             *helm.POLICIES,
+            *gpu_operator_resources.POLICIES,
             *platform_images.POLICIES,
             *gpu_stack.POLICIES,
             workload_kinds.POLICY,

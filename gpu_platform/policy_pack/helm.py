@@ -19,7 +19,17 @@ from checks import resource_policy
 from platform_releases import PLATFORM_OBJECT_PREFIX, PLATFORM_RELEASES, RAW_MANIFEST_KEYS
 from platform_values import PLATFORM_VALUES, ChartValues, KeyPath
 from pods import namespace_or_default
-from props import Step, elements, field_path, flag, is_list, number, shown, text, value_at
+from props import (
+    Step,
+    field_path,
+    flag,
+    is_list,
+    mapping,
+    number,
+    shown,
+    text,
+    value_at,
+)
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 from settings import EXEMPT_NAMESPACES, Setting
@@ -246,20 +256,64 @@ def is_platform_release(args: ResourceValidationArgs) -> bool:
     return is_platform_chart(args) and not foreign_settings(args.props)
 
 
+# The inputs of pulumi-kubernetes 4.34.2's helm.v3.Release the platform's releases set
+# (gpu_platform/kubernetes/gpu_operator.py, monitoring.py, eks/): what it installs, from where,
+# how it rolls back and waits. `compat` is the SDK's own ("true", always sent) and `skipCrds`
+# only leaves objects out. `createNamespace` and `disableOpenapiValidation` are judged by
+# value in `foreign_settings`. Any other input set to more than its default (false, empty,
+# absent) changes what Helm installs or adopts (`takeOwnership`, Helm's pkg/action/validate.go
+# requireAdoption; `reuseValues`; a `postrender` command; `valueYamlFiles`), so it is foreign.
+PLATFORM_INPUTS = frozenset(
+    {
+        "chart",
+        "version",
+        "repositoryOpts",
+        "name",
+        "namespace",
+        "values",
+        "atomic",
+        "cleanupOnFail",
+        "timeout",
+        "maxHistory",
+        "skipAwait",
+        "waitForJobs",
+        "compat",
+        "skipCrds",
+        "createNamespace",
+        "disableOpenapiValidation",
+    }
+)
+
+
+def _set(props: Mapping[str, Any], key: str) -> bool:
+    """Whether an input holds more than its default; one not known yet (at preview) may."""
+    try:
+        value = value_at(props, key)
+    except UnknownValueError:
+        return True
+    if isinstance(value, Mapping) or is_list(value):
+        return len(value) > 0
+    return value not in (None, False, "")
+
+
 def foreign_settings(props: Mapping[str, Any]) -> list[str]:
     """The settings of a release that make its chart run what the platform's own release does
-    not: a `postrender` command and `valueYamlFiles`, which no policy reads; each value at a key
+    not: each input the platform never sets (`PLATFORM_INPUTS`) set all the same, no values at
+    all, `createNamespace`; each value at a key
     path the platform's release of the chart does not set, or that holds what the platform never
     sets there (`platform_values.PLATFORM_VALUES`); and each object in a value the chart
     renders as given (`platform_releases.RAW_MANIFEST_KEYS`) but the platform's own
     (`PLATFORM_OBJECT_PREFIX`) where the platform gives the chart one."""
-    found = [key for key in ("postrender",) if text(props, key)]
-    found += ["valueYamlFiles"] if elements(props, "valueYamlFiles") else []
-    # `takeOwnership` adopts the objects that already exist under the chart's fixed names (the
-    # GPU Operator's ClusterRoleBinding and ClusterPolicy) whoever owns them (Helm's
-    # pkg/action/validate.go, requireAdoption); `reuseValues` renders the values stored with the
-    # last revision under the ones sent, which no policy sees. The platform sets neither.
-    found += [key for key in ("takeOwnership", "reuseValues") if value_at(props, key) is True]
+    found = [key for key in props if key not in PLATFORM_INPUTS and _set(props, key)]
+    # A release that sends no values gets the last revision's stored ones: Helm's upgrade
+    # (pkg/action/upgrade.go, reuseValues) reuses them whole when the new values are empty,
+    # and no policy sees them. The platform always sends values.
+    if not mapping(props, "values"):
+        found.append("values (none sent)")
+    # Helm creates the namespace with no Pod Security labels, which then admits privileged
+    # pods; the platform's releases go into namespaces it declares (create_namespace=False).
+    if value_at(props, "createNamespace") is True:
+        found.append("createNamespace")
     table = PLATFORM_VALUES.get(chart_name(text(props, "chart") or ""), ChartValues({}))
     platforms_operator = bool(table.components) and _named_as_the_platforms(props, table)
     # Without the OpenAPI check Helm applies what a value's text makes of a manifest unchecked

@@ -83,6 +83,7 @@ def test_the_platforms_resources_draw_no_verdict(analyze: Analyze) -> None:
             "repositoryOpts": {"repo": "https://prometheus-community.github.io/helm-charts"},
             "namespace": "monitoring",
             **ROLLS_BACK,
+            "values": {"grafana": {"sidecar": {"dashboards": {"enabled": True}}}},
         },
         parents=(PLATFORM, "gpu-platform:kubernetes:GpuMonitoring"),
     )

@@ -502,3 +502,69 @@ def test_an_operator_release_not_named_as_the_platforms_with_a_helm_switch_is_th
     (message,) = messages(analyze(release, config=PROD), VISIBLE)
 
     assert setting in message
+
+
+@pytest.mark.parametrize(
+    "release",
+    [gpu_operator_release, lambda: karpenter({"settings": {"clusterName": "gpu-dev"}})],
+    ids=["gpu-operator", "karpenter"],
+)
+def test_a_platform_named_release_adopting_objects_is_the_stacks(
+    analyze: Analyze, release: Callable[[], Any]
+) -> None:
+    # The platform's own name and namespace: Helm's pkg/action/validate.go (requireAdoption)
+    # adopts whatever object of the chart's names exists, whoever owns it.
+    adopting = release()
+    adopting.inputs["takeOwnership"] = True
+
+    (message,) = messages(analyze(adopting, config=PROD), VISIBLE)
+
+    assert foreign("takeOwnership") in message
+
+
+def test_a_release_creating_its_namespace_is_the_stacks(analyze: Analyze) -> None:
+    # Helm creates the namespace with no Pod Security labels, where privileged pods are admitted.
+    release = gpu_operator_release()
+    release.inputs["createNamespace"] = True
+
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert foreign("createNamespace") in message
+
+
+@pytest.mark.parametrize("values", [{}, None], ids=["empty", "absent"])
+def test_a_release_sending_no_values_is_the_stacks(
+    analyze: Analyze, values: dict[str, Any] | None
+) -> None:
+    # Helm v3 pkg/action/upgrade.go (reuseValues): with no values sent, the upgrade renders
+    # the last revision's stored ones whole.
+    release = autoscaler({})
+    release.inputs["values"] = values
+
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert foreign("values (none sent)") in message
+
+
+# The inputs of helm.v3.Release (pulumi-kubernetes 4.34.2, pulumi_kubernetes/helm/v3/
+# _inputs.py ReleaseArgs) that the platform sets.
+PLATFORM_RELEASE_INPUTS = {
+    "chart", "version", "repositoryOpts", "name", "namespace", "values", "atomic",
+    "cleanupOnFail", "timeout", "maxHistory", "skipAwait", "waitForJobs", "compat", "skipCrds",
+    "createNamespace", "disableOpenapiValidation",
+}  # fmt: skip
+
+
+def test_every_release_input_the_program_sets_is_allowed(
+    analyze: Analyze, planned: list[Any]
+) -> None:
+    # Every input of every release the program plans is one of the platform's, so the list
+    # cannot fall behind the program; and each is the platform's with all of them set.
+    assert {key for release in planned for key in release.inputs} <= PLATFORM_RELEASE_INPUTS
+    assert {key for release in planned for key in release.inputs} >= {
+        "createNamespace",
+        "disableOpenapiValidation",
+        "skipCrds",
+        "compat",
+    }
+    assert messages(analyze(*planned, config=PROD), VISIBLE) == []
