@@ -69,7 +69,8 @@ def prod_policy_config(plan: Plan, config: Config) -> dict[str, Any]:
     Security levels, the namespaces its settings move the platform's privileged and baseline
     ones to (exempt, given alike to both Pod Security policies and to the one that keeps the node
     validation taint to those namespaces), and the releases they move
-    off the pins (`platformReleases`)."""
+    off the pins (`platformReleases`), and the driver image its operator overrides name for its
+    NVIDIADrivers (`driverImages`)."""
     exempt = [*PROD_POLICY_CONFIG[POD_SECURITY]["exemptNamespaces"], *moved_namespaces(config)]
     pod_security = {
         **PROD_POLICY_CONFIG[POD_SECURITY],
@@ -82,7 +83,18 @@ def prod_policy_config(plan: Plan, config: Config) -> dict[str, Any]:
         "namespace-pod-security": {"exemptNamespaces": exempt},
         "gpu-validation-taint-platform-only": {"exemptNamespaces": exempt},
         "platform-release-rollback": {"platformReleases": declared_releases(config)},
+        "gpu-operator-resources": {"driverImages": declared_driver_images(config)},
     }
+
+
+def declared_driver_images(config: Config) -> list[str]:
+    """The driver image a stack's `operator.overrides.driver` names (a mirror), which its
+    NVIDIADrivers run (gpu_platform/kubernetes/nvidia_driver.py), as its policy config declares
+    it (`gpu-operator-resources`' `driverImages`, `<repository>/<image>`)."""
+    driver = config.get("gpu-platform:operator", {}).get("overrides", {}).get("driver", {})
+    if not {"repository", "image"} & set(driver):
+        return []
+    return [f"{driver.get('repository', 'nvcr.io/nvidia')}/{driver.get('image', 'driver')}"]
 
 
 def moved_namespaces(config: Config) -> list[str]:
