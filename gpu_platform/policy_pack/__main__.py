@@ -17,6 +17,7 @@ import gpu_workloads
 import helm
 import idle_gpu_pods
 import karpenter_pools
+import kubernetes_kinds
 import namespaces
 import pack_config
 import platform_images
@@ -32,6 +33,7 @@ POLICIES = [
     *map(
         pack_config.watch_config,
         [
+            *kubernetes_kinds.POLICIES,
             *pod_security.POLICIES,
             *namespaces.POLICIES,
             *gpu_workloads.POLICIES,
