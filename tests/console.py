@@ -1,9 +1,13 @@
 """The `gpu-platform` console command run as a user runs it: the installed entry point in a fresh
-process, in this repository or in a project of the user's own."""
+process, in this repository or in a project of the user's own; or the same command line in this
+process, for the tests that check what a command does rather than how it starts."""
 
+import io
+import os
 import shutil
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import yaml
@@ -24,6 +28,34 @@ def gpu_platform(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[st
         check=False,
         env={"PATH": "/usr/bin:/bin", "COLUMNS": "200"},
     )
+
+
+def gpu_platform_here(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """`gpu_platform(*args, cwd=cwd)` in this process: the command line through `app.run`, which
+    the entry point calls, its output read as a pipe would take it, 200 columns wide. A fresh
+    process costs a second of imports (a plan's, three): the tests of the entry point itself and
+    of the installed package seen from elsewhere run `gpu_platform`.
+
+    The process is left as it was found: its directory (`--cwd` enters one for good), its module
+    path (a plan puts the program's folder first) and COLUMNS. The environment is the test's
+    otherwise, so a plan reads only the lock the tests give it (tests/conftest.py)."""
+    from gpu_platform.cli import app
+
+    start, path, columns = os.getcwd(), sys.path[:], os.environ.get("COLUMNS")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    os.environ["COLUMNS"] = "200"
+    try:
+        os.chdir(cwd)
+        with redirect_stdout(stdout), redirect_stderr(stderr):
+            code = app.run(list(args))
+    finally:
+        os.chdir(start)
+        sys.path[:] = path
+        if columns is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = columns
+    return subprocess.CompletedProcess([COMMAND, *args], code, stdout.getvalue(), stderr.getvalue())
 
 
 def own_project_in(directory: Path) -> Path:

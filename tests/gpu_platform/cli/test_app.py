@@ -1,5 +1,7 @@
 """The `gpu-platform` console command, run as a user runs it: the installed entry point in a
-fresh process, in this repository or in a project of the user's own."""
+fresh process, in this repository or in a project of the user's own. Each command starts as the
+entry point in a test or two (`gpu_platform`); the other tests give its command line to the same
+`app.run` in this process (`gpu_platform_here`), which spares them a second of imports each."""
 
 import shutil
 import subprocess
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.console import COMMAND, gpu_platform, own_project_in
+from tests.console import COMMAND, gpu_platform, gpu_platform_here, own_project_in
 from tests.repository import ROOT
 
 SUBCOMMANDS = ("plan", "preflight", "fit", "lock", "config-reference", "cli-reference")
@@ -46,14 +48,14 @@ def test_help_lists_every_subcommand() -> None:
 
 @pytest.mark.parametrize("subcommand", SUBCOMMANDS)
 def test_every_subcommand_has_help(subcommand: str) -> None:
-    result = gpu_platform(subcommand, "--help")
+    result = gpu_platform_here(subcommand, "--help")
 
     assert result.returncode == 0
     assert f"Usage: gpu-platform {subcommand}" in result.stdout
 
 
 def test_no_arguments_shows_usage_and_exits_2() -> None:
-    result = gpu_platform()
+    result = gpu_platform_here()
 
     assert result.returncode == 2
     assert "Usage: gpu-platform" in result.stdout + result.stderr
@@ -67,14 +69,14 @@ def test_plan_exits_0_for_a_clean_stack() -> None:
 
 
 def test_an_unknown_stack_exits_2() -> None:
-    result = gpu_platform("plan", "nope")
+    result = gpu_platform_here("plan", "nope")
 
     assert result.returncode == 2
     assert "no stack file Pulumi.nope.yaml" in result.stderr
 
 
 def test_outside_a_pulumi_project_the_commands_exit_2_saying_so(tmp_path: Path) -> None:
-    result = gpu_platform("plan", "dev", cwd=tmp_path)
+    result = gpu_platform_here("plan", "dev", cwd=tmp_path)
 
     assert result.returncode == 2
     assert "no Pulumi project (Pulumi.yaml)" in result.stderr
@@ -94,7 +96,7 @@ def test_fit_exits_1_when_a_pod_fits_no_pool(tmp_path: Path) -> None:
     }
     (tmp_path / "pod.yaml").write_text(yaml.safe_dump(pod))
 
-    result = gpu_platform("fit", "dev", str(tmp_path / "pod.yaml"))
+    result = gpu_platform_here("fit", "dev", str(tmp_path / "pod.yaml"))
 
     assert result.returncode == 1, result.stderr
 
@@ -123,20 +125,20 @@ def own_project(tmp_path: Path) -> Path:
 
 
 def test_plan_works_on_the_project_given_with_cwd(own_project: Path) -> None:
-    result = gpu_platform("--cwd", str(own_project), "plan", "staging", cwd=Path("/"))
+    result = gpu_platform_here("--cwd", str(own_project), "plan", "staging", cwd=Path("/"))
 
     assert result.returncode == 0, result.stderr
     assert "stack staging: " in result.stdout
     assert (
         "urn:pulumi:staging::ml-gpus::"
-        in gpu_platform(
+        in gpu_platform_here(
             "--cwd", str(own_project), "plan", "staging", "--json", cwd=Path("/")
         ).stdout
     )
 
 
 def test_plan_finds_the_project_from_a_folder_below_it(own_project: Path) -> None:
-    result = gpu_platform("plan", "staging", cwd=own_project / "infra")
+    result = gpu_platform_here("plan", "staging", cwd=own_project / "infra")
 
     assert result.returncode == 0, result.stderr
 
@@ -154,7 +156,7 @@ def test_a_users_project_reads_its_own_policy_config(own_project: Path) -> None:
     (own_project / "policy-config").mkdir()
     (own_project / "policy-config" / "staging.json").write_text('{"no-such-policy": "mandatory"}')
 
-    result = gpu_platform("plan", "staging", cwd=own_project)
+    result = gpu_platform_here("plan", "staging", cwd=own_project)
 
     assert result.returncode == 2
     assert "no-such-policy" in result.stderr
@@ -210,7 +212,7 @@ def test_updating_a_page_without_its_reference_markers_exits_2(
     if page is not None:
         (own_project / "reference.md").write_text(page)
 
-    result = gpu_platform(command, "--update", "reference.md", cwd=own_project)
+    result = gpu_platform_here(command, "--update", "reference.md", cwd=own_project)
 
     assert result.returncode == 2
     assert words in result.stderr
@@ -226,7 +228,7 @@ def test_updating_a_page_rewrites_only_between_its_markers(own_project: Path) ->
         " -->\nold\n<!-- config-reference:end -->\n\nOur notes.\n"
     )
 
-    result = gpu_platform("config-reference", "--update", "reference.md", cwd=own_project)
+    result = gpu_platform_here("config-reference", "--update", "reference.md", cwd=own_project)
 
     assert result.returncode == 0, result.stderr
     head, rest = page.read_text().split(" -->\n", 1)
@@ -242,13 +244,13 @@ def test_updating_a_page_rewrites_only_between_its_markers(own_project: Path) ->
 def test_cwd_is_taken_after_the_subcommand_too(own_project: Path, subcommand: str) -> None:
     args = [subcommand, "staging"] if subcommand == "plan" else [subcommand]
 
-    result = gpu_platform(*args, "--cwd", str(own_project), cwd=Path("/"))
+    result = gpu_platform_here(*args, "--cwd", str(own_project), cwd=Path("/"))
 
     assert result.returncode == 0, result.stderr
 
 
 def test_plan_without_a_stack_plans_the_projects_only_stack(own_project: Path) -> None:
-    result = gpu_platform("plan", cwd=own_project)
+    result = gpu_platform_here("plan", cwd=own_project)
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("stack staging: ")
@@ -259,7 +261,7 @@ def test_plan_without_a_stack_among_several_without_dev_names_them(own_project: 
         own_project / "stacks" / "Pulumi.staging.yaml", own_project / "stacks" / "Pulumi.qa.yaml"
     )
 
-    result = gpu_platform("plan", cwd=own_project)
+    result = gpu_platform_here("plan", cwd=own_project)
 
     assert result.returncode == 2
     assert (
@@ -286,7 +288,7 @@ def test_stack_names_complete_in_the_shell(own_project: Path) -> None:
 
 
 def test_the_plan_prints_whole_numbers_as_integers() -> None:
-    result = gpu_platform("plan", "dev")
+    result = gpu_platform_here("plan", "dev")
 
     assert 'scalingConfig = {"minSize": 0, "maxSize": 3, "desiredSize": 0}' in result.stdout
 
@@ -328,7 +330,7 @@ def broken_program(own_project: Path) -> Path:
 def test_a_failing_program_names_the_users_file_and_line(broken_program: Path) -> None:
     lines = len((broken_program / "infra" / "__main__.py").read_text().splitlines())
 
-    result = gpu_platform("plan", "staging", cwd=broken_program)
+    result = gpu_platform_here("plan", "staging", cwd=broken_program)
 
     assert result.returncode == 1
     assert result.stderr == (
@@ -350,7 +352,7 @@ def test_a_failure_inside_an_installed_package_names_the_users_line(own_project:
     )
     lines = len(program.read_text().splitlines())
 
-    result = gpu_platform("plan", "staging", cwd=own_project)
+    result = gpu_platform_here("plan", "staging", cwd=own_project)
 
     assert result.stderr.startswith(
         f"The program failed at infra/__main__.py:{lines}: ValueError: no\n"
@@ -358,7 +360,7 @@ def test_a_failure_inside_an_installed_package_names_the_users_line(own_project:
 
 
 def test_debug_shows_a_failing_programs_traceback(broken_program: Path) -> None:
-    result = gpu_platform("--debug", "plan", "staging", cwd=broken_program)
+    result = gpu_platform_here("--debug", "plan", "staging", cwd=broken_program)
 
     assert "Traceback (most recent call last):" in result.stderr
     assert 'infra/__main__.py", line' in result.stderr
@@ -380,7 +382,7 @@ def test_a_pod_file_that_is_not_yaml_is_named_with_the_line(tmp_path: Path) -> N
     pods = tmp_path / "pods.yaml"
     pods.write_text("kind: Pod\nspec: [containers\n")
 
-    result = gpu_platform("fit", "dev", str(pods))
+    result = gpu_platform_here("fit", "dev", str(pods))
 
     assert result.returncode == 2
     assert result.stderr == (
