@@ -71,6 +71,13 @@ def value_at(plan: Plan, path: str) -> Any:
     return value
 
 
+@pytest.fixture
+def plan_for(shared_plan_for: PlanFor) -> PlanFor:
+    """Plans shared between this module's tests: several settings change a pool from the same
+    one (on demand, or as the stack has it), which each plan would run the program for again."""
+    return shared_plan_for
+
+
 @pytest.mark.parametrize("setting", CHANGES)
 def test_a_replacing_setting_changes_the_input_it_names(
     gke_config: Config, plan_for: PlanFor, setting: str
