@@ -20,13 +20,27 @@ from gpu_platform.offline.stand_ins import aws as stand_in
 from tests.repository import POLICY_PACK
 
 
+@pytest.fixture(scope="module")
+def stack_files_plans():
+    """The command's results for the stack files as they are, by command line: the tests that
+    only read what `plan dev` prints share one run of it."""
+    return {}
+
+
 @pytest.fixture
-def invoke():
+def invoke(request, stack_files_plans):
     runner = CliRunner()
+    # A test that makes a stack file read otherwise runs the command for itself.
+    shared = "stack_file_says" not in request.fixturenames
 
     def run(*args: str):
+        if shared and args in stack_files_plans:
+            return stack_files_plans[args]
         # Wide enough that the tree does not wrap resource names.
-        return runner.invoke(app, ["plan", *args], env={"COLUMNS": "300"})
+        result = runner.invoke(app, ["plan", *args], env={"COLUMNS": "300"})
+        if shared:
+            stack_files_plans[args] = result
+        return result
 
     return run
 
