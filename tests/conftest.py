@@ -125,10 +125,18 @@ def gke_stack_config(dev_config: Config) -> Config:
 
 
 @pytest.fixture
-def plan_for() -> Callable[[Config], Plan]:
+def plan_for(
+    request: pytest.FixtureRequest, shared_plan_for: Callable[[Config], Plan]
+) -> Callable[[Config], Plan]:
     """Run the program for a config and return what it declared, the namespaces' GPU quotas
     first fitted to the pools a test leaves (`with_gpu_quotas_fitting_its_pools`: `dev_config`
-    allows replicas and whole GPUs apart, which a stack with both refuses)."""
+    allows replicas and whole GPUs apart, which a stack with both refuses).
+
+    In a module marked `shared_plans`, whose tests change the program only through the
+    stand-ins' answers, it is `shared_plan_for`: its tests plan the same configs again and
+    again."""
+    if request.node.get_closest_marker("shared_plans") is not None:
+        return shared_plan_for
 
     def run(config: Config) -> Plan:
         fitted = with_gpu_quotas_fitting_its_pools(copy.deepcopy(config))

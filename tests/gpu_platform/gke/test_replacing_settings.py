@@ -19,6 +19,10 @@ from tests.shared_plans import shared_plan
 
 from .plans import node_pool, on_ubuntu, with_cluster, with_pool
 
+# Its tests plan the same configs again and again, and change the program only through the
+# stand-ins' answers.
+pytestmark = pytest.mark.shared_plans
+
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
 ON_DEMAND = {"capacity": "on-demand"}
@@ -69,13 +73,6 @@ def value_at(plan: Plan, path: str) -> Any:
     for part in path.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     return value
-
-
-@pytest.fixture
-def plan_for(shared_plan_for: PlanFor) -> PlanFor:
-    """Plans shared between this module's tests: several settings change a pool from the same
-    one (on demand, or as the stack has it), which each plan would run the program for again."""
-    return shared_plan_for
 
 
 @pytest.mark.parametrize("setting", CHANGES)
