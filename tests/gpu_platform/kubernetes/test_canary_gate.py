@@ -16,6 +16,10 @@ from tests.gpu_platform.config.test_canary_rules import PlanFor, canary_of, prob
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
 
+# Its tests plan the same configs again and again, and change the program only through the
+# stand-ins' answers.
+pytestmark = pytest.mark.shared_plans
+
 JOB = "kubernetes:batch/v1:Job"
 NODE_GROUP_COMPONENT = "gpu-platform:eks:GpuNodeGroup"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

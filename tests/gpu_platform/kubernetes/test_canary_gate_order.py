@@ -35,6 +35,10 @@ from tests.gpu_platform.kubernetes.test_canary_gate import karpenter_canary_of
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
 
+# Its tests plan the same configs again and again, and change the program only through the
+# stand-ins' answers.
+pytestmark = pytest.mark.shared_plans
+
 # The canary's new driver, ahead of the pool's: the operator's pinned default (gpu-operator
 # v26.7.0 values.yaml `driver.version`, 595.91.07).
 NEW_DRIVER = "595.120.02"

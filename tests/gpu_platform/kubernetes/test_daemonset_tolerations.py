@@ -18,6 +18,10 @@ from tests.stack_variants import QUEUED_POOL, with_gke_capacity_pools
 
 from .daemonset_tolerations import daemonset_toleration_problems, tolerates
 
+# Its tests plan the same configs again and again, and change the program only through the
+# stand-ins' answers.
+pytestmark = pytest.mark.shared_plans
+
 PlanFor = Callable[[Config], Plan]
 RELEASE = "kubernetes:helm.sh/v3:Release"
 TEAM_A = {"key": "dedicated", "value": "team-a", "effect": "NoSchedule"}

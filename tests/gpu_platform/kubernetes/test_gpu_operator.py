@@ -18,6 +18,10 @@ from gpu_platform.versions import (
 )
 from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
 
+# Its tests plan the same configs again and again, and change the program only through the
+# stand-ins' answers.
+pytestmark = pytest.mark.shared_plans
+
 Config = dict[str, Any]
 COMPONENT = "gpu-platform:kubernetes:GpuOperator"
 NAMESPACE = "kubernetes:core/v1:Namespace"

@@ -26,6 +26,10 @@ from gpu_platform.versions import (
 )
 from tests.gpu_platform.kubernetes.test_alert_rules import metric_names, metric_set_rows, text_rows
 
+# Its tests plan the same configs again and again, and change the program only through the
+# stand-ins' answers.
+pytestmark = pytest.mark.shared_plans
+
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
 

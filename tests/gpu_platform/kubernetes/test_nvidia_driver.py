@@ -16,6 +16,10 @@ from gpu_platform.versions import GPU_OPERATOR_CHART
 from tests.conftest import Config
 from tests.gpu_platform.gke.plans import NODE_POOL, on_ubuntu
 
+# Its tests plan the same configs again and again, and change the program only through the
+# stand-ins' answers.
+pytestmark = pytest.mark.shared_plans
+
 PlanFor = Callable[[Config], Plan]
 NVIDIA_DRIVER = "kubernetes:nvidia.com/v1alpha1:NVIDIADriver"
 RELEASE = "kubernetes:helm.sh/v3:Release"
