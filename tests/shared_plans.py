@@ -12,7 +12,7 @@ Each caller gets a deep copy of its own, free to change.
 import copy
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
@@ -25,15 +25,18 @@ from tests.repository import PROJECT
 
 _STAND_INS = (aws_stand_in, gcp_stand_in, engine_stand_in)
 
-_plans: dict[tuple[str, str, tuple[tuple[str, int], ...], str, str | None], Plan] = {}
+Answers = tuple[tuple[str, Callable[..., Any]], ...]
+_plans: dict[tuple[str, str, Answers, str, str | None], Plan] = {}
 
 
 def shared_plan(stack: str, config: Mapping[str, Any] | None = None) -> Plan:
     """`run_program(stack, config, project=PROJECT)`, run once per process for each stack and
     config (the stack file's own config without one), as a copy for the caller alone."""
     values = stack_config(stack, PROJECT) if config is None else config
+    # The answers themselves, not their ids: the key keeps them alive, so that an answer a test
+    # put in place and dropped cannot pass for a later test's made at the same address.
     answers = tuple(
-        (key, id(answer))
+        (key, answer)
         for module in _STAND_INS
         for table in (module.INVOKES, module.OUTPUTS)
         for key, answer in sorted(table.items())
