@@ -29,6 +29,10 @@ from tests.shared_plans import shared_plan
 from .aws_api import request_problems, service_model
 from .plans import NODE_GROUP, RELEASE
 
+# Its tests plan the same configs again and again, and change the program only through the
+# stand-ins' answers.
+pytestmark = pytest.mark.shared_plans
+
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
 STACK = "karpenter-dev"

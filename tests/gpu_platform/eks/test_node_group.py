@@ -27,6 +27,10 @@ from .plans import (
     with_pool,
 )
 
+# Its tests plan the same configs again and again, and change the program only through the
+# stand-ins' answers.
+pytestmark = pytest.mark.shared_plans
+
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
 ROLE = "aws:iam/role:Role"
