@@ -18,6 +18,10 @@ from gpu_platform.offline.program import Plan
 
 from .plans import node_pool, on_ubuntu, problems_of, with_pool
 
+# Its tests plan the same configs again and again, and change the program only through the
+# stand-ins' answers.
+pytestmark = pytest.mark.shared_plans
+
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
 ON_DEMAND_L4: Config = {"capacity": "on-demand"}

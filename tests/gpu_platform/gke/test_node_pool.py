@@ -15,6 +15,10 @@ from gpu_platform.offline.program import Plan
 from .gke_api import api_problems, to_api_node_pool
 from .plans import node_pool, on_ubuntu, problems_of, with_cluster, with_pool
 
+# Its tests plan the same configs again and again, and change the program only through the
+# stand-ins' answers.
+pytestmark = pytest.mark.shared_plans
+
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
 MIG_POOL = {

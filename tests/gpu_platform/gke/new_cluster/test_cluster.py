@@ -26,6 +26,10 @@ from .plans import (
     IAM_MEMBER as IAM_MEMBER_TYPE,
 )
 
+# Its tests plan the same configs again and again, and change the program only through the
+# stand-ins' answers.
+pytestmark = pytest.mark.shared_plans
+
 Config = dict[str, Any]
 
 
