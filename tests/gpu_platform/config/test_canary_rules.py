@@ -15,6 +15,10 @@ from tests.conftest import Config
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
 
+# Its tests plan the same configs again and again, and change the program only through the
+# stand-ins' answers.
+pytestmark = pytest.mark.shared_plans
+
 PlanFor = Callable[[Config], Plan]
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 NODE_POOL = "gcp:container/nodePool:NodePool"
