@@ -25,8 +25,9 @@ from checks import resource_policy
 from props import shown, text, value_at
 from pulumi_policy import ResourceValidationArgs
 from settings import Setting
+from type_tokens import kubernetes_type
 
-GROUP_PREFIX = "kubernetes:nvidia.com/"
+GROUP = "nvidia.com"
 RENDERED_BY_THE_CHART = ("ClusterPolicy", "GPUCluster")
 DRIVER_KIND = "NVIDIADriver"
 # gpu_platform/node_identity.py, POOL_LABEL.
@@ -67,12 +68,10 @@ DRIVER_IMAGES = Setting(
 
 def _kind(resource_type: str) -> tuple[str, bool] | None:
     """(kind, is a patch) of a resource of the nvidia.com group; None for any other."""
-    if not resource_type.startswith(GROUP_PREFIX):
+    found = kubernetes_type(resource_type)
+    if found is None or found.group != GROUP:
         return None
-    kind = resource_type.rsplit(":", 1)[-1]
-    if kind.endswith("Patch"):
-        return kind.removesuffix("Patch"), True
-    return kind, False
+    return found.patched_kind, found.is_patch
 
 
 def applies(args: ResourceValidationArgs) -> bool:

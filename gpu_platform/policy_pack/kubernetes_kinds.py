@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from checks import resource_policy
 from props import shown, text
 from pulumi_policy import ResourceValidationArgs
+from type_tokens import kubernetes_type
 
 # Modules whose resources are not one object of the type's kind: Helm releases and charts,
 # yaml and kustomize groups, whose objects the provider registers each under its own type.
@@ -23,15 +24,15 @@ COMPONENT_MODULES = ("helm.sh/", "yaml/", "kustomize/")
 def expected(resource_type: str) -> tuple[str, str] | None:
     """(apiVersion, kind) an object of `resource_type` must have; None for a type that is not
     one Kubernetes object (another provider's, a component, a list)."""
-    parts = resource_type.split(":")
-    if len(parts) != 3 or parts[0] != "kubernetes" or "/" not in parts[1]:
+    found = kubernetes_type(resource_type)
+    if (
+        found is None
+        or "/" not in found.module
+        or found.module.startswith(COMPONENT_MODULES)
+        or found.name.endswith("List")
+    ):
         return None
-    module, name = parts[1], parts[2]
-    if module.startswith(COMPONENT_MODULES) or name.endswith("List"):
-        return None
-    # The core group's objects say `v1` where their type says `core/v1`.
-    api_version = module.removeprefix("core/")
-    return api_version, name.removesuffix("Patch")
+    return found.api_version, found.patched_kind
 
 
 def kind_problems(args: ResourceValidationArgs) -> Iterator[str]:

@@ -37,6 +37,7 @@ from props import (
     value_at,
 )
 from pulumi_policy.proxy import UnknownValueError
+from type_tokens import api_group_and_kind, kubernetes_type
 
 POD_TEMPLATE_PATHS: Mapping[str, tuple[str, ...]] = {
     "Pod": (),
@@ -282,12 +283,6 @@ _COLLECTION_NOUNS = {
 }
 
 
-def kubernetes_kind(resource_type: str) -> str | None:
-    """`Deployment` from `kubernetes:apps/v1:Deployment`; None for other providers' types."""
-    parts = resource_type.split(":")
-    return parts[2] if len(parts) == 3 and parts[0] == "kubernetes" else None
-
-
 @dataclass(frozen=True)
 class Container:
     collection: str
@@ -429,11 +424,10 @@ def pods_of(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
     """The pods a resource of this type carries: one for the built-in kinds, one per pod
     template for the GPU workload CRDs, none for other kinds. A `...Patch` of any of them (a
     server-side apply patch of an existing object) carries partial pods."""
-    kind = kubernetes_kind(resource_type)
-    if kind is None:
+    found = kubernetes_type(resource_type)
+    if found is None:
         return []
-    group = _api_group(resource_type)
-    patched = kind.removesuffix("Patch")
+    group, kind, patched = found.group, found.name, found.patched_kind
     path = POD_TEMPLATE_PATHS.get(patched)
     if path is not None and group in _CORE_GROUPS:
         return [Pod(patched, props, path, partial=patched != kind)]
@@ -803,16 +797,6 @@ def custom_kinds_from(
             else:
                 kinds[(group, kind)] = kinds.get((group, kind), ()) + found
     return kinds, problems
-
-
-def _api_group(resource_type: str) -> str:
-    """`ray.io` from `kubernetes:ray.io/v1:RayCluster`, `apps` from `kubernetes:apps/v1:...`."""
-    return resource_type.split(":")[1].rsplit("/", 1)[0]
-
-
-def api_group_and_kind(resource_type: str) -> tuple[str, str] | None:
-    kind = kubernetes_kind(resource_type)
-    return None if kind is None else (_api_group(resource_type), kind)
 
 
 def expand(props: Mapping[str, Any], pattern: tuple[Step, ...]) -> list[tuple[Step, ...]]:
