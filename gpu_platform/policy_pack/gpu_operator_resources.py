@@ -15,7 +15,9 @@ pack judges, would.
   pool label alone, the NVIDIA driver image.
 
 A patch (the SDK's `CustomResourcePatch`, type `kubernetes:<apiVersion>:<kind>Patch`) of any of
-them is never the platform's.
+them is never the platform's. v26.7.0 defines no other kind of the group (api/nvidia/v1,
+api/nvidia/v1alpha1); one a later operator adds is refused, platform stack or tenant's, until the
+pack knows what the operator makes of it: the platform declares none.
 """
 
 from collections.abc import Iterator, Mapping
@@ -97,6 +99,14 @@ def gpu_operator_resource_problems(args: ResourceValidationArgs) -> Iterator[str
         )
     elif kind == DRIVER_KIND:
         yield from _driver_problems(args)
+    else:
+        yield (
+            f"{kind}{' patch' if patch else ''} {name} is of the GPU Operator's group "
+            f"(nvidia.com), whose objects the operator acts on with privileges on the GPU nodes, "
+            f"and not a kind the pack knows what the operator does with "
+            f"({', '.join((*RENDERED_BY_THE_CHART, DRIVER_KIND))}: gpu-operator v26.7.0). "
+            "Fix: leave it out until the pack judges that kind."
+        )
 
 
 def _driver_problems(args: ResourceValidationArgs) -> Iterator[str]:
@@ -139,7 +149,7 @@ POLICIES = [
         "gpu-operator-resources",
         "The GPU Operator's custom resources are the platform's: ClusterPolicy and GPUCluster "
         "only from its release, an NVIDIADriver only as the platform declares one per pool, "
-        "and no patch of any.",
+        "no patch of any, and no other nvidia.com kind.",
         gpu_operator_resource_problems,
         DRIVER_IMAGES,
         applies=applies,

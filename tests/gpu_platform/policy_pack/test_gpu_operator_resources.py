@@ -26,6 +26,10 @@ EVIL = {"driver": {"repository": "evil.example"}}
         ("kubernetes:nvidia.com/v1alpha1:GPUCluster", EVIL),
         ("kubernetes:nvidia.com/v1alpha1:GPUClusterPatch", EVIL),
         ("kubernetes:nvidia.com/v1alpha1:NVIDIADriverPatch", {"repository": "evil.example"}),
+        # A kind v26.7.0 does not define (api/nvidia/ has the three above only), as a later
+        # operator might add: nothing of the pack knows what the operator would run for it.
+        ("kubernetes:nvidia.com/v1alpha1:GPUNodeProfile", EVIL),
+        ("kubernetes:nvidia.com/v1:GPUNodeProfilePatch", EVIL),
         (
             "kubernetes:nvidia.com/v1alpha1:NVIDIADriver",
             {
