@@ -94,6 +94,31 @@ def test_a_changed_platform_nvidia_driver_is_refused(
     assert found in message
 
 
+@pytest.mark.parametrize(
+    "selector",
+    [
+        # Another pool's nodes, which its own NVIDIADriver selects: the operator refuses every
+        # NVIDIADriver of the cluster while two select one node (gpu-operator v26.7.0
+        # internal/validator/validator.go, ConflictingNodeSelector).
+        {"gpu-platform.io/pool": "other"},
+        # The pool's nodes narrowed by a second label: the pool's nodes without it are not
+        # this driver's.
+        {"gpu-platform.io/pool": "{pool}", "nvidia.com/gpu.product": "NVIDIA-L4"},
+    ],
+    ids=["another-pool", "a-second-key"],
+)
+def test_a_platform_nvidia_driver_selecting_other_nodes_is_refused(
+    analyze: Analyze, shared_plan_for: Callable[[Config], Plan], selector: dict[str, str]
+) -> None:
+    driver = _ubuntu_drivers(shared_plan_for)[0]
+    pool = driver.inputs["metadata"]["name"]
+    driver.inputs["spec"]["nodeSelector"] = {k: v.format(pool=pool) for k, v in selector.items()}
+
+    (message,) = messages(analyze(driver, config=PROD), POLICY)
+
+    assert "spec.nodeSelector" in message
+
+
 def test_a_declared_driver_mirror_passes(
     analyze: Analyze, shared_plan_for: Callable[[Config], Plan]
 ) -> None:
