@@ -134,7 +134,8 @@ def _driver_problems(args: ResourceValidationArgs) -> Iterator[str]:
         yield (
             f"{own}after it): it runs image {shown(image)} from {shown(repository)}, not "
             f"NVIDIA's driver or a declared mirror of it ({', '.join(map(shown, allowed))}). "
-            f"Fix: use that image, or add `<repository>/<image>` to {DRIVER_IMAGES.key}."
+            f"Fix: use that image, or add `<repository>/<image>` to {DRIVER_IMAGES.key} (the "
+            "platform's NVIDIADrivers run the one operator.overrides.driver names)."
         )
 
 
