@@ -43,11 +43,14 @@ class KubernetesType:
 
 
 def kubernetes_type(resource_type: str) -> KubernetesType | None:
-    """The parts of `resource_type`; None for another provider's type."""
-    parts = resource_type.split(":")
-    if len(parts) != 3 or parts[0] != "kubernetes":
+    """The parts of `resource_type`; None for another provider's type. The name is all after
+    the module, as pulumi reads a token (sdk/go/common/tokens/tokens.go, `Name()`), so
+    `kubernetes:apps/v1:Daemon:Set` names no kind a policy knows."""
+    package, _, rest = resource_type.partition(":")
+    module, _, name = rest.partition(":")
+    if package != "kubernetes" or not name:
         return None
-    return KubernetesType(parts[1], parts[2])
+    return KubernetesType(module, name)
 
 
 def api_group_and_kind(resource_type: str) -> tuple[str, str] | None:
