@@ -15,9 +15,12 @@ pack judges, would.
   pool label alone, the NVIDIA driver image.
 
 A patch (the SDK's `CustomResourcePatch`, type `kubernetes:<apiVersion>:<kind>Patch`) of any of
-them is never the platform's. v26.7.0 defines no other kind of the group (api/nvidia/v1,
-api/nvidia/v1alpha1); one a later operator adds is refused, platform stack or tenant's, until the
-pack knows what the operator makes of it: the platform declares none.
+them is never the platform's. The operator does not own its API group: v26.7.0 defines only
+these three kinds in it (api/nvidia/v1, api/nvidia/v1alpha1), and other NVIDIA projects define
+theirs there too (ai-dynamo/dynamo's DynamoGraphDeployment and others,
+deploy/operator/config/crd/bases/nvidia.com_*.yaml), whose pods `pods.GPU_WORKLOAD_CRDS` finds.
+So only these three kinds are judged here, and only in the group `nvidia.com` itself: the
+chart's ComputeDomains (`resource.nvidia.com`) and NIM's kinds (`apps.nvidia.com`) are others'.
 """
 
 from collections.abc import Iterator, Mapping
@@ -32,6 +35,7 @@ from type_tokens import kubernetes_type
 GROUP = "nvidia.com"
 RENDERED_BY_THE_CHART = ("ClusterPolicy", "GPUCluster")
 DRIVER_KIND = "NVIDIADriver"
+OPERATOR_KINDS = (*RENDERED_BY_THE_CHART, DRIVER_KIND)
 # gpu_platform/node_identity.py, POOL_LABEL.
 POOL_LABEL = "gpu-platform.io/pool"
 # The NVIDIA driver image, as the chart's values.yaml (`driver.repository`, `driver.image`) and
@@ -69,9 +73,9 @@ DRIVER_IMAGES = Setting(
 
 
 def _kind(resource_type: str) -> tuple[str, bool] | None:
-    """(kind, is a patch) of a resource of the nvidia.com group; None for any other."""
+    """(kind, is a patch) of a GPU Operator resource; None for any other."""
     found = kubernetes_type(resource_type)
-    if found is None or found.group != GROUP:
+    if found is None or found.group != GROUP or found.patched_kind not in OPERATOR_KINDS:
         return None
     return found.patched_kind, found.is_patch
 
@@ -97,16 +101,8 @@ def gpu_operator_resource_problems(args: ResourceValidationArgs) -> Iterator[str
             "pool's nodes. Fix: change the pool's driver through the stack's config "
             "(operator.driverVersion, operator.overrides.driver)."
         )
-    elif kind == DRIVER_KIND:
-        yield from _driver_problems(args)
     else:
-        yield (
-            f"{kind}{' patch' if patch else ''} {name} is of the GPU Operator's group "
-            f"(nvidia.com), whose objects the operator acts on with privileges on the GPU nodes, "
-            f"and not a kind the pack knows what the operator does with "
-            f"({', '.join((*RENDERED_BY_THE_CHART, DRIVER_KIND))}: gpu-operator v26.7.0). "
-            "Fix: leave it out until the pack judges that kind."
-        )
+        yield from _driver_problems(args)
 
 
 def _driver_problems(args: ResourceValidationArgs) -> Iterator[str]:
@@ -150,7 +146,7 @@ POLICIES = [
         "gpu-operator-resources",
         "The GPU Operator's custom resources are the platform's: ClusterPolicy and GPUCluster "
         "only from its release, an NVIDIADriver only as the platform declares one per pool, "
-        "no patch of any, and no other nvidia.com kind.",
+        "and no patch of any.",
         gpu_operator_resource_problems,
         DRIVER_IMAGES,
         applies=applies,

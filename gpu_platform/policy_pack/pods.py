@@ -70,6 +70,10 @@ class PodPath:
     inherits: tuple[str, ...] | None = None
     """Where the resource keeps pod fields the template takes when it sets none of its own
     (`INHERITED_FIELDS`, Argo's workflow-level spec)."""
+    beside: tuple[tuple[str, ...], ...] = ()
+    """Containers a pod spec holds of its own fields beside its lists (Dynamo's
+    `extraPodSpec.mainContainer`), as dotted patterns from `steps`: unlike `containers`, the
+    pod is one without them."""
 
 
 def _templates(*patterns: tuple[str, ...], partial: bool = False) -> tuple[PodPath, ...]:
@@ -114,6 +118,15 @@ _ARGO_CONTAINERS = (
     ("containerSet", "containers", "*"),
     ("sidecars", "*"),
 )
+
+
+def _dynamo(v1alpha1: tuple[str, ...], v1beta1: tuple[str, ...]) -> tuple[PodPath, ...]:
+    """The pods of a Dynamo kind whose components' specs are at `v1alpha1` and `v1beta1`."""
+    overrides = PodPath(
+        (*v1alpha1, "extraPodSpec"), inline=True, partial=True, beside=(("mainContainer",),)
+    )
+    return (overrides, PodPath((*v1beta1, "podTemplate")))
+
 
 GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
     **{
@@ -240,6 +253,19 @@ GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
         )
         for kind, workflow in ARGO_WORKFLOWS.items()
     },
+    # NVIDIA Dynamo (nvidia.com, ai-dynamo/dynamo v1.4.0 deploy/operator/api/): a
+    # DynamoGraphDeployment's components and a DynamoComponentDeployment, the one component it
+    # reconciles each into. v1alpha1 (v1alpha1/dynamographdeployment_types.go: spec.services, a
+    # map of DynamoComponentDeploymentSharedSpec) holds each pod's overrides in `extraPodSpec`,
+    # a PodSpec inline beside `mainContainer`, a Container (common.go, ExtraPodSpec), which the
+    # operator merges into the pod it builds: judged on the values they set. v1beta1
+    # (v1beta1/dynamocomponentdeployment_types.go) replaced them by `podTemplate`, a whole
+    # PodTemplateSpec whose `main` container the operator only adds its command, env, ports,
+    # probes, resources and mounts to; a DynamoGraphDeployment's are in spec.components[].
+    ("nvidia.com", "DynamoGraphDeployment"): _dynamo(
+        ("spec", "services", "*"), ("spec", "components", "*")
+    ),
+    ("nvidia.com", "DynamoComponentDeployment"): _dynamo(("spec",), ("spec",)),
 }
 
 # argoproj/argo-workflows v4.1.2 workflow/controller/workflowpod.go: the pod fields a template
@@ -461,7 +487,7 @@ def _found(
             found,
             partial=patch or where.partial,
             inline=where.inline,
-            added=_own_containers(props, found, where.containers),
+            added=_own_containers(props, found, (*where.containers, *where.beside)),
             inherits=where.inherits,
         )
         for where in paths

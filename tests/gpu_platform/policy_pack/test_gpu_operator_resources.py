@@ -26,10 +26,6 @@ EVIL = {"driver": {"repository": "evil.example"}}
         ("kubernetes:nvidia.com/v1alpha1:GPUCluster", EVIL),
         ("kubernetes:nvidia.com/v1alpha1:GPUClusterPatch", EVIL),
         ("kubernetes:nvidia.com/v1alpha1:NVIDIADriverPatch", {"repository": "evil.example"}),
-        # A kind v26.7.0 does not define (api/nvidia/ has the three above only), as a later
-        # operator might add: nothing of the pack knows what the operator would run for it.
-        ("kubernetes:nvidia.com/v1alpha1:GPUNodeProfile", EVIL),
-        ("kubernetes:nvidia.com/v1:GPUNodeProfilePatch", EVIL),
         (
             "kubernetes:nvidia.com/v1alpha1:NVIDIADriver",
             {
@@ -54,6 +50,32 @@ def test_an_operator_resource_beside_its_release_is_refused(
 
     assert [v.enforcement_level for v in verdicts] == ["mandatory"]
     assert "cluster-policy" in verdicts[0].message
+
+
+@pytest.mark.parametrize(
+    "type_",
+    [
+        # The group is not the operator's alone: ai-dynamo/dynamo defines its kinds in it
+        # (deploy/operator/config/crd/bases/nvidia.com_dynamographdeployments.yaml, `group:
+        # nvidia.com`), and gpu-operator v26.7.0 defines no other kind there (api/nvidia/).
+        "kubernetes:nvidia.com/v1alpha1:DynamoGraphDeployment",
+        "kubernetes:nvidia.com/v1beta1:DynamoComponentDeployment",
+        "kubernetes:nvidia.com/v1alpha1:DynamoModel",
+        "kubernetes:nvidia.com/v1alpha1:GPUNodeProfile",
+        # Other groups under nvidia.com: the chart's ComputeDomains (resource.nvidia.com),
+        # NIM's kinds (apps.nvidia.com), and an operator kind's name in a group that only ends
+        # in nvidia.com, or in Kyverno's (kyverno.io/v1 ClusterPolicy).
+        "kubernetes:resource.nvidia.com/v1beta1:ComputeDomain",
+        "kubernetes:apps.nvidia.com/v1alpha1:NIMService",
+        "kubernetes:example.nvidia.com/v1:ClusterPolicy",
+        "kubernetes:example.nvidia.com/v1alpha1:NVIDIADriverPatch",
+        "kubernetes:kyverno.io/v1:ClusterPolicy",
+    ],
+)
+def test_another_kind_or_group_is_not_the_operators(analyze: Analyze, type_: str) -> None:
+    declared = resource(type_, "graph", {"metadata": {"name": "graph"}, "spec": EVIL})
+
+    assert messages(analyze(declared, config=PROD), POLICY) == []
 
 
 def _ubuntu_drivers(shared_plan_for: Callable[[Config], Plan]) -> list[Any]:
