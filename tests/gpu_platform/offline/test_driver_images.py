@@ -30,21 +30,29 @@ def mirrored(shared_plan_for: Callable[[Config], Plan]) -> Plan:
 
 
 @pytest.mark.parametrize(
-    "policy_config",
+    ("policy_config", "verdict"),
     [
-        None,
-        {"gpu-operator-resources": "mandatory"},
-        {"gpu-operator-resources": {"driverImages": []}},
+        (None, "refuses"),
+        ({"gpu-operator-resources": "mandatory"}, "refuses"),
+        ({"gpu-operator-resources": {"driverImages": []}}, "refuses"),
+        # The engine sets every policy's level from `all`, then from the policy's own entry
+        # (pulumi pkg/resource/analyzer/config.go, applyConfig).
+        ({"all": "advisory"}, "warns of"),
+        ({"all": "disabled", "gpu-operator-resources": "advisory"}, "warns of"),
+        (
+            {"all": "advisory", "gpu-operator-resources": {"enforcementLevel": "mandatory"}},
+            "refuses",
+        ),
     ],
-    ids=["none", "level-only", "not-listed"],
+    ids=["none", "level-only", "not-listed", "all-advisory", "own-over-all", "own-level"],
 )
 def test_an_undeclared_driver_mirror_is_named_by_its_keys(
-    mirrored: Plan, policy_config: Config | None
+    mirrored: Plan, policy_config: Config | None, verdict: str
 ) -> None:
     assert undeclared_driver_images(mirrored, policy_config, WHERE) == [
         "operator.overrides.driver.repository and image name the driver image "
         f'"{MIRROR}", which {WHERE} does not list in gpu-operator-resources\' driverImages: '
-        "the policy pack refuses every pool's NVIDIADriver that runs it. Add "
+        f"the policy pack {verdict} every pool's NVIDIADriver that runs it. Add "
         f'"{MIRROR}" to that list in the same change as the setting (docs/upgrades.md).'
     ]
 
@@ -54,8 +62,10 @@ def test_an_undeclared_driver_mirror_is_named_by_its_keys(
     [
         {"gpu-operator-resources": {"driverImages": [MIRROR]}},
         {"gpu-operator-resources": "disabled"},
+        {"all": "disabled"},
+        {"all": "advisory", "gpu-operator-resources": {"driverImages": [MIRROR]}},
     ],
-    ids=["listed", "disabled"],
+    ids=["listed", "disabled", "all-disabled", "listed-under-all"],
 )
 def test_a_declared_mirror_or_a_disabled_policy_is_not_named(
     mirrored: Plan, policy_config: Config
