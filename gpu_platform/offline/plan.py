@@ -18,6 +18,7 @@ from gpu_platform.config import ConfigError
 from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin
 from gpu_platform.lock.lockfile import LockError, MissingLockEntry, project_lock
 from gpu_platform.offline.analyzer import PACK_DIR, PolicyPack, Verdict
+from gpu_platform.offline.driver_images import undeclared_driver_images
 from gpu_platform.offline.namespace_levels import config_for_plan
 from gpu_platform.offline.program import Plan, run_program
 from gpu_platform.project import Project
@@ -56,7 +57,8 @@ class OfflinePlan:
     pack_dir: Path
     """The policy pack that judged the plan."""
     warnings: tuple[str, ...]
-    """What the plan could not check but `pulumi up` would use as it is."""
+    """What the plan could not check but `pulumi up` would use as it is, and where the stack's
+    config and its policy config disagree."""
 
     @property
     def mandatory_violations(self) -> tuple[Verdict, ...]:
@@ -88,7 +90,9 @@ def plan_stack(
         pack = started_pack()
         config = read_policy_config(project.directory / POLICY_CONFIG_DIR, stack, policy_config)
         verdicts = _verdicts(pack, plan, config)
-    return OfflinePlan(plan, tuple(verdicts), pack_dir, tuple(_unlocked_chart_pins(plan)))
+    where = str(policy_config or f"{POLICY_CONFIG_DIR}/{stack}.json")
+    warnings = [*_unlocked_chart_pins(plan), *undeclared_driver_images(plan, config, where)]
+    return OfflinePlan(plan, tuple(verdicts), pack_dir, tuple(warnings))
 
 
 def program_plan(stack: str, project: Project | None = None) -> Plan:

@@ -744,7 +744,12 @@ plugin. Component names are checked against the chart's; with pools GKE shares,
 which the exporter on those nodes cannot follow (docs/gpu-sharing.md). `namespaceOverride`
 and `extraObjects`, `extraManifests` or `extraResources` are refused at any depth: they
 would make the release one the policy pack takes for the stack's own (docs/concepts.md,
-"Helm releases"). The pack judges no other value set here."""
+"Helm releases"). The pack judges no other value set here, but on GKE Ubuntu
+`driver.repository` and `driver.image`: every pool's NVIDIADriver runs the image they name,
+which the stack's policy config lists as `<repository>/<image>` in
+`gpu-operator-resources`' `driverImages` (a mirror of NVIDIA's driver), or the pack refuses
+those NVIDIADrivers; `gpu-platform plan` says so by key (docs/upgrades.md, "A mirror of the
+driver on GKE Ubuntu")."""
 
 
 class MonitoringSpecArgs(TypedDict, total=False):

@@ -16,6 +16,7 @@ import gpu_stack
 import gpu_workloads
 import helm
 import idle_gpu_pods
+import judged_kind_patches
 import karpenter_pools
 import kubernetes_kinds
 import namespaces
@@ -47,6 +48,7 @@ POLICIES = [
             *eks_cluster.POLICIES,
             *helm.POLICIES,
             *gpu_operator_resources.POLICIES,
+            *judged_kind_patches.POLICIES,
             *platform_images.POLICIES,
             *gpu_stack.POLICIES,
             workload_kinds.POLICY,

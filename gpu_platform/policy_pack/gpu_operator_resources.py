@@ -15,7 +15,12 @@ pack judges, would.
   pool label alone, the NVIDIA driver image.
 
 A patch (the SDK's `CustomResourcePatch`, type `kubernetes:<apiVersion>:<kind>Patch`) of any of
-them is never the platform's.
+them is never the platform's. The operator does not own its API group: v26.7.0 defines only
+these three kinds in it (api/nvidia/v1, api/nvidia/v1alpha1), and other NVIDIA projects define
+theirs there too (ai-dynamo/dynamo's DynamoGraphDeployment and others,
+deploy/operator/config/crd/bases/nvidia.com_*.yaml), whose pods `pods.GPU_WORKLOAD_CRDS` finds.
+So only these three kinds are judged here, and only in the group `nvidia.com` itself: the
+chart's ComputeDomains (`resource.nvidia.com`) and NIM's kinds (`apps.nvidia.com`) are others'.
 """
 
 from collections.abc import Iterator, Mapping
@@ -25,10 +30,12 @@ from checks import resource_policy
 from props import shown, text, value_at
 from pulumi_policy import ResourceValidationArgs
 from settings import Setting
+from type_tokens import kubernetes_type
 
-GROUP_PREFIX = "kubernetes:nvidia.com/"
+GROUP = "nvidia.com"
 RENDERED_BY_THE_CHART = ("ClusterPolicy", "GPUCluster")
 DRIVER_KIND = "NVIDIADriver"
+OPERATOR_KINDS = (*RENDERED_BY_THE_CHART, DRIVER_KIND)
 # gpu_platform/node_identity.py, POOL_LABEL.
 POOL_LABEL = "gpu-platform.io/pool"
 # The NVIDIA driver image, as the chart's values.yaml (`driver.repository`, `driver.image`) and
@@ -66,13 +73,11 @@ DRIVER_IMAGES = Setting(
 
 
 def _kind(resource_type: str) -> tuple[str, bool] | None:
-    """(kind, is a patch) of a resource of the nvidia.com group; None for any other."""
-    if not resource_type.startswith(GROUP_PREFIX):
+    """(kind, is a patch) of a GPU Operator resource; None for any other."""
+    found = kubernetes_type(resource_type)
+    if found is None or found.group != GROUP or found.patched_kind not in OPERATOR_KINDS:
         return None
-    kind = resource_type.rsplit(":", 1)[-1]
-    if kind.endswith("Patch"):
-        return kind.removesuffix("Patch"), True
-    return kind, False
+    return found.patched_kind, found.is_patch
 
 
 def applies(args: ResourceValidationArgs) -> bool:
@@ -96,7 +101,7 @@ def gpu_operator_resource_problems(args: ResourceValidationArgs) -> Iterator[str
             "pool's nodes. Fix: change the pool's driver through the stack's config "
             "(operator.driverVersion, operator.overrides.driver)."
         )
-    elif kind == DRIVER_KIND:
+    else:
         yield from _driver_problems(args)
 
 
@@ -125,7 +130,8 @@ def _driver_problems(args: ResourceValidationArgs) -> Iterator[str]:
         yield (
             f"{own}after it): it runs image {shown(image)} from {shown(repository)}, not "
             f"NVIDIA's driver or a declared mirror of it ({', '.join(map(shown, allowed))}). "
-            f"Fix: use that image, or add `<repository>/<image>` to {DRIVER_IMAGES.key}."
+            f"Fix: use that image, or add `<repository>/<image>` to {DRIVER_IMAGES.key} (the "
+            "platform's NVIDIADrivers run the one operator.overrides.driver names)."
         )
 
 

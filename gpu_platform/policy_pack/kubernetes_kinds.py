@@ -14,24 +14,27 @@ from collections.abc import Iterator
 from checks import resource_policy
 from props import shown, text
 from pulumi_policy import ResourceValidationArgs
-
-# Modules whose resources are not one object of the type's kind: Helm releases and charts,
-# yaml and kustomize groups, whose objects the provider registers each under its own type.
-COMPONENT_MODULES = ("helm.sh/", "yaml/", "kustomize/")
+from type_tokens import kubernetes_type
 
 
-def expected(resource_type: str) -> tuple[str, str] | None:
-    """(apiVersion, kind) an object of `resource_type` must have; None for a type that is not
-    one Kubernetes object (another provider's, a component, a list)."""
-    parts = resource_type.split(":")
-    if len(parts) != 3 or parts[0] != "kubernetes" or "/" not in parts[1]:
+def expected(resource_type: str) -> tuple[str, tuple[str, ...]] | None:
+    """(apiVersion, the kinds it may have) for an object of `resource_type`; None for a type the
+    provider does not create as an object (another package's, or a module without a version).
+
+    No module or name is trusted: the provider sends every `kubernetes:` type but
+    `helm.sh/v3:Release` and its fixed list types through the same Check and Create, a type
+    whose name ends in `List` or whose module starts with `helm.sh/` included (v4.32.0
+    provider/pkg/kinds/util.go `IsListURN` matches only `ListQualifiedTypes`; provider.go Check
+    uses `gvkFromURN`, which needs only `<group>/<version>`). Helm releases and charts, yaml
+    and kustomize groups send no `apiVersion` or `kind`, so they draw no verdict below; a name
+    holding a further `:` (pulumi tokens.go `Name()` is all after the module) names no kind.
+    """
+    found = kubernetes_type(resource_type)
+    if found is None or "/" not in found.module:
         return None
-    module, name = parts[1], parts[2]
-    if module.startswith(COMPONENT_MODULES) or name.endswith("List"):
-        return None
-    # The core group's objects say `v1` where their type says `core/v1`.
-    api_version = module.removeprefix("core/")
-    return api_version, name.removesuffix("Patch")
+    # A kind that itself ends in `Patch` is an object, not a patch (util.go `IsPatchResource`:
+    # kind+"Patch" == name).
+    return found.api_version, (found.name, found.patched_kind)
 
 
 def kind_problems(args: ResourceValidationArgs) -> Iterator[str]:
@@ -40,7 +43,7 @@ def kind_problems(args: ResourceValidationArgs) -> Iterator[str]:
         return
     api_version, kind = text(args.props, "apiVersion"), text(args.props, "kind")
     if (api_version is not None and api_version != want[0]) or (
-        kind is not None and kind != want[1]
+        kind is not None and kind not in want[1]
     ):
         yield (
             f"it is declared as {args.resource_type} but is a {shown(kind)} of "

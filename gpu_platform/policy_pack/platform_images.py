@@ -23,10 +23,11 @@ from checks import each, resource_policy
 from gpu_workloads import image_problem
 from helm import RELEASE_TYPE, is_platform_release
 from platform_objects import PLATFORM_OBJECTS
-from pods import Container, Pod, api_group_and_kind, namespace_or_default, pods_of
+from pods import Container, Pod, namespace_or_default, pods_of
 from props import field_path, shown, text, value_at
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 from settings import Setting
+from type_tokens import api_group_and_kind
 
 NAME = "platform-images-by-digest"
 

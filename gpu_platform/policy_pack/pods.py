@@ -37,6 +37,7 @@ from props import (
     value_at,
 )
 from pulumi_policy.proxy import UnknownValueError
+from type_tokens import api_group_and_kind, kubernetes_type
 
 POD_TEMPLATE_PATHS: Mapping[str, tuple[str, ...]] = {
     "Pod": (),
@@ -69,6 +70,10 @@ class PodPath:
     inherits: tuple[str, ...] | None = None
     """Where the resource keeps pod fields the template takes when it sets none of its own
     (`INHERITED_FIELDS`, Argo's workflow-level spec)."""
+    beside: tuple[tuple[str, ...], ...] = ()
+    """Containers a pod spec holds of its own fields beside its lists (Dynamo's
+    `extraPodSpec.mainContainer`), as dotted patterns from `steps`: unlike `containers`, the
+    pod is one without them."""
 
 
 def _templates(*patterns: tuple[str, ...], partial: bool = False) -> tuple[PodPath, ...]:
@@ -113,6 +118,15 @@ _ARGO_CONTAINERS = (
     ("containerSet", "containers", "*"),
     ("sidecars", "*"),
 )
+
+
+def _dynamo(v1alpha1: tuple[str, ...], v1beta1: tuple[str, ...]) -> tuple[PodPath, ...]:
+    """The pods of a Dynamo kind whose components' specs are at `v1alpha1` and `v1beta1`."""
+    overrides = PodPath(
+        (*v1alpha1, "extraPodSpec"), inline=True, partial=True, beside=(("mainContainer",),)
+    )
+    return (overrides, PodPath((*v1beta1, "podTemplate")))
+
 
 GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
     **{
@@ -239,6 +253,19 @@ GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
         )
         for kind, workflow in ARGO_WORKFLOWS.items()
     },
+    # NVIDIA Dynamo (nvidia.com, ai-dynamo/dynamo v1.4.0 deploy/operator/api/): a
+    # DynamoGraphDeployment's components and a DynamoComponentDeployment, the one component it
+    # reconciles each into. v1alpha1 (v1alpha1/dynamographdeployment_types.go: spec.services, a
+    # map of DynamoComponentDeploymentSharedSpec) holds each pod's overrides in `extraPodSpec`,
+    # a PodSpec inline beside `mainContainer`, a Container (common.go, ExtraPodSpec), which the
+    # operator merges into the pod it builds: judged on the values they set. v1beta1
+    # (v1beta1/dynamocomponentdeployment_types.go) replaced them by `podTemplate`, a whole
+    # PodTemplateSpec whose `main` container the operator only adds its command, env, ports,
+    # probes, resources and mounts to; a DynamoGraphDeployment's are in spec.components[].
+    ("nvidia.com", "DynamoGraphDeployment"): _dynamo(
+        ("spec", "services", "*"), ("spec", "components", "*")
+    ),
+    ("nvidia.com", "DynamoComponentDeployment"): _dynamo(("spec",), ("spec",)),
 }
 
 # argoproj/argo-workflows v4.1.2 workflow/controller/workflowpod.go: the pod fields a template
@@ -280,12 +307,6 @@ _COLLECTION_NOUNS = {
     "containers": "container",
     "ephemeralContainers": "ephemeral container",
 }
-
-
-def kubernetes_kind(resource_type: str) -> str | None:
-    """`Deployment` from `kubernetes:apps/v1:Deployment`; None for other providers' types."""
-    parts = resource_type.split(":")
-    return parts[2] if len(parts) == 3 and parts[0] == "kubernetes" else None
 
 
 @dataclass(frozen=True)
@@ -429,11 +450,10 @@ def pods_of(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
     """The pods a resource of this type carries: one for the built-in kinds, one per pod
     template for the GPU workload CRDs, none for other kinds. A `...Patch` of any of them (a
     server-side apply patch of an existing object) carries partial pods."""
-    kind = kubernetes_kind(resource_type)
-    if kind is None:
+    found = kubernetes_type(resource_type)
+    if found is None:
         return []
-    group = _api_group(resource_type)
-    patched = kind.removesuffix("Patch")
+    group, kind, patched = found.group, found.name, found.patched_kind
     path = POD_TEMPLATE_PATHS.get(patched)
     if path is not None and group in _CORE_GROUPS:
         return [Pod(patched, props, path, partial=patched != kind)]
@@ -467,7 +487,7 @@ def _found(
             found,
             partial=patch or where.partial,
             inline=where.inline,
-            added=_own_containers(props, found, where.containers),
+            added=_own_containers(props, found, (*where.containers, *where.beside)),
             inherits=where.inherits,
         )
         for where in paths
@@ -803,16 +823,6 @@ def custom_kinds_from(
             else:
                 kinds[(group, kind)] = kinds.get((group, kind), ()) + found
     return kinds, problems
-
-
-def _api_group(resource_type: str) -> str:
-    """`ray.io` from `kubernetes:ray.io/v1:RayCluster`, `apps` from `kubernetes:apps/v1:...`."""
-    return resource_type.split(":")[1].rsplit("/", 1)[0]
-
-
-def api_group_and_kind(resource_type: str) -> tuple[str, str] | None:
-    kind = kubernetes_kind(resource_type)
-    return None if kind is None else (_api_group(resource_type), kind)
 
 
 def expand(props: Mapping[str, Any], pattern: tuple[Step, ...]) -> list[tuple[Step, ...]]:

@@ -28,7 +28,7 @@ The policies each read only their own config, so the pack takes this one when it
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from pods import CUSTOM_KINDS, PodPath, api_group_and_kind, custom_kinds_from, found_pods
+from pods import CUSTOM_KINDS, PodPath, custom_kinds_from, found_pods
 from pulumi_policy import (
     EnforcementLevel,
     PolicyResource,
@@ -37,6 +37,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from settings import Setting, config_schema
+from type_tokens import api_group_and_kind
 
 NAME = "gpu-workload-kinds"
 

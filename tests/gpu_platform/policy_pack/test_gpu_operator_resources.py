@@ -52,6 +52,32 @@ def test_an_operator_resource_beside_its_release_is_refused(
     assert "cluster-policy" in verdicts[0].message
 
 
+@pytest.mark.parametrize(
+    "type_",
+    [
+        # The group is not the operator's alone: ai-dynamo/dynamo defines its kinds in it
+        # (deploy/operator/config/crd/bases/nvidia.com_dynamographdeployments.yaml, `group:
+        # nvidia.com`), and gpu-operator v26.7.0 defines no other kind there (api/nvidia/).
+        "kubernetes:nvidia.com/v1alpha1:DynamoGraphDeployment",
+        "kubernetes:nvidia.com/v1beta1:DynamoComponentDeployment",
+        "kubernetes:nvidia.com/v1alpha1:DynamoModel",
+        "kubernetes:nvidia.com/v1alpha1:GPUNodeProfile",
+        # Other groups under nvidia.com: the chart's ComputeDomains (resource.nvidia.com),
+        # NIM's kinds (apps.nvidia.com), and an operator kind's name in a group that only ends
+        # in nvidia.com, or in Kyverno's (kyverno.io/v1 ClusterPolicy).
+        "kubernetes:resource.nvidia.com/v1beta1:ComputeDomain",
+        "kubernetes:apps.nvidia.com/v1alpha1:NIMService",
+        "kubernetes:example.nvidia.com/v1:ClusterPolicy",
+        "kubernetes:example.nvidia.com/v1alpha1:NVIDIADriverPatch",
+        "kubernetes:kyverno.io/v1:ClusterPolicy",
+    ],
+)
+def test_another_kind_or_group_is_not_the_operators(analyze: Analyze, type_: str) -> None:
+    declared = resource(type_, "graph", {"metadata": {"name": "graph"}, "spec": EVIL})
+
+    assert messages(analyze(declared, config=PROD), POLICY) == []
+
+
 def _ubuntu_drivers(shared_plan_for: Callable[[Config], Plan]) -> list[Any]:
     ubuntu = gke_stack_config(copy.deepcopy(dev_stack_config()))
     ubuntu["gpu-platform:cluster"]["nodeImage"] = "ubuntu"
@@ -88,6 +114,31 @@ def test_a_changed_platform_nvidia_driver_is_refused(
     (message,) = messages(analyze(driver, config=PROD), POLICY)
 
     assert found in message
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        # Another pool's nodes, which its own NVIDIADriver selects: the operator refuses every
+        # NVIDIADriver of the cluster while two select one node (gpu-operator v26.7.0
+        # internal/validator/validator.go, ConflictingNodeSelector).
+        {"gpu-platform.io/pool": "other"},
+        # The pool's nodes narrowed by a second label: the pool's nodes without it are not
+        # this driver's.
+        {"gpu-platform.io/pool": "{pool}", "nvidia.com/gpu.product": "NVIDIA-L4"},
+    ],
+    ids=["another-pool", "a-second-key"],
+)
+def test_a_platform_nvidia_driver_selecting_other_nodes_is_refused(
+    analyze: Analyze, shared_plan_for: Callable[[Config], Plan], selector: dict[str, str]
+) -> None:
+    driver = _ubuntu_drivers(shared_plan_for)[0]
+    pool = driver.inputs["metadata"]["name"]
+    driver.inputs["spec"]["nodeSelector"] = {k: v.format(pool=pool) for k, v in selector.items()}
+
+    (message,) = messages(analyze(driver, config=PROD), POLICY)
+
+    assert "spec.nodeSelector" in message
 
 
 def test_a_declared_driver_mirror_passes(

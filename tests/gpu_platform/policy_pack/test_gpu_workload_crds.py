@@ -192,6 +192,35 @@ CARRIERS = {
         },
         "spec.predictors[0].componentSpecs[0].spec",
     ),
+    # ai-dynamo/dynamo v1.4.0 deploy/operator/api/v1alpha1/dynamographdeployment_types.go:
+    # spec.services is a map of component specs, each with `extraPodSpec`, a PodSpec inline
+    # beside `mainContainer` (common.go, ExtraPodSpec); v1beta1/
+    # dynamocomponentdeployment_types.go: a component's `podTemplate` is a PodTemplateSpec, and
+    # a DynamoGraphDeployment's components are a list at spec.components.
+    "DynamoGraphDeployment": (
+        "kubernetes:nvidia.com/v1alpha1:DynamoGraphDeployment",
+        lambda pod: {
+            "backendFramework": "vllm",
+            "services": {
+                "Frontend": {"componentType": "frontend", "replicas": 1},
+                "VllmWorker": {"componentType": "worker", "extraPodSpec": pod},
+            },
+        },
+        "spec.services.VllmWorker.extraPodSpec",
+    ),
+    "DynamoGraphDeploymentV1beta1": (
+        "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment",
+        lambda pod: {
+            "backendFramework": "vllm",
+            "components": [{"name": "worker", "type": "worker", "podTemplate": template(pod)}],
+        },
+        "spec.components[0].podTemplate.spec",
+    ),
+    "DynamoComponentDeployment": (
+        "kubernetes:nvidia.com/v1beta1:DynamoComponentDeployment",
+        lambda pod: {"backendFramework": "vllm", "type": "worker", "podTemplate": template(pod)},
+        "spec.podTemplate.spec",
+    ),
     # argoproj/argo-workflows v4.1.2 pkg/apis/workflow/v1alpha1/workflow_types.go: a
     # Template runs one `container` beside the pod's other fields, which it holds itself.
     "ArgoWorkflow": (
@@ -291,6 +320,28 @@ def test_a_kind_of_the_same_name_in_another_group_is_not_read_as_one(analyze: An
     )
 
     assert messages(analyze(namespace(), lookalike), "pod-security-standards") == []
+
+
+@pytest.mark.parametrize(
+    "kind", ["DynamoGraphDeployment", "DynamoGraphDeploymentV1beta1", "DynamoComponentDeployment"]
+)
+def test_a_plain_dynamo_deployment_passes(analyze: Analyze, kind: str) -> None:
+    verdicts = analyze(namespace(), carrier(kind, gpu_pod_spec()))
+
+    assert [(v.policy_name, v.message) for v in verdicts if v.mandatory] == []
+
+
+def test_a_privileged_dynamo_main_container_is_refused(analyze: Analyze) -> None:
+    # v1alpha1 common.go: ExtraPodSpec.mainContainer, merged into the component's main
+    # container, beside the PodSpec's own fields (here none).
+    main = {"securityContext": {"privileged": True}}
+    graph = carrier("DynamoGraphDeployment", {"mainContainer": main})
+
+    (message,) = messages(analyze(namespace(), graph), "pod-security-standards")
+    assert message.startswith(
+        'privileged: container "mainContainer" sets '
+        "spec.services.VllmWorker.extraPodSpec.mainContainer.securityContext.privileged=true."
+    )
 
 
 def training_run(pod: dict[str, Any]) -> Any:

@@ -565,6 +565,39 @@ def test_a_pinned_chart_running_more_than_its_templates_is_the_stacks_own(
     ]
 
 
+# What the provider's Check adds to a Release's inputs before the pack sees them in a real
+# preview: every field of its Release struct, the unset ones at their zero value
+# (pulumi-kubernetes v4.32.0 provider/pkg/provider/helm_release.go, `NewPropertyMap(newRelease)`
+# in Check; here the struct's fields the platform never sets).
+CHECKED_ZERO_INPUTS = {
+    "allowNullValues": False,
+    "dependencyUpdate": False,
+    "description": "",
+    "devel": False,
+    "disableCRDHooks": False,
+    "disableWebhooks": False,
+    "forceUpdate": False,
+    "keyring": "",
+    "lint": False,
+    "postrender": "",
+    "recreatePods": False,
+    "renderSubchartNotes": False,
+    "replace": False,
+    "resetValues": False,
+    "reuseValues": False,
+    "verify": False,
+    "manifest": None,
+    "status": None,
+}
+
+
+def test_inputs_at_their_zero_value_leave_a_release_the_platforms(analyze: Analyze) -> None:
+    verdicts = analyze(autoscaler_release(**ROLLS_BACK, **CHECKED_ZERO_INPUTS))
+
+    assert rollback_verdicts(verdicts) == []
+    assert messages(verdicts, VISIBLE) == []
+
+
 @pytest.mark.parametrize(
     ("change", "platforms"),
     [
