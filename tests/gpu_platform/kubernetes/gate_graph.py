@@ -159,7 +159,7 @@ def _selection_problems(
             problems.append(f"the gate of {canary} may get no node started for it: {term}")
     if rolls_in_place:
         version = stack.driver_version(canary)
-        (container,) = pod["containers"]
+        container = pod["containers"][0]
         env = {e["name"]: e.get("value") for e in container.get("env", [])}
         retried = {
             "action": "Ignore",
