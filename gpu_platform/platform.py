@@ -362,6 +362,7 @@ class GpuPlatform(pulumi.ComponentResource):
             },
             karpenter=config.uses_karpenter,
             opts=on_cluster,
+            in_place=rolls_drivers_in_place(config.platform),
         )
         # The gate waits for its canary's nodes and NVIDIADriver and for the operator's release,
         # not for the operator as a whole: that holds the led pools' NVIDIADrivers, which wait

@@ -63,6 +63,29 @@ FAILED_TAINT_KEY = "gpu-platform.io/validation-failed"
 FAILED_CHECK_LABEL = "gpu-platform.io/validation-failed-check"
 VALIDATED_DRIVER_LABEL = "gpu-platform.io/validated-driver"
 VALIDATED_RELEASE_LABEL = "gpu-platform.io/validated-release"
+VALIDATION_LABELS = (
+    RESULT_LABEL,
+    FAILED_CHECK_LABEL,
+    VALIDATED_DRIVER_LABEL,
+    VALIDATED_RELEASE_LABEL,
+)
+# The GPU Operator's driver upgrade states (k8s-operator-libs pkg/upgrade/consts.go, vendored in
+# gpu-operator v26.7.0) in which a node is cordoned for its driver's upgrade, and of those the
+# one reached once the new driver is loaded and the operator's own validator is Ready.
+UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+DRIVER_UPGRADING = frozenset(
+    {
+        "cordon-required",
+        "wait-for-jobs-required",
+        "pod-deletion-required",
+        "drain-required",
+        "pod-restart-required",
+        "validation-required",
+        "uncordon-required",
+    }
+)
+UPGRADE_LOADED = frozenset({"uncordon-required"})
+UPGRADE_POLL_SECONDS = 30
 # Set by EKS on a managed node group's nodes: the AMI id they run.
 NODEGROUP_IMAGE_LABEL = "eks.amazonaws.com/nodegroup-image"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -334,15 +357,54 @@ def report(
 
 
 def exempt_untainted(api: Api, env: Mapping[str, str]) -> str | None:
-    """Label the node `exempt` if it has no validation taint, saying so; None if it has one."""
+    """Label the node `exempt` if it has no validation taint, saying so; None if it is to be
+    validated: it has the taint, or has it again (`retaint_upgrading`)."""
     name = env["NODE_NAME"]
     node: Object = api.call("GET", _node_path(name))
     if has_taint(node, env["VALIDATION_TAINT_KEY"]):
         return None
     labels = (node.get("metadata") or {}).get("labels") or {}
+    if labels.get(UPGRADE_STATE_LABEL) in DRIVER_UPGRADING:
+        retaint_upgrading(api, name, env["VALIDATION_TAINT_KEY"])
+        return None
     patch = label_patch(labels, {RESULT_LABEL: EXEMPT}, [FAILED_CHECK_LABEL])
     api.call("PATCH", _node_path(name), patch, "application/json-patch+json")
     return f"{name}: no validation taint, nothing checked, labelled {EXEMPT}"
+
+
+def retaint_upgrading(api: Api, name: str, taint_key: str) -> None:
+    """Validate again a node whose driver the GPU Operator upgrades in place: put the validation
+    taint back and take its result off, at once, then wait until the new driver is loaded.
+
+    The DaemonSet's node affinity brings this pod to a passed or exempt node only while it is in
+    the operator's upgrade, from `cordon-required` to `uncordon-required` (k8s-operator-libs
+    pkg/upgrade/consts.go, vendored in gpu-operator v26.7.0; upgrade_inplace.go and
+    common_manager.go move it on): cordoned, its GPU pods deleted, its driver pod restarted, the
+    operator's validator Ready, and only then uncordoned. Tainted while still cordoned, the node
+    takes no GPU pod until it has passed again; `validated-driver` no longer names a driver it
+    has stopped running. Its checks wait for `UPGRADE_LOADED`: until then the old driver may
+    still be loaded, or being unloaded."""
+    for attempt in range(RETRIES + 1):
+        node: Object = api.call("GET", _node_path(name))
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        taint = {"key": taint_key, "value": "pending", "effect": "NoSchedule"}
+        patch: list[dict[str, Any]] = [{"op": "add", "path": "/spec/taints/-", "value": taint}]
+        if not (node.get("spec") or {}).get("taints"):
+            patch = [{"op": "add", "path": "/spec/taints", "value": [taint]}]
+        patch += label_patch(labels, {}, VALIDATION_LABELS)
+        try:
+            api.call("PATCH", _node_path(name), patch, "application/json-patch+json")
+            break
+        except ApiError as error:
+            if error.status not in (409, 422) or attempt == RETRIES:
+                raise
+    print(f"{name}: driver upgraded in place, to be validated again", flush=True)
+    while True:
+        node = api.call("GET", _node_path(name))
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        if labels.get(UPGRADE_STATE_LABEL) not in DRIVER_UPGRADING - UPGRADE_LOADED:
+            return
+        time.sleep(UPGRADE_POLL_SECONDS)
 
 
 def node_env(env: Mapping[str, str], node: Object) -> dict[str, str]:

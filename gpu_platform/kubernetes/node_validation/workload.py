@@ -8,7 +8,9 @@ the pod: `NodeShouldRunDaemonPod` answers (false, false) for a node whose labels
 node affinity does not match, and `podsShouldBeOnNode` deletes the daemon pods of a node where
 `shouldContinueRunning` is false (kubernetes pkg/controller/daemon/daemon_controller.go, the
 same from v1.33 to v1.36). The pod therefore runs once per node, and again only if someone
-removes the label (and checks the node only if it has the validation taint again).
+removes the label (and checks the node only if it has the validation taint again), or, on GKE
+Ubuntu, where the GPU Operator upgrades a node's driver in place, while it does: the pod then
+puts the taint back and validates the node with its new driver (`report.retaint_upgrading`).
 
 The pod takes the node's GPUs as the operator's own operands do, through the container
 toolkit's runtime class with `NVIDIA_VISIBLE_DEVICES=all`, not by requesting `nvidia.com/gpu`:
@@ -61,12 +63,13 @@ from pulumi_kubernetes import admissionregistration, apps, core, rbac
 from gpu_platform.config import MigSharing
 from gpu_platform.kubernetes.mig_startup_taint import SCRIPT_FILE as MIG_REMOVER_SCRIPT
 from gpu_platform.kubernetes.mig_startup_taint_remover import MIG_READY, MIG_STATE_LABEL
-from gpu_platform.kubernetes.node_validation import validate
+from gpu_platform.kubernetes.node_validation import report, validate
 from gpu_platform.kubernetes.node_validation.admission_policy import (
     node_validator_admission_policy,
 )
 from gpu_platform.kubernetes.node_validation.expectations import NVLINK_LINKS
 from gpu_platform.kubernetes.node_validation.names import (
+    EXEMPT,
     FAILED_TAINT_KEY,
     RESULT_LABEL,
     VALIDATION_TAINT,
@@ -214,18 +217,25 @@ def dcgm_container(level: int) -> dict[str, Any]:
     }
 
 
-def node_affinity(pool: ResolvedPool) -> dict[str, Any]:
-    expressions = [
-        {"key": POOL_LABEL, "operator": "In", "values": [pool.spec.name]},
-        {"key": RESULT_LABEL, "operator": "DoesNotExist"},
-    ]
+def node_affinity(pool: ResolvedPool, in_place: bool = False) -> dict[str, Any]:
+    """A node of the pool with no validation result yet; where the GPU Operator upgrades drivers
+    in place (`in_place`), also a passed or exempt node while the operator upgrades its driver,
+    which `report.retaint_upgrading` validates again."""
+    same = [{"key": POOL_LABEL, "operator": "In", "values": [pool.spec.name]}]
     if isinstance(pool.spec.sharing, MigSharing):
-        expressions.append({"key": MIG_STATE_LABEL, "operator": "In", "values": [MIG_READY]})
+        same.append({"key": MIG_STATE_LABEL, "operator": "In", "values": [MIG_READY]})
+    terms = [{"matchExpressions": [*same, {"key": RESULT_LABEL, "operator": "DoesNotExist"}]}]
+    if in_place:
+        upgrading = {
+            "key": report.UPGRADE_STATE_LABEL,
+            "operator": "In",
+            "values": sorted(report.DRIVER_UPGRADING),
+        }
+        again = {"key": RESULT_LABEL, "operator": "In", "values": ["passed", EXEMPT]}
+        terms.append({"matchExpressions": [*same, again, upgrading]})
     return {
         "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": expressions}]
-            }
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
         }
     }
 
@@ -237,7 +247,11 @@ TERMINATION_GRACE_SECONDS = 4 * 30
 
 
 def validation_pod_spec(
-    pool: ResolvedPool, config_map: str, hardware: NodeHardware, replacements: int
+    pool: ResolvedPool,
+    config_map: str,
+    hardware: NodeHardware,
+    replacements: int,
+    in_place: bool = False,
 ) -> dict[str, Any]:
     spec = script_pod_spec(
         name=NAME,
@@ -270,7 +284,7 @@ def validation_pod_spec(
     ]
     spec.update(
         runtimeClassName=RUNTIME_CLASS,
-        affinity=node_affinity(pool),
+        affinity=node_affinity(pool, in_place),
         tolerations=list({repr(t): t for t in tolerations}.values()),
         priorityClassName="system-node-critical",
         terminationGracePeriodSeconds=TERMINATION_GRACE_SECONDS,
@@ -328,10 +342,12 @@ def declare_node_validation(
     hardware: Mapping[str, NodeHardware],
     karpenter: bool,
     opts: pulumi.ResourceOptions,
+    in_place: bool = False,
 ) -> list[pulumi.Resource]:
     """The validation of every pool with `validation.enabled`, in the operator's `namespace`
     (`namespace_name` as configured, which the admission policy names the account by); the
-    DaemonSets, one per pool. Nothing where no pool validates."""
+    DaemonSets, one per pool. Nothing where no pool validates. `in_place`: the GPU Operator
+    upgrades drivers on running nodes (GKE Ubuntu), which are validated again."""
     validated = validated_pools(pools)
     if not validated:
         return []
@@ -427,6 +443,7 @@ def declare_node_validation(
             hardware.get(pool.spec.name, NodeHardware()),
             caps[pool.spec.name],
             ready,
+            in_place,
         )
         for pool in validated
     ]
@@ -440,6 +457,7 @@ def _daemon_set(
     hardware: NodeHardware,
     replacements: int,
     opts: pulumi.ResourceOptions,
+    in_place: bool,
 ) -> apps.v1.DaemonSet:
     labels = _labels(**{POOL_LABEL: pool.spec.name})
     return apps.v1.DaemonSet(
@@ -456,7 +474,7 @@ def _daemon_set(
                 "selector": {"matchLabels": labels},
                 "template": {
                     "metadata": {"labels": labels},
-                    "spec": validation_pod_spec(pool, config_map, hardware, replacements),
+                    "spec": validation_pod_spec(pool, config_map, hardware, replacements, in_place),
                 },
             },
         ),

@@ -230,3 +230,33 @@ def test_the_gates_account_may_read_nodes_and_nothing_else_cluster_wide(
 
 def test_the_gate_pod_with_its_proof_passes_restricted(ubuntu_plan: Plan) -> None:
     assert restricted_violations(gate_spec(ubuntu_plan)["template"]["spec"]) == []
+
+
+def test_ubuntu_nodes_are_validated_again_while_their_driver_is_upgraded(ubuntu_plan: Plan) -> None:
+    # The upgrade states from the node's cordon to its uncordon (k8s-operator-libs
+    # pkg/upgrade/consts.go, vendored in gpu-operator v26.7.0); `upgrade-required` is left out:
+    # a node may wait there for its turn for hours, uncordoned, at work.
+    daemon_set = ubuntu_plan.named("node-validation-canary", "kubernetes:apps/v1:DaemonSet")
+    terms = daemon_set.inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+
+    assert terms[1] == {
+        "matchExpressions": [
+            {"key": "gpu-platform.io/pool", "operator": "In", "values": ["canary"]},
+            {"key": "gpu-platform.io/validation", "operator": "In", "values": ["passed", "exempt"]},
+            {
+                "key": "nvidia.com/gpu-driver-upgrade-state",
+                "operator": "In",
+                "values": [
+                    "cordon-required",
+                    "drain-required",
+                    "pod-deletion-required",
+                    "pod-restart-required",
+                    "uncordon-required",
+                    "validation-required",
+                    "wait-for-jobs-required",
+                ],
+            },
+        ]
+    }

@@ -322,3 +322,46 @@ def test_the_script_names_what_names_py_names() -> None:
         report.VALIDATED_RELEASE_LABEL,
     )
     assert (names.FAILED_TAINT_KEY, names.EXEMPT) == (report.FAILED_TAINT_KEY, report.EXEMPT)
+    assert names.VALIDATION_LABELS == report.VALIDATION_LABELS
+
+
+def upgrading(state: str) -> Any:
+    """A node that passed, in the GPU Operator's in-place driver upgrade at `state`."""
+    api = FakeApi(NODE, replaces=False)
+    report.report(api, ENV, CFG, PASSED)
+    api.node["metadata"]["labels"]["nvidia.com/gpu-driver-upgrade-state"] = state
+    return api
+
+
+def test_a_passed_node_whose_driver_is_upgraded_in_place_is_validated_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # k8s-operator-libs pkg/upgrade/consts.go (vendored in gpu-operator v26.7.0): cordoned at
+    # `cordon-required`; the new driver pod Ready and the operator's validator with it at
+    # `uncordon-required`, then `upgrade-done`.
+    api = upgrading("pod-restart-required")
+    states = iter(["validation-required", "uncordon-required"])
+    waited: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waited.append(seconds)
+        api.node["metadata"]["labels"]["nvidia.com/gpu-driver-upgrade-state"] = next(states)
+
+    monkeypatch.setattr(report.time, "sleep", sleep)
+
+    assert report.exempt_untainted(api, ENV) is None
+    # Tainted again, through the admission policy (FakeApi), its proof of the old driver gone.
+    assert api.node["spec"]["taints"] == NODE["spec"]["taints"]
+    assert labels(api) == {}
+    # Its checks wait for the new driver.
+    assert waited == [30, 30]
+
+
+def test_a_node_the_upgrade_uncordons_is_tainted_before_it_takes_gpu_pods(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    api = upgrading("uncordon-required")
+    monkeypatch.setattr(report.time, "sleep", lambda _: pytest.fail("waited"))
+
+    assert report.exempt_untainted(api, ENV) is None
+    assert api.node["spec"]["taints"] == NODE["spec"]["taints"]
