@@ -175,16 +175,20 @@ class GpuPoolSpec(Model):
     starts a canary node only while no other pool it fits can grow (at its `max`, or out of
     capacity). The other pool's nodes (and, on GKE Ubuntu, its NVIDIADriver) are updated
     only after the canary's: whenever the canary's driver or what pins it changes, `pulumi up`
-    first runs a gate Job on a canary node of the new release (`nvidia-smi` and the driver
-    check, then `canarySoakMinutes` of `nvidia-smi` every minute), and a gate that fails stops
-    the update before the other pool changes (docs/upgrades.md). The gate is a plain pod, so a
+    first runs a gate Job on a canary node of the new release (on a validated canary, once the
+    node has passed validation with the new driver; then `nvidia-smi` and the driver check, and
+    `canarySoakMinutes` of `nvidia-smi` every minute), and a gate that fails stops the update
+    before the other pool changes, a failed validation with the check's name
+    (docs/upgrades.md). The gate is a plain pod, so a
     canary may not be on capacity that never starts a node for one: not `capacity-block` (EKS),
     nor `gcp.queuedProvisioning` (GKE, nodes only for a ProvisioningRequest), nor only the
     targeted reservation of the pool it leads, which that pool fills at its `max` (without
     `aws.onDemandFallback`; a `gcp.reservation: specific` of the same name)."""
     canary_soak_minutes: int = Field(default=15, ge=0, le=720)
     """A `canaryOf` pool: how long its gate Job keeps checking the canary's GPU, every minute,
-    after the driver check passed, before the pool it leads is updated."""
+    after its node passed validation (where the canary validates its nodes) and the driver
+    check, before the pool it leads is updated. The gate's deadline allows for it on top of the
+    node's start and validation."""
     validation: PoolValidation = Field(default_factory=PoolValidation)
     """How each new node proves itself before the pool's GPU pods land on it."""
     aws: EksPoolOptions = Field(default_factory=EksPoolOptions)

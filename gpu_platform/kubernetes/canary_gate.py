@@ -1,5 +1,5 @@
 """The gate between a canary pool and the pool it leads: a Job on the canary that the other pool's
-nodes and driver wait for.
+nodes and driver wait for, passed on a node of the canary's new release that proved itself.
 
 The config only holds a pool to at most its canary's release (`canary_rules`); what the canary
 really runs is known only on the cluster. So the order is enforced where it is: the led pool's
@@ -30,10 +30,22 @@ Then `nvidia-smi` checks the driver version. A node not there yet is retried, no
 its pod leaves after a minute and the Job starts another, and the deadline covers the
 operator's rollout reaching one node of the canary.
 
+On a canary that validates its nodes the proof is the node's validation: the gate's pod
+tolerates the validation taint and runs the proof (`canary_proof_check`) beside the `nvidia-smi`
+check, which waits for it before it touches the GPU. It passes once the node is labelled
+`passed` with the canary's new driver (and pinned GKE version); it fails the gate, naming the
+failed check, when the node fails; and it leaves a node whose proof is of an earlier release,
+not counted, for another pod. Waiting on a node being validated, the pod is there when the node
+fails, which it could not be if it waited for the taint to come off. The smoke test stays: its
+pending pod starts a canary node from zero (the validator requests nothing, so no autoscaler
+starts a node for it), and it proves what the validator, which takes the GPUs through the
+runtime class, does not: that a restricted pod gets a GPU from the device plugin.
+
 It runs in the GPU Operator's namespace, where no tenant quota counts its GPU, under Pod
-Security `restricted` like any tenant pod. Its pod mounts no service account token; on GKE
-Ubuntu a token of the gate's own service account, which may only list pods and get DaemonSets
-in that namespace (`ROLE_RULES`), is projected into the check's init container alone.
+Security `restricted` like any tenant pod. Its pod mounts no service account token; a token of
+the gate's own service account is projected into the scripts' containers alone. The account may
+get Nodes (`PROOF_CLUSTER_RULES`) and list Events in that namespace (`PROOF_RULES`) for the
+proof, and on GKE Ubuntu list pods and get DaemonSets there (`ROLE_RULES`) for the driver check.
 """
 
 import hashlib
