@@ -517,3 +517,36 @@ def test_the_invariant_finds_a_gate_that_fails_on_the_old_driver(ubuntu_plan: Pl
     assert canary_ordering_problems(plan, ubuntu_config()) == [
         "the gate of canary fails on a node still on its old driver"
     ]
+
+
+def test_the_invariant_finds_a_gate_that_does_not_wait_for_its_nodes_proof(
+    ubuntu_plan: Plan,
+) -> None:
+    plan = copy.deepcopy(ubuntu_plan)
+    pod = gate(plan).inputs["spec"]["template"]["spec"]
+    pod["containers"] = pod["containers"][:1]
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "the gate of canary does not wait for its node's proof of driver 595.120.02"
+    ]
+
+
+def test_the_invariant_finds_a_gate_that_a_failed_validation_does_not_fail(
+    ubuntu_plan: Plan,
+) -> None:
+    plan = copy.deepcopy(ubuntu_plan)
+    del gate(plan).inputs["spec"]["podFailurePolicy"]["rules"][0]
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "the gate of canary does not fail when its node fails validation"
+    ]
+
+
+def test_the_invariant_finds_a_gate_that_waits_only_on_validated_nodes(ubuntu_plan: Plan) -> None:
+    plan = copy.deepcopy(ubuntu_plan)
+    pod = gate(plan).inputs["spec"]["template"]["spec"]
+    pod["tolerations"] = [t for t in pod["tolerations"] if "gpu-validation" not in t["key"]]
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "the gate of canary cannot be on a node that fails validation"
+    ]
