@@ -439,8 +439,22 @@ def _gate_access(
     subjects: Any = [{"kind": "ServiceAccount", "name": account_name, "namespace": namespace}]
     rules = [*(ROLE_RULES if rollout else []), *(PROOF_RULES if proof else [])]
     role = rbac.v1.Role(name, metadata=metadata, rules=cast(Any, rules), opts=on_cluster)
-    after = [account, role]
-    granted: list[pulumi.Resource] = [config_map]
+
+    def bound(binding: type[Any], kind: str, to: pulumi.Resource, meta: Any) -> pulumi.Resource:
+        return cast(
+            pulumi.Resource,
+            binding(
+                name,
+                metadata=meta,
+                role_ref=_role_ref(kind, account_name),
+                subjects=subjects,
+                opts=pulumi.ResourceOptions.merge(
+                    on_cluster, pulumi.ResourceOptions(depends_on=[account, to])
+                ),
+            ),
+        )
+
+    granted = [config_map, bound(rbac.v1.RoleBinding, "Role", role, metadata)]
     if proof:
         cluster_metadata: Any = {"name": account_name, "labels": labels}
         cluster_role = rbac.v1.ClusterRole(
@@ -450,25 +464,8 @@ def _gate_access(
             opts=on_cluster,
         )
         granted.append(
-            rbac.v1.ClusterRoleBinding(
-                name,
-                metadata=cluster_metadata,
-                role_ref=_role_ref("ClusterRole", account_name),
-                subjects=subjects,
-                opts=pulumi.ResourceOptions.merge(
-                    on_cluster, pulumi.ResourceOptions(depends_on=[account, cluster_role])
-                ),
-            )
+            bound(rbac.v1.ClusterRoleBinding, "ClusterRole", cluster_role, cluster_metadata)
         )
-    granted.append(
-        rbac.v1.RoleBinding(
-            name,
-            metadata=metadata,
-            role_ref=_role_ref("Role", account_name),
-            subjects=subjects,
-            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=after)),
-        )
-    )
     return granted
 
 

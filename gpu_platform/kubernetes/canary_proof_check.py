@@ -30,12 +30,23 @@ import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
+# The driver check's API connection, and its exit on a node not of the new release yet, which
+# the gate's Job does not count.
 if __package__:
-    from gpu_platform.kubernetes.canary_driver_check import Api
+    from gpu_platform.kubernetes.canary_driver_check import (
+        PENDING_EXIT_CODE,
+        RETRY_SECONDS,
+        Api,
+        Object,
+    )
 else:  # run as a script, beside the driver check in the gate's ConfigMap
-    from canary_driver_check import Api  # type: ignore[no-redef]
+    from canary_driver_check import (  # type: ignore[no-redef]
+        PENDING_EXIT_CODE,
+        RETRY_SECONDS,
+        Api,
+        Object,
+    )
 
 # gpu_platform/kubernetes/node_validation/names.py, which this script cannot import (the pod has
 # none of the platform's modules); a test holds the two to each other.
@@ -47,12 +58,8 @@ FAILED_EVENT_REASON = "NodeValidationFailed"
 PROOF_DIR = Path("/proof")
 PROVEN, FAILED, PENDING = "proven", "failed", "pending"
 FAILED_EXIT_CODE = 3
-# EX_TEMPFAIL, as the gate's other checks exit on a node not of the new release yet.
-PENDING_EXIT_CODE = 75
 POLL_SECONDS = 10
-RETRY_SECONDS = 60
 TERMINATION_LOG = Path("/dev/termination-log")
-Object = Mapping[str, Any]
 
 
 def _labels(node: Object) -> Mapping[str, str]:
