@@ -72,6 +72,7 @@ from gpu_platform.kubernetes.node_validation.names import (
     VALIDATION_TAINT,
     VALIDATOR_SERVICE_ACCOUNT,
 )
+from gpu_platform.kubernetes.node_validation.pod_admission_policy import pod_admission_policy
 from gpu_platform.kubernetes.operator_values import gpu_node_tolerations, taint_toleration
 from gpu_platform.kubernetes.script_pod import NO_BYTECODE, script_pod_spec
 from gpu_platform.lock.images import locked
@@ -327,10 +328,12 @@ def declare_node_validation(
     namespace_name: str,
     hardware: Mapping[str, NodeHardware],
     karpenter: bool,
+    exempt_namespaces: Sequence[str],
     opts: pulumi.ResourceOptions,
 ) -> list[pulumi.Resource]:
     """The validation of every pool with `validation.enabled`, in the operator's `namespace`
-    (`namespace_name` as configured, which the admission policy names the account by); the
+    (`namespace_name` as configured, which the admission policy names the account by), and the
+    admission policy that keeps pods outside `exempt_namespaces` off unvalidated nodes; the
     DaemonSets, one per pool. Nothing where no pool validates."""
     validated = validated_pools(pools)
     if not validated:
@@ -402,6 +405,21 @@ def declare_node_validation(
                 opts, pulumi.ResourceOptions(depends_on=[declared_policy])
             ),
         )
+    )
+    pod_policy, pod_policy_binding = pod_admission_policy(exempt_namespaces)
+    declared_pod_policy = admissionregistration.v1.ValidatingAdmissionPolicy(
+        f"{name}-pods",
+        metadata=pod_policy["metadata"],
+        spec=pod_policy["spec"],
+        opts=opts,
+    )
+    admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        f"{name}-pods",
+        metadata=pod_policy_binding["metadata"],
+        spec=pod_policy_binding["spec"],
+        opts=pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(depends_on=[declared_pod_policy])
+        ),
     )
     if replaces:
         # The validators write the times of their replacements into it; Pulumi only creates it.
