@@ -14,8 +14,9 @@ The pod takes the node's GPUs as the operator's own operands do, through the con
 toolkit's runtime class with `NVIDIA_VISIBLE_DEVICES=all`, not by requesting `nvidia.com/gpu`:
 a node with a GPU fallen off the bus advertises fewer GPUs, and a pod requesting the full count
 would wait there unscheduled instead of failing the `gpu-count` check; a MIG, time-sliced or
-MPS node advertises slices or replicas, not GPUs. Nothing else takes the GPUs meanwhile: the
-validation taint keeps every GPU pod off the node until the pod passes it. On a MIG pool the pod
+MPS node advertises slices or replicas, not GPUs. No tenant's pod takes the GPUs meanwhile: the
+validation taint keeps every GPU pod off the node until the pod passes it (the operator's own
+plugin check and DCGM exporter still run beside it, unordered: docs/node-validation.md). On a MIG pool the pod
 waits for the MIG manager's `nvidia.com/mig.config.state=success` (it would otherwise hold the
 GPUs the reconfiguration resets), and skips `nvlink`: NVLink is off on a GPU in MIG mode (DCGM
 2.0.15 release notes).
