@@ -2,13 +2,16 @@
 pool up from zero nodes for a pod that does not tolerate the validation taint is not confirmed.
 
 The open-source cluster autoscaler drops every startup taint (a key beginning
-`startup-taint.cluster-autoscaler.kubernetes.io/`) from the template node it plans a scale-up
-with, for every cloud provider: `SanitizeTaints` runs in `simulator/node_info_utils.go`, outside
-`cloudprovider/` (kubernetes/autoscaler, cluster-autoscaler-1.35.2). GKE runs Google's own
-build, whose source is not published, and no page of Google's documentation we could read says
-that it does the same. A pool with nodes left scales up from a node, which has its startup
-taints filtered as a starting node; a pool at zero is planned from its template alone, where a
-taint the autoscaler kept would make every pending pod not fit (docs/node-validation.md).
+`startup-taint.cluster-autoscaler.kubernetes.io/`, `StartupTaintPrefix` in
+`utils/taints/taints.go`) from the template node it plans a scale-up with, for every cloud
+provider: `SanitizedTemplateNodeInfoFromNodeGroup` (`simulator/node_info_utils.go`, which calls
+`SanitizeTaints`) runs on whatever template a provider's node group returns, from
+`core/scaleup/orchestrator/orchestrator.go` and `processors/nodeinfosprovider/
+mixed_nodeinfos_processor.go`, outside `cloudprovider/` (kubernetes/autoscaler,
+cluster-autoscaler-1.35.2). GKE runs Google's own build, whose source is not published, and no
+page of Google's documentation we could read says that it does the same. A pool at zero is
+planned from its template alone, where a taint the autoscaler kept would make every pending pod
+not fit (docs/node-validation.md).
 """
 
 from typing import Any
