@@ -16,10 +16,10 @@ a node with a GPU fallen off the bus advertises fewer GPUs, and a pod requesting
 would wait there unscheduled instead of failing the `gpu-count` check; a MIG, time-sliced or
 MPS node advertises slices or replicas, not GPUs. No tenant's pod takes the GPUs meanwhile: the
 validation taint keeps every GPU pod off the node until the pod passes it (the operator's own
-plugin check and DCGM exporter still run beside it, unordered: docs/node-validation.md). On a MIG pool the pod
-waits for the MIG manager's `nvidia.com/mig.config.state=success` (it would otherwise hold the
-GPUs the reconfiguration resets), and skips `nvlink`: NVLink is off on a GPU in MIG mode (DCGM
-2.0.15 release notes).
+plugin check and DCGM exporter still run beside it, unordered: docs/node-validation.md). On a
+MIG pool the pod waits for the MIG manager's `nvidia.com/mig.config.state=success` (it would
+otherwise hold the GPUs the reconfiguration resets), and skips `nvlink`: NVLink is off on a GPU
+in MIG mode (DCGM 2.0.15 release notes).
 
 Its containers, each tool from a pinned official image:
 - `exempt-untainted` (init): `report.py --exempt-untainted` labels a node that has no validation
