@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpu_platform.config import Cloud, StackConfig
-from gpu_platform.kubernetes.node_validation.admission_policy import API_VERSION
+from gpu_platform.kubernetes.node_validation.admission_policy import denying
 from gpu_platform.kubernetes.node_validation.names import (
     FAILED_TAINT_KEY,
     LABEL_PREFIX,
@@ -134,11 +134,9 @@ def namespace_selector(exempt: Sequence[str]) -> dict[str, Any]:
 def pod_admission_policy(exempt: Sequence[str]) -> list[dict[str, Any]]:
     """The ValidatingAdmissionPolicy and its binding (deny), for pods outside the namespaces
     `exempt`."""
-    policy = {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": NAME},
-        "spec": {
+    return denying(
+        NAME,
+        {
             "failurePolicy": "Fail",
             "matchConstraints": {
                 "namespaceSelector": namespace_selector(exempt),
@@ -154,11 +152,4 @@ def pod_admission_policy(exempt: Sequence[str]) -> list[dict[str, Any]]:
             "variables": VARIABLES,
             "validations": VALIDATIONS,
         },
-    }
-    binding = {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": NAME},
-        "spec": {"policyName": NAME, "validationActions": ["Deny"]},
-    }
-    return [policy, binding]
+    )

@@ -390,38 +390,8 @@ def declare_node_validation(
             opts=after_roles,
         ),
     ]
-    policy, policy_binding = node_validator_admission_policy(namespace_name)
-    declared_policy = admissionregistration.v1.ValidatingAdmissionPolicy(
-        name,
-        metadata=policy["metadata"],
-        spec=policy["spec"],
-        opts=opts,
-    )
-    bindings.append(
-        admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-            name,
-            metadata=policy_binding["metadata"],
-            spec=policy_binding["spec"],
-            opts=pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(depends_on=[declared_policy])
-            ),
-        )
-    )
-    pod_policy, pod_policy_binding = pod_admission_policy(exempt_namespaces)
-    declared_pod_policy = admissionregistration.v1.ValidatingAdmissionPolicy(
-        f"{name}-pods",
-        metadata=pod_policy["metadata"],
-        spec=pod_policy["spec"],
-        opts=opts,
-    )
-    admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-        f"{name}-pods",
-        metadata=pod_policy_binding["metadata"],
-        spec=pod_policy_binding["spec"],
-        opts=pulumi.ResourceOptions.merge(
-            opts, pulumi.ResourceOptions(depends_on=[declared_pod_policy])
-        ),
-    )
+    bindings.append(_declare(name, node_validator_admission_policy(namespace_name), opts))
+    _declare(f"{name}-pods", pod_admission_policy(exempt_namespaces), opts)
     if replaces:
         # The validators write the times of their replacements into it; Pulumi only creates it.
         bindings.append(
@@ -449,6 +419,23 @@ def declare_node_validation(
         )
         for pool in validated
     ]
+
+
+def _declare(
+    resource_name: str, manifests: list[dict[str, Any]], opts: pulumi.ResourceOptions
+) -> pulumi.Resource:
+    """An admission policy and its binding (`admission_policy.denying`); the binding, created
+    after the policy it names."""
+    policy, binding = manifests
+    declared = admissionregistration.v1.ValidatingAdmissionPolicy(
+        resource_name, metadata=policy["metadata"], spec=policy["spec"], opts=opts
+    )
+    return admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        resource_name,
+        metadata=binding["metadata"],
+        spec=binding["spec"],
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[declared])),
+    )
 
 
 def _daemon_set(
