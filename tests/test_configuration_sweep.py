@@ -13,7 +13,8 @@ gets its own instance type's EFA count, and each EFA placement stays in one zone
 node gets one DCGM exporter, matching pods by the device IDs its device plugin uses; every
 tenant namespace's quota caps every MIG slice of every GPU the platform knows at its `migQuota`,
 and no more whole GPUs than its `gpuQuota` (replicas than its `sharedGpuQuota` where no pool is
-exclusive).
+exclusive); where a pool validates its nodes, the pods' admission policy is deployed and admits
+every pod the platform runs.
 
 CI draws a fixed sequence of `EXAMPLES` stacks (`derandomize`, no example database), after the
 few stacks of `CORNER_STACKS` that join the corners such a short run may miss. A deeper
@@ -45,6 +46,9 @@ from tests.gpu_platform.gke.new_cluster.hardening_invariants import hardening_pr
 from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
 from tests.gpu_platform.kubernetes.exporter_invariants import exporter_problems
 from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
+from tests.gpu_platform.kubernetes.node_validation.pod_policy_invariants import (
+    pod_policy_problems,
+)
 from tests.gpu_platform.kubernetes.node_validation.taint_invariants import (
     validation_taint_problems,
 )
@@ -181,6 +185,9 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         ),
         "a validated pool's nodes join with the validation taint, others without": (
             validation_taint_problems
+        ),
+        "the pods' admission policy where pools validate, admitting the platform's own pods": (
+            pod_policy_problems
         ),
         "led pools wait for their canary's nodes, driver and gate": canary_ordering_problems,
         "no canary on capacity that never starts its node": canary_capacity_problems,

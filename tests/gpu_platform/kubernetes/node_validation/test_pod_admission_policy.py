@@ -14,7 +14,7 @@ from gpu_platform.kubernetes.node_validation.pod_admission_policy import (
     pod_admission_policy,
 )
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
-from tests.gpu_platform.kubernetes.node_validation.test_admission_policy import evaluate
+from tests.gpu_platform.kubernetes.node_validation import pod_policy_invariants as invariants
 from tests.kubernetes_schemas import validate
 from tests.repository import STACKS
 from tests.shared_plans import shared_plan
@@ -51,20 +51,8 @@ POD: Pod = {
 }
 
 
-def denied(pod: Pod, old: Pod | None = None, policy: dict[str, Any] = POLICY) -> list[str]:
-    """The messages of the validations that deny creating `pod` (updating `old` to it where
-    given); [] if admitted."""
-    request = {"operation": "CREATE" if old is None else "UPDATE"}
-    activation: dict[str, Any] = {
-        "object": pod,
-        "oldObject": old,
-        "request": request,
-        "variables": {},
-    }
-    for variable in policy["spec"]["variables"]:
-        activation["variables"][variable["name"]] = evaluate(variable["expression"], activation)
-    validations = policy["spec"]["validations"]
-    return [v["message"] for v in validations if not evaluate(v["expression"], activation)]
+def denied(pod: Pod, old: Pod | None = None) -> list[str]:
+    return invariants.denied(POLICY["spec"], pod, old)
 
 
 def with_tolerations(*tolerations: dict[str, str], pod: Pod = POD) -> Pod:
@@ -168,17 +156,6 @@ def test_a_scheduled_gpu_pod_may_be_updated() -> None:
     assert denied(bound, old=bound) == []
 
 
-def selected(selector: dict[str, Any], labels: dict[str, str]) -> bool:
-    """A label selector's matchExpressions as the API server applies them to a namespace's
-    labels (k8s.io/apimachinery pkg/labels/selector.go: `NotIn` holds where the label is
-    absent)."""
-    for e in selector["matchExpressions"]:
-        assert e["operator"] == "NotIn"
-        if labels.get(e["key"]) in e["values"]:
-            return False
-    return True
-
-
 def test_the_platforms_namespaces_and_labelled_ones_are_not_judged() -> None:
     selector = POLICY["spec"]["matchConstraints"]["namespaceSelector"]
 
@@ -186,12 +163,12 @@ def test_the_platforms_namespaces_and_labelled_ones_are_not_judged() -> None:
         # The API server sets this label on every namespace (NamespaceDefaultLabelName).
         return {"kubernetes.io/metadata.name": name, **labels}
 
-    assert selected(selector, namespace("ml-team"))
-    assert selected(selector, namespace("default"))
-    assert not selected(selector, namespace("gpu-operator"))
-    assert not selected(selector, namespace("kube-system"))
+    assert invariants.selected(selector, namespace("ml-team"))
+    assert invariants.selected(selector, namespace("default"))
+    assert not invariants.selected(selector, namespace("gpu-operator"))
+    assert not invariants.selected(selector, namespace("kube-system"))
     labelled = namespace("amazon-guardduty", **{"gpu-platform.io/node-validation-exempt": "true"})
-    assert not selected(selector, labelled)
+    assert not invariants.selected(selector, labelled)
 
 
 def test_the_exempt_namespaces_are_the_platforms() -> None:
@@ -240,43 +217,16 @@ def test_the_manifests_are_valid_kubernetes_objects(minor: str) -> None:
         validate(copy.deepcopy(manifest), minor)
 
 
-POD_SPEC_PATHS = {
-    "Pod": ("spec",),
-    "Deployment": ("spec", "template", "spec"),
-    "DaemonSet": ("spec", "template", "spec"),
-    "StatefulSet": ("spec", "template", "spec"),
-    "Job": ("spec", "template", "spec"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
-}
-
-
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_platforms_own_pods_are_admitted(stack: str) -> None:
-    # The policy as the stack deploys it, over every pod the stack runs: outside the exempt
-    # namespaces (the tenants' smoke tests) none is refused, and every chart the platform
-    # installs (the GPU Operator with its operands and node-feature-discovery, which tolerate
-    # every taint of the GPU nodes; kube-prometheus-stack's node-exporter) is in one.
-    resources = shared_plan(stack).resources
-    policies = [
-        r
-        for r in resources
-        if r.type == "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
-        and r.inputs["metadata"]["name"] == POLICY["metadata"]["name"]
+    assert invariants.pod_policy_problems(shared_plan(stack), {}) == []
+
+
+def test_a_refused_platform_pod_is_a_problem() -> None:
+    plan = copy.deepcopy(shared_plan("dev"))
+    (smoke_test,) = plan.of_type("kubernetes:batch/v1:Job")
+    smoke_test.inputs["spec"]["template"]["spec"]["tolerations"].append({"operator": "Exists"})
+    assert invariants.pod_policy_problems(plan, {}) == [
+        f"Job {smoke_test.inputs['metadata']['namespace']}/{smoke_test.inputs['metadata']['name']}:"
+        f" {TOLERATION}"
     ]
-    if not policies:
-        pytest.skip("no pool of the stack validates its nodes")
-    (policy,) = policies
-    spec = policy.inputs["spec"]
-    selector = spec["matchConstraints"]["namespaceSelector"]
-    for r in resources:
-        kind = r.type.rsplit(":", 1)[-1]
-        if r.type.startswith("kubernetes:") and kind in POD_SPEC_PATHS:
-            namespace = r.inputs["metadata"]["namespace"]
-            if not selected(selector, {"kubernetes.io/metadata.name": namespace}):
-                continue
-            pod_spec: Any = r.inputs
-            for part in POD_SPEC_PATHS[kind]:
-                pod_spec = pod_spec[part]
-            assert denied({"spec": pod_spec}, policy={"spec": spec}) == [], r.name
-        if r.type == "kubernetes:helm.sh/v3:Release":
-            assert not selected(selector, {"kubernetes.io/metadata.name": r.inputs["namespace"]})
