@@ -58,7 +58,7 @@ def _unchanged(path: str) -> str:
     return f"has({new}) == has({old}) && (!has({new}) || {new} == {old})"
 
 
-def _quoted(values: tuple[str, ...]) -> str:
+def quoted(values: tuple[str, ...]) -> str:
     return "[" + ", ".join(f"'{v}'" for v in values) + "]"
 
 
@@ -94,7 +94,7 @@ def _on_update(expression: str) -> str:
 
 def validations() -> list[dict[str, str]]:
     taint, failed = f"'{VALIDATION_TAINT.key}'", f"'{FAILED_TAINT_KEY}'"
-    labels = _quoted(VALIDATION_LABELS)
+    labels = quoted(VALIDATION_LABELS)
     return [
         {
             "expression": (

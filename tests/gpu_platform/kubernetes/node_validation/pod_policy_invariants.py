@@ -31,7 +31,9 @@ POD_SPEC_PATHS = {
 
 def denied(spec: Mapping[str, Any], pod: Any, old: Any = None) -> list[str]:
     """The messages of the validations of the policy `spec` that deny creating `pod` (updating
-    `old` to it where given); [] if admitted."""
+    `old` to it where given); [] if admitted. As the API server does, a request its match
+    conditions do not all match is admitted without evaluating anything else
+    (k8s.io/apiserver v0.35.0 pkg/admission/plugin/policy/validating/validator.go, `Validate`)."""
     request = {"operation": "CREATE" if old is None else "UPDATE"}
     activation: dict[str, Any] = {
         "object": pod,
@@ -39,6 +41,8 @@ def denied(spec: Mapping[str, Any], pod: Any, old: Any = None) -> list[str]:
         "request": request,
         "variables": {},
     }
+    if not all(evaluate(c["expression"], activation) for c in spec.get("matchConditions", [])):
+        return []
     for variable in spec["variables"]:
         activation["variables"][variable["name"]] = evaluate(variable["expression"], activation)
     return [v["message"] for v in spec["validations"] if not evaluate(v["expression"], activation)]

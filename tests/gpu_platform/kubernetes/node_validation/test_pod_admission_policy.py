@@ -11,10 +11,12 @@ import pytest
 from gpu_platform.config import Cloud, StackConfig
 from gpu_platform.kubernetes.node_validation.pod_admission_policy import (
     exempt_namespaces,
+    gpu_pod_clauses,
     pod_admission_policy,
 )
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.gpu_platform.kubernetes.node_validation import pod_policy_invariants as invariants
+from tests.gpu_platform.kubernetes.node_validation.test_admission_policy import evaluate
 from tests.kubernetes_schemas import validate
 from tests.repository import STACKS
 from tests.shared_plans import shared_plan
@@ -23,14 +25,14 @@ POLICY, BINDING = pod_admission_policy(["gpu-operator", "kube-system"])
 KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation"
 FAILED_KEY = "gpu-platform.io/validation-failed"
 TOLERATION = (
-    f"this namespace's pods may not tolerate the node validation taint {KEY}, the failure taint"
+    f"this namespace's GPU pods may not tolerate the node validation taint {KEY}, the failure taint"
     f" {FAILED_KEY} or every taint: the pod could start on a GPU node that has not passed"
     " validation, or failed it. Tolerate the taints the pod needs by their keys."
 )
 NODE_NAME = (
-    "this namespace's pods that ask for an NVIDIA device may not set spec.nodeName: the pod would"
-    " skip the scheduler and the node validation taint, and could start on a GPU node that has"
-    " not passed validation. Select the node with nodeSelector or affinity instead."
+    "this namespace's GPU pods may not set spec.nodeName: the pod would skip the scheduler and"
+    " the node validation taint, and could start on a GPU node that has not passed validation."
+    " Select the node with nodeSelector or affinity instead."
 )
 Pod = dict[str, Any]
 
@@ -125,28 +127,135 @@ def test_a_pod_admitted_before_the_policy_can_still_be_updated() -> None:
     assert denied(new, old=old) == []
 
 
-def gpu_in(field: str, resource: str) -> Pod:
-    pod = on_node()
-    pod["spec"]["containers"][0]["resources"] = {}
-    pod["spec"][field] = [
-        {"name": "c", "image": "busybox:1.37", "resources": {"requests": {resource: "1"}}}
-    ]
+# A cluster add-on's DaemonSet pod in its own namespace, tolerating every taint as node agents
+# (security, logs, metrics) commonly do so as to run on every node. It asks for no GPU, and is
+# admitted whatever it tolerates.
+ADD_ON: Pod = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "aws-guardduty-agent-x7k2p", "namespace": "amazon-guardduty"},
+    "spec": {
+        "containers": [
+            {
+                "name": "aws-guardduty-agent",
+                "image": "public.ecr.aws/guardduty/agent:v1.9.0",
+                "resources": {"limits": {"cpu": "200m", "memory": "256Mi"}},
+                "env": [{"name": "CLUSTER_NAME", "value": "prod"}],
+            }
+        ],
+        "tolerations": [{"operator": "Exists"}],
+    },
+}
+
+
+def test_a_pod_asking_for_no_gpu_is_admitted_whatever_it_tolerates() -> None:
+    assert denied(ADD_ON) == []
+    assert denied(with_tolerations({"key": KEY, "operator": "Exists"}, pod=ADD_ON)) == []
+    assert denied(on_node(ADD_ON)) == []
+
+
+def gpu_form(field: str, container: dict[str, Any] | None = None, **spec: Any) -> Pod:
+    """The add-on's pod made a GPU pod one way: a container of `field` (`containers` or
+    `initContainers`) with `container`'s fields, or the pod's `spec` fields."""
+    pod = copy.deepcopy(ADD_ON)
+    pod["spec"].update(spec)
+    if container is not None:
+        pod["spec"].setdefault(field, []).append({"name": "gpu", "image": "busybox:1.37"})
+        pod["spec"][field][-1].update(container)
     return pod
+
+
+def visible(value: str) -> dict[str, Any]:
+    return {"env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": value}]}
+
+
+# One form for each clause of the policy's match condition, in their order: removing a clause
+# admits its form (test_each_gpu_pod_form_is_matched_by_its_own_clause).
+GPU_FORMS = {
+    # The GPU Operator's RuntimeClasses (NVIDIA/gpu-operator v26.7.0, assets/pre-requisites/).
+    "runtime class nvidia": gpu_form("containers", runtimeClassName="nvidia"),
+    "limits a GPU": gpu_form("containers", {"resources": {"limits": {"nvidia.com/gpu": "1"}}}),
+    # Time-slicing's shared replicas, requested without a limit.
+    "requests a shared GPU": gpu_form(
+        "containers", {"resources": {"requests": {"nvidia.com/gpu.shared": "1"}}}
+    ),
+    # NVIDIA/nvidia-container-toolkit v1.20.0, cmd/nvidia-container-runtime/README.md: `all`
+    # makes every GPU accessible, with no request.
+    "NVIDIA_VISIBLE_DEVICES=all": gpu_form("containers", visible("all")),
+    "init container limits a MIG slice": gpu_form(
+        "initContainers", {"resources": {"limits": {"nvidia.com/mig-1g.10gb": "1"}}}
+    ),
+    "init container requests a GPU": gpu_form(
+        "initContainers", {"resources": {"requests": {"nvidia.com/gpu": "1"}}}
+    ),
+    "init container NVIDIA_VISIBLE_DEVICES=0,1": gpu_form("initContainers", visible("0,1")),
+}
+# Also matched: a variable whose value the policy cannot read, and the CDI runtime classes.
+OTHER_GPU_FORMS = {
+    "NVIDIA_VISIBLE_DEVICES from a ConfigMap": gpu_form(
+        "containers",
+        {
+            "env": [
+                {
+                    "name": "NVIDIA_VISIBLE_DEVICES",
+                    "valueFrom": {"configMapKeyRef": {"name": "gpus", "key": "visible"}},
+                }
+            ]
+        },
+    ),
+    "runtime class nvidia-cdi": gpu_form("containers", runtimeClassName="nvidia-cdi"),
+}
+GPU_TOLERATIONS = {
+    "by key": {"key": KEY, "operator": "Exists"},
+    "every taint": {"operator": "Exists"},
+}
+
+
+@pytest.mark.parametrize("form", {**GPU_FORMS, **OTHER_GPU_FORMS}.items(), ids=lambda f: f[0])
+@pytest.mark.parametrize("toleration", GPU_TOLERATIONS.values(), ids=GPU_TOLERATIONS.keys())
+def test_each_gpu_pod_form_tolerating_the_taint_is_refused(
+    form: tuple[str, Pod], toleration: dict[str, str]
+) -> None:
+    pod = copy.deepcopy(form[1])
+    pod["spec"]["tolerations"] = [toleration]
+    assert denied(pod) == [TOLERATION]
+
+
+def test_each_gpu_pod_form_is_matched_by_its_own_clause() -> None:
+    clauses = gpu_pod_clauses()
+    matched = [
+        [i for i, clause in enumerate(clauses) if evaluate(clause, {"object": pod})]
+        for pod in GPU_FORMS.values()
+    ]
+    assert matched == [[i] for i in range(len(clauses))]
+
+
+# cmd/nvidia-container-runtime/README.md (v1.20.0): `none` gives no GPU, `void` and empty
+# behave as runc.
+NOT_GPU_FORMS = {
+    "NVIDIA_VISIBLE_DEVICES=void": gpu_form("containers", visible("void")),
+    "NVIDIA_VISIBLE_DEVICES=none": gpu_form("initContainers", visible("none")),
+    "NVIDIA_VISIBLE_DEVICES empty": gpu_form(
+        "containers", {"env": [{"name": "NVIDIA_VISIBLE_DEVICES"}]}
+    ),
+    "another device": gpu_form("containers", {"resources": {"limits": {"example.com/fpga": "1"}}}),
+    "another runtime class": gpu_form("containers", runtimeClassName="gvisor"),
+}
+
+
+@pytest.mark.parametrize("pod", NOT_GPU_FORMS.values(), ids=NOT_GPU_FORMS.keys())
+def test_a_pod_that_gets_no_gpu_is_admitted(pod: Pod) -> None:
+    assert denied(pod) == []
 
 
 def test_a_gpu_pod_that_names_its_node_is_refused() -> None:
     # The kubelet holds only NoExecute taints against a pod (k8s.io/kubernetes
     # pkg/kubelet/lifecycle/predicate.go, generalFilter): a pod given its node skips the taint.
     assert denied(on_node()) == [NODE_NAME]
-    assert denied(gpu_in("initContainers", "nvidia.com/gpu")) == [NODE_NAME]
-    assert denied(gpu_in("containers", "nvidia.com/mig-1g.10gb")) == [NODE_NAME]
-
-
-def test_a_pod_that_names_its_node_without_a_gpu_passes() -> None:
-    pod = on_node()
-    pod["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1"}}
-    assert denied(pod) == []
-    assert denied(gpu_in("containers", "example.com/fpga")) == []
+    for pod in GPU_FORMS.values():
+        without_tolerations = copy.deepcopy(pod)
+        del without_tolerations["spec"]["tolerations"]
+        assert denied(on_node(without_tolerations)) == [NODE_NAME]
 
 
 def test_a_scheduled_gpu_pod_may_be_updated() -> None:
