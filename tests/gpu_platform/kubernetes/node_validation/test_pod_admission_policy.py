@@ -130,21 +130,17 @@ def test_a_pod_admitted_before_the_policy_can_still_be_updated() -> None:
 # A cluster add-on's DaemonSet pod in its own namespace, tolerating every taint as node agents
 # (security, logs, metrics) commonly do so as to run on every node. It asks for no GPU, and is
 # admitted whatever it tolerates.
-ADD_ON: Pod = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "aws-guardduty-agent-x7k2p", "namespace": "amazon-guardduty"},
-    "spec": {
-        "containers": [
-            {
-                "name": "aws-guardduty-agent",
-                "image": "public.ecr.aws/guardduty/agent:v1.9.0",
-                "resources": {"limits": {"cpu": "200m", "memory": "256Mi"}},
-                "env": [{"name": "CLUSTER_NAME", "value": "prod"}],
-            }
-        ],
-        "tolerations": [{"operator": "Exists"}],
-    },
+ADD_ON: Pod = {**POD, "metadata": {"name": "log-agent-x7k2p", "namespace": "logging"}}
+ADD_ON["spec"] = {
+    "containers": [
+        {
+            "name": "log-agent",
+            "image": "fluent/fluent-bit:4.0.3",
+            "resources": {"limits": {"cpu": "200m", "memory": "256Mi"}},
+            "env": [{"name": "CLUSTER_NAME", "value": "prod"}],
+        }
+    ],
+    "tolerations": [{"operator": "Exists"}],
 }
 
 
