@@ -34,6 +34,7 @@ from gpu_platform.config import load_stack_config
 from gpu_platform.lock.images import locked_digest
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
 from gpu_platform.offline.analyzer import PolicyPack
+from gpu_platform.offline.exempt_namespaces import exemption_mismatches
 from gpu_platform.offline.namespace_levels import POD_SECURITY, namespace_levels
 from gpu_platform.offline.program import Plan, run_program
 from gpu_platform.platform_images import platform_images
@@ -170,6 +171,13 @@ def pack_problems(pack: PolicyPack) -> Invariant:
     return check
 
 
+def exemption_problems(plan: Plan, config: Config) -> list[str]:
+    """What `gpu-platform plan` warns of under the policy config the sweep gives the pack: a
+    workload its exemptNamespaces lets tolerate the validation taint where the cluster's pods
+    admission policy judges it."""
+    return exemption_mismatches(plan, prod_policy_config(plan, config))
+
+
 def model_problems(plan: Plan, config: Config) -> list[str]:
     return official_model_problems(plan, kubernetes_minor(config))
 
@@ -188,6 +196,9 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         ),
         "the pods' admission policy where pools validate, admitting the platform's own pods": (
             pod_policy_problems
+        ),
+        "the pack's exemptNamespaces and the pods' admission policy agree where it matters": (
+            exemption_problems
         ),
         "led pools wait for their canary's nodes, driver and gate": canary_ordering_problems,
         "no canary on capacity that never starts its node": canary_capacity_problems,
