@@ -18,8 +18,10 @@ from gpu_platform.config import ConfigError
 from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin
 from gpu_platform.lock.lockfile import LockError, MissingLockEntry, project_lock
 from gpu_platform.offline.analyzer import PACK_DIR, PolicyPack, Verdict
+from gpu_platform.offline.exempt_namespaces import exemption_mismatches
 from gpu_platform.offline.namespace_levels import config_for_plan
 from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.offline.validation_warnings import unconfirmed_gke_scale_up
 from gpu_platform.project import Project
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART
 
@@ -88,7 +90,12 @@ def plan_stack(
         pack = started_pack()
         config = read_policy_config(project.directory / POLICY_CONFIG_DIR, stack, policy_config)
         verdicts = _verdicts(pack, plan, config)
-    return OfflinePlan(plan, tuple(verdicts), pack_dir, tuple(_unlocked_chart_pins(plan)))
+    warnings = (
+        *_unlocked_chart_pins(plan),
+        *unconfirmed_gke_scale_up(plan),
+        *exemption_mismatches(plan, config),
+    )
+    return OfflinePlan(plan, tuple(verdicts), pack_dir, warnings)
 
 
 def program_plan(stack: str, project: Project | None = None) -> Plan:

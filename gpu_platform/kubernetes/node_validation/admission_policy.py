@@ -61,7 +61,7 @@ def _unchanged(path: str) -> str:
     return f"has({new}) == has({old}) && (!has({new}) || {new} == {old})"
 
 
-def _quoted(values: tuple[str, ...]) -> str:
+def quoted(values: tuple[str, ...]) -> str:
     return "[" + ", ".join(f"'{v}'" for v in values) + "]"
 
 
@@ -97,7 +97,7 @@ def _on_update(expression: str) -> str:
 
 def validations() -> list[dict[str, str]]:
     taint, failed = f"'{VALIDATION_TAINT.key}'", f"'{FAILED_TAINT_KEY}'"
-    labels = _quoted(VALIDATION_LABELS)
+    labels = quoted(VALIDATION_LABELS)
     return [
         {
             "expression": (
@@ -161,14 +161,30 @@ def validator_username(namespace: str) -> str:
     return f"system:serviceaccount:{namespace}:{VALIDATOR_SERVICE_ACCOUNT}"
 
 
-def node_validator_admission_policy(namespace: str) -> list[dict[str, Any]]:
-    """The ValidatingAdmissionPolicy and its binding (deny), for the validator's service account
-    in `namespace`."""
+def denying(name: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """A ValidatingAdmissionPolicy `name` of `spec`, and its binding, which denies what the
+    policy's validations refuse."""
     policy = {
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": NAME},
-        "spec": {
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    binding = {
+        "apiVersion": API_VERSION,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]},
+    }
+    return [policy, binding]
+
+
+def node_validator_admission_policy(namespace: str) -> list[dict[str, Any]]:
+    """The ValidatingAdmissionPolicy and its binding (deny), for the validator's service account
+    in `namespace`."""
+    return denying(
+        NAME,
+        {
             "failurePolicy": "Fail",
             "matchConstraints": {
                 "resourceRules": [
@@ -189,11 +205,4 @@ def node_validator_admission_policy(namespace: str) -> list[dict[str, Any]]:
             "variables": VARIABLES,
             "validations": validations(),
         },
-    }
-    binding = {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": NAME},
-        "spec": {"policyName": NAME, "validationActions": ["Deny"]},
-    }
-    return [policy, binding]
+    )

@@ -16,11 +16,12 @@ The pod takes the node's GPUs as the operator's own operands do, through the con
 toolkit's runtime class with `NVIDIA_VISIBLE_DEVICES=all`, not by requesting `nvidia.com/gpu`:
 a node with a GPU fallen off the bus advertises fewer GPUs, and a pod requesting the full count
 would wait there unscheduled instead of failing the `gpu-count` check; a MIG, time-sliced or
-MPS node advertises slices or replicas, not GPUs. Nothing else takes the GPUs meanwhile: the
-validation taint keeps every GPU pod off the node until the pod passes it. On a MIG pool the pod
-waits for the MIG manager's `nvidia.com/mig.config.state=success` (it would otherwise hold the
-GPUs the reconfiguration resets), and skips `nvlink`: NVLink is off on a GPU in MIG mode (DCGM
-2.0.15 release notes).
+MPS node advertises slices or replicas, not GPUs. No tenant's pod takes the GPUs meanwhile: the
+validation taint keeps every GPU pod off the node until the pod passes it (the operator's own
+plugin check and DCGM exporter still run beside it, unordered: docs/node-validation.md). On a
+MIG pool the pod waits for the MIG manager's `nvidia.com/mig.config.state=success` (it would
+otherwise hold the GPUs the reconfiguration resets), and skips `nvlink`: NVLink is off on a GPU
+in MIG mode (DCGM 2.0.15 release notes).
 
 Its containers, each tool from a pinned official image:
 - `exempt-untainted` (init): `report.py --exempt-untainted` labels a node that has no validation
@@ -75,6 +76,7 @@ from gpu_platform.kubernetes.node_validation.names import (
     VALIDATION_TAINT,
     VALIDATOR_SERVICE_ACCOUNT,
 )
+from gpu_platform.kubernetes.node_validation.pod_admission_policy import pod_admission_policy
 from gpu_platform.kubernetes.operator_values import gpu_node_tolerations, taint_toleration
 from gpu_platform.kubernetes.script_pod import NO_BYTECODE, script_pod_spec
 from gpu_platform.lock.images import locked
@@ -341,11 +343,13 @@ def declare_node_validation(
     namespace_name: str,
     hardware: Mapping[str, NodeHardware],
     karpenter: bool,
+    exempt_namespaces: Sequence[str],
     opts: pulumi.ResourceOptions,
     in_place: bool = False,
 ) -> list[pulumi.Resource]:
     """The validation of every pool with `validation.enabled`, in the operator's `namespace`
-    (`namespace_name` as configured, which the admission policy names the account by); the
+    (`namespace_name` as configured, which the admission policy names the account by), and the
+    admission policy that keeps pods outside `exempt_namespaces` off unvalidated nodes; the
     DaemonSets, one per pool. Nothing where no pool validates. `in_place`: the GPU Operator
     upgrades drivers on running nodes (GKE Ubuntu), which are validated again."""
     validated = validated_pools(pools)
@@ -402,23 +406,8 @@ def declare_node_validation(
             opts=after_roles,
         ),
     ]
-    policy, policy_binding = node_validator_admission_policy(namespace_name)
-    declared_policy = admissionregistration.v1.ValidatingAdmissionPolicy(
-        name,
-        metadata=policy["metadata"],
-        spec=policy["spec"],
-        opts=opts,
-    )
-    bindings.append(
-        admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-            name,
-            metadata=policy_binding["metadata"],
-            spec=policy_binding["spec"],
-            opts=pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(depends_on=[declared_policy])
-            ),
-        )
-    )
+    bindings.append(_declare(name, node_validator_admission_policy(namespace_name), opts))
+    _declare(f"{name}-pods", pod_admission_policy(exempt_namespaces), opts)
     if replaces:
         # The validators write the times of their replacements into it; Pulumi only creates it.
         bindings.append(
@@ -447,6 +436,23 @@ def declare_node_validation(
         )
         for pool in validated
     ]
+
+
+def _declare(
+    resource_name: str, manifests: list[dict[str, Any]], opts: pulumi.ResourceOptions
+) -> pulumi.Resource:
+    """An admission policy and its binding (`admission_policy.denying`); the binding, created
+    after the policy it names."""
+    policy, binding = manifests
+    declared = admissionregistration.v1.ValidatingAdmissionPolicy(
+        resource_name, metadata=policy["metadata"], spec=policy["spec"], opts=opts
+    )
+    return admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        resource_name,
+        metadata=binding["metadata"],
+        spec=binding["spec"],
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[declared])),
+    )
 
 
 def _daemon_set(
