@@ -114,3 +114,35 @@ def test_a_replacement_cap_off_karpenter_is_refused(dev_config: Config, failed_p
         1,
     )
     assert "provisioner: karpenter" in problem.expected
+
+
+def test_a_bus_bandwidth_on_a_t4_pool_is_refused(dev_config: Config, failed_plan_for) -> None:
+    # dev's first pool is `accelerator: t4` (sm_75), for which the NCCL test's image builds no
+    # kernels: NVCC_GENCODE in aws-samples/awsome-distributed-training micro-benchmarks/
+    # nccl-tests/nccl-tests.Dockerfile names sm_80, sm_86, sm_89, sm_90 and sm_100 only.
+    dev_config["gpu-platform:pools"][0]["validation"] = {"expectedBusBandwidthGbps": 100}
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError)
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == (
+        "gpu-platform:pools[0].validation.expectedBusBandwidthGbps",
+        100,
+    )
+    assert problem.expected.startswith("no value on a t4 pool")
+
+
+def test_a_bus_bandwidth_on_a_mig_pool_is_refused(dev_config: Config, failed_plan_for) -> None:
+    # NVIDIA's MIG user guide, "CUDA Device Enumeration": one CUDA process sees one MIG device.
+    config = with_mig_pool(dev_config, "p4d.24xlarge", "all-1g.5gb")
+    config["gpu-platform:pools"][0]["validation"] = {"expectedBusBandwidthGbps": 200}
+
+    plan = failed_plan_for(config)
+
+    assert isinstance(plan.error, ConfigError)
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.expected) == (
+        "gpu-platform:pools[0].validation.expectedBusBandwidthGbps",
+        "no value on a MIG pool (`sharing.mode: mig`)",
+    )
