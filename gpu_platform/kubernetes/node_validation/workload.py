@@ -86,6 +86,7 @@ from gpu_platform.versions import (
     NODE_VALIDATOR_IMAGE,
     NODE_VALIDATOR_NCCL_TESTS_BINARY,
     NODE_VALIDATOR_NCCL_TESTS_IMAGE,
+    ContainerImage,
 )
 
 NAME = VALIDATOR_SERVICE_ACCOUNT
@@ -227,19 +228,33 @@ def dcgm_container(level: int) -> dict[str, Any]:
         f" {_recording(command[0], shlex.join(command), timeout)};"
         " nv-hostengine --term > /dev/null 2>&1; exit 0"
     )
+    security = {
+        "runAsNonRoot": False,
+        "runAsUser": 0,
+        "runAsGroup": 0,
+        "capabilities": {"add": ["SYS_ADMIN"]},
+    }
+    return _tool_container("dcgm-diag", NODE_VALIDATOR_DCGM_IMAGE, script, "2Gi", security)
+
+
+def _tool_container(
+    name: str,
+    image: ContainerImage,
+    script: str,
+    memory: str,
+    security: dict[str, Any],
+    mounts: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """An init container that runs `script` on the node's GPUs from `image` (by the lock's
+    digest) and leaves its tool's output in the recorded directory."""
     return {
-        "name": "dcgm-diag",
-        "image": locked(NODE_VALIDATOR_DCGM_IMAGE).reference,
+        "name": name,
+        "image": locked(image).reference,
         "command": ["sh", "-c", script],
         "env": GPU_ENV,
-        "resources": {"requests": NO_REQUESTS, "limits": {"memory": "2Gi"}},
-        "securityContext": {
-            "runAsNonRoot": False,
-            "runAsUser": 0,
-            "runAsGroup": 0,
-            "capabilities": {"add": ["SYS_ADMIN"]},
-        },
-        "volumeMounts": [{"name": "recorded", "mountPath": RECORDED_DIR}],
+        "resources": {"requests": NO_REQUESTS, "limits": {"memory": memory}},
+        "securityContext": security,
+        "volumeMounts": [{"name": "recorded", "mountPath": RECORDED_DIR}, *mounts],
     }
 
 
@@ -262,24 +277,17 @@ def nccl_container() -> dict[str, Any]:
         "GPUS=$(nvidia-smi -L | grep -c '^GPU ');"
         f" PATH={Path(NODE_VALIDATOR_NCCL_TESTS_BINARY).parent}:$PATH {recording}; exit 0"
     )
-    return {
-        "name": "nccl-bandwidth",
-        "image": locked(NODE_VALIDATOR_NCCL_TESTS_IMAGE).reference,
-        "command": ["sh", "-c", script],
-        "env": GPU_ENV,
-        "resources": {"requests": NO_REQUESTS, "limits": {"memory": "4Gi"}},
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": 65534,
-            "runAsGroup": 65534,
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-        },
-        "volumeMounts": [
-            {"name": "recorded", "mountPath": RECORDED_DIR},
-            {"name": "shm", "mountPath": "/dev/shm"},
-        ],
+    security = {
+        "runAsNonRoot": True,
+        "runAsUser": 65534,
+        "runAsGroup": 65534,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
     }
+    shm = {"name": "shm", "mountPath": "/dev/shm"}
+    return _tool_container(
+        "nccl-bandwidth", NODE_VALIDATOR_NCCL_TESTS_IMAGE, script, "4Gi", security, [shm]
+    )
 
 
 def node_affinity(pool: ResolvedPool) -> dict[str, Any]:
