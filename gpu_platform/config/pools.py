@@ -107,9 +107,13 @@ class PoolValidation(Model):
     skip_checks: list[ValidationCheck] = Field(default_factory=list)
     """Checks not to run on this pool's nodes: `gpu-count`, `driver`, `ecc`, `memory`, `pcie`,
     `nvlink`, `dcgm-diag`, `nccl-bandwidth`, `efa`."""
+    expected_bus_bandwidth_gbps: float | None = Field(default=None, gt=0)
+    """The all-reduce bus bandwidth in GB/s (nccl-tests' `busbw`) a whole node of the pool's
+    type reaches across its GPUs: set, the NCCL check runs on the pool's nodes of more than one
+    GPU. Unset, it does not: neither NVIDIA nor the clouds publish such a figure for any GPU
+    model, so there is no default to hold a node to (docs/node-validation.md)."""
     bus_bandwidth_share: float = Field(default=0.8, gt=0, le=1)
-    """The share of the GPU model's expected all-reduce bus bandwidth a multi-GPU node must
-    reach in the NCCL check."""
+    """The share of `expectedBusBandwidthGbps` a multi-GPU node must reach in the NCCL check."""
     replacements_per_hour: int | None = Field(default=None, ge=0)
     """How many of the pool's nodes that failed validation may be replaced in any hour: the
     failed Node is deleted, and Karpenter terminates its instance and launches another. Beyond
@@ -117,6 +121,16 @@ class PoolValidation(Model):
     fleet); 0 never replaces. Karpenter pools only (`provisioner: karpenter`), where it is 2
     unless set: nothing terminates a node group's or GKE node pool's instance for a deleted
     Node (docs/node-validation.md)."""
+
+    def runs_nccl_test(self, gpus: int) -> bool:
+        """Whether a node of `gpus` GPUs runs the NCCL all-reduce: validated, more than one GPU,
+        an expected bandwidth to hold it to, and `nccl-bandwidth` not skipped."""
+        return (
+            self.enabled
+            and gpus > 1
+            and self.expected_bus_bandwidth_gbps is not None
+            and "nccl-bandwidth" not in self.skip_checks
+        )
 
 
 class GpuPoolSpec(Model):

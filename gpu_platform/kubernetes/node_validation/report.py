@@ -19,7 +19,9 @@ result on the Node: the validation pod's main container, standard library only.
   `FAILED_TAINT_KEY` (names.py says why). The label comes last because it ends this pod (below):
   labelled first, the pod could be killed between the ledger's update and the deletion, a
   replacement counted and none made. SIGTERM is held off from the ledger's update to the label.
-- Either way an Event on the Node (created in this pod's namespace: `kubectl describe node`
+- Either way each check that ran is labelled with its result,
+  `gpu-platform.io/validation-check.<check>=passed|failed` (kube-state-metrics exports them),
+  and an Event on the Node (created in this pod's namespace: `kubectl describe node`
   lists a node's events from every namespace), posted before anything else, gives every check's
   result and seconds, and the label comes last, with SIGTERM held off until it is set.
 - With `--exempt-untainted` (the pod's first init container, before any tool runs): a node
@@ -63,11 +65,13 @@ FAILED_TAINT_KEY = "gpu-platform.io/validation-failed"
 FAILED_CHECK_LABEL = "gpu-platform.io/validation-failed-check"
 VALIDATED_DRIVER_LABEL = "gpu-platform.io/validated-driver"
 VALIDATED_RELEASE_LABEL = "gpu-platform.io/validated-release"
+CHECK_LABEL_PREFIX = "gpu-platform.io/validation-check."
 VALIDATION_LABELS = (
     RESULT_LABEL,
     FAILED_CHECK_LABEL,
     VALIDATED_DRIVER_LABEL,
     VALIDATED_RELEASE_LABEL,
+    *(f"{CHECK_LABEL_PREFIX}{check}" for check in validate.CHECKS),
 )
 # The GPU Operator's driver upgrade states (k8s-operator-libs pkg/upgrade/consts.go, vendored in
 # gpu-operator v26.7.0) in which a node is cordoned for its driver's upgrade, and of those the
@@ -156,6 +160,12 @@ def result_patch(
     labels = (node.get("metadata") or {}).get("labels") or {}
     failed = failed_check(results)
     patch: list[dict[str, Any]] = []
+    checked = {
+        f"{CHECK_LABEL_PREFIX}{r['check']}": "passed" if r["passed"] else "failed" for r in results
+    }
+    # A check that did not run this time (skipped since) keeps no result of an earlier run.
+    unchecked = [f"{CHECK_LABEL_PREFIX}{c}" for c in validate.CHECKS]
+    unchecked = [label for label in unchecked if label not in checked]
     if failed is None:
         patch += _taint_removals(node, [taint_key, FAILED_TAINT_KEY])
         values = {
@@ -171,7 +181,7 @@ def result_patch(
             patch.append({"op": "add", "path": "/spec/taints/-", "value": taint})
         values = {RESULT_LABEL: "failed", FAILED_CHECK_LABEL: failed}
         stale = [VALIDATED_DRIVER_LABEL, VALIDATED_RELEASE_LABEL]
-    return patch + label_patch(labels, values, stale)
+    return patch + label_patch(labels, {**values, **checked}, [*stale, *unchecked])
 
 
 def label_patch(

@@ -39,9 +39,11 @@ Its containers, each tool from a pinned official image:
   infiniband`, the recorded diagnostic, then the Node's patch, its Event and, on a Karpenter pool
   within the pool's cap, the Node's deletion.
 
-The NCCL check is not run: no pinned official image is known to carry nccl-tests'
-`all_reduce_perf`, and NVIDIA publishes no single-node all-reduce bus bandwidth per GPU model to
-hold a node to.
+- `nccl-bandwidth` (init, where the pool gives `validation.expectedBusBandwidthGbps`, on a node
+  of several GPUs): AWS's nccl-tests image runs `all_reduce_perf` across every GPU the node
+  shows under the validator's timeout, as a non-root user, and leaves the output likewise.
+  Nothing publishes an expected bus bandwidth per GPU model, so without the pool's figure the
+  check does not run.
 
 The validator's service account may get and patch Nodes, which the admission policy
 (`admission_policy.py`, declared here) narrows to the taint and the labels; create Events in its
@@ -68,7 +70,10 @@ from gpu_platform.kubernetes.node_validation import report, validate
 from gpu_platform.kubernetes.node_validation.admission_policy import (
     node_validator_admission_policy,
 )
-from gpu_platform.kubernetes.node_validation.expectations import NVLINK_LINKS
+from gpu_platform.kubernetes.node_validation.expectations import (
+    NCCL_TESTS_ACCELERATORS,
+    NVLINK_LINKS,
+)
 from gpu_platform.kubernetes.node_validation.names import (
     EXEMPT,
     FAILED_TAINT_KEY,
@@ -81,7 +86,13 @@ from gpu_platform.kubernetes.operator_values import gpu_node_tolerations, taint_
 from gpu_platform.kubernetes.script_pod import NO_BYTECODE, script_pod_spec
 from gpu_platform.lock.images import locked
 from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
-from gpu_platform.versions import NODE_VALIDATOR_DCGM_IMAGE, NODE_VALIDATOR_IMAGE
+from gpu_platform.versions import (
+    NODE_VALIDATOR_DCGM_IMAGE,
+    NODE_VALIDATOR_IMAGE,
+    NODE_VALIDATOR_NCCL_TESTS_BINARY,
+    NODE_VALIDATOR_NCCL_TESTS_IMAGE,
+    ContainerImage,
+)
 
 NAME = VALIDATOR_SERVICE_ACCOUNT
 HERE = Path(__file__).parent
@@ -142,6 +153,22 @@ class NodeHardware:
     """GPUs of each instance type the pool's nodes may be; empty where all have the pool's."""
 
 
+def expected_bus_bandwidth(pool: ResolvedPool) -> float:
+    """The bus bandwidth a node of the pool's type is held to in the NCCL check; 0 where the
+    check does not run on it. Raises ValueError where the NCCL test's image has no kernels for
+    the pool's GPU (a type that config rules could not see before the machine was resolved)."""
+    validation = pool.spec.validation
+    if not validation.runs_nccl_test(pool.gpu.count):
+        return 0
+    if pool.gpu.accelerator not in NCCL_TESTS_ACCELERATORS:
+        raise ValueError(
+            f"pool {pool.spec.name}: validation.expectedBusBandwidthGbps on a"
+            f" {pool.gpu.accelerator} pool, which the NCCL test's image has no kernels for"
+            f" (allowed on {', '.join(sorted(NCCL_TESTS_ACCELERATORS))})"
+        )
+    return validation.expected_bus_bandwidth_gbps or 0
+
+
 def expected_nvlinks(accelerator: str, gpus: int) -> int:
     if gpus < WHOLE_BOARD_GPUS:
         return 0
@@ -152,10 +179,13 @@ def by_instance_type(pool: ResolvedPool, hardware: NodeHardware) -> dict[str, di
     """The expectations of each instance type whose GPUs differ from the pool's (its largest):
     a Karpenter pool of several sizes; the reporter reads the node's type and applies them."""
     accelerator = pool.gpu.accelerator
+    # The pool's bandwidth is a whole node's of its type: a smaller size is not held to it.
+    other_sizes = {"EXPECTED_BUSBW_GBPS": "0"} if expected_bus_bandwidth(pool) else {}
     return {
         name: {
             "EXPECTED_GPUS": str(gpus),
             "EXPECTED_NVLINKS": str(expected_nvlinks(accelerator, gpus)),
+            **other_sizes,
         }
         for name, gpus in sorted(hardware.gpus_by_instance_type.items())
         if gpus != pool.gpu.count
@@ -175,6 +205,7 @@ def validator_env(
         "DRIVER_VERSION": pool.driver.version,
         "EXPECTED_NVLINKS": expected_nvlinks(pool.gpu.accelerator, pool.gpu.count),
         "DCGM_DIAG_LEVEL": validation.dcgm_diag_level,
+        "EXPECTED_BUSBW_GBPS": expected_bus_bandwidth(pool),
         "BUSBW_SHARE": validation.bus_bandwidth_share,
         "EXPECTED_EFA_DEVICES": hardware.efa_devices,
         "SKIP_CHECKS": ",".join(skipped_checks(pool)),
@@ -197,26 +228,71 @@ def dcgm_container(level: int) -> dict[str, Any]:
     """DCGM's diagnostic at `level`, its output left in the recorded directory."""
     command = validate.diag_command(str(level))
     timeout = validate.DCGM_DIAG_TIMEOUT[str(level)]
-    out, err, rc = (f"{RECORDED_DIR}/{command[0]}{s}" for s in validate.RECORDED_SUFFIXES)
     script = (
         f"nv-hostengine > {RECORDED_DIR}/nv-hostengine.log 2>&1;"
-        f" timeout {timeout} {shlex.join(command)} > {out} 2> {err}; echo $? > {rc};"
+        f" {_recording(command[0], shlex.join(command), timeout)};"
         " nv-hostengine --term > /dev/null 2>&1; exit 0"
     )
+    security = {
+        "runAsNonRoot": False,
+        "runAsUser": 0,
+        "runAsGroup": 0,
+        "capabilities": {"add": ["SYS_ADMIN"]},
+    }
+    return _tool_container("dcgm-diag", NODE_VALIDATOR_DCGM_IMAGE, script, "2Gi", security)
+
+
+def _tool_container(
+    name: str,
+    image: ContainerImage,
+    script: str,
+    memory: str,
+    security: dict[str, Any],
+    mounts: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """An init container that runs `script` on the node's GPUs from `image` (by the lock's
+    digest) and leaves its tool's output in the recorded directory."""
     return {
-        "name": "dcgm-diag",
-        "image": locked(NODE_VALIDATOR_DCGM_IMAGE).reference,
+        "name": name,
+        "image": locked(image).reference,
         "command": ["sh", "-c", script],
         "env": GPU_ENV,
-        "resources": {"requests": NO_REQUESTS, "limits": {"memory": "2Gi"}},
-        "securityContext": {
-            "runAsNonRoot": False,
-            "runAsUser": 0,
-            "runAsGroup": 0,
-            "capabilities": {"add": ["SYS_ADMIN"]},
-        },
-        "volumeMounts": [{"name": "recorded", "mountPath": RECORDED_DIR}],
+        "resources": {"requests": NO_REQUESTS, "limits": {"memory": memory}},
+        "securityContext": security,
+        "volumeMounts": [{"name": "recorded", "mountPath": RECORDED_DIR}, *mounts],
     }
+
+
+def _recording(tool: str, command: str, timeout: int) -> str:
+    """The shell `command` of `tool` under `timeout`, its output and exit status left in the
+    recorded directory under the tool's name (`validate.recorded`)."""
+    out, err, rc = (f"{RECORDED_DIR}/{tool}{s}" for s in validate.RECORDED_SUFFIXES)
+    return f"timeout {timeout} {command} > {out} 2> {err}; echo $? > {rc}"
+
+
+def nccl_container() -> dict[str, Any]:
+    """nccl-tests' all-reduce across the GPUs the node shows, its output left in the recorded
+    directory. It counts them itself (`nvidia-smi -L`, one `GPU <n>:` line each): a Karpenter
+    pool's node may be a smaller size, whose expectation the validator then leaves out
+    (`by_instance_type`); a node short of a GPU fails `gpu-count` whatever its bandwidth."""
+    tool, *args = validate.nccl_command("GPUS")
+    command = f'{shlex.join([tool, *args[:-1]])} "${args[-1]}"'
+    recording = _recording(tool, command, validate.NCCL_TIMEOUT)
+    script = (
+        "GPUS=$(nvidia-smi -L | grep -c '^GPU ');"
+        f" PATH={Path(NODE_VALIDATOR_NCCL_TESTS_BINARY).parent}:$PATH {recording}; exit 0"
+    )
+    security = {
+        "runAsNonRoot": True,
+        "runAsUser": 65534,
+        "runAsGroup": 65534,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    shm = {"name": "shm", "mountPath": "/dev/shm"}
+    return _tool_container(
+        "nccl-bandwidth", NODE_VALIDATOR_NCCL_TESTS_IMAGE, script, "4Gi", security, [shm]
+    )
 
 
 def node_affinity(pool: ResolvedPool, in_place: bool = False) -> dict[str, Any]:
@@ -294,6 +370,13 @@ def validation_pod_spec(
     spec["initContainers"] = [untainted_check]
     if "dcgm-diag" not in pool.spec.validation.skip_checks:
         spec["initContainers"].append(dcgm_container(pool.spec.validation.dcgm_diag_level))
+    if expected_bus_bandwidth(pool):
+        spec["initContainers"].append(nccl_container())
+        # NCCL keeps buffers in /dev/shm, which a container's runtime limits to 64 MiB unless
+        # given more (NCCL's user guide, Troubleshooting, "Docker": `--shm-size=1g`).
+        spec["volumes"].append(
+            {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}
+        )
     return spec
 
 
