@@ -409,9 +409,13 @@ finds faults (PCIe, memory bandwidth) that level 1 does not."""
     skip_checks: list[str]
     """Checks not to run on this pool's nodes: `gpu-count`, `driver`, `ecc`, `memory`, `pcie`,
 `nvlink`, `dcgm-diag`, `nccl-bandwidth`, `efa`."""
+    expected_bus_bandwidth_gbps: float
+    """The all-reduce bus bandwidth in GB/s (nccl-tests' `busbw`) a whole node of the pool's
+type reaches across its GPUs: set, the NCCL check runs on the pool's nodes of more than one
+GPU. Unset, it does not: neither NVIDIA nor the clouds publish such a figure for any GPU
+model, so there is no default to hold a node to (docs/node-validation.md)."""
     bus_bandwidth_share: float
-    """The share of the GPU model's expected all-reduce bus bandwidth a multi-GPU node must
-reach in the NCCL check."""
+    """The share of `expectedBusBandwidthGbps` a multi-GPU node must reach in the NCCL check."""
     replacements_per_hour: int
     """How many of the pool's nodes that failed validation may be replaced in any hour: the
 failed Node is deleted, and Karpenter terminates its instance and launches another. Beyond
