@@ -834,9 +834,7 @@ def _untolerated(pod: PodSpec, template: NodeTemplate) -> Iterable[Taint]:
     for taint in template.taints:
         if taint.key.startswith(_SANITIZED_TAINT_PREFIXES):
             continue
-        if taint.effect in _REPELLING_EFFECTS and not any(
-            _tolerates(t, taint) for t in tolerations
-        ):
+        if taint.effect in _REPELLING_EFFECTS and not any(tolerates(t, taint) for t in tolerations):
             yield taint
 
 
@@ -952,7 +950,10 @@ def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]
     raise ValueError(f"unknown node selector operator {operator!r}")
 
 
-def _tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
+def tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
+    """Whether `toleration` tolerates `taint`, as k8s.io/api core/v1 toleration.go
+    (`ToleratesTaint`) decides: an empty effect matches every effect, an empty key with `Exists`
+    every taint."""
     if toleration.get("effect") and toleration["effect"] != taint.effect:
         return False
     key = toleration.get("key", "")

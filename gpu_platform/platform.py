@@ -45,6 +45,7 @@ from gpu_platform.kubernetes.gpu_pod import model_placements, pool_placement
 from gpu_platform.kubernetes.helm_release import most_nodes
 from gpu_platform.kubernetes.idle_gpu_pods import idle_gpu_reaper
 from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
+from gpu_platform.kubernetes.node_validation.pod_admission_policy import exempt_namespaces
 from gpu_platform.kubernetes.node_validation.workload import (
     NodeHardware,
     declare_node_validation,
@@ -361,7 +362,9 @@ class GpuPlatform(pulumi.ComponentResource):
                 for pool in pools
             },
             karpenter=config.uses_karpenter,
+            exempt_namespaces=exempt_namespaces(config),
             opts=on_cluster,
+            in_place=rolls_drivers_in_place(config.platform),
         )
         # The gate waits for its canary's nodes and NVIDIADriver and for the operator's release,
         # not for the operator as a whole: that holds the led pools' NVIDIADrivers, which wait

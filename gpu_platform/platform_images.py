@@ -33,6 +33,7 @@ from gpu_platform.versions import (
     MIG_STARTUP_TAINT_REMOVER_IMAGE,
     NODE_VALIDATOR_DCGM_IMAGE,
     NODE_VALIDATOR_IMAGE,
+    NODE_VALIDATOR_NCCL_TESTS_IMAGE,
     ContainerImage,
 )
 
@@ -109,6 +110,10 @@ def _images(config: StackConfig) -> Iterator[PlatformImage]:
     if any(pool.validation.enabled for pool in config.pools):
         yield _image(NODE_VALIDATOR_IMAGE, "node validation")
         yield _image(NODE_VALIDATOR_DCGM_IMAGE, "node validation's DCGM diagnostic")
+    # Before its machine is resolved a pool may not say its GPUs: counted as several, as
+    # node_validation/duration.py counts them.
+    if any(p.validation.runs_nccl_test(p.gpus_per_node or 2) for p in config.pools):
+        yield _image(NODE_VALIDATOR_NCCL_TESTS_IMAGE, "node validation's NCCL all-reduce")
     if config.cloud is Cloud.AWS:
         yield from _eks_images(config)
 

@@ -169,6 +169,18 @@ NODE_VALIDATOR_IMAGE = IDLE_GPU_REAPER_IMAGE
 NODE_VALIDATOR_DCGM_IMAGE = ContainerImage(
     "nvcr.io/nvidia/cloud-native/dcgm", "4.6.0-1-ubuntu24.04"
 )
+# nccl-tests' `all_reduce_perf` for node validation's NCCL check: no NVIDIA image on NGC is
+# documented to carry it outside its multi-gigabyte framework images, so AWS's image, built and
+# pushed to its public registry by aws-samples/awsome-distributed-training (micro-benchmarks/
+# nccl-tests: nccl-tests.Dockerfile builds nccl-tests into /opt/nccl-tests/build, buildspec.yaml
+# pushes `public.ecr.aws/hpc-cloud/nccl-tests:<tag>`). The tag is that Dockerfile's defaults
+# (CUDA 12.8.1, EFA installer 1.43.2, aws-ofi-nccl v1.16.3, NCCL v2.27.7-1, nccl-tests v2.16.9);
+# CUDA 12.8 needs a driver of branch 570 or later. Upstream records no digest: the lock holds it.
+NODE_VALIDATOR_NCCL_TESTS_IMAGE = ContainerImage(
+    "public.ecr.aws/hpc-cloud/nccl-tests",
+    "cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9",
+)
+NODE_VALIDATOR_NCCL_TESTS_BINARY = "/opt/nccl-tests/build/all_reduce_perf"
 
 # The GKE Ubuntu canary gate's check that its node runs the canary NVIDIADriver's current driver
 # pod (gpu_platform/kubernetes/canary_driver_check.py) is one such script too. The image is in

@@ -21,6 +21,7 @@ from gpu_platform.drivers import AL2023_DRIVERS, BOTTLEROCKET_DRIVERS
 from gpu_platform.eks.instance_types import described_instance_type
 from gpu_platform.eks.max_pods import MAX_PODS
 from gpu_platform.gke.machine_types import FIXED_GPU_SERIES
+from gpu_platform.kubernetes.node_validation.expectations import NCCL_TESTS_ACCELERATORS
 from gpu_platform.offline.stand_ins.aws import (
     STAND_IN_ACCOUNT,
     STAND_IN_DEPLOY_ROLE,
@@ -135,10 +136,13 @@ def _labels_and_taints(draw: st.DrawFn, pool: Config) -> None:
 VALIDATION_CHECKS = ("nvlink", "dcgm-diag", "nccl-bandwidth", "efa", "ecc")
 
 
-def _validation(draw: st.DrawFn, pool: Config, karpenter: bool = False) -> None:
+def _validation(
+    draw: st.DrawFn, pool: Config, karpenter: bool = False, accelerator: str | None = None
+) -> None:
     """Node validation as a pool may set it: mostly left to its default (on), or off, or with a
-    level, skipped checks, a bandwidth share and, on Karpenter, a cap on replacements (0 among
-    them)."""
+    level, skipped checks, a bandwidth share, an expected bus bandwidth where the pool's
+    `accelerator` (given) can run the NCCL test and it is not partitioned into MIG instances,
+    and, on Karpenter, a cap on replacements (0 among them)."""
     way = draw(st.integers(0, 3))
     if way == 1:
         pool["validation"] = {"enabled": False}
@@ -149,6 +153,9 @@ def _validation(draw: st.DrawFn, pool: Config, karpenter: bool = False) -> None:
             validation["skipChecks"] = skips
         if draw(st.booleans()):
             validation["busBandwidthShare"] = draw(st.sampled_from([0.5, 0.9, 1]))
+        nccl = accelerator in NCCL_TESTS_ACCELERATORS and pool["sharing"]["mode"] != "mig"
+        if nccl and draw(st.booleans()):
+            validation["expectedBusBandwidthGbps"] = draw(st.sampled_from([50, 400.5]))
         if karpenter and draw(st.booleans()):
             validation["replacementsPerHour"] = draw(st.sampled_from([0, 1, 5]))
         pool["validation"] = validation
@@ -264,7 +271,7 @@ def eks_pool(
     if draw(st.integers(0, 4)) == 0:
         pool["diskSizeGib"] = draw(st.sampled_from([100, 500]))
     _labels_and_taints(draw, pool)
-    _validation(draw, pool, karpenter)
+    _validation(draw, pool, karpenter, first.accelerator)
     pool["aws"] = aws
     return pool
 

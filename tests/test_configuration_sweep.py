@@ -13,7 +13,8 @@ gets its own instance type's EFA count, and each EFA placement stays in one zone
 node gets one DCGM exporter, matching pods by the device IDs its device plugin uses; every
 tenant namespace's quota caps every MIG slice of every GPU the platform knows at its `migQuota`,
 and no more whole GPUs than its `gpuQuota` (replicas than its `sharedGpuQuota` where no pool is
-exclusive).
+exclusive); where a pool validates its nodes, the pods' admission policy is deployed and admits
+every pod the platform runs.
 
 CI draws a fixed sequence of `EXAMPLES` stacks (`derandomize`, no example database), after the
 few stacks of `CORNER_STACKS` that join the corners such a short run may miss. A deeper
@@ -33,6 +34,7 @@ from gpu_platform.config import load_stack_config
 from gpu_platform.lock.images import locked_digest
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
 from gpu_platform.offline.analyzer import PolicyPack
+from gpu_platform.offline.exempt_namespaces import exemption_mismatches
 from gpu_platform.offline.namespace_levels import POD_SECURITY, namespace_levels
 from gpu_platform.offline.program import Plan, run_program
 from gpu_platform.platform_images import platform_images
@@ -45,6 +47,9 @@ from tests.gpu_platform.gke.new_cluster.hardening_invariants import hardening_pr
 from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
 from tests.gpu_platform.kubernetes.exporter_invariants import exporter_problems
 from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
+from tests.gpu_platform.kubernetes.node_validation.pod_policy_invariants import (
+    pod_policy_problems,
+)
 from tests.gpu_platform.kubernetes.node_validation.taint_invariants import (
     validation_taint_problems,
 )
@@ -166,6 +171,13 @@ def pack_problems(pack: PolicyPack) -> Invariant:
     return check
 
 
+def exemption_problems(plan: Plan, config: Config) -> list[str]:
+    """What `gpu-platform plan` warns of under the policy config the sweep gives the pack: a
+    workload its exemptNamespaces lets tolerate the validation taint where the cluster's pods
+    admission policy judges it."""
+    return exemption_mismatches(plan, prod_policy_config(plan, config))
+
+
 def model_problems(plan: Plan, config: Config) -> list[str]:
     return official_model_problems(plan, kubernetes_minor(config))
 
@@ -181,6 +193,12 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         ),
         "a validated pool's nodes join with the validation taint, others without": (
             validation_taint_problems
+        ),
+        "the pods' admission policy where pools validate, admitting the platform's own pods": (
+            pod_policy_problems
+        ),
+        "the pack's exemptNamespaces and the pods' admission policy agree where it matters": (
+            exemption_problems
         ),
         "led pools wait for their canary's nodes, driver and gate": canary_ordering_problems,
         "no canary on capacity that never starts its node": canary_capacity_problems,

@@ -9,6 +9,7 @@ from gpu_platform.config.pools import GPU_TAINT_KEY, GpuPoolSpec, MigSharing
 from gpu_platform.config.problems import ConfigProblem, key_path
 from gpu_platform.config.set_aside import per_element
 from gpu_platform.config.stack import StackConfig
+from gpu_platform.kubernetes.node_validation.expectations import NCCL_TESTS_ACCELERATORS
 
 # Labels the platform sets from the pool's description; a pool overriding one would break
 # scheduling or the operator's per-node configuration.
@@ -90,10 +91,30 @@ def pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 " instance of a deleted Node, so a node group's or GKE node pool's failed node"
                 " is never replaced by deleting it",
             )
+        yield from _nccl_problems(pool, i)
         if isinstance(pool.sharing, MigSharing):
             yield from _mig_problems(pool, i)
 
     yield from per_element(config.pools, of_pool)
+
+
+def _nccl_problems(pool: GpuPoolSpec, index: int) -> Iterator[ConfigProblem]:
+    """Where the NCCL check cannot run though the pool gives it a bandwidth to reach."""
+    bandwidth = pool.validation.expected_bus_bandwidth_gbps
+    if bandwidth is None:
+        return
+    key = key_path("pools", index, "validation", "expectedBusBandwidthGbps")
+    if isinstance(pool.sharing, MigSharing):
+        # NVIDIA's MIG user guide ("CUDA Device Enumeration"): a CUDA process enumerates one
+        # MIG device only, so one all-reduce process cannot span a node's GPUs.
+        yield ConfigProblem(key, bandwidth, "no value on a MIG pool (`sharing.mode: mig`)")
+    elif pool.accelerator is not None and pool.accelerator not in NCCL_TESTS_ACCELERATORS:
+        yield ConfigProblem(
+            key,
+            bandwidth,
+            f"no value on a {pool.accelerator} pool: the NCCL test's image has kernels for"
+            f" {', '.join(sorted(NCCL_TESTS_ACCELERATORS))} only",
+        )
 
 
 def mig_problem(pool: GpuPoolSpec, accelerator: str, index: int) -> ConfigProblem | None:

@@ -1,5 +1,5 @@
 """The gate between a canary pool and the pool it leads: a Job on the canary that the other pool's
-nodes and driver wait for.
+nodes and driver wait for, passed on a node of the canary's new release that proved itself.
 
 The config only holds a pool to at most its canary's release (`canary_rules`); what the canary
 really runs is known only on the cluster. So the order is enforced where it is: the led pool's
@@ -30,10 +30,22 @@ Then `nvidia-smi` checks the driver version. A node not there yet is retried, no
 its pod leaves after a minute and the Job starts another, and the deadline covers the
 operator's rollout reaching one node of the canary.
 
+On a canary that validates its nodes the proof is the node's validation: the gate's pod
+tolerates the validation taint and runs the proof (`canary_proof_check`) beside the `nvidia-smi`
+check, which waits for it before it touches the GPU. It passes once the node is labelled
+`passed` with the canary's new driver (and pinned GKE version); it fails the gate, naming the
+failed check, when the node fails; and it leaves a node whose proof is of an earlier release,
+not counted, for another pod. Waiting on a node being validated, the pod is there when the node
+fails, which it could not be if it waited for the taint to come off. The smoke test stays: its
+pending pod starts a canary node from zero (the validator requests nothing, so no autoscaler
+starts a node for it), and it proves what the validator, which takes the GPUs through the
+runtime class, does not: that a restricted pod gets a GPU from the device plugin.
+
 It runs in the GPU Operator's namespace, where no tenant quota counts its GPU, under Pod
-Security `restricted` like any tenant pod. Its pod mounts no service account token; on GKE
-Ubuntu a token of the gate's own service account, which may only list pods and get DaemonSets
-in that namespace (`ROLE_RULES`), is projected into the check's init container alone.
+Security `restricted` like any tenant pod. Its pod mounts no service account token; a token of
+the gate's own service account is projected into the scripts' containers alone. The account may
+get Nodes (`PROOF_CLUSTER_RULES`) and list Events in that namespace (`PROOF_RULES`) for the
+proof, and on GKE Ubuntu list pods and get DaemonSets there (`ROLE_RULES`) for the driver check.
 """
 
 import hashlib
@@ -47,11 +59,25 @@ from pulumi_kubernetes import batch, core, rbac
 from gpu_platform.config import OperatorSpec, Provisioner
 from gpu_platform.instance import part_name
 from gpu_platform.kubernetes.canary_driver_check import PENDING_EXIT_CODE, TOKEN_DIR
+from gpu_platform.kubernetes.canary_proof_check import (
+    FAILED,
+    PENDING,
+    PROOF_DIR,
+    PROVEN,
+)
+from gpu_platform.kubernetes.canary_proof_check import (
+    FAILED_EXIT_CODE as PROOF_FAILED_EXIT_CODE,
+)
+from gpu_platform.kubernetes.canary_proof_check import (
+    PENDING_EXIT_CODE as PROOF_PENDING_EXIT_CODE,
+)
 from gpu_platform.kubernetes.node_validation.duration import (
     NODE_START_SECONDS,
     worst_case_seconds,
 )
+from gpu_platform.kubernetes.node_validation.names import VALIDATION_TAINT
 from gpu_platform.kubernetes.nvidia_driver import driver_image_path, nvidia_driver_for
+from gpu_platform.kubernetes.operator_values import taint_toleration
 from gpu_platform.kubernetes.script_pod import NO_BYTECODE, SCRIPT_DIR
 from gpu_platform.kubernetes.tenant_namespace import (
     SMOKE_TEST_AWAIT_MARGIN_SECONDS,
@@ -70,6 +96,10 @@ RELEASE_ANNOTATION = "gpu-platform.io/canary-release"
 RELEASE_NODE_LABEL = "gpu-platform.io/canary-release-id"
 POOL_LABEL = "gpu-platform.io/canary-pool"
 CHECK_SCRIPT = Path(__file__).with_name("canary_driver_check.py")
+PROOF_SCRIPT = Path(__file__).with_name("canary_proof_check.py")
+# The proof imports the driver check's API connection.
+SCRIPTS = (CHECK_SCRIPT, PROOF_SCRIPT)
+PROOF_CONTAINER = "validation-proof"
 CHECK_CONTAINER = "driver-rollout"
 ROLE_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
@@ -168,8 +198,13 @@ def canary_gate_job(
             {"key": key, "operator": "In", "values": [value]}
             for key, value in canary_node_labels(canary, provisioner).items()
         ]
-    if driver_rollout is not None and canary.driver is not None:
-        access = _driver_check_access(canary, namespace, opts)
+    rollout = driver_rollout is not None and canary.driver is not None
+    proof = proves_by_validation(canary)
+    if rollout or proof:
+        access = _gate_access(canary, namespace, opts, rollout, proof)
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=access))
+        spec["template"]["spec"] = _with_token(spec["template"]["spec"], canary)
+    if rollout and driver_rollout is not None:
         spec["template"]["spec"] = driver_check_pod_spec(
             spec["template"]["spec"], canary, driver_rollout
         )
@@ -187,7 +222,8 @@ def canary_gate_job(
                 },
             },
         )
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=access))
+    if proof:
+        _proven_first(spec, canary)
     return batch.v1.Job(
         part_name(f"{canary.spec.name}-canary-gate"),
         metadata={
@@ -208,43 +244,117 @@ def canary_gate_job(
     )
 
 
+def proves_by_validation(canary: ResolvedPool) -> bool:
+    """Whether the canary's gate waits for its node's validation: where the canary validates its
+    nodes against a driver the platform knows."""
+    return canary.spec.validation.enabled and canary.driver is not None
+
+
+def expected_release(canary: ResolvedPool) -> str:
+    """The `validated-release` a node of the canary's new release shows, where the config says
+    it: a GKE node's kubelet version, `v` and the pinned node version (`gcp.nodeVersion`,
+    `1.33.5-gke.1080000`, which the node reports as `v1.33.5-gke.1080000`). An EKS node's AMI id
+    is not in the config (an AMI release names one per region and architecture), and Karpenter's
+    nodes are picked by the release's id already; "" there."""
+    node_version = canary.spec.gcp.node_version
+    return "" if node_version is None else f"v{node_version}"
+
+
+# The `nvidia-smi` check waits for the proof's word before it touches the GPU.
+WAIT_FOR_PROOF = f"""until [ -e {PROOF_DIR}/{PROVEN} ]; do
+  [ -e {PROOF_DIR}/{FAILED} ] && exit 1
+  [ -e {PROOF_DIR}/{PENDING} ] && exit {PROOF_PENDING_EXIT_CODE}
+  sleep 5
+done
+"""
+
+
+def _proven_first(spec: dict[str, Any], canary: ResolvedPool) -> None:
+    """The gate's pod with the proof (`canary_proof_check`) beside its `nvidia-smi` check, which
+    waits for it; on a node still validating, since the pod tolerates the validation taint: the
+    pod is there, its failure seen, when validation fails. A failed validation fails the Job,
+    even where the node is then deleted (the rule comes before the disruption's); a pod that
+    found no proof of the new release is not counted."""
+    pod = spec["template"]["spec"]
+    (smoke_test,) = pod["containers"]
+    command = smoke_test["command"]
+    smoke_test["command"] = [*command[:-1], WAIT_FOR_PROOF + command[-1]]
+    shared = {"name": "proof", "mountPath": str(PROOF_DIR)}
+    smoke_test["volumeMounts"] = [*smoke_test.get("volumeMounts", []), shared]
+    pod["containers"] = [smoke_test, _proof_container(canary, shared)]
+    pod["volumes"] = [*pod.get("volumes", []), {"name": "proof", "emptyDir": {}}]
+    pod["tolerations"] = [*pod.get("tolerations", []), taint_toleration(VALIDATION_TAINT)]
+    rules = spec["podFailurePolicy"]["rules"]
+    rules.insert(
+        0,
+        {
+            "action": "FailJob",
+            "onExitCodes": {
+                "containerName": PROOF_CONTAINER,
+                "operator": "In",
+                "values": [PROOF_FAILED_EXIT_CODE],
+            },
+        },
+    )
+    for container in (PROOF_CONTAINER, smoke_test["name"]):
+        rule = {
+            "action": "Ignore",
+            "onExitCodes": {
+                "containerName": container,
+                "operator": "In",
+                "values": [PROOF_PENDING_EXIT_CODE],
+            },
+        }
+        if rule not in rules:
+            rules.append(rule)
+
+
+def _proof_container(canary: ResolvedPool, shared: dict[str, Any]) -> dict[str, Any]:
+    driver = canary.driver.version if canary.driver is not None else ""
+    release = expected_release(canary)
+    return {
+        **_script_container(PROOF_CONTAINER, PROOF_SCRIPT),
+        "env": [
+            *_POD_ENV,
+            {"name": "EXPECTED_DRIVER", "value": driver},
+            *([{"name": "EXPECTED_RELEASE", "value": release}] if release else []),
+            NO_BYTECODE,
+        ],
+        "volumeMounts": [*_SCRIPT_MOUNTS, shared],
+    }
+
+
 def _node_terms(spec: dict[str, Any]) -> list[dict[str, Any]]:
     affinity = spec["template"]["spec"]["affinity"]["nodeAffinity"]
     return list(affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"])
 
 
 def check_names(canary: ResolvedPool) -> tuple[str, str]:
-    """The names of the canary's driver check's service account (and Role and RoleBinding), and
-    of its script's ConfigMap, named after its content: a new script is a new ConfigMap, and a
-    new gate Job."""
+    """The names of the canary's gate's service account (and its roles and bindings), and of its
+    scripts' ConfigMap, named after their content: new scripts are a new ConfigMap, and a new
+    gate Job."""
     account = f"{GATE_NAME_PREFIX}{canary.spec.name}"
-    script = hashlib.sha256(CHECK_SCRIPT.read_bytes()).hexdigest()[:10]
-    return account, f"{account}-{script}"
+    scripts = b"".join(path.read_bytes() for path in SCRIPTS)
+    return account, f"{account}-{hashlib.sha256(scripts).hexdigest()[:10]}"
 
 
-def driver_check_pod_spec(
-    pod: dict[str, Any], canary: ResolvedPool, operator: OperatorSpec
-) -> dict[str, Any]:
-    """The gate's pod with the driver check (`canary_driver_check`) run first, as an init
-    container of the pinned Python image: the smoke test's image has no Python and its
-    container no API access. The check's service account token is projected into the init
-    container alone; the pod mounts none of its own."""
-    account, config_map = check_names(canary)
-    driver = nvidia_driver_for(canary, operator)
-    check = {
-        "name": CHECK_CONTAINER,
+_POD_ENV = [
+    {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+    {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+]
+_SCRIPT_MOUNTS = [
+    {"name": "driver-check", "mountPath": SCRIPT_DIR, "readOnly": True},
+    {"name": "driver-check-token", "mountPath": str(TOKEN_DIR), "readOnly": True},
+]
+
+
+def _script_container(name: str, script: Path) -> dict[str, Any]:
+    """A container of the pinned Python image running one of the gate's scripts: the smoke
+    test's image has no Python and its container no API access."""
+    return {
+        "name": name,
         "image": locked(CANARY_GATE_CHECK_IMAGE).reference,
-        "command": ["python3", f"{SCRIPT_DIR}/{CHECK_SCRIPT.name}"],
-        "env": [
-            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
-            {
-                "name": "POD_NAMESPACE",
-                "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
-            },
-            {"name": "NVIDIA_DRIVER", "value": driver["metadata"]["name"]},
-            {"name": "NVIDIA_DRIVER_IMAGE", "value": driver_image_path(driver)},
-            NO_BYTECODE,
-        ],
+        "command": ["python3", f"{SCRIPT_DIR}/{script.name}"],
         "resources": {
             "requests": {"cpu": "10m", "memory": "64Mi"},
             "limits": {"memory": "64Mi"},
@@ -254,18 +364,19 @@ def driver_check_pod_spec(
             "capabilities": {"drop": ["ALL"]},
             "readOnlyRootFilesystem": True,
         },
-        "volumeMounts": [
-            {"name": "driver-check", "mountPath": SCRIPT_DIR, "readOnly": True},
-            {"name": "driver-check-token", "mountPath": str(TOKEN_DIR), "readOnly": True},
-        ],
     }
+
+
+def _with_token(pod: dict[str, Any], canary: ResolvedPool) -> dict[str, Any]:
+    """The gate's pod as the gate's service account, with the scripts and the account's token,
+    which only the scripts' containers mount; the pod mounts none of its own."""
+    account, config_map = check_names(canary)
     token = {"path": "token", "expirationSeconds": TOKEN_SECONDS}
     # Every namespace has it: the cluster's CA, which the API server's certificate chains to.
     ca = {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}
     return {
         **pod,
         "serviceAccountName": account,
-        "initContainers": [check],
         "volumes": [
             *pod.get("volumes", []),
             {"name": "driver-check", "configMap": {"name": config_map}},
@@ -277,10 +388,40 @@ def driver_check_pod_spec(
     }
 
 
-def _driver_check_access(
-    canary: ResolvedPool, namespace: pulumi.Input[str], opts: pulumi.ResourceOptions
+def driver_check_pod_spec(
+    pod: dict[str, Any], canary: ResolvedPool, operator: OperatorSpec
+) -> dict[str, Any]:
+    """The gate's pod with the driver check (`canary_driver_check`) run first, as an init
+    container."""
+    driver = nvidia_driver_for(canary, operator)
+    check = {
+        **_script_container(CHECK_CONTAINER, CHECK_SCRIPT),
+        "env": [
+            *_POD_ENV,
+            {"name": "NVIDIA_DRIVER", "value": driver["metadata"]["name"]},
+            {"name": "NVIDIA_DRIVER_IMAGE", "value": driver_image_path(driver)},
+            NO_BYTECODE,
+        ],
+        "volumeMounts": list(_SCRIPT_MOUNTS),
+    }
+    return {**pod, "initContainers": [check]}
+
+
+# What the proof reads: the canary's Node, and the node validator's Events on it, which it posts
+# in the namespace the gate runs in (node_validation/report.py).
+PROOF_CLUSTER_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+PROOF_RULES = [{"apiGroups": [""], "resources": ["events"], "verbs": ["list"]}]
+
+
+def _gate_access(
+    canary: ResolvedPool,
+    namespace: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+    rollout: bool,
+    proof: bool,
 ) -> list[pulumi.Resource]:
-    """The check's script and its service account, allowed `ROLE_RULES` in `namespace`."""
+    """The gate's scripts and its service account, allowed `ROLE_RULES` (the driver check,
+    `rollout`) and `PROOF_RULES` (`proof`) in `namespace`, and `PROOF_CLUSTER_RULES` (`proof`)."""
     account_name, config_map_name = check_names(canary)
     on_cluster = pulumi.ResourceOptions(parent=opts.parent, provider=opts.provider)
     name = part_name(f"{canary.spec.name}-canary-gate")
@@ -289,24 +430,44 @@ def _driver_check_access(
     config_map = core.v1.ConfigMap(
         name,
         metadata={**metadata, "name": config_map_name},
-        data={CHECK_SCRIPT.name: CHECK_SCRIPT.read_text()},
+        data={path.name: path.read_text() for path in SCRIPTS},
         opts=on_cluster,
     )
     account = core.v1.ServiceAccount(
         name, metadata=metadata, automount_service_account_token=False, opts=on_cluster
     )
-    role = rbac.v1.Role(name, metadata=metadata, rules=cast(Any, ROLE_RULES), opts=on_cluster)
-    binding = rbac.v1.RoleBinding(
-        name,
-        metadata=metadata,
-        role_ref=cast(
-            Any, {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account_name}
-        ),
-        subjects=cast(
-            Any, [{"kind": "ServiceAccount", "name": account_name, "namespace": namespace}]
-        ),
-        opts=pulumi.ResourceOptions.merge(
-            on_cluster, pulumi.ResourceOptions(depends_on=[account, role])
-        ),
-    )
-    return [config_map, binding]
+    subjects: Any = [{"kind": "ServiceAccount", "name": account_name, "namespace": namespace}]
+    rules = [*(ROLE_RULES if rollout else []), *(PROOF_RULES if proof else [])]
+    role = rbac.v1.Role(name, metadata=metadata, rules=cast(Any, rules), opts=on_cluster)
+
+    def bound(binding: type[Any], kind: str, to: pulumi.Resource, meta: Any) -> pulumi.Resource:
+        return cast(
+            pulumi.Resource,
+            binding(
+                name,
+                metadata=meta,
+                role_ref=_role_ref(kind, account_name),
+                subjects=subjects,
+                opts=pulumi.ResourceOptions.merge(
+                    on_cluster, pulumi.ResourceOptions(depends_on=[account, to])
+                ),
+            ),
+        )
+
+    granted = [config_map, bound(rbac.v1.RoleBinding, "Role", role, metadata)]
+    if proof:
+        cluster_metadata: Any = {"name": account_name, "labels": labels}
+        cluster_role = rbac.v1.ClusterRole(
+            name,
+            metadata=cluster_metadata,
+            rules=cast(Any, PROOF_CLUSTER_RULES),
+            opts=on_cluster,
+        )
+        granted.append(
+            bound(rbac.v1.ClusterRoleBinding, "ClusterRole", cluster_role, cluster_metadata)
+        )
+    return granted
+
+
+def _role_ref(kind: str, name: str) -> Any:
+    return {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name}

@@ -40,6 +40,8 @@ from gpu_platform.kubernetes.alerts import ALERTED_CLASSES, xid_classes
 from gpu_platform.kubernetes.chart_images.prometheus_stack import with_digests
 from gpu_platform.kubernetes.idle_gpu_pods import REAPER_NAMESPACE
 from gpu_platform.kubernetes.node_validation.names import (
+    CHECK_LABEL_PREFIX,
+    CHECK_LABELS,
     FAILED_CHECK_LABEL,
     RESULT_LABEL,
     VALIDATION_LABELS,
@@ -381,6 +383,7 @@ def _placeholders(monitoring: MonitoringSpec, operator_namespace: str) -> dict[s
         "validation_taint": VALIDATION_TAINT.key,
         "result_label": kube_state_label(RESULT_LABEL),
         "failed_check_label": kube_state_label(FAILED_CHECK_LABEL),
+        "check_results": check_results(),
         **_xid_placeholders(),
     }
 
@@ -390,6 +393,22 @@ def kube_state_label(key: str) -> str:
     letters, digits and `_` as `_` (kube-state-metrics internal/store/utils.go,
     `kubeMapToPrometheusLabels` and `sanitizeLabelName`)."""
     return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+
+
+def check_results() -> str:
+    """Each node's result of each validation check, 1 failed and 0 passed, labelled `check`:
+    the PromQL of `gpu_platform:node_validation_check:failed`. kube-state-metrics exports each
+    check's label as a label of its own on `kube_node_labels`; this makes them one series per
+    node and check. Each node's latest value of the last 5 minutes, as the other node validation
+    rules read them."""
+    terms = [
+        f"label_replace({scale}max by (node) (last_over_time(kube_node_labels"
+        f'{{{kube_state_label(label)}="{value}"}}[5m])),'
+        f' "check", "{label.removeprefix(CHECK_LABEL_PREFIX)}", "", "")'
+        for label in CHECK_LABELS
+        for value, scale in (("failed", ""), ("passed", "0 * "))
+    ]
+    return "\nor\n".join(terms)
 
 
 def _xid_placeholders() -> dict[str, str]:

@@ -19,8 +19,10 @@ from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin
 from gpu_platform.lock.lockfile import LockError, MissingLockEntry, project_lock
 from gpu_platform.offline.analyzer import PACK_DIR, PolicyPack, Verdict
 from gpu_platform.offline.driver_images import undeclared_driver_images
+from gpu_platform.offline.exempt_namespaces import exemption_mismatches
 from gpu_platform.offline.namespace_levels import config_for_plan
 from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.offline.validation_warnings import unconfirmed_gke_scale_up
 from gpu_platform.project import Project
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART
 
@@ -91,8 +93,13 @@ def plan_stack(
         config = read_policy_config(project.directory / POLICY_CONFIG_DIR, stack, policy_config)
         verdicts = _verdicts(pack, plan, config)
     where = str(policy_config or f"{POLICY_CONFIG_DIR}/{stack}.json")
-    warnings = [*_unlocked_chart_pins(plan), *undeclared_driver_images(plan, config, where)]
-    return OfflinePlan(plan, tuple(verdicts), pack_dir, tuple(warnings))
+    warnings = (
+        *_unlocked_chart_pins(plan),
+        *undeclared_driver_images(plan, config, where),
+        *unconfirmed_gke_scale_up(plan),
+        *exemption_mismatches(plan, config),
+    )
+    return OfflinePlan(plan, tuple(verdicts), pack_dir, warnings)
 
 
 def program_plan(stack: str, project: Project | None = None) -> Plan:

@@ -409,9 +409,13 @@ finds faults (PCIe, memory bandwidth) that level 1 does not."""
     skip_checks: list[str]
     """Checks not to run on this pool's nodes: `gpu-count`, `driver`, `ecc`, `memory`, `pcie`,
 `nvlink`, `dcgm-diag`, `nccl-bandwidth`, `efa`."""
+    expected_bus_bandwidth_gbps: float
+    """The all-reduce bus bandwidth in GB/s (nccl-tests' `busbw`) a whole node of the pool's
+type reaches across its GPUs: set, the NCCL check runs on the pool's nodes of more than one
+GPU. Unset, it does not: neither NVIDIA nor the clouds publish such a figure for any GPU
+model, so there is no default to hold a node to (docs/node-validation.md)."""
     bus_bandwidth_share: float
-    """The share of the GPU model's expected all-reduce bus bandwidth a multi-GPU node must
-reach in the NCCL check."""
+    """The share of `expectedBusBandwidthGbps` a multi-GPU node must reach in the NCCL check."""
     replacements_per_hour: int
     """How many of the pool's nodes that failed validation may be replaced in any hour: the
 failed Node is deleted, and Karpenter terminates its instance and launches another. Beyond
@@ -676,16 +680,20 @@ below every other GPU pool, whatever its capacity, so that a pod that selects no
 starts a canary node only while no other pool it fits can grow (at its `max`, or out of
 capacity). The other pool's nodes (and, on GKE Ubuntu, its NVIDIADriver) are updated
 only after the canary's: whenever the canary's driver or what pins it changes, `pulumi up`
-first runs a gate Job on a canary node of the new release (`nvidia-smi` and the driver
-check, then `canarySoakMinutes` of `nvidia-smi` every minute), and a gate that fails stops
-the update before the other pool changes (docs/upgrades.md). The gate is a plain pod, so a
+first runs a gate Job on a canary node of the new release (on a validated canary, once the
+node has passed validation with the new driver; then `nvidia-smi` and the driver check, and
+`canarySoakMinutes` of `nvidia-smi` every minute), and a gate that fails stops the update
+before the other pool changes, a failed validation with the check's name
+(docs/upgrades.md). The gate is a plain pod, so a
 canary may not be on capacity that never starts a node for one: not `capacity-block` (EKS),
 nor `gcp.queuedProvisioning` (GKE, nodes only for a ProvisioningRequest), nor only the
 targeted reservation of the pool it leads, which that pool fills at its `max` (without
 `aws.onDemandFallback`; a `gcp.reservation: specific` of the same name)."""
     canary_soak_minutes: int
     """A `canaryOf` pool: how long its gate Job keeps checking the canary's GPU, every minute,
-after the driver check passed, before the pool it leads is updated."""
+after its node passed validation (where the canary validates its nodes) and the driver
+check, before the pool it leads is updated. The gate's deadline allows for it on top of the
+node's start and validation."""
     validation: PoolValidationArgs
     """How each new node proves itself before the pool's GPU pods land on it."""
     aws: EksPoolOptionsArgs

@@ -353,7 +353,16 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
                 equal(
                     (
                         "nodes=[gpu-platform.io/validation,gpu-platform.io/validation-failed-check,"
-                        "gpu-platform.io/validated-driver,gpu-platform.io/validated-release]",
+                        "gpu-platform.io/validated-driver,gpu-platform.io/validated-release,"
+                        "gpu-platform.io/validation-check.gpu-count,"
+                        "gpu-platform.io/validation-check.driver,"
+                        "gpu-platform.io/validation-check.ecc,"
+                        "gpu-platform.io/validation-check.memory,"
+                        "gpu-platform.io/validation-check.pcie,"
+                        "gpu-platform.io/validation-check.nvlink,"
+                        "gpu-platform.io/validation-check.dcgm-diag,"
+                        "gpu-platform.io/validation-check.nccl-bandwidth,"
+                        "gpu-platform.io/validation-check.efa]",
                     )
                 ),
             ),

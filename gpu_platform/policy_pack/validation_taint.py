@@ -1,14 +1,18 @@
-"""Only the platform's pods tolerate the node validation taint.
+"""Only the platform's pods tolerate the node validation taint, or the failure taint.
 
 A GPU node of a validated pool joins with the taint
 `startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation=pending:NoSchedule`, and
-keeps it until its validation passed (docs/node-validation.md). A tenant's pod that tolerates it
-could start on a node that is still being proven, or that failed and was left tainted for that
-reason. So a pod outside the namespaces the platform's own pods run in (`exemptNamespaces`, the
-setting the Pod Security policies read) must not tolerate it: neither by its key nor with an empty
-key and `operator: Exists`, which tolerates every taint. Matching follows Kubernetes
-(k8s.io/api core/v1 toleration.go, `ToleratesTaint`): an empty effect matches every effect, an
-empty operator is `Equal`, which compares the value too.
+keeps it until its validation passed (docs/node-validation.md); a node that failed and is not
+replaced also gets `gpu-platform.io/validation-failed=<check>:NoSchedule`, for good. A tenant's
+pod that tolerates either could start on a node that is still being proven, or that failed. So a
+pod outside the namespaces the platform's own pods run in (`exemptNamespaces`, the setting the
+Pod Security policies read) must tolerate neither: not by its key, nor with an empty key and
+`operator: Exists`, which tolerates every taint. Matching follows Kubernetes (k8s.io/api core/v1
+toleration.go, `ToleratesTaint`): an empty effect matches every effect, an empty operator is
+`Equal`, which compares the value too. The failure taint's value is the check that failed, so a
+toleration of its key with any value is refused: each tolerates the nodes that failed that check.
+The cluster holds the same line for pods Pulumi does not deploy
+(gpu_platform/kubernetes/node_validation/pod_admission_policy.py).
 """
 
 from collections.abc import Iterator
@@ -25,6 +29,8 @@ NAME = "gpu-validation-taint-platform-only"
 TAINT_KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation"
 TAINT_VALUE = "pending"
 TAINT_EFFECT = "NoSchedule"
+# gpu_platform/kubernetes/node_validation/names.py, FAILED_TAINT_KEY (a test keeps them equal).
+FAILED_TAINT_KEY = "gpu-platform.io/validation-failed"
 
 
 def tolerates_validation_taint(toleration: Any) -> bool:
@@ -37,9 +43,21 @@ def tolerates_validation_taint(toleration: Any) -> bool:
     return key == TAINT_KEY and (value_at(toleration, "value") or "") == TAINT_VALUE
 
 
+def tolerates_failure_taint(toleration: Any) -> bool:
+    effect = value_at(toleration, "effect")
+    return effect in (None, "", TAINT_EFFECT) and value_at(toleration, "key") == FAILED_TAINT_KEY
+
+
 def _problems(pod: Pod) -> Iterator[str]:
     for i, toleration in enumerate(elements(pod.spec, "tolerations")):
-        if tolerates_validation_taint(toleration):
+        if tolerates_failure_taint(toleration):
+            yield (
+                f"{pod.spec_field('tolerations', i)} tolerates the node validation failure taint"
+                f" {FAILED_TAINT_KEY}:{TAINT_EFFECT}, so the pod could start on a GPU node that"
+                " failed validation. Fix: remove the toleration; only the platform's namespaces"
+                f" ({EXEMPT_NAMESPACES.key}) may tolerate it."
+            )
+        elif tolerates_validation_taint(toleration):
             every = "every taint" if not value_at(toleration, "key") else "it"
             yield (
                 f"{pod.spec_field('tolerations', i)} tolerates {every}, the node validation "
@@ -63,8 +81,8 @@ def validation_taint_problems(args: ResourceValidationArgs) -> Iterator[str]:
 
 POLICY = resource_policy(
     NAME,
-    "Pods outside the platform's namespaces do not tolerate the node validation taint, by its key "
-    "or by tolerating every taint.",
+    "Pods outside the platform's namespaces do not tolerate the node validation taint or its "
+    "failure taint, by their keys or by tolerating every taint.",
     validation_taint_problems,
     EXEMPT_NAMESPACES,
 )

@@ -120,3 +120,18 @@ def test_node_validation_locks_its_images_where_a_pool_validates() -> None:
 
     assert {PYTHON, DCGM} <= keys(validated)
     assert not {PYTHON, DCGM} & keys(unvalidated)
+
+
+def test_the_nccl_test_image_is_locked_only_where_a_pool_runs_the_check() -> None:
+    # aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests: the Dockerfile's
+    # default versions, in the tag AWS publishes them under on public.ecr.aws/hpc-cloud.
+    nccl = (
+        "public.ecr.aws/hpc-cloud/nccl-tests:"
+        "cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
+    )
+    raw = copy.deepcopy(stack_config("karpenter-dev", PROJECT))
+    h100 = next(p for p in raw["gpu-platform:pools"] if p["name"] == "h100-block")
+
+    assert nccl not in keys(load_stack_config(*gpu_platform_config(raw)))
+    h100["validation"] = {"expectedBusBandwidthGbps": 400}
+    assert nccl in keys(load_stack_config(*gpu_platform_config(raw)))

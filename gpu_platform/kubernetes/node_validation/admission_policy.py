@@ -13,8 +13,10 @@ ServiceAccount token binding": beta and on by default from Kubernetes 1.30, GA i
 `ServiceAccountTokenPodNodeInfo` in kubernetes pkg/features/kube_features.go; every version
 the platform supports, `SUPPORTED_KUBERNETES_VERSIONS`, is newer). An update is denied too
 unless:
-- its taints are the old ones, the old ones less the validation and failure taints, or the old
-  ones with only failure taints (`FAILED_TAINT_KEY`, `NoSchedule`) changed;
+- its taints are the old ones, the old ones less the validation and failure taints, the old
+  ones with only failure taints (`FAILED_TAINT_KEY`, `NoSchedule`) changed, or the old ones and
+  the validation taint, on a node left without a result label (validated again: its driver
+  upgraded in place, `report.py`);
 - every label other than the validation labels is as it was, none added or removed;
 - its annotations, finalizers and owner references are as they were;
 - the rest of its spec (every NodeSpec field but `taints`) is as it was.
@@ -29,6 +31,7 @@ from typing import Any
 
 from gpu_platform.kubernetes.node_validation.names import (
     FAILED_TAINT_KEY,
+    RESULT_LABEL,
     VALIDATION_LABELS,
     VALIDATION_TAINT,
     VALIDATOR_SERVICE_ACCOUNT,
@@ -58,7 +61,7 @@ def _unchanged(path: str) -> str:
     return f"has({new}) == has({old}) && (!has({new}) || {new} == {old})"
 
 
-def _quoted(values: tuple[str, ...]) -> str:
+def quoted(values: tuple[str, ...]) -> str:
     return "[" + ", ".join(f"'{v}'" for v in values) + "]"
 
 
@@ -94,7 +97,7 @@ def _on_update(expression: str) -> str:
 
 def validations() -> list[dict[str, str]]:
     taint, failed = f"'{VALIDATION_TAINT.key}'", f"'{FAILED_TAINT_KEY}'"
-    labels = _quoted(VALIDATION_LABELS)
+    labels = quoted(VALIDATION_LABELS)
     return [
         {
             "expression": (
@@ -114,10 +117,16 @@ def validations() -> list[dict[str, str]]:
                 f" variables.oldTaints.filter(t, t.key != {taint} && t.key != {failed}) ||"
                 f" (variables.newTaints.filter(t, t.key != {failed}) =="
                 f" variables.oldTaints.filter(t, t.key != {failed}) &&"
-                f" variables.newTaints.all(t, t.key != {failed} || t.effect == 'NoSchedule'))"
+                f" variables.newTaints.all(t, t.key != {failed} || t.effect == 'NoSchedule')) ||"
+                f" (variables.newTaints.filter(t, t.key != {taint}) == variables.oldTaints &&"
+                f" variables.newTaints.exists_one(t, t.key == {taint} &&"
+                f" t.value == '{VALIDATION_TAINT.value}' &&"
+                f" t.effect == '{VALIDATION_TAINT.effect}') &&"
+                f" !('{RESULT_LABEL}' in variables.newLabels))"
             ),
-            "message": f"the node validator may only remove the taint {VALIDATION_TAINT.key}"
-            f" and set or remove the taint {FAILED_TAINT_KEY}",
+            "message": f"the node validator may only remove the taint {VALIDATION_TAINT.key},"
+            f" set or remove the taint {FAILED_TAINT_KEY}, and put the taint"
+            f" {VALIDATION_TAINT.key} back on a node whose result it removes",
         },
         {
             "expression": _on_update(
@@ -152,14 +161,30 @@ def validator_username(namespace: str) -> str:
     return f"system:serviceaccount:{namespace}:{VALIDATOR_SERVICE_ACCOUNT}"
 
 
-def node_validator_admission_policy(namespace: str) -> list[dict[str, Any]]:
-    """The ValidatingAdmissionPolicy and its binding (deny), for the validator's service account
-    in `namespace`."""
+def denying(name: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """A ValidatingAdmissionPolicy `name` of `spec`, and its binding, which denies what the
+    policy's validations refuse."""
     policy = {
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": NAME},
-        "spec": {
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    binding = {
+        "apiVersion": API_VERSION,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]},
+    }
+    return [policy, binding]
+
+
+def node_validator_admission_policy(namespace: str) -> list[dict[str, Any]]:
+    """The ValidatingAdmissionPolicy and its binding (deny), for the validator's service account
+    in `namespace`."""
+    return denying(
+        NAME,
+        {
             "failurePolicy": "Fail",
             "matchConstraints": {
                 "resourceRules": [
@@ -180,11 +205,4 @@ def node_validator_admission_policy(namespace: str) -> list[dict[str, Any]]:
             "variables": VARIABLES,
             "validations": validations(),
         },
-    }
-    binding = {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": NAME},
-        "spec": {"policyName": NAME, "validationActions": ["Deny"]},
-    }
-    return [policy, binding]
+    )

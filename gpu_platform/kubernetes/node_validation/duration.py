@@ -40,7 +40,7 @@ def worst_case_seconds(validation: PoolValidation, gpus: int) -> int:
         seconds += NVIDIA_SMI_TIMEOUT
     if "dcgm-diag" not in skipped:
         seconds += DCGM_DIAG_TIMEOUT[str(validation.dcgm_diag_level)]
-    if gpus > 1 and "nccl-bandwidth" not in skipped:
+    if validation.runs_nccl_test(gpus):
         seconds += NCCL_TIMEOUT
     return seconds
 

@@ -7,6 +7,7 @@ cluster-autoscaler utils/taints/taints.go; its FAQ "How can I scale a node group
 not as a node that cannot take the pods it was scaled up for.
 """
 
+from gpu_platform.kubernetes.node_validation.validate import CHECKS
 from gpu_platform.taints import Taint
 
 # 61 characters: EKS refuses a node group taint key over 63, prefix included (botocore `eks`
@@ -38,11 +39,17 @@ VALIDATED_DRIVER_LABEL = f"{LABEL_PREFIX}validated-driver"
 """The NVIDIA driver version the node passed with."""
 VALIDATED_RELEASE_LABEL = f"{LABEL_PREFIX}validated-release"
 """The node image the node passed with: the AMI id or GKE node version."""
+CHECK_LABEL_PREFIX = f"{LABEL_PREFIX}validation-check."
+CHECK_LABELS = tuple(f"{CHECK_LABEL_PREFIX}{check}" for check in CHECKS)
+"""`passed` or `failed`: each check's result on a node it ran on at its last validation, which
+kube-state-metrics exports for the per-check alert and dashboard (a one-shot pod has no
+endpoint to scrape once it is gone, and a Node's labels outlive it)."""
 VALIDATION_LABELS = (
     RESULT_LABEL,
     FAILED_CHECK_LABEL,
     VALIDATED_DRIVER_LABEL,
     VALIDATED_RELEASE_LABEL,
+    *CHECK_LABELS,
 )
 """Every label the validator may set, change or remove, and no other."""
 

@@ -19,7 +19,9 @@ result on the Node: the validation pod's main container, standard library only.
   `FAILED_TAINT_KEY` (names.py says why). The label comes last because it ends this pod (below):
   labelled first, the pod could be killed between the ledger's update and the deletion, a
   replacement counted and none made. SIGTERM is held off from the ledger's update to the label.
-- Either way an Event on the Node (created in this pod's namespace: `kubectl describe node`
+- Either way each check that ran is labelled with its result,
+  `gpu-platform.io/validation-check.<check>=passed|failed` (kube-state-metrics exports them),
+  and an Event on the Node (created in this pod's namespace: `kubectl describe node`
   lists a node's events from every namespace), posted before anything else, gives every check's
   result and seconds, and the label comes last, with SIGTERM held off until it is set.
 - With `--exempt-untainted` (the pod's first init container, before any tool runs): a node
@@ -63,6 +65,31 @@ FAILED_TAINT_KEY = "gpu-platform.io/validation-failed"
 FAILED_CHECK_LABEL = "gpu-platform.io/validation-failed-check"
 VALIDATED_DRIVER_LABEL = "gpu-platform.io/validated-driver"
 VALIDATED_RELEASE_LABEL = "gpu-platform.io/validated-release"
+CHECK_LABEL_PREFIX = "gpu-platform.io/validation-check."
+VALIDATION_LABELS = (
+    RESULT_LABEL,
+    FAILED_CHECK_LABEL,
+    VALIDATED_DRIVER_LABEL,
+    VALIDATED_RELEASE_LABEL,
+    *(f"{CHECK_LABEL_PREFIX}{check}" for check in validate.CHECKS),
+)
+# The GPU Operator's driver upgrade states (k8s-operator-libs pkg/upgrade/consts.go, vendored in
+# gpu-operator v26.7.0) in which a node is cordoned for its driver's upgrade, and of those the
+# one reached once the new driver is loaded and the operator's own validator is Ready.
+UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+DRIVER_UPGRADING = frozenset(
+    {
+        "cordon-required",
+        "wait-for-jobs-required",
+        "pod-deletion-required",
+        "drain-required",
+        "pod-restart-required",
+        "validation-required",
+        "uncordon-required",
+    }
+)
+UPGRADE_LOADED = frozenset({"uncordon-required"})
+UPGRADE_POLL_SECONDS = 30
 # Set by EKS on a managed node group's nodes: the AMI id they run.
 NODEGROUP_IMAGE_LABEL = "eks.amazonaws.com/nodegroup-image"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -133,6 +160,12 @@ def result_patch(
     labels = (node.get("metadata") or {}).get("labels") or {}
     failed = failed_check(results)
     patch: list[dict[str, Any]] = []
+    checked = {
+        f"{CHECK_LABEL_PREFIX}{r['check']}": "passed" if r["passed"] else "failed" for r in results
+    }
+    # A check that did not run this time (skipped since) keeps no result of an earlier run.
+    unchecked = [f"{CHECK_LABEL_PREFIX}{c}" for c in validate.CHECKS]
+    unchecked = [label for label in unchecked if label not in checked]
     if failed is None:
         patch += _taint_removals(node, [taint_key, FAILED_TAINT_KEY])
         values = {
@@ -148,7 +181,7 @@ def result_patch(
             patch.append({"op": "add", "path": "/spec/taints/-", "value": taint})
         values = {RESULT_LABEL: "failed", FAILED_CHECK_LABEL: failed}
         stale = [VALIDATED_DRIVER_LABEL, VALIDATED_RELEASE_LABEL]
-    return patch + label_patch(labels, values, stale)
+    return patch + label_patch(labels, {**values, **checked}, [*stale, *unchecked])
 
 
 def label_patch(
@@ -334,15 +367,54 @@ def report(
 
 
 def exempt_untainted(api: Api, env: Mapping[str, str]) -> str | None:
-    """Label the node `exempt` if it has no validation taint, saying so; None if it has one."""
+    """Label the node `exempt` if it has no validation taint, saying so; None if it is to be
+    validated: it has the taint, or has it again (`retaint_upgrading`)."""
     name = env["NODE_NAME"]
     node: Object = api.call("GET", _node_path(name))
     if has_taint(node, env["VALIDATION_TAINT_KEY"]):
         return None
     labels = (node.get("metadata") or {}).get("labels") or {}
+    if labels.get(UPGRADE_STATE_LABEL) in DRIVER_UPGRADING:
+        retaint_upgrading(api, name, env["VALIDATION_TAINT_KEY"])
+        return None
     patch = label_patch(labels, {RESULT_LABEL: EXEMPT}, [FAILED_CHECK_LABEL])
     api.call("PATCH", _node_path(name), patch, "application/json-patch+json")
     return f"{name}: no validation taint, nothing checked, labelled {EXEMPT}"
+
+
+def retaint_upgrading(api: Api, name: str, taint_key: str) -> None:
+    """Validate again a node whose driver the GPU Operator upgrades in place: put the validation
+    taint back and take its result off, at once, then wait until the new driver is loaded.
+
+    The DaemonSet's node affinity brings this pod to a passed or exempt node only while it is in
+    the operator's upgrade, from `cordon-required` to `uncordon-required` (k8s-operator-libs
+    pkg/upgrade/consts.go, vendored in gpu-operator v26.7.0; upgrade_inplace.go and
+    common_manager.go move it on): cordoned, its GPU pods deleted, its driver pod restarted, the
+    operator's validator Ready, and only then uncordoned. Tainted while still cordoned, the node
+    takes no GPU pod until it has passed again; `validated-driver` no longer names a driver it
+    has stopped running. Its checks wait for `UPGRADE_LOADED`: until then the old driver may
+    still be loaded, or being unloaded."""
+    for attempt in range(RETRIES + 1):
+        node: Object = api.call("GET", _node_path(name))
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        taint = {"key": taint_key, "value": "pending", "effect": "NoSchedule"}
+        patch: list[dict[str, Any]] = [{"op": "add", "path": "/spec/taints/-", "value": taint}]
+        if not (node.get("spec") or {}).get("taints"):
+            patch = [{"op": "add", "path": "/spec/taints", "value": [taint]}]
+        patch += label_patch(labels, {}, VALIDATION_LABELS)
+        try:
+            api.call("PATCH", _node_path(name), patch, "application/json-patch+json")
+            break
+        except ApiError as error:
+            if error.status not in (409, 422) or attempt == RETRIES:
+                raise
+    print(f"{name}: driver upgraded in place, to be validated again", flush=True)
+    while True:
+        node = api.call("GET", _node_path(name))
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        if labels.get(UPGRADE_STATE_LABEL) not in DRIVER_UPGRADING - UPGRADE_LOADED:
+            return
+        time.sleep(UPGRADE_POLL_SECONDS)
 
 
 def node_env(env: Mapping[str, str], node: Object) -> dict[str, str]:

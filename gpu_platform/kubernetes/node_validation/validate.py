@@ -290,7 +290,8 @@ def run(command: Sequence[str], timeout: float) -> str:
 def recorded(directory: str, command: Sequence[str], timeout: float) -> str | None:
     """The output of `command` as another container of the pod ran it under `timeout` and left
     it in `directory`; None where it left nothing for the tool (then it runs here). A container
-    holds a tool that this one's image does not: DCGM's `dcgmi` and its host engine."""
+    holds a tool that this one's image does not: DCGM's `dcgmi` and its host engine, nccl-tests'
+    `all_reduce_perf`."""
     out, err, rc = (os.path.join(directory, command[0] + s) for s in RECORDED_SUFFIXES)
     if not os.path.exists(rc):
         return None
@@ -307,6 +308,12 @@ def recorded(directory: str, command: Sequence[str], timeout: float) -> str | No
 def diag_command(level: str) -> list[str]:
     """DCGM's diagnostic at `level`, as JSON."""
     return ["dcgmi", "diag", "-r", level, "-j"]
+
+
+def nccl_command(gpus: str) -> list[str]:
+    """nccl-tests' all-reduce across `gpus` GPUs of one process, from 1 GiB to 8 GiB: sizes at
+    which the bus bandwidth levels off (nccl-tests doc/PERFORMANCE.md)."""
+    return ["all_reduce_perf", "-b", "1G", "-e", "8G", "-f", "2", "-g", gpus]
 
 
 @dataclass(frozen=True)
@@ -399,15 +406,15 @@ def checks(cfg: Config) -> list[tuple[str, Callable[[], Result]]]:
         return dcgm_diag(json.loads(run(diag, timeout) if found is None else found))
 
     planned.append(("dcgm-diag", diagnostic))
+    nccl = nccl_command(str(cfg.gpus))
+
+    def all_reduce() -> Result:
+        found = recorded(cfg.recorded, nccl, NCCL_TIMEOUT) if cfg.recorded else None
+        output = run(nccl, NCCL_TIMEOUT) if found is None else found
+        return nccl_bandwidth(output, cfg.busbw_gbps, cfg.busbw_share)
+
     if cfg.busbw_gbps and cfg.gpus > 1:
-        # 1 GiB to 8 GiB: sizes at which the bus bandwidth levels off (doc/PERFORMANCE.md).
-        nccl = ["all_reduce_perf", "-b", "1G", "-e", "8G", "-f", "2", "-g", str(cfg.gpus)]
-        planned.append(
-            (
-                "nccl-bandwidth",
-                lambda: nccl_bandwidth(run(nccl, NCCL_TIMEOUT), cfg.busbw_gbps, cfg.busbw_share),
-            )
-        )
+        planned.append(("nccl-bandwidth", all_reduce))
     if cfg.efa_devices:
         planned.append(("efa", lambda: efa(_listdir(INFINIBAND_DEVICES), cfg.efa_devices)))
     return [(name, check) for name, check in planned if name not in cfg.skip]

@@ -8,17 +8,20 @@ the pod: `NodeShouldRunDaemonPod` answers (false, false) for a node whose labels
 node affinity does not match, and `podsShouldBeOnNode` deletes the daemon pods of a node where
 `shouldContinueRunning` is false (kubernetes pkg/controller/daemon/daemon_controller.go, the
 same from v1.33 to v1.36). The pod therefore runs once per node, and again only if someone
-removes the label (and checks the node only if it has the validation taint again).
+removes the label (and checks the node only if it has the validation taint again), or, on GKE
+Ubuntu, where the GPU Operator upgrades a node's driver in place, while it does: the pod then
+puts the taint back and validates the node with its new driver (`report.retaint_upgrading`).
 
 The pod takes the node's GPUs as the operator's own operands do, through the container
 toolkit's runtime class with `NVIDIA_VISIBLE_DEVICES=all`, not by requesting `nvidia.com/gpu`:
 a node with a GPU fallen off the bus advertises fewer GPUs, and a pod requesting the full count
 would wait there unscheduled instead of failing the `gpu-count` check; a MIG, time-sliced or
-MPS node advertises slices or replicas, not GPUs. Nothing else takes the GPUs meanwhile: the
-validation taint keeps every GPU pod off the node until the pod passes it. On a MIG pool the pod
-waits for the MIG manager's `nvidia.com/mig.config.state=success` (it would otherwise hold the
-GPUs the reconfiguration resets), and skips `nvlink`: NVLink is off on a GPU in MIG mode (DCGM
-2.0.15 release notes).
+MPS node advertises slices or replicas, not GPUs. No tenant's pod takes the GPUs meanwhile: the
+validation taint keeps every GPU pod off the node until the pod passes it (the operator's own
+plugin check and DCGM exporter still run beside it, unordered: docs/node-validation.md). On a
+MIG pool the pod waits for the MIG manager's `nvidia.com/mig.config.state=success` (it would
+otherwise hold the GPUs the reconfiguration resets), and skips `nvlink`: NVLink is off on a GPU
+in MIG mode (DCGM 2.0.15 release notes).
 
 Its containers, each tool from a pinned official image:
 - `exempt-untainted` (init): `report.py --exempt-untainted` labels a node that has no validation
@@ -36,9 +39,11 @@ Its containers, each tool from a pinned official image:
   infiniband`, the recorded diagnostic, then the Node's patch, its Event and, on a Karpenter pool
   within the pool's cap, the Node's deletion.
 
-The NCCL check is not run: no pinned official image is known to carry nccl-tests'
-`all_reduce_perf`, and NVIDIA publishes no single-node all-reduce bus bandwidth per GPU model to
-hold a node to.
+- `nccl-bandwidth` (init, where the pool gives `validation.expectedBusBandwidthGbps`, on a node
+  of several GPUs): AWS's nccl-tests image runs `all_reduce_perf` across every GPU the node
+  shows under the validator's timeout, as a non-root user, and leaves the output likewise.
+  Nothing publishes an expected bus bandwidth per GPU model, so without the pool's figure the
+  check does not run.
 
 The validator's service account may get and patch Nodes, which the admission policy
 (`admission_policy.py`, declared here) narrows to the taint and the labels; create Events in its
@@ -61,22 +66,33 @@ from pulumi_kubernetes import admissionregistration, apps, core, rbac
 from gpu_platform.config import MigSharing
 from gpu_platform.kubernetes.mig_startup_taint import SCRIPT_FILE as MIG_REMOVER_SCRIPT
 from gpu_platform.kubernetes.mig_startup_taint_remover import MIG_READY, MIG_STATE_LABEL
-from gpu_platform.kubernetes.node_validation import validate
+from gpu_platform.kubernetes.node_validation import report, validate
 from gpu_platform.kubernetes.node_validation.admission_policy import (
     node_validator_admission_policy,
 )
-from gpu_platform.kubernetes.node_validation.expectations import NVLINK_LINKS
+from gpu_platform.kubernetes.node_validation.expectations import (
+    NCCL_TESTS_ACCELERATORS,
+    NVLINK_LINKS,
+)
 from gpu_platform.kubernetes.node_validation.names import (
+    EXEMPT,
     FAILED_TAINT_KEY,
     RESULT_LABEL,
     VALIDATION_TAINT,
     VALIDATOR_SERVICE_ACCOUNT,
 )
+from gpu_platform.kubernetes.node_validation.pod_admission_policy import pod_admission_policy
 from gpu_platform.kubernetes.operator_values import gpu_node_tolerations, taint_toleration
 from gpu_platform.kubernetes.script_pod import NO_BYTECODE, script_pod_spec
 from gpu_platform.lock.images import locked
 from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
-from gpu_platform.versions import NODE_VALIDATOR_DCGM_IMAGE, NODE_VALIDATOR_IMAGE
+from gpu_platform.versions import (
+    NODE_VALIDATOR_DCGM_IMAGE,
+    NODE_VALIDATOR_IMAGE,
+    NODE_VALIDATOR_NCCL_TESTS_BINARY,
+    NODE_VALIDATOR_NCCL_TESTS_IMAGE,
+    ContainerImage,
+)
 
 NAME = VALIDATOR_SERVICE_ACCOUNT
 HERE = Path(__file__).parent
@@ -137,6 +153,22 @@ class NodeHardware:
     """GPUs of each instance type the pool's nodes may be; empty where all have the pool's."""
 
 
+def expected_bus_bandwidth(pool: ResolvedPool) -> float:
+    """The bus bandwidth a node of the pool's type is held to in the NCCL check; 0 where the
+    check does not run on it. Raises ValueError where the NCCL test's image has no kernels for
+    the pool's GPU (a type that config rules could not see before the machine was resolved)."""
+    validation = pool.spec.validation
+    if not validation.runs_nccl_test(pool.gpu.count):
+        return 0
+    if pool.gpu.accelerator not in NCCL_TESTS_ACCELERATORS:
+        raise ValueError(
+            f"pool {pool.spec.name}: validation.expectedBusBandwidthGbps on a"
+            f" {pool.gpu.accelerator} pool, which the NCCL test's image has no kernels for"
+            f" (allowed on {', '.join(sorted(NCCL_TESTS_ACCELERATORS))})"
+        )
+    return validation.expected_bus_bandwidth_gbps or 0
+
+
 def expected_nvlinks(accelerator: str, gpus: int) -> int:
     if gpus < WHOLE_BOARD_GPUS:
         return 0
@@ -147,10 +179,13 @@ def by_instance_type(pool: ResolvedPool, hardware: NodeHardware) -> dict[str, di
     """The expectations of each instance type whose GPUs differ from the pool's (its largest):
     a Karpenter pool of several sizes; the reporter reads the node's type and applies them."""
     accelerator = pool.gpu.accelerator
+    # The pool's bandwidth is a whole node's of its type: a smaller size is not held to it.
+    other_sizes = {"EXPECTED_BUSBW_GBPS": "0"} if expected_bus_bandwidth(pool) else {}
     return {
         name: {
             "EXPECTED_GPUS": str(gpus),
             "EXPECTED_NVLINKS": str(expected_nvlinks(accelerator, gpus)),
+            **other_sizes,
         }
         for name, gpus in sorted(hardware.gpus_by_instance_type.items())
         if gpus != pool.gpu.count
@@ -170,6 +205,7 @@ def validator_env(
         "DRIVER_VERSION": pool.driver.version,
         "EXPECTED_NVLINKS": expected_nvlinks(pool.gpu.accelerator, pool.gpu.count),
         "DCGM_DIAG_LEVEL": validation.dcgm_diag_level,
+        "EXPECTED_BUSBW_GBPS": expected_bus_bandwidth(pool),
         "BUSBW_SHARE": validation.bus_bandwidth_share,
         "EXPECTED_EFA_DEVICES": hardware.efa_devices,
         "SKIP_CHECKS": ",".join(skipped_checks(pool)),
@@ -192,40 +228,92 @@ def dcgm_container(level: int) -> dict[str, Any]:
     """DCGM's diagnostic at `level`, its output left in the recorded directory."""
     command = validate.diag_command(str(level))
     timeout = validate.DCGM_DIAG_TIMEOUT[str(level)]
-    out, err, rc = (f"{RECORDED_DIR}/{command[0]}{s}" for s in validate.RECORDED_SUFFIXES)
     script = (
         f"nv-hostengine > {RECORDED_DIR}/nv-hostengine.log 2>&1;"
-        f" timeout {timeout} {shlex.join(command)} > {out} 2> {err}; echo $? > {rc};"
+        f" {_recording(command[0], shlex.join(command), timeout)};"
         " nv-hostengine --term > /dev/null 2>&1; exit 0"
     )
+    security = {
+        "runAsNonRoot": False,
+        "runAsUser": 0,
+        "runAsGroup": 0,
+        "capabilities": {"add": ["SYS_ADMIN"]},
+    }
+    return _tool_container("dcgm-diag", NODE_VALIDATOR_DCGM_IMAGE, script, "2Gi", security)
+
+
+def _tool_container(
+    name: str,
+    image: ContainerImage,
+    script: str,
+    memory: str,
+    security: dict[str, Any],
+    mounts: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """An init container that runs `script` on the node's GPUs from `image` (by the lock's
+    digest) and leaves its tool's output in the recorded directory."""
     return {
-        "name": "dcgm-diag",
-        "image": locked(NODE_VALIDATOR_DCGM_IMAGE).reference,
+        "name": name,
+        "image": locked(image).reference,
         "command": ["sh", "-c", script],
         "env": GPU_ENV,
-        "resources": {"requests": NO_REQUESTS, "limits": {"memory": "2Gi"}},
-        "securityContext": {
-            "runAsNonRoot": False,
-            "runAsUser": 0,
-            "runAsGroup": 0,
-            "capabilities": {"add": ["SYS_ADMIN"]},
-        },
-        "volumeMounts": [{"name": "recorded", "mountPath": RECORDED_DIR}],
+        "resources": {"requests": NO_REQUESTS, "limits": {"memory": memory}},
+        "securityContext": security,
+        "volumeMounts": [{"name": "recorded", "mountPath": RECORDED_DIR}, *mounts],
     }
 
 
-def node_affinity(pool: ResolvedPool) -> dict[str, Any]:
-    expressions = [
-        {"key": POOL_LABEL, "operator": "In", "values": [pool.spec.name]},
-        {"key": RESULT_LABEL, "operator": "DoesNotExist"},
-    ]
+def _recording(tool: str, command: str, timeout: int) -> str:
+    """The shell `command` of `tool` under `timeout`, its output and exit status left in the
+    recorded directory under the tool's name (`validate.recorded`)."""
+    out, err, rc = (f"{RECORDED_DIR}/{tool}{s}" for s in validate.RECORDED_SUFFIXES)
+    return f"timeout {timeout} {command} > {out} 2> {err}; echo $? > {rc}"
+
+
+def nccl_container() -> dict[str, Any]:
+    """nccl-tests' all-reduce across the GPUs the node shows, its output left in the recorded
+    directory. It counts them itself (`nvidia-smi -L`, one `GPU <n>:` line each): a Karpenter
+    pool's node may be a smaller size, whose expectation the validator then leaves out
+    (`by_instance_type`); a node short of a GPU fails `gpu-count` whatever its bandwidth."""
+    tool, *args = validate.nccl_command("GPUS")
+    command = f'{shlex.join([tool, *args[:-1]])} "${args[-1]}"'
+    recording = _recording(tool, command, validate.NCCL_TIMEOUT)
+    script = (
+        "GPUS=$(nvidia-smi -L | grep -c '^GPU ');"
+        f" PATH={Path(NODE_VALIDATOR_NCCL_TESTS_BINARY).parent}:$PATH {recording}; exit 0"
+    )
+    security = {
+        "runAsNonRoot": True,
+        "runAsUser": 65534,
+        "runAsGroup": 65534,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    shm = {"name": "shm", "mountPath": "/dev/shm"}
+    return _tool_container(
+        "nccl-bandwidth", NODE_VALIDATOR_NCCL_TESTS_IMAGE, script, "4Gi", security, [shm]
+    )
+
+
+def node_affinity(pool: ResolvedPool, in_place: bool = False) -> dict[str, Any]:
+    """A node of the pool with no validation result yet; where the GPU Operator upgrades drivers
+    in place (`in_place`), also a passed or exempt node while the operator upgrades its driver,
+    which `report.retaint_upgrading` validates again."""
+    same = [{"key": POOL_LABEL, "operator": "In", "values": [pool.spec.name]}]
     if isinstance(pool.spec.sharing, MigSharing):
-        expressions.append({"key": MIG_STATE_LABEL, "operator": "In", "values": [MIG_READY]})
+        same.append({"key": MIG_STATE_LABEL, "operator": "In", "values": [MIG_READY]})
+    terms = [{"matchExpressions": [*same, {"key": RESULT_LABEL, "operator": "DoesNotExist"}]}]
+    if in_place:
+        upgrading = {
+            "key": report.UPGRADE_STATE_LABEL,
+            "operator": "In",
+            "values": sorted(report.DRIVER_UPGRADING),
+        }
+        again = {"key": RESULT_LABEL, "operator": "In", "values": ["passed", EXEMPT]}
+        terms.append({"matchExpressions": [*same, again, upgrading]})
     return {
         "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": expressions}]
-            }
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
         }
     }
 
@@ -237,7 +325,11 @@ TERMINATION_GRACE_SECONDS = 4 * 30
 
 
 def validation_pod_spec(
-    pool: ResolvedPool, config_map: str, hardware: NodeHardware, replacements: int
+    pool: ResolvedPool,
+    config_map: str,
+    hardware: NodeHardware,
+    replacements: int,
+    in_place: bool = False,
 ) -> dict[str, Any]:
     spec = script_pod_spec(
         name=NAME,
@@ -270,7 +362,7 @@ def validation_pod_spec(
     ]
     spec.update(
         runtimeClassName=RUNTIME_CLASS,
-        affinity=node_affinity(pool),
+        affinity=node_affinity(pool, in_place),
         tolerations=list({repr(t): t for t in tolerations}.values()),
         priorityClassName="system-node-critical",
         terminationGracePeriodSeconds=TERMINATION_GRACE_SECONDS,
@@ -278,6 +370,13 @@ def validation_pod_spec(
     spec["initContainers"] = [untainted_check]
     if "dcgm-diag" not in pool.spec.validation.skip_checks:
         spec["initContainers"].append(dcgm_container(pool.spec.validation.dcgm_diag_level))
+    if expected_bus_bandwidth(pool):
+        spec["initContainers"].append(nccl_container())
+        # NCCL keeps buffers in /dev/shm, which a container's runtime limits to 64 MiB unless
+        # given more (NCCL's user guide, Troubleshooting, "Docker": `--shm-size=1g`).
+        spec["volumes"].append(
+            {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}
+        )
     return spec
 
 
@@ -327,11 +426,15 @@ def declare_node_validation(
     namespace_name: str,
     hardware: Mapping[str, NodeHardware],
     karpenter: bool,
+    exempt_namespaces: Sequence[str],
     opts: pulumi.ResourceOptions,
+    in_place: bool = False,
 ) -> list[pulumi.Resource]:
     """The validation of every pool with `validation.enabled`, in the operator's `namespace`
-    (`namespace_name` as configured, which the admission policy names the account by); the
-    DaemonSets, one per pool. Nothing where no pool validates."""
+    (`namespace_name` as configured, which the admission policy names the account by), and the
+    admission policy that keeps pods outside `exempt_namespaces` off unvalidated nodes; the
+    DaemonSets, one per pool. Nothing where no pool validates. `in_place`: the GPU Operator
+    upgrades drivers on running nodes (GKE Ubuntu), which are validated again."""
     validated = validated_pools(pools)
     if not validated:
         return []
@@ -386,23 +489,8 @@ def declare_node_validation(
             opts=after_roles,
         ),
     ]
-    policy, policy_binding = node_validator_admission_policy(namespace_name)
-    declared_policy = admissionregistration.v1.ValidatingAdmissionPolicy(
-        name,
-        metadata=policy["metadata"],
-        spec=policy["spec"],
-        opts=opts,
-    )
-    bindings.append(
-        admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-            name,
-            metadata=policy_binding["metadata"],
-            spec=policy_binding["spec"],
-            opts=pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(depends_on=[declared_policy])
-            ),
-        )
-    )
+    bindings.append(_declare(name, node_validator_admission_policy(namespace_name), opts))
+    _declare(f"{name}-pods", pod_admission_policy(exempt_namespaces), opts)
     if replaces:
         # The validators write the times of their replacements into it; Pulumi only creates it.
         bindings.append(
@@ -427,9 +515,27 @@ def declare_node_validation(
             hardware.get(pool.spec.name, NodeHardware()),
             caps[pool.spec.name],
             ready,
+            in_place,
         )
         for pool in validated
     ]
+
+
+def _declare(
+    resource_name: str, manifests: list[dict[str, Any]], opts: pulumi.ResourceOptions
+) -> pulumi.Resource:
+    """An admission policy and its binding (`admission_policy.denying`); the binding, created
+    after the policy it names."""
+    policy, binding = manifests
+    declared = admissionregistration.v1.ValidatingAdmissionPolicy(
+        resource_name, metadata=policy["metadata"], spec=policy["spec"], opts=opts
+    )
+    return admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        resource_name,
+        metadata=binding["metadata"],
+        spec=binding["spec"],
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[declared])),
+    )
 
 
 def _daemon_set(
@@ -440,6 +546,7 @@ def _daemon_set(
     hardware: NodeHardware,
     replacements: int,
     opts: pulumi.ResourceOptions,
+    in_place: bool,
 ) -> apps.v1.DaemonSet:
     labels = _labels(**{POOL_LABEL: pool.spec.name})
     return apps.v1.DaemonSet(
@@ -456,7 +563,7 @@ def _daemon_set(
                 "selector": {"matchLabels": labels},
                 "template": {
                     "metadata": {"labels": labels},
-                    "spec": validation_pod_spec(pool, config_map, hardware, replacements),
+                    "spec": validation_pod_spec(pool, config_map, hardware, replacements, in_place),
                 },
             },
         ),

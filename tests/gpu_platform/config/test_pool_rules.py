@@ -114,3 +114,39 @@ def test_a_replacement_cap_off_karpenter_is_refused(dev_config: Config, failed_p
         1,
     )
     assert "provisioner: karpenter" in problem.expected
+
+
+def t4_pool(config: Config) -> Config:
+    # dev's first pool is `accelerator: t4` (sm_75), for which the NCCL test's image builds no
+    # kernels: NVCC_GENCODE in aws-samples/awsome-distributed-training micro-benchmarks/
+    # nccl-tests/nccl-tests.Dockerfile names sm_80, sm_86, sm_89, sm_90 and sm_100 only.
+    return config
+
+
+def mig_pool(config: Config) -> Config:
+    # NVIDIA's MIG user guide, "CUDA Device Enumeration": one CUDA process sees one MIG device.
+    return with_mig_pool(config, "p4d.24xlarge", "all-1g.5gb")
+
+
+@pytest.mark.parametrize(
+    ("pool", "expected"),
+    [
+        (t4_pool, "no value on a t4 pool: the NCCL test's image has kernels for a100-40gb,"),
+        (mig_pool, "no value on a MIG pool (`sharing.mode: mig`)"),
+    ],
+)
+def test_a_bus_bandwidth_where_the_nccl_test_cannot_run_is_refused(
+    dev_config: Config, failed_plan_for, pool: Callable[[Config], Config], expected: str
+) -> None:
+    config = pool(dev_config)
+    config["gpu-platform:pools"][0]["validation"] = {"expectedBusBandwidthGbps": 100}
+
+    plan = failed_plan_for(config)
+
+    assert isinstance(plan.error, ConfigError)
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == (
+        "gpu-platform:pools[0].validation.expectedBusBandwidthGbps",
+        100,
+    )
+    assert problem.expected.startswith(expected)

@@ -292,7 +292,7 @@ def test_a_validating_node_is_neither_timed_out_nor_removed(
         name="a100",
         instanceTypes=["p4d.24xlarge"],
         max=2,
-        validation={"dcgmDiagLevel": 2},
+        validation={"dcgmDiagLevel": 2, "expectedBusBandwidthGbps": 200},
     )
 
     args = release(plan_for(dev_config)).inputs["values"]["extraArgs"]
@@ -303,7 +303,8 @@ def test_a_validating_node_is_neither_timed_out_nor_removed(
     # 1.35.2), and a node still validating has not started. The longest pool's: 900 s for the
     # node's start, then the 8-GPU a100's validation at level 2: 300 s for the pod's start, 60 s
     # each for `nvidia-smi -q -x` and `nvlink --status`, 900 s for `dcgmi diag -r 2` and 600 s
-    # for the NCCL test, 2820 s in all; the one-GPU t4's at level 1 is 900 + 300 + 60 + 60 + 300.
+    # for the NCCL test (its pool gives a bandwidth), 2820 s in all; the one-GPU t4's at level 1
+    # is 900 + 300 + 60 + 60 + 300.
     assert (args["max-node-provision-time"], args["max-node-startup-time"]) == ("47m0s", "47m0s")
 
 

@@ -40,6 +40,12 @@ UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 # the Job retries rather than counts.
 EXPECTED_DRIVER_ENV = "EXPECTED_NVIDIA_DRIVER"
 ROLLOUT_PENDING_EXIT_CODE = 75
+# The canary gate's proof of its node's validation: the driver it expects, the wait of the GPU
+# check for it, its exit on a failed node, and the taint a node being validated has.
+PROOF_DRIVER_ENV = "EXPECTED_DRIVER"
+PROVEN_WAIT = "until [ -e /proof/proven ]"
+PROOF_FAILED_EXIT_CODE = 3
+VALIDATION_TAINT_KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation"
 # The driver the GPU Operator builds where neither the pool (`gcp.driverVersion`) nor the stack
 # (`operator.driverVersion`) names one: the pinned chart's `driver.version`
 # (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml at v26.7.0).
@@ -69,6 +75,7 @@ def canary_ordering_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]
             gate = gates.get(canary)
             if gate is not None:
                 problems += _selection_problems(stack, nodes, gate, canary)
+                problems += _proof_problems(stack, gate, canary)
     return problems
 
 
@@ -125,6 +132,43 @@ def _pair_problems(
     return problems
 
 
+def _proof_problems(stack: _Stack, gate: PlannedResource, canary: str) -> list[str]:
+    """On a canary that validates its nodes, against a driver the gate knows: the gate's GPU
+    check waits for a proof of the canary's driver, which may wait on a node being validated
+    and fails the Job when the node fails."""
+    pool = next(p for p in stack.pools if p["name"] == canary)
+    pod = gate.inputs["spec"]["template"]["spec"]
+    smoke_test = pod["containers"][0]
+    expected = {e["name"]: e.get("value") for e in smoke_test.get("env", [])}.get(
+        EXPECTED_DRIVER_ENV
+    )
+    if not (pool.get("validation") or {}).get("enabled", True) or expected is None:
+        return []
+    if stack.gke_ubuntu:
+        expected = stack.driver_version(canary)
+    proofs = [
+        c
+        for c in pod["containers"][1:]
+        if {"name": PROOF_DRIVER_ENV, "value": expected} in c.get("env", [])
+    ]
+    if not proofs or PROVEN_WAIT not in smoke_test["command"][-1]:
+        return [f"the gate of {canary} does not wait for its node's proof of driver {expected}"]
+    fails = {
+        "action": "FailJob",
+        "onExitCodes": {
+            "containerName": proofs[0]["name"],
+            "operator": "In",
+            "values": [PROOF_FAILED_EXIT_CODE],
+        },
+    }
+    problems = []
+    if gate.inputs["spec"]["podFailurePolicy"]["rules"][0] != fails:
+        problems.append(f"the gate of {canary} does not fail when its node fails validation")
+    if not any(t.get("key") == VALIDATION_TAINT_KEY for t in pod.get("tolerations", [])):
+        problems.append(f"the gate of {canary} cannot be on a node that fails validation")
+    return problems
+
+
 def _selection_problems(
     stack: _Stack,
     nodes: Mapping[str, list[PlannedResource]],
@@ -159,7 +203,7 @@ def _selection_problems(
             problems.append(f"the gate of {canary} may get no node started for it: {term}")
     if rolls_in_place:
         version = stack.driver_version(canary)
-        (container,) = pod["containers"]
+        container = pod["containers"][0]
         env = {e["name"]: e.get("value") for e in container.get("env", [])}
         retried = {
             "action": "Ignore",

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.kubernetes import canary_driver_check
+from gpu_platform.kubernetes import canary_driver_check, canary_proof_check
 from gpu_platform.kubernetes.canary_driver_check import driver_pending, node_pending
 from gpu_platform.kubernetes.canary_gate import NOT_THE_DRIVER, ROLE_RULES
 from gpu_platform.offline.analyzer import PolicyPack
@@ -450,7 +450,8 @@ def test_the_check_runs_the_shipped_script(image_plan: Plan) -> None:
 
     assert container["command"] == ["python3", "/opt/gpu-platform/canary_driver_check.py"]
     assert config_map.inputs["data"] == {
-        "canary_driver_check.py": Path(canary_driver_check.__file__).read_text()
+        "canary_driver_check.py": Path(canary_driver_check.__file__).read_text(),
+        "canary_proof_check.py": Path(canary_proof_check.__file__).read_text(),
     }
 
 
@@ -459,15 +460,15 @@ def test_a_pod_that_found_the_node_not_upgraded_yet_is_retried_not_counted(
 ) -> None:
     rules = gate_spec(image_plan)["podFailurePolicy"]["rules"]
 
-    assert rules[1] == {
+    assert {
         "action": "Ignore",
         "onExitCodes": {"containerName": "driver-rollout", "operator": "In", "values": [75]},
-    }
+    } in rules
 
 
-def test_only_the_check_gets_a_token(image_plan: Plan) -> None:
+def test_only_the_checks_get_a_token(image_plan: Plan) -> None:
     pod = gate_spec(image_plan)["template"]["spec"]
-    (smoke_test,) = pod["containers"]
+    smoke_test, proof = pod["containers"]
     token = {
         "name": "driver-check-token",
         "projected": {
@@ -493,7 +494,12 @@ def test_only_the_check_gets_a_token(image_plan: Plan) -> None:
         "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
         "readOnly": True,
     } in check_container(image_plan)["volumeMounts"]
-    assert "volumeMounts" not in smoke_test
+    assert [m["name"] for m in proof["volumeMounts"]] == [
+        "driver-check",
+        "driver-check-token",
+        "proof",
+    ]
+    assert [m["name"] for m in smoke_test["volumeMounts"]] == ["proof"]
 
 
 def test_the_gate_pod_with_its_check_passes_restricted(image_plan: Plan) -> None:
@@ -515,6 +521,8 @@ def test_the_gates_account_may_only_read_driver_pods_and_daemon_sets_in_the_oper
     assert role(image_plan).inputs["rules"] == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
         {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["get"]},
+        # The validation proof's: the validator's Events on the canary's nodes.
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
     ]
     assert binding(image_plan).inputs["subjects"] == [
         {"kind": "ServiceAccount", "name": "gpu-canary-gate-canary", "namespace": "gpu-operator"}
@@ -550,11 +558,12 @@ def test_the_ubuntu_gate_plans_clean(image_plan: Plan, policy_pack: PolicyPack) 
     assert official_model_problems(image_plan, "1.35") == []
 
 
-def test_gates_where_new_drivers_come_with_new_nodes_read_nothing() -> None:
+def test_gates_where_new_drivers_come_with_new_nodes_read_no_driver_pods() -> None:
     # EKS, Karpenter and GKE COS replace a node to change its driver: the gate's node is new.
+    # What they read is the validation's proof alone.
     plan = run_program("dev", config=cos_config(), project=PROJECT)
 
     assert "initContainers" not in gate_spec(plan)["template"]["spec"]
-    # Node validation declares a Role of its own, for its replacement ledger.
-    roles = plan.of_type("kubernetes:rbac.authorization.k8s.io/v1:Role")
-    assert not [r.name for r in roles if r.name.endswith("-canary-gate")]
+    assert role(plan).inputs["rules"] == [
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]}
+    ]

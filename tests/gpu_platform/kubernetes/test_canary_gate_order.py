@@ -217,10 +217,11 @@ def test_an_ubuntu_gate_prefers_upgraded_nodes_where_feature_discovery_saw_the_n
 
 
 def test_an_ubuntu_gate_expects_the_canarys_new_driver(ubuntu_plan: Plan) -> None:
-    (container,) = gate_spec(ubuntu_plan)["template"]["spec"]["containers"]
+    container = gate_spec(ubuntu_plan)["template"]["spec"]["containers"][0]
 
     assert {"name": "EXPECTED_NVIDIA_DRIVER", "value": "595.120.02"} in container["env"]
-    assert container["command"][2].startswith(ROLLOUT_PENDING_CHECK)
+    # After the wait for the validation's proof.
+    assert ROLLOUT_PENDING_CHECK in container["command"][2]
 
 
 def test_a_gate_pod_that_found_the_old_driver_is_retried_not_counted(ubuntu_plan: Plan) -> None:
@@ -233,6 +234,11 @@ def test_a_gate_pod_that_found_the_old_driver_is_retried_not_counted(ubuntu_plan
 
     assert spec["backoffLimit"] == 0
     assert spec["podFailurePolicy"]["rules"] == [
+        # A validation failure fails the gate, even on a node deleted for it.
+        {
+            "action": "FailJob",
+            "onExitCodes": {"containerName": "validation-proof", "operator": "In", "values": [3]},
+        },
         {
             "action": "Ignore",
             "onExitCodes": {"containerName": "nvidia-smi", "operator": "In", "values": [75]},
@@ -244,6 +250,11 @@ def test_a_gate_pod_that_found_the_old_driver_is_retried_not_counted(ubuntu_plan
         {
             "action": "Ignore",
             "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+        },
+        # A node with no proof of the new release yet is left for another.
+        {
+            "action": "Ignore",
+            "onExitCodes": {"containerName": "validation-proof", "operator": "In", "values": [75]},
         },
     ]
 
@@ -391,7 +402,7 @@ def test_the_invariant_finds_a_gate_and_driver_both_on_a_driver_the_config_never
     # agrees with itself: the driver the gate must check is the config's.
     plan = copy.deepcopy(ubuntu_plan)
     driver(plan, "canary").inputs["spec"]["version"] = "595.91.07"
-    (container,) = gate_spec(plan)["template"]["spec"]["containers"]
+    container = gate_spec(plan)["template"]["spec"]["containers"][0]
     for env in container["env"]:
         if env["name"] == "EXPECTED_NVIDIA_DRIVER":
             env["value"] = "595.91.07"
@@ -496,7 +507,7 @@ def test_the_invariant_finds_a_gate_that_fails_on_a_driver_pod_not_upgraded_yet(
     ubuntu_plan: Plan,
 ) -> None:
     plan = copy.deepcopy(ubuntu_plan)
-    del gate(plan).inputs["spec"]["podFailurePolicy"]["rules"][1]
+    del gate(plan).inputs["spec"]["podFailurePolicy"]["rules"][2]
 
     assert canary_ordering_problems(plan, ubuntu_config()) == [
         "the gate of canary fails on a node whose driver pod is not upgraded yet"
@@ -505,8 +516,41 @@ def test_the_invariant_finds_a_gate_that_fails_on_a_driver_pod_not_upgraded_yet(
 
 def test_the_invariant_finds_a_gate_that_fails_on_the_old_driver(ubuntu_plan: Plan) -> None:
     plan = copy.deepcopy(ubuntu_plan)
-    del gate(plan).inputs["spec"]["podFailurePolicy"]["rules"][0]
+    del gate(plan).inputs["spec"]["podFailurePolicy"]["rules"][1]
 
     assert canary_ordering_problems(plan, ubuntu_config()) == [
         "the gate of canary fails on a node still on its old driver"
+    ]
+
+
+def test_the_invariant_finds_a_gate_that_does_not_wait_for_its_nodes_proof(
+    ubuntu_plan: Plan,
+) -> None:
+    plan = copy.deepcopy(ubuntu_plan)
+    pod = gate(plan).inputs["spec"]["template"]["spec"]
+    pod["containers"] = pod["containers"][:1]
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "the gate of canary does not wait for its node's proof of driver 595.120.02"
+    ]
+
+
+def test_the_invariant_finds_a_gate_that_a_failed_validation_does_not_fail(
+    ubuntu_plan: Plan,
+) -> None:
+    plan = copy.deepcopy(ubuntu_plan)
+    del gate(plan).inputs["spec"]["podFailurePolicy"]["rules"][0]
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "the gate of canary does not fail when its node fails validation"
+    ]
+
+
+def test_the_invariant_finds_a_gate_that_waits_only_on_validated_nodes(ubuntu_plan: Plan) -> None:
+    plan = copy.deepcopy(ubuntu_plan)
+    pod = gate(plan).inputs["spec"]["template"]["spec"]
+    pod["tolerations"] = [t for t in pod["tolerations"] if "gpu-validation" not in t["key"]]
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "the gate of canary cannot be on a node that fails validation"
     ]

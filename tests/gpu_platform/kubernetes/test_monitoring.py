@@ -133,6 +133,7 @@ def test_the_alert_names_are_exported(dev_plan: Plan) -> None:
         "GpuOutOfService",
         "GpuThrottledWhileBusy",
         "GpuNodeValidationFailed",
+        "GpuNodeValidationCheckFailingWidely",
         "GpuNodeNotValidated",
     ]
 
@@ -415,6 +416,7 @@ def test_managed_prometheus_evaluates_the_recording_rules_itself(
         "gpu_platform:gpu_activity:percent",
         "gpu_platform:allocated_gpu_activity:percent",
         "gpu_platform:pcie_replay_limit:per_minute",
+        "gpu_platform:node_validation_check:failed",
     ]
 
 
@@ -570,5 +572,11 @@ def test_kube_state_metrics_exports_the_validation_labels() -> None:
 
     assert values["kube-state-metrics"]["metricLabelsAllowlist"] == [
         "nodes=[gpu-platform.io/validation,gpu-platform.io/validation-failed-check,"
-        "gpu-platform.io/validated-driver,gpu-platform.io/validated-release]"
+        "gpu-platform.io/validated-driver,gpu-platform.io/validated-release,"
+        # Each check's result (validate.py CHECKS), which the per-check rule reads.
+        "gpu-platform.io/validation-check.gpu-count,gpu-platform.io/validation-check.driver,"
+        "gpu-platform.io/validation-check.ecc,gpu-platform.io/validation-check.memory,"
+        "gpu-platform.io/validation-check.pcie,gpu-platform.io/validation-check.nvlink,"
+        "gpu-platform.io/validation-check.dcgm-diag,"
+        "gpu-platform.io/validation-check.nccl-bandwidth,gpu-platform.io/validation-check.efa]"
     ]

@@ -1,15 +1,27 @@
 """`plan_stack`, as a program (Automation API, a test harness) calls it: the plan and the policy
 pack's verdicts are returned, nothing is printed and nothing exits."""
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from gpu_platform.offline import plan as plan_module
 from gpu_platform.offline.plan import NotAPolicyPack, plan_stack
 from tests.repository import POLICY_PACK, PROJECT
 
 
-def test_a_program_plans_the_dev_stack_and_reads_the_verdicts() -> None:
+def test_a_program_plans_the_dev_stack_and_reads_the_verdicts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    given: list[Any] = []
+
+    def mismatches(plan: Any, config: Any) -> list[str]:
+        given.append(config)
+        return ["exempt namespaces differ"]
+
+    monkeypatch.setattr(plan_module, "exemption_mismatches", mismatches)
     planned = plan_stack("dev", project=PROJECT)
 
     assert planned.plan.stack == "dev"
@@ -20,6 +32,9 @@ def test_a_program_plans_the_dev_stack_and_reads_the_verdicts() -> None:
     assert node_group.inputs["labels"]["gpu-platform.io/pool"] == "t4-shared"
     # The pack reports violations only, and the dev stack has none (policy-config/dev.json).
     assert planned.verdicts == ()
+    # The exempt namespaces are compared with the policy config the pack was given.
+    assert given == [json.loads((PROJECT.directory / "policy-config" / "dev.json").read_text())]
+    assert "exempt namespaces differ" in planned.warnings
 
 
 def test_a_directory_without_a_pack_is_refused_before_the_program_runs(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.kubernetes.node_validation.names import VALIDATION_TAINT
+from gpu_platform.kubernetes.node_validation.names import FAILED_TAINT_KEY, VALIDATION_TAINT
 from gpu_platform.kubernetes.node_validation.workload import NAME as VALIDATOR
 from gpu_platform.offline.analyzer import Verdict
 from tests.gpu_platform.policy_pack.builders import (
@@ -26,6 +26,7 @@ from tests.shared_plans import shared_plan
 
 POLICY = "gpu-validation-taint-platform-only"
 KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation"
+FAILED_KEY = "gpu-platform.io/validation-failed"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
@@ -50,6 +51,7 @@ def test_the_pack_names_the_taint_the_platform_sets() -> None:
         "pending",
         "NoSchedule",
     )
+    assert FAILED_TAINT_KEY == FAILED_KEY
 
 
 @pytest.mark.parametrize(
@@ -72,6 +74,30 @@ def test_a_tenants_toleration_of_the_validation_taint_is_refused(
 @pytest.mark.parametrize(
     "toleration",
     [
+        pytest.param({"key": FAILED_KEY, "operator": "Exists"}, id="exists"),
+        # Its value is the check that failed: each value tolerates the nodes failing one check.
+        pytest.param({"key": FAILED_KEY, "value": "gpu-count", "effect": "NoSchedule"}, id="equal"),
+    ],
+)
+def test_a_tenants_toleration_of_the_failure_taint_is_refused(
+    analyze: Analyze, toleration: dict[str, str]
+) -> None:
+    verdicts = analyze(namespace(), workload("Deployment", tolerating(toleration)))
+
+    assert messages(verdicts, POLICY) == [
+        "spec.template.spec.tolerations[1] tolerates the node validation failure taint"
+        f" {FAILED_KEY}:NoSchedule, so the pod could start on a GPU node that failed validation."
+        " Fix: remove the toleration; only the platform's namespaces (exemptNamespaces) may"
+        " tolerate it."
+    ]
+
+
+@pytest.mark.parametrize(
+    "toleration",
+    [
+        pytest.param(
+            {"key": FAILED_KEY, "operator": "Exists", "effect": "NoExecute"}, id="failed-noexecute"
+        ),
         pytest.param({"key": KEY, "value": "passed"}, id="other-value"),
         pytest.param({"key": KEY, "operator": "Exists", "effect": "NoExecute"}, id="other-effect"),
         pytest.param({"operator": "Exists", "effect": "NoExecute"}, id="every-noexecute"),

@@ -22,7 +22,7 @@ def _keys(taints: Any) -> list[str]:
     return [t["key"] for t in taints or []]
 
 
-def _carried(plan: Plan) -> Iterator[tuple[str, str, bool]]:
+def carried_taints(plan: Plan) -> Iterator[tuple[str, str, bool]]:
     """(pool, provisioner form, whether it carries the taint there, rightly placed)."""
     for r in plan.resources:
         if r.type == "aws:eks/nodeGroup:NodeGroup":
@@ -50,7 +50,7 @@ def validation_taint_problems(plan: Plan, config: Mapping[str, Any]) -> list[str
         for pool in config.get("gpu-platform:pools", [])
     }
     problems = []
-    for pool, form, carried in _carried(plan):
+    for pool, form, carried in carried_taints(plan):
         if form.startswith("NodePool taints"):
             problems.append(f"pool {pool}: the validation taint in its {form}")
         elif carried is not enabled.get(pool, carried):

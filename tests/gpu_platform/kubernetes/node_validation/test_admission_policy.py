@@ -201,6 +201,21 @@ def test_the_validator_may_take_the_taint_off_a_node_with_no_other() -> None:
     assert admitted(old, new) == []
 
 
+def test_a_passed_node_may_be_tainted_again_with_its_result_removed() -> None:
+    # Its driver upgraded in place (GKE Ubuntu), the node is validated again (report.py).
+    assert admitted(changed(passed), NODE) == []
+
+
+def test_the_taint_comes_back_only_with_the_result_removed() -> None:
+    # A node still labelled passed would not be validated again, and would keep the taint.
+    still_passed = changed(passed)
+    still_passed["spec"]["taints"] = copy.deepcopy(NODE["spec"]["taints"])
+
+    denied = admitted(changed(passed), still_passed)
+
+    assert len(denied) == 1 and denied[0].startswith(TAINTS)
+
+
 TAINTS = "the node validator may only remove the taint " + VALIDATION_TAINT.key
 LABELS = "the node validator may only set or remove the labels "
 METADATA = "the node validator may not change a node's annotations, finalizers or owners"
@@ -214,6 +229,10 @@ FORBIDDEN = {
         lambda node: node["spec"]["taints"].append(
             {"key": "example.com/other", "effect": "NoExecute"}
         ),
+        TAINTS,
+    ),
+    "the validation taint added twice": (
+        lambda node: node["spec"]["taints"].append(copy.deepcopy(node["spec"]["taints"][1])),
         TAINTS,
     ),
     "the validation taint changed, not removed": (

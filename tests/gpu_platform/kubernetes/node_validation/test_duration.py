@@ -10,6 +10,8 @@ from gpu_platform.node_identity import GpuShape, resolve_pool
 # validate.py's timeouts: `nvidia-smi` 60 s (its -q -x, and its nvlink --status), `dcgmi diag`
 # 300 s at level 1 and 900 at level 2, the NCCL test 600; and 300 s for the pod to start.
 SMI, DIAG_1, DIAG_2, NCCL, START = 60, 300, 900, 600, 300
+# The NCCL test runs only where the pool gives the bandwidth to hold a node to.
+BANDWIDTH = {"expectedBusBandwidthGbps": 400}
 
 
 def pool(**validation: object) -> GpuPoolSpec:
@@ -26,11 +28,17 @@ def pool(**validation: object) -> GpuPoolSpec:
 @pytest.mark.parametrize(
     ("validation", "gpus", "seconds"),
     [
-        pytest.param({}, 8, START + SMI + SMI + DIAG_1 + NCCL, id="level-1"),
-        pytest.param({"dcgmDiagLevel": 2}, 8, START + SMI + SMI + DIAG_2 + NCCL, id="level-2"),
-        pytest.param({}, 1, START + SMI + SMI + DIAG_1, id="one-gpu-no-nccl"),
+        pytest.param({}, 8, START + SMI + SMI + DIAG_1, id="level-1-no-bandwidth-no-nccl"),
+        pytest.param(BANDWIDTH, 8, START + SMI + SMI + DIAG_1 + NCCL, id="level-1"),
         pytest.param(
-            {"skipChecks": ["dcgm-diag", "nccl-bandwidth", "nvlink"]}, 8, START + SMI, id="skips"
+            {**BANDWIDTH, "dcgmDiagLevel": 2}, 8, START + SMI + SMI + DIAG_2 + NCCL, id="level-2"
+        ),
+        pytest.param(BANDWIDTH, 1, START + SMI + SMI + DIAG_1, id="one-gpu-no-nccl"),
+        pytest.param(
+            {**BANDWIDTH, "skipChecks": ["dcgm-diag", "nccl-bandwidth", "nvlink"]},
+            8,
+            START + SMI,
+            id="skips",
         ),
         pytest.param(
             {"skipChecks": ["gpu-count", "driver", "ecc", "memory"]},
@@ -50,7 +58,7 @@ def test_the_worst_case_is_every_tool_at_its_timeout(
 def test_the_canary_gate_waits_for_its_nodes_validation() -> None:
     gpus = GpuShape("a100-80gb", 8)
 
-    validated = resolve_pool(pool(dcgmDiagLevel=2), 0, gpus)
+    validated = resolve_pool(pool(dcgmDiagLevel=2, **BANDWIDTH), 0, gpus)
     unvalidated = resolve_pool(pool(enabled=False), 0, gpus)
 
     # The gate's 900 s for the node's start, and the validation's worst case on top.

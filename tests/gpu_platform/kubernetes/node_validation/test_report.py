@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.kubernetes.node_validation import names, report
+from gpu_platform.kubernetes.node_validation import names, report, validate
 from gpu_platform.kubernetes.node_validation.validate import Config
 from gpu_platform.kubernetes.node_validation.workload import LEDGER, cluster_role_rules, role_rules
 from tests.gpu_platform.kubernetes.node_validation.test_admission_policy import NODE, admitted
@@ -137,6 +137,7 @@ def test_a_passing_node_loses_the_taint_and_is_labelled_with_what_it_proved() ->
         names.RESULT_LABEL: "passed",
         names.VALIDATED_DRIVER_LABEL: "580.95.05",
         names.VALIDATED_RELEASE_LABEL: "ami-0abc1234def567890",
+        "gpu-platform.io/validation-check.gpu-count": "passed",
     }
     assert (api.events[0]["reason"], api.events[0]["type"]) == ("NodeValidationPassed", "Normal")
 
@@ -157,7 +158,12 @@ def test_a_failing_node_keeps_the_taint_and_names_the_check() -> None:
     said = report.report(api, ENV, CFG, FAILED)
 
     assert api.node["spec"]["taints"][:2] == NODE["spec"]["taints"]
-    assert labels(api) == {names.RESULT_LABEL: "failed", names.FAILED_CHECK_LABEL: "ecc"}
+    assert labels(api) == {
+        names.RESULT_LABEL: "failed",
+        names.FAILED_CHECK_LABEL: "ecc",
+        "gpu-platform.io/validation-check.gpu-count": "passed",
+        "gpu-platform.io/validation-check.ecc": "failed",
+    }
     event = api.events[0]
     assert (event["reason"], event["type"], event["involvedObject"]["kind"]) == (
         "NodeValidationFailed",
@@ -313,12 +319,70 @@ def test_a_node_of_a_smaller_size_takes_its_types_expectations() -> None:
     assert (found["EXPECTED_GPUS"], found["EXPECTED_NVLINKS"]) == ("1", "0")
 
 
+def test_a_check_that_no_longer_runs_keeps_no_result_of_an_earlier_run() -> None:
+    node = copy.deepcopy(NODE)
+    # An earlier validation ran the NCCL test, which the pool has stopped running since.
+    node["metadata"]["labels"]["gpu-platform.io/validation-check.nccl-bandwidth"] = "failed"
+    api = FakeApi(node)
+
+    report.report(api, ENV, CFG, PASSED)
+
+    assert "gpu-platform.io/validation-check.nccl-bandwidth" not in labels(api)
+
+
 def test_the_script_names_what_names_py_names() -> None:
     # The pod cannot import names.py; the script keeps the labels literally.
-    assert names.VALIDATION_LABELS == (
+    assert names.VALIDATION_LABELS[:4] == (
         report.RESULT_LABEL,
         report.FAILED_CHECK_LABEL,
         report.VALIDATED_DRIVER_LABEL,
         report.VALIDATED_RELEASE_LABEL,
     )
+    assert (
+        tuple(f"{report.CHECK_LABEL_PREFIX}{check}" for check in validate.CHECKS)
+        == names.CHECK_LABELS
+    )
     assert (names.FAILED_TAINT_KEY, names.EXEMPT) == (report.FAILED_TAINT_KEY, report.EXEMPT)
+    assert names.VALIDATION_LABELS == report.VALIDATION_LABELS
+
+
+def upgrading(state: str) -> Any:
+    """A node that passed, in the GPU Operator's in-place driver upgrade at `state`."""
+    api = FakeApi(NODE, replaces=False)
+    report.report(api, ENV, CFG, PASSED)
+    api.node["metadata"]["labels"]["nvidia.com/gpu-driver-upgrade-state"] = state
+    return api
+
+
+def test_a_passed_node_whose_driver_is_upgraded_in_place_is_validated_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # k8s-operator-libs pkg/upgrade/consts.go (vendored in gpu-operator v26.7.0): cordoned at
+    # `cordon-required`; the new driver pod Ready and the operator's validator with it at
+    # `uncordon-required`, then `upgrade-done`.
+    api = upgrading("pod-restart-required")
+    states = iter(["validation-required", "uncordon-required"])
+    waited: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waited.append(seconds)
+        api.node["metadata"]["labels"]["nvidia.com/gpu-driver-upgrade-state"] = next(states)
+
+    monkeypatch.setattr(report.time, "sleep", sleep)
+
+    assert report.exempt_untainted(api, ENV) is None
+    # Tainted again, through the admission policy (FakeApi), its proof of the old driver gone.
+    assert api.node["spec"]["taints"] == NODE["spec"]["taints"]
+    assert labels(api) == {}
+    # Its checks wait for the new driver.
+    assert waited == [30, 30]
+
+
+def test_a_node_the_upgrade_uncordons_is_tainted_before_it_takes_gpu_pods(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    api = upgrading("uncordon-required")
+    monkeypatch.setattr(report.time, "sleep", lambda _: pytest.fail("waited"))
+
+    assert report.exempt_untainted(api, ENV) is None
+    assert api.node["spec"]["taints"] == NODE["spec"]["taints"]

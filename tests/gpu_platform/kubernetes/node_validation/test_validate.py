@@ -345,17 +345,29 @@ def record(directory: Path, tool: str, out: str, rc: int, err: str = "") -> None
         (directory / f"{tool}{suffix}").write_text(text)
 
 
-def test_a_diagnostic_another_container_ran_is_read_not_run(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+@pytest.mark.parametrize(
+    ("tool", "output", "check"),
+    [
+        ("dcgmi", json.dumps(DIAG_FAILED), "dcgm-diag"),
+        ("all_reduce_perf", NCCL_LOW, "nccl-bandwidth"),
+    ],
+)
+def test_a_tool_another_container_ran_is_read_not_run(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    tool: str,
+    output: str,
+    check: str,
 ) -> None:
-    record(tmp_path, "dcgmi", json.dumps(DIAG_FAILED), 0)
-    ran = node(monkeypatch, {k: v for k, v in WHOLE_NODE.items() if k != "dcgmi"})
+    record(tmp_path, tool, output, 0)
+    ran = node(monkeypatch, {k: v for k, v in WHOLE_NODE.items() if k != tool})
 
     code, report = main(monkeypatch, capsys, env(RECORDED_OUTPUTS=str(tmp_path)))
 
     assert code == 1
-    assert [c["check"] for c in report["checks"] if not c["passed"]] == ["dcgm-diag"]
-    assert not any(command[0] == "dcgmi" for command in ran)
+    assert [c["check"] for c in report["checks"] if not c["passed"]] == [check]
+    assert not any(command[0] == tool for command in ran)
 
 
 @pytest.mark.parametrize(

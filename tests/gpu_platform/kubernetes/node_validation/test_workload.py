@@ -129,6 +129,47 @@ def test_a_pool_that_skips_the_diagnostic_runs_no_dcgm_container() -> None:
     assert names == ["exempt-untainted"]
 
 
+def test_no_pool_runs_the_all_reduce_without_a_bandwidth_to_hold_it_to(plan: Plan) -> None:
+    spec = pod(validator(plan, "h100-block"))
+
+    assert env(validator(plan, "h100-block"))["EXPECTED_BUSBW_GBPS"] == "0"
+    assert "nccl-bandwidth" not in [c["name"] for c in spec["initContainers"]]
+
+
+def test_a_pool_with_a_bandwidth_runs_the_all_reduce_in_its_own_container() -> None:
+    bandwidth = {"validation": {"expectedBusBandwidthGbps": 400, "busBandwidthShare": 0.9}}
+    plan = karpenter_plan(**{"h100-block": bandwidth, "l4-reserved": bandwidth})
+    spec = pod(validator(plan, "h100-block"))
+    nccl = spec["initContainers"][-1]
+    script = nccl["command"][2]
+
+    assert [c["name"] for c in spec["initContainers"]] == [
+        "exempt-untainted",
+        "dcgm-diag",
+        "nccl-bandwidth",
+    ]
+    # aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests: the Dockerfile's
+    # default versions, published on public.ecr.aws/hpc-cloud, nccl-tests in /opt/nccl-tests.
+    assert nccl["image"].startswith(
+        "public.ecr.aws/hpc-cloud/nccl-tests:"
+        "cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
+    )
+    assert "PATH=/opt/nccl-tests/build:$PATH" in script
+    # validate.py NCCL_TIMEOUT: 600 seconds; its output where the validator reads it.
+    assert (
+        'timeout 600 all_reduce_perf -b 1G -e 8G -f 2 -g "$GPUS"'
+        " > /recorded/all_reduce_perf.out" in script
+    )
+    assert nccl["securityContext"]["runAsNonRoot"] is True
+    assert {"name": "shm", "mountPath": "/dev/shm"} in nccl["volumeMounts"]
+    found = env(validator(plan, "h100-block"))
+    assert (found["EXPECTED_BUSBW_GBPS"], found["BUSBW_SHARE"]) == ("400.0", "0.9")
+    # l4-reserved's g6.xlarge has one GPU: nothing to all-reduce across, no bandwidth to reach.
+    assert json.loads(env(validator(plan, "l4-reserved"))["BY_INSTANCE_TYPE"]) == {
+        "g6.xlarge": {"EXPECTED_GPUS": "1", "EXPECTED_NVLINKS": "0", "EXPECTED_BUSBW_GBPS": "0"}
+    }
+
+
 def test_an_untainted_node_is_exempted_before_any_tool_runs(plan: Plan) -> None:
     spec = pod(validator(plan, "h100-block"))
 

@@ -1,0 +1,200 @@
+"""The admission policy that keeps GPU pods the platform does not run off GPU nodes that have not
+passed validation, however they are deployed (kubectl, Helm, a GitOps controller): the pack's
+`gpu-validation-taint-platform-only` judges only what `pulumi up` deploys.
+
+The ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA in Kubernetes 1.30) matches
+pod creations and updates in every namespace but the platform's (`exempt_namespaces`) and those
+an administrator labels `gpu-platform.io/node-validation-exempt=true`, and of those only GPU pods
+(`matchConditions`, evaluated before anything else; a pod they do not match is admitted whatever
+it tolerates, so a cluster add-on's DaemonSet that tolerates every taint runs on every node as
+before). A GPU pod is one that
+- requests or limits an `nvidia.com/` resource in a container or init container: whole GPUs
+  (`nvidia.com/gpu`), their shared replicas (`nvidia.com/gpu.shared`) and MIG slices
+  (`nvidia.com/mig-<profile>`) alike;
+- sets `NVIDIA_VISIBLE_DEVICES` in a container's or init container's `env` to anything but
+  empty, `void` or `none`, or from a `valueFrom` the policy cannot read. Under the NVIDIA
+  runtime the variable alone hands the container GPUs, no request needed: `all`, indexes or
+  UUIDs select GPUs, `none` gives none, `void`, empty or unset behave as runc
+  (NVIDIA/nvidia-container-toolkit v1.20.0, cmd/nvidia-container-runtime/README.md,
+  "NVIDIA_VISIBLE_DEVICES"; the toolkit the GPU Operator v26.7.0 installs);
+- or runs in one of the runtime classes the GPU Operator creates (`RUNTIME_CLASSES`), which
+  opt it into that runtime, where an image's own `NVIDIA_VISIBLE_DEVICES` (the CUDA images set
+  `all`) hands it GPUs unseen by the policy.
+Of those it denies:
+- a pod that tolerates the validation taint (its key with `Exists`, or `Equal` and its value,
+  `pending`), the failure taint `gpu-platform.io/validation-failed` (its key, with any value: the
+  value is the check that failed), or every taint (an empty key with `operator: Exists`), with an
+  effect of `NoSchedule` or none. Matching follows Kubernetes (k8s.io/api core/v1
+  toleration.go, `ToleratesTaint`). An update may only add tolerations (k8s.io/kubernetes
+  pkg/apis/core/validation/validation.go, `ValidatePodUpdate`: "spec.tolerations (only additions
+  to existing tolerations)"), so an update is denied only where it adds such a toleration: a pod
+  admitted before the policy existed can still be updated, its finalizers removed.
+- a pod created with `spec.nodeName` set. Such a pod skips the scheduler, and the kubelet holds
+  only `NoExecute` taints against a pod (k8s.io/kubernetes pkg/kubelet/lifecycle/predicate.go,
+  `generalFilter`), so no `NoSchedule` taint keeps it off a node. CEL sees the request, not the
+  Node it names, so the policy cannot tell a validated node from another: it refuses every such
+  GPU pod.
+What CEL cannot see it cannot judge: `NVIDIA_VISIBLE_DEVICES` from `envFrom` or from the image,
+on a node whose containerd runs the NVIDIA runtime by default.
+
+The expressions use only standard CEL (`has`, `exists`, `filter`, `in`, `size`, `startsWith`),
+none of Kubernetes' CEL libraries, so that a CEL implementation outside Kubernetes can evaluate
+them. Each is linear in the pod's containers, resources and variables, and guarded with `has`: a
+match condition that fails to evaluate would refuse every pod under `failurePolicy: Fail`.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+from gpu_platform.config import Cloud, StackConfig
+from gpu_platform.kubernetes.node_validation.admission_policy import denying, quoted
+from gpu_platform.kubernetes.node_validation.names import (
+    FAILED_TAINT_KEY,
+    LABEL_PREFIX,
+    VALIDATION_TAINT,
+)
+
+NAME = "gpu-platform-pods-off-unvalidated-nodes"
+EXEMPT_LABEL = f"{LABEL_PREFIX}node-validation-exempt"
+"""A namespace labelled with it `true` is not judged: for a cluster add-on that must run on every
+node and tolerates every taint. Labelling a Namespace takes a cluster-wide permission, which a
+namespace's own admins do not have from a RoleBinding."""
+# GKE's Managed Service for Prometheus (on by default from GKE 1.27) runs its collector DaemonSet
+# there, tolerating every `NoSchedule` taint (GoogleCloudPlatform/prometheus-engine
+# manifests/operator.yaml, v0.13.0, DaemonSet `collector`).
+GKE_NAMESPACES = ("gmp-system",)
+NVIDIA_RESOURCE_PREFIX = "nvidia.com/"
+VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
+# The values that give a container no GPU (cmd/nvidia-container-runtime/README.md, v1.20.0).
+NO_DEVICES = ("", "void", "none")
+# The GPU Operator's RuntimeClasses: `nvidia` (the chart's `operator.runtimeClass`), and with CDI
+# on, as the platform's chart values have it, `nvidia-cdi` and `nvidia-legacy`
+# (NVIDIA/gpu-operator v26.7.0, assets/pre-requisites/0210_runtime_class_legacy.yaml and
+# 0220_runtime_class_cdi.yaml).
+RUNTIME_CLASSES = ("nvidia", "nvidia-cdi", "nvidia-legacy")
+
+
+def exempt_namespaces(config: StackConfig) -> list[str]:
+    """The namespaces whose pods may tolerate the validation taints: kube-system, where the
+    clouds' add-ons run, and every namespace the platform runs pods in or names for them."""
+    found = {"kube-system", config.operator.namespace, config.monitoring.namespace}
+    found.add(config.monitoring.node_exporter_namespace)
+    if config.cloud is Cloud.AWS and config.provisioner == "cluster-autoscaler":
+        found.add(config.autoscaler.namespace)
+    if config.uses_karpenter:
+        found.add(config.karpenter.namespace)
+    if config.cloud is Cloud.GCP:
+        found.update(GKE_NAMESPACES)
+    return sorted(found)
+
+
+def _tolerates(t: str) -> str:
+    """CEL: the toleration `t` tolerates the validation taint, the failure taint or every
+    taint."""
+    key = f"(has({t}.key) ? {t}.key : '')"
+    exists = f"(has({t}.operator) && {t}.operator == 'Exists')"
+    value = f"(has({t}.value) ? {t}.value : '')"
+    return (
+        f"(!has({t}.effect) || {t}.effect == '' || {t}.effect == '{VALIDATION_TAINT.effect}') &&"
+        f" (({key} == '' && {exists}) || {key} == '{FAILED_TAINT_KEY}' ||"
+        f" ({key} == '{VALIDATION_TAINT.key}' && ({exists} ||"
+        f" {value} == '{VALIDATION_TAINT.value}')))"
+    )
+
+
+def _container_clauses(c: str) -> list[str]:
+    """CEL, one clause per way the container `c` gets GPUs: an `nvidia.com/` limit, an
+    `nvidia.com/` request, or `NVIDIA_VISIBLE_DEVICES` naming some."""
+    resources = [
+        f"(has({c}.resources) && has({c}.resources.{field}) &&"
+        f" {c}.resources.{field}.exists(r, r.startsWith('{NVIDIA_RESOURCE_PREFIX}')))"
+        for field in ("limits", "requests")
+    ]
+    devices = (
+        f"(has({c}.env) && {c}.env.exists(e, e.name == '{VISIBLE_DEVICES}' &&"
+        f" (has(e.valueFrom) || (has(e.value) && !(e.value in {quoted(NO_DEVICES)})))))"
+    )
+    return [*resources, devices]
+
+
+def gpu_pod_clauses() -> list[str]:
+    """CEL, one clause per way a pod gets GPUs: its runtime class, then each container clause
+    over its containers and over its init containers."""
+    runtime = (
+        "(has(object.spec.runtimeClassName) &&"
+        f" object.spec.runtimeClassName in {quoted(RUNTIME_CLASSES)})"
+    )
+    containers = [f"object.spec.containers.exists(c, {x})" for x in _container_clauses("c")]
+    init = [
+        f"(has(object.spec.initContainers) && object.spec.initContainers.exists(c, {x}))"
+        for x in _container_clauses("c")
+    ]
+    return [runtime, *containers, *init]
+
+
+MATCH_CONDITIONS = [{"name": "gpu-pod", "expression": " || ".join(gpu_pod_clauses())}]
+
+
+VARIABLES = [
+    {
+        "name": "tolerated",
+        "expression": "has(object.spec.tolerations) ?"
+        f" object.spec.tolerations.filter(t, {_tolerates('t')}) : []",
+    },
+    {
+        "name": "toleratedBefore",
+        "expression": "request.operation == 'UPDATE' && has(oldObject.spec.tolerations) ?"
+        f" oldObject.spec.tolerations.filter(t, {_tolerates('t')}) : []",
+    },
+]
+
+VALIDATIONS = [
+    {
+        "expression": "size(variables.tolerated) <= size(variables.toleratedBefore)",
+        "message": f"this namespace's GPU pods may not tolerate the node validation taint"
+        f" {VALIDATION_TAINT.key}, the failure taint {FAILED_TAINT_KEY} or every taint: the pod"
+        " could start on a GPU node that has not passed validation, or failed it. Tolerate the"
+        " taints the pod needs by their keys.",
+    },
+    {
+        "expression": "request.operation != 'CREATE' || !has(object.spec.nodeName) ||"
+        " object.spec.nodeName == ''",
+        "message": "this namespace's GPU pods may not set spec.nodeName: the pod would skip the"
+        " scheduler and the node validation taint, and could start on a GPU node that has not"
+        " passed validation. Select the node with nodeSelector or affinity instead.",
+    },
+]
+
+
+def namespace_selector(exempt: Sequence[str]) -> dict[str, Any]:
+    return {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(exempt)},
+            {"key": EXEMPT_LABEL, "operator": "NotIn", "values": ["true"]},
+        ]
+    }
+
+
+def pod_admission_policy(exempt: Sequence[str]) -> list[dict[str, Any]]:
+    """The ValidatingAdmissionPolicy and its binding (deny), for pods outside the namespaces
+    `exempt`."""
+    return denying(
+        NAME,
+        {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "namespaceSelector": namespace_selector(exempt),
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["pods"],
+                    }
+                ],
+            },
+            "matchConditions": MATCH_CONDITIONS,
+            "variables": VARIABLES,
+            "validations": VALIDATIONS,
+        },
+    )

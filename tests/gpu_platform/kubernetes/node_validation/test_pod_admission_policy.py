@@ -1,0 +1,337 @@
+"""The admission policy that keeps other pods off unvalidated GPU nodes: its CEL evaluated with
+cel-python (as test_admission_policy.py evaluates the validator's) against pods it must admit
+and refuse, its namespace selector as the API server applies one, and the platform's own pods
+in every stack admitted by the policy the stack deploys."""
+
+import copy
+from typing import Any
+
+import pytest
+
+from gpu_platform.config import Cloud, StackConfig
+from gpu_platform.kubernetes.node_validation.pod_admission_policy import (
+    exempt_namespaces,
+    gpu_pod_clauses,
+    pod_admission_policy,
+)
+from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
+from tests.gpu_platform.kubernetes.node_validation import pod_policy_invariants as invariants
+from tests.gpu_platform.kubernetes.node_validation.test_admission_policy import evaluate
+from tests.kubernetes_schemas import validate
+from tests.repository import STACKS
+from tests.shared_plans import shared_plan
+
+POLICY, BINDING = pod_admission_policy(["gpu-operator", "kube-system"])
+KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation"
+FAILED_KEY = "gpu-platform.io/validation-failed"
+TOLERATION = (
+    f"this namespace's GPU pods may not tolerate the node validation taint {KEY}, the failure taint"
+    f" {FAILED_KEY} or every taint: the pod could start on a GPU node that has not passed"
+    " validation, or failed it. Tolerate the taints the pod needs by their keys."
+)
+NODE_NAME = (
+    "this namespace's GPU pods may not set spec.nodeName: the pod would skip the scheduler and"
+    " the node validation taint, and could start on a GPU node that has not passed validation."
+    " Select the node with nodeSelector or affinity instead."
+)
+Pod = dict[str, Any]
+
+POD: Pod = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "train-0", "namespace": "ml-team"},
+    "spec": {
+        "containers": [
+            {
+                "name": "train",
+                "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+                "resources": {"limits": {"nvidia.com/gpu": "8"}},
+            }
+        ],
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    },
+}
+
+
+def denied(pod: Pod, old: Pod | None = None) -> list[str]:
+    return invariants.denied(POLICY["spec"], pod, old)
+
+
+def with_tolerations(*tolerations: dict[str, str], pod: Pod = POD) -> Pod:
+    changed = copy.deepcopy(pod)
+    changed["spec"]["tolerations"] += list(tolerations)
+    return changed
+
+
+def on_node(pod: Pod = POD) -> Pod:
+    changed = copy.deepcopy(pod)
+    changed["spec"]["nodeName"] = "ip-10-0-1-23.ec2.internal"
+    return changed
+
+
+FORBIDDEN_TOLERATIONS = {
+    "validation taint, Exists": {"key": KEY, "operator": "Exists"},
+    "validation taint, its value": {"key": KEY, "value": "pending", "effect": "NoSchedule"},
+    "failure taint, Exists": {"key": FAILED_KEY, "operator": "Exists", "effect": "NoSchedule"},
+    "failure taint, one check": {"key": FAILED_KEY, "value": "gpu-count"},
+    "every taint": {"operator": "Exists"},
+    "every NoSchedule taint": {"operator": "Exists", "effect": "NoSchedule"},
+}
+
+
+@pytest.mark.parametrize(
+    "toleration", FORBIDDEN_TOLERATIONS.values(), ids=FORBIDDEN_TOLERATIONS.keys()
+)
+def test_a_pod_tolerating_the_validation_taints_is_refused(toleration: dict[str, str]) -> None:
+    assert denied(with_tolerations(toleration)) == [TOLERATION]
+
+
+# k8s.io/api core/v1 toleration.go, ToleratesTaint: a set effect must equal the taint's, and
+# `Equal` (the default operator) compares the value.
+ALLOWED_TOLERATIONS = {
+    "none beyond the GPU's": None,
+    "validation taint, another value": {"key": KEY, "value": "passed"},
+    "validation taint, another effect": {"key": KEY, "operator": "Exists", "effect": "NoExecute"},
+    "failure taint, another effect": {
+        "key": FAILED_KEY,
+        "operator": "Exists",
+        "effect": "NoExecute",
+    },
+    "every NoExecute taint": {"operator": "Exists", "effect": "NoExecute"},
+    "another key": {"key": "dedicated", "operator": "Exists"},
+}
+
+
+@pytest.mark.parametrize("toleration", ALLOWED_TOLERATIONS.values(), ids=ALLOWED_TOLERATIONS.keys())
+def test_other_tolerations_pass(toleration: dict[str, str] | None) -> None:
+    assert denied(with_tolerations(toleration) if toleration else POD) == []
+
+
+def test_a_pod_with_no_tolerations_passes() -> None:
+    pod = copy.deepcopy(POD)
+    del pod["spec"]["tolerations"]
+    assert denied(pod) == []
+
+
+def test_an_update_may_not_add_such_a_toleration() -> None:
+    # An update may only add tolerations (k8s.io/kubernetes pkg/apis/core/validation/
+    # validation.go, ValidatePodUpdate).
+    assert denied(with_tolerations({"operator": "Exists"}), old=POD) == [TOLERATION]
+
+
+def test_a_pod_admitted_before_the_policy_can_still_be_updated() -> None:
+    # Its finalizers removed, a label changed: refusing it would leave the pod stuck.
+    old = with_tolerations({"operator": "Exists"})
+    new = copy.deepcopy(old)
+    new["metadata"]["labels"] = {"team": "ml"}
+    assert denied(new, old=old) == []
+
+
+# A cluster add-on's DaemonSet pod in its own namespace, tolerating every taint as node agents
+# (security, logs, metrics) commonly do so as to run on every node. It asks for no GPU, and is
+# admitted whatever it tolerates.
+ADD_ON: Pod = {**POD, "metadata": {"name": "log-agent-x7k2p", "namespace": "logging"}}
+ADD_ON["spec"] = {
+    "containers": [
+        {
+            "name": "log-agent",
+            "image": "fluent/fluent-bit:4.0.3",
+            "resources": {"limits": {"cpu": "200m", "memory": "256Mi"}},
+            "env": [{"name": "CLUSTER_NAME", "value": "prod"}],
+        }
+    ],
+    "tolerations": [{"operator": "Exists"}],
+}
+
+
+def test_a_pod_asking_for_no_gpu_is_admitted_whatever_it_tolerates() -> None:
+    assert denied(ADD_ON) == []
+    assert denied(with_tolerations({"key": KEY, "operator": "Exists"}, pod=ADD_ON)) == []
+    assert denied(on_node(ADD_ON)) == []
+
+
+def gpu_form(field: str, container: dict[str, Any] | None = None, **spec: Any) -> Pod:
+    """The add-on's pod made a GPU pod one way: a container of `field` (`containers` or
+    `initContainers`) with `container`'s fields, or the pod's `spec` fields."""
+    pod = copy.deepcopy(ADD_ON)
+    pod["spec"].update(spec)
+    if container is not None:
+        pod["spec"].setdefault(field, []).append({"name": "gpu", "image": "busybox:1.37"})
+        pod["spec"][field][-1].update(container)
+    return pod
+
+
+def visible(value: str) -> dict[str, Any]:
+    return {"env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": value}]}
+
+
+# One form for each clause of the policy's match condition, in their order: removing a clause
+# admits its form (test_each_gpu_pod_form_is_matched_by_its_own_clause).
+GPU_FORMS = {
+    # The GPU Operator's RuntimeClasses (NVIDIA/gpu-operator v26.7.0, assets/pre-requisites/).
+    "runtime class nvidia": gpu_form("containers", runtimeClassName="nvidia"),
+    "limits a GPU": gpu_form("containers", {"resources": {"limits": {"nvidia.com/gpu": "1"}}}),
+    # Time-slicing's shared replicas, requested without a limit.
+    "requests a shared GPU": gpu_form(
+        "containers", {"resources": {"requests": {"nvidia.com/gpu.shared": "1"}}}
+    ),
+    # NVIDIA/nvidia-container-toolkit v1.20.0, cmd/nvidia-container-runtime/README.md: `all`
+    # makes every GPU accessible, with no request.
+    "NVIDIA_VISIBLE_DEVICES=all": gpu_form("containers", visible("all")),
+    "init container limits a MIG slice": gpu_form(
+        "initContainers", {"resources": {"limits": {"nvidia.com/mig-1g.10gb": "1"}}}
+    ),
+    "init container requests a GPU": gpu_form(
+        "initContainers", {"resources": {"requests": {"nvidia.com/gpu": "1"}}}
+    ),
+    "init container NVIDIA_VISIBLE_DEVICES=0,1": gpu_form("initContainers", visible("0,1")),
+}
+# Also matched: a variable whose value the policy cannot read, and the CDI runtime classes.
+OTHER_GPU_FORMS = {
+    "NVIDIA_VISIBLE_DEVICES from a ConfigMap": gpu_form(
+        "containers",
+        {
+            "env": [
+                {
+                    "name": "NVIDIA_VISIBLE_DEVICES",
+                    "valueFrom": {"configMapKeyRef": {"name": "gpus", "key": "visible"}},
+                }
+            ]
+        },
+    ),
+    "runtime class nvidia-cdi": gpu_form("containers", runtimeClassName="nvidia-cdi"),
+}
+GPU_TOLERATIONS = {
+    "by key": {"key": KEY, "operator": "Exists"},
+    "every taint": {"operator": "Exists"},
+}
+
+
+@pytest.mark.parametrize("form", {**GPU_FORMS, **OTHER_GPU_FORMS}.items(), ids=lambda f: f[0])
+@pytest.mark.parametrize("toleration", GPU_TOLERATIONS.values(), ids=GPU_TOLERATIONS.keys())
+def test_each_gpu_pod_form_tolerating_the_taint_is_refused(
+    form: tuple[str, Pod], toleration: dict[str, str]
+) -> None:
+    pod = copy.deepcopy(form[1])
+    pod["spec"]["tolerations"] = [toleration]
+    assert denied(pod) == [TOLERATION]
+
+
+def test_each_gpu_pod_form_is_matched_by_its_own_clause() -> None:
+    clauses = gpu_pod_clauses()
+    matched = [
+        [i for i, clause in enumerate(clauses) if evaluate(clause, {"object": pod})]
+        for pod in GPU_FORMS.values()
+    ]
+    assert matched == [[i] for i in range(len(clauses))]
+
+
+# cmd/nvidia-container-runtime/README.md (v1.20.0): `none` gives no GPU, `void` and empty
+# behave as runc.
+NOT_GPU_FORMS = {
+    "NVIDIA_VISIBLE_DEVICES=void": gpu_form("containers", visible("void")),
+    "NVIDIA_VISIBLE_DEVICES=none": gpu_form("initContainers", visible("none")),
+    "NVIDIA_VISIBLE_DEVICES empty": gpu_form(
+        "containers", {"env": [{"name": "NVIDIA_VISIBLE_DEVICES"}]}
+    ),
+    "another device": gpu_form("containers", {"resources": {"limits": {"example.com/fpga": "1"}}}),
+    "another runtime class": gpu_form("containers", runtimeClassName="gvisor"),
+}
+
+
+@pytest.mark.parametrize("pod", NOT_GPU_FORMS.values(), ids=NOT_GPU_FORMS.keys())
+def test_a_pod_that_gets_no_gpu_is_admitted(pod: Pod) -> None:
+    assert denied(pod) == []
+
+
+def test_a_gpu_pod_that_names_its_node_is_refused() -> None:
+    # The kubelet holds only NoExecute taints against a pod (k8s.io/kubernetes
+    # pkg/kubelet/lifecycle/predicate.go, generalFilter): a pod given its node skips the taint.
+    assert denied(on_node()) == [NODE_NAME]
+    for pod in GPU_FORMS.values():
+        without_tolerations = copy.deepcopy(pod)
+        del without_tolerations["spec"]["tolerations"]
+        assert denied(on_node(without_tolerations)) == [NODE_NAME]
+
+
+def test_a_scheduled_gpu_pod_may_be_updated() -> None:
+    # The scheduler binds a pod through pods/binding, which the policy does not match; the
+    # bound pod's later updates carry the node it was given.
+    bound = on_node()
+    assert denied(bound, old=bound) == []
+
+
+def test_the_platforms_namespaces_and_labelled_ones_are_not_judged() -> None:
+    selector = POLICY["spec"]["matchConstraints"]["namespaceSelector"]
+
+    def namespace(name: str, **labels: str) -> dict[str, str]:
+        # The API server sets this label on every namespace (NamespaceDefaultLabelName).
+        return {"kubernetes.io/metadata.name": name, **labels}
+
+    assert invariants.selected(selector, namespace("ml-team"))
+    assert invariants.selected(selector, namespace("default"))
+    assert not invariants.selected(selector, namespace("gpu-operator"))
+    assert not invariants.selected(selector, namespace("kube-system"))
+    labelled = namespace("amazon-guardduty", **{"gpu-platform.io/node-validation-exempt": "true"})
+    assert not invariants.selected(selector, labelled)
+
+
+def test_the_exempt_namespaces_are_the_platforms() -> None:
+    # Each at its default: config/operator.py, config/capacity.py.
+    def defaults(**fields: Any) -> StackConfig:
+        # The fields the namespaces come from take their defaults; the others are not read.
+        return StackConfig.model_construct(**fields)
+
+    eks = defaults(cloud=Cloud.AWS)
+    karpenter = defaults(cloud=Cloud.AWS, provisioner="karpenter")
+    gke = defaults(cloud=Cloud.GCP)
+    assert exempt_namespaces(eks) == [
+        "gpu-operator",
+        "gpu-platform-system",
+        "kube-system",
+        "monitoring",
+        "monitoring-node-exporter",
+    ]
+    assert exempt_namespaces(karpenter) == [
+        "gpu-operator",
+        "kube-system",
+        "monitoring",
+        "monitoring-node-exporter",
+    ]
+    assert exempt_namespaces(gke) == [
+        "gmp-system",
+        "gpu-operator",
+        "kube-system",
+        "monitoring",
+        "monitoring-node-exporter",
+    ]
+
+
+def test_the_binding_denies_pod_creations_and_updates() -> None:
+    assert BINDING["spec"] == {
+        "policyName": POLICY["metadata"]["name"],
+        "validationActions": ["Deny"],
+    }
+    (rule,) = POLICY["spec"]["matchConstraints"]["resourceRules"]
+    assert (rule["resources"], rule["operations"]) == (["pods"], ["CREATE", "UPDATE"])
+
+
+@pytest.mark.parametrize("minor", SUPPORTED_KUBERNETES_VERSIONS)
+def test_the_manifests_are_valid_kubernetes_objects(minor: str) -> None:
+    for manifest in (POLICY, BINDING):
+        validate(copy.deepcopy(manifest), minor)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_platforms_own_pods_are_admitted(stack: str) -> None:
+    assert invariants.pod_policy_problems(shared_plan(stack), {}) == []
+
+
+def test_a_refused_platform_pod_is_a_problem() -> None:
+    plan = copy.deepcopy(shared_plan("dev"))
+    (smoke_test,) = plan.of_type("kubernetes:batch/v1:Job")
+    smoke_test.inputs["spec"]["template"]["spec"]["tolerations"].append({"operator": "Exists"})
+    assert invariants.pod_policy_problems(plan, {}) == [
+        f"Job {smoke_test.inputs['metadata']['namespace']}/{smoke_test.inputs['metadata']['name']}:"
+        f" {TOLERATION}"
+    ]
