@@ -661,6 +661,11 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
         monitoring["idleGpuMinutes"] = draw(st.sampled_from([10, 30, 120]))
     if cloud == "gcp" and draw(st.integers(0, 3)) == 0:
         monitoring["googleManagedPrometheus"] = True
+    if draw(st.integers(0, 3)) == 0:
+        # A prefixed key with upper case, which kube-state-metrics renames the most.
+        monitoring["teamLabel"] = draw(st.sampled_from(["team", "example.com/costCenter"]))
+    if draw(st.integers(0, 3)) == 0:
+        monitoring["teamIdleGpuPercent"] = draw(st.sampled_from([1, 50, 99]))
     monitoring.update(_moved(draw, namespace="observability"))
     if monitoring:
         config["gpu-platform:monitoring"] = monitoring
