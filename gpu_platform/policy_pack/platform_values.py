@@ -171,6 +171,33 @@ NODE_EXPORTER_NAMESPACE = Allowed(
     "-node-exporter",
 )
 ANY = Allowed(lambda value, _: True, "any value")
+# The labels kube-state-metrics exports (gpu_platform/kubernetes/monitoring.py): the node
+# validation labels (gpu_platform/kubernetes/node_validation/names.py, `VALIDATION_LABELS`) and
+# the pool label on `kube_node_labels`, and the stack's `monitoring.teamLabel` on
+# `kube_namespace_labels`. The kube-state-metrics chart joins the list unquoted into an argument
+# (templates/deployment.yaml, `--metric-labels-allowlist={{ .Values.metricLabelsAllowlist |
+# join "," }}`), so its entries are judged as well: the node entry the platform sets, and a
+# namespace entry of one label key (Kubernetes' qualified name: no `,`, `]` or space, which
+# would end the entry).
+_NODE_LABELS_ENTRY = (
+    "nodes=[gpu-platform.io/validation,gpu-platform.io/validation-failed-check,"
+    "gpu-platform.io/validated-driver,gpu-platform.io/validated-release,gpu-platform.io/pool]"
+)
+_NAMESPACE_LABEL_ENTRY = re.compile(
+    r"namespaces=\[([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\]"
+)
+_KUBE_STATE_METRICS_LABELS = Allowed(
+    lambda value, _: (
+        isinstance(value, Sequence)
+        and not isinstance(value, str)
+        and len(value) == 2
+        and value[0] == _NODE_LABELS_ENTRY
+        and isinstance(value[1], str)
+        and _NAMESPACE_LABEL_ENTRY.fullmatch(value[1]) is not None
+    ),
+    f'[{json.dumps(_NODE_LABELS_ENTRY)}, "namespaces=[<one label key>]"]',
+)
 
 
 def unsafe_scalars(values: Any, place: Place, whole: frozenset[KeyPath]) -> Iterator[Place]:
@@ -343,20 +370,7 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             ("grafana.sidecar.dashboards.enabled", equal(True)),
             ("grafana.sidecar.dashboards.label", equal("grafana_dashboard")),
             ("grafana.sidecar.dashboards.labelValue", equal("1")),
-            # The node validation labels (gpu_platform/kubernetes/node_validation/names.py,
-            # `VALIDATION_LABELS`) on `kube_node_labels`. The kube-state-metrics chart joins the
-            # list unquoted into an argument (templates/deployment.yaml,
-            # `--metric-labels-allowlist={{ .Values.metricLabelsAllowlist | join "," }}`), so
-            # its entries are judged as well: the one the platform sets.
-            (
-                "kube-state-metrics.metricLabelsAllowlist",
-                equal(
-                    (
-                        "nodes=[gpu-platform.io/validation,gpu-platform.io/validation-failed-check,"
-                        "gpu-platform.io/validated-driver,gpu-platform.io/validated-release]",
-                    )
-                ),
-            ),
+            ("kube-state-metrics.metricLabelsAllowlist", _KUBE_STATE_METRICS_LABELS),
             ("prometheus-node-exporter.namespaceOverride", NODE_EXPORTER_NAMESPACE),
             ("prometheus-node-exporter.tolerations", LIST),
             ("prometheus-node-exporter.updateStrategy.rollingUpdate.maxUnavailable", _ROLLOUT),
