@@ -291,6 +291,8 @@ def test_plan_shows_each_gke_ubuntu_pools_own_driver(invoke, gke_config, stack_f
     assert (
         "  l4-shared: NVIDIA driver 595.91.07 (CUDA 13.2), pinned by the GPU Operator at"
         " 595.91.07\n"
+    ) in result.output
+    assert (
         "  l4-canary: NVIDIA driver 610.43.02 (CUDA 13.3), pinned by the GPU Operator at"
         " 610.43.02; canary of l4-shared, ahead of it (the GPU Operator at 595.91.07): promote"
         " by giving l4-shared the canary's version"
