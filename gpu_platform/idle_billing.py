@@ -72,7 +72,8 @@ class IdleBilling:
     provisioner: str
     """`cluster-autoscaler`, `karpenter` or `gke`: what removes the pool's empty nodes."""
     setting: str
-    """The config key, as users spell it, that decides the figure most."""
+    """The config key, as users spell it, that decides the figure most; on GKE, the cluster's
+    autoscaling profile, which no key of the platform's sets."""
     after_last_pod: tuple[Delay, ...]
     before_first_pod: tuple[Delay, ...]
 
@@ -96,7 +97,7 @@ def idle_billing(config: StackConfig, pool: ResolvedPool) -> IdleBilling:
     """The pool's figures, from the stack's settings for its provisioner."""
     spec = pool.spec
     if config.cloud == "gcp":
-        provisioner, setting, after = "gke", "pools[].gcp", _gke_terms()
+        provisioner, setting, after = "gke", "the cluster's autoscaling profile", _gke_terms()
     elif config.uses_karpenter:
         provisioner, (setting, after) = "karpenter", _karpenter_terms(config, pool)
     else:
