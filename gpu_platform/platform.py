@@ -38,6 +38,7 @@ from gpu_platform.config import (
     read_pulumi_config,
     secret_config_keys,
 )
+from gpu_platform.idle_billing import idle_billing, idle_billing_output
 from gpu_platform.instance import claim, declaring, given_providers, part_name
 from gpu_platform.kubernetes.canary_gate import canary_gate_job
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
@@ -199,8 +200,9 @@ class GpuPlatform(pulumi.ComponentResource):
 
     Outputs: `kubeconfig` (secret; None where the config names a kubeconfig context),
     `gpu_operator_version`, `gpu_operator_namespace`, `prometheus_rule_names`, `pools` (how a pod
-    lands on each pool), `gpu_pools` (each pool's driver and CUDA ceiling), and `stack_outputs`,
-    all of them under the names this project's stacks export.
+    lands on each pool), `gpu_pools` (each pool's driver and CUDA ceiling), `idle_billing` (how
+    long each pool's empty node bills, term by term: `gpu_platform.idle_billing`), and
+    `stack_outputs`, all of them under the names this project's stacks export.
     """
 
     kubeconfig: pulumi.Output[str] | None
@@ -210,6 +212,7 @@ class GpuPlatform(pulumi.ComponentResource):
     pools: pulumi.Output[dict[str, Any]]
     gpu_models: pulumi.Output[dict[str, Any]]
     gpu_pools: pulumi.Output[dict[str, Any]]
+    idle_billing: pulumi.Output[dict[str, Any]]
     stack_outputs: dict[str, Any]
     """Every output by its stack output name (`gpuOperatorVersion`, `pools`, ...), to export."""
 
@@ -433,6 +436,12 @@ class GpuPlatform(pulumi.ComponentResource):
         self.gpu_pools = pulumi.Output.from_input(
             secret_if(secret_pools, {pool.spec.name: pool_software(pool) for pool in pools})
         )
+        self.idle_billing = pulumi.Output.from_input(
+            secret_if(
+                secret_pools,
+                idle_billing_output(idle_billing(config, pool) for pool in pools),
+            )
+        )
         self.stack_outputs = {
             **({} if self.kubeconfig is None else {"kubeconfig": self.kubeconfig}),
             "gpuOperatorVersion": self.gpu_operator_version,
@@ -442,6 +451,7 @@ class GpuPlatform(pulumi.ComponentResource):
             "pools": self.pools,
             "gpuModels": self.gpu_models,
             "gpuPools": self.gpu_pools,
+            "idleBilling": self.idle_billing,
             **cloud.stack_outputs(),
         }
         self.register_outputs(self.stack_outputs)

@@ -42,6 +42,7 @@ from tests.config_strategies import CORNER_STACKS, stack_configs
 from tests.gpu_platform.canary_invariants import canary_capacity_problems, canary_rank_problems
 from tests.gpu_platform.eks.efa_invariants import efa_problems
 from tests.gpu_platform.gke.new_cluster.hardening_invariants import hardening_problems
+from tests.gpu_platform.idle_billing_invariants import idle_billing_problems
 from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
 from tests.gpu_platform.kubernetes.exporter_invariants import exporter_problems
 from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
@@ -192,6 +193,9 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
             hardening_problems
         ),
         "each tenant quota caps every MIG slice, and whole GPUs at gpuQuota": (quota_problems),
+        "every pool's idle billed time is what its planned scale-down settings make it": (
+            idle_billing_problems
+        ),
     }
 
 

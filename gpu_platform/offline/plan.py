@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpu_platform.config import ConfigError
+from gpu_platform.idle_billing import idle_warnings
 from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin
 from gpu_platform.lock.lockfile import LockError, MissingLockEntry, project_lock
 from gpu_platform.offline.analyzer import PACK_DIR, PolicyPack, Verdict
@@ -88,7 +89,8 @@ def plan_stack(
         pack = started_pack()
         config = read_policy_config(project.directory / POLICY_CONFIG_DIR, stack, policy_config)
         verdicts = _verdicts(pack, plan, config)
-    return OfflinePlan(plan, tuple(verdicts), pack_dir, tuple(_unlocked_chart_pins(plan)))
+    warnings = [*_unlocked_chart_pins(plan), *_idle_billing_warnings(plan)]
+    return OfflinePlan(plan, tuple(verdicts), pack_dir, tuple(warnings))
 
 
 def program_plan(stack: str, project: Project | None = None) -> Plan:
@@ -159,6 +161,14 @@ def _pack_started_meanwhile(
 def _verdicts(pack: PolicyPack, plan: Plan, config: Mapping[str, Any] | None) -> list[Verdict]:
     pack.configure(config_for_plan(config, plan.resources))
     return pack.analyze(plan.resources)
+
+
+def _idle_billing_warnings(plan: Plan) -> list[str]:
+    """Where a setting keeps an empty on-demand or spot GPU node billing over ten minutes
+    (`gpu_platform.idle_billing`); nothing where the pools are secret."""
+    if "idleBilling" not in plan.outputs or "idleBilling" in plan.secret_outputs:
+        return []
+    return idle_warnings(plan.outputs["idleBilling"])
 
 
 def _unlocked_chart_pins(plan: Plan) -> list[str]:

@@ -400,6 +400,9 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             # gpu_platform/kubernetes/node_validation/duration.py writes one (`47m0s`).
             ("extraArgs.max-node-provision-time", GO_DURATION),
             ("extraArgs.max-node-startup-time", GO_DURATION),
+            # The cooldown after a scale-up, never longer than the GPU nodes' unneeded time
+            # (gpu_platform/idle_billing.py): `1m0s` to `10m0s`.
+            ("extraArgs.scale-down-delay-after-add", GO_DURATION),
             ("image.repository", equal("registry.k8s.io/autoscaling/cluster-autoscaler")),
             ("image.tag", TAG),
             (
