@@ -7,6 +7,7 @@ from gpu_platform.config.cloud_options import ClusterSpec
 from gpu_platform.config.fields import NODE_IMAGES, Cloud, Model, Platform, Provisioner
 from gpu_platform.config.operator import MonitoringSpec, OperatorSpec
 from gpu_platform.config.pools import GpuPoolSpec
+from gpu_platform.config.queues import QueuesSpec
 from gpu_platform.config.tenants import TenantNamespaceSpec
 
 
@@ -45,6 +46,8 @@ class StackConfig(Model):
     (docs/karpenter.md)."""
     karpenter: KarpenterSpec = Field(default_factory=KarpenterSpec)
     """EKS with `provisioner: karpenter`: the Karpenter controller."""
+    queues: QueuesSpec = Field(default_factory=QueuesSpec)
+    """Kueue: a queue per tenant namespace, whose jobs start whole once its quota allows."""
 
     _secret_keys: frozenset[str] = PrivateAttr(default=frozenset())
 
@@ -59,6 +62,8 @@ class StackConfig(Model):
             found.add(self.autoscaler.namespace)
         if self.karpenter_installed:
             found.add(self.karpenter.namespace)
+        if self.queues.enabled:
+            found.add(self.queues.namespace)
         return sorted(found)
 
     @property
