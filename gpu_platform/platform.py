@@ -395,7 +395,7 @@ class GpuPlatform(pulumi.ComponentResource):
         # Kueue's webhooks judge the tenants' queues and the Jobs of their namespaces: those
         # wait for its release to be ready (gpu_platform/kubernetes/kueue.py).
         kueue = (
-            [Kueue(part_name("kueue"), KueueArgs(config.queues, pools), on_cluster)]
+            [Kueue(part_name("kueue"), KueueArgs(config.queues, pools, config.protect), on_cluster)]
             if config.queues.enabled
             else []
         )

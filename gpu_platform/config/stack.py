@@ -28,7 +28,8 @@ class StackConfig(Model):
     """Namespaces for teams' GPU workloads."""
     protect: bool = False
     """Protect the node groups or node pools, Karpenter's two releases (uninstalling its CRDs
-    would remove every NodePool and the nodes with them), the GPU Operator's namespace and
+    would remove every NodePool and the nodes with them), Kueue's release (its CRDs with every
+    queue and waiting job), the GPU Operator's namespace and
     release (and on GKE Ubuntu the pools' NVIDIADriver resources, without which their nodes
     lose the driver), and the Prometheus stack the platform installs, from deletion: `pulumi
     destroy`, or a change that would replace them, fails until they are unprotected. What

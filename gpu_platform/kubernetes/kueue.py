@@ -238,6 +238,9 @@ def declare(name: str, obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pul
 class KueueArgs:
     queues: QueuesSpec
     pools: Sequence[ResolvedPool]
+    protect: bool = False
+    """Protect the release (`protect`): its CRDs are templates of the chart, so uninstalling it
+    deletes every queue and every waiting workload with them."""
 
 
 class Kueue(pulumi.ComponentResource):
@@ -262,7 +265,7 @@ class Kueue(pulumi.ComponentResource):
             namespace=namespace.metadata.name,
             values=kueue_values(args.queues),
             **helm_release.KUEUE.release_args(),
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
         )
         after_release = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
         for pool in args.pools:

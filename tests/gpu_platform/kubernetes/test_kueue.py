@@ -268,3 +268,11 @@ def test_a_misspelt_cluster_queue_field_is_refused_by_the_pinned_crd(dev_plan) -
     assert validation_errors(queue, "kueue", "0.19.2") == [
         "spec: Additional properties are not allowed ('cohort' was unexpected)"
     ]
+
+
+def test_a_protected_stack_protects_the_release_whose_crds_hold_every_queue(
+    dev_config, plan_for
+) -> None:
+    dev_config["gpu-platform:protect"] = True
+
+    assert release(plan_for(dev_config)).protect
