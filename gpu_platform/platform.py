@@ -45,6 +45,7 @@ from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.kubernetes.gpu_pod import model_placements, pool_placement
 from gpu_platform.kubernetes.helm_release import most_nodes
 from gpu_platform.kubernetes.idle_gpu_pods import idle_gpu_reaper
+from gpu_platform.kubernetes.kueue import Kueue, KueueArgs
 from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpu_platform.kubernetes.node_validation.workload import (
     NodeHardware,
@@ -394,15 +395,26 @@ class GpuPlatform(pulumi.ComponentResource):
                 led.append(cloud.create_held_back_pool(pool, connection, children, after=gates))
                 driver = operator.held_back_driver(pool.spec.name, gates)
                 led += [] if driver is None else [driver]
+        # Kueue's webhooks judge the tenants' queues and the Jobs of their namespaces: those
+        # wait for its release to be ready (gpu_platform/kubernetes/kueue.py).
+        kueue = (
+            [Kueue(part_name("kueue"), KueueArgs(config.queues, pools, config.protect), on_cluster)]
+            if config.queues.enabled
+            else []
+        )
         tenants = [
             GpuTenantNamespace(
                 part_name(namespace.name),
                 GpuTenantNamespaceArgs(
-                    namespace, pools, provisioner=config.provisioner, driver_rollout=driver_rollout
+                    namespace,
+                    pools,
+                    provisioner=config.provisioner,
+                    driver_rollout=driver_rollout,
+                    queues=config.queues if config.queues.enabled else None,
                 ),
                 # A smoke test on a led pool runs on its updated nodes.
                 pulumi.ResourceOptions.merge(
-                    on_cluster, pulumi.ResourceOptions(depends_on=[operator, *led])
+                    on_cluster, pulumi.ResourceOptions(depends_on=[operator, *led, *kueue])
                 ),
             )
             for namespace in config.namespaces

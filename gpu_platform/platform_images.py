@@ -30,6 +30,7 @@ from gpu_platform.versions import (
     GPU_SMOKE_TEST_IMAGE,
     IDLE_GPU_REAPER_IMAGE,
     KARPENTER_CONTROLLER_IMAGE,
+    KUEUE_MANAGER_IMAGE,
     MIG_STARTUP_TAINT_REMOVER_IMAGE,
     NODE_VALIDATOR_DCGM_IMAGE,
     NODE_VALIDATOR_IMAGE,
@@ -109,6 +110,8 @@ def _images(config: StackConfig) -> Iterator[PlatformImage]:
     if any(pool.validation.enabled for pool in config.pools):
         yield _image(NODE_VALIDATOR_IMAGE, "node validation")
         yield _image(NODE_VALIDATOR_DCGM_IMAGE, "node validation's DCGM diagnostic")
+    if config.queues.enabled:
+        yield _image(KUEUE_MANAGER_IMAGE, "Kueue")
     if config.cloud is Cloud.AWS:
         yield from _eks_images(config)
 

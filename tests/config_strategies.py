@@ -651,6 +651,25 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
     if namespaces:
         config["gpu-platform:namespaces"] = namespaces
         with_gpu_quotas_fitting_its_pools(config)
+    if draw(st.integers(0, 2)) == 0:
+        # Kueue, each tenant's queue within the quotas drawn above (8 of each GPU resource).
+        queues: Config = {"enabled": True}
+        if draw(st.booleans()):
+            queues["fairSharing"] = False
+        queues.update(_moved(draw, namespace="queues", cohort="ml"))
+        config["gpu-platform:queues"] = queues
+        for namespace in namespaces:
+            limits = draw(
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "borrowingLimit": st.sampled_from([0, 4]),
+                        "lendingLimit": st.sampled_from([0, 8]),
+                    },
+                )
+            )
+            if limits:
+                namespace["queue"] = limits
     monitoring: Config = {}
     if created or draw(st.booleans()):
         monitoring["installPrometheusStack"] = True

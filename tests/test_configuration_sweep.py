@@ -49,7 +49,7 @@ from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
 from tests.gpu_platform.kubernetes.node_validation.taint_invariants import (
     validation_taint_problems,
 )
-from tests.gpu_platform.kubernetes.quota_invariants import quota_problems
+from tests.gpu_platform.kubernetes.quota_invariants import kueue_quota_problems, quota_problems
 from tests.gpu_platform.rollout_invariants import timeout_problems
 from tests.official_models import official_model_problems
 from tests.refusals import assert_refused_by_key
@@ -195,6 +195,9 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         "each tenant quota caps every MIG slice, and whole GPUs at gpuQuota": (quota_problems),
         "every pool's idle billed time is what its planned scale-down settings make it": (
             idle_billing_problems
+        ),
+        "each queued tenant's ClusterQueue holds its ResourceQuota on every flavor": (
+            lambda plan, _config: kueue_quota_problems(plan)
         ),
     }
 

@@ -425,6 +425,17 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
     "karpenter-crd": ChartValues(
         _paths((("additionalAnnotations", "gpu-platform.io/stack"), STACK_MARK))
     ),
+    # gpu_platform/kubernetes/kueue.py. The chart parses the configuration with `fromYaml`
+    # and writes it back with `toYaml` (charts/kueue/templates/manager/manager-config.yaml at
+    # 0.19.2).
+    "kueue": ChartValues(
+        _paths(
+            ("controllerManager.manager.image.pullPolicy", equal("IfNotPresent")),
+            ("controllerManager.manager.image.repository", equal("registry.k8s.io/kueue/kueue")),
+            ("controllerManager.manager.image.tag", TAG),
+            ("managerConfig.controllerManagerConfigYaml", BLOCK_TEXT),
+        )
+    ),
     "karpenter": ChartValues(
         _paths(
             (
