@@ -798,6 +798,19 @@ no credentials: a Service of the cluster's Prometheus, such as
 frontend of a managed one. By default, the Prometheus of `installPrometheusStack`."""
 
 
+class TenantQueueSpecArgs(TypedDict, total=False):
+    """How much of a tenant's GPU quota its ClusterQueue borrows and lends within the cohort."""
+
+    borrowing_limit: int
+    """The most GPUs (or replicas, or slices) of each pool beyond its quota that the tenant may
+borrow from the cohort; 0, none. The namespace's ResourceQuota allows that many more of
+each GPU resource its pools hand out, so that what Kueue lends it can run."""
+    lending_limit: int
+    """The most of its quota of each pool the tenant lends to the cohort while it does not use
+it; unset, all of it, 0 none. At most the namespace's quota of each GPU resource it has
+(Kueue refuses a larger one)."""
+
+
 class TenantNamespaceSpecArgs(TypedDict, total=False):
     """A namespace where teams run GPU workloads."""
 
@@ -848,6 +861,9 @@ Prometheus evaluates the platform's recording rules (docs/idle-gpu-pods.md)."""
 annotation `gpu-platform.io/idle-gpu` and a Warning Event, so that a namespace sees what
 would end before anything does; `end` deletes a bare pod and scales a Deployment or
 StatefulSet to zero (Jobs are left to end on their own)."""
+    queue: TenantQueueSpecArgs
+    """With `queues.enabled`: how much of the namespace's GPU quota its queue borrows from the
+other tenants' and lends to them (docs/queues.md)."""
 
 
 class ClusterAutoscalerSpecArgs(TypedDict, total=False):
@@ -936,6 +952,31 @@ replacement node can launch: a full Capacity Block or reservation blocks drift o
 nodes. Changing it replaces the pools' nodes (drift)."""
 
 
+class QueuesSpecArgs(TypedDict, total=False):
+    """Kueue, installed from its pinned chart: a ResourceFlavor per pool, a ClusterQueue per
+    tenant namespace whose GPU quotas are the namespace's own (`gpuQuota`, `sharedGpuQuota`,
+    `migQuota`), in one cohort, and a LocalQueue named `gpu` in each tenant namespace
+    (docs/queues.md)."""
+
+    enabled: bool
+    """Install Kueue and give every tenant namespace its queue. Off by default: Kueue's
+admission webhooks then act on every Job, JobSet, RayJob and PyTorchJob of the tenant
+namespaces, which a team must label with its queue (`kueue.x-k8s.io/queue-name: gpu`)
+before they start; turning it on is a change in how teams submit work, to be announced
+to them first."""
+    namespace: str
+    """Where Kueue's manager runs: a namespace the platform creates (Pod Security
+`restricted`, which the chart's pod and container security contexts satisfy), no tenant's."""
+    cohort: str
+    """The cohort every tenant's ClusterQueue joins: quota one tenant leaves unused may be
+borrowed by another, within each tenant's `queue.borrowingLimit` and
+`queue.lendingLimit`."""
+    fair_sharing: bool
+    """Share what the cohort has unused in proportion to each tenant's quota, and let a tenant
+below its share reclaim it by preempting the borrowers' newest workloads (Kueue's fair
+sharing). Off, a borrower keeps what it took until its workloads end."""
+
+
 class EksClusterFactsArgs(TypedDict, total=False):
     """An EKS cluster the program creates or knows, as `GpuPlatform` would otherwise look it up
     (`aws eks describe-cluster`): given, nothing about the cluster is looked up."""
@@ -1003,7 +1044,8 @@ class GpuPlatformInputs(TypedDict, total=False):
     """Namespaces for teams' GPU workloads."""
     protect: bool
     """Protect the node groups or node pools, Karpenter's two releases (uninstalling its CRDs
-would remove every NodePool and the nodes with them), the GPU Operator's namespace and
+would remove every NodePool and the nodes with them), Kueue's release (its CRDs with every
+queue and waiting job), the GPU Operator's namespace and
 release (and on GKE Ubuntu the pools' NVIDIADriver resources, without which their nodes
 lose the driver), and the Prometheus stack the platform installs, from deletion: `pulumi
 destroy`, or a change that would replace them, fails until they are unprotected. What
@@ -1021,6 +1063,8 @@ Karpenter NodePools (one per pool). With `karpenter`, every pool is `exclusive` 
 (docs/karpenter.md)."""
     karpenter: KarpenterSpecArgs
     """EKS with `provisioner: karpenter`: the Karpenter controller."""
+    queues: QueuesSpecArgs
+    """Kueue: a queue per tenant namespace, whose jobs start whole once its quota allows."""
     part_names_under_it: bool
     """Name every part after the component, `<name>-<part>` (`ml-a-gpu-operator`, `ml-a-l4`),
 so that several `GpuPlatform`s (each on a cluster of its own) live in one stack. Off, the
