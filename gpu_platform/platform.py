@@ -38,12 +38,14 @@ from gpu_platform.config import (
     read_pulumi_config,
     secret_config_keys,
 )
+from gpu_platform.idle_billing import idle_billing, idle_billing_output
 from gpu_platform.instance import claim, declaring, given_providers, part_name
 from gpu_platform.kubernetes.canary_gate import canary_gate_job
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.kubernetes.gpu_pod import model_placements, pool_placement
 from gpu_platform.kubernetes.helm_release import most_nodes
 from gpu_platform.kubernetes.idle_gpu_pods import idle_gpu_reaper
+from gpu_platform.kubernetes.kueue import Kueue, KueueArgs
 from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpu_platform.kubernetes.node_validation.pod_admission_policy import exempt_namespaces
 from gpu_platform.kubernetes.node_validation.workload import (
@@ -200,8 +202,9 @@ class GpuPlatform(pulumi.ComponentResource):
 
     Outputs: `kubeconfig` (secret; None where the config names a kubeconfig context),
     `gpu_operator_version`, `gpu_operator_namespace`, `prometheus_rule_names`, `pools` (how a pod
-    lands on each pool), `gpu_pools` (each pool's driver and CUDA ceiling), and `stack_outputs`,
-    all of them under the names this project's stacks export.
+    lands on each pool), `gpu_pools` (each pool's driver and CUDA ceiling), `idle_billing` (how
+    long each pool's empty node bills, term by term: `gpu_platform.idle_billing`), and
+    `stack_outputs`, all of them under the names this project's stacks export.
     """
 
     kubeconfig: pulumi.Output[str] | None
@@ -211,6 +214,7 @@ class GpuPlatform(pulumi.ComponentResource):
     pools: pulumi.Output[dict[str, Any]]
     gpu_models: pulumi.Output[dict[str, Any]]
     gpu_pools: pulumi.Output[dict[str, Any]]
+    idle_billing: pulumi.Output[dict[str, Any]]
     stack_outputs: dict[str, Any]
     """Every output by its stack output name (`gpuOperatorVersion`, `pools`, ...), to export."""
 
@@ -394,15 +398,26 @@ class GpuPlatform(pulumi.ComponentResource):
                 led.append(cloud.create_held_back_pool(pool, connection, children, after=gates))
                 driver = operator.held_back_driver(pool.spec.name, gates)
                 led += [] if driver is None else [driver]
+        # Kueue's webhooks judge the tenants' queues and the Jobs of their namespaces: those
+        # wait for its release to be ready (gpu_platform/kubernetes/kueue.py).
+        kueue = (
+            [Kueue(part_name("kueue"), KueueArgs(config.queues, pools, config.protect), on_cluster)]
+            if config.queues.enabled
+            else []
+        )
         tenants = [
             GpuTenantNamespace(
                 part_name(namespace.name),
                 GpuTenantNamespaceArgs(
-                    namespace, pools, provisioner=config.provisioner, driver_rollout=driver_rollout
+                    namespace,
+                    pools,
+                    provisioner=config.provisioner,
+                    driver_rollout=driver_rollout,
+                    queues=config.queues if config.queues.enabled else None,
                 ),
                 # A smoke test on a led pool runs on its updated nodes.
                 pulumi.ResourceOptions.merge(
-                    on_cluster, pulumi.ResourceOptions(depends_on=[operator, *led])
+                    on_cluster, pulumi.ResourceOptions(depends_on=[operator, *led, *kueue])
                 ),
             )
             for namespace in config.namespaces
@@ -436,6 +451,12 @@ class GpuPlatform(pulumi.ComponentResource):
         self.gpu_pools = pulumi.Output.from_input(
             secret_if(secret_pools, {pool.spec.name: pool_software(pool) for pool in pools})
         )
+        self.idle_billing = pulumi.Output.from_input(
+            secret_if(
+                secret_pools,
+                idle_billing_output(idle_billing(config, pool) for pool in pools),
+            )
+        )
         self.stack_outputs = {
             **({} if self.kubeconfig is None else {"kubeconfig": self.kubeconfig}),
             "gpuOperatorVersion": self.gpu_operator_version,
@@ -445,6 +466,7 @@ class GpuPlatform(pulumi.ComponentResource):
             "pools": self.pools,
             "gpuModels": self.gpu_models,
             "gpuPools": self.gpu_pools,
+            "idleBilling": self.idle_billing,
             **cloud.stack_outputs(),
         }
         self.register_outputs(self.stack_outputs)

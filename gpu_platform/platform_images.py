@@ -30,6 +30,7 @@ from gpu_platform.versions import (
     GPU_SMOKE_TEST_IMAGE,
     IDLE_GPU_REAPER_IMAGE,
     KARPENTER_CONTROLLER_IMAGE,
+    KUEUE_MANAGER_IMAGE,
     MIG_STARTUP_TAINT_REMOVER_IMAGE,
     NODE_VALIDATOR_DCGM_IMAGE,
     NODE_VALIDATOR_IMAGE,
@@ -114,6 +115,8 @@ def _images(config: StackConfig) -> Iterator[PlatformImage]:
     # node_validation/duration.py counts them.
     if any(p.validation.runs_nccl_test(p.gpus_per_node or 2) for p in config.pools):
         yield _image(NODE_VALIDATOR_NCCL_TESTS_IMAGE, "node validation's NCCL all-reduce")
+    if config.queues.enabled:
+        yield _image(KUEUE_MANAGER_IMAGE, "Kueue")
     if config.cloud is Cloud.AWS:
         yield from _eks_images(config)
 

@@ -242,3 +242,20 @@ KARPENTER_CRD_CHART = HelmChart(
     version=KARPENTER_CHART.version,
     repository=KARPENTER_CHART.repository,
 )
+
+# Kueue (`queues.enabled`), which queues tenants' jobs and admits each whole once its quota allows,
+# from the OCI chart its release publishes (charts/kueue/README.md at v0.19.2: `helm install kueue
+# oci://registry.k8s.io/kueue/charts/kueue`); versions carry no leading `v`. The chart's CRDs are
+# templates, so Helm upgrades them with the chart. The ResourceFlavor, ClusterQueue, LocalQueue
+# and Cohort shapes the platform renders are checked against this version's CRDs
+# (gpu_platform/kubernetes/crd_schemas/).
+KUEUE_CHART = HelmChart(
+    name="kueue",
+    version="0.19.2",
+    repository="oci://registry.k8s.io/kueue/charts",
+)
+# The manager image the published chart runs: the release's packaging sets the chart's staging
+# repository and branch tag to registry.k8s.io/kueue/kueue at the release's tag
+# (hack/helm-chart-package.sh at v0.19.2); the tag's own values.yaml still names the staging
+# image. Set explicitly, so that the image never follows a chart default; its digest is the lock's.
+KUEUE_MANAGER_IMAGE = ContainerImage("registry.k8s.io/kueue/kueue", "v0.19.2")

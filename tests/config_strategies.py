@@ -658,6 +658,25 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
     if namespaces:
         config["gpu-platform:namespaces"] = namespaces
         with_gpu_quotas_fitting_its_pools(config)
+    if draw(st.integers(0, 2)) == 0:
+        # Kueue, each tenant's queue within the quotas drawn above (8 of each GPU resource).
+        queues: Config = {"enabled": True}
+        if draw(st.booleans()):
+            queues["fairSharing"] = False
+        queues.update(_moved(draw, namespace="queues", cohort="ml"))
+        config["gpu-platform:queues"] = queues
+        for namespace in namespaces:
+            limits = draw(
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "borrowingLimit": st.sampled_from([0, 4]),
+                        "lendingLimit": st.sampled_from([0, 8]),
+                    },
+                )
+            )
+            if limits:
+                namespace["queue"] = limits
     monitoring: Config = {}
     if created or draw(st.booleans()):
         monitoring["installPrometheusStack"] = True
@@ -668,6 +687,11 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
         monitoring["idleGpuMinutes"] = draw(st.sampled_from([10, 30, 120]))
     if cloud == "gcp" and draw(st.integers(0, 3)) == 0:
         monitoring["googleManagedPrometheus"] = True
+    if draw(st.integers(0, 3)) == 0:
+        # A prefixed key with upper case, which kube-state-metrics renames the most.
+        monitoring["teamLabel"] = draw(st.sampled_from(["team", "example.com/costCenter"]))
+    if draw(st.integers(0, 3)) == 0:
+        monitoring["teamIdleGpuPercent"] = draw(st.sampled_from([1, 50, 99]))
     monitoring.update(_moved(draw, namespace="observability"))
     if monitoring:
         config["gpu-platform:monitoring"] = monitoring

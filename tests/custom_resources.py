@@ -8,7 +8,8 @@ The kinds each chart installs, at the pins (gpu_platform/versions.py):
   (prometheus-community/helm-charts), group `monitoring.coreos.com`;
 - gpu-operator v26.7.0: `deployments/gpu-operator/crds/` (NVIDIA/gpu-operator), `nvidia.com`;
 - karpenter-crd 1.14.1: `charts/karpenter-crd/templates/` (kubernetes-sigs/karpenter and
-  aws/karpenter-provider-aws), `karpenter.sh` and `karpenter.k8s.aws`.
+  aws/karpenter-provider-aws), `karpenter.sh` and `karpenter.k8s.aws`;
+- kueue 0.19.2: `charts/kueue/templates/crd/` (kubernetes-sigs/kueue), `kueue.x-k8s.io`.
 """
 
 from typing import Any
@@ -35,6 +36,22 @@ CHART_KINDS: dict[str, set[Kind]] = {
         )
     },
     "gpu-operator": {("nvidia.com", "ClusterPolicy"), ("nvidia.com", "NVIDIADriver")},
+    "kueue": {
+        ("kueue.x-k8s.io", kind)
+        for kind in (
+            "AdmissionCheck",
+            "ClusterQueue",
+            "Cohort",
+            "LocalQueue",
+            "MultiKueueCluster",
+            "MultiKueueConfig",
+            "ProvisioningRequestConfig",
+            "ResourceFlavor",
+            "Topology",
+            "WorkloadPriorityClass",
+            "Workload",
+        )
+    },
     "karpenter-crd": {
         ("karpenter.sh", "NodePool"),
         ("karpenter.sh", "NodeClaim"),

@@ -22,6 +22,7 @@ from gpu_platform.offline.program import Plan, PlannedResource
 from gpu_platform.versions import (
     GPU_OPERATOR_CHART,
     KARPENTER_CHART,
+    KUEUE_CHART,
     SUPPORTED_KUBERNETES_VERSIONS,
     HelmChart,
 )
@@ -39,7 +40,7 @@ CUSTOM_API_VERSION = re.compile(r"^[a-z0-9-]+(\.[a-z0-9-]+)+/v\d+((alpha|beta)\d
 KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 
 # The charts whose CRDs the platform's custom resources are checked against, at their pins.
-CRD_CHARTS: tuple[HelmChart, ...] = (KARPENTER_CHART, GPU_OPERATOR_CHART)
+CRD_CHARTS: tuple[HelmChart, ...] = (KARPENTER_CHART, GPU_OPERATOR_CHART, KUEUE_CHART)
 
 
 def kubernetes_objects(plan: Plan) -> list[PlannedResource]:
@@ -65,9 +66,10 @@ def manifest(resource: PlannedResource) -> dict[str, Any]:
 
 def is_custom_resource(api_version: str) -> bool:
     """Whether the API group is an extension's: built-in groups are the core group, undotted
-    groups (`apps`, `batch`) and `*.k8s.io`."""
+    groups (`apps`, `batch`) and `*.k8s.io`, but for `*.x-k8s.io`, the groups of Kubernetes SIG
+    projects that are not part of Kubernetes (Kueue's `kueue.x-k8s.io`)."""
     group = api_version.rpartition("/")[0]
-    return "." in group and not group.endswith("k8s.io")
+    return "." in group and (not group.endswith("k8s.io") or group.endswith(".x-k8s.io"))
 
 
 def validate(obj: dict[str, Any], minor: str = NEWEST) -> None:

@@ -44,6 +44,7 @@ from tests.config_strategies import CORNER_STACKS, stack_configs
 from tests.gpu_platform.canary_invariants import canary_capacity_problems, canary_rank_problems
 from tests.gpu_platform.eks.efa_invariants import efa_problems
 from tests.gpu_platform.gke.new_cluster.hardening_invariants import hardening_problems
+from tests.gpu_platform.idle_billing_invariants import idle_billing_problems
 from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
 from tests.gpu_platform.kubernetes.exporter_invariants import exporter_problems
 from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
@@ -53,7 +54,7 @@ from tests.gpu_platform.kubernetes.node_validation.pod_policy_invariants import 
 from tests.gpu_platform.kubernetes.node_validation.taint_invariants import (
     validation_taint_problems,
 )
-from tests.gpu_platform.kubernetes.quota_invariants import quota_problems
+from tests.gpu_platform.kubernetes.quota_invariants import kueue_quota_problems, quota_problems
 from tests.gpu_platform.rollout_invariants import timeout_problems
 from tests.official_models import official_model_problems
 from tests.refusals import assert_refused_by_key
@@ -210,6 +211,12 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
             hardening_problems
         ),
         "each tenant quota caps every MIG slice, and whole GPUs at gpuQuota": (quota_problems),
+        "every pool's idle billed time is what its planned scale-down settings make it": (
+            idle_billing_problems
+        ),
+        "each queued tenant's ClusterQueue holds its ResourceQuota on every flavor": (
+            lambda plan, _config: kueue_quota_problems(plan)
+        ),
     }
 
 

@@ -50,7 +50,12 @@ def test_the_core_platform_objects_are_among_those_validated(plan) -> None:
 
 @pytest.mark.parametrize(
     ("stack", "kinds"),
-    [("karpenter-dev", {"NodePool", "EC2NodeClass"}), ("gke-ubuntu", {"NVIDIADriver"})],
+    [
+        ("karpenter-dev", {"NodePool", "EC2NodeClass"}),
+        # dev and gke-dev queue their tenants' jobs through Kueue (`queues.enabled`).
+        ("dev", {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue"}),
+        ("gke-ubuntu", {"NVIDIADriver", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue"}),
+    ],
 )
 def test_custom_resources_are_validated_against_their_pinned_crds(
     stack: str, kinds: set[str], dev_config, gke_config, shared_plan_for

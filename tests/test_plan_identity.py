@@ -43,6 +43,10 @@ RESOURCES = {
     "monitoring.googleapis.com/v1:ClusterRules": ("monitoring.googleapis.com", "clusterrules"),
     "karpenter.sh/v1:NodePool": ("karpenter.sh", "nodepools"),
     "karpenter.k8s.aws/v1:EC2NodeClass": ("karpenter.k8s.aws", "ec2nodeclasses"),
+    "kueue.x-k8s.io/v1beta2:ClusterQueue": ("kueue.x-k8s.io", "clusterqueues"),
+    "kueue.x-k8s.io/v1beta2:Cohort": ("kueue.x-k8s.io", "cohorts"),
+    "kueue.x-k8s.io/v1beta2:LocalQueue": ("kueue.x-k8s.io", "localqueues"),
+    "kueue.x-k8s.io/v1beta2:ResourceFlavor": ("kueue.x-k8s.io", "resourceflavors"),
     "rbac.authorization.k8s.io/v1:ClusterRole": ("rbac.authorization.k8s.io", "clusterroles"),
     "rbac.authorization.k8s.io/v1:ClusterRoleBinding": (
         "rbac.authorization.k8s.io",

@@ -138,7 +138,7 @@ def relabelled_pool(config: Config) -> None:
 
 
 def shorter_idle_time(config: Config) -> None:
-    config["gpu-platform:autoscaler"]["gpuNodeIdleMinutes"] = 5
+    config.setdefault("gpu-platform:autoscaler", {})["gpuNodeIdleMinutes"] = 5
 
 
 ORDINARY_CHANGES: dict[str, Callable[[Config], None]] = {

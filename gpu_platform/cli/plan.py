@@ -3,8 +3,9 @@
 Plans the stack as `gpu_platform.offline.plan.plan_stack` does (the program under the Pulumi
 SDK's mock monitor, then the policy pack over what it declared). Prints the resources as a tree
 of parents and children with the inputs that matter, the lookups answered by offline stand-ins,
-each pool's driver, the subnets the GPU nodes use and why the others are left out (EKS), the
-stack outputs and the policy verdicts; `--json` prints the same for machines.
+each pool's driver and how long its empty node bills, the subnets the GPU nodes use and why the
+others are left out (EKS), the stack outputs and the policy verdicts; `--json` prints the same
+for machines.
 
 Exit codes: 0 planned; 1 the program or the policy pack failed; 2 a configuration error (the
 stack's or the policy pack's) or a fact gpu-platform.lock lacks; 3 a mandatory policy violation.
@@ -22,6 +23,7 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from gpu_platform.cli.cli import errors, fail, plain_console, planning
+from gpu_platform.idle_billing import minutes_text
 from gpu_platform.offline.analyzer import PolicyPackError, Verdict
 from gpu_platform.offline.plan import HELM_RELEASE, default_stack, plan_stack
 from gpu_platform.offline.program import Plan, PlannedResource
@@ -209,13 +211,15 @@ def print_plan(plan: Plan, console: Console) -> None:
 
 
 def print_pool_software(plan: Plan, console: Console) -> None:
-    """Each pool's driver and CUDA ceiling, and where a canary stands against its pool: ahead
-    while it tries a new version, in step once the version is promoted."""
+    """Each pool's driver and CUDA ceiling, where a canary stands against its pool (ahead while
+    it tries a new version, in step once the version is promoted), and how long its empty node
+    bills after its last pod."""
     pools: Mapping[str, Mapping[str, Any]] | None = _output_section(
         plan, console, "gpuPools", "GPU pools"
     )
     if pools is None:
         return
+    idle_billing = _idle_billing(plan)
     for name, pool in pools.items():
         line = (
             f"  {name}: NVIDIA driver {pool['nvidiaDriver']} (CUDA {pool['cuda']}), pinned by"
@@ -230,6 +234,41 @@ def print_pool_software(plan: Plan, console: Console) -> None:
                 " the canary's version"
             )
         console.print(escape(line), highlight=False)
+        idle = idle_billing.get(name)
+        if idle is not None:
+            print_idle_billing(idle, console)
+
+
+def print_idle_billing(idle: Mapping[str, Any], console: Console) -> None:
+    """How long one of the pool's empty nodes bills after its last pod, term by term with each
+    delay's upstream source, and what a new node bills validating before its first pod."""
+    seconds = idle["idleSeconds"]
+    figure = "no bound (see below)" if seconds is None else minutes_text(seconds)
+    console.print(
+        escape(f"    idle after its last pod ({idle['provisioner']}): {figure}"), highlight=False
+    )
+    for delay in idle["afterLastPod"]:
+        console.print(escape(f"      {_delay_line(delay)}"), highlight=False)
+    for delay in idle["beforeFirstPod"]:
+        console.print(
+            escape(f"    billed before its first pod, not after its last: {_delay_line(delay)}"),
+            highlight=False,
+        )
+
+
+def _delay_line(delay: Mapping[str, Any]) -> str:
+    seconds = delay["seconds"]
+    shown = "no bound" if seconds is None else minutes_text(seconds)
+    return f"{shown}: {delay['term']} ({delay['source']})"
+
+
+def _idle_billing(plan: Plan) -> Mapping[str, Any]:
+    """The stack's `idleBilling` output; empty where it has none or it is secret (the pools are
+    then secret too, and shown as such)."""
+    if "idleBilling" in plan.secret_outputs:
+        return {}
+    figures: Mapping[str, Any] = plan.outputs.get("idleBilling", {})
+    return figures
 
 
 def print_replacing_settings(plan: Plan, console: Console) -> None:

@@ -73,6 +73,7 @@ from gpu_platform.config.pools import (
     gke_shares,
 )
 from gpu_platform.config.problems import CONFIG_NAMESPACE, ConfigError, ConfigProblem, key_path
+from gpu_platform.config.queues import QueuesSpec, TenantQueueSpec
 from gpu_platform.config.stack import StackConfig
 from gpu_platform.config.tenants import QuotaSetting, TenantNamespaceSpec, quota_setting
 
@@ -117,11 +118,13 @@ __all__ = [
     "Platform",
     "PoolValidation",
     "Provisioner",
+    "QueuesSpec",
     "QuotaSetting",
     "Sharing",
     "StackConfig",
     "TaintSpec",
     "TenantNamespaceSpec",
+    "TenantQueueSpec",
     "TimeSlicingSharing",
     "check_stack_config",
     "dynamic_workload_scheduler_modes",

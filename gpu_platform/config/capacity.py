@@ -36,9 +36,14 @@ class ClusterAutoscalerSpec(Model):
     """The autoscaler image tag; by default the pinned release for the cluster's Kubernetes
     minor version, which it must match. An exact version that is an image tag too: no SemVer
     build (`+...`), which no image reference can hold."""
-    gpu_node_idle_minutes: int = Field(default=10, ge=1, le=1440)
+    gpu_node_idle_minutes: int = Field(default=9, ge=1, le=1440)
     """How long a GPU node may sit unneeded before it is removed. Shorter saves idle GPU time;
-    longer keeps a node warm between jobs instead of paying its startup again."""
+    longer keeps a node warm between jobs instead of paying its startup again. The default
+    keeps an empty node billing at most ten minutes after its last pod, the autoscaler's loops
+    included (`gpu-platform plan` shows each pool's figure, and warns past ten minutes for
+    on-demand and spot pools: docs/idle-billing.md). The autoscaler's cooldown after a scale-up
+    (`--scale-down-delay-after-add`, 10 minutes upstream) is shortened to it where it is
+    shorter."""
     balance_similar_node_groups: bool = True
     """Spread scale-ups evenly over node groups that offer the same nodes, the zonal node groups
     of one pool included (`aws.nodeGroupPerZone`: the label `nodegroup-name` that tells them
@@ -80,10 +85,12 @@ class KarpenterSpec(Model):
     """The `karpenter` and `karpenter-crd` chart version (the two move together); another than
     the pinned one is declared, both charts, in the stack's policy config
     (`platform-release-rollback`'s `platformReleases`: docs/upgrades.md)."""
-    consolidate_after_minutes: int = Field(default=10, ge=1, le=1440)
+    consolidate_after_minutes: int = Field(default=9, ge=1, le=1440)
     """How long a GPU node must have been empty before Karpenter removes it, for pools that do
     not set their own (`aws.consolidateAfterMinutes`). Karpenter never consolidates a GPU node
-    that still runs a pod."""
+    that still runs a pod. The default keeps an empty node billing at most ten minutes after
+    its last pod, Karpenter's disruption loop included (`gpu-platform plan` shows each pool's
+    figure, and warns past ten minutes for on-demand and spot pools: docs/idle-billing.md)."""
     termination_grace_period_hours: int = Field(default=24, ge=1, le=8760)
     """How long Karpenter may take to drain a GPU node it is removing (a drifted node: a new
     AMI release, a changed node class) before it deletes the pods left on it, those marked

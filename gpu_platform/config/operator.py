@@ -110,6 +110,16 @@ class MonitoringSpec(Model):
     framebuffer_full_percent: int = Field(default=90, ge=50, le=99)
     """GPU memory use, in percent of used plus free, above which a pod's GPU counts as nearly
     full."""
+    team_label: LabelKey = "team"
+    """The namespace label whose value names the team a namespace belongs to: GPU-hours are
+    recorded per namespace and per team, and `teamIdleGpuPercent` judges each team
+    (docs/gpu-hours.md). kube-state-metrics must export it on `kube_namespace_labels`, and the
+    pool label `gpu-platform.io/pool` on `kube_node_labels`: the installed Prometheus stack's
+    does; another must allow both (`--metric-labels-allowlist`)."""
+    team_idle_gpu_percent: int = Field(default=50, ge=1, le=99)
+    """The share, in percent, of the GPU-hours a team's namespaces held in the last hour that
+    did no work, above which (for an hour) the team's idle alert fires. 50 keeps a job's start
+    quiet unless its GPUs idle for more than half of its first hour."""
     google_managed_prometheus: bool = False
     """GKE only: also have Google Cloud Managed Service for Prometheus scrape the DCGM exporters
     (the operator's, and on nodes whose GPUs GKE shares the platform's), under the job

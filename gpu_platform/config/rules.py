@@ -29,6 +29,7 @@ from gpu_platform.config.operator_rules import (
 )
 from gpu_platform.config.pool_rules import pool_problems
 from gpu_platform.config.problems import MISSING, ConfigProblem, key_of, key_path
+from gpu_platform.config.queue_rules import queue_problems
 from gpu_platform.config.stack import StackConfig
 from gpu_platform.config.tenant_rules import namespace_problems
 
@@ -171,6 +172,7 @@ _RULES: tuple[Callable[[StackConfig], Iterator[ConfigProblem]], ...] = (
     operator_override_problems,
     gke_exporter_override_problems,
     namespace_problems,
+    queue_problems,
     monitoring_problems,
     karpenter_problems,
 )

@@ -7,6 +7,7 @@ from gpu_platform.config.cloud_options import ClusterSpec
 from gpu_platform.config.fields import NODE_IMAGES, Cloud, Model, Platform, Provisioner
 from gpu_platform.config.operator import MonitoringSpec, OperatorSpec
 from gpu_platform.config.pools import GpuPoolSpec
+from gpu_platform.config.queues import QueuesSpec
 from gpu_platform.config.tenants import TenantNamespaceSpec
 
 
@@ -27,7 +28,8 @@ class StackConfig(Model):
     """Namespaces for teams' GPU workloads."""
     protect: bool = False
     """Protect the node groups or node pools, Karpenter's two releases (uninstalling its CRDs
-    would remove every NodePool and the nodes with them), the GPU Operator's namespace and
+    would remove every NodePool and the nodes with them), Kueue's release (its CRDs with every
+    queue and waiting job), the GPU Operator's namespace and
     release (and on GKE Ubuntu the pools' NVIDIADriver resources, without which their nodes
     lose the driver), and the Prometheus stack the platform installs, from deletion: `pulumi
     destroy`, or a change that would replace them, fails until they are unprotected. What
@@ -45,6 +47,8 @@ class StackConfig(Model):
     (docs/karpenter.md)."""
     karpenter: KarpenterSpec = Field(default_factory=KarpenterSpec)
     """EKS with `provisioner: karpenter`: the Karpenter controller."""
+    queues: QueuesSpec = Field(default_factory=QueuesSpec)
+    """Kueue: a queue per tenant namespace, whose jobs start whole once its quota allows."""
 
     _secret_keys: frozenset[str] = PrivateAttr(default=frozenset())
 
@@ -59,6 +63,8 @@ class StackConfig(Model):
             found.add(self.autoscaler.namespace)
         if self.karpenter_installed:
             found.add(self.karpenter.namespace)
+        if self.queues.enabled:
+            found.add(self.queues.namespace)
         return sorted(found)
 
     @property

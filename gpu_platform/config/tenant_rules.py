@@ -89,12 +89,9 @@ def _quota_problems(
     if platform is None:
         return
     settings: dict[QuotaSetting, list[str]] = {}
-    slices: dict[str, str] = {}
     for pool in config.pools:
         setting = quota_setting(pool.sharing, gke_shares(platform, pool.sharing))
         settings.setdefault(setting, []).append(pool.name)
-        if setting == "migQuota" and isinstance(pool.sharing, MigSharing):
-            slices[pool.name] = pool.sharing.profile.removeprefix("all-")
     if ns.gpu_quota and not ns.shared_gpu_quota and not ns.mig_quota and "gpuQuota" not in settings:
         # Before the quotas per kind of GPU, `gpuQuota` alone capped replicas and slices too: a
         # stack file of that time would now allow the namespace no GPU its pools offer, and every
@@ -131,18 +128,38 @@ def _quota_problems(
         return
     # The quota would refuse the smoke test's pod, and `pulumi up` would wait out the Job's
     # deadline before saying so.
-    setting = next(s for s, pools in settings.items() if pool_name in pools)
-    if mixed and setting == "sharedGpuQuota":
-        setting = "gpuQuota"
-    quotas = {
-        "gpuQuota": ns.gpu_quota,
-        "sharedGpuQuota": ns.shared_gpu_quota,
-        "migQuota": ns.mig_quota.get(slices.get(pool_name, ""), 0),
-    }
-    if quotas[setting] == 0:
-        where = ("migQuota", slices[pool_name]) if setting == "migQuota" else (setting,)
+    where, quota = pool_caps(config, ns)[pool_name]
+    if quota == 0:
         yield ConfigProblem(
             key_path("namespaces", i, *where),
-            quotas[setting],
+            quota,
             f"at least 1 when the namespace runs a smoke test on {pool_name}",
         )
+
+
+def pool_caps(
+    config: StackConfig, ns: TenantNamespaceSpec
+) -> dict[str, tuple[tuple[str, ...], int]]:
+    """For each pool, the namespace setting that caps what its pods ask of the pool (as key
+    path under the namespace: `gpuQuota`, `migQuota.<slice>`...) and that cap: `gpuQuota` for
+    replicas too where the stack has exclusive pools beside shared ones (see
+    `_quota_problems`). Empty while the stack's platform is unknown."""
+    platform = known_platform(config)
+    if platform is None:
+        return {}
+    settings = {
+        pool.name: quota_setting(pool.sharing, gke_shares(platform, pool.sharing))
+        for pool in config.pools
+    }
+    mixed = {"gpuQuota", "sharedGpuQuota"} <= set(settings.values())
+    caps: dict[str, tuple[tuple[str, ...], int]] = {}
+    for pool in config.pools:
+        setting = settings[pool.name]
+        if setting == "migQuota" and isinstance(pool.sharing, MigSharing):
+            slice_name = pool.sharing.profile.removeprefix("all-")
+            caps[pool.name] = (("migQuota", slice_name), ns.mig_quota.get(slice_name, 0))
+        elif setting == "sharedGpuQuota" and not mixed:
+            caps[pool.name] = (("sharedGpuQuota",), ns.shared_gpu_quota)
+        else:
+            caps[pool.name] = (("gpuQuota",), ns.gpu_quota)
+    return caps

@@ -6,6 +6,7 @@ from pydantic import Field
 
 from gpu_platform.config.fields import DnsLabel, MigSlice, Model, PoolName
 from gpu_platform.config.pools import ExclusiveSharing, MigSharing, Sharing
+from gpu_platform.config.queues import TenantQueueSpec
 from gpu_platform.kubernetes.idle_gpu_reaper import MIN_IDLE_MINUTES
 
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", "default")
@@ -80,3 +81,6 @@ class TenantNamespaceSpec(Model):
     annotation `gpu-platform.io/idle-gpu` and a Warning Event, so that a namespace sees what
     would end before anything does; `end` deletes a bare pod and scales a Deployment or
     StatefulSet to zero (Jobs are left to end on their own)."""
+    queue: TenantQueueSpec = Field(default_factory=TenantQueueSpec)
+    """With `queues.enabled`: how much of the namespace's GPU quota its queue borrows from the
+    other tenants' and lends to them (docs/queues.md)."""

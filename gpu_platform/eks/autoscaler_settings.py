@@ -16,6 +16,7 @@ from gpu_platform.config import (
     pool_preference,
 )
 from gpu_platform.eks.node_group_names import node_group_pattern
+from gpu_platform.idle_billing import scale_down_delay_after_add_minutes
 from gpu_platform.kubernetes.node_validation.duration import go_duration, until_validated_seconds
 
 # Higher wins. Capacity already paid for comes first, capacity that can be taken back last. A
@@ -146,6 +147,11 @@ def autoscaler_args(spec: ClusterAutoscalerSpec, pools: Sequence[GpuPoolSpec]) -
         **(BALANCING_IGNORED_LABELS if spec.balance_similar_node_groups else {}),
         # Groups of one priority are compared by the next expander of the list.
         "expander": "priority,least-waste" if spec.expander == "priority" else spec.expander,
+        # The cooldown after a scale-up is the cluster's: longer than the GPU nodes' unneeded
+        # time, it would keep an empty GPU node billing past it (`gpu_platform.idle_billing`).
+        "scale-down-delay-after-add": (
+            f"{scale_down_delay_after_add_minutes(spec.gpu_node_idle_minutes)}m0s"
+        ),
         **_validation_start_times(pools),
     }
 

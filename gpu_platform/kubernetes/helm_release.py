@@ -110,6 +110,10 @@ KARPENTER = Rollout(300)
 """The controller's Deployment of two replicas (the chart's `replicas`), rolled one at a time
 (`strategy.rollingUpdate.maxUnavailable: 1`) on the cluster's own nodes."""
 
+KUEUE = Rollout(300)
+"""Kueue's CRDs and its manager's Deployment of one replica (the chart's `replicas`), ready
+once its webhook server serves with its own certificates."""
+
 KUBE_PROMETHEUS_STACK_BASE_SECONDS = 900
 """kube-prometheus-stack before what each GPU node adds: the Prometheus Operator after its
 admission webhook's certificate hook Jobs, Grafana, kube-state-metrics, and node-exporter's

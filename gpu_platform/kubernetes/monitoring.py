@@ -38,6 +38,12 @@ from gpu_platform.config import MonitoringSpec, Platform
 from gpu_platform.kubernetes import helm_release
 from gpu_platform.kubernetes.alerts import ALERTED_CLASSES, xid_classes
 from gpu_platform.kubernetes.chart_images.prometheus_stack import with_digests
+from gpu_platform.kubernetes.gpu_hours import (
+    GPU_HOURS_GROUP,
+    PoolGpuShare,
+    pool_gpu_shares,
+    pool_share_rules,
+)
 from gpu_platform.kubernetes.idle_gpu_pods import REAPER_NAMESPACE
 from gpu_platform.kubernetes.node_validation.names import (
     CHECK_LABEL_PREFIX,
@@ -49,7 +55,7 @@ from gpu_platform.kubernetes.node_validation.names import (
 )
 from gpu_platform.kubernetes.operator_values import extra_taints, taint_toleration
 from gpu_platform.kubernetes.pod_security import pod_security_labels
-from gpu_platform.node_identity import ResolvedPool
+from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
 from gpu_platform.secrets import secret_if
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART
 
@@ -144,12 +150,18 @@ class GpuMonitoring(pulumi.ComponentResource):
             )
             self.prometheus_operator = [
                 self._prometheus_stack(
-                    name, namespace, node_exporter_namespace, rollout, args.protect, args.pools
+                    name,
+                    namespace,
+                    node_exporter_namespace,
+                    rollout,
+                    args.protect,
+                    args.pools,
+                    monitoring.team_label,
                 )
             ]
             self._prometheus_ingress(name, monitoring.namespace, namespace)
 
-        rules = gpu_alert_rules(monitoring, args.operator_namespace)
+        rules = gpu_alert_rules(monitoring, args.operator_namespace, pool_gpu_shares(args.pools))
         apiextensions.CustomResource(
             f"{name}-alerts",
             api_version="monitoring.coreos.com/v1",
@@ -199,6 +211,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         rollout: helm_release.Rollout,
         protect: bool,
         pools: Sequence[ResolvedPool],
+        team_label: str,
     ) -> pulumi.Resource:
         chart = KUBE_PROMETHEUS_STACK_CHART
         return helm.v3.Release(
@@ -212,7 +225,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 repository_opts=helm.v3.RepositoryOptsArgs(repo=chart.repository),
                 namespace=namespace,
                 create_namespace=False,
-                values=prometheus_stack_values(node_exporter_namespace, pools),
+                values=prometheus_stack_values(node_exporter_namespace, pools, team_label),
                 **rollout.release_args(),
             ),
             opts=pulumi.ResourceOptions(parent=self, protect=protect),
@@ -308,11 +321,12 @@ _NODE_EXPORTER_TOLERATION = {"effect": "NoSchedule", "operator": "Exists"}
 
 
 def prometheus_stack_values(
-    node_exporter_namespace: pulumi.Input[str], pools: Sequence[ResolvedPool]
+    node_exporter_namespace: pulumi.Input[str], pools: Sequence[ResolvedPool], team_label: str
 ) -> dict[str, Any]:
     """kube-prometheus-stack values: the chart's defaults but for Grafana's admin password, the
     dashboard sidecar's label (stated so that the dashboard ConfigMap keeps matching it),
-    node-exporter's namespace, rolling update and tolerations of the GPU pools' taints, and the
+    node-exporter's namespace, rolling update and tolerations of the GPU pools' taints, the
+    labels kube-state-metrics exports (the namespaces' `team_label` among them), and the
     digest of each of the chart's images the lock holds one for (docs/lock.md)."""
     no_execute = [taint_toleration(t) for t in extra_taints(pools) if t.effect == "NoExecute"]
     label, value = DASHBOARD_SIDECAR_LABEL
@@ -329,11 +343,17 @@ def prometheus_stack_values(
             "updateStrategy": helm_release.daemonset_update_strategy(),
             "tolerations": [_NODE_EXPORTER_TOLERATION, *no_execute],
         },
-        # The validation labels on `kube_node_labels`, which the node validation alerts read:
-        # kube-state-metrics exports no label of a node's it is not allowed (the
-        # kube-state-metrics chart's `metricLabelsAllowlist`, empty by default, which it passes
-        # as `--metric-labels-allowlist`).
-        "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{','.join(VALIDATION_LABELS)}]"]},
+        # kube-state-metrics exports no label it is not allowed (the chart's
+        # `metricLabelsAllowlist`, empty by default, which it passes as
+        # `--metric-labels-allowlist`): the validation labels on `kube_node_labels`, which the
+        # node validation alerts read, the pool label there and the team label on
+        # `kube_namespace_labels`, which the GPU-hour rules read.
+        "kube-state-metrics": {
+            "metricLabelsAllowlist": [
+                f"nodes=[{','.join([*VALIDATION_LABELS, POOL_LABEL])}]",
+                f"namespaces=[{team_label}]",
+            ]
+        },
         "grafana": {
             # The chart's default password is published in its values file; left empty, the
             # Grafana chart generates one into its Secret (`kube-prometheus-stack-grafana`).
@@ -344,10 +364,19 @@ def prometheus_stack_values(
     return with_digests(settings)
 
 
-def gpu_alert_rules(monitoring: MonitoringSpec, operator_namespace: str) -> dict[str, Any]:
-    """The alert rules file (`groups:`) with the stack's thresholds filled in."""
-    rules = yaml_documents.load(ALERT_RULES_FILE.read_text())
-    return _fill(rules, _placeholders(monitoring, operator_namespace))
+def gpu_alert_rules(
+    monitoring: MonitoringSpec, operator_namespace: str, shares: Sequence[PoolGpuShare] = ()
+) -> dict[str, Any]:
+    """The alert rules file (`groups:`) with the stack's thresholds filled in, and the GPU-hour
+    rules opened by what a unit of each pool's GPU resource is worth (`gpu_hours.py`)."""
+    rules = _fill(
+        yaml_documents.load(ALERT_RULES_FILE.read_text()),
+        _placeholders(monitoring, operator_namespace),
+    )
+    for group in rules["groups"]:
+        if group["name"] == GPU_HOURS_GROUP:
+            group["rules"] = [*pool_share_rules(shares), *group["rules"]]
+    return cast(dict[str, Any], rules)
 
 
 def gpu_dashboard(monitoring: MonitoringSpec, operator_namespace: str) -> str:
@@ -384,15 +413,21 @@ def _placeholders(monitoring: MonitoringSpec, operator_namespace: str) -> dict[s
         "result_label": kube_state_label(RESULT_LABEL),
         "failed_check_label": kube_state_label(FAILED_CHECK_LABEL),
         "check_results": check_results(),
+        "team_label": kube_state_label(monitoring.team_label),
+        "pool_label": kube_state_label(POOL_LABEL),
+        "team_idle_gpu_percent": str(monitoring.team_idle_gpu_percent),
         **_xid_placeholders(),
     }
 
 
 def kube_state_label(key: str) -> str:
-    """A node label's name on `kube_node_labels`: `label_` and the key with every character but
-    letters, digits and `_` as `_` (kube-state-metrics internal/store/utils.go,
-    `kubeMapToPrometheusLabels` and `sanitizeLabelName`)."""
-    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+    """A Kubernetes label's name on `kube_node_labels` and `kube_namespace_labels`: `label_` and
+    the key with every character but letters, digits and `_` as `_`, then in snake case, an
+    upper-case letter after a lower-case one or a digit cut off by `_`, all in lower case
+    (kube-state-metrics v2.20.0 internal/store/utils.go, `labelName`, `SanitizeLabelName`,
+    `toSnakeCase`)."""
+    sanitized = re.sub(r"[^a-zA-Z0-9_]", "_", key)
+    return "label_" + re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", sanitized).lower()
 
 
 def check_results() -> str:

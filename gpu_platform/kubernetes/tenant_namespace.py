@@ -43,9 +43,24 @@ import pulumi
 from pulumi_kubernetes import batch, core
 
 from gpu_platform.accelerators import MIG_SLICES
-from gpu_platform.config import OperatorSpec, Provisioner, TenantNamespaceSpec, quota_setting
+from gpu_platform.config import (
+    OperatorSpec,
+    Provisioner,
+    QueuesSpec,
+    TenantNamespaceSpec,
+    quota_setting,
+)
 from gpu_platform.kubernetes.gpu_pod import gpu_pod_annotations, gpu_pod_spec
 from gpu_platform.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL
+from gpu_platform.kubernetes.kueue import (
+    QUEUE_NAME,
+    QUEUE_NAME_LABEL,
+    QUEUED_NAMESPACE_LABEL,
+    cluster_queue,
+    declare,
+    local_queue,
+    with_borrowing,
+)
 from gpu_platform.kubernetes.node_validation.duration import worst_case_seconds
 from gpu_platform.kubernetes.nvidia_driver import upgrade_hold_seconds
 from gpu_platform.kubernetes.pod_security import pod_security_labels
@@ -84,6 +99,9 @@ class GpuTenantNamespaceArgs:
     driver_rollout: OperatorSpec | None = None
     """The GPU Operator's settings where it loads a new driver on the running nodes (GKE
     Ubuntu): the smoke test then waits for its pool's new driver (see the module doc)."""
+    queues: QueuesSpec | None = None
+    """Kueue's settings where it is on: the namespace gets its ClusterQueue and LocalQueue,
+    and the smoke test goes through them."""
 
 
 class GpuTenantNamespace(pulumi.ComponentResource):
@@ -99,15 +117,25 @@ class GpuTenantNamespace(pulumi.ComponentResource):
 
         namespace = core.v1.Namespace(
             name,
-            metadata={"name": spec.name, "labels": namespace_labels(spec)},
+            metadata={"name": spec.name, "labels": namespace_labels(spec, args.queues is not None)},
             opts=child,
         )
+        hard = gpu_quota(spec, args.pools)
         quota = core.v1.ResourceQuota(
             f"{name}-{QUOTA_NAME}",
             metadata={"name": QUOTA_NAME, "namespace": namespace.metadata.name},
-            spec={"hard": gpu_quota(spec, args.pools)},
+            spec={"hard": hard if args.queues is None else with_borrowing(spec, hard, args.pools)},
             opts=child,
         )
+        if args.queues is not None:
+            queue = declare(
+                f"{name}-cluster-queue", cluster_queue(spec, hard, args.pools, args.queues), child
+            )
+            declare(
+                f"{name}-local-queue",
+                local_queue(spec.name, spec.name),
+                pulumi.ResourceOptions(parent=self, depends_on=[namespace, queue]),
+            )
         core.v1.LimitRange(
             f"{name}-{LIMIT_RANGE_NAME}",
             metadata={"name": LIMIT_RANGE_NAME, "namespace": namespace.metadata.name},
@@ -130,7 +158,10 @@ class GpuTenantNamespace(pulumi.ComponentResource):
                 metadata={
                     "name": SMOKE_TEST_NAME,
                     "namespace": namespace.metadata.name,
-                    "labels": _smoke_test_labels(),
+                    "labels": {
+                        **_smoke_test_labels(),
+                        **({QUEUE_NAME_LABEL: QUEUE_NAME} if args.queues is not None else {}),
+                    },
                     "annotations": {
                         "pulumi.com/timeoutSeconds": str(
                             job_spec["activeDeadlineSeconds"] + SMOKE_TEST_AWAIT_MARGIN_SECONDS
@@ -141,7 +172,12 @@ class GpuTenantNamespace(pulumi.ComponentResource):
                 # The provider takes Kubernetes' camelCase field names as they are; the SDK's
                 # TypedDicts only know their snake_case spelling.
                 spec=cast(Any, job_spec),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[quota]),
+                # Kueue refuses a new queue label on a Job that is not suspended
+                # (`validateUpdateForQueueName`, pkg/controller/jobframework/validation.go at
+                # v0.19.2): turning queues on or off replaces the Job, which runs it once more.
+                opts=pulumi.ResourceOptions(
+                    parent=self, depends_on=[quota], replace_on_changes=["metadata.labels"]
+                ),
             )
             self.smoke_test_job_name = job.metadata.name
         self.register_outputs(
@@ -161,9 +197,12 @@ def smoke_test_deadline_seconds(spec: TenantNamespaceSpec, pool: ResolvedPool) -
     )
 
 
-def namespace_labels(spec: TenantNamespaceSpec) -> dict[str, str]:
-    """Its Pod Security labels, and its idle GPU limit when it sets one (for the policy pack)."""
+def namespace_labels(spec: TenantNamespaceSpec, queued: bool = False) -> dict[str, str]:
+    """Its Pod Security labels, its idle GPU limit when it sets one (for the policy pack), and
+    where its jobs go through Kueue, its queue (for Kueue's webhooks and the policy pack)."""
     labels = pod_security_labels(spec.pod_security)
+    if queued:
+        labels[QUEUED_NAMESPACE_LABEL] = QUEUE_NAME
     if spec.gpu_idle_minutes is not None:
         labels[IDLE_MINUTES_LABEL] = str(spec.gpu_idle_minutes)
     return labels

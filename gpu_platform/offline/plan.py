@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpu_platform.config import ConfigError
+from gpu_platform.idle_billing import idle_warnings
 from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin
 from gpu_platform.lock.lockfile import LockError, MissingLockEntry, project_lock
 from gpu_platform.offline.analyzer import PACK_DIR, PolicyPack, Verdict
@@ -98,6 +99,7 @@ def plan_stack(
         *undeclared_driver_images(plan, config, where),
         *unconfirmed_gke_scale_up(plan),
         *exemption_mismatches(plan, config),
+        *_idle_billing_warnings(plan),
     )
     return OfflinePlan(plan, tuple(verdicts), pack_dir, warnings)
 
@@ -170,6 +172,14 @@ def _pack_started_meanwhile(
 def _verdicts(pack: PolicyPack, plan: Plan, config: Mapping[str, Any] | None) -> list[Verdict]:
     pack.configure(config_for_plan(config, plan.resources))
     return pack.analyze(plan.resources)
+
+
+def _idle_billing_warnings(plan: Plan) -> list[str]:
+    """Where a setting keeps an empty on-demand or spot GPU node billing over ten minutes
+    (`gpu_platform.idle_billing`); nothing where the pools are secret."""
+    if "idleBilling" not in plan.outputs or "idleBilling" in plan.secret_outputs:
+        return []
+    return idle_warnings(plan.outputs["idleBilling"])
 
 
 def _unlocked_chart_pins(plan: Plan) -> list[str]:

@@ -784,6 +784,16 @@ stack's selector."""
     framebuffer_full_percent: int
     """GPU memory use, in percent of used plus free, above which a pod's GPU counts as nearly
 full."""
+    team_label: str
+    """The namespace label whose value names the team a namespace belongs to: GPU-hours are
+recorded per namespace and per team, and `teamIdleGpuPercent` judges each team
+(docs/gpu-hours.md). kube-state-metrics must export it on `kube_namespace_labels`, and the
+pool label `gpu-platform.io/pool` on `kube_node_labels`: the installed Prometheus stack's
+does; another must allow both (`--metric-labels-allowlist`)."""
+    team_idle_gpu_percent: int
+    """The share, in percent, of the GPU-hours a team's namespaces held in the last hour that
+did no work, above which (for an hour) the team's idle alert fires. 50 keeps a job's start
+quiet unless its GPUs idle for more than half of its first hour."""
     google_managed_prometheus: bool
     """GKE only: also have Google Cloud Managed Service for Prometheus scrape the DCGM exporters
 (the operator's, and on nodes whose GPUs GKE shares the platform's), under the job
@@ -799,6 +809,19 @@ collection, which installs the Managed Service's CRDs."""
 no credentials: a Service of the cluster's Prometheus, such as
 `http://prometheus-operated.monitoring.svc:9090` (the Prometheus Operator's), or a query
 frontend of a managed one. By default, the Prometheus of `installPrometheusStack`."""
+
+
+class TenantQueueSpecArgs(TypedDict, total=False):
+    """How much of a tenant's GPU quota its ClusterQueue borrows and lends within the cohort."""
+
+    borrowing_limit: int
+    """The most GPUs (or replicas, or slices) of each pool beyond its quota that the tenant may
+borrow from the cohort; 0, none. The namespace's ResourceQuota allows that many more of
+each GPU resource its pools hand out, so that what Kueue lends it can run."""
+    lending_limit: int
+    """The most of its quota of each pool the tenant lends to the cohort while it does not use
+it; unset, all of it, 0 none. At most the namespace's quota of each GPU resource it has
+(Kueue refuses a larger one)."""
 
 
 class TenantNamespaceSpecArgs(TypedDict, total=False):
@@ -851,6 +874,9 @@ Prometheus evaluates the platform's recording rules (docs/idle-gpu-pods.md)."""
 annotation `gpu-platform.io/idle-gpu` and a Warning Event, so that a namespace sees what
 would end before anything does; `end` deletes a bare pod and scales a Deployment or
 StatefulSet to zero (Jobs are left to end on their own)."""
+    queue: TenantQueueSpecArgs
+    """With `queues.enabled`: how much of the namespace's GPU quota its queue borrows from the
+other tenants' and lends to them (docs/queues.md)."""
 
 
 class ClusterAutoscalerSpecArgs(TypedDict, total=False):
@@ -874,7 +900,12 @@ minor version, which it must match. An exact version that is an image tag too: n
 build (`+...`), which no image reference can hold."""
     gpu_node_idle_minutes: int
     """How long a GPU node may sit unneeded before it is removed. Shorter saves idle GPU time;
-longer keeps a node warm between jobs instead of paying its startup again."""
+longer keeps a node warm between jobs instead of paying its startup again. The default
+keeps an empty node billing at most ten minutes after its last pod, the autoscaler's loops
+included (`gpu-platform plan` shows each pool's figure, and warns past ten minutes for
+on-demand and spot pools: docs/idle-billing.md). The autoscaler's cooldown after a scale-up
+(`--scale-down-delay-after-add`, 10 minutes upstream) is shortened to it where it is
+shorter."""
     balance_similar_node_groups: bool
     """Spread scale-ups evenly over node groups that offer the same nodes, the zonal node groups
 of one pool included (`aws.nodeGroupPerZone`: the label `nodegroup-name` that tells them
@@ -919,7 +950,9 @@ the pinned one is declared, both charts, in the stack's policy config
     consolidate_after_minutes: int
     """How long a GPU node must have been empty before Karpenter removes it, for pools that do
 not set their own (`aws.consolidateAfterMinutes`). Karpenter never consolidates a GPU node
-that still runs a pod."""
+that still runs a pod. The default keeps an empty node billing at most ten minutes after
+its last pod, Karpenter's disruption loop included (`gpu-platform plan` shows each pool's
+figure, and warns past ten minutes for on-demand and spot pools: docs/idle-billing.md)."""
     termination_grace_period_hours: int
     """How long Karpenter may take to drain a GPU node it is removing (a drifted node: a new
 AMI release, a changed node class) before it deletes the pods left on it, those marked
@@ -930,6 +963,31 @@ time (10% by default, at least one), each round taking up to this long, so a rol
 up to ceil(nodes / budget) x this bound (ten rounds at most by default), and only where a
 replacement node can launch: a full Capacity Block or reservation blocks drift of its busy
 nodes. Changing it replaces the pools' nodes (drift)."""
+
+
+class QueuesSpecArgs(TypedDict, total=False):
+    """Kueue, installed from its pinned chart: a ResourceFlavor per pool, a ClusterQueue per
+    tenant namespace whose GPU quotas are the namespace's own (`gpuQuota`, `sharedGpuQuota`,
+    `migQuota`), in one cohort, and a LocalQueue named `gpu` in each tenant namespace
+    (docs/queues.md)."""
+
+    enabled: bool
+    """Install Kueue and give every tenant namespace its queue. Off by default: Kueue's
+admission webhooks then act on every Job, JobSet, RayJob and PyTorchJob of the tenant
+namespaces, which a team must label with its queue (`kueue.x-k8s.io/queue-name: gpu`)
+before they start; turning it on is a change in how teams submit work, to be announced
+to them first."""
+    namespace: str
+    """Where Kueue's manager runs: a namespace the platform creates (Pod Security
+`restricted`, which the chart's pod and container security contexts satisfy), no tenant's."""
+    cohort: str
+    """The cohort every tenant's ClusterQueue joins: quota one tenant leaves unused may be
+borrowed by another, within each tenant's `queue.borrowingLimit` and
+`queue.lendingLimit`."""
+    fair_sharing: bool
+    """Share what the cohort has unused in proportion to each tenant's quota, and let a tenant
+below its share reclaim it by preempting the borrowers' newest workloads (Kueue's fair
+sharing). Off, a borrower keeps what it took until its workloads end."""
 
 
 class EksClusterFactsArgs(TypedDict, total=False):
@@ -999,7 +1057,8 @@ class GpuPlatformInputs(TypedDict, total=False):
     """Namespaces for teams' GPU workloads."""
     protect: bool
     """Protect the node groups or node pools, Karpenter's two releases (uninstalling its CRDs
-would remove every NodePool and the nodes with them), the GPU Operator's namespace and
+would remove every NodePool and the nodes with them), Kueue's release (its CRDs with every
+queue and waiting job), the GPU Operator's namespace and
 release (and on GKE Ubuntu the pools' NVIDIADriver resources, without which their nodes
 lose the driver), and the Prometheus stack the platform installs, from deletion: `pulumi
 destroy`, or a change that would replace them, fails until they are unprotected. What
@@ -1017,6 +1076,8 @@ Karpenter NodePools (one per pool). With `karpenter`, every pool is `exclusive` 
 (docs/karpenter.md)."""
     karpenter: KarpenterSpecArgs
     """EKS with `provisioner: karpenter`: the Karpenter controller."""
+    queues: QueuesSpecArgs
+    """Kueue: a queue per tenant namespace, whose jobs start whole once its quota allows."""
     part_names_under_it: bool
     """Name every part after the component, `<name>-<part>` (`ml-a-gpu-operator`, `ml-a-l4`),
 so that several `GpuPlatform`s (each on a cluster of its own) live in one stack. Off, the

@@ -24,6 +24,7 @@ import pack_config
 import platform_images
 import pod_security
 import preview
+import queued_workloads
 import validation_taint
 import workload_kinds
 from pulumi_policy import PolicyPack
@@ -38,6 +39,7 @@ POLICIES = [
             *pod_security.POLICIES,
             *namespaces.POLICIES,
             *gpu_workloads.POLICIES,
+            *queued_workloads.POLICIES,
             *validation_taint.POLICIES,
             *gpu_sharing.POLICIES,
             *gpu_cuda.POLICIES,

@@ -69,6 +69,8 @@ PLATFORM_RELEASES = (
         "9.59.0",
         version_setting="autoscaler.chartVersion",
     ),
+    # gpu_platform/kubernetes/kueue.py.
+    PlatformRelease("kueue", "oci://registry.k8s.io/kueue/charts", "0.19.2"),
     # gpu_platform/eks/karpenter/controller.py: the two move together.
     *(
         PlatformRelease(

@@ -171,6 +171,42 @@ NODE_EXPORTER_NAMESPACE = Allowed(
     "-node-exporter",
 )
 ANY = Allowed(lambda value, _: True, "any value")
+# The labels kube-state-metrics exports (gpu_platform/kubernetes/monitoring.py): the node
+# validation labels (gpu_platform/kubernetes/node_validation/names.py, `VALIDATION_LABELS`) and
+# the pool label on `kube_node_labels`, and the stack's `monitoring.teamLabel` on
+# `kube_namespace_labels`. The kube-state-metrics chart joins the list unquoted into an argument
+# (templates/deployment.yaml, `--metric-labels-allowlist={{ .Values.metricLabelsAllowlist |
+# join "," }}`), so its entries are judged as well: the node entry the platform sets, and a
+# namespace entry of one label key (Kubernetes' qualified name: no `,`, `]` or space, which
+# would end the entry).
+_NODE_LABELS_ENTRY = (
+    "nodes=[gpu-platform.io/validation,gpu-platform.io/validation-failed-check,"
+    "gpu-platform.io/validated-driver,gpu-platform.io/validated-release,"
+    "gpu-platform.io/validation-check.gpu-count,"
+    "gpu-platform.io/validation-check.driver,"
+    "gpu-platform.io/validation-check.ecc,"
+    "gpu-platform.io/validation-check.memory,"
+    "gpu-platform.io/validation-check.pcie,"
+    "gpu-platform.io/validation-check.nvlink,"
+    "gpu-platform.io/validation-check.dcgm-diag,"
+    "gpu-platform.io/validation-check.nccl-bandwidth,"
+    "gpu-platform.io/validation-check.efa,gpu-platform.io/pool]"
+)
+_NAMESPACE_LABEL_ENTRY = re.compile(
+    r"namespaces=\[([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\]"
+)
+_KUBE_STATE_METRICS_LABELS = Allowed(
+    lambda value, _: (
+        isinstance(value, Sequence)
+        and not isinstance(value, str)
+        and len(value) == 2
+        and value[0] == _NODE_LABELS_ENTRY
+        and isinstance(value[1], str)
+        and _NAMESPACE_LABEL_ENTRY.fullmatch(value[1]) is not None
+    ),
+    f'[{json.dumps(_NODE_LABELS_ENTRY)}, "namespaces=[<one label key>]"]',
+)
 
 
 def unsafe_scalars(values: Any, place: Place, whole: frozenset[KeyPath]) -> Iterator[Place]:
@@ -343,29 +379,7 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             ("grafana.sidecar.dashboards.enabled", equal(True)),
             ("grafana.sidecar.dashboards.label", equal("grafana_dashboard")),
             ("grafana.sidecar.dashboards.labelValue", equal("1")),
-            # The node validation labels (gpu_platform/kubernetes/node_validation/names.py,
-            # `VALIDATION_LABELS`) on `kube_node_labels`. The kube-state-metrics chart joins the
-            # list unquoted into an argument (templates/deployment.yaml,
-            # `--metric-labels-allowlist={{ .Values.metricLabelsAllowlist | join "," }}`), so
-            # its entries are judged as well: the one the platform sets.
-            (
-                "kube-state-metrics.metricLabelsAllowlist",
-                equal(
-                    (
-                        "nodes=[gpu-platform.io/validation,gpu-platform.io/validation-failed-check,"
-                        "gpu-platform.io/validated-driver,gpu-platform.io/validated-release,"
-                        "gpu-platform.io/validation-check.gpu-count,"
-                        "gpu-platform.io/validation-check.driver,"
-                        "gpu-platform.io/validation-check.ecc,"
-                        "gpu-platform.io/validation-check.memory,"
-                        "gpu-platform.io/validation-check.pcie,"
-                        "gpu-platform.io/validation-check.nvlink,"
-                        "gpu-platform.io/validation-check.dcgm-diag,"
-                        "gpu-platform.io/validation-check.nccl-bandwidth,"
-                        "gpu-platform.io/validation-check.efa]",
-                    )
-                ),
-            ),
+            ("kube-state-metrics.metricLabelsAllowlist", _KUBE_STATE_METRICS_LABELS),
             ("prometheus-node-exporter.namespaceOverride", NODE_EXPORTER_NAMESPACE),
             ("prometheus-node-exporter.tolerations", LIST),
             ("prometheus-node-exporter.updateStrategy.rollingUpdate.maxUnavailable", _ROLLOUT),
@@ -395,6 +409,9 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             # gpu_platform/kubernetes/node_validation/duration.py writes one (`47m0s`).
             ("extraArgs.max-node-provision-time", GO_DURATION),
             ("extraArgs.max-node-startup-time", GO_DURATION),
+            # The cooldown after a scale-up, never longer than the GPU nodes' unneeded time
+            # (gpu_platform/idle_billing.py): `1m0s` to `10m0s`.
+            ("extraArgs.scale-down-delay-after-add", GO_DURATION),
             ("image.repository", equal("registry.k8s.io/autoscaling/cluster-autoscaler")),
             ("image.tag", TAG),
             (
@@ -416,6 +433,17 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
     # gpu_platform/eks/karpenter/controller.py.
     "karpenter-crd": ChartValues(
         _paths((("additionalAnnotations", "gpu-platform.io/stack"), STACK_MARK))
+    ),
+    # gpu_platform/kubernetes/kueue.py. The chart parses the configuration with `fromYaml`
+    # and writes it back with `toYaml` (charts/kueue/templates/manager/manager-config.yaml at
+    # 0.19.2).
+    "kueue": ChartValues(
+        _paths(
+            ("controllerManager.manager.image.pullPolicy", equal("IfNotPresent")),
+            ("controllerManager.manager.image.repository", equal("registry.k8s.io/kueue/kueue")),
+            ("controllerManager.manager.image.tag", TAG),
+            ("managerConfig.controllerManagerConfigYaml", BLOCK_TEXT),
+        )
     ),
     "karpenter": ChartValues(
         _paths(

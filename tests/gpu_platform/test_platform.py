@@ -147,6 +147,7 @@ def test_the_platform_registers_its_stack_outputs(
         "gpuOperatorVersion",
         "gpuPools",
         "helmReleaseNamespaces",
+        "idleBilling",
         "kubeconfig",
         "nodeSubnets",
         "pools",

@@ -317,15 +317,21 @@ def ami_alias(node_image: str, release: str) -> str:
 
 
 def consolidate_after(args: KarpenterGpuNodePoolArgs) -> str:
-    """The pool's `consolidateAfter`: its own, else `Never` where its nodes run on capacity
-    paid for whether used or not (a Capacity Block, a reservation it never falls back from),
-    else the stack's. A pool falling back to on-demand would keep its on-demand nodes too."""
-    aws = args.pool.spec.aws
-    own = aws.consolidate_after_minutes
+    """The pool's `consolidateAfter` (`consolidate_after_minutes`)."""
+    minutes = consolidate_after_minutes(args.pool.spec, args.consolidate_after_minutes)
+    return "Never" if minutes is None else f"{minutes}m"
+
+
+def consolidate_after_minutes(spec: GpuPoolSpec, stack_minutes: int) -> int | None:
+    """How long the pool's empty nodes wait before Karpenter removes them, None for never: the
+    pool's own, else never where its nodes run on capacity paid for whether used or not (a
+    Capacity Block, a reservation it never falls back from), else the stack's `stack_minutes`.
+    A pool falling back to on-demand would keep its on-demand nodes too."""
+    own = spec.aws.consolidate_after_minutes
     if own is None:
-        prepaid = args.pool.spec.capacity in EC2_RESERVED_CAPACITIES and not aws.on_demand_fallback
-        own = "never" if prepaid else args.consolidate_after_minutes
-    return "Never" if own == "never" else f"{own}m"
+        prepaid = spec.capacity in EC2_RESERVED_CAPACITIES and not spec.aws.on_demand_fallback
+        own = "never" if prepaid else stack_minutes
+    return None if own == "never" else int(own)
 
 
 def capacity_types(spec: GpuPoolSpec) -> list[str]:

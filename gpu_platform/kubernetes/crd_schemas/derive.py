@@ -9,6 +9,19 @@
         karpenter/crds/karpenter.sh_nodepools.yaml \\
         karpenter/crds/karpenter.k8s.aws_ec2nodeclasses.yaml --chart karpenter --version 1.14.1
 
+    git clone --branch v0.19.2 --depth 1 https://github.com/kubernetes-sigs/kueue
+    uv run python -m gpu_platform.kubernetes.crd_schemas.derive \\
+        kueue/config/components/crd/bases/kueue.x-k8s.io_{resourceflavors,clusterqueues}.yaml \\
+        kueue/config/components/crd/bases/kueue.x-k8s.io_{localqueues,cohorts}.yaml \\
+        kueue/config/components/crd/bases/kueue.x-k8s.io_admissionchecks.yaml \\
+        kueue/config/components/crd/bases/kueue.x-k8s.io_provisioningrequestconfigs.yaml \\
+        --chart kueue --version 0.19.2
+
+The `kueue` chart's CRDs are Helm templates (`charts/kueue/templates/crd/`), which
+kubernetes-sigs/kueue's yaml-processor generates from `config/components/crd/bases/` at the same
+tag, adding only labels and the conversion webhook's service, the schemas the same: derive from
+the plain CRDs of the tag.
+
 The `karpenter` chart's `crds/` are aws/karpenter-provider-aws's `pkg/apis/crds/` at the same
 tag (`git show v1.14.1:pkg/apis/crds/karpenter.sh_nodepools.yaml`), which the `karpenter-crd`
 chart the platform installs them with ships as templates.

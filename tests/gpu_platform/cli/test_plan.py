@@ -305,6 +305,8 @@ def test_plan_shows_each_gke_ubuntu_pools_own_driver(invoke, gke_config, stack_f
     assert (
         "  l4-shared: NVIDIA driver 595.91.07 (CUDA 13.2), pinned by the GPU Operator at"
         " 595.91.07\n"
+    ) in result.output
+    assert (
         "  l4-canary: NVIDIA driver 610.43.02 (CUDA 13.3), pinned by the GPU Operator at"
         " 610.43.02; canary of l4-shared, ahead of it (the GPU Operator at 595.91.07): promote"
         " by giving l4-shared the canary's version"
@@ -429,3 +431,27 @@ def test_plan_shows_no_capacity_settings_a_pool_leaves_unset(
     output = invoke("dev").output
 
     assert capacity_inputs(output) == {"management": {"autoRepair": True, "autoUpgrade": True}}
+
+
+def test_plan_shows_each_pools_idle_billing_and_warns_of_a_long_one(
+    invoke, dev_config, stack_file_says
+) -> None:
+    dev_config["gpu-platform:autoscaler"] = {"gpuNodeIdleMinutes": 30}
+    stack_file_says(dev_config)
+
+    result = invoke("dev")
+
+    assert result.exit_code == 0, result.output
+    # 30 unneeded minutes and two of the autoscaler's 10-second loops (DefaultScanInterval,
+    # cluster-autoscaler/config/const.go, cluster-autoscaler-1.33.6 to 1.36.1), under the pool's
+    # driver line; its validation billed before its first pod (test_idle_billing.py).
+    lines = result.output.splitlines()
+    driver = next(i for i, line in enumerate(lines) if line.startswith("  t4-shared: NVIDIA"))
+    assert lines[driver + 1] == "    idle after its last pod (cluster-autoscaler): 30m20s"
+    assert "    billed before its first pod, not after its last: 12m: a new node's validation" in (
+        result.output
+    )
+    assert (
+        "warning: pool t4-shared (spot): an empty GPU node bills for 30m20s after its last pod"
+        " ends, over the 10 minutes the defaults keep to; set by autoscaler.gpuNodeIdleMinutes"
+    ) in " ".join(result.output.split())

@@ -281,7 +281,14 @@ def test_gpu_aware_settings_come_from_config(dev_config: Config, plan_for: PlanF
 
     args = release(plan_for(dev_config)).inputs["values"]["extraArgs"]
 
-    assert args == {"balance-similar-node-groups": False, "expander": "most-pods"}
+    # The cooldown after a scale-up at the GPU nodes' unneeded time (9 minutes by default),
+    # under its upstream default of 10 (`--scale-down-delay-after-add`,
+    # cluster-autoscaler/config/flags/flags.go, cluster-autoscaler-1.33.6 to 1.36.1).
+    assert args == {
+        "balance-similar-node-groups": False,
+        "expander": "most-pods",
+        "scale-down-delay-after-add": "9m0s",
+    }
 
 
 def test_a_validating_node_is_neither_timed_out_nor_removed(
@@ -674,11 +681,14 @@ def test_a_cluster_running_its_own_autoscaler_is_told_the_flags_it_needs(
     # Spelt as pflag reads them (config/flags/flags.go, cluster-autoscaler-1.35.2): the priority
     # expander then least-waste, balancing, and the label that names each zonal group
     # (kubernetes/autoscaler#6954, processors/nodegroupset/aws_nodegroups.go), and the start
-    # times a validated node needs (test_a_validating_node_is_neither_timed_out_nor_removed).
+    # times a validated node needs (test_a_validating_node_is_neither_timed_out_nor_removed),
+    # and the cooldown after a scale-up at the GPU nodes' 9 unneeded minutes
+    # (test_gpu_aware_settings_come_from_config).
     assert plan.outputs["ownAutoscaler"]["flags"] == [
         "--balance-similar-node-groups=true",
         "--balancing-ignore-label=nodegroup-name",
         "--expander=priority,least-waste",
+        "--scale-down-delay-after-add=9m0s",
         "--max-node-provision-time=27m0s",
         "--max-node-startup-time=27m0s",
     ]

@@ -227,7 +227,12 @@ def test_the_efa_device_plugin_runs_in_the_operators_privileged_namespace_not_ku
         "privileged"
     )
     assert namespace.urn in plugin.dependencies
-    assert plan.outputs["helmReleaseNamespaces"] == ["gpu-operator", "gpu-platform-system"]
+    # The dev stack's autoscaler and Kueue keep theirs in their own namespaces.
+    assert plan.outputs["helmReleaseNamespaces"] == [
+        "gpu-operator",
+        "gpu-platform-system",
+        "kueue-system",
+    ]
 
 
 def test_a_moved_efa_device_plugin_starts_only_once_the_old_one_is_gone(

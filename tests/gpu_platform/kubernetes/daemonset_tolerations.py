@@ -84,8 +84,9 @@ ADDONS_TOLERATING_ALL = {"vpc-cni", "kube-proxy", "eks-pod-identity-agent", "aws
 ADDONS_WITHOUT_DAEMONSETS = {"coredns"}
 # Resources that apply manifests or charts the helper cannot see into under mocks.
 _MANIFEST_TYPES = ("kubernetes:yaml", "kubernetes:kustomize", "kubernetes:helm.sh/v4")
-# Charts the platform installs that render no DaemonSet: Deployments and CRDs only.
-CHARTS_WITHOUT_DAEMONSETS = {"cluster-autoscaler", "karpenter", "karpenter-crd"}
+# Charts the platform installs that render no DaemonSet: Deployments and CRDs only (kueue: no
+# `kind: DaemonSet` in charts/kueue/templates/ at v0.19.2).
+CHARTS_WITHOUT_DAEMONSETS = {"cluster-autoscaler", "karpenter", "karpenter-crd", "kueue"}
 
 
 @dataclass(frozen=True)

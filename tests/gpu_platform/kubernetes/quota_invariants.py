@@ -40,8 +40,12 @@ def quota_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
     whole = [p.pool for p in pools if p.labels.get(DEVICE_PLUGIN_CONFIG_LABEL) == "exclusive"]
     shared = [p.pool for p in pools if p.pool not in whole and MIG_CONFIG_LABEL not in p.labels]
     problems = []
+    queued = config.get("gpu-platform:queues", {}).get("enabled", False)
     for namespace in config.get("gpu-platform:namespaces", []):
         name = namespace["name"]
+        # A queued namespace may run what Kueue lets it borrow too, of each resource its pools
+        # hand out (gpu_platform/kubernetes/kueue.py, `with_borrowing`).
+        borrowing = namespace.get("queue", {}).get("borrowingLimit", 0) if queued else 0
         hard = quotas.get(name)
         if hard is None:
             problems.append(f"namespace {name}: no ResourceQuota")
@@ -51,7 +55,7 @@ def quota_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
             resource = MIG_PREFIX + slice_name
             if resource not in hard:
                 problems.append(f"namespace {name}: {resource} uncapped")
-            elif int(hard[resource]) > mig_quota.get(slice_name, 0):
+            elif int(hard[resource]) > mig_quota.get(slice_name, 0) + borrowing:
                 problems.append(
                     f"namespace {name}: {resource} {hard[resource]} above its migQuota"
                     f" {mig_quota.get(slice_name, 0)}"
@@ -62,10 +66,55 @@ def quota_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
             kind, setting, pools_named = "replicas", "sharedGpuQuota", shared
         else:
             continue
-        limit = namespace.get(setting, 0)
+        limit = namespace.get(setting, 0) + borrowing
         if int(hard.get(GPUS, limit + 1)) > limit:
             problems.append(
                 f"namespace {name}: {GPUS} {hard.get(GPUS)} lets pods take more {kind} of"
                 f" {', '.join(pools_named)} than {setting} {limit}"
             )
+    return problems
+
+
+CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+LOCAL_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
+QUEUED_NAMESPACE_LABEL = "gpu-platform.io/queue"
+
+
+def kueue_quota_problems(plan: Plan) -> list[str]:
+    """Where Kueue's quotas and the namespaces' disagree, as sentences: a queued namespace (one
+    labelled `gpu-platform.io/queue`) without its LocalQueue or ClusterQueue, and a flavor's
+    nominal quota and borrowing limit of a resource adding up to other than the namespace's
+    ResourceQuota of it, so that Kueue never admits on a pool what the namespace may not run."""
+    quotas = {
+        r.inputs["metadata"]["namespace"]: r.inputs["spec"]["hard"] for r in plan.of_type(QUOTA)
+    }
+    queues = {
+        q.inputs["spec"]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]: q
+        for q in plan.of_type(CLUSTER_QUEUE)
+    }
+    local = {
+        q.inputs["metadata"]["namespace"]: q.inputs["spec"]["clusterQueue"]
+        for q in plan.of_type(LOCAL_QUEUE)
+    }
+    problems = []
+    for namespace in plan.of_type("kubernetes:core/v1:Namespace"):
+        name = namespace.inputs["metadata"]["name"]
+        if QUEUED_NAMESPACE_LABEL not in namespace.inputs["metadata"].get("labels", {}):
+            continue
+        queue = queues.get(name)
+        if queue is None or local.get(name) != queue.inputs["metadata"]["name"]:
+            problems.append(f"namespace {name}: queued, without its ClusterQueue and LocalQueue")
+            continue
+        hard = quotas.get(name, {})
+        for group in queue.inputs["spec"]["resourceGroups"]:
+            for flavor in group["flavors"]:
+                for resource in flavor["resources"]:
+                    cap = hard.get(f"requests.{resource['name']}")
+                    most = resource["nominalQuota"] + resource.get("borrowingLimit", 0)
+                    if cap is None or int(cap) != most:
+                        problems.append(
+                            f"ClusterQueue {queue.inputs['metadata']['name']} holds {most}"
+                            f" {resource['name']} on {flavor['name']} with what it borrows, its"
+                            f" namespace's ResourceQuota {cap}"
+                        )
     return problems

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import yaml
 
 from gpu_platform.config import MonitoringSpec, OperatorSpec
 from gpu_platform.kubernetes.alerts import DCGM_METRICS_FILE, XidClass, xid_classes
+from gpu_platform.kubernetes.gpu_hours import PoolGpuShare
 from gpu_platform.kubernetes.monitoring import alert_names, gpu_alert_rules, gpu_dashboard
 from tests.repository import ROOT
 
@@ -35,7 +37,15 @@ SETTINGS_THE_UNIT_TESTS_ASSUME = {
     "idle_gpu_minutes": 30,
     "idle_gpu_utilization_percent": 5,
     "framebuffer_full_percent": 90,
+    "team_label": "team",
+    "team_idle_gpu_percent": 50,
 }
+# The pools the GPU-hour unit tests' nodes belong to (alert_tests/gpu_hours.test.yaml).
+UNIT_TEST_POOL_SHARES = [
+    PoolGpuShare("h100", "nvidia.com/gpu", Fraction(1)),
+    PoolGpuShare("l4-shared", "nvidia.com/gpu", Fraction(1, 4)),
+    PoolGpuShare("a100-mig", "nvidia.com/mig-3g.40gb", Fraction(1, 2)),
+]
 OPERATOR_NAMESPACE_THE_UNIT_TESTS_ASSUME = "gpu-operator"
 REQUIRE_PROMTOOL = "GPU_PLATFORM_REQUIRE_PROMTOOL"
 
@@ -56,7 +66,7 @@ def promtool(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 def default_rules() -> dict[str, Any]:
-    return gpu_alert_rules(MonitoringSpec(), DEFAULT_OPERATOR_NAMESPACE)
+    return gpu_alert_rules(MonitoringSpec(), DEFAULT_OPERATOR_NAMESPACE, UNIT_TEST_POOL_SHARES)
 
 
 def write_default_rules(directory: Path) -> Path:
@@ -115,6 +125,48 @@ def test_thresholds_and_namespace_come_from_the_settings() -> None:
     assert 'namespace="nvidia"' in rules["DcgmExporterMissing"]["expr"]
 
 
+def test_the_team_label_and_idle_share_come_from_the_settings() -> None:
+    settings = MonitoringSpec.model_validate(
+        {"teamLabel": "example.com/costCenter", "teamIdleGpuPercent": 75}
+    )
+    (group,) = [
+        group
+        for group in gpu_alert_rules(settings, "nvidia")["groups"]
+        if group["name"] == "gpu-platform.gpu-hours"
+    ]
+    rules = {rule.get("alert", rule.get("record")): rule for rule in group["rules"]}
+
+    # kube-state-metrics v2.20.0 internal/store/utils.go, `labelName`: `label_`, the key
+    # sanitised, then snake case in lower case.
+    assert (
+        'kube_namespace_labels{label_example_com_cost_center!=""}'
+        in (rules["gpu_platform:namespace_team:info"]["expr"])
+    )
+    assert rules["GpuTeamAllocatedButIdle"]["expr"].strip().endswith("* 100 > 75")
+
+
+def test_each_pool_opens_the_gpu_hour_rules_with_what_its_unit_is_worth() -> None:
+    (group,) = [g for g in default_rules()["groups"] if g["name"] == "gpu-platform.gpu-hours"]
+
+    assert group["rules"][:3] == [
+        {
+            "record": "gpu_platform:pool_gpus_per_request",
+            "expr": "vector(1)",
+            "labels": {"pool": "h100", "resource": "nvidia_com_gpu"},
+        },
+        {
+            "record": "gpu_platform:pool_gpus_per_request",
+            "expr": "vector(1 / 4)",
+            "labels": {"pool": "l4-shared", "resource": "nvidia_com_gpu"},
+        },
+        {
+            "record": "gpu_platform:pool_gpus_per_request",
+            "expr": "vector(1 / 2)",
+            "labels": {"pool": "a100-mig", "resource": "nvidia_com_mig_3g_40gb"},
+        },
+    ]
+
+
 def test_dashboard_queries_are_valid_promql(tmp_path: Path) -> None:
     # promtool parses PromQL only inside rule files: each query becomes a recording rule, with
     # Grafana's variables replaced by what they expand to when everything is selected.
@@ -124,7 +176,10 @@ def test_dashboard_queries_are_valid_promql(tmp_path: Path) -> None:
     ]
     assert queries
     rules = [
-        {"record": f"dashboard:query_{i}", "expr": re.sub(r"\$\w+", ".*", query)}
+        {
+            "record": f"dashboard:query_{i}",
+            "expr": re.sub(r"\$\w+", ".*", query.replace("$__range", "1d")),
+        }
         for i, query in enumerate(queries)
     ]
     path = tmp_path / "dashboard-queries.yaml"
@@ -380,6 +435,9 @@ def test_codes_the_catalog_says_to_ignore_raise_no_alert(code: int) -> None:
     assert code in xid_matcher(alert_expr("GpuXidUnclassified"), "!~")
 
 
+NOT_HEALTH = ("gpu-platform.gpus", "gpu-platform.gpu-hours")
+
+
 def runbook_urls() -> dict[str, str]:
     return {
         rule["alert"]: rule["annotations"]["runbook_url"]
@@ -390,7 +448,9 @@ def runbook_urls() -> dict[str, str]:
 
 
 def test_every_health_alert_links_to_its_own_section_of_the_runbook() -> None:
-    health = alert_names({"groups": default_rules()["groups"][1:]})
+    health = alert_names(
+        {"groups": [g for g in default_rules()["groups"] if g["name"] not in NOT_HEALTH]}
+    )
 
     assert runbook_urls() == {
         name: f"docs/gpu-health.md#{name.lower()}"

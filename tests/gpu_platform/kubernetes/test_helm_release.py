@@ -31,12 +31,13 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 # - aws-efa-k8s-device-plugin: 300 s + its DaemonSet on the EFA pools' nodes: prod 2
 #   (h100-training), karpenter-dev 2 (h100-block);
 # - kube-prometheus-stack: 900 s + node-exporter on every GPU node: gke-dev 3, eks-new 2 (l4),
-#   gke-new 2.
+#   gke-new 2;
+# - kueue: 300 s, one Deployment on the cluster's own nodes: dev, gke-dev.
 RELEASES = {
-    "dev": {"gpu-operator": 915, "cluster-autoscaler": 300},
+    "dev": {"gpu-operator": 915, "cluster-autoscaler": 300, "kueue": 300},
     "eks-new": {"gpu-operator": 910, "cluster-autoscaler": 300, "kube-prometheus-stack": 910},
     "prod": {"gpu-operator": 925, "cluster-autoscaler": 300, "aws-efa-k8s-device-plugin": 310},
-    "gke-dev": {"gpu-operator": 915, "kube-prometheus-stack": 915},
+    "gke-dev": {"gpu-operator": 915, "kube-prometheus-stack": 915, "kueue": 300},
     "gke-new": {"gpu-operator": 910, "kube-prometheus-stack": 910},
     "karpenter-dev": {
         "gpu-operator": 945,
@@ -101,7 +102,12 @@ def with_pool_max(stack: str, pool: str, most: int) -> dict[str, Any]:
             {"gpu-operator": 2915, "cluster-autoscaler": 300, "aws-efa-k8s-device-plugin": 2300},
         ),
         # 900 + 5 x 1000 for both, over the 3600 s ceiling.
-        ("gke-dev", "l4-shared", 1000, {"gpu-operator": 3600, "kube-prometheus-stack": 3600}),
+        (
+            "gke-dev",
+            "l4-shared",
+            1000,
+            {"gpu-operator": 3600, "kube-prometheus-stack": 3600, "kueue": 300},
+        ),
     ],
     ids=["prod-400-efa-nodes", "gke-dev-1000-nodes"],
 )

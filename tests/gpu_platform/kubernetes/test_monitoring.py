@@ -4,6 +4,7 @@ Prometheus stack and Managed Service for Prometheus scrape, and the config rules
 import json
 import re
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ import yaml
 
 from gpu_platform.config import MonitoringSpec, OperatorSpec
 from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
+from gpu_platform.kubernetes.gpu_hours import PoolGpuShare
 from gpu_platform.kubernetes.monitoring import (
     DASHBOARD_SIDECAR_LABEL,
     alert_names,
@@ -82,7 +84,11 @@ def dashboard_json(plan: Plan) -> dict[str, Any]:
 def test_the_prometheus_rule_ships_the_rendered_alert_rules(dev_plan: Plan) -> None:
     rule = child(dev_plan, PROMETHEUS_RULE)
     assert rule.inputs["apiVersion"] == "monitoring.coreos.com/v1"
-    assert rule.inputs["spec"] == gpu_alert_rules(MonitoringSpec(), OperatorSpec().namespace)
+    # The dev stack's one pool, t4-shared, time-slices each GPU 4 ways.
+    shares = [PoolGpuShare("t4-shared", "nvidia.com/gpu", Fraction(1, 4))]
+    assert rule.inputs["spec"] == gpu_alert_rules(
+        MonitoringSpec(), OperatorSpec().namespace, shares
+    )
 
 
 def test_the_prometheus_rule_carries_the_labels_prometheus_selects_by(dev_plan: Plan) -> None:
@@ -135,6 +141,7 @@ def test_the_alert_names_are_exported(dev_plan: Plan) -> None:
         "GpuNodeValidationFailed",
         "GpuNodeValidationCheckFailingWidely",
         "GpuNodeNotValidated",
+        "GpuTeamAllocatedButIdle",
     ]
 
 
@@ -207,6 +214,32 @@ def test_the_dashboard_lists_gpus_held_by_pods_but_idle(dev_plan: Plan) -> None:
     (query,) = [target["expr"] for target in idle_table["targets"]]
     assert query.startswith("gpu_platform:allocated_gpu_activity:percent{")
     assert query.endswith(f"< {MonitoringSpec().idle_gpu_utilization_percent}")
+
+
+def test_the_dashboard_shows_gpu_hours_per_team_held_used_and_idle(dev_plan: Plan) -> None:
+    (per_team,) = [
+        p
+        for p in dashboard_json(dev_plan)["panels"]
+        if (p["type"], p["title"]) == ("table", "GPU-hours per team")
+    ]
+
+    # A rule records GPUs every evaluation: a minute's steps over the range, summed, are
+    # GPU-minutes, whatever the evaluation interval.
+    assert [target["expr"] for target in per_team["targets"]] == [
+        f"sum by (team) (sum_over_time(gpu_platform:namespace_gpus_{kind}"
+        '{namespace=~"$namespace"}[$__range:1m])) / 60'
+        for kind in ("allocated", "used", "idle")
+    ]
+
+
+def test_the_idle_share_panel_names_the_alerts_threshold(dev_plan: Plan) -> None:
+    (share,) = [
+        p
+        for p in dashboard_json(dev_plan)["panels"]
+        if p["title"] == "Idle share per team, last hour"
+    ]
+
+    assert "above 50% for an hour" in share["description"]
 
 
 def test_every_rule_the_dashboard_reads_is_one_the_stack_records(dev_plan: Plan) -> None:
@@ -417,6 +450,14 @@ def test_managed_prometheus_evaluates_the_recording_rules_itself(
         "gpu_platform:allocated_gpu_activity:percent",
         "gpu_platform:pcie_replay_limit:per_minute",
         "gpu_platform:node_validation_check:failed",
+        # The GKE stack's one pool, then GPU-hours per namespace and team.
+        "gpu_platform:pool_gpus_per_request",
+        "gpu_platform:namespace_team:info",
+        "gpu_platform:pod_gpus_allocated",
+        "gpu_platform:pod_gpus_used",
+        "gpu_platform:namespace_gpus_allocated",
+        "gpu_platform:namespace_gpus_used",
+        "gpu_platform:namespace_gpus_idle",
     ]
 
 
@@ -567,9 +608,11 @@ def test_the_dashboard_lists_nodes_that_failed_validation_with_the_check(dev_pla
     )
 
 
-def test_kube_state_metrics_exports_the_validation_labels() -> None:
-    values = prometheus_stack_values("monitoring-node-exporter", [])
+def test_kube_state_metrics_exports_the_validation_pool_and_team_labels() -> None:
+    values = prometheus_stack_values("monitoring-node-exporter", [], "example.com/cost-team")
 
+    # kube-state-metrics v2.20.0 pkg/options/types.go, `LabelsAllowList.Set`:
+    # `resource=[label,...]`, the resource in the plural.
     assert values["kube-state-metrics"]["metricLabelsAllowlist"] == [
         "nodes=[gpu-platform.io/validation,gpu-platform.io/validation-failed-check,"
         "gpu-platform.io/validated-driver,gpu-platform.io/validated-release,"
@@ -578,5 +621,7 @@ def test_kube_state_metrics_exports_the_validation_labels() -> None:
         "gpu-platform.io/validation-check.ecc,gpu-platform.io/validation-check.memory,"
         "gpu-platform.io/validation-check.pcie,gpu-platform.io/validation-check.nvlink,"
         "gpu-platform.io/validation-check.dcgm-diag,"
-        "gpu-platform.io/validation-check.nccl-bandwidth,gpu-platform.io/validation-check.efa]"
+        "gpu-platform.io/validation-check.nccl-bandwidth,gpu-platform.io/validation-check.efa,"
+        "gpu-platform.io/pool]",
+        "namespaces=[example.com/cost-team]",
     ]

@@ -89,6 +89,8 @@ def test_namespace_enforces_audits_and_warns_restricted_at_the_pinned_version(de
         "pod-security.kubernetes.io/audit-version": POD_SECURITY_VERSION,
         "pod-security.kubernetes.io/warn": "restricted",
         "pod-security.kubernetes.io/warn-version": POD_SECURITY_VERSION,
+        # The dev stack queues its jobs through Kueue, whose webhooks select this label.
+        "gpu-platform.io/queue": "gpu",
     }
 
 
@@ -110,6 +112,8 @@ def test_each_configured_namespace_gets_its_own_resources(dev_config, plan_for) 
     assert [r.name for r in plan.children_of(plan.named("vision", COMPONENT))] == [
         "vision",
         "vision-gpu-quota",
+        "vision-cluster-queue",
+        "vision-local-queue",
         "vision-gpu-pod-defaults",
     ]
 
@@ -122,6 +126,8 @@ def test_children_belong_to_the_component(dev_plan) -> None:
         QUOTA,
         "kubernetes:core/v1:LimitRange",
         JOB,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue",
+        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue",
     }
 
 

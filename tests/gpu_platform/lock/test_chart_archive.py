@@ -406,7 +406,7 @@ def test_the_plans_prometheus_stack_values_pin_the_images_the_project_lock_holds
     ).with_entries(IMAGES, {reference: entry(digest, "https://registry.example")}).save()
     monkeypatch.setenv(LOCK_PATH_VARIABLE, str(path))
 
-    values = prometheus_stack_values("monitoring-node-exporter", [])
+    values = prometheus_stack_values("monitoring-node-exporter", [], "team")
 
     # grafana 12.11.1 templates/_pod.tpl: `@sha256:{{ .Values.image.sha }}`.
     assert values["grafana"]["image"] == {"sha": "5e" * 32}

@@ -43,6 +43,7 @@ OUTPUTS = {
     "pools",
     "gpuModels",
     "gpuPools",
+    "idleBilling",
     "stackOutputs",
 }
 

@@ -756,6 +756,7 @@ def test_the_platforms_release_table_is_what_the_platform_pins() -> None:
             versions.CLUSTER_AUTOSCALER_CHART,
             versions.KARPENTER_CHART,
             versions.KARPENTER_CRD_CHART,
+            versions.KUEUE_CHART,
         )
     }
 

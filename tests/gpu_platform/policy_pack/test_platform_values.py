@@ -351,6 +351,29 @@ def test_no_pattern_lets_a_value_write_yaml_of_its_own(value: str) -> None:
     assert not matching(r".+", "any line").holds(value, "monitoring")
 
 
+NODE_LABELS = (
+    "nodes=[gpu-platform.io/validation,gpu-platform.io/validation-failed-check,"
+    "gpu-platform.io/validated-driver,gpu-platform.io/validated-release,gpu-platform.io/pool]"
+)
+
+
+@pytest.mark.parametrize(
+    "team", ["namespaces=[team],pods=[*]", "namespaces=[team] --v=10", "namespaces=[*]"]
+)
+def test_a_kube_state_metrics_allowlist_entry_of_more_than_one_label_is_the_stacks(
+    analyze: Analyze, team: str
+) -> None:
+    # The kube-state-metrics chart joins the entries unquoted into one argument: an entry that
+    # closes its label list opens another resource's, or another flag.
+    release = prometheus_stack(
+        {"kube-state-metrics": {"metricLabelsAllowlist": [NODE_LABELS, team]}}
+    )
+
+    (message,) = messages(analyze(release, config=PROD), VISIBLE)
+
+    assert "kube-state-metrics.metricLabelsAllowlist" in message
+
+
 def test_the_platforms_own_values_of_a_pinned_chart_leave_it_the_platforms(
     analyze: Analyze,
 ) -> None:

@@ -1,0 +1,73 @@
+"""Rules of Kueue's settings: a namespace of its own, and tenants' limits their quotas allow."""
+
+from collections.abc import Iterator
+
+from gpu_platform.config.problems import ConfigProblem, key_path
+from gpu_platform.config.set_aside import per_element
+from gpu_platform.config.stack import StackConfig
+from gpu_platform.config.tenant_rules import pool_caps
+from gpu_platform.config.tenants import SYSTEM_NAMESPACES, TenantNamespaceSpec
+
+
+def queue_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    queues = config.queues
+
+    def of_namespace(i: int, ns: TenantNamespaceSpec) -> Iterator[ConfigProblem]:
+        limits = {
+            "borrowingLimit": ns.queue.borrowing_limit,
+            "lendingLimit": ns.queue.lending_limit,
+        }
+        if not queues.enabled:
+            for key, value in limits.items():
+                if value:
+                    yield ConfigProblem(
+                        key_path("namespaces", i, "queue", key),
+                        value,
+                        "no value unless queues.enabled is true: without Kueue the namespace"
+                        " has no queue to borrow or lend through",
+                    )
+            return
+        lending = ns.queue.lending_limit
+        if lending is None:
+            return
+        # Kueue's webhook refuses a ClusterQueue whose lendingLimit passes its nominalQuota
+        # (`validateLendingLimit`, pkg/webhooks/clusterqueue_webhook.go at v0.19.2), and the
+        # limit applies to every pool's quota of the namespace.
+        for pool, (setting, cap) in pool_caps(config, ns).items():
+            if lending > cap:
+                yield ConfigProblem(
+                    key_path("namespaces", i, "queue", "lendingLimit"),
+                    lending,
+                    f"at most {cap}, the namespace's quota of pool {pool}'s GPUs"
+                    f" ({'.'.join(setting)}): a tenant lends only what its quota holds",
+                )
+                return
+
+    yield from per_element(config.namespaces, of_namespace)
+    if not queues.enabled:
+        return
+    # The platform creates Kueue's namespace with Pod Security `restricted`, which a namespace
+    # of another component (or Kubernetes') would have declared twice or put on its pods.
+    taken = {
+        config.operator.namespace: "the GPU Operator's (operator.namespace)",
+        config.monitoring.namespace: "the monitoring namespace (monitoring.namespace)",
+        **(
+            {config.autoscaler.namespace: "the cluster autoscaler's (autoscaler.namespace)"}
+            if config.autoscaler_installed
+            else {}
+        ),
+        **(
+            {config.karpenter.namespace: "Karpenter's (karpenter.namespace)"}
+            if config.karpenter_installed
+            else {}
+        ),
+        **{ns.name: "a tenant's" for ns in config.namespaces},
+        **{name: "a Kubernetes system namespace" for name in SYSTEM_NAMESPACES},
+    }
+    if queues.namespace in taken:
+        yield ConfigProblem(
+            key_path("queues", "namespace"),
+            queues.namespace,
+            f"a namespace of Kueue's own, none of {', '.join(sorted(taken))}:"
+            f" {queues.namespace} is {taken[queues.namespace]}; the default is kueue-system",
+        )

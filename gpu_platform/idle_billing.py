@@ -1,0 +1,239 @@
+"""How long a pool's GPU node keeps billing after its last pod ends, and what it bills before
+its first: `idle_billing`, from the settings of whatever removes the pool's empty nodes.
+
+Each provisioner has its own terms, each a delay with the upstream source that sets it:
+
+- the cluster autoscaler (EKS managed node groups) finds a node unneeded on one of its loops
+  (`--scan-interval`), removes it once it has been unneeded for the group's
+  `--scale-down-unneeded-time` (the platform's per-group tag), on a loop again, and not while
+  the cluster is in its cooldown after a scale-up (`--scale-down-delay-after-add`);
+- Karpenter marks an empty node consolidatable `consolidateAfter` after its last pod event, finds
+  it on its disruption loop and waits out a validation delay before it deletes it, as many at
+  once as the pool's budget for empty nodes allows;
+- GKE's own cluster autoscaler removes empty nodes on timings GKE does not publish.
+
+A new node's validation (`gpu_platform.kubernetes.node_validation`) bills too, but before the
+node's first pod, not after its last: it is shown apart and never added to the idle figure.
+The instance's own shutdown after the provisioner deletes it is left out: no setting of the
+platform's changes it.
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from gpu_platform.config import StackConfig
+from gpu_platform.kubernetes.node_validation.duration import worst_case_seconds
+from gpu_platform.node_identity import ResolvedPool
+
+MOST_IDLE_SECONDS = 600
+"""The idle figure the defaults keep on-demand and spot pools within, and past which a setting
+is warned of: ten minutes."""
+WARNED_CAPACITIES = ("on-demand", "spot")
+"""Capacities whose idle node bills for nothing: reserved capacity and Capacity Blocks bill
+whether a node runs on them or not."""
+
+# Cluster autoscaler, the same at every pinned release (kubernetes/autoscaler
+# cluster-autoscaler-1.33.6 to cluster-autoscaler-1.36.1): `DefaultScanInterval` in
+# cluster-autoscaler/config/const.go, which the platform leaves as it is.
+AUTOSCALER_SCAN_SECONDS = 10
+AUTOSCALER_SCALE_DOWN_DELAY_AFTER_ADD_MINUTES = 10
+"""`--scale-down-delay-after-add`'s default (cluster-autoscaler/config/flags/flags.go), the
+longest the platform sets it to."""
+
+# Karpenter v1.14.1 (kubernetes-sigs/karpenter): `pollingPeriod` in
+# pkg/controllers/disruption/controller.go and `commandValidationDelay` in
+# pkg/controllers/disruption/consolidation.go, which emptiness waits out (emptiness.go).
+KARPENTER_POLL_SECONDS = 10
+KARPENTER_VALIDATION_SECONDS = 15
+
+GKE_AUTOSCALER_DOCS = (
+    "https://cloud.google.com/kubernetes-engine/docs/concepts/cluster-autoscaler"
+    "#autoscaling_profiles"
+)
+
+
+@dataclass(frozen=True)
+class Delay:
+    """One term of a figure: what waits, how long (None: no published bound), and the upstream
+    source of the delay."""
+
+    term: str
+    seconds: int | None
+    source: str
+
+
+@dataclass(frozen=True)
+class IdleBilling:
+    """What a pool's node bills without work: after its last pod, and before its first."""
+
+    pool: str
+    capacity: str
+    provisioner: str
+    """`cluster-autoscaler`, `karpenter` or `gke`: what removes the pool's empty nodes."""
+    setting: str
+    """The config key, as users spell it, that decides the figure most; on GKE, the cluster's
+    autoscaling profile, which no key of the platform's sets."""
+    after_last_pod: tuple[Delay, ...]
+    before_first_pod: tuple[Delay, ...]
+
+    @property
+    def idle_seconds(self) -> int | None:
+        """The longest a node bills after its last pod ends; None where a term has no bound."""
+        seconds = [delay.seconds for delay in self.after_last_pod]
+        return None if None in seconds else sum(s for s in seconds if s is not None)
+
+
+def scale_down_delay_after_add_minutes(gpu_node_idle_minutes: int) -> int:
+    """The `--scale-down-delay-after-add` the platform gives the autoscaler: the upstream default,
+    shortened to the GPU nodes' unneeded time so that the cooldown never outlasts it. The
+    cooldown is the cluster's (`isScaleDownInCooldown`, core/static_autoscaler.go), while a
+    node's unneeded time runs through it (`UpdateClusterState` comes first there), so a node
+    whose last pod ends just after a scale-up goes once the longer of the two has passed."""
+    return min(gpu_node_idle_minutes, AUTOSCALER_SCALE_DOWN_DELAY_AFTER_ADD_MINUTES)
+
+
+def idle_billing(config: StackConfig, pool: ResolvedPool) -> IdleBilling:
+    """The pool's figures, from the stack's settings for its provisioner."""
+    spec = pool.spec
+    if config.cloud == "gcp":
+        provisioner, setting, after = "gke", "the cluster's autoscaling profile", _gke_terms()
+    elif config.uses_karpenter:
+        provisioner, (setting, after) = "karpenter", _karpenter_terms(config, pool)
+    else:
+        provisioner, setting = "cluster-autoscaler", "autoscaler.gpuNodeIdleMinutes"
+        after = _autoscaler_terms(config.autoscaler.gpu_node_idle_minutes)
+    validation = worst_case_seconds(spec.validation, pool.gpu.count)
+    before = (
+        (
+            Delay(
+                f"a new node's validation, at its tools' timeouts (pools[{pool.index}].validation)",
+                validation,
+                "gpu_platform/kubernetes/node_validation/duration.py",
+            ),
+        )
+        if validation
+        else ()
+    )
+    return IdleBilling(spec.name, spec.capacity, provisioner, setting, after, before)
+
+
+def _autoscaler_terms(idle_minutes: int) -> tuple[Delay, ...]:
+    source = "kubernetes/autoscaler cluster-autoscaler-1.33.6 to 1.36.1"
+    cooldown = scale_down_delay_after_add_minutes(idle_minutes)
+    return (
+        Delay(
+            "--scan-interval: the loop that first finds the node unneeded",
+            AUTOSCALER_SCAN_SECONDS,
+            f"{source}, cluster-autoscaler/config/const.go DefaultScanInterval",
+        ),
+        Delay(
+            "--scale-down-unneeded-time, per node group (autoscaler.gpuNodeIdleMinutes)",
+            idle_minutes * 60,
+            f"{source}, cluster-autoscaler/cloudprovider/aws/aws_manager.go GetOptions",
+        ),
+        Delay(
+            "--scan-interval: the loop that removes it once unneeded long enough",
+            AUTOSCALER_SCAN_SECONDS,
+            f"{source}, cluster-autoscaler/core/static_autoscaler.go RunOnce",
+        ),
+        Delay(
+            f"--scale-down-delay-after-add ({cooldown}m) beyond the unneeded time",
+            max(0, cooldown - idle_minutes) * 60,
+            f"{source}, cluster-autoscaler/core/static_autoscaler.go isScaleDownInCooldown",
+        ),
+    )
+
+
+def _karpenter_terms(config: StackConfig, pool: ResolvedPool) -> tuple[str, tuple[Delay, ...]]:
+    # Imported here: an autoscaler or GKE stack loads nothing of Karpenter's side.
+    from gpu_platform.eks.karpenter.node_pool import consolidate_after_minutes
+
+    source = "kubernetes-sigs/karpenter v1.14.1"
+    aws = pool.spec.aws
+    own = aws.consolidate_after_minutes is not None
+    setting = (
+        f"pools[{pool.index}].aws.consolidateAfterMinutes"
+        if own
+        else "karpenter.consolidateAfterMinutes"
+    )
+    minutes = consolidate_after_minutes(pool.spec, config.karpenter.consolidate_after_minutes)
+    budget = aws.empty_nodes_budget_percent
+    return setting, (
+        Delay(
+            f"consolidateAfter after the last pod event ({setting}), consolidationPolicy WhenEmpty",
+            None if minutes is None else minutes * 60,
+            f"{source}, pkg/controllers/nodeclaim/disruption/consolidation.go",
+        ),
+        Delay(
+            "the disruption loop's polling period",
+            KARPENTER_POLL_SECONDS,
+            f"{source}, pkg/controllers/disruption/controller.go pollingPeriod",
+        ),
+        Delay(
+            "the emptiness command's validation delay",
+            KARPENTER_VALIDATION_SECONDS,
+            f"{source}, pkg/controllers/disruption/consolidation.go commandValidationDelay",
+        ),
+        Delay(
+            f"budget for empty nodes {budget}% (pools[{pool.index}].aws.emptyNodesBudgetPercent):"
+            + (" every empty node at once" if budget == 100 else " more wait for later loops"),
+            0,
+            f"{source}, pkg/apis/v1/nodepool.go GetAllowedDisruptions",
+        ),
+    )
+
+
+def _gke_terms() -> tuple[Delay, ...]:
+    return (
+        Delay(
+            "GKE's cluster autoscaler, at the cluster's autoscaling profile (balanced unless"
+            " set to optimize-utilization, which removes nodes faster): GKE publishes no"
+            " scale-down delay for either",
+            None,
+            GKE_AUTOSCALER_DOCS,
+        ),
+    )
+
+
+def idle_billing_output(figures: Iterable[IdleBilling]) -> dict[str, dict[str, Any]]:
+    """The figures as the stack exports them (`idleBilling`): pool name -> its figures."""
+    return {
+        figure.pool: {
+            "capacity": figure.capacity,
+            "provisioner": figure.provisioner,
+            "setting": figure.setting,
+            "idleSeconds": figure.idle_seconds,
+            "afterLastPod": [asdict(delay) for delay in figure.after_last_pod],
+            "beforeFirstPod": [asdict(delay) for delay in figure.before_first_pod],
+        }
+        for figure in figures
+    }
+
+
+def idle_warnings(output: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """A warning for each on-demand or spot pool whose node bills more than ten minutes after
+    its last pod, or has no bound, naming the setting that makes it so (from the stack's
+    `idleBilling` output)."""
+    warnings = []
+    for name, figure in output.items():
+        seconds = figure["idleSeconds"]
+        if figure["capacity"] not in WARNED_CAPACITIES or figure["provisioner"] == "gke":
+            continue
+        if seconds is not None and seconds <= MOST_IDLE_SECONDS:
+            continue
+        shown = "until removed by hand" if seconds is None else f"for {minutes_text(seconds)}"
+        warnings.append(
+            f"pool {name} ({figure['capacity']}): an empty GPU node bills {shown} after its last"
+            f" pod ends, over the {MOST_IDLE_SECONDS // 60} minutes the defaults keep to;"
+            f" set by {figure['setting']}"
+        )
+    return warnings
+
+
+def minutes_text(seconds: int) -> str:
+    """`9m20s`; `9m` for whole minutes, `10s` under one."""
+    minutes, rest = divmod(seconds, 60)
+    if not minutes:
+        return f"{rest}s"
+    return f"{minutes}m{rest}s" if rest else f"{minutes}m"

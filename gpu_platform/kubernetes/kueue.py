@@ -1,0 +1,274 @@
+"""Kueue, which admits each tenant's GPU jobs whole, in turn, within the tenant's quota
+(`queues.enabled`).
+
+`Kueue` installs the pinned chart in a namespace of its own and declares a ResourceFlavor per
+pool and the cohort every tenant's ClusterQueue joins; `tenant_queue_objects` are a tenant
+namespace's ClusterQueue and LocalQueue, which `GpuTenantNamespace` declares.
+
+One source of quota: a tenant's ClusterQueue holds, for each pool, the namespace's quota of the
+GPU resource that pool hands out (`tenant_namespace.gpu_quota`, from `gpuQuota`,
+`sharedGpuQuota` and `migQuota`), and its ResourceQuota that quota and what it may borrow
+(`queue.borrowingLimit`, `with_borrowing`), so that Kueue never admits on one pool more than the
+namespace may run. A ResourceQuota caps a resource over every pool together, a
+ClusterQueue each flavor apart: where several pools hand out the same resource, the
+ResourceQuota still holds their sum, and a workload Kueue admits beyond it has pods refused
+until others end (docs/queues.md says so). Kueue counts only the GPU resources
+(`quotaCheckStrategy: IgnoreUndeclared`): CPU and memory stay the scheduler's and the
+namespace's LimitRange's.
+
+A flavor admits a workload on one pool by its label (`gpu-platform.io/pool`), which Kueue adds
+to the pods' node selector, and tolerates the pool's lasting taints (the GPU taint, the pool's
+own and the cloud's), as the pods the platform exports placements for do (`gpu_pod.py`); never
+the startup taints (MIG slicing, node validation), which keep every workload off a node that
+is not ready yet (gpu_platform/kubernetes/node_validation/names.py).
+
+Kueue's admission webhooks (failurePolicy `Fail`, charts/kueue/templates/webhook/manifests.yaml
+at v0.19.2) act on the namespaces its `managedJobsNamespaceSelector` selects, here only the
+tenant namespaces the platform labels `gpu-platform.io/queue`: Jobs elsewhere (the canary
+gates', the reaper's) never wait for Kueue. Helm waits for the manager's Deployment to be ready,
+and its readiness probe passes only once its certificates are in place and its webhook server
+has started (`setupProbeEndpoints`, cmd/kueue/main.go at v0.19.2), so every object Kueue's
+webhooks judge (the flavors, the cohort, the tenants' namespaces with their queues and Jobs)
+waits for the release.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import yaml
+from pulumi_kubernetes import apiextensions, core, helm
+
+from gpu_platform.config import QueuesSpec, TenantNamespaceSpec
+from gpu_platform.kubernetes import helm_release
+from gpu_platform.kubernetes.gpu_pod import gpu_resource, gpu_tolerations
+from gpu_platform.kubernetes.pod_security import pod_security_labels
+from gpu_platform.lock.images import pinned_version
+from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
+from gpu_platform.versions import KUEUE_CHART, KUEUE_MANAGER_IMAGE
+
+API_VERSION = "kueue.x-k8s.io/v1beta2"
+QUEUE_NAME = "gpu"
+"""The LocalQueue of every tenant namespace, which its jobs name."""
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+"""The label by which a job names its LocalQueue (Kueue's `constants.QueueLabel`)."""
+QUEUED_NAMESPACE_LABEL = "gpu-platform.io/queue"
+"""On a tenant namespace whose jobs go through its queue: the LocalQueue's name. Kueue's
+webhooks act on the namespaces that carry it, and the policy pack holds their GPU jobs to it."""
+RELEASE_NAME = "kueue"
+
+# The chart's default `controllerManagerConfigYaml` (charts/kueue/values.yaml at v0.19.2): the
+# chart renders the value as the manager's whole configuration, so the platform's settings come
+# with the defaults they replace. `kubeflow.org/pytorchjob`, commented out there, is on for
+# docs/queues.md's PyTorchJobs; an integration whose CRD is not installed waits for it.
+_MANAGER_CONFIG: dict[str, Any] = {
+    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+    "kind": "Configuration",
+    "health": {"healthProbeBindAddress": ":8081"},
+    "metrics": {"bindAddress": ":8443"},
+    "webhook": {"port": 9443},
+    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+    "controller": {
+        "groupKindConcurrency": {
+            "Job.batch": 5,
+            "Pod": 5,
+            "Workload.kueue.x-k8s.io": 10,
+            "LocalQueue.kueue.x-k8s.io": 5,
+            "ClusterQueue.kueue.x-k8s.io": 5,
+            "ResourceFlavor.kueue.x-k8s.io": 1,
+        }
+    },
+    "clientConnection": {"qps": 300, "burst": 500},
+    "integrations": {
+        "frameworks": [
+            "batch/job",
+            "kubeflow.org/mpijob",
+            "kubeflow.org/pytorchjob",
+            "ray.io/rayjob",
+            "ray.io/rayservice",
+            "ray.io/raycluster",
+            "jobset.x-k8s.io/jobset",
+            "workload.codeflare.dev/appwrapper",
+            "trainer.kubeflow.org/trainjob",
+            "pod",
+            "deployment",
+            "statefulset",
+            "leaderworkerset.x-k8s.io/leaderworkerset",
+        ]
+    },
+    "managedJobsNamespaceSelector": {
+        "matchExpressions": [{"key": QUEUED_NAMESPACE_LABEL, "operator": "Exists"}]
+    },
+    "resources": {"quotaCheckStrategy": "IgnoreUndeclared"},
+}
+# What fair sharing preempts for, in order (the chart's commented example, and Kueue's default
+# when the list is empty: apis/config/v1beta2/configuration_types.go `FairSharing` at v0.19.2).
+FAIR_SHARING_STRATEGIES = ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+
+
+def manager_config(queues: QueuesSpec) -> dict[str, Any]:
+    """Kueue's `Configuration`: the chart's, Kueue's webhooks on the queued namespaces only,
+    only the resources a ClusterQueue declares counted, and fair sharing where it is on (Kueue
+    turns it on by the key's presence, cmd/kueue/main.go at v0.19.2)."""
+    config = dict(_MANAGER_CONFIG)
+    if queues.fair_sharing:
+        config["fairSharing"] = {"preemptionStrategies": list(FAIR_SHARING_STRATEGIES)}
+    return config
+
+
+def kueue_values(queues: QueuesSpec) -> dict[str, Any]:
+    """The chart's values: the pinned manager image (the chart's own default is a staging image
+    at a branch tag) and the manager's configuration."""
+    return {
+        "controllerManager": {
+            "manager": {
+                "image": {
+                    "repository": KUEUE_MANAGER_IMAGE.repository,
+                    "tag": pinned_version(KUEUE_MANAGER_IMAGE),
+                    "pullPolicy": "IfNotPresent",
+                }
+            }
+        },
+        "managerConfig": {
+            "controllerManagerConfigYaml": yaml.safe_dump(manager_config(queues), sort_keys=False)
+        },
+    }
+
+
+def flavor_name(pool: ResolvedPool) -> str:
+    """A pool's ResourceFlavor: the pool's name, a DNS label already."""
+    return pool.spec.name
+
+
+def resource_flavor(pool: ResolvedPool) -> dict[str, Any]:
+    """The pool's ResourceFlavor (see the module doc)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": flavor_name(pool)},
+        "spec": {"nodeLabels": {POOL_LABEL: pool.spec.name}, "tolerations": gpu_tolerations(pool)},
+    }
+
+
+def cohort(queues: QueuesSpec) -> dict[str, Any]:
+    """The cohort the tenants' ClusterQueues share; its quotas are theirs alone."""
+    return {"apiVersion": API_VERSION, "kind": "Cohort", "metadata": {"name": queues.cohort}}
+
+
+def cluster_queue(
+    spec: TenantNamespaceSpec,
+    hard: dict[str, str],
+    pools: Sequence[ResolvedPool],
+    queues: QueuesSpec,
+) -> dict[str, Any]:
+    """The tenant's ClusterQueue: for each GPU resource, a resource group of the pools that
+    hand it out, each flavor at the namespace's quota of that resource (`hard`, its
+    ResourceQuota's `spec.hard`), with the tenant's borrowing and lending limits."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for pool in pools:
+        resource = gpu_resource(pool)
+        quota: dict[str, Any] = {
+            "name": resource,
+            "nominalQuota": int(hard[f"requests.{resource}"]),
+        }
+        quota["borrowingLimit"] = spec.queue.borrowing_limit
+        if spec.queue.lending_limit is not None:
+            quota["lendingLimit"] = spec.queue.lending_limit
+        groups.setdefault(resource, []).append({"name": flavor_name(pool), "resources": [quota]})
+    queue_spec: dict[str, Any] = {
+        "cohortName": queues.cohort,
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": spec.name}},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": [
+            {"coveredResources": [resource], "flavors": flavors}
+            for resource, flavors in groups.items()
+        ],
+    }
+    if queues.fair_sharing:
+        # A tenant below its share takes back what others borrowed, newest workloads first.
+        queue_spec["preemption"] = {
+            "reclaimWithinCohort": "Any",
+            "withinClusterQueue": "LowerPriority",
+        }
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ClusterQueue",
+        "metadata": {"name": spec.name},
+        "spec": queue_spec,
+    }
+
+
+def with_borrowing(
+    spec: TenantNamespaceSpec, hard: dict[str, str], pools: Sequence[ResolvedPool]
+) -> dict[str, str]:
+    """The namespace's ResourceQuota `hard` where its jobs go through Kueue: each GPU resource
+    its pools hand out allowed `queue.borrowingLimit` more, so that pods Kueue admits on quota
+    it borrowed are not refused by the namespace's own cap."""
+    borrowed = {f"requests.{gpu_resource(pool)}" for pool in pools}
+    return {
+        key: str(int(value) + spec.queue.borrowing_limit) if key in borrowed else value
+        for key, value in hard.items()
+    }
+
+
+def local_queue(namespace: str, cluster_queue_name: str) -> dict[str, Any]:
+    """The namespace's LocalQueue, `QUEUE_NAME`, onto its ClusterQueue."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "LocalQueue",
+        "metadata": {"name": QUEUE_NAME, "namespace": namespace},
+        "spec": {"clusterQueue": cluster_queue_name},
+    }
+
+
+def declare(name: str, obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:
+    """`obj` as a custom resource of the stack."""
+    return apiextensions.CustomResource(
+        name,
+        api_version=obj["apiVersion"],
+        kind=obj["kind"],
+        metadata=obj["metadata"],
+        spec=obj.get("spec", {}),
+        opts=opts,
+    )
+
+
+@dataclass
+class KueueArgs:
+    queues: QueuesSpec
+    pools: Sequence[ResolvedPool]
+    protect: bool = False
+    """Protect the release (`protect`): its CRDs are templates of the chart, so uninstalling it
+    deletes every queue and every waiting workload with them."""
+
+
+class Kueue(pulumi.ComponentResource):
+    """Kueue's namespace and release, a ResourceFlavor per pool and the tenants' cohort."""
+
+    def __init__(self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-platform:kubernetes:Kueue", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        namespace = core.v1.Namespace(
+            f"{name}-namespace",
+            # The manager's pod and container security contexts (charts/kueue/values.yaml at
+            # v0.19.2: non-root, RuntimeDefault seccomp, no privilege escalation, every
+            # capability dropped) are what `restricted` asks for.
+            metadata={"name": args.queues.namespace, "labels": pod_security_labels("restricted")},
+            opts=child,
+        )
+        self.release = helm.v3.Release(
+            name,
+            name=RELEASE_NAME,
+            chart=f"{KUEUE_CHART.repository}/{KUEUE_CHART.name}",
+            version=KUEUE_CHART.version,
+            namespace=namespace.metadata.name,
+            values=kueue_values(args.queues),
+            **helm_release.KUEUE.release_args(),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
+        )
+        after_release = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
+        for pool in args.pools:
+            declare(f"{name}-{pool.spec.name}", resource_flavor(pool), after_release)
+        declare(f"{name}-cohort", cohort(args.queues), after_release)
+        self.register_outputs({"release": self.release.name})

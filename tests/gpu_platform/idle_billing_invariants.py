@@ -1,0 +1,78 @@
+"""Over any plan: every pool has an idle figure (`idleBilling`), and on EKS it is what the planned
+resources make it, read here from them and the upstream delays, not from the program's own
+arithmetic: the unneeded time on the pool's Auto Scaling group tag and two of the cluster
+autoscaler's 10-second loops (`DefaultScanInterval`, cluster-autoscaler/config/const.go,
+cluster-autoscaler-1.33.6 to 1.36.1), the chart's cooldown after a scale-up never past it; or
+the pool's NodePool `consolidateAfter` and Karpenter's 10-second loop and 15-second validation
+(`pollingPeriod`, `commandValidationDelay`, pkg/controllers/disruption/, kubernetes-sigs/karpenter
+v1.14.1), none where it is `Never`. A GKE pool has none: GKE publishes no scale-down delay.
+"""
+
+import re
+from typing import Any
+
+from gpu_platform.offline.program import Plan
+
+UNNEEDED_TAG = "k8s.io/cluster-autoscaler/node-template/autoscaling-options/scaledownunneededtime"
+AUTOSCALER_LOOPS = 2 * 10
+KARPENTER_LOOP_AND_VALIDATION = 10 + 15
+
+
+def idle_billing_problems(plan: Plan, config: dict[str, Any]) -> list[str]:
+    if "idleBilling" in plan.secret_outputs:
+        return []
+    figures = plan.outputs["idleBilling"]
+    pools = [pool["name"] for pool in config["gpu-platform:pools"]]
+    if sorted(figures) != sorted(pools):
+        return [f"idleBilling covers {sorted(figures)}, not the pools {sorted(pools)}"]
+    expected = (
+        dict.fromkeys(pools)
+        if config["gpu-platform:cloud"] == "gcp"
+        else _karpenter(plan) or _autoscaler(plan, pools)
+    )
+    return [
+        f"{pool}: idleSeconds {figures[pool]['idleSeconds']}, the plan's resources make it"
+        f" {expected.get(pool, 'unknown')}"
+        for pool in pools
+        if figures[pool]["idleSeconds"] != expected.get(pool, "unknown")
+    ]
+
+
+def _karpenter(plan: Plan) -> dict[str, int | None]:
+    found: dict[str, int | None] = {}
+    for node_pool in plan.of_type("kubernetes:karpenter.sh/v1:NodePool"):
+        after = node_pool.inputs["spec"]["disruption"]["consolidateAfter"]
+        minutes = None if after == "Never" else int(after.removesuffix("m"))
+        found[node_pool.inputs["metadata"]["name"]] = (
+            None if minutes is None else minutes * 60 + KARPENTER_LOOP_AND_VALIDATION
+        )
+    return found
+
+
+def _autoscaler(plan: Plan, pools: list[str]) -> dict[str, int]:
+    cooldown = _minutes(
+        next(
+            (
+                release.inputs["values"]["extraArgs"]["scale-down-delay-after-add"]
+                for release in plan.of_type("kubernetes:helm.sh/v3:Release")
+                if release.inputs.get("chart") == "cluster-autoscaler"
+            ),
+            "0m0s",
+        )
+    )
+    found: dict[str, int] = {}
+    for tag in plan.of_type("aws:autoscaling/tag:Tag"):
+        if tag.inputs["tag"]["key"] != UNNEEDED_TAG:
+            continue
+        unneeded = _minutes(tag.inputs["tag"]["value"])
+        group = tag.inputs["autoscalingGroupName"]
+        # The longest: a pool `t4` does not take `t4-shared`'s groups.
+        pool = max((p for p in pools if group.startswith(f"eks-{p}-")), key=len)
+        found[pool] = unneeded * 60 + AUTOSCALER_LOOPS + max(0, cooldown - unneeded) * 60
+    return found
+
+
+def _minutes(duration: str) -> int:
+    match = re.fullmatch(r"(\d+)m0s", duration)
+    assert match, duration
+    return int(match.group(1))

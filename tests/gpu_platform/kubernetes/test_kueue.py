@@ -1,0 +1,278 @@
+"""Kueue from its pinned chart: a ResourceFlavor per pool, each tenant's ClusterQueue at its
+namespace's own quotas in one cohort, a LocalQueue in each tenant namespace, and everything
+Kueue's webhooks judge waiting for its release."""
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+
+from gpu_platform.config import ConfigError
+from gpu_platform.kubernetes.chart_keys import chart_key_paths
+from gpu_platform.kubernetes.crd_schemas import validation_errors
+from gpu_platform.offline.program import Plan, PlannedResource
+from tests.gpu_platform.kubernetes.quota_invariants import kueue_quota_problems
+from tests.stack_variants import with_mig_mixed_pool
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+FLAVOR = f"kubernetes:{KUEUE}:ResourceFlavor"
+CLUSTER_QUEUE = f"kubernetes:{KUEUE}:ClusterQueue"
+LOCAL_QUEUE = f"kubernetes:{KUEUE}:LocalQueue"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+GPU_TOLERATION = {
+    "key": "nvidia.com/gpu",
+    "operator": "Equal",
+    "value": "present",
+    "effect": "NoSchedule",
+}
+
+
+def release(plan: Plan) -> PlannedResource:
+    return plan.named("kueue", RELEASE)
+
+
+def manager_config(plan: Plan) -> dict[str, Any]:
+    values = release(plan).inputs["values"]
+    return yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+
+
+@pytest.fixture
+def mig_plan(dev_config, shared_plan_for) -> Plan:
+    return shared_plan_for(with_mig_mixed_pool(dev_config))
+
+
+def test_each_pool_is_a_flavor_by_its_label_tolerating_its_lasting_taints_only(dev_plan) -> None:
+    # The dev pool's nodes are validated: they join with the validation taint, which no
+    # workload may tolerate (gpu_platform/kubernetes/node_validation/names.py).
+    (flavor,) = dev_plan.of_type(FLAVOR)
+
+    assert flavor.inputs["metadata"] == {"name": "t4-shared"}
+    assert flavor.inputs["spec"] == {
+        "nodeLabels": {"gpu-platform.io/pool": "t4-shared"},
+        "tolerations": [GPU_TOLERATION],
+    }
+
+
+def test_a_tenants_cluster_queue_holds_its_namespaces_quota_in_the_cohort(dev_plan) -> None:
+    queue = dev_plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE)
+
+    assert queue.inputs["metadata"] == {"name": "ml-sandbox"}
+    assert queue.inputs["spec"] == {
+        "cohortName": "gpu-tenants",
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ml-sandbox"}},
+        "queueingStrategy": "BestEffortFIFO",
+        # The dev stack's `sharedGpuQuota: 8` on its one time-sliced pool.
+        "resourceGroups": [
+            {
+                "coveredResources": ["nvidia.com/gpu"],
+                "flavors": [
+                    {
+                        "name": "t4-shared",
+                        "resources": [
+                            {"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": 0}
+                        ],
+                    }
+                ],
+            }
+        ],
+        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+    }
+
+
+def test_the_namespaces_local_queue_is_onto_its_cluster_queue(dev_plan) -> None:
+    queue = dev_plan.named("ml-sandbox-local-queue", LOCAL_QUEUE)
+
+    assert queue.inputs["metadata"] == {"name": "gpu", "namespace": "ml-sandbox"}
+    assert queue.inputs["spec"] == {"clusterQueue": "ml-sandbox"}
+
+
+def test_a_mig_pool_is_a_group_of_its_slice_at_the_namespaces_mig_quota(mig_plan) -> None:
+    queue = mig_plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE)
+
+    groups = {
+        tuple(g["coveredResources"]): g["flavors"] for g in queue.inputs["spec"]["resourceGroups"]
+    }
+    assert groups[("nvidia.com/mig-1g.10gb",)] == [
+        {
+            "name": "a100-mig",
+            "resources": [
+                {"name": "nvidia.com/mig-1g.10gb", "nominalQuota": 8, "borrowingLimit": 0}
+            ],
+        }
+    ]
+
+
+@pytest.mark.parametrize("fixture", ["dev_plan", "mig_plan"])
+def test_cluster_queues_and_resource_quotas_agree(fixture: str, request) -> None:
+    assert kueue_quota_problems(request.getfixturevalue(fixture)) == []
+
+
+def test_a_cluster_queue_off_its_resource_quota_is_found(dev_plan) -> None:
+    queue = dev_plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE)
+    queue.inputs["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 9
+
+    assert kueue_quota_problems(dev_plan) == [
+        "ClusterQueue ml-sandbox holds 9 nvidia.com/gpu on t4-shared with what it borrows, its"
+        " namespace's ResourceQuota 8"
+    ]
+
+
+def test_borrowing_and_lending_limits_go_on_every_flavor(dev_config, plan_for) -> None:
+    dev_config["gpu-platform:namespaces"][0]["queue"] = {"borrowingLimit": 2, "lendingLimit": 4}
+
+    plan = plan_for(dev_config)
+
+    queue = plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE)
+    (resource,) = queue.inputs["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    assert resource == {
+        "name": "nvidia.com/gpu",
+        "nominalQuota": 8,
+        "borrowingLimit": 2,
+        "lendingLimit": 4,
+    }
+    # What it borrows runs under the namespace's ResourceQuota too: 8 of its own and 2.
+    hard = plan.named("ml-sandbox-gpu-quota", "kubernetes:core/v1:ResourceQuota").inputs["spec"]
+    assert hard["hard"]["requests.nvidia.com/gpu"] == "10"
+    # No pool hands out MIG slices: the dev namespace's migQuota of them borrows nothing.
+    assert hard["hard"]["requests.nvidia.com/mig-1g.10gb"] == "8"
+    assert kueue_quota_problems(plan) == []
+
+
+def test_without_fair_sharing_nothing_is_preempted(dev_config, plan_for) -> None:
+    dev_config["gpu-platform:queues"]["fairSharing"] = False
+
+    plan = plan_for(dev_config)
+
+    assert "preemption" not in plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE).inputs["spec"]
+    assert "fairSharing" not in manager_config(plan)
+
+
+def test_a_lending_limit_above_the_quota_is_refused_by_its_key(dev_config, failed_plan_for) -> None:
+    dev_config["gpu-platform:namespaces"][0]["queue"] = {"lendingLimit": 9}
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == ("gpu-platform:namespaces[0].queue.lendingLimit", 9)
+    assert problem.expected.startswith("at most 8, the namespace's quota of pool t4-shared's GPUs")
+
+
+def test_queue_limits_without_queues_are_refused(dev_config, failed_plan_for) -> None:
+    dev_config["gpu-platform:queues"]["enabled"] = False
+    dev_config["gpu-platform:namespaces"][0]["queue"] = {"borrowingLimit": 1}
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert problem.path == "gpu-platform:namespaces[0].queue.borrowingLimit"
+
+
+def test_kueues_namespace_of_another_component_is_refused(dev_config, failed_plan_for) -> None:
+    dev_config["gpu-platform:queues"]["namespace"] = "gpu-operator"
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert problem.path == "gpu-platform:queues.namespace"
+
+
+def test_off_the_stack_has_no_kueue(dev_config, plan_for) -> None:
+    dev_config["gpu-platform:queues"]["enabled"] = False
+
+    plan = plan_for(dev_config)
+
+    assert not [r for r in plan.resources if "kueue" in r.type or r.name.startswith("kueue")]
+    namespace = plan.named("ml-sandbox", NAMESPACE)
+    assert "gpu-platform.io/queue" not in namespace.inputs["metadata"]["labels"]
+    job = plan.named("ml-sandbox-gpu-smoke-test", "kubernetes:batch/v1:Job")
+    assert "kueue.x-k8s.io/queue-name" not in job.inputs["metadata"]["labels"]
+
+
+def test_the_release_is_the_pinned_chart_and_image(dev_plan) -> None:
+    inputs = release(dev_plan).inputs
+
+    assert (inputs["chart"], inputs["version"]) == (
+        "oci://registry.k8s.io/kueue/charts/kueue",
+        "0.19.2",
+    )
+    # hack/helm-chart-package.sh at v0.19.2 sets the published chart's image to this.
+    assert inputs["values"]["controllerManager"]["manager"]["image"] == {
+        "repository": "registry.k8s.io/kueue/kueue",
+        "tag": "v0.19.2",
+        "pullPolicy": "IfNotPresent",
+    }
+
+
+def test_every_value_the_platform_sets_is_a_key_of_the_pinned_chart(dev_plan) -> None:
+    def leaves(values: dict[str, Any], prefix: str = "") -> set[str]:
+        found: set[str] = set()
+        for key, value in values.items():
+            path = f"{prefix}{key}"
+            found |= leaves(value, path + ".") if isinstance(value, dict) else {path}
+        return found
+
+    assert leaves(release(dev_plan).inputs["values"]) <= chart_key_paths("0.19.2", "kueue")
+
+
+def test_kueues_webhooks_act_on_the_queued_namespaces_only(dev_plan) -> None:
+    config = manager_config(dev_plan)
+
+    assert config["managedJobsNamespaceSelector"] == {
+        "matchExpressions": [{"key": "gpu-platform.io/queue", "operator": "Exists"}]
+    }
+    assert config["resources"] == {"quotaCheckStrategy": "IgnoreUndeclared"}
+    assert config["fairSharing"] == {
+        "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+    }
+    assert (
+        dev_plan.named("ml-sandbox", NAMESPACE).inputs["metadata"]["labels"][
+            "gpu-platform.io/queue"
+        ]
+        == "gpu"
+    )
+
+
+def test_kueue_runs_in_a_restricted_namespace_of_its_own(dev_plan) -> None:
+    labels = dev_plan.named("kueue-namespace", NAMESPACE).inputs["metadata"]["labels"]
+
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert release(dev_plan).inputs["namespace"] == "kueue-system"
+
+
+def test_what_kueues_webhooks_judge_waits_for_its_release(dev_plan) -> None:
+    # The tenant's namespace, queues and smoke-test Job are children of the tenant component,
+    # which waits for the Kueue component's children, its release among them; the flavors and
+    # cohort wait for the release itself.
+    tenant = dev_plan.named("ml-sandbox", "gpu-platform:kubernetes:GpuTenantNamespace")
+
+    assert release(dev_plan).urn in tenant.dependencies
+    for flavor in dev_plan.of_type(FLAVOR):
+        assert release(dev_plan).urn in flavor.dependencies
+
+
+def test_the_smoke_test_goes_through_its_queue(dev_plan) -> None:
+    job = dev_plan.named("ml-sandbox-gpu-smoke-test", "kubernetes:batch/v1:Job")
+
+    assert job.inputs["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpu"
+
+
+def test_a_misspelt_cluster_queue_field_is_refused_by_the_pinned_crd(dev_plan) -> None:
+    queue = copy.deepcopy(dev_plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE).inputs)
+    queue["spec"]["cohort"] = queue["spec"].pop("cohortName")
+
+    assert validation_errors(queue, "kueue", "0.19.2") == [
+        "spec: Additional properties are not allowed ('cohort' was unexpected)"
+    ]
+
+
+def test_a_protected_stack_protects_the_release_whose_crds_hold_every_queue(
+    dev_config, plan_for
+) -> None:
+    dev_config["gpu-platform:protect"] = True
+
+    assert release(plan_for(dev_config)).protect

@@ -1,0 +1,153 @@
+"""How long each pool's empty GPU node bills after its last pod (`gpu_platform.idle_billing`), as
+the stack exports it (`idleBilling`) and the plan shows and warns of it."""
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gpu_platform.idle_billing import idle_warnings, minutes_text
+from gpu_platform.offline.program import Plan
+from tests.repository import STACKS
+from tests.shared_plans import shared_plan
+
+Config = dict[str, Any]
+PlanFor = Callable[[Config], Plan]
+
+
+def seconds_by_term(plan: Plan, pool: str) -> list[int | None]:
+    return [delay["seconds"] for delay in plan.outputs["idleBilling"][pool]["afterLastPod"]]
+
+
+def test_an_autoscaler_pools_empty_node_bills_nine_minutes_twenty(dev_plan: Plan) -> None:
+    figure = dev_plan.outputs["idleBilling"]["t4-shared"]
+
+    assert seconds_by_term(dev_plan, "t4-shared") == [
+        # `--scan-interval`, which the platform leaves at its default: the loop that first
+        # finds the node unneeded (DefaultScanInterval, cluster-autoscaler/config/const.go,
+        # kubernetes/autoscaler cluster-autoscaler-1.33.6 to 1.36.1).
+        10,
+        # `--scale-down-unneeded-time` per node group, from the group's `autoscaling-options/
+        # scaledownunneededtime` tag (GetOptions, cloudprovider/aws/aws_manager.go), at
+        # `autoscaler.gpuNodeIdleMinutes`' default of 9.
+        540,
+        # The loop after that on which it is removed: one more scan interval at most.
+        10,
+        # `--scale-down-delay-after-add` at 9 minutes runs alongside the unneeded time
+        # (RunOnce calls UpdateClusterState before isScaleDownInCooldown,
+        # core/static_autoscaler.go), so it adds nothing.
+        0,
+    ]
+    assert figure["idleSeconds"] == 560
+    assert figure["provisioner"] == "cluster-autoscaler"
+    assert figure["setting"] == "autoscaler.gpuNodeIdleMinutes"
+
+
+def test_a_new_node_bills_its_validation_before_its_first_pod_not_after_its_last(
+    dev_plan: Plan,
+) -> None:
+    figure = dev_plan.outputs["idleBilling"]["t4-shared"]
+
+    # The dev stack's g4dn.xlarge (one T4, so no NCCL test) validated at level 1: the pod's
+    # start (300s), `nvidia-smi -q -x` and `nvidia-smi nvlink` (60s each) and `dcgmi diag -r 1`
+    # (300s), each at its timeout (gpu_platform/kubernetes/node_validation/validate.py).
+    assert [d["seconds"] for d in figure["beforeFirstPod"]] == [720]
+    assert figure["idleSeconds"] == 560
+
+
+def test_a_karpenter_pools_empty_node_bills_nine_minutes_twenty_five() -> None:
+    plan = shared_plan("karpenter-dev")
+
+    assert seconds_by_term(plan, "t4-spot") == [
+        # `consolidateAfter` from the node's last pod event (Consolidation.Reconcile,
+        # pkg/controllers/nodeclaim/disruption/consolidation.go, kubernetes-sigs/karpenter
+        # v1.14.1), at `karpenter.consolidateAfterMinutes`' default of 9.
+        540,
+        # The disruption controller's `pollingPeriod` (pkg/controllers/disruption/controller.go).
+        10,
+        # `commandValidationDelay`, which emptiness waits out before it deletes
+        # (pkg/controllers/disruption/consolidation.go, emptiness.go).
+        15,
+        # Its budget for empty nodes, 100% by default: no node waits for another loop.
+        0,
+    ]
+    assert plan.outputs["idleBilling"]["t4-spot"]["idleSeconds"] == 565
+    # A Capacity Block is never consolidated (`consolidateAfter: Never`): paid for either way.
+    assert plan.outputs["idleBilling"]["h100-block"]["idleSeconds"] is None
+
+
+def test_a_gke_pool_has_no_figure_gke_does_not_publish(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    figure = plan_for(gke_config).outputs["idleBilling"]["l4-shared"]
+
+    # GKE's cluster autoscaler removes nodes on timings GKE does not publish for either
+    # autoscaling profile (cloud.google.com/kubernetes-engine/docs/concepts/cluster-autoscaler,
+    # "Autoscaling profiles": optimize-utilization removes nodes faster than balanced).
+    assert figure["provisioner"] == "gke"
+    assert figure["idleSeconds"] is None
+    assert idle_warnings({"l4-shared": figure}) == []
+
+
+def test_a_longer_unneeded_time_is_warned_of_by_its_key_and_figure(
+    dev_config: Config, plan_for: PlanFor
+) -> None:
+    dev_config["gpu-platform:autoscaler"] = {"gpuNodeIdleMinutes": 30}
+
+    plan = plan_for(dev_config)
+
+    # 30 minutes and two scan intervals; the cooldown after a scale-up stays at its upstream
+    # 10 minutes (flags.go), inside the unneeded time.
+    assert seconds_by_term(plan, "t4-shared") == [10, 1800, 10, 0]
+    assert idle_warnings(plan.outputs["idleBilling"]) == [
+        "pool t4-shared (spot): an empty GPU node bills for 30m20s after its last pod ends, over"
+        " the 10 minutes the defaults keep to; set by autoscaler.gpuNodeIdleMinutes"
+    ]
+
+
+@pytest.mark.parametrize(("idle", "cooldown"), [(5, "5m0s"), (30, "10m0s")])
+def test_the_cooldown_after_a_scale_up_never_outlasts_the_unneeded_time(
+    dev_config: Config, plan_for: PlanFor, idle: int, cooldown: str
+) -> None:
+    dev_config["gpu-platform:autoscaler"] = {"gpuNodeIdleMinutes": idle, "install": False}
+
+    flags = plan_for(dev_config).outputs["ownAutoscaler"]["flags"]
+
+    # Upstream's default is 10 minutes (`--scale-down-delay-after-add`, flags.go): kept where
+    # the unneeded time is longer, shortened to it where it is shorter.
+    assert f"--scale-down-delay-after-add={cooldown}" in flags
+
+
+def test_a_pools_own_consolidate_after_is_warned_of_by_its_key() -> None:
+    figure = {
+        "capacity": "on-demand",
+        "provisioner": "karpenter",
+        "setting": "pools[3].aws.consolidateAfterMinutes",
+        "idleSeconds": 20 * 60 + 25,
+    }
+    never = {**figure, "idleSeconds": None}
+    reserved = {**never, "capacity": "reserved"}
+
+    assert idle_warnings({"l4": figure, "l4-kept": never, "l4-reserved": reserved}) == [
+        "pool l4 (on-demand): an empty GPU node bills for 20m25s after its last pod ends, over"
+        " the 10 minutes the defaults keep to; set by pools[3].aws.consolidateAfterMinutes",
+        "pool l4-kept (on-demand): an empty GPU node bills until removed by hand after its last"
+        " pod ends, over the 10 minutes the defaults keep to; set by"
+        " pools[3].aws.consolidateAfterMinutes",
+    ]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_shipped_stacks_on_demand_and_spot_pools_bill_ten_minutes_at_most(
+    stack: str,
+) -> None:
+    figures = shared_plan(stack).outputs["idleBilling"]
+
+    assert idle_warnings(figures) == []
+    for figure in figures.values():
+        if figure["capacity"] in ("on-demand", "spot") and figure["provisioner"] != "gke":
+            assert figure["idleSeconds"] <= 600
+
+
+def test_minutes_read_as_go_durations_do() -> None:
+    assert [minutes_text(s) for s in (10, 540, 560, 1825)] == ["10s", "9m", "9m20s", "30m25s"]
