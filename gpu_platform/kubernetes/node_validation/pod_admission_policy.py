@@ -76,13 +76,17 @@ RUNTIME_CLASSES = ("nvidia", "nvidia-cdi", "nvidia-legacy")
 
 def exempt_namespaces(config: StackConfig) -> list[str]:
     """The namespaces whose pods may tolerate the validation taints: kube-system, where the
-    clouds' add-ons run, and every namespace the platform runs pods in or names for them."""
+    clouds' add-ons run, and every namespace the platform runs pods in or names for them,
+    Kueue's among them."""
     found = {"kube-system", config.operator.namespace, config.monitoring.namespace}
     found.add(config.monitoring.node_exporter_namespace)
     if config.cloud is Cloud.AWS and config.provisioner == "cluster-autoscaler":
         found.add(config.autoscaler.namespace)
     if config.uses_karpenter:
         found.add(config.karpenter.namespace)
+    if config.queues.enabled:
+        # Kueue's manager runs no GPU pod; its namespace is exempt as every platform release's is.
+        found.add(config.queues.namespace)
     if config.cloud is Cloud.GCP:
         found.update(GKE_NAMESPACES)
     return sorted(found)

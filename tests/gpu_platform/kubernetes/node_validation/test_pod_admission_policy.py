@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.config import Cloud, StackConfig
+from gpu_platform.config import Cloud, QueuesSpec, StackConfig
 from gpu_platform.kubernetes.node_validation.pod_admission_policy import (
     exempt_namespaces,
     gpu_pod_clauses,
@@ -302,6 +302,16 @@ def test_the_exempt_namespaces_are_the_platforms() -> None:
         "gmp-system",
         "gpu-operator",
         "kube-system",
+        "monitoring",
+        "monitoring-node-exporter",
+    ]
+    # config/queues.py: Kueue's namespace, once it is installed.
+    queued = defaults(cloud=Cloud.GCP, queues=QueuesSpec(enabled=True))
+    assert exempt_namespaces(queued) == [
+        "gmp-system",
+        "gpu-operator",
+        "kube-system",
+        "kueue-system",
         "monitoring",
         "monitoring-node-exporter",
     ]
