@@ -48,7 +48,7 @@ from gpu_platform.node_identity import (
     ZONE_LABEL,
     Taint,
 )
-from gpu_platform.taints import CLOUD_TAINT_EFFECTS
+from gpu_platform.taints import CLOUD_TAINT_EFFECTS, tolerates
 from gpu_platform.template_pods import TemplatePod
 
 PodSpec = Mapping[str, Any]
@@ -220,19 +220,6 @@ def with_autoscaler_label(template: NodeTemplate) -> NodeTemplate:
 
 def fitting_pools(pod_spec: PodSpec, templates: Iterable[NodeTemplate]) -> list[str]:
     return [f.pool for f in fits(pod_spec, templates) if f.fits]
-
-
-def pod_spec_of(document: Mapping[str, Any]) -> PodSpec:
-    """The pod spec inside a Pod, or the pod template of a workload (Deployment, Job, ...)."""
-    kind = document.get("kind")
-    spec = document.get("spec") or {}
-    if kind == "Pod":
-        return spec
-    if kind == "CronJob":
-        return spec["jobTemplate"]["spec"]["template"]["spec"]
-    if kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
-        return spec["template"]["spec"]
-    raise ValueError(f"{kind!r} has no pod spec: expected a Pod, Deployment, Job or the like")
 
 
 @dataclass(frozen=True)
@@ -948,18 +935,6 @@ def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]
                 "Lte": number <= bound,
             }[operator]
     raise ValueError(f"unknown node selector operator {operator!r}")
-
-
-def tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
-    """Whether `toleration` tolerates `taint`, as k8s.io/api core/v1 toleration.go
-    (`ToleratesTaint`) decides: an empty effect matches every effect, an empty key with `Exists`
-    every taint."""
-    if toleration.get("effect") and toleration["effect"] != taint.effect:
-        return False
-    key = toleration.get("key", "")
-    if toleration.get("operator", "Equal") == "Exists":
-        return key in ("", taint.key)
-    return key == taint.key and toleration.get("value", "") == taint.value
 
 
 def pod_requests(pod: PodSpec) -> dict[str, Decimal]:

@@ -8,6 +8,7 @@ declared beside what removes it.
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 # The cluster autoscaler leaves a taint of this prefix out of every template node it plans a
 # scale-up with (`SanitizeTaints`), and holds a node carrying one as not ready yet, a node still
@@ -32,3 +33,15 @@ CLOUD_TAINT_EFFECTS: Mapping[str, str] = {
     "PreferNoSchedule": "PREFER_NO_SCHEDULE",
     "NoExecute": "NO_EXECUTE",
 }
+
+
+def tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
+    """Whether `toleration` tolerates `taint`, as k8s.io/api core/v1 toleration.go
+    (`ToleratesTaint`) decides: an empty effect matches every effect, an empty key with `Exists`
+    every taint."""
+    if toleration.get("effect") and toleration["effect"] != taint.effect:
+        return False
+    key = toleration.get("key", "")
+    if toleration.get("operator", "Equal") == "Exists":
+        return key in ("", taint.key)
+    return key == taint.key and toleration.get("value", "") == taint.value

@@ -22,10 +22,11 @@ default lists the platform's default namespaces, which the cluster's policy leav
 from collections.abc import Mapping
 from typing import Any
 
-from gpu_platform.fit import pod_spec_of, tolerates
 from gpu_platform.kubernetes.node_validation.names import VALIDATION_TAINT
 from gpu_platform.kubernetes.node_validation.pod_admission_policy import EXEMPT_LABEL, NAME
 from gpu_platform.offline.program import Plan, PlannedResource
+from gpu_platform.pod_specs import pod_spec_of
+from gpu_platform.taints import tolerates
 
 ADMISSION_POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 NAMESPACE = "kubernetes:core/v1:Namespace"

@@ -28,13 +28,13 @@ from gpu_platform.fit import (
     gke_node_template,
     karpenter_node_templates,
     pod_requests,
-    pod_spec_of,
     with_autoscaler_label,
     with_template_pods,
 )
 from gpu_platform.node_identity import Taint
 from gpu_platform.offline.plan import program_plan
 from gpu_platform.offline.program import Plan, PlannedResource
+from gpu_platform.pod_specs import pod_spec_of
 from gpu_platform.project import Project
 from gpu_platform.template_pods import (
     KUBE_PROXY,

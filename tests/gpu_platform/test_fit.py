@@ -18,7 +18,6 @@ from gpu_platform.fit import (
     format_quantity,
     karpenter_node_templates,
     pod_requests,
-    pod_spec_of,
     quantity,
     template_requests,
     with_template_pods,
@@ -27,6 +26,7 @@ from gpu_platform.kubernetes.gpu_pod import gpu_pod_spec
 from gpu_platform.node_identity import GPU_TAINT, GpuShape, ResolvedPool, Taint, resolve_pool
 from gpu_platform.offline.fit import node_templates
 from gpu_platform.offline.program import run_program
+from gpu_platform.pod_specs import pod_spec_of
 from gpu_platform.stack_files import stack_config
 from gpu_platform.template_pods import KUBE_PROXY, TemplatePod
 from tests.shared_plans import shared_plan

@@ -9,9 +9,10 @@ import jsonschema
 import pytest
 import yaml
 
-from gpu_platform.fit import fitting_pools, pod_spec_of
+from gpu_platform.fit import fitting_pools
 from gpu_platform.offline.fit import node_templates
 from gpu_platform.offline.program import Plan, PlannedResource
+from gpu_platform.pod_specs import pod_spec_of
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 from tests.gpu_platform.policy_pack.builders import Analyze, namespace, resource, violations
 from tests.kubernetes_schemas import validate
