@@ -180,7 +180,6 @@ NODE_VALIDATOR_NCCL_TESTS_IMAGE = ContainerImage(
     "public.ecr.aws/hpc-cloud/nccl-tests",
     "cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9",
 )
-NODE_VALIDATOR_NCCL_TESTS_BINARY = "/opt/nccl-tests/build/all_reduce_perf"
 
 # The GKE Ubuntu canary gate's check that its node runs the canary NVIDIADriver's current driver
 # pod (gpu_platform/kubernetes/canary_driver_check.py) is one such script too. The image is in

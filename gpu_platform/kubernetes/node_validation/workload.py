@@ -89,7 +89,6 @@ from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
 from gpu_platform.versions import (
     NODE_VALIDATOR_DCGM_IMAGE,
     NODE_VALIDATOR_IMAGE,
-    NODE_VALIDATOR_NCCL_TESTS_BINARY,
     NODE_VALIDATOR_NCCL_TESTS_IMAGE,
     ContainerImage,
 )
@@ -101,6 +100,10 @@ SCRIPTS = (HERE / "report.py", HERE / "validate.py", MIG_REMOVER_SCRIPT)
 LEDGER = "gpu-node-validation-replacements"
 DEFAULT_REPLACEMENTS_PER_HOUR = 2
 RECORDED_DIR = "/recorded"
+# Where NODE_VALIDATOR_NCCL_TESTS_IMAGE keeps nccl-tests' `all_reduce_perf`: the image's
+# Dockerfile builds nccl-tests into /opt/nccl-tests/build (aws-samples/awsome-distributed-training
+# micro-benchmarks/nccl-tests/nccl-tests.Dockerfile). A path, not a pin: it moves with the image.
+NCCL_TESTS_BINARY = "/opt/nccl-tests/build/all_reduce_perf"
 # Where the GPU Operator's container toolkit registers its runtime handler (the chart's
 # `operator.runtimeClass`, `nvidia`, at v26.7.0), which gives a container the node's GPUs and
 # driver tools.
@@ -280,7 +283,7 @@ def nccl_container() -> dict[str, Any]:
     recording = _recording(tool, command, validate.NCCL_TIMEOUT)
     script = (
         "GPUS=$(nvidia-smi -L | grep -c '^GPU ');"
-        f" PATH={Path(NODE_VALIDATOR_NCCL_TESTS_BINARY).parent}:$PATH {recording}; exit 0"
+        f" PATH={Path(NCCL_TESTS_BINARY).parent}:$PATH {recording}; exit 0"
     )
     security = {
         "runAsNonRoot": True,
