@@ -423,7 +423,11 @@ def _gate_access(
     """The gate's scripts and its service account, allowed `ROLE_RULES` (the driver check,
     `rollout`) and `PROOF_RULES` (`proof`) in `namespace`, and `PROOF_CLUSTER_RULES` (`proof`)."""
     account_name, config_map_name = check_names(canary)
-    on_cluster = pulumi.ResourceOptions(parent=opts.parent, provider=opts.provider)
+    # Not what the gate waits for; the aliases are the platform's parts' (gpu_platform/platform.py:
+    # a stack whose parts were made at its root would otherwise replace these).
+    on_cluster = pulumi.ResourceOptions(
+        parent=opts.parent, provider=opts.provider, aliases=opts.aliases
+    )
     name = part_name(f"{canary.spec.name}-canary-gate")
     labels = {POOL_LABEL: canary.spec.name, "app.kubernetes.io/part-of": "gpu-platform"}
     metadata: Any = {"name": account_name, "namespace": namespace, "labels": labels}
