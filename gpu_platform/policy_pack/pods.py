@@ -70,10 +70,6 @@ class PodPath:
     inherits: tuple[str, ...] | None = None
     """Where the resource keeps pod fields the template takes when it sets none of its own
     (`INHERITED_FIELDS`, Argo's workflow-level spec)."""
-    beside: tuple[tuple[str, ...], ...] = ()
-    """Containers a pod spec holds of its own fields beside its lists (Dynamo's
-    `extraPodSpec.mainContainer`), as dotted patterns from `steps`: unlike `containers`, the
-    pod is one without them."""
 
 
 def _templates(*patterns: tuple[str, ...], partial: bool = False) -> tuple[PodPath, ...]:
@@ -120,11 +116,17 @@ _ARGO_CONTAINERS = (
 )
 
 
-def _dynamo(v1alpha1: tuple[str, ...], v1beta1: tuple[str, ...]) -> tuple[PodPath, ...]:
-    """The pods of a Dynamo kind whose components' specs are at `v1alpha1` and `v1beta1`."""
-    overrides = PodPath(
-        (*v1alpha1, "extraPodSpec"), inline=True, partial=True, beside=(("mainContainer",),)
-    )
+# Where each Dynamo kind keeps its v1alpha1 component specs (DynamoComponentDeploymentSharedSpec).
+DYNAMO_COMPONENTS: Mapping[str, tuple[str, ...]] = {
+    "DynamoGraphDeployment": ("spec", "services", "*"),
+    "DynamoComponentDeployment": ("spec",),
+}
+
+
+def _dynamo(kind: str, v1beta1: tuple[str, ...]) -> tuple[PodPath, ...]:
+    """The pods of a Dynamo kind: each v1alpha1 component's `extraPodSpec` (its main container
+    added by `_dynamo_mains`) and each v1beta1 component's `podTemplate`, at `v1beta1`."""
+    overrides = PodPath((*DYNAMO_COMPONENTS[kind], "extraPodSpec"), inline=True, partial=True)
     return (overrides, PodPath((*v1beta1, "podTemplate")))
 
 
@@ -253,7 +255,7 @@ GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
         )
         for kind, workflow in ARGO_WORKFLOWS.items()
     },
-    # NVIDIA Dynamo (nvidia.com, ai-dynamo/dynamo v1.4.0 deploy/operator/api/): a
+    # NVIDIA Dynamo (nvidia.com, ai-dynamo/dynamo at 015d780 deploy/operator/api/): a
     # DynamoGraphDeployment's components and a DynamoComponentDeployment, the one component it
     # reconciles each into. v1alpha1 (v1alpha1/dynamographdeployment_types.go: spec.services, a
     # map of DynamoComponentDeploymentSharedSpec) holds each pod's overrides in `extraPodSpec`,
@@ -263,9 +265,9 @@ GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
     # PodTemplateSpec whose `main` container the operator only adds its command, env, ports,
     # probes, resources and mounts to; a DynamoGraphDeployment's are in spec.components[].
     ("nvidia.com", "DynamoGraphDeployment"): _dynamo(
-        ("spec", "services", "*"), ("spec", "components", "*")
+        "DynamoGraphDeployment", ("spec", "components", "*")
     ),
-    ("nvidia.com", "DynamoComponentDeployment"): _dynamo(("spec",), ("spec",)),
+    ("nvidia.com", "DynamoComponentDeployment"): _dynamo("DynamoComponentDeployment", ("spec",)),
 }
 
 # argoproj/argo-workflows v4.1.2 workflow/controller/workflowpod.go: the pod fields a template
@@ -474,6 +476,8 @@ def pods_of(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
             replace(p, added=_kserve_servers(props, p.path)) if p.path in _KSERVE_SERVERS else p
             for p in pods
         ]
+    if group == "nvidia.com" and kind in DYNAMO_COMPONENTS and (group, kind) not in CUSTOM_KINDS:
+        pods = _dynamo_mains(kind, props, pods)
     return pods
 
 
@@ -487,7 +491,7 @@ def _found(
             found,
             partial=patch or where.partial,
             inline=where.inline,
-            added=_own_containers(props, found, (*where.containers, *where.beside)),
+            added=_own_containers(props, found, where.containers),
             inherits=where.inherits,
         )
         for where in paths
@@ -702,6 +706,62 @@ def trainer_overrides(resource_type: str, props: Mapping[str, Any]) -> list[Pod]
         resources_key="resourcesPerNode",
     )
     return [Pod("TrainJob", props, _TRAINER, inline=True, added=(node,))]
+
+
+def _dynamo_mains(kind: str, props: Mapping[str, Any], pods: list[Pod]) -> list[Pod]:
+    """`pods` with each v1alpha1 Dynamo component's main container (`_dynamo_main`) in its
+    `extraPodSpec` pod, and that pod, of no fields of its own, where the component sets none
+    but asks for resources."""
+    mains = {
+        (*component, "extraPodSpec"): main
+        for component in expand(props, DYNAMO_COMPONENTS[kind])
+        if (main := _dynamo_main(props, component)) is not None
+    }
+    pods = [replace(p, added=(mains.pop(p.path),)) if p.path in mains else p for p in pods]
+    return pods + [
+        Pod(kind, props, path, partial=True, inline=True, added=(main,))
+        for path, main in mains.items()
+    ]
+
+
+# ai-dynamo/dynamo at 015d780 deploy/operator/internal/controller_common/resource.go
+# (GetResourcesConfig, getGPUResourceName): the resource names a v1alpha1 ResourceItem's fields
+# become on the main container (api/v1alpha1/common.go, ResourceItem); `gpu` is counted under
+# `gpuType`, else nvidia.com/gpu, and `custom` entries pass through as named, after it.
+_DYNAMO_RESOURCE_NAMES = (("cpu", "cpu"), ("memory", "memory"))
+_DYNAMO_GPU = "nvidia.com/gpu"
+
+
+def _dynamo_resource_list(item: Mapping[str, Any]) -> dict[str, Any]:
+    found = {name: item[field] for field, name in _DYNAMO_RESOURCE_NAMES if item.get(field)}
+    if item.get("gpu"):
+        found[text(item, "gpuType") or _DYNAMO_GPU] = item["gpu"]
+    return found | dict(mapping(item, "custom") or {})
+
+
+def _dynamo_main(props: Mapping[str, Any], component: tuple[Step, ...]) -> Container | None:
+    """A v1alpha1 Dynamo component's main container as the operator builds it: the
+    component's `resources` as resource lists, with `extraPodSpec.mainContainer` merged over
+    them (the operator's graph.go: mergo.Merge of mainContainer into the container, with
+    override, so its own entries win name by name). None where the component sets neither."""
+    root = (*component, "extraPodSpec", "mainContainer")
+    try:
+        main = mapping(props, *root)
+        asked = mapping(props, *component, "resources")
+        if main is None and asked is None:
+            return None
+        main, asked = main or {}, asked or {}
+        own = mapping(main, "resources") or {}
+        resources = dict(own)
+        for section in ("limits", "requests"):
+            merged = _dynamo_resource_list(mapping(asked, section) or {})
+            merged |= mapping(own, section) or {}
+            if merged:
+                resources[section] = merged
+        container: Any = {**main, "resources": resources}
+    except UnknownValueError as unknown:
+        container = unknown.unknown_type_sentinel
+    return Container("containers", -1, container, root=root)
 
 
 # kserve/kserve v0.20.0 pkg/apis/serving/v1beta1/predictor.go (PredictorSpec) and explainer.go

@@ -1,6 +1,7 @@
 """GPU workloads that arrive as custom resources (KubeRay, Kubeflow, JobSet, LeaderWorkerSet)
 are checked pod template by pod template, as the built-in kinds are."""
 
+import json
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from tests.gpu_platform.policy_pack.builders import (
     resource,
     restricted_pod_spec,
 )
+from tests.repository import ROOT
 
 
 def privileged_spec() -> dict[str, Any]:
@@ -192,7 +194,7 @@ CARRIERS = {
         },
         "spec.predictors[0].componentSpecs[0].spec",
     ),
-    # ai-dynamo/dynamo v1.4.0 deploy/operator/api/v1alpha1/dynamographdeployment_types.go:
+    # ai-dynamo/dynamo at 015d780 deploy/operator/api/v1alpha1/dynamographdeployment_types.go:
     # spec.services is a map of component specs, each with `extraPodSpec`, a PodSpec inline
     # beside `mainContainer` (common.go, ExtraPodSpec); v1beta1/
     # dynamocomponentdeployment_types.go: a component's `podTemplate` is a PodTemplateSpec, and
@@ -220,6 +222,13 @@ CARRIERS = {
         "kubernetes:nvidia.com/v1beta1:DynamoComponentDeployment",
         lambda pod: {"backendFramework": "vllm", "type": "worker", "podTemplate": template(pod)},
         "spec.podTemplate.spec",
+    ),
+    # v1alpha1/dynamocomponentdeployment_types.go: a component deployment's spec is one
+    # component's (DynamoComponentDeploymentSharedSpec inline), its `extraPodSpec` at spec.
+    "DynamoComponentDeploymentV1alpha1": (
+        "kubernetes:nvidia.com/v1alpha1:DynamoComponentDeployment",
+        lambda pod: {"backendFramework": "vllm", "componentType": "worker", "extraPodSpec": pod},
+        "spec.extraPodSpec",
     ),
     # argoproj/argo-workflows v4.1.2 pkg/apis/workflow/v1alpha1/workflow_types.go: a
     # Template runs one `container` beside the pod's other fields, which it holds itself.
@@ -323,7 +332,13 @@ def test_a_kind_of_the_same_name_in_another_group_is_not_read_as_one(analyze: An
 
 
 @pytest.mark.parametrize(
-    "kind", ["DynamoGraphDeployment", "DynamoGraphDeploymentV1beta1", "DynamoComponentDeployment"]
+    "kind",
+    [
+        "DynamoGraphDeployment",
+        "DynamoGraphDeploymentV1beta1",
+        "DynamoComponentDeployment",
+        "DynamoComponentDeploymentV1alpha1",
+    ],
 )
 def test_a_plain_dynamo_deployment_passes(analyze: Analyze, kind: str) -> None:
     verdicts = analyze(namespace(), carrier(kind, gpu_pod_spec()))
@@ -342,6 +357,72 @@ def test_a_privileged_dynamo_main_container_is_refused(analyze: Analyze) -> None
         'privileged: container "mainContainer" sets '
         "spec.services.VllmWorker.extraPodSpec.mainContainer.securityContext.privileged=true."
     )
+
+
+# --- NVIDIA Dynamo v1alpha1: the resources a component asks for in its own spec -------------
+
+DYNAMO_IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0"
+
+
+def dynamo_worker(resources: dict[str, Any], extra_pod_spec: dict[str, Any] | None) -> Any:
+    """A v1alpha1 graph whose worker asks for `resources` in its own spec (common.go,
+    Resources of ResourceItems: cpu, memory, gpu, gpuType, custom)."""
+    worker: dict[str, Any] = {"componentType": "worker", "resources": resources}
+    if extra_pod_spec is not None:
+        worker["extraPodSpec"] = extra_pod_spec
+    inputs = {
+        "metadata": {"name": "llm", "namespace": "team-a"},
+        "spec": {"backendFramework": "vllm", "services": {"VllmWorker": worker}},
+    }
+    return resource("kubernetes:nvidia.com/v1alpha1:DynamoGraphDeployment", "llm", inputs)
+
+
+def test_a_dynamo_component_asking_for_64_gpus_is_refused_in_prod(analyze: Analyze) -> None:
+    # ai-dynamo/dynamo at 015d780 deploy/operator/internal/controller_common/resource.go,
+    # GetResourcesConfig: `limits.gpu` becomes the main container's nvidia.com/gpu limit
+    # (getGPUResourceName, without gpuType).
+    prod = json.loads((ROOT / "policy-config" / "prod.json").read_text())
+    graph = dynamo_worker({"limits": {"gpu": "64"}}, {"mainContainer": {"image": DYNAMO_IMAGE}})
+
+    verdicts = [v for v in analyze(namespace(), graph, config=prod) if v.policy_name == MAX_GPUS]
+
+    assert [(v.enforcement_level, v.message) for v in verdicts] == [
+        (
+            "mandatory",
+            "the pod (spec.services.VllmWorker.extraPodSpec) asks for 64 GPUs, more than the 8 "
+            "allowed per pod (maxGpusPerPod). Fix: ask for at most 8, or raise maxGpusPerPod if "
+            "a node really has that many.",
+        )
+    ]
+
+
+MAX_GPUS = "gpu-pods-max-gpus"
+
+
+def test_a_dynamo_components_gpu_type_names_the_resource_it_counts(analyze: Analyze) -> None:
+    # resource.go, getGPUResourceName: `gpuType` names the resource `gpu` counts, so a MIG
+    # slice's count meets the slices' rules.
+    main = {"image": DYNAMO_IMAGE}
+    asked = {"limits": {"gpu": "500m", "gpuType": "nvidia.com/mig-1g.10gb"}}
+    graph = dynamo_worker(asked, {"mainContainer": main})
+
+    assert messages(analyze(namespace(), graph), "gpu-resources-in-limits") == [
+        'container "mainContainer" sets spec.services.VllmWorker.extraPodSpec.mainContainer'
+        '.resources.limits["nvidia.com/mig-1g.10gb"]="500m", not a whole number of devices. '
+        "Fix: ask for a whole number of GPUs (or GPU slices)."
+    ]
+
+
+def test_a_dynamo_components_custom_resources_are_counted(analyze: Analyze) -> None:
+    # resource.go, GetResourcesConfig: each `custom` entry becomes a resource of its name, and
+    # a component with no extraPodSpec still runs the main container the operator builds.
+    graph = dynamo_worker({"limits": {"custom": {"nvidia.com/gpu": "9"}}}, None)
+
+    assert messages(analyze(namespace(), graph), MAX_GPUS) == [
+        "the pod (spec.services.VllmWorker.extraPodSpec) asks for 9 GPUs, more than the 8 "
+        "allowed per pod (maxGpusPerPod). Fix: ask for at most 8, or raise maxGpusPerPod if a "
+        "node really has that many."
+    ]
 
 
 def training_run(pod: dict[str, Any]) -> Any:
