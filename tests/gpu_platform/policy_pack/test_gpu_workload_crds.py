@@ -413,6 +413,19 @@ def test_a_dynamo_components_gpu_type_names_the_resource_it_counts(analyze: Anal
     ]
 
 
+def test_a_dynamo_component_asking_for_a_gpu_has_its_image_judged(analyze: Analyze) -> None:
+    # resource.go, GetResourcesConfig: the GPU the component asks for is its main container's,
+    # so that container's image is a GPU pod's.
+    main = {"image": "example.com/llm:latest"}
+    graph = dynamo_worker({"limits": {"gpu": "1"}}, {"mainContainer": main})
+
+    assert messages(analyze(namespace(), graph), "gpu-pods-pinned-images") == [
+        'container "mainContainer" image "example.com/llm:latest" '
+        "(spec.services.VllmWorker.extraPodSpec.mainContainer.image) uses the latest tag. Fix: "
+        "pin a version tag or a digest (image@sha256:...), so every node runs the same image."
+    ]
+
+
 def test_a_dynamo_components_custom_resources_are_counted(analyze: Analyze) -> None:
     # resource.go, GetResourcesConfig: each `custom` entry becomes a resource of its name, and
     # a component with no extraPodSpec still runs the main container the operator builds.
