@@ -125,9 +125,10 @@ DYNAMO_COMPONENTS: Mapping[str, tuple[str, ...]] = {
 
 def _dynamo(kind: str, v1beta1: tuple[str, ...]) -> tuple[PodPath, ...]:
     """The pods of a Dynamo kind: each v1alpha1 component's `extraPodSpec` (its main container
-    added by `_dynamo_mains`) and each v1beta1 component's `podTemplate`, at `v1beta1`."""
-    overrides = PodPath((*DYNAMO_COMPONENTS[kind], "extraPodSpec"), inline=True, partial=True)
-    return (overrides, PodPath((*v1beta1, "podTemplate")))
+    and frontend sidecar added by `_dynamo_mains`) and each v1beta1 component's `podTemplate`,
+    at `v1beta1`."""
+    built = PodPath((*DYNAMO_COMPONENTS[kind], "extraPodSpec"), inline=True)
+    return (built, PodPath((*v1beta1, "podTemplate")))
 
 
 GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
@@ -259,8 +260,8 @@ GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
     # DynamoGraphDeployment's components and a DynamoComponentDeployment, the one component it
     # reconciles each into. v1alpha1 (v1alpha1/dynamographdeployment_types.go: spec.services, a
     # map of DynamoComponentDeploymentSharedSpec) holds each pod's overrides in `extraPodSpec`,
-    # a PodSpec inline beside `mainContainer`, a Container (common.go, ExtraPodSpec), which the
-    # operator merges into the pod it builds: judged on the values they set. v1beta1
+    # a PodSpec inline beside `mainContainer`, a Container (common.go, ExtraPodSpec), from which
+    # the operator builds the whole pod (`_dynamo_mains`), so it is judged whole. v1beta1
     # (v1beta1/dynamocomponentdeployment_types.go) replaced them by `podTemplate`, a whole
     # PodTemplateSpec whose `main` container the operator only adds its command, env, ports,
     # probes, resources and mounts to; a DynamoGraphDeployment's are in spec.components[].
@@ -361,6 +362,9 @@ class Pod:
     """`path` leads to the pod spec itself, with no metadata of its own."""
     added: tuple[Container, ...] = ()
     """Containers the operator adds to the pod from elsewhere in the resource."""
+    replaced: str | None = None
+    """The name of a container of the pod's own list that the operator drops for one it adds
+    (a v1alpha1 Dynamo component's `main`)."""
     inherits: tuple[Step, ...] | None = None
     """Where the pod fields it takes when it sets none of its own are (`PodPath.inherits`)."""
     unread: str | None = None
@@ -440,6 +444,8 @@ class Pod:
                 for index, item in items
                 if isinstance(item, Mapping) or item in UNKNOWN_SENTINELS
             ]
+        if self.replaced is not None:
+            found = [c for c in found if (c.collection, c.name) != ("containers", self.replaced)]
         return found + [c for c in self.added if c.collection in collections]
 
     @property
@@ -477,7 +483,7 @@ def pods_of(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
             for p in pods
         ]
     if group == "nvidia.com" and kind in DYNAMO_COMPONENTS and (group, kind) not in CUSTOM_KINDS:
-        pods = _dynamo_mains(kind, props, pods)
+        pods = _dynamo_mains(kind, props, pods, patch)
     return pods
 
 
@@ -708,20 +714,53 @@ def trainer_overrides(resource_type: str, props: Mapping[str, Any]) -> list[Pod]
     return [Pod("TrainJob", props, _TRAINER, inline=True, added=(node,))]
 
 
-def _dynamo_mains(kind: str, props: Mapping[str, Any], pods: list[Pod]) -> list[Pod]:
-    """`pods` with each v1alpha1 Dynamo component's main container (`_dynamo_main`) in its
-    `extraPodSpec` pod, and that pod, of no fields of its own, where the component sets none
-    but asks for resources."""
-    mains = {
-        (*component, "extraPodSpec"): main
-        for component in expand(props, DYNAMO_COMPONENTS[kind])
-        if (main := _dynamo_main(props, component)) is not None
-    }
-    pods = [replace(p, added=(mains.pop(p.path),)) if p.path in mains else p for p in pods]
-    return pods + [
-        Pod(kind, props, path, partial=True, inline=True, added=(main,))
-        for path, main in mains.items()
+def _dynamo_mains(
+    kind: str, props: Mapping[str, Any], pods: list[Pod], patch: bool = False
+) -> list[Pod]:
+    """`pods` with each v1alpha1 Dynamo component's pod as the operator builds it
+    (ai-dynamo/dynamo at 57ffc64 deploy/operator/api/v1alpha1/shared_spec_conversion.go,
+    buildSharedPodTemplateFromAlpha): `extraPodSpec`'s own fields, the main container
+    (`_dynamo_main`) in place of any container of the list named `main`, the others, and the
+    `frontendSidecar`; and that pod, of no fields of its own, where the component sets no
+    `extraPodSpec` but asks for resources or a frontend sidecar. A patch's pods carry only what
+    it sets, and keep their own containers."""
+    built = {}
+    for component in expand(props, DYNAMO_COMPONENTS[kind]):
+        main = _dynamo_main(props, component)
+        added = (*(() if main is None else (main,)), *_dynamo_sidecar(props, component))
+        if added:
+            built[(*component, "extraPodSpec")] = added
+    replaced = None if patch else _DYNAMO_MAIN
+    pods = [
+        replace(p, added=built.pop(p.path, ()), replaced=replaced)
+        if p.path[-1:] == ("extraPodSpec",)
+        else p
+        for p in pods
     ]
+    return pods + [
+        Pod(kind, props, path, partial=patch, inline=True, added=added)
+        for path, added in built.items()
+    ]
+
+
+# shared_spec_conversion.go at 57ffc64: mainContainerName and appendFrontendSidecar's
+# defaultFrontendSidecarContainerName, a container of the frontend sidecar's image, args and env.
+_DYNAMO_MAIN = "main"
+_DYNAMO_SIDECAR = "sidecar-frontend"
+
+
+def _dynamo_sidecar(props: Mapping[str, Any], component: tuple[Step, ...]) -> tuple[Container, ...]:
+    root = (*component, "frontendSidecar")
+    try:
+        sidecar = mapping(props, *root)
+        if sidecar is None:
+            return ()
+        fields = {"image": "image", "args": "args", "env": "envs"}
+        own = {key: sidecar[field] for key, field in fields.items() if field in sidecar}
+        container: Any = {"name": _DYNAMO_SIDECAR, **own}
+    except UnknownValueError as unknown:
+        container = unknown.unknown_type_sentinel
+    return (Container("containers", -1, container, root=root, fixed_name=_DYNAMO_SIDECAR),)
 
 
 # ai-dynamo/dynamo at 015d780 deploy/operator/internal/controller_common/resource.go
@@ -742,8 +781,8 @@ def _dynamo_resource_list(item: Mapping[str, Any]) -> dict[str, Any]:
 def _dynamo_main(props: Mapping[str, Any], component: tuple[Step, ...]) -> Container | None:
     """A v1alpha1 Dynamo component's main container as the operator builds it: the
     component's `resources` as resource lists, with `extraPodSpec.mainContainer` merged over
-    them (the operator's graph.go: mergo.Merge of mainContainer into the container, with
-    override, so its own entries win name by name). None where the component sets neither."""
+    them (shared_spec_conversion.go at 57ffc64, mergeExtraPodSpecMainContainer: mergo.Merge
+    with override, so its own entries win name by name). None where the component sets neither."""
     root = (*component, "extraPodSpec", "mainContainer")
     try:
         main = mapping(props, *root)

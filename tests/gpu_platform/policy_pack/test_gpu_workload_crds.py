@@ -352,11 +352,13 @@ def test_a_privileged_dynamo_main_container_is_refused(analyze: Analyze) -> None
     main = {"securityContext": {"privileged": True}}
     graph = carrier("DynamoGraphDeployment", {"mainContainer": main})
 
-    (message,) = messages(analyze(namespace(), graph), "pod-security-standards")
-    assert message.startswith(
+    found = messages(analyze(namespace(), graph), "pod-security-standards")
+    assert [m for m in found if m.startswith("privileged")] == [
         'privileged: container "mainContainer" sets '
-        "spec.services.VllmWorker.extraPodSpec.mainContainer.securityContext.privileged=true."
-    )
+        "spec.services.VllmWorker.extraPodSpec.mainContainer.securityContext.privileged=true. "
+        "Fix: remove privileged or set it to false. "
+        '[Pod Security restricted v1.35, from namespace "team-a"]'
+    ]
 
 
 # --- NVIDIA Dynamo v1alpha1: the resources a component asks for in its own spec -------------
@@ -436,6 +438,101 @@ def test_a_dynamo_components_custom_resources_are_counted(analyze: Analyze) -> N
         "allowed per pod (maxGpusPerPod). Fix: ask for at most 8, or raise maxGpusPerPod if a "
         "node really has that many."
     ]
+
+
+# ai-dynamo/dynamo at 57ffc64 deploy/operator/api/v1alpha1/shared_spec_conversion.go,
+# buildSharedPodTemplateFromAlpha: the operator turns a v1alpha1 component into the v1beta1
+# podTemplate it reconciles, extraPodSpec's own fields with a `main` container built from the
+# component's resources and mainContainer merged over them, so both versions of one worker
+# meet the same rules.
+RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+RESTRICTED_POD = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+ALL_MANDATORY = {"all": "mandatory"}
+
+
+def worker_in_both_versions(secure: bool) -> tuple[Any, Any]:
+    """One worker asking for 1 GPU, with no node selector or toleration: as a v1alpha1
+    component and as the v1beta1 component the operator converts it into."""
+    main: dict[str, Any] = {"image": DYNAMO_IMAGE}
+    spec: dict[str, Any] = {}
+    if secure:
+        main["securityContext"] = RESTRICTED_CONTAINER
+        spec["securityContext"] = RESTRICTED_POD
+    alpha = dynamo_worker({"limits": {"gpu": "1"}}, {**spec, "mainContainer": main})
+    built = {**main, "name": "main", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    beta = carrier("DynamoGraphDeploymentV1beta1", {**spec, "containers": [built]})
+    return alpha, beta
+
+
+@pytest.mark.parametrize(
+    ("secure", "expected"),
+    [
+        (True, ["gpu-pods-cuda-known", "gpu-pods-select-gpu-nodes"]),
+        (False, ["gpu-pods-cuda-known", "gpu-pods-select-gpu-nodes", "pod-security-standards"]),
+    ],
+)
+def test_a_v1alpha1_dynamo_worker_meets_the_rules_of_its_v1beta1_form(
+    analyze: Analyze, secure: bool, expected: list[str]
+) -> None:
+    alpha, beta = worker_in_both_versions(secure)
+
+    def refused(graph: Any) -> list[str]:
+        verdicts = analyze(namespace(), graph, config=ALL_MANDATORY)
+        return sorted({v.policy_name for v in verdicts if v.mandatory})
+
+    assert refused(alpha) == refused(beta) == expected
+
+
+def test_a_dynamo_frontend_sidecars_image_is_judged(analyze: Analyze) -> None:
+    # shared_spec_conversion.go, appendFrontendSidecar: the sidecar is a container
+    # `sidecar-frontend` of frontendSidecar's image, args and env.
+    graph = dynamo_worker({"limits": {"gpu": "1"}}, {"mainContainer": {"image": DYNAMO_IMAGE}})
+    graph.inputs["spec"]["services"]["VllmWorker"]["frontendSidecar"] = {"image": "evil/x:latest"}
+
+    assert messages(analyze(namespace(), graph), "gpu-pods-pinned-images") == [
+        'container "sidecar-frontend" image "evil/x:latest" '
+        "(spec.services.VllmWorker.frontendSidecar.image) uses the latest tag. Fix: pin a version "
+        "tag or a digest (image@sha256:...), so every node runs the same image."
+    ]
+
+
+@pytest.mark.parametrize(("component", "main", "refused"), [("64", "1", False), ("1", "64", True)])
+def test_a_dynamo_main_containers_gpus_win_over_the_components(
+    analyze: Analyze, component: str, main: str, refused: bool
+) -> None:
+    # mergeExtraPodSpecMainContainer: mergo.Merge with override, mainContainer over the
+    # resources built from the component's own.
+    own = {"image": DYNAMO_IMAGE, "resources": {"limits": {"nvidia.com/gpu": main}}}
+    graph = dynamo_worker({"limits": {"gpu": component}}, {"mainContainer": own})
+
+    assert bool(messages(analyze(namespace(), graph), MAX_GPUS)) is refused
+
+
+def test_a_dynamo_components_gpu_requests_are_counted(analyze: Analyze) -> None:
+    # resource.go, GetResourcesConfig: `requests.gpu` becomes the main container's request.
+    graph = dynamo_worker({"requests": {"gpu": "1"}}, {"mainContainer": {"image": DYNAMO_IMAGE}})
+
+    assert messages(analyze(namespace(), graph), "gpu-resources-in-limits") == [
+        'container "mainContainer" asks for nvidia.com/gpu in spec.services.VllmWorker'
+        '.extraPodSpec.mainContainer.resources.requests["nvidia.com/gpu"] but sets no limit for '
+        'it. Fix: set resources.limits["nvidia.com/gpu"] to "1"; Kubernetes takes a GPU request '
+        "from its limit."
+    ]
+
+
+def test_a_container_named_main_gives_way_to_the_one_the_operator_builds(
+    analyze: Analyze,
+) -> None:
+    # buildSharedPodTemplateFromAlpha: extraPodSpec's containers named `main` are dropped.
+    dropped = {
+        "name": "main",
+        "image": DYNAMO_IMAGE,
+        "resources": {"limits": {"nvidia.com/gpu": "8"}},
+    }
+    extra = {"containers": [dropped], "mainContainer": {"image": DYNAMO_IMAGE}}
+    graph = dynamo_worker({"limits": {"gpu": "8"}}, extra)
+
+    assert messages(analyze(namespace(), graph), MAX_GPUS) == []
 
 
 def training_run(pod: dict[str, Any]) -> Any:
