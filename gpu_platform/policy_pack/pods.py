@@ -360,6 +360,9 @@ class Pod:
     """A patch's pod: only the fields it changes, the rest of the object unseen."""
     inline: bool = False
     """`path` leads to the pod spec itself, with no metadata of its own."""
+    metadata_path: tuple[Step, ...] | None = None
+    """Where the metadata of an inline pod is, when the resource keeps it beside the spec (a
+    v1alpha1 Dynamo component's `extraPodMetadata`)."""
     added: tuple[Container, ...] = ()
     """Containers the operator adds to the pod from elsewhere in the resource."""
     replaced: str | None = None
@@ -378,6 +381,8 @@ class Pod:
 
     @property
     def metadata(self) -> Mapping[str, Any]:
+        if self.metadata_path is not None:
+            return mapping(self.props, *self.metadata_path) or {}
         if self.inline:
             return {}
         return mapping(self.props, *self.path, "metadata") or {}
@@ -415,6 +420,8 @@ class Pod:
         return field_path(*self._spec_path, *steps)
 
     def metadata_field(self, *steps: Step) -> str:
+        if self.metadata_path is not None:
+            return field_path(*self.metadata_path, *steps)
         return field_path(*self.path, "metadata", *steps)
 
     def container_field(self, container: Container, *steps: Step) -> str:
@@ -722,8 +729,9 @@ def _dynamo_mains(
     buildSharedPodTemplateFromAlpha): `extraPodSpec`'s own fields, the main container
     (`_dynamo_main`) in place of any container of the list named `main`, the others, and the
     `frontendSidecar`; and that pod, of no fields of its own, where the component sets no
-    `extraPodSpec` but asks for resources or a frontend sidecar. A patch's pods carry only what
-    it sets, and keep their own containers."""
+    `extraPodSpec` but asks for resources or a frontend sidecar. Each pod's labels and
+    annotations are the component's `extraPodMetadata` (buildBasePodTemplate). A patch's pods
+    carry only what it sets, and keep their own containers."""
     built = {}
     for component in expand(props, DYNAMO_COMPONENTS[kind]):
         main = _dynamo_main(props, component)
@@ -732,13 +740,26 @@ def _dynamo_mains(
             built[(*component, "extraPodSpec")] = added
     replaced = None if patch else _DYNAMO_MAIN
     pods = [
-        replace(p, added=built.pop(p.path, ()), replaced=replaced)
+        replace(
+            p,
+            added=built.pop(p.path, ()),
+            replaced=replaced,
+            metadata_path=(*p.path[:-1], "extraPodMetadata"),
+        )
         if p.path[-1:] == ("extraPodSpec",)
         else p
         for p in pods
     ]
     return pods + [
-        Pod(kind, props, path, partial=patch, inline=True, added=added)
+        Pod(
+            kind,
+            props,
+            path,
+            partial=patch,
+            inline=True,
+            added=added,
+            metadata_path=(*path[:-1], "extraPodMetadata"),
+        )
         for path, added in built.items()
     ]
 

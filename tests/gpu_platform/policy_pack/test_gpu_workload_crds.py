@@ -483,6 +483,76 @@ def test_a_v1alpha1_dynamo_worker_meets_the_rules_of_its_v1beta1_form(
     assert refused(alpha) == refused(beta) == expected
 
 
+# buildBasePodTemplate (shared_spec_conversion.go at 57ffc64): the pod's labels and
+# annotations are the component's extraPodMetadata. The gpuPools are those of test_gpu_cuda.py.
+CUDA_ANNOTATION = "gpu-platform.io/cuda-version"
+APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/main"
+POOLED = {
+    "all": "mandatory",
+    **{
+        name: {"gpuPools": {"l4": {"nvidiaDriver": "535.288.01", "cuda": "12.2"}}}
+        for name in (
+            "gpu-pods-cuda-within-driver",
+            "gpu-pods-cuda-minor-compatibility",
+            "gpu-pods-cuda-known",
+        )
+    },
+}
+
+
+def pooled_worker_in_both_versions(annotations: dict[str, str]) -> tuple[Any, Any]:
+    """`worker_in_both_versions(secure=True)` on pool l4, with the pod annotations given."""
+    alpha, beta = worker_in_both_versions(secure=True)
+    gpu = {
+        "nodeSelector": {"gpu-platform.io/pool": "l4"},
+        "tolerations": gpu_pod_spec()["tolerations"],
+    }
+    worker = alpha.inputs["spec"]["services"]["VllmWorker"]
+    worker["extraPodSpec"].update(gpu)
+    worker["extraPodMetadata"] = {"annotations": annotations}
+    pod = beta.inputs["spec"]["components"][0]["podTemplate"]
+    pod["spec"].update(gpu)
+    pod["metadata"] = {"annotations": annotations}
+    return alpha, beta
+
+
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [({}, ["gpu-pods-cuda-known"]), ({CUDA_ANNOTATION: "12.2"}, [])],
+)
+def test_a_v1alpha1_dynamo_workers_extra_pod_metadata_states_its_cuda_release(
+    analyze: Analyze, annotations: dict[str, str], expected: list[str]
+) -> None:
+    alpha, beta = pooled_worker_in_both_versions(annotations)
+
+    def refused(graph: Any) -> list[str]:
+        verdicts = analyze(namespace(), graph, config=POOLED)
+        return sorted({v.policy_name for v in verdicts if v.mandatory})
+
+    assert refused(alpha) == refused(beta) == expected
+
+
+def test_an_unconfined_apparmor_annotation_is_refused_in_both_dynamo_versions(
+    analyze: Analyze,
+) -> None:
+    alpha, beta = pooled_worker_in_both_versions(
+        {CUDA_ANNOTATION: "12.2", APPARMOR_ANNOTATION: "unconfined"}
+    )
+
+    def refusals(graph: Any) -> list[str]:
+        return messages(analyze(namespace(), graph, config=POOLED), "pod-security-standards")
+
+    def refused_at(where: str) -> list[str]:
+        return [
+            f'forbidden AppArmor profile: pod sets {where}.annotations["{APPARMOR_ANNOTATION}"]'
+            '="unconfined". Fix: use "runtime/default" or "localhost/<profile>". '
+            '[Pod Security restricted v1.35, from namespace "team-a"]'
+        ]
+
+    assert refusals(alpha) == refused_at("spec.services.VllmWorker.extraPodMetadata")
+    assert refusals(beta) == refused_at("spec.components[0].podTemplate.metadata")
+
+
 def test_a_dynamo_frontend_sidecars_image_is_judged(analyze: Analyze) -> None:
     # shared_spec_conversion.go, appendFrontendSidecar: the sidecar is a container
     # `sidecar-frontend` of frontendSidecar's image, args and env.
