@@ -27,6 +27,7 @@ import argo
 from props import (
     UNKNOWN_SENTINELS,
     Step,
+    elements,
     field_path,
     flag,
     indexed,
@@ -326,6 +327,9 @@ class Container:
     fixed_name: str | None = None
     resources_key: str = "resources"
     """The key of its resource requirements (`resourcesPerNode` for a TrainJob's trainer)."""
+    fix_note: str | None = None
+    """Where a Pod Security fix goes when the container's own fields cannot hold it (a v1alpha1
+    Dynamo frontend sidecar has no securityContext)."""
 
     @property
     def name(self) -> str:
@@ -771,17 +775,33 @@ _DYNAMO_SIDECAR = "sidecar-frontend"
 
 
 def _dynamo_sidecar(props: Mapping[str, Any], component: tuple[Step, ...]) -> tuple[Container, ...]:
+    """The frontend sidecar the operator adds, unless extraPodSpec's containers already hold
+    one of its name (appendFrontendSidecar returns early then): that declared container, which
+    can carry a securityContext that FrontendSidecarSpec has no field for, is the pod's."""
     root = (*component, "frontendSidecar")
+    declared = field_path(*component, "extraPodSpec", "containers")
+    note = (
+        f"frontendSidecar has no securityContext, so declare a container "
+        f'"{_DYNAMO_SIDECAR}" in {declared} with it, which the operator keeps in place of the '
+        "one it builds"
+    )
     try:
         sidecar = mapping(props, *root)
         if sidecar is None:
+            return ()
+        containers = elements(props, *component, "extraPodSpec", "containers")
+        if any(text(c, "name") == _DYNAMO_SIDECAR for c in containers if isinstance(c, Mapping)):
             return ()
         fields = {"image": "image", "args": "args", "env": "envs"}
         own = {key: sidecar[field] for key, field in fields.items() if field in sidecar}
         container: Any = {"name": _DYNAMO_SIDECAR, **own}
     except UnknownValueError as unknown:
         container = unknown.unknown_type_sentinel
-    return (Container("containers", -1, container, root=root, fixed_name=_DYNAMO_SIDECAR),)
+    return (
+        Container(
+            "containers", -1, container, root=root, fixed_name=_DYNAMO_SIDECAR, fix_note=note
+        ),
+    )
 
 
 # ai-dynamo/dynamo at 015d780 deploy/operator/internal/controller_common/resource.go

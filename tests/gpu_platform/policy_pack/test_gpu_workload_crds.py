@@ -566,6 +566,52 @@ def test_a_dynamo_frontend_sidecars_image_is_judged(analyze: Analyze) -> None:
     ]
 
 
+SIDECAR_IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0"
+
+
+def worker_with_frontend_sidecar(declared: dict[str, Any] | None) -> Any:
+    """A restricted worker with a frontendSidecar, and `declared` in extraPodSpec.containers."""
+    alpha, _ = worker_in_both_versions(secure=True)
+    worker = alpha.inputs["spec"]["services"]["VllmWorker"]
+    worker["frontendSidecar"] = {"image": SIDECAR_IMAGE}
+    if declared is not None:
+        worker["extraPodSpec"]["containers"] = [declared]
+    return alpha
+
+
+def test_a_frontend_sidecar_refusal_says_where_its_security_context_goes(analyze: Analyze) -> None:
+    # v1alpha1 common.go, FrontendSidecarSpec: image, args, envFromSecret and envs, no
+    # securityContext; appendFrontendSidecar keeps a container of its name the list declares.
+    found = messages(
+        analyze(namespace(), worker_with_frontend_sidecar(None)), "pod-security-standards"
+    )
+
+    assert found[0] == (
+        'allowPrivilegeEscalation != false: container "sidecar-frontend" does not set '
+        "spec.services.VllmWorker.frontendSidecar.securityContext.allowPrivilegeEscalation=false. "
+        "Fix: set securityContext.allowPrivilegeEscalation: false on the container; "
+        'frontendSidecar has no securityContext, so declare a container "sidecar-frontend" in '
+        "spec.services.VllmWorker.extraPodSpec.containers with it, which the operator keeps in "
+        "place of the one it builds. "
+        '[Pod Security restricted v1.35, from namespace "team-a"]'
+    )
+
+
+def test_a_declared_sidecar_frontend_container_stands_for_the_frontend_sidecar(
+    analyze: Analyze,
+) -> None:
+    # shared_spec_conversion.go at 57ffc64, appendFrontendSidecar: it returns early when the
+    # pod's containers already hold one named sidecar-frontend.
+    declared = {
+        "name": "sidecar-frontend",
+        "image": SIDECAR_IMAGE,
+        "securityContext": RESTRICTED_CONTAINER,
+    }
+    graph = worker_with_frontend_sidecar(declared)
+
+    assert messages(analyze(namespace(), graph), "pod-security-standards") == []
+
+
 @pytest.mark.parametrize(("component", "main", "refused"), [("64", "1", False), ("1", "64", True)])
 def test_a_dynamo_main_containers_gpus_win_over_the_components(
     analyze: Analyze, component: str, main: str, refused: bool
