@@ -327,6 +327,10 @@ class Container:
     fixed_name: str | None = None
     resources_key: str = "resources"
     """The key of its resource requirements (`resourcesPerNode` for a TrainJob's trainer)."""
+    lent: tuple[str, ...] = ()
+    """Its fields that the operator takes from elsewhere in the resource, at `lender` (a
+    v1alpha1 Dynamo component's own probes, for its main container)."""
+    lender: tuple[Step, ...] = ()
     fix_note: str | None = None
     """Where a Pod Security fix goes when the container's own fields cannot hold it (a v1alpha1
     Dynamo frontend sidecar has no securityContext)."""
@@ -429,6 +433,8 @@ class Pod:
         return field_path(*self.path, "metadata", *steps)
 
     def container_field(self, container: Container, *steps: Step) -> str:
+        if steps and steps[0] in container.lent:
+            return field_path(*container.lender, *steps)
         if container.root is not None:
             if steps[:1] == ("resources",):
                 steps = (container.resources_key, *steps[1:])
@@ -819,18 +825,56 @@ def _dynamo_resource_list(item: Mapping[str, Any]) -> dict[str, Any]:
     return found | dict(mapping(item, "custom") or {})
 
 
+# shared_spec_conversion.go at 57ffc64, buildMainContainerFromDedicated: the component's own
+# fields the main container is built from, beside its resources.
+_DYNAMO_PROBES = ("livenessProbe", "readinessProbe")
+
+
+def _dynamo_dedicated(props: Mapping[str, Any], component: tuple[Step, ...]) -> dict[str, Any]:
+    """The main container's fields from the component's `envs`, `envFromSecret`, probes and
+    `volumeMounts` (each a name and a `mountPoint`), as buildMainContainerFromDedicated sets
+    them."""
+    found: dict[str, Any] = {}
+    envs = elements(props, *component, "envs")
+    if envs:
+        found["env"] = envs
+    secret = text(props, *component, "envFromSecret")
+    if secret:
+        found["envFrom"] = [{"secretRef": {"name": secret}}]
+    for probe in _DYNAMO_PROBES:
+        if mapping(props, *component, probe) is not None:
+            found[probe] = value_at(props, *component, probe)
+    mounts = [
+        {"name": value_at(m, "name"), "mountPath": value_at(m, "mountPoint")}
+        for m in elements(props, *component, "volumeMounts")
+        if isinstance(m, Mapping)
+    ]
+    if mounts:
+        found["volumeMounts"] = mounts
+    return found
+
+
 def _dynamo_main(props: Mapping[str, Any], component: tuple[Step, ...]) -> Container | None:
     """A v1alpha1 Dynamo component's main container as the operator builds it: the
-    component's `resources` as resource lists, with `extraPodSpec.mainContainer` merged over
-    them (shared_spec_conversion.go at 57ffc64, mergeExtraPodSpecMainContainer: mergo.Merge
-    with override, so its own entries win name by name). None where the component sets neither."""
+    component's `resources` as resource lists and its own env, probes and volume mounts
+    (`_dynamo_dedicated`), with `extraPodSpec.mainContainer` merged over them
+    (shared_spec_conversion.go at 57ffc64, mergeExtraPodSpecMainContainer: mergo.Merge with
+    override, so its own fields and resource entries win, but its env is added after the
+    component's). None where the component sets none of them."""
     root = (*component, "extraPodSpec", "mainContainer")
+    lent: tuple[str, ...] = ()
     try:
         main = mapping(props, *root)
         asked = mapping(props, *component, "resources")
-        if main is None and asked is None:
+        dedicated = _dynamo_dedicated(props, component)
+        if main is None and asked is None and not dedicated:
             return None
         main, asked = main or {}, asked or {}
+        own_env = elements(main, "env")
+        main = {**dedicated, **{key: value for key, value in main.items() if value}}
+        if own_env and "env" in dedicated:
+            main["env"] = [*dedicated["env"], *own_env]
+        lent = tuple(p for p in _DYNAMO_PROBES if p in dedicated and main[p] is dedicated[p])
         own = mapping(main, "resources") or {}
         resources = dict(own)
         for section in ("limits", "requests"):
@@ -841,7 +885,7 @@ def _dynamo_main(props: Mapping[str, Any], component: tuple[Step, ...]) -> Conta
         container: Any = {**main, "resources": resources}
     except UnknownValueError as unknown:
         container = unknown.unknown_type_sentinel
-    return Container("containers", -1, container, root=root)
+    return Container("containers", -1, container, root=root, lent=lent, lender=component)
 
 
 # kserve/kserve v0.20.0 pkg/apis/serving/v1beta1/predictor.go (PredictorSpec) and explainer.go

@@ -566,6 +566,56 @@ def test_a_dynamo_frontend_sidecars_image_is_judged(analyze: Analyze) -> None:
     ]
 
 
+# shared_spec_conversion.go at 57ffc64, buildMainContainerFromDedicated: the main container
+# takes the component's envs and probes; mergeExtraPodSpecMainContainer adds mainContainer's
+# env after them and lets its probes win.
+METADATA_PROBE = {"httpGet": {"host": "169.254.169.254", "path": "/", "port": 80}}
+
+
+@pytest.mark.parametrize(
+    ("own_probe", "expected"),
+    [
+        (
+            None,
+            [
+                'probe or lifecycle host: container "mainContainer" sets '
+                'spec.services.VllmWorker.livenessProbe.httpGet.host="169.254.169.254". Fix: '
+                "remove host, so the kubelet connects to the pod's own IP. "
+                '[Pod Security baseline v1.35, from namespace "team-a"]'
+            ],
+        ),
+        ({"httpGet": {"path": "/health", "port": 8000}}, []),
+    ],
+)
+def test_a_dynamo_components_own_probe_is_its_main_containers_unless_main_sets_one(
+    analyze: Analyze, own_probe: dict[str, Any] | None, expected: list[str]
+) -> None:
+    alpha, _ = worker_in_both_versions(secure=True)
+    worker = alpha.inputs["spec"]["services"]["VllmWorker"]
+    worker["livenessProbe"] = METADATA_PROBE
+    if own_probe is not None:
+        worker["extraPodSpec"]["mainContainer"]["livenessProbe"] = own_probe
+
+    assert messages(analyze(namespace(level="baseline"), alpha), "pod-security-standards") == (
+        expected
+    )
+
+
+@pytest.mark.parametrize("own_env", [[], [{"name": "HF_HOME", "value": "/cache"}]])
+def test_a_dynamo_components_own_envs_state_its_cuda_release(
+    analyze: Analyze, own_env: list[dict[str, str]]
+) -> None:
+    alpha, _ = pooled_worker_in_both_versions({})
+    worker = alpha.inputs["spec"]["services"]["VllmWorker"]
+    worker["envs"] = [{"name": "CUDA_VERSION", "value": "12.2"}]
+    if own_env:
+        worker["extraPodSpec"]["mainContainer"]["env"] = own_env
+
+    verdicts = analyze(namespace(), alpha, config=POOLED)
+
+    assert sorted({v.policy_name for v in verdicts if v.mandatory}) == []
+
+
 SIDECAR_IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0"
 
 
