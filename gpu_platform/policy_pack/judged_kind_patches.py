@@ -85,8 +85,8 @@ def patch_problems(args: ResourceValidationArgs) -> Iterator[str]:
 POLICIES = [
     resource_policy(
         NAME,
-        "No patch of a Namespace's Pod Security labels, of a Karpenter NodePool or of an "
-        "EC2NodeClass: the pack judges those kinds only as whole objects.",
+        "No patch of a Namespace's Pod Security labels or GPU idle limit label, of a Karpenter "
+        "NodePool or of an EC2NodeClass: the pack judges those kinds only as whole objects.",
         patch_problems,
         applies=applies,
     ),

@@ -171,8 +171,13 @@ PodCheck = Callable[[PodUnderCheck], Iterator[str]]
 
 
 def per_container(check: ContainerCheck) -> PodCheck:
+    def judged(c: PodUnderCheck, container: Container) -> Iterator[str]:
+        for problem in check(c, container):
+            note = container.fix_note
+            yield problem if note is None else f"{problem.removesuffix('.')}; {note}."
+
     def run(c: PodUnderCheck) -> Iterator[str]:
-        return each(c.containers, partial(check, c), c.pod.container_field)
+        return each(c.containers, partial(judged, c), c.pod.container_field)
 
     return run
 

@@ -27,6 +27,7 @@ import argo
 from props import (
     UNKNOWN_SENTINELS,
     Step,
+    elements,
     field_path,
     flag,
     indexed,
@@ -70,10 +71,6 @@ class PodPath:
     inherits: tuple[str, ...] | None = None
     """Where the resource keeps pod fields the template takes when it sets none of its own
     (`INHERITED_FIELDS`, Argo's workflow-level spec)."""
-    beside: tuple[tuple[str, ...], ...] = ()
-    """Containers a pod spec holds of its own fields beside its lists (Dynamo's
-    `extraPodSpec.mainContainer`), as dotted patterns from `steps`: unlike `containers`, the
-    pod is one without them."""
 
 
 def _templates(*patterns: tuple[str, ...], partial: bool = False) -> tuple[PodPath, ...]:
@@ -120,12 +117,19 @@ _ARGO_CONTAINERS = (
 )
 
 
-def _dynamo(v1alpha1: tuple[str, ...], v1beta1: tuple[str, ...]) -> tuple[PodPath, ...]:
-    """The pods of a Dynamo kind whose components' specs are at `v1alpha1` and `v1beta1`."""
-    overrides = PodPath(
-        (*v1alpha1, "extraPodSpec"), inline=True, partial=True, beside=(("mainContainer",),)
-    )
-    return (overrides, PodPath((*v1beta1, "podTemplate")))
+# Where each Dynamo kind keeps its v1alpha1 component specs (DynamoComponentDeploymentSharedSpec).
+DYNAMO_COMPONENTS: Mapping[str, tuple[str, ...]] = {
+    "DynamoGraphDeployment": ("spec", "services", "*"),
+    "DynamoComponentDeployment": ("spec",),
+}
+
+
+def _dynamo(kind: str, v1beta1: tuple[str, ...]) -> tuple[PodPath, ...]:
+    """The pods of a Dynamo kind: each v1alpha1 component's `extraPodSpec` (its main container
+    and frontend sidecar added by `_dynamo_mains`) and each v1beta1 component's `podTemplate`,
+    at `v1beta1`."""
+    built = PodPath((*DYNAMO_COMPONENTS[kind], "extraPodSpec"), inline=True)
+    return (built, PodPath((*v1beta1, "podTemplate")))
 
 
 GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
@@ -253,19 +257,19 @@ GPU_WORKLOAD_CRDS: Mapping[tuple[str, str], tuple[PodPath, ...]] = {
         )
         for kind, workflow in ARGO_WORKFLOWS.items()
     },
-    # NVIDIA Dynamo (nvidia.com, ai-dynamo/dynamo v1.4.0 deploy/operator/api/): a
+    # NVIDIA Dynamo (nvidia.com, ai-dynamo/dynamo at 015d780 deploy/operator/api/): a
     # DynamoGraphDeployment's components and a DynamoComponentDeployment, the one component it
     # reconciles each into. v1alpha1 (v1alpha1/dynamographdeployment_types.go: spec.services, a
     # map of DynamoComponentDeploymentSharedSpec) holds each pod's overrides in `extraPodSpec`,
-    # a PodSpec inline beside `mainContainer`, a Container (common.go, ExtraPodSpec), which the
-    # operator merges into the pod it builds: judged on the values they set. v1beta1
+    # a PodSpec inline beside `mainContainer`, a Container (common.go, ExtraPodSpec), from which
+    # the operator builds the whole pod (`_dynamo_mains`), so it is judged whole. v1beta1
     # (v1beta1/dynamocomponentdeployment_types.go) replaced them by `podTemplate`, a whole
     # PodTemplateSpec whose `main` container the operator only adds its command, env, ports,
     # probes, resources and mounts to; a DynamoGraphDeployment's are in spec.components[].
     ("nvidia.com", "DynamoGraphDeployment"): _dynamo(
-        ("spec", "services", "*"), ("spec", "components", "*")
+        "DynamoGraphDeployment", ("spec", "components", "*")
     ),
-    ("nvidia.com", "DynamoComponentDeployment"): _dynamo(("spec",), ("spec",)),
+    ("nvidia.com", "DynamoComponentDeployment"): _dynamo("DynamoComponentDeployment", ("spec",)),
 }
 
 # argoproj/argo-workflows v4.1.2 workflow/controller/workflowpod.go: the pod fields a template
@@ -323,6 +327,13 @@ class Container:
     fixed_name: str | None = None
     resources_key: str = "resources"
     """The key of its resource requirements (`resourcesPerNode` for a TrainJob's trainer)."""
+    lent: tuple[str, ...] = ()
+    """Its fields that the operator takes from elsewhere in the resource, at `lender` (a
+    v1alpha1 Dynamo component's own probes, for its main container)."""
+    lender: tuple[Step, ...] = ()
+    fix_note: str | None = None
+    """Where a Pod Security fix goes when the container's own fields cannot hold it (a v1alpha1
+    Dynamo frontend sidecar has no securityContext)."""
 
     @property
     def name(self) -> str:
@@ -357,8 +368,14 @@ class Pod:
     """A patch's pod: only the fields it changes, the rest of the object unseen."""
     inline: bool = False
     """`path` leads to the pod spec itself, with no metadata of its own."""
+    metadata_path: tuple[Step, ...] | None = None
+    """Where the metadata of an inline pod is, when the resource keeps it beside the spec (a
+    v1alpha1 Dynamo component's `extraPodMetadata`)."""
     added: tuple[Container, ...] = ()
     """Containers the operator adds to the pod from elsewhere in the resource."""
+    replaced: str | None = None
+    """The name of a container of the pod's own list that the operator drops for one it adds
+    (a v1alpha1 Dynamo component's `main`)."""
     inherits: tuple[Step, ...] | None = None
     """Where the pod fields it takes when it sets none of its own are (`PodPath.inherits`)."""
     unread: str | None = None
@@ -372,6 +389,8 @@ class Pod:
 
     @property
     def metadata(self) -> Mapping[str, Any]:
+        if self.metadata_path is not None:
+            return mapping(self.props, *self.metadata_path) or {}
         if self.inline:
             return {}
         return mapping(self.props, *self.path, "metadata") or {}
@@ -409,9 +428,13 @@ class Pod:
         return field_path(*self._spec_path, *steps)
 
     def metadata_field(self, *steps: Step) -> str:
+        if self.metadata_path is not None:
+            return field_path(*self.metadata_path, *steps)
         return field_path(*self.path, "metadata", *steps)
 
     def container_field(self, container: Container, *steps: Step) -> str:
+        if steps and steps[0] in container.lent:
+            return field_path(*container.lender, *steps)
         if container.root is not None:
             if steps[:1] == ("resources",):
                 steps = (container.resources_key, *steps[1:])
@@ -438,6 +461,8 @@ class Pod:
                 for index, item in items
                 if isinstance(item, Mapping) or item in UNKNOWN_SENTINELS
             ]
+        if self.replaced is not None:
+            found = [c for c in found if (c.collection, c.name) != ("containers", self.replaced)]
         return found + [c for c in self.added if c.collection in collections]
 
     @property
@@ -474,6 +499,8 @@ def pods_of(resource_type: str, props: Mapping[str, Any]) -> list[Pod]:
             replace(p, added=_kserve_servers(props, p.path)) if p.path in _KSERVE_SERVERS else p
             for p in pods
         ]
+    if group == "nvidia.com" and kind in DYNAMO_COMPONENTS and (group, kind) not in CUSTOM_KINDS:
+        pods = _dynamo_mains(kind, props, pods, patch)
     return pods
 
 
@@ -487,7 +514,7 @@ def _found(
             found,
             partial=patch or where.partial,
             inline=where.inline,
-            added=_own_containers(props, found, (*where.containers, *where.beside)),
+            added=_own_containers(props, found, where.containers),
             inherits=where.inherits,
         )
         for where in paths
@@ -702,6 +729,163 @@ def trainer_overrides(resource_type: str, props: Mapping[str, Any]) -> list[Pod]
         resources_key="resourcesPerNode",
     )
     return [Pod("TrainJob", props, _TRAINER, inline=True, added=(node,))]
+
+
+def _dynamo_mains(
+    kind: str, props: Mapping[str, Any], pods: list[Pod], patch: bool = False
+) -> list[Pod]:
+    """`pods` with each v1alpha1 Dynamo component's pod as the operator builds it
+    (ai-dynamo/dynamo at 57ffc64 deploy/operator/api/v1alpha1/shared_spec_conversion.go,
+    buildSharedPodTemplateFromAlpha): `extraPodSpec`'s own fields, the main container
+    (`_dynamo_main`) in place of any container of the list named `main`, the others, and the
+    `frontendSidecar`; and that pod, of no fields of its own, where the component sets no
+    `extraPodSpec` but asks for resources or a frontend sidecar. Each pod's labels and
+    annotations are the component's `extraPodMetadata` (buildBasePodTemplate). A patch's pods
+    carry only what it sets, and keep their own containers."""
+    built = {}
+    for component in expand(props, DYNAMO_COMPONENTS[kind]):
+        main = _dynamo_main(props, component)
+        added = (*(() if main is None else (main,)), *_dynamo_sidecar(props, component))
+        if added:
+            built[(*component, "extraPodSpec")] = added
+    replaced = None if patch else _DYNAMO_MAIN
+    pods = [
+        replace(
+            p,
+            added=built.pop(p.path, ()),
+            replaced=replaced,
+            metadata_path=(*p.path[:-1], "extraPodMetadata"),
+        )
+        if p.path[-1:] == ("extraPodSpec",)
+        else p
+        for p in pods
+    ]
+    return pods + [
+        Pod(
+            kind,
+            props,
+            path,
+            partial=patch,
+            inline=True,
+            added=added,
+            metadata_path=(*path[:-1], "extraPodMetadata"),
+        )
+        for path, added in built.items()
+    ]
+
+
+# shared_spec_conversion.go at 57ffc64: mainContainerName and appendFrontendSidecar's
+# defaultFrontendSidecarContainerName, a container of the frontend sidecar's image, args and env.
+_DYNAMO_MAIN = "main"
+_DYNAMO_SIDECAR = "sidecar-frontend"
+
+
+def _dynamo_sidecar(props: Mapping[str, Any], component: tuple[Step, ...]) -> tuple[Container, ...]:
+    """The frontend sidecar the operator adds, unless extraPodSpec's containers already hold
+    one of its name (appendFrontendSidecar returns early then): that declared container, which
+    can carry a securityContext that FrontendSidecarSpec has no field for, is the pod's."""
+    root = (*component, "frontendSidecar")
+    declared = field_path(*component, "extraPodSpec", "containers")
+    note = (
+        f"frontendSidecar has no securityContext, so declare a container "
+        f'"{_DYNAMO_SIDECAR}" in {declared} with it, which the operator keeps in place of the '
+        "one it builds"
+    )
+    try:
+        sidecar = mapping(props, *root)
+        if sidecar is None:
+            return ()
+        containers = elements(props, *component, "extraPodSpec", "containers")
+        if any(text(c, "name") == _DYNAMO_SIDECAR for c in containers if isinstance(c, Mapping)):
+            return ()
+        fields = {"image": "image", "args": "args", "env": "envs"}
+        own = {key: sidecar[field] for key, field in fields.items() if field in sidecar}
+        container: Any = {"name": _DYNAMO_SIDECAR, **own}
+    except UnknownValueError as unknown:
+        container = unknown.unknown_type_sentinel
+    return (
+        Container(
+            "containers", -1, container, root=root, fixed_name=_DYNAMO_SIDECAR, fix_note=note
+        ),
+    )
+
+
+# ai-dynamo/dynamo at 015d780 deploy/operator/internal/controller_common/resource.go
+# (GetResourcesConfig, getGPUResourceName): the resource names a v1alpha1 ResourceItem's fields
+# become on the main container (api/v1alpha1/common.go, ResourceItem); `gpu` is counted under
+# `gpuType`, else nvidia.com/gpu, and `custom` entries pass through as named, after it.
+_DYNAMO_RESOURCE_NAMES = (("cpu", "cpu"), ("memory", "memory"))
+_DYNAMO_GPU = "nvidia.com/gpu"
+
+
+def _dynamo_resource_list(item: Mapping[str, Any]) -> dict[str, Any]:
+    found = {name: item[field] for field, name in _DYNAMO_RESOURCE_NAMES if item.get(field)}
+    if item.get("gpu"):
+        found[text(item, "gpuType") or _DYNAMO_GPU] = item["gpu"]
+    return found | dict(mapping(item, "custom") or {})
+
+
+# shared_spec_conversion.go at 57ffc64, buildMainContainerFromDedicated: the component's own
+# fields the main container is built from, beside its resources.
+_DYNAMO_PROBES = ("livenessProbe", "readinessProbe")
+
+
+def _dynamo_dedicated(props: Mapping[str, Any], component: tuple[Step, ...]) -> dict[str, Any]:
+    """The main container's fields from the component's `envs`, `envFromSecret`, probes and
+    `volumeMounts` (each a name and a `mountPoint`), as buildMainContainerFromDedicated sets
+    them."""
+    found: dict[str, Any] = {}
+    envs = elements(props, *component, "envs")
+    if envs:
+        found["env"] = envs
+    secret = text(props, *component, "envFromSecret")
+    if secret:
+        found["envFrom"] = [{"secretRef": {"name": secret}}]
+    for probe in _DYNAMO_PROBES:
+        if mapping(props, *component, probe) is not None:
+            found[probe] = value_at(props, *component, probe)
+    mounts = [
+        {"name": value_at(m, "name"), "mountPath": value_at(m, "mountPoint")}
+        for m in elements(props, *component, "volumeMounts")
+        if isinstance(m, Mapping)
+    ]
+    if mounts:
+        found["volumeMounts"] = mounts
+    return found
+
+
+def _dynamo_main(props: Mapping[str, Any], component: tuple[Step, ...]) -> Container | None:
+    """A v1alpha1 Dynamo component's main container as the operator builds it: the
+    component's `resources` as resource lists and its own env, probes and volume mounts
+    (`_dynamo_dedicated`), with `extraPodSpec.mainContainer` merged over them
+    (shared_spec_conversion.go at 57ffc64, mergeExtraPodSpecMainContainer: mergo.Merge with
+    override, so its own fields and resource entries win, but its env is added after the
+    component's). None where the component sets none of them."""
+    root = (*component, "extraPodSpec", "mainContainer")
+    lent: tuple[str, ...] = ()
+    try:
+        main = mapping(props, *root)
+        asked = mapping(props, *component, "resources")
+        dedicated = _dynamo_dedicated(props, component)
+        if main is None and asked is None and not dedicated:
+            return None
+        main, asked = main or {}, asked or {}
+        own_env = elements(main, "env")
+        main = {**dedicated, **{key: value for key, value in main.items() if value}}
+        if own_env and "env" in dedicated:
+            main["env"] = [*dedicated["env"], *own_env]
+        lent = tuple(p for p in _DYNAMO_PROBES if p in dedicated and main[p] is dedicated[p])
+        own = mapping(main, "resources") or {}
+        resources = dict(own)
+        for section in ("limits", "requests"):
+            merged = _dynamo_resource_list(mapping(asked, section) or {})
+            merged |= mapping(own, section) or {}
+            if merged:
+                resources[section] = merged
+        container: Any = {**main, "resources": resources}
+    except UnknownValueError as unknown:
+        container = unknown.unknown_type_sentinel
+    return Container("containers", -1, container, root=root, lent=lent, lender=component)
 
 
 # kserve/kserve v0.20.0 pkg/apis/serving/v1beta1/predictor.go (PredictorSpec) and explainer.go

@@ -1,6 +1,7 @@
 """GPU workloads that arrive as custom resources (KubeRay, Kubeflow, JobSet, LeaderWorkerSet)
 are checked pod template by pod template, as the built-in kinds are."""
 
+import json
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from tests.gpu_platform.policy_pack.builders import (
     resource,
     restricted_pod_spec,
 )
+from tests.repository import ROOT
 
 
 def privileged_spec() -> dict[str, Any]:
@@ -192,7 +194,7 @@ CARRIERS = {
         },
         "spec.predictors[0].componentSpecs[0].spec",
     ),
-    # ai-dynamo/dynamo v1.4.0 deploy/operator/api/v1alpha1/dynamographdeployment_types.go:
+    # ai-dynamo/dynamo at 015d780 deploy/operator/api/v1alpha1/dynamographdeployment_types.go:
     # spec.services is a map of component specs, each with `extraPodSpec`, a PodSpec inline
     # beside `mainContainer` (common.go, ExtraPodSpec); v1beta1/
     # dynamocomponentdeployment_types.go: a component's `podTemplate` is a PodTemplateSpec, and
@@ -220,6 +222,13 @@ CARRIERS = {
         "kubernetes:nvidia.com/v1beta1:DynamoComponentDeployment",
         lambda pod: {"backendFramework": "vllm", "type": "worker", "podTemplate": template(pod)},
         "spec.podTemplate.spec",
+    ),
+    # v1alpha1/dynamocomponentdeployment_types.go: a component deployment's spec is one
+    # component's (DynamoComponentDeploymentSharedSpec inline), its `extraPodSpec` at spec.
+    "DynamoComponentDeploymentV1alpha1": (
+        "kubernetes:nvidia.com/v1alpha1:DynamoComponentDeployment",
+        lambda pod: {"backendFramework": "vllm", "componentType": "worker", "extraPodSpec": pod},
+        "spec.extraPodSpec",
     ),
     # argoproj/argo-workflows v4.1.2 pkg/apis/workflow/v1alpha1/workflow_types.go: a
     # Template runs one `container` beside the pod's other fields, which it holds itself.
@@ -323,7 +332,13 @@ def test_a_kind_of_the_same_name_in_another_group_is_not_read_as_one(analyze: An
 
 
 @pytest.mark.parametrize(
-    "kind", ["DynamoGraphDeployment", "DynamoGraphDeploymentV1beta1", "DynamoComponentDeployment"]
+    "kind",
+    [
+        "DynamoGraphDeployment",
+        "DynamoGraphDeploymentV1beta1",
+        "DynamoComponentDeployment",
+        "DynamoComponentDeploymentV1alpha1",
+    ],
 )
 def test_a_plain_dynamo_deployment_passes(analyze: Analyze, kind: str) -> None:
     verdicts = analyze(namespace(), carrier(kind, gpu_pod_spec()))
@@ -337,11 +352,353 @@ def test_a_privileged_dynamo_main_container_is_refused(analyze: Analyze) -> None
     main = {"securityContext": {"privileged": True}}
     graph = carrier("DynamoGraphDeployment", {"mainContainer": main})
 
-    (message,) = messages(analyze(namespace(), graph), "pod-security-standards")
-    assert message.startswith(
+    found = messages(analyze(namespace(), graph), "pod-security-standards")
+    assert [m for m in found if m.startswith("privileged")] == [
         'privileged: container "mainContainer" sets '
-        "spec.services.VllmWorker.extraPodSpec.mainContainer.securityContext.privileged=true."
+        "spec.services.VllmWorker.extraPodSpec.mainContainer.securityContext.privileged=true. "
+        "Fix: remove privileged or set it to false. "
+        '[Pod Security restricted v1.35, from namespace "team-a"]'
+    ]
+
+
+# --- NVIDIA Dynamo v1alpha1: the resources a component asks for in its own spec -------------
+
+DYNAMO_IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0"
+
+
+def dynamo_worker(resources: dict[str, Any], extra_pod_spec: dict[str, Any] | None) -> Any:
+    """A v1alpha1 graph whose worker asks for `resources` in its own spec (common.go,
+    Resources of ResourceItems: cpu, memory, gpu, gpuType, custom)."""
+    worker: dict[str, Any] = {"componentType": "worker", "resources": resources}
+    if extra_pod_spec is not None:
+        worker["extraPodSpec"] = extra_pod_spec
+    inputs = {
+        "metadata": {"name": "llm", "namespace": "team-a"},
+        "spec": {"backendFramework": "vllm", "services": {"VllmWorker": worker}},
+    }
+    return resource("kubernetes:nvidia.com/v1alpha1:DynamoGraphDeployment", "llm", inputs)
+
+
+def test_a_dynamo_component_asking_for_64_gpus_is_refused_in_prod(analyze: Analyze) -> None:
+    # ai-dynamo/dynamo at 015d780 deploy/operator/internal/controller_common/resource.go,
+    # GetResourcesConfig: `limits.gpu` becomes the main container's nvidia.com/gpu limit
+    # (getGPUResourceName, without gpuType).
+    prod = json.loads((ROOT / "policy-config" / "prod.json").read_text())
+    graph = dynamo_worker({"limits": {"gpu": "64"}}, {"mainContainer": {"image": DYNAMO_IMAGE}})
+
+    verdicts = [v for v in analyze(namespace(), graph, config=prod) if v.policy_name == MAX_GPUS]
+
+    assert [(v.enforcement_level, v.message) for v in verdicts] == [
+        (
+            "mandatory",
+            "the pod (spec.services.VllmWorker.extraPodSpec) asks for 64 GPUs, more than the 8 "
+            "allowed per pod (maxGpusPerPod). Fix: ask for at most 8, or raise maxGpusPerPod if "
+            "a node really has that many.",
+        )
+    ]
+
+
+MAX_GPUS = "gpu-pods-max-gpus"
+
+
+def test_a_dynamo_components_gpu_type_names_the_resource_it_counts(analyze: Analyze) -> None:
+    # resource.go, getGPUResourceName: `gpuType` names the resource `gpu` counts, so a MIG
+    # slice's count meets the slices' rules.
+    main = {"image": DYNAMO_IMAGE}
+    asked = {"limits": {"gpu": "500m", "gpuType": "nvidia.com/mig-1g.10gb"}}
+    graph = dynamo_worker(asked, {"mainContainer": main})
+
+    assert messages(analyze(namespace(), graph), "gpu-resources-in-limits") == [
+        'container "mainContainer" sets spec.services.VllmWorker.extraPodSpec.mainContainer'
+        '.resources.limits["nvidia.com/mig-1g.10gb"]="500m", not a whole number of devices. '
+        "Fix: ask for a whole number of GPUs (or GPU slices)."
+    ]
+
+
+def test_a_dynamo_component_asking_for_a_gpu_has_its_image_judged(analyze: Analyze) -> None:
+    # resource.go, GetResourcesConfig: the GPU the component asks for is its main container's,
+    # so that container's image is a GPU pod's.
+    main = {"image": "example.com/llm:latest"}
+    graph = dynamo_worker({"limits": {"gpu": "1"}}, {"mainContainer": main})
+
+    assert messages(analyze(namespace(), graph), "gpu-pods-pinned-images") == [
+        'container "mainContainer" image "example.com/llm:latest" '
+        "(spec.services.VllmWorker.extraPodSpec.mainContainer.image) uses the latest tag. Fix: "
+        "pin a version tag or a digest (image@sha256:...), so every node runs the same image."
+    ]
+
+
+def test_a_dynamo_components_custom_resources_are_counted(analyze: Analyze) -> None:
+    # resource.go, GetResourcesConfig: each `custom` entry becomes a resource of its name, and
+    # a component with no extraPodSpec still runs the main container the operator builds.
+    graph = dynamo_worker({"limits": {"custom": {"nvidia.com/gpu": "9"}}}, None)
+
+    assert messages(analyze(namespace(), graph), MAX_GPUS) == [
+        "the pod (spec.services.VllmWorker.extraPodSpec) asks for 9 GPUs, more than the 8 "
+        "allowed per pod (maxGpusPerPod). Fix: ask for at most 8, or raise maxGpusPerPod if a "
+        "node really has that many."
+    ]
+
+
+# ai-dynamo/dynamo at 57ffc64 deploy/operator/api/v1alpha1/shared_spec_conversion.go,
+# buildSharedPodTemplateFromAlpha: the operator turns a v1alpha1 component into the v1beta1
+# podTemplate it reconciles, extraPodSpec's own fields with a `main` container built from the
+# component's resources and mainContainer merged over them, so both versions of one worker
+# meet the same rules.
+RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+RESTRICTED_POD = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+ALL_MANDATORY = {"all": "mandatory"}
+
+
+def worker_in_both_versions(secure: bool) -> tuple[Any, Any]:
+    """One worker asking for 1 GPU, with no node selector or toleration: as a v1alpha1
+    component and as the v1beta1 component the operator converts it into."""
+    main: dict[str, Any] = {"image": DYNAMO_IMAGE}
+    spec: dict[str, Any] = {}
+    if secure:
+        main["securityContext"] = RESTRICTED_CONTAINER
+        spec["securityContext"] = RESTRICTED_POD
+    alpha = dynamo_worker({"limits": {"gpu": "1"}}, {**spec, "mainContainer": main})
+    built = {**main, "name": "main", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    beta = carrier("DynamoGraphDeploymentV1beta1", {**spec, "containers": [built]})
+    return alpha, beta
+
+
+@pytest.mark.parametrize(
+    ("secure", "expected"),
+    [
+        (True, ["gpu-pods-cuda-known", "gpu-pods-select-gpu-nodes"]),
+        (False, ["gpu-pods-cuda-known", "gpu-pods-select-gpu-nodes", "pod-security-standards"]),
+    ],
+)
+def test_a_v1alpha1_dynamo_worker_meets_the_rules_of_its_v1beta1_form(
+    analyze: Analyze, secure: bool, expected: list[str]
+) -> None:
+    alpha, beta = worker_in_both_versions(secure)
+
+    def refused(graph: Any) -> list[str]:
+        verdicts = analyze(namespace(), graph, config=ALL_MANDATORY)
+        return sorted({v.policy_name for v in verdicts if v.mandatory})
+
+    assert refused(alpha) == refused(beta) == expected
+
+
+# buildBasePodTemplate (shared_spec_conversion.go at 57ffc64): the pod's labels and
+# annotations are the component's extraPodMetadata. The gpuPools are those of test_gpu_cuda.py.
+CUDA_ANNOTATION = "gpu-platform.io/cuda-version"
+APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/main"
+POOLED = {
+    "all": "mandatory",
+    **{
+        name: {"gpuPools": {"l4": {"nvidiaDriver": "535.288.01", "cuda": "12.2"}}}
+        for name in (
+            "gpu-pods-cuda-within-driver",
+            "gpu-pods-cuda-minor-compatibility",
+            "gpu-pods-cuda-known",
+        )
+    },
+}
+
+
+def pooled_worker_in_both_versions(annotations: dict[str, str]) -> tuple[Any, Any]:
+    """`worker_in_both_versions(secure=True)` on pool l4, with the pod annotations given."""
+    alpha, beta = worker_in_both_versions(secure=True)
+    gpu = {
+        "nodeSelector": {"gpu-platform.io/pool": "l4"},
+        "tolerations": gpu_pod_spec()["tolerations"],
+    }
+    worker = alpha.inputs["spec"]["services"]["VllmWorker"]
+    worker["extraPodSpec"].update(gpu)
+    worker["extraPodMetadata"] = {"annotations": annotations}
+    pod = beta.inputs["spec"]["components"][0]["podTemplate"]
+    pod["spec"].update(gpu)
+    pod["metadata"] = {"annotations": annotations}
+    return alpha, beta
+
+
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [({}, ["gpu-pods-cuda-known"]), ({CUDA_ANNOTATION: "12.2"}, [])],
+)
+def test_a_v1alpha1_dynamo_workers_extra_pod_metadata_states_its_cuda_release(
+    analyze: Analyze, annotations: dict[str, str], expected: list[str]
+) -> None:
+    alpha, beta = pooled_worker_in_both_versions(annotations)
+
+    def refused(graph: Any) -> list[str]:
+        verdicts = analyze(namespace(), graph, config=POOLED)
+        return sorted({v.policy_name for v in verdicts if v.mandatory})
+
+    assert refused(alpha) == refused(beta) == expected
+
+
+def test_an_unconfined_apparmor_annotation_is_refused_in_both_dynamo_versions(
+    analyze: Analyze,
+) -> None:
+    alpha, beta = pooled_worker_in_both_versions(
+        {CUDA_ANNOTATION: "12.2", APPARMOR_ANNOTATION: "unconfined"}
     )
+
+    def refusals(graph: Any) -> list[str]:
+        return messages(analyze(namespace(), graph, config=POOLED), "pod-security-standards")
+
+    def refused_at(where: str) -> list[str]:
+        return [
+            f'forbidden AppArmor profile: pod sets {where}.annotations["{APPARMOR_ANNOTATION}"]'
+            '="unconfined". Fix: use "runtime/default" or "localhost/<profile>". '
+            '[Pod Security restricted v1.35, from namespace "team-a"]'
+        ]
+
+    assert refusals(alpha) == refused_at("spec.services.VllmWorker.extraPodMetadata")
+    assert refusals(beta) == refused_at("spec.components[0].podTemplate.metadata")
+
+
+def test_a_dynamo_frontend_sidecars_image_is_judged(analyze: Analyze) -> None:
+    # shared_spec_conversion.go, appendFrontendSidecar: the sidecar is a container
+    # `sidecar-frontend` of frontendSidecar's image, args and env.
+    graph = dynamo_worker({"limits": {"gpu": "1"}}, {"mainContainer": {"image": DYNAMO_IMAGE}})
+    graph.inputs["spec"]["services"]["VllmWorker"]["frontendSidecar"] = {"image": "evil/x:latest"}
+
+    assert messages(analyze(namespace(), graph), "gpu-pods-pinned-images") == [
+        'container "sidecar-frontend" image "evil/x:latest" '
+        "(spec.services.VllmWorker.frontendSidecar.image) uses the latest tag. Fix: pin a version "
+        "tag or a digest (image@sha256:...), so every node runs the same image."
+    ]
+
+
+# shared_spec_conversion.go at 57ffc64, buildMainContainerFromDedicated: the main container
+# takes the component's envs and probes; mergeExtraPodSpecMainContainer adds mainContainer's
+# env after them and lets its probes win.
+METADATA_PROBE = {"httpGet": {"host": "169.254.169.254", "path": "/", "port": 80}}
+
+
+@pytest.mark.parametrize(
+    ("own_probe", "expected"),
+    [
+        (
+            None,
+            [
+                'probe or lifecycle host: container "mainContainer" sets '
+                'spec.services.VllmWorker.livenessProbe.httpGet.host="169.254.169.254". Fix: '
+                "remove host, so the kubelet connects to the pod's own IP. "
+                '[Pod Security baseline v1.35, from namespace "team-a"]'
+            ],
+        ),
+        ({"httpGet": {"path": "/health", "port": 8000}}, []),
+    ],
+)
+def test_a_dynamo_components_own_probe_is_its_main_containers_unless_main_sets_one(
+    analyze: Analyze, own_probe: dict[str, Any] | None, expected: list[str]
+) -> None:
+    alpha, _ = worker_in_both_versions(secure=True)
+    worker = alpha.inputs["spec"]["services"]["VllmWorker"]
+    worker["livenessProbe"] = METADATA_PROBE
+    if own_probe is not None:
+        worker["extraPodSpec"]["mainContainer"]["livenessProbe"] = own_probe
+
+    assert messages(analyze(namespace(level="baseline"), alpha), "pod-security-standards") == (
+        expected
+    )
+
+
+@pytest.mark.parametrize("own_env", [[], [{"name": "HF_HOME", "value": "/cache"}]])
+def test_a_dynamo_components_own_envs_state_its_cuda_release(
+    analyze: Analyze, own_env: list[dict[str, str]]
+) -> None:
+    alpha, _ = pooled_worker_in_both_versions({})
+    worker = alpha.inputs["spec"]["services"]["VllmWorker"]
+    worker["envs"] = [{"name": "CUDA_VERSION", "value": "12.2"}]
+    if own_env:
+        worker["extraPodSpec"]["mainContainer"]["env"] = own_env
+
+    verdicts = analyze(namespace(), alpha, config=POOLED)
+
+    assert sorted({v.policy_name for v in verdicts if v.mandatory}) == []
+
+
+SIDECAR_IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0"
+
+
+def worker_with_frontend_sidecar(declared: dict[str, Any] | None) -> Any:
+    """A restricted worker with a frontendSidecar, and `declared` in extraPodSpec.containers."""
+    alpha, _ = worker_in_both_versions(secure=True)
+    worker = alpha.inputs["spec"]["services"]["VllmWorker"]
+    worker["frontendSidecar"] = {"image": SIDECAR_IMAGE}
+    if declared is not None:
+        worker["extraPodSpec"]["containers"] = [declared]
+    return alpha
+
+
+def test_a_frontend_sidecar_refusal_says_where_its_security_context_goes(analyze: Analyze) -> None:
+    # v1alpha1 common.go, FrontendSidecarSpec: image, args, envFromSecret and envs, no
+    # securityContext; appendFrontendSidecar keeps a container of its name the list declares.
+    found = messages(
+        analyze(namespace(), worker_with_frontend_sidecar(None)), "pod-security-standards"
+    )
+
+    assert found[0] == (
+        'allowPrivilegeEscalation != false: container "sidecar-frontend" does not set '
+        "spec.services.VllmWorker.frontendSidecar.securityContext.allowPrivilegeEscalation=false. "
+        "Fix: set securityContext.allowPrivilegeEscalation: false on the container; "
+        'frontendSidecar has no securityContext, so declare a container "sidecar-frontend" in '
+        "spec.services.VllmWorker.extraPodSpec.containers with it, which the operator keeps in "
+        "place of the one it builds. "
+        '[Pod Security restricted v1.35, from namespace "team-a"]'
+    )
+
+
+def test_a_declared_sidecar_frontend_container_stands_for_the_frontend_sidecar(
+    analyze: Analyze,
+) -> None:
+    # shared_spec_conversion.go at 57ffc64, appendFrontendSidecar: it returns early when the
+    # pod's containers already hold one named sidecar-frontend.
+    declared = {
+        "name": "sidecar-frontend",
+        "image": SIDECAR_IMAGE,
+        "securityContext": RESTRICTED_CONTAINER,
+    }
+    graph = worker_with_frontend_sidecar(declared)
+
+    assert messages(analyze(namespace(), graph), "pod-security-standards") == []
+
+
+@pytest.mark.parametrize(("component", "main", "refused"), [("64", "1", False), ("1", "64", True)])
+def test_a_dynamo_main_containers_gpus_win_over_the_components(
+    analyze: Analyze, component: str, main: str, refused: bool
+) -> None:
+    # mergeExtraPodSpecMainContainer: mergo.Merge with override, mainContainer over the
+    # resources built from the component's own.
+    own = {"image": DYNAMO_IMAGE, "resources": {"limits": {"nvidia.com/gpu": main}}}
+    graph = dynamo_worker({"limits": {"gpu": component}}, {"mainContainer": own})
+
+    assert bool(messages(analyze(namespace(), graph), MAX_GPUS)) is refused
+
+
+def test_a_dynamo_components_gpu_requests_are_counted(analyze: Analyze) -> None:
+    # resource.go, GetResourcesConfig: `requests.gpu` becomes the main container's request.
+    graph = dynamo_worker({"requests": {"gpu": "1"}}, {"mainContainer": {"image": DYNAMO_IMAGE}})
+
+    assert messages(analyze(namespace(), graph), "gpu-resources-in-limits") == [
+        'container "mainContainer" asks for nvidia.com/gpu in spec.services.VllmWorker'
+        '.extraPodSpec.mainContainer.resources.requests["nvidia.com/gpu"] but sets no limit for '
+        'it. Fix: set resources.limits["nvidia.com/gpu"] to "1"; Kubernetes takes a GPU request '
+        "from its limit."
+    ]
+
+
+def test_a_container_named_main_gives_way_to_the_one_the_operator_builds(
+    analyze: Analyze,
+) -> None:
+    # buildSharedPodTemplateFromAlpha: extraPodSpec's containers named `main` are dropped.
+    dropped = {
+        "name": "main",
+        "image": DYNAMO_IMAGE,
+        "resources": {"limits": {"nvidia.com/gpu": "8"}},
+    }
+    extra = {"containers": [dropped], "mainContainer": {"image": DYNAMO_IMAGE}}
+    graph = dynamo_worker({"limits": {"gpu": "8"}}, extra)
+
+    assert messages(analyze(namespace(), graph), MAX_GPUS) == []
 
 
 def training_run(pod: dict[str, Any]) -> Any:
