@@ -193,9 +193,11 @@ def by_instance_type(pool: ResolvedPool, hardware: NodeHardware) -> dict[str, di
 
 
 def validator_env(
-    pool: ResolvedPool, hardware: NodeHardware, replacements: int
+    pool: ResolvedPool, hardware: NodeHardware, replacements: int, fails_open: bool = False
 ) -> list[dict[str, Any]]:
-    """The validator's configuration (`validate.config`) and the reporter's, from the pool."""
+    """The validator's configuration (`validate.config`) and the reporter's, from the pool;
+    `fails_open`: a node validated again after an in-place driver upgrade keeps serving if it
+    fails (`report.fails_open`)."""
     if pool.driver is None:
         raise ValueError(f"pool {pool.spec.name} has no NVIDIA driver to validate against")
     validation = pool.spec.validation
@@ -214,6 +216,7 @@ def validator_env(
         "REPLACEMENTS_PER_HOUR": replacements,
         "REPLACEMENT_LEDGER": LEDGER,
         "VALIDATION_TAINT_KEY": VALIDATION_TAINT.key,
+        "REVALIDATION_FAILS_OPEN": int(fails_open),
     }
     fields = {"NODE_NAME": "spec.nodeName", "POD_NAMESPACE": "metadata.namespace"}
     return [
@@ -330,14 +333,18 @@ def validation_pod_spec(
     hardware: NodeHardware,
     replacements: int,
     in_place: bool = False,
+    canary_guarded: bool = False,
 ) -> dict[str, Any]:
+    """The validation pod of `pool`'s nodes; `in_place`: validated again when the GPU Operator
+    upgrades their driver, where a failure keeps the node serving unless a canary guards the
+    pool (`canary_guarded`: the pool is a canary or led by one; `report.fails_open`)."""
     spec = script_pod_spec(
         name=NAME,
         container="validator",
         image=NODE_VALIDATOR_IMAGE,
         script=SCRIPTS[0],
         config_map=config_map,
-        env=validator_env(pool, hardware, replacements),
+        env=validator_env(pool, hardware, replacements, in_place and not canary_guarded),
         cpu_request=NO_REQUESTS["cpu"],
         memory="256Mi",
         memory_request=NO_REQUESTS["memory"],
@@ -349,6 +356,8 @@ def validation_pod_spec(
         "name": "exempt-untainted",
         "command": [*validator["command"], "--exempt-untainted"],
     }
+    # It leaves a mark there where it puts the taint back (`report.fails_open`).
+    untainted_check["volumeMounts"].append({"name": "recorded", "mountPath": RECORDED_DIR})
     validator["volumeMounts"].append(
         {"name": "recorded", "mountPath": RECORDED_DIR, "readOnly": True}
     )
@@ -440,6 +449,7 @@ def declare_node_validation(
         return []
     opts = pulumi.ResourceOptions(parent=NodeValidation(name, opts))
     caps = {p.spec.name: replacements_per_hour(p, karpenter) for p in validated}
+    guarded = {p.spec.canary_of for p in pools} | {p.spec.name for p in pools if p.spec.canary_of}
     replaces = any(caps.values())
     scripts = {path.name: path.read_text() for path in SCRIPTS}
     digest = hashlib.sha256("".join(scripts.values()).encode()).hexdigest()[:10]
@@ -516,6 +526,7 @@ def declare_node_validation(
             caps[pool.spec.name],
             ready,
             in_place,
+            pool.spec.name in guarded,
         )
         for pool in validated
     ]
@@ -547,6 +558,7 @@ def _daemon_set(
     replacements: int,
     opts: pulumi.ResourceOptions,
     in_place: bool,
+    canary_guarded: bool,
 ) -> apps.v1.DaemonSet:
     labels = _labels(**{POOL_LABEL: pool.spec.name})
     return apps.v1.DaemonSet(
@@ -563,7 +575,9 @@ def _daemon_set(
                 "selector": {"matchLabels": labels},
                 "template": {
                     "metadata": {"labels": labels},
-                    "spec": validation_pod_spec(pool, config_map, hardware, replacements, in_place),
+                    "spec": validation_pod_spec(
+                        pool, config_map, hardware, replacements, in_place, canary_guarded
+                    ),
                 },
             },
         ),

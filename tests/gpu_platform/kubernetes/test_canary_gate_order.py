@@ -550,3 +550,26 @@ def test_the_invariant_finds_a_gate_that_waits_only_on_validated_nodes(ubuntu_pl
     assert canary_ordering_problems(plan, ubuntu_config()) == [
         "the gate of canary cannot be on a node that fails validation"
     ]
+
+
+def fails_open(plan: Plan, pool: str) -> str:
+    daemon_set = plan.named(f"node-validation-{pool}", "kubernetes:apps/v1:DaemonSet")
+    (container,) = daemon_set.inputs["spec"]["template"]["spec"]["containers"]
+    (value,) = [e["value"] for e in container["env"] if e["name"] == "REVALIDATION_FAILS_OPEN"]
+    return str(value)
+
+
+def test_an_ubuntu_canary_and_its_led_pool_hold_a_node_failed_after_its_driver_upgrade(
+    ubuntu_plan: Plan,
+) -> None:
+    # The canary's gate stops a bad driver before the led pool's NVIDIADriver changes.
+    assert (fails_open(ubuntu_plan, "canary"), fails_open(ubuntu_plan, "l4-shared")) == ("0", "0")
+
+
+def test_an_ubuntu_pool_no_canary_guards_keeps_a_node_failed_after_its_driver_upgrade() -> None:
+    # Nothing stops the operator's rollout there (report.fails_open says why).
+    plan = run_program(
+        "dev", config=on_ubuntu(gke_stack_config(dev_stack_config())), project=PROJECT
+    )
+
+    assert fails_open(plan, "l4-shared") == "1"

@@ -44,12 +44,12 @@ def validated(results: list[Any], replaces: bool = False, **node_info: str) -> F
 
 
 def test_the_script_reads_the_labels_the_validator_sets() -> None:
-    assert (
+    assert names.VALIDATION_LABELS[:4] == (
         canary_proof_check.RESULT_LABEL,
         canary_proof_check.FAILED_CHECK_LABEL,
         canary_proof_check.VALIDATED_DRIVER_LABEL,
         canary_proof_check.VALIDATED_RELEASE_LABEL,
-    ) == names.VALIDATION_LABELS[:4]
+    )
 
 
 def test_a_node_that_passed_with_the_new_driver_is_proof() -> None:
