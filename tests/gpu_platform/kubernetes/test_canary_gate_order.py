@@ -257,8 +257,9 @@ def test_a_gate_pod_that_found_the_old_driver_is_retried_not_counted(ubuntu_plan
 
 # The longest a one-GPU canary node stays unvalidated (validate.py's timeouts): 60 s for
 # `nvidia-smi -q -x`, 60 for its NVLink status, 300 for a level-1 `dcgmi diag`, no NCCL test on one
-# GPU, and 300 for the validation pod to start.
-VALIDATION = 60 + 60 + 300 + 300
+# GPU, and 300 for the validation pod to start; 300 more to pull DCGM's image (duration.py's
+# allowance per tool image).
+VALIDATION = 60 + 60 + 300 + 300 + 300
 
 
 def test_an_ubuntu_gates_deadline_covers_the_operators_wait_for_a_canary_nodes_jobs(
