@@ -39,6 +39,7 @@ from gpu_platform.kubernetes import helm_release
 from gpu_platform.kubernetes.alerts import ALERTED_CLASSES, xid_classes
 from gpu_platform.kubernetes.chart_images.prometheus_stack import with_digests
 from gpu_platform.kubernetes.idle_gpu_pods import REAPER_NAMESPACE
+from gpu_platform.kubernetes.node_validation.duration import until_validated_seconds
 from gpu_platform.kubernetes.node_validation.names import (
     CHECK_LABEL_PREFIX,
     CHECK_LABELS,
@@ -47,9 +48,10 @@ from gpu_platform.kubernetes.node_validation.names import (
     VALIDATION_LABELS,
     VALIDATION_TAINT,
 )
+from gpu_platform.kubernetes.node_validation.report import DRIVER_UPGRADING, UPGRADE_STATE_LABEL
 from gpu_platform.kubernetes.operator_values import extra_taints, taint_toleration
 from gpu_platform.kubernetes.pod_security import pod_security_labels
-from gpu_platform.node_identity import ResolvedPool
+from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
 from gpu_platform.secrets import secret_if
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART
 
@@ -149,7 +151,11 @@ class GpuMonitoring(pulumi.ComponentResource):
             ]
             self._prometheus_ingress(name, monitoring.namespace, namespace)
 
-        rules = gpu_alert_rules(monitoring, args.operator_namespace)
+        rules = gpu_alert_rules(
+            monitoring,
+            args.operator_namespace,
+            until_validated_seconds(pool.spec for pool in args.pools),
+        )
         apiextensions.CustomResource(
             f"{name}-alerts",
             api_version="monitoring.coreos.com/v1",
@@ -333,7 +339,7 @@ def prometheus_stack_values(
         # kube-state-metrics exports no label of a node's it is not allowed (the
         # kube-state-metrics chart's `metricLabelsAllowlist`, empty by default, which it passes
         # as `--metric-labels-allowlist`).
-        "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{','.join(VALIDATION_LABELS)}]"]},
+        "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABELS)}]"]},
         "grafana": {
             # The chart's default password is published in its values file; left empty, the
             # Grafana chart generates one into its Secret (`kube-prometheus-stack-grafana`).
@@ -344,10 +350,17 @@ def prometheus_stack_values(
     return with_digests(settings)
 
 
-def gpu_alert_rules(monitoring: MonitoringSpec, operator_namespace: str) -> dict[str, Any]:
-    """The alert rules file (`groups:`) with the stack's thresholds filled in."""
+def gpu_alert_rules(
+    monitoring: MonitoringSpec, operator_namespace: str, until_validated: int = 0
+) -> dict[str, Any]:
+    """The alert rules file (`groups:`) with the stack's thresholds filled in; `until_validated`:
+    the longest a new node of the stack's pools may take to be validated
+    (`duration.until_validated_seconds`), which `GpuNodeNotValidated` waits for."""
     rules = yaml_documents.load(ALERT_RULES_FILE.read_text())
-    return _fill(rules, _placeholders(monitoring, operator_namespace))
+    placeholders = _placeholders(monitoring, operator_namespace)
+    # Whole minutes, rounded up; a stack that validates no node has no tainted node to wait on.
+    placeholders["not_validated_minutes"] = str(max(-(-until_validated // 60), 1))
+    return _fill(rules, placeholders)
 
 
 def gpu_dashboard(monitoring: MonitoringSpec, operator_namespace: str) -> str:
@@ -383,9 +396,18 @@ def _placeholders(monitoring: MonitoringSpec, operator_namespace: str) -> dict[s
         "validation_taint": VALIDATION_TAINT.key,
         "result_label": kube_state_label(RESULT_LABEL),
         "failed_check_label": kube_state_label(FAILED_CHECK_LABEL),
+        "pool_label": kube_state_label(POOL_LABEL),
+        "upgrade_state_label": kube_state_label(UPGRADE_STATE_LABEL),
+        "driver_upgrading": "|".join(sorted(DRIVER_UPGRADING)),
         "check_results": check_results(),
         **_xid_placeholders(),
     }
+
+
+# The node labels the node validation alerts read on `kube_node_labels`: the validation's, the
+# pool's (to judge a check per pool), and the GPU Operator's upgrade state (a node re-tainted
+# for its in-place driver upgrade waits there on its Jobs, for up to a day by default).
+NODE_LABELS = (*VALIDATION_LABELS, POOL_LABEL, UPGRADE_STATE_LABEL)
 
 
 def kube_state_label(key: str) -> str:
@@ -400,9 +422,10 @@ def check_results() -> str:
     the PromQL of `gpu_platform:node_validation_check:failed`. kube-state-metrics exports each
     check's label as a label of its own on `kube_node_labels`; this makes them one series per
     node and check. Each node's latest value of the last 5 minutes, as the other node validation
-    rules read them."""
+    rules read them, and with the node's pool label, by which the checks are judged per pool."""
     terms = [
-        f"label_replace({scale}max by (node) (last_over_time(kube_node_labels"
+        f"label_replace({scale}max by (node, {kube_state_label(POOL_LABEL)})"
+        " (last_over_time(kube_node_labels"
         f'{{{kube_state_label(label)}="{value}"}}[5m])),'
         f' "check", "{label.removeprefix(CHECK_LABEL_PREFIX)}", "", "")'
         for label in CHECK_LABELS

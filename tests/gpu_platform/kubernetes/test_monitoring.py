@@ -78,7 +78,23 @@ def dashboard_json(plan: Plan) -> dict[str, Any]:
 def test_the_prometheus_rule_ships_the_rendered_alert_rules(dev_plan: Plan) -> None:
     rule = child(dev_plan, PROMETHEUS_RULE)
     assert rule.inputs["apiVersion"] == "monitoring.coreos.com/v1"
-    assert rule.inputs["spec"] == gpu_alert_rules(MonitoringSpec(), OperatorSpec().namespace)
+    # The dev stack's one validated pool, of one T4 at level 1: its new node may take 900 s to
+    # start, 300 for the validation pod's start, 60 + 60 for `nvidia-smi`, 300 to pull DCGM's
+    # image and 300 for `dcgmi diag -r 1` (node_validation/duration.py).
+    until_validated = 900 + 300 + 60 + 60 + 300 + 300
+    assert rule.inputs["spec"] == gpu_alert_rules(
+        MonitoringSpec(), OperatorSpec().namespace, until_validated
+    )
+
+
+def test_a_node_not_validated_alerts_only_after_the_stacks_longest_validation(
+    dev_plan: Plan,
+) -> None:
+    rules = child(dev_plan, PROMETHEUS_RULE).inputs["spec"]["groups"][-1]["rules"]
+    (rule,) = [r for r in rules if r.get("alert") == "GpuNodeNotValidated"]
+
+    # 1920 s, the dev stack's longest (above), in whole minutes.
+    assert rule["for"] == "32m"
 
 
 def test_the_prometheus_rule_carries_the_labels_prometheus_selects_by(dev_plan: Plan) -> None:
@@ -574,5 +590,8 @@ def test_kube_state_metrics_exports_the_validation_labels() -> None:
         "gpu-platform.io/validation-check.ecc,gpu-platform.io/validation-check.memory,"
         "gpu-platform.io/validation-check.pcie,gpu-platform.io/validation-check.nvlink,"
         "gpu-platform.io/validation-check.dcgm-diag,"
-        "gpu-platform.io/validation-check.nccl-bandwidth,gpu-platform.io/validation-check.efa]"
+        "gpu-platform.io/validation-check.nccl-bandwidth,gpu-platform.io/validation-check.efa,"
+        # The pool, by which the per-check alert judges; the GPU Operator's upgrade state, which
+        # the alert on a node not validated leaves out (k8s-operator-libs pkg/upgrade/consts.go).
+        "gpu-platform.io/pool,nvidia.com/gpu-driver-upgrade-state]"
     ]
