@@ -20,7 +20,6 @@ from gpu_platform.config import (
     key_path,
     mig_problem,
 )
-from gpu_platform.config.pool_rules import nccl_driver_problem
 from gpu_platform.drivers import NvidiaDriver, eks_driver, known_releases
 from gpu_platform.eks.autoscaler_tags import autoscaler_tag_problems, autoscaler_tags
 from gpu_platform.eks.cluster import EksCluster, Subnet
@@ -457,7 +456,4 @@ def _release_and_driver(
                 )
             ]
         )
-    nccl = nccl_driver_problem(spec, i, driver.branch)
-    if nccl is not None:
-        raise ConfigError([nccl])
     return release, driver
