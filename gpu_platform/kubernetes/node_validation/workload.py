@@ -355,6 +355,9 @@ def validation_pod_spec(
         **copy.deepcopy(validator),
         "name": "exempt-untainted",
         "command": [*validator["command"], "--exempt-untainted"],
+        # It needs no GPU: with them it would hold the old driver's files while the operator
+        # unloads it (`report.retaint_upgrading` waits there).
+        "env": [e for e in validator["env"] if e not in GPU_ENV],
     }
     # It leaves a mark there where it puts the taint back (`report.fails_open`).
     untainted_check["volumeMounts"].append({"name": "recorded", "mountPath": RECORDED_DIR})

@@ -433,3 +433,14 @@ def test_a_new_node_of_a_pool_no_canary_guards_fails_closed(tmp_path: Any) -> No
     report.report(api, env, CFG, FAILED)
 
     assert api.node["spec"]["taints"][:2] == NODE["spec"]["taints"]
+
+
+def test_a_passed_node_whose_upgrade_ended_before_it_was_read_keeps_its_proof() -> None:
+    # Brought by the upgrade's states (workload.node_affinity), read at `upgrade-done`
+    # (k8s-operator-libs pkg/upgrade/consts.go, gpu-operator v26.7.0): not relabelled exempt.
+    api = upgrading("upgrade-done")
+    before = labels(api)
+
+    assert report.exempt_untainted(api, ENV) is not None
+    assert labels(api) == before
+    assert before[names.RESULT_LABEL] == "passed"
