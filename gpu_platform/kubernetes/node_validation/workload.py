@@ -10,7 +10,8 @@ node affinity does not match, and `podsShouldBeOnNode` deletes the daemon pods o
 same from v1.33 to v1.36). The pod therefore runs once per node, and again only if someone
 removes the label (and checks the node only if it has the validation taint again), or, on GKE
 Ubuntu, where the GPU Operator upgrades a node's driver in place, while it does: the pod then
-puts the taint back and validates the node with its new driver (`report.retaint_upgrading`).
+puts the taint back and validates the node with its new driver (`report.retaint_upgrading`);
+a failure then holds the node only on a pool a canary guards (`report.fails_open`).
 
 The pod takes the node's GPUs as the operator's own operands do, through the container
 toolkit's runtime class with `NVIDIA_VISIBLE_DEVICES=all`, not by requesting `nvidia.com/gpu`:
