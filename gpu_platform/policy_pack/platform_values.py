@@ -344,7 +344,8 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             ("grafana.sidecar.dashboards.label", equal("grafana_dashboard")),
             ("grafana.sidecar.dashboards.labelValue", equal("1")),
             # The node validation labels (gpu_platform/kubernetes/node_validation/names.py,
-            # `VALIDATION_LABELS`) on `kube_node_labels`. The kube-state-metrics chart joins the
+            # `VALIDATION_LABELS`), the pool's and the GPU Operator's upgrade state
+            # (monitoring.py `NODE_LABELS`) on `kube_node_labels`. The kube-state-metrics chart joins the
             # list unquoted into an argument (templates/deployment.yaml,
             # `--metric-labels-allowlist={{ .Values.metricLabelsAllowlist | join "," }}`), so
             # its entries are judged as well: the one the platform sets.
@@ -362,7 +363,8 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
                         "gpu-platform.io/validation-check.nvlink,"
                         "gpu-platform.io/validation-check.dcgm-diag,"
                         "gpu-platform.io/validation-check.nccl-bandwidth,"
-                        "gpu-platform.io/validation-check.efa]",
+                        "gpu-platform.io/validation-check.efa,"
+                        "gpu-platform.io/pool,nvidia.com/gpu-driver-upgrade-state]",
                     )
                 ),
             ),
