@@ -345,8 +345,8 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             ("grafana.sidecar.dashboards.labelValue", equal("1")),
             # The node validation labels (gpu_platform/kubernetes/node_validation/names.py,
             # `VALIDATION_LABELS`), the pool's and the GPU Operator's upgrade state
-            # (monitoring.py `NODE_LABELS`) on `kube_node_labels`. The kube-state-metrics chart joins the
-            # list unquoted into an argument (templates/deployment.yaml,
+            # (monitoring.py `NODE_LABELS`) on `kube_node_labels`. The kube-state-metrics chart
+            # joins the list unquoted into an argument (templates/deployment.yaml,
             # `--metric-labels-allowlist={{ .Values.metricLabelsAllowlist | join "," }}`), so
             # its entries are judged as well: the one the platform sets.
             (
