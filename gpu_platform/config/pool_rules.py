@@ -117,6 +117,28 @@ def _nccl_problems(pool: GpuPoolSpec, index: int) -> Iterator[ConfigProblem]:
         )
 
 
+# The NCCL test's image is built on CUDA 12.8.1 (versions.py NODE_VALIDATOR_NCCL_TESTS_IMAGE),
+# whose toolkit requires a driver of branch 570 or later (CUDA 12.8 release notes, "CUDA Toolkit
+# and Corresponding Driver Versions": 570.26 on Linux). The image drops CUDA's forward
+# compatibility packages, and no run on an older branch under CUDA's minor version
+# compatibility is recorded: an older driver would fail every node's nccl-bandwidth check.
+NCCL_TESTS_MIN_DRIVER_BRANCH = 570
+
+
+def nccl_driver_problem(pool: GpuPoolSpec, index: int, branch: int) -> ConfigProblem | None:
+    """Where the pool runs the NCCL test on a driver of `branch`, too old for its image."""
+    bandwidth = pool.validation.expected_bus_bandwidth_gbps
+    if bandwidth is None or branch >= NCCL_TESTS_MIN_DRIVER_BRANCH:
+        return None
+    return ConfigProblem(
+        key_path("pools", index, "validation", "expectedBusBandwidthGbps"),
+        bandwidth,
+        f"no value on a pool whose nodes run NVIDIA driver branch {branch}: the NCCL test's"
+        f" image is built on CUDA 12.8, which needs branch {NCCL_TESTS_MIN_DRIVER_BRANCH} or"
+        " later",
+    )
+
+
 def mig_problem(pool: GpuPoolSpec, accelerator: str, index: int) -> ConfigProblem | None:
     """Why a MIG pool cannot run on this accelerator, if it cannot.
 

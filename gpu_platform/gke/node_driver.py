@@ -16,6 +16,7 @@ from gpu_platform.config import (
     key_path,
     pool_driver_version,
 )
+from gpu_platform.config.pool_rules import nccl_driver_problem
 from gpu_platform.driver_tables.cos import Unpublished
 from gpu_platform.drivers import (
     GPU_MINIMUM_DRIVER_BRANCH,
@@ -115,6 +116,9 @@ def pool_driver(
                 )
             ]
         )
+    nccl = nccl_driver_problem(spec, index, driver.branch)
+    if nccl is not None:
+        raise ConfigError([nccl])
     return driver
 
 

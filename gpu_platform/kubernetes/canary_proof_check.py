@@ -11,7 +11,9 @@ Every `POLL_SECONDS` this reads its Node and the node validator's Events on it:
   canary pins one (`EXPECTED_RELEASE`): proven. It writes `proven`, and the check and the soak
   run.
 - failed: the node's `gpu-platform.io/validation-failed-check` label, or a `NodeValidationFailed`
-  Event on the node (a node that Karpenter replaces is deleted without the label): the gate
+  Event on the node newer than its last `NodeValidationPassed` (a node that Karpenter replaces is
+  deleted without the label; a failure before the node was validated again and passed is no
+  longer its result, though its Event lasts an hour): the gate
   fails, `pulumi up` with it, naming the check (exit `FAILED_EXIT_CODE`, the reason in the
   container's termination message, which pulumi-kubernetes reports for a failed Job's pod).
 - passed with another driver or release (a proof of an earlier release the GPU Operator's
@@ -55,6 +57,7 @@ FAILED_CHECK_LABEL = "gpu-platform.io/validation-failed-check"
 VALIDATED_DRIVER_LABEL = "gpu-platform.io/validated-driver"
 VALIDATED_RELEASE_LABEL = "gpu-platform.io/validated-release"
 FAILED_EVENT_REASON = "NodeValidationFailed"
+PASSED_EVENT_REASON = "NodeValidationPassed"
 PROOF_DIR = Path("/proof")
 PROVEN, FAILED, PENDING = "proven", "failed", "pending"
 FAILED_EXIT_CODE = 3
@@ -70,12 +73,23 @@ def failure(node: Object, events: Sequence[Object]) -> str | None:
     """The failed check of `node` and what the validator said of it; None if it has not failed."""
     labels = _labels(node)
     name = (node.get("metadata") or {}).get("name")
-    failed = [e for e in events if e.get("reason") == FAILED_EVENT_REASON]
+    failed = _since_last_pass(events)
     said = str(failed[-1].get("message") or "") if failed else ""
     if labels.get(RESULT_LABEL) == "failed" or failed:
         check = labels.get(FAILED_CHECK_LABEL) or _first_failed(said) or "unknown"
         return f"canary node {name} failed validation check {check}" + (f": {said}" if said else "")
     return None
+
+
+def _stamp(event: Object) -> str:
+    # RFC 3339 in UTC to the second, as the validator writes it (report.event): it sorts as text.
+    return str(event.get("lastTimestamp") or "")
+
+
+def _since_last_pass(events: Sequence[Object]) -> list[Object]:
+    """The validator's failure Events on the node newer than its last pass."""
+    passed = max((_stamp(e) for e in events if e.get("reason") == PASSED_EVENT_REASON), default="")
+    return [e for e in events if e.get("reason") == FAILED_EVENT_REASON and _stamp(e) > passed]
 
 
 def _first_failed(message: str) -> str | None:
@@ -120,7 +134,7 @@ def read(api: Api, namespace: str, node: str) -> tuple[Object, list[Object]]:
         {"fieldSelector": f"involvedObject.kind=Node,involvedObject.name={node}"}
     )
     events = api.get(f"/api/v1/namespaces/{namespace}/events?{query}").get("items") or []
-    return found, sorted(events, key=lambda e: str(e.get("lastTimestamp") or ""))
+    return found, sorted(events, key=_stamp)
 
 
 def _say(word: str, reason: str) -> None:

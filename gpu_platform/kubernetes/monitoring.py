@@ -45,6 +45,7 @@ from gpu_platform.kubernetes.gpu_hours import (
     pool_share_rules,
 )
 from gpu_platform.kubernetes.idle_gpu_pods import REAPER_NAMESPACE
+from gpu_platform.kubernetes.node_validation.duration import until_validated_seconds
 from gpu_platform.kubernetes.node_validation.names import (
     CHECK_LABEL_PREFIX,
     CHECK_LABELS,
@@ -53,6 +54,7 @@ from gpu_platform.kubernetes.node_validation.names import (
     VALIDATION_LABELS,
     VALIDATION_TAINT,
 )
+from gpu_platform.kubernetes.node_validation.report import DRIVER_UPGRADING, UPGRADE_STATE_LABEL
 from gpu_platform.kubernetes.operator_values import extra_taints, taint_toleration
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
@@ -161,7 +163,12 @@ class GpuMonitoring(pulumi.ComponentResource):
             ]
             self._prometheus_ingress(name, monitoring.namespace, namespace)
 
-        rules = gpu_alert_rules(monitoring, args.operator_namespace, pool_gpu_shares(args.pools))
+        rules = gpu_alert_rules(
+            monitoring,
+            args.operator_namespace,
+            pool_gpu_shares(args.pools),
+            until_validated_seconds(pool.spec for pool in args.pools),
+        )
         apiextensions.CustomResource(
             f"{name}-alerts",
             api_version="monitoring.coreos.com/v1",
@@ -345,12 +352,13 @@ def prometheus_stack_values(
         },
         # kube-state-metrics exports no label it is not allowed (the chart's
         # `metricLabelsAllowlist`, empty by default, which it passes as
-        # `--metric-labels-allowlist`): the validation labels on `kube_node_labels`, which the
-        # node validation alerts read, the pool label there and the team label on
-        # `kube_namespace_labels`, which the GPU-hour rules read.
+        # `--metric-labels-allowlist`): on `kube_node_labels` the validation labels, the pool's
+        # and the GPU Operator's upgrade state (`NODE_LABELS`), which the node validation alerts
+        # and the GPU-hour rules read; on `kube_namespace_labels` the team label, which the
+        # GPU-hour rules read.
         "kube-state-metrics": {
             "metricLabelsAllowlist": [
-                f"nodes=[{','.join([*VALIDATION_LABELS, POOL_LABEL])}]",
+                f"nodes=[{','.join(NODE_LABELS)}]",
                 f"namespaces=[{team_label}]",
             ]
         },
@@ -365,14 +373,19 @@ def prometheus_stack_values(
 
 
 def gpu_alert_rules(
-    monitoring: MonitoringSpec, operator_namespace: str, shares: Sequence[PoolGpuShare] = ()
+    monitoring: MonitoringSpec,
+    operator_namespace: str,
+    shares: Sequence[PoolGpuShare] = (),
+    until_validated: int = 0,
 ) -> dict[str, Any]:
     """The alert rules file (`groups:`) with the stack's thresholds filled in, and the GPU-hour
-    rules opened by what a unit of each pool's GPU resource is worth (`gpu_hours.py`)."""
-    rules = _fill(
-        yaml_documents.load(ALERT_RULES_FILE.read_text()),
-        _placeholders(monitoring, operator_namespace),
-    )
+    rules opened by what a unit of each pool's GPU resource is worth (`gpu_hours.py`);
+    `until_validated`: the longest a new node of the stack's pools may take to be validated
+    (`duration.until_validated_seconds`), which `GpuNodeNotValidated` waits for."""
+    placeholders = _placeholders(monitoring, operator_namespace)
+    # Whole minutes, rounded up; a stack that validates no node has no tainted node to wait on.
+    placeholders["not_validated_minutes"] = str(max(-(-until_validated // 60), 1))
+    rules = _fill(yaml_documents.load(ALERT_RULES_FILE.read_text()), placeholders)
     for group in rules["groups"]:
         if group["name"] == GPU_HOURS_GROUP:
             group["rules"] = [*pool_share_rules(shares), *group["rules"]]
@@ -412,12 +425,20 @@ def _placeholders(monitoring: MonitoringSpec, operator_namespace: str) -> dict[s
         "validation_taint": VALIDATION_TAINT.key,
         "result_label": kube_state_label(RESULT_LABEL),
         "failed_check_label": kube_state_label(FAILED_CHECK_LABEL),
+        "pool_label": kube_state_label(POOL_LABEL),
+        "upgrade_state_label": kube_state_label(UPGRADE_STATE_LABEL),
+        "driver_upgrading": "|".join(sorted(DRIVER_UPGRADING)),
         "check_results": check_results(),
         "team_label": kube_state_label(monitoring.team_label),
-        "pool_label": kube_state_label(POOL_LABEL),
         "team_idle_gpu_percent": str(monitoring.team_idle_gpu_percent),
         **_xid_placeholders(),
     }
+
+
+# The node labels the node validation alerts read on `kube_node_labels`: the validation's, the
+# pool's (to judge a check per pool), and the GPU Operator's upgrade state (a node re-tainted
+# for its in-place driver upgrade waits there on its Jobs, for up to a day by default).
+NODE_LABELS = (*VALIDATION_LABELS, POOL_LABEL, UPGRADE_STATE_LABEL)
 
 
 def kube_state_label(key: str) -> str:
@@ -435,9 +456,10 @@ def check_results() -> str:
     the PromQL of `gpu_platform:node_validation_check:failed`. kube-state-metrics exports each
     check's label as a label of its own on `kube_node_labels`; this makes them one series per
     node and check. Each node's latest value of the last 5 minutes, as the other node validation
-    rules read them."""
+    rules read them, and with the node's pool label, by which the checks are judged per pool."""
     terms = [
-        f"label_replace({scale}max by (node) (last_over_time(kube_node_labels"
+        f"label_replace({scale}max by (node, {kube_state_label(POOL_LABEL)})"
+        " (last_over_time(kube_node_labels"
         f'{{{kube_state_label(label)}="{value}"}}[5m])),'
         f' "check", "{label.removeprefix(CHECK_LABEL_PREFIX)}", "", "")'
         for label in CHECK_LABELS

@@ -413,7 +413,8 @@ finds faults (PCIe, memory bandwidth) that level 1 does not."""
     """The all-reduce bus bandwidth in GB/s (nccl-tests' `busbw`) a whole node of the pool's
 type reaches across its GPUs: set, the NCCL check runs on the pool's nodes of more than one
 GPU. Unset, it does not: neither NVIDIA nor the clouds publish such a figure for any GPU
-model, so there is no default to hold a node to (docs/node-validation.md)."""
+model, so there is no default to hold a node to (docs/node-validation.md). The test's image
+is built on CUDA 12.8: the pool's driver must be of branch 570 or later."""
     bus_bandwidth_share: float
     """The share of `expectedBusBandwidthGbps` a multi-GPU node must reach in the NCCL check."""
     replacements_per_hour: int

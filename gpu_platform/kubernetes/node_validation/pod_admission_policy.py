@@ -57,8 +57,13 @@ from gpu_platform.kubernetes.node_validation.names import (
 NAME = "gpu-platform-pods-off-unvalidated-nodes"
 EXEMPT_LABEL = f"{LABEL_PREFIX}node-validation-exempt"
 """A namespace labelled with it `true` is not judged: for a cluster add-on that must run on every
-node and tolerates every taint. Labelling a Namespace takes a cluster-wide permission, which a
-namespace's own admins do not have from a RoleBinding."""
+node and tolerates every taint. Labelling a Namespace takes `patch` or `update` on it, which a
+Role in that same namespace can grant: the API server authorises a request on
+`/api/v1/namespaces/<name>` within the namespace `<name>` (k8s.io/apiserver
+pkg/endpoints/request/requestinfo.go, NewRequestInfo), so a Role there granting `namespaces`, or
+every resource (`*`), lets its holders exempt their own namespace. Kubernetes' built-in `admin`,
+`edit` and `view` roles only read Namespaces; nothing here refuses the label to a role that
+writes them (docs/node-validation.md)."""
 # GKE's Managed Service for Prometheus (on by default from GKE 1.27) runs its collector DaemonSet
 # there, tolerating every `NoSchedule` taint (GoogleCloudPlatform/prometheus-engine
 # manifests/operator.yaml, v0.13.0, DaemonSet `collector`).

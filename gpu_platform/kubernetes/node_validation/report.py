@@ -47,6 +47,7 @@ import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 if __package__:
@@ -90,6 +91,9 @@ DRIVER_UPGRADING = frozenset(
 )
 UPGRADE_LOADED = frozenset({"uncordon-required"})
 UPGRADE_POLL_SECONDS = 30
+# Left in the recorded directory by the first init container that put the taint back: the pod
+# validates a node again after an in-place driver upgrade (`fails_open`).
+REVALIDATING = "revalidating"
 # Set by EKS on a managed node group's nodes: the AMI id they run.
 NODEGROUP_IMAGE_LABEL = "eks.amazonaws.com/nodegroup-image"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -152,11 +156,16 @@ def has_taint(node: Object, key: str) -> bool:
 
 
 def result_patch(
-    node: Object, results: Sequence[Object], driver: str, taint_key: str, replaced: bool = False
+    node: Object,
+    results: Sequence[Object],
+    driver: str,
+    taint_key: str,
+    replaced: bool = False,
+    serving: bool = False,
 ) -> list[dict[str, Any]]:
     """The JSON patch that records `results` on `node`: on a pass, the removal of the taint
     `taint_key` (and of an earlier failure's) too; on a failure of a node not `replaced`, the
-    lasting failure taint."""
+    lasting failure taint, unless the node keeps `serving` (`fails_open`): then the removal."""
     labels = (node.get("metadata") or {}).get("labels") or {}
     failed = failed_check(results)
     patch: list[dict[str, Any]] = []
@@ -175,7 +184,9 @@ def result_patch(
         }
         stale = [FAILED_CHECK_LABEL]
     else:
-        if not replaced:
+        if serving:
+            patch += _taint_removals(node, [taint_key, FAILED_TAINT_KEY])
+        elif not replaced:
             taint = {"key": FAILED_TAINT_KEY, "value": failed, "effect": "NoSchedule"}
             patch += _taint_removals(node, [FAILED_TAINT_KEY])
             patch.append({"op": "add", "path": "/spec/taints/-", "value": taint})
@@ -274,6 +285,7 @@ def record(
     driver: str,
     taint_key: str,
     replaced: bool = False,
+    serving: bool = False,
 ) -> Object:
     """Patch the node with the result, reading it again when the patch's `test` or `remove`
     finds it changed meanwhile (422, 409); the node as it was read."""
@@ -283,7 +295,7 @@ def record(
             api.call(
                 "PATCH",
                 _node_path(name),
-                result_patch(node, results, driver, taint_key, replaced),
+                result_patch(node, results, driver, taint_key, replaced, serving),
                 "application/json-patch+json",
             )
             return node
@@ -330,6 +342,26 @@ def sigterm_held_off() -> Iterator[None]:
         raise SystemExit(0)
 
 
+def fails_open(env: Mapping[str, str]) -> bool:
+    """Whether a failure here takes the taint off all the same: the node passed before, is
+    validated again after the GPU Operator upgraded its driver in place, and its pool is
+    neither a canary nor led by one (`REVALIDATION_FAILS_OPEN`).
+
+    The operator counts a node as unavailable only while it is cordoned or NotReady
+    (k8s-operator-libs pkg/upgrade/common_manager.go, GetCurrentUnavailableNodes, vendored in
+    gpu-operator v26.7.0), so it upgrades the next node while this one is still validated: a bad
+    driver would fail every node of the pool, one after another, and a GKE node pool's failed
+    node is never replaced. Only a canary's gate stops a bad driver before it reaches a pool;
+    without one, the node keeps serving as it did before it was validated again, labelled
+    `failed` with its check, and the Event and the alert fire."""
+    recorded = env.get("RECORDED_OUTPUTS")
+    return (
+        env.get("REVALIDATION_FAILS_OPEN") == "1"
+        and bool(recorded)
+        and Path(str(recorded), REVALIDATING).exists()
+    )
+
+
 def report(
     api: Api, env: Mapping[str, str], cfg: validate.Config, results: Sequence[Object]
 ) -> str:
@@ -344,21 +376,27 @@ def report(
         event(node, namespace, results, datetime.now(UTC)),
     )
     cap, pool = int(env.get("REPLACEMENTS_PER_HOUR") or 0), env.get("POOL", "")
+    serving = failed is not None and fails_open(env)
     with sigterm_held_off():
-        replaced = failed is not None and bool(cap)
+        replaced = failed is not None and bool(cap) and not serving
         replaced = replaced and take_replacement(
             api, namespace, env["REPLACEMENT_LEDGER"], pool, cap
         )
         if replaced:
             api.call("DELETE", _node_path(name))
         try:
-            record(api, name, results, cfg.driver, taint_key, replaced)
+            record(api, name, results, cfg.driver, taint_key, replaced, serving)
         except ApiError as error:
             # Deleted, the Node may be gone already (Karpenter's finalizer ended).
             if not replaced or error.status != 404:
                 raise
     if failed is None:
         return f"{name}: validation passed, taint removed"
+    if serving:
+        return (
+            f"{name}: validation failed ({failed}) after an in-place driver upgrade; taint"
+            " removed, the node keeps serving (its pool has no canary to stop the driver)"
+        )
     if replaced:
         return f"{name}: validation failed ({failed}), node deleted for replacement"
     if cap:
@@ -368,7 +406,8 @@ def report(
 
 def exempt_untainted(api: Api, env: Mapping[str, str]) -> str | None:
     """Label the node `exempt` if it has no validation taint, saying so; None if it is to be
-    validated: it has the taint, or has it again (`retaint_upgrading`)."""
+    validated: it has the taint, or has it again (`retaint_upgrading`), which is left in the
+    recorded directory for the validator (`fails_open`)."""
     name = env["NODE_NAME"]
     node: Object = api.call("GET", _node_path(name))
     if has_taint(node, env["VALIDATION_TAINT_KEY"]):
@@ -376,7 +415,13 @@ def exempt_untainted(api: Api, env: Mapping[str, str]) -> str | None:
     labels = (node.get("metadata") or {}).get("labels") or {}
     if labels.get(UPGRADE_STATE_LABEL) in DRIVER_UPGRADING:
         retaint_upgrading(api, name, env["VALIDATION_TAINT_KEY"])
+        if env.get("RECORDED_OUTPUTS"):
+            Path(env["RECORDED_OUTPUTS"], REVALIDATING).touch()
         return None
+    if labels.get(RESULT_LABEL) == "passed":
+        # Brought here by the operator's upgrade (workload.node_affinity), which ended before
+        # this read it: the pod goes as the node leaves the affinity, and the proof stays.
+        return f"{name}: passed, its driver upgrade over before it was read; left as it is"
     patch = label_patch(labels, {RESULT_LABEL: EXEMPT}, [FAILED_CHECK_LABEL])
     api.call("PATCH", _node_path(name), patch, "application/json-patch+json")
     return f"{name}: no validation taint, nothing checked, labelled {EXEMPT}"

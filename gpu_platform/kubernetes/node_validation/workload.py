@@ -10,7 +10,8 @@ node affinity does not match, and `podsShouldBeOnNode` deletes the daemon pods o
 same from v1.33 to v1.36). The pod therefore runs once per node, and again only if someone
 removes the label (and checks the node only if it has the validation taint again), or, on GKE
 Ubuntu, where the GPU Operator upgrades a node's driver in place, while it does: the pod then
-puts the taint back and validates the node with its new driver (`report.retaint_upgrading`).
+puts the taint back and validates the node with its new driver (`report.retaint_upgrading`);
+a failure then holds the node only on a pool a canary guards (`report.fails_open`).
 
 The pod takes the node's GPUs as the operator's own operands do, through the container
 toolkit's runtime class with `NVIDIA_VISIBLE_DEVICES=all`, not by requesting `nvidia.com/gpu`:
@@ -196,9 +197,11 @@ def by_instance_type(pool: ResolvedPool, hardware: NodeHardware) -> dict[str, di
 
 
 def validator_env(
-    pool: ResolvedPool, hardware: NodeHardware, replacements: int
+    pool: ResolvedPool, hardware: NodeHardware, replacements: int, fails_open: bool = False
 ) -> list[dict[str, Any]]:
-    """The validator's configuration (`validate.config`) and the reporter's, from the pool."""
+    """The validator's configuration (`validate.config`) and the reporter's, from the pool;
+    `fails_open`: a node validated again after an in-place driver upgrade keeps serving if it
+    fails (`report.fails_open`)."""
     if pool.driver is None:
         raise ValueError(f"pool {pool.spec.name} has no NVIDIA driver to validate against")
     validation = pool.spec.validation
@@ -217,6 +220,7 @@ def validator_env(
         "REPLACEMENTS_PER_HOUR": replacements,
         "REPLACEMENT_LEDGER": LEDGER,
         "VALIDATION_TAINT_KEY": VALIDATION_TAINT.key,
+        "REVALIDATION_FAILS_OPEN": int(fails_open),
     }
     fields = {"NODE_NAME": "spec.nodeName", "POD_NAMESPACE": "metadata.namespace"}
     return [
@@ -333,14 +337,18 @@ def validation_pod_spec(
     hardware: NodeHardware,
     replacements: int,
     in_place: bool = False,
+    canary_guarded: bool = False,
 ) -> dict[str, Any]:
+    """The validation pod of `pool`'s nodes; `in_place`: validated again when the GPU Operator
+    upgrades their driver, where a failure keeps the node serving unless a canary guards the
+    pool (`canary_guarded`: the pool is a canary or led by one; `report.fails_open`)."""
     spec = script_pod_spec(
         name=NAME,
         container="validator",
         image=NODE_VALIDATOR_IMAGE,
         script=SCRIPTS[0],
         config_map=config_map,
-        env=validator_env(pool, hardware, replacements),
+        env=validator_env(pool, hardware, replacements, in_place and not canary_guarded),
         cpu_request=NO_REQUESTS["cpu"],
         memory="256Mi",
         memory_request=NO_REQUESTS["memory"],
@@ -351,7 +359,12 @@ def validation_pod_spec(
         **copy.deepcopy(validator),
         "name": "exempt-untainted",
         "command": [*validator["command"], "--exempt-untainted"],
+        # It needs no GPU: with them it would hold the old driver's files while the operator
+        # unloads it (`report.retaint_upgrading` waits there).
+        "env": [e for e in validator["env"] if e not in GPU_ENV],
     }
+    # It leaves a mark there where it puts the taint back (`report.fails_open`).
+    untainted_check["volumeMounts"].append({"name": "recorded", "mountPath": RECORDED_DIR})
     validator["volumeMounts"].append(
         {"name": "recorded", "mountPath": RECORDED_DIR, "readOnly": True}
     )
@@ -443,6 +456,7 @@ def declare_node_validation(
         return []
     opts = pulumi.ResourceOptions(parent=NodeValidation(name, opts))
     caps = {p.spec.name: replacements_per_hour(p, karpenter) for p in validated}
+    guarded = {p.spec.canary_of for p in pools} | {p.spec.name for p in pools if p.spec.canary_of}
     replaces = any(caps.values())
     scripts = {path.name: path.read_text() for path in SCRIPTS}
     digest = hashlib.sha256("".join(scripts.values()).encode()).hexdigest()[:10]
@@ -519,6 +533,7 @@ def declare_node_validation(
             caps[pool.spec.name],
             ready,
             in_place,
+            pool.spec.name in guarded,
         )
         for pool in validated
     ]
@@ -550,6 +565,7 @@ def _daemon_set(
     replacements: int,
     opts: pulumi.ResourceOptions,
     in_place: bool,
+    canary_guarded: bool,
 ) -> apps.v1.DaemonSet:
     labels = _labels(**{POOL_LABEL: pool.spec.name})
     return apps.v1.DaemonSet(
@@ -566,7 +582,9 @@ def _daemon_set(
                 "selector": {"matchLabels": labels},
                 "template": {
                     "metadata": {"labels": labels},
-                    "spec": validation_pod_spec(pool, config_map, hardware, replacements, in_place),
+                    "spec": validation_pod_spec(
+                        pool, config_map, hardware, replacements, in_place, canary_guarded
+                    ),
                 },
             },
         ),

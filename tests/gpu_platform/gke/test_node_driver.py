@@ -324,3 +324,20 @@ def test_a_stated_branch_that_agrees_with_coss_published_default_plans(
     with_pool(gke_config, gcp={"cosDriverBranch": 535})
 
     assert driver_labels(plan_for(gke_config)) == ("535", "12.2")
+
+
+def test_the_nccl_check_is_refused_on_a_driver_older_than_its_images_cuda(
+    gke_config: Config, failed_plan_for: PlanFor, cluster_answer: Config
+) -> None:
+    # GKE's COS driver table (how-to/gpus): R535 on 1.33. The NCCL test's image is CUDA 12.8.1's
+    # (aws-samples/awsome-distributed-training nccl-tests.Dockerfile), which needs R570 (CUDA
+    # 12.8 release notes, Table 3: 570.26).
+    cluster_answer["masterVersion"] = LATEST_PATCH["1.33"]
+    with_pool(gke_config, validation={"expectedBusBandwidthGbps": 40})
+
+    assert problems_of(failed_plan_for(gke_config)) == {
+        "gpu-platform:pools[0].validation.expectedBusBandwidthGbps": (
+            "no value on a pool whose nodes run NVIDIA driver branch 535: the NCCL test's image"
+            " is built on CUDA 12.8, which needs branch 570 or later"
+        )
+    }

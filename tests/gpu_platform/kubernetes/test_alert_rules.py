@@ -47,6 +47,10 @@ UNIT_TEST_POOL_SHARES = [
     PoolGpuShare("a100-mig", "nvidia.com/mig-3g.40gb", Fraction(1, 2)),
 ]
 OPERATOR_NAMESPACE_THE_UNIT_TESTS_ASSUME = "gpu-operator"
+# The longest a new node may take to be validated that the unit tests are written for: a one-GPU
+# pool at level 1, 900 s for the node's start, 300 for the validation pod's, 60 + 60 for
+# `nvidia-smi`, 300 to pull DCGM's image and 300 for `dcgmi diag -r 1` (duration.py); 32 minutes.
+UNTIL_VALIDATED_THE_UNIT_TESTS_ASSUME = 900 + 300 + 60 + 60 + 300 + 300
 REQUIRE_PROMTOOL = "GPU_PLATFORM_REQUIRE_PROMTOOL"
 
 
@@ -66,7 +70,12 @@ def promtool(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 def default_rules() -> dict[str, Any]:
-    return gpu_alert_rules(MonitoringSpec(), DEFAULT_OPERATOR_NAMESPACE, UNIT_TEST_POOL_SHARES)
+    return gpu_alert_rules(
+        MonitoringSpec(),
+        DEFAULT_OPERATOR_NAMESPACE,
+        UNIT_TEST_POOL_SHARES,
+        UNTIL_VALIDATED_THE_UNIT_TESTS_ASSUME,
+    )
 
 
 def write_default_rules(directory: Path) -> Path:

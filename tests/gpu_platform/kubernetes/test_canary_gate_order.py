@@ -261,8 +261,9 @@ def test_a_gate_pod_that_found_the_old_driver_is_retried_not_counted(ubuntu_plan
 
 # The longest a one-GPU canary node stays unvalidated (validate.py's timeouts): 60 s for
 # `nvidia-smi -q -x`, 60 for its NVLink status, 300 for a level-1 `dcgmi diag`, no NCCL test on one
-# GPU, and 300 for the validation pod to start.
-VALIDATION = 60 + 60 + 300 + 300
+# GPU, and 300 for the validation pod to start; 300 more to pull DCGM's image (duration.py's
+# allowance per tool image).
+VALIDATION = 60 + 60 + 300 + 300 + 300
 
 
 def test_an_ubuntu_gates_deadline_covers_the_operators_wait_for_a_canary_nodes_jobs(
@@ -554,3 +555,26 @@ def test_the_invariant_finds_a_gate_that_waits_only_on_validated_nodes(ubuntu_pl
     assert canary_ordering_problems(plan, ubuntu_config()) == [
         "the gate of canary cannot be on a node that fails validation"
     ]
+
+
+def fails_open(plan: Plan, pool: str) -> str:
+    daemon_set = plan.named(f"node-validation-{pool}", "kubernetes:apps/v1:DaemonSet")
+    (container,) = daemon_set.inputs["spec"]["template"]["spec"]["containers"]
+    (value,) = [e["value"] for e in container["env"] if e["name"] == "REVALIDATION_FAILS_OPEN"]
+    return str(value)
+
+
+def test_an_ubuntu_canary_and_its_led_pool_hold_a_node_failed_after_its_driver_upgrade(
+    ubuntu_plan: Plan,
+) -> None:
+    # The canary's gate stops a bad driver before the led pool's NVIDIADriver changes.
+    assert (fails_open(ubuntu_plan, "canary"), fails_open(ubuntu_plan, "l4-shared")) == ("0", "0")
+
+
+def test_an_ubuntu_pool_no_canary_guards_keeps_a_node_failed_after_its_driver_upgrade() -> None:
+    # Nothing stops the operator's rollout there (report.fails_open says why).
+    plan = run_program(
+        "dev", config=on_ubuntu(gke_stack_config(dev_stack_config())), project=PROJECT
+    )
+
+    assert fails_open(plan, "l4-shared") == "1"

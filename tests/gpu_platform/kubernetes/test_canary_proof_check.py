@@ -44,6 +44,10 @@ def validated(results: list[Any], replaces: bool = False, **node_info: str) -> F
 
 
 def test_the_script_reads_the_labels_the_validator_sets() -> None:
+    assert (
+        validated(PASSED).events[0]["reason"],
+        validated(FAILED_ECC).events[0]["reason"],
+    ) == (canary_proof_check.PASSED_EVENT_REASON, canary_proof_check.FAILED_EVENT_REASON)
     assert names.VALIDATION_LABELS[:4] == (
         canary_proof_check.RESULT_LABEL,
         canary_proof_check.FAILED_CHECK_LABEL,
@@ -112,6 +116,21 @@ def test_a_failed_node_deleted_for_replacement_still_names_the_check() -> None:
 
     assert word == FAILED
     assert "failed validation check ecc" in reason
+
+
+def test_a_failure_before_the_node_passed_again_is_not_its_result() -> None:
+    # Validated again (its label removed, docs/node-validation.md), the node passed; the Event of
+    # its earlier failure lasts the API server's event TTL (1 h, kube-apiserver --event-ttl).
+    api = validated(FAILED_ECC)
+    api.events[0].update(
+        firstTimestamp="2026-01-01T00:00:00Z", lastTimestamp="2026-01-01T00:00:00Z"
+    )
+    del api.node["metadata"]["labels"][names.RESULT_LABEL]
+
+    report.report(api, ENV, CFG, PASSED)
+
+    assert [e["reason"] for e in api.events] == ["NodeValidationFailed", "NodeValidationPassed"]
+    assert verdict(api.node, api.events, NEW_DRIVER)[0] == PROVEN
 
 
 class FakeApi2:

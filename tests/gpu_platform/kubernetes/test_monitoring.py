@@ -84,11 +84,25 @@ def dashboard_json(plan: Plan) -> dict[str, Any]:
 def test_the_prometheus_rule_ships_the_rendered_alert_rules(dev_plan: Plan) -> None:
     rule = child(dev_plan, PROMETHEUS_RULE)
     assert rule.inputs["apiVersion"] == "monitoring.coreos.com/v1"
-    # The dev stack's one pool, t4-shared, time-slices each GPU 4 ways.
+    # The dev stack's one pool, t4-shared, time-slices each GPU 4 ways; validated, of one T4 at
+    # level 1: its new node may take 900 s to start, 300 for the validation pod's start, 60 + 60
+    # for `nvidia-smi`, 300 to pull DCGM's image and 300 for `dcgmi diag -r 1`
+    # (node_validation/duration.py).
     shares = [PoolGpuShare("t4-shared", "nvidia.com/gpu", Fraction(1, 4))]
+    until_validated = 900 + 300 + 60 + 60 + 300 + 300
     assert rule.inputs["spec"] == gpu_alert_rules(
-        MonitoringSpec(), OperatorSpec().namespace, shares
+        MonitoringSpec(), OperatorSpec().namespace, shares, until_validated
     )
+
+
+def test_a_node_not_validated_alerts_only_after_the_stacks_longest_validation(
+    dev_plan: Plan,
+) -> None:
+    groups = child(dev_plan, PROMETHEUS_RULE).inputs["spec"]["groups"]
+    (rule,) = [r for g in groups for r in g["rules"] if r.get("alert") == "GpuNodeNotValidated"]
+
+    # 1920 s, the dev stack's longest (above), in whole minutes.
+    assert rule["for"] == "32m"
 
 
 def test_the_prometheus_rule_carries_the_labels_prometheus_selects_by(dev_plan: Plan) -> None:
@@ -622,6 +636,9 @@ def test_kube_state_metrics_exports_the_validation_pool_and_team_labels() -> Non
         "gpu-platform.io/validation-check.pcie,gpu-platform.io/validation-check.nvlink,"
         "gpu-platform.io/validation-check.dcgm-diag,"
         "gpu-platform.io/validation-check.nccl-bandwidth,gpu-platform.io/validation-check.efa,"
-        "gpu-platform.io/pool]",
+        # The pool, by which the per-check alert judges and the GPU-hour rules count; the GPU
+        # Operator's upgrade state, which the alert on a node not validated leaves out
+        # (k8s-operator-libs pkg/upgrade/consts.go).
+        "gpu-platform.io/pool,nvidia.com/gpu-driver-upgrade-state]",
         "namespaces=[example.com/cost-team]",
     ]

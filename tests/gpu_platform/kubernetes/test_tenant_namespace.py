@@ -50,8 +50,9 @@ def pool(index: int, sharing: dict[str, Any]) -> ResolvedPool:
 
 # The longest a new one-GPU node of a validated pool stays tainted: 300 s for the validation
 # pod's start, 60 s each for `nvidia-smi -q -x` and `nvidia-smi nvlink --status`, 300 s for
-# `dcgmi diag -r 1` (node_validation/validate.py's timeouts).
-VALIDATION = 300 + 60 + 60 + 300
+# `dcgmi diag -r 1` (node_validation/validate.py's timeouts), and 300 s to pull DCGM's image
+# (duration.py's allowance per tool image).
+VALIDATION = 300 + 60 + 60 + 300 + 300
 
 
 def job(plan: Plan, name: str = "ml-sandbox") -> PlannedResource:

@@ -9,7 +9,9 @@ from gpu_platform.node_identity import GpuShape, resolve_pool
 
 # validate.py's timeouts: `nvidia-smi` 60 s (its -q -x, and its nvlink --status), `dcgmi diag`
 # 300 s at level 1 and 900 at level 2, the NCCL test 600; and 300 s for the pod to start.
-SMI, DIAG_1, DIAG_2, NCCL, START = 60, 300, 900, 600, 300
+SMI, START = 60, 300
+# DCGM's and nccl-tests' images are pulled when their init containers start: 300 s each on top.
+DIAG_1, DIAG_2, NCCL = 300 + 300, 900 + 300, 600 + 300
 # The NCCL test runs only where the pool gives the bandwidth to hold a node to.
 BANDWIDTH = {"expectedBusBandwidthGbps": 400}
 

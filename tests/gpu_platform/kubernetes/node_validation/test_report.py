@@ -386,3 +386,61 @@ def test_a_node_the_upgrade_uncordons_is_tainted_before_it_takes_gpu_pods(
 
     assert report.exempt_untainted(api, ENV) is None
     assert api.node["spec"]["taints"] == NODE["spec"]["taints"]
+
+
+def revalidated(tmp_path: Any, fails_open: str) -> tuple[FakeApi, dict[str, str]]:
+    """A passed node validated again after its driver was upgraded in place (its taint put back
+    by the first init container), its validator configured with `REVALIDATION_FAILS_OPEN`."""
+    env = {**ENV, "RECORDED_OUTPUTS": str(tmp_path), "REVALIDATION_FAILS_OPEN": fails_open}
+    api = upgrading("uncordon-required")
+    assert report.exempt_untainted(api, env) is None
+    return api, env
+
+
+def test_a_pool_no_canary_guards_keeps_serving_on_a_node_that_fails_after_an_in_place_upgrade(
+    tmp_path: Any,
+) -> None:
+    # The operator moves to the next node once this one is uncordoned (k8s-operator-libs
+    # pkg/upgrade/common_manager.go GetCurrentUnavailableNodes, gpu-operator v26.7.0): held
+    # closed, a bad driver would take every node of the pool out, one after another.
+    api, env = revalidated(tmp_path, "1")
+
+    said = report.report(api, env, CFG, FAILED)
+
+    untouched = [t for t in NODE["spec"]["taints"] if t["key"] != env["VALIDATION_TAINT_KEY"]]
+    assert api.node["spec"]["taints"] == untouched
+    assert labels(api)[names.RESULT_LABEL] == "failed"
+    assert api.events[-1]["reason"] == "NodeValidationFailed"
+    assert "keeps serving" in said
+
+
+def test_a_canary_guarded_pool_keeps_a_node_that_fails_after_an_in_place_upgrade_tainted(
+    tmp_path: Any,
+) -> None:
+    api, env = revalidated(tmp_path, "0")
+
+    report.report(api, env, CFG, FAILED)
+
+    assert api.node["spec"]["taints"][:2] == NODE["spec"]["taints"]
+    assert any(t["key"] == names.FAILED_TAINT_KEY for t in api.node["spec"]["taints"])
+
+
+def test_a_new_node_of_a_pool_no_canary_guards_fails_closed(tmp_path: Any) -> None:
+    env = {**ENV, "RECORDED_OUTPUTS": str(tmp_path), "REVALIDATION_FAILS_OPEN": "1"}
+    api = FakeApi(NODE, replaces=False)
+    assert report.exempt_untainted(api, env) is None
+
+    report.report(api, env, CFG, FAILED)
+
+    assert api.node["spec"]["taints"][:2] == NODE["spec"]["taints"]
+
+
+def test_a_passed_node_whose_upgrade_ended_before_it_was_read_keeps_its_proof() -> None:
+    # Brought by the upgrade's states (workload.node_affinity), read at `upgrade-done`
+    # (k8s-operator-libs pkg/upgrade/consts.go, gpu-operator v26.7.0): not relabelled exempt.
+    api = upgrading("upgrade-done")
+    before = labels(api)
+
+    assert report.exempt_untainted(api, ENV) is not None
+    assert labels(api) == before
+    assert before[names.RESULT_LABEL] == "passed"

@@ -69,7 +69,8 @@ def test_the_pod_takes_every_gpu_through_the_runtime_class_without_requesting_an
     plan: Plan,
 ) -> None:
     spec = pod(validator(plan, "h100-block"))
-    containers = [*spec["initContainers"], *spec["containers"]]
+    # Every container but the first, which checks the node's taint only.
+    containers = [*spec["initContainers"][1:], *spec["containers"]]
 
     assert spec["runtimeClassName"] == "nvidia"
     assert not any("nvidia.com/gpu" in str(c.get("resources")) for c in containers)
@@ -176,6 +177,10 @@ def test_an_untainted_node_is_exempted_before_any_tool_runs(plan: Plan) -> None:
     first, *_ = spec["initContainers"]
     assert first["command"][-2:] == ["/opt/gpu-platform/report.py", "--exempt-untainted"]
     assert [c["name"] for c in spec["initContainers"]] == ["exempt-untainted", "dcgm-diag"]
+    # It takes no GPU (a node validated again waits there while its old driver is unloaded),
+    # and marks a node it tainted again where the validator reads (report.fails_open).
+    assert "NVIDIA_VISIBLE_DEVICES" not in {e["name"] for e in first["env"]}
+    assert {"name": "recorded", "mountPath": "/recorded"} in first["volumeMounts"]
 
 
 def test_the_pod_has_time_to_record_a_failure_when_stopped(plan: Plan) -> None:
