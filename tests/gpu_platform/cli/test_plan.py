@@ -448,7 +448,7 @@ def test_plan_shows_each_pools_idle_billing_and_warns_of_a_long_one(
     lines = result.output.splitlines()
     driver = next(i for i, line in enumerate(lines) if line.startswith("  t4-shared: NVIDIA"))
     assert lines[driver + 1] == "    idle after its last pod (cluster-autoscaler): 30m20s"
-    assert "    billed before its first pod, not after its last: 12m: a new node's validation" in (
+    assert "    billed before its first pod, not after its last: 17m: a new node's validation" in (
         result.output
     )
     assert (
