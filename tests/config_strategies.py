@@ -651,7 +651,14 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
     if namespaces:
         config["gpu-platform:namespaces"] = namespaces
         with_gpu_quotas_fitting_its_pools(config)
-    if draw(st.integers(0, 2)) == 0:
+    # Kueue is refused where two pools hand out the GPU resource a tenant has quota of
+    # (gpu_platform/config/queue_rules.py): whole GPUs and replicas are both `nvidia.com/gpu`.
+    resources = [
+        name
+        for key, value in (_quota_setting(p, cloud, node_image) for p in pools)
+        for name in (value if key == "migQuota" else ["nvidia.com/gpu"])
+    ]
+    if len(set(resources)) == len(resources) and draw(st.integers(0, 2)) == 0:
         # Kueue, each tenant's queue within the quotas drawn above (8 of each GPU resource).
         queues: Config = {"enabled": True}
         if draw(st.booleans()):

@@ -196,7 +196,7 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         "every pool's idle billed time is what its planned scale-down settings make it": (
             idle_billing_problems
         ),
-        "each queued tenant's ClusterQueue holds its ResourceQuota on every flavor": (
+        "each queued tenant's ClusterQueue sums to its ResourceQuota per resource": (
             lambda plan, _config: kueue_quota_problems(plan)
         ),
     }

@@ -46,6 +46,7 @@ def queue_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     yield from per_element(config.namespaces, of_namespace)
     if not queues.enabled:
         return
+    yield from _shared_resource_problems(config)
     # The platform creates Kueue's namespace with Pod Security `restricted`, which a namespace
     # of another component (or Kubernetes') would have declared twice or put on its pods.
     taken = {
@@ -71,3 +72,25 @@ def queue_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             f"a namespace of Kueue's own, none of {', '.join(sorted(taken))}:"
             f" {queues.namespace} is {taken[queues.namespace]}; the default is kueue-system",
         )
+
+
+def _shared_resource_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """Kueue holds a ClusterQueue's quota per flavor, a ResourceQuota per resource over every
+    pool: where two pools hand out the resource a namespace has quota (or may borrow) of, Kueue
+    admits up to the quota on each while the namespace runs their sum, and the pods of a job
+    admitted beyond it are refused (`FailedCreate: exceeded quota`), so it starts in part."""
+    for i, ns in enumerate(config.namespaces):
+        pools: dict[tuple[str, ...], list[str]] = {}
+        for pool, (setting, cap) in pool_caps(config, ns).items():
+            if cap + ns.queue.borrowing_limit > 0:
+                pools.setdefault(setting, []).append(pool)
+        for setting, names in pools.items():
+            if len(names) > 1:
+                yield ConfigProblem(
+                    key_path("queues", "enabled"),
+                    True,
+                    f"false while pools {', '.join(names)} all hand out the GPUs"
+                    f" {key_path('namespaces', i, *setting)} caps: Kueue would admit that quota"
+                    " on each pool and the namespace's ResourceQuota allows it once over them"
+                    " all, so jobs would start in part; keep one such pool (docs/queues.md)",
+                )

@@ -39,6 +39,7 @@ from typing import Any
 import pulumi
 import yaml
 from pulumi_kubernetes import apiextensions, core, helm
+from pulumi_kubernetes._utilities import get_version as kubernetes_version
 
 from gpu_platform.config import QueuesSpec, TenantNamespaceSpec
 from gpu_platform.kubernetes import helm_release
@@ -46,22 +47,43 @@ from gpu_platform.kubernetes.gpu_pod import gpu_resource, gpu_tolerations
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.lock.images import pinned_version
 from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
+from gpu_platform.policy_pack.kueue_integrations import DEFAULT_QUEUE, FRAMEWORKS
 from gpu_platform.versions import KUEUE_CHART, KUEUE_MANAGER_IMAGE
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
-QUEUE_NAME = "gpu"
-"""The LocalQueue of every tenant namespace, which its jobs name."""
+QUEUE_NAME = DEFAULT_QUEUE
+"""The LocalQueue of every tenant namespace: `default`, the one Kueue gives a job that names
+none, so that a Job, JobSet or RayJob submitted without the label is queued too."""
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 """The label by which a job names its LocalQueue (Kueue's `constants.QueueLabel`)."""
 QUEUED_NAMESPACE_LABEL = "gpu-platform.io/queue"
 """On a tenant namespace whose jobs go through its queue: the LocalQueue's name. Kueue's
 webhooks act on the namespaces that carry it, and the policy pack holds their GPU jobs to it."""
 RELEASE_NAME = "kueue"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+"""The label by which a job names its WorkloadPriorityClass (Kueue's
+`constants.WorkloadPriorityClassLabel`)."""
+SMOKE_TEST_PRIORITY_CLASS = "gpu-platform-smoke-test"
+SMOKE_TEST_PRIORITY = 100000
+"""The smoke tests' priority: above a tenant's jobs, which have 0 unless they name a class of
+their own, so that with `BestEffortFIFO` a smoke test is admitted before the tenant's backlog
+(priority before creation time, pkg/cache/queue/cluster_queue.go `queueOrderingFunc` at
+v0.19.2). A ClusterQueue preempts nothing within itself (`withinClusterQueue: Never`), so
+the smoke test never evicts a running job."""
+MANAGER_REPLICAS = 2
+MANAGER_SELECTOR = {
+    "app.kubernetes.io/name": "kueue",
+    "app.kubernetes.io/instance": RELEASE_NAME,
+    "control-plane": "controller-manager",
+}
+"""The manager pods' labels (`kueue.selectorLabels`, charts/kueue/templates/_helpers.tpl at
+v0.19.2)."""
 
 # The chart's default `controllerManagerConfigYaml` (charts/kueue/values.yaml at v0.19.2): the
 # chart renders the value as the manager's whole configuration, so the platform's settings come
-# with the defaults they replace. `kubeflow.org/pytorchjob`, commented out there, is on for
-# docs/queues.md's PyTorchJobs; an integration whose CRD is not installed waits for it.
+# with the defaults they replace. The integrations are every kind the policy pack lets a queued
+# namespace run GPUs in (`kueue_integrations`), the kubeflow jobs commented out there among them;
+# an integration whose CRD is not installed waits for it.
 _MANAGER_CONFIG: dict[str, Any] = {
     "apiVersion": "config.kueue.x-k8s.io/v1beta2",
     "kind": "Configuration",
@@ -80,27 +102,25 @@ _MANAGER_CONFIG: dict[str, Any] = {
         }
     },
     "clientConnection": {"qps": 300, "burst": 500},
-    "integrations": {
-        "frameworks": [
-            "batch/job",
-            "kubeflow.org/mpijob",
-            "kubeflow.org/pytorchjob",
-            "ray.io/rayjob",
-            "ray.io/rayservice",
-            "ray.io/raycluster",
-            "jobset.x-k8s.io/jobset",
-            "workload.codeflare.dev/appwrapper",
-            "trainer.kubeflow.org/trainjob",
-            "pod",
-            "deployment",
-            "statefulset",
-            "leaderworkerset.x-k8s.io/leaderworkerset",
-        ]
-    },
+    "integrations": {"frameworks": list(FRAMEWORKS)},
     "managedJobsNamespaceSelector": {
         "matchExpressions": [{"key": QUEUED_NAMESPACE_LABEL, "operator": "Exists"}]
     },
     "resources": {"quotaCheckStrategy": "IgnoreUndeclared"},
+    # A workload whose pods are not all ready within the timeout after admission (pods the
+    # namespace's ResourceQuota refused, nodes that never came) gives its quota back and is
+    # requeued, backing off from 1 minute to an hour, instead of holding it until its own
+    # deadline (`WaitForPodsReady`, apis/config/v1beta2/configuration_types.go at v0.19.2; on
+    # by the key's presence, pkg/config `WaitForPodsReadyIsEnabled`). The timeout outlasts a
+    # GPU node's start from nothing: boot, driver, validation.
+    "waitForPodsReady": {
+        "timeout": "30m",
+        "requeuingStrategy": {
+            "timestamp": "Eviction",
+            "backoffBaseSeconds": 60,
+            "backoffMaxSeconds": 3600,
+        },
+    },
 }
 # What fair sharing preempts for, in order (the chart's commented example, and Kueue's default
 # when the list is empty: apis/config/v1beta2/configuration_types.go `FairSharing` at v0.19.2).
@@ -122,13 +142,28 @@ def kueue_values(queues: QueuesSpec) -> dict[str, Any]:
     at a branch tag) and the manager's configuration."""
     return {
         "controllerManager": {
+            # Kueue's webhooks fail closed (failurePolicy `Fail`,
+            # charts/kueue/templates/webhook/manifests.yaml at v0.19.2): while no manager runs,
+            # no Job or pod of a tenant namespace is created. Two replicas on different nodes
+            # where the cluster has two (one leads, both serve webhooks) and a budget keep one
+            # through a drain.
+            "replicas": MANAGER_REPLICAS,
+            "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "kubernetes.io/hostname",
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": {"matchLabels": MANAGER_SELECTOR},
+                }
+            ],
             "manager": {
                 "image": {
                     "repository": KUEUE_MANAGER_IMAGE.repository,
                     "tag": pinned_version(KUEUE_MANAGER_IMAGE),
                     "pullPolicy": "IfNotPresent",
                 }
-            }
+            },
         },
         "managerConfig": {
             "controllerManagerConfigYaml": yaml.safe_dump(manager_config(queues), sort_keys=False)
@@ -187,10 +222,7 @@ def cluster_queue(
     }
     if queues.fair_sharing:
         # A tenant below its share takes back what others borrowed, newest workloads first.
-        queue_spec["preemption"] = {
-            "reclaimWithinCohort": "Any",
-            "withinClusterQueue": "LowerPriority",
-        }
+        queue_spec["preemption"] = {"reclaimWithinCohort": "Any", "withinClusterQueue": "Never"}
     return {
         "apiVersion": API_VERSION,
         "kind": "ClusterQueue",
@@ -222,15 +254,41 @@ def local_queue(namespace: str, cluster_queue_name: str) -> dict[str, Any]:
     }
 
 
+def smoke_test_queue_labels() -> dict[str, str]:
+    """A smoke-test Job's labels where queues are on: the namespace's queue, which Kueue would
+    give it anyway, and the smoke tests' priority class."""
+    return {QUEUE_NAME_LABEL: QUEUE_NAME, PRIORITY_CLASS_LABEL: SMOKE_TEST_PRIORITY_CLASS}
+
+
+def smoke_test_priority_class() -> dict[str, Any]:
+    """The WorkloadPriorityClass of the tenants' smoke tests (`SMOKE_TEST_PRIORITY`)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": SMOKE_TEST_PRIORITY_CLASS},
+        "value": SMOKE_TEST_PRIORITY,
+        "description": "gpu-platform's smoke tests, before each tenant's waiting jobs",
+    }
+
+
 def declare(name: str, obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:
     """`obj` as a custom resource of the stack."""
-    return apiextensions.CustomResource(
+    if "spec" in obj or "value" not in obj:
+        return apiextensions.CustomResource(
+            name,
+            api_version=obj["apiVersion"],
+            kind=obj["kind"],
+            metadata=obj["metadata"],
+            spec=obj.get("spec", {}),
+            opts=opts,
+        )
+    # A WorkloadPriorityClass keeps its fields at the top, beside its metadata, where the
+    # SDK's `CustomResource` takes only `spec`: the provider's own type takes the object whole.
+    return pulumi.CustomResource(
+        f"kubernetes:{obj['apiVersion']}:{obj['kind']}",
         name,
-        api_version=obj["apiVersion"],
-        kind=obj["kind"],
-        metadata=obj["metadata"],
-        spec=obj.get("spec", {}),
-        opts=opts,
+        dict(obj),
+        pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=kubernetes_version())),
     )
 
 
@@ -271,4 +329,5 @@ class Kueue(pulumi.ComponentResource):
         for pool in args.pools:
             declare(f"{name}-{pool.spec.name}", resource_flavor(pool), after_release)
         declare(f"{name}-cohort", cohort(args.queues), after_release)
+        declare(f"{name}-smoke-test-priority", smoke_test_priority_class(), after_release)
         self.register_outputs({"release": self.release.name})

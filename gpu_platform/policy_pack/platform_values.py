@@ -433,6 +433,10 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             ("controllerManager.manager.image.pullPolicy", equal("IfNotPresent")),
             ("controllerManager.manager.image.repository", equal("registry.k8s.io/kueue/kueue")),
             ("controllerManager.manager.image.tag", TAG),
+            ("controllerManager.podDisruptionBudget.enabled", equal(True)),
+            ("controllerManager.podDisruptionBudget.minAvailable", equal(1)),
+            ("controllerManager.replicas", equal(2)),
+            ("controllerManager.topologySpreadConstraints", LIST),
             ("managerConfig.controllerManagerConfigYaml", BLOCK_TEXT),
         )
     ),
