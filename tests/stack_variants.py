@@ -117,6 +117,9 @@ def with_gke_capacity_pools(gke_config: Config) -> Config:
             "gcp": {"flexStart": True, "queuedProvisioning": True},
         },
     ]
+    # Four pools of `nvidia.com/gpu` under one tenant's quota, which queues refuse
+    # (gpu_platform/config/queue_rules.py).
+    config["gpu-platform:queues"] = {"enabled": False}
     return with_whole_gpu_quota(config)
 
 
