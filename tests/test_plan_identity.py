@@ -47,6 +47,7 @@ RESOURCES = {
     "kueue.x-k8s.io/v1beta2:Cohort": ("kueue.x-k8s.io", "cohorts"),
     "kueue.x-k8s.io/v1beta2:LocalQueue": ("kueue.x-k8s.io", "localqueues"),
     "kueue.x-k8s.io/v1beta2:ResourceFlavor": ("kueue.x-k8s.io", "resourceflavors"),
+    "kueue.x-k8s.io/v1beta2:WorkloadPriorityClass": ("kueue.x-k8s.io", "workloadpriorityclasses"),
     "rbac.authorization.k8s.io/v1:ClusterRole": ("rbac.authorization.k8s.io", "clusterroles"),
     "rbac.authorization.k8s.io/v1:ClusterRoleBinding": (
         "rbac.authorization.k8s.io",
