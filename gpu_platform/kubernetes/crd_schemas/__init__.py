@@ -1,6 +1,7 @@
 """The schemas of the custom resources the platform creates, from the CRDs of the pinned charts:
 the GPU Operator's NVIDIADriver, Karpenter's NodePool and EC2NodeClass, Kueue's ResourceFlavor,
-ClusterQueue, LocalQueue, Cohort, AdmissionCheck and ProvisioningRequestConfig.
+ClusterQueue, LocalQueue, Cohort, AdmissionCheck, ProvisioningRequestConfig and
+WorkloadPriorityClass.
 
 The API server checks a custom resource against its CRD's `openAPIV3Schema` and drops the fields
 the schema does not know, so a misspelt field does nothing; no Kubernetes release's OpenAPI

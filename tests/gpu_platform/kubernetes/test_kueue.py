@@ -301,6 +301,7 @@ def test_the_smoke_test_goes_first_through_its_queue_and_pulumi_waits_for_it(
     # Above a job that names no class, and so has priority 0.
     assert priority.inputs["value"] > 0
     assert release(dev_plan).urn in priority.dependencies
+    assert validation_errors(priority.inputs, "kueue", "0.19.2") == []
     # The Job's deadline starts once Kueue admits it: Pulumi waits the default 30 minutes
     # in the queue on top of the deadline and its 120 s margin.
     deadline = job.inputs["spec"]["activeDeadlineSeconds"]
