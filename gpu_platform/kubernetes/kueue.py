@@ -3,7 +3,9 @@
 
 `Kueue` installs the pinned chart in a namespace of its own and declares a ResourceFlavor per
 pool and the cohort every tenant's ClusterQueue joins; `tenant_queue_objects` are a tenant
-namespace's ClusterQueue and LocalQueue, which `GpuTenantNamespace` declares.
+namespace's ClusterQueue and LocalQueue, which `GpuTenantNamespace` declares. Where pools scale
+up all-or-nothing, the component also declares Kueue's ProvisioningRequest checks, which the
+ClusterQueues hold on those pools' flavors (`kueue_provisioning.py`).
 
 One source of quota: a tenant's ClusterQueue holds, for each pool, the namespace's quota of the
 GPU resource that pool hands out (`tenant_namespace.gpu_quota`, from `gpuQuota`,
@@ -299,6 +301,7 @@ class Kueue(pulumi.ComponentResource):
         declare(f"{name}-cohort", cohort(args.queues), after_release)
         for cls in atomic_classes(args.pools):
             check = check_name(cls)
-            declare(f"{name}-{check}-config", provisioning_request_config(cls), after_release)
+            config = provisioning_request_config(cls, args.pools)
+            declare(f"{name}-{check}-config", config, after_release)
             declare(f"{name}-{check}-check", admission_check(cls), after_release)
         self.register_outputs({"release": self.release.name})

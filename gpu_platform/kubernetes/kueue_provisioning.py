@@ -17,13 +17,14 @@ Kueue sets its provisioning controller up only where the API server serves
 (`ServerSupportsProvisioningRequest`, pkg/controller/admissionchecks/provisioning/indexer.go, and
 cmd/kueue/main.go at v0.19.2, which otherwise logs "Skipping provisioning controller setup"):
 GKE serves it; on EKS the platform installs the cluster autoscaler's CRD before Kueue
-(`gpu_platform.eks.provisioning_requests`). Kueue v0.19.2 has no feature gate for the controller
-(pkg/features/kube_features.go at v0.19.2 names none).
+(`gpu_platform.kubernetes.provisioning_requests`). Kueue v0.19.2 has no feature gate for the
+controller (pkg/features/kube_features.go at v0.19.2 names none).
 """
 
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gpu_platform.kubernetes.gpu_pod import gpu_resource
 from gpu_platform.node_identity import ResolvedPool
 
 GKE_QUEUED_PROVISIONING = "queued-provisioning.gke.io"
@@ -56,19 +57,22 @@ def check_name(provisioning_class_name: str) -> str:
     return _CHECK_NAMES[provisioning_class_name]
 
 
-def provisioning_request_config(provisioning_class_name: str) -> dict[str, Any]:
-    """The ProvisioningRequestConfig by which Kueue asks for a workload's nodes in one
-    request of `provisioning_class_name`."""
+def provisioning_request_config(
+    provisioning_class_name: str, pools: Sequence[ResolvedPool]
+) -> dict[str, Any]:
+    """The ProvisioningRequestConfig by which Kueue asks, in one request of
+    `provisioning_class_name`, for the nodes of a workload's pod sets that ask for the GPU
+    resources of the class's pools (`managedResources`: unset, every pod set would be in the
+    request, a CPU launcher's too, which no GPU pool's nodes are for;
+    apis/kueue/v1beta2/provisioningrequestconfig_types.go at v0.19.2)."""
+    resources = sorted(
+        {gpu_resource(p) for p in pools if provisioning_class(p) == provisioning_class_name}
+    )
     return {
         "apiVersion": KUEUE_API,
         "kind": "ProvisioningRequestConfig",
         "metadata": {"name": check_name(provisioning_class_name)},
-        "spec": {
-            "provisioningClassName": provisioning_class_name,
-            # Kueue's default: the request asks for the GPUs alone, the resources a ClusterQueue
-            # counts (`quotaCheckStrategy: IgnoreUndeclared`); its pods' CPU and memory still
-            # size the nodes, from the PodTemplates Kueue writes.
-        },
+        "spec": {"provisioningClassName": provisioning_class_name, "managedResources": resources},
     }
 
 

@@ -66,7 +66,12 @@ def test_a_gke_queued_pool_gets_gkes_class_through_kueues_provisioning_check(
 
     assert config["metadata"] == {"name": "gke-queued"}
     # GKE's class ("Deploy GPUs for batch and AI workloads with ProvisioningRequest").
-    assert config["spec"] == {"provisioningClassName": "queued-provisioning.gke.io"}
+    # Only the pod sets that ask for the queued pool's GPUs are in the request, as GKE's guide to
+    # queued provisioning with Kueue writes its config.
+    assert config["spec"] == {
+        "provisioningClassName": "queued-provisioning.gke.io",
+        "managedResources": ["nvidia.com/gpu"],
+    }
     assert check["spec"] == {
         "controllerName": CONTROLLER,
         "parameters": {
@@ -100,7 +105,8 @@ def test_an_eks_atomic_pool_gets_the_autoscalers_best_effort_atomic_class(
     # `ProvisioningClassBestEffortAtomicScaleUp`, cluster-autoscaler/apis/provisioningrequest/
     # autoscaling.x-k8s.io/v1/types.go at cluster-autoscaler-1.33.6 to 1.36.1.
     assert config["spec"] == {
-        "provisioningClassName": "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+        "provisioningClassName": "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+        "managedResources": ["nvidia.com/gpu"],
     }
     assert check["spec"]["controllerName"] == CONTROLLER
     assert check["spec"]["parameters"]["name"] == config["metadata"]["name"] == "atomic-scale-up"
