@@ -665,6 +665,11 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
             queues["fairSharing"] = False
         queues.update(_moved(draw, namespace="queues", cohort="ml"))
         config["gpu-platform:queues"] = queues
+        under_autoscaler = config.get("gpu-platform:provisioner") != "karpenter"
+        if cloud == "aws" and under_autoscaler and draw(st.booleans()):
+            # A pool whose nodes come up together for a queued job, or not at all.
+            atomic = draw(st.sampled_from(pools))
+            atomic.setdefault("aws", {})["atomicScaleUp"] = True
         for namespace in namespaces:
             limits = draw(
                 st.fixed_dictionaries(

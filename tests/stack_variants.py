@@ -35,6 +35,19 @@ def with_mig_mixed_pool(config: Config) -> Config:
     return config
 
 
+ATOMIC_POOL = "t4-atomic"
+
+
+def with_atomic_pool(config: Config) -> Config:
+    """The dev stack's `config` plus a copy of its pool whose nodes come up together for a queued
+    job (`aws.atomicScaleUp`)."""
+    config = copy.deepcopy(config)
+    pool = copy.deepcopy(config["gpu-platform:pools"][0])
+    pool.update(name=ATOMIC_POOL, aws={**pool.get("aws", {}), "atomicScaleUp": True})
+    config["gpu-platform:pools"].append(pool)
+    return config
+
+
 def reachable_gke(gke_config: Config) -> Config:
     """The GKE fixture's config, reaching its cluster through a kubeconfig context."""
     config = copy.deepcopy(gke_config)

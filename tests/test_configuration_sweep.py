@@ -49,6 +49,7 @@ from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
 from tests.gpu_platform.kubernetes.node_validation.taint_invariants import (
     validation_taint_problems,
 )
+from tests.gpu_platform.kubernetes.provisioning_invariants import provisioning_check_problems
 from tests.gpu_platform.kubernetes.quota_invariants import kueue_quota_problems, quota_problems
 from tests.gpu_platform.rollout_invariants import timeout_problems
 from tests.official_models import official_model_problems
@@ -198,6 +199,9 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         ),
         "each queued tenant's ClusterQueue sums to its ResourceQuota per resource": (
             lambda plan, _config: kueue_quota_problems(plan)
+        ),
+        "each ClusterQueue's provisioning check is on its atomic pools' flavors alone": (
+            provisioning_check_problems
         ),
     }
 

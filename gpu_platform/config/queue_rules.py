@@ -45,6 +45,15 @@ def queue_problems(config: StackConfig) -> Iterator[ConfigProblem]:
 
     yield from per_element(config.namespaces, of_namespace)
     if not queues.enabled:
+        # Kueue's AdmissionCheck is what makes a ProvisioningRequest for a job's pods.
+        for i, pool in enumerate(config.pools):
+            if pool.aws.atomic_scale_up:
+                yield ConfigProblem(
+                    key_path("pools", i, "aws", "atomicScaleUp"),
+                    True,
+                    "false unless queues.enabled is true: Kueue asks for the nodes of a"
+                    " queued job in one ProvisioningRequest, which nothing else makes",
+                )
         return
     yield from _shared_resource_problems(config)
     # The platform creates Kueue's namespace with Pod Security `restricted`, which a namespace

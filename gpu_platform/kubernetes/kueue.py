@@ -3,7 +3,9 @@
 
 `Kueue` installs the pinned chart in a namespace of its own and declares a ResourceFlavor per
 pool and the cohort every tenant's ClusterQueue joins; `tenant_queue_objects` are a tenant
-namespace's ClusterQueue and LocalQueue, which `GpuTenantNamespace` declares.
+namespace's ClusterQueue and LocalQueue, which `GpuTenantNamespace` declares. Where pools scale
+up all-or-nothing, the component also declares Kueue's ProvisioningRequest checks, which the
+ClusterQueues hold on those pools' flavors (`kueue_provisioning.py`).
 
 One source of quota: a tenant's ClusterQueue holds, for each pool, the namespace's quota of the
 GPU resource that pool hands out (`tenant_namespace.gpu_quota`, from `gpuQuota`,
@@ -44,7 +46,15 @@ from pulumi_kubernetes._utilities import get_version as kubernetes_version
 from gpu_platform.config import QueuesSpec, TenantNamespaceSpec
 from gpu_platform.kubernetes import helm_release
 from gpu_platform.kubernetes.gpu_pod import gpu_resource, gpu_tolerations
+from gpu_platform.kubernetes.kueue_provisioning import (
+    admission_check,
+    admission_checks_strategy,
+    atomic_classes,
+    check_name,
+    provisioning_request_config,
+)
 from gpu_platform.kubernetes.pod_security import pod_security_labels
+from gpu_platform.kubernetes.provisioning_requests import provisioning_request_crd
 from gpu_platform.lock.images import pinned_version
 from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
 from gpu_platform.policy_pack.kueue_integrations import DEFAULT_QUEUE, FRAMEWORKS
@@ -220,6 +230,9 @@ def cluster_queue(
             for resource, flavors in groups.items()
         ],
     }
+    strategy = admission_checks_strategy(pools, flavor_name)
+    if strategy:
+        queue_spec["admissionChecksStrategy"] = strategy
     if queues.fair_sharing:
         # A tenant below its share takes back what others borrowed, newest workloads first.
         queue_spec["preemption"] = {"reclaimWithinCohort": "Any", "withinClusterQueue": "Never"}
@@ -299,6 +312,10 @@ class KueueArgs:
     protect: bool = False
     """Protect the release (`protect`): its CRDs are templates of the chart, so uninstalling it
     deletes every queue and every waiting workload with them."""
+    provisioning_request_crd: bool = False
+    """Install the cluster autoscaler's ProvisioningRequest CRD first, for an EKS stack whose
+    atomic pools' autoscaler the platform installs: Kueue sets its provisioning controller up
+    only where the API is served when it starts (gpu_platform/kubernetes/kueue_provisioning.py)."""
 
 
 class Kueue(pulumi.ComponentResource):
@@ -315,6 +332,17 @@ class Kueue(pulumi.ComponentResource):
             metadata={"name": args.queues.namespace, "labels": pod_security_labels("restricted")},
             opts=child,
         )
+        crds = (
+            # Deleting the CRD deletes every ProvisioningRequest, and the nodes they hold go.
+            [
+                provisioning_request_crd(
+                    f"{name}-provisioning-requests",
+                    pulumi.ResourceOptions(parent=self, protect=args.protect),
+                )
+            ]
+            if args.provisioning_request_crd
+            else []
+        )
         self.release = helm.v3.Release(
             name,
             name=RELEASE_NAME,
@@ -323,11 +351,16 @@ class Kueue(pulumi.ComponentResource):
             namespace=namespace.metadata.name,
             values=kueue_values(args.queues),
             **helm_release.KUEUE.release_args(),
-            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect, depends_on=crds),
         )
         after_release = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
         for pool in args.pools:
             declare(f"{name}-{pool.spec.name}", resource_flavor(pool), after_release)
         declare(f"{name}-cohort", cohort(args.queues), after_release)
         declare(f"{name}-smoke-test-priority", smoke_test_priority_class(), after_release)
+        for cls in atomic_classes(args.pools):
+            check = check_name(cls)
+            config = provisioning_request_config(cls, args.pools)
+            declare(f"{name}-{check}-config", config, after_release)
+            declare(f"{name}-{check}-check", admission_check(cls), after_release)
         self.register_outputs({"release": self.release.name})

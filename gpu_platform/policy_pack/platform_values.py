@@ -391,6 +391,8 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             ("expanderPriorities", BLOCK_TEXT),
             ("extraArgs.balance-similar-node-groups", ANY_BOOL),
             ("extraArgs.balancing-ignore-label", equal("nodegroup-name")),
+            # Pools that scale up atomically (`aws.atomicScaleUp`).
+            ("extraArgs.enable-provisioning-requests", equal(True)),
             # The stack's `autoscaler.expander` (gpu_platform/config/capacity.py).
             (
                 "extraArgs.expander",
