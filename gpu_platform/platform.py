@@ -45,7 +45,7 @@ from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.kubernetes.gpu_pod import model_placements, pool_placement
 from gpu_platform.kubernetes.helm_release import most_nodes
 from gpu_platform.kubernetes.idle_gpu_pods import idle_gpu_reaper
-from gpu_platform.kubernetes.kueue import Kueue, KueueArgs
+from gpu_platform.kubernetes.kueue import Kueue, KueueArgs, queued_pools
 from gpu_platform.kubernetes.kueue_provisioning import BEST_EFFORT_ATOMIC, atomic_classes
 from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpu_platform.kubernetes.node_validation.workload import (
@@ -407,7 +407,7 @@ class GpuPlatform(pulumi.ComponentResource):
                         pools,
                         config.protect,
                         provisioning_request_crd=config.autoscaler_installed
-                        and BEST_EFFORT_ATOMIC in atomic_classes(pools),
+                        and BEST_EFFORT_ATOMIC in atomic_classes(queued_pools(pools)),
                     ),
                     on_cluster,
                 )

@@ -181,6 +181,17 @@ def kueue_values(queues: QueuesSpec) -> dict[str, Any]:
     }
 
 
+def queued_pools(pools: Sequence[ResolvedPool]) -> list[ResolvedPool]:
+    """The pools Kueue admits tenants' jobs on: every pool but the canaries. A canary hands out
+    the GPUs of the pool it leads, and a flavor of its own would let Kueue admit a tenant's
+    quota on each of the two while the namespace's ResourceQuota holds it once over both. A
+    flavor's node labels are added to the node selector of the pods Kueue admits on it
+    (`FromAssignment`, pkg/podset/podset.go at v0.19.2), so a queued job admitted on the led pool never lands on
+    its canary; the canary's gate runs in the GPU Operator's namespace, which Kueue does not
+    manage, and the config keeps queued namespaces' smoke tests off canaries."""
+    return [pool for pool in pools if pool.spec.canary_of is None]
+
+
 def flavor_name(pool: ResolvedPool) -> str:
     """A pool's ResourceFlavor: the pool's name, a DNS label already."""
     return pool.spec.name
@@ -211,6 +222,7 @@ def cluster_queue(
     hand it out, each flavor at the namespace's quota of that resource (`hard`, its
     ResourceQuota's `spec.hard`), with the tenant's borrowing and lending limits."""
     groups: dict[str, list[dict[str, Any]]] = {}
+    pools = queued_pools(pools)
     for pool in pools:
         resource = gpu_resource(pool)
         quota: dict[str, Any] = {
@@ -250,7 +262,7 @@ def with_borrowing(
     """The namespace's ResourceQuota `hard` where its jobs go through Kueue: each GPU resource
     its pools hand out allowed `queue.borrowingLimit` more, so that pods Kueue admits on quota
     it borrowed are not refused by the namespace's own cap."""
-    borrowed = {f"requests.{gpu_resource(pool)}" for pool in pools}
+    borrowed = {f"requests.{gpu_resource(pool)}" for pool in queued_pools(pools)}
     return {
         key: str(int(value) + spec.queue.borrowing_limit) if key in borrowed else value
         for key, value in hard.items()
@@ -354,13 +366,14 @@ class Kueue(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, protect=args.protect, depends_on=crds),
         )
         after_release = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
-        for pool in args.pools:
+        pools = queued_pools(args.pools)
+        for pool in pools:
             declare(f"{name}-{pool.spec.name}", resource_flavor(pool), after_release)
         declare(f"{name}-cohort", cohort(args.queues), after_release)
         declare(f"{name}-smoke-test-priority", smoke_test_priority_class(), after_release)
-        for cls in atomic_classes(args.pools):
+        for cls in atomic_classes(pools):
             check = check_name(cls)
-            config = provisioning_request_config(cls, args.pools)
+            config = provisioning_request_config(cls, pools)
             declare(f"{name}-{check}-config", config, after_release)
             declare(f"{name}-{check}-check", admission_check(cls), after_release)
         self.register_outputs({"release": self.release.name})

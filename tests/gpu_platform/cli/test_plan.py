@@ -283,8 +283,6 @@ def test_plan_shows_each_gke_ubuntu_pools_own_driver(invoke, gke_config, stack_f
     pool = {**gke_config["gpu-platform:pools"][0], "sharing": {"mode": "exclusive"}}
     canary = {**pool, "name": "l4-canary", "canaryOf": pool["name"]}
     gke_config["gpu-platform:pools"] = [pool, {**canary, "gcp": {"driverVersion": "610.43.02"}}]
-    # A canary hands out its pool's GPUs, which queues refuse (gpu_platform/config/queue_rules.py).
-    gke_config["gpu-platform:queues"] = {"enabled": False}
     stack_file_says(gke_config)
 
     result = invoke("dev")

@@ -361,6 +361,9 @@ def test_pools_of_one_quota_are_counted_together_and_each_quota_once(
                 "aws": {"amiReleaseVersion": AL2023_RELEASE},
             }
         )
+        # Three pools of `nvidia.com/gpu` under one quota, which queues refuse
+        # (gpu_platform/config/queue_rules.py).
+        c["gpu-platform:queues"] = {"enabled": False}
 
     findings = preflight_eks.preflight(stack(more_pools), aws)
 
