@@ -35,16 +35,15 @@ def with_mig_mixed_pool(config: Config) -> Config:
     return config
 
 
-ATOMIC_POOL = "t4-atomic"
+ATOMIC_POOL = MIG_POOL
 
 
 def with_atomic_pool(config: Config) -> Config:
-    """The dev stack's `config` plus a copy of its pool whose nodes come up together for a queued
-    job (`aws.atomicScaleUp`)."""
-    config = copy.deepcopy(config)
-    pool = copy.deepcopy(config["gpu-platform:pools"][0])
-    pool.update(name=ATOMIC_POOL, aws={**pool.get("aws", {}), "atomicScaleUp": True})
-    config["gpu-platform:pools"].append(pool)
+    """The dev stack's `config` plus its MIG pool (`with_mig_mixed_pool`) whose nodes come up
+    together for a queued job (`aws.atomicScaleUp`): of slices, which no other pool hands out,
+    as queues ask of two pools under one tenant's quota (gpu_platform/config/queue_rules.py)."""
+    config = with_mig_mixed_pool(config)
+    config["gpu-platform:pools"][-1]["aws"]["atomicScaleUp"] = True
     return config
 
 

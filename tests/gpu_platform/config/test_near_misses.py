@@ -83,8 +83,9 @@ def test_every_key_in_the_projects_namespace_is_refused_not_only_cloud(tmp_path:
         "cluster",
         "namespaces",
         "pools",
+        "queues",
     ]
-    assert report[0] == "Invalid stack configuration (4 problem(s)):"
+    assert report[0] == "Invalid stack configuration (5 problem(s)):"
 
 
 def misspelt(config: Config) -> None:
@@ -107,7 +108,8 @@ def test_a_missing_cloud_says_which_keys_the_stack_does_set(misspelt_report: lis
     assert (
         "  gpu-platform:cloud: got nothing (the key is required); expected aws or gcp (the stack"
         " sets gpu-platform:cluster, gpu-platform:monitring, gpu-platform:namespaces,"
-        " gpu-platform:operator, gpu-platform:pools, but not gpu-platform:cloud)"
+        " gpu-platform:operator, gpu-platform:pools, gpu-platform:queues, but not"
+        " gpu-platform:cloud)"
     ) in misspelt_report
 
 

@@ -37,14 +37,18 @@ def only_kueue_objects(plan: Plan, kind: str) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def gke_queued_plan(gke_config, shared_plan_for) -> Plan:
-    gke_config["gpu-platform:pools"].append(
-        {
-            "name": "h100-queued",
-            "instanceTypes": ["a3-highgpu-8g"],
-            "max": 4,
-            "gcp": {"flexStart": True, "queuedProvisioning": True},
-        }
-    )
+    # On GKE every pool hands out `nvidia.com/gpu`, so the queued pool is the tenant's one pool
+    # (gpu_platform/config/queue_rules.py), beside a flex-start canary of it, which has no
+    # flavor of its own.
+    queued = {
+        "name": "h100-queued",
+        "instanceTypes": ["a3-highgpu-8g"],
+        "max": 4,
+        "gcp": {"flexStart": True, "queuedProvisioning": True},
+    }
+    canary = {**queued, "name": "h100-canary", "max": 1, "canaryOf": "h100-queued"}
+    gke_config["gpu-platform:pools"] = [queued, {**canary, "gcp": {"flexStart": True}}]
+    gke_config["gpu-platform:namespaces"] = [{"name": "ml-sandbox", "gpuQuota": 8}]
     return shared_plan_for(gke_config)
 
 
@@ -88,10 +92,24 @@ def test_a_gke_queued_pool_gets_gkes_class_through_kueues_provisioning_check(
 
 def test_the_check_is_on_the_queued_pools_flavor_alone(gke_queued_plan) -> None:
     queue = as_object(gke_queued_plan, CLUSTER_QUEUE, "ml-sandbox-cluster-queue")
+    flavors = only_kueue_objects(gke_queued_plan, f"kubernetes:{KUEUE}:ResourceFlavor")
 
     assert queue["spec"]["admissionChecksStrategy"] == {
         "admissionChecks": [{"name": "gke-queued", "onFlavors": ["h100-queued"]}]
     }
+    # The canary has no flavor: no queued job is admitted on it.
+    assert [f["metadata"]["name"] for f in flavors] == ["h100-queued"]
+    assert queue["spec"]["resourceGroups"] == [
+        {
+            "coveredResources": ["nvidia.com/gpu"],
+            "flavors": [
+                {
+                    "name": "h100-queued",
+                    "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": 0}],
+                }
+            ],
+        }
+    ]
     assert validation_errors(queue, "kueue", "0.19.2") == []
 
 
@@ -106,12 +124,12 @@ def test_an_eks_atomic_pool_gets_the_autoscalers_best_effort_atomic_class(
     # autoscaling.x-k8s.io/v1/types.go at cluster-autoscaler-1.33.6 to 1.36.1.
     assert config["spec"] == {
         "provisioningClassName": "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
-        "managedResources": ["nvidia.com/gpu"],
+        "managedResources": ["nvidia.com/mig-1g.10gb"],
     }
     assert check["spec"]["controllerName"] == CONTROLLER
     assert check["spec"]["parameters"]["name"] == config["metadata"]["name"] == "atomic-scale-up"
     assert queue["spec"]["admissionChecksStrategy"] == {
-        "admissionChecks": [{"name": "atomic-scale-up", "onFlavors": ["t4-atomic"]}]
+        "admissionChecks": [{"name": "atomic-scale-up", "onFlavors": ["a100-mig"]}]
     }
     for obj in (config, check, queue):
         assert validation_errors(obj, "kueue", "0.19.2") == []
