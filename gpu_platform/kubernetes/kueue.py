@@ -262,7 +262,7 @@ def with_borrowing(
     """The namespace's ResourceQuota `hard` where its jobs go through Kueue: each GPU resource
     its pools hand out allowed `queue.borrowingLimit` more, so that pods Kueue admits on quota
     it borrowed are not refused by the namespace's own cap."""
-    borrowed = {f"requests.{gpu_resource(pool)}" for pool in queued_pools(pools)}
+    borrowed = {f"requests.{gpu_resource(pool)}" for pool in pools}
     return {
         key: str(int(value) + spec.queue.borrowing_limit) if key in borrowed else value
         for key, value in hard.items()

@@ -153,6 +153,55 @@ def test_two_pools_handing_out_a_resource_a_queued_tenant_has_are_refused(
     )
 
 
+def with_a_canary(config: dict[str, Any], **fields: Any) -> None:
+    pool = copy.deepcopy(config["gpu-platform:pools"][0])
+    config["gpu-platform:pools"].append(
+        {**pool, "name": "t4-canary", "max": 1, "canaryOf": pool["name"], **fields}
+    )
+
+
+def test_a_canary_beside_its_pool_has_no_flavor_and_is_accepted(dev_config, plan_for) -> None:
+    # Kueue copies a flavor's nodeLabels into the node selector of the pods it admits
+    # (`FromAssignment`, pkg/podset/podset.go at v0.19.2): jobs admitted on t4-shared stay
+    # off its canary, which shares its replicas and so gets no flavor to be admitted on.
+    with_a_canary(dev_config)
+
+    plan = plan_for(dev_config)
+
+    assert [f.inputs["metadata"]["name"] for f in plan.of_type(FLAVOR)] == ["t4-shared"]
+    queue = plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE)
+    (group,) = queue.inputs["spec"]["resourceGroups"]
+    assert [f["name"] for f in group["flavors"]] == ["t4-shared"]
+    assert kueue_quota_problems(plan) == []
+
+
+def test_a_queued_smoke_test_on_a_canary_is_refused(dev_config, failed_plan_for) -> None:
+    with_a_canary(dev_config)
+    dev_config["gpu-platform:namespaces"][0]["smokeTestPool"] = "t4-canary"
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == (
+        "gpu-platform:namespaces[0].smokeTestPool",
+        "t4-canary",
+    )
+    assert problem.expected.startswith("a pool that is no canary while queues.enabled is true")
+
+
+def test_a_canary_scaling_up_atomically_is_refused(dev_config, failed_plan_for) -> None:
+    aws = dev_config["gpu-platform:pools"][0]["aws"]
+    with_a_canary(dev_config, aws={**aws, "atomicScaleUp": True})
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == ("gpu-platform:pools[1].aws.atomicScaleUp", True)
+    assert problem.expected.startswith("false on a canary (canaryOf)")
+
+
 def test_borrowing_and_lending_limits_go_on_every_flavor(dev_config, plan_for) -> None:
     dev_config["gpu-platform:namespaces"][0]["queue"] = {"borrowingLimit": 2, "lendingLimit": 4}
 
