@@ -186,9 +186,10 @@ def queued_pools(pools: Sequence[ResolvedPool]) -> list[ResolvedPool]:
     the GPUs of the pool it leads, and a flavor of its own would let Kueue admit a tenant's
     quota on each of the two while the namespace's ResourceQuota holds it once over both. A
     flavor's node labels are added to the node selector of the pods Kueue admits on it
-    (`FromAssignment`, pkg/podset/podset.go at v0.19.2), so a queued job admitted on the led pool never lands on
-    its canary; the canary's gate runs in the GPU Operator's namespace, which Kueue does not
-    manage, and the config keeps queued namespaces' smoke tests off canaries."""
+    (`FromAssignment`, pkg/podset/podset.go at v0.19.2), so a queued job admitted on the led
+    pool never lands on its canary; the canary's gate runs in the GPU Operator's namespace,
+    which Kueue does not manage, and the config keeps queued namespaces' smoke tests off
+    canaries."""
     return [pool for pool in pools if pool.spec.canary_of is None]
 
 

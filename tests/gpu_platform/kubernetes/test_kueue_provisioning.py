@@ -105,7 +105,9 @@ def test_the_check_is_on_the_queued_pools_flavor_alone(gke_queued_plan) -> None:
             "flavors": [
                 {
                     "name": "h100-queued",
-                    "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": 0}],
+                    "resources": [
+                        {"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": 0}
+                    ],
                 }
             ],
         }
