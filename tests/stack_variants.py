@@ -47,6 +47,14 @@ def with_atomic_pool(config: Config) -> Config:
     return config
 
 
+def without_queues(config: Config) -> Config:
+    """`config` with Kueue off, for a test that puts pools of one tenant's GPU resource side by
+    side (on GKE every pool's is `nvidia.com/gpu`), which queues refuse
+    (gpu_platform/config/queue_rules.py)."""
+    config["gpu-platform:queues"] = {"enabled": False}
+    return config
+
+
 def reachable_gke(gke_config: Config) -> Config:
     """The GKE fixture's config, reaching its cluster through a kubeconfig context."""
     config = copy.deepcopy(gke_config)
