@@ -158,7 +158,7 @@ BLOCK_START = "2026-12-01T11:30:00+00:00"
 def with_ec2_reserved_pools(config: Config) -> Config:
     """`config` plus two pools of p5.48xlarge in us-east-1a, at most 2 nodes each, whose
     capacity is bought ahead: ODCR_POOL in the on-demand capacity reservation ODCR,
-    and BLOCK_POOL on the Capacity Block BLOCK, which starts at BLOCK_START."""
+    and BLOCK_POOL on the Capacity Block BLOCK, which starts at BLOCK_START; queues off."""
     config = copy.deepcopy(config)
     config["gpu-platform:pools"] += [
         _h100_pool(ODCR_POOL, "reserved", capacityReservationId=ODCR),
@@ -169,7 +169,7 @@ def with_ec2_reserved_pools(config: Config) -> Config:
             capacityBlockStart=BLOCK_START,
         ),
     ]
-    return with_gpu_quotas_fitting_its_pools(config)
+    return with_gpu_quotas_fitting_its_pools(without_queues(config))
 
 
 def _h100_pool(name: str, capacity: str, **aws: str) -> dict[str, Any]:

@@ -659,7 +659,7 @@ def test_clusters_running_their_own_autoscaler_get_none_but_keep_the_hints(
     plan = plan_for(dev_config)
 
     assert plan.of_type(COMPONENT) == []
-    assert plan.of_type(RELEASE) == [plan.named("gpu-operator", RELEASE)]
+    assert [r.name for r in plan.of_type(RELEASE)] == ["gpu-operator", "kueue"]
     assert [a.inputs["serviceAccount"] for a in plan.of_type(ASSOCIATION)] == ["aws-node"]
     assert "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu" in asg_tags(plan)
 

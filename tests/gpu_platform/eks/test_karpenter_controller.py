@@ -916,12 +916,13 @@ def test_the_stacks_pools_are_weighted_block_reservation_on_demand_spot(plan: Pl
 def test_prepaid_pools_keep_their_nodes_and_the_others_release_them(plan: Plan) -> None:
     after = {n: s["disruption"]["consolidateAfter"] for n, s in node_pool_specs(plan).items()}
 
-    # l4-reserved falls back to on-demand, whose nodes would otherwise never go.
+    # l4-reserved falls back to on-demand, whose nodes would otherwise never go; the others
+    # at karpenter.consolidateAfterMinutes' default of 9.
     assert after == {
         "h100-block": "Never",
-        "l4-reserved": "10m",
-        "t4-spot": "10m",
-        "l4-on-demand": "10m",
+        "l4-reserved": "9m",
+        "t4-spot": "9m",
+        "l4-on-demand": "9m",
     }
 
 
