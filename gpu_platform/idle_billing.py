@@ -5,12 +5,19 @@ Each provisioner has its own terms, each a delay with the upstream source that s
 
 - the cluster autoscaler (EKS managed node groups) finds a node unneeded on one of its loops
   (`--scan-interval`), removes it once it has been unneeded for the group's
-  `--scale-down-unneeded-time` (the platform's per-group tag), on a loop again, and not while
-  the cluster is in its cooldown after a scale-up (`--scale-down-delay-after-add`);
+  `--scale-down-unneeded-time` (the platform's per-group tag), on a loop again, tainting it and
+  deleting it `--node-delete-delay-after-taint` later; and not while the whole cluster is in a
+  cooldown, until `--scale-down-delay-after-add` after its last scale-up of any node group or
+  `--scale-down-delay-after-failure` after its last failed scale-down. Those cooldowns are
+  shown apart (`deferred_by`): they run from events of the cluster's, not of the node's, so in a
+  cluster that keeps scaling up they put off the node's removal without bound;
 - Karpenter marks an empty node consolidatable `consolidateAfter` after its last pod event, finds
   it on its disruption loop and waits out a validation delay before it deletes it, as many at
   once as the pool's budget for empty nodes allows;
-- GKE's own cluster autoscaler removes empty nodes on timings GKE does not publish.
+- GKE's own cluster autoscaler removes empty nodes on timings GKE does not publish for its
+  autoscaling profiles; the only published delay is a ComputeClass's
+  `autoscalingPolicy.consolidationDelayMinutes`, which the platform's node pools are not bound
+  to, so a GKE pool has no figure and is warned of.
 
 A new node's validation (`gpu_platform.kubernetes.node_validation`) bills too, but before the
 node's first pod, not after its last: it is shown apart and never added to the idle figure.
@@ -34,9 +41,14 @@ WARNED_CAPACITIES = ("on-demand", "spot")
 whether a node runs on them or not."""
 
 # Cluster autoscaler, the same at every pinned release (kubernetes/autoscaler
-# cluster-autoscaler-1.33.6 to cluster-autoscaler-1.36.1): `DefaultScanInterval` in
-# cluster-autoscaler/config/const.go, which the platform leaves as it is.
+# cluster-autoscaler-1.33.6 to cluster-autoscaler-1.36.1), each left at its default:
+# `DefaultScanInterval` and `DefaultScaleDownDelayAfterFailure` in cluster-autoscaler/config/
+# const.go, and `--node-delete-delay-after-taint` in config/flags/flags.go, which an empty node
+# waits out after its `ToBeDeletedByClusterAutoscaler` taint (`startDeletion`, then
+# `deleteNodesAsync`, core/scaledown/actuation/actuator.go).
 AUTOSCALER_SCAN_SECONDS = 10
+AUTOSCALER_DELETE_DELAY_AFTER_TAINT_SECONDS = 5
+AUTOSCALER_SCALE_DOWN_DELAY_AFTER_FAILURE_MINUTES = 3
 AUTOSCALER_SCALE_DOWN_DELAY_AFTER_ADD_MINUTES = 10
 """`--scale-down-delay-after-add`'s default (cluster-autoscaler/config/flags/flags.go), the
 longest the platform sets it to."""
@@ -50,6 +62,9 @@ KARPENTER_VALIDATION_SECONDS = 15
 GKE_AUTOSCALER_DOCS = (
     "https://cloud.google.com/kubernetes-engine/docs/concepts/cluster-autoscaler"
     "#autoscaling_profiles"
+)
+GKE_COMPUTE_CLASS_DOCS = (
+    "https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass"
 )
 
 
@@ -76,6 +91,11 @@ class IdleBilling:
     autoscaling profile, which no key of the platform's sets."""
     after_last_pod: tuple[Delay, ...]
     before_first_pod: tuple[Delay, ...]
+    deferred_by: tuple[Delay, ...] = ()
+    """Cooldowns of the whole cluster's that hold every removal until their delay after an event
+    of any node group's (a scale-up, a failed scale-down): the node goes at the later of the
+    idle figure and the end of the last of them, so they are a bound only on a cluster that
+    does not keep scaling."""
 
     @property
     def idle_seconds(self) -> int | None:
@@ -89,20 +109,29 @@ def scale_down_delay_after_add_minutes(gpu_node_idle_minutes: int) -> int:
     shortened to the GPU nodes' unneeded time so that the cooldown never outlasts it. The
     cooldown is the cluster's (`isScaleDownInCooldown`, core/static_autoscaler.go), while a
     node's unneeded time runs through it (`UpdateClusterState` comes first there), so a node
-    whose last pod ends just after a scale-up goes once the longer of the two has passed."""
+    whose last pod ends just after a scale-up goes once the longer of the two has passed.
+
+    The cooldown stays the cluster's (`--scale-down-delay-type-local` is left false): made per
+    node group, `ScaleDownCandidatesDelayProcessor` drops the group's nodes from the candidates
+    before `UpdateClusterState`, whose `unneeded.Nodes.Update` forgets how long a dropped node
+    has been unneeded (processors/scaledowncandidates/, core/scaledown/unneeded/nodes.go), so a
+    scale-up of the node's own group would put its removal off to the cooldown and then the
+    whole unneeded time after it, over ten minutes at the defaults."""
     return min(gpu_node_idle_minutes, AUTOSCALER_SCALE_DOWN_DELAY_AFTER_ADD_MINUTES)
 
 
 def idle_billing(config: StackConfig, pool: ResolvedPool) -> IdleBilling:
     """The pool's figures, from the stack's settings for its provisioner."""
     spec = pool.spec
+    deferred: tuple[Delay, ...] = ()
     if config.cloud == "gcp":
-        provisioner, setting, after = "gke", "the cluster's autoscaling profile", _gke_terms()
+        provisioner, setting, after = "gke", GKE_SETTING, _gke_terms()
     elif config.uses_karpenter:
         provisioner, (setting, after) = "karpenter", _karpenter_terms(config, pool)
     else:
         provisioner, setting = "cluster-autoscaler", "autoscaler.gpuNodeIdleMinutes"
         after = _autoscaler_terms(config.autoscaler.gpu_node_idle_minutes)
+        deferred = _autoscaler_cooldowns(config.autoscaler.gpu_node_idle_minutes)
     validation = worst_case_seconds(spec.validation, pool.gpu.count)
     before = (
         (
@@ -115,12 +144,11 @@ def idle_billing(config: StackConfig, pool: ResolvedPool) -> IdleBilling:
         if validation
         else ()
     )
-    return IdleBilling(spec.name, spec.capacity, provisioner, setting, after, before)
+    return IdleBilling(spec.name, spec.capacity, provisioner, setting, after, before, deferred)
 
 
 def _autoscaler_terms(idle_minutes: int) -> tuple[Delay, ...]:
     source = "kubernetes/autoscaler cluster-autoscaler-1.33.6 to 1.36.1"
-    cooldown = scale_down_delay_after_add_minutes(idle_minutes)
     return (
         Delay(
             "--scan-interval: the loop that first finds the node unneeded",
@@ -138,9 +166,32 @@ def _autoscaler_terms(idle_minutes: int) -> tuple[Delay, ...]:
             f"{source}, cluster-autoscaler/core/static_autoscaler.go RunOnce",
         ),
         Delay(
-            f"--scale-down-delay-after-add ({cooldown}m) beyond the unneeded time",
-            max(0, cooldown - idle_minutes) * 60,
-            f"{source}, cluster-autoscaler/core/static_autoscaler.go isScaleDownInCooldown",
+            "--node-delete-delay-after-taint: from its deletion taint to its deletion",
+            AUTOSCALER_DELETE_DELAY_AFTER_TAINT_SECONDS,
+            f"{source}, cluster-autoscaler/core/scaledown/actuation/actuator.go startDeletion",
+        ),
+    )
+
+
+def _autoscaler_cooldowns(idle_minutes: int) -> tuple[Delay, ...]:
+    source = (
+        "kubernetes/autoscaler cluster-autoscaler-1.33.6 to 1.36.1,"
+        " cluster-autoscaler/core/static_autoscaler.go isScaleDownInCooldown"
+    )
+    cooldown = scale_down_delay_after_add_minutes(idle_minutes)
+    failure = AUTOSCALER_SCALE_DOWN_DELAY_AFTER_FAILURE_MINUTES
+    return (
+        Delay(
+            f"--scale-down-delay-after-add: until {cooldown}m after the cluster's last scale-up,"
+            " of any node group",
+            cooldown * 60,
+            source,
+        ),
+        Delay(
+            f"--scale-down-delay-after-failure: until {failure}m after the cluster's last"
+            " failed scale-down",
+            failure * 60,
+            source,
         ),
     )
 
@@ -184,6 +235,9 @@ def _karpenter_terms(config: StackConfig, pool: ResolvedPool) -> tuple[str, tupl
     )
 
 
+GKE_SETTING = "the cluster's autoscaling profile"
+
+
 def _gke_terms() -> tuple[Delay, ...]:
     return (
         Delay(
@@ -192,6 +246,12 @@ def _gke_terms() -> tuple[Delay, ...]:
             " scale-down delay for either",
             None,
             GKE_AUTOSCALER_DOCS,
+        ),
+        Delay(
+            "a ComputeClass's autoscalingPolicy.consolidationDelayMinutes, the one scale-down"
+            " delay GKE publishes: not set, the pool is bound to no ComputeClass",
+            None,
+            GKE_COMPUTE_CLASS_DOCS,
         ),
     )
 
@@ -205,6 +265,7 @@ def idle_billing_output(figures: Iterable[IdleBilling]) -> dict[str, dict[str, A
             "setting": figure.setting,
             "idleSeconds": figure.idle_seconds,
             "afterLastPod": [asdict(delay) for delay in figure.after_last_pod],
+            "deferredBy": [asdict(delay) for delay in figure.deferred_by],
             "beforeFirstPod": [asdict(delay) for delay in figure.before_first_pod],
         }
         for figure in figures
@@ -218,9 +279,18 @@ def idle_warnings(output: Mapping[str, Mapping[str, Any]]) -> list[str]:
     warnings = []
     for name, figure in output.items():
         seconds = figure["idleSeconds"]
-        if figure["capacity"] not in WARNED_CAPACITIES or figure["provisioner"] == "gke":
+        if figure["capacity"] not in WARNED_CAPACITIES:
             continue
         if seconds is not None and seconds <= MOST_IDLE_SECONDS:
+            continue
+        if figure["provisioner"] == "gke":
+            warnings.append(
+                f"pool {name} ({figure['capacity']}): GKE publishes no bound on how long an empty"
+                f" GPU node bills after its last pod ends at {figure['setting']}, so the"
+                f" {MOST_IDLE_SECONDS // 60} minutes the defaults keep to elsewhere are not known"
+                " to hold; only a ComputeClass's autoscalingPolicy.consolidationDelayMinutes"
+                " sets one, and the pool is bound to none"
+            )
             continue
         shown = "until removed by hand" if seconds is None else f"for {minutes_text(seconds)}"
         warnings.append(

@@ -45,7 +45,8 @@ from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.kubernetes.gpu_pod import model_placements, pool_placement
 from gpu_platform.kubernetes.helm_release import most_nodes
 from gpu_platform.kubernetes.idle_gpu_pods import idle_gpu_reaper
-from gpu_platform.kubernetes.kueue import Kueue, KueueArgs
+from gpu_platform.kubernetes.kueue import Kueue, KueueArgs, queued_pools
+from gpu_platform.kubernetes.kueue_provisioning import BEST_EFFORT_ATOMIC, atomic_classes
 from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpu_platform.kubernetes.node_validation.pod_admission_policy import exempt_namespaces
 from gpu_platform.kubernetes.node_validation.workload import (
@@ -401,7 +402,19 @@ class GpuPlatform(pulumi.ComponentResource):
         # Kueue's webhooks judge the tenants' queues and the Jobs of their namespaces: those
         # wait for its release to be ready (gpu_platform/kubernetes/kueue.py).
         kueue = (
-            [Kueue(part_name("kueue"), KueueArgs(config.queues, pools, config.protect), on_cluster)]
+            [
+                Kueue(
+                    part_name("kueue"),
+                    KueueArgs(
+                        config.queues,
+                        pools,
+                        config.protect,
+                        provisioning_request_crd=config.autoscaler_installed
+                        and BEST_EFFORT_ATOMIC in atomic_classes(queued_pools(pools)),
+                    ),
+                    on_cluster,
+                )
+            ]
             if config.queues.enabled
             else []
         )

@@ -658,13 +658,31 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
     if namespaces:
         config["gpu-platform:namespaces"] = namespaces
         with_gpu_quotas_fitting_its_pools(config)
-    if draw(st.integers(0, 2)) == 0:
+    # Kueue is refused where two pools hand out the GPU resource a tenant has quota of
+    # (gpu_platform/config/queue_rules.py): whole GPUs and replicas are both `nvidia.com/gpu`.
+    # A canary has no flavor, so it shares nothing with the pool it leads.
+    queued = [p for p in pools if "canaryOf" not in p]
+    resources = [
+        name
+        for key, value in (_quota_setting(p, cloud, node_image) for p in queued)
+        for name in (value if key == "migQuota" else ["nvidia.com/gpu"])
+    ]
+    if len(set(resources)) == len(resources) and draw(st.integers(0, 2)) == 0:
+        # A queued namespace's smoke test runs on a pool Kueue admits jobs on.
+        for namespace in namespaces:
+            if namespace.get("smokeTestPool") not in {p["name"] for p in queued}:
+                namespace.pop("smokeTestPool", None)
         # Kueue, each tenant's queue within the quotas drawn above (8 of each GPU resource).
         queues: Config = {"enabled": True}
         if draw(st.booleans()):
             queues["fairSharing"] = False
         queues.update(_moved(draw, namespace="queues", cohort="ml"))
         config["gpu-platform:queues"] = queues
+        under_autoscaler = config.get("gpu-platform:provisioner") != "karpenter"
+        if cloud == "aws" and under_autoscaler and draw(st.booleans()):
+            # A pool whose nodes come up together for a queued job, or not at all.
+            atomic = draw(st.sampled_from(queued))
+            atomic.setdefault("aws", {})["atomicScaleUp"] = True
         for namespace in namespaces:
             limits = draw(
                 st.fixed_dictionaries(

@@ -35,6 +35,26 @@ def with_mig_mixed_pool(config: Config) -> Config:
     return config
 
 
+ATOMIC_POOL = MIG_POOL
+
+
+def with_atomic_pool(config: Config) -> Config:
+    """The dev stack's `config` plus its MIG pool (`with_mig_mixed_pool`) whose nodes come up
+    together for a queued job (`aws.atomicScaleUp`): of slices, which no other pool hands out,
+    as queues ask of two pools under one tenant's quota (gpu_platform/config/queue_rules.py)."""
+    config = with_mig_mixed_pool(config)
+    config["gpu-platform:pools"][-1]["aws"]["atomicScaleUp"] = True
+    return config
+
+
+def without_queues(config: Config) -> Config:
+    """`config` with Kueue off, for a test that puts pools of one tenant's GPU resource side by
+    side (on GKE every pool's is `nvidia.com/gpu`), which queues refuse
+    (gpu_platform/config/queue_rules.py)."""
+    config["gpu-platform:queues"] = {"enabled": False}
+    return config
+
+
 def reachable_gke(gke_config: Config) -> Config:
     """The GKE fixture's config, reaching its cluster through a kubeconfig context."""
     config = copy.deepcopy(gke_config)
@@ -117,6 +137,9 @@ def with_gke_capacity_pools(gke_config: Config) -> Config:
             "gcp": {"flexStart": True, "queuedProvisioning": True},
         },
     ]
+    # Four pools of `nvidia.com/gpu` under one tenant's quota, which queues refuse
+    # (gpu_platform/config/queue_rules.py).
+    config["gpu-platform:queues"] = {"enabled": False}
     return with_whole_gpu_quota(config)
 
 
@@ -135,7 +158,7 @@ BLOCK_START = "2026-12-01T11:30:00+00:00"
 def with_ec2_reserved_pools(config: Config) -> Config:
     """`config` plus two pools of p5.48xlarge in us-east-1a, at most 2 nodes each, whose
     capacity is bought ahead: ODCR_POOL in the on-demand capacity reservation ODCR,
-    and BLOCK_POOL on the Capacity Block BLOCK, which starts at BLOCK_START."""
+    and BLOCK_POOL on the Capacity Block BLOCK, which starts at BLOCK_START; queues off."""
     config = copy.deepcopy(config)
     config["gpu-platform:pools"] += [
         _h100_pool(ODCR_POOL, "reserved", capacityReservationId=ODCR),
@@ -146,7 +169,7 @@ def with_ec2_reserved_pools(config: Config) -> Config:
             capacityBlockStart=BLOCK_START,
         ),
     ]
-    return with_gpu_quotas_fitting_its_pools(config)
+    return with_gpu_quotas_fitting_its_pools(without_queues(config))
 
 
 def _h100_pool(name: str, capacity: str, **aws: str) -> dict[str, Any]:

@@ -54,6 +54,7 @@ from tests.gpu_platform.kubernetes.node_validation.pod_policy_invariants import 
 from tests.gpu_platform.kubernetes.node_validation.taint_invariants import (
     validation_taint_problems,
 )
+from tests.gpu_platform.kubernetes.provisioning_invariants import provisioning_check_problems
 from tests.gpu_platform.kubernetes.quota_invariants import kueue_quota_problems, quota_problems
 from tests.gpu_platform.rollout_invariants import timeout_problems
 from tests.official_models import official_model_problems
@@ -214,8 +215,11 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         "every pool's idle billed time is what its planned scale-down settings make it": (
             idle_billing_problems
         ),
-        "each queued tenant's ClusterQueue holds its ResourceQuota on every flavor": (
+        "each queued tenant's ClusterQueue sums to its ResourceQuota per resource": (
             lambda plan, _config: kueue_quota_problems(plan)
+        ),
+        "each ClusterQueue's provisioning check is on its atomic pools' flavors alone": (
+            provisioning_check_problems
         ),
     }
 

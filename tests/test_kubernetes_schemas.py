@@ -48,13 +48,26 @@ def test_the_core_platform_objects_are_among_those_validated(plan) -> None:
     assert {"Namespace", "ResourceQuota", "Job"} <= kinds
 
 
+KUEUE_PRIORITY = "WorkloadPriorityClass"
+
+
 @pytest.mark.parametrize(
     ("stack", "kinds"),
     [
         ("karpenter-dev", {"NodePool", "EC2NodeClass"}),
         # dev and gke-dev queue their tenants' jobs through Kueue (`queues.enabled`).
-        ("dev", {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue"}),
-        ("gke-ubuntu", {"NVIDIADriver", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue"}),
+        ("dev", {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", KUEUE_PRIORITY}),
+        (
+            "gke-ubuntu",
+            {
+                "NVIDIADriver",
+                "ResourceFlavor",
+                "Cohort",
+                "ClusterQueue",
+                "LocalQueue",
+                KUEUE_PRIORITY,
+            },
+        ),
     ],
 )
 def test_custom_resources_are_validated_against_their_pinned_crds(

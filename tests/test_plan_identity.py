@@ -20,6 +20,7 @@ from gpu_platform.stack_files import stack_config
 from tests.kubernetes_schemas import NOT_OBJECTS, validate
 from tests.repository import PROJECT, ROOT
 from tests.shared_plans import shared_plan
+from tests.stack_variants import with_atomic_pool, with_gpu_quotas_fitting_its_pools
 
 MANIFEST = ROOT / "docs" / "plan-identity.yaml"
 GROUP = "gpu-platform:plan"
@@ -31,6 +32,10 @@ RESOURCES = {
     "core/v1:ResourceQuota": ("", "resourcequotas"),
     "core/v1:Service": ("", "services"),
     "core/v1:ServiceAccount": ("", "serviceaccounts"),
+    "apiextensions.k8s.io/v1:CustomResourceDefinition": (
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+    ),
     "apps/v1:DaemonSet": ("apps", "daemonsets"),
     "apps/v1:Deployment": ("apps", "deployments"),
     "batch/v1:Job": ("batch", "jobs"),
@@ -43,10 +48,16 @@ RESOURCES = {
     "monitoring.googleapis.com/v1:ClusterRules": ("monitoring.googleapis.com", "clusterrules"),
     "karpenter.sh/v1:NodePool": ("karpenter.sh", "nodepools"),
     "karpenter.k8s.aws/v1:EC2NodeClass": ("karpenter.k8s.aws", "ec2nodeclasses"),
+    "kueue.x-k8s.io/v1beta2:AdmissionCheck": ("kueue.x-k8s.io", "admissionchecks"),
     "kueue.x-k8s.io/v1beta2:ClusterQueue": ("kueue.x-k8s.io", "clusterqueues"),
     "kueue.x-k8s.io/v1beta2:Cohort": ("kueue.x-k8s.io", "cohorts"),
     "kueue.x-k8s.io/v1beta2:LocalQueue": ("kueue.x-k8s.io", "localqueues"),
+    "kueue.x-k8s.io/v1beta2:ProvisioningRequestConfig": (
+        "kueue.x-k8s.io",
+        "provisioningrequestconfigs",
+    ),
     "kueue.x-k8s.io/v1beta2:ResourceFlavor": ("kueue.x-k8s.io", "resourceflavors"),
+    "kueue.x-k8s.io/v1beta2:WorkloadPriorityClass": ("kueue.x-k8s.io", "workloadpriorityclasses"),
     "rbac.authorization.k8s.io/v1:ClusterRole": ("rbac.authorization.k8s.io", "clusterroles"),
     "rbac.authorization.k8s.io/v1:ClusterRoleBinding": (
         "rbac.authorization.k8s.io",
@@ -97,16 +108,20 @@ def granted() -> set[tuple[str, str, str]]:
 
 @pytest.fixture(scope="module")
 def every_stack_plan(dev_plan_once: Plan) -> list[Plan]:
-    # Any stack may wait for approval: every committed stack, and gke-dev with Managed Service
-    # for Prometheus, whose kinds no committed stack declares.
+    # Any stack may wait for approval: every committed stack, gke-dev with Managed Service for
+    # Prometheus, whose kinds no committed stack declares,
     stacks = sorted(path.name.split(".")[1] for path in ROOT.glob("Pulumi.*.yaml"))
     gke_dev = dict(stack_config("gke-dev", PROJECT))
     gke_dev["gpu-platform:monitoring"] = {
         **gke_dev["gpu-platform:monitoring"],
         "googleManagedPrometheus": True,
     }
+    # and dev with a pool that scales up atomically, whose Kueue objects and ProvisioningRequest
+    # CRD no committed stack declares.
+    atomic = with_gpu_quotas_fitting_its_pools(with_atomic_pool(stack_config("dev", PROJECT)))
     return [
         dev_plan_once,
+        shared_plan("dev", atomic),
         *(shared_plan(stack) for stack in stacks if stack != "dev"),
         run_program("gke-dev", config=gke_dev, project=PROJECT),
     ]

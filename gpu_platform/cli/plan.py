@@ -241,7 +241,8 @@ def print_pool_software(plan: Plan, console: Console) -> None:
 
 def print_idle_billing(idle: Mapping[str, Any], console: Console) -> None:
     """How long one of the pool's empty nodes bills after its last pod, term by term with each
-    delay's upstream source, and what a new node bills validating before its first pod."""
+    delay's upstream source, the cluster's cooldowns that can hold it longer, and what a new
+    node bills validating before its first pod."""
     seconds = idle["idleSeconds"]
     figure = "no bound (see below)" if seconds is None else minutes_text(seconds)
     console.print(
@@ -249,6 +250,14 @@ def print_idle_billing(idle: Mapping[str, Any], console: Console) -> None:
     )
     for delay in idle["afterLastPod"]:
         console.print(escape(f"      {_delay_line(delay)}"), highlight=False)
+    if idle.get("deferredBy"):
+        console.print(
+            "    or later, while the whole cluster cools down (without bound where it keeps"
+            " scaling up):",
+            highlight=False,
+        )
+    for delay in idle.get("deferredBy", ()):
+        console.print(escape(f"      {delay['term']} ({delay['source']})"), highlight=False)
     for delay in idle["beforeFirstPod"]:
         console.print(
             escape(f"    billed before its first pod, not after its last: {_delay_line(delay)}"),

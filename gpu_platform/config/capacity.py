@@ -40,10 +40,12 @@ class ClusterAutoscalerSpec(Model):
     """How long a GPU node may sit unneeded before it is removed. Shorter saves idle GPU time;
     longer keeps a node warm between jobs instead of paying its startup again. The default
     keeps an empty node billing at most ten minutes after its last pod, the autoscaler's loops
-    included (`gpu-platform plan` shows each pool's figure, and warns past ten minutes for
-    on-demand and spot pools: docs/idle-billing.md). The autoscaler's cooldown after a scale-up
-    (`--scale-down-delay-after-add`, 10 minutes upstream) is shortened to it where it is
-    shorter."""
+    included, unless the cluster keeps scaling up (`gpu-platform plan` shows each pool's
+    figure, and warns past ten minutes for on-demand and spot pools: docs/idle-billing.md).
+    The autoscaler's cooldown after a scale-up (`--scale-down-delay-after-add`, 10 minutes
+    upstream), which holds every removal in the cluster, is shortened to it where it is
+    shorter: for every node group, CPU ones and those of a cluster's own autoscaler
+    included."""
     balance_similar_node_groups: bool = True
     """Spread scale-ups evenly over node groups that offer the same nodes, the zonal node groups
     of one pool included (`aws.nodeGroupPerZone`: the label `nodegroup-name` that tells them

@@ -172,6 +172,13 @@ class EksPoolOptions(Model):
     has its own zone in its template, and `balance-similar-node-groups` spreads scale-ups over
     them; `min` and `max` are shared out over the zones (the pool's `max` stays its total, so
     each zone can grow only to its share). Changing it replaces the pool's node groups."""
+    atomic_scale_up: bool = False
+    """Bring up the nodes of a queued job all together or none (docs/queues.md, All-or-nothing
+    scale-up): with `queues.enabled`, a job Kueue admits on this pool waits until a
+    ProvisioningRequest of the cluster autoscaler's `best-effort-atomic-scale-up` class has
+    scaled the pool up for all its pods, and the autoscaler runs with
+    `--enable-provisioning-requests`. The cluster autoscaler only: Karpenter has no
+    ProvisioningRequests."""
     instance_families: list[InstanceFamily] = Field(default_factory=list)
     """Karpenter: instead of `instanceTypes`, every size of these EC2 instance families (`g6`,
     `g6e`) that has the pool's `accelerator`, which must then be given. The NodePool requires

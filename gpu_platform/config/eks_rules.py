@@ -274,6 +274,11 @@ _NODE_GROUP_ONLY_OPTIONS: Mapping[str, str] = {
     "node_repair_max_unhealthy_nodes": "EKS node repair acts on managed node groups only",
     "update_strategy": "Karpenter replaces drifted nodes within the pool's disruption budget"
     " (aws.maxUnavailablePercent)",
+    # kubernetes-sigs/karpenter v1.14.1 serves no ProvisioningRequest (its only
+    # autoscaling.x-k8s.io kind is CapacityBuffer, pkg/apis/autoscaling/v1beta1).
+    "atomic_scale_up": "Karpenter has no ProvisioningRequests: it launches nodes for the"
+    " pending pods of a job Kueue admitted whole, in one batch, each node as EC2 grants it"
+    " (docs/queues.md, All-or-nothing scale-up)",
 }
 # Pool settings only a Karpenter NodePool acts on.
 _KARPENTER_ONLY_OPTIONS = ("empty_nodes_budget_percent", "consolidate_after_minutes")

@@ -27,6 +27,17 @@ def queue_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                         " has no queue to borrow or lend through",
                     )
             return
+        canaries = {pool.name for pool in config.pools if pool.canary_of is not None}
+        if ns.smoke_test_pool in canaries:
+            # Kueue has no flavor for a canary (gpu_platform/kubernetes/kueue.py
+            # `queued_pools`): a queued Job that selects one is never admitted.
+            yield ConfigProblem(
+                key_path("namespaces", i, "smokeTestPool"),
+                ns.smoke_test_pool,
+                "a pool that is no canary while queues.enabled is true: Kueue admits a queued"
+                " namespace's jobs on the pools a canary leads, never on the canary, whose"
+                " gate runs the smoke test itself (docs/queues.md)",
+            )
         lending = ns.queue.lending_limit
         if lending is None:
             return
@@ -44,8 +55,26 @@ def queue_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 return
 
     yield from per_element(config.namespaces, of_namespace)
+    # Kueue's AdmissionCheck is what makes a ProvisioningRequest for a job's pods, and it
+    # admits no job on a canary.
+    for i, pool in enumerate(config.pools):
+        if pool.aws.atomic_scale_up and not queues.enabled:
+            yield ConfigProblem(
+                key_path("pools", i, "aws", "atomicScaleUp"),
+                True,
+                "false unless queues.enabled is true: Kueue asks for the nodes of a"
+                " queued job in one ProvisioningRequest, which nothing else makes",
+            )
+        elif pool.aws.atomic_scale_up and pool.canary_of is not None:
+            yield ConfigProblem(
+                key_path("pools", i, "aws", "atomicScaleUp"),
+                True,
+                "false on a canary (canaryOf): Kueue queues no job onto a canary, so no"
+                " ProvisioningRequest would ever ask for its nodes",
+            )
     if not queues.enabled:
         return
+    yield from _shared_resource_problems(config)
     # The platform creates Kueue's namespace with Pod Security `restricted`, which a namespace
     # of another component (or Kubernetes') would have declared twice or put on its pods.
     taken = {
@@ -71,3 +100,28 @@ def queue_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             f"a namespace of Kueue's own, none of {', '.join(sorted(taken))}:"
             f" {queues.namespace} is {taken[queues.namespace]}; the default is kueue-system",
         )
+
+
+def _shared_resource_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """Kueue holds a ClusterQueue's quota per flavor, a ResourceQuota per resource over every
+    pool: where two pools hand out the resource a namespace has quota (or may borrow) of, Kueue
+    admits up to the quota on each while the namespace runs their sum, and the pods of a job
+    admitted beyond it are refused (`FailedCreate: exceeded quota`), so it starts in part. A
+    canary has no flavor (gpu_platform/kubernetes/kueue.py `queued_pools`), so it shares
+    nothing with the pool it leads."""
+    canaries = {pool.name for pool in config.pools if pool.canary_of is not None}
+    for i, ns in enumerate(config.namespaces):
+        pools: dict[tuple[str, ...], list[str]] = {}
+        for pool, (setting, cap) in pool_caps(config, ns).items():
+            if pool not in canaries and cap + ns.queue.borrowing_limit > 0:
+                pools.setdefault(setting, []).append(pool)
+        for setting, names in pools.items():
+            if len(names) > 1:
+                yield ConfigProblem(
+                    key_path("queues", "enabled"),
+                    True,
+                    f"false while pools {', '.join(names)} all hand out the GPUs"
+                    f" {key_path('namespaces', i, *setting)} caps: Kueue would admit that quota"
+                    " on each pool and the namespace's ResourceQuota allows it once over them"
+                    " all, so jobs would start in part; keep one such pool (docs/queues.md)",
+                )

@@ -11,15 +11,16 @@ KUEUE_NAMESPACE = "kueue-system"
 class QueuesSpec(Model):
     """Kueue, installed from its pinned chart: a ResourceFlavor per pool, a ClusterQueue per
     tenant namespace whose GPU quotas are the namespace's own (`gpuQuota`, `sharedGpuQuota`,
-    `migQuota`), in one cohort, and a LocalQueue named `gpu` in each tenant namespace
+    `migQuota`), in one cohort, and a LocalQueue named `default` in each tenant namespace
     (docs/queues.md)."""
 
     enabled: bool = False
     """Install Kueue and give every tenant namespace its queue. Off by default: Kueue's
-    admission webhooks then act on every Job, JobSet, RayJob and PyTorchJob of the tenant
-    namespaces, which a team must label with its queue (`kueue.x-k8s.io/queue-name: gpu`)
-    before they start; turning it on is a change in how teams submit work, to be announced
-    to them first."""
+    admission webhooks then hold every Job, JobSet, RayJob, PyTorchJob... of the tenant
+    namespaces in the namespace's queue until its quota has room for all of its pods, and the
+    policy pack refuses GPU workloads of kinds Kueue does not queue there; turning it on is a
+    change in how teams run work, to be announced to them first. Refused where two pools hand
+    out the same GPU resource that a namespace has quota of (docs/queues.md)."""
     namespace: DnsLabel = KUEUE_NAMESPACE
     """Where Kueue's manager runs: a namespace the platform creates (Pod Security
     `restricted`, which the chart's pod and container security contexts satisfy), no tenant's."""
@@ -28,9 +29,14 @@ class QueuesSpec(Model):
     borrowed by another, within each tenant's `queue.borrowingLimit` and
     `queue.lendingLimit`."""
     fair_sharing: bool = True
-    """Share what the cohort has unused in proportion to each tenant's quota, and let a tenant
-    below its share reclaim it by preempting the borrowers' newest workloads (Kueue's fair
-    sharing). Off, a borrower keeps what it took until its workloads end."""
+    """Share what the cohort has unused equally among the tenants that borrow it (Kueue's fair
+    sharing, every ClusterQueue at its default weight), and let a tenant below its share
+    reclaim what it lent by preempting the borrowers' newest workloads. Off, a borrower keeps
+    what it took until its workloads end."""
+    smoke_test_queue_minutes: int = Field(default=30, ge=0, le=1440)
+    """How long `pulumi up` waits for a tenant's smoke test to leave its queue, on top of the
+    Job's own deadline (which starts only once Kueue admits it). The smoke test goes before
+    every waiting job of its tenant, but waits for running jobs to free the GPUs it needs."""
 
 
 class TenantQueueSpec(Model):

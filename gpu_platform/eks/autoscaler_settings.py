@@ -153,7 +153,18 @@ def autoscaler_args(spec: ClusterAutoscalerSpec, pools: Sequence[GpuPoolSpec]) -
             f"{scale_down_delay_after_add_minutes(spec.gpu_node_idle_minutes)}m0s"
         ),
         **_validation_start_times(pools),
+        **_provisioning_requests(pools),
     }
+
+
+def _provisioning_requests(pools: Sequence[GpuPoolSpec]) -> dict[str, bool]:
+    """Where a pool scales up atomically (`aws.atomicScaleUp`), the flag that has the autoscaler
+    act on ProvisioningRequests, of the `best-effort-atomic-scale-up` class among others
+    (`enable-provisioning-requests`, false by default: config/flags/flags.go at
+    cluster-autoscaler-1.33.6 to 1.36.1)."""
+    if not any(pool.aws.atomic_scale_up for pool in pools):
+        return {}
+    return {"enable-provisioning-requests": True}
 
 
 def _validation_start_times(pools: Sequence[GpuPoolSpec]) -> dict[str, str]:

@@ -3,7 +3,9 @@
 
 `Kueue` installs the pinned chart in a namespace of its own and declares a ResourceFlavor per
 pool and the cohort every tenant's ClusterQueue joins; `tenant_queue_objects` are a tenant
-namespace's ClusterQueue and LocalQueue, which `GpuTenantNamespace` declares.
+namespace's ClusterQueue and LocalQueue, which `GpuTenantNamespace` declares. Where pools scale
+up all-or-nothing, the component also declares Kueue's ProvisioningRequest checks, which the
+ClusterQueues hold on those pools' flavors (`kueue_provisioning.py`).
 
 One source of quota: a tenant's ClusterQueue holds, for each pool, the namespace's quota of the
 GPU resource that pool hands out (`tenant_namespace.gpu_quota`, from `gpuQuota`,
@@ -39,29 +41,59 @@ from typing import Any
 import pulumi
 import yaml
 from pulumi_kubernetes import apiextensions, core, helm
+from pulumi_kubernetes._utilities import get_version as kubernetes_version
 
 from gpu_platform.config import QueuesSpec, TenantNamespaceSpec
 from gpu_platform.kubernetes import helm_release
 from gpu_platform.kubernetes.gpu_pod import gpu_resource, gpu_tolerations
+from gpu_platform.kubernetes.kueue_provisioning import (
+    admission_check,
+    admission_checks_strategy,
+    atomic_classes,
+    check_name,
+    provisioning_request_config,
+)
 from gpu_platform.kubernetes.pod_security import pod_security_labels
+from gpu_platform.kubernetes.provisioning_requests import provisioning_request_crd
 from gpu_platform.lock.images import pinned_version
 from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
+from gpu_platform.policy_pack.kueue_integrations import DEFAULT_QUEUE, FRAMEWORKS
 from gpu_platform.versions import KUEUE_CHART, KUEUE_MANAGER_IMAGE
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
-QUEUE_NAME = "gpu"
-"""The LocalQueue of every tenant namespace, which its jobs name."""
+QUEUE_NAME = DEFAULT_QUEUE
+"""The LocalQueue of every tenant namespace: `default`, the one Kueue gives a job that names
+none, so that a Job, JobSet or RayJob submitted without the label is queued too."""
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 """The label by which a job names its LocalQueue (Kueue's `constants.QueueLabel`)."""
 QUEUED_NAMESPACE_LABEL = "gpu-platform.io/queue"
 """On a tenant namespace whose jobs go through its queue: the LocalQueue's name. Kueue's
 webhooks act on the namespaces that carry it, and the policy pack holds their GPU jobs to it."""
 RELEASE_NAME = "kueue"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+"""The label by which a job names its WorkloadPriorityClass (Kueue's
+`constants.WorkloadPriorityClassLabel`)."""
+SMOKE_TEST_PRIORITY_CLASS = "gpu-platform-smoke-test"
+SMOKE_TEST_PRIORITY = 100000
+"""The smoke tests' priority: above a tenant's jobs, which have 0 unless they name a class of
+their own, so that with `BestEffortFIFO` a smoke test is admitted before the tenant's backlog
+(priority before creation time, pkg/cache/queue/cluster_queue.go `queueOrderingFunc` at
+v0.19.2). A ClusterQueue preempts nothing within itself (`withinClusterQueue: Never`), so
+the smoke test never evicts a running job."""
+MANAGER_REPLICAS = 2
+MANAGER_SELECTOR = {
+    "app.kubernetes.io/name": "kueue",
+    "app.kubernetes.io/instance": RELEASE_NAME,
+    "control-plane": "controller-manager",
+}
+"""The manager pods' labels (`kueue.selectorLabels`, charts/kueue/templates/_helpers.tpl at
+v0.19.2)."""
 
 # The chart's default `controllerManagerConfigYaml` (charts/kueue/values.yaml at v0.19.2): the
 # chart renders the value as the manager's whole configuration, so the platform's settings come
-# with the defaults they replace. `kubeflow.org/pytorchjob`, commented out there, is on for
-# docs/queues.md's PyTorchJobs; an integration whose CRD is not installed waits for it.
+# with the defaults they replace. The integrations are every kind the policy pack lets a queued
+# namespace run GPUs in (`kueue_integrations`), the kubeflow jobs commented out there among them;
+# an integration whose CRD is not installed waits for it.
 _MANAGER_CONFIG: dict[str, Any] = {
     "apiVersion": "config.kueue.x-k8s.io/v1beta2",
     "kind": "Configuration",
@@ -80,27 +112,25 @@ _MANAGER_CONFIG: dict[str, Any] = {
         }
     },
     "clientConnection": {"qps": 300, "burst": 500},
-    "integrations": {
-        "frameworks": [
-            "batch/job",
-            "kubeflow.org/mpijob",
-            "kubeflow.org/pytorchjob",
-            "ray.io/rayjob",
-            "ray.io/rayservice",
-            "ray.io/raycluster",
-            "jobset.x-k8s.io/jobset",
-            "workload.codeflare.dev/appwrapper",
-            "trainer.kubeflow.org/trainjob",
-            "pod",
-            "deployment",
-            "statefulset",
-            "leaderworkerset.x-k8s.io/leaderworkerset",
-        ]
-    },
+    "integrations": {"frameworks": list(FRAMEWORKS)},
     "managedJobsNamespaceSelector": {
         "matchExpressions": [{"key": QUEUED_NAMESPACE_LABEL, "operator": "Exists"}]
     },
     "resources": {"quotaCheckStrategy": "IgnoreUndeclared"},
+    # A workload whose pods are not all ready within the timeout after admission (pods the
+    # namespace's ResourceQuota refused, nodes that never came) gives its quota back and is
+    # requeued, backing off from 1 minute to an hour, instead of holding it until its own
+    # deadline (`WaitForPodsReady`, apis/config/v1beta2/configuration_types.go at v0.19.2; on
+    # by the key's presence, pkg/config `WaitForPodsReadyIsEnabled`). The timeout outlasts a
+    # GPU node's start from nothing: boot, driver, validation.
+    "waitForPodsReady": {
+        "timeout": "30m",
+        "requeuingStrategy": {
+            "timestamp": "Eviction",
+            "backoffBaseSeconds": 60,
+            "backoffMaxSeconds": 3600,
+        },
+    },
 }
 # What fair sharing preempts for, in order (the chart's commented example, and Kueue's default
 # when the list is empty: apis/config/v1beta2/configuration_types.go `FairSharing` at v0.19.2).
@@ -122,18 +152,45 @@ def kueue_values(queues: QueuesSpec) -> dict[str, Any]:
     at a branch tag) and the manager's configuration."""
     return {
         "controllerManager": {
+            # Kueue's webhooks fail closed (failurePolicy `Fail`,
+            # charts/kueue/templates/webhook/manifests.yaml at v0.19.2): while no manager runs,
+            # no Job or pod of a tenant namespace is created. Two replicas on different nodes
+            # where the cluster has two (one leads, both serve webhooks) and a budget keep one
+            # through a drain.
+            "replicas": MANAGER_REPLICAS,
+            "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "kubernetes.io/hostname",
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": {"matchLabels": MANAGER_SELECTOR},
+                }
+            ],
             "manager": {
                 "image": {
                     "repository": KUEUE_MANAGER_IMAGE.repository,
                     "tag": pinned_version(KUEUE_MANAGER_IMAGE),
                     "pullPolicy": "IfNotPresent",
                 }
-            }
+            },
         },
         "managerConfig": {
             "controllerManagerConfigYaml": yaml.safe_dump(manager_config(queues), sort_keys=False)
         },
     }
+
+
+def queued_pools(pools: Sequence[ResolvedPool]) -> list[ResolvedPool]:
+    """The pools Kueue admits tenants' jobs on: every pool but the canaries. A canary hands out
+    the GPUs of the pool it leads, and a flavor of its own would let Kueue admit a tenant's
+    quota on each of the two while the namespace's ResourceQuota holds it once over both. A
+    flavor's node labels are added to the node selector of the pods Kueue admits on it
+    (`FromAssignment`, pkg/podset/podset.go at v0.19.2), so a queued job admitted on the led
+    pool never lands on its canary; the canary's gate runs in the GPU Operator's namespace,
+    which Kueue does not manage, and the config keeps queued namespaces' smoke tests off
+    canaries."""
+    return [pool for pool in pools if pool.spec.canary_of is None]
 
 
 def flavor_name(pool: ResolvedPool) -> str:
@@ -166,6 +223,7 @@ def cluster_queue(
     hand it out, each flavor at the namespace's quota of that resource (`hard`, its
     ResourceQuota's `spec.hard`), with the tenant's borrowing and lending limits."""
     groups: dict[str, list[dict[str, Any]]] = {}
+    pools = queued_pools(pools)
     for pool in pools:
         resource = gpu_resource(pool)
         quota: dict[str, Any] = {
@@ -185,12 +243,12 @@ def cluster_queue(
             for resource, flavors in groups.items()
         ],
     }
+    strategy = admission_checks_strategy(pools, flavor_name)
+    if strategy:
+        queue_spec["admissionChecksStrategy"] = strategy
     if queues.fair_sharing:
         # A tenant below its share takes back what others borrowed, newest workloads first.
-        queue_spec["preemption"] = {
-            "reclaimWithinCohort": "Any",
-            "withinClusterQueue": "LowerPriority",
-        }
+        queue_spec["preemption"] = {"reclaimWithinCohort": "Any", "withinClusterQueue": "Never"}
     return {
         "apiVersion": API_VERSION,
         "kind": "ClusterQueue",
@@ -222,15 +280,41 @@ def local_queue(namespace: str, cluster_queue_name: str) -> dict[str, Any]:
     }
 
 
+def smoke_test_queue_labels() -> dict[str, str]:
+    """A smoke-test Job's labels where queues are on: the namespace's queue, which Kueue would
+    give it anyway, and the smoke tests' priority class."""
+    return {QUEUE_NAME_LABEL: QUEUE_NAME, PRIORITY_CLASS_LABEL: SMOKE_TEST_PRIORITY_CLASS}
+
+
+def smoke_test_priority_class() -> dict[str, Any]:
+    """The WorkloadPriorityClass of the tenants' smoke tests (`SMOKE_TEST_PRIORITY`)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": SMOKE_TEST_PRIORITY_CLASS},
+        "value": SMOKE_TEST_PRIORITY,
+        "description": "gpu-platform's smoke tests, before each tenant's waiting jobs",
+    }
+
+
 def declare(name: str, obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:
     """`obj` as a custom resource of the stack."""
-    return apiextensions.CustomResource(
+    if "spec" in obj or "value" not in obj:
+        return apiextensions.CustomResource(
+            name,
+            api_version=obj["apiVersion"],
+            kind=obj["kind"],
+            metadata=obj["metadata"],
+            spec=obj.get("spec", {}),
+            opts=opts,
+        )
+    # A WorkloadPriorityClass keeps its fields at the top, beside its metadata, where the
+    # SDK's `CustomResource` takes only `spec`: the provider's own type takes the object whole.
+    return pulumi.CustomResource(
+        f"kubernetes:{obj['apiVersion']}:{obj['kind']}",
         name,
-        api_version=obj["apiVersion"],
-        kind=obj["kind"],
-        metadata=obj["metadata"],
-        spec=obj.get("spec", {}),
-        opts=opts,
+        dict(obj),
+        pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=kubernetes_version())),
     )
 
 
@@ -241,6 +325,10 @@ class KueueArgs:
     protect: bool = False
     """Protect the release (`protect`): its CRDs are templates of the chart, so uninstalling it
     deletes every queue and every waiting workload with them."""
+    provisioning_request_crd: bool = False
+    """Install the cluster autoscaler's ProvisioningRequest CRD first, for an EKS stack whose
+    atomic pools' autoscaler the platform installs: Kueue sets its provisioning controller up
+    only where the API is served when it starts (gpu_platform/kubernetes/kueue_provisioning.py)."""
 
 
 class Kueue(pulumi.ComponentResource):
@@ -257,6 +345,17 @@ class Kueue(pulumi.ComponentResource):
             metadata={"name": args.queues.namespace, "labels": pod_security_labels("restricted")},
             opts=child,
         )
+        crds = (
+            # Deleting the CRD deletes every ProvisioningRequest, and the nodes they hold go.
+            [
+                provisioning_request_crd(
+                    f"{name}-provisioning-requests",
+                    pulumi.ResourceOptions(parent=self, protect=args.protect),
+                )
+            ]
+            if args.provisioning_request_crd
+            else []
+        )
         self.release = helm.v3.Release(
             name,
             name=RELEASE_NAME,
@@ -265,10 +364,17 @@ class Kueue(pulumi.ComponentResource):
             namespace=namespace.metadata.name,
             values=kueue_values(args.queues),
             **helm_release.KUEUE.release_args(),
-            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect, depends_on=crds),
         )
         after_release = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
-        for pool in args.pools:
+        pools = queued_pools(args.pools)
+        for pool in pools:
             declare(f"{name}-{pool.spec.name}", resource_flavor(pool), after_release)
         declare(f"{name}-cohort", cohort(args.queues), after_release)
+        declare(f"{name}-smoke-test-priority", smoke_test_priority_class(), after_release)
+        for cls in atomic_classes(pools):
+            check = check_name(cls)
+            config = provisioning_request_config(cls, pools)
+            declare(f"{name}-{check}-config", config, after_release)
+            declare(f"{name}-{check}-check", admission_check(cls), after_release)
         self.register_outputs({"release": self.release.name})

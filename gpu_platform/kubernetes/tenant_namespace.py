@@ -54,11 +54,11 @@ from gpu_platform.kubernetes.gpu_pod import gpu_pod_annotations, gpu_pod_spec
 from gpu_platform.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL
 from gpu_platform.kubernetes.kueue import (
     QUEUE_NAME,
-    QUEUE_NAME_LABEL,
     QUEUED_NAMESPACE_LABEL,
     cluster_queue,
     declare,
     local_queue,
+    smoke_test_queue_labels,
     with_borrowing,
 )
 from gpu_platform.kubernetes.node_validation.duration import worst_case_seconds
@@ -160,11 +160,15 @@ class GpuTenantNamespace(pulumi.ComponentResource):
                     "namespace": namespace.metadata.name,
                     "labels": {
                         **_smoke_test_labels(),
-                        **({QUEUE_NAME_LABEL: QUEUE_NAME} if args.queues is not None else {}),
+                        **(smoke_test_queue_labels() if args.queues is not None else {}),
                     },
                     "annotations": {
+                        # Kueue creates the Job suspended and Kubernetes starts its deadline only
+                        # when Kueue resumes it: the wait in the queue comes on top.
                         "pulumi.com/timeoutSeconds": str(
-                            job_spec["activeDeadlineSeconds"] + SMOKE_TEST_AWAIT_MARGIN_SECONDS
+                            job_spec["activeDeadlineSeconds"]
+                            + SMOKE_TEST_AWAIT_MARGIN_SECONDS
+                            + (args.queues.smoke_test_queue_minutes * 60 if args.queues else 0)
                         ),
                         "pulumi.com/replaceUnready": "true",
                     },

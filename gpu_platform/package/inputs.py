@@ -522,6 +522,13 @@ EC2's AZ rebalancing moves nodes between zones without draining them. Per zone, 
 has its own zone in its template, and `balance-similar-node-groups` spreads scale-ups over
 them; `min` and `max` are shared out over the zones (the pool's `max` stays its total, so
 each zone can grow only to its share). Changing it replaces the pool's node groups."""
+    atomic_scale_up: bool
+    """Bring up the nodes of a queued job all together or none (docs/queues.md, All-or-nothing
+scale-up): with `queues.enabled`, a job Kueue admits on this pool waits until a
+ProvisioningRequest of the cluster autoscaler's `best-effort-atomic-scale-up` class has
+scaled the pool up for all its pods, and the autoscaler runs with
+`--enable-provisioning-requests`. The cluster autoscaler only: Karpenter has no
+ProvisioningRequests."""
     instance_families: list[str]
     """Karpenter: instead of `instanceTypes`, every size of these EC2 instance families (`g6`,
 `g6e`) that has the pool's `accelerator`, which must then be given. The NodePool requires
@@ -903,10 +910,12 @@ build (`+...`), which no image reference can hold."""
     """How long a GPU node may sit unneeded before it is removed. Shorter saves idle GPU time;
 longer keeps a node warm between jobs instead of paying its startup again. The default
 keeps an empty node billing at most ten minutes after its last pod, the autoscaler's loops
-included (`gpu-platform plan` shows each pool's figure, and warns past ten minutes for
-on-demand and spot pools: docs/idle-billing.md). The autoscaler's cooldown after a scale-up
-(`--scale-down-delay-after-add`, 10 minutes upstream) is shortened to it where it is
-shorter."""
+included, unless the cluster keeps scaling up (`gpu-platform plan` shows each pool's
+figure, and warns past ten minutes for on-demand and spot pools: docs/idle-billing.md).
+The autoscaler's cooldown after a scale-up (`--scale-down-delay-after-add`, 10 minutes
+upstream), which holds every removal in the cluster, is shortened to it where it is
+shorter: for every node group, CPU ones and those of a cluster's own autoscaler
+included."""
     balance_similar_node_groups: bool
     """Spread scale-ups evenly over node groups that offer the same nodes, the zonal node groups
 of one pool included (`aws.nodeGroupPerZone`: the label `nodegroup-name` that tells them
@@ -969,15 +978,16 @@ nodes. Changing it replaces the pools' nodes (drift)."""
 class QueuesSpecArgs(TypedDict, total=False):
     """Kueue, installed from its pinned chart: a ResourceFlavor per pool, a ClusterQueue per
     tenant namespace whose GPU quotas are the namespace's own (`gpuQuota`, `sharedGpuQuota`,
-    `migQuota`), in one cohort, and a LocalQueue named `gpu` in each tenant namespace
+    `migQuota`), in one cohort, and a LocalQueue named `default` in each tenant namespace
     (docs/queues.md)."""
 
     enabled: bool
     """Install Kueue and give every tenant namespace its queue. Off by default: Kueue's
-admission webhooks then act on every Job, JobSet, RayJob and PyTorchJob of the tenant
-namespaces, which a team must label with its queue (`kueue.x-k8s.io/queue-name: gpu`)
-before they start; turning it on is a change in how teams submit work, to be announced
-to them first."""
+admission webhooks then hold every Job, JobSet, RayJob, PyTorchJob... of the tenant
+namespaces in the namespace's queue until its quota has room for all of its pods, and the
+policy pack refuses GPU workloads of kinds Kueue does not queue there; turning it on is a
+change in how teams run work, to be announced to them first. Refused where two pools hand
+out the same GPU resource that a namespace has quota of (docs/queues.md)."""
     namespace: str
     """Where Kueue's manager runs: a namespace the platform creates (Pod Security
 `restricted`, which the chart's pod and container security contexts satisfy), no tenant's."""
@@ -986,9 +996,14 @@ to them first."""
 borrowed by another, within each tenant's `queue.borrowingLimit` and
 `queue.lendingLimit`."""
     fair_sharing: bool
-    """Share what the cohort has unused in proportion to each tenant's quota, and let a tenant
-below its share reclaim it by preempting the borrowers' newest workloads (Kueue's fair
-sharing). Off, a borrower keeps what it took until its workloads end."""
+    """Share what the cohort has unused equally among the tenants that borrow it (Kueue's fair
+sharing, every ClusterQueue at its default weight), and let a tenant below its share
+reclaim what it lent by preempting the borrowers' newest workloads. Off, a borrower keeps
+what it took until its workloads end."""
+    smoke_test_queue_minutes: int
+    """How long `pulumi up` waits for a tenant's smoke test to leave its queue, on top of the
+Job's own deadline (which starts only once Kueue admits it). The smoke test goes before
+every waiting job of its tenant, but waits for running jobs to free the GPUs it needs."""
 
 
 class EksClusterFactsArgs(TypedDict, total=False):

@@ -401,6 +401,8 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             ("expanderPriorities", BLOCK_TEXT),
             ("extraArgs.balance-similar-node-groups", ANY_BOOL),
             ("extraArgs.balancing-ignore-label", equal("nodegroup-name")),
+            # Pools that scale up atomically (`aws.atomicScaleUp`).
+            ("extraArgs.enable-provisioning-requests", equal(True)),
             # The stack's `autoscaler.expander` (gpu_platform/config/capacity.py).
             (
                 "extraArgs.expander",
@@ -443,6 +445,10 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             ("controllerManager.manager.image.pullPolicy", equal("IfNotPresent")),
             ("controllerManager.manager.image.repository", equal("registry.k8s.io/kueue/kueue")),
             ("controllerManager.manager.image.tag", TAG),
+            ("controllerManager.podDisruptionBudget.enabled", equal(True)),
+            ("controllerManager.podDisruptionBudget.minAvailable", equal(1)),
+            ("controllerManager.replicas", equal(2)),
+            ("controllerManager.topologySpreadConstraints", LIST),
             ("managerConfig.controllerManagerConfigYaml", BLOCK_TEXT),
         )
     ),

@@ -1,17 +1,18 @@
-"""GPU workloads in a queued tenant namespace name its queue.
+"""GPU workloads in a queued tenant namespace go through its queue.
 
 Where the stack turns Kueue on (`queues.enabled`), the platform labels each tenant namespace
-`gpu-platform.io/queue` with the name of its LocalQueue, and Kueue admits the namespace's jobs
-within the tenant's GPU quota, each whole, once they name that queue with the label
-`kueue.x-k8s.io/queue-name` (gpu_platform/kubernetes/kueue.py). A GPU workload that names none is
-left alone by Kueue (its `manageJobsWithoutQueueName` is off), starts at once beside the
-admitted ones and takes GPUs Kueue counted as free: Kueue then admits jobs whose pods the
-namespace's ResourceQuota refuses, and a job starts with part of its pods.
+`gpu-platform.io/queue` with the name of its LocalQueue, `default`, and Kueue admits the
+namespace's jobs within the tenant's GPU quota, each whole (gpu_platform/kubernetes/kueue.py).
+Kueue gives an object of a kind it manages that names no queue (no `kueue.x-k8s.io/queue-name`)
+the namespace's `default` LocalQueue (`kueue_integrations`), so such a workload needs no label;
+one that names another queue waits for a LocalQueue the namespace does not have.
 
-Kueue reads the label on the object it manages: a Job, a Pod, a Deployment or StatefulSet
-(its pod integrations), a JobSet, RayJob or PyTorchJob; for a CronJob, on the Jobs it creates
-(`spec.jobTemplate.metadata.labels`). DaemonSets, ReplicaSets and bare pod templates are not
-Kueue's and are not held to it.
+A GPU workload of a kind Kueue does not manage (an Argo Workflow, a Volcano Job, a KServe
+InferenceService, a DaemonSet...) is never queued whatever its labels: it starts at once beside
+the admitted jobs and takes GPUs Kueue counted as free, so Kueue admits jobs whose pods the
+namespace's ResourceQuota refuses, and a job starts with part of its pods. The rule refuses it
+and names the kinds Kueue queues. Templates (PodTemplates, Trainer's runtimes, KServe's serving
+runtimes, Argo's WorkflowTemplates) run nothing of their own and are not held to it.
 """
 
 from collections.abc import Iterator
@@ -19,8 +20,9 @@ from functools import partial
 
 from checks import Findings
 from gpu_workloads import is_gpu_pod
+from kueue_integrations import TEMPLATES, THROUGH_JOBS, managed, supported_kinds
 from pod_security import NAMESPACE_TYPE, namespace_resource
-from pods import pods_of
+from pods import kubernetes_kind, pods_of
 from props import field_path, shown, text, value_at
 from pulumi_policy import (
     EnforcementLevel,
@@ -33,28 +35,41 @@ from pulumi_policy import (
 NAME = "gpu-workloads-name-their-queue"
 QUEUED_NAMESPACE_LABEL = "gpu-platform.io/queue"
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
-NOT_KUEUES = ("DaemonSet", "ReplicaSet", "ReplicationController", "PodTemplate")
+
+
+def group_and_kind(resource: PolicyResource) -> tuple[str, str]:
+    """`("apps", "Deployment")` for a Deployment or its `...Patch`."""
+    kind = (kubernetes_kind(resource.resource_type) or "").removesuffix("Patch")
+    return resource.resource_type.split(":")[1].rsplit("/", 1)[0], kind
 
 
 def label_path(resource: PolicyResource) -> tuple[str, ...]:
-    """Where the workload's queue label goes: the CronJob's Jobs', every other's own."""
-    kind = resource.resource_type.rpartition(":")[2].removesuffix("Patch")
-    if kind == "CronJob":
-        return ("spec", "jobTemplate", "metadata", "labels", QUEUE_NAME_LABEL)
-    return ("metadata", "labels", QUEUE_NAME_LABEL)
+    """Where the workload's queue label goes: a CronJob's on its Jobs, every other's its own."""
+    labels = THROUGH_JOBS.get(group_and_kind(resource), ("metadata", "labels"))
+    return (*labels, QUEUE_NAME_LABEL)
 
 
 def queue_problems(resource: PolicyResource, namespace: str, queue: str) -> Iterator[str]:
+    group, kind = group_and_kind(resource)
+    if not managed(group, kind):
+        yield (
+            f'the GPU workload runs in namespace "{namespace}", whose jobs Kueue admits through'
+            f' its queue "{queue}" ({QUEUED_NAMESPACE_LABEL}), and Kueue does not manage a'
+            f" {group}/{kind}: it starts unqueued beside the admitted jobs and takes GPUs they"
+            f" were counted. Fix: run it as one of the kinds Kueue queues, {supported_kinds()}"
+            " (docs/queues.md)."
+        )
+        return
     path = label_path(resource)
     value = value_at(resource.props, *path)
-    if value == queue:
+    if value is None or value == queue:
         return
-    found = "is missing" if value is None else f"is {shown(value)}"
     yield (
-        f'the GPU workload runs in namespace "{namespace}", whose jobs Kueue admits through'
-        f' its queue "{queue}" ({QUEUED_NAMESPACE_LABEL}), and {field_path(*path)} {found}:'
-        " Kueue leaves it alone, it starts beside the admitted jobs and takes GPUs they were"
-        f' counted. Fix: set {field_path(*path)} to "{queue}" (docs/queues.md).'
+        f'the GPU workload runs in namespace "{namespace}", whose only queue is "{queue}"'
+        f" ({QUEUED_NAMESPACE_LABEL}), and {field_path(*path)} is {shown(value)}: Kueue"
+        " holds it until a LocalQueue of that name exists, which the platform never creates."
+        f' Fix: remove {field_path(*path)} (Kueue then gives it "{queue}") or set it to'
+        f' "{queue}" (docs/queues.md).'
     )
 
 
@@ -63,7 +78,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     with Findings(NAME, "the stack", report_violation) as findings:
         for resource in args.resources:
             pods = pods_of(resource.resource_type, resource.props)
-            if not pods or pods[0].kind in NOT_KUEUES:
+            if not pods or group_and_kind(resource) in TEMPLATES:
                 continue
             if not any(
                 findings.known(f"the pods of {resource.urn}", partial(is_gpu_pod, p)) for p in pods
@@ -93,8 +108,8 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
 POLICIES = [
     StackValidationPolicy(
         name=NAME,
-        description="GPU workloads in a tenant namespace with a Kueue queue name it "
-        f"({QUEUE_NAME_LABEL}).",
+        description="GPU workloads in a tenant namespace with a Kueue queue are of a kind Kueue "
+        f"queues and name no other queue ({QUEUE_NAME_LABEL}).",
         validate=validate,
         enforcement_level=EnforcementLevel.MANDATORY,
     )

@@ -91,6 +91,7 @@ def autoscaler_settings_findings(
     if config.autoscaler.balance_similar_node_groups:
         findings += _balancing_findings(subject, flags)
     findings += _threshold_findings(subject, flags, release)
+    findings += _provisioning_request_findings(config, subject, flags)
     return findings or [
         Finding("ok", subject, "Its flags and priorities are the platform's.", "Nothing.")
     ]
@@ -231,3 +232,26 @@ def _threshold_findings(
                 )
             )
     return findings
+
+
+def _provisioning_request_findings(
+    config: StackConfig, subject: str, flags: Mapping[str, Sequence[str]]
+) -> list[Finding]:
+    """Blocking where a pool scales up atomically and the autoscaler ignores ProvisioningRequests
+    (`--enable-provisioning-requests`, false by default: config/flags/flags.go): Kueue then
+    admits none of the pool's queued jobs, whose requests are never provisioned."""
+    atomic = [pool.name for pool in config.pools if pool.aws.atomic_scale_up]
+    given = (flags.get("enable-provisioning-requests") or ["false"])[-1]
+    if not atomic or given.lower() in ("true", "1", "t"):
+        return []
+    return [
+        Finding(
+            "blocking",
+            subject,
+            f"It runs without --enable-provisioning-requests, and pools {', '.join(atomic)}"
+            " scale up atomically (aws.atomicScaleUp): their queued jobs would wait for"
+            " ProvisioningRequests it never acts on.",
+            "Give it --enable-provisioning-requests=true, with the ProvisioningRequest CRD of"
+            " its release installed before Kueue starts (docs/queues.md).",
+        )
+    ]

@@ -1,6 +1,7 @@
 """The schemas of the custom resources the platform creates, from the CRDs of the pinned charts:
 the GPU Operator's NVIDIADriver, Karpenter's NodePool and EC2NodeClass, Kueue's ResourceFlavor,
-ClusterQueue, LocalQueue, Cohort, AdmissionCheck and ProvisioningRequestConfig.
+ClusterQueue, LocalQueue, Cohort, AdmissionCheck, ProvisioningRequestConfig and
+WorkloadPriorityClass.
 
 The API server checks a custom resource against its CRD's `openAPIV3Schema` and drops the fields
 the schema does not know, so a misspelt field does nothing; no Kubernetes release's OpenAPI
@@ -63,6 +64,11 @@ def closed(schema: Mapping[str, Any]) -> dict[str, Any]:
     server drops them (structural schemas prune unknown fields, unless marked
     `x-kubernetes-preserve-unknown-fields`)."""
     closed_schema = dict(schema)
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str) and pattern.startswith("^(?i)"):
+        # The API server's RE2 takes a flag group after `^` (Kueue's AdmissionCheck
+        # `parameters.kind`, `^(?i)[a-z]...`); Python only at the start, where it means the same.
+        closed_schema["pattern"] = "(?i)^" + pattern.removeprefix("^(?i)")
     if "properties" in schema:
         closed_schema["properties"] = {k: closed(v) for k, v in schema["properties"].items()}
         if "additionalProperties" not in schema and not schema.get(

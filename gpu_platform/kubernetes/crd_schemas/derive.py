@@ -15,6 +15,7 @@
         kueue/config/components/crd/bases/kueue.x-k8s.io_{localqueues,cohorts}.yaml \\
         kueue/config/components/crd/bases/kueue.x-k8s.io_admissionchecks.yaml \\
         kueue/config/components/crd/bases/kueue.x-k8s.io_provisioningrequestconfigs.yaml \\
+        kueue/config/components/crd/bases/kueue.x-k8s.io_workloadpriorityclasses.yaml \\
         --chart kueue --version 0.19.2
 
 The `kueue` chart's CRDs are Helm templates (`charts/kueue/templates/crd/`), which

@@ -442,16 +442,29 @@ def test_plan_shows_each_pools_idle_billing_and_warns_of_a_long_one(
     result = invoke("dev")
 
     assert result.exit_code == 0, result.output
-    # 30 unneeded minutes and two of the autoscaler's 10-second loops (DefaultScanInterval,
-    # cluster-autoscaler/config/const.go, cluster-autoscaler-1.33.6 to 1.36.1), under the pool's
-    # driver line; its validation billed before its first pod (test_idle_billing.py).
+    # 30 unneeded minutes, two of the autoscaler's 10-second loops (DefaultScanInterval,
+    # cluster-autoscaler/config/const.go) and the 5 seconds from the deletion taint to the
+    # deletion (--node-delete-delay-after-taint, config/flags/flags.go; cluster-autoscaler-1.33.6
+    # to 1.36.1), under the pool's driver line; then the cluster's cooldowns, which hold it past
+    # that: --scale-down-delay-after-add at upstream's 10 minutes and
+    # --scale-down-delay-after-failure at its 3 (DefaultScaleDownDelayAfterFailure, const.go),
+    # both checked for the whole cluster in isScaleDownInCooldown (core/static_autoscaler.go).
     lines = result.output.splitlines()
     driver = next(i for i, line in enumerate(lines) if line.startswith("  t4-shared: NVIDIA"))
-    assert lines[driver + 1] == "    idle after its last pod (cluster-autoscaler): 30m20s"
+    assert lines[driver + 1] == "    idle after its last pod (cluster-autoscaler): 30m25s"
+    assert lines[driver + 6].startswith("    or later, while the whole cluster cools down")
+    assert lines[driver + 7].startswith(
+        "      --scale-down-delay-after-add: until 10m after the cluster's last scale-up,"
+        " of any node group ("
+    )
+    assert lines[driver + 8].startswith(
+        "      --scale-down-delay-after-failure: until 3m after the cluster's last failed"
+        " scale-down ("
+    )
     assert "    billed before its first pod, not after its last: 17m: a new node's validation" in (
         result.output
     )
     assert (
-        "warning: pool t4-shared (spot): an empty GPU node bills for 30m20s after its last pod"
+        "warning: pool t4-shared (spot): an empty GPU node bills for 30m25s after its last pod"
         " ends, over the 10 minutes the defaults keep to; set by autoscaler.gpuNodeIdleMinutes"
     ) in " ".join(result.output.split())

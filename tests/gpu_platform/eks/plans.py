@@ -9,6 +9,7 @@ from tests.stack_variants import (
     BOTTLEROCKET_RELEASE,
     with_gpu_quotas_fitting_its_pools,
     with_whole_gpu_quota,
+    without_queues,
 )
 
 Config = dict[str, Any]
@@ -59,11 +60,12 @@ def with_cluster(config: Config, **changes: Any) -> Config:
 
 
 def with_extra_pool(config: Config, **fields: Any) -> Config:
-    """The config with another pool, on AL2023_RELEASE unless `fields` pin another release, and
-    its namespaces' GPU quotas fitted to the pools (`with_gpu_quotas_fitting_its_pools`)."""
+    """The config with another pool, on AL2023_RELEASE unless `fields` pin another release, its
+    namespaces' GPU quotas fitted to the pools (`with_gpu_quotas_fitting_its_pools`), and
+    queues off (`without_queues`)."""
     aws = {"amiReleaseVersion": AL2023_RELEASE, **fields.get("aws", {})}
     config[POOLS].append({**fields, "aws": aws})
-    return with_gpu_quotas_fitting_its_pools(config)
+    return with_gpu_quotas_fitting_its_pools(without_queues(config))
 
 
 def on_bottlerocket(config: Config) -> Config:

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from gpu_platform.offline.program import Plan
+from tests.stack_variants import without_queues
 
 from .plans import GET_CLUSTER, on_ubuntu, problems_of, with_cluster, with_pool
 
@@ -148,7 +149,7 @@ def test_ubuntu_with_the_operators_driver_is_accepted(
 
 def test_every_bad_pool_is_reported_at_once(gke_config: Config, failed_plan_for: PlanFor) -> None:
     good = gke_config["gpu-platform:pools"][0]
-    gke_config["gpu-platform:pools"] = [
+    without_queues(gke_config)["gpu-platform:pools"] = [
         {**good, "name": "no-gpu", "instanceTypes": ["e2-standard-8"]},
         good,
         {**good, "name": "wrong-count", "gpusPerNode": 4},

@@ -11,7 +11,12 @@ from gpu_platform.gke.machine_types import gpu_shape
 from gpu_platform.kubernetes.gpu_pod import gpu_pod_spec
 from gpu_platform.node_identity import ResolvedPool, Taint, resolve_pool, sharer_for
 from gpu_platform.offline.program import Plan
-from tests.stack_variants import FLEX_START_POOL, QUEUED_POOL, with_gke_capacity_pools
+from tests.stack_variants import (
+    FLEX_START_POOL,
+    QUEUED_POOL,
+    with_gke_capacity_pools,
+    without_queues,
+)
 
 from .plans import NODE_POOL
 
@@ -118,7 +123,7 @@ def test_cpu_and_memory_are_the_machines_less_gkes_reservations(gke_plan: Plan) 
 def test_an_a2_machines_cpu_and_memory_are_judged_less_gkes_reservations(
     gke_config: Config, plan_for: Callable[[Config], Plan]
 ) -> None:
-    gke_config["gpu-platform:pools"].append(MIG_POOL)
+    without_queues(gke_config)["gpu-platform:pools"].append(MIG_POOL)
     (template,) = [t for t in templates(plan_for(gke_config)) if t.pool == "a100-slices"]
 
     # a2-highgpu-1g: 12 vCPUs and 85 GB of 1024 MiB (gcloud compute machine-types list; Compute
@@ -137,7 +142,7 @@ def test_a_mig_pool_scales_up_from_zero_for_a_partition(
     gke_config: Config, plan_for: Callable[[Config], Plan]
 ) -> None:
     # GKE partitions each A100 40GB into seven 1g.5gb devices, each one nvidia.com/gpu.
-    gke_config["gpu-platform:pools"].append(MIG_POOL)
+    without_queues(gke_config)["gpu-platform:pools"].append(MIG_POOL)
     plan = plan_for(gke_config)
     pod = gpu_pod_spec(resolved(gke_config, "a100-slices"), "cuda:12", ["nvidia-smi"])
 

@@ -11,6 +11,7 @@ from pulumi_gcp import container
 from gpu_platform.gke.cluster import GkeCluster
 from gpu_platform.gke.node_pool import NODE_SERVICE_ACCOUNT_ROLE, node_service_account_id
 from gpu_platform.offline.program import Plan
+from tests.stack_variants import without_queues
 
 from .gke_api import api_problems, to_api_node_pool
 from .plans import node_pool, on_ubuntu, problems_of, with_cluster, with_pool
@@ -109,7 +110,7 @@ def test_an_mps_pool_is_refused_on_gke_before_any_resource(
 
 
 def test_a_mig_pool_has_gke_partition_its_gpus(gke_config: Config, plan_for: PlanFor) -> None:
-    gke_config["gpu-platform:pools"].append(MIG_POOL)
+    without_queues(gke_config)["gpu-platform:pools"].append(MIG_POOL)
 
     accelerator = accelerator_of(plan_for(gke_config), "a100-mig")
 
@@ -156,7 +157,7 @@ def test_a_shared_pools_gpus_go_to_gkes_device_plugin_and_not_the_operators(
 
 
 def test_a_mig_pool_has_no_mig_manager_layout_label(gke_config: Config, plan_for: PlanFor) -> None:
-    gke_config["gpu-platform:pools"].append(MIG_POOL)
+    without_queues(gke_config)["gpu-platform:pools"].append(MIG_POOL)
 
     labels = node_config(plan_for(gke_config), "a100-mig")["labels"]
 
@@ -409,7 +410,9 @@ def test_every_pool_waits_through_the_other_pools_upgrades(
     # pool of 225 minutes above and one of a single node (one round of 75) may each wait 300,
     # x 1.25 = 375.
     first = gke_config["gpu-platform:pools"][0]
-    gke_config["gpu-platform:pools"].append({**first, "name": "l4-batch", "min": 0, "max": 1})
+    without_queues(gke_config)["gpu-platform:pools"].append(
+        {**first, "name": "l4-batch", "min": 0, "max": 1}
+    )
     plan = plan_for(gke_config)
 
     assert node_pool(plan).custom_timeouts == {"create": "375m", "update": "375m", "delete": "375m"}

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpu_platform.offline.program import Plan
+from tests.stack_variants import without_queues
 
 from .plans import node_pool, problems_of, with_cluster, with_pool
 
@@ -36,7 +37,7 @@ def test_each_zone_is_asked_once_however_many_pools_share_a_machine_type(
     gke_config: Config, plan_for: PlanFor
 ) -> None:
     second = {**gke_config["gpu-platform:pools"][0], "name": "l4-second"}
-    gke_config["gpu-platform:pools"].append(second)
+    without_queues(gke_config)["gpu-platform:pools"].append(second)
     plan = plan_for(gke_config)
     asked = [i.args["zone"] for i in plan.invokes if i.token == MACHINE_TYPES]
     assert len(asked) == len(set(asked)) == 4

@@ -82,9 +82,14 @@ QUEUED_NAMESPACE_LABEL = "gpu-platform.io/queue"
 
 def kueue_quota_problems(plan: Plan) -> list[str]:
     """Where Kueue's quotas and the namespaces' disagree, as sentences: a queued namespace (one
-    labelled `gpu-platform.io/queue`) without its LocalQueue or ClusterQueue, and a flavor's
-    nominal quota and borrowing limit of a resource adding up to other than the namespace's
-    ResourceQuota of it, so that Kueue never admits on a pool what the namespace may not run."""
+    labelled `gpu-platform.io/queue`) without its LocalQueue or ClusterQueue, and a resource
+    whose nominal quotas and borrowing limits, summed over every flavor that holds it, are other
+    than the namespace's ResourceQuota of it. A ResourceQuota caps a resource over all pools, a
+    ClusterQueue each flavor apart (`ResourceQuota.NominalQuota`, "the quantity of this resource
+    that is available for Workloads admitted by this ClusterQueue" per flavor,
+    apis/kueue/v1beta2/clusterqueue_types.go at v0.19.2): only the sums agreeing keeps Kueue
+    from admitting what the namespace may not run.
+    """
     quotas = {
         r.inputs["metadata"]["namespace"]: r.inputs["spec"]["hard"] for r in plan.of_type(QUOTA)
     }
@@ -106,15 +111,17 @@ def kueue_quota_problems(plan: Plan) -> list[str]:
             problems.append(f"namespace {name}: queued, without its ClusterQueue and LocalQueue")
             continue
         hard = quotas.get(name, {})
+        most: dict[str, int] = {}
         for group in queue.inputs["spec"]["resourceGroups"]:
             for flavor in group["flavors"]:
                 for resource in flavor["resources"]:
-                    cap = hard.get(f"requests.{resource['name']}")
-                    most = resource["nominalQuota"] + resource.get("borrowingLimit", 0)
-                    if cap is None or int(cap) != most:
-                        problems.append(
-                            f"ClusterQueue {queue.inputs['metadata']['name']} holds {most}"
-                            f" {resource['name']} on {flavor['name']} with what it borrows, its"
-                            f" namespace's ResourceQuota {cap}"
-                        )
+                    held = resource["nominalQuota"] + resource.get("borrowingLimit", 0)
+                    most[resource["name"]] = most.get(resource["name"], 0) + held
+        for resource, held in most.items():
+            cap = hard.get(f"requests.{resource}")
+            if cap is None or int(cap) != held:
+                problems.append(
+                    f"ClusterQueue {queue.inputs['metadata']['name']} holds {held} {resource}"
+                    f" over its flavors with what it borrows, its namespace's ResourceQuota {cap}"
+                )
     return problems

@@ -77,14 +77,18 @@ def test_a_tenants_cluster_queue_holds_its_namespaces_quota_in_the_cohort(dev_pl
                 ],
             }
         ],
-        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+        # Nothing preempted within the queue, so that the smoke test's priority evicts nothing.
+        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "Never"},
     }
 
 
 def test_the_namespaces_local_queue_is_onto_its_cluster_queue(dev_plan) -> None:
     queue = dev_plan.named("ml-sandbox-local-queue", LOCAL_QUEUE)
 
-    assert queue.inputs["metadata"] == {"name": "gpu", "namespace": "ml-sandbox"}
+    # `default`: the LocalQueue Kueue's webhooks give a job that names none
+    # (`constants.DefaultLocalQueueName`, pkg/controller/constants/constants.go, applied by
+    # pkg/controller/jobframework/defaults.go at v0.19.2).
+    assert queue.inputs["metadata"] == {"name": "default", "namespace": "ml-sandbox"}
     assert queue.inputs["spec"] == {"clusterQueue": "ml-sandbox"}
 
 
@@ -114,9 +118,88 @@ def test_a_cluster_queue_off_its_resource_quota_is_found(dev_plan) -> None:
     queue.inputs["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 9
 
     assert kueue_quota_problems(dev_plan) == [
-        "ClusterQueue ml-sandbox holds 9 nvidia.com/gpu on t4-shared with what it borrows, its"
-        " namespace's ResourceQuota 8"
+        "ClusterQueue ml-sandbox holds 9 nvidia.com/gpu over its flavors with what it borrows,"
+        " its namespace's ResourceQuota 8"
     ]
+
+
+def test_two_flavors_of_one_resource_are_summed_against_its_resource_quota(dev_plan) -> None:
+    # Two pools handing out nvidia.com/gpu at 8 each: Kueue would admit 16 while the
+    # namespace's ResourceQuota runs 8, though each flavor alone matches it.
+    queue = dev_plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE)
+    flavors = queue.inputs["spec"]["resourceGroups"][0]["flavors"]
+    flavors.append({**copy.deepcopy(flavors[0]), "name": "l4-shared"})
+
+    assert kueue_quota_problems(dev_plan) == [
+        "ClusterQueue ml-sandbox holds 16 nvidia.com/gpu over its flavors with what it borrows,"
+        " its namespace's ResourceQuota 8"
+    ]
+
+
+def test_two_pools_handing_out_a_resource_a_queued_tenant_has_are_refused(
+    dev_config, failed_plan_for
+) -> None:
+    pool = copy.deepcopy(dev_config["gpu-platform:pools"][0])
+    dev_config["gpu-platform:pools"].append({**pool, "name": "t4-shared-b"})
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = [p for p in plan.error.problems if p.path == "gpu-platform:queues.enabled"]
+    assert problem.value is True
+    assert problem.expected.startswith(
+        "false while pools t4-shared, t4-shared-b all hand out the GPUs"
+        " gpu-platform:namespaces[0].sharedGpuQuota caps"
+    )
+
+
+def with_a_canary(config: dict[str, Any], **fields: Any) -> None:
+    pool = copy.deepcopy(config["gpu-platform:pools"][0])
+    config["gpu-platform:pools"].append(
+        {**pool, "name": "t4-canary", "max": 1, "canaryOf": pool["name"], **fields}
+    )
+
+
+def test_a_canary_beside_its_pool_has_no_flavor_and_is_accepted(dev_config, plan_for) -> None:
+    # Kueue copies a flavor's nodeLabels into the node selector of the pods it admits
+    # (`FromAssignment`, pkg/podset/podset.go at v0.19.2): jobs admitted on t4-shared stay
+    # off its canary, which shares its replicas and so gets no flavor to be admitted on.
+    with_a_canary(dev_config)
+
+    plan = plan_for(dev_config)
+
+    assert [f.inputs["metadata"]["name"] for f in plan.of_type(FLAVOR)] == ["t4-shared"]
+    queue = plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE)
+    (group,) = queue.inputs["spec"]["resourceGroups"]
+    assert [f["name"] for f in group["flavors"]] == ["t4-shared"]
+    assert kueue_quota_problems(plan) == []
+
+
+def test_a_queued_smoke_test_on_a_canary_is_refused(dev_config, failed_plan_for) -> None:
+    with_a_canary(dev_config)
+    dev_config["gpu-platform:namespaces"][0]["smokeTestPool"] = "t4-canary"
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == (
+        "gpu-platform:namespaces[0].smokeTestPool",
+        "t4-canary",
+    )
+    assert problem.expected.startswith("a pool that is no canary while queues.enabled is true")
+
+
+def test_a_canary_scaling_up_atomically_is_refused(dev_config, failed_plan_for) -> None:
+    aws = dev_config["gpu-platform:pools"][0]["aws"]
+    with_a_canary(dev_config, aws={**aws, "atomicScaleUp": True})
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == ("gpu-platform:pools[1].aws.atomicScaleUp", True)
+    assert problem.expected.startswith("false on a canary (canaryOf)")
 
 
 def test_borrowing_and_lending_limits_go_on_every_flavor(dev_config, plan_for) -> None:
@@ -233,7 +316,7 @@ def test_kueues_webhooks_act_on_the_queued_namespaces_only(dev_plan) -> None:
         dev_plan.named("ml-sandbox", NAMESPACE).inputs["metadata"]["labels"][
             "gpu-platform.io/queue"
         ]
-        == "gpu"
+        == "default"
     )
 
 
@@ -255,10 +338,64 @@ def test_what_kueues_webhooks_judge_waits_for_its_release(dev_plan) -> None:
         assert release(dev_plan).urn in flavor.dependencies
 
 
-def test_the_smoke_test_goes_through_its_queue(dev_plan) -> None:
+def test_the_smoke_test_goes_first_through_its_queue_and_pulumi_waits_for_it(
+    dev_plan, dev_config, plan_for
+) -> None:
     job = dev_plan.named("ml-sandbox-gpu-smoke-test", "kubernetes:batch/v1:Job")
+    (priority,) = dev_plan.of_type(f"kubernetes:{KUEUE}:WorkloadPriorityClass")
 
-    assert job.inputs["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpu"
+    labels = job.inputs["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/queue-name"] == "default"
+    assert labels["kueue.x-k8s.io/priority-class"] == priority.inputs["metadata"]["name"]
+    # Above a job that names no class, and so has priority 0.
+    assert priority.inputs["value"] > 0
+    assert release(dev_plan).urn in priority.dependencies
+    assert validation_errors(priority.inputs, "kueue", "0.19.2") == []
+    # The Job's deadline starts once Kueue admits it: Pulumi waits the default 30 minutes
+    # in the queue on top of the deadline and its 120 s margin.
+    deadline = job.inputs["spec"]["activeDeadlineSeconds"]
+    assert job.inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"] == str(
+        deadline + 120 + 30 * 60
+    )
+    dev_config["gpu-platform:queues"]["smokeTestQueueMinutes"] = 0
+    job = plan_for(dev_config).named("ml-sandbox-gpu-smoke-test", "kubernetes:batch/v1:Job")
+    assert job.inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"] == str(deadline + 120)
+
+
+def test_kueue_runs_two_managers_spread_with_a_budget(dev_plan) -> None:
+    manager = release(dev_plan).inputs["values"]["controllerManager"]
+
+    assert manager["replicas"] == 2
+    assert manager["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
+    # The manager pods' labels, `kueue.selectorLabels` in charts/kueue/templates/_helpers.tpl
+    # at v0.19.2.
+    assert manager["topologySpreadConstraints"] == [
+        {
+            "maxSkew": 1,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {
+                "matchLabels": {
+                    "app.kubernetes.io/name": "kueue",
+                    "app.kubernetes.io/instance": "kueue",
+                    "control-plane": "controller-manager",
+                }
+            },
+        }
+    ]
+
+
+def test_an_admitted_workload_whose_pods_are_not_ready_is_requeued(dev_plan) -> None:
+    # apis/config/v1beta2/configuration_types.go at v0.19.2: `WaitForPodsReady`, on by its
+    # presence, evicts and requeues a workload not ready within the timeout.
+    assert manager_config(dev_plan)["waitForPodsReady"] == {
+        "timeout": "30m",
+        "requeuingStrategy": {
+            "timestamp": "Eviction",
+            "backoffBaseSeconds": 60,
+            "backoffMaxSeconds": 3600,
+        },
+    }
 
 
 def test_a_misspelt_cluster_queue_field_is_refused_by_the_pinned_crd(dev_plan) -> None:

@@ -91,7 +91,7 @@ def test_namespace_enforces_audits_and_warns_restricted_at_the_pinned_version(de
         "pod-security.kubernetes.io/warn": "restricted",
         "pod-security.kubernetes.io/warn-version": POD_SECURITY_VERSION,
         # The dev stack queues its jobs through Kueue, whose webhooks select this label.
-        "gpu-platform.io/queue": "gpu",
+        "gpu-platform.io/queue": "default",
     }
 
 
@@ -545,7 +545,9 @@ def test_an_ubuntu_smoke_tests_deadline_covers_the_operators_wait_for_a_nodes_jo
     # relabel the node and 600 s of the Job controller's backoff after ignored failures
     # (MaxJobPodFailureBackOff, which counts ignored failures too, kubernetes/kubernetes#130881),
     # three times: the first pod after the upgrade and two on nodes not upgraded yet; Pulumi
-    # waits 120 s longer. A new node's validation adds its worst case (VALIDATION).
+    # waits 120 s longer, and the 30 minutes of `queues.smokeTestQueueMinutes` the Job may wait
+    # in its queue before its deadline starts. A new node's validation adds its worst case
+    # (VALIDATION).
     inputs = job(ubuntu_plan).inputs
 
     assert (
@@ -553,5 +555,5 @@ def test_an_ubuntu_smoke_tests_deadline_covers_the_operators_wait_for_a_nodes_jo
         inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"],
     ) == (
         900 + VALIDATION + 1440 * 60 + 300 + 3 * 660,
-        str(900 + VALIDATION + 1440 * 60 + 300 + 3 * 660 + 120),
+        str(900 + VALIDATION + 1440 * 60 + 300 + 3 * 660 + 120 + 30 * 60),
     )

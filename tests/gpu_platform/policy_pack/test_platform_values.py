@@ -25,6 +25,7 @@ from tests.gpu_platform.policy_pack.builders import (
 )
 from tests.repository import STACKS
 from tests.shared_plans import shared_plan
+from tests.stack_variants import with_atomic_pool
 
 VISIBLE = "helm-release-workloads-visible"
 PROD = {"all": "mandatory"}
@@ -50,12 +51,13 @@ def _releases(plan: Plan) -> list[Any]:
 def _every_optional_release(dev: Config) -> list[Config]:
     """Configs beside the committed stacks that turn on what they leave off: GKE Ubuntu (the
     operator's per-pool drivers) with the Prometheus stack moved, and EKS with the Prometheus
-    stack, an EFA pool and the priority expander."""
+    stack, an EFA pool, the priority expander and a pool that scales up atomically (the
+    autoscaler's `enable-provisioning-requests`)."""
     ubuntu = gke_stack_config(copy.deepcopy(dev))
     ubuntu["gpu-platform:cluster"]["nodeImage"] = "ubuntu"
     ubuntu["gpu-platform:pools"][0]["sharing"] = {"mode": "exclusive"}
     ubuntu["gpu-platform:monitoring"] = {"installPrometheusStack": True, "namespace": "metrics"}
-    eks = copy.deepcopy(dev)
+    eks = with_atomic_pool(dev)
     eks["gpu-platform:monitoring"] = {"installPrometheusStack": True}
     eks["gpu-platform:autoscaler"] = {"expander": "priority"}
     return [ubuntu, eks]

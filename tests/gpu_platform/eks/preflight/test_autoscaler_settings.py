@@ -171,6 +171,29 @@ def test_without_balancing_similar_groups_is_a_warning(
     ]
 
 
+def test_an_atomic_pool_under_an_autoscaler_that_ignores_provisioning_requests_blocks(
+    own_autoscaler_stack: StackConfig,
+) -> None:
+    # `enable-provisioning-requests` defaults to false (config/flags/flags.go at
+    # cluster-autoscaler-1.33.6, 1.34.5, 1.35.2 and 1.36.1).
+    pools = [
+        p.model_copy(update={"aws": p.aws.model_copy(update={"atomic_scale_up": True})})
+        for p in own_autoscaler_stack.pools
+    ]
+    stack = own_autoscaler_stack.model_copy(update={"pools": pools})
+    maps = {("autoscaling", CONFIG_MAP): config_map(platforms_priorities(stack))}
+    given = copy.deepcopy(CHART_WITH_PLATFORM_FLAGS)
+    given["command"].append("--enable-provisioning-requests=true")
+
+    (finding,) = [f for f in findings_for(stack, CHART_WITH_PLATFORM_FLAGS, maps) if f.blocking]
+    assert finding.message.startswith("It runs without --enable-provisioning-requests")
+    assert (
+        "--enable-provisioning-requests=true"
+        in own_autoscaler_settings(stack.autoscaler, stack.pools)["flags"]
+    )
+    assert not [f for f in findings_for(stack, given, maps) if f.blocking]
+
+
 def test_without_ignoring_the_node_group_name_label_is_a_warning(
     own_autoscaler_stack: StackConfig,
 ) -> None:
