@@ -22,7 +22,7 @@ from checks import Findings
 from gpu_workloads import is_gpu_pod
 from kueue_integrations import TEMPLATES, THROUGH_JOBS, managed, supported_kinds
 from pod_security import NAMESPACE_TYPE, namespace_resource
-from pods import kubernetes_kind, pods_of
+from pods import pods_of
 from props import field_path, shown, text, value_at
 from pulumi_policy import (
     EnforcementLevel,
@@ -31,6 +31,7 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from type_tokens import kubernetes_type
 
 NAME = "gpu-workloads-name-their-queue"
 QUEUED_NAMESPACE_LABEL = "gpu-platform.io/queue"
@@ -38,9 +39,10 @@ QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def group_and_kind(resource: PolicyResource) -> tuple[str, str]:
-    """`("apps", "Deployment")` for a Deployment or its `...Patch`."""
-    kind = (kubernetes_kind(resource.resource_type) or "").removesuffix("Patch")
-    return resource.resource_type.split(":")[1].rsplit("/", 1)[0], kind
+    """`("apps", "Deployment")` for a Deployment or its `...Patch`; ("", "") for another
+    provider's type."""
+    found = kubernetes_type(resource.resource_type)
+    return ("", "") if found is None else (found.group, found.patched_kind)
 
 
 def label_path(resource: PolicyResource) -> tuple[str, ...]:
