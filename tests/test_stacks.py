@@ -18,6 +18,7 @@ from gpu_platform.stack_files import gpu_platform_config, stack_config
 from gpu_platform.versions import HelmChart
 from tests.repository import PROJECT, STACKS
 from tests.shared_plans import shared_plan
+from tests.stack_variants import without_queues
 
 POLICY_CONFIG_DIR = PROJECT.directory / "policy-config"
 
@@ -126,6 +127,7 @@ def test_gke_dev_takes_the_exclusive_pool_its_header_invites_with_the_quota_it_s
     config = copy.deepcopy(stack_config("gke-dev", PROJECT))
     pool = {"name": "h100-train", "instanceTypes": ["a3-highgpu-8g"], "max": 2}
     config["gpu-platform:pools"].append(pool)
+    without_queues(config)
     with pytest.raises(ConfigError) as refused:
         load_stack_config(*gpu_platform_config(config))
     # The smoke test's replica then needs gpuQuota, which the stack does not set yet.

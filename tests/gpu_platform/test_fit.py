@@ -30,7 +30,7 @@ from gpu_platform.pod_specs import pod_spec_of
 from gpu_platform.stack_files import stack_config
 from gpu_platform.template_pods import KUBE_PROXY, TemplatePod
 from tests.shared_plans import shared_plan
-from tests.stack_variants import AL2023_RELEASE, with_whole_gpu_quota
+from tests.stack_variants import AL2023_RELEASE, with_whole_gpu_quota, without_queues
 
 IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 ZONE = "topology.kubernetes.io/zone"
@@ -63,7 +63,7 @@ def stack() -> dict[str, Any]:
     config = copy.deepcopy(stack_config("dev"))
     config["gpu-platform:pools"] += EXTRA_POOLS
     # Whole L4s beside the time-sliced T4s: gpuQuota caps both, each replica counted as a GPU.
-    return with_whole_gpu_quota(config)
+    return without_queues(with_whole_gpu_quota(config))
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from gpu_platform.offline.program import Plan, PlannedResource, run_program
 from gpu_platform.stack_files import stack_config
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
-from tests.stack_variants import with_whole_gpu_quota
+from tests.stack_variants import with_whole_gpu_quota, without_queues
 
 SHARED_POOL = "l4-shared"
 WHOLE_POOL = "a3-training"
@@ -63,7 +63,7 @@ def mixed_config() -> dict[str, Any]:
     config["gpu-platform:pools"].append(
         {"name": WHOLE_POOL, "instanceTypes": ["a3-highgpu-8g"], "max": 2}
     )
-    return with_whole_gpu_quota(config)
+    return without_queues(with_whole_gpu_quota(config))
 
 
 @pytest.fixture(scope="module")

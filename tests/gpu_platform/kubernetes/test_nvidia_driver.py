@@ -15,6 +15,7 @@ from gpu_platform.stack_files import SECRET_STAND_IN
 from gpu_platform.versions import GPU_OPERATOR_CHART
 from tests.conftest import Config
 from tests.gpu_platform.gke.plans import NODE_POOL, on_ubuntu
+from tests.stack_variants import without_queues
 
 # Its tests plan the same configs again and again, and change the program only through the
 # stand-ins' answers.
@@ -40,7 +41,7 @@ def ubuntu(gke_config: Config) -> Config:
             "taints": [{"key": "team", "value": "vision", "effect": "NoSchedule"}],
         }
     )
-    return gke_config
+    return without_queues(gke_config)
 
 
 def drivers(plan: Plan) -> dict[str, dict[str, Any]]:
