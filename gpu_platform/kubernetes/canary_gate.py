@@ -78,7 +78,7 @@ from gpu_platform.kubernetes.node_validation.duration import (
 from gpu_platform.kubernetes.node_validation.names import VALIDATION_TAINT
 from gpu_platform.kubernetes.nvidia_driver import driver_image_path, nvidia_driver_for
 from gpu_platform.kubernetes.operator_values import taint_toleration
-from gpu_platform.kubernetes.script_pod import NO_BYTECODE, SCRIPT_DIR
+from gpu_platform.kubernetes.script_pod import NO_BYTECODE, SCRIPT_DIR, content_named
 from gpu_platform.kubernetes.tenant_namespace import (
     SMOKE_TEST_AWAIT_MARGIN_SECONDS,
     smoke_test_job_spec,
@@ -334,8 +334,7 @@ def check_names(canary: ResolvedPool) -> tuple[str, str]:
     scripts' ConfigMap, named after their content: new scripts are a new ConfigMap, and a new
     gate Job."""
     account = f"{GATE_NAME_PREFIX}{canary.spec.name}"
-    scripts = b"".join(path.read_bytes() for path in SCRIPTS)
-    return account, f"{account}-{hashlib.sha256(scripts).hexdigest()[:10]}"
+    return account, content_named(account, *(path.read_text() for path in SCRIPTS))
 
 
 _POD_ENV = [

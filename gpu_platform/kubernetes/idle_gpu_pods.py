@@ -42,7 +42,7 @@ from pulumi_kubernetes import batch, core, rbac
 from gpu_platform.config import MonitoringSpec, TenantNamespaceSpec
 from gpu_platform.instance import part_name
 from gpu_platform.kubernetes.pod_security import pod_security_labels
-from gpu_platform.kubernetes.script_pod import NO_BYTECODE, script_pod_spec
+from gpu_platform.kubernetes.script_pod import NO_BYTECODE, content_named, script_pod_spec
 from gpu_platform.secrets import secret_if
 from gpu_platform.versions import IDLE_GPU_REAPER_IMAGE
 
@@ -95,10 +95,9 @@ def reaper_script() -> str:
 
 
 def script_config_map_name(script: str) -> str:
-    """Named after the script's content, so that a new script is a new ConfigMap, which
-    pulumi-kubernetes replaces (create, then delete) rather than updates, and the CronJob moves
-    to it; a fixed name would collide with itself on replacement."""
-    return f"{REAPER_NAME}-{hashlib.sha256(script.encode()).hexdigest()[:10]}"
+    """Named after the script's content (`script_pod.content_named`), so the CronJob moves to
+    a new script."""
+    return content_named(REAPER_NAME, script)
 
 
 def reaper_labels() -> dict[str, str]:

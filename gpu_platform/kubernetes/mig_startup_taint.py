@@ -8,7 +8,6 @@ least that removing one taint takes. Its pod meets Pod Security `restricted` wit
 root filesystem, and runs on the cluster's other nodes (it tolerates no GPU taint).
 """
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -16,7 +15,7 @@ from typing import Any, cast
 import pulumi
 from pulumi_kubernetes import apps, core, rbac
 
-from gpu_platform.kubernetes.script_pod import NO_BYTECODE, script_pod_spec
+from gpu_platform.kubernetes.script_pod import NO_BYTECODE, content_named, script_pod_spec
 from gpu_platform.node_identity import MIG_STARTUP_TAINT, ResolvedPool
 from gpu_platform.versions import MIG_STARTUP_TAINT_REMOVER_IMAGE
 
@@ -59,8 +58,7 @@ def declare_mig_startup_taint_remover(
     child = pulumi.ResourceOptions(parent=parent)
     resource_name = f"{name}-{NAME}"
     script = SCRIPT_FILE.read_text()
-    # Named after its content: a new script is a new ConfigMap, and the Deployment rolls to it.
-    config_map_name = f"{NAME}-{hashlib.sha256(script.encode()).hexdigest()[:10]}"
+    config_map_name = content_named(NAME, script)
     config_map = core.v1.ConfigMap(
         resource_name,
         metadata=_metadata(name=config_map_name, namespace=namespace),

@@ -4,6 +4,7 @@ run by the pinned official Python image as `nobody`, under Pod Security `restric
 read-only root filesystem, with the service account token the script calls the API server with.
 """
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,13 @@ SCRIPT_DIR = "/opt/gpu-platform"
 USER_ID = 65534
 # Python would try to write bytecode beside its modules, on a read-only filesystem.
 NO_BYTECODE = {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}
+
+
+def content_named(prefix: str, *scripts: str) -> str:
+    """A ConfigMap's name for `scripts`, after their content: new scripts are a new ConfigMap,
+    which pulumi-kubernetes replaces (create, then delete) rather than updates, and the workload
+    mounting it rolls to it; a fixed name would collide with itself on replacement."""
+    return f"{prefix}-{hashlib.sha256(''.join(scripts).encode()).hexdigest()[:10]}"
 
 
 def script_pod_spec(

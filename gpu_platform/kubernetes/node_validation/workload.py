@@ -53,7 +53,6 @@ ledger ConfigMap.
 """
 
 import copy
-import hashlib
 import json
 import shlex
 from collections.abc import Mapping, Sequence
@@ -84,7 +83,7 @@ from gpu_platform.kubernetes.node_validation.names import (
 )
 from gpu_platform.kubernetes.node_validation.pod_admission_policy import pod_admission_policy
 from gpu_platform.kubernetes.operator_values import gpu_node_tolerations, taint_toleration
-from gpu_platform.kubernetes.script_pod import NO_BYTECODE, script_pod_spec
+from gpu_platform.kubernetes.script_pod import NO_BYTECODE, content_named, script_pod_spec
 from gpu_platform.lock.images import locked
 from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
 from gpu_platform.versions import (
@@ -459,9 +458,7 @@ def declare_node_validation(
     guarded = {p.spec.canary_of for p in pools} | {p.spec.name for p in pools if p.spec.canary_of}
     replaces = any(caps.values())
     scripts = {path.name: path.read_text() for path in SCRIPTS}
-    digest = hashlib.sha256("".join(scripts.values()).encode()).hexdigest()[:10]
-    # Named after its content: new scripts are a new ConfigMap, and the DaemonSets roll to it.
-    config_map_name = f"{NAME}-{digest}"
+    config_map_name = content_named(NAME, *scripts.values())
     config_map = core.v1.ConfigMap(
         f"{name}-scripts",
         metadata={"name": config_map_name, "namespace": namespace, "labels": _labels()},
