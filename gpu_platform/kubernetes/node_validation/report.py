@@ -44,7 +44,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -289,15 +289,18 @@ def record(
 ) -> Object:
     """Patch the node with the result, reading it again when the patch's `test` or `remove`
     finds it changed meanwhile (422, 409); the node as it was read."""
+    return patch_node(
+        api, name, lambda node: result_patch(node, results, driver, taint_key, replaced, serving)
+    )
+
+
+def patch_node(api: Api, name: str, patch: Callable[[Object], list[dict[str, Any]]]) -> Object:
+    """Apply the JSON patch `patch` makes of the node as read, reading it again when the patch's
+    `test` or `remove` finds it changed meanwhile (422, 409); the node as it was read."""
     for attempt in range(RETRIES + 1):
         node: Object = api.call("GET", _node_path(name))
         try:
-            api.call(
-                "PATCH",
-                _node_path(name),
-                result_patch(node, results, driver, taint_key, replaced, serving),
-                "application/json-patch+json",
-            )
+            api.call("PATCH", _node_path(name), patch(node), "application/json-patch+json")
             return node
         except ApiError as error:
             if error.status not in (409, 422) or attempt == RETRIES:
@@ -439,20 +442,16 @@ def retaint_upgrading(api: Api, name: str, taint_key: str) -> None:
     takes no GPU pod until it has passed again; `validated-driver` no longer names a driver it
     has stopped running. Its checks wait for `UPGRADE_LOADED`: until then the old driver may
     still be loaded, or being unloaded."""
-    for attempt in range(RETRIES + 1):
-        node: Object = api.call("GET", _node_path(name))
+
+    def retaint(node: Object) -> list[dict[str, Any]]:
         labels = (node.get("metadata") or {}).get("labels") or {}
         taint = {"key": taint_key, "value": "pending", "effect": "NoSchedule"}
         patch: list[dict[str, Any]] = [{"op": "add", "path": "/spec/taints/-", "value": taint}]
         if not (node.get("spec") or {}).get("taints"):
             patch = [{"op": "add", "path": "/spec/taints", "value": [taint]}]
-        patch += label_patch(labels, {}, VALIDATION_LABELS)
-        try:
-            api.call("PATCH", _node_path(name), patch, "application/json-patch+json")
-            break
-        except ApiError as error:
-            if error.status not in (409, 422) or attempt == RETRIES:
-                raise
+        return patch + label_patch(labels, {}, VALIDATION_LABELS)
+
+    patch_node(api, name, retaint)
     print(f"{name}: driver upgraded in place, to be validated again", flush=True)
     while True:
         node = api.call("GET", _node_path(name))
