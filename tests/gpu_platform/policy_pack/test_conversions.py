@@ -34,11 +34,16 @@ if sys.argv[1] == "shared":
     conversions.share_conversions()
 
 seen = []
+# Every props object a policy saw, kept alive: a freed one's id may be the next one's.
+kept = []
+def saw(*props):
+    kept.extend(props)
+    seen.append([id(p) for p in props])
 policies = [
-    *(StackValidationPolicy(f"stack-{i}", "d", lambda args, report: seen.append(
-        [id(r.props) for r in args.resources])) for i in range(3)),
-    *(ResourceValidationPolicy(f"resource-{i}", "d", lambda args, report: seen.append(
-        [id(args.props)])) for i in range(3)),
+    *(StackValidationPolicy(f"stack-{i}", "d", lambda args, report: saw(
+        *(r.props for r in args.resources))) for i in range(3)),
+    *(ResourceValidationPolicy(f"resource-{i}", "d", lambda args, report: saw(args.props))
+      for i in range(3)),
 ]
 servicer = sdk._PolicyAnalyzerServicer(
     "pack", "0.0.1", policies, EnforcementLevel.ADVISORY, None, None, None, None, None, None, None
