@@ -782,14 +782,18 @@ _DYNAMO_SIDECAR = "sidecar-frontend"
 
 def _dynamo_sidecar(props: Mapping[str, Any], component: tuple[Step, ...]) -> tuple[Container, ...]:
     """The frontend sidecar the operator adds, unless extraPodSpec's containers already hold
-    one of its name (appendFrontendSidecar returns early then): that declared container, which
-    can carry a securityContext that FrontendSidecarSpec has no field for, is the pod's."""
+    one of its name (appendFrontendSidecar returns early then, and that declared container is
+    the pod's). Dynamo's validating webhook refuses that pairing
+    (deploy/operator/internal/webhook/validation/shared.go at 015d780,
+    validateFrontendSidecar), so it is reached only where the webhook is not asked (its
+    failurePolicy Ignore while it is down, a namespace its namespaceSelector leaves out). So a
+    v1alpha1 frontend sidecar, which FrontendSidecarSpec gives no securityContext, cannot meet
+    restricted; the v1beta1 form can (its `frontendSidecar` names a podTemplate container)."""
     root = (*component, "frontendSidecar")
-    declared = field_path(*component, "extraPodSpec", "containers")
     note = (
-        f"frontendSidecar has no securityContext, so declare a container "
-        f'"{_DYNAMO_SIDECAR}" in {declared} with it, which the operator keeps in place of the '
-        "one it builds"
+        "frontendSidecar has no securityContext, so it cannot meet restricted. Write the "
+        "component as nvidia.com/v1beta1, where frontendSidecar names a podTemplate "
+        "container that carries one"
     )
     try:
         sidecar = mapping(props, *root)

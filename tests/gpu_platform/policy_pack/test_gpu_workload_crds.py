@@ -629,9 +629,10 @@ def worker_with_frontend_sidecar(declared: dict[str, Any] | None) -> Any:
     return alpha
 
 
-def test_a_frontend_sidecar_refusal_says_where_its_security_context_goes(analyze: Analyze) -> None:
-    # v1alpha1 common.go, FrontendSidecarSpec: image, args, envFromSecret and envs, no
-    # securityContext; appendFrontendSidecar keeps a container of its name the list declares.
+def test_a_frontend_sidecar_refusal_says_it_takes_the_v1beta1_form(analyze: Analyze) -> None:
+    # v1alpha1 common.go at 015d780, FrontendSidecarSpec: image, args, envFromSecret and envs,
+    # no securityContext; a container of its name declared in extraPodSpec.containers is
+    # refused by Dynamo's webhook (webhook/validation/shared.go, validateFrontendSidecar).
     found = messages(
         analyze(namespace(), worker_with_frontend_sidecar(None)), "pod-security-standards"
     )
@@ -640,26 +641,32 @@ def test_a_frontend_sidecar_refusal_says_where_its_security_context_goes(analyze
         'allowPrivilegeEscalation != false: container "sidecar-frontend" does not set '
         "spec.services.VllmWorker.frontendSidecar.securityContext.allowPrivilegeEscalation=false. "
         "Fix: set securityContext.allowPrivilegeEscalation: false on the container; "
-        'frontendSidecar has no securityContext, so declare a container "sidecar-frontend" in '
-        "spec.services.VllmWorker.extraPodSpec.containers with it, which the operator keeps in "
-        "place of the one it builds. "
+        "frontendSidecar has no securityContext, so it cannot meet restricted. Write the "
+        "component as nvidia.com/v1beta1, where frontendSidecar names a podTemplate container "
+        "that carries one. "
         '[Pod Security restricted v1.35, from namespace "team-a"]'
     )
 
 
-def test_a_declared_sidecar_frontend_container_stands_for_the_frontend_sidecar(
+def test_a_declared_sidecar_frontend_container_is_judged_in_place_of_the_built_one(
     analyze: Analyze,
 ) -> None:
-    # shared_spec_conversion.go at 57ffc64, appendFrontendSidecar: it returns early when the
-    # pod's containers already hold one named sidecar-frontend.
-    declared = {
-        "name": "sidecar-frontend",
-        "image": SIDECAR_IMAGE,
-        "securityContext": RESTRICTED_CONTAINER,
-    }
+    # Where Dynamo's webhook is not asked (failurePolicy Ignore while it is down, or a
+    # namespace its namespaceSelector leaves out), appendFrontendSidecar (shared_spec_conversion
+    # .go at 57ffc64) returns early on a container already named sidecar-frontend: that one is
+    # judged, once, where it is declared.
+    declared = {"name": "sidecar-frontend", "image": SIDECAR_IMAGE}
     graph = worker_with_frontend_sidecar(declared)
 
-    assert messages(analyze(namespace(), graph), "pod-security-standards") == []
+    found = messages(analyze(namespace(), graph), "pod-security-standards")
+
+    assert [m.split(". Fix:")[0] for m in found] == [
+        'allowPrivilegeEscalation != false: container "sidecar-frontend" does not set '
+        "spec.services.VllmWorker.extraPodSpec.containers[0].securityContext"
+        ".allowPrivilegeEscalation=false",
+        'unrestricted capabilities: container "sidecar-frontend" does not drop ALL in '
+        "spec.services.VllmWorker.extraPodSpec.containers[0].securityContext.capabilities.drop",
+    ]
 
 
 @pytest.mark.parametrize(("component", "main", "refused"), [("64", "1", False), ("1", "64", True)])
