@@ -104,8 +104,14 @@ def _images(config: StackConfig) -> Iterator[PlatformImage]:
         yield _image(GPU_SMOKE_TEST_IMAGE, "smoke tests and canary gates")
     if any(namespace.gpu_idle_minutes for namespace in config.namespaces):
         yield _image(IDLE_GPU_REAPER_IMAGE, "idle GPU pod reaper")
-    if config.platform is Platform.GKE_UBUNTU and any(pool.canary_of for pool in config.pools):
-        yield _image(CANARY_GATE_CHECK_IMAGE, "canary gates' driver check")
+    # The gate's script containers: its driver check where the operator rolls drivers in place
+    # (GKE Ubuntu), its validation proof where the canary validates its nodes
+    # (gpu_platform/kubernetes/canary_gate.py, _script_container).
+    if any(
+        pool.canary_of and (config.platform is Platform.GKE_UBUNTU or pool.validation.enabled)
+        for pool in config.pools
+    ):
+        yield _image(CANARY_GATE_CHECK_IMAGE, "canary gates' driver check and validation proof")
     if any(isinstance(pool.sharing, MigSharing) for pool in config.pools):
         yield _image(MIG_STARTUP_TAINT_REMOVER_IMAGE, "MIG startup taint remover")
     if any(pool.validation.enabled for pool in config.pools):
