@@ -16,9 +16,11 @@ from functools import partial
 from typing import Any
 
 from checks import each, resource_policy
+from platform_scope import is_platform_object
 from pods import Container, Pod, pods_of, trainer_overrides
 from props import any_of, elements, keys, shown, text, value_at
 from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy.proxy import UnknownValueError
 from settings import Setting
 
 GPU_TAINT = "nvidia.com/gpu=present:NoSchedule"
@@ -296,6 +298,20 @@ def image_problems(pod: Pod, config: Mapping[str, Any]) -> Iterator[str]:
     )
 
 
+def image_config(args: ResourceValidationArgs) -> Mapping[str, Any]:
+    """The config the resource's images are judged by: the platform's own objects
+    (`platform_scope.is_platform_object`) leave requiring digests to
+    `platform-images-by-digest`, which requires one of every image of theirs but the reviewed
+    exceptions its `awaitingDigests` names; here they are still held to a tag. One whose name
+    is not known yet is held to the config as it is."""
+    config = args.get_config()
+    try:
+        platform = is_platform_object(args)
+    except UnknownValueError:
+        platform = False
+    return {**config, REQUIRE_DIGESTS.key: False} if platform else config
+
+
 def _image_problems(pod: Pod, require_digest: bool, container: Container) -> Iterator[str]:
     image = value_at(container.props, "image")
     problem = image_problem(image, require_digest) if isinstance(image, str) else None
@@ -319,12 +335,14 @@ def pod_policy(
     *settings: Setting,
     trainers: bool = False,
     patches: bool = False,
+    config_of: Callable[[ResourceValidationArgs], Mapping[str, Any]] | None = None,
 ) -> ResourceValidationPolicy:
     """A policy checking every pod of every kind that carries one, with `trainers` the
     training container a TrainJob's trainer overrides (its GPU count and image), and with
     `patches` the values a patch's pod sets (`Pod.partial`: a `DeploymentPatch`, a runtime
     patch), for the rules that judge only values a patch may set on its own (GPU counts and
-    images)."""
+    images). `config_of`: the config a resource is judged by, where not the policy's own as
+    it is."""
 
     def pod_problems(args: ResourceValidationArgs) -> Iterator[str]:
         # A patch's pod lacks what the object it patches already has: its tolerations and node
@@ -332,7 +350,7 @@ def pod_policy(
         pods = [p for p in pods_of(args.resource_type, args.props) if patches or not p.partial]
         if trainers:
             pods += trainer_overrides(args.resource_type, args.props)
-        config = args.get_config()
+        config = args.get_config() if config_of is None else config_of(args)
         # Each pod template on its own: one not known yet hides nothing of the others.
         return each(pods, lambda pod: problems(pod, config), lambda pod: pod.label)
 
@@ -371,5 +389,6 @@ POLICIES = [
         REQUIRE_DIGESTS,
         trainers=True,
         patches=True,
+        config_of=image_config,
     ),
 ]

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE
 from tests.gpu_platform.policy_pack.builders import (
     Analyze,
     gpu_pod_spec,
@@ -246,15 +245,51 @@ def test_a_digest_that_is_not_a_sha256_does_not_pin(analyze: Analyze) -> None:
     ]
 
 
-def test_prod_requires_digests_and_blocks_on_them_once_its_canary_image_has_one() -> None:
-    # prod's canary gate runs GPU_SMOKE_TEST_IMAGE, whose digest awaits its registry
-    # (policy-config/prod.json's platform-images-by-digest.awaitingDigests; the lock, docs/
-    # lock.md): until it lands, a missing digest is reported without blocking; then the rule
-    # blocks again.
-    config = json.loads((ROOT / "policy-config" / "prod.json").read_text())
-    advisory = {"requireDigests": True, "enforcementLevel": "advisory"}
+# gpu_platform/kubernetes/canary_gate.py: the gate's Job is named GATE_NAME_PREFIX and its
+# release's id, and runs the smoke test's GPU pod.
+GATE = "gpu-canary-gate-4f2a9c"
 
-    if GPU_SMOKE_TEST_IMAGE.digest is None:
-        assert config["gpu-pods-pinned-images"] == advisory
-    else:
-        assert config["gpu-pods-pinned-images"] == {"requireDigests": True}
+
+@pytest.mark.parametrize(
+    ("name", "image", "expected"),
+    [
+        (GATE, "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04", []),
+        (
+            GATE,
+            "nvcr.io/nvidia/cuda:latest",
+            [
+                'container "app" image "nvcr.io/nvidia/cuda:latest" '
+                f"({APP}.image) uses the latest tag. Fix: pin a version tag or a digest "
+                "(image@sha256:...), so every node runs the same image."
+            ],
+        ),
+        (
+            "train",
+            "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04",
+            [
+                'container "app" image "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04" '
+                f"({APP}.image) has no digest. Fix: pin its digest (image:tag@sha256:...; "
+                "requireDigests is on), so every node runs the same image."
+            ],
+        ),
+    ],
+)
+def test_a_platform_objects_digests_are_platform_images_by_digests_to_require(
+    analyze: Analyze, name: str, image: str, expected: list[str]
+) -> None:
+    # platform-images-by-digest holds the platform's own objects (platform_objects.py) to
+    # digests, but the reviewed exceptions of its awaitingDigests: here they keep to a tag.
+    spec = gpu_pod_spec()
+    spec["containers"][0]["image"] = image
+    job = workload("Job", spec, name=name)
+    config = {"gpu-pods-pinned-images": {"requireDigests": True}}
+
+    assert messages(analyze(namespace(), job, config=config), "gpu-pods-pinned-images") == (
+        expected
+    )
+
+
+def test_prod_requires_gpu_pods_digests() -> None:
+    config = json.loads((ROOT / "policy-config" / "prod.json").read_text())
+
+    assert config["gpu-pods-pinned-images"] == {"requireDigests": True}

@@ -167,8 +167,4 @@ def test_prod_makes_every_policy_mandatory_but_the_preview_notes(policy_pack: Po
     }
 
     assert levels.pop("checks-deferred-at-preview") == "advisory"
-    # Advisory only until every image the platform runs has its digest in the lock
-    # (policy-config/prod.json's platform-images-by-digest.awaitingDigests lists those that
-    # have none yet; docs/lock.md).
-    assert levels.pop("gpu-pods-pinned-images") == "advisory"
     assert set(levels.values()) == {"mandatory"}
