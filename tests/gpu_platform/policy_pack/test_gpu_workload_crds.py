@@ -694,8 +694,11 @@ def test_a_v1alpha1_dynamo_component_deployment_without_extra_pod_spec_is_one_po
 ) -> None:
     # v1alpha1/dynamocomponentdeployment_types.go at 015d780: the component's spec inline, so
     # its resources are at spec.resources; buildSharedPodTemplateFromAlpha builds its pod.
-    spec = {"backendFramework": "vllm", "componentType": "worker"}
-    spec["resources"] = {"limits": {"gpu": "9"}}
+    spec = {
+        "backendFramework": "vllm",
+        "componentType": "worker",
+        "resources": {"limits": {"gpu": "9"}},
+    }
     inputs = {"metadata": {"name": "llm", "namespace": "team-a"}, "spec": spec}
     component = resource("kubernetes:nvidia.com/v1alpha1:DynamoComponentDeployment", "llm", inputs)
 
