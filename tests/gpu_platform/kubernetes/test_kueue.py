@@ -385,11 +385,44 @@ def test_kueue_runs_two_managers_spread_with_a_budget(dev_plan) -> None:
     ]
 
 
-def test_an_admitted_workload_whose_pods_are_not_ready_is_requeued(dev_plan) -> None:
-    # apis/config/v1beta2/configuration_types.go at v0.19.2: `WaitForPodsReady`, on by its
-    # presence, evicts and requeues a workload not ready within the timeout.
-    assert manager_config(dev_plan)["waitForPodsReady"] == {
-        "timeout": "30m",
+# The longest a new node may take to be validated (node_validation/duration.py's terms, our
+# allowances): 900 s for the node's start, 300 s for the validation pod's, 60 s for
+# `nvidia-smi -q -x` and 60 s for `nvidia-smi nvlink`, 300 s to pull DCGM's image and the
+# diagnostic's timeout (300 s at level 1, 900 s at level 2), then, on a node of several GPUs
+# with an expected bandwidth, 300 s to pull nccl-tests and its 600 s timeout. Kueue's timeout
+# adds 600 s for the job's own pods to start.
+PODS_READY = {
+    # dev's t4-shared: one GPU, level 1. 900 + 300 + 60 + 60 + 300 + 300 + 600 = 2520 s.
+    "a default validated pool": ({}, "42m0s"),
+    # 900 + 300 + 60 + 60 + 300 + 900 + 300 + 600 + 600 = 4020 s.
+    "level 2 and NCCL": (
+        {
+            "instanceTypes": ["g6.12xlarge"],
+            "accelerator": "l4",
+            "gpusPerNode": 4,
+            "validation": {"dcgmDiagLevel": 2, "expectedBusBandwidthGbps": 40},
+        },
+        "67m0s",
+    ),
+    # 900 + 600 is below Kueue's own 30 minutes (`DefaultWaitForPodsReadyTimeout`,
+    # apis/config/v1beta2/defaults.go at v0.19.2), which stays.
+    "no validation": ({"validation": {"enabled": False}}, "30m0s"),
+}
+
+
+@pytest.mark.parametrize(("pool", "timeout"), PODS_READY.values(), ids=list(PODS_READY))
+def test_an_admitted_workload_has_its_new_nodes_validation_to_be_ready(
+    dev_config, plan_for, pool: dict[str, Any], timeout: str
+) -> None:
+    # Kueue evicts and requeues a workload whose pods are not ready within `timeout` of its
+    # admission, or again within `recoveryTimeout` of one going unready
+    # (apis/config/v1beta2/configuration_types.go `WaitForPodsReady` at v0.19.2): both outlast a
+    # new node's validation. The timeouts are Go durations (metav1.Duration).
+    dev_config["gpu-platform:pools"][0].update(pool)
+
+    assert manager_config(plan_for(dev_config))["waitForPodsReady"] == {
+        "timeout": timeout,
+        "recoveryTimeout": timeout,
         "requeuingStrategy": {
             "timestamp": "Eviction",
             "backoffBaseSeconds": 60,

@@ -78,7 +78,7 @@ def test_a_gpu_workload_kueue_queues_passes_unlabelled_or_naming_default(
 def test_every_kubeflow_kind_kueue_manages_passes(analyze: Analyze, framework: str) -> None:
     # The rule's kinds and the manager's integrations are one list: each kind here passes
     # because its framework is on.
-    assert framework in manager_config(QueuesSpec(enabled=True))["integrations"]["frameworks"]
+    assert framework in manager_config(QueuesSpec(enabled=True), [])["integrations"]["frameworks"]
 
     verdicts = analyze(queued(), replicated(*CUSTOM[framework]))
 
