@@ -71,6 +71,7 @@ QUEUED_NAMESPACE_LABEL = "gpu-platform.io/queue"
 """On a tenant namespace whose jobs go through its queue: the LocalQueue's name. Kueue's
 webhooks act on the namespaces that carry it, and the policy pack holds their GPU jobs to it."""
 RELEASE_NAME = "kueue"
+PROVISIONING_REQUESTS_ANNOTATION = "gpu-platform.io/provisioning-requests"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 """The label by which a job names its WorkloadPriorityClass (Kueue's
 `constants.WorkloadPriorityClassLabel`)."""
@@ -176,7 +177,8 @@ def manager_config(queues: QueuesSpec, pools: Sequence[ResolvedPool]) -> dict[st
 
 def kueue_values(queues: QueuesSpec, pools: Sequence[ResolvedPool]) -> dict[str, Any]:
     """The chart's values: the pinned manager image (the chart's own default is a staging image
-    at a branch tag) and the manager's configuration."""
+    at a branch tag), the manager's configuration and the pods' annotation that restarts them
+    where the ProvisioningRequest API comes or goes (`provisioning_request_annotation`)."""
     return {
         "controllerManager": {
             # Kueue's webhooks fail closed (failurePolicy `Fail`,
@@ -199,7 +201,8 @@ def kueue_values(queues: QueuesSpec, pools: Sequence[ResolvedPool]) -> dict[str,
                     "repository": KUEUE_MANAGER_IMAGE.repository,
                     "tag": pinned_version(KUEUE_MANAGER_IMAGE),
                     "pullPolicy": "IfNotPresent",
-                }
+                },
+                "podAnnotations": provisioning_request_annotation(pools),
             },
         },
         "managerConfig": {
@@ -208,6 +211,20 @@ def kueue_values(queues: QueuesSpec, pools: Sequence[ResolvedPool]) -> dict[str,
             )
         },
     }
+
+
+def provisioning_request_annotation(pools: Sequence[ResolvedPool]) -> dict[str, str]:
+    """The manager pods' annotation saying whether the stack's pools scale up through
+    ProvisioningRequests. Kueue sets its provisioning controller up only if the API is served
+    when the manager starts (`ServerSupportsProvisioningRequest`, cmd/kueue/main.go at v0.19.2),
+    and nothing restarts it when the CRD comes later: without its controller the provisioning
+    AdmissionCheck never turns active, and a ClusterQueue that holds an inactive check admits
+    nothing on any flavor (`updateQueueStatus`, pkg/cache/scheduler/clusterqueue.go). The chart
+    writes the annotation into the manager's pod template (charts/kueue/templates/manager/
+    manager.yaml at v0.19.2), so the `up` that adds the first atomic pool, whose CRD the
+    release waits for, rolls the manager, which then finds the API."""
+    expected = bool(atomic_classes(queued_pools(pools)))
+    return {PROVISIONING_REQUESTS_ANNOTATION: "enabled" if expected else "disabled"}
 
 
 def queued_pools(pools: Sequence[ResolvedPool]) -> list[ResolvedPool]:
