@@ -318,6 +318,30 @@ def test_kueues_webhooks_act_on_the_queued_namespaces_only(dev_plan) -> None:
     )
 
 
+def test_kueue_queues_jobs_and_leaves_pods_deployments_and_statefulsets_alone(dev_plan) -> None:
+    # Kueue's integrations by their `FrameworkName` (pkg/controller/jobs/*/*_controller.go at
+    # v0.19.2), but the pod-based ones: with `pod` on, Kueue's pod webhook gives every pod of a
+    # namespace with a `default` LocalQueue that no managed job owns that queue and gates it, a
+    # CPU-only one too (`Default`, pkg/controller/jobs/pod/pod_webhook.go), and `deployment`,
+    # `statefulset` and the LeaderWorkerSet's turn `pod` on with them
+    # (`ImplicitlyEnabledFrameworkNames`, their *_controller.go).
+    assert manager_config(dev_plan)["integrations"]["frameworks"] == [
+        "batch/job",
+        "kubeflow.org/mpijob",
+        "kubeflow.org/pytorchjob",
+        "kubeflow.org/tfjob",
+        "kubeflow.org/xgboostjob",
+        "kubeflow.org/jaxjob",
+        "kubeflow.org/paddlejob",
+        "ray.io/rayjob",
+        "ray.io/rayservice",
+        "ray.io/raycluster",
+        "jobset.x-k8s.io/jobset",
+        "workload.codeflare.dev/appwrapper",
+        "trainer.kubeflow.org/trainjob",
+    ]
+
+
 def test_kueue_runs_in_a_restricted_namespace_of_its_own(dev_plan) -> None:
     labels = dev_plan.named("kueue-namespace", NAMESPACE).inputs["metadata"]["labels"]
 
