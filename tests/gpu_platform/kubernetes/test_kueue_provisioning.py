@@ -223,3 +223,22 @@ def test_atomic_scale_up_under_karpenter_is_refused_by_its_key(
     assert paths["gpu-platform:pools[1].aws.atomicScaleUp"].startswith(
         "no value with provisioner karpenter: Karpenter has no ProvisioningRequests"
     )
+
+
+def test_atomic_scale_up_over_zonal_node_groups_is_refused_naming_both_keys(
+    eks_atomic_config, failed_plan_for
+) -> None:
+    # An atomic scale-up is split over the node groups similar to the one the autoscaler picked,
+    # one per zone here, only their total room checked (`balanceScaleUps`,
+    # core/scaleup/orchestrator/orchestrator.go at cluster-autoscaler-1.33.6).
+    eks_atomic_config["gpu-platform:pools"][1]["aws"]["nodeGroupPerZone"] = True
+
+    plan = failed_plan_for(eks_atomic_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == ("gpu-platform:pools[1].aws.atomicScaleUp", True)
+    assert problem.expected.startswith(
+        "false while gpu-platform:pools[1].aws.nodeGroupPerZone is true: the cluster autoscaler"
+        " spreads one request's nodes over the pool's zonal node groups"
+    )
