@@ -679,9 +679,11 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
         queues.update(_moved(draw, namespace="queues", cohort="ml"))
         config["gpu-platform:queues"] = queues
         under_autoscaler = config.get("gpu-platform:provisioner") != "karpenter"
-        if cloud == "aws" and under_autoscaler and draw(st.booleans()):
-            # A pool whose nodes come up together for a queued job, or not at all.
-            atomic = draw(st.sampled_from(queued))
+        # A pool whose nodes come up together for a queued job, or not at all: never one of
+        # zonal node groups, which the autoscaler splits a request over (queue_rules.py).
+        whole = [p for p in queued if not p.get("aws", {}).get("nodeGroupPerZone")]
+        if cloud == "aws" and under_autoscaler and whole and draw(st.booleans()):
+            atomic = draw(st.sampled_from(whole))
             atomic.setdefault("aws", {})["atomicScaleUp"] = True
         for namespace in namespaces:
             limits = draw(

@@ -218,7 +218,7 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         "each queued tenant's ClusterQueue sums to its ResourceQuota per resource": (
             lambda plan, _config: kueue_quota_problems(plan)
         ),
-        "each ClusterQueue's provisioning check is on its atomic pools' flavors alone": (
+        "each ClusterQueue's provisioning check on its atomic pools' flavors, Kueue's pods told": (
             provisioning_check_problems
         ),
     }

@@ -72,6 +72,18 @@ def queue_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 "false on a canary (canaryOf): Kueue queues no job onto a canary, so no"
                 " ProvisioningRequest would ever ask for its nodes",
             )
+        elif pool.aws.atomic_scale_up and pool.aws.node_group_per_zone:
+            # The autoscaler splits an atomic scale-up over the node groups similar to the one
+            # it picked, checking only their total room (`balanceScaleUps`,
+            # core/scaleup/orchestrator/orchestrator.go at cluster-autoscaler-1.33.6).
+            yield ConfigProblem(
+                key_path("pools", i, "aws", "atomicScaleUp"),
+                True,
+                f"false while {key_path('pools', i, 'aws', 'nodeGroupPerZone')} is true: the"
+                " cluster autoscaler spreads one request's nodes over the pool's zonal node"
+                " groups (balance-similar-node-groups), so one job's nodes would talk across"
+                " zones; give the pool one node group in one zone (zones) instead",
+            )
     if not queues.enabled:
         return
     yield from _shared_resource_problems(config)

@@ -445,6 +445,17 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             ("controllerManager.manager.image.pullPolicy", equal("IfNotPresent")),
             ("controllerManager.manager.image.repository", equal("registry.k8s.io/kueue/kueue")),
             ("controllerManager.manager.image.tag", TAG),
+            # Whether the stack's pools scale up through ProvisioningRequests, so that the
+            # manager restarts where that changes (templates/manager/manager.yaml, `toYaml`).
+            (
+                (
+                    "controllerManager",
+                    "manager",
+                    "podAnnotations",
+                    "gpu-platform.io/provisioning-requests",
+                ),
+                one_of("enabled", "disabled"),
+            ),
             ("controllerManager.podDisruptionBudget.enabled", equal(True)),
             ("controllerManager.podDisruptionBudget.minAvailable", equal(1)),
             ("controllerManager.replicas", equal(2)),

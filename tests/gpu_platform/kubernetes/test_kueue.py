@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from gpu_platform.config import ConfigError
-from gpu_platform.kubernetes.chart_keys import chart_key_paths
+from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.kubernetes.crd_schemas import validation_errors
 from gpu_platform.offline.program import Plan, PlannedResource
 from tests.gpu_platform.kubernetes.quota_invariants import kueue_quota_problems
@@ -292,14 +292,12 @@ def test_the_release_is_the_pinned_chart_and_image(dev_plan) -> None:
 
 
 def test_every_value_the_platform_sets_is_a_key_of_the_pinned_chart(dev_plan) -> None:
-    def leaves(values: dict[str, Any], prefix: str = "") -> set[str]:
-        found: set[str] = set()
-        for key, value in values.items():
-            path = f"{prefix}{key}"
-            found |= leaves(value, path + ".") if isinstance(value, dict) else {path}
-        return found
+    # The pods' annotations are a map of the platform's own keys, which the chart writes whole
+    # (`toYaml`, charts/kueue/templates/manager/manager.yaml at v0.19.2).
+    values = release(dev_plan).inputs["values"]
+    paths = set(key_paths(values, opaque={"controllerManager.manager.podAnnotations"}))
 
-    assert leaves(release(dev_plan).inputs["values"]) <= chart_key_paths("0.19.2", "kueue")
+    assert paths <= chart_key_paths("0.19.2", "kueue")
 
 
 def test_kueues_webhooks_act_on_the_queued_namespaces_only(dev_plan) -> None:
@@ -318,6 +316,30 @@ def test_kueues_webhooks_act_on_the_queued_namespaces_only(dev_plan) -> None:
         ]
         == "default"
     )
+
+
+def test_kueue_queues_jobs_and_leaves_pods_deployments_and_statefulsets_alone(dev_plan) -> None:
+    # Kueue's integrations by their `FrameworkName` (pkg/controller/jobs/*/*_controller.go at
+    # v0.19.2), but the pod-based ones: with `pod` on, Kueue's pod webhook gives every pod of a
+    # namespace with a `default` LocalQueue that no managed job owns that queue and gates it, a
+    # CPU-only one too (`Default`, pkg/controller/jobs/pod/pod_webhook.go), and `deployment`,
+    # `statefulset` and the LeaderWorkerSet's turn `pod` on with them
+    # (`ImplicitlyEnabledFrameworkNames`, their *_controller.go).
+    assert manager_config(dev_plan)["integrations"]["frameworks"] == [
+        "batch/job",
+        "kubeflow.org/mpijob",
+        "kubeflow.org/pytorchjob",
+        "kubeflow.org/tfjob",
+        "kubeflow.org/xgboostjob",
+        "kubeflow.org/jaxjob",
+        "kubeflow.org/paddlejob",
+        "ray.io/rayjob",
+        "ray.io/rayservice",
+        "ray.io/raycluster",
+        "jobset.x-k8s.io/jobset",
+        "workload.codeflare.dev/appwrapper",
+        "trainer.kubeflow.org/trainjob",
+    ]
 
 
 def test_kueue_runs_in_a_restricted_namespace_of_its_own(dev_plan) -> None:
@@ -385,11 +407,44 @@ def test_kueue_runs_two_managers_spread_with_a_budget(dev_plan) -> None:
     ]
 
 
-def test_an_admitted_workload_whose_pods_are_not_ready_is_requeued(dev_plan) -> None:
-    # apis/config/v1beta2/configuration_types.go at v0.19.2: `WaitForPodsReady`, on by its
-    # presence, evicts and requeues a workload not ready within the timeout.
-    assert manager_config(dev_plan)["waitForPodsReady"] == {
-        "timeout": "30m",
+# The longest a new node may take to be validated (node_validation/duration.py's terms, our
+# allowances): 900 s for the node's start, 300 s for the validation pod's, 60 s for
+# `nvidia-smi -q -x` and 60 s for `nvidia-smi nvlink`, 300 s to pull DCGM's image and the
+# diagnostic's timeout (300 s at level 1, 900 s at level 2), then, on a node of several GPUs
+# with an expected bandwidth, 300 s to pull nccl-tests and its 600 s timeout. Kueue's timeout
+# adds 600 s for the job's own pods to start.
+PODS_READY = {
+    # dev's t4-shared: one GPU, level 1. 900 + 300 + 60 + 60 + 300 + 300 + 600 = 2520 s.
+    "a default validated pool": ({}, "42m0s"),
+    # 900 + 300 + 60 + 60 + 300 + 900 + 300 + 600 + 600 = 4020 s.
+    "level 2 and NCCL": (
+        {
+            "instanceTypes": ["g6.12xlarge"],
+            "accelerator": "l4",
+            "gpusPerNode": 4,
+            "validation": {"dcgmDiagLevel": 2, "expectedBusBandwidthGbps": 40},
+        },
+        "67m0s",
+    ),
+    # 900 + 600 is below Kueue's own 30 minutes (`DefaultWaitForPodsReadyTimeout`,
+    # apis/config/v1beta2/defaults.go at v0.19.2), which stays.
+    "no validation": ({"validation": {"enabled": False}}, "30m0s"),
+}
+
+
+@pytest.mark.parametrize(("pool", "timeout"), PODS_READY.values(), ids=list(PODS_READY))
+def test_an_admitted_workload_has_its_new_nodes_validation_to_be_ready(
+    dev_config, plan_for, pool: dict[str, Any], timeout: str
+) -> None:
+    # Kueue evicts and requeues a workload whose pods are not ready within `timeout` of its
+    # admission, or again within `recoveryTimeout` of one going unready
+    # (apis/config/v1beta2/configuration_types.go `WaitForPodsReady` at v0.19.2): both outlast a
+    # new node's validation. The timeouts are Go durations (metav1.Duration).
+    dev_config["gpu-platform:pools"][0].update(pool)
+
+    assert manager_config(plan_for(dev_config))["waitForPodsReady"] == {
+        "timeout": timeout,
+        "recoveryTimeout": timeout,
         "requeuingStrategy": {
             "timestamp": "Eviction",
             "backoffBaseSeconds": 60,

@@ -166,6 +166,23 @@ def test_the_provisioning_request_crd_is_installed_before_kueue_starts(eks_atomi
     assert "v1" in served
 
 
+def test_kueue_restarts_where_the_stack_comes_to_need_provisioning_requests(
+    dev_plan, eks_atomic_plan, gke_queued_plan
+) -> None:
+    # Kueue sets its provisioning controller up only if the API is served when its manager
+    # starts (`ServerSupportsProvisioningRequest`, cmd/kueue/main.go at v0.19.2), and the chart
+    # writes `controllerManager.manager.podAnnotations` into the manager's pod template
+    # (charts/kueue/templates/manager/manager.yaml at v0.19.2): adding the first atomic pool
+    # changes the template, so the manager rolls after the CRD its release waits for.
+    def annotations(plan: Plan) -> Any:
+        values = plan.named("kueue", RELEASE).inputs["values"]
+        return values["controllerManager"]["manager"]["podAnnotations"]
+
+    assert annotations(dev_plan) == {"gpu-platform.io/provisioning-requests": "disabled"}
+    assert annotations(eks_atomic_plan) == {"gpu-platform.io/provisioning-requests": "enabled"}
+    assert annotations(gke_queued_plan) == {"gpu-platform.io/provisioning-requests": "enabled"}
+
+
 def test_the_committed_crd_is_the_autoscalers() -> None:
     # cluster-autoscaler/apis/config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml at
     # cluster-autoscaler-1.36.1: v1 served and stored, v1beta1 served.
@@ -205,4 +222,23 @@ def test_atomic_scale_up_under_karpenter_is_refused_by_its_key(
     paths = {p.path: p.expected for p in plan.error.problems}
     assert paths["gpu-platform:pools[1].aws.atomicScaleUp"].startswith(
         "no value with provisioner karpenter: Karpenter has no ProvisioningRequests"
+    )
+
+
+def test_atomic_scale_up_over_zonal_node_groups_is_refused_naming_both_keys(
+    eks_atomic_config, failed_plan_for
+) -> None:
+    # An atomic scale-up is split over the node groups similar to the one the autoscaler picked,
+    # one per zone here, only their total room checked (`balanceScaleUps`,
+    # core/scaleup/orchestrator/orchestrator.go at cluster-autoscaler-1.33.6).
+    eks_atomic_config["gpu-platform:pools"][1]["aws"]["nodeGroupPerZone"] = True
+
+    plan = failed_plan_for(eks_atomic_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == ("gpu-platform:pools[1].aws.atomicScaleUp", True)
+    assert problem.expected.startswith(
+        "false while gpu-platform:pools[1].aws.nodeGroupPerZone is true: the cluster autoscaler"
+        " spreads one request's nodes over the pool's zonal node groups"
     )
