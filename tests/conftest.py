@@ -16,6 +16,7 @@ from gpu_platform.offline.analyzer import PACK_DIR, PolicyPack, Verdict
 from gpu_platform.offline.namespace_levels import config_for_plan
 from gpu_platform.offline.program import Plan, PlannedResource, run_program
 from gpu_platform.stack_files import stack_config
+from tests.abandoned_work import abandoned_work_ended
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
 from tests.stack_variants import with_gpu_quotas_fitting_its_pools, with_quota_for_any_pool
@@ -36,6 +37,16 @@ def back_in_the_starting_directory() -> Iterator[None]:
     start = os.getcwd()
     yield
     os.chdir(start)
+
+
+@pytest.fixture(autouse=True)
+def work_ends_with_its_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A test's deadline that passed leaves no work running into the next test of its worker
+    (tests/abandoned_work.py). It is waited for after the test's other fixtures closed its
+    endpoints, and before its patches (`monkeypatch`, set up first) are undone: the work ends
+    against the test's stand-ins, never the real sources."""
+    with abandoned_work_ended():
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")
