@@ -60,6 +60,28 @@ def moto_without_public_images() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True, scope="session")
+def one_botocore_loader() -> Iterator[None]:
+    """Every botocore session reads the API models through one loader. Each session makes a
+    loader of its own (botocore/session.py, `_register_data_loader`), which parses each client's
+    model and endpoint rules from disk again (botocore/loaders.py caches per loader,
+    `instance_cache`): most of a pre-flight test's setup, which makes its clients on a fresh
+    session. A session's clients share their loader's models already, which nothing changes."""
+    import botocore.loaders
+    import botocore.session
+
+    loaders: dict[str | None, botocore.loaders.Loader] = {}
+
+    def shared(search_path_string: str | None = None) -> botocore.loaders.Loader:
+        if search_path_string not in loaders:
+            loaders[search_path_string] = botocore.loaders.create_loader(search_path_string)
+        return loaders[search_path_string]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(botocore.session, "create_loader", shared)
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
 def no_project_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Plans read no lock but the one a test writes: the repository's own gpu-platform.lock
     changes with every refresh, and a test's expectations must not."""
