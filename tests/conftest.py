@@ -16,6 +16,7 @@ from gpu_platform.offline.analyzer import PACK_DIR, PolicyPack, Verdict
 from gpu_platform.offline.namespace_levels import config_for_plan
 from gpu_platform.offline.program import Plan, PlannedResource, run_program
 from gpu_platform.stack_files import stack_config
+from tests.abandoned_work import abandoned_work_ended
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
 from tests.stack_variants import with_gpu_quotas_fitting_its_pools, with_quota_for_any_pool
@@ -38,6 +39,16 @@ def back_in_the_starting_directory() -> Iterator[None]:
     os.chdir(start)
 
 
+@pytest.fixture(autouse=True)
+def work_ends_with_its_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A test's deadline that passed leaves no work running into the next test of its worker
+    (tests/abandoned_work.py). It is waited for after the test's other fixtures closed its
+    endpoints, and before its patches (`monkeypatch`, set up first) are undone: the work ends
+    against the test's stand-ins, never the real sources."""
+    with abandoned_work_ended():
+        yield
+
+
 @pytest.fixture(autouse=True, scope="session")
 def moto_without_public_images() -> Iterator[None]:
     """moto's EC2 starts each account with thousands of public AMIs (moto/ec2/models/amis.py,
@@ -45,6 +56,28 @@ def moto_without_public_images() -> Iterator[None]:
     the image they run instead."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_botocore_loader() -> Iterator[None]:
+    """Every botocore session reads the API models through one loader. Each session makes a
+    loader of its own (botocore/session.py, `_register_data_loader`), which parses each client's
+    model and endpoint rules from disk again (botocore/loaders.py caches per loader,
+    `instance_cache`): most of a pre-flight test's setup, which makes its clients on a fresh
+    session. A session's clients share their loader's models already, which nothing changes."""
+    import botocore.loaders
+    import botocore.session
+
+    loaders: dict[str | None, botocore.loaders.Loader] = {}
+
+    def shared(search_path_string: str | None = None) -> botocore.loaders.Loader:
+        if search_path_string not in loaders:
+            loaders[search_path_string] = botocore.loaders.create_loader(search_path_string)
+        return loaders[search_path_string]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(botocore.session, "create_loader", shared)
         yield
 
 
