@@ -160,10 +160,18 @@ def manager_config(queues: QueuesSpec, pools: Sequence[ResolvedPool]) -> dict[st
     # nodes, and on an atomic pool, whose jobs are admitted once their nodes are asked for.
     # An evicted job on a GKE queued pool gives back its ProvisioningRequest's nodes and queues
     # for capacity again (`CleanupProvisioningRequestsOnEviction`, on by default in 0.19).
-    timeout = go_duration(pods_ready_timeout_seconds(pools))
+    #
+    # `recoveryTimeout` counts from a running workload's PodsReady turning false (a worker lost
+    # with its node), and defaults to `timeout` (`SetDefaults`): it is kept short, since the job's
+    # other N-1 GPU nodes bill idle while it runs, and on an atomic or queued pool the lost
+    # worker never gets a node of its own (Kueue puts `consume-provisioning-request` into the
+    # pod template, pkg/controller/admissionchecks/provisioning/controller.go at v0.19.2, and the
+    # cluster autoscaler never scales up for such a pod, processors/provreq/pods_filter.go at
+    # cluster-autoscaler-1.33.6). A replacement on a node still there needs only its own start,
+    # the margin; an evicted job is admitted again with the full `timeout` for new nodes.
     config["waitForPodsReady"] = {
-        "timeout": timeout,
-        "recoveryTimeout": timeout,
+        "timeout": go_duration(pods_ready_timeout_seconds(pools)),
+        "recoveryTimeout": go_duration(PODS_START_MARGIN_SECONDS),
         "requeuingStrategy": {
             "timestamp": "Eviction",
             "backoffBaseSeconds": 60,

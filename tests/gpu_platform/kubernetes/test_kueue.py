@@ -437,14 +437,17 @@ def test_an_admitted_workload_has_its_new_nodes_validation_to_be_ready(
     dev_config, plan_for, pool: dict[str, Any], timeout: str
 ) -> None:
     # Kueue evicts and requeues a workload whose pods are not ready within `timeout` of its
-    # admission, or again within `recoveryTimeout` of one going unready
-    # (apis/config/v1beta2/configuration_types.go `WaitForPodsReady` at v0.19.2): both outlast a
-    # new node's validation. The timeouts are Go durations (metav1.Duration).
+    # admission (apis/config/v1beta2/configuration_types.go `WaitForPodsReady` at v0.19.2), which
+    # outlasts a new node's validation; within `recoveryTimeout` of a running one going unready,
+    # 10 minutes whatever the pools, since its other nodes bill idle meanwhile and a lost worker
+    # on an atomic pool gets no node (`consume-provisioning-request` pods never trigger a
+    # scale-up, processors/provreq/pods_filter.go at cluster-autoscaler-1.33.6). The timeouts
+    # are Go durations (metav1.Duration).
     dev_config["gpu-platform:pools"][0].update(pool)
 
     assert manager_config(plan_for(dev_config))["waitForPodsReady"] == {
         "timeout": timeout,
-        "recoveryTimeout": timeout,
+        "recoveryTimeout": "10m0s",
         "requeuingStrategy": {
             "timestamp": "Eviction",
             "backoffBaseSeconds": 60,
