@@ -40,8 +40,15 @@ class QueuesSpec(Model):
 
 
 class TenantQueueSpec(Model):
-    """How much of a tenant's GPU quota its ClusterQueue borrows and lends within the cohort."""
+    """Whether a tenant's jobs go through Kueue, and how much of its GPU quota its ClusterQueue
+    borrows and lends within the cohort."""
 
+    enabled: bool = True
+    """With `queues.enabled`: give the namespace its queue. `false` leaves it out of Kueue: no
+    ClusterQueue or LocalQueue, Kueue's webhooks and the policy pack's queue rule leave its
+    workloads alone, and its GPU pods start as the scheduler and its ResourceQuota allow. The
+    place for GPU services (Deployments, StatefulSets, notebooks), which Kueue does not queue
+    and whose GPUs, in a queued namespace, Kueue would not count (docs/queues.md)."""
     borrowing_limit: int = Field(default=0, ge=0, le=10000)
     """The most GPUs (or replicas, or slices) of each pool beyond its quota that the tenant may
     borrow from the cohort; 0, none. The namespace's ResourceQuota allows that many more of

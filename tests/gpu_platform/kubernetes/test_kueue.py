@@ -276,6 +276,35 @@ def test_off_the_stack_has_no_kueue(dev_config, plan_for) -> None:
     assert "kueue.x-k8s.io/queue-name" not in job.inputs["metadata"]["labels"]
 
 
+def test_a_namespace_out_of_the_queues_has_none_while_kueue_runs(dev_config, plan_for) -> None:
+    # The place for a tenant's GPU services, which Kueue does not queue (docs/queues.md).
+    dev_config["gpu-platform:namespaces"][0]["queue"] = {"enabled": False}
+
+    plan = plan_for(dev_config)
+
+    assert release(plan)
+    assert plan.of_type(CLUSTER_QUEUE) == plan.of_type(LOCAL_QUEUE) == []
+    namespace = plan.named("ml-sandbox", NAMESPACE)
+    assert "gpu-platform.io/queue" not in namespace.inputs["metadata"]["labels"]
+    job = plan.named("ml-sandbox-gpu-smoke-test", "kubernetes:batch/v1:Job")
+    assert "kueue.x-k8s.io/queue-name" not in job.inputs["metadata"]["labels"]
+
+
+def test_queue_limits_of_a_namespace_out_of_the_queues_are_refused(
+    dev_config, failed_plan_for
+) -> None:
+    dev_config["gpu-platform:namespaces"][0]["queue"] = {"enabled": False, "lendingLimit": 2}
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == ("gpu-platform:namespaces[0].queue.lendingLimit", 2)
+    assert problem.expected.startswith(
+        "no value unless queues.enabled and gpu-platform:namespaces[0].queue.enabled are true"
+    )
+
+
 def test_the_release_is_the_pinned_chart_and_image(dev_plan) -> None:
     inputs = release(dev_plan).inputs
 
