@@ -29,6 +29,9 @@ of Kubernetes' CEL libraries, so that a CEL implementation outside Kubernetes ca
 
 from typing import Any
 
+import pulumi
+from pulumi_kubernetes import admissionregistration
+
 from gpu_platform.kubernetes.node_validation.names import (
     FAILED_TAINT_KEY,
     RESULT_LABEL,
@@ -205,4 +208,21 @@ def node_validator_admission_policy(namespace: str) -> list[dict[str, Any]]:
             "variables": VARIABLES,
             "validations": validations(),
         },
+    )
+
+
+def declare_policy(
+    resource_name: str, manifests: list[dict[str, Any]], opts: pulumi.ResourceOptions
+) -> pulumi.Resource:
+    """An admission policy and its binding (`admission_policy.denying`); the binding, created
+    after the policy it names."""
+    policy, binding = manifests
+    declared = admissionregistration.v1.ValidatingAdmissionPolicy(
+        resource_name, metadata=policy["metadata"], spec=policy["spec"], opts=opts
+    )
+    return admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        resource_name,
+        metadata=binding["metadata"],
+        spec=binding["spec"],
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[declared])),
     )
