@@ -53,9 +53,11 @@ from gpu_platform.kubernetes.kueue_provisioning import (
     check_name,
     provisioning_request_config,
 )
+from gpu_platform.kubernetes.node_validation.admission_policy import declare_policy
 from gpu_platform.kubernetes.node_validation.duration import go_duration, until_validated_seconds
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.kubernetes.provisioning_requests import provisioning_request_crd
+from gpu_platform.kubernetes.queued_pod_policy import queued_pod_policy
 from gpu_platform.lock.images import pinned_version
 from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
 from gpu_platform.policy_pack.kueue_integrations import DEFAULT_QUEUE, FRAMEWORKS
@@ -431,4 +433,6 @@ class Kueue(pulumi.ComponentResource):
             config = provisioning_request_config(cls, pools)
             declare(f"{name}-{check}-config", config, after_release)
             declare(f"{name}-{check}-check", admission_check(cls), after_release)
+        # Before the tenants, whose namespaces get the label it selects, and their smoke tests.
+        declare_policy(f"{name}-gpu-pods", queued_pod_policy(QUEUED_NAMESPACE_LABEL), child)
         self.register_outputs({"release": self.release.name})
