@@ -21,7 +21,7 @@ deleted, and a Deployment's new pods are refused, which its ReplicaSet's events 
 
 from typing import Any
 
-from gpu_platform.kubernetes.node_validation.admission_policy import denying
+from gpu_platform.kubernetes.node_validation.admission_policy import core_rules, denying
 from gpu_platform.kubernetes.node_validation.pod_admission_policy import (
     over_containers,
     resource_clauses,
@@ -51,14 +51,7 @@ def queued_pod_policy(namespace_label: str) -> list[dict[str, Any]]:
                 "namespaceSelector": {
                     "matchExpressions": [{"key": namespace_label, "operator": "Exists"}]
                 },
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE"],
-                        "resources": ["pods"],
-                    }
-                ],
+                "resourceRules": core_rules("pods", "CREATE"),
             },
             "matchConditions": [
                 {

@@ -182,6 +182,18 @@ def denying(name: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
     return [policy, binding]
 
 
+def core_rules(resource: str, *operations: str) -> list[dict[str, Any]]:
+    """A policy's `resourceRules` for the operations on a core/v1 resource."""
+    return [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": list(operations),
+            "resources": [resource],
+        }
+    ]
+
+
 def node_validator_admission_policy(namespace: str) -> list[dict[str, Any]]:
     """The ValidatingAdmissionPolicy and its binding (deny), for the validator's service account
     in `namespace`."""
@@ -189,16 +201,7 @@ def node_validator_admission_policy(namespace: str) -> list[dict[str, Any]]:
         NAME,
         {
             "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["UPDATE", "DELETE"],
-                        "resources": ["nodes"],
-                    }
-                ]
-            },
+            "matchConstraints": {"resourceRules": core_rules("nodes", "UPDATE", "DELETE")},
             "matchConditions": [
                 {
                     "name": "node-validator",

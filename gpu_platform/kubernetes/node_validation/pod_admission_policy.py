@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpu_platform.config import Cloud, StackConfig
-from gpu_platform.kubernetes.node_validation.admission_policy import denying, quoted
+from gpu_platform.kubernetes.node_validation.admission_policy import core_rules, denying, quoted
 from gpu_platform.kubernetes.node_validation.names import (
     FAILED_TAINT_KEY,
     LABEL_PREFIX,
@@ -204,14 +204,7 @@ def pod_admission_policy(exempt: Sequence[str]) -> list[dict[str, Any]]:
             "failurePolicy": "Fail",
             "matchConstraints": {
                 "namespaceSelector": namespace_selector(exempt),
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": ["pods"],
-                    }
-                ],
+                "resourceRules": core_rules("pods", "CREATE", "UPDATE"),
             },
             "matchConditions": MATCH_CONDITIONS,
             "variables": VARIABLES,
