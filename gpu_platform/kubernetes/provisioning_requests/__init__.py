@@ -34,13 +34,8 @@ def provisioning_request_crd(name: str, opts: pulumi.ResourceOptions) -> pulumi.
     # indexer.go at v0.19.2). pulumi-kubernetes has no awaiter of its own for a CRD and, unless
     # told, waits for nothing (provider/pkg/metadata/overrides.go `ReadyCondition`,
     # provider/pkg/await/awaiters.go): this makes it wait for `Established`.
-    metadata = {
-        **manifest["metadata"],
-        "annotations": {
-            **manifest["metadata"].get("annotations", {}),
-            "pulumi.com/waitFor": "condition=Established",
-        },
-    }
+    annotations = manifest["metadata"].setdefault("annotations", {})
+    annotations["pulumi.com/waitFor"] = "condition=Established"
     return apiextensions.v1.CustomResourceDefinition(
-        name, metadata=metadata, spec=manifest["spec"], opts=opts
+        name, metadata=manifest["metadata"], spec=manifest["spec"], opts=opts
     )

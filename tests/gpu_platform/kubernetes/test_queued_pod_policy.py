@@ -27,10 +27,12 @@ REFUSAL = (
 )
 
 
-def pod(labels: dict[str, str] | None = None, **resources: str) -> dict[str, Any]:
-    container = {"name": "serve", "image": "vllm/vllm-openai:v0.9.0"}
-    if resources:
-        container["resources"] = {"limits": dict(resources)}
+def pod(
+    labels: dict[str, str] | None = None, limits: dict[str, str] | None = None
+) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "serve", "image": "vllm/vllm-openai:v0.9.0"}
+    if limits:
+        container["resources"] = {"limits": limits}
     metadata: dict[str, Any] = {"name": "serve-0", "namespace": "ml-team"}
     if labels is not None:
         metadata["labels"] = labels
@@ -58,9 +60,9 @@ def refusals(obj: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize(
     "refused",
     [
-        pod(**{"nvidia.com/gpu": "1"}),
-        pod({"app": "vllm"}, **{"nvidia.com/mig-1g.10gb": "1"}),
-        pod({"kueue.x-k8s.io/queue-name": "default"}, **{"nvidia.com/gpu.shared": "1"}),
+        pod(None, {"nvidia.com/gpu": "1"}),
+        pod({"app": "vllm"}, {"nvidia.com/mig-1g.10gb": "1"}),
+        pod({"kueue.x-k8s.io/queue-name": "default"}, {"nvidia.com/gpu.shared": "1"}),
     ],
     ids=["bare", "labelled", "naming its queue"],
 )
@@ -79,7 +81,7 @@ def test_a_gpu_pod_of_an_init_container_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    "admitted", [pod(ADMITTED, **{"nvidia.com/gpu": "8"}), pod(), pod({}, cpu="2")]
+    "admitted", [pod(ADMITTED, {"nvidia.com/gpu": "8"}), pod(), pod({}, {"cpu": "2"})]
 )
 def test_an_admitted_jobs_pods_and_cpu_pods_are_admitted(admitted) -> None:
     assert refusals(admitted) == []
