@@ -426,7 +426,7 @@ class GpuPlatform(pulumi.ComponentResource):
                     pools,
                     provisioner=config.provisioner,
                     driver_rollout=driver_rollout,
-                    queues=config.queues if config.queues.enabled else None,
+                    queues=config.queues if config.queued(namespace) else None,
                 ),
                 # A smoke test on a led pool runs on its updated nodes.
                 pulumi.ResourceOptions.merge(

@@ -686,6 +686,10 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
             atomic = draw(st.sampled_from(whole))
             atomic.setdefault("aws", {})["atomicScaleUp"] = True
         for namespace in namespaces:
+            # A namespace left out of the queues (for its GPU services) borrows and lends none.
+            if draw(st.integers(0, 3)) == 0:
+                namespace["queue"] = {"enabled": False}
+                continue
             limits = draw(
                 st.fixed_dictionaries(
                     {},

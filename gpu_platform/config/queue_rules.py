@@ -17,14 +17,15 @@ def queue_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             "borrowingLimit": ns.queue.borrowing_limit,
             "lendingLimit": ns.queue.lending_limit,
         }
-        if not queues.enabled:
+        if not config.queued(ns):
             for key, value in limits.items():
                 if value:
                     yield ConfigProblem(
                         key_path("namespaces", i, "queue", key),
                         value,
-                        "no value unless queues.enabled is true: without Kueue the namespace"
-                        " has no queue to borrow or lend through",
+                        f"no value unless queues.enabled and"
+                        f" {key_path('namespaces', i, 'queue', 'enabled')} are true: without"
+                        " its queue the namespace has none to borrow or lend through",
                     )
             return
         canaries = {pool.name for pool in config.pools if pool.canary_of is not None}
@@ -123,6 +124,8 @@ def _shared_resource_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     nothing with the pool it leads."""
     canaries = {pool.name for pool in config.pools if pool.canary_of is not None}
     for i, ns in enumerate(config.namespaces):
+        if not ns.queue.enabled:
+            continue
         pools: dict[tuple[str, ...], list[str]] = {}
         for pool, (setting, cap) in pool_caps(config, ns).items():
             if pool not in canaries and cap + ns.queue.borrowing_limit > 0:

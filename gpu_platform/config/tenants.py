@@ -82,5 +82,5 @@ class TenantNamespaceSpec(Model):
     would end before anything does; `end` deletes a bare pod and scales a Deployment or
     StatefulSet to zero (Jobs are left to end on their own)."""
     queue: TenantQueueSpec = Field(default_factory=TenantQueueSpec)
-    """With `queues.enabled`: how much of the namespace's GPU quota its queue borrows from the
-    other tenants' and lends to them (docs/queues.md)."""
+    """With `queues.enabled`: whether the namespace has a queue, and how much of its GPU quota
+    the queue borrows from the other tenants' and lends to them (docs/queues.md)."""

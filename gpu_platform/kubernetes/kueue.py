@@ -53,9 +53,11 @@ from gpu_platform.kubernetes.kueue_provisioning import (
     check_name,
     provisioning_request_config,
 )
+from gpu_platform.kubernetes.node_validation.admission_policy import declare_policy
 from gpu_platform.kubernetes.node_validation.duration import go_duration, until_validated_seconds
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.kubernetes.provisioning_requests import provisioning_request_crd
+from gpu_platform.kubernetes.queued_pod_policy import queued_pod_policy
 from gpu_platform.lock.images import pinned_version
 from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
 from gpu_platform.policy_pack.kueue_integrations import DEFAULT_QUEUE, FRAMEWORKS
@@ -160,10 +162,18 @@ def manager_config(queues: QueuesSpec, pools: Sequence[ResolvedPool]) -> dict[st
     # nodes, and on an atomic pool, whose jobs are admitted once their nodes are asked for.
     # An evicted job on a GKE queued pool gives back its ProvisioningRequest's nodes and queues
     # for capacity again (`CleanupProvisioningRequestsOnEviction`, on by default in 0.19).
-    timeout = go_duration(pods_ready_timeout_seconds(pools))
+    #
+    # `recoveryTimeout` counts from a running workload's PodsReady turning false (a worker lost
+    # with its node), and defaults to `timeout` (`SetDefaults`): it is kept short, since the job's
+    # other N-1 GPU nodes bill idle while it runs, and on an atomic or queued pool the lost
+    # worker never gets a node of its own (Kueue puts `consume-provisioning-request` into the
+    # pod template, pkg/controller/admissionchecks/provisioning/controller.go at v0.19.2, and the
+    # cluster autoscaler never scales up for such a pod, processors/provreq/pods_filter.go at
+    # cluster-autoscaler-1.33.6). A replacement on a node still there needs only its own start,
+    # the margin; an evicted job is admitted again with the full `timeout` for new nodes.
     config["waitForPodsReady"] = {
-        "timeout": timeout,
-        "recoveryTimeout": timeout,
+        "timeout": go_duration(pods_ready_timeout_seconds(pools)),
+        "recoveryTimeout": go_duration(PODS_START_MARGIN_SECONDS),
         "requeuingStrategy": {
             "timestamp": "Eviction",
             "backoffBaseSeconds": 60,
@@ -423,4 +433,6 @@ class Kueue(pulumi.ComponentResource):
             config = provisioning_request_config(cls, pools)
             declare(f"{name}-{check}-config", config, after_release)
             declare(f"{name}-{check}-check", admission_check(cls), after_release)
+        # Before the tenants, whose namespaces get the label it selects, and their smoke tests.
+        declare_policy(f"{name}-gpu-pods", queued_pod_policy(QUEUED_NAMESPACE_LABEL), child)
         self.register_outputs({"release": self.release.name})

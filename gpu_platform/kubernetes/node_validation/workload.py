@@ -61,13 +61,14 @@ from pathlib import Path
 from typing import Any, cast
 
 import pulumi
-from pulumi_kubernetes import admissionregistration, apps, core, rbac
+from pulumi_kubernetes import apps, core, rbac
 
 from gpu_platform.config import MigSharing
 from gpu_platform.kubernetes.mig_startup_taint import SCRIPT_FILE as MIG_REMOVER_SCRIPT
 from gpu_platform.kubernetes.mig_startup_taint_remover import MIG_READY, MIG_STATE_LABEL
 from gpu_platform.kubernetes.node_validation import report, validate
 from gpu_platform.kubernetes.node_validation.admission_policy import (
+    declare_policy,
     node_validator_admission_policy,
 )
 from gpu_platform.kubernetes.node_validation.expectations import (
@@ -503,8 +504,8 @@ def declare_node_validation(
             opts=after_roles,
         ),
     ]
-    bindings.append(_declare(name, node_validator_admission_policy(namespace_name), opts))
-    _declare(f"{name}-pods", pod_admission_policy(exempt_namespaces), opts)
+    bindings.append(declare_policy(name, node_validator_admission_policy(namespace_name), opts))
+    declare_policy(f"{name}-pods", pod_admission_policy(exempt_namespaces), opts)
     if replaces:
         # The validators write the times of their replacements into it; Pulumi only creates it.
         bindings.append(
@@ -534,23 +535,6 @@ def declare_node_validation(
         )
         for pool in validated
     ]
-
-
-def _declare(
-    resource_name: str, manifests: list[dict[str, Any]], opts: pulumi.ResourceOptions
-) -> pulumi.Resource:
-    """An admission policy and its binding (`admission_policy.denying`); the binding, created
-    after the policy it names."""
-    policy, binding = manifests
-    declared = admissionregistration.v1.ValidatingAdmissionPolicy(
-        resource_name, metadata=policy["metadata"], spec=policy["spec"], opts=opts
-    )
-    return admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-        resource_name,
-        metadata=binding["metadata"],
-        spec=binding["spec"],
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[declared])),
-    )
 
 
 def _daemon_set(

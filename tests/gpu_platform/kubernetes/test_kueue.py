@@ -276,6 +276,35 @@ def test_off_the_stack_has_no_kueue(dev_config, plan_for) -> None:
     assert "kueue.x-k8s.io/queue-name" not in job.inputs["metadata"]["labels"]
 
 
+def test_a_namespace_out_of_the_queues_has_none_while_kueue_runs(dev_config, plan_for) -> None:
+    # The place for a tenant's GPU services, which Kueue does not queue (docs/queues.md).
+    dev_config["gpu-platform:namespaces"][0]["queue"] = {"enabled": False}
+
+    plan = plan_for(dev_config)
+
+    assert release(plan)
+    assert plan.of_type(CLUSTER_QUEUE) == plan.of_type(LOCAL_QUEUE) == []
+    namespace = plan.named("ml-sandbox", NAMESPACE)
+    assert "gpu-platform.io/queue" not in namespace.inputs["metadata"]["labels"]
+    job = plan.named("ml-sandbox-gpu-smoke-test", "kubernetes:batch/v1:Job")
+    assert "kueue.x-k8s.io/queue-name" not in job.inputs["metadata"]["labels"]
+
+
+def test_queue_limits_of_a_namespace_out_of_the_queues_are_refused(
+    dev_config, failed_plan_for
+) -> None:
+    dev_config["gpu-platform:namespaces"][0]["queue"] = {"enabled": False, "lendingLimit": 2}
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == ("gpu-platform:namespaces[0].queue.lendingLimit", 2)
+    assert problem.expected.startswith(
+        "no value unless queues.enabled and gpu-platform:namespaces[0].queue.enabled are true"
+    )
+
+
 def test_the_release_is_the_pinned_chart_and_image(dev_plan) -> None:
     inputs = release(dev_plan).inputs
 
@@ -437,14 +466,17 @@ def test_an_admitted_workload_has_its_new_nodes_validation_to_be_ready(
     dev_config, plan_for, pool: dict[str, Any], timeout: str
 ) -> None:
     # Kueue evicts and requeues a workload whose pods are not ready within `timeout` of its
-    # admission, or again within `recoveryTimeout` of one going unready
-    # (apis/config/v1beta2/configuration_types.go `WaitForPodsReady` at v0.19.2): both outlast a
-    # new node's validation. The timeouts are Go durations (metav1.Duration).
+    # admission (apis/config/v1beta2/configuration_types.go `WaitForPodsReady` at v0.19.2), which
+    # outlasts a new node's validation; within `recoveryTimeout` of a running one going unready,
+    # 10 minutes whatever the pools, since its other nodes bill idle meanwhile and a lost worker
+    # on an atomic pool gets no node (`consume-provisioning-request` pods never trigger a
+    # scale-up, processors/provreq/pods_filter.go at cluster-autoscaler-1.33.6). The timeouts
+    # are Go durations (metav1.Duration).
     dev_config["gpu-platform:pools"][0].update(pool)
 
     assert manager_config(plan_for(dev_config))["waitForPodsReady"] == {
         "timeout": timeout,
-        "recoveryTimeout": timeout,
+        "recoveryTimeout": "10m0s",
         "requeuingStrategy": {
             "timestamp": "Eviction",
             "backoffBaseSeconds": 60,

@@ -160,6 +160,10 @@ def test_the_provisioning_request_crd_is_installed_before_kueue_starts(eks_atomi
 
     assert crd.inputs["metadata"]["name"] == "provisioningrequests.autoscaling.x-k8s.io"
     assert crd.urn in release.dependencies
+    # ...once the API server serves it: pulumi-kubernetes waits for no CRD unless told
+    # (provider/pkg/metadata/overrides.go `ReadyCondition`, the `pulumi.com/waitFor`
+    # annotation's `condition=` form).
+    assert crd.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Established"
     # Kueue's controller reads and writes `autoscaling.x-k8s.io/v1` ProvisioningRequests (its
     # client, pkg/controller/admissionchecks/provisioning/indexer.go at v0.19.2).
     served = {v["name"] for v in crd.inputs["spec"]["versions"] if v["served"]}
