@@ -55,7 +55,7 @@ class GpuCloud(Protocol):
         after: Sequence[pulumi.Resource],
     ) -> pulumi.Resource:
         """A pool `create_pools` held back, its nodes created and updated only after `after`
-        (its canary's gate)."""
+        (its canary's gate and node validator)."""
         ...
 
     def pool_nodes(self, pool: str) -> pulumi.Resource:

@@ -354,30 +354,12 @@ class GpuPlatform(pulumi.ComponentResource):
             ),
         )
         cloud.create_device_plugins(pools, operator.namespace, on_cluster)
-        declare_node_validation(
-            part_name("node-validation"),
-            pools,
-            operator.namespace,
-            config.operator.namespace,
-            {
-                pool.spec.name: NodeHardware(
-                    cloud.efa_devices(pool.spec.name),
-                    cloud.gpus_by_instance_type(pool.spec.name),
-                )
-                for pool in pools
-            },
-            karpenter=config.uses_karpenter,
-            exempt_namespaces=exempt_namespaces(config),
-            opts=on_cluster,
-            in_place=rolls_drivers_in_place(config.platform),
-        )
         # The gate waits for its canary's nodes and NVIDIADriver and for the operator's release,
         # not for the operator as a whole: that holds the led pools' NVIDIADrivers, which wait
         # for the gate.
         driver_rollout = config.operator if rolls_drivers_in_place(config.platform) else None
-        led: list[pulumi.Resource] = []
-        for pool in pools:
-            gates = [
+        gates = {
+            pool.spec.name: [
                 canary_gate_job(
                     canary,
                     operator.namespace,
@@ -393,11 +375,40 @@ class GpuPlatform(pulumi.ComponentResource):
                     ),
                     driver_rollout,
                 )
-                for canary in canaries.get(pool.spec.name, ())
+                for canary in canaries[pool.spec.name]
             ]
-            if gates:
-                led.append(cloud.create_held_back_pool(pool, connection, children, after=gates))
-                driver = operator.held_back_driver(pool.spec.name, gates)
+            for pool in pools
+            if pool.spec.name in canaries
+        }
+        # A led pool's validator expects the pool's new driver: it changes after the gate, as
+        # the pool's nodes and NVIDIADriver do, and before them, so that no node of the new
+        # release is held to the old one. The canary's own is not held: the gate's pod waits on
+        # a canary node for that node's proof.
+        validators = declare_node_validation(
+            part_name("node-validation"),
+            pools,
+            operator.namespace,
+            config.operator.namespace,
+            {
+                pool.spec.name: NodeHardware(
+                    cloud.efa_devices(pool.spec.name),
+                    cloud.gpus_by_instance_type(pool.spec.name),
+                )
+                for pool in pools
+            },
+            karpenter=config.uses_karpenter,
+            exempt_namespaces=exempt_namespaces(config),
+            opts=on_cluster,
+            in_place=rolls_drivers_in_place(config.platform),
+            after=gates,
+        )
+        led: list[pulumi.Resource] = []
+        for pool in pools:
+            if pool.spec.name in gates:
+                validator = validators.get(pool.spec.name)
+                after = [*gates[pool.spec.name], *([] if validator is None else [validator])]
+                led.append(cloud.create_held_back_pool(pool, connection, children, after=after))
+                driver = operator.held_back_driver(pool.spec.name, after)
                 led += [] if driver is None else [driver]
         # Kueue's webhooks judge the tenants' queues and the Jobs of their namespaces: those
         # wait for its release to be ready (gpu_platform/kubernetes/kueue.py).

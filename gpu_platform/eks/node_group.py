@@ -90,7 +90,7 @@ class EksGpuNodeGroupArgs:
     by ordinary updates, which protection would refuse."""
     after: Sequence[pulumi.Resource] = ()
     """What the node groups are created and updated after: the VPC CNI's identity, and a pool's
-    canary gate."""
+    canary gate and node validator."""
 
 
 class EksGpuNodeGroup(pulumi.ComponentResource):

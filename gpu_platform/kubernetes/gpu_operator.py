@@ -160,7 +160,7 @@ class GpuOperator(pulumi.ComponentResource):
         self, pool: str, after: Sequence[pulumi.Resource]
     ) -> pulumi.Resource | None:
         """The NVIDIADriver of a pool `held_back`, created and updated after `after` (its
-        canary's gate); None where the operator builds no driver."""
+        canary's gate and node validator); None where the operator builds no driver."""
         driver = self._held_back.pop(pool, None)
         return None if driver is None else self._declare_driver(pool, driver, after)
 

@@ -444,15 +444,17 @@ def declare_node_validation(
     exempt_namespaces: Sequence[str],
     opts: pulumi.ResourceOptions,
     in_place: bool = False,
-) -> list[pulumi.Resource]:
+    after: Mapping[str, Sequence[pulumi.Resource]] | None = None,
+) -> dict[str, pulumi.Resource]:
     """The validation of every pool with `validation.enabled`, in the operator's `namespace`
     (`namespace_name` as configured, which the admission policy names the account by), and the
     admission policy that keeps pods outside `exempt_namespaces` off unvalidated nodes; the
-    DaemonSets, one per pool. Nothing where no pool validates. `in_place`: the GPU Operator
+    DaemonSets, by pool, each created and updated after what `after` gives for its pool (a led
+    pool's canary gates). Nothing where no pool validates. `in_place`: the GPU Operator
     upgrades drivers on running nodes (GKE Ubuntu), which are validated again."""
     validated = validated_pools(pools)
     if not validated:
-        return []
+        return {}
     opts = pulumi.ResourceOptions(parent=NodeValidation(name, opts))
     caps = {p.spec.name: replacements_per_hour(p, karpenter) for p in validated}
     guarded = {p.spec.canary_of for p in pools} | {p.spec.name for p in pools if p.spec.canary_of}
@@ -520,20 +522,23 @@ def declare_node_validation(
     ready = pulumi.ResourceOptions.merge(
         opts, pulumi.ResourceOptions(depends_on=[config_map, *bindings])
     )
-    return [
-        _daemon_set(
+    return {
+        pool.spec.name: _daemon_set(
             f"{name}-{pool.spec.name}",
             pool,
             namespace,
             config_map_name,
             hardware.get(pool.spec.name, NodeHardware()),
             caps[pool.spec.name],
-            ready,
+            pulumi.ResourceOptions.merge(
+                ready,
+                pulumi.ResourceOptions(depends_on=list((after or {}).get(pool.spec.name, ()))),
+            ),
             in_place,
             pool.spec.name in guarded,
         )
         for pool in validated
-    ]
+    }
 
 
 def _declare(
