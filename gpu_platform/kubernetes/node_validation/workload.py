@@ -362,8 +362,6 @@ def validation_pod_spec(
         # unloads it (`report.retaint_upgrading` waits there).
         "env": [e for e in validator["env"] if e not in GPU_ENV],
     }
-    # It leaves a mark there where it puts the taint back (`report.fails_open`).
-    untainted_check["volumeMounts"].append({"name": "recorded", "mountPath": RECORDED_DIR})
     validator["volumeMounts"].append(
         {"name": "recorded", "mountPath": RECORDED_DIR, "readOnly": True}
     )
