@@ -3,7 +3,9 @@ and node validator wait, through the dependency graph, for its canary's nodes, t
 NVIDIADriver and the canary's gate, and its nodes and NVIDIADriver for its validator too (which
 expects the led pool's new driver); the gate waits for the canary's nodes and NVIDIADriver and
 for nothing of the led pool; the canary's own validator, which the gate's pod waits on, does not
-wait for the gate; and the gate passes only on nodes of the canary's new release.
+wait for the gate; and the gate passes only on nodes of the canary's new release. And for every
+pool that validates its nodes, led or not, its nodes and NVIDIADriver wait for its validator
+(`validation_ordering_problems`).
 
 "Waits for" is what the Pulumi engine enforces: a resource is registered only once the resources
 it depends on (`dependencies`, `propertyDependencies`) are, and once its parent is, which waits
@@ -158,13 +160,45 @@ def _validator_problems(
     if validator is not None:
         if not graph.waits_for(validator, gate):
             problems.append(f"the validator of {led} does not wait for {_what(gate)}")
-        for waiting in [*nodes.get(led, []), *([drivers[led]] if led in drivers else [])]:
-            if not graph.waits_for(waiting, validator):
-                problems.append(f"{_what(waiting)} of {led} does not wait for its validator")
+        problems += _behind_validator(graph, nodes, drivers, validator, led)
     own = validators.get(canary)
     if own is not None and graph.waits_for(own, gate):
         problems.append(f"the validator of {canary} waits for its own gate")
     return problems
+
+
+def validation_ordering_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
+    """Every pool that validates its nodes (`validation.enabled`, read from `config` as
+    written) has a validator DaemonSet, and its nodes and NVIDIADriver wait for it: its pods
+    check each node against the pool's release as the config gives it now (its driver, its
+    instance types), and a node of a new release started before the validator moved would be
+    checked against the old one, fail, and never be checked again."""
+    graph = _Graph(plan)
+    nodes = _nodes_by_pool(plan)
+    drivers = _drivers_by_pool(plan)
+    validators = _validators_by_pool(plan)
+    problems = []
+    for pool in _Stack(config).pools:
+        validator = validators.get(pool["name"])
+        if validator is not None:
+            problems += _behind_validator(graph, nodes, drivers, validator, pool["name"])
+        elif (pool.get("validation") or {}).get("enabled", True):
+            problems.append(f"pool {pool['name']} validates its nodes but has no validator")
+    return problems
+
+
+def _behind_validator(
+    graph: "_Graph",
+    nodes: Mapping[str, list[PlannedResource]],
+    drivers: Mapping[str, PlannedResource],
+    validator: PlannedResource,
+    pool: str,
+) -> list[str]:
+    return [
+        f"{_what(waiting)} of {pool} does not wait for its validator"
+        for waiting in [*nodes.get(pool, []), *([drivers[pool]] if pool in drivers else [])]
+        if not graph.waits_for(waiting, validator)
+    ]
 
 
 def _proof_problems(stack: _Stack, gate: PlannedResource, canary: str) -> list[str]:

@@ -439,7 +439,9 @@ def without_dependency(plan: Plan, resource: PlannedResource, on: PlannedResourc
 def test_the_invariant_finds_a_led_driver_that_does_not_wait_for_the_gate(
     ubuntu_plan: Plan,
 ) -> None:
-    # Nor for the led pool's validator, which waits for the gate.
+    # Nor for the led pool's validator, which waits for the gate. Nor, then, for the canary's
+    # node pool, which is not among what the operator's release waits for: it waits for the
+    # canary's validator, in the operator's namespace.
     led_driver = driver(ubuntu_plan, "l4-shared")
     plan = without_dependency(ubuntu_plan, led_driver, gate(ubuntu_plan))
     plan = without_dependency(plan, led_driver, validator(ubuntu_plan, "l4-shared"))
@@ -447,6 +449,7 @@ def test_the_invariant_finds_a_led_driver_that_does_not_wait_for_the_gate(
     assert canary_ordering_problems(plan, ubuntu_config()) == [
         "NVIDIADriver gpu-operator-driver-l4-shared of l4-shared does not wait for Job"
         " canary-canary-gate",
+        "NVIDIADriver gpu-operator-driver-l4-shared of l4-shared does not wait for NodePool canary",
         "NVIDIADriver gpu-operator-driver-l4-shared of l4-shared does not wait for NVIDIADriver"
         " gpu-operator-driver-canary",
         "NVIDIADriver gpu-operator-driver-l4-shared of l4-shared does not wait for its validator",
