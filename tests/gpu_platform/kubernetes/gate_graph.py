@@ -126,8 +126,8 @@ def _pair_problems(
     ]
     if (led in drivers) != (canary in drivers):
         problems.append(f"only one of {led} and its canary {canary} has an NVIDIADriver")
-    canary_side = [*nodes.get(canary, []), *([drivers[canary]] if canary in drivers else [])]
-    led_side = [*nodes.get(led, []), *([drivers[led]] if led in drivers else [])]
+    canary_side = _nodes_and_driver(nodes, drivers, canary)
+    led_side = _nodes_and_driver(nodes, drivers, led)
     for target in canary_side:
         if not graph.waits_for(gate, target):
             problems.append(f"the gate of {canary} does not wait for {_what(target)}")
@@ -160,7 +160,7 @@ def _validator_problems(
     if validator is not None:
         if not graph.waits_for(validator, gate):
             problems.append(f"the validator of {led} does not wait for {_what(gate)}")
-        problems += _behind_validator(graph, nodes, drivers, validator, led)
+        problems += _behind_validator(graph, _nodes_and_driver(nodes, drivers, led), validator, led)
     own = validators.get(canary)
     if own is not None and graph.waits_for(own, gate):
         problems.append(f"the validator of {canary} waits for its own gate")
@@ -181,24 +181,28 @@ def validation_ordering_problems(plan: Plan, config: Mapping[str, Any]) -> list[
     for pool in _Stack(config).pools:
         validator = validators.get(pool["name"])
         if validator is not None:
-            problems += _behind_validator(graph, nodes, drivers, validator, pool["name"])
+            waiting = _nodes_and_driver(nodes, drivers, pool["name"])
+            problems += _behind_validator(graph, waiting, validator, pool["name"])
         elif (pool.get("validation") or {}).get("enabled", True):
             problems.append(f"pool {pool['name']} validates its nodes but has no validator")
     return problems
 
 
 def _behind_validator(
-    graph: "_Graph",
-    nodes: Mapping[str, list[PlannedResource]],
-    drivers: Mapping[str, PlannedResource],
-    validator: PlannedResource,
-    pool: str,
+    graph: "_Graph", waiting: list[PlannedResource], validator: PlannedResource, pool: str
 ) -> list[str]:
     return [
-        f"{_what(waiting)} of {pool} does not wait for its validator"
-        for waiting in [*nodes.get(pool, []), *([drivers[pool]] if pool in drivers else [])]
-        if not graph.waits_for(waiting, validator)
+        f"{_what(resource)} of {pool} does not wait for its validator"
+        for resource in waiting
+        if not graph.waits_for(resource, validator)
     ]
+
+
+def _nodes_and_driver(
+    nodes: Mapping[str, list[PlannedResource]], drivers: Mapping[str, PlannedResource], pool: str
+) -> list[PlannedResource]:
+    """The pool's node groups, node pool or NodePool and EC2NodeClass, and its NVIDIADriver."""
+    return [*nodes.get(pool, []), *([drivers[pool]] if pool in drivers else [])]
 
 
 def _proof_problems(stack: _Stack, gate: PlannedResource, canary: str) -> list[str]:
