@@ -47,7 +47,10 @@ from tests.gpu_platform.gke.new_cluster.hardening_invariants import hardening_pr
 from tests.gpu_platform.idle_billing_invariants import idle_billing_problems
 from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
 from tests.gpu_platform.kubernetes.exporter_invariants import exporter_problems
-from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
+from tests.gpu_platform.kubernetes.gate_graph import (
+    canary_ordering_problems,
+    validation_ordering_problems,
+)
 from tests.gpu_platform.kubernetes.node_validation.pod_policy_invariants import (
     pod_policy_problems,
 )
@@ -203,6 +206,9 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
             exemption_problems
         ),
         "led pools wait for their canary's nodes, driver and gate": canary_ordering_problems,
+        "every validating pool's nodes and driver wait for its validator": (
+            validation_ordering_problems
+        ),
         "no canary on capacity that never starts its node": canary_capacity_problems,
         "every canary ranks below every pool that is not a canary": canary_rank_problems,
         "update timeouts outlast the longest rollout": timeout_problems,

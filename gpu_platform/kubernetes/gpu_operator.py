@@ -44,8 +44,8 @@ class GpuOperatorArgs:
     """Protect the operator's namespace, Helm release and NVIDIADriver resources from deletion
     and replacement; value changes still upgrade the release in place."""
     held_back: Collection[str] = ()
-    """Pools led by a canary: their NVIDIADriver is declared by `held_back_driver`, after the
-    canary's gate, not with the release."""
+    """Pools whose NVIDIADriver is declared by `held_back_driver`, not with the release: after
+    the pool's node validator and, on a pool led by a canary, the canary's gate."""
 
 
 RELEASE_NAME = "gpu-operator"
@@ -159,8 +159,8 @@ class GpuOperator(pulumi.ComponentResource):
     def held_back_driver(
         self, pool: str, after: Sequence[pulumi.Resource]
     ) -> pulumi.Resource | None:
-        """The NVIDIADriver of a pool `held_back`, created and updated after `after` (its
-        canary's gate); None where the operator builds no driver."""
+        """The NVIDIADriver of a pool `held_back`, created and updated after `after` (its node
+        validator, and its canary's gate); None where the operator builds no driver."""
         driver = self._held_back.pop(pool, None)
         return None if driver is None else self._declare_driver(pool, driver, after)
 

@@ -190,7 +190,7 @@ _NODE_LABELS_ENTRY = (
     "gpu-platform.io/validation-check.nvlink,"
     "gpu-platform.io/validation-check.dcgm-diag,"
     "gpu-platform.io/validation-check.nccl-bandwidth,"
-    "gpu-platform.io/validation-check.efa,gpu-platform.io/pool,"
+    "gpu-platform.io/validation-check.efa,gpu-platform.io/revalidating,gpu-platform.io/pool,"
     "nvidia.com/gpu-driver-upgrade-state]"
 )
 _NAMESPACE_LABEL_ENTRY = re.compile(
