@@ -49,6 +49,23 @@ def moto_without_public_images() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True, scope="session")
+def no_source_positions_for_the_mock_monitor() -> Iterator[None]:
+    """Pulumi walks the Python stack of every resource the program constructs, to send the
+    engine where in the program it was declared (pulumi 3.272.0 pulumi/runtime/resource.py,
+    `_get_stack_trace`, a URI and line for each frame): a tenth of a plan's time, a fifth for
+    a large stack, whose components nest deep. The offline plan's monitor records no source
+    position (gpu_platform/offline/program.py), so the plans of this process send none; the
+    tests that run the command in a fresh process (tests/gpu_platform/cli/test_app.py,
+    tests/test_fresh_clone.py) still plan with Pulumi's own."""
+    from pulumi.runtime import resource
+    from pulumi.runtime.proto import source_pb2
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(resource, "_get_stack_trace", source_pb2.StackTrace)
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
 def no_project_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Plans read no lock but the one a test writes: the repository's own gpu-platform.lock
     changes with every refresh, and a test's expectations must not."""
