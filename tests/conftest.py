@@ -66,6 +66,40 @@ def no_source_positions_for_the_mock_monitor() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True, scope="session")
+def aws_api_models_parsed_once() -> Iterator[None]:
+    """Each botocore session parses the API models of the clients it makes from disk again
+    (botocore/loaders.py caches per loader, `instance_cache`, and each session makes a loader
+    of its own): most of a pre-flight test's setup, which makes its clients on a fresh moto
+    account. The API model and its endpoint rules are read, never changed, by the clients of one
+    session that share them already (botocore/model.py, botocore/endpoint_provider.py), so all
+    sessions share them here. The loader's other data stays each session's own: botocore changes
+    some of it in place as it makes a client (botocore/translate.py, `build_retry_config`,
+    resolves the retry model's references where it found them), which let an earlier test's
+    clients change a later test's retries when whole loaders were shared."""
+    import botocore.loaders
+
+    load = botocore.loaders.Loader.load_service_model
+    parsed: dict[tuple[Any, ...], Any] = {}
+
+    def load_service_model(
+        self: botocore.loaders.Loader,
+        service_name: str,
+        type_name: str,
+        api_version: str | None = None,
+    ) -> Any:
+        if type_name not in ("service-2", "endpoint-rule-set-1"):
+            return load(self, service_name, type_name, api_version)
+        key = (tuple(self.search_paths), service_name, type_name, api_version)
+        if key not in parsed:
+            parsed[key] = load(self, service_name, type_name, api_version)
+        return parsed[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(botocore.loaders.Loader, "load_service_model", load_service_model)
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
 def no_project_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Plans read no lock but the one a test writes: the repository's own gpu-platform.lock
     changes with every refresh, and a test's expectations must not."""
