@@ -60,24 +60,53 @@ def moto_without_public_images() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True, scope="session")
-def one_botocore_loader() -> Iterator[None]:
-    """Every botocore session reads the API models through one loader. Each session makes a
-    loader of its own (botocore/session.py, `_register_data_loader`), which parses each client's
-    model and endpoint rules from disk again (botocore/loaders.py caches per loader,
-    `instance_cache`): most of a pre-flight test's setup, which makes its clients on a fresh
-    session. A session's clients share their loader's models already, which nothing changes."""
-    import botocore.loaders
-    import botocore.session
-
-    loaders: dict[str | None, botocore.loaders.Loader] = {}
-
-    def shared(search_path_string: str | None = None) -> botocore.loaders.Loader:
-        if search_path_string not in loaders:
-            loaders[search_path_string] = botocore.loaders.create_loader(search_path_string)
-        return loaders[search_path_string]
+def no_source_positions_for_the_mock_monitor() -> Iterator[None]:
+    """Pulumi walks the Python stack of every resource the program constructs, to send the
+    engine where in the program it was declared (pulumi 3.272.0 pulumi/runtime/resource.py,
+    `_get_stack_trace`, a URI and line for each frame): a tenth of a plan's time, a fifth for
+    a large stack, whose components nest deep. The offline plan's monitor records no source
+    position (gpu_platform/offline/program.py), so the plans of this process send none; the
+    tests that run the command in a fresh process (tests/gpu_platform/cli/test_app.py,
+    tests/test_fresh_clone.py) still plan with Pulumi's own."""
+    from pulumi.runtime import resource
+    from pulumi.runtime.proto import source_pb2
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(botocore.session, "create_loader", shared)
+        patch.setattr(resource, "_get_stack_trace", source_pb2.StackTrace)
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def aws_api_models_parsed_once() -> Iterator[None]:
+    """Each botocore session parses the API models of the clients it makes from disk again
+    (botocore/loaders.py caches per loader, `instance_cache`, and each session makes a loader
+    of its own): most of a pre-flight test's setup, which makes its clients on a fresh moto
+    account. The API model and its endpoint rules are read, never changed, by the clients of one
+    session that share them already (botocore/model.py, botocore/endpoint_provider.py), so all
+    sessions share them here. The loader's other data stays each session's own: botocore changes
+    some of it in place as it makes a client (botocore/translate.py, `build_retry_config`,
+    resolves the retry model's references where it found them), which let an earlier test's
+    clients change a later test's retries when whole loaders were shared."""
+    import botocore.loaders
+
+    load = botocore.loaders.Loader.load_service_model
+    parsed: dict[tuple[Any, ...], Any] = {}
+
+    def load_service_model(
+        self: botocore.loaders.Loader,
+        service_name: str,
+        type_name: str,
+        api_version: str | None = None,
+    ) -> Any:
+        if type_name not in ("service-2", "endpoint-rule-set-1"):
+            return load(self, service_name, type_name, api_version)
+        key = (tuple(self.search_paths), service_name, type_name, api_version)
+        if key not in parsed:
+            parsed[key] = load(self, service_name, type_name, api_version)
+        return parsed[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(botocore.loaders.Loader, "load_service_model", load_service_model)
         yield
 
 
