@@ -288,15 +288,15 @@ def image_problem(image: str, require_digest: bool = False) -> str | None:
 
 
 def image_problems(
-    pod: Pod, config: Mapping[str, Any], platform_repositories: frozenset[str] = frozenset()
+    pod: Pod, config: Mapping[str, Any], waived: frozenset[str] = frozenset()
 ) -> Iterator[str]:
-    """`platform_repositories`: those whose images `requireDigests` leaves to
+    """`waived`: the image repositories whose images `requireDigests` leaves to
     `platform-images-by-digest` in this object (`platform_repositories`)."""
     # A patch that sets no GPU count may change a GPU pod's image or another pod's: which, the
     # object it patches says, and the pack does not see that object.
     if not is_gpu_pod(pod):
         return iter(())
-    judge = partial(_image_problems, pod, REQUIRE_DIGESTS.read(config), platform_repositories)
+    judge = partial(_image_problems, pod, REQUIRE_DIGESTS.read(config), waived)
     return each(pod.containers(), judge, pod.container_field)
 
 
@@ -320,12 +320,12 @@ def _repository(image: str) -> str:
 
 
 def _image_problems(
-    pod: Pod, require_digest: bool, platform_repositories: frozenset[str], container: Container
+    pod: Pod, require_digest: bool, waived: frozenset[str], container: Container
 ) -> Iterator[str]:
     image = value_at(container.props, "image")
     if not isinstance(image, str):
         return
-    require_digest = require_digest and _repository(image) not in platform_repositories
+    require_digest = require_digest and _repository(image) not in waived
     problem = image_problem(image, require_digest)
     if problem:
         pin = (
@@ -405,8 +405,6 @@ POLICIES = [
         REQUIRE_DIGESTS,
         trainers=True,
         patches=True,
-        problems_of=lambda args: partial(
-            image_problems, platform_repositories=platform_repositories(args)
-        ),
+        problems_of=lambda args: partial(image_problems, waived=platform_repositories(args)),
     ),
 ]
