@@ -254,7 +254,8 @@ REQUIRE_DIGESTS = Setting(
         "default": False,
         "description": "Require every GPU pod's image to be pinned by digest "
         "(name:tag@sha256:...), not by tag alone: a tag can be pushed again, a digest names one "
-        "image. On in production stacks.",
+        "image. On in production stacks. The platform's own images in its own objects are left "
+        "to platform-images-by-digest: make that policy mandatory with this on.",
     },
 )
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
