@@ -314,7 +314,7 @@ def platform_repositories(args: ResourceValidationArgs) -> frozenset[str]:
     return frozenset(found.repositories) if found else frozenset()
 
 
-def _repository(image: str) -> str:
+def image_repository(image: str) -> str:
     """An image reference's repository: its name without tag or digest."""
     head, slash, last = image.partition("@")[0].rpartition("/")
     return head + slash + last.partition(":")[0]
@@ -326,7 +326,7 @@ def _image_problems(
     image = value_at(container.props, "image")
     if not isinstance(image, str):
         return
-    require_digest = require_digest and _repository(image) not in waived
+    require_digest = require_digest and image_repository(image) not in waived
     problem = image_problem(image, require_digest)
     if problem:
         pin = (

@@ -96,6 +96,23 @@ def test_a_platform_pods_image_by_tag_alone_is_reported_with_the_command(
     )
 
 
+def test_a_stacks_own_image_in_a_platform_object_is_not_called_the_platforms(
+    analyze: Analyze,
+) -> None:
+    # No lock run reads its digest, and awaitingDigests is the platform's reviewed list: the
+    # message names neither, even where the list holds it.
+    image = "registry.example.com/ml/train:1.0"
+    config = {POLICY: {"awaitingDigests": [image]}}
+
+    (message,) = messages(analyze(platform_workload(image), config=config), POLICY)
+
+    assert message == (
+        'container "app" (spec.template.spec.containers[0].image): image'
+        f' "{image}" has no digest, in an object of a name the platform gives its own, which'
+        " runs images by digest. Fix: pin its digest (image:tag@sha256:...)."
+    )
+
+
 def test_init_containers_are_judged_too(analyze: Analyze) -> None:
     verdicts = analyze(platform_workload(f"{PYTHON}@{DIGEST}", init_image=PYTHON))
 
