@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from checks import each, resource_policy
-from gpu_workloads import image_problem
+from gpu_workloads import image_problem, image_repository, platform_repositories
 from helm import RELEASE_TYPE, is_platform_release
 from platform_scope import is_platform_object
 from pods import Container, Pod, pods_of
@@ -64,15 +64,26 @@ def _platform_resource_problems(args: ResourceValidationArgs) -> Iterator[str]:
             lambda found: found[0],
         )
     pods = [pod for pod in pods_of(args.resource_type, args.props) if not pod.partial]
-    return each(pods, lambda pod: _pod_problems(pod, awaiting), lambda pod: pod.label)
+    ours = platform_repositories(args)
+    return each(pods, lambda pod: _pod_problems(pod, awaiting, ours), lambda pod: pod.label)
 
 
-def _pod_problems(pod: Pod, awaiting: frozenset[str]) -> Iterator[str]:
+def _pod_problems(pod: Pod, awaiting: frozenset[str], ours: frozenset[str]) -> Iterator[str]:
+    """`ours`: the image repositories the platform runs in the object; another image in it is
+    a stack's own, which no lock run or `awaitingDigests` entry is for."""
+
     def container_problems(container: Container) -> Iterator[str]:
         image = value_at(container.props, "image")
         if isinstance(image, str) and not _node_local(image, container):
             where = f"{container.label} ({pod.container_field(container, 'image')})"
-            yield from _problems(image, where, awaiting)
+            if image_repository(image) in ours:
+                yield from _problems(image, where, awaiting)
+            elif problem := image_problem(image, require_digest=True):
+                yield (
+                    f"{where}: image {shown(image)} {problem}, in an object of a name the "
+                    "platform gives its own, which runs images by digest. Fix: pin its digest "
+                    "(image:tag@sha256:...)."
+                )
 
     return each(pod.containers(), container_problems, pod.container_field)
 

@@ -3,7 +3,7 @@
 that judge the platform's objects otherwise than a stack's own ask this, never the objects'
 parent types, which a program chooses."""
 
-from platform_objects import PLATFORM_OBJECTS
+from platform_objects import PLATFORM_OBJECTS, PlatformObject
 from pods import namespace_or_default
 from props import text
 from pulumi_policy import ResourceValidationArgs
@@ -17,6 +17,12 @@ def is_platform_object(args: ResourceValidationArgs) -> bool:
     where the entry names one); never told by its parent types, which a program chooses.
     Raises `UnknownValueError` where the name, or the namespace an entry needs, is not known
     yet."""
+    return platform_object(args) is not None
+
+
+def platform_object(args: ResourceValidationArgs) -> PlatformObject | None:
+    """The platform's object the resource is by its kind and name (and namespace, where the
+    entry names one), or None. Raises `UnknownValueError` as `is_platform_object` does."""
     found = api_group_and_kind(args.resource_type)
     # Only a kind the platform declares has its name read: a name not known at preview
     # (a stack's Namespace named after another resource) must not hold up a rule elsewhere.
@@ -25,7 +31,7 @@ def is_platform_object(args: ResourceValidationArgs) -> bool:
         or found[0] not in _BUILT_IN_GROUPS
         or all(entry.kind != found[1] for entry in PLATFORM_OBJECTS)
     ):
-        return False
+        return None
     kind, name = found[1], text(args.props, "metadata", "name")
     for entry in PLATFORM_OBJECTS:
         if entry.names(kind, name) and (
@@ -33,5 +39,5 @@ def is_platform_object(args: ResourceValidationArgs) -> bool:
             or entry.namespace
             == namespace_or_default(text(args.props, "metadata", "namespace"), args.provider)
         ):
-            return True
-    return False
+            return entry
+    return None

@@ -14,7 +14,7 @@ from gpu_platform.platform_images import platform_images
 from gpu_platform.stack_files import gpu_platform_config, stack_config
 from gpu_platform.versions import ContainerImage
 from tests.gpu_platform.kubernetes.test_canary_gate_order import cos_config, ubuntu_config
-from tests.repository import PROJECT
+from tests.repository import PROJECT, STACKS
 from tests.shared_plans import shared_plan
 
 # The GPU Operator's operands at chart v26.7.0, by the digests NVIDIA's OLM bundle records
@@ -199,3 +199,20 @@ def test_every_pod_the_program_makes_runs_by_digest_once_the_lock_holds_its_imag
     }
 
     assert by_tag == set()
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_image_a_stacks_pods_run_by_tag_is_one_the_lock_reads(stack: str) -> None:
+    # Every committed stack, MIG, Karpenter and new clusters among them: an image a pod of the
+    # program runs by tag is one `gpu-platform lock` reads the digest of, and with it locked
+    # the pod runs by digest (the test above, on a lock of every listed image).
+    by_tag = {
+        image
+        for r in shared_plan(stack).resources
+        if r.type.startswith("kubernetes:") and not r.type.endswith(":Release")
+        for image in pod_images(r.inputs)
+        if "@sha256:" not in image
+    }
+
+    assert by_tag
+    assert by_tag <= keys(config_of(stack))

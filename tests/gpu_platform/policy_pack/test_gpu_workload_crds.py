@@ -593,6 +593,9 @@ def probe_host_refusal(where: str, host: str) -> list[str]:
             probe_host_refusal(COMPONENT, "169.254.169.254"),
         ),
         ({"httpGet": {"path": "/health"}}, probe_host_refusal(COMPONENT, "169.254.169.254")),
+        # An empty value overrides nothing (mergo v0.3.16 mergo.go, isEmptyValue: "" for a
+        # string): the component's host stays.
+        ({"httpGet": {"host": ""}}, probe_host_refusal(COMPONENT, "169.254.169.254")),
         ({"httpGet": {"host": "10.0.0.9"}}, probe_host_refusal(MAIN, "10.0.0.9")),
     ],
 )
