@@ -91,6 +91,16 @@ def test_a_validator_does_not_wait_for_its_pools_nodes(ubuntu_plan: Plan) -> Non
     assert validation_ordering_problems(ubuntu_plan, ubuntu_config()) == []
 
 
+def test_pulumi_does_not_wait_for_a_validators_pods(ubuntu_plan: Plan) -> None:
+    # pulumi-kubernetes 4.34.2 waits for a DaemonSet's pods to be ready before it reports it
+    # created or updated (provider/pkg/await/daemonset.go, pulumi/pulumi-kubernetes PR #2953).
+    # The pool's nodes come after their validator, so its pods would be waited for on nodes that
+    # `up` only creates once the wait is over.
+    assert validator(ubuntu_plan, "l4-shared").inputs["metadata"]["annotations"] == {
+        "pulumi.com/skipAwait": "true"
+    }
+
+
 @pytest.mark.parametrize("stack", ["dev", "karpenter-dev", "gke-dev", "prod"])
 def test_every_stacks_pools_wait_for_their_validators(stack: str) -> None:
     assert validation_ordering_problems(shared_plan(stack), stack_config(stack, PROJECT)) == []
