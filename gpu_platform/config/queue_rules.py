@@ -152,5 +152,7 @@ def _shared_resource_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     f"false while pools {', '.join(names)} all hand out the GPUs"
                     f" {key_path('namespaces', i, *setting)} caps: Kueue would admit that quota"
                     " on each pool and the namespace's ResourceQuota allows it once over them"
-                    " all, so jobs would start in part; keep one such pool (docs/queues.md)",
+                    " all, so jobs would start in part; keep one such pool, or take the"
+                    f" namespace out of the queues ({key_path('namespaces', i, 'queue', 'enabled')}"
+                    " false), the place for work Kueue does not queue (docs/queues.md)",
                 )

@@ -152,6 +152,22 @@ def test_two_pools_handing_out_a_resource_a_queued_tenant_has_are_refused(
         "false while pools t4-shared, t4-shared-b all hand out the GPUs"
         " gpu-platform:namespaces[0].sharedGpuQuota caps"
     )
+    assert problem.expected.endswith(
+        "keep one such pool, or take the namespace out of the queues"
+        " (gpu-platform:namespaces[0].queue.enabled false), the place for work Kueue does not"
+        " queue (docs/queues.md)"
+    )
+
+
+def test_two_pools_handing_out_a_resource_of_a_namespace_out_of_the_queues_are_allowed(
+    dev_config, plan_for
+) -> None:
+    # Kueue admits nothing in the namespace, so only its ResourceQuota counts its GPUs.
+    pool = copy.deepcopy(dev_config["gpu-platform:pools"][0])
+    dev_config["gpu-platform:pools"].append({**pool, "name": "t4-shared-b"})
+    dev_config["gpu-platform:namespaces"][0]["queue"] = {"enabled": False}
+
+    assert plan_for(dev_config).of_type(CLUSTER_QUEUE) == []
 
 
 def with_a_canary(config: dict[str, Any], **fields: Any) -> None:
