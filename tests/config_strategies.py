@@ -701,6 +701,14 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
             )
             if limits:
                 namespace["queue"] = limits
+    # A namespace out of the queues runs its smoke test as a plain pod, for which a GKE queued
+    # pool starts no node (gpu_platform/config/queue_rules.py).
+    queued_only = {p["name"] for p in pools if p.get("gcp", {}).get("queuedProvisioning")}
+    kueue_on = config.get("gpu-platform:queues", {}).get("enabled", False)
+    for namespace in namespaces:
+        unqueued = not kueue_on or not namespace.get("queue", {}).get("enabled", True)
+        if unqueued and namespace.get("smokeTestPool") in queued_only:
+            namespace.pop("smokeTestPool")
     monitoring: Config = {}
     if created or draw(st.booleans()):
         monitoring["installPrometheusStack"] = True

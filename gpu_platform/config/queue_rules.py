@@ -2,6 +2,7 @@
 
 from collections.abc import Iterator
 
+from gpu_platform.config.fields import Cloud
 from gpu_platform.config.problems import ConfigProblem, key_path
 from gpu_platform.config.set_aside import per_element
 from gpu_platform.config.stack import StackConfig
@@ -27,6 +28,19 @@ def queue_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                         f" {key_path('namespaces', i, 'queue', 'enabled')} are true: without"
                         " its queue the namespace has none to borrow or lend through",
                     )
+            smoke_pool = next((p for p in config.pools if p.name == ns.smoke_test_pool), None)
+            if config.cloud is Cloud.GCP and smoke_pool and smoke_pool.gcp.queued_provisioning:
+                # GKE's provisioningrequest page: a queued pool's nodes come only for a
+                # ProvisioningRequest, which only Kueue makes, for a queued namespace's jobs.
+                yield ConfigProblem(
+                    key_path("namespaces", i, "smokeTestPool"),
+                    ns.smoke_test_pool,
+                    "a pool without gcp.queuedProvisioning unless queues.enabled and"
+                    f" {key_path('namespaces', i, 'queue', 'enabled')} are true: the"
+                    " smoke test of a namespace out of the queues is a plain pod, for which a"
+                    " queued pool starts no node, and would wait for one until its deadline;"
+                    " name another pool or none (docs/queues.md)",
+                )
             return
         canaries = {pool.name for pool in config.pools if pool.canary_of is not None}
         if ns.smoke_test_pool in canaries:
@@ -138,5 +152,7 @@ def _shared_resource_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     f"false while pools {', '.join(names)} all hand out the GPUs"
                     f" {key_path('namespaces', i, *setting)} caps: Kueue would admit that quota"
                     " on each pool and the namespace's ResourceQuota allows it once over them"
-                    " all, so jobs would start in part; keep one such pool (docs/queues.md)",
+                    " all, so jobs would start in part; keep one such pool, or take the"
+                    f" namespace out of the queues ({key_path('namespaces', i, 'queue', 'enabled')}"
+                    " false), the place for work Kueue does not queue (docs/queues.md)",
                 )

@@ -58,6 +58,7 @@ from gpu_platform.kubernetes.node_validation.duration import go_duration, until_
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.kubernetes.provisioning_requests import provisioning_request_crd
 from gpu_platform.kubernetes.queued_pod_policy import queued_pod_policy
+from gpu_platform.kubernetes.rollout_retry import RETRY_LAG_SECONDS
 from gpu_platform.lock.images import pinned_version
 from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
 from gpu_platform.policy_pack.kueue_integrations import DEFAULT_QUEUE, FRAMEWORKS
@@ -133,6 +134,10 @@ apis/config/v1beta2/defaults.go at v0.19.2)."""
 PODS_START_MARGIN_SECONDS = 600
 """Our allowance, once an admitted job's nodes are validated, for its pods to pull their images
 (a training image is often several GB) and pass their readiness probes: no source bounds it."""
+RECOVERY_TIMEOUT_SECONDS = RETRY_LAG_SECONDS + PODS_START_MARGIN_SECONDS
+"""How long Kueue lets a running workload's pods be unready before it evicts it (see
+`manager_config`): a queued namespace's smoke test, while its node waits for a new driver, has
+no pod at all for up to the Job controller's retry lag, and then its new pod's start."""
 
 
 def pods_ready_timeout_seconds(pools: Sequence[ResolvedPool]) -> int:
@@ -164,16 +169,21 @@ def manager_config(queues: QueuesSpec, pools: Sequence[ResolvedPool]) -> dict[st
     # for capacity again (`CleanupProvisioningRequestsOnEviction`, on by default in 0.19).
     #
     # `recoveryTimeout` counts from a running workload's PodsReady turning false (a worker lost
-    # with its node), and defaults to `timeout` (`SetDefaults`): it is kept short, since the job's
-    # other N-1 GPU nodes bill idle while it runs, and on an atomic or queued pool the lost
-    # worker never gets a node of its own (Kueue puts `consume-provisioning-request` into the
-    # pod template, pkg/controller/admissionchecks/provisioning/controller.go at v0.19.2, and the
-    # cluster autoscaler never scales up for such a pod, processors/provreq/pods_filter.go at
-    # cluster-autoscaler-1.33.6). A replacement on a node still there needs only its own start,
-    # the margin; an evicted job is admitted again with the full `timeout` for new nodes.
+    # with its node), and defaults to `timeout` (`SetDefaults`): it is kept well under that,
+    # since the job's other N-1 GPU nodes bill idle while it runs, and on an atomic or queued
+    # pool the lost worker never gets a node of its own (Kueue puts `consume-provisioning-request`
+    # into the pod template, pkg/controller/admissionchecks/provisioning/controller.go at
+    # v0.19.2, and the cluster autoscaler never scales up for such a pod,
+    # processors/provreq/pods_filter.go at cluster-autoscaler-1.33.6). It must still outlast the
+    # gap between a queued namespace's smoke-test pods during a driver rollout (the Job
+    # controller's backoff, `RETRY_LAG_SECONDS`, and the next pod's start): its PodsReady drops
+    # with each pod (`ready + succeeded >= count`, pkg/controller/jobs/job/job_controller.go at
+    # v0.19.2), and an eviction there would requeue it for up to an hour. The same value on
+    # every stack: a shorter one where no driver rolls in place would save minutes of idle
+    # nodes on a worker's loss, for a setting more to reason about.
     config["waitForPodsReady"] = {
         "timeout": go_duration(pods_ready_timeout_seconds(pools)),
-        "recoveryTimeout": go_duration(PODS_START_MARGIN_SECONDS),
+        "recoveryTimeout": go_duration(RECOVERY_TIMEOUT_SECONDS),
         "requeuingStrategy": {
             "timestamp": "Eviction",
             "backoffBaseSeconds": 60,

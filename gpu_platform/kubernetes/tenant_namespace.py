@@ -64,6 +64,7 @@ from gpu_platform.kubernetes.kueue import (
 from gpu_platform.kubernetes.node_validation.duration import worst_case_seconds
 from gpu_platform.kubernetes.nvidia_driver import upgrade_hold_seconds
 from gpu_platform.kubernetes.pod_security import pod_security_labels
+from gpu_platform.kubernetes.rollout_retry import RETRY_LAG_SECONDS
 from gpu_platform.lock.images import locked
 from gpu_platform.node_identity import (
     GPU_RESOURCE,
@@ -299,16 +300,9 @@ ROLLOUT_PENDING_CHECK = smoke_test_script(
 )
 
 
-# How late a pod that waits for a node's new driver may start after the node got it: GPU
-# feature discovery relabels every 60 s (gpu-operator v26.7.0
-# assets/gpu-feature-discovery/0500_daemonset.yaml), and the Job controller delays each new pod
-# after failed ones, those its podFailurePolicy ignores included, by a backoff that doubles up
-# to ten minutes (kubernetes pkg/controller/job: getNewFinishedPods counts every failed pod,
-# MaxJobPodFailureBackOff, v1.33 to v1.35; kubernetes/kubernetes#130881).
-RETRY_LAG_SECONDS = 60 + 600
-# How many such late starts the deadline allows once a node of the pool has the new driver:
-# the first pod after it, and two more that the scheduler puts on a node not upgraded yet, the
-# upgraded one having no room for them (its node affinity only prefers it).
+# How many late starts (`RETRY_LAG_SECONDS`) the deadline allows once a node of the pool has
+# the new driver: the first pod after it, and two more that the scheduler puts on a node not
+# upgraded yet, the upgraded one having no room for them (its node affinity only prefers it).
 ROLLOUT_RETRIES = 3
 # The GPU Operator's upgrade labels each node with where it is: `upgrade-done` once its driver
 # pod is of its DaemonSet's current revision, a new node's at once, an upgraded one's after the

@@ -3,6 +3,7 @@ namespace's own quotas in one cohort, a LocalQueue in each tenant namespace, and
 Kueue's webhooks judge waiting for its release."""
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -151,6 +152,22 @@ def test_two_pools_handing_out_a_resource_a_queued_tenant_has_are_refused(
         "false while pools t4-shared, t4-shared-b all hand out the GPUs"
         " gpu-platform:namespaces[0].sharedGpuQuota caps"
     )
+    assert problem.expected.endswith(
+        "keep one such pool, or take the namespace out of the queues"
+        " (gpu-platform:namespaces[0].queue.enabled false), the place for work Kueue does not"
+        " queue (docs/queues.md)"
+    )
+
+
+def test_two_pools_handing_out_a_resource_of_a_namespace_out_of_the_queues_are_allowed(
+    dev_config, plan_for
+) -> None:
+    # Kueue admits nothing in the namespace, so only its ResourceQuota counts its GPUs.
+    pool = copy.deepcopy(dev_config["gpu-platform:pools"][0])
+    dev_config["gpu-platform:pools"].append({**pool, "name": "t4-shared-b"})
+    dev_config["gpu-platform:namespaces"][0]["queue"] = {"enabled": False}
+
+    assert plan_for(dev_config).of_type(CLUSTER_QUEUE) == []
 
 
 def with_a_canary(config: dict[str, Any], **fields: Any) -> None:
@@ -468,21 +485,37 @@ def test_an_admitted_workload_has_its_new_nodes_validation_to_be_ready(
     # Kueue evicts and requeues a workload whose pods are not ready within `timeout` of its
     # admission (apis/config/v1beta2/configuration_types.go `WaitForPodsReady` at v0.19.2), which
     # outlasts a new node's validation; within `recoveryTimeout` of a running one going unready,
-    # 10 minutes whatever the pools, since its other nodes bill idle meanwhile and a lost worker
-    # on an atomic pool gets no node (`consume-provisioning-request` pods never trigger a
-    # scale-up, processors/provreq/pods_filter.go at cluster-autoscaler-1.33.6). The timeouts
-    # are Go durations (metav1.Duration).
+    # 21 minutes whatever the pools: the Job controller's longest backoff between a smoke test's
+    # pods, 10 minutes (`MaxJobPodFailureBackOff`, kubernetes pkg/controller/job/job_controller.go
+    # v1.33 to v1.35), GPU feature discovery's relabelling, 1 minute (`GFD_SLEEP_INTERVAL`,
+    # gpu-operator v26.7.0 assets/gpu-feature-discovery/0500_daemonset.yaml), and the pods'
+    # start, our 10 minutes. The timeouts are Go durations (metav1.Duration).
     dev_config["gpu-platform:pools"][0].update(pool)
 
     assert manager_config(plan_for(dev_config))["waitForPodsReady"] == {
         "timeout": timeout,
-        "recoveryTimeout": "10m0s",
+        "recoveryTimeout": "21m0s",
         "requeuingStrategy": {
             "timestamp": "Eviction",
             "backoffBaseSeconds": 60,
             "backoffMaxSeconds": 3600,
         },
     }
+
+
+def test_a_queued_smoke_test_waiting_for_a_new_driver_is_not_evicted_between_its_pods(
+    dev_plan,
+) -> None:
+    # While a node waits for its new driver, each smoke-test pod exits 75 after a minute, and
+    # the Job controller starts the next one up to 10 minutes later (`MaxJobPodFailureBackOff`,
+    # kubernetes pkg/controller/job/job_controller.go v1.33 to v1.35). Meanwhile the workload's
+    # PodsReady is false (`ready + succeeded >= count`, kueue v0.19.2
+    # pkg/controller/jobs/job/job_controller.go), and Kueue evicts it `recoveryTimeout` after the
+    # drop (pkg/controller/core/workload_controller.go): that must outlast the 10-minute gap.
+    recovery = manager_config(dev_plan)["waitForPodsReady"]["recoveryTimeout"]
+    minutes, seconds = re.fullmatch(r"(\d+)m(\d+)s", recovery).groups()  # type: ignore[union-attr]
+
+    assert int(minutes) * 60 + int(seconds) > 10 * 60
 
 
 def test_a_misspelt_cluster_queue_field_is_refused_by_the_pinned_crd(dev_plan) -> None:

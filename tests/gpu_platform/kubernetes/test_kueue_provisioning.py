@@ -246,3 +246,45 @@ def test_atomic_scale_up_over_zonal_node_groups_is_refused_naming_both_keys(
         "false while gpu-platform:pools[1].aws.nodeGroupPerZone is true: the cluster autoscaler"
         " spreads one request's nodes over the pool's zonal node groups"
     )
+
+
+@pytest.mark.parametrize(
+    ("queues", "namespace_queue"),
+    [(True, False), (False, True)],
+    ids=["namespace out of the queues", "queues off"],
+)
+def test_a_smoke_test_out_of_the_queues_on_a_queued_pool_is_refused_by_its_key(
+    gke_config, failed_plan_for, queues: bool, namespace_queue: bool
+) -> None:
+    # A queued pool's nodes come only for a ProvisioningRequest (GKE's provisioningrequest
+    # page, docs/gke-capacity.md), which Kueue makes for queued jobs alone.
+    gke_config["gpu-platform:pools"] = [
+        {
+            "name": "h100-queued",
+            "instanceTypes": ["a3-highgpu-8g"],
+            "max": 4,
+            "gcp": {"flexStart": True, "queuedProvisioning": True},
+        }
+    ]
+    gke_config["gpu-platform:queues"]["enabled"] = queues
+    gke_config["gpu-platform:namespaces"] = [
+        {
+            "name": "ml-sandbox",
+            "gpuQuota": 8,
+            "smokeTestPool": "h100-queued",
+            "queue": {"enabled": namespace_queue},
+        }
+    ]
+
+    plan = failed_plan_for(gke_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == (
+        "gpu-platform:namespaces[0].smokeTestPool",
+        "h100-queued",
+    )
+    assert problem.expected.startswith(
+        "a pool without gcp.queuedProvisioning unless queues.enabled and"
+        " gpu-platform:namespaces[0].queue.enabled are true"
+    )
