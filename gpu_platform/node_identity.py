@@ -41,6 +41,13 @@ GPU_SHARER_LABEL = "gpu-platform.io/gpu-sharer"
 # The GPU Operator's device plugin reads its sharing config name from this node label, and the
 # MIG manager its partition layout from the other one.
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+# The GPU Operator runs its device plugin only where this label is "true"
+# (assets/state-device-plugin/0500_daemonset.yaml at v26.7.0, `nodeSelector`), and sets it to
+# "true" only where it is missing or empty (controllers/state_manager.go, `addGPUStateLabels`):
+# a DRA pool's nodes join with "false", as NVIDIA's DRA driver must not share a node with the
+# device plugin (nvidia-dra-driver-gpu v25.12.0 templates/validation.yaml). The driver, toolkit
+# and DCGM exporter keep their own labels.
+DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 # Kubernetes' well-known labels, which the kubelet sets from what the cloud tells it; `fit` and
 # Karpenter's NodePools read them like any other node label.
@@ -193,7 +200,9 @@ def node_identity_for(
         labels[CUDA_LABEL] = driver.cuda
     if pool.canary_of is not None:
         labels[CANARY_LABEL] = pool.canary_of
-    if sharer is GpuSharer.OPERATOR:
+    if pool.allocation == "dra":
+        labels[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
+    elif sharer is GpuSharer.OPERATOR:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = sharing_config_name(pool.sharing)
         if isinstance(pool.sharing, MigSharing):
             labels[MIG_CONFIG_LABEL] = pool.sharing.profile
@@ -205,7 +214,10 @@ def node_identity_for(
     return NodeIdentity(
         labels=labels,
         taints=(GPU_TAINT, *extra_taints),
-        resources=advertised_resources(pool.sharing, gpu, sharer),
+        # A DRA pool's GPUs are devices in ResourceSlices, no extended resource.
+        resources={}
+        if pool.allocation == "dra"
+        else advertised_resources(pool.sharing, gpu, sharer),
         cloud_taints=cloud_taints,
     )
 

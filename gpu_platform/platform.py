@@ -41,6 +41,7 @@ from gpu_platform.config import (
 from gpu_platform.idle_billing import idle_billing, idle_billing_output
 from gpu_platform.instance import claim, declaring, given_providers, part_name
 from gpu_platform.kubernetes.canary_gate import canary_gate_job
+from gpu_platform.kubernetes.dra_driver import DraDriver, DraDriverArgs
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.kubernetes.gpu_pod import model_placements, pool_placement
 from gpu_platform.kubernetes.helm_release import most_nodes
@@ -354,6 +355,20 @@ class GpuPlatform(pulumi.ComponentResource):
             ),
         )
         cloud.create_device_plugins(pools, operator.namespace, on_cluster)
+        dra_pools = [pool for pool in pools if pool.spec.allocation == "dra"]
+        dra_driver = (
+            [
+                DraDriver(
+                    part_name("dra-driver"),
+                    DraDriverArgs(dra_pools, protect=config.protect),
+                    pulumi.ResourceOptions.merge(
+                        on_cluster, pulumi.ResourceOptions(depends_on=[operator])
+                    ),
+                )
+            ]
+            if dra_pools
+            else []
+        )
         declare_node_validation(
             part_name("node-validation"),
             pools,
@@ -430,7 +445,8 @@ class GpuPlatform(pulumi.ComponentResource):
                 ),
                 # A smoke test on a led pool runs on its updated nodes.
                 pulumi.ResourceOptions.merge(
-                    on_cluster, pulumi.ResourceOptions(depends_on=[operator, *led, *kueue])
+                    on_cluster,
+                    pulumi.ResourceOptions(depends_on=[operator, *led, *kueue, *dra_driver]),
                 ),
             )
             for namespace in config.namespaces

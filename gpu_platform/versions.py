@@ -90,6 +90,18 @@ EFA_DEVICE_PLUGIN_CHART = HelmChart(
     repository="https://aws.github.io/eks-charts",
 )
 
+# NVIDIA's DRA driver for GPUs (NVIDIA/k8s-dra-driver-gpu), installed once a pool has
+# `allocation: dra`: it publishes those pools' GPUs as DRA devices. Its values file has no schema,
+# so every key path the code sets is checked against the chart's key list
+# (gpu_platform/kubernetes/chart_keys/): re-derive it with every change of version. Versions carry
+# no leading `v` (deployments/helm/nvidia-dra-driver-gpu/Chart.yaml: "strict semver: no v prefix
+# allowed").
+DRA_DRIVER_CHART = HelmChart(
+    name="nvidia-dra-driver-gpu",
+    version="25.12.0",
+    repository="https://helm.ngc.nvidia.com/nvidia",
+)
+
 # Pod Security Standards version stamped on every namespace's `<mode>-version` label, so a
 # cluster upgrade never tightens or loosens a namespace's policy without a reviewed change.
 POD_SECURITY_VERSION = "v1.35"

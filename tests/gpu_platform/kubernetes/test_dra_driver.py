@@ -1,0 +1,236 @@
+"""NVIDIA's DRA driver on the DRA pools of a stack (`allocation: dra`, the shipped dra-dev stack):
+installed only where a pool uses DRA, its kubelet plugin on those pools' nodes alone and
+tolerating each of their taints, the GPU Operator's device plugin kept off them, the cluster
+autoscaler simulating claims, and the DeviceClasses, claim templates and quotas tenants claim
+GPUs through, each valid `resource.k8s.io/v1` at Kubernetes 1.34 to 1.36."""
+
+import copy
+import re
+from typing import Any
+
+import pytest
+
+from gpu_platform.accelerators import ACCELERATORS
+from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
+from gpu_platform.kubernetes.dra_devices import PRODUCT_NAMES
+from gpu_platform.offline.program import Plan
+from gpu_platform.stack_files import stack_config
+from tests.kubernetes_schemas import kubernetes_objects, manifest, problems
+from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
+
+Config = dict[str, Any]
+RELEASE = "kubernetes:helm.sh/v3:Release"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+DRA_CHART = "nvidia-dra-driver-gpu"
+AFFINITY = "kubeletPlugin.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+
+
+@pytest.fixture(scope="module")
+def dra_plan() -> Plan:
+    return shared_plan("dra-dev")
+
+
+def release(plan: Plan, chart: str) -> dict[str, Any]:
+    (found,) = [r for r in plan.of_type(RELEASE) if r.inputs["chart"] == chart]
+    return found.inputs
+
+
+def with_second_dra_pool(config: Config) -> Config:
+    """dra-dev with a second DRA pool of other GPUs (A10G) and a taint of its own."""
+    config = copy.deepcopy(config)
+    (pool,) = config["gpu-platform:pools"]
+    config["gpu-platform:pools"].append(
+        {
+            **pool,
+            "name": "a10g",
+            "instanceTypes": ["g5.xlarge"],
+            "accelerator": "a10g",
+            "taints": [{"key": "team", "value": "vision", "effect": "NoSchedule"}],
+        }
+    )
+    return config
+
+
+def test_the_driver_is_installed_only_where_a_pool_uses_dra(dra_plan: Plan, dev_plan: Plan) -> None:
+    assert release(dra_plan, DRA_CHART)["version"] == "25.12.0"
+    assert [r for r in dev_plan.of_type(RELEASE) if r.inputs["chart"] == DRA_CHART] == []
+
+
+def test_the_driver_values_are_the_charts_keys(dra_plan: Plan) -> None:
+    values = release(dra_plan, DRA_CHART)["values"]
+
+    # deployments/helm/nvidia-dra-driver-gpu/values.yaml at v25.12.0: `nodeSelectorTerms` is a
+    # list, replaced whole.
+    assert set(key_paths(values)) <= chart_key_paths("25.12.0", DRA_CHART)
+
+
+def test_the_driver_serves_gpus_beside_no_device_plugin_and_no_compute_domains(
+    dra_plan: Plan,
+) -> None:
+    values = release(dra_plan, DRA_CHART)["values"]
+
+    # templates/validation.yaml at v25.12.0 fails the render with `resources.gpus.enabled` and
+    # no `gpuResourcesEnabledOverride`; templates/controller.yaml renders the controller only
+    # with ComputeDomains.
+    assert (values["gpuResourcesEnabledOverride"], values["resources"]) == (
+        True,
+        {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
+    )
+
+
+def test_the_kubelet_plugin_runs_on_the_dra_pools_and_tolerates_each_of_their_taints() -> None:
+    plan = shared_plan("dra-dev", with_second_dra_pool(stack_config("dra-dev", PROJECT)))
+    plugin = release(plan, DRA_CHART)["values"]["kubeletPlugin"]
+
+    (term,) = plugin["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert term == {
+        "matchExpressions": [
+            {"key": "gpu-platform.io/pool", "operator": "In", "values": ["a10g", "l4"]}
+        ]
+    }
+    assert plugin["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {
+            "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
+            "operator": "Equal",
+            "value": "pending",
+            "effect": "NoSchedule",
+        },
+        {"key": "team", "operator": "Equal", "value": "vision", "effect": "NoSchedule"},
+    ]
+
+
+def test_the_drivers_namespace_is_privileged_for_its_host_access(dra_plan: Plan) -> None:
+    # templates/kubeletplugin.yaml at v25.12.0: privileged containers and hostPath volumes.
+    (namespace,) = [
+        r
+        for r in dra_plan.of_type("kubernetes:core/v1:Namespace")
+        if r.inputs["metadata"]["name"] == "nvidia-dra-driver-gpu"
+    ]
+
+    assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == (
+        "privileged"
+    )
+
+
+def test_a_dra_pools_nodes_keep_the_device_plugin_off_and_advertise_no_gpu_resource(
+    dra_plan: Plan,
+) -> None:
+    (group,) = dra_plan.of_type(NODE_GROUP)
+    tags = {
+        r.inputs["tag"]["key"]
+        for r in dra_plan.of_type("aws:autoscaling/tag:Tag")
+        if r.inputs["tag"]["key"].startswith("k8s.io/cluster-autoscaler/node-template/")
+    }
+
+    # gpu-operator v26.7.0 assets/state-device-plugin/0500_daemonset.yaml selects "true".
+    assert group.inputs["labels"]["nvidia.com/gpu.deploy.device-plugin"] == "false"
+    assert "k8s.amazonaws.com/accelerator" not in group.inputs["labels"]
+    assert "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu" not in tags
+
+
+def test_the_autoscaler_simulates_claims_only_where_a_pool_uses_dra(
+    dra_plan: Plan, dev_plan: Plan
+) -> None:
+    # config/flags/flags.go at cluster-autoscaler-1.34.5: false by default.
+    flag = "enable-dynamic-resource-allocation"
+
+    assert release(dra_plan, "cluster-autoscaler")["values"]["extraArgs"][flag] is True
+    assert flag not in release(dev_plan, "cluster-autoscaler")["values"]["extraArgs"]
+
+
+def test_each_gpu_model_has_a_device_class_selecting_its_whole_gpus(dra_plan: Plan) -> None:
+    (device_class,) = dra_plan.of_type("kubernetes:resource.k8s.io/v1:DeviceClass")
+
+    assert manifest(device_class)["metadata"] == {"name": "l4.gpu-platform.io"}
+    # cmd/gpu-kubelet-plugin/deviceinfo.go at v25.12.0: attributes `type` and `productName`.
+    assert device_class.inputs["spec"]["selectors"] == [
+        {
+            "cel": {
+                "expression": "device.driver == 'gpu.nvidia.com' &&"
+                " device.attributes['gpu.nvidia.com'].type == 'gpu' &&"
+                " device.attributes['gpu.nvidia.com'].productName.matches('^NVIDIA L4$')"
+            }
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "product"),
+    [
+        ("t4", "Tesla T4"),
+        ("l4", "NVIDIA L4"),
+        ("l40s", "NVIDIA L40S"),
+        ("a100-80gb", "NVIDIA A100-SXM4-80GB"),
+        ("a100-80gb", "NVIDIA A100 80GB PCIe"),
+        ("h100-80gb", "NVIDIA H100 80GB HBM3"),
+    ],
+)
+def test_a_models_pattern_matches_what_nvml_names_it(accelerator: str, product: str) -> None:
+    assert re.search(PRODUCT_NAMES[accelerator], product)
+
+
+def test_no_pattern_takes_another_models_gpu() -> None:
+    # L4 and L40S, A100 40GB and 80GB share a prefix.
+    assert not re.search(PRODUCT_NAMES["l4"], "NVIDIA L40S")
+    assert not re.search(PRODUCT_NAMES["a100-40gb"], "NVIDIA A100-SXM4-80GB")
+    assert set(PRODUCT_NAMES) == set(ACCELERATORS)
+
+
+def test_a_tenant_claims_a_gpu_of_each_model_through_its_template(dra_plan: Plan) -> None:
+    (template,) = dra_plan.of_type("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate")
+
+    assert manifest(template)["metadata"] == {"name": "gpu-l4", "namespace": "ml-team"}
+    assert template.inputs["spec"]["spec"]["devices"]["requests"] == [
+        {
+            "name": "gpu",
+            "exactly": {
+                "deviceClassName": "l4.gpu-platform.io",
+                "allocationMode": "ExactCount",
+                "count": 1,
+            },
+        }
+    ]
+
+
+def test_a_tenants_quota_caps_its_claimed_gpus_per_model_and_none_through_the_charts_classes(
+    dra_plan: Plan,
+) -> None:
+    (quota,) = dra_plan.of_type("kubernetes:core/v1:ResourceQuota")
+    hard = quota.inputs["spec"]["hard"]
+
+    # Kubernetes pkg/quota/v1/evaluator/core/resource_claims.go (v1.34 to v1.36): devices
+    # claimed per class, `<class>.deviceclass.resource.k8s.io/devices`. ml-team's gpuQuota is 2.
+    assert {key: value for key, value in hard.items() if "deviceclass" in key} == {
+        "l4.gpu-platform.io.deviceclass.resource.k8s.io/devices": "2",
+        "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+        "mig.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+    }
+
+
+def test_a_stack_without_dra_pools_has_no_device_quota(dev_plan: Plan) -> None:
+    for quota in dev_plan.of_type("kubernetes:core/v1:ResourceQuota"):
+        assert not [key for key in quota.inputs["spec"]["hard"] if "deviceclass" in key]
+
+
+def test_gpu_models_tell_a_pod_how_to_claim_each_model(dra_plan: Plan) -> None:
+    workload = dra_plan.outputs["gpuModels"]["l4-dra"]["workload"]
+
+    assert (workload["deviceClass"], workload["resourceClaimTemplate"]) == (
+        "l4.gpu-platform.io",
+        "gpu-l4",
+    )
+    assert "resource" not in workload
+
+
+@pytest.mark.parametrize("minor", ["1.34", "1.35", "1.36"])
+def test_every_object_of_a_dra_stack_validates_at_each_version_serving_dra(
+    dra_plan: Plan, minor: str
+) -> None:
+    kinds = {manifest(r)["kind"] for r in kubernetes_objects(dra_plan)}
+
+    assert {"DeviceClass", "ResourceClaimTemplate", "ResourceQuota"} <= kinds
+    assert problems(dra_plan, minor) == []
