@@ -15,6 +15,7 @@ from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.kubernetes.dra_devices import PRODUCT_NAMES
 from gpu_platform.offline.program import Plan
 from gpu_platform.stack_files import stack_config
+from tests.gpu_platform.kubernetes.dra_invariants import dra_problems
 from tests.kubernetes_schemas import kubernetes_objects, manifest, problems
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
@@ -119,7 +120,7 @@ def test_the_drivers_namespace_is_privileged_for_its_host_access(dra_plan: Plan)
 def test_a_dra_pools_nodes_keep_the_device_plugin_off_and_advertise_no_gpu_resource(
     dra_plan: Plan,
 ) -> None:
-    (group,) = dra_plan.of_type(NODE_GROUP)
+    group = dra_plan.named("l4-nodes", NODE_GROUP)
     tags = {
         r.inputs["tag"]["key"]
         for r in dra_plan.of_type("aws:autoscaling/tag:Tag")
@@ -234,3 +235,18 @@ def test_every_object_of_a_dra_stack_validates_at_each_version_serving_dra(
 
     assert {"DeviceClass", "ResourceClaimTemplate", "ResourceQuota"} <= kinds
     assert problems(dra_plan, minor) == []
+
+
+def test_the_dra_invariants_hold_of_the_dra_stack_and_catch_a_pool_the_plugin_misses(
+    dra_plan: Plan,
+) -> None:
+    assert dra_problems(dra_plan) == []
+
+    plan = copy.deepcopy(dra_plan)
+    values = release(plan, DRA_CHART)["values"]
+    (term,) = values["kubeletPlugin"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    term["matchExpressions"][0]["values"] = ["another"]
+
+    assert dra_problems(plan) == ["l4-nodes: the DRA kubelet plugin is not allowed onto its nodes"]

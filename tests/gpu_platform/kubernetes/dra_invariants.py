@@ -1,0 +1,53 @@
+"""What any plan must hold of DRA pools (`allocation: dra`), whatever its other settings:
+`dra_problems`.
+
+1. NVIDIA's DRA driver is installed exactly where a pool's nodes keep the GPU Operator's device
+   plugin off (`nvidia.com/gpu.deploy.device-plugin=false`: gpu-operator v26.7.0
+   assets/state-device-plugin/0500_daemonset.yaml selects "true"), and its kubelet plugin is
+   allowed onto each such pool's nodes: a node it misses publishes no GPU, and a claim on it
+   never starts. That it tolerates their taints is `daemonset_toleration_problems`' to say.
+2. The cluster autoscaler the stack installs simulates claims there
+   (`enable-dynamic-resource-allocation`, false by default at cluster-autoscaler-1.34.5:
+   config/flags/flags.go).
+
+A plan without DRA pools (every GKE and Karpenter plan) has nothing to break but an installed
+driver: `[]`.
+"""
+
+from typing import Any
+
+from gpu_platform.offline.program import Plan
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+DEVICE_PLUGIN_DEPLOY = "nvidia.com/gpu.deploy.device-plugin"
+POOL = "gpu-platform.io/pool"
+
+
+def dra_problems(plan: Plan, _config: Any = None) -> list[str]:
+    groups = [
+        r
+        for r in plan.of_type(NODE_GROUP)
+        if r.inputs.get("labels", {}).get(DEVICE_PLUGIN_DEPLOY) == "false"
+    ]
+    releases = {r.inputs["chart"]: r.inputs for r in plan.of_type(RELEASE)}
+    driver = releases.get("nvidia-dra-driver-gpu")
+    if not groups:
+        return [] if driver is None else ["the DRA driver is installed without a DRA pool"]
+    if driver is None:
+        return [f"no DRA driver for the DRA node groups {[g.name for g in groups]}"]
+    plugin = driver["values"]["kubeletPlugin"]
+    (term,) = plugin["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    (expression,) = term["matchExpressions"]
+    found = []
+    for group in groups:
+        if expression["key"] != POOL or group.inputs["labels"][POOL] not in expression["values"]:
+            found.append(f"{group.name}: the DRA kubelet plugin is not allowed onto its nodes")
+    autoscaler = releases.get("cluster-autoscaler")
+    if autoscaler is not None and not autoscaler["values"]["extraArgs"].get(
+        "enable-dynamic-resource-allocation"
+    ):
+        found.append("the cluster autoscaler does not simulate DRA claims")
+    return found
