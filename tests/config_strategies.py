@@ -668,7 +668,8 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
                 namespace[key] = value
         # The smoke test asks for nvidia.com/gpu, which a DRA pool does not offer.
         testable = [p["name"] for p in pools if p.get("allocation") != "dra"]
-        if testable and draw(st.booleans()):
+        smoke_test: bool = draw(st.booleans())
+        if smoke_test and testable:
             namespace["smokeTestPool"] = draw(st.sampled_from(testable))
         namespaces.append(namespace)
     if namespaces:
