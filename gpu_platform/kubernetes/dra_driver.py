@@ -18,8 +18,9 @@ the platform sets, and why:
   node with an NVIDIA PCI device), tolerating every taint those nodes carry: the GPU taint, the
   pools' own and the platform's startup taints, as a node it misses publishes no GPU and its
   claims never start.
-- `nvidiaDriverRoot` stays `/`: the EKS AL2023 NVIDIA AMI has its driver on the host, and the
-  GPU Operator installs none there.
+- `nvidiaDriverRoot` stays `/`, the chart's default: the EKS AL2023 NVIDIA AMI has its driver
+  and container toolkit on the host, and the GPU Operator installs neither there
+  (gpu_platform/kubernetes/operator_values.py).
 - Its containers are privileged with host paths (templates/kubeletplugin.yaml): its namespace is
   Pod Security `privileged`, like the operator's.
 """
