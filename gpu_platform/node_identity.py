@@ -66,6 +66,17 @@ MIG_STARTUP_TAINT = Taint(key=STARTUP_TAINT_KEY, value="pending", effect="NoSche
 # On every node of a pool whose nodes prove themselves (`validation.enabled`), from the moment it
 # joins until its validation passed (docs/node-validation.md). Like the MIG one, a startup taint:
 # the platform's DaemonSets tolerate it, workloads do not, and the provisioners plan with it gone.
+# On every node of a DRA pool (`allocation: dra`). From Kubernetes 1.36 (DRAExtendedResource,
+# Beta and on by default: kubernetes pkg/features/kube_features.go) the scheduler serves a pod
+# asking for `nvidia.com/gpu` from a DRA node's devices, through a claim it creates itself, as
+# the DRA driver's `gpu.nvidia.com` DeviceClass names that extended resource
+# (nvidia-dra-driver-gpu v25.12.0 templates/deviceclass-gpu.yaml, `extendedResourceName`); and
+# ExtendedResourceToleration lets that pod past the GPU taint. Such a pod would take a GPU no claim
+# the policy pack judges describes, and in a tenant namespace be refused by its quota at bind
+# time, over and over. Only what tolerates this taint lands there: the platform's DaemonSets, as
+# they tolerate every taint of a pool, and the pods that claim the pool's GPUs through the
+# `gpuModels` workload snippet.
+DRA_TAINT = Taint(key="gpu-platform.io/allocation", value="dra", effect="NoSchedule")
 PLATFORM_STARTUP_TAINTS = (MIG_STARTUP_TAINT, VALIDATION_TAINT)
 """The taints the platform puts on a new node and takes off once the node is ready: each under
 the cluster autoscaler's startup-taint prefix (`gpu_platform.taints`), each a Karpenter
@@ -207,6 +218,8 @@ def node_identity_for(
         if isinstance(pool.sharing, MigSharing):
             labels[MIG_CONFIG_LABEL] = pool.sharing.profile
     extra_taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
+    if pool.allocation == "dra":
+        extra_taints += (DRA_TAINT,)
     if sharer is GpuSharer.OPERATOR and isinstance(pool.sharing, MigSharing):
         extra_taints += (MIG_STARTUP_TAINT,)
     if pool.validation.enabled:

@@ -6,7 +6,11 @@
    assets/state-device-plugin/0500_daemonset.yaml selects "true"), and its kubelet plugin is
    allowed onto each such pool's nodes: a node it misses publishes no GPU, and a claim on it
    never starts. That it tolerates their taints is `daemonset_toleration_problems`' to say.
-2. The cluster autoscaler the stack installs simulates claims there
+2. Each such pool's nodes carry the DRA taint (`gpu-platform.io/allocation=dra:NoSchedule`):
+   from Kubernetes 1.36 the scheduler serves `nvidia.com/gpu` from a DRA node's devices
+   (DRAExtendedResource; nvidia-dra-driver-gpu v25.12.0 templates/deviceclass-gpu.yaml,
+   `extendedResourceName`), and only that taint keeps a pod counting GPUs off them.
+3. The cluster autoscaler the stack installs simulates claims there
    (`enable-dynamic-resource-allocation`, false by default at cluster-autoscaler-1.34.5:
    config/flags/flags.go).
 
@@ -22,6 +26,7 @@ NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DEVICE_PLUGIN_DEPLOY = "nvidia.com/gpu.deploy.device-plugin"
 POOL = "gpu-platform.io/pool"
+DRA_TAINT = {"key": "gpu-platform.io/allocation", "value": "dra", "effect": "NO_SCHEDULE"}
 
 
 def dra_problems(plan: Plan, _config: Any = None) -> list[str]:
@@ -45,6 +50,8 @@ def dra_problems(plan: Plan, _config: Any = None) -> list[str]:
     for group in groups:
         if expression["key"] != POOL or group.inputs["labels"][POOL] not in expression["values"]:
             found.append(f"{group.name}: the DRA kubelet plugin is not allowed onto its nodes")
+        if DRA_TAINT not in group.inputs.get("taints", []):
+            found.append(f"{group.name}: its nodes lack the DRA taint")
     autoscaler = releases.get("cluster-autoscaler")
     if autoscaler is not None and not autoscaler["values"]["extraArgs"].get(
         "enable-dynamic-resource-allocation"

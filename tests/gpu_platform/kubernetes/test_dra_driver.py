@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from gpu_platform.accelerators import ACCELERATORS
+from gpu_platform.fit import admitted
 from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.kubernetes.dra_devices import PRODUCT_NAMES
 from gpu_platform.offline.program import Plan
 from gpu_platform.stack_files import stack_config
+from gpu_platform.taints import CLOUD_TAINT_EFFECTS, Taint, tolerates
 from tests.gpu_platform.kubernetes.dra_invariants import dra_problems
 from tests.kubernetes_schemas import kubernetes_objects, manifest, problems
 from tests.repository import PROJECT
@@ -24,6 +26,7 @@ Config = dict[str, Any]
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 DRA_CHART = "nvidia-dra-driver-gpu"
+EFFECTS = {cloud: kubernetes for kubernetes, cloud in CLOUD_TAINT_EFFECTS.items()}
 AFFINITY = "kubeletPlugin.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 
 
@@ -94,6 +97,12 @@ def test_the_kubelet_plugin_runs_on_the_dra_pools_and_tolerates_each_of_their_ta
     }
     assert plugin["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {
+            "key": "gpu-platform.io/allocation",
+            "operator": "Equal",
+            "value": "dra",
+            "effect": "NoSchedule",
+        },
         {
             "key": "startup-taint.cluster-autoscaler.kubernetes.io/gpu-validation",
             "operator": "Equal",
@@ -250,3 +259,38 @@ def test_the_dra_invariants_hold_of_the_dra_stack_and_catch_a_pool_the_plugin_mi
     term["matchExpressions"][0]["values"] = ["another"]
 
     assert dra_problems(plan) == ["l4-nodes: the DRA kubelet plugin is not allowed onto its nodes"]
+
+
+def test_at_1_36_a_pod_counting_gpus_stays_off_dra_nodes_and_a_claiming_pod_lands() -> None:
+    # From 1.36 (DRAExtendedResource Beta, on by default: kubernetes pkg/features/
+    # kube_features.go) the scheduler serves `nvidia.com/gpu` from a DRA node through the
+    # `gpu.nvidia.com` class's `extendedResourceName` (nvidia-dra-driver-gpu v25.12.0
+    # templates/deviceclass-gpu.yaml), and ExtendedResourceToleration lets such a pod past the
+    # GPU taint: only the DRA pool's own taint keeps it off.
+    config = copy.deepcopy(stack_config("dra-dev", PROJECT))
+    config["gpu-platform:cluster"]["create"]["kubernetesVersion"] = "1.36"
+    config["gpu-platform:pools"][0]["aws"]["amiReleaseVersion"] = "1.36.2-20260714"
+    plan = shared_plan("dra-dev", config)
+    node_taints = [
+        Taint(t["key"], t.get("value", ""), EFFECTS[t["effect"]])
+        for t in plan.named("l4-nodes", NODE_GROUP).inputs["taints"]
+        if not t["key"].startswith("startup-taint.")
+    ]
+    counting = admitted({"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]})
+    claiming = plan.outputs["gpuModels"]["l4-dra"]["workload"]["tolerations"]
+
+    assert Taint("gpu-platform.io/allocation", "dra", "NoSchedule") in node_taints
+    assert not all(
+        any(tolerates(t, taint) for t in counting["tolerations"]) for taint in node_taints
+    )
+    assert all(any(tolerates(t, taint) for t in claiming) for taint in node_taints)
+
+
+def test_the_dra_invariants_catch_a_dra_pool_without_its_taint(dra_plan: Plan) -> None:
+    plan = copy.deepcopy(dra_plan)
+    group = plan.named("l4-nodes", NODE_GROUP)
+    group.inputs["taints"] = [
+        t for t in group.inputs["taints"] if t["key"] != "gpu-platform.io/allocation"
+    ]
+
+    assert dra_problems(plan) == ["l4-nodes: its nodes lack the DRA taint"]
