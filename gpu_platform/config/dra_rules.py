@@ -61,6 +61,7 @@ def dra_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         )
     for i, pool in pools:
         yield from _pool_problems(config, i, pool)
+    yield from _mixed_problems(config, pools)
     named = {pool.name: i for i, pool in pools}
     for i, pool in enumerate(config.pools):
         if pool.canary_of is not None and (pool.canary_of in named or pool.name in named):
@@ -131,4 +132,30 @@ def _pool_problems(config: StackConfig, i: int, pool: GpuPoolSpec) -> Iterator[C
             " zero with a template node carrying no DRA devices, so a pod claiming a GPU would"
             " never start the first node; a running node of the pool is its template instead"
             " (docs/dra.md)",
+        )
+
+
+def _mixed_problems(
+    config: StackConfig, pools: list[tuple[int, GpuPoolSpec]]
+) -> Iterator[ConfigProblem]:
+    """DRA pools beside device-plugin pools. The GPU Operator's validator waits on every node
+    for the device plugin's `nvidia.com/gpu` or `nvidia.com/mig-*` and fails without it
+    (gpu-operator v26.7.0 cmd/nvidia-validator/main.go, `validateGPUResource`); it skips that
+    check only with the device plugin off cluster-wide (controllers/object_controls.go, the
+    validator's `plugin` init container), so on a DRA node beside device-plugin pools it would
+    restart forever. No per-node switch helps: `nvidia.com/gpu.deploy.operator-validator=false`
+    removes the whole validator, whose `toolkit-ready` file the DCGM exporter's init container
+    waits for (assets/state-dcgm-exporter/0800_daemonset.yaml)."""
+    plugin = [(i, pool) for i, pool in enumerate(config.pools) if pool.allocation != DRA]
+    if not plugin:
+        return
+    j, other = plugin[0]
+    for i, _ in pools:
+        yield ConfigProblem(
+            key_path("pools", i, "allocation"),
+            DRA,
+            f"device-plugin, as pools[{j}] ({other.name}) uses, or dra on every pool: the GPU"
+            " Operator's validator checks every node for the device plugin's nvidia.com/gpu"
+            " unless the device plugin is off for the whole cluster, and would never be ready"
+            " on a DRA node beside device-plugin pools (docs/dra.md)",
         )

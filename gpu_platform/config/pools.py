@@ -209,7 +209,8 @@ class GpuPoolSpec(Model):
     GKE COS, GKE's) advertises them as `nvidia.com/gpu`, and a pod asks for a count. `dra`:
     NVIDIA's DRA driver publishes each GPU as a device, and a pod claims GPUs of a model through
     a ResourceClaim (Kubernetes 1.34 and later; EKS with the cluster autoscaler only, `min` at
-    least 1, `exclusive` sharing, no canary, smoke test or queue: docs/dra.md)."""
+    least 1, `exclusive` sharing, no canary, smoke test or queue, and every GPU pool of the stack
+    `dra` or none: docs/dra.md)."""
     validation: PoolValidation = Field(default_factory=PoolValidation)
     """How each new node proves itself before the pool's GPU pods land on it."""
     aws: EksPoolOptions = Field(default_factory=EksPoolOptions)

@@ -126,6 +126,7 @@ def operator_values_for(
         _NODE_SOFTWARE[platform],
         driver_values_for(platform),
         sharing_values_for(platform, pools),
+        device_plugin_values_for(pools),
         toleration_values_for(pools),
         dcgm_exporter_values_for(monitoring, pools, operator.namespace),
         NFD_WORKER_ROLLOUT,
@@ -190,6 +191,17 @@ def sharing_values_for(platform: Platform, pools: Sequence[ResolvedPool]) -> Val
         },
         **mig_values_for(pools),
     }
+
+
+def device_plugin_values_for(pools: Sequence[ResolvedPool]) -> Values:
+    """The device plugin off where every pool allocates through DRA (config validation admits
+    no DRA pool beside device-plugin ones): only then does the operator's validator leave out
+    its check for the device plugin's `nvidia.com/gpu`, which a DRA node never advertises
+    (gpu-operator v26.7.0 controllers/object_controls.go, the validator's `plugin` init
+    container; cmd/nvidia-validator/main.go, `validateGPUResource`)."""
+    if pools and all(pool.spec.allocation == "dra" for pool in pools):
+        return {"devicePlugin": {"enabled": False}}
+    return {}
 
 
 def sharing_configs_for(pools: Sequence[ResolvedPool]) -> dict[str, str]:

@@ -177,3 +177,17 @@ def test_a_dra_pool_on_an_existing_1_33_cluster_is_refused_by_key_when_it_is_loo
             " Kubernetes 1.34 or later, where resource.k8s.io/v1 is served",
         )
     ]
+
+
+def test_a_dra_pool_beside_a_device_plugin_pool_is_refused_by_key() -> None:
+    config = dra()
+    config["pools"].insert(0, {**config["pools"][0], "name": "t4", "allocation": "device-plugin"})
+
+    found = problems(config)
+
+    # gpu-operator v26.7.0: the validator skips its check for nvidia.com/gpu only with the
+    # device plugin off cluster-wide (controllers/object_controls.go).
+    assert list(found) == ["gpu-platform:pools[1].allocation"]
+    assert found["gpu-platform:pools[1].allocation"][1].startswith(
+        "device-plugin, as pools[0] (t4) uses, or dra on every pool"
+    )

@@ -10,7 +10,11 @@
    from Kubernetes 1.36 the scheduler serves `nvidia.com/gpu` from a DRA node's devices
    (DRAExtendedResource; nvidia-dra-driver-gpu v25.12.0 templates/deviceclass-gpu.yaml,
    `extendedResourceName`), and only that taint keeps a pod counting GPUs off them.
-3. The cluster autoscaler the stack installs simulates claims there
+3. The GPU Operator's device plugin is off cluster-wide (every pool is DRA, as config
+   validation holds): only then does the operator's validator skip its wait for the device
+   plugin's `nvidia.com/gpu` (gpu-operator v26.7.0 controllers/object_controls.go), which it
+   would fail on a DRA node forever.
+4. The cluster autoscaler the stack installs simulates claims there
    (`enable-dynamic-resource-allocation`, false by default at cluster-autoscaler-1.34.5:
    config/flags/flags.go).
 
@@ -52,6 +56,9 @@ def dra_problems(plan: Plan, _config: Any = None) -> list[str]:
             found.append(f"{group.name}: the DRA kubelet plugin is not allowed onto its nodes")
         if DRA_TAINT not in group.inputs.get("taints", []):
             found.append(f"{group.name}: its nodes lack the DRA taint")
+    operator = releases.get("gpu-operator")
+    if operator is not None and operator["values"]["devicePlugin"].get("enabled") is not False:
+        found.append("the GPU Operator's device plugin is on beside DRA pools")
     autoscaler = releases.get("cluster-autoscaler")
     if autoscaler is not None and not autoscaler["values"]["extraArgs"].get(
         "enable-dynamic-resource-allocation"

@@ -142,6 +142,16 @@ def test_a_dra_pools_nodes_keep_the_device_plugin_off_and_advertise_no_gpu_resou
     assert "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu" not in tags
 
 
+def test_the_operators_device_plugin_is_off_where_every_pool_uses_dra(
+    dra_plan: Plan, dev_plan: Plan
+) -> None:
+    # gpu-operator v26.7.0 controllers/object_controls.go: the validator leaves out its wait for
+    # the device plugin's nvidia.com/gpu (cmd/nvidia-validator/main.go, validateGPUResource)
+    # only with `devicePlugin.enabled` false, which a DRA node would otherwise fail forever.
+    assert release(dra_plan, "gpu-operator")["values"]["devicePlugin"]["enabled"] is False
+    assert "enabled" not in release(dev_plan, "gpu-operator")["values"]["devicePlugin"]
+
+
 def test_the_autoscaler_simulates_claims_only_where_a_pool_uses_dra(
     dra_plan: Plan, dev_plan: Plan
 ) -> None:
