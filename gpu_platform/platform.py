@@ -360,7 +360,7 @@ class GpuPlatform(pulumi.ComponentResource):
             [
                 DraDriver(
                     part_name("dra-driver"),
-                    DraDriverArgs(dra_pools, protect=config.protect),
+                    DraDriverArgs(dra_pools, operator.namespace, protect=config.protect),
                     pulumi.ResourceOptions.merge(
                         on_cluster, pulumi.ResourceOptions(depends_on=[operator])
                     ),

@@ -313,6 +313,7 @@ def dcgm_exporter_values_for(
     the nodes whose GPUs GKE's device plugin serves have an exporter of their own
     (gpu_platform/kubernetes/gke_dcgm_exporter.py), which takes its settings from these."""
     shares = any(_replicates_gpus(p) for p in pools)
+    dra = any(p.spec.allocation == "dra" for p in pools)
     metrics = dcgm_metrics_config_map(operator_namespace)
     return {
         "dcgmExporter": {
@@ -330,6 +331,7 @@ def dcgm_exporter_values_for(
                 },
                 *(_PER_POD_SHARED_GPU_ENV if shares else []),
                 *exporter_gpu_id_type(pools),
+                *(_DRA_ENV if dra else []),
             ],
             **(_PER_POD_SHARED_GPU_METRICS if shares else {}),
             "serviceMonitor": {
@@ -356,6 +358,15 @@ def dcgm_exporter_values_for(
         # with the release, so the ConfigMap exists before the operator starts any exporter.
         "extraObjects": [metrics],
     }
+
+
+# The exporter matches the devices the kubelet lists for a DRA claim to GPUs only with this
+# flag, false by default (dcgm-exporter pkg/cmd/app.go, `kubernetes-enable-dra`, since
+# 4.4.1-4.5.2), reading each device's UUID from the DRA driver's ResourceSlices
+# (internal/pkg/transformation/dra.go, `NewDRAResourceSliceManager`); without it a DRA GPU's
+# series carry no pod, and the idle alerts, reaper and billing never see it. Its read access to
+# ResourceSlices is the DRA driver's component's (gpu_platform/kubernetes/dra_driver.py).
+_DRA_ENV = [{"name": "KUBERNETES_ENABLE_DRA", "value": "true"}]
 
 
 DEVICE_NAMES: Values = {"name": GPU_ID_TYPE_ENV, "value": "device-name"}

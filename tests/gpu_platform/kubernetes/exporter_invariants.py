@@ -18,7 +18,10 @@ them when they join:
 - a planned DaemonSet of the dcgm-exporter image runs there where its node selector matches;
 - GKE's device plugin serves a GKE node's GPUs unless `gke-no-default-nvidia-gpu-device-plugin`
   is "true" (NVIDIA's GPU Operator guide for GKE); the operator's serves every other node.
-Two exporters count each GPU twice; none hides it.
+Two exporters count each GPU twice; none hides it. On a DRA pool's nodes
+(`nvidia.com/gpu.deploy.device-plugin=false`) the exporter finds a claim's pod only with
+`KUBERNETES_ENABLE_DRA=true` (dcgm-exporter pkg/cmd/app.go, false by default) and read access to
+ResourceSlices, where it looks up each claimed device's UUID (internal/pkg/transformation/dra.go).
 """
 
 from collections.abc import Iterator, Mapping
@@ -31,6 +34,7 @@ from tests.gpu_platform.kubernetes.daemonset_tolerations import PoolNodes, pool_
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 DEPLOY_LABEL = "nvidia.com/gpu.deploy.dcgm-exporter"
+DEVICE_PLUGIN_DEPLOY = "nvidia.com/gpu.deploy.device-plugin"
 GKE_PLUGIN_OFF = "gke-no-default-nvidia-gpu-device-plugin"
 GPU_ID_TYPE = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
 EXPORTER_LABELS = (DEPLOY_LABEL, "gpu-platform.io/gpu-sharer")
@@ -57,12 +61,26 @@ def exporter_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
         ((name, env),) = running
         wanted = "device-name" if _gke_serves(pool) else "uid"
         id_type = _id_type(env)
+        dra = not pool.gke and pool.labels.get(DEVICE_PLUGIN_DEPLOY) == "false"
+        if dra and not _reads_dra(plan, env):
+            problems.append(f"pool {pool.pool}: {name} cannot attribute DRA GPUs to pods")
         if id_type != wanted:
             problems.append(
                 f"pool {pool.pool}: {name} matches GPUs by {id_type}, its device plugin's"
                 f" names need {wanted}"
             )
     return problems
+
+
+def _reads_dra(plan: Plan, env: list[Values]) -> bool:
+    enabled = [e.get("value") for e in env if e.get("name") == "KUBERNETES_ENABLE_DRA"]
+    granted = [
+        rule
+        for role in plan.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+        for rule in role.inputs.get("rules") or []
+        if "resourceslices" in rule["resources"] and "watch" in rule["verbs"]
+    ]
+    return enabled[-1:] == ["true"] and bool(granted)
 
 
 def _joined_before_the_exporter_labels(pool: PoolNodes) -> PoolNodes:

@@ -18,6 +18,7 @@ from gpu_platform.offline.program import Plan
 from gpu_platform.stack_files import stack_config
 from gpu_platform.taints import CLOUD_TAINT_EFFECTS, Taint, tolerates
 from tests.gpu_platform.kubernetes.dra_invariants import dra_problems
+from tests.gpu_platform.kubernetes.exporter_invariants import exporter_problems
 from tests.kubernetes_schemas import kubernetes_objects, manifest, problems
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
@@ -304,3 +305,43 @@ def test_the_dra_invariants_catch_a_dra_pool_without_its_taint(dra_plan: Plan) -
     ]
 
     assert dra_problems(plan) == ["l4-nodes: its nodes lack the DRA taint"]
+
+
+def test_the_dcgm_exporter_attributes_dra_gpus_to_the_pods_claiming_them(
+    dra_plan: Plan, dev_plan: Plan
+) -> None:
+    values = release(dra_plan, "gpu-operator")["values"]
+    role = dra_plan.named(
+        "dra-driver-exporter", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+    )
+    binding = dra_plan.named(
+        "dra-driver-exporter", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+    )
+
+    # dcgm-exporter pkg/cmd/app.go: `kubernetes-enable-dra` (env KUBERNETES_ENABLE_DRA), false
+    # by default; internal/pkg/transformation/dra.go lists and watches ResourceSlices, which
+    # gpu-operator v26.7.0 assets/state-dcgm-exporter/0210_clusterrole.yaml does not grant.
+    assert {"name": "KUBERNETES_ENABLE_DRA", "value": "true"} in values["dcgmExporter"]["env"]
+    assert role.inputs["rules"] == [
+        {
+            "apiGroups": ["resource.k8s.io"],
+            "resources": ["resourceslices"],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+    assert binding.inputs["subjects"] == [
+        {"kind": "ServiceAccount", "name": "nvidia-dcgm-exporter", "namespace": "gpu-operator"}
+    ]
+    assert exporter_problems(dra_plan, {}) == []
+    dev_env = release(dev_plan, "gpu-operator")["values"]["dcgmExporter"]["env"]
+    assert "KUBERNETES_ENABLE_DRA" not in [e["name"] for e in dev_env]
+
+
+def test_the_exporter_invariants_catch_an_exporter_blind_to_dra(dra_plan: Plan) -> None:
+    plan = copy.deepcopy(dra_plan)
+    exporter = release(plan, "gpu-operator")["values"]["dcgmExporter"]
+    exporter["env"] = [e for e in exporter["env"] if e["name"] != "KUBERNETES_ENABLE_DRA"]
+
+    assert exporter_problems(plan, {}) == [
+        "pool l4: the GPU Operator's exporter cannot attribute DRA GPUs to pods"
+    ]
