@@ -27,7 +27,8 @@ DEVICE_CLASS_SUFFIX = ".gpu-platform.io"
 # `device.GetName()`; deviceinfo.go). Patterns rather than names, as the PCIe and SXM boards of a
 # model are named apart ("NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe").
 PRODUCT_NAMES: Mapping[str, str] = {
-    "t4": "^Tesla T4$",
+    # The T4G of Graviton g5g instances, which the platform counts as a T4, is "NVIDIA T4G".
+    "t4": "^(Tesla T4|NVIDIA T4G)$",
     "l4": "^NVIDIA L4$",
     "a10g": "^NVIDIA A10G$",
     "l40s": "^NVIDIA L40S$",

@@ -183,6 +183,8 @@ def test_each_gpu_model_has_a_device_class_selecting_its_whole_gpus(dra_plan: Pl
     ("accelerator", "product"),
     [
         ("t4", "Tesla T4"),
+        # nvidia-smi on a g5g (Graviton) instance names its GPU "NVIDIA T4G".
+        ("t4", "NVIDIA T4G"),
         ("l4", "NVIDIA L4"),
         ("l40s", "NVIDIA L40S"),
         ("a100-80gb", "NVIDIA A100-SXM4-80GB"),
