@@ -86,11 +86,12 @@ def device_quota_key(device_class: str) -> str:
     return f"{device_class}.deviceclass.resource.k8s.io/devices"
 
 
-# The DeviceClasses the chart installs (templates/deviceclass-gpu.yaml, deviceclass-mig.yaml at
-# v25.12.0), which select GPUs and MIG devices of every model: capped at 0 in every tenant
-# namespace, as a quota caps only the classes it names and a claim through them would take any
-# model uncounted. Tenants claim through the classes of the models.
-CHART_DEVICE_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com")
+# The DeviceClasses the chart installs (templates/deviceclass-gpu.yaml, deviceclass-mig.yaml,
+# deviceclass-vfio-gpu.yaml at v25.12.0), which select GPUs, MIG devices and GPUs for VM
+# passthrough of every model: capped at 0 in every tenant namespace, as a quota caps only the
+# classes it names and a claim through them would take any model uncounted. Tenants claim
+# through the classes of the models.
+CHART_DEVICE_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com")
 
 
 def device_quota(gpu_quota: int, models: Sequence[str]) -> dict[str, str]:

@@ -231,6 +231,8 @@ def test_a_tenants_quota_caps_its_claimed_gpus_per_model_and_none_through_the_ch
         "l4.gpu-platform.io.deviceclass.resource.k8s.io/devices": "2",
         "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
         "mig.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+        # templates/deviceclass-vfio-gpu.yaml at nvidia-dra-driver-gpu v25.12.0.
+        "vfio.gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
     }
 
 
