@@ -355,20 +355,6 @@ class GpuPlatform(pulumi.ComponentResource):
             ),
         )
         cloud.create_device_plugins(pools, operator.namespace, on_cluster)
-        dra_pools = [pool for pool in pools if pool.spec.allocation == "dra"]
-        dra_driver = (
-            [
-                DraDriver(
-                    part_name("dra-driver"),
-                    DraDriverArgs(dra_pools, operator.namespace, protect=config.protect),
-                    pulumi.ResourceOptions.merge(
-                        on_cluster, pulumi.ResourceOptions(depends_on=[operator])
-                    ),
-                )
-            ]
-            if dra_pools
-            else []
-        )
         declare_node_validation(
             part_name("node-validation"),
             pools,
@@ -446,11 +432,23 @@ class GpuPlatform(pulumi.ComponentResource):
                 # A smoke test on a led pool runs on its updated nodes.
                 pulumi.ResourceOptions.merge(
                     on_cluster,
-                    pulumi.ResourceOptions(depends_on=[operator, *led, *kueue, *dra_driver]),
+                    pulumi.ResourceOptions(depends_on=[operator, *led, *kueue]),
                 ),
             )
             for namespace in config.namespaces
         ]
+        # After the tenants' quotas: the chart's DeviceClasses take GPUs of any model, and a
+        # quota caps only the classes it names, so until each tenant's quota holds them at none
+        # a claim through them would go uncounted. A claim template needs no class to exist.
+        dra_pools = [pool for pool in pools if pool.spec.allocation == "dra"]
+        if dra_pools:
+            DraDriver(
+                part_name("dra-driver"),
+                DraDriverArgs(dra_pools, operator.namespace, protect=config.protect),
+                pulumi.ResourceOptions.merge(
+                    on_cluster, pulumi.ResourceOptions(depends_on=[operator, *tenants])
+                ),
+            )
         idle_gpu_reaper(
             [
                 (spec, tenant.namespace_name)

@@ -349,3 +349,14 @@ def test_the_exporter_invariants_catch_an_exporter_blind_to_dra(dra_plan: Plan) 
     assert exporter_problems(plan, {}) == [
         "pool l4: the GPU Operator's exporter cannot attribute DRA GPUs to pods"
     ]
+
+
+def test_the_driver_and_its_classes_come_after_the_tenants_quotas(dra_plan: Plan) -> None:
+    # A quota caps only the classes it names (pkg/quota/v1/evaluator/core/resource_claims.go):
+    # until it holds the chart's classes at none, a claim through them goes uncounted.
+    (driver,) = [r for r in dra_plan.resources if r.type == "gpu-platform:kubernetes:DraDriver"]
+    (quota,) = dra_plan.of_type("kubernetes:core/v1:ResourceQuota")
+    (template,) = dra_plan.of_type("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate")
+
+    assert quota.urn in driver.dependencies
+    assert not [urn for urn in template.dependencies if "DraDriver" in urn]
