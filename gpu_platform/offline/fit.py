@@ -32,7 +32,7 @@ from gpu_platform.fit import (
     with_autoscaler_label,
     with_template_pods,
 )
-from gpu_platform.node_identity import Taint
+from gpu_platform.node_identity import DRA_TAINT, Taint
 from gpu_platform.offline.plan import program_plan
 from gpu_platform.offline.program import Plan, PlannedResource
 from gpu_platform.pod_specs import pod_spec_of
@@ -102,9 +102,14 @@ def fit_pods(stack: str, pod_file: Path, project: Project | None = None) -> FitR
 
 def _pod_fit(title: str, spec: PodSpec, templates: Sequence[NodeTemplate]) -> PodFit:
     reason = unanswerable(spec)
-    if reason is not None:
+    if reason is None:
+        return PodFit(title, tuple(fits(spec, templates)))
+    if any(DRA_TAINT in template.taints for template in templates):
         return PodFit(title, (), reason)
-    return PodFit(title, tuple(fits(spec, templates)))
+    # No pool of the stack hands out GPUs through DRA: the pod's claims fit none of them.
+    why = "it claims devices through DRA (spec.resourceClaims), and the pool's GPUs are counted"
+    pools = dict.fromkeys(template.pool for template in templates)
+    return PodFit(title, tuple(Fit(pool, (why,)) for pool in pools))
 
 
 def pods_in(pod_file: Path) -> list[tuple[str, PodSpec]]:
