@@ -16,6 +16,8 @@ judged where it names a class of either kind:
   `All` takes every matching device of a node, as many as a node has (the quota counts it as
   the 32 an allocation can hold, kubernetes pkg/quota/v1/evaluator/core/resource_claims.go).
 `firstAvailable` alternatives are judged each on its own, as any of them may be allocated.
+Claims of `v1beta2` (as `v1`) and `v1beta1` (whose requests hold the class and count
+themselves) are judged alike.
 A claim of other devices (a network card's driver's) is left alone.
 """
 
@@ -40,9 +42,12 @@ MAX_GPUS_PER_CLAIM = Setting(
         "Give it gpu-pods-max-gpus' maxGpusPerPod.",
     },
 )
-CLAIM_TYPES = (
-    "kubernetes:resource.k8s.io/v1:ResourceClaim",
-    "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate",
+# Kubernetes 1.34 to 1.36 serve the beta versions beside v1, and pulumi_kubernetes declares
+# them all: a claim is judged whichever version declares it.
+CLAIM_TYPES = tuple(
+    f"kubernetes:resource.k8s.io/{version}:{kind}"
+    for version in ("v1", "v1beta2", "v1beta1")
+    for kind in ("ResourceClaim", "ResourceClaimTemplate")
 )
 
 
@@ -55,9 +60,13 @@ def _claim_spec(args: ResourceValidationArgs) -> tuple[Any, str]:
 
 def _alternatives(request: Mapping[str, Any], at: str) -> list[tuple[str, Mapping[str, Any]]]:
     """What a request may be allocated as, each with its field path: its `exactly`, or each of
-    its `firstAvailable` subrequests."""
+    its `firstAvailable` subrequests; in `v1beta1`, which has no `exactly`, the request itself
+    (kubernetes staging/src/k8s.io/api/resource/v1beta1/types.go, `DeviceRequest`)."""
     exactly = request.get("exactly")
-    found = [(f"{at}.exactly", exactly)] if isinstance(exactly, Mapping) else []
+    if isinstance(exactly, Mapping):
+        found = [(f"{at}.exactly", exactly)]
+    else:
+        found = [(at, request)] if "deviceClassName" in request else []
     return found + [(f"{at}.firstAvailable[{j}]", a) for j, a in indexed(request, "firstAvailable")]
 
 

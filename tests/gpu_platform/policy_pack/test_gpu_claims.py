@@ -27,11 +27,12 @@ def found(
     analyze: Analyze, *requests: dict[str, Any], kind: str = TEMPLATE, **config: Any
 ) -> list[str]:
     spec = claim_spec(*requests)
+    api_version, kind_name = kind.split(":")[1:]
     inputs = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": kind.rpartition(":")[2],
+        "apiVersion": api_version,
+        "kind": kind_name,
         "metadata": {"name": "gpu", "namespace": "team-a"},
-        "spec": {"spec": spec} if kind == TEMPLATE else spec,
+        "spec": {"spec": spec} if kind_name == "ResourceClaimTemplate" else spec,
     }
     verdicts = analyze(resource(kind, "gpu", inputs), config={POLICY: config} if config else None)
     return messages(verdicts, POLICY)
@@ -83,4 +84,21 @@ def test_a_claim_of_more_gpus_than_a_pod_may_have_is_reported(analyze: Analyze) 
         "the claim (spec.spec.devices) asks for 5 GPUs, more than the 4 allowed per claim"
         " (maxGpusPerClaim). Fix: ask for at most 4, or raise maxGpusPerClaim if a node really has"
         " that many."
+    ]
+
+
+def test_claims_of_the_beta_versions_are_judged_alike(analyze: Analyze) -> None:
+    # Kubernetes 1.34 to 1.36 serve resource.k8s.io/v1beta2 (requests as v1's, under `exactly`)
+    # and v1beta1, whose requests hold `deviceClassName`, `allocationMode` and `count`
+    # themselves (staging/src/k8s.io/api/resource/v1beta1/types.go, `DeviceRequest`).
+    beta2 = "kubernetes:resource.k8s.io/v1beta2:ResourceClaimTemplate"
+    beta1 = "kubernetes:resource.k8s.io/v1beta1:ResourceClaim"
+    whole_node = {"name": "gpu", "deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}
+
+    assert [m[:60] for m in found(analyze, exactly("gpu.nvidia.com"), kind=beta2)] == [
+        'spec.spec.devices.requests[0].exactly.deviceClassName is "gp'
+    ]
+    assert [m[:50] for m in found(analyze, whole_node, kind=beta1)] == [
+        'spec.devices.requests[0].deviceClassName is "gpu.n',
+        'spec.devices.requests[0].allocationMode is "All": ',
     ]
