@@ -12,6 +12,7 @@ from enum import Enum
 
 from gpu_platform.accelerators import mig_instances_per_gpu
 from gpu_platform.config import (
+    DRA_TAINT_KEY,
     GPU_TAINT_KEY,
     ExclusiveSharing,
     GpuPoolSpec,
@@ -76,7 +77,7 @@ MIG_STARTUP_TAINT = Taint(key=STARTUP_TAINT_KEY, value="pending", effect="NoSche
 # time, over and over. Only what tolerates this taint lands there: the platform's DaemonSets, as
 # they tolerate every taint of a pool, and the pods that claim the pool's GPUs through the
 # `gpuModels` workload snippet.
-DRA_TAINT = Taint(key="gpu-platform.io/allocation", value="dra", effect="NoSchedule")
+DRA_TAINT = Taint(key=DRA_TAINT_KEY, value="dra", effect="NoSchedule")
 PLATFORM_STARTUP_TAINTS = (MIG_STARTUP_TAINT, VALIDATION_TAINT)
 """The taints the platform puts on a new node and takes off once the node is ready: each under
 the cluster autoscaler's startup-taint prefix (`gpu_platform.taints`), each a Karpenter

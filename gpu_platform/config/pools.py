@@ -17,6 +17,8 @@ from gpu_platform.config.fields import (
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 """The taint the platform puts on every GPU node."""
+DRA_TAINT_KEY = "gpu-platform.io/allocation"
+"""The taint the platform puts on every node of a DRA pool (`allocation: dra`)."""
 
 # --- GPU sharing ---------------------------------------------------------------------------
 
