@@ -640,11 +640,13 @@ def _pools_with_canaries(
         # The gate Job of a canary asks for nvidia.com/gpu, which a DRA pool does not offer.
         if led.get("allocation") != "dra" and draw(st.integers(0, 2)) == 0:
             pools.append(canary(draw, led, node_image, version))
-    # A stack's GPU pools are all DRA or none (gpu_platform/config/dra_rules.py): beside a
-    # device-plugin pool, a drawn DRA pool (exclusive, at least one node) uses the device plugin.
-    if any(p.get("allocation") != "dra" for p in pools):
-        for p in pools:
-            p.pop("allocation", None)
+    # A stack's GPU pools are all DRA or none (gpu_platform/config/dra_rules.py): the first
+    # pool's allocation decides, keeping only the DRA pools after a DRA one, and otherwise
+    # turning a drawn DRA pool (exclusive, at least one node) into a device-plugin one.
+    if pools[0].get("allocation") == "dra":
+        return [p for p in pools if p.get("allocation") == "dra"]
+    for p in pools:
+        p.pop("allocation", None)
     return pools
 
 
