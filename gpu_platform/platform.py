@@ -444,7 +444,7 @@ class GpuPlatform(pulumi.ComponentResource):
         if dra_pools:
             DraDriver(
                 part_name("dra-driver"),
-                DraDriverArgs(dra_pools, operator.namespace, protect=config.protect),
+                DraDriverArgs(dra_pools, protect=config.protect),
                 pulumi.ResourceOptions.merge(
                     on_cluster, pulumi.ResourceOptions(depends_on=[operator, *tenants])
                 ),

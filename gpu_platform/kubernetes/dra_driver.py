@@ -24,18 +24,16 @@ the platform sets, and why:
 - Its containers are privileged with host paths (templates/kubeletplugin.yaml): its namespace is
   Pod Security `privileged`, like the operator's.
 
-Beside it, read access to ResourceSlices for the GPU Operator's DCGM exporter, which looks up
-there the UUID of each GPU a claim holds, to label the GPU's series with the claiming pod
-(dcgm-exporter internal/pkg/transformation/dra.go, an informer listing and watching them); the
-operator's own ClusterRole for it grants pods alone (gpu-operator v26.7.0
-assets/state-dcgm-exporter/0210_clusterrole.yaml: "TODO: Add resourceSlices permissions").
+The DCGM exporter's read access to the ResourceSlices the driver publishes is the GPU
+Operator's component's (gpu_platform/kubernetes/exporter_slice_access.py), as it must exist
+before the operator starts its exporters.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pulumi
-from pulumi_kubernetes import core, helm, meta, rbac
+from pulumi_kubernetes import core, helm, meta
 from pulumi_kubernetes import resource as dra
 
 from gpu_platform.kubernetes import helm_release
@@ -53,9 +51,6 @@ from gpu_platform.platform_images import DRA_DRIVER_IMAGE
 from gpu_platform.versions import DRA_DRIVER_CHART
 
 DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"
-# The service account of the operator's exporter (gpu-operator v26.7.0
-# assets/state-dcgm-exporter/0800_daemonset.yaml, `serviceAccountName`).
-DCGM_EXPORTER_SERVICE_ACCOUNT = "nvidia-dcgm-exporter"
 
 
 def dra_driver_values(pools: Sequence[ResolvedPool]) -> dict[str, object]:
@@ -97,8 +92,6 @@ def dra_driver_values(pools: Sequence[ResolvedPool]) -> dict[str, object]:
 class DraDriverArgs:
     pools: Sequence[ResolvedPool] = field(default_factory=list)
     """The DRA pools: where the kubelet plugin runs, and the models given a DeviceClass."""
-    operator_namespace: pulumi.Input[str] = "gpu-operator"
-    """The GPU Operator's namespace, where its DCGM exporter's service account is."""
     protect: bool = False
 
 
@@ -145,39 +138,4 @@ class DraDriver(pulumi.ComponentResource):
             )
             for accelerator in dra_models(args.pools)
         ]
-        self.exporter_access = _exporter_slice_access(name, args.operator_namespace, self)
         self.register_outputs({"release": self.release.name})
-
-
-def _exporter_slice_access(
-    name: str, operator_namespace: pulumi.Input[str], parent: pulumi.Resource
-) -> rbac.v1.ClusterRoleBinding:
-    role_name = f"{DCGM_EXPORTER_SERVICE_ACCOUNT}-resource-slices"
-    metadata = meta.v1.ObjectMetaArgs(name=role_name)
-    role = rbac.v1.ClusterRole(
-        f"{name}-exporter",
-        metadata=metadata,
-        rules=[
-            rbac.v1.PolicyRuleArgs(
-                api_groups=["resource.k8s.io"],
-                resources=["resourceslices"],
-                verbs=["get", "list", "watch"],
-            )
-        ],
-        opts=pulumi.ResourceOptions(parent=parent),
-    )
-    return rbac.v1.ClusterRoleBinding(
-        f"{name}-exporter",
-        metadata=metadata,
-        role_ref=rbac.v1.RoleRefArgs(
-            api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=role_name
-        ),
-        subjects=[
-            rbac.v1.SubjectArgs(
-                kind="ServiceAccount",
-                name=DCGM_EXPORTER_SERVICE_ACCOUNT,
-                namespace=operator_namespace,
-            )
-        ],
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[role]),
-    )

@@ -365,7 +365,7 @@ def dcgm_exporter_values_for(
 # 4.4.1-4.5.2), reading each device's UUID from the DRA driver's ResourceSlices
 # (internal/pkg/transformation/dra.go, `NewDRAResourceSliceManager`); without it a DRA GPU's
 # series carry no pod, and the idle alerts, reaper and billing never see it. Its read access to
-# ResourceSlices is the DRA driver's component's (gpu_platform/kubernetes/dra_driver.py).
+# ResourceSlices comes with the operator's release (kubernetes/exporter_slice_access.py).
 _DRA_ENV = [{"name": "KUBERNETES_ENABLE_DRA", "value": "true"}]
 
 

@@ -6,6 +6,7 @@ GPUs through, each valid `resource.k8s.io/v1` at Kubernetes 1.34 to 1.36."""
 
 import copy
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from gpu_platform.offline.program import Plan
 from gpu_platform.stack_files import stack_config
 from gpu_platform.taints import CLOUD_TAINT_EFFECTS, Taint, tolerates
 from tests.gpu_platform.kubernetes.dra_invariants import dra_problems
-from tests.gpu_platform.kubernetes.exporter_invariants import exporter_problems
+from tests.gpu_platform.kubernetes.exporter_invariants import RBAC, exporter_problems
 from tests.kubernetes_schemas import kubernetes_objects, manifest, problems
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
@@ -316,10 +317,12 @@ def test_the_dcgm_exporter_attributes_dra_gpus_to_the_pods_claiming_them(
 ) -> None:
     values = release(dra_plan, "gpu-operator")["values"]
     role = dra_plan.named(
-        "dra-driver-exporter", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+        "gpu-operator-exporter-resource-slices",
+        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
     )
     binding = dra_plan.named(
-        "dra-driver-exporter", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+        "gpu-operator-exporter-resource-slices",
+        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
     )
 
     # dcgm-exporter pkg/cmd/app.go: `kubernetes-enable-dra` (env KUBERNETES_ENABLE_DRA), false
@@ -348,6 +351,45 @@ def test_the_exporter_invariants_catch_an_exporter_blind_to_dra(dra_plan: Plan) 
 
     assert exporter_problems(plan, {}) == [
         "pool l4: the GPU Operator's exporter cannot attribute DRA GPUs to pods"
+    ]
+
+
+def test_the_exporter_invariants_catch_an_exporter_bound_to_another_account(
+    dra_plan: Plan,
+) -> None:
+    plan = copy.deepcopy(dra_plan)
+    binding = plan.named(
+        "gpu-operator-exporter-resource-slices",
+        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+    )
+    binding.inputs["subjects"] = [{**binding.inputs["subjects"][0], "namespace": "default"}]
+
+    assert exporter_problems(plan, {}) == [
+        "pool l4: the GPU Operator's exporter cannot attribute DRA GPUs to pods"
+    ]
+
+
+def test_the_exporters_access_to_resource_slices_comes_before_the_operator(
+    dra_plan: Plan,
+) -> None:
+    # The exporter builds its ResourceSlice informer once, at startup (dcgm-exporter
+    # internal/pkg/transformation/transformer.go `NewPodMapper`, dra.go
+    # `NewDRAResourceSliceManager`): at 4.5.3-4.8.2 a refused list leaves it waiting with no
+    # deadline, never serving /health, and later dra.go gives up after 30 s and runs on
+    # without pod labels. A DRA pool's `min` nodes exist before the operator starts exporters.
+    (operator,) = [r for r in dra_plan.of_type(RELEASE) if r.name == "gpu-operator"]
+    role, binding = (
+        dra_plan.named("gpu-operator-exporter-resource-slices", f"{RBAC}:{kind}")
+        for kind in ("ClusterRole", "ClusterRoleBinding")
+    )
+    assert binding.urn in operator.dependencies
+    assert role.urn in binding.dependencies
+
+    plan = copy.deepcopy(dra_plan)
+    index = plan.resources.index(plan.named("gpu-operator", RELEASE))
+    plan.resources[index] = replace(plan.resources[index], dependencies=())
+    assert exporter_problems(plan, {}) == [
+        "pool l4: the GPU Operator's exporter may start before its access to ResourceSlices"
     ]
 
 
