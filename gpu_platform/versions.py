@@ -41,6 +41,10 @@ class HelmChart:
 # checked against the pinned chart's key list (gpu_platform/kubernetes/chart_keys/, derived from
 # the chart's values.yaml by derive.py there): re-derive it with every change of version, and
 # the operands' digests (gpu_platform/kubernetes/operand_images/, from the release's bundle).
+# Versions after v26.7.0 grant the DCGM exporter read access to ResourceSlices, and set its
+# KUBERNETES_ENABLE_DRA, themselves with `dcgmExporter.enablePodLabels` (NVIDIA/gpu-operator#2697):
+# past it, the platform's own role (gpu_platform/kubernetes/exporter_slice_access.py) and flag
+# are redundant, and go with the move.
 GPU_OPERATOR_CHART = HelmChart(
     name="gpu-operator",
     version="v26.7.0",
