@@ -6,10 +6,11 @@ watching them); the operator's own ClusterRole for it grants pods alone (gpu-ope
 assets/state-dcgm-exporter/0210_clusterrole.yaml: "TODO: Add resourceSlices permissions").
 
 The access exists before the operator's release, and so before any exporter starts: the
-exporter builds its informer once, at startup (`NewPodMapper`). At 4.5.3-4.8.2 it waits for
-the informer's first list with no deadline, so an exporter refused it never serves `/health`
-and its liveness probe restarts it; later versions of dra.go give up after 30 s
-(`resourceSliceCacheSyncTimeout`) and run on for the pod's life without pod labels on DRA GPUs,
+exporter builds its ResourceSlice informer once, at startup. At the image the operator pins,
+4.6.0-4.8.3 (dcgm-exporter commit 7ad58324, its hack/versions.env), `NewDRAResourceSliceManager`
+(internal/pkg/transformation/dra.go) reads `resource.k8s.io/v1`, falling back to v1beta1, and
+gives up after 30 s if the informer cannot list them (`resourceSliceCacheSyncTimeout`, "check
+RBAC"); `NewPodMapper` (kubernetes.go) then runs on without DRA pod labels for the pod's life,
 on nodes a pool's `min` keeps.
 
 gpu-operator after v26.7.0 (NVIDIA/gpu-operator#2697) grants the exporter this rule itself, and

@@ -372,11 +372,16 @@ def test_the_exporter_invariants_catch_an_exporter_bound_to_another_account(
 def test_the_exporters_access_to_resource_slices_comes_before_the_operator(
     dra_plan: Plan,
 ) -> None:
-    # The exporter builds its ResourceSlice informer once, at startup (dcgm-exporter
-    # internal/pkg/transformation/transformer.go `NewPodMapper`, dra.go
-    # `NewDRAResourceSliceManager`): at 4.5.3-4.8.2 a refused list leaves it waiting with no
-    # deadline, never serving /health, and later dra.go gives up after 30 s and runs on
-    # without pod labels. A DRA pool's `min` nodes exist before the operator starts exporters.
+    # The exporter builds its ResourceSlice informer once, at startup: at 4.6.0-4.8.3
+    # (dcgm-exporter commit 7ad58324, hack/versions.env) internal/pkg/transformation/dra.go
+    # `NewDRAResourceSliceManager` reads resource.k8s.io/v1 and gives up after 30 s when RBAC
+    # refuses the list, and kubernetes.go `NewPodMapper` runs on without DRA pod labels. A DRA
+    # pool's `min` nodes exist before the operator starts exporters. Another exporter image is
+    # to be read again.
+    assert (
+        "dcgm-exporter:4.6.0-4.8.3-"
+        in release(dra_plan, "gpu-operator")["values"]["dcgmExporter"]["image"]
+    )
     (operator,) = [r for r in dra_plan.of_type(RELEASE) if r.name == "gpu-operator"]
     role, binding = (
         dra_plan.named("gpu-operator-exporter-resource-slices", f"{RBAC}:{kind}")
