@@ -41,6 +41,7 @@ from gpu_platform.config import (
 from gpu_platform.idle_billing import idle_billing, idle_billing_output
 from gpu_platform.instance import claim, declaring, given_providers, part_name
 from gpu_platform.kubernetes.canary_gate import canary_gate_job
+from gpu_platform.kubernetes.dra_driver import DraDriver, DraDriverArgs
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.kubernetes.gpu_pod import model_placements, pool_placement
 from gpu_platform.kubernetes.helm_release import most_nodes
@@ -454,6 +455,18 @@ class GpuPlatform(pulumi.ComponentResource):
             )
             for namespace in config.namespaces
         ]
+        # After the tenants' quotas: the chart's DeviceClasses take GPUs of any model, and a
+        # quota caps only the classes it names, so until each tenant's quota holds them at none
+        # a claim through them would go uncounted. A claim template needs no class to exist.
+        dra_pools = [pool for pool in pools if pool.spec.allocation == "dra"]
+        if dra_pools:
+            DraDriver(
+                part_name("dra-driver"),
+                DraDriverArgs(dra_pools, protect=config.protect),
+                pulumi.ResourceOptions.merge(
+                    on_cluster, pulumi.ResourceOptions(depends_on=[operator, *tenants])
+                ),
+            )
         idle_gpu_reaper(
             [
                 (spec, tenant.namespace_name)

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from gpu_platform.config.canary_rules import canary_problems
 from gpu_platform.config.cluster_create_rules import cluster_create_problems
+from gpu_platform.config.dra_rules import dra_problems
 from gpu_platform.config.eks_rules import (
     ami_release_problems,
     bottlerocket_sharing_problems,
@@ -175,4 +176,5 @@ _RULES: tuple[Callable[[StackConfig], Iterator[ConfigProblem]], ...] = (
     queue_problems,
     monitoring_problems,
     karpenter_problems,
+    dra_problems,
 )

@@ -373,6 +373,23 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             ("updateStrategy.rollingUpdate.maxUnavailable", _ROLLOUT),
         )
     ),
+    # gpu_platform/kubernetes/dra_driver.py.
+    "nvidia-dra-driver-gpu": ChartValues(
+        _paths(
+            ("gpuResourcesEnabledOverride", equal(True)),
+            ("image.repository", equal("nvcr.io/nvidia/k8s-dra-driver-gpu")),
+            ("image.tag", TAG),
+            (
+                "kubeletPlugin.affinity.nodeAffinity"
+                ".requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+                LIST,
+            ),
+            ("kubeletPlugin.tolerations", LIST),
+            ("resourceApiVersion", equal("resource.k8s.io/v1")),
+            ("resources.computeDomains.enabled", equal(False)),
+            ("resources.gpus.enabled", equal(True)),
+        )
+    ),
     # gpu_platform/kubernetes/monitoring.py.
     "kube-prometheus-stack": ChartValues(
         _paths(
@@ -403,6 +420,8 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             ("extraArgs.balancing-ignore-label", equal("nodegroup-name")),
             # Pools that scale up atomically (`aws.atomicScaleUp`).
             ("extraArgs.enable-provisioning-requests", equal(True)),
+            # Pools whose GPUs are DRA devices (`allocation: dra`).
+            ("extraArgs.enable-dynamic-resource-allocation", equal(True)),
             # The stack's `autoscaler.expander` (gpu_platform/config/capacity.py).
             (
                 "extraArgs.expander",

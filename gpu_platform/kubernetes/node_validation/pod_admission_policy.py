@@ -47,6 +47,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpu_platform.config import Cloud, StackConfig
+from gpu_platform.kubernetes.dra_driver import DRA_DRIVER_NAMESPACE
 from gpu_platform.kubernetes.node_validation.admission_policy import core_rules, denying, quoted
 from gpu_platform.kubernetes.node_validation.names import (
     FAILED_TAINT_KEY,
@@ -92,6 +93,10 @@ def exempt_namespaces(config: StackConfig) -> list[str]:
     if config.queues.enabled:
         # Kueue's manager runs no GPU pod; its namespace is exempt as every platform release's is.
         found.add(config.queues.namespace)
+    if any(pool.allocation == "dra" for pool in config.pools):
+        # NVIDIA's DRA driver: its kubelet plugin tolerates the validation taint, as a node's
+        # GPUs must be published before a claim there can start.
+        found.add(DRA_DRIVER_NAMESPACE)
     if config.cloud is Cloud.GCP:
         found.update(GKE_NAMESPACES)
     return sorted(found)
