@@ -704,6 +704,13 @@ targeted reservation of the pool it leads, which that pool fills at its `max` (w
 after its node passed validation (where the canary validates its nodes) and the driver
 check, before the pool it leads is updated. The gate's deadline allows for it on top of the
 node's start and validation."""
+    allocation: str
+    """How pods get the pool's GPUs. `device-plugin`: the GPU Operator's device plugin (or, on
+GKE COS, GKE's) advertises them as `nvidia.com/gpu`, and a pod asks for a count. `dra`:
+NVIDIA's DRA driver publishes each GPU as a device, and a pod claims GPUs of a model through
+a ResourceClaim (Kubernetes 1.34 and later; EKS with the cluster autoscaler only, `min` at
+least 1, `exclusive` sharing, no canary, smoke test or queue, and every GPU pool of the stack
+`dra` or none: docs/dra.md)."""
     validation: PoolValidationArgs
     """How each new node proves itself before the pool's GPU pods land on it."""
     aws: EksPoolOptionsArgs
@@ -853,7 +860,9 @@ class TenantNamespaceSpecArgs(TypedDict, total=False):
 (`requests.nvidia.com/gpu`). Kubernetes names shared GPUs' replicas and GKE's MIG partitions
 `nvidia.com/gpu` too, and cannot tell them from whole GPUs: in a stack with exclusive and
 shared pools this caps both, each replica counted as a GPU, so that pods never take more
-whole GPUs than it allows."""
+whole GPUs than it allows. Where pools allocate through DRA (`allocation: dra`), it caps the
+GPUs the namespace's ResourceClaims take of each of their models too, each model on its own
+(docs/dra.md)."""
     shared_gpu_quota: int
     """Replicas of time-sliced and MPS pools' GPUs, and MIG partitions GKE makes, the namespace's
 pods may request at once: each is one `nvidia.com/gpu` to Kubernetes. In a stack with

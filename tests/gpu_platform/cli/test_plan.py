@@ -258,7 +258,7 @@ def test_unknown_stack_exits_2_listing_the_stack_files(invoke) -> None:
 
     assert result.exit_code == EXIT_CONFIG_ERROR
     assert "Pulumi.nope.yaml" in result.output
-    assert "the stacks there: dev, eks-new, gke-dev, gke-new, karpenter-dev, prod" in (
+    assert "the stacks there: dev, dra-dev, eks-new, gke-dev, gke-new, karpenter-dev, prod" in (
         result.output
     )
 
