@@ -767,8 +767,11 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
             # platform's still, as prod's policy config requires of every config the loader
             # accepts.
             operator.setdefault("overrides", {}).update(draw(st.sampled_from(OPERATOR_OVERRIDES)))
-        # Not on GKE Ubuntu, whose per-pool drivers need the pinned chart or newer.
-        trial = {"chartVersion": TRIAL_OPERATOR_CHART} if node_image != "ubuntu" else {}
+        # Not on GKE Ubuntu, whose per-pool drivers need the pinned chart or newer, nor beside a
+        # DRA pool, whose premises were read at the pinned chart (gpu_platform/config/
+        # dra_rules.py).
+        pinned = node_image == "ubuntu" or dra
+        trial = {} if pinned else {"chartVersion": TRIAL_OPERATOR_CHART}
         operator.update(_moved(draw, repository=MIRROR, namespace="nvidia-gpu", **trial))
         if cloud == "gcp" and "chartVersion" in operator:
             # The platform's own exporter on GKE-shared nodes is told that version's image.

@@ -18,14 +18,23 @@ What the pinned provisioners do with a pod that claims devices:
 - GKE's autoscaler knows DRA GPUs by the label GKE itself sets on node pools it prepares for
   NVIDIA's DRA driver (`cloud.google.com/gke-gpu-dra-driver`: cluster-autoscaler
   cloudprovider/gce/dynamicresources.go), which the platform's GKE node pools do not do yet.
+
+What a DRA pool relies on in the GPU Operator was read at its pinned chart, v26.7.0, and its
+DCGM exporter, 4.6.0-4.8.3: the operator's settings that would undo it are refused beside a DRA
+pool (`_operator_problems`).
 """
 
+import re
 from collections.abc import Iterator
+from typing import Any
 
 from gpu_platform.config.fields import Cloud
+from gpu_platform.config.operator import DRA_ENV
 from gpu_platform.config.pools import ExclusiveSharing, GpuPoolSpec
 from gpu_platform.config.problems import ConfigProblem, key_path
 from gpu_platform.config.stack import StackConfig
+from gpu_platform.kubernetes.operand_images import operand_images
+from gpu_platform.versions import GPU_OPERATOR_CHART
 
 DRA = "dra"
 DRA_MIN_KUBERNETES = (1, 34)
@@ -62,6 +71,7 @@ def dra_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     for i, pool in pools:
         yield from _pool_problems(config, i, pool)
     yield from _mixed_problems(config, pools)
+    yield from _operator_problems(config, f"pools[{pools[0][0]}]")
     named = {pool.name: i for i, pool in pools}
     for i, pool in enumerate(config.pools):
         if pool.canary_of is not None and (pool.canary_of in named or pool.name in named):
@@ -159,3 +169,101 @@ def _mixed_problems(
             " unless the device plugin is off for the whole cluster, and would never be ready"
             " on a DRA node beside device-plugin pools (docs/dra.md)",
         )
+
+
+def _operator_problems(config: StackConfig, pool: str) -> Iterator[ConfigProblem]:
+    """The GPU Operator's settings that would undo, without a word, what DRA pools rely on: the
+    device plugin off cluster-wide, for the validator (`_mixed_problems`), and an exporter that
+    attributes DRA GPUs to the pods claiming them, for the idle alerts, reaper and billing
+    (gpu_platform/kubernetes/operator_values.py, `_DRA_ENV`). `pool` names a DRA pool."""
+    operator = config.operator
+    pin = GPU_OPERATOR_CHART.version
+    if operator.chart_version != pin:
+        yield ConfigProblem(
+            key_path("operator", "chartVersion"),
+            operator.chart_version,
+            f"{pin}, the pinned version, with a DRA pool ({pool}): what DRA pools rely on in the"
+            " GPU Operator (its validator leaving out the device plugin's nvidia.com/gpu with"
+            " the device plugin off, its DCGM exporter reading the DRA driver's ResourceSlices)"
+            " was read at the pin, and is read again when the pin moves; try another version on"
+            " a stack without DRA pools (docs/dra.md)",
+        )
+    overrides = operator.overrides
+    plugin = overrides.get("devicePlugin", {})
+    if "enabled" in plugin and plugin["enabled"] is not False:
+        yield ConfigProblem(
+            key_path("operator", "overrides", "devicePlugin", "enabled"),
+            plugin["enabled"],
+            f"false or no value with a DRA pool ({pool}): the GPU Operator's validator then waits"
+            " on every node for the device plugin's nvidia.com/gpu, which a DRA pool's nodes"
+            " never advertise, and is never ready (docs/dra.md)",
+        )
+    exporter = overrides.get("dcgmExporter", {})
+    env = exporter.get("env")
+    for i, setting in enumerate(env if isinstance(env, list) else []):
+        if isinstance(setting, dict) and setting.get("name") == DRA_ENV:
+            yield ConfigProblem(
+                key_path("operator", "overrides", "dcgmExporter", "env", i),
+                setting,
+                f"no entry named {DRA_ENV} with a DRA pool ({pool}): the platform sets it, true,"
+                " for the DCGM exporter to attribute DRA GPUs to the pods claiming them"
+                " (docs/dra.md)",
+            )
+    yield from _exporter_image_problems(exporter, pool)
+
+
+_EXPORTER_TAG = re.compile(
+    r"[0-9]+\.[0-9]+\.[0-9]+-([0-9]+)\.([0-9]+)\.([0-9]+)(?:-[A-Za-z0-9_.]+)?"
+)
+"""dcgm-exporter's image tags: the DCGM version, the exporter's, then the image's base
+(`4.6.0-4.8.3-distroless`: its Makefile's `FULL_VERSION` and image `--tag`, at 4.5.3-4.8.2)."""
+
+
+def _tag_of(reference: str) -> str:
+    """The tag of an image reference, `repository[:tag][@digest]`: what follows its last colon
+    before the digest, which names no exporter version where the reference has no tag."""
+    return reference.partition("@")[0].rpartition(":")[2]
+
+
+def _exporter_at_least(tag: str, least: str) -> bool:
+    """Whether the exporter of dcgm-exporter image tag `tag` is `least`'s or later; False for a
+    tag naming no exporter version."""
+    found, pinned = (_EXPORTER_TAG.fullmatch(t) for t in (tag, least))
+    return found is not None and pinned is not None and _numbers(found) >= _numbers(pinned)
+
+
+def _numbers(tag: re.Match[str]) -> tuple[int, ...]:
+    return tuple(int(part) for part in tag.groups())
+
+
+def _exporter_image_problems(exporter: dict[str, Any], pool: str) -> Iterator[ConfigProblem]:
+    """An exporter image older than the pinned chart's. Those before it read ResourceSlices as
+    resource.k8s.io/v1beta1 alone (dcgm-exporter 4.5.3-4.8.2, internal/pkg/transformation/
+    dra.go) or not at all (before 4.4.1-4.5.2, which brought `--kubernetes-enable-dra`); the
+    later versions of that file read resource.k8s.io/v1 first, as the pinned one does. A mirror
+    of the pinned image, or a later one, is kept; a tag the exporter's version cannot be read
+    from (a digest alone) is refused, as it may name an older one."""
+    if not {"repository", "image", "version"} & exporter.keys():
+        return
+    pinned = operand_images(GPU_OPERATOR_CHART.version)["dcgmExporter"]
+    repository, version = exporter.get("repository", ""), exporter.get("version", "")
+    # The operator takes `image` as the whole reference with `repository` and `version` empty,
+    # and joins the three otherwise (api/nvidia/v1/clusterpolicy_types.go, `imagePath`, at
+    # v26.7.0); the platform's values name the pinned image whole (kubernetes/operand_images/).
+    if not repository and not version:
+        key, value = "image", exporter.get("image", pinned)
+        tag = _tag_of(str(value))
+    else:
+        key = "version" if "version" in exporter else "repository"
+        value, tag = exporter[key], str(version).partition("@")[0]
+    if _exporter_at_least(tag, _tag_of(pinned)):
+        return
+    yield ConfigProblem(
+        key_path("operator", "overrides", "dcgmExporter", key),
+        value,
+        "a dcgm-exporter image tagged <DCGM version>-<exporter version>[-<base>], of the pinned"
+        f" chart's exporter ({_tag_of(pinned)}) or a later one, with a DRA pool ({pool}): an"
+        " earlier exporter reads the DRA driver's ResourceSlices only as"
+        " resource.k8s.io/v1beta1, or not at all, so DRA GPUs' series would name no pod and the"
+        " idle alerts, reaper and billing miss them (docs/dra.md)",
+    )

@@ -24,6 +24,9 @@ from gpu_platform.versions import (
 GPU_ID_TYPE_ENV = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"
 """How dcgm-exporter matches GPUs to pods (pkg/cmd/app.go `--kubernetes-gpu-id-type`), which the
 platform sets for each of its exporters from the device plugin of their nodes."""
+DRA_ENV = "KUBERNETES_ENABLE_DRA"
+"""Whether dcgm-exporter attributes the GPUs of DRA claims to the pods claiming them (pkg/cmd/
+app.go `--kubernetes-enable-dra`), which the platform turns on where a pool uses DRA."""
 
 
 class OperatorSpec(Model):
@@ -33,7 +36,8 @@ class OperatorSpec(Model):
     """The `gpu-operator` chart version. The values the platform sets are checked against the
     pinned version's keys only: another version is for trying an upgrade in one environment,
     whose policy config declares the release (`platform-release-rollback`'s
-    `platformReleases`: docs/upgrades.md)."""
+    `platformReleases`: docs/upgrades.md). Not beside a DRA pool, whose premises were read at the
+    pinned version (docs/dra.md)."""
     repository: HttpsUrl = GPU_OPERATOR_CHART.repository
     """The Helm repository serving the chart, for a mirror of NVIDIA's; the stack's policy
     config declares the mirrored release (`platform-release-rollback`'s `platformReleases`:
@@ -73,7 +77,9 @@ class OperatorSpec(Model):
     `DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE`, which the platform sets from each exporter's device
     plugin. Component names are checked against the chart's; with pools GKE shares,
     `dcgm.enabled`, `cdi.nriPluginEnabled` and `dcgmExporter.hpcJobMapping.enabled` are refused,
-    which the exporter on those nodes cannot follow (docs/gpu-sharing.md). `namespaceOverride`
+    which the exporter on those nodes cannot follow (docs/gpu-sharing.md); with DRA pools,
+    `devicePlugin.enabled` other than false, a `dcgmExporter.env` entry `KUBERNETES_ENABLE_DRA`
+    and an exporter image older than the pinned chart's (docs/dra.md). `namespaceOverride`
     and `extraObjects`, `extraManifests` or `extraResources` are refused at any depth: they
     would make the release one the policy pack takes for the stack's own (docs/concepts.md,
     "Helm releases"). The pack judges no other value set here, but on GKE Ubuntu

@@ -22,7 +22,7 @@ from gpu_platform.config import (
     Sharing,
     TimeSlicingSharing,
 )
-from gpu_platform.config.operator import GPU_ID_TYPE_ENV
+from gpu_platform.config.operator import DRA_ENV, GPU_ID_TYPE_ENV
 from gpu_platform.kubernetes.alerts import DCGM_METRICS_FILE
 from gpu_platform.kubernetes.helm_release import daemonset_update_strategy
 from gpu_platform.kubernetes.operator_images import operator_image_values
@@ -367,7 +367,7 @@ def dcgm_exporter_values_for(
 # pinned 4.6.0-4.8.3, which 4.5.3-4.8.2 did not read); without it a DRA GPU's
 # series carry no pod, and the idle alerts, reaper and billing never see it. Its read access to
 # ResourceSlices comes with the operator's release (kubernetes/exporter_slice_access.py).
-_DRA_ENV = [{"name": "KUBERNETES_ENABLE_DRA", "value": "true"}]
+_DRA_ENV = [{"name": DRA_ENV, "value": "true"}]
 
 
 DEVICE_NAMES: Values = {"name": GPU_ID_TYPE_ENV, "value": "device-name"}

@@ -191,3 +191,124 @@ def test_a_dra_pool_beside_a_device_plugin_pool_is_refused_by_key() -> None:
     assert found["gpu-platform:pools[1].allocation"][1].startswith(
         "device-plugin, as pools[0] (t4) uses, or dra on every pool"
     )
+
+
+# What a DRA pool relies on in the GPU Operator, read at its pinned chart v26.7.0: the validator
+# leaves out its wait for nvidia.com/gpu only with the device plugin off
+# (controllers/object_controls.go, the validator's `plugin` init container), and its exporter,
+# `dcgmExporter.version: 4.6.0-4.8.3-distroless` (deployments/gpu-operator/values.yaml), reads
+# ResourceSlices as resource.k8s.io/v1 with KUBERNETES_ENABLE_DRA. dcgm-exporter 4.5.3-4.8.2's
+# internal/pkg/transformation/dra.go imports resource/v1beta1 alone.
+OLDER_EXPORTER = "4.5.3-4.8.2-distroless"
+DIGEST = "@sha256:" + "0" * 64
+
+
+def with_operator(**operator: Any) -> Config:
+    config = dra()
+    config["operator"] = operator
+    return config
+
+
+@pytest.mark.parametrize(
+    ("operator", "key", "value", "begins"),
+    [
+        (
+            {"chartVersion": "v26.3.0"},
+            "operator.chartVersion",
+            "v26.3.0",
+            "v26.7.0, the pinned version, with a DRA pool (pools[0])",
+        ),
+        (
+            {"overrides": {"devicePlugin": {"enabled": True}}},
+            "operator.overrides.devicePlugin.enabled",
+            True,
+            "false or no value with a DRA pool (pools[0])",
+        ),
+        (
+            {"overrides": {"dcgmExporter": {"env": [{"name": "KUBERNETES_ENABLE_DRA"}]}}},
+            "operator.overrides.dcgmExporter.env[0]",
+            {"name": "KUBERNETES_ENABLE_DRA"},
+            "no entry named KUBERNETES_ENABLE_DRA with a DRA pool (pools[0])",
+        ),
+        (
+            {
+                "overrides": {
+                    "dcgmExporter": {
+                        "repository": "nvcr.io/nvidia/k8s",
+                        "image": "dcgm-exporter",
+                        "version": OLDER_EXPORTER,
+                    }
+                }
+            },
+            "operator.overrides.dcgmExporter.version",
+            OLDER_EXPORTER,
+            "a dcgm-exporter image tagged <DCGM version>-<exporter version>[-<base>], of the"
+            " pinned chart's exporter (4.6.0-4.8.3-distroless) or a later one, with a DRA pool"
+            " (pools[0])",
+        ),
+        (
+            {"overrides": {"dcgmExporter": {"image": "nvcr.io/nvidia/k8s/dcgm-exporter" + DIGEST}}},
+            "operator.overrides.dcgmExporter.image",
+            "nvcr.io/nvidia/k8s/dcgm-exporter" + DIGEST,
+            "a dcgm-exporter image tagged <DCGM version>-<exporter version>[-<base>]",
+        ),
+    ],
+    ids=["chart-version", "device-plugin", "exporter-dra-env", "older-exporter", "digest-alone"],
+)
+def test_an_operator_setting_undoing_what_a_dra_pool_relies_on_is_refused_by_key(
+    operator: Config, key: str, value: Any, begins: str
+) -> None:
+    found = problems(with_operator(**operator))
+
+    assert list(found) == [f"gpu-platform:{key}"]
+    assert found[f"gpu-platform:{key}"][0] == value
+    assert found[f"gpu-platform:{key}"][1].startswith(begins)
+
+
+@pytest.mark.parametrize(
+    "operator",
+    [
+        {"chartVersion": "v26.7.0"},
+        {"overrides": {"devicePlugin": {"enabled": False}}},
+        {
+            "overrides": {
+                "dcgmExporter": {"env": [{"name": "DCGM_EXPORTER_INTERVAL", "value": "1"}]}
+            }
+        },
+        # The pinned exporter from a mirror, as a whole reference with its tag beside the digest.
+        {
+            "overrides": {
+                "dcgmExporter": {
+                    "image": "mirror.example.com:5000/k8s/dcgm-exporter:"
+                    "4.6.0-4.8.3-ubuntu22.04" + DIGEST
+                }
+            }
+        },
+        # A later exporter, whose dra.go reads resource.k8s.io/v1 first.
+        {
+            "overrides": {
+                "dcgmExporter": {
+                    "repository": "nvcr.io/nvidia/k8s",
+                    "image": "dcgm-exporter",
+                    "version": "4.6.0-4.9.0-distroless",
+                }
+            }
+        },
+    ],
+    ids=["chart-version", "device-plugin", "exporter-env", "exporter-mirror", "later-exporter"],
+)
+def test_an_operator_setting_a_dra_pool_does_not_depend_on_is_accepted(operator: Config) -> None:
+    assert load_stack_config(with_operator(**operator)).pools[0].allocation == "dra"
+
+
+def test_the_operator_settings_a_dra_pool_relies_on_are_free_without_one() -> None:
+    config = with_operator(
+        chartVersion="v26.3.0",
+        overrides={
+            "devicePlugin": {"enabled": True},
+            "dcgmExporter": {"env": [{"name": "KUBERNETES_ENABLE_DRA", "value": "true"}]},
+        },
+    )
+    del config["pools"][0]["allocation"]
+
+    assert load_stack_config(config).operator.chart_version == "v26.3.0"
