@@ -18,6 +18,7 @@ from gpu_platform.kubernetes.dra_devices import PRODUCT_NAMES
 from gpu_platform.offline.program import Plan
 from gpu_platform.stack_files import stack_config
 from gpu_platform.taints import CLOUD_TAINT_EFFECTS, Taint, tolerates
+from tests.gpu_platform.eks.plans import asg_tags
 from tests.gpu_platform.kubernetes.dra_invariants import dra_problems
 from tests.gpu_platform.kubernetes.exporter_invariants import RBAC, exporter_problems
 from tests.kubernetes_schemas import kubernetes_objects, manifest, problems
@@ -144,12 +145,27 @@ def test_a_dra_pools_nodes_keep_the_device_plugin_off_and_advertise_no_gpu_resou
     assert "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu" not in tags
 
 
+def test_a_dra_pools_auto_scaling_group_hints_its_dra_taint(dra_plan: Plan) -> None:
+    tags = asg_tags(dra_plan, "l4")
+
+    # cluster-autoscaler-1.34.5, 1.35.2 and 1.36.1 cloudprovider/aws/aws_manager.go,
+    # `extractTaintsFromAsg`: the key after `k8s.io/cluster-autoscaler/node-template/taint/`,
+    # the value `<value>:<effect>`. A template node without it would take pods that do not
+    # tolerate the taint.
+    assert tags["k8s.io/cluster-autoscaler/node-template/taint/gpu-platform.io/allocation"] == (
+        "dra:NoSchedule"
+    )
+
+
 def test_the_operators_device_plugin_is_off_where_every_pool_uses_dra(
     dra_plan: Plan, dev_plan: Plan
 ) -> None:
     # gpu-operator v26.7.0 controllers/object_controls.go: the validator leaves out its wait for
     # the device plugin's nvidia.com/gpu (cmd/nvidia-validator/main.go, validateGPUResource)
-    # only with `devicePlugin.enabled` false, which a DRA node would otherwise fail forever.
+    # only with `devicePlugin.enabled` false, which a DRA node would otherwise fail forever. The
+    # chart writes the value as it is into the ClusterPolicy the controller reads
+    # (templates/clusterpolicy.yaml, `enabled: {{ .Values.devicePlugin.enabled }}`), and no
+    # override can turn it back on beside a DRA pool (gpu_platform/config/dra_rules.py).
     assert release(dra_plan, "gpu-operator")["values"]["devicePlugin"]["enabled"] is False
     assert "enabled" not in release(dev_plan, "gpu-operator")["values"]["devicePlugin"]
 
