@@ -15,9 +15,15 @@ Each provisioner has its own terms, each a delay with the upstream source that s
   it on its disruption loop and waits out a validation delay before it deletes it, as many at
   once as the pool's budget for empty nodes allows;
 - GKE's own cluster autoscaler removes empty nodes on timings GKE does not publish for its
-  autoscaling profiles; the only published delay is a ComputeClass's
-  `autoscalingPolicy.consolidationDelayMinutes`, which the platform's node pools are not bound
-  to, so a GKE pool has no figure and is warned of.
+  autoscaling profiles, nor how often its loop runs; the only published delay is a
+  ComputeClass's `autoscalingPolicy.consolidationDelayMinutes`, which the platform's node pools
+  are not bound to, so a GKE pool has no figure and is warned of. Binding a node pool that is
+  not auto-created takes the `cloud.google.com/compute-class` node label and a `NoSchedule`
+  taint of that key, which GKE lets pass only pods that select the class with a nodeSelector
+  ("Configure manually-created node pools for ComputeClass use" and "Request ComputeClasses in
+  workloads", cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes):
+  every tenant pod that selects the pool by its own labels would stay pending
+  (docs/idle-billing.md).
 
 A new node's validation (`gpu_platform.kubernetes.node_validation`) bills too, but before the
 node's first pod, not after its last: it is shown apart and never added to the idle figure.
@@ -243,13 +249,15 @@ def _gke_terms() -> tuple[Delay, ...]:
         Delay(
             "GKE's cluster autoscaler, at the cluster's autoscaling profile (balanced unless"
             " set to optimize-utilization, which removes nodes faster): GKE publishes no"
-            " scale-down delay for either",
+            " scale-down delay for either, nor how often its loop runs",
             None,
             GKE_AUTOSCALER_DOCS,
         ),
         Delay(
             "a ComputeClass's autoscalingPolicy.consolidationDelayMinutes, the one scale-down"
-            " delay GKE publishes: not set, the pool is bound to no ComputeClass",
+            " delay GKE publishes: not set, the pool is bound to no ComputeClass (binding takes"
+            " the cloud.google.com/compute-class label and a NoSchedule taint that only pods"
+            " selecting the class pass)",
             None,
             GKE_COMPUTE_CLASS_DOCS,
         ),
@@ -289,7 +297,8 @@ def idle_warnings(output: Mapping[str, Mapping[str, Any]]) -> list[str]:
                 f" GPU node bills after its last pod ends at {figure['setting']}, so the"
                 f" {MOST_IDLE_SECONDS // 60} minutes the defaults keep to elsewhere are not known"
                 " to hold; only a ComputeClass's autoscalingPolicy.consolidationDelayMinutes"
-                " sets one, and the pool is bound to none"
+                " sets one, and binding the pool to one would taint it against every pod that"
+                " does not select the class (docs/idle-billing.md#gke)"
             )
             continue
         shown = "until removed by hand" if seconds is None else f"for {minutes_text(seconds)}"

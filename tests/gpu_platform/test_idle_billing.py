@@ -109,7 +109,12 @@ def test_a_gke_pool_has_no_figure_gke_does_not_publish_and_is_warned_of() -> Non
     # "Autoscaling profiles": optimize-utilization removes nodes faster than balanced). The one
     # delay GKE publishes is a ComputeClass's `autoscalingPolicy.consolidationDelayMinutes`
     # (cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass), and the platform
-    # binds no pool to a ComputeClass.
+    # binds no pool to a ComputeClass: a node pool that is not auto-created is bound by the node
+    # label and taint `cloud.google.com/compute-class=<class>:NoSchedule`, and "To use a custom
+    # ComputeClass, your Pod must explicitly request that ComputeClass by using a nodeSelector"
+    # (cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes,
+    # "Configure manually-created node pools for ComputeClass use"), which tenants' pods that
+    # select a pool by its own labels do not.
     assert figure["provisioner"] == "gke"
     assert [d["seconds"] for d in figure["afterLastPod"]] == [None, None]
     assert figure["idleSeconds"] is None
@@ -117,7 +122,8 @@ def test_a_gke_pool_has_no_figure_gke_does_not_publish_and_is_warned_of() -> Non
         "pool l4-shared (spot): GKE publishes no bound on how long an empty GPU node bills after"
         " its last pod ends at the cluster's autoscaling profile, so the 10 minutes the defaults"
         " keep to elsewhere are not known to hold; only a ComputeClass's"
-        " autoscalingPolicy.consolidationDelayMinutes sets one, and the pool is bound to none"
+        " autoscalingPolicy.consolidationDelayMinutes sets one, and binding the pool to one would"
+        " taint it against every pod that does not select the class (docs/idle-billing.md#gke)"
     ]
 
 
