@@ -30,6 +30,7 @@ from botocore.signers import RequestSigner
 
 from gpu_platform.config import StackConfig, key_path
 from gpu_platform.preflight.findings import Finding
+from gpu_platform.preflight.queue_changes import KubeGet
 
 TIMEOUT_SECONDS = 30
 # The first release of each minor whose scale-down compares `utilization > threshold`
@@ -226,6 +227,26 @@ def eks_config_maps(
             response.raise_for_status()
             found: Mapping[str, Any] = response.json()
             return found
+
+    return read
+
+
+def eks_get(
+    session: boto3.Session,
+    region: str,
+    cluster: Mapping[str, Any],
+    http: requests.Session | None = None,
+) -> KubeGet:
+    """GETs of a path of the EKS cluster's Kubernetes API, as it answers; None for a 404."""
+
+    def read(path: str) -> Mapping[str, Any] | None:
+        with eks_api(session, region, cluster, http) as get:
+            response = get(path, {})
+        if response.status_code == 404:
+            return None
+        response.raise_for_status()
+        found: Mapping[str, Any] = response.json()
+        return found
 
     return read
 
