@@ -44,6 +44,16 @@ WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{}/workloads"
 _ENDED = frozenset({"Succeeded", "Failed"})
 
 
+def found_or_none(response: requests.Response) -> Mapping[str, Any] | None:
+    """A Kubernetes API's answer to a GET: the object or list, None for a 404; an HTTPError for
+    any other failure."""
+    if response.status_code == 404:
+        return None
+    response.raise_for_status()
+    found: Mapping[str, Any] = response.json()
+    return found
+
+
 def queue_change_findings(config: StackConfig, get: KubeGet) -> list[Finding]:
     """For each tenant namespace the next `up` moves into or out of the queues, what it leaves
     outside them; nothing for the others and for namespaces not created yet."""

@@ -70,7 +70,11 @@ from gpu_platform.gke.preflight.upgrades import upgrade_findings
 from gpu_platform.node_identity import GpuShape
 from gpu_platform.preflight.cannot_check import CannotCheck
 from gpu_platform.preflight.findings import Finding
-from gpu_platform.preflight.queue_changes import KubeGet, queue_change_findings
+from gpu_platform.preflight.queue_changes import (
+    KubeGet,
+    found_or_none,
+    queue_change_findings,
+)
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 
 # Each discovery document's `rootUrl` and `servicePath`.
@@ -218,11 +222,7 @@ class GoogleApis:
                 response = self.session.get(
                     f"https://{endpoint}{path}", timeout=self.timeout, verify=ca.name
                 )
-            if response.status_code == 404:
-                return None
-            response.raise_for_status()
-            found: Mapping[str, Any] = response.json()
-            return found
+            return found_or_none(response)
 
         return get
 

@@ -2,20 +2,16 @@
 the GPU pods Kueue will not manage, the Workloads not finished."""
 
 import copy
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 import requests
-from requests.adapters import BaseAdapter
 
 from gpu_platform.config import StackConfig, load_stack_config
-from gpu_platform.eks.preflight.running_autoscaler import eks_get
 from gpu_platform.preflight.findings import Finding
 from gpu_platform.preflight.queue_changes import queue_change_findings
 from gpu_platform.stack_files import stack_config
-from tests.gpu_platform.eks.preflight.test_running_autoscaler import CLUSTER, session
 
 NAMESPACE = "/api/v1/namespaces/ml-sandbox"
 PODS = "/api/v1/namespaces/ml-sandbox/pods"
@@ -195,36 +191,3 @@ def test_a_refused_read_is_a_warning_that_says_what_to_check() -> None:
     assert finding.message == (
         "Cannot read the namespace, its pods or its Workloads: the Kubernetes API answered 403."
     )
-
-
-class Answers(BaseAdapter):
-    """Answers a namespace read, 404 for anything else, recording the URLs."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.urls: list[str] = []
-
-    def send(  # type: ignore[override]
-        self, request: requests.PreparedRequest, **kwargs: Any
-    ) -> requests.Response:
-        self.urls.append(request.url or "")
-        found = (request.url or "").endswith(NAMESPACE)
-        response = requests.Response()
-        response.status_code = 200 if found else 404
-        response._content = json.dumps(namespace(queued=True) if found else {}).encode()
-        response.url = request.url or ""
-        return response
-
-    def close(self) -> None:
-        pass
-
-
-def test_the_eks_reader_gets_a_path_and_a_missing_one_is_none() -> None:
-    http = requests.Session()
-    served = Answers()
-    http.mount("https://", served)
-    get = eks_get(session(), "us-east-1", CLUSTER, http)
-
-    assert get(NAMESPACE) == namespace(queued=True)
-    assert get(WORKLOADS) is None
-    assert served.urls[0] == f"https://abcdef.gr7.us-east-1.eks.amazonaws.com{NAMESPACE}"
