@@ -137,7 +137,12 @@ PODS_START_MARGIN_SECONDS = 600
 RECOVERY_TIMEOUT_SECONDS = RETRY_LAG_SECONDS + PODS_START_MARGIN_SECONDS
 """How long Kueue lets a running workload's pods be unready before it evicts it (see
 `manager_config`): a queued namespace's smoke test, while its node waits for a new driver, has
-no pod at all for up to the Job controller's retry lag, and then its new pod's start."""
+no pod at all for up to the Job controller's backoff, and then its new pod's start. The retry
+lag's minute for GPU feature discovery's relabelling delays when a pod may pass, not when the
+next one starts: a margin here."""
+REQUEUE_BACKOFF_BASE_SECONDS = 60
+"""How long Kueue waits before it requeues a workload it evicted the first time (see
+`manager_config`)."""
 
 
 def pods_ready_timeout_seconds(pools: Sequence[ResolvedPool]) -> int:
@@ -148,6 +153,16 @@ def pods_ready_timeout_seconds(pools: Sequence[ResolvedPool]) -> int:
     less than Kueue's own 30 minutes, which covers a node's start where no pool validates."""
     validated = until_validated_seconds(pool.spec for pool in queued_pools(pools))
     return max(KUEUE_PODS_READY_TIMEOUT_SECONDS, validated + PODS_START_MARGIN_SECONDS)
+
+
+def readmission_seconds(pools: Sequence[ResolvedPool]) -> int:
+    """How much longer a queued smoke test that waits for its node's new driver may take when
+    the autoscaler removes the node during the Job controller's backoff between its pods: the
+    next pod then waits for a new node and its validation, past `recoveryTimeout`, so Kueue
+    evicts the Job once, requeues it after its first backoff and admits it again, and the new
+    node, which has the new driver, is ready within `pods_ready_timeout_seconds`. Once only,
+    since no node of the pool waits for the driver any more."""
+    return REQUEUE_BACKOFF_BASE_SECONDS + pods_ready_timeout_seconds(pools)
 
 
 def manager_config(queues: QueuesSpec, pools: Sequence[ResolvedPool]) -> dict[str, Any]:
@@ -176,9 +191,12 @@ def manager_config(queues: QueuesSpec, pools: Sequence[ResolvedPool]) -> dict[st
     # v0.19.2, and the cluster autoscaler never scales up for such a pod,
     # processors/provreq/pods_filter.go at cluster-autoscaler-1.33.6). It must still outlast the
     # gap between a queued namespace's smoke-test pods during a driver rollout (the Job
-    # controller's backoff, `RETRY_LAG_SECONDS`, and the next pod's start): its PodsReady drops
-    # with each pod (`ready + succeeded >= count`, pkg/controller/jobs/job/job_controller.go at
-    # v0.19.2), and an eviction there would requeue it for up to an hour. The same value on
+    # controller's backoff, within `RETRY_LAG_SECONDS`, and the next pod's start on the same
+    # node): its PodsReady drops with each pod (`ready + succeeded >= count`,
+    # pkg/controller/jobs/job/job_controller.go at v0.19.2), and evictions there would requeue
+    # it for up to an hour. Where the autoscaler removes the idle node during the backoff, the
+    # next pod's new node takes longer and Kueue evicts the smoke test once: `pulumi up` waits
+    # for that (`readmission_seconds`). The same value on
     # every stack: a shorter one where no driver rolls in place would save minutes of idle
     # nodes on a worker's loss, for a setting more to reason about.
     config["waitForPodsReady"] = {
@@ -186,7 +204,7 @@ def manager_config(queues: QueuesSpec, pools: Sequence[ResolvedPool]) -> dict[st
         "recoveryTimeout": go_duration(RECOVERY_TIMEOUT_SECONDS),
         "requeuingStrategy": {
             "timestamp": "Eviction",
-            "backoffBaseSeconds": 60,
+            "backoffBaseSeconds": REQUEUE_BACKOFF_BASE_SECONDS,
             "backoffMaxSeconds": 3600,
         },
     }

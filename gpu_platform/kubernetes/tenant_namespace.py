@@ -65,6 +65,7 @@ from gpu_platform.kubernetes.kueue import (
     cluster_queue,
     declare,
     local_queue,
+    readmission_seconds,
     smoke_test_queue_labels,
     with_borrowing,
 )
@@ -171,6 +172,11 @@ class GpuTenantNamespace(pulumi.ComponentResource):
                 args.provisioner,
                 driver_rollout=args.driver_rollout,
             )
+            queue_seconds = 0
+            if args.queues is not None:
+                queue_seconds = args.queues.smoke_test_queue_minutes * 60
+                if waits_for_a_new_driver(pool, args.driver_rollout):
+                    queue_seconds += readmission_seconds(args.pools)
             job = batch.v1.Job(
                 f"{name}-{SMOKE_TEST_NAME}",
                 metadata={
@@ -186,7 +192,7 @@ class GpuTenantNamespace(pulumi.ComponentResource):
                         "pulumi.com/timeoutSeconds": str(
                             job_spec["activeDeadlineSeconds"]
                             + SMOKE_TEST_AWAIT_MARGIN_SECONDS
-                            + (args.queues.smoke_test_queue_minutes * 60 if args.queues else 0)
+                            + queue_seconds
                         ),
                         "pulumi.com/replaceUnready": "true",
                     },
@@ -349,7 +355,7 @@ def smoke_test_job_spec(
     its deadline covers the soak too. `driver_rollout`: the GPU Operator's settings where it
     loads a new driver on the running nodes (GKE Ubuntu), where the Job waits for the pool's
     new driver, its deadline longer by the most the operator may keep a node on the old one."""
-    rollout = driver_rollout if pool.driver is not None else None
+    rollout = driver_rollout if waits_for_a_new_driver(pool, driver_rollout) else None
     check = SMOKE_TEST_SCRIPT if rollout is None else ROLLOUT_PENDING_CHECK
     script = check + (SOAK_SCRIPT if soak_minutes else "")
     if rollout is not None:
@@ -399,6 +405,12 @@ def smoke_test_job_spec(
     if rollout is not None and pool.driver is not None:
         _waiting_for_the_new_driver(spec, pool.driver.version)
     return spec
+
+
+def waits_for_a_new_driver(pool: ResolvedPool, driver_rollout: OperatorSpec | None) -> bool:
+    """Whether the pool's smoke test waits for a new driver on running nodes: where the GPU
+    Operator rolls drivers in place and the pool names its driver."""
+    return driver_rollout is not None and pool.driver is not None
 
 
 def _smoke_test_labels() -> dict[str, str]:

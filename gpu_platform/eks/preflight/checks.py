@@ -23,7 +23,10 @@ Read-only AWS calls (credentials from the usual AWS environment or profile) chec
   a warning; and its flags and priority ConfigMap against what the GPU pools rely on
   (`gpu_platform.eks.preflight.autoscaler_settings`);
 - under Karpenter, the cluster's authentication mode, the Spot service-linked role and
-  Karpenter's CRDs in the cluster (`gpu_platform.eks.preflight.karpenter`).
+  Karpenter's CRDs in the cluster (`gpu_platform.eks.preflight.karpenter`);
+- the GPU pods Kueue will not manage in a tenant namespace whose queue the next `up` turns on,
+  and the unfinished Workloads of one whose queue it turns off, through the cluster's Kubernetes
+  API (`gpu_platform.preflight.queue_changes`).
 """
 
 import math
@@ -89,6 +92,7 @@ from gpu_platform.eks.preflight.running_autoscaler import (
     autoscaler_containers,
     eks_config_maps,
     eks_deployments,
+    eks_get,
     image_tag,
     running_autoscaler_finding,
 )
@@ -96,6 +100,7 @@ from gpu_platform.eks.preflight.vpc_cni import network_policy_findings, vpc_cni_
 from gpu_platform.eks.subnets import Route, RouteTable, SubnetRouting, routing_of
 from gpu_platform.preflight.cannot_check import CannotCheck
 from gpu_platform.preflight.findings import Finding
+from gpu_platform.preflight.queue_changes import KubeGet, queue_change_findings
 from gpu_platform.project import Project
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 
@@ -183,6 +188,9 @@ class AwsClients:
     """The NodePools of a cluster, through its Kubernetes API; None leaves them unchecked."""
     node_classes: Callable[[Mapping[str, Any]], NodeClasses] | None = None
     """The EC2NodeClasses of a cluster, likewise; None leaves the EFA pools' unchecked."""
+    kube: Callable[[Mapping[str, Any]], KubeGet] | None = None
+    """GETs of a cluster's Kubernetes API, for the tenant namespaces' pods and Workloads
+    (`gpu_platform.preflight.queue_changes`); None leaves them unchecked."""
 
     @classmethod
     def for_region(
@@ -225,6 +233,7 @@ class AwsClients:
             lambda cluster: eks_config_maps(session, region, cluster),
             lambda cluster: eks_node_pools(session, region, cluster),
             lambda cluster: eks_node_classes(session, region, cluster),
+            lambda cluster: eks_get(session, region, cluster),
         )
 
 
@@ -294,9 +303,9 @@ def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
 
 def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[Finding]:
     """Every finding for the stack, in the order: cluster, pools' zones, which subnets the GPU
-    nodes use and why, what those subnets reach, live node group sizes, Karpenter's,
-    reservations, quotas. `mark`: the stack's `stack_mark`, which Karpenter's CRDs carry where
-    the stack installed them."""
+    nodes use and why, what those subnets reach, live node group sizes, Karpenter's, tenant
+    namespaces moving into or out of the queues, reservations, quotas. `mark`: the stack's
+    `stack_mark`, which Karpenter's CRDs carry where the stack installed them."""
     cluster, findings = _cluster_findings(config, clients)
     to_create = config.cluster.create is not None and cluster is None
     candidates = node_subnets(config, clients.ec2, cluster)
@@ -341,6 +350,9 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
         config_maps,
         node_classes,
     )
+    kube = _read(clients.kube, cluster, bool(config.namespaces))
+    if kube is not None:
+        findings += queue_change_findings(config, kube)
     findings += reservation_findings(config, clients, datetime.now(UTC))
     findings += _quota_findings(config, clients, described)
     if to_create:

@@ -42,7 +42,7 @@ from gpu_platform.eks.preflight.karpenter_permissions import (
 from gpu_platform.eks.preflight.running_autoscaler import (
     ConfigMaps,
     Deployments,
-    eks_api,
+    eks_get,
     image_tag,
 )
 from gpu_platform.node_identity import POOL_LABEL
@@ -219,13 +219,8 @@ def eks_crds(
     http: requests.Session | None = None,
 ) -> CustomResourceDefinitions:
     """`apiextensions.k8s.io/v1` CustomResourceDefinitions of the EKS cluster, by name."""
-    return lambda name: _eks_get(
-        session,
-        region,
-        cluster,
-        http,
-        f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",
-    )
+    get = eks_get(session, region, cluster, http)
+    return lambda name: get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
 
 
 def eks_node_pools(
@@ -257,27 +252,11 @@ def _eks_list(
     path: str,
 ) -> Callable[[], Sequence[Mapping[str, Any]]]:
     def read() -> Sequence[Mapping[str, Any]]:
-        found = _eks_get(session, region, cluster, http, path)
+        found = eks_get(session, region, cluster, http)(path)
         items: Sequence[Mapping[str, Any]] = (found or {}).get("items") or []
         return items
 
     return read
-
-
-def _eks_get(
-    session: boto3.Session,
-    region: str,
-    cluster: Mapping[str, Any],
-    http: requests.Session | None,
-    path: str,
-) -> Mapping[str, Any] | None:
-    with eks_api(session, region, cluster, http) as get:
-        response = get(path, {})
-    if response.status_code == 404:
-        return None
-    response.raise_for_status()
-    found: Mapping[str, Any] = response.json()
-    return found
 
 
 def fields_set(config: StackConfig) -> dict[str, list[tuple[str, ...]]]:

@@ -30,6 +30,7 @@ from botocore.signers import RequestSigner
 
 from gpu_platform.config import StackConfig, key_path
 from gpu_platform.preflight.findings import Finding
+from gpu_platform.preflight.queue_changes import KubeGet, found_or_none
 
 TIMEOUT_SECONDS = 30
 # The first release of each minor whose scale-down compares `utilization > threshold`
@@ -218,14 +219,21 @@ def eks_config_maps(
 ) -> ConfigMaps:
     """A ConfigMap of the EKS cluster `cluster` by namespace and name, None where none is."""
 
-    def read(namespace: str, name: str) -> Mapping[str, Any] | None:
+    get = eks_get(session, region, cluster, http)
+    return lambda namespace, name: get(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+
+
+def eks_get(
+    session: boto3.Session,
+    region: str,
+    cluster: Mapping[str, Any],
+    http: requests.Session | None = None,
+) -> KubeGet:
+    """GETs of a path of the EKS cluster's Kubernetes API, as it answers; None for a 404."""
+
+    def read(path: str) -> Mapping[str, Any] | None:
         with eks_api(session, region, cluster, http) as get:
-            response = get(f"/api/v1/namespaces/{namespace}/configmaps/{name}", {})
-            if response.status_code == 404:
-                return None
-            response.raise_for_status()
-            found: Mapping[str, Any] = response.json()
-            return found
+            return found_or_none(get(path, {}))
 
     return read
 

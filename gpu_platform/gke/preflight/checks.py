@@ -12,7 +12,10 @@ Credentials, answer what would otherwise surface as a node pool that never gets 
 - each `reservation: any` pool has READY reservations open to any VM in its zones, of its machine
   type and GPUs, with how many of their VMs are free;
 - the project is the platform's alone: no other cluster shares its Workload Identity pool, and
-  what trusts the pool (`identity`).
+  what trusts the pool (`identity`);
+- the GPU pods Kueue will not manage in a tenant namespace whose queue the next `up` turns on,
+  and the unfinished Workloads of one whose queue it turns off, through the cluster's Kubernetes
+  API (`gpu_platform.preflight.queue_changes`).
 
 Fields and shapes are those of the APIs' discovery documents as google-api-python-client ships
 them (`googleapiclient/discovery_cache/documents/container.v1.json` and `compute.v1.json`): the
@@ -20,7 +23,9 @@ them (`googleapiclient/discovery_cache/documents/container.v1.json` and `compute
 they fake against those schemas.
 """
 
+import base64
 import json
+import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
@@ -65,6 +70,11 @@ from gpu_platform.gke.preflight.upgrades import upgrade_findings
 from gpu_platform.node_identity import GpuShape
 from gpu_platform.preflight.cannot_check import CannotCheck
 from gpu_platform.preflight.findings import Finding
+from gpu_platform.preflight.queue_changes import (
+    KubeGet,
+    found_or_none,
+    queue_change_findings,
+)
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 
 # Each discovery document's `rootUrl` and `servicePath`.
@@ -79,6 +89,10 @@ BINARY_AUTHORIZATION_API = "https://binaryauthorization.googleapis.com/v1/"
 API_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 """The OAuth scope the check asks its credentials for: the one `gcloud auth application-default
 login` grants, which the APIs' read methods accept."""
+EMAIL_SCOPE = "https://www.googleapis.com/auth/userinfo.email"
+"""Asked for too, as `gke-gcloud-auth-plugin` asks: with it the cluster's Kubernetes API knows a
+service account by its e-mail, which RBAC bindings name, rather than by its numeric ID
+(`defaultScopes`, kubernetes/cloud-provider-gcp cmd/gke-gcloud-auth-plugin/cred.go)."""
 CLUSTER_PERMISSION = "container.clusters.get"
 RESERVATION_PERMISSION = "compute.reservations.get"
 RESERVATIONS_PERMISSION = "compute.reservations.list"
@@ -168,7 +182,7 @@ class GoogleApis:
         # Without a credentials file, google-auth asks the Compute Engine metadata server
         # (google/auth/compute_engine/_metadata.py, `ping`: 3 tries of 3 s each).
         calls.step("looking for Application Default Credentials")
-        credentials, _ = google.auth.default(scopes=[API_SCOPE])
+        credentials, _ = google.auth.default(scopes=[API_SCOPE, EMAIL_SCOPE])
         # The token refresh goes through a session of its own, which google-auth mounts with
         # an adapter that retries a failed connection 3 times (transport/requests.py,
         # AuthorizedSession.__init__); here it reports its requests too. What bounds a refresh
@@ -191,6 +205,26 @@ class GoogleApis:
             path = ("projects", self.project, "locations", location, "clusters", name)
             self._clusters[key] = self._find(CONTAINER_API, path, CLUSTER_PERMISSION)
         return self._clusters[key]
+
+    def kube(self, cluster: Mapping[str, Any]) -> KubeGet | None:
+        """GETs of the cluster's Kubernetes API (`Cluster.endpoint`), as kubectl reaches it:
+        the same credentials' token, over HTTPS checked against the cluster's CA
+        (`masterAuth.clusterCaCertificate`); None where GKE gives neither."""
+        endpoint = cluster.get("endpoint")
+        authority = (cluster.get("masterAuth") or {}).get("clusterCaCertificate")
+        if not endpoint or not authority:
+            return None
+
+        def get(path: str) -> Mapping[str, Any] | None:
+            with tempfile.NamedTemporaryFile(suffix=".crt") as ca:
+                ca.write(base64.b64decode(authority))
+                ca.flush()
+                response = self.session.get(
+                    f"https://{endpoint}{path}", timeout=self.timeout, verify=ca.name
+                )
+            return found_or_none(response)
+
+        return get
 
     def service_state(self, service: str) -> str:
         """`serviceusage.services.get`: whether the API is enabled in the project
@@ -491,8 +525,9 @@ def check(stack: str, config: StackConfig, deadline: Deadline) -> list[Finding]:
 
 
 def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
-    """Every finding for the stack, in the order: the cluster, the project's other clusters and
-    grants to its Workload Identity pool, then each pool in the stack file's
+    """Every finding for the stack, in the order: the cluster, tenant namespaces moving into or
+    out of the queues, the project's other clusters and grants to its Workload Identity pool,
+    then each pool in the stack file's
     order (its Dynamic Workload Scheduler modes against the cluster's version, or its
     reservations). ConfigError, before any call, where a pool that consumes reservations has a
     machine type the program would refuse."""
@@ -512,6 +547,10 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
             findings += upgrade_findings(config, cluster)
             findings += exporter_label_findings(config, cluster)
             findings += lock_findings(config, cluster, gpus, lambda: apis.server_config(location))
+    live = apis.cluster(location, config.cluster.name)
+    kube = apis.kube(live) if live is not None and config.namespaces else None
+    if kube is not None:
+        findings += queue_change_findings(config, kube)
     findings += identity_findings(config, apis, cluster)
     for i, pool in enumerate(config.pools):
         if version is not None and dynamic_workload_scheduler_modes(pool):

@@ -65,9 +65,10 @@ def aws() -> Iterator[AwsClients]:
     """The command's clients (its timeouts, standard retries) on a fresh moto account."""
     with mock_aws():
         # The cluster's Kubernetes API is not moto's: Karpenter's CRDs are read in
-        # test_preflight_karpenter.py, and so are its NodePools.
+        # test_preflight_karpenter.py, and so are its NodePools; the tenant namespaces in
+        # test_queue_changes.py.
         clients = AwsClients.for_region(REGION, Deadline(30), Calls(), with_iam=True)
-        yield replace(clients, crds=None, node_pools=None, node_classes=None)
+        yield replace(clients, crds=None, node_pools=None, node_classes=None, kube=None)
 
 
 @pytest.fixture
@@ -2149,6 +2150,40 @@ def test_the_autoscaler_a_cluster_runs_itself_is_read_from_its_deployment(
             "cluster ml-dev autoscaler",
             "kube-system/cluster-autoscaler runs"
             " registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.0.",
+            "Nothing.",
+        )
+        in findings
+    )
+
+
+def test_a_tenant_namespace_moving_into_the_queues_is_read_through_the_clusters_api(
+    aws: AwsClients, quotas: Stubber
+) -> None:
+    cluster(aws)
+    pod_identity_agent(aws)
+    quota(quotas, SPOT_G, 32)
+    asked: list[tuple[str, str]] = []
+
+    def kube(described: Any) -> Callable[[str], Any]:
+        def get(path: str) -> Any:
+            asked.append((described["name"], path))
+            if path == "/api/v1/namespaces/ml-sandbox":
+                return {"metadata": {"name": "ml-sandbox", "labels": {}}}
+            return {"items": []}
+
+        return get
+
+    findings = preflight_eks.preflight(stack(), replace(aws, kube=kube))
+
+    assert asked == [
+        ("ml-dev", "/api/v1/namespaces/ml-sandbox"),
+        ("ml-dev", "/api/v1/namespaces/ml-sandbox/pods"),
+    ]
+    assert (
+        Finding(
+            "ok",
+            "namespace ml-sandbox",
+            "Its queue comes with this update, and no GPU pod runs there outside Kueue.",
             "Nothing.",
         )
         in findings

@@ -4,6 +4,7 @@ must be one of the documents' GET methods with its declared parameters, and each
 the method's response schema, so that an answer with a field the API does not have, or a value
 of another type, fails the test. Findings are asserted exactly."""
 
+import base64
 import copy
 import json
 import re
@@ -1482,6 +1483,88 @@ def test_calls_go_through_google_auth_with_the_credentials_token(google: FakeGoo
     GoogleApis(session, PROJECT).cluster("us-central1", "ml-dev")
 
     assert google.sent_headers[0]["authorization"] == "Bearer ya29.token"
+
+
+ENDPOINT = "34.118.0.2"
+
+
+class FakeKubernetes(BaseAdapter):
+    """The cluster's Kubernetes API: ml-sandbox queued, with a Workload not finished; records
+    each request with the CA it was checked against and its token."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[tuple[str, str, str | bytes]] = []
+
+    def send(  # type: ignore[override]
+        self, request: requests.PreparedRequest, **kwargs: Any
+    ) -> requests.Response:
+        url = str(request.url)
+        authorization = request.headers.get("authorization", "")
+        self.requests.append((url, Path(kwargs["verify"]).read_text(), authorization))
+        labels = {"gpu-platform.io/queue": "default"}
+        body: Json = {"metadata": {"name": "ml-sandbox", "labels": labels}}
+        if url.endswith("/workloads"):
+            admitted = {"conditions": [{"type": "Admitted", "status": "True"}]}
+            body = {"items": [{"metadata": {"name": "job-train-1"}, "status": admitted}]}
+        response = requests.Response()
+        response.status_code, response.url = 200, url
+        response._content = json.dumps(body).encode()
+        return response
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_namespace_moving_out_of_the_queues_is_read_through_the_clusters_kubernetes_api(
+    google: FakeGoogle,
+) -> None:
+    # Where kubectl reaches the cluster: `Cluster.endpoint`, checked against
+    # `masterAuth.clusterCaCertificate` (container.v1), with the credentials' token. The stack
+    # (`with_gke_capacity_pools`) has its queues off.
+    google.cluster(
+        status="RUNNING",
+        currentMasterVersion=VERSION,
+        endpoint=ENDPOINT,
+        masterAuth={"clusterCaCertificate": base64.b64encode(b"CA PEM").decode()},
+    )
+    kubernetes = FakeKubernetes()
+    session = google.session(AuthorizedSession(Credentials(token="ya29.token")))
+    session.mount(f"https://{ENDPOINT}", kubernetes)
+
+    found = preflight_gke.preflight(stack(), GoogleApis(session, PROJECT))
+
+    (finding,) = [f for f in found if f.subject == "namespace ml-sandbox"]
+    assert finding.severity == "warning"
+    assert "1 Workload(s) there are not finished: job-train-1." in finding.message
+    workloads = "apis/kueue.x-k8s.io/v1beta2/namespaces/ml-sandbox/workloads"
+    assert kubernetes.requests == [
+        (f"https://{ENDPOINT}/api/v1/namespaces/ml-sandbox", "CA PEM", "Bearer ya29.token"),
+        (f"https://{ENDPOINT}/{workloads}", "CA PEM", "Bearer ya29.token"),
+    ]
+
+
+def test_the_credentials_are_asked_for_the_scopes_gkes_own_kubectl_plugin_asks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `defaultScopes` of kubernetes/cloud-provider-gcp cmd/gke-gcloud-auth-plugin/cred.go:
+    # userinfo.email has the cluster know a service account by its e-mail, which RBAC names.
+    asked: list[Sequence[str]] = []
+
+    def default(scopes: Sequence[str]) -> Any:
+        asked.append(scopes)
+        return Credentials(token="t"), None
+
+    monkeypatch.setattr("google.auth.default", default)
+
+    default_apis()
+
+    assert asked == [
+        [
+            "https://www.googleapis.com/auth/cloud-platform",
+            "https://www.googleapis.com/auth/userinfo.email",
+        ]
+    ]
 
 
 def default_apis() -> GoogleApis:

@@ -1,0 +1,182 @@
+"""Preflight on a stack whose next `up` moves tenant namespaces into or out of Kueue's queues,
+read through the cluster's Kubernetes API: what `up` leaves outside the queues, or stuck.
+
+A namespace is queued now where it carries `gpu-platform.io/queue` (the platform labels the
+queued tenants' namespaces only), and is queued after `up` where `queues.enabled` and its own
+`queue.enabled` are both true.
+
+- Moving in: Kueue manages only the jobs it admits, and the admission policy judges only pods
+  created later, so the GPU pods already running there keep their GPUs outside Kueue's
+  accounting, while the namespace's ResourceQuota counts them: Kueue may admit a job the quota
+  then refuses in part, until they end. Each such pod is listed (a pod without Kueue's
+  `kueue.x-k8s.io/podset` label that asks for an `nvidia.com/` resource, as the admission
+  policy tells GPU pods).
+- Moving out: Kueue stops acting on the namespace at once, so a Workload not finished keeps its
+  quota, and the finalizer `kueue.x-k8s.io/resource-in-use` on its ClusterQueue, whose delete
+  `up` then waits on, and a job Kueue suspended stays so (docs/queues.md, Turning queues off).
+  Only a Workload whose `Finished` condition is `True` leaves its ClusterQueue
+  (pkg/controller/core/clusterqueue_controller.go at kueue v0.19.2, `ClusterQueueEmpty` counts
+  the reserving ones); Kueue keeps finished ones where no retention is set.
+
+Both are warnings: `up` goes on, and the team knows what to drain or what runs unaccounted.
+"""
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import requests
+
+from gpu_platform.config import StackConfig, TenantNamespaceSpec, key_path
+from gpu_platform.kubernetes.kueue import QUEUED_NAMESPACE_LABEL
+from gpu_platform.kubernetes.node_validation.pod_admission_policy import NVIDIA_RESOURCE_PREFIX
+from gpu_platform.kubernetes.queued_pod_policy import PODSET_LABEL
+from gpu_platform.preflight.findings import Finding
+
+KubeGet = Callable[[str], Mapping[str, Any] | None]
+"""GETs a path of the cluster's Kubernetes API, as it answers; None where it answers 404."""
+
+NAMED = 10
+"""How many pods or Workloads a finding names; it counts the rest."""
+WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{}/workloads"
+"""Kueue's Workloads at the version v0.19 stores them in
+(charts/kueue/templates/crd/kueue.x-k8s.io_workloads.yaml at v0.19.2)."""
+# A pod that has ended holds no GPU (core/v1 PodPhase).
+_ENDED = frozenset({"Succeeded", "Failed"})
+
+
+def found_or_none(response: requests.Response) -> Mapping[str, Any] | None:
+    """A Kubernetes API's answer to a GET: the object or list, None for a 404; an HTTPError for
+    any other failure."""
+    if response.status_code == 404:
+        return None
+    response.raise_for_status()
+    found: Mapping[str, Any] = response.json()
+    return found
+
+
+def queue_change_findings(config: StackConfig, get: KubeGet) -> list[Finding]:
+    """For each tenant namespace the next `up` moves into or out of the queues, what it leaves
+    outside them; nothing for the others and for namespaces not created yet."""
+    findings = []
+    for i, namespace in enumerate(config.namespaces):
+        try:
+            finding = _namespace_finding(config, i, namespace, get)
+        except requests.RequestException as error:
+            finding = _cannot_read(namespace, error)
+        if finding is not None:
+            findings.append(finding)
+    return findings
+
+
+def _namespace_finding(
+    config: StackConfig, i: int, namespace: TenantNamespaceSpec, get: KubeGet
+) -> Finding | None:
+    live = get(f"/api/v1/namespaces/{namespace.name}")
+    if live is None:
+        return None
+    queued_now = QUEUED_NAMESPACE_LABEL in ((live.get("metadata") or {}).get("labels") or {})
+    queued_next = config.queued(namespace)
+    if queued_next and not queued_now:
+        return _moving_in(namespace, _items(get(f"/api/v1/namespaces/{namespace.name}/pods")))
+    if queued_now and not queued_next:
+        key = key_path("namespaces", i, "queue", "enabled")
+        if not config.queues.enabled:
+            key = key_path("queues", "enabled")
+        workloads = _items(get(WORKLOADS.format(namespace.name)))
+        return _moving_out(namespace, key, workloads)
+    return None
+
+
+def _moving_in(namespace: TenantNamespaceSpec, pods: Iterable[Mapping[str, Any]]) -> Finding:
+    subject = f"namespace {namespace.name}"
+    outside = sorted(_name(pod) for pod in pods if _unqueued_gpu_pod(pod))
+    if not outside:
+        return Finding(
+            "ok",
+            subject,
+            "Its queue comes with this update, and no GPU pod runs there outside Kueue.",
+            "Nothing.",
+        )
+    return Finding(
+        "warning",
+        subject,
+        f"Its queue comes with this update, but {len(outside)} GPU pod(s) run there that Kueue"
+        f" does not manage: {_listed(outside)}. They keep running, their GPUs outside Kueue's"
+        " accounting but within the namespace's ResourceQuota, which may then refuse part of"
+        " a job Kueue admits until they end.",
+        "Let them end first, or move GPU services to a tenant namespace with queue.enabled"
+        " false (docs/queues.md).",
+    )
+
+
+def _moving_out(
+    namespace: TenantNamespaceSpec, key: str, workloads: Iterable[Mapping[str, Any]]
+) -> Finding:
+    subject = f"namespace {namespace.name}"
+    unfinished = sorted(_name(w) for w in workloads if not _finished(w))
+    if not unfinished:
+        return Finding(
+            "ok",
+            subject,
+            f"{key}: false takes it out of the queues, and every Workload there is finished.",
+            "Nothing.",
+        )
+    return Finding(
+        "warning",
+        subject,
+        f"{key}: false takes it out of the queues, but {len(unfinished)} Workload(s) there are not"
+        f" finished: {_listed(unfinished)}. Kueue stops acting on the namespace at once: their"
+        " ClusterQueue's delete waits while they hold its quota, and a job Kueue suspended stays"
+        " suspended.",
+        "Drain the queue first (docs/queues.md, Turning queues off): let the jobs finish or"
+        " delete them, until kubectl get workloads -n"
+        f" {namespace.name} shows True in every FINISHED.",
+    )
+
+
+def _unqueued_gpu_pod(pod: Mapping[str, Any]) -> bool:
+    if (pod.get("status") or {}).get("phase") in _ENDED:
+        return False
+    if PODSET_LABEL in ((pod.get("metadata") or {}).get("labels") or {}):
+        return False
+    spec = pod.get("spec") or {}
+    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    return any(
+        name.startswith(NVIDIA_RESOURCE_PREFIX)
+        for container in containers
+        for field in ("limits", "requests")
+        for name in ((container.get("resources") or {}).get(field) or {})
+    )
+
+
+def _finished(workload: Mapping[str, Any]) -> bool:
+    """Whether the Workload's `Finished` condition is `True`: the FINISHED column of `kubectl get
+    workloads` (the CRD's printer column, charts/kueue/templates/crd at v0.19.2)."""
+    conditions = (workload.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Finished" and c.get("status") == "True" for c in conditions)
+
+
+def _items(found: Mapping[str, Any] | None) -> Sequence[Mapping[str, Any]]:
+    """A list's items; none where the API has no such resource (Kueue's CRDs not installed)."""
+    return (found or {}).get("items") or []
+
+
+def _name(item: Mapping[str, Any]) -> str:
+    return str((item.get("metadata") or {}).get("name"))
+
+
+def _listed(names: Sequence[str]) -> str:
+    rest = len(names) - NAMED
+    return ", ".join(names[:NAMED]) + (f" and {rest} more" if rest > 0 else "")
+
+
+def _cannot_read(namespace: TenantNamespaceSpec, error: requests.RequestException) -> Finding:
+    response = getattr(error, "response", None)
+    why = f"answered {response.status_code}" if response is not None else f"failed ({error})"
+    return Finding(
+        "warning",
+        f"namespace {namespace.name}",
+        f"Cannot read the namespace, its pods or its Workloads: the Kubernetes API {why}.",
+        "Before an update that turns its queue on or off, check by hand: kubectl get pods and"
+        f" kubectl get workloads -n {namespace.name} (docs/queues.md).",
+    )

@@ -1,0 +1,193 @@
+"""Preflight's reading of tenant namespaces the next `up` moves into or out of Kueue's queues:
+the GPU pods Kueue will not manage, the Workloads not finished."""
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+import requests
+
+from gpu_platform.config import StackConfig, load_stack_config
+from gpu_platform.preflight.findings import Finding
+from gpu_platform.preflight.queue_changes import queue_change_findings
+from gpu_platform.stack_files import stack_config
+
+NAMESPACE = "/api/v1/namespaces/ml-sandbox"
+PODS = "/api/v1/namespaces/ml-sandbox/pods"
+# Kueue's Workloads, v1beta2 being the version v0.19.2 serves and stores
+# (charts/kueue/templates/crd/kueue.x-k8s.io_workloads.yaml at v0.19.2).
+WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ml-sandbox/workloads"
+SUBJECT = "namespace ml-sandbox"
+
+
+def dev(queues: bool = True, namespace_queue: bool = True) -> StackConfig:
+    """The dev stack (queues on, its one tenant namespace ml-sandbox), as asked."""
+    values = copy.deepcopy(stack_config("dev"))
+    values["gpu-platform:queues"]["enabled"] = queues
+    values["gpu-platform:namespaces"][0]["queue"] = {"enabled": namespace_queue}
+    return load_stack_config(
+        {k.removeprefix("gpu-platform:"): v for k, v in values.items() if k.startswith("gpu-")}
+    )
+
+
+def namespace(queued: bool) -> dict[str, Any]:
+    labels = {"gpu-platform.io/queue": "default"} if queued else {}
+    return {"metadata": {"name": "ml-sandbox", "labels": labels}}
+
+
+def pod(
+    name: str,
+    resources: Mapping[str, Any] | None = None,
+    phase: str = "Running",
+    labels: Mapping[str, str] | None = None,
+    init: bool = False,
+) -> dict[str, Any]:
+    container = {"name": "main", "resources": dict(resources or {})}
+    spec = {"initContainers": [container], "containers": [{"name": "cpu"}]} if init else {}
+    return {
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": spec or {"containers": [container]},
+        "status": {"phase": phase},
+    }
+
+
+def workload(name: str, finished: str | None) -> dict[str, Any]:
+    conditions = [{"type": "QuotaReserved", "status": "True"}]
+    if finished is not None:
+        conditions.append({"type": "Finished", "status": finished})
+    return {"metadata": {"name": name}, "status": {"conditions": conditions}}
+
+
+def answers(paths: Mapping[str, Any]) -> Any:
+    """A Kubernetes API that answers these paths, 404 (None) for any other."""
+    asked: list[str] = []
+
+    def get(path: str) -> Any:
+        asked.append(path)
+        return paths.get(path)
+
+    get.asked = asked  # type: ignore[attr-defined]
+    return get
+
+
+GPU = {"limits": {"nvidia.com/gpu": 1}}
+
+
+def test_gpu_pods_running_outside_kueue_are_named_before_the_queue_comes() -> None:
+    # What the admission policy takes for a GPU pod (an `nvidia.com/` request or limit of a
+    # container or init container) and Kueue did not admit: no `kueue.x-k8s.io/podset` label
+    # (pkg/constants/constants.go `PodSetLabel` at kueue v0.19.2). A pod that ended holds no
+    # GPU.
+    pods = [
+        pod("serve-0", GPU),
+        pod("notebook-0", {"requests": {"nvidia.com/mig-1g.10gb": 1}}),
+        pod("prep-0", GPU, init=True),
+        pod("admitted-0", GPU, labels={"kueue.x-k8s.io/podset": "main"}),
+        pod("done-0", GPU, phase="Succeeded"),
+        pod("cpu-0", {"limits": {"cpu": "1"}}),
+    ]
+    get = answers({NAMESPACE: namespace(queued=False), PODS: {"items": pods}})
+
+    (finding,) = queue_change_findings(dev(), get)
+
+    assert finding.severity == "warning"
+    assert finding.subject == SUBJECT
+    assert "3 GPU pod(s) run there that Kueue does not manage: notebook-0, prep-0, serve-0." in (
+        finding.message
+    )
+
+
+def test_a_long_list_names_ten_and_counts_the_rest() -> None:
+    pods = [pod(f"serve-{i:02}", GPU) for i in range(12)]
+    get = answers({NAMESPACE: namespace(queued=False), PODS: {"items": pods}})
+
+    (finding,) = queue_change_findings(dev(), get)
+
+    assert "serve-08, serve-09 and 2 more." in finding.message
+
+
+def test_a_namespace_moving_in_without_gpu_pods_is_ok() -> None:
+    get = answers({NAMESPACE: namespace(queued=False), PODS: {"items": []}})
+
+    assert queue_change_findings(dev(), get) == [
+        Finding(
+            "ok",
+            SUBJECT,
+            "Its queue comes with this update, and no GPU pod runs there outside Kueue.",
+            "Nothing.",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        (dev(namespace_queue=False), "gpu-platform:namespaces[0].queue.enabled"),
+        (dev(queues=False), "gpu-platform:queues.enabled"),
+    ],
+    ids=["namespace opts out", "queues off"],
+)
+def test_unfinished_workloads_are_named_before_the_queue_goes(
+    config: StackConfig, key: str
+) -> None:
+    # Only a Workload whose Finished condition is True gives its ClusterQueue back (the
+    # FINISHED printer column of the CRD; ClusterQueueEmpty in
+    # pkg/controller/core/clusterqueue_controller.go at kueue v0.19.2).
+    workloads = [
+        workload("job-train-1", None),
+        workload("job-gpu-smoke-test-a1b2c", "True"),
+        workload("job-train-2", "False"),
+    ]
+    get = answers({NAMESPACE: namespace(queued=True), WORKLOADS: {"items": workloads}})
+
+    (finding,) = queue_change_findings(config, get)
+
+    assert finding.severity == "warning"
+    assert finding.message.startswith(
+        f"{key}: false takes it out of the queues, but 2 Workload(s) there are not finished:"
+        " job-train-1, job-train-2."
+    )
+    assert finding.action.endswith(
+        "until kubectl get workloads -n ml-sandbox shows True in every FINISHED."
+    )
+
+
+def test_a_namespace_moving_out_without_kueues_crds_is_ok() -> None:
+    get = answers({NAMESPACE: namespace(queued=True)})
+
+    (finding,) = queue_change_findings(dev(queues=False), get)
+
+    assert finding.severity == "ok"
+
+
+@pytest.mark.parametrize(
+    ("config", "queued"),
+    [(dev(), True), (dev(queues=False), False), (dev(namespace_queue=False), False)],
+    ids=["queued", "never queued", "opted out"],
+)
+def test_a_namespace_that_stays_as_it_is_reads_no_pods_and_no_workloads(
+    config: StackConfig, queued: bool
+) -> None:
+    get = answers({NAMESPACE: namespace(queued)})
+
+    assert queue_change_findings(config, get) == []
+    assert get.asked == [NAMESPACE]
+
+
+def test_a_namespace_not_created_yet_has_nothing_running() -> None:
+    assert queue_change_findings(dev(), answers({})) == []
+
+
+def test_a_refused_read_is_a_warning_that_says_what_to_check() -> None:
+    def refused(path: str) -> Any:
+        response = requests.Response()
+        response.status_code = 403
+        raise requests.HTTPError(response=response)
+
+    (finding,) = queue_change_findings(dev(), refused)
+
+    assert finding.severity == "warning"
+    assert finding.message == (
+        "Cannot read the namespace, its pods or its Workloads: the Kubernetes API answered 403."
+    )
