@@ -148,11 +148,30 @@ def with_a_second_pool(config: dict[str, Any], **queue: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def split_plan(dev_config, shared_plan_for) -> Plan:
+def split_config(dev_config) -> dict[str, Any]:
     """The dev namespace's `sharedGpuQuota: 8` split between two pools of replicas, each
     borrowing up to 2 more."""
     split = {"t4-shared": 5, "t4-shared-b": 3}
-    return shared_plan_for(with_a_second_pool(dev_config, poolQuotas=split, borrowingLimit=2))
+    return with_a_second_pool(dev_config, poolQuotas=split, borrowingLimit=2)
+
+
+@pytest.fixture
+def split_plan(split_config, shared_plan_for) -> Plan:
+    return shared_plan_for(split_config)
+
+
+def test_a_flavor_off_its_share_is_found_though_the_sums_agree(split_config, split_plan) -> None:
+    queue = split_plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE)
+    for flavor in queue.inputs["spec"]["resourceGroups"][0]["flavors"]:
+        flavor["resources"][0]["nominalQuota"] = 4
+
+    assert kueue_quota_problems(split_plan) == []
+    assert kueue_quota_problems(split_plan, split_config) == [
+        "ClusterQueue ml-sandbox holds 4 nvidia.com/gpu on t4-shared, its namespace's share"
+        " there 5",
+        "ClusterQueue ml-sandbox holds 4 nvidia.com/gpu on t4-shared-b, its namespace's share"
+        " there 3",
+    ]
 
 
 def test_a_split_quota_is_each_pools_nominal_quota_and_what_both_borrow_is_allowed(
