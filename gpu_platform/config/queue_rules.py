@@ -77,7 +77,7 @@ def queue_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         # Kueue's webhook refuses a ClusterQueue whose lendingLimit passes its nominalQuota
         # (`validateLendingLimit`, pkg/webhooks/clusterqueue_webhook.go at v0.19.2), and the
         # limit applies to every pool's quota of the namespace.
-        for pool, (setting, cap) in pool_shares(config, ns).items():
+        for pool, (setting, cap) in _pool_shares(config, ns).items():
             if lending > cap:
                 yield ConfigProblem(
                     key_path("namespaces", i, "queue", "lendingLimit"),
@@ -146,21 +146,27 @@ def queue_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         )
 
 
-def pool_shares(
+def _pool_shares(
     config: StackConfig, ns: TenantNamespaceSpec
 ) -> dict[str, tuple[tuple[str, ...], int]]:
     """For each pool Kueue admits a queued namespace's jobs on (every pool but the canaries),
     the setting that gives the namespace's ClusterQueue its quota there, as key path under the
     namespace, and that quota: the pool's share of a split quota (`queue.poolQuotas.<pool>`),
     else the namespace's cap of the pool's GPUs (`pool_caps`)."""
-    canaries = {pool.name for pool in config.pools if pool.canary_of is not None}
     return {
         pool: (("queue", "poolQuotas", pool), ns.queue.pool_quotas[pool])
         if pool in ns.queue.pool_quotas
         else cap
-        for pool, cap in pool_caps(config, ns).items()
-        if pool not in canaries
+        for pool, cap in _queued_caps(config, ns).items()
     }
+
+
+def _queued_caps(
+    config: StackConfig, ns: TenantNamespaceSpec
+) -> dict[str, tuple[tuple[str, ...], int]]:
+    """`pool_caps` of the pools Kueue admits on: every pool but the canaries."""
+    canaries = {pool.name for pool in config.pools if pool.canary_of is not None}
+    return {pool: cap for pool, cap in pool_caps(config, ns).items() if pool not in canaries}
 
 
 def _shared_caps(
@@ -168,11 +174,9 @@ def _shared_caps(
 ) -> dict[tuple[str, ...], tuple[int, list[str]]]:
     """Each of the namespace's quota settings (as key path under it) with its cap and the pools
     Kueue admits on that hand out what it caps, in the stack's order."""
-    canaries = {pool.name for pool in config.pools if pool.canary_of is not None}
     caps: dict[tuple[str, ...], tuple[int, list[str]]] = {}
-    for pool, (setting, cap) in pool_caps(config, ns).items():
-        if pool not in canaries:
-            caps.setdefault(setting, (cap, []))[1].append(pool)
+    for pool, (setting, cap) in _queued_caps(config, ns).items():
+        caps.setdefault(setting, (cap, []))[1].append(pool)
     return caps
 
 
