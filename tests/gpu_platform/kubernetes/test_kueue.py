@@ -223,6 +223,22 @@ def test_two_pools_of_a_queued_tenants_resource_without_a_split_are_refused(
     )
 
 
+def test_a_quota_of_none_needs_no_split_and_borrows_on_each_pool(dev_config, plan_for) -> None:
+    namespace = dev_config["gpu-platform:namespaces"][0]
+    namespace.update(sharedGpuQuota=0)
+    del namespace["smokeTestPool"]
+
+    plan = plan_for(with_a_second_pool(dev_config, borrowingLimit=2))
+
+    queue = plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE)
+    assert [
+        (f["name"], f["resources"][0]["nominalQuota"], f["resources"][0]["borrowingLimit"])
+        for f in queue.inputs["spec"]["resourceGroups"][0]["flavors"]
+    ] == [("t4-shared", 0, 2), ("t4-shared-b", 0, 2)]
+    quota = plan.named("ml-sandbox-gpu-quota", "kubernetes:core/v1:ResourceQuota")
+    assert quota.inputs["spec"]["hard"]["requests.nvidia.com/gpu"] == "4"
+
+
 def test_a_split_off_its_quota_or_of_pools_that_share_nothing_is_refused_by_key(
     dev_config, failed_plan_for
 ) -> None:
