@@ -658,6 +658,39 @@ def _quota_setting(pool: Config, cloud: str, node_image: str) -> tuple[str, Any]
     return key, 8
 
 
+def _split(
+    draw: st.DrawFn, namespace: Config, pools: list[Config], cloud: str, node_image: str
+) -> dict[str, int]:
+    """A queued namespace's `queue.poolQuotas`: each quota that several pools Kueue admits on
+    hand out split between them, adding up to it, its smoke test's pool given at least 1
+    (gpu_platform/config/queue_rules.py). Whole GPUs and replicas are both `nvidia.com/gpu`,
+    which `gpuQuota` caps where a pool is exclusive (`with_gpu_quotas_fitting_its_pools`)."""
+    keys = {quota_key(p, cloud, node_image) for p in pools}
+    whole = "gpuQuota" in keys or "sharedGpuQuota" not in keys
+    gpus = namespace.get("gpuQuota" if whole else "sharedGpuQuota", 0)
+    groups: dict[str, list[str]] = {}
+    for pool in (p for p in pools if "canaryOf" not in p):
+        key, value = _quota_setting(pool, cloud, node_image)
+        (resource,) = value if key == "migQuota" else ["nvidia.com/gpu"]
+        groups.setdefault(resource, []).append(pool["name"])
+    split: dict[str, int] = {}
+    for resource, names in groups.items():
+        cap = gpus if resource == "nvidia.com/gpu" else namespace["migQuota"][resource]
+        if len(names) < 2 or cap == 0:
+            continue
+        cuts = sorted(
+            draw(st.lists(st.integers(0, cap), min_size=len(names) - 1, max_size=len(names) - 1))
+        )
+        shares = [b - a for a, b in zip([0, *cuts], [*cuts, cap], strict=True)]
+        split.update(zip(names, shares, strict=True))
+        smoke = namespace.get("smokeTestPool")
+        if smoke is not None and split.get(smoke) == 0:
+            largest = max(names, key=split.__getitem__)
+            split[largest] -= 1
+            split[smoke] = 1
+    return split
+
+
 def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool) -> None:
     """Tenants, monitoring and protection, on either cloud."""
     cloud = config["gpu-platform:cloud"]
@@ -682,18 +715,11 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
     if namespaces:
         config["gpu-platform:namespaces"] = namespaces
         with_gpu_quotas_fitting_its_pools(config)
-    # Kueue is refused where two pools hand out the GPU resource a tenant has quota of
-    # (gpu_platform/config/queue_rules.py): whole GPUs and replicas are both `nvidia.com/gpu`.
     # A canary has no flavor, so it shares nothing with the pool it leads.
     queued = [p for p in pools if "canaryOf" not in p]
-    resources = [
-        name
-        for key, value in (_quota_setting(p, cloud, node_image) for p in queued)
-        for name in (value if key == "migQuota" else ["nvidia.com/gpu"])
-    ]
     # Kueue's queues count nvidia.com/gpu, which a DRA pool's pods do not ask for: refused.
     dra = any(p.get("allocation") == "dra" for p in pools)
-    if not dra and len(set(resources)) == len(resources) and draw(st.integers(0, 2)) == 0:
+    if not dra and draw(st.integers(0, 2)) == 0:
         # A queued namespace's smoke test runs on a pool Kueue admits jobs on.
         for namespace in namespaces:
             if namespace.get("smokeTestPool") not in {p["name"] for p in queued}:
@@ -716,15 +742,20 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
             if draw(st.integers(0, 3)) == 0:
                 namespace["queue"] = {"enabled": False}
                 continue
-            limits = draw(
+            split = _split(draw, namespace, pools, cloud, node_image)
+            # Kueue refuses a lendingLimit above any flavor's quota (queue_rules.py).
+            lending = min([8, *split.values()])
+            limits: Config = draw(
                 st.fixed_dictionaries(
                     {},
                     optional={
                         "borrowingLimit": st.sampled_from([0, 4]),
-                        "lendingLimit": st.sampled_from([0, 8]),
+                        "lendingLimit": st.sampled_from(sorted({0, lending})),
                     },
                 )
             )
+            if split:
+                limits["poolQuotas"] = split
             if limits:
                 namespace["queue"] = limits
     # A namespace out of the queues runs its smoke test as a plain pod, for which a GKE queued
@@ -902,7 +933,7 @@ CORNER_STACKS: dict[str, Config] = {
             },
         ],
     },
-    "GKE: a queued-provisioning pool beside one GKE time-shares, a tenant on both": {
+    "GKE: a queued-provisioning pool beside one GKE time-shares, a tenant's queue on both": {
         "gpu-platform:cloud": "gcp",
         "gpu-platform:cluster": {
             "name": "ml-sweep",
@@ -924,10 +955,17 @@ CORNER_STACKS: dict[str, Config] = {
                 "sharing": {"mode": "time-slicing", "replicas": 4},
             },
         ],
-        # Whole GPUs and replicas are both nvidia.com/gpu: gpuQuota caps them together.
+        # Whole GPUs and replicas are both nvidia.com/gpu: gpuQuota caps them together, and
+        # the tenant's queue splits it between the pools.
         "gpu-platform:namespaces": [
-            {"name": "team-a", "gpuQuota": 16, "smokeTestPool": "l4-shared"}
+            {
+                "name": "team-a",
+                "gpuQuota": 16,
+                "smokeTestPool": "l4-shared",
+                "queue": {"poolQuotas": {"l4-queued": 12, "l4-shared": 4}, "borrowingLimit": 4},
+            }
         ],
+        "gpu-platform:queues": {"enabled": True},
     },
     "GKE created at a bare 1.35 on COS: the drivers its pools run come from the lock": {
         "gpu-platform:cloud": "gcp",
@@ -985,4 +1023,5 @@ CORNER_STACKS: dict[str, Config] = {
 """Stacks that join corners a short run may never draw, each planned (or, the last, refused by
 key) on every run: MIG quotas and smoke tests, arm64, EFA pools of one GPU in two zones, a
 Karpenter the stack does not install, a pool of a whole instance family, a Karpenter pool's own
-taints, queued provisioning beside GKE's time-sharing under one tenant's quota."""
+taints, queued provisioning beside GKE's time-sharing under one tenant's quota, split between
+them in its queue."""

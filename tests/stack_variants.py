@@ -41,7 +41,7 @@ ATOMIC_POOL = MIG_POOL
 def with_atomic_pool(config: Config) -> Config:
     """The dev stack's `config` plus its MIG pool (`with_mig_mixed_pool`) whose nodes come up
     together for a queued job (`aws.atomicScaleUp`): of slices, which no other pool hands out,
-    as queues ask of two pools under one tenant's quota (gpu_platform/config/queue_rules.py)."""
+    so that no tenant's quota needs splitting between pools (gpu_platform/config/queue_rules.py)."""
     config = with_mig_mixed_pool(config)
     config["gpu-platform:pools"][-1]["aws"]["atomicScaleUp"] = True
     return config
@@ -49,7 +49,7 @@ def with_atomic_pool(config: Config) -> Config:
 
 def without_queues(config: Config) -> Config:
     """`config` with Kueue off, for a test that puts pools of one tenant's GPU resource side by
-    side (on GKE every pool's is `nvidia.com/gpu`), which queues refuse
+    side (on GKE every pool's is `nvidia.com/gpu`), whose quota queues want split between them
     (gpu_platform/config/queue_rules.py)."""
     config["gpu-platform:queues"] = {"enabled": False}
     return config
@@ -137,8 +137,8 @@ def with_gke_capacity_pools(gke_config: Config) -> Config:
             "gcp": {"flexStart": True, "queuedProvisioning": True},
         },
     ]
-    # Four pools of `nvidia.com/gpu` under one tenant's quota, which queues refuse
-    # (gpu_platform/config/queue_rules.py).
+    # Four pools of `nvidia.com/gpu` under one tenant's quota, which queues want split between
+    # them (gpu_platform/config/queue_rules.py).
     config["gpu-platform:queues"] = {"enabled": False}
     return with_whole_gpu_quota(config)
 

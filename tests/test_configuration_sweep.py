@@ -252,8 +252,8 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         "every pool's idle billed time is what its planned scale-down settings make it": (
             idle_billing_problems
         ),
-        "each queued tenant's ClusterQueue sums to its ResourceQuota per resource": (
-            lambda plan, _config: kueue_quota_problems(plan)
+        "each queued tenant's ClusterQueue sums to its ResourceQuota per resource, at its split": (
+            kueue_quota_problems
         ),
         "each ClusterQueue's provisioning check on its atomic pools' flavors, Kueue's pods told": (
             provisioning_check_problems

@@ -9,12 +9,14 @@ ClusterQueues hold on those pools' flavors (`kueue_provisioning.py`).
 
 One source of quota: a tenant's ClusterQueue holds, for each pool, the namespace's quota of the
 GPU resource that pool hands out (`tenant_namespace.gpu_quota`, from `gpuQuota`,
-`sharedGpuQuota` and `migQuota`), and its ResourceQuota that quota and what it may borrow
-(`queue.borrowingLimit`, `with_borrowing`), so that Kueue never admits on one pool more than the
-namespace may run. A ResourceQuota caps a resource over every pool together, a
-ClusterQueue each flavor apart: where several pools hand out the same resource, the
-ResourceQuota still holds their sum, and a workload Kueue admits beyond it has pods refused
-until others end (docs/queues.md says so). Kueue counts only the GPU resources
+`sharedGpuQuota` and `migQuota`), or where several pools hand out that resource the pool's
+share of it (`queue.poolQuotas`, whose shares add up to the quota: the config's rules hold
+them to it); and its ResourceQuota that quota and what Kueue lets it borrow on each pool
+(`queue.borrowingLimit`, `with_borrowing`). A ResourceQuota caps a resource over every pool
+together, a ClusterQueue each flavor apart, and Kueue admits on a flavor at most its
+nominalQuota and borrowingLimit (`available`, pkg/cache/scheduler/resource_node.go at v0.19.2):
+so the sums over each resource's flavors are the ResourceQuota's cap, and Kueue never admits
+a workload the namespace may not run. Kueue counts only the GPU resources
 (`quotaCheckStrategy: IgnoreUndeclared`): CPU and memory stay the scheduler's and the
 namespace's LimitRange's.
 
@@ -34,6 +36,7 @@ webhooks judge (the flavors, the cohort, the tenants' namespaces with their queu
 waits for the release.
 """
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -304,16 +307,15 @@ def cluster_queue(
     queues: QueuesSpec,
 ) -> dict[str, Any]:
     """The tenant's ClusterQueue: for each GPU resource, a resource group of the pools that
-    hand it out, each flavor at the namespace's quota of that resource (`hard`, its
-    ResourceQuota's `spec.hard`), with the tenant's borrowing and lending limits."""
+    hand it out, each flavor at the pool's share of the namespace's quota of that resource
+    (`queue.poolQuotas`) where it splits it, else at the quota (`hard`, its ResourceQuota's
+    `spec.hard`), with the tenant's borrowing and lending limits."""
     groups: dict[str, list[dict[str, Any]]] = {}
     pools = queued_pools(pools)
     for pool in pools:
         resource = gpu_resource(pool)
-        quota: dict[str, Any] = {
-            "name": resource,
-            "nominalQuota": int(hard[f"requests.{resource}"]),
-        }
+        nominal = spec.queue.pool_quotas.get(pool.spec.name, int(hard[f"requests.{resource}"]))
+        quota: dict[str, Any] = {"name": resource, "nominalQuota": nominal}
         quota["borrowingLimit"] = spec.queue.borrowing_limit
         if spec.queue.lending_limit is not None:
             quota["lendingLimit"] = spec.queue.lending_limit
@@ -345,11 +347,14 @@ def with_borrowing(
     spec: TenantNamespaceSpec, hard: dict[str, str], pools: Sequence[ResolvedPool]
 ) -> dict[str, str]:
     """The namespace's ResourceQuota `hard` where its jobs go through Kueue: each GPU resource
-    its pools hand out allowed `queue.borrowingLimit` more, so that pods Kueue admits on quota
-    it borrowed are not refused by the namespace's own cap."""
-    borrowed = {f"requests.{gpu_resource(pool)}" for pool in pools}
+    allowed `queue.borrowingLimit` more for each pool Kueue admits on that hands it out, so
+    that pods Kueue admits on quota it borrowed are not refused by the namespace's own cap.
+    Kueue holds the limit on each flavor apart, with no bound over a resource's flavors
+    together (`ResourceQuota.borrowingLimit`, apis/kueue/v1beta2/clusterqueue_types.go at
+    v0.19.2), so a tenant whose quota two pools split may borrow it on both at once."""
+    flavors = Counter(f"requests.{gpu_resource(pool)}" for pool in queued_pools(pools))
     return {
-        key: str(int(value) + spec.queue.borrowing_limit) if key in borrowed else value
+        key: str(int(value) + spec.queue.borrowing_limit * flavors[key])
         for key, value in hard.items()
     }
 

@@ -845,11 +845,22 @@ queued namespace, Kueue would not count (docs/queues.md)."""
     borrowing_limit: int
     """The most GPUs (or replicas, or slices) of each pool beyond its quota that the tenant may
 borrow from the cohort; 0, none. The namespace's ResourceQuota allows that many more of
-each GPU resource its pools hand out, so that what Kueue lends it can run."""
+each GPU resource for each pool that hands it out (Kueue holds the limit on each pool
+apart), so that what Kueue lends it can run."""
     lending_limit: int
     """The most of its quota of each pool the tenant lends to the cohort while it does not use
-it; unset, all of it, 0 none. At most the namespace's quota of each GPU resource it has
-(Kueue refuses a larger one)."""
+it; unset, all of it, 0 none. At most the namespace's quota of each pool, its share where
+`poolQuotas` splits a quota (Kueue refuses a larger one)."""
+    pool_quotas: dict[str, int]
+    """Where two or more pools hand out the GPU resource one of the namespace's quotas caps (two
+exclusive pools, both `nvidia.com/gpu` under `gpuQuota`; two pools of one MIG slice): that
+quota split between them, by pool, in its unit (GPUs, replicas or slices), as
+`{h100: 12, a100: 4}` of a `gpuQuota: 16`. Kueue holds a tenant's quota on each pool apart
+and the ResourceQuota one over them all: each pool's share is the ClusterQueue's quota
+there. The shares of one quota name every pool that hands out its resource (canaries
+aside, which Kueue admits nothing on) and add up to the quota exactly. Required for such
+pools unless the quota is 0; no entry for a pool whose resource no other pool hands out,
+whose quota is the namespace's whole (docs/queues.md)."""
 
 
 class TenantNamespaceSpecArgs(TypedDict, total=False):
@@ -1009,8 +1020,9 @@ class QueuesSpecArgs(TypedDict, total=False):
 JobSet, RayJob, PyTorchJob... of the queued namespaces in the namespace's queue until its
 quota has room for all of its pods, and the policy pack and an admission policy on the
 cluster refuse there the GPU pods of workloads Kueue does not queue; turning it on is a
-change in how teams run work, to be announced to them first. Refused where two pools hand
-out the same GPU resource that a namespace has quota of (docs/queues.md)."""
+change in how teams run work, to be announced to them first. Where two pools hand out the
+same GPU resource that a queued namespace has quota of, the namespace splits that quota
+between them (`queue.poolQuotas`, docs/queues.md)."""
     namespace: str
     """Where Kueue's manager runs: a namespace the platform creates (Pod Security
 `restricted`, which the chart's pod and container security contexts satisfy), no tenant's."""

@@ -57,7 +57,7 @@ def test_a_pool_with_a_bad_key_leaves_the_other_pools_judged() -> None:
     second = copy.deepcopy(raw["pools"][0])
     raw["pools"].append({**second, "name": "t4-other", "min": 5, "max": 2})
     raw["pools"][1]["labels"] = {"nvidia.com/x": "y"}
-    # Two pools of one tenant's replicas, which queues refuse (gpu_platform/config/queue_rules.py).
+    # Two pools of one tenant's replicas, whose quota queues want split (queue_rules.py).
     raw["queues"] = {"enabled": False}
 
     assert found(raw) == {

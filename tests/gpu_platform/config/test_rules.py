@@ -278,7 +278,7 @@ def _with_whole_gpus(config: Config, **quotas: int) -> None:
         }
     )
     config["gpu-platform:namespaces"][0].update(quotas)
-    # Two pools of `nvidia.com/gpu` under one quota, which queues refuse
+    # Two pools of `nvidia.com/gpu` under one quota, which queues want split between them
     # (gpu_platform/config/queue_rules.py): these tests are about the quotas alone.
     config["gpu-platform:queues"] = {"enabled": False}
 

@@ -17,6 +17,7 @@ reads, for each pool's nodes as the planned resources label them when they join:
   (gpu_platform/kubernetes/dra_devices.py), and no pod counting GPUs lands there.
 """
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,12 +47,20 @@ def quota_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
     ]
     whole = [p.pool for p in pools if p.labels.get(DEVICE_PLUGIN_CONFIG_LABEL) == "exclusive"]
     shared = [p.pool for p in pools if p.pool not in whole and MIG_CONFIG_LABEL not in p.labels]
+    # Kueue admits on every pool but the canaries, and holds a tenant's borrowing limit on each
+    # of them apart (gpu_platform/kubernetes/kueue.py, `with_borrowing`).
+    canaries = {p["name"] for p in config.get("gpu-platform:pools", []) if "canaryOf" in p}
+    flavors = Counter(
+        GPUS
+        if MIG_CONFIG_LABEL not in p.labels
+        else MIG_PREFIX + p.labels[MIG_CONFIG_LABEL].removeprefix("all-")
+        for p in {p.pool: p for p in pools if p.pool not in canaries}.values()
+    )
     problems = []
     queued = config.get("gpu-platform:queues", {}).get("enabled", False)
     for namespace in config.get("gpu-platform:namespaces", []):
         name = namespace["name"]
-        # A queued namespace may run what Kueue lets it borrow too, of each resource its pools
-        # hand out (gpu_platform/kubernetes/kueue.py, `with_borrowing`).
+        # A queued namespace may run what Kueue lets it borrow too, on each pool.
         borrowing = namespace.get("queue", {}).get("borrowingLimit", 0) if queued else 0
         hard = quotas.get(name)
         if hard is None:
@@ -62,7 +71,7 @@ def quota_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
             resource = MIG_PREFIX + slice_name
             if resource not in hard:
                 problems.append(f"namespace {name}: {resource} uncapped")
-            elif int(hard[resource]) > mig_quota.get(slice_name, 0) + borrowing:
+            elif int(hard[resource]) > mig_quota.get(slice_name, 0) + borrowing * flavors[resource]:
                 problems.append(
                     f"namespace {name}: {resource} {hard[resource]} above its migQuota"
                     f" {mig_quota.get(slice_name, 0)}"
@@ -73,7 +82,7 @@ def quota_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
             kind, setting, pools_named = "replicas", "sharedGpuQuota", shared
         else:
             continue
-        limit = namespace.get(setting, 0) + borrowing
+        limit = namespace.get(setting, 0) + borrowing * flavors[GPUS]
         if int(hard.get(GPUS, limit + 1)) > limit:
             problems.append(
                 f"namespace {name}: {GPUS} {hard.get(GPUS)} lets pods take more {kind} of"
@@ -87,11 +96,13 @@ LOCAL_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
 QUEUED_NAMESPACE_LABEL = "gpu-platform.io/queue"
 
 
-def kueue_quota_problems(plan: Plan) -> list[str]:
+def kueue_quota_problems(plan: Plan, config: Mapping[str, Any] | None = None) -> list[str]:
     """Where Kueue's quotas and the namespaces' disagree, as sentences: a queued namespace (one
-    labelled `gpu-platform.io/queue`) without its LocalQueue or ClusterQueue, and a resource
+    labelled `gpu-platform.io/queue`) without its LocalQueue or ClusterQueue, a resource
     whose nominal quotas and borrowing limits, summed over every flavor that holds it, are other
-    than the namespace's ResourceQuota of it. A ResourceQuota caps a resource over all pools, a
+    than the namespace's ResourceQuota of it, and, given the stack's `config`, a flavor whose
+    nominal quota is not the pool's share where the namespace splits its quota
+    (`queue.poolQuotas`). A ResourceQuota caps a resource over all pools, a
     ClusterQueue each flavor apart (`ResourceQuota.NominalQuota`, "the quantity of this resource
     that is available for Workloads admitted by this ClusterQueue" per flavor,
     apis/kueue/v1beta2/clusterqueue_types.go at v0.19.2): only the sums agreeing keeps Kueue
@@ -108,6 +119,10 @@ def kueue_quota_problems(plan: Plan) -> list[str]:
         q.inputs["metadata"]["namespace"]: q.inputs["spec"]["clusterQueue"]
         for q in plan.of_type(LOCAL_QUEUE)
     }
+    splits = {
+        namespace["name"]: namespace.get("queue", {}).get("poolQuotas", {})
+        for namespace in (config or {}).get("gpu-platform:namespaces", [])
+    }
     problems = []
     for namespace in plan.of_type("kubernetes:core/v1:Namespace"):
         name = namespace.inputs["metadata"]["name"]
@@ -122,6 +137,13 @@ def kueue_quota_problems(plan: Plan) -> list[str]:
         for group in queue.inputs["spec"]["resourceGroups"]:
             for flavor in group["flavors"]:
                 for resource in flavor["resources"]:
+                    share = splits.get(name, {}).get(flavor["name"], resource["nominalQuota"])
+                    if resource["nominalQuota"] != share:
+                        problems.append(
+                            f"ClusterQueue {queue.inputs['metadata']['name']} holds"
+                            f" {resource['nominalQuota']} {resource['name']} on {flavor['name']},"
+                            f" its namespace's share there {share}"
+                        )
                     held = resource["nominalQuota"] + resource.get("borrowingLimit", 0)
                     most[resource["name"]] = most.get(resource["name"], 0) + held
         for resource, held in most.items():

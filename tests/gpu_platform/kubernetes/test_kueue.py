@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from gpu_platform.config import ConfigError
+from gpu_platform.config.problems import MISSING
 from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.kubernetes.crd_schemas import validation_errors
 from gpu_platform.offline.program import Plan, PlannedResource
@@ -109,7 +110,7 @@ def test_a_mig_pool_is_a_group_of_its_slice_at_the_namespaces_mig_quota(mig_plan
     ]
 
 
-@pytest.mark.parametrize("fixture", ["dev_plan", "mig_plan"])
+@pytest.mark.parametrize("fixture", ["dev_plan", "mig_plan", "split_plan"])
 def test_cluster_queues_and_resource_quotas_agree(fixture: str, request) -> None:
     assert kueue_quota_problems(request.getfixturevalue(fixture)) == []
 
@@ -137,26 +138,175 @@ def test_two_flavors_of_one_resource_are_summed_against_its_resource_quota(dev_p
     ]
 
 
-def test_two_pools_handing_out_a_resource_a_queued_tenant_has_are_refused(
+def with_a_second_pool(config: dict[str, Any], **queue: Any) -> dict[str, Any]:
+    """`config` with a second pool of the dev pool's replicas, `t4-shared-b`, the namespace's
+    queue set to `queue`."""
+    pool = copy.deepcopy(config["gpu-platform:pools"][0])
+    config["gpu-platform:pools"].append({**pool, "name": "t4-shared-b"})
+    config["gpu-platform:namespaces"][0]["queue"] = queue
+    return config
+
+
+@pytest.fixture
+def split_config(dev_config) -> dict[str, Any]:
+    """The dev namespace's `sharedGpuQuota: 8` split between two pools of replicas, each
+    borrowing up to 2 more."""
+    split = {"t4-shared": 5, "t4-shared-b": 3}
+    return with_a_second_pool(dev_config, poolQuotas=split, borrowingLimit=2)
+
+
+@pytest.fixture
+def split_plan(split_config, shared_plan_for) -> Plan:
+    return shared_plan_for(split_config)
+
+
+def test_a_flavor_off_its_share_is_found_though_the_sums_agree(split_config, split_plan) -> None:
+    queue = split_plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE)
+    for flavor in queue.inputs["spec"]["resourceGroups"][0]["flavors"]:
+        flavor["resources"][0]["nominalQuota"] = 4
+
+    assert kueue_quota_problems(split_plan) == []
+    assert kueue_quota_problems(split_plan, split_config) == [
+        "ClusterQueue ml-sandbox holds 4 nvidia.com/gpu on t4-shared, its namespace's share"
+        " there 5",
+        "ClusterQueue ml-sandbox holds 4 nvidia.com/gpu on t4-shared-b, its namespace's share"
+        " there 3",
+    ]
+
+
+def test_a_split_quota_is_each_pools_nominal_quota_and_what_both_borrow_is_allowed(
+    split_plan,
+) -> None:
+    queue = split_plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE)
+
+    assert queue.inputs["spec"]["resourceGroups"] == [
+        {
+            "coveredResources": ["nvidia.com/gpu"],
+            "flavors": [
+                {
+                    "name": name,
+                    "resources": [
+                        {"name": "nvidia.com/gpu", "nominalQuota": share, "borrowingLimit": 2}
+                    ],
+                }
+                for name, share in (("t4-shared", 5), ("t4-shared-b", 3))
+            ],
+        }
+    ]
+    # Kueue admits on each flavor up to its nominalQuota and borrowingLimit, never bounding a
+    # resource over its flavors (`available`, pkg/cache/scheduler/resource_node.go at v0.19.2):
+    # 5 + 2 on one pool and 3 + 2 on the other, which the ResourceQuota allows together.
+    quota = split_plan.named("ml-sandbox-gpu-quota", "kubernetes:core/v1:ResourceQuota")
+    assert quota.inputs["spec"]["hard"]["requests.nvidia.com/gpu"] == "12"
+    assert validation_errors(queue.inputs, "kueue", "0.19.2") == []
+
+
+def test_two_pools_of_a_queued_tenants_resource_without_a_split_are_refused(
     dev_config, failed_plan_for
 ) -> None:
-    pool = copy.deepcopy(dev_config["gpu-platform:pools"][0])
-    dev_config["gpu-platform:pools"].append({**pool, "name": "t4-shared-b"})
+    plan = failed_plan_for(with_a_second_pool(dev_config))
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == (
+        "gpu-platform:namespaces[0].queue.poolQuotas",
+        MISSING,
+    )
+    assert problem.expected.startswith(
+        "a share of gpu-platform:namespaces[0].sharedGpuQuota (8) for each of pools t4-shared,"
+        " t4-shared-b, which all hand out the GPUs it caps, the shares adding up to 8 (given:"
+        " none, t4-shared, t4-shared-b missing), such as {t4-shared: 4, t4-shared-b: 4}:"
+    )
+    assert problem.expected.endswith(
+        "or take the namespace out of the queues (gpu-platform:namespaces[0].queue.enabled"
+        " false), the place for work Kueue does not queue (docs/queues.md)"
+    )
+
+
+def test_a_quota_of_none_needs_no_split_and_borrows_on_each_pool(dev_config, plan_for) -> None:
+    namespace = dev_config["gpu-platform:namespaces"][0]
+    namespace.update(sharedGpuQuota=0)
+    del namespace["smokeTestPool"]
+
+    plan = plan_for(with_a_second_pool(dev_config, borrowingLimit=2))
+
+    queue = plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE)
+    assert [
+        (f["name"], f["resources"][0]["nominalQuota"], f["resources"][0]["borrowingLimit"])
+        for f in queue.inputs["spec"]["resourceGroups"][0]["flavors"]
+    ] == [("t4-shared", 0, 2), ("t4-shared-b", 0, 2)]
+    quota = plan.named("ml-sandbox-gpu-quota", "kubernetes:core/v1:ResourceQuota")
+    assert quota.inputs["spec"]["hard"]["requests.nvidia.com/gpu"] == "4"
+
+
+def test_a_split_off_its_quota_or_of_pools_that_share_nothing_is_refused_by_key(
+    dev_config, failed_plan_for
+) -> None:
+    config = with_a_second_pool(
+        dev_config, poolQuotas={"t4-shared": 5, "t4-shared-b": 4, "t4-canary": 1, "h100": 2}
+    )
+    with_a_canary(config)
+
+    plan = failed_plan_for(config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    assert {p.path: p.value for p in plan.error.problems} == {
+        "gpu-platform:namespaces[0].queue.poolQuotas.t4-canary": 1,
+        "gpu-platform:namespaces[0].queue.poolQuotas.h100": 2,
+        "gpu-platform:namespaces[0].queue.poolQuotas": {"t4-shared": 5, "t4-shared-b": 4},
+    }
+    expected = {p.path.rsplit(".", 1)[-1]: p.expected for p in plan.error.problems}
+    assert expected["t4-canary"] == (
+        "one of the pools that hand out a GPU resource with another: t4-shared, t4-shared-b;"
+        " t4-canary is a canary (canaryOf), on which Kueue admits no job (docs/queues.md)"
+    )
+    assert expected["h100"].endswith("; h100 is no pool of the stack (docs/queues.md)")
+    assert "(given: 5 + 4 = 9)" in expected["poolQuotas"]
+
+
+def test_a_split_of_a_pool_that_alone_hands_out_its_resource_is_refused(
+    dev_config, failed_plan_for
+) -> None:
+    dev_config["gpu-platform:namespaces"][0]["queue"] = {"poolQuotas": {"t4-shared": 8}}
 
     plan = failed_plan_for(dev_config)
 
     assert isinstance(plan.error, ConfigError), plan.error
-    (problem,) = [p for p in plan.error.problems if p.path == "gpu-platform:queues.enabled"]
-    assert problem.value is True
-    assert problem.expected.startswith(
-        "false while pools t4-shared, t4-shared-b all hand out the GPUs"
-        " gpu-platform:namespaces[0].sharedGpuQuota caps"
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == (
+        "gpu-platform:namespaces[0].queue.poolQuotas.t4-shared",
+        8,
     )
-    assert problem.expected.endswith(
-        "keep one such pool, or take the namespace out of the queues"
-        " (gpu-platform:namespaces[0].queue.enabled false), the place for work Kueue does not"
-        " queue (docs/queues.md)"
+    assert problem.expected == (
+        "no entry: no two pools of the stack hand out one GPU resource; t4-shared alone hands"
+        " out the GPUs gpu-platform:namespaces[0].sharedGpuQuota caps, and holds all of it"
+        " (docs/queues.md)"
     )
+
+
+def test_a_lending_limit_or_smoke_test_beyond_a_pools_share_is_refused(
+    dev_config, failed_plan_for
+) -> None:
+    # The smoke test runs on t4-shared, whose share leaves it nothing; Kueue refuses a
+    # lendingLimit above the nominalQuota of any flavor (`validateLendingLimit`,
+    # pkg/webhooks/clusterqueue_webhook.go at v0.19.2), here t4-shared's 0.
+    split = {"t4-shared": 0, "t4-shared-b": 8}
+    plan = failed_plan_for(with_a_second_pool(dev_config, poolQuotas=split, lendingLimit=4))
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    assert [(p.path, p.value, p.expected) for p in plan.error.problems] == [
+        (
+            "gpu-platform:namespaces[0].queue.poolQuotas.t4-shared",
+            0,
+            "at least 1 when the namespace runs its smoke test on t4-shared",
+        ),
+        (
+            "gpu-platform:namespaces[0].queue.lendingLimit",
+            4,
+            "at most 0, the namespace's quota of pool t4-shared's GPUs"
+            " (queue.poolQuotas.t4-shared): a tenant lends only what its quota holds",
+        ),
+    ]
 
 
 def test_two_pools_handing_out_a_resource_of_a_namespace_out_of_the_queues_are_allowed(
@@ -262,13 +412,19 @@ def test_a_lending_limit_above_the_quota_is_refused_by_its_key(dev_config, faile
 
 def test_queue_limits_without_queues_are_refused(dev_config, failed_plan_for) -> None:
     dev_config["gpu-platform:queues"]["enabled"] = False
-    dev_config["gpu-platform:namespaces"][0]["queue"] = {"borrowingLimit": 1}
+    with_a_second_pool(dev_config, borrowingLimit=1, poolQuotas={"t4-shared": 4})
 
     plan = failed_plan_for(dev_config)
 
     assert isinstance(plan.error, ConfigError), plan.error
-    (problem,) = plan.error.problems
-    assert problem.path == "gpu-platform:namespaces[0].queue.borrowingLimit"
+    assert [(p.path, p.value) for p in plan.error.problems] == [
+        ("gpu-platform:namespaces[0].queue.borrowingLimit", 1),
+        ("gpu-platform:namespaces[0].queue.poolQuotas", {"t4-shared": 4}),
+    ]
+    assert plan.error.problems[1].expected == (
+        "no value unless queues.enabled and gpu-platform:namespaces[0].queue.enabled are true:"
+        " without its queue the namespace's ResourceQuota alone caps its pools, together"
+    )
 
 
 def test_kueues_namespace_of_another_component_is_refused(dev_config, failed_plan_for) -> None:

@@ -362,8 +362,8 @@ def test_pools_of_one_quota_are_counted_together_and_each_quota_once(
                 "aws": {"amiReleaseVersion": AL2023_RELEASE},
             }
         )
-        # Three pools of `nvidia.com/gpu` under one quota, which queues refuse
-        # (gpu_platform/config/queue_rules.py).
+        # Three pools of `nvidia.com/gpu` under one quota, which queues want split between
+        # them (gpu_platform/config/queue_rules.py).
         c["gpu-platform:queues"] = {"enabled": False}
 
     findings = preflight_eks.preflight(stack(more_pools), aws)
@@ -1411,7 +1411,7 @@ def test_the_docs_name_exactly_the_actions_preflight_calls(
                 },
             }
         )
-        # Pools of `nvidia.com/gpu` under one quota, which queues refuse
+        # Pools of `nvidia.com/gpu` under one quota, which queues want split between them
         # (gpu_platform/config/queue_rules.py).
         c["gpu-platform:queues"] = {"enabled": False}
 
