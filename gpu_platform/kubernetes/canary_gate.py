@@ -54,10 +54,11 @@ from pathlib import Path
 from typing import Any, cast
 
 import pulumi
-from pulumi_kubernetes import batch, core, rbac
+from pulumi_kubernetes import batch, core
 
 from gpu_platform.config import OperatorSpec, Provisioner
 from gpu_platform.instance import part_name
+from gpu_platform.kubernetes.account_roles import Grant, declare_account_roles
 from gpu_platform.kubernetes.canary_driver_check import PENDING_EXIT_CODE, TOKEN_DIR
 from gpu_platform.kubernetes.canary_proof_check import (
     FAILED,
@@ -439,38 +440,18 @@ def _gate_access(
     account = core.v1.ServiceAccount(
         name, metadata=metadata, automount_service_account_token=False, opts=on_cluster
     )
-    subjects: Any = [{"kind": "ServiceAccount", "name": account_name, "namespace": namespace}]
     rules = [*(ROLE_RULES if rollout else []), *(PROOF_RULES if proof else [])]
-    role = rbac.v1.Role(name, metadata=metadata, rules=cast(Any, rules), opts=on_cluster)
-
-    def bound(binding: type[Any], kind: str, to: pulumi.Resource, meta: Any) -> pulumi.Resource:
-        return cast(
-            pulumi.Resource,
-            binding(
-                name,
-                metadata=meta,
-                role_ref=_role_ref(kind, account_name),
-                subjects=subjects,
-                opts=pulumi.ResourceOptions.merge(
-                    on_cluster, pulumi.ResourceOptions(depends_on=[account, to])
-                ),
-            ),
-        )
-
-    granted = [config_map, bound(rbac.v1.RoleBinding, "Role", role, metadata)]
+    grants = [Grant("Role", metadata, rules)]
     if proof:
-        cluster_metadata: Any = {"name": account_name, "labels": labels}
-        cluster_role = rbac.v1.ClusterRole(
-            name,
-            metadata=cluster_metadata,
-            rules=cast(Any, PROOF_CLUSTER_RULES),
-            opts=on_cluster,
+        grants.append(
+            Grant("ClusterRole", {"name": account_name, "labels": labels}, PROOF_CLUSTER_RULES)
         )
-        granted.append(
-            bound(rbac.v1.ClusterRoleBinding, "ClusterRole", cluster_role, cluster_metadata)
+    # One role and binding at a time: each binding waits for its own role alone.
+    bindings = [
+        binding
+        for grant in grants
+        for binding in declare_account_roles(
+            name, account_name, namespace, [grant], on_cluster, after=[account]
         )
-    return granted
-
-
-def _role_ref(kind: str, name: str) -> Any:
-    return {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name}
+    ]
+    return [config_map, *bindings]

@@ -20,44 +20,32 @@ redundant, and go.
 """
 
 import pulumi
-from pulumi_kubernetes import meta, rbac
+
+from gpu_platform.kubernetes.account_roles import Grant, declare_account_roles
 
 DCGM_EXPORTER_SERVICE_ACCOUNT = "nvidia-dcgm-exporter"
 """The service account of the operator's exporter (gpu-operator v26.7.0
 assets/state-dcgm-exporter/0800_daemonset.yaml, `serviceAccountName`)."""
+RULES = [
+    {
+        "apiGroups": ["resource.k8s.io"],
+        "resources": ["resourceslices"],
+        "verbs": ["get", "list", "watch"],
+    }
+]
+"""Reading ResourceSlices, as the exporter's informer does (dra.go, above)."""
 
 
 def declare_exporter_slice_access(
     name: str, operator_namespace: pulumi.Input[str], parent: pulumi.Resource
-) -> rbac.v1.ClusterRoleBinding:
+) -> pulumi.Resource:
     """The ClusterRole `nvidia-dcgm-exporter-resource-slices` and its binding to the exporter's
     service account in `operator_namespace`; what waits for the binding waits for both."""
-    role_name = f"{DCGM_EXPORTER_SERVICE_ACCOUNT}-resource-slices"
-    metadata = meta.v1.ObjectMetaArgs(name=role_name)
-    role = rbac.v1.ClusterRole(
+    (binding,) = declare_account_roles(
         f"{name}-exporter-resource-slices",
-        metadata=metadata,
-        rules=[
-            rbac.v1.PolicyRuleArgs(
-                api_groups=["resource.k8s.io"],
-                resources=["resourceslices"],
-                verbs=["get", "list", "watch"],
-            )
-        ],
-        opts=pulumi.ResourceOptions(parent=parent),
+        DCGM_EXPORTER_SERVICE_ACCOUNT,
+        operator_namespace,
+        [Grant("ClusterRole", {"name": f"{DCGM_EXPORTER_SERVICE_ACCOUNT}-resource-slices"}, RULES)],
+        pulumi.ResourceOptions(parent=parent),
     )
-    return rbac.v1.ClusterRoleBinding(
-        f"{name}-exporter-resource-slices",
-        metadata=metadata,
-        role_ref=rbac.v1.RoleRefArgs(
-            api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=role_name
-        ),
-        subjects=[
-            rbac.v1.SubjectArgs(
-                kind="ServiceAccount",
-                name=DCGM_EXPORTER_SERVICE_ACCOUNT,
-                namespace=operator_namespace,
-            )
-        ],
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[role]),
-    )
+    return binding

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import pulumi
-from pulumi_kubernetes import apps, core, rbac
+from pulumi_kubernetes import apps, core
 
+from gpu_platform.kubernetes.account_roles import Grant, declare_account_roles
 from gpu_platform.kubernetes.script_pod import NO_BYTECODE, content_named, script_pod_spec
 from gpu_platform.node_identity import MIG_STARTUP_TAINT, ResolvedPool
 from gpu_platform.versions import MIG_STARTUP_TAINT_REMOVER_IMAGE
@@ -71,17 +72,13 @@ def declare_mig_startup_taint_remover(
         automount_service_account_token=False,
         opts=child,
     )
-    role = rbac.v1.ClusterRole(
-        resource_name, metadata=_metadata(), rules=cast(Any, CLUSTER_ROLE_RULES), opts=child
-    )
-    binding = rbac.v1.ClusterRoleBinding(
+    (binding,) = declare_account_roles(
         resource_name,
-        metadata=_metadata(),
-        role_ref=cast(
-            Any, {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME}
-        ),
-        subjects=cast(Any, [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}]),
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[account, role]),
+        NAME,
+        namespace,
+        [Grant("ClusterRole", _metadata(), CLUSTER_ROLE_RULES)],
+        child,
+        after=[account],
     )
     return apps.v1.Deployment(
         resource_name,

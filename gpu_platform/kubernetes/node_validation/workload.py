@@ -61,9 +61,10 @@ from pathlib import Path
 from typing import Any, cast
 
 import pulumi
-from pulumi_kubernetes import apps, core, rbac
+from pulumi_kubernetes import apps, core
 
 from gpu_platform.config import MigSharing
+from gpu_platform.kubernetes.account_roles import Grant, declare_account_roles
 from gpu_platform.kubernetes.mig_startup_taint import SCRIPT_FILE as MIG_REMOVER_SCRIPT
 from gpu_platform.kubernetes.mig_startup_taint_remover import MIG_READY, MIG_STATE_LABEL
 from gpu_platform.kubernetes.node_validation import report, validate
@@ -418,10 +419,6 @@ def role_rules(replaces: bool) -> list[dict[str, Any]]:
     return rules
 
 
-def _role_ref(kind: str) -> Any:
-    return {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": NAME}
-
-
 def _labels(**extra: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "gpu-platform", **extra}
 
@@ -471,38 +468,15 @@ def declare_node_validation(
         automount_service_account_token=False,
         opts=opts,
     )
-    subjects = cast(Any, [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}])
-    cluster_role = rbac.v1.ClusterRole(
-        name,
-        metadata={"name": NAME, "labels": _labels()},
-        rules=cast(Any, cluster_role_rules(replaces)),
-        opts=opts,
-    )
-    role = rbac.v1.Role(
-        name,
-        metadata={"name": NAME, "namespace": namespace, "labels": _labels()},
-        rules=cast(Any, role_rules(replaces)),
-        opts=opts,
-    )
-    after_roles = pulumi.ResourceOptions.merge(
-        opts, pulumi.ResourceOptions(depends_on=[account, cluster_role, role])
-    )
-    bindings: list[pulumi.Resource] = [
-        rbac.v1.ClusterRoleBinding(
-            name,
-            metadata={"name": NAME, "labels": _labels()},
-            role_ref=_role_ref("ClusterRole"),
-            subjects=subjects,
-            opts=after_roles,
-        ),
-        rbac.v1.RoleBinding(
-            name,
-            metadata={"name": NAME, "namespace": namespace, "labels": _labels()},
-            role_ref=_role_ref("Role"),
-            subjects=subjects,
-            opts=after_roles,
+    grants = [
+        Grant("ClusterRole", {"name": NAME, "labels": _labels()}, cluster_role_rules(replaces)),
+        Grant(
+            "Role",
+            {"name": NAME, "namespace": namespace, "labels": _labels()},
+            role_rules(replaces),
         ),
     ]
+    bindings = declare_account_roles(name, NAME, namespace, grants, opts, after=[account])
     bindings.append(declare_policy(name, node_validator_admission_policy(namespace_name), opts))
     declare_policy(f"{name}-pods", pod_admission_policy(exempt_namespaces), opts)
     if replaces:
