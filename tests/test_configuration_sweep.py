@@ -84,8 +84,13 @@ def prod_policy_config(plan: Plan, config: Config) -> dict[str, Any]:
         "namespaceLevels": namespace_levels(plan.resources),
         "exemptNamespaces": exempt,
     }
+    # EKS Auto Mode chooses its nodes' driver, so no pool of a stack on it has a CUDA release
+    # the pack could hold pods to: such a stack declares that check advisory
+    # (docs/eks-auto-mode.md).
+    auto_mode = config.get("gpu-platform:provisioner") == "eks-auto-mode"
     return {
         **PROD_POLICY_CONFIG,
+        **({"gpu-pods-cuda-known": "advisory"} if auto_mode else {}),
         POD_SECURITY: pod_security,
         "namespace-pod-security": {"exemptNamespaces": exempt},
         "gpu-validation-taint-platform-only": {"exemptNamespaces": exempt},

@@ -27,6 +27,7 @@ STACKS: dict[str, Callable[[Config, Config], Config]] = {
     "gke": lambda dev, gke: reachable_gke(gke),
     "eks-mig-mixed": lambda dev, gke: with_mig_mixed_pool(dev),
     "karpenter-dev": lambda dev, gke: stack_config("karpenter-dev", PROJECT),
+    "auto-dev": lambda dev, gke: stack_config("auto-dev", PROJECT),
     "gke-ubuntu": lambda dev, gke: on_ubuntu(reachable_gke(gke)),
     "gke-capacity": lambda dev, gke: with_gke_capacity_pools(reachable_gke(gke)),
 }
@@ -55,6 +56,7 @@ KUEUE_PRIORITY = "WorkloadPriorityClass"
     ("stack", "kinds"),
     [
         ("karpenter-dev", {"NodePool", "EC2NodeClass"}),
+        ("auto-dev", {"NodePool", "NodeClass"}),
         # dev and gke-dev queue their tenants' jobs through Kueue (`queues.enabled`).
         ("dev", {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", KUEUE_PRIORITY}),
         (

@@ -300,13 +300,23 @@ _KARPENTER_SHARING = (
 def karpenter_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     if config.cloud is not Cloud.AWS:
         return  # the rule of the other cloud's settings reports provisioner and karpenter there
-    if not config.uses_karpenter:
+    if config.uses_auto_mode:
+        yield from set_field_problems(
+            config.karpenter,
+            set(KarpenterSpec.model_fields) - set(AUTO_MODE_NODE_POOL_SETTINGS),
+            ("karpenter",),
+            "no value with provisioner eks-auto-mode, which runs its own Karpenter: of the"
+            " karpenter settings only those of its NodePools apply there"
+            f" ({', '.join(key_of(KarpenterSpec, f) for f in AUTO_MODE_NODE_POOL_SETTINGS)})",
+        )
+    elif not config.uses_karpenter:
         yield from set_field_problems(
             config.karpenter,
             config.karpenter.model_fields_set,
             ("karpenter",),
             "no value unless provisioner is karpenter",
         )
+    if not config.uses_karpenter:
         # Auto Mode's NodePools act on them as Karpenter's do.
         for i, pool in enumerate([] if config.uses_auto_mode else config.pools):
             for field in _KARPENTER_ONLY_OPTIONS:
@@ -357,6 +367,9 @@ def karpenter_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 f"a namespace of its own, not Karpenter's ({ns.name}, karpenter.namespace)",
             )
 
+
+# The `karpenter` settings that go into the pools' NodePools, which EKS Auto Mode's take as well.
+AUTO_MODE_NODE_POOL_SETTINGS = ("consolidate_after_minutes", "termination_grace_period_hours")
 
 # What only the platform's own Karpenter installation uses (`namespace` still names where an
 # existing one runs, which no tenant may share).

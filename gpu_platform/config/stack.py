@@ -57,7 +57,9 @@ class StackConfig(Model):
     `cluster.nodeImage` other than `bottlerocket`, `aws.amiReleaseVersion`, `aws.efa` and
     `canaryOf` take no value (docs/eks-auto-mode.md)."""
     karpenter: KarpenterSpec = Field(default_factory=KarpenterSpec)
-    """EKS with `provisioner: karpenter`: the Karpenter controller."""
+    """EKS with `provisioner: karpenter`: the Karpenter controller; with `eks-auto-mode`, only
+    the settings of the pools' NodePools (`consolidateAfterMinutes`,
+    `terminationGracePeriodHours`), as Auto Mode runs its own Karpenter."""
     queues: QueuesSpec = Field(default_factory=QueuesSpec)
     """Kueue: a queue per tenant namespace, whose jobs start whole once its quota allows."""
 

@@ -68,9 +68,9 @@ BAD = [
     ),
     (
         "karpenter settings",
-        auto_mode(karpenter={"consolidateAfterMinutes": 5}),
-        "karpenter.consolidateAfterMinutes",
-        "no value unless provisioner is karpenter",
+        auto_mode(karpenter={"install": False}),
+        "karpenter.install",
+        "no value with provisioner eks-auto-mode, which runs its own Karpenter",
     ),
     ("a minimum", with_pool(min=1), "pools[0].min", "0 with provisioner eks-auto-mode"),
     (
@@ -125,7 +125,10 @@ def test_what_auto_mode_runs_itself_is_refused_by_key(raw: Config, path: str, al
 
 def test_an_auto_mode_stack_of_exclusive_pools_kept_at_zero_is_valid() -> None:
     config = load_stack_config(
-        with_pool(aws={"consolidateAfterMinutes": 30, "emptyNodesBudgetPercent": 50})
+        {
+            **with_pool(aws={"consolidateAfterMinutes": 30, "emptyNodesBudgetPercent": 50}),
+            "karpenter": {"consolidateAfterMinutes": 5, "terminationGracePeriodHours": 48},
+        }
     )
     assert (config.uses_auto_mode, config.uses_node_pools, config.uses_karpenter) == (
         True,
