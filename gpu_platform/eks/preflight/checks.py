@@ -66,6 +66,7 @@ from gpu_platform.eks.instance_types import (
 from gpu_platform.eks.karpenter.labels import NODE_POOL_LABEL, stack_mark
 from gpu_platform.eks.node_group_names import is_node_group_of, zone_of, zone_share
 from gpu_platform.eks.preflight.arm64_repair import arm64_repair_findings
+from gpu_platform.eks.preflight.auto_mode import auto_mode_finding
 from gpu_platform.eks.preflight.autoscaler_settings import autoscaler_settings_findings
 from gpu_platform.eks.preflight.create import (
     CREATE_PERMISSIONS,
@@ -712,6 +713,8 @@ def _cluster_findings(
             )
         ]
     findings = [_status_finding(subject, cluster)]
+    if config.uses_auto_mode:
+        findings.append(auto_mode_finding(config, subject, cluster))
     credentialed = _pod_identity_user(config)
     if credentialed is not None:
         findings.append(_pod_identity_agent_finding(subject, name, credentialed, clients))
@@ -747,9 +750,9 @@ def _pod_identity_user(config: StackConfig) -> str | None:
     it would fail to do without them."""
     if config.provisioner == "karpenter":
         return "Karpenter would get no AWS credentials and never scale a GPU pool up"
-    if config.autoscaler.install:
+    if config.autoscaler_installed:
         return "the cluster autoscaler would get no AWS credentials and never scale a GPU pool up"
-    if config.cluster.vpc_cni_role:
+    if config.cluster.vpc_cni_role and not config.uses_auto_mode:
         return (
             "the VPC CNI would get no AWS credentials of its own (cluster.vpcCniRole) and new"
             " nodes no pod addresses"

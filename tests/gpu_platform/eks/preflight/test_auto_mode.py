@@ -1,0 +1,108 @@
+"""Preflight of a stack on EKS Auto Mode: the cluster must run Auto Mode's compute with a node
+role, as DescribeCluster reports it in `computeConfig` (botocore's eks model at the installed
+version: `Cluster.computeConfig`, shape `ComputeConfigResponse`), against moto's EKS with that
+answer put in place."""
+
+from typing import Any
+
+import botocore.session
+import pytest
+from botocore.model import StructureShape
+from botocore.stub import Stubber
+
+from gpu_platform.config import StackConfig, load_stack_config
+from gpu_platform.eks.preflight import checks as preflight_eks
+from gpu_platform.eks.preflight.checks import AwsClients
+from gpu_platform.preflight.findings import Finding
+from tests.gpu_platform.eks.preflight.test_checks import (  # noqa: F401
+    SPOT_G,
+    answer,
+    aws,
+    cluster,
+    quota,
+    quotas,
+)
+
+ROLE = "arn:aws:iam::123456789012:role/ml-dev-auto-mode-node"
+SUBJECT = "cluster ml-dev"
+
+
+def auto_mode_stack() -> StackConfig:
+    return load_stack_config(
+        {
+            "cloud": "aws",
+            "cluster": {"name": "ml-dev", "region": "us-east-1"},
+            "provisioner": "eks-auto-mode",
+            "pools": [
+                {"name": "t4", "instanceTypes": ["g4dn.xlarge"], "max": 2, "capacity": "spot"}
+            ],
+        }
+    )
+
+
+def test_compute_config_is_botocores_shape() -> None:
+    model = botocore.session.get_session().get_service_model("eks")
+    described, compute = model.shape_for("Cluster"), model.shape_for("ComputeConfigResponse")
+    assert isinstance(described, StructureShape) and isinstance(compute, StructureShape)
+    assert described.members["computeConfig"].name == "ComputeConfigResponse"
+    assert set(compute.members) == {
+        "enabled",
+        "nodePools",
+        "nodeRoleArn",
+    }
+
+
+@pytest.mark.parametrize(
+    ("compute", "expected"),
+    [
+        (
+            {"enabled": True, "nodePools": ["general-purpose", "system"], "nodeRoleArn": ROLE},
+            Finding(
+                "ok",
+                SUBJECT,
+                f"EKS Auto Mode's compute is on, its nodes running as {ROLE}.",
+                "Nothing.",
+            ),
+        ),
+        (
+            None,
+            Finding(
+                "blocking",
+                SUBJECT,
+                "EKS Auto Mode's compute is off on the cluster, and gpu-platform:provisioner is"
+                " eks-auto-mode: nothing would launch the pools' NodePools.",
+                "Turn Auto Mode on for the cluster (aws eks update-cluster-config --compute-config"
+                " enabled=true with its storage and load balancing), or choose another"
+                " provisioner.",
+            ),
+        ),
+        (
+            {"enabled": True, "nodePools": []},
+            Finding(
+                "blocking",
+                SUBJECT,
+                "EKS Auto Mode's compute is on without a node role (computeConfig.nodeRoleArn),"
+                " which the pools' NodeClasses run their nodes as.",
+                "Give the cluster's Auto Mode a node role (with its built-in node pools, or"
+                " update-cluster-config --compute-config nodeRoleArn=...).",
+            ),
+        ),
+    ],
+    ids=["on", "off", "no role"],
+)
+def test_the_clusters_auto_mode_compute_is_checked(
+    aws: AwsClients,  # noqa: F811
+    quotas: Stubber,  # noqa: F811
+    compute: dict[str, Any] | None,
+    expected: Finding,
+) -> None:
+    cluster(aws)
+    quota(quotas, SPOT_G, 32)
+    described = aws.eks.describe_cluster(name="ml-dev")["cluster"]
+    if compute is not None:
+        described = {**described, "computeConfig": compute}
+    answer(aws.eks, "DescribeCluster", 200, {"cluster": described})
+
+    findings = preflight_eks.preflight(auto_mode_stack(), aws)
+
+    assert findings[1] == expected
