@@ -74,3 +74,12 @@ def test_a_cluster_without_an_auto_mode_node_role_is_refused_by_provisioner(
     error = failed_plan_for(stack_config(STACK, PROJECT)).error
     assert "gpu-platform:provisioner" in str(error)
     assert "whose EKS Auto Mode compute is on with a node role" in str(error)
+
+
+def test_nodes_are_validated_all_but_the_driver_auto_mode_chooses(plan: Plan) -> None:
+    for pool in stack_config(STACK, PROJECT)["gpu-platform:pools"]:
+        daemonset = plan.named(f"node-validation-{pool['name']}", "kubernetes:apps/v1:DaemonSet")
+        (validator,) = daemonset.inputs["spec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e.get("value") for e in validator["env"]}
+        assert env["DRIVER_VERSION"] == ""
+        assert "driver" in env["SKIP_CHECKS"].split(",")
