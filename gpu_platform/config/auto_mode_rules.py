@@ -11,10 +11,10 @@ reservations (auto-odcr.adoc) and accelerated workloads (auto-accelerated.adoc).
 from collections.abc import Iterator, Mapping
 
 from gpu_platform.config.capacity import ClusterAutoscalerSpec
-from gpu_platform.config.cloud_options import ClusterSpec, EksPoolOptions
+from gpu_platform.config.cloud_options import ClusterSpec
 from gpu_platform.config.fields import AUTO_MODE_NODE_IMAGE
 from gpu_platform.config.pools import ExclusiveSharing, GpuPoolSpec
-from gpu_platform.config.problems import ConfigProblem, key_of, key_path, set_field_problems
+from gpu_platform.config.problems import ConfigProblem, key_path, set_field_problems
 from gpu_platform.config.set_aside import per_element
 from gpu_platform.config.stack import StackConfig
 
@@ -127,9 +127,6 @@ def _pool_problems(i: int, pool: GpuPoolSpec) -> Iterator[ConfigProblem]:
             " release of its own to try first",
         )
     for field, why in _POOL_OPTIONS.items():
-        if field in pool.aws.model_fields_set:
-            yield ConfigProblem(
-                key_path("pools", i, "aws", key_of(EksPoolOptions, field)),
-                getattr(pool.aws, field),
-                f"no value {_WHY}: {why}",
-            )
+        yield from set_field_problems(
+            pool.aws, (field,), ("pools", i, "aws"), f"no value {_WHY}: {why}"
+        )
