@@ -1,13 +1,14 @@
 """The EKS side of the platform: an existing cluster or one it creates (`cluster.create`), GPU
-node groups and the cluster autoscaler, or Karpenter and its NodePools (`provisioner:
-karpenter`).
+node groups and the cluster autoscaler, Karpenter and its NodePools (`provisioner:
+karpenter`), or NodePools of the cluster's EKS Auto Mode (`provisioner: eks-auto-mode`).
 
 `resolve_pools` only looks things up (the cluster, its subnets, the instance types and where EC2
 offers them; of a cluster to create, the account and zones, `plan_new_cluster`) and raises one
 `ConfigError` for every pool that cannot work, before any resource exists. `connect` creates a
 cluster the stack asks for (`NewEksCluster`) before the provider that reaches it.
 `create_pools` then creates the node groups of each pool and the autoscaler that scales them;
-or, with Karpenter, the controller and a NodePool for each pool. `create_device_plugins` adds
+or, with Karpenter, the controller and a NodePool for each pool; on Auto Mode, a NodePool
+and NodeClass for each pool, and nothing that Auto Mode runs itself. `create_device_plugins` adds
 the EFA device plugin where a pool asks for EFA.
 """
 
