@@ -316,6 +316,15 @@ def test_plan_shows_each_gke_ubuntu_pools_own_driver(invoke, gke_config, stack_f
     )
 
 
+def test_plan_shows_an_auto_mode_pools_driver_is_its_node_images(invoke) -> None:
+    result = invoke("auto-dev")
+
+    assert result.exit_code == 0, result.output
+    assert "  l40s: NVIDIA driver not pinned: the node image's own, unknown to the plan\n" in (
+        result.output
+    )
+
+
 def shown_inputs(output: str, resource: str) -> list[str]:
     """The `key = value` lines the plan's tree shows under a resource (`<type> <name>`)."""
     lines = output.splitlines()
