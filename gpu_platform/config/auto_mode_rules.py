@@ -59,6 +59,15 @@ _CLUSTER_OPTIONS: Mapping[str, str] = {
     " the VPC CNI add-on",
     "node_monitoring_agent_version": "Auto Mode monitors its nodes' health itself",
 }
+# What a created cluster has only for its system node group: on Auto Mode the platform's own
+# pods run on Auto Mode's built-in general-purpose NodePool, and no VPC CNI add-on is installed
+# (gpu_platform/eks/new_cluster/auto_mode.py).
+_CREATE_OPTIONS: Mapping[str, str] = {
+    "system_nodes": "the platform's own pods run on Auto Mode's built-in general-purpose"
+    " NodePool, not on a system node group",
+    "vpc_cni_configuration": "Auto Mode's nodes get their networking from Auto Mode, not from"
+    " the VPC CNI add-on",
+}
 
 
 def auto_mode_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -83,12 +92,14 @@ def _cluster_problems(cluster: ClusterSpec) -> Iterator[ConfigProblem]:
             f"{AUTO_MODE_NODE_IMAGE} or no value {_WHY}: Auto Mode's nodes run its own"
             " Bottlerocket-based AMIs",
         )
-    yield from set_field_problems(
-        cluster,
-        ("create",),
-        ("cluster",),
-        f"no value {_WHY}: the platform attaches to a cluster whose Auto Mode compute is on",
-    )
+    if cluster.create is not None:
+        for field, why in _CREATE_OPTIONS.items():
+            yield from set_field_problems(
+                cluster.create.aws,
+                (field,),
+                ("cluster", "create", "aws"),
+                f"no value {_WHY}: {why}",
+            )
     for field, why in _CLUSTER_OPTIONS.items():
         yield from set_field_problems(cluster, (field,), ("cluster",), f"no value {_WHY}: {why}")
 

@@ -354,12 +354,13 @@ def node_role(
     cni_policy_on_node_role: bool,
     opts: pulumi.ResourceOptions,
     tags: Mapping[str, str] | None = None,
+    node_policies: Sequence[str] = NODE_POLICIES,
 ) -> tuple[iam.Role, list[iam.RolePolicyAttachment]]:
     """A role `name` for nodes (`<prefix>.<purpose>` in IAM), with what a node needs attached
-    (`NODE_POLICIES`, and `CNI_POLICY` where `cni_policy_on_node_role`), each as
+    (`node_policies`, and `CNI_POLICY` where `cni_policy_on_node_role`), each as
     `<attachment_prefix>-<policy>`."""
     role = platform_role(name, purpose, cluster, description, EC2_TRUST_POLICY, opts, tags)
-    policies = [*NODE_POLICIES, *([CNI_POLICY] if cni_policy_on_node_role else [])]
+    policies = [*node_policies, *([CNI_POLICY] if cni_policy_on_node_role else [])]
     attachments = [
         iam.RolePolicyAttachment(
             f"{attachment_prefix}-{policy}",

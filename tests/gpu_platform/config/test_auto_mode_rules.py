@@ -52,7 +52,23 @@ def problems(raw: Config) -> dict[str, str]:
 BAD = [
     ("on GKE", {**GKE, "provisioner": "eks-auto-mode"}, "provisioner", "when cloud is gcp"),
     ("AL2023 nodes", with_cluster(nodeImage="al2023"), "cluster.nodeImage", "bottlerocket or"),
-    ("a cluster to create", with_cluster(create={}), "cluster.create", REFUSED),
+    (
+        "a created cluster's system nodes",
+        with_cluster(create={"kubernetesVersion": "1.35", "aws": {"systemNodes": {"max": 3}}}),
+        "cluster.create.aws.systemNodes",
+        REFUSED,
+    ),
+    (
+        "a created cluster's VPC CNI configuration",
+        with_cluster(
+            create={
+                "kubernetesVersion": "1.35",
+                "aws": {"vpcCniConfiguration": {"env": {"ENABLE_PREFIX_DELEGATION": "true"}}},
+            }
+        ),
+        "cluster.create.aws.vpcCniConfiguration",
+        REFUSED,
+    ),
     ("the VPC CNI's role", with_cluster(vpcCniRole=True), "cluster.vpcCniRole", REFUSED),
     (
         "the node monitoring agent",
