@@ -321,9 +321,9 @@ def eks_stack(draw: st.DrawFn) -> Config:
     karpenter = draw(st.integers(0, 2)) == 0
     node_image = draw(st.sampled_from(["al2023", "al2023", "bottlerocket"]))
     created = draw(st.integers(0, 3)) == 0
-    # EKS Auto Mode: Karpenter's NodePools on an existing cluster's Auto Mode, on its own
-    # Bottlerocket-based nodes.
-    auto_mode = karpenter and not created and draw(st.booleans())
+    # EKS Auto Mode: Karpenter's NodePools on a cluster's Auto Mode, existing or turned on at
+    # creation, on its own Bottlerocket-based nodes.
+    auto_mode = karpenter and draw(st.booleans())
     if auto_mode:
         node_image = "bottlerocket"
     minor = STAND_IN_KUBERNETES_VERSION
@@ -347,7 +347,8 @@ def eks_stack(draw: st.DrawFn) -> Config:
             )
         if draw(st.booleans()):
             private["privateEndpointSecurityGroupIds"] = ["sg-0123456789abcdef0"]
-        if draw(st.booleans()):
+        # Auto Mode's cluster installs no VPC CNI add-on.
+        if not auto_mode and draw(st.booleans()):
             private["vpcCniConfiguration"] = {"env": {"WARM_IP_TARGET": "5"}}
         if draw(st.booleans()):
             # The creator's entry left out: the one running `pulumi up` (the stand-in
@@ -856,6 +857,25 @@ CORNER_STACKS: dict[str, Config] = {
         "gpu-platform:operator": {
             "overrides": {key: value for o in OPERATOR_OVERRIDES for key, value in o.items()}
         },
+    },
+    "EKS Auto Mode turned on at creation": {
+        "aws:region": AWS_REGION,
+        "gpu-platform:cloud": "aws",
+        "gpu-platform:cluster": {
+            "name": "ml-sweep",
+            "region": AWS_REGION,
+            "create": {
+                "kubernetesVersion": STAND_IN_KUBERNETES_VERSION,
+                "endpoint": {"access": "public", "publicCidrs": ["203.0.113.0/24"]},
+                "administrators": ["arn:aws:iam::123456789012:role/platform-admins"],
+            },
+        },
+        "gpu-platform:provisioner": "eks-auto-mode",
+        "gpu-platform:pools": [
+            {"name": "l40s", "accelerator": "l40s", "max": 2, "aws": {"instanceFamilies": ["g6e"]}}
+        ],
+        "gpu-platform:namespaces": [{"name": "team-a", "gpuQuota": 8, "smokeTestPool": "l40s"}],
+        "gpu-platform:monitoring": {"installPrometheusStack": True},
     },
     "EKS Auto Mode: a Capacity Block, a family pool, tenants on both": {
         "aws:region": AWS_REGION,
