@@ -27,7 +27,7 @@ import pulumi
 from pulumi_aws import eks, iam
 
 from gpu_platform.eks.cluster import EksCluster
-from gpu_platform.eks.iam_roles import role_name
+from gpu_platform.eks.iam_roles import managed_policy_attachments, role_name
 from gpu_platform.eks.node_group import node_role
 
 CLUSTER_POLICIES = (
@@ -74,15 +74,7 @@ def auto_mode_node_role(
 def cluster_role_policies(
     name: str, role: iam.Role, cluster: EksCluster, opts: pulumi.ResourceOptions
 ) -> list[iam.RolePolicyAttachment]:
-    return [
-        iam.RolePolicyAttachment(
-            f"{name}-{policy}",
-            role=role.name,
-            policy_arn=f"arn:{cluster.partition}:iam::aws:policy/{policy}",
-            opts=opts,
-        )
-        for policy in CLUSTER_POLICIES
-    ]
+    return managed_policy_attachments(name, role, CLUSTER_POLICIES, cluster, opts)
 
 
 class AutoModeSettings(NamedTuple):
