@@ -319,6 +319,7 @@ class NewEksCluster(pulumi.ComponentResource):
             config.protect,
             tags,
             node_role.arn if node_role is not None else None,
+            node_policies,
             child,
         )
         created = control_plane.cluster

@@ -136,6 +136,7 @@ class EksControlPlane(pulumi.ComponentResource):
         protect: bool,
         tags: Mapping[str, str],
         auto_mode_node_role: pulumi.Input[str] | None,
+        auto_mode_node_policies: Sequence[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__(CONTROL_PLANE_TYPE, name, None, opts)
@@ -242,11 +243,18 @@ class EksControlPlane(pulumi.ComponentResource):
             tags=dict(tags) if creator.recorded else {**tags, LEGACY_CREATOR_TAG: creator.arn},
             region=region,
             # The role's policies must outlive the cluster, or EKS cannot delete the network
-            # interfaces and security groups it made (pulumi-aws eks.Cluster, `role_arn`).
+            # interfaces and security groups it made (pulumi-aws eks.Cluster, `role_arn`); the
+            # Auto Mode node role's too, which its nodes keep until the cluster is gone.
             opts=pulumi.ResourceOptions(
                 parent=self,
                 protect=protect,
-                depends_on=[attachment, *auto_mode_policies, key_policy, logs],
+                depends_on=[
+                    attachment,
+                    *auto_mode_policies,
+                    *auto_mode_node_policies,
+                    key_policy,
+                    logs,
+                ],
             ),
         )
         self.access = []

@@ -657,10 +657,16 @@ def test_auto_modes_roles_have_the_policies_aws_documents(plans: dict[str, Plan]
 
 def test_the_cluster_waits_for_its_roles_auto_mode_policies(plans: dict[str, Plan]) -> None:
     # Created before the cluster and deleted after it, as its AmazonEKSClusterPolicy is: EKS
-    # needs them to clean up the instances, volumes and load balancers Auto Mode made.
+    # needs them to clean up the instances, volumes and load balancers Auto Mode made, and
+    # Auto Mode's nodes theirs until the cluster is gone.
     plan = plans["auto mode"]
-    policies = {r.urn for r in plan.of_type(ATTACHMENT) if r.inputs["role"] == "ml-new.cluster"}
+    policies = {
+        r.urn
+        for r in plan.of_type(ATTACHMENT)
+        if r.inputs["role"] in ("ml-new.cluster", AUTO_MODE_NODE_ROLE)
+    }
 
+    assert len(policies) == 7
     assert policies <= set(only(plan, CLUSTER).dependencies)
 
 
