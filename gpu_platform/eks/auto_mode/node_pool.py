@@ -25,7 +25,6 @@ from gpu_platform.eks.karpenter.node_pool import (
     node_pool_for,
     one_of,
 )
-from gpu_platform.eks.node_group import pool_resource_tags
 
 NODE_CLASS_GROUP = "eks.amazonaws.com"
 NODE_CLASS_API_VERSION = f"{NODE_CLASS_GROUP}/v1"
@@ -108,7 +107,15 @@ def node_class_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
             "iops": spec.aws.volume_iops,
             "throughput": spec.aws.volume_throughput_mibps,
         },
-        "tags": pool_resource_tags(args.cluster, spec),
+        # No `tags`: AmazonEKSComputePolicy lets the cluster role launch instances and
+        # launch templates only with Auto Mode's own tag keys (`eks:eks-cluster-name`,
+        # `eks:kubernetes-node-class-name`, `eks:kubernetes-node-pool-name`,
+        # `kubernetes.io/cluster/*`), so a NodeClass tag of any other key makes every launch
+        # fail unless the cluster role also carries a custom-tag policy (auto-learn-iam.adoc,
+        # "Custom AWS tags for EKS Auto resources"; create-node-class.adoc, Considerations).
+        # The platform cannot know that of a role it did not create, and a missing tag costs
+        # less than a pool that never launches: Auto Mode's own tags already name the
+        # instances' cluster and pool (the NodePool is named after the pool).
     }
     reservation = spec.aws.capacity_reservation_id
     if reservation is not None:

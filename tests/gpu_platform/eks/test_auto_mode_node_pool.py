@@ -7,6 +7,7 @@ Karpenter's version nor its CRDs), the NodeClass against the fields the EKS user
 schema committed in gpu_platform/kubernetes/crd_schemas/."""
 
 import dataclasses
+import fnmatch
 from typing import Any
 
 import pytest
@@ -132,3 +133,24 @@ def test_a_reserved_pool_selects_its_reservation_and_others_none() -> None:
         "reserved"
     ]
     assert "capacityReservationSelectorTerms" not in node_class_for(auto_mode_args())["spec"]
+
+
+# AmazonEKSComputePolicy's `ec2:RunInstances`/`CreateFleet`/`CreateLaunchTemplate` statements
+# allow only these request tag keys (`ForAllValues:StringLike aws:TagKeys`); the EKS user guide
+# says the Auto Mode managed policies permit no user-defined tag (awsdocs/amazon-eks-user-guide
+# latest/ug/automode/auto-learn-iam.adoc, "Custom AWS tags for EKS Auto resources").
+COMPUTE_POLICY_TAG_KEYS = (
+    "eks:eks-cluster-name",
+    "eks:kubernetes-node-class-name",
+    "eks:kubernetes-node-pool-name",
+    "kubernetes.io/cluster/*",
+)
+
+
+@pytest.mark.parametrize("fields", [{}, {"aws": {"capacityReservationId": RESERVATION}}])
+def test_the_node_class_tags_nothing_the_compute_policy_refuses(fields: dict[str, Any]) -> None:
+    tags = node_class_for(auto_mode_args(**fields))["spec"].get("tags", {})
+    refused = [
+        k for k in tags if not any(fnmatch.fnmatchcase(k, p) for p in COMPUTE_POLICY_TAG_KEYS)
+    ]
+    assert refused == []
