@@ -201,7 +201,12 @@ class EksCloud:
         if self.config.provisioner == "karpenter":
             created = self._karpenter_node_pools(now, on_cluster)
         elif self.config.uses_auto_mode:
-            created = [self._auto_mode_node_pool(pool, on_cluster) for pool in now]
+            from gpu_platform.eks.auto_mode.network_policy import network_policy_controller
+
+            created = [
+                network_policy_controller(part_name("network-policy-controller"), on_cluster),
+                *(self._auto_mode_node_pool(pool, on_cluster) for pool in now),
+            ]
         else:
             created = [self._node_group(pool, opts) for pool in now]
         created = [*self._cni, *created]

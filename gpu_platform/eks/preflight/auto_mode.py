@@ -2,12 +2,21 @@
 compute with a node role: DescribeCluster's `computeConfig` (botocore's eks model,
 `ComputeConfigResponse`: `enabled`, `nodePools`, `nodeRoleArn`). Without it nothing would launch
 the pools' NodePools; without the role their NodeClasses name none (EKS user guide,
-automode/create-node-pool.adoc, "Cluster without built-in node pools")."""
+automode/create-node-pool.adoc, "Cluster without built-in node pools").
+
+And whether the stack can turn on Auto Mode's NetworkPolicy enforcement: Auto Mode has no
+`vpc-cni` add-on or aws-node DaemonSet to read, only the ConfigMap `kube-system/amazon-vpc-cni`
+(auto-net-pol.adoc)."""
 
 from collections.abc import Mapping
 from typing import Any
 
+import requests
+from botocore.exceptions import BotoCoreError
+
 from gpu_platform.config import StackConfig, key_path
+from gpu_platform.eks.auto_mode.network_policy import CONFIG_MAP, NAMESPACE, SETTING
+from gpu_platform.eks.preflight.running_autoscaler import ConfigMaps
 from gpu_platform.preflight.findings import Finding
 
 
@@ -34,4 +43,47 @@ def auto_mode_finding(config: StackConfig, subject: str, cluster: Mapping[str, A
         )
     return Finding(
         "ok", subject, f"EKS Auto Mode's compute is on, its nodes running as {role}.", "Nothing."
+    )
+
+
+def network_policy_controller_finding(
+    config: StackConfig, subject: str, config_maps: ConfigMaps | None
+) -> Finding:
+    """Whether `up` can turn Auto Mode's network policy controller on: the stack patches
+    `enable-network-policy-controller` into `kube-system/amazon-vpc-cni` by server-side apply
+    (gpu_platform/eks/auto_mode/network_policy.py), which fails with a conflict where another
+    field manager set the key to something else."""
+    where = f"{NAMESPACE}/{CONFIG_MAP}"
+    if config_maps is None:
+        return Finding(
+            "ok", subject, f"The stack sets {SETTING} in {where} to true itself.", "Nothing."
+        )
+    try:
+        found = config_maps(NAMESPACE, CONFIG_MAP)
+    except (requests.RequestException, BotoCoreError) as error:
+        return Finding(
+            "warning",
+            subject,
+            f"{where} cannot be read ({error}), so whether `up` can set its {SETTING} to true"
+            " without a conflict is unknown.",
+            f"kubectl -n {NAMESPACE} get configmap {CONFIG_MAP} -o yaml: {SETTING} must be"
+            ' absent or "true".',
+        )
+    value = ((found or {}).get("data") or {}).get(SETTING)
+    if value is None or value == "true":
+        return Finding(
+            "ok",
+            subject,
+            f"The stack sets {SETTING} in {where} to true, keeping the ConfigMap's other keys;"
+            " Auto Mode then enforces the platform's NetworkPolicies.",
+            "Nothing.",
+        )
+    return Finding(
+        "blocking",
+        subject,
+        f"{where} sets {SETTING} to {value!r}: Auto Mode enforces no NetworkPolicy, the"
+        " platform's that keep tenants from Prometheus and Alertmanager included, and `up`'s"
+        " server-side apply of the key would fail with a conflict rather than overwrite it.",
+        f'Set {SETTING} to "true" in {where} (auto-net-pol.adoc, Step 1), or choose a cluster'
+        " where NetworkPolicies may be enforced.",
     )

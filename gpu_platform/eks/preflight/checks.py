@@ -66,7 +66,10 @@ from gpu_platform.eks.instance_types import (
 from gpu_platform.eks.karpenter.labels import NODE_POOL_LABEL, stack_mark
 from gpu_platform.eks.node_group_names import is_node_group_of, zone_of, zone_share
 from gpu_platform.eks.preflight.arm64_repair import arm64_repair_findings
-from gpu_platform.eks.preflight.auto_mode import auto_mode_finding
+from gpu_platform.eks.preflight.auto_mode import (
+    auto_mode_finding,
+    network_policy_controller_finding,
+)
 from gpu_platform.eks.preflight.autoscaler_settings import autoscaler_settings_findings
 from gpu_platform.eks.preflight.create import (
     CREATE_PERMISSIONS,
@@ -315,7 +318,16 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
     findings += arm64_repair_findings(config, described)
     if cluster is not None:
         findings += vpc_cni_findings(config, clients.eks, described)
-        findings += network_policy_findings(config, clients.eks)
+        if config.uses_auto_mode:
+            findings.append(
+                network_policy_controller_finding(
+                    config,
+                    f"cluster {config.cluster.name} network policies",
+                    _read(clients.config_maps, cluster),
+                )
+            )
+        else:
+            findings += network_policy_findings(config, clients.eks)
     if candidates is not None:
         findings.append(node_subnet_finding(config, candidates))
     if private:

@@ -83,3 +83,14 @@ def test_nodes_are_validated_all_but_the_driver_auto_mode_chooses(plan: Plan) ->
         env = {e["name"]: e.get("value") for e in validator["env"]}
         assert env["DRIVER_VERSION"] == ""
         assert "driver" in env["SKIP_CHECKS"].split(",")
+
+
+def test_network_policies_are_enforced_by_patching_only_their_key(plan: Plan) -> None:
+    # auto-net-pol.adoc (awsdocs/amazon-eks-user-guide latest/ug/automode/), "Step 1": the
+    # ConfigMap kube-system/amazon-vpc-cni with enable-network-policy-controller: "true". A
+    # server-side apply patch of that key alone leaves any other key the cluster's owner keeps
+    # in it alone.
+    [patch] = plan.of_type("kubernetes:core/v1:ConfigMapPatch")
+
+    assert patch.inputs["metadata"] == {"name": "amazon-vpc-cni", "namespace": "kube-system"}
+    assert patch.inputs["data"] == {"enable-network-policy-controller": "true"}

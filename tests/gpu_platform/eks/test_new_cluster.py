@@ -699,3 +699,13 @@ def test_a_created_auto_mode_cluster_plans_with_no_mandatory_violation(
     verdicts = analyze_plan(plans["auto mode"].resources, config=config)
 
     assert [v for v in verdicts if v.mandatory] == []
+
+
+def test_a_created_auto_mode_cluster_enforces_network_policies(plans: dict[str, Plan]) -> None:
+    # The vpc-cni add-on's enableNetworkPolicy is gone with the add-on; Auto Mode enforces
+    # NetworkPolicies once this ConfigMap key is "true" (awsdocs/amazon-eks-user-guide
+    # latest/ug/automode/auto-net-pol.adoc, "Step 1: Enable Network Policy Controller").
+    [patch] = plans["auto mode"].of_type("kubernetes:core/v1:ConfigMapPatch")
+
+    assert patch.inputs["metadata"] == {"name": "amazon-vpc-cni", "namespace": "kube-system"}
+    assert patch.inputs["data"] == {"enable-network-policy-controller": "true"}

@@ -11,7 +11,9 @@ from botocore.model import StructureShape
 from botocore.stub import Stubber
 
 from gpu_platform.config import StackConfig, load_stack_config
+from gpu_platform.eks.auto_mode.network_policy import SETTING
 from gpu_platform.eks.preflight import checks as preflight_eks
+from gpu_platform.eks.preflight.auto_mode import network_policy_controller_finding
 from gpu_platform.eks.preflight.checks import AwsClients
 from gpu_platform.preflight.findings import Finding
 from tests.gpu_platform.eks.preflight.test_checks import (  # noqa: F401
@@ -106,3 +108,44 @@ def test_the_clusters_auto_mode_compute_is_checked(
     findings = preflight_eks.preflight(auto_mode_stack(), aws)
 
     assert findings[1] == expected
+
+
+NETWORK_POLICIES = "cluster ml-dev network policies"
+
+
+def test_an_auto_mode_cluster_is_not_sent_to_the_aws_node_daemon_set(
+    aws: AwsClients,  # noqa: F811
+    quotas: Stubber,  # noqa: F811
+) -> None:
+    # Auto Mode has no vpc-cni add-on and no aws-node DaemonSet; the stack itself sets the
+    # ConfigMap key that turns enforcement on (auto-net-pol.adoc, Step 1).
+    cluster(aws)
+    quota(quotas, SPOT_G, 32)
+
+    findings = preflight_eks.preflight(auto_mode_stack(), aws)
+
+    [finding] = [f for f in findings if f.subject == NETWORK_POLICIES]
+    assert "kube-system/amazon-vpc-cni" in finding.message
+    assert not any("aws-node" in f.action for f in findings)
+
+
+@pytest.mark.parametrize(
+    ("data", "severity"),
+    [
+        (None, "ok"),
+        ({"other": "x"}, "ok"),
+        ({SETTING: "true"}, "ok"),
+        ({SETTING: "false"}, "blocking"),
+    ],
+    ids=["no config map", "other keys", "on", "turned off by its owner"],
+)
+def test_a_value_the_stack_would_conflict_with_blocks(
+    data: dict[str, str] | None, severity: str
+) -> None:
+    def config_maps(namespace: str, name: str) -> dict[str, Any] | None:
+        assert (namespace, name) == ("kube-system", "amazon-vpc-cni")
+        return None if data is None else {"data": data}
+
+    finding = network_policy_controller_finding(auto_mode_stack(), NETWORK_POLICIES, config_maps)
+
+    assert finding.severity == severity
