@@ -19,6 +19,11 @@ from gpu_platform.eks.auto_mode.network_policy import CONFIG_MAP, NAMESPACE, SET
 from gpu_platform.eks.preflight.running_autoscaler import ConfigMaps
 from gpu_platform.preflight.findings import Finding
 
+AUTO_MODE_BUILT_IN_NODE_POOLS = ("general-purpose", "system")
+"""The NodePools EKS makes of `computeConfig.nodePools` (set-builtin-node-pools.adoc, "Built-in
+NodePool Reference"): `system` tainted `CriticalAddonsOnly`, `general-purpose` untainted, both
+on-demand C, M and R instances of generation 5 or newer."""
+
 
 def auto_mode_finding(config: StackConfig, subject: str, cluster: Mapping[str, Any]) -> Finding:
     compute = cluster.get("computeConfig") or {}

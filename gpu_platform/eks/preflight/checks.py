@@ -339,7 +339,7 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
     # The running controller is read only where the stack relies on one it did not install.
     reads_controller = config.uses_karpenter and not config.karpenter_installed
     deployments = _read(clients.deployments, cluster, reads_controller)
-    node_pools = _read(clients.node_pools, cluster, config.uses_karpenter)
+    node_pools = _read(clients.node_pools, cluster, config.uses_node_pools)
     config_maps = _read(clients.config_maps, cluster, reads_controller)
     node_classes = _read(clients.node_classes, cluster, config.uses_karpenter)
     findings += karpenter_findings(

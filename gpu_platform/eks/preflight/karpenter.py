@@ -33,6 +33,7 @@ from gpu_platform.config import (
     key_path,
 )
 from gpu_platform.eks.karpenter.labels import STACK_ANNOTATION
+from gpu_platform.eks.preflight.auto_mode import AUTO_MODE_BUILT_IN_NODE_POOLS
 from gpu_platform.eks.preflight.karpenter_efa_layout import NodeClasses, efa_layout_findings
 from gpu_platform.eks.preflight.karpenter_node_access import node_role_access_finding
 from gpu_platform.eks.preflight.karpenter_permissions import (
@@ -97,9 +98,37 @@ def karpenter_findings(
     role's permissions and its node role's way into the cluster (unchecked where `eks` is
     None; its `aws-auth` mapping where `config_maps` is), and the cluster's other NodePools'
     weights (unchecked where `node_pools` is None), and the EFA pools' live EC2NodeClasses
-    (unchecked where `node_classes` is None)."""
-    if not config.uses_karpenter:
+    (unchecked where `node_classes` is None). On EKS Auto Mode, whose Karpenter is AWS's, only
+    the NodePools' checks: its NodePools are `karpenter.sh/v1` ones too."""
+    if not config.uses_node_pools:
         return []
+    findings = []
+    if config.uses_karpenter:
+        findings += _controller_findings(config, cluster, iam, crds, mark, deployments, eks)
+        if cluster is not None and eks is not None and not config.karpenter_installed:
+            findings.append(node_role_access_finding(config, cluster, eks, config_maps))
+    if node_pools is not None:
+        node_pools = cache(node_pools)
+        findings.append(weight_finding(config, node_pools))
+        clash = name_clash_finding(config, node_pools)
+        if clash is not None:
+            findings.append(clash)
+    if node_classes is not None:
+        findings += efa_layout_findings(config, node_classes)
+    return findings
+
+
+def _controller_findings(
+    config: StackConfig,
+    cluster: Mapping[str, Any] | None,
+    iam: Any,
+    crds: CustomResourceDefinitions | None,
+    mark: str,
+    deployments: Deployments | None,
+    eks: Any,
+) -> list[Finding]:
+    """The findings of the Karpenter the stack installs or relies on: what EKS Auto Mode runs
+    itself."""
     findings = []
     if cluster is not None and config.karpenter_installed:
         findings.append(authentication_mode_finding(config, cluster))
@@ -114,15 +143,6 @@ def karpenter_findings(
     if cluster is not None and eks is not None and not config.karpenter_installed:
         account = _service_account(config, deployments)
         findings.append(controller_permissions_finding(config, cluster, eks, iam, account))
-        findings.append(node_role_access_finding(config, cluster, eks, config_maps))
-    if node_pools is not None:
-        node_pools = cache(node_pools)
-        findings.append(weight_finding(config, node_pools))
-        clash = name_clash_finding(config, node_pools)
-        if clash is not None:
-            findings.append(clash)
-    if node_classes is not None:
-        findings += efa_layout_findings(config, node_classes)
     return findings
 
 
@@ -181,10 +201,14 @@ def weight_finding(config: StackConfig, node_pools: NodePools) -> Finding:
             f"Check that every NodePool without the GPU taint has a weight above {highest}"
             " (kubectl get nodepools -o yaml).",
         )
+    # Auto Mode's built-in NodePools are EKS's, made from `computeConfig.nodePools`, and their
+    # weight is not published: the GPU taint is what keeps pods off the GPU pools there, and a
+    # pod that tolerates every taint has chosen any node (docs/eks-auto-mode.md).
+    theirs = set(AUTO_MODE_BUILT_IN_NODE_POOLS) if config.uses_auto_mode else set()
     outranked = sorted(
         f"{name} (weight {weight})"
         for name, weight, taints in (_weighed(pool) for pool in found)
-        if name not in ours and GPU_TAINT_KEY not in taints and weight <= highest
+        if name not in ours | theirs and GPU_TAINT_KEY not in taints and weight <= highest
     )
     if outranked:
         return Finding(

@@ -3,6 +3,7 @@ role, as DescribeCluster reports it in `computeConfig` (botocore's eks model at 
 version: `Cluster.computeConfig`, shape `ComputeConfigResponse`), against moto's EKS with that
 answer put in place."""
 
+import dataclasses
 from typing import Any
 
 import botocore.session
@@ -15,6 +16,7 @@ from gpu_platform.eks.auto_mode.network_policy import SETTING
 from gpu_platform.eks.preflight import checks as preflight_eks
 from gpu_platform.eks.preflight.auto_mode import network_policy_controller_finding
 from gpu_platform.eks.preflight.checks import AwsClients
+from gpu_platform.eks.preflight.karpenter import karpenter_findings
 from gpu_platform.preflight.findings import Finding
 from tests.gpu_platform.eks.preflight.test_checks import (  # noqa: F401
     SPOT_G,
@@ -149,3 +151,50 @@ def test_a_value_the_stack_would_conflict_with_blocks(
     finding = network_policy_controller_finding(auto_mode_stack(), NETWORK_POLICIES, config_maps)
 
     assert finding.severity == severity
+
+
+def test_an_auto_mode_clusters_node_pools_are_read(
+    aws: AwsClients,  # noqa: F811
+    quotas: Stubber,  # noqa: F811
+) -> None:
+    cluster(aws)
+    quota(quotas, SPOT_G, 32)
+
+    clients = dataclasses.replace(aws, node_pools=lambda _: lambda: [])
+
+    findings = preflight_eks.preflight(auto_mode_stack(), clients)
+
+    assert "cluster ml-dev NodePools" in [f.subject for f in findings]
+
+
+def auto_mode_node_pool(name: str, **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"template": {"spec": {}}, **spec}}
+
+
+def test_auto_mode_node_pools_are_checked_as_karpenters_and_nothing_else() -> None:
+    # Auto Mode's NodePools are karpenter.sh/v1 ones, tried by descending weight as Karpenter's
+    # (`OrderByWeight`, kubernetes-sigs/karpenter pkg/utils/nodepool/nodepool.go at v1.14.1);
+    # the controller, its CRDs and the Spot role (the stack's pool is spot) are AWS's.
+    found = karpenter_findings(
+        auto_mode_stack(),
+        {"name": "ml-dev"},
+        None,
+        lambda name: None,
+        "",
+        None,
+        lambda: [
+            auto_mode_node_pool("t4"),
+            auto_mode_node_pool("general-purpose"),
+            auto_mode_node_pool("system"),
+            auto_mode_node_pool("batch", weight=10),
+        ],
+    )
+
+    assert [(f.subject, f.severity) for f in found] == [
+        ("cluster ml-dev NodePools", "warning"),
+        ("cluster ml-dev NodePool names", "blocking"),
+    ]
+    # Auto Mode's built-in pools (set-builtin-node-pools.adoc) are EKS's to weigh: the GPU taint
+    # guards them.
+    assert "general-purpose" not in found[0].message and "system" not in found[0].message
+    assert "batch (weight 10)" in found[0].message
