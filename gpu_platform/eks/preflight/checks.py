@@ -1191,6 +1191,14 @@ def _is_stack_node(config: StackConfig, instance: Mapping[str, Any]) -> bool:
         return tags.get("eks:eks-cluster-name") == config.cluster.name and tags.get(
             NODE_POOL_LABEL
         ) in {pool.name for pool in config.pools}
+    if config.uses_auto_mode:
+        # Auto Mode tags its instances with the cluster and the NodePool, the tag keys
+        # AmazonEKSComputePolicy lets it launch with (awsdocs/amazon-eks-user-guide
+        # latest/ug/automode/auto-learn-iam.adoc, "Custom AWS tags for EKS Auto resources"); a
+        # pool's NodePool is named after it.
+        return tags.get("eks:eks-cluster-name") == config.cluster.name and tags.get(
+            "eks:kubernetes-node-pool-name"
+        ) in {pool.name for pool in config.pools}
     group = tags.get("eks:nodegroup-name", "")
     return tags.get("eks:cluster-name") == config.cluster.name and any(
         is_node_group_of(pool.name, group) for pool in config.pools

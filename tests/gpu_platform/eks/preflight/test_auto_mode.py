@@ -25,6 +25,7 @@ from tests.gpu_platform.eks.preflight.test_checks import (  # noqa: F401
     cluster,
     quota,
     quotas,
+    run_spot_instance,
 )
 
 ROLE = "arn:aws:iam::123456789012:role/ml-dev-auto-mode-node"
@@ -198,3 +199,24 @@ def test_auto_mode_node_pools_are_checked_as_karpenters_and_nothing_else() -> No
     # guards them.
     assert "general-purpose" not in found[0].message and "system" not in found[0].message
     assert "batch (weight 10)" in found[0].message
+
+
+def test_auto_modes_own_nodes_count_within_their_pools_max(
+    aws: AwsClients,  # noqa: F811
+    quotas: Stubber,  # noqa: F811
+) -> None:
+    cluster(aws)
+    quota(quotas, SPOT_G, 32)
+    # The cluster and NodePool tags Auto Mode launches with: the request tags its cluster
+    # role's policies require (awsdocs/amazon-eks-user-guide latest/ug/automode/
+    # auto-learn-iam.adoc, "Custom AWS tags for EKS Auto resources").
+    run_spot_instance(
+        aws,
+        "g4dn.2xlarge",
+        {"eks:eks-cluster-name": "ml-dev", "eks:kubernetes-node-pool-name": "t4"},
+    )
+
+    findings = preflight_eks.preflight(auto_mode_stack(), aws)
+
+    assert findings[-1].severity == "ok"
+    assert findings[-1].message.endswith("with no other instance using them now.")
