@@ -92,3 +92,43 @@ def network_policy_controller_finding(
         f'Set {SETTING} to "true" in {where} (auto-net-pol.adoc, Step 1), or choose a cluster'
         " where NetworkPolicies may be enforced.",
     )
+
+
+OPEN_RESERVATIONS = [
+    {"Name": "instance-match-criteria", "Values": ["open"]},
+    {"Name": "state", "Values": ["active"]},
+]
+"""DescribeCapacityReservations' filters (botocore's ec2 model) for the reservations any
+matching on-demand launch may use."""
+
+
+def open_reservation_finding(config: StackConfig, ec2: Any) -> Finding | None:
+    """Where a pool selects a reservation, the region's active open ODCRs that no pool names:
+    once any NodeClass of the cluster has `capacityReservationSelectorTerms`, Auto Mode stops
+    launching into open ODCRs for every NodeClass of the cluster, other teams' included
+    (awsdocs/amazon-eks-user-guide latest/ug/automode/auto-odcr.adoc, the WARNING). None
+    where no pool selects a reservation."""
+    ours = {p.aws.capacity_reservation_id for p in config.pools} - {None}
+    if not ours:
+        return None
+    subject = f"cluster {config.cluster.name} open capacity reservations"
+    pages = ec2.get_paginator("describe_capacity_reservations").paginate(Filters=OPEN_RESERVATIONS)
+    others = sorted(
+        f"{r['CapacityReservationId']} ({r.get('InstanceType')}, {r.get('AvailabilityZone')})"
+        for page in pages
+        for r in page.get("CapacityReservations", [])
+        if r["CapacityReservationId"] not in ours
+    )
+    if not others:
+        return Finding(
+            "ok", subject, "The region has no other active open capacity reservation.", "Nothing."
+        )
+    return Finding(
+        "warning",
+        subject,
+        "A pool's NodeClass selects a capacity reservation, after which EKS Auto Mode launches"
+        " no node of the cluster, other NodePools' included, into an open reservation no"
+        f" NodeClass names: {', '.join(others)} would stay unused by this cluster.",
+        "Have the NodeClasses that should use them select them (capacityReservationSelectorTerms),"
+        " or accept that the cluster's other nodes launch outside them.",
+    )

@@ -69,6 +69,7 @@ from gpu_platform.eks.preflight.arm64_repair import arm64_repair_findings
 from gpu_platform.eks.preflight.auto_mode import (
     auto_mode_finding,
     network_policy_controller_finding,
+    open_reservation_finding,
 )
 from gpu_platform.eks.preflight.autoscaler_settings import autoscaler_settings_findings
 from gpu_platform.eks.preflight.create import (
@@ -355,6 +356,10 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
         node_classes,
     )
     findings += reservation_findings(config, clients, datetime.now(UTC))
+    if config.uses_auto_mode and cluster is not None:
+        open_reservations = open_reservation_finding(config, clients.ec2)
+        if open_reservations is not None:
+            findings.append(open_reservations)
     findings += _quota_findings(config, clients, described)
     if to_create:
         findings += creation_findings(config, clients)

@@ -6,6 +6,7 @@ answer put in place."""
 import dataclasses
 from typing import Any
 
+import boto3
 import botocore.session
 import pytest
 from botocore.model import StructureShape
@@ -14,7 +15,10 @@ from botocore.stub import Stubber
 from gpu_platform.config import StackConfig, load_stack_config
 from gpu_platform.eks.auto_mode.network_policy import SETTING
 from gpu_platform.eks.preflight import checks as preflight_eks
-from gpu_platform.eks.preflight.auto_mode import network_policy_controller_finding
+from gpu_platform.eks.preflight.auto_mode import (
+    network_policy_controller_finding,
+    open_reservation_finding,
+)
 from gpu_platform.eks.preflight.checks import AwsClients
 from gpu_platform.eks.preflight.karpenter import karpenter_findings
 from gpu_platform.preflight.findings import Finding
@@ -220,3 +224,63 @@ def test_auto_modes_own_nodes_count_within_their_pools_max(
 
     assert findings[-1].severity == "ok"
     assert findings[-1].message.endswith("with no other instance using them now.")
+
+
+RESERVED_POOL = {
+    "name": "h100",
+    "instanceTypes": ["p5.48xlarge"],
+    "accelerator": "h100-80gb",
+    "gpusPerNode": 8,
+    "zones": ["us-east-1a"],
+    "max": 2,
+    "capacity": "reserved",
+    "aws": {"capacityReservationId": "cr-0123456789abcdef0"},
+}
+
+
+@pytest.mark.parametrize(
+    ("open_ids", "severity"),
+    [
+        (["cr-0123456789abcdef0"], "ok"),
+        (["cr-0123456789abcdef0", "cr-0fedcba987654321f"], "warning"),
+    ],
+    ids=["only the pools own", "another"],
+)
+def test_a_reserved_pool_warns_of_the_open_reservations_auto_mode_stops_using(
+    open_ids: list[str], severity: str
+) -> None:
+    # auto-odcr.adoc (awsdocs/amazon-eks-user-guide latest/ug/automode/), WARNING: with
+    # capacityReservationSelectorTerms on any NodeClass, Auto Mode uses no open ODCR for any.
+    config = load_stack_config(
+        {
+            "cloud": "aws",
+            "cluster": {"name": "ml-dev", "region": "us-east-1"},
+            "provisioner": "eks-auto-mode",
+            "pools": [RESERVED_POOL],
+        }
+    )
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    with Stubber(ec2) as stub:
+        stub.add_response(
+            "describe_capacity_reservations",
+            {
+                "CapacityReservations": [
+                    {"CapacityReservationId": i, "InstanceType": "p5.48xlarge"} for i in open_ids
+                ]
+            },
+            {
+                "Filters": [
+                    {"Name": "instance-match-criteria", "Values": ["open"]},
+                    {"Name": "state", "Values": ["active"]},
+                ]
+            },
+        )
+        finding = open_reservation_finding(config, ec2)
+
+    assert finding is not None and finding.severity == severity
+    if severity == "warning":
+        assert "cr-0fedcba987654321f (p5.48xlarge" in finding.message
+
+
+def test_no_reserved_pool_asks_for_no_open_reservations() -> None:
+    assert open_reservation_finding(auto_mode_stack(), None) is None
