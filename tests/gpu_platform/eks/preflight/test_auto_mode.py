@@ -120,16 +120,20 @@ def test_the_clusters_auto_mode_compute_is_checked(
 NETWORK_POLICIES = "cluster ml-dev network policies"
 
 
+def auto_mode_findings(aws: AwsClients, quotas: Stubber, **clients: Any) -> list[Finding]:  # noqa: F811
+    """The Auto Mode stack's preflight findings on moto's cluster, with `clients` changed."""
+    cluster(aws)
+    quota(quotas, SPOT_G, 32)
+    return preflight_eks.preflight(auto_mode_stack(), dataclasses.replace(aws, **clients))
+
+
 def test_an_auto_mode_cluster_is_not_sent_to_the_aws_node_daemon_set(
     aws: AwsClients,  # noqa: F811
     quotas: Stubber,  # noqa: F811
 ) -> None:
     # Auto Mode has no vpc-cni add-on and no aws-node DaemonSet; the stack itself sets the
     # ConfigMap key that turns enforcement on (auto-net-pol.adoc, Step 1).
-    cluster(aws)
-    quota(quotas, SPOT_G, 32)
-
-    findings = preflight_eks.preflight(auto_mode_stack(), aws)
+    findings = auto_mode_findings(aws, quotas)
 
     [finding] = [f for f in findings if f.subject == NETWORK_POLICIES]
     assert "kube-system/amazon-vpc-cni" in finding.message
@@ -162,12 +166,7 @@ def test_an_auto_mode_clusters_node_pools_are_read(
     aws: AwsClients,  # noqa: F811
     quotas: Stubber,  # noqa: F811
 ) -> None:
-    cluster(aws)
-    quota(quotas, SPOT_G, 32)
-
-    clients = dataclasses.replace(aws, node_pools=lambda _: lambda: [])
-
-    findings = preflight_eks.preflight(auto_mode_stack(), clients)
+    findings = auto_mode_findings(aws, quotas, node_pools=lambda _: lambda: [])
 
     assert "cluster ml-dev NodePools" in [f.subject for f in findings]
 
@@ -209,8 +208,6 @@ def test_auto_modes_own_nodes_count_within_their_pools_max(
     aws: AwsClients,  # noqa: F811
     quotas: Stubber,  # noqa: F811
 ) -> None:
-    cluster(aws)
-    quota(quotas, SPOT_G, 32)
     # The cluster and NodePool tags Auto Mode launches with: the request tags its cluster
     # role's policies require (awsdocs/amazon-eks-user-guide latest/ug/automode/
     # auto-learn-iam.adoc, "Custom AWS tags for EKS Auto resources").
@@ -220,7 +217,7 @@ def test_auto_modes_own_nodes_count_within_their_pools_max(
         {"eks:eks-cluster-name": "ml-dev", "eks:kubernetes-node-pool-name": "t4"},
     )
 
-    findings = preflight_eks.preflight(auto_mode_stack(), aws)
+    findings = auto_mode_findings(aws, quotas)
 
     assert findings[-1].severity == "ok"
     assert findings[-1].message.endswith("with no other instance using them now.")
