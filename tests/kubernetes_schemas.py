@@ -60,8 +60,11 @@ def kubernetes_objects(plan: Plan) -> list[PlannedResource]:
 
 
 def manifest(resource: PlannedResource) -> dict[str, Any]:
-    """The object a resource applies: its inputs, whose apiVersion and kind must be its type's."""
+    """The object a resource applies: its inputs, whose apiVersion and kind must be its type's.
+    A `<Kind>Patch` type applies part of a `<Kind>` by server-side apply (pulumi-kubernetes'
+    Patch resources), whose fields are checked as that kind's."""
     group_version, kind = resource.type.removeprefix("kubernetes:").rsplit(":", 1)
+    kind = kind.removesuffix("Patch")
     api_version = group_version.removeprefix("core/")
     obj = copy.deepcopy(resource.inputs)
     if (obj.get("apiVersion"), obj.get("kind")) != (api_version, kind):

@@ -142,3 +142,15 @@ def test_a_field_a_pinned_crd_does_not_have_is_rejected() -> None:
 
     with pytest.raises(ValueError, match="limit"):
         validate(node_pool)
+
+
+def test_a_patch_is_checked_as_the_kind_it_patches(dev_plan) -> None:
+    # pulumi-kubernetes' `ConfigMapPatch` applies part of a `v1` ConfigMap by server-side apply.
+    namespace = dev_plan.named("ml-sandbox", "kubernetes:core/v1:Namespace")
+    patch = dataclasses.replace(
+        namespace,
+        type="kubernetes:core/v1:ConfigMapPatch",
+        inputs={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {}},
+    )
+
+    assert manifest(patch)["kind"] == "ConfigMap"
