@@ -42,9 +42,9 @@ class GpuCloud(Protocol):
         opts: pulumi.ResourceOptions,
         held_back: Collection[str] = (),
     ) -> list[pulumi.Resource]:
-        """The cloud's GPU node pools but those `held_back`, and what serves every pool (an
-        autoscaler, a driver installer), created with `opts`; the Kubernetes side waits for
-        them."""
+        """The cloud's GPU node pools but those `held_back` (those that validate their nodes
+        or have a canary), and what serves every pool (an autoscaler, a driver installer),
+        created with `opts`; the Kubernetes side waits for them."""
         ...
 
     def create_held_back_pool(
@@ -55,7 +55,7 @@ class GpuCloud(Protocol):
         after: Sequence[pulumi.Resource],
     ) -> pulumi.Resource:
         """A pool `create_pools` held back, its nodes created and updated only after `after`
-        (its canary's gate)."""
+        (its node validator, and a led pool's canary gate)."""
         ...
 
     def pool_nodes(self, pool: str) -> pulumi.Resource:

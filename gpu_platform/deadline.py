@@ -152,6 +152,11 @@ class DeadlinePassed(Exception):
         return f"{call.endpoint} did not answer {call.api} within {deadline}{tries}. {network}"
 
 
+WORKER_THREAD = "preflight-calls"
+"""The name of the thread `Deadline.run` runs the work in, by which one still running after its
+deadline passed can be told from the process's other threads."""
+
+
 class Deadline:
     """A time by which the command answers, `seconds` from now."""
 
@@ -181,7 +186,7 @@ class Deadline:
             except BaseException as error:  # re-raised by the caller, whatever it is
                 outcome.set_exception(error)
 
-        threading.Thread(target=worker, name="preflight-calls", daemon=True).start()
+        threading.Thread(target=worker, name=WORKER_THREAD, daemon=True).start()
         done, _ = wait([outcome], timeout=self.remaining())
         # A call's read timeout is the deadline itself (`read_timeout`): on a busy machine the
         # call's own timeout can end the work just before this thread wakes up to give up on it.

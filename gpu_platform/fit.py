@@ -137,6 +137,21 @@ def fits(pod_spec: PodSpec, templates: Iterable[NodeTemplate]) -> list[Fit]:
     return [_pool_fit(pod_spec, pool, found) for pool, found in by_pool.items()]
 
 
+def unanswerable(pod_spec: PodSpec) -> str | None:
+    """Why `fits` cannot judge the pod, or None. A pod that claims devices through Dynamic
+    Resource Allocation (`spec.resourceClaims`) fits a node only where its claims can be
+    allocated from the node's ResourceSlices, which no template here holds: the cluster
+    autoscaler simulates claims against a running node of the pool, and plans a pool at zero
+    with none (docs/dra.md)."""
+    if pod_spec.get("resourceClaims"):
+        return (
+            "it claims devices through DRA (spec.resourceClaims), which fit cannot judge: a"
+            " claim is allocated from a node's ResourceSlices, which no node template holds"
+            " (docs/dra.md)"
+        )
+    return None
+
+
 def admitted(pod_spec: PodSpec) -> PodSpec:
     """The pod with the tolerations ExtendedResourceToleration adds: one per extended resource
     any container or init container asks for, in requests or limits."""

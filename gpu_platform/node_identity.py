@@ -12,6 +12,7 @@ from enum import Enum
 
 from gpu_platform.accelerators import mig_instances_per_gpu
 from gpu_platform.config import (
+    DRA_TAINT_KEY,
     GPU_TAINT_KEY,
     ExclusiveSharing,
     GpuPoolSpec,
@@ -41,6 +42,13 @@ GPU_SHARER_LABEL = "gpu-platform.io/gpu-sharer"
 # The GPU Operator's device plugin reads its sharing config name from this node label, and the
 # MIG manager its partition layout from the other one.
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+# The GPU Operator runs its device plugin only where this label is "true"
+# (assets/state-device-plugin/0500_daemonset.yaml at v26.7.0, `nodeSelector`), and sets it to
+# "true" only where it is missing or empty (controllers/state_manager.go, `addGPUStateLabels`):
+# a DRA pool's nodes join with "false", as NVIDIA's DRA driver must not share a node with the
+# device plugin (nvidia-dra-driver-gpu v25.12.0 templates/validation.yaml). The driver, toolkit
+# and DCGM exporter keep their own labels.
+DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 # Kubernetes' well-known labels, which the kubelet sets from what the cloud tells it; `fit` and
 # Karpenter's NodePools read them like any other node label.
@@ -59,6 +67,17 @@ MIG_STARTUP_TAINT = Taint(key=STARTUP_TAINT_KEY, value="pending", effect="NoSche
 # On every node of a pool whose nodes prove themselves (`validation.enabled`), from the moment it
 # joins until its validation passed (docs/node-validation.md). Like the MIG one, a startup taint:
 # the platform's DaemonSets tolerate it, workloads do not, and the provisioners plan with it gone.
+# On every node of a DRA pool (`allocation: dra`). From Kubernetes 1.36 (DRAExtendedResource,
+# Beta and on by default: kubernetes pkg/features/kube_features.go) the scheduler serves a pod
+# asking for `nvidia.com/gpu` from a DRA node's devices, through a claim it creates itself, as
+# the DRA driver's `gpu.nvidia.com` DeviceClass names that extended resource
+# (nvidia-dra-driver-gpu v25.12.0 templates/deviceclass-gpu.yaml, `extendedResourceName`); and
+# ExtendedResourceToleration lets that pod past the GPU taint. Such a pod would take a GPU no claim
+# the policy pack judges describes, and in a tenant namespace be refused by its quota at bind
+# time, over and over. Only what tolerates this taint lands there: the platform's DaemonSets, as
+# they tolerate every taint of a pool, and the pods that claim the pool's GPUs through the
+# `gpuModels` workload snippet.
+DRA_TAINT = Taint(key=DRA_TAINT_KEY, value="dra", effect="NoSchedule")
 PLATFORM_STARTUP_TAINTS = (MIG_STARTUP_TAINT, VALIDATION_TAINT)
 """The taints the platform puts on a new node and takes off once the node is ready: each under
 the cluster autoscaler's startup-taint prefix (`gpu_platform.taints`), each a Karpenter
@@ -193,11 +212,15 @@ def node_identity_for(
         labels[CUDA_LABEL] = driver.cuda
     if pool.canary_of is not None:
         labels[CANARY_LABEL] = pool.canary_of
-    if sharer is GpuSharer.OPERATOR:
+    if pool.allocation == "dra":
+        labels[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
+    elif sharer is GpuSharer.OPERATOR:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = sharing_config_name(pool.sharing)
         if isinstance(pool.sharing, MigSharing):
             labels[MIG_CONFIG_LABEL] = pool.sharing.profile
     extra_taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
+    if pool.allocation == "dra":
+        extra_taints += (DRA_TAINT,)
     if sharer is GpuSharer.OPERATOR and isinstance(pool.sharing, MigSharing):
         extra_taints += (MIG_STARTUP_TAINT,)
     if pool.validation.enabled:
@@ -205,7 +228,10 @@ def node_identity_for(
     return NodeIdentity(
         labels=labels,
         taints=(GPU_TAINT, *extra_taints),
-        resources=advertised_resources(pool.sharing, gpu, sharer),
+        # A DRA pool's GPUs are devices in ResourceSlices, no extended resource.
+        resources={}
+        if pool.allocation == "dra"
+        else advertised_resources(pool.sharing, gpu, sharer),
         cloud_taints=cloud_taints,
     )
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import pulumi
 
-from gpu_platform.cloud import cloud_for
+from gpu_platform.cloud import GpuCloud, cloud_for
 from gpu_platform.cluster_facts import ClusterFacts, cluster_facts_problems, own_problems
 from gpu_platform.config import (
     Cloud,
@@ -41,6 +41,7 @@ from gpu_platform.config import (
 from gpu_platform.idle_billing import idle_billing, idle_billing_output
 from gpu_platform.instance import claim, declaring, given_providers, part_name
 from gpu_platform.kubernetes.canary_gate import canary_gate_job
+from gpu_platform.kubernetes.dra_driver import DraDriver, DraDriverArgs
 from gpu_platform.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from gpu_platform.kubernetes.gpu_pod import model_placements, pool_placement
 from gpu_platform.kubernetes.helm_release import most_nodes
@@ -51,7 +52,9 @@ from gpu_platform.kubernetes.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpu_platform.kubernetes.node_validation.pod_admission_policy import exempt_namespaces
 from gpu_platform.kubernetes.node_validation.workload import (
     NodeHardware,
+    PoolValidators,
     declare_node_validation,
+    validated_pools,
 )
 from gpu_platform.kubernetes.nvidia_driver import rolls_drivers_in_place
 from gpu_platform.kubernetes.provider import ClusterConnection
@@ -316,10 +319,16 @@ class GpuPlatform(pulumi.ComponentResource):
             if kubernetes is None
             else ClusterConnection(kubernetes, kubeconfig=None)
         )
-        # A pool that has a canary is created and updated after its canary's gate, which needs
-        # the GPU Operator; every other pool before the operator, as it always was.
+        # A pool that validates its nodes is created and updated after its validator, which
+        # expects the pool's new release (its driver, its instance types): declared after the
+        # pool, it checked every node of the new release against the old one, failed it, and a
+        # failed node is not checked again. The validator is in the GPU Operator's namespace,
+        # which waits for the pools the operator waits for, so these pools are not among them.
+        # A pool that has a canary is created and updated after its canary's gate too, which
+        # needs the operator. Every other pool before the operator, as it always was.
         canaries = canaries_by_pool(pools)
-        node_pools = cloud.create_pools(pools, connection, children, held_back=set(canaries))
+        held_back = set(canaries) | {pool.spec.name for pool in validated_pools(pools)}
+        node_pools = cloud.create_pools(pools, connection, children, held_back=held_back)
         on_cluster = pulumi.ResourceOptions.merge(
             children, pulumi.ResourceOptions(provider=connection.provider)
         )
@@ -346,7 +355,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 config.monitoring,
                 secret_values=config.is_secret("operator", "pools", "monitoring"),
                 protect=config.protect,
-                held_back=set(canaries),
+                held_back=held_back,
             ),
             pulumi.ResourceOptions.merge(
                 on_cluster,
@@ -354,7 +363,7 @@ class GpuPlatform(pulumi.ComponentResource):
             ),
         )
         cloud.create_device_plugins(pools, operator.namespace, on_cluster)
-        declare_node_validation(
+        validators = declare_node_validation(
             part_name("node-validation"),
             pools,
             operator.namespace,
@@ -371,11 +380,19 @@ class GpuPlatform(pulumi.ComponentResource):
             opts=on_cluster,
             in_place=rolls_drivers_in_place(config.platform),
         )
+        # The canaries among them, which their gates wait for, first.
+        later = [
+            resource
+            for pool in pools
+            if pool.spec.name in held_back and pool.spec.name not in canaries
+            for resource in _after_validator(
+                pool, cloud, operator, validators, connection, children, gates=[]
+            )
+        ]
         # The gate waits for its canary's nodes and NVIDIADriver and for the operator's release,
         # not for the operator as a whole: that holds the led pools' NVIDIADrivers, which wait
         # for the gate.
         driver_rollout = config.operator if rolls_drivers_in_place(config.platform) else None
-        led: list[pulumi.Resource] = []
         for pool in pools:
             gates = [
                 canary_gate_job(
@@ -395,10 +412,13 @@ class GpuPlatform(pulumi.ComponentResource):
                 )
                 for canary in canaries.get(pool.spec.name, ())
             ]
+            # A led pool's validator changes after the gate, as the pool's nodes and
+            # NVIDIADriver do, and before them. The canary's own is not held: the gate's pod
+            # waits on a canary node for that node's proof.
             if gates:
-                led.append(cloud.create_held_back_pool(pool, connection, children, after=gates))
-                driver = operator.held_back_driver(pool.spec.name, gates)
-                led += [] if driver is None else [driver]
+                later += _after_validator(
+                    pool, cloud, operator, validators, connection, children, gates
+                )
         # Kueue's webhooks judge the tenants' queues and the Jobs of their namespaces: those
         # wait for its release to be ready (gpu_platform/kubernetes/kueue.py).
         kueue = (
@@ -426,15 +446,27 @@ class GpuPlatform(pulumi.ComponentResource):
                     pools,
                     provisioner=config.provisioner,
                     driver_rollout=driver_rollout,
-                    queues=config.queues if config.queues.enabled else None,
+                    queues=config.queues if config.queued(namespace) else None,
                 ),
                 # A smoke test on a led pool runs on its updated nodes.
                 pulumi.ResourceOptions.merge(
-                    on_cluster, pulumi.ResourceOptions(depends_on=[operator, *led, *kueue])
+                    on_cluster, pulumi.ResourceOptions(depends_on=[operator, *later, *kueue])
                 ),
             )
             for namespace in config.namespaces
         ]
+        # After the tenants' quotas: the chart's DeviceClasses take GPUs of any model, and a
+        # quota caps only the classes it names, so until each tenant's quota holds them at none
+        # a claim through them would go uncounted. A claim template needs no class to exist.
+        dra_pools = [pool for pool in pools if pool.spec.allocation == "dra"]
+        if dra_pools:
+            DraDriver(
+                part_name("dra-driver"),
+                DraDriverArgs(dra_pools, protect=config.protect),
+                pulumi.ResourceOptions.merge(
+                    on_cluster, pulumi.ResourceOptions(depends_on=[operator, *tenants])
+                ),
+            )
         idle_gpu_reaper(
             [
                 (spec, tenant.namespace_name)
@@ -483,6 +515,25 @@ class GpuPlatform(pulumi.ComponentResource):
             **cloud.stack_outputs(),
         }
         self.register_outputs(self.stack_outputs)
+
+
+def _after_validator(
+    pool: ResolvedPool,
+    cloud: GpuCloud,
+    operator: GpuOperator,
+    validators: PoolValidators,
+    connection: ClusterConnection,
+    opts: pulumi.ResourceOptions,
+    gates: Sequence[pulumi.Resource],
+) -> list[pulumi.Resource]:
+    """A pool `create_pools` held back, and its NVIDIADriver where the operator builds one,
+    created and updated after the pool's validator, which waits for `gates` (a led pool's
+    canary gates), and after the gates."""
+    validator = validators.declare(pool.spec.name, after=gates)
+    after = [*gates, *([] if validator is None else [validator])]
+    nodes = cloud.create_held_back_pool(pool, connection, opts, after=after)
+    driver = operator.held_back_driver(pool.spec.name, after)
+    return [nodes, *([] if driver is None else [driver])]
 
 
 def canaries_by_pool(pools: Sequence[ResolvedPool]) -> dict[str, list[ResolvedPool]]:

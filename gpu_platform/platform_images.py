@@ -59,6 +59,11 @@ EFA_DEVICE_PLUGIN_IMAGE = ContainerImage(
     "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin", "v0.5.20"
 )
 
+# NVIDIA/k8s-dra-driver-gpu deployments/helm/nvidia-dra-driver-gpu/values.yaml at v25.12.0:
+# `image.repository`, and templates/_helpers.tpl `nvidia-dra-driver-gpu.fullimage`, whose tag is
+# `v` and the chart's appVersion unless `image.tag` says otherwise.
+DRA_DRIVER_IMAGE = ContainerImage("nvcr.io/nvidia/k8s-dra-driver-gpu", "v25.12.0")
+
 
 @dataclass(frozen=True, order=True)
 class PlatformImage:
@@ -104,8 +109,14 @@ def _images(config: StackConfig) -> Iterator[PlatformImage]:
         yield _image(GPU_SMOKE_TEST_IMAGE, "smoke tests and canary gates")
     if any(namespace.gpu_idle_minutes for namespace in config.namespaces):
         yield _image(IDLE_GPU_REAPER_IMAGE, "idle GPU pod reaper")
-    if config.platform is Platform.GKE_UBUNTU and any(pool.canary_of for pool in config.pools):
-        yield _image(CANARY_GATE_CHECK_IMAGE, "canary gates' driver check")
+    # The gate's script containers: its driver check where the operator rolls drivers in place
+    # (GKE Ubuntu), its validation proof where the canary validates its nodes
+    # (gpu_platform/kubernetes/canary_gate.py, _script_container).
+    if any(
+        pool.canary_of and (config.platform is Platform.GKE_UBUNTU or pool.validation.enabled)
+        for pool in config.pools
+    ):
+        yield _image(CANARY_GATE_CHECK_IMAGE, "canary gates' driver check and validation proof")
     if any(isinstance(pool.sharing, MigSharing) for pool in config.pools):
         yield _image(MIG_STARTUP_TAINT_REMOVER_IMAGE, "MIG startup taint remover")
     if any(pool.validation.enabled for pool in config.pools):
@@ -128,6 +139,8 @@ def _eks_images(config: StackConfig) -> Iterator[PlatformImage]:
         yield _image(KARPENTER_CONTROLLER_IMAGE, "Karpenter")
     if any(pool.aws.efa for pool in config.pools):
         yield _image(EFA_DEVICE_PLUGIN_IMAGE, "EFA device plugin")
+    if any(pool.allocation == "dra" for pool in config.pools):
+        yield _image(DRA_DRIVER_IMAGE, "NVIDIA DRA driver")
 
 
 def _autoscaler_images(config: StackConfig) -> list[ContainerImage]:

@@ -41,6 +41,10 @@ class HelmChart:
 # checked against the pinned chart's key list (gpu_platform/kubernetes/chart_keys/, derived from
 # the chart's values.yaml by derive.py there): re-derive it with every change of version, and
 # the operands' digests (gpu_platform/kubernetes/operand_images/, from the release's bundle).
+# Versions after v26.7.0 grant the DCGM exporter read access to ResourceSlices, and set its
+# KUBERNETES_ENABLE_DRA, themselves with `dcgmExporter.enablePodLabels` (NVIDIA/gpu-operator#2697):
+# past it, the platform's own role (gpu_platform/kubernetes/exporter_slice_access.py) and flag
+# are redundant, and go with the move.
 GPU_OPERATOR_CHART = HelmChart(
     name="gpu-operator",
     version="v26.7.0",
@@ -88,6 +92,18 @@ EFA_DEVICE_PLUGIN_CHART = HelmChart(
     name="aws-efa-k8s-device-plugin",
     version="v0.5.30",
     repository="https://aws.github.io/eks-charts",
+)
+
+# NVIDIA's DRA driver for GPUs (NVIDIA/k8s-dra-driver-gpu), installed once a pool has
+# `allocation: dra`: it publishes those pools' GPUs as DRA devices. Its values file has no schema,
+# so every key path the code sets is checked against the chart's key list
+# (gpu_platform/kubernetes/chart_keys/): re-derive it with every change of version. Versions carry
+# no leading `v` (deployments/helm/nvidia-dra-driver-gpu/Chart.yaml: "strict semver: no v prefix
+# allowed").
+DRA_DRIVER_CHART = HelmChart(
+    name="nvidia-dra-driver-gpu",
+    version="25.12.0",
+    repository="https://helm.ngc.nvidia.com/nvidia",
 )
 
 # Pod Security Standards version stamped on every namespace's `<mode>-version` label, so a

@@ -237,13 +237,26 @@ def eks_pool(
         pool["zones"] = [draw(st.sampled_from(zones))]
     elif draw(st.booleans()):
         pool["zones"] = draw(st.lists(st.sampled_from(zones), min_size=1, max_size=3, unique=True))
-    if not karpenter and not aws.get("efa") and draw(st.integers(0, 3)) == 0:
+    # A pool whose GPUs pods claim through DRA: the cluster autoscaler's, on AL2023 at
+    # Kubernetes 1.34 or later, exclusive and kept at one node at least
+    # (gpu_platform/config/dra_rules.py).
+    dra = (
+        not karpenter
+        and node_image == "al2023"
+        and tuple(map(int, minor.split("."))) >= (1, 34)
+        and capacity in ("on-demand", "spot")
+        and draw(st.integers(0, 3)) == 0
+    )
+    if dra:
+        pool["allocation"] = "dra"
+        pool["min"] = draw(st.integers(1, pool["max"]))
+    elif not karpenter and not aws.get("efa") and draw(st.integers(0, 3)) == 0:
         # Each zone's node group gets a share of `max`, at least one node.
         aws["nodeGroupPerZone"] = True
         pool["max"] = max(pool["max"], len(pool.get("zones", zones)))
     # Karpenter counts whole GPUs; Bottlerocket's own device plugin serves whole GPUs only.
     shares = not karpenter and node_image != "bottlerocket"
-    modes = ["exclusive", "time-slicing", "mps", "mig"] if shares else ["exclusive"]
+    modes = ["exclusive", "time-slicing", "mps", "mig"] if shares and not dra else ["exclusive"]
     pool["sharing"] = _sharing(draw, first.accelerator, modes)
     if draw(st.booleans()):
         pool["accelerator"] = first.accelerator
@@ -656,8 +669,16 @@ def _pools_with_canaries(
     for name in POOL_NAMES[:count]:
         led = draw(pool(name))
         pools.append(led)
-        if canaries and draw(st.integers(0, 2)) == 0:
+        # The gate Job of a canary asks for nvidia.com/gpu, which a DRA pool does not offer.
+        if canaries and led.get("allocation") != "dra" and draw(st.integers(0, 2)) == 0:
             pools.append(canary(draw, led, node_image, version))
+    # A stack's GPU pools are all DRA or none (gpu_platform/config/dra_rules.py): the first
+    # pool's allocation decides, keeping only the DRA pools after a DRA one, and otherwise
+    # turning a drawn DRA pool (exclusive, at least one node) into a device-plugin one.
+    if pools[0].get("allocation") == "dra":
+        return [p for p in pools if p.get("allocation") == "dra"]
+    for p in pools:
+        p.pop("allocation", None)
     return pools
 
 
@@ -684,8 +705,11 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
                 namespace.setdefault("migQuota", {}).update(value)
             else:
                 namespace[key] = value
-        if draw(st.booleans()):
-            namespace["smokeTestPool"] = draw(st.sampled_from([p["name"] for p in pools]))
+        # The smoke test asks for nvidia.com/gpu, which a DRA pool does not offer.
+        testable = [p["name"] for p in pools if p.get("allocation") != "dra"]
+        smoke_test: bool = draw(st.booleans())
+        if smoke_test and testable:
+            namespace["smokeTestPool"] = draw(st.sampled_from(testable))
         namespaces.append(namespace)
     if namespaces:
         config["gpu-platform:namespaces"] = namespaces
@@ -699,7 +723,9 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
         for key, value in (_quota_setting(p, cloud, node_image) for p in queued)
         for name in (value if key == "migQuota" else ["nvidia.com/gpu"])
     ]
-    if len(set(resources)) == len(resources) and draw(st.integers(0, 2)) == 0:
+    # Kueue's queues count nvidia.com/gpu, which a DRA pool's pods do not ask for: refused.
+    dra = any(p.get("allocation") == "dra" for p in pools)
+    if not dra and len(set(resources)) == len(resources) and draw(st.integers(0, 2)) == 0:
         # A queued namespace's smoke test runs on a pool Kueue admits jobs on.
         for namespace in namespaces:
             if namespace.get("smokeTestPool") not in {p["name"] for p in queued}:
@@ -711,11 +737,17 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
         queues.update(_moved(draw, namespace="queues", cohort="ml"))
         config["gpu-platform:queues"] = queues
         under_autoscaler = config.get("gpu-platform:provisioner") != "karpenter"
-        if cloud == "aws" and under_autoscaler and draw(st.booleans()):
-            # A pool whose nodes come up together for a queued job, or not at all.
-            atomic = draw(st.sampled_from(queued))
+        # A pool whose nodes come up together for a queued job, or not at all: never one of
+        # zonal node groups, which the autoscaler splits a request over (queue_rules.py).
+        whole = [p for p in queued if not p.get("aws", {}).get("nodeGroupPerZone")]
+        if cloud == "aws" and under_autoscaler and whole and draw(st.booleans()):
+            atomic = draw(st.sampled_from(whole))
             atomic.setdefault("aws", {})["atomicScaleUp"] = True
         for namespace in namespaces:
+            # A namespace left out of the queues (for its GPU services) borrows and lends none.
+            if draw(st.integers(0, 3)) == 0:
+                namespace["queue"] = {"enabled": False}
+                continue
             limits = draw(
                 st.fixed_dictionaries(
                     {},
@@ -727,6 +759,14 @@ def _common(draw: st.DrawFn, config: Config, pools: list[Config], created: bool)
             )
             if limits:
                 namespace["queue"] = limits
+    # A namespace out of the queues runs its smoke test as a plain pod, for which a GKE queued
+    # pool starts no node (gpu_platform/config/queue_rules.py).
+    queued_only = {p["name"] for p in pools if p.get("gcp", {}).get("queuedProvisioning")}
+    kueue_on = config.get("gpu-platform:queues", {}).get("enabled", False)
+    for namespace in namespaces:
+        unqueued = not kueue_on or not namespace.get("queue", {}).get("enabled", True)
+        if unqueued and namespace.get("smokeTestPool") in queued_only:
+            namespace.pop("smokeTestPool")
     monitoring: Config = {}
     if created or draw(st.booleans()):
         monitoring["installPrometheusStack"] = True

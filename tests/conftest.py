@@ -16,6 +16,7 @@ from gpu_platform.offline.analyzer import PACK_DIR, PolicyPack, Verdict
 from gpu_platform.offline.namespace_levels import config_for_plan
 from gpu_platform.offline.program import Plan, PlannedResource, run_program
 from gpu_platform.stack_files import stack_config
+from tests.abandoned_work import abandoned_work_ended
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
 from tests.stack_variants import with_gpu_quotas_fitting_its_pools, with_quota_for_any_pool
@@ -38,6 +39,16 @@ def back_in_the_starting_directory() -> Iterator[None]:
     os.chdir(start)
 
 
+@pytest.fixture(autouse=True)
+def work_ends_with_its_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A test's deadline that passed leaves no work running into the next test of its worker
+    (tests/abandoned_work.py). It is waited for after the test's other fixtures closed its
+    endpoints, and before its patches (`monkeypatch`, set up first) are undone: the work ends
+    against the test's stand-ins, never the real sources."""
+    with abandoned_work_ended():
+        yield
+
+
 @pytest.fixture(autouse=True, scope="session")
 def moto_without_public_images() -> Iterator[None]:
     """moto's EC2 starts each account with thousands of public AMIs (moto/ec2/models/amis.py,
@@ -45,6 +56,57 @@ def moto_without_public_images() -> Iterator[None]:
     the image they run instead."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_source_positions_for_the_mock_monitor() -> Iterator[None]:
+    """Pulumi walks the Python stack of every resource the program constructs, to send the
+    engine where in the program it was declared (pulumi 3.272.0 pulumi/runtime/resource.py,
+    `_get_stack_trace`, a URI and line for each frame): a tenth of a plan's time, a fifth for
+    a large stack, whose components nest deep. The offline plan's monitor records no source
+    position (gpu_platform/offline/program.py), so the plans of this process send none; the
+    tests that run the command in a fresh process (tests/gpu_platform/cli/test_app.py,
+    tests/test_fresh_clone.py) still plan with Pulumi's own."""
+    from pulumi.runtime import resource
+    from pulumi.runtime.proto import source_pb2
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(resource, "_get_stack_trace", source_pb2.StackTrace)
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def aws_api_models_parsed_once() -> Iterator[None]:
+    """Each botocore session parses the API models of the clients it makes from disk again
+    (botocore/loaders.py caches per loader, `instance_cache`, and each session makes a loader
+    of its own): most of a pre-flight test's setup, which makes its clients on a fresh moto
+    account. The API model and its endpoint rules are read, never changed, by the clients of one
+    session that share them already (botocore/model.py, botocore/endpoint_provider.py), so all
+    sessions share them here. The loader's other data stays each session's own: botocore changes
+    some of it in place as it makes a client (botocore/translate.py, `build_retry_config`,
+    resolves the retry model's references where it found them), which let an earlier test's
+    clients change a later test's retries when whole loaders were shared."""
+    import botocore.loaders
+
+    load = botocore.loaders.Loader.load_service_model
+    parsed: dict[tuple[Any, ...], Any] = {}
+
+    def load_service_model(
+        self: botocore.loaders.Loader,
+        service_name: str,
+        type_name: str,
+        api_version: str | None = None,
+    ) -> Any:
+        if type_name not in ("service-2", "endpoint-rule-set-1"):
+            return load(self, service_name, type_name, api_version)
+        key = (tuple(self.search_paths), service_name, type_name, api_version)
+        if key not in parsed:
+            parsed[key] = load(self, service_name, type_name, api_version)
+        return parsed[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(botocore.loaders.Loader, "load_service_model", load_service_model)
         yield
 
 

@@ -33,6 +33,7 @@ from hypothesis import HealthCheck, example, given, settings
 from gpu_platform.config import load_stack_config
 from gpu_platform.lock.images import locked_digest
 from gpu_platform.lock.lockfile import LOCK_PATH_VARIABLE
+from gpu_platform.node_identity import DEVICE_PLUGIN_DEPLOY_LABEL
 from gpu_platform.offline.analyzer import PolicyPack
 from gpu_platform.offline.exempt_namespaces import exemption_mismatches
 from gpu_platform.offline.namespace_levels import POD_SECURITY, namespace_levels
@@ -46,8 +47,12 @@ from tests.gpu_platform.eks.efa_invariants import efa_problems
 from tests.gpu_platform.gke.new_cluster.hardening_invariants import hardening_problems
 from tests.gpu_platform.idle_billing_invariants import idle_billing_problems
 from tests.gpu_platform.kubernetes.daemonset_tolerations import daemonset_toleration_problems
+from tests.gpu_platform.kubernetes.dra_invariants import dra_problems
 from tests.gpu_platform.kubernetes.exporter_invariants import exporter_problems
-from tests.gpu_platform.kubernetes.gate_graph import canary_ordering_problems
+from tests.gpu_platform.kubernetes.gate_graph import (
+    canary_ordering_problems,
+    validation_ordering_problems,
+)
 from tests.gpu_platform.kubernetes.node_validation.pod_policy_invariants import (
     pod_policy_problems,
 )
@@ -78,7 +83,11 @@ def prod_policy_config(plan: Plan, config: Config) -> dict[str, Any]:
     validation taint to those namespaces), and the releases they move
     off the pins (`platformReleases`), and the driver image its operator overrides name for its
     NVIDIADrivers (`driverImages`)."""
-    exempt = [*PROD_POLICY_CONFIG[POD_SECURITY]["exemptNamespaces"], *moved_namespaces(config)]
+    exempt = [
+        *PROD_POLICY_CONFIG[POD_SECURITY]["exemptNamespaces"],
+        *moved_namespaces(config),
+        *dra_driver_namespaces(plan),
+    ]
     pod_security = {
         **PROD_POLICY_CONFIG[POD_SECURITY],
         "namespaceLevels": namespace_levels(plan.resources),
@@ -94,9 +103,31 @@ def prod_policy_config(plan: Plan, config: Config) -> dict[str, Any]:
         POD_SECURITY: pod_security,
         "namespace-pod-security": {"exemptNamespaces": exempt},
         "gpu-validation-taint-platform-only": {"exemptNamespaces": exempt},
+        "gpu-pool-scaling": {
+            **PROD_POLICY_CONFIG["gpu-pool-scaling"],
+            "poolsAllowedMinAboveZero": dra_node_groups(plan),
+        },
         "platform-release-rollback": {"platformReleases": declared_releases(config)},
         "gpu-operator-resources": {"driverImages": declared_driver_images(config)},
     }
+
+
+def dra_driver_namespaces(plan: Plan) -> list[str]:
+    """The DRA driver's namespace where the stack installs it: its kubelet plugin needs the host
+    (gpu_platform/kubernetes/dra_driver.py), as a stack's policy config exempts it."""
+    found = [r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if r.name == "dra-driver"]
+    return [r.inputs["namespace"] for r in found]
+
+
+def dra_node_groups(plan: Plan) -> list[str]:
+    """The node groups of DRA pools, each kept at one node at least (the cluster autoscaler
+    plans none from zero with DRA devices: gpu_platform/config/dra_rules.py), as a stack's
+    policy config allows them (`poolsAllowedMinAboveZero`)."""
+    return [
+        r.name
+        for r in plan.of_type("aws:eks/nodeGroup:NodeGroup")
+        if r.inputs.get("labels", {}).get(DEVICE_PLUGIN_DEPLOY_LABEL) == "false"
+    ]
 
 
 def declared_driver_images(config: Config) -> list[str]:
@@ -208,10 +239,16 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
             exemption_problems
         ),
         "led pools wait for their canary's nodes, driver and gate": canary_ordering_problems,
+        "every validating pool's nodes and driver wait for its validator": (
+            validation_ordering_problems
+        ),
         "no canary on capacity that never starts its node": canary_capacity_problems,
         "every canary ranks below every pool that is not a canary": canary_rank_problems,
         "update timeouts outlast the longest rollout": timeout_problems,
         "each EFA node its own EFA count, each EFA placement in one zone": efa_problems,
+        "each DRA pool's nodes run the DRA driver's kubelet plugin, tolerating their taints": (
+            dra_problems
+        ),
         "every GPU node one DCGM exporter, which finds the pods on its GPUs": exporter_problems,
         "a created GKE cluster's endpoint, images and Secrets key held as the docs say": (
             hardening_problems
@@ -223,7 +260,7 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         "each queued tenant's ClusterQueue sums to its ResourceQuota per resource": (
             lambda plan, _config: kueue_quota_problems(plan)
         ),
-        "each ClusterQueue's provisioning check is on its atomic pools' flavors alone": (
+        "each ClusterQueue's provisioning check on its atomic pools' flavors, Kueue's pods told": (
             provisioning_check_problems
         ),
     }

@@ -58,6 +58,8 @@ RESOURCES = {
     ),
     "kueue.x-k8s.io/v1beta2:ResourceFlavor": ("kueue.x-k8s.io", "resourceflavors"),
     "kueue.x-k8s.io/v1beta2:WorkloadPriorityClass": ("kueue.x-k8s.io", "workloadpriorityclasses"),
+    "resource.k8s.io/v1:DeviceClass": ("resource.k8s.io", "deviceclasses"),
+    "resource.k8s.io/v1:ResourceClaimTemplate": ("resource.k8s.io", "resourceclaimtemplates"),
     "rbac.authorization.k8s.io/v1:ClusterRole": ("rbac.authorization.k8s.io", "clusterroles"),
     "rbac.authorization.k8s.io/v1:ClusterRoleBinding": (
         "rbac.authorization.k8s.io",

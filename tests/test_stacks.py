@@ -45,6 +45,10 @@ def test_stack_plans_with_no_mandatory_violation(stack: str, analyze_plan) -> No
     )
 
     assert [v for v in verdicts if v.mandatory] == []
+    # The platform's own GPU pods (smoke tests, canary gates) run by the digest the lock holds,
+    # or by tag where platform-images-by-digest's awaitingDigests lets them: never a reason to
+    # report a stack's own GPU pods' rule, whatever level the stack gives it.
+    assert [v for v in verdicts if v.policy_name == "gpu-pods-pinned-images"] == []
 
 
 @pytest.mark.parametrize("stack", STACKS)

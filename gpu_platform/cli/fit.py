@@ -27,6 +27,9 @@ def run(stack: str, pod_file: Path) -> None:
     for note in report.assumptions:
         console.print(escape(note))
     for pod in report.pods:
+        if pod.unanswered is not None:
+            console.print(escape(f"{pod.title}: cannot say where it fits: {pod.unanswered}"))
+            continue
         table = Table(title=escape(pod.title), title_justify="left")
         table.add_column("pool")
         table.add_column("fits")

@@ -60,6 +60,7 @@ from gpu_platform.config.loading import (
 from gpu_platform.config.operator import MonitoringSpec, OperatorSpec, pool_driver_version
 from gpu_platform.config.pool_rules import mig_problem
 from gpu_platform.config.pools import (
+    DRA_TAINT_KEY,
     GPU_TAINT_KEY,
     SHARING_MODES,
     ExclusiveSharing,
@@ -81,6 +82,7 @@ __all__ = [
     "CANARY_PREFERENCE",
     "CAPACITY_PREFERENCE",
     "CONFIG_NAMESPACE",
+    "DRA_TAINT_KEY",
     "DRIFT_BUDGET_PERCENT",
     "EC2_RESERVED_CAPACITIES",
     "GKE_CAPACITY_MINIMUM_VERSIONS",

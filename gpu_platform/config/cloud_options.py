@@ -178,7 +178,9 @@ class EksPoolOptions(Model):
     ProvisioningRequest of the cluster autoscaler's `best-effort-atomic-scale-up` class has
     scaled the pool up for all its pods, and the autoscaler runs with
     `--enable-provisioning-requests`. The cluster autoscaler only: Karpenter has no
-    ProvisioningRequests."""
+    ProvisioningRequests. Not with `nodeGroupPerZone`, whose zonal node groups the autoscaler
+    would split one job's nodes over; give the pool one zone (`zones`) to keep a job's nodes
+    in it."""
     instance_families: list[InstanceFamily] = Field(default_factory=list)
     """Karpenter: instead of `instanceTypes`, every size of these EC2 instance families (`g6`,
     `g6e`) that has the pool's `accelerator`, which must then be given. The NodePool requires

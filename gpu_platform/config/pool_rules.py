@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 from gpu_platform.accelerators import ACCELERATORS
 from gpu_platform.config.fields import Cloud
-from gpu_platform.config.pools import GPU_TAINT_KEY, GpuPoolSpec, MigSharing
+from gpu_platform.config.pools import DRA_TAINT_KEY, GPU_TAINT_KEY, GpuPoolSpec, MigSharing
 from gpu_platform.config.problems import ConfigProblem, key_path
 from gpu_platform.config.set_aside import per_element
 from gpu_platform.config.stack import StackConfig
@@ -62,13 +62,13 @@ def pool_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 yield ConfigProblem(key_path("pools", i, "labels", key), pool.labels[key], problem)
         for j, taint in enumerate(pool.taints):
             # Kubernetes keeps one taint per key and effect; the platform's GPU taint is set on
-            # every pool already.
-            if taint.key == GPU_TAINT_KEY:
+            # every pool already, and its DRA taint on every DRA pool.
+            if taint.key in (GPU_TAINT_KEY, DRA_TAINT_KEY):
                 yield ConfigProblem(
                     key_path("pools", i, "taints", j, "key"),
                     taint.key,
-                    f"a key other than {GPU_TAINT_KEY} (the platform taints every GPU node with"
-                    " it)",
+                    f"a key other than {GPU_TAINT_KEY} and {DRA_TAINT_KEY} (the platform's own"
+                    " taints of GPU nodes and of DRA pools' nodes)",
                 )
         if config.cloud is Cloud.AWS and pool.aws.efa and len(pool.zones) != 1:
             yield ConfigProblem(

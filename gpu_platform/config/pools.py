@@ -17,6 +17,8 @@ from gpu_platform.config.fields import (
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 """The taint the platform puts on every GPU node."""
+DRA_TAINT_KEY = "gpu-platform.io/allocation"
+"""The taint the platform puts on every node of a DRA pool (`allocation: dra`)."""
 
 # --- GPU sharing ---------------------------------------------------------------------------
 
@@ -204,6 +206,13 @@ class GpuPoolSpec(Model):
     after its node passed validation (where the canary validates its nodes) and the driver
     check, before the pool it leads is updated. The gate's deadline allows for it on top of the
     node's start and validation."""
+    allocation: Literal["device-plugin", "dra"] = "device-plugin"
+    """How pods get the pool's GPUs. `device-plugin`: the GPU Operator's device plugin (or, on
+    GKE COS, GKE's) advertises them as `nvidia.com/gpu`, and a pod asks for a count. `dra`:
+    NVIDIA's DRA driver publishes each GPU as a device, and a pod claims GPUs of a model through
+    a ResourceClaim (Kubernetes 1.34 and later; EKS with the cluster autoscaler only, `min` at
+    least 1, `exclusive` sharing, no canary, smoke test or queue, and every GPU pool of the stack
+    `dra` or none: docs/dra.md)."""
     validation: PoolValidation = Field(default_factory=PoolValidation)
     """How each new node proves itself before the pool's GPU pods land on it."""
     aws: EksPoolOptions = Field(default_factory=EksPoolOptions)

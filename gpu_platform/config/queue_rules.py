@@ -2,6 +2,7 @@
 
 from collections.abc import Iterator
 
+from gpu_platform.config.fields import Cloud
 from gpu_platform.config.problems import ConfigProblem, key_path
 from gpu_platform.config.set_aside import per_element
 from gpu_platform.config.stack import StackConfig
@@ -17,15 +18,29 @@ def queue_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             "borrowingLimit": ns.queue.borrowing_limit,
             "lendingLimit": ns.queue.lending_limit,
         }
-        if not queues.enabled:
+        if not config.queued(ns):
             for key, value in limits.items():
                 if value:
                     yield ConfigProblem(
                         key_path("namespaces", i, "queue", key),
                         value,
-                        "no value unless queues.enabled is true: without Kueue the namespace"
-                        " has no queue to borrow or lend through",
+                        f"no value unless queues.enabled and"
+                        f" {key_path('namespaces', i, 'queue', 'enabled')} are true: without"
+                        " its queue the namespace has none to borrow or lend through",
                     )
+            smoke_pool = next((p for p in config.pools if p.name == ns.smoke_test_pool), None)
+            if config.cloud is Cloud.GCP and smoke_pool and smoke_pool.gcp.queued_provisioning:
+                # GKE's provisioningrequest page: a queued pool's nodes come only for a
+                # ProvisioningRequest, which only Kueue makes, for a queued namespace's jobs.
+                yield ConfigProblem(
+                    key_path("namespaces", i, "smokeTestPool"),
+                    ns.smoke_test_pool,
+                    "a pool without gcp.queuedProvisioning unless queues.enabled and"
+                    f" {key_path('namespaces', i, 'queue', 'enabled')} are true: the"
+                    " smoke test of a namespace out of the queues is a plain pod, for which a"
+                    " queued pool starts no node, and would wait for one until its deadline;"
+                    " name another pool or none (docs/queues.md)",
+                )
             return
         canaries = {pool.name for pool in config.pools if pool.canary_of is not None}
         if ns.smoke_test_pool in canaries:
@@ -72,6 +87,18 @@ def queue_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 "false on a canary (canaryOf): Kueue queues no job onto a canary, so no"
                 " ProvisioningRequest would ever ask for its nodes",
             )
+        elif pool.aws.atomic_scale_up and pool.aws.node_group_per_zone:
+            # The autoscaler splits an atomic scale-up over the node groups similar to the one
+            # it picked, checking only their total room (`balanceScaleUps`,
+            # core/scaleup/orchestrator/orchestrator.go at cluster-autoscaler-1.33.6).
+            yield ConfigProblem(
+                key_path("pools", i, "aws", "atomicScaleUp"),
+                True,
+                f"false while {key_path('pools', i, 'aws', 'nodeGroupPerZone')} is true: the"
+                " cluster autoscaler spreads one request's nodes over the pool's zonal node"
+                " groups (balance-similar-node-groups), so one job's nodes would talk across"
+                " zones; give the pool one node group in one zone (zones) instead",
+            )
     if not queues.enabled:
         return
     yield from _shared_resource_problems(config)
@@ -111,6 +138,8 @@ def _shared_resource_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     nothing with the pool it leads."""
     canaries = {pool.name for pool in config.pools if pool.canary_of is not None}
     for i, ns in enumerate(config.namespaces):
+        if not ns.queue.enabled:
+            continue
         pools: dict[tuple[str, ...], list[str]] = {}
         for pool, (setting, cap) in pool_caps(config, ns).items():
             if pool not in canaries and cap + ns.queue.borrowing_limit > 0:
@@ -123,5 +152,7 @@ def _shared_resource_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     f"false while pools {', '.join(names)} all hand out the GPUs"
                     f" {key_path('namespaces', i, *setting)} caps: Kueue would admit that quota"
                     " on each pool and the namespace's ResourceQuota allows it once over them"
-                    " all, so jobs would start in part; keep one such pool (docs/queues.md)",
+                    " all, so jobs would start in part; keep one such pool, or take the"
+                    f" namespace out of the queues ({key_path('namespaces', i, 'queue', 'enabled')}"
+                    " false), the place for work Kueue does not queue (docs/queues.md)",
                 )

@@ -15,10 +15,11 @@ class QueuesSpec(Model):
     (docs/queues.md)."""
 
     enabled: bool = False
-    """Install Kueue and give every tenant namespace its queue. Off by default: Kueue's
-    admission webhooks then hold every Job, JobSet, RayJob, PyTorchJob... of the tenant
-    namespaces in the namespace's queue until its quota has room for all of its pods, and the
-    policy pack refuses GPU workloads of kinds Kueue does not queue there; turning it on is a
+    """Install Kueue and give every tenant namespace its queue, those with
+    `queue.enabled: false` excepted. Off by default: Kueue's admission webhooks then hold every Job,
+    JobSet, RayJob, PyTorchJob... of the queued namespaces in the namespace's queue until its
+    quota has room for all of its pods, and the policy pack and an admission policy on the
+    cluster refuse there the GPU pods of workloads Kueue does not queue; turning it on is a
     change in how teams run work, to be announced to them first. Refused where two pools hand
     out the same GPU resource that a namespace has quota of (docs/queues.md)."""
     namespace: DnsLabel = KUEUE_NAMESPACE
@@ -40,8 +41,16 @@ class QueuesSpec(Model):
 
 
 class TenantQueueSpec(Model):
-    """How much of a tenant's GPU quota its ClusterQueue borrows and lends within the cohort."""
+    """Whether a tenant's jobs go through Kueue, and how much of its GPU quota its ClusterQueue
+    borrows and lends within the cohort."""
 
+    enabled: bool = True
+    """With `queues.enabled`: give the namespace its queue. `false` leaves it out of Kueue: no
+    ClusterQueue or LocalQueue, and Kueue's webhooks, the policy pack's queue rule and the
+    cluster's admission policy for queued GPU pods leave its workloads alone; its GPU pods
+    start as the scheduler and its ResourceQuota allow. The place for GPU services
+    (Deployments, StatefulSets, notebooks), which Kueue does not queue and whose GPUs, in a
+    queued namespace, Kueue would not count (docs/queues.md)."""
     borrowing_limit: int = Field(default=0, ge=0, le=10000)
     """The most GPUs (or replicas, or slices) of each pool beyond its quota that the tenant may
     borrow from the cohort; 0, none. The namespace's ResourceQuota allows that many more of

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from gpu_platform.config.auto_mode_rules import auto_mode_problems
 from gpu_platform.config.canary_rules import canary_problems
 from gpu_platform.config.cluster_create_rules import cluster_create_problems
+from gpu_platform.config.dra_rules import dra_problems
 from gpu_platform.config.eks_rules import (
     ami_release_problems,
     bottlerocket_sharing_problems,
@@ -177,4 +178,5 @@ _RULES: tuple[Callable[[StackConfig], Iterator[ConfigProblem]], ...] = (
     monitoring_problems,
     karpenter_problems,
     auto_mode_problems,
+    dra_problems,
 )

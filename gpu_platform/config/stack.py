@@ -104,6 +104,11 @@ class StackConfig(Model):
         prefix = "eks" if self.cloud is Cloud.AWS else "gke"
         return Platform(f"{prefix}-{self.node_image}")
 
+    def queued(self, namespace: TenantNamespaceSpec) -> bool:
+        """Whether a tenant namespace's jobs go through Kueue: `queues.enabled` and its own
+        `queue.enabled`."""
+        return self.queues.enabled and namespace.queue.enabled
+
     def pool(self, name: str) -> GpuPoolSpec:
         return next(p for p in self.pools if p.name == name)
 

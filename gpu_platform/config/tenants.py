@@ -39,7 +39,9 @@ class TenantNamespaceSpec(Model):
     (`requests.nvidia.com/gpu`). Kubernetes names shared GPUs' replicas and GKE's MIG partitions
     `nvidia.com/gpu` too, and cannot tell them from whole GPUs: in a stack with exclusive and
     shared pools this caps both, each replica counted as a GPU, so that pods never take more
-    whole GPUs than it allows."""
+    whole GPUs than it allows. Where pools allocate through DRA (`allocation: dra`), it caps the
+    GPUs the namespace's ResourceClaims take of each of their models too, each model on its own
+    (docs/dra.md)."""
     shared_gpu_quota: int = Field(default=0, ge=0, le=10000)
     """Replicas of time-sliced and MPS pools' GPUs, and MIG partitions GKE makes, the namespace's
     pods may request at once: each is one `nvidia.com/gpu` to Kubernetes. In a stack with
@@ -82,5 +84,5 @@ class TenantNamespaceSpec(Model):
     would end before anything does; `end` deletes a bare pod and scales a Deployment or
     StatefulSet to zero (Jobs are left to end on their own)."""
     queue: TenantQueueSpec = Field(default_factory=TenantQueueSpec)
-    """With `queues.enabled`: how much of the namespace's GPU quota its queue borrows from the
-    other tenants' and lends to them (docs/queues.md)."""
+    """With `queues.enabled`: whether the namespace has a queue, and how much of its GPU quota
+    the queue borrows from the other tenants' and lends to them (docs/queues.md)."""

@@ -154,7 +154,18 @@ def autoscaler_args(spec: ClusterAutoscalerSpec, pools: Sequence[GpuPoolSpec]) -
         ),
         **_validation_start_times(pools),
         **_provisioning_requests(pools),
+        **_dynamic_resource_allocation(pools),
     }
+
+
+def _dynamic_resource_allocation(pools: Sequence[GpuPoolSpec]) -> dict[str, bool]:
+    """Where a pool's GPUs are DRA devices (`allocation: dra`), the flag that has the autoscaler
+    simulate ResourceClaims: false by default at cluster-autoscaler-1.34.5, locked to true from
+    1.35.0, where false stops it (config/flags/flags.go, `enable-dynamic-resource-allocation`).
+    Without it, a pod claiming a GPU fits every node to the autoscaler."""
+    if not any(pool.allocation == "dra" for pool in pools):
+        return {}
+    return {"enable-dynamic-resource-allocation": True}
 
 
 def _provisioning_requests(pools: Sequence[GpuPoolSpec]) -> dict[str, bool]:

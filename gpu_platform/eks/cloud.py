@@ -26,6 +26,7 @@ from gpu_platform.config import (
     key_path,
     pool_preference,
 )
+from gpu_platform.config.dra_rules import dra_version_problems
 from gpu_platform.eks.autoscaler_settings import own_autoscaler_settings
 from gpu_platform.eks.cluster import (
     EksCluster,
@@ -145,6 +146,11 @@ class EksCloud:
 
             sizes = {name: p.instance_types for name, p in self._placements.items()}
             problems.extend(fallback_order_problems(self.config, sizes))
+        if self.config.cluster.create is None:
+            # A created cluster's version is the config's, which its rules judged already.
+            problems.extend(
+                dra_version_problems(self.config, self.cluster.version, "the cluster's version")
+            )
         if self.config.provisioner == "cluster-autoscaler" and self.config.autoscaler.install:
             self._autoscaler_image = autoscaler_image(self.config.autoscaler, self.cluster.version)
             if self._autoscaler_image is None:

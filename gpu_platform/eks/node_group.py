@@ -89,8 +89,8 @@ class EksGpuNodeGroupArgs:
     role, policy attachments, launch template and Auto Scaling group tags change or are replaced
     by ordinary updates, which protection would refuse."""
     after: Sequence[pulumi.Resource] = ()
-    """What the node groups are created and updated after: the VPC CNI's identity, and a pool's
-    canary gate."""
+    """What the node groups are created and updated after: the VPC CNI's identity, the pool's
+    node validator, and a led pool's canary gate."""
 
 
 class EksGpuNodeGroup(pulumi.ComponentResource):

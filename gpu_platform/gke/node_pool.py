@@ -107,7 +107,8 @@ class GkeGpuNodePoolArgs:
     """Protect the node pool itself from deletion and replacement, not its service account or
     that account's role binding."""
     after: Sequence[pulumi.Resource] = ()
-    """What the node pool is created and updated after: a pool's canary gate."""
+    """What the node pool is created and updated after: the pool's node validator, and a led
+    pool's canary gate."""
 
 
 class GkeGpuNodePool(pulumi.ComponentResource):

@@ -11,7 +11,8 @@ Every `POLL_SECONDS` this reads its Node and the node validator's Events on it:
   canary pins one (`EXPECTED_RELEASE`): proven. It writes `proven`, and the check and the soak
   run.
 - failed: the node's `gpu-platform.io/validation-failed-check` label, or a `NodeValidationFailed`
-  Event on the node newer than its last `NodeValidationPassed` (a node that Karpenter replaces is
+  Event on this Node (its UID, not only its name, which a deleted node may have had) newer than
+  its last `NodeValidationPassed` (a node that Karpenter replaces is
   deleted without the label; a failure before the node was validated again and passed is no
   longer its result, though its Event lasts an hour): the gate
   fails, `pulumi up` with it, naming the check (exit `FAILED_EXIT_CODE`, the reason in the
@@ -72,8 +73,14 @@ def _labels(node: Object) -> Mapping[str, str]:
 def failure(node: Object, events: Sequence[Object]) -> str | None:
     """The failed check of `node` and what the validator said of it; None if it has not failed."""
     labels = _labels(node)
-    name = (node.get("metadata") or {}).get("name")
-    failed = _since_last_pass(events)
+    meta = node.get("metadata") or {}
+    name = meta.get("name")
+    # Events are read by the node's name, which a new node can share with a deleted one within
+    # the API server's event TTL (an EKS node is named after its private IP, which EC2 may give
+    # again): only those of this Node object, by its UID, which the validator's Event names
+    # (node_validation/report.py, `event`), are its own.
+    own = [e for e in events if (e.get("involvedObject") or {}).get("uid") == meta.get("uid")]
+    failed = _since_last_pass(own)
     said = str(failed[-1].get("message") or "") if failed else ""
     if labels.get(RESULT_LABEL) == "failed" or failed:
         check = labels.get(FAILED_CHECK_LABEL) or _first_failed(said) or "unknown"

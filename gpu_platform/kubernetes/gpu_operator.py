@@ -8,6 +8,7 @@ import pulumi
 from pulumi_kubernetes import apiextensions, core, helm, meta
 
 from gpu_platform.config import MonitoringSpec, OperatorSpec, Platform
+from gpu_platform.kubernetes.exporter_slice_access import declare_exporter_slice_access
 from gpu_platform.kubernetes.gke_dcgm_exporter import (
     declare_gke_dcgm_exporter,
     needs_gke_exporter,
@@ -44,8 +45,8 @@ class GpuOperatorArgs:
     """Protect the operator's namespace, Helm release and NVIDIADriver resources from deletion
     and replacement; value changes still upgrade the release in place."""
     held_back: Collection[str] = ()
-    """Pools led by a canary: their NVIDIADriver is declared by `held_back_driver`, after the
-    canary's gate, not with the release."""
+    """Pools whose NVIDIADriver is declared by `held_back_driver`, not with the release: after
+    the pool's node validator and, on a pool led by a canary, the canary's gate."""
 
 
 RELEASE_NAME = "gpu-operator"
@@ -62,8 +63,8 @@ _NEEDS_CRITICAL_POD_QUOTA = frozenset({Platform.GKE_COS, Platform.GKE_UBUNTU})
 class GpuOperator(pulumi.ComponentResource):
     """The operator's namespace (Pod Security `privileged`: its DaemonSets load kernel modules
     and reach the host's devices), GKE's quota for its critical pods, the chart release, on
-    GKE Ubuntu each pool's NVIDIADriver, and where GKE shares a pool's GPUs the DCGM exporter of
-    those nodes."""
+    GKE Ubuntu each pool's NVIDIADriver, where GKE shares a pool's GPUs the DCGM exporter of
+    those nodes, and where a pool uses DRA the exporter's read access to ResourceSlices."""
 
     namespace: pulumi.Output[str]
     release_name: pulumi.Output[str | None]
@@ -83,9 +84,11 @@ class GpuOperator(pulumi.ComponentResource):
         )
         # The name is set above; taking it from the Namespace makes what uses it wait for it.
         self.namespace = namespace.metadata.apply(lambda _: args.operator.namespace)
-        admission: list[pulumi.Resource] = []
+        before_release: list[pulumi.Resource] = []
         if args.platform in _NEEDS_CRITICAL_POD_QUOTA:
-            admission.append(self._critical_pod_quota(name, args.operator.critical_pod_quota))
+            before_release.append(self._critical_pod_quota(name, args.operator.critical_pod_quota))
+        if any(pool.spec.allocation == "dra" for pool in args.pools):
+            before_release.append(declare_exporter_slice_access(name, self.namespace, self))
         # Under the platform's values and `operator.overrides`, each operand by the digest
         # NVIDIA's release bundle records for the chart's tag (operand_images/): a tag pushed
         # again never reaches the nodes. An override of an operand's image sets `repository`,
@@ -114,7 +117,9 @@ class GpuOperator(pulumi.ComponentResource):
                 # on every field the new version added (the chart's values.yaml; gpu-operator#435).
                 disable_openapi_validation=True,
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=admission, protect=args.protect),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=before_release, protect=args.protect
+            ),
         )
         self._name, self._args, self._release = name, args, release
         self._drivers: dict[str, pulumi.Resource] = {}
@@ -159,8 +164,8 @@ class GpuOperator(pulumi.ComponentResource):
     def held_back_driver(
         self, pool: str, after: Sequence[pulumi.Resource]
     ) -> pulumi.Resource | None:
-        """The NVIDIADriver of a pool `held_back`, created and updated after `after` (its
-        canary's gate); None where the operator builds no driver."""
+        """The NVIDIADriver of a pool `held_back`, created and updated after `after` (its node
+        validator, and its canary's gate); None where the operator builds no driver."""
         driver = self._held_back.pop(pool, None)
         return None if driver is None else self._declare_driver(pool, driver, after)
 

@@ -41,6 +41,7 @@ from gpu_platform.config import (
     TimeSlicingSharing,
 )
 from gpu_platform.drivers import cuda_tuple
+from gpu_platform.kubernetes.dra_devices import dra_claim
 from gpu_platform.node_identity import (
     POOL_LABEL,
     ZONE_LABEL,
@@ -187,6 +188,14 @@ def gpu_resource(pool: ResolvedPool) -> str:
     return resource
 
 
+def _gpu_request(pool: ResolvedPool) -> dict[str, str]:
+    """How a pod asks for the pool's GPUs: the extended resource to put in `limits`, or on a DRA
+    pool the DeviceClass and ResourceClaimTemplate to claim them through."""
+    if pool.spec.allocation == "dra":
+        return dra_claim(pool)
+    return {"resource": gpu_resource(pool)}
+
+
 def gpu_tolerations(pool: ResolvedPool) -> list[dict[str, str]]:
     """Tolerations for the taints on the pool's nodes: the GPU taint, the pool's own and those
     the cloud adds. Not its startup taints, which are there to keep workloads off a node until
@@ -271,7 +280,7 @@ def model_placements(
         placements[name] = {
             "pools": [pool.spec.name for pool in members],
             "workload": {
-                "resource": gpu_resource(members[0]),
+                **_gpu_request(members[0]),
                 "tolerations": gpu_tolerations(members[0]),
                 "affinity": _pools_affinity([pool.spec.name for pool in members], pinned.get(name)),
                 "annotations": gpu_pod_annotations(provisioner, "Job"),
@@ -294,7 +303,7 @@ def model_name(pool: ResolvedPool) -> str:
     """`h100-80gb-efa`, `t4-time-slicing-4`, `a100-80gb-mig-mixed-all-1g.10gb`, `t4-arm64`: the
     GPU model and, on Arm hosts, `arm64` (the T4G of Graviton g5g instances is a T4: an x86 image
     on it fails to start), then the device plugin config and MIG profile where the GPUs are
-    shared, then `efa`."""
+    shared, then `efa`, then `dra` where pods claim the GPUs through DRA."""
     parts = [pool.gpu.accelerator]
     if pool.gpu.architecture == "arm64":
         parts.append("arm64")
@@ -305,6 +314,8 @@ def model_name(pool: ResolvedPool) -> str:
         parts.append(sharing.profile)
     if pool.spec.aws.efa:
         parts.append("efa")
+    if pool.spec.allocation == "dra":
+        parts.append("dra")
     return "-".join(parts)
 
 
@@ -320,7 +331,7 @@ def pool_placement(pool: ResolvedPool, provisioner: Provisioner) -> dict[str, An
         "taints": [vars(t) for t in pool.identity.node_taints],
         "resources": dict(pool.identity.resources),
         "workload": {
-            "resource": gpu_resource(pool),
+            **_gpu_request(pool),
             "tolerations": gpu_tolerations(pool),
             "affinity": gpu_node_affinity(pool),
             "annotations": gpu_pod_annotations(provisioner, "Job"),

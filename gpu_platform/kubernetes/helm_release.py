@@ -103,6 +103,10 @@ EFA_DEVICE_PLUGIN_BASE_SECONDS = 300
 """The EFA device plugin's DaemonSet, on the EFA pools' nodes only (nothing to wait for while
 they are at zero), before what each node adds: four waves of a small image's pull and start."""
 
+DRA_DRIVER_BASE_SECONDS = 300
+"""NVIDIA's DRA driver: its DeviceClasses and its kubelet plugin's DaemonSet on the DRA pools'
+nodes only, before what each node adds: four waves of one image's pull and start."""
+
 KARPENTER_CRD = Rollout(120)
 """CRDs only (NodePool, NodeClaim, EC2NodeClass): the API server establishes them in seconds."""
 

@@ -53,8 +53,12 @@ from gpu_platform.kubernetes.kueue_provisioning import (
     check_name,
     provisioning_request_config,
 )
+from gpu_platform.kubernetes.node_validation.admission_policy import declare_policy
+from gpu_platform.kubernetes.node_validation.duration import go_duration, until_validated_seconds
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.kubernetes.provisioning_requests import provisioning_request_crd
+from gpu_platform.kubernetes.queued_pod_policy import queued_pod_policy
+from gpu_platform.kubernetes.rollout_retry import RETRY_LAG_SECONDS
 from gpu_platform.lock.images import pinned_version
 from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
 from gpu_platform.policy_pack.kueue_integrations import DEFAULT_QUEUE, FRAMEWORKS
@@ -70,6 +74,7 @@ QUEUED_NAMESPACE_LABEL = "gpu-platform.io/queue"
 """On a tenant namespace whose jobs go through its queue: the LocalQueue's name. Kueue's
 webhooks act on the namespaces that carry it, and the policy pack holds their GPU jobs to it."""
 RELEASE_NAME = "kueue"
+PROVISIONING_REQUESTS_ANNOTATION = "gpu-platform.io/provisioning-requests"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 """The label by which a job names its WorkloadPriorityClass (Kueue's
 `constants.WorkloadPriorityClassLabel`)."""
@@ -117,39 +122,83 @@ _MANAGER_CONFIG: dict[str, Any] = {
         "matchExpressions": [{"key": QUEUED_NAMESPACE_LABEL, "operator": "Exists"}]
     },
     "resources": {"quotaCheckStrategy": "IgnoreUndeclared"},
-    # A workload whose pods are not all ready within the timeout after admission (pods the
-    # namespace's ResourceQuota refused, nodes that never came) gives its quota back and is
-    # requeued, backing off from 1 minute to an hour, instead of holding it until its own
-    # deadline (`WaitForPodsReady`, apis/config/v1beta2/configuration_types.go at v0.19.2; on
-    # by the key's presence, pkg/config `WaitForPodsReadyIsEnabled`). The timeout outlasts a
-    # GPU node's start from nothing: boot, driver, validation.
-    "waitForPodsReady": {
-        "timeout": "30m",
-        "requeuingStrategy": {
-            "timestamp": "Eviction",
-            "backoffBaseSeconds": 60,
-            "backoffMaxSeconds": 3600,
-        },
-    },
 }
 # What fair sharing preempts for, in order (the chart's commented example, and Kueue's default
 # when the list is empty: apis/config/v1beta2/configuration_types.go `FairSharing` at v0.19.2).
 FAIR_SHARING_STRATEGIES = ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
 
 
-def manager_config(queues: QueuesSpec) -> dict[str, Any]:
+KUEUE_PODS_READY_TIMEOUT_SECONDS = 1800
+"""Kueue's own `waitForPodsReady.timeout`, 30 minutes (`DefaultWaitForPodsReadyTimeout`,
+apis/config/v1beta2/defaults.go at v0.19.2)."""
+PODS_START_MARGIN_SECONDS = 600
+"""Our allowance, once an admitted job's nodes are validated, for its pods to pull their images
+(a training image is often several GB) and pass their readiness probes: no source bounds it."""
+RECOVERY_TIMEOUT_SECONDS = RETRY_LAG_SECONDS + PODS_START_MARGIN_SECONDS
+"""How long Kueue lets a running workload's pods be unready before it evicts it (see
+`manager_config`): a queued namespace's smoke test, while its node waits for a new driver, has
+no pod at all for up to the Job controller's retry lag, and then its new pod's start."""
+
+
+def pods_ready_timeout_seconds(pools: Sequence[ResolvedPool]) -> int:
+    """How long Kueue waits, from a workload's admission, for all its pods to be ready (see
+    `manager_config`): the longest a new node of a pool Kueue admits on may take from its
+    scale-up to its validation's end (`until_validated_seconds`, which the autoscaler's
+    provisioning timeout is stretched to as well) and our margin for the pods' own start; never
+    less than Kueue's own 30 minutes, which covers a node's start where no pool validates."""
+    validated = until_validated_seconds(pool.spec for pool in queued_pools(pools))
+    return max(KUEUE_PODS_READY_TIMEOUT_SECONDS, validated + PODS_START_MARGIN_SECONDS)
+
+
+def manager_config(queues: QueuesSpec, pools: Sequence[ResolvedPool]) -> dict[str, Any]:
     """Kueue's `Configuration`: the chart's, Kueue's webhooks on the queued namespaces only,
-    only the resources a ClusterQueue declares counted, and fair sharing where it is on (Kueue
-    turns it on by the key's presence, cmd/kueue/main.go at v0.19.2)."""
+    only the resources a ClusterQueue declares counted, admitted workloads' pods given the time
+    the pools' nodes take to start (`pods_ready_timeout_seconds`), and fair sharing where it is
+    on (Kueue turns it on by the key's presence, cmd/kueue/main.go at v0.19.2)."""
     config = dict(_MANAGER_CONFIG)
+    # Kueue evicts a workload whose pods are not all ready `timeout` after its admission, or,
+    # once they were, not ready again within `recoveryTimeout` (a worker replaced onto a new
+    # node), gives its quota back and requeues it, backing off from 1 minute to an hour
+    # (`WaitForPodsReady`, apis/config/v1beta2/configuration_types.go at v0.19.2). Kueue 0.19
+    # sets it whether the key is there or not (`SetDefaults`, apis/config/v1beta2/defaults.go),
+    # and only the `DisableWaitForPodsReady` feature gate turns it off
+    # (pkg/util/waitforpodsready/waitforpodsready.go): its 30-minute default is shorter than a
+    # validated node's start, which falls within the timeout where a job's pods wait for new
+    # nodes, and on an atomic pool, whose jobs are admitted once their nodes are asked for.
+    # An evicted job on a GKE queued pool gives back its ProvisioningRequest's nodes and queues
+    # for capacity again (`CleanupProvisioningRequestsOnEviction`, on by default in 0.19).
+    #
+    # `recoveryTimeout` counts from a running workload's PodsReady turning false (a worker lost
+    # with its node), and defaults to `timeout` (`SetDefaults`): it is kept well under that,
+    # since the job's other N-1 GPU nodes bill idle while it runs, and on an atomic or queued
+    # pool the lost worker never gets a node of its own (Kueue puts `consume-provisioning-request`
+    # into the pod template, pkg/controller/admissionchecks/provisioning/controller.go at
+    # v0.19.2, and the cluster autoscaler never scales up for such a pod,
+    # processors/provreq/pods_filter.go at cluster-autoscaler-1.33.6). It must still outlast the
+    # gap between a queued namespace's smoke-test pods during a driver rollout (the Job
+    # controller's backoff, `RETRY_LAG_SECONDS`, and the next pod's start): its PodsReady drops
+    # with each pod (`ready + succeeded >= count`, pkg/controller/jobs/job/job_controller.go at
+    # v0.19.2), and an eviction there would requeue it for up to an hour. The same value on
+    # every stack: a shorter one where no driver rolls in place would save minutes of idle
+    # nodes on a worker's loss, for a setting more to reason about.
+    config["waitForPodsReady"] = {
+        "timeout": go_duration(pods_ready_timeout_seconds(pools)),
+        "recoveryTimeout": go_duration(RECOVERY_TIMEOUT_SECONDS),
+        "requeuingStrategy": {
+            "timestamp": "Eviction",
+            "backoffBaseSeconds": 60,
+            "backoffMaxSeconds": 3600,
+        },
+    }
     if queues.fair_sharing:
         config["fairSharing"] = {"preemptionStrategies": list(FAIR_SHARING_STRATEGIES)}
     return config
 
 
-def kueue_values(queues: QueuesSpec) -> dict[str, Any]:
+def kueue_values(queues: QueuesSpec, pools: Sequence[ResolvedPool]) -> dict[str, Any]:
     """The chart's values: the pinned manager image (the chart's own default is a staging image
-    at a branch tag) and the manager's configuration."""
+    at a branch tag), the manager's configuration and the pods' annotation that restarts them
+    where the ProvisioningRequest API comes or goes (`provisioning_request_annotation`)."""
     return {
         "controllerManager": {
             # Kueue's webhooks fail closed (failurePolicy `Fail`,
@@ -172,13 +221,30 @@ def kueue_values(queues: QueuesSpec) -> dict[str, Any]:
                     "repository": KUEUE_MANAGER_IMAGE.repository,
                     "tag": pinned_version(KUEUE_MANAGER_IMAGE),
                     "pullPolicy": "IfNotPresent",
-                }
+                },
+                "podAnnotations": provisioning_request_annotation(pools),
             },
         },
         "managerConfig": {
-            "controllerManagerConfigYaml": yaml.safe_dump(manager_config(queues), sort_keys=False)
+            "controllerManagerConfigYaml": yaml.safe_dump(
+                manager_config(queues, pools), sort_keys=False
+            )
         },
     }
+
+
+def provisioning_request_annotation(pools: Sequence[ResolvedPool]) -> dict[str, str]:
+    """The manager pods' annotation saying whether the stack's pools scale up through
+    ProvisioningRequests. Kueue sets its provisioning controller up only if the API is served
+    when the manager starts (`ServerSupportsProvisioningRequest`, cmd/kueue/main.go at v0.19.2),
+    and nothing restarts it when the CRD comes later: without its controller the provisioning
+    AdmissionCheck never turns active, and a ClusterQueue that holds an inactive check admits
+    nothing on any flavor (`updateQueueStatus`, pkg/cache/scheduler/clusterqueue.go). The chart
+    writes the annotation into the manager's pod template (charts/kueue/templates/manager/
+    manager.yaml at v0.19.2), so the `up` that adds the first atomic pool, whose CRD the
+    release waits for, rolls the manager, which then finds the API."""
+    expected = bool(atomic_classes(queued_pools(pools)))
+    return {PROVISIONING_REQUESTS_ANNOTATION: "enabled" if expected else "disabled"}
 
 
 def queued_pools(pools: Sequence[ResolvedPool]) -> list[ResolvedPool]:
@@ -362,7 +428,7 @@ class Kueue(pulumi.ComponentResource):
             chart=f"{KUEUE_CHART.repository}/{KUEUE_CHART.name}",
             version=KUEUE_CHART.version,
             namespace=namespace.metadata.name,
-            values=kueue_values(args.queues),
+            values=kueue_values(args.queues, args.pools),
             **helm_release.KUEUE.release_args(),
             opts=pulumi.ResourceOptions(parent=self, protect=args.protect, depends_on=crds),
         )
@@ -377,4 +443,6 @@ class Kueue(pulumi.ComponentResource):
             config = provisioning_request_config(cls, pools)
             declare(f"{name}-{check}-config", config, after_release)
             declare(f"{name}-{check}-check", admission_check(cls), after_release)
+        # Before the tenants, whose namespaces get the label it selects, and their smoke tests.
+        declare_policy(f"{name}-gpu-pods", queued_pod_policy(QUEUED_NAMESPACE_LABEL), child)
         self.register_outputs({"release": self.release.name})

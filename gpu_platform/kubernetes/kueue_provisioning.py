@@ -17,8 +17,10 @@ Kueue sets its provisioning controller up only where the API server serves
 (`ServerSupportsProvisioningRequest`, pkg/controller/admissionchecks/provisioning/indexer.go, and
 cmd/kueue/main.go at v0.19.2, which otherwise logs "Skipping provisioning controller setup"):
 GKE serves it; on EKS the platform installs the cluster autoscaler's CRD before Kueue
-(`gpu_platform.kubernetes.provisioning_requests`). Kueue v0.19.2 has no feature gate for the
-controller (pkg/features/kube_features.go at v0.19.2 names none).
+(`gpu_platform.kubernetes.provisioning_requests`), and the manager's pods carry an annotation
+that changes with whether any pool scales up atomically, so that the `up` adding the first such
+pool to a running Kueue restarts it (`kueue.provisioning_request_annotation`). Kueue v0.19.2
+has no feature gate for the controller (pkg/features/kube_features.go at v0.19.2 names none).
 """
 
 from collections.abc import Callable, Sequence

@@ -126,6 +126,7 @@ def operator_values_for(
         _NODE_SOFTWARE[platform],
         driver_values_for(platform),
         sharing_values_for(platform, pools),
+        device_plugin_values_for(pools),
         toleration_values_for(pools),
         dcgm_exporter_values_for(monitoring, pools, operator.namespace),
         NFD_WORKER_ROLLOUT,
@@ -190,6 +191,17 @@ def sharing_values_for(platform: Platform, pools: Sequence[ResolvedPool]) -> Val
         },
         **mig_values_for(pools),
     }
+
+
+def device_plugin_values_for(pools: Sequence[ResolvedPool]) -> Values:
+    """The device plugin off where every pool allocates through DRA (config validation admits
+    no DRA pool beside device-plugin ones): only then does the operator's validator leave out
+    its check for the device plugin's `nvidia.com/gpu`, which a DRA node never advertises
+    (gpu-operator v26.7.0 controllers/object_controls.go, the validator's `plugin` init
+    container; cmd/nvidia-validator/main.go, `validateGPUResource`)."""
+    if pools and all(pool.spec.allocation == "dra" for pool in pools):
+        return {"devicePlugin": {"enabled": False}}
+    return {}
 
 
 def sharing_configs_for(pools: Sequence[ResolvedPool]) -> dict[str, str]:
@@ -301,6 +313,7 @@ def dcgm_exporter_values_for(
     the nodes whose GPUs GKE's device plugin serves have an exporter of their own
     (gpu_platform/kubernetes/gke_dcgm_exporter.py), which takes its settings from these."""
     shares = any(_replicates_gpus(p) for p in pools)
+    dra = any(p.spec.allocation == "dra" for p in pools)
     metrics = dcgm_metrics_config_map(operator_namespace)
     return {
         "dcgmExporter": {
@@ -318,6 +331,7 @@ def dcgm_exporter_values_for(
                 },
                 *(_PER_POD_SHARED_GPU_ENV if shares else []),
                 *exporter_gpu_id_type(pools),
+                *(_DRA_ENV if dra else []),
             ],
             **(_PER_POD_SHARED_GPU_METRICS if shares else {}),
             "serviceMonitor": {
@@ -344,6 +358,16 @@ def dcgm_exporter_values_for(
         # with the release, so the ConfigMap exists before the operator starts any exporter.
         "extraObjects": [metrics],
     }
+
+
+# The exporter matches the devices the kubelet lists for a DRA claim to GPUs only with this
+# flag, false by default (dcgm-exporter pkg/cmd/app.go, `kubernetes-enable-dra`, since
+# 4.4.1-4.5.2), reading each device's UUID from the DRA driver's ResourceSlices
+# (internal/pkg/transformation/dra.go, `NewDRAResourceSliceManager`: resource.k8s.io/v1 at the
+# pinned 4.6.0-4.8.3, which 4.5.3-4.8.2 did not read); without it a DRA GPU's
+# series carry no pod, and the idle alerts, reaper and billing never see it. Its read access to
+# ResourceSlices comes with the operator's release (kubernetes/exporter_slice_access.py).
+_DRA_ENV = [{"name": "KUBERNETES_ENABLE_DRA", "value": "true"}]
 
 
 DEVICE_NAMES: Values = {"name": GPU_ID_TYPE_ENV, "value": "device-name"}

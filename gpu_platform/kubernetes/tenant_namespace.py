@@ -41,6 +41,7 @@ from typing import Any, cast
 
 import pulumi
 from pulumi_kubernetes import batch, core
+from pulumi_kubernetes import resource as dra
 
 from gpu_platform.accelerators import MIG_SLICES
 from gpu_platform.config import (
@@ -49,6 +50,12 @@ from gpu_platform.config import (
     QueuesSpec,
     TenantNamespaceSpec,
     quota_setting,
+)
+from gpu_platform.kubernetes.dra_devices import (
+    claim_template_name,
+    claim_template_spec,
+    device_quota,
+    dra_models,
 )
 from gpu_platform.kubernetes.gpu_pod import gpu_pod_annotations, gpu_pod_spec
 from gpu_platform.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL
@@ -64,6 +71,7 @@ from gpu_platform.kubernetes.kueue import (
 from gpu_platform.kubernetes.node_validation.duration import worst_case_seconds
 from gpu_platform.kubernetes.nvidia_driver import upgrade_hold_seconds
 from gpu_platform.kubernetes.pod_security import pod_security_labels
+from gpu_platform.kubernetes.rollout_retry import RETRY_LAG_SECONDS
 from gpu_platform.lock.images import locked
 from gpu_platform.node_identity import (
     GPU_RESOURCE,
@@ -135,6 +143,16 @@ class GpuTenantNamespace(pulumi.ComponentResource):
                 f"{name}-local-queue",
                 local_queue(spec.name, spec.name),
                 pulumi.ResourceOptions(parent=self, depends_on=[namespace, queue]),
+            )
+        for accelerator in dra_models(args.pools):
+            dra.v1.ResourceClaimTemplate(
+                f"{name}-{claim_template_name(accelerator)}",
+                metadata={
+                    "name": claim_template_name(accelerator),
+                    "namespace": namespace.metadata.name,
+                },
+                spec=cast(Any, claim_template_spec(accelerator)),
+                opts=child,
             )
         core.v1.LimitRange(
             f"{name}-{LIMIT_RANGE_NAME}",
@@ -235,6 +253,11 @@ def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[
     added to it would let pods take as many more whole GPUs: `gpuQuota` alone caps both there,
     each replica counted as a GPU (config validation refuses a `sharedGpuQuota` there).
 
+    Where the stack has DRA pools, the devices a namespace's ResourceClaims take of each of
+    their models' DeviceClasses are capped at `gpuQuota` too, each class on its own (a quota
+    caps each class apart; `gpu_platform.kubernetes.dra_devices`), and the DRA driver's own
+    classes, which take any model, at 0.
+
     Extended resources can only be capped on requests; pods set GPUs as limits and Kubernetes
     copies them into requests, so the cap holds. `nvidia.com/gpu` is always capped, so that a
     pool added later is never uncapped in the meantime.
@@ -244,6 +267,7 @@ def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[
     hard = {f"requests.{GPU_RESOURCE}": str(spec.gpu_quota if whole else spec.shared_gpu_quota)}
     for slice_name in MIG_SLICES:
         hard[f"requests.{MIG_RESOURCE_PREFIX}{slice_name}"] = str(spec.mig_quota.get(slice_name, 0))
+    hard.update(device_quota(spec.gpu_quota, dra_models(pools)))
     return hard
 
 
@@ -299,16 +323,9 @@ ROLLOUT_PENDING_CHECK = smoke_test_script(
 )
 
 
-# How late a pod that waits for a node's new driver may start after the node got it: GPU
-# feature discovery relabels every 60 s (gpu-operator v26.7.0
-# assets/gpu-feature-discovery/0500_daemonset.yaml), and the Job controller delays each new pod
-# after failed ones, those its podFailurePolicy ignores included, by a backoff that doubles up
-# to ten minutes (kubernetes pkg/controller/job: getNewFinishedPods counts every failed pod,
-# MaxJobPodFailureBackOff, v1.33 to v1.35; kubernetes/kubernetes#130881).
-RETRY_LAG_SECONDS = 60 + 600
-# How many such late starts the deadline allows once a node of the pool has the new driver:
-# the first pod after it, and two more that the scheduler puts on a node not upgraded yet, the
-# upgraded one having no room for them (its node affinity only prefers it).
+# How many late starts (`RETRY_LAG_SECONDS`) the deadline allows once a node of the pool has
+# the new driver: the first pod after it, and two more that the scheduler puts on a node not
+# upgraded yet, the upgraded one having no room for them (its node affinity only prefers it).
 ROLLOUT_RETRIES = 3
 # The GPU Operator's upgrade labels each node with where it is: `upgrade-done` once its driver
 # pod is of its DaemonSet's current revision, a new node's at once, an upgraded one's after the

@@ -8,7 +8,7 @@ against them (`gpu_platform.fit`).
 """
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,11 @@ from gpu_platform.fit import (
     gke_node_template,
     karpenter_node_templates,
     pod_requests,
+    unanswerable,
     with_autoscaler_label,
     with_template_pods,
 )
-from gpu_platform.node_identity import Taint
+from gpu_platform.node_identity import DRA_TAINT, Taint
 from gpu_platform.offline.plan import program_plan
 from gpu_platform.offline.program import Plan, PlannedResource
 from gpu_platform.pod_specs import pod_spec_of
@@ -60,12 +61,14 @@ class PodFit:
     title: str
     """The object's kind and name, as the pod file has them."""
     fits: tuple[Fit, ...]
-    """Per template, whether the pod fits it and, if not, why."""
+    """Per template, whether the pod fits it and, if not, why; none where it cannot say."""
+    unanswered: str | None = None
+    """Why the check cannot say where the pod fits (`gpu_platform.fit.unanswerable`)."""
 
     @property
     def lands(self) -> bool:
-        """Whether some pool takes the pod."""
-        return any(f.fits for f in self.fits)
+        """Whether some pool takes the pod; a pod the check cannot judge is not counted out."""
+        return self.unanswered is not None or any(f.fits for f in self.fits)
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,20 @@ def fit_pods(stack: str, pod_file: Path, project: Project | None = None) -> FitR
     return FitReport(
         tuple(templates),
         tuple(assumptions(plan)),
-        tuple(PodFit(title, tuple(fits(spec, templates))) for title, spec in specs),
+        tuple(_pod_fit(title, spec, templates) for title, spec in specs),
     )
+
+
+def _pod_fit(title: str, spec: PodSpec, templates: Sequence[NodeTemplate]) -> PodFit:
+    reason = unanswerable(spec)
+    if reason is None:
+        return PodFit(title, tuple(fits(spec, templates)))
+    if any(DRA_TAINT in template.taints for template in templates):
+        return PodFit(title, (), reason)
+    # No pool of the stack hands out GPUs through DRA: the pod's claims fit none of them.
+    why = "it claims devices through DRA (spec.resourceClaims), and the pool's GPUs are counted"
+    pools = dict.fromkeys(template.pool for template in templates)
+    return PodFit(title, tuple(Fit(pool, (why,)) for pool in pools))
 
 
 def pods_in(pod_file: Path) -> list[tuple[str, PodSpec]]:

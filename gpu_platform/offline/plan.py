@@ -19,6 +19,7 @@ from gpu_platform.idle_billing import idle_warnings
 from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin
 from gpu_platform.lock.lockfile import LockError, MissingLockEntry, project_lock
 from gpu_platform.offline.analyzer import PACK_DIR, PolicyPack, Verdict
+from gpu_platform.offline.digest_waiver import digest_waiver_gaps
 from gpu_platform.offline.driver_images import undeclared_driver_images
 from gpu_platform.offline.exempt_namespaces import exemption_mismatches
 from gpu_platform.offline.namespace_levels import config_for_plan
@@ -97,6 +98,7 @@ def plan_stack(
     warnings = (
         *_unlocked_chart_pins(plan),
         *undeclared_driver_images(plan, config, where),
+        *digest_waiver_gaps(config, where),
         *unconfirmed_gke_scale_up(plan),
         *exemption_mismatches(plan, config),
         *_idle_billing_warnings(plan),

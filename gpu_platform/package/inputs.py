@@ -88,7 +88,8 @@ through a NAT gateway (or reach ECR, S3, EKS and STS through VPC endpoints) and 
 tag `kubernetes.io/role/internal-elb: 1`; the public subnets of internet-facing load
 balancers need `kubernetes.io/role/elb: 1`."""
     system_nodes: EksSystemNodesArgs
-    """The system node group."""
+    """The system node group. Not set with `provisioner: eks-auto-mode`, whose cluster runs the
+platform's own pods on Auto Mode's built-in `general-purpose` NodePool."""
     control_plane_logs: list[str]
     """The control plane logs EKS sends to CloudWatch Logs, of `api`, `audit`,
 `authenticator`, `controllerManager` and `scheduler`; `audit` and `authenticator` are
@@ -528,7 +529,9 @@ scale-up): with `queues.enabled`, a job Kueue admits on this pool waits until a
 ProvisioningRequest of the cluster autoscaler's `best-effort-atomic-scale-up` class has
 scaled the pool up for all its pods, and the autoscaler runs with
 `--enable-provisioning-requests`. The cluster autoscaler only: Karpenter has no
-ProvisioningRequests."""
+ProvisioningRequests. Not with `nodeGroupPerZone`, whose zonal node groups the autoscaler
+would split one job's nodes over; give the pool one zone (`zones`) to keep a job's nodes
+in it."""
     instance_families: list[str]
     """Karpenter: instead of `instanceTypes`, every size of these EC2 instance families (`g6`,
 `g6e`) that has the pool's `accelerator`, which must then be given. The NodePool requires
@@ -702,6 +705,13 @@ targeted reservation of the pool it leads, which that pool fills at its `max` (w
 after its node passed validation (where the canary validates its nodes) and the driver
 check, before the pool it leads is updated. The gate's deadline allows for it on top of the
 node's start and validation."""
+    allocation: str
+    """How pods get the pool's GPUs. `device-plugin`: the GPU Operator's device plugin (or, on
+GKE COS, GKE's) advertises them as `nvidia.com/gpu`, and a pod asks for a count. `dra`:
+NVIDIA's DRA driver publishes each GPU as a device, and a pod claims GPUs of a model through
+a ResourceClaim (Kubernetes 1.34 and later; EKS with the cluster autoscaler only, `min` at
+least 1, `exclusive` sharing, no canary, smoke test or queue, and every GPU pool of the stack
+`dra` or none: docs/dra.md)."""
     validation: PoolValidationArgs
     """How each new node proves itself before the pool's GPU pods land on it."""
     aws: EksPoolOptionsArgs
@@ -820,8 +830,16 @@ frontend of a managed one. By default, the Prometheus of `installPrometheusStack
 
 
 class TenantQueueSpecArgs(TypedDict, total=False):
-    """How much of a tenant's GPU quota its ClusterQueue borrows and lends within the cohort."""
+    """Whether a tenant's jobs go through Kueue, and how much of its GPU quota its ClusterQueue
+    borrows and lends within the cohort."""
 
+    enabled: bool
+    """With `queues.enabled`: give the namespace its queue. `false` leaves it out of Kueue: no
+ClusterQueue or LocalQueue, and Kueue's webhooks, the policy pack's queue rule and the
+cluster's admission policy for queued GPU pods leave its workloads alone; its GPU pods
+start as the scheduler and its ResourceQuota allow. The place for GPU services
+(Deployments, StatefulSets, notebooks), which Kueue does not queue and whose GPUs, in a
+queued namespace, Kueue would not count (docs/queues.md)."""
     borrowing_limit: int
     """The most GPUs (or replicas, or slices) of each pool beyond its quota that the tenant may
 borrow from the cohort; 0, none. The namespace's ResourceQuota allows that many more of
@@ -843,7 +861,9 @@ class TenantNamespaceSpecArgs(TypedDict, total=False):
 (`requests.nvidia.com/gpu`). Kubernetes names shared GPUs' replicas and GKE's MIG partitions
 `nvidia.com/gpu` too, and cannot tell them from whole GPUs: in a stack with exclusive and
 shared pools this caps both, each replica counted as a GPU, so that pods never take more
-whole GPUs than it allows."""
+whole GPUs than it allows. Where pools allocate through DRA (`allocation: dra`), it caps the
+GPUs the namespace's ResourceClaims take of each of their models too, each model on its own
+(docs/dra.md)."""
     shared_gpu_quota: int
     """Replicas of time-sliced and MPS pools' GPUs, and MIG partitions GKE makes, the namespace's
 pods may request at once: each is one `nvidia.com/gpu` to Kubernetes. In a stack with
@@ -883,8 +903,8 @@ annotation `gpu-platform.io/idle-gpu` and a Warning Event, so that a namespace s
 would end before anything does; `end` deletes a bare pod and scales a Deployment or
 StatefulSet to zero (Jobs are left to end on their own)."""
     queue: TenantQueueSpecArgs
-    """With `queues.enabled`: how much of the namespace's GPU quota its queue borrows from the
-other tenants' and lends to them (docs/queues.md)."""
+    """With `queues.enabled`: whether the namespace has a queue, and how much of its GPU quota
+the queue borrows from the other tenants' and lends to them (docs/queues.md)."""
 
 
 class ClusterAutoscalerSpecArgs(TypedDict, total=False):
@@ -982,10 +1002,11 @@ class QueuesSpecArgs(TypedDict, total=False):
     (docs/queues.md)."""
 
     enabled: bool
-    """Install Kueue and give every tenant namespace its queue. Off by default: Kueue's
-admission webhooks then hold every Job, JobSet, RayJob, PyTorchJob... of the tenant
-namespaces in the namespace's queue until its quota has room for all of its pods, and the
-policy pack refuses GPU workloads of kinds Kueue does not queue there; turning it on is a
+    """Install Kueue and give every tenant namespace its queue, those with
+`queue.enabled: false` excepted. Off by default: Kueue's admission webhooks then hold every Job,
+JobSet, RayJob, PyTorchJob... of the queued namespaces in the namespace's queue until its
+quota has room for all of its pods, and the policy pack and an admission policy on the
+cluster refuse there the GPU pods of workloads Kueue does not queue; turning it on is a
 change in how teams run work, to be announced to them first. Refused where two pools hand
 out the same GPU resource that a namespace has quota of (docs/queues.md)."""
     namespace: str
@@ -1089,9 +1110,15 @@ Karpenter NodePools (one per pool). With `karpenter`, every pool is `exclusive` 
 0, and `autoscaler` and the node-group-only pool settings (`aws.nodeGroupPerZone`,
 `aws.nodeRoleArn`, `aws.nodeRepair`,
 `aws.capacityReservationResourceGroupArn`, `aws.capacityBlockStart`) take no value
-(docs/karpenter.md)."""
+(docs/karpenter.md). With `eks-auto-mode`, on a cluster whose EKS Auto Mode compute is on,
+each pool is a NodePool of Auto Mode's own Karpenter, on its Bottlerocket-based nodes with
+its NVIDIA driver and device plugin: as with `karpenter`, and besides `karpenter`,
+`cluster.nodeImage` other than `bottlerocket`, `aws.amiReleaseVersion`, `aws.efa` and
+`canaryOf` take no value (docs/eks-auto-mode.md)."""
     karpenter: KarpenterSpecArgs
-    """EKS with `provisioner: karpenter`: the Karpenter controller."""
+    """EKS with `provisioner: karpenter`: the Karpenter controller; with `eks-auto-mode`, only
+the settings of the pools' NodePools (`consolidateAfterMinutes`,
+`terminationGracePeriodHours`), as Auto Mode runs its own Karpenter."""
     queues: QueuesSpecArgs
     """Kueue: a queue per tenant namespace, whose jobs start whole once its quota allows."""
     part_names_under_it: bool

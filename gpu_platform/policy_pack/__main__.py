@@ -8,6 +8,7 @@ this file (as tests and tools do) only collects the policies.
 import conversions
 import eks_cluster
 import gke_clusters
+import gpu_claims
 import gpu_cuda
 import gpu_operator_resources
 import gpu_pools
@@ -39,6 +40,7 @@ POLICIES = [
             *pod_security.POLICIES,
             *namespaces.POLICIES,
             *gpu_workloads.POLICIES,
+            *gpu_claims.POLICIES,
             *queued_workloads.POLICIES,
             *validation_taint.POLICIES,
             *gpu_sharing.POLICIES,

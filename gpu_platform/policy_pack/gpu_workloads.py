@@ -16,9 +16,11 @@ from functools import partial
 from typing import Any
 
 from checks import each, resource_policy
+from platform_scope import platform_object
 from pods import Container, Pod, pods_of, trainer_overrides
 from props import any_of, elements, keys, shown, text, value_at
 from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy.proxy import UnknownValueError
 from settings import Setting
 
 GPU_TAINT = "nvidia.com/gpu=present:NoSchedule"
@@ -252,7 +254,8 @@ REQUIRE_DIGESTS = Setting(
         "default": False,
         "description": "Require every GPU pod's image to be pinned by digest "
         "(name:tag@sha256:...), not by tag alone: a tag can be pushed again, a digest names one "
-        "image. On in production stacks.",
+        "image. On in production stacks. The platform's own images in its own objects are left "
+        "to platform-images-by-digest: make that policy mandatory with this on.",
     },
 )
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
@@ -285,20 +288,46 @@ def image_problem(image: str, require_digest: bool = False) -> str | None:
     return "uses the latest tag" if tag == "latest" else None
 
 
-def image_problems(pod: Pod, config: Mapping[str, Any]) -> Iterator[str]:
+def image_problems(
+    pod: Pod, config: Mapping[str, Any], waived: frozenset[str] = frozenset()
+) -> Iterator[str]:
+    """`waived`: the image repositories whose images `requireDigests` leaves to
+    `platform-images-by-digest` in this object (`platform_repositories`)."""
     # A patch that sets no GPU count may change a GPU pod's image or another pod's: which, the
     # object it patches says, and the pack does not see that object.
     if not is_gpu_pod(pod):
         return iter(())
-    require_digest = REQUIRE_DIGESTS.read(config)
-    return each(
-        pod.containers(), partial(_image_problems, pod, require_digest), pod.container_field
-    )
+    judge = partial(_image_problems, pod, REQUIRE_DIGESTS.read(config), waived)
+    return each(pod.containers(), judge, pod.container_field)
 
 
-def _image_problems(pod: Pod, require_digest: bool, container: Container) -> Iterator[str]:
+def platform_repositories(args: ResourceValidationArgs) -> frozenset[str]:
+    """The image repositories the platform runs in the resource, when it is one of the
+    platform's own objects (`platform_scope.platform_object`): `platform-images-by-digest`
+    requires their images' digests but for the reviewed exceptions its `awaitingDigests`
+    names, so here they are held to a tag alone. Any other image in it, and every image of an
+    object whose name is not known yet, is held to the config as it is."""
+    try:
+        found = platform_object(args)
+    except UnknownValueError:
+        return frozenset()
+    return frozenset(found.repositories) if found else frozenset()
+
+
+def image_repository(image: str) -> str:
+    """An image reference's repository: its name without tag or digest."""
+    head, slash, last = image.partition("@")[0].rpartition("/")
+    return head + slash + last.partition(":")[0]
+
+
+def _image_problems(
+    pod: Pod, require_digest: bool, waived: frozenset[str], container: Container
+) -> Iterator[str]:
     image = value_at(container.props, "image")
-    problem = image_problem(image, require_digest) if isinstance(image, str) else None
+    if not isinstance(image, str):
+        return
+    require_digest = require_digest and image_repository(image) not in waived
+    problem = image_problem(image, require_digest)
     if problem:
         pin = (
             "pin its digest (image:tag@sha256:...; " + REQUIRE_DIGESTS.key + " is on)"
@@ -319,12 +348,17 @@ def pod_policy(
     *settings: Setting,
     trainers: bool = False,
     patches: bool = False,
+    problems_of: Callable[
+        [ResourceValidationArgs], Callable[[Pod, Mapping[str, Any]], Iterator[str]]
+    ]
+    | None = None,
 ) -> ResourceValidationPolicy:
     """A policy checking every pod of every kind that carries one, with `trainers` the
     training container a TrainJob's trainer overrides (its GPU count and image), and with
     `patches` the values a patch's pod sets (`Pod.partial`: a `DeploymentPatch`, a runtime
     patch), for the rules that judge only values a patch may set on its own (GPU counts and
-    images)."""
+    images). `problems_of`: what judges a resource's pods, where it depends on the resource
+    (`problems` as the resource makes it)."""
 
     def pod_problems(args: ResourceValidationArgs) -> Iterator[str]:
         # A patch's pod lacks what the object it patches already has: its tolerations and node
@@ -333,8 +367,9 @@ def pod_policy(
         if trainers:
             pods += trainer_overrides(args.resource_type, args.props)
         config = args.get_config()
+        judge = problems if problems_of is None else problems_of(args)
         # Each pod template on its own: one not known yet hides nothing of the others.
-        return each(pods, lambda pod: problems(pod, config), lambda pod: pod.label)
+        return each(pods, lambda pod: judge(pod, config), lambda pod: pod.label)
 
     return resource_policy(name, description, pod_problems, *settings)
 
@@ -371,5 +406,6 @@ POLICIES = [
         REQUIRE_DIGESTS,
         trainers=True,
         patches=True,
+        problems_of=lambda args: partial(image_problems, waived=platform_repositories(args)),
     ),
 ]

@@ -7,8 +7,21 @@ pkg/controller/jobs/*/*_controller.go at v0.19.2) and the API group and kind it 
 one of these integrations gives an object that names no queue the namespace's LocalQueue named
 `default`, where there is one: the jobs' webhooks through `jobframework.BaseWebhook` or their own
 `Default` (`ApplyDefaultLocalQueueWithManagedJobsNamespaceSelector`,
-pkg/controller/jobframework/defaults.go at v0.19.2), plain pods in their own
-(pkg/controller/jobs/pod/pod_webhook.go at v0.19.2).
+pkg/controller/jobframework/defaults.go at v0.19.2).
+
+The pod-based integrations (`pod`, `deployment`, `statefulset` and
+`leaderworkerset.x-k8s.io/leaderworkerset`) are left off. With the pod integration on, Kueue's
+pod webhook gives every pod of a queued namespace that no managed job owns, a CPU-only one too,
+the `default` queue, gates it and adds its finalizer (`Default`,
+pkg/controller/jobs/pod/pod_webhook.go at v0.19.2): each becomes a workload of its own, held to
+`waitForPodsReady`, and a notebook or a serving replica not ready in time is stopped and, under
+a Deployment, started again in a loop. The other three turn the pod integration on with them
+(`ImplicitlyEnabledFrameworkNames`, in their *_controller.go), and its webhook then gates such
+pods all the same while its controller skips every pod no parent suspended (`Skip`,
+pkg/controller/jobs/pod/pod_controller.go): they would wait forever. Kueue 0.19 has no selector
+that narrows the pod integration to GPU pods (its v1beta2 configuration has no `podOptions`).
+So plain Pods, Deployments, StatefulSets and LeaderWorkerSets are left to the scheduler and the
+namespace's ResourceQuota, and the pack refuses one asking for GPUs in a queued namespace.
 """
 
 FRAMEWORKS: dict[str, tuple[str, str]] = {
@@ -25,10 +38,6 @@ FRAMEWORKS: dict[str, tuple[str, str]] = {
     "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io", "JobSet"),
     "workload.codeflare.dev/appwrapper": ("workload.codeflare.dev", "AppWrapper"),
     "trainer.kubeflow.org/trainjob": ("trainer.kubeflow.org", "TrainJob"),
-    "pod": ("core", "Pod"),
-    "deployment": ("apps", "Deployment"),
-    "statefulset": ("apps", "StatefulSet"),
-    "leaderworkerset.x-k8s.io/leaderworkerset": ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
 }
 """Kueue's integrations the platform enables, each with the API group and kind it manages."""
 

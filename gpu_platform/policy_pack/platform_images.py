@@ -20,14 +20,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from checks import each, resource_policy
-from gpu_workloads import image_problem
+from gpu_workloads import image_problem, image_repository, platform_repositories
 from helm import RELEASE_TYPE, is_platform_release
-from platform_objects import PLATFORM_OBJECTS
-from pods import Container, Pod, namespace_or_default, pods_of
-from props import field_path, shown, text, value_at
+from platform_scope import is_platform_object
+from pods import Container, Pod, pods_of
+from props import field_path, shown, value_at
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 from settings import Setting
-from type_tokens import api_group_and_kind
 
 NAME = "platform-images-by-digest"
 
@@ -44,34 +43,14 @@ AWAITING_DIGESTS = Setting(
 )
 
 
-_BUILT_IN_GROUPS = ("core", "apps", "batch")
-
-
 def in_scope(args: ResourceValidationArgs) -> bool:
     """A release the platform declares (`helm.is_platform_release`), or an object of the
-    platform's own kind and name (`platform_objects.PLATFORM_OBJECTS`); never by its parent
+    platform's own kind and name (`platform_scope.is_platform_object`); never by its parent
     types, which a program chooses. Raises `UnknownValueError` where the name, or the
     namespace an entry needs, is not known yet."""
     if args.resource_type == RELEASE_TYPE:
         return is_platform_release(args)
-    found = api_group_and_kind(args.resource_type)
-    # Only a kind the platform declares has its name read: a name not known at preview
-    # (a stack's Namespace named after another resource) must not hold up this rule elsewhere.
-    if (
-        found is None
-        or found[0] not in _BUILT_IN_GROUPS
-        or all(entry.kind != found[1] for entry in PLATFORM_OBJECTS)
-    ):
-        return False
-    kind, name = found[1], text(args.props, "metadata", "name")
-    for entry in PLATFORM_OBJECTS:
-        if entry.names(kind, name) and (
-            entry.namespace is None
-            or entry.namespace
-            == namespace_or_default(text(args.props, "metadata", "namespace"), args.provider)
-        ):
-            return True
-    return False
+    return is_platform_object(args)
 
 
 def _platform_resource_problems(args: ResourceValidationArgs) -> Iterator[str]:
@@ -85,15 +64,26 @@ def _platform_resource_problems(args: ResourceValidationArgs) -> Iterator[str]:
             lambda found: found[0],
         )
     pods = [pod for pod in pods_of(args.resource_type, args.props) if not pod.partial]
-    return each(pods, lambda pod: _pod_problems(pod, awaiting), lambda pod: pod.label)
+    ours = platform_repositories(args)
+    return each(pods, lambda pod: _pod_problems(pod, awaiting, ours), lambda pod: pod.label)
 
 
-def _pod_problems(pod: Pod, awaiting: frozenset[str]) -> Iterator[str]:
+def _pod_problems(pod: Pod, awaiting: frozenset[str], ours: frozenset[str]) -> Iterator[str]:
+    """`ours`: the image repositories the platform runs in the object; another image in it is
+    a stack's own, which no lock run or `awaitingDigests` entry is for."""
+
     def container_problems(container: Container) -> Iterator[str]:
         image = value_at(container.props, "image")
         if isinstance(image, str) and not _node_local(image, container):
             where = f"{container.label} ({pod.container_field(container, 'image')})"
-            yield from _problems(image, where, awaiting)
+            if image_repository(image) in ours:
+                yield from _problems(image, where, awaiting)
+            elif problem := image_problem(image, require_digest=True):
+                yield (
+                    f"{where}: image {shown(image)} {problem}, in an object of a name the "
+                    "platform gives its own, which runs images by digest. Fix: pin its digest "
+                    "(image:tag@sha256:...)."
+                )
 
     return each(pod.containers(), container_problems, pod.container_field)
 

@@ -58,6 +58,8 @@ PLATFORM_RELEASES = (
     ),
     # gpu_platform/eks/efa_device_plugin.py.
     PlatformRelease("aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "v0.5.30"),
+    # gpu_platform/kubernetes/dra_driver.py.
+    PlatformRelease("nvidia-dra-driver-gpu", "https://helm.ngc.nvidia.com/nvidia", "25.12.0"),
     # gpu_platform/kubernetes/monitoring.py.
     PlatformRelease(
         "kube-prometheus-stack", "https://prometheus-community.github.io/helm-charts", "93.4.1"

@@ -190,7 +190,7 @@ _NODE_LABELS_ENTRY = (
     "gpu-platform.io/validation-check.nvlink,"
     "gpu-platform.io/validation-check.dcgm-diag,"
     "gpu-platform.io/validation-check.nccl-bandwidth,"
-    "gpu-platform.io/validation-check.efa,gpu-platform.io/pool,"
+    "gpu-platform.io/validation-check.efa,gpu-platform.io/revalidating,gpu-platform.io/pool,"
     "nvidia.com/gpu-driver-upgrade-state]"
 )
 _NAMESPACE_LABEL_ENTRY = re.compile(
@@ -373,6 +373,23 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             ("updateStrategy.rollingUpdate.maxUnavailable", _ROLLOUT),
         )
     ),
+    # gpu_platform/kubernetes/dra_driver.py.
+    "nvidia-dra-driver-gpu": ChartValues(
+        _paths(
+            ("gpuResourcesEnabledOverride", equal(True)),
+            ("image.repository", equal("nvcr.io/nvidia/k8s-dra-driver-gpu")),
+            ("image.tag", TAG),
+            (
+                "kubeletPlugin.affinity.nodeAffinity"
+                ".requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+                LIST,
+            ),
+            ("kubeletPlugin.tolerations", LIST),
+            ("resourceApiVersion", equal("resource.k8s.io/v1")),
+            ("resources.computeDomains.enabled", equal(False)),
+            ("resources.gpus.enabled", equal(True)),
+        )
+    ),
     # gpu_platform/kubernetes/monitoring.py.
     "kube-prometheus-stack": ChartValues(
         _paths(
@@ -403,6 +420,8 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             ("extraArgs.balancing-ignore-label", equal("nodegroup-name")),
             # Pools that scale up atomically (`aws.atomicScaleUp`).
             ("extraArgs.enable-provisioning-requests", equal(True)),
+            # Pools whose GPUs are DRA devices (`allocation: dra`).
+            ("extraArgs.enable-dynamic-resource-allocation", equal(True)),
             # The stack's `autoscaler.expander` (gpu_platform/config/capacity.py).
             (
                 "extraArgs.expander",
@@ -445,6 +464,17 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
             ("controllerManager.manager.image.pullPolicy", equal("IfNotPresent")),
             ("controllerManager.manager.image.repository", equal("registry.k8s.io/kueue/kueue")),
             ("controllerManager.manager.image.tag", TAG),
+            # Whether the stack's pools scale up through ProvisioningRequests, so that the
+            # manager restarts where that changes (templates/manager/manager.yaml, `toYaml`).
+            (
+                (
+                    "controllerManager",
+                    "manager",
+                    "podAnnotations",
+                    "gpu-platform.io/provisioning-requests",
+                ),
+                one_of("enabled", "disabled"),
+            ),
             ("controllerManager.podDisruptionBudget.enabled", equal(True)),
             ("controllerManager.podDisruptionBudget.minAvailable", equal(1)),
             ("controllerManager.replicas", equal(2)),

@@ -28,6 +28,7 @@ from props import (
     UNKNOWN_SENTINELS,
     Step,
     elements,
+    entries,
     field_path,
     flag,
     indexed,
@@ -327,9 +328,10 @@ class Container:
     fixed_name: str | None = None
     resources_key: str = "resources"
     """The key of its resource requirements (`resourcesPerNode` for a TrainJob's trainer)."""
-    lent: tuple[str, ...] = ()
-    """Its fields that the operator takes from elsewhere in the resource, at `lender` (a
-    v1alpha1 Dynamo component's own probes, for its main container)."""
+    lent: tuple[tuple[Step, ...], ...] = ()
+    """The paths of its fields that the operator takes from elsewhere in the resource, at
+    `lender` (the fields of a v1alpha1 Dynamo component's own probes that its main container
+    keeps), each with all it holds."""
     lender: tuple[Step, ...] = ()
     fix_note: str | None = None
     """Where a Pod Security fix goes when the container's own fields cannot hold it (a v1alpha1
@@ -433,7 +435,7 @@ class Pod:
         return field_path(*self.path, "metadata", *steps)
 
     def container_field(self, container: Container, *steps: Step) -> str:
-        if steps and steps[0] in container.lent:
+        if any(steps[: len(lent)] == lent for lent in container.lent):
             return field_path(*container.lender, *steps)
         if container.root is not None:
             if steps[:1] == ("resources",):
@@ -782,14 +784,18 @@ _DYNAMO_SIDECAR = "sidecar-frontend"
 
 def _dynamo_sidecar(props: Mapping[str, Any], component: tuple[Step, ...]) -> tuple[Container, ...]:
     """The frontend sidecar the operator adds, unless extraPodSpec's containers already hold
-    one of its name (appendFrontendSidecar returns early then): that declared container, which
-    can carry a securityContext that FrontendSidecarSpec has no field for, is the pod's."""
+    one of its name (appendFrontendSidecar returns early then, and that declared container is
+    the pod's). Dynamo's validating webhook refuses that pairing
+    (deploy/operator/internal/webhook/validation/shared.go at 015d780,
+    validateFrontendSidecar), so it is reached only where the webhook is not asked (its
+    failurePolicy Ignore while it is down, a namespace its namespaceSelector leaves out). So a
+    v1alpha1 frontend sidecar, which FrontendSidecarSpec gives no securityContext, cannot meet
+    restricted; the v1beta1 form can (its `frontendSidecar` names a podTemplate container)."""
     root = (*component, "frontendSidecar")
-    declared = field_path(*component, "extraPodSpec", "containers")
     note = (
-        f"frontendSidecar has no securityContext, so declare a container "
-        f'"{_DYNAMO_SIDECAR}" in {declared} with it, which the operator keeps in place of the '
-        "one it builds"
+        "frontendSidecar has no securityContext, so it cannot meet restricted. Write the "
+        "component as nvidia.com/v1beta1, where frontendSidecar names a podTemplate "
+        "container that carries one"
     )
     try:
         sidecar = mapping(props, *root)
@@ -858,34 +864,73 @@ def _dynamo_main(props: Mapping[str, Any], component: tuple[Step, ...]) -> Conta
     """A v1alpha1 Dynamo component's main container as the operator builds it: the
     component's `resources` as resource lists and its own env, probes and volume mounts
     (`_dynamo_dedicated`), with `extraPodSpec.mainContainer` merged over them
-    (shared_spec_conversion.go at 57ffc64, mergeExtraPodSpecMainContainer: mergo.Merge with
-    override, so its own fields and resource entries win, but its env is added after the
-    component's). None where the component sets none of them."""
+    (shared_spec_conversion.go at 57ffc64, mergeExtraPodSpecMainContainer: `_overridden`, so
+    its own fields and resource entries win, its env is added after the component's, and a
+    probe set on both sides is the two merged field by field). None where the component sets
+    none of them and no `extraPodMetadata`, which alone gets the pod a bare main container
+    (hasPodTemplateContent counts ExtraPodMetadata)."""
     root = (*component, "extraPodSpec", "mainContainer")
-    lent: tuple[str, ...] = ()
+    lent: tuple[tuple[Step, ...], ...] = ()
     try:
         main = mapping(props, *root)
         asked = mapping(props, *component, "resources")
         dedicated = _dynamo_dedicated(props, component)
-        if main is None and asked is None and not dedicated:
+        metadata = mapping(props, *component, "extraPodMetadata")
+        if main is None and asked is None and not dedicated and metadata is None:
             return None
         main, asked = main or {}, asked or {}
         own_env = elements(main, "env")
-        main = {**dedicated, **{key: value for key, value in main.items() if value}}
+        merged, kept = _overridden(dedicated, main)
         if own_env and "env" in dedicated:
-            main["env"] = [*dedicated["env"], *own_env]
-        lent = tuple(p for p in _DYNAMO_PROBES if p in dedicated and main[p] is dedicated[p])
+            merged["env"] = [*dedicated["env"], *own_env]
+        # The component's other fields are renamed on the way (envs, envFromSecret, a
+        # volume mount's mountPoint), so only its probes are named where it holds them.
+        lent = tuple(path for path in kept if path[0] in _DYNAMO_PROBES)
         own = mapping(main, "resources") or {}
         resources = dict(own)
         for section in ("limits", "requests"):
-            merged = _dynamo_resource_list(mapping(asked, section) or {})
-            merged |= mapping(own, section) or {}
-            if merged:
-                resources[section] = merged
-        container: Any = {**main, "resources": resources}
+            listed = _dynamo_resource_list(mapping(asked, section) or {})
+            listed |= mapping(own, section) or {}
+            if listed:
+                resources[section] = listed
+        container: Any = {**merged, "resources": resources}
     except UnknownValueError as unknown:
         container = unknown.unknown_type_sentinel
     return Container("containers", -1, container, root=root, lent=lent, lender=component)
+
+
+def _overridden(
+    base: Mapping[str, Any], over: Mapping[str, Any], at: tuple[Step, ...] = ()
+) -> tuple[dict[str, Any], list[tuple[Step, ...]]]:
+    """`over` merged over `base` as mergo.Merge(dst, src, WithOverride) merges two Go structs
+    (imdario/mergo v0.3.16, the version ai-dynamo/dynamo's deploy/operator/go.mod pins,
+    merge.go deepMerge): a mapping on both sides (a struct, or a pointer to one) is merged key
+    by key; any other value of `over` wins unless empty (zero, "", false, an empty list), which
+    leaves `base`'s. And the paths of what is left from `base`, each with all it holds. (A port
+    is one value here; mergo merges an IntOrString's fields, but no check reads ports.)"""
+    merged = dict(base)
+    kept = {(*at, key): None for key in base}
+    for key, value in entries(over):
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key], inner = _overridden(merged[key], value, (*at, key))
+            del kept[(*at, key)]
+            kept |= dict.fromkeys(inner)
+        elif isinstance(value, Mapping) or not _mergo_empty(value):
+            merged[key] = value
+            kept.pop((*at, key), None)
+    return merged, list(kept)
+
+
+def _mergo_empty(value: Any) -> bool:
+    # mergo.go isEmptyValue, on the values a JSON property can hold.
+    if is_list(value):
+        return len(value) == 0
+    return (
+        value is None
+        or value is False
+        or value == ""
+        or (type(value) in (int, float) and value == 0)
+    )
 
 
 # kserve/kserve v0.20.0 pkg/apis/serving/v1beta1/predictor.go (PredictorSpec) and explainer.go
@@ -990,8 +1035,8 @@ def custom_kinds_from(
     problem for each entry that cannot be read."""
     kinds: dict[tuple[str, str], tuple[PodPath, ...]] = {}
     problems = []
-    for setting, entries in settings.items():
-        for name, value in entries.items():
+    for setting, described in settings.items():
+        for name, value in described.items():
             group, slash, kind = str(name).rpartition("/")
             found = _pod_paths_of(setting, value)
             if not slash or not group or not kind or group in _CORE_GROUPS:

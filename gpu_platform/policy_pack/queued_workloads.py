@@ -8,11 +8,14 @@ the namespace's `default` LocalQueue (`kueue_integrations`), so such a workload 
 one that names another queue waits for a LocalQueue the namespace does not have.
 
 A GPU workload of a kind Kueue does not manage (an Argo Workflow, a Volcano Job, a KServe
-InferenceService, a DaemonSet...) is never queued whatever its labels: it starts at once beside
-the admitted jobs and takes GPUs Kueue counted as free, so Kueue admits jobs whose pods the
-namespace's ResourceQuota refuses, and a job starts with part of its pods. The rule refuses it
-and names the kinds Kueue queues. Templates (PodTemplates, Trainer's runtimes, KServe's serving
-runtimes, Argo's WorkflowTemplates) run nothing of their own and are not held to it.
+InferenceService, a DaemonSet, and the plain Pods, Deployments, StatefulSets and
+LeaderWorkerSets whose integrations the platform leaves off: `kueue_integrations`) is never
+queued whatever its labels: it starts at once beside the admitted jobs and takes GPUs Kueue
+counted as free, so Kueue admits jobs whose pods the namespace's ResourceQuota refuses, and a
+job starts with part of its pods. The rule refuses it and names the kinds Kueue queues, or a
+namespace without a queue, where a GPU service belongs. Templates (PodTemplates, Trainer's
+runtimes, KServe's serving runtimes, Argo's WorkflowTemplates) run nothing of their own and are
+not held to it.
 """
 
 from collections.abc import Iterator
@@ -58,8 +61,8 @@ def queue_problems(resource: PolicyResource, namespace: str, queue: str) -> Iter
             f'the GPU workload runs in namespace "{namespace}", whose jobs Kueue admits through'
             f' its queue "{queue}" ({QUEUED_NAMESPACE_LABEL}), and Kueue does not manage a'
             f" {group}/{kind}: it starts unqueued beside the admitted jobs and takes GPUs they"
-            f" were counted. Fix: run it as one of the kinds Kueue queues, {supported_kinds()}"
-            " (docs/queues.md)."
+            f" were counted. Fix: run it as one of the kinds Kueue queues, {supported_kinds()},"
+            " or in a namespace without a queue (docs/queues.md)."
         )
         return
     path = label_path(resource)

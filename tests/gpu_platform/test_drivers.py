@@ -9,6 +9,7 @@ from gpu_platform.config import ConfigError
 from gpu_platform.driver_tables.derive_al2023 import drivers_by_release
 from gpu_platform.drivers import (
     AL2023_DRIVERS,
+    BOTTLEROCKET_DRIVERS,
     cuda_for_branch,
     eks_driver,
 )
@@ -135,6 +136,28 @@ def test_a_bottlerocket_variant_can_change_branch_between_releases() -> None:
     after = eks_driver("bottlerocket", "1.53.0-0d4a7f31", "x86_64", "1.33")
 
     assert (before and before.version, after and after.version) == ("570.195.03", "580.95.05")
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        {f"AL2023 {r} {a}": v for r, by in AL2023_DRIVERS.items() for a, v in by.items()},
+        {
+            f"Bottlerocket {r} {k}": v
+            for r, by in BOTTLEROCKET_DRIVERS.items()
+            for k, v in by.items()
+        },
+    ],
+    ids=["al2023", "bottlerocket"],
+)
+def test_every_eks_driver_runs_the_nccl_tests_image(table: dict[str, str]) -> None:
+    # The config refuses `validation.expectedBusBandwidthGbps` on a driver too old for the NCCL
+    # test's image, built on CUDA 12.8.1 (versions.py NODE_VALIDATOR_NCCL_TESTS_IMAGE), only on
+    # GKE pools (gke/node_driver.py): an EKS pool runs its AMI release's driver, from these
+    # tables, which hold none older. One that did would fail every node's nccl-bandwidth check.
+    minimum = int(TOOLKIT_MINIMUM_DRIVER["12.8"].split(".")[0])
+
+    assert {name: v for name, v in table.items() if int(v.split(".")[0]) < minimum} == {}
 
 
 def test_an_eks_node_group_is_labelled_with_its_driver_and_cuda(dev_plan: Plan) -> None:

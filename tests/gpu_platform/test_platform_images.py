@@ -1,13 +1,21 @@
 """Every image a stack deploys, from its config: what `gpu-platform lock` locks."""
 
 import copy
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from gpu_platform import platform_images as platform_images_module
 from gpu_platform.config import StackConfig, load_stack_config
+from gpu_platform.lock.lockfile import IMAGES, LOCK_PATH_VARIABLE, Lock, entry
 from gpu_platform.platform_images import platform_images
 from gpu_platform.stack_files import gpu_platform_config, stack_config
+from gpu_platform.versions import ContainerImage
 from tests.gpu_platform.kubernetes.test_canary_gate_order import cos_config, ubuntu_config
-from tests.repository import PROJECT
+from tests.repository import PROJECT, STACKS
+from tests.shared_plans import shared_plan
 
 # The GPU Operator's operands at chart v26.7.0, by the digests NVIDIA's OLM bundle records
 # (gpu_platform/kubernetes/operand_images/gpu-operator-v26.7.0.json).
@@ -135,3 +143,76 @@ def test_the_nccl_test_image_is_locked_only_where_a_pool_runs_the_check() -> Non
     assert nccl not in keys(load_stack_config(*gpu_platform_config(raw)))
     h100["validation"] = {"expectedBusBandwidthGbps": 400}
     assert nccl in keys(load_stack_config(*gpu_platform_config(raw)))
+
+
+def test_an_eks_canary_that_validates_locks_its_gates_proof_image_of_its_own_accord(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # prod's canary validates its nodes, so its gate runs the validation proof on the gate's
+    # Python image (canary_gate.CANARY_GATE_CHECK_IMAGE): listed for the gate itself, not only
+    # because node validation, the MIG remover or the reaper happen to run the same image.
+    for name in (
+        "NODE_VALIDATOR_IMAGE",
+        "MIG_STARTUP_TAINT_REMOVER_IMAGE",
+        "IDLE_GPU_REAPER_IMAGE",
+    ):
+        monkeypatch.setattr(platform_images_module, name, ContainerImage("example.com/x", name))
+
+    assert PYTHON in keys(config_of("prod"))
+
+
+DIGEST = "sha256:" + "7d" * 32
+
+
+def pod_images(value: Any) -> Iterator[str]:
+    """Every image of every container list in a resource's inputs, wherever its pods are."""
+    if isinstance(value, dict):
+        for key, found in value.items():
+            if key in ("containers", "initContainers") and isinstance(found, list):
+                yield from (c["image"] for c in found if isinstance(c, dict) and "image" in c)
+            else:
+                yield from pod_images(found)
+    elif isinstance(value, list):
+        for item in value:
+            yield from pod_images(item)
+
+
+@pytest.mark.parametrize("stack", ["prod", "gke-dev"])
+def test_every_pod_the_program_makes_runs_by_digest_once_the_lock_holds_its_images(
+    stack: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What `gpu-platform lock` locks (platform_images) is every image the program deploys in a
+    # pod of its own: with a digest for each in the lock, none runs by tag.
+    listed = platform_images(config_of(stack))
+    path = tmp_path / "gpu-platform.lock"
+    found = {i.key: entry(DIGEST, f"https://registry.example/{i.key}") for i in listed}
+    Lock(path=path).with_entries(IMAGES, found).save()
+    monkeypatch.setenv(LOCK_PATH_VARIABLE, str(path))
+
+    resources = shared_plan(stack).resources
+    by_tag = {
+        (r.name, image)
+        for r in resources
+        if r.type.startswith("kubernetes:") and not r.type.endswith(":Release")
+        for image in pod_images(r.inputs)
+        if "@sha256:" not in image
+    }
+
+    assert by_tag == set()
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_image_a_stacks_pods_run_by_tag_is_one_the_lock_reads(stack: str) -> None:
+    # Every committed stack, MIG, Karpenter and new clusters among them: an image a pod of the
+    # program runs by tag is one `gpu-platform lock` reads the digest of, and with it locked
+    # the pod runs by digest (the test above, on a lock of every listed image).
+    by_tag = {
+        image
+        for r in shared_plan(stack).resources
+        if r.type.startswith("kubernetes:") and not r.type.endswith(":Release")
+        for image in pod_images(r.inputs)
+        if "@sha256:" not in image
+    }
+
+    assert by_tag
+    assert by_tag <= keys(config_of(stack))

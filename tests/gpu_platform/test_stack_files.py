@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from gpu_platform.cli.app import app
 from gpu_platform.project import Project
 from gpu_platform.stack_files import stack_config
-from tests.console import gpu_platform, own_project_in
+from tests.console import gpu_platform_here, own_project_in
 from tests.repository import ROOT
 
 DEV_STACK = (ROOT / "Pulumi.dev.yaml").read_text()
@@ -61,7 +61,7 @@ def plan_in_own_project(directory: Path, stack_file: bytes) -> tuple[int, str]:
     project = own_project_in(directory)
     stack = project / "stacks" / "Pulumi.staging.yaml"
     stack.write_bytes(stack_file)
-    result = gpu_platform("plan", "staging", cwd=project)
+    result = gpu_platform_here("plan", "staging", cwd=project)
     return result.returncode, result.stderr.replace(str(stack), "Pulumi.staging.yaml")
 
 

@@ -101,7 +101,8 @@ class KarpenterGpuNodePoolArgs:
     pkg/controllers/nodeclass/controller.go:216-228), and it goes after its NodePool, which
     protection stops first."""
     after: Sequence[pulumi.Resource] = ()
-    """What the node class and NodePool are created and updated after: a pool's canary gate."""
+    """What the node class and NodePool are created and updated after: the pool's node
+    validator, and a led pool's canary gate."""
 
 
 class KarpenterGpuNodePool(pulumi.ComponentResource):

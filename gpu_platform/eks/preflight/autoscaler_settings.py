@@ -252,6 +252,7 @@ def _provisioning_request_findings(
             " scale up atomically (aws.atomicScaleUp): their queued jobs would wait for"
             " ProvisioningRequests it never acts on.",
             "Give it --enable-provisioning-requests=true, with the ProvisioningRequest CRD of"
-            " its release installed before Kueue starts (docs/queues.md).",
+            " its release installed before Kueue starts (before the `up` that adds the first"
+            " atomic pool, or restart Kueue's manager after: docs/queues.md).",
         )
     ]

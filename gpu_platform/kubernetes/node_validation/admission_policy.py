@@ -29,6 +29,9 @@ of Kubernetes' CEL libraries, so that a CEL implementation outside Kubernetes ca
 
 from typing import Any
 
+import pulumi
+from pulumi_kubernetes import admissionregistration
+
 from gpu_platform.kubernetes.node_validation.names import (
     FAILED_TAINT_KEY,
     RESULT_LABEL,
@@ -179,6 +182,18 @@ def denying(name: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
     return [policy, binding]
 
 
+def core_rules(resource: str, *operations: str) -> list[dict[str, Any]]:
+    """A policy's `resourceRules` for the operations on a core/v1 resource."""
+    return [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": list(operations),
+            "resources": [resource],
+        }
+    ]
+
+
 def node_validator_admission_policy(namespace: str) -> list[dict[str, Any]]:
     """The ValidatingAdmissionPolicy and its binding (deny), for the validator's service account
     in `namespace`."""
@@ -186,16 +201,7 @@ def node_validator_admission_policy(namespace: str) -> list[dict[str, Any]]:
         NAME,
         {
             "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["UPDATE", "DELETE"],
-                        "resources": ["nodes"],
-                    }
-                ]
-            },
+            "matchConstraints": {"resourceRules": core_rules("nodes", "UPDATE", "DELETE")},
             "matchConditions": [
                 {
                     "name": "node-validator",
@@ -205,4 +211,21 @@ def node_validator_admission_policy(namespace: str) -> list[dict[str, Any]]:
             "variables": VARIABLES,
             "validations": validations(),
         },
+    )
+
+
+def declare_policy(
+    resource_name: str, manifests: list[dict[str, Any]], opts: pulumi.ResourceOptions
+) -> pulumi.Resource:
+    """An admission policy and its binding (`admission_policy.denying`); the binding, created
+    after the policy it names."""
+    policy, binding = manifests
+    declared = admissionregistration.v1.ValidatingAdmissionPolicy(
+        resource_name, metadata=policy["metadata"], spec=policy["spec"], opts=opts
+    )
+    return admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        resource_name,
+        metadata=binding["metadata"],
+        spec=binding["spec"],
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[declared])),
     )

@@ -44,12 +44,24 @@ CHECK_LABELS = tuple(f"{CHECK_LABEL_PREFIX}{check}" for check in CHECKS)
 """`passed` or `failed`: each check's result on a node it ran on at its last validation, which
 kube-state-metrics exports for the per-check alert and dashboard (a one-shot pod has no
 endpoint to scrape once it is gone, and a Node's labels outlive it)."""
+REVALIDATING_LABEL = f"{LABEL_PREFIX}revalidating"
+"""`true` on a node that passed (or was exempt) and is validated again after the GPU Operator
+upgraded its driver in place (GKE Ubuntu), from the moment its taint is put back until its result
+is recorded. It is on the Node, not in the validation pod, because the pod may restart or be
+recreated while it waits for the new driver (an API error, a reboot, a new pod template) and must
+still know that it validates again: a new node can show the operator's upgrade states too (one
+whose driver pod falls out of sync with its DaemonSet goes to `upgrade-required`,
+k8s-operator-libs pkg/upgrade/common_manager.go `ProcessDoneOrUnknownNodes`, vendored in
+gpu-operator v26.7.0), so the states alone do not tell. A label, not another value of the
+taint: the GPU Operator's operands tolerate the taint by its value, and the driver pod the
+upgrade restarts must still start on the node."""
 VALIDATION_LABELS = (
     RESULT_LABEL,
     FAILED_CHECK_LABEL,
     VALIDATED_DRIVER_LABEL,
     VALIDATED_RELEASE_LABEL,
     *CHECK_LABELS,
+    REVALIDATING_LABEL,
 )
 """Every label the validator may set, change or remove, and no other."""
 

@@ -43,11 +43,12 @@ them. Each is linear in the pod's containers, resources and variables, and guard
 match condition that fails to evaluate would refuse every pod under `failurePolicy: Fail`.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpu_platform.config import Cloud, StackConfig
-from gpu_platform.kubernetes.node_validation.admission_policy import denying, quoted
+from gpu_platform.kubernetes.dra_driver import DRA_DRIVER_NAMESPACE
+from gpu_platform.kubernetes.node_validation.admission_policy import core_rules, denying, quoted
 from gpu_platform.kubernetes.node_validation.names import (
     FAILED_TAINT_KEY,
     LABEL_PREFIX,
@@ -92,6 +93,10 @@ def exempt_namespaces(config: StackConfig) -> list[str]:
     if config.queues.enabled:
         # Kueue's manager runs no GPU pod; its namespace is exempt as every platform release's is.
         found.add(config.queues.namespace)
+    if any(pool.allocation == "dra" for pool in config.pools):
+        # NVIDIA's DRA driver: its kubelet plugin tolerates the validation taint, as a node's
+        # GPUs must be published before a claim there can start.
+        found.add(DRA_DRIVER_NAMESPACE)
     if config.cloud is Cloud.GCP:
         found.update(GKE_NAMESPACES)
     return sorted(found)
@@ -111,19 +116,35 @@ def _tolerates(t: str) -> str:
     )
 
 
-def _container_clauses(c: str) -> list[str]:
-    """CEL, one clause per way the container `c` gets GPUs: an `nvidia.com/` limit, an
-    `nvidia.com/` request, or `NVIDIA_VISIBLE_DEVICES` naming some."""
-    resources = [
+def resource_clauses(c: str) -> list[str]:
+    """CEL, one clause per field in which the container `c` asks for an `nvidia.com/` resource:
+    its limits, its requests."""
+    return [
         f"(has({c}.resources) && has({c}.resources.{field}) &&"
         f" {c}.resources.{field}.exists(r, r.startsWith('{NVIDIA_RESOURCE_PREFIX}')))"
         for field in ("limits", "requests")
     ]
+
+
+def _container_clauses(c: str) -> list[str]:
+    """CEL, one clause per way the container `c` gets GPUs: an `nvidia.com/` limit, an
+    `nvidia.com/` request, or `NVIDIA_VISIBLE_DEVICES` naming some."""
     devices = (
         f"(has({c}.env) && {c}.env.exists(e, e.name == '{VISIBLE_DEVICES}' &&"
         f" (has(e.valueFrom) || (has(e.value) && !(e.value in {quoted(NO_DEVICES)})))))"
     )
-    return [*resources, devices]
+    return [*resource_clauses(c), devices]
+
+
+def over_containers(clauses: Callable[[str], list[str]]) -> list[str]:
+    """CEL: each of a container's `clauses` over the pod's containers, then over its init
+    containers, which a pod may leave out."""
+    containers = [f"object.spec.containers.exists(c, {x})" for x in clauses("c")]
+    init = [
+        f"(has(object.spec.initContainers) && object.spec.initContainers.exists(c, {x}))"
+        for x in clauses("c")
+    ]
+    return [*containers, *init]
 
 
 def gpu_pod_clauses() -> list[str]:
@@ -133,12 +154,7 @@ def gpu_pod_clauses() -> list[str]:
         "(has(object.spec.runtimeClassName) &&"
         f" object.spec.runtimeClassName in {quoted(RUNTIME_CLASSES)})"
     )
-    containers = [f"object.spec.containers.exists(c, {x})" for x in _container_clauses("c")]
-    init = [
-        f"(has(object.spec.initContainers) && object.spec.initContainers.exists(c, {x}))"
-        for x in _container_clauses("c")
-    ]
-    return [runtime, *containers, *init]
+    return [runtime, *over_containers(_container_clauses)]
 
 
 MATCH_CONDITIONS = [{"name": "gpu-pod", "expression": " || ".join(gpu_pod_clauses())}]
@@ -193,14 +209,7 @@ def pod_admission_policy(exempt: Sequence[str]) -> list[dict[str, Any]]:
             "failurePolicy": "Fail",
             "matchConstraints": {
                 "namespaceSelector": namespace_selector(exempt),
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": ["pods"],
-                    }
-                ],
+                "resourceRules": core_rules("pods", "CREATE", "UPDATE"),
             },
             "matchConditions": MATCH_CONDITIONS,
             "variables": VARIABLES,

@@ -47,7 +47,6 @@ import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 if __package__:
@@ -67,12 +66,14 @@ FAILED_CHECK_LABEL = "gpu-platform.io/validation-failed-check"
 VALIDATED_DRIVER_LABEL = "gpu-platform.io/validated-driver"
 VALIDATED_RELEASE_LABEL = "gpu-platform.io/validated-release"
 CHECK_LABEL_PREFIX = "gpu-platform.io/validation-check."
+REVALIDATING_LABEL = "gpu-platform.io/revalidating"
 VALIDATION_LABELS = (
     RESULT_LABEL,
     FAILED_CHECK_LABEL,
     VALIDATED_DRIVER_LABEL,
     VALIDATED_RELEASE_LABEL,
     *(f"{CHECK_LABEL_PREFIX}{check}" for check in validate.CHECKS),
+    REVALIDATING_LABEL,
 )
 # The GPU Operator's driver upgrade states (k8s-operator-libs pkg/upgrade/consts.go, vendored in
 # gpu-operator v26.7.0) in which a node is cordoned for its driver's upgrade, and of those the
@@ -91,9 +92,6 @@ DRIVER_UPGRADING = frozenset(
 )
 UPGRADE_LOADED = frozenset({"uncordon-required"})
 UPGRADE_POLL_SECONDS = 30
-# Left in the recorded directory by the first init container that put the taint back: the pod
-# validates a node again after an in-place driver upgrade (`fails_open`).
-REVALIDATING = "revalidating"
 # Set by EKS on a managed node group's nodes: the AMI id they run.
 NODEGROUP_IMAGE_LABEL = "eks.amazonaws.com/nodegroup-image"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -182,7 +180,7 @@ def result_patch(
             VALIDATED_DRIVER_LABEL: label_value(driver),
             VALIDATED_RELEASE_LABEL: release_of(node),
         }
-        stale = [FAILED_CHECK_LABEL]
+        stale = [FAILED_CHECK_LABEL, REVALIDATING_LABEL]
     else:
         if serving:
             patch += _taint_removals(node, [taint_key, FAILED_TAINT_KEY])
@@ -191,7 +189,7 @@ def result_patch(
             patch += _taint_removals(node, [FAILED_TAINT_KEY])
             patch.append({"op": "add", "path": "/spec/taints/-", "value": taint})
         values = {RESULT_LABEL: "failed", FAILED_CHECK_LABEL: failed}
-        stale = [VALIDATED_DRIVER_LABEL, VALIDATED_RELEASE_LABEL]
+        stale = [VALIDATED_DRIVER_LABEL, VALIDATED_RELEASE_LABEL, REVALIDATING_LABEL]
     return patch + label_patch(labels, {**values, **checked}, [*stale, *unchecked])
 
 
@@ -345,10 +343,11 @@ def sigterm_held_off() -> Iterator[None]:
         raise SystemExit(0)
 
 
-def fails_open(env: Mapping[str, str]) -> bool:
+def fails_open(env: Mapping[str, str], node: Object) -> bool:
     """Whether a failure here takes the taint off all the same: the node passed before, is
-    validated again after the GPU Operator upgraded its driver in place, and its pool is
-    neither a canary nor led by one (`REVALIDATION_FAILS_OPEN`).
+    validated again after the GPU Operator upgraded its driver in place (`REVALIDATING_LABEL`,
+    which `retaint_upgrading` sets), and its pool is neither a canary nor led by one
+    (`REVALIDATION_FAILS_OPEN`).
 
     The operator counts a node as unavailable only while it is cordoned or NotReady
     (k8s-operator-libs pkg/upgrade/common_manager.go, GetCurrentUnavailableNodes, vendored in
@@ -357,12 +356,8 @@ def fails_open(env: Mapping[str, str]) -> bool:
     node is never replaced. Only a canary's gate stops a bad driver before it reaches a pool;
     without one, the node keeps serving as it did before it was validated again, labelled
     `failed` with its check, and the Event and the alert fire."""
-    recorded = env.get("RECORDED_OUTPUTS")
-    return (
-        env.get("REVALIDATION_FAILS_OPEN") == "1"
-        and bool(recorded)
-        and Path(str(recorded), REVALIDATING).exists()
-    )
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return env.get("REVALIDATION_FAILS_OPEN") == "1" and labels.get(REVALIDATING_LABEL) == "true"
 
 
 def report(
@@ -379,7 +374,7 @@ def report(
         event(node, namespace, results, datetime.now(UTC)),
     )
     cap, pool = int(env.get("REPLACEMENTS_PER_HOUR") or 0), env.get("POOL", "")
-    serving = failed is not None and fails_open(env)
+    serving = failed is not None and fails_open(env, node)
     with sigterm_held_off():
         replaced = failed is not None and bool(cap) and not serving
         replaced = replaced and take_replacement(
@@ -409,17 +404,19 @@ def report(
 
 def exempt_untainted(api: Api, env: Mapping[str, str]) -> str | None:
     """Label the node `exempt` if it has no validation taint, saying so; None if it is to be
-    validated: it has the taint, or has it again (`retaint_upgrading`), which is left in the
-    recorded directory for the validator (`fails_open`)."""
+    validated: it has the taint, or has it again (`retaint_upgrading`). A node marked
+    `REVALIDATING_LABEL` whose upgrade has not loaded the new driver yet is waited for here
+    again: this container restarted, or the pod was recreated, during `retaint_upgrading`'s
+    wait."""
     name = env["NODE_NAME"]
     node: Object = api.call("GET", _node_path(name))
-    if has_taint(node, env["VALIDATION_TAINT_KEY"]):
-        return None
     labels = (node.get("metadata") or {}).get("labels") or {}
+    if has_taint(node, env["VALIDATION_TAINT_KEY"]):
+        if labels.get(REVALIDATING_LABEL) == "true":
+            wait_for_new_driver(api, name)
+        return None
     if labels.get(UPGRADE_STATE_LABEL) in DRIVER_UPGRADING:
         retaint_upgrading(api, name, env["VALIDATION_TAINT_KEY"])
-        if env.get("RECORDED_OUTPUTS"):
-            Path(env["RECORDED_OUTPUTS"], REVALIDATING).touch()
         return None
     if labels.get(RESULT_LABEL) == "passed":
         # Brought here by the operator's upgrade (workload.node_affinity), which ended before
@@ -432,7 +429,8 @@ def exempt_untainted(api: Api, env: Mapping[str, str]) -> str | None:
 
 def retaint_upgrading(api: Api, name: str, taint_key: str) -> None:
     """Validate again a node whose driver the GPU Operator upgrades in place: put the validation
-    taint back and take its result off, at once, then wait until the new driver is loaded.
+    taint back, take its result off and mark it `REVALIDATING_LABEL`, at once, then wait until
+    the new driver is loaded (`wait_for_new_driver`).
 
     The DaemonSet's node affinity brings this pod to a passed or exempt node only while it is in
     the operator's upgrade, from `cordon-required` to `uncordon-required` (k8s-operator-libs
@@ -449,10 +447,17 @@ def retaint_upgrading(api: Api, name: str, taint_key: str) -> None:
         patch: list[dict[str, Any]] = [{"op": "add", "path": "/spec/taints/-", "value": taint}]
         if not (node.get("spec") or {}).get("taints"):
             patch = [{"op": "add", "path": "/spec/taints", "value": [taint]}]
-        return patch + label_patch(labels, {}, VALIDATION_LABELS)
+        results = [label for label in VALIDATION_LABELS if label != REVALIDATING_LABEL]
+        return patch + label_patch(labels, {REVALIDATING_LABEL: "true"}, results)
 
     patch_node(api, name, retaint)
     print(f"{name}: driver upgraded in place, to be validated again", flush=True)
+    wait_for_new_driver(api, name)
+
+
+def wait_for_new_driver(api: Api, name: str) -> None:
+    """Return once the node's upgrade has loaded the new driver (`UPGRADE_LOADED`) or left the
+    upgrading states."""
     while True:
         node = api.call("GET", _node_path(name))
         labels = (node.get("metadata") or {}).get("labels") or {}

@@ -61,13 +61,14 @@ from pathlib import Path
 from typing import Any, cast
 
 import pulumi
-from pulumi_kubernetes import admissionregistration, apps, core, rbac
+from pulumi_kubernetes import apps, core, rbac
 
 from gpu_platform.config import MigSharing
 from gpu_platform.kubernetes.mig_startup_taint import SCRIPT_FILE as MIG_REMOVER_SCRIPT
 from gpu_platform.kubernetes.mig_startup_taint_remover import MIG_READY, MIG_STATE_LABEL
 from gpu_platform.kubernetes.node_validation import report, validate
 from gpu_platform.kubernetes.node_validation.admission_policy import (
+    declare_policy,
     node_validator_admission_policy,
 )
 from gpu_platform.kubernetes.node_validation.expectations import (
@@ -363,8 +364,6 @@ def validation_pod_spec(
         # unloads it (`report.retaint_upgrading` waits there).
         "env": [e for e in validator["env"] if e not in GPU_ENV],
     }
-    # It leaves a mark there where it puts the taint back (`report.fails_open`).
-    untainted_check["volumeMounts"].append({"name": "recorded", "mountPath": RECORDED_DIR})
     validator["volumeMounts"].append(
         {"name": "recorded", "mountPath": RECORDED_DIR, "readOnly": True}
     )
@@ -445,15 +444,16 @@ def declare_node_validation(
     exempt_namespaces: Sequence[str],
     opts: pulumi.ResourceOptions,
     in_place: bool = False,
-) -> list[pulumi.Resource]:
+) -> "PoolValidators":
     """The validation of every pool with `validation.enabled`, in the operator's `namespace`
     (`namespace_name` as configured, which the admission policy names the account by), and the
-    admission policy that keeps pods outside `exempt_namespaces` off unvalidated nodes; the
-    DaemonSets, one per pool. Nothing where no pool validates. `in_place`: the GPU Operator
-    upgrades drivers on running nodes (GKE Ubuntu), which are validated again."""
+    admission policy that keeps pods outside `exempt_namespaces` off unvalidated nodes; what
+    declares each pool's DaemonSet (`PoolValidators.declare`). Nothing where no pool validates.
+    `in_place`: the GPU Operator upgrades drivers on running nodes (GKE Ubuntu), which are
+    validated again."""
     validated = validated_pools(pools)
     if not validated:
-        return []
+        return PoolValidators(name, {}, namespace, "", opts, in_place)
     opts = pulumi.ResourceOptions(parent=NodeValidation(name, opts))
     caps = {p.spec.name: replacements_per_hour(p, karpenter) for p in validated}
     guarded = {p.spec.canary_of for p in pools} | {p.spec.name for p in pools if p.spec.canary_of}
@@ -504,8 +504,8 @@ def declare_node_validation(
             opts=after_roles,
         ),
     ]
-    bindings.append(_declare(name, node_validator_admission_policy(namespace_name), opts))
-    _declare(f"{name}-pods", pod_admission_policy(exempt_namespaces), opts)
+    bindings.append(declare_policy(name, node_validator_admission_policy(namespace_name), opts))
+    declare_policy(f"{name}-pods", pod_admission_policy(exempt_namespaces), opts)
     if replaces:
         # The validators write the times of their replacements into it; Pulumi only creates it.
         bindings.append(
@@ -521,37 +521,62 @@ def declare_node_validation(
     ready = pulumi.ResourceOptions.merge(
         opts, pulumi.ResourceOptions(depends_on=[config_map, *bindings])
     )
-    return [
-        _daemon_set(
-            f"{name}-{pool.spec.name}",
-            pool,
-            namespace,
-            config_map_name,
-            hardware.get(pool.spec.name, NodeHardware()),
-            caps[pool.spec.name],
-            ready,
-            in_place,
-            pool.spec.name in guarded,
+    return PoolValidators(
+        name,
+        {
+            pool.spec.name: (
+                pool,
+                hardware.get(pool.spec.name, NodeHardware()),
+                caps[pool.spec.name],
+                pool.spec.name in guarded,
+            )
+            for pool in validated
+        },
+        namespace,
+        config_map_name,
+        ready,
+        in_place,
+    )
+
+
+class PoolValidators:
+    """Each validating pool's DaemonSet, declared when the platform asks for it: the pool's
+    nodes wait for it (`declare`'s `after` is what it waits for itself)."""
+
+    def __init__(
+        self,
+        name: str,
+        pools: Mapping[str, tuple[ResolvedPool, NodeHardware, int, bool]],
+        namespace: pulumi.Input[str],
+        config_map: str,
+        ready: pulumi.ResourceOptions,
+        in_place: bool,
+    ) -> None:
+        """`pools`: by name, each validating pool, its nodes' hardware, its cap on replacements
+        and whether a canary guards it; `ready`: the DaemonSets' options, after the scripts,
+        the bindings and the admission policy."""
+        self._name, self._pools, self._namespace = name, pools, namespace
+        self._config_map, self._ready, self._in_place = config_map, ready, in_place
+
+    def declare(self, pool: str, after: Sequence[pulumi.Resource] = ()) -> pulumi.Resource | None:
+        """The DaemonSet that validates the named pool's nodes, created and updated after
+        `after` (a led pool's canary gates); None where the pool does not validate."""
+        if pool not in self._pools:
+            return None
+        resolved, hardware, replacements, canary_guarded = self._pools[pool]
+        return _daemon_set(
+            f"{self._name}-{pool}",
+            resolved,
+            self._namespace,
+            self._config_map,
+            hardware,
+            replacements,
+            pulumi.ResourceOptions.merge(
+                self._ready, pulumi.ResourceOptions(depends_on=list(after))
+            ),
+            self._in_place,
+            canary_guarded,
         )
-        for pool in validated
-    ]
-
-
-def _declare(
-    resource_name: str, manifests: list[dict[str, Any]], opts: pulumi.ResourceOptions
-) -> pulumi.Resource:
-    """An admission policy and its binding (`admission_policy.denying`); the binding, created
-    after the policy it names."""
-    policy, binding = manifests
-    declared = admissionregistration.v1.ValidatingAdmissionPolicy(
-        resource_name, metadata=policy["metadata"], spec=policy["spec"], opts=opts
-    )
-    return admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-        resource_name,
-        metadata=binding["metadata"],
-        spec=binding["spec"],
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[declared])),
-    )
 
 
 def _daemon_set(

@@ -27,8 +27,15 @@ def provisioning_request_crd_manifest() -> dict[str, Any]:
 
 
 def provisioning_request_crd(name: str, opts: pulumi.ResourceOptions) -> pulumi.Resource:
-    """The CRD as a resource of the stack."""
+    """The CRD as a resource of the stack, created once the API server serves it."""
     manifest = provisioning_request_crd_manifest()
+    # Kueue looks the API up once, at its manager's start, which the CRD's creation triggers
+    # (`ServerSupportsProvisioningRequest`, pkg/controller/admissionchecks/provisioning/
+    # indexer.go at v0.19.2). pulumi-kubernetes has no awaiter of its own for a CRD and, unless
+    # told, waits for nothing (provider/pkg/metadata/overrides.go `ReadyCondition`,
+    # provider/pkg/await/awaiters.go): this makes it wait for `Established`.
+    annotations = manifest["metadata"].setdefault("annotations", {})
+    annotations["pulumi.com/waitFor"] = "condition=Established"
     return apiextensions.v1.CustomResourceDefinition(
         name, metadata=manifest["metadata"], spec=manifest["spec"], opts=opts
     )

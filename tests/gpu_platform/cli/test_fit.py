@@ -187,3 +187,35 @@ def test_the_output_says_what_fit_assumed_of_a_gke_datapath(
 
     assert said in " ".join(output.split())
     assert "GKE's own system DaemonSets" in " ".join(output.split())
+
+
+def test_a_pod_claiming_gpus_through_dra_is_said_to_be_beyond_the_check(tmp_path: Path) -> None:
+    pod = copy.deepcopy(SMOKE_TEST_POD)
+    pod["metadata"]["name"] = "claims"
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu-l4"}]
+    pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+
+    code, output = run_fit(tmp_path, pod, stack="dra-dev")
+
+    assert code == 0, output
+    assert (
+        "Pod claims: cannot say where it fits: it claims devices through DRA"
+        " (spec.resourceClaims), which fit cannot judge"
+    ) in " ".join(output.split())
+
+
+def test_a_pod_claiming_gpus_through_dra_fits_no_pool_of_a_stack_without_dra_pools(
+    tmp_path: Path,
+) -> None:
+    pod = copy.deepcopy(SMOKE_TEST_POD)
+    pod["metadata"]["name"] = "claims"
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu-l4"}]
+    pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+
+    code, output = run_fit(tmp_path, pod)
+
+    assert code == 1, output
+    assert "cannot say where it fits" not in output
+    assert "it claims devices through DRA (spec.resourceClaims), and the pool's GPUs are" in (
+        " ".join(output.split())
+    )

@@ -258,9 +258,8 @@ def test_unknown_stack_exits_2_listing_the_stack_files(invoke) -> None:
 
     assert result.exit_code == EXIT_CONFIG_ERROR
     assert "Pulumi.nope.yaml" in result.output
-    assert "the stacks there: dev, eks-new, gke-dev, gke-new, karpenter-dev, prod" in (
-        result.output
-    )
+    stacks = "auto-dev, dev, dra-dev, eks-new, gke-dev, gke-new, karpenter-dev, prod"
+    assert f"the stacks there: {stacks}\n" in result.output
 
 
 def test_config_text_is_printed_as_written_never_as_markup_or_emoji(

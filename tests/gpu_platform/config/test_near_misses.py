@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from gpu_platform.config.near_misses import misdirected_key_problems
-from tests.console import gpu_platform, own_project_in
+from tests.console import gpu_platform_here, own_project_in
 from tests.repository import ROOT
 
 Config = dict[str, Any]
@@ -31,7 +31,7 @@ def planned_with(directory: Path, change: Callable[[Config], Any]) -> list[str]:
     change(stack["config"])
     (project / "stacks" / "Pulumi.staging.yaml").write_text(yaml.safe_dump(stack))
 
-    result: subprocess.CompletedProcess[str] = gpu_platform("plan", "staging", cwd=project)
+    result: subprocess.CompletedProcess[str] = gpu_platform_here("plan", "staging", cwd=project)
 
     assert result.returncode == EXIT_CONFIG_ERROR, result.stdout + result.stderr
     assert result.stdout == ""

@@ -17,7 +17,7 @@ import yaml
 
 from gpu_platform.config import ConfigError
 from gpu_platform.offline.program import Plan
-from tests.console import gpu_platform, own_project_in
+from tests.console import gpu_platform_here, own_project_in
 from tests.stack_variants import AL2023_RELEASE
 
 Config = dict[str, Any]
@@ -51,7 +51,7 @@ def test_an_80gb_profile_on_an_a100_40gb_is_refused_before_anything_is_registere
     with_mig_pool(stack["config"], "p4d.24xlarge", "all-1g.20gb")
     stack_file.write_text(yaml.safe_dump(stack))
 
-    result = gpu_platform("plan", "staging", cwd=project)
+    result = gpu_platform_here("plan", "staging", cwd=project)
 
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.splitlines() == [

@@ -178,6 +178,13 @@ BAD_CONFIGS: list[tuple[str, Callable[[Config], Any], str]] = [
         "gpu-platform:pools[0].taints[0].key",
     ),
     (
+        "extra taint keyed like the DRA pools' taint",
+        lambda c: pool(c).update(
+            taints=[{"key": "gpu-platform.io/allocation", "value": "x", "effect": "NoSchedule"}]
+        ),
+        "gpu-platform:pools[0].taints[0].key",
+    ),
+    (
         "label value with a space",
         lambda c: pool(c).update(labels={"team": "ml research"}),
         "gpu-platform:pools[0].labels.team",

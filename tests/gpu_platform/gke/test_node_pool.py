@@ -642,6 +642,11 @@ def test_vms_carry_the_pool_as_a_billing_label(gke_plan: Plan) -> None:
     assert node_config(gke_plan)["resourceLabels"] == {"gpu-platform-pool": "l4-shared"}
 
 
-def test_operator_waits_for_the_node_pools(gke_plan: Plan) -> None:
-    operator = gke_plan.named("gpu-operator", "gpu-platform:kubernetes:GpuOperator")
-    assert node_pool(gke_plan).urn in operator.dependencies
+def test_operator_waits_for_the_node_pools_that_do_not_validate_their_nodes(
+    gke_config: Config, plan_for: PlanFor
+) -> None:
+    # One that validates them waits for its validator, in the operator's namespace, instead
+    # (tests/gpu_platform/kubernetes/node_validation/test_validator_order.py).
+    plan = plan_for(with_pool(gke_config, validation={"enabled": False}))
+    operator = plan.named("gpu-operator", "gpu-platform:kubernetes:GpuOperator")
+    assert node_pool(plan).urn in operator.dependencies

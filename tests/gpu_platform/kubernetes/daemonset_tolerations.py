@@ -297,6 +297,19 @@ def _chart_daemonsets(name: str, chart: str, values: Mapping[str, Any]) -> list[
                 _selected_by(values.get("nodeSelector") or {}),
             )
         ]
+    if chart == "nvidia-dra-driver-gpu":
+        # NVIDIA/k8s-dra-driver-gpu deployments/helm/nvidia-dra-driver-gpu v25.12.0
+        # templates/kubeletplugin.yaml: `.Values.kubeletPlugin.tolerations` (values.yaml `[]`)
+        # and `.Values.kubeletPlugin.affinity`; the controller, a Deployment, only with
+        # ComputeDomains (templates/controller.yaml).
+        plugin = values.get("kubeletPlugin", {})
+        return [
+            NodeDaemonSet(
+                "the DRA driver's kubelet plugin",
+                plugin.get("tolerations") or [],
+                _affinity_in(plugin),
+            )
+        ]
     if chart == "kube-prometheus-stack":
         node_exporter = values.get("prometheus-node-exporter", {})
         return [

@@ -1,7 +1,11 @@
-"""The canary ordering over a whole plan, for any stack: every led pool waits, through the
-dependency graph, for its canary's nodes, the canary's NVIDIADriver and the canary's gate; the
-gate waits for the canary's nodes and NVIDIADriver and for nothing of the led pool; and the gate
-passes only on nodes of the canary's new release.
+"""The canary ordering over a whole plan, for any stack: every led pool's nodes, NVIDIADriver
+and node validator wait, through the dependency graph, for its canary's nodes, the canary's
+NVIDIADriver and the canary's gate, and its nodes and NVIDIADriver for its validator too (which
+expects the led pool's new driver); the gate waits for the canary's nodes and NVIDIADriver and
+for nothing of the led pool; the canary's own validator, which the gate's pod waits on, does not
+wait for the gate; and the gate passes only on nodes of the canary's new release. And for every
+pool that validates its nodes, led or not, its nodes and NVIDIADriver wait for its validator
+(`validation_ordering_problems`).
 
 "Waits for" is what the Pulumi engine enforces: a resource is registered only once the resources
 it depends on (`dependencies`, `propertyDependencies`) are, and once its parent is, which waits
@@ -28,6 +32,8 @@ EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
 KARPENTER_NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 KARPENTER_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
+VALIDATOR_NAME = "gpu-node-validator"
 # Karpenter replaces a changed NodePool's nodes by drift after `pulumi up` went on; the updated
 # NodePool's nodes carry the release's id.
 KARPENTER_RELEASE_LABEL = "gpu-platform.io/canary-release-id"
@@ -66,10 +72,12 @@ def canary_ordering_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]
     nodes = _nodes_by_pool(plan)
     drivers = _drivers_by_pool(plan)
     gates = _gates_by_canary(plan)
+    validators = _validators_by_pool(plan)
     problems: list[str] = []
     for led, canaries in leaders.items():
         for canary in canaries:
             problems += _pair_problems(graph, nodes, drivers, gates, led, canary)
+            problems += _validator_problems(graph, nodes, drivers, validators, gates, led, canary)
             if stack.gke_ubuntu and canary not in drivers:
                 problems.append(f"canary {canary} on GKE Ubuntu has no NVIDIADriver")
             gate = gates.get(canary)
@@ -118,8 +126,8 @@ def _pair_problems(
     ]
     if (led in drivers) != (canary in drivers):
         problems.append(f"only one of {led} and its canary {canary} has an NVIDIADriver")
-    canary_side = [*nodes.get(canary, []), *([drivers[canary]] if canary in drivers else [])]
-    led_side = [*nodes.get(led, []), *([drivers[led]] if led in drivers else [])]
+    canary_side = _nodes_and_driver(nodes, drivers, canary)
+    led_side = _nodes_and_driver(nodes, drivers, led)
     for target in canary_side:
         if not graph.waits_for(gate, target):
             problems.append(f"the gate of {canary} does not wait for {_what(target)}")
@@ -130,6 +138,71 @@ def _pair_problems(
         if graph.waits_for(gate, waiting):
             problems.append(f"the gate of {canary} waits for {_what(waiting)} of {led}")
     return problems
+
+
+def _validator_problems(
+    graph: "_Graph",
+    nodes: Mapping[str, list[PlannedResource]],
+    drivers: Mapping[str, PlannedResource],
+    validators: Mapping[str, PlannedResource],
+    gates: Mapping[str, PlannedResource],
+    led: str,
+    canary: str,
+) -> list[str]:
+    """The led pool's validator (its `DRIVER_VERSION` is the led pool's new driver) changes
+    after the gate and before the led pool's nodes and NVIDIADriver; the canary's does not wait
+    for the gate, whose pod waits for a canary node's proof."""
+    gate = gates.get(canary)
+    if gate is None:
+        return []
+    problems = []
+    validator = validators.get(led)
+    if validator is not None:
+        if not graph.waits_for(validator, gate):
+            problems.append(f"the validator of {led} does not wait for {_what(gate)}")
+        problems += _behind_validator(graph, _nodes_and_driver(nodes, drivers, led), validator, led)
+    own = validators.get(canary)
+    if own is not None and graph.waits_for(own, gate):
+        problems.append(f"the validator of {canary} waits for its own gate")
+    return problems
+
+
+def validation_ordering_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
+    """Every pool that validates its nodes (`validation.enabled`, read from `config` as
+    written) has a validator DaemonSet, and its nodes and NVIDIADriver wait for it: its pods
+    check each node against the pool's release as the config gives it now (its driver, its
+    instance types), and a node of a new release started before the validator moved would be
+    checked against the old one, fail, and never be checked again."""
+    graph = _Graph(plan)
+    nodes = _nodes_by_pool(plan)
+    drivers = _drivers_by_pool(plan)
+    validators = _validators_by_pool(plan)
+    problems = []
+    for pool in _Stack(config).pools:
+        validator = validators.get(pool["name"])
+        if validator is not None:
+            waiting = _nodes_and_driver(nodes, drivers, pool["name"])
+            problems += _behind_validator(graph, waiting, validator, pool["name"])
+        elif (pool.get("validation") or {}).get("enabled", True):
+            problems.append(f"pool {pool['name']} validates its nodes but has no validator")
+    return problems
+
+
+def _behind_validator(
+    graph: "_Graph", waiting: list[PlannedResource], validator: PlannedResource, pool: str
+) -> list[str]:
+    return [
+        f"{_what(resource)} of {pool} does not wait for its validator"
+        for resource in waiting
+        if not graph.waits_for(resource, validator)
+    ]
+
+
+def _nodes_and_driver(
+    nodes: Mapping[str, list[PlannedResource]], drivers: Mapping[str, PlannedResource], pool: str
+) -> list[PlannedResource]:
+    """The pool's node groups, node pool or NodePool and EC2NodeClass, and its NVIDIADriver."""
+    return [*nodes.get(pool, []), *([drivers[pool]] if pool in drivers else [])]
 
 
 def _proof_problems(stack: _Stack, gate: PlannedResource, canary: str) -> list[str]:
@@ -311,6 +384,16 @@ def _nodes_by_pool(plan: Plan) -> dict[str, list[PlannedResource]]:
         pool = _pool_of_nodes(resource)
         if pool is not None:
             found.setdefault(pool, []).append(resource)
+    return found
+
+
+def _validators_by_pool(plan: Plan) -> dict[str, PlannedResource]:
+    """Each validating pool's node validation DaemonSet, by the pool's name."""
+    found: dict[str, PlannedResource] = {}
+    for resource in plan.resources:
+        labels = resource.inputs.get("metadata", {}).get("labels") or {}
+        if resource.type == DAEMON_SET and labels.get("app.kubernetes.io/name") == VALIDATOR_NAME:
+            found[labels[POOL_LABEL]] = resource
     return found
 
 

@@ -1,6 +1,8 @@
 """The sweep's check of all-or-nothing scale-up: each tenant's ClusterQueue holds Kueue's
 provisioning check on exactly the flavors of the pools whose nodes come from a
-ProvisioningRequest, of the class their cloud provisions them by."""
+ProvisioningRequest, of the class their cloud provisions them by, and Kueue's manager pods say
+whether there are such pools, so that it restarts where that changes (it sets its provisioning
+controller up only if the API is served when it starts: cmd/kueue/main.go at v0.19.2)."""
 
 from collections.abc import Mapping
 from typing import Any
@@ -38,6 +40,15 @@ def provisioning_check_problems(plan: Plan, config: Mapping[str, Any]) -> list[s
     }
     expected = expected_classes(config)
     problems = []
+    for release in plan.of_type("kubernetes:helm.sh/v3:Release"):
+        if release.inputs["chart"].endswith("/kueue"):
+            manager = release.inputs["values"]["controllerManager"]["manager"]
+            said = manager["podAnnotations"]["gpu-platform.io/provisioning-requests"]
+            if said != ("enabled" if classes else "disabled"):
+                problems.append(
+                    f"Kueue's manager says provisioning requests are {said}, the stack having"
+                    f" {len(classes)} ProvisioningRequestConfigs"
+                )
     for queue in plan.of_type(f"kubernetes:{KUEUE}:ClusterQueue"):
         strategy = queue.inputs["spec"].get("admissionChecksStrategy", {})
         held = {

@@ -11,7 +11,10 @@ reads, for each pool's nodes as the planned resources label them when they join:
 - a pool whose device plugin config is `exclusive` hands out whole GPUs as `nvidia.com/gpu`, the
   name replicas of shared GPUs have too, so no namespace's cap of it may pass its `gpuQuota`;
 - where no pool hands out whole GPUs but one shares them (time-slicing, MPS, GKE's sharing),
-  `nvidia.com/gpu` are replicas, capped at no more than `sharedGpuQuota`.
+  `nvidia.com/gpu` are replicas, capped at no more than `sharedGpuQuota`;
+- a DRA pool's nodes (`nvidia.com/gpu.deploy.device-plugin=false` off GKE) advertise no
+  `nvidia.com/gpu` at all: their devices are capped per DeviceClass
+  (gpu_platform/kubernetes/dra_devices.py), and no pod counting GPUs lands there.
 """
 
 from collections.abc import Mapping
@@ -36,7 +39,11 @@ def quota_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
     quotas = {
         r.inputs["metadata"]["namespace"]: r.inputs["spec"]["hard"] for r in plan.of_type(QUOTA)
     }
-    pools = list(pool_nodes(plan))
+    pools = [
+        p
+        for p in pool_nodes(plan)
+        if p.gke or p.labels.get("nvidia.com/gpu.deploy.device-plugin") != "false"
+    ]
     whole = [p.pool for p in pools if p.labels.get(DEVICE_PLUGIN_CONFIG_LABEL) == "exclusive"]
     shared = [p.pool for p in pools if p.pool not in whole and MIG_CONFIG_LABEL not in p.labels]
     problems = []

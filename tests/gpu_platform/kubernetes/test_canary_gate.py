@@ -80,13 +80,16 @@ def test_the_gate_waits_for_the_gpu_operator(prod_plan: Plan) -> None:
     assert waits_for(prod_plan, gate(prod_plan), operator)
 
 
-def test_the_operator_waits_for_the_canary_but_not_for_the_pool_it_leads(prod_plan: Plan) -> None:
+def test_the_operator_waits_neither_for_the_led_pool_nor_for_a_validating_one(
+    prod_plan: Plan,
+) -> None:
+    # Every prod pool validates its nodes: each waits for its validator, in the operator's
+    # namespace (node_validation/test_validator_order.py); the gate waits for the canary.
     (operator,) = prod_plan.of_type(OPERATOR)
     pools = {r.name: r for r in prod_plan.of_type(NODE_GROUP_COMPONENT)}
 
-    assert waits_for(prod_plan, operator, pools["a100-canary"])
-    assert waits_for(prod_plan, operator, pools["h100-training"])
-    assert not waits_for(prod_plan, operator, pools["a100-inference"])
+    assert sorted(pools) == ["a100-canary", "a100-inference", "h100-training"]
+    assert not any(waits_for(prod_plan, operator, pool) for pool in pools.values())
 
 
 def test_a_pool_without_a_canary_waits_for_no_gate(prod_plan: Plan) -> None:

@@ -22,6 +22,7 @@ from tests.conftest import Config, dev_stack_config, gke_stack_config
 from tests.gpu_platform.config.test_canary_rules import canary_of
 from tests.gpu_platform.gke.plans import on_ubuntu, problems_of
 from tests.gpu_platform.kubernetes.gate_graph import (
+    DAEMON_SET,
     EKS_NODE_GROUP,
     GATE_TYPE,
     GKE_NODE_POOL,
@@ -50,6 +51,10 @@ def gate(plan: Plan) -> PlannedResource:
 
 def driver(plan: Plan, pool: str) -> PlannedResource:
     return plan.named(f"gpu-operator-driver-{pool}", NVIDIA_DRIVER)
+
+
+def validator(plan: Plan, pool: str) -> PlannedResource:
+    return plan.named(f"node-validation-{pool}", DAEMON_SET)
 
 
 def ubuntu_config() -> Config:
@@ -190,6 +195,68 @@ def test_the_gate_does_not_wait_for_the_led_nvidiadriver(ubuntu_plan: Plan) -> N
 
 def test_the_canarys_nvidiadriver_does_not_wait_for_its_gate(ubuntu_plan: Plan) -> None:
     assert gate(ubuntu_plan).urn not in driver(ubuntu_plan, "canary").dependencies
+
+
+# --- Node validation: the led pool's validator expects its new driver ----------------------
+
+
+@pytest.mark.parametrize(
+    ("plan", "led", "canary"),
+    [
+        ("prod_plan", "a100-inference", "a100-canary"),
+        ("karpenter_plan", "h100-block", "canary"),
+        ("cos_plan", "l4-shared", "canary"),
+        ("ubuntu_plan", "l4-shared", "canary"),
+    ],
+)
+def test_a_led_pools_validator_waits_for_the_gate(
+    plan: str, led: str, canary: str, request: pytest.FixtureRequest
+) -> None:
+    # Its DRIVER_VERSION is the led pool's new driver (workload.validator_env): declared beside
+    # the canary's, it held every led node that joined during the gate to a driver the pool's
+    # nodes do not run yet, and, the gate failed, until the config changed.
+    planned: Plan = request.getfixturevalue(plan)
+    gate_job = planned.named(f"{canary}-canary-gate", GATE_TYPE)
+
+    assert gate_job.urn in validator(planned, led).dependencies
+
+
+def test_a_led_pools_nodes_and_driver_wait_for_its_validator(ubuntu_plan: Plan) -> None:
+    # A node of the new release, or of the new driver, is held to it, not to the old one.
+    led_validator = validator(ubuntu_plan, "l4-shared")
+
+    assert led_validator.urn in ubuntu_plan.named("l4-shared", GKE_NODE_POOL).dependencies
+    assert led_validator.urn in driver(ubuntu_plan, "l4-shared").dependencies
+
+
+def test_the_canarys_validator_does_not_wait_for_its_gate(ubuntu_plan: Plan) -> None:
+    # The gate's pod waits on a canary node for that node's proof: held behind the gate, the
+    # canary's validator would never give it. The first `up` holds the led pool's nodes behind
+    # the gate too, so no led node waits for a validator that is not there yet.
+    assert gate(ubuntu_plan).urn not in validator(ubuntu_plan, "canary").dependencies
+
+
+def test_the_invariant_finds_a_led_validator_that_does_not_wait_for_the_gate(
+    ubuntu_plan: Plan,
+) -> None:
+    plan = without_dependency(ubuntu_plan, validator(ubuntu_plan, "l4-shared"), gate(ubuntu_plan))
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "the validator of l4-shared does not wait for Job canary-canary-gate"
+    ]
+
+
+def test_the_invariant_finds_a_canary_validator_behind_its_gate(ubuntu_plan: Plan) -> None:
+    plan = copy.deepcopy(ubuntu_plan)
+    own = validator(plan, "canary")
+    plan.resources = [
+        dataclasses.replace(r, dependencies=(*r.dependencies, gate(plan).urn)) if r is own else r
+        for r in plan.resources
+    ]
+
+    assert canary_ordering_problems(plan, ubuntu_config()) == [
+        "the validator of canary waits for its own gate"
+    ]
 
 
 # --- GKE Ubuntu: the gate checks the new driver, only where it runs --------------------------
@@ -372,13 +439,20 @@ def without_dependency(plan: Plan, resource: PlannedResource, on: PlannedResourc
 def test_the_invariant_finds_a_led_driver_that_does_not_wait_for_the_gate(
     ubuntu_plan: Plan,
 ) -> None:
-    plan = without_dependency(ubuntu_plan, driver(ubuntu_plan, "l4-shared"), gate(ubuntu_plan))
+    # Nor for the led pool's validator, which waits for the gate. Nor, then, for the canary's
+    # node pool, which is not among what the operator's release waits for: it waits for the
+    # canary's validator, in the operator's namespace.
+    led_driver = driver(ubuntu_plan, "l4-shared")
+    plan = without_dependency(ubuntu_plan, led_driver, gate(ubuntu_plan))
+    plan = without_dependency(plan, led_driver, validator(ubuntu_plan, "l4-shared"))
 
     assert canary_ordering_problems(plan, ubuntu_config()) == [
         "NVIDIADriver gpu-operator-driver-l4-shared of l4-shared does not wait for Job"
         " canary-canary-gate",
+        "NVIDIADriver gpu-operator-driver-l4-shared of l4-shared does not wait for NodePool canary",
         "NVIDIADriver gpu-operator-driver-l4-shared of l4-shared does not wait for NVIDIADriver"
         " gpu-operator-driver-canary",
+        "NVIDIADriver gpu-operator-driver-l4-shared of l4-shared does not wait for its validator",
     ]
 
 

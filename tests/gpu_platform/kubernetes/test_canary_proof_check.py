@@ -38,6 +38,11 @@ def validated(results: list[Any], replaces: bool = False, **node_info: str) -> F
     node = copy.deepcopy(NODE)
     if node_info:
         node["status"] = {"nodeInfo": node_info}
+    return validated_node(node, results, replaces)
+
+
+def validated_node(node: Any, results: list[Any], replaces: bool = False) -> FakeApi:
+    """The Node and Events the validator's reporter leaves on `node` after `results`."""
     api = FakeApi(node, replaces=replaces)
     report.report(api, {**ENV, "REPLACEMENTS_PER_HOUR": "2" if replaces else "0"}, CFG, results)
     return api
@@ -131,6 +136,19 @@ def test_a_failure_before_the_node_passed_again_is_not_its_result() -> None:
 
     assert [e["reason"] for e in api.events] == ["NodeValidationFailed", "NodeValidationPassed"]
     assert verdict(api.node, api.events, NEW_DRIVER)[0] == PROVEN
+
+
+def test_a_failure_of_an_earlier_node_of_the_same_name_is_not_its_result() -> None:
+    # A node deleted for replacement, and a new one given its name (an EKS node is named after
+    # its private IP) within the API server's event TTL.
+    earlier = copy.deepcopy(NODE)
+    earlier["metadata"]["uid"] = "6f1c2e9a-0000-4000-8000-000000000001"
+    events = validated_node(earlier, FAILED_ECC, replaces=True).events
+    node = copy.deepcopy(NODE)
+    node["metadata"]["uid"] = "6f1c2e9a-0000-4000-8000-000000000002"
+
+    assert verdict(node, events, NEW_DRIVER)[0] is None
+    assert verdict(earlier, events, NEW_DRIVER)[0] == FAILED
 
 
 class FakeApi2:

@@ -3,13 +3,14 @@ namespace's own quotas in one cohort, a LocalQueue in each tenant namespace, and
 Kueue's webhooks judge waiting for its release."""
 
 import copy
+import re
 from typing import Any
 
 import pytest
 import yaml
 
 from gpu_platform.config import ConfigError
-from gpu_platform.kubernetes.chart_keys import chart_key_paths
+from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.kubernetes.crd_schemas import validation_errors
 from gpu_platform.offline.program import Plan, PlannedResource
 from tests.gpu_platform.kubernetes.quota_invariants import kueue_quota_problems
@@ -151,6 +152,22 @@ def test_two_pools_handing_out_a_resource_a_queued_tenant_has_are_refused(
         "false while pools t4-shared, t4-shared-b all hand out the GPUs"
         " gpu-platform:namespaces[0].sharedGpuQuota caps"
     )
+    assert problem.expected.endswith(
+        "keep one such pool, or take the namespace out of the queues"
+        " (gpu-platform:namespaces[0].queue.enabled false), the place for work Kueue does not"
+        " queue (docs/queues.md)"
+    )
+
+
+def test_two_pools_handing_out_a_resource_of_a_namespace_out_of_the_queues_are_allowed(
+    dev_config, plan_for
+) -> None:
+    # Kueue admits nothing in the namespace, so only its ResourceQuota counts its GPUs.
+    pool = copy.deepcopy(dev_config["gpu-platform:pools"][0])
+    dev_config["gpu-platform:pools"].append({**pool, "name": "t4-shared-b"})
+    dev_config["gpu-platform:namespaces"][0]["queue"] = {"enabled": False}
+
+    assert plan_for(dev_config).of_type(CLUSTER_QUEUE) == []
 
 
 def with_a_canary(config: dict[str, Any], **fields: Any) -> None:
@@ -276,6 +293,35 @@ def test_off_the_stack_has_no_kueue(dev_config, plan_for) -> None:
     assert "kueue.x-k8s.io/queue-name" not in job.inputs["metadata"]["labels"]
 
 
+def test_a_namespace_out_of_the_queues_has_none_while_kueue_runs(dev_config, plan_for) -> None:
+    # The place for a tenant's GPU services, which Kueue does not queue (docs/queues.md).
+    dev_config["gpu-platform:namespaces"][0]["queue"] = {"enabled": False}
+
+    plan = plan_for(dev_config)
+
+    assert release(plan)
+    assert plan.of_type(CLUSTER_QUEUE) == plan.of_type(LOCAL_QUEUE) == []
+    namespace = plan.named("ml-sandbox", NAMESPACE)
+    assert "gpu-platform.io/queue" not in namespace.inputs["metadata"]["labels"]
+    job = plan.named("ml-sandbox-gpu-smoke-test", "kubernetes:batch/v1:Job")
+    assert "kueue.x-k8s.io/queue-name" not in job.inputs["metadata"]["labels"]
+
+
+def test_queue_limits_of_a_namespace_out_of_the_queues_are_refused(
+    dev_config, failed_plan_for
+) -> None:
+    dev_config["gpu-platform:namespaces"][0]["queue"] = {"enabled": False, "lendingLimit": 2}
+
+    plan = failed_plan_for(dev_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == ("gpu-platform:namespaces[0].queue.lendingLimit", 2)
+    assert problem.expected.startswith(
+        "no value unless queues.enabled and gpu-platform:namespaces[0].queue.enabled are true"
+    )
+
+
 def test_the_release_is_the_pinned_chart_and_image(dev_plan) -> None:
     inputs = release(dev_plan).inputs
 
@@ -292,14 +338,12 @@ def test_the_release_is_the_pinned_chart_and_image(dev_plan) -> None:
 
 
 def test_every_value_the_platform_sets_is_a_key_of_the_pinned_chart(dev_plan) -> None:
-    def leaves(values: dict[str, Any], prefix: str = "") -> set[str]:
-        found: set[str] = set()
-        for key, value in values.items():
-            path = f"{prefix}{key}"
-            found |= leaves(value, path + ".") if isinstance(value, dict) else {path}
-        return found
+    # The pods' annotations are a map of the platform's own keys, which the chart writes whole
+    # (`toYaml`, charts/kueue/templates/manager/manager.yaml at v0.19.2).
+    values = release(dev_plan).inputs["values"]
+    paths = set(key_paths(values, opaque={"controllerManager.manager.podAnnotations"}))
 
-    assert leaves(release(dev_plan).inputs["values"]) <= chart_key_paths("0.19.2", "kueue")
+    assert paths <= chart_key_paths("0.19.2", "kueue")
 
 
 def test_kueues_webhooks_act_on_the_queued_namespaces_only(dev_plan) -> None:
@@ -318,6 +362,30 @@ def test_kueues_webhooks_act_on_the_queued_namespaces_only(dev_plan) -> None:
         ]
         == "default"
     )
+
+
+def test_kueue_queues_jobs_and_leaves_pods_deployments_and_statefulsets_alone(dev_plan) -> None:
+    # Kueue's integrations by their `FrameworkName` (pkg/controller/jobs/*/*_controller.go at
+    # v0.19.2), but the pod-based ones: with `pod` on, Kueue's pod webhook gives every pod of a
+    # namespace with a `default` LocalQueue that no managed job owns that queue and gates it, a
+    # CPU-only one too (`Default`, pkg/controller/jobs/pod/pod_webhook.go), and `deployment`,
+    # `statefulset` and the LeaderWorkerSet's turn `pod` on with them
+    # (`ImplicitlyEnabledFrameworkNames`, their *_controller.go).
+    assert manager_config(dev_plan)["integrations"]["frameworks"] == [
+        "batch/job",
+        "kubeflow.org/mpijob",
+        "kubeflow.org/pytorchjob",
+        "kubeflow.org/tfjob",
+        "kubeflow.org/xgboostjob",
+        "kubeflow.org/jaxjob",
+        "kubeflow.org/paddlejob",
+        "ray.io/rayjob",
+        "ray.io/rayservice",
+        "ray.io/raycluster",
+        "jobset.x-k8s.io/jobset",
+        "workload.codeflare.dev/appwrapper",
+        "trainer.kubeflow.org/trainjob",
+    ]
 
 
 def test_kueue_runs_in_a_restricted_namespace_of_its_own(dev_plan) -> None:
@@ -385,17 +453,69 @@ def test_kueue_runs_two_managers_spread_with_a_budget(dev_plan) -> None:
     ]
 
 
-def test_an_admitted_workload_whose_pods_are_not_ready_is_requeued(dev_plan) -> None:
-    # apis/config/v1beta2/configuration_types.go at v0.19.2: `WaitForPodsReady`, on by its
-    # presence, evicts and requeues a workload not ready within the timeout.
-    assert manager_config(dev_plan)["waitForPodsReady"] == {
-        "timeout": "30m",
+# The longest a new node may take to be validated (node_validation/duration.py's terms, our
+# allowances): 900 s for the node's start, 300 s for the validation pod's, 60 s for
+# `nvidia-smi -q -x` and 60 s for `nvidia-smi nvlink`, 300 s to pull DCGM's image and the
+# diagnostic's timeout (300 s at level 1, 900 s at level 2), then, on a node of several GPUs
+# with an expected bandwidth, 300 s to pull nccl-tests and its 600 s timeout. Kueue's timeout
+# adds 600 s for the job's own pods to start.
+PODS_READY = {
+    # dev's t4-shared: one GPU, level 1. 900 + 300 + 60 + 60 + 300 + 300 + 600 = 2520 s.
+    "a default validated pool": ({}, "42m0s"),
+    # 900 + 300 + 60 + 60 + 300 + 900 + 300 + 600 + 600 = 4020 s.
+    "level 2 and NCCL": (
+        {
+            "instanceTypes": ["g6.12xlarge"],
+            "accelerator": "l4",
+            "gpusPerNode": 4,
+            "validation": {"dcgmDiagLevel": 2, "expectedBusBandwidthGbps": 40},
+        },
+        "67m0s",
+    ),
+    # 900 + 600 is below Kueue's own 30 minutes (`DefaultWaitForPodsReadyTimeout`,
+    # apis/config/v1beta2/defaults.go at v0.19.2), which stays.
+    "no validation": ({"validation": {"enabled": False}}, "30m0s"),
+}
+
+
+@pytest.mark.parametrize(("pool", "timeout"), PODS_READY.values(), ids=list(PODS_READY))
+def test_an_admitted_workload_has_its_new_nodes_validation_to_be_ready(
+    dev_config, plan_for, pool: dict[str, Any], timeout: str
+) -> None:
+    # Kueue evicts and requeues a workload whose pods are not ready within `timeout` of its
+    # admission (apis/config/v1beta2/configuration_types.go `WaitForPodsReady` at v0.19.2), which
+    # outlasts a new node's validation; within `recoveryTimeout` of a running one going unready,
+    # 21 minutes whatever the pools: the Job controller's longest backoff between a smoke test's
+    # pods, 10 minutes (`MaxJobPodFailureBackOff`, kubernetes pkg/controller/job/job_controller.go
+    # v1.33 to v1.35), GPU feature discovery's relabelling, 1 minute (`GFD_SLEEP_INTERVAL`,
+    # gpu-operator v26.7.0 assets/gpu-feature-discovery/0500_daemonset.yaml), and the pods'
+    # start, our 10 minutes. The timeouts are Go durations (metav1.Duration).
+    dev_config["gpu-platform:pools"][0].update(pool)
+
+    assert manager_config(plan_for(dev_config))["waitForPodsReady"] == {
+        "timeout": timeout,
+        "recoveryTimeout": "21m0s",
         "requeuingStrategy": {
             "timestamp": "Eviction",
             "backoffBaseSeconds": 60,
             "backoffMaxSeconds": 3600,
         },
     }
+
+
+def test_a_queued_smoke_test_waiting_for_a_new_driver_is_not_evicted_between_its_pods(
+    dev_plan,
+) -> None:
+    # While a node waits for its new driver, each smoke-test pod exits 75 after a minute, and
+    # the Job controller starts the next one up to 10 minutes later (`MaxJobPodFailureBackOff`,
+    # kubernetes pkg/controller/job/job_controller.go v1.33 to v1.35). Meanwhile the workload's
+    # PodsReady is false (`ready + succeeded >= count`, kueue v0.19.2
+    # pkg/controller/jobs/job/job_controller.go), and Kueue evicts it `recoveryTimeout` after the
+    # drop (pkg/controller/core/workload_controller.go): that must outlast the 10-minute gap.
+    recovery = manager_config(dev_plan)["waitForPodsReady"]["recoveryTimeout"]
+    minutes, seconds = re.fullmatch(r"(\d+)m(\d+)s", recovery).groups()  # type: ignore[union-attr]
+
+    assert int(minutes) * 60 + int(seconds) > 10 * 60
 
 
 def test_a_misspelt_cluster_queue_field_is_refused_by_the_pinned_crd(dev_plan) -> None:

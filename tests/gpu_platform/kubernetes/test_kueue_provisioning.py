@@ -160,10 +160,31 @@ def test_the_provisioning_request_crd_is_installed_before_kueue_starts(eks_atomi
 
     assert crd.inputs["metadata"]["name"] == "provisioningrequests.autoscaling.x-k8s.io"
     assert crd.urn in release.dependencies
+    # ...once the API server serves it: pulumi-kubernetes waits for no CRD unless told
+    # (provider/pkg/metadata/overrides.go `ReadyCondition`, the `pulumi.com/waitFor`
+    # annotation's `condition=` form).
+    assert crd.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Established"
     # Kueue's controller reads and writes `autoscaling.x-k8s.io/v1` ProvisioningRequests (its
     # client, pkg/controller/admissionchecks/provisioning/indexer.go at v0.19.2).
     served = {v["name"] for v in crd.inputs["spec"]["versions"] if v["served"]}
     assert "v1" in served
+
+
+def test_kueue_restarts_where_the_stack_comes_to_need_provisioning_requests(
+    dev_plan, eks_atomic_plan, gke_queued_plan
+) -> None:
+    # Kueue sets its provisioning controller up only if the API is served when its manager
+    # starts (`ServerSupportsProvisioningRequest`, cmd/kueue/main.go at v0.19.2), and the chart
+    # writes `controllerManager.manager.podAnnotations` into the manager's pod template
+    # (charts/kueue/templates/manager/manager.yaml at v0.19.2): adding the first atomic pool
+    # changes the template, so the manager rolls after the CRD its release waits for.
+    def annotations(plan: Plan) -> Any:
+        values = plan.named("kueue", RELEASE).inputs["values"]
+        return values["controllerManager"]["manager"]["podAnnotations"]
+
+    assert annotations(dev_plan) == {"gpu-platform.io/provisioning-requests": "disabled"}
+    assert annotations(eks_atomic_plan) == {"gpu-platform.io/provisioning-requests": "enabled"}
+    assert annotations(gke_queued_plan) == {"gpu-platform.io/provisioning-requests": "enabled"}
 
 
 def test_the_committed_crd_is_the_autoscalers() -> None:
@@ -205,4 +226,65 @@ def test_atomic_scale_up_under_karpenter_is_refused_by_its_key(
     paths = {p.path: p.expected for p in plan.error.problems}
     assert paths["gpu-platform:pools[1].aws.atomicScaleUp"].startswith(
         "no value with provisioner karpenter: Karpenter has no ProvisioningRequests"
+    )
+
+
+def test_atomic_scale_up_over_zonal_node_groups_is_refused_naming_both_keys(
+    eks_atomic_config, failed_plan_for
+) -> None:
+    # An atomic scale-up is split over the node groups similar to the one the autoscaler picked,
+    # one per zone here, only their total room checked (`balanceScaleUps`,
+    # core/scaleup/orchestrator/orchestrator.go at cluster-autoscaler-1.33.6).
+    eks_atomic_config["gpu-platform:pools"][1]["aws"]["nodeGroupPerZone"] = True
+
+    plan = failed_plan_for(eks_atomic_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == ("gpu-platform:pools[1].aws.atomicScaleUp", True)
+    assert problem.expected.startswith(
+        "false while gpu-platform:pools[1].aws.nodeGroupPerZone is true: the cluster autoscaler"
+        " spreads one request's nodes over the pool's zonal node groups"
+    )
+
+
+@pytest.mark.parametrize(
+    ("queues", "namespace_queue"),
+    [(True, False), (False, True)],
+    ids=["namespace out of the queues", "queues off"],
+)
+def test_a_smoke_test_out_of_the_queues_on_a_queued_pool_is_refused_by_its_key(
+    gke_config, failed_plan_for, queues: bool, namespace_queue: bool
+) -> None:
+    # A queued pool's nodes come only for a ProvisioningRequest (GKE's provisioningrequest
+    # page, docs/gke-capacity.md), which Kueue makes for queued jobs alone.
+    gke_config["gpu-platform:pools"] = [
+        {
+            "name": "h100-queued",
+            "instanceTypes": ["a3-highgpu-8g"],
+            "max": 4,
+            "gcp": {"flexStart": True, "queuedProvisioning": True},
+        }
+    ]
+    gke_config["gpu-platform:queues"]["enabled"] = queues
+    gke_config["gpu-platform:namespaces"] = [
+        {
+            "name": "ml-sandbox",
+            "gpuQuota": 8,
+            "smokeTestPool": "h100-queued",
+            "queue": {"enabled": namespace_queue},
+        }
+    ]
+
+    plan = failed_plan_for(gke_config)
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == (
+        "gpu-platform:namespaces[0].smokeTestPool",
+        "h100-queued",
+    )
+    assert problem.expected.startswith(
+        "a pool without gcp.queuedProvisioning unless queues.enabled and"
+        " gpu-platform:namespaces[0].queue.enabled are true"
     )

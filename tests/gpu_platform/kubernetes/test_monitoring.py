@@ -636,6 +636,8 @@ def test_kube_state_metrics_exports_the_validation_pool_and_team_labels() -> Non
         "gpu-platform.io/validation-check.pcie,gpu-platform.io/validation-check.nvlink,"
         "gpu-platform.io/validation-check.dcgm-diag,"
         "gpu-platform.io/validation-check.nccl-bandwidth,gpu-platform.io/validation-check.efa,"
+        # A node validated again after an in-place driver upgrade.
+        "gpu-platform.io/revalidating,"
         # The pool, by which the per-check alert judges and the GPU-hour rules count; the GPU
         # Operator's upgrade state, which the alert on a node not validated leaves out
         # (k8s-operator-libs pkg/upgrade/consts.go).

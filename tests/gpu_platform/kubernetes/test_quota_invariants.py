@@ -10,6 +10,7 @@ from gpu_platform.offline.program import Plan
 from gpu_platform.stack_files import stack_config
 from tests.conftest import Config, dev_stack_config
 from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 from .quota_invariants import QUOTA, quota_problems
 
@@ -72,3 +73,11 @@ def test_a_gpu_cap_above_shared_gpu_quota_where_pools_only_share_is_found(
         "namespace ml-sandbox: requests.nvidia.com/gpu 9 lets pods take more replicas of"
         " t4-shared than sharedGpuQuota 8"
     ]
+
+
+def test_a_dra_pool_is_no_pool_of_shared_gpus() -> None:
+    # dra-dev's pool advertises no nvidia.com/gpu: its tenant's gpuQuota of 2 stands, though
+    # its sharedGpuQuota is none.
+    plan = shared_plan("dra-dev")
+
+    assert quota_problems(plan, stack_config("dra-dev", PROJECT)) == []

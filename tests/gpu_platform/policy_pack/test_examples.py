@@ -1,6 +1,7 @@
 """The examples in docs/ are workloads the pack accepts as they are written, in the namespaces
 the stacks declare, and that land on the pools they are meant for."""
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 import yaml
 
 from gpu_platform.fit import fitting_pools
+from gpu_platform.offline.analyzer import Verdict
 from gpu_platform.offline.fit import node_templates
 from gpu_platform.offline.program import Plan, PlannedResource
 from gpu_platform.pod_specs import pod_spec_of
@@ -58,6 +60,38 @@ def test_the_nccl_over_efa_job_passes_the_pack_in_a_restricted_namespace(
     verdicts = analyze(namespace("ml-training"), as_resource(example(NCCL_OVER_EFA)))
 
     assert [v.policy_name for v in violations(verdicts)] == [NOT_JUDGED_FOR_CUDA]
+
+
+def test_the_nccl_over_efa_job_passes_prods_pack_in_ml_training_once_its_image_is_pinned(
+    analyze_plan: Callable[..., list[Verdict]],
+) -> None:
+    # docs/training-over-efa.md: prod's policy config requires GPU pods' images by digest, which
+    # only the image built has; the example names it by tag, and the docs say to pin it.
+    prod = json.loads((ROOT / "policy-config" / "prod.json").read_text())
+    plan = shared_plan("prod").resources
+    job = example(NCCL_OVER_EFA)
+    replicas = job["spec"]["mpiReplicaSpecs"]
+    (image,) = {c["image"] for r in replicas.values() for c in r["template"]["spec"]["containers"]}
+
+    def verdicts() -> list[tuple[str, str, str]]:
+        found = as_resource(job)
+        return [
+            (v.policy_name, v.enforcement_level, v.message)
+            for v in analyze_plan([*plan, found], config=prod)
+            if v.urn == found.urn
+        ]
+
+    as_written = verdicts()
+    for replica in replicas.values():
+        for container in replica["template"]["spec"]["containers"]:
+            container["image"] = f"{image}@sha256:{'3c' * 32}"
+
+    assert [(name, level) for name, level, _ in as_written] == [
+        ("gpu-pods-pinned-images", "mandatory")
+    ]
+    assert f'"{image}"' in as_written[0][2]
+    assert verdicts() == []
+    assert f"{image}@sha256:<digest>" in (ROOT / "docs" / "training-over-efa.md").read_text()
 
 
 def test_the_nccl_over_efa_workers_land_on_the_efa_pool_only() -> None:

@@ -567,27 +567,39 @@ def test_a_dynamo_frontend_sidecars_image_is_judged(analyze: Analyze) -> None:
 
 
 # shared_spec_conversion.go at 57ffc64, buildMainContainerFromDedicated: the main container
-# takes the component's envs and probes; mergeExtraPodSpecMainContainer adds mainContainer's
-# env after them and lets its probes win.
+# takes the component's envs and probes; mergeExtraPodSpecMainContainer merges mainContainer
+# over it with mergo.Merge(WithOverride) (imdario/mergo v0.3.16 merge.go deepMerge): a probe on
+# both sides is merged field by field, each non-empty mainContainer value winning, so the
+# component's host outlives a mainContainer probe that sets none.
 METADATA_PROBE = {"httpGet": {"host": "169.254.169.254", "path": "/", "port": 80}}
+COMPONENT = "spec.services.VllmWorker"
+MAIN = "spec.services.VllmWorker.extraPodSpec.mainContainer"
+
+
+def probe_host_refusal(where: str, host: str) -> list[str]:
+    return [
+        f'probe or lifecycle host: container "mainContainer" sets {where}.livenessProbe.httpGet'
+        f'.host="{host}". Fix: remove host, so the kubelet connects to the pod\'s own IP. '
+        '[Pod Security baseline v1.35, from namespace "team-a"]'
+    ]
 
 
 @pytest.mark.parametrize(
     ("own_probe", "expected"),
     [
+        (None, probe_host_refusal(COMPONENT, "169.254.169.254")),
         (
-            None,
-            [
-                'probe or lifecycle host: container "mainContainer" sets '
-                'spec.services.VllmWorker.livenessProbe.httpGet.host="169.254.169.254". Fix: '
-                "remove host, so the kubelet connects to the pod's own IP. "
-                '[Pod Security baseline v1.35, from namespace "team-a"]'
-            ],
+            {"httpGet": {"path": "/health", "port": 8000}},
+            probe_host_refusal(COMPONENT, "169.254.169.254"),
         ),
-        ({"httpGet": {"path": "/health", "port": 8000}}, []),
+        ({"httpGet": {"path": "/health"}}, probe_host_refusal(COMPONENT, "169.254.169.254")),
+        # An empty value overrides nothing (mergo v0.3.16 mergo.go, isEmptyValue: "" for a
+        # string): the component's host stays.
+        ({"httpGet": {"host": ""}}, probe_host_refusal(COMPONENT, "169.254.169.254")),
+        ({"httpGet": {"host": "10.0.0.9"}}, probe_host_refusal(MAIN, "10.0.0.9")),
     ],
 )
-def test_a_dynamo_components_own_probe_is_its_main_containers_unless_main_sets_one(
+def test_a_dynamo_components_probe_is_merged_with_its_main_containers_field_by_field(
     analyze: Analyze, own_probe: dict[str, Any] | None, expected: list[str]
 ) -> None:
     alpha, _ = worker_in_both_versions(secure=True)
@@ -601,19 +613,130 @@ def test_a_dynamo_components_own_probe_is_its_main_containers_unless_main_sets_o
     )
 
 
-@pytest.mark.parametrize("own_env", [[], [{"name": "HF_HOME", "value": "/cache"}]])
+def test_a_dynamo_probe_merged_from_two_handlers_has_each_judged(analyze: Analyze) -> None:
+    # deepMerge sets a handler pointer that only one side holds, so an `exec` from
+    # mainContainer and the component's `httpGet` make one probe of two handlers. The API
+    # server refuses the pod the operator builds from it ("may not specify more than 1 handler
+    # type", kubernetes v1.35.0 pkg/apis/core/validation/validation.go, validateHandler); the
+    # pack leaves that to it, and holds each handler to Pod Security.
+    alpha, _ = worker_in_both_versions(secure=True)
+    worker = alpha.inputs["spec"]["services"]["VllmWorker"]
+    worker["livenessProbe"] = METADATA_PROBE
+    worker["extraPodSpec"]["mainContainer"]["livenessProbe"] = {"exec": {"command": ["true"]}}
+
+    assert messages(analyze(namespace(level="baseline"), alpha), "pod-security-standards") == (
+        probe_host_refusal(COMPONENT, "169.254.169.254")
+    )
+
+
+@pytest.mark.parametrize(
+    ("component_cuda", "own_env", "expected"),
+    [
+        ("12.2", [], []),
+        ("12.2", [{"name": "HF_HOME", "value": "/cache"}], []),
+        # mergeEnvs (shared_spec_conversion.go at 57ffc64): mainContainer's entry of a name
+        # the component's envs also set wins.
+        ("12.2", [{"name": "CUDA_VERSION", "value": "13.0"}], ["gpu-pods-cuda-within-driver"]),
+        ("13.0", [{"name": "CUDA_VERSION", "value": "12.2"}], []),
+    ],
+)
 def test_a_dynamo_components_own_envs_state_its_cuda_release(
-    analyze: Analyze, own_env: list[dict[str, str]]
+    analyze: Analyze, component_cuda: str, own_env: list[dict[str, str]], expected: list[str]
 ) -> None:
     alpha, _ = pooled_worker_in_both_versions({})
     worker = alpha.inputs["spec"]["services"]["VllmWorker"]
-    worker["envs"] = [{"name": "CUDA_VERSION", "value": "12.2"}]
+    worker["envs"] = [{"name": "CUDA_VERSION", "value": component_cuda}]
     if own_env:
         worker["extraPodSpec"]["mainContainer"]["env"] = own_env
 
     verdicts = analyze(namespace(), alpha, config=POOLED)
 
-    assert sorted({v.policy_name for v in verdicts if v.mandatory}) == []
+    assert sorted({v.policy_name for v in verdicts if v.mandatory}) == expected
+
+
+def unconfined_refusal(where: str) -> list[str]:
+    return [
+        f'forbidden AppArmor profile: pod sets {where}.annotations["{APPARMOR_ANNOTATION}"]'
+        '="unconfined". Fix: use "runtime/default" or "localhost/<profile>". '
+        '[Pod Security baseline v1.35, from namespace "team-a"]'
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "spec", "where"),
+    [
+        (
+            "DynamoGraphDeployment",
+            lambda component: {"backendFramework": "vllm", "services": {"VllmWorker": component}},
+            "spec.services.VllmWorker.extraPodMetadata",
+        ),
+        (
+            "DynamoComponentDeployment",
+            lambda component: {"backendFramework": "vllm", **component},
+            "spec.extraPodMetadata",
+        ),
+    ],
+)
+def test_a_dynamo_component_of_pod_metadata_alone_has_its_annotations_judged(
+    analyze: Analyze, kind: str, spec: Any, where: str
+) -> None:
+    # hasPodTemplateContent (shared_spec_conversion.go at 57ffc64) counts ExtraPodMetadata, so
+    # such a component gets a pod of a bare main container and those annotations.
+    metadata = {"annotations": {APPARMOR_ANNOTATION: "unconfined"}}
+    component = {"componentType": "worker", "extraPodMetadata": metadata}
+    inputs = {"metadata": {"name": "llm", "namespace": "team-a"}, "spec": spec(component)}
+    deployment = resource(f"kubernetes:nvidia.com/v1alpha1:{kind}", "llm", inputs)
+
+    found = messages(analyze(namespace(level="baseline"), deployment), "pod-security-standards")
+
+    assert found == unconfined_refusal(where)
+
+
+def test_a_v1alpha1_dynamo_component_deployment_without_extra_pod_spec_is_one_pod(
+    analyze: Analyze,
+) -> None:
+    # v1alpha1/dynamocomponentdeployment_types.go at 015d780: the component's spec inline, so
+    # its resources are at spec.resources; buildSharedPodTemplateFromAlpha builds its pod.
+    spec = {
+        "backendFramework": "vllm",
+        "componentType": "worker",
+        "resources": {"limits": {"gpu": "9"}},
+    }
+    inputs = {"metadata": {"name": "llm", "namespace": "team-a"}, "spec": spec}
+    component = resource("kubernetes:nvidia.com/v1alpha1:DynamoComponentDeployment", "llm", inputs)
+
+    assert messages(analyze(namespace(), component), MAX_GPUS) == [
+        "the pod (spec.extraPodSpec) asks for 9 GPUs, more than the 8 allowed per pod "
+        "(maxGpusPerPod). Fix: ask for at most 8, or raise maxGpusPerPod if a node really has "
+        "that many."
+    ]
+
+
+def test_a_dynamo_graph_patch_is_judged_on_the_values_it_sets(analyze: Analyze) -> None:
+    # A patch's pods hold only what it sets: the GPUs a component asks for, and its own
+    # `main` container, which no operator replaces in a patch; nothing it leaves unset, with
+    # or without an extraPodSpec (Decode).
+    main = {"name": "main", "securityContext": {"privileged": True}}
+    worker = {"resources": {"limits": {"gpu": "64"}}, "extraPodSpec": {"containers": [main]}}
+    decode = {"resources": {"limits": {"gpu": "1"}}}
+    inputs = {
+        "metadata": {"name": "llm", "namespace": "team-a"},
+        "spec": {"services": {"VllmWorker": worker, "Decode": decode}},
+    }
+    patch = resource("kubernetes:nvidia.com/v1alpha1:DynamoGraphDeploymentPatch", "llm", inputs)
+
+    verdicts = analyze(namespace(), patch)
+
+    assert messages(verdicts, "pod-security-standards") == [
+        'privileged: container "main" sets spec.services.VllmWorker.extraPodSpec.containers[0]'
+        ".securityContext.privileged=true. Fix: remove privileged or set it to false. "
+        '[Pod Security restricted v1.35, from namespace "team-a"]'
+    ]
+    assert messages(verdicts, MAX_GPUS) == [
+        "the pod (spec.services.VllmWorker.extraPodSpec) asks for 64 GPUs, more than the 8 "
+        "allowed per pod (maxGpusPerPod). Fix: ask for at most 8, or raise maxGpusPerPod if a "
+        "node really has that many."
+    ]
 
 
 SIDECAR_IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0"
@@ -629,9 +752,10 @@ def worker_with_frontend_sidecar(declared: dict[str, Any] | None) -> Any:
     return alpha
 
 
-def test_a_frontend_sidecar_refusal_says_where_its_security_context_goes(analyze: Analyze) -> None:
-    # v1alpha1 common.go, FrontendSidecarSpec: image, args, envFromSecret and envs, no
-    # securityContext; appendFrontendSidecar keeps a container of its name the list declares.
+def test_a_frontend_sidecar_refusal_says_it_takes_the_v1beta1_form(analyze: Analyze) -> None:
+    # v1alpha1 common.go at 015d780, FrontendSidecarSpec: image, args, envFromSecret and envs,
+    # no securityContext; a container of its name declared in extraPodSpec.containers is
+    # refused by Dynamo's webhook (webhook/validation/shared.go, validateFrontendSidecar).
     found = messages(
         analyze(namespace(), worker_with_frontend_sidecar(None)), "pod-security-standards"
     )
@@ -640,26 +764,32 @@ def test_a_frontend_sidecar_refusal_says_where_its_security_context_goes(analyze
         'allowPrivilegeEscalation != false: container "sidecar-frontend" does not set '
         "spec.services.VllmWorker.frontendSidecar.securityContext.allowPrivilegeEscalation=false. "
         "Fix: set securityContext.allowPrivilegeEscalation: false on the container; "
-        'frontendSidecar has no securityContext, so declare a container "sidecar-frontend" in '
-        "spec.services.VllmWorker.extraPodSpec.containers with it, which the operator keeps in "
-        "place of the one it builds. "
+        "frontendSidecar has no securityContext, so it cannot meet restricted. Write the "
+        "component as nvidia.com/v1beta1, where frontendSidecar names a podTemplate container "
+        "that carries one. "
         '[Pod Security restricted v1.35, from namespace "team-a"]'
     )
 
 
-def test_a_declared_sidecar_frontend_container_stands_for_the_frontend_sidecar(
+def test_a_declared_sidecar_frontend_container_is_judged_in_place_of_the_built_one(
     analyze: Analyze,
 ) -> None:
-    # shared_spec_conversion.go at 57ffc64, appendFrontendSidecar: it returns early when the
-    # pod's containers already hold one named sidecar-frontend.
-    declared = {
-        "name": "sidecar-frontend",
-        "image": SIDECAR_IMAGE,
-        "securityContext": RESTRICTED_CONTAINER,
-    }
+    # Where Dynamo's webhook is not asked (failurePolicy Ignore while it is down, or a
+    # namespace its namespaceSelector leaves out), appendFrontendSidecar (shared_spec_conversion
+    # .go at 57ffc64) returns early on a container already named sidecar-frontend: that one is
+    # judged, once, where it is declared.
+    declared = {"name": "sidecar-frontend", "image": SIDECAR_IMAGE}
     graph = worker_with_frontend_sidecar(declared)
 
-    assert messages(analyze(namespace(), graph), "pod-security-standards") == []
+    found = messages(analyze(namespace(), graph), "pod-security-standards")
+
+    assert [m.split(". Fix:")[0] for m in found] == [
+        'allowPrivilegeEscalation != false: container "sidecar-frontend" does not set '
+        "spec.services.VllmWorker.extraPodSpec.containers[0].securityContext"
+        ".allowPrivilegeEscalation=false",
+        'unrestricted capabilities: container "sidecar-frontend" does not drop ALL in '
+        "spec.services.VllmWorker.extraPodSpec.containers[0].securityContext.capabilities.drop",
+    ]
 
 
 @pytest.mark.parametrize(("component", "main", "refused"), [("64", "1", False), ("1", "64", True)])

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE
+from gpu_platform.offline.analyzer import Verdict
 from tests.gpu_platform.policy_pack.builders import (
+    UNKNOWN,
     Analyze,
     gpu_pod_spec,
     messages,
@@ -18,6 +19,7 @@ from tests.gpu_platform.policy_pack.builders import (
 from tests.repository import ROOT
 
 APP = "spec.template.spec.containers[0]"
+PYTHON = "docker.io/library/python:3.13.9-slim-trixie"
 
 
 def found(analyze: Analyze, policy: str, spec: dict[str, Any], **config: Any) -> list[str]:
@@ -246,15 +248,89 @@ def test_a_digest_that_is_not_a_sha256_does_not_pin(analyze: Analyze) -> None:
     ]
 
 
-def test_prod_requires_digests_and_blocks_on_them_once_its_canary_image_has_one() -> None:
-    # prod's canary gate runs GPU_SMOKE_TEST_IMAGE, whose digest awaits its registry
-    # (policy-config/prod.json's platform-images-by-digest.awaitingDigests; the lock, docs/
-    # lock.md): until it lands, a missing digest is reported without blocking; then the rule
-    # blocks again.
-    config = json.loads((ROOT / "policy-config" / "prod.json").read_text())
-    advisory = {"requireDigests": True, "enforcementLevel": "advisory"}
+# gpu_platform/kubernetes/canary_gate.py: the gate's Job is named GATE_NAME_PREFIX and its
+# release's id, and runs the smoke test's GPU pod.
+GATE = "gpu-canary-gate-4f2a9c"
+CUDA = "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04"
+TENANT_IMAGE = "registry.example.com/ml/train:1.0"
 
-    if GPU_SMOKE_TEST_IMAGE.digest is None:
-        assert config["gpu-pods-pinned-images"] == advisory
-    else:
-        assert config["gpu-pods-pinned-images"] == {"requireDigests": True}
+
+def no_digest(image: str) -> str:
+    return (
+        f'container "app" image "{image}" ({APP}.image) has no digest. Fix: pin its digest '
+        "(image:tag@sha256:...; requireDigests is on), so every node runs the same image."
+    )
+
+
+def pinned_images(analyze: Analyze, name: str, image: str, config: dict[str, Any]) -> list[Verdict]:
+    """gpu-pods-pinned-images' verdicts on a GPU Job `name` running `image` in `ml-training`,
+    a restricted tenant namespace."""
+    spec = gpu_pod_spec()
+    spec["containers"][0]["image"] = image
+    job = workload("Job", spec, name=name, namespace="ml-training")
+    found = analyze(namespace("ml-training"), job, config=config)
+    return [v for v in found if v.policy_name == "gpu-pods-pinned-images"]
+
+
+def pinned_images_verdicts(
+    analyze: Analyze, name: str, image: str, config: dict[str, Any]
+) -> list[str]:
+    return [v.message for v in pinned_images(analyze, name, image, config)]
+
+
+@pytest.mark.parametrize(
+    ("name", "image", "expected"),
+    [
+        # The platform's own image in its own object: platform-images-by-digest's to pin.
+        (GATE, CUDA, []),
+        (
+            GATE,
+            "nvcr.io/nvidia/cuda:latest",
+            [
+                'container "app" image "nvcr.io/nvidia/cuda:latest" '
+                f"({APP}.image) uses the latest tag. Fix: pin a version tag or a digest "
+                "(image@sha256:...), so every node runs the same image."
+            ],
+        ),
+        ("train", CUDA, [no_digest(CUDA)]),
+        # A platform object's name runs no other image by tag: not a tenant's, not the
+        # platform's image of another object (the gate's Python is no smoke test's).
+        (GATE, TENANT_IMAGE, [no_digest(TENANT_IMAGE)]),
+        ("gpu-smoke-test", TENANT_IMAGE, [no_digest(TENANT_IMAGE)]),
+        ("gpu-smoke-test", PYTHON, [no_digest(PYTHON)]),
+    ],
+)
+def test_a_platform_objects_own_images_alone_are_platform_images_by_digests_to_require(
+    analyze: Analyze, name: str, image: str, expected: list[str]
+) -> None:
+    # platform-images-by-digest holds the platform's own objects (platform_objects.py) to
+    # digests, but the reviewed exceptions of its awaitingDigests: here they keep to a tag.
+    config = {"gpu-pods-pinned-images": {"requireDigests": True}}
+
+    assert pinned_images_verdicts(analyze, name, image, config) == expected
+
+
+@pytest.mark.parametrize("name", ["train", "gpu-smoke-test", "gpu-canary-gate-x"])
+def test_prod_refuses_a_tenants_image_by_tag_whatever_its_jobs_name(
+    analyze: Analyze, name: str
+) -> None:
+    config = json.loads((ROOT / "policy-config" / "prod.json").read_text())
+
+    verdicts = pinned_images(analyze, name, TENANT_IMAGE, config)
+
+    assert [(v.message, v.enforcement_level) for v in verdicts] == [
+        (no_digest(TENANT_IMAGE), "mandatory")
+    ]
+
+
+def test_a_job_whose_name_is_not_known_yet_is_held_to_every_digest(analyze: Analyze) -> None:
+    # A name not known at preview may yet be any tenant's: the config as it is.
+    config = {"gpu-pods-pinned-images": {"requireDigests": True}}
+
+    assert pinned_images_verdicts(analyze, UNKNOWN, CUDA, config) == [no_digest(CUDA)]
+
+
+def test_prod_requires_gpu_pods_digests() -> None:
+    config = json.loads((ROOT / "policy-config" / "prod.json").read_text())
+
+    assert config["gpu-pods-pinned-images"] == {"requireDigests": True}

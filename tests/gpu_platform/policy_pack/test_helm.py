@@ -752,6 +752,7 @@ def test_the_platforms_release_table_is_what_the_platform_pins() -> None:
         for chart in (
             versions.GPU_OPERATOR_CHART,
             versions.EFA_DEVICE_PLUGIN_CHART,
+            versions.DRA_DRIVER_CHART,
             versions.KUBE_PROMETHEUS_STACK_CHART,
             versions.CLUSTER_AUTOSCALER_CHART,
             versions.KARPENTER_CHART,

@@ -77,13 +77,13 @@ def test_importing_the_pack_collects_its_policies_without_starting_it() -> None:
         check=True,
     )
 
-    assert len(json.loads(done.stdout)) == 53
+    assert len(json.loads(done.stdout)) == 54
 
 
 def test_the_running_pack_names_itself_and_its_policies(policy_pack: PolicyPack) -> None:
     assert policy_pack.name == "gpu-platform"
     assert all(policy.description for policy in policy_pack.policies)
-    assert len({policy.name for policy in policy_pack.policies}) == 53
+    assert len({policy.name for policy in policy_pack.policies}) == 54
 
 
 def test_the_readme_documents_each_policy_its_level_and_parameters(
@@ -167,8 +167,4 @@ def test_prod_makes_every_policy_mandatory_but_the_preview_notes(policy_pack: Po
     }
 
     assert levels.pop("checks-deferred-at-preview") == "advisory"
-    # Advisory only until every image the platform runs has its digest in the lock
-    # (policy-config/prod.json's platform-images-by-digest.awaitingDigests lists those that
-    # have none yet; docs/lock.md).
-    assert levels.pop("gpu-pods-pinned-images") == "advisory"
     assert set(levels.values()) == {"mandatory"}

@@ -1,6 +1,7 @@
 """`platform-images-by-digest`: the platform's own pods and Helm values name their images by
 digest; a stack's own workloads are not its to judge."""
 
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -11,8 +12,20 @@ from gpu_platform.kubernetes.idle_gpu_pods import REAPER_NAMESPACE
 from gpu_platform.kubernetes.mig_startup_taint import NAME as MIG_REMOVER
 from gpu_platform.kubernetes.monitoring import GKE_DCGM_EXPORTER
 from gpu_platform.kubernetes.node_validation.workload import NAME as NODE_VALIDATOR
+from gpu_platform.kubernetes.operand_images import operand_images
 from gpu_platform.kubernetes.tenant_namespace import SMOKE_TEST_NAME
+from gpu_platform.platform_images import GPU_OPERATOR_IMAGE_REPOSITORY
 from gpu_platform.policy_pack.platform_objects import PLATFORM_OBJECTS
+from gpu_platform.versions import (
+    CANARY_GATE_CHECK_IMAGE,
+    GPU_OPERATOR_CHART,
+    GPU_SMOKE_TEST_IMAGE,
+    IDLE_GPU_REAPER_IMAGE,
+    MIG_STARTUP_TAINT_REMOVER_IMAGE,
+    NODE_VALIDATOR_DCGM_IMAGE,
+    NODE_VALIDATOR_IMAGE,
+    NODE_VALIDATOR_NCCL_TESTS_IMAGE,
+)
 from tests.gpu_platform.policy_pack.builders import (
     KIND_TYPES,
     PLATFORM,
@@ -80,6 +93,23 @@ def test_a_platform_pods_image_by_tag_alone_is_reported_with_the_command(
         'container "app" (spec.template.spec.containers[0].image): the platform\'s image'
         f' "{PYTHON}" has no digest. Fix: run `gpu-platform lock` to read its digest into the'
         f' lock, or list "{PYTHON}" in awaitingDigests while its registry cannot be read.'
+    )
+
+
+def test_a_stacks_own_image_in_a_platform_object_is_not_called_the_platforms(
+    analyze: Analyze,
+) -> None:
+    # No lock run reads its digest, and awaitingDigests is the platform's reviewed list: the
+    # message names neither, even where the list holds it.
+    image = "registry.example.com/ml/train:1.0"
+    config = {POLICY: {"awaitingDigests": [image]}}
+
+    (message,) = messages(analyze(platform_workload(image), config=config), POLICY)
+
+    assert message == (
+        'container "app" (spec.template.spec.containers[0].image): image'
+        f' "{image}" has no digest, in an object of a name the platform gives its own, which'
+        " runs images by digest. Fix: pin its digest (image:tag@sha256:...)."
     )
 
 
@@ -151,19 +181,83 @@ def test_a_stacks_own_workload_is_not_judged_whatever_parent_types_it_claims(
     assert messages(analyze(forged), POLICY) == []
 
 
-def test_the_table_names_the_platforms_objects_as_its_code_names_them() -> None:
-    assert {(o.kind, o.name, o.namespace, o.prefix) for o in PLATFORM_OBJECTS} == {
-        ("Job", SMOKE_TEST_NAME, None, False),
-        ("Job", GATE_NAME_PREFIX, None, True),
-        ("DaemonSet", GKE_DCGM_EXPORTER, None, False),
-        ("Deployment", MIG_REMOVER, None, False),
-        ("DaemonSet", f"{NODE_VALIDATOR}-", None, True),
-        ("CronJob", None, REAPER_NAMESPACE, False),
+def test_the_table_names_the_platforms_objects_and_images_as_its_code_names_them() -> None:
+    smoke, check = GPU_SMOKE_TEST_IMAGE.repository, CANARY_GATE_CHECK_IMAGE.repository
+    validator = (NODE_VALIDATOR_IMAGE, NODE_VALIDATOR_DCGM_IMAGE, NODE_VALIDATOR_NCCL_TESTS_IMAGE)
+    exporter = operand_images(GPU_OPERATOR_CHART.version)["dcgmExporter"].partition(":")[0]
+    assert {
+        (o.kind, o.name, o.namespace, o.prefix, frozenset(o.repositories)) for o in PLATFORM_OBJECTS
+    } == {
+        ("Job", SMOKE_TEST_NAME, None, False, frozenset({smoke})),
+        ("Job", GATE_NAME_PREFIX, None, True, frozenset({smoke, check})),
+        (
+            "DaemonSet",
+            GKE_DCGM_EXPORTER,
+            None,
+            False,
+            frozenset({exporter, GPU_OPERATOR_IMAGE_REPOSITORY}),
+        ),
+        (
+            "Deployment",
+            MIG_REMOVER,
+            None,
+            False,
+            frozenset({MIG_STARTUP_TAINT_REMOVER_IMAGE.repository}),
+        ),
+        ("DaemonSet", f"{NODE_VALIDATOR}-", None, True, frozenset(i.repository for i in validator)),
+        ("CronJob", None, REAPER_NAMESPACE, False, frozenset({IDLE_GPU_REAPER_IMAGE.repository})),
         # GoogleCloudPlatform/container-engine-accelerators
         # nvidia-driver-installer/cos/daemonset-preloaded.yaml at the commit
-        # gpu_platform/versions.py pins: metadata.name and metadata.namespace.
-        ("DaemonSet", "nvidia-driver-installer", "kube-system", False),
+        # gpu_platform/versions.py pins: metadata.name and metadata.namespace, and the
+        # repositories of its images (lines 78-79, 124 and 142).
+        (
+            "DaemonSet",
+            "nvidia-driver-installer",
+            "kube-system",
+            False,
+            frozenset(
+                {
+                    "cos-nvidia-installer",
+                    "gcr.io/gke-release/nvidia-partition-gpu",
+                    "gke.gcr.io/pause",
+                }
+            ),
+        ),
     }
+
+
+def test_every_image_a_plan_runs_in_a_platform_object_is_of_its_entrys_repositories() -> None:
+    def images(value: Any) -> Iterator[str]:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key in ("containers", "initContainers"):
+                    yield from (container["image"] for container in item)
+                else:
+                    yield from images(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from images(item)
+
+    def repository(image: str) -> str:
+        return image.partition("@")[0].rpartition(":")[0]
+
+    seen: dict[tuple[str, str | None], set[str]] = {}
+    for stack in STACKS:
+        for found in shared_plan(stack).resources:
+            if found.type not in KIND_TYPES.values():
+                continue
+            kind, metadata = found.type.rsplit(":", 1)[1], found.inputs.get("metadata", {})
+            for entry in PLATFORM_OBJECTS:
+                if entry.names(kind, metadata.get("name")) and entry.namespace in (
+                    None,
+                    metadata.get("namespace"),
+                ):
+                    repositories = {repository(image) for image in images(found.inputs)}
+                    seen.setdefault((entry.kind, entry.name), set()).update(repositories)
+                    assert repositories <= set(entry.repositories), (stack, found.name)
+
+    # The committed stacks run a canary gate and node validation among them.
+    assert set(seen) >= {("Job", GATE_NAME_PREFIX), ("DaemonSet", f"{NODE_VALIDATOR}-")}
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -19,7 +19,9 @@ from tests.gpu_platform.policy_pack.builders import (
 
 POLICY = "gpu-workloads-name-their-queue"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-BUILT_IN = ["Job", "Pod", "Deployment", "StatefulSet", "CronJob"]
+# The built-in kinds Kueue queues under the integrations the platform enables: `batch/job`, and a
+# CronJob's Jobs through it.
+BUILT_IN = ["Job", "CronJob"]
 # Kueue's integrations at v0.19.2 (`FrameworkName` in pkg/controller/jobs/*/*_controller.go and
 # pkg/controller/jobs/kubeflow/jobs/*/*_controller.go), their objects' resource types and where
 # their pods are, for the custom kinds the platform enables.
@@ -78,7 +80,7 @@ def test_a_gpu_workload_kueue_queues_passes_unlabelled_or_naming_default(
 def test_every_kubeflow_kind_kueue_manages_passes(analyze: Analyze, framework: str) -> None:
     # The rule's kinds and the manager's integrations are one list: each kind here passes
     # because its framework is on.
-    assert framework in manager_config(QueuesSpec(enabled=True))["integrations"]["frameworks"]
+    assert framework in manager_config(QueuesSpec(enabled=True), [])["integrations"]["frameworks"]
 
     verdicts = analyze(queued(), replicated(*CUSTOM[framework]))
 
@@ -110,14 +112,41 @@ def test_a_cronjob_names_the_queue_of_the_jobs_it_creates(analyze: Analyze) -> N
     )
 
 
+def leader_worker_set() -> Any:
+    template = {"spec": gpu_pod_spec()}
+    return resource(
+        "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet",
+        "serve",
+        {
+            "metadata": {"name": "serve", "namespace": "team-a"},
+            "spec": {"leaderWorkerTemplate": {"size": 2, "workerTemplate": template}},
+        },
+    )
+
+
 @pytest.mark.parametrize(
     "unmanaged",
     [
         lambda: workload("DaemonSet", gpu_pod_spec(), name="agent"),
         lambda: workload("ReplicaSet", gpu_pod_spec(), name="rs"),
         lambda: replicated("batch.volcano.sh/v1alpha1:Job", "tasks"),
+        # Kueue's pod-based integrations, which the platform leaves off: with them, every pod
+        # of a queued namespace, CPU-only ones too, would be queued
+        # (pkg/controller/jobs/pod/pod_webhook.go at v0.19.2).
+        lambda: workload("Pod", gpu_pod_spec(), name="notebook"),
+        lambda: workload("Deployment", gpu_pod_spec(), name="serve"),
+        lambda: workload("StatefulSet", gpu_pod_spec(), name="serve"),
+        leader_worker_set,
     ],
-    ids=["DaemonSet", "ReplicaSet", "Volcano Job"],
+    ids=[
+        "DaemonSet",
+        "ReplicaSet",
+        "Volcano Job",
+        "Pod",
+        "Deployment",
+        "StatefulSet",
+        "LeaderWorkerSet",
+    ],
 )
 def test_a_gpu_kind_kueue_does_not_manage_is_refused(analyze: Analyze, unmanaged: Any) -> None:
     verdicts = analyze(queued(), labelled(unmanaged(), "default"))
@@ -127,7 +156,7 @@ def test_a_gpu_kind_kueue_does_not_manage_is_refused(analyze: Analyze, unmanaged
     assert message.endswith(
         "Fix: run it as one of the kinds Kueue queues, Job, MPIJob, PyTorchJob, TFJob,"
         " XGBoostJob, JAXJob, PaddleJob, RayJob, RayService, RayCluster, JobSet, AppWrapper,"
-        " TrainJob, Pod, Deployment, StatefulSet, LeaderWorkerSet, CronJob (docs/queues.md)."
+        " TrainJob, CronJob, or in a namespace without a queue (docs/queues.md)."
     )
 
 

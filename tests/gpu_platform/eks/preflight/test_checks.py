@@ -1547,11 +1547,12 @@ def test_without_a_way_to_aws_it_says_it_cannot_check(no_aws_settings: pytest.Mo
 def test_a_credential_lookup_that_never_ends_is_named_at_the_deadline(
     no_aws_settings: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    # A profile whose credentials come from a program that does not finish, as a
-    # credential_process waiting on a hardware key or a browser login does (botocore's
-    # ProcessProvider runs it and waits).
+    # A profile whose credentials come from a program that does not finish by the deadline, as
+    # a credential_process waiting on a hardware key or a browser login does (botocore's
+    # ProcessProvider runs it and waits). It ends a second past the deadline, so that the lookup
+    # the deadline gave up on ends with the test (tests/abandoned_work.py).
     config = tmp_path / "config"
-    config.write_text("[default]\ncredential_process = sleep 10\n")
+    config.write_text("[default]\ncredential_process = sleep 3\n")
     no_aws_settings.setenv("AWS_CONFIG_FILE", str(config))
 
     started = time.monotonic()

@@ -43,7 +43,7 @@ def denied(spec: Mapping[str, Any], pod: Any, old: Any = None) -> list[str]:
     }
     if not all(evaluate(c["expression"], activation) for c in spec.get("matchConditions", [])):
         return []
-    for variable in spec["variables"]:
+    for variable in spec.get("variables", []):
         activation["variables"][variable["name"]] = evaluate(variable["expression"], activation)
     return [v["message"] for v in spec["validations"] if not evaluate(v["expression"], activation)]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.config import Cloud, QueuesSpec, StackConfig
+from gpu_platform.config import Cloud, GpuPoolSpec, QueuesSpec, StackConfig
 from gpu_platform.kubernetes.node_validation.pod_admission_policy import (
     exempt_namespaces,
     gpu_pod_clauses,
@@ -280,7 +280,7 @@ def test_the_exempt_namespaces_are_the_platforms() -> None:
     # Each at its default: config/operator.py, config/capacity.py.
     def defaults(**fields: Any) -> StackConfig:
         # The fields the namespaces come from take their defaults; the others are not read.
-        return StackConfig.model_construct(**fields)
+        return StackConfig.model_construct(**{"pools": [], **fields})
 
     eks = defaults(cloud=Cloud.AWS)
     karpenter = defaults(cloud=Cloud.AWS, provisioner="karpenter")
@@ -315,6 +315,11 @@ def test_the_exempt_namespaces_are_the_platforms() -> None:
         "monitoring",
         "monitoring-node-exporter",
     ]
+    # gpu_platform/kubernetes/dra_driver.py: NVIDIA's DRA driver, once a pool allocates through
+    # DRA.
+    dra = defaults(cloud=Cloud.AWS, pools=[GpuPoolSpec(name="l4", max=2, allocation="dra")])
+    assert "nvidia-dra-driver-gpu" in exempt_namespaces(dra)
+    assert "nvidia-dra-driver-gpu" not in exempt_namespaces(eks)
 
 
 def test_the_binding_denies_pod_creations_and_updates() -> None:

@@ -371,9 +371,10 @@ def test_a_passed_node_whose_driver_is_upgraded_in_place_is_validated_again(
     monkeypatch.setattr(report.time, "sleep", sleep)
 
     assert report.exempt_untainted(api, ENV) is None
-    # Tainted again, through the admission policy (FakeApi), its proof of the old driver gone.
+    # Tainted again, through the admission policy (FakeApi), its proof of the old driver gone,
+    # and marked as validated again.
     assert api.node["spec"]["taints"] == NODE["spec"]["taints"]
-    assert labels(api) == {}
+    assert labels(api) == {"gpu-platform.io/revalidating": "true"}
     # Its checks wait for the new driver.
     assert waited == [30, 30]
 
@@ -388,22 +389,22 @@ def test_a_node_the_upgrade_uncordons_is_tainted_before_it_takes_gpu_pods(
     assert api.node["spec"]["taints"] == NODE["spec"]["taints"]
 
 
-def revalidated(tmp_path: Any, fails_open: str) -> tuple[FakeApi, dict[str, str]]:
+def revalidated(fails_open: str) -> tuple[FakeApi, dict[str, str]]:
     """A passed node validated again after its driver was upgraded in place (its taint put back
     by the first init container), its validator configured with `REVALIDATION_FAILS_OPEN`."""
-    env = {**ENV, "RECORDED_OUTPUTS": str(tmp_path), "REVALIDATION_FAILS_OPEN": fails_open}
+    env = {**ENV, "REVALIDATION_FAILS_OPEN": fails_open}
     api = upgrading("uncordon-required")
     assert report.exempt_untainted(api, env) is None
     return api, env
 
 
-def test_a_pool_no_canary_guards_keeps_serving_on_a_node_that_fails_after_an_in_place_upgrade(
-    tmp_path: Any,
-) -> None:
+def test_a_pool_no_canary_guards_keeps_serving_on_a_node_that_fails_after_an_in_place_upgrade() -> (
+    None
+):
     # The operator moves to the next node once this one is uncordoned (k8s-operator-libs
     # pkg/upgrade/common_manager.go GetCurrentUnavailableNodes, gpu-operator v26.7.0): held
     # closed, a bad driver would take every node of the pool out, one after another.
-    api, env = revalidated(tmp_path, "1")
+    api, env = revalidated("1")
 
     said = report.report(api, env, CFG, FAILED)
 
@@ -414,10 +415,8 @@ def test_a_pool_no_canary_guards_keeps_serving_on_a_node_that_fails_after_an_in_
     assert "keeps serving" in said
 
 
-def test_a_canary_guarded_pool_keeps_a_node_that_fails_after_an_in_place_upgrade_tainted(
-    tmp_path: Any,
-) -> None:
-    api, env = revalidated(tmp_path, "0")
+def test_a_canary_guarded_pool_keeps_a_node_that_fails_after_an_in_place_upgrade_tainted() -> None:
+    api, env = revalidated("0")
 
     report.report(api, env, CFG, FAILED)
 
@@ -425,14 +424,88 @@ def test_a_canary_guarded_pool_keeps_a_node_that_fails_after_an_in_place_upgrade
     assert any(t["key"] == names.FAILED_TAINT_KEY for t in api.node["spec"]["taints"])
 
 
-def test_a_new_node_of_a_pool_no_canary_guards_fails_closed(tmp_path: Any) -> None:
-    env = {**ENV, "RECORDED_OUTPUTS": str(tmp_path), "REVALIDATION_FAILS_OPEN": "1"}
+@pytest.mark.parametrize("state", [None, "drain-required"])
+def test_a_new_node_of_a_pool_no_canary_guards_fails_closed(
+    state: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A new node can be in the upgrade's states too: one whose driver pod is out of sync with
+    # its DaemonSet goes to `upgrade-required` and on (k8s-operator-libs
+    # pkg/upgrade/common_manager.go, ProcessDoneOrUnknownNodes, gpu-operator v26.7.0's
+    # vendor/). It never passed: it is not waited for, and fails closed.
+    env = {**ENV, "REVALIDATION_FAILS_OPEN": "1"}
     api = FakeApi(NODE, replaces=False)
+    if state is not None:
+        api.node["metadata"]["labels"]["nvidia.com/gpu-driver-upgrade-state"] = state
+    monkeypatch.setattr(report.time, "sleep", lambda _: pytest.fail("waited"))
     assert report.exempt_untainted(api, env) is None
 
     report.report(api, env, CFG, FAILED)
 
     assert api.node["spec"]["taints"][:2] == NODE["spec"]["taints"]
+
+
+def test_a_restart_during_the_wait_for_the_new_driver_waits_again_and_keeps_the_mark(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The first container's API calls fail for good during its wait (exit 1, `main`); the
+    # kubelet restarts it, and it finds the node already tainted.
+    api = upgrading("drain-required")
+    env = {**ENV, "REVALIDATION_FAILS_OPEN": "1"}
+
+    def unreachable(_: float) -> None:
+        raise report.ApiError(503, "GET /api/v1/nodes: 503 Service Unavailable")
+
+    monkeypatch.setattr(report.time, "sleep", unreachable)
+    with pytest.raises(report.ApiError):
+        report.exempt_untainted(api, env)
+
+    waited: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waited.append(seconds)
+        api.node["metadata"]["labels"]["nvidia.com/gpu-driver-upgrade-state"] = "uncordon-required"
+
+    monkeypatch.setattr(report.time, "sleep", sleep)
+    assert report.exempt_untainted(api, env) is None
+    assert waited == [30]
+    assert labels(api) == {"gpu-platform.io/revalidating": "true"}
+
+    report.report(api, env, CFG, FAILED)
+
+    untouched = [t for t in NODE["spec"]["taints"] if t["key"] != env["VALIDATION_TAINT_KEY"]]
+    assert api.node["spec"]["taints"] == untouched
+    assert labels(api)[names.RESULT_LABEL] == "failed"
+
+
+@pytest.mark.parametrize(("state", "waits"), [("pod-restart-required", 1), ("upgrade-done", 0)])
+def test_a_pod_recreated_while_its_node_is_validated_again_still_knows_it(
+    state: str, waits: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A reboot or a new pod template recreates the pod: a new one starts on the tainted node,
+    # before or after the upgrade is done, with nothing of the old one's.
+    api, env = revalidated("1")
+    api.node["metadata"]["labels"]["nvidia.com/gpu-driver-upgrade-state"] = state
+    waited: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waited.append(seconds)
+        api.node["metadata"]["labels"]["nvidia.com/gpu-driver-upgrade-state"] = "upgrade-done"
+
+    monkeypatch.setattr(report.time, "sleep", sleep)
+    assert report.exempt_untainted(api, env) is None
+    assert len(waited) == waits
+
+    said = report.report(api, env, CFG, FAILED)
+
+    assert "keeps serving" in said
+
+
+def test_a_result_takes_the_revalidation_mark_off() -> None:
+    api, env = revalidated("0")
+
+    report.report(api, env, CFG, PASSED)
+
+    assert "gpu-platform.io/revalidating" not in labels(api)
 
 
 def test_a_passed_node_whose_upgrade_ended_before_it_was_read_keeps_its_proof() -> None:

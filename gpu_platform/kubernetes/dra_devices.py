@@ -1,0 +1,128 @@
+"""How pods claim the GPUs of DRA pools (`allocation: dra`): a DeviceClass per GPU model, named
+after it, and a ResourceClaimTemplate of one GPU of each model in every tenant namespace, whose
+quota caps the devices claimed per class.
+
+NVIDIA's DRA driver publishes each GPU as a device of the driver `gpu.nvidia.com` with the
+attributes `type` (`gpu`, or `mig` for a MIG device) and `productName`, among others
+(NVIDIA/k8s-dra-driver-gpu cmd/gpu-kubelet-plugin/deviceinfo.go at v25.12.0); its chart's own
+DeviceClass `gpu.nvidia.com` selects every whole GPU whatever the model
+(templates/deviceclass-gpu.yaml). A class per model lets a pod claim the model and a namespace's
+quota cap it: Kubernetes counts a namespace's claimed devices per class,
+`<class>.deviceclass.resource.k8s.io/devices` (pkg/quota/v1/evaluator/core/resource_claims.go,
+v1.34 to v1.36).
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gpu_platform.node_identity import ResolvedPool
+
+DRIVER = "gpu.nvidia.com"
+"""The driver name its devices carry, and its attributes' domain."""
+RESOURCE_API_VERSION = "resource.k8s.io/v1"
+DEVICE_CLASS_SUFFIX = ".gpu-platform.io"
+
+# What NVML calls each model (`nvmlDeviceGetName`, as `nvidia-smi --query-gpu=name` prints it),
+# which the driver publishes as the attribute `productName` (cmd/gpu-kubelet-plugin/nvlib.go:
+# `device.GetName()`; deviceinfo.go). Patterns rather than names, as the PCIe and SXM boards of a
+# model are named apart ("NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe").
+PRODUCT_NAMES: Mapping[str, str] = {
+    # The T4G of Graviton g5g instances, which the platform counts as a T4, is "NVIDIA T4G".
+    "t4": "^(Tesla T4|NVIDIA T4G)$",
+    "l4": "^NVIDIA L4$",
+    "a10g": "^NVIDIA A10G$",
+    "l40s": "^NVIDIA L40S$",
+    "v100": "^Tesla V100-",
+    "p4": "^Tesla P4$",
+    "p100": "^Tesla P100-",
+    "a30": "^NVIDIA A30$",
+    "a100-40gb": "^NVIDIA A100-(SXM4|PCIE)-40GB$",
+    "a100-80gb": "^NVIDIA A100[- ].*80GB",
+    "h100-80gb": "^NVIDIA H100 80GB HBM3$",
+    "h100-mega-80gb": "^NVIDIA H100 80GB HBM3$",
+    "h200-141gb": "^NVIDIA H200",
+    "b200": "^NVIDIA B200$",
+}
+
+
+def device_class_name(accelerator: str) -> str:
+    """The DeviceClass of one GPU model's whole GPUs: `l4.gpu-platform.io`."""
+    return accelerator + DEVICE_CLASS_SUFFIX
+
+
+def claim_template_name(accelerator: str) -> str:
+    """The ResourceClaimTemplate in each tenant namespace that claims one GPU of a model:
+    `gpu-l4`."""
+    return f"gpu-{accelerator}"
+
+
+def dra_claim(pool: ResolvedPool) -> dict[str, str]:
+    """How a pod claims a GPU of a DRA pool, as the stack exports it: the DeviceClass of its
+    model, and the ResourceClaimTemplate of one such GPU each tenant namespace has."""
+    accelerator = pool.gpu.accelerator
+    return {
+        "deviceClass": device_class_name(accelerator),
+        "resourceClaimTemplate": claim_template_name(accelerator),
+    }
+
+
+def device_class_selector(accelerator: str) -> str:
+    """CEL selecting the driver's whole GPUs of one model: the chart's `gpu.nvidia.com` class
+    (type `gpu`, not `mig`) narrowed by product name."""
+    attributes = f"device.attributes['{DRIVER}']"
+    return (
+        f"device.driver == '{DRIVER}' && {attributes}.type == 'gpu' &&"
+        f" {attributes}.productName.matches('{PRODUCT_NAMES[accelerator]}')"
+    )
+
+
+def dra_models(pools: Sequence[ResolvedPool]) -> list[str]:
+    """The GPU models of the DRA pools, each once, sorted."""
+    return sorted({pool.gpu.accelerator for pool in pools if pool.spec.allocation == "dra"})
+
+
+def device_quota_key(device_class: str) -> str:
+    """The ResourceQuota key capping the devices of a DeviceClass a namespace claims."""
+    return f"{device_class}.deviceclass.resource.k8s.io/devices"
+
+
+# The DeviceClasses the chart installs (templates/deviceclass-gpu.yaml, deviceclass-mig.yaml,
+# deviceclass-vfio-gpu.yaml at v25.12.0), which select GPUs, MIG devices and GPUs for VM
+# passthrough of every model: capped at 0 in every tenant namespace, as a quota caps only the
+# classes it names and a claim through them would take any model uncounted. Tenants claim
+# through the classes of the models.
+CHART_DEVICE_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com")
+
+
+def device_quota(gpu_quota: int, models: Sequence[str]) -> dict[str, str]:
+    """A tenant namespace's quota of DRA devices where the stack has DRA pools of `models`: each
+    model's class at `gpu_quota` (its `gpuQuota`), the chart's classes at 0."""
+    if not models:
+        return {}
+    hard = {device_quota_key(device_class_name(model)): str(gpu_quota) for model in models}
+    hard.update(dict.fromkeys(map(device_quota_key, CHART_DEVICE_CLASSES), "0"))
+    return hard
+
+
+CLAIM_REQUEST = "gpu"
+"""The request of a claim template, which a container names in `resources.claims`."""
+
+
+def claim_template_spec(accelerator: str) -> dict[str, Any]:
+    """A ResourceClaimTemplate's spec: one GPU of the model, through its DeviceClass."""
+    return {
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": CLAIM_REQUEST,
+                        "exactly": {
+                            "deviceClassName": device_class_name(accelerator),
+                            "allocationMode": "ExactCount",
+                            "count": 1,
+                        },
+                    }
+                ]
+            }
+        }
+    }
