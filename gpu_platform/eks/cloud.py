@@ -209,10 +209,14 @@ class EksCloud:
         elif self.config.uses_auto_mode:
             from gpu_platform.eks.auto_mode.network_policy import network_policy_controller
 
-            created = [
-                network_policy_controller(part_name("network-policy-controller"), on_cluster),
-                *(self._auto_mode_node_pool(pool, on_cluster) for pool in now),
-            ]
+            created = [self._auto_mode_node_pool(pool, on_cluster) for pool in now]
+            if self.config.cluster.create is not None:
+                # A switch of the whole cluster, which `destroy` turns off again: set only on a
+                # cluster the stack creates, preflight checking it on one it attaches to
+                # (gpu_platform/eks/preflight/auto_mode.py).
+                created.insert(
+                    0, network_policy_controller(part_name("network-policy-controller"), on_cluster)
+                )
         else:
             created = [self._node_group(pool, opts) for pool in now]
         created = [*self._cni, *created]

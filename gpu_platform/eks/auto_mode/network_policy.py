@@ -7,6 +7,13 @@ Network Policy Controller"); there is no `vpc-cni` add-on whose `enableNetworkPo
 it. Without it the platform's NetworkPolicies, which keep tenants from Prometheus and
 Alertmanager, are accepted and do nothing.
 
+The key is a switch for the whole cluster: it enforces every NetworkPolicy of every namespace,
+and `destroy` of a server-side apply patch releases the key (pulumi-kubernetes
+provider/pkg/await/await.go `Deletion`, provider/pkg/ssa/actions.go `Relinquish`), which turns
+enforcement off again for everyone where the stack was its only manager. So the stack sets it
+only on a cluster it creates; on a cluster it attaches to, preflight blocks where the key is not
+`"true"` already and the stack declares NetworkPolicies.
+
 The key is set by a server-side apply patch of that one key: the ConfigMap is created if the
 cluster has none, any other key a cluster's owner keeps in it stays theirs, and a value another
 field manager set (`"false"`, say) is a conflict that fails the update rather than being

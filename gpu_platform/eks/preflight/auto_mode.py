@@ -4,8 +4,8 @@ compute with a node role: DescribeCluster's `computeConfig` (botocore's eks mode
 the pools' NodePools; without the role their NodeClasses name none (EKS user guide,
 automode/create-node-pool.adoc, "Cluster without built-in node pools").
 
-And whether the stack can turn on Auto Mode's NetworkPolicy enforcement: Auto Mode has no
-`vpc-cni` add-on or aws-node DaemonSet to read, only the ConfigMap `kube-system/amazon-vpc-cni`
+And whether Auto Mode enforces the platform's NetworkPolicies: Auto Mode has no `vpc-cni` add-on
+or aws-node DaemonSet to read, only the ConfigMap `kube-system/amazon-vpc-cni`
 (auto-net-pol.adoc)."""
 
 from collections.abc import Mapping
@@ -51,46 +51,90 @@ def auto_mode_finding(config: StackConfig, subject: str, cluster: Mapping[str, A
     )
 
 
+ADD_ON_MANAGER = "eks"
+"""The field manager of what an EKS add-on writes (EKS user guide,
+kubernetes-field-management.adoc): the `vpc-cni` add-on writes the key from its
+`enableNetworkPolicy` value (aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/templates/configmap.yaml)."""
+
+
 def network_policy_controller_finding(
     config: StackConfig, subject: str, config_maps: ConfigMaps | None
-) -> Finding:
-    """Whether `up` can turn Auto Mode's network policy controller on: the stack patches
-    `enable-network-policy-controller` into `kube-system/amazon-vpc-cni` by server-side apply
-    (gpu_platform/eks/auto_mode/network_policy.py), which fails with a conflict where another
-    field manager set the key to something else."""
+) -> Finding | None:
+    """Whether Auto Mode enforces the platform's NetworkPolicies: the key
+    `enable-network-policy-controller` of `kube-system/amazon-vpc-cni`, a switch for the whole
+    cluster (auto-net-pol.adoc). On a cluster the stack creates, `up` sets it by server-side
+    apply (gpu_platform/eks/auto_mode/network_policy.py), which fails with a conflict where
+    another field manager set it to something else. On a cluster it attaches to, the stack
+    leaves the switch alone, so its NetworkPolicies (with the Prometheus stack it installs,
+    `monitoring.installPrometheusStack`) need it `"true"` already. None where an attached stack
+    declares no NetworkPolicy."""
+    created = config.cluster.create is not None
+    if not created and not config.monitoring.install_prometheus_stack:
+        return None
     where = f"{NAMESPACE}/{CONFIG_MAP}"
-    if config_maps is None:
+    if config_maps is None and created:
         return Finding(
             "ok", subject, f"The stack sets {SETTING} in {where} to true itself.", "Nothing."
         )
     try:
-        found = config_maps(NAMESPACE, CONFIG_MAP)
+        found = config_maps(NAMESPACE, CONFIG_MAP) if config_maps is not None else None
     except (requests.RequestException, BotoCoreError) as error:
         return Finding(
             "warning",
             subject,
-            f"{where} cannot be read ({error}), so whether `up` can set its {SETTING} to true"
-            " without a conflict is unknown.",
+            f"{where} cannot be read ({error}), so whether Auto Mode enforces the platform's"
+            f" NetworkPolicies ({SETTING}) is unknown.",
             f"kubectl -n {NAMESPACE} get configmap {CONFIG_MAP} -o yaml: {SETTING} must be"
-            ' absent or "true".',
+            f' {"absent or " if created else ""}"true".',
         )
     value = ((found or {}).get("data") or {}).get(SETTING)
-    if value is None or value == "true":
+    if value == "true" or (created and value is None):
         return Finding(
             "ok",
             subject,
-            f"The stack sets {SETTING} in {where} to true, keeping the ConfigMap's other keys;"
-            " Auto Mode then enforces the platform's NetworkPolicies.",
+            f"{where} sets {SETTING} to true{', by the stack' if created else ''}: Auto Mode"
+            " enforces the platform's NetworkPolicies.",
             "Nothing.",
         )
-    return Finding(
-        "blocking",
-        subject,
-        f"{where} sets {SETTING} to {value!r}: Auto Mode enforces no NetworkPolicy, the"
-        " platform's that keep tenants from Prometheus and Alertmanager included, and `up`'s"
-        " server-side apply of the key would fail with a conflict rather than overwrite it.",
-        f'Set {SETTING} to "true" in {where} (auto-net-pol.adoc, Step 1), or choose a cluster'
-        " where NetworkPolicies may be enforced.",
+    unenforced = (
+        "Auto Mode enforces no NetworkPolicy, the platform's that keep tenants from Prometheus"
+        " and Alertmanager included"
+    )
+    if created:
+        message = (
+            f"{where} sets {SETTING} to {value!r}: {unenforced}, and `up`'s server-side apply of"
+            " the key would fail with a conflict rather than overwrite it."
+        )
+    else:
+        now = "has no" if value is None else f"sets {value!r} for"
+        message = (
+            f"{where} {now} {SETTING}: {unenforced}. The stack does not turn the switch on for a"
+            " cluster it did not create: every other NetworkPolicy of the cluster would be"
+            " enforced from `up` on, and no longer from `destroy` on."
+        )
+    return Finding("blocking", subject, message, _turn_on(config, found))
+
+
+def _turn_on(config: StackConfig, found: Mapping[str, Any] | None) -> str:
+    """How to turn enforcement on: through the `vpc-cni` add-on where it writes the key, which
+    would undo a change made by hand at its next update (kubernetes-field-management.adoc)."""
+    managers = ((found or {}).get("metadata") or {}).get("managedFields") or []
+    owned = any(
+        entry.get("manager") == ADD_ON_MANAGER
+        and f"f:{SETTING}" in ((entry.get("fieldsV1") or {}).get("f:data") or {})
+        for entry in managers
+    )
+    everyone = "which enforces every NetworkPolicy of the cluster"
+    if owned:
+        return (
+            f'Set the vpc-cni add-on\'s configurationValues enableNetworkPolicy: "true", which'
+            f" writes {SETTING} (aws eks update-addon --cluster-name {config.cluster.name}"
+            " --addon-name vpc-cni --configuration-values, keeping its other values), "
+            f"{everyone}; or choose a cluster where NetworkPolicies are enforced."
+        )
+    return (
+        f'Set {SETTING}: "true" in {NAMESPACE}/{CONFIG_MAP} (auto-net-pol.adoc, Step 1),'
+        f" {everyone}; or choose a cluster where NetworkPolicies are enforced."
     )
 
 

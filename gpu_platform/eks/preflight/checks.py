@@ -320,13 +320,12 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
     if cluster is not None:
         findings += vpc_cni_findings(config, clients.eks, described)
         if config.uses_auto_mode:
-            findings.append(
-                network_policy_controller_finding(
-                    config,
-                    f"cluster {config.cluster.name} network policies",
-                    _read(clients.config_maps, cluster),
-                )
+            enforced = network_policy_controller_finding(
+                config,
+                f"cluster {config.cluster.name} network policies",
+                _read(clients.config_maps, cluster),
             )
+            findings += [] if enforced is None else [enforced]
         else:
             findings += network_policy_findings(config, clients.eks)
     if candidates is not None:

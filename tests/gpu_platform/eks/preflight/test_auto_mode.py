@@ -36,7 +36,10 @@ ROLE = "arn:aws:iam::123456789012:role/ml-dev-auto-mode-node"
 SUBJECT = "cluster ml-dev"
 
 
-def auto_mode_stack() -> StackConfig:
+WITH_PROMETHEUS = {"monitoring": {"installPrometheusStack": True}}
+
+
+def auto_mode_stack(**settings: Any) -> StackConfig:
     return load_stack_config(
         {
             "cloud": "aws",
@@ -45,7 +48,22 @@ def auto_mode_stack() -> StackConfig:
             "pools": [
                 {"name": "t4", "instanceTypes": ["g4dn.xlarge"], "max": 2, "capacity": "spot"}
             ],
+            **settings,
         }
+    )
+
+
+def created_auto_mode_stack() -> StackConfig:
+    return auto_mode_stack(
+        cluster={
+            "name": "ml-dev",
+            "region": "us-east-1",
+            "create": {
+                "kubernetesVersion": "1.34",
+                "endpoint": {"access": "public", "publicCidrs": ["203.0.113.0/24"]},
+            },
+        },
+        **WITH_PROMETHEUS,
     )
 
 
@@ -120,20 +138,30 @@ def test_the_clusters_auto_mode_compute_is_checked(
 NETWORK_POLICIES = "cluster ml-dev network policies"
 
 
-def auto_mode_findings(aws: AwsClients, quotas: Stubber, **clients: Any) -> list[Finding]:  # noqa: F811
+def auto_mode_findings(
+    aws: AwsClients,  # noqa: F811
+    quotas: Stubber,  # noqa: F811
+    config: StackConfig | None = None,
+    **clients: Any,
+) -> list[Finding]:
     """The Auto Mode stack's preflight findings on moto's cluster, with `clients` changed."""
     cluster(aws)
     quota(quotas, SPOT_G, 32)
-    return preflight_eks.preflight(auto_mode_stack(), dataclasses.replace(aws, **clients))
+    return preflight_eks.preflight(config or auto_mode_stack(), dataclasses.replace(aws, **clients))
 
 
 def test_an_auto_mode_cluster_is_not_sent_to_the_aws_node_daemon_set(
     aws: AwsClients,  # noqa: F811
     quotas: Stubber,  # noqa: F811
 ) -> None:
-    # Auto Mode has no vpc-cni add-on and no aws-node DaemonSet; the stack itself sets the
-    # ConfigMap key that turns enforcement on (auto-net-pol.adoc, Step 1).
-    findings = auto_mode_findings(aws, quotas)
+    # Auto Mode has no vpc-cni add-on and no aws-node DaemonSet: the ConfigMap key turns
+    # enforcement on (auto-net-pol.adoc, Step 1).
+    findings = auto_mode_findings(
+        aws,
+        quotas,
+        auto_mode_stack(**WITH_PROMETHEUS),
+        config_maps=lambda _: lambda namespace, name: None,
+    )
 
     [finding] = [f for f in findings if f.subject == NETWORK_POLICIES]
     assert "kube-system/amazon-vpc-cni" in finding.message
@@ -141,25 +169,91 @@ def test_an_auto_mode_cluster_is_not_sent_to_the_aws_node_daemon_set(
 
 
 @pytest.mark.parametrize(
-    ("data", "severity"),
+    ("created", "data", "severity"),
     [
-        (None, "ok"),
-        ({"other": "x"}, "ok"),
-        ({SETTING: "true"}, "ok"),
-        ({SETTING: "false"}, "blocking"),
+        (True, None, "ok"),
+        (True, {"other": "x"}, "ok"),
+        (True, {SETTING: "true"}, "ok"),
+        (True, {SETTING: "false"}, "blocking"),
+        (False, None, "blocking"),
+        (False, {"other": "x"}, "blocking"),
+        (False, {SETTING: "true"}, "ok"),
+        (False, {SETTING: "false"}, "blocking"),
     ],
-    ids=["no config map", "other keys", "on", "turned off by its owner"],
+    ids=[
+        "created, no config map",
+        "created, other keys",
+        "created, on",
+        "created, turned off by its owner",
+        "attached, no config map",
+        "attached, other keys",
+        "attached, on",
+        "attached, off",
+    ],
 )
-def test_a_value_the_stack_would_conflict_with_blocks(
-    data: dict[str, str] | None, severity: str
+def test_network_policy_enforcement_is_set_on_a_created_cluster_and_needed_on_an_attached_one(
+    created: bool, data: dict[str, str] | None, severity: str
 ) -> None:
+    # The stack patches the switch on a cluster it creates, where a value another field
+    # manager set is a server-side apply conflict; an attached cluster's switch, which
+    # enforces every NetworkPolicy of the cluster (auto-net-pol.adoc), must be on already for
+    # the NetworkPolicies of the Prometheus stack.
     def config_maps(namespace: str, name: str) -> dict[str, Any] | None:
         assert (namespace, name) == ("kube-system", "amazon-vpc-cni")
         return None if data is None else {"data": data}
 
-    finding = network_policy_controller_finding(auto_mode_stack(), NETWORK_POLICIES, config_maps)
+    config = created_auto_mode_stack() if created else auto_mode_stack(**WITH_PROMETHEUS)
 
-    assert finding.severity == severity
+    finding = network_policy_controller_finding(config, NETWORK_POLICIES, config_maps)
+
+    assert finding is not None and finding.severity == severity
+
+
+def test_an_attached_stack_without_network_policies_leaves_the_switch_unchecked() -> None:
+    def config_maps(namespace: str, name: str) -> dict[str, Any] | None:
+        raise AssertionError("not read")
+
+    assert (
+        network_policy_controller_finding(auto_mode_stack(), NETWORK_POLICIES, config_maps) is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("manager", "advice"),
+    [
+        ("eks", 'Set the vpc-cni add-on\'s configurationValues enableNetworkPolicy: "true"'),
+        (
+            "kubectl-edit",
+            'Set enable-network-policy-controller: "true" in kube-system/amazon-vpc-cni',
+        ),
+    ],
+    ids=["the vpc-cni add-on's", "someone else's"],
+)
+def test_a_key_the_vpc_cni_add_on_writes_is_turned_on_through_the_add_on(
+    manager: str, advice: str
+) -> None:
+    # A field an EKS add-on writes is managed by `eks` (EKS user guide,
+    # kubernetes-field-management.adoc), and the vpc-cni add-on writes this key from its
+    # `enableNetworkPolicy` value (aws/amazon-vpc-cni-k8s
+    # charts/aws-vpc-cni/templates/configmap.yaml): an edit by hand is undone at its update.
+    config_map = {
+        "metadata": {
+            "managedFields": [
+                {
+                    "manager": manager,
+                    "operation": "Apply" if manager == "eks" else "Update",
+                    "fieldsV1": {"f:data": {f"f:{SETTING}": {}, "f:enable-windows-ipam": {}}},
+                }
+            ]
+        },
+        "data": {SETTING: "false"},
+    }
+
+    finding = network_policy_controller_finding(
+        auto_mode_stack(**WITH_PROMETHEUS), NETWORK_POLICIES, lambda namespace, name: config_map
+    )
+
+    assert finding is not None and finding.action.startswith(advice)
 
 
 def test_an_auto_mode_clusters_node_pools_are_read(
