@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import requests
-from botocore.exceptions import BotoCoreError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from gpu_platform.config import StackConfig, key_path
 from gpu_platform.eks.auto_mode.network_policy import CONFIG_MAP, NAMESPACE, SETTING
@@ -157,12 +157,25 @@ def open_reservation_finding(config: StackConfig, ec2: Any) -> Finding | None:
         return None
     subject = f"cluster {config.cluster.name} open capacity reservations"
     pages = ec2.get_paginator("describe_capacity_reservations").paginate(Filters=OPEN_RESERVATIONS)
-    others = sorted(
-        f"{r['CapacityReservationId']} ({r.get('InstanceType')}, {r.get('AvailabilityZone')})"
-        for page in pages
-        for r in page.get("CapacityReservations", [])
-        if r["CapacityReservationId"] not in ours
-    )
+    try:
+        others = sorted(
+            f"{r['CapacityReservationId']} ({r.get('InstanceType')}, {r.get('AvailabilityZone')})"
+            for page in pages
+            for r in page.get("CapacityReservations", [])
+            if r["CapacityReservationId"] not in ours
+        )
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "an error")
+        return Finding(
+            "warning",
+            subject,
+            f"The region's open capacity reservations cannot be listed ({code}), so which of them"
+            " EKS Auto Mode would stop using once a pool's NodeClass selects a reservation is"
+            " unknown.",
+            "Run the check with a role allowed ec2:DescribeCapacityReservations, or list them:"
+            " aws ec2 describe-capacity-reservations --filters"
+            " Name=instance-match-criteria,Values=open Name=state,Values=active",
+        )
     if not others:
         return Finding(
             "ok", subject, "The region has no other active open capacity reservation.", "Nothing."

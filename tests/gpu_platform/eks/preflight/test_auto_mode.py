@@ -342,14 +342,7 @@ def test_a_reserved_pool_warns_of_the_open_reservations_auto_mode_stops_using(
 ) -> None:
     # auto-odcr.adoc (awsdocs/amazon-eks-user-guide latest/ug/automode/), WARNING: with
     # capacityReservationSelectorTerms on any NodeClass, Auto Mode uses no open ODCR for any.
-    config = load_stack_config(
-        {
-            "cloud": "aws",
-            "cluster": {"name": "ml-dev", "region": "us-east-1"},
-            "provisioner": "eks-auto-mode",
-            "pools": [RESERVED_POOL],
-        }
-    )
+    config = auto_mode_stack(pools=[RESERVED_POOL])
     ec2 = boto3.client("ec2", region_name="us-east-1")
     with Stubber(ec2) as stub:
         stub.add_response(
@@ -371,6 +364,19 @@ def test_a_reserved_pool_warns_of_the_open_reservations_auto_mode_stops_using(
     assert finding is not None and finding.severity == severity
     if severity == "warning":
         assert "cr-0fedcba987654321f (p5.48xlarge" in finding.message
+
+
+def test_open_reservations_that_cannot_be_listed_are_a_warning() -> None:
+    config = auto_mode_stack(pools=[RESERVED_POOL])
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    with Stubber(ec2) as stub:
+        stub.add_client_error(
+            "describe_capacity_reservations", "UnauthorizedOperation", http_status_code=403
+        )
+        finding = open_reservation_finding(config, ec2)
+
+    assert finding is not None and finding.severity == "warning"
+    assert "cannot be listed (UnauthorizedOperation)" in finding.message
 
 
 def test_no_reserved_pool_asks_for_no_open_reservations() -> None:
