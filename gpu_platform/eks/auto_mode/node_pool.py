@@ -25,6 +25,7 @@ from gpu_platform.eks.karpenter.node_pool import (
     node_pool_for,
     one_of,
 )
+from gpu_platform.node_identity import POOL_LABEL
 
 NODE_CLASS_GROUP = "eks.amazonaws.com"
 NODE_CLASS_API_VERSION = f"{NODE_CLASS_GROUP}/v1"
@@ -126,6 +127,8 @@ def node_class_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
     return {
         "apiVersion": NODE_CLASS_API_VERSION,
         "kind": NODE_CLASS_KIND,
-        "metadata": {"name": spec.name},
+        # The pool's label tells preflight the NodeClass is the platform's, not another one of
+        # the cluster named alike (gpu_platform/eks/preflight/karpenter.py).
+        "metadata": {"name": spec.name, "labels": {POOL_LABEL: spec.name}},
         "spec": node_class,
     }

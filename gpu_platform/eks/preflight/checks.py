@@ -81,10 +81,12 @@ from gpu_platform.eks.preflight.karpenter import (
     CustomResourceDefinitions,
     NodeClasses,
     NodePools,
+    eks_auto_mode_node_classes,
     eks_crds,
     eks_node_classes,
     eks_node_pools,
     karpenter_findings,
+    node_class_clash_finding,
 )
 from gpu_platform.eks.preflight.node_repair_threshold import leftover_threshold_finding
 from gpu_platform.eks.preflight.reachability import reachability_findings
@@ -188,6 +190,9 @@ class AwsClients:
     """The NodePools of a cluster, through its Kubernetes API; None leaves them unchecked."""
     node_classes: Callable[[Mapping[str, Any]], NodeClasses] | None = None
     """The EC2NodeClasses of a cluster, likewise; None leaves the EFA pools' unchecked."""
+    auto_mode_node_classes: Callable[[Mapping[str, Any]], NodeClasses] | None = None
+    """The EKS Auto Mode NodeClasses of a cluster, likewise; None leaves their names
+    unchecked."""
 
     @classmethod
     def for_region(
@@ -230,6 +235,7 @@ class AwsClients:
             lambda cluster: eks_config_maps(session, region, cluster),
             lambda cluster: eks_node_pools(session, region, cluster),
             lambda cluster: eks_node_classes(session, region, cluster),
+            lambda cluster: eks_auto_mode_node_classes(session, region, cluster),
         )
 
 
@@ -355,6 +361,10 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
         node_classes,
     )
     findings += reservation_findings(config, clients, datetime.now(UTC))
+    auto_mode_node_classes = _read(clients.auto_mode_node_classes, cluster, config.uses_auto_mode)
+    if auto_mode_node_classes is not None:
+        clash = node_class_clash_finding(config, auto_mode_node_classes)
+        findings += [] if clash is None else [clash]
     if config.uses_auto_mode and cluster is not None:
         open_reservations = open_reservation_finding(config, clients.ec2)
         if open_reservations is not None:

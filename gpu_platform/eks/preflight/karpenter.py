@@ -32,6 +32,7 @@ from gpu_platform.config import (
     StackConfig,
     key_path,
 )
+from gpu_platform.eks.auto_mode.node_pool import NODE_CLASS_API_VERSION
 from gpu_platform.eks.karpenter.labels import STACK_ANNOTATION
 from gpu_platform.eks.preflight.auto_mode import AUTO_MODE_BUILT_IN_NODE_POOLS
 from gpu_platform.eks.preflight.karpenter_efa_layout import NodeClasses, efa_layout_findings
@@ -152,25 +153,51 @@ def name_clash_finding(config: StackConfig, node_pools: NodePools) -> Finding | 
     with AlreadyExists part-way through `up` (pulumi-kubernetes creates, it does not adopt), or,
     where upserts are turned on, takes the other NodePool over and deletes it on `destroy`. None
     where there is none, or the NodePools cannot be read (`weight_finding` says so)."""
+    return _clash(config, node_pools, ("NodePool", "NodePools"), _named)
+
+
+def node_class_clash_finding(config: StackConfig, node_classes: NodeClasses) -> Finding | None:
+    """An EKS Auto Mode NodeClass of the cluster named like one of the pools but not the
+    platform's (it lacks the pool's `gpu-platform.io/pool` label), as `name_clash_finding` for
+    the NodeClass each pool gets. None where there is none, or the NodeClasses cannot be read."""
+    return _clash(
+        config,
+        node_classes,
+        ("NodeClass", "NodeClasses"),
+        lambda node_class: (
+            (node_class.get("metadata") or {}).get("name", ""),
+            (node_class.get("metadata") or {}).get("labels") or {},
+        ),
+    )
+
+
+def _clash(
+    config: StackConfig,
+    read: Callable[[], Sequence[Mapping[str, Any]]],
+    kind: tuple[str, str],
+    named: Callable[[Mapping[str, Any]], tuple[str, Mapping[str, str]]],
+) -> Finding | None:
+    """The objects of `kind` (singular, plural) that `read` gives, named like a pool but without
+    its label."""
     try:
-        found = node_pools()
+        found = read()
     except (requests.RequestException, BotoCoreError):
         return None
     ours = {p.name for p in config.pools}
     foreign = sorted(
         name
-        for name, labels in (_named(pool) for pool in found)
+        for name, labels in (named(obj) for obj in found)
         if name in ours and labels.get(POOL_LABEL) != name
     )
     if not foreign:
         return None
     return Finding(
         "blocking",
-        f"cluster {config.cluster.name} NodePool names",
-        "The cluster has NodePools of another installation named like the pools:"
+        f"cluster {config.cluster.name} {kind[0]} names",
+        f"The cluster has {kind[1]} of another installation named like the pools:"
         f" {', '.join(foreign)}. pulumi up would fail creating the pools' own, or take those"
         " over.",
-        f"Rename the pools ({key_path('pools')}[].name), or the other NodePools.",
+        f"Rename the pools ({key_path('pools')}[].name), or the other {kind[1]}.",
     )
 
 
@@ -271,6 +298,17 @@ def eks_node_classes(
     """Every `karpenter.k8s.aws/v1` EC2NodeClass of the EKS cluster; none where it has no such
     CRD."""
     return _eks_list(session, region, cluster, http, "/apis/karpenter.k8s.aws/v1/ec2nodeclasses")
+
+
+def eks_auto_mode_node_classes(
+    session: boto3.Session,
+    region: str,
+    cluster: Mapping[str, Any],
+    http: requests.Session | None = None,
+) -> NodeClasses:
+    """Every `eks.amazonaws.com/v1` NodeClass of the EKS cluster (EKS Auto Mode's); none where it
+    has no such CRD."""
+    return _eks_list(session, region, cluster, http, f"/apis/{NODE_CLASS_API_VERSION}/nodeclasses")
 
 
 def _eks_list(

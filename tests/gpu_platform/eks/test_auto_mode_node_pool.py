@@ -74,6 +74,13 @@ def test_the_node_class_schema_refuses_what_the_docs_do_not_list() -> None:
     assert any(e.startswith("spec.ephemeralStorage.iops:") for e in errors), errors
 
 
+def test_the_node_class_carries_the_pools_label_preflight_knows_it_by() -> None:
+    assert node_class_for(auto_mode_args())["metadata"] == {
+        "name": "l4",
+        "labels": {"gpu-platform.io/pool": "l4"},
+    }
+
+
 def test_the_node_pool_launches_with_the_pools_auto_mode_node_class() -> None:
     spec = auto_mode_node_pool_for(auto_mode_args())["spec"]["template"]["spec"]
     # create-node-pool.adoc, "Sample NodePool": `group: eks.amazonaws.com, kind: NodeClass`.

@@ -265,6 +265,42 @@ def test_an_auto_mode_clusters_node_pools_are_read(
     assert "cluster ml-dev NodePools" in [f.subject for f in findings]
 
 
+@pytest.mark.parametrize(
+    ("labels", "clash"),
+    [({}, True), ({"gpu-platform.io/pool": "t4"}, False)],
+    ids=["another installation's", "the pool's own"],
+)
+def test_a_node_class_named_like_a_pool_that_is_not_the_platforms_blocks(
+    aws: AwsClients,  # noqa: F811
+    quotas: Stubber,  # noqa: F811
+    labels: dict[str, str],
+    clash: bool,
+) -> None:
+    # pulumi-kubernetes creates a NodeClass it has not got in its state, and does not adopt a
+    # live one (provider/pkg/await/await.go `Creation`): `up` would fail with AlreadyExists.
+    node_classes = [
+        {"metadata": {"name": "t4", "labels": labels}},
+        {"metadata": {"name": "default"}},
+    ]
+
+    findings = auto_mode_findings(
+        aws, quotas, auto_mode_node_classes=lambda _: lambda: node_classes
+    )
+
+    found = [f for f in findings if f.subject == "cluster ml-dev NodeClass names"]
+    assert [(f.severity, f.message) for f in found] == (
+        [
+            (
+                "blocking",
+                "The cluster has NodeClasses of another installation named like the pools: t4."
+                " pulumi up would fail creating the pools' own, or take those over.",
+            )
+        ]
+        if clash
+        else []
+    )
+
+
 def auto_mode_node_pool(name: str, **spec: Any) -> dict[str, Any]:
     return {"metadata": {"name": name}, "spec": {"template": {"spec": {}}, **spec}}
 

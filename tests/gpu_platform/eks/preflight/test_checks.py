@@ -67,7 +67,9 @@ def aws() -> Iterator[AwsClients]:
         # The cluster's Kubernetes API is not moto's: Karpenter's CRDs are read in
         # test_preflight_karpenter.py, and so are its NodePools.
         clients = AwsClients.for_region(REGION, Deadline(30), Calls(), with_iam=True)
-        yield replace(clients, crds=None, node_pools=None, node_classes=None)
+        yield replace(
+            clients, crds=None, node_pools=None, node_classes=None, auto_mode_node_classes=None
+        )
 
 
 @pytest.fixture
