@@ -46,6 +46,20 @@ def auto_mode_finding(config: StackConfig, subject: str, cluster: Mapping[str, A
             "Give the cluster's Auto Mode a node role (with its built-in node pools, or"
             " update-cluster-config --compute-config nodeRoleArn=...).",
         )
+    if "general-purpose" not in (compute.get("nodePools") or []):
+        # The platform's own pods (the GPU Operator's controllers, node validation's, the
+        # Prometheus stack's) tolerate no GPU taint, nor `system`'s `CriticalAddonsOnly`.
+        return Finding(
+            "warning",
+            subject,
+            f"EKS Auto Mode's compute is on, its nodes running as {role}, without the built-in"
+            " general-purpose NodePool (computeConfig.nodePools): the platform's own pods"
+            " tolerate neither the GPU pools' taint nor the system NodePool's, and stay Pending"
+            " unless another NodePool or node group gives them untainted nodes.",
+            "Turn the built-in general-purpose NodePool on (aws eks update-cluster-config"
+            " with computeConfig.nodePools including general-purpose: EKS user guide,"
+            " set-builtin-node-pools.adoc), or make sure the cluster has untainted nodes.",
+        )
     return Finding(
         "ok", subject, f"EKS Auto Mode's compute is on, its nodes running as {role}.", "Nothing."
     )

@@ -114,8 +114,22 @@ def test_compute_config_is_botocores_shape() -> None:
                 " update-cluster-config --compute-config nodeRoleArn=...).",
             ),
         ),
+        (
+            {"enabled": True, "nodePools": ["system"], "nodeRoleArn": ROLE},
+            Finding(
+                "warning",
+                SUBJECT,
+                f"EKS Auto Mode's compute is on, its nodes running as {ROLE}, without the"
+                " built-in general-purpose NodePool (computeConfig.nodePools): the platform's"
+                " own pods tolerate neither the GPU pools' taint nor the system NodePool's, and"
+                " stay Pending unless another NodePool or node group gives them untainted nodes.",
+                "Turn the built-in general-purpose NodePool on (aws eks update-cluster-config"
+                " with computeConfig.nodePools including general-purpose: EKS user guide,"
+                " set-builtin-node-pools.adoc), or make sure the cluster has untainted nodes.",
+            ),
+        ),
     ],
-    ids=["on", "off", "no role"],
+    ids=["on", "off", "no role", "no general-purpose pool"],
 )
 def test_the_clusters_auto_mode_compute_is_checked(
     aws: AwsClients,  # noqa: F811
