@@ -132,8 +132,8 @@ def idle_billing(config: StackConfig, pool: ResolvedPool) -> IdleBilling:
     deferred: tuple[Delay, ...] = ()
     if config.cloud == "gcp":
         provisioner, setting, after = "gke", GKE_SETTING, _gke_terms()
-    elif config.uses_karpenter:
-        provisioner, (setting, after) = "karpenter", _karpenter_terms(config, pool)
+    elif config.uses_node_pools:
+        provisioner, (setting, after) = config.provisioner, _karpenter_terms(config, pool)
     else:
         provisioner, setting = "cluster-autoscaler", "autoscaler.gpuNodeIdleMinutes"
         after = _autoscaler_terms(config.autoscaler.gpu_node_idle_minutes)

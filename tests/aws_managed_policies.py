@@ -1,7 +1,8 @@
 """The AWS managed policies the stack attaches to the roles it creates, as AWS publishes them
-(their default versions, AmazonEKSWorkerNodePolicy v3, AmazonEC2ContainerRegistryPullOnly v1,
-AmazonEKS_CNI_Policy v5; IAM > Policies, or `aws iam get-policy-version`). The tests need their
-statements to check that the permissions boundary leaves the roles what these grant."""
+(their default versions, AmazonEKSWorkerNodePolicy v3, AmazonEKSWorkerNodeMinimalPolicy v1,
+AmazonEC2ContainerRegistryPullOnly v1, AmazonEKS_CNI_Policy v5; IAM > Policies, or `aws iam
+get-policy-version`). The tests need their statements to check that the permissions boundary
+leaves the roles what these grant."""
 
 from typing import Any
 
@@ -24,6 +25,19 @@ MANAGED_POLICIES: dict[str, dict[str, Any]] = {
                     "eks:DescribeCluster",
                     "eks-auth:AssumeRoleForPodIdentity",
                 ],
+                "Resource": "*",
+            }
+        ],
+    },
+    # EKS Auto Mode's node role's (AWS Managed Policy reference,
+    # AmazonEKSWorkerNodeMinimalPolicy, v1).
+    "AmazonEKSWorkerNodeMinimalPolicy": {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "WorkerNodePermissions",
+                "Effect": "Allow",
+                "Action": ["eks-auth:AssumeRoleForPodIdentity"],
                 "Resource": "*",
             }
         ],

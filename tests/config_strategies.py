@@ -334,6 +334,11 @@ def eks_stack(draw: st.DrawFn) -> Config:
     karpenter = draw(st.integers(0, 2)) == 0
     node_image = draw(st.sampled_from(["al2023", "al2023", "bottlerocket"]))
     created = draw(st.integers(0, 3)) == 0
+    # EKS Auto Mode: Karpenter's NodePools on a cluster's Auto Mode, existing or turned on at
+    # creation, on its own Bottlerocket-based nodes.
+    auto_mode = karpenter and draw(st.booleans())
+    if auto_mode:
+        node_image = "bottlerocket"
     minor = STAND_IN_KUBERNETES_VERSION
     cluster: Config = {"name": "ml-sweep", "region": AWS_REGION}
     if created:
@@ -355,7 +360,8 @@ def eks_stack(draw: st.DrawFn) -> Config:
             )
         if draw(st.booleans()):
             private["privateEndpointSecurityGroupIds"] = ["sg-0123456789abcdef0"]
-        if draw(st.booleans()):
+        # Auto Mode's cluster installs no VPC CNI add-on.
+        if not auto_mode and draw(st.booleans()):
             private["vpcCniConfiguration"] = {"env": {"WARM_IP_TARGET": "5"}}
         if draw(st.booleans()):
             # The creator's entry left out: the one running `pulumi up` (the stand-in
@@ -374,14 +380,20 @@ def eks_stack(draw: st.DrawFn) -> Config:
         "gpu-platform:cluster": cluster,
     }
     if karpenter:
-        config["gpu-platform:provisioner"] = "karpenter"
+        config["gpu-platform:provisioner"] = "eks-auto-mode" if auto_mode else "karpenter"
     pools = _pools_with_canaries(
         draw,
         lambda name: eks_pool(name, node_image, minor, karpenter, created),
         eks_canary,
         node_image,
         minor,
+        canaries=not auto_mode,
     )
+    if auto_mode:
+        if draw(st.booleans()):
+            cluster.pop("nodeImage", None)
+        for pool in pools:
+            _on_auto_mode(pool)
     config["gpu-platform:pools"] = pools
     if not karpenter and draw(st.booleans()):
         config["gpu-platform:autoscaler"] = {
@@ -397,7 +409,14 @@ def eks_stack(draw: st.DrawFn) -> Config:
             pinned = CLUSTER_AUTOSCALER_IMAGES[minor].tag
             tag = draw(st.sampled_from([pinned, f"{pinned}+build.1"]))
             config["gpu-platform:autoscaler"]["imageTag"] = tag
-    if karpenter and not created and draw(st.integers(0, 3)) == 0:
+    if auto_mode:
+        if draw(st.booleans()):
+            # The settings of its NodePools, which Auto Mode's take as Karpenter's do.
+            config["gpu-platform:karpenter"] = {
+                "consolidateAfterMinutes": draw(st.sampled_from([5, 30])),
+                "terminationGracePeriodHours": draw(st.sampled_from([1, 48])),
+            }
+    elif karpenter and not created and draw(st.integers(0, 3)) == 0:
         # An existing Karpenter: the stack declares only the pools' NodePools and node classes.
         config["gpu-platform:karpenter"] = {
             "install": False,
@@ -629,8 +648,21 @@ def gke_stack(draw: st.DrawFn) -> Config:
 POOL_NAMES = ("gpu-a", "gpu-b", "gpu-c")
 
 
+def _on_auto_mode(pool: Config) -> None:
+    """A Karpenter pool made an EKS Auto Mode one: Auto Mode picks the AMI, has no EFA setting,
+    and terminates no instance for a deleted Node the platform could count on."""
+    pool["aws"].pop("amiReleaseVersion")
+    pool["aws"].pop("efa", None)
+    pool.get("validation", {}).pop("replacementsPerHour", None)
+
+
 def _pools_with_canaries(
-    draw: st.DrawFn, pool: Any, canary: Any, node_image: str, version: Any
+    draw: st.DrawFn,
+    pool: Any,
+    canary: Any,
+    node_image: str,
+    version: Any,
+    canaries: bool = True,
 ) -> list[Config]:
     count = draw(st.integers(1, 3))
     pools: list[Config] = []
@@ -638,7 +670,7 @@ def _pools_with_canaries(
         led = draw(pool(name))
         pools.append(led)
         # The gate Job of a canary asks for nvidia.com/gpu, which a DRA pool does not offer.
-        if led.get("allocation") != "dra" and draw(st.integers(0, 2)) == 0:
+        if canaries and led.get("allocation") != "dra" and draw(st.integers(0, 2)) == 0:
             pools.append(canary(draw, led, node_image, version))
     # A stack's GPU pools are all DRA or none (gpu_platform/config/dra_rules.py): the first
     # pool's allocation decides, keeping only the DRA pools after a DRA one, and otherwise
@@ -899,6 +931,54 @@ CORNER_STACKS: dict[str, Config] = {
         "gpu-platform:operator": {
             "overrides": {key: value for o in OPERATOR_OVERRIDES for key, value in o.items()}
         },
+    },
+    "EKS Auto Mode turned on at creation": {
+        "aws:region": AWS_REGION,
+        "gpu-platform:cloud": "aws",
+        "gpu-platform:cluster": {
+            "name": "ml-sweep",
+            "region": AWS_REGION,
+            "create": {
+                "kubernetesVersion": STAND_IN_KUBERNETES_VERSION,
+                "endpoint": {"access": "public", "publicCidrs": ["203.0.113.0/24"]},
+                "administrators": ["arn:aws:iam::123456789012:role/platform-admins"],
+            },
+        },
+        "gpu-platform:provisioner": "eks-auto-mode",
+        "gpu-platform:pools": [
+            {"name": "l40s", "accelerator": "l40s", "max": 2, "aws": {"instanceFamilies": ["g6e"]}}
+        ],
+        "gpu-platform:namespaces": [{"name": "team-a", "gpuQuota": 8, "smokeTestPool": "l40s"}],
+        "gpu-platform:monitoring": {"installPrometheusStack": True},
+    },
+    "EKS Auto Mode: a Capacity Block, a family pool, tenants on both": {
+        "aws:region": AWS_REGION,
+        "gpu-platform:cloud": "aws",
+        "gpu-platform:cluster": {"name": "ml-sweep", "region": AWS_REGION},
+        "gpu-platform:provisioner": "eks-auto-mode",
+        "gpu-platform:karpenter": {"terminationGracePeriodHours": 48},
+        "gpu-platform:pools": [
+            {
+                "name": "h100-block",
+                "instanceTypes": ["p5.48xlarge"],
+                "max": 2,
+                "capacity": "capacity-block",
+                "zones": ["us-east-1a"],
+                "diskSizeGib": 500,
+                "aws": {"capacityReservationId": "cr-0b10c4e5a2f6d7890"},
+            },
+            {
+                "name": "l40s",
+                "accelerator": "l40s",
+                "max": 2,
+                "taints": [{"key": "team", "value": "vision", "effect": "NoSchedule"}],
+                "aws": {"instanceFamilies": ["g6e"], "consolidateAfterMinutes": 30},
+            },
+        ],
+        "gpu-platform:namespaces": [
+            {"name": "team-a", "gpuQuota": 8, "smokeTestPool": "l40s"},
+            {"name": "team-b", "gpuQuota": 8},
+        ],
     },
     "an existing Karpenter: EFA H100s in two zones, a family pool with its own taints": {
         "aws:region": AWS_REGION,

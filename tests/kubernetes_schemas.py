@@ -17,6 +17,7 @@ from typing import Any
 import kubernetes_validate
 import kubernetes_validate.utils
 
+from gpu_platform.eks.auto_mode.node_pool import NODE_CLASS_SCHEMA
 from gpu_platform.kubernetes.crd_schemas import chart_crds, validation_errors
 from gpu_platform.offline.program import Plan, PlannedResource
 from gpu_platform.versions import (
@@ -40,7 +41,14 @@ CUSTOM_API_VERSION = re.compile(r"^[a-z0-9-]+(\.[a-z0-9-]+)+/v\d+((alpha|beta)\d
 KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 
 # The charts whose CRDs the platform's custom resources are checked against, at their pins.
-CRD_CHARTS: tuple[HelmChart, ...] = (KARPENTER_CHART, GPU_OPERATOR_CHART, KUEUE_CHART)
+CRD_CHARTS: tuple[HelmChart, ...] = (
+    KARPENTER_CHART,
+    GPU_OPERATOR_CHART,
+    KUEUE_CHART,
+    # EKS Auto Mode's NodeClass, whose CRD AWS installs and publishes nowhere: its schema is the
+    # EKS user guide's (gpu_platform/kubernetes/crd_schemas/__init__.py).
+    HelmChart(*NODE_CLASS_SCHEMA, "https://github.com/awsdocs/amazon-eks-user-guide"),
+)
 
 
 def kubernetes_objects(plan: Plan) -> list[PlannedResource]:
@@ -52,8 +60,11 @@ def kubernetes_objects(plan: Plan) -> list[PlannedResource]:
 
 
 def manifest(resource: PlannedResource) -> dict[str, Any]:
-    """The object a resource applies: its inputs, whose apiVersion and kind must be its type's."""
+    """The object a resource applies: its inputs, whose apiVersion and kind must be its type's.
+    A `<Kind>Patch` type applies part of a `<Kind>` by server-side apply (pulumi-kubernetes'
+    Patch resources), whose fields are checked as that kind's."""
     group_version, kind = resource.type.removeprefix("kubernetes:").rsplit(":", 1)
+    kind = kind.removesuffix("Patch")
     api_version = group_version.removeprefix("core/")
     obj = copy.deepcopy(resource.inputs)
     if (obj.get("apiVersion"), obj.get("kind")) != (api_version, kind):

@@ -93,8 +93,13 @@ def prod_policy_config(plan: Plan, config: Config) -> dict[str, Any]:
         "namespaceLevels": namespace_levels(plan.resources),
         "exemptNamespaces": exempt,
     }
+    # EKS Auto Mode chooses its nodes' driver, so no pool of a stack on it has a CUDA release
+    # the pack could hold pods to: such a stack declares that check advisory
+    # (docs/eks-auto-mode.md).
+    auto_mode = config.get("gpu-platform:provisioner") == "eks-auto-mode"
     return {
         **PROD_POLICY_CONFIG,
+        **({"gpu-pods-cuda-known": "advisory"} if auto_mode else {}),
         POD_SECURITY: pod_security,
         "namespace-pod-security": {"exemptNamespaces": exempt},
         "gpu-validation-taint-platform-only": {"exemptNamespaces": exempt},
@@ -211,6 +216,18 @@ def exemption_problems(plan: Plan, config: Config) -> list[str]:
     return exemption_mismatches(plan, prod_policy_config(plan, config))
 
 
+def cluster_switch_problems(plan: Plan, config: Config) -> list[str]:
+    """Patches of the cluster's own objects (Auto Mode's `kube-system/amazon-vpc-cni`, whose
+    NetworkPolicy switch is the whole cluster's) on a cluster the stack does not create."""
+    if "create" in config["gpu-platform:cluster"]:
+        return []
+    return [
+        f"{r.type} {r.name} on a cluster the stack attaches to"
+        for r in plan.resources
+        if r.type.startswith("kubernetes:") and r.type.endswith("Patch")
+    ]
+
+
 def model_problems(plan: Plan, config: Config) -> list[str]:
     return official_model_problems(plan, kubernetes_minor(config))
 
@@ -241,6 +258,9 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         "every canary ranks below every pool that is not a canary": canary_rank_problems,
         "update timeouts outlast the longest rollout": timeout_problems,
         "each EFA node its own EFA count, each EFA placement in one zone": efa_problems,
+        "a cluster-wide setting patched only on a cluster the stack creates": (
+            cluster_switch_problems
+        ),
         "each DRA pool's nodes run the DRA driver's kubelet plugin, tolerating their taints": (
             dra_problems
         ),

@@ -766,6 +766,12 @@ def iam_requests(stack: StackRequests) -> Iterator[Request]:
             (e.inputs["principalArn"], "eks.amazonaws.com")
             for e in stack.of("aws:eks/accessEntry:AccessEntry")
         ),
+        # EKS Auto Mode's node role, given to the cluster it creates.
+        *(
+            (c.inputs["computeConfig"]["nodeRoleArn"], "eks.amazonaws.com")
+            for c in stack.of("aws:eks/cluster:Cluster")
+            if "computeConfig" in c.inputs
+        ),
     ]
     for arn, service in passed:
         yield stack.request("iam:PassRole", arn, **{"iam:PassedToService": service})
@@ -1170,3 +1176,28 @@ def test_the_deploy_policies_allow_what_two_instances_on_existing_clusters_creat
         role("ml-dev.team-a-karpenter"),
         iam_PassedToService="pods.eks.amazonaws.com",
     )
+
+
+def test_the_deploy_policy_reaches_auto_modes_node_role_of_a_created_cluster() -> None:
+    # Within the boundary like the system node group's role: created, given its two policies
+    # and passed to EKS as the cluster's `computeConfig.nodeRoleArn` by the deploy role; only
+    # the cluster's own role, outside the boundary, needs an administrator (docs/iam/README.md,
+    # "A stack that creates its EKS cluster").
+    config = stack_config("eks-new", PROJECT)
+    config["gpu-platform:provisioner"] = "eks-auto-mode"
+    del config["gpu-platform:pools"][0]["aws"]["amiReleaseVersion"]
+    requests = [
+        r
+        for r in iam_requests(StackRequests(run_program("eks-new", config, PROJECT)))
+        if "role/ml-new." in r.resource
+    ]
+    node_role = [r for r in requests if r.resource.endswith("role/ml-new.auto-mode-nodes")]
+
+    assert {r.action for r in node_role} == {
+        "iam:CreateRole",
+        "iam:AttachRolePolicy",
+        "iam:PassRole",
+    }
+    assert {
+        r.resource.rsplit("/", 1)[-1] for r in requests if not allowed(r, deploy_policies())
+    } == {"ml-new.cluster"}

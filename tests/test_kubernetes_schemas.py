@@ -27,6 +27,7 @@ STACKS: dict[str, Callable[[Config, Config], Config]] = {
     "gke": lambda dev, gke: reachable_gke(gke),
     "eks-mig-mixed": lambda dev, gke: with_mig_mixed_pool(dev),
     "karpenter-dev": lambda dev, gke: stack_config("karpenter-dev", PROJECT),
+    "auto-dev": lambda dev, gke: stack_config("auto-dev", PROJECT),
     "gke-ubuntu": lambda dev, gke: on_ubuntu(reachable_gke(gke)),
     "gke-capacity": lambda dev, gke: with_gke_capacity_pools(reachable_gke(gke)),
 }
@@ -55,6 +56,7 @@ KUEUE_PRIORITY = "WorkloadPriorityClass"
     ("stack", "kinds"),
     [
         ("karpenter-dev", {"NodePool", "EC2NodeClass"}),
+        ("auto-dev", {"NodePool", "NodeClass"}),
         # dev and gke-dev queue their tenants' jobs through Kueue (`queues.enabled`).
         ("dev", {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", KUEUE_PRIORITY}),
         (
@@ -140,3 +142,15 @@ def test_a_field_a_pinned_crd_does_not_have_is_rejected() -> None:
 
     with pytest.raises(ValueError, match="limit"):
         validate(node_pool)
+
+
+def test_a_patch_is_checked_as_the_kind_it_patches(dev_plan) -> None:
+    # pulumi-kubernetes' `ConfigMapPatch` applies part of a `v1` ConfigMap by server-side apply.
+    namespace = dev_plan.named("ml-sandbox", "kubernetes:core/v1:Namespace")
+    patch = dataclasses.replace(
+        namespace,
+        type="kubernetes:core/v1:ConfigMapPatch",
+        inputs={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {}},
+    )
+
+    assert manifest(patch)["kind"] == "ConfigMap"

@@ -48,6 +48,7 @@ RESOURCES = {
     "monitoring.googleapis.com/v1:ClusterRules": ("monitoring.googleapis.com", "clusterrules"),
     "karpenter.sh/v1:NodePool": ("karpenter.sh", "nodepools"),
     "karpenter.k8s.aws/v1:EC2NodeClass": ("karpenter.k8s.aws", "ec2nodeclasses"),
+    "eks.amazonaws.com/v1:NodeClass": ("eks.amazonaws.com", "nodeclasses"),
     "kueue.x-k8s.io/v1beta2:AdmissionCheck": ("kueue.x-k8s.io", "admissionchecks"),
     "kueue.x-k8s.io/v1beta2:ClusterQueue": ("kueue.x-k8s.io", "clusterqueues"),
     "kueue.x-k8s.io/v1beta2:Cohort": ("kueue.x-k8s.io", "cohorts"),

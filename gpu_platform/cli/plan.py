@@ -224,6 +224,9 @@ def print_pool_software(plan: Plan, console: Console) -> None:
         line = (
             f"  {name}: NVIDIA driver {pool['nvidiaDriver']} (CUDA {pool['cuda']}), pinned by"
             f" {pool['pinnedBy']}"
+            if pool["nvidiaDriver"] is not None
+            # An EKS Auto Mode pool's nodes run the driver of Auto Mode's AMI.
+            else f"  {name}: NVIDIA driver not pinned: the node image's own, unknown to the plan"
         )
         target = pools.get(pool["canaryOf"] or "")
         if target is not None:

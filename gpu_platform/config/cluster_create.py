@@ -179,7 +179,8 @@ class EksClusterCreate(Model):
     tag `kubernetes.io/role/internal-elb: 1`; the public subnets of internet-facing load
     balancers need `kubernetes.io/role/elb: 1`."""
     system_nodes: EksSystemNodes = Field(default_factory=EksSystemNodes)
-    """The system node group."""
+    """The system node group. Not set with `provisioner: eks-auto-mode`, whose cluster runs the
+    platform's own pods on Auto Mode's built-in `general-purpose` NodePool."""
     control_plane_logs: list[EksLogType] = Field(
         default_factory=lambda: list(DEFAULT_EKS_LOG_TYPES)
     )

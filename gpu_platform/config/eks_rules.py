@@ -168,11 +168,12 @@ def instance_choice_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         categories = key_path("pools", i, "aws", "instanceCategories")
         given = options.instance_families or options.instance_categories
         given_key = families if options.instance_families else categories
-        if options.flexible and not config.uses_karpenter:
+        if options.flexible and not config.uses_node_pools:
             yield ConfigProblem(
                 given_key,
                 given,
-                "no value unless provisioner is karpenter: a managed node group launches the"
+                "no value unless provisioner is karpenter or eks-auto-mode: a managed node group"
+                " launches the"
                 " instance types it lists, which must share one shape; list them in"
                 " instanceTypes",
             )
@@ -211,7 +212,8 @@ def instance_choice_problems(config: StackConfig) -> Iterator[ConfigProblem]:
 
 def ami_release_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     platform = known_platform(config)
-    if platform not in (Platform.EKS_AL2023, Platform.EKS_BOTTLEROCKET):
+    # Auto Mode chooses its nodes' AMIs (auto_mode_rules refuses a release there).
+    if platform not in (Platform.EKS_AL2023, Platform.EKS_BOTTLEROCKET) or config.uses_auto_mode:
         return
 
     def of_pool(i: int, pool: GpuPoolSpec) -> Iterator[ConfigProblem]:
@@ -243,6 +245,8 @@ def bottlerocket_sharing_problems(config: StackConfig) -> Iterator[ConfigProblem
     # advertise whole GPUs while the autoscaler expects slices.
     if config.cloud is not Cloud.AWS or config.cluster.node_image != "bottlerocket":
         return
+    if config.uses_auto_mode:
+        return  # Auto Mode's device plugin is its own too: auto_mode_rules says so, its way.
 
     def of_pool(i: int, pool: GpuPoolSpec) -> Iterator[ConfigProblem]:
         if not isinstance(pool.sharing, ExclusiveSharing):
@@ -296,14 +300,25 @@ _KARPENTER_SHARING = (
 def karpenter_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     if config.cloud is not Cloud.AWS:
         return  # the rule of the other cloud's settings reports provisioner and karpenter there
-    if not config.uses_karpenter:
+    if config.uses_auto_mode:
+        yield from set_field_problems(
+            config.karpenter,
+            set(KarpenterSpec.model_fields) - set(AUTO_MODE_NODE_POOL_SETTINGS),
+            ("karpenter",),
+            "no value with provisioner eks-auto-mode, which runs its own Karpenter: of the"
+            " karpenter settings only those of its NodePools apply there"
+            f" ({', '.join(key_of(KarpenterSpec, f) for f in AUTO_MODE_NODE_POOL_SETTINGS)})",
+        )
+    elif not config.uses_karpenter:
         yield from set_field_problems(
             config.karpenter,
             config.karpenter.model_fields_set,
             ("karpenter",),
             "no value unless provisioner is karpenter",
         )
-        for i, pool in enumerate(config.pools):
+    if not config.uses_karpenter:
+        # Auto Mode's NodePools act on them as Karpenter's do.
+        for i, pool in enumerate([] if config.uses_auto_mode else config.pools):
             for field in _KARPENTER_ONLY_OPTIONS:
                 if field in pool.aws.model_fields_set:
                     yield ConfigProblem(
@@ -352,6 +367,9 @@ def karpenter_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 f"a namespace of its own, not Karpenter's ({ns.name}, karpenter.namespace)",
             )
 
+
+# The `karpenter` settings that go into the pools' NodePools, which EKS Auto Mode's take as well.
+AUTO_MODE_NODE_POOL_SETTINGS = ("consolidate_after_minutes", "termination_grace_period_hours")
 
 # What only the platform's own Karpenter installation uses (`namespace` still names where an
 # existing one runs, which no tenant may share).

@@ -392,5 +392,10 @@ NODE_IMAGES: Mapping[Cloud, tuple[str, ...]] = {
     Cloud.GCP: ("cos", "ubuntu"),
 }
 
-Provisioner = Literal["cluster-autoscaler", "karpenter"]
+AUTO_MODE_NODE_IMAGE = "bottlerocket"
+"""What EKS Auto Mode's nodes run: its own AMIs, Bottlerocket required (EKS user guide,
+automode/auto-mng.adoc), with the NVIDIA driver and device plugin in them
+(auto-accelerated.adoc)."""
+
+Provisioner = Literal["cluster-autoscaler", "karpenter", "eks-auto-mode"]
 """What launches an EKS stack's GPU nodes (`provisioner`)."""

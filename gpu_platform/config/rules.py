@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 from pydantic import BaseModel
 
+from gpu_platform.config.auto_mode_rules import auto_mode_problems
 from gpu_platform.config.canary_rules import canary_problems
 from gpu_platform.config.cluster_create_rules import cluster_create_problems
 from gpu_platform.config.dra_rules import dra_problems
@@ -176,5 +177,6 @@ _RULES: tuple[Callable[[StackConfig], Iterator[ConfigProblem]], ...] = (
     queue_problems,
     monitoring_problems,
     karpenter_problems,
+    auto_mode_problems,
     dra_problems,
 )

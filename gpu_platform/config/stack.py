@@ -4,7 +4,14 @@ from pydantic import Field, PrivateAttr
 
 from gpu_platform.config.capacity import ClusterAutoscalerSpec, KarpenterSpec
 from gpu_platform.config.cloud_options import ClusterSpec
-from gpu_platform.config.fields import NODE_IMAGES, Cloud, Model, Platform, Provisioner
+from gpu_platform.config.fields import (
+    AUTO_MODE_NODE_IMAGE,
+    NODE_IMAGES,
+    Cloud,
+    Model,
+    Platform,
+    Provisioner,
+)
 from gpu_platform.config.operator import MonitoringSpec, OperatorSpec
 from gpu_platform.config.pools import GpuPoolSpec
 from gpu_platform.config.queues import QueuesSpec
@@ -44,9 +51,15 @@ class StackConfig(Model):
     0, and `autoscaler` and the node-group-only pool settings (`aws.nodeGroupPerZone`,
     `aws.nodeRoleArn`, `aws.nodeRepair`,
     `aws.capacityReservationResourceGroupArn`, `aws.capacityBlockStart`) take no value
-    (docs/karpenter.md)."""
+    (docs/karpenter.md). With `eks-auto-mode`, on a cluster whose EKS Auto Mode compute is on,
+    each pool is a NodePool of Auto Mode's own Karpenter, on its Bottlerocket-based nodes with
+    its NVIDIA driver and device plugin: as with `karpenter`, and besides `karpenter`,
+    `cluster.nodeImage` other than `bottlerocket`, `aws.amiReleaseVersion`, `aws.efa` and
+    `canaryOf` take no value (docs/eks-auto-mode.md)."""
     karpenter: KarpenterSpec = Field(default_factory=KarpenterSpec)
-    """EKS with `provisioner: karpenter`: the Karpenter controller."""
+    """EKS with `provisioner: karpenter`: the Karpenter controller; with `eks-auto-mode`, only
+    the settings of the pools' NodePools (`consolidateAfterMinutes`,
+    `terminationGracePeriodHours`), as Auto Mode runs its own Karpenter."""
     queues: QueuesSpec = Field(default_factory=QueuesSpec)
     """Kueue: a queue per tenant namespace, whose jobs start whole once its quota allows."""
 
@@ -80,7 +93,10 @@ class StackConfig(Model):
 
     @property
     def node_image(self) -> str:
-        """The GPU nodes' image: `cluster.nodeImage`, else the cloud's default."""
+        """The GPU nodes' image: `cluster.nodeImage`, else the cloud's default; under EKS Auto
+        Mode, Bottlerocket, which its AMIs are built on."""
+        if self.uses_auto_mode:
+            return AUTO_MODE_NODE_IMAGE
         return self.cluster.node_image or NODE_IMAGES[self.cloud][0]
 
     @property
@@ -109,6 +125,16 @@ class StackConfig(Model):
     def uses_karpenter(self) -> bool:
         """Whether Karpenter launches the GPU nodes, installed by the platform or not."""
         return self.cloud is Cloud.AWS and self.provisioner == "karpenter"
+
+    @property
+    def uses_auto_mode(self) -> bool:
+        """Whether EKS Auto Mode's own Karpenter launches the GPU nodes."""
+        return self.cloud is Cloud.AWS and self.provisioner == "eks-auto-mode"
+
+    @property
+    def uses_node_pools(self) -> bool:
+        """Whether Karpenter NodePools launch the GPU nodes: a Karpenter's or EKS Auto Mode's."""
+        return self.uses_karpenter or self.uses_auto_mode
 
     @property
     def karpenter_installed(self) -> bool:

@@ -1,13 +1,14 @@
 """The EKS side of the platform: an existing cluster or one it creates (`cluster.create`), GPU
-node groups and the cluster autoscaler, or Karpenter and its NodePools (`provisioner:
-karpenter`).
+node groups and the cluster autoscaler, Karpenter and its NodePools (`provisioner:
+karpenter`), or NodePools of the cluster's EKS Auto Mode (`provisioner: eks-auto-mode`).
 
 `resolve_pools` only looks things up (the cluster, its subnets, the instance types and where EC2
 offers them; of a cluster to create, the account and zones, `plan_new_cluster`) and raises one
 `ConfigError` for every pool that cannot work, before any resource exists. `connect` creates a
 cluster the stack asks for (`NewEksCluster`) before the provider that reaches it.
 `create_pools` then creates the node groups of each pool and the autoscaler that scales them;
-or, with Karpenter, the controller and a NodePool for each pool. `create_device_plugins` adds
+or, with Karpenter, the controller and a NodePool for each pool; on Auto Mode, a NodePool
+and NodeClass for each pool, and nothing that Auto Mode runs itself. `create_device_plugins` adds
 the EFA device plugin where a pool asks for EFA.
 """
 
@@ -68,6 +69,7 @@ from gpu_platform.versions import (
 
 if TYPE_CHECKING:
     from gpu_platform.eks.karpenter.controller import KarpenterController
+    from gpu_platform.eks.karpenter.node_pool import KarpenterGpuNodePoolArgs
 
 
 class _PoolNodes(TypedDict):
@@ -121,14 +123,24 @@ class EksCloud:
                     subnets,
                     self.config.node_image,
                     self.config.autoscaler.gpu_node_idle_minutes,
-                    karpenter=self.config.provisioner == "karpenter",
+                    node_pool=self.config.uses_node_pools,
                 )
             except ConfigError as error:
                 problems.extend(error.problems)
                 continue
             pools.append(pool)
             self._placements[spec.name] = placement
-        if self.config.provisioner == "karpenter":
+        if self.config.uses_auto_mode and self.cluster.auto_mode_node_role_arn is None:
+            problems.append(
+                ConfigProblem(
+                    key_path("provisioner"),
+                    self.config.provisioner,
+                    f"a cluster whose EKS Auto Mode compute is on with a node role: cluster"
+                    f" {self.cluster.name}'s computeConfig has none (Auto Mode off, or no"
+                    " built-in node pools), and the pools' NodeClasses run their nodes as it",
+                )
+            )
+        if self.config.uses_node_pools:
             # Imported here, as the rest of the Karpenter side: node-group stacks never load it.
             from gpu_platform.eks.karpenter.fallback_order import fallback_order_problems
 
@@ -189,11 +201,22 @@ class EksCloud:
         # the cluster it creates, before the system nodes).
         if self._created is not None:
             self._cni = list(self._created.cni)
-        elif self.config.cluster.vpc_cni_role:
+        elif self.config.cluster.vpc_cni_role and not self.config.uses_auto_mode:
             self._cni = [VpcCniIdentity(part_name("vpc-cni"), self.cluster, opts)]
         now = [pool for pool in pools if pool.spec.name not in held_back]
         if self.config.provisioner == "karpenter":
             created = self._karpenter_node_pools(now, on_cluster)
+        elif self.config.uses_auto_mode:
+            from gpu_platform.eks.auto_mode.network_policy import network_policy_controller
+
+            created = [self._auto_mode_node_pool(pool, on_cluster) for pool in now]
+            if self.config.cluster.create is not None:
+                # A switch of the whole cluster, which `destroy` turns off again: set only on a
+                # cluster the stack creates, preflight checking it on one it attaches to
+                # (gpu_platform/eks/preflight/auto_mode.py).
+                created.insert(
+                    0, network_policy_controller(part_name("network-policy-controller"), on_cluster)
+                )
         else:
             created = [self._node_group(pool, opts) for pool in now]
         created = [*self._cni, *created]
@@ -245,9 +268,14 @@ class EksCloud:
         after: Sequence[pulumi.Resource],
     ) -> pulumi.Resource:
         opts = self._after_cluster(opts)
-        if self.config.provisioner != "karpenter":
+        if self.config.provisioner == "cluster-autoscaler":
             return self._node_group(pool, opts, after)
-        return self._karpenter_node_pool(pool, self._karpenter_controller, connection, opts, after)
+        on_cluster = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(provider=connection.provider)
+        )
+        if self.config.uses_auto_mode:
+            return self._auto_mode_node_pool(pool, on_cluster, after)
+        return self._karpenter_node_pool(pool, self._karpenter_controller, on_cluster, after)
 
     def pool_nodes(self, pool: str) -> pulumi.Resource:
         return self._nodes_by_pool[pool]
@@ -298,7 +326,7 @@ class EksCloud:
         )
 
         if not self.config.karpenter.install:
-            return [self._karpenter_node_pool(pool, None, None, on_cluster) for pool in pools]
+            return [self._karpenter_node_pool(pool, None, on_cluster) for pool in pools]
         controller = KarpenterController(
             part_name("karpenter"),
             KarpenterControllerArgs(
@@ -313,52 +341,67 @@ class EksCloud:
         self._karpenter_controller = controller
         return [
             controller,
-            *(self._karpenter_node_pool(pool, controller, None, on_cluster) for pool in pools),
+            *(self._karpenter_node_pool(pool, controller, on_cluster) for pool in pools),
         ]
 
     def _karpenter_node_pool(
         self,
         pool: ResolvedPool,
         controller: "KarpenterController | None",
-        connection: ClusterConnection | None,
-        opts: pulumi.ResourceOptions,
+        on_cluster: pulumi.ResourceOptions,
         after: Sequence[pulumi.Resource] = (),
     ) -> pulumi.Resource:
-        from gpu_platform.eks.karpenter.node_pool import (
-            KarpenterGpuNodePool,
-            KarpenterGpuNodePoolArgs,
-        )
+        from gpu_platform.eks.karpenter.node_pool import KarpenterGpuNodePool
 
-        on_cluster = (
-            opts
-            if connection is None
-            else pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(provider=connection.provider)
-            )
-        )
         if controller is None:
             # An existing Karpenter's node role (config requires it with `install: false`).
             assert self.config.karpenter.node_role_arn is not None
-            # An EC2NodeClass names its role, the last part of the ARN (after any path).
-            node_role_name: pulumi.Input[str] = self.config.karpenter.node_role_arn.rsplit("/")[-1]
+            node_role_name: pulumi.Input[str] = role_name(self.config.karpenter.node_role_arn)
             waits_for: list[pulumi.Resource] = []
         else:
             node_role_name, waits_for = controller.node_role_name, [controller.release]
         self._nodes_by_pool[pool.spec.name] = KarpenterGpuNodePool(
             part_name(pool.spec.name),
-            KarpenterGpuNodePoolArgs(
-                **self._pool_nodes(pool),
-                node_role_name=node_role_name,
-                consolidate_after_minutes=self.config.karpenter.consolidate_after_minutes,
-                termination_grace_period_hours=(
-                    self.config.karpenter.termination_grace_period_hours
-                ),
-                after=after,
-                weight=pool_preference(pool.spec),
-            ),
+            self._node_pool_args(pool, node_role_name, after),
             pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=waits_for)),
         )
         return self._nodes_by_pool[pool.spec.name]
+
+    def _auto_mode_node_pool(
+        self,
+        pool: ResolvedPool,
+        on_cluster: pulumi.ResourceOptions,
+        after: Sequence[pulumi.Resource] = (),
+    ) -> pulumi.Resource:
+        """The pool's NodePool and NodeClass on EKS Auto Mode, whose nodes run as the cluster's
+        Auto Mode node role (resolve_pools made sure it has one)."""
+        from gpu_platform.eks.auto_mode.node_pool import AutoModeGpuNodePool
+
+        role = self.cluster.auto_mode_node_role_arn
+        assert role is not None
+        self._nodes_by_pool[pool.spec.name] = AutoModeGpuNodePool(
+            part_name(pool.spec.name),
+            self._node_pool_args(pool, pulumi.Output.from_input(role).apply(role_name), after),
+            on_cluster,
+        )
+        return self._nodes_by_pool[pool.spec.name]
+
+    def _node_pool_args(
+        self,
+        pool: ResolvedPool,
+        node_role_name: pulumi.Input[str],
+        after: Sequence[pulumi.Resource],
+    ) -> "KarpenterGpuNodePoolArgs":
+        from gpu_platform.eks.karpenter.node_pool import KarpenterGpuNodePoolArgs
+
+        return KarpenterGpuNodePoolArgs(
+            **self._pool_nodes(pool),
+            node_role_name=node_role_name,
+            consolidate_after_minutes=self.config.karpenter.consolidate_after_minutes,
+            termination_grace_period_hours=self.config.karpenter.termination_grace_period_hours,
+            after=after,
+            weight=pool_preference(pool.spec),
+        )
 
     def _pool_nodes(self, pool: ResolvedPool) -> _PoolNodes:
         return _PoolNodes(
@@ -488,13 +531,19 @@ def _pool_name_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                 )
 
 
+def role_name(arn: str) -> str:
+    """The name of the IAM role of `arn`, as a node class names its role: the last part of the
+    ARN, after any path."""
+    return arn.rsplit("/")[-1]
+
+
 def node_monitoring_agent_version(config: StackConfig) -> str | None:
     """The agent's add-on version where the stack installs it: wherever a node group repairs
     its nodes, as repair sees GPU faults only through the conditions the agent sets (EKS user
     guide, node-health); elsewhere (Karpenter, or no pool repairing) only when the stack names
     a version."""
     chosen = config.cluster.node_monitoring_agent_version
-    repairing = config.provisioner != "karpenter" and any(
+    repairing = config.provisioner == "cluster-autoscaler" and any(
         pool.aws.node_repair for pool in config.pools
     )
     if chosen is None and repairing:

@@ -49,6 +49,9 @@ class EksCluster:
     exists: bool = True
     """False for a cluster the platform is about to create: there is nothing to look up in it
     yet (its node groups' live sizes)."""
+    auto_mode_node_role_arn: pulumi.Input[str] | None = None
+    """The node role of the cluster's EKS Auto Mode compute (`computeConfig.nodeRoleArn`), as
+    EKS reports it; None where Auto Mode is off or has no role (no built-in node pools)."""
     name_as_given: pulumi.Input[str] | None = None
     """The name as the program gave it (`EksClusterFacts.name`, an output of the cluster it
     creates); None where the platform looked the cluster up or creates it."""
@@ -94,6 +97,9 @@ def look_up_cluster(spec: ClusterSpec) -> EksCluster:
         subnet_ids=tuple(found.vpc_config.subnet_ids),
         vpc_id=found.vpc_config.vpc_id,
         security_group_id=found.vpc_config.cluster_security_group_id,
+        auto_mode_node_role_arn=next(
+            (c.node_role_arn or None for c in found.compute_configs if c.enabled), None
+        ),
     )
 
 

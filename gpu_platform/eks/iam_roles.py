@@ -19,7 +19,7 @@ boundaries for IAM entities", delegating role creation).
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pulumi
@@ -134,6 +134,26 @@ def unbounded_role(
         opts=opts,
     )
     return role, attachment
+
+
+def managed_policy_attachments(
+    prefix: str,
+    role: iam.Role,
+    policies: Sequence[str],
+    cluster: EksCluster,
+    opts: pulumi.ResourceOptions,
+) -> list[iam.RolePolicyAttachment]:
+    """Each of `policies`, policies AWS manages (their paths under `policy/`), attached to
+    `role` as `<prefix>-<policy>`."""
+    return [
+        iam.RolePolicyAttachment(
+            f"{prefix}-{policy}",
+            role=role.name,
+            policy_arn=f"arn:{cluster.partition}:iam::aws:policy/{policy}",
+            opts=opts,
+        )
+        for policy in policies
+    ]
 
 
 def platform_role(

@@ -20,7 +20,7 @@ from gpu_platform.config import EC2_RESERVED_CAPACITIES, GpuPoolSpec
 from gpu_platform.eks.autoscaler_tags import autoscaler_tags
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.efa import efa_launch_template_options
-from gpu_platform.eks.iam_roles import cluster_tags, platform_role
+from gpu_platform.eks.iam_roles import cluster_tags, managed_policy_attachments, platform_role
 from gpu_platform.eks.kubelet_allocatable import kubelet_allocatable
 from gpu_platform.eks.live_scaling import desired_size_to_send
 from gpu_platform.eks.local_storage import kubelet_disk_gib, node_config_user_data
@@ -354,22 +354,14 @@ def node_role(
     cni_policy_on_node_role: bool,
     opts: pulumi.ResourceOptions,
     tags: Mapping[str, str] | None = None,
+    node_policies: Sequence[str] = NODE_POLICIES,
 ) -> tuple[iam.Role, list[iam.RolePolicyAttachment]]:
     """A role `name` for nodes (`<prefix>.<purpose>` in IAM), with what a node needs attached
-    (`NODE_POLICIES`, and `CNI_POLICY` where `cni_policy_on_node_role`), each as
+    (`node_policies`, and `CNI_POLICY` where `cni_policy_on_node_role`), each as
     `<attachment_prefix>-<policy>`."""
     role = platform_role(name, purpose, cluster, description, EC2_TRUST_POLICY, opts, tags)
-    policies = [*NODE_POLICIES, *([CNI_POLICY] if cni_policy_on_node_role else [])]
-    attachments = [
-        iam.RolePolicyAttachment(
-            f"{attachment_prefix}-{policy}",
-            role=role.name,
-            policy_arn=f"arn:{cluster.partition}:iam::aws:policy/{policy}",
-            opts=opts,
-        )
-        for policy in policies
-    ]
-    return role, attachments
+    policies = [*node_policies, *([CNI_POLICY] if cni_policy_on_node_role else [])]
+    return role, managed_policy_attachments(attachment_prefix, role, policies, cluster, opts)
 
 
 # EKS's values for `updateConfig.updateStrategy` (botocore's EKS model, NodegroupUpdateStrategies).

@@ -66,8 +66,9 @@ class NodeGroupPlacement:
     subnet_ids: tuple[pulumi.Input[str], ...]
     """The subnets' ids; of a new VPC's subnets, outputs once `NewEksCluster` created them."""
     ami_type: str
-    release_version: str
-    """The pinned AMI release, which decides the pool's driver."""
+    release_version: str | None
+    """The pinned AMI release, which decides the pool's driver; None under EKS Auto Mode, which
+    chooses its nodes' AMI itself."""
     efa_interfaces: int = 0
     """EFA interfaces each node gets: what every one of the pool's instance types takes (config
     refuses an EFA pool of types that take different numbers); 0 unless the pool asks for
@@ -86,13 +87,14 @@ def resolve_placement(
     subnets: Sequence[Subnet],
     node_image: str,
     idle_minutes: int,
-    karpenter: bool = False,
+    node_pool: bool = False,
 ) -> tuple[ResolvedPool, NodeGroupPlacement]:
     """The pool with its GPUs and its node group's placement; ConfigError if it cannot work.
 
-    With `karpenter`, the pool becomes a NodePool rather than a node group: its instance types
-    may be of several sizes, and the node group's own limits (label lengths, autoscaler tags,
-    live sizes) do not apply."""
+    With `node_pool`, the pool becomes a Karpenter or EKS Auto Mode NodePool rather than a node
+    group: its instance types may be of several sizes, and the node group's own limits (label
+    lengths, autoscaler tags, live sizes) do not apply. A pool without an AMI release (config
+    allows that under Auto Mode only) has no driver the platform knows."""
     _raise_if_any(_option_problems(spec, index))
     if spec.aws.flexible:
         offered, instance_types = _flexible_sizes(spec, index, cluster.region)
@@ -113,7 +115,7 @@ def resolve_placement(
         instance_types = tuple(
             look_up_instance_type(n, cluster.region) for n in spec.instance_types
         )
-    _raise_if_any(_instance_type_problems(spec, index, instance_types, karpenter))
+    _raise_if_any(_instance_type_problems(spec, index, instance_types, node_pool))
     _raise_if_any(_efa_problems(spec, index, instance_types))
     # The pool's GPUs per node are its largest type's: under Karpenter its GPU limit is `max`
     # nodes of that size; on a node group every type has the same.
@@ -123,10 +125,14 @@ def resolve_placement(
         spec, index, offered, subnets, [t.name for t in instance_types]
     )
     _raise_if_any(_per_zone_problems(spec, index, zones))
-    release, driver = _release_and_driver(spec, index, cluster, node_image, largest.architecture)
+    release, driver = (
+        _release_and_driver(spec, index, cluster, node_image, largest.architecture)
+        if spec.aws.ami_release_version is not None
+        else (None, None)
+    )
     pool = resolve_pool(spec, index, largest.gpu, driver=driver)
     efa_interfaces = instance_types[0].efa_interfaces if spec.aws.efa else 0
-    if not karpenter:
+    if not node_pool:
         _raise_if_any(
             _node_group_problems(
                 pool, cluster.name, idle_minutes, efa_interfaces, instance_types[0]
@@ -143,7 +149,7 @@ def resolve_placement(
             (zone, tuple(s.id for s in subnets if s.zone == zone and s.id in subnet_ids))
             for zone in zones
         ),
-        live_bounds={} if karpenter else live_bounds(cluster, spec.name),
+        live_bounds={} if node_pool else live_bounds(cluster, spec.name),
     )
     return pool, placement
 

@@ -63,6 +63,9 @@ GPU nodes still go."""
 _POD_ANNOTATIONS: Mapping[Provisioner, Mapping[str, str]] = {
     "cluster-autoscaler": GPU_POD_ANNOTATIONS,
     "karpenter": KARPENTER_GPU_POD_ANNOTATIONS,
+    # Auto Mode's Karpenter reads Karpenter's annotation (create-node-pool.adoc, "Disruption",
+    # points to Karpenter's disruption docs).
+    "eks-auto-mode": KARPENTER_GPU_POD_ANNOTATIONS,
 }
 WorkloadKind = Literal["Job", "Deployment"]
 
@@ -76,7 +79,7 @@ def gpu_pod_annotations(provisioner: Provisioner, kind: WorkloadKind = "Job") ->
     annotations). Karpenter never consolidates a node that runs a pod (`WhenEmpty`), so nothing
     else moves them. The cluster autoscaler's is kept for both: it drains a node it finds
     underused, GPU pods and all."""
-    if provisioner == "karpenter" and kind == "Deployment":
+    if provisioner != "cluster-autoscaler" and kind == "Deployment":
         return {}
     return dict(_POD_ANNOTATIONS[provisioner])
 

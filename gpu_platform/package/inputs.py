@@ -88,7 +88,8 @@ through a NAT gateway (or reach ECR, S3, EKS and STS through VPC endpoints) and 
 tag `kubernetes.io/role/internal-elb: 1`; the public subnets of internet-facing load
 balancers need `kubernetes.io/role/elb: 1`."""
     system_nodes: EksSystemNodesArgs
-    """The system node group."""
+    """The system node group. Not set with `provisioner: eks-auto-mode`, whose cluster runs the
+platform's own pods on Auto Mode's built-in `general-purpose` NodePool."""
     control_plane_logs: list[str]
     """The control plane logs EKS sends to CloudWatch Logs, of `api`, `audit`,
 `authenticator`, `controllerManager` and `scheduler`; `audit` and `authenticator` are
@@ -1124,9 +1125,15 @@ Karpenter NodePools (one per pool). With `karpenter`, every pool is `exclusive` 
 0, and `autoscaler` and the node-group-only pool settings (`aws.nodeGroupPerZone`,
 `aws.nodeRoleArn`, `aws.nodeRepair`,
 `aws.capacityReservationResourceGroupArn`, `aws.capacityBlockStart`) take no value
-(docs/karpenter.md)."""
+(docs/karpenter.md). With `eks-auto-mode`, on a cluster whose EKS Auto Mode compute is on,
+each pool is a NodePool of Auto Mode's own Karpenter, on its Bottlerocket-based nodes with
+its NVIDIA driver and device plugin: as with `karpenter`, and besides `karpenter`,
+`cluster.nodeImage` other than `bottlerocket`, `aws.amiReleaseVersion`, `aws.efa` and
+`canaryOf` take no value (docs/eks-auto-mode.md)."""
     karpenter: KarpenterSpecArgs
-    """EKS with `provisioner: karpenter`: the Karpenter controller."""
+    """EKS with `provisioner: karpenter`: the Karpenter controller; with `eks-auto-mode`, only
+the settings of the pools' NodePools (`consolidateAfterMinutes`,
+`terminationGracePeriodHours`), as Auto Mode runs its own Karpenter."""
     queues: QueuesSpecArgs
     """Kueue: a queue per tenant namespace, whose jobs start whole once its quota allows."""
     part_names_under_it: bool

@@ -146,14 +146,28 @@ def _unsafe_setting(
     return f"sets {field_path(*path)}={shown(value)}"
 
 
+# EKS Auto Mode replaces every node within 21 days, whatever its NodePool says (EKS user guide,
+# automode/automode.adoc: "a maximum lifetime of 21 days (which you can reduce)"): there the
+# longest lifetime, 504h, is the safe one. Its NodePools name its NodeClass's group.
+NODE_CLASS_GROUP = ("spec", "template", "spec", "nodeClassRef", "group")
+AUTO_MODE_NODE_CLASS_GROUP = "eks.amazonaws.com"
+AUTO_MODE_LONGEST_EXPIRY = "504h"
+
+
 def expiry_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    how = _unsafe_setting(args.props, EXPIRE_AFTER, "Never", _DEFAULT_EXPIRE_AFTER)
+    auto_mode = value_at(args.props, *NODE_CLASS_GROUP) == AUTO_MODE_NODE_CLASS_GROUP
+    safe = AUTO_MODE_LONGEST_EXPIRY if auto_mode else "Never"
+    how = _unsafe_setting(args.props, EXPIRE_AFTER, safe, _DEFAULT_EXPIRE_AFTER)
     if how is not None:
+        fix = (
+            f'set it to "{safe}", the longest EKS Auto Mode allows'
+            if auto_mode
+            else 'set it to "Never" and roll new AMIs through drift'
+        )
         yield (
             f"the {NOUN} {how}, so Karpenter drains every node that old, running jobs and all: "
             "expiry is forceful, past disruption budgets and karpenter.sh/do-not-disrupt "
-            '(karpenter.sh docs, concepts/disruption, "Expiration"). Fix: set it to "Never" '
-            "and roll new AMIs through drift."
+            f'(karpenter.sh docs, concepts/disruption, "Expiration"). Fix: {fix}.'
         )
 
 

@@ -53,7 +53,7 @@ def fallback_order_problems(
     that model up to the reserved pool's largest: its fallback would take the pods that size
     fits, on demand. `sizes` are the instance types of each pool, by name, as EC2
     describes them; a pool without them is not compared."""
-    if config.provisioner != "karpenter":
+    if not config.uses_node_pools:
         return
     others = [
         (j, pool)

@@ -5,6 +5,8 @@
 (`gpu_platform.node_identity`) from the instance it launches.
 """
 
+from dataclasses import dataclass
+
 NODE_POOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 AWS_LABEL_PREFIX = "karpenter.k8s.aws/"
@@ -12,6 +14,21 @@ AWS_LABEL_PREFIX = "karpenter.k8s.aws/"
 INSTANCE_FAMILY_LABEL = f"{AWS_LABEL_PREFIX}instance-family"
 INSTANCE_CATEGORY_LABEL = f"{AWS_LABEL_PREFIX}instance-category"
 INSTANCE_GPU_NAME_LABEL = f"{AWS_LABEL_PREFIX}instance-gpu-name"
+
+
+@dataclass(frozen=True)
+class InstanceLabels:
+    """The labels a NodePool chooses its sizes by: a Karpenter provider's, or EKS Auto Mode's,
+    which are the same under another prefix."""
+
+    family: str
+    category: str
+    gpu_name: str
+
+
+KARPENTER_INSTANCE_LABELS = InstanceLabels(
+    INSTANCE_FAMILY_LABEL, INSTANCE_CATEGORY_LABEL, INSTANCE_GPU_NAME_LABEL
+)
 
 STACK_ANNOTATION = "gpu-platform.io/stack"
 """The annotation the platform's `karpenter-crd` release puts on the CRDs it owns (through the

@@ -32,9 +32,8 @@ from gpu_platform.eks.efa import EfaNetwork, efa_network
 from gpu_platform.eks.instance_types import kebab
 from gpu_platform.eks.karpenter.labels import (
     CAPACITY_TYPE_LABEL,
-    INSTANCE_CATEGORY_LABEL,
-    INSTANCE_FAMILY_LABEL,
-    INSTANCE_GPU_NAME_LABEL,
+    KARPENTER_INSTANCE_LABELS,
+    InstanceLabels,
 )
 from gpu_platform.eks.karpenter.network_interfaces import efa_network_interfaces
 from gpu_platform.eks.local_storage import uses_instance_store
@@ -125,7 +124,7 @@ class KarpenterGpuNodePool(pulumi.ComponentResource):
             if args.placement.efa_interfaces
             else None
         )
-        self.node_class = _custom_resource(
+        self.node_class = custom_resource(
             name,
             ec2_node_class_for(args, efa),
             pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
@@ -134,7 +133,7 @@ class KarpenterGpuNodePool(pulumi.ComponentResource):
         # use until they are gone. A change of the NodePool's template alone (labels, sizes)
         # drifts its nodes too (kubernetes-sigs/karpenter pkg/controllers/nodeclaim/disruption/
         # drift.go, the NodePool hash), so it waits for what the node class waits for as well.
-        self.node_pool = _custom_resource(
+        self.node_pool = custom_resource(
             name,
             node_pool_for(args),
             pulumi.ResourceOptions(
@@ -144,10 +143,35 @@ class KarpenterGpuNodePool(pulumi.ComponentResource):
         self.register_outputs({"node_pool_name": name, "node_class_name": name})
 
 
-def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
-    """The pool's NodePool. With secret labels the template's labels are a secret output: the
-    engine gets them as a secret inside `spec`, and the program (the Python SDK marks secrets on
-    top-level properties only) and the offline plan hold the whole `spec` as one."""
+@dataclass(frozen=True)
+class NodePoolShape:
+    """What differs between the NodePools of a Karpenter the cluster runs and of EKS Auto Mode:
+    the API group and kind of their node classes, the labels they choose sizes by, and how long
+    a node may live."""
+
+    node_class_group: str
+    node_class_kind: str
+    instance_labels: InstanceLabels
+    expire_after: str
+
+
+KARPENTER_SHAPE = NodePoolShape(
+    NODE_CLASS_GROUP,
+    NODE_CLASS_KIND,
+    KARPENTER_INSTANCE_LABELS,
+    # The default, 720h, drains every node a month old, jobs and all; AMI releases reach the
+    # nodes through drift instead.
+    "Never",
+)
+
+
+def node_pool_for(
+    args: KarpenterGpuNodePoolArgs, shape: NodePoolShape = KARPENTER_SHAPE
+) -> dict[str, Any]:
+    """The pool's NodePool, launching nodes with the node class of the pool's name. With secret
+    labels the template's labels are a secret output: the engine gets them as a secret inside
+    `spec`, and the program (the Python SDK marks secrets on top-level properties only) and the
+    offline plan hold the whole `spec` as one."""
     spec, placement = args.pool.spec, args.placement
     identity = eks_node_identity(args.pool, placement.efa_interfaces)
     largest_vcpus = max(t.vcpus for t in placement.instance_types)
@@ -174,8 +198,8 @@ def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
                 },
                 "spec": {
                     "nodeClassRef": {
-                        "group": NODE_CLASS_GROUP,
-                        "kind": NODE_CLASS_KIND,
+                        "group": shape.node_class_group,
+                        "kind": shape.node_class_kind,
                         "name": spec.name,
                     },
                     "taints": [_taint(t) for t in identity.lasting_taints],
@@ -184,13 +208,11 @@ def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
                     # v1.14 docs, concepts/nodepools; the NodePool CRD's `startupTaints`).
                     **_startup_taints(identity),
                     "requirements": [
-                        *size_requirements(spec, placement),
-                        _one_of(ZONE_LABEL, list(placement.zones)),
-                        _one_of(CAPACITY_TYPE_LABEL, capacity_types(spec)),
+                        *size_requirements(spec, placement, shape.instance_labels),
+                        one_of(ZONE_LABEL, list(placement.zones)),
+                        one_of(CAPACITY_TYPE_LABEL, capacity_types(spec)),
                     ],
-                    # The default, 720h, drains every node a month old, jobs and all; AMI
-                    # releases reach the nodes through drift instead.
-                    "expireAfter": "Never",
+                    "expireAfter": shape.expire_after,
                     # A node being removed (drifted) is drained for at most this long, then its
                     # remaining pods are deleted, `do-not-disrupt` ones included; with it set,
                     # drift also takes nodes that run such pods (concepts/disruption.md,
@@ -225,7 +247,11 @@ def node_pool_for(args: KarpenterGpuNodePoolArgs) -> dict[str, Any]:
     }
 
 
-def size_requirements(spec: GpuPoolSpec, placement: NodeGroupPlacement) -> list[dict[str, Any]]:
+def size_requirements(
+    spec: GpuPoolSpec,
+    placement: NodeGroupPlacement,
+    labels: InstanceLabels = KARPENTER_INSTANCE_LABELS,
+) -> list[dict[str, Any]]:
     """The requirements that choose the pool's sizes: its instance types, or, as data-on-eks
     writes its GPU NodePools, its instance families or categories and EC2's name of its GPU
     (labels `karpenter.k8s.aws/instance-family`, `-category` and `-gpu-name`, aws/karpenter-
@@ -233,14 +259,14 @@ def size_requirements(spec: GpuPoolSpec, placement: NodeGroupPlacement) -> list[
     pkg/providers/instancetype/types.go sets from DescribeInstanceTypes)."""
     options = spec.aws
     if not options.flexible:
-        return [_one_of(INSTANCE_TYPE_LABEL, [t.name for t in placement.instance_types])]
+        return [one_of(INSTANCE_TYPE_LABEL, [t.name for t in placement.instance_types])]
     gpu_names = sorted({kebab(t.gpu_name) for t in placement.instance_types if t.gpu_name})
     chosen = (
-        _one_of(INSTANCE_FAMILY_LABEL, list(options.instance_families))
+        one_of(labels.family, list(options.instance_families))
         if options.instance_families
-        else _one_of(INSTANCE_CATEGORY_LABEL, list(options.instance_categories))
+        else one_of(labels.category, list(options.instance_categories))
     )
-    return [chosen, _one_of(INSTANCE_GPU_NAME_LABEL, gpu_names)]
+    return [chosen, one_of(labels.gpu_name, gpu_names)]
 
 
 def ec2_node_class_for(
@@ -248,12 +274,14 @@ def ec2_node_class_for(
 ) -> dict[str, Any]:
     """The pool's EC2NodeClass; `efa` where the pool has EFA interfaces."""
     spec = args.pool.spec
+    release = args.placement.release_version
+    assert release is not None  # config requires one outside Auto Mode
     security_groups: list[pulumi.Input[str]] = [args.cluster.security_group_id]
     if efa is not None:
         security_groups.append(efa.security_group_id)
     node_class: dict[str, Any] = {
         "role": args.node_role_name,
-        "amiSelectorTerms": [{"alias": ami_alias(args.node_image, args.placement.release_version)}],
+        "amiSelectorTerms": [{"alias": ami_alias(args.node_image, release)}],
         "subnetSelectorTerms": [{"id": subnet} for subnet in args.placement.subnet_ids],
         # Karpenter gives every interface all of them (`generateNetworkInterfaces`,
         # pkg/providers/launchtemplate/launchtemplate.go at v1.14.1).
@@ -344,9 +372,7 @@ def capacity_types(spec: GpuPoolSpec) -> list[str]:
     return [*CAPACITY_TYPES[spec.capacity], *fallback]
 
 
-def _custom_resource(
-    name: str, obj: dict[str, Any], opts: pulumi.ResourceOptions
-) -> CustomResource:
+def custom_resource(name: str, obj: dict[str, Any], opts: pulumi.ResourceOptions) -> CustomResource:
     return CustomResource(
         name,
         api_version=obj["apiVersion"],
@@ -369,7 +395,7 @@ def _startup_taints(identity: NodeIdentity) -> dict[str, Any]:
     return {"startupTaints": startup} if startup else {}
 
 
-def _one_of(key: str, values: list[str]) -> dict[str, Any]:
+def one_of(key: str, values: list[str]) -> dict[str, Any]:
     return {"key": key, "operator": "In", "values": values}
 
 

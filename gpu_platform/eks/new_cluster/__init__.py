@@ -11,7 +11,7 @@ system nodes and `pulumi destroy` removes them first.
 
 Module layout: `cluster` (the two steps), `network` (VPC) and `layout` (where its subnets and
 NAT gateways go), `control_plane` (role, KMS key, log group, cluster, access entries), `addons`
-and `addon_pins` (pinned add-ons, `addon_versions.json`, `derive.py`), `system_nodes`. This
-package imports nothing itself, so that `gpu-platform preflight` reads `layout` and
-`addon_pins` without loading Pulumi.
+and `addon_pins` (pinned add-ons, `addon_versions.json`, `derive.py`), `system_nodes`,
+`auto_mode` (EKS Auto Mode turned on in their place). This package imports nothing itself, so
+that `gpu-platform preflight` reads `layout` and `addon_pins` without loading Pulumi.
 """

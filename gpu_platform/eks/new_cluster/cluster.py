@@ -10,12 +10,20 @@ from pulumi_aws.get_availability_zones import get_availability_zones
 from pulumi_aws.get_caller_identity import get_caller_identity
 from pulumi_aws.get_partition import get_partition
 
-from gpu_platform.config import ConfigError, ConfigProblem, EksNewVpc, StackConfig, key_path
+from gpu_platform.config import (
+    ClusterCreate,
+    ConfigError,
+    ConfigProblem,
+    EksNewVpc,
+    StackConfig,
+    key_path,
+)
 from gpu_platform.eks.cluster import EksCluster, Subnet, look_up_subnets
 from gpu_platform.eks.iam_roles import cluster_tags
 from gpu_platform.eks.instance_lookups import look_up_instance_type
 from gpu_platform.eks.new_cluster.addon_pins import AFTER_NODES, BEFORE_NODES
 from gpu_platform.eks.new_cluster.addons import addons, ebs_csi_role
+from gpu_platform.eks.new_cluster.auto_mode import auto_mode_node_role, node_role_arn
 from gpu_platform.eks.new_cluster.control_plane import EksControlPlane
 from gpu_platform.eks.new_cluster.creator import LEGACY_CREATOR_TAG, Creator, existing_creator
 from gpu_platform.eks.new_cluster.layout import (
@@ -51,7 +59,8 @@ class NewClusterPlan:
     """The IAM role or user that created the cluster, which keeps an admin access entry whoever
     runs the program later: on the first run the one running it, afterwards the one the stack's
     state recorded (`creator.py`), never a tag anyone may rewrite in the cloud."""
-    system_architecture: str
+    system_architecture: str | None
+    """The system node group's; None on Auto Mode, which has none."""
 
 
 def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
@@ -91,6 +100,8 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
         subnet_ids=(),
         exists=live is not None,
     )
+    if config.uses_auto_mode:
+        planned = replace(planned, auto_mode_node_role_arn=node_role_arn(planned))
     problems: list[ConfigProblem] = []
     if not create.aws.creator_access and deployer not in create.administrators:
         problems.append(_deployer_without_access_problem(deployer))
@@ -104,22 +115,32 @@ def plan_new_cluster(config: StackConfig) -> NewClusterPlan:
     else:
         zones = _zones(config, region, live)
         subnets = [Subnet(PLANNED_SUBNET_PREFIX + zone, zone, NEW_SUBNET_ROUTING) for zone in zones]
+    # Auto Mode's clusters have no system node group (`auto_mode.py`).
+    architecture = None if config.uses_auto_mode else _system_architecture(create, region, problems)
+    if problems:
+        raise ConfigError(problems)
+    return NewClusterPlan(planned, subnets, creator, architecture)
+
+
+def _system_architecture(
+    create: ClusterCreate, region: str, problems: list[ConfigProblem]
+) -> str | None:
+    """The system node group's architecture, with a problem in `problems` where its instance
+    types have none or more than one."""
     architectures = {
         look_up_instance_type(name, region).architecture
         for name in create.aws.system_nodes.instance_types
     }
-    if len(architectures) != 1 or None in architectures:
-        problems.append(
-            ConfigProblem(
-                key_path("cluster", "create", "aws", "systemNodes", "instanceTypes"),
-                create.aws.system_nodes.instance_types,
-                "instance types of one architecture (x86_64 or arm64): a node group runs one"
-                " AMI type",
-            )
+    if len(architectures) == 1 and None not in architectures:
+        return str(architectures.pop())
+    problems.append(
+        ConfigProblem(
+            key_path("cluster", "create", "aws", "systemNodes", "instanceTypes"),
+            create.aws.system_nodes.instance_types,
+            "instance types of one architecture (x86_64 or arm64): a node group runs one AMI type",
         )
-    if problems:
-        raise ConfigError(problems)
-    return NewClusterPlan(planned, subnets, creator, str(architectures.pop()))
+    )
+    return None
 
 
 def _deployer_without_access_problem(deployer: str) -> ConfigProblem:
@@ -279,6 +300,15 @@ class NewEksCluster(pulumi.ComponentResource):
             }
             vpc_id = network.vpc_id
             egress = network.egress
+        # The roles within the platform's boundary carry their VPC as a tag, the only VPC whose
+        # network interfaces the boundary lets them touch (`ec2:Vpc`): an empty tag matches no
+        # VPC, and the VPC CNI could then give no pod an address.
+        in_vpc = replace(planned, vpc_id=vpc_id)
+        node_role, node_policies = (
+            auto_mode_node_role(f"{name}-auto-mode-nodes", in_vpc, tags, child)
+            if config.uses_auto_mode
+            else (None, [])
+        )
         control_plane = EksControlPlane(
             name,
             planned,
@@ -288,14 +318,46 @@ class NewEksCluster(pulumi.ComponentResource):
             plan.creator,
             config.protect,
             tags,
+            node_role.arn if node_role is not None else None,
+            node_policies,
             child,
         )
         created = control_plane.cluster
+        self.cni = []
+        nodes: list[pulumi.Resource]
+        if node_role is not None:
+            # Auto Mode runs the nodes' networking, DNS, storage driver and Pod Identity agent
+            # itself, and its built-in NodePool the platform's own pods (`auto_mode.py`).
+            in_vpc = replace(in_vpc, auto_mode_node_role_arn=node_role.arn)
+            nodes = [*node_policies]
+        else:
+            nodes = self._nodes(name, config, plan, in_vpc, control_plane, egress)
+        self.cluster = replace(
+            in_vpc,
+            endpoint=created.endpoint,
+            certificate_authority=created.certificate_authority.data,
+            security_group_id=created.vpc_config.cluster_security_group_id,
+        )
+        # Everything on the nodes waits for their egress, and is deleted before it.
+        self.ready = [created, *control_plane.access, *nodes, *egress]
+        self.register_outputs({"cluster": created.arn})
+
+    def _nodes(
+        self,
+        name: str,
+        config: StackConfig,
+        plan: NewClusterPlan,
+        in_vpc: EksCluster,
+        control_plane: EksControlPlane,
+        egress: Sequence[pulumi.Resource],
+    ) -> list[pulumi.Resource]:
+        """The system node group and the add-ons its nodes and their pods need."""
+        create = config.cluster.create
+        assert create is not None and plan.system_architecture is not None
+        planned = plan.cluster
+        created = control_plane.cluster
+        child = pulumi.ResourceOptions(parent=self)
         on_cluster = pulumi.ResourceOptions(parent=self, depends_on=[created])
-        # The roles within the platform's boundary carry their VPC as a tag, the only VPC whose
-        # network interfaces the boundary lets them touch (`ec2:Vpc`): an empty tag matches no
-        # VPC, and the VPC CNI could then give no pod an address.
-        in_vpc = replace(planned, vpc_id=vpc_id)
         self.cni = (
             [VpcCniIdentity(part_name("vpc-cni"), in_vpc, on_cluster)]
             if config.cluster.vpc_cni_role
@@ -316,7 +378,7 @@ class NewEksCluster(pulumi.ComponentResource):
             plan.system_architecture,
             list(self.subnet_ids.values()),
             config.cluster.cni_policy_on_node_role,
-            tags,
+            cluster_tags(planned),
             after=[*before, *self.cni, *control_plane.access, *egress],
             opts=child,
         )
@@ -332,15 +394,7 @@ class NewEksCluster(pulumi.ComponentResource):
                 )
             },
         )
-        self.cluster = replace(
-            in_vpc,
-            endpoint=created.endpoint,
-            certificate_authority=created.certificate_authority.data,
-            security_group_id=created.vpc_config.cluster_security_group_id,
-        )
-        # Everything on the nodes waits for their egress, and is deleted before it.
-        self.ready = [created, *control_plane.access, system, *before, *after, *egress]
-        self.register_outputs({"cluster": created.arn})
+        return [system, *before, *after]
 
 
 def with_created_subnets(

@@ -20,6 +20,10 @@ endpoint through a security group of the control plane's own (`<name>-api`, alwa
 as terraform-aws-eks creates its `aws_security_group.cluster` by default, main.tf), with an
 ingress rule on 443 for each, as its `security_group_additional_rules`: never the cluster
 security group, which the nodes carry too and which would open them to those networks.
+
+Given an Auto Mode node role (`provisioner: eks-auto-mode`), the cluster is created with Auto
+Mode on (`auto_mode.py`): the cluster role's Auto Mode policies, and its compute, storage and
+load balancing settings.
 """
 
 import json
@@ -32,6 +36,10 @@ from gpu_platform.administrators import administrator_resource_name
 from gpu_platform.config import ClusterCreate, EksClusterCreate
 from gpu_platform.eks.cluster import EksCluster
 from gpu_platform.eks.iam_roles import role_name, unbounded_role
+from gpu_platform.eks.new_cluster.auto_mode import (
+    auto_mode_settings,
+    cluster_role_policies,
+)
 from gpu_platform.eks.new_cluster.creator import (
     CONTROL_PLANE_TYPE,
     CREATOR_OUTPUT,
@@ -127,6 +135,8 @@ class EksControlPlane(pulumi.ComponentResource):
         creator: Creator,
         protect: bool,
         tags: Mapping[str, str],
+        auto_mode_node_role: pulumi.Input[str] | None,
+        auto_mode_node_policies: Sequence[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__(CONTROL_PLANE_TYPE, name, None, opts)
@@ -141,6 +151,10 @@ class EksControlPlane(pulumi.ComponentResource):
             planned,
             child,
             name=role_name(planned, "cluster"),
+        )
+        auto_mode = auto_mode_node_role is not None
+        auto_mode_policies = (
+            cluster_role_policies(f"{name}-role", role, planned, child) if auto_mode else []
         )
         key_arn: pulumi.Input[str]
         if aws.secrets_kms_key_arn is not None:
@@ -219,14 +233,28 @@ class EksControlPlane(pulumi.ComponentResource):
             # costs").
             upgrade_policy=eks.ClusterUpgradePolicyArgs(support_type=aws.support_type),
             deletion_protection=protect,
+            **(
+                auto_mode_settings(auto_mode_node_role)._asdict()
+                if auto_mode_node_role is not None
+                else {}
+            ),
             # The old tag stays until the state records the creator (`creator.py`): an update
             # that removed it and was interrupted before recording would leave neither.
             tags=dict(tags) if creator.recorded else {**tags, LEGACY_CREATOR_TAG: creator.arn},
             region=region,
             # The role's policies must outlive the cluster, or EKS cannot delete the network
-            # interfaces and security groups it made (pulumi-aws eks.Cluster, `role_arn`).
+            # interfaces and security groups it made (pulumi-aws eks.Cluster, `role_arn`); the
+            # Auto Mode node role's too, which its nodes keep until the cluster is gone.
             opts=pulumi.ResourceOptions(
-                parent=self, protect=protect, depends_on=[attachment, key_policy, logs]
+                parent=self,
+                protect=protect,
+                depends_on=[
+                    attachment,
+                    *auto_mode_policies,
+                    *auto_mode_node_policies,
+                    key_policy,
+                    logs,
+                ],
             ),
         )
         self.access = []

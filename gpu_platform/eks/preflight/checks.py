@@ -69,6 +69,11 @@ from gpu_platform.eks.instance_types import (
 from gpu_platform.eks.karpenter.labels import NODE_POOL_LABEL, stack_mark
 from gpu_platform.eks.node_group_names import is_node_group_of, zone_of, zone_share
 from gpu_platform.eks.preflight.arm64_repair import arm64_repair_findings
+from gpu_platform.eks.preflight.auto_mode import (
+    auto_mode_finding,
+    network_policy_controller_finding,
+    open_reservation_finding,
+)
 from gpu_platform.eks.preflight.autoscaler_settings import autoscaler_settings_findings
 from gpu_platform.eks.preflight.create import (
     CREATE_PERMISSIONS,
@@ -79,10 +84,12 @@ from gpu_platform.eks.preflight.karpenter import (
     CustomResourceDefinitions,
     NodeClasses,
     NodePools,
+    eks_auto_mode_node_classes,
     eks_crds,
     eks_node_classes,
     eks_node_pools,
     karpenter_findings,
+    node_class_clash_finding,
 )
 from gpu_platform.eks.preflight.node_repair_threshold import leftover_threshold_finding
 from gpu_platform.eks.preflight.reachability import reachability_findings
@@ -191,6 +198,9 @@ class AwsClients:
     kube: Callable[[Mapping[str, Any]], KubeGet] | None = None
     """GETs of a cluster's Kubernetes API, for the tenant namespaces' pods and Workloads
     (`gpu_platform.preflight.queue_changes`); None leaves them unchecked."""
+    auto_mode_node_classes: Callable[[Mapping[str, Any]], NodeClasses] | None = None
+    """The EKS Auto Mode NodeClasses of a cluster, likewise; None leaves their names
+    unchecked."""
 
     @classmethod
     def for_region(
@@ -234,6 +244,7 @@ class AwsClients:
             lambda cluster: eks_node_pools(session, region, cluster),
             lambda cluster: eks_node_classes(session, region, cluster),
             lambda cluster: eks_get(session, region, cluster),
+            lambda cluster: eks_auto_mode_node_classes(session, region, cluster),
         )
 
 
@@ -323,7 +334,15 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
     findings += arm64_repair_findings(config, described)
     if cluster is not None:
         findings += vpc_cni_findings(config, clients.eks, described)
-        findings += network_policy_findings(config, clients.eks)
+        if config.uses_auto_mode:
+            enforced = network_policy_controller_finding(
+                config,
+                f"cluster {config.cluster.name} network policies",
+                _read(clients.config_maps, cluster),
+            )
+            findings += [] if enforced is None else [enforced]
+        else:
+            findings += network_policy_findings(config, clients.eks)
     if candidates is not None:
         findings.append(node_subnet_finding(config, candidates))
     if private:
@@ -335,7 +354,7 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
     # The running controller is read only where the stack relies on one it did not install.
     reads_controller = config.uses_karpenter and not config.karpenter_installed
     deployments = _read(clients.deployments, cluster, reads_controller)
-    node_pools = _read(clients.node_pools, cluster, config.uses_karpenter)
+    node_pools = _read(clients.node_pools, cluster, config.uses_node_pools)
     config_maps = _read(clients.config_maps, cluster, reads_controller)
     node_classes = _read(clients.node_classes, cluster, config.uses_karpenter)
     findings += karpenter_findings(
@@ -354,6 +373,14 @@ def preflight(config: StackConfig, clients: AwsClients, mark: str = "") -> list[
     if kube is not None:
         findings += queue_change_findings(config, kube)
     findings += reservation_findings(config, clients, datetime.now(UTC))
+    auto_mode_node_classes = _read(clients.auto_mode_node_classes, cluster, config.uses_auto_mode)
+    if auto_mode_node_classes is not None:
+        clash = node_class_clash_finding(config, auto_mode_node_classes)
+        findings += [] if clash is None else [clash]
+    if config.uses_auto_mode and cluster is not None:
+        open_reservations = open_reservation_finding(config, clients.ec2)
+        if open_reservations is not None:
+            findings.append(open_reservations)
     findings += _quota_findings(config, clients, described)
     if to_create:
         findings += creation_findings(config, clients)
@@ -724,6 +751,8 @@ def _cluster_findings(
             )
         ]
     findings = [_status_finding(subject, cluster)]
+    if config.uses_auto_mode:
+        findings.append(auto_mode_finding(config, subject, cluster))
     credentialed = _pod_identity_user(config)
     if credentialed is not None:
         findings.append(_pod_identity_agent_finding(subject, name, credentialed, clients))
@@ -759,9 +788,9 @@ def _pod_identity_user(config: StackConfig) -> str | None:
     it would fail to do without them."""
     if config.provisioner == "karpenter":
         return "Karpenter would get no AWS credentials and never scale a GPU pool up"
-    if config.autoscaler.install:
+    if config.autoscaler_installed:
         return "the cluster autoscaler would get no AWS credentials and never scale a GPU pool up"
-    if config.cluster.vpc_cni_role:
+    if config.cluster.vpc_cni_role and not config.uses_auto_mode:
         return (
             "the VPC CNI would get no AWS credentials of its own (cluster.vpcCniRole) and new"
             " nodes no pod addresses"
@@ -1187,6 +1216,14 @@ def _is_stack_node(config: StackConfig, instance: Mapping[str, Any]) -> bool:
         # NodePool is named after it.
         return tags.get("eks:eks-cluster-name") == config.cluster.name and tags.get(
             NODE_POOL_LABEL
+        ) in {pool.name for pool in config.pools}
+    if config.uses_auto_mode:
+        # Auto Mode tags its instances with the cluster and the NodePool, the tag keys
+        # AmazonEKSComputePolicy lets it launch with (awsdocs/amazon-eks-user-guide
+        # latest/ug/automode/auto-learn-iam.adoc, "Custom AWS tags for EKS Auto resources"); a
+        # pool's NodePool is named after it.
+        return tags.get("eks:eks-cluster-name") == config.cluster.name and tags.get(
+            "eks:kubernetes-node-pool-name"
         ) in {pool.name for pool in config.pools}
     group = tags.get("eks:nodegroup-name", "")
     return tags.get("eks:cluster-name") == config.cluster.name and any(

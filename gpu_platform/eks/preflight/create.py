@@ -117,12 +117,18 @@ def creation_findings(config: StackConfig, clients: Any) -> list[Finding]:
     """What creating the stack's cluster needs; `clients` as `checks.AwsClients`."""
     create = config.cluster.create
     assert create is not None
-    findings = [_cluster_quota_finding(clients), _system_nodes_quota_finding(create, clients)]
+    # A cluster created with EKS Auto Mode on has neither a system node group nor add-ons
+    # (gpu_platform/eks/new_cluster/auto_mode.py).
+    auto_mode = config.uses_auto_mode
+    findings = [_cluster_quota_finding(clients)]
+    if not auto_mode:
+        findings.append(_system_nodes_quota_finding(create, clients))
     if not create.aws.subnet_ids:
         findings += _network_findings(config, clients)
     findings += _service_linked_role_findings(config, clients.iam)
     findings.append(_boundary_finding(clients.iam))
-    findings += addon_version_findings(create.kubernetes_version, clients.eks)
+    if not auto_mode:
+        findings += addon_version_findings(create.kubernetes_version, clients.eks)
     findings.append(support_finding(create, clients.eks))
     findings.append(_endpoint_finding(create, config.cluster.name))
     return findings

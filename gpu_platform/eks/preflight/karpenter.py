@@ -32,7 +32,9 @@ from gpu_platform.config import (
     StackConfig,
     key_path,
 )
+from gpu_platform.eks.auto_mode.node_pool import NODE_CLASS_API_VERSION
 from gpu_platform.eks.karpenter.labels import STACK_ANNOTATION
+from gpu_platform.eks.preflight.auto_mode import AUTO_MODE_BUILT_IN_NODE_POOLS
 from gpu_platform.eks.preflight.karpenter_efa_layout import NodeClasses, efa_layout_findings
 from gpu_platform.eks.preflight.karpenter_node_access import node_role_access_finding
 from gpu_platform.eks.preflight.karpenter_permissions import (
@@ -97,9 +99,37 @@ def karpenter_findings(
     role's permissions and its node role's way into the cluster (unchecked where `eks` is
     None; its `aws-auth` mapping where `config_maps` is), and the cluster's other NodePools'
     weights (unchecked where `node_pools` is None), and the EFA pools' live EC2NodeClasses
-    (unchecked where `node_classes` is None)."""
-    if not config.uses_karpenter:
+    (unchecked where `node_classes` is None). On EKS Auto Mode, whose Karpenter is AWS's, only
+    the NodePools' checks: its NodePools are `karpenter.sh/v1` ones too."""
+    if not config.uses_node_pools:
         return []
+    findings = []
+    if config.uses_karpenter:
+        findings += _controller_findings(config, cluster, iam, crds, mark, deployments, eks)
+        if cluster is not None and eks is not None and not config.karpenter_installed:
+            findings.append(node_role_access_finding(config, cluster, eks, config_maps))
+    if node_pools is not None:
+        node_pools = cache(node_pools)
+        findings.append(weight_finding(config, node_pools))
+        clash = name_clash_finding(config, node_pools)
+        if clash is not None:
+            findings.append(clash)
+    if node_classes is not None:
+        findings += efa_layout_findings(config, node_classes)
+    return findings
+
+
+def _controller_findings(
+    config: StackConfig,
+    cluster: Mapping[str, Any] | None,
+    iam: Any,
+    crds: CustomResourceDefinitions | None,
+    mark: str,
+    deployments: Deployments | None,
+    eks: Any,
+) -> list[Finding]:
+    """The findings of the Karpenter the stack installs or relies on: what EKS Auto Mode runs
+    itself."""
     findings = []
     if cluster is not None and config.karpenter_installed:
         findings.append(authentication_mode_finding(config, cluster))
@@ -114,15 +144,6 @@ def karpenter_findings(
     if cluster is not None and eks is not None and not config.karpenter_installed:
         account = _service_account(config, deployments)
         findings.append(controller_permissions_finding(config, cluster, eks, iam, account))
-        findings.append(node_role_access_finding(config, cluster, eks, config_maps))
-    if node_pools is not None:
-        node_pools = cache(node_pools)
-        findings.append(weight_finding(config, node_pools))
-        clash = name_clash_finding(config, node_pools)
-        if clash is not None:
-            findings.append(clash)
-    if node_classes is not None:
-        findings += efa_layout_findings(config, node_classes)
     return findings
 
 
@@ -132,25 +153,51 @@ def name_clash_finding(config: StackConfig, node_pools: NodePools) -> Finding | 
     with AlreadyExists part-way through `up` (pulumi-kubernetes creates, it does not adopt), or,
     where upserts are turned on, takes the other NodePool over and deletes it on `destroy`. None
     where there is none, or the NodePools cannot be read (`weight_finding` says so)."""
+    return _clash(config, node_pools, ("NodePool", "NodePools"), _named)
+
+
+def node_class_clash_finding(config: StackConfig, node_classes: NodeClasses) -> Finding | None:
+    """An EKS Auto Mode NodeClass of the cluster named like one of the pools but not the
+    platform's (it lacks the pool's `gpu-platform.io/pool` label), as `name_clash_finding` for
+    the NodeClass each pool gets. None where there is none, or the NodeClasses cannot be read."""
+    return _clash(
+        config,
+        node_classes,
+        ("NodeClass", "NodeClasses"),
+        lambda node_class: (
+            (node_class.get("metadata") or {}).get("name", ""),
+            (node_class.get("metadata") or {}).get("labels") or {},
+        ),
+    )
+
+
+def _clash(
+    config: StackConfig,
+    read: Callable[[], Sequence[Mapping[str, Any]]],
+    kind: tuple[str, str],
+    named: Callable[[Mapping[str, Any]], tuple[str, Mapping[str, str]]],
+) -> Finding | None:
+    """The objects of `kind` (singular, plural) that `read` gives, named like a pool but without
+    its label."""
     try:
-        found = node_pools()
+        found = read()
     except (requests.RequestException, BotoCoreError):
         return None
     ours = {p.name for p in config.pools}
     foreign = sorted(
         name
-        for name, labels in (_named(pool) for pool in found)
+        for name, labels in (named(obj) for obj in found)
         if name in ours and labels.get(POOL_LABEL) != name
     )
     if not foreign:
         return None
     return Finding(
         "blocking",
-        f"cluster {config.cluster.name} NodePool names",
-        "The cluster has NodePools of another installation named like the pools:"
+        f"cluster {config.cluster.name} {kind[0]} names",
+        f"The cluster has {kind[1]} of another installation named like the pools:"
         f" {', '.join(foreign)}. pulumi up would fail creating the pools' own, or take those"
         " over.",
-        f"Rename the pools ({key_path('pools')}[].name), or the other NodePools.",
+        f"Rename the pools ({key_path('pools')}[].name), or the other {kind[1]}.",
     )
 
 
@@ -181,10 +228,14 @@ def weight_finding(config: StackConfig, node_pools: NodePools) -> Finding:
             f"Check that every NodePool without the GPU taint has a weight above {highest}"
             " (kubectl get nodepools -o yaml).",
         )
+    # Auto Mode's built-in NodePools are EKS's, made from `computeConfig.nodePools`, and their
+    # weight is not published: the GPU taint is what keeps pods off the GPU pools there, and a
+    # pod that tolerates every taint has chosen any node (docs/eks-auto-mode.md).
+    theirs = set(AUTO_MODE_BUILT_IN_NODE_POOLS) if config.uses_auto_mode else set()
     outranked = sorted(
         f"{name} (weight {weight})"
         for name, weight, taints in (_weighed(pool) for pool in found)
-        if name not in ours and GPU_TAINT_KEY not in taints and weight <= highest
+        if name not in ours | theirs and GPU_TAINT_KEY not in taints and weight <= highest
     )
     if outranked:
         return Finding(
@@ -242,6 +293,17 @@ def eks_node_classes(
     """Every `karpenter.k8s.aws/v1` EC2NodeClass of the EKS cluster; none where it has no such
     CRD."""
     return _eks_list(session, region, cluster, http, "/apis/karpenter.k8s.aws/v1/ec2nodeclasses")
+
+
+def eks_auto_mode_node_classes(
+    session: boto3.Session,
+    region: str,
+    cluster: Mapping[str, Any],
+    http: requests.Session | None = None,
+) -> NodeClasses:
+    """Every `eks.amazonaws.com/v1` NodeClass of the EKS cluster (EKS Auto Mode's); none where it
+    has no such CRD."""
+    return _eks_list(session, region, cluster, http, f"/apis/{NODE_CLASS_API_VERSION}/nodeclasses")
 
 
 def _eks_list(

@@ -9,6 +9,14 @@ document knows these kinds, so nothing else checks them. `derive.py` reads the C
 version installs and writes one JSON file per CRD beside this file
 (`<chart>-<version>-<crd name>.json`: group, kind, scope and each served version's schema);
 `validation_errors` checks an object against them, refusing unknown fields as well.
+
+EKS Auto Mode's NodeClass (`eks.amazonaws.com/v1`) is the exception: AWS installs its CRD in
+the cluster and publishes it nowhere, so `eks-auto-mode-docs-nodeclasses.eks.amazonaws.com.json`
+is written by hand from the fields, ranges and required fields the EKS user guide lists
+(awsdocs/amazon-eks-user-guide `latest/ug/automode/create-node-class.adoc`, "Node Class
+Specification", and `auto-odcr.adoc` for `capacityReservationSelectorTerms`). Compare it with
+`kubectl get crd nodeclasses.eks.amazonaws.com -o yaml` of an Auto Mode cluster when AWS adds
+fields.
 """
 
 import json

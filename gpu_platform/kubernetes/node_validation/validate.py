@@ -347,8 +347,6 @@ def config(env: Mapping[str, str]) -> Config:
             raise ValueError(f"{name}={value!r} is negative")
         return parsed
 
-    if not env.get("DRIVER_VERSION"):
-        raise ValueError("DRIVER_VERSION is required: the pool's pinned NVIDIA driver version")
     level = env.get("DCGM_DIAG_LEVEL", "1")
     if level not in DIAG_LEVELS:
         raise ValueError(f"DCGM_DIAG_LEVEL={level!r}: allowed are {', '.join(DIAG_LEVELS)}")
@@ -356,12 +354,17 @@ def config(env: Mapping[str, str]) -> Config:
     unknown = sorted(skip - set(CHECKS))
     if unknown:
         raise ValueError(f"SKIP_CHECKS names {', '.join(unknown)}: allowed are {', '.join(CHECKS)}")
+    if not env.get("DRIVER_VERSION") and "driver" not in skip:
+        raise ValueError(
+            "DRIVER_VERSION is required unless SKIP_CHECKS names driver: the pool's pinned NVIDIA"
+            " driver version"
+        )
     share = number("BUSBW_SHARE", float, str(DEFAULT_BUSBW_SHARE))
     if share > 1:
         raise ValueError(f"BUSBW_SHARE={share:g}: a share of the expected bandwidth, 0 to 1")
     return Config(
         gpus=number("EXPECTED_GPUS", int, ""),
-        driver=env["DRIVER_VERSION"],
+        driver=env.get("DRIVER_VERSION", ""),
         nvlinks=number("EXPECTED_NVLINKS", int),
         diag_level=level,
         busbw_gbps=number("EXPECTED_BUSBW_GBPS", float),

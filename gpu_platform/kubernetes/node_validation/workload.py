@@ -146,6 +146,9 @@ def skipped_checks(pool: ResolvedPool) -> list[str]:
     skipped: list[str] = list(pool.spec.validation.skip_checks)
     if isinstance(pool.spec.sharing, MigSharing) and "nvlink" not in skipped:
         skipped.append("nvlink")
+    # EKS Auto Mode chooses its nodes' driver: there is no pinned version to hold them to.
+    if pool.driver is None and "driver" not in skipped:
+        skipped.append("driver")
     return skipped
 
 
@@ -203,13 +206,11 @@ def validator_env(
     """The validator's configuration (`validate.config`) and the reporter's, from the pool;
     `fails_open`: a node validated again after an in-place driver upgrade keeps serving if it
     fails (`report.fails_open`)."""
-    if pool.driver is None:
-        raise ValueError(f"pool {pool.spec.name} has no NVIDIA driver to validate against")
     validation = pool.spec.validation
     plain = {
         "EXPECTED_GPUS": pool.gpu.count,
         "BY_INSTANCE_TYPE": json.dumps(by_instance_type(pool, hardware), sort_keys=True),
-        "DRIVER_VERSION": pool.driver.version,
+        "DRIVER_VERSION": pool.driver.version if pool.driver else "",
         "EXPECTED_NVLINKS": expected_nvlinks(pool.gpu.accelerator, pool.gpu.count),
         "DCGM_DIAG_LEVEL": validation.dcgm_diag_level,
         "EXPECTED_BUSBW_GBPS": expected_bus_bandwidth(pool),

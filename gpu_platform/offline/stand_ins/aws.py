@@ -212,6 +212,15 @@ def _described(args: dict[str, Any]) -> dict[str, Any]:
             "endpointPublicAccess": False,
             "publicAccessCidrs": [],
         },
+        # EKS Auto Mode's compute on, with the node role its built-in node pools get: what a
+        # stack of `provisioner: eks-auto-mode` needs; the others read nothing of it.
+        "computeConfigs": [
+            {
+                "enabled": True,
+                "nodePools": ["general-purpose", "system"],
+                "nodeRoleArn": f"arn:aws:iam::{STAND_IN_ACCOUNT}:role/{name}-auto-mode-node",
+            }
+        ],
         "tags": {},
     }
 

@@ -258,9 +258,8 @@ def test_unknown_stack_exits_2_listing_the_stack_files(invoke) -> None:
 
     assert result.exit_code == EXIT_CONFIG_ERROR
     assert "Pulumi.nope.yaml" in result.output
-    assert "the stacks there: dev, dra-dev, eks-new, gke-dev, gke-new, karpenter-dev, prod" in (
-        result.output
-    )
+    stacks = "auto-dev, dev, dra-dev, eks-new, gke-dev, gke-new, karpenter-dev, prod"
+    assert f"the stacks there: {stacks}\n" in result.output
 
 
 def test_config_text_is_printed_as_written_never_as_markup_or_emoji(
@@ -312,6 +311,15 @@ def test_plan_shows_each_gke_ubuntu_pools_own_driver(invoke, gke_config, stack_f
         " by giving l4-shared the canary's version"
     ) in result.output
     assert "kubernetes:nvidia.com/v1alpha1:NVIDIADriver gpu-operator-driver-l4-canary" in (
+        result.output
+    )
+
+
+def test_plan_shows_an_auto_mode_pools_driver_is_its_node_images(invoke) -> None:
+    result = invoke("auto-dev")
+
+    assert result.exit_code == 0, result.output
+    assert "  l40s: NVIDIA driver not pinned: the node image's own, unknown to the plan\n" in (
         result.output
     )
 

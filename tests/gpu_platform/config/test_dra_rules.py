@@ -99,6 +99,20 @@ def test_a_dra_pool_where_it_cannot_run_is_refused_by_key(
     assert found[f"gpu-platform:{key}"][1].startswith(begins)
 
 
+def test_a_dra_pool_on_eks_auto_mode_is_refused_by_key() -> None:
+    config = dra(min=0, aws={})
+    config["provisioner"] = "eks-auto-mode"
+
+    assert problems(config) == {
+        "gpu-platform:pools[0].allocation": (
+            "dra",
+            "device-plugin, or no value, with provisioner eks-auto-mode: Auto Mode's nodes run"
+            " AWS's own NVIDIA device plugin, and NVIDIA's DRA driver installed by the platform"
+            " would be a second one on the same GPUs (docs/eks-auto-mode.md)",
+        )
+    }
+
+
 def test_a_dra_pool_on_gke_is_refused_by_key() -> None:
     config = {
         "cloud": "gcp",

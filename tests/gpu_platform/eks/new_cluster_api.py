@@ -209,10 +209,21 @@ def _cluster(r: PlannedResource) -> Iterator[Request]:
             "enabledClusterLogTypes",
             "deletionProtection",
             "upgradePolicy",
+            "computeConfig",
+            "kubernetesNetworkConfig",
+            "storageConfig",
             "tags",
         },
     )
     encryption = i["encryptionConfig"]
+    # EKS Auto Mode's settings, sent as they are named (terraform-provider-aws
+    # internal/service/eks/cluster.go: `computeConfig`, `kubernetesNetworkConfig`,
+    # `storageConfig` of CreateClusterInput).
+    auto_mode: dict[str, Any] = {
+        key: i[key]
+        for key in ("computeConfig", "kubernetesNetworkConfig", "storageConfig")
+        if key in i
+    }
     yield (
         "eks",
         "CreateCluster",
@@ -232,6 +243,7 @@ def _cluster(r: PlannedResource) -> Iterator[Request]:
             "deletionProtection": i["deletionProtection"],
             "upgradePolicy": i["upgradePolicy"],
             "tags": i.get("tags", {}),
+            **auto_mode,
         },
     )
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from gpu_platform.eks.new_cluster.addon_pins import CORE_ADDONS
+from gpu_platform.offline.plan import read_policy_config
 from gpu_platform.offline.program import Plan, PlannedResource, run_program
 from gpu_platform.stack_files import stack_config
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
@@ -37,6 +38,8 @@ KMS_KEY = "aws:kms/key:Key"
 ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+ROLE = "aws:iam/role:Role"
+ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 # One AL2023 NVIDIA release of each supported minor whose driver the platform knows
 # (gpu_platform/driver_tables/al2023-nvidia.json).
 AL2023_RELEASES = {
@@ -90,11 +93,18 @@ def on_karpenter(config: Config) -> None:
     config["gpu-platform:provisioner"] = "karpenter"
 
 
+def on_auto_mode(config: Config) -> None:
+    """EKS Auto Mode turned on at creation: its own AMIs, so no pinned release."""
+    config["gpu-platform:provisioner"] = "eks-auto-mode"
+    del config["gpu-platform:pools"][0]["aws"]["amiReleaseVersion"]
+
+
 VARIANTS: dict[str, Callable[[Config], None]] = {
     **{f"kubernetes {v}": on_version(v) for v in SUPPORTED_KUBERNETES_VERSIONS},
     "private endpoint": private_endpoint,
     "protected": protected,
     "karpenter": on_karpenter,
+    "auto mode": on_auto_mode,
 }
 
 
@@ -141,7 +151,9 @@ def test_every_aws_object_is_a_request_the_api_accepts(
         checked.add(resource.type)
     # The private endpoint's variant goes into existing subnets.
     network = set() if variant == "private endpoint" else {SUBNET, NAT, VPC_ENDPOINT}
-    assert {CLUSTER, NODE_GROUP, ADDON, KMS_KEY, ACCESS_ENTRY, SECURITY_GROUP, *network} <= checked
+    # Auto Mode's cluster has neither a system node group nor add-ons.
+    nodes = {ROLE} if variant == "auto mode" else {NODE_GROUP, ADDON}
+    assert {CLUSTER, KMS_KEY, ACCESS_ENTRY, SECURITY_GROUP, *nodes, *network} <= checked
 
 
 # --- Nodes only in private subnets -------------------------------------------------------------
@@ -573,3 +585,127 @@ def test_gpu_pools_are_those_of_the_same_stack_on_an_existing_cluster(plan: Plan
         return {k: v for k, v in group.items() if k != "subnetIds"}, template
 
     assert gpu_pool(plan) == gpu_pool(existing)
+
+
+# --- EKS Auto Mode turned on at creation -------------------------------------------------------
+
+AUTO_MODE_NODE_ROLE = "ml-new.auto-mode-nodes"
+# The EKS user guide, automode-get-started-cli.adoc ("IAM Roles for EKS Auto Mode Clusters"):
+# the cluster role's policies, and the node role's.
+AUTO_MODE_CLUSTER_POLICIES = {
+    "arn:aws:iam::aws:policy/AmazonEKSClusterPolicy",
+    "arn:aws:iam::aws:policy/AmazonEKSComputePolicy",
+    "arn:aws:iam::aws:policy/AmazonEKSBlockStoragePolicy",
+    "arn:aws:iam::aws:policy/AmazonEKSLoadBalancingPolicy",
+    "arn:aws:iam::aws:policy/AmazonEKSNetworkingPolicy",
+}
+AUTO_MODE_NODE_POLICIES = {
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodeMinimalPolicy",
+    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
+}
+
+
+def attached(plan: Plan, role: str) -> set[str]:
+    return {r.inputs["policyArn"] for r in plan.of_type(ATTACHMENT) if r.inputs["role"] == role}
+
+
+def test_auto_mode_turns_compute_storage_and_load_balancing_on_together(
+    plans: dict[str, Plan],
+) -> None:
+    # auto-enable-existing.adoc: "The compute, block storage, and load balancing capabilities
+    # must all be enabled or disabled in the same request"; set-builtin-node-pools.adoc: the
+    # built-in `general-purpose` pool has no taint, and the platform's own pods run there.
+    cluster = only(plans["auto mode"], CLUSTER).inputs
+
+    assert cluster["computeConfig"] == {
+        "enabled": True,
+        "nodePools": ["general-purpose"],
+        "nodeRoleArn": f"arn:aws:iam::123456789012:role/{AUTO_MODE_NODE_ROLE}",
+    }
+    assert cluster["kubernetesNetworkConfig"] == {"elasticLoadBalancing": {"enabled": True}}
+    assert cluster["storageConfig"] == {"blockStorage": {"enabled": True}}
+    assert cluster["accessConfig"]["authenticationMode"] == "API"
+    assert cluster["bootstrapSelfManagedAddons"] is False
+
+
+def test_without_auto_mode_the_cluster_has_none_of_its_settings(plan: Plan) -> None:
+    cluster = only(plan, CLUSTER).inputs
+
+    assert {"computeConfig", "kubernetesNetworkConfig", "storageConfig"} & set(cluster) == set()
+    assert attached(plan, "ml-new.cluster") == {"arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"}
+
+
+def test_auto_modes_roles_have_the_policies_aws_documents(plans: dict[str, Plan]) -> None:
+    plan = plans["auto mode"]
+    [node_role] = [r for r in plan.of_type(ROLE) if r.inputs["name"] == AUTO_MODE_NODE_ROLE]
+
+    assert attached(plan, "ml-new.cluster") == AUTO_MODE_CLUSTER_POLICIES
+    assert attached(plan, AUTO_MODE_NODE_ROLE) == AUTO_MODE_NODE_POLICIES
+    assert json.loads(node_role.inputs["assumeRolePolicy"])["Statement"] == [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "ec2.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+        }
+    ]
+    # Both policies' actions (Pod Identity's AssumeRoleForPodIdentity, ECR pulls) are within the
+    # platform's boundary (docs/iam/eks-permissions-boundary.json, statement `Read`).
+    assert node_role.inputs["permissionsBoundary"] == (
+        "arn:aws:iam::123456789012:policy/gpu-platform-permissions-boundary"
+    )
+
+
+def test_the_cluster_waits_for_its_roles_auto_mode_policies(plans: dict[str, Plan]) -> None:
+    # Created before the cluster and deleted after it, as its AmazonEKSClusterPolicy is: EKS
+    # needs them to clean up the instances, volumes and load balancers Auto Mode made, and
+    # Auto Mode's nodes theirs until the cluster is gone.
+    plan = plans["auto mode"]
+    policies = {
+        r.urn
+        for r in plan.of_type(ATTACHMENT)
+        if r.inputs["role"] in ("ml-new.cluster", AUTO_MODE_NODE_ROLE)
+    }
+
+    assert len(policies) == 7
+    assert policies <= set(only(plan, CLUSTER).dependencies)
+
+
+def test_an_auto_mode_cluster_installs_no_node_group_add_on_or_cni_role(
+    plans: dict[str, Plan],
+) -> None:
+    # automode.adoc, "Managed Components" and "Identity and Access Management": Pod IP
+    # addresses, local DNS and EBS CSI storage are Auto Mode's, and no Pod Identity agent is
+    # needed.
+    plan = plans["auto mode"]
+
+    assert plan.of_type(NODE_GROUP) == plan.of_type(ADDON) == []
+    assert [r.inputs["name"] for r in plan.of_type(ROLE)] == [
+        "ml-new.auto-mode-nodes",
+        "ml-new.cluster",
+    ]
+
+
+def test_auto_mode_pools_run_as_the_created_node_role(plans: dict[str, Plan]) -> None:
+    [node_class] = plans["auto mode"].of_type("kubernetes:eks.amazonaws.com/v1:NodeClass")
+
+    assert node_class.inputs["spec"]["role"] == AUTO_MODE_NODE_ROLE
+
+
+def test_a_created_auto_mode_cluster_plans_with_no_mandatory_violation(
+    plans: dict[str, Plan], analyze_plan: Callable[..., list[Any]]
+) -> None:
+    config = read_policy_config(PROJECT.directory / "policy-config", "eks-new", None)
+
+    verdicts = analyze_plan(plans["auto mode"].resources, config=config)
+
+    assert [v for v in verdicts if v.mandatory] == []
+
+
+def test_a_created_auto_mode_cluster_enforces_network_policies(plans: dict[str, Plan]) -> None:
+    # The vpc-cni add-on's enableNetworkPolicy is gone with the add-on; Auto Mode enforces
+    # NetworkPolicies once this ConfigMap key is "true" (awsdocs/amazon-eks-user-guide
+    # latest/ug/automode/auto-net-pol.adoc, "Step 1: Enable Network Policy Controller").
+    [patch] = plans["auto mode"].of_type("kubernetes:core/v1:ConfigMapPatch")
+
+    assert patch.inputs["metadata"] == {"name": "amazon-vpc-cni", "namespace": "kube-system"}
+    assert patch.inputs["data"] == {"enable-network-policy-controller": "true"}

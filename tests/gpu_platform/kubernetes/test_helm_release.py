@@ -27,7 +27,8 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 # have at their `max`, at most 3600 s (gpu_platform/kubernetes/helm_release.py):
 # - gpu-operator: 900 s + node-feature-discovery's worker on every GPU node: dev 3 (t4-shared),
 #   dra-dev 3 (l4), prod 5 (h100-training 2, a100-inference 2, a100-canary 1), gke-dev 3
-#   (l4-shared), karpenter-dev 9 (h100-block 2, l4-reserved 2, t4-spot 3, l4-on-demand 2);
+#   (l4-shared), karpenter-dev 9 (h100-block 2, l4-reserved 2, t4-spot 3, l4-on-demand 2),
+#   auto-dev 4 (l4-reserved 2, l40s 2);
 # - aws-efa-k8s-device-plugin: 300 s + its DaemonSet on the EFA pools' nodes: prod 2
 #   (h100-training), karpenter-dev 2 (h100-block);
 # - kube-prometheus-stack: 900 s + node-exporter on every GPU node: gke-dev 3, eks-new 2 (l4),
@@ -36,6 +37,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 # - nvidia-dra-driver-gpu: 300 s + its kubelet plugin on the DRA pools' nodes: dra-dev 3 (l4).
 RELEASES = {
     "dev": {"gpu-operator": 915, "cluster-autoscaler": 300, "kueue": 300},
+    "auto-dev": {"gpu-operator": 920},
     "eks-new": {"gpu-operator": 910, "cluster-autoscaler": 300, "kube-prometheus-stack": 910},
     "dra-dev": {
         "gpu-operator": 915,

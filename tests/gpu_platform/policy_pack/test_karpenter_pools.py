@@ -466,6 +466,23 @@ def test_a_gpu_nodepool_that_expires_its_nodes_is_reported(analyze: Analyze) -> 
     )
 
 
+def auto_mode_gpu_node_pool(expire_after: str) -> Any:
+    pool = user_written_gpu_node_pool()
+    template = pool.inputs["spec"]["template"]["spec"]
+    template["nodeClassRef"] = {"group": "eks.amazonaws.com", "kind": "NodeClass", "name": "gpu"}
+    template["expireAfter"] = expire_after
+    return pool
+
+
+def test_an_auto_mode_gpu_nodepool_may_keep_its_nodes_as_long_as_auto_mode_allows(
+    analyze: Analyze,
+) -> None:
+    # EKS user guide, automode/automode.adoc: Auto Mode nodes live at most 21 days.
+    assert messages(analyze(auto_mode_gpu_node_pool("504h")), "karpenter-gpu-pool-disruption") == []
+    (message,) = messages(analyze(auto_mode_gpu_node_pool("168h")), "karpenter-gpu-pool-disruption")
+    assert message.endswith('Fix: set it to "504h", the longest EKS Auto Mode allows.')
+
+
 @pytest.mark.parametrize("policy", [None, "WhenEmptyOrUnderutilized", "Balanced"])
 def test_a_gpu_nodepool_that_consolidates_busy_nodes_is_reported(
     analyze: Analyze, policy: str | None

@@ -68,7 +68,14 @@ def aws() -> Iterator[AwsClients]:
         # test_preflight_karpenter.py, and so are its NodePools; the tenant namespaces in
         # test_queue_changes.py.
         clients = AwsClients.for_region(REGION, Deadline(30), Calls(), with_iam=True)
-        yield replace(clients, crds=None, node_pools=None, node_classes=None, kube=None)
+        yield replace(
+            clients,
+            crds=None,
+            node_pools=None,
+            node_classes=None,
+            kube=None,
+            auto_mode_node_classes=None,
+        )
 
 
 @pytest.fixture

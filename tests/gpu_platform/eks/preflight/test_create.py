@@ -197,6 +197,27 @@ def test_an_account_ready_for_the_cluster_blocks_nothing(
     assert {f"quota {code}" for _, code, _ in CREATION_QUOTAS} <= set(subjects)
 
 
+def on_auto_mode(config: Config) -> None:
+    config["gpu-platform:provisioner"] = "eks-auto-mode"
+    del config["gpu-platform:pools"][0]["aws"]["amiReleaseVersion"]
+
+
+def test_an_auto_mode_cluster_to_create_needs_no_system_nodes_or_add_ons(
+    aws: AwsClients,
+    quotas: Stubber,
+) -> None:
+    # Auto Mode runs the nodes' networking, DNS, storage driver and Pod Identity agent itself,
+    # and the platform's pods on its general-purpose NodePool (automode.adoc): no add-on pin
+    # to check, and no system node group's Standard vCPUs asked of the quota.
+    account(aws, quotas, [q for q in CREATION_QUOTAS if q[1] != "L-1216C47A"])
+
+    findings = preflight_eks.preflight(stack(on_auto_mode), aws)
+
+    assert [f for f in findings if f.severity != "ok"] == []
+    assert not [f for f in findings if f.subject.startswith("add-on ")]
+    assert "quota L-1216C47A" not in by_subject(findings)
+
+
 def test_a_full_vpc_quota_blocks_with_the_request_that_raises_it(
     aws: AwsClients,
     quotas: Stubber,

@@ -313,6 +313,13 @@ def test_bad_configuration_exits_2_naming_the_variable(
     assert ran == []
 
 
+def test_a_node_whose_driver_no_one_pinned_skips_only_the_driver_check() -> None:
+    # An EKS Auto Mode pool's: Auto Mode chooses the driver (workload.skipped_checks).
+    cfg = validate.config(env(DRIVER_VERSION="", SKIP_CHECKS="driver"))
+    assert (cfg.driver, cfg.skip) == ("", frozenset({"driver"}))
+    assert "driver" not in [name for name, _ in validate.checks(cfg)]
+
+
 def test_nvlink_expectations_name_known_nvlinked_accelerators() -> None:
     # The T4, L4, A10G and L40S have no NVLink (NVIDIA's datasheets): no entry, no check.
     assert set(NVLINK_LINKS) <= set(ACCELERATORS)

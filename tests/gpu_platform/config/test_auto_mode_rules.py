@@ -1,0 +1,170 @@
+"""Config validation of `provisioner: eks-auto-mode`: an EKS setting whose pools are NodePools of
+Auto Mode's own Karpenter, on its own AMIs with its own NVIDIA device plugin, so that what Auto
+Mode runs itself is refused by key, with the value found and what is allowed. The facts are the
+EKS user guide's Auto Mode pages (awsdocs/amazon-eks-user-guide, latest/ug/automode/)."""
+
+import copy
+from typing import Any
+
+import pytest
+
+from gpu_platform.config import ConfigError, load_stack_config
+
+Config = dict[str, Any]
+
+AUTO_MODE: Config = {
+    "cloud": "aws",
+    "cluster": {"name": "ml", "region": "us-east-1"},
+    "provisioner": "eks-auto-mode",
+    "pools": [{"name": "l4", "instanceTypes": ["g6.xlarge"], "max": 2}],
+    "namespaces": [{"name": "ml-sandbox", "gpuQuota": 4}],
+}
+GKE: Config = {
+    "cloud": "gcp",
+    "cluster": {"name": "ml", "project": "p", "location": "us-central1"},
+    "pools": [{"name": "l4", "instanceTypes": ["g2-standard-8"], "max": 2}],
+}
+REFUSED = "no value with provisioner eks-auto-mode"
+
+
+def auto_mode(**changes: Any) -> Config:
+    return {**copy.deepcopy(AUTO_MODE), **changes}
+
+
+def with_pool(**fields: Any) -> Config:
+    config = auto_mode()
+    config["pools"][0].update(fields)
+    return config
+
+
+def with_cluster(**fields: Any) -> Config:
+    config = auto_mode()
+    config["cluster"].update(fields)
+    return config
+
+
+def problems(raw: Config) -> dict[str, str]:
+    with pytest.raises(ConfigError) as error:
+        load_stack_config(raw)
+    return {p.path: p.expected for p in error.value.problems}
+
+
+BAD = [
+    ("on GKE", {**GKE, "provisioner": "eks-auto-mode"}, "provisioner", "when cloud is gcp"),
+    ("AL2023 nodes", with_cluster(nodeImage="al2023"), "cluster.nodeImage", "bottlerocket or"),
+    (
+        "a created cluster's system nodes",
+        with_cluster(create={"kubernetesVersion": "1.35", "aws": {"systemNodes": {"max": 3}}}),
+        "cluster.create.aws.systemNodes",
+        REFUSED,
+    ),
+    (
+        "a created cluster's VPC CNI configuration",
+        with_cluster(
+            create={
+                "kubernetesVersion": "1.35",
+                "aws": {"vpcCniConfiguration": {"env": {"ENABLE_PREFIX_DELEGATION": "true"}}},
+            }
+        ),
+        "cluster.create.aws.vpcCniConfiguration",
+        REFUSED,
+    ),
+    ("the VPC CNI's role", with_cluster(vpcCniRole=True), "cluster.vpcCniRole", REFUSED),
+    (
+        "the node monitoring agent",
+        with_cluster(nodeMonitoringAgentVersion="v1.4.0-eksbuild.1"),
+        "cluster.nodeMonitoringAgentVersion",
+        REFUSED,
+    ),
+    (
+        "autoscaler settings",
+        auto_mode(autoscaler={"install": False}),
+        "autoscaler.install",
+        REFUSED,
+    ),
+    (
+        "karpenter settings",
+        auto_mode(karpenter={"install": False}),
+        "karpenter.install",
+        "no value with provisioner eks-auto-mode, which runs its own Karpenter",
+    ),
+    ("a minimum", with_pool(min=1), "pools[0].min", "0 with provisioner eks-auto-mode"),
+    (
+        "time-slicing",
+        with_pool(sharing={"mode": "time-slicing", "replicas": 4}),
+        "pools[0].sharing.mode",
+        "exclusive with provisioner eks-auto-mode",
+    ),
+    (
+        "MIG",
+        with_pool(instanceTypes=["p4d.24xlarge"], sharing={"mode": "mig", "profile": "all-1g.5gb"}),
+        "pools[0].sharing.mode",
+        "exclusive with provisioner eks-auto-mode",
+    ),
+    ("a built-in pool's name", with_pool(name="general-purpose"), "pools[0].name", "other than"),
+    ("the built-in class's name", with_pool(name="default"), "pools[0].name", "other than"),
+    (
+        "a pinned AMI",
+        with_pool(aws={"amiReleaseVersion": "1.54.0-0d4a7f31"}),
+        "pools[0].aws.amiReleaseVersion",
+        REFUSED,
+    ),
+    ("EFA", with_pool(aws={"efa": True}), "pools[0].aws.efa", REFUSED),
+    ("node repair", with_pool(aws={"nodeRepair": True}), "pools[0].aws.nodeRepair", REFUSED),
+    (
+        "a node role",
+        with_pool(aws={"nodeRoleArn": "arn:aws:iam::123456789012:role/n"}),
+        "pools[0].aws.nodeRoleArn",
+        REFUSED,
+    ),
+    (
+        "a resource group of reservations",
+        with_pool(
+            capacity="reserved",
+            aws={
+                "capacityReservationResourceGroupArn": (
+                    "arn:aws:resource-groups:us-east-1:123456789012:group/gpus"
+                )
+            },
+        ),
+        "pools[0].aws.capacityReservationResourceGroupArn",
+        REFUSED,
+    ),
+]
+
+
+@pytest.mark.parametrize(("raw", "path", "allowed"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_what_auto_mode_runs_itself_is_refused_by_key(raw: Config, path: str, allowed: str) -> None:
+    found = problems(raw)
+    assert allowed in found[f"gpu-platform:{path}"], found
+
+
+def test_an_auto_mode_stack_of_exclusive_pools_kept_at_zero_is_valid() -> None:
+    config = load_stack_config(
+        {
+            **with_pool(aws={"consolidateAfterMinutes": 30, "emptyNodesBudgetPercent": 50}),
+            "karpenter": {"consolidateAfterMinutes": 5, "terminationGracePeriodHours": 48},
+        }
+    )
+    assert (config.uses_auto_mode, config.uses_node_pools, config.uses_karpenter) == (
+        True,
+        True,
+        False,
+    )
+    # Auto Mode's nodes run Bottlerocket (EKS user guide, automode/auto-mng.adoc: "Can run AWS
+    # Bottlerocket: Yes - Required"), whatever nodeImage says, which may only say so.
+    assert config.node_image == "bottlerocket"
+    assert load_stack_config(with_cluster(nodeImage="bottlerocket")).node_image == "bottlerocket"
+
+
+def test_auto_mode_pools_may_take_sizes_by_family_and_reservations_by_id() -> None:
+    load_stack_config(
+        with_pool(instanceTypes=[], accelerator="l4", aws={"instanceFamilies": ["g6"]})
+    )
+    load_stack_config(
+        with_pool(
+            capacity="capacity-block",
+            zones=["us-east-1a"],
+            aws={"capacityReservationId": "cr-0123456789abcdef0"},
+        )
+    )

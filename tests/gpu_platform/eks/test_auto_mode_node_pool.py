@@ -1,0 +1,163 @@
+"""A pool on EKS Auto Mode: a `karpenter.sh/v1` NodePool, Karpenter's in everything but what Auto
+Mode names its own (its NodeClass, its labels, its nodes' longest lifetime), and an
+`eks.amazonaws.com/v1` NodeClass of the pool's subnets, disk and reservation. The NodePool is
+checked against the NodePool CRD of the pinned Karpenter (Auto Mode publishes neither its
+Karpenter's version nor its CRDs), the NodeClass against the fields the EKS user guide lists
+(awsdocs/amazon-eks-user-guide latest/ug/automode/create-node-class.adoc, auto-odcr.adoc), the
+schema committed in gpu_platform/kubernetes/crd_schemas/."""
+
+import dataclasses
+import fnmatch
+from typing import Any
+
+import pytest
+
+from gpu_platform.eks.auto_mode.node_pool import (
+    NODE_CLASS_SCHEMA,
+    auto_mode_node_pool_for,
+    node_class_for,
+)
+from gpu_platform.eks.karpenter.node_pool import KarpenterGpuNodePoolArgs, node_pool_for
+from gpu_platform.kubernetes.crd_schemas import validation_errors
+from gpu_platform.versions import KARPENTER_CHART
+from tests.gpu_platform.eks.test_karpenter_node_pool import (
+    CLUSTER,
+    G6_12XLARGE,
+    RESERVATION,
+    SUBNETS,
+    karpenter_args,
+)
+
+ROLE = "ml-dev-auto-mode-node"
+
+
+def auto_mode_args(**fields: Any) -> KarpenterGpuNodePoolArgs:
+    args = karpenter_args("bottlerocket", G6_12XLARGE, name="l4", **fields)
+    return dataclasses.replace(
+        args,
+        placement=dataclasses.replace(args.placement, release_version=None),
+        node_role_name=ROLE,
+    )
+
+
+def requirements(node_pool: dict[str, Any]) -> dict[str, list[str]]:
+    found = node_pool["spec"]["template"]["spec"]["requirements"]
+    return {r["key"]: r["values"] for r in found}
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {
+            "capacity": "reserved",
+            "zones": ["us-east-1a"],
+            "aws": {"capacityReservationId": RESERVATION},
+        },
+    ],
+    ids=["on-demand", "reserved"],
+)
+def test_the_objects_validate_against_the_schemas(fields: dict[str, Any]) -> None:
+    args = auto_mode_args(**fields)
+    assert (
+        validation_errors(auto_mode_node_pool_for(args), "karpenter", KARPENTER_CHART.version) == []
+    )
+    assert validation_errors(node_class_for(args), *NODE_CLASS_SCHEMA) == []
+
+
+def test_the_node_class_schema_refuses_what_the_docs_do_not_list() -> None:
+    node_class = node_class_for(auto_mode_args())
+    node_class["spec"]["amiSelectorTerms"] = [{"alias": "bottlerocket@latest"}]
+    node_class["spec"]["ephemeralStorage"]["iops"] = 20000
+    errors = validation_errors(node_class, *NODE_CLASS_SCHEMA)
+    assert any(e.startswith("spec: Additional properties") for e in errors), errors
+    assert any(e.startswith("spec.ephemeralStorage.iops:") for e in errors), errors
+
+
+def test_the_node_class_carries_the_pools_label_preflight_knows_it_by() -> None:
+    assert node_class_for(auto_mode_args())["metadata"] == {
+        "name": "l4",
+        "labels": {"gpu-platform.io/pool": "l4"},
+    }
+
+
+def test_the_node_pool_launches_with_the_pools_auto_mode_node_class() -> None:
+    spec = auto_mode_node_pool_for(auto_mode_args())["spec"]["template"]["spec"]
+    # create-node-pool.adoc, "Sample NodePool": `group: eks.amazonaws.com, kind: NodeClass`.
+    assert spec["nodeClassRef"] == {"group": "eks.amazonaws.com", "kind": "NodeClass", "name": "l4"}
+
+
+def test_sizes_are_chosen_by_auto_modes_labels_and_nvidia_gpus_only() -> None:
+    args = auto_mode_args(instanceTypes=[], accelerator="l4", aws={"instanceFamilies": ["g6"]})
+    found = requirements(auto_mode_node_pool_for(args))
+    # create-node-pool.adoc, "EKS Auto Mode Supported Labels".
+    assert found["eks.amazonaws.com/instance-family"] == ["g6"]
+    assert found["eks.amazonaws.com/instance-gpu-name"] == ["l4"]
+    assert found["eks.amazonaws.com/instance-gpu-manufacturer"] == ["nvidia"]
+    assert not [key for key in found if key.startswith("karpenter.k8s.aws/")]
+
+
+def test_the_node_pool_is_karpenters_in_all_else() -> None:
+    args = auto_mode_args()
+    auto_mode = auto_mode_node_pool_for(args)["spec"]
+    karpenter = node_pool_for(args)["spec"]
+    for key in ("weight", "limits", "disruption"):
+        assert auto_mode[key] == karpenter[key]
+    for key in ("taints", "terminationGracePeriod"):
+        assert auto_mode["template"]["spec"][key] == karpenter["template"]["spec"][key]
+    assert auto_mode["template"]["metadata"] == karpenter["template"]["metadata"]
+
+
+def test_nodes_live_as_long_as_auto_mode_lets_them() -> None:
+    # automode.adoc: "a maximum lifetime of 21 days (which you can reduce)".
+    spec = auto_mode_node_pool_for(auto_mode_args())["spec"]["template"]["spec"]
+    assert spec["expireAfter"] == "504h"
+
+
+def test_the_node_class_runs_the_auto_mode_role_in_the_pools_subnets() -> None:
+    spec = node_class_for(auto_mode_args(zones=["us-east-1b"]))["spec"]
+    assert spec["role"] == ROLE
+    assert spec["subnetSelectorTerms"] == [{"id": SUBNETS["us-east-1b"]}]
+    assert spec["securityGroupSelectorTerms"] == [{"id": CLUSTER.security_group_id}]
+
+
+def test_the_nodes_ephemeral_storage_is_the_pools_disk() -> None:
+    spec = node_class_for(
+        auto_mode_args(diskSizeGib=500, aws={"volumeIops": 8000, "volumeThroughputMibps": 600})
+    )["spec"]
+    assert spec["ephemeralStorage"] == {"size": "500Gi", "iops": 8000, "throughput": 600}
+
+
+def test_a_reserved_pool_selects_its_reservation_and_others_none() -> None:
+    # auto-odcr.adoc: a NodeClass selects reservations and Capacity Blocks by id.
+    reserved = auto_mode_args(
+        capacity="capacity-block", zones=["us-east-1a"], aws={"capacityReservationId": RESERVATION}
+    )
+    assert node_class_for(reserved)["spec"]["capacityReservationSelectorTerms"] == [
+        {"id": RESERVATION}
+    ]
+    assert requirements(auto_mode_node_pool_for(reserved))["karpenter.sh/capacity-type"] == [
+        "reserved"
+    ]
+    assert "capacityReservationSelectorTerms" not in node_class_for(auto_mode_args())["spec"]
+
+
+# AmazonEKSComputePolicy's `ec2:RunInstances`/`CreateFleet`/`CreateLaunchTemplate` statements
+# allow only these request tag keys (`ForAllValues:StringLike aws:TagKeys`); the EKS user guide
+# says the Auto Mode managed policies permit no user-defined tag (awsdocs/amazon-eks-user-guide
+# latest/ug/automode/auto-learn-iam.adoc, "Custom AWS tags for EKS Auto resources").
+COMPUTE_POLICY_TAG_KEYS = (
+    "eks:eks-cluster-name",
+    "eks:kubernetes-node-class-name",
+    "eks:kubernetes-node-pool-name",
+    "kubernetes.io/cluster/*",
+)
+
+
+@pytest.mark.parametrize("fields", [{}, {"aws": {"capacityReservationId": RESERVATION}}])
+def test_the_node_class_tags_nothing_the_compute_policy_refuses(fields: dict[str, Any]) -> None:
+    tags = node_class_for(auto_mode_args(**fields))["spec"].get("tags", {})
+    refused = [
+        k for k in tags if not any(fnmatch.fnmatchcase(k, p) for p in COMPUTE_POLICY_TAG_KEYS)
+    ]
+    assert refused == []
