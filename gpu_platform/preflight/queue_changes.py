@@ -8,7 +8,8 @@ queued tenants' namespaces only), and is queued after `up` where `queues.enabled
 - Moving in: Kueue manages only the jobs it admits, and the admission policy judges only pods
   created later, so the GPU pods already running there keep their GPUs outside Kueue's
   accounting, while the namespace's ResourceQuota counts them: Kueue may admit a job the quota
-  then refuses in part, until they end. Each such pod is listed (a pod without Kueue's
+  then refuses in part, until they end. And none is replaced: the policy refuses their
+  controllers' new pods (`gpu_platform.kubernetes.queued_pod_policy`). Each such pod is listed (a pod without Kueue's
   `kueue.x-k8s.io/podset` label that asks for an `nvidia.com/` resource, as the admission
   policy tells GPU pods).
 - Moving out: Kueue stops acting on the namespace at once, so a Workload not finished keeps its
@@ -103,9 +104,13 @@ def _moving_in(namespace: TenantNamespaceSpec, pods: Iterable[Mapping[str, Any]]
         f"Its queue comes with this update, but {len(outside)} GPU pod(s) run there that Kueue"
         f" does not manage: {_listed(outside)}. They keep running, their GPUs outside Kueue's"
         " accounting but within the namespace's ResourceQuota, which may then refuse part of"
-        " a job Kueue admits until they end.",
-        "Let them end first, or move GPU services to a tenant namespace with queue.enabled"
-        " false (docs/queues.md).",
+        " a job Kueue admits until they end. None of them can be replaced: once the namespace"
+        " is queued, a new GPU pod without Kueue's admission is refused, so a Deployment or"
+        " StatefulSet outside Kueue loses its pod for good at the next eviction, node loss or"
+        " rollout, and a Job outside Kueue with pods still to run stalls.",
+        "Before this up, let them end, and move GPU services (Deployments, StatefulSets,"
+        " notebooks) to a tenant namespace with queue.enabled false, or keep this one"
+        " unqueued (docs/queues.md).",
     )
 
 

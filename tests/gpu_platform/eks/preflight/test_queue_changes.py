@@ -98,6 +98,26 @@ def test_gpu_pods_running_outside_kueue_are_named_before_the_queue_comes() -> No
     )
 
 
+def test_moving_in_says_the_unqueued_gpu_pods_are_never_replaced() -> None:
+    # Once the namespace has its queue label, the admission policy refuses every new GPU pod
+    # without `kueue.x-k8s.io/podset` (gpu_platform/kubernetes/queued_pod_policy.py), so a
+    # Deployment's or StatefulSet's replacement pod never starts.
+    get = answers({NAMESPACE: namespace(queued=False), PODS: {"items": [pod("serve-0", GPU)]}})
+
+    (finding,) = queue_change_findings(dev(), get)
+
+    assert finding.message.endswith(
+        "None of them can be replaced: once the namespace is queued, a new GPU pod without"
+        " Kueue's admission is refused, so a Deployment or StatefulSet outside Kueue loses its"
+        " pod for good at the next eviction, node loss or rollout, and a Job outside Kueue with"
+        " pods still to run stalls."
+    )
+    assert finding.action.startswith(
+        "Before this up, let them end, and move GPU services (Deployments, StatefulSets,"
+        " notebooks) to a tenant namespace with queue.enabled false, or keep this one unqueued"
+    )
+
+
 def test_a_long_list_names_ten_and_counts_the_rest() -> None:
     pods = [pod(f"serve-{i:02}", GPU) for i in range(12)]
     get = answers({NAMESPACE: namespace(queued=False), PODS: {"items": pods}})
