@@ -57,16 +57,35 @@ def found_or_none(response: requests.Response) -> Mapping[str, Any] | None:
 
 def queue_change_findings(config: StackConfig, get: KubeGet) -> list[Finding]:
     """For each tenant namespace the next `up` moves into or out of the queues, what it leaves
-    outside them; nothing for the others and for namespaces not created yet."""
-    findings = []
+    outside them; nothing for the others and for namespaces not created yet. An API that cannot
+    be reached or refuses the caller is one warning, and the namespaces after it are not read:
+    each read would wait as long again, within the preflight's one deadline."""
+    findings: list[Finding] = []
     for i, namespace in enumerate(config.namespaces):
         try:
             finding = _namespace_finding(config, i, namespace, get)
         except requests.RequestException as error:
+            if _unreachable(error):
+                return [*findings, unread_namespaces(config.namespaces[i:], _failure(error))]
             finding = _cannot_read(namespace, error)
         if finding is not None:
             findings.append(finding)
     return findings
+
+
+def unread_namespaces(namespaces: Sequence[TenantNamespaceSpec], why: str) -> Finding:
+    """One warning for the tenant namespaces preflight could not read, `why` saying what kept
+    it from them."""
+    names = ", ".join(n.name for n in namespaces)
+    return Finding(
+        "warning",
+        "tenant namespaces",
+        f"Cannot read {names} through the cluster's Kubernetes API: {why}. Whether the next up"
+        " moves them into or out of the queues is not checked.",
+        "Run preflight where the cluster's API is reachable, as an identity that may get the"
+        " namespaces and list their pods and Workloads (docs/deploy.md), or check by hand:"
+        " kubectl get pods and kubectl get workloads in each (docs/queues.md).",
+    )
 
 
 def _namespace_finding(
@@ -175,13 +194,27 @@ def _listed(names: Sequence[str]) -> str:
     return ", ".join(names[:NAMED]) + (f" and {rest} more" if rest > 0 else "")
 
 
-def _cannot_read(namespace: TenantNamespaceSpec, error: requests.RequestException) -> Finding:
+def _unreachable(error: requests.RequestException) -> bool:
+    """Whether the error holds for every read: the API not reached in time, or the caller not
+    let in (401) or not allowed (403)."""
     response = getattr(error, "response", None)
-    why = f"answered {response.status_code}" if response is not None else f"failed ({error})"
+    if response is not None:
+        return response.status_code in (401, 403)
+    return isinstance(error, (requests.ConnectionError, requests.Timeout))
+
+
+def _failure(error: requests.RequestException) -> str:
+    response = getattr(error, "response", None)
+    if response is not None:
+        return f"the Kubernetes API answered {response.status_code}"
+    return f"the Kubernetes API failed ({error})"
+
+
+def _cannot_read(namespace: TenantNamespaceSpec, error: requests.RequestException) -> Finding:
     return Finding(
         "warning",
         f"namespace {namespace.name}",
-        f"Cannot read the namespace, its pods or its Workloads: the Kubernetes API {why}.",
+        f"Cannot read the namespace, its pods or its Workloads: {_failure(error)}.",
         "Before an update that turns its queue on or off, check by hand: kubectl get pods and"
         f" kubectl get workloads -n {namespace.name} (docs/queues.md).",
     )

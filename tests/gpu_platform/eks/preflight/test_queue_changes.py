@@ -21,11 +21,14 @@ WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ml-sandbox/workloads"
 SUBJECT = "namespace ml-sandbox"
 
 
-def dev(queues: bool = True, namespace_queue: bool = True) -> StackConfig:
-    """The dev stack (queues on, its one tenant namespace ml-sandbox), as asked."""
+def dev(queues: bool = True, namespace_queue: bool = True, *more: str) -> StackConfig:
+    """The dev stack (queues on, its one tenant namespace ml-sandbox, then namespaces named
+    `more` like it), as asked."""
     values = copy.deepcopy(stack_config("dev"))
     values["gpu-platform:queues"]["enabled"] = queues
     values["gpu-platform:namespaces"][0]["queue"] = {"enabled": namespace_queue}
+    (first,) = values["gpu-platform:namespaces"]
+    values["gpu-platform:namespaces"] += [{**first, "name": name} for name in more]
     return load_stack_config(
         {k.removeprefix("gpu-platform:"): v for k, v in values.items() if k.startswith("gpu-")}
     )
@@ -199,15 +202,97 @@ def test_a_namespace_not_created_yet_has_nothing_running() -> None:
     assert queue_change_findings(dev(), answers({})) == []
 
 
-def test_a_refused_read_is_a_warning_that_says_what_to_check() -> None:
-    def refused(path: str) -> Any:
+def refusing(status: int) -> Any:
+    """A Kubernetes API that answers every read with `status`, counting the reads."""
+    asked: list[str] = []
+
+    def get(path: str) -> Any:
+        asked.append(path)
         response = requests.Response()
-        response.status_code = 403
+        response.status_code = status
         raise requests.HTTPError(response=response)
 
-    (finding,) = queue_change_findings(dev(), refused)
+    get.asked = asked  # type: ignore[attr-defined]
+    return get
 
-    assert finding.severity == "warning"
-    assert finding.message == (
-        "Cannot read the namespace, its pods or its Workloads: the Kubernetes API answered 403."
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_an_api_that_refuses_the_caller_is_one_warning_and_read_once(status: int) -> None:
+    get = refusing(status)
+
+    findings = queue_change_findings(dev(True, True, "ml-research", "ml-prod"), get)
+
+    assert findings == [
+        Finding(
+            "warning",
+            "tenant namespaces",
+            "Cannot read ml-sandbox, ml-research, ml-prod through the cluster's Kubernetes API:"
+            f" the Kubernetes API answered {status}. Whether the next up moves them into or out"
+            " of the queues is not checked.",
+            "Run preflight where the cluster's API is reachable, as an identity that may get"
+            " the namespaces and list their pods and Workloads (docs/deploy.md), or check by"
+            " hand: kubectl get pods and kubectl get workloads in each (docs/queues.md).",
+        )
+    ]
+    assert get.asked == [NAMESPACE]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [requests.ConnectTimeout("timed out"), requests.ConnectionError("refused")],
+    ids=["timeout", "refused"],
+)
+def test_an_unreachable_api_is_read_once(error: requests.RequestException) -> None:
+    asked: list[str] = []
+
+    def unreachable(path: str) -> Any:
+        asked.append(path)
+        raise error
+
+    (finding,) = queue_change_findings(dev(True, True, "ml-research"), unreachable)
+
+    assert (finding.subject, finding.severity) == ("tenant namespaces", "warning")
+    assert finding.message.startswith(
+        f"Cannot read ml-sandbox, ml-research through the cluster's Kubernetes API: the"
+        f" Kubernetes API failed ({error})."
     )
+    assert asked == [NAMESPACE]
+
+
+def test_namespaces_read_before_the_api_refused_keep_their_findings() -> None:
+    # A 403 on the Workloads of the second namespace moving out: the third is not read.
+    asked: list[str] = []
+
+    def get(path: str) -> Any:
+        asked.append(path)
+        if path == "/apis/kueue.x-k8s.io/v1beta2/namespaces/ml-research/workloads":
+            return refusing(403)(path)
+        if path.endswith("/workloads"):
+            return {"items": []}
+        return namespace(queued=True)
+
+    findings = queue_change_findings(dev(False, True, "ml-research", "ml-prod"), get)
+
+    assert [(f.subject, f.severity) for f in findings] == [
+        (SUBJECT, "ok"),
+        ("tenant namespaces", "warning"),
+    ]
+    assert findings[1].message.startswith("Cannot read ml-research, ml-prod through")
+    assert "/api/v1/namespaces/ml-prod" not in asked
+
+
+def test_a_server_error_is_a_warning_for_its_namespace_and_the_others_are_read() -> None:
+    asked: list[str] = []
+
+    def failing(path: str) -> Any:
+        asked.append(path)
+        response = requests.Response()
+        response.status_code = 500
+        raise requests.HTTPError(response=response)
+
+    findings = queue_change_findings(dev(True, True, "ml-research"), failing)
+
+    assert [f.message for f in findings] == [
+        "Cannot read the namespace, its pods or its Workloads: the Kubernetes API answered 500."
+    ] * 2
+    assert asked == [NAMESPACE, "/api/v1/namespaces/ml-research"]
