@@ -88,6 +88,7 @@ def test_gpu_pods_running_outside_kueue_are_named_before_the_queue_comes() -> No
         pod("prep-0", GPU, init=True),
         pod("admitted-0", GPU, labels={"kueue.x-k8s.io/podset": "main"}),
         pod("done-0", GPU, phase="Succeeded"),
+        pod("crashed-0", GPU, phase="Failed"),
         pod("cpu-0", {"limits": {"cpu": "1"}}),
     ]
     get = answers({NAMESPACE: namespace(queued=False), PODS: {"items": pods}})
