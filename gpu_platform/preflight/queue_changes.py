@@ -9,9 +9,9 @@ queued tenants' namespaces only), and is queued after `up` where `queues.enabled
   created later, so the GPU pods already running there keep their GPUs outside Kueue's
   accounting, while the namespace's ResourceQuota counts them: Kueue may admit a job the quota
   then refuses in part, until they end. And none is replaced: the policy refuses their
-  controllers' new pods (`gpu_platform.kubernetes.queued_pod_policy`). Each such pod is listed (a pod without Kueue's
-  `kueue.x-k8s.io/podset` label that asks for an `nvidia.com/` resource, as the admission
-  policy tells GPU pods).
+  controllers' new pods (`gpu_platform.kubernetes.queued_pod_policy`). Each such pod is listed
+  (a pod without Kueue's `kueue.x-k8s.io/podset` label that asks for an `nvidia.com/`
+  resource, as the admission policy tells GPU pods).
 - Moving out: Kueue stops acting on the namespace at once, so a Workload not finished keeps its
   quota, and the finalizer `kueue.x-k8s.io/resource-in-use` on its ClusterQueue, whose delete
   `up` then waits on, and a job Kueue suspended stays so (docs/queues.md, Turning queues off).
@@ -102,8 +102,7 @@ def _namespace_finding(
         key = key_path("namespaces", i, "queue", "enabled")
         if not config.queues.enabled:
             key = key_path("queues", "enabled")
-        workloads = _items(get(WORKLOADS.format(namespace.name)))
-        return _moving_out(namespace, key, workloads)
+        return _moving_out(namespace, key, get(WORKLOADS.format(namespace.name)))
     return None
 
 
@@ -134,10 +133,18 @@ def _moving_in(namespace: TenantNamespaceSpec, pods: Iterable[Mapping[str, Any]]
 
 
 def _moving_out(
-    namespace: TenantNamespaceSpec, key: str, workloads: Iterable[Mapping[str, Any]]
+    namespace: TenantNamespaceSpec, key: str, workloads: Mapping[str, Any] | None
 ) -> Finding:
     subject = f"namespace {namespace.name}"
-    unfinished = sorted(_name(w) for w in workloads if not _finished(w))
+    if workloads is None:
+        return Finding(
+            "ok",
+            subject,
+            f"{key}: false takes it out of the queues, and the cluster serves no Kueue"
+            " Workloads (Kueue's CRDs are not installed): none holds a ClusterQueue.",
+            "Nothing.",
+        )
+    unfinished = sorted(_name(w) for w in _items(workloads) if not _finished(w))
     if not unfinished:
         return Finding(
             "ok",
@@ -181,7 +188,7 @@ def _finished(workload: Mapping[str, Any]) -> bool:
 
 
 def _items(found: Mapping[str, Any] | None) -> Sequence[Mapping[str, Any]]:
-    """A list's items; none where the API has no such resource (Kueue's CRDs not installed)."""
+    """A list's items; none where the API has no such resource."""
     return (found or {}).get("items") or []
 
 

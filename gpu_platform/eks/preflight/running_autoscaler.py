@@ -230,6 +230,7 @@ def eks_get(
     region: str,
     cluster: Mapping[str, Any],
     http: requests.Session | None = None,
+    *,
     timeout: Timeout = TIMEOUT_SECONDS,
 ) -> KubeGet:
     """GETs of a path of the EKS cluster's Kubernetes API, as it answers; None for a 404."""
