@@ -158,14 +158,23 @@ def pods_ready_timeout_seconds(pools: Sequence[ResolvedPool]) -> int:
     return max(KUEUE_PODS_READY_TIMEOUT_SECONDS, validated + PODS_START_MARGIN_SECONDS)
 
 
-def readmission_seconds(pools: Sequence[ResolvedPool]) -> int:
+def readmission_seconds(queues: QueuesSpec, pools: Sequence[ResolvedPool]) -> int:
     """How much longer a queued smoke test that waits for its node's new driver may take when
     the autoscaler removes the node during the Job controller's backoff between its pods: the
-    next pod then waits for a new node and its validation, past `recoveryTimeout`, so Kueue
-    evicts the Job once, requeues it after its first backoff and admits it again, and the new
-    node, which has the new driver, is ready within `pods_ready_timeout_seconds`. Once only,
-    since no node of the pool waits for the driver any more."""
-    return REQUEUE_BACKOFF_BASE_SECONDS + pods_ready_timeout_seconds(pools)
+    next pod then waits for a new node and its validation, so Kueue evicts the Job
+    `recoveryTimeout` after its last pod ended, later than the `RETRY_LAG_SECONDS` the Job's
+    deadline allows for that gap; requeues it after its first backoff; leaves it inadmissible
+    meanwhile, so the head of a busy tenant's backlog may take the quota it freed and the smoke
+    test waits in its queue again (`UpdateRequeueState`, pkg/workload/workload.go at v0.19.2);
+    and admits it again, whose new node, which has the new driver, is ready within
+    `pods_ready_timeout_seconds`. Once as a rule: the driver affinity is only a preference, so
+    the re-admitted pod may still land on a node the operator has not reached."""
+    return (
+        (RECOVERY_TIMEOUT_SECONDS - RETRY_LAG_SECONDS)
+        + REQUEUE_BACKOFF_BASE_SECONDS
+        + queues.smoke_test_queue_minutes * 60
+        + pods_ready_timeout_seconds(pools)
+    )
 
 
 def manager_config(queues: QueuesSpec, pools: Sequence[ResolvedPool]) -> dict[str, Any]:
@@ -198,8 +207,8 @@ def manager_config(queues: QueuesSpec, pools: Sequence[ResolvedPool]) -> dict[st
     # node): its PodsReady drops with each pod (`ready + succeeded >= count`,
     # pkg/controller/jobs/job/job_controller.go at v0.19.2), and evictions there would requeue
     # it for up to an hour. Where the autoscaler removes the idle node during the backoff, the
-    # next pod's new node takes longer and Kueue evicts the smoke test once: `pulumi up` waits
-    # for that (`readmission_seconds`). The same value on
+    # next pod's new node takes longer and Kueue evicts the smoke test, as a rule once:
+    # `pulumi up` waits for that (`readmission_seconds`). The same value on
     # every stack: a shorter one where no driver rolls in place would save minutes of idle
     # nodes on a worker's loss, for a setting more to reason about.
     config["waitForPodsReady"] = {

@@ -176,7 +176,7 @@ class GpuTenantNamespace(pulumi.ComponentResource):
             if args.queues is not None:
                 queue_seconds = args.queues.smoke_test_queue_minutes * 60
                 if waits_for_a_new_driver(pool, args.driver_rollout):
-                    queue_seconds += readmission_seconds(args.pools)
+                    queue_seconds += readmission_seconds(args.queues, args.pools)
             job = batch.v1.Job(
                 f"{name}-{SMOKE_TEST_NAME}",
                 metadata={

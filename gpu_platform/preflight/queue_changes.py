@@ -8,9 +8,10 @@ queued tenants' namespaces only), and is queued after `up` where `queues.enabled
 - Moving in: Kueue manages only the jobs it admits, and the admission policy judges only pods
   created later, so the GPU pods already running there keep their GPUs outside Kueue's
   accounting, while the namespace's ResourceQuota counts them: Kueue may admit a job the quota
-  then refuses in part, until they end. Each such pod is listed (a pod without Kueue's
-  `kueue.x-k8s.io/podset` label that asks for an `nvidia.com/` resource, as the admission
-  policy tells GPU pods).
+  then refuses in part, until they end. And none is replaced: the policy refuses their
+  controllers' new pods (`gpu_platform.kubernetes.queued_pod_policy`). Each such pod is listed
+  (a pod without Kueue's `kueue.x-k8s.io/podset` label that asks for an `nvidia.com/`
+  resource, as the admission policy tells GPU pods).
 - Moving out: Kueue stops acting on the namespace at once, so a Workload not finished keeps its
   quota, and the finalizer `kueue.x-k8s.io/resource-in-use` on its ClusterQueue, whose delete
   `up` then waits on, and a job Kueue suspended stays so (docs/queues.md, Turning queues off).
@@ -56,16 +57,35 @@ def found_or_none(response: requests.Response) -> Mapping[str, Any] | None:
 
 def queue_change_findings(config: StackConfig, get: KubeGet) -> list[Finding]:
     """For each tenant namespace the next `up` moves into or out of the queues, what it leaves
-    outside them; nothing for the others and for namespaces not created yet."""
-    findings = []
+    outside them; nothing for the others and for namespaces not created yet. An API that cannot
+    be reached or refuses the caller is one warning, and the namespaces after it are not read:
+    each read would wait as long again, within the preflight's one deadline."""
+    findings: list[Finding] = []
     for i, namespace in enumerate(config.namespaces):
         try:
             finding = _namespace_finding(config, i, namespace, get)
         except requests.RequestException as error:
+            if _unreachable(error):
+                return [*findings, unread_namespaces(config.namespaces[i:], _failure(error))]
             finding = _cannot_read(namespace, error)
         if finding is not None:
             findings.append(finding)
     return findings
+
+
+def unread_namespaces(namespaces: Sequence[TenantNamespaceSpec], why: str) -> Finding:
+    """One warning for the tenant namespaces preflight could not read, `why` saying what kept
+    it from them."""
+    names = ", ".join(n.name for n in namespaces)
+    return Finding(
+        "warning",
+        "tenant namespaces",
+        f"Cannot read {names} through the cluster's Kubernetes API: {why}. Whether the next up"
+        " moves them into or out of the queues is not checked.",
+        "Run preflight where the cluster's API is reachable, as an identity that may get the"
+        " namespaces and list their pods and Workloads (docs/deploy.md), or check by hand:"
+        " kubectl get pods and kubectl get workloads in each (docs/queues.md).",
+    )
 
 
 def _namespace_finding(
@@ -82,8 +102,7 @@ def _namespace_finding(
         key = key_path("namespaces", i, "queue", "enabled")
         if not config.queues.enabled:
             key = key_path("queues", "enabled")
-        workloads = _items(get(WORKLOADS.format(namespace.name)))
-        return _moving_out(namespace, key, workloads)
+        return _moving_out(namespace, key, get(WORKLOADS.format(namespace.name)))
     return None
 
 
@@ -103,17 +122,29 @@ def _moving_in(namespace: TenantNamespaceSpec, pods: Iterable[Mapping[str, Any]]
         f"Its queue comes with this update, but {len(outside)} GPU pod(s) run there that Kueue"
         f" does not manage: {_listed(outside)}. They keep running, their GPUs outside Kueue's"
         " accounting but within the namespace's ResourceQuota, which may then refuse part of"
-        " a job Kueue admits until they end.",
-        "Let them end first, or move GPU services to a tenant namespace with queue.enabled"
-        " false (docs/queues.md).",
+        " a job Kueue admits until they end. None of them can be replaced: once the namespace"
+        " is queued, a new GPU pod without Kueue's admission is refused, so a Deployment or"
+        " StatefulSet outside Kueue loses its pod for good at the next eviction, node loss or"
+        " rollout, and a Job outside Kueue with pods still to run stalls.",
+        "Before this up, let them end, and move GPU services (Deployments, StatefulSets,"
+        " notebooks) to a tenant namespace with queue.enabled false, or keep this one"
+        " unqueued (docs/queues.md).",
     )
 
 
 def _moving_out(
-    namespace: TenantNamespaceSpec, key: str, workloads: Iterable[Mapping[str, Any]]
+    namespace: TenantNamespaceSpec, key: str, workloads: Mapping[str, Any] | None
 ) -> Finding:
     subject = f"namespace {namespace.name}"
-    unfinished = sorted(_name(w) for w in workloads if not _finished(w))
+    if workloads is None:
+        return Finding(
+            "ok",
+            subject,
+            f"{key}: false takes it out of the queues, and the cluster serves no Kueue"
+            " Workloads (Kueue's CRDs are not installed): none holds a ClusterQueue.",
+            "Nothing.",
+        )
+    unfinished = sorted(_name(w) for w in _items(workloads) if not _finished(w))
     if not unfinished:
         return Finding(
             "ok",
@@ -157,7 +188,7 @@ def _finished(workload: Mapping[str, Any]) -> bool:
 
 
 def _items(found: Mapping[str, Any] | None) -> Sequence[Mapping[str, Any]]:
-    """A list's items; none where the API has no such resource (Kueue's CRDs not installed)."""
+    """A list's items; none where the API has no such resource."""
     return (found or {}).get("items") or []
 
 
@@ -170,13 +201,27 @@ def _listed(names: Sequence[str]) -> str:
     return ", ".join(names[:NAMED]) + (f" and {rest} more" if rest > 0 else "")
 
 
-def _cannot_read(namespace: TenantNamespaceSpec, error: requests.RequestException) -> Finding:
+def _unreachable(error: requests.RequestException) -> bool:
+    """Whether the error holds for every read: the API not reached in time, or the caller not
+    let in (401) or not allowed (403)."""
     response = getattr(error, "response", None)
-    why = f"answered {response.status_code}" if response is not None else f"failed ({error})"
+    if response is not None:
+        return response.status_code in (401, 403)
+    return isinstance(error, (requests.ConnectionError, requests.Timeout))
+
+
+def _failure(error: requests.RequestException) -> str:
+    response = getattr(error, "response", None)
+    if response is not None:
+        return f"the Kubernetes API answered {response.status_code}"
+    return f"the Kubernetes API failed ({error})"
+
+
+def _cannot_read(namespace: TenantNamespaceSpec, error: requests.RequestException) -> Finding:
     return Finding(
         "warning",
         f"namespace {namespace.name}",
-        f"Cannot read the namespace, its pods or its Workloads: the Kubernetes API {why}.",
+        f"Cannot read the namespace, its pods or its Workloads: {_failure(error)}.",
         "Before an update that turns its queue on or off, check by hand: kubectl get pods and"
         f" kubectl get workloads -n {namespace.name} (docs/queues.md).",
     )

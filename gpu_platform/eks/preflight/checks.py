@@ -243,7 +243,15 @@ class AwsClients:
             lambda cluster: eks_config_maps(session, region, cluster),
             lambda cluster: eks_node_pools(session, region, cluster),
             lambda cluster: eks_node_classes(session, region, cluster),
-            lambda cluster: eks_get(session, region, cluster),
+            # Within the preflight's one deadline, as the AWS clients: the API may be out of
+            # reach (a private endpoint, `publicAccessCidrs`), which `queue_change_findings`
+            # then says once.
+            lambda cluster: eks_get(
+                session,
+                region,
+                cluster,
+                timeout=(deadline.connect_timeout, deadline.read_timeout),
+            ),
             lambda cluster: eks_auto_mode_node_classes(session, region, cluster),
         )
 

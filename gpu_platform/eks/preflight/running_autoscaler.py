@@ -33,6 +33,8 @@ from gpu_platform.preflight.findings import Finding
 from gpu_platform.preflight.queue_changes import KubeGet, found_or_none
 
 TIMEOUT_SECONDS = 30
+Timeout = float | tuple[float, float]
+"""A request's timeout as requests takes it: seconds, or connect and read seconds."""
 # The first release of each minor whose scale-down compares `utilization > threshold`
 # (isNodeAtOrBelowUtilizationThreshold, eligibility.go at these tags of kubernetes/autoscaler);
 # every release from 1.35.0 on has it, every one before 1.32 lacks it.
@@ -228,11 +230,13 @@ def eks_get(
     region: str,
     cluster: Mapping[str, Any],
     http: requests.Session | None = None,
+    *,
+    timeout: Timeout = TIMEOUT_SECONDS,
 ) -> KubeGet:
     """GETs of a path of the EKS cluster's Kubernetes API, as it answers; None for a 404."""
 
     def read(path: str) -> Mapping[str, Any] | None:
-        with eks_api(session, region, cluster, http) as get:
+        with eks_api(session, region, cluster, http, timeout) as get:
             return found_or_none(get(path, {}))
 
     return read
@@ -248,9 +252,11 @@ def eks_api(
     region: str,
     cluster: Mapping[str, Any],
     http: requests.Session | None = None,
+    timeout: Timeout = TIMEOUT_SECONDS,
 ) -> Iterator[ApiGet]:
     """GETs of the EKS cluster's Kubernetes API (as DescribeCluster returns the cluster), with
-    a token from the caller's credentials, over HTTPS checked against the cluster's CA."""
+    a token from the caller's credentials, over HTTPS checked against the cluster's CA, each
+    given up after `timeout` (seconds, or connect and read seconds)."""
     client = http or requests.Session()
     token = eks_token(session, region, cluster["name"])
     authority = base64.b64decode(cluster["certificateAuthority"]["data"])
@@ -264,7 +270,7 @@ def eks_api(
                 params=dict(params),
                 headers={"Authorization": f"Bearer {token}"},
                 verify=ca.name,
-                timeout=TIMEOUT_SECONDS,
+                timeout=timeout,
             )
 
         yield get

@@ -74,6 +74,7 @@ from gpu_platform.preflight.queue_changes import (
     KubeGet,
     found_or_none,
     queue_change_findings,
+    unread_namespaces,
 )
 from gpu_platform.versions import SUPPORTED_KUBERNETES_VERSIONS
 
@@ -90,9 +91,12 @@ API_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 """The OAuth scope the check asks its credentials for: the one `gcloud auth application-default
 login` grants, which the APIs' read methods accept."""
 EMAIL_SCOPE = "https://www.googleapis.com/auth/userinfo.email"
-"""Asked for too, as `gke-gcloud-auth-plugin` asks: with it the cluster's Kubernetes API knows a
-service account by its e-mail, which RBAC bindings name, rather than by its numeric ID
-(`defaultScopes`, kubernetes/cloud-provider-gcp cmd/gke-gcloud-auth-plugin/cred.go)."""
+"""Asked for too by the credentials of the cluster's Kubernetes API only, as
+`gke-gcloud-auth-plugin` asks: with it the API knows a service account by its e-mail, which RBAC
+bindings name, rather than by its numeric ID (`defaultScopes`, kubernetes/cloud-provider-gcp
+cmd/gke-gcloud-auth-plugin/cred.go). Not for the Google APIs: a user's credentials send their
+scopes with each refresh, which fails where the login did not grant them all
+(google/oauth2/_client.py, google-auth 2.62)."""
 CLUSTER_PERMISSION = "container.clusters.get"
 RESERVATION_PERMISSION = "compute.reservations.get"
 RESERVATIONS_PERMISSION = "compute.reservations.list"
@@ -156,17 +160,20 @@ IAM_POLICY_VERSION = 3
 class GoogleApis:
     """The check's read-only calls for one project, through `session`: a requests session with
     the credentials added (google-auth's `AuthorizedSession`), each call given up after
-    `timeout`, (connect, read) seconds."""
+    `timeout`, (connect, read) seconds; the cluster's Kubernetes API through `kube_session`,
+    `session` where none is given."""
 
     def __init__(
         self,
         session: requests.Session,
         project: str,
         timeout: tuple[float, float] = (CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS),
+        kube_session: requests.Session | None = None,
     ):
         self.session = session
         self.project = project
         self.timeout = timeout
+        self.kube_session = kube_session or session
         self._clusters: dict[tuple[str, str], dict[str, Any] | None] = {}
         self._server_configs: dict[str, dict[str, Any]] = {}
 
@@ -182,7 +189,7 @@ class GoogleApis:
         # Without a credentials file, google-auth asks the Compute Engine metadata server
         # (google/auth/compute_engine/_metadata.py, `ping`: 3 tries of 3 s each).
         calls.step("looking for Application Default Credentials")
-        credentials, _ = google.auth.default(scopes=[API_SCOPE, EMAIL_SCOPE])
+        credentials, _ = google.auth.default(scopes=[API_SCOPE])
         # The token refresh goes through a session of its own, which google-auth mounts with
         # an adapter that retries a failed connection 3 times (transport/requests.py,
         # AuthorizedSession.__init__); here it reports its requests too. What bounds a refresh
@@ -195,7 +202,13 @@ class GoogleApis:
         retries = _DeadlineRetry(calls, deadline)
         session.mount("https://", _RetriedThrottling(calls, retries))
         session.mount("http://", _RetriedThrottling(calls, retries))
-        return cls(session, project, (deadline.connect_timeout, deadline.read_timeout))
+        # The cluster's API is read once more where it fails (`queue_change_findings`), so
+        # its reads are not retried: an endpoint out of reach costs one connect timeout.
+        kube_credentials, _ = google.auth.default(scopes=[API_SCOPE, EMAIL_SCOPE])
+        kube = AuthorizedSession(kube_credentials, auth_request=Request(refresh))
+        kube.mount("https://", _Reported(calls))
+        timeout = (deadline.connect_timeout, deadline.read_timeout)
+        return cls(session, project, timeout, kube)
 
     def cluster(self, location: str, name: str) -> dict[str, Any] | None:
         """`container.projects.locations.clusters.get`, asked once; None where GKE has no such
@@ -219,7 +232,7 @@ class GoogleApis:
             with tempfile.NamedTemporaryFile(suffix=".crt") as ca:
                 ca.write(base64.b64decode(authority))
                 ca.flush()
-                response = self.session.get(
+                response = self.kube_session.get(
                     f"https://{endpoint}{path}", timeout=self.timeout, verify=ca.name
                 )
             return found_or_none(response)
@@ -548,9 +561,13 @@ def preflight(config: StackConfig, apis: GoogleApis) -> list[Finding]:
             findings += exporter_label_findings(config, cluster)
             findings += lock_findings(config, cluster, gpus, lambda: apis.server_config(location))
     live = apis.cluster(location, config.cluster.name)
-    kube = apis.kube(live) if live is not None and config.namespaces else None
-    if kube is not None:
-        findings += queue_change_findings(config, kube)
+    if live is not None and config.namespaces:
+        kube = apis.kube(live)
+        if kube is not None:
+            findings += queue_change_findings(config, kube)
+        else:
+            why = "GKE gives the cluster no endpoint or no CA certificate"
+            findings.append(unread_namespaces(config.namespaces, why))
     findings += identity_findings(config, apis, cluster)
     for i, pool in enumerate(config.pools):
         if version is not None and dynamic_workload_scheduler_modes(pool):

@@ -549,13 +549,18 @@ def test_an_ubuntu_smoke_tests_deadline_covers_the_operators_wait_for_a_nodes_jo
     # in its queue before its deadline starts. A new node's validation adds its worst case
     # (VALIDATION). Should the autoscaler remove the smoke test's idle node during the Job
     # controller's backoff, Kueue evicts the Job once its pods stay unready past
-    # `recoveryTimeout` (pkg/controller/core/workload_controller.go at kueue v0.19.2), requeues
-    # it after 60 s (`backoffBaseSeconds`) and admits it again, whose new node is ready within
-    # Kueue's `timeout`: 900 s for its start, its validation and 600 s for the pod's start.
+    # `recoveryTimeout` (pkg/controller/core/workload_controller.go at kueue v0.19.2), 1260 s
+    # after its last pod where the deadline allowed 660 s; requeues it after 60 s
+    # (`backoffBaseSeconds`); holds it inadmissible meanwhile, so the tenant's next job may
+    # take its quota and it waits in the queue again, another 30 minutes (`UpdateRequeueState`,
+    # pkg/workload/workload.go); and admits it again, whose new node is ready within Kueue's
+    # `timeout`: 900 s for its start, its validation and 600 s for the pod's start.
     inputs = job(ubuntu_plan).inputs
     deadline = 900 + VALIDATION + 1440 * 60 + 300 + 3 * 660
+    first_wait = 120 + 30 * 60
+    readmission = (1260 - 660) + 60 + 30 * 60 + 900 + VALIDATION + 600
 
     assert (
         inputs["spec"]["activeDeadlineSeconds"],
         inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"],
-    ) == (deadline, str(deadline + 120 + 30 * 60 + 60 + 900 + VALIDATION + 600))
+    ) == (deadline, str(deadline + first_wait + readmission))

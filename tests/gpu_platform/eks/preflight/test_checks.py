@@ -2,6 +2,7 @@
 EC2's real data), with Service Quotas and the add-on lookup, which moto lacks, answered by
 botocore's Stubber and a `before-call` hook. Findings are asserted exactly."""
 
+import base64
 import copy
 import json
 import re
@@ -17,6 +18,7 @@ from unittest.mock import ANY
 import boto3
 import botocore.endpoint
 import pytest
+import requests
 from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 from botocore.stub import Stubber
@@ -1733,6 +1735,40 @@ def test_every_client_gives_up_within_its_timeouts_and_retries_in_standard_mode(
         (c.meta.config.connect_timeout, c.meta.config.read_timeout, c.meta.config.retries)
         for c in (clients.eks, clients.ec2, clients.service_quotas, clients.resource_groups)
     ] == [(*timeouts, {"mode": "standard", "total_max_attempts": 5})] * 4
+
+
+def test_the_tenant_namespaces_are_read_at_the_clusters_endpoint_within_the_deadlines_timeouts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An endpoint out of reach (a private one, `publicAccessCidrs`) costs one connect timeout of
+    # the deadline's, not a 30 s one of its own: one read then says so for every namespace.
+    sent: list[tuple[str, Any, str]] = []
+
+    def get(self: requests.Session, url: str, **kwargs: Any) -> requests.Response:
+        sent.append((url, kwargs["timeout"], kwargs["headers"]["Authorization"][:18]))
+        response = requests.Response()
+        response.status_code = 404
+        return response
+
+    monkeypatch.setattr(requests.Session, "get", get)
+    described = {
+        "name": "ml-dev",
+        "endpoint": "https://ABC.gr7.us-east-1.eks.amazonaws.com",
+        "certificateAuthority": {"data": base64.b64encode(b"CA PEM").decode()},
+    }
+    with mock_aws():
+        clients = AwsClients.for_region(REGION, Deadline(10), Calls())
+        assert clients.kube is not None
+
+        assert clients.kube(described)("/api/v1/namespaces/ml-sandbox") is None
+
+    assert sent == [
+        (
+            "https://ABC.gr7.us-east-1.eks.amazonaws.com/api/v1/namespaces/ml-sandbox",
+            (5, 10),
+            "Bearer k8s-aws-v1.",
+        )
+    ]
 
 
 def test_the_command_checks_karpenters_crds_for_the_project_and_stacks_mark(

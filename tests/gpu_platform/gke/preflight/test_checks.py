@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import jsonschema
 import pytest
 import requests
+import urllib3
 import urllib3.util.retry
 from google.auth.transport.requests import AuthorizedSession
 from google.oauth2.credentials import Credentials
@@ -226,6 +227,11 @@ CLOUD_QUOTAS_DISABLED = {
 }
 
 
+ENDPOINT = "34.118.0.2"
+"""The cluster's Kubernetes API (`Cluster.endpoint`)."""
+CA = base64.b64encode(b"CA PEM").decode()
+
+
 class FakeGoogle(BaseAdapter):
     """A requests transport for the GKE and Compute Engine APIs: each call must be a GET method
     of their discovery documents, with its query parameters; it gets the answer given for that
@@ -239,6 +245,7 @@ class FakeGoogle(BaseAdapter):
         self.sent_headers: list[Mapping[str, str | bytes]] = []
         self.timeouts: list[float | tuple[float | None, float | None] | None] = []
         self.quota_infos: tuple[int, Json] = (403, CLOUD_QUOTAS_DISABLED)
+        self.kube_paths: list[str] = []
 
     def answer(self, method_id: str, body: Json, status: int = 200, **params: str) -> None:
         """What the method answers for these parameters (path and query); a success must fit
@@ -287,6 +294,10 @@ class FakeGoogle(BaseAdapter):
             # answer is the REST reference's ListQuotaInfosResponse, given whole by the test.
             self.calls.append("cloudquotas.projects.locations.services.quotaInfos.list")
             return self.quota_infos
+        if parts.netloc == ENDPOINT:
+            # The cluster's Kubernetes API: no tenant namespace created yet.
+            self.kube_paths.append(parts.path)
+            return 404, {"kind": "Status", "code": 404}
         address = f"{parts.scheme}://{parts.netloc}{parts.path}"
         routes = [
             (m, match)
@@ -317,6 +328,8 @@ class FakeGoogle(BaseAdapter):
                 "name": "ml-dev",
                 "location": "us-central1",
                 "maintenancePolicy": {"window": {"recurringWindow": WEEKLY_WINDOW}},
+                "endpoint": ENDPOINT,
+                "masterAuth": {"clusterCaCertificate": CA},
                 **fields,
             },
             name=f"projects/{PROJECT}/locations/us-central1/clusters/ml-dev",
@@ -1485,9 +1498,6 @@ def test_calls_go_through_google_auth_with_the_credentials_token(google: FakeGoo
     assert google.sent_headers[0]["authorization"] == "Bearer ya29.token"
 
 
-ENDPOINT = "34.118.0.2"
-
-
 class FakeKubernetes(BaseAdapter):
     """The cluster's Kubernetes API: ml-sandbox queued, with a Workload not finished; records
     each request with the CA it was checked against and its token."""
@@ -1522,12 +1532,6 @@ def test_a_namespace_moving_out_of_the_queues_is_read_through_the_clusters_kuber
     # Where kubectl reaches the cluster: `Cluster.endpoint`, checked against
     # `masterAuth.clusterCaCertificate` (container.v1), with the credentials' token. The stack
     # (`with_gke_capacity_pools`) has its queues off.
-    google.cluster(
-        status="RUNNING",
-        currentMasterVersion=VERSION,
-        endpoint=ENDPOINT,
-        masterAuth={"clusterCaCertificate": base64.b64encode(b"CA PEM").decode()},
-    )
     kubernetes = FakeKubernetes()
     session = google.session(AuthorizedSession(Credentials(token="ya29.token")))
     session.mount(f"https://{ENDPOINT}", kubernetes)
@@ -1557,14 +1561,59 @@ def test_the_credentials_are_asked_for_the_scopes_gkes_own_kubectl_plugin_asks(
 
     monkeypatch.setattr("google.auth.default", default)
 
-    default_apis()
+    apis = default_apis()
 
+    # The Google APIs' credentials without it: a user's credentials send their scopes with each
+    # refresh, all of which the login must have granted (google/oauth2/_client.py,
+    # `refresh_grant`, google-auth 2.62.2).
     assert asked == [
+        ["https://www.googleapis.com/auth/cloud-platform"],
         [
             "https://www.googleapis.com/auth/cloud-platform",
             "https://www.googleapis.com/auth/userinfo.email",
-        ]
+        ],
     ]
+    assert apis.kube_session is not apis.session
+
+
+def test_a_cluster_without_endpoint_or_ca_is_a_warning_that_its_namespaces_are_unread(
+    google: FakeGoogle,
+) -> None:
+    # container.v1 `Cluster.endpoint` and `masterAuth.clusterCaCertificate`, which kubectl needs.
+    google.cluster(status="RUNNING", currentMasterVersion=VERSION, masterAuth={})
+
+    (finding,) = [f for f in findings(google) if f.subject == "tenant namespaces"]
+
+    assert (finding.severity, finding.message) == (
+        "warning",
+        "Cannot read ml-sandbox through the cluster's Kubernetes API: GKE gives the cluster no"
+        " endpoint or no CA certificate. Whether the next up moves them into or out of the"
+        " queues is not checked.",
+    )
+    assert google.kube_paths == []
+
+
+def test_the_clusters_api_is_read_once_without_retries_where_it_cannot_be_reached(
+    monkeypatch: pytest.MonkeyPatch, google: FakeGoogle
+) -> None:
+    # Each read the preflight's deadline would otherwise pay for twice (`_DeadlineRetry` tries a
+    # failed connection once more), and then again for every namespace.
+    monkeypatch.setattr("google.auth.default", lambda scopes: (Credentials(token="t"), None))
+    apis = default_apis()
+    attempts: list[str] = []
+
+    def refuse(self: urllib3.connection.HTTPSConnection) -> None:
+        attempts.append(self.host)
+        raise urllib3.exceptions.NewConnectionError(self, "refused")
+
+    monkeypatch.setattr(urllib3.connection.HTTPSConnection, "connect", refuse)
+    get = apis.kube({"endpoint": ENDPOINT, "masterAuth": {"clusterCaCertificate": CA}})
+    assert get is not None
+
+    with pytest.raises(requests.ConnectionError):
+        get("/api/v1/namespaces/ml-sandbox")
+
+    assert attempts == [ENDPOINT]
 
 
 def default_apis() -> GoogleApis:
