@@ -133,30 +133,36 @@ IMAGE_KEYS = ("repository", "image", "version")
 """An operand's image in the GPU Operator's values: `repository`/`image`:`version`, or `image`
 alone as the whole reference."""
 
-# The operands whose image the operator reads from the ClusterPolicy (api/nvidia/v1/
-# clusterpolicy_types.go, `ImagePath`, at v26.7.0), with what the chart's values leave empty:
-# vgpuManager's repository and version, which users fill with the image they build
-# (values.yaml). nodeStatusExporter's and validator's version, named in a comment only, the
-# chart renders as its appVersion where unset (templates/clusterpolicy.yaml).
-_IMAGE_PATH_OPERANDS: dict[str, tuple[str, ...]] = {
-    "driver": (),
+_IMAGE_PATH_OPERANDS = (
+    "driver",
+    "vgpuManager",
+    "toolkit",
+    "devicePlugin",
+    "sandboxDevicePlugin",
+    "kataSandboxDevicePlugin",
+    "kataManager",
+    "dcgmExporter",
+    "dcgm",
+    "nodeStatusExporter",
+    "gfd",
+    "validator",
+    "migManager",
+    "gds",
+    "gdrcopy",
+    "vfioManager",
+    "vgpuDeviceManager",
+    "ccManager",
+)
+"""The operands whose image the operator reads from the ClusterPolicy (api/nvidia/v1/
+clusterpolicy_types.go, `ImagePath`, at v26.7.0)."""
+_LEFT_EMPTY_BY_THE_CHART = {
     "vgpuManager": ("repository", "version"),
-    "toolkit": (),
-    "devicePlugin": (),
-    "sandboxDevicePlugin": (),
-    "kataSandboxDevicePlugin": (),
-    "dcgmExporter": (),
-    "dcgm": (),
-    "nodeStatusExporter": (),
-    "gfd": (),
-    "validator": (),
-    "migManager": (),
-    "gds": (),
-    "gdrcopy": (),
-    "vfioManager": (),
-    "vgpuDeviceManager": (),
-    "ccManager": (),
+    "kataManager": IMAGE_KEYS,
 }
+"""What the chart's values (v26.7.0) leave empty of an operand's image: vgpuManager's
+repository and version, for the image users build, and all of kataManager's. The rest it names,
+or renders as its appVersion where unset (nodeStatusExporter's and validator's version:
+templates/clusterpolicy.yaml)."""
 
 
 def operand_image(config: StackConfig, operand: str) -> dict[str, Any]:
@@ -166,7 +172,7 @@ def operand_image(config: StackConfig, operand: str) -> dict[str, Any]:
     not keep their values; a null or empty value is empty."""
     override = config.operator.overrides.get(operand, {})
     base: dict[str, Any] = operand_image_values(config.operator.chart_version).get(operand) or {
-        key: key not in _IMAGE_PATH_OPERANDS.get(operand, ()) for key in IMAGE_KEYS
+        key: key not in _LEFT_EMPTY_BY_THE_CHART.get(operand, ()) for key in IMAGE_KEYS
     }
     return {key: (override[key] or "") if key in override else base[key] for key in IMAGE_KEYS}
 

@@ -293,7 +293,7 @@ def test_the_cluster_policy_alone_is_accepted(dev_config: Config) -> None:
 # `repository` and `version` empty, else an error unless all three are set. The platform names
 # each pinned operand whole (`repository: ""`, `version: ""`: gpu_platform/kubernetes/
 # operand_images/), the chart all three of the rest (values.yaml), but vgpuManager's
-# repository and version, left "" for the image users build.
+# repository and version, left "" for the image users build, and kataManager's.
 IMAGE_RULE = (
     "repository, image and version together, or image alone as a whole reference"
     " (registry/name:tag[@sha256:digest]) with no repository or version: the GPU Operator"
@@ -321,8 +321,22 @@ MIRROR = "mirror.example.com:5000/k8s"
         ({"gfd": {"image": None}}, "gfd.image", None),
         ({"vgpuManager": {"version": "595.91.07"}}, "vgpuManager.repository", MISSING),
         ({"gds": {"repository": MIRROR, "version": ""}}, "gds.version", ""),
+        # The chart names none of kataManager's three.
+        (
+            {"kataManager": {"repository": MIRROR, "version": "v0.3.0"}},
+            "kataManager.image",
+            MISSING,
+        ),
     ],
-    ids=["version-alone", "repository-alone", "no-image", "null-image", "vgpu", "empty-version"],
+    ids=[
+        "version-alone",
+        "repository-alone",
+        "no-image",
+        "null-image",
+        "vgpu",
+        "empty-version",
+        "kata",
+    ],
 )
 def test_an_operand_image_the_operator_refuses_is_refused_by_key(
     dev_config: Config, overrides: dict[str, Any], path: str, value: Any
