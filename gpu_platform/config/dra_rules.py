@@ -26,10 +26,10 @@ pool (`_operator_problems`).
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from gpu_platform.config.fields import Cloud
 from gpu_platform.config.operator import DRA_ENV
+from gpu_platform.config.operator_rules import IMAGE_KEYS, operand_image, operand_image_problem
 from gpu_platform.config.pools import ExclusiveSharing, GpuPoolSpec
 from gpu_platform.config.problems import ConfigProblem, key_path
 from gpu_platform.config.stack import StackConfig
@@ -206,9 +206,9 @@ def _operator_problems(config: StackConfig, pool: str) -> Iterator[ConfigProblem
         yield ConfigProblem(
             key_path("operator", "overrides", "devicePlugin", "enabled"),
             plugin["enabled"],
-            f"false or no value with a DRA pool ({pool}): the GPU Operator's validator then waits"
-            " on every node for the device plugin's nvidia.com/gpu, which a DRA pool's nodes"
-            " never advertise, and is never ready (docs/dra.md)",
+            f"the boolean false, or no value, with a DRA pool ({pool}): the GPU Operator's"
+            " validator then waits on every node for the device plugin's nvidia.com/gpu, which a"
+            " DRA pool's nodes never advertise, and is never ready (docs/dra.md)",
         )
     exporter = overrides.get("dcgmExporter", {})
     env = exporter.get("env")
@@ -221,7 +221,19 @@ def _operator_problems(config: StackConfig, pool: str) -> Iterator[ConfigProblem
                 " for the DCGM exporter to attribute DRA GPUs to the pods claiming them"
                 " (docs/dra.md)",
             )
-    yield from _exporter_image_problems(exporter, pool)
+    args = exporter.get("args")
+    for i, arg in enumerate(args if isinstance(args, list) else []):
+        # urfave/cli v2 (dcgm-exporter's, pkg/cmd/app.go at 4.5.3-4.8.2) takes a flag given
+        # with one dash or two over its env var, KUBERNETES_ENABLE_DRA.
+        if isinstance(arg, str) and re.match(r"--?kubernetes-enable-dra\b", arg):
+            yield ConfigProblem(
+                key_path("operator", "overrides", "dcgmExporter", "args", i),
+                arg,
+                f"no --kubernetes-enable-dra flag with a DRA pool ({pool}): the platform turns"
+                f" it on, through {DRA_ENV}, for the DCGM exporter to attribute DRA GPUs to the"
+                " pods claiming them (docs/dra.md)",
+            )
+    yield from _exporter_image_problems(config, pool)
 
 
 _EXPORTER_TAG = re.compile(
@@ -248,31 +260,29 @@ def _numbers(tag: re.Match[str]) -> tuple[int, ...]:
     return tuple(int(part) for part in tag.groups())
 
 
-def _exporter_image_problems(exporter: dict[str, Any], pool: str) -> Iterator[ConfigProblem]:
+def _exporter_image_problems(config: StackConfig, pool: str) -> Iterator[ConfigProblem]:
     """An exporter image older than the pinned chart's. Those before it read ResourceSlices as
     resource.k8s.io/v1beta1 alone (dcgm-exporter 4.5.3-4.8.2, internal/pkg/transformation/
-    dra.go) or not at all (before 4.4.1-4.5.2, which brought `--kubernetes-enable-dra`); the
+    dra.go) or not at all (before 4.3.1-4.4.0, which brought `--kubernetes-enable-dra`); the
     later versions of that file read resource.k8s.io/v1 first, as the pinned one does. A mirror
     of the pinned image, or a later one, is kept; a tag the exporter's version cannot be read
-    from (a digest alone) is refused, as it may name an older one."""
-    if not {"repository", "image", "version"} & exporter.keys():
+    from (a digest alone) is refused, as it may name an older one. The image is judged as the
+    operator reads it, the override over the platform's; one the operator refuses is refused
+    by `operand_image_problem` alone."""
+    exporter = config.operator.overrides.get("dcgmExporter", {})
+    if not set(IMAGE_KEYS) & exporter.keys() or operand_image_problem(config, "dcgmExporter"):
         return
     pinned = operand_images(GPU_OPERATOR_CHART.version)["dcgmExporter"]
-    repository, version = exporter.get("repository", ""), exporter.get("version", "")
-    # The operator takes `image` as the whole reference with `repository` and `version` empty,
-    # and joins the three otherwise (api/nvidia/v1/clusterpolicy_types.go, `imagePath`, at
-    # v26.7.0); the platform's values name the pinned image whole (kubernetes/operand_images/).
-    if not repository and not version:
-        key, value = "image", exporter.get("image", pinned)
-        tag = _tag_of(str(value))
+    image = operand_image(config, "dcgmExporter")
+    if image["version"]:
+        key, tag = "version", str(image["version"]).partition("@")[0]
     else:
-        key = "version" if "version" in exporter else "repository"
-        value, tag = exporter[key], str(version).partition("@")[0]
+        key, tag = "image", _tag_of(str(image["image"]))
     if _exporter_at_least(tag, _tag_of(pinned)):
         return
     yield ConfigProblem(
         key_path("operator", "overrides", "dcgmExporter", key),
-        value,
+        exporter.get(key, image[key]),
         "a dcgm-exporter image tagged <DCGM version>-<exporter version>[-<base>], of the pinned"
         f" chart's exporter ({_tag_of(pinned)}) or a later one, with a DRA pool ({pool}): an"
         " earlier exporter reads the DRA driver's ResourceSlices only as"

@@ -10,6 +10,7 @@ from gpu_platform.config.pools import gke_shares
 from gpu_platform.config.problems import MISSING, ConfigProblem, key_path
 from gpu_platform.config.stack import StackConfig, known_platform
 from gpu_platform.kubernetes.chart_keys import chart_components
+from gpu_platform.kubernetes.operand_images import operand_image_values
 from gpu_platform.policy_pack.platform_releases import RAW_MANIFEST_KEYS
 from gpu_platform.policy_pack.platform_values import (
     FOREIGN_ANYWHERE,
@@ -28,6 +29,8 @@ def operator_override_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             "no value: set operator.driverVersion, which the pools' CUDA ceiling follows",
         )
     yield from _exporter_env_problems(config.operator.overrides.get("dcgmExporter", {}))
+    yield from _custom_resource_problems(config.operator.overrides)
+    yield from _image_problems(config)
     chart = GPU_OPERATOR_CHART
     components = chart_components(chart.version)
     for name, values in config.operator.overrides.items():
@@ -104,6 +107,110 @@ def _foreign_override(key: str | int) -> str | None:
             " resources of the stack's own program)"
         )
     return None
+
+
+def _custom_resource_problems(overrides: dict[str, Any]) -> Iterator[ConfigProblem]:
+    """The custom resource the chart renders for the operator: the ClusterPolicy, which the
+    platform's values configure, and never NVIDIA's experimental GPUCluster (values.yaml at
+    v26.7.0: "set gpuCluster.deployCR=true and clusterPolicy.deployCR=false"). Beside a
+    GPUCluster the operator sets the ClusterPolicy NotReady and reconciles none of its operands
+    (controllers/clusterpolicy_controller.go, "cannot co-exist"); without the ClusterPolicy it
+    runs its own DRA driver, next to the platform's, and no DCGM exporter."""
+    for component, wanted in (("clusterPolicy", True), ("gpuCluster", False)):
+        value = _value_at(overrides, (component, "deployCR"))
+        if value is not None and value is not wanted:
+            yield ConfigProblem(
+                key_path("operator", "overrides", component, "deployCR"),
+                value,
+                f"the boolean {str(wanted).lower()}, or no value: the platform runs the GPU"
+                " Operator through its ClusterPolicy, which the operator stops reconciling"
+                " beside a GPUCluster, and NVIDIA's DRA driver itself on DRA pools"
+                " (`pools[].allocation: dra`, docs/dra.md)",
+            )
+
+
+IMAGE_KEYS = ("repository", "image", "version")
+"""An operand's image in the GPU Operator's values: `repository`/`image`:`version`, or `image`
+alone as the whole reference."""
+
+_IMAGE_PATH_OPERANDS = (
+    "driver",
+    "vgpuManager",
+    "toolkit",
+    "devicePlugin",
+    "sandboxDevicePlugin",
+    "kataSandboxDevicePlugin",
+    "kataManager",
+    "dcgmExporter",
+    "dcgm",
+    "nodeStatusExporter",
+    "gfd",
+    "validator",
+    "migManager",
+    "gds",
+    "gdrcopy",
+    "vfioManager",
+    "vgpuDeviceManager",
+    "ccManager",
+)
+"""The operands whose image the operator reads from the ClusterPolicy (api/nvidia/v1/
+clusterpolicy_types.go, `ImagePath`, at v26.7.0)."""
+_LEFT_EMPTY_BY_THE_CHART = {
+    "vgpuManager": ("repository", "version"),
+    "kataManager": IMAGE_KEYS,
+}
+"""What the chart's values (v26.7.0) leave empty of an operand's image: vgpuManager's
+repository and version, for the image users build, and all of kataManager's. The rest it names,
+or renders as its appVersion where unset (nodeStatusExporter's and validator's version:
+templates/clusterpolicy.yaml)."""
+
+
+def operand_image(config: StackConfig, operand: str) -> dict[str, Any]:
+    """An operand's `repository`, `image` and `version` as the GPU Operator reads them: the
+    override's over the platform's (each operand it pins by a whole reference, gpu_platform/
+    kubernetes/operand_images/) or the chart's, which are True where set, as the platform does
+    not keep their values; a null or empty value is empty."""
+    override = config.operator.overrides.get(operand, {})
+    base: dict[str, Any] = operand_image_values(config.operator.chart_version).get(operand) or {
+        key: key not in _LEFT_EMPTY_BY_THE_CHART.get(operand, ()) for key in IMAGE_KEYS
+    }
+    return {key: (override[key] or "") if key in override else base[key] for key in IMAGE_KEYS}
+
+
+def operand_image_problem(config: StackConfig, operand: str) -> ConfigProblem | None:
+    """An image setting of `operand` the GPU Operator refuses: it takes `image` as the whole
+    reference with `repository` and `version` empty, and otherwise returns an error unless all
+    three are set (api/nvidia/v1/clusterpolicy_types.go, `imagePath`, at v26.7.0), leaving the
+    operand's state, and the ClusterPolicy, not ready. Where the platform names the image whole,
+    an override setting `repository` or `version` sets `image` too: joined with them, the whole
+    reference would name no image."""
+    override = config.operator.overrides.get(operand)
+    if not isinstance(override, dict) or not set(IMAGE_KEYS) & override.keys():
+        return None
+    image = operand_image(config, operand)
+    if not image["repository"] and not image["version"]:
+        missing = [] if image["image"] else ["image"]
+    else:
+        missing = [key for key in IMAGE_KEYS if not image[key]]
+        if operand in operand_image_values(config.operator.chart_version):
+            missing += [] if override.get("image") else ["image"]
+    if not missing:
+        return None
+    return ConfigProblem(
+        key_path("operator", "overrides", operand, missing[0]),
+        override.get(missing[0], MISSING),
+        "repository, image and version together, or image alone as a whole reference"
+        " (registry/name:tag[@sha256:digest]) with no repository or version: the GPU Operator"
+        " refuses an image missing one of the three, and would join a whole reference given as"
+        " image to the repository and version",
+    )
+
+
+def _image_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    for operand in _IMAGE_PATH_OPERANDS:
+        problem = operand_image_problem(config, operand)
+        if problem is not None:
+            yield problem
 
 
 def _exporter_env_problems(exporter: dict[str, Any]) -> Iterator[ConfigProblem]:

@@ -66,6 +66,10 @@ def dra_driver_values(pools: Sequence[ResolvedPool]) -> dict[str, object]:
         "gpuResourcesEnabledOverride": True,
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
         "kubeletPlugin": {
+            # The chart rolls the plugin on every node at once (values.yaml at v25.12.0,
+            # `maxUnavailable: "100%"`): a new image, or a DRA pool added to the affinity, would
+            # stop claims being prepared on every DRA node together.
+            "updateStrategy": helm_release.daemonset_update_strategy(),
             "tolerations": gpu_node_tolerations(pools),
             "affinity": {
                 "nodeAffinity": {

@@ -41,15 +41,15 @@ RELEASE_HISTORY = 10
 
 DAEMONSET_MAX_UNAVAILABLE = "25%"
 """How many of a node agent DaemonSet's nodes (the EFA device plugin, node-exporter,
-node-feature-discovery's worker) are updated at once, and how many may be unready when Helm
-calls it ready. Helm v3's pkg/kube/ready.go (`daemonSetReady`) wants the new pod scheduled on
-every node (`UpdatedNumberScheduled == DesiredNumberScheduled`) and ready on all but
-`maxUnavailable` of them, scaled from a percentage rounding up. At the charts' and Kubernetes'
-default of 1, one node that is NotReady, or slow to pull the image, holds the release until
-the timeout, the atomic rollback after it too, and a large pool rolls one node after another;
+node-feature-discovery's worker, the DRA driver's kubelet plugin) are updated at once, and how many
+may be unready when Helm calls it ready. Helm v3's pkg/kube/ready.go (`daemonSetReady`) wants the
+new pod scheduled on every node (`UpdatedNumberScheduled == DesiredNumberScheduled`) and ready on
+all but `maxUnavailable` of them, scaled from a percentage rounding up. At the charts' and
+Kubernetes' default of 1, one node that is NotReady, or slow to pull the image, holds the release
+until the timeout, the atomic rollback after it too, and a large pool rolls one node after another;
 at 25 % a rollout takes about four waves whatever the number of nodes, and a quarter of them may
-lag. The agents hold no state a restart loses: node-exporter's series resume, node labels stay,
-and a device plugin re-registers its devices with the kubelet, running pods keeping theirs."""
+lag. The agents hold no state a restart loses: node-exporter's series resume, node labels stay, and
+a device plugin re-registers its devices with the kubelet, running pods keeping theirs."""
 
 MAX_TIMEOUT_SECONDS = 3600
 """The longest wait given to any release: a broken one is only rolled back once it has passed,

@@ -362,7 +362,7 @@ def dcgm_exporter_values_for(
 
 # The exporter matches the devices the kubelet lists for a DRA claim to GPUs only with this
 # flag, false by default (dcgm-exporter pkg/cmd/app.go, `kubernetes-enable-dra`, since
-# 4.4.1-4.5.2), reading each device's UUID from the DRA driver's ResourceSlices
+# 4.3.1-4.4.0), reading each device's UUID from the DRA driver's ResourceSlices
 # (internal/pkg/transformation/dra.go, `NewDRAResourceSliceManager`: resource.k8s.io/v1 at the
 # pinned 4.6.0-4.8.3, which 4.5.3-4.8.2 did not read); without it a DRA GPU's
 # series carry no pod, and the idle alerts, reaper and billing never see it. Its read access to

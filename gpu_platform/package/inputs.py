@@ -766,11 +766,16 @@ the platform's own values last: maps key by key, lists replaced whole, except
 `dcgmExporter.env`, merged by `name` into the platform's (an entry of a name the platform
 sets takes its place). Its entries need a `name`, and none may be
 `DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE`, which the platform sets from each exporter's device
-plugin. Component names are checked against the chart's; with pools GKE shares,
-`dcgm.enabled`, `cdi.nriPluginEnabled` and `dcgmExporter.hpcJobMapping.enabled` are refused,
-which the exporter on those nodes cannot follow (docs/gpu-sharing.md); with DRA pools,
-`devicePlugin.enabled` other than false, a `dcgmExporter.env` entry `KUBERNETES_ENABLE_DRA`
-and an exporter image older than the pinned chart's (docs/dra.md). `namespaceOverride`
+plugin. Component names are checked against the chart's. An operand's image is its
+`repository`, `image` and `version` together, or `image` alone as a whole reference, as the
+operator reads them. The ClusterPolicy is the chart's custom resource:
+`clusterPolicy.deployCR` other than true and `gpuCluster.deployCR` other than false are
+refused (docs/dra.md). With pools GKE shares, `dcgm.enabled`, `cdi.nriPluginEnabled` and
+`dcgmExporter.hpcJobMapping.enabled` are refused, which the exporter on those nodes cannot
+follow (docs/gpu-sharing.md); with DRA pools, `devicePlugin.enabled` other than false, a
+`dcgmExporter.env` entry `KUBERNETES_ENABLE_DRA`, a `dcgmExporter.args` flag
+`--kubernetes-enable-dra` and an exporter image older than the pinned chart's
+(docs/dra.md). `namespaceOverride`
 and `extraObjects`, `extraManifests` or `extraResources` are refused at any depth: they
 would make the release one the policy pack takes for the stack's own (docs/concepts.md,
 "Helm releases"). The pack judges no other value set here, but on GKE Ubuntu

@@ -385,6 +385,7 @@ PLATFORM_VALUES: Mapping[str, ChartValues] = {
                 LIST,
             ),
             ("kubeletPlugin.tolerations", LIST),
+            ("kubeletPlugin.updateStrategy.rollingUpdate.maxUnavailable", _ROLLOUT),
             ("resourceApiVersion", equal("resource.k8s.io/v1")),
             ("resources.computeDomains.enabled", equal(False)),
             ("resources.gpus.enabled", equal(True)),

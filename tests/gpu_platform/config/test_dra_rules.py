@@ -236,7 +236,7 @@ def with_operator(**operator: Any) -> Config:
             {"overrides": {"devicePlugin": {"enabled": True}}},
             "operator.overrides.devicePlugin.enabled",
             True,
-            "false or no value with a DRA pool (pools[0])",
+            "the boolean false, or no value, with a DRA pool (pools[0])",
         ),
         (
             {"overrides": {"dcgmExporter": {"env": [{"name": "KUBERNETES_ENABLE_DRA"}]}}},
@@ -260,6 +260,20 @@ def with_operator(**operator: Any) -> Config:
             " pinned chart's exporter (4.6.0-4.8.3-distroless) or a later one, with a DRA pool"
             " (pools[0])",
         ),
+        # urfave/cli v2.27.7 (dcgm-exporter's go.mod) takes the flag, with one dash or two, over
+        # its env var (pkg/cmd/app.go at 4.5.3-4.8.2, `kubernetes-enable-dra`).
+        (
+            {"overrides": {"dcgmExporter": {"args": ["-f", "x.csv", "--kubernetes-enable-dra=0"]}}},
+            "operator.overrides.dcgmExporter.args[2]",
+            "--kubernetes-enable-dra=0",
+            "no --kubernetes-enable-dra flag with a DRA pool (pools[0])",
+        ),
+        (
+            {"overrides": {"dcgmExporter": {"args": ["-kubernetes-enable-dra=false"]}}},
+            "operator.overrides.dcgmExporter.args[0]",
+            "-kubernetes-enable-dra=false",
+            "no --kubernetes-enable-dra flag with a DRA pool (pools[0])",
+        ),
         (
             {"overrides": {"dcgmExporter": {"image": "nvcr.io/nvidia/k8s/dcgm-exporter" + DIGEST}}},
             "operator.overrides.dcgmExporter.image",
@@ -267,7 +281,15 @@ def with_operator(**operator: Any) -> Config:
             "a dcgm-exporter image tagged <DCGM version>-<exporter version>[-<base>]",
         ),
     ],
-    ids=["chart-version", "device-plugin", "exporter-dra-env", "older-exporter", "digest-alone"],
+    ids=[
+        "chart-version",
+        "device-plugin",
+        "exporter-dra-env",
+        "older-exporter",
+        "exporter-dra-flag",
+        "exporter-dra-flag-one-dash",
+        "digest-alone",
+    ],
 )
 def test_an_operator_setting_undoing_what_a_dra_pool_relies_on_is_refused_by_key(
     operator: Config, key: str, value: Any, begins: str
@@ -308,8 +330,27 @@ def test_an_operator_setting_undoing_what_a_dra_pool_relies_on_is_refused_by_key
                 }
             }
         },
+        # The pinned exporter from a mirror, its three values set, the tag beside the digest.
+        {
+            "overrides": {
+                "dcgmExporter": {
+                    "repository": "mirror.example.com:5000/k8s",
+                    "image": "dcgm-exporter",
+                    "version": "4.6.0-4.8.3-distroless" + DIGEST,
+                }
+            }
+        },
+        {"overrides": {"dcgmExporter": {"args": ["--kubernetes-enable-pod-labels"]}}},
     ],
-    ids=["chart-version", "device-plugin", "exporter-env", "exporter-mirror", "later-exporter"],
+    ids=[
+        "chart-version",
+        "device-plugin",
+        "exporter-env",
+        "exporter-mirror",
+        "later-exporter",
+        "exporter-mirror-triple",
+        "exporter-args",
+    ],
 )
 def test_an_operator_setting_a_dra_pool_does_not_depend_on_is_accepted(operator: Config) -> None:
     assert load_stack_config(with_operator(**operator)).pools[0].allocation == "dra"
@@ -320,7 +361,10 @@ def test_the_operator_settings_a_dra_pool_relies_on_are_free_without_one() -> No
         chartVersion="v26.3.0",
         overrides={
             "devicePlugin": {"enabled": True},
-            "dcgmExporter": {"env": [{"name": "KUBERNETES_ENABLE_DRA", "value": "true"}]},
+            "dcgmExporter": {
+                "env": [{"name": "KUBERNETES_ENABLE_DRA", "value": "true"}],
+                "args": ["--kubernetes-enable-dra"],
+            },
         },
     )
     del config["pools"][0]["allocation"]

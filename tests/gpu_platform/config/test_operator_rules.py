@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from gpu_platform.config import ConfigError, ConfigProblem, MonitoringSpec, load_stack_config
+from gpu_platform.config.problems import MISSING
 
 Config = dict[str, Any]
 
@@ -244,3 +245,119 @@ def test_an_override_broken_by_any_line_break_yaml_knows_is_refused_by_key(
 
     assert problem.path == "gpu-platform:operator.overrides.operator.priorityClassName"
     assert problem.value == injected
+
+
+# --- The custom resource the chart renders ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "path", "value", "allowed"),
+    [
+        # gpu-operator v26.7.0 values.yaml: "To enable the GPUCluster (DRA) enablement stack,
+        # set gpuCluster.deployCR=true and clusterPolicy.deployCR=false"; templates/
+        # gpucluster.yaml and clusterpolicy.yaml render each with `if`, where a string is true.
+        ({"gpuCluster": {"deployCR": True}}, "gpuCluster.deployCR", True, "the boolean false"),
+        (
+            {"gpuCluster": {"deployCR": "false"}},
+            "gpuCluster.deployCR",
+            "false",
+            "the boolean false",
+        ),
+        (
+            {"clusterPolicy": {"deployCR": False}},
+            "clusterPolicy.deployCR",
+            False,
+            "the boolean true",
+        ),
+    ],
+    ids=["gpu-cluster", "gpu-cluster-string", "no-cluster-policy"],
+)
+def test_a_custom_resource_other_than_the_cluster_policy_is_refused_by_key(
+    dev_config: Config, overrides: dict[str, Any], path: str, value: Any, allowed: str
+) -> None:
+    (problem,) = problems_of(with_overrides(dev_config, overrides))
+
+    assert (problem.path, problem.value) == (f"gpu-platform:operator.overrides.{path}", value)
+    assert problem.expected.startswith(f"{allowed}, or no value: ")
+
+
+def test_the_cluster_policy_alone_is_accepted(dev_config: Config) -> None:
+    overrides = {"clusterPolicy": {"deployCR": True}, "gpuCluster": {"deployCR": False}}
+
+    load_stack_config(with_overrides(dev_config, overrides))
+
+
+# --- Operand images --------------------------------------------------------------------------
+
+# gpu-operator v26.7.0 api/nvidia/v1/clusterpolicy_types.go, `imagePath`: `image` whole with
+# `repository` and `version` empty, else an error unless all three are set. The platform names
+# each pinned operand whole (`repository: ""`, `version: ""`: gpu_platform/kubernetes/
+# operand_images/), the chart all three of the rest (values.yaml), but vgpuManager's
+# repository and version, left "" for the image users build, and kataManager's.
+IMAGE_RULE = (
+    "repository, image and version together, or image alone as a whole reference"
+    " (registry/name:tag[@sha256:digest]) with no repository or version: the GPU Operator"
+    " refuses an image missing one of the three, and would join a whole reference given as"
+    " image to the repository and version"
+)
+MIRROR = "mirror.example.com:5000/k8s"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "path", "value"),
+    [
+        (
+            {"dcgmExporter": {"version": "4.6.0-4.9.0-distroless"}},
+            "dcgmExporter.repository",
+            MISSING,
+        ),
+        ({"toolkit": {"repository": MIRROR}}, "toolkit.version", MISSING),
+        # The platform's image, a whole reference, would be joined between the two.
+        (
+            {"dcgmExporter": {"repository": MIRROR, "version": "4.6.0-4.8.3-distroless"}},
+            "dcgmExporter.image",
+            MISSING,
+        ),
+        ({"gfd": {"image": None}}, "gfd.image", None),
+        ({"vgpuManager": {"version": "595.91.07"}}, "vgpuManager.repository", MISSING),
+        ({"gds": {"repository": MIRROR, "version": ""}}, "gds.version", ""),
+        # The chart names none of kataManager's three.
+        (
+            {"kataManager": {"repository": MIRROR, "version": "v0.3.0"}},
+            "kataManager.image",
+            MISSING,
+        ),
+    ],
+    ids=[
+        "version-alone",
+        "repository-alone",
+        "no-image",
+        "null-image",
+        "vgpu",
+        "empty-version",
+        "kata",
+    ],
+)
+def test_an_operand_image_the_operator_refuses_is_refused_by_key(
+    dev_config: Config, overrides: dict[str, Any], path: str, value: Any
+) -> None:
+    (problem,) = problems_of(with_overrides(dev_config, overrides))
+
+    assert problem == ConfigProblem(f"gpu-platform:operator.overrides.{path}", value, IMAGE_RULE)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"dcgmExporter": {"image": f"{MIRROR}/dcgm-exporter:4.6.0-4.8.3-distroless"}},
+        {"toolkit": {"repository": MIRROR, "image": "container-toolkit", "version": "v1.20.0"}},
+        # The chart names gds's repository and image: the operator joins them to this version.
+        {"gds": {"version": "2.29.4"}},
+        {"vgpuManager": {"repository": MIRROR, "version": "595.91.07"}},
+    ],
+    ids=["whole", "all-three", "chart-repository", "vgpu"],
+)
+def test_an_operand_image_the_operator_reads_is_accepted(
+    dev_config: Config, overrides: dict[str, Any]
+) -> None:
+    load_stack_config(with_overrides(dev_config, overrides))

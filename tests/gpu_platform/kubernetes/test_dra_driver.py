@@ -72,6 +72,16 @@ def test_the_driver_values_are_the_charts_keys(dra_plan: Plan) -> None:
     assert set(key_paths(values)) <= chart_key_paths("25.12.0", DRA_CHART)
 
 
+def test_the_kubelet_plugin_rolls_a_quarter_of_its_nodes_at_a_time(dra_plan: Plan) -> None:
+    values = release(dra_plan, DRA_CHART)["values"]
+
+    # The chart's default is every node at once (deployments/helm/nvidia-dra-driver-gpu/
+    # values.yaml at v25.12.0, `kubeletPlugin.updateStrategy.rollingUpdate.maxUnavailable:
+    # "100%"`, rendered as it is by templates/kubeletplugin.yaml); the platform's node agents
+    # roll a quarter of their nodes at a time.
+    assert values["kubeletPlugin"]["updateStrategy"] == {"rollingUpdate": {"maxUnavailable": "25%"}}
+
+
 def test_the_driver_serves_gpus_beside_no_device_plugin_and_no_compute_domains(
     dra_plan: Plan,
 ) -> None:
