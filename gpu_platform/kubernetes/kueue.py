@@ -60,6 +60,7 @@ from gpu_platform.kubernetes.node_validation.admission_policy import declare_pol
 from gpu_platform.kubernetes.node_validation.duration import go_duration, until_validated_seconds
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.kubernetes.provisioning_requests import provisioning_request_crd
+from gpu_platform.kubernetes.queue_labels import QUEUED_NAMESPACE_LABEL
 from gpu_platform.kubernetes.queued_pod_policy import queued_pod_policy
 from gpu_platform.kubernetes.rollout_retry import RETRY_LAG_SECONDS
 from gpu_platform.lock.images import pinned_version
@@ -73,9 +74,6 @@ QUEUE_NAME = DEFAULT_QUEUE
 none, so that a Job, JobSet or RayJob submitted without the label is queued too."""
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 """The label by which a job names its LocalQueue (Kueue's `constants.QueueLabel`)."""
-QUEUED_NAMESPACE_LABEL = "gpu-platform.io/queue"
-"""On a tenant namespace whose jobs go through its queue: the LocalQueue's name. Kueue's
-webhooks act on the namespaces that carry it, and the policy pack holds their GPU jobs to it."""
 RELEASE_NAME = "kueue"
 PROVISIONING_REQUESTS_ANNOTATION = "gpu-platform.io/provisioning-requests"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"

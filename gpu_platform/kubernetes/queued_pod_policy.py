@@ -26,11 +26,9 @@ from gpu_platform.kubernetes.node_validation.pod_admission_policy import (
     over_containers,
     resource_clauses,
 )
+from gpu_platform.kubernetes.queue_labels import PODSET_LABEL
 
 NAME = "gpu-platform-gpu-pods-through-kueue"
-PODSET_LABEL = "kueue.x-k8s.io/podset"
-"""The label Kueue puts on an admitted job's pod template (`PodSetLabel`,
-pkg/constants/constants.go at v0.19.2)."""
 
 REASON = (
     " is queued: its GPU pods come from jobs Kueue admits, and Kueue does not count the GPUs"

@@ -61,7 +61,6 @@ from gpu_platform.kubernetes.gpu_pod import gpu_pod_annotations, gpu_pod_spec
 from gpu_platform.kubernetes.idle_gpu_pods import IDLE_MINUTES_LABEL
 from gpu_platform.kubernetes.kueue import (
     QUEUE_NAME,
-    QUEUED_NAMESPACE_LABEL,
     cluster_queue,
     declare,
     local_queue,
@@ -72,6 +71,7 @@ from gpu_platform.kubernetes.kueue import (
 from gpu_platform.kubernetes.node_validation.duration import worst_case_seconds
 from gpu_platform.kubernetes.nvidia_driver import upgrade_hold_seconds
 from gpu_platform.kubernetes.pod_security import pod_security_labels
+from gpu_platform.kubernetes.queue_labels import QUEUED_NAMESPACE_LABEL
 from gpu_platform.kubernetes.rollout_retry import RETRY_LAG_SECONDS
 from gpu_platform.lock.images import locked
 from gpu_platform.node_identity import (

@@ -28,9 +28,11 @@ from typing import Any
 import requests
 
 from gpu_platform.config import StackConfig, TenantNamespaceSpec, key_path
-from gpu_platform.kubernetes.kueue import QUEUED_NAMESPACE_LABEL
-from gpu_platform.kubernetes.node_validation.pod_admission_policy import NVIDIA_RESOURCE_PREFIX
-from gpu_platform.kubernetes.queued_pod_policy import PODSET_LABEL
+from gpu_platform.kubernetes.queue_labels import (
+    NVIDIA_RESOURCE_PREFIX,
+    PODSET_LABEL,
+    QUEUED_NAMESPACE_LABEL,
+)
 from gpu_platform.preflight.findings import Finding
 
 KubeGet = Callable[[str], Mapping[str, Any] | None]

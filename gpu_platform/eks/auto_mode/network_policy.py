@@ -23,9 +23,7 @@ overwritten.
 import pulumi
 from pulumi_kubernetes import core, meta
 
-CONFIG_MAP = "amazon-vpc-cni"
-NAMESPACE = "kube-system"
-SETTING = "enable-network-policy-controller"
+from gpu_platform.eks.auto_mode.names import CONFIG_MAP, NAMESPACE, SETTING
 
 
 def network_policy_controller(name: str, opts: pulumi.ResourceOptions) -> core.v1.ConfigMapPatch:

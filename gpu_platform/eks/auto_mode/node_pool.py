@@ -17,6 +17,11 @@ from typing import Any
 
 import pulumi
 
+from gpu_platform.eks.auto_mode.names import (
+    NODE_CLASS_API_VERSION,
+    NODE_CLASS_GROUP,
+    NODE_CLASS_KIND,
+)
 from gpu_platform.eks.karpenter.labels import InstanceLabels
 from gpu_platform.eks.karpenter.node_pool import (
     KarpenterGpuNodePoolArgs,
@@ -27,9 +32,6 @@ from gpu_platform.eks.karpenter.node_pool import (
 )
 from gpu_platform.node_identity import POOL_LABEL
 
-NODE_CLASS_GROUP = "eks.amazonaws.com"
-NODE_CLASS_API_VERSION = f"{NODE_CLASS_GROUP}/v1"
-NODE_CLASS_KIND = "NodeClass"
 AUTO_MODE_LABEL_PREFIX = "eks.amazonaws.com/"
 """Auto Mode's well-known node labels (create-node-pool.adoc, "EKS Auto Mode Supported
 Labels")."""

@@ -15,7 +15,7 @@ import requests
 from botocore.exceptions import BotoCoreError, ClientError
 
 from gpu_platform.config import StackConfig, key_path
-from gpu_platform.eks.auto_mode.network_policy import CONFIG_MAP, NAMESPACE, SETTING
+from gpu_platform.eks.auto_mode.names import CONFIG_MAP, NAMESPACE, SETTING
 from gpu_platform.eks.preflight.running_autoscaler import ConfigMaps
 from gpu_platform.preflight.findings import Finding
 

@@ -32,7 +32,7 @@ from gpu_platform.config import (
     StackConfig,
     key_path,
 )
-from gpu_platform.eks.auto_mode.node_pool import NODE_CLASS_API_VERSION
+from gpu_platform.eks.auto_mode.names import NODE_CLASS_API_VERSION
 from gpu_platform.eks.karpenter.labels import STACK_ANNOTATION
 from gpu_platform.eks.preflight.auto_mode import AUTO_MODE_BUILT_IN_NODE_POOLS
 from gpu_platform.eks.preflight.karpenter_efa_layout import NodeClasses, efa_layout_findings

@@ -54,6 +54,7 @@ from gpu_platform.kubernetes.node_validation.names import (
     LABEL_PREFIX,
     VALIDATION_TAINT,
 )
+from gpu_platform.kubernetes.queue_labels import NVIDIA_RESOURCE_PREFIX
 
 NAME = "gpu-platform-pods-off-unvalidated-nodes"
 EXEMPT_LABEL = f"{LABEL_PREFIX}node-validation-exempt"
@@ -69,7 +70,6 @@ writes them (docs/node-validation.md)."""
 # there, tolerating every `NoSchedule` taint (GoogleCloudPlatform/prometheus-engine
 # manifests/operator.yaml, v0.13.0, DaemonSet `collector`).
 GKE_NAMESPACES = ("gmp-system",)
-NVIDIA_RESOURCE_PREFIX = "nvidia.com/"
 VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
 # The values that give a container no GPU (cmd/nvidia-container-runtime/README.md, v1.20.0).
 NO_DEVICES = ("", "void", "none")

@@ -13,7 +13,7 @@ from botocore.model import StructureShape
 from botocore.stub import Stubber
 
 from gpu_platform.config import StackConfig, load_stack_config
-from gpu_platform.eks.auto_mode.network_policy import SETTING
+from gpu_platform.eks.auto_mode.names import SETTING
 from gpu_platform.eks.preflight import checks as preflight_eks
 from gpu_platform.eks.preflight.auto_mode import (
     network_policy_controller_finding,
