@@ -306,6 +306,13 @@ def cluster_queue(
         "cohortName": queues.cohort,
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": spec.name}},
         "queueingStrategy": "BestEffortFIFO",
+        # Kueue's default, MayStopSearch, admits a job on the first flavor where it fits by
+        # borrowing, though its own share on the next pool sits idle; that borrowing counts
+        # against the tenant's fair share and makes the job one a lender may reclaim.
+        # TryNextFlavor looks on and takes the flavor where it fits with the least borrowing
+        # (`shouldTryNextFlavor`, `isPreferred`, pkg/scheduler/flavorassigner/flavorassigner.go
+        # at v0.19.2).
+        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor"},
         "resourceGroups": [
             {"coveredResources": [resource], "flavors": flavors}
             for resource, flavors in groups.items()

@@ -67,6 +67,11 @@ def test_a_tenants_cluster_queue_holds_its_namespaces_quota_in_the_cohort(dev_pl
         "cohortName": "gpu-tenants",
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ml-sandbox"}},
         "queueingStrategy": "BestEffortFIFO",
+        # Kueue's default `whenCanBorrow: MayStopSearch` stops at the first flavor where a pod
+        # set fits by borrowing; TryNextFlavor goes on to one where it fits within the share
+        # (`shouldTryNextFlavor` and `isPreferred`, pkg/scheduler/flavorassigner/
+        # flavorassigner.go at v0.19.2; the field and its enum in the pinned CRD, below).
+        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor"},
         # The dev stack's `sharedGpuQuota: 8` on its one time-sliced pool.
         "resourceGroups": [
             {
