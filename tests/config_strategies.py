@@ -694,7 +694,7 @@ def _split(
     draw: st.DrawFn, namespace: Config, pools: list[Config], cloud: str, node_image: str
 ) -> dict[str, int]:
     """A queued namespace's `queue.poolQuotas`: each quota that several pools Kueue admits on
-    hand out split between them, adding up to it, its smoke test's pool given at least 1
+    hand out split between them, adding up to it or one less, its smoke test's pool given at least 1
     (gpu_platform/config/queue_rules.py). Whole GPUs and replicas are both `nvidia.com/gpu`,
     which `gpuQuota` caps where a pool is exclusive (`with_gpu_quotas_fitting_its_pools`)."""
     keys = {quota_key(p, cloud, node_image) for p in pools}
@@ -710,10 +710,12 @@ def _split(
         cap = gpus if resource == "nvidia.com/gpu" else namespace["migQuota"][resource]
         if len(names) < 2 or cap == 0:
             continue
+        # Shares may leave a GPU of the quota unused, as in the middle of moving quota.
+        total = cap - draw(st.integers(0, min(1, cap - 1)))
         cuts = sorted(
-            draw(st.lists(st.integers(0, cap), min_size=len(names) - 1, max_size=len(names) - 1))
+            draw(st.lists(st.integers(0, total), min_size=len(names) - 1, max_size=len(names) - 1))
         )
-        shares = [b - a for a, b in zip([0, *cuts], [*cuts, cap], strict=True)]
+        shares = [b - a for a, b in zip([0, *cuts], [*cuts, total], strict=True)]
         split.update(zip(names, shares, strict=True))
         smoke = namespace.get("smokeTestPool")
         if smoke is not None and split.get(smoke) == 0:

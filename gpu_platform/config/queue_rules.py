@@ -83,7 +83,8 @@ def queue_problems(config: StackConfig) -> Iterator[ConfigProblem]:
                     key_path("namespaces", i, "queue", "lendingLimit"),
                     lending,
                     f"at most {cap}, the namespace's quota of pool {pool}'s GPUs"
-                    f" ({'.'.join(setting)}): a tenant lends only what its quota holds",
+                    f" ({key_path('namespaces', i, *setting)}): a tenant lends only what its"
+                    " quota holds",
                 )
                 return
 
@@ -190,9 +191,10 @@ def _split_problems(
     while the namespace runs it once over them all, and the pods of a job admitted beyond it
     are refused (`FailedCreate: exceeded quota`), so it starts in part. So the namespace splits
     that quota between them (`queue.poolQuotas`), each pool's share its ClusterQueue's quota
-    there: shares adding up to more would admit past the ResourceQuota, to less would leave
-    quota nothing admits on (Kueue's webhooks and the cluster's admission policy hold a queued
-    namespace's GPU pods to Kueue's admission). A canary has no flavor
+    there: shares adding up to more would admit past the ResourceQuota. Less only leaves quota
+    nothing admits on (Kueue's webhooks and the cluster's admission policy hold a queued
+    namespace's GPU pods to Kueue's admission), which is the safe middle of moving quota from
+    one pool to another, so `unused_shares` warns of it instead. A canary has no flavor
     (gpu_platform/kubernetes/kueue.py `queued_pools`), so it shares nothing with the pool it
     leads."""
     pool_names = {pool.name for pool in config.pools}
@@ -231,7 +233,7 @@ def _split_problems(
         given = {pool: split[pool] for pool in pools if pool in split}
         missing = [pool for pool in pools if pool not in given]
         total = sum(given.values())
-        if (cap == 0 and not given) or (not missing and total == cap):
+        if (cap == 0 and not given) or (not missing and total <= cap):
             continue
         quota = key_path("namespaces", i, *setting)
         example = ", ".join(
@@ -243,10 +245,33 @@ def _split_problems(
             key_path("namespaces", i, "queue", "poolQuotas"),
             given or (dict(split) if split else MISSING),
             f"a share of {quota} ({cap}) for each of pools {', '.join(pools)}, which all"
-            f" hand out the GPUs it caps, the shares adding up to {cap} (given: {found}"
+            f" hand out the GPUs it caps, the shares adding up to at most {cap}"
+            f" (given: {found}"
             f"{lacking}), such as {{{example}}}: Kueue holds the namespace's quota on"
             " each pool apart and its ResourceQuota once over them all, so jobs admitted"
             " past the ResourceQuota would start in part; or take the namespace out of"
             f" the queues ({key_path('namespaces', i, 'queue', 'enabled')} false), the"
             " place for work Kueue does not queue (docs/queues.md)",
         )
+
+
+def unused_shares(config: StackConfig) -> list[str]:
+    """A warning for each quota of a queued namespace whose shares (`queue.poolQuotas`) add up
+    to less than it: Kueue admits nothing on the rest, which the ResourceQuota would allow."""
+    warnings = []
+    for i, ns in enumerate(config.namespaces):
+        if not config.queued(ns) or not ns.queue.pool_quotas:
+            continue
+        for setting, (cap, pools) in _shared_caps(config, ns).items():
+            shares = [ns.queue.pool_quotas.get(pool) for pool in pools]
+            given = [share for share in shares if share is not None]
+            if len(pools) < 2 or len(given) < len(pools) or sum(given) >= cap:
+                continue
+            warnings.append(
+                f"{key_path('namespaces', i, 'queue', 'poolQuotas')}: the shares of"
+                f" {key_path('namespaces', i, *setting)} ({cap}) on pools {', '.join(pools)}"
+                f" add up to {sum(given)} ({' + '.join(map(str, given))}): Kueue admits no job"
+                f" on the {cap - sum(given)} left. Once the pool whose share you lowered runs"
+                " within it, raise the share of the pool that takes the rest (docs/queues.md)."
+            )
+    return warnings

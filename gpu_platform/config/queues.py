@@ -58,11 +58,15 @@ class TenantQueueSpec(Model):
     """The most GPUs (or replicas, or slices) of each pool beyond its quota that the tenant may
     borrow from the cohort; 0, none. The namespace's ResourceQuota allows that many more of
     each GPU resource for each pool that hands it out (Kueue holds the limit on each pool
-    apart), so that what Kueue lends it can run."""
+    apart), so that what Kueue lends it can run: a pod outside Kueue's jobs (the cluster's
+    admission policy catches mistakes, not intent) may then take the quota and this many on
+    each pool, so keep it small where many pools hand out one resource. Lower it only once
+    the tenant borrows nothing on any pool (docs/queues.md)."""
     lending_limit: int | None = Field(default=None, ge=0, le=10000)
     """The most of its quota of each pool the tenant lends to the cohort while it does not use
     it; unset, all of it, 0 none. At most the namespace's quota of each pool, its share where
-    `poolQuotas` splits a quota (Kueue refuses a larger one)."""
+    `poolQuotas` splits a quota (Kueue refuses a larger one): one value for every pool, so a
+    share of 0 allows none above 0."""
     pool_quotas: dict[PoolName, Annotated[int, Field(ge=0, le=100000)]] = Field(
         default_factory=dict
     )
@@ -72,6 +76,8 @@ class TenantQueueSpec(Model):
     `{h100: 12, a100: 4}` of a `gpuQuota: 16`. Kueue holds a tenant's quota on each pool apart
     and the ResourceQuota one over them all: each pool's share is the ClusterQueue's quota
     there. The shares of one quota name every pool that hands out its resource (canaries
-    aside, which Kueue admits nothing on) and add up to the quota exactly. Required for such
-    pools unless the quota is 0; no entry for a pool whose resource no other pool hands out,
-    whose quota is the namespace's whole (docs/queues.md)."""
+    aside, which Kueue admits nothing on) and add up to at most the quota (`plan` warns of
+    less, which leaves the rest unused: the middle step of moving quota between pools).
+    Required for such pools unless the quota is 0; no entry for a pool whose resource no other
+    pool hands out, whose quota is the namespace's whole. A job whose pod sets may run on
+    either pool should select one with `gpu-platform.io/pool` (docs/queues.md)."""

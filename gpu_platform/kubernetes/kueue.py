@@ -10,12 +10,12 @@ ClusterQueues hold on those pools' flavors (`kueue_provisioning.py`).
 One source of quota: a tenant's ClusterQueue holds, for each pool, the namespace's quota of the
 GPU resource that pool hands out (`tenant_namespace.gpu_quota`, from `gpuQuota`,
 `sharedGpuQuota` and `migQuota`), or where several pools hand out that resource the pool's
-share of it (`queue.poolQuotas`, whose shares add up to the quota: the config's rules hold
-them to it); and its ResourceQuota that quota and what Kueue lets it borrow on each pool
+share of it (`queue.poolQuotas`, whose shares add up to at most the quota: the config's
+rules hold them to it); and its ResourceQuota that quota and what Kueue lets it borrow on each pool
 (`queue.borrowingLimit`, `with_borrowing`). A ResourceQuota caps a resource over every pool
 together, a ClusterQueue each flavor apart, and Kueue admits on a flavor at most its
 nominalQuota and borrowingLimit (`available`, pkg/cache/scheduler/resource_node.go at v0.19.2):
-so the sums over each resource's flavors are the ResourceQuota's cap, and Kueue never admits
+so the sums over each resource's flavors are at most the ResourceQuota's cap, and Kueue never admits
 a workload the namespace may not run. Kueue counts only the GPU resources
 (`quotaCheckStrategy: IgnoreUndeclared`): CPU and memory stay the scheduler's and the
 namespace's LimitRange's.
@@ -331,6 +331,13 @@ def cluster_queue(
         "cohortName": queues.cohort,
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": spec.name}},
         "queueingStrategy": "BestEffortFIFO",
+        # Kueue's default, MayStopSearch, admits a job on the first flavor where it fits by
+        # borrowing, though its own share on the next pool sits idle; that borrowing counts
+        # against the tenant's fair share and makes the job one a lender may reclaim.
+        # TryNextFlavor looks on and takes the flavor where it fits with the least borrowing
+        # (`shouldTryNextFlavor`, `isPreferred`, pkg/scheduler/flavorassigner/flavorassigner.go
+        # at v0.19.2).
+        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor"},
         "resourceGroups": [
             {"coveredResources": [resource], "flavors": flavors}
             for resource, flavors in groups.items()

@@ -25,6 +25,7 @@ import pack_config
 import platform_images
 import pod_security
 import preview
+import queued_pod_sets
 import queued_workloads
 import validation_taint
 import workload_kinds
@@ -42,6 +43,7 @@ POLICIES = [
             *gpu_workloads.POLICIES,
             *gpu_claims.POLICIES,
             *queued_workloads.POLICIES,
+            *queued_pod_sets.POLICIES,
             *validation_taint.POLICIES,
             *gpu_sharing.POLICIES,
             *gpu_cuda.POLICIES,

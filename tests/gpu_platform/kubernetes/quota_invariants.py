@@ -100,13 +100,14 @@ def kueue_quota_problems(plan: Plan, config: Mapping[str, Any] | None = None) ->
     """Where Kueue's quotas and the namespaces' disagree, as sentences: a queued namespace (one
     labelled `gpu-platform.io/queue`) without its LocalQueue or ClusterQueue, a resource
     whose nominal quotas and borrowing limits, summed over every flavor that holds it, are other
-    than the namespace's ResourceQuota of it, and, given the stack's `config`, a flavor whose
-    nominal quota is not the pool's share where the namespace splits its quota
-    (`queue.poolQuotas`). A ResourceQuota caps a resource over all pools, a
-    ClusterQueue each flavor apart (`ResourceQuota.NominalQuota`, "the quantity of this resource
-    that is available for Workloads admitted by this ClusterQueue" per flavor,
+    than the namespace's ResourceQuota of it (more than it, where the namespace splits it), and,
+    given the stack's `config`, a flavor whose nominal quota is not the pool's share where the
+    namespace splits its quota (`queue.poolQuotas`). A ResourceQuota caps a resource over all
+    pools, a ClusterQueue each flavor apart (`ResourceQuota.NominalQuota`, "the quantity of
+    this resource that is available for Workloads admitted by this ClusterQueue" per flavor,
     apis/kueue/v1beta2/clusterqueue_types.go at v0.19.2): only the sums agreeing keeps Kueue
-    from admitting what the namespace may not run.
+    from admitting what the namespace may not run, shares below the quota only leaving it
+    unused.
     """
     quotas = {
         r.inputs["metadata"]["namespace"]: r.inputs["spec"]["hard"] for r in plan.of_type(QUOTA)
@@ -148,7 +149,8 @@ def kueue_quota_problems(plan: Plan, config: Mapping[str, Any] | None = None) ->
                     most[resource["name"]] = most.get(resource["name"], 0) + held
         for resource, held in most.items():
             cap = hard.get(f"requests.{resource}")
-            if cap is None or int(cap) != held:
+            # Shares adding up to less than the quota leave part of it unused, which is safe.
+            if cap is None or int(cap) < held or (int(cap) > held and not splits.get(name)):
                 problems.append(
                     f"ClusterQueue {queue.inputs['metadata']['name']} holds {held} {resource}"
                     f" over its flavors with what it borrows, its namespace's ResourceQuota {cap}"

@@ -9,11 +9,13 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_platform.config import ConfigError
+from gpu_platform.config import ConfigError, load_stack_config
 from gpu_platform.config.problems import MISSING
+from gpu_platform.config.queue_rules import unused_shares
 from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.kubernetes.crd_schemas import validation_errors
 from gpu_platform.offline.program import Plan, PlannedResource
+from gpu_platform.stack_files import gpu_platform_config
 from tests.gpu_platform.kubernetes.quota_invariants import kueue_quota_problems
 from tests.stack_variants import with_mig_mixed_pool
 
@@ -65,6 +67,11 @@ def test_a_tenants_cluster_queue_holds_its_namespaces_quota_in_the_cohort(dev_pl
         "cohortName": "gpu-tenants",
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ml-sandbox"}},
         "queueingStrategy": "BestEffortFIFO",
+        # Kueue's default `whenCanBorrow: MayStopSearch` stops at the first flavor where a pod
+        # set fits by borrowing; TryNextFlavor goes on to one where it fits within the share
+        # (`shouldTryNextFlavor` and `isPreferred`, pkg/scheduler/flavorassigner/
+        # flavorassigner.go at v0.19.2; the field and its enum in the pinned CRD, below).
+        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor"},
         # The dev stack's `sharedGpuQuota: 8` on its one time-sliced pool.
         "resourceGroups": [
             {
@@ -82,6 +89,7 @@ def test_a_tenants_cluster_queue_holds_its_namespaces_quota_in_the_cohort(dev_pl
         # Nothing preempted within the queue, so that the smoke test's priority evicts nothing.
         "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "Never"},
     }
+    assert validation_errors(queue.inputs, "kueue", "0.19.2") == []
 
 
 def test_the_namespaces_local_queue_is_onto_its_cluster_queue(dev_plan) -> None:
@@ -214,8 +222,8 @@ def test_two_pools_of_a_queued_tenants_resource_without_a_split_are_refused(
     )
     assert problem.expected.startswith(
         "a share of gpu-platform:namespaces[0].sharedGpuQuota (8) for each of pools t4-shared,"
-        " t4-shared-b, which all hand out the GPUs it caps, the shares adding up to 8 (given:"
-        " none, t4-shared, t4-shared-b missing), such as {t4-shared: 4, t4-shared-b: 4}:"
+        " t4-shared-b, which all hand out the GPUs it caps, the shares adding up to at most 8"
+        " (given: none, t4-shared, t4-shared-b missing), such as {t4-shared: 4, t4-shared-b: 4}:"
     )
     assert problem.expected.endswith(
         "or take the namespace out of the queues (gpu-platform:namespaces[0].queue.enabled"
@@ -264,6 +272,43 @@ def test_a_split_off_its_quota_or_of_pools_that_share_nothing_is_refused_by_key(
     assert "(given: 5 + 4 = 9)" in expected["poolQuotas"]
 
 
+def test_a_split_leaving_a_pool_out_is_refused_though_its_shares_add_up_to_the_quota(
+    dev_config, failed_plan_for
+) -> None:
+    # The pool left out would get the whole quota as its nominalQuota, and Kueue would admit
+    # twice the quota over both.
+    plan = failed_plan_for(with_a_second_pool(dev_config, poolQuotas={"t4-shared": 8}))
+
+    assert isinstance(plan.error, ConfigError), plan.error
+    (problem,) = plan.error.problems
+    assert (problem.path, problem.value) == (
+        "gpu-platform:namespaces[0].queue.poolQuotas",
+        {"t4-shared": 8},
+    )
+    assert "(given: 8 = 8, t4-shared-b missing)" in problem.expected
+
+
+def test_shares_adding_up_to_less_than_the_quota_plan_with_a_warning_by_key(
+    dev_config, plan_for
+) -> None:
+    # Kueue then admits at most 5 + 2 of the ResourceQuota's 8: the middle step of moving
+    # quota between pools, never past the ResourceQuota.
+    config = with_a_second_pool(dev_config, poolQuotas={"t4-shared": 5, "t4-shared-b": 2})
+
+    plan = plan_for(config)
+
+    quota = plan.named("ml-sandbox-gpu-quota", "kubernetes:core/v1:ResourceQuota")
+    assert quota.inputs["spec"]["hard"]["requests.nvidia.com/gpu"] == "8"
+    assert kueue_quota_problems(plan, config) == []
+    assert unused_shares(load_stack_config(*gpu_platform_config(config))) == [
+        "gpu-platform:namespaces[0].queue.poolQuotas: the shares of"
+        " gpu-platform:namespaces[0].sharedGpuQuota (8) on pools t4-shared, t4-shared-b add up"
+        " to 7 (5 + 2): Kueue admits no job on the 1 left. Once the pool whose share you"
+        " lowered runs within it, raise the share of the pool that takes the rest"
+        " (docs/queues.md)."
+    ]
+
+
 def test_a_split_of_a_pool_that_alone_hands_out_its_resource_is_refused(
     dev_config, failed_plan_for
 ) -> None:
@@ -304,7 +349,8 @@ def test_a_lending_limit_or_smoke_test_beyond_a_pools_share_is_refused(
             "gpu-platform:namespaces[0].queue.lendingLimit",
             4,
             "at most 0, the namespace's quota of pool t4-shared's GPUs"
-            " (queue.poolQuotas.t4-shared): a tenant lends only what its quota holds",
+            " (gpu-platform:namespaces[0].queue.poolQuotas.t4-shared): a tenant lends only what"
+            " its quota holds",
         ),
     ]
 
@@ -332,10 +378,14 @@ def test_a_canary_beside_its_pool_has_no_flavor_and_is_accepted(dev_config, plan
     # (`FromAssignment`, pkg/podset/podset.go at v0.19.2): jobs admitted on t4-shared stay
     # off its canary, which shares its replicas and so gets no flavor to be admitted on.
     with_a_canary(dev_config)
+    dev_config["gpu-platform:namespaces"][0]["queue"] = {"borrowingLimit": 2}
 
     plan = plan_for(dev_config)
 
     assert [f.inputs["metadata"]["name"] for f in plan.of_type(FLAVOR)] == ["t4-shared"]
+    # Kueue lets the namespace borrow on t4-shared alone: its quota of 8 and 2 more, once.
+    quota = plan.named("ml-sandbox-gpu-quota", "kubernetes:core/v1:ResourceQuota")
+    assert quota.inputs["spec"]["hard"]["requests.nvidia.com/gpu"] == "10"
     queue = plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE)
     (group,) = queue.inputs["spec"]["resourceGroups"]
     assert [f["name"] for f in group["flavors"]] == ["t4-shared"]

@@ -22,6 +22,13 @@ def test_a_program_plans_the_dev_stack_and_reads_the_verdicts(
         return ["exempt namespaces differ"]
 
     monkeypatch.setattr(plan_module, "exemption_mismatches", mismatches)
+    stacks: list[Any] = []
+
+    def unused_shares(config: Any) -> list[str]:
+        stacks.append(config)
+        return ["shares unused"]
+
+    monkeypatch.setattr(plan_module, "unused_shares", unused_shares)
     planned = plan_stack("dev", project=PROJECT)
 
     assert planned.plan.stack == "dev"
@@ -35,6 +42,9 @@ def test_a_program_plans_the_dev_stack_and_reads_the_verdicts(
     # The exempt namespaces are compared with the policy config the pack was given.
     assert given == [json.loads((PROJECT.directory / "policy-config" / "dev.json").read_text())]
     assert "exempt namespaces differ" in planned.warnings
+    # The queued namespaces' split quotas are judged from the stack's own config.
+    assert [ns.name for ns in stacks[0].namespaces] == ["ml-sandbox"]
+    assert "shares unused" in planned.warnings
 
 
 def test_a_directory_without_a_pack_is_refused_before_the_program_runs(tmp_path: Path) -> None:
