@@ -244,8 +244,7 @@ def eks_plans() -> list[Plan]:
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(node_group, "now", lambda: BEFORE_THE_BLOCK)
         reserved = run_program("dev", config=with_ec2_reserved_pools(dev_config), project=PROJECT)
-        stacks = ("dev", "prod", "karpenter-dev")
-        committed = [run_program(stack, project=PROJECT) for stack in stacks]
+    committed = [shared_plan(stack) for stack in ("dev", "prod", "karpenter-dev")]
     return [*committed, running, reserved]
 
 

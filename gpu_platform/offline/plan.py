@@ -8,7 +8,7 @@ cloud lookups are answered by stand-ins (`gpu_platform.offline.stand_ins`).
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,11 +91,10 @@ def plan_stack(
     if policy_pack is not None and not (policy_pack / "PulumiPolicy.yaml").is_file():
         raise NotAPolicyPack(f"no policy pack at {policy_pack}: it has no PulumiPolicy.yaml")
     pack_dir = policy_pack or PACK_DIR
-    with _pack_started_meanwhile(pack_dir, project.name, stack) as started_pack:
-        plan = program_plan(stack, project)
-        pack = started_pack()
+    with _pack_started_meanwhile(pack_dir, project.name, stack) as pack:
+        plan = program_plan(stack, project, on_first_resource=pack.start)
         config = read_policy_config(project.directory / POLICY_CONFIG_DIR, stack, policy_config)
-        verdicts = _verdicts(pack, plan, config)
+        verdicts = _verdicts(pack.started(), plan, config)
     where = str(policy_config or f"{POLICY_CONFIG_DIR}/{stack}.json")
     warnings = (
         *_unlocked_chart_pins(plan),
@@ -109,14 +108,21 @@ def plan_stack(
     return OfflinePlan(plan, tuple(verdicts), pack_dir, warnings)
 
 
-def program_plan(stack: str, project: Project | None = None) -> Plan:
-    """What the program declares for `stack` under the stand-ins, without the policy pack.
+def program_plan(
+    stack: str,
+    project: Project | None = None,
+    on_first_resource: Callable[[], object] | None = None,
+) -> Plan:
+    """What the program declares for `stack` under the stand-ins, without the policy pack
+    (`run_program` calls `on_first_resource`).
 
     Raises `FileNotFoundError`, `gpu_platform.stack_files.StackFileError` or `OSError` for a
     stack file it cannot read; `ConfigError` for an invalid stack; `LockError` or
     `MissingLockEntry` for a lock that cannot be read or lacks a fact; `ProgramFailed` for any
     other error the program raises."""
-    plan = run_program(stack, project=project, raise_errors=False)
+    plan = run_program(
+        stack, project=project, raise_errors=False, on_first_resource=on_first_resource
+    )
     if isinstance(plan.error, (ConfigError, LockError, MissingLockEntry)):
         raise plan.error
     if plan.error is not None:
@@ -155,23 +161,42 @@ def read_policy_config(config_dir: Path, stack: str, path: Path | None) -> dict[
     return config
 
 
+class _PackStart:
+    """The policy pack, started in the background once `start` is called."""
+
+    def __init__(self, executor: ThreadPoolExecutor, pack_dir: Path, project: str, stack: str):
+        self._executor = executor
+        self._pack = (pack_dir, project, stack)
+        self.starting: Future[PolicyPack] | None = None
+
+    def start(self) -> Future[PolicyPack]:
+        if self.starting is None:
+            pack_dir, project, stack = self._pack
+            self.starting = self._executor.submit(
+                PolicyPack, pack_dir, project=project, stack=stack
+            )
+        return self.starting
+
+    def started(self) -> PolicyPack:
+        return self.start().result()
+
+
 @contextmanager
-def _pack_started_meanwhile(
-    pack_dir: Path, project: str, stack: str
-) -> Iterator[Callable[[], PolicyPack]]:
+def _pack_started_meanwhile(pack_dir: Path, project: str, stack: str) -> Iterator[_PackStart]:
     """Starts the policy pack while the program runs, and stops it on leaving.
 
     Starting the pack is a Python process of its own importing the policy SDK (over half a
     second); the program's run is another. On a machine with two cores they overlap, so the
-    plan costs the longer of the two, not their sum.
+    plan costs the longer of the two, not their sum. The pack starts as the program registers
+    its first resource, past its config: a stack the config refuses never starts it.
     """
     with ThreadPoolExecutor(max_workers=1) as executor:
-        starting = executor.submit(PolicyPack, pack_dir, project=project, stack=stack)
+        pack = _PackStart(executor, pack_dir, project, stack)
         try:
-            yield starting.result
+            yield pack
         finally:
-            if starting.exception() is None:
-                starting.result().close()
+            if pack.starting is not None and pack.starting.exception() is None:
+                pack.starting.result().close()
 
 
 def _verdicts(pack: PolicyPack, plan: Plan, config: Mapping[str, Any] | None) -> list[Verdict]:

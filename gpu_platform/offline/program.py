@@ -10,7 +10,7 @@ command and the tests drive the program through this one runner.
 import json
 import runpy
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +113,7 @@ def run_program(
     project: Project | None = None,
     raise_errors: bool = True,
     preview: bool = False,
+    on_first_resource: Callable[[], object] | None = None,
 ) -> Plan:
     """Run the project's program once for `stack` (or for `config`, fully qualified keys) and
     record it. `project` defaults to the one the current directory is in. With `preview`, the
@@ -120,7 +121,9 @@ def run_program(
     `pulumi up` does.
 
     With `raise_errors=False` an exception from the program is kept in `Plan.error`, beside
-    whatever it registered before failing.
+    whatever it registered before failing. `on_first_resource` is called as the program
+    constructs its first resource: past the loading of its config, which refuses a stack before
+    anything is registered.
     """
     project = project or Project.find()
     values = stack_config(stack, project) if config is None else dict(config)
@@ -149,6 +152,8 @@ def run_program(
     def record_construction(
         args: pulumi.ResourceTransformationArgs,
     ) -> pulumi.ResourceTransformationResult | None:
+        if not constructed and on_first_resource is not None:
+            on_first_resource()
         constructed.setdefault((args.type_, args.name), len(constructed))
         stand_ins.created(args.type_, args.name, args.props)
         return None

@@ -648,10 +648,12 @@ def plan_warnings(
     pack, which reads no lock, left out)."""
 
     def run(plan: Plan, lock: Lock) -> str:
-        monkeypatch.setattr(offline_plan, "program_plan", lambda *args: plan)
+        monkeypatch.setattr(offline_plan, "program_plan", lambda *args, **kwargs: plan)
         monkeypatch.setattr(offline_plan, "project_lock", lambda: lock)
         monkeypatch.setattr(
-            offline_plan, "_pack_started_meanwhile", lambda *args: nullcontext(lambda: None)
+            offline_plan,
+            "_pack_started_meanwhile",
+            lambda *args: nullcontext(SimpleNamespace(start=None, started=lambda: None)),
         )
         monkeypatch.setattr(offline_plan, "_verdicts", lambda *args: [])
         plan_command.run(plan.stack)

@@ -91,7 +91,7 @@ def test_the_levels_and_setting_it_assumes_are_the_packs(policy_pack: PolicyPack
 def test_the_plan_warns_of_it(
     dev_plan: Plan, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(plan_module, "program_plan", lambda stack, project: dev_plan)
+    monkeypatch.setattr(plan_module, "program_plan", lambda stack, project, **_: dev_plan)
     config = tmp_path / "staging.json"
     config.write_text(json.dumps({"gpu-pods-pinned-images": ON}))
 

@@ -77,7 +77,7 @@ def test_the_plan_warns_of_it_beside_the_packs_verdict(
     mirrored: Plan, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The repository has no stack of that name, so no policy config either: the pack's default.
-    monkeypatch.setattr(plan_module, "program_plan", lambda stack, project: mirrored)
+    monkeypatch.setattr(plan_module, "program_plan", lambda stack, project, **_: mirrored)
 
     planned = plan_module.plan_stack("gke-ubuntu", project=PROJECT)
 

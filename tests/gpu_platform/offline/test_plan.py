@@ -6,9 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from gpu_platform.config import ConfigError
 from gpu_platform.offline import plan as plan_module
 from gpu_platform.offline.plan import NotAPolicyPack, plan_stack
+from gpu_platform.project import Project
+from tests.console import own_project_in
 from tests.repository import POLICY_PACK, PROJECT
 
 
@@ -50,3 +54,27 @@ def test_a_program_plans_the_dev_stack_and_reads_the_verdicts(
 def test_a_directory_without_a_pack_is_refused_before_the_program_runs(tmp_path: Path) -> None:
     with pytest.raises(NotAPolicyPack, match=r"it has no PulumiPolicy\.yaml"):
         plan_stack("dev", project=PROJECT, policy_pack=tmp_path)
+
+
+def test_a_stack_its_config_refuses_never_starts_the_policy_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[Any] = []
+
+    class Pack:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            started.append(args)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(plan_module, "PolicyPack", Pack)
+    stack_file = own_project_in(tmp_path) / "stacks" / "Pulumi.staging.yaml"
+    stack = yaml.safe_load(stack_file.read_text())
+    stack["config"]["gpu-platform:cloud"] = "azure"
+    stack_file.write_text(yaml.safe_dump(stack))
+
+    with pytest.raises(ConfigError, match="gpu-platform:cloud"):
+        plan_stack("staging", project=Project.find(tmp_path))
+
+    assert started == []
