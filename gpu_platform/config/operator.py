@@ -76,8 +76,11 @@ class OperatorSpec(Model):
     sets takes its place). Its entries need a `name`, and none may be
     `DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE`, which the platform sets from each exporter's device
     plugin. Component names are checked against the chart's. An operand's image is its
-    `repository`, `image` and `version` together, or `image` alone as a whole reference, as the
-    operator reads them. The ClusterPolicy is the chart's custom resource:
+    `repository`, `image` (a name, with no tag, digest or port) and `version` together, or
+    `image` alone as the whole reference (`registry/name:tag[@sha256:digest]`) with
+    `repository: ""` and `version: ""` set too, as the operator reads them; `validator`'s and
+    `nodeStatusExporter`'s only the first, as the chart renders their empty `version` as its
+    own. The ClusterPolicy is the chart's custom resource:
     `clusterPolicy.deployCR` other than true and `gpuCluster.deployCR` other than false are
     refused (docs/dra.md). With pools GKE shares, `dcgm.enabled`, `cdi.nriPluginEnabled` and
     `dcgmExporter.hpcJobMapping.enabled` are refused, which the exporter on those nodes cannot

@@ -131,7 +131,7 @@ def _custom_resource_problems(overrides: dict[str, Any]) -> Iterator[ConfigProbl
 
 IMAGE_KEYS = ("repository", "image", "version")
 """An operand's image in the GPU Operator's values: `repository`/`image`:`version`, or `image`
-alone as the whole reference."""
+alone as the whole reference with `repository` and `version` empty."""
 
 _IMAGE_PATH_OPERANDS = (
     "driver",
@@ -160,49 +160,97 @@ _LEFT_EMPTY_BY_THE_CHART = {
     "kataManager": IMAGE_KEYS,
 }
 """What the chart's values (v26.7.0) leave empty of an operand's image: vgpuManager's
-repository and version, for the image users build, and all of kataManager's. The rest it names,
-or renders as its appVersion where unset (nodeStatusExporter's and validator's version:
-templates/clusterpolicy.yaml)."""
+repository and version, for the image users build, and all of kataManager's. The rest it
+names."""
+_VERSIONED_BY_THE_CHART = ("validator", "nodeStatusExporter")
+"""The operands whose `version` the chart renders as its appVersion where the values leave it
+empty (templates/clusterpolicy.yaml at v26.7.0, lines 64 and 665): their version is never
+empty, so `image` alone is never their whole reference."""
 
 
 def operand_image(config: StackConfig, operand: str) -> dict[str, Any]:
     """An operand's `repository`, `image` and `version` as the GPU Operator reads them: the
     override's over the platform's (each operand it pins by a whole reference, gpu_platform/
     kubernetes/operand_images/) or the chart's, which are True where set, as the platform does
-    not keep their values; a null or empty value is empty."""
+    not keep their values; a null or empty value is empty, but the version of an operand the
+    chart versions itself."""
     override = config.operator.overrides.get(operand, {})
     base: dict[str, Any] = operand_image_values(config.operator.chart_version).get(operand) or {
         key: key not in _LEFT_EMPTY_BY_THE_CHART.get(operand, ()) for key in IMAGE_KEYS
     }
-    return {key: (override[key] or "") if key in override else base[key] for key in IMAGE_KEYS}
+    image = {key: (override[key] or "") if key in override else base[key] for key in IMAGE_KEYS}
+    if operand in _VERSIONED_BY_THE_CHART:
+        image["version"] = image["version"] or True
+    return image
 
 
 def operand_image_problem(config: StackConfig, operand: str) -> ConfigProblem | None:
-    """An image setting of `operand` the GPU Operator refuses: it takes `image` as the whole
-    reference with `repository` and `version` empty, and otherwise returns an error unless all
-    three are set (api/nvidia/v1/clusterpolicy_types.go, `imagePath`, at v26.7.0), leaving the
-    operand's state, and the ClusterPolicy, not ready. Where the platform names the image whole,
-    an override setting `repository` or `version` sets `image` too: joined with them, the whole
-    reference would name no image."""
+    """An image setting of `operand` the GPU Operator refuses or misreads: it takes `image` as
+    the whole reference with `repository` and `version` empty, and otherwise returns an error
+    unless all three are set, joining them as `repository/image:version` (api/nvidia/v1/
+    clusterpolicy_types.go, `imagePath`, at v26.7.0), so that an `image` holding a tag, a
+    digest or a registry port names no image. Either leaves the operand's state, and the
+    ClusterPolicy, not ready. Where the platform names the image whole, an override setting
+    `repository` or `version` sets `image` too, or the operator would join the platform's whole
+    reference between them. With all three empty, the operator would take the image from its
+    own `<OPERAND>_IMAGE` environment variable (`imagePath`'s fallback, set through
+    `operator.env`): refused, so that every operand's image stays in the chart's image values,
+    which the policy pack judges (gpu_platform/policy_pack/platform_images.py)."""
     override = config.operator.overrides.get(operand)
     if not isinstance(override, dict) or not set(IMAGE_KEYS) & override.keys():
         return None
     image = operand_image(config, operand)
     if not image["repository"] and not image["version"]:
-        missing = [] if image["image"] else ["image"]
+        if image["image"]:
+            return None
+        return _image_problem(
+            operand,
+            override,
+            "image",
+            "with none of the three set, the GPU Operator would take the image from its own"
+            " `<OPERAND>_IMAGE` environment variable, which the policy pack does not judge",
+        )
+    missing = [key for key in IMAGE_KEYS if not image[key]]
+    if missing:
+        return _image_problem(
+            operand, override, missing[0], "the GPU Operator refuses an image missing one of them"
+        )
+    if "image" not in override and operand in operand_image_values(config.operator.chart_version):
+        return _image_problem(
+            operand,
+            override,
+            "image",
+            "the GPU Operator would join the platform's image, a whole reference, between the"
+            " repository and version",
+        )
+    if "image" in override and re.search("[:@]", str(override["image"])):
+        return _image_problem(
+            operand,
+            override,
+            "image",
+            "the GPU Operator joins image between the repository and version, so a tag, digest"
+            " or port in it names no image",
+        )
+    return None
+
+
+def _image_problem(operand: str, override: dict[str, Any], key: str, why: str) -> ConfigProblem:
+    if operand in _VERSIONED_BY_THE_CHART:
+        allowed = (
+            "repository, image (a name, with no tag, digest or port) and version together"
+            f" (image alone is never {operand}'s whole reference, as the chart renders its"
+            " empty version as its own)"
+        )
     else:
-        missing = [key for key in IMAGE_KEYS if not image[key]]
-        if operand in operand_image_values(config.operator.chart_version):
-            missing += [] if override.get("image") else ["image"]
-    if not missing:
-        return None
+        allowed = (
+            "repository, image (a name, with no tag, digest or port) and version together, or"
+            " image alone as the whole reference (registry/name:tag[@sha256:digest]) with"
+            ' `repository: ""` and `version: ""` set too'
+        )
     return ConfigProblem(
-        key_path("operator", "overrides", operand, missing[0]),
-        override.get(missing[0], MISSING),
-        "repository, image and version together, or image alone as a whole reference"
-        " (registry/name:tag[@sha256:digest]) with no repository or version: the GPU Operator"
-        " refuses an image missing one of the three, and would join a whole reference given as"
-        " image to the repository and version",
+        key_path("operator", "overrides", operand, key),
+        override.get(key, MISSING),
+        f"{allowed}: {why}",
     )
 
 

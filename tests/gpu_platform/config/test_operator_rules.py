@@ -289,43 +289,115 @@ def test_the_cluster_policy_alone_is_accepted(dev_config: Config) -> None:
 
 # --- Operand images --------------------------------------------------------------------------
 
-# gpu-operator v26.7.0 api/nvidia/v1/clusterpolicy_types.go, `imagePath`: `image` whole with
-# `repository` and `version` empty, else an error unless all three are set. The platform names
-# each pinned operand whole (`repository: ""`, `version: ""`: gpu_platform/kubernetes/
-# operand_images/), the chart all three of the rest (values.yaml), but vgpuManager's
-# repository and version, left "" for the image users build, and kataManager's.
-IMAGE_RULE = (
-    "repository, image and version together, or image alone as a whole reference"
-    " (registry/name:tag[@sha256:digest]) with no repository or version: the GPU Operator"
-    " refuses an image missing one of the three, and would join a whole reference given as"
-    " image to the repository and version"
+# gpu-operator v26.7.0 api/nvidia/v1/clusterpolicy_types.go, `imagePath` (lines 2058-2085):
+# `image` whole with `repository` and `version` empty, else an error unless all three are set,
+# joined as repository + "/" + image + ":" + version; with all three empty, the operator pod's
+# `<OPERAND>_IMAGE` env. The platform names each pinned operand whole (`repository: ""`,
+# `version: ""`: gpu_platform/kubernetes/operand_images/), the chart all three of the rest
+# (values.yaml), but vgpuManager's repository and version, left "" for the image users build,
+# and kataManager's; templates/clusterpolicy.yaml (lines 64 and 665) renders validator's and
+# nodeStatusExporter's empty version as the chart's appVersion.
+ALLOWED = (
+    "repository, image (a name, with no tag, digest or port) and version together, or image"
+    ' alone as the whole reference (registry/name:tag[@sha256:digest]) with `repository: ""`'
+    ' and `version: ""` set too'
+)
+MISSING_ONE = "the GPU Operator refuses an image missing one of them"
+JOINED_WHOLE = (
+    "the GPU Operator would join the platform's image, a whole reference, between the"
+    " repository and version"
+)
+JOINED_TAG = (
+    "the GPU Operator joins image between the repository and version, so a tag, digest or port"
+    " in it names no image"
+)
+NONE_SET = (
+    "with none of the three set, the GPU Operator would take the image from its own"
+    " `<OPERAND>_IMAGE` environment variable, which the policy pack does not judge"
 )
 MIRROR = "mirror.example.com:5000/k8s"
+VALIDATOR = f"{MIRROR}/gpu-operator:v26.7.0"
+
+
+def versioned_by_the_chart(operand: str) -> str:
+    return (
+        "repository, image (a name, with no tag, digest or port) and version together (image"
+        f" alone is never {operand}'s whole reference, as the chart renders its empty version"
+        " as its own)"
+    )
 
 
 @pytest.mark.parametrize(
-    ("overrides", "path", "value"),
+    ("overrides", "path", "value", "expected"),
     [
         (
             {"dcgmExporter": {"version": "4.6.0-4.9.0-distroless"}},
             "dcgmExporter.repository",
             MISSING,
+            f"{ALLOWED}: {MISSING_ONE}",
         ),
-        ({"toolkit": {"repository": MIRROR}}, "toolkit.version", MISSING),
-        # The platform's image, a whole reference, would be joined between the two.
+        (
+            {"toolkit": {"repository": MIRROR}},
+            "toolkit.version",
+            MISSING,
+            f"{ALLOWED}: {MISSING_ONE}",
+        ),
         (
             {"dcgmExporter": {"repository": MIRROR, "version": "4.6.0-4.8.3-distroless"}},
             "dcgmExporter.image",
             MISSING,
+            f"{ALLOWED}: {JOINED_WHOLE}",
         ),
-        ({"gfd": {"image": None}}, "gfd.image", None),
-        ({"vgpuManager": {"version": "595.91.07"}}, "vgpuManager.repository", MISSING),
-        ({"gds": {"repository": MIRROR, "version": ""}}, "gds.version", ""),
+        ({"gfd": {"image": None}}, "gfd.image", None, f"{ALLOWED}: {NONE_SET}"),
+        (
+            {"vgpuManager": {"version": "595.91.07"}},
+            "vgpuManager.repository",
+            MISSING,
+            f"{ALLOWED}: {MISSING_ONE}",
+        ),
+        (
+            {"gds": {"repository": MIRROR, "version": ""}},
+            "gds.version",
+            "",
+            f"{ALLOWED}: {MISSING_ONE}",
+        ),
         # The chart names none of kataManager's three.
         (
             {"kataManager": {"repository": MIRROR, "version": "v0.3.0"}},
             "kataManager.image",
             MISSING,
+            f"{ALLOWED}: {MISSING_ONE}",
+        ),
+        # A whole reference over the platform's validator triple, or the chart's gds one.
+        (
+            {"validator": {"image": VALIDATOR}},
+            "validator.image",
+            VALIDATOR,
+            f"{versioned_by_the_chart('validator')}: {JOINED_TAG}",
+        ),
+        (
+            {"gds": {"enabled": True, "image": f"{MIRROR}/nvidia-fs:2.29.4"}},
+            "gds.image",
+            f"{MIRROR}/nvidia-fs:2.29.4",
+            f"{ALLOWED}: {JOINED_TAG}",
+        ),
+        (
+            {"validator": {"repository": "", "image": VALIDATOR, "version": ""}},
+            "validator.repository",
+            "",
+            f"{versioned_by_the_chart('validator')}: {MISSING_ONE}",
+        ),
+        (
+            {
+                "nodeStatusExporter": {
+                    "repository": "",
+                    "image": f"{MIRROR}/gpu-operator-validator:v26.7.0",
+                    "version": "",
+                }
+            },
+            "nodeStatusExporter.repository",
+            "",
+            f"{versioned_by_the_chart('nodeStatusExporter')}: {MISSING_ONE}",
         ),
     ],
     ids=[
@@ -336,14 +408,18 @@ MIRROR = "mirror.example.com:5000/k8s"
         "vgpu",
         "empty-version",
         "kata",
+        "whole-over-validator",
+        "whole-over-chart",
+        "whole-validator",
+        "whole-node-status-exporter",
     ],
 )
 def test_an_operand_image_the_operator_refuses_is_refused_by_key(
-    dev_config: Config, overrides: dict[str, Any], path: str, value: Any
+    dev_config: Config, overrides: dict[str, Any], path: str, value: Any, expected: str
 ) -> None:
     (problem,) = problems_of(with_overrides(dev_config, overrides))
 
-    assert problem == ConfigProblem(f"gpu-platform:operator.overrides.{path}", value, IMAGE_RULE)
+    assert problem == ConfigProblem(f"gpu-platform:operator.overrides.{path}", value, expected)
 
 
 @pytest.mark.parametrize(
@@ -354,8 +430,18 @@ def test_an_operand_image_the_operator_refuses_is_refused_by_key(
         # The chart names gds's repository and image: the operator joins them to this version.
         {"gds": {"version": "2.29.4"}},
         {"vgpuManager": {"repository": MIRROR, "version": "595.91.07"}},
+        # The chart renders these two's empty version as its appVersion, beside its image.
+        {"validator": {"repository": MIRROR, "version": ""}},
+        {"nodeStatusExporter": {"repository": MIRROR, "version": None}},
     ],
-    ids=["whole", "all-three", "chart-repository", "vgpu"],
+    ids=[
+        "whole",
+        "all-three",
+        "chart-repository",
+        "vgpu",
+        "validator-app-version",
+        "node-status-exporter-app-version",
+    ],
 )
 def test_an_operand_image_the_operator_reads_is_accepted(
     dev_config: Config, overrides: dict[str, Any]
