@@ -16,6 +16,7 @@ from gpu_platform.kubernetes.crd_schemas import validation_errors
 from gpu_platform.offline.program import Plan, PlannedResource
 from gpu_platform.offline.unused_shares import unused_shares
 from tests.gpu_platform.kubernetes.quota_invariants import kueue_quota_problems
+from tests.repository import ROOT
 from tests.stack_variants import with_mig_mixed_pool
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -744,3 +745,21 @@ def test_a_protected_stack_protects_the_release_whose_crds_hold_every_queue(
     dev_config["gpu-platform:protect"] = True
 
     assert release(plan_for(dev_config)).protect
+
+
+def test_the_documented_usage_command_reads_each_flavors_gpus_by_name(dev_plan) -> None:
+    # A flavor's `resources` lists every resource the ClusterQueue covers on it, in no order a
+    # reader can rely on (v1beta2 FlavorUsage, apis/kueue/v1beta2/clusterqueue_types.go at
+    # v0.19.2): the command picks the GPUs by name, not by position.
+    docs = (ROOT / "docs" / "queues.md").read_text()
+    (command,) = re.findall(r"kubectl get clusterqueue .*", docs)
+    picked = re.findall(r"\{\.resources\[\?\(@\.name==\"([^\"]+)\"\)\]\.(\w+)\}", command)
+    assert picked == [("nvidia.com/gpu", "total"), ("nvidia.com/gpu", "borrowed")]
+    assert "[0]" not in command
+    queue = copy.deepcopy(dev_plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE).inputs)
+    usage = [
+        {"name": "cpu", "total": "2"},
+        {"name": "nvidia.com/gpu", "total": "8", "borrowed": "2"},
+    ]
+    queue["status"] = {"flavorsReservation": [{"name": "t4-shared", "resources": usage}]}
+    assert validation_errors(queue, "kueue", "0.19.2") == []
