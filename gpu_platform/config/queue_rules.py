@@ -194,7 +194,8 @@ def _split_problems(
     there: shares adding up to more would admit past the ResourceQuota. Less only leaves quota
     nothing admits on (Kueue's webhooks and the cluster's admission policy hold a queued
     namespace's GPU pods to Kueue's admission), which is the safe middle of moving quota from
-    one pool to another, so `unused_shares` warns of it instead. A canary has no flavor
+    one pool to another, so the plan warns of it instead
+    (gpu_platform/offline/unused_shares.py). A canary has no flavor
     (gpu_platform/kubernetes/kueue.py `queued_pools`), so it shares nothing with the pool it
     leads."""
     pool_names = {pool.name for pool in config.pools}
@@ -253,25 +254,3 @@ def _split_problems(
             f" the queues ({key_path('namespaces', i, 'queue', 'enabled')} false), the"
             " place for work Kueue does not queue (docs/queues.md)",
         )
-
-
-def unused_shares(config: StackConfig) -> list[str]:
-    """A warning for each quota of a queued namespace whose shares (`queue.poolQuotas`) add up
-    to less than it: Kueue admits nothing on the rest, which the ResourceQuota would allow."""
-    warnings = []
-    for i, ns in enumerate(config.namespaces):
-        if not config.queued(ns) or not ns.queue.pool_quotas:
-            continue
-        for setting, (cap, pools) in _shared_caps(config, ns).items():
-            shares = [ns.queue.pool_quotas.get(pool) for pool in pools]
-            given = [share for share in shares if share is not None]
-            if len(pools) < 2 or len(given) < len(pools) or sum(given) >= cap:
-                continue
-            warnings.append(
-                f"{key_path('namespaces', i, 'queue', 'poolQuotas')}: the shares of"
-                f" {key_path('namespaces', i, *setting)} ({cap}) on pools {', '.join(pools)}"
-                f" add up to {sum(given)} ({' + '.join(map(str, given))}): Kueue admits no job"
-                f" on the {cap - sum(given)} left. Once the pool whose share you lowered runs"
-                " within it, raise the share of the pool that takes the rest (docs/queues.md)."
-            )
-    return warnings

@@ -334,9 +334,13 @@ def cluster_queue(
         # Kueue's default, MayStopSearch, admits a job on the first flavor where it fits by
         # borrowing, though its own share on the next pool sits idle; that borrowing counts
         # against the tenant's fair share and makes the job one a lender may reclaim.
-        # TryNextFlavor looks on and takes the flavor where it fits with the least borrowing
-        # (`shouldTryNextFlavor`, `isPreferred`, pkg/scheduler/flavorassigner/flavorassigner.go
-        # at v0.19.2).
+        # TryNextFlavor looks on for a flavor where it fits without borrowing; failing one, it
+        # ranks borrowing above preempting (the default BorrowingOverPreemption) and, among
+        # flavors where it borrows, the lowest cohort level that fits, the same for any
+        # borrowing in this flat cohort, so the first such flavor in stack order still wins
+        # (`shouldTryNextFlavor`, `isPreferred`, pkg/scheduler/flavorassigner/flavorassigner.go;
+        # `FindHeightOfLowestSubtreeThatFits`,
+        # pkg/scheduler/preemption/classical/hierarchical_preemption.go at v0.19.2).
         "flavorFungibility": {"whenCanBorrow": "TryNextFlavor"},
         "resourceGroups": [
             {"coveredResources": [resource], "flavors": flavors}

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpu_platform.config import ConfigError, load_stack_config
-from gpu_platform.config.queue_rules import unused_shares
+from gpu_platform.config import ConfigError
 from gpu_platform.idle_billing import idle_warnings
 from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin
 from gpu_platform.lock.lockfile import LockError, MissingLockEntry, project_lock
@@ -25,9 +24,9 @@ from gpu_platform.offline.driver_images import undeclared_driver_images
 from gpu_platform.offline.exempt_namespaces import exemption_mismatches
 from gpu_platform.offline.namespace_levels import config_for_plan
 from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.offline.unused_shares import unused_shares
 from gpu_platform.offline.validation_warnings import unconfirmed_gke_scale_up
 from gpu_platform.project import Project
-from gpu_platform.stack_files import gpu_platform_config, stack_config
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART
 
 # Policy pack config per stack, beside the stack files: `<project>/policy-config/<stack>.json`.
@@ -103,7 +102,7 @@ def plan_stack(
         *unconfirmed_gke_scale_up(plan),
         *exemption_mismatches(plan, config),
         *_idle_billing_warnings(plan),
-        *unused_shares(load_stack_config(*gpu_platform_config(stack_config(stack, project)))),
+        *unused_shares(plan),
     )
     return OfflinePlan(plan, tuple(verdicts), pack_dir, warnings)
 

@@ -101,6 +101,12 @@ def asks_for_gpus(container: Container) -> bool:
     )
 
 
+def gpu_resources(pod: Pod) -> frozenset[str]:
+    """The GPU resources the pod's containers ask for, by name: any but a quantity of 0 (a
+    value not known yet is counted)."""
+    return frozenset(name for name, value in _gpu_asks(pod) if value != 0)
+
+
 def is_gpu_pod(pod: Pod) -> bool:
     """Whether any container asks for a GPU: one that does is enough, whatever the others'
     values not known yet."""

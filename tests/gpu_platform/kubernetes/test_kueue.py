@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_platform.config import ConfigError, load_stack_config
+from gpu_platform.config import ConfigError
 from gpu_platform.config.problems import MISSING
-from gpu_platform.config.queue_rules import unused_shares
 from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.kubernetes.crd_schemas import validation_errors
 from gpu_platform.offline.program import Plan, PlannedResource
-from gpu_platform.stack_files import gpu_platform_config
+from gpu_platform.offline.unused_shares import unused_shares
 from tests.gpu_platform.kubernetes.quota_invariants import kueue_quota_problems
+from tests.repository import ROOT
 from tests.stack_variants import with_mig_mixed_pool
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -300,13 +300,19 @@ def test_shares_adding_up_to_less_than_the_quota_plan_with_a_warning_by_key(
     quota = plan.named("ml-sandbox-gpu-quota", "kubernetes:core/v1:ResourceQuota")
     assert quota.inputs["spec"]["hard"]["requests.nvidia.com/gpu"] == "8"
     assert kueue_quota_problems(plan, config) == []
-    assert unused_shares(load_stack_config(*gpu_platform_config(config))) == [
-        "gpu-platform:namespaces[0].queue.poolQuotas: the shares of"
-        " gpu-platform:namespaces[0].sharedGpuQuota (8) on pools t4-shared, t4-shared-b add up"
-        " to 7 (5 + 2): Kueue admits no job on the 1 left. Once the pool whose share you"
-        " lowered runs within it, raise the share of the pool that takes the rest"
-        " (docs/queues.md)."
+    assert unused_shares(plan) == [
+        "namespace ml-sandbox: its queue's shares (queue.poolQuotas) of its quota of"
+        " nvidia.com/gpu (8) on pools t4-shared, t4-shared-b add up to 7 (5 + 2): Kueue admits"
+        " no job on the 1 left. Once the pool whose share you lowered runs within it, raise the"
+        " share of the pool that takes the rest (docs/queues.md)."
     ]
+
+
+def test_shares_adding_up_to_the_quota_warn_of_nothing_whatever_they_borrow(split_plan) -> None:
+    # 5 + 3 of `sharedGpuQuota: 8`, its ResourceQuota 8 + 2 borrowed on each of the two pools.
+    quota = split_plan.named("ml-sandbox-gpu-quota", "kubernetes:core/v1:ResourceQuota")
+    assert quota.inputs["spec"]["hard"]["requests.nvidia.com/gpu"] == "12"
+    assert unused_shares(split_plan) == []
 
 
 def test_a_split_of_a_pool_that_alone_hands_out_its_resource_is_refused(
@@ -741,3 +747,21 @@ def test_a_protected_stack_protects_the_release_whose_crds_hold_every_queue(
     dev_config["gpu-platform:protect"] = True
 
     assert release(plan_for(dev_config)).protect
+
+
+def test_the_documented_usage_command_reads_each_flavors_gpus_by_name(dev_plan) -> None:
+    # A flavor's `resources` lists every resource the ClusterQueue covers on it, in no order a
+    # reader can rely on (v1beta2 FlavorUsage, apis/kueue/v1beta2/clusterqueue_types.go at
+    # v0.19.2): the command picks the GPUs by name, not by position.
+    docs = (ROOT / "docs" / "queues.md").read_text()
+    (command,) = re.findall(r"kubectl get clusterqueue .*", docs)
+    picked = re.findall(r"\{\.resources\[\?\(@\.name==\"([^\"]+)\"\)\]\.(\w+)\}", command)
+    assert picked == [("nvidia.com/gpu", "total"), ("nvidia.com/gpu", "borrowed")]
+    assert "[0]" not in command
+    queue = copy.deepcopy(dev_plan.named("ml-sandbox-cluster-queue", CLUSTER_QUEUE).inputs)
+    usage = [
+        {"name": "cpu", "total": "2"},
+        {"name": "nvidia.com/gpu", "total": "8", "borrowed": "2"},
+    ]
+    queue["status"] = {"flavorsReservation": [{"name": "t4-shared", "resources": usage}]}
+    assert validation_errors(queue, "kueue", "0.19.2") == []

@@ -12,6 +12,7 @@ from gpu_platform.config import ConfigError
 from gpu_platform.offline import plan as plan_module
 from gpu_platform.offline.plan import NotAPolicyPack, plan_stack
 from gpu_platform.project import Project
+from tests.conftest import Config
 from tests.console import own_project_in
 from tests.repository import POLICY_PACK, PROJECT
 
@@ -26,13 +27,6 @@ def test_a_program_plans_the_dev_stack_and_reads_the_verdicts(
         return ["exempt namespaces differ"]
 
     monkeypatch.setattr(plan_module, "exemption_mismatches", mismatches)
-    stacks: list[Any] = []
-
-    def unused_shares(config: Any) -> list[str]:
-        stacks.append(config)
-        return ["shares unused"]
-
-    monkeypatch.setattr(plan_module, "unused_shares", unused_shares)
     planned = plan_stack("dev", project=PROJECT)
 
     assert planned.plan.stack == "dev"
@@ -46,9 +40,6 @@ def test_a_program_plans_the_dev_stack_and_reads_the_verdicts(
     # The exempt namespaces are compared with the policy config the pack was given.
     assert given == [json.loads((PROJECT.directory / "policy-config" / "dev.json").read_text())]
     assert "exempt namespaces differ" in planned.warnings
-    # The queued namespaces' split quotas are judged from the stack's own config.
-    assert [ns.name for ns in stacks[0].namespaces] == ["ml-sandbox"]
-    assert "shares unused" in planned.warnings
 
 
 def test_a_directory_without_a_pack_is_refused_before_the_program_runs(tmp_path: Path) -> None:
@@ -78,3 +69,32 @@ def test_a_stack_its_config_refuses_never_starts_the_policy_pack(
         plan_stack("staging", project=Project.find(tmp_path))
 
     assert started == []
+
+
+def test_a_program_configured_in_code_plans_and_is_warned_of_its_unused_shares(
+    tmp_path: Path, dev_config: Config
+) -> None:
+    # docs/library.md: `GpuPlatformArgs.from_settings` takes the settings from the program, and
+    # its stack file then holds none of the platform's keys.
+    settings = {
+        k.removeprefix("gpu-platform:"): v for k, v in dev_config.items() if k != "aws:region"
+    }
+    settings["pools"].append({**settings["pools"][0], "name": "t4-shared-b"})
+    settings["namespaces"][0]["queue"] = {"poolQuotas": {"t4-shared": 5, "t4-shared-b": 2}}
+    (tmp_path / "Pulumi.yaml").write_text(yaml.safe_dump({"name": "in-code", "runtime": "python"}))
+    stack_file = {"config": {"aws:region": dev_config["aws:region"]}}
+    (tmp_path / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack_file))
+    (tmp_path / "__main__.py").write_text(
+        "from gpu_platform import GpuPlatform, GpuPlatformArgs\n"
+        f"GpuPlatform('gpu-platform', GpuPlatformArgs.from_settings({settings!r}))\n"
+    )
+
+    planned = plan_stack("dev", project=Project.find(tmp_path))
+
+    assert planned.plan.error is None
+    assert [w for w in planned.warnings if w.startswith("namespace ml-sandbox:")] == [
+        "namespace ml-sandbox: its queue's shares (queue.poolQuotas) of its quota of"
+        " nvidia.com/gpu (8) on pools t4-shared, t4-shared-b add up to 7 (5 + 2): Kueue admits"
+        " no job on the 1 left. Once the pool whose share you lowered runs within it, raise the"
+        " share of the pool that takes the rest (docs/queues.md)."
+    ]
