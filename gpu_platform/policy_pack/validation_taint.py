@@ -11,15 +11,28 @@ Pod Security policies read) must tolerate neither: not by its key, nor with an e
 toleration.go, `ToleratesTaint`): an empty effect matches every effect, an empty operator is
 `Equal`, which compares the value too. The failure taint's value is the check that failed, so a
 toleration of its key with any value is refused: each tolerates the nodes that failed that check.
+
+Nor may such a pod mount anything at a path naming `nvidia-container-devices`. A toolkit that
+takes device lists from mounts, as Bottlerocket's does (EKS Auto Mode's nodes and `nodeImage:
+bottlerocket`: `accept-nvidia-visible-devices-as-volume-mounts = true`, bottlerocket-os/bottlerocket
+packages/nvidia-container-toolkit/nvidia-container-toolkit-config-k8s), hands a container the GPUs
+a mount of the host's /dev/null under /var/run/nvidia-container-devices names, `all` every GPU of
+the node: GPUs the scheduler gave other pods, on a node validated or not, counted by no quota. It
+compares the cleaned path (NVIDIA/nvidia-container-toolkit v1.20.0, internal/config/image/
+cuda_image.go `requestsFromMounts`), so the directory's name is refused anywhere in the path. The
+device plugin mounts a container's allocated GPUs itself, outside the pod's spec: only the
+platform's node validator mounts there.
+
 The cluster holds the same line for pods Pulumi does not deploy
 (gpu_platform/kubernetes/node_validation/pod_admission_policy.py).
 """
 
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from checks import each, resource_policy
-from pods import Pod, namespace_or_default, pods_of
+from pods import Container, Pod, namespace_or_default, pods_of
 from props import elements, text, value_at
 from pulumi_policy import ResourceValidationArgs
 from settings import EXEMPT_NAMESPACES
@@ -31,6 +44,9 @@ TAINT_VALUE = "pending"
 TAINT_EFFECT = "NoSchedule"
 # gpu_platform/kubernetes/node_validation/names.py, FAILED_TAINT_KEY (a test keeps them equal).
 FAILED_TAINT_KEY = "gpu-platform.io/validation-failed"
+# gpu_platform/kubernetes/node_validation/pod_admission_policy.py, DEVICE_LIST_DIR (a test
+# keeps them equal).
+DEVICE_LIST_DIR = "nvidia-container-devices"
 
 
 def tolerates_validation_taint(toleration: Any) -> bool:
@@ -48,7 +64,29 @@ def tolerates_failure_taint(toleration: Any) -> bool:
     return effect in (None, "", TAINT_EFFECT) and value_at(toleration, "key") == FAILED_TAINT_KEY
 
 
+def _mount_problems(pod: Pod, container: Container) -> Iterator[str]:
+    for i, mount in enumerate(elements(container.props, "volumeMounts")):
+        path = text(mount, "mountPath") or ""
+        if DEVICE_LIST_DIR in path:
+            yield (
+                f"{container.label} mounts {pod.container_field(container, 'volumeMounts', i)}"
+                f" at {path}, where Bottlerocket's NVIDIA toolkit (EKS Auto Mode's nodes too)"
+                " reads the GPUs a container gets: a mount of the host's /dev/null there takes"
+                " the node's GPUs, whatever other pods were given, counted by no quota. Fix:"
+                " remove the mount and request GPUs as nvidia.com/gpu resources; only the"
+                f" platform's namespaces ({EXEMPT_NAMESPACES.key}) may mount there."
+            )
+
+
 def _problems(pod: Pod) -> Iterator[str]:
+    # A patch's pod lacks the object's own tolerations: its patch is judged where it sets them.
+    if not pod.partial:
+        yield from _toleration_problems(pod)
+    # Last: a container not known yet skips the rest of the pod's check.
+    yield from each(pod.containers(), partial(_mount_problems, pod), lambda c: c.label)
+
+
+def _toleration_problems(pod: Pod) -> Iterator[str]:
     for i, toleration in enumerate(elements(pod.spec, "tolerations")):
         if tolerates_failure_taint(toleration):
             yield (
@@ -69,8 +107,7 @@ def _problems(pod: Pod) -> Iterator[str]:
 
 
 def validation_taint_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    # A patch's pod lacks the object's own tolerations: its patch is judged where it sets them.
-    pods = [pod for pod in pods_of(args.resource_type, args.props) if not pod.partial]
+    pods = pods_of(args.resource_type, args.props)
     if not pods:
         return
     namespace = namespace_or_default(text(args.props, "metadata", "namespace"), args.provider)
@@ -82,7 +119,8 @@ def validation_taint_problems(args: ResourceValidationArgs) -> Iterator[str]:
 POLICY = resource_policy(
     NAME,
     "Pods outside the platform's namespaces do not tolerate the node validation taint or its "
-    "failure taint, by their keys or by tolerating every taint.",
+    "failure taint, by their keys or by tolerating every taint, nor mount anything where a "
+    "node's NVIDIA toolkit reads the GPUs a container gets.",
     validation_taint_problems,
     EXEMPT_NAMESPACES,
 )

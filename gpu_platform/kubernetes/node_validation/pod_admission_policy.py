@@ -17,10 +17,25 @@ before). A GPU pod is one that
   UUIDs select GPUs, `none` gives none, `void`, empty or unset behave as runc
   (NVIDIA/nvidia-container-toolkit v1.20.0, cmd/nvidia-container-runtime/README.md,
   "NVIDIA_VISIBLE_DEVICES"; the toolkit the GPU Operator v26.7.0 installs);
+- mounts anything at a path naming `nvidia-container-devices` in a container or init
+  container (`DEVICE_LIST_DIR`). A toolkit that takes device lists from mounts, as
+  Bottlerocket's does (EKS Auto Mode's nodes; `accept-nvidia-visible-devices-as-volume-mounts =
+  true`, bottlerocket-os/bottlerocket packages/nvidia-container-toolkit/
+  nvidia-container-toolkit-config-k8s), hands a container the GPUs a mount of the host's
+  /dev/null under /var/run/nvidia-container-devices names, `all` every GPU of the node, whatever
+  the scheduler gave other pods and uncounted by any quota. The toolkit cleans the path before
+  it compares it (NVIDIA/nvidia-container-toolkit v1.20.0, internal/config/image/cuda_image.go
+  `requestsFromMounts`), so `//var/run/...` or `/tmp/../var/run/...` land there too: the policy
+  matches the directory's name anywhere in the path;
 - or runs in one of the runtime classes the GPU Operator creates (`RUNTIME_CLASSES`), which
   opt it into that runtime, where an image's own `NVIDIA_VISIBLE_DEVICES` (the CUDA images set
   `all`) hands it GPUs unseen by the policy.
 Of those it denies:
+- a pod created with such a mount: the device plugin gives a container the GPUs it was allocated
+  by a mount of its own, which the pod's spec never holds, so only the platform's own pods
+  (the node validator's, in an exempt namespace) mount there. Volume mounts cannot change on an
+  update (k8s.io/kubernetes pkg/apis/core/validation/validation.go, `ValidatePodUpdate`), so an
+  update is not judged.
 - a pod that tolerates the validation taint (its key with `Exists`, or `Equal` and its value,
   `pending`), the failure taint `gpu-platform.io/validation-failed` (its key, with any value: the
   value is the check that failed), or every taint (an empty key with `operator: Exists`), with an
@@ -78,6 +93,9 @@ NO_DEVICES = ("", "void", "none")
 # (NVIDIA/gpu-operator v26.7.0, assets/pre-requisites/0210_runtime_class_legacy.yaml and
 # 0220_runtime_class_cdi.yaml).
 RUNTIME_CLASSES = ("nvidia", "nvidia-cdi", "nvidia-legacy")
+# The directory under /var/run a toolkit reads device lists from (NVIDIA/nvidia-container-toolkit
+# v1.20.0, internal/config/image/cuda_image.go, `DeviceListAsVolumeMountsRoot`).
+DEVICE_LIST_DIR = "nvidia-container-devices"
 
 
 def exempt_namespaces(config: StackConfig) -> list[str]:
@@ -126,14 +144,22 @@ def resource_clauses(c: str) -> list[str]:
     ]
 
 
+def _device_list_mount(c: str) -> str:
+    """CEL: the container `c` mounts something where a toolkit reads device lists."""
+    return (
+        f"(has({c}.volumeMounts) &&"
+        f" {c}.volumeMounts.exists(m, m.mountPath.contains('{DEVICE_LIST_DIR}')))"
+    )
+
+
 def _container_clauses(c: str) -> list[str]:
     """CEL, one clause per way the container `c` gets GPUs: an `nvidia.com/` limit, an
-    `nvidia.com/` request, or `NVIDIA_VISIBLE_DEVICES` naming some."""
+    `nvidia.com/` request, `NVIDIA_VISIBLE_DEVICES` naming some, or a device list mount."""
     devices = (
         f"(has({c}.env) && {c}.env.exists(e, e.name == '{VISIBLE_DEVICES}' &&"
         f" (has(e.valueFrom) || (has(e.value) && !(e.value in {quoted(NO_DEVICES)})))))"
     )
-    return [*resource_clauses(c), devices]
+    return [*resource_clauses(c), devices, _device_list_mount(c)]
 
 
 def over_containers(clauses: Callable[[str], list[str]]) -> list[str]:
@@ -187,6 +213,16 @@ VALIDATIONS = [
         "message": "this namespace's GPU pods may not set spec.nodeName: the pod would skip the"
         " scheduler and the node validation taint, and could start on a GPU node that has not"
         " passed validation. Select the node with nodeSelector or affinity instead.",
+    },
+    {
+        "expression": "request.operation != 'CREATE' || !("
+        + " || ".join(over_containers(lambda c: [_device_list_mount(c)]))
+        + ")",
+        "message": f"this namespace's pods may not mount anything at a path naming"
+        f" {DEVICE_LIST_DIR}: on a node whose NVIDIA toolkit reads device lists from mounts"
+        " (Bottlerocket's, EKS Auto Mode's), such a mount hands the container the node's GPUs,"
+        " whatever other pods were given and counted by no quota. Request GPUs as nvidia.com/gpu"
+        " resources instead.",
     },
 ]
 

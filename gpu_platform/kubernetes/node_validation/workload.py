@@ -14,7 +14,9 @@ puts the taint back and validates the node with its new driver (`report.retaint_
 a failure then holds the node only on a pool a canary guards (`report.fails_open`).
 
 The pod takes the node's GPUs as the operator's own operands do, through the container
-toolkit's runtime class with `NVIDIA_VISIBLE_DEVICES=all`, not by requesting `nvidia.com/gpu`:
+toolkit's runtime class with `NVIDIA_VISIBLE_DEVICES=all` (and, for its containers without
+CAP_SYS_ADMIN on Bottlerocket, whose toolkit ignores that variable there, a mount naming every
+GPU: `ALL_GPUS_MOUNT`), not by requesting `nvidia.com/gpu`:
 a node with a GPU fallen off the bus advertises fewer GPUs, and a pod requesting the full count
 would wait there unscheduled instead of failing the `gpu-count` check; a MIG, time-sliced or
 MPS node advertises slices or replicas, not GPUs. No tenant's pod takes the GPUs meanwhile: the
@@ -119,6 +121,21 @@ GPU_ENV = [
     {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
     {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"},
 ]
+# Bottlerocket's NVIDIA toolkit (EKS Auto Mode's nodes, and `nodeImage: bottlerocket`) ignores
+# `NVIDIA_VISIBLE_DEVICES` in a container without CAP_SYS_ADMIN in its bounding set, as the
+# validator's and the all-reduce's are, and takes the devices a container names by a mount of the
+# host's /dev/null under /var/run/nvidia-container-devices instead
+# (`accept-nvidia-visible-devices-envvar-when-unprivileged = false`,
+# `accept-nvidia-visible-devices-as-volume-mounts = true`: bottlerocket-os/bottlerocket
+# packages/nvidia-container-toolkit/nvidia-container-toolkit-config-k8s). The toolkit reads only
+# mounts whose source is /dev/null, so no emptyDir would do, and a mount at `all` names every GPU
+# (NVIDIA/nvidia-container-toolkit v1.20.0, internal/config/image/cuda_image.go
+# `requestsFromMounts`, privileged.go `IsPrivileged`). Where the variable is honoured (the GPU
+# Operator's toolkit, which takes no mounts unless configured to) the mount is an empty file.
+# A hostPath volume: the operator's namespace is Pod Security `privileged`.
+DEVICE_LIST_ROOT = "/var/run/nvidia-container-devices"
+ALL_GPUS_VOLUME = {"name": "all-gpus", "hostPath": {"path": "/dev/null", "type": "CharDevice"}}
+ALL_GPUS_MOUNT = {"name": "all-gpus", "mountPath": f"{DEVICE_LIST_ROOT}/all", "readOnly": True}
 # The cluster autoscaler puts a DaemonSet's pod on every template node it would run on, whatever
 # its requests (cluster-autoscaler `forceDaemonSets`; gpu_platform/fit.py), and this one runs on
 # every new node of its pool: whatever it requested would be taken, in the autoscaler's plan, from
@@ -300,7 +317,12 @@ def nccl_container() -> dict[str, Any]:
     }
     shm = {"name": "shm", "mountPath": "/dev/shm"}
     return _tool_container(
-        "nccl-bandwidth", NODE_VALIDATOR_NCCL_TESTS_IMAGE, script, "4Gi", security, [shm]
+        "nccl-bandwidth",
+        NODE_VALIDATOR_NCCL_TESTS_IMAGE,
+        script,
+        "4Gi",
+        security,
+        [shm, ALL_GPUS_MOUNT],
     )
 
 
@@ -365,10 +387,11 @@ def validation_pod_spec(
         # unloads it (`report.retaint_upgrading` waits there).
         "env": [e for e in validator["env"] if e not in GPU_ENV],
     }
-    validator["volumeMounts"].append(
-        {"name": "recorded", "mountPath": RECORDED_DIR, "readOnly": True}
-    )
-    spec["volumes"].append({"name": "recorded", "emptyDir": {}})
+    validator["volumeMounts"] += [
+        {"name": "recorded", "mountPath": RECORDED_DIR, "readOnly": True},
+        ALL_GPUS_MOUNT,
+    ]
+    spec["volumes"] += [{"name": "recorded", "emptyDir": {}}, ALL_GPUS_VOLUME]
     tolerations = [
         *gpu_node_tolerations([pool]),
         taint_toleration(VALIDATION_TAINT),

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from gpu_platform.kubernetes.node_validation.names import FAILED_TAINT_KEY, VALIDATION_TAINT
+from gpu_platform.kubernetes.node_validation.pod_admission_policy import DEVICE_LIST_DIR
 from gpu_platform.kubernetes.node_validation.workload import NAME as VALIDATOR
 from gpu_platform.offline.analyzer import Verdict
 from tests.gpu_platform.policy_pack.builders import (
@@ -143,6 +144,73 @@ def test_the_platforms_namespaces_may_tolerate_it(analyze: Analyze) -> None:
 
     assert messages(default, POLICY) == []
     assert messages(configured, POLICY) == []
+
+
+def test_the_pack_names_the_device_list_directory_the_admission_policy_does() -> None:
+    assert DEVICE_LIST_DIR == "nvidia-container-devices"
+
+
+def mounting(path: str, collection: str = "containers") -> dict[str, Any]:
+    """A tenant's GPU pod that also mounts the host's /dev/null at `path` in a container of
+    `collection`."""
+    spec = gpu_pod_spec()
+    spec["volumes"] = [{"name": "null", "hostPath": {"path": "/dev/null"}}]
+    mount = {"name": "null", "mountPath": path}
+    if collection == "containers":
+        spec["containers"][0]["volumeMounts"] = [mount]
+    else:
+        spec[collection] = [{"name": "setup", "image": "busybox:1.37", "volumeMounts": [mount]}]
+    return spec
+
+
+def mount_refusal(container: str, field: str, path: str) -> str:
+    return (
+        f"{container} mounts {field} at {path}, where Bottlerocket's NVIDIA toolkit (EKS Auto"
+        " Mode's nodes too) reads the GPUs a container gets: a mount of the host's /dev/null there"
+        " takes the node's GPUs, whatever other pods were given, counted by no quota. Fix: remove"
+        " the mount and request GPUs as nvidia.com/gpu resources; only the platform's namespaces"
+        " (exemptNamespaces) may mount there."
+    )
+
+
+# Bottlerocket's toolkit reads device lists from mounts (bottlerocket-os/bottlerocket
+# packages/nvidia-container-toolkit/nvidia-container-toolkit-config-k8s:
+# accept-nvidia-visible-devices-as-volume-mounts = true) of /dev/null under
+# /var/run/nvidia-container-devices, comparing the cleaned path (NVIDIA/nvidia-container-toolkit
+# v1.20.0, internal/config/image/cuda_image.go, requestsFromMounts): each of these names GPUs.
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/var/run/nvidia-container-devices/all",
+        "/var/run/nvidia-container-devices/cdi/nvidia.com/gpu=all",
+        "/tmp/../var/run/nvidia-container-devices/0",
+    ],
+)
+@pytest.mark.parametrize(
+    ("collection", "container"),
+    [("containers", 'container "app"'), ("initContainers", 'init container "setup"')],
+)
+def test_a_tenants_mount_of_the_device_list_is_refused(
+    analyze: Analyze, path: str, collection: str, container: str
+) -> None:
+    verdicts = analyze(namespace(), workload("Deployment", mounting(path, collection)))
+
+    field = f"spec.template.spec.{collection}[0].volumeMounts[0]"
+    assert messages(verdicts, POLICY) == [mount_refusal(container, field, path)]
+
+
+def test_other_mounts_pass_and_the_platforms_namespaces_may_mount_the_device_list(
+    analyze: Analyze,
+) -> None:
+    other = analyze(namespace(), workload("Deployment", mounting("/var/run/secrets/tokens")))
+    platform = analyze(
+        workload(
+            "DaemonSet", mounting("/var/run/nvidia-container-devices/all"), namespace="gpu-operator"
+        )
+    )
+
+    assert messages(other, POLICY) == []
+    assert messages(platform, POLICY) == []
 
 
 PROD_POLICY_CONFIG = json.loads((ROOT / "policy-config" / "prod.json").read_text())

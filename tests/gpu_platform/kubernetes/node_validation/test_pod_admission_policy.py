@@ -34,6 +34,12 @@ NODE_NAME = (
     " the node validation taint, and could start on a GPU node that has not passed validation."
     " Select the node with nodeSelector or affinity instead."
 )
+MOUNT = (
+    "this namespace's pods may not mount anything at a path naming nvidia-container-devices: on a"
+    " node whose NVIDIA toolkit reads device lists from mounts (Bottlerocket's, EKS Auto Mode's),"
+    " such a mount hands the container the node's GPUs, whatever other pods were given and"
+    " counted by no quota. Request GPUs as nvidia.com/gpu resources instead."
+)
 Pod = dict[str, Any]
 
 POD: Pod = {
@@ -165,6 +171,22 @@ def visible(value: str) -> dict[str, Any]:
     return {"env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": value}]}
 
 
+# Bottlerocket's toolkit reads device lists from mounts (bottlerocket-os/bottlerocket
+# packages/nvidia-container-toolkit/nvidia-container-toolkit-config-k8s:
+# accept-nvidia-visible-devices-as-volume-mounts = true): a mount of the host's /dev/null at
+# /var/run/nvidia-container-devices/<device> names the device, `all` every GPU
+# (NVIDIA/nvidia-container-toolkit v1.20.0, internal/config/image/cuda_image.go,
+# requestsFromMounts, which cleans the path first).
+NULL_DEVICE = {"name": "null", "hostPath": {"path": "/dev/null"}}
+
+
+def mounted(path: str) -> dict[str, Any]:
+    return {"volumeMounts": [{"name": "null", "mountPath": path}]}
+
+
+ALL_GPUS = "/var/run/nvidia-container-devices/all"
+
+
 # One form for each clause of the policy's match condition, in their order: removing a clause
 # admits its form (test_each_gpu_pod_form_is_matched_by_its_own_clause).
 GPU_FORMS = {
@@ -178,6 +200,7 @@ GPU_FORMS = {
     # NVIDIA/nvidia-container-toolkit v1.20.0, cmd/nvidia-container-runtime/README.md: `all`
     # makes every GPU accessible, with no request.
     "NVIDIA_VISIBLE_DEVICES=all": gpu_form("containers", visible("all")),
+    "mounts the device list": gpu_form("containers", mounted(ALL_GPUS), volumes=[NULL_DEVICE]),
     "init container limits a MIG slice": gpu_form(
         "initContainers", {"resources": {"limits": {"nvidia.com/mig-1g.10gb": "1"}}}
     ),
@@ -185,7 +208,11 @@ GPU_FORMS = {
         "initContainers", {"resources": {"requests": {"nvidia.com/gpu": "1"}}}
     ),
     "init container NVIDIA_VISIBLE_DEVICES=0,1": gpu_form("initContainers", visible("0,1")),
+    "init container mounts the device list": gpu_form(
+        "initContainers", mounted(ALL_GPUS), volumes=[NULL_DEVICE]
+    ),
 }
+MOUNT_FORMS = ("mounts the device list", "init container mounts the device list")
 # Also matched: a variable whose value the policy cannot read, and the CDI runtime classes.
 OTHER_GPU_FORMS = {
     "NVIDIA_VISIBLE_DEVICES from a ConfigMap": gpu_form(
@@ -214,7 +241,7 @@ def test_each_gpu_pod_form_tolerating_the_taint_is_refused(
 ) -> None:
     pod = copy.deepcopy(form[1])
     pod["spec"]["tolerations"] = [toleration]
-    assert denied(pod) == [TOLERATION]
+    assert denied(pod) == [TOLERATION, *([MOUNT] if form[0] in MOUNT_FORMS else [])]
 
 
 def test_each_gpu_pod_form_is_matched_by_its_own_clause() -> None:
@@ -236,6 +263,7 @@ NOT_GPU_FORMS = {
     ),
     "another device": gpu_form("containers", {"resources": {"limits": {"example.com/fpga": "1"}}}),
     "another runtime class": gpu_form("containers", runtimeClassName="gvisor"),
+    "another mount": gpu_form("containers", mounted("/var/run/secrets/tokens")),
 }
 
 
@@ -248,10 +276,40 @@ def test_a_gpu_pod_that_names_its_node_is_refused() -> None:
     # The kubelet holds only NoExecute taints against a pod (k8s.io/kubernetes
     # pkg/kubelet/lifecycle/predicate.go, generalFilter): a pod given its node skips the taint.
     assert denied(on_node()) == [NODE_NAME]
-    for pod in GPU_FORMS.values():
+    for name, pod in GPU_FORMS.items():
         without_tolerations = copy.deepcopy(pod)
         del without_tolerations["spec"]["tolerations"]
-        assert denied(on_node(without_tolerations)) == [NODE_NAME]
+        mount = [MOUNT] if name in MOUNT_FORMS else []
+        assert denied(on_node(without_tolerations)) == [NODE_NAME, *mount]
+
+
+# The toolkit compares the cleaned path (filepath.Clean), so each of these names a device.
+DEVICE_LIST_PATHS = [
+    ALL_GPUS,
+    "/var/run/nvidia-container-devices/GPU-8f6a8a4e-6f3b-4c1a-9d2e-3b1c0e7a9f10",
+    "/var/run/nvidia-container-devices/cdi/nvidia.com/gpu=all",
+    "//var/run/nvidia-container-devices/all",
+    "/tmp/../var/run/./nvidia-container-devices/all",
+]
+
+
+@pytest.mark.parametrize("path", DEVICE_LIST_PATHS)
+@pytest.mark.parametrize("field", ["containers", "initContainers"])
+def test_a_pod_naming_gpus_by_a_mount_is_refused_whatever_it_tolerates(
+    path: str, field: str
+) -> None:
+    # A tenant's pod on a validated node, tolerating only the GPU taint, as any GPU pod does.
+    pod = gpu_form(field, mounted(path), volumes=[NULL_DEVICE])
+    pod["spec"]["tolerations"] = copy.deepcopy(POD["spec"]["tolerations"])
+    assert denied(pod) == [MOUNT]
+
+
+def test_a_pod_admitted_before_with_such_a_mount_can_still_be_updated() -> None:
+    # Volume mounts cannot change on an update (ValidatePodUpdate): only creation is judged.
+    old = gpu_form("containers", mounted(ALL_GPUS), volumes=[NULL_DEVICE])
+    new = copy.deepcopy(old)
+    new["metadata"]["labels"] = {"team": "ml"}
+    assert denied(new, old=old) == []
 
 
 def test_a_scheduled_gpu_pod_may_be_updated() -> None:

@@ -14,6 +14,7 @@ from tests.kubernetes_schemas import manifest
 from tests.kubernetes_schemas import validate as validate_schema
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
+from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
 
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
 # Pulumi.karpenter-dev.yaml: h100-block is p5.48xlarge (8 H100, 32 EFA interfaces: EC2's
@@ -81,6 +82,52 @@ def test_the_pod_takes_every_gpu_through_the_runtime_class_without_requesting_an
         "value": "pending",
         "effect": "NoSchedule",
     } in spec["tolerations"]
+
+
+# Bottlerocket's toolkit (Auto Mode's nodes, `nodeImage: bottlerocket`) gives a container without
+# CAP_SYS_ADMIN no GPU by NVIDIA_VISIBLE_DEVICES, only by a mount of the host's /dev/null under
+# /var/run/nvidia-container-devices, `all` naming every GPU (bottlerocket-os/bottlerocket
+# packages/nvidia-container-toolkit/nvidia-container-toolkit-config-k8s:
+# accept-nvidia-visible-devices-envvar-when-unprivileged = false, ...-as-volume-mounts = true;
+# NVIDIA/nvidia-container-toolkit v1.20.0 internal/config/image/cuda_image.go requestsFromMounts,
+# which skips any mount whose source is not /dev/null).
+ALL_GPUS_VOLUME = {"name": "all-gpus", "hostPath": {"path": "/dev/null", "type": "CharDevice"}}
+ALL_GPUS_MOUNT = {
+    "name": "all-gpus",
+    "mountPath": "/var/run/nvidia-container-devices/all",
+    "readOnly": True,
+}
+
+
+def _eks_plan(shared_plan_for: Any, dev_config: Any, node_image: str) -> Plan:
+    dev_config["gpu-platform:cluster"]["nodeImage"] = node_image
+    pool = dev_config["gpu-platform:pools"][0]
+    # Bottlerocket's nodes share no GPU (config rules refuse it there).
+    pool["sharing"] = {"mode": "exclusive"}
+    pool["aws"]["amiReleaseVersion"] = {
+        "al2023": AL2023_RELEASE,
+        "bottlerocket": BOTTLEROCKET_RELEASE,
+    }[node_image]
+    return shared_plan_for(dev_config)
+
+
+@pytest.mark.parametrize("image", ["al2023", "bottlerocket", "eks-auto-mode"])
+def test_the_unprivileged_validator_names_every_gpu_by_a_mount_on_every_node_image(
+    shared_plan_for: Any, dev_config: Any, image: str
+) -> None:
+    if image == "eks-auto-mode":
+        plan, pool = shared_plan("auto-dev"), "l40s"
+    else:
+        plan, pool = _eks_plan(shared_plan_for, dev_config, image), "t4-shared"
+    spec = pod(validator(plan, pool))
+    untainted, *_ = spec["initContainers"]
+    checker = spec["containers"][0]
+
+    assert ALL_GPUS_VOLUME in spec["volumes"]
+    assert ALL_GPUS_MOUNT in checker["volumeMounts"]
+    assert checker["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    # It checks the node's taint only, and must hold no GPU while a driver is unloaded.
+    assert ALL_GPUS_MOUNT not in untainted["volumeMounts"]
 
 
 def test_the_validator_is_configured_from_the_pool(plan: Plan) -> None:
@@ -163,6 +210,8 @@ def test_a_pool_with_a_bandwidth_runs_the_all_reduce_in_its_own_container() -> N
     )
     assert nccl["securityContext"]["runAsNonRoot"] is True
     assert {"name": "shm", "mountPath": "/dev/shm"} in nccl["volumeMounts"]
+    assert ALL_GPUS_MOUNT in nccl["volumeMounts"]
+    assert nccl["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     found = env(validator(plan, "h100-block"))
     assert (found["EXPECTED_BUSBW_GBPS"], found["BUSBW_SHARE"]) == ("400.0", "0.9")
     # l4-reserved's g6.xlarge has one GPU: nothing to all-reduce across, no bandwidth to reach.
