@@ -27,6 +27,7 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from gpu_platform.accelerators import ACCELERATORS, mig_instances_per_gpu
+from gpu_platform.eks.auto_mode.names import AUTO_MODE_LABEL_PREFIX
 from gpu_platform.eks.autoscaler_tags import (
     LABEL_TAG_PREFIX,
     RESOURCE_TAG_PREFIX,
@@ -107,6 +108,10 @@ class NodeTemplate:
     """The pods the provisioner puts on the template before it tries a pod there (its cloud
     provider's kube-proxy, the DaemonSets that would run on the node): their requests are held
     against its allocatable (`gpu_platform.template_pods`)."""
+    capacity_only: frozenset[str] = frozenset()
+    """Resources given as the node's capacity, not its allocatable: the provisioner reserves a
+    share of them it does not publish (EKS Auto Mode), so a pod asking for more fits nowhere, and
+    one asking for less may still not fit (`capacity_bound`)."""
 
 
 @dataclass(frozen=True)
@@ -448,6 +453,7 @@ def karpenter_node_templates(
     node_class: Mapping[str, Any],
     instance_types: Mapping[str, InstanceType],
     region: str,
+    label_prefix: str = AWS_LABEL_PREFIX,
 ) -> list[NodeTemplate]:
     """The nodes Karpenter may start for a NodePool (a `karpenter.sh/v1` NodePool and its
     `karpenter.k8s.aws/v1` EC2NodeClass, as objects) with none of them running: one template per
@@ -484,7 +490,7 @@ def karpenter_node_templates(
         *({"key": key, "operator": "In", "values": [value]} for key, value in labels.items()),
     ]
     node_class_spec = node_class["spec"]
-    chosen = _karpenter_choices(requirements, node_class_spec)
+    chosen = _karpenter_choices(requirements, node_class_spec, label_prefix)
     own = {
         **{key: values[0] for key, values in chosen.items() if len(values) == 1},
         NODE_POOL_LABEL: node_pool["metadata"]["name"],
@@ -497,7 +503,7 @@ def karpenter_node_templates(
     templates = []
     for name in _karpenter_instance_type_names(requirements, instance_types):
         instance_type = instance_types[name]
-        described = _karpenter_instance_labels(instance_type, region)
+        described = _karpenter_instance_labels(instance_type, region, label_prefix)
         if not all(
             _expression_matches(r, described) for r in requirements if r["key"] in described
         ):
@@ -516,6 +522,82 @@ def karpenter_node_templates(
     return templates
 
 
+# The instance labels Auto Mode gives its nodes, under `eks.amazonaws.com/` (create-node-pool.adoc,
+# "EKS Auto Mode Supported Labels"), of those the instance data here holds: not Karpenter's
+# tenancy, flex capability or EC2NodeClass labels, which the table does not list.
+_AUTO_MODE_INSTANCE_LABELS = frozenset(
+    {
+        "instance-category",
+        "instance-generation",
+        "instance-family",
+        "instance-size",
+        "instance-cpu",
+        "instance-memory",
+        "instance-gpu-name",
+        "instance-gpu-manufacturer",
+        "instance-gpu-count",
+        "instance-gpu-memory",
+        "instance-local-nvme",
+    }
+)
+# EKS caps every Auto Mode node at 110 pods, after a max-pods calculation it does not publish
+# (create-node-class.adoc, Considerations).
+_AUTO_MODE_MOST_PODS = 110
+
+
+def auto_mode_node_templates(
+    node_pool: Mapping[str, Any],
+    node_class: Mapping[str, Any],
+    instance_types: Mapping[str, InstanceType],
+    region: str,
+) -> list[NodeTemplate]:
+    """The nodes EKS Auto Mode may start for a NodePool on its `eks.amazonaws.com/v1` NodeClass:
+    Karpenter's templates (`karpenter_node_templates`; Auto Mode runs Karpenter's NodePool API)
+    with Auto Mode's labels, `eks.amazonaws.com/instance-*` and `eks.amazonaws.com/compute-type:
+    auto` (create-node-pool.adoc), and the node's capacity: its vCPUs, memory, the NodeClass's
+    `ephemeralStorage.size` and 110 pods, with its NVIDIA GPUs and EFA interfaces. Auto Mode
+    publishes neither its kube-reserved nor its eviction thresholds nor its max-pods formula, so
+    those four are `capacity_only`."""
+    prefix = AUTO_MODE_LABEL_PREFIX
+    templates = []
+    for template in karpenter_node_templates(node_pool, node_class, instance_types, region, prefix):
+        labels = {
+            key: value
+            for key, value in template.labels.items()
+            if not key.startswith((prefix, AWS_LABEL_PREFIX))
+            or key.removeprefix(prefix) in _AUTO_MODE_INSTANCE_LABELS
+        }
+        instance_type = instance_types[template.labels[INSTANCE_TYPE_LABEL]]
+        storage = node_class["spec"].get("ephemeralStorage", {}).get("size", "80Gi")
+        capacity = {
+            "cpu": Decimal(instance_type.vcpus),
+            "memory": Decimal(instance_type.memory_mib) * 2**20,
+            "ephemeral-storage": quantity(storage),
+            "pods": Decimal(_AUTO_MODE_MOST_PODS),
+        }
+        templates.append(
+            replace(
+                template,
+                labels={**labels, f"{prefix}compute-type": "auto"},
+                choices={k: v for k, v in template.choices.items() if k != _TENANCY_LABEL},
+                resources={**template.resources, **capacity},
+                complete=True,
+                capacity_only=frozenset(capacity),
+            )
+        )
+    return templates
+
+
+def capacity_bound(pod_spec: PodSpec, template: NodeTemplate) -> list[str]:
+    """The `capacity_only` resources the pod, with the pods placed first, needs some of on the
+    template: whether it fits them once the provisioner's unpublished reservation is taken
+    cannot be said."""
+    wanted = {**template_requests(template)}
+    _add(wanted, pod_requests(pod_spec))
+    wanted["pods"] = Decimal(len(template.pods) + 1)
+    return sorted(name for name in template.capacity_only if wanted.get(name, Decimal(0)) > 0)
+
+
 def _karpenter_instance_type_names(
     requirements: Sequence[Mapping[str, Any]], instance_types: Mapping[str, InstanceType]
 ) -> list[str]:
@@ -532,7 +614,7 @@ def _karpenter_instance_type_names(
 
 
 def _karpenter_choices(
-    requirements: Sequence[Mapping[str, Any]], node_class_spec: Mapping[str, Any]
+    requirements: Sequence[Mapping[str, Any]], node_class_spec: Mapping[str, Any], prefix: str
 ) -> dict[str, tuple[str, ...]]:
     """The values the NodePool's requirements allow for each label Karpenter chooses per node
     (zone, capacity type, tenancy) or copies from them (labels it does not know)."""
@@ -545,7 +627,7 @@ def _karpenter_choices(
     }
     for requirement in requirements:
         key, operator = requirement["key"], requirement["operator"]
-        if key not in found and (key in _KARPENTER_WELL_KNOWN or key.startswith(AWS_LABEL_PREFIX)):
+        if key not in found and (key in _KARPENTER_WELL_KNOWN or key.startswith(prefix)):
             continue
         values = tuple(requirement.get("values") or ())
         current = found.get(key)
@@ -556,30 +638,30 @@ def _karpenter_choices(
     return {key: values for key, values in found.items() if values is not None}
 
 
-def _karpenter_instance_labels(instance_type: InstanceType, region: str) -> dict[str, str]:
+def _karpenter_instance_labels(
+    instance_type: InstanceType, region: str, prefix: str
+) -> dict[str, str]:
     name = instance_type.name
     family, _, size = name.partition(".")
     labels = _ec2_node_labels(instance_type, region) | {
-        f"{AWS_LABEL_PREFIX}instance-cpu": str(instance_type.vcpus),
-        f"{AWS_LABEL_PREFIX}instance-memory": str(instance_type.memory_mib),
-        f"{AWS_LABEL_PREFIX}instance-family": family,
-        f"{AWS_LABEL_PREFIX}instance-size": size,
-        f"{AWS_LABEL_PREFIX}instance-capability-flex": "true" if "-flex" in family else "false",
+        f"{prefix}instance-cpu": str(instance_type.vcpus),
+        f"{prefix}instance-memory": str(instance_type.memory_mib),
+        f"{prefix}instance-family": family,
+        f"{prefix}instance-size": size,
+        f"{prefix}instance-capability-flex": "true" if "-flex" in family else "false",
     }
     scheme = INSTANCE_TYPE_SCHEME.match(name)
     if scheme is not None:
-        labels[f"{AWS_LABEL_PREFIX}instance-category"] = scheme[1]
-        labels[f"{AWS_LABEL_PREFIX}instance-generation"] = scheme[3]
+        labels[f"{prefix}instance-category"] = scheme[1]
+        labels[f"{prefix}instance-generation"] = scheme[3]
     if instance_type.instance_store_gb:
-        labels[f"{AWS_LABEL_PREFIX}instance-local-nvme"] = str(instance_type.instance_store_gb)
+        labels[f"{prefix}instance-local-nvme"] = str(instance_type.instance_store_gb)
     if instance_type.gpu_name is not None:
         labels |= {
-            f"{AWS_LABEL_PREFIX}instance-gpu-name": kebab(instance_type.gpu_name),
-            f"{AWS_LABEL_PREFIX}instance-gpu-manufacturer": kebab(
-                instance_type.gpu_manufacturer or ""
-            ),
-            f"{AWS_LABEL_PREFIX}instance-gpu-count": str(instance_type.gpu_count),
-            f"{AWS_LABEL_PREFIX}instance-gpu-memory": str(instance_type.gpu_memory_mib),
+            f"{prefix}instance-gpu-name": kebab(instance_type.gpu_name),
+            f"{prefix}instance-gpu-manufacturer": kebab(instance_type.gpu_manufacturer or ""),
+            f"{prefix}instance-gpu-count": str(instance_type.gpu_count),
+            f"{prefix}instance-gpu-memory": str(instance_type.gpu_memory_mib),
         }
     return labels
 
@@ -810,6 +892,8 @@ def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
             has = f"{asks}; a node has {format_quantity(name, available)}"
             if taken.get(name):
                 has += f", {format_quantity(name, taken[name])} of it for the template's own pods"
+            if name in template.capacity_only:
+                has += " (its capacity, before what the provisioner reserves and does not publish)"
             yield has
     # The scheduler's NodeResourcesFit counts pods against the node's `pods` too.
     most_pods = template.resources.get("pods")

@@ -13,7 +13,9 @@ Each provisioner has its own terms, each a delay with the upstream source that s
   cluster that keeps scaling up they put off the node's removal without bound;
 - Karpenter marks an empty node consolidatable `consolidateAfter` after its last pod event, finds
   it on its disruption loop and waits out a validation delay before it deletes it, as many at
-  once as the pool's budget for empty nodes allows;
+  once as the pool's budget for empty nodes allows; EKS Auto Mode's Karpenter honours the same
+  NodePool settings, and its loop and validation delay are assumed to be Karpenter's, as AWS
+  publishes neither them nor its Karpenter version;
 - GKE's own cluster autoscaler removes empty nodes on timings GKE does not publish for its
   autoscaling profiles, nor how often its loop runs; the only published delay is a
   ComputeClass's `autoscalingPolicy.consolidationDelayMinutes`, which the platform's node pools
@@ -202,11 +204,27 @@ def _autoscaler_cooldowns(idle_minutes: int) -> tuple[Delay, ...]:
     )
 
 
+# EKS Auto Mode's Karpenter: AWS publishes the NodePool's disruption settings it honours
+# (create-node-pool.adoc, "Disruption") and that it consolidates "periodically"
+# (auto-cost-control.adoc), not which Karpenter it runs: its loop and validation delay are taken
+# to be v1.14.1's.
+AUTO_MODE_DISRUPTION_DOCS = (
+    "awsdocs/amazon-eks-user-guide latest/ug/automode/create-node-pool.adoc, Disruption"
+)
+AUTO_MODE_ASSUMED = (
+    " (assumed equal to Karpenter v1.14.1's: AWS publishes no Karpenter version for EKS Auto Mode)"
+)
+
+
 def _karpenter_terms(config: StackConfig, pool: ResolvedPool) -> tuple[str, tuple[Delay, ...]]:
     # Imported here: an autoscaler or GKE stack loads nothing of Karpenter's side.
     from gpu_platform.eks.karpenter.node_pool import consolidate_after_minutes
 
     source = "kubernetes-sigs/karpenter v1.14.1"
+    auto_mode = config.uses_auto_mode
+    assumed = AUTO_MODE_ASSUMED if auto_mode else ""
+    # On Auto Mode the NodePool's own knobs are AWS's documented ones.
+    knob_source = f"{AUTO_MODE_DISRUPTION_DOCS}; {source}" if auto_mode else source
     aws = pool.spec.aws
     own = aws.consolidate_after_minutes is not None
     setting = (
@@ -220,15 +238,15 @@ def _karpenter_terms(config: StackConfig, pool: ResolvedPool) -> tuple[str, tupl
         Delay(
             f"consolidateAfter after the last pod event ({setting}), consolidationPolicy WhenEmpty",
             None if minutes is None else minutes * 60,
-            f"{source}, pkg/controllers/nodeclaim/disruption/consolidation.go",
+            f"{knob_source}, pkg/controllers/nodeclaim/disruption/consolidation.go",
         ),
         Delay(
-            "the disruption loop's polling period",
+            "the disruption loop's polling period" + assumed,
             KARPENTER_POLL_SECONDS,
             f"{source}, pkg/controllers/disruption/controller.go pollingPeriod",
         ),
         Delay(
-            "the emptiness command's validation delay",
+            "the emptiness command's validation delay" + assumed,
             KARPENTER_VALIDATION_SECONDS,
             f"{source}, pkg/controllers/disruption/consolidation.go commandValidationDelay",
         ),
@@ -236,7 +254,7 @@ def _karpenter_terms(config: StackConfig, pool: ResolvedPool) -> tuple[str, tupl
             f"budget for empty nodes {budget}% (pools[{pool.index}].aws.emptyNodesBudgetPercent):"
             + (" every empty node at once" if budget == 100 else " more wait for later loops"),
             0,
-            f"{source}, pkg/apis/v1/nodepool.go GetAllowedDisruptions",
+            f"{knob_source}, pkg/apis/v1/nodepool.go GetAllowedDisruptions",
         ),
     )
 

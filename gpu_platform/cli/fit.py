@@ -41,6 +41,8 @@ def run(stack: str, pod_file: Path) -> None:
                 escape("\n".join(result.reasons)),
             )
         console.print(table)
+        for why in pod.unsure:
+            console.print(escape(f"{pod.title}: {why}"))
     if report.homeless:
         raise typer.Exit(EXIT_NO_FIT)
 

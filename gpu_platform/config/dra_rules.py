@@ -111,15 +111,15 @@ def _pool_problems(config: StackConfig, i: int, pool: GpuPoolSpec) -> Iterator[C
         )
         return
     if config.uses_auto_mode:
-        # Auto Mode's nodes run AWS's own NVIDIA device plugin, and from Kubernetes 1.36 its own
-        # NVIDIA DRA driver, with no setting to hand a node's GPUs to another one
-        # (awsdocs/amazon-eks-user-guide latest/ug/ml/device-management.adoc, "EKS Auto Mode").
+        # AWS: "DRA is not currently supported with EKS Auto Mode" (awsdocs/amazon-eks-user-guide
+        # latest/ug/ml/device-management-nvidia.adoc); its nodes run AWS's own NVIDIA device
+        # plugin, with no setting to hand a node's GPUs to another driver.
         yield ConfigProblem(
             key_path("pools", i, "allocation"),
             DRA,
-            "device-plugin, or no value, with provisioner eks-auto-mode: Auto Mode's nodes run"
-            " AWS's own NVIDIA device plugin, and NVIDIA's DRA driver installed by the platform"
-            " would be a second one on the same GPUs (docs/eks-auto-mode.md)",
+            "device-plugin, or no value, with provisioner eks-auto-mode: AWS does not support"
+            " DRA with EKS Auto Mode, whose nodes hand out GPUs through AWS's own NVIDIA device"
+            " plugin (docs/eks-auto-mode.md)",
         )
         return
     if config.uses_karpenter:

@@ -3,7 +3,8 @@
 `fit_pods` plans the stack offline (`gpu_platform.offline.plan.program_plan`), builds each pool's
 node template as the cluster autoscaler would see it at zero (from what the plan declares: an EKS
 node group's Auto Scaling group hints and instance type), or Karpenter would (a NodePool's, one
-per instance type), and checks every pod spec in a YAML file (Pods, Deployments, Jobs, ...)
+per instance type; an EKS Auto Mode NodePool's likewise, on Auto Mode's labels and the node's
+capacity), and checks every pod spec in a YAML file (Pods, Deployments, Jobs, ...)
 against them (`gpu_platform.fit`).
 """
 
@@ -23,6 +24,8 @@ from gpu_platform.fit import (
     Fit,
     NodeTemplate,
     PodSpec,
+    auto_mode_node_templates,
+    capacity_bound,
     eks_node_template,
     fits,
     gke_node_template,
@@ -64,6 +67,9 @@ class PodFit:
     """Per template, whether the pod fits it and, if not, why; none where it cannot say."""
     unanswered: str | None = None
     """Why the check cannot say where the pod fits (`gpu_platform.fit.unanswerable`)."""
+    unsure: tuple[str, ...] = ()
+    """For each pool it fits only by the node's capacity, why the check cannot say it fits once
+    the provisioner's unpublished reservation is taken (`gpu_platform.fit.capacity_bound`)."""
 
     @property
     def lands(self) -> bool:
@@ -103,13 +109,31 @@ def fit_pods(stack: str, pod_file: Path, project: Project | None = None) -> FitR
 def _pod_fit(title: str, spec: PodSpec, templates: Sequence[NodeTemplate]) -> PodFit:
     reason = unanswerable(spec)
     if reason is None:
-        return PodFit(title, tuple(fits(spec, templates)))
+        found = tuple(fits(spec, templates))
+        return PodFit(title, found, unsure=tuple(_unsure(spec, found, templates)))
     if any(DRA_TAINT in template.taints for template in templates):
         return PodFit(title, (), reason)
     # No pool of the stack hands out GPUs through DRA: the pod's claims fit none of them.
     why = "it claims devices through DRA (spec.resourceClaims), and the pool's GPUs are counted"
     pools = dict.fromkeys(template.pool for template in templates)
     return PodFit(title, tuple(Fit(pool, (why,)) for pool in pools))
+
+
+def _unsure(spec: PodSpec, found: Sequence[Fit], templates: Sequence[NodeTemplate]) -> list[str]:
+    """Why the check cannot say the pod fits a pool it fits by capacity alone: one where every
+    template it fits holds some of what the pod needs only as capacity."""
+    unsure = []
+    for fit in (f for f in found if f.fits):
+        pool = [t for t in templates if t.pool == fit.pool and not any(fits(spec, [t])[0].reasons)]
+        needs = [capacity_bound(spec, t) for t in pool]
+        if all(needs):
+            unsure.append(
+                f"{fit.pool}: cannot say it fits once EKS Auto Mode has reserved its share of"
+                f" the node's {', '.join(sorted(set().union(*needs)))}: Auto Mode publishes no"
+                " kube-reserved, eviction threshold or max-pods, so fit holds the pod against"
+                " the node's capacity"
+            )
+    return unsure
 
 
 def pods_in(pod_file: Path) -> list[tuple[str, PodSpec]]:
@@ -175,11 +199,17 @@ def node_templates(plan: Plan) -> list[NodeTemplate]:
                 for t in _node_group_templates(plan, pool, instance_types)
             ]
         elif pool.type == "gpu-platform:eks:KarpenterGpuNodePool":
-            # One cluster, so one region: every lookup's.
-            (region,) = {i.args["region"] for i in looked_up}
             templates += [
                 with_template_pods(t, [], eks_daemonsets)
-                for t in _node_pool_templates(plan, pool, instance_types, region)
+                for t in _node_pool_templates(plan, pool, instance_types, _region(looked_up))
+            ]
+        elif pool.type == _AUTO_MODE_POOL:
+            # Auto Mode builds pod networking and EBS CSI storage into its nodes, not as the
+            # EKS add-ons' DaemonSets (automode.adoc: "built-in support for Pod IP address
+            # assignments, ... and EBS CSI storage"): only the stack's own are placed first.
+            templates += [
+                with_template_pods(t, [], daemonsets)
+                for t in _node_pool_templates(plan, pool, instance_types, _region(looked_up))
             ]
     # GKE's autoscaler is Google's own: assumed to place kube-proxy as the open-source GCE
     # provider does (gce_cloud_provider.go `TemplateNodeInfo`), except on a cluster the platform
@@ -202,6 +232,13 @@ def node_templates(plan: Plan) -> list[NodeTemplate]:
     return templates
 
 
+def _region(looked_up: Sequence[Any]) -> str:
+    # One cluster, so one region: every lookup's.
+    (region,) = {i.args["region"] for i in looked_up}
+    return str(region)
+
+
+_AUTO_MODE_POOL = "gpu-platform:eks:AutoModeGpuNodePool"
 # The EKS add-ons every EKS cluster the platform creates runs on each node, and an existing
 # cluster is assumed to (`eks_addon_daemonsets`); coredns runs as a Deployment.
 _ASSUMED_EKS_ADDONS = ("vpc-cni", "kube-proxy", "aws-ebs-csi-driver", "eks-pod-identity-agent")
@@ -232,7 +269,9 @@ def eks_addon_daemonsets(plan: Plan) -> tuple[list[TemplatePod], list[str]]:
     pod the autoscaler would start a node for, a warning; leaving out one it runs makes `fit` say
     yes to a pod that then stays Pending. Either runs the node monitoring agent where the plan
     declares it."""
-    if not any(r.type.startswith("gpu-platform:eks:") for r in plan.resources):
+    if not any(
+        r.type.startswith("gpu-platform:eks:") and r.type != _AUTO_MODE_POOL for r in plan.resources
+    ):
         return [], []
     declared = {
         str(r.inputs["addonName"]): r for r in plan.resources if r.type == "aws:eks/addon:Addon"
@@ -372,10 +411,16 @@ def _node_pool_templates(
 ) -> list[NodeTemplate]:
     children = {c.type: c for c in plan.children_of(pool)}
     node_pool = children["kubernetes:karpenter.sh/v1:NodePool"]
-    node_class = children["kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"]
-    templates = karpenter_node_templates(
-        node_pool.inputs, node_class.inputs, instance_types, region
-    )
+    if pool.type == _AUTO_MODE_POOL:
+        node_class = children["kubernetes:eks.amazonaws.com/v1:NodeClass"]
+        templates = auto_mode_node_templates(
+            node_pool.inputs, node_class.inputs, instance_types, region
+        )
+    else:
+        node_class = children["kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"]
+        templates = karpenter_node_templates(
+            node_pool.inputs, node_class.inputs, instance_types, region
+        )
     # With secret labels Pulumi holds the NodePool's whole `spec` secret.
     return [replace(t, secret_labels="spec" in node_pool.secret_inputs) for t in templates]
 

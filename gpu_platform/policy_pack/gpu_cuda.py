@@ -48,7 +48,9 @@ these gives is reported by the advisory `gpu-pods-cuda-known`, not refused. So i
 with GPU pods but no pool, declared or configured, whose CUDA release is known: without a pool no
 pod can be judged, and a tenant's stack whose `gpuPools` was never set, or was copied from a
 platform stack whose pools' drivers are unknown, would otherwise pass every CUDA policy without a
-word.
+word. The platform's own smoke test is not counted there: it runs only `nvidia-smi`, from the
+node's driver, with the toolkit's CUDA check off, so it needs no CUDA release (on EKS Auto Mode,
+whose driver AWS does not publish, a stack's pools have none known).
 """
 
 import re
@@ -60,6 +62,7 @@ from typing import Any
 from checks import Findings, each
 from gpu_sharing import POOL_LABEL, POOL_LABELS_PATH, check_pods_on_pools
 from gpu_workloads import RESOURCE_CONTAINERS, gpu_limits, quantity
+from platform_scope import platform_object
 from pods import Container, Pod, pods_of
 from props import elements, mapping, text
 from pulumi_policy import (
@@ -69,6 +72,7 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from pulumi_policy.proxy import UnknownValueError
 from settings import Setting, config_schema
 
 NAME = "gpu-pods-cuda-within-driver"
@@ -306,6 +310,7 @@ def unjudged_gpu_pods(args: StackValidationArgs, judged: Mapping[str, PoolDriver
             for pod in pods_of(resource.resource_type, resource.props)
             if not pod.partial
         )
+        and not _needs_no_cuda(resource)
     ]
     if not workloads:
         return
@@ -357,6 +362,27 @@ _NAMED_WORKLOADS = 5
 def _first(urns: Sequence[str]) -> str:
     rest = len(urns) - _NAMED_WORKLOADS
     return ", ".join(urns[:_NAMED_WORKLOADS]) + (f" and {rest} more" if rest > 0 else "")
+
+
+def _needs_no_cuda(resource: PolicyResource) -> bool:
+    """The platform's own workload that needs no CUDA release (`PlatformObject.needs_no_cuda`),
+    known by kind and name as the platform's objects are, while each of its GPU containers keeps
+    the toolkit's CUDA check off: a look-alike that turns it on is judged as any other."""
+    try:
+        found = platform_object(resource)
+    except UnknownValueError:
+        return False
+    if found is None or not found.needs_no_cuda:
+        return False
+    return all(
+        any(
+            text(entry, "name") == "NVIDIA_DISABLE_REQUIRE" and text(entry, "value") == "true"
+            for entry in elements(container.props, "env")
+        )
+        for pod in pods_of(resource.resource_type, resource.props)
+        for container in pod.containers(RESOURCE_CONTAINERS)
+        if any(quantity(limit) for limit in gpu_limits(container).values())
+    )
 
 
 def _asks_for_gpus(pod: Pod) -> bool:

@@ -38,6 +38,10 @@ class PlatformObject:
     repositories: tuple[str, ...] = ()
     """The image repositories the platform runs in it (`nvcr.io/nvidia/cuda`), as the
     platform's images name them."""
+    needs_no_cuda: bool = False
+    """Whether it runs only `nvidia-smi`, which comes from the node's driver, with the container
+    toolkit's CUDA check off (`NVIDIA_DISABLE_REQUIRE`): it needs no CUDA release of its pool's
+    driver, so the CUDA advisories ask for none (`gpu_cuda.unjudged_gpu_pods`)."""
 
     def names(self, kind: str, name: str | None) -> bool:
         """Whether an object of `kind` and `name` may be this one (its namespace aside)."""
@@ -55,7 +59,7 @@ _CUDA = "nvcr.io/nvidia/cuda"
 
 PLATFORM_OBJECTS = (
     # gpu_platform/kubernetes/tenant_namespace.py, SMOKE_TEST_NAME: in each tenant namespace.
-    PlatformObject("Job", "gpu-smoke-test", repositories=(_CUDA,)),
+    PlatformObject("Job", "gpu-smoke-test", repositories=(_CUDA,), needs_no_cuda=True),
     # gpu_platform/kubernetes/canary_gate.py, GATE_NAME_PREFIX and the release's id: the smoke
     # test's image and the Python image of its checks.
     PlatformObject("Job", "gpu-canary-gate-", prefix=True, repositories=(_CUDA, _PYTHON)),

@@ -6,7 +6,7 @@ parent types, which a program chooses."""
 from platform_objects import PLATFORM_OBJECTS, PlatformObject
 from pods import namespace_or_default
 from props import text
-from pulumi_policy import ResourceValidationArgs
+from pulumi_policy import PolicyResource, ResourceValidationArgs
 from type_tokens import api_group_and_kind
 
 _BUILT_IN_GROUPS = ("core", "apps", "batch")
@@ -20,7 +20,7 @@ def is_platform_object(args: ResourceValidationArgs) -> bool:
     return platform_object(args) is not None
 
 
-def platform_object(args: ResourceValidationArgs) -> PlatformObject | None:
+def platform_object(args: ResourceValidationArgs | PolicyResource) -> PlatformObject | None:
     """The platform's object the resource is by its kind and name (and namespace, where the
     entry names one), or None. Raises `UnknownValueError` as `is_platform_object` does."""
     found = api_group_and_kind(args.resource_type)

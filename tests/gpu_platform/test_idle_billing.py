@@ -101,6 +101,31 @@ def test_a_karpenter_pools_empty_node_bills_nine_minutes_twenty_five() -> None:
     assert plan.outputs["idleBilling"]["h100-block"]["idleSeconds"] is None
 
 
+def test_an_auto_mode_pools_karpenter_timings_are_labelled_assumed() -> None:
+    # AWS documents the NodePool settings Auto Mode honours (consolidateAfter, consolidationPolicy,
+    # budgets: awsdocs/amazon-eks-user-guide latest/ug/automode/create-node-pool.adoc,
+    # "Disruption") and that it consolidates "periodically" (auto-cost-control.adoc), but not
+    # which Karpenter it runs: its loop and validation delay can only be assumed.
+    terms = shared_plan("auto-dev").outputs["idleBilling"]["l40s"]["afterLastPod"]
+    assumed = (
+        " (assumed equal to Karpenter v1.14.1's: AWS publishes no Karpenter version for EKS"
+        " Auto Mode)"
+    )
+
+    assert [term["term"] for term in terms] == [
+        "consolidateAfter after the last pod event (karpenter.consolidateAfterMinutes),"
+        " consolidationPolicy WhenEmpty",
+        "the disruption loop's polling period" + assumed,
+        "the emptiness command's validation delay" + assumed,
+        "budget for empty nodes 100% (pools[1].aws.emptyNodesBudgetPercent): every empty node"
+        " at once",
+    ]
+    assert [term["seconds"] for term in terms] == [540, 10, 15, 0]
+    assert terms[0]["source"].startswith(
+        "awsdocs/amazon-eks-user-guide latest/ug/automode/create-node-pool.adoc, Disruption"
+    )
+
+
 def test_a_gke_pool_has_no_figure_gke_does_not_publish_and_is_warned_of() -> None:
     figure = shared_plan("gke-dev").outputs["idleBilling"]["l4-shared"]
 

@@ -18,6 +18,7 @@ from typing import Any
 import pulumi
 
 from gpu_platform.eks.auto_mode.names import (
+    AUTO_MODE_LABEL_PREFIX,
     NODE_CLASS_API_VERSION,
     NODE_CLASS_GROUP,
     NODE_CLASS_KIND,
@@ -32,9 +33,6 @@ from gpu_platform.eks.karpenter.node_pool import (
 )
 from gpu_platform.node_identity import POOL_LABEL
 
-AUTO_MODE_LABEL_PREFIX = "eks.amazonaws.com/"
-"""Auto Mode's well-known node labels (create-node-pool.adoc, "EKS Auto Mode Supported
-Labels")."""
 GPU_MANUFACTURER_LABEL = f"{AUTO_MODE_LABEL_PREFIX}instance-gpu-manufacturer"
 NODE_CLASS_SCHEMA = ("eks-auto-mode", "docs")
 """Where the NodeClass's schema is committed (`crd_schemas.schema_file`'s chart and version): by

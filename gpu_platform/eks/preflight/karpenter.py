@@ -159,10 +159,22 @@ def name_clash_finding(config: StackConfig, node_pools: NodePools) -> Finding | 
 def node_class_clash_finding(config: StackConfig, node_classes: NodeClasses) -> Finding | None:
     """An EKS Auto Mode NodeClass of the cluster named like one of the pools but not the
     platform's (it lacks the pool's `gpu-platform.io/pool` label), as `name_clash_finding` for
-    the NodeClass each pool gets. None where there is none, or the NodeClasses cannot be read."""
+    the NodeClass each pool gets. None where there is none; a warning where the NodeClasses
+    cannot be read, as no other check reads them to say so."""
+    try:
+        found = node_classes()
+    except (requests.RequestException, BotoCoreError) as error:
+        return Finding(
+            "warning",
+            f"cluster {config.cluster.name} NodeClass names",
+            f"Cannot read the cluster's NodeClasses: {_why(error)}.",
+            "Check that no NodeClass of another installation is named like a pool:"
+            f" {', '.join(p.name for p in config.pools)}"
+            " (kubectl get nodeclasses.eks.amazonaws.com).",
+        )
     return _clash(
         config,
-        node_classes,
+        lambda: found,
         ("NodeClass", "NodeClasses"),
         lambda node_class: (
             (node_class.get("metadata") or {}).get("name", ""),

@@ -150,6 +150,43 @@ def test_karpenter_pools_are_judged_from_their_nodepools(tmp_path: Path) -> None
     assert "l4-on-demand" in output and "t4-spot" in output
 
 
+def auto_mode_pod(cpu: str) -> dict[str, Any]:
+    pod = copy.deepcopy(SMOKE_TEST_POD)
+    # Auto Mode's label for the GPU (awsdocs/amazon-eks-user-guide
+    # latest/ug/automode/create-node-pool.adoc, "EKS Auto Mode Supported Labels").
+    pod["spec"]["nodeSelector"] = {
+        "gpu-platform.io/pool": "l40s",
+        "eks.amazonaws.com/instance-gpu-name": "l40s",
+    }
+    pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": cpu}
+    return pod
+
+
+def test_auto_mode_pools_are_judged_from_their_nodepools(tmp_path: Path) -> None:
+    code, output = run_fit(tmp_path, auto_mode_pod("8"), stack="auto-dev")
+
+    assert code == 0, output
+    assert "│ l40s        │ yes" in output
+    # Auto Mode runs no vpc-cni, kube-proxy or EBS CSI DaemonSets: only the stack's own pods
+    # are placed first (the node-feature-discovery worker's 5m and 64Mi, docs/fit.md).
+    row = next(line for line in output.splitlines() if line.startswith("│ l40s") and "5m" in line)
+    assert "node-feature-discovery worker, gpu-node-validator-l40s " in row
+    assert "│ 5m cpu, 64Mi memory │" in row
+    assert "aws-node" not in output and "kube-proxy" not in output
+    # AWS publishes no kube-reserved or max-pods for Auto Mode nodes: the pod is placed by
+    # everything else, and fit says it cannot say more.
+    assert "Pod smoke: l40s: cannot say it fits once EKS Auto Mode has reserved" in output
+
+
+def test_a_pod_beyond_an_auto_mode_nodes_capacity_fits_no_pool(tmp_path: Path) -> None:
+    # The largest g6e, g6e.48xlarge, has 192 vCPUs (EC2's instance type data).
+    code, output = run_fit(tmp_path, auto_mode_pod("193"), stack="auto-dev")
+
+    assert code == 1, output
+    assert "asks for 193 cpu; a node has 192" in output
+    assert "its capacity, before what the provisioner reserves and does not publish" in output
+
+
 def test_the_output_says_what_each_template_counts(tmp_path: Path) -> None:
     # prod's h100-training: dev's 295m and 214Mi (fit_cases.yaml) and the EFA device plugin
     # (10m, 20Mi) on the template first; the node validator's pod, there too, requests nothing.

@@ -110,6 +110,16 @@ BAD = [
         REFUSED,
     ),
     ("EFA", with_pool(aws={"efa": True}), "pools[0].aws.efa", REFUSED),
+    # With queues on, nothing else refuses it: Kueue would hold a queued job on a
+    # ProvisioningRequest check that nothing serves (kubernetes-sigs/karpenter v1.14.1's only
+    # autoscaling.x-k8s.io kind is CapacityBuffer, pkg/apis/autoscaling/v1beta1).
+    (
+        "all-or-nothing scale-up",
+        {**with_pool(aws={"atomicScaleUp": True}), "queues": {"enabled": True}},
+        "pools[0].aws.atomicScaleUp",
+        "no value with provisioner eks-auto-mode: Auto Mode's Karpenter has no"
+        " ProvisioningRequests",
+    ),
     ("node repair", with_pool(aws={"nodeRepair": True}), "pools[0].aws.nodeRepair", REFUSED),
     (
         "a node role",

@@ -106,9 +106,11 @@ def test_a_dra_pool_on_eks_auto_mode_is_refused_by_key() -> None:
     assert problems(config) == {
         "gpu-platform:pools[0].allocation": (
             "dra",
-            "device-plugin, or no value, with provisioner eks-auto-mode: Auto Mode's nodes run"
-            " AWS's own NVIDIA device plugin, and NVIDIA's DRA driver installed by the platform"
-            " would be a second one on the same GPUs (docs/eks-auto-mode.md)",
+            # "DRA is not currently supported with EKS Auto Mode" (awsdocs/amazon-eks-user-guide
+            # latest/ug/ml/device-management-nvidia.adoc).
+            "device-plugin, or no value, with provisioner eks-auto-mode: AWS does not support"
+            " DRA with EKS Auto Mode, whose nodes hand out GPUs through AWS's own NVIDIA device"
+            " plugin (docs/eks-auto-mode.md)",
         )
     }
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from gpu_platform.offline.plan import read_policy_config
 from gpu_platform.offline.program import Plan
 from gpu_platform.offline.stand_ins import aws as stand_in
 from gpu_platform.stack_files import stack_config
@@ -91,3 +92,14 @@ def test_an_attached_cluster_keeps_its_network_policy_switch(plan: Plan) -> None
     # patch's `destroy` releases it (pulumi-kubernetes provider/pkg/ssa/actions.go
     # `Relinquish`): a cluster the stack attaches to is left as it is, preflight checking it.
     assert plan.of_type("kubernetes:core/v1:ConfigMapPatch") == []
+
+
+def test_the_platforms_own_smoke_test_draws_no_cuda_advisory(plan: Plan, analyze_plan) -> None:
+    # AWS publishes no driver of Auto Mode's AMIs, so no pool has a known CUDA release; the
+    # smoke test needs none (it runs nvidia-smi with NVIDIA_DISABLE_REQUIRE), and the stack has
+    # no other GPU workload.
+    config = read_policy_config(PROJECT.directory / "policy-config", STACK, None)
+
+    verdicts = analyze_plan(plan.resources, config=config)
+
+    assert [v.message for v in verdicts if v.policy_name == "gpu-pods-cuda-known"] == []

@@ -315,6 +315,28 @@ def test_a_stack_without_pools_and_without_the_setting_says_once_it_was_not_judg
     )
 
 
+@pytest.mark.parametrize(
+    ("env", "reported"),
+    [({"NVIDIA_DISABLE_REQUIRE": "true"}, False), ({}, True)],
+    ids=["the platform's", "a look-alike that checks CUDA"],
+)
+def test_the_platforms_smoke_test_needs_no_cuda_release(
+    analyze: Analyze, env: dict[str, str], reported: bool
+) -> None:
+    # The smoke test runs only `nvidia-smi`, which the toolkit mounts from the node's driver, and
+    # sets NVIDIA_DISABLE_REQUIRE so the toolkit skips the image's CUDA requirement
+    # (gpu_platform/kubernetes/tenant_namespace.py): no driver can fail it on CUDA. On EKS Auto
+    # Mode, whose driver AWS does not publish, a stack's pools have no known CUDA release.
+    spec = gpu_pod_spec("1")
+    spec["containers"][0]["image"] = "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"
+    spec["containers"][0]["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    smoke_test = workload("Job", spec, name="gpu-smoke-test", namespace="ml-sandbox")
+
+    verdicts = analyze(pool({}), smoke_test)
+
+    assert len(messages(verdicts, KNOWN)) == int(reported)
+
+
 def test_the_advisory_names_five_workloads_and_counts_the_rest(analyze: Analyze) -> None:
     deployments = [workload("Deployment", gpu_pod_spec("1"), name=f"app-{i}") for i in range(7)]
 

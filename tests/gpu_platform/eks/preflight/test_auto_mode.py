@@ -9,6 +9,7 @@ from typing import Any
 import boto3
 import botocore.session
 import pytest
+import requests
 from botocore.model import StructureShape
 from botocore.stub import Stubber
 
@@ -313,6 +314,27 @@ def test_a_node_class_named_like_a_pool_that_is_not_the_platforms_blocks(
         if clash
         else []
     )
+
+
+def test_unreadable_node_classes_warn(
+    aws: AwsClients,  # noqa: F811
+    quotas: Stubber,  # noqa: F811
+) -> None:
+    # Without them the name clash above cannot be checked, and no other check reads them.
+    def refused() -> list[dict[str, Any]]:
+        raise requests.HTTPError("403 Forbidden")
+
+    findings = auto_mode_findings(aws, quotas, auto_mode_node_classes=lambda _: refused)
+
+    found = [f for f in findings if f.subject == "cluster ml-dev NodeClass names"]
+    assert [(f.severity, f.message, f.action) for f in found] == [
+        (
+            "warning",
+            "Cannot read the cluster's NodeClasses: 403 Forbidden.",
+            "Check that no NodeClass of another installation is named like a pool: t4"
+            " (kubectl get nodeclasses.eks.amazonaws.com).",
+        )
+    ]
 
 
 def auto_mode_node_pool(name: str, **spec: Any) -> dict[str, Any]:
