@@ -16,12 +16,15 @@ Each provisioner has its own terms, each a delay with the upstream source that s
   once as the pool's budget for empty nodes allows; EKS Auto Mode's Karpenter honours the same
   NodePool settings, and its loop and validation delay are assumed to be Karpenter's, as AWS
   publishes neither them nor its Karpenter version;
-- GKE's own cluster autoscaler removes empty nodes on timings GKE does not publish for its
-  autoscaling profiles, nor how often its loop runs; the only published delay is a
-  ComputeClass's `autoscalingPolicy.consolidationDelayMinutes`, which the platform's node pools
-  are not bound to, so a GKE pool has no figure and is warned of. Binding a node pool that is
-  not auto-created takes the `cloud.google.com/compute-class` node label and a `NoSchedule`
-  taint of that key, which GKE lets pass only pods that select the class with a nodeSelector
+- GKE's own cluster autoscaler checks its nodes every 10 seconds, marks an underutilized one
+  for removal and removes it if it is still underutilized 10 minutes later (GKE's "Troubleshoot
+  cluster autoscaler not scaling down", for the `balanced` profile): a figure for `balanced`,
+  which the clusters the platform creates keep (it never sets `autoscaling_profile`) and which
+  an attached cluster's profile, not read offline, is assumed to be; GKE publishes no number
+  for `optimize-utilization`. The one setting GKE offers to shorten it, a ComputeClass's
+  `autoscalingPolicy.consolidationDelayMinutes`, is not used: binding a node pool that is not
+  auto-created takes the `cloud.google.com/compute-class` node label and a `NoSchedule` taint of
+  that key, which GKE lets pass only pods that select the class with a nodeSelector
   ("Configure manually-created node pools for ComputeClass use" and "Request ComputeClasses in
   workloads", cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes):
   every tenant pod that selects the pool by its own labels would stay pending
@@ -67,13 +70,15 @@ longest the platform sets it to."""
 KARPENTER_POLL_SECONDS = 10
 KARPENTER_VALIDATION_SECONDS = 15
 
-GKE_AUTOSCALER_DOCS = (
-    "https://cloud.google.com/kubernetes-engine/docs/concepts/cluster-autoscaler"
-    "#autoscaling_profiles"
+# GKE's "Troubleshoot cluster autoscaler not scaling down", "Understand when cluster autoscaler
+# scales down your nodes": "Every 10 seconds cluster autoscaler checks the utilization factor",
+# and "If the node is still underutilized after 10 minutes, cluster autoscaler should remove the
+# node", both for the balanced profile.
+GKE_SCALE_DOWN_DOCS = (
+    "https://cloud.google.com/kubernetes-engine/docs/troubleshooting/cluster-autoscaler-scale-down"
 )
-GKE_COMPUTE_CLASS_DOCS = (
-    "https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass"
-)
+GKE_CHECK_SECONDS = 10
+GKE_UNDERUTILIZED_SECONDS = 600
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,8 @@ class IdleBilling:
     """`cluster-autoscaler`, `karpenter` or `gke`: what removes the pool's empty nodes."""
     setting: str
     """The config key, as users spell it, that decides the figure most; on GKE, the cluster's
-    autoscaling profile, which no key of the platform's sets."""
+    autoscaling profile, which no key of the platform's sets and the figure takes to be
+    balanced."""
     after_last_pod: tuple[Delay, ...]
     before_first_pod: tuple[Delay, ...]
     deferred_by: tuple[Delay, ...] = ()
@@ -259,25 +265,30 @@ def _karpenter_terms(config: StackConfig, pool: ResolvedPool) -> tuple[str, tupl
     )
 
 
-GKE_SETTING = "the cluster's autoscaling profile"
+GKE_SETTING = "the cluster's autoscaling profile, taken to be balanced"
+GKE_PROFILE = (
+    " (balanced profile: the platform creates clusters without autoscaling_profile and does not"
+    " read an attached cluster's; GKE publishes no figure for optimize-utilization)"
+)
 
 
 def _gke_terms() -> tuple[Delay, ...]:
     return (
         Delay(
-            "GKE's cluster autoscaler, at the cluster's autoscaling profile (balanced unless"
-            " set to optimize-utilization, which removes nodes faster): GKE publishes no"
-            " scale-down delay for either, nor how often its loop runs",
-            None,
-            GKE_AUTOSCALER_DOCS,
+            "GKE's autoscaler check, every 10 seconds, that first finds the node underutilized"
+            + GKE_PROFILE,
+            GKE_CHECK_SECONDS,
+            GKE_SCALE_DOWN_DOCS,
         ),
         Delay(
-            "a ComputeClass's autoscalingPolicy.consolidationDelayMinutes, the one scale-down"
-            " delay GKE publishes: not set, the pool is bound to no ComputeClass (binding takes"
-            " the cloud.google.com/compute-class label and a NoSchedule taint that only pods"
-            " selecting the class pass)",
-            None,
-            GKE_COMPUTE_CLASS_DOCS,
+            "marked for removal, watched for 10 minutes to stay underutilized",
+            GKE_UNDERUTILIZED_SECONDS,
+            GKE_SCALE_DOWN_DOCS,
+        ),
+        Delay(
+            "the check that removes it once underutilized 10 minutes",
+            GKE_CHECK_SECONDS,
+            GKE_SCALE_DOWN_DOCS,
         ),
     )
 
@@ -309,14 +320,15 @@ def idle_warnings(output: Mapping[str, Mapping[str, Any]]) -> list[str]:
             continue
         if seconds is not None and seconds <= MOST_IDLE_SECONDS:
             continue
-        if figure["provisioner"] == "gke":
+        if figure["provisioner"] == "gke" and seconds is not None:
             warnings.append(
-                f"pool {name} ({figure['capacity']}): GKE publishes no bound on how long an empty"
-                f" GPU node bills after its last pod ends at {figure['setting']}, so the"
-                f" {MOST_IDLE_SECONDS // 60} minutes the defaults keep to elsewhere are not known"
-                " to hold; only a ComputeClass's autoscalingPolicy.consolidationDelayMinutes"
-                " sets one, and binding the pool to one would taint it against every pod that"
-                " does not select the class (docs/idle-billing.md#gke)"
+                f"pool {name} ({figure['capacity']}): an empty GPU node bills for"
+                f" {minutes_text(seconds)} after its last pod ends, over"
+                f" {MOST_IDLE_SECONDS // 60} minutes by GKE's published timing at"
+                f" {figure['setting']}; only a ComputeClass's"
+                " autoscalingPolicy.consolidationDelayMinutes shortens it, and binding the pool"
+                " to one would taint it against every pod that does not select the class"
+                " (docs/idle-billing.md#gke)"
             )
             continue
         shown = "until removed by hand" if seconds is None else f"for {minutes_text(seconds)}"

@@ -7,7 +7,10 @@ cluster-autoscaler-1.33.6 to 1.36.1) and its 5 seconds from the deletion taint t
 scale-up, never past the unneeded time, shown as the cluster-wide hold it is; or
 the pool's NodePool `consolidateAfter` and Karpenter's 10-second loop and 15-second validation
 (`pollingPeriod`, `commandValidationDelay`, pkg/controllers/disruption/, kubernetes-sigs/karpenter
-v1.14.1), none where it is `Never`. A GKE pool has none: GKE publishes no scale-down delay.
+v1.14.1), none where it is `Never`. A GKE pool's is GKE's published timing at the balanced
+profile, a 10-second check, 10 minutes underutilized and the check that removes it ("Troubleshoot
+cluster autoscaler not scaling down", cloud.google.com/kubernetes-engine/docs/troubleshooting/
+cluster-autoscaler-scale-down).
 """
 
 import re
@@ -17,6 +20,7 @@ from gpu_platform.offline.program import Plan
 
 UNNEEDED_TAG = "k8s.io/cluster-autoscaler/node-template/autoscaling-options/scaledownunneededtime"
 AUTOSCALER_LOOPS_AND_TAINT = 2 * 10 + 5
+GKE_BALANCED = 10 + 600 + 10
 KARPENTER_LOOP_AND_VALIDATION = 10 + 15
 
 
@@ -28,7 +32,7 @@ def idle_billing_problems(plan: Plan, config: dict[str, Any]) -> list[str]:
     if sorted(figures) != sorted(pools):
         return [f"idleBilling covers {sorted(figures)}, not the pools {sorted(pools)}"]
     expected = (
-        dict.fromkeys(pools)
+        dict.fromkeys(pools, GKE_BALANCED)
         if config["gpu-platform:cloud"] == "gcp"
         else _karpenter(plan) or _autoscaler(plan, pools)
     )

@@ -313,6 +313,11 @@ def test_plan_shows_each_gke_ubuntu_pools_own_driver(invoke, gke_config, stack_f
     assert "kubernetes:nvidia.com/v1alpha1:NVIDIADriver gpu-operator-driver-l4-canary" in (
         result.output
     )
+    # GKE's published balanced-profile timing ("Troubleshoot cluster autoscaler not scaling
+    # down", cloud.google.com/kubernetes-engine/docs/troubleshooting/
+    # cluster-autoscaler-scale-down): a 10-second check, 10 minutes, the check that removes it.
+    assert "    idle after its last pod (gke): 10m20s\n" in result.output
+    assert "over 10 minutes by GKE's published timing" in result.output
 
 
 def test_plan_shows_an_auto_mode_pools_driver_is_its_node_images(invoke) -> None:
