@@ -47,6 +47,12 @@ WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{}/workloads"
 _ENDED = frozenset({"Succeeded", "Failed"})
 
 
+class KubeUnreadable(Exception):
+    """Raised by a `KubeGet` where no read can succeed for a reason of the caller's own (its
+    credentials), with that reason: one warning for the namespaces not read, as for an API out
+    of reach."""
+
+
 def found_or_none(response: requests.Response) -> Mapping[str, Any] | None:
     """A Kubernetes API's answer to a GET: the object or list, None for a 404; an HTTPError for
     any other failure."""
@@ -66,6 +72,8 @@ def queue_change_findings(config: StackConfig, get: KubeGet) -> list[Finding]:
     for i, namespace in enumerate(config.namespaces):
         try:
             finding = _namespace_finding(config, i, namespace, get)
+        except KubeUnreadable as error:
+            return [*findings, unread_namespaces(config.namespaces[i:], str(error))]
         except requests.RequestException as error:
             if _unreachable(error):
                 return [*findings, unread_namespaces(config.namespaces[i:], _failure(error))]

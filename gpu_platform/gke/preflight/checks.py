@@ -72,6 +72,7 @@ from gpu_platform.preflight.cannot_check import CannotCheck
 from gpu_platform.preflight.findings import Finding
 from gpu_platform.preflight.queue_changes import (
     KubeGet,
+    KubeUnreadable,
     found_or_none,
     queue_change_findings,
     unread_namespaces,
@@ -232,9 +233,18 @@ class GoogleApis:
             with tempfile.NamedTemporaryFile(suffix=".crt") as ca:
                 ca.write(base64.b64decode(authority))
                 ca.flush()
-                response = self.kube_session.get(
-                    f"https://{endpoint}{path}", timeout=self.timeout, verify=ca.name
-                )
+                try:
+                    response = self.kube_session.get(
+                        f"https://{endpoint}{path}", timeout=self.timeout, verify=ca.name
+                    )
+                except GoogleAuthError as error:
+                    # The session's own credentials, with the e-mail scope, renew apart from
+                    # the Google APIs' ones, and a user's login may not have granted that scope
+                    # (google/oauth2/_client.py `refresh_grant` sends the scopes, google-auth
+                    # 2.62.2): a RefreshError, not a requests one, which must cost only these
+                    # reads.
+                    why = f"Google did not renew the credentials' token for it ({error})"
+                    raise KubeUnreadable(why) from error
             return found_or_none(response)
 
         return get

@@ -29,6 +29,7 @@ import pytest
 import requests
 import urllib3
 import urllib3.util.retry
+from google.auth.exceptions import RefreshError
 from google.auth.transport.requests import AuthorizedSession
 from google.oauth2.credentials import Credentials
 from requests.adapters import BaseAdapter, HTTPAdapter
@@ -1591,6 +1592,35 @@ def test_a_cluster_without_endpoint_or_ca_is_a_warning_that_its_namespaces_are_u
         " queues is not checked.",
     )
     assert google.kube_paths == []
+
+
+class UnrenewedCredentials(Credentials):
+    """A user's login that did not grant the e-mail scope: Google refuses to renew its token."""
+
+    def refresh(self, request: Any) -> None:
+        raise RefreshError("invalid_scope: Bad Request")
+
+
+def test_credentials_not_renewed_for_the_kubernetes_reads_are_one_warning_and_the_rest_runs(
+    google: FakeGoogle,
+) -> None:
+    # A refresh sends the scopes asked for, userinfo.email included for these reads, which a
+    # login with other `--scopes` did not grant (google/oauth2/_client.py `refresh_grant`,
+    # google-auth 2.62.2); its RefreshError is no requests.RequestException.
+    kube = AuthorizedSession(UnrenewedCredentials(token=None))
+    apis = GoogleApis(google.session(), PROJECT, kube_session=kube)
+
+    found = preflight_gke.preflight(stack(), apis)
+
+    assert [(f.severity, f.message) for f in found if f.subject == "tenant namespaces"] == [
+        (
+            "warning",
+            "Cannot read ml-sandbox through the cluster's Kubernetes API: Google did not renew"
+            " the credentials' token for it (invalid_scope: Bad Request). Whether the next up"
+            " moves them into or out of the queues is not checked.",
+        )
+    ]
+    assert found[-1].subject.startswith("quota ")
 
 
 def test_the_clusters_api_is_read_once_without_retries_where_it_cannot_be_reached(
