@@ -194,8 +194,8 @@ def _split_problems(
     there: shares adding up to more would admit past the ResourceQuota. Less only leaves quota
     nothing admits on (Kueue's webhooks and the cluster's admission policy hold a queued
     namespace's GPU pods to Kueue's admission), which is the safe middle of moving quota from
-    one pool to another, so the plan warns of it instead
-    (gpu_platform/offline/unused_shares.py). A canary has no flavor
+    one pool to another, so the program warns of it instead
+    (gpu_platform/kubernetes/unused_shares.py). A canary has no flavor
     (gpu_platform/kubernetes/kueue.py `queued_pools`), so it shares nothing with the pool it
     leads."""
     pool_names = {pool.name for pool in config.pools}

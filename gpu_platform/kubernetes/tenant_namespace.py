@@ -73,6 +73,7 @@ from gpu_platform.kubernetes.nvidia_driver import upgrade_hold_seconds
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.kubernetes.queue_labels import QUEUED_NAMESPACE_LABEL
 from gpu_platform.kubernetes.rollout_retry import RETRY_LAG_SECONDS
+from gpu_platform.kubernetes.unused_shares import unused_shares
 from gpu_platform.lock.images import locked
 from gpu_platform.node_identity import (
     GPU_RESOURCE,
@@ -130,16 +131,18 @@ class GpuTenantNamespace(pulumi.ComponentResource):
             opts=child,
         )
         hard = gpu_quota(spec, args.pools)
+        quota_hard = hard if args.queues is None else with_borrowing(spec, hard, args.pools)
         quota = core.v1.ResourceQuota(
             f"{name}-{QUOTA_NAME}",
             metadata={"name": QUOTA_NAME, "namespace": namespace.metadata.name},
-            spec={"hard": hard if args.queues is None else with_borrowing(spec, hard, args.pools)},
+            spec={"hard": quota_hard},
             opts=child,
         )
         if args.queues is not None:
-            queue = declare(
-                f"{name}-cluster-queue", cluster_queue(spec, hard, args.pools, args.queues), child
-            )
+            queue_object = cluster_queue(spec, hard, args.pools, args.queues)
+            for warning in unused_shares(spec.name, queue_object, quota_hard):
+                pulumi.log.warn(warning)
+            queue = declare(f"{name}-cluster-queue", queue_object, child)
             declare(
                 f"{name}-local-queue",
                 local_queue(spec.name, spec.name),

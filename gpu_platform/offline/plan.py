@@ -24,7 +24,6 @@ from gpu_platform.offline.driver_images import undeclared_driver_images
 from gpu_platform.offline.exempt_namespaces import exemption_mismatches
 from gpu_platform.offline.namespace_levels import config_for_plan
 from gpu_platform.offline.program import Plan, run_program
-from gpu_platform.offline.unused_shares import unused_shares
 from gpu_platform.offline.validation_warnings import unconfirmed_gke_scale_up
 from gpu_platform.project import Project
 from gpu_platform.versions import KUBE_PROMETHEUS_STACK_CHART
@@ -102,7 +101,7 @@ def plan_stack(
         *unconfirmed_gke_scale_up(plan),
         *exemption_mismatches(plan, config),
         *_idle_billing_warnings(plan),
-        *unused_shares(plan),
+        *plan.logged_warnings,
     )
     return OfflinePlan(plan, tuple(verdicts), pack_dir, warnings)
 

@@ -8,6 +8,7 @@ command and the tests drive the program through this one runner.
 """
 
 import json
+import logging
 import runpy
 import sys
 from collections.abc import Callable, Mapping
@@ -77,6 +78,18 @@ class InvokeRecord:
     """The provider it went through (`<urn>::<id>`); None for the stack's default."""
 
 
+class _WarningsKept(logging.Logger):
+    """The mocks' engine log (`pulumi.runtime.mocks.MockEngine`): the program's warnings kept in
+    the plan instead of printed, as the engine keeps them for `pulumi preview`'s summary."""
+
+    def __init__(self, plan: "Plan") -> None:
+        super().__init__(__name__)
+        self.plan = plan
+
+    def warning(self, msg: object, *args: object, **kwargs: Any) -> None:
+        self.plan.logged_warnings.append(str(msg))
+
+
 @dataclass
 class Plan:
     """What one run of the program declared, resources in the order the program constructed
@@ -93,6 +106,8 @@ class Plan:
     state keeps of it after the update."""
     component_secret_outputs: dict[str, frozenset[str]] = field(default_factory=dict)
     """Which of those outputs the state keeps encrypted, by URN."""
+    logged_warnings: list[str] = field(default_factory=list)
+    """What the program logged as warnings (`pulumi.log.warn`), which `pulumi preview` shows."""
 
     def of_type(self, type_: str) -> list[PlannedResource]:
         return [r for r in self.resources if r.type == type_]
@@ -136,6 +151,7 @@ def run_program(
         project=project.name,
         stack=stack,
         preview=preview,
+        logger=_WarningsKept(plan),
         monitor=monitor,
         # The self-managed backends' one organization.
         organization="organization",

@@ -14,7 +14,6 @@ from gpu_platform.config.problems import MISSING
 from gpu_platform.kubernetes.chart_keys import chart_key_paths, key_paths
 from gpu_platform.kubernetes.crd_schemas import validation_errors
 from gpu_platform.offline.program import Plan, PlannedResource
-from gpu_platform.offline.unused_shares import unused_shares
 from tests.gpu_platform.kubernetes.quota_invariants import kueue_quota_problems
 from tests.repository import ROOT
 from tests.stack_variants import with_mig_mixed_pool
@@ -300,7 +299,8 @@ def test_shares_adding_up_to_less_than_the_quota_plan_with_a_warning_by_key(
     quota = plan.named("ml-sandbox-gpu-quota", "kubernetes:core/v1:ResourceQuota")
     assert quota.inputs["spec"]["hard"]["requests.nvidia.com/gpu"] == "8"
     assert kueue_quota_problems(plan, config) == []
-    assert unused_shares(plan) == [
+    # Logged by the program (`pulumi.log.warn`), so `pulumi preview` and `up` show it too.
+    assert plan.logged_warnings == [
         "namespace ml-sandbox: its queue's shares (queue.poolQuotas) of its quota of"
         " nvidia.com/gpu (8) on pools t4-shared, t4-shared-b add up to 7 (5 + 2): Kueue admits"
         " no job on the 1 left. Once the pool whose share you lowered runs within it, raise the"
@@ -312,7 +312,7 @@ def test_shares_adding_up_to_the_quota_warn_of_nothing_whatever_they_borrow(spli
     # 5 + 3 of `sharedGpuQuota: 8`, its ResourceQuota 8 + 2 borrowed on each of the two pools.
     quota = split_plan.named("ml-sandbox-gpu-quota", "kubernetes:core/v1:ResourceQuota")
     assert quota.inputs["spec"]["hard"]["requests.nvidia.com/gpu"] == "12"
-    assert unused_shares(split_plan) == []
+    assert split_plan.logged_warnings == []
 
 
 def test_a_split_of_a_pool_that_alone_hands_out_its_resource_is_refused(
